@@ -1,0 +1,158 @@
+// Package config holds the control node's one typed configuration: defaults,
+// then a YAML file, then SVC_* environment variables, then command-line flags,
+// then Validate, which names the field that is wrong.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/svcplatform/svc/controlplane/store/raftnode"
+)
+
+// Config is every setting of `svc server`. Each field has a flag (tag
+// `flag`), an environment variable (tag `env`) and a config-file key (tag
+// `yaml`); the usage text is the `usage` tag.
+type Config struct {
+	NodeID   string `flag:"node-id" env:"SVC_NODE_ID" yaml:"nodeId" usage:"unique id of this control node (letters, digits, . _ -)"`
+	DataDir  string `flag:"data-dir" env:"SVC_DATA_DIR" yaml:"dataDir" usage:"directory for the raft log, snapshots and state database"`
+	HTTPAddr string `flag:"http-addr" env:"SVC_HTTP_ADDR" yaml:"httpAddr" usage:"HOST:PORT the HTTP API listens on"`
+	RaftAddr string `flag:"raft-addr" env:"SVC_RAFT_ADDR" yaml:"raftAddr" usage:"HOST:PORT of the internal link (raft and forwarding) between control nodes"`
+	// AdvertiseHTTP is the base URL other nodes and tools use to reach this
+	// node's API; it defaults to http://HTTPAddr.
+	AdvertiseHTTP string `flag:"advertise-http" env:"SVC_ADVERTISE_HTTP" yaml:"advertiseHttp" usage:"base URL other nodes use to reach this API (default http://<http-addr>)"`
+	Join          string `flag:"join" env:"SVC_JOIN" yaml:"join" usage:"API URL of any member of an existing cluster to join; empty founds a new cluster"`
+	ConfigFile    string `flag:"config" env:"SVC_CONFIG" yaml:"-" usage:"YAML configuration file"`
+	// ClusterKeyFile is the keyring shared by every control node; it
+	// authenticates the internal link and encrypts secrets at rest.
+	ClusterKeyFile string        `flag:"cluster-key-file" env:"SVC_CLUSTER_KEY_FILE" yaml:"clusterKeyFile" usage:"cluster keyring file, the same on every control node (default <data-dir>/cluster.key, created when missing)"`
+	LogLevel       string        `flag:"log-level" env:"SVC_LOG_LEVEL" yaml:"logLevel" usage:"debug, info, warn or error"`
+	MaxBodyBytes   int64         `flag:"max-body-bytes" env:"SVC_MAX_BODY_BYTES" yaml:"maxBodyBytes" usage:"largest accepted JSON request body in bytes"`
+	TrustedProxies []string      `flag:"trusted-proxies" env:"SVC_TRUSTED_PROXIES" yaml:"trustedProxies" usage:"comma-separated CIDRs of reverse proxies whose X-Forwarded-For is believed"`
+	ShutdownGrace  time.Duration `flag:"shutdown-grace" env:"SVC_SHUTDOWN_GRACE" yaml:"shutdownGrace" usage:"how long a graceful shutdown waits for requests and leadership transfer"`
+	// HistoryRetention is how many revisions of watch history are kept
+	// before the retention task compacts them.
+	HistoryRetention int64 `flag:"history-retention" env:"SVC_HISTORY_RETENTION" yaml:"historyRetention" usage:"revisions of watch history kept before compaction"`
+
+	SMTPHost     string `flag:"smtp-host" env:"SVC_SMTP_HOST" yaml:"smtpHost" usage:"SMTP server for operations e-mail (empty disables e-mail)"`
+	SMTPPort     int    `flag:"smtp-port" env:"SVC_SMTP_PORT" yaml:"smtpPort" usage:"SMTP port"`
+	SMTPFrom     string `flag:"smtp-from" env:"SVC_SMTP_FROM" yaml:"smtpFrom" usage:"sender address of operations e-mail"`
+	SMTPUsername string `flag:"smtp-username" env:"SVC_SMTP_USERNAME" yaml:"smtpUsername" usage:"SMTP user name (empty: no authentication)"`
+	// SMTPPasswordFile keeps the password out of flags, environment and logs.
+	SMTPPasswordFile string `flag:"smtp-password-file" env:"SVC_SMTP_PASSWORD_FILE" yaml:"smtpPasswordFile" usage:"file holding the SMTP password"`
+	SMTPStartTLS     bool   `flag:"smtp-starttls" env:"SVC_SMTP_STARTTLS" yaml:"smtpStartTls" usage:"require STARTTLS with the SMTP server"`
+
+	// Bootstrap is set by `svc dev`: found a single-node cluster.
+	Bootstrap bool `flag:"-" env:"-" yaml:"-"`
+}
+
+// Defaults returns the configuration before any file, environment or flag.
+func Defaults() Config {
+	host, _ := os.Hostname()
+	if host == "" || !raftnode.NodeIDPattern.MatchString(host) {
+		host = "node-1"
+	}
+	return Config{
+		NodeID:           host,
+		DataDir:          "/var/lib/svc",
+		HTTPAddr:         "127.0.0.1:8080",
+		RaftAddr:         "127.0.0.1:8300",
+		LogLevel:         "info",
+		MaxBodyBytes:     1 << 20,
+		ShutdownGrace:    10 * time.Second,
+		HistoryRetention: 100000,
+		SMTPPort:         587,
+		SMTPStartTLS:     true,
+	}
+}
+
+// Validate reports the first wrong field by its flag name.
+func (c *Config) Validate() error {
+	bad := func(flag, format string, args ...any) error {
+		return fmt.Errorf("config field %s: %s", flag, fmt.Sprintf(format, args...))
+	}
+	if !raftnode.NodeIDPattern.MatchString(c.NodeID) {
+		return bad("node-id", "%q must match %s", c.NodeID, raftnode.NodeIDPattern)
+	}
+	if c.DataDir == "" {
+		return bad("data-dir", "is required")
+	}
+	for _, a := range []struct{ flag, v string }{{"http-addr", c.HTTPAddr}, {"raft-addr", c.RaftAddr}} {
+		host, port, err := net.SplitHostPort(a.v)
+		if err != nil || port == "" {
+			return bad(a.flag, "%q is not HOST:PORT", a.v)
+		}
+		if host != "" && net.ParseIP(host) == nil && strings.ContainsAny(host, "/ ") {
+			return bad(a.flag, "%q has an invalid host", a.v)
+		}
+	}
+	for _, u := range []struct{ flag, v string }{{"advertise-http", c.AdvertiseHTTP}, {"join", c.Join}} {
+		if u.v == "" {
+			continue
+		}
+		p, err := url.Parse(u.v)
+		if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+			return bad(u.flag, "%q is not an absolute http(s) URL", u.v)
+		}
+	}
+	if c.Join != "" && c.Bootstrap {
+		return bad("join", "cannot join another cluster in dev mode")
+	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		return bad("log-level", "%q is not one of debug, info, warn, error", c.LogLevel)
+	}
+	if c.MaxBodyBytes < 1024 || c.MaxBodyBytes > 64<<20 {
+		return bad("max-body-bytes", "%d is outside 1024..67108864", c.MaxBodyBytes)
+	}
+	for _, p := range c.TrustedProxies {
+		if _, _, err := net.ParseCIDR(p); err != nil {
+			return bad("trusted-proxies", "%q is not a CIDR", p)
+		}
+	}
+	if c.ShutdownGrace < 0 || c.ShutdownGrace > 5*time.Minute {
+		return bad("shutdown-grace", "%s is outside 0..5m", c.ShutdownGrace)
+	}
+	if c.HistoryRetention < 1000 {
+		return bad("history-retention", "%d is below 1000 revisions", c.HistoryRetention)
+	}
+	if c.SMTPHost != "" {
+		if c.SMTPPort < 1 || c.SMTPPort > 65535 {
+			return bad("smtp-port", "%d is not a port", c.SMTPPort)
+		}
+		if !strings.Contains(c.SMTPFrom, "@") {
+			return bad("smtp-from", "%q is not an e-mail address", c.SMTPFrom)
+		}
+	}
+	return nil
+}
+
+// KeyFile is the keyring path after defaults.
+func (c *Config) KeyFile() string {
+	if c.ClusterKeyFile != "" {
+		return c.ClusterKeyFile
+	}
+	return filepath.Join(c.DataDir, "cluster.key")
+}
+
+// APIURL is the base URL of this node's API as others should use it.
+func (c *Config) APIURL() string {
+	if c.AdvertiseHTTP != "" {
+		return strings.TrimRight(c.AdvertiseHTTP, "/")
+	}
+	host, port, _ := net.SplitHostPort(c.HTTPAddr)
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, port)
+}
+
+// ErrHelp is returned by Load when -h was given.
+var ErrHelp = errors.New("help requested")

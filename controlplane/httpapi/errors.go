@@ -1,0 +1,75 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/svcplatform/svc/controlplane/store"
+)
+
+// Error is an error with its contract code and HTTP status. Domain packages
+// return their own sentinels; endpoint code wraps them here.
+type Error struct {
+	Status    int
+	Code      string
+	Message   string
+	Retryable *bool
+	Err       error
+}
+
+func (e *Error) Error() string {
+	if e.Err != nil {
+		return e.Code + ": " + e.Message + ": " + e.Err.Error()
+	}
+	return e.Code + ": " + e.Message
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+func newError(status int, code, message string) *Error {
+	return &Error{Status: status, Code: code, Message: message}
+}
+
+func retryable(v bool) *bool { return &v }
+
+// ErrorBody is the one error body of the API.
+type ErrorBody struct {
+	Code      string `json:"code"`
+	Message   string `json:"message"`
+	TraceID   string `json:"traceId"`
+	Retryable *bool  `json:"retryable,omitempty"`
+}
+
+// toError maps any error to its contract form. Unknown errors become 500
+// without leaking their text.
+func toError(err error) *Error {
+	var e *Error
+	switch {
+	case errors.As(err, &e):
+		return e
+	case errors.Is(err, store.ErrInvalidRequest):
+		return &Error{Status: http.StatusBadRequest, Code: "invalid_body", Message: err.Error(), Err: err}
+	case errors.Is(err, store.ErrNoLeader), errors.Is(err, store.ErrClosed):
+		return &Error{Status: http.StatusServiceUnavailable, Code: "unavailable", Message: "the cluster has no leader right now", Retryable: retryable(true), Err: err}
+	case errors.Is(err, store.ErrUnknownOutcome):
+		return &Error{Status: http.StatusServiceUnavailable, Code: "unknown_outcome", Message: "the write may or may not have been applied; read the state before retrying", Retryable: retryable(false), Err: err}
+	case errors.Is(err, context.DeadlineExceeded):
+		return &Error{Status: http.StatusServiceUnavailable, Code: "timeout", Message: "the operation did not finish in time", Retryable: retryable(true), Err: err}
+	}
+	return &Error{Status: http.StatusInternalServerError, Code: "internal", Message: "internal error", Err: err}
+}
+
+// abortWithError writes the error body and stops the chain.
+func abortWithError(c *gin.Context, err error) {
+	e := toError(err)
+	if e.Status >= 500 {
+		c.Error(err) // logged by the access log with the trace id
+	}
+	if e.Status == http.StatusTooManyRequests && c.Writer.Header().Get("Retry-After") == "" {
+		c.Header("Retry-After", "1")
+	}
+	c.AbortWithStatusJSON(e.Status, ErrorBody{Code: e.Code, Message: e.Message, TraceID: traceID(c), Retryable: e.Retryable})
+}

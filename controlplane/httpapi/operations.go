@@ -1,0 +1,100 @@
+package httpapi
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/routers"
+
+	"github.com/svcplatform/svc/api/contract"
+)
+
+// Operation is what the middleware needs to know about one contract
+// operation, read from the embedded contract at start.
+type Operation struct {
+	ID         string
+	Method     string
+	Path       string // contract form, /a/{b}
+	GinPath    string // router form, /a/:b
+	Permission string
+	Module     string
+	Public     bool
+	JSONBody   bool
+	route      *routers.Route
+}
+
+// Operations indexes the contract by "METHOD ginPath".
+type Operations struct {
+	Spec  *openapi3.T
+	byKey map[string]*Operation
+	all   []*Operation
+}
+
+func extString(ext map[string]any, name string) string {
+	switch v := ext[name].(type) {
+	case string:
+		return v
+	case []byte:
+		return strings.Trim(string(v), `"`)
+	case nil:
+		return ""
+	default:
+		return strings.Trim(fmt.Sprint(v), `"`)
+	}
+}
+
+// LoadOperations reads the embedded contract.
+func LoadOperations() (*Operations, error) {
+	spec, err := contract.GetSwagger()
+	if err != nil {
+		return nil, err
+	}
+	ops := &Operations{Spec: spec, byKey: map[string]*Operation{}}
+	for path, item := range spec.Paths.Map() {
+		for method, op := range item.Operations() {
+			o := &Operation{
+				ID: op.OperationID, Method: method, Path: path, GinPath: ginPath(path),
+				Permission: extString(op.Extensions, "x-svc-permission"),
+				Module:     extString(op.Extensions, "x-svc-module"),
+				Public:     extString(op.Extensions, "x-svc-public") == "true",
+				route:      &routers.Route{Spec: spec, Path: path, PathItem: item, Method: method, Operation: op},
+			}
+			if op.RequestBody != nil && op.RequestBody.Value != nil && op.RequestBody.Value.Content.Get("application/json") != nil {
+				o.JSONBody = true
+			}
+			ops.byKey[method+" "+o.GinPath] = o
+			ops.all = append(ops.all, o)
+		}
+	}
+	sort.Slice(ops.all, func(i, j int) bool {
+		if ops.all[i].Path != ops.all[j].Path {
+			return ops.all[i].Path < ops.all[j].Path
+		}
+		return ops.all[i].Method < ops.all[j].Method
+	})
+	return ops, nil
+}
+
+func ginPath(p string) string {
+	var b strings.Builder
+	for i := 0; i < len(p); i++ {
+		if p[i] == '{' {
+			end := strings.IndexByte(p[i:], '}')
+			b.WriteString(":" + p[i+1:i+end])
+			i += end
+			continue
+		}
+		b.WriteByte(p[i])
+	}
+	return b.String()
+}
+
+// Lookup finds the operation for a matched route.
+func (o *Operations) Lookup(method, ginFullPath string) *Operation {
+	return o.byKey[method+" "+ginFullPath]
+}
+
+// All lists every operation in path order.
+func (o *Operations) All() []*Operation { return o.all }

@@ -1,0 +1,95 @@
+package httpapi
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.uber.org/zap"
+
+	"github.com/svcplatform/svc/api/contract"
+	"github.com/svcplatform/svc/controlplane/store/raftnode"
+	"github.com/svcplatform/svc/controlplane/system"
+)
+
+// Deps are what the HTTP boundary needs.
+type Deps struct {
+	Ops            *Operations
+	Auth           Authenticator
+	Log            *zap.Logger
+	Registry       *prometheus.Registry
+	MaxBodyBytes   int64
+	TrustedProxies []string
+	System         *system.Service
+	Node           *raftnode.Node
+	LinkKeys       [][]byte
+	ContractYAML   []byte
+}
+
+// NewEngine assembles the router: contract routes behind the guard,
+// internal routes behind their HMAC check, and /metrics behind system.view.
+func NewEngine(d Deps) (*gin.Engine, error) {
+	gin.SetMode(gin.ReleaseMode)
+	e := gin.New()
+	e.HandleMethodNotAllowed = true
+	e.ContextWithFallback = true
+	if err := e.SetTrustedProxies(d.TrustedProxies); err != nil {
+		return nil, fmt.Errorf("trusted proxies: %w", err)
+	}
+	metrics := NewMetrics(d.Registry)
+	e.Use(withTrace(), accessLog(d.Log, metrics), recovery(d.Log))
+	e.NoRoute(func(c *gin.Context) {
+		abortWithError(c, newError(http.StatusNotFound, "not_found", "no such endpoint"))
+	})
+	e.NoMethod(func(c *gin.Context) {
+		abortWithError(c, newError(http.StatusMethodNotAllowed, "method_not_allowed", "this endpoint does not accept "+c.Request.Method))
+	})
+
+	docs, err := renderDocs(d.Ops)
+	if err != nil {
+		return nil, err
+	}
+	handlers := &systemEndpoints{svc: d.System, yaml: d.ContractYAML, docs: docs}
+	strict := contract.NewStrictHandlerWithOptions(handlers, nil, contract.StrictGinServerOptions{
+		RequestErrorHandlerFunc: func(c *gin.Context, err error) {
+			abortWithError(c, &Error{Status: http.StatusBadRequest, Code: "invalid_body", Message: err.Error(), Retryable: retryable(false)})
+		},
+		ResponseErrorHandlerFunc: func(c *gin.Context, err error) { abortWithError(c, err) },
+	})
+	api := e.Group("", guard(d.Ops, d.Auth, d.MaxBodyBytes))
+	contract.RegisterHandlersWithOptions(api, strict, contract.GinServerOptions{
+		ErrorHandler: func(c *gin.Context, err error, status int) {
+			abortWithError(c, &Error{Status: status, Code: "invalid_query", Message: err.Error(), Retryable: retryable(false)})
+		},
+	})
+
+	internal := e.Group("", internalAuth(d.LinkKeys, 1<<20))
+	internal.POST(JoinPath, joinHandler(d.Node))
+
+	e.GET("/metrics", func(c *gin.Context) {
+		id, err := d.Auth.Authenticate(c.Request, net.ParseIP(c.ClientIP()))
+		switch {
+		case err != nil:
+			abortWithError(c, err)
+		case id == nil:
+			abortWithError(c, newError(http.StatusUnauthorized, "authentication_required", "metrics need a credential with system.view"))
+		case !id.Has("system.view"):
+			abortWithError(c, newError(http.StatusForbidden, "permission_denied", `metrics need permission "system.view"`))
+		default:
+			promhttp.HandlerFor(d.Registry, promhttp.HandlerOpts{}).ServeHTTP(c.Writer, c.Request)
+		}
+	})
+	return e, nil
+}
+
+// Routes lists the registered routes for the contract audit.
+func Routes(e *gin.Engine) []system.Route {
+	var out []system.Route
+	for _, r := range e.Routes() {
+		out = append(out, system.Route{Method: r.Method, Path: r.Path})
+	}
+	return out
+}

@@ -1,0 +1,194 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/http"
+
+	"github.com/svcplatform/svc/api/contract"
+	"github.com/svcplatform/svc/controlplane/identity"
+	"github.com/svcplatform/svc/controlplane/system"
+)
+
+// systemEndpoints implements the strict server interface for module 01 and
+// the cluster status; each method hands over to system.Service.
+type systemEndpoints struct {
+	svc  *system.Service
+	yaml []byte
+	docs []byte // rendered docs page
+}
+
+var _ contract.StrictServerInterface = (*systemEndpoints)(nil)
+
+// systemError maps the system package's sentinels to contract errors.
+func systemError(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, system.ErrUnknownCluster), errors.Is(err, system.ErrUnknownTask):
+		return &Error{Status: http.StatusNotFound, Code: "not_found", Message: err.Error(), Retryable: retryable(false), Err: err}
+	case errors.Is(err, system.ErrTaskRunning), errors.Is(err, system.ErrNotResidue):
+		return &Error{Status: http.StatusConflict, Code: "conflict", Message: err.Error(), Retryable: retryable(false), Err: err}
+	case errors.Is(err, system.ErrInvalidTuning), errors.Is(err, system.ErrInvalidEmail):
+		return &Error{Status: http.StatusBadRequest, Code: "invalid_body", Message: err.Error(), Retryable: retryable(false), Err: err}
+	case errors.Is(err, system.ErrAgentUnavailable):
+		return &Error{Status: http.StatusConflict, Code: "agent_unavailable", Message: err.Error(), Retryable: retryable(false), Err: err}
+	case errors.Is(err, system.ErrEmailNotConfigured):
+		return &Error{Status: http.StatusConflict, Code: "notifications_not_configured", Message: "set smtp-host and smtp-from to enable operations e-mail", Retryable: retryable(false), Err: err}
+	case errors.Is(err, system.ErrEmailFailed):
+		return &Error{Status: http.StatusServiceUnavailable, Code: "smtp_failed", Message: err.Error(), Retryable: retryable(true), Err: err}
+	}
+	return err
+}
+
+func actorOf(ctx context.Context) string {
+	if id := identity.From(ctx); id != nil {
+		return string(id.Kind) + ":" + id.CredentialID
+	}
+	return "anonymous"
+}
+
+func deref[T any](p *T, def T) T {
+	if p == nil {
+		return def
+	}
+	return *p
+}
+
+func (e *systemEndpoints) GetHealth(ctx context.Context, _ contract.GetHealthRequestObject) (contract.GetHealthResponseObject, error) {
+	snap := e.svc.Health(ctx, identity.From(ctx).Has("system.view"))
+	if snap.Status == contract.SvcHealthSnapshotStatusUnavailable {
+		return contract.GetHealth503JSONResponse(snap), nil
+	}
+	return contract.GetHealth200JSONResponse(snap), nil
+}
+
+func (e *systemEndpoints) GetSystemInfo(ctx context.Context, _ contract.GetSystemInfoRequestObject) (contract.GetSystemInfoResponseObject, error) {
+	return contract.GetSystemInfo200JSONResponse(e.svc.Info(ctx)), nil
+}
+
+func (e *systemEndpoints) GetSystemVersion(ctx context.Context, _ contract.GetSystemVersionRequestObject) (contract.GetSystemVersionResponseObject, error) {
+	return contract.GetSystemVersion200JSONResponse(e.svc.Version()), nil
+}
+
+func (e *systemEndpoints) ListSystemRoles(ctx context.Context, _ contract.ListSystemRolesRequestObject) (contract.ListSystemRolesResponseObject, error) {
+	return contract.ListSystemRoles200JSONResponse(e.svc.Roles()), nil
+}
+
+func (e *systemEndpoints) ListBackgroundTasks(ctx context.Context, _ contract.ListBackgroundTasksRequestObject) (contract.ListBackgroundTasksResponseObject, error) {
+	return contract.ListBackgroundTasks200JSONResponse(e.svc.BackgroundTasks()), nil
+}
+
+func (e *systemEndpoints) GetConsoleSummary(ctx context.Context, _ contract.GetConsoleSummaryRequestObject) (contract.GetConsoleSummaryResponseObject, error) {
+	s, err := e.svc.ConsoleSummary(ctx)
+	return contract.GetConsoleSummary200JSONResponse(s), systemError(err)
+}
+
+func (e *systemEndpoints) GetSystemReadiness(ctx context.Context, r contract.GetSystemReadinessRequestObject) (contract.GetSystemReadinessResponseObject, error) {
+	rep := e.svc.Readiness(ctx, deref(r.Params.CheckDatabase, true), deref(r.Params.CheckEngine, false))
+	if !rep.Ready {
+		return contract.GetSystemReadiness503JSONResponse(rep), nil
+	}
+	return contract.GetSystemReadiness200JSONResponse(rep), nil
+}
+
+func (e *systemEndpoints) GetParityAudit(ctx context.Context, r contract.GetParityAuditRequestObject) (contract.GetParityAuditResponseObject, error) {
+	rep, err := e.svc.ParityAudit(ctx, r.Params)
+	return contract.GetParityAudit200JSONResponse(rep), systemError(err)
+}
+
+func (e *systemEndpoints) GetMigrationAudit(ctx context.Context, r contract.GetMigrationAuditRequestObject) (contract.GetMigrationAuditResponseObject, error) {
+	rep, err := e.svc.MigrationAudit(ctx, r.Params)
+	return contract.GetMigrationAudit200JSONResponse(rep), systemError(err)
+}
+
+func (e *systemEndpoints) CleanupRemovedProtocolResidues(ctx context.Context, r contract.CleanupRemovedProtocolResiduesRequestObject) (contract.CleanupRemovedProtocolResiduesResponseObject, error) {
+	res, err := e.svc.CleanupResidues(ctx, *r.Body)
+	return contract.CleanupRemovedProtocolResidues200JSONResponse(res), systemError(err)
+}
+
+func (e *systemEndpoints) GetDatabaseSchemaAudit(ctx context.Context, r contract.GetDatabaseSchemaAuditRequestObject) (contract.GetDatabaseSchemaAuditResponseObject, error) {
+	rep, err := e.svc.SchemaAudit(ctx, deref(r.Params.IncludeDdl, false), int(deref(r.Params.MaxDdlChars, 4000)))
+	return contract.GetDatabaseSchemaAudit200JSONResponse(rep), systemError(err)
+}
+
+func (e *systemEndpoints) PreviewDataRetentionCleanup(ctx context.Context, r contract.PreviewDataRetentionCleanupRequestObject) (contract.PreviewDataRetentionCleanupResponseObject, error) {
+	p, err := e.svc.RetentionPreview(ctx, deref(r.Params.Actor, actorOf(ctx)), deref(r.Params.Reason, ""))
+	return contract.PreviewDataRetentionCleanup200JSONResponse(p), systemError(err)
+}
+
+func (e *systemEndpoints) RunDataRetentionCleanup(ctx context.Context, r contract.RunDataRetentionCleanupRequestObject) (contract.RunDataRetentionCleanupResponseObject, error) {
+	for _, c := range deref(r.Body.Categories, nil) {
+		known := false
+		for _, k := range system.RetentionCategories {
+			known = known || c == k
+		}
+		if !known {
+			return nil, &Error{Status: http.StatusBadRequest, Code: "invalid_body", Message: "unknown retention category " + c, Retryable: retryable(false)}
+		}
+	}
+	res, err := e.svc.RetentionRun(ctx, deref(r.Body.Actor, actorOf(ctx)), r.Body.Reason, deref(r.Body.Categories, nil))
+	return contract.RunDataRetentionCleanup200JSONResponse(res), systemError(err)
+}
+
+func (e *systemEndpoints) GetApiDocs(ctx context.Context, _ contract.GetApiDocsRequestObject) (contract.GetApiDocsResponseObject, error) {
+	return contract.GetApiDocs302Response{Headers: contract.GetApiDocs302ResponseHeaders{Location: "/api/v2/system/docs-ui"}}, nil
+}
+
+func (e *systemEndpoints) GetDocsUi(ctx context.Context, r contract.GetDocsUiRequestObject) (contract.GetDocsUiResponseObject, error) {
+	if r.Params.Format != nil && *r.Params.Format == contract.GetDocsUiParamsFormatYaml {
+		return contract.GetDocsUi200ApplicationyamlResponse{Body: bytes.NewReader(e.yaml), ContentLength: int64(len(e.yaml))}, nil
+	}
+	return contract.GetDocsUi200TexthtmlResponse{Body: bytes.NewReader(e.docs), ContentLength: int64(len(e.docs))}, nil
+}
+
+func (e *systemEndpoints) GetOpenApiAudit(ctx context.Context, r contract.GetOpenApiAuditRequestObject) (contract.GetOpenApiAuditResponseObject, error) {
+	return contract.GetOpenApiAudit200JSONResponse(e.svc.OpenAPIAudit(deref(r.Params.OnlyProblems, false))), nil
+}
+
+func (e *systemEndpoints) GetSourceDocumentationAudit(ctx context.Context, r contract.GetSourceDocumentationAuditRequestObject) (contract.GetSourceDocumentationAuditResponseObject, error) {
+	rep := e.svc.DocumentationAudit(deref(r.Params.OnlyProblems, false), deref(r.Params.CheckParameterAndReturnTags, false), int(deref(r.Params.MaxResults, 500)))
+	return contract.GetSourceDocumentationAudit200JSONResponse(rep), nil
+}
+
+func (e *systemEndpoints) ListSystemTasks(ctx context.Context, _ contract.ListSystemTasksRequestObject) (contract.ListSystemTasksResponseObject, error) {
+	return contract.ListSystemTasks200JSONResponse(e.svc.SystemTasks()), nil
+}
+
+func (e *systemEndpoints) RunSystemTask(ctx context.Context, r contract.RunSystemTaskRequestObject) (contract.RunSystemTaskResponseObject, error) {
+	res, err := e.svc.RunTask(ctx, r.TaskName, deref(r.Body.Preview, false))
+	return contract.RunSystemTask200JSONResponse(res), systemError(err)
+}
+
+func (e *systemEndpoints) GetRuntimeDiagnostics(ctx context.Context, _ contract.GetRuntimeDiagnosticsRequestObject) (contract.GetRuntimeDiagnosticsResponseObject, error) {
+	return contract.GetRuntimeDiagnostics200JSONResponse(e.svc.Diagnostics()), nil
+}
+
+func (e *systemEndpoints) ListRuntimePorts(ctx context.Context, _ contract.ListRuntimePortsRequestObject) (contract.ListRuntimePortsResponseObject, error) {
+	return contract.ListRuntimePorts200JSONResponse(e.svc.Ports()), nil
+}
+
+func (e *systemEndpoints) GetHostTuning(ctx context.Context, _ contract.GetHostTuningRequestObject) (contract.GetHostTuningResponseObject, error) {
+	return contract.GetHostTuning200JSONResponse(e.svc.Tuning()), nil
+}
+
+func (e *systemEndpoints) PlanHostTuning(ctx context.Context, r contract.PlanHostTuningRequestObject) (contract.PlanHostTuningResponseObject, error) {
+	plan, err := e.svc.TuningPlan(r.Body.NodeId, r.Body.Values)
+	return contract.PlanHostTuning200JSONResponse(plan), systemError(err)
+}
+
+func (e *systemEndpoints) ApplyHostTuning(ctx context.Context, r contract.ApplyHostTuningRequestObject) (contract.ApplyHostTuningResponseObject, error) {
+	res, err := e.svc.ApplyTuning(r.Body.NodeId, r.Body.Values)
+	return contract.ApplyHostTuning200JSONResponse(res), systemError(err)
+}
+
+func (e *systemEndpoints) SendTestEmail(ctx context.Context, r contract.SendTestEmailRequestObject) (contract.SendTestEmailResponseObject, error) {
+	res, err := e.svc.SendTestEmail(string(r.Body.To), deref(r.Body.Subject, ""), actorOf(ctx))
+	return contract.SendTestEmail200JSONResponse(res), systemError(err)
+}
+
+func (e *systemEndpoints) GetClusterStatus(ctx context.Context, r contract.GetClusterStatusRequestObject) (contract.GetClusterStatusResponseObject, error) {
+	st, err := e.svc.ClusterStatus(ctx, r.Params.ClusterId)
+	return contract.GetClusterStatus200JSONResponse(st), systemError(err)
+}

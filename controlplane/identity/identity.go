@@ -1,0 +1,58 @@
+// Package identity is who is calling and what they may do: the credential
+// kind, the subject, and the permission points the credential carries, with
+// the contract's rules for `*` (super permission) and `auth` (any identity).
+package identity
+
+import "context"
+
+// Kind is the credential an identity came from.
+type Kind string
+
+const (
+	KindAPIToken Kind = "api-token"
+	KindSession  Kind = "console-session"
+)
+
+// Special permission values used by the contract's x-svc-permission.
+const (
+	PermissionSuper = "*"
+	PermissionAuth  = "auth"
+)
+
+// Identity is an authenticated caller.
+type Identity struct {
+	Kind         Kind
+	Subject      string // user id
+	CredentialID string // token id or session id
+	Permissions  []string
+}
+
+// Has reports whether the identity holds permission p. A holder of `*` holds
+// everything; `auth` is held by every identity.
+func (id *Identity) Has(p string) bool {
+	if id == nil {
+		return false
+	}
+	if p == PermissionAuth {
+		return true
+	}
+	for _, have := range id.Permissions {
+		if have == PermissionSuper || have == p {
+			return true
+		}
+	}
+	return false
+}
+
+type ctxKey struct{}
+
+// With stores id in ctx.
+func With(ctx context.Context, id *Identity) context.Context {
+	return context.WithValue(ctx, ctxKey{}, id)
+}
+
+// From returns the identity in ctx, or nil for an anonymous caller.
+func From(ctx context.Context) *Identity {
+	id, _ := ctx.Value(ctxKey{}).(*Identity)
+	return id
+}

@@ -1,0 +1,19 @@
+package store
+
+import "errors"
+
+// Sentinel errors of the store. Callers test them with errors.Is.
+var (
+	// ErrInvalidRequest marks a malformed Txn or Range.
+	ErrInvalidRequest = errors.New("store: invalid request")
+	// ErrCompacted means a watch asked for history that retention removed.
+	ErrCompacted = errors.New("store: required revision has been compacted")
+	// ErrNoLeader means no leader is known, so the write was not attempted.
+	ErrNoLeader = errors.New("store: no leader")
+	// ErrUnknownOutcome means the write may or may not have been committed
+	// (the leader was lost after the proposal left this node). Do not replay
+	// blindly; read the state first.
+	ErrUnknownOutcome = errors.New("store: outcome of the write is unknown")
+	// ErrClosed means the store is shut down.
+	ErrClosed = errors.New("store: closed")
+)

@@ -1,0 +1,482 @@
+package raftnode
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/raft"
+	wal "github.com/hashicorp/raft-wal"
+	"github.com/hashicorp/raft-wal/metadb"
+	"go.uber.org/zap"
+
+	"github.com/svcplatform/svc/controlplane/store"
+	"github.com/svcplatform/svc/controlplane/store/sqlitefsm"
+	"github.com/svcplatform/svc/shared/logging"
+)
+
+// Config describes one control node's store.
+type Config struct {
+	NodeID string
+	// DataDir holds raft/wal, raft/snapshots and state.db.
+	DataDir string
+	// RaftBind is the listen address of the internal link; RaftAdvertise is
+	// what peers dial (defaults to the bound address).
+	RaftBind      string
+	RaftAdvertise string
+	// LinkKeys authenticate the internal link; the first one signs.
+	LinkKeys [][]byte
+	// Bootstrap makes a node with no existing state found a new cluster
+	// with itself as the only voter.
+	Bootstrap  bool
+	IndexSpecs []sqlitefsm.IndexSpec
+	Logger     *zap.Logger
+
+	// Raft tuning; zero values take the defaults below.
+	HeartbeatTimeout   time.Duration
+	ElectionTimeout    time.Duration
+	LeaderLeaseTimeout time.Duration
+	SnapshotThreshold  uint64
+	SnapshotInterval   time.Duration
+	TrailingLogs       uint64
+	// WALSegmentSize is raft-wal's segment size in bytes (default 64 MiB).
+	// raft-wal keeps serving entries of its tail segment after truncation,
+	// so only whole old segments are really dropped.
+	WALSegmentSize int
+}
+
+func (c *Config) defaults() {
+	if c.HeartbeatTimeout == 0 {
+		c.HeartbeatTimeout = 1000 * time.Millisecond
+	}
+	if c.ElectionTimeout == 0 {
+		c.ElectionTimeout = 1000 * time.Millisecond
+	}
+	if c.LeaderLeaseTimeout == 0 {
+		c.LeaderLeaseTimeout = 500 * time.Millisecond
+	}
+	if c.SnapshotThreshold == 0 {
+		c.SnapshotThreshold = 8192
+	}
+	if c.SnapshotInterval == 0 {
+		c.SnapshotInterval = 2 * time.Minute
+	}
+	if c.TrailingLogs == 0 {
+		c.TrailingLogs = 10240
+	}
+	if c.WALSegmentSize == 0 {
+		c.WALSegmentSize = 64 << 20
+	}
+	if c.Logger == nil {
+		c.Logger = zap.NewNop()
+	}
+}
+
+// Node is a running store replica.
+type Node struct {
+	cfg       Config
+	log       *zap.Logger
+	state     *sqlitefsm.State
+	raft      *raft.Raft
+	wal       *wal.WAL
+	meta      *metadb.BoltMetaDB
+	snapshots *raft.FileSnapshotStore
+	mux       *linkMux
+	transport *raft.NetworkTransport
+	fwdServer *http.Server
+	fwdClient *http.Client
+
+	leadership *Leadership
+	restores   atomic.Int64
+	closeOnce  sync.Once
+	closed     chan struct{}
+	wg         sync.WaitGroup
+}
+
+var _ store.Store = (*Node)(nil)
+
+// Open starts the node. It does not wait for a leader.
+func Open(cfg Config) (*Node, error) {
+	cfg.defaults()
+	if cfg.NodeID == "" {
+		return nil, errors.New("raftnode: node id is required")
+	}
+	raftDir := filepath.Join(cfg.DataDir, "raft")
+	for _, d := range []string{filepath.Join(raftDir, "wal"), filepath.Join(raftDir, "snapshots")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return nil, err
+		}
+	}
+	n := &Node{cfg: cfg, log: cfg.Logger.Named("store"), closed: make(chan struct{})}
+	ok := false
+	defer func() {
+		if !ok {
+			n.closeResources()
+		}
+	}()
+	var err error
+	if n.state, err = sqlitefsm.Open(filepath.Join(cfg.DataDir, "state.db"), cfg.IndexSpecs); err != nil {
+		return nil, err
+	}
+	hlog := logging.HCLog(cfg.Logger, "raft")
+	// raft-wal's Close does not close its meta store, so the node owns it.
+	n.meta = &metadb.BoltMetaDB{}
+	if n.wal, err = wal.Open(filepath.Join(raftDir, "wal"), wal.WithLogger(hlog), wal.WithMetaStore(n.meta), wal.WithSegmentSize(cfg.WALSegmentSize)); err != nil {
+		return nil, fmt.Errorf("raft log: %w", err)
+	}
+	if n.snapshots, err = raft.NewFileSnapshotStoreWithLogger(filepath.Join(raftDir, "snapshots"), 2, hlog); err != nil {
+		return nil, err
+	}
+	if n.mux, err = newLinkMux(cfg.RaftBind, cfg.RaftAdvertise, cfg.LinkKeys, n.log); err != nil {
+		return nil, err
+	}
+	n.transport = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+		Stream: raftLayer{n.mux}, MaxPool: 4, Timeout: 10 * time.Second, Logger: hlog,
+	})
+
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(cfg.NodeID)
+	rc.Logger = hlog
+	rc.HeartbeatTimeout = cfg.HeartbeatTimeout
+	rc.ElectionTimeout = cfg.ElectionTimeout
+	rc.LeaderLeaseTimeout = cfg.LeaderLeaseTimeout
+	rc.SnapshotThreshold = cfg.SnapshotThreshold
+	rc.SnapshotInterval = cfg.SnapshotInterval
+	rc.TrailingLogs = cfg.TrailingLogs
+	rc.BatchApplyCh = true
+	rc.MaxAppendEntries = 256
+	// The SQLite state survives restarts and records its applied index, so
+	// replaying the latest snapshot is needed only when the database is
+	// older than that snapshot (for example after losing unsynced pages).
+	rc.NoSnapshotRestoreOnStart = true
+	if snaps, err := n.snapshots.List(); err == nil && len(snaps) > 0 && snaps[0].Index > n.state.AppliedIndex() {
+		rc.NoSnapshotRestoreOnStart = false
+	}
+
+	existing, err := raft.HasExistingState(n.wal, n.wal, n.snapshots)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Bootstrap && !existing {
+		conf := raft.Configuration{Servers: []raft.Server{{ID: rc.LocalID, Address: n.transport.LocalAddr(), Suffrage: raft.Voter}}}
+		if err := raft.BootstrapCluster(rc, n.wal, n.wal, n.snapshots, n.transport, conf); err != nil {
+			return nil, fmt.Errorf("bootstrap: %w", err)
+		}
+	}
+	f := &fsm{state: n.state, restores: func() { n.restores.Add(1) }}
+	if n.raft, err = raft.NewRaft(rc, f, n.wal, n.wal, n.snapshots, n.transport); err != nil {
+		return nil, err
+	}
+	n.leadership = newLeadership(n)
+	n.fwdClient = &http.Client{Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
+			return n.mux.dial(ctx, addr, streamForward)
+		},
+		MaxIdleConnsPerHost: 64,
+		IdleConnTimeout:     90 * time.Second,
+	}}
+	n.fwdServer = &http.Server{Handler: n.internalHandler(), ReadHeaderTimeout: 10 * time.Second}
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		n.fwdServer.Serve(forwardListener{n.mux})
+	}()
+	ok = true
+	return n, nil
+}
+
+// NodeID is this node's id.
+func (n *Node) NodeID() string { return n.cfg.NodeID }
+
+// RaftAddress is the advertised internal link address.
+func (n *Node) RaftAddress() string { return string(n.transport.LocalAddr()) }
+
+// State exposes the local state machine for index-table queries.
+func (n *Node) State() *sqlitefsm.State { return n.state }
+
+// Leadership is the handle background workers use to run only on the leader.
+func (n *Node) Leadership() *Leadership { return n.leadership }
+
+// Raft exposes raft statistics for diagnostics.
+func (n *Node) Raft() *raft.Raft { return n.raft }
+
+// SnapshotRestores counts snapshots installed since start (from the leader
+// or from disk).
+func (n *Node) SnapshotRestores() int64 { return n.restores.Load() }
+
+// Revision implements store.Store.
+func (n *Node) Revision() int64 { return n.state.Revision() }
+
+// WaitForRevision implements store.Store.
+func (n *Node) WaitForRevision(ctx context.Context, rev int64) error {
+	return n.state.WaitForRevision(ctx, rev)
+}
+
+// Watch implements store.Store.
+func (n *Node) Watch(ctx context.Context, prefix string, from int64) <-chan store.WatchResponse {
+	return n.state.Watch(ctx, prefix, from)
+}
+
+// Range implements store.Store.
+func (n *Node) Range(ctx context.Context, key string, opts store.RangeOptions) (*store.RangeResponse, error) {
+	if opts.Consistency == store.Linearizable {
+		if err := n.LinearizableBarrier(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return n.state.Range(ctx, key, opts)
+}
+
+// LinearizableBarrier returns once this node has applied every entry that
+// was committed before the call, as confirmed by the current leader.
+func (n *Node) LinearizableBarrier(ctx context.Context) error {
+	idx, err := n.readIndex(ctx)
+	if err != nil {
+		return err
+	}
+	return n.state.WaitForIndex(ctx, idx)
+}
+
+func (n *Node) readIndex(ctx context.Context) (uint64, error) {
+	return retryOnLeaderChange(ctx, n, func(ctx context.Context, leaderAddr string) (uint64, bool, error) {
+		if n.raft.State() == raft.Leader {
+			idx, err := n.localReadIndex(ctx)
+			return idx, errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost), err
+		}
+		var out readIndexReply
+		retry, err := n.callLeader(ctx, leaderAddr, http.MethodGet, "/v1/read-index", nil, &out)
+		return out.Index, retry, err
+	})
+}
+
+// localReadIndex is the Raft read index: the leader's commit index, taken
+// before leadership is confirmed with a quorum. It must be the commit index,
+// not the leader's applied index: a follower may apply a committed entry
+// before the leader's own state machine does. A fresh leader first commits
+// and applies an entry of its own term (the barrier), so its commit index
+// covers every write any earlier leader acknowledged.
+func (n *Node) localReadIndex(ctx context.Context) (uint64, error) {
+	if err := n.leadership.awaitReady(ctx); err != nil {
+		return 0, err
+	}
+	idx := n.raft.CommitIndex()
+	if err := n.raft.VerifyLeader().Error(); err != nil {
+		return 0, err
+	}
+	return idx, nil
+}
+
+// Txn implements store.Store: the leader applies it; a follower forwards it
+// to the leader and waits until it has applied the result itself.
+func (n *Node) Txn(ctx context.Context, req store.TxnRequest) (*store.TxnResponse, error) {
+	if err := req.Validate(); err != nil {
+		return nil, err
+	}
+	res, err := n.propose(ctx, sqlitefsm.Command{Kind: sqlitefsm.CommandTxn, Txn: &req})
+	if err != nil {
+		return nil, err
+	}
+	resp, ok := res.(*store.TxnResponse)
+	if !ok {
+		return nil, fmt.Errorf("raftnode: unexpected result %T", res)
+	}
+	return resp, nil
+}
+
+// Compact removes watch history and revision hashes up to rev on every node.
+func (n *Node) Compact(ctx context.Context, rev int64) (*sqlitefsm.CompactResult, error) {
+	res, err := n.propose(ctx, sqlitefsm.Command{Kind: sqlitefsm.CommandCompact, Compact: &sqlitefsm.CompactRequest{Revision: rev}})
+	if err != nil {
+		return nil, err
+	}
+	cr, ok := res.(*sqlitefsm.CompactResult)
+	if !ok {
+		return nil, fmt.Errorf("raftnode: unexpected result %T", res)
+	}
+	return cr, nil
+}
+
+// proposal is what a forwarded command returns over the internal link.
+type proposal struct {
+	Txn     *store.TxnResponse       `json:"txn,omitempty"`
+	Compact *sqlitefsm.CompactResult `json:"compact,omitempty"`
+	Index   uint64                   `json:"index"`
+}
+
+func (n *Node) propose(ctx context.Context, cmd sqlitefsm.Command) (any, error) {
+	data, err := cmd.Encode()
+	if err != nil {
+		return nil, err
+	}
+	p, err := retryOnLeaderChange(ctx, n, func(ctx context.Context, leaderAddr string) (proposal, bool, error) {
+		if n.raft.State() == raft.Leader {
+			return n.applyLocal(ctx, data)
+		}
+		var out proposal
+		retry, err := n.callLeader(ctx, leaderAddr, http.MethodPost, "/v1/propose", data, &out)
+		return out, retry, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	// Read-your-writes: answer only once this node has applied the entry.
+	if err := n.state.WaitForIndex(ctx, p.Index); err != nil {
+		return nil, fmt.Errorf("%w: committed at index %d but not yet applied here: %v", store.ErrUnknownOutcome, p.Index, err)
+	}
+	if p.Compact != nil {
+		return p.Compact, nil
+	}
+	return p.Txn, nil
+}
+
+// applyLocal appends and applies on the leader. The boolean reports whether
+// the proposal certainly did not enter the log, so retrying is safe.
+func (n *Node) applyLocal(ctx context.Context, data []byte) (proposal, bool, error) {
+	timeout := 10 * time.Second
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = time.Until(dl)
+	}
+	f := n.raft.Apply(data, timeout)
+	// A future queued just as raft shuts down may never resolve (the apply
+	// timeout covers only enqueueing), so the wait is bounded by the caller
+	// and by this node's shutdown.
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }()
+	var err error
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		return proposal{}, false, fmt.Errorf("%w: %v", store.ErrUnknownOutcome, ctx.Err())
+	case <-n.closed:
+		return proposal{}, false, fmt.Errorf("%w: node shut down while the write was in flight", store.ErrUnknownOutcome)
+	}
+	if err != nil {
+		switch {
+		case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrEnqueueTimeout):
+			return proposal{}, true, err
+		case errors.Is(err, raft.ErrRaftShutdown):
+			return proposal{}, false, store.ErrClosed
+		}
+		return proposal{}, false, fmt.Errorf("%w: %v", store.ErrUnknownOutcome, err)
+	}
+	switch r := f.Response().(type) {
+	case *store.TxnResponse:
+		return proposal{Txn: r, Index: f.Index()}, false, nil
+	case *sqlitefsm.CompactResult:
+		return proposal{Compact: r, Index: f.Index()}, false, nil
+	case error:
+		return proposal{}, false, r
+	default:
+		return proposal{}, false, fmt.Errorf("raftnode: unexpected apply result %T", r)
+	}
+}
+
+// retryOnLeaderChange runs op against the current leader, retrying with a
+// short backoff while no leader is known or while op reports that retrying
+// is safe, until ctx ends.
+func retryOnLeaderChange[T any](ctx context.Context, n *Node, op func(ctx context.Context, leaderAddr string) (T, bool, error)) (T, error) {
+	var zero T
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, 15*time.Second)
+		defer cancel()
+	}
+	backoff := 10 * time.Millisecond
+	var lastErr error = store.ErrNoLeader
+	for {
+		select {
+		case <-n.closed:
+			return zero, store.ErrClosed
+		default:
+		}
+		addr, _ := n.raft.LeaderWithID()
+		if addr != "" || n.raft.State() == raft.Leader {
+			v, retry, err := op(ctx, string(addr))
+			if err == nil {
+				return v, nil
+			}
+			if !retry {
+				return zero, err
+			}
+			lastErr = err
+		}
+		select {
+		case <-ctx.Done():
+			if errors.Is(lastErr, store.ErrNoLeader) || errors.Is(lastErr, raft.ErrNotLeader) {
+				return zero, fmt.Errorf("%w: %v", store.ErrNoLeader, ctx.Err())
+			}
+			return zero, fmt.Errorf("%w (last error: %v)", ctx.Err(), lastErr)
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 200*time.Millisecond)
+	}
+}
+
+// Shutdown stops the node. A leader first hands leadership to another voter
+// so the cluster does not wait for an election timeout.
+func (n *Node) Shutdown() error {
+	var err error
+	n.closeOnce.Do(func() {
+		if n.raft != nil && n.raft.State() == raft.Leader {
+			if cf := n.raft.GetConfiguration(); cf.Error() == nil && len(cf.Configuration().Servers) > 1 {
+				if terr := n.raft.LeadershipTransfer().Error(); terr != nil {
+					n.log.Warn("leadership transfer before shutdown failed", zap.Error(terr))
+				}
+			}
+		}
+		close(n.closed)
+		err = n.closeResources()
+	})
+	return err
+}
+
+// Kill stops the node without a leadership transfer, as a crash would (tests).
+func (n *Node) Kill() error {
+	var err error
+	n.closeOnce.Do(func() {
+		close(n.closed)
+		err = n.closeResources()
+	})
+	return err
+}
+
+func (n *Node) closeResources() error {
+	var errs []error
+	if n.leadership != nil {
+		n.leadership.stop()
+	}
+	if n.raft != nil {
+		errs = append(errs, n.raft.Shutdown().Error())
+	}
+	if n.fwdServer != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		n.fwdServer.Shutdown(ctx)
+		cancel()
+	}
+	if n.transport != nil {
+		errs = append(errs, n.transport.Close())
+	} else if n.mux != nil {
+		errs = append(errs, n.mux.Close())
+	}
+	n.wg.Wait()
+	if n.wal != nil {
+		errs = append(errs, n.wal.Close())
+	}
+	if n.meta != nil {
+		errs = append(errs, n.meta.Close())
+	}
+	if n.state != nil {
+		errs = append(errs, n.state.Close())
+	}
+	return errors.Join(errs...)
+}
+
+func decodeJSON(data []byte, v any) error { return json.Unmarshal(data, v) }

@@ -1,0 +1,401 @@
+package sqlitefsm
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/svcplatform/svc/controlplane/store"
+)
+
+// CommandKind names a replicated command. Values are append-only: a kind
+// once written to a log must be understood by every later version.
+type CommandKind uint8
+
+const (
+	// CommandTxn applies a store.TxnRequest.
+	CommandTxn CommandKind = 1
+	// CommandCompact removes watch history and revision hashes at or below a
+	// revision.
+	CommandCompact CommandKind = 2
+)
+
+// Command is the payload of one raft log entry.
+type Command struct {
+	Kind    CommandKind       `json:"k"`
+	Txn     *store.TxnRequest `json:"t,omitempty"`
+	Compact *CompactRequest   `json:"c,omitempty"`
+}
+
+// CompactRequest asks every replica to drop history up to Revision.
+type CompactRequest struct {
+	Revision int64 `json:"revision"`
+}
+
+// CompactResult reports what a compaction removed on this replica.
+type CompactResult struct {
+	Revision       int64 `json:"revision"`
+	HistoryRows    int64 `json:"historyRows"`
+	RevisionHashes int64 `json:"revisionHashes"`
+}
+
+// Encode serialises a command for the log.
+func (c Command) Encode() ([]byte, error) { return json.Marshal(c) }
+
+// Entry is one committed log entry handed to ApplyBatch. Data is nil for
+// entries that carry no command (raft configuration changes, no-ops); they
+// only advance the applied index.
+type Entry struct {
+	Index uint64
+	Data  []byte
+}
+
+// ApplyBatch applies committed entries in one SQLite transaction and returns
+// one result per entry: *store.TxnResponse, *CompactResult, nil, or an error
+// that belongs to that entry alone. Entries at or below the applied index
+// recorded in the database are skipped, which makes re-application after a
+// restart harmless.
+func (s *State) ApplyBatch(entries []Entry) []any {
+	results := make([]any, len(entries))
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.wdb == nil {
+		for i := range results {
+			results[i] = store.ErrClosed
+		}
+		return results
+	}
+	ctx := context.Background()
+	tx, err := s.wdb.BeginTx(ctx, nil)
+	if err != nil {
+		for i := range results {
+			results[i] = err
+		}
+		return results
+	}
+	ap := &applier{tx: tx, ctx: ctx, specs: s.specs,
+		rev: s.revision.Load(), compact: s.compactRevision.Load(), hash: s.StateHash()}
+	applied := s.appliedIndex.Load()
+	last := applied
+	for i, e := range entries {
+		if e.Index <= applied {
+			results[i] = nil
+			continue
+		}
+		last = e.Index
+		if e.Data == nil {
+			continue
+		}
+		results[i] = ap.applyEntry(e)
+	}
+	if last == applied {
+		tx.Rollback()
+		return results
+	}
+	if err := ap.saveMeta(last); err == nil {
+		err = tx.Commit()
+		if err == nil {
+			s.revision.Store(ap.rev)
+			s.compactRevision.Store(ap.compact)
+			s.stateHash.Store(ap.hash)
+			s.appliedIndex.Store(last)
+			s.broadcast()
+			return results
+		}
+	}
+	// A failed commit leaves nothing applied; the node cannot continue
+	// consistently with the other replicas, so every entry reports it.
+	tx.Rollback()
+	fail := fmt.Errorf("sqlitefsm: commit of entries up to %d failed: %w", last, err)
+	for i := range results {
+		results[i] = fail
+	}
+	return results
+}
+
+type applier struct {
+	tx      *sql.Tx
+	ctx     context.Context
+	specs   []IndexSpec
+	rev     int64
+	compact int64
+	hash    string
+	sp      int
+}
+
+func (a *applier) applyEntry(e Entry) any {
+	var cmd Command
+	if err := json.Unmarshal(e.Data, &cmd); err != nil {
+		return fmt.Errorf("%w: undecodable command at index %d: %v", store.ErrInvalidRequest, e.Index, err)
+	}
+	a.sp++
+	sp := fmt.Sprintf("e%d", a.sp)
+	if _, err := a.tx.ExecContext(a.ctx, "SAVEPOINT "+sp); err != nil {
+		return err
+	}
+	prevRev, prevHash := a.rev, a.hash
+	var res any
+	var err error
+	switch cmd.Kind {
+	case CommandTxn:
+		if cmd.Txn == nil {
+			err = fmt.Errorf("%w: txn command without a body", store.ErrInvalidRequest)
+			break
+		}
+		res, err = a.applyTxn(e.Index, e.Data, cmd.Txn)
+	case CommandCompact:
+		if cmd.Compact == nil {
+			err = fmt.Errorf("%w: compact command without a body", store.ErrInvalidRequest)
+			break
+		}
+		res, err = a.applyCompact(*cmd.Compact)
+	default:
+		err = fmt.Errorf("%w: unknown command kind %d", store.ErrInvalidRequest, cmd.Kind)
+	}
+	if err != nil {
+		a.tx.ExecContext(a.ctx, "ROLLBACK TO "+sp)
+		a.tx.ExecContext(a.ctx, "RELEASE "+sp)
+		a.rev, a.hash = prevRev, prevHash
+		return err
+	}
+	if _, err := a.tx.ExecContext(a.ctx, "RELEASE "+sp); err != nil {
+		return err
+	}
+	return res
+}
+
+func (a *applier) saveMeta(appliedIndex uint64) error {
+	for _, m := range []struct {
+		name string
+		num  int64
+		text string
+	}{
+		{metaRevision, a.rev, ""},
+		{metaAppliedIndex, int64(appliedIndex), ""},
+		{metaCompactRevision, a.compact, ""},
+		{metaStateHash, 0, a.hash},
+	} {
+		if _, err := a.tx.ExecContext(a.ctx, `INSERT INTO meta (name, num, text) VALUES (?, ?, ?)
+			ON CONFLICT(name) DO UPDATE SET num = excluded.num, text = excluded.text`, m.name, m.num, m.text); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (a *applier) get(key string) (*store.KeyValue, error) {
+	kv := &store.KeyValue{Key: key}
+	err := a.tx.QueryRowContext(a.ctx, `SELECT value, create_revision, mod_revision, version FROM kv WHERE key = ?`, key).
+		Scan(&kv.Value, &kv.CreateRevision, &kv.ModRevision, &kv.Version)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	return kv, err
+}
+
+func compareHolds(c store.Compare, kv *store.KeyValue) bool {
+	if c.Target == store.TargetValue {
+		if kv == nil {
+			return false
+		}
+		return relation(bytes.Compare(kv.Value, c.Value), c.Result)
+	}
+	var have int64
+	if kv != nil {
+		switch c.Target {
+		case store.TargetVersion:
+			have = kv.Version
+		case store.TargetCreateRevision:
+			have = kv.CreateRevision
+		case store.TargetModRevision:
+			have = kv.ModRevision
+		}
+	}
+	switch {
+	case have < c.Number:
+		return relation(-1, c.Result)
+	case have > c.Number:
+		return relation(1, c.Result)
+	}
+	return relation(0, c.Result)
+}
+
+func relation(cmp int, r store.CompareResult) bool {
+	switch r {
+	case store.Equal:
+		return cmp == 0
+	case store.NotEqual:
+		return cmp != 0
+	case store.Less:
+		return cmp < 0
+	case store.Greater:
+		return cmp > 0
+	}
+	return false
+}
+
+func (a *applier) applyTxn(index uint64, raw []byte, req *store.TxnRequest) (*store.TxnResponse, error) {
+	if err := req.Validate(); err != nil {
+		return nil, err
+	}
+	succeeded := true
+	for _, c := range req.Compares {
+		kv, err := a.get(c.Key)
+		if err != nil {
+			return nil, err
+		}
+		if !compareHolds(c, kv) {
+			succeeded = false
+			break
+		}
+	}
+	ops := req.Then
+	if !succeeded {
+		ops = req.Else
+	}
+	next := a.rev + 1
+	wrote := false
+	seq := 0
+	resp := &store.TxnResponse{Succeeded: succeeded, Responses: make([]store.OpResponse, len(ops))}
+	for i, op := range ops {
+		var r store.OpResponse
+		var err error
+		switch op.Type {
+		case store.OpRange:
+			r, err = rangeIn(a.ctx, a.tx, op)
+		case store.OpPut:
+			r, err = a.put(next, &seq, op)
+			wrote = true
+		case store.OpDelete:
+			r, err = a.delete(next, &seq, op)
+			wrote = wrote || r.Deleted > 0
+		}
+		if err != nil {
+			return nil, err
+		}
+		resp.Responses[i] = r
+	}
+	if wrote {
+		a.rev = next
+		h := sha256.New()
+		prev, _ := hex.DecodeString(a.hash)
+		h.Write(prev)
+		var b [16]byte
+		binary.BigEndian.PutUint64(b[:8], uint64(next))
+		binary.BigEndian.PutUint64(b[8:], index)
+		h.Write(b[:])
+		h.Write(raw)
+		a.hash = hex.EncodeToString(h.Sum(nil))
+		if _, err := a.tx.ExecContext(a.ctx, `INSERT INTO revision_hashes (revision, log_index, hash) VALUES (?, ?, ?)`, next, index, a.hash); err != nil {
+			return nil, err
+		}
+	}
+	resp.Header.Revision = a.rev
+	return resp, nil
+}
+
+func (a *applier) specFor(key string) *IndexSpec {
+	for i := range a.specs {
+		if strings.HasPrefix(key, a.specs[i].Prefix) {
+			return &a.specs[i]
+		}
+	}
+	return nil
+}
+
+func (a *applier) put(rev int64, seq *int, op store.Op) (store.OpResponse, error) {
+	var r store.OpResponse
+	prev, err := a.get(op.Key)
+	if err != nil {
+		return r, err
+	}
+	create, version := rev, int64(1)
+	var pv []byte
+	var pc, pm, pver int64
+	if prev != nil {
+		create, version = prev.CreateRevision, prev.Version+1
+		pv, pc, pm, pver = prev.Value, prev.CreateRevision, prev.ModRevision, prev.Version
+		if op.PrevKV {
+			r.PrevKVs = []*store.KeyValue{prev}
+		}
+	}
+	value := op.Value
+	if value == nil {
+		value = []byte{}
+	}
+	if _, err := a.tx.ExecContext(a.ctx, `INSERT INTO kv (key, value, create_revision, mod_revision, version) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT(key) DO UPDATE SET value = excluded.value, mod_revision = excluded.mod_revision, version = excluded.version`,
+		op.Key, value, create, rev, version); err != nil {
+		return r, err
+	}
+	*seq++
+	if _, err := a.tx.ExecContext(a.ctx, `INSERT INTO history (revision, seq, type, key, value, create_revision, version, prev_value, prev_create, prev_mod, prev_version)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, rev, *seq, store.EventPut, op.Key, value, create, version, pv, pc, pm, pver); err != nil {
+		return r, err
+	}
+	if spec := a.specFor(op.Key); spec != nil {
+		if _, err := a.tx.ExecContext(a.ctx, spec.upsertSQL(), op.Key, rev, string(value)); err != nil {
+			return r, fmt.Errorf("index %s: %w", spec.Name, err)
+		}
+	}
+	return r, nil
+}
+
+func (a *applier) delete(rev int64, seq *int, op store.Op) (store.OpResponse, error) {
+	var r store.OpResponse
+	victims, err := rangeIn(a.ctx, a.tx, store.Op{Type: store.OpRange, Key: op.Key, End: op.End})
+	if err != nil {
+		return r, err
+	}
+	for _, kv := range victims.KVs {
+		if _, err := a.tx.ExecContext(a.ctx, `DELETE FROM kv WHERE key = ?`, kv.Key); err != nil {
+			return r, err
+		}
+		*seq++
+		if _, err := a.tx.ExecContext(a.ctx, `INSERT INTO history (revision, seq, type, key, value, create_revision, version, prev_value, prev_create, prev_mod, prev_version)
+			VALUES (?, ?, ?, ?, NULL, 0, 0, ?, ?, ?, ?)`, rev, *seq, store.EventDelete, kv.Key, kv.Value, kv.CreateRevision, kv.ModRevision, kv.Version); err != nil {
+			return r, err
+		}
+		if spec := a.specFor(kv.Key); spec != nil {
+			if _, err := a.tx.ExecContext(a.ctx, "DELETE FROM "+spec.Table()+" WHERE key = ?", kv.Key); err != nil {
+				return r, err
+			}
+		}
+		r.Deleted++
+		if op.PrevKV {
+			r.PrevKVs = append(r.PrevKVs, kv)
+		}
+	}
+	return r, nil
+}
+
+func (a *applier) applyCompact(req CompactRequest) (*CompactResult, error) {
+	if req.Revision <= a.compact {
+		return &CompactResult{Revision: a.compact}, nil
+	}
+	if req.Revision > a.rev {
+		return nil, fmt.Errorf("%w: cannot compact revision %d beyond current revision %d", store.ErrInvalidRequest, req.Revision, a.rev)
+	}
+	res := &CompactResult{Revision: req.Revision}
+	r, err := a.tx.ExecContext(a.ctx, `DELETE FROM history WHERE revision <= ?`, req.Revision)
+	if err != nil {
+		return nil, err
+	}
+	res.HistoryRows, _ = r.RowsAffected()
+	// Keep the hash of the compaction point itself so parity checks can
+	// still compare at it.
+	r, err = a.tx.ExecContext(a.ctx, `DELETE FROM revision_hashes WHERE revision < ?`, req.Revision)
+	if err != nil {
+		return nil, err
+	}
+	res.RevisionHashes, _ = r.RowsAffected()
+	a.compact = req.Revision
+	return res, nil
+}

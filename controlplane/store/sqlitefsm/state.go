@@ -1,0 +1,363 @@
+package sqlitefsm
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	_ "modernc.org/sqlite" // registers the pure-Go "sqlite" driver
+
+	"github.com/svcplatform/svc/controlplane/store"
+)
+
+// State is one replica's SQLite state. Apply* and Restore must be called from
+// a single goroutine (raft's FSM goroutine); reads and watches may run from
+// any goroutine.
+type State struct {
+	path  string
+	specs []IndexSpec
+
+	// mu guards the database handles: readers hold it shared, Restore holds
+	// it exclusively while it swaps the file.
+	mu  sync.RWMutex
+	wdb *sql.DB // single writer connection, used by the apply goroutine
+	rdb *sql.DB // pool of read-only connections
+
+	revision        atomic.Int64
+	appliedIndex    atomic.Uint64
+	compactRevision atomic.Int64
+	stateHash       atomic.Value // string
+	watchers        atomic.Int32
+
+	notifyMu sync.Mutex
+	notify   chan struct{} // closed and replaced after every applied batch
+}
+
+// Open opens (creating if needed) the state database at path with the given
+// index declarations.
+func Open(path string, specs []IndexSpec) (*State, error) {
+	sorted := append([]IndexSpec(nil), specs...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
+	for i, s := range sorted {
+		if err := s.validate(); err != nil {
+			return nil, err
+		}
+		if i > 0 && sorted[i-1].Name == s.Name {
+			return nil, fmt.Errorf("index %q declared twice", s.Name)
+		}
+	}
+	s := &State{path: path, specs: sorted, notify: make(chan struct{})}
+	if err := s.open(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func dsn(path string, readOnly bool) string {
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout(10000)")
+	q.Add("_pragma", "foreign_keys(0)")
+	if readOnly {
+		q.Add("_pragma", "query_only(1)")
+	} else {
+		q.Add("_pragma", "journal_mode(WAL)")
+		// The raft log is the durable record; after a crash entries beyond
+		// the last synced SQLite commit are applied again from it.
+		q.Add("_pragma", "synchronous(NORMAL)")
+		q.Add("_txlock", "immediate")
+	}
+	return "file:" + path + "?" + q.Encode()
+}
+
+func (s *State) open() error {
+	wdb, err := sql.Open("sqlite", dsn(s.path, false))
+	if err != nil {
+		return err
+	}
+	wdb.SetMaxOpenConns(1)
+	wdb.SetMaxIdleConns(1)
+	wdb.SetConnMaxLifetime(0)
+	if err := migrate(wdb); err != nil {
+		wdb.Close()
+		return fmt.Errorf("migrate %s: %w", s.path, err)
+	}
+	if err := ensureIndexes(wdb, s.specs); err != nil {
+		wdb.Close()
+		return err
+	}
+	rdb, err := sql.Open("sqlite", dsn(s.path, true))
+	if err != nil {
+		wdb.Close()
+		return err
+	}
+	rdb.SetMaxOpenConns(16)
+	rdb.SetMaxIdleConns(16)
+	s.wdb, s.rdb = wdb, rdb
+	return s.loadMeta()
+}
+
+func migrate(db *sql.DB) error {
+	// schema_migrations itself is created by the first migration; tolerate
+	// its absence on a new database.
+	applied := map[int]bool{}
+	rows, err := db.Query(`SELECT version FROM schema_migrations`)
+	if err == nil {
+		for rows.Next() {
+			var v int
+			if err := rows.Scan(&v); err != nil {
+				rows.Close()
+				return err
+			}
+			applied[v] = true
+		}
+		rows.Close()
+	} else if !strings.Contains(err.Error(), "no such table") {
+		return err
+	}
+	for _, m := range migrations {
+		if applied[m.version] {
+			continue
+		}
+		tx, err := db.Begin()
+		if err != nil {
+			return err
+		}
+		for _, ddl := range m.ddl {
+			if _, err := tx.Exec(ddl); err != nil {
+				tx.Rollback()
+				return fmt.Errorf("migration %d: %w", m.version, err)
+			}
+		}
+		if _, err := tx.Exec(`INSERT INTO schema_migrations (version, name) VALUES (?, ?)`, m.version, m.name); err != nil {
+			tx.Rollback()
+			return err
+		}
+		if err := tx.Commit(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *State) loadMeta() error {
+	get := func(name string) (int64, string, error) {
+		var n int64
+		var t string
+		err := s.wdb.QueryRow(`SELECT num, text FROM meta WHERE name = ?`, name).Scan(&n, &t)
+		if errors.Is(err, sql.ErrNoRows) {
+			return 0, "", nil
+		}
+		return n, t, err
+	}
+	rev, _, err := get(metaRevision)
+	if err != nil {
+		return err
+	}
+	idx, _, err := get(metaAppliedIndex)
+	if err != nil {
+		return err
+	}
+	comp, _, err := get(metaCompactRevision)
+	if err != nil {
+		return err
+	}
+	_, hash, err := get(metaStateHash)
+	if err != nil {
+		return err
+	}
+	s.revision.Store(rev)
+	s.appliedIndex.Store(uint64(idx))
+	s.compactRevision.Store(comp)
+	s.stateHash.Store(hash)
+	return nil
+}
+
+// Close releases the database handles.
+func (s *State) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var errs []error
+	if s.rdb != nil {
+		errs = append(errs, s.rdb.Close())
+	}
+	if s.wdb != nil {
+		errs = append(errs, s.wdb.Close())
+	}
+	s.rdb, s.wdb = nil, nil
+	return errors.Join(errs...)
+}
+
+// Revision is the latest applied store revision.
+func (s *State) Revision() int64 { return s.revision.Load() }
+
+// AppliedIndex is the raft index of the last applied entry.
+func (s *State) AppliedIndex() uint64 { return s.appliedIndex.Load() }
+
+// CompactRevision is the oldest revision whose history was removed; watches
+// must start after it.
+func (s *State) CompactRevision() int64 { return s.compactRevision.Load() }
+
+// StateHash is the hash chain value after the latest revision.
+func (s *State) StateHash() string { v, _ := s.stateHash.Load().(string); return v }
+
+// Watchers is the number of open watches.
+func (s *State) Watchers() int32 { return s.watchers.Load() }
+
+// Path is the database file.
+func (s *State) Path() string { return s.path }
+
+// Specs returns the index declarations.
+func (s *State) Specs() []IndexSpec { return append([]IndexSpec(nil), s.specs...) }
+
+// changed returns a channel closed at the next applied batch.
+func (s *State) changed() <-chan struct{} {
+	s.notifyMu.Lock()
+	defer s.notifyMu.Unlock()
+	return s.notify
+}
+
+func (s *State) broadcast() {
+	s.notifyMu.Lock()
+	close(s.notify)
+	s.notify = make(chan struct{})
+	s.notifyMu.Unlock()
+}
+
+// WaitForRevision blocks until rev is applied or ctx ends.
+func (s *State) WaitForRevision(ctx context.Context, rev int64) error {
+	for {
+		ch := s.changed()
+		if s.Revision() >= rev {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// WaitForIndex blocks until the raft entry at index is applied or ctx ends.
+func (s *State) WaitForIndex(ctx context.Context, index uint64) error {
+	for {
+		ch := s.changed()
+		if s.AppliedIndex() >= index {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// ReadTx runs fn inside one read-only SQLite transaction, so every query in
+// it sees the same applied revision, which is passed to fn.
+func (s *State) ReadTx(ctx context.Context, fn func(tx *sql.Tx, revision int64) error) error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.rdb == nil {
+		return store.ErrClosed
+	}
+	tx, err := s.rdb.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	var rev int64
+	if err := tx.QueryRowContext(ctx, `SELECT num FROM meta WHERE name = ?`, metaRevision).Scan(&rev); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return err
+	}
+	return fn(tx, rev)
+}
+
+// Range reads keys from the local applied state.
+func (s *State) Range(ctx context.Context, key string, opts store.RangeOptions) (*store.RangeResponse, error) {
+	if key == "" {
+		return nil, fmt.Errorf("%w: empty key", store.ErrInvalidRequest)
+	}
+	resp := &store.RangeResponse{}
+	err := s.ReadTx(ctx, func(tx *sql.Tx, rev int64) error {
+		resp.Header.Revision = rev
+		r, err := rangeIn(ctx, tx, store.Op{Type: store.OpRange, Key: key, End: opts.End, Limit: opts.Limit, CountOnly: opts.CountOnly, KeysOnly: opts.KeysOnly})
+		if err != nil {
+			return err
+		}
+		resp.KVs, resp.Count, resp.More = r.KVs, r.Count, r.More
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return resp, nil
+}
+
+// querier is what both *sql.Tx and *sql.Conn offer.
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+func rangeWhere(op store.Op) (string, []any) {
+	switch op.End {
+	case "":
+		return "key = ?", []any{op.Key}
+	case "\x00":
+		return "key >= ?", []any{op.Key}
+	default:
+		return "key >= ? AND key < ?", []any{op.Key, op.End}
+	}
+}
+
+func rangeIn(ctx context.Context, q querier, op store.Op) (store.OpResponse, error) {
+	var out store.OpResponse
+	where, args := rangeWhere(op)
+	if err := q.QueryRowContext(ctx, "SELECT count(*) FROM kv WHERE "+where, args...).Scan(&out.Count); err != nil {
+		return out, err
+	}
+	if op.CountOnly || out.Count == 0 {
+		return out, nil
+	}
+	cols := "key, value, create_revision, mod_revision, version"
+	if op.KeysOnly {
+		cols = "key, NULL, create_revision, mod_revision, version"
+	}
+	query := "SELECT " + cols + " FROM kv WHERE " + where + " ORDER BY key"
+	if op.Limit > 0 {
+		query += fmt.Sprintf(" LIMIT %d", op.Limit)
+	}
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return out, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		kv := &store.KeyValue{}
+		if err := rows.Scan(&kv.Key, &kv.Value, &kv.CreateRevision, &kv.ModRevision, &kv.Version); err != nil {
+			return out, err
+		}
+		out.KVs = append(out.KVs, kv)
+	}
+	out.More = op.Limit > 0 && out.Count > int64(len(out.KVs))
+	return out, rows.Err()
+}
+
+// FileSizes reports the database and WAL file sizes in bytes.
+func (s *State) FileSizes() (db, wal int64) {
+	if fi, err := os.Stat(s.path); err == nil {
+		db = fi.Size()
+	}
+	if fi, err := os.Stat(s.path + "-wal"); err == nil {
+		wal = fi.Size()
+	}
+	return db, wal
+}

@@ -1,0 +1,359 @@
+package sqlitefsm
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/svcplatform/svc/controlplane/store"
+)
+
+// harness applies commands with increasing log indices, as raft would.
+type harness struct {
+	t     *testing.T
+	s     *State
+	index uint64
+}
+
+func newHarness(t *testing.T, specs ...IndexSpec) *harness {
+	t.Helper()
+	s, err := Open(filepath.Join(t.TempDir(), "state.db"), specs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return &harness{t: t, s: s}
+}
+
+func (h *harness) apply(cmd Command) any {
+	h.t.Helper()
+	data, err := cmd.Encode()
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.index++
+	return h.s.ApplyBatch([]Entry{{Index: h.index, Data: data}})[0]
+}
+
+func (h *harness) txn(req store.TxnRequest) *store.TxnResponse {
+	h.t.Helper()
+	res := h.apply(Command{Kind: CommandTxn, Txn: &req})
+	resp, ok := res.(*store.TxnResponse)
+	if !ok {
+		h.t.Fatalf("txn failed: %v", res)
+	}
+	return resp
+}
+
+func (h *harness) get(key string) *store.KeyValue {
+	h.t.Helper()
+	r, err := h.s.Range(context.Background(), key, store.RangeOptions{})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if len(r.KVs) == 0 {
+		return nil
+	}
+	return r.KVs[0]
+}
+
+func TestCompareTargetsAndResults(t *testing.T) {
+	h := newHarness(t)
+	h.txn(store.TxnRequest{Then: []store.Op{store.Put("/a", []byte("m"))}}) // rev 1
+	h.txn(store.TxnRequest{Then: []store.Op{store.Put("/b", []byte("x"))}}) // rev 2
+	h.txn(store.TxnRequest{Then: []store.Op{store.Put("/a", []byte("n"))}}) // rev 3: /a version 2, create 1, mod 3
+
+	cases := []struct {
+		name string
+		cmp  store.Compare
+		want bool
+	}{
+		{"version equal", store.Compare{Key: "/a", Target: store.TargetVersion, Result: store.Equal, Number: 2}, true},
+		{"version equal wrong", store.Compare{Key: "/a", Target: store.TargetVersion, Result: store.Equal, Number: 1}, false},
+		{"version not equal", store.Compare{Key: "/a", Target: store.TargetVersion, Result: store.NotEqual, Number: 1}, true},
+		{"version less", store.Compare{Key: "/a", Target: store.TargetVersion, Result: store.Less, Number: 3}, true},
+		{"version less false", store.Compare{Key: "/a", Target: store.TargetVersion, Result: store.Less, Number: 2}, false},
+		{"version greater", store.Compare{Key: "/a", Target: store.TargetVersion, Result: store.Greater, Number: 1}, true},
+		{"create equal", store.Compare{Key: "/a", Target: store.TargetCreateRevision, Result: store.Equal, Number: 1}, true},
+		{"create greater false", store.Compare{Key: "/a", Target: store.TargetCreateRevision, Result: store.Greater, Number: 1}, false},
+		{"create less", store.Compare{Key: "/b", Target: store.TargetCreateRevision, Result: store.Less, Number: 3}, true},
+		{"mod equal", store.Compare{Key: "/a", Target: store.TargetModRevision, Result: store.Equal, Number: 3}, true},
+		{"mod not equal", store.Compare{Key: "/a", Target: store.TargetModRevision, Result: store.NotEqual, Number: 3}, false},
+		{"mod less", store.Compare{Key: "/b", Target: store.TargetModRevision, Result: store.Less, Number: 3}, true},
+		{"mod greater", store.Compare{Key: "/a", Target: store.TargetModRevision, Result: store.Greater, Number: 2}, true},
+		{"value equal", store.Compare{Key: "/a", Target: store.TargetValue, Result: store.Equal, Value: []byte("n")}, true},
+		{"value not equal", store.Compare{Key: "/a", Target: store.TargetValue, Result: store.NotEqual, Value: []byte("n")}, false},
+		{"value less", store.Compare{Key: "/a", Target: store.TargetValue, Result: store.Less, Value: []byte("o")}, true},
+		{"value greater", store.Compare{Key: "/a", Target: store.TargetValue, Result: store.Greater, Value: []byte("m")}, true},
+		{"missing version is zero", store.Absent("/missing"), true},
+		{"missing mod is zero", store.ModRevisionIs("/missing", 0), true},
+		{"missing create greater false", store.Compare{Key: "/missing", Target: store.TargetCreateRevision, Result: store.Greater, Number: 0}, false},
+		{"missing value never matches", store.Compare{Key: "/missing", Target: store.TargetValue, Result: store.NotEqual, Value: []byte("z")}, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			before := h.s.Revision()
+			resp := h.txn(store.TxnRequest{
+				Compares: []store.Compare{tc.cmp},
+				Then:     []store.Op{store.GetOp("/a")},
+				Else:     []store.Op{store.GetOp("/b")},
+			})
+			if resp.Succeeded != tc.want {
+				t.Fatalf("succeeded = %v, want %v", resp.Succeeded, tc.want)
+			}
+			wantKey := "/b"
+			if tc.want {
+				wantKey = "/a"
+			}
+			if got := resp.Responses[0].KVs[0].Key; got != wantKey {
+				t.Fatalf("branch read %s, want %s", got, wantKey)
+			}
+			if h.s.Revision() != before || resp.Header.Revision != before {
+				t.Fatalf("read-only txn moved revision %d -> %d", before, h.s.Revision())
+			}
+		})
+	}
+}
+
+func TestRevisionBumpsOncePerWritingTxn(t *testing.T) {
+	h := newHarness(t)
+	cases := []struct {
+		name    string
+		req     store.TxnRequest
+		wantRev int64
+	}{
+		{"three puts", store.TxnRequest{Then: []store.Op{store.Put("/k/1", []byte("1")), store.Put("/k/2", []byte("2")), store.Put("/k/3", []byte("3"))}}, 1},
+		{"put same key twice", store.TxnRequest{Then: []store.Op{store.Put("/k/1", []byte("a")), store.Put("/k/1", []byte("b"))}}, 2},
+		{"delete of missing key", store.TxnRequest{Then: []store.Op{store.Delete("/nope")}}, 2},
+		{"delete prefix", store.TxnRequest{Then: []store.Op{store.DeletePrefix("/k/")}}, 3},
+		{"failed compare with else write", store.TxnRequest{Compares: []store.Compare{store.Absent("/x")}, Then: nil, Else: nil}, 3},
+		{"else branch writes", store.TxnRequest{Compares: []store.Compare{{Key: "/x", Target: store.TargetVersion, Result: store.Greater, Number: 0}}, Else: []store.Op{store.Put("/x", []byte("e"))}}, 4},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			resp := h.txn(tc.req)
+			if resp.Header.Revision != tc.wantRev || h.s.Revision() != tc.wantRev {
+				t.Fatalf("revision = %d/%d, want %d", resp.Header.Revision, h.s.Revision(), tc.wantRev)
+			}
+		})
+	}
+	// put twice in one txn: version counts both, mod revision is the txn's.
+	kv := h.get("/x")
+	if kv == nil || kv.ModRevision != 4 || kv.CreateRevision != 4 || kv.Version != 1 {
+		t.Fatalf("/x = %+v", kv)
+	}
+}
+
+func TestPutDeleteRangeResults(t *testing.T) {
+	h := newHarness(t)
+	h.txn(store.TxnRequest{Then: []store.Op{store.Put("/p/a", []byte("1")), store.Put("/p/b", []byte("2")), store.Put("/p/c", []byte("3")), store.Put("/q", []byte("4"))}})
+	r := h.txn(store.TxnRequest{Then: []store.Op{{Type: store.OpPut, Key: "/p/a", Value: []byte("1b"), PrevKV: true}}})
+	if pk := r.Responses[0].PrevKVs; len(pk) != 1 || string(pk[0].Value) != "1" {
+		t.Fatalf("prevKV = %+v", pk)
+	}
+	rr, _ := h.s.Range(context.Background(), "/p/", store.RangeOptions{End: store.PrefixEnd("/p/"), Limit: 2})
+	if rr.Count != 3 || len(rr.KVs) != 2 || !rr.More || rr.KVs[0].Key != "/p/a" || rr.KVs[1].Key != "/p/b" {
+		t.Fatalf("range = %+v", rr)
+	}
+	rr, _ = h.s.Range(context.Background(), "/p/", store.RangeOptions{End: "\x00", CountOnly: true})
+	if rr.Count != 4 || len(rr.KVs) != 0 {
+		t.Fatalf("count from /p/ to end = %+v", rr)
+	}
+	rr, _ = h.s.Range(context.Background(), "/p/", store.RangeOptions{End: store.PrefixEnd("/p/"), KeysOnly: true})
+	if len(rr.KVs) != 3 || rr.KVs[0].Value != nil {
+		t.Fatalf("keys only = %+v", rr.KVs[0])
+	}
+	d := h.txn(store.TxnRequest{Then: []store.Op{{Type: store.OpDelete, Key: "/p/", End: store.PrefixEnd("/p/"), PrevKV: true}}})
+	if d.Responses[0].Deleted != 3 || len(d.Responses[0].PrevKVs) != 3 {
+		t.Fatalf("delete = %+v", d.Responses[0])
+	}
+	if h.get("/p/a") != nil || h.get("/q") == nil {
+		t.Fatal("delete prefix removed the wrong keys")
+	}
+	// recreate: create revision restarts, version restarts at 1
+	h.txn(store.TxnRequest{Then: []store.Op{store.Put("/p/a", []byte("new"))}})
+	kv := h.get("/p/a")
+	if kv.Version != 1 || kv.CreateRevision != h.s.Revision() {
+		t.Fatalf("recreated key = %+v", kv)
+	}
+}
+
+func TestInvalidCommandsChangeNothing(t *testing.T) {
+	h := newHarness(t)
+	h.txn(store.TxnRequest{Then: []store.Op{store.Put("/a", []byte("1"))}})
+	hash := h.s.StateHash()
+	bad := []Command{
+		{Kind: CommandTxn},
+		{Kind: 99},
+		{Kind: CommandTxn, Txn: &store.TxnRequest{Then: []store.Op{{Type: store.OpPut, Key: ""}}}},
+		{Kind: CommandTxn, Txn: &store.TxnRequest{Then: []store.Op{{Type: 7, Key: "/a"}}}},
+		{Kind: CommandTxn, Txn: &store.TxnRequest{Compares: []store.Compare{{Key: "/a", Target: 9}}}},
+		{Kind: CommandTxn, Txn: &store.TxnRequest{Then: []store.Op{{Type: store.OpDelete, Key: "/b", End: "/a"}}}},
+		{Kind: CommandCompact, Compact: &CompactRequest{Revision: 50}},
+	}
+	for i, cmd := range bad {
+		if res := h.apply(cmd); !errors.Is(res.(error), store.ErrInvalidRequest) {
+			t.Fatalf("command %d: got %v, want ErrInvalidRequest", i, res)
+		}
+	}
+	h.index++
+	if res := h.s.ApplyBatch([]Entry{{Index: h.index, Data: []byte("{not json")}})[0]; !errors.Is(res.(error), store.ErrInvalidRequest) {
+		t.Fatalf("garbage entry: %v", res)
+	}
+	if h.s.Revision() != 1 || h.s.StateHash() != hash || string(h.get("/a").Value) != "1" {
+		t.Fatal("invalid commands changed state")
+	}
+	if h.s.AppliedIndex() != h.index {
+		t.Fatalf("applied index %d, want %d", h.s.AppliedIndex(), h.index)
+	}
+}
+
+func TestReapplyIsSkipped(t *testing.T) {
+	h := newHarness(t)
+	data, _ := Command{Kind: CommandTxn, Txn: &store.TxnRequest{Then: []store.Op{store.Put("/a", []byte("1"))}}}.Encode()
+	h.s.ApplyBatch([]Entry{{Index: 1, Data: data}, {Index: 2, Data: data}})
+	h.s.ApplyBatch([]Entry{{Index: 1, Data: data}, {Index: 2, Data: data}, {Index: 3}})
+	if kv := h.get("/a"); kv.Version != 2 || h.s.Revision() != 2 || h.s.AppliedIndex() != 3 {
+		t.Fatalf("replay applied twice: %+v rev=%d idx=%d", kv, h.s.Revision(), h.s.AppliedIndex())
+	}
+}
+
+func TestWatchReplaysFromOldRevisionInOrder(t *testing.T) {
+	h := newHarness(t)
+	for i := 0; i < 1200; i++ { // more than two watch windows
+		key := "/w/a"
+		if i%3 == 0 {
+			key = "/other"
+		}
+		h.txn(store.TxnRequest{Then: []store.Op{store.Put(key, []byte{byte(i)})}})
+	}
+	h.txn(store.TxnRequest{Then: []store.Op{store.Delete("/w/a")}})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ch := h.s.Watch(ctx, "/w/", 5)
+	var got []store.Event
+	want := 0
+	for rev := int64(5); rev <= 1201; rev++ {
+		if (rev-1)%3 != 0 || rev == 1201 {
+			want++
+		}
+	}
+	for len(got) < want {
+		resp := <-ch
+		if resp.Err != nil {
+			t.Fatal(resp.Err)
+		}
+		got = append(got, resp.Events...)
+	}
+	last := int64(0)
+	for _, ev := range got {
+		if ev.KV.ModRevision <= last {
+			t.Fatalf("out of order: %d after %d", ev.KV.ModRevision, last)
+		}
+		last = ev.KV.ModRevision
+	}
+	if end := got[len(got)-1]; end.Type != store.EventDelete || end.PrevKV == nil || end.KV.ModRevision != 1201 {
+		t.Fatalf("last event = %+v", end)
+	}
+	// live events after the replay
+	h.txn(store.TxnRequest{Then: []store.Op{store.Put("/w/b", []byte("live"))}})
+	select {
+	case resp := <-ch:
+		if len(resp.Events) != 1 || resp.Events[0].KV.Key != "/w/b" || !bytes.Equal(resp.Events[0].KV.Value, []byte("live")) {
+			t.Fatalf("live = %+v", resp)
+		}
+	case <-ctx.Done():
+		t.Fatal("no live event")
+	}
+}
+
+func TestCompactionAndWatchFromCompacted(t *testing.T) {
+	h := newHarness(t)
+	for i := 0; i < 10; i++ {
+		h.txn(store.TxnRequest{Then: []store.Op{store.Put("/c", []byte{byte(i)})}})
+	}
+	res := h.apply(Command{Kind: CommandCompact, Compact: &CompactRequest{Revision: 6}}).(*CompactResult)
+	if res.HistoryRows != 6 || h.s.CompactRevision() != 6 {
+		t.Fatalf("compact = %+v", res)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	resp := <-h.s.Watch(ctx, "/", 3)
+	if !errors.Is(resp.Err, store.ErrCompacted) || resp.CompactRevision != 6 {
+		t.Fatalf("watch from compacted = %+v", resp)
+	}
+	resp = <-h.s.Watch(ctx, "/", 7)
+	if resp.Err != nil || len(resp.Events) != 4 {
+		t.Fatalf("watch after compaction point = %+v", resp)
+	}
+}
+
+func TestIndexTablesFollowKV(t *testing.T) {
+	spec := IndexSpec{Name: "users", Prefix: "/users/", Columns: []IndexColumn{
+		{Name: "username", Type: "TEXT", Path: "$.username"},
+		{Name: "age", Type: "INTEGER", Path: "$.age"},
+	}}
+	h := newHarness(t, spec)
+	h.txn(store.TxnRequest{Then: []store.Op{
+		store.Put("/users/1", []byte(`{"username":"ann","age":31}`)),
+		store.Put("/users/2", []byte(`not json`)),
+		store.Put("/other/1", []byte(`{"username":"zed"}`)),
+	}})
+	h.txn(store.TxnRequest{Then: []store.Op{store.Put("/users/1", []byte(`{"username":"anne","age":32}`))}})
+	h.txn(store.TxnRequest{Then: []store.Op{store.Delete("/users/2")}})
+	var name string
+	var age, n int64
+	err := h.s.ReadTx(context.Background(), func(tx *sql.Tx, rev int64) error {
+		if err := tx.QueryRow(`SELECT count(*) FROM idx_users`).Scan(&n); err != nil {
+			return err
+		}
+		return tx.QueryRow(`SELECT username, age FROM idx_users WHERE key = '/users/1'`).Scan(&name, &age)
+	})
+	if err != nil || n != 1 || name != "anne" || age != 32 {
+		t.Fatalf("index: n=%d name=%q age=%d err=%v", n, name, age, err)
+	}
+	// A changed declaration rebuilds the table from kv on open.
+	path := h.s.Path()
+	h.s.Close()
+	spec.Columns = spec.Columns[:1]
+	s2, err := Open(path, []IndexSpec{spec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	err = s2.ReadTx(context.Background(), func(tx *sql.Tx, rev int64) error {
+		return tx.QueryRow(`SELECT username FROM idx_users WHERE key = '/users/1'`).Scan(&name)
+	})
+	if err != nil || name != "anne" || s2.Revision() != 3 {
+		t.Fatalf("rebuilt index: %q %v rev=%d", name, err, s2.Revision())
+	}
+}
+
+func TestSnapshotRestore(t *testing.T) {
+	a := newHarness(t)
+	for i := 0; i < 50; i++ {
+		a.txn(store.TxnRequest{Then: []store.Op{store.Put("/s/"+string(rune('a'+i%26)), []byte{byte(i)})}})
+	}
+	var buf bytes.Buffer
+	if err := a.s.WriteSnapshot(&buf); err != nil {
+		t.Fatal(err)
+	}
+	b := newHarness(t)
+	b.txn(store.TxnRequest{Then: []store.Op{store.Put("/stale", []byte("x"))}})
+	if err := b.s.Restore(bytes.NewReader(buf.Bytes())); err != nil {
+		t.Fatal(err)
+	}
+	if b.s.Revision() != 50 || b.s.StateHash() != a.s.StateHash() || b.s.AppliedIndex() != 50 || b.get("/stale") != nil {
+		t.Fatalf("restored rev=%d idx=%d", b.s.Revision(), b.s.AppliedIndex())
+	}
+	if err := b.s.Restore(bytes.NewReader([]byte("garbage"))); err == nil {
+		t.Fatal("garbage snapshot accepted")
+	}
+	if b.s.Revision() != 50 {
+		t.Fatal("failed restore changed state")
+	}
+}

@@ -1,0 +1,97 @@
+package sqlitefsm
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"github.com/svcplatform/svc/controlplane/store"
+)
+
+// watchWindow bounds how many revisions one history query covers, so a
+// watcher far behind catches up in bounded steps.
+const watchWindow = 512
+
+// Watch streams the changes of keys under prefix from revision from
+// (0 = the next revision). History at or below the compaction point is gone;
+// asking for it yields store.ErrCompacted.
+func (s *State) Watch(ctx context.Context, prefix string, from int64) <-chan store.WatchResponse {
+	out := make(chan store.WatchResponse, 16)
+	s.watchers.Add(1)
+	go func() {
+		defer close(out)
+		defer s.watchers.Add(-1)
+		next := from
+		if next <= 0 {
+			next = s.Revision() + 1
+		}
+		end := store.PrefixEnd(prefix)
+		for {
+			ch := s.changed()
+			if comp := s.CompactRevision(); next <= comp {
+				select {
+				case out <- store.WatchResponse{CompactRevision: comp, Err: fmt.Errorf("%w: revision %d (compacted up to %d)", store.ErrCompacted, next, comp)}:
+				case <-ctx.Done():
+				}
+				return
+			}
+			cur := s.Revision()
+			for next <= cur {
+				upto := min(next+watchWindow-1, cur)
+				events, err := s.history(ctx, prefix, end, next, upto)
+				if err != nil {
+					if ctx.Err() == nil {
+						select {
+						case out <- store.WatchResponse{Err: err}:
+						case <-ctx.Done():
+						}
+					}
+					return
+				}
+				if len(events) > 0 {
+					select {
+					case out <- store.WatchResponse{Events: events}:
+					case <-ctx.Done():
+						return
+					}
+				}
+				next = upto + 1
+			}
+			select {
+			case <-ch:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return out
+}
+
+func (s *State) history(ctx context.Context, prefix, end string, from, to int64) ([]store.Event, error) {
+	var events []store.Event
+	err := s.ReadTx(ctx, func(tx *sql.Tx, _ int64) error {
+		rows, err := tx.QueryContext(ctx, `SELECT revision, type, key, value, create_revision, version, prev_value, prev_create, prev_mod, prev_version
+			FROM history WHERE revision >= ? AND revision <= ? AND key >= ? AND key < ? ORDER BY revision, seq`, from, to, prefix, end)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var ev store.Event
+			kv := &store.KeyValue{}
+			prev := &store.KeyValue{}
+			if err := rows.Scan(&kv.ModRevision, &ev.Type, &kv.Key, &kv.Value, &kv.CreateRevision, &kv.Version,
+				&prev.Value, &prev.CreateRevision, &prev.ModRevision, &prev.Version); err != nil {
+				return err
+			}
+			ev.KV = kv
+			if prev.ModRevision > 0 {
+				prev.Key = kv.Key
+				ev.PrevKV = prev
+			}
+			events = append(events, ev)
+		}
+		return rows.Err()
+	})
+	return events, err
+}

@@ -1,0 +1,128 @@
+// Package store defines the control plane's replicated key-value store in the
+// shape of etcd's API: keys carry create and mod revisions and a version, one
+// global revision counts committed writes, Txn evaluates compares and runs one
+// of two operation lists atomically, and Watch replays changes from any
+// retained revision. Domain packages depend only on this package, so the
+// embedded raft backend and a later etcd-backed adapter are interchangeable.
+package store
+
+import (
+	"context"
+)
+
+// KeyValue is one stored key at a revision.
+type KeyValue struct {
+	Key            string `json:"key"`
+	Value          []byte `json:"value,omitempty"`
+	CreateRevision int64  `json:"createRevision"`
+	ModRevision    int64  `json:"modRevision"`
+	Version        int64  `json:"version"`
+}
+
+// Header reports the store revision a response was evaluated at.
+type Header struct {
+	Revision int64 `json:"revision"`
+}
+
+// Consistency selects how fresh a read must be.
+type Consistency int
+
+const (
+	// Local reads this node's applied state (read-your-writes holds for writes
+	// answered by this node).
+	Local Consistency = iota
+	// Linearizable confirms leadership with a quorum and waits until this node
+	// has applied everything committed before the read started.
+	Linearizable
+)
+
+// RangeOptions narrows a Range read.
+type RangeOptions struct {
+	// End is the exclusive end of the key range; empty means the single key,
+	// and "\x00" means every key at or after Key (etcd's convention).
+	End string
+	// Limit caps the number of returned keys; 0 means no limit.
+	Limit int64
+	// CountOnly returns only Count.
+	CountOnly bool
+	// KeysOnly omits values.
+	KeysOnly bool
+	// Consistency of the read; Local by default.
+	Consistency Consistency
+}
+
+// RangeResponse is the answer to a Range.
+type RangeResponse struct {
+	Header Header      `json:"header"`
+	KVs    []*KeyValue `json:"kvs,omitempty"`
+	Count  int64       `json:"count"`
+	More   bool        `json:"more"`
+}
+
+// EventType is what happened to a key. Values are append-only.
+type EventType int
+
+const (
+	EventPut    EventType = 0
+	EventDelete EventType = 1
+)
+
+// Event is one key change observed by a watcher. For deletes, KV carries the
+// key and the deletion revision as ModRevision; PrevKV, when present, is the
+// value that was deleted or overwritten.
+type Event struct {
+	Type   EventType `json:"type"`
+	KV     *KeyValue `json:"kv"`
+	PrevKV *KeyValue `json:"prevKv,omitempty"`
+}
+
+// WatchResponse carries the events of one or more revisions in order.
+type WatchResponse struct {
+	Events []Event
+	// CompactRevision is set, with Err, when the requested start revision was
+	// already compacted away.
+	CompactRevision int64
+	Err             error
+}
+
+// Store is the replicated state every control node shares.
+type Store interface {
+	// Range reads keys at the node's current applied revision.
+	Range(ctx context.Context, key string, opts RangeOptions) (*RangeResponse, error)
+	// Txn commits a transaction through consensus and returns once the
+	// answering node has applied it.
+	Txn(ctx context.Context, req TxnRequest) (*TxnResponse, error)
+	// Watch streams changes of keys under prefix with revision >= fromRevision
+	// (0 = from the next revision). The channel closes when ctx ends or on a
+	// terminal error, which is delivered first.
+	Watch(ctx context.Context, prefix string, fromRevision int64) <-chan WatchResponse
+	// Revision is the node's latest applied revision.
+	Revision() int64
+	// WaitForRevision blocks until the node has applied rev or ctx ends.
+	WaitForRevision(ctx context.Context, rev int64) error
+}
+
+// Get is a convenience for reading one key; it returns nil when absent.
+func Get(ctx context.Context, s Store, key string, c Consistency) (*KeyValue, int64, error) {
+	resp, err := s.Range(ctx, key, RangeOptions{Consistency: c})
+	if err != nil {
+		return nil, 0, err
+	}
+	if len(resp.KVs) == 0 {
+		return nil, resp.Header.Revision, nil
+	}
+	return resp.KVs[0], resp.Header.Revision, nil
+}
+
+// PrefixEnd returns the exclusive range end that selects every key starting
+// with prefix.
+func PrefixEnd(prefix string) string {
+	b := []byte(prefix)
+	for i := len(b) - 1; i >= 0; i-- {
+		if b[i] < 0xff {
+			b[i]++
+			return string(b[:i+1])
+		}
+	}
+	return "\x00"
+}

@@ -1,0 +1,175 @@
+package system
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/svcplatform/svc/api/contract"
+	"github.com/svcplatform/svc/controlplane/store"
+	"github.com/svcplatform/svc/controlplane/store/sqlitefsm"
+)
+
+// MigrationAudit checks that every schema migration is applied, that every
+// index table matches its kv rows, and lists residues: keys under prefixes
+// this version does not own (left behind by removed features).
+func (s *Service) MigrationAudit(ctx context.Context, p contract.GetMigrationAuditParams) (contract.MigrationAuditReport, error) {
+	id, err := s.checkCluster(ctx, p.ClusterId)
+	if err != nil {
+		return contract.MigrationAuditReport{}, err
+	}
+	sample := 10
+	if p.SampleSize != nil {
+		sample = int(*p.SampleSize)
+	}
+	rep := contract.MigrationAuditReport{ClusterId: id, GeneratedAt: time.Now().UTC(), ExpectedSchemaVersion: sqlitefsm.SchemaVersion, Passed: true}
+	var checks []contract.AuditCheck
+	err = s.d.Node.State().ReadTx(ctx, func(tx *sql.Tx, _ int64) error {
+		var applied int32
+		if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&applied); err != nil {
+			return err
+		}
+		rep.SchemaVersion = applied
+		ok := applied == sqlitefsm.SchemaVersion
+		checks = append(checks, contract.AuditCheck{Name: "schema-migrations", Passed: ok, Severity: sev(ok, contract.AuditCheckSeverityError),
+			Message: fmt.Sprintf("applied schema version %d, this binary expects %d", applied, sqlitefsm.SchemaVersion)})
+		for _, spec := range s.d.Node.State().Specs() {
+			var missing, orphan int64
+			q := fmt.Sprintf(`SELECT count(*) FROM kv WHERE key >= ? AND key < ? AND key NOT IN (SELECT key FROM %s)`, spec.Table())
+			if err := tx.QueryRowContext(ctx, q, spec.Prefix, store.PrefixEnd(spec.Prefix)).Scan(&missing); err != nil {
+				return err
+			}
+			q = fmt.Sprintf(`SELECT count(*) FROM %s i LEFT JOIN kv ON kv.key = i.key WHERE kv.key IS NULL OR kv.mod_revision != i.mod_revision`, spec.Table())
+			if err := tx.QueryRowContext(ctx, q).Scan(&orphan); err != nil {
+				return err
+			}
+			ok := missing == 0 && orphan == 0
+			checks = append(checks, contract.AuditCheck{Name: "index-" + spec.Name, Passed: ok, Severity: sev(ok, contract.AuditCheckSeverityError),
+				Message: fmt.Sprintf("%d records without index row, %d stale or orphaned index rows", missing, orphan)})
+		}
+		return nil
+	})
+	if err != nil {
+		return rep, err
+	}
+	groups, err := s.residues(ctx, p.IncludeSamples != nil && *p.IncludeSamples, sample)
+	if err != nil {
+		return rep, err
+	}
+	rep.Residues = groups
+	checks = append(checks, contract.AuditCheck{Name: "removed-protocol-residues", Passed: len(groups) == 0, Severity: sev(len(groups) == 0, contract.AuditCheckSeverityWarning),
+		Message: fmt.Sprintf("%d prefix group(s) of keys no current feature owns", len(groups))})
+	for _, c := range checks {
+		if !c.Passed && c.Severity == contract.AuditCheckSeverityError {
+			rep.Passed = false
+		}
+		if c.Passed && p.IncludePassed != nil && !*p.IncludePassed {
+			continue
+		}
+		rep.Checks = append(rep.Checks, c)
+	}
+	if rep.Checks == nil {
+		rep.Checks = []contract.AuditCheck{}
+	}
+	return rep, nil
+}
+
+// residuePrefix groups a key by its first two path segments.
+func residuePrefix(key string) string {
+	parts := strings.SplitN(strings.TrimPrefix(key, "/"), "/", 3)
+	if len(parts) >= 2 {
+		return "/" + parts[0] + "/" + parts[1] + "/"
+	}
+	return "/" + parts[0]
+}
+
+func (s *Service) owned(key string) bool {
+	for _, p := range s.d.OwnedPrefixes {
+		if strings.HasPrefix(key, p) {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Service) residues(ctx context.Context, withSamples bool, sample int) ([]contract.ResidueGroup, error) {
+	byPrefix := map[string]*contract.ResidueGroup{}
+	err := s.d.Node.State().ReadTx(ctx, func(tx *sql.Tx, _ int64) error {
+		rows, err := tx.QueryContext(ctx, `SELECT key FROM kv ORDER BY key`)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var k string
+			if err := rows.Scan(&k); err != nil {
+				return err
+			}
+			if s.owned(k) {
+				continue
+			}
+			p := residuePrefix(k)
+			g := byPrefix[p]
+			if g == nil {
+				g = &contract.ResidueGroup{Prefix: p}
+				if withSamples {
+					g.SampleKeys = &[]string{}
+				}
+				byPrefix[p] = g
+			}
+			g.KeyCount++
+			if withSamples && len(*g.SampleKeys) < sample {
+				*g.SampleKeys = append(*g.SampleKeys, k)
+			}
+		}
+		return rows.Err()
+	})
+	out := []contract.ResidueGroup{}
+	for _, g := range byPrefix {
+		out = append(out, *g)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Prefix < out[j].Prefix })
+	return out, err
+}
+
+// CleanupResidues deletes (or, in a dry run, counts) the keys of residue
+// prefixes the audit reports. A prefix the audit does not report is refused,
+// so owned data can never be removed this way.
+func (s *Service) CleanupResidues(ctx context.Context, req contract.RemovedProtocolResidueCleanupRequest) (contract.RemovedProtocolResidueCleanupResult, error) {
+	dry := req.DryRun == nil || *req.DryRun
+	groups, err := s.residues(ctx, false, 0)
+	if err != nil {
+		return contract.RemovedProtocolResidueCleanupResult{}, err
+	}
+	known := map[string]contract.ResidueGroup{}
+	for _, g := range groups {
+		known[g.Prefix] = g
+	}
+	res := contract.RemovedProtocolResidueCleanupResult{DryRun: dry, Prefixes: []contract.ResidueGroup{}, Revision: s.d.Node.Revision()}
+	var ops []store.Op
+	for _, p := range req.Prefixes {
+		g, ok := known[p]
+		if !ok {
+			return res, fmt.Errorf("%w: %q", ErrNotResidue, p)
+		}
+		res.Prefixes = append(res.Prefixes, g)
+		res.DeletedKeys += g.KeyCount
+		ops = append(ops, store.DeletePrefix(p))
+	}
+	if dry {
+		return res, nil
+	}
+	resp, err := s.d.Node.Txn(ctx, store.TxnRequest{Then: ops})
+	if err != nil {
+		return res, err
+	}
+	res.DeletedKeys = 0
+	for _, r := range resp.Responses {
+		res.DeletedKeys += r.Deleted
+	}
+	res.Revision = resp.Header.Revision
+	return res, nil
+}

@@ -1,0 +1,113 @@
+// Package system answers the "System and health" operations of the
+// contract and the cluster status: health and readiness, build and process
+// information, the audits (parity between members, migrations and residues,
+// database schema, the contract against the routes, documentation), data
+// retention, built-in tasks, runtime diagnostics, listening ports, host
+// tuning and the operations e-mail test. It reads the replicated store and
+// the local node; it knows nothing of HTTP.
+package system
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/getkin/kin-openapi/openapi3"
+
+	"github.com/svcplatform/svc/controlplane/store"
+	"github.com/svcplatform/svc/controlplane/store/raftnode"
+)
+
+// Sentinel errors, mapped to contract codes at the HTTP boundary.
+var (
+	ErrUnknownCluster     = errors.New("unknown cluster id")
+	ErrUnknownTask        = errors.New("unknown task")
+	ErrTaskRunning        = errors.New("task is already running")
+	ErrNotResidue         = errors.New("prefix is not a residue prefix")
+	ErrInvalidTuning      = errors.New("invalid host tuning request")
+	ErrAgentUnavailable   = errors.New("no node agent can apply host tuning")
+	ErrEmailNotConfigured = errors.New("operations e-mail is not configured")
+	ErrEmailFailed        = errors.New("SMTP delivery failed")
+	ErrInvalidEmail       = errors.New("invalid e-mail request")
+)
+
+// IdentityKey holds the cluster's identity record, written once by the
+// first leader.
+const IdentityKey = "/cluster/identity"
+
+// ClusterIdentity is the stored identity of the cluster.
+type ClusterIdentity struct {
+	ClusterID string    `json:"clusterId"`
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+// Route is one registered HTTP route, for the contract audit.
+type Route struct {
+	Method string
+	Path   string // router form, /a/:b
+}
+
+// Port is one port a module of this node uses.
+type Port struct {
+	Module   string
+	Protocol string // tcp or udp
+	Address  string // host:port; for ranges the first port
+	PortEnd  int
+	Enabled  bool
+}
+
+// SMTP configures the operations e-mail.
+type SMTP struct {
+	Host, From, Username, Password string
+	Port                           int
+	StartTLS                       bool
+}
+
+// Deps are what the service reads.
+type Deps struct {
+	Node             *raftnode.Node
+	NodeID           string
+	APIURL           string
+	StartedAt        time.Time
+	Spec             *openapi3.T
+	Routes           func() []Route
+	Tasks            *Tasks
+	Ports            []Port
+	SMTP             SMTP
+	HistoryRetention int64
+	// OwnedPrefixes are the key prefixes this version owns; any other key
+	// is a residue of a removed feature or protocol.
+	OwnedPrefixes []string
+}
+
+// Service implements the system operations.
+type Service struct{ d Deps }
+
+// New builds the service.
+func New(d Deps) *Service { return &Service{d: d} }
+
+// ClusterID reads the cluster identity ("" before the first leader wrote it).
+func (s *Service) ClusterID(ctx context.Context) string {
+	kv, _, err := store.Get(ctx, s.d.Node, IdentityKey, store.Local)
+	if err != nil || kv == nil {
+		return ""
+	}
+	var id ClusterIdentity
+	if json.Unmarshal(kv.Value, &id) != nil {
+		return ""
+	}
+	return id.ClusterID
+}
+
+// checkCluster rejects a clusterId that is not this cluster's.
+func (s *Service) checkCluster(ctx context.Context, clusterID *string) (string, error) {
+	id := s.ClusterID(ctx)
+	if clusterID != nil && *clusterID != "" && *clusterID != id {
+		return "", fmt.Errorf("%w: %q", ErrUnknownCluster, *clusterID)
+	}
+	return id, nil
+}
+
+func ptr[T any](v T) *T { return &v }
