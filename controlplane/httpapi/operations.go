@@ -98,3 +98,25 @@ func (o *Operations) Lookup(method, ginFullPath string) *Operation {
 
 // All lists every operation in path order.
 func (o *Operations) All() []*Operation { return o.all }
+
+// Param describes one parameter of an operation.
+type Param struct {
+	Name, In, Type string
+	Required       bool
+}
+
+// Params lists the operation's parameters with their schema types.
+func (o *Operation) Params() []Param {
+	var out []Param
+	for _, p := range o.route.Operation.Parameters {
+		if p.Value == nil {
+			continue
+		}
+		typ := ""
+		if p.Value.Schema != nil && p.Value.Schema.Value != nil && p.Value.Schema.Value.Type != nil && len(*p.Value.Schema.Value.Type) > 0 {
+			typ = (*p.Value.Schema.Value.Type)[0]
+		}
+		out = append(out, Param{Name: p.Value.Name, In: p.Value.In, Type: typ, Required: p.Value.Required})
+	}
+	return out
+}

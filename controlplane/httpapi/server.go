@@ -35,7 +35,6 @@ func NewEngine(d Deps) (*gin.Engine, error) {
 	gin.SetMode(gin.ReleaseMode)
 	e := gin.New()
 	e.HandleMethodNotAllowed = true
-	e.ContextWithFallback = true
 	if err := e.SetTrustedProxies(d.TrustedProxies); err != nil {
 		return nil, fmt.Errorf("trusted proxies: %w", err)
 	}
@@ -57,6 +56,7 @@ func NewEngine(d Deps) (*gin.Engine, error) {
 		RequestErrorHandlerFunc: func(c *gin.Context, err error) {
 			abortWithError(c, &Error{Status: http.StatusBadRequest, Code: "invalid_body", Message: err.Error(), Retryable: retryable(false)})
 		},
+		HandlerErrorFunc:         func(c *gin.Context, err error) { abortWithError(c, err) },
 		ResponseErrorHandlerFunc: func(c *gin.Context, err error) { abortWithError(c, err) },
 	})
 	api := e.Group("", guard(d.Ops, d.Auth, d.MaxBodyBytes))

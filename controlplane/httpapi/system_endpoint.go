@@ -6,6 +6,8 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/gin-gonic/gin"
+
 	"github.com/svcplatform/svc/api/contract"
 	"github.com/svcplatform/svc/controlplane/identity"
 	"github.com/svcplatform/svc/controlplane/system"
@@ -42,6 +44,17 @@ func systemError(err error) error {
 	return err
 }
 
+// requestContext unwraps the *gin.Context the strict server passes as ctx:
+// gin reuses that object after the response, so anything that outlives the
+// handler call (SQLite's interrupt watcher, for one) must hold the request's
+// own context instead.
+func requestContext(ctx context.Context) context.Context {
+	if c, ok := ctx.(*gin.Context); ok && c.Request != nil {
+		return c.Request.Context()
+	}
+	return ctx
+}
+
 func actorOf(ctx context.Context) string {
 	if id := identity.From(ctx); id != nil {
 		return string(id.Kind) + ":" + id.CredentialID
@@ -57,6 +70,7 @@ func deref[T any](p *T, def T) T {
 }
 
 func (e *systemEndpoints) GetHealth(ctx context.Context, _ contract.GetHealthRequestObject) (contract.GetHealthResponseObject, error) {
+	ctx = requestContext(ctx)
 	snap := e.svc.Health(ctx, identity.From(ctx).Has("system.view"))
 	if snap.Status == contract.SvcHealthSnapshotStatusUnavailable {
 		return contract.GetHealth503JSONResponse(snap), nil
@@ -65,27 +79,33 @@ func (e *systemEndpoints) GetHealth(ctx context.Context, _ contract.GetHealthReq
 }
 
 func (e *systemEndpoints) GetSystemInfo(ctx context.Context, _ contract.GetSystemInfoRequestObject) (contract.GetSystemInfoResponseObject, error) {
+	ctx = requestContext(ctx)
 	return contract.GetSystemInfo200JSONResponse(e.svc.Info(ctx)), nil
 }
 
 func (e *systemEndpoints) GetSystemVersion(ctx context.Context, _ contract.GetSystemVersionRequestObject) (contract.GetSystemVersionResponseObject, error) {
+	ctx = requestContext(ctx)
 	return contract.GetSystemVersion200JSONResponse(e.svc.Version()), nil
 }
 
 func (e *systemEndpoints) ListSystemRoles(ctx context.Context, _ contract.ListSystemRolesRequestObject) (contract.ListSystemRolesResponseObject, error) {
+	ctx = requestContext(ctx)
 	return contract.ListSystemRoles200JSONResponse(e.svc.Roles()), nil
 }
 
 func (e *systemEndpoints) ListBackgroundTasks(ctx context.Context, _ contract.ListBackgroundTasksRequestObject) (contract.ListBackgroundTasksResponseObject, error) {
+	ctx = requestContext(ctx)
 	return contract.ListBackgroundTasks200JSONResponse(e.svc.BackgroundTasks()), nil
 }
 
 func (e *systemEndpoints) GetConsoleSummary(ctx context.Context, _ contract.GetConsoleSummaryRequestObject) (contract.GetConsoleSummaryResponseObject, error) {
+	ctx = requestContext(ctx)
 	s, err := e.svc.ConsoleSummary(ctx)
 	return contract.GetConsoleSummary200JSONResponse(s), systemError(err)
 }
 
 func (e *systemEndpoints) GetSystemReadiness(ctx context.Context, r contract.GetSystemReadinessRequestObject) (contract.GetSystemReadinessResponseObject, error) {
+	ctx = requestContext(ctx)
 	rep := e.svc.Readiness(ctx, deref(r.Params.CheckDatabase, true), deref(r.Params.CheckEngine, false))
 	if !rep.Ready {
 		return contract.GetSystemReadiness503JSONResponse(rep), nil
@@ -94,31 +114,37 @@ func (e *systemEndpoints) GetSystemReadiness(ctx context.Context, r contract.Get
 }
 
 func (e *systemEndpoints) GetParityAudit(ctx context.Context, r contract.GetParityAuditRequestObject) (contract.GetParityAuditResponseObject, error) {
+	ctx = requestContext(ctx)
 	rep, err := e.svc.ParityAudit(ctx, r.Params)
 	return contract.GetParityAudit200JSONResponse(rep), systemError(err)
 }
 
 func (e *systemEndpoints) GetMigrationAudit(ctx context.Context, r contract.GetMigrationAuditRequestObject) (contract.GetMigrationAuditResponseObject, error) {
+	ctx = requestContext(ctx)
 	rep, err := e.svc.MigrationAudit(ctx, r.Params)
 	return contract.GetMigrationAudit200JSONResponse(rep), systemError(err)
 }
 
 func (e *systemEndpoints) CleanupRemovedProtocolResidues(ctx context.Context, r contract.CleanupRemovedProtocolResiduesRequestObject) (contract.CleanupRemovedProtocolResiduesResponseObject, error) {
+	ctx = requestContext(ctx)
 	res, err := e.svc.CleanupResidues(ctx, *r.Body)
 	return contract.CleanupRemovedProtocolResidues200JSONResponse(res), systemError(err)
 }
 
 func (e *systemEndpoints) GetDatabaseSchemaAudit(ctx context.Context, r contract.GetDatabaseSchemaAuditRequestObject) (contract.GetDatabaseSchemaAuditResponseObject, error) {
+	ctx = requestContext(ctx)
 	rep, err := e.svc.SchemaAudit(ctx, deref(r.Params.IncludeDdl, false), int(deref(r.Params.MaxDdlChars, 4000)))
 	return contract.GetDatabaseSchemaAudit200JSONResponse(rep), systemError(err)
 }
 
 func (e *systemEndpoints) PreviewDataRetentionCleanup(ctx context.Context, r contract.PreviewDataRetentionCleanupRequestObject) (contract.PreviewDataRetentionCleanupResponseObject, error) {
+	ctx = requestContext(ctx)
 	p, err := e.svc.RetentionPreview(ctx, deref(r.Params.Actor, actorOf(ctx)), deref(r.Params.Reason, ""))
 	return contract.PreviewDataRetentionCleanup200JSONResponse(p), systemError(err)
 }
 
 func (e *systemEndpoints) RunDataRetentionCleanup(ctx context.Context, r contract.RunDataRetentionCleanupRequestObject) (contract.RunDataRetentionCleanupResponseObject, error) {
+	ctx = requestContext(ctx)
 	for _, c := range deref(r.Body.Categories, nil) {
 		known := false
 		for _, k := range system.RetentionCategories {
@@ -133,10 +159,12 @@ func (e *systemEndpoints) RunDataRetentionCleanup(ctx context.Context, r contrac
 }
 
 func (e *systemEndpoints) GetApiDocs(ctx context.Context, _ contract.GetApiDocsRequestObject) (contract.GetApiDocsResponseObject, error) {
+	ctx = requestContext(ctx)
 	return contract.GetApiDocs302Response{Headers: contract.GetApiDocs302ResponseHeaders{Location: "/api/v2/system/docs-ui"}}, nil
 }
 
 func (e *systemEndpoints) GetDocsUi(ctx context.Context, r contract.GetDocsUiRequestObject) (contract.GetDocsUiResponseObject, error) {
+	ctx = requestContext(ctx)
 	if r.Params.Format != nil && *r.Params.Format == contract.GetDocsUiParamsFormatYaml {
 		return contract.GetDocsUi200ApplicationyamlResponse{Body: bytes.NewReader(e.yaml), ContentLength: int64(len(e.yaml))}, nil
 	}
@@ -144,51 +172,62 @@ func (e *systemEndpoints) GetDocsUi(ctx context.Context, r contract.GetDocsUiReq
 }
 
 func (e *systemEndpoints) GetOpenApiAudit(ctx context.Context, r contract.GetOpenApiAuditRequestObject) (contract.GetOpenApiAuditResponseObject, error) {
+	ctx = requestContext(ctx)
 	return contract.GetOpenApiAudit200JSONResponse(e.svc.OpenAPIAudit(deref(r.Params.OnlyProblems, false))), nil
 }
 
 func (e *systemEndpoints) GetSourceDocumentationAudit(ctx context.Context, r contract.GetSourceDocumentationAuditRequestObject) (contract.GetSourceDocumentationAuditResponseObject, error) {
+	ctx = requestContext(ctx)
 	rep := e.svc.DocumentationAudit(deref(r.Params.OnlyProblems, false), deref(r.Params.CheckParameterAndReturnTags, false), int(deref(r.Params.MaxResults, 500)))
 	return contract.GetSourceDocumentationAudit200JSONResponse(rep), nil
 }
 
 func (e *systemEndpoints) ListSystemTasks(ctx context.Context, _ contract.ListSystemTasksRequestObject) (contract.ListSystemTasksResponseObject, error) {
+	ctx = requestContext(ctx)
 	return contract.ListSystemTasks200JSONResponse(e.svc.SystemTasks()), nil
 }
 
 func (e *systemEndpoints) RunSystemTask(ctx context.Context, r contract.RunSystemTaskRequestObject) (contract.RunSystemTaskResponseObject, error) {
+	ctx = requestContext(ctx)
 	res, err := e.svc.RunTask(ctx, r.TaskName, deref(r.Body.Preview, false))
 	return contract.RunSystemTask200JSONResponse(res), systemError(err)
 }
 
 func (e *systemEndpoints) GetRuntimeDiagnostics(ctx context.Context, _ contract.GetRuntimeDiagnosticsRequestObject) (contract.GetRuntimeDiagnosticsResponseObject, error) {
+	ctx = requestContext(ctx)
 	return contract.GetRuntimeDiagnostics200JSONResponse(e.svc.Diagnostics()), nil
 }
 
 func (e *systemEndpoints) ListRuntimePorts(ctx context.Context, _ contract.ListRuntimePortsRequestObject) (contract.ListRuntimePortsResponseObject, error) {
+	ctx = requestContext(ctx)
 	return contract.ListRuntimePorts200JSONResponse(e.svc.Ports()), nil
 }
 
 func (e *systemEndpoints) GetHostTuning(ctx context.Context, _ contract.GetHostTuningRequestObject) (contract.GetHostTuningResponseObject, error) {
+	ctx = requestContext(ctx)
 	return contract.GetHostTuning200JSONResponse(e.svc.Tuning()), nil
 }
 
 func (e *systemEndpoints) PlanHostTuning(ctx context.Context, r contract.PlanHostTuningRequestObject) (contract.PlanHostTuningResponseObject, error) {
+	ctx = requestContext(ctx)
 	plan, err := e.svc.TuningPlan(r.Body.NodeId, r.Body.Values)
 	return contract.PlanHostTuning200JSONResponse(plan), systemError(err)
 }
 
 func (e *systemEndpoints) ApplyHostTuning(ctx context.Context, r contract.ApplyHostTuningRequestObject) (contract.ApplyHostTuningResponseObject, error) {
+	ctx = requestContext(ctx)
 	res, err := e.svc.ApplyTuning(r.Body.NodeId, r.Body.Values)
 	return contract.ApplyHostTuning200JSONResponse(res), systemError(err)
 }
 
 func (e *systemEndpoints) SendTestEmail(ctx context.Context, r contract.SendTestEmailRequestObject) (contract.SendTestEmailResponseObject, error) {
+	ctx = requestContext(ctx)
 	res, err := e.svc.SendTestEmail(string(r.Body.To), deref(r.Body.Subject, ""), actorOf(ctx))
 	return contract.SendTestEmail200JSONResponse(res), systemError(err)
 }
 
 func (e *systemEndpoints) GetClusterStatus(ctx context.Context, r contract.GetClusterStatusRequestObject) (contract.GetClusterStatusResponseObject, error) {
+	ctx = requestContext(ctx)
 	st, err := e.svc.ClusterStatus(ctx, r.Params.ClusterId)
 	return contract.GetClusterStatus200JSONResponse(st), systemError(err)
 }

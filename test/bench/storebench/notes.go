@@ -37,18 +37,18 @@ was written (2-core AMD EPYC VM, November 2026):
 
 - About 80% of the case's CPU samples are inside the raft FSM goroutine
   (` + "`raft.(*Raft).runFSM` → `sqlitefsm.(*State).ApplyBatch`" + `). hashicorp/raft applies committed
-  entries on that one goroutine, so the apply cost of a put there (about 130 µs of CPU per
-  entry at ~10 entries per SQLite transaction) caps throughput near 1 / 130 µs ≈ 7-8k puts/s
-  however many writers wait, and the second core stays mostly idle.
+  entries on that one goroutine, so the apply cost of a put there (100-130 µs of CPU per
+  entry at 10-15 entries per SQLite transaction) caps throughput near 8-10k puts/s however
+  many writers wait, and the second core stays mostly idle.
 - Inside the apply, statement preparation is about a quarter of the case's CPU: modernc
   SQLite re-parses the SQL text on every ` + "`Exec`/`QueryRow`" + `, and a put runs SAVEPOINT, a SELECT
   of the previous version, an upsert into kv, an insert into history and RELEASE.
   ` + "`Tx.Commit`" + ` is another quarter: SQLite writes its WAL one page per ` + "`pwrite`" + `, and its
-  auto-checkpoint (with an fsync) runs inline on the apply path, which shows in p99. JSON
+  auto-checkpoint (with an fsync) runs inline on the apply path, a likely source of p99. JSON
   decoding of the command is about 5%.
-- The raft log is not the limit: the leader's WAL append + fsync takes about 0.4-0.6 ms per
-  batch and the leader loop spends under half its time there. Raft bookkeeping, the
-  benchmark goroutines and GC are a few percent each.
+- The raft log is not the limit: the leader's WAL append + fsync took about 0.6 ms per
+  batch and the leader loop (about 10% of the CPU, mostly that fsync) spent under half its
+  time there. The benchmark goroutines are about 6%; GC is under 1%.
 - The store cases call ` + "`Txn`" + ` in-process while etcd is reached over gRPC on loopback, which
   favours the store slightly. The 3-node cluster runs three replicas (three serial applies)
   in one process on the same two cores, so its figures are CPU-bound and understate what

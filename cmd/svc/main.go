@@ -1,0 +1,47 @@
+// Command svc is the one binary of the platform; its first argument picks
+// the role.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/svcplatform/svc/controlplane/config"
+	"github.com/svcplatform/svc/controlplane/server"
+	"github.com/svcplatform/svc/shared/buildinfo"
+)
+
+const usage = `usage: svc <command> [flags]
+
+commands:
+  server    run a control node (svc server -h lists the flags)
+  dev       run a single-node platform for development, data in ./.svc-dev
+  version   print the version
+`
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprint(os.Stderr, usage)
+		os.Exit(2)
+	}
+	var err error
+	switch os.Args[1] {
+	case "server":
+		err = server.RunServer(os.Args[2:], os.Stdout, os.Stderr)
+	case "dev":
+		err = server.RunDev(os.Args[2:], os.Stdout, os.Stderr)
+	case "version", "--version":
+		fmt.Printf("svc %s (commit %s, built %s, %s, contract %s)\n", buildinfo.Version, buildinfo.Commit, buildinfo.BuildDate, buildinfo.GoVersion(), buildinfo.ContractVersion)
+	default:
+		fmt.Fprintf(os.Stderr, "svc: unknown command %q\n\n%s", os.Args[1], usage)
+		os.Exit(2)
+	}
+	if errors.Is(err, config.ErrHelp) {
+		os.Exit(0)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "svc:", err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,108 @@
+package server
+
+import (
+	"context"
+
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/svcplatform/svc/controlplane/apitoken"
+	"github.com/svcplatform/svc/controlplane/config"
+	"github.com/svcplatform/svc/controlplane/store"
+	"github.com/svcplatform/svc/shared/logging"
+)
+
+// RunServer is `svc server`: a control node configured by flags,
+// environment and file, running until SIGINT or SIGTERM.
+func RunServer(args []string, stdout, stderr io.Writer) error {
+	cfg, err := config.Load(args, os.LookupEnv, config.Defaults(), stderr)
+	if err != nil {
+		return err
+	}
+	return run(cfg, stdout, nil)
+}
+
+// DevDefaults is `svc dev`'s starting point: one node, data in ./.svc-dev.
+func DevDefaults() config.Config {
+	c := config.Defaults()
+	c.NodeID = "dev"
+	c.DataDir = ".svc-dev"
+	c.Bootstrap = true
+	return c
+}
+
+// RunDev is `svc dev`: a single-node control plane that founds its own
+// cluster and, on first start, creates a development API token.
+func RunDev(args []string, stdout, stderr io.Writer) error {
+	cfg, err := config.Load(args, os.LookupEnv, DevDefaults(), stderr)
+	if err != nil {
+		return err
+	}
+	return run(cfg, stdout, func(ctx context.Context, s *Server) error { return devToken(ctx, s, stdout) })
+}
+
+func run(cfg config.Config, stdout io.Writer, afterStart func(context.Context, *Server) error) error {
+	log, err := logging.New(cfg.LogLevel, cfg.NodeID)
+	if err != nil {
+		return err
+	}
+	defer log.Sync()
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	s, err := Start(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "svc control node %s is serving the API at %s (data in %s)\n", cfg.NodeID, cfg.APIURL(), cfg.DataDir)
+	if afterStart != nil {
+		if err := afterStart(ctx, s); err != nil {
+			s.Shutdown()
+			return err
+		}
+	}
+	<-ctx.Done()
+	fmt.Fprintln(stdout, "shutting down")
+	return s.Shutdown()
+}
+
+// devTokenFile is where `svc dev` keeps the development token (mode 0600).
+const devTokenFile = "dev-api-token"
+
+// devToken creates, once per data directory, an API token with every
+// permission so a newcomer can follow the README tour. It exists only in dev
+// mode; real clusters get their first administrator from the security
+// module's bootstrap.
+func devToken(ctx context.Context, s *Server, stdout io.Writer) error {
+	path := filepath.Join(s.Config.DataDir, devTokenFile)
+	if _, err := os.Stat(path); err == nil {
+		fmt.Fprintf(stdout, "development API token: in %s\n", path)
+		return nil
+	}
+	tok, err := apitoken.New()
+	if err != nil {
+		return err
+	}
+	now := time.Now().UTC()
+	exp := now.Add(30 * 24 * time.Hour)
+	id := fmt.Sprintf("dev-%d", now.Unix())
+	op, err := apitoken.Put(apitoken.Record{TokenID: id, Name: "svc dev bootstrap", Purpose: "local development (svc dev)", OwnerUserID: "dev",
+		Digest: apitoken.Digest(tok), Permissions: []string{"*"}, AllowedIPs: []string{"127.0.0.0/8", "::1/128"}, ExpiresAt: &exp, CreatedAt: now})
+	if err != nil {
+		return err
+	}
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if _, err := s.Node.Txn(cctx, store.TxnRequest{Then: []store.Op{op}}); err != nil {
+		return fmt.Errorf("creating the development token: %w", err)
+	}
+	if err := os.WriteFile(path, []byte(tok+"\n"), 0o600); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "development API token (shown once, also saved to %s with mode 0600, valid 30 days from loopback only):\n  %s\n", path, tok)
+	return nil
+}

@@ -1,0 +1,243 @@
+// Package server assembles a control node: it loads the keyring, opens the
+// replicated store, joins or founds the cluster, starts the HTTP API and the
+// background tasks, and shuts all of it down in order.
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"go.uber.org/zap"
+
+	"github.com/svcplatform/svc/api"
+	"github.com/svcplatform/svc/controlplane/apitoken"
+	"github.com/svcplatform/svc/controlplane/config"
+	"github.com/svcplatform/svc/controlplane/httpapi"
+	"github.com/svcplatform/svc/controlplane/keyring"
+	"github.com/svcplatform/svc/controlplane/store"
+	"github.com/svcplatform/svc/controlplane/store/raftnode"
+	"github.com/svcplatform/svc/controlplane/store/sqlitefsm"
+	"github.com/svcplatform/svc/controlplane/system"
+)
+
+// IndexSpecs are the typed index tables of every kind the control plane
+// stores. Append only; a changed declaration rebuilds its table at start.
+var IndexSpecs = []sqlitefsm.IndexSpec{apitoken.Index}
+
+// OwnedPrefixes are the key prefixes this version writes; the migration
+// audit reports anything else as a residue.
+var OwnedPrefixes = []string{"/cluster/", "/security/", "/system/"}
+
+// Server is a running control node.
+type Server struct {
+	Config   config.Config
+	Log      *zap.Logger
+	Keys     *keyring.Keyring
+	Node     *raftnode.Node
+	System   *system.Service
+	HTTPAddr string // the bound address
+	http     *http.Server
+	ln       net.Listener
+	cancel   context.CancelFunc
+	done     chan struct{}
+}
+
+// Start brings a control node up and returns once its API is serving.
+func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, error) {
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, err
+	}
+	founding := cfg.Join == ""
+	keys, err := keyring.LoadOrCreate(cfg.KeyFile(), founding)
+	if err != nil {
+		if !founding {
+			err = fmt.Errorf("%w (a joining node needs the cluster key file of the existing cluster, given with --cluster-key-file)", err)
+		}
+		return nil, err
+	}
+	node, err := raftnode.Open(raftnode.Config{
+		NodeID: cfg.NodeID, DataDir: cfg.DataDir, RaftBind: cfg.RaftAddr, LinkKeys: keys.LinkKeys(),
+		Bootstrap: founding, IndexSpecs: IndexSpecs, Logger: log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{Config: cfg, Log: log, Keys: keys, Node: node, done: make(chan struct{})}
+	ok := false
+	defer func() {
+		if !ok {
+			node.Shutdown()
+		}
+	}()
+	if s.ln, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
+		return nil, err
+	}
+	s.HTTPAddr = s.ln.Addr().String()
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	ops, err := httpapi.LoadOperations()
+	if err != nil {
+		return nil, err
+	}
+	smtpPassword := ""
+	if cfg.SMTPPasswordFile != "" {
+		b, err := os.ReadFile(cfg.SMTPPasswordFile)
+		if err != nil {
+			return nil, fmt.Errorf("smtp password file: %w", err)
+		}
+		smtpPassword = strings.TrimSpace(string(b))
+	}
+	tasks := system.NewTasks(log.Named("tasks"), node.Leadership().IsLeader)
+	var routes func() []system.Route
+	s.System = system.New(system.Deps{
+		Node: node, NodeID: cfg.NodeID, APIURL: cfg.APIURL(), StartedAt: time.Now(), Spec: ops.Spec,
+		Routes: func() []system.Route { return routes() }, Tasks: tasks, Ports: ports(cfg, s.HTTPAddr, node.RaftAddress()),
+		SMTP:             system.SMTP{Host: cfg.SMTPHost, Port: cfg.SMTPPort, From: cfg.SMTPFrom, Username: cfg.SMTPUsername, Password: smtpPassword, StartTLS: cfg.SMTPStartTLS},
+		HistoryRetention: cfg.HistoryRetention, OwnedPrefixes: OwnedPrefixes,
+	})
+	s.System.RegisterBuiltinTasks()
+	engine, err := httpapi.NewEngine(httpapi.Deps{
+		Ops: ops, Auth: httpapi.APITokenAuth{Reader: node.State()}, Log: log.Named("http"), Registry: reg,
+		MaxBodyBytes: cfg.MaxBodyBytes, TrustedProxies: cfg.TrustedProxies, System: s.System, Node: node,
+		LinkKeys: keys.LinkKeys(), ContractYAML: api.OpenAPIYAML,
+	})
+	if err != nil {
+		return nil, err
+	}
+	routes = func() []system.Route { return httpapi.Routes(engine) }
+	s.http = &http.Server{Handler: engine, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second}
+
+	bg, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	go func() {
+		defer close(s.done)
+		if err := s.http.Serve(s.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("HTTP server stopped", zap.Error(err))
+		}
+	}()
+	if !founding {
+		if err := joinCluster(ctx, keys, cfg.Join, raftnode.JoinRequest{NodeID: cfg.NodeID, RaftAddress: node.RaftAddress(), HTTPAddress: cfg.APIURL()}, log); err != nil {
+			cancel()
+			s.http.Close()
+			return nil, err
+		}
+	}
+	go node.Leadership().Run(bg, func(ctx context.Context) { ensureIdentity(ctx, node, log) })
+	go registerSelf(bg, node, raftnode.MemberRecord{NodeID: cfg.NodeID, RaftAddress: node.RaftAddress(), HTTPAddress: cfg.APIURL()}, log)
+	go tasks.Loop(bg)
+	ok = true
+	log.Info("control node started", zap.String("api", cfg.APIURL()), zap.String("raft", node.RaftAddress()), zap.Bool("founding", founding))
+	return s, nil
+}
+
+// Shutdown stops accepting requests, lets running ones finish within the
+// grace period, hands leadership over and closes the store.
+func (s *Server) Shutdown() error {
+	ctx, cancel := context.WithTimeout(context.Background(), s.Config.ShutdownGrace)
+	defer cancel()
+	s.cancel()
+	err := s.http.Shutdown(ctx)
+	<-s.done
+	return errors.Join(err, s.Node.Shutdown())
+}
+
+func ports(cfg config.Config, httpAddr, raftAddr string) []system.Port {
+	return []system.Port{
+		{Module: "api", Protocol: "tcp", Address: httpAddr, Enabled: true},
+		{Module: "raft", Protocol: "tcp", Address: raftAddr, Enabled: true},
+		{Module: "agent", Protocol: "tcp", Address: "0.0.0.0:8443"},
+		{Module: "engine-http", Protocol: "tcp", Address: "0.0.0.0:8088"},
+		{Module: "rtsp", Protocol: "tcp", Address: "0.0.0.0:8554"},
+		{Module: "sip", Protocol: "udp", Address: "0.0.0.0:5060"},
+		{Module: "sip", Protocol: "tcp", Address: "0.0.0.0:5060"},
+		{Module: "rtp", Protocol: "udp", Address: "0.0.0.0:30000", PortEnd: 30999},
+		{Module: "webrtc", Protocol: "udp", Address: "0.0.0.0:8189"},
+	}
+}
+
+// ensureIdentity writes the cluster identity once; a compare makes sure two
+// leaders can never write different ids.
+func ensureIdentity(ctx context.Context, node *raftnode.Node, log *zap.Logger) {
+	for ctx.Err() == nil {
+		id, _ := uuid.NewV7()
+		val, _ := json.Marshal(system.ClusterIdentity{ClusterID: id.String(), CreatedAt: time.Now().UTC()})
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		_, err := node.Txn(cctx, store.TxnRequest{Compares: []store.Compare{store.Absent(system.IdentityKey)}, Then: []store.Op{store.Put(system.IdentityKey, val)}})
+		cancel()
+		if err == nil {
+			return
+		}
+		log.Warn("writing cluster identity failed; retrying", zap.Error(err))
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+func registerSelf(ctx context.Context, node *raftnode.Node, rec raftnode.MemberRecord, log *zap.Logger) {
+	for ctx.Err() == nil {
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		err := node.RegisterMember(cctx, rec)
+		cancel()
+		if err == nil {
+			return
+		}
+		log.Debug("registering member record failed; retrying", zap.Error(err))
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// joinCluster asks a member (by its API URL) to add this node, retrying
+// while the cluster elects a leader, for up to a minute.
+func joinCluster(ctx context.Context, keys *keyring.Keyring, base string, req raftnode.JoinRequest, log *zap.Logger) error {
+	body, _ := json.Marshal(req)
+	url := strings.TrimRight(base, "/") + httpapi.JoinPath
+	deadline := time.Now().Add(time.Minute)
+	var last error
+	for time.Now().Before(deadline) {
+		ts, sig := httpapi.SignInternal(keys.LinkKeys()[0], http.MethodPost, httpapi.JoinPath, body, time.Now())
+		hr, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+		hr.Header.Set("Content-Type", "application/json")
+		hr.Header.Set("X-Svc-Internal-Timestamp", ts)
+		hr.Header.Set("X-Svc-Internal-Signature", sig)
+		resp, err := http.DefaultClient.Do(hr)
+		if err == nil {
+			msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				log.Info("joined cluster", zap.String("via", base))
+				return nil
+			}
+			err = fmt.Errorf("join via %s answered %s: %s", base, strconv.Itoa(resp.StatusCode), bytes.TrimSpace(msg))
+			if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusBadRequest {
+				return err // wrong cluster key or bad id: retrying cannot help
+			}
+		}
+		last = err
+		log.Warn("join attempt failed; retrying", zap.Error(err))
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+	return fmt.Errorf("could not join the cluster within a minute: %w", last)
+}

@@ -1,0 +1,156 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zaptest"
+
+	"github.com/svcplatform/svc/controlplane/apitoken"
+	"github.com/svcplatform/svc/controlplane/config"
+	"github.com/svcplatform/svc/controlplane/keyring"
+	"github.com/svcplatform/svc/controlplane/store"
+	"github.com/svcplatform/svc/controlplane/store/raftnode"
+)
+
+// testServer is a real control node on loopback ports.
+type testServer struct {
+	t   *testing.T
+	s   *Server
+	url string
+}
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// startServer starts a control node; join is the API URL of a member or "".
+func startServer(t *testing.T, id, join, keyFile string) *testServer {
+	t.Helper()
+	cfg := config.Defaults()
+	cfg.NodeID = id
+	cfg.DataDir = t.TempDir()
+	cfg.HTTPAddr = freePort(t)
+	cfg.RaftAddr = freePort(t)
+	cfg.Join = join
+	cfg.ClusterKeyFile = keyFile
+	cfg.ShutdownGrace = 2 * time.Second
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	s, err := Start(ctx, cfg, zaptest.NewLogger(t).Named(id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Shutdown() })
+	ts := &testServer{t: t, s: s, url: "http://" + s.HTTPAddr}
+	// Wait for the node's own start-up writes (cluster identity, member
+	// record) so tests that compare revisions see a quiet store.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		kv, _, _ := store.Get(context.Background(), s.Node, raftnode.MembersPrefix+id, store.Local)
+		if s.System.ClusterID(context.Background()) != "" && kv != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("node did not finish its start-up writes")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return ts
+}
+
+func (ts *testServer) keyFile() string { return filepath.Join(ts.s.Config.DataDir, "cluster.key") }
+
+// token writes an API token record through the store, the way the security
+// module will, and returns the token.
+func (ts *testServer) token(perms ...string) string {
+	ts.t.Helper()
+	tok, err := apitoken.New()
+	if err != nil {
+		ts.t.Fatal(err)
+	}
+	op, _ := apitoken.Put(apitoken.Record{TokenID: fmt.Sprintf("t-%d", time.Now().UnixNano()), Name: "test", OwnerUserID: "test",
+		Digest: apitoken.Digest(tok), Permissions: perms, CreatedAt: time.Now()})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := ts.s.Node.Txn(ctx, store.TxnRequest{Then: []store.Op{op}}); err != nil {
+		ts.t.Fatal(err)
+	}
+	return tok
+}
+
+type response struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (r response) json(t *testing.T, v any) {
+	t.Helper()
+	if err := json.Unmarshal(r.body, v); err != nil {
+		t.Fatalf("status %d, body %q: %v", r.status, r.body, err)
+	}
+}
+
+func (ts *testServer) do(method, path, token, contentType string, body []byte) response {
+	ts.t.Helper()
+	req, err := http.NewRequest(method, ts.url+path, bytes.NewReader(body))
+	if err != nil {
+		ts.t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	client := &http.Client{Timeout: 30 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := client.Do(req)
+	if err != nil {
+		ts.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	return response{status: resp.StatusCode, header: resp.Header, body: data}
+}
+
+func (ts *testServer) get(path, token string) response { return ts.do("GET", path, token, "", nil) }
+
+func txnPut(key, val string) store.TxnRequest {
+	return store.TxnRequest{Then: []store.Op{store.Put(key, []byte(val))}}
+}
+
+// startServerExpectError tries to start a node that joins with its own,
+// different cluster key and returns the error.
+func startServerExpectError(t *testing.T, id, join, keyFile string) error {
+	t.Helper()
+	if _, err := keyring.LoadOrCreate(keyFile, true); err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Defaults()
+	cfg.NodeID, cfg.DataDir, cfg.HTTPAddr, cfg.RaftAddr, cfg.Join, cfg.ClusterKeyFile = id, t.TempDir(), freePort(t), freePort(t), join, keyFile
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := Start(ctx, cfg, zaptest.NewLogger(t).Named(id))
+	if err == nil {
+		s.Shutdown()
+	}
+	return err
+}
