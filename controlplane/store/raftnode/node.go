@@ -242,7 +242,42 @@ func (n *Node) LinearizableBarrier(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return n.state.WaitForIndex(ctx, idx)
+	return n.waitApplied(ctx, idx)
+}
+
+// waitApplied returns once the state holds everything up to log index idx.
+// Raft hands only command and configuration entries to a batching FSM, so
+// the state's applied index stops below trailing no-op and barrier entries;
+// those count as applied once raft itself has applied (so committed) them.
+func (n *Node) waitApplied(ctx context.Context, idx uint64) error {
+	for {
+		ch := n.state.Changed()
+		applied := n.state.AppliedIndex()
+		if applied >= idx || (n.raft.AppliedIndex() >= idx && n.noStateEntries(applied+1, idx)) {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// noStateEntries reports whether the local log entries from..to carry
+// nothing for the state machine.
+func (n *Node) noStateEntries(from, to uint64) bool {
+	var l raft.Log
+	for i := from; i <= to; i++ {
+		if err := n.wal.GetLog(i, &l); err != nil {
+			return false
+		}
+		if l.Type == raft.LogCommand || l.Type == raft.LogConfiguration {
+			return false
+		}
+	}
+	return true
 }
 
 func (n *Node) readIndex(ctx context.Context) (uint64, error) {

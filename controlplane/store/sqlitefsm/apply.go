@@ -63,84 +63,130 @@ type Entry struct {
 // recorded in the database are skipped, which makes re-application after a
 // restart harmless.
 func (s *State) ApplyBatch(entries []Entry) []any {
-	results := make([]any, len(entries))
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.wdb == nil {
-		for i := range results {
-			results[i] = store.ErrClosed
-		}
-		return results
+		return fill(len(entries), store.ErrClosed)
 	}
+	// Most entries either fail before writing anything (validation,
+	// compares) or succeed, so the batch runs without savepoints. If an
+	// entry fails after it started writing, the batch is rolled back and
+	// run again with a savepoint per entry, so that entry alone is undone.
+	results, err := s.applyBatch(entries, false)
+	if errors.Is(err, errPartialWrite) {
+		results, err = s.applyBatch(entries, true)
+	}
+	if err != nil {
+		return fill(len(entries), err)
+	}
+	return results
+}
+
+func fill(n int, err error) []any {
+	out := make([]any, n)
+	for i := range out {
+		out[i] = err
+	}
+	return out
+}
+
+// errPartialWrite aborts a batch without savepoints in which an entry
+// failed after writing.
+var errPartialWrite = errors.New("sqlitefsm: entry failed after a partial write")
+
+func (s *State) applyBatch(entries []Entry, savepoints bool) ([]any, error) {
+	results := make([]any, len(entries))
 	ctx := context.Background()
 	tx, err := s.wdb.BeginTx(ctx, nil)
 	if err != nil {
-		for i := range results {
-			results[i] = err
-		}
-		return results
+		return nil, err
 	}
-	ap := &applier{tx: tx, ctx: ctx, specs: s.specs,
-		rev: s.revision.Load(), compact: s.compactRevision.Load(), hash: s.StateHash()}
+	ap := &applier{tx: tx, ctx: ctx, specs: s.specs, st: s.stmts, stx: map[*sql.Stmt]*sql.Stmt{},
+		rev: s.revision.Load(), compact: s.compactRevision.Load(), hash: s.StateHash(), savepoints: savepoints}
 	applied := s.appliedIndex.Load()
 	last := applied
 	for i, e := range entries {
 		if e.Index <= applied {
-			results[i] = nil
 			continue
 		}
 		last = e.Index
 		if e.Data == nil {
 			continue
 		}
-		results[i] = ap.applyEntry(e)
+		res, wrote := ap.applyEntry(e)
+		if resErr, ok := res.(error); ok && wrote && !savepoints {
+			tx.Rollback()
+			return nil, fmt.Errorf("%w: %v", errPartialWrite, resErr)
+		}
+		results[i] = res
 	}
 	if last == applied {
 		tx.Rollback()
-		return results
+		return results, nil
 	}
-	if err := ap.saveMeta(last); err == nil {
-		err = tx.Commit()
-		if err == nil {
-			s.revision.Store(ap.rev)
-			s.compactRevision.Store(ap.compact)
-			s.stateHash.Store(ap.hash)
-			s.appliedIndex.Store(last)
-			s.broadcast()
-			return results
-		}
+	if err := ap.saveMeta(last); err != nil {
+		tx.Rollback()
+		return nil, fmt.Errorf("sqlitefsm: saving meta at index %d: %w", last, err)
 	}
-	// A failed commit leaves nothing applied; the node cannot continue
-	// consistently with the other replicas, so every entry reports it.
-	tx.Rollback()
-	fail := fmt.Errorf("sqlitefsm: commit of entries up to %d failed: %w", last, err)
-	for i := range results {
-		results[i] = fail
+	if err := tx.Commit(); err != nil {
+		// Nothing was applied; the node cannot continue consistently.
+		tx.Rollback()
+		return nil, fmt.Errorf("sqlitefsm: commit of entries up to %d failed: %w", last, err)
 	}
-	return results
+	s.revision.Store(ap.rev)
+	s.compactRevision.Store(ap.compact)
+	s.stateHash.Store(ap.hash)
+	s.appliedIndex.Store(last)
+	s.broadcast()
+	return results, nil
 }
 
 type applier struct {
-	tx      *sql.Tx
-	ctx     context.Context
-	specs   []IndexSpec
-	rev     int64
-	compact int64
-	hash    string
-	sp      int
+	tx         *sql.Tx
+	ctx        context.Context
+	specs      []IndexSpec
+	st         *statements
+	stx        map[*sql.Stmt]*sql.Stmt // prepared statements bound to tx
+	rev        int64
+	compact    int64
+	hash       string
+	savepoints bool
+	sp         int
+	wrote      bool // the current entry has written something
 }
 
-func (a *applier) applyEntry(e Entry) any {
+// exec runs a prepared statement inside the batch transaction.
+func (a *applier) exec(stmt *sql.Stmt, args ...any) (sql.Result, error) {
+	a.wrote = true
+	return a.bound(stmt).ExecContext(a.ctx, args...)
+}
+
+func (a *applier) bound(stmt *sql.Stmt) *sql.Stmt {
+	b, ok := a.stx[stmt]
+	if !ok {
+		b = a.tx.StmtContext(a.ctx, stmt)
+		a.stx[stmt] = b
+	}
+	return b
+}
+
+// applyEntry applies one command and reports whether it wrote anything,
+// which decides how a failure is undone.
+func (a *applier) applyEntry(e Entry) (any, bool) {
 	var cmd Command
 	if err := json.Unmarshal(e.Data, &cmd); err != nil {
-		return fmt.Errorf("%w: undecodable command at index %d: %v", store.ErrInvalidRequest, e.Index, err)
+		return fmt.Errorf("%w: undecodable command at index %d: %v", store.ErrInvalidRequest, e.Index, err), false
 	}
-	a.sp++
-	sp := fmt.Sprintf("e%d", a.sp)
-	if _, err := a.tx.ExecContext(a.ctx, "SAVEPOINT "+sp); err != nil {
-		return err
+	a.wrote = false
+	sp := ""
+	if a.savepoints {
+		a.sp++
+		sp = fmt.Sprintf("e%d", a.sp)
+		if _, err := a.tx.ExecContext(a.ctx, "SAVEPOINT "+sp); err != nil {
+			return err, false
+		}
 	}
-	prevRev, prevHash := a.rev, a.hash
+	prevRev, prevHash, prevCompact := a.rev, a.hash, a.compact
 	var res any
 	var err error
 	switch cmd.Kind {
@@ -160,15 +206,19 @@ func (a *applier) applyEntry(e Entry) any {
 		err = fmt.Errorf("%w: unknown command kind %d", store.ErrInvalidRequest, cmd.Kind)
 	}
 	if err != nil {
-		a.tx.ExecContext(a.ctx, "ROLLBACK TO "+sp)
-		a.tx.ExecContext(a.ctx, "RELEASE "+sp)
-		a.rev, a.hash = prevRev, prevHash
-		return err
+		if sp != "" {
+			a.tx.ExecContext(a.ctx, "ROLLBACK TO "+sp)
+			a.tx.ExecContext(a.ctx, "RELEASE "+sp)
+		}
+		a.rev, a.hash, a.compact = prevRev, prevHash, prevCompact
+		return err, a.wrote
 	}
-	if _, err := a.tx.ExecContext(a.ctx, "RELEASE "+sp); err != nil {
-		return err
+	if sp != "" {
+		if _, err := a.tx.ExecContext(a.ctx, "RELEASE "+sp); err != nil {
+			return err, true
+		}
 	}
-	return res
+	return res, a.wrote
 }
 
 func (a *applier) saveMeta(appliedIndex uint64) error {
@@ -182,8 +232,7 @@ func (a *applier) saveMeta(appliedIndex uint64) error {
 		{metaCompactRevision, a.compact, ""},
 		{metaStateHash, 0, a.hash},
 	} {
-		if _, err := a.tx.ExecContext(a.ctx, `INSERT INTO meta (name, num, text) VALUES (?, ?, ?)
-			ON CONFLICT(name) DO UPDATE SET num = excluded.num, text = excluded.text`, m.name, m.num, m.text); err != nil {
+		if _, err := a.exec(a.st.saveMeta, m.name, m.num, m.text); err != nil {
 			return err
 		}
 	}
@@ -192,8 +241,7 @@ func (a *applier) saveMeta(appliedIndex uint64) error {
 
 func (a *applier) get(key string) (*store.KeyValue, error) {
 	kv := &store.KeyValue{Key: key}
-	err := a.tx.QueryRowContext(a.ctx, `SELECT value, create_revision, mod_revision, version FROM kv WHERE key = ?`, key).
-		Scan(&kv.Value, &kv.CreateRevision, &kv.ModRevision, &kv.Version)
+	err := a.bound(a.st.get).QueryRowContext(a.ctx, key).Scan(&kv.Value, &kv.CreateRevision, &kv.ModRevision, &kv.Version)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
@@ -293,7 +341,7 @@ func (a *applier) applyTxn(index uint64, raw []byte, req *store.TxnRequest) (*st
 		h.Write(b[:])
 		h.Write(raw)
 		a.hash = hex.EncodeToString(h.Sum(nil))
-		if _, err := a.tx.ExecContext(a.ctx, `INSERT INTO revision_hashes (revision, log_index, hash) VALUES (?, ?, ?)`, next, index, a.hash); err != nil {
+		if _, err := a.exec(a.st.revisionHash, next, index, a.hash); err != nil {
 			return nil, err
 		}
 	}
@@ -330,18 +378,15 @@ func (a *applier) put(rev int64, seq *int, op store.Op) (store.OpResponse, error
 	if value == nil {
 		value = []byte{}
 	}
-	if _, err := a.tx.ExecContext(a.ctx, `INSERT INTO kv (key, value, create_revision, mod_revision, version) VALUES (?, ?, ?, ?, ?)
-		ON CONFLICT(key) DO UPDATE SET value = excluded.value, mod_revision = excluded.mod_revision, version = excluded.version`,
-		op.Key, value, create, rev, version); err != nil {
+	if _, err := a.exec(a.st.upsertKV, op.Key, value, create, rev, version); err != nil {
 		return r, err
 	}
 	*seq++
-	if _, err := a.tx.ExecContext(a.ctx, `INSERT INTO history (revision, seq, type, key, value, create_revision, version, prev_value, prev_create, prev_mod, prev_version)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, rev, *seq, store.EventPut, op.Key, value, create, version, pv, pc, pm, pver); err != nil {
+	if _, err := a.exec(a.st.historyPut, rev, *seq, op.Key, value, create, version, pv, pc, pm, pver); err != nil {
 		return r, err
 	}
 	if spec := a.specFor(op.Key); spec != nil {
-		if _, err := a.tx.ExecContext(a.ctx, spec.upsertSQL(), op.Key, rev, string(value)); err != nil {
+		if _, err := a.exec(a.st.indexUpsert[spec.Name], op.Key, rev, string(value)); err != nil {
 			return r, fmt.Errorf("index %s: %w", spec.Name, err)
 		}
 	}
@@ -355,16 +400,15 @@ func (a *applier) delete(rev int64, seq *int, op store.Op) (store.OpResponse, er
 		return r, err
 	}
 	for _, kv := range victims.KVs {
-		if _, err := a.tx.ExecContext(a.ctx, `DELETE FROM kv WHERE key = ?`, kv.Key); err != nil {
+		if _, err := a.exec(a.st.deleteKV, kv.Key); err != nil {
 			return r, err
 		}
 		*seq++
-		if _, err := a.tx.ExecContext(a.ctx, `INSERT INTO history (revision, seq, type, key, value, create_revision, version, prev_value, prev_create, prev_mod, prev_version)
-			VALUES (?, ?, ?, ?, NULL, 0, 0, ?, ?, ?, ?)`, rev, *seq, store.EventDelete, kv.Key, kv.Value, kv.CreateRevision, kv.ModRevision, kv.Version); err != nil {
+		if _, err := a.exec(a.st.historyDelete, rev, *seq, kv.Key, kv.Value, kv.CreateRevision, kv.ModRevision, kv.Version); err != nil {
 			return r, err
 		}
 		if spec := a.specFor(kv.Key); spec != nil {
-			if _, err := a.tx.ExecContext(a.ctx, "DELETE FROM "+spec.Table()+" WHERE key = ?", kv.Key); err != nil {
+			if _, err := a.exec(a.st.indexDelete[spec.Name], kv.Key); err != nil {
 				return r, err
 			}
 		}
@@ -384,6 +428,7 @@ func (a *applier) applyCompact(req CompactRequest) (*CompactResult, error) {
 		return nil, fmt.Errorf("%w: cannot compact revision %d beyond current revision %d", store.ErrInvalidRequest, req.Revision, a.rev)
 	}
 	res := &CompactResult{Revision: req.Revision}
+	a.wrote = true
 	r, err := a.tx.ExecContext(a.ctx, `DELETE FROM history WHERE revision <= ?`, req.Revision)
 	if err != nil {
 		return nil, err

@@ -26,9 +26,10 @@ type State struct {
 
 	// mu guards the database handles: readers hold it shared, Restore holds
 	// it exclusively while it swaps the file.
-	mu  sync.RWMutex
-	wdb *sql.DB // single writer connection, used by the apply goroutine
-	rdb *sql.DB // pool of read-only connections
+	mu    sync.RWMutex
+	wdb   *sql.DB // single writer connection, used by the apply goroutine
+	rdb   *sql.DB // pool of read-only connections
+	stmts *statements
 
 	revision        atomic.Int64
 	appliedIndex    atomic.Uint64
@@ -99,7 +100,13 @@ func (s *State) open() error {
 	}
 	rdb.SetMaxOpenConns(16)
 	rdb.SetMaxIdleConns(16)
-	s.wdb, s.rdb = wdb, rdb
+	stmts, err := prepare(wdb, s.specs)
+	if err != nil {
+		wdb.Close()
+		rdb.Close()
+		return err
+	}
+	s.wdb, s.rdb, s.stmts = wdb, rdb, stmts
 	return s.loadMeta()
 }
 
@@ -187,10 +194,13 @@ func (s *State) Close() error {
 	if s.rdb != nil {
 		errs = append(errs, s.rdb.Close())
 	}
+	if s.stmts != nil {
+		s.stmts.close()
+	}
 	if s.wdb != nil {
 		errs = append(errs, s.wdb.Close())
 	}
-	s.rdb, s.wdb = nil, nil
+	s.rdb, s.wdb, s.stmts = nil, nil, nil
 	return errors.Join(errs...)
 }
 
@@ -215,6 +225,9 @@ func (s *State) Path() string { return s.path }
 
 // Specs returns the index declarations.
 func (s *State) Specs() []IndexSpec { return append([]IndexSpec(nil), s.specs...) }
+
+// Changed returns a channel closed at the next applied batch.
+func (s *State) Changed() <-chan struct{} { return s.changed() }
 
 // changed returns a channel closed at the next applied batch.
 func (s *State) changed() <-chan struct{} {

@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -355,5 +356,41 @@ func TestSnapshotRestore(t *testing.T) {
 	}
 	if b.s.Revision() != 50 {
 		t.Fatal("failed restore changed state")
+	}
+}
+
+// TestEntryFailingMidWriteIsUndoneAlone makes the second of three entries
+// fail after its first put (a trigger aborts the second put) and checks that
+// only that entry is undone.
+func TestEntryFailingMidWriteIsUndoneAlone(t *testing.T) {
+	h := newHarness(t)
+	db, err := sql.Open("sqlite", "file:"+h.s.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`CREATE TRIGGER boom BEFORE INSERT ON kv WHEN NEW.key = '/boom' BEGIN SELECT RAISE(ABORT, 'boom'); END`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	enc := func(req store.TxnRequest) []byte {
+		b, _ := Command{Kind: CommandTxn, Txn: &req}.Encode()
+		return b
+	}
+	res := h.s.ApplyBatch([]Entry{
+		{Index: 1, Data: enc(store.TxnRequest{Then: []store.Op{store.Put("/a", []byte("1"))}})},
+		{Index: 2, Data: enc(store.TxnRequest{Then: []store.Op{store.Put("/ok", []byte("2")), store.Put("/boom", []byte("3"))}})},
+		{Index: 3, Data: enc(store.TxnRequest{Then: []store.Op{store.Put("/c", []byte("4"))}})},
+	})
+	if _, ok := res[0].(*store.TxnResponse); !ok {
+		t.Fatalf("entry 1: %v", res[0])
+	}
+	if err, ok := res[1].(error); !ok || !strings.Contains(err.Error(), "boom") {
+		t.Fatalf("entry 2: %v", res[1])
+	}
+	if r, ok := res[2].(*store.TxnResponse); !ok || r.Header.Revision != 2 {
+		t.Fatalf("entry 3: %+v", res[2])
+	}
+	if h.get("/a") == nil || h.get("/c") == nil || h.get("/ok") != nil || h.s.Revision() != 2 || h.s.AppliedIndex() != 3 {
+		t.Fatalf("state after partial failure: rev=%d", h.s.Revision())
 	}
 }

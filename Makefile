@@ -1,0 +1,41 @@
+# The two commands a newcomer needs: `make run` and `make test`.
+GO      ?= go
+PKG     := github.com/svcplatform/svc
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT  := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
+DATE    := $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+LDFLAGS := -X $(PKG)/shared/buildinfo.Version=$(VERSION) -X $(PKG)/shared/buildinfo.Commit=$(COMMIT) -X $(PKG)/shared/buildinfo.BuildDate=$(DATE)
+# The whole suite stays well under this on a 2-core machine.
+TEST_TIMEOUT ?= 30m
+
+.PHONY: build run test bench generate vet tidy-check fmt-check
+
+build:
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/svc ./cmd/svc
+
+## run: build and start the single-node platform (svc dev), data in ./.svc-dev
+run: build
+	./bin/svc dev
+
+## test: install test dependencies, check formatting, tidiness and vet, run every test with -race
+test: fmt-check tidy-check vet
+	scripts/install-deps.sh test
+	$(GO) test -race -timeout $(TEST_TIMEOUT) ./...
+
+## bench: run the benchmarks and write docs/benchmarks.md
+bench:
+	scripts/install-deps.sh bench
+	$(GO) run ./test/bench/storebench -out docs/benchmarks.md
+
+## generate: regenerate api/contract from api/openapi.yaml
+generate:
+	$(GO) generate ./api/...
+
+vet:
+	$(GO) vet ./...
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "not gofmt-formatted:"; echo "$$out"; exit 1; fi
+
+tidy-check:
+	$(GO) mod tidy -diff

@@ -1,0 +1,75 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func env(m map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+func TestPrecedenceDefaultsFileEnvFlags(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "svc.yaml")
+	os.WriteFile(file, []byte("nodeId: from-file\nhttpAddr: 127.0.0.1:9001\nraftAddr: 127.0.0.1:9301\nlogLevel: warn\ntrustedProxies: [10.0.0.0/8]\n"), 0o600)
+	cfg, err := Load([]string{"--config", file, "--http-addr", "127.0.0.1:9002"},
+		env(map[string]string{"SVC_RAFT_ADDR": "127.0.0.1:9302", "SVC_SHUTDOWN_GRACE": "3s", "SVC_HTTP_ADDR": "127.0.0.1:9003"}), Defaults(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.NodeID != "from-file" || cfg.LogLevel != "warn" {
+		t.Errorf("file values lost: %+v", cfg)
+	}
+	if cfg.RaftAddr != "127.0.0.1:9302" || cfg.ShutdownGrace != 3*time.Second {
+		t.Errorf("env did not override file: %+v", cfg)
+	}
+	if cfg.HTTPAddr != "127.0.0.1:9002" {
+		t.Errorf("flag did not override env: %s", cfg.HTTPAddr)
+	}
+	if len(cfg.TrustedProxies) != 1 || cfg.DataDir != "/var/lib/svc" {
+		t.Errorf("defaults or lists wrong: %+v", cfg)
+	}
+	// SVC_CONFIG selects the file too.
+	cfg, err = Load(nil, env(map[string]string{"SVC_CONFIG": file}), Defaults(), nil)
+	if err != nil || cfg.NodeID != "from-file" {
+		t.Fatalf("SVC_CONFIG: %v %+v", err, cfg)
+	}
+}
+
+func TestValidateNamesTheField(t *testing.T) {
+	cases := []struct {
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{[]string{"--node-id", "bad id"}, nil, "node-id"},
+		{[]string{"--http-addr", "nohost"}, nil, "http-addr"},
+		{[]string{"--raft-addr", ""}, nil, "raft-addr"},
+		{[]string{"--join", "ftp://x"}, nil, "join"},
+		{[]string{"--log-level", "loud"}, nil, "log-level"},
+		{[]string{"--max-body-bytes", "10"}, nil, "max-body-bytes"},
+		{[]string{"--trusted-proxies", "10.0.0.0/99"}, nil, "trusted-proxies"},
+		{nil, map[string]string{"SVC_SHUTDOWN_GRACE": "1h"}, "shutdown-grace"},
+		{nil, map[string]string{"SVC_SHUTDOWN_GRACE": "soon"}, "shutdown-grace"},
+		{[]string{"--smtp-host", "mail", "--smtp-from", "nobody"}, nil, "smtp-from"},
+		{[]string{"--data-dir", ""}, nil, "data-dir"},
+		{[]string{"--history-retention", "5"}, nil, "history-retention"},
+	}
+	for _, tc := range cases {
+		_, err := Load(tc.args, env(tc.env), Defaults(), nil)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v %v: error %v does not name %s", tc.args, tc.env, err, tc.want)
+		}
+	}
+	if _, err := Load([]string{"--nope"}, env(nil), Defaults(), nil); err == nil {
+		t.Error("unknown flag accepted")
+	}
+	file := filepath.Join(t.TempDir(), "bad.yaml")
+	os.WriteFile(file, []byte("nodeID: typo\n"), 0o600)
+	if _, err := Load([]string{"--config", file}, env(nil), Defaults(), nil); err == nil {
+		t.Error("unknown file key accepted")
+	}
+}
