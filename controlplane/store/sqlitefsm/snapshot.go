@@ -87,16 +87,7 @@ func (s *State) Restore(r io.Reader) error {
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.rdb != nil {
-		s.rdb.Close()
-	}
-	if s.stmts != nil {
-		s.stmts.close()
-	}
-	if s.wdb != nil {
-		s.wdb.Close()
-	}
-	s.rdb, s.wdb, s.stmts = nil, nil, nil
+	s.closeHandles()
 	for _, suffix := range []string{"-wal", "-shm"} {
 		if err := os.Remove(s.path + suffix); err != nil && !os.IsNotExist(err) {
 			return err

@@ -30,6 +30,7 @@ type State struct {
 	wdb   *sql.DB // single writer connection, used by the apply goroutine
 	rdb   *sql.DB // pool of read-only connections
 	stmts *statements
+	ckpt  *checkpointer
 
 	revision        atomic.Int64
 	appliedIndex    atomic.Uint64
@@ -72,6 +73,10 @@ func dsn(path string, readOnly bool) string {
 		// The raft log is the durable record; after a crash entries beyond
 		// the last synced SQLite commit are applied again from it.
 		q.Add("_pragma", "synchronous(NORMAL)")
+		// Checkpoints run in the background (checkpointer), not inline in
+		// the apply goroutine's commits.
+		q.Add("_pragma", "wal_autocheckpoint(0)")
+		q.Add("_pragma", "cache_size(-65536)") // 64 MiB of page cache
 		q.Add("_txlock", "immediate")
 	}
 	return "file:" + path + "?" + q.Encode()
@@ -107,6 +112,10 @@ func (s *State) open() error {
 		return err
 	}
 	s.wdb, s.rdb, s.stmts = wdb, rdb, stmts
+	if s.ckpt, err = startCheckpointer(s.path); err != nil {
+		s.closeHandles()
+		return err
+	}
 	return s.loadMeta()
 }
 
@@ -190,7 +199,16 @@ func (s *State) loadMeta() error {
 func (s *State) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.closeHandles()
+}
+
+// closeHandles closes everything open() opened; s.mu must be held.
+func (s *State) closeHandles() error {
 	var errs []error
+	if s.ckpt != nil {
+		errs = append(errs, s.ckpt.stop())
+		s.ckpt = nil
+	}
 	if s.rdb != nil {
 		errs = append(errs, s.rdb.Close())
 	}
