@@ -15,9 +15,10 @@ import (
 const usage = `usage: svc <command> [flags]
 
 commands:
-  server    run a control node (svc server -h lists the flags)
-  dev       run a single-node platform for development, data in ./.svc-dev
-  version   print the version
+  server          run a control node (svc server -h lists the flags)
+  dev             run a single-node platform for development, data in ./.svc-dev
+  remove-member   remove a control node from the cluster (svc remove-member -h)
+  version         print the version
 `
 
 func main() {
@@ -31,6 +32,8 @@ func main() {
 		err = server.RunServer(os.Args[2:], os.Stdout, os.Stderr)
 	case "dev":
 		err = server.RunDev(os.Args[2:], os.Stdout, os.Stderr)
+	case "remove-member":
+		err = server.RunRemoveMember(os.Args[2:], os.Stdout, os.Stderr)
 	case "version", "--version":
 		fmt.Printf("svc %s (commit %s, built %s, %s, contract %s)\n", buildinfo.Version, buildinfo.Commit, buildinfo.BuildDate, buildinfo.GoVersion(), buildinfo.ContractVersion)
 	default:

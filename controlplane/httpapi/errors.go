@@ -8,6 +8,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/svcplatform/svc/controlplane/store"
+	"github.com/svcplatform/svc/controlplane/store/raftnode"
 )
 
 // Error is an error with its contract code and HTTP status. Domain packages
@@ -50,7 +51,7 @@ func toError(err error) *Error {
 	switch {
 	case errors.As(err, &e):
 		return e
-	case errors.Is(err, store.ErrInvalidRequest):
+	case errors.Is(err, store.ErrInvalidRequest), errors.Is(err, raftnode.ErrBadMember):
 		return &Error{Status: http.StatusBadRequest, Code: "invalid_body", Message: err.Error(), Err: err}
 	case errors.Is(err, store.ErrNoLeader), errors.Is(err, store.ErrClosed):
 		return &Error{Status: http.StatusServiceUnavailable, Code: "unavailable", Message: "the cluster has no leader right now", Retryable: retryable(true), Err: err}

@@ -25,6 +25,7 @@ const (
 	internalSignatureHeader = "X-Svc-Internal-Signature"
 	internalWindow          = 60 * time.Second
 	JoinPath                = "/internal/v1/cluster/join"
+	RemovePath              = "/internal/v1/cluster/remove"
 )
 
 // SignInternal returns the signature headers for an internal request.
@@ -79,5 +80,24 @@ func joinHandler(node *raftnode.Node) gin.HandlerFunc {
 			return
 		}
 		c.JSON(http.StatusOK, gin.H{"nodeId": req.NodeID, "joined": true})
+	}
+}
+
+func removeHandler(node *raftnode.Node) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		var req struct {
+			NodeID string `json:"nodeId"`
+		}
+		dec := json.NewDecoder(c.Request.Body)
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&req); err != nil || !raftnode.NodeIDPattern.MatchString(req.NodeID) {
+			abortWithError(c, newError(http.StatusBadRequest, "invalid_body", "remove request needs a valid nodeId"))
+			return
+		}
+		if err := node.Remove(c.Request.Context(), req.NodeID); err != nil {
+			abortWithError(c, err)
+			return
+		}
+		c.JSON(http.StatusOK, gin.H{"nodeId": req.NodeID, "removed": true})
 	}
 }

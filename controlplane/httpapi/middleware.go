@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -129,7 +130,7 @@ type Authenticator interface {
 // guard finds the contract operation of the matched route, authenticates,
 // enforces x-svc-permission (deny by default), bounds the body, checks its
 // content type and validates the request against the contract.
-func guard(ops *Operations, auth Authenticator, maxBody int64) gin.HandlerFunc {
+func guard(ops *Operations, auth Authenticator, maxBody int64, barrier func(context.Context) error) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		op := ops.Lookup(c.Request.Method, c.FullPath())
 		if op == nil {
@@ -175,8 +176,26 @@ func guard(ops *Operations, auth Authenticator, maxBody int64) gin.HandlerFunc {
 			abortWithError(c, err)
 			return
 		}
+		if err := consistency(c, barrier); err != nil {
+			abortWithError(c, err)
+			return
+		}
 		c.Next()
 	}
+}
+
+// ConsistencyHeader asks for a linearizable read: the answering node first
+// applies everything the leader had committed when the request arrived.
+const ConsistencyHeader = "X-Svc-Consistency"
+
+func consistency(c *gin.Context, barrier func(context.Context) error) error {
+	switch strings.ToLower(c.GetHeader(ConsistencyHeader)) {
+	case "", "local":
+		return nil
+	case "linearizable":
+		return barrier(c.Request.Context())
+	}
+	return &Error{Status: http.StatusBadRequest, Code: "invalid_header", Message: ConsistencyHeader + " must be local or linearizable", Retryable: retryable(false)}
 }
 
 func validate(c *gin.Context, op *Operation) error {

@@ -59,7 +59,7 @@ func NewEngine(d Deps) (*gin.Engine, error) {
 		HandlerErrorFunc:         func(c *gin.Context, err error) { abortWithError(c, err) },
 		ResponseErrorHandlerFunc: func(c *gin.Context, err error) { abortWithError(c, err) },
 	})
-	api := e.Group("", guard(d.Ops, d.Auth, d.MaxBodyBytes))
+	api := e.Group("", guard(d.Ops, d.Auth, d.MaxBodyBytes, d.Node.LinearizableBarrier))
 	contract.RegisterHandlersWithOptions(api, strict, contract.GinServerOptions{
 		ErrorHandler: func(c *gin.Context, err error, status int) {
 			abortWithError(c, &Error{Status: status, Code: "invalid_query", Message: err.Error(), Retryable: retryable(false)})
@@ -68,6 +68,7 @@ func NewEngine(d Deps) (*gin.Engine, error) {
 
 	internal := e.Group("", internalAuth(d.LinkKeys, 1<<20))
 	internal.POST(JoinPath, joinHandler(d.Node))
+	internal.POST(RemovePath, removeHandler(d.Node))
 
 	e.GET("/metrics", func(c *gin.Context) {
 		id, err := d.Auth.Authenticate(c.Request, net.ParseIP(c.ClientIP()))

@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"regexp"
 	"strings"
@@ -136,7 +137,7 @@ func TestHealthRevealsDetailsOnlyWithSystemView(t *testing.T) {
 	if r := ts.get("/metrics", ""); r.status != 401 {
 		t.Fatalf("metrics without credential: %d", r.status)
 	}
-	if r := ts.get("/metrics", ts.token("system.view")); r.status != 200 || !strings.Contains(string(r.body), "svc_http_requests_total") {
+	if r := ts.get("/metrics", ts.token("system.view")); r.status != 200 || !strings.Contains(string(r.body), "svc_http_requests_total") || !strings.Contains(string(r.body), "svc_raft_leader 1") {
 		t.Fatalf("metrics: %d", r.status)
 	}
 }
@@ -248,6 +249,17 @@ func TestThreeNodeClusterOverHTTP(t *testing.T) {
 			t.Fatalf("member %+v not healthy", m)
 		}
 	}
+	// Linearizable reads on request; a bad consistency value is refused.
+	req, _ := http.NewRequest("GET", third.url+"/api/v2/system/info", nil)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	req.Header.Set("X-Svc-Consistency", "linearizable")
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("linearizable read on follower: %v %v", resp, err)
+	}
+	req.Header.Set("X-Svc-Consistency", "eventual-ish")
+	if resp, _ := http.DefaultClient.Do(req); resp.StatusCode != 400 {
+		t.Fatalf("bad consistency value: %d", resp.StatusCode)
+	}
 	// A write through a follower (readiness round trip) works and the
 	// parity audit finds every member at the same state hash.
 	if r := second.get("/api/v2/system/readiness", tok); r.status != 200 {
@@ -260,6 +272,15 @@ func TestThreeNodeClusterOverHTTP(t *testing.T) {
 	third.get("/api/v2/system/parity-audit?checkDatabase=true&includeDetails=true", tok).json(t, &pa)
 	if !pa.Passed || len(pa.Members) != 3 || pa.Members[0].StateHash == "" || pa.Members[0].StateHash != pa.Members[2].StateHash {
 		t.Fatalf("parity = %+v", pa)
+	}
+	// Removing a member needs the cluster key; with it, c3 leaves.
+	if err := RunRemoveMember([]string{"--server", second.url, "--cluster-key-file", first.keyFile(), "--node-id", "c3"}, io.Discard, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	third.get("/api/v2/cluster/status", tok) // still answers from its own state
+	first.get("/api/v2/cluster/status", tok).json(t, &st)
+	if len(st.Members) != 2 {
+		t.Fatalf("after removal: %+v", st.Members)
 	}
 	// A node with the wrong cluster key cannot join.
 	cfgKey := t.TempDir() + "/other.key"

@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"errors"
+	"flag"
 
 	"fmt"
 	"io"
@@ -13,6 +15,8 @@ import (
 
 	"github.com/svcplatform/svc/controlplane/apitoken"
 	"github.com/svcplatform/svc/controlplane/config"
+	"github.com/svcplatform/svc/controlplane/httpapi"
+	"github.com/svcplatform/svc/controlplane/keyring"
 	"github.com/svcplatform/svc/controlplane/store"
 	"github.com/svcplatform/svc/shared/logging"
 )
@@ -25,6 +29,38 @@ func RunServer(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	return run(cfg, stdout, nil)
+}
+
+// RunRemoveMember is `svc remove-member`: it asks the cluster, through any
+// member's API, to remove a control node from the raft configuration. The
+// request is signed with the cluster key, so only holders of the key file
+// can change membership.
+func RunRemoveMember(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("svc remove-member", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	server := fs.String("server", "http://127.0.0.1:8080", "API URL of any cluster member")
+	keyFile := fs.String("cluster-key-file", "", "the cluster key file (required)")
+	nodeID := fs.String("node-id", "", "id of the control node to remove (required)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return config.ErrHelp
+		}
+		return err
+	}
+	if *keyFile == "" || *nodeID == "" {
+		return fmt.Errorf("remove-member needs --cluster-key-file and --node-id")
+	}
+	keys, err := keyring.LoadOrCreate(*keyFile, false)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := callInternal(ctx, keys, *server, httpapi.RemovePath, map[string]string{"nodeId": *nodeID}); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "removed %s from the cluster; stop its process now\n", *nodeID)
+	return nil
 }
 
 // DevDefaults is `svc dev`'s starting point: one node, data in ./.svc-dev.

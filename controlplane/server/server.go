@@ -89,6 +89,7 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, er
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	registerStoreMetrics(reg, node)
 	ops, err := httpapi.LoadOperations()
 	if err != nil {
 		return nil, err
@@ -208,28 +209,16 @@ func registerSelf(ctx context.Context, node *raftnode.Node, rec raftnode.MemberR
 // joinCluster asks a member (by its API URL) to add this node, retrying
 // while the cluster elects a leader, for up to a minute.
 func joinCluster(ctx context.Context, keys *keyring.Keyring, base string, req raftnode.JoinRequest, log *zap.Logger) error {
-	body, _ := json.Marshal(req)
-	url := strings.TrimRight(base, "/") + httpapi.JoinPath
 	deadline := time.Now().Add(time.Minute)
 	var last error
 	for time.Now().Before(deadline) {
-		ts, sig := httpapi.SignInternal(keys.LinkKeys()[0], http.MethodPost, httpapi.JoinPath, body, time.Now())
-		hr, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
-		hr.Header.Set("Content-Type", "application/json")
-		hr.Header.Set("X-Svc-Internal-Timestamp", ts)
-		hr.Header.Set("X-Svc-Internal-Signature", sig)
-		resp, err := http.DefaultClient.Do(hr)
+		status, err := callInternal(ctx, keys, base, httpapi.JoinPath, req)
 		if err == nil {
-			msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				log.Info("joined cluster", zap.String("via", base))
-				return nil
-			}
-			err = fmt.Errorf("join via %s answered %s: %s", base, strconv.Itoa(resp.StatusCode), bytes.TrimSpace(msg))
-			if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusBadRequest {
-				return err // wrong cluster key or bad id: retrying cannot help
-			}
+			log.Info("joined cluster", zap.String("via", base))
+			return nil
+		}
+		if status == http.StatusUnauthorized || status == http.StatusBadRequest {
+			return err // wrong cluster key or bad id: retrying cannot help
 		}
 		last = err
 		log.Warn("join attempt failed; retrying", zap.Error(err))
@@ -240,4 +229,48 @@ func joinCluster(ctx context.Context, keys *keyring.Keyring, base string, req ra
 		}
 	}
 	return fmt.Errorf("could not join the cluster within a minute: %w", last)
+}
+
+// callInternal posts a signed request to an internal entry point of the
+// member at base and returns the HTTP status.
+func callInternal(ctx context.Context, keys *keyring.Keyring, base, path string, v any) (int, error) {
+	body, _ := json.Marshal(v)
+	ts, sig := httpapi.SignInternal(keys.LinkKeys()[0], http.MethodPost, path, body, time.Now())
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(base, "/")+path, bytes.NewReader(body))
+	if err != nil {
+		return 0, err
+	}
+	hr.Header.Set("Content-Type", "application/json")
+	hr.Header.Set("X-Svc-Internal-Timestamp", ts)
+	hr.Header.Set("X-Svc-Internal-Signature", sig)
+	resp, err := http.DefaultClient.Do(hr)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	if resp.StatusCode != http.StatusOK {
+		return resp.StatusCode, fmt.Errorf("%s%s answered %s: %s", base, path, strconv.Itoa(resp.StatusCode), bytes.TrimSpace(msg))
+	}
+	return resp.StatusCode, nil
+}
+
+// registerStoreMetrics exposes the replica's position and role.
+func registerStoreMetrics(reg prometheus.Registerer, node *raftnode.Node) {
+	gauge := func(name, help string, f func() float64) {
+		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f))
+	}
+	gauge("svc_store_revision", "Latest applied store revision on this node.", func() float64 { return float64(node.Revision()) })
+	gauge("svc_store_applied_index", "Raft index of the last entry applied to the state.", func() float64 { return float64(node.State().AppliedIndex()) })
+	gauge("svc_store_commit_index", "Raft commit index known to this node.", func() float64 { return float64(node.Raft().CommitIndex()) })
+	gauge("svc_store_compact_revision", "Revision up to which watch history was compacted.", func() float64 { return float64(node.State().CompactRevision()) })
+	gauge("svc_store_watchers", "Open watches on this node.", func() float64 { return float64(node.State().Watchers()) })
+	gauge("svc_raft_term", "Current raft term.", func() float64 { return float64(node.Raft().CurrentTerm()) })
+	gauge("svc_raft_leader", "1 when this node is the ready leader.", func() float64 {
+		if node.Leadership().IsLeader() {
+			return 1
+		}
+		return 0
+	})
+	gauge("svc_store_snapshot_restores", "Snapshots installed since start.", func() float64 { return float64(node.SnapshotRestores()) })
 }
