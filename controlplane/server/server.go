@@ -173,32 +173,32 @@ func ports(cfg config.Config, httpAddr, raftAddr string) []system.Port {
 // ensureIdentity writes the cluster identity once; a compare makes sure two
 // leaders can never write different ids.
 func ensureIdentity(ctx context.Context, node *raftnode.Node, log *zap.Logger) {
-	for ctx.Err() == nil {
+	retryEverySecond(ctx, log, "writing cluster identity", func(ctx context.Context) error {
 		id, _ := uuid.NewV7()
 		val, _ := json.Marshal(system.ClusterIdentity{ClusterID: id.String(), CreatedAt: time.Now().UTC()})
-		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		_, err := node.Txn(cctx, store.TxnRequest{Compares: []store.Compare{store.Absent(system.IdentityKey)}, Then: []store.Op{store.Put(system.IdentityKey, val)}})
-		cancel()
-		if err == nil {
-			return
-		}
-		log.Warn("writing cluster identity failed; retrying", zap.Error(err))
-		select {
-		case <-ctx.Done():
-		case <-time.After(time.Second):
-		}
-	}
+		_, err := node.Txn(ctx, store.TxnRequest{Compares: []store.Compare{store.Absent(system.IdentityKey)}, Then: []store.Op{store.Put(system.IdentityKey, val)}})
+		return err
+	})
 }
 
+// registerSelf records this node's addresses for the other members.
 func registerSelf(ctx context.Context, node *raftnode.Node, rec raftnode.MemberRecord, log *zap.Logger) {
+	retryEverySecond(ctx, log, "registering member record", func(ctx context.Context) error {
+		return node.RegisterMember(ctx, rec)
+	})
+}
+
+// retryEverySecond runs op (each try bounded to 10 s) until it succeeds or
+// ctx ends.
+func retryEverySecond(ctx context.Context, log *zap.Logger, what string, op func(context.Context) error) {
 	for ctx.Err() == nil {
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		err := node.RegisterMember(cctx, rec)
+		err := op(cctx)
 		cancel()
 		if err == nil {
 			return
 		}
-		log.Debug("registering member record failed; retrying", zap.Error(err))
+		log.Debug(what+" failed; retrying", zap.Error(err))
 		select {
 		case <-ctx.Done():
 		case <-time.After(time.Second):

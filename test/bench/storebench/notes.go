@@ -32,24 +32,27 @@ func (r *report) writeReading(w io.Writer) {
 // store's write path changes.
 const limitsNotes = `Where the store's time goes, from a CPU profile of the single-node, 64-writer run
 (` + "`go run ./test/bench/storebench -cases single -cpuprofile /tmp/store.pprof`" + `, then
-` + "`go tool pprof -top -cum -tagfocus 'writers=^64$' /tmp/store.pprof`" + `) taken when this text
-was written (2-core AMD EPYC VM, November 2026):
+` + "`go tool pprof -top -cum -tagfocus 'writers=^64$' /tmp/store.pprof`" + `) taken after the
+apply path was reworked (prepared statements, no per-entry savepoint, background WAL
+checkpoints; 2-core AMD EPYC VM, November 2026):
 
-- About 80% of the case's CPU samples are inside the raft FSM goroutine
-  (` + "`raft.(*Raft).runFSM` → `sqlitefsm.(*State).ApplyBatch`" + `). hashicorp/raft applies committed
-  entries on that one goroutine, so the apply cost of a put there (100-130 µs of CPU per
-  entry at 10-15 entries per SQLite transaction) caps throughput near 8-10k puts/s however
-  many writers wait, and the second core stays mostly idle.
-- Inside the apply, statement preparation is about a quarter of the case's CPU: modernc
-  SQLite re-parses the SQL text on every ` + "`Exec`/`QueryRow`" + `, and a put runs SAVEPOINT, a SELECT
-  of the previous version, an upsert into kv, an insert into history and RELEASE.
-  ` + "`Tx.Commit`" + ` is another quarter: SQLite writes its WAL one page per ` + "`pwrite`" + `, and its
-  auto-checkpoint (with an fsync) runs inline on the apply path, a likely source of p99. JSON
-  decoding of the command is about 5%.
-- The raft log is not the limit: the leader's WAL append + fsync took about 0.6 ms per
-  batch and the leader loop (about 10% of the CPU, mostly that fsync) spent under half its
-  time there. The benchmark goroutines are about 6%; GC is under 1%.
+- About 40% of the case's CPU samples are inside the raft FSM goroutine
+  (` + "`raft.(*Raft).runFSM` → `sqlitefsm.(*State).ApplyBatch`" + `), which applies committed entries
+  one batch at a time: roughly 60 µs of CPU per entry at 15-20 entries per SQLite transaction.
+  That single goroutine is still what bounds throughput; the second core is only partly used.
+- Inside the apply, executing the SQL (a SELECT of the previous version, an upsert into kv,
+  an insert into history with the previous value, the revision hash and the index tables) is
+  about half, and ` + "`Tx.Commit`" + ` about a third: SQLite writes its WAL one page per
+  ` + "`pwrite`" + `. modernc SQLite is C translated to Go and runs slower than native SQLite, which
+  is the main structural cost against etcd's bbolt. JSON decoding of commands is about 3.5%.
+- The raft log is not the limit: the leader loop (raft-wal append and fsync) is about 6% of
+  the CPU. GC is under 1%.
+- Levers not yet pulled: a binary command codec instead of JSON, dropping the previous value
+  from history rows (derive it on demand for watchers), and fewer pages touched per put.
 - The store cases call ` + "`Txn`" + ` in-process while etcd is reached over gRPC on loopback, which
   favours the store slightly. The 3-node cluster runs three replicas (three serial applies)
   in one process on the same two cores, so its figures are CPU-bound and understate what
-  three machines would do.`
+  three machines would do.
+- Runs on this shared VM vary: on the day this was written, repeated 8-10 s runs of the
+  64-writer comparison gave throughput ratios from 0.81 to 1.07 and p99 ratios from 1.2 to
+  2.0. A single run's verdict is one sample.`
