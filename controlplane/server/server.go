@@ -13,8 +13,10 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -53,6 +55,7 @@ type Server struct {
 	ln       net.Listener
 	cancel   context.CancelFunc
 	done     chan struct{}
+	wg       sync.WaitGroup
 }
 
 // Start brings a control node up and returns once its API is serving.
@@ -61,7 +64,10 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, er
 		return nil, err
 	}
 	founding := cfg.Join == ""
-	keys, err := keyring.LoadOrCreate(cfg.KeyFile(), founding)
+	// A key is created only for a brand-new founding node; a node with
+	// state must find the key its cluster already uses.
+	_, statErr := os.Stat(filepath.Join(cfg.DataDir, "state.db"))
+	keys, err := keyring.LoadOrCreate(cfg.KeyFile(), founding && errors.Is(statErr, os.ErrNotExist))
 	if err != nil {
 		if !founding {
 			err = fmt.Errorf("%w (a joining node needs the cluster key file of the existing cluster, given with --cluster-key-file)", err)
@@ -85,6 +91,11 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, er
 	if s.ln, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
 		return nil, err
 	}
+	defer func() {
+		if !ok {
+			s.ln.Close()
+		}
+	}()
 	s.HTTPAddr = s.ln.Addr().String()
 
 	reg := prometheus.NewRegistry()
@@ -130,29 +141,47 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, er
 			log.Error("HTTP server stopped", zap.Error(err))
 		}
 	}()
-	if !founding {
+	// A restarting node is already a member (or was removed on purpose);
+	// only a new node asks to join.
+	if !founding && !node.HadState() {
 		if err := joinCluster(ctx, keys, cfg.Join, raftnode.JoinRequest{NodeID: cfg.NodeID, RaftAddress: node.RaftAddress(), HTTPAddress: cfg.APIURL()}, log); err != nil {
 			cancel()
 			s.http.Close()
+			<-s.done
 			return nil, err
 		}
 	}
-	go node.Leadership().Run(bg, func(ctx context.Context) { ensureIdentity(ctx, node, log) })
-	go registerSelf(bg, node, raftnode.MemberRecord{NodeID: cfg.NodeID, RaftAddress: node.RaftAddress(), HTTPAddress: cfg.APIURL()}, log)
-	go tasks.Loop(bg)
+	s.background(bg, func(ctx context.Context) {
+		node.Leadership().Run(ctx, func(ctx context.Context) { ensureIdentity(ctx, node, log) })
+	})
+	s.background(bg, func(ctx context.Context) {
+		registerSelf(ctx, node, raftnode.MemberRecord{NodeID: cfg.NodeID, RaftAddress: node.RaftAddress(), HTTPAddress: cfg.APIURL()}, log)
+	})
+	s.background(bg, tasks.Loop)
 	ok = true
 	log.Info("control node started", zap.String("api", cfg.APIURL()), zap.String("raft", node.RaftAddress()), zap.Bool("founding", founding))
 	return s, nil
 }
 
+// background runs fn until the server shuts down; Shutdown waits for it.
+func (s *Server) background(ctx context.Context, fn func(context.Context)) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		fn(ctx)
+	}()
+}
+
 // Shutdown stops accepting requests, lets running ones finish within the
-// grace period, hands leadership over and closes the store.
+// grace period, stops the background work, hands leadership over and closes
+// the store.
 func (s *Server) Shutdown() error {
 	ctx, cancel := context.WithTimeout(context.Background(), s.Config.ShutdownGrace)
 	defer cancel()
-	s.cancel()
 	err := s.http.Shutdown(ctx)
 	<-s.done
+	s.cancel()
+	s.wg.Wait()
 	return errors.Join(err, s.Node.Shutdown())
 }
 
@@ -231,19 +260,21 @@ func joinCluster(ctx context.Context, keys *keyring.Keyring, base string, req ra
 	return fmt.Errorf("could not join the cluster within a minute: %w", last)
 }
 
+// internalClient bounds each internal call, so a member that accepts the
+// connection but never answers cannot stall start-up.
+var internalClient = &http.Client{Timeout: 10 * time.Second}
+
 // callInternal posts a signed request to an internal entry point of the
 // member at base and returns the HTTP status.
 func callInternal(ctx context.Context, keys *keyring.Keyring, base, path string, v any) (int, error) {
 	body, _ := json.Marshal(v)
-	ts, sig := httpapi.SignInternal(keys.LinkKeys()[0], http.MethodPost, path, body, time.Now())
 	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(base, "/")+path, bytes.NewReader(body))
 	if err != nil {
 		return 0, err
 	}
+	hr.Header = httpapi.SignInternal(keys.LinkKeys()[0], http.MethodPost, hr.URL.Host, path, body, time.Now())
 	hr.Header.Set("Content-Type", "application/json")
-	hr.Header.Set("X-Svc-Internal-Timestamp", ts)
-	hr.Header.Set("X-Svc-Internal-Signature", sig)
-	resp, err := http.DefaultClient.Do(hr)
+	resp, err := internalClient.Do(hr)
 	if err != nil {
 		return 0, err
 	}

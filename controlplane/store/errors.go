@@ -14,6 +14,10 @@ var (
 	// (the leader was lost after the proposal left this node). Do not replay
 	// blindly; read the state first.
 	ErrUnknownOutcome = errors.New("store: outcome of the write is unknown")
+	// ErrNotYetVisible means the write was committed but this node had not
+	// applied it before the deadline. Do not replay the write; read again
+	// later or with linearizable consistency.
+	ErrNotYetVisible = errors.New("store: write committed but not yet applied on this node")
 	// ErrClosed means the store is shut down.
 	ErrClosed = errors.New("store: closed")
 )

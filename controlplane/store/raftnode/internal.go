@@ -54,7 +54,7 @@ func writeLinkJSON(w http.ResponseWriter, status int, v any) {
 func writeLinkError(w http.ResponseWriter, err error) {
 	code, status := codeInternal, http.StatusInternalServerError
 	switch {
-	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrEnqueueTimeout), errors.Is(err, store.ErrNoLeader):
+	case notAppended(err), errors.Is(err, store.ErrNoLeader):
 		code, status = codeNotLeader, http.StatusMisdirectedRequest
 	case errors.Is(err, store.ErrInvalidRequest), errors.Is(err, ErrBadMember):
 		code, status = codeInvalid, http.StatusBadRequest

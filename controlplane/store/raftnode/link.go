@@ -16,6 +16,7 @@ import (
 	"math/big"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -47,11 +48,16 @@ type linkMux struct {
 	clientTLS *tls.Config
 	log       *zap.Logger
 
-	raftConns chan net.Conn
-	fwdConns  chan net.Conn
-	closeOnce sync.Once
-	closed    chan struct{}
+	raftConns  chan net.Conn
+	fwdConns   chan net.Conn
+	handshakes chan struct{} // bounds handshakes in flight
+	lastWarn   atomic.Int64
+	closeOnce  sync.Once
+	closed     chan struct{}
 }
+
+// maxHandshakes bounds concurrent handshakes from unauthenticated peers.
+const maxHandshakes = 64
 
 func newLinkMux(bind, advertise string, keys [][]byte, log *zap.Logger) (*linkMux, error) {
 	if len(keys) == 0 {
@@ -78,10 +84,11 @@ func newLinkMux(bind, advertise string, keys [][]byte, log *zap.Logger) (*linkMu
 		serverTLS: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS13},
 		// The peer's certificate is not what authenticates it; the HMAC
 		// bound to this session is.
-		clientTLS: &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS13},
-		raftConns: make(chan net.Conn, 16),
-		fwdConns:  make(chan net.Conn, 16),
-		closed:    make(chan struct{}),
+		clientTLS:  &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS13},
+		raftConns:  make(chan net.Conn, 16),
+		fwdConns:   make(chan net.Conn, 16),
+		handshakes: make(chan struct{}, maxHandshakes),
+		closed:     make(chan struct{}),
 	}
 	go m.acceptLoop()
 	return m, nil
@@ -132,8 +139,30 @@ func (m *linkMux) acceptLoop() {
 			time.Sleep(50 * time.Millisecond)
 			continue
 		}
-		go m.handshake(c)
+		select {
+		case m.handshakes <- struct{}{}:
+		default:
+			// Too many handshakes in flight: refuse rather than queue.
+			c.Close()
+			m.warn("internal link refused a connection: too many handshakes in flight", c.RemoteAddr().String(), nil)
+			continue
+		}
+		go func() {
+			defer func() { <-m.handshakes }()
+			m.handshake(c)
+		}()
 	}
+}
+
+// warn logs a refused connection at most once a second, so a flood of bad
+// connections cannot flood the log.
+func (m *linkMux) warn(msg, remote string, err error) {
+	now := time.Now().UnixNano()
+	last := m.lastWarn.Load()
+	if now-last < int64(time.Second) || !m.lastWarn.CompareAndSwap(last, now) {
+		return
+	}
+	m.log.Warn(msg, zap.String("remote", remote), zap.Error(err))
 }
 
 func (m *linkMux) handshake(raw net.Conn) {
@@ -141,7 +170,7 @@ func (m *linkMux) handshake(raw net.Conn) {
 	c := tls.Server(raw, m.serverTLS)
 	kind, err := m.serverSide(c)
 	if err != nil {
-		m.log.Warn("internal link handshake refused", zap.String("remote", raw.RemoteAddr().String()), zap.Error(err))
+		m.warn("internal link handshake refused", raw.RemoteAddr().String(), err)
 		c.Close()
 		return
 	}
@@ -237,6 +266,17 @@ func (m *linkMux) Close() error {
 	m.closeOnce.Do(func() {
 		close(m.closed)
 		err = m.ln.Close()
+		// Close connections that were handed over but never accepted.
+		for _, ch := range []chan net.Conn{m.raftConns, m.fwdConns} {
+			for drained := false; !drained; {
+				select {
+				case c := <-ch:
+					c.Close()
+				default:
+					drained = true
+				}
+			}
+		}
 	})
 	return err
 }

@@ -68,7 +68,7 @@ func (n *Node) Join(ctx context.Context, req JoinRequest) error {
 	_, err := retryOnLeaderChange(ctx, n, func(ctx context.Context, leaderAddr string) (struct{}, bool, error) {
 		if n.raft.State() == raft.Leader {
 			err := n.joinLocal(req)
-			return struct{}{}, errors.Is(err, raft.ErrNotLeader), err
+			return struct{}{}, notAppended(err), err
 		}
 		retry, err := n.callLeader(ctx, leaderAddr, "POST", "/v1/join", body, nil)
 		return struct{}{}, retry, err
@@ -125,7 +125,7 @@ func (n *Node) Remove(ctx context.Context, nodeID string) error {
 	_, err := retryOnLeaderChange(ctx, n, func(ctx context.Context, leaderAddr string) (struct{}, bool, error) {
 		if n.raft.State() == raft.Leader {
 			err := n.removeLocal(nodeID)
-			return struct{}{}, errors.Is(err, raft.ErrNotLeader), err
+			return struct{}{}, notAppended(err), err
 		}
 		retry, err := n.callLeader(ctx, leaderAddr, "POST", "/v1/remove", body, nil)
 		return struct{}{}, retry, err

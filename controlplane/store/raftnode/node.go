@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -95,6 +96,7 @@ type Node struct {
 	fwdClient *http.Client
 
 	leadership *Leadership
+	hadState   bool
 	restores   atomic.Int64
 	closeOnce  sync.Once
 	closed     chan struct{}
@@ -165,6 +167,7 @@ func Open(cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	n.hadState = existing
 	if cfg.Bootstrap && !existing {
 		conf := raft.Configuration{Servers: []raft.Server{{ID: rc.LocalID, Address: n.transport.LocalAddr(), Suffrage: raft.Voter}}}
 		if err := raft.BootstrapCluster(rc, n.wal, n.wal, n.snapshots, n.transport, conf); err != nil {
@@ -192,6 +195,10 @@ func Open(cfg Config) (*Node, error) {
 	ok = true
 	return n, nil
 }
+
+// HadState reports whether the node found raft state on disk at start
+// (it is restarting rather than new).
+func (n *Node) HadState() bool { return n.hadState }
 
 // NodeID is this node's id.
 func (n *Node) NodeID() string { return n.cfg.NodeID }
@@ -238,6 +245,11 @@ func (n *Node) Range(ctx context.Context, key string, opts store.RangeOptions) (
 // LinearizableBarrier returns once this node has applied every entry that
 // was committed before the call, as confirmed by the current leader.
 func (n *Node) LinearizableBarrier(ctx context.Context) error {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+	}
 	idx, err := n.readIndex(ctx)
 	if err != nil {
 		return err
@@ -253,7 +265,7 @@ func (n *Node) waitApplied(ctx context.Context, idx uint64) error {
 	for {
 		ch := n.state.Changed()
 		applied := n.state.AppliedIndex()
-		if applied >= idx || (n.raft.AppliedIndex() >= idx && n.noStateEntries(applied+1, idx)) {
+		if applied >= idx || (n.raft.AppliedIndex() >= idx && (idx <= n.lastSnapshotIndex() || n.noStateEntries(applied+1, idx))) {
 			return nil
 		}
 		select {
@@ -263,6 +275,14 @@ func (n *Node) waitApplied(ctx context.Context, idx uint64) error {
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
+}
+
+// lastSnapshotIndex is the index of the newest snapshot; a snapshot holds
+// the state of every entry up to it, even when the last of those entries
+// were no-ops whose indices the state never recorded.
+func (n *Node) lastSnapshotIndex() uint64 {
+	v, _ := strconv.ParseUint(n.raft.Stats()["last_snapshot_index"], 10, 64)
+	return v
 }
 
 // noStateEntries reports whether the local log entries from..to carry
@@ -288,7 +308,9 @@ func (n *Node) readIndex(ctx context.Context) (uint64, error) {
 		}
 		var out readIndexReply
 		retry, err := n.callLeader(ctx, leaderAddr, http.MethodGet, "/v1/read-index", nil, &out)
-		return out.Index, retry, err
+		// Asking for the read index changes nothing, so a lost answer is
+		// simply asked again.
+		return out.Index, retry || errors.Is(err, store.ErrUnknownOutcome), err
 	})
 }
 
@@ -364,7 +386,7 @@ func (n *Node) propose(ctx context.Context, cmd sqlitefsm.Command) (any, error) 
 	}
 	// Read-your-writes: answer only once this node has applied the entry.
 	if err := n.state.WaitForIndex(ctx, p.Index); err != nil {
-		return nil, fmt.Errorf("%w: committed at index %d but not yet applied here: %v", store.ErrUnknownOutcome, p.Index, err)
+		return nil, fmt.Errorf("%w: committed at log index %d: %v", store.ErrNotYetVisible, p.Index, err)
 	}
 	if p.Compact != nil {
 		return p.Compact, nil
@@ -395,7 +417,7 @@ func (n *Node) applyLocal(ctx context.Context, data []byte) (proposal, bool, err
 	}
 	if err != nil {
 		switch {
-		case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrEnqueueTimeout):
+		case notAppended(err):
 			return proposal{}, true, err
 		case errors.Is(err, raft.ErrRaftShutdown):
 			return proposal{}, false, store.ErrClosed
@@ -412,6 +434,13 @@ func (n *Node) applyLocal(ctx context.Context, data []byte) (proposal, bool, err
 	default:
 		return proposal{}, false, fmt.Errorf("raftnode: unexpected apply result %T", r)
 	}
+}
+
+// notAppended reports raft errors that prove a proposal never entered the
+// log, so proposing it again cannot apply it twice.
+func notAppended(err error) bool {
+	return errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrEnqueueTimeout) ||
+		errors.Is(err, raft.ErrLeadershipTransferInProgress)
 }
 
 // retryOnLeaderChange runs op against the current leader, retrying with a

@@ -59,50 +59,38 @@ type Entry struct {
 
 // ApplyBatch applies committed entries in one SQLite transaction and returns
 // one result per entry: *store.TxnResponse, *CompactResult, nil, or an error
-// that belongs to that entry alone. Entries at or below the applied index
-// recorded in the database are skipped, which makes re-application after a
-// restart harmless.
+// wrapping store.ErrInvalidRequest for an entry that was rejected before it
+// wrote anything (the same on every replica). Entries at or below the
+// applied index recorded in the database are skipped, which makes
+// re-application after a restart harmless.
+//
+// Any other failure (a SQLite I/O error, a full disk, a failed commit) is
+// local to this replica. Carrying on would leave this replica without
+// entries the others have, so ApplyBatch panics instead: the process
+// restarts and raft applies the entries again.
 func (s *State) ApplyBatch(entries []Entry) []any {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.wdb == nil {
-		return fill(len(entries), store.ErrClosed)
+		panic("sqlitefsm: apply on a closed state")
 	}
-	// Most entries either fail before writing anything (validation,
-	// compares) or succeed, so the batch runs without savepoints. If an
-	// entry fails after it started writing, the batch is rolled back and
-	// run again with a savepoint per entry, so that entry alone is undone.
-	results, err := s.applyBatch(entries, false)
-	if errors.Is(err, errPartialWrite) {
-		results, err = s.applyBatch(entries, true)
-	}
+	results, err := s.applyBatch(entries)
 	if err != nil {
-		return fill(len(entries), err)
+		panic(fmt.Sprintf("sqlitefsm: cannot apply committed entries %d..%d: %v", entries[0].Index, entries[len(entries)-1].Index, err))
 	}
 	return results
 }
 
-func fill(n int, err error) []any {
-	out := make([]any, n)
-	for i := range out {
-		out[i] = err
-	}
-	return out
-}
-
-// errPartialWrite aborts a batch without savepoints in which an entry
-// failed after writing.
-var errPartialWrite = errors.New("sqlitefsm: entry failed after a partial write")
-
-func (s *State) applyBatch(entries []Entry, savepoints bool) ([]any, error) {
+func (s *State) applyBatch(entries []Entry) ([]any, error) {
 	results := make([]any, len(entries))
 	ctx := context.Background()
 	tx, err := s.wdb.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, err
 	}
+	defer tx.Rollback()
 	ap := &applier{tx: tx, ctx: ctx, specs: s.specs, st: s.stmts, stx: map[*sql.Stmt]*sql.Stmt{},
-		rev: s.revision.Load(), compact: s.compactRevision.Load(), hash: s.StateHash(), savepoints: savepoints}
+		rev: s.revision.Load(), compact: s.compactRevision.Load(), hash: s.StateHash()}
 	applied := s.appliedIndex.Load()
 	last := applied
 	for i, e := range entries {
@@ -113,25 +101,23 @@ func (s *State) applyBatch(entries []Entry, savepoints bool) ([]any, error) {
 		if e.Data == nil {
 			continue
 		}
-		res, wrote := ap.applyEntry(e)
-		if resErr, ok := res.(error); ok && wrote && !savepoints {
-			tx.Rollback()
-			return nil, fmt.Errorf("%w: %v", errPartialWrite, resErr)
+		res, err := ap.applyEntry(e)
+		if err != nil {
+			if !errors.Is(err, store.ErrInvalidRequest) || ap.wrote {
+				return nil, fmt.Errorf("entry %d: %w", e.Index, err)
+			}
+			res = err
 		}
 		results[i] = res
 	}
 	if last == applied {
-		tx.Rollback()
 		return results, nil
 	}
 	if err := ap.saveMeta(last); err != nil {
-		tx.Rollback()
-		return nil, fmt.Errorf("sqlitefsm: saving meta at index %d: %w", last, err)
+		return nil, fmt.Errorf("saving meta at index %d: %w", last, err)
 	}
 	if err := tx.Commit(); err != nil {
-		// Nothing was applied; the node cannot continue consistently.
-		tx.Rollback()
-		return nil, fmt.Errorf("sqlitefsm: commit of entries up to %d failed: %w", last, err)
+		return nil, fmt.Errorf("commit of entries up to %d: %w", last, err)
 	}
 	s.revision.Store(ap.rev)
 	s.compactRevision.Store(ap.compact)
@@ -142,17 +128,15 @@ func (s *State) applyBatch(entries []Entry, savepoints bool) ([]any, error) {
 }
 
 type applier struct {
-	tx         *sql.Tx
-	ctx        context.Context
-	specs      []IndexSpec
-	st         *statements
-	stx        map[*sql.Stmt]*sql.Stmt // prepared statements bound to tx
-	rev        int64
-	compact    int64
-	hash       string
-	savepoints bool
-	sp         int
-	wrote      bool // the current entry has written something
+	tx      *sql.Tx
+	ctx     context.Context
+	specs   []IndexSpec
+	st      *statements
+	stx     map[*sql.Stmt]*sql.Stmt // prepared statements bound to tx
+	rev     int64
+	compact int64
+	hash    string
+	wrote   bool // the current entry has written something
 }
 
 // exec runs a prepared statement inside the batch transaction.
@@ -170,55 +154,27 @@ func (a *applier) bound(stmt *sql.Stmt) *sql.Stmt {
 	return b
 }
 
-// applyEntry applies one command and reports whether it wrote anything,
-// which decides how a failure is undone.
-func (a *applier) applyEntry(e Entry) (any, bool) {
+// applyEntry applies one command. A rejected command (store.ErrInvalidRequest)
+// is detected before anything is written, which a.wrote confirms.
+func (a *applier) applyEntry(e Entry) (any, error) {
+	a.wrote = false
 	var cmd Command
 	if err := json.Unmarshal(e.Data, &cmd); err != nil {
-		return fmt.Errorf("%w: undecodable command at index %d: %v", store.ErrInvalidRequest, e.Index, err), false
+		return nil, fmt.Errorf("%w: undecodable command at index %d: %v", store.ErrInvalidRequest, e.Index, err)
 	}
-	a.wrote = false
-	sp := ""
-	if a.savepoints {
-		a.sp++
-		sp = fmt.Sprintf("e%d", a.sp)
-		if _, err := a.tx.ExecContext(a.ctx, "SAVEPOINT "+sp); err != nil {
-			return err, false
-		}
-	}
-	prevRev, prevHash, prevCompact := a.rev, a.hash, a.compact
-	var res any
-	var err error
 	switch cmd.Kind {
 	case CommandTxn:
 		if cmd.Txn == nil {
-			err = fmt.Errorf("%w: txn command without a body", store.ErrInvalidRequest)
-			break
+			return nil, fmt.Errorf("%w: txn command without a body", store.ErrInvalidRequest)
 		}
-		res, err = a.applyTxn(e.Index, e.Data, cmd.Txn)
+		return a.applyTxn(e.Index, e.Data, cmd.Txn)
 	case CommandCompact:
 		if cmd.Compact == nil {
-			err = fmt.Errorf("%w: compact command without a body", store.ErrInvalidRequest)
-			break
+			return nil, fmt.Errorf("%w: compact command without a body", store.ErrInvalidRequest)
 		}
-		res, err = a.applyCompact(*cmd.Compact)
-	default:
-		err = fmt.Errorf("%w: unknown command kind %d", store.ErrInvalidRequest, cmd.Kind)
+		return a.applyCompact(*cmd.Compact)
 	}
-	if err != nil {
-		if sp != "" {
-			a.tx.ExecContext(a.ctx, "ROLLBACK TO "+sp)
-			a.tx.ExecContext(a.ctx, "RELEASE "+sp)
-		}
-		a.rev, a.hash, a.compact = prevRev, prevHash, prevCompact
-		return err, a.wrote
-	}
-	if sp != "" {
-		if _, err := a.tx.ExecContext(a.ctx, "RELEASE "+sp); err != nil {
-			return err, true
-		}
-	}
-	return res, a.wrote
+	return nil, fmt.Errorf("%w: unknown command kind %d", store.ErrInvalidRequest, cmd.Kind)
 }
 
 func (a *applier) saveMeta(appliedIndex uint64) error {

@@ -1,0 +1,80 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zaptest"
+
+	"github.com/svcplatform/svc/controlplane/httpapi"
+	"github.com/svcplatform/svc/controlplane/keyring"
+	"github.com/svcplatform/svc/controlplane/store/raftnode"
+)
+
+func TestInternalRequestsCannotBeReplayedOrRetargeted(t *testing.T) {
+	a := startServer(t, "ra", "", "")
+	b := startServer(t, "rb", a.url, a.keyFile())
+	keys, err := keyring.LoadOrCreate(a.keyFile(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Re-joining an existing member with its own address is a no-op, so the
+	// request is safe to send for real.
+	body, _ := json.Marshal(raftnode.JoinRequest{NodeID: "rb", RaftAddress: b.s.Node.RaftAddress(), HTTPAddress: b.url})
+	u, _ := url.Parse(a.url + httpapi.JoinPath)
+	headers := httpapi.SignInternal(keys.LinkKeys()[0], "POST", u.Host, httpapi.JoinPath, body, time.Now())
+	send := func(target string) int {
+		req, _ := http.NewRequest("POST", target+httpapi.JoinPath, bytes.NewReader(body))
+		req.Header = headers.Clone()
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if got := send(a.url); got != 200 {
+		t.Fatalf("signed request: %d", got)
+	}
+	if got := send(a.url); got != 401 {
+		t.Fatalf("replayed request: %d, want 401", got)
+	}
+	if got := send(b.url); got != 401 {
+		t.Fatalf("request signed for another member: %d, want 401", got)
+	}
+}
+
+func TestRestartOnSameDataDirKeepsIdentityAndDoesNotRejoin(t *testing.T) {
+	a := startServer(t, "sa", "", "")
+	b := startServer(t, "sb", a.url, a.keyFile())
+	id := a.s.System.ClusterID(context.Background())
+	cfg := b.s.Config
+	if err := b.s.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	// The join URL now points nowhere: a restarting member must not need it.
+	cfg.Join = "http://127.0.0.1:1"
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := Start(ctx, cfg, zaptest.NewLogger(t).Named("sb-again"))
+	if err != nil {
+		t.Fatalf("restart: %v", err)
+	}
+	defer s.Shutdown()
+	if err := s.Node.LinearizableBarrier(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.System.ClusterID(ctx); got != id || got == "" {
+		t.Fatalf("cluster id after restart %q, want %q", got, id)
+	}
+	members, _ := s.Node.Members(ctx)
+	if len(members) != 2 {
+		t.Fatalf("members after restart: %+v", members)
+	}
+}
