@@ -377,9 +377,10 @@ func TestJoinFourthAndRemoveNode(t *testing.T) {
 	if _, err := put(ctx, c.nodes["n2"], "/before-join", "x"); err != nil {
 		t.Fatal(err)
 	}
-	n4 := c.start("n4", false, nil)
-	// Join through a follower: it forwards to the leader.
+	// Join through a follower (chosen before n4 exists, so it is a member):
+	// it forwards to the leader.
 	via := c.follower()
+	n4 := c.start("n4", false, nil)
 	if err := via.Join(ctx, JoinRequest{NodeID: "n4", RaftAddress: n4.RaftAddress(), HTTPAddress: "http://n4"}); err != nil {
 		t.Fatal(err)
 	}
