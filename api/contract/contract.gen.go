@@ -24,6 +24,30 @@ import (
 	openapi_types "github.com/oapi-codegen/runtime/types"
 )
 
+// Defines values for ApiTokenState.
+const (
+	ApiTokenStateActive      ApiTokenState = "active"
+	ApiTokenStateExpired     ApiTokenState = "expired"
+	ApiTokenStateNotYetValid ApiTokenState = "not_yet_valid"
+	ApiTokenStateRevoked     ApiTokenState = "revoked"
+)
+
+// Valid indicates whether the value is a known member of the ApiTokenState enum.
+func (e ApiTokenState) Valid() bool {
+	switch e {
+	case ApiTokenStateActive:
+		return true
+	case ApiTokenStateExpired:
+		return true
+	case ApiTokenStateNotYetValid:
+		return true
+	case ApiTokenStateRevoked:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for AuditCheckSeverity.
 const (
 	AuditCheckSeverityError   AuditCheckSeverity = "error"
@@ -39,6 +63,51 @@ func (e AuditCheckSeverity) Valid() bool {
 	case AuditCheckSeverityInfo:
 		return true
 	case AuditCheckSeverityWarning:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AuditRecordActorType.
+const (
+	AuditRecordActorTypeAnonymous      AuditRecordActorType = "anonymous"
+	AuditRecordActorTypeApiToken       AuditRecordActorType = "api-token"
+	AuditRecordActorTypeConsoleSession AuditRecordActorType = "console-session"
+	AuditRecordActorTypeSystem         AuditRecordActorType = "system"
+)
+
+// Valid indicates whether the value is a known member of the AuditRecordActorType enum.
+func (e AuditRecordActorType) Valid() bool {
+	switch e {
+	case AuditRecordActorTypeAnonymous:
+		return true
+	case AuditRecordActorTypeApiToken:
+		return true
+	case AuditRecordActorTypeConsoleSession:
+		return true
+	case AuditRecordActorTypeSystem:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AuditRecordOutcome.
+const (
+	AuditRecordOutcomeDenied  AuditRecordOutcome = "denied"
+	AuditRecordOutcomeFailure AuditRecordOutcome = "failure"
+	AuditRecordOutcomeSuccess AuditRecordOutcome = "success"
+)
+
+// Valid indicates whether the value is a known member of the AuditRecordOutcome enum.
+func (e AuditRecordOutcome) Valid() bool {
+	switch e {
+	case AuditRecordOutcomeDenied:
+		return true
+	case AuditRecordOutcomeFailure:
+		return true
+	case AuditRecordOutcomeSuccess:
 		return true
 	default:
 		return false
@@ -294,6 +363,27 @@ func (e SvcHealthSnapshotStatus) Valid() bool {
 	}
 }
 
+// Defines values for ListSecurityAuditParamsOutcome.
+const (
+	ListSecurityAuditParamsOutcomeDenied  ListSecurityAuditParamsOutcome = "denied"
+	ListSecurityAuditParamsOutcomeFailure ListSecurityAuditParamsOutcome = "failure"
+	ListSecurityAuditParamsOutcomeSuccess ListSecurityAuditParamsOutcome = "success"
+)
+
+// Valid indicates whether the value is a known member of the ListSecurityAuditParamsOutcome enum.
+func (e ListSecurityAuditParamsOutcome) Valid() bool {
+	switch e {
+	case ListSecurityAuditParamsOutcomeDenied:
+		return true
+	case ListSecurityAuditParamsOutcomeFailure:
+		return true
+	case ListSecurityAuditParamsOutcomeSuccess:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for GetDocsUiParamsFormat.
 const (
 	GetDocsUiParamsFormatHtml GetDocsUiParamsFormat = "html"
@@ -310,6 +400,78 @@ func (e GetDocsUiParamsFormat) Valid() bool {
 	default:
 		return false
 	}
+}
+
+// ApiToken One API token as stored; it never holds the token value, only facts that identify it.
+type ApiToken struct {
+	// AllowedIps Client address ranges (CIDR) the token may be used from; empty when any address is allowed.
+	AllowedIps []string `json:"allowedIps"`
+
+	// CreatedAt Time the token was created (UTC).
+	CreatedAt time.Time `json:"createdAt"`
+
+	// CreatedBy Credential that created the token, for example the id of a console session or of another API token.
+	CreatedBy string `json:"createdBy"`
+
+	// DigestPrefix The first 12 hexadecimal characters of the SHA-256 digest of the token.
+	DigestPrefix string `json:"digestPrefix"`
+
+	// ExpiresAt Time at which the token expires (UTC); null when it does not expire.
+	ExpiresAt *time.Time `json:"expiresAt"`
+
+	// LastUsedAt Time the token was last used to authenticate a request (UTC); null when it was never used.
+	LastUsedAt *time.Time `json:"lastUsedAt"`
+
+	// Name Name of the token.
+	Name string `json:"name"`
+
+	// NotBefore Time from which the token is valid (UTC); null when it is valid from creation.
+	NotBefore *time.Time `json:"notBefore"`
+
+	// OwnerUserId User who owns the token.
+	OwnerUserId string `json:"ownerUserId"`
+
+	// Permissions Permission points the token carries.
+	Permissions []string `json:"permissions"`
+
+	// Purpose What the token is used for; may be empty.
+	Purpose string `json:"purpose"`
+
+	// Revealable Whether an encrypted copy is kept, so that the reveal operation can show the value again.
+	Revealable bool `json:"revealable"`
+
+	// RevokedAt Time the token was revoked (UTC); null when it is not revoked.
+	RevokedAt *time.Time `json:"revokedAt"`
+
+	// RotatedAt Time the token value was last rotated (UTC); null when it was never rotated.
+	RotatedAt *time.Time `json:"rotatedAt"`
+
+	// State Current state of the token, derived from its validity window and revocation.
+	State ApiTokenState `json:"state"`
+
+	// TokenId Identifier of the token.
+	TokenId string `json:"tokenId"`
+
+	// TokenPrefix The first 12 characters of the token, for example `svc_pat_AbCd`, so that a person can recognise it.
+	TokenPrefix string `json:"tokenPrefix"`
+}
+
+// ApiTokenState Current state of the token, derived from its validity window and revocation.
+type ApiTokenState string
+
+// ApiTokenList One page of API tokens.
+type ApiTokenList struct {
+	// Page Number of this page, starting at 1.
+	Page int32 `json:"page"`
+
+	// PageSize Maximum number of rows per page.
+	PageSize int32 `json:"pageSize"`
+
+	// Rows The tokens on this page.
+	Rows []ApiToken `json:"rows"`
+
+	// Total Number of tokens that match the filters, over all pages.
+	Total int64 `json:"total"`
 }
 
 // AuditCheck Result of one audit check.
@@ -332,6 +494,60 @@ type AuditCheck struct {
 
 // AuditCheckSeverity Severity of a failure of this check.
 type AuditCheckSeverity string
+
+// AuditRecord One append-only security audit record.
+type AuditRecord struct {
+	// ActorId Identifier of the acting credential; empty for anonymous and system actors.
+	ActorId string `json:"actorId"`
+
+	// ActorType Kind of credential that acted.
+	ActorType AuditRecordActorType `json:"actorType"`
+
+	// AuditId Identifier of the record.
+	AuditId string `json:"auditId"`
+
+	// ClientAddress Client address of the request; empty for system actions.
+	ClientAddress string `json:"clientAddress"`
+
+	// EventType What happened, for example security.token.created or security.permission_denied.
+	EventType string `json:"eventType"`
+
+	// Message Human-readable explanation of the record.
+	Message string `json:"message"`
+
+	// OccurredAt Time the action happened (UTC).
+	OccurredAt time.Time `json:"occurredAt"`
+
+	// Outcome Result of the action; denied means a permission check refused it.
+	Outcome AuditRecordOutcome `json:"outcome"`
+
+	// Target What the action was about, for example a token id; empty when there is no target.
+	Target string `json:"target"`
+
+	// TraceId Trace id of the request, equal to its `X-Trace-Id` response header; empty for system actions.
+	TraceId string `json:"traceId"`
+}
+
+// AuditRecordActorType Kind of credential that acted.
+type AuditRecordActorType string
+
+// AuditRecordOutcome Result of the action; denied means a permission check refused it.
+type AuditRecordOutcome string
+
+// AuditRecordList One page of security audit records, newest first.
+type AuditRecordList struct {
+	// Page Number of this page, starting at 1.
+	Page int32 `json:"page"`
+
+	// PageSize Maximum number of rows per page.
+	PageSize int32 `json:"pageSize"`
+
+	// Rows The records on this page, newest first.
+	Rows []AuditRecord `json:"rows"`
+
+	// Total Number of records that match the filters, over all pages.
+	Total int64 `json:"total"`
+}
 
 // BackgroundTask One periodic background task.
 type BackgroundTask struct {
@@ -370,6 +586,21 @@ type BackgroundTaskList struct {
 
 	// Rows The registered background tasks.
 	Rows []BackgroundTask `json:"rows"`
+}
+
+// CapabilityCategory One category of third-party capabilities.
+type CapabilityCategory struct {
+	// Available Whether the calling token holds all of the required permissions.
+	Available bool `json:"available"`
+
+	// Category Category name, for example live-playback, channel-sync or recordings.
+	Category string `json:"category"`
+
+	// Description What the category offers.
+	Description string `json:"description"`
+
+	// RequiredPermissions Permission points needed to use the category.
+	RequiredPermissions []string `json:"requiredPermissions"`
 }
 
 // ClusterMember One cluster member.
@@ -501,6 +732,42 @@ type ConsoleSummary struct {
 	Warnings []string `json:"warnings"`
 }
 
+// CreateApiTokenRequest Request to create an API token.
+type CreateApiTokenRequest struct {
+	// AllowedIps Client address ranges in CIDR notation the token may be used from; any address when absent or empty.
+	AllowedIps *[]string `json:"allowedIps,omitempty"`
+
+	// ExpiresAt Time at which the token expires; it never expires when absent.
+	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
+
+	// Name Name of the token.
+	Name string `json:"name"`
+
+	// NotBefore Time from which the token is valid; valid at once when absent.
+	NotBefore *time.Time `json:"notBefore,omitempty"`
+
+	// Permissions Permission points the token carries; each must be a permission the creator holds.
+	Permissions []string `json:"permissions"`
+
+	// Purpose What the token is used for.
+	Purpose *string `json:"purpose,omitempty"`
+
+	// Revealable Keep an encrypted copy of the token so that the reveal operation can show it again; when false only the digest is kept.
+	Revealable *bool `json:"revealable,omitempty"`
+}
+
+// CreatedApiToken A newly created or rotated API token together with its value.
+type CreatedApiToken struct {
+	// ApiToken One API token as stored; it never holds the token value, only facts that identify it.
+	ApiToken ApiToken `json:"apiToken"`
+
+	// Token The full token value starting with `svc_pat_`; it is shown in this answer only, so store it now.
+	Token string `json:"token"`
+
+	// TokenId Identifier of the token.
+	TokenId string `json:"tokenId"`
+}
+
 // DataRetentionCleanupPreview Scope of a data retention cleanup round, without deleting anything.
 type DataRetentionCleanupPreview struct {
 	// Actor Actor recorded for the preview.
@@ -597,6 +864,9 @@ type ErrorBody struct {
 	//
 	// Example: permission_denied
 	Code string `json:"code"`
+
+	// Details Extra machine-readable facts about the error, such as the id of a captcha to solve; absent when there are none.
+	Details *map[string]string `json:"details,omitempty"`
 
 	// Message Human-readable explanation; not meant to be parsed.
 	Message string `json:"message"`
@@ -845,6 +1115,24 @@ type ParityMemberDetail struct {
 	Version string `json:"version"`
 }
 
+// Permission One permission point that roles and tokens can carry.
+type Permission struct {
+	// Category Category the permission belongs to, for example system or security.
+	Category string `json:"category"`
+
+	// Description What the permission allows.
+	Description string `json:"description"`
+
+	// Name Permission name as used in `x-svc-permission`, for example security.tokens.view.
+	Name string `json:"name"`
+}
+
+// PermissionList All permission points.
+type PermissionList struct {
+	// Rows The permission points.
+	Rows []Permission `json:"rows"`
+}
+
 // ProcessRole One process role and its state on this node.
 type ProcessRole struct {
 	// Active Whether the role is running now; leader-only roles are active only on the leader.
@@ -993,6 +1281,15 @@ type RetentionCategoryResult struct {
 
 	// DeletedCount Number of entries deleted.
 	DeletedCount int64 `json:"deletedCount"`
+}
+
+// RevealedApiToken The value of a revealable API token.
+type RevealedApiToken struct {
+	// Token The full token value starting with `svc_pat_`.
+	Token string `json:"token"`
+
+	// TokenId Identifier of the token.
+	TokenId string `json:"tokenId"`
 }
 
 // RunSystemTaskRequest Request to run or preview a system task.
@@ -1367,11 +1664,59 @@ type SystemVersion struct {
 	Version string `json:"version"`
 }
 
+// ThirdPartyCapabilities What the calling API token can do.
+type ThirdPartyCapabilities struct {
+	// Categories Capability categories and whether the token can use them.
+	Categories []CapabilityCategory `json:"categories"`
+
+	// ContractVersion Version of the API contract the server implements.
+	ContractVersion string `json:"contractVersion"`
+
+	// ExpiresAt Time at which the calling token expires (UTC); null when it does not expire.
+	ExpiresAt *time.Time `json:"expiresAt"`
+
+	// Permissions Permission points the calling token holds.
+	Permissions []string `json:"permissions"`
+
+	// TokenId Identifier of the calling token.
+	TokenId string `json:"tokenId"`
+}
+
+// UpdateApiTokenRequest Request to change an API token; omitted fields keep their value.
+type UpdateApiTokenRequest struct {
+	// AllowedIps New client address ranges in CIDR notation, replacing the current ones; an empty list allows any address.
+	AllowedIps *[]string `json:"allowedIps,omitempty"`
+
+	// ExpiresAt New time at which the token expires.
+	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
+
+	// Name New name of the token.
+	Name *string `json:"name,omitempty"`
+
+	// NotBefore New time from which the token is valid.
+	NotBefore *time.Time `json:"notBefore,omitempty"`
+
+	// Permissions New permission points, replacing the current ones; each must be a permission the caller holds.
+	Permissions *[]string `json:"permissions,omitempty"`
+
+	// Purpose New purpose of the token.
+	Purpose *string `json:"purpose,omitempty"`
+}
+
 // ClusterId defines model for ClusterId.
 type ClusterId = string
 
 // OnlyProblems defines model for OnlyProblems.
 type OnlyProblems = bool
+
+// Page defines model for Page.
+type Page = int32
+
+// PageSize defines model for PageSize.
+type PageSize = int32
+
+// TokenId defines model for TokenId.
+type TokenId = string
 
 // BadRequest Body of every JSON error answer.
 type BadRequest = ErrorBody
@@ -1408,6 +1753,42 @@ type GetClusterStatusParams struct {
 	// ClusterId Identifier of the cluster; defaults to the cluster of the node that answers.
 	ClusterId *ClusterId `form:"clusterId,omitempty" json:"clusterId,omitempty"`
 }
+
+// ListApiTokensParams defines parameters for ListApiTokens.
+type ListApiTokensParams struct {
+	// Page Number of the page to return, starting at 1.
+	Page *Page `form:"page,omitempty" json:"page,omitempty"`
+
+	// PageSize Maximum number of rows per page.
+	PageSize *PageSize `form:"pageSize,omitempty" json:"pageSize,omitempty"`
+
+	// OwnerUserId Only tokens owned by this user; all owners when absent.
+	OwnerUserId *string `form:"ownerUserId,omitempty" json:"ownerUserId,omitempty"`
+
+	// IncludeRevoked Also list revoked tokens.
+	IncludeRevoked *bool `form:"includeRevoked,omitempty" json:"includeRevoked,omitempty"`
+}
+
+// ListSecurityAuditParams defines parameters for ListSecurityAudit.
+type ListSecurityAuditParams struct {
+	// Page Number of the page to return, starting at 1.
+	Page *Page `form:"page,omitempty" json:"page,omitempty"`
+
+	// PageSize Maximum number of rows per page.
+	PageSize *PageSize `form:"pageSize,omitempty" json:"pageSize,omitempty"`
+
+	// EventType Only records of this event type, for example security.token.created; all types when absent.
+	EventType *string `form:"eventType,omitempty" json:"eventType,omitempty"`
+
+	// Outcome Only records with this outcome; all outcomes when absent.
+	Outcome *ListSecurityAuditParamsOutcome `form:"outcome,omitempty" json:"outcome,omitempty"`
+
+	// Before Only records that occurred before this time.
+	Before *time.Time `form:"before,omitempty" json:"before,omitempty"`
+}
+
+// ListSecurityAuditParamsOutcome defines parameters for ListSecurityAudit.
+type ListSecurityAuditParamsOutcome string
 
 // PreviewDataRetentionCleanupParams defines parameters for PreviewDataRetentionCleanup.
 type PreviewDataRetentionCleanupParams struct {
@@ -1493,6 +1874,12 @@ type GetSourceDocumentationAuditParams struct {
 	MaxResults *int32 `form:"maxResults,omitempty" json:"maxResults,omitempty"`
 }
 
+// CreateApiTokenJSONRequestBody defines body for CreateApiToken for application/json ContentType.
+type CreateApiTokenJSONRequestBody = CreateApiTokenRequest
+
+// UpdateApiTokenJSONRequestBody defines body for UpdateApiToken for application/json ContentType.
+type UpdateApiTokenJSONRequestBody = UpdateApiTokenRequest
+
 // RunDataRetentionCleanupJSONRequestBody defines body for RunDataRetentionCleanup for application/json ContentType.
 type RunDataRetentionCleanupJSONRequestBody = DataRetentionCleanupRunRequest
 
@@ -1516,6 +1903,30 @@ type ServerInterface interface {
 	// GetClusterStatus Get the cluster consensus status
 	// (GET /api/v2/cluster/status)
 	GetClusterStatus(c *gin.Context, params GetClusterStatusParams)
+	// ListApiTokens List API tokens
+	// (GET /api/v2/security/api-tokens)
+	ListApiTokens(c *gin.Context, params ListApiTokensParams)
+	// CreateApiToken Create an API token
+	// (POST /api/v2/security/api-tokens)
+	CreateApiToken(c *gin.Context)
+	// RevokeApiToken Revoke an API token
+	// (DELETE /api/v2/security/api-tokens/{tokenId})
+	RevokeApiToken(c *gin.Context, tokenId TokenId)
+	// UpdateApiToken Update an API token
+	// (PUT /api/v2/security/api-tokens/{tokenId})
+	UpdateApiToken(c *gin.Context, tokenId TokenId)
+	// RevealApiToken Show the value of a revealable API token again
+	// (POST /api/v2/security/api-tokens/{tokenId}/reveal)
+	RevealApiToken(c *gin.Context, tokenId TokenId)
+	// RotateApiToken Rotate an API token
+	// (POST /api/v2/security/api-tokens/{tokenId}/rotate)
+	RotateApiToken(c *gin.Context, tokenId TokenId)
+	// ListSecurityAudit List the security audit trail
+	// (GET /api/v2/security/audit)
+	ListSecurityAudit(c *gin.Context, params ListSecurityAuditParams)
+	// ListPermissions List the permission points
+	// (GET /api/v2/security/permissions)
+	ListPermissions(c *gin.Context)
 	// GetApiDocs Redirect to the interactive API documentation
 	// (GET /api/v2/system/api-docs)
 	GetApiDocs(c *gin.Context)
@@ -1588,6 +1999,9 @@ type ServerInterface interface {
 	// GetSystemVersion Get the deployed version
 	// (GET /api/v2/system/version)
 	GetSystemVersion(c *gin.Context)
+	// GetThirdPartyCapabilities Describe what the calling API token can do
+	// (GET /api/v2/third-party/capabilities)
+	GetThirdPartyCapabilities(c *gin.Context)
 	// GetHealth Report the health of this node
 	// (GET /health)
 	GetHealth(c *gin.Context)
@@ -1627,6 +2041,242 @@ func (siw *ServerInterfaceWrapper) GetClusterStatus(c *gin.Context) {
 	}
 
 	siw.Handler.GetClusterStatus(c, params)
+}
+
+// ListApiTokens operation middleware
+func (siw *ServerInterfaceWrapper) ListApiTokens(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListApiTokensParams
+
+	// ------------- Optional query parameter "page" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "page", c.Request.URL.Query(), &params.Page, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter page: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "pageSize" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "pageSize", c.Request.URL.Query(), &params.PageSize, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter pageSize: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "ownerUserId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "ownerUserId", c.Request.URL.Query(), &params.OwnerUserId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter ownerUserId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "includeRevoked" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "includeRevoked", c.Request.URL.Query(), &params.IncludeRevoked, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter includeRevoked: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListApiTokens(c, params)
+}
+
+// CreateApiToken operation middleware
+func (siw *ServerInterfaceWrapper) CreateApiToken(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateApiToken(c)
+}
+
+// RevokeApiToken operation middleware
+func (siw *ServerInterfaceWrapper) RevokeApiToken(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "tokenId" -------------
+	var tokenId TokenId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "tokenId", c.Param("tokenId"), &tokenId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter tokenId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.RevokeApiToken(c, tokenId)
+}
+
+// UpdateApiToken operation middleware
+func (siw *ServerInterfaceWrapper) UpdateApiToken(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "tokenId" -------------
+	var tokenId TokenId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "tokenId", c.Param("tokenId"), &tokenId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter tokenId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.UpdateApiToken(c, tokenId)
+}
+
+// RevealApiToken operation middleware
+func (siw *ServerInterfaceWrapper) RevealApiToken(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "tokenId" -------------
+	var tokenId TokenId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "tokenId", c.Param("tokenId"), &tokenId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter tokenId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.RevealApiToken(c, tokenId)
+}
+
+// RotateApiToken operation middleware
+func (siw *ServerInterfaceWrapper) RotateApiToken(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "tokenId" -------------
+	var tokenId TokenId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "tokenId", c.Param("tokenId"), &tokenId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter tokenId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.RotateApiToken(c, tokenId)
+}
+
+// ListSecurityAudit operation middleware
+func (siw *ServerInterfaceWrapper) ListSecurityAudit(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListSecurityAuditParams
+
+	// ------------- Optional query parameter "page" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "page", c.Request.URL.Query(), &params.Page, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter page: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "pageSize" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "pageSize", c.Request.URL.Query(), &params.PageSize, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter pageSize: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "eventType" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "eventType", c.Request.URL.Query(), &params.EventType, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter eventType: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "outcome" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "outcome", c.Request.URL.Query(), &params.Outcome, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter outcome: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "before" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "before", c.Request.URL.Query(), &params.Before, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter before: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListSecurityAudit(c, params)
+}
+
+// ListPermissions operation middleware
+func (siw *ServerInterfaceWrapper) ListPermissions(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListPermissions(c)
 }
 
 // GetApiDocs operation middleware
@@ -2153,6 +2803,19 @@ func (siw *ServerInterfaceWrapper) GetSystemVersion(c *gin.Context) {
 	siw.Handler.GetSystemVersion(c)
 }
 
+// GetThirdPartyCapabilities operation middleware
+func (siw *ServerInterfaceWrapper) GetThirdPartyCapabilities(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetThirdPartyCapabilities(c)
+}
+
 // GetHealth operation middleware
 func (siw *ServerInterfaceWrapper) GetHealth(c *gin.Context) {
 
@@ -2218,7 +2881,16 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 	router.PUT(options.BaseURL+"/api/v2/system/runtime/tuning", wrapper.ApplyHostTuning)
 	router.POST(options.BaseURL+"/api/v2/system/runtime/tuning/plan", wrapper.PlanHostTuning)
 	router.POST(options.BaseURL+"/api/v2/system/notifications/email/test", wrapper.SendTestEmail)
+	router.GET(options.BaseURL+"/api/v2/security/api-tokens", wrapper.ListApiTokens)
+	router.POST(options.BaseURL+"/api/v2/security/api-tokens", wrapper.CreateApiToken)
+	router.DELETE(options.BaseURL+"/api/v2/security/api-tokens/:tokenId", wrapper.RevokeApiToken)
+	router.PUT(options.BaseURL+"/api/v2/security/api-tokens/:tokenId", wrapper.UpdateApiToken)
+	router.POST(options.BaseURL+"/api/v2/security/api-tokens/:tokenId/reveal", wrapper.RevealApiToken)
+	router.POST(options.BaseURL+"/api/v2/security/api-tokens/:tokenId/rotate", wrapper.RotateApiToken)
+	router.GET(options.BaseURL+"/api/v2/security/audit", wrapper.ListSecurityAudit)
+	router.GET(options.BaseURL+"/api/v2/security/permissions", wrapper.ListPermissions)
 	router.GET(options.BaseURL+"/api/v2/cluster/status", wrapper.GetClusterStatus)
+	router.GET(options.BaseURL+"/api/v2/third-party/capabilities", wrapper.GetThirdPartyCapabilities)
 }
 
 type BadRequestJSONResponse ErrorBody
@@ -2344,6 +3016,852 @@ func (response GetClusterStatus429JSONResponse) VisitGetClusterStatusResponse(w 
 type GetClusterStatus500JSONResponse struct{ InternalErrorJSONResponse }
 
 func (response GetClusterStatus500JSONResponse) VisitGetClusterStatusResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListApiTokensRequestObject struct {
+	Params ListApiTokensParams
+}
+
+type ListApiTokensResponseObject interface {
+	VisitListApiTokensResponse(w http.ResponseWriter) error
+}
+
+type ListApiTokens200JSONResponse ApiTokenList
+
+func (response ListApiTokens200JSONResponse) VisitListApiTokensResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListApiTokens400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListApiTokens400JSONResponse) VisitListApiTokensResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListApiTokens401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListApiTokens401JSONResponse) VisitListApiTokensResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListApiTokens403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListApiTokens403JSONResponse) VisitListApiTokensResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListApiTokens429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListApiTokens429JSONResponse) VisitListApiTokensResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListApiTokens500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListApiTokens500JSONResponse) VisitListApiTokensResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateApiTokenRequestObject struct {
+	Body *CreateApiTokenJSONRequestBody
+}
+
+type CreateApiTokenResponseObject interface {
+	VisitCreateApiTokenResponse(w http.ResponseWriter) error
+}
+
+type CreateApiToken201JSONResponse CreatedApiToken
+
+func (response CreateApiToken201JSONResponse) VisitCreateApiTokenResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateApiToken400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateApiToken400JSONResponse) VisitCreateApiTokenResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateApiToken401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateApiToken401JSONResponse) VisitCreateApiTokenResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateApiToken403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateApiToken403JSONResponse) VisitCreateApiTokenResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateApiToken413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response CreateApiToken413JSONResponse) VisitCreateApiTokenResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateApiToken415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response CreateApiToken415JSONResponse) VisitCreateApiTokenResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateApiToken429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateApiToken429JSONResponse) VisitCreateApiTokenResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateApiToken500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateApiToken500JSONResponse) VisitCreateApiTokenResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeApiTokenRequestObject struct {
+	TokenId TokenId `json:"tokenId"`
+}
+
+type RevokeApiTokenResponseObject interface {
+	VisitRevokeApiTokenResponse(w http.ResponseWriter) error
+}
+
+type RevokeApiToken200JSONResponse ApiToken
+
+func (response RevokeApiToken200JSONResponse) VisitRevokeApiTokenResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeApiToken401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response RevokeApiToken401JSONResponse) VisitRevokeApiTokenResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeApiToken403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response RevokeApiToken403JSONResponse) VisitRevokeApiTokenResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeApiToken404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response RevokeApiToken404JSONResponse) VisitRevokeApiTokenResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeApiToken429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response RevokeApiToken429JSONResponse) VisitRevokeApiTokenResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeApiToken500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response RevokeApiToken500JSONResponse) VisitRevokeApiTokenResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateApiTokenRequestObject struct {
+	TokenId TokenId `json:"tokenId"`
+	Body    *UpdateApiTokenJSONRequestBody
+}
+
+type UpdateApiTokenResponseObject interface {
+	VisitUpdateApiTokenResponse(w http.ResponseWriter) error
+}
+
+type UpdateApiToken200JSONResponse ApiToken
+
+func (response UpdateApiToken200JSONResponse) VisitUpdateApiTokenResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateApiToken400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response UpdateApiToken400JSONResponse) VisitUpdateApiTokenResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateApiToken401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response UpdateApiToken401JSONResponse) VisitUpdateApiTokenResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateApiToken403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response UpdateApiToken403JSONResponse) VisitUpdateApiTokenResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateApiToken404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response UpdateApiToken404JSONResponse) VisitUpdateApiTokenResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateApiToken409JSONResponse struct{ ConflictJSONResponse }
+
+func (response UpdateApiToken409JSONResponse) VisitUpdateApiTokenResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateApiToken413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response UpdateApiToken413JSONResponse) VisitUpdateApiTokenResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateApiToken415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response UpdateApiToken415JSONResponse) VisitUpdateApiTokenResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateApiToken429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response UpdateApiToken429JSONResponse) VisitUpdateApiTokenResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateApiToken500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response UpdateApiToken500JSONResponse) VisitUpdateApiTokenResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevealApiTokenRequestObject struct {
+	TokenId TokenId `json:"tokenId"`
+}
+
+type RevealApiTokenResponseObject interface {
+	VisitRevealApiTokenResponse(w http.ResponseWriter) error
+}
+
+type RevealApiToken200JSONResponse RevealedApiToken
+
+func (response RevealApiToken200JSONResponse) VisitRevealApiTokenResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevealApiToken401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response RevealApiToken401JSONResponse) VisitRevealApiTokenResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevealApiToken403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response RevealApiToken403JSONResponse) VisitRevealApiTokenResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevealApiToken404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response RevealApiToken404JSONResponse) VisitRevealApiTokenResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevealApiToken409JSONResponse struct{ ConflictJSONResponse }
+
+func (response RevealApiToken409JSONResponse) VisitRevealApiTokenResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevealApiToken429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response RevealApiToken429JSONResponse) VisitRevealApiTokenResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevealApiToken500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response RevealApiToken500JSONResponse) VisitRevealApiTokenResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateApiTokenRequestObject struct {
+	TokenId TokenId `json:"tokenId"`
+}
+
+type RotateApiTokenResponseObject interface {
+	VisitRotateApiTokenResponse(w http.ResponseWriter) error
+}
+
+type RotateApiToken200JSONResponse CreatedApiToken
+
+func (response RotateApiToken200JSONResponse) VisitRotateApiTokenResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateApiToken401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response RotateApiToken401JSONResponse) VisitRotateApiTokenResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateApiToken403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response RotateApiToken403JSONResponse) VisitRotateApiTokenResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateApiToken404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response RotateApiToken404JSONResponse) VisitRotateApiTokenResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateApiToken409JSONResponse struct{ ConflictJSONResponse }
+
+func (response RotateApiToken409JSONResponse) VisitRotateApiTokenResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateApiToken429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response RotateApiToken429JSONResponse) VisitRotateApiTokenResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateApiToken500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response RotateApiToken500JSONResponse) VisitRotateApiTokenResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSecurityAuditRequestObject struct {
+	Params ListSecurityAuditParams
+}
+
+type ListSecurityAuditResponseObject interface {
+	VisitListSecurityAuditResponse(w http.ResponseWriter) error
+}
+
+type ListSecurityAudit200JSONResponse AuditRecordList
+
+func (response ListSecurityAudit200JSONResponse) VisitListSecurityAuditResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSecurityAudit400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListSecurityAudit400JSONResponse) VisitListSecurityAuditResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSecurityAudit401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListSecurityAudit401JSONResponse) VisitListSecurityAuditResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSecurityAudit403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListSecurityAudit403JSONResponse) VisitListSecurityAuditResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSecurityAudit429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListSecurityAudit429JSONResponse) VisitListSecurityAuditResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSecurityAudit500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListSecurityAudit500JSONResponse) VisitListSecurityAuditResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPermissionsRequestObject struct {
+}
+
+type ListPermissionsResponseObject interface {
+	VisitListPermissionsResponse(w http.ResponseWriter) error
+}
+
+type ListPermissions200JSONResponse PermissionList
+
+func (response ListPermissions200JSONResponse) VisitListPermissionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPermissions401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListPermissions401JSONResponse) VisitListPermissionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPermissions403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListPermissions403JSONResponse) VisitListPermissionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPermissions429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListPermissions429JSONResponse) VisitListPermissionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPermissions500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListPermissions500JSONResponse) VisitListPermissionsResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
@@ -4770,6 +6288,84 @@ func (response GetSystemVersion500JSONResponse) VisitGetSystemVersionResponse(w 
 	return err
 }
 
+type GetThirdPartyCapabilitiesRequestObject struct {
+}
+
+type GetThirdPartyCapabilitiesResponseObject interface {
+	VisitGetThirdPartyCapabilitiesResponse(w http.ResponseWriter) error
+}
+
+type GetThirdPartyCapabilities200JSONResponse ThirdPartyCapabilities
+
+func (response GetThirdPartyCapabilities200JSONResponse) VisitGetThirdPartyCapabilitiesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetThirdPartyCapabilities401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetThirdPartyCapabilities401JSONResponse) VisitGetThirdPartyCapabilitiesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetThirdPartyCapabilities403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetThirdPartyCapabilities403JSONResponse) VisitGetThirdPartyCapabilitiesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetThirdPartyCapabilities429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetThirdPartyCapabilities429JSONResponse) VisitGetThirdPartyCapabilitiesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetThirdPartyCapabilities500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetThirdPartyCapabilities500JSONResponse) VisitGetThirdPartyCapabilitiesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetHealthRequestObject struct {
 }
 
@@ -4810,6 +6406,30 @@ type StrictServerInterface interface {
 	// GetClusterStatus Get the cluster consensus status
 	// (GET /api/v2/cluster/status)
 	GetClusterStatus(ctx context.Context, request GetClusterStatusRequestObject) (GetClusterStatusResponseObject, error)
+	// ListApiTokens List API tokens
+	// (GET /api/v2/security/api-tokens)
+	ListApiTokens(ctx context.Context, request ListApiTokensRequestObject) (ListApiTokensResponseObject, error)
+	// CreateApiToken Create an API token
+	// (POST /api/v2/security/api-tokens)
+	CreateApiToken(ctx context.Context, request CreateApiTokenRequestObject) (CreateApiTokenResponseObject, error)
+	// RevokeApiToken Revoke an API token
+	// (DELETE /api/v2/security/api-tokens/{tokenId})
+	RevokeApiToken(ctx context.Context, request RevokeApiTokenRequestObject) (RevokeApiTokenResponseObject, error)
+	// UpdateApiToken Update an API token
+	// (PUT /api/v2/security/api-tokens/{tokenId})
+	UpdateApiToken(ctx context.Context, request UpdateApiTokenRequestObject) (UpdateApiTokenResponseObject, error)
+	// RevealApiToken Show the value of a revealable API token again
+	// (POST /api/v2/security/api-tokens/{tokenId}/reveal)
+	RevealApiToken(ctx context.Context, request RevealApiTokenRequestObject) (RevealApiTokenResponseObject, error)
+	// RotateApiToken Rotate an API token
+	// (POST /api/v2/security/api-tokens/{tokenId}/rotate)
+	RotateApiToken(ctx context.Context, request RotateApiTokenRequestObject) (RotateApiTokenResponseObject, error)
+	// ListSecurityAudit List the security audit trail
+	// (GET /api/v2/security/audit)
+	ListSecurityAudit(ctx context.Context, request ListSecurityAuditRequestObject) (ListSecurityAuditResponseObject, error)
+	// ListPermissions List the permission points
+	// (GET /api/v2/security/permissions)
+	ListPermissions(ctx context.Context, request ListPermissionsRequestObject) (ListPermissionsResponseObject, error)
 	// GetApiDocs Redirect to the interactive API documentation
 	// (GET /api/v2/system/api-docs)
 	GetApiDocs(ctx context.Context, request GetApiDocsRequestObject) (GetApiDocsResponseObject, error)
@@ -4882,6 +6502,9 @@ type StrictServerInterface interface {
 	// GetSystemVersion Get the deployed version
 	// (GET /api/v2/system/version)
 	GetSystemVersion(ctx context.Context, request GetSystemVersionRequestObject) (GetSystemVersionResponseObject, error)
+	// GetThirdPartyCapabilities Describe what the calling API token can do
+	// (GET /api/v2/third-party/capabilities)
+	GetThirdPartyCapabilities(ctx context.Context, request GetThirdPartyCapabilitiesRequestObject) (GetThirdPartyCapabilitiesResponseObject, error)
 	// GetHealth Report the health of this node
 	// (GET /health)
 	GetHealth(ctx context.Context, request GetHealthRequestObject) (GetHealthResponseObject, error)
@@ -4963,6 +6586,246 @@ func (sh *strictHandler) GetClusterStatus(ctx *gin.Context, params GetClusterSta
 		sh.options.HandlerErrorFunc(ctx, err)
 	} else if validResponse, ok := response.(GetClusterStatusResponseObject); ok {
 		if err := validResponse.VisitGetClusterStatusResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListApiTokens operation middleware
+func (sh *strictHandler) ListApiTokens(ctx *gin.Context, params ListApiTokensParams) {
+	var request ListApiTokensRequestObject
+
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListApiTokens(ctx, request.(ListApiTokensRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListApiTokens")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListApiTokensResponseObject); ok {
+		if err := validResponse.VisitListApiTokensResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CreateApiToken operation middleware
+func (sh *strictHandler) CreateApiToken(ctx *gin.Context) {
+	var request CreateApiTokenRequestObject
+
+	var body CreateApiTokenJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateApiToken(ctx, request.(CreateApiTokenRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateApiToken")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateApiTokenResponseObject); ok {
+		if err := validResponse.VisitCreateApiTokenResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// RevokeApiToken operation middleware
+func (sh *strictHandler) RevokeApiToken(ctx *gin.Context, tokenId TokenId) {
+	var request RevokeApiTokenRequestObject
+
+	request.TokenId = tokenId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RevokeApiToken(ctx, request.(RevokeApiTokenRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RevokeApiToken")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(RevokeApiTokenResponseObject); ok {
+		if err := validResponse.VisitRevokeApiTokenResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// UpdateApiToken operation middleware
+func (sh *strictHandler) UpdateApiToken(ctx *gin.Context, tokenId TokenId) {
+	var request UpdateApiTokenRequestObject
+
+	request.TokenId = tokenId
+
+	var body UpdateApiTokenJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateApiToken(ctx, request.(UpdateApiTokenRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateApiToken")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(UpdateApiTokenResponseObject); ok {
+		if err := validResponse.VisitUpdateApiTokenResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// RevealApiToken operation middleware
+func (sh *strictHandler) RevealApiToken(ctx *gin.Context, tokenId TokenId) {
+	var request RevealApiTokenRequestObject
+
+	request.TokenId = tokenId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RevealApiToken(ctx, request.(RevealApiTokenRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RevealApiToken")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(RevealApiTokenResponseObject); ok {
+		if err := validResponse.VisitRevealApiTokenResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// RotateApiToken operation middleware
+func (sh *strictHandler) RotateApiToken(ctx *gin.Context, tokenId TokenId) {
+	var request RotateApiTokenRequestObject
+
+	request.TokenId = tokenId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RotateApiToken(ctx, request.(RotateApiTokenRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RotateApiToken")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(RotateApiTokenResponseObject); ok {
+		if err := validResponse.VisitRotateApiTokenResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListSecurityAudit operation middleware
+func (sh *strictHandler) ListSecurityAudit(ctx *gin.Context, params ListSecurityAuditParams) {
+	var request ListSecurityAuditRequestObject
+
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListSecurityAudit(ctx, request.(ListSecurityAuditRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListSecurityAudit")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListSecurityAuditResponseObject); ok {
+		if err := validResponse.VisitListSecurityAuditResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListPermissions operation middleware
+func (sh *strictHandler) ListPermissions(ctx *gin.Context) {
+	var request ListPermissionsRequestObject
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListPermissions(ctx, request.(ListPermissionsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListPermissions")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListPermissionsResponseObject); ok {
+		if err := validResponse.VisitListPermissionsResponse(ctx.Writer); err != nil {
 			sh.options.ResponseErrorHandlerFunc(ctx, err)
 		}
 	} else if response != nil {
@@ -5672,6 +7535,30 @@ func (sh *strictHandler) GetSystemVersion(ctx *gin.Context) {
 	}
 }
 
+// GetThirdPartyCapabilities operation middleware
+func (sh *strictHandler) GetThirdPartyCapabilities(ctx *gin.Context) {
+	var request GetThirdPartyCapabilitiesRequestObject
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetThirdPartyCapabilities(ctx, request.(GetThirdPartyCapabilitiesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetThirdPartyCapabilities")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetThirdPartyCapabilitiesResponseObject); ok {
+		if err := validResponse.VisitGetThirdPartyCapabilitiesResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // GetHealth operation middleware
 func (sh *strictHandler) GetHealth(ctx *gin.Context) {
 	var request GetHealthRequestObject
@@ -5701,232 +7588,298 @@ func (sh *strictHandler) GetHealth(ctx *gin.Context) {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H0Nj9w2suBfIfoesNkHzYydZBdvPTgcJnbi+NaO52Ymuw9Y5KbZErubOxKpkNS0ewP/9wOrSIqSqJba",
-	"nnG8l2CBjacl8aNYVazv+mWRy6qWggmjF89+WdRU0YoZpuCv52WjDVOvCvtHwXSueG24FItni1cFE4av",
-	"OVNEronZMpLjy+ekYGvalEYTI+MH/j0hC0bMlhpChd4xpU8X2YLbMX9umNovsoWgFVs8W+Rh9myh8y2r",
-	"qF1GRd+9ZmJjtotnT7/8r2xh9rV9WRvFxWbx/n22eCvK/aWSq5JVerjwK2YaJYgU5Z5wwyqNa9nSe0Yo",
-	"qfG7sSXJeOh4VW7Pi2drWmoWVrWSsmRULN7bdSmmayk0g0V9Q4sr9nPDtLF/5VIYJuCftK5LnlO72rN/",
-	"arvkX6J5/kOx9eLZ4n+ctcd2hk/12bdKSfWNLPY4XXfbN1tGYDNEKrKSxZ5wTbi4pyUvyBdrqQh7R6u6",
-	"ZGTpfr2F15f2/fCT/XD5x3OSS6VYbuA8uagbQ7jQhtHCHrJidUn3XGwIN6QR+ZaKDStOF++zxXMp1iXP",
-	"P+GeFQKZ5G5mTXbcbBEvG6WYMEQbahj5YulfgS1TUknFiK5Zztc8J7ks2B/PibJ7tB/jRyu2tm8ZBdul",
-	"G8oF7PM7qVa8KJj4dBvNaVkyRUqa32lYod05V6wgNVMV15pLYTemmJaNyhnRuaztttvHtwUTnBXLP8Ie",
-	"XgnDlKAlzPzp9qGZumeKrCkvWUEawd7VLDesKPfkiyV3a1rCUdRSIQoaRXNGOOLYD9J8JxtRfLolc88L",
-	"ixa6hWSaCGkIe8e1sYDn+Pc913xVssAc8di+WAppbtd23Q78l3RfSlrcSPmaqg379BQDTIK9yxkrEKE0",
-	"/xcjJa+4sViDy7s1Ut6WdoFu2ddM3fOc/SjoPeUlXZWfaOUXpGA1EwUTObA2w6paKqp4uSdNuxjyxTL6",
-	"6zClG7VHZrGi+Z1cr2F/N1K+oWLveLf+5PSNB8IKQomyHMifh/3jFv6wBHxOdpQbYtk60AevGNnweyYI",
-	"F2R5Zbd2crE2TC3tTbdltHA3fvRoeHX+0FQrvMc1y6Uo4IaHiRwfBJhxsbGDevazeGZUw+K7ci1VRc3i",
-	"2YIL89WXi2xRccGrplo8exIuTkvoG6YsMN5nix8FbcxWKv4v9onI+gdJ8GrMFQPqpiXZUU1qxTQThhXk",
-	"i6Vdk32Es9/6DeONSWt+a+Qdi35HAvlR6Ka2nIsVb1jB6Q1s+FchbseRlv35lkAlYZm3lV3nrT0Z2MN7",
-	"f5iAMRdNwc3zLcvvUrKWbkpjEUYKRqh9k+T2VYsgtZI1U4ajPFQxrSmyue4Y376rSypgcV6CVDCsHaMn",
-	"/Hk5bYC4tGJBTPXzD7+VBUuJuj+gwOo+JYqtmbKof07oyiIDkJkTVk92vHAv6uQkNdWaJSb5+5aZLVPR",
-	"PPhmNEgQJrOFZvdMcbMfjnPtntjtUrhFG+X2znW7eSYsvf1jwcVaLrLFjiphF5gtGNz2P6Xk6pai/4Fw",
-	"DruJFpSFk2zHkKt/stzYdX9D87uNsrfcDdUJhHkrmBVXuCx4DmwXXyaG6gTOdL4dApQ64YDqO7iOk+cB",
-	"EsU9La+RoyUUHfcCWTGzY0wQ1QgrOXseaEcdcLQ+F8sWJdXmRaMAj98kpvHPPJra9+1UdqaKlyUfme7P",
-	"X49OFwS3HkHZn/vTnBNW1WZPdlt7RxiimxzvmSTQ7FdXjbgwCfwzVJnBJr748eb5H8+JaMoyTLGlyH7s",
-	"8z0znY0V1LATe2tZ1aspnRyBF8lwNXB9Wa3vMFkBIsDpgfInBRKbVcmEbjTBcdIEl+YrFomJfZSEkmrE",
-	"c9kIc+giheVoLnLkMLWSOdPaaheW8848bNUIoN7p3ZdS1pbtuy8QBnANFCy18TTVx5N0wN8uZUhYMdYM",
-	"yCFG2Ahw0yzkNdcJ+H7T5RyaKLbhlj2zwtKTvYz8jrscZewK6Fs7hiCLjl3uEvSNl29YRY+3oQ3EOIPF",
-	"oRu+x0HfhwVQpeh+eGK4IbeqFDydjecNsyiZ5sjegFPBO0OobRktzXZq5Z2JvsdP3meLrTH1RVEophNQ",
-	"cw88P8EF/EGT729uLsnF5as0dwKEPEwNOBIoCpEl4CAHmIkaLALTEDfo2kxuttGsQJkisCaj6HrN8+SY",
-	"mpXrYzbbt7+NyhjNeq2SIlli7Htp8IL1gsXfpFUhrDYu7uGf0yJFQNUISF38iBYVjtkBIPNYOInj3wds",
-	"7e4Kf0e5qYvxhGqi7dW/VrI6AMMuVYBUzYpXomDvhrO9tldjKTeE2+fEvewvpRaFZt31m2+FUSmhKLpp",
-	"7FwMX+shxYptuUCrVksAM2WM51IYmpuURPMmklqiKw5kghw/a21xR234GF1BG2qatOinGM233kIxieET",
-	"xALTHEKq7i49mcg7uE83ihYgR0fGiQTFZIt7pnRS3P2GC6r2xD3vTtgR7hoR9p2ASo8mWxCFLWZdxO6g",
-	"Xx8n2vUeVgscfV6PAPF54IO4hi6N9ogzupofih6jIWdgZ/4BTpMkfuayqrg5tF58w7AiWvmdkDuB1sXj",
-	"1o20P6oA8yKsuXNbdpBLSPer5SuwkuTOEC1TJ93hu/Oloq4QMxCKLFLf8zThPA9eALRg4XsfcvCGqWp8",
-	"/OgyZ6qaNWSPGGN/WDgsN+2AKmPkibbfwj5Jh1JoWTJPjk1VUbWfPKUtrwkVBcEL2ArYXq+SJSPynql7",
-	"znZjYuP+zRgytHeXm8jduHBMji9FE+/nauKfAZ63W8uHGD9jD+PofN1FY7sPfwJgwAQHFjUfgn9+N1n/",
-	"5DroGJZ2CMGsdpdk9Pb3cHlRLoJDRc/HK1rzG3nHxEG4X1y+ImCfnWtRybdUCFYeHPSeF0wS/+Zsaabg",
-	"9Bq8XhNEUHDq3GNzx7bc6+Cg8MLMwRo9sUJ44UMwC0fOopOL4N2DkN/UAfQaZVxvPSXorb0kZRejtrJi",
-	"pKabhOzgqHTyGkryz4eVCTzlzFkHvvw+W2yYYIoaVqRMdje8QtFc44KBT4Qv0HY3ap0brNCZkvX4Tejf",
-	"AB3XQpkaqXSHv1rhmwGnF1KwjhgwmPCg/SO+M2MghCNZBJhGS0/h1gtq6BUz9rCkeG7l/qa+tMyO7RJc",
-	"GHzrIKYW1FCi/Ickxy8JmHAyUIBkY0jBSmYghkDszda50HpsLTcpc+6F/ZkolktVOLsBWhKZ545DJKKG",
-	"bWRaYXQ7c9EBNVO4AffJfrZE1oLKfZmSyuahpdvKx6GlYlSn7ssr+H0UfuekonuyYoic0wpTF8fwyMLk",
-	"HcjPxbGrRkSBQv3FozfPSLCiS8EOotvH4hT4CQbRXeCXtkNPRGZN4F14ZgeGZZ8TWpak/QhZg/O5SdUe",
-	"yVzeMB8LnKyBHkujKC97G/zT0y/Bbx02PEOT1iNC0eipa4goO+xUfeTzPpp/vLCMjBXB1GQ5yMczDweL",
-	"xImuueB6m+Yg34ogy6Op/ZF5xhi8ZkvrdG2c0QnvAzlbOnUOo0mP3AfAoYfI7Uwd4CeYXaR0zuB7K6rZ",
-	"NZw/RBSkMCv8FfyLMqel09wLN8YQ6ZnYcJEw8vlZCb6QkU4UpP655IYtR53Gm7T/vaVOu0Ac+Q+a/Nzw",
-	"/I6E79ARn5GlvFsiW4t02MF0CCidEjMsvIh77ieNITGL3HCYt+E4+jRmZeJr/i/2zd4kSd7D0b6HUWJc",
-	"kNXezNYscCF/G7Ntum1622afS8f7naE76xk7WfPyQ3bSIxWHeP39xfjTB268vPbgkzQj86ZiwoC1G0jm",
-	"lWEJ+1PnPXejYQANyt+CEVayCu7UtdeHjKK5GVLSHRcJDeavHPmsG6Zj3gbpHjcdQstdcBjTBiKV2sDo",
-	"AKlLnHWfNIFboh8L+bBaA9Cd2xHXPap++e0NOaM1P7v/8kzvtWHVGRdriTFbODm5ht9fibU8dSi3HLHu",
-	"zHdDRHHlw5AgfDYcx0WakzXqClIFbcjD1/4NAXRac7G5dQpc9Es84KQHLkA2w5Nul3bYfN9GnQ3dErKA",
-	"UCR2z9Se/O/rtz8QiDBy7pSEpi2LBETf0HzLBTtRjBZg9sNB7MvdA44D1TPSiWTPyEjAXkaGwXoZGYRF",
-	"ZySE6GYhnDwjg0DYjKRj5zISx2hmxMcy23ON3D5wvLibxbPFYBVHIeL3TUVFBLQWL88h9KZiVID2sLLM",
-	"W+mRcB8I6zzsKFOsZhQUWDAk0KoNNSwp2Dfp3gcVhbg554/q208jtxoEdqesJjcu4rsNCYTJMsJ+bmjp",
-	"dZPlf5/AiyeviiXxXIZs+17+EXIAVGyh264mRQPo6JsVB+ns5A8WCNm3nLj4Qa6JvHvwIMkxR2dX7hnE",
-	"GR7n50yHHQUH5CFe9L3U5qYRXGwu6rrcz1GdqX2RbKX9C74k97Rs8MqfFx4EjoPdVlrkssNApCVkvQz1",
-	"ZZRZ0ZhrXz79GM3jAfTUbIG7BfWwKLidiZaXnX0PPhlI5pBoggOR1Z6Eu57csf25/T9NqkYby2h2W25Y",
-	"ybXVEu2DCAD+GHvn7xaYHVKiB+c+pTzTzokjDjguMuo7PhwoAEEhdGM5m3cfU1FYsRVzQ+w7LWYNmV0u",
-	"q4qKYp6RGCZzX6BfLKcqBHcg9qV1F5NMi3vB12ummMjR6OcggUc0W5FoD8EOB/JoQp2YS0U7GshomlmH",
-	"6CF/VDE8/fIPI05Y8yHg+Cjg2EFIXfRMEdOB5/YOfj0pB7d1GJ9wmALm1m3skZ/ViYIJPMIX/mY/H7fC",
-	"u0XiTkYZkdvSyFhXAUtgtOQIdywhFl7G/OGDheuu6Lfb7gl122pzG5ODw5PDwFfdrdkRaZ6z2oAk5S0+",
-	"3dWPhc1aEPSOpQfZLGCEX9zcWy5AMh26GTPbmN8FBp3ATW+wP3BqsUXPX/FWZz7ZUlGUwKsFMzup7LVv",
-	"8tpSYH3/56Q+94Ho2o9Yz6mwIu0KggOKMWSekS/Q3l2gCMtSfyBeZ0D/ck3W+hSAU9F3GRHMnOZSsVMt",
-	"K/oul0JEv6mKVbfd13adn3h9//Upr29Biri1OsatsogTPTV5fWt2t4o1uv/zmotbwysmG9N7UtF3t3ov",
-	"blc0vyvlJjz986nVdE5pWZ4WXFvcv7W/Wp3FxaqfCmk3NyLGWB7MRDHKQeBnEr0HpIXSkUUfq1rpae7v",
-	"KMxj7oDYBgvpIsMEiZVUpJRz9ErJdYewkI71GMs/6D8HMQkvQET3nWzKIrrMZ1i3/s2ud1nVVB11v3s4",
-	"zrvT7dnN0QG8j3HWUR6jBrgNfqAe8O8imh8+hGtDTdJ2MHE3aS9DjQd07qNE46sRpenv270/y+iWcHJi",
-	"5xrJqQDtAULl1YhA418alx+iyaKZiNkq2Wy2hEaawsfmGoghyuEnqxFbTrfAxzBHJUaB9t0PYBGtYDI7",
-	"RyVANhs72876U0j3hm9UaxG/ghIBU8YK9B9V/kvUplMMnOV3qbSNNq1Vn7usTfcnJpqhhCLysinYJT6O",
-	"8GsWWKMk2wTHPSq6CHZnV3ggysjXXLg+yi8D8bIrjEPHEeaGM86LA3EFHz4qDGQq/Rbt1NMJuIppXjQs",
-	"aQir5L0lHiWNzGVJ/KsZ2SjZ1KwALqzYmr+bG/N02FcOw7+0Y6eQ4+N8a0Abs05xduBV3xmWRrYot9gR",
-	"XgT0FOW/rZm4qPkBT9hFyvcVPFRQG0U2hn2cSfaQo6diZisTyAfZbPgw7f/1a0xR+NuwAR4uszW4FArn",
-	"+WMFbmwsIT2VDHVJzRZqaJTUpK/B1jMxJtXLNVm+O9H3+Un77rKD8s5L9cheMdg82JxbiIQf/UvRdtof",
-	"A+BvUSN3P1eyaObYrd15Oxh3z7EDwLmOthjHx+625yBxcu1REoRQdOi26VZRJmqLGn1HHH40yjn+1k01",
-	"CvdK5D0eHOqnY/Teu3Zltzedht2HhyUfpsjyzI9ztsysbJRvgUOzd3CbF5FVLoD94xS1t4JBWTJQ04bM",
-	"6RxFCocuLiQurkp2tGgx4JuJOySsYxKQ4c04Xj/gwwywuJ1NToSl2wChO1Xb5iRPHIsSdbMqeR5RytGX",
-	"YY+W+ldiD76dJSZRuQenQ7rwJVXc7I8Qh31GSg0f/i4NL7wOfzWeQyarCoQnH8dnHK9oK8Vtqd4yTXZW",
-	"xoutHjOioz4d0xzNV7pk6sTlwRbMUF7as8VSSMNTfYFvHH2siKmYVIRjpIPRHkKCn58m0D/8oWA6TnWd",
-	"vaSMxZbAHEC9rWOq2IKzJowj42tqmB7kM35MgrkPsHs1J+xxeXl18fLNBUY83gKIlt1ZuyYX+0KIu+Oa",
-	"QAHNo+ozHVeB4SGTvidUKzgB3VWwBiucE7FoOcj3VG+Twb2OuZB8S7lofY/xLkwkokCRQkSKtMnxQzLM",
-	"j7DfxinlbXZ4XynsY3kMhBRCJmkQHRRXMnXYUGnKVdtR0iWScqMdu+6n/w7C6Pn9BAbBoFGpHSF35y5p",
-	"9ARYpn1BgzSJw3WqEh2qRDLPjQXzj5a9YsIeQTFvC+5llOgcUP4AasWab1wRn/RS55Zmgpk+sDSTSp6v",
-	"PXUozdR1EjuX3onV2yEib21OoD5JRnZstZXy7qTguqYm39rfNK9PNN8IWpZQLkmh1faEiaKWXJgZFRQk",
-	"YLqHd69ckkOkaW/UFV2bF5xuhNSG55M1EtigTNExtRDg504NLyaM2reGbBkJNhWGZs7Noj1U02A4b1vg",
-	"AFbwKxQm8cnfT4aUOXMlr+Vm9n59kZZjdnotaK238jBQc3mPdaf27WTaffj51YcQTXXJJpKNJTCPewlB",
-	"p8dlz+u0P6pHQl3G8RqXLRX5Tpal3I2IF49dAwKXHoo+dPCrX/RhUKeljyudvP0A8z79JNkRowUXTOtZ",
-	"Aa/Kvz0W81ocURjRBbd+UFXEz6DIqLybX/vznOg7XtetAg2ZyoTqw7VB8Zs50+yiEowrltNGszj4ibiQ",
-	"DysYza8OCKG+fhFZfLaHjZsBp+aZKVqkcnFZlo+P4Bf8PKE/OxArKo7VmsdMIa9Ewe950dCyTwH6CO9O",
-	"h9COCLcY8RVDqKjdZLvnMT2p2E9p2V4wPFLbxrGzOKbDn89Bpdq51i6dZ815vnzG7IwoD8iqtKgz4qJL",
-	"cCa1v2pEp8MDViHtaxPl3lGnCwvUw9R+s+34hSKSRW9gypt46Z5ESdFWfwoRG9Sv3XkUnRmovekTbu2A",
-	"eBNx4RUXr/DVp59TJnUA1sF48AlcmY4O93D1GdVSkULtfY5vvxAxJD3/le2n47vcu+C4AmLEIK8V808s",
-	"yGg81xwLTYSmaZbPNXD7zsDHICKUoLevAd04pPRSModgIiQA/WCe69lp0z7v1eVMn3ek0PDWGmr9HwPX",
-	"HuI5IGed4866+Hig9lFnu8MkSosb6HSSIlCzQW2e62B2sRK0FBv72k4kGNYd20+6Nu7auVypizV/NxPT",
-	"8OXk+qOBhmlDIEWnCeQaJezkqlJmZhzL2dJDJONHFIlxe8pa4KXPr1/RZKJ4SlyhIQ6Ynhtu7edJmDF2",
-	"1OTbky3XRmJHH9ALTrZUh1/TZp+Sb/iqnPZ+xZVCPQdERoWX50xsuWOshmYS4+ZqVzuS7JRV9NsaCFxH",
-	"xmtl0aOeq6nKsmDajEp7jl3gW8SDxNk4BpXKhT1Drtv3XOi/PzdXxxx6bGhDq1p/eCVzXNLVkXwvuZFz",
-	"8qRd/1zaliXPk8Z9X14E3whajgcBF2Qn1ZxA7ShE283WR8ro+AYASSHULFIdu/Bf+DIbviz4wxDrSPYB",
-	"3BqzSc+9/0GVIlsod2ZNwqoRmPB+Q/Xd7EpDKkRMU4J59CM9Guq4RFa3R1pChPZOzE7vBuQ7hTxH35Br",
-	"wIAhXIrRcixC7zMs9XPVCMsLDlpy3TukaF86HAc9zz8cD+e80GUJgXfH6rsbOeryegnoAct3Aks6DEhW",
-	"9F2tZGr7IXbs5ds3F/99efX2+fXcKFKpZGOstnyIvNq3Zg5bscpR/EFhFrf9Bl8+Qi8/1EpA1kx8x0vm",
-	"S9/ICZNozQSWLinaD6LAxJxpfU5OnraZ4nVJjQVB267MUSCfG6+j6NpMwqbnvAATrFRssi6Nfanz4ZhT",
-	"seuzbxG0g2odDEkDN5y225hf6AFafhPQY5QUcEyQ0ThsJEHD+SVtNLuRhpY/pNQv+4BsqFrRTSBduJHR",
-	"aGen4YIIKuRxJtFNfslUzlJX0svhbIaqDTOkxk/swy9evn1pBSaPVd5kOBN9tozWF2Up85GKPPAzKOQl",
-	"VCdhUO239iWPZm7SfnK911NzwMjusOTKUC7iCD8XpCU27sKbW4K1qV7mBysASyvS250ljjff5+X8Mkqj",
-	"W0T0WfmNPuwee0TZO9Ie9KNVethkfeyPsfIA5V0mrcTg2LcszMoo9r+QH9l2w1ztoeNf0ZQpv+hYb45v",
-	"uCiIe+o9WlKR5ZNT+N8SrQtliVVd1jT/GL87ri7yvI8417k2bLrxD/JzTWhuGlqWe7LytQGHQx6fdW1n",
-	"WFngQEWedNg7hksP/bC4TbBxNNopm3a13RlozdFRn6HzPXNV1U62xtQZUUbX4Ki3/wQz3Y6tlEn3Skk7",
-	"FiwiEQEEmXn1bs2VNg6RwBx4RA6m/erbVKUsKNrfG/O8LVkDT9BMpbnYlAiN+YGzYOlM1soRGsb278TB",
-	"8pid3RT1jHh2PMhorixQjINtu/lOzEPA1AkXUEvY6cZO9onu0DJW2UM3BK5vQlp+vBZPV6HhLqySiiJi",
-	"QEeYRSPu9vHtnTCr5rksm0qMdHeCZ4iROi4omIBd0vGJg48rvkKaH5qynHBI4iBckx/e3pAffnz9esxC",
-	"zSuq9n9l+7nj1VH5S/f1WN0G/8vQTJCXEDnnRrVvzQh5o63+1EKhs4XxE3PVGJMnBjUoMuz3kRGj+GaD",
-	"oQnpevi4aD12cK6dCha2cIMENghzhI3jqwJ/jZON3Br0kSUnHVombP9FkcCXFy9eo6GzYsIcCkAuSh98",
-	"jLVZVCNQdjSSVPTdi6J8vqUqfUMXRXnj3z+MYnY5O6rb4Y9pHYjne6B5oNxNpyjIXT8OGw7DnuRcmRFe",
-	"/mGku+HKXfCInGTFSik22Po0XFp2B71pR6zvIyDwxBQuJBccyl2MisOtRbYAQ9JPx5Fdu78sEELvkJNE",
-	"CE0nhjU2x2ITulU2vUgvQu+6KAtrNDzhVTojqJ/z4t7+7FJrRxKanuNycfEPn740UgY1lTjw+JlFZppx",
-	"QK9xnAI7w5stFZYpoYlag6K7mxVG0UtUiJFokB/UruxQrtDA4DISbx5CcLBvNCtctsHhqGmIP8/NodwF",
-	"/4Q0NfQWhyQa7+YKBUPy+a1RfaT4gfLF9lG/dDJa0Y6sYnxsj6mZw+5oOXP1O8UNO6FbRn1DsKPWv8Oo",
-	"54MsyIWq+1c/JBkuLgs+wIjUifVAEC00icP3OdbidGlIh+I8rXDgqoe3STg+VColYLQND0CjbuvJulp/",
-	"W1kW2ttOxroTTbahi+LeBw3pPib2ejpOLS5NekTRj6j26ccm5Pn0p8BHIqnjQLfXTxOW/BCqI12b61nx",
-	"x4OxvID02jc+9ZHIi2zxnIqCFxgbfL1tTCF3IlltbZpJ9d3LfS7/ITbBNtIvSrRrQdEJRO6FLcfsYjw0",
-	"MFC9j3AebcXpo94PWwmKlnkcVGP6zOZAhdy390zRMtBYxGk+YUPQEbxMRJk3cfvOJMiBy31bUV7egJN+",
-	"2nWsmSisqmn/FNKSDJbiJqxyftfuKehmRAu+xgdtEhrYlM4J9WW2iPvUEjT0U456x/T8u18+eZJSWWRq",
-	"JzmvOVT8RKtXhxRgD5OgNXIeMKcCFC0ooXDtfGgeirJHTYDeMRHO6aNC7FNs8g0+Onn1IlResrB0X4z0",
-	"tk7J6rESfv3m5tI1xXOB4K7S7nDYOEYePkjgVTxa1I57BskwkLPdwOmw95HS4W2/gVQne81zwgVCHmKh",
-	"VrIxySbUCbciVXkiafT55Y/EPuGG5aZRLCPQGLIbONz6L9NJ8Y96qWMiS+J8QC13aWHe9+Bb1q0aXhrw",
-	"ZZ0eH7ZgpCxdBm0oZ5UY3aqFydG3Upu0ped7qdHO0/a1DFLbo4gYUo9WCQqOvQ858lrJoklx40t8cMiY",
-	"VSaDMmjF+vEJLi3Wm/T7GuX8Vl8HOiJFneVwTvfusRaPprZPrpE/JpB1kGLYm28mS515xU/zKH+AceK1",
-	"o7Ru0ERSXAsYDhiWIW/JOv2gugDx5z7O865kyUYcPR1s+AQOnSSCXpSl66fdwc75FS2iDPQjXDmHgXZD",
-	"9V3aLwAs6oSLOCKvm9eeEnTnJJPDSKPJ5CXVBnrAJPzG0KclTnGFJoLd0s2uL8hIxUr71Zg85FqsTk2w",
-	"jfLc9syMT9OIyQ5qfo5hpHB6og+LBJ6bOA8HA8lA2ADymLz5RojpQhgwgStkaqeoqIAogvExJwMSYMhu",
-	"ZYQRKQ276OjRNqtjC3VBp1bsd0lYFb3rlfRN+P6ovhvzhOg7vMJBl3AhowBxX7lpmvuG4buRr9FBDHfc",
-	"KxfgwRtja4dAYlo8zEHSbPdmm+YiCdEy7QM/OMA8z2DL5KZY5rjTuw1ontNHsxPC3ItvPmga+MCizHZh",
-	"J7pmuVXZfEHKtkJzT4xqtzW312VzdAprPU1hIYFs2Fk4Jtm5fSiPX2O4JSZKiTQieaF0+MpIf/DrrVQm",
-	"tMGWawxEt9suoFaoipL15IgEP4OLHMUr6sAKRjtvtpBp95YFPB0nkMnSjrHeOUgiHlU6Lf0XL5Imzm/s",
-	"I4xWpSCSVDUrCDXAM9yDL15dvyX/9ecnTzOCN+zStQhburqm/jP4Rj+G/viBcx5XMPPi8lVbmTOuncyr",
-	"GtsX6l9BjwUT73F1n8e8gR9eD/rBNJ5Yz+mXYAyaT4uvXS0oAYqfUvXwNcsbxc0eXnUkwKhi6qJJlda1",
-	"5w7NBj3gIAB/qe/z25qa29PTU0S6VaOxZMCK5ndMFDoE5WjLpk5Kfm9pJwe9JAxIQfqTJSOaaQ8kuFuB",
-	"CcK6WrBtjanRHgbvPpfyjo94JqIhSQ7vEc1MKCgjNzyShs5dQiLIW1bwcmmamtBSSyKYM9L5tT6/vvoO",
-	"ohMx7BmEBTsxTrTwQTQLCyS3iHYTtOZ/ZVY6gLKvKSualUqujWK0smu59EkP10zd8xx7+5B7XjB5osNb",
-	"Vm9SjJZwH51YZGmEN7BWVNANdhgNGRRYWKERmsAtGVGDt37ZEfFL7GslWKkz7ABx4myOlrvqzA66t6ee",
-	"uTQlLjbwJtYRUFJW2jed4orQorK3gfGgB7rzpY6hFZLRvoYplJr2tJDBILQsSU3NFmuRKVZScPE6R6P9",
-	"4JqAT9wbRPOt1Ez4ky9YXco9U6fk23SPzza2dxkahS6J3tKakeUv2MLTGUgz4los2o27npP/6/0S14kl",
-	"J9yYcbOzQ10eO+1UIGZJk6WbZJkRLd1dRtaUQyULbDkPWkQFbuairQXlDqmUG31KLumGFaTk2sRFb93y",
-	"widM3LNSwk5r2KBv95sRIw0tMwji+sdP77G8sIu30pVdRiPqMEcwkzlJ1YWIK2YaJeAIERd88qArX2wH",
-	"X56Sb2m+jYoJC7C78TiSti1GbbWbYdnuYEbwsenhJfzBnVEEJWZlh5zp5GAmlJiBK3+1dxVSNiHZfR8w",
-	"2J1SW0k4zOR4n4KgX9fZo1B8bQitqTKnxNJ9tLPlfy6h5akmuqmZih5lhL3LWW2sBh2dJuKG5VgW3/Zh",
-	"K0BLzyBQqS0LDc4HQoUU+0o22sUJ4B3ODXRzPcCDLi5fRXa5Z4unkFjw9M9/8XlgtOaLZ4uv7I+uojjc",
-	"NL6ZsWMyZ633ccOSSo9FGN0zEximKhdPyuKoiL4rOOZkSI6uwiTgO1iZmvVa0Q3GXTpPp5X0GBM+y8Tb",
-	"4QjapKUCFwvh4CGEmoKem1LvlYdIKc/yqCFC+olLutFkxbYcMxo6lfIXL5l5jiu+9g7NuP3JP9KKaPvK",
-	"2fNg/nz/U9umGqD75ZMnvkq681GB3xoviLN/utRTVGqnVN7uIuEeSxXfQNjjAZ9atPga15AaOqz17Bta",
-	"eNcsfPJ0+pMfBW3MVir+L1bgR19Nf/SdVCteFEzgF19Pf/GDNN/JRuAUX/5l+oMbKd9Q4Xu6grP9T3NA",
-	"8MoV0Ea7yPtYA7Q40kHtvBOEAThj6EZHRYKtEBizvsWzxZOvFv63uC0C2HQ1xAHBrL3G47TmJ4XLgR0h",
-	"1oIr6OwPMrxl5lbJla3EdeJkJjBKGaZceFbRiUa1twjyQilKLvqPuXZ9oNdSBYGs0UzpcxJkVS8crNGZ",
-	"bsn96ydf4a0ARVgdx/QVxOR6DVMFns2FNq4v34BIL2r+AhM0OyT21ZMvx2HiwTCxbUw/K1xU2+vR1vEW",
-	"Ol6+8bGAg9EysuwdoT2+k4ZDf/hW70Cbbkv7fR3l/SckxF+Lrg6dk8WqDnQjIkPApmjsaZrGomC7FJFZ",
-	"MXqjLJs5ATvkKLG9hivGoMTAZcFz0n6LNsy4J4CvhesdQ1EpJHvwICR5OUU2JpfB/8tV8CGckleGbFlZ",
-	"Q32vNeQYklLKGq85bSRU//OGcqnIHWO1BmHV9U3pEpPdxDdh1Tew4Ue8uLpTgUl55PYagLLrkvsNEMRr",
-	"DPbu9F7pQ+UR6cAx9rPI9jkpIMp7K5yyHdFbuet4l+wVsbUobdnis17Ner3ldST/Za4uWBv+wIVV08AU",
-	"h0KdD83cUWURXeNt5T7Di4dGWcoDS5Mvee3jGeII66FIiOu/DobSx5PrujONCXYOnh7avwlqCGJXb/OP",
-	"SAEFNfRE+cpAZ66q1Vnk+hghCPDIZdCQJ1Q8kmu80cB6YzBxICNbuSMVFftO+SzVr54U19Fq7whXxAkL",
-	"ba/XINRlwyKSVOzN1vL+SH1ylXi4ISu2Br3NXRg01O5SPue7Sw7Oz/iCGtrWTMJPhspSotxtqKJDtdPI",
-	"Tevud5Adtj5FzTgY+X5uGNChs/HBGItYfoqCNZ9++V8Jm29/bd8pxk4Me2eI6lX7CYaZyIuVWoTy/SaT",
-	"q4CSQP1VPKaGmDog7yMe1Rfx5MNGP2+F8ddiRL6Ns8/+icg1D4TwsSwJOyUcy5lUI06kyMEeX8tkaDV2",
-	"TGBdMie8cmzJJ4SCVc4Ve3IsjDP0J/i6Fe3PUdk7e/Vu+D0TmdffwClKObCiMLSTdwsUaW+iUpyabGTo",
-	"e5u+ur0tDw2neIV7xumsT2bL9qFzkusHQM2Qm101YoSTOWvjNxJrGj8aTUK4gaOdEbJs4exL+gYYOGbl",
-	"4dorSdbVL99/Ym7TBlKMbEz1moh17p3Pm/c8nfHFJd2XkhY3Ur6masPwuz/NWZ6L6WHFG0uUN/bW+FUV",
-	"8yaqdDhgdnhgD8fy0N81xvRWVLMTxLoTwPYZ2jmmmQdrdah/gJqEZbFd5fIP2rVad4l+PsMzUthdXjj4",
-	"YoLWAb1FhfdTZO7VFy9eg9IOToGYWYVxue9JhHZ0cPW4PFav6LtGTOjtQ+qXvj5fXLHbp0kn1RjfMwsd",
-	"1JD5PCWyvcLyCKF4QailAGUnwZ4/KACSEo7aMgsdAalf33GYvjzICKHveNVUrvaOXYVdVr6liubQ/x39",
-	"W+ifcos69/WPw+pRRexUYUitOir8kF7210+ePEmEJ1S4yMWzp0+ewBsVF/jDk0Te22NLgf0jH+HGAR3d",
-	"gbri77/LgCmW+MJ1zHd2dcssevB7TLUUTciTBhkqyPc3b16DxcUFGzBRWCLp9vgdWPFBzANut0Tc/p97",
-	"WpVLlDjorv2yDRkwmpXrU/KNNNjuFly6kQFGW90vvB45fdHVL73zN/Kwau/G3RNa7uheo3s9DiEoQlzP",
-	"lN8hzRBlrn/kUzzwAuVMhMQ5WW6NhUULyhG7P4JMRcaxGHRjLMfxkiS3WdiZo8RP96edKFXj5Di+AqN0",
-	"+EpCYKM7As1/4zg0v/l0aJVVqc9goRNjA6am3TEDZ0iSfSXOwEnFHZQFVaWD1r/zuDSPu97K3a/qiPGR",
-	"WQeZnMtQyjDOMiNbqTHcw1uYOST1mP1oOGrcvygjRm4wMjgEKGCKEkYwuByzbm7PwbAEFORcTKMdA39w",
-	"q7C8zUoitIRkA8xtHPCpKN3zEWWFaJYEjY2nlf6WXDIvmSGrKUg8IkkESX9C+XmOramMz8bytUCcbBeG",
-	"ie9UKZjudg5xIbhtFA1K/FheBKu/KbBfm3zrwsPu2P4EQ+eU3A31ntE+SnGr/KitR+gbc6CjSRuTB/Tk",
-	"M498Pg/yAmxD09RJ+nrjwTGiE82P+cnGFCgddSyBUqUAyW4npgnlCZue6AdXoOKlBX9YDZa1OavDz6/5",
-	"v1h6ZU+nNKRIPXqaKgsyBtI8wnHf/Q5ud6z5j8XtXIwmvmqRCwqLFhOgvvT9uhP76aTftYB+TC2ui5+u",
-	"oNyIHNTr3uVO9Pfgrwe6AOAEnGEo4qIY+o2s7NOx/zPHTk88Oz3xa/AegXFHAPQxAWOYs7Vj281ga4fK",
-	"YFnbm65tswTm/R5zYHqyjRy5idpE8qivGGlEaYUpbJYVGroDW6c+uNaqqFS4GsuasdZxip3zwEG6kafk",
-	"otcIyxvF++0KXMg9bgI6B3UUxr/4C8mFy2mcJwzq4w/8laQNL8vQYKt7w4QWcqn+cvqRfA2zOh+OG+a7",
-	"Z2tk3/n8uTge5jTtO8r90DqjQ9+3z5x1zuCEz6VYlxwT+X5bvgvABNLU45Lnp/BcxLWW9BkUWzozrvRV",
-	"mj1fM1GgoxaKNblsl45j1DfTZ0WnpJEXhmVQSi3j9OpolKrQWRTZWf5FleL3DMV2pxx//eQvyBNzq7Eu",
-	"Ox/dCmlu22UsUfyCxXBkttEaLef405Ov2qqI8aKR+2qCbN5+CSI8zbcsEYNigXPDtPnW1c96DP45Uqts",
-	"lJeEOl+iwFsLs7x9VbFPyxXTtcFG1t5BMEjY9kWx3E0eHdTvzPDfjBnar2Zs0eUU/RiVDuwZAw/W4XtE",
-	"kdclMk3ZO9A/quOWNFIMK2m30VxKNoYN47PbSDhf0w0ke7ReRAP7KDuKA2V+vPB7lBUGY0Tfwt6xuzPv",
-	"ppS1n/DC8kLXdIb4Q/WzuFy9M+5+P1uCbsvegfaKvFaGBtOsAI6OgeAQydasSqgFMEyQC5nkbhlWsmVp",
-	"qwl4Amr+YTaTt1EF78dNlYqXeVh1boHxb6Q5/7qKcDfJckO5GIasI84+IouoqeJmfwyHcFHnLvvdOQpc",
-	"c8h8S1e85Gafeau90/Eyp/brbi0DuPCdedXHn2Fqax5PWTN1EsLTsFrvluotwcoLkLrYNq8ty7DELb0P",
-	"5ttT8nfuay2/CNEj3sTaODfj9f95zQ0jy8uri5dvLsjPDc/vbuGbJbEMO8rCBL5QMFRwnfLvlFzNSyZM",
-	"uScFv2dqwyB903JIkD/bnLcooqVy4fv7JLu4hFN6eAvrhdt8vPc2ogb23d/2uW8WTAsE2W4ryygCAg4P",
-	"zci6lKMRv51z+EizbBxoY1HFJav6IuNckKXDiOVUjI0r4vIw6/ntGFkj/Dx8TSC7+d28+pjmVcseHZxX",
-	"zOwYE/2MoUe8T7CwgGvql3Y+e14bXvXYH8cRdmRHBgUVBGv9yr7er4t/9swHOVbN1FqqShPqejRAPpNL",
-	"/FK8PhgiDaZTDs3b7pkj3pZjo3qH7dNdMKFVuIGUg33Te7i5JrQEm8BNG3LNNfnyiWsWjnzVO8bd4i1l",
-	"a6/xZ1E5DMwAAQPsShb7rLUGAMC4N9HSYn/AE34VDmgidOcSofhBQPwIrj/CvbKR9m/29i8Z1Qbww2Vc",
-	"Qzy+61vY1rIdW8+38N5xPP+nRzXLuhM6zEr9ocOBn4/jUvG7FD7U6H+NgwrUeY4FBmSxh/5LLW17fohU",
-	"nsEXVLjyPvb900R0eZeVIoOiInfM8DFZva/ieyCEHLEyDvmJC6TdCbmD6AWMGuImasLaqUXtgn/i15wT",
-	"qdy7Jjmn5AqKF1dU3bHClTI5AcZspSoXguV6y2DlHz8418k6rt6Lxd7VpVXOyG67j07L7sUJun7Jq8YQ",
-	"XpTQmWntuoXodNp4W5FZP35cUij8PCaV9cs//0Zzxcfh8JhkhDXgz4puI7CDgXtt6fjMdZfOYiElVBRC",
-	"/4EeryZJrtHKasXG9ToKwdO1NG3zfrCnYRfrjZI7s81ISTeu1FzATVTn4Q37pNcfKymTuO6rcRO0x7xZ",
-	"h7MlKMK9RaID+e3RxEtmQkP9MUB8AqIA+X9OEZFUD+A5nYvTV0xQOOJG3qGt8oGgVUtuZM0V29GyDMlG",
-	"UGrETwr059R+I6Gbd/qKiDoTfwqqCG2gxy4JC1gswPfbvSCcuc7jjGCsANeG+AS0YBpf7H2CGHZbbhia",
-	"kchrLpp3GNiN35NW6esk5bmYHFS7c1lVTBSscHWyM3enUIMJy22RakwmgcQUKwxZLNz7uu9BRaSOwjZM",
-	"mFPy1slgYY0QHQQ+GHRnU/Df2OvDsHRRke+lNjeNK87+aITRzoJ900YIIwaua/vwGyopkkatByOHbFE3",
-	"oyEebURdjE6utLurftFinpeCDFUbZmDhIXIafATOEO9K0RbuzxXN7+xg90zx9b5jy4nLosI8lm6gSFsR",
-	"x1X7HpYQhAdqgdM38GUjwaRlLAwg6gFwiPzdtUqMNtBSGHwPVBZnYKRi8Zw3pWBkCYPcRi3ulkPiurDD",
-	"98jr4QNE2glgvokAEXdgAmrX2u22J4zQ+NwC6wbbOxRC4o4xFTwScc3fY0f+jQPpAAs6nBIx+AG4pB30",
-	"QPBcV3Y4q0sqxuPmOm5e5KuO0oIR2osJsBf3MLLUY9mmO7bvGHUwwNjheSxmB1q2jOuelhyDLQTIAa0Q",
-	"gZfMeUjG2UexHhCajCrt2hUUXXOXW3RK/molC9kYzZ17MNwTqUTXJ4mKTSUVn5Ab2unmM8PA9wqmQc3B",
-	"A/m1eJ1d/OiqnYBQUvF7eZLPiDP5ekwxb3KE9/jMCWsSnnRSYo/IzUPbcssKBvFqW8hT8P1l0DgVDYdF",
-	"R3YhKuTSS68XokBD2w3dQJJHmCwIuFkQudAVF+rgg56EQS6uTQsY+QtX86A4JS9p7dPs26SP0pXKTabj",
-	"rfk7+xYWm6NRkV/dRqOlPX4A4BcxfB8i4iwdRuJdTv6jDoig/lVAyQSU4IXgSm0D/g567tIn9uBJftBI",
-	"KxRHOY+KX0I1Z3Q4hIIo6JatJMQUcm0OFEhBwXBkwX+aUR5lIv3vMb2UY7h12BfWrTTwe6zgMbGCXdjZ",
-	"gUpmmIhqaHvO8IjGqLlVnUNXuopafBTgkYSPs1j826eaHUb94FgRdbpo2/R3qzr/GGywYGgN7QmhhaBj",
-	"m1YFd3HDw06CY+65R6/o3GsQOFbNOd3h77dkeE2C4AHQHEF5ENnPfvHt4d5bdWqiPKSVN2p/r/tFAzZK",
-	"kWNZFYfaGtvdBf2okHhz1L6+rIaOJwH9YRDfsTIMckou8AlIDRBxBDEGPhTfFXKhZtC2tPQde7rOcJdC",
-	"BMG80XtZ0rbkpRXulTYMpN3xPFSJBme5b3I9KCAZtZ+cUwA3WPD0HaHahUqC/NSl2XDn1tRs2ys36vM3",
-	"3j6gpsYi5OLZ4v/+g57868nJX35y/z356Zcn2Z+/ev8fi5GCQY+QiRqD6IBmGFoyyoA/Ek4j++yMY6lu",
-	"obOyTPudQv8/Cxv93YQ2WUczHH63h+yD3QPsHcsbk9RVox6Jk4X8+6kPnUQPn/rATdR5MpJxElkSHX8r",
-	"eY6NrkJZy+TorcGubXnJ9mQryyIjK5bTxuqqRLAd2szwnYrug6babbMGBdNVaMlG8zt9IMa0ber4yFzE",
-	"T5TgH6NNVX9rURypkn8PqiBg4sp0RUXXZ8+1KdOC1norDQoQlkmRFS2tmuBqy1ZScCMVWKQoVPMvQ4Zg",
-	"rhhUJqOldo6yyM1mhaDGbO1zVMihOYYsC02itSNZhlVAGpBLrtDJWCqfThIj0bklDS7AdA0xUj47EfqD",
-	"ggTHcAk6alWnqFN/qCCK/RMKhadjxH2HQh+mKO/sLAXbKFq0aeH9IPGwqShMHIMmI99f2q+OR/mYdHuf",
-	"4yTXbpFTUbOJLVt0AE4U+pyePnRo79HLjCA7Et7bw/vx6F7X39bKwO+zbnPbf/xkBc247RNYocBFgsM/",
-	"VHzWf7Y/Q/tFJxf2F9hfXfZLv7ktLtmtY+DGx0s84tFZaGMTYpozlFV1NrQlONLWbawaZCXCoXzhemc+",
-	"eQpdz33FLQREKp9g0EG211+n26sumuCreALftu79T+//XwAAAP//",
+	"7L0Lb9w4lj/6VYi6C0zPQraT9AM7MS4WbqcfuZN0fG33zAKD/tssiVXFsYpUk5TLNY189z94DklREqVS",
+	"+ZFkNsEA03FJ4vPw8Dx/549ZLteVFEwYPXv5x6yiiq6ZYQr+Oi1rbZh6Xdg/CqZzxSvDpZi9nL0umDB8",
+	"wZkickHMipEcXz4mBVvQujSaGBk/8O8JWTBiVtQQKvSGKX04y2bctvl7zdR2ls0EXbPZy1kees9mOl+x",
+	"NbXDWNO7N0wszWr28vmL/8pmZlvZl7VRXCxn799ns3ei3J4pOS/ZWvcHfs5MrQSRotwSbtha41hW9JYR",
+	"Sir8bmhIMm46HpWb8+zlgpaahVHNpSwZFTCsM7pk/eH8Uq/nzdpUdMnssikYZEa0ocpwsSTUkOdDg7If",
+	"pQfzPJstpFpTM3s548J8/WKWzdZc8HW9hodulFwYtmQqjPKC/ysx0rf0zn5IRBixkhtNKqZg2GOjgwaT",
+	"I/z2WWqI2NPs5Ytnz3YO+FLeMDGNQk/OXhNjX88I1W6NWUE2KyYIN2RDNckVo4YVYTIVNatmLsb1lc0U",
+	"+73mihWzl0bVLJ5alx7f25d1JYVmQI3f0+Kc/V4zbexfuRSGCfgnraqS59SO/uif2k7hj6jZ/1BsMXs5",
+	"+3+OmvN6hE/10Q9KSfW9LLbYXXsZLleMwJYQqchcFlvCNeHilpa8IF8tpCLsjq6rkpFr9+sVvH5t3w8/",
+	"2Q+v/3xMcqkUyw0sJxdVbQgX2jBaAD2wqqRbS67ckFrkKyqWdi3fZ7NTKRYlzz/gnBUuMsldz5psuFkh",
+	"Q6qVYsLY02UY+eravwJTpmQtFSO6Yjlf8JzksmB/PibKztF+jB/N2cK+ZRRMly4pFzDPH6Wa86Jg4sNN",
+	"NKdlyRQpaX6jYYSeNu3RXHOtuRR2YoppWaucEZ3Lyk67eXxVMMFZcf1nmMNrYZgStISeP9w8NFO3TJEF",
+	"5SUrSC3YXcVyw4pyS7665m5M17AVlVRIgkbRnBGONPaLND/KWhQfbsjcs5iiWd1CMk2ENITdcW3swnP8",
+	"+5ZrPi9ZuBVx2766FtJcLey43fKf0W0paXEp5Ruq8Mr4sCcGmAS7yxkrkKA0/xcjJV9zY6kGh3dlpLwq",
+	"7QDdsC+YuuU5+1XQW8pLOi8/0MhPSMEqJgomcmBthq0rqaji5ZbUzWDIV9fRX+Mn3agtMos5zW/kYgHz",
+	"u5TyLRVbx7v1Bz/fuCGsIJQoy4H8ftg/ruAPe4CPyYZyQyxbh/PB14ws+a294AS5PrdTOzhZGKau7RW3",
+	"YrRwol70aExI0SyXogDRDjpyfBDWjIvl4ejVOCyLPEtc7XY1fhW0Niup+L/YBzrWv0iCV2OuGJxuWoJg",
+	"UCmmmTCsIF9d2zHZR9j7lZ8w3pi04lcgJzS/4wH5Vei6spyLFW9ZweklTPijHG7Hka67/V3DKQnDvFrb",
+	"cV7ZnYE5vPebCRRzUnGQvfrk8k5EspYVtbSRihXHViwQzDL5lSwdb8F3bmlZswyF8gW1lzUI5Y6/WkHd",
+	"UlalZMWU4ShI0bKUG1a8rhJC/mnJ7QVPi0IxrYmygogmX52+fnX+56jbNd2SOSO1ZgVZKLk+JmxdmS1K",
+	"hFRsQwNcE9cdSIbGaRYdWS8QMVWKbu3fTpw8Mf0hXtqj2QwlEj7JV79env7ZdhQOTEENO7CHeZb1O3Wf",
+	"fb9NrENDxLCgvofQb0ZiCRCkOhDlqJWbtCzttRwkCPu7kGbFVLO9h6kRFXzJtDlTbMHvEjNfMbLgShvy",
+	"/AVZsTtasJyvaUnyFVU0t8qnl9gvfj45ePHtdwQb9L8Od8zuKq6YHlxvashmxfNVtPDuE1z0YyLqsgwa",
+	"QXSX25cGt8R+hDcesrzeuEqqza96MiHY15EqjSQRt7Eaqj/IqfHab/GA2Y/vP1xUd3q3AF2z3VsgpPke",
+	"LoWBmdpz1tsErh3XTc0qPIRPgYS5FPefndwIpn7VabuG/Z1sVpLIjdA7ptoI0AkWdNYI35XkwsTsLqdK",
+	"cab34yVVrSqpE8v6d3uyW2uJDE2qY8/hgK0l56DYLaNBXOs2zOCwU0GYyNW2sqwjlxVcIDesMhnREhkL",
+	"6h22KWJ5NOwQyakgeiU38BRYvNeU+gYSGIm8mXxE3NtDBGMPrXvl/oSipJnIvXFy4ei6D3ecUffW/ccH",
+	"qmiC6bfU2/jAZqRgit+6245w404Wt3ceF4XcECoKWLg8HDImrIT2jxnNDb+140JmiFYQWOEZnPqrLTNX",
+	"0Nzst8RgzXQ7zfCJgyeT7pX+XZK47671bX5VUXN1Mj8trhtqplZ11o6CFcvlUnDNnBTSNzg2Eu8/IhMR",
+	"MNHm2Lb5TnsqnRuzzVmyWNKJ+Wt83bUOsqeMWP6IxYT4rMVU3rqnmj2U83+y3Njl9yLfG65NWuwDA6Zc",
+	"NPKB7gtu1U5DKNfQUML+2VMhumpD1hgc72PBnNC+/SZNfDhhIkUzhRaLHxPggzSd4PxGGlqOrhh2DLS7",
+	"psZdrQteWvrPiLTchpYljEh3p/ndN7OkYTWmamdijmy5OCa3GklaqQtuTlcsv0nZ4HVdgjgnBSPUvkly",
+	"+2qfWNZM6yS9/HBXlVTgReNOuIJm01LJTokm9J+QaAqWYly/oCPDfUoUW1huY+QxoXOrKwKrcU6Mgw0v",
+	"3Is6LUtQrVkxfAc3/eCb6TtU24uFm4QmcOGeoHC/oLysFQunLUzeM3suFnKWzTZUCTvAbMbAGPjbLvbn",
+	"mR7OJhpQFnZykFjOWS5VkeYrtKqYKA5AQdQsr2EqSDgKPkvoh7mRE11X9moTy0jl94qg3UEqpNiuZa3h",
+	"btRbbdiaQOPpnYRHXrlv9/xXLkC7yjtqmb2oitZdW/EDONSWb6MiduAUMXsf+BHZBYbxJG9cWJ5pC9Cs",
+	"YV+7BFX6BBXhnZp2aA+UlHgZm4Wzt1pae7tlwqRX7u/oo7NUwIr2Je7J4RDFBq/i2i79k56lO9n9IKv5",
+	"uV5TcaAYLcCSyFKcZ3D9ZA7uhnEpElclTHBfC4CsTS5TDK5htE0vxwTXgKwZFRplHa+pBE4GGgTKO54m",
+	"dZ3nlgSymeMeVmyBltLyHlVLZka0FTdnKw/TuaxNe1ep12aKllHG8kKGAj7BHtJyoqJ5kmdfOodBh1Az",
+	"wn6v7WmUIBRf/88BvHjwurgm3ntH0Fq6F013uKM/kTGpN7sXs44ssK/uCWwm16KtsOCTGe1uIS7JaHVG",
+	"BNswbVDW/ozEOzf/lnzXX4xp0l50391H4PND+aQkvu9pfrNUshbFJdU3A6TFFJcFz8G1gi8TQ3VC8Gt9",
+	"O2zyoPoGzHRJNgBew1taXqDXInETuhfInJkNY4KoWmjChfdzTKQZqza9qtHq8TbRjX/muQ4aCWpwyqx5",
+	"WfKB7pIbhd0F52xHKrY/d7tpcVBuCHByVgxcg/ar81qk7qsLe157k0hZOVbU2WBqQbbIpO9pOQWm+06U",
+	"23HZGAgBdg9kRDijDIzYTOhaE2wnLTWnlQNLxMQ+StvNanEqa2FGT6kdjuYix0u+UtJeoMj1Onaf4c1W",
+	"tQARfPfsSykrezW6LwKfsvpLauJp0T3upLX8zVD6Byummt5xiAk2WrjdLCR9Q33f5hyaKLbkVseyEosA",
+	"jdLPuM1RhvS4rjjcX7LYJDh8O4RRdHibnnwtdDho72bo7hhOaIQln9KKznnJzfaUGraUaptmy7l76hZA",
+	"FQcVVWZLcv+9s1Z3NKzY0z+ittKytPSIAh26/uzdFIlgnXAVnT6n+eAc/OzgvLYFyZLfsoOqpFu7KxnJ",
+	"V1QIVh7orcgxKsbepFws0zfItFsoWr4FG1AL/TTP9nMaCHT6G0lqzVqd7eM96BBOWMjucU8NMov2OUlj",
+	"aOF4yyzbGyAvFwG6hnf6hLRitDSrXaej1dHP+Mn7bLYyphpUT0/aeikO4E+a/Hx5eUZOzl6nb0BgeuNE",
+	"jS1BwEkUUTZ6y0xkPyxapj4V0YXZOVnv/omuP6PoYsHzZJualYt9JtsN4B00RtWLhUoqA4m2b6VBFuPV",
+	"zb9Jw+x98YsUt/DP3banwA6jRWrTRzSosM1uATJPhTtp/OdArR0zAfzuvOctiocYCCtegttleA077LWq",
+	"Ss6K16JgCW/HGyt+lXJJuH1O3Mte8GlIaJI8ufxBGJUSvCNpxvbF8LUOUczZigsMKmgOwEQ59lQKQ3OT",
+	"kprfRpJxJEaB3JnjZ01M514T3seorA019RBLp/lq9/3naWD8sEA3Y0TVnqU/JvIGmPhS0QIMrlGQW9Is",
+	"c8uUTl5m33NB1Za45+0OWwpELcK8d1s8miUKU8zahN0ivy5NNOMdN2u483kxsIingQ/iGNpntHM4I/Hv",
+	"sc5j1OQE6szvkXWRNt3K9ZqbsfHiG4YV0chvhNwIjFLdb9x49gc9JY3RrX1btohLSPcrhBjYkQyYai1Z",
+	"Js3RMd+dLnm3hZiESUaxW54+OI27HSMh8b37bLxhaj3cfnSZM7W+j00nTqgJm+W67Z3KmHii6TdrnzyH",
+	"6Kvwx7Fer2lSXG/v0opX4FvBC9gqcV53lyUDW9YtZ5shsXH7dogYmrvLdeRuXNgmx5eijrdTrT2fAJ03",
+	"U8v7FD/FyjlIzhdtMrbz8DvgAm9oQai5D/352WTdnWuRYxjaGIHJ2iWsdRm9/T1cXpSLEJivp9MVdb74",
+	"0XVvRzhMYeuoeY42essLJr2OqidLMwWnF5A9seMQFJy6NIupbVvuNdoovDCxsVrvGCG8cB/KwpazaOei",
+	"9e6skJ/UCHkNMq53/iTolb0kZZuiVnLNgquhTVLulO68hpL883FlAn9ypowDX36fzZZMMLUzGE7jgIFP",
+	"hC/2dWa6mAM9fBP6N0DHxXBDqXTCT2g5vZCCPcRUEt2Z8SKELZmFNY2GnqQtcEz7OJ8oB5AWBbczpOVZ",
+	"RDMukbTrz8XgXyNdKDehoh2L/dAYeS7I6etX50RIg2rQWLR8HCKPMfMY+CJVE3Ea1n3NRUjcTV119O41",
+	"vvrdN33x6/6B3VHWgQ/1joY6nSz3iInupijvmPmDIqaPXWw0NURaDflec3toIPMxseIUWdfaWApphRQA",
+	"Q7K0Kl3ax15EwYUjiuePEhDd2Z1vn7+YEBLdzuzuRPQwViXio2OKmBgjzQ0GRx/jFkJv6Muy37kECBd3",
+	"Pd2bE+/sMFMqhnN5Tohgm3JLorAaH93cpPgYuURzB5hjXFhxzYYlq72iIdMDg2jfuixbEdghoAAGEsJ7",
+	"r49dWDhe29ypZmiRgUWG2F/U4Cy7kJvh8OOHxTAPhgv7cK+wRKntekUNPWfGdibFqd34ujqzAjPbJCR5",
+	"yPMFU0dBDSXKf0hy/JKAqymDxZK1IQUrGYZjiK1ZuXS+RFBdgkrsz86X4mzP6PFkXsLuCyLog0gaHd3M",
+	"XKZyxRROIOn5GCOjZqm8wyOh2U8TbdxUHibaKEZ1Suc6h98H129nGkeHqNpyCm5Z6Ly18lNp7Lx+uMCi",
+	"anTOjtHiQwkOgh16+COQQJu6mPcjyvAMxC877GPwYzYf7RaCdmb5TCURp8xiZJZRlJepu230eu2barUU",
+	"+5GEhptxPLz7ifd7b+byynI5VgRfhmUvD+csbi0SO7rggutVmr38IJpIRIgXeGKGMrRek81BdGGcVwMv",
+	"CznZ/OGiXnaGFd1jHTqE3PTUWvwEJ4ysmhOY4pxqdgH7D+F7KcoKf4UgKZnT0gkWhWujT/RMLLlICLK+",
+	"V4IvdJOXfi+5YdeDkW/LdCZAOyYYW/6TJr/XPL8h4TsMBc7Itby5RrYWGUn7AciwUDolg9j1Iu657zRe",
+	"iUnHDZt5F7ajpwq4MMXvtyZ55P06QmQrwFlwQeZbM9l0hQP525DzzE3TO8+6XDqe7wTjrJ4wkwUv7zOT",
+	"zlFxhNedX0w/3cWNh9dsfPLMyLxeM4F2BDgyVpdLzCl+L8QaA5GCgUcwwkq2hjt14Q1uRtE8EXx8w0Ux",
+	"nHfhmmn5T70mBhN14GcuEoZpA5AKDYJTWCkn+GyTPtbSZU8m3cIK5Uk/I647p/qnHy7JEa340e2LI4wv",
+	"P+JiIRFcAjsnF/D7a7GQh47krvfLaEj4uSPks759AJ8lbAP4gCxQkZAqmNv8+tq/AelDay6WV85CGP0S",
+	"N7gzxCOsbIY73Qxt3D/cwGP0/d6yAH2d3TK1Jf/fxbtfCOQ6Oe0wYcqVRTL4PF9xwaIsEWjEvtze4BhR",
+	"KyMtyK2MDCCLZKSPKpKRXlZLRgKWUBZwrzLSQ+zJSBrkIyMxmExGPOiS3dcorgC2F2czeznrjSIdRmco",
+	"R9dHWnn4Y0fo3eyHO6MoWXdXGcFCIH8Ej5Vd9YzoOl8RqtuAFrQy+Ypa4V3L8paFNL0Bg3GPiO6RH3QM",
+	"QdBrRgWoQHN7Ayk9EHgNIDrj4SSKVYyCig7mdrpugF1KCl5AuvXh3e351aLrZYyCTx6QLmN/HUuX2a2t",
+	"wnlqVrcZTeogYzjMpLRS501+tLzSrn/BJUtxTeTNo+ecDoUDtYW3XtrmftFAaZNhCNMZY6g/S20ua8HF",
+	"8qSqyu2DjQPUtkJW0v4FzaJBT0+P4gbf+2YlLeVJNJU6AMK+RQClcvSH2pcPH6JbPYImns1wtg/gj6+Y",
+	"hiBqbIjMtyRIM+SGbY/t/+lgod+suGEl11YPtg8S/K5DHG6A2ZiZoEcUu8wDtLXjSAOOxQyGX43H2kFc",
+	"JV2CY8tFYFFRWMEcYfoCEslQiLlcr6koptl4oTP3hcNXQn+IO5yW+tLamUlC077iiwVTTORo83QrgVs0",
+	"WVVqNsE2BxJ3QmGaeooAlsrjeE4OwPVbFa+nH/444YQxjy2OT9aKY2yoC0At4nPgrwK3fh05Dqc1Tk/Y",
+	"TAF96yZ81/faFhViOsIX/mY/H3Zku0HiTAYZkZvSQFvngUqCz6XXwg1LCL5nMX+4t/rQFm43qy2hbloN",
+	"zGyycUSKGV181Z4aoLDlOasMin7OptUe/ZA/zC5BZ1s6K5sFivCDm3oFhpVMZz/EzDbmd4FBJ2hzMNOl",
+	"2bXYZunv/wUv2cGKiqIEXi2Y2UhlZQKTV/YEVrffJTXWe5JrN7Ewp8LKu3OIrysekFDT3F2g6stS35Ou",
+	"Mzj/ckEW+hAWZ03vMiKYOcylYodaruldLoWIflNrtr5qv7Zp/cSr228OeXUFUsSV1aKuIHgiemry6sps",
+	"rhSrdffnBRdXhq8ZZLy3nqzp3ZXeiqs5zW9KuQxPvzu0utwhLcvDgmtL+1f2V6uVuZTCQyHt5AbEGMuD",
+	"mSgGOQj8TKL34GihdGTJxyqPE5Lb3QlrUos6h603kDYx7DhiJRUp8wM65eSidbDwHOshlj8aggZiEl6A",
+	"DtRL1mURXeYT7Hf/Zte7XFdU7XW/+3WcdqfbvXuwguD9r5P2eR8dwc3+nkrCv4vcPr5DF2kgub/vuri0",
+	"F7CGEya2ESD0+YBG9ffV1u9ldIU4IbJ1x+RUgGoBqWhqQNrxLw0LF1FnUU/ErJSslytCIzXiobl8ok9y",
+	"+Ml8wArUrsDRj3mJSaB59x78o5FaJucZh5XNhva2Nf4U0b3lS9U4BM4Byn2XmQPdZ2v/JaraKe7O8ptU",
+	"WmSDL6aPHXyW+xMDrFB8EXlZF+wMH0f0NR3QA81SKRjgfaJ3YXZ2hCNRvB4b/2IvtxQEPc0xzwtbmJou",
+	"MC1GxgHzPyhEZhcOGprpdyOhKaZ5UbOkCW0tb+3hUdLIXJbEv5qRpZJ1xQrgwgDFODWmeDxUAJr/ybad",
+	"Io6HuRbhbEzaxcmBzV1fYJrYIpA3d/CiRU+d/HcVEycVH3EEnqRcf02oJIQe1oY9zJg75udaM7OSCeKD",
+	"bHF8mHZ/+zGmTvi7MIEGy2oBHpXCOT5ZgRMbQgZMJRufUbOCWgclNWwHOvGQyC8X5PruQN/mB8271y2S",
+	"d066J3YKwuTBWt2sSPjRvxRNp/kxLPwVquvu57Us6ikWb7ffmS/zE+9jawGn+hljGh+6205B4uTakyQI",
+	"oejPbtKZIzSRhjS6fkj8aJBz/K2dyhvulch53tvUD8fovXPx3E5vN5ROdz3s8WGKXB/5do6uMxckbzk0",
+	"u4PbvIhMdmHZH6bFvRMM6oaBDtdnTscoUjhycRGBcdmwvUWLHt9M3CFhHDsXMrwZ58MFepiCv4bz2NkR",
+	"1lYDgm6VVZsEwbYnSVT1vOR5dFL2vgw7Z6l7JXbWtzXEJCl31mlMUT6jipvtHuKwz/isaAPO91lLw16H",
+	"Px/O0ZbrNQhPPowxThdCnPQV1SumycbKeLFJZEJw2IdjmoP5wGdMHTicCRdrcexL1vR39RW+sfe2IqVi",
+	"0i62kY7FewwJfnoaXnfz+4Lp8KlrzSVlSbYHzC2ot3XsAjNy1oRhYnxDDdM9vICHALj4+MLXU6I+r8/O",
+	"T356e4IBn1ewRNftXtsmF/tCCDvkGjOT9gLK3g/h6DFBVXaoVrADuq1g9UY4JWDTcpCfqV4lY5sdcyH5",
+	"inLROCbjWZhIRIFickgUaZPjfRBc9jDuxpAtDfpKVynsUnm8CCmCTJ7BEQ3FgYW2Mg/Rx65kyRCL28He",
+	"5xQTEbf7+NECYhzohE1Hc1ZKsdTEyA7KNEL9xqjSD3BvNf1Bhq7eI34oSse0LxDqshu5SChzY0jZ+nAg",
+	"NysdFjSAGTe+r2kEx5Oy7O1tQsEZxlpMfjztCmtIbpfVcxBU8QydbucyxaOAbh3Qp6VUIFRutK/GIkYR",
+	"hrDEyrhT3DYaoXwKuTl2WCIIj+/Oh0KE7VvWAkQdA6ibRrvQ/yDiLhOWcxTTpuBeDvmYdlH+BNrwgi8d",
+	"fmh6qFNRYaGne6LCquT+2l1PoEw6N/VBVVIBcbQLcwCwdRnZsPlKypuDguuKmnxlf9O8OtB8KRwyplTo",
+	"bDhgogCCngCsJYFB+/XuILWGWj27juo5XZhXnC6F1IbnO6GzWA8hdR+ILPi5BR/MhFHbxv8iI3nchfpO",
+	"BVcZg7rq99vgXsEIPgJenccEetY/mRNH8kYuJ8/XY/ftM9MLQSu9kuOLmstbhLzdNp1p9+GnBxsm6vUZ",
+	"24FBg/UNbyVEWe8HqjRUj6t9hNqM4w0OWyryowSwjrRU/NTQYL5glMMCa9FXFwusB9/XpZUWnFNY8+75",
+	"SbIjRgsumNaTIryVf3soyLvYA5PdRXPfC5D9EyhSJG+m1w46JvqGV1Vj9wEAGytJjtYWwm+mdLOJ0N/n",
+	"LKceutjnKrgwpqJdUW0HlAXEtvtBZPHejtvkA01Ns641ROViDS0fH6Av+HmH2cctsaJi77quAxa816Lg",
+	"t7yoadk9AXoPp2TroO0RQjQQ4oCqGY0yIwYxU4vtLuOQFwz3NBJh21kcp+T3Z9QW5DzCZ84h7By2Ps/9",
+	"oZFLkCht6WrA7ZxgW2p7XosW+AxWR+iqGuXWHV0XB6v7UB5m1fJ1RucZPdwpD/mZexLhHHTwfdzYnZfc",
+	"mTYbMSARqvEoiD8fDxwhLNZoAsQOQtqdDuHX1YMkSEUKtfVp+90CKYBj8Fe23R3Q6N4FZyycVIxqnDP/",
+	"xC4ZjfuaYnWMyDR9H3CN5Z3ihvchRCh/b1+Dc+OI0ovQHALk8ADoR4vGmIyE4FPZHQzCcUtEDW9BAbm9",
+	"1rVDeG6Rs9Z2Z216HMHLbE23nxdtaQMdqVKE0+zAqrgOpkQrXkuxtK9tUhU9b9h2p7vupunLQdss+N1E",
+	"SqsGKr7+lW2jhvpJdCBipw/IBYrfyVGlXCfYlvMPhdDdBwALVr7Wa1i89P51EYx2gCXFoCtxhsDedtG+",
+	"jWNDTb46WHFtoNSFQnXmYEV1+DVtEyr5ks/L3R7dGF3ec0BkVHh5TqSWG8aqk4VhatgF4/DGyUZxY1gD",
+	"a8J15JBRLICtTehVlgXTZlAUdOwC3yJ+SZwBpFdBSdg95Lp5T6p2oRGsr0Ss6KgNXVf6AeXQYUjne/K9",
+	"5ESOybNm/FPPtix5nnRYecQgfCOoQH4JuCAbqaZkJkSma9dblyij7estSIqgJh3VoQv/lUfO8eWKHuew",
+	"Dvgj4NaYfPTc+/dCF48dBFGv6bW6ZbQcwx28DMl3TjDymIxjcKePARX4kYD/kqtUC0T6uKT65nHw11RI",
+	"pKDepZUuv1fFqIJjCJighfjYhlZZPmTdhTx2YJZYWw8jOxWj5VDg7icIgHZeC8tORy3l7h1SNC+Np0dM",
+	"CxuJm3PBKWUJ8bj72hOWctAT/hOQBwzfyXzp6EC5pneVkqnph5DSn969Pfmfs/N3pxdTg8ulkrXhYjwx",
+	"q3lrYrNrtnZMc1QfwGm/xZf3sHuMVYmTFRM/8pJ5QDC5w+RcMYGATkXzQRSvnDOtj8nB8wZ6oiqpsUsA",
+	"jjg0teEJ5FPD+BRdmJ1r03EOgYnb4RSPonXZl1ofDsUatEN5GgJtkVqLQtKLG3bbTcwPdOQsvw3kMXgU",
+	"sE0QczlMJHGG8zNaa3YpDS1/SWmw9gFZUjWny3B0QahBo6jthgsiqJD7mZyX+RlTOUvd6j/1e8PawKTC",
+	"T+zDr35695OVOT1VeZPsRPJZMVqdlKXMB3DK4Ge4ukvAbGJQZKPyQHATJ2k/udjqXX1Ay26z5NxQLuLA",
+	"Xxe7KZbuwpta+aBe/5SPFt6QViuyM0tsb77Ny+ngcoNTRPKZ+4k+7hw7h7KzpZ3Vj0bp1ybrUn9MlSMn",
+	"7yxphYfACcvCrIxi/ws51U11yPmWUIKB/Qm/81BJvO+5KDxEvfcYSkWunx3C/67RQFOWiHW1oPlD4hpw",
+	"dFFkw0DwAteG7a7pivxcE5qbmpbllsw9Ymq/yf2RGmwPc7s4gJiVzobBLIq+nxunCWaiWjt93Y62U8G9",
+	"4hgIkWFwQ+awJg9WxlQZUUZXEAhh/wmWzg2bK5MuUZh23FhCctW+M68hQx1uR0igOOyRt22/+iGFHwi1",
+	"sjptHjcYWPAELX2ai2WJqzE9nh6MxUnwLaGhbf9OnEODiA51UU1Ic8GNjPrKwolxa9tMvhVTEih1h4ut",
+	"OdjpiC/7RLfOMmKPopsHx7dDWn666r3noQAtjJKKImJAe1iWI+728Mq9mGx3Kst6PRAdmcMzpEgdw6wm",
+	"1i7pWMbGh20HQppf6rLc4fDFRrgmv7y7JL/8+ubNkJGfr6na/pVtp7ZXRaDA7ushrBf/S9/SkpcQUOta",
+	"tW9NDniEl5pVaE1heMccRm1yxwC3JsMyexkxii+XGPqRLkOFg9ZDG+eqGCIYjmsksEHoI0wcXxX4a5yD",
+	"6Mag9wTidWSZcJ8URYJeXr16g7biNRNmLC+hKH1OAsb3qlqg7GgkWdO7V0V5uqID9ZWLorz074+TmB3O",
+	"huqm+X2qwuP+jtSFl5vdmUty003PgM2wOzlVZoSXfxkoXD93FzwSZxTTHF1aEDzc7nbAgTGwBP4whQvJ",
+	"xYxzFwPkaGuWzcCQ9Nt+x66ZXxYOQmeTk4cQar31kYeHYj/a2MNepBehZHSUnDkY/vE6nSjYTYVzb39y",
+	"GfcDeY6nOFwc/ONnNQ6AQ6fyiZ4+4dDsZhxrLA1ju2B3XEMugrBMCa38mrhSWxPCVDr5SzER9dIGm5GN",
+	"pRD2DC4DaSghxKkqOTJWTEIaj0qHtJTcjKU0+Sekrixvwdw67ykMIEO5mZxS5xNIRkDd7aMuoDxa0fbE",
+	"dt+3tOvEZje0nDj6jeKGHdAVo74O717j32BU+SgLcqkA/tX75MjGxRJ6FJHasc4SRANN0vBtjuC+rxqs",
+	"6KE4WiscuJoKTW6eD0VLCRhNGRjQqBuUbYcPCoXJvO1kqCjozurPUV5Brw70Q2Lbd8cBxljHe2ABRWDK",
+	"D83T9VmRgY9EUkdStviQYd+PoTrShbmYFN/da8sLSBjqPctmPtJ7ls1OqSh4gbHXF6vaFHIjkgiNu5lU",
+	"10Pf5fL3sQk2kZRR/m2zFK1A705YeMwuhkMvw6n3EeSDFfB9VsG4lSACmh9VY7rMZgRy+90tU7QMZyzi",
+	"NB+wDv8AXSai+Ou4an5yyYHL/bCmvLyEOIcH+pU1E4XVQ+2fQtrzhNULCFs7p2x7i3Q9oCJf4IMmcRUM",
+	"TseEemg+4j4NFR07xS4j5++LZ8+SbvyU6JLzKq6E2jonMIcJzvxpK70rANQuJSBhT1/NsRQHVBMoVmjE",
+	"fXpQfkOKh77FRwevXwW0NruW7ot0WF7SaxVr6BdvL89coWoXhe+gu/vNxgkK8EGCruLWXLXaWk8BvISR",
+	"hobTOQcDhQqaEi2JI041zwkXuPIQaxYKWDTB9JjanvA5UpUnEs1Pz34l9gk3LDe1YhmBYu3twOzGuZkG",
+	"0njSGx+ziBL7Azq7y8nzjglfRnpe89KAo+tw/5gGI2Xpsu4DBF6idaszJltfSW3SZqCfpUYjUFNrPoh0",
+	"TyJ/SD2ILBa8fvfZ8krJok5x4zN8MGbpKpMRG3TNusELLifZ2/u76ub06ogjReSiSp3Yp3t3X3NIXdkn",
+	"F8gfE8Tay+/s9DeRpU68/3fzKL+BMViDO2ntiIqkLBcoHCgsQ96StUrotRfE7/swzzuXJRvwArWo4QN4",
+	"e5IEelKWqCu0qXM6hECU/r+Hn2d80S6pvkk7DYBFHXARh+u1QQVSUvCUTH5oaTCTv6TaQNmshFMZSlvF",
+	"+cVQd7WNBe+qEA2g3NqvhuShC6wRtquDVZRkuGVmuJta7Cw66fvoR2KnO7pfpPVU1ALYGEi2wpq5+4AW",
+	"1ELsBs+BDhz4se1iTQWEGAy3uTNaAZpsw1IMSGlYeEwPlq0eGqiLSLViv0tyW9ObDgx4wjFI9c2Qm0Tf",
+	"4BXu8VNchdQGI29CGK9vvq0gRRvRn3EHq8Evb0ytrQMSn8VxDpJmu5erNBfZC3JlsIFpbsOGyd0bdiUK",
+	"hZ5SergV39wJfh61G9wTyN0O7EBXLLcqmwexbVDdO2JUM62p5YHrvfOHq90nLCTo9Su1x0d2aune/ccY",
+	"bokdOC61SF4oLb6ClSX7Q1xJZa+jcKlAlLqddgH4wipKhpQDEvwELrIXr6gCKxgsVtysTDO3ppDi8AHZ",
+	"CQcb6529DO5BpdOe/+JV0v75vX2EoawURJJ1xQpCDfAM9+Cr1xfvyH999+x5RvCGvXYFCa8dFrL/DL7R",
+	"T6E/3rPP/UB2T85eN2i+Md46X1dY8VV/BD0W7L/7YcUPuQrvjyH/aBpPrOd0YVuD5tPQa1sLSixF6ixd",
+	"rrgqzqgy21Na0TkveVK2boTp3EE5hewkEFsKOZjOlWwudLYlzWsg7W9iqSi074A11pMv4qaDkFCa8vw8",
+	"jOqZt7btIHp2V3HF9KA230Jp9QuMk3efJuX1kBOBL91fXm9g5vQoDh9i0CVGCW7F/Swce2SatfraJ+Os",
+	"f2zimcb7srMu/q+VXVGfxvdgXwKK8oSK5hwdE+mguhaclYUmN4xVLv8/VLzrGEgxFON1lTJPsQ3Jy9je",
+	"7+I8rQJw+vrVuaUcFy9tmR/NfbXdqOafPrZDRHW05No4FEdCxTb2IkzGvKB3Lobou2/6FDFySuxkTO+k",
+	"tE7IdFFsAH2IbVp2zkBskbPl+Yv/2lngVEjzPVu45KGBWUA6Q3ceXJNQRHCi3Dt2bG1nPfjI8a3uYJ9E",
+	"X0dhBf2j/hCgk6pWldQDa+Ueju0I5D722UG/VJSHBIUb0Ul6jCqmTupU1YnmdnOdQxJaSJ49PDxE2Wpe",
+	"a4QlmtP8holCh8BUbaXxg5LfWhExB/NbaJCCkUMCUqn2sgDcXCDrw7iaDV8ZU6HbB949lfKGD3jnoyZJ",
+	"Du8RzUwArZNLHin9xw7XAHiRpQiH9qAJLbUkgjlflB/r6cX5jxChj6k/QAO2Y+xo5g/WzC6SG0QzCVrx",
+	"vzKrBENFhJSzyCrfF0YxurZjOfOJfxdM3fIca2KSW14weaDDW1ZgUIyWcEQOrExUC+9HXFNBl3ApN1mE",
+	"CN5UC01AGYyEPu/ksS3il1gPVrBSZ1gc7cBd9laJ0JltdGt3PXOpulws4U2EI1JSrrUv1soVocXaKj3G",
+	"Lz2Il74KCJQQNdrD+0MVFn93ZdAILUtSUbNCvFPFSgphTi7Yxn5wQSAuzPP6fCU1E37nC1aVcsvUIfkh",
+	"Xf2/yW+5BvvL97LYXhO9ohUj139gcX/nB8yIq1tuJ+4Kuf935gOU/vv9NY4YAa5c63G54LEi6q2ChBDB",
+	"q8m16+46I1o65Y0sKAfcLLsuzmy2hqCrokGedNtVyqU+JGd0yQq8w6LKEG544RMmblkpYc4VTNX+/wX/",
+	"l520NLTMIKT5H7+9xxocLvpYr+0walGFPoJfyJlmXMKUYqZWAIXsqMKjEbgaH7bx60Pyg+XDTcUNAY4m",
+	"HueVRKw5CYcc7OY+Uyu8hD+4PYpWiVllOWc62ZgJgHZwfc23Do9tGdBztoGW3S415TZCT44LKkiBceXv",
+	"CsUXhtCKKnNIOojH1/95TdaMCk10XTEVPcoIu8tZZe+teDeRNizvApTsMBU4VS8hbLepnQLedkKFFNu1",
+	"rLW73nSzMPFIaG1W1/aUrlgJDkdH3a34OmzhkLxrRrSm6oYVfiC5YiDb0vIloRU/gPvg2g8FgvjCvaMd",
+	"b1tYzceKWwjX2TSBRPvNs+fwoj2h5JpW/Aq+vvKUgigP3FjhfzbCXU/OXkeOtZez55A2+Py7v/gsb1rx",
+	"2cvZ1/ZHV0YI7tAjWvGj2xdHjn0eNbFFS5a0WtoDoDt2fsPU2mWLsDjmsRvoFfNo3AAHKw9LAW6ierFQ",
+	"dIlZFS6OiWqiGRM+h9Q70tw2SQUxEladsmK5FAvu7wnqY+4gDtozc2qIkL7jki41mbMVx3zFVnms2U/M",
+	"nOKIL3y4Ulzz8B9pBbZ55eg0+C/f/wY1x4BVwuq+ePbMl0ZyQSYQlYZX39E/HbAEKsM7VeXWIOGGTqGT",
+	"4drjBh9asvgGx5BqOoz16HtaeGUJPnm++5NfhT1XUvF/sQI/+nr3Rz9KNedFwQR+8c3uL36R5kdZC+zi",
+	"xV92f3Ap5Vsqtm46EEr37ZQleO2q5qBj431swrU00iLtvBViCTRj6FJHlUGsdhqz8tnL2bOvZ/63uBYa",
+	"OGUR/B569WfVi8JHgQcNH9g3QPkRV4pA6VCctaei4Et7OXistizinTpDrYabLdlwUciNO+DUsONI+3GF",
+	"z41m5cIyWmEPOPIBcFlVJeUCpXD7PT7G+xRS7hVz9yYCTUH7OhiTOIhYDbZOhgeZ65a5CZ9HN6+VLPRK",
+	"boC34AjpknJxSM7ZrbxhoTKDFcpKtjBE1obUorT3nMv18m9GeSNtNmGX2NsV9ucRVq6Zvc8mvWcFGXg3",
+	"AWzjJiI3wkfUYOyhOgZxxf6udDcOEcT/32sGFnsn/cObv2oXdtFwoK4a3VPa+uELWqLAplqLPdRxe71b",
+	"fXeBfXp5K0/JXv3egs8ywV0BD8DeWXIRHbRPncN+LIZpVzFapog/eraWYpAv0gwyVScE8+NT7uVTxYCp",
+	"xEY7lw3fNQM44Q2FHcs8AJWrwd7y7M7Fhzk1xEqAx7FQfsNYpck/a22gkYufTw5efPudY7dWA4UUEcJE",
+	"rrYVljysXNxIhCPmOY/T/Zpy7JGE660+UjgwZztX6aw9GQqfG95BtwaWusAAZRRGvwbpn0aGe2TUS0WF",
+	"wdQySCdz8rWWwmp8ZE0Ly/tRAwjWsIgXNTZgy5KCiA6jBCVI9+vFur3tAme1mS/uaUBnQ0My08bqv48n",
+	"YLU6CYc1LWghHGXrAg32W2a5Ze5V16J3s3ovJ9s0xrLGMm6J4H2P0T1/5Gk2UHcDE8T9hVw5/ABJ3p0B",
+	"TFAK961X1zg6OuxlLPAODpdUFMTyabPM5xO+OKPbUtLiUso3VMHNPvvm+bdThueCb1jxlhWcXtob7mPy",
+	"aSSGFq98XF6NRrpdgu3RH84b9L5Bkk5mdcoby9kdcfr6+Fh7IdgIIX0ROJwr7Ye1cDCqADkh4v55tKK1",
+	"BOteRN5cQ9oACpB5YF4LLmh57Jir5WOQ58UqV0cF0628GLRwFuaYsaFAiiZRQksAiG/LTT56zJ6jlbed",
+	"uiiIxgDmZHqNEnNjy4nsbIpVDP3kdMEwlK7NU3E1I566n0R76dx3H0QoG2VSGRFW9hft9T/8osgmzjtu",
+	"+gc479msqlPCmaNu01yh6D3q3qXoMvV3KtOAKNK/Rz0r8CGYwUkSrqbd/lrS9sHpWMrSPZ/aHlLWITnp",
+	"Hm40p84ZqcFRjRJo/9O/ZKFOiepzoP5Zbru9H3iWH1+ySnvlB86026bgfZ/kcN8lPn04luQ31kl2/8sM",
+	"cM8m8K1TKRYlx3iMz0uaQjr/hKSpI9QvAUA5qSy/YqCTagcGIJXXTiPeanx8qlMEkElFmmsASOqp0k45",
+	"CA5B7weSCqukusqKYNdHdcEzcgVRL8DILRvtjMQyUT+a2Fzoy4mgFdEy3izFXSNfDPphhDRXTTvXjQ4O",
+	"lsZ7q60IK/5pi1g96PMBvtaqExwzt/8tnOpjMY2LldzAou6Al8cD8rH5ifSYE2l+cg5xS05siibUSGmE",
+	"guHD6mzomrfXuZfYeJH1LSuOtTRGlazFbLwpJWWrQ1OVLIsAsi8rTTZSoQ5miBQ5wA31NUVnIisZbYlv",
+	"TrWyk2wSfyx3QE7mJxINvy8FJjhSgnfASn/avGM/U5L3/obNihxLr0EKrgWKfMUX1vI42h7Q0MeSR+zN",
+	"uMNj2blG8ZbVmSURq1MBeG5GdJ1DfEDLQJI5JhlHYLRs5Q58CI3V9n6G2LSqYqKAwtRwwF2P4BlEG7ij",
+	"QCh15mqReTuTCy0/JL9qRuYQPdqYZGQOUZrFSSeJE+1EENpgJHqQ5jS/CY0GVDJghvZsNGNS/HbAE3nh",
+	"Fg6Q6j6aN9KP1Kc+s1uwo20rNlbo/TAYlCHCaluxSR5LaPwS0Rgf4K9sDdztHtdE1iaXa+bcqPjHNEcq",
+	"vtsalAfhgZwpADVeUF7WCtMyBW+BRU4cKsi1nsg89cHQPZZCanT4XmtwU4KWn9aohwCYdlpTnK0jrOGL",
+	"93XE+zqkpjzSDYCVNIejVjpR7yOXAMpe3SD4loNVyI3OGgki1NzCTCSr8Pmch0bZRFQH8EFi0IST3mA1",
+	"dVStYH1ITkQ6SpCsKQZR+lJftJRLq9F66xxQJl5DEBiIQaAQ+iINOE3RU+aTovqc/KyV6vJkh67pZujM",
+	"nZRlPxPh8LM6Lr3pP+ys2AVpHw4IMwbNqnBFiwbiLwuuWO7MMnMlN5opH0UO6QEHLsAfLBKGKYenWbTg",
+	"gy0HdRqQKLnoPuYa4naxVIDPHqg1U/q4FeCqWM+yjWZrYdjSh9D6ktpysYCuQlgxF9owmo67PKn4K6yo",
+	"06L7r5+9GF4Tvww7po31QgoHQ/rGmdDT6Qzece/BW3utZeS6s4V2+w5qft23PcdXbfdWff8ZHKaxfbJU",
+	"1Vrd+HzBwqZO1/OBm6hBR00dMitkL5XV2Q4AG2LHJeSOP5cFz0nzLeJKEMWWXBumvAGQ6wDWE0Va2o2H",
+	"OH4f+OJkQ0dYXAVcl0Py2pAVKyvwcyygKAwppazw6tJGQjl8D14ifYyRFSO5WKZvku/DqC9hwk94m7S7",
+	"GrpRAKeju5RtmKTP6XaJiKi7Kk94DhxjP4rwKHbG/MtbpqAoIwbyRIg/9opYWZK2bPFliIfGOHu94lUU",
+	"0p+5WtgNJB0XRDEN8AgoJPnExg1VltCdtu4+w4uHRmWletn/1ESw8+gLCJDY/Sh/HP9FAK94OrtYu6eh",
+	"WH23nn61P4vTECLpO5N/whNQUEMPlK+Ge+QqOR9FcDQDBwJQksAU3WgccoE3GqQaGkR6z8hKbsiaim2r",
+	"ZLTqVgyOa0c3d4QrXAzx8HSxAKEuC6ZlrOcOcUBbCAiKM2Jc6VRuvD3AXxg01KtWvkhX+zg47KdX1NCm",
+	"TjB+0rcm9QEVG38Y1S5pzDQQbG5ljz1OrvaygEu9GrBVQBsPM+78qBg7MOzOamXt8qzBThchC6UG4Yqu",
+	"Dowimcf8lLaS1AZ53K7BFCDc+TDRLzaSFCNyqxjKNUTHNQ8H4aEsCd1C+3ImVYsDKfIxN1stNLjQWsec",
+	"8LVjS76CD5hQXHXeBjkD/OS+0GCE69KUerdX75LfMpF5/Q2AqigHVhSadvJugSLtJWQw+1riS9mym/ev",
+	"bp9uihGXeIV7xukSCs2KbX2R4bULAqIm4SurxQAne4poplRXAAE3GtYUrbORuG9hDRyzSkWMftDYpsGZ",
+	"AbjdwMRUgLgzK9a9d76Een8ywUnndVTdv8fscMMej+WlPIMN05tTzQ6Q6g6m+AkRe3NeWt7lEpBDwTqX",
+	"Y8HZpq1c/kmTUua09JVZfEmeSGF3hbwALiBoHaLICEgOsPaZe/XVqzegtEPeesysQrtoDgNjuyiIBjQC",
+	"V3jIK/pQp0Yhvp03TfuC6oysubOmhbpWSTXmlS9sA8s34ADsVmaBnLtQbS4Uv7MLhub3XsXGkdy9V0W5",
+	"X95eT057S+/4ul67Yql2FHZY+Yoqmts5NCmjVvjGQR2TUoqly21GFC+4p1pl81Kjjir1pYf9zbNnzxKQ",
+	"cWsc5Ozl82fP4I01F/jDs0ShkqeWArtbPsCNAzm6DUU3zRcZMMkSsWT7nDm7umUWnfV7SrUUTcg7DTJU",
+	"kJ8v375Bfyh6tpgo7CFplQPsW/FBzANud420/f9u6bq8RomDbpovG3wbyOs+JN9Ls4KzBf63yACjre4X",
+	"Xo88dIhLIz0+STuYH7NTtoSWG7rViAAT490UAWtxl98hzRBlrn/lu3jgCcqZuBLH5Hpl7Fo0Szlg98cl",
+	"i2PN4qUbYjmOlyS5zcz2HFXqcX/ajlJRAfvxFWilxVcSAhvdkHcVEy2URD/5NG6fVamPYKA72gZKTbtj",
+	"es6QJPtK7IGTilskC6pKi6y/8Lgd4aUfyxHjYcRGmZyrGpEh9m1GVlIjIpG3MHPA0zHbQYjgOBknI0Yu",
+	"ETAixAxg2QgEpXF1P9r1FkaRZlCQczizGHVgf3CjsLzNSiK0vEEAzCSfikrwPKGsEPWSOGPDpX4+J5fM",
+	"T8yQ+a6VeMIjEST9HcoPlEJ0oV9gGHDFG51sF5qJ71SXtIZ4X2BFcbDIDTASSvxYDxLLdSuwX5t85RDM",
+	"btj2ACOmldz09R40YcMBgvr9RDHNi9oqZQ62SzHbhkdM84gz7XEJ6SV6uRFR4A6cpxBq7WosIC9g1OoE",
+	"dZU8X2/9ctwvKDKCccqGFCiN8YwwNQhwdGkiMHs3zR3K0wU0oR9dgYqHFvxhFVjWpowOP4dgz+TInu/S",
+	"kCL16HmqjuPQkuYRjVdUa1Yc4+0Oa+GqkTsYQXwVUHy4HtH43FKfQXPp+bQglj8MwkybPl0F8AE5qLEF",
+	"+PBH+/YXPK9HugBgB5xhKOKiLtEEWNmHY/9Hjp0eeHZ64MfgPQJj+XslM2AMG8VCsBdDxI/tn2De7zAH",
+	"1i/X1iFEtPJHOc+UFJYD1sLjaRVqe15jrjIwM0ij6eT9QfAu0Yw1jlMYHTpIl/KQnLgRRXcfbFnAUneV",
+	"5h0+LE4imUeNF5ILl9PYT2jUxx/4K0kbjihaCdObt4fjZp25vTpvyOUpfA3p3sJQRj0Ovb01sut8/lQc",
+	"Dzumub/7oXFGO/L85Fnnl8TqMZgacJfV1bDk+SE8F3H9W30EBXCPjKsvkGbPF0wU6KiFAroOmrnlGA05",
+	"0EWrzKwXhmVQSkPCtFrHaLqtQZGN5V8ucQjEdqccf/PsL8gTMeu59RFkPzfDuEbxCwbj8JyiMVrO8e2z",
+	"r5sy9vGgPbgOsnmHdKEYzVcsEYNiF+eSafODq2n8FPxzoLj0IC8JtZcBdYfICmtG+ErPH5Yrpus1DyVZ",
+	"xgQGRbR8oWJ3k0cb9YUZ/psxQ/vVhCk6mOhfo1rvHWPgaG30JxR5HTb1LnsH+kddEGrD47xbtzH/+mgu",
+	"JWvD+vHZTSScr7MNkj1aL6KGfZQdxYYy3174PQIuhzaib2HuWKCDt1HPm0845JHi4h0Sv6m+Fwcnf8Td",
+	"70fXoNuyO9BekdeC/guuaVYAR8dAcIhkq+cl1GfrY7iHQkduGFayZWmrCXgCKn4/m8k7UW7PnLP6aVPN",
+	"42GOq87NYvwbac4fVxFu1wFYUi76IetIs0/IIiqquNnuwyFc1Lkr1eIcBVaXAZHD1RXLvNXe6XiZU/t1",
+	"u74cXPjOvOrjzzKHExN1WTF1EMLTEG9uRfWKYDU8QKMPj2lZhiGu6G0w3x6Sv4MktmL5zasQPeJNrLVz",
+	"M178/2+4YeT67Pzkp7cn5Pea5zdX8M11A1iBzQNfKBgquE75d0qu5iUTptySgt8ytWSAyG85JMifDYx5",
+	"FNGyduH72yS7OKP3Tzsfs7CeuMnHc28iamDe3Wm76iyKUUywJJuVLKMICNg8NCPrUg5G/Lb24YFm2TjQ",
+	"xpKKqz/giq5AfQ9HEde7YmxcYc3HGc/nY2SN6HP8mkB288W8+pTmVcse3TrPmdkwJroZQ094n2DtG6ZH",
+	"0mw9rw2veuqP4whbsiPUXgPsIu9XLmoHa0xa4VfIsSqmFlKtNaFoiT2AfCaX+KV4NRoiDaZTbkil5C1z",
+	"h7fh2KjeaWy3STmHoxzsm97DzTWhJdgELlsgty+ePUM+gHzVO8bd4CkAbzqNP4sqNmEGCBhg57LYZo01",
+	"ABaMexMtLbYjnvDzsEE7QnfOcBXvtYgP4PoD3Cv7I1EvkmMyWsmohjJ9PuMa4vEJE0v7B/rXR8bzA7z3",
+	"6dRECDs0zkr9psOGHw/TUvFFCu9r9B9jo8LpRAQue4ah/EBztj0/xFOewRdUuFp09v3DRHR5m5Uig6Ii",
+	"d8zwKVm9LNlElJEo5CcuWu0RRlqFaDwJS9G5DdqvOSdSuSUYXXVIzgF6xFUVw+pUADkFUpULwYK/fXE6",
+	"3zjv1tzCj70Xi91BfR1NNqtttFt2Lk7Q9UOe14bwogRsu4UEMGWlB6CkkBnLkumnj0uy3Yyli7dCsj7j",
+	"XPHhdXjKY1QLw9fsyGUkGJ7vLhH3E2ht9rPMynRSbbNYSAlF4tB/oIcr/JMLtLJasXGxiELwdCUNWUol",
+	"a2MvUalcP2Sp5MasMlLSpauLGmgT1Xl4wz5BsYGurNxQymVSJjnHWbyK5v6UN2u/t8SJcG+RaEM+vzPx",
+	"EzOexAYX4gMcCpD/p4CIgJ5g6Q+o2RXzDiVBnTPG82kcXULh8FdMUDisCJ+bmpYl1vhmopMM3glaBVjl",
+	"BVdsQ8syJBsB1IjvFM6fU/uNtFdhkb4iHB2ewRI8/amw/YxeEnZhsUbs53tBOHOdpxnBWAGuDfEBzoKp",
+	"LfFNOAybFTcMzUjkDRf1HQZ24/ekUfpaSXkuJgfV7lyu10wUzCH4OuzfTt1ArNIMySSQmGKFIUuF21BN",
+	"xauI1J2wJVR3eedksDBGiA4CHwy6syn4b+z1YVgaVORnqc0lLscTHoymlwvAXx44GPHiwhJ9VpAiadJ6",
+	"tOMwUNEEQzyaiLqYnJBkPfpFQ3kBRp2qJTMw8BA5DT4CZ4h3ddMdfqDDjZXklim+2LZsOXHlbujHnhsA",
+	"aSviuGoPawhBeKAWOH0DXzYSTFrGrgFEPQANkb8jLkA8geaEwfdwynaUQ4lR96GRq7rxU1/3D9eJbb5z",
+	"vB4/QKTpAPrbESDiNgzxwQPEOewwrsanFljXm95YCInbxlTwSMQ1v8SO/BsH0gEVtDglUvAjcEnb6Ejw",
+	"XFt2OKpKKobj5lpuXuSr7qQFI7QXE2Au7mFkqUfYphu2bRl1MMDY0XksZjflCrjGOlPgVI0hwXW4ZI5D",
+	"Ms42ivWA0GRUaReuRvSCu9yiQ/JXK1nI2mju3IPhnkgluj5LIDaVVHxAbmi7m84MA98rmAY1BzfkY/E6",
+	"O/jBUTsBoaRfKlF+SpzJ4zHFvMkdvKdnTohJeNBKid0jNw9tyw0r6MWrrSBPwU3WGaei5hB0ZBOiQs68",
+	"9HoiCjS0XdKlzuLOgoCbBZELXXF+tVFPwiCXStmxGTDyFw7zoDgkP9HKp9k3SR+lrzaXSsdb8LsGfJ5G",
+	"IL+6iUZLe/xggV/F6/sYEWfpMBLvcvIftZaIY+kIR5KJVYIXgiu1Cfgb9dyld+zRk/y4YesGHOU4Ar8E",
+	"NGd0OARAFHTLQjlndse1GQFIQcFwYMDfToBH2ZH+95ReyiHaGveFtZEGvsQK7hMr2F4721DJDBMRhrbn",
+	"DE9ojJqK6jyveWkOuAD8WcMEeCTh4ywW/5qU49q+KtDSKpXHUWRFFqQcjGxJoDr/GmywYGhFHV/fQFkA",
+	"zzZ9iXQXpRwXxh52zz05onPTzSias19L3ANcxs/L8Jpcgkcgc1zKUWI/+sP+5xe6Zu+tOrUDHtLKG5W/",
+	"1/2ggRqlyBFWxZG2DjU0UD8qJN4clceX1U2Jx0DSrnEdGoEyjfaJr8AY6ltjKH5TnRHq6wLpY8wAOrl7",
+	"znCXQgTBvNF76YqOXlrhXmnDQNoNzwNKNDjLfbGcHoBkcwAmAeAGC56+IVS7UEmQn9pnNty5FTWr5sr1",
+	"GzlaPqCixhLk7OXs//yDHvzr2cFffnP/Pfjtj2fZd1+//4+h0j1PkIkaL9GIZvh3z1JloB8Ju5F9csax",
+	"aD77gVwC7ap/F4TdL0V+Hx9HM2y+ZbPNRfBo9wC7Y3ltkrqqy1iYBOTfTX1oJXr41AdumnwhHck4iSyJ",
+	"lr+VnIIzQQdYy2TrjcHOPwFhayXLoimjBDVB0WaG76zpNmiqcdIVFQCYrnxeV0nzGz0SY/o3t1hPzkV8",
+	"Rwn+8Te/zhHW0GcZxZGC/HsKBcGsuCoOKqrM9iinFSYCcaYnHRle9IvPsruKqwA95gX4qDKvKHyZANfb",
+	"NlQMyDqVpTSKKKzQHQM09wUum4phhJYlpg0GiBLbuW0BITS8oiFr4/yHC0ZN7SznqNLUOqV6rJ33uwO4",
+	"6P0+mRVqnD1hviXXuPq5YgDDRsuXJJQHvj5GSxAAT2qG5bP6Itrz2P1X8SssvO0v++vkGb60G3lm9/E0",
+	"3sYnPMwDPQ5iejfvdKnjw5fI/ugoqpvYy9w+IZYQCxkd9uiMNie+oa/Zy1kgsFmPITx/vqvgGqaw7cZW",
+	"JXptDxS+TrSglV5Jg6qEFVfInJZU5B5lei0FNxKqPNsZVbIsQ65wM3jtXOaRw92qQ636glAmBw56xMWQ",
+	"V4RRQEKgS7PSyahKn1gWXyfH9pLkApxYEC3p85R97WnjCudT25IU27WsNVHUsSEqiGL/hJIB6WwR7iKn",
+	"fcCyvMFauUtFiwYgopsuEiYVJYxg+HQUBZCOsMGtfMob/DbHTi7cIHfFzyembMkBZBJva0azyGMG+e89",
+	"zGhlBwL9O3Q/HOfvix++/Mcf77M/ZnNGFVMn9ri9/MdvVuWMC8CBPRqcpdj8Y0Vq/mfzcz0vee40xO4A",
+	"u6PL/pi5a+lUyhvO/JDdOHoBPSjOR9JaFgpaheyGDLVWnfWtiu5o6yZqFfKTYVO+wjmSZ8//fBhh7+FC",
+	"JLwZ4XLOBsu5BoE9VCe1/fUqWTZdv2h17dctldYUMqkGynw1HAkNoqGLr+Mu3MeJHn6AmkdufGgNCJdC",
+	"q7qkD44C4Qf4SiS2gJvGd/28tbDxJfP+t/f/NwAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -23,19 +23,46 @@ var Index = sqlitefsm.IndexSpec{Name: "api_tokens", Prefix: KeyPrefix, Columns: 
 	{Name: "revoked_at", Type: "TEXT", Path: "$.revokedAt"},
 }}
 
-// Record is the stored token. It never holds the token itself.
+// Record is the stored token. It holds the token only as a SHA-256 digest
+// and, for revealable tokens, as a copy sealed with the cluster key.
 type Record struct {
 	TokenID     string     `json:"tokenId"`
 	Name        string     `json:"name"`
 	Purpose     string     `json:"purpose"`
 	OwnerUserID string     `json:"ownerUserId"`
 	Digest      string     `json:"digest"`
+	TokenPrefix string     `json:"tokenPrefix"`
 	Permissions []string   `json:"permissions"`
 	AllowedIPs  []string   `json:"allowedIps,omitempty"`
 	NotBefore   *time.Time `json:"notBefore,omitempty"`
 	ExpiresAt   *time.Time `json:"expiresAt,omitempty"`
 	RevokedAt   *time.Time `json:"revokedAt,omitempty"`
+	RotatedAt   *time.Time `json:"rotatedAt,omitempty"`
+	Revealable  bool       `json:"revealable"`
+	Sealed      string     `json:"sealed,omitempty"`
 	CreatedAt   time.Time  `json:"createdAt"`
+	CreatedBy   string     `json:"createdBy"`
+}
+
+// States of a token as the listing shows them.
+const (
+	StateActive      = "active"
+	StateExpired     = "expired"
+	StateRevoked     = "revoked"
+	StateNotYetValid = "not_yet_valid"
+)
+
+// State is the token's state at now.
+func (r *Record) State(now time.Time) string {
+	switch {
+	case r.RevokedAt != nil:
+		return StateRevoked
+	case r.ExpiresAt != nil && !now.Before(*r.ExpiresAt):
+		return StateExpired
+	case r.NotBefore != nil && now.Before(*r.NotBefore):
+		return StateNotYetValid
+	}
+	return StateActive
 }
 
 // Reasons a presented token is refused; all map to 401 api_token_required.

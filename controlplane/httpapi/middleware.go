@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/svcplatform/svc/controlplane/audit"
 	"github.com/svcplatform/svc/controlplane/identity"
 )
 
@@ -130,7 +131,17 @@ type Authenticator interface {
 // guard finds the contract operation of the matched route, authenticates,
 // enforces x-svc-permission (deny by default), bounds the body, checks its
 // content type and validates the request against the contract.
-func guard(ops *Operations, auth Authenticator, maxBody int64, barrier func(context.Context) error) gin.HandlerFunc {
+// guardConfig is what the guard needs.
+type guardConfig struct {
+	ops     *Operations
+	auth    Authenticator
+	maxBody int64
+	barrier func(context.Context) error
+	denials *DenialAuditor
+}
+
+func guard(g guardConfig) gin.HandlerFunc {
+	ops, auth, maxBody, barrier := g.ops, g.auth, g.maxBody, g.barrier
 	return func(c *gin.Context) {
 		op := ops.Lookup(c.Request.Method, c.FullPath())
 		if op == nil {
@@ -153,8 +164,14 @@ func guard(ops *Operations, auth Authenticator, maxBody int64, barrier func(cont
 				return
 			}
 			if op.Permission == "" || !id.Has(op.Permission) {
-				abortWithError(c, &Error{Status: http.StatusForbidden, Code: "permission_denied",
-					Message: fmt.Sprintf("this operation needs permission %q", op.Permission), Retryable: retryable(false)})
+				msg := fmt.Sprintf("this operation needs permission %q", op.Permission)
+				g.denials.Record(audit.Record{EventType: "security.permission_denied", Outcome: audit.Denied, ActorType: string(id.Kind),
+					ActorID: id.CredentialID, ClientAddress: c.ClientIP(), TraceID: traceID(c), Target: op.Method + " " + op.Path, Message: msg})
+				abortWithError(c, &Error{Status: http.StatusForbidden, Code: "permission_denied", Message: msg, Retryable: retryable(false)})
+				return
+			}
+			if op.Credential == "api-token" && id.Kind != identity.KindAPIToken {
+				abortWithError(c, &Error{Status: http.StatusUnauthorized, Code: "api_token_required", Message: "this operation accepts only API tokens", Retryable: retryable(false)})
 				return
 			}
 		}

@@ -21,6 +21,8 @@ type Operation struct {
 	Permission string
 	Module     string
 	Public     bool
+	// Credential restricts the accepted credential kind ("api-token").
+	Credential string
 	JSONBody   bool
 	route      *routers.Route
 }
@@ -59,6 +61,7 @@ func LoadOperations() (*Operations, error) {
 				Permission: extString(op.Extensions, "x-svc-permission"),
 				Module:     extString(op.Extensions, "x-svc-module"),
 				Public:     extString(op.Extensions, "x-svc-public") == "true",
+				Credential: extString(op.Extensions, "x-svc-credential"),
 				route:      &routers.Route{Spec: spec, Path: path, PathItem: item, Method: method, Operation: op},
 			}
 			if op.RequestBody != nil && op.RequestBody.Value != nil && op.RequestBody.Value.Content.Get("application/json") != nil {

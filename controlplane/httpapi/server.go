@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/svcplatform/svc/api/contract"
+	"github.com/svcplatform/svc/controlplane/apitoken"
 	"github.com/svcplatform/svc/controlplane/store/raftnode"
 	"github.com/svcplatform/svc/controlplane/system"
 )
@@ -27,6 +28,15 @@ type Deps struct {
 	Node           *raftnode.Node
 	LinkKeys       [][]byte
 	ContractYAML   []byte
+	Denials        *DenialAuditor
+	Tokens         *apitoken.Service
+}
+
+// endpoints is the one strict-server implementation, assembled from the
+// endpoint groups, each in its own file.
+type endpoints struct {
+	*systemEndpoints
+	*securityEndpoints
 }
 
 // NewEngine assembles the router: contract routes behind the guard,
@@ -51,7 +61,10 @@ func NewEngine(d Deps) (*gin.Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	handlers := &systemEndpoints{svc: d.System, yaml: d.ContractYAML, docs: docs}
+	handlers := endpoints{
+		systemEndpoints:   &systemEndpoints{svc: d.System, yaml: d.ContractYAML, docs: docs},
+		securityEndpoints: &securityEndpoints{tokens: d.Tokens, audit: d.Node.State()},
+	}
 	strict := contract.NewStrictHandlerWithOptions(handlers, nil, contract.StrictGinServerOptions{
 		RequestErrorHandlerFunc: func(c *gin.Context, err error) {
 			abortWithError(c, &Error{Status: http.StatusBadRequest, Code: "invalid_body", Message: err.Error(), Retryable: retryable(false)})
@@ -59,7 +72,7 @@ func NewEngine(d Deps) (*gin.Engine, error) {
 		HandlerErrorFunc:         func(c *gin.Context, err error) { abortWithError(c, err) },
 		ResponseErrorHandlerFunc: func(c *gin.Context, err error) { abortWithError(c, err) },
 	})
-	api := e.Group("", guard(d.Ops, d.Auth, d.MaxBodyBytes, d.Node.LinearizableBarrier))
+	api := e.Group("", guard(guardConfig{ops: d.Ops, auth: d.Auth, maxBody: d.MaxBodyBytes, barrier: d.Node.LinearizableBarrier, denials: d.Denials}))
 	contract.RegisterHandlersWithOptions(api, strict, contract.GinServerOptions{
 		ErrorHandler: func(c *gin.Context, err error, status int) {
 			abortWithError(c, &Error{Status: status, Code: "invalid_query", Message: err.Error(), Retryable: retryable(false)})

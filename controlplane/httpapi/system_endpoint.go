@@ -21,8 +21,6 @@ type systemEndpoints struct {
 	docs []byte // rendered docs page
 }
 
-var _ contract.StrictServerInterface = (*systemEndpoints)(nil)
-
 // systemError maps the system package's sentinels to contract errors.
 func systemError(err error) error {
 	switch {

@@ -26,6 +26,7 @@ import (
 
 	"github.com/svcplatform/svc/api"
 	"github.com/svcplatform/svc/controlplane/apitoken"
+	"github.com/svcplatform/svc/controlplane/audit"
 	"github.com/svcplatform/svc/controlplane/config"
 	"github.com/svcplatform/svc/controlplane/httpapi"
 	"github.com/svcplatform/svc/controlplane/keyring"
@@ -37,7 +38,7 @@ import (
 
 // IndexSpecs are the typed index tables of every kind the control plane
 // stores. Append only; a changed declaration rebuilds its table at start.
-var IndexSpecs = []sqlitefsm.IndexSpec{apitoken.Index}
+var IndexSpecs = []sqlitefsm.IndexSpec{apitoken.Index, audit.Index}
 
 // OwnedPrefixes are the key prefixes this version writes; the migration
 // audit reports anything else as a residue.
@@ -56,6 +57,7 @@ type Server struct {
 	cancel   context.CancelFunc
 	done     chan struct{}
 	wg       sync.WaitGroup
+	denials  *httpapi.DenialAuditor
 }
 
 // Start brings a control node up and returns once its API is serving.
@@ -122,10 +124,20 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, er
 		HistoryRetention: cfg.HistoryRetention, OwnedPrefixes: OwnedPrefixes,
 	})
 	s.System.RegisterBuiltinTasks()
+	bg, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	defer func() {
+		if !ok {
+			cancel()
+		}
+	}()
+	s.denials = httpapi.NewDenialAuditor(bg, node, log.Named("audit"))
 	engine, err := httpapi.NewEngine(httpapi.Deps{
 		Ops: ops, Auth: httpapi.APITokenAuth{Reader: node.State()}, Log: log.Named("http"), Registry: reg,
 		MaxBodyBytes: cfg.MaxBodyBytes, TrustedProxies: cfg.TrustedProxies, System: s.System, Node: node,
 		LinkKeys: keys.LinkKeys(), ContractYAML: api.OpenAPIYAML,
+		Denials: s.denials,
+		Tokens:  &apitoken.Service{Store: node, Reader: node.State(), Keys: keys, Propagated: node.WaitMembersApplied},
 	})
 	if err != nil {
 		return nil, err
@@ -133,8 +145,6 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, er
 	routes = func() []system.Route { return httpapi.Routes(engine) }
 	s.http = &http.Server{Handler: engine, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second}
 
-	bg, cancel := context.WithCancel(context.Background())
-	s.cancel = cancel
 	go func() {
 		defer close(s.done)
 		if err := s.http.Serve(s.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -182,6 +192,7 @@ func (s *Server) Shutdown() error {
 	<-s.done
 	s.cancel()
 	s.wg.Wait()
+	s.denials.Wait() // flushes queued audit records while the store is up
 	return errors.Join(err, s.Node.Shutdown())
 }
 

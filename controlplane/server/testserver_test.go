@@ -1,10 +1,14 @@
 package server
 
 import (
+	"sync"
+
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 	"io"
 	"net"
 	"net/http"
@@ -41,6 +45,33 @@ func freePort(t *testing.T) string {
 // startServer starts a control node; join is the API URL of a member or "".
 func startServer(t *testing.T, id, join, keyFile string) *testServer {
 	t.Helper()
+	return startServerWith(t, id, join, keyFile, nil, nil)
+}
+
+// logBuffer collects every log line of a node, for tests that grep them.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) Sync() error { return nil }
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// startServerWith lets a test adjust the configuration and capture logs
+// (at debug level, so nothing escapes the grep).
+func startServerWith(t *testing.T, id, join, keyFile string, tune func(*config.Config), logs *logBuffer) *testServer {
+	t.Helper()
 	cfg := config.Defaults()
 	cfg.NodeID = id
 	cfg.DataDir = t.TempDir()
@@ -49,12 +80,20 @@ func startServer(t *testing.T, id, join, keyFile string) *testServer {
 	cfg.Join = join
 	cfg.ClusterKeyFile = keyFile
 	cfg.ShutdownGrace = 2 * time.Second
+	if tune != nil {
+		tune(&cfg)
+	}
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	s, err := Start(ctx, cfg, zaptest.NewLogger(t).Named(id))
+	log := zaptest.NewLogger(t).Named(id)
+	if logs != nil {
+		enc := zapcore.NewJSONEncoder(zap.NewDevelopmentEncoderConfig())
+		log = zap.New(zapcore.NewTee(log.Core(), zapcore.NewCore(enc, logs, zapcore.DebugLevel))).Named(id)
+	}
+	s, err := Start(ctx, cfg, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +129,11 @@ func (ts *testServer) token(perms ...string) string {
 		Digest: apitoken.Digest(tok), Permissions: perms, CreatedAt: time.Now()})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := ts.s.Node.Txn(ctx, store.TxnRequest{Then: []store.Op{op}}); err != nil {
+	resp, err := ts.s.Node.Txn(ctx, store.TxnRequest{Then: []store.Op{op}})
+	if err != nil {
+		ts.t.Fatal(err)
+	}
+	if err := ts.s.Node.WaitMembersApplied(ctx, resp.Header.Revision); err != nil {
 		ts.t.Fatal(err)
 	}
 	return tok

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"go.uber.org/zap"
 
 	"github.com/svcplatform/svc/controlplane/store"
 	"github.com/svcplatform/svc/controlplane/store/sqlitefsm"
@@ -236,4 +237,42 @@ func (n *Node) PeerStatus(ctx context.Context, raftAddr string, hashAt int64) (L
 	var st LocalStatus
 	_, err := n.callPeer(ctx, raftAddr, "GET", fmt.Sprintf("/v1/status?hashAt=%d", hashAt), nil, &st)
 	return st, err
+}
+
+// WaitMembersApplied returns once every reachable member has applied
+// revision rev, so a change such as a revocation is in force on all of them.
+// A member that cannot be reached within the deadline is reported; it will
+// apply the change before it next hears from the leader.
+func (n *Node) WaitMembersApplied(ctx context.Context, rev int64) error {
+	members, err := n.Members(ctx)
+	if err != nil {
+		return err
+	}
+	deadline := time.Now().Add(3 * time.Second)
+	var lagging []string
+	for _, m := range members {
+		if m.Self {
+			if err := n.state.WaitForRevision(ctx, rev); err != nil {
+				return err
+			}
+			continue
+		}
+		for {
+			cctx, cancel := context.WithTimeout(ctx, time.Second)
+			st, err := n.PeerStatus(cctx, m.RaftAddress, 0)
+			cancel()
+			if err == nil && st.Revision >= rev {
+				break
+			}
+			if time.Now().After(deadline) || ctx.Err() != nil {
+				lagging = append(lagging, m.NodeID)
+				break
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	if len(lagging) > 0 {
+		n.log.Warn("members did not confirm a revision in time", zap.Int64("revision", rev), zap.Strings("members", lagging))
+	}
+	return nil
 }

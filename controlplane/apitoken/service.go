@@ -1,0 +1,365 @@
+package apitoken
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/svcplatform/svc/controlplane/audit"
+	"github.com/svcplatform/svc/controlplane/keyring"
+	"github.com/svcplatform/svc/controlplane/permission"
+	"github.com/svcplatform/svc/controlplane/store"
+)
+
+// Errors of the token service, mapped to contract codes at the boundary.
+var (
+	ErrInvalid         = errors.New("invalid token request")
+	ErrNotFound        = errors.New("no such API token")
+	ErrNotRevealable   = errors.New("token cannot be revealed")
+	ErrRevokedConflict = errors.New("token is revoked")
+	ErrBeyondCreator   = errors.New("requested permissions exceed the creator's")
+)
+
+// Actor is who asks for a change, for the permission ceiling and the audit.
+type Actor struct {
+	Type, ID, ClientAddress, TraceID, UserID string
+	Permissions                              []string
+}
+
+// Service manages tokens in the replicated store.
+type Service struct {
+	Store  store.Store
+	Reader Reader
+	Keys   *keyring.Keyring
+	// Propagated waits until every reachable control node has applied a
+	// revision, so a revocation is in force everywhere when it returns.
+	Propagated func(ctx context.Context, revision int64) error
+	Now        func() time.Time
+}
+
+func (s *Service) now() time.Time {
+	if s.Now != nil {
+		return s.Now().UTC()
+	}
+	return time.Now().UTC()
+}
+
+// Input is what create and update accept; nil fields are not changed on
+// update.
+type Input struct {
+	Name, Purpose *string
+	Permissions   *[]string
+	AllowedIPs    *[]string
+	NotBefore     *time.Time
+	ExpiresAt     *time.Time
+	Revealable    bool
+}
+
+func (s *Service) validate(actor Actor, r *Record) error {
+	if n := len(strings.TrimSpace(r.Name)); n == 0 || len(r.Name) > 128 {
+		return fmt.Errorf("%w: name must be 1-128 characters", ErrInvalid)
+	}
+	if len(r.Purpose) > 512 {
+		return fmt.Errorf("%w: purpose must be at most 512 characters", ErrInvalid)
+	}
+	if len(r.Permissions) == 0 {
+		return fmt.Errorf("%w: at least one permission is required", ErrInvalid)
+	}
+	for _, p := range r.Permissions {
+		if !permission.Known(p) {
+			return fmt.Errorf("%w: unknown permission %q", ErrInvalid, p)
+		}
+	}
+	if missing, ok := permission.Within(actor.Permissions, r.Permissions); !ok {
+		return fmt.Errorf("%w: you do not hold %q", ErrBeyondCreator, missing)
+	}
+	if len(r.AllowedIPs) > 64 {
+		return fmt.Errorf("%w: at most 64 allowed address ranges", ErrInvalid)
+	}
+	for i, c := range r.AllowedIPs {
+		_, n, err := net.ParseCIDR(c)
+		if err != nil {
+			return fmt.Errorf("%w: allowedIps[%d] %q is not a CIDR", ErrInvalid, i, c)
+		}
+		r.AllowedIPs[i] = n.String()
+	}
+	if r.NotBefore != nil && r.ExpiresAt != nil && !r.NotBefore.Before(*r.ExpiresAt) {
+		return fmt.Errorf("%w: notBefore must be before expiresAt", ErrInvalid)
+	}
+	if r.ExpiresAt != nil && !r.ExpiresAt.After(s.now()) && r.RevokedAt == nil {
+		return fmt.Errorf("%w: expiresAt is in the past", ErrInvalid)
+	}
+	return nil
+}
+
+func (s *Service) mint(r *Record) (string, error) {
+	tok, err := New()
+	if err != nil {
+		return "", err
+	}
+	r.Digest, r.TokenPrefix, r.Sealed = Digest(tok), tok[:12], ""
+	if r.Revealable {
+		if r.Sealed, err = s.Keys.Seal([]byte(tok), []byte(KeyPrefix+r.TokenID)); err != nil {
+			return "", err
+		}
+	}
+	return tok, nil
+}
+
+func (s *Service) auditOp(actor Actor, event, target, msg string) (store.Op, error) {
+	return audit.Op(audit.Record{EventType: event, Outcome: audit.Success, ActorType: actor.Type, ActorID: actor.ID,
+		ClientAddress: actor.ClientAddress, TraceID: actor.TraceID, Target: target, Message: msg})
+}
+
+// Create stores a new token and returns it with its value, shown once.
+func (s *Service) Create(ctx context.Context, actor Actor, in Input) (*Record, string, error) {
+	id, err := uuid.NewV7()
+	if err != nil {
+		return nil, "", err
+	}
+	r := &Record{TokenID: id.String(), OwnerUserID: actor.UserID, CreatedAt: s.now(), CreatedBy: actor.Type + ":" + actor.ID,
+		NotBefore: in.NotBefore, ExpiresAt: in.ExpiresAt, Revealable: in.Revealable}
+	if in.Name != nil {
+		r.Name = *in.Name
+	}
+	if in.Purpose != nil {
+		r.Purpose = *in.Purpose
+	}
+	if in.Permissions != nil {
+		r.Permissions = permission.Normalize(*in.Permissions)
+	}
+	if in.AllowedIPs != nil {
+		r.AllowedIPs = append([]string(nil), *in.AllowedIPs...)
+	}
+	if err := s.validate(actor, r); err != nil {
+		return nil, "", err
+	}
+	tok, err := s.mint(r)
+	if err != nil {
+		return nil, "", err
+	}
+	put, err := Put(*r)
+	if err != nil {
+		return nil, "", err
+	}
+	aud, err := s.auditOp(actor, "security.token.created", r.TokenID, fmt.Sprintf("token %q with %d permission(s)", r.Name, len(r.Permissions)))
+	if err != nil {
+		return nil, "", err
+	}
+	key := KeyPrefix + r.TokenID
+	resp, err := s.Store.Txn(ctx, store.TxnRequest{Compares: []store.Compare{store.Absent(key)}, Then: []store.Op{put, aud}})
+	if err != nil {
+		return nil, "", err
+	}
+	if !resp.Succeeded {
+		return nil, "", fmt.Errorf("%w: token id collision", ErrInvalid)
+	}
+	// A backend may use the new token on any control node right away.
+	return r, tok, s.propagate(ctx, resp.Header.Revision)
+}
+
+// get reads a record with its mod revision.
+func (s *Service) get(ctx context.Context, id string) (*Record, int64, error) {
+	kv, _, err := store.Get(ctx, s.Store, KeyPrefix+id, store.Local)
+	if err != nil {
+		return nil, 0, err
+	}
+	if kv == nil || strings.Contains(id, "/") {
+		return nil, 0, fmt.Errorf("%w: %q", ErrNotFound, id)
+	}
+	var r Record
+	if err := json.Unmarshal(kv.Value, &r); err != nil {
+		return nil, 0, err
+	}
+	return &r, kv.ModRevision, nil
+}
+
+// change applies fn to the current record and writes it with its audit
+// record, compare-and-swapped on the revision it read (retried a few times
+// when another writer got there first).
+func (s *Service) change(ctx context.Context, actor Actor, id, event string, fn func(r *Record) (string, error)) (*Record, int64, error) {
+	for attempt := 0; attempt < 5; attempt++ {
+		r, rev, err := s.get(ctx, id)
+		if err != nil {
+			return nil, 0, err
+		}
+		msg, err := fn(r)
+		if err != nil {
+			return nil, 0, err
+		}
+		put, err := Put(*r)
+		if err != nil {
+			return nil, 0, err
+		}
+		aud, err := s.auditOp(actor, event, id, msg)
+		if err != nil {
+			return nil, 0, err
+		}
+		resp, err := s.Store.Txn(ctx, store.TxnRequest{Compares: []store.Compare{store.ModRevisionIs(KeyPrefix+id, rev)}, Then: []store.Op{put, aud}})
+		if err != nil {
+			return nil, 0, err
+		}
+		if resp.Succeeded {
+			return r, resp.Header.Revision, nil
+		}
+		s.Store.WaitForRevision(ctx, resp.Header.Revision)
+	}
+	return nil, 0, fmt.Errorf("%w: token %s is being changed concurrently; try again", ErrRevokedConflict, id)
+}
+
+// Update changes the given fields of an active token.
+func (s *Service) Update(ctx context.Context, actor Actor, id string, in Input) (*Record, error) {
+	r, rev, err := s.change(ctx, actor, id, "security.token.updated", func(r *Record) (string, error) {
+		if r.RevokedAt != nil {
+			return "", fmt.Errorf("%w: a revoked token cannot be changed", ErrRevokedConflict)
+		}
+		var changed []string
+		if in.Name != nil {
+			r.Name, changed = *in.Name, append(changed, "name")
+		}
+		if in.Purpose != nil {
+			r.Purpose, changed = *in.Purpose, append(changed, "purpose")
+		}
+		if in.Permissions != nil {
+			r.Permissions, changed = permission.Normalize(*in.Permissions), append(changed, "permissions")
+		}
+		if in.AllowedIPs != nil {
+			r.AllowedIPs, changed = append([]string(nil), *in.AllowedIPs...), append(changed, "allowedIps")
+		}
+		if in.NotBefore != nil {
+			r.NotBefore, changed = in.NotBefore, append(changed, "notBefore")
+		}
+		if in.ExpiresAt != nil {
+			r.ExpiresAt, changed = in.ExpiresAt, append(changed, "expiresAt")
+		}
+		return "changed " + strings.Join(changed, ", "), s.validate(actor, r)
+	})
+	if err != nil {
+		return nil, err
+	}
+	// Narrowed permissions or addresses must hold everywhere at once.
+	return r, s.propagate(ctx, rev)
+}
+
+func (s *Service) propagate(ctx context.Context, rev int64) error {
+	if s.Propagated == nil {
+		return nil
+	}
+	return s.Propagated(ctx, rev)
+}
+
+// Revoke ends a token on every control node before it returns.
+func (s *Service) Revoke(ctx context.Context, actor Actor, id string) (*Record, error) {
+	r, rev, err := s.change(ctx, actor, id, "security.token.revoked", func(r *Record) (string, error) {
+		if r.RevokedAt == nil {
+			now := s.now()
+			r.RevokedAt, r.Sealed = &now, ""
+		}
+		return "revoked", nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return r, s.propagate(ctx, rev)
+}
+
+// Rotate replaces the token's value; the old value stops working at once.
+func (s *Service) Rotate(ctx context.Context, actor Actor, id string) (*Record, string, error) {
+	var tok string
+	r, rev, err := s.change(ctx, actor, id, "security.token.rotated", func(r *Record) (string, error) {
+		if r.RevokedAt != nil {
+			return "", fmt.Errorf("%w: a revoked token cannot be rotated", ErrRevokedConflict)
+		}
+		if _, ok := permission.Within(actor.Permissions, r.Permissions); !ok {
+			return "", fmt.Errorf("%w: rotating hands out the token's permissions again", ErrBeyondCreator)
+		}
+		now := s.now()
+		r.RotatedAt = &now
+		var err error
+		tok, err = s.mint(r)
+		return "rotated", err
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	return r, tok, s.propagate(ctx, rev)
+}
+
+// Reveal shows a revealable token again and records that it did.
+func (s *Service) Reveal(ctx context.Context, actor Actor, id string) (string, error) {
+	r, _, err := s.get(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	if !r.Revealable || r.Sealed == "" || r.RevokedAt != nil {
+		return "", fmt.Errorf("%w: it was not created revealable, or it is revoked", ErrNotRevealable)
+	}
+	if _, ok := permission.Within(actor.Permissions, r.Permissions); !ok {
+		return "", fmt.Errorf("%w: revealing hands out the token's permissions", ErrBeyondCreator)
+	}
+	tok, err := s.Keys.Open(r.Sealed, []byte(KeyPrefix+r.TokenID))
+	if err != nil {
+		return "", err
+	}
+	if err := audit.Write(ctx, s.Store, audit.Record{EventType: "security.token.revealed", Outcome: audit.Success, ActorType: actor.Type,
+		ActorID: actor.ID, ClientAddress: actor.ClientAddress, TraceID: actor.TraceID, Target: id, Message: "revealed"}); err != nil {
+		return "", err
+	}
+	return string(tok), nil
+}
+
+// List returns one page of tokens, newest first.
+func (s *Service) List(ctx context.Context, owner string, includeRevoked bool, page, size int) ([]Record, int64, error) {
+	var where []string
+	var args []any
+	if owner != "" {
+		where = append(where, "i.owner_user_id = ?")
+		args = append(args, owner)
+	}
+	if !includeRevoked {
+		where = append(where, "i.revoked_at IS NULL")
+	}
+	cond := ""
+	if len(where) > 0 {
+		cond = " WHERE " + strings.Join(where, " AND ")
+	}
+	var out []Record
+	var total int64
+	err := s.Reader.ReadTx(ctx, func(tx *sql.Tx, _ int64) error {
+		if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM idx_api_tokens i"+cond, args...).Scan(&total); err != nil {
+			return err
+		}
+		rows, err := tx.QueryContext(ctx, fmt.Sprintf("SELECT kv.value FROM idx_api_tokens i JOIN kv ON kv.key = i.key%s ORDER BY i.key DESC LIMIT %d OFFSET %d",
+			cond, size, (page-1)*size), args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var raw []byte
+			var r Record
+			if err := rows.Scan(&raw); err != nil {
+				return err
+			}
+			if err := json.Unmarshal(raw, &r); err != nil {
+				return err
+			}
+			out = append(out, r)
+		}
+		return rows.Err()
+	})
+	return out, total, err
+}
+
+// Get reads one token record.
+func (s *Service) Get(ctx context.Context, id string) (*Record, error) {
+	r, _, err := s.get(ctx, id)
+	return r, err
+}
