@@ -153,6 +153,42 @@ func (e ClusterMemberHealthStatus) Valid() bool {
 	}
 }
 
+// Defines values for CreateUserRequestStatus.
+const (
+	CreateUserRequestStatusActive   CreateUserRequestStatus = "active"
+	CreateUserRequestStatusDisabled CreateUserRequestStatus = "disabled"
+)
+
+// Valid indicates whether the value is a known member of the CreateUserRequestStatus enum.
+func (e CreateUserRequestStatus) Valid() bool {
+	switch e {
+	case CreateUserRequestStatusActive:
+		return true
+	case CreateUserRequestStatusDisabled:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CurrentUserCredentialKind.
+const (
+	CurrentUserCredentialKindApiToken       CurrentUserCredentialKind = "api-token"
+	CurrentUserCredentialKindConsoleSession CurrentUserCredentialKind = "console-session"
+)
+
+// Valid indicates whether the value is a known member of the CurrentUserCredentialKind enum.
+func (e CurrentUserCredentialKind) Valid() bool {
+	switch e {
+	case CurrentUserCredentialKindApiToken:
+		return true
+	case CurrentUserCredentialKindConsoleSession:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for DocumentationAuditItemKind.
 const (
 	DocumentationAuditItemKindOperation      DocumentationAuditItemKind = "operation"
@@ -363,6 +399,45 @@ func (e SvcHealthSnapshotStatus) Valid() bool {
 	}
 }
 
+// Defines values for UpdateUserRequestStatus.
+const (
+	UpdateUserRequestStatusActive   UpdateUserRequestStatus = "active"
+	UpdateUserRequestStatusDisabled UpdateUserRequestStatus = "disabled"
+)
+
+// Valid indicates whether the value is a known member of the UpdateUserRequestStatus enum.
+func (e UpdateUserRequestStatus) Valid() bool {
+	switch e {
+	case UpdateUserRequestStatusActive:
+		return true
+	case UpdateUserRequestStatusDisabled:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for UserStatus.
+const (
+	UserStatusActive   UserStatus = "active"
+	UserStatusDeleted  UserStatus = "deleted"
+	UserStatusDisabled UserStatus = "disabled"
+)
+
+// Valid indicates whether the value is a known member of the UserStatus enum.
+func (e UserStatus) Valid() bool {
+	switch e {
+	case UserStatusActive:
+		return true
+	case UserStatusDeleted:
+		return true
+	case UserStatusDisabled:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ListSecurityAuditParamsOutcome.
 const (
 	ListSecurityAuditParamsOutcomeDenied  ListSecurityAuditParamsOutcome = "denied"
@@ -378,6 +453,27 @@ func (e ListSecurityAuditParamsOutcome) Valid() bool {
 	case ListSecurityAuditParamsOutcomeFailure:
 		return true
 	case ListSecurityAuditParamsOutcomeSuccess:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListUsersParamsStatus.
+const (
+	ListUsersParamsStatusActive   ListUsersParamsStatus = "active"
+	ListUsersParamsStatusDeleted  ListUsersParamsStatus = "deleted"
+	ListUsersParamsStatusDisabled ListUsersParamsStatus = "disabled"
+)
+
+// Valid indicates whether the value is a known member of the ListUsersParamsStatus enum.
+func (e ListUsersParamsStatus) Valid() bool {
+	switch e {
+	case ListUsersParamsStatusActive:
+		return true
+	case ListUsersParamsStatusDeleted:
+		return true
+	case ListUsersParamsStatusDisabled:
 		return true
 	default:
 		return false
@@ -588,6 +684,24 @@ type BackgroundTaskList struct {
 	Rows []BackgroundTask `json:"rows"`
 }
 
+// BootstrapAdminRequest Request to create the first super administrator.
+type BootstrapAdminRequest struct {
+	// DisplayName Name shown in the console; empty when absent.
+	DisplayName *string `json:"displayName,omitempty"`
+
+	// Password Password of the administrator; only a salted hash of it is stored.
+	Password string `json:"password"`
+
+	// Username Login name; starts with a letter or digit and otherwise holds letters, digits, dots, underscores, at signs and hyphens.
+	Username string `json:"username"`
+}
+
+// BootstrapStatus Whether the first administrator still has to be created.
+type BootstrapStatus struct {
+	// BootstrapRequired True when no administrator exists yet, so the bootstrap operation is open to loopback clients.
+	BootstrapRequired bool `json:"bootstrapRequired"`
+}
+
 // CapabilityCategory One category of third-party capabilities.
 type CapabilityCategory struct {
 	// Available Whether the calling token holds all of the required permissions.
@@ -601,6 +715,15 @@ type CapabilityCategory struct {
 
 	// RequiredPermissions Permission points needed to use the category.
 	RequiredPermissions []string `json:"requiredPermissions"`
+}
+
+// ChangePasswordRequest Request to set a new password.
+type ChangePasswordRequest struct {
+	// CurrentPassword Current password of the user; optional here, because an administrator resetting another user's password does not need it.
+	CurrentPassword *string `json:"currentPassword,omitempty"`
+
+	// NewPassword The new password; only a salted hash of it is stored.
+	NewPassword string `json:"newPassword"`
 }
 
 // ClusterMember One cluster member.
@@ -756,6 +879,27 @@ type CreateApiTokenRequest struct {
 	Revealable *bool `json:"revealable,omitempty"`
 }
 
+// CreateUserRequest Request to create a user.
+type CreateUserRequest struct {
+	// DisplayName Name shown in the console; empty when absent.
+	DisplayName *string `json:"displayName,omitempty"`
+
+	// Password Initial password of the user; only a salted hash of it is stored.
+	Password string `json:"password"`
+
+	// RoleIds Identifiers of the roles the user holds; every permission they grant must be one the caller holds.
+	RoleIds []string `json:"roleIds"`
+
+	// Status Initial status of the user.
+	Status *CreateUserRequestStatus `json:"status,omitempty"`
+
+	// Username Login name; starts with a letter or digit and otherwise holds letters, digits, dots, underscores, at signs and hyphens.
+	Username string `json:"username"`
+}
+
+// CreateUserRequestStatus Initial status of the user.
+type CreateUserRequestStatus string
+
 // CreatedApiToken A newly created or rotated API token together with its value.
 type CreatedApiToken struct {
 	// ApiToken One API token as stored; it never holds the token value, only facts that identify it.
@@ -767,6 +911,27 @@ type CreatedApiToken struct {
 	// TokenId Identifier of the token.
 	TokenId string `json:"tokenId"`
 }
+
+// CurrentUser The calling credential and its user. The user property is absent for API tokens that have no user owner.
+type CurrentUser struct {
+	// CredentialId Identifier of the calling credential, the id of the API token or of the console session.
+	CredentialId string `json:"credentialId"`
+
+	// CredentialKind Kind of the calling credential.
+	CredentialKind CurrentUserCredentialKind `json:"credentialKind"`
+
+	// Permissions Effective permission points of the caller, as enforced on every request.
+	Permissions []string `json:"permissions"`
+
+	// Roles Roles the user holds; empty when there is no user.
+	Roles []Role `json:"roles"`
+
+	// User One console user; it never holds any password data.
+	User *User `json:"user,omitempty"`
+}
+
+// CurrentUserCredentialKind Kind of the calling credential.
+type CurrentUserCredentialKind string
 
 // DataRetentionCleanupPreview Scope of a data retention cleanup round, without deleting anything.
 type DataRetentionCleanupPreview struct {
@@ -1292,6 +1457,39 @@ type RevealedApiToken struct {
 	TokenId string `json:"tokenId"`
 }
 
+// Role One role, a named set of permission points that users hold.
+type Role struct {
+	// BuiltIn Whether the role is built in; built-in roles cannot be changed or deleted.
+	BuiltIn bool `json:"builtIn"`
+
+	// CreatedAt Time the role was created (UTC); null when it is not recorded, as for built-in roles.
+	CreatedAt *time.Time `json:"createdAt"`
+
+	// Description What the role is for; may be empty.
+	Description string `json:"description"`
+
+	// Name Unique name of the role.
+	Name string `json:"name"`
+
+	// Permissions Permission points the role grants.
+	Permissions []string `json:"permissions"`
+
+	// RoleId Identifier of the role.
+	RoleId string `json:"roleId"`
+
+	// UpdatedAt Time the role was last changed (UTC); null when it was never changed.
+	UpdatedAt *time.Time `json:"updatedAt"`
+
+	// UserCount Number of users that hold the role, not counting deleted users.
+	UserCount int64 `json:"userCount"`
+}
+
+// RoleList All roles.
+type RoleList struct {
+	// Rows The roles.
+	Rows []Role `json:"rows"`
+}
+
 // RunSystemTaskRequest Request to run or preview a system task.
 type RunSystemTaskRequest struct {
 	// Preview Only report what the task would do; false runs it for real.
@@ -1391,6 +1589,18 @@ type RuntimePortList struct {
 	Rows []RuntimePort `json:"rows"`
 }
 
+// SaveRoleRequest Request to create a role or to replace the fields of one.
+type SaveRoleRequest struct {
+	// Description What the role is for; empty when absent.
+	Description *string `json:"description,omitempty"`
+
+	// Name Unique name of the role.
+	Name string `json:"name"`
+
+	// Permissions Permission points the role grants, as listed by GET /api/v2/security/permissions; each must be a permission the caller holds.
+	Permissions []string `json:"permissions"`
+}
+
 // SchemaColumn One column of a schema object.
 type SchemaColumn struct {
 	// Name Column name.
@@ -1432,6 +1642,15 @@ type SchemaObject struct {
 
 // SchemaObjectType Object type.
 type SchemaObjectType string
+
+// SessionRevokeResult Result of revoking all sessions of a user.
+type SessionRevokeResult struct {
+	// SessionEpoch New session epoch of the user; it increases with every revocation, and sessions issued under an older epoch are refused.
+	SessionEpoch int64 `json:"sessionEpoch"`
+
+	// UserId Identifier of the user whose sessions were revoked.
+	UserId string `json:"userId"`
+}
 
 // SourceDocumentationAuditReport Documentation completeness of this contract.
 type SourceDocumentationAuditReport struct {
@@ -1703,6 +1922,69 @@ type UpdateApiTokenRequest struct {
 	Purpose *string `json:"purpose,omitempty"`
 }
 
+// UpdateUserRequest Request to change a user; omitted fields keep their value.
+type UpdateUserRequest struct {
+	// DisplayName New name shown in the console; an empty string clears it.
+	DisplayName *string `json:"displayName,omitempty"`
+
+	// RoleIds New role identifiers, replacing the current ones; a change revokes the user's sessions at once.
+	RoleIds *[]string `json:"roleIds,omitempty"`
+
+	// Status New status of the user; a change revokes the user's sessions at once.
+	Status *UpdateUserRequestStatus `json:"status,omitempty"`
+}
+
+// UpdateUserRequestStatus New status of the user; a change revokes the user's sessions at once.
+type UpdateUserRequestStatus string
+
+// User One console user; it never holds any password data.
+type User struct {
+	// CreatedAt Time the user was created (UTC).
+	CreatedAt time.Time `json:"createdAt"`
+
+	// DisplayName Name shown in the console; may be empty.
+	DisplayName string `json:"displayName"`
+
+	// LastLoginAt Time the user last logged in (UTC); null when the user never logged in.
+	LastLoginAt *time.Time `json:"lastLoginAt"`
+
+	// PasswordChangedAt Time the password was last changed or reset (UTC); null when it was never changed since creation.
+	PasswordChangedAt *time.Time `json:"passwordChangedAt"`
+
+	// RoleIds Identifiers of the roles the user holds.
+	RoleIds []string `json:"roleIds"`
+
+	// Status Current status of the user; only active users can log in.
+	Status UserStatus `json:"status"`
+
+	// UpdatedAt Time the user was last changed (UTC).
+	UpdatedAt time.Time `json:"updatedAt"`
+
+	// UserId Identifier of the user.
+	UserId string `json:"userId"`
+
+	// Username Login name of the user, unique among all users including deleted ones.
+	Username string `json:"username"`
+}
+
+// UserStatus Current status of the user; only active users can log in.
+type UserStatus string
+
+// UserList One page of users.
+type UserList struct {
+	// Page Number of this page, starting at 1.
+	Page int32 `json:"page"`
+
+	// PageSize Maximum number of rows per page.
+	PageSize int32 `json:"pageSize"`
+
+	// Rows The users on this page.
+	Rows []User `json:"rows"`
+
+	// Total Number of users that match the filters, over all pages.
+	Total int64 `json:"total"`
+}
+
 // ClusterId defines model for ClusterId.
 type ClusterId = string
 
@@ -1715,8 +1997,14 @@ type Page = int32
 // PageSize defines model for PageSize.
 type PageSize = int32
 
+// RoleId defines model for RoleId.
+type RoleId = string
+
 // TokenId defines model for TokenId.
 type TokenId = string
+
+// UserId defines model for UserId.
+type UserId = string
 
 // BadRequest Body of every JSON error answer.
 type BadRequest = ErrorBody
@@ -1789,6 +2077,27 @@ type ListSecurityAuditParams struct {
 
 // ListSecurityAuditParamsOutcome defines parameters for ListSecurityAudit.
 type ListSecurityAuditParamsOutcome string
+
+// ListUsersParams defines parameters for ListUsers.
+type ListUsersParams struct {
+	// Page Number of the page to return, starting at 1.
+	Page *Page `form:"page,omitempty" json:"page,omitempty"`
+
+	// PageSize Maximum number of rows per page.
+	PageSize *PageSize `form:"pageSize,omitempty" json:"pageSize,omitempty"`
+
+	// Keyword Only users whose username or display name contains this text; all users when absent.
+	Keyword *string `form:"keyword,omitempty" json:"keyword,omitempty"`
+
+	// Status Only users with this status; all statuses when absent.
+	Status *ListUsersParamsStatus `form:"status,omitempty" json:"status,omitempty"`
+
+	// IncludeDeleted Also list deleted users.
+	IncludeDeleted *bool `form:"includeDeleted,omitempty" json:"includeDeleted,omitempty"`
+}
+
+// ListUsersParamsStatus defines parameters for ListUsers.
+type ListUsersParamsStatus string
 
 // PreviewDataRetentionCleanupParams defines parameters for PreviewDataRetentionCleanup.
 type PreviewDataRetentionCleanupParams struct {
@@ -1874,11 +2183,29 @@ type GetSourceDocumentationAuditParams struct {
 	MaxResults *int32 `form:"maxResults,omitempty" json:"maxResults,omitempty"`
 }
 
+// BootstrapAdminJSONRequestBody defines body for BootstrapAdmin for application/json ContentType.
+type BootstrapAdminJSONRequestBody = BootstrapAdminRequest
+
 // CreateApiTokenJSONRequestBody defines body for CreateApiToken for application/json ContentType.
 type CreateApiTokenJSONRequestBody = CreateApiTokenRequest
 
 // UpdateApiTokenJSONRequestBody defines body for UpdateApiToken for application/json ContentType.
 type UpdateApiTokenJSONRequestBody = UpdateApiTokenRequest
+
+// CreateRoleJSONRequestBody defines body for CreateRole for application/json ContentType.
+type CreateRoleJSONRequestBody = SaveRoleRequest
+
+// UpdateRoleJSONRequestBody defines body for UpdateRole for application/json ContentType.
+type UpdateRoleJSONRequestBody = SaveRoleRequest
+
+// CreateUserJSONRequestBody defines body for CreateUser for application/json ContentType.
+type CreateUserJSONRequestBody = CreateUserRequest
+
+// UpdateUserJSONRequestBody defines body for UpdateUser for application/json ContentType.
+type UpdateUserJSONRequestBody = UpdateUserRequest
+
+// ResetUserPasswordJSONRequestBody defines body for ResetUserPassword for application/json ContentType.
+type ResetUserPasswordJSONRequestBody = ChangePasswordRequest
 
 // RunDataRetentionCleanupJSONRequestBody defines body for RunDataRetentionCleanup for application/json ContentType.
 type RunDataRetentionCleanupJSONRequestBody = DataRetentionCleanupRunRequest
@@ -1900,6 +2227,15 @@ type RunSystemTaskJSONRequestBody = RunSystemTaskRequest
 
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
+	// BootstrapAdmin Create the first super administrator
+	// (POST /api/v2/auth/bootstrap)
+	BootstrapAdmin(c *gin.Context)
+	// GetBootstrapStatus Tell whether the first administrator still has to be created
+	// (GET /api/v2/auth/bootstrap-status)
+	GetBootstrapStatus(c *gin.Context)
+	// GetCurrentUser Describe the calling credential and its user
+	// (GET /api/v2/auth/me)
+	GetCurrentUser(c *gin.Context)
 	// GetClusterStatus Get the cluster consensus status
 	// (GET /api/v2/cluster/status)
 	GetClusterStatus(c *gin.Context, params GetClusterStatusParams)
@@ -1927,6 +2263,36 @@ type ServerInterface interface {
 	// ListPermissions List the permission points
 	// (GET /api/v2/security/permissions)
 	ListPermissions(c *gin.Context)
+	// ListRoles List roles
+	// (GET /api/v2/security/roles)
+	ListRoles(c *gin.Context)
+	// CreateRole Create a role
+	// (POST /api/v2/security/roles)
+	CreateRole(c *gin.Context)
+	// DeleteRole Delete a role
+	// (DELETE /api/v2/security/roles/{roleId})
+	DeleteRole(c *gin.Context, roleId RoleId)
+	// UpdateRole Update a role
+	// (PUT /api/v2/security/roles/{roleId})
+	UpdateRole(c *gin.Context, roleId RoleId)
+	// ListUsers List users
+	// (GET /api/v2/security/users)
+	ListUsers(c *gin.Context, params ListUsersParams)
+	// CreateUser Create a user
+	// (POST /api/v2/security/users)
+	CreateUser(c *gin.Context)
+	// DeleteUser Delete a user
+	// (DELETE /api/v2/security/users/{userId})
+	DeleteUser(c *gin.Context, userId UserId)
+	// UpdateUser Update a user
+	// (PUT /api/v2/security/users/{userId})
+	UpdateUser(c *gin.Context, userId UserId)
+	// ResetUserPassword Reset the password of a user
+	// (POST /api/v2/security/users/{userId}/password)
+	ResetUserPassword(c *gin.Context, userId UserId)
+	// RevokeUserSessions Revoke all sessions of a user
+	// (POST /api/v2/security/users/{userId}/sessions/revoke)
+	RevokeUserSessions(c *gin.Context, userId UserId)
 	// GetApiDocs Redirect to the interactive API documentation
 	// (GET /api/v2/system/api-docs)
 	GetApiDocs(c *gin.Context)
@@ -2015,6 +2381,45 @@ type ServerInterfaceWrapper struct {
 }
 
 type MiddlewareFunc func(c *gin.Context)
+
+// BootstrapAdmin operation middleware
+func (siw *ServerInterfaceWrapper) BootstrapAdmin(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.BootstrapAdmin(c)
+}
+
+// GetBootstrapStatus operation middleware
+func (siw *ServerInterfaceWrapper) GetBootstrapStatus(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetBootstrapStatus(c)
+}
+
+// GetCurrentUser operation middleware
+func (siw *ServerInterfaceWrapper) GetCurrentUser(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetCurrentUser(c)
+}
 
 // GetClusterStatus operation middleware
 func (siw *ServerInterfaceWrapper) GetClusterStatus(c *gin.Context) {
@@ -2277,6 +2682,254 @@ func (siw *ServerInterfaceWrapper) ListPermissions(c *gin.Context) {
 	}
 
 	siw.Handler.ListPermissions(c)
+}
+
+// ListRoles operation middleware
+func (siw *ServerInterfaceWrapper) ListRoles(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListRoles(c)
+}
+
+// CreateRole operation middleware
+func (siw *ServerInterfaceWrapper) CreateRole(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateRole(c)
+}
+
+// DeleteRole operation middleware
+func (siw *ServerInterfaceWrapper) DeleteRole(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roleId" -------------
+	var roleId RoleId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roleId", c.Param("roleId"), &roleId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roleId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.DeleteRole(c, roleId)
+}
+
+// UpdateRole operation middleware
+func (siw *ServerInterfaceWrapper) UpdateRole(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roleId" -------------
+	var roleId RoleId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roleId", c.Param("roleId"), &roleId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter roleId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.UpdateRole(c, roleId)
+}
+
+// ListUsers operation middleware
+func (siw *ServerInterfaceWrapper) ListUsers(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListUsersParams
+
+	// ------------- Optional query parameter "page" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "page", c.Request.URL.Query(), &params.Page, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter page: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "pageSize" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "pageSize", c.Request.URL.Query(), &params.PageSize, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter pageSize: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "keyword" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "keyword", c.Request.URL.Query(), &params.Keyword, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter keyword: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "status" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "status", c.Request.URL.Query(), &params.Status, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter status: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "includeDeleted" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "includeDeleted", c.Request.URL.Query(), &params.IncludeDeleted, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter includeDeleted: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListUsers(c, params)
+}
+
+// CreateUser operation middleware
+func (siw *ServerInterfaceWrapper) CreateUser(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateUser(c)
+}
+
+// DeleteUser operation middleware
+func (siw *ServerInterfaceWrapper) DeleteUser(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "userId" -------------
+	var userId UserId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "userId", c.Param("userId"), &userId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter userId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.DeleteUser(c, userId)
+}
+
+// UpdateUser operation middleware
+func (siw *ServerInterfaceWrapper) UpdateUser(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "userId" -------------
+	var userId UserId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "userId", c.Param("userId"), &userId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter userId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.UpdateUser(c, userId)
+}
+
+// ResetUserPassword operation middleware
+func (siw *ServerInterfaceWrapper) ResetUserPassword(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "userId" -------------
+	var userId UserId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "userId", c.Param("userId"), &userId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter userId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ResetUserPassword(c, userId)
+}
+
+// RevokeUserSessions operation middleware
+func (siw *ServerInterfaceWrapper) RevokeUserSessions(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "userId" -------------
+	var userId UserId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "userId", c.Param("userId"), &userId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter userId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.RevokeUserSessions(c, userId)
 }
 
 // GetApiDocs operation middleware
@@ -2889,8 +3542,21 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 	router.POST(options.BaseURL+"/api/v2/security/api-tokens/:tokenId/rotate", wrapper.RotateApiToken)
 	router.GET(options.BaseURL+"/api/v2/security/audit", wrapper.ListSecurityAudit)
 	router.GET(options.BaseURL+"/api/v2/security/permissions", wrapper.ListPermissions)
+	router.GET(options.BaseURL+"/api/v2/security/users", wrapper.ListUsers)
+	router.POST(options.BaseURL+"/api/v2/security/users", wrapper.CreateUser)
+	router.DELETE(options.BaseURL+"/api/v2/security/users/:userId", wrapper.DeleteUser)
+	router.PUT(options.BaseURL+"/api/v2/security/users/:userId", wrapper.UpdateUser)
+	router.POST(options.BaseURL+"/api/v2/security/users/:userId/password", wrapper.ResetUserPassword)
+	router.POST(options.BaseURL+"/api/v2/security/users/:userId/sessions/revoke", wrapper.RevokeUserSessions)
+	router.GET(options.BaseURL+"/api/v2/security/roles", wrapper.ListRoles)
+	router.POST(options.BaseURL+"/api/v2/security/roles", wrapper.CreateRole)
+	router.DELETE(options.BaseURL+"/api/v2/security/roles/:roleId", wrapper.DeleteRole)
+	router.PUT(options.BaseURL+"/api/v2/security/roles/:roleId", wrapper.UpdateRole)
 	router.GET(options.BaseURL+"/api/v2/cluster/status", wrapper.GetClusterStatus)
 	router.GET(options.BaseURL+"/api/v2/third-party/capabilities", wrapper.GetThirdPartyCapabilities)
+	router.GET(options.BaseURL+"/api/v2/auth/bootstrap-status", wrapper.GetBootstrapStatus)
+	router.POST(options.BaseURL+"/api/v2/auth/bootstrap", wrapper.BootstrapAdmin)
+	router.GET(options.BaseURL+"/api/v2/auth/me", wrapper.GetCurrentUser)
 }
 
 type BadRequestJSONResponse ErrorBody
@@ -2919,6 +3585,257 @@ type TooManyRequestsJSONResponse struct {
 type UnauthorizedJSONResponse ErrorBody
 
 type UnsupportedMediaTypeJSONResponse ErrorBody
+
+type BootstrapAdminRequestObject struct {
+	Body *BootstrapAdminJSONRequestBody
+}
+
+type BootstrapAdminResponseObject interface {
+	VisitBootstrapAdminResponse(w http.ResponseWriter) error
+}
+
+type BootstrapAdmin201JSONResponse User
+
+func (response BootstrapAdmin201JSONResponse) VisitBootstrapAdminResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type BootstrapAdmin400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response BootstrapAdmin400JSONResponse) VisitBootstrapAdminResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type BootstrapAdmin403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response BootstrapAdmin403JSONResponse) VisitBootstrapAdminResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type BootstrapAdmin409JSONResponse struct{ ConflictJSONResponse }
+
+func (response BootstrapAdmin409JSONResponse) VisitBootstrapAdminResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type BootstrapAdmin413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response BootstrapAdmin413JSONResponse) VisitBootstrapAdminResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type BootstrapAdmin415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response BootstrapAdmin415JSONResponse) VisitBootstrapAdminResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type BootstrapAdmin429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response BootstrapAdmin429JSONResponse) VisitBootstrapAdminResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type BootstrapAdmin500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response BootstrapAdmin500JSONResponse) VisitBootstrapAdminResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetBootstrapStatusRequestObject struct {
+}
+
+type GetBootstrapStatusResponseObject interface {
+	VisitGetBootstrapStatusResponse(w http.ResponseWriter) error
+}
+
+type GetBootstrapStatus200JSONResponse BootstrapStatus
+
+func (response GetBootstrapStatus200JSONResponse) VisitGetBootstrapStatusResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetBootstrapStatus429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetBootstrapStatus429JSONResponse) VisitGetBootstrapStatusResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetBootstrapStatus500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetBootstrapStatus500JSONResponse) VisitGetBootstrapStatusResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCurrentUserRequestObject struct {
+}
+
+type GetCurrentUserResponseObject interface {
+	VisitGetCurrentUserResponse(w http.ResponseWriter) error
+}
+
+type GetCurrentUser200JSONResponse CurrentUser
+
+func (response GetCurrentUser200JSONResponse) VisitGetCurrentUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCurrentUser401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetCurrentUser401JSONResponse) VisitGetCurrentUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCurrentUser403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetCurrentUser403JSONResponse) VisitGetCurrentUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCurrentUser429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetCurrentUser429JSONResponse) VisitGetCurrentUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCurrentUser500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetCurrentUser500JSONResponse) VisitGetCurrentUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
 
 type GetClusterStatusRequestObject struct {
 	Params GetClusterStatusParams
@@ -3862,6 +4779,1168 @@ func (response ListPermissions429JSONResponse) VisitListPermissionsResponse(w ht
 type ListPermissions500JSONResponse struct{ InternalErrorJSONResponse }
 
 func (response ListPermissions500JSONResponse) VisitListPermissionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRolesRequestObject struct {
+}
+
+type ListRolesResponseObject interface {
+	VisitListRolesResponse(w http.ResponseWriter) error
+}
+
+type ListRoles200JSONResponse RoleList
+
+func (response ListRoles200JSONResponse) VisitListRolesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRoles401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListRoles401JSONResponse) VisitListRolesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRoles403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListRoles403JSONResponse) VisitListRolesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRoles429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListRoles429JSONResponse) VisitListRolesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRoles500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListRoles500JSONResponse) VisitListRolesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRoleRequestObject struct {
+	Body *CreateRoleJSONRequestBody
+}
+
+type CreateRoleResponseObject interface {
+	VisitCreateRoleResponse(w http.ResponseWriter) error
+}
+
+type CreateRole201JSONResponse Role
+
+func (response CreateRole201JSONResponse) VisitCreateRoleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRole400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateRole400JSONResponse) VisitCreateRoleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRole401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateRole401JSONResponse) VisitCreateRoleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRole403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateRole403JSONResponse) VisitCreateRoleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRole409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateRole409JSONResponse) VisitCreateRoleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRole413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response CreateRole413JSONResponse) VisitCreateRoleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRole415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response CreateRole415JSONResponse) VisitCreateRoleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRole429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateRole429JSONResponse) VisitCreateRoleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRole500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateRole500JSONResponse) VisitCreateRoleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRoleRequestObject struct {
+	RoleId RoleId `json:"roleId"`
+}
+
+type DeleteRoleResponseObject interface {
+	VisitDeleteRoleResponse(w http.ResponseWriter) error
+}
+
+type DeleteRole204Response struct {
+}
+
+func (response DeleteRole204Response) VisitDeleteRoleResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type DeleteRole401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response DeleteRole401JSONResponse) VisitDeleteRoleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRole403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response DeleteRole403JSONResponse) VisitDeleteRoleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRole404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response DeleteRole404JSONResponse) VisitDeleteRoleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRole409JSONResponse struct{ ConflictJSONResponse }
+
+func (response DeleteRole409JSONResponse) VisitDeleteRoleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRole429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response DeleteRole429JSONResponse) VisitDeleteRoleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRole500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response DeleteRole500JSONResponse) VisitDeleteRoleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateRoleRequestObject struct {
+	RoleId RoleId `json:"roleId"`
+	Body   *UpdateRoleJSONRequestBody
+}
+
+type UpdateRoleResponseObject interface {
+	VisitUpdateRoleResponse(w http.ResponseWriter) error
+}
+
+type UpdateRole200JSONResponse Role
+
+func (response UpdateRole200JSONResponse) VisitUpdateRoleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateRole400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response UpdateRole400JSONResponse) VisitUpdateRoleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateRole401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response UpdateRole401JSONResponse) VisitUpdateRoleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateRole403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response UpdateRole403JSONResponse) VisitUpdateRoleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateRole404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response UpdateRole404JSONResponse) VisitUpdateRoleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateRole409JSONResponse struct{ ConflictJSONResponse }
+
+func (response UpdateRole409JSONResponse) VisitUpdateRoleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateRole413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response UpdateRole413JSONResponse) VisitUpdateRoleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateRole415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response UpdateRole415JSONResponse) VisitUpdateRoleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateRole429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response UpdateRole429JSONResponse) VisitUpdateRoleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateRole500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response UpdateRole500JSONResponse) VisitUpdateRoleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListUsersRequestObject struct {
+	Params ListUsersParams
+}
+
+type ListUsersResponseObject interface {
+	VisitListUsersResponse(w http.ResponseWriter) error
+}
+
+type ListUsers200JSONResponse UserList
+
+func (response ListUsers200JSONResponse) VisitListUsersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListUsers400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListUsers400JSONResponse) VisitListUsersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListUsers401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListUsers401JSONResponse) VisitListUsersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListUsers403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListUsers403JSONResponse) VisitListUsersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListUsers429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListUsers429JSONResponse) VisitListUsersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListUsers500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListUsers500JSONResponse) VisitListUsersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateUserRequestObject struct {
+	Body *CreateUserJSONRequestBody
+}
+
+type CreateUserResponseObject interface {
+	VisitCreateUserResponse(w http.ResponseWriter) error
+}
+
+type CreateUser201JSONResponse User
+
+func (response CreateUser201JSONResponse) VisitCreateUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateUser400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateUser400JSONResponse) VisitCreateUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateUser401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateUser401JSONResponse) VisitCreateUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateUser403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateUser403JSONResponse) VisitCreateUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateUser409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateUser409JSONResponse) VisitCreateUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateUser413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response CreateUser413JSONResponse) VisitCreateUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateUser415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response CreateUser415JSONResponse) VisitCreateUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateUser429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateUser429JSONResponse) VisitCreateUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateUser500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateUser500JSONResponse) VisitCreateUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteUserRequestObject struct {
+	UserId UserId `json:"userId"`
+}
+
+type DeleteUserResponseObject interface {
+	VisitDeleteUserResponse(w http.ResponseWriter) error
+}
+
+type DeleteUser204Response struct {
+}
+
+func (response DeleteUser204Response) VisitDeleteUserResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type DeleteUser401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response DeleteUser401JSONResponse) VisitDeleteUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteUser403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response DeleteUser403JSONResponse) VisitDeleteUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteUser404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response DeleteUser404JSONResponse) VisitDeleteUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteUser409JSONResponse struct{ ConflictJSONResponse }
+
+func (response DeleteUser409JSONResponse) VisitDeleteUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteUser429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response DeleteUser429JSONResponse) VisitDeleteUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteUser500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response DeleteUser500JSONResponse) VisitDeleteUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateUserRequestObject struct {
+	UserId UserId `json:"userId"`
+	Body   *UpdateUserJSONRequestBody
+}
+
+type UpdateUserResponseObject interface {
+	VisitUpdateUserResponse(w http.ResponseWriter) error
+}
+
+type UpdateUser200JSONResponse User
+
+func (response UpdateUser200JSONResponse) VisitUpdateUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateUser400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response UpdateUser400JSONResponse) VisitUpdateUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateUser401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response UpdateUser401JSONResponse) VisitUpdateUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateUser403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response UpdateUser403JSONResponse) VisitUpdateUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateUser404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response UpdateUser404JSONResponse) VisitUpdateUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateUser413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response UpdateUser413JSONResponse) VisitUpdateUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateUser415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response UpdateUser415JSONResponse) VisitUpdateUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateUser429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response UpdateUser429JSONResponse) VisitUpdateUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateUser500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response UpdateUser500JSONResponse) VisitUpdateUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResetUserPasswordRequestObject struct {
+	UserId UserId `json:"userId"`
+	Body   *ResetUserPasswordJSONRequestBody
+}
+
+type ResetUserPasswordResponseObject interface {
+	VisitResetUserPasswordResponse(w http.ResponseWriter) error
+}
+
+type ResetUserPassword204Response struct {
+}
+
+func (response ResetUserPassword204Response) VisitResetUserPasswordResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type ResetUserPassword400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ResetUserPassword400JSONResponse) VisitResetUserPasswordResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResetUserPassword401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ResetUserPassword401JSONResponse) VisitResetUserPasswordResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResetUserPassword403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ResetUserPassword403JSONResponse) VisitResetUserPasswordResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResetUserPassword404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ResetUserPassword404JSONResponse) VisitResetUserPasswordResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResetUserPassword413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response ResetUserPassword413JSONResponse) VisitResetUserPasswordResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResetUserPassword415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response ResetUserPassword415JSONResponse) VisitResetUserPasswordResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResetUserPassword429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ResetUserPassword429JSONResponse) VisitResetUserPasswordResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResetUserPassword500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ResetUserPassword500JSONResponse) VisitResetUserPasswordResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeUserSessionsRequestObject struct {
+	UserId UserId `json:"userId"`
+}
+
+type RevokeUserSessionsResponseObject interface {
+	VisitRevokeUserSessionsResponse(w http.ResponseWriter) error
+}
+
+type RevokeUserSessions200JSONResponse SessionRevokeResult
+
+func (response RevokeUserSessions200JSONResponse) VisitRevokeUserSessionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeUserSessions401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response RevokeUserSessions401JSONResponse) VisitRevokeUserSessionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeUserSessions403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response RevokeUserSessions403JSONResponse) VisitRevokeUserSessionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeUserSessions404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response RevokeUserSessions404JSONResponse) VisitRevokeUserSessionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeUserSessions429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response RevokeUserSessions429JSONResponse) VisitRevokeUserSessionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeUserSessions500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response RevokeUserSessions500JSONResponse) VisitRevokeUserSessionsResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
@@ -6403,6 +8482,15 @@ func (response GetHealth503JSONResponse) VisitGetHealthResponse(w http.ResponseW
 
 // StrictServerInterface represents all server handlers.
 type StrictServerInterface interface {
+	// BootstrapAdmin Create the first super administrator
+	// (POST /api/v2/auth/bootstrap)
+	BootstrapAdmin(ctx context.Context, request BootstrapAdminRequestObject) (BootstrapAdminResponseObject, error)
+	// GetBootstrapStatus Tell whether the first administrator still has to be created
+	// (GET /api/v2/auth/bootstrap-status)
+	GetBootstrapStatus(ctx context.Context, request GetBootstrapStatusRequestObject) (GetBootstrapStatusResponseObject, error)
+	// GetCurrentUser Describe the calling credential and its user
+	// (GET /api/v2/auth/me)
+	GetCurrentUser(ctx context.Context, request GetCurrentUserRequestObject) (GetCurrentUserResponseObject, error)
 	// GetClusterStatus Get the cluster consensus status
 	// (GET /api/v2/cluster/status)
 	GetClusterStatus(ctx context.Context, request GetClusterStatusRequestObject) (GetClusterStatusResponseObject, error)
@@ -6430,6 +8518,36 @@ type StrictServerInterface interface {
 	// ListPermissions List the permission points
 	// (GET /api/v2/security/permissions)
 	ListPermissions(ctx context.Context, request ListPermissionsRequestObject) (ListPermissionsResponseObject, error)
+	// ListRoles List roles
+	// (GET /api/v2/security/roles)
+	ListRoles(ctx context.Context, request ListRolesRequestObject) (ListRolesResponseObject, error)
+	// CreateRole Create a role
+	// (POST /api/v2/security/roles)
+	CreateRole(ctx context.Context, request CreateRoleRequestObject) (CreateRoleResponseObject, error)
+	// DeleteRole Delete a role
+	// (DELETE /api/v2/security/roles/{roleId})
+	DeleteRole(ctx context.Context, request DeleteRoleRequestObject) (DeleteRoleResponseObject, error)
+	// UpdateRole Update a role
+	// (PUT /api/v2/security/roles/{roleId})
+	UpdateRole(ctx context.Context, request UpdateRoleRequestObject) (UpdateRoleResponseObject, error)
+	// ListUsers List users
+	// (GET /api/v2/security/users)
+	ListUsers(ctx context.Context, request ListUsersRequestObject) (ListUsersResponseObject, error)
+	// CreateUser Create a user
+	// (POST /api/v2/security/users)
+	CreateUser(ctx context.Context, request CreateUserRequestObject) (CreateUserResponseObject, error)
+	// DeleteUser Delete a user
+	// (DELETE /api/v2/security/users/{userId})
+	DeleteUser(ctx context.Context, request DeleteUserRequestObject) (DeleteUserResponseObject, error)
+	// UpdateUser Update a user
+	// (PUT /api/v2/security/users/{userId})
+	UpdateUser(ctx context.Context, request UpdateUserRequestObject) (UpdateUserResponseObject, error)
+	// ResetUserPassword Reset the password of a user
+	// (POST /api/v2/security/users/{userId}/password)
+	ResetUserPassword(ctx context.Context, request ResetUserPasswordRequestObject) (ResetUserPasswordResponseObject, error)
+	// RevokeUserSessions Revoke all sessions of a user
+	// (POST /api/v2/security/users/{userId}/sessions/revoke)
+	RevokeUserSessions(ctx context.Context, request RevokeUserSessionsRequestObject) (RevokeUserSessionsResponseObject, error)
 	// GetApiDocs Redirect to the interactive API documentation
 	// (GET /api/v2/system/api-docs)
 	GetApiDocs(ctx context.Context, request GetApiDocsRequestObject) (GetApiDocsResponseObject, error)
@@ -6565,6 +8683,96 @@ type strictHandler struct {
 	ssi         StrictServerInterface
 	middlewares []StrictMiddlewareFunc
 	options     StrictGinServerOptions
+}
+
+// BootstrapAdmin operation middleware
+func (sh *strictHandler) BootstrapAdmin(ctx *gin.Context) {
+	var request BootstrapAdminRequestObject
+
+	var body BootstrapAdminJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.BootstrapAdmin(ctx, request.(BootstrapAdminRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "BootstrapAdmin")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(BootstrapAdminResponseObject); ok {
+		if err := validResponse.VisitBootstrapAdminResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetBootstrapStatus operation middleware
+func (sh *strictHandler) GetBootstrapStatus(ctx *gin.Context) {
+	var request GetBootstrapStatusRequestObject
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetBootstrapStatus(ctx, request.(GetBootstrapStatusRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetBootstrapStatus")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetBootstrapStatusResponseObject); ok {
+		if err := validResponse.VisitGetBootstrapStatusResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetCurrentUser operation middleware
+func (sh *strictHandler) GetCurrentUser(ctx *gin.Context) {
+	var request GetCurrentUserRequestObject
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetCurrentUser(ctx, request.(GetCurrentUserRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetCurrentUser")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetCurrentUserResponseObject); ok {
+		if err := validResponse.VisitGetCurrentUserResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
 }
 
 // GetClusterStatus operation middleware
@@ -6826,6 +9034,350 @@ func (sh *strictHandler) ListPermissions(ctx *gin.Context) {
 		sh.options.HandlerErrorFunc(ctx, err)
 	} else if validResponse, ok := response.(ListPermissionsResponseObject); ok {
 		if err := validResponse.VisitListPermissionsResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListRoles operation middleware
+func (sh *strictHandler) ListRoles(ctx *gin.Context) {
+	var request ListRolesRequestObject
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListRoles(ctx, request.(ListRolesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListRoles")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListRolesResponseObject); ok {
+		if err := validResponse.VisitListRolesResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CreateRole operation middleware
+func (sh *strictHandler) CreateRole(ctx *gin.Context) {
+	var request CreateRoleRequestObject
+
+	var body CreateRoleJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateRole(ctx, request.(CreateRoleRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateRole")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateRoleResponseObject); ok {
+		if err := validResponse.VisitCreateRoleResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// DeleteRole operation middleware
+func (sh *strictHandler) DeleteRole(ctx *gin.Context, roleId RoleId) {
+	var request DeleteRoleRequestObject
+
+	request.RoleId = roleId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteRole(ctx, request.(DeleteRoleRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteRole")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(DeleteRoleResponseObject); ok {
+		if err := validResponse.VisitDeleteRoleResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// UpdateRole operation middleware
+func (sh *strictHandler) UpdateRole(ctx *gin.Context, roleId RoleId) {
+	var request UpdateRoleRequestObject
+
+	request.RoleId = roleId
+
+	var body UpdateRoleJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateRole(ctx, request.(UpdateRoleRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateRole")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(UpdateRoleResponseObject); ok {
+		if err := validResponse.VisitUpdateRoleResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListUsers operation middleware
+func (sh *strictHandler) ListUsers(ctx *gin.Context, params ListUsersParams) {
+	var request ListUsersRequestObject
+
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListUsers(ctx, request.(ListUsersRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListUsers")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListUsersResponseObject); ok {
+		if err := validResponse.VisitListUsersResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CreateUser operation middleware
+func (sh *strictHandler) CreateUser(ctx *gin.Context) {
+	var request CreateUserRequestObject
+
+	var body CreateUserJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateUser(ctx, request.(CreateUserRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateUser")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateUserResponseObject); ok {
+		if err := validResponse.VisitCreateUserResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// DeleteUser operation middleware
+func (sh *strictHandler) DeleteUser(ctx *gin.Context, userId UserId) {
+	var request DeleteUserRequestObject
+
+	request.UserId = userId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteUser(ctx, request.(DeleteUserRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteUser")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(DeleteUserResponseObject); ok {
+		if err := validResponse.VisitDeleteUserResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// UpdateUser operation middleware
+func (sh *strictHandler) UpdateUser(ctx *gin.Context, userId UserId) {
+	var request UpdateUserRequestObject
+
+	request.UserId = userId
+
+	var body UpdateUserJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateUser(ctx, request.(UpdateUserRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateUser")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(UpdateUserResponseObject); ok {
+		if err := validResponse.VisitUpdateUserResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ResetUserPassword operation middleware
+func (sh *strictHandler) ResetUserPassword(ctx *gin.Context, userId UserId) {
+	var request ResetUserPasswordRequestObject
+
+	request.UserId = userId
+
+	var body ResetUserPasswordJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ResetUserPassword(ctx, request.(ResetUserPasswordRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ResetUserPassword")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ResetUserPasswordResponseObject); ok {
+		if err := validResponse.VisitResetUserPasswordResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// RevokeUserSessions operation middleware
+func (sh *strictHandler) RevokeUserSessions(ctx *gin.Context, userId UserId) {
+	var request RevokeUserSessionsRequestObject
+
+	request.UserId = userId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RevokeUserSessions(ctx, request.(RevokeUserSessionsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RevokeUserSessions")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(RevokeUserSessionsResponseObject); ok {
+		if err := validResponse.VisitRevokeUserSessionsResponse(ctx.Writer); err != nil {
 			sh.options.ResponseErrorHandlerFunc(ctx, err)
 		}
 	} else if response != nil {
@@ -7588,298 +10140,358 @@ func (sh *strictHandler) GetHealth(ctx *gin.Context) {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L0Lb9w4lj/6VYi6C0zPQraT9AM7MS4WbqcfuZN0fG33zAKD/tssiVXFsYpUk5TLNY189z94DklREqVS",
-	"+ZFkNsEA03FJ4vPw8Dx/549ZLteVFEwYPXv5x6yiiq6ZYQr+Oi1rbZh6Xdg/CqZzxSvDpZi9nL0umDB8",
-	"wZkickHMipEcXz4mBVvQujSaGBk/8O8JWTBiVtQQKvSGKX04y2bctvl7zdR2ls0EXbPZy1kees9mOl+x",
-	"NbXDWNO7N0wszWr28vmL/8pmZlvZl7VRXCxn799ns3ei3J4pOS/ZWvcHfs5MrQSRotwSbtha41hW9JYR",
-	"Sir8bmhIMm46HpWb8+zlgpaahVHNpSwZFTCsM7pk/eH8Uq/nzdpUdMnssikYZEa0ocpwsSTUkOdDg7If",
-	"pQfzPJstpFpTM3s548J8/WKWzdZc8HW9hodulFwYtmQqjPKC/ysx0rf0zn5IRBixkhtNKqZg2GOjgwaT",
-	"I/z2WWqI2NPs5Ytnz3YO+FLeMDGNQk/OXhNjX88I1W6NWUE2KyYIN2RDNckVo4YVYTIVNatmLsb1lc0U",
-	"+73mihWzl0bVLJ5alx7f25d1JYVmQI3f0+Kc/V4zbexfuRSGCfgnraqS59SO/uif2k7hj6jZ/1BsMXs5",
-	"+3+OmvN6hE/10Q9KSfW9LLbYXXsZLleMwJYQqchcFlvCNeHilpa8IF8tpCLsjq6rkpFr9+sVvH5t3w8/",
-	"2Q+v/3xMcqkUyw0sJxdVbQgX2jBaAD2wqqRbS67ckFrkKyqWdi3fZ7NTKRYlzz/gnBUuMsldz5psuFkh",
-	"Q6qVYsLY02UY+eravwJTpmQtFSO6Yjlf8JzksmB/PibKztF+jB/N2cK+ZRRMly4pFzDPH6Wa86Jg4sNN",
-	"NKdlyRQpaX6jYYSeNu3RXHOtuRR2YoppWaucEZ3Lyk67eXxVMMFZcf1nmMNrYZgStISeP9w8NFO3TJEF",
-	"5SUrSC3YXcVyw4pyS7665m5M17AVlVRIgkbRnBGONPaLND/KWhQfbsjcs5iiWd1CMk2ENITdcW3swnP8",
-	"+5ZrPi9ZuBVx2766FtJcLey43fKf0W0paXEp5Ruq8Mr4sCcGmAS7yxkrkKA0/xcjJV9zY6kGh3dlpLwq",
-	"7QDdsC+YuuU5+1XQW8pLOi8/0MhPSMEqJgomcmBthq0rqaji5ZbUzWDIV9fRX+Mn3agtMos5zW/kYgHz",
-	"u5TyLRVbx7v1Bz/fuCGsIJQoy4H8ftg/ruAPe4CPyYZyQyxbh/PB14ws+a294AS5PrdTOzhZGKau7RW3",
-	"YrRwol70aExI0SyXogDRDjpyfBDWjIvl4ejVOCyLPEtc7XY1fhW0Niup+L/YBzrWv0iCV2OuGJxuWoJg",
-	"UCmmmTCsIF9d2zHZR9j7lZ8w3pi04lcgJzS/4wH5Vei6spyLFW9ZweklTPijHG7Hka67/V3DKQnDvFrb",
-	"cV7ZnYE5vPebCRRzUnGQvfrk8k5EspYVtbSRihXHViwQzDL5lSwdb8F3bmlZswyF8gW1lzUI5Y6/WkHd",
-	"UlalZMWU4ShI0bKUG1a8rhJC/mnJ7QVPi0IxrYmygogmX52+fnX+56jbNd2SOSO1ZgVZKLk+JmxdmS1K",
-	"hFRsQwNcE9cdSIbGaRYdWS8QMVWKbu3fTpw8Mf0hXtqj2QwlEj7JV79env7ZdhQOTEENO7CHeZb1O3Wf",
-	"fb9NrENDxLCgvofQb0ZiCRCkOhDlqJWbtCzttRwkCPu7kGbFVLO9h6kRFXzJtDlTbMHvEjNfMbLgShvy",
-	"/AVZsTtasJyvaUnyFVU0t8qnl9gvfj45ePHtdwQb9L8Od8zuKq6YHlxvashmxfNVtPDuE1z0YyLqsgwa",
-	"QXSX25cGt8R+hDcesrzeuEqqza96MiHY15EqjSQRt7Eaqj/IqfHab/GA2Y/vP1xUd3q3AF2z3VsgpPke",
-	"LoWBmdpz1tsErh3XTc0qPIRPgYS5FPefndwIpn7VabuG/Z1sVpLIjdA7ptoI0AkWdNYI35XkwsTsLqdK",
-	"cab34yVVrSqpE8v6d3uyW2uJDE2qY8/hgK0l56DYLaNBXOs2zOCwU0GYyNW2sqwjlxVcIDesMhnREhkL",
-	"6h22KWJ5NOwQyakgeiU38BRYvNeU+gYSGIm8mXxE3NtDBGMPrXvl/oSipJnIvXFy4ei6D3ecUffW/ccH",
-	"qmiC6bfU2/jAZqRgit+6245w404Wt3ceF4XcECoKWLg8HDImrIT2jxnNDb+140JmiFYQWOEZnPqrLTNX",
-	"0Nzst8RgzXQ7zfCJgyeT7pX+XZK47671bX5VUXN1Mj8trhtqplZ11o6CFcvlUnDNnBTSNzg2Eu8/IhMR",
-	"MNHm2Lb5TnsqnRuzzVmyWNKJ+Wt83bUOsqeMWP6IxYT4rMVU3rqnmj2U83+y3Njl9yLfG65NWuwDA6Zc",
-	"NPKB7gtu1U5DKNfQUML+2VMhumpD1hgc72PBnNC+/SZNfDhhIkUzhRaLHxPggzSd4PxGGlqOrhh2DLS7",
-	"psZdrQteWvrPiLTchpYljEh3p/ndN7OkYTWmamdijmy5OCa3GklaqQtuTlcsv0nZ4HVdgjgnBSPUvkly",
-	"+2qfWNZM6yS9/HBXlVTgReNOuIJm01LJTokm9J+QaAqWYly/oCPDfUoUW1huY+QxoXOrKwKrcU6Mgw0v",
-	"3Is6LUtQrVkxfAc3/eCb6TtU24uFm4QmcOGeoHC/oLysFQunLUzeM3suFnKWzTZUCTvAbMbAGPjbLvbn",
-	"mR7OJhpQFnZykFjOWS5VkeYrtKqYKA5AQdQsr2EqSDgKPkvoh7mRE11X9moTy0jl94qg3UEqpNiuZa3h",
-	"btRbbdiaQOPpnYRHXrlv9/xXLkC7yjtqmb2oitZdW/EDONSWb6MiduAUMXsf+BHZBYbxJG9cWJ5pC9Cs",
-	"YV+7BFX6BBXhnZp2aA+UlHgZm4Wzt1pae7tlwqRX7u/oo7NUwIr2Je7J4RDFBq/i2i79k56lO9n9IKv5",
-	"uV5TcaAYLcCSyFKcZ3D9ZA7uhnEpElclTHBfC4CsTS5TDK5htE0vxwTXgKwZFRplHa+pBE4GGgTKO54m",
-	"dZ3nlgSymeMeVmyBltLyHlVLZka0FTdnKw/TuaxNe1ep12aKllHG8kKGAj7BHtJyoqJ5kmdfOodBh1Az",
-	"wn6v7WmUIBRf/88BvHjwurgm3ntH0Fq6F013uKM/kTGpN7sXs44ssK/uCWwm16KtsOCTGe1uIS7JaHVG",
-	"BNswbVDW/ozEOzf/lnzXX4xp0l50391H4PND+aQkvu9pfrNUshbFJdU3A6TFFJcFz8G1gi8TQ3VC8Gt9",
-	"O2zyoPoGzHRJNgBew1taXqDXInETuhfInJkNY4KoWmjChfdzTKQZqza9qtHq8TbRjX/muQ4aCWpwyqx5",
-	"WfKB7pIbhd0F52xHKrY/d7tpcVBuCHByVgxcg/ar81qk7qsLe157k0hZOVbU2WBqQbbIpO9pOQWm+06U",
-	"23HZGAgBdg9kRDijDIzYTOhaE2wnLTWnlQNLxMQ+StvNanEqa2FGT6kdjuYix0u+UtJeoMj1Onaf4c1W",
-	"tQARfPfsSykrezW6LwKfsvpLauJp0T3upLX8zVD6Byummt5xiAk2WrjdLCR9Q33f5hyaKLbkVseyEosA",
-	"jdLPuM1RhvS4rjjcX7LYJDh8O4RRdHibnnwtdDho72bo7hhOaIQln9KKznnJzfaUGraUaptmy7l76hZA",
-	"FQcVVWZLcv+9s1Z3NKzY0z+ittKytPSIAh26/uzdFIlgnXAVnT6n+eAc/OzgvLYFyZLfsoOqpFu7KxnJ",
-	"V1QIVh7orcgxKsbepFws0zfItFsoWr4FG1AL/TTP9nMaCHT6G0lqzVqd7eM96BBOWMjucU8NMov2OUlj",
-	"aOF4yyzbGyAvFwG6hnf6hLRitDSrXaej1dHP+Mn7bLYyphpUT0/aeikO4E+a/Hx5eUZOzl6nb0BgeuNE",
-	"jS1BwEkUUTZ6y0xkPyxapj4V0YXZOVnv/omuP6PoYsHzZJualYt9JtsN4B00RtWLhUoqA4m2b6VBFuPV",
-	"zb9Jw+x98YsUt/DP3banwA6jRWrTRzSosM1uATJPhTtp/OdArR0zAfzuvOctiocYCCtegttleA077LWq",
-	"Ss6K16JgCW/HGyt+lXJJuH1O3Mte8GlIaJI8ufxBGJUSvCNpxvbF8LUOUczZigsMKmgOwEQ59lQKQ3OT",
-	"kprfRpJxJEaB3JnjZ01M514T3seorA019RBLp/lq9/3naWD8sEA3Y0TVnqU/JvIGmPhS0QIMrlGQW9Is",
-	"c8uUTl5m33NB1Za45+0OWwpELcK8d1s8miUKU8zahN0ivy5NNOMdN2u483kxsIingQ/iGNpntHM4I/Hv",
-	"sc5j1OQE6szvkXWRNt3K9ZqbsfHiG4YV0chvhNwIjFLdb9x49gc9JY3RrX1btohLSPcrhBjYkQyYai1Z",
-	"Js3RMd+dLnm3hZiESUaxW54+OI27HSMh8b37bLxhaj3cfnSZM7W+j00nTqgJm+W67Z3KmHii6TdrnzyH",
-	"6Kvwx7Fer2lSXG/v0opX4FvBC9gqcV53lyUDW9YtZ5shsXH7dogYmrvLdeRuXNgmx5eijrdTrT2fAJ03",
-	"U8v7FD/FyjlIzhdtMrbz8DvgAm9oQai5D/352WTdnWuRYxjaGIHJ2iWsdRm9/T1cXpSLEJivp9MVdb74",
-	"0XVvRzhMYeuoeY42essLJr2OqidLMwWnF5A9seMQFJy6NIupbVvuNdoovDCxsVrvGCG8cB/KwpazaOei",
-	"9e6skJ/UCHkNMq53/iTolb0kZZuiVnLNgquhTVLulO68hpL883FlAn9ypowDX36fzZZMMLUzGE7jgIFP",
-	"hC/2dWa6mAM9fBP6N0DHxXBDqXTCT2g5vZCCPcRUEt2Z8SKELZmFNY2GnqQtcEz7OJ8oB5AWBbczpOVZ",
-	"RDMukbTrz8XgXyNdKDehoh2L/dAYeS7I6etX50RIg2rQWLR8HCKPMfMY+CJVE3Ea1n3NRUjcTV119O41",
-	"vvrdN33x6/6B3VHWgQ/1joY6nSz3iInupijvmPmDIqaPXWw0NURaDflec3toIPMxseIUWdfaWApphRQA",
-	"Q7K0Kl3ax15EwYUjiuePEhDd2Z1vn7+YEBLdzuzuRPQwViXio2OKmBgjzQ0GRx/jFkJv6Muy37kECBd3",
-	"Pd2bE+/sMFMqhnN5Tohgm3JLorAaH93cpPgYuURzB5hjXFhxzYYlq72iIdMDg2jfuixbEdghoAAGEsJ7",
-	"r49dWDhe29ypZmiRgUWG2F/U4Cy7kJvh8OOHxTAPhgv7cK+wRKntekUNPWfGdibFqd34ujqzAjPbJCR5",
-	"yPMFU0dBDSXKf0hy/JKAqymDxZK1IQUrGYZjiK1ZuXS+RFBdgkrsz86X4mzP6PFkXsLuCyLog0gaHd3M",
-	"XKZyxRROIOn5GCOjZqm8wyOh2U8TbdxUHibaKEZ1Suc6h98H129nGkeHqNpyCm5Z6Ly18lNp7Lx+uMCi",
-	"anTOjtHiQwkOgh16+COQQJu6mPcjyvAMxC877GPwYzYf7RaCdmb5TCURp8xiZJZRlJepu230eu2barUU",
-	"+5GEhptxPLz7ifd7b+byynI5VgRfhmUvD+csbi0SO7rggutVmr38IJpIRIgXeGKGMrRek81BdGGcVwMv",
-	"CznZ/OGiXnaGFd1jHTqE3PTUWvwEJ4ysmhOY4pxqdgH7D+F7KcoKf4UgKZnT0gkWhWujT/RMLLlICLK+",
-	"V4IvdJOXfi+5YdeDkW/LdCZAOyYYW/6TJr/XPL8h4TsMBc7Itby5RrYWGUn7AciwUDolg9j1Iu657zRe",
-	"iUnHDZt5F7ajpwq4MMXvtyZ55P06QmQrwFlwQeZbM9l0hQP525DzzE3TO8+6XDqe7wTjrJ4wkwUv7zOT",
-	"zlFxhNedX0w/3cWNh9dsfPLMyLxeM4F2BDgyVpdLzCl+L8QaA5GCgUcwwkq2hjt14Q1uRtE8EXx8w0Ux",
-	"nHfhmmn5T70mBhN14GcuEoZpA5AKDYJTWCkn+GyTPtbSZU8m3cIK5Uk/I647p/qnHy7JEa340e2LI4wv",
-	"P+JiIRFcAjsnF/D7a7GQh47krvfLaEj4uSPks759AJ8lbAP4gCxQkZAqmNv8+tq/AelDay6WV85CGP0S",
-	"N7gzxCOsbIY73Qxt3D/cwGP0/d6yAH2d3TK1Jf/fxbtfCOQ6Oe0wYcqVRTL4PF9xwaIsEWjEvtze4BhR",
-	"KyMtyK2MDCCLZKSPKpKRXlZLRgKWUBZwrzLSQ+zJSBrkIyMxmExGPOiS3dcorgC2F2czeznrjSIdRmco",
-	"R9dHWnn4Y0fo3eyHO6MoWXdXGcFCIH8Ej5Vd9YzoOl8RqtuAFrQy+Ypa4V3L8paFNL0Bg3GPiO6RH3QM",
-	"QdBrRgWoQHN7Ayk9EHgNIDrj4SSKVYyCig7mdrpugF1KCl5AuvXh3e351aLrZYyCTx6QLmN/HUuX2a2t",
-	"wnlqVrcZTeogYzjMpLRS501+tLzSrn/BJUtxTeTNo+ecDoUDtYW3XtrmftFAaZNhCNMZY6g/S20ua8HF",
-	"8qSqyu2DjQPUtkJW0v4FzaJBT0+P4gbf+2YlLeVJNJU6AMK+RQClcvSH2pcPH6JbPYImns1wtg/gj6+Y",
-	"hiBqbIjMtyRIM+SGbY/t/+lgod+suGEl11YPtg8S/K5DHG6A2ZiZoEcUu8wDtLXjSAOOxQyGX43H2kFc",
-	"JV2CY8tFYFFRWMEcYfoCEslQiLlcr6koptl4oTP3hcNXQn+IO5yW+tLamUlC077iiwVTTORo83QrgVs0",
-	"WVVqNsE2BxJ3QmGaeooAlsrjeE4OwPVbFa+nH/444YQxjy2OT9aKY2yoC0At4nPgrwK3fh05Dqc1Tk/Y",
-	"TAF96yZ81/faFhViOsIX/mY/H3Zku0HiTAYZkZvSQFvngUqCz6XXwg1LCL5nMX+4t/rQFm43qy2hbloN",
-	"zGyycUSKGV181Z4aoLDlOasMin7OptUe/ZA/zC5BZ1s6K5sFivCDm3oFhpVMZz/EzDbmd4FBJ2hzMNOl",
-	"2bXYZunv/wUv2cGKiqIEXi2Y2UhlZQKTV/YEVrffJTXWe5JrN7Ewp8LKu3OIrysekFDT3F2g6stS35Ou",
-	"Mzj/ckEW+hAWZ03vMiKYOcylYodaruldLoWIflNrtr5qv7Zp/cSr228OeXUFUsSV1aKuIHgiemry6sps",
-	"rhSrdffnBRdXhq8ZZLy3nqzp3ZXeiqs5zW9KuQxPvzu0utwhLcvDgmtL+1f2V6uVuZTCQyHt5AbEGMuD",
-	"mSgGOQj8TKL34GihdGTJxyqPE5Lb3QlrUos6h603kDYx7DhiJRUp8wM65eSidbDwHOshlj8aggZiEl6A",
-	"DtRL1mURXeYT7Hf/Zte7XFdU7XW/+3WcdqfbvXuwguD9r5P2eR8dwc3+nkrCv4vcPr5DF2kgub/vuri0",
-	"F7CGEya2ESD0+YBG9ffV1u9ldIU4IbJ1x+RUgGoBqWhqQNrxLw0LF1FnUU/ErJSslytCIzXiobl8ok9y",
-	"+Ml8wArUrsDRj3mJSaB59x78o5FaJucZh5XNhva2Nf4U0b3lS9U4BM4Byn2XmQPdZ2v/JaraKe7O8ptU",
-	"WmSDL6aPHXyW+xMDrFB8EXlZF+wMH0f0NR3QA81SKRjgfaJ3YXZ2hCNRvB4b/2IvtxQEPc0xzwtbmJou",
-	"MC1GxgHzPyhEZhcOGprpdyOhKaZ5UbOkCW0tb+3hUdLIXJbEv5qRpZJ1xQrgwgDFODWmeDxUAJr/ybad",
-	"Io6HuRbhbEzaxcmBzV1fYJrYIpA3d/CiRU+d/HcVEycVH3EEnqRcf02oJIQe1oY9zJg75udaM7OSCeKD",
-	"bHF8mHZ/+zGmTvi7MIEGy2oBHpXCOT5ZgRMbQgZMJRufUbOCWgclNWwHOvGQyC8X5PruQN/mB8271y2S",
-	"d066J3YKwuTBWt2sSPjRvxRNp/kxLPwVquvu57Us6ikWb7ffmS/zE+9jawGn+hljGh+6205B4uTakyQI",
-	"oejPbtKZIzSRhjS6fkj8aJBz/K2dyhvulch53tvUD8fovXPx3E5vN5ROdz3s8WGKXB/5do6uMxckbzk0",
-	"u4PbvIhMdmHZH6bFvRMM6oaBDtdnTscoUjhycRGBcdmwvUWLHt9M3CFhHDsXMrwZ58MFepiCv4bz2NkR",
-	"1lYDgm6VVZsEwbYnSVT1vOR5dFL2vgw7Z6l7JXbWtzXEJCl31mlMUT6jipvtHuKwz/isaAPO91lLw16H",
-	"Px/O0ZbrNQhPPowxThdCnPQV1SumycbKeLFJZEJw2IdjmoP5wGdMHTicCRdrcexL1vR39RW+sfe2IqVi",
-	"0i62kY7FewwJfnoaXnfz+4Lp8KlrzSVlSbYHzC2ot3XsAjNy1oRhYnxDDdM9vICHALj4+MLXU6I+r8/O",
-	"T356e4IBn1ewRNftXtsmF/tCCDvkGjOT9gLK3g/h6DFBVXaoVrADuq1g9UY4JWDTcpCfqV4lY5sdcyH5",
-	"inLROCbjWZhIRIFickgUaZPjfRBc9jDuxpAtDfpKVynsUnm8CCmCTJ7BEQ3FgYW2Mg/Rx65kyRCL28He",
-	"5xQTEbf7+NECYhzohE1Hc1ZKsdTEyA7KNEL9xqjSD3BvNf1Bhq7eI34oSse0LxDqshu5SChzY0jZ+nAg",
-	"NysdFjSAGTe+r2kEx5Oy7O1tQsEZxlpMfjztCmtIbpfVcxBU8QydbucyxaOAbh3Qp6VUIFRutK/GIkYR",
-	"hrDEyrhT3DYaoXwKuTl2WCIIj+/Oh0KE7VvWAkQdA6ibRrvQ/yDiLhOWcxTTpuBeDvmYdlH+BNrwgi8d",
-	"fmh6qFNRYaGne6LCquT+2l1PoEw6N/VBVVIBcbQLcwCwdRnZsPlKypuDguuKmnxlf9O8OtB8KRwyplTo",
-	"bDhgogCCngCsJYFB+/XuILWGWj27juo5XZhXnC6F1IbnO6GzWA8hdR+ILPi5BR/MhFHbxv8iI3nchfpO",
-	"BVcZg7rq99vgXsEIPgJenccEetY/mRNH8kYuJ8/XY/ftM9MLQSu9kuOLmstbhLzdNp1p9+GnBxsm6vUZ",
-	"24FBg/UNbyVEWe8HqjRUj6t9hNqM4w0OWyryowSwjrRU/NTQYL5glMMCa9FXFwusB9/XpZUWnFNY8+75",
-	"SbIjRgsumNaTIryVf3soyLvYA5PdRXPfC5D9EyhSJG+m1w46JvqGV1Vj9wEAGytJjtYWwm+mdLOJ0N/n",
-	"LKceutjnKrgwpqJdUW0HlAXEtvtBZPHejtvkA01Ns641ROViDS0fH6Av+HmH2cctsaJi77quAxa816Lg",
-	"t7yoadk9AXoPp2TroO0RQjQQ4oCqGY0yIwYxU4vtLuOQFwz3NBJh21kcp+T3Z9QW5DzCZ84h7By2Ps/9",
-	"oZFLkCht6WrA7ZxgW2p7XosW+AxWR+iqGuXWHV0XB6v7UB5m1fJ1RucZPdwpD/mZexLhHHTwfdzYnZfc",
-	"mTYbMSARqvEoiD8fDxwhLNZoAsQOQtqdDuHX1YMkSEUKtfVp+90CKYBj8Fe23R3Q6N4FZyycVIxqnDP/",
-	"xC4ZjfuaYnWMyDR9H3CN5Z3ihvchRCh/b1+Dc+OI0ovQHALk8ADoR4vGmIyE4FPZHQzCcUtEDW9BAbm9",
-	"1rVDeG6Rs9Z2Z216HMHLbE23nxdtaQMdqVKE0+zAqrgOpkQrXkuxtK9tUhU9b9h2p7vupunLQdss+N1E",
-	"SqsGKr7+lW2jhvpJdCBipw/IBYrfyVGlXCfYlvMPhdDdBwALVr7Wa1i89P51EYx2gCXFoCtxhsDedtG+",
-	"jWNDTb46WHFtoNSFQnXmYEV1+DVtEyr5ks/L3R7dGF3ec0BkVHh5TqSWG8aqk4VhatgF4/DGyUZxY1gD",
-	"a8J15JBRLICtTehVlgXTZlAUdOwC3yJ+SZwBpFdBSdg95Lp5T6p2oRGsr0Ss6KgNXVf6AeXQYUjne/K9",
-	"5ESOybNm/FPPtix5nnRYecQgfCOoQH4JuCAbqaZkJkSma9dblyij7estSIqgJh3VoQv/lUfO8eWKHuew",
-	"Dvgj4NaYfPTc+/dCF48dBFGv6bW6ZbQcwx28DMl3TjDymIxjcKePARX4kYD/kqtUC0T6uKT65nHw11RI",
-	"pKDepZUuv1fFqIJjCJighfjYhlZZPmTdhTx2YJZYWw8jOxWj5VDg7icIgHZeC8tORy3l7h1SNC+Np0dM",
-	"CxuJm3PBKWUJ8bj72hOWctAT/hOQBwzfyXzp6EC5pneVkqnph5DSn969Pfmfs/N3pxdTg8ulkrXhYjwx",
-	"q3lrYrNrtnZMc1QfwGm/xZf3sHuMVYmTFRM/8pJ5QDC5w+RcMYGATkXzQRSvnDOtj8nB8wZ6oiqpsUsA",
-	"jjg0teEJ5FPD+BRdmJ1r03EOgYnb4RSPonXZl1ofDsUatEN5GgJtkVqLQtKLG3bbTcwPdOQsvw3kMXgU",
-	"sE0QczlMJHGG8zNaa3YpDS1/SWmw9gFZUjWny3B0QahBo6jthgsiqJD7mZyX+RlTOUvd6j/1e8PawKTC",
-	"T+zDr35695OVOT1VeZPsRPJZMVqdlKXMB3DK4Ge4ukvAbGJQZKPyQHATJ2k/udjqXX1Ay26z5NxQLuLA",
-	"Xxe7KZbuwpta+aBe/5SPFt6QViuyM0tsb77Ny+ngcoNTRPKZ+4k+7hw7h7KzpZ3Vj0bp1ybrUn9MlSMn",
-	"7yxphYfACcvCrIxi/ws51U11yPmWUIKB/Qm/81BJvO+5KDxEvfcYSkWunx3C/67RQFOWiHW1oPlD4hpw",
-	"dFFkw0DwAteG7a7pivxcE5qbmpbllsw9Ymq/yf2RGmwPc7s4gJiVzobBLIq+nxunCWaiWjt93Y62U8G9",
-	"4hgIkWFwQ+awJg9WxlQZUUZXEAhh/wmWzg2bK5MuUZh23FhCctW+M68hQx1uR0igOOyRt22/+iGFHwi1",
-	"sjptHjcYWPAELX2ai2WJqzE9nh6MxUnwLaGhbf9OnEODiA51UU1Ic8GNjPrKwolxa9tMvhVTEih1h4ut",
-	"OdjpiC/7RLfOMmKPopsHx7dDWn666r3noQAtjJKKImJAe1iWI+728Mq9mGx3Kst6PRAdmcMzpEgdw6wm",
-	"1i7pWMbGh20HQppf6rLc4fDFRrgmv7y7JL/8+ubNkJGfr6na/pVtp7ZXRaDA7ushrBf/S9/SkpcQUOta",
-	"tW9NDniEl5pVaE1heMccRm1yxwC3JsMyexkxii+XGPqRLkOFg9ZDG+eqGCIYjmsksEHoI0wcXxX4a5yD",
-	"6Mag9wTidWSZcJ8URYJeXr16g7biNRNmLC+hKH1OAsb3qlqg7GgkWdO7V0V5uqID9ZWLorz074+TmB3O",
-	"huqm+X2qwuP+jtSFl5vdmUty003PgM2wOzlVZoSXfxkoXD93FzwSZxTTHF1aEDzc7nbAgTGwBP4whQvJ",
-	"xYxzFwPkaGuWzcCQ9Nt+x66ZXxYOQmeTk4cQar31kYeHYj/a2MNepBehZHSUnDkY/vE6nSjYTYVzb39y",
-	"GfcDeY6nOFwc/ONnNQ6AQ6fyiZ4+4dDsZhxrLA1ju2B3XEMugrBMCa38mrhSWxPCVDr5SzER9dIGm5GN",
-	"pRD2DC4DaSghxKkqOTJWTEIaj0qHtJTcjKU0+Sekrixvwdw67ykMIEO5mZxS5xNIRkDd7aMuoDxa0fbE",
-	"dt+3tOvEZje0nDj6jeKGHdAVo74O717j32BU+SgLcqkA/tX75MjGxRJ6FJHasc4SRANN0vBtjuC+rxqs",
-	"6KE4WiscuJoKTW6eD0VLCRhNGRjQqBuUbYcPCoXJvO1kqCjozurPUV5Brw70Q2Lbd8cBxljHe2ABRWDK",
-	"D83T9VmRgY9EUkdStviQYd+PoTrShbmYFN/da8sLSBjqPctmPtJ7ls1OqSh4gbHXF6vaFHIjkgiNu5lU",
-	"10Pf5fL3sQk2kZRR/m2zFK1A705YeMwuhkMvw6n3EeSDFfB9VsG4lSACmh9VY7rMZgRy+90tU7QMZyzi",
-	"NB+wDv8AXSai+Ou4an5yyYHL/bCmvLyEOIcH+pU1E4XVQ+2fQtrzhNULCFs7p2x7i3Q9oCJf4IMmcRUM",
-	"TseEemg+4j4NFR07xS4j5++LZ8+SbvyU6JLzKq6E2jonMIcJzvxpK70rANQuJSBhT1/NsRQHVBMoVmjE",
-	"fXpQfkOKh77FRwevXwW0NruW7ot0WF7SaxVr6BdvL89coWoXhe+gu/vNxgkK8EGCruLWXLXaWk8BvISR",
-	"hobTOQcDhQqaEi2JI041zwkXuPIQaxYKWDTB9JjanvA5UpUnEs1Pz34l9gk3LDe1YhmBYu3twOzGuZkG",
-	"0njSGx+ziBL7Azq7y8nzjglfRnpe89KAo+tw/5gGI2Xpsu4DBF6idaszJltfSW3SZqCfpUYjUFNrPoh0",
-	"TyJ/SD2ILBa8fvfZ8krJok5x4zN8MGbpKpMRG3TNusELLifZ2/u76ub06ogjReSiSp3Yp3t3X3NIXdkn",
-	"F8gfE8Tay+/s9DeRpU68/3fzKL+BMViDO2ntiIqkLBcoHCgsQ96StUrotRfE7/swzzuXJRvwArWo4QN4",
-	"e5IEelKWqCu0qXM6hECU/r+Hn2d80S6pvkk7DYBFHXARh+u1QQVSUvCUTH5oaTCTv6TaQNmshFMZSlvF",
-	"+cVQd7WNBe+qEA2g3NqvhuShC6wRtquDVZRkuGVmuJta7Cw66fvoR2KnO7pfpPVU1ALYGEi2wpq5+4AW",
-	"1ELsBs+BDhz4se1iTQWEGAy3uTNaAZpsw1IMSGlYeEwPlq0eGqiLSLViv0tyW9ObDgx4wjFI9c2Qm0Tf",
-	"4BXu8VNchdQGI29CGK9vvq0gRRvRn3EHq8Evb0ytrQMSn8VxDpJmu5erNBfZC3JlsIFpbsOGyd0bdiUK",
-	"hZ5SergV39wJfh61G9wTyN0O7EBXLLcqmwexbVDdO2JUM62p5YHrvfOHq90nLCTo9Su1x0d2aune/ccY",
-	"bokdOC61SF4oLb6ClSX7Q1xJZa+jcKlAlLqddgH4wipKhpQDEvwELrIXr6gCKxgsVtysTDO3ppDi8AHZ",
-	"CQcb6529DO5BpdOe/+JV0v75vX2EoawURJJ1xQpCDfAM9+Cr1xfvyH999+x5RvCGvXYFCa8dFrL/DL7R",
-	"T6E/3rPP/UB2T85eN2i+Md46X1dY8VV/BD0W7L/7YcUPuQrvjyH/aBpPrOd0YVuD5tPQa1sLSixF6ixd",
-	"rrgqzqgy21Na0TkveVK2boTp3EE5hewkEFsKOZjOlWwudLYlzWsg7W9iqSi074A11pMv4qaDkFCa8vw8",
-	"jOqZt7btIHp2V3HF9KA230Jp9QuMk3efJuX1kBOBL91fXm9g5vQoDh9i0CVGCW7F/Swce2SatfraJ+Os",
-	"f2zimcb7srMu/q+VXVGfxvdgXwKK8oSK5hwdE+mguhaclYUmN4xVLv8/VLzrGEgxFON1lTJPsQ3Jy9je",
-	"7+I8rQJw+vrVuaUcFy9tmR/NfbXdqOafPrZDRHW05No4FEdCxTb2IkzGvKB3Lobou2/6FDFySuxkTO+k",
-	"tE7IdFFsAH2IbVp2zkBskbPl+Yv/2lngVEjzPVu45KGBWUA6Q3ceXJNQRHCi3Dt2bG1nPfjI8a3uYJ9E",
-	"X0dhBf2j/hCgk6pWldQDa+Ueju0I5D722UG/VJSHBIUb0Ul6jCqmTupU1YnmdnOdQxJaSJ49PDxE2Wpe",
-	"a4QlmtP8holCh8BUbaXxg5LfWhExB/NbaJCCkUMCUqn2sgDcXCDrw7iaDV8ZU6HbB949lfKGD3jnoyZJ",
-	"Du8RzUwArZNLHin9xw7XAHiRpQiH9qAJLbUkgjlflB/r6cX5jxChj6k/QAO2Y+xo5g/WzC6SG0QzCVrx",
-	"vzKrBENFhJSzyCrfF0YxurZjOfOJfxdM3fIca2KSW14weaDDW1ZgUIyWcEQOrExUC+9HXFNBl3ApN1mE",
-	"CN5UC01AGYyEPu/ksS3il1gPVrBSZ1gc7cBd9laJ0JltdGt3PXOpulws4U2EI1JSrrUv1soVocXaKj3G",
-	"Lz2Il74KCJQQNdrD+0MVFn93ZdAILUtSUbNCvFPFSgphTi7Yxn5wQSAuzPP6fCU1E37nC1aVcsvUIfkh",
-	"Xf2/yW+5BvvL97LYXhO9ohUj139gcX/nB8yIq1tuJ+4Kuf935gOU/vv9NY4YAa5c63G54LEi6q2ChBDB",
-	"q8m16+46I1o65Y0sKAfcLLsuzmy2hqCrokGedNtVyqU+JGd0yQq8w6LKEG544RMmblkpYc4VTNX+/wX/",
-	"l520NLTMIKT5H7+9xxocLvpYr+0walGFPoJfyJlmXMKUYqZWAIXsqMKjEbgaH7bx60Pyg+XDTcUNAY4m",
-	"HueVRKw5CYcc7OY+Uyu8hD+4PYpWiVllOWc62ZgJgHZwfc23Do9tGdBztoGW3S415TZCT44LKkiBceXv",
-	"CsUXhtCKKnNIOojH1/95TdaMCk10XTEVPcoIu8tZZe+teDeRNizvApTsMBU4VS8hbLepnQLedkKFFNu1",
-	"rLW73nSzMPFIaG1W1/aUrlgJDkdH3a34OmzhkLxrRrSm6oYVfiC5YiDb0vIloRU/gPvg2g8FgvjCvaMd",
-	"b1tYzceKWwjX2TSBRPvNs+fwoj2h5JpW/Aq+vvKUgigP3FjhfzbCXU/OXkeOtZez55A2+Py7v/gsb1rx",
-	"2cvZ1/ZHV0YI7tAjWvGj2xdHjn0eNbFFS5a0WtoDoDt2fsPU2mWLsDjmsRvoFfNo3AAHKw9LAW6ierFQ",
-	"dIlZFS6OiWqiGRM+h9Q70tw2SQUxEladsmK5FAvu7wnqY+4gDtozc2qIkL7jki41mbMVx3zFVnms2U/M",
-	"nOKIL3y4Ulzz8B9pBbZ55eg0+C/f/wY1x4BVwuq+ePbMl0ZyQSYQlYZX39E/HbAEKsM7VeXWIOGGTqGT",
-	"4drjBh9asvgGx5BqOoz16HtaeGUJPnm++5NfhT1XUvF/sQI/+nr3Rz9KNedFwQR+8c3uL36R5kdZC+zi",
-	"xV92f3Ap5Vsqtm46EEr37ZQleO2q5qBj431swrU00iLtvBViCTRj6FJHlUGsdhqz8tnL2bOvZ/63uBYa",
-	"OGUR/B569WfVi8JHgQcNH9g3QPkRV4pA6VCctaei4Et7OXistizinTpDrYabLdlwUciNO+DUsONI+3GF",
-	"z41m5cIyWmEPOPIBcFlVJeUCpXD7PT7G+xRS7hVz9yYCTUH7OhiTOIhYDbZOhgeZ65a5CZ9HN6+VLPRK",
-	"boC34AjpknJxSM7ZrbxhoTKDFcpKtjBE1obUorT3nMv18m9GeSNtNmGX2NsV9ucRVq6Zvc8mvWcFGXg3",
-	"AWzjJiI3wkfUYOyhOgZxxf6udDcOEcT/32sGFnsn/cObv2oXdtFwoK4a3VPa+uELWqLAplqLPdRxe71b",
-	"fXeBfXp5K0/JXv3egs8ywV0BD8DeWXIRHbRPncN+LIZpVzFapog/eraWYpAv0gwyVScE8+NT7uVTxYCp",
-	"xEY7lw3fNQM44Q2FHcs8AJWrwd7y7M7Fhzk1xEqAx7FQfsNYpck/a22gkYufTw5efPudY7dWA4UUEcJE",
-	"rrYVljysXNxIhCPmOY/T/Zpy7JGE660+UjgwZztX6aw9GQqfG95BtwaWusAAZRRGvwbpn0aGe2TUS0WF",
-	"wdQySCdz8rWWwmp8ZE0Ly/tRAwjWsIgXNTZgy5KCiA6jBCVI9+vFur3tAme1mS/uaUBnQ0My08bqv48n",
-	"YLU6CYc1LWghHGXrAg32W2a5Ze5V16J3s3ovJ9s0xrLGMm6J4H2P0T1/5Gk2UHcDE8T9hVw5/ABJ3p0B",
-	"TFAK961X1zg6OuxlLPAODpdUFMTyabPM5xO+OKPbUtLiUso3VMHNPvvm+bdThueCb1jxlhWcXtob7mPy",
-	"aSSGFq98XF6NRrpdgu3RH84b9L5Bkk5mdcoby9kdcfr6+Fh7IdgIIX0ROJwr7Ye1cDCqADkh4v55tKK1",
-	"BOteRN5cQ9oACpB5YF4LLmh57Jir5WOQ58UqV0cF0628GLRwFuaYsaFAiiZRQksAiG/LTT56zJ6jlbed",
-	"uiiIxgDmZHqNEnNjy4nsbIpVDP3kdMEwlK7NU3E1I566n0R76dx3H0QoG2VSGRFW9hft9T/8osgmzjtu",
-	"+gc479msqlPCmaNu01yh6D3q3qXoMvV3KtOAKNK/Rz0r8CGYwUkSrqbd/lrS9sHpWMrSPZ/aHlLWITnp",
-	"Hm40p84ZqcFRjRJo/9O/ZKFOiepzoP5Zbru9H3iWH1+ySnvlB86026bgfZ/kcN8lPn04luQ31kl2/8sM",
-	"cM8m8K1TKRYlx3iMz0uaQjr/hKSpI9QvAUA5qSy/YqCTagcGIJXXTiPeanx8qlMEkElFmmsASOqp0k45",
-	"CA5B7weSCqukusqKYNdHdcEzcgVRL8DILRvtjMQyUT+a2Fzoy4mgFdEy3izFXSNfDPphhDRXTTvXjQ4O",
-	"lsZ7q60IK/5pi1g96PMBvtaqExwzt/8tnOpjMY2LldzAou6Al8cD8rH5ifSYE2l+cg5xS05siibUSGmE",
-	"guHD6mzomrfXuZfYeJH1LSuOtTRGlazFbLwpJWWrQ1OVLIsAsi8rTTZSoQ5miBQ5wA31NUVnIisZbYlv",
-	"TrWyk2wSfyx3QE7mJxINvy8FJjhSgnfASn/avGM/U5L3/obNihxLr0EKrgWKfMUX1vI42h7Q0MeSR+zN",
-	"uMNj2blG8ZbVmSURq1MBeG5GdJ1DfEDLQJI5JhlHYLRs5Q58CI3V9n6G2LSqYqKAwtRwwF2P4BlEG7ij",
-	"QCh15mqReTuTCy0/JL9qRuYQPdqYZGQOUZrFSSeJE+1EENpgJHqQ5jS/CY0GVDJghvZsNGNS/HbAE3nh",
-	"Fg6Q6j6aN9KP1Kc+s1uwo20rNlbo/TAYlCHCaluxSR5LaPwS0Rgf4K9sDdztHtdE1iaXa+bcqPjHNEcq",
-	"vtsalAfhgZwpADVeUF7WCtMyBW+BRU4cKsi1nsg89cHQPZZCanT4XmtwU4KWn9aohwCYdlpTnK0jrOGL",
-	"93XE+zqkpjzSDYCVNIejVjpR7yOXAMpe3SD4loNVyI3OGgki1NzCTCSr8Pmch0bZRFQH8EFi0IST3mA1",
-	"dVStYH1ITkQ6SpCsKQZR+lJftJRLq9F66xxQJl5DEBiIQaAQ+iINOE3RU+aTovqc/KyV6vJkh67pZujM",
-	"nZRlPxPh8LM6Lr3pP+ys2AVpHw4IMwbNqnBFiwbiLwuuWO7MMnMlN5opH0UO6QEHLsAfLBKGKYenWbTg",
-	"gy0HdRqQKLnoPuYa4naxVIDPHqg1U/q4FeCqWM+yjWZrYdjSh9D6ktpysYCuQlgxF9owmo67PKn4K6yo",
-	"06L7r5+9GF4Tvww7po31QgoHQ/rGmdDT6Qzece/BW3utZeS6s4V2+w5qft23PcdXbfdWff8ZHKaxfbJU",
-	"1Vrd+HzBwqZO1/OBm6hBR00dMitkL5XV2Q4AG2LHJeSOP5cFz0nzLeJKEMWWXBumvAGQ6wDWE0Va2o2H",
-	"OH4f+OJkQ0dYXAVcl0Py2pAVKyvwcyygKAwppazw6tJGQjl8D14ifYyRFSO5WKZvku/DqC9hwk94m7S7",
-	"GrpRAKeju5RtmKTP6XaJiKi7Kk94DhxjP4rwKHbG/MtbpqAoIwbyRIg/9opYWZK2bPFliIfGOHu94lUU",
-	"0p+5WtgNJB0XRDEN8AgoJPnExg1VltCdtu4+w4uHRmWletn/1ESw8+gLCJDY/Sh/HP9FAK94OrtYu6eh",
-	"WH23nn61P4vTECLpO5N/whNQUEMPlK+Ge+QqOR9FcDQDBwJQksAU3WgccoE3GqQaGkR6z8hKbsiaim2r",
-	"ZLTqVgyOa0c3d4QrXAzx8HSxAKEuC6ZlrOcOcUBbCAiKM2Jc6VRuvD3AXxg01KtWvkhX+zg47KdX1NCm",
-	"TjB+0rcm9QEVG38Y1S5pzDQQbG5ljz1OrvaygEu9GrBVQBsPM+78qBg7MOzOamXt8qzBThchC6UG4Yqu",
-	"Dowimcf8lLaS1AZ53K7BFCDc+TDRLzaSFCNyqxjKNUTHNQ8H4aEsCd1C+3ImVYsDKfIxN1stNLjQWsec",
-	"8LVjS76CD5hQXHXeBjkD/OS+0GCE69KUerdX75LfMpF5/Q2AqigHVhSadvJugSLtJWQw+1riS9mym/ev",
-	"bp9uihGXeIV7xukSCs2KbX2R4bULAqIm4SurxQAne4poplRXAAE3GtYUrbORuG9hDRyzSkWMftDYpsGZ",
-	"AbjdwMRUgLgzK9a9d76Een8ywUnndVTdv8fscMMej+WlPIMN05tTzQ6Q6g6m+AkRe3NeWt7lEpBDwTqX",
-	"Y8HZpq1c/kmTUua09JVZfEmeSGF3hbwALiBoHaLICEgOsPaZe/XVqzegtEPeesysQrtoDgNjuyiIBjQC",
-	"V3jIK/pQp0Yhvp03TfuC6oysubOmhbpWSTXmlS9sA8s34ADsVmaBnLtQbS4Uv7MLhub3XsXGkdy9V0W5",
-	"X95eT057S+/4ul67Yql2FHZY+Yoqmts5NCmjVvjGQR2TUoqly21GFC+4p1pl81Kjjir1pYf9zbNnzxKQ",
-	"cWsc5Ozl82fP4I01F/jDs0ShkqeWArtbPsCNAzm6DUU3zRcZMMkSsWT7nDm7umUWnfV7SrUUTcg7DTJU",
-	"kJ8v375Bfyh6tpgo7CFplQPsW/FBzANud420/f9u6bq8RomDbpovG3wbyOs+JN9Ls4KzBf63yACjre4X",
-	"Xo88dIhLIz0+STuYH7NTtoSWG7rViAAT490UAWtxl98hzRBlrn/lu3jgCcqZuBLH5Hpl7Fo0Szlg98cl",
-	"i2PN4qUbYjmOlyS5zcz2HFXqcX/ajlJRAfvxFWilxVcSAhvdkHcVEy2URD/5NG6fVamPYKA72gZKTbtj",
-	"es6QJPtK7IGTilskC6pKi6y/8Lgd4aUfyxHjYcRGmZyrGpEh9m1GVlIjIpG3MHPA0zHbQYjgOBknI0Yu",
-	"ETAixAxg2QgEpXF1P9r1FkaRZlCQczizGHVgf3CjsLzNSiK0vEEAzCSfikrwPKGsEPWSOGPDpX4+J5fM",
-	"T8yQ+a6VeMIjEST9HcoPlEJ0oV9gGHDFG51sF5qJ71SXtIZ4X2BFcbDIDTASSvxYDxLLdSuwX5t85RDM",
-	"btj2ACOmldz09R40YcMBgvr9RDHNi9oqZQ62SzHbhkdM84gz7XEJ6SV6uRFR4A6cpxBq7WosIC9g1OoE",
-	"dZU8X2/9ctwvKDKCccqGFCiN8YwwNQhwdGkiMHs3zR3K0wU0oR9dgYqHFvxhFVjWpowOP4dgz+TInu/S",
-	"kCL16HmqjuPQkuYRjVdUa1Yc4+0Oa+GqkTsYQXwVUHy4HtH43FKfQXPp+bQglj8MwkybPl0F8AE5qLEF",
-	"+PBH+/YXPK9HugBgB5xhKOKiLtEEWNmHY/9Hjp0eeHZ64MfgPQJj+XslM2AMG8VCsBdDxI/tn2De7zAH",
-	"1i/X1iFEtPJHOc+UFJYD1sLjaRVqe15jrjIwM0ij6eT9QfAu0Yw1jlMYHTpIl/KQnLgRRXcfbFnAUneV",
-	"5h0+LE4imUeNF5ILl9PYT2jUxx/4K0kbjihaCdObt4fjZp25vTpvyOUpfA3p3sJQRj0Ovb01sut8/lQc",
-	"Dzumub/7oXFGO/L85Fnnl8TqMZgacJfV1bDk+SE8F3H9W30EBXCPjKsvkGbPF0wU6KiFAroOmrnlGA05",
-	"0EWrzKwXhmVQSkPCtFrHaLqtQZGN5V8ucQjEdqccf/PsL8gTMeu59RFkPzfDuEbxCwbj8JyiMVrO8e2z",
-	"r5sy9vGgPbgOsnmHdKEYzVcsEYNiF+eSafODq2n8FPxzoLj0IC8JtZcBdYfICmtG+ErPH5Yrpus1DyVZ",
-	"xgQGRbR8oWJ3k0cb9YUZ/psxQ/vVhCk6mOhfo1rvHWPgaG30JxR5HTb1LnsH+kddEGrD47xbtzH/+mgu",
-	"JWvD+vHZTSScr7MNkj1aL6KGfZQdxYYy3174PQIuhzaib2HuWKCDt1HPm0845JHi4h0Sv6m+Fwcnf8Td",
-	"70fXoNuyO9BekdeC/guuaVYAR8dAcIhkq+cl1GfrY7iHQkduGFayZWmrCXgCKn4/m8k7UW7PnLP6aVPN",
-	"42GOq87NYvwbac4fVxFu1wFYUi76IetIs0/IIiqquNnuwyFc1Lkr1eIcBVaXAZHD1RXLvNXe6XiZU/t1",
-	"u74cXPjOvOrjzzKHExN1WTF1EMLTEG9uRfWKYDU8QKMPj2lZhiGu6G0w3x6Sv4MktmL5zasQPeJNrLVz",
-	"M178/2+4YeT67Pzkp7cn5Pea5zdX8M11A1iBzQNfKBgquE75d0qu5iUTptySgt8ytWSAyG85JMifDYx5",
-	"FNGyduH72yS7OKP3Tzsfs7CeuMnHc28iamDe3Wm76iyKUUywJJuVLKMICNg8NCPrUg5G/Lb24YFm2TjQ",
-	"xpKKqz/giq5AfQ9HEde7YmxcYc3HGc/nY2SN6HP8mkB288W8+pTmVcse3TrPmdkwJroZQ094n2DtG6ZH",
-	"0mw9rw2veuqP4whbsiPUXgPsIu9XLmoHa0xa4VfIsSqmFlKtNaFoiT2AfCaX+KV4NRoiDaZTbkil5C1z",
-	"h7fh2KjeaWy3STmHoxzsm97DzTWhJdgELlsgty+ePUM+gHzVO8bd4CkAbzqNP4sqNmEGCBhg57LYZo01",
-	"ABaMexMtLbYjnvDzsEE7QnfOcBXvtYgP4PoD3Cv7I1EvkmMyWsmohjJ9PuMa4vEJE0v7B/rXR8bzA7z3",
-	"6dRECDs0zkr9psOGHw/TUvFFCu9r9B9jo8LpRAQue4ah/EBztj0/xFOewRdUuFp09v3DRHR5m5Uig6Ii",
-	"d8zwKVm9LNlElJEo5CcuWu0RRlqFaDwJS9G5DdqvOSdSuSUYXXVIzgF6xFUVw+pUADkFUpULwYK/fXE6",
-	"3zjv1tzCj70Xi91BfR1NNqtttFt2Lk7Q9UOe14bwogRsu4UEMGWlB6CkkBnLkumnj0uy3Yyli7dCsj7j",
-	"XPHhdXjKY1QLw9fsyGUkGJ7vLhH3E2ht9rPMynRSbbNYSAlF4tB/oIcr/JMLtLJasXGxiELwdCUNWUol",
-	"a2MvUalcP2Sp5MasMlLSpauLGmgT1Xl4wz5BsYGurNxQymVSJjnHWbyK5v6UN2u/t8SJcG+RaEM+vzPx",
-	"EzOexAYX4gMcCpD/p4CIgJ5g6Q+o2RXzDiVBnTPG82kcXULh8FdMUDisCJ+bmpYl1vhmopMM3glaBVjl",
-	"BVdsQ8syJBsB1IjvFM6fU/uNtFdhkb4iHB2ewRI8/amw/YxeEnZhsUbs53tBOHOdpxnBWAGuDfEBzoKp",
-	"LfFNOAybFTcMzUjkDRf1HQZ24/ekUfpaSXkuJgfV7lyu10wUzCH4OuzfTt1ArNIMySSQmGKFIUuF21BN",
-	"xauI1J2wJVR3eedksDBGiA4CHwy6syn4b+z1YVgaVORnqc0lLscTHoymlwvAXx44GPHiwhJ9VpAiadJ6",
-	"tOMwUNEEQzyaiLqYnJBkPfpFQ3kBRp2qJTMw8BA5DT4CZ4h3ddMdfqDDjZXklim+2LZsOXHlbujHnhsA",
-	"aSviuGoPawhBeKAWOH0DXzYSTFrGrgFEPQANkb8jLkA8geaEwfdwynaUQ4lR96GRq7rxU1/3D9eJbb5z",
-	"vB4/QKTpAPrbESDiNgzxwQPEOewwrsanFljXm95YCInbxlTwSMQ1v8SO/BsH0gEVtDglUvAjcEnb6Ejw",
-	"XFt2OKpKKobj5lpuXuSr7qQFI7QXE2Au7mFkqUfYphu2bRl1MMDY0XksZjflCrjGOlPgVI0hwXW4ZI5D",
-	"Ms42ivWA0GRUaReuRvSCu9yiQ/JXK1nI2mju3IPhnkgluj5LIDaVVHxAbmi7m84MA98rmAY1BzfkY/E6",
-	"O/jBUTsBoaRfKlF+SpzJ4zHFvMkdvKdnTohJeNBKid0jNw9tyw0r6MWrrSBPwU3WGaei5hB0ZBOiQs68",
-	"9HoiCjS0XdKlzuLOgoCbBZELXXF+tVFPwiCXStmxGTDyFw7zoDgkP9HKp9k3SR+lrzaXSsdb8LsGfJ5G",
-	"IL+6iUZLe/xggV/F6/sYEWfpMBLvcvIftZaIY+kIR5KJVYIXgiu1Cfgb9dyld+zRk/y4YesGHOU4Ar8E",
-	"NGd0OARAFHTLQjlndse1GQFIQcFwYMDfToBH2ZH+95ReyiHaGveFtZEGvsQK7hMr2F4721DJDBMRhrbn",
-	"DE9ojJqK6jyveWkOuAD8WcMEeCTh4ywW/5qU49q+KtDSKpXHUWRFFqQcjGxJoDr/GmywYGhFHV/fQFkA",
-	"zzZ9iXQXpRwXxh52zz05onPTzSias19L3ANcxs/L8Jpcgkcgc1zKUWI/+sP+5xe6Zu+tOrUDHtLKG5W/",
-	"1/2ggRqlyBFWxZG2DjU0UD8qJN4clceX1U2Jx0DSrnEdGoEyjfaJr8AY6ltjKH5TnRHq6wLpY8wAOrl7",
-	"znCXQgTBvNF76YqOXlrhXmnDQNoNzwNKNDjLfbGcHoBkcwAmAeAGC56+IVS7UEmQn9pnNty5FTWr5sr1",
-	"GzlaPqCixhLk7OXs//yDHvzr2cFffnP/Pfjtj2fZd1+//4+h0j1PkIkaL9GIZvh3z1JloB8Ju5F9csax",
-	"aD77gVwC7ap/F4TdL0V+Hx9HM2y+ZbPNRfBo9wC7Y3ltkrqqy1iYBOTfTX1oJXr41AdumnwhHck4iSyJ",
-	"lr+VnIIzQQdYy2TrjcHOPwFhayXLoimjBDVB0WaG76zpNmiqcdIVFQCYrnxeV0nzGz0SY/o3t1hPzkV8",
-	"Rwn+8Te/zhHW0GcZxZGC/HsKBcGsuCoOKqrM9iinFSYCcaYnHRle9IvPsruKqwA95gX4qDKvKHyZANfb",
-	"NlQMyDqVpTSKKKzQHQM09wUum4phhJYlpg0GiBLbuW0BITS8oiFr4/yHC0ZN7SznqNLUOqV6rJ33uwO4",
-	"6P0+mRVqnD1hviXXuPq5YgDDRsuXJJQHvj5GSxAAT2qG5bP6Itrz2P1X8SssvO0v++vkGb60G3lm9/E0",
-	"3sYnPMwDPQ5iejfvdKnjw5fI/ugoqpvYy9w+IZYQCxkd9uiMNie+oa/Zy1kgsFmPITx/vqvgGqaw7cZW",
-	"JXptDxS+TrSglV5Jg6qEFVfInJZU5B5lei0FNxKqPNsZVbIsQ65wM3jtXOaRw92qQ636glAmBw56xMWQ",
-	"V4RRQEKgS7PSyahKn1gWXyfH9pLkApxYEC3p85R97WnjCudT25IU27WsNVHUsSEqiGL/hJIB6WwR7iKn",
-	"fcCyvMFauUtFiwYgopsuEiYVJYxg+HQUBZCOsMGtfMob/DbHTi7cIHfFzyembMkBZBJva0azyGMG+e89",
-	"zGhlBwL9O3Q/HOfvix++/Mcf77M/ZnNGFVMn9ri9/MdvVuWMC8CBPRqcpdj8Y0Vq/mfzcz0vee40xO4A",
-	"u6PL/pi5a+lUyhvO/JDdOHoBPSjOR9JaFgpaheyGDLVWnfWtiu5o6yZqFfKTYVO+wjmSZ8//fBhh7+FC",
-	"JLwZ4XLOBsu5BoE9VCe1/fUqWTZdv2h17dctldYUMqkGynw1HAkNoqGLr+Mu3MeJHn6AmkdufGgNCJdC",
-	"q7qkD44C4Qf4SiS2gJvGd/28tbDxJfP+t/f/NwAA//8=",
+	"7L2Lc9w2ljf6r6D6btVkvqLkRzKpjVW3vivLmcTf2LGuJM9s3VRWQpPobozYAAOAavWk/L/fwjkACJIg",
+	"m62H7Vm7tmonVpPE65yD8/ydP2a5XFdSMGH07MUfs4oqumaGKfjXSVlrw9Trwv6jYDpXvDJcitmL2euC",
+	"CcMXnCkiF8SsGMnx4SNSsAWtS6OJkfEP/jkhC0bMihpChd4wpQ9n2Yzbb/5eM7WdZTNB12z2YpaH0bOZ",
+	"zldsTe001vT2DRNLs5q9ePb8P7OZ2Vb2YW0UF8vZhw/Z7J0ot6dKzku21v2JnzFTK0GkKLeEG7bWOJcV",
+	"vWGEkgrfG5qSjD8dz8qtefZiQUvNwqzmUpaMCpjWKV2y/nR+qdfzZm8qumR22xRMMiPaUGW4WBJqyLOh",
+	"SdmX0pN5ls0WUq2pmb2YcWG+fT7LZmsu+Lpew49ullwYtmQqzPKc/ysx07f01r5IRJixkhtNKqZg2mOz",
+	"gw8mZ/iXp6kp4kizF8+fPt054TNZsmkEqmTJMkK1211WkM2KCcIN2VBNcsWoYQWRipRcG1aEBVXUrJr1",
+	"KBwvmyn2e80VK2YvjKpZvLo+SV7IayamzfL49DUx9vGdUx2YoHFj7TfD93oqn9eaqftvY60dZ0+f5Af7",
+	"sK6k0Az4+iUtztjvNdPG/iuXwjAB/0mrquQ5tSt48k9tl/FH9Nn/UGwxezH7v540ku8J/qqf/KiUVC9l",
+	"scXh2ltxsWIEiNsubi6LLeGacHFDS16QbxZSEXZL11XJyJX76yU8fmWfD3+yL179+YjkUimWG9hSLqra",
+	"EC60YbQAzmJVSbeW8bkhtchXVCztVn7IZidSLEqef8Q1K9xkkruRNdlws0LRXivFhLFyyjDyzZV/BJZM",
+	"yVoqRnTFcr7gOcllwf58RJRdo30ZX5qzhX3KKFguXVIuYJ1/lWrOi4KJj7fQnJYlU6Sk+bVGieFo0wq5",
+	"NdeaS2EXppiWtcoZ0bms7LKbny8LJjgrrv4Ma3gtDFOCljDyx1uHZuqGKbKgvGQFqQW7rVhuWFFuyTdX",
+	"3M3pCo6ikgpJ0CiaM8KRxn6R5q+yFsXHmzL3YqZodreQTBMhDWG3XBu78Rz/fcM1n5cs6Bd4bN9cCWku",
+	"F3bebvtP6baUtLiQ8g1VePl+XI4BIcFuc8YKJCjN/8VIydfcWKrB6V0aKS9LO0E37XOmbnjO3gt6Q3lJ",
+	"5+VHmvkxKVjFRMFEDqLNsHUlFVW83JK6mQz55ir61zinG7VFYTGn+bVcLGB9F1K+pWLrZLf+6PyNB8IK",
+	"QomyEsifh/3HJfzDMvAR2VBuiBXrwB98zciS39ibTpCrM7u0g+OFYerK3nArRgunNEc/jal7muVSFKAk",
+	"w0BODsKecbE8HL0ah7W6pwklCe53QWuzkor/i30ktv5FErwac8WAu2kJGkKlmGbC6gjfXNk52Z9w9Eu/",
+	"YLwxacUvQZlp/o4M8l7ourKSixVvWcHpBSz4kzC3k0hX3fGugEvCNC/Xdp6X9mRgDR/8YQLFHFccFMQ+",
+	"ubwTkUJodS5tpGLFkVULBLNCfiVLJ1vwmRta1ixD82ZB7WUN5o2Tr9bksZRVKVkxZTgqUrQs5YYVr6uE",
+	"uXRScnvB06JQTGuirCKiyTcnr1+d/Tkadk23ZA66YUEWSq6PCFtXZouqIRXb8AGuiRsOFEPjbLSOrheI",
+	"mCpFt/bfTq88Nv0pXljWbKYSa6HfvL84+bMdKDBMQQ07sMw8y/qDutdebhP70BAxbKgfIYybkVgDBK0O",
+	"VDlq9SYtS3stBw3C/l1Is2KqOd7D1IwKvmTanCq24LeJla8YWXClDXn2nKzYLS1Yzte0JPmKKppbM95r",
+	"7ec/Hx88/8v3BD/o/zo8MLutuGJ6cL+pIZsVz1fRxrtXcNOPiKjLMpgG0V1uHxo8EvsS3ngo8nrzKqk2",
+	"7/VkQrCPI1UaSSJpY219z8ip+dp3kcHsy3efLlo7vVuArtnuIxDSvIRLYWClls96h8C1k7qpVYUf4VUg",
+	"YS7F3VcnN4KpIcvR/p1sVpLIjdA7ltoo0AkRdNoo35XkwsTiLqdKcab3kyVVrSqpE9v6D8vZrb1EgSbV",
+	"kZdwINaSa1DshtGgrnU/zIDZqSBM5GpbWdGRywoukGtWmYxoiYIF7Q77KWJlNJwQyakgeiU38CuIeG8p",
+	"9V1NMBN5PZlF3NNDBGOZ1j1yd0JR0kyU3ri4wLruxR086p66+/zAFE0I/ZZ5GzNsRgqm+I277Qg3jrO4",
+	"vfO4KOSGUFHAxuWByZiwGtqvM5obfmPnhcIQvSCwwzPg+sstM5fwudlvicma6c6kYY6DXybdK/27JHHf",
+	"Xemb/LKi5vJ4flJcNdRMremsHQUrlsul4Jo5LaTvhWo03l8jPxYI0YZt23KnvZTOjdmWLFms6cTyNb7u",
+	"WozsKSPWP2I1Iea1mMpb91RzhnL+T5Ybu/1e5XvDtUmrfeAKlotGP9B9xa3a6VLmGj6U8CT3TIiu2ZA1",
+	"rtu7+IInfN++kyY+XDCRollCS8SPKfBBm05IfiMNLUd3DAcG2l1T467WBS8t/WdEWmlDyxJmpLvL/P67",
+	"WdJFHVO1c9ZHXnGck9uNJK3UBTcnK5Zfp6IZui5BnZOCEWqfJLl9tE8sa6Z1kl5+vK1KKvCi8a5y+Gxa",
+	"K9mp0YTxExpNkfTV/4IhIfcqUWxhpY2RR4TOra0IosaFgw42vHAP6rQuQbVmxfAd3IyDT6bvUG0vFm4S",
+	"lsC5+wWV+wXlZa1Y4LaweC/suVjIWTbbUCXsBLMZA2fgb7vEnxd6uJpoQlk4yUFiOWO5VEVartCqYqI4",
+	"AANRs7yGpSDhKHgtYR/mRk4MDtirTSwjk98bgvYEqZBiu5a1hrtRb7VhawIfT58k/OSN+/bIf+MCrKu8",
+	"Y5bZi6po3bUVPwCmtnIbDbEDZ4jZ+8DPyG4wzCd548L2TAwyhT3sW5dgSh+jIbzT0g7fAyMl3sZm4+yt",
+	"lrbebpgw6Z37B0Y7LRWwon2Je3I4RLUhCuWEX3qe7uTwg6Lm53pNxYFitABPIktJnsH9kzmEG8a1SNyV",
+	"sMB9PQCyNrlMCbhG0DajHBHcA7JmVGjUdbylEiQZWBCo73ia1HWeWxLIZk56WLUFvpTW96haMjNirbg1",
+	"W32YzmVt2qdKvTVTtJwyVhYyVPAJjpDWExXNkzL7wgUMOoSaEfZ7bblRglJ89V8H8ODB6+KK+OgdQW/p",
+	"XjTdkY6eI2NSb04vFh1ZEF9dDmwW16KtsOGTBe1uJS4paHVGBNswbVDX/oLUO7f+ln7X34xp2l50391F",
+	"4fNT+aw0vpc0v14qWYvigurrAdJiisuC5xBawYeJoTqh+LXeHXZ5UH0NbrqkGICo4Q0tzzFqkbgJ3QNk",
+	"zsyGMUFULTThwsc5JtKMNZte1ej1eJsYxv/mpQ46CWoIyqx5WfKB4ZIHhcOF4GxHK7Z/7g7TkqDcEJDk",
+	"rBi4Bu1bZ7VI3Vfnll97i0h5OVbU+WBqQbYopO/oOQWh+06U23HdGAgBTg90ROBRBk5sJnStCX4nrTWn",
+	"jQNLxMT+lPab1eJE1sKMcqmdjuYix0u+UtJeoCj1On6f4cNWtQAVfPfqSykrezW6N4KcsvZLauFp1T0e",
+	"pLX9zVT6jBVTTY8dYoKNNm63CEnfUC/bkkMTxZbc2lhWYxFgUfoVtyXKkB3XVYf7Wxa7BIdvhzCLjmzT",
+	"k6+FjgTt3QzdE8MFjYlkKY02ilbHxZqLKO+IFgW3k6flabRHLg2wq0NiwMFIFz5yV43SVpLY25Xaj3M7",
+	"jpEqIcm5rkq6/WXYBNcruQFh6HlWlqwdiwOD+hCz7MYSKdH03CTtyFP3S1CH42kfodygRNPSmg8rqlf2",
+	"QXQnYwCzM/7zv3wPIexmPonp1JqptHx5I5dcgIA5QpHgMpQoKZmBzFNFCr7kBuxOCLttuFVDIXaKz+gM",
+	"H7H/K+3/r0XBlM6lYjqzWpXmS4GG62pbrZw7LlrD99+1lvCt3T/7YTvB//71+OD/owf/enrww2/Nfx5e",
+	"/j8Hv/3xPPv+2w//sVPhDauPzmWUTs8NNbUeF3ZIeq3TI9rwsoRbx0gyZ3GyYZsY536kszDNvo1QMyQ7",
+	"ITvDQE6PtjeacxYzEj4YBT64tv8Qdi5WKFt5QFCL1xMEcX+KqS07oRWd85Kb7Qk1bCnVNq1x5e5XJ9tU",
+	"cVBRZbYk9++7QFTHeRIn8Yx4pGhZ2qsGbTWkTKt2RtZVJxNNp6/gfHANfnXAKW0bseQ37MCKFrvBGclX",
+	"VAhWHuityDHhzSrJXCzTyuE0BTPavgUb8Pj4ZZ7uFw8UmM9jJKk1aw22T2CwQzxhI7s3eWqSWXTOSRqD",
+	"DE4vN+99fWhmCLUGE/HCoE94LjfzdFCK++hW1ZHmVtQcEVnhtMiKKZaROcup3VwqOoysmGYGTU+X0WDf",
+	"/5NuPhti//aYnCukK/z7rmK2GZ651RLixT/OldPVEaIZJY8Y/dNvmVVaBySIq4RYwzP9I1sxWtrJjOs2",
+	"rYF+xlc+ZLOVMdWgc/G47VXECfxJk58vLk7J8enrtP0CKuu43MIvQbpglA88aiNMVB5ZtE19QUEXZudi",
+	"ffA+Ml6MoosFz5Pf1Kxc7LPYbiHLYCihXixU0pWT+PaNNHiLeGfh36VhVtv/RYob+M/dkYOgzEab1KaP",
+	"aFLhmN0GZJ4Kd9L4z4FaO05e+LvLfWpRPGSwMSYwaD68h50btKpKzorXomCJWPUbazyXckm4/Z24h73Z",
+	"2pDQJG/A8kdhVMptEtmidiyGj3WIYs5WXGBKWMMAE70QJ1IYmpuUz+Nt5NeIjGDwGuT4WpORv9eC9wkJ",
+	"atAnB25tmq92qzieBsaZZUBtbYiqvUrPJvIa7umlogWEy6IU5aRT/YYpndRXXnJB1Za439sDtiypWoR1",
+	"7/ZXN1sUlpi1CbtFfl2aaOY77pR2/Dmk+58EOYhzaPNohzkj4/2h+DH65ATqzO9QfZgOvMn1mpux+eIT",
+	"VnVoZn4trCkNNQb7zRt5fzDO3YRM2rdli7iEdH+FBDE7k4FAmyXLZDAxlrvT/SZtJSbhUFfshqcZp0mW",
+	"wjx2fO4uB2+YWg9/P7rMmVrfxSMfF5aGw3LD9rgyJp5o+c3eJ/kQPS+eHev1miYtsvYprXiFDgaUdW0v",
+	"DkQibjjbDKmN27dDxNDcXW4gd+PCMTm5FA28neqr/wzovFla3qf4KTGqQXI+b5OxXYc/AZc2SQtCzV3o",
+	"z68m655cixzD1MYITNaucLsr6O3fw+VFuQhlVXo6XVGXSTW67+38tCliHZ0Lox+94QWT3g2hJ2szBafn",
+	"UPu2gwkKTl2R3NRvW+k1+lF4YOLHrIE8+jF44C6UhV/OopOL9ruzQ35RI+Q1KLjeeU5Af7NsU9RKrlkI",
+	"FHecEsilO6+hpPx8WJ3Ac86UeeDDH7LZkgmmdqYya5wwyInwxr6pKC5jTA/fhP4JsHHRZyqVTmR5WEkv",
+	"pGD38YZFd2a8CeFIZmFPo6knaQscyj5L86EiKVS0K2nuW+HEBTl5/eqMCGnQDBqrdYoLnKIoC5GqqRcI",
+	"+x47nVJXHb19jY9+/11f/bp7WU5UM+YLdToBoWlkuUdFSzfCtGPl96p3OXKVLdQQaS3kO63tvmUoR8Sq",
+	"U2Rda2MppJUQBgLJ0qp0RXt7EQUXjiiePUg5S+d0/pIMuHULWtoIJ518TMaqRHVLTBETK1y4wdKWIzxC",
+	"GA3du/Y9V77mqmamx+Ljkx0WSu81Uw8mkOAW/3xjuK8Fh7TZAe//o4RwETtFj93dOkZr0WFGyDJHxMqv",
+	"bYettmSpqDCB7aRgMS7AwzJb7J9yDNHU86R3uPG1+NUki4EKri2vpXNAvwa/u8HvhpqG+bkYrqw+JoJt",
+	"ym2MV+NrzZqCayOX6L6EHXVFXjUbtpT2qk1JTwxqr+qybNXDhfROmEgotro68izZiAyunYcVeBiC6+iR",
+	"sde/3AwXg92vomyweMsn34ctSh4XarRW/qZ3xIfHo3x/S432SIChyIUXFO5goLIyqh5pzNQI70tIfAfq",
+	"yRLGShhsor3Rm2QWFYK3wJ1Ik1vYKQ8/HChMd1/8GxfFcDlEehZT6yF+21cl+nGxYCC+YonslKNoNg4v",
+	"iomFVDn6glGOu5zx/ap34WJIJOin74t0wrsXwpN8ovbLqYnUerchCxTds6Xap5m1Ca1bs4jrTXHNK2ro",
+	"GTP2TSlOrPpTV6eKWcM84c8CrCJw+BfUUKL8iyTHNwmky2UgYmRtSMFK5uL6W7NykCSJwqCEbM1NSBpx",
+	"EVjM2mTez9QncEy2SIbe3Moc2lLFFC4gmeIxeo5hq3xmR+JQpxn4bin3M/AVozrleTyDvw/u385S9A61",
+	"ta11PLIweGvnp9LYWX1/s13VmGA6Rov3JThI2O6hUYJAmqQ8jxJl+A10fjvtI0jYal7a7QrYLesmkogz",
+	"FrC6xCjKy5SFN6r39gOWesD3PEgSGtTh8RLVRz7vvYXLKyvlWBEi+la83F+yuL1InOiCC65XafHyY3OJ",
+	"Y87zIwuUof2aHBShC+Ni+3hZyMlBAJe5v7M04g770CHkZqTW5ickYRTbmyAU51Szczh/KEFKUVb4Vyj0",
+	"kDnYg3YTC/eNPtEzseQiYen5UQk+0AVg+L3khl0NVu8s09XM7bpG/PKfNPm95vk1Ce9hOWNGruT1FYq1",
+	"KFTYL6KEjdIpHcTuF3G/+0HjnZjEbviZd+E4eg4xV2r1cmuSLO/3EarzAJKPCzLfmskBHJzI34dSSNwy",
+	"fQpJV0rH650QotQTVrLg5V1W0mEVR3jd9cX0093ceHrNwSd5Rub1mgn0pgPLvDYsEeZvPRfqJYFIIcwh",
+	"GGElW8OdGgwoo2ieKKC8HjWW3GdaWUTeHwkLdVDYLuWXaQOwcA0Kbdgpp/hskxZU6RBgkslRCvVJvyKu",
+	"O1z9048X5Amt+JOb50+wRvYJFwuJAHk4ODmHv78WC3noSO5qv6rsRLZXhIPdNwnxt4SHHH8gCzQkpApB",
+	"J7+/9t+AVqg1F8tLFyeL/hJ/cGeiY9jZDE+6mdp4llQD8dfP/pIFeK3RPv0/5+9+IYDX4HwqCR+BLJIF",
+	"tPmKCxZVusNH7MPtA45RgTPSgg3OyAA6Ykb6yIgZ6VXmZyTgoWYBuzcjPdTRjKSBCjMSA2JmxAPH2nON",
+	"suvgeHE1sxez3izS9QKGckwASBsPf+yoMZj9eGsUJevuLiPgIdTAI1vZXc+IrvMVoboNykcrk68oJNPL",
+	"8oYFqJGBsGmPiO6AcXAEWfBrRoVxxTUVVXqgeBSAQMeTKhWrGAUTHYLOdN2AU5YUcmHo1peottdXi26u",
+	"TZSCeY+Sf/vXsZL/3dYq8FOzu81sUoyMSaGToHFcTtWDYeN0XUsO8IFrIq8fHDdnKCm2rbz1oGf2y4lN",
+	"B85CsuqYQP1ZanNRCy6Wx1VVbu/tHKD2K2Ql7b/gs+gG19MrUSEDbbOSEOjAgKEDUe97BFArx6wg+/Dh",
+	"fWyrB7DEsxmu9h7y8RXTUC2GHyLzLQnaDLlm2yP7/3QImG1W3DBE64cfEvKuQxxugtmYm6BHFLvcA7R1",
+	"4kgDkYc4mYQ8nnEO1QV0CekdLg+ZisIq5gg1HtAUh2rp5HpNRTHN+w+DuTccRixmBTjmtNSXts5MslHJ",
+	"K75YMMVEjj5PtxN4RJNNpeYQ7OdA404YTFO5CKB1fS+CyWUo/qji/fTTHyecMOexzfGAE3GmKXVlGEXM",
+	"B/4qcPvX0eNwWeP0hJ8pYGzdFLH4UduqQkxH+MDf7evD6VxukriSQUHkljTwrbNAJSFS2fvCNdumSroj",
+	"+XBn86Gt3G5WW0LdsppWGcmPI9rl6Oar9tIgvpfnrDKo+jmfVnv2Q1khdgs6x9LZ2SxQhJ/c1Csw7GS6",
+	"BjAWtrG8CwI6QZuDJb3NqcU+S3//L3jJDlZUFCXIasHMRiqrE5i8shxY3XyftFjvSK5dcJScCqvvziHL",
+	"vLhH5XBzd4GpL0t9R7rOgP/lgiz0IWzOmt5mRDBzmEvFDrVc09tcChH9Ta3Z+rL92Kb1J17dfHfIq0vQ",
+	"Ii6tFXUJKYTRryavLs3mUrFad/+84OLS8DUD1K7WL2t6e6m34nJO8+tSLsOv3x9aW+6QluWhyxi5tH+1",
+	"VpmDRTkU0i5uQI2xMpiJYlCCwJ9J9BywFmpHlnys8TgBoMtxWFND3WG23kTaxLCDxUoqUu4HDMrJRYux",
+	"kI/1kMgfTcQGNQkvQAdMLOuyiC7zCf67f7PrXa4rqva63/0+TrvT7dnd20Dw8ddJ57yPjeBWf0cj4d9F",
+	"bx8/ofM0GPY/dl1c2itYw2WD26ipzdmARfWP1dafZXSFOCWydcfkVIBpAQXZakDb8Q8NKxfRYNFIxKyU",
+	"rJcrQiMz4r4V7aJPcvjKfMAL1O7H2M+LikmgefYO8qPRWiZjJYWdzYbOtjX/FNG95UvVBATOoB3VLjcH",
+	"hs/W/k00tVPSneXXKXCABiNZHzkIYPdPzHpF9UXkZV0AYIc16hv6mg5KiG6pVCuTfWpYYHV2hiO1LL6/",
+	"1/leYSlIFZxjtTN+YWrR3LQcGddc7F4pMruwnNFNvxvNWTHNizqZNsbW8sYyj5JG5rIk/tGMLJWsK1aA",
+	"FAY4+amVNeOpAvD5n+y3U8Rxv9Ai8MakU5xc3tONBaaJLQKqdowXbXqK899VTBxXfCQQeJwK/TUFA5Cw",
+	"Wxt2P2fuWJxrzcxKJogPMFPwx3T4288xxeHvGmirIgbArUXhAp+swIUNoZunIDdOqVlBv7aSGrajw8qQ",
+	"yi8X5Or2QN/kB82zVy2Sd0G6Rw4KwuLBW93sSPijfyhaTvPHsPGXaK67P69lUU/xeLvzznyn0vgcWxs4",
+	"Nc4Y0/jQ3XYCGifXniRBCcV4dgPqESEiNqTRjUPiS4OS4+9tQItwr0TB896hfjxB74OLZ3Z5u+FAu/uB",
+	"BQvk6on/zpOrzJWKWQnNbuE2LyKXXdj2+1lx7wSDLtJgw/WFkyukceTiMgLjJtJ7qxY9uZm4Q8I8dm5k",
+	"eDKuCg/0MAVDGtexcyDstO0KUyKhOwlGek+SqOp5yfOIU/a+DDu81L0SO/vbmmKSlDv7NGYon1LFzXYP",
+	"ddjjHlS0ARj/orVhb8OfDSOVyPUalCefxhgXzWKvpxXVK6bJxup4sUtkQnLYxxOag6gYp0wdOLQll2tx",
+	"5Ntu9k/1FT6x97EipSJ0BX4jnYv3EBr89GL07uH3FdNhrmutJeVJtgzmNtT7OnZB+jlvwjAxvqGG6R5q",
+	"zn1gzHx+4espWZ9Xp2fHP709xoTPS9iiq/aobZeLfSCkHXKN9bl7NfvZD+fvIaHFdphWcAK6bWD1Zjgl",
+	"YdNKkJ+pXiVzm51wIfmKctEEJuNVmEhFgYbYSBRpl+NdcMz2cO7GwGUNBlnXKOxSebwJKYJM8uCIheIa",
+	"HrRKzDDGjmXCEO/F6r6cYjn+dp84WoDGBZuwGWjOSimWmhjZ6ZSD7Urizjj3CG814wFOhd4jfygCJbAP",
+	"EOpq/LlIGHNj3X704UBtVjotaAAcd/xc0yj0x2XZLx/sH94wXnzy5WlXWENyu7yeg8Dwpxh0gyLBNN26",
+	"ZgWWUkPRqusoKUZx9rAyfDwobj8adSoQcnPkELWwxZfjD4Vdgm5Yq6nDGEzrNNqF8Qe7hjCBFe2TluAe",
+	"DlXMdlP+BNbwgi9dD4T0VKd2toCR7tjZQiXP1556Ak7bhakPqpIKyKNdmAMAb83Ihs1XUl4fFFxX1OQr",
+	"+zfNqwPNl8IV7kqFwYYDJgog6AnwkhIEtN/vTreJJD5BipbP6MK84nQppDY83wkgyXpdHvYBioQ/t1qg",
+	"MGHUtom/yEgfd6m+UyHGxgAf++M26I8wg0+A2uqR8Z72OXPiTN7I5eT1egTbfVZ6LmilV3J8U3N5g207",
+	"ts1g2r34+YFninp9ynYgsSGi+Y2ELOv9oAWHegq3WagtON7gtKUif5UAWZXWih8bINM3vXWImC366iJi",
+	"9kBsu7TSAjUMe97ln6Q4YrTggmk9KcNb+aeHkryLPfpKuWzuOzWV+gwarcrr6f1Pj4i+5lXV+H0Axs1q",
+	"kqP9UfGdKcNsog5Wvo1AlNBHPPBNuyv0DkAnyG33k8jisx33yQeamuZda4jK5RpaOT5AX/DnHW4ft8WK",
+	"in2dPUMevNei4De8qGnZ5QC9R1CyxWh7pBANpDigaUajyohB5PBiu8s55BXDPZ1E+O0szlPy5zPqC3IR",
+	"4VMXEHYBW1/nft/MJSiUtnQ1EHZOiC21PatFC3EKO7x1TY1y61jX5cHqPpSHWbVinRE/Y4Q7FSE/db9E",
+	"OAcdlDs3dxcld67NRg1IpGo8CBTXpwNHCJs1WgCxg5B2l0P4ffUgCVKRQm192X63ySPgGPyNbXcnNLpn",
+	"IRgLnIpZjXPmf7FbRuOxpngdIzJN3wdcY4va+MP7ECLgQNnHgG8cUXoVmkOCHDKAfrBsjMlICL6U3cEg",
+	"HLVU1PAUNMHea187hOc2OWsdd9amxxHU6NZy+3XRljYwkCpF4GYH2ch1cCVa9VqKJeJmJQTWNdvuDNdd",
+	"N2M5aJsFv51Iafhwcv7Rh/pFdKBipxnkHNXv5KxSoRP8losPhdTde8DrujVlzealz6+LYLQDLCkGXYkr",
+	"BPb2i/Z9HBtq8tXBimsDPb0UmjMHK6rDX9M+oZIv+bzcHdGNe6x4CYiCCi/PidRyzVh1vDBMDYdgXNcN",
+	"slHcGNbAmnAdBWQUC5CjE0aVZcG0GVQFnbjAp4jfEucA6XWBFfYMuW6ek6rdUQ17xBKrOmpD15W+e5dY",
+	"nNLZnnIvuZAj8rSZ/1TeliXPkwErjxiETzTwcm4LuCAbqaZUJkSuazdalyij4+ttSIqgJrHq0IX/yiPn",
+	"+JarD8OsA/EIuDUms557/k49NuIAQTRqeq9uGC3H0DovQvGdU4w8MvEY6PdDAGx+IrjM5C4NRhiULFlG",
+	"KJx7Ab0B5SKByAg3OXQIAHTEREfPmpfmtZjmroeHCRdH+F8HXLhYQ5Oz7yroQG9tKClRHunAWkfzJSTc",
+	"OToAtqZ6ZXPnaHCaP6BO2jurPcO7C8c9YiIcRt6J1Tfk5nkv+O81hhZiQOTDB0IthykCarLeH3xzGuUP",
+	"Treuiumnje5yR0epIwfnEqDaR4XJdztdyxo7RSPyD0LIyrIIswW0FTQ/rBjxhtSdO3m4jc7SzcQ9p3ax",
+	"QpslxFwV7/mQZBmOzQaemRqPDS/cA111avT1rBYIf3RB9fXDgFKqUF1GfZzfUJ3w91Ux1OoYOD64ZnzC",
+	"V8Dkp/ra6bOFPHI49xCc5Jjurhgi96aqGT5DVMgzS/lrNho+dM+QonlovGZsWi5d/DmXsVeWUKSwr5N1",
+	"KQfTg34C8oDpO0M4nTIt1/S2UjK1/JBn/9O7t8f/dXr27uR8asWNVLI2XIxXqzZPTfzsmq2dJjnKobjs",
+	"t/jwHs7gsfb/smLir7xkHiVR7ojDVUwgyl3RvBAVceRM6yNy8KzB46lKauwWNO2HHQfyqbnNii7Mzr3p",
+	"RMwh7udamIxCGNqHWi8OJWC18xsbAm2RWotC0psbTtstzE90hJffBvIYZAX8Jtj+HBaS4OH8lNaaXUhD",
+	"y19SV4b9gSypmtNlYF3QVzBSZIeBDgdC7heHW+anTOUsdZ//1B/NULVkxqrN9hX74zc/vfvJ6hueqnyc",
+	"aiL5rBitjstS5gPgjfBnsGdKALJj0H+v8uiYExdpXznf6l1jwJfdYcm5oVzE1RAuoV0s3YU3tSlavf4p",
+	"H+3JJ9cV6kGJ4823eTkdcXNwiUg+c7/Qh11jhyk7R9rZ/WiWfm+yLvXHVDnCeafJ0CRkk1kRZnUU+78A",
+	"NEH8DMl8SyjBaqdEMs5Qt+yXXBS+e5VPo5CKXD09hP+7Qq91WSIA4ILm90n2wtlF6V4DGV1cGybsh0e/",
+	"hvJcE5qbmpbllsw9jHT/k/vD19gR5nZzAEYwXSKIpWX95B9cpre4dZhtewRaccwOyzDjK3MAvAcrY6qM",
+	"KKMryA6z/wnhnw2bK5PuXp6OZltCIgIYMvNuwwVX2jhCAm/KHmAW9q0fU6Cq0Ea3882jBhgQfsHwh+Zi",
+	"WeJuTC8ygghaEpFQaPi2fyYuLESYm7qoJtT+4UFGY2WBY9zeNotvJdoFSt2Rd9AwdtrUsr/oFi8jIDPG",
+	"vnF+O7Tlh9DL0mbdmZ9WBbOkoogE0B62XiTdJsMMDNp+5/SGWevx4Tp2gdvBcom0ymJJXc7egrOy8Huf",
+	"Cr3u7RXa1cwr3ZBtb1fRcIemZw/uRwJnm0OimG9JC7jYZZo/iUbY2Srv4Zt33a0zHNa5n8iyXg8UJuTw",
+	"G8o9HSOcJzg0eYL48WG3vZDml7osd+Ra4Ue4Jr+8uyC/vH/zZii+ztdUbf/GtlO/V0V4/O7tIZg1/5d+",
+	"kCMvoZbFfdU+NbnWAB5qdqG1hOETc/DwyRMDyLgM+7xnxCi+XGLWZboPMk5aDx2ca6OPOHTuI+GyhTHC",
+	"wvFRgX+Ny//dHPSeGPiOLBOO2qJI0MurV28wTLtmwoyVBBalLwfE0hpVC7RQjCRrevuqKE9WVKX1wKIo",
+	"L/zz4yRmp7Ohuvn8ALxOkmnwfIeZRsnN7qJhuelWRsJh2JOcapnAw+lujhdAEWB84GSbcqJINQLB3R52",
+	"wA0/sAWemYLa48q1uEu/dbQ1y2bgrvxtP7Zr1pcFRugccpIJsafYGbuR12x3spOyzwHsa1n6TmiOr9Jt",
+	"NN0zP1YyT9TZ/cI2/iuE2Ufa3S25sZSuGNU+g8j3I7txkPIZ0H2YCNe6ZoVLDaEC4t3KfRnb6C9qPblC",
+	"2E5iWhAFWpkhXlSYi8s5sfs6AaXNjZW1Nyx5YtAevt+mYShRtt2owZv6kH7aRbIYzJV9nUZV6OIGuKc/",
+	"O3iiAVCIE5wuTv7hISAGOmmkiq8fH53B7Bb1a+w+aYdgt1xD4aaw1wiyvyauO/eEnN5OsXdMRD2MhWZm",
+	"Y3gLPUfsQM1uyAevSo5XIVZsj5fwQQ1vbsbqv/0vpK7sbYBABD6tKiAy5maydPHVtiMdcOxP3e476F3f",
+	"sxHOcH6kL0Zp17VP/OyGlhNnv1HcsAO6YrSAsqY957/BErxREeTqJv2jdwEUiTtL9SgidWKdLYgmmqTh",
+	"mxw7IbxqGmsMFR3BtYYNqBogA5+3n1IJI2OM67gliQNTxz7Czqea1p/H6wDfuIo4X4QJp1iw2wcpBNxd",
+	"NBE3htgDODHqPHFfUBMPIRHkSKQnJrXBj1kj9xAuJbow55OK4Xrf8iot1sXNspkvi5tlsxMqCl5godr5",
+	"qjaF3KRb2O4WUt10xq6Uv0usoCk7icBKmq1oVcV1auhicTFcpxK43pfbJZDqkLZ9Cea49zDqyjNqeHaF",
+	"zUh/knc3TFmF3vFYJGnu3qZkb8iLAbpMlDxCnxP/9eSWg5T7cU15eQFJofd0PGomCkIJAMAIafkJrQ/C",
+	"1i5Zo2P01ANOjXP8oUH5AEf0EaEex5i4Vy23A0DEsO/x+dOnyZzHlOqS84pDvwV0lbf4BNYwIfNx2k7v",
+	"MiDtVoL9OH03x+pB0Uyg2AQez+lexaApGfoWfzp4/SpA29q9dG+kaxiS0ezYp3L+9uKUaKZurKEKJYuu",
+	"z0n/s3E1J7yQoKv4a3jGpNZT7E6YafhwukBzoKtT088uweJU85xwgTsPifmh21dTeYg4QIlcBKpS3oKT",
+	"0/fE/sINy02tGLiyu1VsTdJDGnXsUW98LLlOnA/Y7A7AwAcsqTMcMEN3oeT6cP9cJyNl6SCKAl5w4uvW",
+	"Zkx+fSW1STvufpbatKIVkUr3KPqH1IMwrCEb4C5HXilZ1ClpfIo/jPkmky3sf6Fr1k1qcknVPg7YNTen",
+	"Z+6OdNyN2prjmO7Zfd0hdWV/OUf5mCDWHhhGZ7yJInXi/b9bRvkDjJGtHKe1M62SulygcKCwDGVL1uo3",
+	"3N6QsVb+KPOGE3FPW9TwEaLASQI9Lku0FdrUOR1vKcJK2iP+O75pF1Rfp8M8Ie0/SuNtIzDdNZgLXxqE",
+	"PSqpNtBjNJFsAn1AYzAWaFLfbpzjWjYOtASwbw3pQ+fYUHXXAKsIkWHLzPAwtdjZoduPkczOTwx0t9z8",
+	"qRBPcDAQVIZc7r0QnmohdiMNwgCuU4QdYk0FpB4Nf3NnFhN8so3hNaClYZdWfRonnk+ZqMtUt2q/QwRY",
+	"0+tOz5REKJfq66HAlr7GK9yDzbl28g2g8ISaJ//5bnFDOIj+ijvAVn57Y2ptMUjMi+MSJC12L1ZpKbJX",
+	"PcTgB6YFehshd+cqiahEohZTkAdigdkuihj1G9yx642d2IGuWG5NNo/437TA6ahRzbKidv6Jmt6mTW29",
+	"N9hKtZvDAppBtDEJlh3WulpS9A5zDLfEjnq9WiQvlJZcwTbc/SmupLLXUbhUoHrFLruAZgwqQo6QAxr8",
+	"BCmyl6yogiiINa2IFOKdadbWdJ0eZpCd2Pmx3dmDuxk0Oi3/F6+S/s+X9idMcaegkqwrVhBqQGa4H755",
+	"ff6O/Of3T59lBG/YK9e9+co1jvCvwTv6MezHO465X0eC49PXTeuDuDkNX1fYHl9/AjsW/L/7NdYZChXe",
+	"veHOg1k8sZ3TxbgPlk9Dr20rKLEVKV66WHFVnFJltie0onNe8qRu3SjTucO9DKXcoLYUcrD2Pfm5MNiW",
+	"NI+Btr+JtaLwfYdCtp58ETcDBPSNVOTnflTPvLdtB9Gz24orpget+Rakvd9gXLx7Namvh1opfOju+vod",
+	"cknbs+wnfu70cOxRlt8aa5/y/D7btAtwm3PJYmpN8cl7qMn1mAf3T2IGVZ5Q0fDREZEO19RlMF8zVjmw",
+	"pNAeuOMgxVSM15VOJ1XlZezvd/nf1gA4ef3qzFKOy57C9GkHORY3SNZHdopojpZcGwd5TajYxlGEyem+",
+	"9NblEH3/XZ8iRrjELsb0OKXFIdNVsQGoRrZp+TkDsUXBlmfP/3NnXraQ5iVbuKLCgVVAmVN3HVyT0HF5",
+	"ot47xrZ2sB6qxPhRf/Qc72xW1aqSemCv3I9jJ5JKvf8wyL7vNVMPxrouO3Fvpi24rkq6/WWcCvVKbkTU",
+	"5kfLkkXMiGsFpCWlXZFsl1CTfsLXxQCtYMVDkL07SIX6bcDURh3yH/+km9xHap/O2YMRy1DgGvJH4bd2",
+	"4ui+k/Qh7gaB29WQprNw+0Smh9qIuwNsEloRBAOzcawwrajWG6kKSPBKqFITMFcw+7SLuTJdmozT5TBN",
+	"7sRMcYDEXOyevge8XqKfqqf0hAdx/8KT91B93MafIB7JeMDFH1IP6wQAIDQz00BPXEwFzqmbZrfX5AcZ",
+	"utGhdFxl1HDAXTS2IfZrkgf7LAiZaS4nD8FYrDaPWWPjLBeQqJJZJVNgaQJD9GFp9oiS7ZX9fTj0ibTO",
+	"AVzR0jrssxmpsUiMrqXLscetw3qPGLBGCqb3yCoPM2lze9bk03iKGgKkaXNzin1+GxCMaZctFEnTJQtg",
+	"PQnglmQdcJPxCYa6fShrcMGoIc+mlqvSJaRyJjI+6C1f12tXkOsrUKB3YEUn1+AOe5rxUH2M2H9yknUL",
+	"N03SqDK0nAiItKbG6Z8LXhq48SVkjpQlTOZOQEhwWNGm+ikNFoZCOgsWHIKzwjnhGFVMHdep7qmN48Hx",
+	"DOCGBBC4w8PDKwcjphFee07zayYKHaq89Eoqc1DyG1ZA1o3WzQdpuKudhnDoGyiBGxbm1WzDypgKM3Lg",
+	"2RMpr/lA4mT0SZLDc4D95psvgCQI8Zgjh88JQssStEMt1YSWWhLBXJqQn+vJ+dlfoaga0RqAjuzAOJDH",
+	"pXoxs5vkJtEsglb8b2w7+/ABOnum8ngstZ4bxejazuXUY7WcM3XDc6iTpeSGF0we6PAUFQWAIoFkPcjl",
+	"el0Ln+K1poIuwV/SAL8gCHltNTINoIHBH+fzb+wX8U0N0lywUmfY5P/A+WGELJjO7Ee39tQzh67ExRKe",
+	"RFhtJeXaNaECPZ0Way64Nn7rgR19N1u7OG60b1MJ3YS9WwHLjpBfzEq72qKSwm3n8qDtC+cEUva9GZ6v",
+	"pGbCn3zBqlJumTokP0JV0/85f/cLYhg4H3UDSXAFobGXstheEb2iFSNXf+SyYJlPF8uInRd7XdiFG7W1",
+	"N+n/znzu+P/+cIUzxvIp9/WcqgDcevVfBxf2Aweviyur0FRSaEZWmHmMhU0IwAjlcJpcueGuMqKl86uT",
+	"BeWA/273xUU0QdS4eGbsNivlUh+SU2rvZXAvRB1O3fTCK0zcsFLCmlHYexmTERAxGUjnX3/7gL1kXSmf",
+	"XsP1KaowRlBQXNTMYVwoZmoFLb0cVXhUTder1n786pD8aE3kpnOsgBwgHkMBRFZzsq1XSGnw4BrhIfyD",
+	"O6Nol5hYSJUznfyYCY0ZwLMw37q+AsuAAr0NtOxOqWkbG0ZyUlDVESRkofjCEFpRZQ5Jp3PX1f+6ImtG",
+	"hSa6hvsw/JQRdpuzyhpV8WkibVjZBd3ewlKAq15ARVXTAxgSIQkVUmzXstbO86CbjYlnQmuzurJcumIl",
+	"5II56m6VPuAXDsm7ZkZrqq5Z4SeSKwYKHS1fEFrxA7gPrvxUQIsN9452sm1RW6YWW9d2pvkEEu13T5/B",
+	"g5ZDyRWt+CW8fekp5ao1HeSumHg0ucLtudq1cSiGRndNDi28lDktoflY+Fi0ZnQgQmmgsFeLWKKOgFeW",
+	"rKyQbZBm0vviNuNb0FO5sebMbOQyOT59HaV4vZg9A2CbZ9//4HHIaMVnL2bf2j+67t+gMnj4AnvwT+ZS",
+	"GivQATe9kinN8wT0Wx1hrCApR7cB5v5QslBMrwgX2tCyRMb3mRnNoetDAsiBYVv83mE3N8zthcRFdwDz",
+	"7eAZuIulIS304wLC9QITwt2mBpamOXaTsBIXjm7OSF5Svo5RlVZSGyt7WLmws4UT6ywYav50q+NLf9gf",
+	"jkCIbiRR6CAK6gm7pbmBbm2MbDjizbc67M9e+qM5tuPOUH1k2thrzbdGd3nTUGiBKsOTfzoMRdSAd+nH",
+	"7UG8yw80nLQejojpwcC32+8spJZ5Nkgoh7NYD7aHCIox3qBAn8+fPnuw5aH6n15Nioojr9ChZaPvnj4d",
+	"GiLM+clLWoSNs698u/uVv0o150XBBL7xw+43TqRYlBytxO+eTRjilG5LSYsLKd9QtWT43l92v/deuOwk",
+	"Vry1GuOF1X3ty88nzPJCyrdUbN12QBHNX6Zs4WvXXBxTmmJbZ/bi1z8+/BYlczh5NE5lUOC/1OAwsbbR",
+	"b9msK0G8ryhWKWYvZj/8MPN/q6LOrTO8R5rf8J9IwB+yAaF60HiCliyZm4TAQz6UK2RayGyZaRTH2Jyx",
+	"Qkyv5Aaj/35YNPSsGGY0pAuh4QS/SJGU1YfktXECWPevx9DjSsi5LLaRe4rMIYzTjN+XZT8xEyTNeXCh",
+	"tLn+6cMLNTfUgABo9guP6fCzIvMLhp7REONHYm/Thza8LCEd1Ui4yFB2DZL/g5I5OuoGCNsaCZEXdc5W",
+	"3OmkPkjdaAQZtnYCwD6r8zuapab1jDUF2GLB0Efax4H3Om/w325JLl0MEfXyhmvKEvCIsSMGcgY0scp5",
+	"wZxyDZ4dqJJayQ2+DyuxNjzUl4HvJNJ1ETyb3lgOwUflRqCns8cMzhMM19MjMkI8zAAT9E8j2F3op4UL",
+	"6tmUe8MShVT8X6y44z34kVkvsBriyc7ZAHm2NuTurAWPx0zk3DVPdl4SDS+1e2A6qCcWl793a35jnxAa",
+	"fK4dO2ioUDFQLxaKLtEocSWtVBPNmPAKsa+pcHaYVLAXloOMxE7G3i9Fffm1u7mQKamxPOEGLulSO3mQ",
+	"5g2ccbgmKqromhmAM/g1fczNI09OQimLFaePx1mtSQ7xltv7+Hq5i0L5cbjv6Xe73/hFmr/KWhSflF1/",
+	"YqZF2nmr2h5oxrOoeyTBpU+/TXMpOEYB8KHFqwHrL/g8hhn2DVB+dDNEzdzQfY5W09LajL7HWRbdaDrD",
+	"BBduttY2LOTGMTg17ChKhEEXI5qp0CQEYqcgByAqXJXUq3z2ffwZ/XeAyqyY89Nhgyb4fqOMcmfQ+p40",
+	"GTIy1y2tBH+PPH1BJbWyBWdIl5SLQ4KgWUXwDSlGSrYwRNaG1KJk2gfumH8yghBqiwm7xT7FbH8ZcUrB",
+	"Hpr0HARn7LOJ3gduIfaad8WVWIaujsA9Cte/7pakQ7jh95pB8raLNsCT7wOkVZBAOxJV+tM6LrVEB7Fq",
+	"bfbQwO39bo3d7f3QgzB6TPHqzxZioQnpGkdDG0b73CXspxKYdhejbYrkYzA/EgLyeVpA+lcO3Z6jqMx2",
+	"OA/j/E0HmNwNOzqnKCo7VnhAN6umZ5UXdy4M7MIe1pQ/ioMA14xVmvyzRgceOf/5+OD5X7534jYjVQlo",
+	"QYSJXG0BRSCXlSshjPpvecnjYk2hF2Jsd/gEQCmc5mjXKl3GSIYeyQ3vdIUeck3SKIcbBTXgzyLKGCCL",
+	"OX++loJsVpKsaWFlP1omITEykkWNKgvGiDePfDINzqTdUsWfbbe3Slv44pmGrmaP45hsD7LDMemckvEF",
+	"GlJ5mZWWuQ+VFb2b1Re8sE2TN/nxHJQnLnnEb+bAAvF8I+8kkrzjAcyOC/etDw+5tmGYjAZ3cLikonrG",
+	"z1tkfgmezq5nM5aVDyurMSlgl2L75A9XGPCh6cCcBPiDVFEvuMxKyXq5AmkY5SQAkh1IOLQ+IaIqSyww",
+	"Q0mIraF86GUtIZsgIm+uAUEGFcg8CK8FF7Q8csLVyjGA/GIVVj055C2vBi1cRkss2FAhxRQMQktorN7W",
+	"m3whseWjlc/VcAVxTcDd6fQaNeYmdhzF9RWrMNVU0wXDquq2TMXdjGTqfhrthavk+ChK2aiQyoiwur9o",
+	"7//hV0M2we946B+B37NZVaeUM0fdprlCsZCge5di9Yy/U5kGOPD+PepFQYj5+qSscDXtrgIg7XIMHWtZ",
+	"uldesYeWdUiOu8wdOnq6tE109PWDuFmIfai+BOrzcrsC6p68/PCaVbpAa4Cn3TGFao5JZRy71KePJ5L8",
+	"wTrN7n+YA+5r3HhMuiKdf0ba1BO0L4czbV4xsEm1w4WVylunkWw1HqrAF6+AkIos19DdoGdKO+MgJCD6",
+	"vDOpQE0BP/6yBlBrZy54Qa6gABIEuRWjnZlAh1g3m9hdCCoX9V5EK3izlHSNcr8w70tIc9l856qxwcHT",
+	"eGezFdtxf94qVq9l+IBcC03Do3K//1GS6lMJjXOfTLGjLTsyyKeWJ9LDD6flyRk2e9LdBTVaGqHg+IAk",
+	"NEgFtte519h4kfU9K060NE6VrCVsvCsl5atDV5Usi9CcXlaabKS6dpUoUuSAPN+3FJ2LrGS0pb4508ou",
+	"ssGAstIBJZlfSDT9vhaYkEgJ2QE7/XnLjv1cST76Gw4rCiy9Bi24FqH1+FfR8hDWHtDQp9JH7M24I2LZ",
+	"uUbxltWZJRFrU0H+UUZ0nUN+QMtBkjkhGWd8t3zlDocendX2foY8mqpiooBsPGBwNyJEBtt1oFKFSj7v",
+	"Z3IoI4fkvWY+Ay24ZGQOVdjFcQfPD/1EkNpgJEaQIAXZfzQ0qABhaHmjmZPiNwORyHO3cdC05JNFI/1M",
+	"faUfuwE/2rZi7e6cbbI5DA5lqOjYVmxSxBI+foGtlO4Rr2xN3J0e10TWJpdr5sKo+I9pgVR8tjUpXzkL",
+	"8FnQ93JBeVkrROgTfKBqfXSqoNd6IvPUB1P3sLqp2eFzrclNqa19XKce9kKyy5oSbB0RDV+jryPR1yEz",
+	"5YFuAPjiSNZKBwBl5BJA3aubXdkKsAq50VmjQTg8oK0DpbIGn4e/aYxNTMqEGCQmTTjtDXZTR6UX60Ny",
+	"LNJVSQCgoBj1aaSGlnJpLVrvnQPKxGsIKjuw6AxSX6SBoClGyjw+Vl+Sn7ZQjx6N6ZphhnjuuCz7Ka6H",
+	"XxS79JZ/P17ppV8G5gio0DvZAqBfAuEnQIPauVOIwcdd1z1rWa6p2LrSckuKIX4PKTtcuypMF6pXeK1Y",
+	"2oWqzDTJnsHsH9Mn4dG7B8jUYWV/KaSp3H4/hNjGrZuYQYPUB3Kyn/w+vUOxd6eNJbLcLcLijHTlC1P2",
+	"S2M5xvox7zH08VhsVjLJSMedAhT2x4mcdDtzj2ajRH/HxuKRDyXKOfE9rT9eygnC1KenjgLuIYrgPpK3",
+	"4GsEZEI+CRzrg4qsMVcDPPHkDwTIGU0heQV/D6LN1wlEsEvkpQcZbxRI/C+sfJrLGlRK4u/VuG1tFL/1",
+	"aqj/uuYlEwaKkDXTRPHlyugjspY3dhpSe8wZI11hMQ7q7Jyu4MF1OMGzn/F/BruUcgx+l0YXCRzq/CFf",
+	"nXMPVAJkd/MxWWUgB6Plo590czhugVyFNYC6GFZuCReQkRFK9eNu0yaAKHkjiHCsKPUONuQA6E25DUh/",
+	"Xe5rEib8a5APleQ4qhHtBi719mU+t6Ziw1aPp5AMpWbcn1M/nW7hYC8n6RdTdYunH0W38LkYOKuvqRhf",
+	"YCrGx1VEQOLtsOtjvNFWoRaWkmWR3uHKhPma6aM2DGlTe+WLq9Cqv2ZbeAZRnZpqaATKwITUGDwDDahO",
+	"WsYCy6IDbokPc14LuWkitYfklYuP4EpGiqv8g67EgUi/WPsXp1U0PjX4g5UxWFcRZdumUmqTHor3cA6f",
+	"KiwS7j3d3vwWaokVfpRD/NpuC7s1RxGc5ITAgzvqB4iGtCiR+5pGnA7+97RQSKiF7EdC9sMQHasyK2Ki",
+	"21Fk5uju8ykyC2CbO2IebnFfoxuDPrHacfhDyHXc7ak+sVh++4yWFjgRhTbh2mBdAuAw94rFEHuXaFpa",
+	"Wl5RHXo6tz4Vi3iAEu8rruDsagqwmrIxvEYe0tEmJHwGMvdC3Yi/JMDdVskNU4u6DH43DpAUh+S4EYRJ",
+	"d1sWAehaZb3F5tk+zrgAcPFYBWIxUP1O1CouOOA5+FPNOrdvc9e3EZqt0u1Biz8P7KouhPlXP93/CD9d",
+	"B2Dk/mJ0p3r85A/EvB71053LhTkogrPOvvFitO6qDopkSkvMGlggCBNIUkqxRCCeEC0DZBIW5RzGqJKq",
+	"KewKvgpQL3wPBsj2cWjqKZy3ZJFHDLAV0HZpuaFb7S4KLdcMcyUlTN1/FCJ+Q35BJwP3034dGMB0v2CQ",
+	"CF/9go/iF3w01pxQm9WxEd3dpJquyVNbrJATX5HVAGV5qG/8aqIBCCD5QEvxTicQl7NX1HnjQITKfm9W",
+	"BHXEahUOu6vjswwQdY7vBLs1aGmPa1c+dKYf21d4f+59rAquCarPZ169NarhOG9hBEL2P8db+GU6/z6h",
+	"dvPEq/zDxRLnzGhXDhGsPgQqcYg+XQBg6GODTTRcNMMJzMY36NsOYhsCSZaAd9/uEXVIjssyIWSjsE2s",
+	"8IDQ3awkw1Q8htUqsiyaYbn2/X5kbeK2Td16KM3AN3fq9+YzE3N4BfrZTQiMxNZ6RmSFLcvKbdbb8wli",
+	"bkDParU2isNgqZZZG6a6JfBfhdi/pRADZmm7hILe9alkmiezJ0hhw6LtjVx6uw1EAiQzblaWOOdWCcsV",
+	"o9rHEnzrFVbJfOWhZNbUKoWYBOkf4FrXTfI7Nz4Cna7gwjoNbpzrOnxlTbcImjpnTBBtZMnEUdtAdCjD",
+	"TUkqKqx03RzGEKCGlVDnLCT0PpQN9nAqkJsczta1sB/CK09JlQQOkPdYtQ7yKwDHGABHWbbu3Y/E1tBW",
+	"BSo7C5mP4b8WXLHclYXPldxYxnBdc8BUOnANjaAi2jDlHB++mwniVUDbLKzAFCUX3Z+5hj4liGrciooe",
+	"9V0vbdMJ/TXCsKXvnOGaUBO5WMBQoY2KM/iSuK/HFX9l96HDbd8+fT68J34bdix7ls2wNw988Y2D8Ehf",
+	"8B44zOlf/a9l5KpzhPb4Dmp+1Vcr4lhXN6z24QuIDo2dk6Wq1u7GDAcbm2K3ZwPsBi8kKmDwhOY0v14q",
+	"K28ODNXXu7ICXI4ylwXPSfMugXeJYkvw+XkAAq5JpST0BYoTCPIVg75FXjl0tWmOsLjr4alqxN1fsbIC",
+	"Sx3j/dAdBd2R2siqYoV9UkBfGR+2WlBecrFMB91fhllfwIIfE26/NdRQRBUQ97tb6WsVQUP4oqpbIiLq",
+	"7soj8oET7E/ChCZgjssbpuz3HJCgbHW1JSu5xkj5i4DHjDjfesWrCFI8I+AKDHJ1bZU5xbSsoWMXYIA4",
+	"A21DlSV07UH7a98cCGq/AlBcBDKH0OfU7ywaDgEKPY0yjvM/dxvxmHX57ZGGsMLdfvrd/iK4ISB5dxb/",
+	"iBxQUEMPFLPHao8yLxkVdfWkssTCNrs6tQAURlPxKBd4ozmPNiSDZU2hl++Mh1TphiSVLHm+JRtZl5ZG",
+	"Iec83BFlwbRxeNwUHOasyELOV+FjXFRsAZAwRuTHFVgTy5lk/sKgxK2SgJDps8MpvvqKGnrmp3mCr/SN",
+	"pkS764DHQ7VrseU6gsE9ih8/Ii7XR3tdwLWaG0gagm/cL53qr4qxA8NujRUcWopmnsGIdJMbmgS+NzSL",
+	"ZEv9xzQWUwfkzm64BQGefFjo1yymlCByu4gaPzU0Ytc8MMJ9RRLC0uwrmVQtDqTIx2B+amu2CtZm81ag",
+	"zUfhNSvRTnQijDNs9guOboAr9X9GP42wn7VX75LfYF5QCNhtKAdRFD7t9N0CVdqLVZM7qslStnA7+le3",
+	"b6+Jjgzl+mK5BgPY0AQ6+oDvI5drF8aiiaj7WS0GJNljOKlTQ53Vu2AVo302Es+t6V+EwmogvfbjRecG",
+	"VzbmpFLwa9N8pnXvfIWa/nz82bUAkZEWdnhgDyfyhr1fdvw51ewAqe5gCk4R4FTReWlll2uAlBGj+HIJ",
+	"me+iIFbEto3LP2kCrf+cvPHDxgZ7Lst6LSDlfxOsDggkCZ84kLlHX716g83ySsiAaIRV+C66wwDsQxRE",
+	"Q/dldKUHQ9+eGSAdySJAY5CC06WQmpE1d940Uik5L9laJ82YV25AaAlPBwCI2pv4GtOxYb6vXr1BoGbA",
+	"3JYL7+KHrxFsPb8rrbso90vp7ulpb+ktX9drIkLzfTutfEUVze0ampY1VvnGSR35nLEwezQRjapFjhmR",
+	"6Vmv6e2rojxZUaXT0/7u6dOn7Xb+3z6fZfY9O8nZi2dPn8ITay7wD08Tvf4fWwvsHvmANA7k6A4UYWK+",
+	"6oC7u8ChsOjs32OapehC3umQoYL8fPH2DdYmILIOEwWUKltRFxztPS8+qHkg7a6Qtv/vLV2XV6hx0E3z",
+	"ZtPP37U/finNCngLcuYjBwxE4MLjUVY99uGXvh97G0wc0fG3PrESaqPi/v4FcS2tD3fFHdICUeb6Pd8l",
+	"A49Rz8SdOCJXK2P3otnKAb8/blmMdRlv3ZDIcbIkKW1mduRZFkpz3D/tQKlSnP3kCnylJVcSChvdkHcV",
+	"E3avezRwmAAjy2bWpH4CE93xbaDUdDimFwxJiq/EGTituEWyYKq0yPqrjNsBb/upAjFcLOROIVcpWdS5",
+	"yQBAqciwGzt4iJ2HmUNnTrMNBRqyYB7UGptzRNmeGTFyyZoO+9DJszJ8jWYnE5ir6kM4WFc62ukSFbk5",
+	"FzSgntk/uFlY2WY1EVoCrq2RSTl1Dvvx2m7HY6YXNKMkeOwl1Twn9kgs50Ah+VzW5gsLyfzEDJnv2olH",
+	"ZImg6e8wfk4AQrUpUQCqYIXX7cJn4jvVNc3g2l+qhN1WkEsQGrOixg92FFpVYP/4kmXLLNdse4CIzUpu",
+	"+nYPurCBgYzMZUkU07yomfYWj+WGa7bVpLbXa+h42Z5XUwUiN0K3ijG2DdSz3UOXbwemKitInW43/tZv",
+	"x91AWaM2stmQAaURTxWWBgCrDqYeVu+WucN4OodP6Ac3oOKphXhYBZ61KbPD16GqOjmzZ7sspMg8epYw",
+	"jwa3NI9ovKJas+IIb3fYCyzUXFBu5bV7FArdAfxsx1afwufS68FUjY9afNymTwwvDelBjS/Aw6/ap7/2",
+	"E36gCwBOwDmGIinqgO5BlH088f/EidMDL04P/Bx8RGCsfwiU6GU7erGZVUse23+Ce78jHFgkOlw9c4cQ",
+	"0csfFdVQUlgJWAsPOVGo7VmNvZJAmKUBLpQ2RDPWBE5hdhggXcpDcuxmFN19cGQhvx7nSShAiblFJEv8",
+	"XGt/TJfTOE74qM8/8FcSQozZ6yhR3uz84XhYp+6szhpyeYxYQ3q0MJXRiEPvbI3sBp8/l8DDjmXuH35o",
+	"gtGOPL+WS/9bl0tDuKyuhjXPjxG5ENLwhSNw/YStKS+fGIZieajCSBQYqLXPkTXTGr14TWA09GAqyPnb",
+	"i1PvUPPKsAxGaWjYpNZNM1cQhs2kyMbKL9e4ANR2Zxx/9/QHlInYdan1EnRfaqZxheoXTMb1k43maCXH",
+	"X55+i8/Y+ceT9s09Ucw74DjFaL5KQRnbzblg2vy4RlT0R8FYg5ODEexQOyVmzituLwTs+hkKioiuQ2Dk",
+	"40nF3uTH5GCLwDb2XsxzVkU3eXRQX4Xhv5kwtG9NWOI5Uzc8Z+8FvaEc2ld1nYHQdB1pJZYBhK07nQke",
+	"WOWVFRO04rv8HRgfdUmojYzzYd3G/euzuZSsDevnZzeZcE4yoWaP3ovowz7LjuKHMv+98HfRPA3fiN6F",
+	"tWNdPVdRwCOLXuHQxwY375D4Q/WjoDJ+9YS7vz+5AtuW3YL1irIW7F8ITbMCJHoDylbV85LrFXQMdPvi",
+	"9Tpujfmo0sNqtiztNYFIQMXv5jN5J8rtqQtWP27VVDzNcdO52Yx/I8v50xrCprVtS8pFP2UdafYRRURF",
+	"FTfbfSSEyzrH+i0fKFhAnTbNV3TOS262mffaOxsvc2a/86F6yw8ufOde9flnmetTGQ1ZMXUQ0tOw3zWA",
+	"h+UrygWhBnsH4s+0LMMUod7Rff+Q/AM0sRXLr1+F7BHvYq1dmPH8/33DDSNXp2fHP709Jr/XPL++hHeu",
+	"mnJL/DzIhYKhgeuMf2fkBtTrgt8wtWQF9IgiVrotVxAuZkLXOs5oWbv0/W1SXJzSu7e9GvOwHrvFx2tv",
+	"Mmpg3d1lH+GloBh1JZCblSyjDAg4PHQj61IOZvy2zuGebtk40caSCk7Ung3lpbZy+MpRxNVO6ER45YHm",
+	"8+U4WSP6HL8mUNx8da8+pnvVike3z3NmNoyJbsXQI94nVi5wwfRIma2XteFRT/1xHmFLd7QXC/ZO9XHl",
+	"okYB6fKfvfBBiVUxtZBqrQlFT+wB1DO5wi/Fq9EUaXCdckMqJW+YY95GYqN5p/G7TcsrYOUG08xFuAHu",
+	"EXwCF03KNdfk+dOnKAdQrvrAuJs8hcb/zuLPOnX4zgE7l8U2a7wBsGHcu2hpsR2JhJ+FA9qRunOKu3in",
+	"TbyH1B+QXlk/hwEcAm3cUVdxDfn4hIml/QfG10fm8yM89/nA5YYTGhel/tDhwI+Gaan4qoX3LfpPcVCB",
+	"OxFLwvIwYIM3vO3lIXJ5Bm9QQZidPDx/mMgub4tSFFBU5E4YPqaon9zOLU75wbWjceA7HLaauXkSlqJz",
+	"G7Qfc0GkcuvgJw/JGcLUUXXNCisTCqYOEHFYMY9RCf/GprPNx90hNFIeX/ZRLHZblYBZvllto9Py3bfm",
+	"LEx5XhvCixJ6ay9kWcqNQ+tOtLJFYfzYPeWaYcbKxVspWV9wrfjwPjwmG9XC8DV74ioSDB+FKMHEvZ/A",
+	"arOvZVank2qbxUqK8OVeGD/Qg+l7h+QcvaxWbVwsohQ8XUlDllLJ2thLVCo3DlkquTGrjJR0CQCX/uoP",
+	"5jw8YX9BtYGurN5QymVSJznDVbyK1v6YN2t/tARHuKdIdCBfHk/8xIwnscGN+AhMAfr/FBARsBOgPY+l",
+	"ZoWYrj5o5IMxXk7j7BIGh79igsFhVfjc1LQst2iYi04xeCdp1bIbWXDFNrQsQ7ERQI34QYH/nNlvpL0K",
+	"hxqO4h6cwhY8PlfYcUYvCbux0IziC74gnLvO04xgrIDQhvgIvGBqS3wTmGGz4oa5RqVvuKhvMbEb3yeN",
+	"0dcqynM5OWh253K9ZqJgBaLV6iyA9WPBMjAJbAMWk0BhCgB1Q1+zPGAqo4lIHYctmTCH5J3TwcIcITsI",
+	"YjAYzqYQv7HXh2FpUJGfpTYXuB2PyBjNKOd25UOMEW8ubNEXBSmSJq0HY4cB1G5M8Wgy6mJyQpL16BcN",
+	"5XktyFC1ZAYmHjKnIUbgHPHIAs69vQbUIPuxG6b4Ytvy5eRUBdwRGMfyDYC0FS2QeweVDUl4YBY4ewMf",
+	"NhJcWsbuAWQ9AA2RfyAuQLyAhsPgfeCyHXjbP7hoSsHIFXzksm7i1Fd95jq2n++w18MniDQDwHg7EkTc",
+	"gdmNwKTK5oRdH8XPLLGut7yxFBJ3jKnkkUhqfs0d+TdOpAMqaElKpOAHkJL2oyPJc23d4UlVUjGcN9cK",
+	"86JcdZwWnNBeTYC1uB8jTz3CNl2zbcupgwnGjs5jNTvwshVcgGkLQVXs/5RHjRnscEehGGcb5XpAajKa",
+	"tAvDlM/Vc8GBv1nNQtZGcxceDPdEqtD1aQKxqaTiI0pDO9x0YRjkXsE0mDl4IJ9K1tnJD87aKQglFV/h",
+	"ST4jyeTxmGLZ5Bjv8YUTYhIetEpi96jNQ99yIwp6+WorqFNwi3XOqU43XxdfA1f5qddej0WBjrYLuoQi",
+	"jzBYUHCzoHJhKM7vNtpJmORSKTs3s8V2n4h5UBySn2jly+yboo/SQeUmy/EW/LbB/6YRyK9ustHSET/Y",
+	"4Ffx/j5Exlk6jcSHnPxLrS0C/KtAkoldggdCKLVJ+BuN3KVP7MGL/Lhh6wYc5SgCvwQ0Zww4BEAUDMtC",
+	"Y0BoNjECkIKK4cCE/zIBHmVH+d+jAqoP0NZ4LKyNNPA1V3CfXMH23tkPlcwwEWFoe8nwiM6oqajOc9/R",
+	"fk0tPQqISMLLWaz+NSXHtX1UoKdVKo+jyIosaDmY2ZJAdX4ffLDgaEUbX19jx2EnNq0JHvpx1VGC8Vh4",
+	"7tERnZthRtGc/V7iGeA2flmO1+QWPACZ41aOEvuTP+z//ELX7IM1p3bAQ1p9o/L3up80UCN2cmtIW5MN",
+	"9IT19lEh8eaoPL6saxtOY5J2H9fhI4fkGH/pNph1qfgOyIUa7N8GpI85Axjk7gXDXQkRJPNGzyW70QZt",
+	"hXujDRNpNzwPKNEQLLc2aBJAsmGASQC4wYOnrwnVLlUS9Kc2z4Y7t6Jm1Vy5/iBH2wdU1FiCnL2Y/fev",
+	"9OBfTw9++M3978FvfzzNvv/2w3/MBgCDHqESNd6iEcvwH16kykA/Ek4j++ycY9F69gO5BNpV/y4Iu4/f",
+	"qvPLw9EMh2/FbHMRPNg9wG5ZXpukreoqFiYB+XdLH1qFHr70gZumXkhHOk6iSqIVbyUnEEzQAdYy+fXG",
+	"Yed/AWVrJcsiI3OW09raqkSwDfrM8Jk13QZLNS66ogIA05Wv6yppfq1Hckz/7jbr0aWIHyghP/7u9znC",
+	"GvoiszhSkH+PYSCYFVfFQUWV2T7JaYWFQJzpSSzDiyxGL0TAsNuKqwA95hX4gFWI7htsE+BG24aOAZkv",
+	"Bglf5MZF69sOaKtlwddCT681oWWJZYMBosQObr+AEBre0JC1cfHDBaOmdp5zNGksf/VNj7WLfncAF33c",
+	"J7NKjfMnzLfkCnc/Vwxg2Gj5gtCKH8CLV0foCQLgyaZTXFdFexaH/yp+Ce9e+sv+KsnDF/YgT+05nsTH",
+	"+IjMPDDiIKZ380yXOmB9h18UiuomjjK3OcQSYiEjZo94tOH4hr5mL2aBwGY9gfBsQCDYLURJgCVsu7FV",
+	"iV5bhsLHiRa00itp0JSw6gqZ05KK3KNMr6XgRirwTVPo61GGWuFm8tqFzKOAuzWHarOyv6NrDtrkAKNH",
+	"UgxlRZgFFAS6MiudzKr0hWXxdQJ9a0NjRtXUKcNBgC3HcAr2S1Js17LWRFEnhqggiv0TWgakq0W4y5z2",
+	"Ccvy2o5SWBFVNAAR3XKRsKioYATTp6MsgHSGDR7lY97gNzkOcu4muSt/PrFkSw6gk3hfM7pFHjLJf+9p",
+	"Rjs7kOjfofvhPH/fDfHFr398yP6YzRlVTB1bdnvx62/W5IwbwIE/GoKl+PmHytT8X82f63nJc2chdifY",
+	"nV32x8xdSydSXnPmp+zm0UvoQXU+0tay0NAqVDdkaLXqrO9VdKytm6xVqE+GQ/kG10iePvvzYYS9hxvR",
+	"DwC8RxhnSALPoqvayQm35tiADup7Tg0t5bKG0aOG+pXkVssPE3nemojfxVSRU6irGmj61cgndI+GIb6N",
+	"h3AvJ0b4ETogufmhbyBcEa1ekz5VClQhkDKREgNBGz/0s9Y2x1dOf/iXUhptFK38RY4aVrsBeMBX6KDR",
+	"+guvuQPCHH74IZ4D3lC/ffj/AwAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

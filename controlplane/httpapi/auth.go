@@ -11,6 +11,7 @@ import (
 
 	"github.com/svcplatform/svc/controlplane/apitoken"
 	"github.com/svcplatform/svc/controlplane/identity"
+	"github.com/svcplatform/svc/controlplane/permission"
 )
 
 // TokenReader is the local state the token lookup queries.
@@ -23,6 +24,10 @@ type TokenReader interface {
 type APITokenAuth struct {
 	Reader TokenReader
 	Now    func() time.Time
+	// Owner returns the current permissions of a token's owning user and
+	// whether that user is active; found is false when the owner is not a
+	// console user (a token created before users existed, or by svc dev).
+	Owner func(ctx context.Context, userID string) (perms []string, active, found bool, err error)
 }
 
 // Authenticate implements Authenticator.
@@ -55,5 +60,19 @@ func (a APITokenAuth) Authenticate(r *http.Request, clientIP net.IP) (*identity.
 		}
 		return nil, &Error{Status: http.StatusUnauthorized, Code: "api_token_required", Message: msg, Retryable: retryable(false), Err: err}
 	}
-	return &identity.Identity{Kind: identity.KindAPIToken, Subject: rec.OwnerUserID, CredentialID: rec.TokenID, Permissions: rec.Permissions}, nil
+	perms := rec.Permissions
+	if a.Owner != nil && rec.OwnerUserID != "" {
+		owner, active, found, err := a.Owner(r.Context(), rec.OwnerUserID)
+		if err != nil {
+			return nil, err
+		}
+		if found && !active {
+			return nil, &Error{Status: http.StatusUnauthorized, Code: "api_token_required", Message: "the API token's owner is disabled or deleted", Retryable: retryable(false)}
+		}
+		if found {
+			// A token never does more than its owner may do now.
+			perms = permission.Intersect(perms, owner)
+		}
+	}
+	return &identity.Identity{Kind: identity.KindAPIToken, Subject: rec.OwnerUserID, CredentialID: rec.TokenID, Permissions: perms}, nil
 }

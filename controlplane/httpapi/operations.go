@@ -23,8 +23,10 @@ type Operation struct {
 	Public     bool
 	// Credential restricts the accepted credential kind ("api-token").
 	Credential string
-	JSONBody   bool
-	route      *routers.Route
+	// LocalOnly operations accept only loopback clients (by socket address).
+	LocalOnly bool
+	JSONBody  bool
+	route     *routers.Route
 }
 
 // Operations indexes the contract by "METHOD ginPath".
@@ -62,6 +64,7 @@ func LoadOperations() (*Operations, error) {
 				Module:     extString(op.Extensions, "x-svc-module"),
 				Public:     extString(op.Extensions, "x-svc-public") == "true",
 				Credential: extString(op.Extensions, "x-svc-credential"),
+				LocalOnly:  extString(op.Extensions, "x-svc-local-only") == "true",
 				route:      &routers.Route{Spec: spec, Path: path, PathItem: item, Method: method, Operation: op},
 			}
 			if op.RequestBody != nil && op.RequestBody.Value != nil && op.RequestBody.Value.Content.Get("application/json") != nil {

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/svcplatform/svc/api/contract"
+	"github.com/svcplatform/svc/controlplane/account"
 	"github.com/svcplatform/svc/controlplane/apitoken"
 	"github.com/svcplatform/svc/controlplane/store/raftnode"
 	"github.com/svcplatform/svc/controlplane/system"
@@ -30,6 +31,7 @@ type Deps struct {
 	ContractYAML   []byte
 	Denials        *DenialAuditor
 	Tokens         *apitoken.Service
+	Accounts       *account.Service
 }
 
 // endpoints is the one strict-server implementation, assembled from the
@@ -37,6 +39,7 @@ type Deps struct {
 type endpoints struct {
 	*systemEndpoints
 	*securityEndpoints
+	*accountEndpoints
 }
 
 // NewEngine assembles the router: contract routes behind the guard,
@@ -64,6 +67,7 @@ func NewEngine(d Deps) (*gin.Engine, error) {
 	handlers := endpoints{
 		systemEndpoints:   &systemEndpoints{svc: d.System, yaml: d.ContractYAML, docs: docs},
 		securityEndpoints: &securityEndpoints{tokens: d.Tokens, audit: d.Node.State()},
+		accountEndpoints:  &accountEndpoints{accounts: d.Accounts},
 	}
 	strict := contract.NewStrictHandlerWithOptions(handlers, nil, contract.StrictGinServerOptions{
 		RequestErrorHandlerFunc: func(c *gin.Context, err error) {

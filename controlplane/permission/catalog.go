@@ -151,3 +151,21 @@ func Normalize(list []string) []string {
 	sort.Strings(out)
 	return out
 }
+
+// Intersect is what a holder of both a and b may do: a token's permissions
+// capped by its owner's current ones.
+func Intersect(a, b []string) []string {
+	switch {
+	case contains(a, Super):
+		return Normalize(b)
+	case contains(b, Super):
+		return Normalize(a)
+	}
+	var out []string
+	for _, p := range a {
+		if contains(b, p) {
+			out = append(out, p)
+		}
+	}
+	return Normalize(out)
+}

@@ -25,6 +25,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/svcplatform/svc/api"
+	"github.com/svcplatform/svc/controlplane/account"
 	"github.com/svcplatform/svc/controlplane/apitoken"
 	"github.com/svcplatform/svc/controlplane/audit"
 	"github.com/svcplatform/svc/controlplane/config"
@@ -38,7 +39,7 @@ import (
 
 // IndexSpecs are the typed index tables of every kind the control plane
 // stores. Append only; a changed declaration rebuilds its table at start.
-var IndexSpecs = []sqlitefsm.IndexSpec{apitoken.Index, audit.Index}
+var IndexSpecs = []sqlitefsm.IndexSpec{apitoken.Index, audit.Index, account.Index}
 
 // OwnedPrefixes are the key prefixes this version writes; the migration
 // audit reports anything else as a residue.
@@ -132,8 +133,17 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, er
 		}
 	}()
 	s.denials = httpapi.NewDenialAuditor(bg, node, log.Named("audit"))
+	accounts := &account.Service{Store: node, Reader: node.State(), Propagated: node.WaitMembersApplied}
+	owner := func(ctx context.Context, userID string) ([]string, bool, bool, error) {
+		perms, active, err := accounts.Effective(ctx, userID)
+		if errors.Is(err, account.ErrNotFound) {
+			return nil, false, false, nil
+		}
+		return perms, active, err == nil, err
+	}
 	engine, err := httpapi.NewEngine(httpapi.Deps{
-		Ops: ops, Auth: httpapi.APITokenAuth{Reader: node.State()}, Log: log.Named("http"), Registry: reg,
+		Ops: ops, Auth: httpapi.APITokenAuth{Reader: node.State(), Owner: owner}, Log: log.Named("http"), Registry: reg,
+		Accounts:     accounts,
 		MaxBodyBytes: cfg.MaxBodyBytes, TrustedProxies: cfg.TrustedProxies, System: s.System, Node: node,
 		LinkKeys: keys.LinkKeys(), ContractYAML: api.OpenAPIYAML,
 		Denials: s.denials,

@@ -197,3 +197,7 @@ func startServerExpectError(t *testing.T, id, join, keyFile string) error {
 	}
 	return err
 }
+
+func bytesReader(s string) *bytes.Reader { return bytes.NewReader([]byte(s)) }
+
+func containsText(s, sub string) bool { return bytes.Contains([]byte(s), []byte(sub)) }
