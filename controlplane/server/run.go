@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/svcplatform/svc/controlplane/account"
 	"github.com/svcplatform/svc/controlplane/apitoken"
 	"github.com/svcplatform/svc/controlplane/config"
 	"github.com/svcplatform/svc/controlplane/httpapi"
@@ -106,18 +107,35 @@ func run(cfg config.Config, stdout io.Writer, afterStart func(context.Context, *
 	return s.Shutdown()
 }
 
-// devTokenFile is where `svc dev` keeps the development token (mode 0600).
-const devTokenFile = "dev-api-token"
+// Files `svc dev` keeps in its data directory (mode 0600).
+const (
+	devTokenFile    = "dev-api-token"
+	devPasswordFile = "dev-admin-password"
+)
 
-// devToken creates, once per data directory, an API token with every
-// permission so a newcomer can follow the README tour. It exists only in dev
-// mode; real clusters get their first administrator from the security
-// module's bootstrap.
+// devToken sets up, once per data directory, the first administrator
+// (user "admin", a random password printed once) and an API token it owns,
+// so a newcomer can follow the README tour. Real clusters bootstrap their
+// first administrator through POST /api/v2/auth/bootstrap.
 func devToken(ctx context.Context, s *Server, stdout io.Writer) error {
-	path := filepath.Join(s.Config.DataDir, devTokenFile)
-	if _, err := os.Stat(path); err == nil {
-		fmt.Fprintf(stdout, "development API token: in %s\n", path)
+	tokenPath := filepath.Join(s.Config.DataDir, devTokenFile)
+	pwPath := filepath.Join(s.Config.DataDir, devPasswordFile)
+	if _, err := os.Stat(tokenPath); err == nil {
+		fmt.Fprintf(stdout, "development administrator: user admin, password in %s\ndevelopment API token: in %s\n", pwPath, tokenPath)
 		return nil
+	}
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	password, err := devPassword()
+	if err != nil {
+		return err
+	}
+	admin, err := s.Accounts.Bootstrap(cctx, account.Actor{Type: "system", ID: "svc-dev"}, "admin", password, "Development administrator")
+	if err != nil {
+		return fmt.Errorf("bootstrapping the development administrator: %w", err)
+	}
+	if err := os.WriteFile(pwPath, []byte(password+"\n"), 0o600); err != nil {
+		return err
 	}
 	tok, err := apitoken.New()
 	if err != nil {
@@ -126,19 +144,29 @@ func devToken(ctx context.Context, s *Server, stdout io.Writer) error {
 	now := time.Now().UTC()
 	exp := now.Add(30 * 24 * time.Hour)
 	id := fmt.Sprintf("dev-%d", now.Unix())
-	op, err := apitoken.Put(apitoken.Record{TokenID: id, Name: "svc dev bootstrap", Purpose: "local development (svc dev)", OwnerUserID: "dev",
-		Digest: apitoken.Digest(tok), Permissions: []string{"*"}, AllowedIPs: []string{"127.0.0.0/8", "::1/128"}, ExpiresAt: &exp, CreatedAt: now})
+	op, err := apitoken.Put(apitoken.Record{TokenID: id, Name: "svc dev bootstrap", Purpose: "local development (svc dev)", OwnerUserID: admin.UserID,
+		Digest: apitoken.Digest(tok), TokenPrefix: tok[:12], Permissions: []string{"*"}, AllowedIPs: []string{"127.0.0.0/8", "::1/128"},
+		ExpiresAt: &exp, CreatedAt: now, CreatedBy: "system:svc-dev"})
 	if err != nil {
 		return err
 	}
-	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
 	if _, err := s.Node.Txn(cctx, store.TxnRequest{Then: []store.Op{op}}); err != nil {
 		return fmt.Errorf("creating the development token: %w", err)
 	}
-	if err := os.WriteFile(path, []byte(tok+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(tokenPath, []byte(tok+"\n"), 0o600); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "development API token (shown once, also saved to %s with mode 0600, valid 30 days from loopback only):\n  %s\n", path, tok)
+	fmt.Fprintf(stdout, "development administrator (shown once, also saved to %s with mode 0600):\n  user admin, password %s\n", pwPath, password)
+	fmt.Fprintf(stdout, "development API token owned by admin (shown once, also saved to %s, valid 30 days from loopback only):\n  %s\n", tokenPath, tok)
 	return nil
+}
+
+// devPassword is four random words' worth of entropy in base62 (about 119
+// bits), easy to copy.
+func devPassword() (string, error) {
+	tok, err := apitoken.New()
+	if err != nil {
+		return "", err
+	}
+	return tok[len(apitoken.Prefix) : len(apitoken.Prefix)+20], nil
 }

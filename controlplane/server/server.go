@@ -52,6 +52,7 @@ type Server struct {
 	Keys     *keyring.Keyring
 	Node     *raftnode.Node
 	System   *system.Service
+	Accounts *account.Service
 	HTTPAddr string // the bound address
 	http     *http.Server
 	ln       net.Listener
@@ -134,6 +135,7 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, er
 	}()
 	s.denials = httpapi.NewDenialAuditor(bg, node, log.Named("audit"))
 	accounts := &account.Service{Store: node, Reader: node.State(), Propagated: node.WaitMembersApplied}
+	s.Accounts = accounts
 	owner := func(ctx context.Context, userID string) ([]string, bool, bool, error) {
 		perms, active, err := accounts.Effective(ctx, userID)
 		if errors.Is(err, account.ErrNotFound) {

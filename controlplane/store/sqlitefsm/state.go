@@ -55,6 +55,17 @@ func Open(path string, specs []IndexSpec) (*State, error) {
 			return nil, fmt.Errorf("index %q declared twice", s.Name)
 		}
 	}
+	// The database holds password hashes, token digests and sealed
+	// secrets: create it private (SQLite gives its -wal and -shm files the
+	// same mode) and tighten an existing one.
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	f.Close()
+	if err := os.Chmod(path, 0o600); err != nil {
+		return nil, err
+	}
 	s := &State{path: path, specs: sorted, notify: make(chan struct{})}
 	if err := s.open(); err != nil {
 		return nil, err

@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -391,4 +392,18 @@ func TestLocalWriteFailureHaltsInsteadOfSkipping(t *testing.T) {
 		{Index: 1, Data: enc(store.TxnRequest{Then: []store.Op{store.Put("/a", []byte("1"))}})},
 		{Index: 2, Data: enc(store.TxnRequest{Then: []store.Op{store.Put("/ok", []byte("2")), store.Put("/boom", []byte("3"))}})},
 	})
+}
+
+func TestDatabaseFilesArePrivate(t *testing.T) {
+	h := newHarness(t)
+	h.txn(store.TxnRequest{Then: []store.Op{store.Put("/a", []byte("1"))}})
+	for _, suffix := range []string{"", "-wal", "-shm"} {
+		fi, err := os.Stat(h.s.Path() + suffix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode().Perm()&0o077 != 0 {
+			t.Errorf("%s has mode %o", suffix, fi.Mode().Perm())
+		}
+	}
 }
