@@ -312,6 +312,42 @@ func (e OpenApiAuditItemProblem) Valid() bool {
 	}
 }
 
+// Defines values for RtspAuthTestResultAlgorithm.
+const (
+	RtspAuthTestResultAlgorithmMD5    RtspAuthTestResultAlgorithm = "MD5"
+	RtspAuthTestResultAlgorithmSHA256 RtspAuthTestResultAlgorithm = "SHA-256"
+)
+
+// Valid indicates whether the value is a known member of the RtspAuthTestResultAlgorithm enum.
+func (e RtspAuthTestResultAlgorithm) Valid() bool {
+	switch e {
+	case RtspAuthTestResultAlgorithmMD5:
+		return true
+	case RtspAuthTestResultAlgorithmSHA256:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RtspAuthTestResultQop.
+const (
+	RtspAuthTestResultQopAuth RtspAuthTestResultQop = "auth"
+	RtspAuthTestResultQopNone RtspAuthTestResultQop = "none"
+)
+
+// Valid indicates whether the value is a known member of the RtspAuthTestResultQop enum.
+func (e RtspAuthTestResultQop) Valid() bool {
+	switch e {
+	case RtspAuthTestResultQopAuth:
+		return true
+	case RtspAuthTestResultQopNone:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for RuntimePortProtocol.
 const (
 	RuntimePortProtocolTcp RuntimePortProtocol = "tcp"
@@ -393,6 +429,42 @@ func (e SvcHealthSnapshotStatus) Valid() bool {
 	case SvcHealthSnapshotStatusOk:
 		return true
 	case SvcHealthSnapshotStatusUnavailable:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TestRtspAuthCredentialRequestAlgorithm.
+const (
+	TestRtspAuthCredentialRequestAlgorithmMD5    TestRtspAuthCredentialRequestAlgorithm = "MD5"
+	TestRtspAuthCredentialRequestAlgorithmSHA256 TestRtspAuthCredentialRequestAlgorithm = "SHA-256"
+)
+
+// Valid indicates whether the value is a known member of the TestRtspAuthCredentialRequestAlgorithm enum.
+func (e TestRtspAuthCredentialRequestAlgorithm) Valid() bool {
+	switch e {
+	case TestRtspAuthCredentialRequestAlgorithmMD5:
+		return true
+	case TestRtspAuthCredentialRequestAlgorithmSHA256:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TestRtspAuthCredentialRequestQop.
+const (
+	TestRtspAuthCredentialRequestQopAuth TestRtspAuthCredentialRequestQop = "auth"
+	TestRtspAuthCredentialRequestQopNone TestRtspAuthCredentialRequestQop = "none"
+)
+
+// Valid indicates whether the value is a known member of the TestRtspAuthCredentialRequestQop enum.
+func (e TestRtspAuthCredentialRequestQop) Valid() bool {
+	switch e {
+	case TestRtspAuthCredentialRequestQopAuth:
+		return true
+	case TestRtspAuthCredentialRequestQopNone:
 		return true
 	default:
 		return false
@@ -1490,6 +1562,63 @@ type RoleList struct {
 	Rows []Role `json:"rows"`
 }
 
+// RtspAuthCredential One RTSP credential as stored; it never holds the password.
+type RtspAuthCredential struct {
+	// HasPassword Whether a password is stored; the password itself is never returned.
+	HasPassword bool `json:"hasPassword"`
+
+	// MediaServerId Identifier of the media server whose RTSP server accepts the credential.
+	MediaServerId string `json:"mediaServerId"`
+
+	// Realm Digest realm the RTSP server announces in its challenge for this credential.
+	Realm string `json:"realm"`
+
+	// UpdatedAt Time the credential was created or last replaced (UTC).
+	UpdatedAt time.Time `json:"updatedAt"`
+
+	// UpdatedBy Credential that created or last replaced it, for example the id of a console session or of an API token.
+	UpdatedBy string `json:"updatedBy"`
+
+	// Username User name of the credential, unique per media server.
+	Username string `json:"username"`
+}
+
+// RtspAuthCredentialList All RTSP credentials that match the filters.
+type RtspAuthCredentialList struct {
+	// Rows The credentials.
+	Rows []RtspAuthCredential `json:"rows"`
+}
+
+// RtspAuthTestResult Result of testing an RTSP credential.
+type RtspAuthTestResult struct {
+	// Algorithm Digest algorithm used.
+	Algorithm RtspAuthTestResultAlgorithm `json:"algorithm"`
+
+	// AuthorizationHeader The complete `Digest ...` Authorization header value built from the stored password per RFC 2617 and RFC 7616; it holds a hash, never the password.
+	AuthorizationHeader string `json:"authorizationHeader"`
+
+	// Nonce Server nonce the header answers, either the one given or the fresh random one.
+	Nonce string `json:"nonce"`
+
+	// Ok Whether the credential passed the test, that is the header could be built and was accepted when checked.
+	Ok bool `json:"ok"`
+
+	// Qop Quality of protection used; none means the header carries no qop.
+	Qop RtspAuthTestResultQop `json:"qop"`
+
+	// Realm Digest realm of the credential, used in the challenge.
+	Realm string `json:"realm"`
+
+	// Verified Whether the server re-checked the header as an RTSP server would and accepted it.
+	Verified bool `json:"verified"`
+}
+
+// RtspAuthTestResultAlgorithm Digest algorithm used.
+type RtspAuthTestResultAlgorithm string
+
+// RtspAuthTestResultQop Quality of protection used; none means the header carries no qop.
+type RtspAuthTestResultQop string
+
 // RunSystemTaskRequest Request to run or preview a system task.
 type RunSystemTaskRequest struct {
 	// Preview Only report what the task would do; false runs it for real.
@@ -1599,6 +1728,21 @@ type SaveRoleRequest struct {
 
 	// Permissions Permission points the role grants, as listed by GET /api/v2/security/permissions; each must be a permission the caller holds.
 	Permissions []string `json:"permissions"`
+}
+
+// SaveRtspAuthCredentialRequest Request to create an RTSP credential or to replace the one with the same media server and user name.
+type SaveRtspAuthCredentialRequest struct {
+	// MediaServerId Identifier of the media server; starts with a letter or digit and otherwise holds letters, digits, dots, underscores and hyphens.
+	MediaServerId string `json:"mediaServerId"`
+
+	// Password Password the RTSP client logs in with; it is stored encrypted with the cluster key and never returned.
+	Password string `json:"password"`
+
+	// Realm Digest realm the RTSP server announces for this credential; it holds no quotes or line breaks.
+	Realm *string `json:"realm,omitempty"`
+
+	// Username User name the RTSP client logs in with; it holds no colon and no white space.
+	Username string `json:"username"`
 }
 
 // SchemaColumn One column of a schema object.
@@ -1883,6 +2027,36 @@ type SystemVersion struct {
 	Version string `json:"version"`
 }
 
+// TestRtspAuthCredentialRequest Request to test a stored RTSP credential against an RTSP request and Digest challenge.
+type TestRtspAuthCredentialRequest struct {
+	// Algorithm Digest algorithm of the challenge.
+	Algorithm *TestRtspAuthCredentialRequestAlgorithm `json:"algorithm,omitempty"`
+
+	// MediaServerId Identifier of the media server the credential belongs to.
+	MediaServerId string `json:"mediaServerId"`
+
+	// Method RTSP method of the request, for example DESCRIBE, SETUP or PLAY.
+	Method *string `json:"method,omitempty"`
+
+	// Nonce A server nonce to answer, for example one taken from a real challenge; a fresh random nonce is used when absent.
+	Nonce *string `json:"nonce,omitempty"`
+
+	// Qop Quality of protection of the challenge; none builds a header without qop, cnonce and nc, as RFC 2617 allows for older clients.
+	Qop *TestRtspAuthCredentialRequestQop `json:"qop,omitempty"`
+
+	// Uri The RTSP request URI, as the client puts it in the request line and in the `uri` field of the header.
+	Uri string `json:"uri"`
+
+	// Username User name of the credential.
+	Username string `json:"username"`
+}
+
+// TestRtspAuthCredentialRequestAlgorithm Digest algorithm of the challenge.
+type TestRtspAuthCredentialRequestAlgorithm string
+
+// TestRtspAuthCredentialRequestQop Quality of protection of the challenge; none builds a header without qop, cnonce and nc, as RFC 2617 allows for older clients.
+type TestRtspAuthCredentialRequestQop string
+
 // ThirdPartyCapabilities What the calling API token can do.
 type ThirdPartyCapabilities struct {
 	// Categories Capability categories and whether the token can use them.
@@ -2078,6 +2252,24 @@ type ListSecurityAuditParams struct {
 // ListSecurityAuditParamsOutcome defines parameters for ListSecurityAudit.
 type ListSecurityAuditParamsOutcome string
 
+// DeleteRtspAuthCredentialParams defines parameters for DeleteRtspAuthCredential.
+type DeleteRtspAuthCredentialParams struct {
+	// MediaServerId Identifier of the media server the credential belongs to.
+	MediaServerId string `form:"mediaServerId" json:"mediaServerId"`
+
+	// Username User name of the credential.
+	Username string `form:"username" json:"username"`
+}
+
+// ListRtspAuthCredentialsParams defines parameters for ListRtspAuthCredentials.
+type ListRtspAuthCredentialsParams struct {
+	// MediaServerId Only credentials of this media server; all media servers when absent.
+	MediaServerId *string `form:"mediaServerId,omitempty" json:"mediaServerId,omitempty"`
+
+	// Username Only credentials with this user name; all user names when absent.
+	Username *string `form:"username,omitempty" json:"username,omitempty"`
+}
+
 // ListUsersParams defines parameters for ListUsers.
 type ListUsersParams struct {
 	// Page Number of the page to return, starting at 1.
@@ -2198,6 +2390,12 @@ type CreateRoleJSONRequestBody = SaveRoleRequest
 // UpdateRoleJSONRequestBody defines body for UpdateRole for application/json ContentType.
 type UpdateRoleJSONRequestBody = SaveRoleRequest
 
+// SaveRtspAuthCredentialJSONRequestBody defines body for SaveRtspAuthCredential for application/json ContentType.
+type SaveRtspAuthCredentialJSONRequestBody = SaveRtspAuthCredentialRequest
+
+// TestRtspAuthCredentialJSONRequestBody defines body for TestRtspAuthCredential for application/json ContentType.
+type TestRtspAuthCredentialJSONRequestBody = TestRtspAuthCredentialRequest
+
 // CreateUserJSONRequestBody defines body for CreateUser for application/json ContentType.
 type CreateUserJSONRequestBody = CreateUserRequest
 
@@ -2275,6 +2473,18 @@ type ServerInterface interface {
 	// UpdateRole Update a role
 	// (PUT /api/v2/security/roles/{roleId})
 	UpdateRole(c *gin.Context, roleId RoleId)
+	// DeleteRtspAuthCredential Delete an RTSP credential
+	// (DELETE /api/v2/security/rtsp-auth)
+	DeleteRtspAuthCredential(c *gin.Context, params DeleteRtspAuthCredentialParams)
+	// ListRtspAuthCredentials List RTSP credentials
+	// (GET /api/v2/security/rtsp-auth)
+	ListRtspAuthCredentials(c *gin.Context, params ListRtspAuthCredentialsParams)
+	// SaveRtspAuthCredential Create or replace an RTSP credential
+	// (POST /api/v2/security/rtsp-auth)
+	SaveRtspAuthCredential(c *gin.Context)
+	// TestRtspAuthCredential Test an RTSP credential
+	// (POST /api/v2/security/rtsp-auth/test)
+	TestRtspAuthCredential(c *gin.Context)
 	// ListUsers List users
 	// (GET /api/v2/security/users)
 	ListUsers(c *gin.Context, params ListUsersParams)
@@ -2758,6 +2968,102 @@ func (siw *ServerInterfaceWrapper) UpdateRole(c *gin.Context) {
 	}
 
 	siw.Handler.UpdateRole(c, roleId)
+}
+
+// DeleteRtspAuthCredential operation middleware
+func (siw *ServerInterfaceWrapper) DeleteRtspAuthCredential(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params DeleteRtspAuthCredentialParams
+
+	// ------------- Required query parameter "mediaServerId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "mediaServerId", c.Request.URL.Query(), &params.MediaServerId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter mediaServerId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Required query parameter "username" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "username", c.Request.URL.Query(), &params.Username, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter username: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.DeleteRtspAuthCredential(c, params)
+}
+
+// ListRtspAuthCredentials operation middleware
+func (siw *ServerInterfaceWrapper) ListRtspAuthCredentials(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListRtspAuthCredentialsParams
+
+	// ------------- Optional query parameter "mediaServerId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "mediaServerId", c.Request.URL.Query(), &params.MediaServerId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter mediaServerId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "username" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "username", c.Request.URL.Query(), &params.Username, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter username: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListRtspAuthCredentials(c, params)
+}
+
+// SaveRtspAuthCredential operation middleware
+func (siw *ServerInterfaceWrapper) SaveRtspAuthCredential(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.SaveRtspAuthCredential(c)
+}
+
+// TestRtspAuthCredential operation middleware
+func (siw *ServerInterfaceWrapper) TestRtspAuthCredential(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.TestRtspAuthCredential(c)
 }
 
 // ListUsers operation middleware
@@ -3552,6 +3858,10 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 	router.POST(options.BaseURL+"/api/v2/security/roles", wrapper.CreateRole)
 	router.DELETE(options.BaseURL+"/api/v2/security/roles/:roleId", wrapper.DeleteRole)
 	router.PUT(options.BaseURL+"/api/v2/security/roles/:roleId", wrapper.UpdateRole)
+	router.DELETE(options.BaseURL+"/api/v2/security/rtsp-auth", wrapper.DeleteRtspAuthCredential)
+	router.GET(options.BaseURL+"/api/v2/security/rtsp-auth", wrapper.ListRtspAuthCredentials)
+	router.POST(options.BaseURL+"/api/v2/security/rtsp-auth", wrapper.SaveRtspAuthCredential)
+	router.POST(options.BaseURL+"/api/v2/security/rtsp-auth/test", wrapper.TestRtspAuthCredential)
 	router.GET(options.BaseURL+"/api/v2/cluster/status", wrapper.GetClusterStatus)
 	router.GET(options.BaseURL+"/api/v2/third-party/capabilities", wrapper.GetThirdPartyCapabilities)
 	router.GET(options.BaseURL+"/api/v2/auth/bootstrap-status", wrapper.GetBootstrapStatus)
@@ -5247,6 +5557,460 @@ func (response UpdateRole429JSONResponse) VisitUpdateRoleResponse(w http.Respons
 type UpdateRole500JSONResponse struct{ InternalErrorJSONResponse }
 
 func (response UpdateRole500JSONResponse) VisitUpdateRoleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRtspAuthCredentialRequestObject struct {
+	Params DeleteRtspAuthCredentialParams
+}
+
+type DeleteRtspAuthCredentialResponseObject interface {
+	VisitDeleteRtspAuthCredentialResponse(w http.ResponseWriter) error
+}
+
+type DeleteRtspAuthCredential204Response struct {
+}
+
+func (response DeleteRtspAuthCredential204Response) VisitDeleteRtspAuthCredentialResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type DeleteRtspAuthCredential400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response DeleteRtspAuthCredential400JSONResponse) VisitDeleteRtspAuthCredentialResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRtspAuthCredential401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response DeleteRtspAuthCredential401JSONResponse) VisitDeleteRtspAuthCredentialResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRtspAuthCredential403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response DeleteRtspAuthCredential403JSONResponse) VisitDeleteRtspAuthCredentialResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRtspAuthCredential404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response DeleteRtspAuthCredential404JSONResponse) VisitDeleteRtspAuthCredentialResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRtspAuthCredential429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response DeleteRtspAuthCredential429JSONResponse) VisitDeleteRtspAuthCredentialResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRtspAuthCredential500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response DeleteRtspAuthCredential500JSONResponse) VisitDeleteRtspAuthCredentialResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtspAuthCredentialsRequestObject struct {
+	Params ListRtspAuthCredentialsParams
+}
+
+type ListRtspAuthCredentialsResponseObject interface {
+	VisitListRtspAuthCredentialsResponse(w http.ResponseWriter) error
+}
+
+type ListRtspAuthCredentials200JSONResponse RtspAuthCredentialList
+
+func (response ListRtspAuthCredentials200JSONResponse) VisitListRtspAuthCredentialsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtspAuthCredentials400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListRtspAuthCredentials400JSONResponse) VisitListRtspAuthCredentialsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtspAuthCredentials401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListRtspAuthCredentials401JSONResponse) VisitListRtspAuthCredentialsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtspAuthCredentials403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListRtspAuthCredentials403JSONResponse) VisitListRtspAuthCredentialsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtspAuthCredentials429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListRtspAuthCredentials429JSONResponse) VisitListRtspAuthCredentialsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtspAuthCredentials500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListRtspAuthCredentials500JSONResponse) VisitListRtspAuthCredentialsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SaveRtspAuthCredentialRequestObject struct {
+	Body *SaveRtspAuthCredentialJSONRequestBody
+}
+
+type SaveRtspAuthCredentialResponseObject interface {
+	VisitSaveRtspAuthCredentialResponse(w http.ResponseWriter) error
+}
+
+type SaveRtspAuthCredential200JSONResponse RtspAuthCredential
+
+func (response SaveRtspAuthCredential200JSONResponse) VisitSaveRtspAuthCredentialResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SaveRtspAuthCredential400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response SaveRtspAuthCredential400JSONResponse) VisitSaveRtspAuthCredentialResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SaveRtspAuthCredential401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response SaveRtspAuthCredential401JSONResponse) VisitSaveRtspAuthCredentialResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SaveRtspAuthCredential403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response SaveRtspAuthCredential403JSONResponse) VisitSaveRtspAuthCredentialResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SaveRtspAuthCredential413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response SaveRtspAuthCredential413JSONResponse) VisitSaveRtspAuthCredentialResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SaveRtspAuthCredential415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response SaveRtspAuthCredential415JSONResponse) VisitSaveRtspAuthCredentialResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SaveRtspAuthCredential429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response SaveRtspAuthCredential429JSONResponse) VisitSaveRtspAuthCredentialResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SaveRtspAuthCredential500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response SaveRtspAuthCredential500JSONResponse) VisitSaveRtspAuthCredentialResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestRtspAuthCredentialRequestObject struct {
+	Body *TestRtspAuthCredentialJSONRequestBody
+}
+
+type TestRtspAuthCredentialResponseObject interface {
+	VisitTestRtspAuthCredentialResponse(w http.ResponseWriter) error
+}
+
+type TestRtspAuthCredential200JSONResponse RtspAuthTestResult
+
+func (response TestRtspAuthCredential200JSONResponse) VisitTestRtspAuthCredentialResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestRtspAuthCredential400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response TestRtspAuthCredential400JSONResponse) VisitTestRtspAuthCredentialResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestRtspAuthCredential401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response TestRtspAuthCredential401JSONResponse) VisitTestRtspAuthCredentialResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestRtspAuthCredential403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response TestRtspAuthCredential403JSONResponse) VisitTestRtspAuthCredentialResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestRtspAuthCredential404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response TestRtspAuthCredential404JSONResponse) VisitTestRtspAuthCredentialResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestRtspAuthCredential413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response TestRtspAuthCredential413JSONResponse) VisitTestRtspAuthCredentialResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestRtspAuthCredential415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response TestRtspAuthCredential415JSONResponse) VisitTestRtspAuthCredentialResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestRtspAuthCredential429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response TestRtspAuthCredential429JSONResponse) VisitTestRtspAuthCredentialResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestRtspAuthCredential500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response TestRtspAuthCredential500JSONResponse) VisitTestRtspAuthCredentialResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
@@ -8530,6 +9294,18 @@ type StrictServerInterface interface {
 	// UpdateRole Update a role
 	// (PUT /api/v2/security/roles/{roleId})
 	UpdateRole(ctx context.Context, request UpdateRoleRequestObject) (UpdateRoleResponseObject, error)
+	// DeleteRtspAuthCredential Delete an RTSP credential
+	// (DELETE /api/v2/security/rtsp-auth)
+	DeleteRtspAuthCredential(ctx context.Context, request DeleteRtspAuthCredentialRequestObject) (DeleteRtspAuthCredentialResponseObject, error)
+	// ListRtspAuthCredentials List RTSP credentials
+	// (GET /api/v2/security/rtsp-auth)
+	ListRtspAuthCredentials(ctx context.Context, request ListRtspAuthCredentialsRequestObject) (ListRtspAuthCredentialsResponseObject, error)
+	// SaveRtspAuthCredential Create or replace an RTSP credential
+	// (POST /api/v2/security/rtsp-auth)
+	SaveRtspAuthCredential(ctx context.Context, request SaveRtspAuthCredentialRequestObject) (SaveRtspAuthCredentialResponseObject, error)
+	// TestRtspAuthCredential Test an RTSP credential
+	// (POST /api/v2/security/rtsp-auth/test)
+	TestRtspAuthCredential(ctx context.Context, request TestRtspAuthCredentialRequestObject) (TestRtspAuthCredentialResponseObject, error)
 	// ListUsers List users
 	// (GET /api/v2/security/users)
 	ListUsers(ctx context.Context, request ListUsersRequestObject) (ListUsersResponseObject, error)
@@ -9170,6 +9946,142 @@ func (sh *strictHandler) UpdateRole(ctx *gin.Context, roleId RoleId) {
 		sh.options.HandlerErrorFunc(ctx, err)
 	} else if validResponse, ok := response.(UpdateRoleResponseObject); ok {
 		if err := validResponse.VisitUpdateRoleResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// DeleteRtspAuthCredential operation middleware
+func (sh *strictHandler) DeleteRtspAuthCredential(ctx *gin.Context, params DeleteRtspAuthCredentialParams) {
+	var request DeleteRtspAuthCredentialRequestObject
+
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteRtspAuthCredential(ctx, request.(DeleteRtspAuthCredentialRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteRtspAuthCredential")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(DeleteRtspAuthCredentialResponseObject); ok {
+		if err := validResponse.VisitDeleteRtspAuthCredentialResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListRtspAuthCredentials operation middleware
+func (sh *strictHandler) ListRtspAuthCredentials(ctx *gin.Context, params ListRtspAuthCredentialsParams) {
+	var request ListRtspAuthCredentialsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListRtspAuthCredentials(ctx, request.(ListRtspAuthCredentialsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListRtspAuthCredentials")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListRtspAuthCredentialsResponseObject); ok {
+		if err := validResponse.VisitListRtspAuthCredentialsResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// SaveRtspAuthCredential operation middleware
+func (sh *strictHandler) SaveRtspAuthCredential(ctx *gin.Context) {
+	var request SaveRtspAuthCredentialRequestObject
+
+	var body SaveRtspAuthCredentialJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.SaveRtspAuthCredential(ctx, request.(SaveRtspAuthCredentialRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "SaveRtspAuthCredential")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(SaveRtspAuthCredentialResponseObject); ok {
+		if err := validResponse.VisitSaveRtspAuthCredentialResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// TestRtspAuthCredential operation middleware
+func (sh *strictHandler) TestRtspAuthCredential(ctx *gin.Context) {
+	var request TestRtspAuthCredentialRequestObject
+
+	var body TestRtspAuthCredentialJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.TestRtspAuthCredential(ctx, request.(TestRtspAuthCredentialRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "TestRtspAuthCredential")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(TestRtspAuthCredentialResponseObject); ok {
+		if err := validResponse.VisitTestRtspAuthCredentialResponse(ctx.Writer); err != nil {
 			sh.options.ResponseErrorHandlerFunc(ctx, err)
 		}
 	} else if response != nil {
@@ -10140,358 +11052,386 @@ func (sh *strictHandler) GetHealth(ctx *gin.Context) {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L2Lc9w2ljf6r6D6btVkvqLkRzKpjVW3vivLmcTf2LGuJM9s3VRWQpPobozYAAOAavWk/L/fwjkACJIg",
-	"m62H7Vm7tmonVpPE65yD8/ydP2a5XFdSMGH07MUfs4oqumaGKfjXSVlrw9Trwv6jYDpXvDJcitmL2euC",
-	"CcMXnCkiF8SsGMnx4SNSsAWtS6OJkfEP/jkhC0bMihpChd4wpQ9n2Yzbb/5eM7WdZTNB12z2YpaH0bOZ",
-	"zldsTe001vT2DRNLs5q9ePb8P7OZ2Vb2YW0UF8vZhw/Z7J0ot6dKzku21v2JnzFTK0GkKLeEG7bWOJcV",
-	"vWGEkgrfG5qSjD8dz8qtefZiQUvNwqzmUpaMCpjWKV2y/nR+qdfzZm8qumR22xRMMiPaUGW4WBJqyLOh",
-	"SdmX0pN5ls0WUq2pmb2YcWG+fT7LZmsu+Lpew49ullwYtmQqzPKc/ysx07f01r5IRJixkhtNKqZg2mOz",
-	"gw8mZ/iXp6kp4kizF8+fPt054TNZsmkEqmTJMkK1211WkM2KCcIN2VBNcsWoYQWRipRcG1aEBVXUrJr1",
-	"KBwvmyn2e80VK2YvjKpZvLo+SV7IayamzfL49DUx9vGdUx2YoHFj7TfD93oqn9eaqftvY60dZ0+f5Af7",
-	"sK6k0Az4+iUtztjvNdPG/iuXwjAB/0mrquQ5tSt48k9tl/FH9Nn/UGwxezH7v540ku8J/qqf/KiUVC9l",
-	"scXh2ltxsWIEiNsubi6LLeGacHFDS16QbxZSEXZL11XJyJX76yU8fmWfD3+yL179+YjkUimWG9hSLqra",
-	"EC60YbQAzmJVSbeW8bkhtchXVCztVn7IZidSLEqef8Q1K9xkkruRNdlws0LRXivFhLFyyjDyzZV/BJZM",
-	"yVoqRnTFcr7gOcllwf58RJRdo30ZX5qzhX3KKFguXVIuYJ1/lWrOi4KJj7fQnJYlU6Sk+bVGieFo0wq5",
-	"NdeaS2EXppiWtcoZ0bms7LKbny8LJjgrrv4Ma3gtDFOCljDyx1uHZuqGKbKgvGQFqQW7rVhuWFFuyTdX",
-	"3M3pCo6ikgpJ0CiaM8KRxn6R5q+yFsXHmzL3YqZodreQTBMhDWG3XBu78Rz/fcM1n5cs6Bd4bN9cCWku",
-	"F3bebvtP6baUtLiQ8g1VePl+XI4BIcFuc8YKJCjN/8VIydfcWKrB6V0aKS9LO0E37XOmbnjO3gt6Q3lJ",
-	"5+VHmvkxKVjFRMFEDqLNsHUlFVW83JK6mQz55ir61zinG7VFYTGn+bVcLGB9F1K+pWLrZLf+6PyNB8IK",
-	"QomyEsifh/3HJfzDMvAR2VBuiBXrwB98zciS39ibTpCrM7u0g+OFYerK3nArRgunNEc/jal7muVSFKAk",
-	"w0BODsKecbE8HL0ah7W6pwklCe53QWuzkor/i30ktv5FErwac8WAu2kJGkKlmGbC6gjfXNk52Z9w9Eu/",
-	"YLwxacUvQZlp/o4M8l7ourKSixVvWcHpBSz4kzC3k0hX3fGugEvCNC/Xdp6X9mRgDR/8YQLFHFccFMQ+",
-	"ubwTkUJodS5tpGLFkVULBLNCfiVLJ1vwmRta1ixD82ZB7WUN5o2Tr9bksZRVKVkxZTgqUrQs5YYVr6uE",
-	"uXRScnvB06JQTGuirCKiyTcnr1+d/Tkadk23ZA66YUEWSq6PCFtXZouqIRXb8AGuiRsOFEPjbLSOrheI",
-	"mCpFt/bfTq88Nv0pXljWbKYSa6HfvL84+bMdKDBMQQ07sMw8y/qDutdebhP70BAxbKgfIYybkVgDBK0O",
-	"VDlq9SYtS3stBw3C/l1Is2KqOd7D1IwKvmTanCq24LeJla8YWXClDXn2nKzYLS1Yzte0JPmKKppbM95r",
-	"7ec/Hx88/8v3BD/o/zo8MLutuGJ6cL+pIZsVz1fRxrtXcNOPiKjLMpgG0V1uHxo8EvsS3ngo8nrzKqk2",
-	"7/VkQrCPI1UaSSJpY219z8ip+dp3kcHsy3efLlo7vVuArtnuIxDSvIRLYWClls96h8C1k7qpVYUf4VUg",
-	"YS7F3VcnN4KpIcvR/p1sVpLIjdA7ltoo0AkRdNoo35XkwsTiLqdKcab3kyVVrSqpE9v6D8vZrb1EgSbV",
-	"kZdwINaSa1DshtGgrnU/zIDZqSBM5GpbWdGRywoukGtWmYxoiYIF7Q77KWJlNJwQyakgeiU38CuIeG8p",
-	"9V1NMBN5PZlF3NNDBGOZ1j1yd0JR0kyU3ri4wLruxR086p66+/zAFE0I/ZZ5GzNsRgqm+I277Qg3jrO4",
-	"vfO4KOSGUFHAxuWByZiwGtqvM5obfmPnhcIQvSCwwzPg+sstM5fwudlvicma6c6kYY6DXybdK/27JHHf",
-	"Xemb/LKi5vJ4flJcNdRMremsHQUrlsul4Jo5LaTvhWo03l8jPxYI0YZt23KnvZTOjdmWLFms6cTyNb7u",
-	"WozsKSPWP2I1Iea1mMpb91RzhnL+T5Ybu/1e5XvDtUmrfeAKlotGP9B9xa3a6VLmGj6U8CT3TIiu2ZA1",
-	"rtu7+IInfN++kyY+XDCRollCS8SPKfBBm05IfiMNLUd3DAcG2l1T467WBS8t/WdEWmlDyxJmpLvL/P67",
-	"WdJFHVO1c9ZHXnGck9uNJK3UBTcnK5Zfp6IZui5BnZOCEWqfJLl9tE8sa6Z1kl5+vK1KKvCi8a5y+Gxa",
-	"K9mp0YTxExpNkfTV/4IhIfcqUWxhpY2RR4TOra0IosaFgw42vHAP6rQuQbVmxfAd3IyDT6bvUG0vFm4S",
-	"lsC5+wWV+wXlZa1Y4LaweC/suVjIWTbbUCXsBLMZA2fgb7vEnxd6uJpoQlk4yUFiOWO5VEVartCqYqI4",
-	"AANRs7yGpSDhKHgtYR/mRk4MDtirTSwjk98bgvYEqZBiu5a1hrtRb7VhawIfT58k/OSN+/bIf+MCrKu8",
-	"Y5bZi6po3bUVPwCmtnIbDbEDZ4jZ+8DPyG4wzCd548L2TAwyhT3sW5dgSh+jIbzT0g7fAyMl3sZm4+yt",
-	"lrbebpgw6Z37B0Y7LRWwon2Je3I4RLUhCuWEX3qe7uTwg6Lm53pNxYFitABPIktJnsH9kzmEG8a1SNyV",
-	"sMB9PQCyNrlMCbhG0DajHBHcA7JmVGjUdbylEiQZWBCo73ia1HWeWxLIZk56WLUFvpTW96haMjNirbg1",
-	"W32YzmVt2qdKvTVTtJwyVhYyVPAJjpDWExXNkzL7wgUMOoSaEfZ7bblRglJ89V8H8ODB6+KK+OgdQW/p",
-	"XjTdkY6eI2NSb04vFh1ZEF9dDmwW16KtsOGTBe1uJS4paHVGBNswbVDX/oLUO7f+ln7X34xp2l50391F",
-	"4fNT+aw0vpc0v14qWYvigurrAdJiisuC5xBawYeJoTqh+LXeHXZ5UH0NbrqkGICo4Q0tzzFqkbgJ3QNk",
-	"zsyGMUFULTThwsc5JtKMNZte1ej1eJsYxv/mpQ46CWoIyqx5WfKB4ZIHhcOF4GxHK7Z/7g7TkqDcEJDk",
-	"rBi4Bu1bZ7VI3Vfnll97i0h5OVbU+WBqQbYopO/oOQWh+06U23HdGAgBTg90ROBRBk5sJnStCX4nrTWn",
-	"jQNLxMT+lPab1eJE1sKMcqmdjuYix0u+UtJeoCj1On6f4cNWtQAVfPfqSykrezW6N4KcsvZLauFp1T0e",
-	"pLX9zVT6jBVTTY8dYoKNNm63CEnfUC/bkkMTxZbc2lhWYxFgUfoVtyXKkB3XVYf7Wxa7BIdvhzCLjmzT",
-	"k6+FjgTt3QzdE8MFjYlkKY02ilbHxZqLKO+IFgW3k6flabRHLg2wq0NiwMFIFz5yV43SVpLY25Xaj3M7",
-	"jpEqIcm5rkq6/WXYBNcruQFh6HlWlqwdiwOD+hCz7MYSKdH03CTtyFP3S1CH42kfodygRNPSmg8rqlf2",
-	"QXQnYwCzM/7zv3wPIexmPonp1JqptHx5I5dcgIA5QpHgMpQoKZmBzFNFCr7kBuxOCLttuFVDIXaKz+gM",
-	"H7H/K+3/r0XBlM6lYjqzWpXmS4GG62pbrZw7LlrD99+1lvCt3T/7YTvB//71+OD/owf/enrww2/Nfx5e",
-	"/j8Hv/3xPPv+2w//sVPhDauPzmWUTs8NNbUeF3ZIeq3TI9rwsoRbx0gyZ3GyYZsY536kszDNvo1QMyQ7",
-	"ITvDQE6PtjeacxYzEj4YBT64tv8Qdi5WKFt5QFCL1xMEcX+KqS07oRWd85Kb7Qk1bCnVNq1x5e5XJ9tU",
-	"cVBRZbYk9++7QFTHeRIn8Yx4pGhZ2qsGbTWkTKt2RtZVJxNNp6/gfHANfnXAKW0bseQ37MCKFrvBGclX",
-	"VAhWHuityDHhzSrJXCzTyuE0BTPavgUb8Pj4ZZ7uFw8UmM9jJKk1aw22T2CwQzxhI7s3eWqSWXTOSRqD",
-	"DE4vN+99fWhmCLUGE/HCoE94LjfzdFCK++hW1ZHmVtQcEVnhtMiKKZaROcup3VwqOoysmGYGTU+X0WDf",
-	"/5NuPhti//aYnCukK/z7rmK2GZ651RLixT/OldPVEaIZJY8Y/dNvmVVaBySIq4RYwzP9I1sxWtrJjOs2",
-	"rYF+xlc+ZLOVMdWgc/G47VXECfxJk58vLk7J8enrtP0CKuu43MIvQbpglA88aiNMVB5ZtE19QUEXZudi",
-	"ffA+Ml6MoosFz5Pf1Kxc7LPYbiHLYCihXixU0pWT+PaNNHiLeGfh36VhVtv/RYob+M/dkYOgzEab1KaP",
-	"aFLhmN0GZJ4Kd9L4z4FaO05e+LvLfWpRPGSwMSYwaD68h50btKpKzorXomCJWPUbazyXckm4/Z24h73Z",
-	"2pDQJG/A8kdhVMptEtmidiyGj3WIYs5WXGBKWMMAE70QJ1IYmpuUz+Nt5NeIjGDwGuT4WpORv9eC9wkJ",
-	"atAnB25tmq92qzieBsaZZUBtbYiqvUrPJvIa7umlogWEy6IU5aRT/YYpndRXXnJB1Za439sDtiypWoR1",
-	"7/ZXN1sUlpi1CbtFfl2aaOY77pR2/Dmk+58EOYhzaPNohzkj4/2h+DH65ATqzO9QfZgOvMn1mpux+eIT",
-	"VnVoZn4trCkNNQb7zRt5fzDO3YRM2rdli7iEdH+FBDE7k4FAmyXLZDAxlrvT/SZtJSbhUFfshqcZp0mW",
-	"wjx2fO4uB2+YWg9/P7rMmVrfxSMfF5aGw3LD9rgyJp5o+c3eJ/kQPS+eHev1miYtsvYprXiFDgaUdW0v",
-	"DkQibjjbDKmN27dDxNDcXW4gd+PCMTm5FA28neqr/wzovFla3qf4KTGqQXI+b5OxXYc/AZc2SQtCzV3o",
-	"z68m655cixzD1MYITNaucLsr6O3fw+VFuQhlVXo6XVGXSTW67+38tCliHZ0Lox+94QWT3g2hJ2szBafn",
-	"UPu2gwkKTl2R3NRvW+k1+lF4YOLHrIE8+jF44C6UhV/OopOL9ruzQ35RI+Q1KLjeeU5Af7NsU9RKrlkI",
-	"FHecEsilO6+hpPx8WJ3Ac86UeeDDH7LZkgmmdqYya5wwyInwxr6pKC5jTA/fhP4JsHHRZyqVTmR5WEkv",
-	"pGD38YZFd2a8CeFIZmFPo6knaQscyj5L86EiKVS0K2nuW+HEBTl5/eqMCGnQDBqrdYoLnKIoC5GqqRcI",
-	"+x47nVJXHb19jY9+/11f/bp7WU5UM+YLdToBoWlkuUdFSzfCtGPl96p3OXKVLdQQaS3kO63tvmUoR8Sq",
-	"U2Rda2MppJUQBgLJ0qp0RXt7EQUXjiiePUg5S+d0/pIMuHULWtoIJ518TMaqRHVLTBETK1y4wdKWIzxC",
-	"GA3du/Y9V77mqmamx+Ljkx0WSu81Uw8mkOAW/3xjuK8Fh7TZAe//o4RwETtFj93dOkZr0WFGyDJHxMqv",
-	"bYettmSpqDCB7aRgMS7AwzJb7J9yDNHU86R3uPG1+NUki4EKri2vpXNAvwa/u8HvhpqG+bkYrqw+JoJt",
-	"ym2MV+NrzZqCayOX6L6EHXVFXjUbtpT2qk1JTwxqr+qybNXDhfROmEgotro68izZiAyunYcVeBiC6+iR",
-	"sde/3AwXg92vomyweMsn34ctSh4XarRW/qZ3xIfHo3x/S432SIChyIUXFO5goLIyqh5pzNQI70tIfAfq",
-	"yRLGShhsor3Rm2QWFYK3wJ1Ik1vYKQ8/HChMd1/8GxfFcDlEehZT6yF+21cl+nGxYCC+YonslKNoNg4v",
-	"iomFVDn6glGOu5zx/ap34WJIJOin74t0wrsXwpN8ovbLqYnUerchCxTds6Xap5m1Ca1bs4jrTXHNK2ro",
-	"GTP2TSlOrPpTV6eKWcM84c8CrCJw+BfUUKL8iyTHNwmky2UgYmRtSMFK5uL6W7NykCSJwqCEbM1NSBpx",
-	"EVjM2mTez9QncEy2SIbe3Moc2lLFFC4gmeIxeo5hq3xmR+JQpxn4bin3M/AVozrleTyDvw/u385S9A61",
-	"ta11PLIweGvnp9LYWX1/s13VmGA6Rov3JThI2O6hUYJAmqQ8jxJl+A10fjvtI0jYal7a7QrYLesmkogz",
-	"FrC6xCjKy5SFN6r39gOWesD3PEgSGtTh8RLVRz7vvYXLKyvlWBEi+la83F+yuL1InOiCC65XafHyY3OJ",
-	"Y87zIwuUof2aHBShC+Ni+3hZyMlBAJe5v7M04g770CHkZqTW5ickYRTbmyAU51Szczh/KEFKUVb4Vyj0",
-	"kDnYg3YTC/eNPtEzseQiYen5UQk+0AVg+L3khl0NVu8s09XM7bpG/PKfNPm95vk1Ce9hOWNGruT1FYq1",
-	"KFTYL6KEjdIpHcTuF3G/+0HjnZjEbviZd+E4eg4xV2r1cmuSLO/3EarzAJKPCzLfmskBHJzI34dSSNwy",
-	"fQpJV0rH650QotQTVrLg5V1W0mEVR3jd9cX0093ceHrNwSd5Rub1mgn0pgPLvDYsEeZvPRfqJYFIIcwh",
-	"GGElW8OdGgwoo2ieKKC8HjWW3GdaWUTeHwkLdVDYLuWXaQOwcA0Kbdgpp/hskxZU6RBgkslRCvVJvyKu",
-	"O1z9048X5Amt+JOb50+wRvYJFwuJAHk4ODmHv78WC3noSO5qv6rsRLZXhIPdNwnxt4SHHH8gCzQkpApB",
-	"J7+/9t+AVqg1F8tLFyeL/hJ/cGeiY9jZDE+6mdp4llQD8dfP/pIFeK3RPv0/5+9+IYDX4HwqCR+BLJIF",
-	"tPmKCxZVusNH7MPtA45RgTPSgg3OyAA6Ykb6yIgZ6VXmZyTgoWYBuzcjPdTRjKSBCjMSA2JmxAPH2nON",
-	"suvgeHE1sxez3izS9QKGckwASBsPf+yoMZj9eGsUJevuLiPgIdTAI1vZXc+IrvMVoboNykcrk68oJNPL",
-	"8oYFqJGBsGmPiO6AcXAEWfBrRoVxxTUVVXqgeBSAQMeTKhWrGAUTHYLOdN2AU5YUcmHo1peottdXi26u",
-	"TZSCeY+Sf/vXsZL/3dYq8FOzu81sUoyMSaGToHFcTtWDYeN0XUsO8IFrIq8fHDdnKCm2rbz1oGf2y4lN",
-	"B85CsuqYQP1ZanNRCy6Wx1VVbu/tHKD2K2Ql7b/gs+gG19MrUSEDbbOSEOjAgKEDUe97BFArx6wg+/Dh",
-	"fWyrB7DEsxmu9h7y8RXTUC2GHyLzLQnaDLlm2yP7/3QImG1W3DBE64cfEvKuQxxugtmYm6BHFLvcA7R1",
-	"4kgDkYc4mYQ8nnEO1QV0CekdLg+ZisIq5gg1HtAUh2rp5HpNRTHN+w+DuTccRixmBTjmtNSXts5MslHJ",
-	"K75YMMVEjj5PtxN4RJNNpeYQ7OdA404YTFO5CKB1fS+CyWUo/qji/fTTHyecMOexzfGAE3GmKXVlGEXM",
-	"B/4qcPvX0eNwWeP0hJ8pYGzdFLH4UduqQkxH+MDf7evD6VxukriSQUHkljTwrbNAJSFS2fvCNdumSroj",
-	"+XBn86Gt3G5WW0LdsppWGcmPI9rl6Oar9tIgvpfnrDKo+jmfVnv2Q1khdgs6x9LZ2SxQhJ/c1Csw7GS6",
-	"BjAWtrG8CwI6QZuDJb3NqcU+S3//L3jJDlZUFCXIasHMRiqrE5i8shxY3XyftFjvSK5dcJScCqvvziHL",
-	"vLhH5XBzd4GpL0t9R7rOgP/lgiz0IWzOmt5mRDBzmEvFDrVc09tcChH9Ta3Z+rL92Kb1J17dfHfIq0vQ",
-	"Ii6tFXUJKYTRryavLs3mUrFad/+84OLS8DUD1K7WL2t6e6m34nJO8+tSLsOv3x9aW+6QluWhyxi5tH+1",
-	"VpmDRTkU0i5uQI2xMpiJYlCCwJ9J9BywFmpHlnys8TgBoMtxWFND3WG23kTaxLCDxUoqUu4HDMrJRYux",
-	"kI/1kMgfTcQGNQkvQAdMLOuyiC7zCf67f7PrXa4rqva63/0+TrvT7dnd20Dw8ddJ57yPjeBWf0cj4d9F",
-	"bx8/ofM0GPY/dl1c2itYw2WD26ipzdmARfWP1dafZXSFOCWydcfkVIBpAQXZakDb8Q8NKxfRYNFIxKyU",
-	"rJcrQiMz4r4V7aJPcvjKfMAL1O7H2M+LikmgefYO8qPRWiZjJYWdzYbOtjX/FNG95UvVBATOoB3VLjcH",
-	"hs/W/k00tVPSneXXKXCABiNZHzkIYPdPzHpF9UXkZV0AYIc16hv6mg5KiG6pVCuTfWpYYHV2hiO1LL6/",
-	"1/leYSlIFZxjtTN+YWrR3LQcGddc7F4pMruwnNFNvxvNWTHNizqZNsbW8sYyj5JG5rIk/tGMLJWsK1aA",
-	"FAY4+amVNeOpAvD5n+y3U8Rxv9Ai8MakU5xc3tONBaaJLQKqdowXbXqK899VTBxXfCQQeJwK/TUFA5Cw",
-	"Wxt2P2fuWJxrzcxKJogPMFPwx3T4288xxeHvGmirIgbArUXhAp+swIUNoZunIDdOqVlBv7aSGrajw8qQ",
-	"yi8X5Or2QN/kB82zVy2Sd0G6Rw4KwuLBW93sSPijfyhaTvPHsPGXaK67P69lUU/xeLvzznyn0vgcWxs4",
-	"Nc4Y0/jQ3XYCGifXniRBCcV4dgPqESEiNqTRjUPiS4OS4+9tQItwr0TB896hfjxB74OLZ3Z5u+FAu/uB",
-	"BQvk6on/zpOrzJWKWQnNbuE2LyKXXdj2+1lx7wSDLtJgw/WFkyukceTiMgLjJtJ7qxY9uZm4Q8I8dm5k",
-	"eDKuCg/0MAVDGtexcyDstO0KUyKhOwlGek+SqOp5yfOIU/a+DDu81L0SO/vbmmKSlDv7NGYon1LFzXYP",
-	"ddjjHlS0ARj/orVhb8OfDSOVyPUalCefxhgXzWKvpxXVK6bJxup4sUtkQnLYxxOag6gYp0wdOLQll2tx",
-	"5Ntu9k/1FT6x97EipSJ0BX4jnYv3EBr89GL07uH3FdNhrmutJeVJtgzmNtT7OnZB+jlvwjAxvqGG6R5q",
-	"zn1gzHx+4espWZ9Xp2fHP709xoTPS9iiq/aobZeLfSCkHXKN9bl7NfvZD+fvIaHFdphWcAK6bWD1Zjgl",
-	"YdNKkJ+pXiVzm51wIfmKctEEJuNVmEhFgYbYSBRpl+NdcMz2cO7GwGUNBlnXKOxSebwJKYJM8uCIheIa",
-	"HrRKzDDGjmXCEO/F6r6cYjn+dp84WoDGBZuwGWjOSimWmhjZ6ZSD7Urizjj3CG814wFOhd4jfygCJbAP",
-	"EOpq/LlIGHNj3X704UBtVjotaAAcd/xc0yj0x2XZLx/sH94wXnzy5WlXWENyu7yeg8Dwpxh0gyLBNN26",
-	"ZgWWUkPRqusoKUZx9rAyfDwobj8adSoQcnPkELWwxZfjD4Vdgm5Yq6nDGEzrNNqF8Qe7hjCBFe2TluAe",
-	"DlXMdlP+BNbwgi9dD4T0VKd2toCR7tjZQiXP1556Ak7bhakPqpIKyKNdmAMAb83Ihs1XUl4fFFxX1OQr",
-	"+zfNqwPNl8IV7kqFwYYDJgog6AnwkhIEtN/vTreJJD5BipbP6MK84nQppDY83wkgyXpdHvYBioQ/t1qg",
-	"MGHUtom/yEgfd6m+UyHGxgAf++M26I8wg0+A2uqR8Z72OXPiTN7I5eT1egTbfVZ6LmilV3J8U3N5g207",
-	"ts1g2r34+YFninp9ynYgsSGi+Y2ELOv9oAWHegq3WagtON7gtKUif5UAWZXWih8bINM3vXWImC366iJi",
-	"9kBsu7TSAjUMe97ln6Q4YrTggmk9KcNb+aeHkryLPfpKuWzuOzWV+gwarcrr6f1Pj4i+5lXV+H0Axs1q",
-	"kqP9UfGdKcNsog5Wvo1AlNBHPPBNuyv0DkAnyG33k8jisx33yQeamuZda4jK5RpaOT5AX/DnHW4ft8WK",
-	"in2dPUMevNei4De8qGnZ5QC9R1CyxWh7pBANpDigaUajyohB5PBiu8s55BXDPZ1E+O0szlPy5zPqC3IR",
-	"4VMXEHYBW1/nft/MJSiUtnQ1EHZOiC21PatFC3EKO7x1TY1y61jX5cHqPpSHWbVinRE/Y4Q7FSE/db9E",
-	"OAcdlDs3dxcld67NRg1IpGo8CBTXpwNHCJs1WgCxg5B2l0P4ffUgCVKRQm192X63ySPgGPyNbXcnNLpn",
-	"IRgLnIpZjXPmf7FbRuOxpngdIzJN3wdcY4va+MP7ECLgQNnHgG8cUXoVmkOCHDKAfrBsjMlICL6U3cEg",
-	"HLVU1PAUNMHea187hOc2OWsdd9amxxHU6NZy+3XRljYwkCpF4GYH2ch1cCVa9VqKJeJmJQTWNdvuDNdd",
-	"N2M5aJsFv51Iafhwcv7Rh/pFdKBipxnkHNXv5KxSoRP8losPhdTde8DrujVlzealz6+LYLQDLCkGXYkr",
-	"BPb2i/Z9HBtq8tXBimsDPb0UmjMHK6rDX9M+oZIv+bzcHdGNe6x4CYiCCi/PidRyzVh1vDBMDYdgXNcN",
-	"slHcGNbAmnAdBWQUC5CjE0aVZcG0GVQFnbjAp4jfEucA6XWBFfYMuW6ek6rdUQ17xBKrOmpD15W+e5dY",
-	"nNLZnnIvuZAj8rSZ/1TeliXPkwErjxiETzTwcm4LuCAbqaZUJkSuazdalyij4+ttSIqgJrHq0IX/yiPn",
-	"+JarD8OsA/EIuDUms557/k49NuIAQTRqeq9uGC3H0DovQvGdU4w8MvEY6PdDAGx+IrjM5C4NRhiULFlG",
-	"KJx7Ab0B5SKByAg3OXQIAHTEREfPmpfmtZjmroeHCRdH+F8HXLhYQ5Oz7yroQG9tKClRHunAWkfzJSTc",
-	"OToAtqZ6ZXPnaHCaP6BO2jurPcO7C8c9YiIcRt6J1Tfk5nkv+O81hhZiQOTDB0IthykCarLeH3xzGuUP",
-	"Treuiumnje5yR0epIwfnEqDaR4XJdztdyxo7RSPyD0LIyrIIswW0FTQ/rBjxhtSdO3m4jc7SzcQ9p3ax",
-	"QpslxFwV7/mQZBmOzQaemRqPDS/cA111avT1rBYIf3RB9fXDgFKqUF1GfZzfUJ3w91Ux1OoYOD64ZnzC",
-	"V8Dkp/ra6bOFPHI49xCc5Jjurhgi96aqGT5DVMgzS/lrNho+dM+QonlovGZsWi5d/DmXsVeWUKSwr5N1",
-	"KQfTg34C8oDpO0M4nTIt1/S2UjK1/JBn/9O7t8f/dXr27uR8asWNVLI2XIxXqzZPTfzsmq2dJjnKobjs",
-	"t/jwHs7gsfb/smLir7xkHiVR7ojDVUwgyl3RvBAVceRM6yNy8KzB46lKauwWNO2HHQfyqbnNii7Mzr3p",
-	"RMwh7udamIxCGNqHWi8OJWC18xsbAm2RWotC0psbTtstzE90hJffBvIYZAX8Jtj+HBaS4OH8lNaaXUhD",
-	"y19SV4b9gSypmtNlYF3QVzBSZIeBDgdC7heHW+anTOUsdZ//1B/NULVkxqrN9hX74zc/vfvJ6hueqnyc",
-	"aiL5rBitjstS5gPgjfBnsGdKALJj0H+v8uiYExdpXznf6l1jwJfdYcm5oVzE1RAuoV0s3YU3tSlavf4p",
-	"H+3JJ9cV6kGJ4823eTkdcXNwiUg+c7/Qh11jhyk7R9rZ/WiWfm+yLvXHVDnCeafJ0CRkk1kRZnUU+78A",
-	"NEH8DMl8SyjBaqdEMs5Qt+yXXBS+e5VPo5CKXD09hP+7Qq91WSIA4ILm90n2wtlF6V4DGV1cGybsh0e/",
-	"hvJcE5qbmpbllsw9jHT/k/vD19gR5nZzAEYwXSKIpWX95B9cpre4dZhtewRaccwOyzDjK3MAvAcrY6qM",
-	"KKMryA6z/wnhnw2bK5PuXp6OZltCIgIYMvNuwwVX2jhCAm/KHmAW9q0fU6Cq0Ea3882jBhgQfsHwh+Zi",
-	"WeJuTC8ygghaEpFQaPi2fyYuLESYm7qoJtT+4UFGY2WBY9zeNotvJdoFSt2Rd9AwdtrUsr/oFi8jIDPG",
-	"vnF+O7Tlh9DL0mbdmZ9WBbOkoogE0B62XiTdJsMMDNp+5/SGWevx4Tp2gdvBcom0ymJJXc7egrOy8Huf",
-	"Cr3u7RXa1cwr3ZBtb1fRcIemZw/uRwJnm0OimG9JC7jYZZo/iUbY2Srv4Zt33a0zHNa5n8iyXg8UJuTw",
-	"G8o9HSOcJzg0eYL48WG3vZDml7osd+Ra4Ue4Jr+8uyC/vH/zZii+ztdUbf/GtlO/V0V4/O7tIZg1/5d+",
-	"kCMvoZbFfdU+NbnWAB5qdqG1hOETc/DwyRMDyLgM+7xnxCi+XGLWZboPMk5aDx2ca6OPOHTuI+GyhTHC",
-	"wvFRgX+Ny//dHPSeGPiOLBOO2qJI0MurV28wTLtmwoyVBBalLwfE0hpVC7RQjCRrevuqKE9WVKX1wKIo",
-	"L/zz4yRmp7Ohuvn8ALxOkmnwfIeZRsnN7qJhuelWRsJh2JOcapnAw+lujhdAEWB84GSbcqJINQLB3R52",
-	"wA0/sAWemYLa48q1uEu/dbQ1y2bgrvxtP7Zr1pcFRugccpIJsafYGbuR12x3spOyzwHsa1n6TmiOr9Jt",
-	"NN0zP1YyT9TZ/cI2/iuE2Ufa3S25sZSuGNU+g8j3I7txkPIZ0H2YCNe6ZoVLDaEC4t3KfRnb6C9qPblC",
-	"2E5iWhAFWpkhXlSYi8s5sfs6AaXNjZW1Nyx5YtAevt+mYShRtt2owZv6kH7aRbIYzJV9nUZV6OIGuKc/",
-	"O3iiAVCIE5wuTv7hISAGOmmkiq8fH53B7Bb1a+w+aYdgt1xD4aaw1wiyvyauO/eEnN5OsXdMRD2MhWZm",
-	"Y3gLPUfsQM1uyAevSo5XIVZsj5fwQQ1vbsbqv/0vpK7sbYBABD6tKiAy5maydPHVtiMdcOxP3e476F3f",
-	"sxHOcH6kL0Zp17VP/OyGlhNnv1HcsAO6YrSAsqY957/BErxREeTqJv2jdwEUiTtL9SgidWKdLYgmmqTh",
-	"mxw7IbxqGmsMFR3BtYYNqBogA5+3n1IJI2OM67gliQNTxz7Czqea1p/H6wDfuIo4X4QJp1iw2wcpBNxd",
-	"NBE3htgDODHqPHFfUBMPIRHkSKQnJrXBj1kj9xAuJbow55OK4Xrf8iot1sXNspkvi5tlsxMqCl5godr5",
-	"qjaF3KRb2O4WUt10xq6Uv0usoCk7icBKmq1oVcV1auhicTFcpxK43pfbJZDqkLZ9Cea49zDqyjNqeHaF",
-	"zUh/knc3TFmF3vFYJGnu3qZkb8iLAbpMlDxCnxP/9eSWg5T7cU15eQFJofd0PGomCkIJAMAIafkJrQ/C",
-	"1i5Zo2P01ANOjXP8oUH5AEf0EaEex5i4Vy23A0DEsO/x+dOnyZzHlOqS84pDvwV0lbf4BNYwIfNx2k7v",
-	"MiDtVoL9OH03x+pB0Uyg2AQez+lexaApGfoWfzp4/SpA29q9dG+kaxiS0ezYp3L+9uKUaKZurKEKJYuu",
-	"z0n/s3E1J7yQoKv4a3jGpNZT7E6YafhwukBzoKtT088uweJU85xwgTsPifmh21dTeYg4QIlcBKpS3oKT",
-	"0/fE/sINy02tGLiyu1VsTdJDGnXsUW98LLlOnA/Y7A7AwAcsqTMcMEN3oeT6cP9cJyNl6SCKAl5w4uvW",
-	"Zkx+fSW1STvufpbatKIVkUr3KPqH1IMwrCEb4C5HXilZ1ClpfIo/jPkmky3sf6Fr1k1qcknVPg7YNTen",
-	"Z+6OdNyN2prjmO7Zfd0hdWV/OUf5mCDWHhhGZ7yJInXi/b9bRvkDjJGtHKe1M62SulygcKCwDGVL1uo3",
-	"3N6QsVb+KPOGE3FPW9TwEaLASQI9Lku0FdrUOR1vKcJK2iP+O75pF1Rfp8M8Ie0/SuNtIzDdNZgLXxqE",
-	"PSqpNtBjNJFsAn1AYzAWaFLfbpzjWjYOtASwbw3pQ+fYUHXXAKsIkWHLzPAwtdjZoduPkczOTwx0t9z8",
-	"qRBPcDAQVIZc7r0QnmohdiMNwgCuU4QdYk0FpB4Nf3NnFhN8so3hNaClYZdWfRonnk+ZqMtUt2q/QwRY",
-	"0+tOz5REKJfq66HAlr7GK9yDzbl28g2g8ISaJ//5bnFDOIj+ijvAVn57Y2ptMUjMi+MSJC12L1ZpKbJX",
-	"PcTgB6YFehshd+cqiahEohZTkAdigdkuihj1G9yx642d2IGuWG5NNo/437TA6ahRzbKidv6Jmt6mTW29",
-	"N9hKtZvDAppBtDEJlh3WulpS9A5zDLfEjnq9WiQvlJZcwTbc/SmupLLXUbhUoHrFLruAZgwqQo6QAxr8",
-	"BCmyl6yogiiINa2IFOKdadbWdJ0eZpCd2Pmx3dmDuxk0Oi3/F6+S/s+X9idMcaegkqwrVhBqQGa4H755",
-	"ff6O/Of3T59lBG/YK9e9+co1jvCvwTv6MezHO465X0eC49PXTeuDuDkNX1fYHl9/AjsW/L/7NdYZChXe",
-	"veHOg1k8sZ3TxbgPlk9Dr20rKLEVKV66WHFVnFJltie0onNe8qRu3SjTucO9DKXcoLYUcrD2Pfm5MNiW",
-	"NI+Btr+JtaLwfYdCtp58ETcDBPSNVOTnflTPvLdtB9Gz24orpget+Rakvd9gXLx7Namvh1opfOju+vod",
-	"cknbs+wnfu70cOxRlt8aa5/y/D7btAtwm3PJYmpN8cl7qMn1mAf3T2IGVZ5Q0fDREZEO19RlMF8zVjmw",
-	"pNAeuOMgxVSM15VOJ1XlZezvd/nf1gA4ef3qzFKOy57C9GkHORY3SNZHdopojpZcGwd5TajYxlGEyem+",
-	"9NblEH3/XZ8iRrjELsb0OKXFIdNVsQGoRrZp+TkDsUXBlmfP/3NnXraQ5iVbuKLCgVVAmVN3HVyT0HF5",
-	"ot47xrZ2sB6qxPhRf/Qc72xW1aqSemCv3I9jJ5JKvf8wyL7vNVMPxrouO3Fvpi24rkq6/WWcCvVKbkTU",
-	"5kfLkkXMiGsFpCWlXZFsl1CTfsLXxQCtYMVDkL07SIX6bcDURh3yH/+km9xHap/O2YMRy1DgGvJH4bd2",
-	"4ui+k/Qh7gaB29WQprNw+0Smh9qIuwNsEloRBAOzcawwrajWG6kKSPBKqFITMFcw+7SLuTJdmozT5TBN",
-	"7sRMcYDEXOyevge8XqKfqqf0hAdx/8KT91B93MafIB7JeMDFH1IP6wQAIDQz00BPXEwFzqmbZrfX5AcZ",
-	"utGhdFxl1HDAXTS2IfZrkgf7LAiZaS4nD8FYrDaPWWPjLBeQqJJZJVNgaQJD9GFp9oiS7ZX9fTj0ibTO",
-	"AVzR0jrssxmpsUiMrqXLscetw3qPGLBGCqb3yCoPM2lze9bk03iKGgKkaXNzin1+GxCMaZctFEnTJQtg",
-	"PQnglmQdcJPxCYa6fShrcMGoIc+mlqvSJaRyJjI+6C1f12tXkOsrUKB3YEUn1+AOe5rxUH2M2H9yknUL",
-	"N03SqDK0nAiItKbG6Z8LXhq48SVkjpQlTOZOQEhwWNGm+ikNFoZCOgsWHIKzwjnhGFVMHdep7qmN48Hx",
-	"DOCGBBC4w8PDKwcjphFee07zayYKHaq89Eoqc1DyG1ZA1o3WzQdpuKudhnDoGyiBGxbm1WzDypgKM3Lg",
-	"2RMpr/lA4mT0SZLDc4D95psvgCQI8Zgjh88JQssStEMt1YSWWhLBXJqQn+vJ+dlfoaga0RqAjuzAOJDH",
-	"pXoxs5vkJtEsglb8b2w7+/ABOnum8ngstZ4bxejazuXUY7WcM3XDc6iTpeSGF0we6PAUFQWAIoFkPcjl",
-	"el0Ln+K1poIuwV/SAL8gCHltNTINoIHBH+fzb+wX8U0N0lywUmfY5P/A+WGELJjO7Ee39tQzh67ExRKe",
-	"RFhtJeXaNaECPZ0Way64Nn7rgR19N1u7OG60b1MJ3YS9WwHLjpBfzEq72qKSwm3n8qDtC+cEUva9GZ6v",
-	"pGbCn3zBqlJumTokP0JV0/85f/cLYhg4H3UDSXAFobGXstheEb2iFSNXf+SyYJlPF8uInRd7XdiFG7W1",
-	"N+n/znzu+P/+cIUzxvIp9/WcqgDcevVfBxf2Aweviyur0FRSaEZWmHmMhU0IwAjlcJpcueGuMqKl86uT",
-	"BeWA/273xUU0QdS4eGbsNivlUh+SU2rvZXAvRB1O3fTCK0zcsFLCmlHYexmTERAxGUjnX3/7gL1kXSmf",
-	"XsP1KaowRlBQXNTMYVwoZmoFLb0cVXhUTder1n786pD8aE3kpnOsgBwgHkMBRFZzsq1XSGnw4BrhIfyD",
-	"O6Nol5hYSJUznfyYCY0ZwLMw37q+AsuAAr0NtOxOqWkbG0ZyUlDVESRkofjCEFpRZQ5Jp3PX1f+6ImtG",
-	"hSa6hvsw/JQRdpuzyhpV8WkibVjZBd3ewlKAq15ARVXTAxgSIQkVUmzXstbO86CbjYlnQmuzurJcumIl",
-	"5II56m6VPuAXDsm7ZkZrqq5Z4SeSKwYKHS1fEFrxA7gPrvxUQIsN9452sm1RW6YWW9d2pvkEEu13T5/B",
-	"g5ZDyRWt+CW8fekp5ao1HeSumHg0ucLtudq1cSiGRndNDi28lDktoflY+Fi0ZnQgQmmgsFeLWKKOgFeW",
-	"rKyQbZBm0vviNuNb0FO5sebMbOQyOT59HaV4vZg9A2CbZ9//4HHIaMVnL2bf2j+67t+gMnj4AnvwT+ZS",
-	"GivQATe9kinN8wT0Wx1hrCApR7cB5v5QslBMrwgX2tCyRMb3mRnNoetDAsiBYVv83mE3N8zthcRFdwDz",
-	"7eAZuIulIS304wLC9QITwt2mBpamOXaTsBIXjm7OSF5Svo5RlVZSGyt7WLmws4UT6ywYav50q+NLf9gf",
-	"jkCIbiRR6CAK6gm7pbmBbm2MbDjizbc67M9e+qM5tuPOUH1k2thrzbdGd3nTUGiBKsOTfzoMRdSAd+nH",
-	"7UG8yw80nLQejojpwcC32+8spJZ5Nkgoh7NYD7aHCIox3qBAn8+fPnuw5aH6n15Nioojr9ChZaPvnj4d",
-	"GiLM+clLWoSNs698u/uVv0o150XBBL7xw+43TqRYlBytxO+eTRjilG5LSYsLKd9QtWT43l92v/deuOwk",
-	"Vry1GuOF1X3ty88nzPJCyrdUbN12QBHNX6Zs4WvXXBxTmmJbZ/bi1z8+/BYlczh5NE5lUOC/1OAwsbbR",
-	"b9msK0G8ryhWKWYvZj/8MPN/q6LOrTO8R5rf8J9IwB+yAaF60HiCliyZm4TAQz6UK2RayGyZaRTH2Jyx",
-	"Qkyv5Aaj/35YNPSsGGY0pAuh4QS/SJGU1YfktXECWPevx9DjSsi5LLaRe4rMIYzTjN+XZT8xEyTNeXCh",
-	"tLn+6cMLNTfUgABo9guP6fCzIvMLhp7REONHYm/Thza8LCEd1Ui4yFB2DZL/g5I5OuoGCNsaCZEXdc5W",
-	"3OmkPkjdaAQZtnYCwD6r8zuapab1jDUF2GLB0Efax4H3Om/w325JLl0MEfXyhmvKEvCIsSMGcgY0scp5",
-	"wZxyDZ4dqJJayQ2+DyuxNjzUl4HvJNJ1ETyb3lgOwUflRqCns8cMzhMM19MjMkI8zAAT9E8j2F3op4UL",
-	"6tmUe8MShVT8X6y44z34kVkvsBriyc7ZAHm2NuTurAWPx0zk3DVPdl4SDS+1e2A6qCcWl793a35jnxAa",
-	"fK4dO2ioUDFQLxaKLtEocSWtVBPNmPAKsa+pcHaYVLAXloOMxE7G3i9Fffm1u7mQKamxPOEGLulSO3mQ",
-	"5g2ccbgmKqromhmAM/g1fczNI09OQimLFaePx1mtSQ7xltv7+Hq5i0L5cbjv6Xe73/hFmr/KWhSflF1/",
-	"YqZF2nmr2h5oxrOoeyTBpU+/TXMpOEYB8KHFqwHrL/g8hhn2DVB+dDNEzdzQfY5W09LajL7HWRbdaDrD",
-	"BBduttY2LOTGMTg17ChKhEEXI5qp0CQEYqcgByAqXJXUq3z2ffwZ/XeAyqyY89Nhgyb4fqOMcmfQ+p40",
-	"GTIy1y2tBH+PPH1BJbWyBWdIl5SLQ4KgWUXwDSlGSrYwRNaG1KJk2gfumH8yghBqiwm7xT7FbH8ZcUrB",
-	"Hpr0HARn7LOJ3gduIfaad8WVWIaujsA9Cte/7pakQ7jh95pB8raLNsCT7wOkVZBAOxJV+tM6LrVEB7Fq",
-	"bfbQwO39bo3d7f3QgzB6TPHqzxZioQnpGkdDG0b73CXspxKYdhejbYrkYzA/EgLyeVpA+lcO3Z6jqMx2",
-	"OA/j/E0HmNwNOzqnKCo7VnhAN6umZ5UXdy4M7MIe1pQ/ioMA14xVmvyzRgceOf/5+OD5X7534jYjVQlo",
-	"QYSJXG0BRSCXlSshjPpvecnjYk2hF2Jsd/gEQCmc5mjXKl3GSIYeyQ3vdIUeck3SKIcbBTXgzyLKGCCL",
-	"OX++loJsVpKsaWFlP1omITEykkWNKgvGiDePfDINzqTdUsWfbbe3Slv44pmGrmaP45hsD7LDMemckvEF",
-	"GlJ5mZWWuQ+VFb2b1Re8sE2TN/nxHJQnLnnEb+bAAvF8I+8kkrzjAcyOC/etDw+5tmGYjAZ3cLikonrG",
-	"z1tkfgmezq5nM5aVDyurMSlgl2L75A9XGPCh6cCcBPiDVFEvuMxKyXq5AmkY5SQAkh1IOLQ+IaIqSyww",
-	"Q0mIraF86GUtIZsgIm+uAUEGFcg8CK8FF7Q8csLVyjGA/GIVVj055C2vBi1cRkss2FAhxRQMQktorN7W",
-	"m3whseWjlc/VcAVxTcDd6fQaNeYmdhzF9RWrMNVU0wXDquq2TMXdjGTqfhrthavk+ChK2aiQyoiwur9o",
-	"7//hV0M2we946B+B37NZVaeUM0fdprlCsZCge5di9Yy/U5kGOPD+PepFQYj5+qSscDXtrgIg7XIMHWtZ",
-	"uldesYeWdUiOu8wdOnq6tE109PWDuFmIfai+BOrzcrsC6p68/PCaVbpAa4Cn3TGFao5JZRy71KePJ5L8",
-	"wTrN7n+YA+5r3HhMuiKdf0ba1BO0L4czbV4xsEm1w4WVylunkWw1HqrAF6+AkIos19DdoGdKO+MgJCD6",
-	"vDOpQE0BP/6yBlBrZy54Qa6gABIEuRWjnZlAh1g3m9hdCCoX9V5EK3izlHSNcr8w70tIc9l856qxwcHT",
-	"eGezFdtxf94qVq9l+IBcC03Do3K//1GS6lMJjXOfTLGjLTsyyKeWJ9LDD6flyRk2e9LdBTVaGqHg+IAk",
-	"NEgFtte519h4kfU9K060NE6VrCVsvCsl5atDV5Usi9CcXlaabKS6dpUoUuSAPN+3FJ2LrGS0pb4508ou",
-	"ssGAstIBJZlfSDT9vhaYkEgJ2QE7/XnLjv1cST76Gw4rCiy9Bi24FqH1+FfR8hDWHtDQp9JH7M24I2LZ",
-	"uUbxltWZJRFrU0H+UUZ0nUN+QMtBkjkhGWd8t3zlDocendX2foY8mqpiooBsPGBwNyJEBtt1oFKFSj7v",
-	"Z3IoI4fkvWY+Ay24ZGQOVdjFcQfPD/1EkNpgJEaQIAXZfzQ0qABhaHmjmZPiNwORyHO3cdC05JNFI/1M",
-	"faUfuwE/2rZi7e6cbbI5DA5lqOjYVmxSxBI+foGtlO4Rr2xN3J0e10TWJpdr5sKo+I9pgVR8tjUpXzkL",
-	"8FnQ93JBeVkrROgTfKBqfXSqoNd6IvPUB1P3sLqp2eFzrclNqa19XKce9kKyy5oSbB0RDV+jryPR1yEz",
-	"5YFuAPjiSNZKBwBl5BJA3aubXdkKsAq50VmjQTg8oK0DpbIGn4e/aYxNTMqEGCQmTTjtDXZTR6UX60Ny",
-	"LNJVSQCgoBj1aaSGlnJpLVrvnQPKxGsIKjuw6AxSX6SBoClGyjw+Vl+Sn7ZQjx6N6ZphhnjuuCz7Ka6H",
-	"XxS79JZ/P17ppV8G5gio0DvZAqBfAuEnQIPauVOIwcdd1z1rWa6p2LrSckuKIX4PKTtcuypMF6pXeK1Y",
-	"2oWqzDTJnsHsH9Mn4dG7B8jUYWV/KaSp3H4/hNjGrZuYQYPUB3Kyn/w+vUOxd6eNJbLcLcLijHTlC1P2",
-	"S2M5xvox7zH08VhsVjLJSMedAhT2x4mcdDtzj2ajRH/HxuKRDyXKOfE9rT9eygnC1KenjgLuIYrgPpK3",
-	"4GsEZEI+CRzrg4qsMVcDPPHkDwTIGU0heQV/D6LN1wlEsEvkpQcZbxRI/C+sfJrLGlRK4u/VuG1tFL/1",
-	"aqj/uuYlEwaKkDXTRPHlyugjspY3dhpSe8wZI11hMQ7q7Jyu4MF1OMGzn/F/BruUcgx+l0YXCRzq/CFf",
-	"nXMPVAJkd/MxWWUgB6Plo590czhugVyFNYC6GFZuCReQkRFK9eNu0yaAKHkjiHCsKPUONuQA6E25DUh/",
-	"Xe5rEib8a5APleQ4qhHtBi719mU+t6Ziw1aPp5AMpWbcn1M/nW7hYC8n6RdTdYunH0W38LkYOKuvqRhf",
-	"YCrGx1VEQOLtsOtjvNFWoRaWkmWR3uHKhPma6aM2DGlTe+WLq9Cqv2ZbeAZRnZpqaATKwITUGDwDDahO",
-	"WsYCy6IDbokPc14LuWkitYfklYuP4EpGiqv8g67EgUi/WPsXp1U0PjX4g5UxWFcRZdumUmqTHor3cA6f",
-	"KiwS7j3d3vwWaokVfpRD/NpuC7s1RxGc5ITAgzvqB4iGtCiR+5pGnA7+97RQSKiF7EdC9sMQHasyK2Ki",
-	"21Fk5uju8ykyC2CbO2IebnFfoxuDPrHacfhDyHXc7ak+sVh++4yWFjgRhTbh2mBdAuAw94rFEHuXaFpa",
-	"Wl5RHXo6tz4Vi3iAEu8rruDsagqwmrIxvEYe0tEmJHwGMvdC3Yi/JMDdVskNU4u6DH43DpAUh+S4EYRJ",
-	"d1sWAehaZb3F5tk+zrgAcPFYBWIxUP1O1CouOOA5+FPNOrdvc9e3EZqt0u1Biz8P7KouhPlXP93/CD9d",
-	"B2Dk/mJ0p3r85A/EvB71053LhTkogrPOvvFitO6qDopkSkvMGlggCBNIUkqxRCCeEC0DZBIW5RzGqJKq",
-	"KewKvgpQL3wPBsj2cWjqKZy3ZJFHDLAV0HZpuaFb7S4KLdcMcyUlTN1/FCJ+Q35BJwP3034dGMB0v2CQ",
-	"CF/9go/iF3w01pxQm9WxEd3dpJquyVNbrJATX5HVAGV5qG/8aqIBCCD5QEvxTicQl7NX1HnjQITKfm9W",
-	"BHXEahUOu6vjswwQdY7vBLs1aGmPa1c+dKYf21d4f+59rAquCarPZ169NarhOG9hBEL2P8db+GU6/z6h",
-	"dvPEq/zDxRLnzGhXDhGsPgQqcYg+XQBg6GODTTRcNMMJzMY36NsOYhsCSZaAd9/uEXVIjssyIWSjsE2s",
-	"8IDQ3awkw1Q8htUqsiyaYbn2/X5kbeK2Td16KM3AN3fq9+YzE3N4BfrZTQiMxNZ6RmSFLcvKbdbb8wli",
-	"bkDParU2isNgqZZZG6a6JfBfhdi/pRADZmm7hILe9alkmiezJ0hhw6LtjVx6uw1EAiQzblaWOOdWCcsV",
-	"o9rHEnzrFVbJfOWhZNbUKoWYBOkf4FrXTfI7Nz4Cna7gwjoNbpzrOnxlTbcImjpnTBBtZMnEUdtAdCjD",
-	"TUkqKqx03RzGEKCGlVDnLCT0PpQN9nAqkJsczta1sB/CK09JlQQOkPdYtQ7yKwDHGABHWbbu3Y/E1tBW",
-	"BSo7C5mP4b8WXLHclYXPldxYxnBdc8BUOnANjaAi2jDlHB++mwniVUDbLKzAFCUX3Z+5hj4liGrciooe",
-	"9V0vbdMJ/TXCsKXvnOGaUBO5WMBQoY2KM/iSuK/HFX9l96HDbd8+fT68J34bdix7ls2wNw988Y2D8Ehf",
-	"8B44zOlf/a9l5KpzhPb4Dmp+1Vcr4lhXN6z24QuIDo2dk6Wq1u7GDAcbm2K3ZwPsBi8kKmDwhOY0v14q",
-	"K28ODNXXu7ICXI4ylwXPSfMugXeJYkvw+XkAAq5JpST0BYoTCPIVg75FXjl0tWmOsLjr4alqxN1fsbIC",
-	"Sx3j/dAdBd2R2siqYoV9UkBfGR+2WlBecrFMB91fhllfwIIfE26/NdRQRBUQ97tb6WsVQUP4oqpbIiLq",
-	"7soj8oET7E/ChCZgjssbpuz3HJCgbHW1JSu5xkj5i4DHjDjfesWrCFI8I+AKDHJ1bZU5xbSsoWMXYIA4",
-	"A21DlSV07UH7a98cCGq/AlBcBDKH0OfU7ywaDgEKPY0yjvM/dxvxmHX57ZGGsMLdfvrd/iK4ISB5dxb/",
-	"iBxQUEMPFLPHao8yLxkVdfWkssTCNrs6tQAURlPxKBd4ozmPNiSDZU2hl++Mh1TphiSVLHm+JRtZl5ZG",
-	"Iec83BFlwbRxeNwUHOasyELOV+FjXFRsAZAwRuTHFVgTy5lk/sKgxK2SgJDps8MpvvqKGnrmp3mCr/SN",
-	"pkS764DHQ7VrseU6gsE9ih8/Ii7XR3tdwLWaG0gagm/cL53qr4qxA8NujRUcWopmnsGIdJMbmgS+NzSL",
-	"ZEv9xzQWUwfkzm64BQGefFjo1yymlCByu4gaPzU0Ytc8MMJ9RRLC0uwrmVQtDqTIx2B+amu2CtZm81ag",
-	"zUfhNSvRTnQijDNs9guOboAr9X9GP42wn7VX75LfYF5QCNhtKAdRFD7t9N0CVdqLVZM7qslStnA7+le3",
-	"b6+Jjgzl+mK5BgPY0AQ6+oDvI5drF8aiiaj7WS0GJNljOKlTQ53Vu2AVo302Es+t6V+EwmogvfbjRecG",
-	"VzbmpFLwa9N8pnXvfIWa/nz82bUAkZEWdnhgDyfyhr1fdvw51ewAqe5gCk4R4FTReWlll2uAlBGj+HIJ",
-	"me+iIFbEto3LP2kCrf+cvPHDxgZ7Lst6LSDlfxOsDggkCZ84kLlHX716g83ySsiAaIRV+C66wwDsQxRE",
-	"Q/dldKUHQ9+eGSAdySJAY5CC06WQmpE1d940Uik5L9laJ82YV25AaAlPBwCI2pv4GtOxYb6vXr1BoGbA",
-	"3JYL7+KHrxFsPb8rrbso90vp7ulpb+ktX9drIkLzfTutfEUVze0ampY1VvnGSR35nLEwezQRjapFjhmR",
-	"6Vmv6e2rojxZUaXT0/7u6dOn7Xb+3z6fZfY9O8nZi2dPn8ITay7wD08Tvf4fWwvsHvmANA7k6A4UYWK+",
-	"6oC7u8ChsOjs32OapehC3umQoYL8fPH2DdYmILIOEwWUKltRFxztPS8+qHkg7a6Qtv/vLV2XV6hx0E3z",
-	"ZtPP37U/finNCngLcuYjBwxE4MLjUVY99uGXvh97G0wc0fG3PrESaqPi/v4FcS2tD3fFHdICUeb6Pd8l",
-	"A49Rz8SdOCJXK2P3otnKAb8/blmMdRlv3ZDIcbIkKW1mduRZFkpz3D/tQKlSnP3kCnylJVcSChvdkHcV",
-	"E3avezRwmAAjy2bWpH4CE93xbaDUdDimFwxJiq/EGTituEWyYKq0yPqrjNsBb/upAjFcLOROIVcpWdS5",
-	"yQBAqciwGzt4iJ2HmUNnTrMNBRqyYB7UGptzRNmeGTFyyZoO+9DJszJ8jWYnE5ir6kM4WFc62ukSFbk5",
-	"FzSgntk/uFlY2WY1EVoCrq2RSTl1Dvvx2m7HY6YXNKMkeOwl1Twn9kgs50Ah+VzW5gsLyfzEDJnv2olH",
-	"ZImg6e8wfk4AQrUpUQCqYIXX7cJn4jvVNc3g2l+qhN1WkEsQGrOixg92FFpVYP/4kmXLLNdse4CIzUpu",
-	"+nYPurCBgYzMZUkU07yomfYWj+WGa7bVpLbXa+h42Z5XUwUiN0K3ijG2DdSz3UOXbwemKitInW43/tZv",
-	"x91AWaM2stmQAaURTxWWBgCrDqYeVu+WucN4OodP6Ac3oOKphXhYBZ61KbPD16GqOjmzZ7sspMg8epYw",
-	"jwa3NI9ovKJas+IIb3fYCyzUXFBu5bV7FArdAfxsx1afwufS68FUjY9afNymTwwvDelBjS/Aw6/ap7/2",
-	"E36gCwBOwDmGIinqgO5BlH088f/EidMDL04P/Bx8RGCsfwiU6GU7erGZVUse23+Ce78jHFgkOlw9c4cQ",
-	"0csfFdVQUlgJWAsPOVGo7VmNvZJAmKUBLpQ2RDPWBE5hdhggXcpDcuxmFN19cGQhvx7nSShAiblFJEv8",
-	"XGt/TJfTOE74qM8/8FcSQozZ6yhR3uz84XhYp+6szhpyeYxYQ3q0MJXRiEPvbI3sBp8/l8DDjmXuH35o",
-	"gtGOPL+WS/9bl0tDuKyuhjXPjxG5ENLwhSNw/YStKS+fGIZieajCSBQYqLXPkTXTGr14TWA09GAqyPnb",
-	"i1PvUPPKsAxGaWjYpNZNM1cQhs2kyMbKL9e4ANR2Zxx/9/QHlInYdan1EnRfaqZxheoXTMb1k43maCXH",
-	"X55+i8/Y+ceT9s09Ucw74DjFaL5KQRnbzblg2vy4RlT0R8FYg5ODEexQOyVmzituLwTs+hkKioiuQ2Dk",
-	"40nF3uTH5GCLwDb2XsxzVkU3eXRQX4Xhv5kwtG9NWOI5Uzc8Z+8FvaEc2ld1nYHQdB1pJZYBhK07nQke",
-	"WOWVFRO04rv8HRgfdUmojYzzYd3G/euzuZSsDevnZzeZcE4yoWaP3ovowz7LjuKHMv+98HfRPA3fiN6F",
-	"tWNdPVdRwCOLXuHQxwY375D4Q/WjoDJ+9YS7vz+5AtuW3YL1irIW7F8ITbMCJHoDylbV85LrFXQMdPvi",
-	"9Tpujfmo0sNqtiztNYFIQMXv5jN5J8rtqQtWP27VVDzNcdO52Yx/I8v50xrCprVtS8pFP2UdafYRRURF",
-	"FTfbfSSEyzrH+i0fKFhAnTbNV3TOS262mffaOxsvc2a/86F6yw8ufOde9flnmetTGQ1ZMXUQ0tOw3zWA",
-	"h+UrygWhBnsH4s+0LMMUod7Rff+Q/AM0sRXLr1+F7BHvYq1dmPH8/33DDSNXp2fHP709Jr/XPL++hHeu",
-	"mnJL/DzIhYKhgeuMf2fkBtTrgt8wtWQF9IgiVrotVxAuZkLXOs5oWbv0/W1SXJzSu7e9GvOwHrvFx2tv",
-	"Mmpg3d1lH+GloBh1JZCblSyjDAg4PHQj61IOZvy2zuGebtk40caSCk7Ung3lpbZy+MpRxNVO6ER45YHm",
-	"8+U4WSP6HL8mUNx8da8+pnvVike3z3NmNoyJbsXQI94nVi5wwfRIma2XteFRT/1xHmFLd7QXC/ZO9XHl",
-	"okYB6fKfvfBBiVUxtZBqrQlFT+wB1DO5wi/Fq9EUaXCdckMqJW+YY95GYqN5p/G7TcsrYOUG08xFuAHu",
-	"EXwCF03KNdfk+dOnKAdQrvrAuJs8hcb/zuLPOnX4zgE7l8U2a7wBsGHcu2hpsR2JhJ+FA9qRunOKu3in",
-	"TbyH1B+QXlk/hwEcAm3cUVdxDfn4hIml/QfG10fm8yM89/nA5YYTGhel/tDhwI+Gaan4qoX3LfpPcVCB",
-	"OxFLwvIwYIM3vO3lIXJ5Bm9QQZidPDx/mMgub4tSFFBU5E4YPqaon9zOLU75wbWjceA7HLaauXkSlqJz",
-	"G7Qfc0GkcuvgJw/JGcLUUXXNCisTCqYOEHFYMY9RCf/GprPNx90hNFIeX/ZRLHZblYBZvllto9Py3bfm",
-	"LEx5XhvCixJ6ay9kWcqNQ+tOtLJFYfzYPeWaYcbKxVspWV9wrfjwPjwmG9XC8DV74ioSDB+FKMHEvZ/A",
-	"arOvZVank2qbxUqK8OVeGD/Qg+l7h+QcvaxWbVwsohQ8XUlDllLJ2thLVCo3DlkquTGrjJR0CQCX/uoP",
-	"5jw8YX9BtYGurN5QymVSJznDVbyK1v6YN2t/tARHuKdIdCBfHk/8xIwnscGN+AhMAfr/FBARsBOgPY+l",
-	"ZoWYrj5o5IMxXk7j7BIGh79igsFhVfjc1LQst2iYi04xeCdp1bIbWXDFNrQsQ7ERQI34QYH/nNlvpL0K",
-	"hxqO4h6cwhY8PlfYcUYvCbux0IziC74gnLvO04xgrIDQhvgIvGBqS3wTmGGz4oa5RqVvuKhvMbEb3yeN",
-	"0dcqynM5OWh253K9ZqJgBaLV6iyA9WPBMjAJbAMWk0BhCgB1Q1+zPGAqo4lIHYctmTCH5J3TwcIcITsI",
-	"YjAYzqYQv7HXh2FpUJGfpTYXuB2PyBjNKOd25UOMEW8ubNEXBSmSJq0HY4cB1G5M8Wgy6mJyQpL16BcN",
-	"5XktyFC1ZAYmHjKnIUbgHPHIAs69vQbUIPuxG6b4Ytvy5eRUBdwRGMfyDYC0FS2QeweVDUl4YBY4ewMf",
-	"NhJcWsbuAWQ9AA2RfyAuQLyAhsPgfeCyHXjbP7hoSsHIFXzksm7i1Fd95jq2n++w18MniDQDwHg7EkTc",
-	"gdmNwKTK5oRdH8XPLLGut7yxFBJ3jKnkkUhqfs0d+TdOpAMqaElKpOAHkJL2oyPJc23d4UlVUjGcN9cK",
-	"86JcdZwWnNBeTYC1uB8jTz3CNl2zbcupgwnGjs5jNTvwshVcgGkLQVXs/5RHjRnscEehGGcb5XpAajKa",
-	"tAvDlM/Vc8GBv1nNQtZGcxceDPdEqtD1aQKxqaTiI0pDO9x0YRjkXsE0mDl4IJ9K1tnJD87aKQglFV/h",
-	"ST4jyeTxmGLZ5Bjv8YUTYhIetEpi96jNQ99yIwp6+WorqFNwi3XOqU43XxdfA1f5qddej0WBjrYLuoQi",
-	"jzBYUHCzoHJhKM7vNtpJmORSKTs3s8V2n4h5UBySn2jly+yboo/SQeUmy/EW/LbB/6YRyK9ustHSET/Y",
-	"4Ffx/j5Exlk6jcSHnPxLrS0C/KtAkoldggdCKLVJ+BuN3KVP7MGL/Lhh6wYc5SgCvwQ0Zww4BEAUDMtC",
-	"Y0BoNjECkIKK4cCE/zIBHmVH+d+jAqoP0NZ4LKyNNPA1V3CfXMH23tkPlcwwEWFoe8nwiM6oqajOc9/R",
-	"fk0tPQqISMLLWaz+NSXHtX1UoKdVKo+jyIosaDmY2ZJAdX4ffLDgaEUbX19jx2EnNq0JHvpx1VGC8Vh4",
-	"7tERnZthRtGc/V7iGeA2flmO1+QWPACZ41aOEvuTP+z//ELX7IM1p3bAQ1p9o/L3up80UCN2cmtIW5MN",
-	"9IT19lEh8eaoPL6saxtOY5J2H9fhI4fkGH/pNph1qfgOyIUa7N8GpI85Axjk7gXDXQkRJPNGzyW70QZt",
-	"hXujDRNpNzwPKNEQLLc2aBJAsmGASQC4wYOnrwnVLlUS9Kc2z4Y7t6Jm1Vy5/iBH2wdU1FiCnL2Y/fev",
-	"9OBfTw9++M3978FvfzzNvv/2w3/MBgCDHqESNd6iEcvwH16kykA/Ek4j++ycY9F69gO5BNpV/y4Iu4/f",
-	"qvPLw9EMh2/FbHMRPNg9wG5ZXpukreoqFiYB+XdLH1qFHr70gZumXkhHOk6iSqIVbyUnEEzQAdYy+fXG",
-	"Yed/AWVrJcsiI3OW09raqkSwDfrM8Jk13QZLNS66ogIA05Wv6yppfq1Hckz/7jbr0aWIHyghP/7u9znC",
-	"GvoiszhSkH+PYSCYFVfFQUWV2T7JaYWFQJzpSSzDiyxGL0TAsNuKqwA95hX4gFWI7htsE+BG24aOAZkv",
-	"Bglf5MZF69sOaKtlwddCT681oWWJZYMBosQObr+AEBre0JC1cfHDBaOmdp5zNGksf/VNj7WLfncAF33c",
-	"J7NKjfMnzLfkCnc/Vwxg2Gj5gtCKH8CLV0foCQLgyaZTXFdFexaH/yp+Ce9e+sv+KsnDF/YgT+05nsTH",
-	"+IjMPDDiIKZ380yXOmB9h18UiuomjjK3OcQSYiEjZo94tOH4hr5mL2aBwGY9gfBsQCDYLURJgCVsu7FV",
-	"iV5bhsLHiRa00itp0JSw6gqZ05KK3KNMr6XgRirwTVPo61GGWuFm8tqFzKOAuzWHarOyv6NrDtrkAKNH",
-	"UgxlRZgFFAS6MiudzKr0hWXxdQJ9a0NjRtXUKcNBgC3HcAr2S1Js17LWRFEnhqggiv0TWgakq0W4y5z2",
-	"Ccvy2o5SWBFVNAAR3XKRsKioYATTp6MsgHSGDR7lY97gNzkOcu4muSt/PrFkSw6gk3hfM7pFHjLJf+9p",
-	"Rjs7kOjfofvhPH/fDfHFr398yP6YzRlVTB1bdnvx62/W5IwbwIE/GoKl+PmHytT8X82f63nJc2chdifY",
-	"nV32x8xdSydSXnPmp+zm0UvoQXU+0tay0NAqVDdkaLXqrO9VdKytm6xVqE+GQ/kG10iePvvzYYS9hxvR",
-	"DwC8RxhnSALPoqvayQm35tiADup7Tg0t5bKG0aOG+pXkVssPE3nemojfxVSRU6irGmj61cgndI+GIb6N",
-	"h3AvJ0b4ETogufmhbyBcEa1ekz5VClQhkDKREgNBGz/0s9Y2x1dOf/iXUhptFK38RY4aVrsBeMBX6KDR",
-	"+guvuQPCHH74IZ4D3lC/ffj/AwAA//8=",
+	"7L2Lc9w4kjf4ryDqNmJ6vqDkRz9224qL72TZ0+1v7LZWkmf2bqbXQpGoKoxYABsAVarp8P9+gUwABEmQ",
+	"xdLD9qwdG7HTVpHEKzORz1/+PsvlupKCCaNnz36fVVTRNTNMwb9Oylobpl4V9h8F07nileFSzJ7NXhVM",
+	"GL7gTBG5IGbFSI4PH5GCLWhdGk2MjH/wzwlZMGJW1BAq9IYpfTjLZtx+87eaqe0smwm6ZrNnszyMns10",
+	"vmJraqexpjevmVia1ezZk6f/kc3MtrIPa6O4WM4+fMhmb0W5PVVyXrK17k/8jJlaCSJFuSXcsLXGuazo",
+	"NSOUVPje0JRk/Ol4Vm7Ns2cLWmoWZjWXsmRUwLRO6ZL1p/NLvZ43e1PRJbPbpmCSGdGGKsPFklBDngxN",
+	"yr6UnsyTbLaQak3N7NmMC/Pt01k2W3PB1/UafnSz5MKwJVNhluf8n4mZvqE39kUiwoyV3GhSMQXTHpsd",
+	"fDA5w+8fp6aII82ePX38eOeEz2TJphGokiXLCNVud1lBNismCDdkQzXJFaOGFUQqUnJtWBEWVFGzataj",
+	"cLxspthvNVesmD0zqmbx6vokeSGvmJg2y+PTV8TYx3dOdWCCxo213wzf6al8Xmum7r6NtXacPX2SH+zD",
+	"upJCM+Dr57Q4Y7/VTBv7r1wKwwT8J62qkufUruDRP7Rdxu/RZ/9NscXs2ez/etRIvkf4q370Uimpnsti",
+	"i8O1t+JixQgQt13cXBZbwjXh4pqWvCDfLKQi7Iauq5KRS/fX9/D4pX0+/Mm+ePnHI5JLpVhuYEu5qGpD",
+	"uNCG0QI4i1Ul3VrG54bUIl9RsbRb+SGbnUixKHn+EdescJNJ7kbWZMPNCkV7rRQTxsopw8g3l/4RWDIl",
+	"a6kY0RXL+YLnJJcF++MRUXaN9mV8ac4W9imjYLl0SbmAdf5JqjkvCiY+3kJzWpZMkZLmVxolhqNNK+TW",
+	"XGsuhV2YYlrWKmdE57Kyy25+fl8wwVlx+UdYwythmBK0hJE/3jo0U9dMkQXlJStILdhNxXLDinJLvrnk",
+	"bk6XcBSVVEiCRtGcEY409os0f5K1KD7elLkXM0Wzu4VkmghpCLvh2tiN5/jva675vGRBv8Bj++ZSSPN+",
+	"Yefttv+UbktJiwspX1OFl+/H5RgQEuwmZ6xAgtL8n4yUfM2NpRqc3nsj5fvSTtBN+5ypa56zd4JeU17S",
+	"efmRZn5MClYxUTCRg2gzbF1JRRUvt6RuJkO+uYz+Nc7pRm1RWMxpfiUXC1jfhZRvqNg62a0/On/jgbCC",
+	"UKKsBPLnYf/xHv5hGfiIbCg3xIp14A++ZmTJr+1NJ8jlmV3awfHCMHVpb7gVo4VTmqOfxtQ9zXIpClCS",
+	"YSAnB2HPuFgejl6Nw1rd44SSBPe7oLVZScX/yT4SW/8iCV6NuWLA3bQEDaFSTDNhdYRvLu2c7E84+nu/",
+	"YLwxacXfgzLT/B0Z5J3QdWUlFyvesILTC1jwJ2FuJ5Euu+NdApeEab5f23m+tycDa/jgDxMo5rjioCD2",
+	"yeWtiBRCq3NpIxUrjqxaIJgV8itZOtmCz1zTsmYZmjcLai9rMG+cfLUmj6WsSsmKKcNRkaJlKTeseFUl",
+	"zKWTktsLnhaFYloTZRURTb45efXi7I/RsGu6JXPQDQuyUHJ9RNi6MltUDanYhg9wTdxwoBgaZ6N1dL1A",
+	"xFQpurX/dnrlselP8cKyZjOVWAv95t3FyR/tQIFhCmrYgWXmWdYf1L32fJvYh4aIYUP9CGHcjMQaIGh1",
+	"oMpRqzdpWdprOWgQ9u9CmhVTzfEepmZU8CXT5lSxBb9JrHzFyIIrbciTp2TFbmjBcr6mJclXVNHcmvFe",
+	"az//+fjg6fc/EPyg/+vwwOym4orpwf2mhmxWPF9FG+9ewU0/IqIuy2AaRHe5fWjwSOxLeOOhyOvNq6Ta",
+	"vNOTCcE+jlRpJImkjbX1PSOn5mvfRQazL99+umjt9G4Buma7j0BI8xwuhYGVWj7rHQLXTuqmVhV+hFeB",
+	"hLkUt1+d3AimhixH+3eyWUkiN0LvWGqjQCdE0GmjfFeSCxOLu5wqxZneT5ZUtaqkTmzrXy1nt/YSBZpU",
+	"R17CgVhLrkGxa0aDutb9MANmp4IwkattZUVHLiu4QK5YZTKiJQoWtDvsp4iV0XBCJKeC6JXcwK8g4r2l",
+	"1Hc1wUzk1WQWcU8PEYxlWvfI7QlFSTNReuPiAuu6F3fwqHvq9vMDUzQh9FvmbcywGSmY4tfutiPcOM7i",
+	"9s7jopAbQkUBG5cHJmPCamh/m9Hc8Gs7LxSG6AWBHZ4B17/fMvMePjf7NTFZM92ZNMxx8Muke6V/lyTu",
+	"u0t9nb+vqHl/PD8pLhtqptZ01o6CFcvlUnDNnBbS90I1Gu/fIj8WCNGGbdtyp72Uzo3ZlixZrOnE8jW+",
+	"7lqM7Ckj1j9iNSHmtZjKW/dUc4Zy/g+WG7v9XuV7zbVJq33gCpaLRj/QfcWt2ulS5ho+lPAk90yIrtmQ",
+	"Na7b2/iCJ3zfvpMmPlwwkaJZQkvEjynwQZtOSH4jDS1HdwwHBtpdU+Ou1gUvLf1nRFppQ8sSZqS7y/zh",
+	"u1nSRR1TtXPWR15xnJPbjSSt1AU3JyuWX6WiGbouQZ2TghFqnyS5fbRPLGumdZJeXt5UJRV40XhXOXw2",
+	"rZXs1GjC+AmNpkj66n/BkJB7lSi2sNLGyCNC59ZWBFHjwkEHG164B3Val6Bas2L4Dm7GwSfTd6i2Fws3",
+	"CUvg3P2Cyv2C8rJWLHBbWLwX9lws5CybbagSdoLZjIEz8Ndd4s8LPVxNNKEsnOQgsZyxXKoiLVdoVTFR",
+	"HICBqFlew1KQcBS8lrAPcyMnBgfs1SaWkcnvDUF7glRIsV3LWsPdqLfasDWBj6dPEn7yxn175D9zAdZV",
+	"3jHL7EVVtO7aih8AU1u5jYbYgTPE7H3gZ2Q3GOaTvHFheyYGmcIe9q1LMKWP0RDeaWmH74GREm9js3H2",
+	"Vktbb9dMmPTO/RWjnZYKWNG+xD05HKLaEIVywi89T3dy+EFR83O9puJAMVqAJ5GlJM/g/skcwg3jWiTu",
+	"Sljgvh4AWZtcpgRcI2ibUY4I7gFZMyo06jreUgmSDCwI1Hc8Teo6zy0JZDMnPazaAl9K63tULZkZsVbc",
+	"mq0+TOeyNu1Tpd6aKVpOGSsLGSr4BEdI64mK5kmZfeECBh1CzQj7rbbcKEEpvvyvA3jw4FVxSXz0jqC3",
+	"dC+a7khHz5ExqTenF4uOLIivLgc2i2vRVtjwyYJ2txKXFLQ6I4JtmDaoa39B6p1bf0u/62/GNG0vuu9u",
+	"o/D5qXxWGt9zml8tlaxFcUH11QBpMcVlwXMIreDDxFCdUPxa7w67PKi+AjddUgxA1PCalucYtUjchO4B",
+	"Mmdmw5ggqhaacOHjHBNpxppNL2r0erxJDON/81IHnQQ1BGXWvCz5wHDJg8LhQnC2oxXbP3eHaUlQbghI",
+	"clYMXIP2rbNapO6rc8uvvUWkvBwr6nwwtSBbFNK39JyC0H0ryu24bgyEAKcHOiLwKAMnNhO61gS/k9aa",
+	"08aBJWJif0r7zWpxImthRrnUTkdzkeMlXylpL1CUeh2/z/Bhq1qACr579aWUlb0a3RtBTln7JbXwtOoe",
+	"D9La/mYqfcaKqabHDjHBRhu3W4Skb6jnbcmhiWJLbm0sq7EIsCj9itsSZciO66rD/S2LXYLDt0OYRUe2",
+	"6cnXQkeC9m6G7onhgsZEspRGG0Wr42LNRZR3RIuC28nT8jTaI5cG2NUhMeBgpAsfuatGaStJ7O1K7ce5",
+	"HcdIlZDkXFcl3f4ybILrldyAMPQ8K0vWjsWBQX2IWXZjiZRoem6SduSp+yWow/G0j1BuUKJpac2HFdUr",
+	"+yC6kzGA2Rn/6fc/QAi7mU9iOrVmKi1fXsslFyBgjlAkuAwlSkpmIPNUkYIvuQG7E8JuG27VUIid4jM6",
+	"w0fs/0r7/2tRMKVzqZjOrFal+VKg4braVivnjovW8MN3rSV8a/fPfthO8L//dnzw/9GDfz4++PHX5j8P",
+	"3/8/B7/+/jT74dsP/7ZT4Q2rj85llE7PDTW1Hhd2SHqt0yPa8LKEW8dIMmdxsmGbGOd+pLMwzb6NUDMk",
+	"OyE7w0BOj7Y3mnMWMxI+GAU+uLb/EHYuVihbeUBQi9cTBHF/iqktO6EVnfOSm+0JNWwp1TatceXuVyfb",
+	"VHFQUWW2JPfvu0BUx3kSJ/GMeKRoWdqrBm01pEyrdkbWVScTTaev4HxwDX51wCltG7Hk1+zAiha7wRnJ",
+	"V1QIVh7orcgx4c0qyVws08rhNAUz2r4FG/D4+GWe7hcPFJjPYySpNWsNtk9gsEM8YSO7N3lqkll0zkka",
+	"gwxOLzfvfH1oZgi1BhPxwqBPeC4383RQivvoVtWR5lbUHBFZ4bTIiimWkTnLqd1cKjqMrJhmBk1Pl9Fg",
+	"3/+Dbj4bYv/2mJwrpCv8+65ithmeudUS4sU/zJXT1RGiGSWPGP3Tb5hVWgckiKuEWMMz/SNbMVrayYzr",
+	"Nq2BfsZXPmSzlTHVoHPxuO1VxAn8QZOfLy5OyfHpq7T9AirruNzCL0G6YJQPPGojTFQeWbRNfUFBF2bn",
+	"Yn3wPjJejKKLBc+T39SsXOyz2G4hy2AooV4sVNKVk/j2tTR4i3hn4V+kYVbb/0WKa/jP3ZGDoMxGm9Sm",
+	"j2hS4ZjdBmSeCnfS+M+BWjtOXvi7y31qUTxksDEmMGg+vIedG7SqSs6KV6JgiVj1a2s8l3JJuP2duIe9",
+	"2dqQ0CRvwPKlMCrlNolsUTsWw8c6RDFnKy4wJaxhgIleiBMpDM1NyufxJvJrREYweA1yfK3JyN9rwfuE",
+	"BDXokwO3Ns1Xu1UcTwPjzDKgtjZE1V6lZxN5Bff0UtECwmVRinLSqX7NlE7qK8+5oGpL3O/tAVuWVC3C",
+	"unf7q5stCkvM2oTdIr8uTTTzHXdKO/4c0v1PghzEObR5tMOckfF+X/wYfXICdea3qD5MB97kes3N2Hzx",
+	"Cas6NDO/EtaUhhqD/eaNvD8Y525CJu3bskVcQrq/QoKYnclAoM2SZTKYGMvd6X6TthKTcKgrds3TjNMk",
+	"S2EeOz53m4M3TK2Hvx9d5kytb+ORjwtLw2G5YXtcGRNPtPxm75N8iJ4Xz471ek2TFln7lFa8QgcDyrq2",
+	"FwciEdecbYbUxu2bIWJo7i43kLtx4ZicXIoG3k711X8GdN4sLe9T/JQY1SA5n7fJ2K7Dn4BLm6QFoeY2",
+	"9OdXk3VPrkWOYWpjBCZrV7jdFfT27+HyolyEsio9na6oy6Qa3fd2ftoUsY7OhdGPXvOCSe+G0JO1mYLT",
+	"c6h928EEBaeuSG7qt630Gv0oPDDxY9ZAHv0YPHAbysIvZ9HJRfvd2SG/qBHyGhRcbz0noL9ZtilqJdcs",
+	"BIo7Tgnk0p3XUFJ+3q9O4Dlnyjzw4Q/ZbMkEUztTmTVOGOREeGPfVBSXMaaHb0L/BNi46DOVSieyPKyk",
+	"F1Kwu3jDojsz3oRwJLOwp9HUk7QFDmWfpXlfkRQq2pU0d61w4oKcvHpxRoQ0aAaN1TrFBU5RlIVI1dQL",
+	"hH2PnU6pq47evMJHf/iur37dviwnqhnzhTqdgNA0styjoqUbYdqx8jvVuxy5yhZqiLQW8q3WdtcylCNi",
+	"1SmyrrWxFNJKCAOBZGlVuqK9vYiCC0cUT+6lnKVzOt8nA27dgpY2wkknH5OxKlHdElPExAoXbrC05QiP",
+	"EEZD9659z5WvuaqZ6bH4+GSHhdI7zdS9CSS4xT/fGO4rwSFtdsD7/yAhXMRO0WN3t47RWnSYEbLMEbHy",
+	"a9thqy1ZKipMYDspWIwLcL/MFvunHEM09TzpHW58LX41yWKggmvLa+kc0K/B727wu6GmYX4uhiurj4lg",
+	"m3Ib49X4WrOm4NrIJbovYUddkVfNhi2lvWpT0hOD2qu6LFv1cCG9EyYSiq0ujzxLNiKDa+dhBR6G4Dp6",
+	"ZOz1LzfDxWB3qygbLN7yyfdhi5LHhRqtlb/pHfHh8Sjf31KjPRJgKHLhBYU7GKisjKpHGjM1wvsSEt+B",
+	"erKEsRIGm2hv9CaZRYXgLXAn0uQWdsrDDwcK090X/8xFMVwOkZ7F1HqIX/dViV4uFgzEVyyRnXIUzcbh",
+	"RTGxkCpHXzDKcZczvl/1LlwMiQT99H2RTnj3QniST9R+OTWRWu82ZIGie7ZU+zSzNqF1axZxvSmueUEN",
+	"PWPGvinFiVV/6upUMWuYJ/xZgFUEDv+CGkqUf5Hk+CaBdLkMRIysDSlYyVxcf2tWDpIkURiUkK25CUkj",
+	"LgKLWZvM+5n6BI7JFsnQm1uZQ1uqmMIFJFM8Rs8xbJXP7Egc6jQD3y3lbga+YlSnPI9n8PfB/dtZit6h",
+	"tra1jkcWBm/t/FQaO6vvbrarGhNMx2jxrgQHCds9NEoQSJOU51GiDL+Bzm+nfQQJW81Lu10Bu2XdRBJx",
+	"xgJWlxhFeZmy8Eb13n7AUg/4ngdJQoM6PF6i+sDnvbdweWGlHCtCRN+Kl7tLFrcXiRNdcMH1Ki1eXjaX",
+	"OOY8P7BAGdqvyUERujAuto+XhZwcBHCZ+ztLI26xDx1CbkZqbX5CEkaxvQlCcU41O4fzhxKkFGWFf4VC",
+	"D5mDPWg3sXDf6BM9E0suEpaeH5XgA10Aht9KbtjlYPXOMl3N3K5rxC//QZPfap5fkfAeljNm5FJeXaJY",
+	"i0KF/SJK2Cid0kHsfhH3ux803olJ7IafeRuOo+cQc6VWz7cmyfJ+H6E6DyD5uCDzrZkcwMGJ/GUohcQt",
+	"06eQdKV0vN4JIUo9YSULXt5mJR1WcYTXXV9MP93NjafXHHySZ2Rer5lAbzqwzCvDEmH+1nOhXhKIFMIc",
+	"ghFWsjXcqcGAMormiQLKq1FjyX2mlUXk/ZGwUAeF7VJ+mTYAC9eg0IadcorPNmlBlQ4BJpkcpVCf9Cvi",
+	"usPVP728II9oxR9dP32ENbKPuFhIBMjDwck5/P2VWMhDR3KX+1VlJ7K9IhzsvkmIvyU85PgDWaAhIVUI",
+	"Ovn9tf8GtEKtuVi+d3Gy6C/xB3cmOoadzfCkm6mNZ0k1EH/97C9ZgNca7dP/c/72FwJ4Dc6nkvARyCJZ",
+	"QJuvuGBRpTt8xD7cPuAYFTgjLdjgjAygI2akj4yYkV5lfkYCHmoWsHsz0kMdzUgaqDAjMSBmRjxwrD3X",
+	"KLsOjhdXM3s2680iXS9gKMcEgLTx8PuOGoPZyxujKFl3dxkBD6EGHtnK7npGdJ2vCNVtUD5amXxFIZle",
+	"ltcsQI0MhE17RHQLjIMjyIJfMyqMK66pqNIDxaMABDqeVKlYxSiY6BB0pusGnLKkkAtDt75Etb2+WnRz",
+	"baIUzDuU/Nu/jpX877ZWgZ+a3W1mk2JkTAqdBI3jcqruDRun61pygA9cE3l177g5Q0mxbeWtBz2zX05s",
+	"OnAWklXHBOrPUpuLWnCxPK6qcntn5wC1XyEraf8Fn0U3uJ5eiQoZaJuVhEAHBgwdiHrfI4BaOWYF2YcP",
+	"72Jb3YMlns1wtXeQjy+Yhmox/BCZb0nQZsgV2x7Z/6dDwGyz4oYhWj/8kJB3HeJwE8zG3AQ9otjlHqCt",
+	"E0caiDzEySTk8YxzqC6gS0jvcHnIVBRWMUeo8YCmOFRLJ9drKopp3n8YzL3hMGIxK8Axp6W+tHVmko1K",
+	"XvDFgikmcvR5up3AI5psKjWHYD8HGnfCYJrKRQCt63sRTC5D8UcV76ef/jjhhDmPbY4HnIgzTakrwyhi",
+	"PvBXgdu/jh6HyxqnJ/xMAWPrpojFj9pWFWI6wgf+Yl8fTudyk8SVDAoit6SBb50FKgmRyt4Xrtg2VdId",
+	"yYdbmw9t5Xaz2hLqltW0ykh+HNEuRzdftZcG8b08Z5VB1c/5tNqzH8oKsVvQOZbOzmaBIvzkpl6BYSfT",
+	"NYCxsI3lXRDQCdocLOltTi32Wfr7f8FLdrCioihBVgtmNlJZncDkleXA6vqHpMV6S3LtgqPkVFh9dw5Z",
+	"5sUdKoebuwtMfVnqW9J1BvwvF2ShD2Fz1vQmI4KZw1wqdqjlmt7kUojob2rN1u/bj21af+LV9XeHvHoP",
+	"WsR7a0W9hxTC6FeTV+/N5r1ite7+ecHFe8PXDFC7Wr+s6c17vRXv5zS/KuUy/PrDobXlDmlZHrqMkff2",
+	"r9Yqc7Aoh0LaxQ2oMVYGM1EMShD4M4meA9ZC7ciSjzUeJwB0OQ5raqg7zNabSJsYdrBYSUXK/YBBOblo",
+	"MRbysR4S+aOJ2KAm4QXogIllXRbRZT7Bf/cvdr3LdUXVXve738dpd7o9uzsbCD7+Oumc97ER3OpvaST8",
+	"q+jt4yd0ngbD/uuui0t7BWu4bHAbNbU5G7Co/rra+rOMrhCnRLbumJwKMC2gIFsNaDv+oWHlIhosGomY",
+	"lZL1ckVoZEbctaJd9EkOX5kPeIHa/Rj7eVExCTTP3kJ+NFrLZKyksLPZ0Nm25p8iujd8qZqAwBm0o9rl",
+	"5sDw2dq/iaZ2Srqz/CoFDtBgJOsjBwHs/olZr6i+iLysCwDssEZ9Q1/TQQnRLZVqZbJPDQuszs5wpJbF",
+	"9/c63yssBamCc6x2xi9MLZqbliPjmovdKUVmF5Yzuul3ozkrpnlRJ9PG2FpeW+ZR0shclsQ/mpGlknXF",
+	"CpDCACc/tbJmPFUAPv+T/XaKOO4WWgTemHSKk8t7urHANLFFQNWO8aJNT3H+24qJ44qPBAKPU6G/pmAA",
+	"EnZrw+7mzB2Lc62ZWckE8QFmCv6YDn/7OaY4/G0DbVXEALi1KFzgkxW4sCF08xTkxik1K+jXVlLDdnRY",
+	"GVL55YJc3hzo6/ygefayRfIuSPfAQUFYPHirmx0Jf/QPRctp/hg2/j2a6+7Pa1nUUzze7rwz36k0PsfW",
+	"Bk6NM8Y0PnS3nYDGybUnSVBCMZ7dgHpEiIgNaXTjkPjSoOT4SxvQItwrUfC8d6gfT9D74OKZXd5uONDu",
+	"fmDBArl85L/z6DJzpWJWQrMbuM2LyGUXtv1uVtxbwaCLNNhwfeHkCmkcubiMwLiJ9N6qRU9uJu6QMI+d",
+	"GxmejKvCAz1MwZDGdewcCDttu8KUSOhOgpHekySqel7yPOKUvS/DDi91r8TO/rammCTlzj6NGcqnVHGz",
+	"3UMd9rgHFW0Axr9obdjb8GfDSCVyvQblyacxxkWz2OtpRfWKabKxOl7sEpmQHPbxhOYgKsYpUwcObcnl",
+	"Whz5tpv9U32BT+x9rEipCF2B30jn4t2HBj+9GL17+H3FdJjrWmtJeZItg7kN9b6OXZB+zpswTIyvqWG6",
+	"h5pzFxgzn1/4akrW5+Xp2fFPb44x4fM9bNFle9S2y8U+ENIOucb63L2a/eyH83ef0GI7TCs4Ad02sHoz",
+	"nJKwaSXIz1SvkrnNTriQfEW5aAKT8SpMpKJAQ2wkirTL8TY4Zns4d2PgsgaDrGsUdqk83oQUQSZ5cMRC",
+	"cQ0PWiVmGGPHMmGI92J1X06xHH+7TxwtQOOCTdgMNGelFEtNjOx0ysF2JXFnnDuEt5rxAKdC75E/FIES",
+	"2AcIdTX+XCSMubFuP/pwoDYrnRY0AI47fq5pFPrjsuyXD/YPbxgvPvnytCusIbldXs9BYPhTDLpBkWCa",
+	"bl2zAkupoWjVdZQUozh7WBk+HhS3H406FQi5OXKIWtjiy/GHwi5B16zV1GEMpnUa7cL4g11DmMCK9klL",
+	"cA+HKma7KX8Aa3jBl64HQnqqUztbwEi37GyhkudrTz0Bp+3C1AdVSQXk0S7MAYC3ZmTD5isprw4Kritq",
+	"8pX9m+bVgeZL4Qp3pcJgwwETBRD0BHhJCQLa73en20QSnyBFy2d0YV5wuhRSG57vBJBkvS4P+wBFwp9b",
+	"LVCYMGrbxF9kpI+7VN+pEGNjgI/9cRv0R5jBJ0Bt9ch4j/ucOXEmr+Vy8no9gu0+Kz0XtNIrOb6pubzG",
+	"th3bZjDtXvz8wDNFvT5lO5DYENH8WkKW9X7QgkM9hdss1BYcr3HaUpE/SYCsSmvFDw2Q6ZveOkTMFn11",
+	"ETF7ILZdWmmBGoY97/JPUhwxWnDBtJ6U4a3800NJ3sUefaVcNvetmkp9Bo1W5dX0/qdHRF/xqmr8PgDj",
+	"ZjXJ0f6o+M6UYTZRByvfRiBK6CMe+KbdFXoHoBPktvtJZPHZjvvkA01N8641ROVyDa0cH6Av+PMOt4/b",
+	"YkXFvs6eIQ/eK1Hwa17UtOxygN4jKNlitD1SiAZSHNA0o1FlxCByeLHd5RzyiuGeTiL8dhbnKfnzGfUF",
+	"uYjwqQsIu4Ctr3O/a+YSFEpbuhoIOyfEltqe1aKFOIUd3rqmRrl1rOvyYHUfysOsWrHOiJ8xwp2KkJ+6",
+	"XyKcgw7KnZu7i5I712ajBiRSNe4FiuvTgSOEzRotgNhBSLvLIfy+epAEqUihtr5sv9vkEXAM/sy2uxMa",
+	"3bMQjAVOxazGOfO/2C2j8VhTvI4RmabvA66xRW384X0IEXCg7GPAN44ovQrNIUEOGUDfWzbGZCQEX8ru",
+	"YBCOWipqeAqaYO+1rx3Cc5uctY47a9PjCGp0a7n9umhLGxhIlSJws4Ns5Dq4Eq16LcUScbMSAuuKbXeG",
+	"666asRy0zYLfTKQ0fDg5/+hD/SI6ULHTDHKO6ndyVqnQCX7LxYdC6u4d4HXdmrJm89Ln10Uw2gGWFIOu",
+	"xBUCe/tF+z6ODTX56mDFtYGeXgrNmYMV1eGvaZ9QyZd8Xu6O6MY9VrwEREGFl+dEarlirDpeGKaGQzCu",
+	"6wbZKG4Ma2BNuI4CMooFyNEJo8qyYNoMqoJOXOBTxG+Jc4D0usAKe4ZcN89J1e6ohj1iiVUdtaHrSt++",
+	"SyxO6WxPuZdcyBF53Mx/Km/LkufJgJVHDMInGng5twVckI1UUyoTIte1G61LlNHx9TYkRVCTWHXown/h",
+	"kXN8y9X7YdaBeATcGpNZzz1/qx4bcYAgGjW9V9eMlmNonReh+M4pRh6ZeAz0+z4ANj8RXGZylwYjDEqW",
+	"LCMUzr2A3oBykUBkhJscOgQAOmKio2fNS/NKTHPXw8OEiyP8rwMuXKyhydl3FXSgtzaUlCiPdGCto/kS",
+	"Eu4cHQBbU72yuXM0OM0fUCftndWe4e2F4x4xEQ4j78TqG3LzvBP8txpDCzEg8uE9oZbDFAE1We8PvjmN",
+	"8genW1fF9NNGd7mjo9SRg3MJUO2jwuTbna5ljZ2iEfkHIWRlWYTZAtoKmh9WjHhD6tadPNxGZ+lm4p5T",
+	"u1ihzRJiror3fEiyDMdmA89MjceGF+6Arjo1+npmdHVcm9VJQFBNi8izi/PTFniwhzGP2iIgIjYWnA41",
+	"VV1RPdyW1ItJ2oCq82ac+MOEG83KBQgsGFsxUysxJCCjvi1TM2qaFjeu3gh2wP0FfZna9ySIYIJTHroy",
+	"WX8POPzwK3ym9XkhZC1cqyFuADOgLJlY+jJtrncNO0VIRMcZXwxSodRQrCppvn9WnRv6eUrDakZEgIeh",
+	"IblpG0st5KE23rNDgu72L9kDAf6dZqp1U8T40zVeJBVTLaLYrZK0aS6LMdiRJrIWM8RHFu/hNKYdlj4d",
+	"xnWid22NT9fCvPQVb1PlU/S16VKqL2fuLLMuwK7Y5QY0TDsU5u5epNrcLKXiZjXMsOEJSBOKqzDevPh+",
+	"ls3Ofz4+ePp9GhaA1mYlFf8n+HJ/HugNfOEy18DLfelGPTw8vCTH8esOD8pp36hLhuR8lJiNsLTEe/an",
+	"E/L0hyf/Dhk09h///sOTH0B4u17pkFWXOXHaFeKJ5ESRJ1gJ6Z3Ar4hrgNPExEKdEcaDImxttSW/Rix3",
+	"IEXF9IooKgq57mCB7BGZa0SMy8YGMwJgtoD0XfNhN7Hce25xC+3mgI8VBDwroqTNobvlN5lwBf5nTUtu",
+	"wMqulDQshzOrIVoI3og1o6I9EYd1IyT5TVaJ8h5LPUmymnLDpASbblz74X4ZSpEEuJ/xjXd3l2IHbrta",
+	"568D//lLFTbe7nfY60nhS4hbegGKVJhFfIvnkea1aCVJsVILRIK8oPrqfvC5VSi0pz7l0VCdCH1WMer8",
+	"WJ8giFL53PfQnojqK7ehhTxyLX8gT4tj5Z/dr6HCzs8QIPvMGgFrNppJ5Z4hRfPQePn8tLKC+HOueKEs",
+	"oV5zXzVoKQczpX8C8oDpu5hAunpMrulNpWRq+aHk8Ke3b47/6/Ts7cn51OJjqWRtuBgH7miemvjZNVs7",
+	"p9qoGoDLfoMP7xEXj3LkUvWi4k+8ZB4wWu5ISaqYQMDfonkhqmfNmdZH5OBJA01YldTYLYBETechAQ7k",
+	"U8u8FF2YnXvTSR6EFCjXzW0Uzdk+1HpxKBe9XerREGiL1FoUkt7ccNpuYX6iI7z8JpDHICvgNyEMwmEh",
+	"CR7OT2mt2YU0tPwlpZ3aH8iSqjldBtYF1w0mzdhhoNmTkPulJC3zU6ZylnJt/NQfzVC1ZMaqXfYV++M3",
+	"P7396eSPDVX5lJ2J5LNitDouS5kP4FjDn8EKKgHTl0Er4soDhU9cpH3lfKt3jQFfdocl54ZyEReGuto+",
+	"sXQX3tT+sPX6p3y0PbHTiYvU8ebbvJwOPj64RCSfuV/o/a6xw5SdI+3sfjRLvzdZl/pjqhzhvNNklhYk",
+	"1lsRZnUU+7+AuUX8DMl8SyjBwu+EmYStOpM1M4Vv5OkzSqUil48P4f8uMYBfloiFvKD5XfLecXZR5vtA",
+	"cjvXhgn74dGvoTy3mr+paVluydx31Ei5k/ZF8rMjzO3mAKJyGi0Bq+z7edC4TB980GG27RFoxTFRPsPk",
+	"98z1IjhYGVNlRBldQaK8/U/IhNmwuTJ52iGeJBlLSEQAQ2bBZONKG0dIEFjaA9fLvvUyhS//mva/edRg",
+	"JMMvmAmiuViWuBvT660hmSgJziw0fNs/ExthiPhXF9UEGAQ8yGisLHCM29tm8a2ag0CpO1IwG8ZO+33s",
+	"L7rFy9ibAtMAcX47tOX70MvSHqQzP60KZmktwEYA7eFQiqTbZMSlQZfSOb1mZ7Jk99e8FCIwlkuk92o6",
+	"hmFl4fc+lYW2d4BsV1/TdG/avaNmw80qn9x7SA3ijg6Ua74lrR4OrujuUTTCzq7B99/H9HZNcoHKeo7Q",
+	"e+zg3Y3S9OnPcnyomgHE+1aow3Jj7d3hKWSgO8RRHqa96khT1UTP7N1dVQ9+/f1x9uTpv6e6qo61A/aO",
+	"/CaYk2Nf9FIuIY5jV33U6gAcNXsOR+LL4a/YFlbWj26NLPA/xr2Dvt2uvs57vXYnxqMS4afIhywk+a2W",
+	"oD0rUnLByFwxerXnufz332d//7v6+9/Fr78/yZ48/Y/0SUwJ5+w8ijDtXJZS4IZLxAQkuqL5bsnXmviz",
+	"v/9dP7Kz/uG7CU15RwJEgcySUgRuwBNZ1uuBSu8cfkPtScctoxL3fHIL8ePDeVBCml/qstzhicePcE1+",
+	"eXtBfnn3+vVQwjJfU7X9M9tO/V4VNThzbw/hVvu/9LPG8hLAAdxX7VOTi7fhoWYXWksYPjHXbyt5YoDB",
+	"nREuCnaTEaP4comi0ReVd8Gq7KT10MGhKwA/6j8SVHYYIyxcu9gp/DXGU3Nz0Hs2FXNkmch8KYoEvbx4",
+	"8RrzXtdMmDGMlaL0+CqIVaBqgX4OI8ma3rwoypMVVWlrsijKC//8OInZ6Wyobj4/gFeaZBo832GmUXKz",
+	"G4VJbrpQM3AY9iSn+jfg4XR7/AugCNADcLINPkNkYIHsbA87kNc0sAWemYLx5PAvuKtndLQ1y2YQ9Ph1",
+	"P7Zr1pcFRugccpIJMV3gjF3LK7Y7bKzscxA3LkufauD4yjc/bvOke+ZlJfMEcMkvbBMSFph9JG5nj2qB",
+	"sHqc9iUZvsHztevRlQHdh4lwrWtWuFx7KiCBWLkvU0gwXvgA9QSSsZOYptCBcogJMWEuLonf7usE2Gs3",
+	"VtbesOSJyVrlrN/3bqjysN35zjsMoZ6vCw04WHz4Kg1T1wViiyLCnxXe6wDK3omLyMLP94+pN9CaMIVm",
+	"9fBwd2a3qF9jO387BLvhGpBwhL1GkP01wshMKpLsoGfFRNQDrWtmNgZg1wvnDIAghQLbquR4FSIE1jgm",
+	"CoAi5WYMUMv/QurK3gaI7ObrVALEfW4mSxcPXzTSUtT+1G1nijG6PTuLDhec+er+NlDYxM9uaDlx9hvF",
+	"DTugK0YLwInYc/4bxDQZFUEOiMY/ehuExrhVb48iUifW2YJookkavs6xtdyLplPhEIoDXGvY0bdBhvOF",
+	"0CmVMHLpcB33eHTdqdCoc5GZtP48Dqzy2kGMeFQbOMWC3dwLssruKvS4094eSPRRK7+7okR6J0SQI5Ge",
+	"mNQGPyboyH04punCnE9CF+l9y6u0r31KkccZmWWzEyoKXiDyx/mqNoXciIGMrV1Cqlsf1pXyt4k4NnX8",
+	"EfpjsxUtmJEOKEksLoYL/wPXe/ySBPQ30rbHtBmPQURtTkcNz66wGWn4+PaaKavQOx6LJM3t+z7ujSE4",
+	"QJcJDBloHOm/ntxykHIv15SXmA17R1eyZqIgFNIliZCWn9D6IGztUr46Rk894NQ4xx8aPzCEs44I9Y1h",
+	"iHvVcjukIg5HMJ4+fpwsIkupLjmvwNXnAm4tPoE1TCglm7bTuwxIu5VgP07fzTGAHTQT6JW9AN053Qld",
+	"JyVD3+BPB69ehF4hdi/dG+mi8GROTOxTOX9z0ambcKmh/c/G8DjwQoKu4q/hGYdM7B38xEAJdx9OI94M",
+	"tMltGoQnWJxqnhMucOeh0jm0T26gXFz+c0ITUSlvwcnpO2J/4YblplYMAmJdWJAmdSoN4/ygNz5iWCXO",
+	"B2x2hwjn0x6oMxyaNPXD/TMmjZSlw3wNDVgSX7c2Y/LrK6lN2nH3s9SmFfOMVLoH0T+kHuxrEXKKbnPk",
+	"lZJFnZLGp/jDmG+yTOaD0jXrpka6KlWfTdA1N6eXQkI0cIdPxI/pnt2/FMn+co7yMVWt0EUX7Iw3UaRO",
+	"vP93yyh/gDFUsOO0dr5mUpcLFA4UlqFsife5uyH+3Idl3nBl42mLGj5CLkmSQI/LEm2FNnVOB7CNwGf3",
+	"yCIZ37QLqq/SYZ5QRx0VA7QhbW+bEgJfGsSRLak2L5WSiQsV/txCt1S16HYidT3wB3qs2beG9KHzeg3h",
+	"uR0DrCKIuy0zw8PUIiUvzk0UEfRjJMudEwPdrth5KmYuHAykpkBFyF6QubUQu6HbYQDXes8OsaYCEhiH",
+	"v7kzFxI+2QZFHtDS6gqyuE7j8pUpE3X1Li7zwepLa3rVaUKZCOVSfTUU2NJXeIXHZU2w477XyAQQCf/5",
+	"brV4OIj+ijtIwX57Y2ptMUjMi+MSJC12L1ZpKbJXAefgB6YFehshd+sSzqjQqhZToNxigdkurRr1G9yy",
+	"jaid2IGuWG5NNt9Crekp2lGjmmUtuOB6ldZpXorgBQvCaY9Gfrs5LMDDRRuTYNlhraslRW8xx3BL7ABA",
+	"qUXyQmnJFbg1ElNcSWWvo3CpQA2cXXYB3e1UBMU3VEE6QYrsJSuqIApiTSsihXhnmrVlgU6HGWRnM7LY",
+	"7uzhhw4anZb/ixdJ/+dz+xMWygDEA11XrCDUgMxwP3zz6vwt+Y8fHj/JCN6wl7UAJezSdeLzr8E7+iHs",
+	"x1uOuV+Lt+PTV00vubjbJ19XJWSs6E9gx4L/d79OpUOhwtt3ML03iye2c7pNw4Ll09Br2wpKbEWKl8Bf",
+	"d/9pt+DWoz6XsweQsqRc2AdcVq4Ha7bavku2bFVdjwIR+MxNxBjYAUwQwK2jr08HKbgbVEqnAr/tRHrY",
+	"1Ny426jfrxcvz0/OXj1/2ds0OBJ8o+EOOKB2VY3/QEbOX168O7UXzOnr4/+3u5ofWov5treYX3//Nnvy",
+	"Q3reA0gKx35LHZaCdOK8PT8pvFMYitMoJPA2R39EaBtVAT+22+WeOJ/exAPwgd9tQCjIJiEhdGnUoSKg",
+	"8CbUwwZ44+A3WWUkx8lDkm4O7rEG0wLa/mCTW0iEwoRfvQ+MQq14Wltuse+7s1cwNDpNIdRQ1UZjAlcL",
+	"lR3yn6kIxshlrfgl1n/45a+C8Rdv/eOnu+srbgVm84mSme3GJsXyiqvilCqzPaEVnfOSJ10ejY8jd/1d",
+	"As4PWJOFHMR4TH4uDLYlzWMI/BEbq+H7Dm1/Pdk+agYIKLOpgPzdlJGAt7FDF2E3FVdMDzpZW60b/Qbj",
+	"4t2rSTdKKITHh27vRrlFoVB7lv2qnp2O5z3gJ1tj7QND2ddm2kBzzblkMbWm+OQdYEF5bM+7VwuBh6WF",
+	"l3VEpOvf48rTrhirHCg4WL0pBQUy5F5VOp3r6mSjD9FhcZ8VhSevXpxZynFJrVib5KD1Q3qIFEwf2Smi",
+	"l7DkoOCAjKdiGwd3J9dy0RuX2mnFXpciRrjELsb0OKXFIdMt5IGWJGzTktiB2Pa8kIU0z9nCIUYMrALU",
+	"hO46uLbHzIs93BFjbGsH66Gnjh/1Ry/gy2ZVrSqpB/bK/Th2Iqm6yg+D7Guv5XtjXZc0vjfTFlxXJd3+",
+	"Mk6FeiU3ImpnrWXJImbEtQKiuNIOAaVLqMnwzatigFawnDXI3h2kQv02YMa5Dmnpf9BNSjq1T+fs3ohl",
+	"KJ8I0vrht3Y+/76T9Epq02nOAYSkiyP6RKZTyRJYC4ZoiaHOIMbqtMI0oMQV1NCEKjUBWxiLArrYwtOl",
+	"yThdDtPkTmxg13iLi93T943dlhg+6Ck94UHcv/DkHVQft/EniLs7Hgf3h9TD9AV0L83MNHBfF+qGc+pm",
+	"P+81+UGGbnQoHZeQNxxwG41tiP2anO4+C0LCsEuVRtBhq81jMu84ywXE9bSdOAFZNTBEH355j+SFvYpy",
+	"9sQ8Ba5oaR322QB3StfSlT7h1mEZXgzMLAXTexT7RPZgzO1Zk+boKWoIeLnNzSn2+XVAMKYjaYCAQ5cs",
+	"gFInUPmSIC9NIj74T+1DWYN/Tw15MhWLhC4hwz6RiEdv+LpeO7QVXxgIOJ4VnQywMhwAxEP1qTv+k5Os",
+	"W7hpkkaVSWFHJ4G/e+izGZGQ0FeWMJlbAX7DYUWb6qc0iPoBWYaIJgE+ZBcbYVQxdVybRFpe43hwPAOg",
+	"cKHZAaC0Ily+xjZyc5pfMVHoUHyrV1KZg5JfM8S91Lr5YA/Z+NA3CofoGMyr2YaVMRUmSsKzJ1Je8YF8",
+	"9hgsOYfnoMeBbzIKkiCEyY9cHxoQWpagnT9LE1pqSQRz2Zt+rifnZ3+KPHtAR3ZgHMjjrwPowHs3iWYR",
+	"tOJ/ZtvZB3sWPJleaan13ChG13Yupx6I75ypa46eTEquecHkgQ5PUVGAHxQk60Eu1+ta+MzbNRV0Cf6S",
+	"BtUPm+3VViPT4EINYRKfFmm/iG8CFrcQrNQZer4Pgpu2YDqzH93aU88cdCYXS3gS28cpKdeu2Tro6bRY",
+	"c8G18VsP7Fi4ajq7OG40qep5yXPy88XFafAAYTUo8otZaVfyWVK47Vx5in3hnEAllTfD85XUTPiTL1hV",
+	"yi1Th+QlFJv+n/O3vyBAlfM1N3hTl5Cx8FwW20uiV7Ri5PL3XBYs81m8GbHzYq8Ku3CjtvYm/d+ZL+n5",
+	"3x8uccZY1eq+7iFvYYD/OriwHzh4VVxahaaSQgf0WKw3RahjqFLW5NINd5kRLV24kywohz6Hdl9cogmI",
+	"mhhgwx1XKZf6kJxSey+DeyEwgPbTC68wcc1KCWtGYe9lTEZAxGQgnf/2q13kZsVdhbVew/UpqjBGUFBc",
+	"MoMDMENwDzhMpArfPQaLey/txy8PyUtrIodZwtWN9BFwniKrOdm+PmSaeeS08BD+wZ1RtEtMLKTKmU5+",
+	"zARXN3gW5lvXP3MZup1tAy27U2KNC9OP5KSgqqPWJ4XiC0NoRZU5JJ0O9Zf/69KBJ+sa7sPwU0bYTc4q",
+	"a1TFp4m0YWWXpbdtWApw1TModMVzy1cuP51QIcV2LWvtPA+62Zh4JrQ2q0vLpStWQoquo+5WRRp+4ZC8",
+	"bWa0puqKFX4ijX/+GaEVP4D74NJPBbTYcO9oJ9sWtWVqsXXtlWMgf0u03z1+Ag9aDiWXtOLv4e33nlIu",
+	"W9NB7oqJR5NL3J7LXRsXATgP7ZocWngpc1pCk/3wsWjNLoJjCUbYq0UsUUfAK0tWVsg2MILpfXGb8S3o",
+	"qdxYc2Y2cpkcn76KMm+fzZ4AauGTH370ILO04rNns2/tH0HTMCtQGTw2lT34R3MpjRXoEBurZErzPAH9",
+	"VkcAekjK0W3gehq44B0X2tCyRMb3MbEYhZ8ALHTYFr939lbwJRcQtXIHMN8OnoG7WBrSQj8udHJbYNDQ",
+	"bWpgaZpj11QrceHo5ozkJeXrGDJzJbVxTTvsbOHEOguGUmzdiqH1h/3xCIToRhKFDqKgnrAbmpty6xCu",
+	"EAwq0J61o2bP/dEc23FnqD4ybey1hrXRwrhyFqh/Q5Xh0T8cQDZqwLv04/Yg3uUHGk5aD8fOgMHAt9vv",
+	"LKSWeTZIKIezWA+2hwiKMd6gQJ9PHz+5t+Wh+p9eTYqKI6/QoWWj7x4/HhoizPnRc1qEjbOvfLv7lT9J",
+	"NedFwQS+8ePuN06kWJQcrcTvnkwY4pRuS0mLCylfU7Vk+N73u997J1zSKCveWI3xwuq+9uWnE2Z5IeUb",
+	"KrZuO6C28fspW/jKSkZBS8w0jW2d2bO//f7h1yjHzsmjcSoD3JWlBoeJi6B3JYj3FcUqxezZ7McfZ/5v",
+	"zR0zezbDe6T5Df+JBPwhGxCqB40naMmSKaOIKulDuUKmhcyWmUZxjM0ZK8T0Sm4wKcsPi4aeFcOMhug9",
+	"Gk7wixRJWX1IXpnQK6h3PYZe7kLOZbGN3FNkDmGcZvy+LPuJmSBpzoMLpc31j+9fqLmhBgRAs194TIef",
+	"FZlfMPSMhhg/EnubPrThZQlVAkbCRYaya5D875XM0VE3QNjWSIi8qHO24k4n9UHquLsHtDAHNGar8zua",
+	"pab1jDUF2GLB0Efa73fodd7gv92SXLoYIurlDdeUJeTAYOdX5Axo1p7zgjnlGjw7ULy6kht8H1ZibXjI",
+	"QQLfSaTrYpM4em05BB+VG4Gezh4zOE8wXE8PyAjxMANM0D+NYHehnxYuqCdT7g3fxIQVt7wHPzLrBVbD",
+	"ZgFzNkCerQ25PWvB4zETOXfNo52XRMNLTSWOYWrtEPhYjErShWKIfUJo8K0Z+DhBQ4VCrnqxUHSJRolD",
+	"GqCaaObT9JpSN2eHSQV7YTnISDunBfd+KepRMdzNhUxJjeUJN3BJl9rJgzRv4IzDNVFRRdfMAMrM39LH",
+	"3Dzy6CRUGFpx+nCc1ZrkEG+5vY+vl9solB+H+x5/t/uNX6T5k6xF8UnZ9SdmWqSdt0BQgGY8i7pHElz6",
+	"+Ns0l4JjFHB4WrwagJyDz2OYYV8D5Uc3g3fNceXc52g1QSK07+WfRTeazjDBhZuttQ0LuXEMTg07ihJh",
+	"0MXY7S3pMry5IFVJvcrXB+clK6aY89NhI3L4fqOMcmfQ+t7LTUOyWCvB3yNPX1BJrWzBGUJy+SFBLMMi",
+	"+IYUIyVbGCJrQ2pRMu0Dd8w/GSG7tcWE3WKfYra/jDilYA9Neg6CM/bZRGMrtxB7zbuad0xVVkfgHoXr",
+	"X3fTliHc8FvNoKbGRRvgyXcBaTBIoB2JKv1pHZdaooNYtTZ7aOD2frfG7jb26iHLPaR49WcLsdCEdI2j",
+	"oQ2jfe4S9lMJTLuL0TZF8jGYHwkB+TQtIP0rh27PUVRmO5yHcf6m64bRDTs6pygqO1Z4QNf2pje7F3cu",
+	"DOzCHtaUP4qDAFeMVZr8o0YHHnHFI07cZqQqAcQtAjPPZeUqu6M+817yuFiTc721oxY+ARCqGlbO+JIu",
+	"YySLwOHHfYTomqRRDjcKamgugOCPAPjo/PlaCrJZSbKmhZX9aJmExMhIFjWqLBgj3jzyyTQ4k3a/PH+2",
+	"3cZ5beGLZxq69z+MY7I9yA7HpHNKxhdoSOVlVlrmPlRW9G5WX4fINk3e5MdzUJ645BG/mQMLxPONvJNI",
+	"8o4HMDsu3Lc+POTa42MyGtzB4ZKKysw/b5H5JXg6u57NWFber6zGpIBdiu2j311hwAeU5yVLld6euVRR",
+	"L7jMSsl6uQJpGOUkAMAoSDi0PiGiKkus+0VJiH0/fehlLSGbICJvrgHYCxXIPAivBRe0PHLCNXfd169Y",
+	"hcWoDhDRq0ELl9ESCzZUSF2zZVoqRottW2/y+A6Wj1Y+V8PVKTcBd6fTY1WVbmLHUVxfsQpTTTVdMAS7",
+	"aMtU3M1Ipu6n0V64So6PopSNCqmMCKv7i/b+H341ZBP8jof+Efg9m1V1Sjlz1G2aKxQLCbp3KVbP+DsV",
+	"G6Yk7lEvCkLM1ydlhatpdxUAaZdj6FjL0r3yij20rENy3GVuTN+YM+LSNtHR1w/iZiH2ofoSqM/L7Qqo",
+	"O/Ly/WtW6QKtAZ52xxSqOSaVcexSnz6eSPIH6zS7/2EOuK9x4zHpinT+GWlTj9C+HM60ecHAJtUOrlsq",
+	"b51GstV4BBlfvAJCKrJcQ9OZnintjIOQgOjzzqQCNQX8+Msaeg04c8ELcgUFkCDIrRjtzMQKUT+b2F0I",
+	"Khf1XkQreLOUdI1yvzDvS0jzvvnOZWODg6fx1mbrGbz/eatYOMfd9uC176celfv9j5JUn0ponPtkirDD",
+	"NGauxocFDPKp5Yn0qPBpeXKGnRR1d0GNlkYoOD4gCQ1Sge117jU2XmR9z4oTLY1TJWsJG+9KSfnq0FUl",
+	"y8L9qo2sNNlIdeUqUQAwQ4qEpehcZCWjLfXNmVZ2kQ00n5UOKMn8QqLp97XAhERKyA7Y6c9bduznSvLR",
+	"33BYUWDpFWjBtXCVYF9Fy/1Ye0BDn0ofsTfjjohl5xrFW1ZnlkSsTQX5RxnRdQ75AS0HSeaEZJzx3fKV",
+	"u/Yg6Ky29zPk0VQVEwVk4wGDuxEhMtiuA5UqVPJ5P5NDGTkk7zTzGWjBJSNzqMIujjswq+gngtQGIzGC",
+	"BCnI/qOhbxAIQ8sbzZwUvx6IRJ67jYNeUp8sGuln6iv92DX40bYVa4MwtcnmMDiUoaJjW7FJEUv4+AV2",
+	"uLtDvLI1cXd6XBNZm1yumQuj4j+mBVLx2dakfOUsoBpCU/MF5WWtEDhV8IGq9dGpgl7ricxTH0zdo52n",
+	"ZofPtSY3pbb2YZ162KLOLmtKsHVENHyNvo5EX4fMlHu6AeCLI1krHQCUkUsAda9udmUrwCrkRmeNBuHw",
+	"gLYOlMoafB7+pjE2MSkTYpCYNOG0N9hNHZVerA/JsUhXJQGAgmLUp5EaWsqltWi9dw4oE68hqOzAojNs",
+	"k2wgaIqRMo+P1Zfkpy3UowdjumaYIZ47Lst+iuvhF8UuveXfjVd66ZeBOQJY/062AOiXQPgJ0KB27hRC",
+	"o3LXDNValmsqtq603JJiiN9Dyg7XrgrTheoVXiuWdqEqM02yZzD7h/RJ+KYKA2TqWhh8KaSp3H7fh9jG",
+	"rZuYQYPUB3Kyn/xuCQgTP356eUHG5L93p40lstwuwuKMdOULU/ZLYzn2TfDRY+jjsQgXOslIx52C5hgP",
+	"Ezk5p9fw+UnZKNHfgaFjH0qUc2J36+OmnGD3kPTUUcDdRxHcR/IWfI2ATMgngWO9V5E15mqAJx79jgA5",
+	"oykkL+DvQbT5OoEIdok8970fGgUS/wsrn+ayBpWS+Hs17iYexW+9Guq/rnnJhIEiZM00UXy5MvqIrOW1",
+	"nYbUHnPGSFdYjIM6O6creHAdTvDsZ/yfwS6lHIPfpdFFAoc6f8hX59w9lQDZ3XxIVhnIwWj56CfdHI5b",
+	"IFdhDaAuhpVbwgVkZIRS/YDbFwFm6WAEEY4Vpd7BhhwALYO3Aemvy31NwoR/DfKhkhxHNaLdwKXevszn",
+	"1lRs2OrhFJKh1Iy7c+qn0y0c7OUk/WKqbvH4o+gWPhcDZ/U1FeMLTMX4yIqI0dUBDdBo4zqI8dD5Ud0n",
+	"CNu6QagXhLb6R7Rr8plYcsH+oPEzzlnmM1zhKVeC7zxdgkhhzZ5oQHgqAit3XgEMnzaC7Tt0GsCS7pTJ",
+	"7xSXXrORvnC8v7YaKcd4F46/LbDGIgz32ZSj7/Pf0Z0gtZQIOXLSKu7Y1mCy3hiDLvW0x681qfelP4qu",
+	"ELkvaWd0FamSI57KhCDTjZBCPkVRpf8Qiyrt8awWUvmWPyCwsDS1zeFW4QiC0YGeeUggrn3uWlNjFQKz",
+	"vmb3im19tm27LNWBq2NFKnjxO2WpVieEioB7cJ32BJ/eJfkgChjvrI+2xtuDccv4L5OCl10peNe4ajzN",
+	"JrYaju0oAOa6QMmEKUbSbfrsHjRhrneEY67qNF/08F2/RjJH/N/dPbxPATfNE347VQ2Qx52tzQ0Su5Ul",
+	"3jZFwIoGOjGpzmEaS1s8ht5pPphzT5LQ28UOmv/WSh5YlikV78HM2MHmdQOWYfugwil2YOYUo+U6rYh9",
+	"RAO3v5FD4B8Rfoyng15Hgxgs/2sp5ufnOm+ExkdS7Ubt2EfG9WNJy8fn2I7O0pQTUMfuzLFiycETO5we",
+	"B5Vp6dB3LnHCquneAM1pNRNN/eSSXzPhWxFarvQd5prmdqKAf/z7D09+IAVbcKuvmSBXfSqgg8vyYEEI",
+	"huk61SVFL3SLB/naqnpuGtP5smeP04wdFciK6lUEfxJzXGO/cxMnpNBga2/cXtE1UxS6OJd0yxTsib6l",
+	"8Z75jBSoKOU6OFNd1b495L4UT3cFfSApPt6CdLfAC+1G3V3aaykaOik2nSI/jRyHlWJD76GQaGjr7Q8n",
+	"ay7xmKVCM9z/cUb1FyX5L1jUBvfjC3sI0+xIRoqbJLXQpRD/KouCpQ7bkK+ZPmr3TkopnJber9gWnkEo",
+	"+gbCEfVqFKAx4i9mfXRqyRaI5RjAln1txpWQm6a85JC8cEnduJIRRCj/oMNlIdIv1v7FObOaRMDgGUUw",
+	"mAgiIIUDkPQNvINz+FS53CFYp9ub34JatoLQWh4u8ZjdmKOoB84Ea94d9T24GlqUyD0QG04H/3uafyEA",
+	"uPXTt/drfDQGjVXERLcDGcvR3eeDjBU6BO1I1HaL++rIGHRk1I7D70Os425PTeSL5bcvw2uZutSQklFt",
+	"EEwFmsf1EK6ceqtpaWkZtFyno7Q+FYt46H/Yj7ZDhl6jfzZYV3iN3Gd2oJDwGSg3DmA3/pKAHMFKbpha",
+	"1GVIFuSAo2t17SAIkzmCWdT1a253JmbzbJ8MwoDK+1CoVnF3zZ1Q+1xw0Kkbo6V9+zZ3fbutnGCb0Gnt",
+	"8wDc7/Zd/Jpc+D8iubCDinx3MbpTPX70OzbqG00uPJcLc1CEDEP7xrNRsKg6KJIpLTFrsMwht1mSUool",
+	"ooeHFH+AU2ZRoXTcCkc1aFQhwQrUC+9+gRJF1wIy1ZwiiUwTZyCEFmG03NCtdheFlmuGBd4Spu4/CmUK",
+	"QzkBTgbup/06BNPpQekgEb4mMz5IMuODseYEQKmOjejuJp9JG+I1ExChTjyMVIPu7/sT4lcTXYvB/Wbf",
+	"6bYvdoXGRZ03WY8AR+rNiqCOWK3CNRzoJFqGvhqO7wS7ccGgce3K5/vrh05wvDv3PhTs1ATV5zOHnBrV",
+	"cFyKY9Q54asX8F87Y/ETajePvMo/HPI5Z0Y7DJdg9SG6soMh73Ytg+bb2PnXpWA7gdn4Bn0EA3unSgj5",
+	"dBvbH5LjskwI2SjXPFZ4QOhuVpJh/TBDiB1ZFq1YuWtSLmsT95rvgjhpBr65U783n5mYwyvQz25CNnds",
+	"rWdEws+0LLdZb88niLkBPavVjz3O3U/1+d8w1cXt/CrE/iWFGDBL2yUU9K5PJdM8mT1CChsWba/l0ttt",
+	"IBKgAnuzssQ5t0pYrhjVPpbg+0WzSuYrHwheU6sUYuW2f4BrXTeIHdz4spk07BSCy/hsIRq+sqZb7PQ0",
+	"Z0wQbWTJxFHbQHSt0RocPVRY6TpO+EijAFsJdc4CCsF92WD3pwK5yeFsx6OnSamSAC/3HqvWQX5FDR5D",
+	"DS7L1r37kdgaekEDHF0h87GmVQVXLHf5yHMlN5YxXKtvMJUOXBd2SGczTDnHh2/BjCkr0OsfYeNEyUX3",
+	"Z8i7pa4VWysqetR3vbRNJ/TXCMOWvt1v7ewtuVjAUKH3szP4ks2qjiv+wu5Dh9u+ffx0eE/8NuxY9iyb",
+	"YXoBfPG1wx1OX/C+24HTv/pfy8hl5wjt8R3U/PJwtFKhG1b78AVEh8bOyVJVa3djhoONTbHbkwF2gxcS",
+	"sD14QnOaXy2VlTcHhuqrXVkBDliBy4LnpHmXwLtEsSX4/Hz2KNekUhKamccJBPmKQbN1rxw6QC1HWFw5",
+	"HLUam4WuWFmBpY7xfmjpjO5IbWRVscI+KaAZtg9bLSgvuVimg+7Pw6wvYMEP2SO0NdRQRBXahHa30qf8",
+	"g4bwRUHyRETU3ZUH5AMn2B+FCU1olCivmbLfc91PpGi1zV3JNUbKn4U0bGxOqFe8ivogZgRcgUGurq0y",
+	"p5iWtcpd0M0baBuqLKFr32m09h3NAbAqdLeIOmNgv0bqdxYNh9C/Md0aEed/7jbiIcFE2yMNpfy5/fS7",
+	"/UVwQ2g/2Fn8A3JAQQ09UMweqz3KvGRU1NWjyhIL2+xqL431WwGmTS7wRnMebUgGyxp0KiYMpM8iVboh",
+	"SSVLnm9dRrBiAJQR7oiyYNq4ki0KDnNWZCHnq/AxLiq2kPMatxHFFVgTy5lk/sKgxK2SgJDps8MpvvqC",
+	"Gnrmp3mCr+wq4vrFWmGhmMIlHdPcyFDO6nb2iLhcH+11AXTUDyUNwTfulk71J8XYgWE3xgoOLUUzz2BE",
+	"uskNTQLfG5rF90+eftwKrdQBubMb7puKJx8W+jWLKSWI3C6ixk8Njdg1D4xwV5GEWNr7SiZViwMp8jFs",
+	"8tqarYK12bwVaPNReM1KtBOdCONMQzkXOLqhx5L/M/ppBJR1KVeskMUBuw3lIIrCp52+W6BKG1fVa7KU",
+	"LbDh/tXt5J9zZCjXzN91RcUuzNCGHHwfuVy7MBZNRN3PajEgyR7CSZ0a6qze1Qsm2mcj8dyapusorAbS",
+	"az9edG5wZdNT/Dv3zteirM/Hn11jyWZa2OGB3Z/IG/Z+2fHnVLMDpLqDKeDqUDxC56WVXa5re0aM4ssl",
+	"ZL6LglgR2zYu/6BJKXNaOnnjh40N9lyW9VpAyv8mWB0QSBI+cSBzj7548RqMdlpCBkQjrMJ30R0GBaWi",
+	"IJr/M7SSDIa+K4+C6Xk8X1JwuhRSM7LmzptGKiXnJVvrpBnzwg14Dts3gJreQRzBdGwsbnvxGkEBoFGg",
+	"XHgXP3yNyPk/WG52pXUX5X4p3T097Q294et6TUQNTe3lAqaVr6iiuV1D02fbKt84qSOfMxZmjyaiUbXI",
+	"MSNyABmA3rwoypMVVTo97e8eP36cNWDiXJhvn84y+56d5OzZk8eP4Yk1F/iHx2GNcOiQ0vDQWmD3yAek",
+	"cSBHd6CIbf1VBxxI9bLbN2fOr26FRWf/HtIsRRfyTocMFeTnizevsTYB4cCZKABf0Yq64GjvefFBzQNp",
+	"d4m0/X9v6bq8RI2Dbpo3vUvWNcM/JM+lWQFvQc585ICBCFx4PMqqR5gmSZhYSJWzdgdEbOm59YmVDWJE",
+	"wapSbllBrpkCt82uuENaIMpcv+O7ZOAx6pm4E0fkcmXsXjRbOeD3xy2LG/TEWzckcpwsSUqbmR15loXS",
+	"HPdPO1CqFGc/uQJfacmVhMJGN+RtxYTd6x4NHKaQnWbWpH4EE93xbaDUdDimFwxJiq/EGTituEWyYKq0",
+	"yPqrjNvRk+tTBWK4WMidQq5Ssqhzk0ENcJGRlfS1zs7DzKGS1GxDgYYsmO/Ehx2Fo2zPjBi5RMCjgDdf",
+	"V4av0exkAnNVfQgHwfAiv5prhwAam1hwtXaK3JwLGlo12D+4WVjZZjURWkIzLoRq68mpc9iPV3Y7HjK9",
+	"oBklwWPPqeY5sUdiOQfQL+eyNl9YSOYnZsh81048IEsETX+H8XMSgT2AY8BSBSu8bhc+E9+prtMv1/5S",
+	"JeymglwC9DZQlwyEdhRaVWD/+JJlyyxXbHuAbeaU3PTtHnRhAwMZmcuSKKZ5UTPtLR7LDVdsq0ltr1dS",
+	"KbbgN915NVUgciN0qxhj2/Sns3vo8u3AVGUFqaskf73x23G7TlInKGleFYmyYm9AaWwCBUuDrlCutyas",
+	"3i1zh/F0Dp/Q925AxVML8bAKPGtTZoevQ1V1cmZPdllIkXn0JGEeDW5pDGhSUa1ZcYS3O+wFFmouKLfy",
+	"2j0Khe7QsWHHVp/C59LrwVSNj1p83KZPDC8NgjoFX4DvGWWf/go4eU8XAJyAcwxFUtR15wRR9vHE/yMn",
+	"Tg+8OD3wc/ARgbGmx1CilwVfO9Q8N772jeKGYTJ0JI8bLKK2cGCR6HD1zB1CRC9/VFRDSWElYC085ESh",
+	"tmc1NngHYZYGuFDaEM1YEziF2WGAdCkPybGbUXT3wZGF/HqcJ6HQ/8AtIlnihxeSS5fTOE74qM8/8FcS",
+	"9kWw11GivNn5w/GwTt1ZnTXk8hCxhvRoYSqjEYfe2RrZDT5/LoGHHcvcP/zQBKMdeX4tl/6XLpeGcFld",
+	"DWueHyNyIaThC0fg+hFbU17uAJU7Z6LAQC0geq2Z1ujFawKjoXF8Qc7fXATANq8My2CUhi7zak2CZAJh",
+	"2EyKbKz8ct1WQW13xvF3j39EmYit4lsvQcv4ZhqXqH7BZLjrT9/M0UqO7x9/i8/Y+ceT9njtKOZdtwvF",
+	"aL5KgQjbzblg2rxcYyvHB0HUhJODERCsbIfEzHkFwH4UEZh8QRHRdQiMfDyp2Jv8mBxsEdiGekDq5iaP",
+	"DuqrMPwXE4b2rQlLPGfqmufsnaDXlEPP/a4zkEGmMdBKLAMIW3faqd6zyisrJmjFd/k7MD7qklAbGefD",
+	"uo3712dzKVkb1s/PbjLhIsh1772IPuyz7Ch+KPPfC38XzdPwjehdWDvW1XMVBTyy6BUOzbdx8w6JP1Q/",
+	"Cirjl4+4+/ujS7Bt2Q1Yryhrwf6F0DQrQKI3oGxVPS+5XlnD2O+L1+u4NeajSg+r2bK01wQiARW/nc/k",
+	"rSi3py5Y/bBVU/E0x03nZjP+hSznT2sIm9a2OUDuTso60uwDioiKKm62+0gIl3WO9Vs+ULCAOm2ar+ic",
+	"l9xsM++1dzZe5sx+50P1lh9c+M696vPPEJYmj4esmDoI6WmQiIDgYfmKckEA7jb8jG0McIpQ7+i+f0j+",
+	"CprYiuVXL0L2iHex1i7MeP6fr7lh5PL07PinN8fkt5rnV+/hncum3BI/D3KhYGjgOuPfGbmhVV/Br5la",
+	"sgIa2xMr3ZYrCBczoWsdZ7SsXfr+NikuTunte/WPeViP3eLjtTcZNbDu7rKP8FJQjLoSyM1KllEGBBwe",
+	"upF1KQczflvncEe3bJxoY0kFJ2rPhvJSWzl86Sjicid0IrxyT/P5cpysEX2OXxMobr66Vx/SvWrFo9vn",
+	"OTMbxkS3YugB7xMrF7hgeqTM1sva8Kin/jiPsKU7QnsdwAPzceWiRgHp8p+98EGJVTG1kGqtCUVP7AHU",
+	"M7nCL8Wr0RRpcJ1yQyolr30TtEZio3mn8btNn35g5QbTzEW4Ae4RfAIRBDzX5OnjxygHUK76wLibvOVs",
+	"7S3+rFOH7xywc1lss8YbABvGvYuWFtuRSPhZOKAdqTunuIu32sQ7SP0B6ZX1cxjAIdDGHXUV13HHKBdf",
+	"H5nPS3ju84HLDSc0Lkr9ocOBHw3TUvFVC+9b9J/ioAJ3IpaE5WHABm9428tD5PIM3qCCMDt5eP4wkV3e",
+	"FqUooKjInTB8SFEvS7arwBupMk75wbWjcXAl5AayFzBriENsy5OwFJ3boP2YCyKVWwc/eUjOEKaOqitW",
+	"WJlQMHWAiMOKeYxK+PdmxWEe/uPuEBopX7aac7CbqgTM8s1qG52WXYtTdP2U57UhvCihl9NClqXcOLTu",
+	"ftm4E8ayZPrh85LsMGPl4q2UrC+4Vnx4Hx6SjWph+Jo9chUJho9ClGDi3k9gtdnXMqvTSbXNYiVF+HIv",
+	"jB/owfS9Q3KOXlarNi4WUQqerqQhS6lkbewlKpUbhyyV3JhVRkq6BIBLf/UHcx6esL+g2kBXVm8o5TKp",
+	"k5zhKl5Ea3/Im7U/WoIj3FMkOpAvjyd+YsaT2OBGfASmAP1/CogI2AnQU9xSs0JMVx808sEYL6dxdgmD",
+	"w18xweCwKnxualqWWzTMRacYvJO0atmNLLhiG1qWodgIoEb8oMB/zuw30l6FQ60+cQ9OYQsenivsOKOX",
+	"hN1YaEbxBV8Qzl3naUYwVkBoQ3wEXjC1Jb4JzLBZccPQjURec1HfYGI3vk8ao69VlOdyctDszuV6zUTB",
+	"CkSrdS0mO11tYRuwmAQKUwCou6pK3/5RBxOROg5bMmEOyVung4U5QnYQxGAwnE0hfmOvD8PSoCI/S20u",
+	"cDsekDGaUc7tyocYI95c2KIvClIkTVr3xg4DqN2Y4tFk1MXkhCTr0S8aygv90KhaMgMTD5nTECNwjnjX",
+	"uLNw/5zT/Mp+7Jopvti2fDm+bV8Yx/INgLQVLZB7B5UNSXhgFjh7Ax82Elxaxu4BZD0ADZG/Ii5AvICG",
+	"w+B9bLI6jrf9o4umFIxcwkfe102c+rLPXMf28x32uv8EkWYAGG9Hgog7MLsRmFTZnDDuxueWWNdb3lgK",
+	"iTvGVPJIJDW/5o78CyfSARW0JCVS8D1ISfvRkeS5tu7wqCqpGM6ba4V5Ua46Tms6QDs1Adbifow89Qjb",
+	"dMW2LacOJhg7Oo/V7MDLVnABpi0EVbH/Ux41ZrDDHYVinG2U6wGpyWjSLgxTPlfPBQf+bDULWRvNXXgw",
+	"3BOpQtfHCcSmkoqPKA3tcNOFYZB7BdNg5uCBfCpZZyc/OGunIJRUfIUn+Ywkk8djimWTY7yHF06ISXjQ",
+	"KondozYPfcuNKOjlq62gTsEt1jmnos8h6MgmZIWceu31WBToaLugSyjyCIMFBTcLKheG4vxuo52ESS6V",
+	"snMzW2z3iZgHxSH5iVa+zL4p+igdVG6yHG/Bbxr8bxqB/OomGy0d8YMNfhHv731knKXTSHzIyb/U2iLA",
+	"vwokmdgleCCEUpuEv9HIXfrE7r3Ijxu2bsBRjiLwS0BzxoBDAETBsCw0BoRmEyMAKagYDkz4+wnwKDvK",
+	"/x4UUH2AtsZjYW2kga+5gvvkCrb3zn6oZIaJCEPbS4YHdEZNRXWGruIHXAD+rGECIpLwcharf03JcW0f",
+	"FehplcrjKLIidOF3mS0JVOd3wQcLjla08fUVdhx2YtOa4KEfVx0lGI+F5x4c0bkZZhTN2e8lngFu45fl",
+	"eE1uwT2QOW7lKLE/+t3+zy90zT5Yc2oHPKTVNyp/r/tJAzViJ7eGtDXZQE9Ybx8VEm+OyuPLurbhNCZp",
+	"93EdPnJIjvGXboNZl4rvgFyowf5tQPqYM4BB7l4w3JUQQTJv9FyyG23QVrg32jCRdsPzgBINwXJrgyYB",
+	"JBsGmASAGzx4+opQ7VIlQX9q82y4cytqVs2V6w9ytH1ARY0lyNmz2X//jR788/HBj7+6/z349ffH2Q/f",
+	"fvi32QBg0ANUosZbNGIZ/tWLVBnoR8JpZJ+dcyxaz34gl0C76l8FYffhW3V+eTia4fCtmG0ugnu7B9gN",
+	"y2uTtFVdxcIkIP9u6UOr0MOXPnDT1AvpSMdJVEm04q3kBIIJOsBaJr/eOOz8L6BsrWRZZGTOclpbW5UI",
+	"tkGfGT6zpttgqcZFV1QAYLrydV0lza/0SI7pX9xmPbgU8QMl5Mdf/D5HWENfZBZHCvLvIQwEs+KqOKio",
+	"MttHOa2wEIgzPYlleJHF6IUIGHZTcRWgx7wCH7AK0X2DbQLcaNvQMSDzxSDhi9y4aH3bAW21LPha6Om1",
+	"JrQssWwwQJTYwe0XEELDGxqyNi5+uGDU1M5zjiaN5a++6bF20e8O4KKP+2RWqXH+hPmWXOLu54oBDBst",
+	"nxFa8QN48fIIPUEAPNl0iuuqaE/i8F/F38O77/1lf5nk4Qt7kKf2HE/iY3xAZh4YcRDTu3mmSx2wvsMv",
+	"CkV1E0eZ2xxiCbGQEbNHPNpwfENfs2ezQGCznkB4MiAQ7BaiJMAStt3YqkSvLUPh40QLWumVNGhKWHWF",
+	"zGlJRe5RptdScCMV+KYp9PUoQ61wM3ntQuZRwN2aQ7VZ2d/RNQdtcoDRIymGsiLMAgoCXZmVTmZV+sKy",
+	"+DqBvrWhMaNq6pThIMCWYzgF+yUptmtZa6KoE0NUEMX+AS0D0tUi3GVO+4RleWVHKayIKhqAiG65SFhU",
+	"VDCC6dNRFkA6wwaP8iFv8OscBzl3k9yVP59YsiUH0Em8rxndIveZ5L/3NKOdHUj079D9cJ6/74b47G+/",
+	"f8h+n80ZVUwdW3Z79rdfrckZN4ADfzQES/Hz95Wp+b+aP9fzkufOQuxOsDu77PeZu5ZOpLzizE/ZzaOX",
+	"0IPqfKStZaGhVahuyNBq1Vnfq+hYWzdZq1CfDIfyDa6RPH7yx8MIew83oh8AeIcwzpAEnkVXdUbOLs5P",
+	"Y4njJIfbhdikDgp9Tg0t5bKG+UQt9ivJrd4fpva0NTW/r6myp1BpNdAGrJFY6DANQ3wbD+FeTozwEnoi",
+	"ufmhtyBcGq3ukz55CpQjkDuRWgNhHD/0k9bGx5dQf/jnUhptFK381Y46V7sleEBc6ODT+iuwOaMwhx9/",
+	"jOeAd9avH/7/AAAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -13,6 +13,7 @@ import (
 	"github.com/svcplatform/svc/api/contract"
 	"github.com/svcplatform/svc/controlplane/account"
 	"github.com/svcplatform/svc/controlplane/apitoken"
+	"github.com/svcplatform/svc/controlplane/rtspauth"
 	"github.com/svcplatform/svc/controlplane/store/raftnode"
 	"github.com/svcplatform/svc/controlplane/system"
 )
@@ -32,6 +33,7 @@ type Deps struct {
 	Denials        *DenialAuditor
 	Tokens         *apitoken.Service
 	Accounts       *account.Service
+	RTSPAuth       *rtspauth.Service
 }
 
 // endpoints is the one strict-server implementation, assembled from the
@@ -40,6 +42,7 @@ type endpoints struct {
 	*systemEndpoints
 	*securityEndpoints
 	*accountEndpoints
+	*rtspAuthEndpoints
 }
 
 // NewEngine assembles the router: contract routes behind the guard,
@@ -68,6 +71,7 @@ func NewEngine(d Deps) (*gin.Engine, error) {
 		systemEndpoints:   &systemEndpoints{svc: d.System, yaml: d.ContractYAML, docs: docs},
 		securityEndpoints: &securityEndpoints{tokens: d.Tokens, audit: d.Node.State()},
 		accountEndpoints:  &accountEndpoints{accounts: d.Accounts},
+		rtspAuthEndpoints: &rtspAuthEndpoints{creds: d.RTSPAuth},
 	}
 	strict := contract.NewStrictHandlerWithOptions(handlers, nil, contract.StrictGinServerOptions{
 		RequestErrorHandlerFunc: func(c *gin.Context, err error) {

@@ -31,6 +31,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/config"
 	"github.com/svcplatform/svc/controlplane/httpapi"
 	"github.com/svcplatform/svc/controlplane/keyring"
+	"github.com/svcplatform/svc/controlplane/rtspauth"
 	"github.com/svcplatform/svc/controlplane/store"
 	"github.com/svcplatform/svc/controlplane/store/raftnode"
 	"github.com/svcplatform/svc/controlplane/store/sqlitefsm"
@@ -146,6 +147,7 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, er
 	engine, err := httpapi.NewEngine(httpapi.Deps{
 		Ops: ops, Auth: httpapi.APITokenAuth{Reader: node.State(), Owner: owner}, Log: log.Named("http"), Registry: reg,
 		Accounts:     accounts,
+		RTSPAuth:     &rtspauth.Service{Store: node, Keys: keys},
 		MaxBodyBytes: cfg.MaxBodyBytes, TrustedProxies: cfg.TrustedProxies, System: s.System, Node: node,
 		LinkKeys: keys.LinkKeys(), ContractYAML: api.OpenAPIYAML,
 		Denials: s.denials,
