@@ -13,7 +13,8 @@ case "${1:-}" in
     ;;
   bench)
     # etcd-server: the store benchmark compares against etcd on loopback.
-    packages=(etcd-server)
+    # wrk: the load generator of the authentication benchmark.
+    packages=(etcd-server wrk)
     ;;
   *)
     echo "usage: $0 test|bench" >&2

@@ -83,6 +83,15 @@ type Reader interface {
 // Resolve finds the record of a presented token and checks it is usable now
 // from clientIP.
 func Resolve(ctx context.Context, r Reader, token string, clientIP net.IP, now time.Time) (*Record, error) {
+	rec, err := Lookup(ctx, r, token)
+	if err != nil {
+		return nil, err
+	}
+	return rec, CheckUsable(rec, clientIP, now)
+}
+
+// Lookup finds the record of a well-formed token by its digest.
+func Lookup(ctx context.Context, r Reader, token string) (*Record, error) {
 	if err := Check(token); err != nil {
 		return nil, err
 	}
@@ -101,18 +110,24 @@ func Resolve(ctx context.Context, r Reader, token string, clientIP net.IP, now t
 	if err := json.Unmarshal(raw, &rec); err != nil {
 		return nil, fmt.Errorf("apitoken: stored record: %w", err)
 	}
+	return &rec, nil
+}
+
+// CheckUsable applies the revocation, time and address rules to a record;
+// it runs on every request, cached record or not.
+func CheckUsable(rec *Record, clientIP net.IP, now time.Time) error {
 	switch {
 	case rec.RevokedAt != nil:
-		return nil, ErrRevoked
+		return ErrRevoked
 	case rec.ExpiresAt != nil && !now.Before(*rec.ExpiresAt):
-		return nil, ErrExpired
+		return ErrExpired
 	case rec.NotBefore != nil && now.Before(*rec.NotBefore):
-		return nil, ErrNotYet
+		return ErrNotYet
 	}
 	if len(rec.AllowedIPs) > 0 && !ipAllowed(rec.AllowedIPs, clientIP) {
-		return nil, ErrIPNotAllow
+		return ErrIPNotAllow
 	}
-	return &rec, nil
+	return nil
 }
 
 func ipAllowed(cidrs []string, ip net.IP) bool {

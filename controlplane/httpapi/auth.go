@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/svcplatform/svc/controlplane/apitoken"
@@ -23,11 +24,38 @@ type TokenReader interface {
 // token records in the store. Console sessions join in the security module.
 type APITokenAuth struct {
 	Reader TokenReader
-	Now    func() time.Time
+	// Revision is the node's applied store revision; when set together with
+	// Cache, resolved tokens are cached for as long as it does not move.
+	Revision func() int64
+	Cache    *AuthCache
+	Now      func() time.Time
 	// Owner returns the current permissions of a token's owning user and
 	// whether that user is active; found is false when the owner is not a
 	// console user (a token created before users existed, or by svc dev).
 	Owner func(ctx context.Context, userID string) (perms []string, active, found bool, err error)
+}
+
+// ownerState is what a token's owner may do now.
+type ownerState struct {
+	perms         []string
+	active, found bool
+}
+
+func tokenRefused(err error) *Error {
+	msg := "the API token is invalid, expired, revoked or not allowed from this address"
+	if errors.Is(err, apitoken.ErrMalformed) {
+		msg = "the API token is malformed (checksum mismatch)"
+	}
+	return &Error{Status: http.StatusUnauthorized, Code: "api_token_required", Message: msg, Retryable: retryable(false), Err: err}
+}
+
+func refusal(err error) bool {
+	for _, e := range []error{apitoken.ErrMalformed, apitoken.ErrUnknown, apitoken.ErrRevoked, apitoken.ErrExpired, apitoken.ErrNotYet, apitoken.ErrIPNotAllow} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
 }
 
 // Authenticate implements Authenticator.
@@ -48,31 +76,92 @@ func (a APITokenAuth) Authenticate(r *http.Request, clientIP net.IP) (*identity.
 	if a.Now != nil {
 		now = a.Now
 	}
-	rec, err := apitoken.Resolve(r.Context(), a.Reader, cred, clientIP, now())
-	if err != nil {
-		msg := "the API token is invalid, expired, revoked or not allowed from this address"
-		if errors.Is(err, apitoken.ErrMalformed) {
-			msg = "the API token is malformed (checksum mismatch)"
-		}
-		if !errors.Is(err, apitoken.ErrMalformed) && !errors.Is(err, apitoken.ErrUnknown) && !errors.Is(err, apitoken.ErrRevoked) &&
-			!errors.Is(err, apitoken.ErrExpired) && !errors.Is(err, apitoken.ErrNotYet) && !errors.Is(err, apitoken.ErrIPNotAllow) {
-			return nil, err
-		}
-		return nil, &Error{Status: http.StatusUnauthorized, Code: "api_token_required", Message: msg, Retryable: retryable(false), Err: err}
+	entry, err := a.resolve(r.Context(), cred)
+	if err == nil {
+		err = apitoken.CheckUsable(entry.rec, clientIP, now())
 	}
+	if err != nil {
+		if refusal(err) {
+			return nil, tokenRefused(err)
+		}
+		return nil, err
+	}
+	rec, owner := entry.rec, entry.owner
 	perms := rec.Permissions
-	if a.Owner != nil && rec.OwnerUserID != "" {
-		owner, active, found, err := a.Owner(r.Context(), rec.OwnerUserID)
-		if err != nil {
-			return nil, err
-		}
-		if found && !active {
-			return nil, &Error{Status: http.StatusUnauthorized, Code: "api_token_required", Message: "the API token's owner is disabled or deleted", Retryable: retryable(false)}
-		}
-		if found {
-			// A token never does more than its owner may do now.
-			perms = permission.Intersect(perms, owner)
-		}
+	if owner.found && !owner.active {
+		return nil, &Error{Status: http.StatusUnauthorized, Code: "api_token_required", Message: "the API token's owner is disabled or deleted", Retryable: retryable(false)}
+	}
+	if owner.found {
+		// A token never does more than its owner may do now.
+		perms = permission.Intersect(perms, owner.perms)
 	}
 	return &identity.Identity{Kind: identity.KindAPIToken, Subject: rec.OwnerUserID, CredentialID: rec.TokenID, Permissions: perms}, nil
+}
+
+// resolve finds the token's record and its owner's state, from the cache
+// while the store revision has not moved.
+func (a APITokenAuth) resolve(ctx context.Context, token string) (cachedToken, error) {
+	rev := int64(-1)
+	if a.Revision != nil {
+		rev = a.Revision()
+	}
+	if e, ok := a.Cache.get(token, rev); ok {
+		return e, nil
+	}
+	rec, err := apitoken.Lookup(ctx, a.Reader, token)
+	if err != nil {
+		return cachedToken{}, err
+	}
+	e := cachedToken{rec: rec}
+	if a.Owner != nil && rec.OwnerUserID != "" {
+		perms, active, found, err := a.Owner(ctx, rec.OwnerUserID)
+		if err != nil {
+			return cachedToken{}, err
+		}
+		e.owner = ownerState{perms: perms, active: active, found: found}
+	}
+	a.Cache.put(token, rev, e)
+	return e, nil
+}
+
+// AuthCache remembers resolved tokens for one store revision. An entry is
+// used only while the node's revision has not moved since it was read, so
+// any committed change (a revocation, a role change) makes every entry
+// stale at once; between writes, authentication costs no database read.
+type AuthCache struct {
+	mu      sync.RWMutex
+	rev     int64
+	entries map[string]cachedToken
+}
+
+type cachedToken struct {
+	rec   *apitoken.Record
+	owner ownerState
+}
+
+const authCacheSize = 10000
+
+func (c *AuthCache) get(token string, rev int64) (cachedToken, bool) {
+	if c == nil || rev < 0 {
+		return cachedToken{}, false
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.rev != rev {
+		return cachedToken{}, false
+	}
+	e, ok := c.entries[token]
+	return e, ok
+}
+
+func (c *AuthCache) put(token string, rev int64, e cachedToken) {
+	if c == nil || rev < 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.rev != rev || len(c.entries) >= authCacheSize {
+		c.rev, c.entries = rev, map[string]cachedToken{}
+	}
+	c.entries[token] = e
 }

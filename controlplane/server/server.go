@@ -145,7 +145,7 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, er
 		return perms, active, err == nil, err
 	}
 	engine, err := httpapi.NewEngine(httpapi.Deps{
-		Ops: ops, Auth: httpapi.APITokenAuth{Reader: node.State(), Owner: owner}, Log: log.Named("http"), Registry: reg,
+		Ops: ops, Auth: httpapi.APITokenAuth{Reader: node.State(), Owner: owner, Revision: node.Revision, Cache: &httpapi.AuthCache{}}, Log: log.Named("http"), Registry: reg,
 		Accounts:     accounts,
 		RTSPAuth:     &rtspauth.Service{Store: node, Keys: keys},
 		MaxBodyBytes: cfg.MaxBodyBytes, TrustedProxies: cfg.TrustedProxies, System: s.System, Node: node,
