@@ -321,36 +321,7 @@ func (s *Service) Users(ctx context.Context, q UserQuery) ([]User, int64, error)
 	} else if !q.IncludeDeleted {
 		where = append(where, "i.status != 'deleted'")
 	}
-	cond := ""
-	if len(where) > 0 {
-		cond = " WHERE " + strings.Join(where, " AND ")
-	}
-	var out []User
-	var total int64
-	err := s.Reader.ReadTx(ctx, func(tx *sql.Tx, _ int64) error {
-		if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM idx_users i"+cond, args...).Scan(&total); err != nil {
-			return err
-		}
-		rows, err := tx.QueryContext(ctx, fmt.Sprintf("SELECT kv.value FROM idx_users i JOIN kv ON kv.key = i.key%s ORDER BY i.username LIMIT %d OFFSET %d",
-			cond, q.PageSize, (q.Page-1)*q.PageSize), args...)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var raw []byte
-			var u User
-			if err := rows.Scan(&raw); err != nil {
-				return err
-			}
-			if err := json.Unmarshal(raw, &u); err != nil {
-				return err
-			}
-			out = append(out, u)
-		}
-		return rows.Err()
-	})
-	return out, total, err
+	return sqlitefsm.IndexPage[User](ctx, s.Reader, "idx_users", where, args, "i.username", q.Page, q.PageSize)
 }
 
 // User reads one user with its mod revision.

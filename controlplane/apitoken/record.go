@@ -76,9 +76,7 @@ var (
 
 // Reader is what resolving needs from the store: the local state for the
 // index query.
-type Reader interface {
-	ReadTx(ctx context.Context, fn func(tx *sql.Tx, revision int64) error) error
-}
+type Reader = sqlitefsm.Reader
 
 // Resolve finds the record of a presented token and checks it is usable now
 // from clientIP.

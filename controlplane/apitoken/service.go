@@ -2,7 +2,6 @@ package apitoken
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,6 +15,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/keyring"
 	"github.com/svcplatform/svc/controlplane/permission"
 	"github.com/svcplatform/svc/controlplane/store"
+	"github.com/svcplatform/svc/controlplane/store/sqlitefsm"
 )
 
 // Errors of the token service, mapped to contract codes at the boundary.
@@ -326,36 +326,7 @@ func (s *Service) List(ctx context.Context, owner string, includeRevoked bool, p
 	if !includeRevoked {
 		where = append(where, "i.revoked_at IS NULL")
 	}
-	cond := ""
-	if len(where) > 0 {
-		cond = " WHERE " + strings.Join(where, " AND ")
-	}
-	var out []Record
-	var total int64
-	err := s.Reader.ReadTx(ctx, func(tx *sql.Tx, _ int64) error {
-		if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM idx_api_tokens i"+cond, args...).Scan(&total); err != nil {
-			return err
-		}
-		rows, err := tx.QueryContext(ctx, fmt.Sprintf("SELECT kv.value FROM idx_api_tokens i JOIN kv ON kv.key = i.key%s ORDER BY i.key DESC LIMIT %d OFFSET %d",
-			cond, size, (page-1)*size), args...)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var raw []byte
-			var r Record
-			if err := rows.Scan(&raw); err != nil {
-				return err
-			}
-			if err := json.Unmarshal(raw, &r); err != nil {
-				return err
-			}
-			out = append(out, r)
-		}
-		return rows.Err()
-	})
-	return out, total, err
+	return sqlitefsm.IndexPage[Record](ctx, s.Reader, "idx_api_tokens", where, args, "i.key DESC", page, size)
 }
 
 // Get reads one token record.

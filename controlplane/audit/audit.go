@@ -7,10 +7,8 @@ package audit
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -80,9 +78,7 @@ func Write(ctx context.Context, s store.Store, rec Record) error {
 }
 
 // Reader is the local state the queries run on.
-type Reader interface {
-	ReadTx(ctx context.Context, fn func(tx *sql.Tx, revision int64) error) error
-}
+type Reader = sqlitefsm.Reader
 
 // Query filters a listing; zero values do not filter.
 type Query struct {
@@ -111,36 +107,7 @@ func List(ctx context.Context, r Reader, q Query) ([]Record, int64, error) {
 		where = append(where, "i.key < ?")
 		args = append(args, keyBefore(*q.Before))
 	}
-	cond := ""
-	if len(where) > 0 {
-		cond = " WHERE " + strings.Join(where, " AND ")
-	}
-	var out []Record
-	var total int64
-	err := r.ReadTx(ctx, func(tx *sql.Tx, _ int64) error {
-		if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM idx_audit i"+cond, args...).Scan(&total); err != nil {
-			return err
-		}
-		rows, err := tx.QueryContext(ctx, fmt.Sprintf("SELECT kv.value FROM idx_audit i JOIN kv ON kv.key = i.key%s ORDER BY i.key DESC LIMIT %d OFFSET %d",
-			cond, q.PageSize, (q.Page-1)*q.PageSize), args...)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var raw []byte
-			if err := rows.Scan(&raw); err != nil {
-				return err
-			}
-			var rec Record
-			if err := json.Unmarshal(raw, &rec); err != nil {
-				return err
-			}
-			out = append(out, rec)
-		}
-		return rows.Err()
-	})
-	return out, total, err
+	return sqlitefsm.IndexPage[Record](ctx, r, "idx_audit", where, args, "i.key DESC", q.Page, q.PageSize)
 }
 
 // keyBefore is the smallest key of a record created at t (millisecond
