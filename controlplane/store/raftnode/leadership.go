@@ -44,12 +44,14 @@ func (l *Leadership) loop() {
 			// Apply everything committed by earlier leaders before serving
 			// linearizable reads or starting leader-only work.
 			for l.n.raft.State() == raft.Leader {
-				if err := l.n.raft.Barrier(5 * time.Second).Error(); err == nil {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				err := l.n.await(ctx, l.n.raft.Barrier(5*time.Second))
+				cancel()
+				if err == nil {
 					l.set(true)
 					break
-				} else {
-					l.n.log.Warn("leader barrier failed", zap.Error(err))
 				}
+				l.n.log.Warn("leader barrier failed", zap.Error(err))
 				select {
 				case <-l.done:
 					l.set(false)

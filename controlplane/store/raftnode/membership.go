@@ -81,8 +81,10 @@ func (n *Node) joinLocal(req JoinRequest) error {
 	if err := req.validate(); err != nil {
 		return err
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
 	cf := n.raft.GetConfiguration()
-	if err := cf.Error(); err != nil {
+	if err := n.await(ctx, cf); err != nil {
 		return err
 	}
 	for _, s := range cf.Configuration().Servers {
@@ -92,12 +94,12 @@ func (n *Node) joinLocal(req JoinRequest) error {
 		if s.ID == raft.ServerID(req.NodeID) || s.Address == raft.ServerAddress(req.RaftAddress) {
 			// Same id at a new address (or an address reused by another id):
 			// replace the old entry.
-			if err := n.raft.RemoveServer(s.ID, 0, 10*time.Second).Error(); err != nil {
+			if err := n.await(ctx, n.raft.RemoveServer(s.ID, 0, 10*time.Second)); err != nil {
 				return err
 			}
 		}
 	}
-	if err := n.raft.AddVoter(raft.ServerID(req.NodeID), raft.ServerAddress(req.RaftAddress), 0, 10*time.Second).Error(); err != nil {
+	if err := n.await(ctx, n.raft.AddVoter(raft.ServerID(req.NodeID), raft.ServerAddress(req.RaftAddress), 0, 10*time.Second)); err != nil {
 		return err
 	}
 	return n.putMember(MemberRecord(req))
@@ -135,11 +137,11 @@ func (n *Node) Remove(ctx context.Context, nodeID string) error {
 }
 
 func (n *Node) removeLocal(nodeID string) error {
-	if err := n.raft.RemoveServer(raft.ServerID(nodeID), 0, 10*time.Second).Error(); err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if err := n.await(ctx, n.raft.RemoveServer(raft.ServerID(nodeID), 0, 10*time.Second)); err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
 	_, err := n.Txn(ctx, store.TxnRequest{Then: []store.Op{store.Delete(MembersPrefix + nodeID)}})
 	return err
 }
@@ -147,7 +149,7 @@ func (n *Node) removeLocal(nodeID string) error {
 // Members lists the voters of the current configuration with their records.
 func (n *Node) Members(ctx context.Context) ([]Member, error) {
 	cf := n.raft.GetConfiguration()
-	if err := cf.Error(); err != nil {
+	if err := n.await(ctx, cf); err != nil {
 		return nil, err
 	}
 	_, leaderID := n.raft.LeaderWithID()

@@ -325,7 +325,7 @@ func (n *Node) localReadIndex(ctx context.Context) (uint64, error) {
 		return 0, err
 	}
 	idx := n.raft.CommitIndex()
-	if err := n.raft.VerifyLeader().Error(); err != nil {
+	if err := n.await(ctx, n.raft.VerifyLeader()); err != nil {
 		return 0, err
 	}
 	return idx, nil
@@ -402,26 +402,13 @@ func (n *Node) applyLocal(ctx context.Context, data []byte) (proposal, bool, err
 		timeout = time.Until(dl)
 	}
 	f := n.raft.Apply(data, timeout)
-	// A future queued just as raft shuts down may never resolve (the apply
-	// timeout covers only enqueueing), so the wait is bounded by the caller
-	// and by this node's shutdown.
-	done := make(chan error, 1)
-	go func() { done <- f.Error() }()
-	var err error
-	select {
-	case err = <-done:
-	case <-ctx.Done():
-		return proposal{}, false, fmt.Errorf("%w: %v", store.ErrUnknownOutcome, ctx.Err())
-	case <-n.closed:
-		return proposal{}, false, fmt.Errorf("%w: node shut down while the write was in flight", store.ErrUnknownOutcome)
-	}
-	if err != nil {
-		switch {
-		case notAppended(err):
+	// The apply timeout covers only enqueueing; await bounds the rest.
+	if err := n.await(ctx, f); err != nil {
+		if notAppended(err) {
 			return proposal{}, true, err
-		case errors.Is(err, raft.ErrRaftShutdown):
-			return proposal{}, false, store.ErrClosed
 		}
+		// Anything else, a shutdown included, may have happened after the
+		// entry reached other nodes' logs.
 		return proposal{}, false, fmt.Errorf("%w: %v", store.ErrUnknownOutcome, err)
 	}
 	switch r := f.Response().(type) {
@@ -433,6 +420,22 @@ func (n *Node) applyLocal(ctx context.Context, data []byte) (proposal, bool, err
 		return proposal{}, false, r
 	default:
 		return proposal{}, false, fmt.Errorf("raftnode: unexpected apply result %T", r)
+	}
+}
+
+// await waits for a raft future, but no longer than ctx allows and never
+// past this node's shutdown: with a buffered apply channel, a future queued
+// as raft shuts down may never resolve.
+func (n *Node) await(ctx context.Context, f raft.Future) error {
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-n.closed:
+		return raft.ErrRaftShutdown
 	}
 }
 
@@ -490,8 +493,10 @@ func (n *Node) Shutdown() error {
 	var err error
 	n.closeOnce.Do(func() {
 		if n.raft != nil && n.raft.State() == raft.Leader {
-			if cf := n.raft.GetConfiguration(); cf.Error() == nil && len(cf.Configuration().Servers) > 1 {
-				if terr := n.raft.LeadershipTransfer().Error(); terr != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if cf := n.raft.GetConfiguration(); n.await(ctx, cf) == nil && len(cf.Configuration().Servers) > 1 {
+				if terr := n.await(ctx, n.raft.LeadershipTransfer()); terr != nil {
 					n.log.Warn("leadership transfer before shutdown failed", zap.Error(terr))
 				}
 			}
