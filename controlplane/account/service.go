@@ -450,41 +450,44 @@ func (s *Service) createUser(ctx context.Context, a Actor, username, password, d
 	return u, nil
 }
 
-// changeUser applies fn under a compare on the user's revision, with its
-// audit record and extra ops, then waits until every node has it.
+// changeUser applies fn to a live user and writes it with its audit record
+// and fn's extra operations and guards through store.Update, then waits
+// until every node has it.
 func (s *Service) changeUser(ctx context.Context, a Actor, id, event string, fn func(u *User) (string, []store.Compare, []store.Op, error)) (*User, error) {
-	for attempt := 0; attempt < 5; attempt++ {
-		u, rev, err := s.User(ctx, id)
-		if err != nil {
-			return nil, err
+	if strings.Contains(id, "/") {
+		return nil, fmt.Errorf("%w: user %q", ErrNotFound, id)
+	}
+	var u *User
+	resp, err := store.Update(ctx, s.Store, UsersPrefix+id, func(kv *store.KeyValue) ([]byte, []store.Op, []store.Compare, error) {
+		if kv == nil {
+			return nil, nil, nil, fmt.Errorf("%w: user %q", ErrNotFound, id)
+		}
+		u = &User{}
+		if err := json.Unmarshal(kv.Value, u); err != nil {
+			return nil, nil, nil, err
 		}
 		if u.Status == StatusDeleted {
-			return nil, fmt.Errorf("%w: user %q is deleted", ErrNotFound, id)
+			return nil, nil, nil, fmt.Errorf("%w: user %q is deleted", ErrNotFound, id)
 		}
 		msg, cmps, extra, err := fn(u)
 		if err != nil {
-			return nil, err
+			return nil, nil, nil, err
 		}
 		u.UpdatedAt = now()
-		put, err := putJSON(UsersPrefix+id, u)
+		val, err := json.Marshal(u)
 		if err != nil {
-			return nil, err
+			return nil, nil, nil, err
 		}
 		aud, err := s.auditOp(a, event, id, msg)
-		if err != nil {
-			return nil, err
-		}
-		resp, err := s.Store.Txn(ctx, store.TxnRequest{Compares: append([]store.Compare{store.ModRevisionIs(UsersPrefix+id, rev)}, cmps...),
-			Then: append([]store.Op{put, aud}, extra...)})
-		if err != nil {
-			return nil, err
-		}
-		if resp.Succeeded {
-			return u, s.propagate(ctx, resp.Header.Revision)
-		}
-		s.Store.WaitForRevision(ctx, resp.Header.Revision)
+		return val, append([]store.Op{aud}, extra...), cmps, err
+	})
+	if errors.Is(err, store.ErrContended) {
+		return nil, fmt.Errorf("%w: %v", ErrConflict, err)
 	}
-	return nil, fmt.Errorf("%w: user %s is being changed concurrently; try again", ErrConflict, id)
+	if err != nil {
+		return nil, err
+	}
+	return u, s.propagate(ctx, resp.Header.Revision)
 }
 
 // UpdateUser changes display name, status or roles; status and role

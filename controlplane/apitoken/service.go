@@ -182,36 +182,39 @@ func (s *Service) get(ctx context.Context, id string) (*Record, int64, error) {
 }
 
 // change applies fn to the current record and writes it with its audit
-// record, compare-and-swapped on the revision it read (retried a few times
-// when another writer got there first).
+// record through store.Update, which retries when another writer got there
+// first.
 func (s *Service) change(ctx context.Context, actor Actor, id, event string, fn func(r *Record) (string, error)) (*Record, int64, error) {
-	for attempt := 0; attempt < 5; attempt++ {
-		r, rev, err := s.get(ctx, id)
-		if err != nil {
-			return nil, 0, err
+	if strings.Contains(id, "/") {
+		return nil, 0, fmt.Errorf("%w: %q", ErrNotFound, id)
+	}
+	var r *Record
+	resp, err := store.Update(ctx, s.Store, KeyPrefix+id, func(kv *store.KeyValue) ([]byte, []store.Op, []store.Compare, error) {
+		if kv == nil {
+			return nil, nil, nil, fmt.Errorf("%w: %q", ErrNotFound, id)
+		}
+		r = &Record{}
+		if err := json.Unmarshal(kv.Value, r); err != nil {
+			return nil, nil, nil, err
 		}
 		msg, err := fn(r)
 		if err != nil {
-			return nil, 0, err
+			return nil, nil, nil, err
 		}
-		put, err := Put(*r)
+		val, err := json.Marshal(r)
 		if err != nil {
-			return nil, 0, err
+			return nil, nil, nil, err
 		}
 		aud, err := s.auditOp(actor, event, id, msg)
-		if err != nil {
-			return nil, 0, err
-		}
-		resp, err := s.Store.Txn(ctx, store.TxnRequest{Compares: []store.Compare{store.ModRevisionIs(KeyPrefix+id, rev)}, Then: []store.Op{put, aud}})
-		if err != nil {
-			return nil, 0, err
-		}
-		if resp.Succeeded {
-			return r, resp.Header.Revision, nil
-		}
-		s.Store.WaitForRevision(ctx, resp.Header.Revision)
+		return val, []store.Op{aud}, nil, err
+	})
+	if errors.Is(err, store.ErrContended) {
+		return nil, 0, fmt.Errorf("%w: %v", ErrRevokedConflict, err)
 	}
-	return nil, 0, fmt.Errorf("%w: token %s is being changed concurrently; try again", ErrRevokedConflict, id)
+	if err != nil {
+		return nil, 0, err
+	}
+	return r, resp.Header.Revision, nil
 }
 
 // Update changes the given fields of an active token.

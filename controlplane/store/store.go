@@ -8,6 +8,8 @@ package store
 
 import (
 	"context"
+	"errors"
+	"fmt"
 )
 
 // KeyValue is one stored key at a revision.
@@ -125,4 +127,44 @@ func PrefixEnd(prefix string) string {
 		}
 	}
 	return "\x00"
+}
+
+// ErrContended means an Update lost the race to other writers every time.
+var ErrContended = errors.New("store: key is being changed concurrently; try again")
+
+// Update is the optimistic read-modify-write every domain package uses: it
+// reads key, lets fn compute the new value together with any other
+// operations and guards, and commits them only if key is unchanged since it
+// was read. When another writer got there first it waits for that newer
+// state and runs fn again, a few times at most. fn sees nil for a missing
+// key; an error from fn ends the update.
+func Update(ctx context.Context, s Store, key string, fn func(kv *KeyValue) (value []byte, ops []Op, cmps []Compare, err error)) (*TxnResponse, error) {
+	for attempt := 0; attempt < 5; attempt++ {
+		kv, _, err := Get(ctx, s, key, Local)
+		if err != nil {
+			return nil, err
+		}
+		value, ops, cmps, err := fn(kv)
+		if err != nil {
+			return nil, err
+		}
+		var rev int64
+		if kv != nil {
+			rev = kv.ModRevision
+		}
+		resp, err := s.Txn(ctx, TxnRequest{
+			Compares: append([]Compare{ModRevisionIs(key, rev)}, cmps...),
+			Then:     append([]Op{Put(key, value)}, ops...),
+		})
+		if err != nil {
+			return nil, err
+		}
+		if resp.Succeeded {
+			return resp, nil
+		}
+		if err := s.WaitForRevision(ctx, resp.Header.Revision); err != nil {
+			return nil, err
+		}
+	}
+	return nil, fmt.Errorf("%w: %s", ErrContended, key)
 }
