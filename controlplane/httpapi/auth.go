@@ -28,7 +28,11 @@ type APITokenAuth struct {
 	// Cache, resolved tokens are cached for as long as it does not move.
 	Revision func() int64
 	Cache    *AuthCache
-	Now      func() time.Time
+	// InContact reports whether the local state is recent enough to decide
+	// on credentials; a partitioned node answers 503 instead of trusting a
+	// token that may have been revoked on the majority side.
+	InContact func() bool
+	Now       func() time.Time
 	// Owner returns the current permissions of a token's owning user and
 	// whether that user is active; found is false when the owner is not a
 	// console user (a token created before users existed, or by svc dev).
@@ -71,6 +75,10 @@ func (a APITokenAuth) Authenticate(r *http.Request, clientIP net.IP) (*identity.
 	cred = strings.TrimSpace(cred)
 	if !strings.HasPrefix(cred, apitoken.Prefix) {
 		return nil, &Error{Status: http.StatusUnauthorized, Code: "api_token_required", Message: "the bearer credential is not an API token", Retryable: retryable(false)}
+	}
+	if a.InContact != nil && !a.InContact() {
+		return nil, &Error{Status: http.StatusServiceUnavailable, Code: "unavailable",
+			Message: "this node has lost contact with the cluster leader and cannot check credentials; use another node", Retryable: retryable(true)}
 	}
 	now := time.Now
 	if a.Now != nil {

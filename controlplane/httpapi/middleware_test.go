@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"errors"
 	"net/http"
 	"testing"
 
@@ -38,5 +39,21 @@ func TestAuthCacheServesOnlyTheRevisionItWasFilledAt(t *testing.T) {
 	nilCache.put("x", 1, cachedToken{})
 	if _, ok := nilCache.get("x", 1); ok {
 		t.Fatal("nil cache returned an entry")
+	}
+}
+
+func TestCredentialsRefusedWhenOutOfContact(t *testing.T) {
+	contact := true
+	a := APITokenAuth{InContact: func() bool { return contact }}
+	r := &http.Request{Header: http.Header{"Authorization": {"Bearer svc_pat_x"}}}
+	contact = false
+	_, err := a.Authenticate(r, nil)
+	var e *Error
+	if !errors.As(err, &e) || e.Status != 503 || e.Retryable == nil || !*e.Retryable {
+		t.Fatalf("out of contact: %v", err)
+	}
+	// Anonymous requests (public operations) are unaffected.
+	if id, err := a.Authenticate(&http.Request{Header: http.Header{}}, nil); id != nil || err != nil {
+		t.Fatalf("anonymous: %v %v", id, err)
 	}
 }

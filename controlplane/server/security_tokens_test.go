@@ -212,3 +212,31 @@ func TestRevocationSeenOnAnotherNodeWithinOneRequest(t *testing.T) {
 		checkErrorBody(t, a.get("/api/v2/system/version", tok.Token), 401, "api_token_required")
 	}
 }
+
+func TestPartitionedNodeStopsDecidingOnCredentials(t *testing.T) {
+	a := startServer(t, "pa", "", "")
+	b := startServer(t, "pb", a.url, a.keyFile())
+	c := startServer(t, "pc", a.url, a.keyFile())
+	tok := a.token("system.view")
+	if c.get("/api/v2/system/version", tok).status != 200 {
+		t.Fatal("token not accepted while the cluster is whole")
+	}
+	// Cut c off from the majority by stopping the two others.
+	a.s.Shutdown()
+	b.s.Shutdown()
+	deadline := time.Now().Add(authContactWindow + 10*time.Second)
+	for {
+		r := c.get("/api/v2/system/version", tok)
+		if r.status == 503 {
+			checkErrorBody(t, r, 503, "unavailable")
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a node without a leader still decided on a credential: %d", r.status)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	if r := c.get("/health", ""); r.status != 503 && r.status != 200 {
+		t.Fatalf("public health: %d", r.status)
+	}
+}

@@ -42,6 +42,10 @@ import (
 // stores. Append only; a changed declaration rebuilds its table at start.
 var IndexSpecs = []sqlitefsm.IndexSpec{apitoken.Index, audit.Index, account.Index}
 
+// authContactWindow is how long a follower keeps deciding on credentials
+// after it last heard from the leader.
+const authContactWindow = 10 * time.Second
+
 // OwnedPrefixes are the key prefixes this version writes; the migration
 // audit reports anything else as a residue.
 var OwnedPrefixes = []string{"/cluster/", "/security/", "/system/"}
@@ -145,7 +149,8 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, er
 		return perms, active, err == nil, err
 	}
 	engine, err := httpapi.NewEngine(httpapi.Deps{
-		Ops: ops, Auth: httpapi.APITokenAuth{Reader: node.State(), Owner: owner, Revision: node.Revision, Cache: &httpapi.AuthCache{}}, Log: log.Named("http"), Registry: reg,
+		Ops: ops, Auth: httpapi.APITokenAuth{Reader: node.State(), Owner: owner, Revision: node.Revision, Cache: &httpapi.AuthCache{},
+			InContact: func() bool { return node.InContact(authContactWindow) }}, Log: log.Named("http"), Registry: reg,
 		Accounts:     accounts,
 		RTSPAuth:     &rtspauth.Service{Store: node, Keys: keys},
 		MaxBodyBytes: cfg.MaxBodyBytes, TrustedProxies: cfg.TrustedProxies, System: s.System, Node: node,

@@ -196,6 +196,18 @@ func Open(cfg Config) (*Node, error) {
 	return n, nil
 }
 
+// InContact reports whether this node's state can be trusted to be recent:
+// it is the ready leader, or it heard from the leader within maxAge. A node
+// cut off from the majority stops passing this check, so it stops serving
+// decisions (such as accepting a token revoked meanwhile) from stale state.
+func (n *Node) InContact(maxAge time.Duration) bool {
+	if n.leadership.IsLeader() {
+		return true
+	}
+	lc := n.raft.LastContact()
+	return !lc.IsZero() && time.Since(lc) <= maxAge
+}
+
 // HadState reports whether the node found raft state on disk at start
 // (it is restarting rather than new).
 func (n *Node) HadState() bool { return n.hadState }
