@@ -78,16 +78,6 @@ var (
 // index query.
 type Reader = sqlitefsm.Reader
 
-// Resolve finds the record of a presented token and checks it is usable now
-// from clientIP.
-func Resolve(ctx context.Context, r Reader, token string, clientIP net.IP, now time.Time) (*Record, error) {
-	rec, err := Lookup(ctx, r, token)
-	if err != nil {
-		return nil, err
-	}
-	return rec, CheckUsable(rec, clientIP, now)
-}
-
 // Lookup finds the record of a well-formed token by its digest.
 func Lookup(ctx context.Context, r Reader, token string) (*Record, error) {
 	if err := Check(token); err != nil {

@@ -3,7 +3,11 @@
 // the contract's rules for `*` (super permission) and `auth` (any identity).
 package identity
 
-import "context"
+import (
+	"context"
+
+	"github.com/svcplatform/svc/controlplane/permission"
+)
 
 // Kind is the credential an identity came from.
 type Kind string
@@ -11,12 +15,6 @@ type Kind string
 const (
 	KindAPIToken Kind = "api-token"
 	KindSession  Kind = "console-session"
-)
-
-// Special permission values used by the contract's x-svc-permission.
-const (
-	PermissionSuper = "*"
-	PermissionAuth  = "auth"
 )
 
 // Identity is an authenticated caller.
@@ -27,21 +25,10 @@ type Identity struct {
 	Permissions  []string
 }
 
-// Has reports whether the identity holds permission p. A holder of `*` holds
-// everything; `auth` is held by every identity.
+// Has reports whether the identity holds permission p, by the catalogue's
+// rule (`*` holds everything, `auth` is held by every identity).
 func (id *Identity) Has(p string) bool {
-	if id == nil {
-		return false
-	}
-	if p == PermissionAuth {
-		return true
-	}
-	for _, have := range id.Permissions {
-		if have == PermissionSuper || have == p {
-			return true
-		}
-	}
-	return false
+	return id != nil && permission.Grants(id.Permissions, p)
 }
 
 type ctxKey struct{}
