@@ -77,8 +77,8 @@ type StoredRole struct {
 
 // Actor is who asks, for the grant ceiling and the audit.
 type Actor struct {
-	Type, ID, ClientAddress, TraceID string
-	Permissions                      []string
+	audit.Actor
+	Permissions []string
 }
 
 // Service manages users and roles in the replicated store.
@@ -91,11 +91,6 @@ type Service struct {
 var usernameRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@-]{2,63}$`)
 
 func now() time.Time { return time.Now().UTC() }
-
-func (s *Service) auditOp(a Actor, event, target, msg string) (store.Op, error) {
-	return audit.Op(audit.Record{EventType: event, Outcome: audit.Success, ActorType: a.Type, ActorID: a.ID,
-		ClientAddress: a.ClientAddress, TraceID: a.TraceID, Target: target, Message: msg})
-}
 
 func putJSON(key string, v any) (store.Op, error) {
 	b, err := json.Marshal(v)
@@ -205,7 +200,7 @@ func (s *Service) CreateRole(ctx context.Context, a Actor, name, desc string, pe
 	if err != nil {
 		return nil, err
 	}
-	aud, err := s.auditOp(a, "security.role.created", r.RoleID, fmt.Sprintf("role %q with %d permission(s)", name, len(perms)))
+	aud, err := a.Success("security.role.created", r.RoleID, fmt.Sprintf("role %q with %d permission(s)", name, len(perms)))
 	if err != nil {
 		return nil, err
 	}
@@ -241,7 +236,7 @@ func (s *Service) UpdateRole(ctx context.Context, a Actor, id, name, desc string
 	if err != nil {
 		return nil, err
 	}
-	aud, err := s.auditOp(a, "security.role.updated", id, fmt.Sprintf("role %q now has %d permission(s)", name, len(perms)))
+	aud, err := a.Success("security.role.updated", id, fmt.Sprintf("role %q now has %d permission(s)", name, len(perms)))
 	if err != nil {
 		return nil, err
 	}
@@ -278,7 +273,7 @@ func (s *Service) DeleteRole(ctx context.Context, a Actor, id string) error {
 	if counts[id] > 0 {
 		return fmt.Errorf("%w: role %q is bound to %d user(s)", ErrConflict, r.Name, counts[id])
 	}
-	aud, err := s.auditOp(a, "security.role.deleted", id, fmt.Sprintf("role %q", r.Name))
+	aud, err := a.Success("security.role.deleted", id, fmt.Sprintf("role %q", r.Name))
 	if err != nil {
 		return err
 	}
@@ -424,7 +419,7 @@ func (s *Service) createUser(ctx context.Context, a Actor, username, password, d
 	if extra != nil {
 		event = "security.bootstrap"
 	}
-	aud, err := s.auditOp(a, event, u.UserID, fmt.Sprintf("user %q with roles %s", username, strings.Join(roleIDs, ",")))
+	aud, err := a.Success(event, u.UserID, fmt.Sprintf("user %q with roles %s", username, strings.Join(roleIDs, ",")))
 	if err != nil {
 		return nil, err
 	}
@@ -478,7 +473,7 @@ func (s *Service) changeUser(ctx context.Context, a Actor, id, event string, fn 
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		aud, err := s.auditOp(a, event, id, msg)
+		aud, err := a.Success(event, id, msg)
 		return val, append([]store.Op{aud}, extra...), cmps, err
 	})
 	if errors.Is(err, store.ErrContended) {

@@ -29,8 +29,9 @@ var (
 
 // Actor is who asks for a change, for the permission ceiling and the audit.
 type Actor struct {
-	Type, ID, ClientAddress, TraceID, UserID string
-	Permissions                              []string
+	audit.Actor
+	UserID      string
+	Permissions []string
 }
 
 // Service manages tokens in the replicated store.
@@ -113,11 +114,6 @@ func (s *Service) mint(r *Record) (string, error) {
 	return tok, nil
 }
 
-func (s *Service) auditOp(actor Actor, event, target, msg string) (store.Op, error) {
-	return audit.Op(audit.Record{EventType: event, Outcome: audit.Success, ActorType: actor.Type, ActorID: actor.ID,
-		ClientAddress: actor.ClientAddress, TraceID: actor.TraceID, Target: target, Message: msg})
-}
-
 // Create stores a new token and returns it with its value, shown once.
 func (s *Service) Create(ctx context.Context, actor Actor, in Input) (*Record, string, error) {
 	id, err := uuid.NewV7()
@@ -149,7 +145,7 @@ func (s *Service) Create(ctx context.Context, actor Actor, in Input) (*Record, s
 	if err != nil {
 		return nil, "", err
 	}
-	aud, err := s.auditOp(actor, "security.token.created", r.TokenID, fmt.Sprintf("token %q with %d permission(s)", r.Name, len(r.Permissions)))
+	aud, err := actor.Success("security.token.created", r.TokenID, fmt.Sprintf("token %q with %d permission(s)", r.Name, len(r.Permissions)))
 	if err != nil {
 		return nil, "", err
 	}
@@ -205,7 +201,7 @@ func (s *Service) change(ctx context.Context, actor Actor, id, event string, fn 
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		aud, err := s.auditOp(actor, event, id, msg)
+		aud, err := actor.Success(event, id, msg)
 		return val, []store.Op{aud}, nil, err
 	})
 	if errors.Is(err, store.ErrContended) {
@@ -311,8 +307,11 @@ func (s *Service) Reveal(ctx context.Context, actor Actor, id string) (string, e
 	if err != nil {
 		return "", err
 	}
-	if err := audit.Write(ctx, s.Store, audit.Record{EventType: "security.token.revealed", Outcome: audit.Success, ActorType: actor.Type,
-		ActorID: actor.ID, ClientAddress: actor.ClientAddress, TraceID: actor.TraceID, Target: id, Message: "revealed"}); err != nil {
+	aud, err := actor.Success("security.token.revealed", id, "revealed")
+	if err != nil {
+		return "", err
+	}
+	if _, err := s.Store.Txn(ctx, store.TxnRequest{Then: []store.Op{aud}}); err != nil {
 		return "", err
 	}
 	return string(tok), nil

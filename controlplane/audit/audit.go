@@ -66,15 +66,16 @@ func Op(rec Record) (store.Op, error) {
 	return store.Put(KeyPrefix+rec.AuditID, val), nil
 }
 
-// Write appends a record that accompanies no other change (a denial, a
-// failed login).
-func Write(ctx context.Context, s store.Store, rec Record) error {
-	op, err := Op(rec)
-	if err != nil {
-		return err
-	}
-	_, err = s.Txn(ctx, store.TxnRequest{Then: []store.Op{op}})
-	return err
+// Actor is who performed an audited action.
+type Actor struct {
+	Type, ID, ClientAddress, TraceID string
+}
+
+// Success returns the store operation that records a successful action by
+// a; put it in the same Txn as the change it describes.
+func (a Actor) Success(event, target, msg string) (store.Op, error) {
+	return Op(Record{EventType: event, Outcome: Success, ActorType: a.Type, ActorID: a.ID,
+		ClientAddress: a.ClientAddress, TraceID: a.TraceID, Target: target, Message: msg})
 }
 
 // Reader is the local state the queries run on.

@@ -34,7 +34,7 @@ func accountError(err error) error {
 
 func accountActor(raw context.Context) account.Actor {
 	a := actor(raw)
-	return account.Actor{Type: a.Type, ID: a.ID, ClientAddress: a.ClientAddress, TraceID: a.TraceID, Permissions: a.Permissions}
+	return account.Actor{Actor: a.Actor, Permissions: a.Permissions}
 }
 
 func toUser(u *account.User) contract.User {

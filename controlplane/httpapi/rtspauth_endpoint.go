@@ -24,11 +24,6 @@ func rtspError(err error) error {
 	return err
 }
 
-func rtspActor(raw context.Context) rtspauth.Actor {
-	a := actor(raw)
-	return rtspauth.Actor{Type: a.Type, ID: a.ID, ClientAddress: a.ClientAddress, TraceID: a.TraceID}
-}
-
 func toRtspCredential(c *rtspauth.Credential) contract.RtspAuthCredential {
 	return contract.RtspAuthCredential{MediaServerId: c.MediaServerID, Username: c.Username, Realm: c.Realm,
 		HasPassword: c.Sealed != "", UpdatedAt: c.UpdatedAt, UpdatedBy: c.UpdatedBy}
@@ -48,7 +43,7 @@ func (e *rtspAuthEndpoints) ListRtspAuthCredentials(ctx context.Context, r contr
 
 func (e *rtspAuthEndpoints) SaveRtspAuthCredential(ctx context.Context, r contract.SaveRtspAuthCredentialRequestObject) (contract.SaveRtspAuthCredentialResponseObject, error) {
 	b := r.Body
-	c, err := e.creds.Save(requestContext(ctx), rtspActor(ctx), b.MediaServerId, b.Username, b.Password, deref(b.Realm, ""))
+	c, err := e.creds.Save(requestContext(ctx), actor(ctx).Actor, b.MediaServerId, b.Username, b.Password, deref(b.Realm, ""))
 	if err != nil {
 		return nil, rtspError(err)
 	}
@@ -56,7 +51,7 @@ func (e *rtspAuthEndpoints) SaveRtspAuthCredential(ctx context.Context, r contra
 }
 
 func (e *rtspAuthEndpoints) DeleteRtspAuthCredential(ctx context.Context, r contract.DeleteRtspAuthCredentialRequestObject) (contract.DeleteRtspAuthCredentialResponseObject, error) {
-	if err := e.creds.Delete(requestContext(ctx), rtspActor(ctx), r.Params.MediaServerId, r.Params.Username); err != nil {
+	if err := e.creds.Delete(requestContext(ctx), actor(ctx).Actor, r.Params.MediaServerId, r.Params.Username); err != nil {
 		return nil, rtspError(err)
 	}
 	return contract.DeleteRtspAuthCredential204Response{}, nil

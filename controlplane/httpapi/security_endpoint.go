@@ -43,7 +43,7 @@ func tokenError(err error) error {
 
 // actor describes the caller of a request for the services and the audit.
 func actor(raw context.Context) apitoken.Actor {
-	a := apitoken.Actor{Type: "anonymous"}
+	a := apitoken.Actor{Actor: audit.Actor{Type: "anonymous"}}
 	if c, ok := raw.(*gin.Context); ok {
 		a.ClientAddress, a.TraceID = c.ClientIP(), traceID(c)
 	}

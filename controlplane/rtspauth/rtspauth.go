@@ -40,9 +40,6 @@ type Credential struct {
 	UpdatedBy     string    `json:"updatedBy"`
 }
 
-// Actor is who changes credentials, for the audit.
-type Actor struct{ Type, ID, ClientAddress, TraceID string }
-
 // Service stores credentials in the replicated store.
 type Service struct {
 	Store store.Store
@@ -65,7 +62,7 @@ func key(server, user string) (string, error) {
 }
 
 // Save creates or replaces a credential.
-func (s *Service) Save(ctx context.Context, a Actor, server, user, password, realm string) (*Credential, error) {
+func (s *Service) Save(ctx context.Context, a audit.Actor, server, user, password, realm string) (*Credential, error) {
 	k, err := key(server, user)
 	if err != nil {
 		return nil, err
@@ -88,8 +85,7 @@ func (s *Service) Save(ctx context.Context, a Actor, server, user, password, rea
 	if err != nil {
 		return nil, err
 	}
-	aud, err := audit.Op(audit.Record{EventType: "security.rtsp_credential.saved", Outcome: audit.Success, ActorType: a.Type, ActorID: a.ID,
-		ClientAddress: a.ClientAddress, TraceID: a.TraceID, Target: server + "/" + user})
+	aud, err := a.Success("security.rtsp_credential.saved", server+"/"+user, "")
 	if err != nil {
 		return nil, err
 	}
@@ -120,13 +116,12 @@ func (s *Service) List(ctx context.Context, server, user string) ([]Credential, 
 }
 
 // Delete removes a credential.
-func (s *Service) Delete(ctx context.Context, a Actor, server, user string) error {
+func (s *Service) Delete(ctx context.Context, a audit.Actor, server, user string) error {
 	k, err := key(server, user)
 	if err != nil {
 		return err
 	}
-	aud, err := audit.Op(audit.Record{EventType: "security.rtsp_credential.deleted", Outcome: audit.Success, ActorType: a.Type, ActorID: a.ID,
-		ClientAddress: a.ClientAddress, TraceID: a.TraceID, Target: server + "/" + user})
+	aud, err := a.Success("security.rtsp_credential.deleted", server+"/"+user, "")
 	if err != nil {
 		return err
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/svcplatform/svc/controlplane/account"
 	"github.com/svcplatform/svc/controlplane/apitoken"
+	"github.com/svcplatform/svc/controlplane/audit"
 	"github.com/svcplatform/svc/controlplane/config"
 	"github.com/svcplatform/svc/controlplane/httpapi"
 	"github.com/svcplatform/svc/controlplane/keyring"
@@ -130,7 +131,7 @@ func devToken(ctx context.Context, s *Server, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	admin, err := s.Accounts.Bootstrap(cctx, account.Actor{Type: "system", ID: "svc-dev"}, "admin", password, "Development administrator")
+	admin, err := s.Accounts.Bootstrap(cctx, account.Actor{Actor: audit.Actor{Type: "system", ID: "svc-dev"}}, "admin", password, "Development administrator")
 	if err != nil {
 		return fmt.Errorf("bootstrapping the development administrator: %w", err)
 	}
