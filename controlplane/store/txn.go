@@ -98,7 +98,7 @@ func DeletePrefix(prefix string) Op {
 	return Op{Type: OpDelete, Key: prefix, End: PrefixEnd(prefix)}
 }
 
-// Get builds a single-key range operation.
+// GetOp builds a single-key range operation.
 func GetOp(key string) Op { return Op{Type: OpRange, Key: key} }
 
 // ModRevisionIs guards on a key's mod revision; 0 means "absent".
