@@ -9,6 +9,7 @@ import (
 
 	"github.com/svcplatform/svc/controlplane/config"
 	"github.com/svcplatform/svc/controlplane/server"
+	"github.com/svcplatform/svc/mediaengine"
 	"github.com/svcplatform/svc/shared/buildinfo"
 )
 
@@ -17,6 +18,7 @@ const usage = `usage: svc <command> [flags]
 commands:
   server          run a control node (svc server -h lists the flags)
   dev             run a single-node platform for development, data in ./.svc-dev
+  engine          run the media engine (started by the agent; svc engine -h)
   remove-member   remove a control node from the cluster (svc remove-member -h)
   version         print the version
 `
@@ -32,6 +34,11 @@ func main() {
 		err = server.RunServer(os.Args[2:], os.Stdout, os.Stderr)
 	case "dev":
 		err = server.RunDev(os.Args[2:], os.Stdout, os.Stderr)
+	case "engine":
+		err = mediaengine.Run(os.Args[2:], os.Stdout, os.Stderr)
+		if errors.Is(err, mediaengine.ErrHelp) {
+			os.Exit(0)
+		}
 	case "remove-member":
 		err = server.RunRemoveMember(os.Args[2:], os.Stdout, os.Stderr)
 	case "version", "--version":
