@@ -789,6 +789,18 @@ type CapabilityCategory struct {
 	RequiredPermissions []string `json:"requiredPermissions"`
 }
 
+// CaptchaChallenge A new captcha challenge.
+type CaptchaChallenge struct {
+	// CaptchaId Identifier to send as `captchaId` with the login.
+	CaptchaId string `json:"captchaId"`
+
+	// ExpiresAt When the challenge stops being accepted.
+	ExpiresAt time.Time `json:"expiresAt"`
+
+	// ImageUrl Relative URL of the challenge image.
+	ImageUrl string `json:"imageUrl"`
+}
+
 // ChangePasswordRequest Request to set a new password.
 type ChangePasswordRequest struct {
 	// CurrentPassword Current password of the user; optional here, because an administrator resetting another user's password does not need it.
@@ -909,6 +921,27 @@ type ConsoleCounts struct {
 	Users int64 `json:"users"`
 }
 
+// ConsoleSession A console session as the console sees it. The access and refresh tokens travel only in HttpOnly cookies and never in this body.
+type ConsoleSession struct {
+	// AccessExpiresAt When the access token in the session cookie expires; refresh before then.
+	AccessExpiresAt time.Time `json:"accessExpiresAt"`
+
+	// CsrfToken Value for the `X-Svc-Csrf-Token` header of every state-changing request authenticated by the session cookie; bound to this session and unchanged by refreshes.
+	CsrfToken string `json:"csrfToken"`
+
+	// Permissions Effective permission points of the user.
+	Permissions []string `json:"permissions"`
+
+	// SessionExpiresAt Absolute end of the session; after it the user logs in again.
+	SessionExpiresAt time.Time `json:"sessionExpiresAt"`
+
+	// SessionId Identifier of the session (also the credential id in the audit log and in `auth/me`).
+	SessionId string `json:"sessionId"`
+
+	// User One console user; it never holds any password data.
+	User User `json:"user"`
+}
+
 // ConsoleSummary Overview shown on the console home page.
 type ConsoleSummary struct {
 	// Cluster Cluster membership and health in the console overview.
@@ -991,6 +1024,9 @@ type CurrentUser struct {
 
 	// CredentialKind Kind of the calling credential.
 	CredentialKind CurrentUserCredentialKind `json:"credentialKind"`
+
+	// CsrfToken For a console session, the value of its `X-Svc-Csrf-Token` header, so a reloaded console can recover it; absent for API tokens.
+	CsrfToken *string `json:"csrfToken,omitempty"`
 
 	// Permissions Effective permission points of the caller, as enforced on every request.
 	Permissions []string `json:"permissions"`
@@ -1097,7 +1133,7 @@ type DocumentationAuditItemProblem string
 
 // ErrorBody Body of every JSON error answer.
 type ErrorBody struct {
-	// Code Machine-readable error code, for example invalid_body, invalid_query, authentication_required, api_token_required, permission_denied, not_found, conflict, payload_too_large, unsupported_media_type, rate_limited, internal or unavailable.
+	// Code Machine-readable error code, for example invalid_body, invalid_query, authentication_required, api_token_required, permission_denied, not_found, conflict, payload_too_large, unsupported_media_type, rate_limited, internal or unavailable; console logins add invalid_credentials, captcha_required, captcha_invalid, session_expired, refresh_token_reused and csrf_rejected.
 	//
 	// Example: permission_denied
 	Code string `json:"code"`
@@ -1233,6 +1269,21 @@ type HostTuningState struct {
 
 	// Parameters The whitelisted parameters.
 	Parameters []HostTuningParameter `json:"parameters"`
+}
+
+// LoginRequest A console login attempt.
+type LoginRequest struct {
+	// CaptchaAnswer The characters shown in the challenge image, in any letter case.
+	CaptchaAnswer *string `json:"captchaAnswer,omitempty"`
+
+	// CaptchaId Id of the captcha challenge being answered; required after repeated failures (see `details.captchaId` of the failed answer).
+	CaptchaId *string `json:"captchaId,omitempty"`
+
+	// Password Password of the user.
+	Password string `json:"password"`
+
+	// Username Login name of the user (case-insensitive).
+	Username string `json:"username"`
 }
 
 // MigrationAuditReport Result of the store migration audit.
@@ -2378,6 +2429,12 @@ type GetSourceDocumentationAuditParams struct {
 // BootstrapAdminJSONRequestBody defines body for BootstrapAdmin for application/json ContentType.
 type BootstrapAdminJSONRequestBody = BootstrapAdminRequest
 
+// ChangeOwnPasswordJSONRequestBody defines body for ChangeOwnPassword for application/json ContentType.
+type ChangeOwnPasswordJSONRequestBody = ChangePasswordRequest
+
+// LoginJSONRequestBody defines body for Login for application/json ContentType.
+type LoginJSONRequestBody = LoginRequest
+
 // CreateApiTokenJSONRequestBody defines body for CreateApiToken for application/json ContentType.
 type CreateApiTokenJSONRequestBody = CreateApiTokenRequest
 
@@ -2431,9 +2488,27 @@ type ServerInterface interface {
 	// GetBootstrapStatus Tell whether the first administrator still has to be created
 	// (GET /api/v2/auth/bootstrap-status)
 	GetBootstrapStatus(c *gin.Context)
+	// GetCaptcha Render a login captcha
+	// (GET /api/v2/auth/captcha/{id})
+	GetCaptcha(c *gin.Context, id openapi_types.UUID)
+	// RefreshCaptcha Replace a login captcha with a new challenge
+	// (POST /api/v2/auth/captcha/{id}/refresh)
+	RefreshCaptcha(c *gin.Context, id string)
+	// ChangeOwnPassword Change the calling user's own password
+	// (POST /api/v2/auth/change-password)
+	ChangeOwnPassword(c *gin.Context)
+	// Login Open a console session
+	// (POST /api/v2/auth/login)
+	Login(c *gin.Context)
+	// Logout End the calling console session
+	// (POST /api/v2/auth/logout)
+	Logout(c *gin.Context)
 	// GetCurrentUser Describe the calling credential and its user
 	// (GET /api/v2/auth/me)
 	GetCurrentUser(c *gin.Context)
+	// RefreshSession Rotate the refresh token and issue a new access token
+	// (POST /api/v2/auth/refresh)
+	RefreshSession(c *gin.Context)
 	// GetClusterStatus Get the cluster consensus status
 	// (GET /api/v2/cluster/status)
 	GetClusterStatus(c *gin.Context, params GetClusterStatusParams)
@@ -2618,6 +2693,95 @@ func (siw *ServerInterfaceWrapper) GetBootstrapStatus(c *gin.Context) {
 	siw.Handler.GetBootstrapStatus(c)
 }
 
+// GetCaptcha operation middleware
+func (siw *ServerInterfaceWrapper) GetCaptcha(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", c.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter id: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetCaptcha(c, id)
+}
+
+// RefreshCaptcha operation middleware
+func (siw *ServerInterfaceWrapper) RefreshCaptcha(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", c.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter id: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.RefreshCaptcha(c, id)
+}
+
+// ChangeOwnPassword operation middleware
+func (siw *ServerInterfaceWrapper) ChangeOwnPassword(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ChangeOwnPassword(c)
+}
+
+// Login operation middleware
+func (siw *ServerInterfaceWrapper) Login(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.Login(c)
+}
+
+// Logout operation middleware
+func (siw *ServerInterfaceWrapper) Logout(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.Logout(c)
+}
+
 // GetCurrentUser operation middleware
 func (siw *ServerInterfaceWrapper) GetCurrentUser(c *gin.Context) {
 
@@ -2629,6 +2793,19 @@ func (siw *ServerInterfaceWrapper) GetCurrentUser(c *gin.Context) {
 	}
 
 	siw.Handler.GetCurrentUser(c)
+}
+
+// RefreshSession operation middleware
+func (siw *ServerInterfaceWrapper) RefreshSession(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.RefreshSession(c)
 }
 
 // GetClusterStatus operation middleware
@@ -3866,6 +4043,12 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 	router.GET(options.BaseURL+"/api/v2/third-party/capabilities", wrapper.GetThirdPartyCapabilities)
 	router.GET(options.BaseURL+"/api/v2/auth/bootstrap-status", wrapper.GetBootstrapStatus)
 	router.POST(options.BaseURL+"/api/v2/auth/bootstrap", wrapper.BootstrapAdmin)
+	router.GET(options.BaseURL+"/api/v2/auth/captcha/:id", wrapper.GetCaptcha)
+	router.POST(options.BaseURL+"/api/v2/auth/captcha/:id/refresh", wrapper.RefreshCaptcha)
+	router.POST(options.BaseURL+"/api/v2/auth/login", wrapper.Login)
+	router.POST(options.BaseURL+"/api/v2/auth/refresh", wrapper.RefreshSession)
+	router.POST(options.BaseURL+"/api/v2/auth/logout", wrapper.Logout)
+	router.POST(options.BaseURL+"/api/v2/auth/change-password", wrapper.ChangeOwnPassword)
 	router.GET(options.BaseURL+"/api/v2/auth/me", wrapper.GetCurrentUser)
 }
 
@@ -4069,6 +4252,506 @@ func (response GetBootstrapStatus500JSONResponse) VisitGetBootstrapStatusRespons
 	return err
 }
 
+type GetCaptchaRequestObject struct {
+	Id openapi_types.UUID `json:"id"`
+}
+
+type GetCaptchaResponseObject interface {
+	VisitGetCaptchaResponse(w http.ResponseWriter) error
+}
+
+type GetCaptcha200ImagepngResponse struct {
+	Body          io.Reader
+	ContentLength int64
+}
+
+func (response GetCaptcha200ImagepngResponse) VisitGetCaptchaResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "image/png")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type GetCaptcha400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetCaptcha400JSONResponse) VisitGetCaptchaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCaptcha404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetCaptcha404JSONResponse) VisitGetCaptchaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCaptcha429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetCaptcha429JSONResponse) VisitGetCaptchaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCaptcha500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetCaptcha500JSONResponse) VisitGetCaptchaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RefreshCaptchaRequestObject struct {
+	Id string `json:"id"`
+}
+
+type RefreshCaptchaResponseObject interface {
+	VisitRefreshCaptchaResponse(w http.ResponseWriter) error
+}
+
+type RefreshCaptcha200JSONResponse CaptchaChallenge
+
+func (response RefreshCaptcha200JSONResponse) VisitRefreshCaptchaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RefreshCaptcha403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response RefreshCaptcha403JSONResponse) VisitRefreshCaptchaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RefreshCaptcha429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response RefreshCaptcha429JSONResponse) VisitRefreshCaptchaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RefreshCaptcha500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response RefreshCaptcha500JSONResponse) VisitRefreshCaptchaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ChangeOwnPasswordRequestObject struct {
+	Body *ChangeOwnPasswordJSONRequestBody
+}
+
+type ChangeOwnPasswordResponseObject interface {
+	VisitChangeOwnPasswordResponse(w http.ResponseWriter) error
+}
+
+type ChangeOwnPassword204Response struct {
+}
+
+func (response ChangeOwnPassword204Response) VisitChangeOwnPasswordResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type ChangeOwnPassword400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ChangeOwnPassword400JSONResponse) VisitChangeOwnPasswordResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ChangeOwnPassword401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ChangeOwnPassword401JSONResponse) VisitChangeOwnPasswordResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ChangeOwnPassword403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ChangeOwnPassword403JSONResponse) VisitChangeOwnPasswordResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ChangeOwnPassword409JSONResponse struct{ ConflictJSONResponse }
+
+func (response ChangeOwnPassword409JSONResponse) VisitChangeOwnPasswordResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ChangeOwnPassword413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response ChangeOwnPassword413JSONResponse) VisitChangeOwnPasswordResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ChangeOwnPassword415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response ChangeOwnPassword415JSONResponse) VisitChangeOwnPasswordResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ChangeOwnPassword429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ChangeOwnPassword429JSONResponse) VisitChangeOwnPasswordResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ChangeOwnPassword500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ChangeOwnPassword500JSONResponse) VisitChangeOwnPasswordResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LoginRequestObject struct {
+	Body *LoginJSONRequestBody
+}
+
+type LoginResponseObject interface {
+	VisitLoginResponse(w http.ResponseWriter) error
+}
+
+type Login200ResponseHeaders struct {
+	SetCookie *string
+}
+
+type Login200JSONResponse struct {
+	Body    ConsoleSession
+	Headers Login200ResponseHeaders
+}
+
+func (response Login200JSONResponse) VisitLoginResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.SetCookie != nil {
+		w.Header().Set("Set-Cookie", fmt.Sprint(*response.Headers.SetCookie))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type Login400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response Login400JSONResponse) VisitLoginResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type Login401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response Login401JSONResponse) VisitLoginResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type Login403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response Login403JSONResponse) VisitLoginResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type Login413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response Login413JSONResponse) VisitLoginResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type Login415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response Login415JSONResponse) VisitLoginResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type Login429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response Login429JSONResponse) VisitLoginResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type Login500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response Login500JSONResponse) VisitLoginResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LogoutRequestObject struct {
+}
+
+type LogoutResponseObject interface {
+	VisitLogoutResponse(w http.ResponseWriter) error
+}
+
+type Logout204Response struct {
+}
+
+func (response Logout204Response) VisitLogoutResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type Logout401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response Logout401JSONResponse) VisitLogoutResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type Logout403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response Logout403JSONResponse) VisitLogoutResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type Logout409JSONResponse struct{ ConflictJSONResponse }
+
+func (response Logout409JSONResponse) VisitLogoutResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type Logout429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response Logout429JSONResponse) VisitLogoutResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type Logout500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response Logout500JSONResponse) VisitLogoutResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetCurrentUserRequestObject struct {
 }
 
@@ -4136,6 +4819,94 @@ func (response GetCurrentUser429JSONResponse) VisitGetCurrentUserResponse(w http
 type GetCurrentUser500JSONResponse struct{ InternalErrorJSONResponse }
 
 func (response GetCurrentUser500JSONResponse) VisitGetCurrentUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RefreshSessionRequestObject struct {
+}
+
+type RefreshSessionResponseObject interface {
+	VisitRefreshSessionResponse(w http.ResponseWriter) error
+}
+
+type RefreshSession200ResponseHeaders struct {
+	SetCookie *string
+}
+
+type RefreshSession200JSONResponse struct {
+	Body    ConsoleSession
+	Headers RefreshSession200ResponseHeaders
+}
+
+func (response RefreshSession200JSONResponse) VisitRefreshSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.SetCookie != nil {
+		w.Header().Set("Set-Cookie", fmt.Sprint(*response.Headers.SetCookie))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RefreshSession401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response RefreshSession401JSONResponse) VisitRefreshSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RefreshSession403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response RefreshSession403JSONResponse) VisitRefreshSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RefreshSession429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response RefreshSession429JSONResponse) VisitRefreshSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RefreshSession500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response RefreshSession500JSONResponse) VisitRefreshSessionResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
@@ -9252,9 +10023,27 @@ type StrictServerInterface interface {
 	// GetBootstrapStatus Tell whether the first administrator still has to be created
 	// (GET /api/v2/auth/bootstrap-status)
 	GetBootstrapStatus(ctx context.Context, request GetBootstrapStatusRequestObject) (GetBootstrapStatusResponseObject, error)
+	// GetCaptcha Render a login captcha
+	// (GET /api/v2/auth/captcha/{id})
+	GetCaptcha(ctx context.Context, request GetCaptchaRequestObject) (GetCaptchaResponseObject, error)
+	// RefreshCaptcha Replace a login captcha with a new challenge
+	// (POST /api/v2/auth/captcha/{id}/refresh)
+	RefreshCaptcha(ctx context.Context, request RefreshCaptchaRequestObject) (RefreshCaptchaResponseObject, error)
+	// ChangeOwnPassword Change the calling user's own password
+	// (POST /api/v2/auth/change-password)
+	ChangeOwnPassword(ctx context.Context, request ChangeOwnPasswordRequestObject) (ChangeOwnPasswordResponseObject, error)
+	// Login Open a console session
+	// (POST /api/v2/auth/login)
+	Login(ctx context.Context, request LoginRequestObject) (LoginResponseObject, error)
+	// Logout End the calling console session
+	// (POST /api/v2/auth/logout)
+	Logout(ctx context.Context, request LogoutRequestObject) (LogoutResponseObject, error)
 	// GetCurrentUser Describe the calling credential and its user
 	// (GET /api/v2/auth/me)
 	GetCurrentUser(ctx context.Context, request GetCurrentUserRequestObject) (GetCurrentUserResponseObject, error)
+	// RefreshSession Rotate the refresh token and issue a new access token
+	// (POST /api/v2/auth/refresh)
+	RefreshSession(ctx context.Context, request RefreshSessionRequestObject) (RefreshSessionResponseObject, error)
 	// GetClusterStatus Get the cluster consensus status
 	// (GET /api/v2/cluster/status)
 	GetClusterStatus(ctx context.Context, request GetClusterStatusRequestObject) (GetClusterStatusResponseObject, error)
@@ -9527,6 +10316,166 @@ func (sh *strictHandler) GetBootstrapStatus(ctx *gin.Context) {
 	}
 }
 
+// GetCaptcha operation middleware
+func (sh *strictHandler) GetCaptcha(ctx *gin.Context, id openapi_types.UUID) {
+	var request GetCaptchaRequestObject
+
+	request.Id = id
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetCaptcha(ctx, request.(GetCaptchaRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetCaptcha")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetCaptchaResponseObject); ok {
+		if err := validResponse.VisitGetCaptchaResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// RefreshCaptcha operation middleware
+func (sh *strictHandler) RefreshCaptcha(ctx *gin.Context, id string) {
+	var request RefreshCaptchaRequestObject
+
+	request.Id = id
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RefreshCaptcha(ctx, request.(RefreshCaptchaRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RefreshCaptcha")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(RefreshCaptchaResponseObject); ok {
+		if err := validResponse.VisitRefreshCaptchaResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ChangeOwnPassword operation middleware
+func (sh *strictHandler) ChangeOwnPassword(ctx *gin.Context) {
+	var request ChangeOwnPasswordRequestObject
+
+	var body ChangeOwnPasswordJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ChangeOwnPassword(ctx, request.(ChangeOwnPasswordRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ChangeOwnPassword")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ChangeOwnPasswordResponseObject); ok {
+		if err := validResponse.VisitChangeOwnPasswordResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// Login operation middleware
+func (sh *strictHandler) Login(ctx *gin.Context) {
+	var request LoginRequestObject
+
+	var body LoginJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.Login(ctx, request.(LoginRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "Login")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(LoginResponseObject); ok {
+		if err := validResponse.VisitLoginResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// Logout operation middleware
+func (sh *strictHandler) Logout(ctx *gin.Context) {
+	var request LogoutRequestObject
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.Logout(ctx, request.(LogoutRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "Logout")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(LogoutResponseObject); ok {
+		if err := validResponse.VisitLogoutResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // GetCurrentUser operation middleware
 func (sh *strictHandler) GetCurrentUser(ctx *gin.Context) {
 	var request GetCurrentUserRequestObject
@@ -9544,6 +10493,30 @@ func (sh *strictHandler) GetCurrentUser(ctx *gin.Context) {
 		sh.options.HandlerErrorFunc(ctx, err)
 	} else if validResponse, ok := response.(GetCurrentUserResponseObject); ok {
 		if err := validResponse.VisitGetCurrentUserResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// RefreshSession operation middleware
+func (sh *strictHandler) RefreshSession(ctx *gin.Context) {
+	var request RefreshSessionRequestObject
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RefreshSession(ctx, request.(RefreshSessionRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RefreshSession")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(RefreshSessionResponseObject); ok {
+		if err := validResponse.VisitRefreshSessionResponse(ctx.Writer); err != nil {
 			sh.options.ResponseErrorHandlerFunc(ctx, err)
 		}
 	} else if response != nil {
@@ -11052,386 +12025,424 @@ func (sh *strictHandler) GetHealth(ctx *gin.Context) {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L2Lc9w4kjf4ryDqNmJ6vqDkRz9224qL72TZ0+1v7LZWkmf2bqbXQpGoKoxYABsAVarp8P9+gUwABEmQ",
-	"xdLD9qwdG7HTVpHEKzORz1/+PsvlupKCCaNnz36fVVTRNTNMwb9Oylobpl4V9h8F07nileFSzJ7NXhVM",
-	"GL7gTBG5IGbFSI4PH5GCLWhdGk2MjH/wzwlZMGJW1BAq9IYpfTjLZtx+87eaqe0smwm6ZrNnszyMns10",
-	"vmJraqexpjevmVia1ezZk6f/kc3MtrIPa6O4WM4+fMhmb0W5PVVyXrK17k/8jJlaCSJFuSXcsLXGuazo",
-	"NSOUVPje0JRk/Ol4Vm7Ns2cLWmoWZjWXsmRUwLRO6ZL1p/NLvZ43e1PRJbPbpmCSGdGGKsPFklBDngxN",
-	"yr6UnsyTbLaQak3N7NmMC/Pt01k2W3PB1/UafnSz5MKwJVNhluf8n4mZvqE39kUiwoyV3GhSMQXTHpsd",
-	"fDA5w+8fp6aII82ePX38eOeEz2TJphGokiXLCNVud1lBNismCDdkQzXJFaOGFUQqUnJtWBEWVFGzataj",
-	"cLxspthvNVesmD0zqmbx6vokeSGvmJg2y+PTV8TYx3dOdWCCxo213wzf6al8Xmum7r6NtXacPX2SH+zD",
-	"upJCM+Dr57Q4Y7/VTBv7r1wKwwT8J62qkufUruDRP7Rdxu/RZ/9NscXs2ez/etRIvkf4q370Uimpnsti",
-	"i8O1t+JixQgQt13cXBZbwjXh4pqWvCDfLKQi7Iauq5KRS/fX9/D4pX0+/Mm+ePnHI5JLpVhuYEu5qGpD",
-	"uNCG0QI4i1Ul3VrG54bUIl9RsbRb+SGbnUixKHn+EdescJNJ7kbWZMPNCkV7rRQTxsopw8g3l/4RWDIl",
-	"a6kY0RXL+YLnJJcF++MRUXaN9mV8ac4W9imjYLl0SbmAdf5JqjkvCiY+3kJzWpZMkZLmVxolhqNNK+TW",
-	"XGsuhV2YYlrWKmdE57Kyy25+fl8wwVlx+UdYwythmBK0hJE/3jo0U9dMkQXlJStILdhNxXLDinJLvrnk",
-	"bk6XcBSVVEiCRtGcEY409os0f5K1KD7elLkXM0Wzu4VkmghpCLvh2tiN5/jva675vGRBv8Bj++ZSSPN+",
-	"Yefttv+UbktJiwspX1OFl+/H5RgQEuwmZ6xAgtL8n4yUfM2NpRqc3nsj5fvSTtBN+5ypa56zd4JeU17S",
-	"efmRZn5MClYxUTCRg2gzbF1JRRUvt6RuJkO+uYz+Nc7pRm1RWMxpfiUXC1jfhZRvqNg62a0/On/jgbCC",
-	"UKKsBPLnYf/xHv5hGfiIbCg3xIp14A++ZmTJr+1NJ8jlmV3awfHCMHVpb7gVo4VTmqOfxtQ9zXIpClCS",
-	"YSAnB2HPuFgejl6Nw1rd44SSBPe7oLVZScX/yT4SW/8iCV6NuWLA3bQEDaFSTDNhdYRvLu2c7E84+nu/",
-	"YLwxacXfgzLT/B0Z5J3QdWUlFyvesILTC1jwJ2FuJ5Euu+NdApeEab5f23m+tycDa/jgDxMo5rjioCD2",
-	"yeWtiBRCq3NpIxUrjqxaIJgV8itZOtmCz1zTsmYZmjcLai9rMG+cfLUmj6WsSsmKKcNRkaJlKTeseFUl",
-	"zKWTktsLnhaFYloTZRURTb45efXi7I/RsGu6JXPQDQuyUHJ9RNi6MltUDanYhg9wTdxwoBgaZ6N1dL1A",
-	"xFQpurX/dnrlselP8cKyZjOVWAv95t3FyR/tQIFhCmrYgWXmWdYf1L32fJvYh4aIYUP9CGHcjMQaIGh1",
-	"oMpRqzdpWdprOWgQ9u9CmhVTzfEepmZU8CXT5lSxBb9JrHzFyIIrbciTp2TFbmjBcr6mJclXVNHcmvFe",
-	"az//+fjg6fc/EPyg/+vwwOym4orpwf2mhmxWPF9FG+9ewU0/IqIuy2AaRHe5fWjwSOxLeOOhyOvNq6Ta",
-	"vNOTCcE+jlRpJImkjbX1PSOn5mvfRQazL99+umjt9G4Buma7j0BI8xwuhYGVWj7rHQLXTuqmVhV+hFeB",
-	"hLkUt1+d3AimhixH+3eyWUkiN0LvWGqjQCdE0GmjfFeSCxOLu5wqxZneT5ZUtaqkTmzrXy1nt/YSBZpU",
-	"R17CgVhLrkGxa0aDutb9MANmp4IwkattZUVHLiu4QK5YZTKiJQoWtDvsp4iV0XBCJKeC6JXcwK8g4r2l",
-	"1Hc1wUzk1WQWcU8PEYxlWvfI7QlFSTNReuPiAuu6F3fwqHvq9vMDUzQh9FvmbcywGSmY4tfutiPcOM7i",
-	"9s7jopAbQkUBG5cHJmPCamh/m9Hc8Gs7LxSG6AWBHZ4B17/fMvMePjf7NTFZM92ZNMxx8Muke6V/lyTu",
-	"u0t9nb+vqHl/PD8pLhtqptZ01o6CFcvlUnDNnBbS90I1Gu/fIj8WCNGGbdtyp72Uzo3ZlixZrOnE8jW+",
-	"7lqM7Ckj1j9iNSHmtZjKW/dUc4Zy/g+WG7v9XuV7zbVJq33gCpaLRj/QfcWt2ulS5ho+lPAk90yIrtmQ",
-	"Na7b2/iCJ3zfvpMmPlwwkaJZQkvEjynwQZtOSH4jDS1HdwwHBtpdU+Ou1gUvLf1nRFppQ8sSZqS7y/zh",
-	"u1nSRR1TtXPWR15xnJPbjSSt1AU3JyuWX6WiGbouQZ2TghFqnyS5fbRPLGumdZJeXt5UJRV40XhXOXw2",
-	"rZXs1GjC+AmNpkj66n/BkJB7lSi2sNLGyCNC59ZWBFHjwkEHG164B3Val6Bas2L4Dm7GwSfTd6i2Fws3",
-	"CUvg3P2Cyv2C8rJWLHBbWLwX9lws5CybbagSdoLZjIEz8Ndd4s8LPVxNNKEsnOQgsZyxXKoiLVdoVTFR",
-	"HICBqFlew1KQcBS8lrAPcyMnBgfs1SaWkcnvDUF7glRIsV3LWsPdqLfasDWBj6dPEn7yxn175D9zAdZV",
-	"3jHL7EVVtO7aih8AU1u5jYbYgTPE7H3gZ2Q3GOaTvHFheyYGmcIe9q1LMKWP0RDeaWmH74GREm9js3H2",
-	"Vktbb9dMmPTO/RWjnZYKWNG+xD05HKLaEIVywi89T3dy+EFR83O9puJAMVqAJ5GlJM/g/skcwg3jWiTu",
-	"Sljgvh4AWZtcpgRcI2ibUY4I7gFZMyo06jreUgmSDCwI1Hc8Teo6zy0JZDMnPazaAl9K63tULZkZsVbc",
-	"mq0+TOeyNu1Tpd6aKVpOGSsLGSr4BEdI64mK5kmZfeECBh1CzQj7rbbcKEEpvvyvA3jw4FVxSXz0jqC3",
-	"dC+a7khHz5ExqTenF4uOLIivLgc2i2vRVtjwyYJ2txKXFLQ6I4JtmDaoa39B6p1bf0u/62/GNG0vuu9u",
-	"o/D5qXxWGt9zml8tlaxFcUH11QBpMcVlwXMIreDDxFCdUPxa7w67PKi+AjddUgxA1PCalucYtUjchO4B",
-	"Mmdmw5ggqhaacOHjHBNpxppNL2r0erxJDON/81IHnQQ1BGXWvCz5wHDJg8LhQnC2oxXbP3eHaUlQbghI",
-	"clYMXIP2rbNapO6rc8uvvUWkvBwr6nwwtSBbFNK39JyC0H0ryu24bgyEAKcHOiLwKAMnNhO61gS/k9aa",
-	"08aBJWJif0r7zWpxImthRrnUTkdzkeMlXylpL1CUeh2/z/Bhq1qACr579aWUlb0a3RtBTln7JbXwtOoe",
-	"D9La/mYqfcaKqabHDjHBRhu3W4Skb6jnbcmhiWJLbm0sq7EIsCj9itsSZciO66rD/S2LXYLDt0OYRUe2",
-	"6cnXQkeC9m6G7onhgsZEspRGG0Wr42LNRZR3RIuC28nT8jTaI5cG2NUhMeBgpAsfuatGaStJ7O1K7ce5",
-	"HcdIlZDkXFcl3f4ybILrldyAMPQ8K0vWjsWBQX2IWXZjiZRoem6SduSp+yWow/G0j1BuUKJpac2HFdUr",
-	"+yC6kzGA2Rn/6fc/QAi7mU9iOrVmKi1fXsslFyBgjlAkuAwlSkpmIPNUkYIvuQG7E8JuG27VUIid4jM6",
-	"w0fs/0r7/2tRMKVzqZjOrFal+VKg4braVivnjovW8MN3rSV8a/fPfthO8L//dnzw/9GDfz4++PHX5j8P",
-	"3/8/B7/+/jT74dsP/7ZT4Q2rj85llE7PDTW1Hhd2SHqt0yPa8LKEW8dIMmdxsmGbGOd+pLMwzb6NUDMk",
-	"OyE7w0BOj7Y3mnMWMxI+GAU+uLb/EHYuVihbeUBQi9cTBHF/iqktO6EVnfOSm+0JNWwp1TatceXuVyfb",
-	"VHFQUWW2JPfvu0BUx3kSJ/GMeKRoWdqrBm01pEyrdkbWVScTTaev4HxwDX51wCltG7Hk1+zAiha7wRnJ",
-	"V1QIVh7orcgx4c0qyVws08rhNAUz2r4FG/D4+GWe7hcPFJjPYySpNWsNtk9gsEM8YSO7N3lqkll0zkka",
-	"gwxOLzfvfH1oZgi1BhPxwqBPeC4383RQivvoVtWR5lbUHBFZ4bTIiimWkTnLqd1cKjqMrJhmBk1Pl9Fg",
-	"3/+Dbj4bYv/2mJwrpCv8+65ithmeudUS4sU/zJXT1RGiGSWPGP3Tb5hVWgckiKuEWMMz/SNbMVrayYzr",
-	"Nq2BfsZXPmSzlTHVoHPxuO1VxAn8QZOfLy5OyfHpq7T9AirruNzCL0G6YJQPPGojTFQeWbRNfUFBF2bn",
-	"Yn3wPjJejKKLBc+T39SsXOyz2G4hy2AooV4sVNKVk/j2tTR4i3hn4V+kYVbb/0WKa/jP3ZGDoMxGm9Sm",
-	"j2hS4ZjdBmSeCnfS+M+BWjtOXvi7y31qUTxksDEmMGg+vIedG7SqSs6KV6JgiVj1a2s8l3JJuP2duIe9",
-	"2dqQ0CRvwPKlMCrlNolsUTsWw8c6RDFnKy4wJaxhgIleiBMpDM1NyufxJvJrREYweA1yfK3JyN9rwfuE",
-	"BDXokwO3Ns1Xu1UcTwPjzDKgtjZE1V6lZxN5Bff0UtECwmVRinLSqX7NlE7qK8+5oGpL3O/tAVuWVC3C",
-	"unf7q5stCkvM2oTdIr8uTTTzHXdKO/4c0v1PghzEObR5tMOckfF+X/wYfXICdea3qD5MB97kes3N2Hzx",
-	"Cas6NDO/EtaUhhqD/eaNvD8Y525CJu3bskVcQrq/QoKYnclAoM2SZTKYGMvd6X6TthKTcKgrds3TjNMk",
-	"S2EeOz53m4M3TK2Hvx9d5kytb+ORjwtLw2G5YXtcGRNPtPxm75N8iJ4Xz471ek2TFln7lFa8QgcDyrq2",
-	"FwciEdecbYbUxu2bIWJo7i43kLtx4ZicXIoG3k711X8GdN4sLe9T/JQY1SA5n7fJ2K7Dn4BLm6QFoeY2",
-	"9OdXk3VPrkWOYWpjBCZrV7jdFfT27+HyolyEsio9na6oy6Qa3fd2ftoUsY7OhdGPXvOCSe+G0JO1mYLT",
-	"c6h928EEBaeuSG7qt630Gv0oPDDxY9ZAHv0YPHAbysIvZ9HJRfvd2SG/qBHyGhRcbz0noL9ZtilqJdcs",
-	"BIo7Tgnk0p3XUFJ+3q9O4Dlnyjzw4Q/ZbMkEUztTmTVOGOREeGPfVBSXMaaHb0L/BNi46DOVSieyPKyk",
-	"F1Kwu3jDojsz3oRwJLOwp9HUk7QFDmWfpXlfkRQq2pU0d61w4oKcvHpxRoQ0aAaN1TrFBU5RlIVI1dQL",
-	"hH2PnU6pq47evMJHf/iur37dviwnqhnzhTqdgNA0styjoqUbYdqx8jvVuxy5yhZqiLQW8q3WdtcylCNi",
-	"1SmyrrWxFNJKCAOBZGlVuqK9vYiCC0cUT+6lnKVzOt8nA27dgpY2wkknH5OxKlHdElPExAoXbrC05QiP",
-	"EEZD9659z5WvuaqZ6bH4+GSHhdI7zdS9CSS4xT/fGO4rwSFtdsD7/yAhXMRO0WN3t47RWnSYEbLMEbHy",
-	"a9thqy1ZKipMYDspWIwLcL/MFvunHEM09TzpHW58LX41yWKggmvLa+kc0K/B727wu6GmYX4uhiurj4lg",
-	"m3Ib49X4WrOm4NrIJbovYUddkVfNhi2lvWpT0hOD2qu6LFv1cCG9EyYSiq0ujzxLNiKDa+dhBR6G4Dp6",
-	"ZOz1LzfDxWB3qygbLN7yyfdhi5LHhRqtlb/pHfHh8Sjf31KjPRJgKHLhBYU7GKisjKpHGjM1wvsSEt+B",
-	"erKEsRIGm2hv9CaZRYXgLXAn0uQWdsrDDwcK090X/8xFMVwOkZ7F1HqIX/dViV4uFgzEVyyRnXIUzcbh",
-	"RTGxkCpHXzDKcZczvl/1LlwMiQT99H2RTnj3QniST9R+OTWRWu82ZIGie7ZU+zSzNqF1axZxvSmueUEN",
-	"PWPGvinFiVV/6upUMWuYJ/xZgFUEDv+CGkqUf5Hk+CaBdLkMRIysDSlYyVxcf2tWDpIkURiUkK25CUkj",
-	"LgKLWZvM+5n6BI7JFsnQm1uZQ1uqmMIFJFM8Rs8xbJXP7Egc6jQD3y3lbga+YlSnPI9n8PfB/dtZit6h",
-	"tra1jkcWBm/t/FQaO6vvbrarGhNMx2jxrgQHCds9NEoQSJOU51GiDL+Bzm+nfQQJW81Lu10Bu2XdRBJx",
-	"xgJWlxhFeZmy8Eb13n7AUg/4ngdJQoM6PF6i+sDnvbdweWGlHCtCRN+Kl7tLFrcXiRNdcMH1Ki1eXjaX",
-	"OOY8P7BAGdqvyUERujAuto+XhZwcBHCZ+ztLI26xDx1CbkZqbX5CEkaxvQlCcU41O4fzhxKkFGWFf4VC",
-	"D5mDPWg3sXDf6BM9E0suEpaeH5XgA10Aht9KbtjlYPXOMl3N3K5rxC//QZPfap5fkfAeljNm5FJeXaJY",
-	"i0KF/SJK2Cid0kHsfhH3ux803olJ7IafeRuOo+cQc6VWz7cmyfJ+H6E6DyD5uCDzrZkcwMGJ/GUohcQt",
-	"06eQdKV0vN4JIUo9YSULXt5mJR1WcYTXXV9MP93NjafXHHySZ2Rer5lAbzqwzCvDEmH+1nOhXhKIFMIc",
-	"ghFWsjXcqcGAMormiQLKq1FjyX2mlUXk/ZGwUAeF7VJ+mTYAC9eg0IadcorPNmlBlQ4BJpkcpVCf9Cvi",
-	"usPVP728II9oxR9dP32ENbKPuFhIBMjDwck5/P2VWMhDR3KX+1VlJ7K9IhzsvkmIvyU85PgDWaAhIVUI",
-	"Ovn9tf8GtEKtuVi+d3Gy6C/xB3cmOoadzfCkm6mNZ0k1EH/97C9ZgNca7dP/c/72FwJ4Dc6nkvARyCJZ",
-	"QJuvuGBRpTt8xD7cPuAYFTgjLdjgjAygI2akj4yYkV5lfkYCHmoWsHsz0kMdzUgaqDAjMSBmRjxwrD3X",
-	"KLsOjhdXM3s2680iXS9gKMcEgLTx8PuOGoPZyxujKFl3dxkBD6EGHtnK7npGdJ2vCNVtUD5amXxFIZle",
-	"ltcsQI0MhE17RHQLjIMjyIJfMyqMK66pqNIDxaMABDqeVKlYxSiY6BB0pusGnLKkkAtDt75Etb2+WnRz",
-	"baIUzDuU/Nu/jpX877ZWgZ+a3W1mk2JkTAqdBI3jcqruDRun61pygA9cE3l177g5Q0mxbeWtBz2zX05s",
-	"OnAWklXHBOrPUpuLWnCxPK6qcntn5wC1XyEraf8Fn0U3uJ5eiQoZaJuVhEAHBgwdiHrfI4BaOWYF2YcP",
-	"72Jb3YMlns1wtXeQjy+Yhmox/BCZb0nQZsgV2x7Z/6dDwGyz4oYhWj/8kJB3HeJwE8zG3AQ9otjlHqCt",
-	"E0caiDzEySTk8YxzqC6gS0jvcHnIVBRWMUeo8YCmOFRLJ9drKopp3n8YzL3hMGIxK8Axp6W+tHVmko1K",
-	"XvDFgikmcvR5up3AI5psKjWHYD8HGnfCYJrKRQCt63sRTC5D8UcV76ef/jjhhDmPbY4HnIgzTakrwyhi",
-	"PvBXgdu/jh6HyxqnJ/xMAWPrpojFj9pWFWI6wgf+Yl8fTudyk8SVDAoit6SBb50FKgmRyt4Xrtg2VdId",
-	"yYdbmw9t5Xaz2hLqltW0ykh+HNEuRzdftZcG8b08Z5VB1c/5tNqzH8oKsVvQOZbOzmaBIvzkpl6BYSfT",
-	"NYCxsI3lXRDQCdocLOltTi32Wfr7f8FLdrCioihBVgtmNlJZncDkleXA6vqHpMV6S3LtgqPkVFh9dw5Z",
-	"5sUdKoebuwtMfVnqW9J1BvwvF2ShD2Fz1vQmI4KZw1wqdqjlmt7kUojob2rN1u/bj21af+LV9XeHvHoP",
-	"WsR7a0W9hxTC6FeTV+/N5r1ite7+ecHFe8PXDFC7Wr+s6c17vRXv5zS/KuUy/PrDobXlDmlZHrqMkff2",
-	"r9Yqc7Aoh0LaxQ2oMVYGM1EMShD4M4meA9ZC7ciSjzUeJwB0OQ5raqg7zNabSJsYdrBYSUXK/YBBOblo",
-	"MRbysR4S+aOJ2KAm4QXogIllXRbRZT7Bf/cvdr3LdUXVXve738dpd7o9uzsbCD7+Oumc97ER3OpvaST8",
-	"q+jt4yd0ngbD/uuui0t7BWu4bHAbNbU5G7Co/rra+rOMrhCnRLbumJwKMC2gIFsNaDv+oWHlIhosGomY",
-	"lZL1ckVoZEbctaJd9EkOX5kPeIHa/Rj7eVExCTTP3kJ+NFrLZKyksLPZ0Nm25p8iujd8qZqAwBm0o9rl",
-	"5sDw2dq/iaZ2Srqz/CoFDtBgJOsjBwHs/olZr6i+iLysCwDssEZ9Q1/TQQnRLZVqZbJPDQuszs5wpJbF",
-	"9/c63yssBamCc6x2xi9MLZqbliPjmovdKUVmF5Yzuul3ozkrpnlRJ9PG2FpeW+ZR0shclsQ/mpGlknXF",
-	"CpDCACc/tbJmPFUAPv+T/XaKOO4WWgTemHSKk8t7urHANLFFQNWO8aJNT3H+24qJ44qPBAKPU6G/pmAA",
-	"EnZrw+7mzB2Lc62ZWckE8QFmCv6YDn/7OaY4/G0DbVXEALi1KFzgkxW4sCF08xTkxik1K+jXVlLDdnRY",
-	"GVL55YJc3hzo6/ygefayRfIuSPfAQUFYPHirmx0Jf/QPRctp/hg2/j2a6+7Pa1nUUzze7rwz36k0PsfW",
-	"Bk6NM8Y0PnS3nYDGybUnSVBCMZ7dgHpEiIgNaXTjkPjSoOT4SxvQItwrUfC8d6gfT9D74OKZXd5uONDu",
-	"fmDBArl85L/z6DJzpWJWQrMbuM2LyGUXtv1uVtxbwaCLNNhwfeHkCmkcubiMwLiJ9N6qRU9uJu6QMI+d",
-	"GxmejKvCAz1MwZDGdewcCDttu8KUSOhOgpHekySqel7yPOKUvS/DDi91r8TO/rammCTlzj6NGcqnVHGz",
-	"3UMd9rgHFW0Axr9obdjb8GfDSCVyvQblyacxxkWz2OtpRfWKabKxOl7sEpmQHPbxhOYgKsYpUwcObcnl",
-	"Whz5tpv9U32BT+x9rEipCF2B30jn4t2HBj+9GL17+H3FdJjrWmtJeZItg7kN9b6OXZB+zpswTIyvqWG6",
-	"h5pzFxgzn1/4akrW5+Xp2fFPb44x4fM9bNFle9S2y8U+ENIOucb63L2a/eyH83ef0GI7TCs4Ad02sHoz",
-	"nJKwaSXIz1SvkrnNTriQfEW5aAKT8SpMpKJAQ2wkirTL8TY4Zns4d2PgsgaDrGsUdqk83oQUQSZ5cMRC",
-	"cQ0PWiVmGGPHMmGI92J1X06xHH+7TxwtQOOCTdgMNGelFEtNjOx0ysF2JXFnnDuEt5rxAKdC75E/FIES",
-	"2AcIdTX+XCSMubFuP/pwoDYrnRY0AI47fq5pFPrjsuyXD/YPbxgvPvnytCusIbldXs9BYPhTDLpBkWCa",
-	"bl2zAkupoWjVdZQUozh7WBk+HhS3H406FQi5OXKIWtjiy/GHwi5B16zV1GEMpnUa7cL4g11DmMCK9klL",
-	"cA+HKma7KX8Aa3jBl64HQnqqUztbwEi37GyhkudrTz0Bp+3C1AdVSQXk0S7MAYC3ZmTD5isprw4Kritq",
-	"8pX9m+bVgeZL4Qp3pcJgwwETBRD0BHhJCQLa73en20QSnyBFy2d0YV5wuhRSG57vBJBkvS4P+wBFwp9b",
-	"LVCYMGrbxF9kpI+7VN+pEGNjgI/9cRv0R5jBJ0Bt9ch4j/ucOXEmr+Vy8no9gu0+Kz0XtNIrOb6pubzG",
-	"th3bZjDtXvz8wDNFvT5lO5DYENH8WkKW9X7QgkM9hdss1BYcr3HaUpE/SYCsSmvFDw2Q6ZveOkTMFn11",
-	"ETF7ILZdWmmBGoY97/JPUhwxWnDBtJ6U4a3800NJ3sUefaVcNvetmkp9Bo1W5dX0/qdHRF/xqmr8PgDj",
-	"ZjXJ0f6o+M6UYTZRByvfRiBK6CMe+KbdFXoHoBPktvtJZPHZjvvkA01N8641ROVyDa0cH6Av+PMOt4/b",
-	"YkXFvs6eIQ/eK1Hwa17UtOxygN4jKNlitD1SiAZSHNA0o1FlxCByeLHd5RzyiuGeTiL8dhbnKfnzGfUF",
-	"uYjwqQsIu4Ctr3O/a+YSFEpbuhoIOyfEltqe1aKFOIUd3rqmRrl1rOvyYHUfysOsWrHOiJ8xwp2KkJ+6",
-	"XyKcgw7KnZu7i5I712ajBiRSNe4FiuvTgSOEzRotgNhBSLvLIfy+epAEqUihtr5sv9vkEXAM/sy2uxMa",
-	"3bMQjAVOxazGOfO/2C2j8VhTvI4RmabvA66xRW384X0IEXCg7GPAN44ovQrNIUEOGUDfWzbGZCQEX8ru",
-	"YBCOWipqeAqaYO+1rx3Cc5uctY47a9PjCGp0a7n9umhLGxhIlSJws4Ns5Dq4Eq16LcUScbMSAuuKbXeG",
-	"666asRy0zYLfTKQ0fDg5/+hD/SI6ULHTDHKO6ndyVqnQCX7LxYdC6u4d4HXdmrJm89Ln10Uw2gGWFIOu",
-	"xBUCe/tF+z6ODTX56mDFtYGeXgrNmYMV1eGvaZ9QyZd8Xu6O6MY9VrwEREGFl+dEarlirDpeGKaGQzCu",
-	"6wbZKG4Ma2BNuI4CMooFyNEJo8qyYNoMqoJOXOBTxG+Jc4D0usAKe4ZcN89J1e6ohj1iiVUdtaHrSt++",
-	"SyxO6WxPuZdcyBF53Mx/Km/LkufJgJVHDMInGng5twVckI1UUyoTIte1G61LlNHx9TYkRVCTWHXown/h",
-	"kXN8y9X7YdaBeATcGpNZzz1/qx4bcYAgGjW9V9eMlmNonReh+M4pRh6ZeAz0+z4ANj8RXGZylwYjDEqW",
-	"LCMUzr2A3oBykUBkhJscOgQAOmKio2fNS/NKTHPXw8OEiyP8rwMuXKyhydl3FXSgtzaUlCiPdGCto/kS",
-	"Eu4cHQBbU72yuXM0OM0fUCftndWe4e2F4x4xEQ4j78TqG3LzvBP8txpDCzEg8uE9oZbDFAE1We8PvjmN",
-	"8genW1fF9NNGd7mjo9SRg3MJUO2jwuTbna5ljZ2iEfkHIWRlWYTZAtoKmh9WjHhD6tadPNxGZ+lm4p5T",
-	"u1ihzRJiror3fEiyDMdmA89MjceGF+6Arjo1+npmdHVcm9VJQFBNi8izi/PTFniwhzGP2iIgIjYWnA41",
-	"VV1RPdyW1ItJ2oCq82ac+MOEG83KBQgsGFsxUysxJCCjvi1TM2qaFjeu3gh2wP0FfZna9ySIYIJTHroy",
-	"WX8POPzwK3ym9XkhZC1cqyFuADOgLJlY+jJtrncNO0VIRMcZXwxSodRQrCppvn9WnRv6eUrDakZEgIeh",
-	"IblpG0st5KE23rNDgu72L9kDAf6dZqp1U8T40zVeJBVTLaLYrZK0aS6LMdiRJrIWM8RHFu/hNKYdlj4d",
-	"xnWid22NT9fCvPQVb1PlU/S16VKqL2fuLLMuwK7Y5QY0TDsU5u5epNrcLKXiZjXMsOEJSBOKqzDevPh+",
-	"ls3Ofz4+ePp9GhaA1mYlFf8n+HJ/HugNfOEy18DLfelGPTw8vCTH8esOD8pp36hLhuR8lJiNsLTEe/an",
-	"E/L0hyf/Dhk09h///sOTH0B4u17pkFWXOXHaFeKJ5ESRJ1gJ6Z3Ar4hrgNPExEKdEcaDImxttSW/Rix3",
-	"IEXF9IooKgq57mCB7BGZa0SMy8YGMwJgtoD0XfNhN7Hce25xC+3mgI8VBDwroqTNobvlN5lwBf5nTUtu",
-	"wMqulDQshzOrIVoI3og1o6I9EYd1IyT5TVaJ8h5LPUmymnLDpASbblz74X4ZSpEEuJ/xjXd3l2IHbrta",
-	"568D//lLFTbe7nfY60nhS4hbegGKVJhFfIvnkea1aCVJsVILRIK8oPrqfvC5VSi0pz7l0VCdCH1WMer8",
-	"WJ8giFL53PfQnojqK7ehhTxyLX8gT4tj5Z/dr6HCzs8QIPvMGgFrNppJ5Z4hRfPQePn8tLKC+HOueKEs",
-	"oV5zXzVoKQczpX8C8oDpu5hAunpMrulNpWRq+aHk8Ke3b47/6/Ts7cn51OJjqWRtuBgH7miemvjZNVs7",
-	"p9qoGoDLfoMP7xEXj3LkUvWi4k+8ZB4wWu5ISaqYQMDfonkhqmfNmdZH5OBJA01YldTYLYBETechAQ7k",
-	"U8u8FF2YnXvTSR6EFCjXzW0Uzdk+1HpxKBe9XerREGiL1FoUkt7ccNpuYX6iI7z8JpDHICvgNyEMwmEh",
-	"CR7OT2mt2YU0tPwlpZ3aH8iSqjldBtYF1w0mzdhhoNmTkPulJC3zU6ZylnJt/NQfzVC1ZMaqXfYV++M3",
-	"P7396eSPDVX5lJ2J5LNitDouS5kP4FjDn8EKKgHTl0Er4soDhU9cpH3lfKt3jQFfdocl54ZyEReGuto+",
-	"sXQX3tT+sPX6p3y0PbHTiYvU8ebbvJwOPj64RCSfuV/o/a6xw5SdI+3sfjRLvzdZl/pjqhzhvNNklhYk",
-	"1lsRZnUU+7+AuUX8DMl8SyjBwu+EmYStOpM1M4Vv5OkzSqUil48P4f8uMYBfloiFvKD5XfLecXZR5vtA",
-	"cjvXhgn74dGvoTy3mr+paVluydx31Ei5k/ZF8rMjzO3mAKJyGi0Bq+z7edC4TB980GG27RFoxTFRPsPk",
-	"98z1IjhYGVNlRBldQaK8/U/IhNmwuTJ52iGeJBlLSEQAQ2bBZONKG0dIEFjaA9fLvvUyhS//mva/edRg",
-	"JMMvmAmiuViWuBvT660hmSgJziw0fNs/ExthiPhXF9UEGAQ8yGisLHCM29tm8a2ag0CpO1IwG8ZO+33s",
-	"L7rFy9ibAtMAcX47tOX70MvSHqQzP60KZmktwEYA7eFQiqTbZMSlQZfSOb1mZ7Jk99e8FCIwlkuk92o6",
-	"hmFl4fc+lYW2d4BsV1/TdG/avaNmw80qn9x7SA3ijg6Ua74lrR4OrujuUTTCzq7B99/H9HZNcoHKeo7Q",
-	"e+zg3Y3S9OnPcnyomgHE+1aow3Jj7d3hKWSgO8RRHqa96khT1UTP7N1dVQ9+/f1x9uTpv6e6qo61A/aO",
-	"/CaYk2Nf9FIuIY5jV33U6gAcNXsOR+LL4a/YFlbWj26NLPA/xr2Dvt2uvs57vXYnxqMS4afIhywk+a2W",
-	"oD0rUnLByFwxerXnufz332d//7v6+9/Fr78/yZ48/Y/0SUwJ5+w8ijDtXJZS4IZLxAQkuqL5bsnXmviz",
-	"v/9dP7Kz/uG7CU15RwJEgcySUgRuwBNZ1uuBSu8cfkPtScctoxL3fHIL8ePDeVBCml/qstzhicePcE1+",
-	"eXtBfnn3+vVQwjJfU7X9M9tO/V4VNThzbw/hVvu/9LPG8hLAAdxX7VOTi7fhoWYXWksYPjHXbyt5YoDB",
-	"nREuCnaTEaP4comi0ReVd8Gq7KT10MGhKwA/6j8SVHYYIyxcu9gp/DXGU3Nz0Hs2FXNkmch8KYoEvbx4",
-	"8RrzXtdMmDGMlaL0+CqIVaBqgX4OI8ma3rwoypMVVWlrsijKC//8OInZ6Wyobj4/gFeaZBo832GmUXKz",
-	"G4VJbrpQM3AY9iSn+jfg4XR7/AugCNADcLINPkNkYIHsbA87kNc0sAWemYLx5PAvuKtndLQ1y2YQ9Ph1",
-	"P7Zr1pcFRugccpIJMV3gjF3LK7Y7bKzscxA3LkufauD4yjc/bvOke+ZlJfMEcMkvbBMSFph9JG5nj2qB",
-	"sHqc9iUZvsHztevRlQHdh4lwrWtWuFx7KiCBWLkvU0gwXvgA9QSSsZOYptCBcogJMWEuLonf7usE2Gs3",
-	"VtbesOSJyVrlrN/3bqjysN35zjsMoZ6vCw04WHz4Kg1T1wViiyLCnxXe6wDK3omLyMLP94+pN9CaMIVm",
-	"9fBwd2a3qF9jO387BLvhGpBwhL1GkP01wshMKpLsoGfFRNQDrWtmNgZg1wvnDIAghQLbquR4FSIE1jgm",
-	"CoAi5WYMUMv/QurK3gaI7ObrVALEfW4mSxcPXzTSUtT+1G1nijG6PTuLDhec+er+NlDYxM9uaDlx9hvF",
-	"DTugK0YLwInYc/4bxDQZFUEOiMY/ehuExrhVb48iUifW2YJookkavs6xtdyLplPhEIoDXGvY0bdBhvOF",
-	"0CmVMHLpcB33eHTdqdCoc5GZtP48Dqzy2kGMeFQbOMWC3dwLssruKvS4094eSPRRK7+7okR6J0SQI5Ge",
-	"mNQGPyboyH04punCnE9CF+l9y6u0r31KkccZmWWzEyoKXiDyx/mqNoXciIGMrV1Cqlsf1pXyt4k4NnX8",
-	"EfpjsxUtmJEOKEksLoYL/wPXe/ySBPQ30rbHtBmPQURtTkcNz66wGWn4+PaaKavQOx6LJM3t+z7ujSE4",
-	"QJcJDBloHOm/ntxykHIv15SXmA17R1eyZqIgFNIliZCWn9D6IGztUr46Rk894NQ4xx8aPzCEs44I9Y1h",
-	"iHvVcjukIg5HMJ4+fpwsIkupLjmvwNXnAm4tPoE1TCglm7bTuwxIu5VgP07fzTGAHTQT6JW9AN053Qld",
-	"JyVD3+BPB69ehF4hdi/dG+mi8GROTOxTOX9z0ambcKmh/c/G8DjwQoKu4q/hGYdM7B38xEAJdx9OI94M",
-	"tMltGoQnWJxqnhMucOeh0jm0T26gXFz+c0ITUSlvwcnpO2J/4YblplYMAmJdWJAmdSoN4/ygNz5iWCXO",
-	"B2x2hwjn0x6oMxyaNPXD/TMmjZSlw3wNDVgSX7c2Y/LrK6lN2nH3s9SmFfOMVLoH0T+kHuxrEXKKbnPk",
-	"lZJFnZLGp/jDmG+yTOaD0jXrpka6KlWfTdA1N6eXQkI0cIdPxI/pnt2/FMn+co7yMVWt0EUX7Iw3UaRO",
-	"vP93yyh/gDFUsOO0dr5mUpcLFA4UlqFsife5uyH+3Idl3nBl42mLGj5CLkmSQI/LEm2FNnVOB7CNwGf3",
-	"yCIZ37QLqq/SYZ5QRx0VA7QhbW+bEgJfGsSRLak2L5WSiQsV/txCt1S16HYidT3wB3qs2beG9KHzeg3h",
-	"uR0DrCKIuy0zw8PUIiUvzk0UEfRjJMudEwPdrth5KmYuHAykpkBFyF6QubUQu6HbYQDXes8OsaYCEhiH",
-	"v7kzFxI+2QZFHtDS6gqyuE7j8pUpE3X1Li7zwepLa3rVaUKZCOVSfTUU2NJXeIXHZU2w477XyAQQCf/5",
-	"brV4OIj+ijtIwX57Y2ptMUjMi+MSJC12L1ZpKbJXAefgB6YFehshd+sSzqjQqhZToNxigdkurRr1G9yy",
-	"jaid2IGuWG5NNt9Crekp2lGjmmUtuOB6ldZpXorgBQvCaY9Gfrs5LMDDRRuTYNlhraslRW8xx3BL7ABA",
-	"qUXyQmnJFbg1ElNcSWWvo3CpQA2cXXYB3e1UBMU3VEE6QYrsJSuqIApiTSsihXhnmrVlgU6HGWRnM7LY",
-	"7uzhhw4anZb/ixdJ/+dz+xMWygDEA11XrCDUgMxwP3zz6vwt+Y8fHj/JCN6wl7UAJezSdeLzr8E7+iHs",
-	"x1uOuV+Lt+PTV00vubjbJ19XJWSs6E9gx4L/d79OpUOhwtt3ML03iye2c7pNw4Ll09Br2wpKbEWKl8Bf",
-	"d/9pt+DWoz6XsweQsqRc2AdcVq4Ha7bavku2bFVdjwIR+MxNxBjYAUwQwK2jr08HKbgbVEqnAr/tRHrY",
-	"1Ny426jfrxcvz0/OXj1/2ds0OBJ8o+EOOKB2VY3/QEbOX168O7UXzOnr4/+3u5ofWov5treYX3//Nnvy",
-	"Q3reA0gKx35LHZaCdOK8PT8pvFMYitMoJPA2R39EaBtVAT+22+WeOJ/exAPwgd9tQCjIJiEhdGnUoSKg",
-	"8CbUwwZ44+A3WWUkx8lDkm4O7rEG0wLa/mCTW0iEwoRfvQ+MQq14Wltuse+7s1cwNDpNIdRQ1UZjAlcL",
-	"lR3yn6kIxshlrfgl1n/45a+C8Rdv/eOnu+srbgVm84mSme3GJsXyiqvilCqzPaEVnfOSJ10ejY8jd/1d",
-	"As4PWJOFHMR4TH4uDLYlzWMI/BEbq+H7Dm1/Pdk+agYIKLOpgPzdlJGAt7FDF2E3FVdMDzpZW60b/Qbj",
-	"4t2rSTdKKITHh27vRrlFoVB7lv2qnp2O5z3gJ1tj7QND2ddm2kBzzblkMbWm+OQdYEF5bM+7VwuBh6WF",
-	"l3VEpOvf48rTrhirHCg4WL0pBQUy5F5VOp3r6mSjD9FhcZ8VhSevXpxZynFJrVib5KD1Q3qIFEwf2Smi",
-	"l7DkoOCAjKdiGwd3J9dy0RuX2mnFXpciRrjELsb0OKXFIdMt5IGWJGzTktiB2Pa8kIU0z9nCIUYMrALU",
-	"hO46uLbHzIs93BFjbGsH66Gnjh/1Ry/gy2ZVrSqpB/bK/Th2Iqm6yg+D7Guv5XtjXZc0vjfTFlxXJd3+",
-	"Mk6FeiU3ImpnrWXJImbEtQKiuNIOAaVLqMnwzatigFawnDXI3h2kQv02YMa5Dmnpf9BNSjq1T+fs3ohl",
-	"KJ8I0vrht3Y+/76T9Epq02nOAYSkiyP6RKZTyRJYC4ZoiaHOIMbqtMI0oMQV1NCEKjUBWxiLArrYwtOl",
-	"yThdDtPkTmxg13iLi93T943dlhg+6Ck94UHcv/DkHVQft/EniLs7Hgf3h9TD9AV0L83MNHBfF+qGc+pm",
-	"P+81+UGGbnQoHZeQNxxwG41tiP2anO4+C0LCsEuVRtBhq81jMu84ywXE9bSdOAFZNTBEH355j+SFvYpy",
-	"9sQ8Ba5oaR322QB3StfSlT7h1mEZXgzMLAXTexT7RPZgzO1Zk+boKWoIeLnNzSn2+XVAMKYjaYCAQ5cs",
-	"gFInUPmSIC9NIj74T+1DWYN/Tw15MhWLhC4hwz6RiEdv+LpeO7QVXxgIOJ4VnQywMhwAxEP1qTv+k5Os",
-	"W7hpkkaVSWFHJ4G/e+izGZGQ0FeWMJlbAX7DYUWb6qc0iPoBWYaIJgE+ZBcbYVQxdVybRFpe43hwPAOg",
-	"cKHZAaC0Ily+xjZyc5pfMVHoUHyrV1KZg5JfM8S91Lr5YA/Z+NA3CofoGMyr2YaVMRUmSsKzJ1Je8YF8",
-	"9hgsOYfnoMeBbzIKkiCEyY9cHxoQWpagnT9LE1pqSQRz2Zt+rifnZ3+KPHtAR3ZgHMjjrwPowHs3iWYR",
-	"tOJ/ZtvZB3sWPJleaan13ChG13Yupx6I75ypa46eTEquecHkgQ5PUVGAHxQk60Eu1+ta+MzbNRV0Cf6S",
-	"BtUPm+3VViPT4EINYRKfFmm/iG8CFrcQrNQZer4Pgpu2YDqzH93aU88cdCYXS3gS28cpKdeu2Tro6bRY",
-	"c8G18VsP7Fi4ajq7OG40qep5yXPy88XFafAAYTUo8otZaVfyWVK47Vx5in3hnEAllTfD85XUTPiTL1hV",
-	"yi1Th+QlFJv+n/O3vyBAlfM1N3hTl5Cx8FwW20uiV7Ri5PL3XBYs81m8GbHzYq8Ku3CjtvYm/d+ZL+n5",
-	"3x8uccZY1eq+7iFvYYD/OriwHzh4VVxahaaSQgf0WKw3RahjqFLW5NINd5kRLV24kywohz6Hdl9cogmI",
-	"mhhgwx1XKZf6kJxSey+DeyEwgPbTC68wcc1KCWtGYe9lTEZAxGQgnf/2q13kZsVdhbVew/UpqjBGUFBc",
-	"MoMDMENwDzhMpArfPQaLey/txy8PyUtrIodZwtWN9BFwniKrOdm+PmSaeeS08BD+wZ1RtEtMLKTKmU5+",
-	"zARXN3gW5lvXP3MZup1tAy27U2KNC9OP5KSgqqPWJ4XiC0NoRZU5JJ0O9Zf/69KBJ+sa7sPwU0bYTc4q",
-	"a1TFp4m0YWWXpbdtWApw1TModMVzy1cuP51QIcV2LWvtPA+62Zh4JrQ2q0vLpStWQoquo+5WRRp+4ZC8",
-	"bWa0puqKFX4ijX/+GaEVP4D74NJPBbTYcO9oJ9sWtWVqsXXtlWMgf0u03z1+Ag9aDiWXtOLv4e33nlIu",
-	"W9NB7oqJR5NL3J7LXRsXATgP7ZocWngpc1pCk/3wsWjNLoJjCUbYq0UsUUfAK0tWVsg2MILpfXGb8S3o",
-	"qdxYc2Y2cpkcn76KMm+fzZ4AauGTH370ILO04rNns2/tH0HTMCtQGTw2lT34R3MpjRXoEBurZErzPAH9",
-	"VkcAekjK0W3gehq44B0X2tCyRMb3MbEYhZ8ALHTYFr939lbwJRcQtXIHMN8OnoG7WBrSQj8udHJbYNDQ",
-	"bWpgaZpj11QrceHo5ozkJeXrGDJzJbVxTTvsbOHEOguGUmzdiqH1h/3xCIToRhKFDqKgnrAbmpty6xCu",
-	"EAwq0J61o2bP/dEc23FnqD4ybey1hrXRwrhyFqh/Q5Xh0T8cQDZqwLv04/Yg3uUHGk5aD8fOgMHAt9vv",
-	"LKSWeTZIKIezWA+2hwiKMd6gQJ9PHz+5t+Wh+p9eTYqKI6/QoWWj7x4/HhoizPnRc1qEjbOvfLv7lT9J",
-	"NedFwQS+8ePuN06kWJQcrcTvnkwY4pRuS0mLCylfU7Vk+N73u997J1zSKCveWI3xwuq+9uWnE2Z5IeUb",
-	"KrZuO6C28fspW/jKSkZBS8w0jW2d2bO//f7h1yjHzsmjcSoD3JWlBoeJi6B3JYj3FcUqxezZ7McfZ/5v",
-	"zR0zezbDe6T5Df+JBPwhGxCqB40naMmSKaOIKulDuUKmhcyWmUZxjM0ZK8T0Sm4wKcsPi4aeFcOMhug9",
-	"Gk7wixRJWX1IXpnQK6h3PYZe7kLOZbGN3FNkDmGcZvy+LPuJmSBpzoMLpc31j+9fqLmhBgRAs194TIef",
-	"FZlfMPSMhhg/EnubPrThZQlVAkbCRYaya5D875XM0VE3QNjWSIi8qHO24k4n9UHquLsHtDAHNGar8zua",
-	"pab1jDUF2GLB0Efa73fodd7gv92SXLoYIurlDdeUJeTAYOdX5Axo1p7zgjnlGjw7ULy6kht8H1ZibXjI",
-	"QQLfSaTrYpM4em05BB+VG4Gezh4zOE8wXE8PyAjxMANM0D+NYHehnxYuqCdT7g3fxIQVt7wHPzLrBVbD",
-	"ZgFzNkCerQ25PWvB4zETOXfNo52XRMNLTSWOYWrtEPhYjErShWKIfUJo8K0Z+DhBQ4VCrnqxUHSJRolD",
-	"GqCaaObT9JpSN2eHSQV7YTnISDunBfd+KepRMdzNhUxJjeUJN3BJl9rJgzRv4IzDNVFRRdfMAMrM39LH",
-	"3Dzy6CRUGFpx+nCc1ZrkEG+5vY+vl9solB+H+x5/t/uNX6T5k6xF8UnZ9SdmWqSdt0BQgGY8i7pHElz6",
-	"+Ns0l4JjFHB4WrwagJyDz2OYYV8D5Uc3g3fNceXc52g1QSK07+WfRTeazjDBhZuttQ0LuXEMTg07ihJh",
-	"0MXY7S3pMry5IFVJvcrXB+clK6aY89NhI3L4fqOMcmfQ+t7LTUOyWCvB3yNPX1BJrWzBGUJy+SFBLMMi",
-	"+IYUIyVbGCJrQ2pRMu0Dd8w/GSG7tcWE3WKfYra/jDilYA9Neg6CM/bZRGMrtxB7zbuad0xVVkfgHoXr",
-	"X3fTliHc8FvNoKbGRRvgyXcBaTBIoB2JKv1pHZdaooNYtTZ7aOD2frfG7jb26iHLPaR49WcLsdCEdI2j",
-	"oQ2jfe4S9lMJTLuL0TZF8jGYHwkB+TQtIP0rh27PUVRmO5yHcf6m64bRDTs6pygqO1Z4QNf2pje7F3cu",
-	"DOzCHtaUP4qDAFeMVZr8o0YHHnHFI07cZqQqAcQtAjPPZeUqu6M+817yuFiTc721oxY+ARCqGlbO+JIu",
-	"YySLwOHHfYTomqRRDjcKamgugOCPAPjo/PlaCrJZSbKmhZX9aJmExMhIFjWqLBgj3jzyyTQ4k3a/PH+2",
-	"3cZ5beGLZxq69z+MY7I9yA7HpHNKxhdoSOVlVlrmPlRW9G5WX4fINk3e5MdzUJ645BG/mQMLxPONvJNI",
-	"8o4HMDsu3Lc+POTa42MyGtzB4ZKKysw/b5H5JXg6u57NWFber6zGpIBdiu2j311hwAeU5yVLld6euVRR",
-	"L7jMSsl6uQJpGOUkAMAoSDi0PiGiKkus+0VJiH0/fehlLSGbICJvrgHYCxXIPAivBRe0PHLCNXfd169Y",
-	"hcWoDhDRq0ELl9ESCzZUSF2zZVoqRottW2/y+A6Wj1Y+V8PVKTcBd6fTY1WVbmLHUVxfsQpTTTVdMAS7",
-	"aMtU3M1Ipu6n0V64So6PopSNCqmMCKv7i/b+H341ZBP8jof+Efg9m1V1Sjlz1G2aKxQLCbp3KVbP+DsV",
-	"G6Yk7lEvCkLM1ydlhatpdxUAaZdj6FjL0r3yij20rENy3GVuTN+YM+LSNtHR1w/iZiH2ofoSqM/L7Qqo",
-	"O/Ly/WtW6QKtAZ52xxSqOSaVcexSnz6eSPIH6zS7/2EOuK9x4zHpinT+GWlTj9C+HM60ecHAJtUOrlsq",
-	"b51GstV4BBlfvAJCKrJcQ9OZnintjIOQgOjzzqQCNQX8+Msaeg04c8ELcgUFkCDIrRjtzMQKUT+b2F0I",
-	"Khf1XkQreLOUdI1yvzDvS0jzvvnOZWODg6fx1mbrGbz/eatYOMfd9uC176celfv9j5JUn0ponPtkirDD",
-	"NGauxocFDPKp5Yn0qPBpeXKGnRR1d0GNlkYoOD4gCQ1Sge117jU2XmR9z4oTLY1TJWsJG+9KSfnq0FUl",
-	"y8L9qo2sNNlIdeUqUQAwQ4qEpehcZCWjLfXNmVZ2kQ00n5UOKMn8QqLp97XAhERKyA7Y6c9bduznSvLR",
-	"33BYUWDpFWjBtXCVYF9Fy/1Ye0BDn0ofsTfjjohl5xrFW1ZnlkSsTQX5RxnRdQ75AS0HSeaEZJzx3fKV",
-	"u/Yg6Ky29zPk0VQVEwVk4wGDuxEhMtiuA5UqVPJ5P5NDGTkk7zTzGWjBJSNzqMIujjswq+gngtQGIzGC",
-	"BCnI/qOhbxAIQ8sbzZwUvx6IRJ67jYNeUp8sGuln6iv92DX40bYVa4MwtcnmMDiUoaJjW7FJEUv4+AV2",
-	"uLtDvLI1cXd6XBNZm1yumQuj4j+mBVLx2dakfOUsoBpCU/MF5WWtEDhV8IGq9dGpgl7ricxTH0zdo52n",
-	"ZofPtSY3pbb2YZ162KLOLmtKsHVENHyNvo5EX4fMlHu6AeCLI1krHQCUkUsAda9udmUrwCrkRmeNBuHw",
-	"gLYOlMoafB7+pjE2MSkTYpCYNOG0N9hNHZVerA/JsUhXJQGAgmLUp5EaWsqltWi9dw4oE68hqOzAojNs",
-	"k2wgaIqRMo+P1Zfkpy3UowdjumaYIZ47Lst+iuvhF8UuveXfjVd66ZeBOQJY/062AOiXQPgJ0KB27hRC",
-	"o3LXDNValmsqtq603JJiiN9Dyg7XrgrTheoVXiuWdqEqM02yZzD7h/RJ+KYKA2TqWhh8KaSp3H7fh9jG",
-	"rZuYQYPUB3Kyn/xuCQgTP356eUHG5L93p40lstwuwuKMdOULU/ZLYzn2TfDRY+jjsQgXOslIx52C5hgP",
-	"Ezk5p9fw+UnZKNHfgaFjH0qUc2J36+OmnGD3kPTUUcDdRxHcR/IWfI2ATMgngWO9V5E15mqAJx79jgA5",
-	"oykkL+DvQbT5OoEIdok8970fGgUS/wsrn+ayBpWS+Hs17iYexW+9Guq/rnnJhIEiZM00UXy5MvqIrOW1",
-	"nYbUHnPGSFdYjIM6O6creHAdTvDsZ/yfwS6lHIPfpdFFAoc6f8hX59w9lQDZ3XxIVhnIwWj56CfdHI5b",
-	"IFdhDaAuhpVbwgVkZIRS/YDbFwFm6WAEEY4Vpd7BhhwALYO3Aemvy31NwoR/DfKhkhxHNaLdwKXevszn",
-	"1lRs2OrhFJKh1Iy7c+qn0y0c7OUk/WKqbvH4o+gWPhcDZ/U1FeMLTMX4yIqI0dUBDdBo4zqI8dD5Ud0n",
-	"CNu6QagXhLb6R7Rr8plYcsH+oPEzzlnmM1zhKVeC7zxdgkhhzZ5oQHgqAit3XgEMnzaC7Tt0GsCS7pTJ",
-	"7xSXXrORvnC8v7YaKcd4F46/LbDGIgz32ZSj7/Pf0Z0gtZQIOXLSKu7Y1mCy3hiDLvW0x681qfelP4qu",
-	"ELkvaWd0FamSI57KhCDTjZBCPkVRpf8Qiyrt8awWUvmWPyCwsDS1zeFW4QiC0YGeeUggrn3uWlNjFQKz",
-	"vmb3im19tm27LNWBq2NFKnjxO2WpVieEioB7cJ32BJ/eJfkgChjvrI+2xtuDccv4L5OCl10peNe4ajzN",
-	"JrYaju0oAOa6QMmEKUbSbfrsHjRhrneEY67qNF/08F2/RjJH/N/dPbxPATfNE347VQ2Qx52tzQ0Su5Ul",
-	"3jZFwIoGOjGpzmEaS1s8ht5pPphzT5LQ28UOmv/WSh5YlikV78HM2MHmdQOWYfugwil2YOYUo+U6rYh9",
-	"RAO3v5FD4B8Rfoyng15Hgxgs/2sp5ufnOm+ExkdS7Ubt2EfG9WNJy8fn2I7O0pQTUMfuzLFiycETO5we",
-	"B5Vp6dB3LnHCquneAM1pNRNN/eSSXzPhWxFarvQd5prmdqKAf/z7D09+IAVbcKuvmSBXfSqgg8vyYEEI",
-	"huk61SVFL3SLB/naqnpuGtP5smeP04wdFciK6lUEfxJzXGO/cxMnpNBga2/cXtE1UxS6OJd0yxTsib6l",
-	"8Z75jBSoKOU6OFNd1b495L4UT3cFfSApPt6CdLfAC+1G3V3aaykaOik2nSI/jRyHlWJD76GQaGjr7Q8n",
-	"ay7xmKVCM9z/cUb1FyX5L1jUBvfjC3sI0+xIRoqbJLXQpRD/KouCpQ7bkK+ZPmr3TkopnJber9gWnkEo",
-	"+gbCEfVqFKAx4i9mfXRqyRaI5RjAln1txpWQm6a85JC8cEnduJIRRCj/oMNlIdIv1v7FObOaRMDgGUUw",
-	"mAgiIIUDkPQNvINz+FS53CFYp9ub34JatoLQWh4u8ZjdmKOoB84Ea94d9T24GlqUyD0QG04H/3uafyEA",
-	"uPXTt/drfDQGjVXERLcDGcvR3eeDjBU6BO1I1HaL++rIGHRk1I7D70Os425PTeSL5bcvw2uZutSQklFt",
-	"EEwFmsf1EK6ceqtpaWkZtFyno7Q+FYt46H/Yj7ZDhl6jfzZYV3iN3Gd2oJDwGSg3DmA3/pKAHMFKbpha",
-	"1GVIFuSAo2t17SAIkzmCWdT1a253JmbzbJ8MwoDK+1CoVnF3zZ1Q+1xw0Kkbo6V9+zZ3fbutnGCb0Gnt",
-	"8wDc7/Zd/Jpc+D8iubCDinx3MbpTPX70OzbqG00uPJcLc1CEDEP7xrNRsKg6KJIpLTFrsMwht1mSUool",
-	"ooeHFH+AU2ZRoXTcCkc1aFQhwQrUC+9+gRJF1wIy1ZwiiUwTZyCEFmG03NCtdheFlmuGBd4Spu4/CmUK",
-	"QzkBTgbup/06BNPpQekgEb4mMz5IMuODseYEQKmOjejuJp9JG+I1ExChTjyMVIPu7/sT4lcTXYvB/Wbf",
-	"6bYvdoXGRZ03WY8AR+rNiqCOWK3CNRzoJFqGvhqO7wS7ccGgce3K5/vrh05wvDv3PhTs1ATV5zOHnBrV",
-	"cFyKY9Q54asX8F87Y/ETajePvMo/HPI5Z0Y7DJdg9SG6soMh73Ytg+bb2PnXpWA7gdn4Bn0EA3unSgj5",
-	"dBvbH5LjskwI2SjXPFZ4QOhuVpJh/TBDiB1ZFq1YuWtSLmsT95rvgjhpBr65U783n5mYwyvQz25CNnds",
-	"rWdEws+0LLdZb88niLkBPavVjz3O3U/1+d8w1cXt/CrE/iWFGDBL2yUU9K5PJdM8mT1CChsWba/l0ttt",
-	"IBKgAnuzssQ5t0pYrhjVPpbg+0WzSuYrHwheU6sUYuW2f4BrXTeIHdz4spk07BSCy/hsIRq+sqZb7PQ0",
-	"Z0wQbWTJxFHbQHSt0RocPVRY6TpO+EijAFsJdc4CCsF92WD3pwK5yeFsx6OnSamSAC/3HqvWQX5FDR5D",
-	"DS7L1r37kdgaekEDHF0h87GmVQVXLHf5yHMlN5YxXKtvMJUOXBd2SGczTDnHh2/BjCkr0OsfYeNEyUX3",
-	"Z8i7pa4VWysqetR3vbRNJ/TXCMOWvt1v7ewtuVjAUKH3szP4ks2qjiv+wu5Dh9u+ffx0eE/8NuxY9iyb",
-	"YXoBfPG1wx1OX/C+24HTv/pfy8hl5wjt8R3U/PJwtFKhG1b78AVEh8bOyVJVa3djhoONTbHbkwF2gxcS",
-	"sD14QnOaXy2VlTcHhuqrXVkBDliBy4LnpHmXwLtEsSX4/Hz2KNekUhKamccJBPmKQbN1rxw6QC1HWFw5",
-	"HLUam4WuWFmBpY7xfmjpjO5IbWRVscI+KaAZtg9bLSgvuVimg+7Pw6wvYMEP2SO0NdRQRBXahHa30qf8",
-	"g4bwRUHyRETU3ZUH5AMn2B+FCU1olCivmbLfc91PpGi1zV3JNUbKn4U0bGxOqFe8ivogZgRcgUGurq0y",
-	"p5iWtcpd0M0baBuqLKFr32m09h3NAbAqdLeIOmNgv0bqdxYNh9C/Md0aEed/7jbiIcFE2yMNpfy5/fS7",
-	"/UVwQ2g/2Fn8A3JAQQ09UMweqz3KvGRU1NWjyhIL2+xqL431WwGmTS7wRnMebUgGyxp0KiYMpM8iVboh",
-	"SSVLnm9dRrBiAJQR7oiyYNq4ki0KDnNWZCHnq/AxLiq2kPMatxHFFVgTy5lk/sKgxK2SgJDps8MpvvqC",
-	"Gnrmp3mCr+wq4vrFWmGhmMIlHdPcyFDO6nb2iLhcH+11AXTUDyUNwTfulk71J8XYgWE3xgoOLUUzz2BE",
-	"uskNTQLfG5rF90+eftwKrdQBubMb7puKJx8W+jWLKSWI3C6ixk8Njdg1D4xwV5GEWNr7SiZViwMp8jFs",
-	"8tqarYK12bwVaPNReM1KtBOdCONMQzkXOLqhx5L/M/ppBJR1KVeskMUBuw3lIIrCp52+W6BKG1fVa7KU",
-	"LbDh/tXt5J9zZCjXzN91RcUuzNCGHHwfuVy7MBZNRN3PajEgyR7CSZ0a6qze1Qsm2mcj8dyapusorAbS",
-	"az9edG5wZdNT/Dv3zteirM/Hn11jyWZa2OGB3Z/IG/Z+2fHnVLMDpLqDKeDqUDxC56WVXa5re0aM4ssl",
-	"ZL6LglgR2zYu/6BJKXNaOnnjh40N9lyW9VpAyv8mWB0QSBI+cSBzj7548RqMdlpCBkQjrMJ30R0GBaWi",
-	"IJr/M7SSDIa+K4+C6Xk8X1JwuhRSM7LmzptGKiXnJVvrpBnzwg14Dts3gJreQRzBdGwsbnvxGkEBoFGg",
-	"XHgXP3yNyPk/WG52pXUX5X4p3T097Q294et6TUQNTe3lAqaVr6iiuV1D02fbKt84qSOfMxZmjyaiUbXI",
-	"MSNyABmA3rwoypMVVTo97e8eP36cNWDiXJhvn84y+56d5OzZk8eP4Yk1F/iHx2GNcOiQ0vDQWmD3yAek",
-	"cSBHd6CIbf1VBxxI9bLbN2fOr26FRWf/HtIsRRfyTocMFeTnizevsTYB4cCZKABf0Yq64GjvefFBzQNp",
-	"d4m0/X9v6bq8RI2Dbpo3vUvWNcM/JM+lWQFvQc585ICBCFx4PMqqR5gmSZhYSJWzdgdEbOm59YmVDWJE",
-	"wapSbllBrpkCt82uuENaIMpcv+O7ZOAx6pm4E0fkcmXsXjRbOeD3xy2LG/TEWzckcpwsSUqbmR15loXS",
-	"HPdPO1CqFGc/uQJfacmVhMJGN+RtxYTd6x4NHKaQnWbWpH4EE93xbaDUdDimFwxJiq/EGTituEWyYKq0",
-	"yPqrjNvRk+tTBWK4WMidQq5Ssqhzk0ENcJGRlfS1zs7DzKGS1GxDgYYsmO/Ehx2Fo2zPjBi5RMCjgDdf",
-	"V4av0exkAnNVfQgHwfAiv5prhwAam1hwtXaK3JwLGlo12D+4WVjZZjURWkIzLoRq68mpc9iPV3Y7HjK9",
-	"oBklwWPPqeY5sUdiOQfQL+eyNl9YSOYnZsh81048IEsETX+H8XMSgT2AY8BSBSu8bhc+E9+prtMv1/5S",
-	"JeymglwC9DZQlwyEdhRaVWD/+JJlyyxXbHuAbeaU3PTtHnRhAwMZmcuSKKZ5UTPtLR7LDVdsq0ltr1dS",
-	"KbbgN915NVUgciN0qxhj2/Sns3vo8u3AVGUFqaskf73x23G7TlInKGleFYmyYm9AaWwCBUuDrlCutyas",
-	"3i1zh/F0Dp/Q925AxVML8bAKPGtTZoevQ1V1cmZPdllIkXn0JGEeDW5pDGhSUa1ZcYS3O+wFFmouKLfy",
-	"2j0Khe7QsWHHVp/C59LrwVSNj1p83KZPDC8NgjoFX4DvGWWf/go4eU8XAJyAcwxFUtR15wRR9vHE/yMn",
-	"Tg+8OD3wc/ARgbGmx1CilwVfO9Q8N772jeKGYTJ0JI8bLKK2cGCR6HD1zB1CRC9/VFRDSWElYC085ESh",
-	"tmc1NngHYZYGuFDaEM1YEziF2WGAdCkPybGbUXT3wZGF/HqcJ6HQ/8AtIlnihxeSS5fTOE74qM8/8FcS",
-	"9kWw11GivNn5w/GwTt1ZnTXk8hCxhvRoYSqjEYfe2RrZDT5/LoGHHcvcP/zQBKMdeX4tl/6XLpeGcFld",
-	"DWueHyNyIaThC0fg+hFbU17uAJU7Z6LAQC0geq2Z1ujFawKjoXF8Qc7fXATANq8My2CUhi7zak2CZAJh",
-	"2EyKbKz8ct1WQW13xvF3j39EmYit4lsvQcv4ZhqXqH7BZLjrT9/M0UqO7x9/i8/Y+ceT9njtKOZdtwvF",
-	"aL5KgQjbzblg2rxcYyvHB0HUhJODERCsbIfEzHkFwH4UEZh8QRHRdQiMfDyp2Jv8mBxsEdiGekDq5iaP",
-	"DuqrMPwXE4b2rQlLPGfqmufsnaDXlEPP/a4zkEGmMdBKLAMIW3faqd6zyisrJmjFd/k7MD7qklAbGefD",
-	"uo3712dzKVkb1s/PbjLhIsh1772IPuyz7Ch+KPPfC38XzdPwjehdWDvW1XMVBTyy6BUOzbdx8w6JP1Q/",
-	"Cirjl4+4+/ujS7Bt2Q1Yryhrwf6F0DQrQKI3oGxVPS+5XlnD2O+L1+u4NeajSg+r2bK01wQiARW/nc/k",
-	"rSi3py5Y/bBVU/E0x03nZjP+hSznT2sIm9a2OUDuTso60uwDioiKKm62+0gIl3WO9Vs+ULCAOm2ar+ic",
-	"l9xsM++1dzZe5sx+50P1lh9c+M696vPPEJYmj4esmDoI6WmQiIDgYfmKckEA7jb8jG0McIpQ7+i+f0j+",
-	"CprYiuVXL0L2iHex1i7MeP6fr7lh5PL07PinN8fkt5rnV+/hncum3BI/D3KhYGjgOuPfGbmhVV/Br5la",
-	"sgIa2xMr3ZYrCBczoWsdZ7SsXfr+NikuTunte/WPeViP3eLjtTcZNbDu7rKP8FJQjLoSyM1KllEGBBwe",
-	"upF1KQczflvncEe3bJxoY0kFJ2rPhvJSWzl86Sjicid0IrxyT/P5cpysEX2OXxMobr66Vx/SvWrFo9vn",
-	"OTMbxkS3YugB7xMrF7hgeqTM1sva8Kin/jiPsKU7QnsdwAPzceWiRgHp8p+98EGJVTG1kGqtCUVP7AHU",
-	"M7nCL8Wr0RRpcJ1yQyolr30TtEZio3mn8btNn35g5QbTzEW4Ae4RfAIRBDzX5OnjxygHUK76wLibvOVs",
-	"7S3+rFOH7xywc1lss8YbABvGvYuWFtuRSPhZOKAdqTunuIu32sQ7SP0B6ZX1cxjAIdDGHXUV13HHKBdf",
-	"H5nPS3ju84HLDSc0Lkr9ocOBHw3TUvFVC+9b9J/ioAJ3IpaE5WHABm9428tD5PIM3qCCMDt5eP4wkV3e",
-	"FqUooKjInTB8SFEvS7arwBupMk75wbWjcXAl5AayFzBriENsy5OwFJ3boP2YCyKVWwc/eUjOEKaOqitW",
-	"WJlQMHWAiMOKeYxK+PdmxWEe/uPuEBopX7aac7CbqgTM8s1qG52WXYtTdP2U57UhvCihl9NClqXcOLTu",
-	"ftm4E8ayZPrh85LsMGPl4q2UrC+4Vnx4Hx6SjWph+Jo9chUJho9ClGDi3k9gtdnXMqvTSbXNYiVF+HIv",
-	"jB/owfS9Q3KOXlarNi4WUQqerqQhS6lkbewlKpUbhyyV3JhVRkq6BIBLf/UHcx6esL+g2kBXVm8o5TKp",
-	"k5zhKl5Ea3/Im7U/WoIj3FMkOpAvjyd+YsaT2OBGfASmAP1/CogI2AnQU9xSs0JMVx808sEYL6dxdgmD",
-	"w18xweCwKnxualqWWzTMRacYvJO0atmNLLhiG1qWodgIoEb8oMB/zuw30l6FQ60+cQ9OYQsenivsOKOX",
-	"hN1YaEbxBV8Qzl3naUYwVkBoQ3wEXjC1Jb4JzLBZccPQjURec1HfYGI3vk8ao69VlOdyctDszuV6zUTB",
-	"CkSrdS0mO11tYRuwmAQKUwCou6pK3/5RBxOROg5bMmEOyVung4U5QnYQxGAwnE0hfmOvD8PSoCI/S20u",
-	"cDsekDGaUc7tyocYI95c2KIvClIkTVr3xg4DqN2Y4tFk1MXkhCTr0S8aygv90KhaMgMTD5nTECNwjnjX",
-	"uLNw/5zT/Mp+7Jopvti2fDm+bV8Yx/INgLQVLZB7B5UNSXhgFjh7Ax82Elxaxu4BZD0ADZG/Ii5AvICG",
-	"w+B9bLI6jrf9o4umFIxcwkfe102c+rLPXMf28x32uv8EkWYAGG9Hgog7MLsRmFTZnDDuxueWWNdb3lgK",
-	"iTvGVPJIJDW/5o78CyfSARW0JCVS8D1ISfvRkeS5tu7wqCqpGM6ba4V5Ua46Tms6QDs1Adbifow89Qjb",
-	"dMW2LacOJhg7Oo/V7MDLVnABpi0EVbH/Ux41ZrDDHYVinG2U6wGpyWjSLgxTPlfPBQf+bDULWRvNXXgw",
-	"3BOpQtfHCcSmkoqPKA3tcNOFYZB7BdNg5uCBfCpZZyc/OGunIJRUfIUn+Ywkk8djimWTY7yHF06ISXjQ",
-	"KondozYPfcuNKOjlq62gTsEt1jmnos8h6MgmZIWceu31WBToaLugSyjyCIMFBTcLKheG4vxuo52ESS6V",
-	"snMzW2z3iZgHxSH5iVa+zL4p+igdVG6yHG/Bbxr8bxqB/OomGy0d8YMNfhHv731knKXTSHzIyb/U2iLA",
-	"vwokmdgleCCEUpuEv9HIXfrE7r3Ijxu2bsBRjiLwS0BzxoBDAETBsCw0BoRmEyMAKagYDkz4+wnwKDvK",
-	"/x4UUH2AtsZjYW2kga+5gvvkCrb3zn6oZIaJCEPbS4YHdEZNRXWGruIHXAD+rGECIpLwcharf03JcW0f",
-	"FehplcrjKLIidOF3mS0JVOd3wQcLjla08fUVdhx2YtOa4KEfVx0lGI+F5x4c0bkZZhTN2e8lngFu45fl",
-	"eE1uwT2QOW7lKLE/+t3+zy90zT5Yc2oHPKTVNyp/r/tJAzViJ7eGtDXZQE9Ybx8VEm+OyuPLurbhNCZp",
-	"93EdPnJIjvGXboNZl4rvgFyowf5tQPqYM4BB7l4w3JUQQTJv9FyyG23QVrg32jCRdsPzgBINwXJrgyYB",
-	"JBsGmASAGzx4+opQ7VIlQX9q82y4cytqVs2V6w9ytH1ARY0lyNmz2X//jR788/HBj7+6/z349ffH2Q/f",
-	"fvi32QBg0ANUosZbNGIZ/tWLVBnoR8JpZJ+dcyxaz34gl0C76l8FYffhW3V+eTia4fCtmG0ugnu7B9gN",
-	"y2uTtFVdxcIkIP9u6UOr0MOXPnDT1AvpSMdJVEm04q3kBIIJOsBaJr/eOOz8L6BsrWRZZGTOclpbW5UI",
-	"tkGfGT6zpttgqcZFV1QAYLrydV0lza/0SI7pX9xmPbgU8QMl5Mdf/D5HWENfZBZHCvLvIQwEs+KqOKio",
-	"MttHOa2wEIgzPYlleJHF6IUIGHZTcRWgx7wCH7AK0X2DbQLcaNvQMSDzxSDhi9y4aH3bAW21LPha6Om1",
-	"JrQssWwwQJTYwe0XEELDGxqyNi5+uGDU1M5zjiaN5a++6bF20e8O4KKP+2RWqXH+hPmWXOLu54oBDBst",
-	"nxFa8QN48fIIPUEAPNl0iuuqaE/i8F/F38O77/1lf5nk4Qt7kKf2HE/iY3xAZh4YcRDTu3mmSx2wvsMv",
-	"CkV1E0eZ2xxiCbGQEbNHPNpwfENfs2ezQGCznkB4MiAQ7BaiJMAStt3YqkSvLUPh40QLWumVNGhKWHWF",
-	"zGlJRe5RptdScCMV+KYp9PUoQ61wM3ntQuZRwN2aQ7VZ2d/RNQdtcoDRIymGsiLMAgoCXZmVTmZV+sKy",
-	"+DqBvrWhMaNq6pThIMCWYzgF+yUptmtZa6KoE0NUEMX+AS0D0tUi3GVO+4RleWVHKayIKhqAiG65SFhU",
-	"VDCC6dNRFkA6wwaP8iFv8OscBzl3k9yVP59YsiUH0Em8rxndIveZ5L/3NKOdHUj079D9cJ6/74b47G+/",
-	"f8h+n80ZVUwdW3Z79rdfrckZN4ADfzQES/Hz95Wp+b+aP9fzkufOQuxOsDu77PeZu5ZOpLzizE/ZzaOX",
-	"0IPqfKStZaGhVahuyNBq1Vnfq+hYWzdZq1CfDIfyDa6RPH7yx8MIew83oh8AeIcwzpAEnkVXdUbOLs5P",
-	"Y4njJIfbhdikDgp9Tg0t5bKG+UQt9ivJrd4fpva0NTW/r6myp1BpNdAGrJFY6DANQ3wbD+FeTozwEnoi",
-	"ufmhtyBcGq3ukz55CpQjkDuRWgNhHD/0k9bGx5dQf/jnUhptFK381Y46V7sleEBc6ODT+iuwOaMwhx9/",
-	"jOeAd9avH/7/AAAA//8=",
+	"7L2Lc9w2li/8r6D0bdU4tyj5kcdurLp1P0V2Et9xYl1JntnvzmTdEInuxogNMASodk8q//tXOOcABNkg",
+	"m62H7dm4tmonVpPE65yD8/yd3w5yvaq0Esqag+e/HVS85ithRQ3/Oi0bY0X9qnD/KITJa1lZqdXB84NX",
+	"hVBWzqWomZ4zuxQsx4ePWSHmvCmtYVbHP/jnlC4Es0tuGVdmLWpzdJAdSPfNXxtRbw6yA8VX4uD5QR5G",
+	"zw5MvhQr7qax4u9fC7Wwy4PnT5/9R3ZgN5V72NhaqsXB779nB29UuTmr9VUpVmZ74ufCNrViWpUbJq1Y",
+	"GZzLkt8IxlmF7w1NScefjmdFaz54PuelEWFWV1qXgiuY1hlfiO3p/Nysrtq9qfhCuG2rYZIZM5bXVqoF",
+	"45Y9HZqUeyk9mafZwVzXK24Pnh9IZb98dpAdrKSSq2YFP9IspbJiIeowywv5z8RMf+Lv3YtMhRnXem1Y",
+	"JWqY9tjs4IPJGX79JDVFHOng+bMnT3ZO+FyXYhqB1roUGeOGdlcUbL0UiknL1tywvBbcioLpmpXSWFGE",
+	"BVXcLtv11DhedlCLXxtZi+Lgua0bEa9umyQv9bVQ02Z5cvaKWff4zqkOTNDSWPvN8K2ZyueNEfXdt7Ex",
+	"xNnTJ/m7e9hUWhkBfP0dL87Fr40w1v0r18oKBf/Jq6qUOXcrePwP45bxW/TZf6vF/OD5wf/zuJV8j/FX",
+	"8/hlXev6O11scLjuVlwuBQPidou70sWGScOkuuGlLNijua6ZeM9XVSnYjP76Dh6fuefDn9yLsy+OWa7r",
+	"WuQWtlSqqrFMKmMFL4CzRFXyjWN8aVmj8iVXC7eVv2cHp1rNS5l/wDXXuMksp5ENW0u7RNHe1LVQ1skp",
+	"K9ijmX8ElszZSteCmUrkci5zlutCfHHMardG9zK+dCXm7ilbw3L5gksF6/xe11eyKIT6cAvNeVmKmpU8",
+	"vzYoMYg2nZBbSWOkVm5htTC6qXPBTK4rt+z253eFUFIUsy9gDa+UFbXiJYz84dZhRH0jajbnshQFa5R4",
+	"X4nciqLcsEczSXOawVFUukYStDXPBZNIYz9r+71uVPHhpiy9mCna3S20MExpy8R7aazbeIn/vpFGXpUi",
+	"6Bd4bI9mStt3czdv2v4zvik1Ly61fs1rvHw/LMeAkBDvcyEKJCgj/ylYKVfSOqrB6b2zWr8r3QRp2hei",
+	"vpG5eKv4DZclvyo/0MxPWCEqoQqhchBtVqwqXfNalhvWtJNhj2bRv8Y53dYbFBZXPL/W8zms71Lrn7ja",
+	"kOw2H5y/8UBEwTirnQTy5+H+8Q7+4Rj4mK25tMyJdeAPuRJsIW/cTafY7Nwt7fBkbkU9czfcUvCClObo",
+	"pzF1z4hcqwKUZBiI5CDsmVSLo9GrcVire5JQkuB+V7yxS13Lf4oPxNY/a4ZXY14L4G5egoZQ1cII5XSE",
+	"RzM3J/cTjv7OLxhvTF7Jd6DMtH9HBnmrTFM5ySWKn0Qh+SUs+KMwN0mkWX+8GXBJmOa7lZvnO3cysIbf",
+	"/WECxZxUEhTEbXJ5oyKF0OlcxupaFMdOLVDCCfmlLkm24DM3vGxEhubNnLvLGswbkq/O5HGUVdW6ErWV",
+	"qEjxstRrUbyqEubSaSndBc+LohbGsNopIoY9On314vyLaNgV37Ar0A0LNq/16piJVWU3qBpytQkfkIbR",
+	"cKAYWrLRerpeIGJe13zj/k165YndnuKlY812KrEW+ujt5ekXbqDAMAW34tAx80G2PSi99t0msQ8tEcOG",
+	"+hHCuBmLNUDQ6kCV405vMrp013LQINzflbZLUbfHe5SaUSEXwtizWszl+8TKl4LNZW0se/qMLcV7Xohc",
+	"rnjJ8iWvee7MeK+1X/x4cvjs628YftD/dXhg8b6StTCD+80tWy9lvow2nl7BTT9mqinLYBpEd7l7aPBI",
+	"3Et446HI25pXyY19ayYTgnscqdJqFkkbZ+t7Rk7N172LDOZevv100drZugX4Suw+AqXtd3ApDKzU8dnW",
+	"IUhDUje1qvAjvAokLLW6/er0Wol6yHJ0f2frpWZ6rcyOpbYKdEIEnbXKd6WlsrG4y3ldS2H2kyVVU1fa",
+	"JLb1r46zO3uJAk3Xx17CgVhLrqEWN4IHda3/YQHMzhUTKq83lRMdua7gArkWlc2Y0ShY0O5wn2JORsMJ",
+	"sZwrZpZ6Db+CiPeW0rarCWairyezCD09RDCOaemR2xNKre1E6Y2LC6xLL+7gUXrq9vMDUzQh9Dvmbcyw",
+	"GStELW/otmPSEmdJd+dJVeg146qAjcsDkwnlNLS/HfDcyhs3LxSG6AWBHT4Arn+3EfYdfO7gl8Rk7XRn",
+	"0jDHwS+T7pXtuyRx383MTf6u4vbdydVpMWupmTvT2RAF1yLXCyWNIC1k2wvVarx/i/xYIERbtu3Kne5S",
+	"ejdmV7JksaYTy9f4uuswsqeMWP+I1YSY12Iq79xT7Rnqq3+I3Lrt9yrfa2lsWu0DV7Cet/qB2Vbcqp0u",
+	"ZWngQwlP8pYJ0TcbstZ1extf8ITvu3fSxIcLZlq1S+iI+DEFPmjTCclvteXl6I7hwEC7K27pap3L0tF/",
+	"xrSTNrwsYUamv8xvvjpIuqhjqiZnfeQVxznRbiRppSmkPV2K/DoVzTBNCeqcVoJx9yTL3aPbxLISxiTp",
+	"5eX7quQKLxrvKofPprWSnRpNGD+h0RRJX/3PGBKiV1kt5k7aWH3M+JWzFUHUUDjocC0LetCkdQlujCiG",
+	"7+B2HHwyfYcad7FIm7AELugXVO7nXJZNLQK3hcV7YS/VXB9kB2teKzfB7ECAM/CXXeLPCz1cTTShLJzk",
+	"ILGci1zXRVqu8KoSqjgEA9GIvIGlIOHU8FrCPsytnhgccFebWkQmvzcE3QlypdVmpRsDd6PZGCtWDD6e",
+	"Pkn4yRv33ZH/LBVYV3nPLHMXVdG5ayt5CEzt5DYaYodkiLn7wM/IbTDMJ3njwvZMDDKFPdy2LsGUPkFD",
+	"eKelHb4HRkq8je3GuVstbb3dCGXTO/dXjHY6KhBF9xL35HCEakMUygm/bHm6k8MPipofmxVXh7XgBXgS",
+	"RUryDO6fziHcMK5F4q6EBe7rAdCNzXVKwLWCth3lmOEesJXgyqCu4y2VIMnAgkB9x9OkafLckUB2QNLD",
+	"qS3wpbS+x+uFsCPWCq3Z6cP8Sje2e6rcWzNFxynjZKFABZ/hCGk9seZ5UmZfUsCgR6gZE782jhs1KMWz",
+	"/zyEBw9fFTPmo3cMvaV70XRPOnqOjEm9Pb1YdGRBfPU5sF1ch7bChk8WtLuVuKSgNRlTYi2MRV37D6Te",
+	"0fo7+t32ZkzT9qL77jYKn5/KJ6Xxfcfz60WtG1VccnM9QFqilrqQOYRW8GFmuUkofp13h10e3FyDmy4p",
+	"BiBqeMPLC4xaJG5CeoBdCbsWQrG6UYZJ5eMcE2nGmU0vGvR6/JQYxv/mpQ46CRoIyqxkWcqB4ZIHhcOF",
+	"4GxPK3Z/7g/TkaDSMpDkohi4Bt1b541K3VcXjl+3FpHyciw5+WAaxTYopG/pOQWh+0aVm3HdGAgBTg90",
+	"ROBRAU5soUxjGH4nrTWnjQNHxMz9lPabNepUN8qOcqmbjpEqx0u+qrW7QFHq9fw+w4ddNwpU8N2rL7Wu",
+	"3NVIbwQ55eyX1MLTqns8SGf726lsM1ZMNVvsEBNstHG7RUj6hvquKzkMq8VCOhvLaSwKLEq/4q5EGbLj",
+	"+urw9pbFLsHh2yHMoifbzORroSdBt26G/onhgsZEstbW2JpXJ8VKqijviBeFdJPn5Vm0R5QG2NchMeBg",
+	"NYWP6KqpjZMk7nbl7uPSjWN1nZDk0lQl3/w8bIKbpV6DMPQ8q0vRjcWBQX2EWXZjiZRoeq6TduQZ/RLU",
+	"4Xjaxyg3ODO8dObDkpulexDdyRjA7I3/7OtvIITdzicxncaIOi1fXuuFVCBgjlEkUIYSZ6WwkHlas0Iu",
+	"pAW7E8Jua+nUUIid4jMmw0fc/2r3/xtViNrkuhYmc1qVkQuFhutyUy3JHRet4ZuvOkv40u2f+7Cb4H/9",
+	"7eTw//LDfz45/PaX9j+P3v2/h7/89iz75svf/22nwhtWH53LKJ1eWG4bMy7skPQ6p8eMlWUJt47V7ErE",
+	"yYZdYrzyI52HaW7bCI1AslO6Nwzk9Bh3o5GzWLDwwSjwIY37h3JzcULZyQOGWryZIIi3p5jaslNe8StZ",
+	"Srs55VYsdL1Ja1w5/UqyrS4OK17bDcv9+xSI6jlP4iSeEY8UL0t31aCthpTp1M7Iuuplopn0FZwPrsGv",
+	"DjilayOW8kYcOtHiNjhj+ZIrJcpDs1E5Jrw5JVmqRVo5nKZgRts3FwMeH7/Ms/3igQrzeaxmjRGdwfYJ",
+	"DPaIJ2xk/yZPTTKLznmAxmy+5KdLXpZCpcy6E2f/OFpyz7kTwAe3CYoe2XH/Ws2MUAXjhs3CG7M2c7N0",
+	"MnPfyP9fyXHQTs/J88qwKwG2Z56LaiwOt21WrPhCvK3LlL+l5FbeCPb2/HXrWPajwnu7vQTtVkVDxStM",
+	"HhUk2/or7s43vRGWcThbL7cTR4pxxrPBC9cHIqvexetuhWOmK5wWW4paZOxK5NzxAVc9mVsLIyx6CSj5",
+	"xL3/J9N+NqRpOI4ir1X/nt726ov18MydQhcv/mG0g746F80oecQYSvhJOPtiQNhT0coKntk+sqXgpZvM",
+	"uBraGehHfOX37GBpbTXoBz7pOoBxAn8y7MfLyzN2cvYqbWqCdTF+xeCXILMzSt0eNecm6vki2qZtmc7n",
+	"dudifZ5FZGfams/nMk9+04hyvs9i+zVHg1GfZj6vk163xLdvtMUL3/t1/6KtcIbZz1rdwH/uDvIEuyPa",
+	"pC59RJMKx0wbkHkq3EnjPwZq7fnj4e+UptaheEg2FEJhfsPwHvaUnaoqpSheqUIk0gpec2PdxcOk+53R",
+	"w97D0JLQJMfN4qWydcrDFbkN3FgCH+sRxZVYSoXZey0DTHQYnWpleW5T7qmfIhdU5K8AB0+Or7VX8F4L",
+	"3id6a0D1H1CweL7crY16GhhnlgELoyWq7io9m+hrUKkWNS8gshllkyfjHzeiNknV8jupeL1h9Ht3wI7R",
+	"26iw7t1KQ7tFYYlZl7A75NeniXa+4/ED4s8hM+00yEGcQ5dHe8wZ+Vnuix+jT06gzvwWhaLpGKleraQd",
+	"my8+4VSHdubXSq8VloPsN2/k/cGUhDa61b0tO8SlNP0VcvncTAZioo4sk3HfWO5Od3F1lZhE7KMWNzLN",
+	"OG1eG5Yc4HO3OXgr6tXw96PLXNSr2wRP4hrgcFg07BZXxsQTLb/d+yQfopPMs2OzWvGk8dw9paWs0BeE",
+	"sq7rcIOg0Y0U6yG1cfPTEDG0dxcNRDcuHBPJpWjgzdSwyidA5+3S8m2KnxJOHCTniy4Zu3X4E6AMV14w",
+	"bm9Df341Wf/kOuQYpjZGYLqhGvu+oHd/D5cXlypUwJnpdMUp6W1037uphFPEOvqBRj96IwuhvcfITNZm",
+	"CskvoExxBxMUklM949RvO+k1+lF4YOLHnIE8+jF44DaUhV/OopOL9ru3Q35RI+R1QTlNCb9Sv/6Emw5R",
+	"GeEIzR6xS0glgcAa5i7Pa2GWISWy5jeiJNwExX60tnrj/jvX+trp1+4VzMaWdI1c6WKTSiZzI7yc4GSi",
+	"uVD2Cv7NrwFH9SUnx2Gyvpp4KdQeZT+mng8UYP0F0tF9EeDsPw8vbvLDU1PPD+GFGaWyOEpwa99gqvgh",
+	"FGxLtQg1JnHpScGuNonFHLMrDHSRGhOOSxVtCbh7ldY6EKkfLaV4OZ8LSD6PU5XIiRq5lPYrp6CJjhzp",
+	"yZXRZWMFEyrcNPTWMeNzdxdIG0Z3ih2IvlDiMO0Y6YvTlFC/u494SeGHKJVQFp7eMF/HaZruGKRiULL4",
+	"eAVlfANBql2K21uTEAft5Okj/dT1lkizLR5KnMGYqBjScd74SxOjiLp7+Sz1SoT0n57/Ei/0nRprUtW6",
+	"X/PBX7JT5oEP/54dLIQS9c4CFYMTBpUivLFvgiHlAZthpdk/AVIHI2G6NoncPacUKq3EXWIckXodb0I4",
+	"koOwp9HUk7QFYUKfe39f8XGuuvWRd61blYqdvnpxzpS26DEZq2CNy1aj2DnTdVsFFvY99k+ntGL+/hU+",
+	"+s1X2xL09sWWUSWwL7/shfmnkeUedYr9vIEdK79TFeMx1Styy7TKxe3WdtfiwmPmLC+2aox1FNJJ86WL",
+	"A8IrELTdiyikIqJ4ei9Fir3T+TqZRtEvU+ziVvWy7IWoEjWLMUVMrFuUFm/zYzxCGA11SfceFSVTLeT0",
+	"DKv4ZIeFkrtv700gBf3o08zMeaUkaDADgcIHScxBRCwzdnebGIPLtJoesMwxqc5dttqwRc2VDWynlYjR",
+	"Xu6X2WJXNjFEW6WZ3uHWLRtrzVslnoU0jtfSmf2fU5r6KU0tNQ3zczGMlwFJFM4obUtXfAVxC6Nh9QIj",
+	"HbCjVLrbiGGnyl4Vh+mJQUVtU5adKueQtA8TCSW0s2PPkq3IkIaCMcDDkDKFzlt3/ev1cInv3eqEB0ty",
+	"fUlV2KLkcaFG+9akItOXUdJTZHqBmWUNMhS4JEBQ0MFAvXxUE9h6tCIUR6XxHagSThgrYbCJ9sbWJLMI",
+	"3qMD2cfajPGe0+VoAG6EvvhnqYrhIrf0LKZWuf2yn8fje8Bz6k0/i4AH4MYww74QIE7OalFqXoDKgJ/y",
+	"FeDgIrLH6WN8EJcGXhmAWSjUXNc5Brnw1iEPzX4uD7jGEklL6dstXXS15WgZEzHuy6mJ3Nrf0KO9rMsW",
+	"fecDrjfF4y+45efCuje1OnXKWlOd1eJGinXCUQ94eRDJLLh1NEIvshzfZJCynYFA1I1lhSgFJSxt7JJg",
+	"sRLFqYmbILchcZFSS7ByQHgH+jZTYMJfMqeAVkaIf5WocQHJNMPRcwxb5bMLE4c6zR1BS7mbO6IW3KS8",
+	"xufw98H92wmH0qO2rm8BjywM3tn5qTR23tzdyVA3WOQwRot3JTgoGtpCRAaBNEnVHyXK8BtYKG7ax5A0",
+	"3L6023GxW9ZNJJGOx9TWXJYpe3RUS9/OxDADQbVBkjCgvI/DJDzwee8tXF44KSeKkKrkxMvdJQvtReJE",
+	"51JJs0yLl5etyoF1Nw8sUIb2a3K0F8MH4EWAy0JPjm5S9djO8rxb7EPfuR9G6mx+QhJGSQsThOIVN+IC",
+	"zh/KYFOUFf4Vig11Dtar28SCvrFN9EItpErYpX5Uhg/0QYB+LaUVs8EK0kUaUaNbW49f/pNhvzYyv2bh",
+	"PSypz9hMX89QrEU5ENuF/LBRJqWDuP1i9LsfNN6JSeyGn3kTjmPLfUflvt9tbJLl/T5ChTjAwkrFrjZ2",
+	"cmQaJ/KXodw4WqbPjetL6Xi9E3IvzISVzGV5m5X0WIUIr7++mH76mxtPrz34JM/ovFkJhb5/YJlXViTy",
+	"lzrPhZp9IFIIyijBRClWcKcGc8/WPE8U8V+Pmnb0mU56pPeewkKpHQOVnQhjAZq0RUIPO0WKzyZp75WE",
+	"QpaMtmO8PKxImh5X//Dykj3mlXx88+wx4jQ8lmquEaQVB2cX8PdXaq6PiORm+yGDJNJYo14M2yYh/pbw",
+	"5+MPbI6GhK5DiMzvr/s3IOYaI9XiHUX1or/EH9yZwR12NsOTbqc2nv7Zwsxup7XqYtMmFPzvizc/M8AM",
+	"Ig9QwqOhiySIQ76USkRoK/AR93D3gGNk+ox1oOszNoDQm7FtdN6MbaHDZCxgcmcBPz5jW8jXGUuD5WYs",
+	"BmXOmAcvd+capQ0fBycDlDUZxosiLKQ1bE3m66uiOfu/0OOZd3m8I3C+zOdbhNVCuIWrguWmnr+rxT9E",
+	"AB3CHT14frC1E+m6OcslZlelDZjfdtTaHbx8b2vOVv2TRuBfwIJB1nYnnzHT5Euf/RPAaangzGpmdHkj",
+	"gl9mINC8Rci3wPo5hhKjleDKUpFpxWszAKIAgNjjGeu1qAQHNwGE6fmqBWkuOSQa8o2Hauiur1H9RMYo",
+	"v/0O0DeULDQIfTOhdM3xdLu77WxSwgQz7idBxFHC6r1hxPXdWwR8JA3T1/eOHzdUcdBVILcg2PYrOEiH",
+	"GkMlwJhQ/1Ebe9koqRYnVVVu7uyg4O4rbKndv+Cz6II10xEZIL13vdQQGsIQK2WSbXsl0DLAlEv38NFd",
+	"7Lt78AZkB7jaO8jHF8JA1TR+iF1tWNCo2LXYHLv/Z0KIcb2UVmDXGvghIe96xEETzMZcFVtEsctFwTsn",
+	"jjQQeamTFR7j5TxQusUXkBBDRR7u/roRNbbcCM79oZpyvVpxVUyLl8Bg9AZhpWMeha/hVYs0Ikiwu3pn",
+	"KOdzUQuVo9+VdgKPaLK51h6C+xxo/QmjbSoXAcS878kzucbPH1W8n37644QT5jy2OR54KU7j51TjVsR8",
+	"4K8C2r+eLonLGqcn/EwBY5u2QtCP2lUVYjrCByCpdjgBjiaJKxkURLSkgW+dByoJsd2tL1yLTQraJJIP",
+	"tzZhugr2erlhnJbVtoxKfhxRn0c3v+4uDSKiUHiPqh/51bqzH8qjcVvQO5bezmaBIvzkpl6BYSfTBdax",
+	"sI3lXRDQKeSDIWiL9tRiv6m//+eyFIdLrooSZLUSdq1rpxPYvHIcWN18k46S3o5c+yBhOVdO372CEp7i",
+	"Dgga7d0F7gZdmlvSdQb8r+dsbo5gc1b8fcaUsEe5rsWR0Sv+PtdKRX+rV2L1rvvYuvMnWd18dSSrd6BF",
+	"vHOW3DtIuox+tXn1zq7Rgur9eS7VOytXAtArO7+s+Pt3ZqPeXfH8utSL8Os3R86ePOJleUQ5Nu/cX51l",
+	"SPBgR0q7xQ2oMU4GC1UMShDM/I+eA9ZC7ciRjzNgJwBVEoe1WCI9ZtuaSJcYdrBYyVXKBYKBQT3vMBby",
+	"sRkS+aNVLqAm4QVIAP26KYvoMp/gQ/wXu971quL1Xve738dpd7o7uzsbCD4GPOmc97ERaPW3NBL+VfT2",
+	"8RO6SDeF+Ouui8t4BWu4JnsTNXc7H7Co/rrc+LOMrhBSIjt3TM4VmBaAdlEPaDv+oWHlIhosGonZZa2b",
+	"xZLxyIy4K1yI2iY5fOVqwAvU7Uu8nUkWk0D77C3kR6u1TMYMDDubDZ1tZ/4pooN0z9tJg5Ou75Nxax1p",
+	"DOJGnYATeSAfr2310U1X7gIvZVCcpTY+FzWnQFKczPBNkgRHkKvaZK0eApYHlyIsiuMWCw1Dv+j9c/cz",
+	"gmkb9sgIwWbkXT2K0K9oCGqMiV/8IpH0egcoRJ/VNZZEfctM4HgI9sht+qGE+npp5Y34Yu9Rb4kw+JNc",
+	"1G0A7RxaiO5yyWG4eeXfRLdQShMR+XUKJajta2GOqW0D/RNz2lHVVnnZFIDcJYpYFk4HkkYXaqr93D4V",
+	"arA6N8ORSjXfk/VirzAu1tUi7Al+YWr1/LScMmoIe6eUsl39NzCstbsDRy2MLJpkmqVY6Rsn6Gttda5L",
+	"5h/N2KLWTYVlshW0AJpaNzeeWgOf/8F9O1kAe6dQPPDGpFOcXLzXj52niS1qLkKMF216ivPfVEKdVHIk",
+	"cH6SCpW35UCQjt9YcbfAw1hceCXsUieID8DT8Md0uoifY4rD37RwpEXctKBRBSUKiAIXNtSRJoW9dcbt",
+	"EnrsltyKHXnPQ+apnrPZ+0Nzkx+2z846JE9B7QcOosPiIbLS7kj4o38oWk77x7Dx79C1RH9e6aKZEp2h",
+	"8858d/n4HDsbODUuH9P40N12CtaRNJ4kwWDC/I8W3StCsW5Jox+3x5cGJcdfushW4V6Jkk22DvXDCXof",
+	"jD93y9sN4d7fDyxHYrPH/juPZxkVgjoJLd7DbV5E7uWw7XfzOLxRgrmfwN+wLZyoTI7IhTJo3Z/O/F/2",
+	"VS225GbiDgnz2LmR4ckYHibQw5S+H7iOnQPB2nzZWSR0J7X+2JMkquaqlHnEKXtfhj1e6l+Jvf3tTDFJ",
+	"yr19GnPqnPFa2s0e6rAHQKp42xTmD60Ne3/T+TBkmV6tQHnyab9xSTz251xysxSGOSux476bkEz54YTm",
+	"IDzWmagPCXaRLNdj3yp9+1Rf4BN7HytSKmJY4TfSuav3ocFPh5roH/62YjrMdZ21pKIejsFoQ71fbhe2",
+	"L3m+honxNbfCbMHn3QXP1OfjvpqSJT07Oz/54acTTJB+B1s0647adQ+6B0KarjRYfb9Xg8b9AH/vE2N0",
+	"h2kFJ2C6BtbWDKckODsJ8iM3y2QtAAkXli+5VG0QPV6FjVQUUQSiSLvHbwNoukcgIkYwbcFI+0Zhn8rj",
+	"TUgRZJIHRywUalLVKcnEfBAEAYDcBKzdzTmCbWz2ifmGdgZgE7YDXYlSq4VhVve6G2KLubib4R1Cse14",
+	"gEJj9sh1iyBHwK3HCcFDqoQxN9ah0RwN1DKmU9gGGhqMn2u6c9BJWW6X224f3nCPn+TL066wluR2eegH",
+	"m/mcYYAYimrTdEsNphylhpJ06gKuRgF3EfdhPIHDfTTqLqX0+pigNbEtK/FHjZ0db0SnEdcYXvs02oXx",
+	"Bzu9CYV4FZOWQA8HjAK3KX8Ca3guF9S3Kj3Vqd3IYKRbdiOrk+frTj3RAoVSKg6rkivIO5/bQ0Bxz9ha",
+	"XC21vj4spKm4zZdQ4y6rQyMXisrydY2BsUOhCiDoCTjTGgS03+9eh7Ak+kiKls/53L6QfKG0sTLfiSQt",
+	"tjpz7YMYDX/utK0TytabNlaoI32c0tKnYo2OIT9vj9vCQMMMPgJ8u4fIfbLNmRNn8lovJq/XQ9nvs9IL",
+	"xSuz1OObCoAMLSYlDGboxU8PRVs1qzOxA5IVW5vcaKgI2A9j2KRD/j0W6gqO14QAWrPvNQDSpbXih0bK",
+	"xqkHaOwOffWhsbfQ7Pu00kE3Dnve55+kOBK8kEoYM6kaofZPDxUkFHv0AqXKg1s1Av0EmuPr6+k964+Z",
+	"uZZV1fp9AKTRaZKjPe3xnSnDrKOuo76fUJR8yjysFfUImgbXBnUYfhJZfLbjPvlAU9O8ay1RUV6sk+MD",
+	"9AV/3uH2oS2uudrX2TPkwXulCnkji4aXfQ4wewQlO4y2R7rbQDoOmmY8quIZbCFSbHY5h7xiuKeTCL+d",
+	"xTl1/nxGfUEUET6jgDAFbD0uxF2z7ABYwNHVQNg5IbbqzXmjOnhy2JW3b2oAgHajrM/ZNtvQN3bZiXVG",
+	"/IwR7lSE/Ix+iXBBehiWNHeKkpNrs1UDEqka9wK09/HARMJmjRbr7CCk3aU7fl89qIiuWVFvPMxFvzE3",
+	"4H78WWx2J9/SsxCMBU7FDNwr4X+BnKx4rClex4hM0/eBNHAVdD68DyFCVpl7DPiGiNKr0BKSOZEBzL1l",
+	"Y0xGDvHQDwQbctxRUcNTc8BD22dfe4RHm5x1jjvr0uNI+4jOcrdxBBxtYCBVq8DNBMgqTXAlOvVaqwWi",
+	"4iUE1rXY7AzXXbdjERTUXL6fSGn4cHL+0Ye2Cz5BxU4zyAWq38lZpUIn+C2KD4U08zuAZ9Oasnbz0ufX",
+	"R/zaAS4WgxTF1Sx7+0W3fRxrbvPl4VIaC31Ya+pWsOQm/DXtEyrlQl6VuyO6cbM1LwFRUOHlOZFaroWo",
+	"TuZW1MMhGGq/xda1tFa0MEDSRAGZWgRA4Qmj6rIQxg6qgiQu8Cnmt4QcIFud+5U7Q2na53Td7YKLff2Z",
+	"Ux2N5avK3L6zP07pfE+5l1zIMXvSzn8qb+tS5smAlUfYwifaDF/aAqnYWtdTqmgi1zWN1ifK6Pi2NiRF",
+	"UJNYdejCf+GRpnyb/Pth1oF4BNwak1mPnr9Vs604QBCNmt6rG8HLMSzeyxgxlLMWd3wM0v8+4HM/Ehhu",
+	"cpcGIwy1LkXGOJx7AU2C9TyBYAo3ObQKAjTRRBf2Rpb2lZrmroeHmVTH+F+HUlGsoa0v8X1mnN7aUlKi",
+	"lJegmEfzJTTcOSbAMW9JScQ5BkcDaf6A0ururO4Mby8c94iJSBh5J7blkJvnrZK/NqKTqu8+e3RPPQlg",
+	"ioCJbvYHq51G+YPTbapi+mmju5zoKHXk4FyCnhVREf3tTtexxk7RiPyDANG6LMJsAZ0IzQ8nRrwhdeuW",
+	"XrTRmfd3ddvGe07tY+u2S4i5Kt7zIckyHJsNPDM1HhteuAMa8dTo67k11Uljl6cBmCktIs8vL8460OC+",
+	"SUHU9ATx7rE4eqi7+pKb4f7kXkzytmWCbMeJP8ykNaKcg8CCsWthm1oNCciogdvUjJq21x3VxsEO0F/Q",
+	"l2l6raqGPHRlEisCumzAr/CZzueV0o2inoPSmqj+CiEFpNk17BQhER1nfDHoGqVGLaqS5/tn1dHQ36U0",
+	"rHZEBCMZGlLarrHUQcnqtdBDnPd+d6I9qrreGlF3booYXb7Bi6QSdYcodqskXZrL4pIupImswwzxkcV7",
+	"OI1ph6VPj3FJ9K6c8Yn1d7L01ZlT5VP0telSalvO3FlmXYJdscsNaIUh1PL+XqSaWC10Le1ymGHDE5Am",
+	"FFdh/PTi64Ps4OLHk8NnX6chLHhjl7qW/wRf7o/YPT69wdoRvRVsRqMeHR3N2En8uu91iNo36pIhOR8l",
+	"ZissHfGef3/Knn3z9N8hg8b949+/efoNCG8U2xyy6jISp30hnkhOVHmClZDeGfyKGBw4TUwsNBkTMijC",
+	"zlZbyBvs1ACkCF0ja64Kverh1uwRmWtFDGVjgxkBkHBA+tLEE8u95xa30G0O+FhBwIsiStocult+1QlX",
+	"4P9peCktWNlVra3I4cwaiBaCN2IluOpOhHCZlGa/6ipR3uOoJ0lWU26YlGAzrWs/3C9DKZIATTW+8XR3",
+	"1eKQtqtz/ibwn79UYePdfoe9nhS+hLilF6BIhVnEt3geaV6LVpIUK41C5NRLbq7vB8++DqAQ3Kc8Wm4S",
+	"oc8q7tIw1gUMolQ+9z00H+Pmmja00MfU0AvytCRW/rn9Girs/AQB5c+dEbASo5lU9Awr2ofGoR6mlRXE",
+	"n6PihbKEes191aCFHsyU/gHIA6ZPMYF09Zhe8fdVrVPLDyWHP7z56eQ/z87fnF5MLT7WtW6sVOMgM+1T",
+	"Ez+7Eityqo2qAbjsn/DhPeLiUY5cql5UfS9L4QHW9Y6UpEooBMgu2heietZcGHPMDp+2MJpVya3bAkjU",
+	"JA8JcKCcWuZV87nduTe95EFIgaJejaPo5+6hzotDuejdUo+WQDuk1qGQ9OaG06aF+YmO8PJPgTwGWQG/",
+	"CWEQCQtJ8HB+xhsjLrXl5c8p7dT9wBa8vuKLwLrgusGkGTcMADgovV9K0iI/E3UuUq6NH7ZHs7xeCOvU",
+	"LveK+/HRD29+OP2ipSqfsjORfJaCVydlqfMB3Hf4M1hBJWBgi8JdvJUH1p+4SPfKxcbsGgO+TIelryyX",
+	"Ki4Mpdo+taALb2qj+Gb1Qz7GtV4nLlLHm2/ycjpY/+ASkXyu/ELvd409puwdaW/3o1n6vcn61B9T5Qjn",
+	"nSWztCCx3okwp6O4/wV8uBbO5WrDOMPC74SZhI14kzUzhW/T6zNKdc1mT47g/2YYwC9LxA6f8/wuee84",
+	"uyjzfSC5XRorlPvw6NdQnjvN3za8LDfYAH7InbQv6qQb4cptDqB/p9ESsMp+Ow8al+mDDybMtjsCryQm",
+	"ymeY/J5R747DpbVVxmprKkiUd/8JmTBrcVXbPO0QT5KMIySmgCGzYLLJ2lgiJAgs7YFB5956merH8Jpv",
+	"f/O4xfOGXzATxEi1KHE3ptdbQzJREkhcGfi2fyY2whCdsimqCTAIeJDRWFngGNrbdvGdmoNAqTtSMFvG",
+	"Tvt93C+mw8vYywXTAHF+O7Tl+9DL0h6kcz+tCmbpLMBWAO3hUIqk22R0sEGX0gW/Eee6FPfXmhgiMI5L",
+	"tPdqEsOIsvB7n8pC2ztAtqtrcbrz9N5Rs+FWtE/vPaQGcUcCkLvasE7PEyq6exyNsLMn+P13Kb5dC2yg",
+	"si1H6D325+9Habbpz3F8qJqB7gydUIfjxsa7w1PIQHeIozxM8+SRlsmJjvi7eyYf/vLbk+zps39P9Uye",
+	"hD0Xgjl5KaG+Ri8gjuNWfdzp7x21cg9H4svhr8UGVrYd3RpZ4H+Mewd9M21zk2910p4Yj0qEnyIfstLs",
+	"10aD9lyzUirBrmrBr/c8l//6+8Hf/17//e/ql9+eZk+f/Uf6JKaEc3YeRZh2rkutcMM14lcyU/F8t+Tr",
+	"TPz53/9uHrtZf/PVhJbbIwGiUcw/BA471WWzGqj0zuE31J5M3GItcc8ntxA/PpwHpbT9uSnLHZ54/Ig0",
+	"7Oc3l+znt69fDyUsyxWvN38Wm6nfq6KGgPT2EMa6/8t21lheAjgAfdU9Nbl4Gx5qd6GzhOETo/50yRMD",
+	"vPiMSVWI9xmztVwsUDT6ovI+WJWbtBk6OHQF4Ef9R4LKDmOEhRuKncJfYzw1moPZswkfkWUi86UoEvTy",
+	"4sVrzHtdCWXHMFaK0uOrIFZB3Sj0c1jNVvz9i6I8XfI6bU0WRXnpnx8nMTedNTft5wewdZNMg+c7zDS1",
+	"Xu9GYdLrPtQMHIY7yan+DXj45+QUL4EiQA/Aybb4DJGBBbKzO+xAXtPAFnhmCsYT4V9Iqmck2jrIDiDo",
+	"8ct+bNeuLwuM0DvkJBNiusC5uNHXYnfYuHbPQdy4LH2qAfGVh5Xt8iQ987LSeQK45GexDgkLwj0SA8ii",
+	"WqCcHmd8SYZviH5DPe0yoPswEWlMIwrKtecKEohr+jKHBOO5D1BPIBk3iWkKHSiHmBAT5kJJ/G5fJ0C0",
+	"01hZd8OSJ6abOhfbfSKHKg+7nSK9wxDq+frQgIPFh6/SMHV9ILYoIvxJ4b0OoOydUkQWfr5/TL2BVp4p",
+	"NKuHh7uzu0X9SteChhDvpQEkHOWuEWR/gzAyk4oke+hZMRFtgda1MxsDsNsK5wyAIIUC26qUeBUiBNY4",
+	"JgqAIuV2DFDL/8Kayt0GiOzm61RCO4bcTpYuHr5opAWv+6nf/hdjdHt24h0uOPPV/V2gsImfXfNy4uzX",
+	"tbTikC8FLwAnYs/5rxHTZFQEERCNf/Q2CI1xa+stikidWG8LookmafgmxzaIL9qumkMoDnCtYQfsFhnO",
+	"F0KnVMLIpSNN3BOVOqmhUUeRmbT+PA6s8pogRjyqDZxiId7fC7LK7ir0uCvkHl0ToraTd0WJ9E6IIEci",
+	"PTGpDX5I0JH7cEzzub2YhC6y9S2v0r72KUUeZ+QgOzjlqpAFIn9cLBtb6LUayNjaJaT69WF9KX+biGNb",
+	"xx+hP7Zb0YEZ6YGSxOJiuPA/cL3HL0lAfyNte0yb8RhE1JJ31PDsC5uR5qRvbkTtFHrisUjS3L5H6d4Y",
+	"ggN0mcCQgSan/uvJLQcp93LFZYnZsHd0JRuhCsYhXZIp7fgJrQ8mVpTy1TN6mgGnxgX+0PqBIZx1zLhv",
+	"YsToVcftkIo4HMF49uRJsogspbrksgJXHwXcOnwCa5hQSjZtp3cZkG4rwX6cvptjADtoJvBrdwHSOd0J",
+	"XSclQ3/Cnw5fvQi9Qtxe0hvpovBkTkzsU7n46bJXN0GpodufjeFx4IUEXcVfwzMOmdg7+EmAEk4fTiPe",
+	"DLR0bhvqJ1icG5kzqXDnodI5tPpuoVwo/zmhidQpb8Hp2VvmfpFW5LapBQTE+rAgbepUGsb5QW98xLBK",
+	"nA/Y7IQI59MeOBkObZr60f4Zk1brkjBfQwOWxNedzZj8+lIbm3bc/aiN7cQ8I5XuQfQPbQb7WoScotsc",
+	"eVXroklJ4zP8Ycw3WSbzQflK9FMjqUrVZxP0zc3ppZAQDdzhE/Fj0rP7lyK5Xy5QPqaqFfrogr3xJorU",
+	"iff/bhnlDzCGCiZO6+ZrJnW5QOFAYRnKlnif+xviz31Y5g1XNp51qOED5JIkCfSkLNFW6FLndADbCHx2",
+	"jyyS8U275OY6HeYJddRRMUAX0va2KSHwpUEc2ZIb+7KudeJChT930C3rRvW75pomz4UoBvoBureG9KGL",
+	"ZgXhuR0DLCOIu42ww8M0KiUvLmwUEfRjJMudEwPdrth5KmYuHAykpkBFyF6QuY1Su6HbYQBqE+mGWHEF",
+	"CYzD39yZCwmf7IIiD2hpTQVZXGdx+cqUiVK9C2U+OH1pxa97DVMToVxurocCW+Yar/C4rAl23PcamQAi",
+	"4T/frxYPB7G94h5SsN/emFo7DBLz4rgESYvdy2VaiuxVwDn4gWmB3lbI3bqEMyq0atQUKLdYYHZLq0b9",
+	"BrdseesmdmgqkTuTzbdQa/vf9tSodllzqaRZpnWalyp4wYJw2qOR324OC/Bw0cYkWHZY6+pI0VvMMdwS",
+	"OwBQGpW8UDpyBW6NxBSXunbXUbhUoAbOLbuA7nZ1BMU3VEE6QYrsJSuqIApiTSsihXhn2rVlgU6HGWRn",
+	"M7LY7tzCDx00Oh3/Fy+S/s/v3E9YKAMQD3xViYJxCzKDfnj06uIN+49vnjzNGN6ws0aBEjajTnz+NXjH",
+	"PIT9eMsx92vxdnL2qu0lF3f7lKuqhIwV8xHsWPD/7tepdChUePsOpvdm8cR2Tr9pWLB8WnrtWkGJrUjx",
+	"Evjr7j/tFtx63OdybgGkLLhU7gHKyvVgzU7bp2TLTtX1KBCBz9xEjIEdwAQB3Dr6+nSQgrtBpfQq8LtO",
+	"pIdNzY27jfr9evHy4vT81XcvtzYNjgTfaLkDDqhbVeM/kLGLl5dvz9wFc/b65P9LNNiOFvPl1mJ++e3L",
+	"7Ok36XkPICmc+C0lLAVN4rw7P628UxiK0zgk8LZHf8x4F1UBP7bb5Z44n62JB+ADv9uAUJBNQkLo0yih",
+	"IqDwZtzDBnjj4FddZSzHyUOSbg7usRbTAtr+YJNbSITChF+zD4xCU8u0ttxh37fnr2BodJpCqKFqrMEE",
+	"rg4qO+Q/cxWMkVlTyxnWf/jlL4PxF2/9k2df3aFF+QiYzUdKZnYbmxTLS1kXZ7y2m1Ne8StZyqTLo/Vx",
+	"5NTfJeD8gDVZ6EGMx+TnwmAb1j6GwB+xsRq+T2j7q8n2UTtAQJlNBeTvpowEvI0duoh4X8lamEEna6d1",
+	"o99gXDy9mnSjhEJ4fOj2bpRbFAp1Z7ld1bPT8bwH/GRnrH1gKLe1mS7QXHsuWUytKT55C1hQHtvz7tVC",
+	"4GHp4GUdM039e6g87VqIikDBwepNKSiQIfeqMulcV5KNPkSHxX1OFJ6+enHuKIeSWrE2iaD1Q3qIVsIc",
+	"uymil7CUoOCAjOdqEwd3J9dy8feU2unEXp8iRrjELcZucUqHQ6ZbyAMtScS6I7EDse15ISttvxNzQowY",
+	"WAWoCf11SOOOWRZ7uCPG2NYNtoWeOn7UH7yALzuomrrSZmCv6MexE0nVVf4+yL7uWr431qWk8b2ZtpCm",
+	"Kvnm53EqNEu9VlE7a6NLETEjrhUQxWtDCCh9Qk2Gb14VA7SC5axB9u4gFe63ATPOTUhL/5NpU9K5ezoX",
+	"90YsQ/lEkNYPv3Xz+fedpFdS205zBBCSLo7YJjKTSpbAWjBESwx1BjFWpxOmASWu4JYnVKkJ2MJYFNDH",
+	"Fp4uTcbpcpgmd2IDU+MtqXZP3zd2W2D4YEvpCQ/i/oUn76D60MafIu7ueBzcH9IWpi+gexlhp4H7Uqgb",
+	"zqmf/bzX5AcZutWhTFxC3nLAbTS2IfZrc7q3WRAShilVGkGHnTaPybzjLBcQ19N24gRk1cAQ2/DLeyQv",
+	"7FWUsyfmKXBFR+twzwa4U77SVPqEW4dleDEws1bC7FHsE9mDMbdnbZqjp6gh4OUuN6fY55cBwZiOpAEC",
+	"Dl+IAEqdQOVLgry0ifjgP3UPZS3+Pbfs6VQsEr6ADPtEIh5/L1fNitBWfGEg4HhWfDLAynAAEA/Vp+74",
+	"T06ybuGmSRpVNoUdnQT+3kKfzZiGhL6yhMncCvAbDivaVD+lQdQPyDJENAnwIVNsRPBa1CeNTaTltY4H",
+	"4hkAhQvNDgClFeHyDbaRu+L5tVCFOWIn4SLmOeSp4HcewcuGXv6C2ZrfiJL669J158sGc62vpTjGnEwI",
+	"9OFcvRIPqbRU94elU189ecpmvJLv4Il3fregKQOcJ4Td4CPt/i6trTADE4Y9hVHTifIxCjPODpon+O6l",
+	"IGJC/J09mr1796M29hCWjK/NqB2QqG+cTHFE8OPl5dnFF8fUDgdkp+Mrcqv1Cz6uNm7hvDSaKUGJpbP/",
+	"PLy4yQ9PTT0/BJt51sLQFowD7MWhrqWb3uxC5IffC5svDy+kFTOAq3oDv818yfQmrqj0O/slm+Wmnr+r",
+	"xT8AHhI2VbqdwZ3wyPMAt+CX2+4yr+Sfxebgd0eFMplY6vj0wtaCr9zyzzwE4YWobyT6cDm7kYXQhyY8",
+	"5dZXC17CnXKY69WqUT7neMUVX4CnqMUzxDaDjdNFDTiPQ4DIJ4S6L+KbgEKulChNhj7/w+CgLoTJ3Ec3",
+	"jt4zAg2VagFPYuO8WusVtZkHC4UXK6mksUgbxyiICqojdIuT1rCquSplDhQRfF9YB4uSwi4NHU3J4Z6n",
+	"whwgIQY1ZN4BkS+1EcqTZiGqUm9EfcReQpnt/7548zNCc5GXvUXamkGuxne62MyYWfJKsNlvuS5E5vOX",
+	"M8e0uXhVuIXbeuN0iP+V+WKm//X7DGeM9bz0dQ/2S9R66T5w+KqYOVWu0soE3FystEWQZ6jPNmxGw80y",
+	"ZjQFetmcS+jw6PaFUmxAyMbQInRcpV6YI3bGnUYCjpXAocZPL7wi1I0oNawZrzkvXTMGwjWDe+lvv7hF",
+	"rpeSasvNChQHVYUxgmpGaRwE3YawJnCYSBW+bw6WNc/cx2dH7CXPl5EcUZCUKmOEq8hfkGzcH3LsPGZc",
+	"eAj/QGcU7ZJQc13nwiQ/ZoOTH3wqVxvqHLoIfd42gZbplETrvPUj0UVQN1HTl6KWc8t4xWt7xHq9+Wf/",
+	"Y0aw0aYBTSD8lDHxPheVMyfj00TacKLR0dsmLAW46jmU+OK55UvKzGdcabVZ6caQz8W0GxPPxMngmePS",
+	"pShBBhN1d0QzfuGIvWlntOL1tSj8RNrIxHPGK3loUVbTVOAKDDeuIdnmZDCYrdhYOm5h4G8896Dj0OTV",
+	"dxxv0PB06LI+DNdUPKleA4LO1KIJh4uinVC7h+8KoaS7NeLtQW6PidmwGR7XbNdBRlDaQ6c4uPJS57w8",
+	"dGsLH4uXi7E0t2wlcpDm2sd6S60rJ/RbQMf0Ofm9AItBWmdYHoxcbidnr6Ic6OcHTwE/8uk333q4X17J",
+	"g+cHX7o/gs5nl6C8eZQwR4iPr7S27oKBKGWlUzbAKVgaJoIyRNaKbifqLkFhVKmM5WWJgshHJ+N+CAwA",
+	"usO2+L1zt5QvfoH4IR3A1WbwDOiia0kdPerbOt6XQcTwHPvXuhsAju5KsLzkchWDly61sdQ+xc0WTqy3",
+	"YCiKN51o5vaw3x6DUF9rVqOrLmho4j3PbbkhrDGE5Qq05yzag+/80Zy4cQ9QkRfGumsWq9SVpcIiqERE",
+	"FebxPwiqHG2RXZZKdxDvfAWNK20RYY/G4Gpx20+2asdQHiSUo4PYInGHCCYK3uhAn8+ePL235aEhll5N",
+	"iooj/9yRY6OvnjwZGiLM+fF3vAgb5175cvcr3+v6ShaFUPjGt7vfONVqXkq01796OmGIM74pNS8utX7N",
+	"64XA977e/d5bRem7ovjJabCXThd3Lz+bMMtLrX/iakPbAVWmX0/ZwldOMipeYs5vbHUePP/bb7//EmU7",
+	"kjwapzJAwFkYcF1RLkNfgnivXaziHDw/+PbbA/+39o45eH6A90j7G/4TCfj3bECoHrY+uYVIJu8ivqcP",
+	"qiudFjIbYVtFNvLughAzS73G9Dg/LJrcTgwLHvIo0NKEX7RKyuoj9sqGrk1b12Poqq/0lS42kaOQXUFA",
+	"rR1/W5b9IGyQNBfBmdXl+if3L9RoqAEB0O4XHtPRJ0XmlwJ91CHbAom9Sx/GyrKEeg2r4SJD2TVI/vdK",
+	"5jmvbL7kj3+Txe8jJA4wlB5XE4xuRm9GLbuwqyRZnrJAU/vs5x+YXPGFOGLQC5XNnf1KZhzQsyGM46ZN",
+	"6HH/7AXW3WXsaF/OrRCKraRqrLPGOTEFxFRRa/TDe/MDbT1Qbko3eJSMBWcSzcU/jKZXJ3MLbCkydo9o",
+	"8a+cXnsSPeO+b3CJYYaIxmSaaHOQDHBElAdgDUpv9GM+M/vqyVcQOKP4e0G9bCASgv3Dklx6ipMDfbHm",
+	"K2EBZuVvE5JA4kxKcPE4hbN18Mhi6+LPInYOjsymgSf7HvNfdooLIJTHFZbtJD6MKbyJTydlQ3R0K6jJ",
+	"p8afGCfi+fIuCsJXu1/5WdvvdaOKT0okIS8HtskDrXxgYfO4FnB7DdssrxTkagS7BcVLONQsBP/wgkXW",
+	"Abg4J3eUWDtZlcXCZb3U3v9Qu1s1jrmTjLrEHtVOfrjLse1gf+UFiSiO2IlilJXvHkQBvsHkBBw5mqXR",
+	"USs/901urjGBUwl/6/ZkwjZXn+Nm3Z2zI5jk2zF5L69yfx6/vUpAqz/1axni+84BHN1Sn/90+BUxrXsM",
+	"6yHjOmv9QFwMccjDGCF6wOmAJY7duH4Mr3gllpIuaZ9/GBcWgLoAMDzulxlxqsefDh49GflHl6IW7BFn",
+	"61qrBXBYe5d+yWYSRcq7yJEx+wKZ3m1kmCQoEyshbHfu1FH+0VdPnrTfukKPOd84E2DzxRE76eFohuXy",
+	"Fj0yiwLN8fJBYqF3DKMr6FGBHKTUbY9b/GatovaaD+FiwHH8IDtcDF6kegUs3toproOv0jGiTmqITzVo",
+	"Iw6hS+q8m5kQ8Dpve9M/nWJv+zZ8ovjsP7g/qdj6CzDJLGYVSjIDSISW+G8p/+DxLUkHEndMvon82kS3",
+	"O00JbBho9xF72HQFzn1Ppyh1yNwwwhrwMP5obfVGlZuMXfCVuJBW/M8LW8vcenHwPBEpjyJfS13bQ2eE",
+	"FMnwOzn5Id6bDlK7L80u3G0kZhEKIS1QmkQEO/A5aXR+Vjgm/TGMid8+7P5UypUkjOtZfAJOOP/sO6nC",
+	"QnhVYTomVRPqYoM7Sf6MNtx4enH+Pb0EJhZJiWSwfTvWnthluBQ8HtVo+P2I/RXun7gbMZ00ZCqkrqHg",
+	"ZDd842YWew1AlqGWu2VFN3XoViC6JnRUuTNuREeuJSUE6LCkZTyPDWhpcPb0WxtqYo/c0fo/0+JmdH/7",
+	"uxg/8gVR2LYd7aYdbsOutqpgS1+jrwAuUW5FoJmqDRn4ZXaae7BHXz37loY9F7beHMIOOtI6YXmtjTk0",
+	"0rYBgEe9TInn0UMzdE04nV0uVMif+CIVrNhKm6AQvG5srlfAS+taWos4Z0hvqARS89FSL7YvfNiFB7rk",
+	"4dsTwgcM4wcd1YirggwyTxYZSWtUV/H4p9z+92gvoNQiPPTBEAJxudMVnIwmpQK60ZMKBrjfBkFUkMNh",
+	"rhfCHg5lDV1uy48hMenkPn31i5CwxBPporCAT1iF+UNHNN5U7nbqh8w/jEVW6oVu7LCich7l5nv1KajL",
+	"KsoGAW+Fo3xSHijEDeRKwX5jdcXWur5Gc4WuVcj50KVH1AtOjfbqMJAiAhkCWFBxpa3nAUwbxNqXrZs4",
+	"rt8iVKMweasZ4Hiqgi2cCvXVk2/ZLCcteZaUnm6jplocsWggMyItG4J99ikbDB9Ld3/ZN/Hvi0XSSjsm",
+	"gQ/EMWxTKzPRAYEX2LUkAvPYztx2nnG0IOZzgfn3W9VgrdT3tQGOWag+DTXX1jdYllBfjYoTRQc0K0Qu",
+	"C0HODsgaBmDUpV7j+7ASaai+HXTBKDkHJrzkN8LxDTyq1wpv4u3AARruEHB/yHs5GmbIhZBwBxHjYQ3A",
+	"B2S0j8U32Ij6Sgz6x6INuW8m2umcPxe8MAl1xpe0QTQrdlJ2rhFq8WK9uzxlz/rodmzHunui+yF3ExkI",
+	"kj33CPrkR0PKB6Cosha82LBaW7hUMLeQqoZyXUlIVSI+XS/jZG8ZCX4sYmOPwAiiWYSsO6f6g0mh3I0k",
+	"QgMb9ogKqHRjs9b7FwJ6ug5n6H1aX0Q+y6dsRh96R6/MjthreS3Cves27LB7aSKgO34t6yQ3oXkX2bZ/",
+	"MveWRD4YtLgIcv4T0vTp/IYu9Di+uofGn6DlWIW6rcb/31LODUc8gE07sqUVGhDfI6kRS4YHV7SpTuDx",
+	"zmygVsVowS+tqFfU9E7EjUD63Q/iYgRk8JWAsiKQiICd2sznNV8gXRG4P3fatUfGadFlKeFW1yBenLyz",
+	"2s1pLn1BBPeNKChFCWUgt05VoIFLvjCkJqVVBpxxyAfqxSVTVNE+8vg0gPo+bOCwM8khlYP2Ps4j+oTD",
+	"BZ94/kHg5h8oiOa3N+/0HQGa8YxLjyR498mXad6FihxofdNRYULv5JBsP8ywr4Hy+9nsWKXRip0Csceq",
+	"WszleygCanEhMsSUkHbD1lIVek0Mzi0lGOFnsLYF85HbNBQCVZOKVSX3uX3b/XAhsEkFIkJZ78husw59",
+	"UdyN4CW22ARGlqbjSMbfoxKTkHvoZAvOEPDcjtg5qT2+KKEWrBRz6/QY1qjSCV5qWemfjJqp9axuaaxH",
+	"ddlfRpxxcBNNeg7qId2z/QrYcuMX4qwf8vAjOlh9DHU5YBWZPlIY5Ef82ghIOqIECXjybWjul8qMSGFD",
+	"bE/rpDQaK5PqzmYPDdzd787YAZuMkDW2mrk9pHj1ZwvlxwnpGhcgt4z2qUvYjyUw3S5G2xTJx6AyJQTk",
+	"s7SA9K8c0Z6jqMx2VIl0XG6YP9Wv9CW9FpUdJzzmTVm2FcIzL+6o8trnYKpycxxXn10LURn2jwYrNRjh",
+	"NZK4zVhVQt+0qH94rquNjzN4WRckD0VYyNrplst5zB20DCnLVhNIQxb1Yx8vBvmSErpa2DQU1NDPH/st",
+	"Qo9FKiQzztxYarbihZP96LAJWESRLOrGtYM16vErcCa5rosW9LsXLrI1tdrpZYjAmXoWfaj0kM4gO0JI",
+	"VH0SX6ABPUsYiHaHYrP+zeqhf8W6hSr6cJUop4TX4DdzYIHkmWjLUI5jXzgC0oT7NspiUtoS/gvcweGS",
+	"ipDdPweAPp2UFCxhiWXl/cpqrEbfpdg+/o2w+H5HeV6KFNq1jwDxkBFR62axBGkYFcNDT0+QcImwDkpC",
+	"cJyFGruVhjL27VAPKpB5EF5zqXh5TMLVyTFofigq8hGiy8qrQT6dIRZsqJBi7X/r0Yv1Jt9SwfHR0oME",
+	"eFdaSJEhnR6BTE1btBwVlNeiQnQnw+cC+0v0HVtu2Eim7qfRXhJ44gdRykaFVMaU0/1Vd/+PPhuyCX7H",
+	"Q/8A/J4dVM2ObFq6QhG7r3+XImClv1OFYbpO3aNeFITiXp8TFa6m3cB7rIuAaGIty2whGu6hZaGjv8Pc",
+	"mLd/JRghJZE7cKtaNwtFbvW2BNrm5S7o6B15+f41qzQm6gBP0zEFAMVJyIkfLh9nl0jyB0ua3X8zB9zn",
+	"BN8x6Yp0/glpU4/RvhyOgL4QYJNSOA3deGCdRrI1hCA9XiQIqchydSyXNqXJOAjINx7wRNegpoAff9FA",
+	"e38yF7wghzAnCnInRnszcULUzyZ2F4LKxW0U8cxS0jXC+MDQp9L2XfudWWuDg6fx1mbrObz/aatYOMfd",
+	"9iC6QroIu/+tJNXHEhoXvmo+7DCPmav1YQGDfGx5on0j9qGMCsqb6C2o1dLaqkbCoHLXudfYZJFte1ZI",
+	"tLROlawjbLwrJeWra0sh8VdjdWVC4p9PhkgmAJKLrBS8o76RaQVx9VZYCS/J/EKi6W9rgQmJlJAdsNOf",
+	"tuzYz5Xko7/hsKLA0ivQghtF2SOfRcv9WHuYhPCR9BF3M+6IWPauUbxlTeZIxNlUUE2cMdPkkB/QcZBk",
+	"JCRjPK+OrxxqLg05q939DOmFVSVUAbArwOA0IkQGu9DLug7gud7PRI09jthbE/KDg0tG51AxWJz0Opui",
+	"nwhSG6zGCBJgTfmPLqVTuzYkDDHJzM+pljcDkcgL2rgT2OSPFY30M/XguuIG/GibSnT7HnXJ5ig4lAFK",
+	"cFOJSRFL+Dio+HeKV3YmTqcnjS9ooTAq/mNaIBWf7UzKg1VDI0FjDrIDKnICsGolB4DiR6cKeq0nsjY7",
+	"XRrmG4ynZofPHSQBLkbgrB/Wqedo9hyWNSXYOiIaPkdfR6KvQ2bKPd0A8MWRrJVez5GRSwB1r37SeSfA",
+	"qvTaZK0GQS14NtQHyhl8vuNMa2xirjrEIDFpgrQ32E0TYeytjtiJSsNhQs+CFmWDW17qhbNovXcOKBOv",
+	"IYDwQ8gdSH3RFoKmGCnzLam2JflZp9HQgzFdO8wQz52U5Xbm/9Efil22ln83XtnKSg/MEfrj72QL6LYS",
+	"CD/Rp6ebO4XdSKVCE8lZliuuNoTmvgRMGIrfQ8qONAT/S6H6Gq8VR7sAB5wm2XOY/UP6JHQpxsgUtu+P",
+	"Q5o17fd9iG3cuokZNEh9ICe3a4IcAWHixw8vL9mY/PfutLFElttFWMhIrz0q0X5pLCdYWu09hj4eix06",
+	"JxnpuFOOXB8oJ+WC38DnJ2WjRH9H5IbIhxLlnLjd+rApJ7BBA1NHAXcfaKefIU4+nXwSONZ7FVljrgZ4",
+	"4vFv2JNmNIXkBfw9iDZfJxB1OmLfuSv0UKpIgcT/QoS0K92ASsn8vZpqN/Ftq4b6rxtZCmUBbdoIw2q5",
+	"WFpzzFb6xk1DG9/mxWpCkMZByc7pCx5cBwme/Yz/c9illGNwoIA4cCj5Qz475+6pMtLt5kOyykAORsdH",
+	"P+nmIG6BXIUVdBOxAjredLENU3hhJhhBAAxqdHCwIQcwd6tsQnO9Pve1CRMxVlaa47jBNiuIXNS5zKEC",
+	"v2Wrh1NIhlIz7s6pH0+3oE6Tk/SLqbrFkw+iW/hcDJzV51SMP2AqxgdWRKypoI55ig5ifbf6qBwehG0E",
+	"gKUYx/ZNMbZJAF8XaiGV+JPBz5CzzGe4wlOEtU6eLsW0QsCoMCA8FfUHJ6+AR4n1gu0rdBrAku6UyU+K",
+	"izXVSWOXp2Ei+6PBxtvSa53PrkSp1cIpU0OO8X4H/ElYsYm2znET/pPD/8sP//nk8Ntf2v88enf4y29P",
+	"sqfP/j3dlr+/zrft2c97qxpaStSscTLi7fAi/uv53/9uHv/y29Psm6+SU56sN8bdfra0x881qfelP6q+",
+	"ELkvaWdNFamSI57KhCAzrZBCPkVRZf4UiyrjGxfNdc1eYHEqgulD/keXwztweNRty+O2SeNz19oaqxCY",
+	"9TW712Ljs227ZanUzxwrUsGL3ytLdTohVATcg+t0S/CZXZIPooDxzvpoa7w9GLeM/zIpeNmXgneNq8bT",
+	"bGOr4diOQ49aCpRMmGIk3abP7kET5raOcMxVneaLrZaqnyOZI/7v/h7ep4Cb5gm/narWtrhAoB5UwFrb",
+	"NIb8H1TnMI2lKx4xFRDKTe9VEnq7mLrh31rJA8sypeI9mBm7NdgOo7Z7UBEeaAftuBa8XKUVsQ9o4G5v",
+	"5BD4RwSr5ekA+oXgKYdIdIRj/rkU81NznbdC4wOpdqN27GMrzAgm53eN9DRFAuqEzhwrlgiDi3B6CODY",
+	"0aEHSSZh1aLi66YsEJ/a108u5I1QbCXsUiNXvj1/Bc6+8+9P2bNvnv47/NH949+/efoNK8RcOn3NBrnq",
+	"UwEJRdCDBWHXQ26GRa8zizsI5y0H4Vd82bNH7AblkbMlN8sI/iTmuNZ+lzZOSOHB1l7TXvGVqLmjhqrk",
+	"G0BX953J9zfeM5+RAhWlsm08QFX77pC3pfilSOmrDyTF04Pt6tEQbYWGVYS7FM4xAKOrogvH/TGAnP3q",
+	"YKXCNOXgsmr4NdRaAIhEuMRjlnJmNWR8/Lczqv9Qkv8SafRjCXsI0+xIRoqbQ3TQpRD/KouCpQT5KlfC",
+	"HLeCveCWpxROR+/XYoMNa6AHeotsG/cAiFu7YtZHr5ZsjhC3oauur824VnrdlpccsReU1I0rGUGE8g8S",
+	"LgvTfrHuL+TMahMBg2cUwWAiiIAUDkDSN/AWzuFj5XKHYJ3pbn6np64ThM7yoMRj8d62Jv0ka56O+h5c",
+	"DR1KlB6IDaeD/z3NvxAA3LbTtznAIR9kB4U0/KoEtCo6+En52y00VhET3Q5kLKK7TwcZy9HllERtWtxn",
+	"R8agI6MhDr8PsY67PTWRL5bfvgyvY+pyy0rBjUUwFV2KBMIVqbeGl46WQcslHaXzqVjEG3BRbEXbIUOv",
+	"1T9brCu8Ru4zO1Bp+AyUGwewG39JQI5gpdeinjdlSBaUAC/udO0gCJM5gnH/syu3MzGbZ/tkEAaw8odC",
+	"tXIDTO6pLpUEnbo1Wrq3b3vX04UYJRcisPmn0lk99E/7nFz43ym5sAcWf3cxulM9fvxbA1iZo8mFF3pu",
+	"D4uQYejeeD4KFtUERTKlJWZti4duF1dsdp4F0O+Qd+X+EIHARq0a2wQrUC+8+wVKFFHNSTWvTyPTxBkI",
+	"Vcktor2Wa74xdFEYvRJY4K2xWSx9FMoUhnICSAbup/0Sgun0oHSQCJ+TGR8kmfHBWHMCoFTPRqS7yWfS",
+	"hnjNBESoUw8j1TY9If6kr9ZRMyJqmAjut6gpkfE8R4XGRZO3WY8AR+rNiqCOOK2C+rD0Ei2NFRxatxDf",
+	"KfHet1ke1a58vr956ATHu3PvQ8FOTVB9PnHIqVENh1Ico4Yyn72A/9oZix9Ru3m8ux/2RdvwJlh9bXf6",
+	"YxZd96hD1MIIaxHKElOwSWC2vkEfwVAC26cu5I3o9LXXSmBL6m0hO9ib2minfwisHxYIsaPLohMrb9va",
+	"BAUpAeJkBPjmou7Un5SY26utdefcoN+lhp95WW6yrT1/gD7X0Y0ZzpC61fxrtLj+LMRG8UVNv9980Ls+",
+	"lkzzZPYYKWxYtL3WC2+3gUiACuw1dOO/ckpYXgtufCzBd0gSlc6XPhC84k4p7LZyh2Y/AbFDWl82k4ad",
+	"QnAZny0UGm0DEAE0wLsSQjFjdSnUcddARLMwwtFDhZWvRKdxfQoF2Eko6jtl7tEGuz8ViCaHsx2Pnial",
+	"SgK83PZaXcFBfkYNHkMNLsvOvfuB2HpjrFgBHF2h87GmVYWsRU75yFe1XhtouN42Bj+sam2hjzWTbrXk",
+	"+Ch03qyEspiyUvEFpRdrVUrV/xnybjl1qOxERY+3XS+9Xtrgr1FWLJD/sKMVqCXzOQwFgoA74w8NvmSz",
+	"qpNKvnD70OO2L588G94Tvw07lt3tE/eacIfTF7zvdkD61/bXsrYLPh2hO77DRs6ORisV/kDd4yIGGz4n",
+	"R1Wd3Y0ZDja2ZbcoeeD5AVHnYduits+TTwd4Er6awPbBY7zi+fWidkLp0HJzvSt1gNAXpC5kztp3GbzL",
+	"arEAx6BPMZWGVbXOfZ9/n2WQL4WbdNAgff95pD5ZE9hao47YK8uWoqzAnMekAFZqXaHP0lhdVaJwTypo",
+	"seljW3MuS6kW6cj8d2HWl7DgB7zoukMNhV0dA25tpa8LADXiD4XbExFRf1dGmOWufED89ThMaEI3RX0j",
+	"avc9apFCfcv9PbLUKwynPw+52tjB0CxlFTVLzBj4C4PwXTmNrxZGN3VOkTlvxa157Qjd+C7N8BreTryF",
+	"wIrbZ2BTR+53Fq2L0OQx3T+ROpfSRnyAHqk00lBeIO2n3+0/BDeEHoW9xT8gBxTc8sNauGN1R5mXgqum",
+	"elw5YhHrEYZwREVFXgHLTc/x2iO3N2SMZS2ElVAWcmyRKmlIVulS5htKG64FoGmEO6IshLFU18XBqy6K",
+	"LCSGFT4QxtUGEmPjXqO4AmeHkd3mLwzOaJUMhMw2O5zhqy+45ed+mqf4yq5Kr5+dqRYqLigzmedWh5pX",
+	"2tljRglBxisM6M0fyiyCb9wt5+r7WohDK95bJziMVu08g6VJkxuaBL43NIuvnz77sGVcqQOisxturoon",
+	"Hxb6OdUpJYhoF9Es4JZH7JoHRrirSELA7X0lU92oQ63yMQDzxtm2SnTZvBON86F6I0o0JkmESWGg5gu8",
+	"4dCIyf8ZnTkKar9qqmjI4qjemksQReHTpO8WqNLGpfeGLXQHkXj76ib5R94OvMK94KRWzXYpNuggyfWK",
+	"Yl08EZo/b9SAJHsIT3ZqqPNmV8OYaJ+txnMLe0DCaiAH98OF8AZXNr0OoHfvfK7c+nSc3g3WdaaFHR7Y",
+	"/Ym8YReZG/+KG3GIVHc4BYEdKkz4VelkF7V2z5it5WIB6fGqYE7Edo3LPxlW6pyXJG/8sLHBnuuyWSmo",
+	"C1gHqwOiTcpnF2T06IsXr8Fo5yWkSbTCKnwXfWZQdaoKZuQ/Q7/JYOhTDRVMz4P+skLyhdJGsJUklxur",
+	"an1VipVJmjEvaMAL2L4BaPUeLAnmbGMF3IvXiBwA3QT13McB4GtMX/1D5HZX7ndR7pf3vaWn/cTfy1Wz",
+	"YqqBzvd6DtPKl7zmuVtD24zbKd84qWOfWBZmjyairRuVY9rkAHwAf/+iKE+XvDbpaX/15MmTrEUcl8p+",
+	"+ewgc++5SR48f/rkCTyxkgr/8CSsEQ4d8h4eWgvsH/mANA7kSAeKANifdcCBfDC3fVeCnO9OWPT27yHN",
+	"UvQz73TIcMV+vPzpNRYwIGa4UAWAMDpRF7zxW65+UPNA2s2Qtv/nhq/KGWocfN2+6f221DH/iH2n7RJ4",
+	"CxLrIwcMhOnC41HqPWI5aSbUXNe56LZJxL6fG5992cJKFKIq9UYU7EbU4LZxElaazlJ8KAeKaVe8vsaU",
+	"sVnflfyc9TzJs+fd5tqJNDE2a+f5DlsezLI9AiBmKcFPG4zLWpTCEc+jmTtrXQnFK3kE2/5FWpjr3LyV",
+	"u+T3CerIeIrHbLa07hxbMhgIbOBxxx2I4mMfEpckB5OS8sCNfJCF2iP6pxsoVWu0n0yEr3RkYkLZ5Gv2",
+	"phLKHesW/R6loKsOrHhvH8NEd3wbuCwdb9qK9iRFb+IMSKPvsBuYWR2W/CyfdzQd+6QjTVLN9U4pXtW6",
+	"aHKbQSV0kbGl9hXf5EKXMFG7CWUquhC+HyH2VY5yXjNm9QJhnwLqflNZuUK7WijM2PUxKoQEjByH1BQC",
+	"VFI1l/WKNNUrqXhoWOH+QLNwwtupWryElmQIWLclzC5gP1657XjIJIt2lAQjfseNzJk7EsdegAF6pRv7",
+	"B4s5/SAsu9q1Ew+o2wRTZod1dxpBXoDnw1GFKLzyGj4TKw3U71garzUw8b6CjAp0p3BKiUJDEc1GMPB8",
+	"4bZjlmuxOcRme7Vebxt26KMHBrI61yWrhZFFI4w36Rw3XIuNYY27g1lVi7l8359XWwuj18p0SlI2bZc+",
+	"t4eUdQi2uChYUyX56ye/Hbfrp3WKkuZVkSiu9haiwVZYsDTojUUdRmH1tMwd1uEFfMLcu4UYTy0E/Cpw",
+	"HU6ZHb4OteXJmT3dZQJG9t/ThP03uKUxrEvFjRHFMaoAsBdYrjrn0slrehTK/aFvxY6tPoPPpdeDCSsf",
+	"tAS7S58YPxuEtgrODt85yz39GXbzni4AOAHyfEVSlHqUgij7cOL/MYnTQy9OD/0cfMhjrPUzFCpmIZgA",
+	"ld9tMGFdSyswJTySxy0iU1c4iEh0UFV3jxAxjBGVFnFWOAnYKA+8UdSb8wbb3IMwS8N81MYyI0QbGYbZ",
+	"YQR4oY/YCc0ouvvgyEKVAc7TGb08LCJZ6IgXEiUNGhwnfNQnWPgrCbtDuOsoUeRNDn88rDM6q/OWXB4i",
+	"mJIeLUxlNKSydbZW96Prn0pkZccy94+vtNF2Is/PReP/0kXjEA9sqmHN80OEZpS2ck4Ebh6LFZflDmi9",
+	"C6EKjEQDrtlKGINuyjbyG9rnF+zip8sAW+eVYR2M0tBrv16xIJlAGLaTYmsnv6jnLKjtZBx/9eRblInY",
+	"ML/zEjTOb6cxQ/ULJiOpS387Ryc5vn7yJT7j5h9P2qPWo5innh+14PkyBaXsNudSGPtyhQ0tHwRXFE4O",
+	"RkDIth0SM5cVwBtyxKHyZVXMNCHy8+Gk4tbkx+Rgh8DW3MNytzd5dFCfheG/mDB0b01Y4oWob2Qu3ip+",
+	"w2XpLPu+x1BAKjXQSiwDmFj1msres8pLvv5d/g4MAFOWbSvjfNy69RGHiIJurNhOQG9T/SLgee+9iD7s",
+	"0wg5fijz3wt/V+3T8I3oXVg7ogvIOoroZNErElqQ4+YdMX+ofhRUxmePJf398QxsW/EerFeUtWD/Quxd",
+	"FCDRW2i6qrkqpVk6w9jvi9frpDPmo3oXp9mKtNcEwgWVvJ3P5I0qN2cUjX/Y2rF4muOmc7sZ/0KW88c1",
+	"hG1n2wiWvJeTjzT7gCKi4rW0m30kBKXVYxWbDxTMoVqd50t+JUtpN5n32pONl5HZTz5Ub/nBhU/uVZ9g",
+	"h7HOPB6yEvVhyL+DTAuEUMuXXCoGoL/hZ2zmgFOEqk/6/hH7K2hiS5FfvwjpMd7F2lAs8uL/vJZWsNnZ",
+	"+ckPP52wXxuZX7+Dd2Zt0Sl+HuRCIdDAJeOfjNzQsLCQN6JeiALa+zMn3RZLCAkLZRoTp+ysqD5hkxQX",
+	"Z3BK9+9hPaHFx2tvU4Zg3f1lH+OlUAtOhaDrpS6jFA84PHQjm1IPpjR3zuGObtk4k8iRCk7UnQ2XpXFy",
+	"eEYUMdsJIAmv3NN8/jhO1og+x68JFDef3asP6V514pH2+UrYtRCqXxL1gPeJkwtSCTNSbOxlbXjUU3+c",
+	"KNnRHaHJEKCi+bhy0aCApARvL3xQYlWinut6ZRhHT+whFGxRZVstq9EccHCdSsuqWt/4VnCtxEbzzuB3",
+	"jceGR1Zukd0owg2gl+ATiIDwpWHPnjxBOYBy1QfGafKOs423+LMeGgE5YK90sclabwBsmPQuWl5sRiLh",
+	"5+GAduT3nOEu3moT7yD1B6RXtp3DAA6BLvoq1Z3HfbMovj4yn5fw3KcDGhxOaFyU+kOHAz8epqXisxa+",
+	"bdF/jIMK3ImIGo6HASG95W0vD5HLM3iDKybc5OH5o0T6fFeUooDiKidh+JCiXpdiVwU7UmWc8oNrR+Pg",
+	"Wuk1ZC9g1pCE2JYnYa16t0H3MQoilRsC4Txi5wjWh9mYJYAxHCLuci08Uif8e72UMA//cTqEVsqXnRYl",
+	"4n1VAnL7ermJTsuthRRdP+WrxjJZlNDRaq7LUq8Js3y7Lp6EsS6Fefi8JDfMWD18JyXrD1wMP7wPD8lG",
+	"jbJyJR5TyYWVo0AtmLj3A1ht7rXM6XS63mSxkqJ8PRvGD8xg+t4Ru0Avq1Mb5/MoBc9U2rKFrnVj3SWq",
+	"axqHLWq9tsuMlXwBMJ/+6g/mPDzhfkG1gS+d3lDqRVInOcdVvIjW/pA36/ZoCY6gp1h0IH88nvhBWE9i",
+	"gxvxAZgC9P8pKClgJ0BndUfNNSLb+qCRD8Z4OY2zSxgc/ooJBodT4XPb8LLcoGGuetXuvaRVx25sLmux",
+	"5mUZqqkAS8UPCvxHZr/V7iocaniKe3AGW/DwXOHGGb0k3MZCS44/8AVB7jpPM0qIAkIb6gPwgm0c8U1g",
+	"hvVSWoFuJPZaquY9Jnbj+6w1+jpVh5STg2Z3rlcroQpRIGYvNdrs9faFbcBqGai8Abjyqip9E0wTTERO",
+	"HLYQyh6xN6SDhTlCdhDEYDCczSF+464PK9KoKT9qYy9xOx6QMdpRLtzKhxgj3lzYoj8UZkqatO6NHQaw",
+	"yzHFo82oi8kJSdbDe7SUF7rC8XohLEw8ZE5DjIAc8dS+tKB/XvH82n3sRtRyvun4cnzzwjCO4xuo1Co6",
+	"UP8EGA5JeGAWkL2BD1sNLi3r9gCyHoCG2F8R+CBeQMth8D62mh1HHf+WoimFYDP4yLumjVPPtpnrxH2+",
+	"x173nyDSDgDj7UgQoQNzG4FJle0J4258aol1W8sbSyGhY0wlj0RS83PuyL9wIh1QQUdSIgXfg5R0Hx1J",
+	"nuvqDo+rkqvhvLlOmBflKnFa2web1ARYC/0YeeoRl+pabDpOHUwwJjqP1ezAy05wAbIvBFWxC1Yetadw",
+	"wx2HYpxNlOsBqclo0s6tqH2uHgUH/uw0C91YIyk8GO6JFMzokwQkVcnVB5SGbrjpwjDIvUIYMHPwQD6W",
+	"rHOTH5w1KQglV5/xVz4hyeQBp2LZRIz38MIJQRcPO3Wze9TmoW+5FQVb+WpLqFOgxZJzKvocoqqsQ1bI",
+	"mddeT1SBjrZLvoAijzBYUHCzoHJhKM7vNtpJmORS1W5udoNNTxHUoThiP/DKw0i2RR8lAQYny/Hm8n2L",
+	"gs4jqGPTZqOlI36wwS/i/b2PjLN0GokPOfmXOlsEAF+BJBO7BA+EUGqb8DcauUuf2L0X+UkrVi36y3GE",
+	"7gmY1hhwCIgvGJaF9ojQcmMEAQYVw4EJfz0B/2VH+d+DwsoP0NZ4LKwLR/A5V3CfXMHu3rkPlcIKFSGJ",
+	"e8nwgM6oqbDV0Fv9UCoA2LVCQUQSXs5i9a8tOW7cowo9rbr2QJGiyIKWg5ktCdjqt8EHC45WtPHNNfZd",
+	"JrHpTPDQlayJEozHwnMPDlndDjMKV+33Es8At/GP5XhNbsE9kDlu5SixP/7N/c/PfCV+d+bUDvxLp29U",
+	"/l73kwZqxH52LWkbtobOuN4+KjTeHJUH0KXm6Twmafq4CR85Yif4S7/NLqXiE9oLt9jFDkgfcwYwyL0V",
+	"DKcSIkjmjZ5L9uQN2or0Rhsm0q5lHmCwIVjubNAkQmbLAJMQfoMHz1wzbihVEvSnLs+GO7fidtleuf4g",
+	"R5soVNw6gjx4fvBff+OH/3xy+O0v9L+Hv/z2JPvmy9//7WAAVegBKlHjLRqxDP/qRaoO9KPhNLJPzjkW",
+	"rWc/FE+g3fpfBUL44RuW/vGAQsPhOzHbXgT3dg+I9yJvbNJWpYqFSZ0K+qUPnUIPX/ogbVsvZCIdJ1El",
+	"0Ym3slMIJpiA25n8euuw87+AsrXUZZGxK5HzxtmqTIk1+szwmRXfBEs1LrriChDha1/XVfL82ozkmP6F",
+	"NuvBpYgfKCE//uL3OcIa+kNmcaQwDR/CQLBLWReHFa/t5nHOKywEksJMYhlZZDE8IwKGva9kHaDHvALf",
+	"YieC+wb7INBom9ASIfPFIOGL0lK0vuuAdloWfC10NlsxXpZYNhggStzg7gsIoeENDd1Yih/OBbcNec7R",
+	"pHH8tW16rCj63Wt35eM+u+EkeSUP4cXZMXqCYjjKhIr2NA7/VfIdvPvOX/azJA9fuoM8c+d4Gh/jAzLz",
+	"wIiDoOXtM33qgPUd/aFgYtdxlLnLIY4QCx0xe8SjA3iEgcC2kQifDggEt4UoCbCEbTd4LDMrx1D4ODOK",
+	"V2apLZoSTl1hV7zkKvcw2iutpNU1+KY5NC4pQ61wO3lDIfMo4O7MocYu3e/omoM+QMDokRRDWRFmAQWB",
+	"VGZlklmVvrAsvk6ge29oT1m3dcoe5tXWAqfgvqTVZqUbw2pOYogrVot/QE+EdLWIpMxpn7Csr90ohRNR",
+	"RQsQ0S8XCYuKCkYwfTrKAkhn2OBRPuQNfpPjIBc0yV3584klO3IAncT7mtEtcp9J/ntPM9rZgUT/Ht0P",
+	"5/n7npDP//bb79lvB1eC16I+cez2/G+/OJMzboMH/mgIluLn7ytT83+0f26uSpmThdifYH922W8HdC2d",
+	"an0thZ8yzWMroQfV+Uhby0LHrlDdkKHVarJtryKxtmmzVqE+GQ7lEa6RPXkKeMceew83YjsA8BZxqiEJ",
+	"PIuu6oydX16cxRKHJAftQmxSB4U+55aXetHAfNp9ZZWWTu8PU3vWmZrf11TZU6i0Guhz1kosdJiGIb6M",
+	"h6CXEyO8hKZPND/0FoRLowNB7ZOnQDkCuROpNRDG8UM/7Wx8fAltD/+d1tbYmlf+akedq9sYPSAu9PBp",
+	"/RXYnlGYw7ffxnPAO+uX3///AAAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

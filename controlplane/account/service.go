@@ -225,34 +225,57 @@ func (s *Service) UpdateRole(ctx context.Context, a Actor, id, name, desc string
 	if err := validateRole(a, name, desc, perms); err != nil {
 		return nil, err
 	}
+	// Users may change between the read and the write (a login records its
+	// time on the user); retry on a lost compare after catching up.
+	for attempt := 0; attempt < 5; attempt++ {
+		r, resp, err := s.updateRoleOnce(ctx, a, id, name, desc, perms)
+		if err != nil {
+			return nil, err
+		}
+		if resp.Succeeded {
+			return r, s.propagate(ctx, resp.Header.Revision)
+		}
+		if kv, _, err := store.Get(ctx, s.Store, rolenamesPrefix+strings.ToLower(name), store.Local); err == nil && kv != nil && string(kv.Value) != id {
+			return nil, fmt.Errorf("%w: a role named %q exists", ErrConflict, name)
+		}
+		if err := s.Store.WaitForRevision(ctx, resp.Header.Revision); err != nil {
+			return nil, err
+		}
+	}
+	return nil, fmt.Errorf("%w: the role or its users kept changing; try again", ErrConflict)
+}
+
+func (s *Service) updateRoleOnce(ctx context.Context, a Actor, id, name, desc string, perms []string) (*StoredRole, *store.TxnResponse, error) {
 	r, rev, err := s.Role(ctx, id)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	oldName := rolenamesPrefix + strings.ToLower(r.Name)
 	newName := rolenamesPrefix + strings.ToLower(name)
 	r.Name, r.Description, r.Permissions, r.UpdatedAt = name, desc, perms, now()
 	put, err := putJSON(RolesPrefix+id, r)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	aud, err := a.Success("security.role.updated", id, fmt.Sprintf("role %q now has %d permission(s)", name, len(perms)))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	req := store.TxnRequest{Compares: []store.Compare{store.ModRevisionIs(RolesPrefix+id, rev)}, Then: []store.Op{put, aud}}
+	// The contract asks a role change to end the sessions of its users at
+	// once: their session epochs move in the same Txn, guarded so a user
+	// changed meanwhile fails the whole update rather than keep a session.
+	cmps, ops, err := s.bumpEpochsOfRole(ctx, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	req.Compares, req.Then = append(req.Compares, cmps...), append(req.Then, ops...)
 	if oldName != newName {
 		req.Compares = append(req.Compares, store.Absent(newName))
 		req.Then = append(req.Then, store.Delete(oldName), store.Put(newName, []byte(id)))
 	}
 	resp, err := s.Store.Txn(ctx, req)
-	if err != nil {
-		return nil, err
-	}
-	if !resp.Succeeded {
-		return nil, fmt.Errorf("%w: the role changed meanwhile or the name %q is taken", ErrConflict, name)
-	}
-	return r, s.propagate(ctx, resp.Header.Revision)
+	return r, resp, err
 }
 
 // DeleteRole removes a custom role no user holds. Binding a role to a user
@@ -286,6 +309,33 @@ func (s *Service) DeleteRole(ctx context.Context, a Actor, id string) error {
 		return fmt.Errorf("%w: the role changed meanwhile; read it again", ErrConflict)
 	}
 	return nil
+}
+
+// bumpEpochsOfRole returns guarded writes that move the session epoch of
+// every live user holding role id.
+func (s *Service) bumpEpochsOfRole(ctx context.Context, id string) ([]store.Compare, []store.Op, error) {
+	users, _, err := s.Users(ctx, UserQuery{Page: 1, PageSize: 1 << 30})
+	if err != nil {
+		return nil, nil, err
+	}
+	var cmps []store.Compare
+	var ops []store.Op
+	for _, listed := range users {
+		if !contains(listed.RoleIDs, id) {
+			continue
+		}
+		u, rev, err := s.User(ctx, listed.UserID)
+		if err != nil {
+			return nil, nil, err
+		}
+		u.SessionEpoch++
+		op, err := putJSON(UsersPrefix+u.UserID, u)
+		if err != nil {
+			return nil, nil, err
+		}
+		cmps, ops = append(cmps, store.ModRevisionIs(UsersPrefix+u.UserID, rev)), append(ops, op)
+	}
+	return cmps, ops, nil
 }
 
 func (s *Service) propagate(ctx context.Context, rev int64) error {
@@ -654,4 +704,20 @@ func (s *Service) Effective(ctx context.Context, userID string) ([]string, bool,
 	}
 	perms, err := s.Permissions(ctx, u.RoleIDs)
 	return perms, true, err
+}
+
+// UserByName reads a user by user name (case-insensitive) with its mod
+// revision; ErrNotFound when there is none.
+func (s *Service) UserByName(ctx context.Context, username string) (*User, int64, error) {
+	if username == "" || len(username) > 256 || strings.Contains(username, "/") {
+		return nil, 0, fmt.Errorf("%w: user %q", ErrNotFound, username)
+	}
+	kv, _, err := store.Get(ctx, s.Store, usernamesPrefix+strings.ToLower(username), store.Local)
+	if err != nil {
+		return nil, 0, err
+	}
+	if kv == nil {
+		return nil, 0, fmt.Errorf("%w: user %q", ErrNotFound, username)
+	}
+	return s.User(ctx, string(kv.Value))
 }

@@ -40,6 +40,12 @@ type Config struct {
 	// before the retention task compacts them.
 	HistoryRetention int64 `flag:"history-retention" env:"SVC_HISTORY_RETENTION" yaml:"historyRetention" usage:"revisions of watch history kept before compaction"`
 
+	// Console sessions: the access token's and the session's lifetimes, and
+	// how many logins per minute one client address or user name may try.
+	SessionAccessTTL   time.Duration `flag:"session-access-ttl" env:"SVC_SESSION_ACCESS_TTL" yaml:"sessionAccessTtl" usage:"lifetime of a console session's access token (refreshed by the console)"`
+	SessionTTL         time.Duration `flag:"session-ttl" env:"SVC_SESSION_TTL" yaml:"sessionTtl" usage:"absolute lifetime of a console session; then the user logs in again"`
+	LoginRatePerMinute int           `flag:"login-rate-per-minute" env:"SVC_LOGIN_RATE_PER_MINUTE" yaml:"loginRatePerMinute" usage:"login attempts per minute allowed per client address and per user name"`
+
 	SMTPHost     string `flag:"smtp-host" env:"SVC_SMTP_HOST" yaml:"smtpHost" usage:"SMTP server for operations e-mail (empty disables e-mail)"`
 	SMTPPort     int    `flag:"smtp-port" env:"SVC_SMTP_PORT" yaml:"smtpPort" usage:"SMTP port"`
 	SMTPFrom     string `flag:"smtp-from" env:"SVC_SMTP_FROM" yaml:"smtpFrom" usage:"sender address of operations e-mail"`
@@ -59,16 +65,19 @@ func Defaults() Config {
 		host = "node-1"
 	}
 	return Config{
-		NodeID:           host,
-		DataDir:          "/var/lib/svc",
-		HTTPAddr:         "127.0.0.1:8080",
-		RaftAddr:         "127.0.0.1:8300",
-		LogLevel:         "info",
-		MaxBodyBytes:     1 << 20,
-		ShutdownGrace:    10 * time.Second,
-		HistoryRetention: 100000,
-		SMTPPort:         587,
-		SMTPStartTLS:     true,
+		NodeID:             host,
+		DataDir:            "/var/lib/svc",
+		HTTPAddr:           "127.0.0.1:8080",
+		RaftAddr:           "127.0.0.1:8300",
+		LogLevel:           "info",
+		MaxBodyBytes:       1 << 20,
+		ShutdownGrace:      10 * time.Second,
+		HistoryRetention:   100000,
+		SessionAccessTTL:   10 * time.Minute,
+		SessionTTL:         12 * time.Hour,
+		LoginRatePerMinute: 20,
+		SMTPPort:           587,
+		SMTPStartTLS:       true,
 	}
 }
 
@@ -122,6 +131,15 @@ func (c *Config) Validate() error {
 	}
 	if c.HistoryRetention < 1000 {
 		return bad("history-retention", "%d is below 1000 revisions", c.HistoryRetention)
+	}
+	if c.SessionAccessTTL < time.Minute || c.SessionAccessTTL > time.Hour {
+		return bad("session-access-ttl", "%s is outside 1m..1h", c.SessionAccessTTL)
+	}
+	if c.SessionTTL < 10*time.Minute || c.SessionTTL > 30*24*time.Hour || c.SessionTTL < c.SessionAccessTTL {
+		return bad("session-ttl", "%s is outside 10m..720h or shorter than session-access-ttl", c.SessionTTL)
+	}
+	if c.LoginRatePerMinute < 1 || c.LoginRatePerMinute > 100000 {
+		return bad("login-rate-per-minute", "%d is outside 1..100000", c.LoginRatePerMinute)
 	}
 	if c.SMTPHost != "" {
 		if c.SMTPPort < 1 || c.SMTPPort > 65535 {

@@ -14,6 +14,9 @@ import (
 // and the current identity.
 type accountEndpoints struct {
 	accounts *account.Service
+	// csrf gives a console session its CSRF token, so a reloaded console
+	// can recover it from auth/me.
+	csrf func(sessionID string) string
 }
 
 func accountError(err error) error {
@@ -187,6 +190,10 @@ func (e *accountEndpoints) GetCurrentUser(ctx context.Context, _ contract.GetCur
 		Permissions: id.Permissions, Roles: []contract.Role{}}
 	if out.Permissions == nil {
 		out.Permissions = []string{}
+	}
+	if id.Kind == identity.KindSession && e.csrf != nil {
+		tok := e.csrf(id.CredentialID)
+		out.CsrfToken = &tok
 	}
 	if id.Subject != "" {
 		if u, _, err := e.accounts.User(ctx, id.Subject); err == nil {

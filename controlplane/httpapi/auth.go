@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/svcplatform/svc/controlplane/apitoken"
@@ -132,15 +131,8 @@ func (a APITokenAuth) resolve(ctx context.Context, token string) (cachedToken, e
 	return e, nil
 }
 
-// AuthCache remembers resolved tokens for one store revision. An entry is
-// used only while the node's revision has not moved since it was read, so
-// any committed change (a revocation, a role change) makes every entry
-// stale at once; between writes, authentication costs no database read.
-type AuthCache struct {
-	mu      sync.RWMutex
-	rev     int64
-	entries map[string]cachedToken
-}
+// AuthCache remembers resolved API tokens for one store revision.
+type AuthCache = revisionCache[cachedToken]
 
 type cachedToken struct {
 	rec   *apitoken.Record
@@ -148,28 +140,3 @@ type cachedToken struct {
 }
 
 const authCacheSize = 10000
-
-func (c *AuthCache) get(token string, rev int64) (cachedToken, bool) {
-	if c == nil || rev < 0 {
-		return cachedToken{}, false
-	}
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	if c.rev != rev {
-		return cachedToken{}, false
-	}
-	e, ok := c.entries[token]
-	return e, ok
-}
-
-func (c *AuthCache) put(token string, rev int64, e cachedToken) {
-	if c == nil || rev < 0 {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.rev != rev || len(c.entries) >= authCacheSize {
-		c.rev, c.entries = rev, map[string]cachedToken{}
-	}
-	c.entries[token] = e
-}

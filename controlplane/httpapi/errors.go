@@ -18,7 +18,10 @@ type Error struct {
 	Code      string
 	Message   string
 	Retryable *bool
-	Err       error
+	// Details are extra machine-readable facts, such as the captcha id a
+	// login must answer next.
+	Details map[string]string
+	Err     error
 }
 
 func (e *Error) Error() string {
@@ -38,10 +41,11 @@ func retryable(v bool) *bool { return &v }
 
 // ErrorBody is the one error body of the API.
 type ErrorBody struct {
-	Code      string `json:"code"`
-	Message   string `json:"message"`
-	TraceID   string `json:"traceId"`
-	Retryable *bool  `json:"retryable,omitempty"`
+	Code      string            `json:"code"`
+	Message   string            `json:"message"`
+	TraceID   string            `json:"traceId"`
+	Retryable *bool             `json:"retryable,omitempty"`
+	Details   map[string]string `json:"details,omitempty"`
 }
 
 // toError maps any error to its contract form. Unknown errors become 500
@@ -72,7 +76,11 @@ func abortWithError(c *gin.Context, err error) {
 		c.Error(err) // logged by the access log with the trace id
 	}
 	if e.Status == http.StatusTooManyRequests && c.Writer.Header().Get("Retry-After") == "" {
-		c.Header("Retry-After", "1")
+		after := "1"
+		if v, ok := e.Details["retryAfterSeconds"]; ok {
+			after = v
+		}
+		c.Header("Retry-After", after)
 	}
-	c.AbortWithStatusJSON(e.Status, ErrorBody{Code: e.Code, Message: e.Message, TraceID: traceID(c), Retryable: e.Retryable})
+	c.AbortWithStatusJSON(e.Status, ErrorBody{Code: e.Code, Message: e.Message, TraceID: traceID(c), Retryable: e.Retryable, Details: e.Details})
 }

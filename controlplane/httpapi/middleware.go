@@ -178,6 +178,10 @@ func guard(g guardConfig) gin.HandlerFunc {
 				abortWithError(c, &Error{Status: http.StatusUnauthorized, Code: "api_token_required", Message: "this operation accepts only API tokens", Retryable: retryable(false)})
 				return
 			}
+			if op.Credential == "console-session" && id.Kind != identity.KindSession {
+				abortWithError(c, &Error{Status: http.StatusForbidden, Code: "permission_denied", Message: "this operation is for console sessions; integrations use the offline contract", Retryable: retryable(false)})
+				return
+			}
 		}
 		if c.Request.Body != nil && c.Request.Body != http.NoBody {
 			c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, maxBody)

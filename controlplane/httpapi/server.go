@@ -14,6 +14,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/account"
 	"github.com/svcplatform/svc/controlplane/apitoken"
 	"github.com/svcplatform/svc/controlplane/rtspauth"
+	"github.com/svcplatform/svc/controlplane/session"
 	"github.com/svcplatform/svc/controlplane/store/raftnode"
 	"github.com/svcplatform/svc/controlplane/system"
 )
@@ -34,6 +35,10 @@ type Deps struct {
 	Tokens         *apitoken.Service
 	Accounts       *account.Service
 	RTSPAuth       *rtspauth.Service
+	Sessions       *session.Service
+	Proxies        *ProxyTrust
+	// LoginRatePerMinute bounds logins per client address and per user name.
+	LoginRatePerMinute int
 }
 
 // endpoints is the one strict-server implementation, assembled from the
@@ -43,6 +48,7 @@ type endpoints struct {
 	*securityEndpoints
 	*accountEndpoints
 	*rtspAuthEndpoints
+	*sessionEndpoints
 }
 
 // NewEngine assembles the router: contract routes behind the guard,
@@ -70,8 +76,12 @@ func NewEngine(d Deps) (*gin.Engine, error) {
 	handlers := endpoints{
 		systemEndpoints:   &systemEndpoints{svc: d.System, yaml: d.ContractYAML, docs: docs},
 		securityEndpoints: &securityEndpoints{tokens: d.Tokens, audit: d.Node.State()},
-		accountEndpoints:  &accountEndpoints{accounts: d.Accounts},
+		accountEndpoints:  &accountEndpoints{accounts: d.Accounts, csrf: d.Sessions.CSRFToken},
 		rtspAuthEndpoints: &rtspAuthEndpoints{creds: d.RTSPAuth},
+		sessionEndpoints: &sessionEndpoints{sessions: d.Sessions, accounts: d.Accounts, proxies: d.Proxies,
+			byAddress: NewLimiter(float64(d.LoginRatePerMinute), d.LoginRatePerMinute),
+			byUser:    NewLimiter(float64(d.LoginRatePerMinute), d.LoginRatePerMinute),
+			captchas:  NewLimiter(float64(3*d.LoginRatePerMinute), 3*d.LoginRatePerMinute)},
 	}
 	strict := contract.NewStrictHandlerWithOptions(handlers, nil, contract.StrictGinServerOptions{
 		RequestErrorHandlerFunc: func(c *gin.Context, err error) {

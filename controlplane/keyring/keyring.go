@@ -137,11 +137,16 @@ func derive(secret []byte, purpose string) []byte {
 }
 
 // LinkKeys are the internal-link authentication keys, primary first.
-func (k *Keyring) LinkKeys() [][]byte {
-	out := [][]byte{derive(k.keys[k.primary], "internal-link")}
+func (k *Keyring) LinkKeys() [][]byte { return k.SubKeys("internal-link") }
+
+// SubKeys derives a key for one purpose (a MAC over console access tokens,
+// say) from every key of the ring, primary first: new values are made with
+// the first and values made before a rotation still verify with the rest.
+func (k *Keyring) SubKeys(purpose string) [][]byte {
+	out := [][]byte{derive(k.keys[k.primary], purpose)}
 	for _, id := range k.order {
 		if id != k.primary {
-			out = append(out, derive(k.keys[id], "internal-link"))
+			out = append(out, derive(k.keys[id], purpose))
 		}
 	}
 	return out

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -55,8 +56,13 @@ func TestPermissionMatrix(t *testing.T) {
 				ct, body = "application/json", []byte(`{}`)
 			}
 			if op.Public {
-				if r := ts.do(op.Method, path, "", ct, body); r.status == 401 || r.status == 403 {
-					t.Fatalf("public operation answered %d", r.status)
+				// The guard lets anonymous callers through; an operation may
+				// still check its own credential (refresh reads its cookie).
+				r := ts.do(op.Method, path, "", ct, body)
+				var e struct{ Code string }
+				json.Unmarshal(r.body, &e)
+				if e.Code == "authentication_required" || e.Code == "api_token_required" || e.Code == "permission_denied" {
+					t.Fatalf("public operation answered %d %s", r.status, e.Code)
 				}
 				return
 			}
@@ -65,6 +71,20 @@ func TestPermissionMatrix(t *testing.T) {
 				checkErrorBody(t, ts.do(op.Method, path, unrelated, ct, body), http.StatusForbidden, "permission_denied")
 			}
 			holder := ts.token(op.Permission)
+			if op.Credential == "console-session" {
+				// Only console sessions pass; a token, even a super one, is refused.
+				checkErrorBody(t, ts.do(op.Method, path, super, ct, body), http.StatusForbidden, "permission_denied")
+				for name, c := range map[string]*console{"exact": ts.sessionWith(t, op.Permission), "super": ts.sessionWith(t, "*")} {
+					var b any
+					if body != nil {
+						b = map[string]any{}
+					}
+					if r := c.do(op.Method, path, b); r.status == 401 || r.status == 403 {
+						t.Fatalf("%s session got %d: %s", name, r.status, r.body)
+					}
+				}
+				return
+			}
 			for name, tok := range map[string]string{"exact": holder, "super": super} {
 				if r := ts.do(op.Method, path, tok, ct, body); r.status == 401 || r.status == 403 {
 					t.Fatalf("%s permission holder got %d: %s", name, r.status, r.body)
@@ -212,11 +232,18 @@ func TestAuditsAndTasks(t *testing.T) {
 	if r.status != 503 || ready.Ready {
 		t.Fatalf("readiness with no engine = %d %s", r.status, r.body)
 	}
-	if r := ts.get("/api/v2/system/api-docs", tok); r.status != 302 || r.header.Get("Location") != "/api/v2/system/docs-ui" {
+	// The online documentation is for console users; tokens use the
+	// offline contract.
+	checkErrorBody(t, ts.get("/api/v2/system/docs-ui?format=yaml", tok), 403, "permission_denied")
+	viewer := ts.sessionWith(t, "system.view")
+	if r := viewer.do("GET", "/api/v2/system/api-docs", nil); r.status != 302 || r.header.Get("Location") != "/api/v2/system/docs-ui" {
 		t.Fatalf("api-docs = %d", r.status)
 	}
-	if r := ts.get("/api/v2/system/docs-ui?format=yaml", tok); r.status != 200 || !strings.Contains(string(r.body), "openapi: 3.0.1") {
+	if r := viewer.do("GET", "/api/v2/system/docs-ui?format=yaml", nil); r.status != 200 || !strings.Contains(string(r.body), "openapi: 3.0.1") {
 		t.Fatalf("docs yaml = %d", r.status)
+	}
+	if r := viewer.do("GET", "/api/v2/system/docs-ui", nil); r.status != 200 || !strings.Contains(r.header.Get("Content-Type"), "text/html") {
+		t.Fatalf("docs page = %d", r.status)
 	}
 	checkErrorBody(t, ts.do("POST", "/api/v2/system/notifications/email/test", tok, "application/json", []byte(`{"to":"ops@example.com"}`)), 409, "notifications_not_configured")
 }

@@ -32,6 +32,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/httpapi"
 	"github.com/svcplatform/svc/controlplane/keyring"
 	"github.com/svcplatform/svc/controlplane/rtspauth"
+	"github.com/svcplatform/svc/controlplane/session"
 	"github.com/svcplatform/svc/controlplane/store"
 	"github.com/svcplatform/svc/controlplane/store/raftnode"
 	"github.com/svcplatform/svc/controlplane/store/sqlitefsm"
@@ -58,6 +59,7 @@ type Server struct {
 	Node     *raftnode.Node
 	System   *system.Service
 	Accounts *account.Service
+	Sessions *session.Service
 	HTTPAddr string // the bound address
 	http     *http.Server
 	ln       net.Listener
@@ -148,9 +150,20 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, er
 		}
 		return perms, active, err == nil, err
 	}
+	proxies, err := httpapi.NewProxyTrust(cfg.TrustedProxies)
+	if err != nil {
+		return nil, err
+	}
+	inContact := func() bool { return node.InContact(authContactWindow) }
+	sessions := &session.Service{Store: node, Accounts: accounts, MACKeys: keys.SubKeys("console-session"), Propagated: node.WaitMembersApplied,
+		Catchup: node.LinearizableBarrier, Config: session.Config{AccessTTL: cfg.SessionAccessTTL, SessionTTL: cfg.SessionTTL}}
+	s.Sessions = sessions
 	engine, err := httpapi.NewEngine(httpapi.Deps{
-		Ops: ops, Auth: httpapi.APITokenAuth{Reader: node.State(), Owner: owner, Revision: node.Revision, Cache: &httpapi.AuthCache{},
-			InContact: func() bool { return node.InContact(authContactWindow) }}, Log: log.Named("http"), Registry: reg,
+		Ops: ops, Auth: httpapi.Credentials{
+			Tokens:   httpapi.APITokenAuth{Reader: node.State(), Owner: owner, Revision: node.Revision, Cache: &httpapi.AuthCache{}, InContact: inContact},
+			Sessions: &httpapi.SessionAuth{Sessions: sessions, Permissions: accounts.Permissions, Proxies: proxies, Revision: node.Revision, InContact: inContact},
+		}, Log: log.Named("http"), Registry: reg,
+		Sessions: sessions, Proxies: proxies, LoginRatePerMinute: cfg.LoginRatePerMinute,
 		Accounts:     accounts,
 		RTSPAuth:     &rtspauth.Service{Store: node, Keys: keys},
 		MaxBodyBytes: cfg.MaxBodyBytes, TrustedProxies: cfg.TrustedProxies, System: s.System, Node: node,
@@ -187,6 +200,9 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, er
 		registerSelf(ctx, node, raftnode.MemberRecord{NodeID: cfg.NodeID, RaftAddress: node.RaftAddress(), HTTPAddress: cfg.APIURL()}, log)
 	})
 	s.background(bg, tasks.Loop)
+	s.background(bg, func(ctx context.Context) {
+		node.Leadership().Run(ctx, func(ctx context.Context) { sweepSessions(ctx, sessions, log.Named("session")) })
+	})
 	ok = true
 	log.Info("control node started", zap.String("api", cfg.APIURL()), zap.String("raft", node.RaftAddress()), zap.Bool("founding", founding))
 	return s, nil
@@ -334,4 +350,24 @@ func registerStoreMetrics(reg prometheus.Registerer, node *raftnode.Node) {
 		return 0
 	})
 	gauge("svc_store_snapshot_restores", "Snapshots installed since start.", func() float64 { return float64(node.SnapshotRestores()) })
+}
+
+// sweepSessions removes ended sessions, expired captchas and stale login
+// failure counters every minute while this node leads.
+func sweepSessions(ctx context.Context, sessions *session.Service, log *zap.Logger) {
+	t := time.NewTicker(time.Minute)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			n, err := sessions.Cleanup(ctx)
+			if err != nil && ctx.Err() == nil {
+				log.Warn("session cleanup failed", zap.Error(err))
+			} else if n > 0 {
+				log.Debug("session cleanup", zap.Int("removed", n))
+			}
+		}
+	}
 }

@@ -1,0 +1,278 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/svcplatform/svc/controlplane/identity"
+	"github.com/svcplatform/svc/controlplane/session"
+)
+
+// CSRFHeader carries the session's CSRF token on state-changing requests
+// authenticated by the session cookie.
+const CSRFHeader = "X-Svc-Csrf-Token"
+
+// Credentials authenticates a request by its bearer API token or, when it
+// has none, by its console session cookie. A request with an Authorization
+// header is judged by that header alone, so a cookie can never stand in for
+// a refused token.
+type Credentials struct {
+	Tokens   APITokenAuth
+	Sessions *SessionAuth
+}
+
+// Authenticate implements Authenticator.
+func (c Credentials) Authenticate(r *http.Request, clientIP net.IP) (*identity.Identity, error) {
+	if r.Header.Get("Authorization") != "" || c.Sessions == nil {
+		return c.Tokens.Authenticate(r, clientIP)
+	}
+	return c.Sessions.Authenticate(r, clientIP)
+}
+
+// SessionAuth authenticates the console session cookie and enforces the
+// CSRF rules on unsafe methods: the session's CSRF header, and a browser
+// context that is same-origin by Sec-Fetch-Site and Origin.
+type SessionAuth struct {
+	Sessions *session.Service
+	// Permissions returns what a set of roles grants now.
+	Permissions func(ctx context.Context, roleIDs []string) ([]string, error)
+	Proxies     *ProxyTrust
+	Revision    func() int64
+	InContact   func() bool
+	Now         func() time.Time
+	cache       revisionCache[resolvedSession]
+}
+
+type resolvedSession struct {
+	res   *session.Resolved
+	perms []string
+}
+
+func sessionEnded(msg string) *Error {
+	return &Error{Status: http.StatusUnauthorized, Code: "session_expired", Message: msg, Retryable: retryable(false)}
+}
+
+// Authenticate implements Authenticator.
+func (a *SessionAuth) Authenticate(r *http.Request, _ net.IP) (*identity.Identity, error) {
+	tok := sessionCookie(r, a.Proxies.Secure(r))
+	if tok == "" {
+		return nil, nil
+	}
+	now := time.Now()
+	if a.Now != nil {
+		now = a.Now()
+	}
+	claims, err := a.Sessions.ParseAccess(tok, now)
+	if err != nil {
+		return nil, sessionEnded("the console session cookie is invalid or expired; refresh or log in again")
+	}
+	if a.InContact != nil && !a.InContact() {
+		return nil, &Error{Status: http.StatusServiceUnavailable, Code: "unavailable",
+			Message: "this node has lost contact with the cluster leader and cannot check credentials; use another node", Retryable: retryable(true)}
+	}
+	rs, err := a.resolve(r.Context(), tok, claims, now)
+	if err != nil {
+		if errors.Is(err, session.ErrSessionEnded) {
+			return nil, sessionEnded("the console session has ended (logged out, revoked, expired, or the user changed); log in again")
+		}
+		return nil, err
+	}
+	if unsafeMethod(r.Method) {
+		if err := a.checkCSRF(r, claims.SessionID); err != nil {
+			return nil, err
+		}
+	}
+	return &identity.Identity{Kind: identity.KindSession, Subject: rs.res.User.UserID, CredentialID: claims.SessionID, Permissions: rs.perms}, nil
+}
+
+func (a *SessionAuth) resolve(ctx context.Context, tok string, claims session.AccessClaims, now time.Time) (resolvedSession, error) {
+	rev := int64(-1)
+	if a.Revision != nil {
+		rev = a.Revision()
+	}
+	if e, ok := a.cache.get(tok, rev); ok && now.Before(e.res.Session.ExpiresAt) {
+		return e, nil
+	}
+	res, err := a.Sessions.Resolve(ctx, claims, now)
+	if err != nil {
+		return resolvedSession{}, err
+	}
+	perms, err := a.Permissions(ctx, res.User.RoleIDs)
+	if err != nil {
+		return resolvedSession{}, err
+	}
+	e := resolvedSession{res: res, perms: perms}
+	a.cache.put(tok, rev, e)
+	return e, nil
+}
+
+func unsafeMethod(m string) bool {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace:
+		return false
+	}
+	return true
+}
+
+func csrfRejected(msg string) *Error {
+	return &Error{Status: http.StatusForbidden, Code: "csrf_rejected", Message: msg, Retryable: retryable(false)}
+}
+
+func (a *SessionAuth) checkCSRF(r *http.Request, sessionID string) error {
+	if err := a.Proxies.SameOrigin(r); err != nil {
+		return err
+	}
+	h := r.Header.Get(CSRFHeader)
+	if h == "" {
+		return csrfRejected("state-changing requests of a console session need the " + CSRFHeader + " header")
+	}
+	if !a.Sessions.CheckCSRF(sessionID, h) {
+		return csrfRejected("the " + CSRFHeader + " header does not belong to this session")
+	}
+	return nil
+}
+
+// Cookie names: with TLS the prefixed forms the browser binds to the
+// secure origin (and, for __Host-, to this host and path /).
+func cookieNames(secure bool) (sessionName, refreshName string) {
+	if secure {
+		return "__Host-svc_session", "__Secure-svc_refresh"
+	}
+	return "svc_session", "svc_refresh"
+}
+
+func cookieValue(r *http.Request, name string) string {
+	c, err := r.Cookie(name)
+	if err != nil {
+		return ""
+	}
+	return c.Value
+}
+
+func sessionCookie(r *http.Request, secure bool) string {
+	name, _ := cookieNames(secure)
+	return cookieValue(r, name)
+}
+
+// ProxyTrust knows which peers are trusted reverse proxies, whose
+// X-Forwarded-Proto and X-Forwarded-Host are believed.
+type ProxyTrust struct {
+	nets []*net.IPNet
+}
+
+// NewProxyTrust parses addresses and CIDRs.
+func NewProxyTrust(list []string) (*ProxyTrust, error) {
+	p := &ProxyTrust{}
+	for _, s := range list {
+		if !strings.Contains(s, "/") {
+			if ip := net.ParseIP(s); ip != nil && ip.To4() != nil {
+				s += "/32"
+			} else {
+				s += "/128"
+			}
+		}
+		_, n, err := net.ParseCIDR(s)
+		if err != nil {
+			return nil, err
+		}
+		p.nets = append(p.nets, n)
+	}
+	return p, nil
+}
+
+func (p *ProxyTrust) trusted(r *http.Request) bool {
+	if p == nil {
+		return false
+	}
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(host)
+	for _, n := range p.nets {
+		if ip != nil && n.Contains(ip) {
+			return true
+		}
+	}
+	return false
+}
+
+// Secure reports whether the client reached us over TLS, directly or
+// through a trusted proxy.
+func (p *ProxyTrust) Secure(r *http.Request) bool {
+	if r.TLS != nil {
+		return true
+	}
+	return p.trusted(r) && strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
+}
+
+func (p *ProxyTrust) host(r *http.Request) string {
+	if h := r.Header.Get("X-Forwarded-Host"); h != "" && p.trusted(r) {
+		return h
+	}
+	return r.Host
+}
+
+// SameOrigin refuses requests a browser made on behalf of another site:
+// Sec-Fetch-Site other than same-origin or none (user-initiated), or an
+// Origin whose host is not ours. Clients that send neither header (curl, a
+// backend) pass; for a console session the CSRF header still binds the
+// request to the session.
+func (p *ProxyTrust) SameOrigin(r *http.Request) error {
+	switch site := r.Header.Get("Sec-Fetch-Site"); site {
+	case "", "same-origin", "none":
+	default:
+		return csrfRejected("the browser marked this request " + site + "; console requests must come from the console's own origin")
+	}
+	o := r.Header.Get("Origin")
+	if o == "" {
+		return nil
+	}
+	u, err := url.Parse(o)
+	if o == "null" || err != nil || u.Host == "" || !strings.EqualFold(u.Host, p.host(r)) {
+		return csrfRejected("the request's Origin is not this server's; console requests must come from the console's own origin")
+	}
+	return nil
+}
+
+// revisionCache remembers values for one store revision: an entry is used
+// only while the node's revision has not moved since it was read, so any
+// committed change (a revocation, a role change) makes every entry stale
+// at once, and between writes authentication costs no database read.
+type revisionCache[V any] struct {
+	mu      sync.RWMutex
+	rev     int64
+	entries map[string]V
+}
+
+func (c *revisionCache[V]) get(key string, rev int64) (V, bool) {
+	var zero V
+	if c == nil || rev < 0 {
+		return zero, false
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.rev != rev {
+		return zero, false
+	}
+	v, ok := c.entries[key]
+	return v, ok
+}
+
+func (c *revisionCache[V]) put(key string, rev int64, v V) {
+	if c == nil || rev < 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.rev != rev || c.entries == nil || len(c.entries) >= authCacheSize {
+		c.rev, c.entries = rev, map[string]V{}
+	}
+	c.entries[key] = v
+}

@@ -1,0 +1,229 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/svcplatform/svc/api/contract"
+	"github.com/svcplatform/svc/controlplane/account"
+	"github.com/svcplatform/svc/controlplane/audit"
+	"github.com/svcplatform/svc/controlplane/identity"
+	"github.com/svcplatform/svc/controlplane/session"
+)
+
+// sessionEndpoints serves console login, refresh, logout, the user's own
+// password change and the login captcha.
+type sessionEndpoints struct {
+	sessions *session.Service
+	accounts *account.Service
+	proxies  *ProxyTrust
+	// byAddress and byUser rate-limit logins; captchas share byAddress's
+	// limits in their own buckets.
+	byAddress, byUser, captchas *Limiter
+}
+
+func sessionError(err error) error {
+	var ce *session.CaptchaError
+	details := map[string]string(nil)
+	if errors.As(err, &ce) {
+		details = map[string]string{"captchaId": ce.CaptchaID, "captchaRequired": "true"}
+	}
+	unauthorized := func(code string) error {
+		return &Error{Status: http.StatusUnauthorized, Code: code, Message: err.Error(), Retryable: retryable(false), Details: details, Err: err}
+	}
+	switch {
+	case errors.Is(err, session.ErrCaptchaRequired):
+		return unauthorized("captcha_required")
+	case errors.Is(err, session.ErrCaptchaWrong):
+		return unauthorized("captcha_invalid")
+	case errors.Is(err, session.ErrBadCredentials):
+		return unauthorized("invalid_credentials")
+	case errors.Is(err, session.ErrRefreshReused):
+		return unauthorized("refresh_token_reused")
+	case errors.Is(err, session.ErrSessionEnded), errors.Is(err, session.ErrMalformed):
+		return unauthorized("session_expired")
+	case errors.Is(err, session.ErrNotFound):
+		return &Error{Status: http.StatusNotFound, Code: "not_found", Message: "no such captcha, or it expired or was used", Retryable: retryable(false), Err: err}
+	}
+	return err
+}
+
+func ginContext(ctx context.Context) *gin.Context {
+	c, _ := ctx.(*gin.Context)
+	return c
+}
+
+func (e *sessionEndpoints) limit(l *Limiter, key string) error {
+	if ok, wait := l.Allow(key); !ok {
+		return rateLimited(wait)
+	}
+	return nil
+}
+
+// setCookies hands the tokens to the browser: HttpOnly, SameSite=Strict,
+// and with TLS Secure plus the __Host-/__Secure- prefixes. The refresh
+// cookie is sent only to /api/v2/auth.
+func (e *sessionEndpoints) setCookies(c *gin.Context, is *session.Issued) {
+	secure := e.proxies.Secure(c.Request)
+	sessionName, refreshName := cookieNames(secure)
+	now := time.Now()
+	http.SetCookie(c.Writer, &http.Cookie{Name: sessionName, Value: is.AccessToken, Path: "/", HttpOnly: true, Secure: secure,
+		SameSite: http.SameSiteStrictMode, MaxAge: max(1, int(is.AccessExpiresAt.Sub(now).Seconds()))})
+	http.SetCookie(c.Writer, &http.Cookie{Name: refreshName, Value: is.RefreshToken, Path: "/api/v2/auth", HttpOnly: true, Secure: secure,
+		SameSite: http.SameSiteStrictMode, MaxAge: max(1, int(is.Session.ExpiresAt.Sub(now).Seconds()))})
+	c.Header("Cache-Control", "no-store")
+}
+
+func (e *sessionEndpoints) clearCookies(c *gin.Context) {
+	secure := e.proxies.Secure(c.Request)
+	sessionName, refreshName := cookieNames(secure)
+	http.SetCookie(c.Writer, &http.Cookie{Name: sessionName, Value: "", Path: "/", HttpOnly: true, Secure: secure, SameSite: http.SameSiteStrictMode, MaxAge: -1})
+	http.SetCookie(c.Writer, &http.Cookie{Name: refreshName, Value: "", Path: "/api/v2/auth", HttpOnly: true, Secure: secure, SameSite: http.SameSiteStrictMode, MaxAge: -1})
+}
+
+func (e *sessionEndpoints) consoleSession(ctx context.Context, is *session.Issued) (contract.ConsoleSession, error) {
+	perms, err := e.accounts.Permissions(ctx, is.User.RoleIDs)
+	if err != nil {
+		return contract.ConsoleSession{}, err
+	}
+	if perms == nil {
+		perms = []string{}
+	}
+	return contract.ConsoleSession{SessionId: is.Session.SessionID, User: toUser(is.User), Permissions: perms, CsrfToken: is.CSRFToken,
+		AccessExpiresAt: is.AccessExpiresAt, SessionExpiresAt: is.Session.ExpiresAt}, nil
+}
+
+func (e *sessionEndpoints) Login(ctx context.Context, r contract.LoginRequestObject) (contract.LoginResponseObject, error) {
+	c := ginContext(ctx)
+	if err := e.proxies.SameOrigin(c.Request); err != nil {
+		return nil, err
+	}
+	if err := e.limit(e.byAddress, c.ClientIP()); err != nil {
+		return nil, err
+	}
+	if err := e.limit(e.byUser, strings.ToLower(r.Body.Username)); err != nil {
+		return nil, err
+	}
+	in := session.LoginInput{Username: r.Body.Username, Password: r.Body.Password, CaptchaID: deref(r.Body.CaptchaId, ""),
+		CaptchaAnswer: deref(r.Body.CaptchaAnswer, ""), ClientAddress: c.ClientIP(), UserAgent: c.Request.UserAgent(), TraceID: traceID(c)}
+	is, err := e.sessions.Login(requestContext(ctx), in)
+	if err != nil {
+		return nil, sessionError(err)
+	}
+	body, err := e.consoleSession(requestContext(ctx), is)
+	if err != nil {
+		return nil, err
+	}
+	e.setCookies(c, is)
+	return contract.Login200JSONResponse{Body: body}, nil
+}
+
+func (e *sessionEndpoints) RefreshSession(ctx context.Context, _ contract.RefreshSessionRequestObject) (contract.RefreshSessionResponseObject, error) {
+	c := ginContext(ctx)
+	if err := e.limit(e.byAddress, c.ClientIP()); err != nil {
+		return nil, err
+	}
+	_, refreshName := cookieNames(e.proxies.Secure(c.Request))
+	tok := cookieValue(c.Request, refreshName)
+	if tok == "" {
+		return nil, sessionError(session.ErrSessionEnded)
+	}
+	id, err := session.RefreshSessionID(tok)
+	if err != nil {
+		return nil, sessionError(err)
+	}
+	// Refresh is a cookie-authenticated state change like any other.
+	if err := e.proxies.SameOrigin(c.Request); err != nil {
+		return nil, err
+	}
+	if h := c.GetHeader(CSRFHeader); h == "" || !e.sessions.CheckCSRF(id, h) {
+		return nil, csrfRejected("refreshing a console session needs its " + CSRFHeader + " header")
+	}
+	is, err := e.sessions.Refresh(requestContext(ctx), tok, audit.Actor{Type: string(identity.KindSession), ID: id, ClientAddress: c.ClientIP(), TraceID: traceID(c)})
+	if err != nil {
+		if errors.Is(err, session.ErrRefreshReused) || errors.Is(err, session.ErrSessionEnded) {
+			e.clearCookies(c)
+		}
+		return nil, sessionError(err)
+	}
+	body, err := e.consoleSession(requestContext(ctx), is)
+	if err != nil {
+		return nil, err
+	}
+	e.setCookies(c, is)
+	return contract.RefreshSession200JSONResponse{Body: body}, nil
+}
+
+func (e *sessionEndpoints) Logout(ctx context.Context, _ contract.LogoutRequestObject) (contract.LogoutResponseObject, error) {
+	c := ginContext(ctx)
+	id := identity.From(requestContext(ctx))
+	if id.Kind != identity.KindSession {
+		return nil, &Error{Status: http.StatusConflict, Code: "conflict", Message: "an API token has no console session to end; revoke the token instead", Retryable: retryable(false)}
+	}
+	err := e.sessions.Logout(requestContext(ctx), id.CredentialID, audit.Actor{Type: string(id.Kind), ID: id.CredentialID, ClientAddress: c.ClientIP(), TraceID: traceID(c)})
+	if err != nil && !errors.Is(err, session.ErrSessionEnded) {
+		return nil, err
+	}
+	e.clearCookies(c)
+	return contract.Logout204Response{}, nil
+}
+
+func (e *sessionEndpoints) ChangeOwnPassword(ctx context.Context, r contract.ChangeOwnPasswordRequestObject) (contract.ChangeOwnPasswordResponseObject, error) {
+	c := ginContext(ctx)
+	rctx := requestContext(ctx)
+	id := identity.From(rctx)
+	if id.Subject == "" {
+		return nil, &Error{Status: http.StatusConflict, Code: "conflict", Message: "this credential belongs to no console user", Retryable: retryable(false)}
+	}
+	if err := e.limit(e.byUser, "password-change:"+id.Subject); err != nil {
+		return nil, err
+	}
+	u, _, err := e.accounts.User(rctx, id.Subject)
+	if err != nil {
+		return nil, accountError(err)
+	}
+	if r.Body.CurrentPassword == nil || !account.VerifyPassword(u.PasswordHash, *r.Body.CurrentPassword) {
+		return nil, &Error{Status: http.StatusForbidden, Code: "invalid_credentials", Message: "currentPassword is missing or wrong", Retryable: retryable(false)}
+	}
+	if err := e.accounts.SetPassword(rctx, accountActor(ctx), u.UserID, r.Body.NewPassword); err != nil {
+		return nil, accountError(err)
+	}
+	if id.Kind == identity.KindSession {
+		e.clearCookies(c)
+	}
+	return contract.ChangeOwnPassword204Response{}, nil
+}
+
+func (e *sessionEndpoints) GetCaptcha(ctx context.Context, r contract.GetCaptchaRequestObject) (contract.GetCaptchaResponseObject, error) {
+	c := ginContext(ctx)
+	if err := e.limit(e.captchas, c.ClientIP()); err != nil {
+		return nil, err
+	}
+	img, err := e.sessions.CaptchaPNG(requestContext(ctx), r.Id.String())
+	if err != nil {
+		return nil, sessionError(err)
+	}
+	c.Header("Cache-Control", "no-store")
+	return contract.GetCaptcha200ImagepngResponse{Body: bytes.NewReader(img), ContentLength: int64(len(img))}, nil
+}
+
+func (e *sessionEndpoints) RefreshCaptcha(ctx context.Context, r contract.RefreshCaptchaRequestObject) (contract.RefreshCaptchaResponseObject, error) {
+	c := ginContext(ctx)
+	if err := e.proxies.SameOrigin(c.Request); err != nil {
+		return nil, err
+	}
+	if err := e.limit(e.captchas, c.ClientIP()); err != nil {
+		return nil, err
+	}
+	id, err := e.sessions.NewCaptcha(requestContext(ctx), r.Id, c.ClientIP(), audit.Actor{Type: "anonymous", ClientAddress: c.ClientIP(), TraceID: traceID(c)})
+	if err != nil {
+		return nil, err
+	}
+	return contract.RefreshCaptcha200JSONResponse{CaptchaId: id, ImageUrl: "/api/v2/auth/captcha/" + id, ExpiresAt: time.Now().UTC().Add(e.sessions.CaptchaTTL())}, nil
+}
