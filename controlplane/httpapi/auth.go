@@ -12,6 +12,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/apitoken"
 	"github.com/svcplatform/svc/controlplane/identity"
 	"github.com/svcplatform/svc/controlplane/permission"
+	"github.com/svcplatform/svc/controlplane/store/revcache"
 )
 
 // TokenReader is the local state the token lookup queries.
@@ -102,7 +103,7 @@ func (a APITokenAuth) Authenticate(r *http.Request, clientIP net.IP) (*identity.
 		// A token never does more than its owner may do now.
 		perms = permission.Intersect(perms, owner.perms)
 	}
-	return &identity.Identity{Kind: identity.KindAPIToken, Subject: rec.OwnerUserID, CredentialID: rec.TokenID, Permissions: perms}, nil
+	return &identity.Identity{Kind: identity.KindAPIToken, Subject: rec.OwnerUserID, CredentialID: rec.TokenID, Permissions: perms, ExpiresAt: rec.ExpiresAt}, nil
 }
 
 // resolve finds the token's record and its owner's state, from the cache
@@ -112,7 +113,7 @@ func (a APITokenAuth) resolve(ctx context.Context, token string) (cachedToken, e
 	if a.Revision != nil {
 		rev = a.Revision()
 	}
-	if e, ok := a.Cache.get(token, rev); ok {
+	if e, ok := a.Cache.Get(token, rev); ok {
 		return e, nil
 	}
 	rec, err := apitoken.Lookup(ctx, a.Reader, token)
@@ -127,16 +128,14 @@ func (a APITokenAuth) resolve(ctx context.Context, token string) (cachedToken, e
 		}
 		e.owner = ownerState{perms: perms, active: active, found: found}
 	}
-	a.Cache.put(token, rev, e)
+	a.Cache.Put(token, rev, e)
 	return e, nil
 }
 
 // AuthCache remembers resolved API tokens for one store revision.
-type AuthCache = revisionCache[cachedToken]
+type AuthCache = revcache.Cache[cachedToken]
 
 type cachedToken struct {
 	rec   *apitoken.Record
 	owner ownerState
 }
-
-const authCacheSize = 10000

@@ -21,23 +21,23 @@ func TestSocketIsLoopbackIgnoresForwardedHeaders(t *testing.T) {
 func TestAuthCacheServesOnlyTheRevisionItWasFilledAt(t *testing.T) {
 	c := &AuthCache{}
 	rec := &apitoken.Record{TokenID: "t"}
-	c.put("tok", 7, cachedToken{rec: rec})
-	if e, ok := c.get("tok", 7); !ok || e.rec != rec {
+	c.Put("tok", 7, cachedToken{rec: rec})
+	if e, ok := c.Get("tok", 7); !ok || e.rec != rec {
 		t.Fatal("miss at the same revision")
 	}
-	if _, ok := c.get("tok", 8); ok {
+	if _, ok := c.Get("tok", 8); ok {
 		t.Fatal("entry served after the revision moved (a revocation would be missed)")
 	}
-	if _, ok := c.get("tok", -1); ok {
+	if _, ok := c.Get("tok", -1); ok {
 		t.Fatal("cache used without a revision source")
 	}
-	c.put("other", 8, cachedToken{rec: rec})
-	if _, ok := c.get("tok", 8); ok {
+	c.Put("other", 8, cachedToken{rec: rec})
+	if _, ok := c.Get("tok", 8); ok {
 		t.Fatal("old-revision entry survived a newer fill")
 	}
 	var nilCache *AuthCache
-	nilCache.put("x", 1, cachedToken{})
-	if _, ok := nilCache.get("x", 1); ok {
+	nilCache.Put("x", 1, cachedToken{})
+	if _, ok := nilCache.Get("x", 1); ok {
 		t.Fatal("nil cache returned an entry")
 	}
 }

@@ -7,11 +7,11 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/svcplatform/svc/controlplane/identity"
 	"github.com/svcplatform/svc/controlplane/session"
+	"github.com/svcplatform/svc/controlplane/store/revcache"
 )
 
 // CSRFHeader carries the session's CSRF token on state-changing requests
@@ -46,7 +46,7 @@ type SessionAuth struct {
 	Revision    func() int64
 	InContact   func() bool
 	Now         func() time.Time
-	cache       revisionCache[resolvedSession]
+	cache       revcache.Cache[resolvedSession]
 }
 
 type resolvedSession struct {
@@ -96,7 +96,7 @@ func (a *SessionAuth) resolve(ctx context.Context, tok string, claims session.Ac
 	if a.Revision != nil {
 		rev = a.Revision()
 	}
-	if e, ok := a.cache.get(tok, rev); ok && now.Before(e.res.Session.ExpiresAt) {
+	if e, ok := a.cache.Get(tok, rev); ok && now.Before(e.res.Session.ExpiresAt) {
 		return e, nil
 	}
 	res, err := a.Sessions.Resolve(ctx, claims, now)
@@ -108,7 +108,7 @@ func (a *SessionAuth) resolve(ctx context.Context, tok string, claims session.Ac
 		return resolvedSession{}, err
 	}
 	e := resolvedSession{res: res, perms: perms}
-	a.cache.put(tok, rev, e)
+	a.cache.Put(tok, rev, e)
 	return e, nil
 }
 
@@ -239,40 +239,4 @@ func (p *ProxyTrust) SameOrigin(r *http.Request) error {
 		return csrfRejected("the request's Origin is not this server's; console requests must come from the console's own origin")
 	}
 	return nil
-}
-
-// revisionCache remembers values for one store revision: an entry is used
-// only while the node's revision has not moved since it was read, so any
-// committed change (a revocation, a role change) makes every entry stale
-// at once, and between writes authentication costs no database read.
-type revisionCache[V any] struct {
-	mu      sync.RWMutex
-	rev     int64
-	entries map[string]V
-}
-
-func (c *revisionCache[V]) get(key string, rev int64) (V, bool) {
-	var zero V
-	if c == nil || rev < 0 {
-		return zero, false
-	}
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	if c.rev != rev {
-		return zero, false
-	}
-	v, ok := c.entries[key]
-	return v, ok
-}
-
-func (c *revisionCache[V]) put(key string, rev int64, v V) {
-	if c == nil || rev < 0 {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.rev != rev || c.entries == nil || len(c.entries) >= authCacheSize {
-		c.rev, c.entries = rev, map[string]V{}
-	}
-	c.entries[key] = v
 }

@@ -5,6 +5,7 @@ package identity
 
 import (
 	"context"
+	"time"
 
 	"github.com/svcplatform/svc/controlplane/permission"
 )
@@ -23,6 +24,9 @@ type Identity struct {
 	Subject      string // user id
 	CredentialID string // token id or session id
 	Permissions  []string
+	// ExpiresAt is when the credential stops working, if it has an end
+	// (an API token's expiry); grants made with it never outlive it.
+	ExpiresAt *time.Time
 }
 
 // Has reports whether the identity holds permission p, by the catalogue's

@@ -1,0 +1,178 @@
+// Package playback hands players short-lived access to media without ever
+// giving them an API token: one-time playback URLs and renewable playback
+// leases whose URLs carry an `svc_ticket`, and the decision the engine's
+// on_play hook asks for. A ticket is bound by a MAC to its lease (or
+// one-time grant) and to the stream it plays, so a tampered or cross-stream
+// ticket fails without a lookup; the lease record then decides whether it
+// still counts (state, sliding and absolute expiry, and whether the API
+// token that created it is still valid and still holds its permission).
+package playback
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/svcplatform/svc/controlplane/store"
+	"github.com/svcplatform/svc/controlplane/store/sqlitefsm"
+)
+
+// Store layout.
+const (
+	LeasesPrefix  = "/playback/leases/"
+	oneTimePrefix = "/playback/onetime/"
+)
+
+// LeaseIndex lets the sweeper find live leases without reading them all.
+var LeaseIndex = sqlitefsm.IndexSpec{Name: "playback_leases", Prefix: LeasesPrefix, Columns: []sqlitefsm.IndexColumn{
+	{Name: "state", Type: "TEXT", Path: "$.state"},
+	{Name: "token_id", Type: "TEXT", Path: "$.tokenId"},
+	{Name: "media_server_id", Type: "TEXT", Path: "$.mediaServerId"},
+	{Name: "absolute_expires_at", Type: "TEXT", Path: "$.absoluteExpiresAt"},
+	{Name: "cut_requested", Type: "INTEGER", Path: "$.cutRequested"},
+	{Name: "cut_done", Type: "INTEGER", Path: "$.cutDone"},
+	{Name: "ended_at", Type: "TEXT", Path: "$.endedAt"},
+}}
+
+// ResourceKind is what a lease plays. Values are the contract's.
+type ResourceKind string
+
+const (
+	KindLive           ResourceKind = "live"
+	KindRecordingFile  ResourceKind = "recording-file"
+	KindCutMergeOutput ResourceKind = "cut-merge-output"
+)
+
+// Protocol is a playback protocol of the contract.
+type Protocol string
+
+const (
+	ProtoFLV  Protocol = "http-flv"
+	ProtoFMP4 Protocol = "http-fmp4"
+	ProtoHLS  Protocol = "hls"
+)
+
+// AllProtocols is the default when a request names none.
+var AllProtocols = []Protocol{ProtoFLV, ProtoFMP4, ProtoHLS}
+
+// Lease states. Only Active plays; the others are the contract's
+// playback_lease_conflict conditions.
+const (
+	StateActive  = "Active"
+	StateExpired = "Expired"
+	StateRevoked = "Revoked"
+)
+
+// Limits of contract B.
+const (
+	MinLeaseSeconds     = 60
+	MaxLeaseSeconds     = 600
+	DefaultLeaseSeconds = 120
+	MaxAbsoluteSeconds  = 43200
+	MinLinkSeconds      = 30
+	DefaultLinkSeconds  = 120
+	renewAfterFraction  = 0.7
+)
+
+// Errors mapped to contract codes at the boundary.
+var (
+	ErrInvalid        = errors.New("invalid request")
+	ErrNotFound       = errors.New("not found")
+	ErrStreamNotReady = errors.New("the stream is not online")
+	ErrLeaseConflict  = errors.New("the lease is expired, revoked or at its absolute lifetime")
+)
+
+// Lease is a renewable grant to play one resource with some protocols.
+type Lease struct {
+	LeaseID       string       `json:"leaseId"`
+	ResourceKind  ResourceKind `json:"resourceKind"`
+	ResourceID    string       `json:"resourceId"`
+	MediaServerID string       `json:"mediaServerId"`
+	Vhost         string       `json:"vhost"`
+	App           string       `json:"app"`
+	Stream        string       `json:"stream"`
+	Protocols     []Protocol   `json:"protocols"`
+	// TokenID is the API token that created the lease: only it may read,
+	// renew or delete the lease, and the lease plays only while it is valid
+	// and holds Permission.
+	TokenID           string     `json:"tokenId"`
+	Permission        string     `json:"permission"`
+	LeaseSeconds      int        `json:"leaseSeconds"`
+	CreatedAt         time.Time  `json:"createdAt"`
+	ExpiresAt         time.Time  `json:"expiresAt"`
+	RenewAfter        time.Time  `json:"renewAfter"`
+	AbsoluteExpiresAt time.Time  `json:"absoluteExpiresAt"`
+	RenewCount        int        `json:"renewCount"`
+	State             string     `json:"state"`
+	EndedAt           *time.Time `json:"endedAt,omitempty"`
+	EndReason         string     `json:"endReason,omitempty"`
+	// CutRequested is set when the end of the lease must also cut the
+	// connections already playing it (expiry and permission loss always
+	// do; a DELETE only when asked).
+	CutRequested bool `json:"cutRequested,omitempty"`
+	// CutDone is set once the engine confirmed the cut.
+	CutDone bool `json:"cutDone,omitempty"`
+}
+
+// Playable reports whether the lease admits players at t.
+func (l *Lease) Playable(t time.Time) bool {
+	return l.State == StateActive && t.Before(l.ExpiresAt) && t.Before(l.AbsoluteExpiresAt)
+}
+
+// allows reports whether the lease covers protocol p.
+func (l *Lease) allows(p Protocol) bool {
+	for _, v := range l.Protocols {
+		if v == p {
+			return true
+		}
+	}
+	return false
+}
+
+func putLease(l *Lease) (store.Op, error) {
+	b, err := json.Marshal(l)
+	return store.Put(LeasesPrefix+l.LeaseID, b), err
+}
+
+// Get reads a lease with its mod revision.
+func (s *Service) Get(ctx context.Context, id string) (*Lease, int64, error) {
+	if _, err := uuid.Parse(id); err != nil {
+		return nil, 0, fmt.Errorf("%w: lease %q", ErrNotFound, id)
+	}
+	kv, _, err := store.Get(ctx, s.Store, LeasesPrefix+id, store.Local)
+	if err != nil {
+		return nil, 0, err
+	}
+	if kv == nil {
+		return nil, 0, fmt.Errorf("%w: lease %q", ErrNotFound, id)
+	}
+	var l Lease
+	return &l, kv.ModRevision, json.Unmarshal(kv.Value, &l)
+}
+
+// normalizeProtocols checks a requested list; empty means all three.
+func normalizeProtocols(in []string) ([]Protocol, error) {
+	if len(in) == 0 {
+		return append([]Protocol(nil), AllProtocols...), nil
+	}
+	seen := map[Protocol]bool{}
+	var out []Protocol
+	for _, p := range in {
+		proto := Protocol(strings.ToLower(strings.TrimSpace(p)))
+		switch proto {
+		case ProtoFLV, ProtoFMP4, ProtoHLS:
+		default:
+			return nil, fmt.Errorf("%w: protocol %q is not one of http-flv, http-fmp4, hls", ErrInvalid, p)
+		}
+		if !seen[proto] {
+			seen[proto] = true
+			out = append(out, proto)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,338 @@
+package playback
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zaptest"
+
+	"github.com/svcplatform/svc/controlplane/permission"
+	"github.com/svcplatform/svc/controlplane/store/raftnode"
+	"github.com/svcplatform/svc/controlplane/store/sqlitefsm"
+)
+
+// The collaborators are small structs with function fields; the store is
+// a real single-node raft store.
+type streamsFunc func(ctx context.Context, id string) (StreamLocation, error)
+
+func (f streamsFunc) Locate(ctx context.Context, id string) (StreamLocation, error) { return f(ctx, id) }
+
+type mediaFunc func(ctx context.Context, id string) (string, error)
+
+func (f mediaFunc) BaseURL(ctx context.Context, id string) (string, error) { return f(ctx, id) }
+
+type cutterFunc func(ctx context.Context, server, lease string) error
+
+func (f cutterFunc) Cut(ctx context.Context, server, lease string) error { return f(ctx, server, lease) }
+
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) add(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
+
+type fixture struct {
+	s      *Service
+	clk    *clock
+	tokens map[string]TokenState
+	cuts   []string
+	mu     sync.Mutex
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	node, err := raftnode.Open(raftnode.Config{NodeID: "p1", DataDir: t.TempDir(), RaftBind: addr, LinkKeys: [][]byte{make([]byte, 32)},
+		Bootstrap: true, IndexSpecs: []sqlitefsm.IndexSpec{LeaseIndex}, Logger: zaptest.NewLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { node.Shutdown() })
+	for deadline := time.Now().Add(10 * time.Second); !node.Leadership().IsLeader(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no leader")
+		}
+	}
+	f := &fixture{clk: &clock{t: time.Now().UTC()}, tokens: map[string]TokenState{
+		"tokA": {Valid: true, Permissions: []string{"streams.play"}},
+		"tokB": {Valid: true, Permissions: []string{"streams.play"}},
+	}}
+	f.s = &Service{Store: node, Reader: node.State(), MACKeys: [][]byte{[]byte("ticket-key-ticket-key-ticket-key")}, Now: f.clk.now,
+		Revision: node.Revision, Grants: permission.Grants,
+		Streams: streamsFunc(func(_ context.Context, id string) (StreamLocation, error) {
+			switch id {
+			case "cam1":
+				return StreamLocation{ChannelID: id, MediaServerID: "ms1", Vhost: DefaultVhost, App: "live", Stream: "cam1", Online: true}, nil
+			case "cam2":
+				return StreamLocation{ChannelID: id, MediaServerID: "ms1", Vhost: DefaultVhost, App: "live", Stream: "cam2", Online: true}, nil
+			case "offline":
+				return StreamLocation{ChannelID: id, Vhost: DefaultVhost, App: "live", Stream: "off"}, nil
+			}
+			return StreamLocation{}, ErrNotFound
+		}),
+		Media: mediaFunc(func(context.Context, string) (string, error) { return "http://media.example:8088", nil }),
+		Tokens: func(_ context.Context, id string) (TokenState, error) {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			return f.tokens[id], nil
+		},
+		Cutter: cutterFunc(func(_ context.Context, server, lease string) error {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			f.cuts = append(f.cuts, server+"/"+lease)
+			return nil
+		}),
+	}
+	return f
+}
+
+var callerA = Caller{TokenID: "tokA", Permissions: []string{"streams.play"}}
+var callerB = Caller{TokenID: "tokB", Permissions: []string{"streams.play"}}
+
+func ticketOf(t *testing.T, src Source) (path string, params map[string]string) {
+	t.Helper()
+	u, err := url.Parse(src.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	params = map[string]string{}
+	for k, v := range u.Query() {
+		params[k] = v[0]
+	}
+	return u.Path, params
+}
+
+func play(f *fixture, stream, proto string, params map[string]string) Decision {
+	d, err := f.s.AuthorizePlay(context.Background(), PlayRequest{MediaServerID: "ms1", App: "live", Stream: stream, Protocol: proto, Params: params})
+	if err != nil {
+		panic(err)
+	}
+	return d
+}
+
+func ip(v int) *int { return &v }
+
+func TestLeaseLifecycleAndTickets(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	l, srcs, err := f.s.CreateLiveLease(ctx, callerA, "cam1", LeaseRequest{LeaseSeconds: ip(60)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(srcs) != 3 || l.State != StateActive || l.RenewAfter.Sub(l.CreatedAt) < 39*time.Second || l.RenewAfter.Sub(l.CreatedAt) > 43*time.Second {
+		t.Fatalf("lease %+v sources %d", l, len(srcs))
+	}
+	wantPath := map[Protocol]string{ProtoFLV: "/live/cam1.live.flv", ProtoFMP4: "/live/cam1.live.mp4", ProtoHLS: "/live/cam1/hls.m3u8"}
+	for _, src := range srcs {
+		path, params := ticketOf(t, src)
+		if path != wantPath[src.Protocol] || src.Hint == "" || src.ContentType == "" {
+			t.Fatalf("source %+v", src)
+		}
+		if d := play(f, "cam1", string(src.Protocol), params); !d.Allow || d.LeaseID != l.LeaseID || d.CacheFor <= 0 || d.CacheFor > maxDecisionCache {
+			t.Fatalf("valid ticket refused: %+v", d)
+		}
+	}
+	_, params := ticketOf(t, srcs[0])
+	// Cross-stream, tampered and missing tickets are refused.
+	if d := play(f, "cam2", "http-flv", params); d.Allow {
+		t.Fatal("a ticket played another stream")
+	}
+	tampered := map[string]string{TicketParam: params[TicketParam][:len(params[TicketParam])-2] + "AA"}
+	if d := play(f, "cam1", "http-flv", tampered); d.Allow {
+		t.Fatal("a tampered ticket played")
+	}
+	if d := play(f, "cam1", "http-flv", nil); d.Allow || !strings.Contains(d.Reason, TicketParam) {
+		t.Fatalf("no ticket: %+v", d)
+	}
+	// Another token cannot see, renew or delete the lease.
+	if _, _, err := f.s.ReadLease(ctx, callerB, l.LeaseID); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("another token read the lease: %v", err)
+	}
+	if _, _, err := f.s.Renew(ctx, callerB, l.LeaseID, nil); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("another token renewed the lease: %v", err)
+	}
+	if _, err := f.s.Revoke(ctx, callerB, l.LeaseID, "", false); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("another token deleted the lease: %v", err)
+	}
+	// Renewal keeps the URLs.
+	f.clk.add(45 * time.Second)
+	r, rsrcs, err := f.s.Renew(ctx, callerA, l.LeaseID, nil)
+	if err != nil || r.RenewCount != 1 || !r.ExpiresAt.After(l.ExpiresAt) {
+		t.Fatalf("renew: %+v %v", r, err)
+	}
+	for i := range rsrcs {
+		if rsrcs[i].URL != srcs[i].URL {
+			t.Fatal("renewal changed a URL")
+		}
+	}
+	// Expiry without renewal: refused and cut by the sweeper.
+	f.clk.add(61 * time.Second)
+	if d := play(f, "cam1", "http-flv", params); d.Allow {
+		t.Fatal("an expired lease played")
+	}
+	if _, _, err := f.s.Renew(ctx, callerA, l.LeaseID, nil); !errors.Is(err, ErrLeaseConflict) {
+		t.Fatalf("renewing an expired lease: %v", err)
+	}
+	if err := f.s.Sweep(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got, _, _ := f.s.Get(ctx, l.LeaseID)
+	if got.State != StateExpired || !got.CutDone || len(f.cuts) != 1 || f.cuts[0] != "ms1/"+l.LeaseID {
+		t.Fatalf("after sweep: %+v cuts %v", got, f.cuts)
+	}
+}
+
+func TestRevokeAndTokenLoss(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	l, srcs, err := f.s.CreateLiveLease(ctx, callerA, "cam1", LeaseRequest{Protocols: []string{"hls"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, params := ticketOf(t, srcs[0])
+	if d := play(f, "cam1", "http-flv", params); d.Allow {
+		t.Fatal("a protocol the lease does not cover played")
+	}
+	// DELETE refuses new connections and keeps established ones by default.
+	if _, err := f.s.Revoke(ctx, callerA, l.LeaseID, "viewer left", false); err != nil {
+		t.Fatal(err)
+	}
+	if d := play(f, "cam1", "hls", params); d.Allow {
+		t.Fatal("a revoked lease played")
+	}
+	f.s.Sweep(ctx)
+	if len(f.cuts) != 0 {
+		t.Fatalf("a plain DELETE cut connections: %v", f.cuts)
+	}
+	if _, _, err := f.s.Renew(ctx, callerA, l.LeaseID, nil); !errors.Is(err, ErrLeaseConflict) {
+		t.Fatalf("a revoked lease was revived: %v", err)
+	}
+	// The creating token loses its permission: the lease ends and is cut.
+	l2, srcs2, err := f.s.CreateLiveLease(ctx, callerA, "cam1", LeaseRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.mu.Lock()
+	f.tokens["tokA"] = TokenState{Valid: true, Permissions: []string{"channels.view"}}
+	f.mu.Unlock()
+	_, params2 := ticketOf(t, srcs2[0])
+	if d := play(f, "cam1", "http-flv", params2); d.Allow {
+		t.Fatal("a lease played after its token lost streams.play")
+	}
+	f.s.Sweep(ctx)
+	got, _, _ := f.s.Get(ctx, l2.LeaseID)
+	if got.State != StateRevoked || len(f.cuts) != 1 {
+		t.Fatalf("after the token lost its permission: %+v cuts %v", got, f.cuts)
+	}
+}
+
+func TestLeaseValidationAndLimits(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	exp := f.clk.now().Add(30 * time.Minute)
+	for _, tc := range []struct {
+		name    string
+		c       Caller
+		channel string
+		req     LeaseRequest
+		want    error
+	}{
+		{"lease too short", callerA, "cam1", LeaseRequest{LeaseSeconds: ip(59)}, ErrInvalid},
+		{"lease too long", callerA, "cam1", LeaseRequest{LeaseSeconds: ip(601)}, ErrInvalid},
+		{"absolute shorter than lease", callerA, "cam1", LeaseRequest{LeaseSeconds: ip(120), AbsoluteLifetimeSeconds: ip(100)}, ErrInvalid},
+		{"absolute too long", callerA, "cam1", LeaseRequest{AbsoluteLifetimeSeconds: ip(43201)}, ErrInvalid},
+		{"unknown protocol", callerA, "cam1", LeaseRequest{Protocols: []string{"rtmp"}}, ErrInvalid},
+		{"unknown channel", callerA, "nope", LeaseRequest{}, ErrNotFound},
+		{"offline stream", callerA, "offline", LeaseRequest{}, ErrStreamNotReady},
+	} {
+		if _, _, err := f.s.CreateLiveLease(ctx, tc.c, tc.channel, tc.req); !errors.Is(err, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
+		}
+	}
+	// Never beyond the token's expiry.
+	c := callerA
+	c.ExpiresAt = &exp
+	l, _, err := f.s.CreateLiveLease(ctx, c, "cam1", LeaseRequest{})
+	if err != nil || !l.AbsoluteExpiresAt.Equal(exp) {
+		t.Fatalf("lease of a token expiring in 30 min: %+v %v", l, err)
+	}
+	// The last round stops at the absolute end; renewing there conflicts.
+	l, _, err = f.s.CreateLiveLease(ctx, callerA, "cam1", LeaseRequest{LeaseSeconds: ip(60), AbsoluteLifetimeSeconds: ip(90)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.clk.add(50 * time.Second)
+	r, _, err := f.s.Renew(ctx, callerA, l.LeaseID, nil)
+	if err != nil || !r.ExpiresAt.Equal(l.AbsoluteExpiresAt) {
+		t.Fatalf("renew near the end: %+v %v", r, err)
+	}
+	if _, _, err := f.s.Renew(ctx, callerA, l.LeaseID, nil); !errors.Is(err, ErrLeaseConflict) {
+		t.Fatalf("renew at the absolute end: %v", err)
+	}
+}
+
+func TestOneTimeURLsWorkOnce(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	if _, err := f.s.CreateOneTimeLinks(ctx, callerA, "cam1", nil, ip(29)); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("lifetime 29: %v", err)
+	}
+	if _, err := f.s.CreateOneTimeLinks(ctx, callerA, "offline", nil, nil); !errors.Is(err, ErrStreamNotReady) {
+		t.Fatalf("offline: %v", err)
+	}
+	p, err := f.s.CreateOneTimeLinks(ctx, callerA, "cam1", []string{"http-flv", "hls"}, nil)
+	if err != nil || len(p.Sources) != 2 {
+		t.Fatalf("%+v %v", p, err)
+	}
+	_, params := ticketOf(t, p.Sources[0])
+	// Two players race for one URL: exactly one gets in.
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	allowed := 0
+	for i := 0; i < 4; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if play(f, "cam1", "http-flv", params).Allow {
+				mu.Lock()
+				allowed++
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if allowed != 1 {
+		t.Fatalf("a one-time URL admitted %d players", allowed)
+	}
+	// The HLS URL is a separate grant; an expired one is refused.
+	_, hls := ticketOf(t, p.Sources[1])
+	f.clk.add(121 * time.Second)
+	if d := play(f, "cam1", "hls", hls); d.Allow {
+		t.Fatal("an expired one-time URL played")
+	}
+}
+
+func FuzzAuthorizeTicket(f *testing.F) {
+	s := &Service{MACKeys: [][]byte{[]byte("fuzz-ticket-key-fuzz-ticket-key!")}}
+	f.Add(s.ticket(kindLease, "01a2055c-42d5-7b9f-9bff-f65073844549", DefaultVhost, "live", "cam1"))
+	f.Add("L.x.y")
+	f.Add("")
+	f.Fuzz(func(t *testing.T, tok string) {
+		if p, ok := s.parseTicket(tok, DefaultVhost, "live", "cam1"); ok && s.ticket(p.kind, p.id, DefaultVhost, "live", "cam1") != tok {
+			t.Fatalf("accepted a ticket it would not have issued: %q", tok)
+		}
+	})
+}
