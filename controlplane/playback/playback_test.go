@@ -21,7 +21,9 @@ import (
 // a real single-node raft store.
 type streamsFunc func(ctx context.Context, id string) (StreamLocation, error)
 
-func (f streamsFunc) Locate(ctx context.Context, id string) (StreamLocation, error) { return f(ctx, id) }
+func (f streamsFunc) Locate(ctx context.Context, id string) (StreamLocation, error) {
+	return f(ctx, id)
+}
 
 type mediaFunc func(ctx context.Context, id string) (string, error)
 
@@ -29,7 +31,9 @@ func (f mediaFunc) BaseURL(ctx context.Context, id string) (string, error) { ret
 
 type cutterFunc func(ctx context.Context, server, lease string) error
 
-func (f cutterFunc) Cut(ctx context.Context, server, lease string) error { return f(ctx, server, lease) }
+func (f cutterFunc) Cut(ctx context.Context, server, lease string) error {
+	return f(ctx, server, lease)
+}
 
 type clock struct {
 	mu sync.Mutex
