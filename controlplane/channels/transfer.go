@@ -159,3 +159,15 @@ func toTransfer(c *Channel) TransferChannel {
 		DeviceChannelID: c.DeviceChannelID, GroupKey: c.GroupKey, Enabled: c.Enabled, AutoVideo: c.AutoVideo,
 		AutoRecord: c.AutoRecord, HasAudio: c.HasAudio, NoPlayerBreak: c.NoPlayerBreak, HasPTZ: c.HasPTZ, IsShareChannel: c.IsShareChannel}
 }
+
+// UnmarshalJSON gives fields a hand-written document leaves out the same
+// defaults as creating a channel.
+func (t *TransferChannel) UnmarshalJSON(b []byte) error {
+	type plain TransferChannel
+	p := plain{Enabled: true, HasAudio: true, RTSPTransport: TransportAuto}
+	if err := json.Unmarshal(b, &p); err != nil {
+		return err
+	}
+	*t = TransferChannel(p)
+	return nil
+}
