@@ -109,4 +109,3 @@ func (e *channelEndpoints) GetChannelRecordingSearchCapability(context.Context, 
 	return contract.GetChannelRecordingSearchCapability200JSONResponse{Available: false, Editable: false,
 		Reason: "recording semantic search is not installed on this platform yet, so channels have no search options to edit"}, nil
 }
-
