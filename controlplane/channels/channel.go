@@ -69,11 +69,9 @@ const (
 // DefaultVhost is the virtual host of channels that do not name one.
 const DefaultVhost = "__defaultVhost__"
 
-// Channel is the stored record. Its source URL never holds credentials:
-// they are split off on save and kept only in SealedCredentials, sealed with
-// the cluster keyring and bound to the channel's key.
-type Channel struct {
-	ChannelID       ChannelID     `json:"channelId"`
+// Config is what an operator configures on a channel: everything that an
+// export carries. Its source URL never holds credentials (see Channel).
+type Config struct {
 	Name            string        `json:"name"`
 	Description     string        `json:"description"`
 	Protocol        Protocol      `json:"protocol"`
@@ -83,7 +81,6 @@ type Channel struct {
 	App             string        `json:"app"`
 	Stream          string        `json:"stream"`
 	MediaServerID   string        `json:"mediaServerId"`
-	NodeID          string        `json:"nodeId"`
 	DeviceID        string        `json:"deviceId"`
 	DeviceChannelID string        `json:"deviceChannelId"`
 	GroupKey        GroupKey      `json:"groupKey"`
@@ -94,6 +91,21 @@ type Channel struct {
 	NoPlayerBreak   bool          `json:"noPlayerBreak"`
 	HasPTZ          bool          `json:"hasPtz"`
 	IsShareChannel  bool          `json:"isShareChannel"`
+}
+
+// defaultConfig is what a new channel starts from.
+func defaultConfig() Config {
+	return Config{Vhost: DefaultVhost, RTSPTransport: TransportAuto, Enabled: true, HasAudio: true}
+}
+
+// Channel is the stored record. Its source URL never holds credentials:
+// they are split off on save and kept only in SealedCredentials, sealed with
+// the cluster keyring and bound to the channel's key.
+type Channel struct {
+	ChannelID ChannelID `json:"channelId"`
+	Config
+	// NodeID is the node of the assigned media server, set by placement.
+	NodeID string `json:"nodeId"`
 
 	// SealedCredentials is "user:password" of the source, sealed; empty
 	// when the source needs none.

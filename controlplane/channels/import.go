@@ -235,7 +235,7 @@ func (s *Service) planChannel(c *change, cat *catalogue, groups map[GroupKey]*Gr
 			}
 			id = ChannelID(u.String())
 		}
-		ch = Channel{ChannelID: id, Vhost: DefaultVhost, RTSPTransport: TransportAuto, Activation: opt.Activation,
+		ch = Channel{ChannelID: id, Config: defaultConfig(), Activation: opt.Activation,
 			DesiredState: DesiredStopped, ActualState: ActualOffline, ActualStateAt: c.now,
 			CreatedAt: c.now, CreatedBy: who(c.actor), UpdatedAt: c.now, UpdatedBy: who(c.actor)}
 	}
@@ -295,19 +295,26 @@ func (s *Service) planChannel(c *change, cat *catalogue, groups map[GroupKey]*Gr
 // keeps the credentials of the matching channel; a new channel gets the URL
 // without them, and the note says so.
 func transferInput(tc *TransferChannel, existing *Channel) (Input, string, error) {
-	src, note := tc.SourceURL, ""
-	if s, err := splitSource(src); err != nil {
+	note := ""
+	src, err := splitSource(tc.SourceURL)
+	if err != nil {
 		return Input{}, "", err
-	} else if s.keep && (existing == nil || !existing.HasCredentials()) {
-		src, note = s.bare, "source credentials are not exported; set them with PUT /api/v2/channels/{channelId}"
 	}
-	protocol, transport, group := tc.Protocol, tc.RTSPTransport, tc.GroupKey
-	if transport == "" {
-		transport = TransportAuto
+	in := tc.Config.input()
+	if src.keep && (existing == nil || !existing.HasCredentials()) {
+		in.SourceURL, note = &src.bare, "source credentials are not exported; set them with PUT /api/v2/channels/{channelId}"
 	}
-	return Input{Name: &tc.Name, Description: &tc.Description, Protocol: &protocol, SourceURL: &src, RTSPTransport: &transport,
-		Vhost: &tc.Vhost, App: &tc.App, Stream: &tc.Stream, MediaServerID: &tc.MediaServerID, DeviceID: &tc.DeviceID,
-		DeviceChannelID: &tc.DeviceChannelID, GroupKey: &group, Enabled: &tc.Enabled, AutoVideo: &tc.AutoVideo,
-		AutoRecord: &tc.AutoRecord, HasAudio: &tc.HasAudio, NoPlayerBreak: &tc.NoPlayerBreak, HasPTZ: &tc.HasPTZ,
-		IsShareChannel: &tc.IsShareChannel}, note, nil
+	if *in.RTSPTransport == "" {
+		*in.RTSPTransport = TransportAuto
+	}
+	return in, note, nil
+}
+
+// input is an Input that sets every field of a copy of c.
+func (c Config) input() Input {
+	return Input{Name: &c.Name, Description: &c.Description, Protocol: &c.Protocol, SourceURL: &c.SourceURL, RTSPTransport: &c.RTSPTransport,
+		Vhost: &c.Vhost, App: &c.App, Stream: &c.Stream, MediaServerID: &c.MediaServerID, DeviceID: &c.DeviceID,
+		DeviceChannelID: &c.DeviceChannelID, GroupKey: &c.GroupKey, Enabled: &c.Enabled, AutoVideo: &c.AutoVideo,
+		AutoRecord: &c.AutoRecord, HasAudio: &c.HasAudio, NoPlayerBreak: &c.NoPlayerBreak, HasPTZ: &c.HasPTZ,
+		IsShareChannel: &c.IsShareChannel}
 }

@@ -264,7 +264,7 @@ func (s *Service) Create(ctx context.Context, a Actor, in Input) (*Channel, erro
 	}
 	id := ChannelID(uid.String())
 	return s.write(ctx, a, id, true, func(ch *Channel, c *change) error {
-		*ch = Channel{ChannelID: id, Vhost: DefaultVhost, RTSPTransport: TransportAuto, Enabled: true, HasAudio: true,
+		*ch = Channel{ChannelID: id, Config: defaultConfig(),
 			Activation: ActivationActive, DesiredState: DesiredStopped, ActualState: ActualOffline, ActualStateAt: c.now,
 			CreatedAt: c.now, CreatedBy: who(a), UpdatedAt: c.now, UpdatedBy: who(a)}
 		if _, err := s.apply(ch, in, true); err != nil {

@@ -45,29 +45,12 @@ type TransferGroup struct {
 }
 
 // TransferChannel is a channel's configuration in a transfer document;
-// run-time state (desired and actual state, backoff) does not travel.
+// run-time state (desired and actual state, backoff) does not travel. Its
+// source URL is masked where credentials are stored.
 type TransferChannel struct {
-	ChannelID            ChannelID     `json:"channelId"`
-	Name                 string        `json:"name"`
-	Description          string        `json:"description"`
-	Protocol             Protocol      `json:"protocol"`
-	SourceURL            string        `json:"sourceUrl"`
-	HasSourceCredentials bool          `json:"hasSourceCredentials"`
-	RTSPTransport        RTSPTransport `json:"rtspTransport"`
-	Vhost                string        `json:"vhost"`
-	App                  string        `json:"app"`
-	Stream               string        `json:"stream"`
-	MediaServerID        string        `json:"mediaServerId"`
-	DeviceID             string        `json:"deviceId"`
-	DeviceChannelID      string        `json:"deviceChannelId"`
-	GroupKey             GroupKey      `json:"groupKey"`
-	Enabled              bool          `json:"enabled"`
-	AutoVideo            bool          `json:"autoVideo"`
-	AutoRecord           bool          `json:"autoRecord"`
-	HasAudio             bool          `json:"hasAudio"`
-	NoPlayerBreak        bool          `json:"noPlayerBreak"`
-	HasPTZ               bool          `json:"hasPtz"`
-	IsShareChannel       bool          `json:"isShareChannel"`
+	ChannelID ChannelID `json:"channelId"`
+	Config
+	HasSourceCredentials bool `json:"hasSourceCredentials"`
 }
 
 // catalogue is every group and channel read at one revision.
@@ -153,18 +136,16 @@ func (s *Service) Export(ctx context.Context) (*TransferDocument, error) {
 }
 
 func toTransfer(c *Channel) TransferChannel {
-	return TransferChannel{ChannelID: c.ChannelID, Name: c.Name, Description: c.Description, Protocol: c.Protocol,
-		SourceURL: c.MaskedSourceURL(), HasSourceCredentials: c.HasCredentials(), RTSPTransport: c.RTSPTransport,
-		Vhost: c.Vhost, App: c.App, Stream: c.Stream, MediaServerID: c.MediaServerID, DeviceID: c.DeviceID,
-		DeviceChannelID: c.DeviceChannelID, GroupKey: c.GroupKey, Enabled: c.Enabled, AutoVideo: c.AutoVideo,
-		AutoRecord: c.AutoRecord, HasAudio: c.HasAudio, NoPlayerBreak: c.NoPlayerBreak, HasPTZ: c.HasPTZ, IsShareChannel: c.IsShareChannel}
+	t := TransferChannel{ChannelID: c.ChannelID, Config: c.Config, HasSourceCredentials: c.HasCredentials()}
+	t.SourceURL = c.MaskedSourceURL()
+	return t
 }
 
 // UnmarshalJSON gives fields a hand-written document leaves out the same
 // defaults as creating a channel.
 func (t *TransferChannel) UnmarshalJSON(b []byte) error {
 	type plain TransferChannel
-	p := plain{Enabled: true, HasAudio: true, RTSPTransport: TransportAuto}
+	p := plain{Config: defaultConfig()}
 	if err := json.Unmarshal(b, &p); err != nil {
 		return err
 	}
