@@ -2,6 +2,7 @@ package channels
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,19 +12,24 @@ import (
 	"github.com/svcplatform/svc/controlplane/store"
 )
 
-// Group is a named set of channels. ChannelCount is kept by every write
-// that moves a channel in or out, in the same Txn and with a compare on the
-// group's mod revision, so deleting a group and creating a channel in it
-// can never both succeed.
+// Group is a named set of channels. A channel joining a group compares
+// the group's mod revision in its Txn without writing it, so creates in one
+// group never contend with each other. Deleting first marks the group
+// (Deleting), which changes that revision: a create that read the group
+// before the mark fails its compare, one that reads it after sees the mark
+// and refuses. Only then are the members counted, so a delete and a create
+// in the same group can never both succeed.
 type Group struct {
-	GroupKey     GroupKey  `json:"groupKey"`
-	Name         string    `json:"name"`
-	Description  string    `json:"description"`
-	ChannelCount int       `json:"channelCount"`
-	CreatedAt    time.Time `json:"createdAt"`
-	CreatedBy    string    `json:"createdBy"`
-	UpdatedAt    time.Time `json:"updatedAt"`
-	UpdatedBy    string    `json:"updatedBy"`
+	GroupKey    GroupKey  `json:"groupKey"`
+	Name        string    `json:"name"`
+	Description string    `json:"description"`
+	Deleting    bool      `json:"deleting,omitempty"`
+	CreatedAt   time.Time `json:"createdAt"`
+	CreatedBy   string    `json:"createdBy"`
+	UpdatedAt   time.Time `json:"updatedAt"`
+	UpdatedBy   string    `json:"updatedBy"`
+	// ChannelCount is counted from the channel index on read, not stored.
+	ChannelCount int `json:"-"`
 }
 
 func checkGroup(k GroupKey, name, description string) error {
@@ -54,10 +60,37 @@ func (s *Service) getGroup(ctx context.Context, k GroupKey) (*Group, int64, erro
 	return &g, kv.ModRevision, nil
 }
 
-// Group reads one group.
+// Group reads one group with its channel count.
 func (s *Service) Group(ctx context.Context, k GroupKey) (*Group, error) {
 	g, _, err := s.getGroup(ctx, k)
+	if err != nil {
+		return nil, err
+	}
+	counts, err := s.groupCounts(ctx)
+	g.ChannelCount = counts[k]
 	return g, err
+}
+
+// groupCounts counts channels per group from the channel index.
+func (s *Service) groupCounts(ctx context.Context) (map[GroupKey]int, error) {
+	counts := map[GroupKey]int{}
+	err := s.Reader.ReadTx(ctx, func(tx *sql.Tx, _ int64) error {
+		rows, err := tx.QueryContext(ctx, `SELECT group_key, count(*) FROM `+Index.Table()+` WHERE group_key != '' GROUP BY group_key`)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var k string
+			var n int
+			if err := rows.Scan(&k, &n); err != nil {
+				return err
+			}
+			counts[GroupKey(k)] = n
+		}
+		return rows.Err()
+	})
+	return counts, err
 }
 
 // CreateGroup stores a new group; the key must be free.
@@ -97,6 +130,7 @@ func (s *Service) UpdateGroup(ctx context.Context, a Actor, k GroupKey, name, de
 		if name != nil {
 			g.Name = *name
 		}
+		g.Deleting = false // an update revives a group whose deletion was interrupted
 		if description != nil {
 			g.Description = *description
 		}
@@ -113,29 +147,55 @@ func (s *Service) UpdateGroup(ctx context.Context, a Actor, k GroupKey, name, de
 	if err != nil {
 		return nil, err
 	}
-	return &g, nil
+	counts, err := s.groupCounts(ctx)
+	g.ChannelCount = counts[k]
+	return &g, err
 }
 
-// DeleteGroup removes an empty group. The delete compares the group's mod
-// revision with the one whose count it read: a channel joining meanwhile
-// rewrote the record, so the delete fails and sees the new count.
+// DeleteGroup removes an empty group: mark it, count its channels at a
+// revision after the mark, then delete it (or take the mark back).
 func (s *Service) DeleteGroup(ctx context.Context, a Actor, k GroupKey) error {
 	for attempt := 0; attempt < maxAttempts; attempt++ {
 		g, rev, err := s.getGroup(ctx, k)
 		if err != nil {
 			return err
 		}
-		if g.ChannelCount > 0 {
-			return fmt.Errorf("%w: %q has %d channel(s); move or delete them first", ErrGroupNotEmpty, k, g.ChannelCount)
+		g.Deleting, g.UpdatedAt, g.UpdatedBy = true, s.now(), who(a)
+		val, err := json.Marshal(g)
+		if err != nil {
+			return err
 		}
-		resp, err := s.Store.Txn(ctx, store.TxnRequest{Compares: []store.Compare{store.ModRevisionIs(groupKey(k), rev)}, Then: []store.Op{store.Delete(groupKey(k))}})
+		resp, err := s.Store.Txn(ctx, store.TxnRequest{Compares: []store.Compare{store.ModRevisionIs(groupKey(k), rev)}, Then: []store.Op{store.Put(groupKey(k), val)}})
+		if err != nil {
+			return err
+		}
+		if !resp.Succeeded {
+			if err := s.settle(ctx, resp.Header.Revision, attempt); err != nil {
+				return err
+			}
+			continue
+		}
+		marked := resp.Header.Revision
+		// This node applied the mark, so every channel that joined before
+		// it is in the local index now.
+		counts, err := s.groupCounts(ctx)
+		if err != nil {
+			return err
+		}
+		if n := counts[k]; n > 0 {
+			g.Deleting = false
+			val, _ := json.Marshal(g)
+			s.Store.Txn(ctx, store.TxnRequest{Compares: []store.Compare{store.ModRevisionIs(groupKey(k), marked)}, Then: []store.Op{store.Put(groupKey(k), val)}})
+			return fmt.Errorf("%w: %q has %d channel(s); move or delete them first", ErrGroupNotEmpty, k, n)
+		}
+		resp, err = s.Store.Txn(ctx, store.TxnRequest{Compares: []store.Compare{store.ModRevisionIs(groupKey(k), marked)}, Then: []store.Op{store.Delete(groupKey(k))}})
 		if err != nil {
 			return err
 		}
 		if resp.Succeeded {
 			return nil
 		}
-		if err := s.Store.WaitForRevision(ctx, resp.Header.Revision); err != nil {
+		if err := s.settle(ctx, resp.Header.Revision, attempt); err != nil {
 			return err
 		}
 	}
@@ -150,6 +210,10 @@ func (s *Service) Groups(ctx context.Context, keyword string, page, size int) ([
 	if err != nil {
 		return nil, 0, err
 	}
+	counts, err := s.groupCounts(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
 	kw := strings.ToLower(strings.TrimSpace(keyword))
 	var all []Group
 	for _, kv := range resp.KVs {
@@ -157,6 +221,7 @@ func (s *Service) Groups(ctx context.Context, keyword string, page, size int) ([
 		if err := json.Unmarshal(kv.Value, &g); err != nil {
 			return nil, 0, fmt.Errorf("stored group %s: %w", kv.Key, err)
 		}
+		g.ChannelCount = counts[g.GroupKey]
 		if kw == "" || strings.Contains(strings.ToLower(string(g.GroupKey)), kw) || strings.Contains(strings.ToLower(g.Name), kw) {
 			all = append(all, g)
 		}

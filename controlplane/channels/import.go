@@ -131,7 +131,7 @@ func (s *Service) Import(ctx context.Context, a Actor, doc *TransferDocument, op
 			p.result.Applied, p.result.Revision = true, resp.Header.Revision
 			return &p.result, nil
 		}
-		if err := s.Store.WaitForRevision(ctx, resp.Header.Revision); err != nil {
+		if err := s.settle(ctx, resp.Header.Revision, attempt); err != nil {
 			return nil, err
 		}
 	}
@@ -140,10 +140,12 @@ func (s *Service) Import(ctx context.Context, a Actor, doc *TransferDocument, op
 
 func (s *Service) plan(ctx context.Context, a Actor, cat *catalogue, doc *TransferDocument, opt ImportOptions) (*plan, error) {
 	p := &plan{result: ImportResult{Items: []ImportItem{}}}
-	c := &change{s: s, ctx: ctx, actor: a, now: s.now(), groups: map[GroupKey]int{}}
+	c := &change{s: s, ctx: ctx, actor: a, now: s.now()}
 	known := map[GroupKey]*Group{}
 	for k, g := range cat.groups {
-		known[k] = g
+		if !g.Deleting {
+			known[k] = g
+		}
 	}
 	seen := map[GroupKey]bool{}
 	for _, tg := range doc.Groups {
@@ -154,12 +156,12 @@ func (s *Service) plan(ctx context.Context, a Actor, cat *catalogue, doc *Transf
 			it.Action, it.Reason = ImportError, strings.TrimPrefix(err.Error(), ErrInvalid.Error()+": ")
 		case seen[tg.GroupKey]:
 			it.Action, it.Reason = ImportError, "the document lists this group twice"
-		case exists && g.Name == tg.Name && g.Description == tg.Description:
+		case exists && !g.Deleting && g.Name == tg.Name && g.Description == tg.Description:
 			it.Action, it.Reason = ImportSkip, "unchanged"
 		case exists:
 			it.Action, it.Reason = ImportUpdate, "name or description differs"
 			ng := *g
-			ng.Name, ng.Description, ng.UpdatedAt, ng.UpdatedBy = tg.Name, tg.Description, c.now, who(a)
+			ng.Name, ng.Description, ng.UpdatedAt, ng.UpdatedBy, ng.Deleting = tg.Name, tg.Description, c.now, who(a), false
 			known[tg.GroupKey] = &ng
 		default:
 			it.Action, it.Reason = ImportCreate, "new group"
@@ -170,29 +172,31 @@ func (s *Service) plan(ctx context.Context, a Actor, cat *catalogue, doc *Transf
 		p.item(it)
 	}
 	claimed := map[string]ChannelID{}
+	joined := map[GroupKey]bool{}
 	for i := range doc.Channels {
-		it, err := s.planChannel(c, cat, known, claimed, &doc.Channels[i], opt)
+		it, err := s.planChannel(c, cat, known, claimed, joined, &doc.Channels[i], opt)
 		if err != nil {
 			return nil, err
 		}
 		p.item(it)
 	}
-	// Group records: every changed or counted group is written once,
-	// guarded by the revision it was read at (absent for new ones).
+	// Groups: new and changed ones are written, and every group a channel
+	// joins is compared, each at the revision it was read at (0, absent,
+	// for new ones), so a concurrent deletion makes the import plan again.
 	for k, g := range known {
-		delta := c.groups[k]
 		orig, existed := cat.groups[k]
-		if existed && g == orig && delta == 0 {
+		write := !existed || g != orig
+		if !write && !joined[k] {
 			continue
 		}
-		ng := *g
-		ng.ChannelCount = max(0, ng.ChannelCount+delta)
-		val, err := json.Marshal(ng)
-		if err != nil {
-			return nil, err
-		}
 		p.cmps = append(p.cmps, store.ModRevisionIs(groupKey(k), cat.groupRevs[k]))
-		p.ops = append(p.ops, store.Put(groupKey(k), val))
+		if write {
+			val, err := json.Marshal(g)
+			if err != nil {
+				return nil, err
+			}
+			p.ops = append(p.ops, store.Put(groupKey(k), val))
+		}
 	}
 	p.cmps = append(p.cmps, c.cmps...)
 	p.ops = append(p.ops, c.ops...)
@@ -201,7 +205,7 @@ func (s *Service) plan(ctx context.Context, a Actor, cat *catalogue, doc *Transf
 
 // planChannel works out one channel of the document and adds its writes
 // to c.
-func (s *Service) planChannel(c *change, cat *catalogue, groups map[GroupKey]*Group, claimed map[string]ChannelID, tc *TransferChannel, opt ImportOptions) (ImportItem, error) {
+func (s *Service) planChannel(c *change, cat *catalogue, groups map[GroupKey]*Group, claimed map[string]ChannelID, joined map[GroupKey]bool, tc *TransferChannel, opt ImportOptions) (ImportItem, error) {
 	vhost := tc.Vhost
 	if vhost == "" {
 		vhost = DefaultVhost
@@ -271,13 +275,17 @@ func (s *Service) planChannel(c *change, cat *catalogue, groups map[GroupKey]*Gr
 			c.releaseName(old.Vhost, old.App, old.Stream)
 			c.claimName(ch.ChannelID, ch.Vhost, ch.App, ch.Stream)
 		}
-		c.moveGroup(old.GroupKey, ch.GroupKey)
+		if ch.GroupKey != old.GroupKey && ch.GroupKey != "" {
+			joined[ch.GroupKey] = true
+		}
 		ch.UpdatedAt, ch.UpdatedBy = c.now, who(c.actor)
 		it.Action, it.Reason = ImportUpdate, "changes "+strings.Join(changed, ", ")
 	} else {
 		c.cmps = append(c.cmps, store.Absent(key))
 		c.claimName(ch.ChannelID, ch.Vhost, ch.App, ch.Stream)
-		c.moveGroup("", ch.GroupKey)
+		if ch.GroupKey != "" {
+			joined[ch.GroupKey] = true
+		}
 		it.Action, it.Reason = ImportCreate, "new channel, "+string(ch.Activation)
 	}
 	if note != "" {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"time"
 
@@ -101,7 +102,6 @@ type change struct {
 	cmps   []store.Compare
 	ops    []store.Op
 	checks []func() error
-	groups map[GroupKey]int
 }
 
 func (c *change) add(op store.Op, err error) error {
@@ -140,47 +140,20 @@ func (c *change) releaseName(vhost, app, stream string) {
 	c.ops = append(c.ops, store.Delete(streamNameKey(vhost, app, stream)))
 }
 
-// moveGroup counts a channel out of one group and into another. The group
-// records are rewritten with a compare on their mod revision, so a group
-// deletion that saw the old count cannot commit at the same time.
-func (c *change) moveGroup(from, to GroupKey) {
-	if from == to {
-		return
+// joinGroup guards that the channel's group exists and is not being
+// deleted, by comparing the group's mod revision (see Group).
+func (c *change) joinGroup(from, to GroupKey) error {
+	if to == "" || to == from {
+		return nil
 	}
-	if c.groups == nil {
-		c.groups = map[GroupKey]int{}
+	g, rev, err := c.s.getGroup(c.ctx, to)
+	if errors.Is(err, ErrGroupNotFound) || (err == nil && g.Deleting) {
+		return fmt.Errorf("%w: groupKey %q names no channel group (or one being deleted); create it first", ErrInvalid, to)
 	}
-	if from != "" {
-		c.groups[from]--
+	if err != nil {
+		return err
 	}
-	if to != "" {
-		c.groups[to]++
-	}
-}
-
-func (c *change) applyGroups() error {
-	for k, delta := range c.groups {
-		if delta == 0 {
-			continue
-		}
-		g, rev, err := c.s.getGroup(c.ctx, k)
-		if errors.Is(err, ErrGroupNotFound) && delta < 0 {
-			continue // a group removed behind our back needs no count
-		}
-		if errors.Is(err, ErrGroupNotFound) {
-			return fmt.Errorf("%w: groupKey %q names no channel group; create it first", ErrInvalid, k)
-		}
-		if err != nil {
-			return err
-		}
-		g.ChannelCount = max(0, g.ChannelCount+delta)
-		val, err := json.Marshal(g)
-		if err != nil {
-			return err
-		}
-		c.cmps = append(c.cmps, store.ModRevisionIs(groupKey(k), rev))
-		c.ops = append(c.ops, store.Put(groupKey(k), val))
-	}
+	c.cmps = append(c.cmps, store.ModRevisionIs(groupKey(to), rev))
 	return nil
 }
 
@@ -188,7 +161,24 @@ func (c *change) applyGroups() error {
 var errUnchanged = errors.New("unchanged")
 
 // maxAttempts bounds optimistic retries of one write.
-const maxAttempts = 6
+const maxAttempts = 8
+
+// settle waits after a lost race until this node has the winner's state,
+// plus a short random pause that grows with the attempt, so writers that
+// collided do not collide again in lockstep.
+func (s *Service) settle(ctx context.Context, rev int64, attempt int) error {
+	if err := s.Store.WaitForRevision(ctx, rev); err != nil {
+		return err
+	}
+	if attempt > 0 {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Duration(rand.Int64N(int64(attempt) * int64(time.Millisecond)))):
+		}
+	}
+	return nil
+}
 
 // write runs fn on the current channel (nil when absent and create is
 // set) and commits the result with everything fn added, guarded by the
@@ -225,9 +215,6 @@ func (s *Service) write(ctx context.Context, a Actor, id ChannelID, create bool,
 		} else if err != nil {
 			return nil, err
 		}
-		if err := c.applyGroups(); err != nil {
-			return nil, err
-		}
 		then := c.ops
 		if ch.ChannelID != "" { // a delete clears the id
 			val, err := json.Marshal(ch)
@@ -249,7 +236,7 @@ func (s *Service) write(ctx context.Context, a Actor, id ChannelID, create bool,
 				return nil, err
 			}
 		}
-		if err := s.Store.WaitForRevision(ctx, resp.Header.Revision); err != nil {
+		if err := s.settle(ctx, resp.Header.Revision, attempt); err != nil {
 			return nil, err
 		}
 	}
@@ -271,7 +258,9 @@ func (s *Service) Create(ctx context.Context, a Actor, in Input) (*Channel, erro
 			return err
 		}
 		c.claimName(id, ch.Vhost, ch.App, ch.Stream)
-		c.moveGroup("", ch.GroupKey)
+		if err := c.joinGroup("", ch.GroupKey); err != nil {
+			return err
+		}
 		if err := c.log(id, LogConfig, "channel.created", "", "", fmt.Sprintf("created %s channel %q as %s/%s/%s (%s)",
 			ch.Protocol, ch.Name, ch.Vhost, ch.App, ch.Stream, ch.Activation), ""); err != nil {
 			return err
@@ -379,7 +368,9 @@ func (s *Service) Update(ctx context.Context, a Actor, id ChannelID, in Input) (
 			c.releaseName(old.Vhost, old.App, old.Stream)
 			c.claimName(id, ch.Vhost, ch.App, ch.Stream)
 		}
-		c.moveGroup(old.GroupKey, ch.GroupKey)
+		if err := c.joinGroup(old.GroupKey, ch.GroupKey); err != nil {
+			return err
+		}
 		ch.UpdatedAt, ch.UpdatedBy = c.now, who(a)
 		return c.log(id, LogConfig, "channel.updated", "", "", "changed "+strings.Join(changed, ", "), "")
 	})
@@ -395,7 +386,6 @@ func (s *Service) Delete(ctx context.Context, a Actor, id ChannelID) error {
 		}
 		c.ops = append(c.ops, store.Delete(channelKey(id)))
 		c.releaseName(ch.Vhost, ch.App, ch.Stream)
-		c.moveGroup(ch.GroupKey, "")
 		if err := c.log(id, LogConfig, "channel.deleted", "", "", fmt.Sprintf("deleted channel %q (%s/%s/%s)", ch.Name, ch.Vhost, ch.App, ch.Stream), ""); err != nil {
 			return err
 		}
