@@ -150,7 +150,7 @@ func run(outPath string, n, clients int) error {
 	createRate, createLat, err := timed(n, clients, func(i int) error {
 		body := map[string]any{"name": fmt.Sprintf("Camera %d", i), "protocol": "rtsp", "app": "live", "stream": fmt.Sprintf("cam%d", i),
 			"sourceUrl": fmt.Sprintf("rtsp://viewer:secret%d@10.%d.%d.%d:554/Streaming/101", i, i/65536%256, i/256%256, i%256),
-			"enabled": i%10 != 0, "autoRecord": i%3 == 0, "mediaServerId": fmt.Sprintf("ms-%d", i%8)}
+			"enabled":   i%10 != 0, "autoRecord": i%3 == 0, "mediaServerId": fmt.Sprintf("ms-%d", i%8)}
 		if i%2 == 0 {
 			body["groupKey"] = []string{"north", "south", "east", "west"}[i/2%4]
 		}
