@@ -331,6 +331,8 @@ func (s *Service) apply(ch *Channel, in Input, create bool) ([]string, error) {
 			if ch.HasCredentials() {
 				ch.SealedCredentials, changed = "", append(changed, "sourceCredentials")
 			}
+		case ch.HasCredentials() && s.sameCredentials(ch, src.user, src.password):
+			// The same credentials sent again change nothing.
 		default:
 			sealed, err := sealCredentials(s.Keys, ch.ChannelID, src.user, src.password)
 			if err != nil {
@@ -340,6 +342,11 @@ func (s *Service) apply(ch *Channel, in Input, create bool) ([]string, error) {
 		}
 	}
 	return changed, ch.validate()
+}
+
+func (s *Service) sameCredentials(ch *Channel, user, password string) bool {
+	cr, err := openCredentials(s.Keys, ch)
+	return err == nil && cr.User == user && cr.Password == password
 }
 
 // Update changes the given fields. While a channel runs, its media

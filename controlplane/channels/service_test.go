@@ -155,6 +155,17 @@ func TestSourceCredentialsAreSealedAndMasked(t *testing.T) {
 	if full, _ := s.SourceURL(ctx, ch.ChannelID); full != "rtsp://admin:Pa55w0rd%21@10.0.0.7:554/Streaming/102" {
 		t.Fatalf("after masked update: %q", full)
 	}
+	// The same credentials again change nothing; new ones replace them.
+	before := ch.Revision
+	if ch, err = s.Update(ctx, tester, ch.ChannelID, Input{SourceURL: ptr("rtsp://admin:Pa55w0rd!@10.0.0.7:554/Streaming/102")}); err != nil || ch.Revision != before {
+		t.Fatalf("same credentials rewrote the channel: %v", err)
+	}
+	if ch, err = s.Update(ctx, tester, ch.ChannelID, Input{SourceURL: ptr("rtsp://admin:N3w@10.0.0.7:554/Streaming/102")}); err != nil {
+		t.Fatal(err)
+	}
+	if full, _ := s.SourceURL(ctx, ch.ChannelID); full != "rtsp://admin:N3w@10.0.0.7:554/Streaming/102" {
+		t.Fatalf("after new credentials: %q", full)
+	}
 	// A URL without credentials removes them.
 	ch, err = s.Update(ctx, tester, ch.ChannelID, Input{SourceURL: ptr("rtsp://10.0.0.7:554/Streaming/102")})
 	if err != nil || ch.HasCredentials() {

@@ -129,18 +129,27 @@ func sealCredentials(keys *keyring.Keyring, id ChannelID, user, password string)
 	return keys.Seal(raw, []byte(channelKey(id)))
 }
 
+// openCredentials opens the channel's sealed credentials.
+func openCredentials(keys *keyring.Keyring, c *Channel) (credentials, error) {
+	var cr credentials
+	raw, err := keys.Open(c.SealedCredentials, []byte(channelKey(c.ChannelID)))
+	if err != nil {
+		return cr, fmt.Errorf("opening the source credentials of channel %s: %w", c.ChannelID, err)
+	}
+	if err := json.Unmarshal(raw, &cr); err != nil {
+		return cr, fmt.Errorf("source credentials of channel %s: %w", c.ChannelID, err)
+	}
+	return cr, nil
+}
+
 // fullURL rebuilds the source URL with its credentials.
 func fullURL(keys *keyring.Keyring, c *Channel) (string, error) {
 	if !c.HasCredentials() {
 		return c.SourceURL, nil
 	}
-	raw, err := keys.Open(c.SealedCredentials, []byte(channelKey(c.ChannelID)))
+	cr, err := openCredentials(keys, c)
 	if err != nil {
-		return "", fmt.Errorf("opening the source credentials of channel %s: %w", c.ChannelID, err)
-	}
-	var cr credentials
-	if err := json.Unmarshal(raw, &cr); err != nil {
-		return "", fmt.Errorf("source credentials of channel %s: %w", c.ChannelID, err)
+		return "", err
 	}
 	u, err := url.Parse(c.SourceURL)
 	if err != nil {
