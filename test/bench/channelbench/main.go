@@ -13,23 +13,15 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
-	"regexp"
-	"runtime"
 	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"go.uber.org/zap"
-
-	"github.com/svcplatform/svc/controlplane/apitoken"
-	"github.com/svcplatform/svc/controlplane/config"
-	"github.com/svcplatform/svc/controlplane/server"
-	"github.com/svcplatform/svc/controlplane/store"
+	"github.com/svcplatform/svc/test/bench/benchdoc"
 )
 
 func main() {
@@ -41,12 +33,6 @@ func main() {
 		fmt.Fprintln(os.Stderr, "channelbench:", err)
 		os.Exit(1)
 	}
-}
-
-func freeAddr() string {
-	ln, _ := net.Listen("tcp", "127.0.0.1:0")
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 type bench struct {
@@ -117,28 +103,12 @@ func pct(lat []time.Duration, p int) float64 {
 }
 
 func run(outPath string, n, clients int) error {
-	dir, err := os.MkdirTemp("", "channelbench-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
-	cfg := config.Defaults()
-	cfg.NodeID, cfg.DataDir, cfg.HTTPAddr, cfg.RaftAddr, cfg.LogLevel = "bench", dir, freeAddr(), freeAddr(), "error"
 	ctx := context.Background()
-	s, err := server.Start(ctx, cfg, zap.NewNop())
+	s, tok, stop, err := benchdoc.Node(ctx, "channelbench", false, "channels.view", "channels.manage")
 	if err != nil {
 		return err
 	}
-	defer s.Shutdown()
-	for !s.Node.Leadership().IsLeader() {
-		time.Sleep(20 * time.Millisecond)
-	}
-	tok, _ := apitoken.New()
-	op, _ := apitoken.Put(apitoken.Record{TokenID: "bench", Name: "bench", OwnerUserID: "bench", Digest: apitoken.Digest(tok),
-		TokenPrefix: tok[:12], Permissions: []string{"channels.view", "channels.manage"}, CreatedAt: time.Now()})
-	if _, err := s.Node.Txn(ctx, store.TxnRequest{Then: []store.Op{op}}); err != nil {
-		return err
-	}
+	defer stop()
 	b := &bench{base: "http://" + s.HTTPAddr, tok: tok, client: &http.Client{Timeout: 30 * time.Second,
 		Transport: &http.Transport{MaxIdleConnsPerHost: clients}}}
 	for _, g := range []string{"north", "south", "east", "west"} {
@@ -216,16 +186,16 @@ func run(outPath string, n, clients int) error {
 	var w strings.Builder
 	cmd := fmt.Sprintf("go run ./test/bench/channelbench -channels %d -clients %d", n, clients)
 	fmt.Fprintf(&w, "## Channel catalogue\n\n- Date: %s\n- Machine: %s\n- Command: `%s` (one control node; the clients run in the same process and share its two cores, over loopback HTTP with an API token)\n\n",
-		time.Now().UTC().Format("2006-01-02 15:04 UTC"), machine(), cmd)
+		time.Now().UTC().Format("2006-01-02 15:04 UTC"), benchdoc.Machine(), cmd)
 	fmt.Fprintf(&w, "| measurement | result | target |\n|---|--:|---|\n")
 	fmt.Fprintf(&w, "| `POST /api/v2/channels`, %d clients: channels created/s (credentials sealed, vhost/app/stream claimed, half of them joining a group, runtime-log entry; one Txn each) | %.0f | >= 500 (%s) |\n",
-		clients, createRate, verdict(createRate >= 500))
+		clients, createRate, benchdoc.Verdict(createRate >= 500))
 	fmt.Fprintf(&w, "| same, latency p50 / p99 | %.2f / %.2f ms | |\n", pct(createLat, 50), pct(createLat, 99))
 	fmt.Fprintf(&w, "| start then stop of one channel (two Txns, each with a stream command and runtime-log entries), pairs/s | %.0f | |\n", startRate)
 	fmt.Fprintf(&w, "| same, latency of the pair p50 / p99 | %.2f / %.2f ms | |\n\n", pct(startLat, 50), pct(startLat, 99))
 	fmt.Fprintf(&w, "Filtered `GET /api/v2/channels` over %d channels (index table `idx_channels`, one client, 200 requests each):\n\n| filter | matching | p50 ms | p99 ms | target p99 |\n|---|--:|--:|--:|---|\n", n)
 	for _, r := range results {
-		fmt.Fprintf(&w, "| %s | %d | %.2f | %.2f | < 20 ms (%s) |\n", r.name, r.total, r.p50, r.p99, verdict(r.p99 < 20))
+		fmt.Fprintf(&w, "| %s | %d | %.2f | %.2f | < 20 ms (%s) |\n", r.name, r.total, r.p50, r.p99, benchdoc.Verdict(r.p99 < 20))
 	}
 	fmt.Fprintf(&w, "\nEquality filters use the index's columns; `keyword` and `sourceUrl` are substring matches and scan the index table. "+
 		"Every listed row is decoded from its kv record and masked before it is returned. Deep pages cost more because the shared "+
@@ -233,38 +203,5 @@ func run(outPath string, n, clients int) error {
 		"would make the last page as cheap as the first. The machine's two cores are shared with the clients (and, on a developer "+
 		"machine, with other builds), so p99 figures are noisy.\n")
 	fmt.Print(w.String())
-	return writeSection(outPath, w.String())
-}
-
-func verdict(ok bool) string {
-	if ok {
-		return "PASS"
-	}
-	return "MISS"
-}
-
-func machine() string {
-	model := "unknown CPU"
-	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		if m := regexp.MustCompile(`model name\s*:\s*(.+)`).FindStringSubmatch(string(b)); m != nil {
-			model = strings.TrimSpace(m[1])
-		}
-	}
-	return fmt.Sprintf("%s, %d cores, %s", model, runtime.NumCPU(), runtime.Version())
-}
-
-func writeSection(path, section string) error {
-	const begin, end = "<!-- channelbench:begin -->", "<!-- channelbench:end -->"
-	body := begin + "\n" + section + end + "\n"
-	old, _ := os.ReadFile(path)
-	s := string(old)
-	if i, j := strings.Index(s, begin), strings.Index(s, end); i >= 0 && j > i {
-		s = s[:i] + body + s[j+len(end)+1:]
-	} else {
-		if s != "" && !strings.HasSuffix(s, "\n\n") {
-			s += "\n"
-		}
-		s += body
-	}
-	return os.WriteFile(path, []byte(s), 0o644)
+	return benchdoc.WriteSection(outPath, "channelbench", w.String())
 }
