@@ -106,11 +106,14 @@ func startable(ch *Channel) error {
 }
 
 // start makes ch desired Running with a start command; shared by Start,
-// Retry and the automatic start of auto-pull channels.
+// Retry and the automatic start of auto-pull channels. A start command
+// still in flight is answered instead of a new one, but the pause and the
+// schedule are cleared either way.
 func (c *change) start(ch *Channel, why string) (*StreamCommand, error) {
-	cmd, created, err := c.command(ch, ActionStart)
-	if err != nil || !created {
-		return cmd, err
+	before := len(c.ops)
+	cmd, _, err := c.command(ch, ActionStart)
+	if err != nil {
+		return nil, err
 	}
 	if err := c.setDesired(ch, DesiredRunning, why); err != nil {
 		return nil, err
@@ -124,7 +127,9 @@ func (c *change) start(ch *Channel, why string) (*StreamCommand, error) {
 			return nil, err
 		}
 	}
-	ch.UpdatedAt, ch.UpdatedBy = c.now, who(c.actor)
+	if len(c.ops) > before {
+		ch.UpdatedAt, ch.UpdatedBy = c.now, who(c.actor)
+	}
 	return cmd, nil
 }
 

@@ -186,6 +186,11 @@ func TestChannelCRUDFiltersAndPaging(t *testing.T) {
 		t.Fatalf("delete: %d %s", r.status, r.body)
 	}
 	checkErrorBody(t, a.call("GET", "/api/v2/channels/"+first.ChannelID, nil), 404, "not_found")
+	var gone channelPage
+	a.call("GET", "/api/v2/channels?stream=front", nil).json(t, &gone)
+	if gone.Total != 0 {
+		t.Fatalf("a deleted channel is still listed: %+v", gone)
+	}
 	if r := a.call("DELETE", "/api/v2/channels/groups/gate", nil); r.status != 204 {
 		t.Fatalf("delete emptied group: %d %s", r.status, r.body)
 	}
@@ -323,11 +328,31 @@ func TestChannelStateOverHTTP(t *testing.T) {
 		started.Command.ChannelID != id || !strings.HasPrefix(started.Command.RequestedBy, "api-token:") || started.Channel.LastCommandID != started.Command.CommandID {
 		t.Fatalf("start = %d %s", r.status, r.body)
 	}
+	var again struct{ Command struct{ CommandID string } }
+	a.call("POST", "/api/v2/channels/"+id+"/start", nil).json(t, &again)
+	if again.Command.CommandID != started.Command.CommandID {
+		t.Fatalf("a repeated start recorded command %s, want %s", again.Command.CommandID, started.Command.CommandID)
+	}
 	checkErrorBody(t, a.call("DELETE", "/api/v2/channels/"+id, nil), 409, "channel_running")
 	checkErrorBody(t, a.call("PUT", "/api/v2/channels/"+id, map[string]any{"stream": "moved"}), 409, "channel_running")
 	checkErrorBody(t, a.call("POST", "/api/v2/channels/"+id+"/return-to-pending", nil), 409, "channel_running")
 	if r := a.call("POST", "/api/v2/channels/"+id+"/pause", nil); r.status != 200 || !strings.Contains(string(r.body), `"autoRecoveryPaused":true`) {
 		t.Fatalf("pause: %d %s", r.status, r.body)
+	}
+	// Retry clears the backoff and the pause and starts now.
+	ts.s.Channels.RecordFailedAttempt(t.Context(), systemActor, channelID(id), "connection refused")
+	var retried struct {
+		Channel struct {
+			AutoRecoveryPaused bool
+			Retry              struct{ Attempts int }
+		}
+		Command struct{ CommandID, Action string }
+	}
+	r = a.call("POST", "/api/v2/channels/"+id+"/retry", nil)
+	r.json(t, &retried)
+	// The start command was never dispatched, so retry answers it again.
+	if r.status != 200 || retried.Channel.AutoRecoveryPaused || retried.Channel.Retry.Attempts != 0 || retried.Command.CommandID != started.Command.CommandID {
+		t.Fatalf("retry = %d %s", r.status, r.body)
 	}
 	var stopped map[string]any
 	r = a.call("POST", "/api/v2/channels/"+id+"/stop", nil)
@@ -354,7 +379,7 @@ func TestChannelStateOverHTTP(t *testing.T) {
 	}
 	var cmds struct{ Total int64 }
 	a.call("GET", "/api/v2/channels/"+id+"/runtime-logs?kind=command", nil).json(t, &cmds)
-	if cmds.Total != 3 { // start recorded, start canceled, stop recorded
+	if cmds.Total != 3 { // start recorded, canceled by the stop, stop recorded
 		t.Fatalf("command entries = %d", cmds.Total)
 	}
 	if r := a.call("DELETE", "/api/v2/channels/"+id, nil); r.status != 204 {
