@@ -72,6 +72,9 @@ var RuntimeLogIndex = sqlitefsm.IndexSpec{Name: "channel_runtime_logs", Prefix: 
 	{Name: "channel_id", Type: "TEXT", Path: "$.channelId"},
 	{Name: "kind", Type: "TEXT", Path: "$.kind"},
 	{Name: "command_id", Type: "TEXT", Path: "$.commandId"},
+	// entry_id is a UUIDv7: ordering by it is ordering by time, which the
+	// retention sweep uses across channels.
+	{Name: "entry_id", Type: "TEXT", Path: "$.entryId"},
 }}
 
 // CommandIndex serves the stream command listings (by channel, state,

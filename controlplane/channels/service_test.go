@@ -437,3 +437,36 @@ func TestBackoffDelay(t *testing.T) {
 		}
 	}
 }
+
+func TestPruneKeepsRecentHistory(t *testing.T) {
+	s, _ := newService(t)
+	ctx := context.Background()
+	ch, err := s.Create(ctx, tester, rtspInput("prune"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, start, _ := s.Start(ctx, tester, ch.ChannelID)
+	_, stop, _ := s.Stop(ctx, tester, ch.ChannelID) // cancels the start
+	if n, err := s.Prune(ctx, time.Now().Add(-time.Hour), 100); err != nil || n != 0 {
+		t.Fatalf("pruned %d recent keys: %v", n, err)
+	}
+	_, before, _ := s.RuntimeLog(ctx, ch.ChannelID, LogQuery{Page: 1, PageSize: 100})
+	n, err := s.Prune(ctx, time.Now().Add(time.Second), 3)
+	if err != nil || n != 3 {
+		t.Fatalf("first round pruned %d: %v", n, err)
+	}
+	for n == 3 {
+		if n, err = s.Prune(ctx, time.Now().Add(time.Second), 3); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, after, _ := s.RuntimeLog(ctx, ch.ChannelID, LogQuery{Page: 1, PageSize: 100}); before == 0 || after != 0 {
+		t.Fatalf("runtime log %d -> %d entries", before, after)
+	}
+	if _, err := s.Command(ctx, start.CommandID); !errors.Is(err, ErrCommandNotFound) {
+		t.Fatalf("finished command kept: %v", err)
+	}
+	if c, err := s.Command(ctx, stop.CommandID); err != nil || c.State != CommandPending {
+		t.Fatalf("an unfinished command was pruned: %v", err)
+	}
+}

@@ -209,6 +209,18 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, er
 	s.background(bg, func(ctx context.Context) {
 		node.Leadership().Run(ctx, func(ctx context.Context) { sweepSessions(ctx, sessions, log.Named("session")) })
 	})
+	s.background(bg, func(ctx context.Context) {
+		node.Leadership().Run(ctx, func(ctx context.Context) {
+			clog := log.Named("channels")
+			s.Channels.PruneLoop(ctx, channels.DefaultRetention, time.Hour, func(removed int, err error) {
+				if err != nil && ctx.Err() == nil {
+					clog.Warn("pruning channel history failed", zap.Error(err))
+				} else if removed > 0 {
+					clog.Debug("pruned channel history", zap.Int("removed", removed))
+				}
+			})
+		})
+	})
 	ok = true
 	log.Info("control node started", zap.String("api", cfg.APIURL()), zap.String("raft", node.RaftAddress()), zap.Bool("founding", founding))
 	return s, nil
