@@ -351,7 +351,8 @@ func (s *Service) sameCredentials(ch *Channel, user, password string) bool {
 
 // Update changes the given fields. While a channel runs, its media
 // identity (protocol, source, vhost/app/stream) and its enabled switch stay
-// as they are: stop it first.
+// as they are: stop it first. Turning auto-pull on starts an active,
+// enabled channel that no one stopped.
 func (s *Service) Update(ctx context.Context, a Actor, id ChannelID, in Input) (*Channel, error) {
 	return s.write(ctx, a, id, false, func(ch *Channel, c *change) error {
 		old := *ch
@@ -379,7 +380,10 @@ func (s *Service) Update(ctx context.Context, a Actor, id ChannelID, in Input) (
 			return err
 		}
 		ch.UpdatedAt, ch.UpdatedBy = c.now, who(a)
-		return c.log(id, LogConfig, "channel.updated", "", "", "changed "+strings.Join(changed, ", "), "")
+		if err := c.log(id, LogConfig, "channel.updated", "", "", "changed "+strings.Join(changed, ", "), ""); err != nil {
+			return err
+		}
+		return s.autoStart(ch, c)
 	})
 }
 

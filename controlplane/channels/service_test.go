@@ -412,6 +412,16 @@ func TestAutoVideoStartsOnActivation(t *testing.T) {
 	if err != nil || len(pending) != 1 || pending[0].ChannelID != ch.ChannelID {
 		t.Fatalf("pending commands = %+v %v", pending, err)
 	}
+	// Turning auto-pull on starts a channel no one stopped, not a stopped one.
+	fresh, _ := s.Create(ctx, tester, rtspInput("fresh"))
+	if fresh, err = s.Update(ctx, tester, fresh.ChannelID, Input{AutoVideo: ptr(true)}); err != nil || fresh.DesiredState != DesiredRunning {
+		t.Fatalf("autoVideo on: %+v %v", fresh, err)
+	}
+	stopped, _ := s.Create(ctx, tester, rtspInput("stopped"))
+	s.Stop(ctx, tester, stopped.ChannelID)
+	if stopped, err = s.Update(ctx, tester, stopped.ChannelID, Input{AutoVideo: ptr(true)}); err != nil || stopped.DesiredState != DesiredStopped {
+		t.Fatalf("autoVideo on a stopped channel started it: %+v %v", stopped, err)
+	}
 }
 
 func TestBackoffDelay(t *testing.T) {
