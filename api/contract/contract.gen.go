@@ -114,6 +114,243 @@ func (e AuditRecordOutcome) Valid() bool {
 	}
 }
 
+// Defines values for ChannelActivationState.
+const (
+	ChannelActivationStateActive  ChannelActivationState = "Active"
+	ChannelActivationStatePending ChannelActivationState = "Pending"
+)
+
+// Valid indicates whether the value is a known member of the ChannelActivationState enum.
+func (e ChannelActivationState) Valid() bool {
+	switch e {
+	case ChannelActivationStateActive:
+		return true
+	case ChannelActivationStatePending:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ChannelActualState.
+const (
+	ChannelActualStateFailed   ChannelActualState = "Failed"
+	ChannelActualStateOffline  ChannelActualState = "Offline"
+	ChannelActualStateOnline   ChannelActualState = "Online"
+	ChannelActualStatePaused   ChannelActualState = "Paused"
+	ChannelActualStateRetrying ChannelActualState = "Retrying"
+	ChannelActualStateStarting ChannelActualState = "Starting"
+)
+
+// Valid indicates whether the value is a known member of the ChannelActualState enum.
+func (e ChannelActualState) Valid() bool {
+	switch e {
+	case ChannelActualStateFailed:
+		return true
+	case ChannelActualStateOffline:
+		return true
+	case ChannelActualStateOnline:
+		return true
+	case ChannelActualStatePaused:
+		return true
+	case ChannelActualStateRetrying:
+		return true
+	case ChannelActualStateStarting:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ChannelDesiredState.
+const (
+	ChannelDesiredStateRunning ChannelDesiredState = "Running"
+	ChannelDesiredStateStopped ChannelDesiredState = "Stopped"
+)
+
+// Valid indicates whether the value is a known member of the ChannelDesiredState enum.
+func (e ChannelDesiredState) Valid() bool {
+	switch e {
+	case ChannelDesiredStateRunning:
+		return true
+	case ChannelDesiredStateStopped:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ChannelImportItemAction.
+const (
+	ChannelImportItemActionCreate ChannelImportItemAction = "create"
+	ChannelImportItemActionError  ChannelImportItemAction = "error"
+	ChannelImportItemActionSkip   ChannelImportItemAction = "skip"
+	ChannelImportItemActionUpdate ChannelImportItemAction = "update"
+)
+
+// Valid indicates whether the value is a known member of the ChannelImportItemAction enum.
+func (e ChannelImportItemAction) Valid() bool {
+	switch e {
+	case ChannelImportItemActionCreate:
+		return true
+	case ChannelImportItemActionError:
+		return true
+	case ChannelImportItemActionSkip:
+		return true
+	case ChannelImportItemActionUpdate:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ChannelImportItemKind.
+const (
+	ChannelImportItemKindChannel ChannelImportItemKind = "channel"
+	ChannelImportItemKindGroup   ChannelImportItemKind = "group"
+)
+
+// Valid indicates whether the value is a known member of the ChannelImportItemKind enum.
+func (e ChannelImportItemKind) Valid() bool {
+	switch e {
+	case ChannelImportItemKindChannel:
+		return true
+	case ChannelImportItemKindGroup:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ChannelProtocol.
+const (
+	ChannelProtocolGb28181 ChannelProtocol = "gb28181"
+	ChannelProtocolOnvif   ChannelProtocol = "onvif"
+	ChannelProtocolRtsp    ChannelProtocol = "rtsp"
+)
+
+// Valid indicates whether the value is a known member of the ChannelProtocol enum.
+func (e ChannelProtocol) Valid() bool {
+	switch e {
+	case ChannelProtocolGb28181:
+		return true
+	case ChannelProtocolOnvif:
+		return true
+	case ChannelProtocolRtsp:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ChannelPtzCommandRequestCommand.
+const (
+	ChannelPtzCommandRequestCommandDown      ChannelPtzCommandRequestCommand = "down"
+	ChannelPtzCommandRequestCommandDownLeft  ChannelPtzCommandRequestCommand = "down-left"
+	ChannelPtzCommandRequestCommandDownRight ChannelPtzCommandRequestCommand = "down-right"
+	ChannelPtzCommandRequestCommandFocusFar  ChannelPtzCommandRequestCommand = "focus-far"
+	ChannelPtzCommandRequestCommandFocusNear ChannelPtzCommandRequestCommand = "focus-near"
+	ChannelPtzCommandRequestCommandIrisClose ChannelPtzCommandRequestCommand = "iris-close"
+	ChannelPtzCommandRequestCommandIrisOpen  ChannelPtzCommandRequestCommand = "iris-open"
+	ChannelPtzCommandRequestCommandLeft      ChannelPtzCommandRequestCommand = "left"
+	ChannelPtzCommandRequestCommandRight     ChannelPtzCommandRequestCommand = "right"
+	ChannelPtzCommandRequestCommandStop      ChannelPtzCommandRequestCommand = "stop"
+	ChannelPtzCommandRequestCommandUp        ChannelPtzCommandRequestCommand = "up"
+	ChannelPtzCommandRequestCommandUpLeft    ChannelPtzCommandRequestCommand = "up-left"
+	ChannelPtzCommandRequestCommandUpRight   ChannelPtzCommandRequestCommand = "up-right"
+	ChannelPtzCommandRequestCommandZoomIn    ChannelPtzCommandRequestCommand = "zoom-in"
+	ChannelPtzCommandRequestCommandZoomOut   ChannelPtzCommandRequestCommand = "zoom-out"
+)
+
+// Valid indicates whether the value is a known member of the ChannelPtzCommandRequestCommand enum.
+func (e ChannelPtzCommandRequestCommand) Valid() bool {
+	switch e {
+	case ChannelPtzCommandRequestCommandDown:
+		return true
+	case ChannelPtzCommandRequestCommandDownLeft:
+		return true
+	case ChannelPtzCommandRequestCommandDownRight:
+		return true
+	case ChannelPtzCommandRequestCommandFocusFar:
+		return true
+	case ChannelPtzCommandRequestCommandFocusNear:
+		return true
+	case ChannelPtzCommandRequestCommandIrisClose:
+		return true
+	case ChannelPtzCommandRequestCommandIrisOpen:
+		return true
+	case ChannelPtzCommandRequestCommandLeft:
+		return true
+	case ChannelPtzCommandRequestCommandRight:
+		return true
+	case ChannelPtzCommandRequestCommandStop:
+		return true
+	case ChannelPtzCommandRequestCommandUp:
+		return true
+	case ChannelPtzCommandRequestCommandUpLeft:
+		return true
+	case ChannelPtzCommandRequestCommandUpRight:
+		return true
+	case ChannelPtzCommandRequestCommandZoomIn:
+		return true
+	case ChannelPtzCommandRequestCommandZoomOut:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ChannelRtspTransport.
+const (
+	ChannelRtspTransportAuto ChannelRtspTransport = "auto"
+	ChannelRtspTransportTcp  ChannelRtspTransport = "tcp"
+	ChannelRtspTransportUdp  ChannelRtspTransport = "udp"
+)
+
+// Valid indicates whether the value is a known member of the ChannelRtspTransport enum.
+func (e ChannelRtspTransport) Valid() bool {
+	switch e {
+	case ChannelRtspTransportAuto:
+		return true
+	case ChannelRtspTransportTcp:
+		return true
+	case ChannelRtspTransportUdp:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ChannelRuntimeLogKind.
+const (
+	ChannelRuntimeLogKindActivation  ChannelRuntimeLogKind = "activation"
+	ChannelRuntimeLogKindCommand     ChannelRuntimeLogKind = "command"
+	ChannelRuntimeLogKindConfig      ChannelRuntimeLogKind = "config"
+	ChannelRuntimeLogKindMediaServer ChannelRuntimeLogKind = "media-server"
+	ChannelRuntimeLogKindState       ChannelRuntimeLogKind = "state"
+	ChannelRuntimeLogKindStream      ChannelRuntimeLogKind = "stream"
+)
+
+// Valid indicates whether the value is a known member of the ChannelRuntimeLogKind enum.
+func (e ChannelRuntimeLogKind) Valid() bool {
+	switch e {
+	case ChannelRuntimeLogKindActivation:
+		return true
+	case ChannelRuntimeLogKindCommand:
+		return true
+	case ChannelRuntimeLogKindConfig:
+		return true
+	case ChannelRuntimeLogKindMediaServer:
+		return true
+	case ChannelRuntimeLogKindState:
+		return true
+	case ChannelRuntimeLogKindStream:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ClusterMemberSuffrage.
 const (
 	ClusterMemberSuffrageNonvoter ClusterMemberSuffrage = "Nonvoter"
@@ -390,6 +627,57 @@ func (e SchemaObjectType) Valid() bool {
 	}
 }
 
+// Defines values for StreamCommandAction.
+const (
+	StreamCommandActionStart StreamCommandAction = "start"
+	StreamCommandActionStop  StreamCommandAction = "stop"
+)
+
+// Valid indicates whether the value is a known member of the StreamCommandAction enum.
+func (e StreamCommandAction) Valid() bool {
+	switch e {
+	case StreamCommandActionStart:
+		return true
+	case StreamCommandActionStop:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for StreamCommandState.
+const (
+	StreamCommandStateCanceled   StreamCommandState = "Canceled"
+	StreamCommandStateDispatched StreamCommandState = "Dispatched"
+	StreamCommandStateFailed     StreamCommandState = "Failed"
+	StreamCommandStatePending    StreamCommandState = "Pending"
+	StreamCommandStateRunning    StreamCommandState = "Running"
+	StreamCommandStateSucceeded  StreamCommandState = "Succeeded"
+	StreamCommandStateTimedOut   StreamCommandState = "TimedOut"
+)
+
+// Valid indicates whether the value is a known member of the StreamCommandState enum.
+func (e StreamCommandState) Valid() bool {
+	switch e {
+	case StreamCommandStateCanceled:
+		return true
+	case StreamCommandStateDispatched:
+		return true
+	case StreamCommandStateFailed:
+		return true
+	case StreamCommandStatePending:
+		return true
+	case StreamCommandStateRunning:
+		return true
+	case StreamCommandStateSucceeded:
+		return true
+	case StreamCommandStateTimedOut:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for SvcHealthDetailsRaftState.
 const (
 	SvcHealthDetailsRaftStateCandidate SvcHealthDetailsRaftState = "Candidate"
@@ -504,6 +792,42 @@ func (e UserStatus) Valid() bool {
 	case UserStatusDeleted:
 		return true
 	case UserStatusDisabled:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ChannelLogOrder.
+const (
+	ChannelLogOrderNewest ChannelLogOrder = "newest"
+	ChannelLogOrderOldest ChannelLogOrder = "oldest"
+)
+
+// Valid indicates whether the value is a known member of the ChannelLogOrder enum.
+func (e ChannelLogOrder) Valid() bool {
+	switch e {
+	case ChannelLogOrderNewest:
+		return true
+	case ChannelLogOrderOldest:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListChannelRuntimeLogsParamsOrder.
+const (
+	ListChannelRuntimeLogsParamsOrderNewest ListChannelRuntimeLogsParamsOrder = "newest"
+	ListChannelRuntimeLogsParamsOrderOldest ListChannelRuntimeLogsParamsOrder = "oldest"
+)
+
+// Valid indicates whether the value is a known member of the ListChannelRuntimeLogsParamsOrder enum.
+func (e ListChannelRuntimeLogsParamsOrder) Valid() bool {
+	switch e {
+	case ListChannelRuntimeLogsParamsOrderNewest:
+		return true
+	case ListChannelRuntimeLogsParamsOrderOldest:
 		return true
 	default:
 		return false
@@ -810,6 +1134,531 @@ type ChangePasswordRequest struct {
 	NewPassword string `json:"newPassword"`
 }
 
+// Channel A video channel. `sourceUrl` never carries credentials: `***@` stands where they are stored, and `hasSourceCredentials` says whether they are.
+type Channel struct {
+	// ActivationState Pending channels wait in the pending-activation pool and cannot be started; Active channels can.
+	ActivationState ChannelActivationState `json:"activationState"`
+
+	// ActualState What the stream is doing. Offline (nothing pulled), Starting (a start is under way), Online (media is arriving), Retrying (the last attempt failed; the next is scheduled), Paused (it failed and auto-recovery is paused), Failed (it failed and will not be retried).
+	ActualState ChannelActualState `json:"actualState"`
+
+	// ActualStateAt When the actual state last changed (UTC).
+	ActualStateAt time.Time `json:"actualStateAt"`
+
+	// ActualStateReason Why the channel is in its actual state (for example the last error).
+	ActualStateReason string `json:"actualStateReason"`
+
+	// App App name of the stream (vhost/app/stream is unique in the cluster).
+	App string `json:"app"`
+
+	// AutoRecord Record whenever the stream is Online.
+	AutoRecord bool `json:"autoRecord"`
+
+	// AutoRecoveryPaused Whether automatic recovery is paused (by pause or stop) until the next start or retry.
+	AutoRecoveryPaused bool `json:"autoRecoveryPaused"`
+
+	// AutoVideo Auto-pull; the channel starts as soon as it is active and enabled and is recovered with backoff after failures.
+	AutoVideo bool `json:"autoVideo"`
+
+	// ChannelId Identifier of the channel (UUID), stable across media servers.
+	ChannelId string `json:"channelId"`
+
+	// CreatedAt Creation time (UTC).
+	CreatedAt time.Time `json:"createdAt"`
+
+	// CreatedBy Credential that created the channel, as kind:id.
+	CreatedBy string `json:"createdBy"`
+
+	// Description Free text for operators; empty when not set.
+	Description string `json:"description"`
+
+	// DesiredState What the channel's owner asked for; start and retry set Running, stop sets Stopped.
+	DesiredState ChannelDesiredState `json:"desiredState"`
+
+	// DeviceChannelId GB28181 channel code or ONVIF profile of the device; empty when not applicable.
+	DeviceChannelId string `json:"deviceChannelId"`
+
+	// DeviceId ONVIF device id or GB28181 device code; empty for plain RTSP sources.
+	DeviceId string `json:"deviceId"`
+
+	// Enabled Disabled channels cannot be started.
+	Enabled bool `json:"enabled"`
+
+	// GroupKey Key of the channel's group; empty when it has none.
+	GroupKey string `json:"groupKey"`
+
+	// HasAudio Whether the source carries audio the engine should wait for.
+	HasAudio bool `json:"hasAudio"`
+
+	// HasPtz Whether the camera has pan-tilt-zoom.
+	HasPtz bool `json:"hasPtz"`
+
+	// HasSourceCredentials Whether source credentials are stored (encrypted; never returned).
+	HasSourceCredentials bool `json:"hasSourceCredentials"`
+
+	// IsShareChannel Whether the channel is shared with upstream platforms.
+	IsShareChannel bool `json:"isShareChannel"`
+
+	// LastCommandId Id of the channel's last stream command; absent before the first start or stop.
+	LastCommandId *string `json:"lastCommandId,omitempty"`
+
+	// MediaServerId Media server that pulls the channel; empty until one is chosen.
+	MediaServerId string `json:"mediaServerId"`
+
+	// Name Display name.
+	Name string `json:"name"`
+
+	// NoPlayerBreak Keep pulling when the last player leaves instead of stopping the pull.
+	NoPlayerBreak bool `json:"noPlayerBreak"`
+
+	// NodeId Node of the assigned media server; empty until assigned.
+	NodeId string `json:"nodeId"`
+
+	// Protocol How the platform reaches the source; `rtsp` pulls `sourceUrl`, `onvif` resolves the stream from the device, `gb28181` invites the device over SIP.
+	Protocol ChannelProtocol `json:"protocol"`
+
+	// Retry Auto-recovery backoff of a channel; failed attempts wait 2 s doubling up to 5 min, with ±20% jitter.
+	Retry ChannelRetry `json:"retry"`
+
+	// RtspTransport Lower transport of an RTSP pull; auto tries UDP and falls back to TCP interleaved.
+	RtspTransport ChannelRtspTransport `json:"rtspTransport"`
+
+	// SourceUrl Source URL with any stored credentials masked as `***@`; empty for GB28181 channels.
+	SourceUrl string `json:"sourceUrl"`
+
+	// Stream Stream name.
+	Stream string `json:"stream"`
+
+	// StreamId The stream name again, under the name playback and stream listings use.
+	StreamId string `json:"streamId"`
+
+	// UpdatedAt Time of the last change by an operator (UTC).
+	UpdatedAt time.Time `json:"updatedAt"`
+
+	// UpdatedBy Credential of the last change, as kind:id.
+	UpdatedBy string `json:"updatedBy"`
+
+	// Vhost Virtual host of the stream; `__defaultVhost__` unless set.
+	Vhost string `json:"vhost"`
+}
+
+// ChannelActivationState Pending channels wait in the pending-activation pool and cannot be started; Active channels can.
+type ChannelActivationState string
+
+// ChannelActualState What the stream is doing. Offline (nothing pulled), Starting (a start is under way), Online (media is arriving), Retrying (the last attempt failed; the next is scheduled), Paused (it failed and auto-recovery is paused), Failed (it failed and will not be retried).
+type ChannelActualState string
+
+// ChannelDesiredState What the channel's owner asked for; start and retry set Running, stop sets Stopped.
+type ChannelDesiredState string
+
+// ChannelGroup A group of channels.
+type ChannelGroup struct {
+	// ChannelCount Number of channels in the group.
+	ChannelCount int32 `json:"channelCount"`
+
+	// CreatedAt Creation time (UTC).
+	CreatedAt time.Time `json:"createdAt"`
+
+	// CreatedBy Credential that created it, as kind:id.
+	CreatedBy string `json:"createdBy"`
+
+	// Description Free text; empty when not set.
+	Description string `json:"description"`
+
+	// GroupKey Key of the group, chosen by its creator.
+	GroupKey string `json:"groupKey"`
+
+	// Name Display name.
+	Name string `json:"name"`
+
+	// UpdatedAt Time of the last change (UTC).
+	UpdatedAt time.Time `json:"updatedAt"`
+
+	// UpdatedBy Credential of the last change, as kind:id.
+	UpdatedBy string `json:"updatedBy"`
+}
+
+// ChannelGroupList One page of channel groups.
+type ChannelGroupList struct {
+	// Page Number of this page, starting at 1.
+	Page int32 `json:"page"`
+
+	// PageSize Maximum number of rows per page.
+	PageSize int32 `json:"pageSize"`
+
+	// Rows The groups of this page.
+	Rows []ChannelGroup `json:"rows"`
+
+	// Total Number of groups matching the filter.
+	Total int64 `json:"total"`
+}
+
+// ChannelImportItem What importing one group or channel does.
+type ChannelImportItem struct {
+	// Action create, update, skip (unchanged) or error (invalid; see reason).
+	Action ChannelImportItemAction `json:"action"`
+
+	// ChannelId Id the channel has or will have.
+	ChannelId *string `json:"channelId,omitempty"`
+
+	// Key Group key, or vhost/app/stream of the channel.
+	Key string `json:"key"`
+
+	// Kind group or channel.
+	Kind ChannelImportItemKind `json:"kind"`
+
+	// Reason Why, for example which fields change or what is invalid.
+	Reason string `json:"reason"`
+}
+
+// ChannelImportItemAction create, update, skip (unchanged) or error (invalid; see reason).
+type ChannelImportItemAction string
+
+// ChannelImportItemKind group or channel.
+type ChannelImportItemKind string
+
+// ChannelImportRequest An import of a transfer document.
+type ChannelImportRequest struct {
+	// ActivationState Pending channels wait in the pending-activation pool and cannot be started; Active channels can.
+	ActivationState *ChannelActivationState `json:"activationState,omitempty"`
+
+	// Document The channel catalogue as a versioned transfer document. Source URLs are masked and credentials are not included.
+	Document ChannelTransferDocument `json:"document"`
+
+	// Preview Plan only and write nothing (the default); false applies the document.
+	Preview *bool `json:"preview,omitempty"`
+}
+
+// ChannelImportResult The plan of an import (preview) or what it applied (confirm).
+type ChannelImportResult struct {
+	// Applied Whether the document was applied.
+	Applied bool `json:"applied"`
+
+	// Created Items created (or that would be).
+	Created int32 `json:"created"`
+
+	// Failed Invalid items; a confirm with any applies nothing.
+	Failed int32 `json:"failed"`
+
+	// Items One entry per group and channel of the document.
+	Items []ChannelImportItem `json:"items"`
+
+	// Preview Whether this was a preview.
+	Preview bool `json:"preview"`
+
+	// Revision Store revision the plan was made at, or that the import produced.
+	Revision int64 `json:"revision"`
+
+	// Skipped Items unchanged.
+	Skipped int32 `json:"skipped"`
+
+	// Updated Items updated (or that would be).
+	Updated int32 `json:"updated"`
+}
+
+// ChannelList One page of channels.
+type ChannelList struct {
+	// Page Number of this page, starting at 1.
+	Page int32 `json:"page"`
+
+	// PageSize Maximum number of rows per page.
+	PageSize int32 `json:"pageSize"`
+
+	// Rows The channels of this page.
+	Rows []Channel `json:"rows"`
+
+	// Total Number of channels matching the filters.
+	Total int64 `json:"total"`
+}
+
+// ChannelProtocol How the platform reaches the source; `rtsp` pulls `sourceUrl`, `onvif` resolves the stream from the device, `gb28181` invites the device over SIP.
+type ChannelProtocol string
+
+// ChannelPtzCapabilities PTZ capabilities of a channel's device.
+type ChannelPtzCapabilities struct {
+	// ChannelId The channel.
+	ChannelId string `json:"channelId"`
+
+	// Focus Can change focus.
+	Focus bool `json:"focus"`
+
+	// Iris Can change the iris.
+	Iris bool `json:"iris"`
+
+	// Pan Can pan.
+	Pan bool `json:"pan"`
+
+	// Presets Number of presets the device keeps.
+	Presets int32 `json:"presets"`
+
+	// RefreshedAt When the device last reported them (UTC).
+	RefreshedAt time.Time `json:"refreshedAt"`
+
+	// Tilt Can tilt.
+	Tilt bool `json:"tilt"`
+
+	// Zoom Can zoom.
+	Zoom bool `json:"zoom"`
+}
+
+// ChannelPtzCommandAccepted An accepted PTZ command.
+type ChannelPtzCommandAccepted struct {
+	// AcceptedAt When it was accepted (UTC).
+	AcceptedAt time.Time `json:"acceptedAt"`
+
+	// ChannelId Channel the command was sent to.
+	ChannelId string `json:"channelId"`
+
+	// Command The command sent.
+	Command string `json:"command"`
+}
+
+// ChannelPtzCommandRequest A PTZ command; movement continues until a stop command or the timeout.
+type ChannelPtzCommandRequest struct {
+	// Command Direction, zoom, focus, iris or stop.
+	Command ChannelPtzCommandRequestCommand `json:"command"`
+
+	// Speed Speed in percent of the device's range.
+	Speed *int32 `json:"speed,omitempty"`
+
+	// TimeoutMs Movement stops by itself after this many milliseconds.
+	TimeoutMs *int32 `json:"timeoutMs,omitempty"`
+}
+
+// ChannelPtzCommandRequestCommand Direction, zoom, focus, iris or stop.
+type ChannelPtzCommandRequestCommand string
+
+// ChannelPtzSettings PTZ settings of a channel.
+type ChannelPtzSettings struct {
+	// ChannelId The channel.
+	ChannelId string `json:"channelId"`
+
+	// ConfirmedByAdministrator An administrator confirmed PTZ for a GB28181 device that does not report it.
+	ConfirmedByAdministrator bool `json:"confirmedByAdministrator"`
+
+	// DeviceReportsPtz Whether the device reported PTZ.
+	DeviceReportsPtz bool `json:"deviceReportsPtz"`
+
+	// Enabled Manual switch; PTZ commands are refused while off.
+	Enabled bool `json:"enabled"`
+}
+
+// ChannelPtzSettingsRequest PTZ switch and confirmation.
+type ChannelPtzSettingsRequest struct {
+	// ConfirmedByAdministrator Confirm PTZ for a GB28181 device that does not report it.
+	ConfirmedByAdministrator *bool `json:"confirmedByAdministrator,omitempty"`
+
+	// Enabled Manual PTZ switch.
+	Enabled bool `json:"enabled"`
+}
+
+// ChannelRecordingSearchCapability Whether per-channel recording search options can be edited here.
+type ChannelRecordingSearchCapability struct {
+	// Available Whether recording semantic search is installed.
+	Available bool `json:"available"`
+
+	// Editable Whether channel search options can be edited.
+	Editable bool `json:"editable"`
+
+	// Reason Why not, when they cannot.
+	Reason string `json:"reason"`
+}
+
+// ChannelRetry Auto-recovery backoff of a channel; failed attempts wait 2 s doubling up to 5 min, with ±20% jitter.
+type ChannelRetry struct {
+	// Attempts Failed attempts in a row since the channel was last Online or the backoff was cleared.
+	Attempts int32 `json:"attempts"`
+
+	// LastError Error of the last failed attempt.
+	LastError *string `json:"lastError,omitempty"`
+
+	// LastErrorAt When the last attempt failed (UTC).
+	LastErrorAt *time.Time `json:"lastErrorAt,omitempty"`
+
+	// NextRetryAt When the next attempt is due (UTC); absent when none is scheduled.
+	NextRetryAt *time.Time `json:"nextRetryAt,omitempty"`
+}
+
+// ChannelRtspTransport Lower transport of an RTSP pull; auto tries UDP and falls back to TCP interleaved.
+type ChannelRtspTransport string
+
+// ChannelRuntimeLogEntry One entry of a channel's runtime log.
+type ChannelRuntimeLogEntry struct {
+	// Actor Who caused it, as kind:id (system:... for the platform itself).
+	Actor string `json:"actor"`
+
+	// ChannelId Channel of the entry.
+	ChannelId string `json:"channelId"`
+
+	// CommandId Stream command the entry is about, if any.
+	CommandId *string `json:"commandId,omitempty"`
+
+	// EntryId Identifier of the entry (UUIDv7, so ids sort by time).
+	EntryId string `json:"entryId"`
+
+	// Event What happened, for example channel.created, actual_state.changed, command.recorded or attempt.failed.
+	Event string `json:"event"`
+
+	// From Previous state, for state changes.
+	From *string `json:"from,omitempty"`
+
+	// Kind Kind of a runtime-log entry: config (created, updated, deleted, imported), activation, state (desired and actual state, auto-recovery, backoff), command (stream commands), stream (engine stream events), media-server (assignment).
+	Kind ChannelRuntimeLogKind `json:"kind"`
+
+	// Message Human-readable account of the event.
+	Message string `json:"message"`
+
+	// OccurredAt When it happened (UTC).
+	OccurredAt time.Time `json:"occurredAt"`
+
+	// To New state, for state changes.
+	To *string `json:"to,omitempty"`
+
+	// TraceId Trace id of the request that caused it, if any.
+	TraceId *string `json:"traceId,omitempty"`
+}
+
+// ChannelRuntimeLogKind Kind of a runtime-log entry: config (created, updated, deleted, imported), activation, state (desired and actual state, auto-recovery, backoff), command (stream commands), stream (engine stream events), media-server (assignment).
+type ChannelRuntimeLogKind string
+
+// ChannelRuntimeLogList One page of runtime-log entries.
+type ChannelRuntimeLogList struct {
+	// Page Number of this page, starting at 1.
+	Page int32 `json:"page"`
+
+	// PageSize Maximum number of rows per page.
+	PageSize int32 `json:"pageSize"`
+
+	// Rows The entries of this page.
+	Rows []ChannelRuntimeLogEntry `json:"rows"`
+
+	// Total Number of entries matching the filters.
+	Total int64 `json:"total"`
+}
+
+// ChannelStartResult An accepted start; the stream is Online only once media arrives.
+type ChannelStartResult struct {
+	// Channel A video channel. `sourceUrl` never carries credentials: `***@` stands where they are stored, and `hasSourceCredentials` says whether they are.
+	Channel Channel `json:"channel"`
+
+	// Command A start or stop of a channel's stream. Recorded as Pending with the desired-state change; the stream dispatcher turns it into a node command for the media server's agent.
+	Command StreamCommand `json:"command"`
+}
+
+// ChannelStopResult An accepted stop.
+type ChannelStopResult struct {
+	// Channel A video channel. `sourceUrl` never carries credentials: `***@` stands where they are stored, and `hasSourceCredentials` says whether they are.
+	Channel Channel `json:"channel"`
+
+	// NodeCommandId Node command that carries it; null until dispatched.
+	NodeCommandId *string `json:"nodeCommandId"`
+
+	// State State of a stream command, following its node command; Succeeded, Failed, TimedOut and Canceled are final.
+	State StreamCommandState `json:"state"`
+
+	// StreamCommandId Id of the stop stream command.
+	StreamCommandId string `json:"streamCommandId"`
+}
+
+// ChannelTransferChannel A channel's configuration in a transfer document; run-time state does not travel.
+type ChannelTransferChannel struct {
+	// App App name.
+	App string `json:"app"`
+
+	// AutoRecord Auto-record switch.
+	AutoRecord *bool `json:"autoRecord,omitempty"`
+
+	// AutoVideo Auto-pull switch.
+	AutoVideo *bool `json:"autoVideo,omitempty"`
+
+	// ChannelId Id of the channel where it was exported; kept on import when free.
+	ChannelId *string `json:"channelId,omitempty"`
+
+	// Description Free text.
+	Description *string `json:"description,omitempty"`
+
+	// DeviceChannelId Device channel id or code.
+	DeviceChannelId *string `json:"deviceChannelId,omitempty"`
+
+	// DeviceId Device id or code.
+	DeviceId *string `json:"deviceId,omitempty"`
+
+	// Enabled Enabled switch.
+	Enabled *bool `json:"enabled,omitempty"`
+
+	// GroupKey Group key.
+	GroupKey *string `json:"groupKey,omitempty"`
+
+	// HasAudio Has-audio switch.
+	HasAudio *bool `json:"hasAudio,omitempty"`
+
+	// HasPtz Has-PTZ switch.
+	HasPtz *bool `json:"hasPtz,omitempty"`
+
+	// HasSourceCredentials Whether the exporting side stored credentials (they are not exported).
+	HasSourceCredentials *bool `json:"hasSourceCredentials,omitempty"`
+
+	// IsShareChannel Shared switch.
+	IsShareChannel *bool `json:"isShareChannel,omitempty"`
+
+	// MediaServerId Media server.
+	MediaServerId *string `json:"mediaServerId,omitempty"`
+
+	// Name Display name.
+	Name string `json:"name"`
+
+	// NoPlayerBreak Keep pulling without players.
+	NoPlayerBreak *bool `json:"noPlayerBreak,omitempty"`
+
+	// Protocol How the platform reaches the source; `rtsp` pulls `sourceUrl`, `onvif` resolves the stream from the device, `gb28181` invites the device over SIP.
+	Protocol ChannelProtocol `json:"protocol"`
+
+	// RtspTransport Lower transport of an RTSP pull; auto tries UDP and falls back to TCP interleaved.
+	RtspTransport *ChannelRtspTransport `json:"rtspTransport,omitempty"`
+
+	// SourceUrl Source URL, masked as `***@` where credentials were stored.
+	SourceUrl *string `json:"sourceUrl,omitempty"`
+
+	// Stream Stream name.
+	Stream string `json:"stream"`
+
+	// Vhost Virtual host.
+	Vhost *string `json:"vhost,omitempty"`
+}
+
+// ChannelTransferDocument The channel catalogue as a versioned transfer document. Source URLs are masked and credentials are not included.
+type ChannelTransferDocument struct {
+	// Channels Channels.
+	Channels []ChannelTransferChannel `json:"channels"`
+
+	// ExportedAt When it was exported (UTC).
+	ExportedAt *time.Time `json:"exportedAt,omitempty"`
+
+	// Format Always `svc.channels.asset-transfer`.
+	Format string `json:"format"`
+
+	// Groups Channel groups.
+	Groups []ChannelTransferGroup `json:"groups"`
+
+	// Revision Store revision the export was read at.
+	Revision *int64 `json:"revision,omitempty"`
+
+	// Version Document version; this server reads and writes 1.
+	Version int32 `json:"version"`
+}
+
+// ChannelTransferGroup A group in a transfer document.
+type ChannelTransferGroup struct {
+	// Description Free text.
+	Description *string `json:"description,omitempty"`
+
+	// GroupKey Key of the group.
+	GroupKey string `json:"groupKey"`
+
+	// Name Display name.
+	Name string `json:"name"`
+}
+
 // ClusterMember One cluster member.
 type ClusterMember struct {
 	// Health Health of a cluster member as seen from the node that answered.
@@ -982,6 +1831,81 @@ type CreateApiTokenRequest struct {
 
 	// Revealable Keep an encrypted copy of the token so that the reveal operation can show it again; when false only the digest is kept.
 	Revealable *bool `json:"revealable,omitempty"`
+}
+
+// CreateChannelGroupRequest A new channel group.
+type CreateChannelGroupRequest struct {
+	// Description Free text.
+	Description *string `json:"description,omitempty"`
+
+	// GroupKey Key of the group; letters, digits, dot, underscore and hyphen, starting with a letter or digit.
+	GroupKey string `json:"groupKey"`
+
+	// Name Display name.
+	Name string `json:"name"`
+}
+
+// CreateChannelRequest A new channel.
+type CreateChannelRequest struct {
+	// ActivationState Pending channels wait in the pending-activation pool and cannot be started; Active channels can.
+	ActivationState *ChannelActivationState `json:"activationState,omitempty"`
+
+	// App App name; letters, digits, dot, underscore and hyphen, starting with a letter or digit.
+	App string `json:"app"`
+
+	// AutoRecord Record whenever the stream is Online.
+	AutoRecord *bool `json:"autoRecord,omitempty"`
+
+	// AutoVideo Auto-pull; start as soon as active and enabled, and recover with backoff.
+	AutoVideo *bool `json:"autoVideo,omitempty"`
+
+	// Description Free text for operators.
+	Description *string `json:"description,omitempty"`
+
+	// DeviceChannelId ONVIF profile, or the 20-digit GB28181 channel code (required for gb28181).
+	DeviceChannelId *string `json:"deviceChannelId,omitempty"`
+
+	// DeviceId ONVIF device id, or the 20-digit GB28181 device code (required for gb28181).
+	DeviceId *string `json:"deviceId,omitempty"`
+
+	// Enabled Disabled channels cannot be started.
+	Enabled *bool `json:"enabled,omitempty"`
+
+	// GroupKey Key of an existing group to put the channel in.
+	GroupKey *string `json:"groupKey,omitempty"`
+
+	// HasAudio Whether the source carries audio.
+	HasAudio *bool `json:"hasAudio,omitempty"`
+
+	// HasPtz Whether the camera has pan-tilt-zoom (not for rtsp).
+	HasPtz *bool `json:"hasPtz,omitempty"`
+
+	// IsShareChannel Whether the channel is shared with upstream platforms.
+	IsShareChannel *bool `json:"isShareChannel,omitempty"`
+
+	// MediaServerId Media server to pull on; the least-loaded online one is chosen at start when absent.
+	MediaServerId *string `json:"mediaServerId,omitempty"`
+
+	// Name Display name (1-128 characters, no control characters).
+	Name string `json:"name"`
+
+	// NoPlayerBreak Keep pulling when the last player leaves.
+	NoPlayerBreak *bool `json:"noPlayerBreak,omitempty"`
+
+	// Protocol How the platform reaches the source; `rtsp` pulls `sourceUrl`, `onvif` resolves the stream from the device, `gb28181` invites the device over SIP.
+	Protocol ChannelProtocol `json:"protocol"`
+
+	// RtspTransport Lower transport of an RTSP pull; auto tries UDP and falls back to TCP interleaved.
+	RtspTransport *ChannelRtspTransport `json:"rtspTransport,omitempty"`
+
+	// SourceUrl Required for rtsp (rtsp:// or rtsps://); for onvif the device service address (http, https) or a stream URI; empty for gb28181. Credentials in it (user:password@) are encrypted and never returned.
+	SourceUrl *string `json:"sourceUrl,omitempty"`
+
+	// Stream Stream name; same characters as app. vhost/app/stream must be unused in the cluster.
+	Stream string `json:"stream"`
+
+	// Vhost Virtual host; `__defaultVhost__` when absent.
+	Vhost *string `json:"vhost,omitempty"`
 }
 
 // CreateUserRequest Request to create a user.
@@ -1883,6 +2807,48 @@ type StoreDiagnostics struct {
 	Watchers int32 `json:"watchers"`
 }
 
+// StreamCommand A start or stop of a channel's stream. Recorded as Pending with the desired-state change; the stream dispatcher turns it into a node command for the media server's agent.
+type StreamCommand struct {
+	// Action What a stream command asks of the media server.
+	Action StreamCommandAction `json:"action"`
+
+	// ChannelId Channel the command is for.
+	ChannelId string `json:"channelId"`
+
+	// CommandId Identifier of the stream command (UUID).
+	CommandId string `json:"commandId"`
+
+	// CreatedAt When it was recorded (UTC).
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Error Why it failed, timed out or was canceled.
+	Error *string `json:"error,omitempty"`
+
+	// FinishedAt When it reached a final state (UTC).
+	FinishedAt *time.Time `json:"finishedAt,omitempty"`
+
+	// MediaServerId Media server that runs it; empty until chosen.
+	MediaServerId *string `json:"mediaServerId,omitempty"`
+
+	// NodeCommandId Node command that carries it once dispatched.
+	NodeCommandId *string `json:"nodeCommandId,omitempty"`
+
+	// RequestedBy Credential that asked for it, as kind:id.
+	RequestedBy string `json:"requestedBy"`
+
+	// State State of a stream command, following its node command; Succeeded, Failed, TimedOut and Canceled are final.
+	State StreamCommandState `json:"state"`
+
+	// UpdatedAt When its state last changed (UTC).
+	UpdatedAt time.Time `json:"updatedAt"`
+}
+
+// StreamCommandAction What a stream command asks of the media server.
+type StreamCommandAction string
+
+// StreamCommandState State of a stream command, following its node command; Succeeded, Failed, TimedOut and Canceled are final.
+type StreamCommandState string
+
 // SvcHealthDetails Consensus and store details of the node; present only when the caller is authenticated and holds system.view.
 type SvcHealthDetails struct {
 	// AppliedIndex Last consensus log index applied to the state machine.
@@ -2147,6 +3113,75 @@ type UpdateApiTokenRequest struct {
 	Purpose *string `json:"purpose,omitempty"`
 }
 
+// UpdateChannelGroupRequest Fields of a group to change; omitted fields keep their value.
+type UpdateChannelGroupRequest struct {
+	// Description Free text.
+	Description *string `json:"description,omitempty"`
+
+	// Name Display name.
+	Name *string `json:"name,omitempty"`
+}
+
+// UpdateChannelRequest Fields of a channel to change; omitted fields keep their value.
+type UpdateChannelRequest struct {
+	// App App name.
+	App *string `json:"app,omitempty"`
+
+	// AutoRecord Record whenever Online.
+	AutoRecord *bool `json:"autoRecord,omitempty"`
+
+	// AutoVideo Auto-pull.
+	AutoVideo *bool `json:"autoVideo,omitempty"`
+
+	// Description Free text for operators.
+	Description *string `json:"description,omitempty"`
+
+	// DeviceChannelId ONVIF profile or GB28181 channel code.
+	DeviceChannelId *string `json:"deviceChannelId,omitempty"`
+
+	// DeviceId ONVIF device id or GB28181 device code.
+	DeviceId *string `json:"deviceId,omitempty"`
+
+	// Enabled Disabled channels cannot be started.
+	Enabled *bool `json:"enabled,omitempty"`
+
+	// GroupKey Key of an existing group; empty takes the channel out of its group.
+	GroupKey *string `json:"groupKey,omitempty"`
+
+	// HasAudio Whether the source carries audio.
+	HasAudio *bool `json:"hasAudio,omitempty"`
+
+	// HasPtz Whether the camera has pan-tilt-zoom.
+	HasPtz *bool `json:"hasPtz,omitempty"`
+
+	// IsShareChannel Whether the channel is shared with upstream platforms.
+	IsShareChannel *bool `json:"isShareChannel,omitempty"`
+
+	// MediaServerId Media server to pull on; empty lets the platform choose.
+	MediaServerId *string `json:"mediaServerId,omitempty"`
+
+	// Name Display name.
+	Name *string `json:"name,omitempty"`
+
+	// NoPlayerBreak Keep pulling when the last player leaves.
+	NoPlayerBreak *bool `json:"noPlayerBreak,omitempty"`
+
+	// Protocol How the platform reaches the source; `rtsp` pulls `sourceUrl`, `onvif` resolves the stream from the device, `gb28181` invites the device over SIP.
+	Protocol *ChannelProtocol `json:"protocol,omitempty"`
+
+	// RtspTransport Lower transport of an RTSP pull; auto tries UDP and falls back to TCP interleaved.
+	RtspTransport *ChannelRtspTransport `json:"rtspTransport,omitempty"`
+
+	// SourceUrl New source URL; the masked form (`***@`) keeps the stored credentials, a URL without credentials removes them.
+	SourceUrl *string `json:"sourceUrl,omitempty"`
+
+	// Stream Stream name.
+	Stream *string `json:"stream,omitempty"`
+
+	// Vhost Virtual host.
+	Vhost *string `json:"vhost,omitempty"`
+}
+
 // UpdateUserRequest Request to change a user; omitted fields keep their value.
 type UpdateUserRequest struct {
 	// DisplayName New name shown in the console; an empty string clears it.
@@ -2210,6 +3245,84 @@ type UserList struct {
 	Total int64 `json:"total"`
 }
 
+// ChannelActivationStateFilter Pending channels wait in the pending-activation pool and cannot be started; Active channels can.
+type ChannelActivationStateFilter = ChannelActivationState
+
+// ChannelApp defines model for ChannelApp.
+type ChannelApp = string
+
+// ChannelAutoRecord defines model for ChannelAutoRecord.
+type ChannelAutoRecord = bool
+
+// ChannelAutoVideo defines model for ChannelAutoVideo.
+type ChannelAutoVideo = bool
+
+// ChannelDeviceChannelId defines model for ChannelDeviceChannelId.
+type ChannelDeviceChannelId = string
+
+// ChannelDeviceId defines model for ChannelDeviceId.
+type ChannelDeviceId = string
+
+// ChannelEnabled defines model for ChannelEnabled.
+type ChannelEnabled = bool
+
+// ChannelGroupKey defines model for ChannelGroupKey.
+type ChannelGroupKey = string
+
+// ChannelGroupKeyFilter defines model for ChannelGroupKeyFilter.
+type ChannelGroupKeyFilter = string
+
+// ChannelGroupKeyword defines model for ChannelGroupKeyword.
+type ChannelGroupKeyword = string
+
+// ChannelHasAudio defines model for ChannelHasAudio.
+type ChannelHasAudio = bool
+
+// ChannelHasPtz defines model for ChannelHasPtz.
+type ChannelHasPtz = bool
+
+// ChannelId defines model for ChannelId.
+type ChannelId = string
+
+// ChannelIsShareChannel defines model for ChannelIsShareChannel.
+type ChannelIsShareChannel = bool
+
+// ChannelKeyword defines model for ChannelKeyword.
+type ChannelKeyword = string
+
+// ChannelLogFrom defines model for ChannelLogFrom.
+type ChannelLogFrom = time.Time
+
+// ChannelLogOrder defines model for ChannelLogOrder.
+type ChannelLogOrder string
+
+// ChannelLogTo defines model for ChannelLogTo.
+type ChannelLogTo = time.Time
+
+// ChannelMediaServerId defines model for ChannelMediaServerId.
+type ChannelMediaServerId = string
+
+// ChannelNoPlayerBreak defines model for ChannelNoPlayerBreak.
+type ChannelNoPlayerBreak = bool
+
+// ChannelNodeId defines model for ChannelNodeId.
+type ChannelNodeId = string
+
+// ChannelRuntimeLogKindFilter Kind of a runtime-log entry: config (created, updated, deleted, imported), activation, state (desired and actual state, auto-recovery, backoff), command (stream commands), stream (engine stream events), media-server (assignment).
+type ChannelRuntimeLogKindFilter = ChannelRuntimeLogKind
+
+// ChannelSourceUrl defines model for ChannelSourceUrl.
+type ChannelSourceUrl = string
+
+// ChannelStream defines model for ChannelStream.
+type ChannelStream = string
+
+// ChannelStreamId defines model for ChannelStreamId.
+type ChannelStreamId = string
+
+// ChannelVhost defines model for ChannelVhost.
+type ChannelVhost = string
+
 // ClusterId defines model for ClusterId.
 type ClusterId = string
 
@@ -2260,6 +3373,135 @@ type Unauthorized = ErrorBody
 
 // UnsupportedMediaType Body of every JSON error answer.
 type UnsupportedMediaType = ErrorBody
+
+// ListChannelsParams defines parameters for ListChannels.
+type ListChannelsParams struct {
+	// Page Number of the page to return, starting at 1.
+	Page *Page `form:"page,omitempty" json:"page,omitempty"`
+
+	// PageSize Maximum number of rows per page.
+	PageSize *PageSize `form:"pageSize,omitempty" json:"pageSize,omitempty"`
+
+	// Keyword Case-insensitive text found in the name, description, app, stream, device ids or channel id.
+	Keyword *ChannelKeyword `form:"keyword,omitempty" json:"keyword,omitempty"`
+
+	// Protocol Only channels of this protocol.
+	Protocol *ChannelProtocol `form:"protocol,omitempty" json:"protocol,omitempty"`
+
+	// MediaServerId Only channels assigned to this media server.
+	MediaServerId *ChannelMediaServerId `form:"mediaServerId,omitempty" json:"mediaServerId,omitempty"`
+
+	// NodeId Only channels whose media server runs on this node.
+	NodeId *ChannelNodeId `form:"nodeId,omitempty" json:"nodeId,omitempty"`
+
+	// DeviceId Only channels of this device (ONVIF device id or GB28181 device code).
+	DeviceId *ChannelDeviceId `form:"deviceId,omitempty" json:"deviceId,omitempty"`
+
+	// DeviceChannelId Only channels with this device channel id (GB28181 channel code or ONVIF profile).
+	DeviceChannelId *ChannelDeviceChannelId `form:"deviceChannelId,omitempty" json:"deviceChannelId,omitempty"`
+
+	// Vhost Only channels of this virtual host.
+	Vhost *ChannelVhost `form:"vhost,omitempty" json:"vhost,omitempty"`
+
+	// App Only channels with this app name.
+	App *ChannelApp `form:"app,omitempty" json:"app,omitempty"`
+
+	// Stream Only channels with this stream name.
+	Stream *ChannelStream `form:"stream,omitempty" json:"stream,omitempty"`
+
+	// StreamId Only channels with this stream name (the same as `stream`).
+	StreamId *ChannelStreamId `form:"streamId,omitempty" json:"streamId,omitempty"`
+
+	// Enabled Only channels whose enabled switch has this value.
+	Enabled *ChannelEnabled `form:"enabled,omitempty" json:"enabled,omitempty"`
+
+	// AutoVideo Only channels whose auto-pull (autoVideo) switch has this value.
+	AutoVideo *ChannelAutoVideo `form:"autoVideo,omitempty" json:"autoVideo,omitempty"`
+
+	// AutoRecord Only channels whose auto-record switch has this value.
+	AutoRecord *ChannelAutoRecord `form:"autoRecord,omitempty" json:"autoRecord,omitempty"`
+
+	// NoPlayerBreak Only channels whose keep-pulling-without-players (noPlayerBreak) switch has this value.
+	NoPlayerBreak *ChannelNoPlayerBreak `form:"noPlayerBreak,omitempty" json:"noPlayerBreak,omitempty"`
+
+	// HasAudio Only channels whose has-audio switch has this value.
+	HasAudio *ChannelHasAudio `form:"hasAudio,omitempty" json:"hasAudio,omitempty"`
+
+	// HasPtz Only channels whose has-PTZ switch has this value.
+	HasPtz *ChannelHasPtz `form:"hasPtz,omitempty" json:"hasPtz,omitempty"`
+
+	// IsShareChannel Only channels whose shared (isShareChannel) switch has this value.
+	IsShareChannel *ChannelIsShareChannel `form:"isShareChannel,omitempty" json:"isShareChannel,omitempty"`
+
+	// DesiredState Only channels with this desired state.
+	DesiredState *ChannelDesiredState `form:"desiredState,omitempty" json:"desiredState,omitempty"`
+
+	// ActualState Only channels in this actual state.
+	ActualState *ChannelActualState `form:"actualState,omitempty" json:"actualState,omitempty"`
+
+	// SourceUrl Only channels whose source URL (without credentials) contains this text, case-insensitively; credentials in the value are ignored.
+	SourceUrl *ChannelSourceUrl `form:"sourceUrl,omitempty" json:"sourceUrl,omitempty"`
+
+	// GroupKey Only channels of this group.
+	GroupKey *ChannelGroupKeyFilter `form:"groupKey,omitempty" json:"groupKey,omitempty"`
+
+	// ActivationState Only active or only pending channels.
+	ActivationState *ChannelActivationStateFilter `form:"activationState,omitempty" json:"activationState,omitempty"`
+}
+
+// ListChannelGroupsParams defines parameters for ListChannelGroups.
+type ListChannelGroupsParams struct {
+	// Page Number of the page to return, starting at 1.
+	Page *Page `form:"page,omitempty" json:"page,omitempty"`
+
+	// PageSize Maximum number of rows per page.
+	PageSize *PageSize `form:"pageSize,omitempty" json:"pageSize,omitempty"`
+
+	// Keyword Case-insensitive text found in the group key or name.
+	Keyword *ChannelGroupKeyword `form:"keyword,omitempty" json:"keyword,omitempty"`
+}
+
+// ListPendingChannelsParams defines parameters for ListPendingChannels.
+type ListPendingChannelsParams struct {
+	// Page Number of the page to return, starting at 1.
+	Page *Page `form:"page,omitempty" json:"page,omitempty"`
+
+	// PageSize Maximum number of rows per page.
+	PageSize *PageSize `form:"pageSize,omitempty" json:"pageSize,omitempty"`
+
+	// Keyword Case-insensitive text found in the name, description, app, stream, device ids or channel id.
+	Keyword *ChannelKeyword `form:"keyword,omitempty" json:"keyword,omitempty"`
+
+	// Protocol Only channels of this protocol.
+	Protocol *ChannelProtocol `form:"protocol,omitempty" json:"protocol,omitempty"`
+
+	// GroupKey Only channels of this group.
+	GroupKey *ChannelGroupKeyFilter `form:"groupKey,omitempty" json:"groupKey,omitempty"`
+}
+
+// ListChannelRuntimeLogsParams defines parameters for ListChannelRuntimeLogs.
+type ListChannelRuntimeLogsParams struct {
+	// Page Number of the page to return, starting at 1.
+	Page *Page `form:"page,omitempty" json:"page,omitempty"`
+
+	// PageSize Maximum number of rows per page.
+	PageSize *PageSize `form:"pageSize,omitempty" json:"pageSize,omitempty"`
+
+	// Kind Only entries of this kind.
+	Kind *ChannelRuntimeLogKindFilter `form:"kind,omitempty" json:"kind,omitempty"`
+
+	// From Only entries at or after this time (with timezone).
+	From *ChannelLogFrom `form:"from,omitempty" json:"from,omitempty"`
+
+	// To Only entries at or before this time (with timezone).
+	To *ChannelLogTo `form:"to,omitempty" json:"to,omitempty"`
+
+	// Order Newest entries first (the default) or oldest first.
+	Order *ListChannelRuntimeLogsParamsOrder `form:"order,omitempty" json:"order,omitempty"`
+}
+
+// ListChannelRuntimeLogsParamsOrder defines parameters for ListChannelRuntimeLogs.
+type ListChannelRuntimeLogsParamsOrder string
 
 // GetClusterStatusParams defines parameters for GetClusterStatus.
 type GetClusterStatusParams struct {
@@ -2426,6 +3668,81 @@ type GetSourceDocumentationAuditParams struct {
 	MaxResults *int32 `form:"maxResults,omitempty" json:"maxResults,omitempty"`
 }
 
+// ListThirdPartyChannelsParams defines parameters for ListThirdPartyChannels.
+type ListThirdPartyChannelsParams struct {
+	// Page Number of the page to return, starting at 1.
+	Page *Page `form:"page,omitempty" json:"page,omitempty"`
+
+	// PageSize Maximum number of rows per page.
+	PageSize *PageSize `form:"pageSize,omitempty" json:"pageSize,omitempty"`
+
+	// Keyword Case-insensitive text found in the name, description, app, stream, device ids or channel id.
+	Keyword *ChannelKeyword `form:"keyword,omitempty" json:"keyword,omitempty"`
+
+	// Protocol Only channels of this protocol.
+	Protocol *ChannelProtocol `form:"protocol,omitempty" json:"protocol,omitempty"`
+
+	// MediaServerId Only channels assigned to this media server.
+	MediaServerId *ChannelMediaServerId `form:"mediaServerId,omitempty" json:"mediaServerId,omitempty"`
+
+	// NodeId Only channels whose media server runs on this node.
+	NodeId *ChannelNodeId `form:"nodeId,omitempty" json:"nodeId,omitempty"`
+
+	// DeviceId Only channels of this device (ONVIF device id or GB28181 device code).
+	DeviceId *ChannelDeviceId `form:"deviceId,omitempty" json:"deviceId,omitempty"`
+
+	// DeviceChannelId Only channels with this device channel id (GB28181 channel code or ONVIF profile).
+	DeviceChannelId *ChannelDeviceChannelId `form:"deviceChannelId,omitempty" json:"deviceChannelId,omitempty"`
+
+	// Vhost Only channels of this virtual host.
+	Vhost *ChannelVhost `form:"vhost,omitempty" json:"vhost,omitempty"`
+
+	// App Only channels with this app name.
+	App *ChannelApp `form:"app,omitempty" json:"app,omitempty"`
+
+	// Stream Only channels with this stream name.
+	Stream *ChannelStream `form:"stream,omitempty" json:"stream,omitempty"`
+
+	// StreamId Only channels with this stream name (the same as `stream`).
+	StreamId *ChannelStreamId `form:"streamId,omitempty" json:"streamId,omitempty"`
+
+	// Enabled Only channels whose enabled switch has this value.
+	Enabled *ChannelEnabled `form:"enabled,omitempty" json:"enabled,omitempty"`
+
+	// AutoVideo Only channels whose auto-pull (autoVideo) switch has this value.
+	AutoVideo *ChannelAutoVideo `form:"autoVideo,omitempty" json:"autoVideo,omitempty"`
+
+	// AutoRecord Only channels whose auto-record switch has this value.
+	AutoRecord *ChannelAutoRecord `form:"autoRecord,omitempty" json:"autoRecord,omitempty"`
+
+	// NoPlayerBreak Only channels whose keep-pulling-without-players (noPlayerBreak) switch has this value.
+	NoPlayerBreak *ChannelNoPlayerBreak `form:"noPlayerBreak,omitempty" json:"noPlayerBreak,omitempty"`
+
+	// HasAudio Only channels whose has-audio switch has this value.
+	HasAudio *ChannelHasAudio `form:"hasAudio,omitempty" json:"hasAudio,omitempty"`
+
+	// HasPtz Only channels whose has-PTZ switch has this value.
+	HasPtz *ChannelHasPtz `form:"hasPtz,omitempty" json:"hasPtz,omitempty"`
+
+	// IsShareChannel Only channels whose shared (isShareChannel) switch has this value.
+	IsShareChannel *ChannelIsShareChannel `form:"isShareChannel,omitempty" json:"isShareChannel,omitempty"`
+
+	// DesiredState Only channels with this desired state.
+	DesiredState *ChannelDesiredState `form:"desiredState,omitempty" json:"desiredState,omitempty"`
+
+	// ActualState Only channels in this actual state.
+	ActualState *ChannelActualState `form:"actualState,omitempty" json:"actualState,omitempty"`
+
+	// SourceUrl Only channels whose source URL (without credentials) contains this text, case-insensitively; credentials in the value are ignored.
+	SourceUrl *ChannelSourceUrl `form:"sourceUrl,omitempty" json:"sourceUrl,omitempty"`
+
+	// GroupKey Only channels of this group.
+	GroupKey *ChannelGroupKeyFilter `form:"groupKey,omitempty" json:"groupKey,omitempty"`
+
+	// ActivationState Only active or only pending channels.
+	ActivationState *ChannelActivationStateFilter `form:"activationState,omitempty" json:"activationState,omitempty"`
+}
+
 // BootstrapAdminJSONRequestBody defines body for BootstrapAdmin for application/json ContentType.
 type BootstrapAdminJSONRequestBody = BootstrapAdminRequest
 
@@ -2434,6 +3751,27 @@ type ChangeOwnPasswordJSONRequestBody = ChangePasswordRequest
 
 // LoginJSONRequestBody defines body for Login for application/json ContentType.
 type LoginJSONRequestBody = LoginRequest
+
+// CreateChannelJSONRequestBody defines body for CreateChannel for application/json ContentType.
+type CreateChannelJSONRequestBody = CreateChannelRequest
+
+// ImportChannelAssetsJSONRequestBody defines body for ImportChannelAssets for application/json ContentType.
+type ImportChannelAssetsJSONRequestBody = ChannelImportRequest
+
+// CreateChannelGroupJSONRequestBody defines body for CreateChannelGroup for application/json ContentType.
+type CreateChannelGroupJSONRequestBody = CreateChannelGroupRequest
+
+// UpdateChannelGroupJSONRequestBody defines body for UpdateChannelGroup for application/json ContentType.
+type UpdateChannelGroupJSONRequestBody = UpdateChannelGroupRequest
+
+// UpdateChannelJSONRequestBody defines body for UpdateChannel for application/json ContentType.
+type UpdateChannelJSONRequestBody = UpdateChannelRequest
+
+// ControlChannelPtzJSONRequestBody defines body for ControlChannelPtz for application/json ContentType.
+type ControlChannelPtzJSONRequestBody = ChannelPtzCommandRequest
+
+// UpdateChannelPtzSettingsJSONRequestBody defines body for UpdateChannelPtzSettings for application/json ContentType.
+type UpdateChannelPtzSettingsJSONRequestBody = ChannelPtzSettingsRequest
 
 // CreateApiTokenJSONRequestBody defines body for CreateApiToken for application/json ContentType.
 type CreateApiTokenJSONRequestBody = CreateApiTokenRequest
@@ -2509,6 +3847,81 @@ type ServerInterface interface {
 	// RefreshSession Rotate the refresh token and issue a new access token
 	// (POST /api/v2/auth/refresh)
 	RefreshSession(c *gin.Context)
+	// ListChannels List video channels
+	// (GET /api/v2/channels)
+	ListChannels(c *gin.Context, params ListChannelsParams)
+	// CreateChannel Create a video channel
+	// (POST /api/v2/channels)
+	CreateChannel(c *gin.Context)
+	// ExportChannelAssets Export groups and channels
+	// (GET /api/v2/channels/asset-transfer/export)
+	ExportChannelAssets(c *gin.Context)
+	// ImportChannelAssets Preview or confirm an import
+	// (POST /api/v2/channels/asset-transfer/import)
+	ImportChannelAssets(c *gin.Context)
+	// ListChannelGroups List channel groups
+	// (GET /api/v2/channels/groups)
+	ListChannelGroups(c *gin.Context, params ListChannelGroupsParams)
+	// CreateChannelGroup Create a channel group
+	// (POST /api/v2/channels/groups)
+	CreateChannelGroup(c *gin.Context)
+	// DeleteChannelGroup Delete an empty channel group
+	// (DELETE /api/v2/channels/groups/{groupKey})
+	DeleteChannelGroup(c *gin.Context, groupKey ChannelGroupKey)
+	// UpdateChannelGroup Update a channel group
+	// (PUT /api/v2/channels/groups/{groupKey})
+	UpdateChannelGroup(c *gin.Context, groupKey ChannelGroupKey)
+	// ListPendingChannels List the pending-activation pool
+	// (GET /api/v2/channels/pending-activation)
+	ListPendingChannels(c *gin.Context, params ListPendingChannelsParams)
+	// GetChannelRecordingSearchCapability Whether channel search options are editable
+	// (GET /api/v2/channels/recording-search/capability)
+	GetChannelRecordingSearchCapability(c *gin.Context)
+	// DeleteChannel Delete a video channel
+	// (DELETE /api/v2/channels/{channelId})
+	DeleteChannel(c *gin.Context, channelId ChannelId)
+	// GetChannel Read a video channel
+	// (GET /api/v2/channels/{channelId})
+	GetChannel(c *gin.Context, channelId ChannelId)
+	// UpdateChannel Update a video channel
+	// (PUT /api/v2/channels/{channelId})
+	UpdateChannel(c *gin.Context, channelId ChannelId)
+	// ActivateChannel Activate a pending channel
+	// (POST /api/v2/channels/{channelId}/activate)
+	ActivateChannel(c *gin.Context, channelId ChannelId)
+	// PauseChannel Pause auto-recovery
+	// (POST /api/v2/channels/{channelId}/pause)
+	PauseChannel(c *gin.Context, channelId ChannelId)
+	// ControlChannelPtz Send a PTZ command
+	// (POST /api/v2/channels/{channelId}/ptz)
+	ControlChannelPtz(c *gin.Context, channelId ChannelId)
+	// GetChannelPtzCapabilities Read PTZ capabilities
+	// (GET /api/v2/channels/{channelId}/ptz/capabilities)
+	GetChannelPtzCapabilities(c *gin.Context, channelId ChannelId)
+	// RefreshChannelPtzCapabilities Refresh PTZ capabilities
+	// (POST /api/v2/channels/{channelId}/ptz/capabilities/refresh)
+	RefreshChannelPtzCapabilities(c *gin.Context, channelId ChannelId)
+	// GetChannelPtzSettings Read PTZ settings
+	// (GET /api/v2/channels/{channelId}/ptz/settings)
+	GetChannelPtzSettings(c *gin.Context, channelId ChannelId)
+	// UpdateChannelPtzSettings Change PTZ settings
+	// (PUT /api/v2/channels/{channelId}/ptz/settings)
+	UpdateChannelPtzSettings(c *gin.Context, channelId ChannelId)
+	// RetryChannel Clear the backoff and retry now
+	// (POST /api/v2/channels/{channelId}/retry)
+	RetryChannel(c *gin.Context, channelId ChannelId)
+	// ReturnChannelToPending Return a channel to the pending pool
+	// (POST /api/v2/channels/{channelId}/return-to-pending)
+	ReturnChannelToPending(c *gin.Context, channelId ChannelId)
+	// ListChannelRuntimeLogs List a channel's runtime log
+	// (GET /api/v2/channels/{channelId}/runtime-logs)
+	ListChannelRuntimeLogs(c *gin.Context, channelId ChannelId, params ListChannelRuntimeLogsParams)
+	// StartChannel Start pulling a channel
+	// (POST /api/v2/channels/{channelId}/start)
+	StartChannel(c *gin.Context, channelId ChannelId)
+	// StopChannel Stop a channel and pause auto-recovery
+	// (POST /api/v2/channels/{channelId}/stop)
+	StopChannel(c *gin.Context, channelId ChannelId)
 	// GetClusterStatus Get the cluster consensus status
 	// (GET /api/v2/cluster/status)
 	GetClusterStatus(c *gin.Context, params GetClusterStatusParams)
@@ -2653,6 +4066,18 @@ type ServerInterface interface {
 	// GetThirdPartyCapabilities Describe what the calling API token can do
 	// (GET /api/v2/third-party/capabilities)
 	GetThirdPartyCapabilities(c *gin.Context)
+	// ListThirdPartyChannels List channels (third-party)
+	// (GET /api/v2/third-party/channels)
+	ListThirdPartyChannels(c *gin.Context, params ListThirdPartyChannelsParams)
+	// GetThirdPartyChannel Read a channel (third-party)
+	// (GET /api/v2/third-party/channels/{channelId})
+	GetThirdPartyChannel(c *gin.Context, channelId ChannelId)
+	// StartThirdPartyChannel Start a channel (third-party)
+	// (POST /api/v2/third-party/channels/{channelId}/start)
+	StartThirdPartyChannel(c *gin.Context, channelId ChannelId)
+	// StopThirdPartyChannel Stop a channel (third-party)
+	// (POST /api/v2/third-party/channels/{channelId}/stop)
+	StopThirdPartyChannel(c *gin.Context, channelId ChannelId)
 	// GetHealth Report the health of this node
 	// (GET /health)
 	GetHealth(c *gin.Context)
@@ -2806,6 +4231,860 @@ func (siw *ServerInterfaceWrapper) RefreshSession(c *gin.Context) {
 	}
 
 	siw.Handler.RefreshSession(c)
+}
+
+// ListChannels operation middleware
+func (siw *ServerInterfaceWrapper) ListChannels(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListChannelsParams
+
+	// ------------- Optional query parameter "page" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "page", c.Request.URL.Query(), &params.Page, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter page: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "pageSize" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "pageSize", c.Request.URL.Query(), &params.PageSize, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter pageSize: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "keyword" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "keyword", c.Request.URL.Query(), &params.Keyword, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter keyword: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "protocol" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "protocol", c.Request.URL.Query(), &params.Protocol, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter protocol: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "mediaServerId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "mediaServerId", c.Request.URL.Query(), &params.MediaServerId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter mediaServerId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "nodeId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "nodeId", c.Request.URL.Query(), &params.NodeId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter nodeId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "deviceId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "deviceId", c.Request.URL.Query(), &params.DeviceId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter deviceId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "deviceChannelId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "deviceChannelId", c.Request.URL.Query(), &params.DeviceChannelId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter deviceChannelId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "vhost" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "vhost", c.Request.URL.Query(), &params.Vhost, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter vhost: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "app" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "app", c.Request.URL.Query(), &params.App, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter app: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "stream" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "stream", c.Request.URL.Query(), &params.Stream, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter stream: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "streamId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "streamId", c.Request.URL.Query(), &params.StreamId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter streamId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "enabled" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "enabled", c.Request.URL.Query(), &params.Enabled, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter enabled: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "autoVideo" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "autoVideo", c.Request.URL.Query(), &params.AutoVideo, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter autoVideo: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "autoRecord" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "autoRecord", c.Request.URL.Query(), &params.AutoRecord, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter autoRecord: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "noPlayerBreak" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "noPlayerBreak", c.Request.URL.Query(), &params.NoPlayerBreak, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter noPlayerBreak: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "hasAudio" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "hasAudio", c.Request.URL.Query(), &params.HasAudio, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter hasAudio: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "hasPtz" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "hasPtz", c.Request.URL.Query(), &params.HasPtz, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter hasPtz: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "isShareChannel" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "isShareChannel", c.Request.URL.Query(), &params.IsShareChannel, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter isShareChannel: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "desiredState" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "desiredState", c.Request.URL.Query(), &params.DesiredState, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter desiredState: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "actualState" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "actualState", c.Request.URL.Query(), &params.ActualState, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter actualState: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "sourceUrl" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "sourceUrl", c.Request.URL.Query(), &params.SourceUrl, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter sourceUrl: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "groupKey" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "groupKey", c.Request.URL.Query(), &params.GroupKey, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter groupKey: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "activationState" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "activationState", c.Request.URL.Query(), &params.ActivationState, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter activationState: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListChannels(c, params)
+}
+
+// CreateChannel operation middleware
+func (siw *ServerInterfaceWrapper) CreateChannel(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateChannel(c)
+}
+
+// ExportChannelAssets operation middleware
+func (siw *ServerInterfaceWrapper) ExportChannelAssets(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ExportChannelAssets(c)
+}
+
+// ImportChannelAssets operation middleware
+func (siw *ServerInterfaceWrapper) ImportChannelAssets(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ImportChannelAssets(c)
+}
+
+// ListChannelGroups operation middleware
+func (siw *ServerInterfaceWrapper) ListChannelGroups(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListChannelGroupsParams
+
+	// ------------- Optional query parameter "page" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "page", c.Request.URL.Query(), &params.Page, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter page: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "pageSize" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "pageSize", c.Request.URL.Query(), &params.PageSize, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter pageSize: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "keyword" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "keyword", c.Request.URL.Query(), &params.Keyword, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter keyword: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListChannelGroups(c, params)
+}
+
+// CreateChannelGroup operation middleware
+func (siw *ServerInterfaceWrapper) CreateChannelGroup(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateChannelGroup(c)
+}
+
+// DeleteChannelGroup operation middleware
+func (siw *ServerInterfaceWrapper) DeleteChannelGroup(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "groupKey" -------------
+	var groupKey ChannelGroupKey
+
+	err = runtime.BindStyledParameterWithOptions("simple", "groupKey", c.Param("groupKey"), &groupKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter groupKey: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.DeleteChannelGroup(c, groupKey)
+}
+
+// UpdateChannelGroup operation middleware
+func (siw *ServerInterfaceWrapper) UpdateChannelGroup(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "groupKey" -------------
+	var groupKey ChannelGroupKey
+
+	err = runtime.BindStyledParameterWithOptions("simple", "groupKey", c.Param("groupKey"), &groupKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter groupKey: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.UpdateChannelGroup(c, groupKey)
+}
+
+// ListPendingChannels operation middleware
+func (siw *ServerInterfaceWrapper) ListPendingChannels(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListPendingChannelsParams
+
+	// ------------- Optional query parameter "page" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "page", c.Request.URL.Query(), &params.Page, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter page: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "pageSize" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "pageSize", c.Request.URL.Query(), &params.PageSize, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter pageSize: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "keyword" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "keyword", c.Request.URL.Query(), &params.Keyword, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter keyword: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "protocol" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "protocol", c.Request.URL.Query(), &params.Protocol, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter protocol: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "groupKey" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "groupKey", c.Request.URL.Query(), &params.GroupKey, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter groupKey: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListPendingChannels(c, params)
+}
+
+// GetChannelRecordingSearchCapability operation middleware
+func (siw *ServerInterfaceWrapper) GetChannelRecordingSearchCapability(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetChannelRecordingSearchCapability(c)
+}
+
+// DeleteChannel operation middleware
+func (siw *ServerInterfaceWrapper) DeleteChannel(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "channelId" -------------
+	var channelId ChannelId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "channelId", c.Param("channelId"), &channelId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter channelId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.DeleteChannel(c, channelId)
+}
+
+// GetChannel operation middleware
+func (siw *ServerInterfaceWrapper) GetChannel(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "channelId" -------------
+	var channelId ChannelId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "channelId", c.Param("channelId"), &channelId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter channelId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetChannel(c, channelId)
+}
+
+// UpdateChannel operation middleware
+func (siw *ServerInterfaceWrapper) UpdateChannel(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "channelId" -------------
+	var channelId ChannelId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "channelId", c.Param("channelId"), &channelId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter channelId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.UpdateChannel(c, channelId)
+}
+
+// ActivateChannel operation middleware
+func (siw *ServerInterfaceWrapper) ActivateChannel(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "channelId" -------------
+	var channelId ChannelId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "channelId", c.Param("channelId"), &channelId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter channelId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ActivateChannel(c, channelId)
+}
+
+// PauseChannel operation middleware
+func (siw *ServerInterfaceWrapper) PauseChannel(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "channelId" -------------
+	var channelId ChannelId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "channelId", c.Param("channelId"), &channelId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter channelId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.PauseChannel(c, channelId)
+}
+
+// ControlChannelPtz operation middleware
+func (siw *ServerInterfaceWrapper) ControlChannelPtz(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "channelId" -------------
+	var channelId ChannelId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "channelId", c.Param("channelId"), &channelId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter channelId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ControlChannelPtz(c, channelId)
+}
+
+// GetChannelPtzCapabilities operation middleware
+func (siw *ServerInterfaceWrapper) GetChannelPtzCapabilities(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "channelId" -------------
+	var channelId ChannelId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "channelId", c.Param("channelId"), &channelId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter channelId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetChannelPtzCapabilities(c, channelId)
+}
+
+// RefreshChannelPtzCapabilities operation middleware
+func (siw *ServerInterfaceWrapper) RefreshChannelPtzCapabilities(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "channelId" -------------
+	var channelId ChannelId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "channelId", c.Param("channelId"), &channelId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter channelId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.RefreshChannelPtzCapabilities(c, channelId)
+}
+
+// GetChannelPtzSettings operation middleware
+func (siw *ServerInterfaceWrapper) GetChannelPtzSettings(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "channelId" -------------
+	var channelId ChannelId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "channelId", c.Param("channelId"), &channelId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter channelId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetChannelPtzSettings(c, channelId)
+}
+
+// UpdateChannelPtzSettings operation middleware
+func (siw *ServerInterfaceWrapper) UpdateChannelPtzSettings(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "channelId" -------------
+	var channelId ChannelId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "channelId", c.Param("channelId"), &channelId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter channelId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.UpdateChannelPtzSettings(c, channelId)
+}
+
+// RetryChannel operation middleware
+func (siw *ServerInterfaceWrapper) RetryChannel(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "channelId" -------------
+	var channelId ChannelId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "channelId", c.Param("channelId"), &channelId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter channelId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.RetryChannel(c, channelId)
+}
+
+// ReturnChannelToPending operation middleware
+func (siw *ServerInterfaceWrapper) ReturnChannelToPending(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "channelId" -------------
+	var channelId ChannelId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "channelId", c.Param("channelId"), &channelId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter channelId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ReturnChannelToPending(c, channelId)
+}
+
+// ListChannelRuntimeLogs operation middleware
+func (siw *ServerInterfaceWrapper) ListChannelRuntimeLogs(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "channelId" -------------
+	var channelId ChannelId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "channelId", c.Param("channelId"), &channelId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter channelId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListChannelRuntimeLogsParams
+
+	// ------------- Optional query parameter "page" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "page", c.Request.URL.Query(), &params.Page, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter page: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "pageSize" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "pageSize", c.Request.URL.Query(), &params.PageSize, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter pageSize: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "kind" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "kind", c.Request.URL.Query(), &params.Kind, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter kind: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "from" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "from", c.Request.URL.Query(), &params.From, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter from: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "to" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "to", c.Request.URL.Query(), &params.To, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter to: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "order" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "order", c.Request.URL.Query(), &params.Order, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter order: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListChannelRuntimeLogs(c, channelId, params)
+}
+
+// StartChannel operation middleware
+func (siw *ServerInterfaceWrapper) StartChannel(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "channelId" -------------
+	var channelId ChannelId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "channelId", c.Param("channelId"), &channelId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter channelId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.StartChannel(c, channelId)
+}
+
+// StopChannel operation middleware
+func (siw *ServerInterfaceWrapper) StopChannel(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "channelId" -------------
+	var channelId ChannelId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "channelId", c.Param("channelId"), &channelId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter channelId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.StopChannel(c, channelId)
 }
 
 // GetClusterStatus operation middleware
@@ -3952,6 +6231,292 @@ func (siw *ServerInterfaceWrapper) GetThirdPartyCapabilities(c *gin.Context) {
 	siw.Handler.GetThirdPartyCapabilities(c)
 }
 
+// ListThirdPartyChannels operation middleware
+func (siw *ServerInterfaceWrapper) ListThirdPartyChannels(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListThirdPartyChannelsParams
+
+	// ------------- Optional query parameter "page" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "page", c.Request.URL.Query(), &params.Page, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter page: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "pageSize" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "pageSize", c.Request.URL.Query(), &params.PageSize, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter pageSize: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "keyword" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "keyword", c.Request.URL.Query(), &params.Keyword, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter keyword: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "protocol" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "protocol", c.Request.URL.Query(), &params.Protocol, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter protocol: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "mediaServerId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "mediaServerId", c.Request.URL.Query(), &params.MediaServerId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter mediaServerId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "nodeId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "nodeId", c.Request.URL.Query(), &params.NodeId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter nodeId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "deviceId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "deviceId", c.Request.URL.Query(), &params.DeviceId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter deviceId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "deviceChannelId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "deviceChannelId", c.Request.URL.Query(), &params.DeviceChannelId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter deviceChannelId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "vhost" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "vhost", c.Request.URL.Query(), &params.Vhost, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter vhost: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "app" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "app", c.Request.URL.Query(), &params.App, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter app: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "stream" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "stream", c.Request.URL.Query(), &params.Stream, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter stream: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "streamId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "streamId", c.Request.URL.Query(), &params.StreamId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter streamId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "enabled" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "enabled", c.Request.URL.Query(), &params.Enabled, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter enabled: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "autoVideo" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "autoVideo", c.Request.URL.Query(), &params.AutoVideo, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter autoVideo: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "autoRecord" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "autoRecord", c.Request.URL.Query(), &params.AutoRecord, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter autoRecord: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "noPlayerBreak" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "noPlayerBreak", c.Request.URL.Query(), &params.NoPlayerBreak, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter noPlayerBreak: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "hasAudio" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "hasAudio", c.Request.URL.Query(), &params.HasAudio, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter hasAudio: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "hasPtz" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "hasPtz", c.Request.URL.Query(), &params.HasPtz, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter hasPtz: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "isShareChannel" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "isShareChannel", c.Request.URL.Query(), &params.IsShareChannel, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter isShareChannel: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "desiredState" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "desiredState", c.Request.URL.Query(), &params.DesiredState, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter desiredState: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "actualState" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "actualState", c.Request.URL.Query(), &params.ActualState, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter actualState: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "sourceUrl" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "sourceUrl", c.Request.URL.Query(), &params.SourceUrl, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter sourceUrl: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "groupKey" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "groupKey", c.Request.URL.Query(), &params.GroupKey, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter groupKey: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "activationState" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "activationState", c.Request.URL.Query(), &params.ActivationState, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter activationState: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListThirdPartyChannels(c, params)
+}
+
+// GetThirdPartyChannel operation middleware
+func (siw *ServerInterfaceWrapper) GetThirdPartyChannel(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "channelId" -------------
+	var channelId ChannelId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "channelId", c.Param("channelId"), &channelId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter channelId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetThirdPartyChannel(c, channelId)
+}
+
+// StartThirdPartyChannel operation middleware
+func (siw *ServerInterfaceWrapper) StartThirdPartyChannel(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "channelId" -------------
+	var channelId ChannelId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "channelId", c.Param("channelId"), &channelId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter channelId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.StartThirdPartyChannel(c, channelId)
+}
+
+// StopThirdPartyChannel operation middleware
+func (siw *ServerInterfaceWrapper) StopThirdPartyChannel(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "channelId" -------------
+	var channelId ChannelId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "channelId", c.Param("channelId"), &channelId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter channelId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.StopThirdPartyChannel(c, channelId)
+}
+
 // GetHealth operation middleware
 func (siw *ServerInterfaceWrapper) GetHealth(c *gin.Context) {
 
@@ -4041,6 +6606,35 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 	router.POST(options.BaseURL+"/api/v2/security/rtsp-auth/test", wrapper.TestRtspAuthCredential)
 	router.GET(options.BaseURL+"/api/v2/cluster/status", wrapper.GetClusterStatus)
 	router.GET(options.BaseURL+"/api/v2/third-party/capabilities", wrapper.GetThirdPartyCapabilities)
+	router.GET(options.BaseURL+"/api/v2/channels", wrapper.ListChannels)
+	router.POST(options.BaseURL+"/api/v2/channels", wrapper.CreateChannel)
+	router.DELETE(options.BaseURL+"/api/v2/channels/:channelId", wrapper.DeleteChannel)
+	router.GET(options.BaseURL+"/api/v2/channels/:channelId", wrapper.GetChannel)
+	router.PUT(options.BaseURL+"/api/v2/channels/:channelId", wrapper.UpdateChannel)
+	router.POST(options.BaseURL+"/api/v2/channels/:channelId/activate", wrapper.ActivateChannel)
+	router.POST(options.BaseURL+"/api/v2/channels/:channelId/pause", wrapper.PauseChannel)
+	router.POST(options.BaseURL+"/api/v2/channels/:channelId/retry", wrapper.RetryChannel)
+	router.POST(options.BaseURL+"/api/v2/channels/:channelId/return-to-pending", wrapper.ReturnChannelToPending)
+	router.POST(options.BaseURL+"/api/v2/channels/:channelId/start", wrapper.StartChannel)
+	router.POST(options.BaseURL+"/api/v2/channels/:channelId/stop", wrapper.StopChannel)
+	router.POST(options.BaseURL+"/api/v2/channels/:channelId/ptz", wrapper.ControlChannelPtz)
+	router.GET(options.BaseURL+"/api/v2/channels/:channelId/ptz/capabilities", wrapper.GetChannelPtzCapabilities)
+	router.POST(options.BaseURL+"/api/v2/channels/:channelId/ptz/capabilities/refresh", wrapper.RefreshChannelPtzCapabilities)
+	router.GET(options.BaseURL+"/api/v2/channels/:channelId/ptz/settings", wrapper.GetChannelPtzSettings)
+	router.PUT(options.BaseURL+"/api/v2/channels/:channelId/ptz/settings", wrapper.UpdateChannelPtzSettings)
+	router.GET(options.BaseURL+"/api/v2/channels/:channelId/runtime-logs", wrapper.ListChannelRuntimeLogs)
+	router.GET(options.BaseURL+"/api/v2/channels/asset-transfer/export", wrapper.ExportChannelAssets)
+	router.POST(options.BaseURL+"/api/v2/channels/asset-transfer/import", wrapper.ImportChannelAssets)
+	router.GET(options.BaseURL+"/api/v2/channels/groups", wrapper.ListChannelGroups)
+	router.POST(options.BaseURL+"/api/v2/channels/groups", wrapper.CreateChannelGroup)
+	router.DELETE(options.BaseURL+"/api/v2/channels/groups/:groupKey", wrapper.DeleteChannelGroup)
+	router.PUT(options.BaseURL+"/api/v2/channels/groups/:groupKey", wrapper.UpdateChannelGroup)
+	router.GET(options.BaseURL+"/api/v2/channels/pending-activation", wrapper.ListPendingChannels)
+	router.GET(options.BaseURL+"/api/v2/channels/recording-search/capability", wrapper.GetChannelRecordingSearchCapability)
+	router.GET(options.BaseURL+"/api/v2/third-party/channels", wrapper.ListThirdPartyChannels)
+	router.GET(options.BaseURL+"/api/v2/third-party/channels/:channelId", wrapper.GetThirdPartyChannel)
+	router.POST(options.BaseURL+"/api/v2/third-party/channels/:channelId/start", wrapper.StartThirdPartyChannel)
+	router.POST(options.BaseURL+"/api/v2/third-party/channels/:channelId/stop", wrapper.StopThirdPartyChannel)
 	router.GET(options.BaseURL+"/api/v2/auth/bootstrap-status", wrapper.GetBootstrapStatus)
 	router.POST(options.BaseURL+"/api/v2/auth/bootstrap", wrapper.BootstrapAdmin)
 	router.GET(options.BaseURL+"/api/v2/auth/captcha/:id", wrapper.GetCaptcha)
@@ -4907,6 +7501,2966 @@ func (response RefreshSession429JSONResponse) VisitRefreshSessionResponse(w http
 type RefreshSession500JSONResponse struct{ InternalErrorJSONResponse }
 
 func (response RefreshSession500JSONResponse) VisitRefreshSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListChannelsRequestObject struct {
+	Params ListChannelsParams
+}
+
+type ListChannelsResponseObject interface {
+	VisitListChannelsResponse(w http.ResponseWriter) error
+}
+
+type ListChannels200JSONResponse ChannelList
+
+func (response ListChannels200JSONResponse) VisitListChannelsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListChannels400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListChannels400JSONResponse) VisitListChannelsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListChannels401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListChannels401JSONResponse) VisitListChannelsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListChannels403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListChannels403JSONResponse) VisitListChannelsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListChannels429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListChannels429JSONResponse) VisitListChannelsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListChannels500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListChannels500JSONResponse) VisitListChannelsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateChannelRequestObject struct {
+	Body *CreateChannelJSONRequestBody
+}
+
+type CreateChannelResponseObject interface {
+	VisitCreateChannelResponse(w http.ResponseWriter) error
+}
+
+type CreateChannel201JSONResponse Channel
+
+func (response CreateChannel201JSONResponse) VisitCreateChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateChannel400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateChannel400JSONResponse) VisitCreateChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateChannel401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateChannel401JSONResponse) VisitCreateChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateChannel403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateChannel403JSONResponse) VisitCreateChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateChannel409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateChannel409JSONResponse) VisitCreateChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateChannel413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response CreateChannel413JSONResponse) VisitCreateChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateChannel415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response CreateChannel415JSONResponse) VisitCreateChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateChannel429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateChannel429JSONResponse) VisitCreateChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateChannel500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateChannel500JSONResponse) VisitCreateChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExportChannelAssetsRequestObject struct {
+}
+
+type ExportChannelAssetsResponseObject interface {
+	VisitExportChannelAssetsResponse(w http.ResponseWriter) error
+}
+
+type ExportChannelAssets200JSONResponse ChannelTransferDocument
+
+func (response ExportChannelAssets200JSONResponse) VisitExportChannelAssetsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExportChannelAssets401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ExportChannelAssets401JSONResponse) VisitExportChannelAssetsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExportChannelAssets403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ExportChannelAssets403JSONResponse) VisitExportChannelAssetsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExportChannelAssets429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ExportChannelAssets429JSONResponse) VisitExportChannelAssetsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExportChannelAssets500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ExportChannelAssets500JSONResponse) VisitExportChannelAssetsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ImportChannelAssetsRequestObject struct {
+	Body *ImportChannelAssetsJSONRequestBody
+}
+
+type ImportChannelAssetsResponseObject interface {
+	VisitImportChannelAssetsResponse(w http.ResponseWriter) error
+}
+
+type ImportChannelAssets200JSONResponse ChannelImportResult
+
+func (response ImportChannelAssets200JSONResponse) VisitImportChannelAssetsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ImportChannelAssets400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ImportChannelAssets400JSONResponse) VisitImportChannelAssetsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ImportChannelAssets401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ImportChannelAssets401JSONResponse) VisitImportChannelAssetsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ImportChannelAssets403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ImportChannelAssets403JSONResponse) VisitImportChannelAssetsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ImportChannelAssets409JSONResponse struct{ ConflictJSONResponse }
+
+func (response ImportChannelAssets409JSONResponse) VisitImportChannelAssetsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ImportChannelAssets413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response ImportChannelAssets413JSONResponse) VisitImportChannelAssetsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ImportChannelAssets415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response ImportChannelAssets415JSONResponse) VisitImportChannelAssetsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ImportChannelAssets429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ImportChannelAssets429JSONResponse) VisitImportChannelAssetsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ImportChannelAssets500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ImportChannelAssets500JSONResponse) VisitImportChannelAssetsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListChannelGroupsRequestObject struct {
+	Params ListChannelGroupsParams
+}
+
+type ListChannelGroupsResponseObject interface {
+	VisitListChannelGroupsResponse(w http.ResponseWriter) error
+}
+
+type ListChannelGroups200JSONResponse ChannelGroupList
+
+func (response ListChannelGroups200JSONResponse) VisitListChannelGroupsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListChannelGroups400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListChannelGroups400JSONResponse) VisitListChannelGroupsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListChannelGroups401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListChannelGroups401JSONResponse) VisitListChannelGroupsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListChannelGroups403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListChannelGroups403JSONResponse) VisitListChannelGroupsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListChannelGroups429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListChannelGroups429JSONResponse) VisitListChannelGroupsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListChannelGroups500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListChannelGroups500JSONResponse) VisitListChannelGroupsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateChannelGroupRequestObject struct {
+	Body *CreateChannelGroupJSONRequestBody
+}
+
+type CreateChannelGroupResponseObject interface {
+	VisitCreateChannelGroupResponse(w http.ResponseWriter) error
+}
+
+type CreateChannelGroup201JSONResponse ChannelGroup
+
+func (response CreateChannelGroup201JSONResponse) VisitCreateChannelGroupResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateChannelGroup400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateChannelGroup400JSONResponse) VisitCreateChannelGroupResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateChannelGroup401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateChannelGroup401JSONResponse) VisitCreateChannelGroupResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateChannelGroup403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateChannelGroup403JSONResponse) VisitCreateChannelGroupResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateChannelGroup409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateChannelGroup409JSONResponse) VisitCreateChannelGroupResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateChannelGroup413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response CreateChannelGroup413JSONResponse) VisitCreateChannelGroupResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateChannelGroup415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response CreateChannelGroup415JSONResponse) VisitCreateChannelGroupResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateChannelGroup429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateChannelGroup429JSONResponse) VisitCreateChannelGroupResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateChannelGroup500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateChannelGroup500JSONResponse) VisitCreateChannelGroupResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteChannelGroupRequestObject struct {
+	GroupKey ChannelGroupKey `json:"groupKey"`
+}
+
+type DeleteChannelGroupResponseObject interface {
+	VisitDeleteChannelGroupResponse(w http.ResponseWriter) error
+}
+
+type DeleteChannelGroup204Response struct {
+}
+
+func (response DeleteChannelGroup204Response) VisitDeleteChannelGroupResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type DeleteChannelGroup400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response DeleteChannelGroup400JSONResponse) VisitDeleteChannelGroupResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteChannelGroup401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response DeleteChannelGroup401JSONResponse) VisitDeleteChannelGroupResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteChannelGroup403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response DeleteChannelGroup403JSONResponse) VisitDeleteChannelGroupResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteChannelGroup404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response DeleteChannelGroup404JSONResponse) VisitDeleteChannelGroupResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteChannelGroup409JSONResponse struct{ ConflictJSONResponse }
+
+func (response DeleteChannelGroup409JSONResponse) VisitDeleteChannelGroupResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteChannelGroup429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response DeleteChannelGroup429JSONResponse) VisitDeleteChannelGroupResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteChannelGroup500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response DeleteChannelGroup500JSONResponse) VisitDeleteChannelGroupResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateChannelGroupRequestObject struct {
+	GroupKey ChannelGroupKey `json:"groupKey"`
+	Body     *UpdateChannelGroupJSONRequestBody
+}
+
+type UpdateChannelGroupResponseObject interface {
+	VisitUpdateChannelGroupResponse(w http.ResponseWriter) error
+}
+
+type UpdateChannelGroup200JSONResponse ChannelGroup
+
+func (response UpdateChannelGroup200JSONResponse) VisitUpdateChannelGroupResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateChannelGroup400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response UpdateChannelGroup400JSONResponse) VisitUpdateChannelGroupResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateChannelGroup401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response UpdateChannelGroup401JSONResponse) VisitUpdateChannelGroupResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateChannelGroup403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response UpdateChannelGroup403JSONResponse) VisitUpdateChannelGroupResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateChannelGroup404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response UpdateChannelGroup404JSONResponse) VisitUpdateChannelGroupResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateChannelGroup413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response UpdateChannelGroup413JSONResponse) VisitUpdateChannelGroupResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateChannelGroup415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response UpdateChannelGroup415JSONResponse) VisitUpdateChannelGroupResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateChannelGroup429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response UpdateChannelGroup429JSONResponse) VisitUpdateChannelGroupResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateChannelGroup500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response UpdateChannelGroup500JSONResponse) VisitUpdateChannelGroupResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPendingChannelsRequestObject struct {
+	Params ListPendingChannelsParams
+}
+
+type ListPendingChannelsResponseObject interface {
+	VisitListPendingChannelsResponse(w http.ResponseWriter) error
+}
+
+type ListPendingChannels200JSONResponse ChannelList
+
+func (response ListPendingChannels200JSONResponse) VisitListPendingChannelsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPendingChannels400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListPendingChannels400JSONResponse) VisitListPendingChannelsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPendingChannels401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListPendingChannels401JSONResponse) VisitListPendingChannelsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPendingChannels403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListPendingChannels403JSONResponse) VisitListPendingChannelsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPendingChannels429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListPendingChannels429JSONResponse) VisitListPendingChannelsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPendingChannels500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListPendingChannels500JSONResponse) VisitListPendingChannelsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetChannelRecordingSearchCapabilityRequestObject struct {
+}
+
+type GetChannelRecordingSearchCapabilityResponseObject interface {
+	VisitGetChannelRecordingSearchCapabilityResponse(w http.ResponseWriter) error
+}
+
+type GetChannelRecordingSearchCapability200JSONResponse ChannelRecordingSearchCapability
+
+func (response GetChannelRecordingSearchCapability200JSONResponse) VisitGetChannelRecordingSearchCapabilityResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetChannelRecordingSearchCapability401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetChannelRecordingSearchCapability401JSONResponse) VisitGetChannelRecordingSearchCapabilityResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetChannelRecordingSearchCapability403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetChannelRecordingSearchCapability403JSONResponse) VisitGetChannelRecordingSearchCapabilityResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetChannelRecordingSearchCapability429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetChannelRecordingSearchCapability429JSONResponse) VisitGetChannelRecordingSearchCapabilityResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetChannelRecordingSearchCapability500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetChannelRecordingSearchCapability500JSONResponse) VisitGetChannelRecordingSearchCapabilityResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteChannelRequestObject struct {
+	ChannelId ChannelId `json:"channelId"`
+}
+
+type DeleteChannelResponseObject interface {
+	VisitDeleteChannelResponse(w http.ResponseWriter) error
+}
+
+type DeleteChannel204Response struct {
+}
+
+func (response DeleteChannel204Response) VisitDeleteChannelResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type DeleteChannel400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response DeleteChannel400JSONResponse) VisitDeleteChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteChannel401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response DeleteChannel401JSONResponse) VisitDeleteChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteChannel403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response DeleteChannel403JSONResponse) VisitDeleteChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteChannel404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response DeleteChannel404JSONResponse) VisitDeleteChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteChannel409JSONResponse struct{ ConflictJSONResponse }
+
+func (response DeleteChannel409JSONResponse) VisitDeleteChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteChannel429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response DeleteChannel429JSONResponse) VisitDeleteChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteChannel500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response DeleteChannel500JSONResponse) VisitDeleteChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetChannelRequestObject struct {
+	ChannelId ChannelId `json:"channelId"`
+}
+
+type GetChannelResponseObject interface {
+	VisitGetChannelResponse(w http.ResponseWriter) error
+}
+
+type GetChannel200JSONResponse Channel
+
+func (response GetChannel200JSONResponse) VisitGetChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetChannel400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetChannel400JSONResponse) VisitGetChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetChannel401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetChannel401JSONResponse) VisitGetChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetChannel403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetChannel403JSONResponse) VisitGetChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetChannel404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetChannel404JSONResponse) VisitGetChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetChannel429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetChannel429JSONResponse) VisitGetChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetChannel500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetChannel500JSONResponse) VisitGetChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateChannelRequestObject struct {
+	ChannelId ChannelId `json:"channelId"`
+	Body      *UpdateChannelJSONRequestBody
+}
+
+type UpdateChannelResponseObject interface {
+	VisitUpdateChannelResponse(w http.ResponseWriter) error
+}
+
+type UpdateChannel200JSONResponse Channel
+
+func (response UpdateChannel200JSONResponse) VisitUpdateChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateChannel400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response UpdateChannel400JSONResponse) VisitUpdateChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateChannel401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response UpdateChannel401JSONResponse) VisitUpdateChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateChannel403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response UpdateChannel403JSONResponse) VisitUpdateChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateChannel404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response UpdateChannel404JSONResponse) VisitUpdateChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateChannel409JSONResponse struct{ ConflictJSONResponse }
+
+func (response UpdateChannel409JSONResponse) VisitUpdateChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateChannel413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response UpdateChannel413JSONResponse) VisitUpdateChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateChannel415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response UpdateChannel415JSONResponse) VisitUpdateChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateChannel429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response UpdateChannel429JSONResponse) VisitUpdateChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateChannel500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response UpdateChannel500JSONResponse) VisitUpdateChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ActivateChannelRequestObject struct {
+	ChannelId ChannelId `json:"channelId"`
+}
+
+type ActivateChannelResponseObject interface {
+	VisitActivateChannelResponse(w http.ResponseWriter) error
+}
+
+type ActivateChannel200JSONResponse Channel
+
+func (response ActivateChannel200JSONResponse) VisitActivateChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ActivateChannel400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ActivateChannel400JSONResponse) VisitActivateChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ActivateChannel401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ActivateChannel401JSONResponse) VisitActivateChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ActivateChannel403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ActivateChannel403JSONResponse) VisitActivateChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ActivateChannel404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ActivateChannel404JSONResponse) VisitActivateChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ActivateChannel409JSONResponse struct{ ConflictJSONResponse }
+
+func (response ActivateChannel409JSONResponse) VisitActivateChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ActivateChannel429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ActivateChannel429JSONResponse) VisitActivateChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ActivateChannel500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ActivateChannel500JSONResponse) VisitActivateChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PauseChannelRequestObject struct {
+	ChannelId ChannelId `json:"channelId"`
+}
+
+type PauseChannelResponseObject interface {
+	VisitPauseChannelResponse(w http.ResponseWriter) error
+}
+
+type PauseChannel200JSONResponse Channel
+
+func (response PauseChannel200JSONResponse) VisitPauseChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PauseChannel400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response PauseChannel400JSONResponse) VisitPauseChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PauseChannel401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response PauseChannel401JSONResponse) VisitPauseChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PauseChannel403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response PauseChannel403JSONResponse) VisitPauseChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PauseChannel404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response PauseChannel404JSONResponse) VisitPauseChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PauseChannel409JSONResponse struct{ ConflictJSONResponse }
+
+func (response PauseChannel409JSONResponse) VisitPauseChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PauseChannel429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response PauseChannel429JSONResponse) VisitPauseChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PauseChannel500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response PauseChannel500JSONResponse) VisitPauseChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ControlChannelPtzRequestObject struct {
+	ChannelId ChannelId `json:"channelId"`
+	Body      *ControlChannelPtzJSONRequestBody
+}
+
+type ControlChannelPtzResponseObject interface {
+	VisitControlChannelPtzResponse(w http.ResponseWriter) error
+}
+
+type ControlChannelPtz202JSONResponse ChannelPtzCommandAccepted
+
+func (response ControlChannelPtz202JSONResponse) VisitControlChannelPtzResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(202)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ControlChannelPtz400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ControlChannelPtz400JSONResponse) VisitControlChannelPtzResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ControlChannelPtz401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ControlChannelPtz401JSONResponse) VisitControlChannelPtzResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ControlChannelPtz403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ControlChannelPtz403JSONResponse) VisitControlChannelPtzResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ControlChannelPtz404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ControlChannelPtz404JSONResponse) VisitControlChannelPtzResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ControlChannelPtz409JSONResponse struct{ ConflictJSONResponse }
+
+func (response ControlChannelPtz409JSONResponse) VisitControlChannelPtzResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ControlChannelPtz413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response ControlChannelPtz413JSONResponse) VisitControlChannelPtzResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ControlChannelPtz415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response ControlChannelPtz415JSONResponse) VisitControlChannelPtzResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ControlChannelPtz429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ControlChannelPtz429JSONResponse) VisitControlChannelPtzResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ControlChannelPtz500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ControlChannelPtz500JSONResponse) VisitControlChannelPtzResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetChannelPtzCapabilitiesRequestObject struct {
+	ChannelId ChannelId `json:"channelId"`
+}
+
+type GetChannelPtzCapabilitiesResponseObject interface {
+	VisitGetChannelPtzCapabilitiesResponse(w http.ResponseWriter) error
+}
+
+type GetChannelPtzCapabilities200JSONResponse ChannelPtzCapabilities
+
+func (response GetChannelPtzCapabilities200JSONResponse) VisitGetChannelPtzCapabilitiesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetChannelPtzCapabilities400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetChannelPtzCapabilities400JSONResponse) VisitGetChannelPtzCapabilitiesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetChannelPtzCapabilities401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetChannelPtzCapabilities401JSONResponse) VisitGetChannelPtzCapabilitiesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetChannelPtzCapabilities403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetChannelPtzCapabilities403JSONResponse) VisitGetChannelPtzCapabilitiesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetChannelPtzCapabilities404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetChannelPtzCapabilities404JSONResponse) VisitGetChannelPtzCapabilitiesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetChannelPtzCapabilities409JSONResponse struct{ ConflictJSONResponse }
+
+func (response GetChannelPtzCapabilities409JSONResponse) VisitGetChannelPtzCapabilitiesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetChannelPtzCapabilities429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetChannelPtzCapabilities429JSONResponse) VisitGetChannelPtzCapabilitiesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetChannelPtzCapabilities500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetChannelPtzCapabilities500JSONResponse) VisitGetChannelPtzCapabilitiesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RefreshChannelPtzCapabilitiesRequestObject struct {
+	ChannelId ChannelId `json:"channelId"`
+}
+
+type RefreshChannelPtzCapabilitiesResponseObject interface {
+	VisitRefreshChannelPtzCapabilitiesResponse(w http.ResponseWriter) error
+}
+
+type RefreshChannelPtzCapabilities200JSONResponse ChannelPtzCapabilities
+
+func (response RefreshChannelPtzCapabilities200JSONResponse) VisitRefreshChannelPtzCapabilitiesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RefreshChannelPtzCapabilities400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response RefreshChannelPtzCapabilities400JSONResponse) VisitRefreshChannelPtzCapabilitiesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RefreshChannelPtzCapabilities401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response RefreshChannelPtzCapabilities401JSONResponse) VisitRefreshChannelPtzCapabilitiesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RefreshChannelPtzCapabilities403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response RefreshChannelPtzCapabilities403JSONResponse) VisitRefreshChannelPtzCapabilitiesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RefreshChannelPtzCapabilities404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response RefreshChannelPtzCapabilities404JSONResponse) VisitRefreshChannelPtzCapabilitiesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RefreshChannelPtzCapabilities409JSONResponse struct{ ConflictJSONResponse }
+
+func (response RefreshChannelPtzCapabilities409JSONResponse) VisitRefreshChannelPtzCapabilitiesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RefreshChannelPtzCapabilities429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response RefreshChannelPtzCapabilities429JSONResponse) VisitRefreshChannelPtzCapabilitiesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RefreshChannelPtzCapabilities500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response RefreshChannelPtzCapabilities500JSONResponse) VisitRefreshChannelPtzCapabilitiesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetChannelPtzSettingsRequestObject struct {
+	ChannelId ChannelId `json:"channelId"`
+}
+
+type GetChannelPtzSettingsResponseObject interface {
+	VisitGetChannelPtzSettingsResponse(w http.ResponseWriter) error
+}
+
+type GetChannelPtzSettings200JSONResponse ChannelPtzSettings
+
+func (response GetChannelPtzSettings200JSONResponse) VisitGetChannelPtzSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetChannelPtzSettings400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetChannelPtzSettings400JSONResponse) VisitGetChannelPtzSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetChannelPtzSettings401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetChannelPtzSettings401JSONResponse) VisitGetChannelPtzSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetChannelPtzSettings403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetChannelPtzSettings403JSONResponse) VisitGetChannelPtzSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetChannelPtzSettings404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetChannelPtzSettings404JSONResponse) VisitGetChannelPtzSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetChannelPtzSettings409JSONResponse struct{ ConflictJSONResponse }
+
+func (response GetChannelPtzSettings409JSONResponse) VisitGetChannelPtzSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetChannelPtzSettings429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetChannelPtzSettings429JSONResponse) VisitGetChannelPtzSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetChannelPtzSettings500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetChannelPtzSettings500JSONResponse) VisitGetChannelPtzSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateChannelPtzSettingsRequestObject struct {
+	ChannelId ChannelId `json:"channelId"`
+	Body      *UpdateChannelPtzSettingsJSONRequestBody
+}
+
+type UpdateChannelPtzSettingsResponseObject interface {
+	VisitUpdateChannelPtzSettingsResponse(w http.ResponseWriter) error
+}
+
+type UpdateChannelPtzSettings200JSONResponse ChannelPtzSettings
+
+func (response UpdateChannelPtzSettings200JSONResponse) VisitUpdateChannelPtzSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateChannelPtzSettings400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response UpdateChannelPtzSettings400JSONResponse) VisitUpdateChannelPtzSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateChannelPtzSettings401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response UpdateChannelPtzSettings401JSONResponse) VisitUpdateChannelPtzSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateChannelPtzSettings403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response UpdateChannelPtzSettings403JSONResponse) VisitUpdateChannelPtzSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateChannelPtzSettings404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response UpdateChannelPtzSettings404JSONResponse) VisitUpdateChannelPtzSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateChannelPtzSettings409JSONResponse struct{ ConflictJSONResponse }
+
+func (response UpdateChannelPtzSettings409JSONResponse) VisitUpdateChannelPtzSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateChannelPtzSettings413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response UpdateChannelPtzSettings413JSONResponse) VisitUpdateChannelPtzSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateChannelPtzSettings415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response UpdateChannelPtzSettings415JSONResponse) VisitUpdateChannelPtzSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateChannelPtzSettings429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response UpdateChannelPtzSettings429JSONResponse) VisitUpdateChannelPtzSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateChannelPtzSettings500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response UpdateChannelPtzSettings500JSONResponse) VisitUpdateChannelPtzSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetryChannelRequestObject struct {
+	ChannelId ChannelId `json:"channelId"`
+}
+
+type RetryChannelResponseObject interface {
+	VisitRetryChannelResponse(w http.ResponseWriter) error
+}
+
+type RetryChannel200JSONResponse ChannelStartResult
+
+func (response RetryChannel200JSONResponse) VisitRetryChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetryChannel400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response RetryChannel400JSONResponse) VisitRetryChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetryChannel401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response RetryChannel401JSONResponse) VisitRetryChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetryChannel403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response RetryChannel403JSONResponse) VisitRetryChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetryChannel404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response RetryChannel404JSONResponse) VisitRetryChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetryChannel409JSONResponse struct{ ConflictJSONResponse }
+
+func (response RetryChannel409JSONResponse) VisitRetryChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetryChannel429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response RetryChannel429JSONResponse) VisitRetryChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetryChannel500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response RetryChannel500JSONResponse) VisitRetryChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReturnChannelToPendingRequestObject struct {
+	ChannelId ChannelId `json:"channelId"`
+}
+
+type ReturnChannelToPendingResponseObject interface {
+	VisitReturnChannelToPendingResponse(w http.ResponseWriter) error
+}
+
+type ReturnChannelToPending200JSONResponse Channel
+
+func (response ReturnChannelToPending200JSONResponse) VisitReturnChannelToPendingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReturnChannelToPending400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ReturnChannelToPending400JSONResponse) VisitReturnChannelToPendingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReturnChannelToPending401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ReturnChannelToPending401JSONResponse) VisitReturnChannelToPendingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReturnChannelToPending403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ReturnChannelToPending403JSONResponse) VisitReturnChannelToPendingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReturnChannelToPending404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ReturnChannelToPending404JSONResponse) VisitReturnChannelToPendingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReturnChannelToPending409JSONResponse struct{ ConflictJSONResponse }
+
+func (response ReturnChannelToPending409JSONResponse) VisitReturnChannelToPendingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReturnChannelToPending429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ReturnChannelToPending429JSONResponse) VisitReturnChannelToPendingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReturnChannelToPending500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ReturnChannelToPending500JSONResponse) VisitReturnChannelToPendingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListChannelRuntimeLogsRequestObject struct {
+	ChannelId ChannelId `json:"channelId"`
+	Params    ListChannelRuntimeLogsParams
+}
+
+type ListChannelRuntimeLogsResponseObject interface {
+	VisitListChannelRuntimeLogsResponse(w http.ResponseWriter) error
+}
+
+type ListChannelRuntimeLogs200JSONResponse ChannelRuntimeLogList
+
+func (response ListChannelRuntimeLogs200JSONResponse) VisitListChannelRuntimeLogsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListChannelRuntimeLogs400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListChannelRuntimeLogs400JSONResponse) VisitListChannelRuntimeLogsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListChannelRuntimeLogs401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListChannelRuntimeLogs401JSONResponse) VisitListChannelRuntimeLogsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListChannelRuntimeLogs403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListChannelRuntimeLogs403JSONResponse) VisitListChannelRuntimeLogsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListChannelRuntimeLogs404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ListChannelRuntimeLogs404JSONResponse) VisitListChannelRuntimeLogsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListChannelRuntimeLogs429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListChannelRuntimeLogs429JSONResponse) VisitListChannelRuntimeLogsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListChannelRuntimeLogs500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListChannelRuntimeLogs500JSONResponse) VisitListChannelRuntimeLogsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartChannelRequestObject struct {
+	ChannelId ChannelId `json:"channelId"`
+}
+
+type StartChannelResponseObject interface {
+	VisitStartChannelResponse(w http.ResponseWriter) error
+}
+
+type StartChannel200JSONResponse ChannelStartResult
+
+func (response StartChannel200JSONResponse) VisitStartChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartChannel400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response StartChannel400JSONResponse) VisitStartChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartChannel401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response StartChannel401JSONResponse) VisitStartChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartChannel403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response StartChannel403JSONResponse) VisitStartChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartChannel404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response StartChannel404JSONResponse) VisitStartChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartChannel409JSONResponse struct{ ConflictJSONResponse }
+
+func (response StartChannel409JSONResponse) VisitStartChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartChannel429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response StartChannel429JSONResponse) VisitStartChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartChannel500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response StartChannel500JSONResponse) VisitStartChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopChannelRequestObject struct {
+	ChannelId ChannelId `json:"channelId"`
+}
+
+type StopChannelResponseObject interface {
+	VisitStopChannelResponse(w http.ResponseWriter) error
+}
+
+type StopChannel200JSONResponse ChannelStopResult
+
+func (response StopChannel200JSONResponse) VisitStopChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopChannel400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response StopChannel400JSONResponse) VisitStopChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopChannel401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response StopChannel401JSONResponse) VisitStopChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopChannel403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response StopChannel403JSONResponse) VisitStopChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopChannel404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response StopChannel404JSONResponse) VisitStopChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopChannel429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response StopChannel429JSONResponse) VisitStopChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopChannel500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response StopChannel500JSONResponse) VisitStopChannelResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
@@ -9980,6 +15534,434 @@ func (response GetThirdPartyCapabilities500JSONResponse) VisitGetThirdPartyCapab
 	return err
 }
 
+type ListThirdPartyChannelsRequestObject struct {
+	Params ListThirdPartyChannelsParams
+}
+
+type ListThirdPartyChannelsResponseObject interface {
+	VisitListThirdPartyChannelsResponse(w http.ResponseWriter) error
+}
+
+type ListThirdPartyChannels200JSONResponse ChannelList
+
+func (response ListThirdPartyChannels200JSONResponse) VisitListThirdPartyChannelsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListThirdPartyChannels400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListThirdPartyChannels400JSONResponse) VisitListThirdPartyChannelsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListThirdPartyChannels401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListThirdPartyChannels401JSONResponse) VisitListThirdPartyChannelsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListThirdPartyChannels403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListThirdPartyChannels403JSONResponse) VisitListThirdPartyChannelsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListThirdPartyChannels429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListThirdPartyChannels429JSONResponse) VisitListThirdPartyChannelsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListThirdPartyChannels500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListThirdPartyChannels500JSONResponse) VisitListThirdPartyChannelsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetThirdPartyChannelRequestObject struct {
+	ChannelId ChannelId `json:"channelId"`
+}
+
+type GetThirdPartyChannelResponseObject interface {
+	VisitGetThirdPartyChannelResponse(w http.ResponseWriter) error
+}
+
+type GetThirdPartyChannel200JSONResponse Channel
+
+func (response GetThirdPartyChannel200JSONResponse) VisitGetThirdPartyChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetThirdPartyChannel400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetThirdPartyChannel400JSONResponse) VisitGetThirdPartyChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetThirdPartyChannel401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetThirdPartyChannel401JSONResponse) VisitGetThirdPartyChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetThirdPartyChannel403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetThirdPartyChannel403JSONResponse) VisitGetThirdPartyChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetThirdPartyChannel404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetThirdPartyChannel404JSONResponse) VisitGetThirdPartyChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetThirdPartyChannel429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetThirdPartyChannel429JSONResponse) VisitGetThirdPartyChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetThirdPartyChannel500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetThirdPartyChannel500JSONResponse) VisitGetThirdPartyChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartThirdPartyChannelRequestObject struct {
+	ChannelId ChannelId `json:"channelId"`
+}
+
+type StartThirdPartyChannelResponseObject interface {
+	VisitStartThirdPartyChannelResponse(w http.ResponseWriter) error
+}
+
+type StartThirdPartyChannel200JSONResponse ChannelStartResult
+
+func (response StartThirdPartyChannel200JSONResponse) VisitStartThirdPartyChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartThirdPartyChannel400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response StartThirdPartyChannel400JSONResponse) VisitStartThirdPartyChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartThirdPartyChannel401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response StartThirdPartyChannel401JSONResponse) VisitStartThirdPartyChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartThirdPartyChannel403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response StartThirdPartyChannel403JSONResponse) VisitStartThirdPartyChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartThirdPartyChannel404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response StartThirdPartyChannel404JSONResponse) VisitStartThirdPartyChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartThirdPartyChannel409JSONResponse struct{ ConflictJSONResponse }
+
+func (response StartThirdPartyChannel409JSONResponse) VisitStartThirdPartyChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartThirdPartyChannel429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response StartThirdPartyChannel429JSONResponse) VisitStartThirdPartyChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartThirdPartyChannel500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response StartThirdPartyChannel500JSONResponse) VisitStartThirdPartyChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopThirdPartyChannelRequestObject struct {
+	ChannelId ChannelId `json:"channelId"`
+}
+
+type StopThirdPartyChannelResponseObject interface {
+	VisitStopThirdPartyChannelResponse(w http.ResponseWriter) error
+}
+
+type StopThirdPartyChannel200JSONResponse ChannelStopResult
+
+func (response StopThirdPartyChannel200JSONResponse) VisitStopThirdPartyChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopThirdPartyChannel400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response StopThirdPartyChannel400JSONResponse) VisitStopThirdPartyChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopThirdPartyChannel401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response StopThirdPartyChannel401JSONResponse) VisitStopThirdPartyChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopThirdPartyChannel403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response StopThirdPartyChannel403JSONResponse) VisitStopThirdPartyChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopThirdPartyChannel404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response StopThirdPartyChannel404JSONResponse) VisitStopThirdPartyChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopThirdPartyChannel429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response StopThirdPartyChannel429JSONResponse) VisitStopThirdPartyChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopThirdPartyChannel500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response StopThirdPartyChannel500JSONResponse) VisitStopThirdPartyChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetHealthRequestObject struct {
 }
 
@@ -10044,6 +16026,81 @@ type StrictServerInterface interface {
 	// RefreshSession Rotate the refresh token and issue a new access token
 	// (POST /api/v2/auth/refresh)
 	RefreshSession(ctx context.Context, request RefreshSessionRequestObject) (RefreshSessionResponseObject, error)
+	// ListChannels List video channels
+	// (GET /api/v2/channels)
+	ListChannels(ctx context.Context, request ListChannelsRequestObject) (ListChannelsResponseObject, error)
+	// CreateChannel Create a video channel
+	// (POST /api/v2/channels)
+	CreateChannel(ctx context.Context, request CreateChannelRequestObject) (CreateChannelResponseObject, error)
+	// ExportChannelAssets Export groups and channels
+	// (GET /api/v2/channels/asset-transfer/export)
+	ExportChannelAssets(ctx context.Context, request ExportChannelAssetsRequestObject) (ExportChannelAssetsResponseObject, error)
+	// ImportChannelAssets Preview or confirm an import
+	// (POST /api/v2/channels/asset-transfer/import)
+	ImportChannelAssets(ctx context.Context, request ImportChannelAssetsRequestObject) (ImportChannelAssetsResponseObject, error)
+	// ListChannelGroups List channel groups
+	// (GET /api/v2/channels/groups)
+	ListChannelGroups(ctx context.Context, request ListChannelGroupsRequestObject) (ListChannelGroupsResponseObject, error)
+	// CreateChannelGroup Create a channel group
+	// (POST /api/v2/channels/groups)
+	CreateChannelGroup(ctx context.Context, request CreateChannelGroupRequestObject) (CreateChannelGroupResponseObject, error)
+	// DeleteChannelGroup Delete an empty channel group
+	// (DELETE /api/v2/channels/groups/{groupKey})
+	DeleteChannelGroup(ctx context.Context, request DeleteChannelGroupRequestObject) (DeleteChannelGroupResponseObject, error)
+	// UpdateChannelGroup Update a channel group
+	// (PUT /api/v2/channels/groups/{groupKey})
+	UpdateChannelGroup(ctx context.Context, request UpdateChannelGroupRequestObject) (UpdateChannelGroupResponseObject, error)
+	// ListPendingChannels List the pending-activation pool
+	// (GET /api/v2/channels/pending-activation)
+	ListPendingChannels(ctx context.Context, request ListPendingChannelsRequestObject) (ListPendingChannelsResponseObject, error)
+	// GetChannelRecordingSearchCapability Whether channel search options are editable
+	// (GET /api/v2/channels/recording-search/capability)
+	GetChannelRecordingSearchCapability(ctx context.Context, request GetChannelRecordingSearchCapabilityRequestObject) (GetChannelRecordingSearchCapabilityResponseObject, error)
+	// DeleteChannel Delete a video channel
+	// (DELETE /api/v2/channels/{channelId})
+	DeleteChannel(ctx context.Context, request DeleteChannelRequestObject) (DeleteChannelResponseObject, error)
+	// GetChannel Read a video channel
+	// (GET /api/v2/channels/{channelId})
+	GetChannel(ctx context.Context, request GetChannelRequestObject) (GetChannelResponseObject, error)
+	// UpdateChannel Update a video channel
+	// (PUT /api/v2/channels/{channelId})
+	UpdateChannel(ctx context.Context, request UpdateChannelRequestObject) (UpdateChannelResponseObject, error)
+	// ActivateChannel Activate a pending channel
+	// (POST /api/v2/channels/{channelId}/activate)
+	ActivateChannel(ctx context.Context, request ActivateChannelRequestObject) (ActivateChannelResponseObject, error)
+	// PauseChannel Pause auto-recovery
+	// (POST /api/v2/channels/{channelId}/pause)
+	PauseChannel(ctx context.Context, request PauseChannelRequestObject) (PauseChannelResponseObject, error)
+	// ControlChannelPtz Send a PTZ command
+	// (POST /api/v2/channels/{channelId}/ptz)
+	ControlChannelPtz(ctx context.Context, request ControlChannelPtzRequestObject) (ControlChannelPtzResponseObject, error)
+	// GetChannelPtzCapabilities Read PTZ capabilities
+	// (GET /api/v2/channels/{channelId}/ptz/capabilities)
+	GetChannelPtzCapabilities(ctx context.Context, request GetChannelPtzCapabilitiesRequestObject) (GetChannelPtzCapabilitiesResponseObject, error)
+	// RefreshChannelPtzCapabilities Refresh PTZ capabilities
+	// (POST /api/v2/channels/{channelId}/ptz/capabilities/refresh)
+	RefreshChannelPtzCapabilities(ctx context.Context, request RefreshChannelPtzCapabilitiesRequestObject) (RefreshChannelPtzCapabilitiesResponseObject, error)
+	// GetChannelPtzSettings Read PTZ settings
+	// (GET /api/v2/channels/{channelId}/ptz/settings)
+	GetChannelPtzSettings(ctx context.Context, request GetChannelPtzSettingsRequestObject) (GetChannelPtzSettingsResponseObject, error)
+	// UpdateChannelPtzSettings Change PTZ settings
+	// (PUT /api/v2/channels/{channelId}/ptz/settings)
+	UpdateChannelPtzSettings(ctx context.Context, request UpdateChannelPtzSettingsRequestObject) (UpdateChannelPtzSettingsResponseObject, error)
+	// RetryChannel Clear the backoff and retry now
+	// (POST /api/v2/channels/{channelId}/retry)
+	RetryChannel(ctx context.Context, request RetryChannelRequestObject) (RetryChannelResponseObject, error)
+	// ReturnChannelToPending Return a channel to the pending pool
+	// (POST /api/v2/channels/{channelId}/return-to-pending)
+	ReturnChannelToPending(ctx context.Context, request ReturnChannelToPendingRequestObject) (ReturnChannelToPendingResponseObject, error)
+	// ListChannelRuntimeLogs List a channel's runtime log
+	// (GET /api/v2/channels/{channelId}/runtime-logs)
+	ListChannelRuntimeLogs(ctx context.Context, request ListChannelRuntimeLogsRequestObject) (ListChannelRuntimeLogsResponseObject, error)
+	// StartChannel Start pulling a channel
+	// (POST /api/v2/channels/{channelId}/start)
+	StartChannel(ctx context.Context, request StartChannelRequestObject) (StartChannelResponseObject, error)
+	// StopChannel Stop a channel and pause auto-recovery
+	// (POST /api/v2/channels/{channelId}/stop)
+	StopChannel(ctx context.Context, request StopChannelRequestObject) (StopChannelResponseObject, error)
 	// GetClusterStatus Get the cluster consensus status
 	// (GET /api/v2/cluster/status)
 	GetClusterStatus(ctx context.Context, request GetClusterStatusRequestObject) (GetClusterStatusResponseObject, error)
@@ -10188,6 +16245,18 @@ type StrictServerInterface interface {
 	// GetThirdPartyCapabilities Describe what the calling API token can do
 	// (GET /api/v2/third-party/capabilities)
 	GetThirdPartyCapabilities(ctx context.Context, request GetThirdPartyCapabilitiesRequestObject) (GetThirdPartyCapabilitiesResponseObject, error)
+	// ListThirdPartyChannels List channels (third-party)
+	// (GET /api/v2/third-party/channels)
+	ListThirdPartyChannels(ctx context.Context, request ListThirdPartyChannelsRequestObject) (ListThirdPartyChannelsResponseObject, error)
+	// GetThirdPartyChannel Read a channel (third-party)
+	// (GET /api/v2/third-party/channels/{channelId})
+	GetThirdPartyChannel(ctx context.Context, request GetThirdPartyChannelRequestObject) (GetThirdPartyChannelResponseObject, error)
+	// StartThirdPartyChannel Start a channel (third-party)
+	// (POST /api/v2/third-party/channels/{channelId}/start)
+	StartThirdPartyChannel(ctx context.Context, request StartThirdPartyChannelRequestObject) (StartThirdPartyChannelResponseObject, error)
+	// StopThirdPartyChannel Stop a channel (third-party)
+	// (POST /api/v2/third-party/channels/{channelId}/stop)
+	StopThirdPartyChannel(ctx context.Context, request StopThirdPartyChannelRequestObject) (StopThirdPartyChannelResponseObject, error)
 	// GetHealth Report the health of this node
 	// (GET /health)
 	GetHealth(ctx context.Context, request GetHealthRequestObject) (GetHealthResponseObject, error)
@@ -10517,6 +16586,773 @@ func (sh *strictHandler) RefreshSession(ctx *gin.Context) {
 		sh.options.HandlerErrorFunc(ctx, err)
 	} else if validResponse, ok := response.(RefreshSessionResponseObject); ok {
 		if err := validResponse.VisitRefreshSessionResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListChannels operation middleware
+func (sh *strictHandler) ListChannels(ctx *gin.Context, params ListChannelsParams) {
+	var request ListChannelsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListChannels(ctx, request.(ListChannelsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListChannels")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListChannelsResponseObject); ok {
+		if err := validResponse.VisitListChannelsResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CreateChannel operation middleware
+func (sh *strictHandler) CreateChannel(ctx *gin.Context) {
+	var request CreateChannelRequestObject
+
+	var body CreateChannelJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateChannel(ctx, request.(CreateChannelRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateChannel")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateChannelResponseObject); ok {
+		if err := validResponse.VisitCreateChannelResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ExportChannelAssets operation middleware
+func (sh *strictHandler) ExportChannelAssets(ctx *gin.Context) {
+	var request ExportChannelAssetsRequestObject
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ExportChannelAssets(ctx, request.(ExportChannelAssetsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ExportChannelAssets")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ExportChannelAssetsResponseObject); ok {
+		if err := validResponse.VisitExportChannelAssetsResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ImportChannelAssets operation middleware
+func (sh *strictHandler) ImportChannelAssets(ctx *gin.Context) {
+	var request ImportChannelAssetsRequestObject
+
+	var body ImportChannelAssetsJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ImportChannelAssets(ctx, request.(ImportChannelAssetsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ImportChannelAssets")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ImportChannelAssetsResponseObject); ok {
+		if err := validResponse.VisitImportChannelAssetsResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListChannelGroups operation middleware
+func (sh *strictHandler) ListChannelGroups(ctx *gin.Context, params ListChannelGroupsParams) {
+	var request ListChannelGroupsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListChannelGroups(ctx, request.(ListChannelGroupsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListChannelGroups")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListChannelGroupsResponseObject); ok {
+		if err := validResponse.VisitListChannelGroupsResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CreateChannelGroup operation middleware
+func (sh *strictHandler) CreateChannelGroup(ctx *gin.Context) {
+	var request CreateChannelGroupRequestObject
+
+	var body CreateChannelGroupJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateChannelGroup(ctx, request.(CreateChannelGroupRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateChannelGroup")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateChannelGroupResponseObject); ok {
+		if err := validResponse.VisitCreateChannelGroupResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// DeleteChannelGroup operation middleware
+func (sh *strictHandler) DeleteChannelGroup(ctx *gin.Context, groupKey ChannelGroupKey) {
+	var request DeleteChannelGroupRequestObject
+
+	request.GroupKey = groupKey
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteChannelGroup(ctx, request.(DeleteChannelGroupRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteChannelGroup")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(DeleteChannelGroupResponseObject); ok {
+		if err := validResponse.VisitDeleteChannelGroupResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// UpdateChannelGroup operation middleware
+func (sh *strictHandler) UpdateChannelGroup(ctx *gin.Context, groupKey ChannelGroupKey) {
+	var request UpdateChannelGroupRequestObject
+
+	request.GroupKey = groupKey
+
+	var body UpdateChannelGroupJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateChannelGroup(ctx, request.(UpdateChannelGroupRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateChannelGroup")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(UpdateChannelGroupResponseObject); ok {
+		if err := validResponse.VisitUpdateChannelGroupResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListPendingChannels operation middleware
+func (sh *strictHandler) ListPendingChannels(ctx *gin.Context, params ListPendingChannelsParams) {
+	var request ListPendingChannelsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListPendingChannels(ctx, request.(ListPendingChannelsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListPendingChannels")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListPendingChannelsResponseObject); ok {
+		if err := validResponse.VisitListPendingChannelsResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetChannelRecordingSearchCapability operation middleware
+func (sh *strictHandler) GetChannelRecordingSearchCapability(ctx *gin.Context) {
+	var request GetChannelRecordingSearchCapabilityRequestObject
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetChannelRecordingSearchCapability(ctx, request.(GetChannelRecordingSearchCapabilityRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetChannelRecordingSearchCapability")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetChannelRecordingSearchCapabilityResponseObject); ok {
+		if err := validResponse.VisitGetChannelRecordingSearchCapabilityResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// DeleteChannel operation middleware
+func (sh *strictHandler) DeleteChannel(ctx *gin.Context, channelId ChannelId) {
+	var request DeleteChannelRequestObject
+
+	request.ChannelId = channelId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteChannel(ctx, request.(DeleteChannelRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteChannel")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(DeleteChannelResponseObject); ok {
+		if err := validResponse.VisitDeleteChannelResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetChannel operation middleware
+func (sh *strictHandler) GetChannel(ctx *gin.Context, channelId ChannelId) {
+	var request GetChannelRequestObject
+
+	request.ChannelId = channelId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetChannel(ctx, request.(GetChannelRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetChannel")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetChannelResponseObject); ok {
+		if err := validResponse.VisitGetChannelResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// UpdateChannel operation middleware
+func (sh *strictHandler) UpdateChannel(ctx *gin.Context, channelId ChannelId) {
+	var request UpdateChannelRequestObject
+
+	request.ChannelId = channelId
+
+	var body UpdateChannelJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateChannel(ctx, request.(UpdateChannelRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateChannel")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(UpdateChannelResponseObject); ok {
+		if err := validResponse.VisitUpdateChannelResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ActivateChannel operation middleware
+func (sh *strictHandler) ActivateChannel(ctx *gin.Context, channelId ChannelId) {
+	var request ActivateChannelRequestObject
+
+	request.ChannelId = channelId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ActivateChannel(ctx, request.(ActivateChannelRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ActivateChannel")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ActivateChannelResponseObject); ok {
+		if err := validResponse.VisitActivateChannelResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// PauseChannel operation middleware
+func (sh *strictHandler) PauseChannel(ctx *gin.Context, channelId ChannelId) {
+	var request PauseChannelRequestObject
+
+	request.ChannelId = channelId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.PauseChannel(ctx, request.(PauseChannelRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "PauseChannel")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(PauseChannelResponseObject); ok {
+		if err := validResponse.VisitPauseChannelResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ControlChannelPtz operation middleware
+func (sh *strictHandler) ControlChannelPtz(ctx *gin.Context, channelId ChannelId) {
+	var request ControlChannelPtzRequestObject
+
+	request.ChannelId = channelId
+
+	var body ControlChannelPtzJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ControlChannelPtz(ctx, request.(ControlChannelPtzRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ControlChannelPtz")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ControlChannelPtzResponseObject); ok {
+		if err := validResponse.VisitControlChannelPtzResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetChannelPtzCapabilities operation middleware
+func (sh *strictHandler) GetChannelPtzCapabilities(ctx *gin.Context, channelId ChannelId) {
+	var request GetChannelPtzCapabilitiesRequestObject
+
+	request.ChannelId = channelId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetChannelPtzCapabilities(ctx, request.(GetChannelPtzCapabilitiesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetChannelPtzCapabilities")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetChannelPtzCapabilitiesResponseObject); ok {
+		if err := validResponse.VisitGetChannelPtzCapabilitiesResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// RefreshChannelPtzCapabilities operation middleware
+func (sh *strictHandler) RefreshChannelPtzCapabilities(ctx *gin.Context, channelId ChannelId) {
+	var request RefreshChannelPtzCapabilitiesRequestObject
+
+	request.ChannelId = channelId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RefreshChannelPtzCapabilities(ctx, request.(RefreshChannelPtzCapabilitiesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RefreshChannelPtzCapabilities")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(RefreshChannelPtzCapabilitiesResponseObject); ok {
+		if err := validResponse.VisitRefreshChannelPtzCapabilitiesResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetChannelPtzSettings operation middleware
+func (sh *strictHandler) GetChannelPtzSettings(ctx *gin.Context, channelId ChannelId) {
+	var request GetChannelPtzSettingsRequestObject
+
+	request.ChannelId = channelId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetChannelPtzSettings(ctx, request.(GetChannelPtzSettingsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetChannelPtzSettings")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetChannelPtzSettingsResponseObject); ok {
+		if err := validResponse.VisitGetChannelPtzSettingsResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// UpdateChannelPtzSettings operation middleware
+func (sh *strictHandler) UpdateChannelPtzSettings(ctx *gin.Context, channelId ChannelId) {
+	var request UpdateChannelPtzSettingsRequestObject
+
+	request.ChannelId = channelId
+
+	var body UpdateChannelPtzSettingsJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateChannelPtzSettings(ctx, request.(UpdateChannelPtzSettingsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateChannelPtzSettings")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(UpdateChannelPtzSettingsResponseObject); ok {
+		if err := validResponse.VisitUpdateChannelPtzSettingsResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// RetryChannel operation middleware
+func (sh *strictHandler) RetryChannel(ctx *gin.Context, channelId ChannelId) {
+	var request RetryChannelRequestObject
+
+	request.ChannelId = channelId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RetryChannel(ctx, request.(RetryChannelRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RetryChannel")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(RetryChannelResponseObject); ok {
+		if err := validResponse.VisitRetryChannelResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ReturnChannelToPending operation middleware
+func (sh *strictHandler) ReturnChannelToPending(ctx *gin.Context, channelId ChannelId) {
+	var request ReturnChannelToPendingRequestObject
+
+	request.ChannelId = channelId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ReturnChannelToPending(ctx, request.(ReturnChannelToPendingRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ReturnChannelToPending")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ReturnChannelToPendingResponseObject); ok {
+		if err := validResponse.VisitReturnChannelToPendingResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListChannelRuntimeLogs operation middleware
+func (sh *strictHandler) ListChannelRuntimeLogs(ctx *gin.Context, channelId ChannelId, params ListChannelRuntimeLogsParams) {
+	var request ListChannelRuntimeLogsRequestObject
+
+	request.ChannelId = channelId
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListChannelRuntimeLogs(ctx, request.(ListChannelRuntimeLogsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListChannelRuntimeLogs")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListChannelRuntimeLogsResponseObject); ok {
+		if err := validResponse.VisitListChannelRuntimeLogsResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// StartChannel operation middleware
+func (sh *strictHandler) StartChannel(ctx *gin.Context, channelId ChannelId) {
+	var request StartChannelRequestObject
+
+	request.ChannelId = channelId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.StartChannel(ctx, request.(StartChannelRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "StartChannel")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(StartChannelResponseObject); ok {
+		if err := validResponse.VisitStartChannelResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// StopChannel operation middleware
+func (sh *strictHandler) StopChannel(ctx *gin.Context, channelId ChannelId) {
+	var request StopChannelRequestObject
+
+	request.ChannelId = channelId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.StopChannel(ctx, request.(StopChannelRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "StopChannel")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(StopChannelResponseObject); ok {
+		if err := validResponse.VisitStopChannelResponse(ctx.Writer); err != nil {
 			sh.options.ResponseErrorHandlerFunc(ctx, err)
 		}
 	} else if response != nil {
@@ -11996,6 +18832,110 @@ func (sh *strictHandler) GetThirdPartyCapabilities(ctx *gin.Context) {
 	}
 }
 
+// ListThirdPartyChannels operation middleware
+func (sh *strictHandler) ListThirdPartyChannels(ctx *gin.Context, params ListThirdPartyChannelsParams) {
+	var request ListThirdPartyChannelsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListThirdPartyChannels(ctx, request.(ListThirdPartyChannelsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListThirdPartyChannels")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListThirdPartyChannelsResponseObject); ok {
+		if err := validResponse.VisitListThirdPartyChannelsResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetThirdPartyChannel operation middleware
+func (sh *strictHandler) GetThirdPartyChannel(ctx *gin.Context, channelId ChannelId) {
+	var request GetThirdPartyChannelRequestObject
+
+	request.ChannelId = channelId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetThirdPartyChannel(ctx, request.(GetThirdPartyChannelRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetThirdPartyChannel")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetThirdPartyChannelResponseObject); ok {
+		if err := validResponse.VisitGetThirdPartyChannelResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// StartThirdPartyChannel operation middleware
+func (sh *strictHandler) StartThirdPartyChannel(ctx *gin.Context, channelId ChannelId) {
+	var request StartThirdPartyChannelRequestObject
+
+	request.ChannelId = channelId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.StartThirdPartyChannel(ctx, request.(StartThirdPartyChannelRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "StartThirdPartyChannel")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(StartThirdPartyChannelResponseObject); ok {
+		if err := validResponse.VisitStartThirdPartyChannelResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// StopThirdPartyChannel operation middleware
+func (sh *strictHandler) StopThirdPartyChannel(ctx *gin.Context, channelId ChannelId) {
+	var request StopThirdPartyChannelRequestObject
+
+	request.ChannelId = channelId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.StopThirdPartyChannel(ctx, request.(StopThirdPartyChannelRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "StopThirdPartyChannel")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(StopThirdPartyChannelResponseObject); ok {
+		if err := validResponse.VisitStopThirdPartyChannelResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // GetHealth operation middleware
 func (sh *strictHandler) GetHealth(ctx *gin.Context) {
 	var request GetHealthRequestObject
@@ -12025,424 +18965,589 @@ func (sh *strictHandler) GetHealth(ctx *gin.Context) {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L2Lc9w2li/8r6D0bdU4tyj5kcdurLp1P0V2Et9xYl1JntnvzmTdEInuxogNMASodk8q//tXOOcABNkg",
-	"m62H7dm4tmonVpPE65yD8/yd3w5yvaq0Esqag+e/HVS85ithRQ3/Oi0bY0X9qnD/KITJa1lZqdXB84NX",
-	"hVBWzqWomZ4zuxQsx4ePWSHmvCmtYVbHP/jnlC4Es0tuGVdmLWpzdJAdSPfNXxtRbw6yA8VX4uD5QR5G",
-	"zw5MvhQr7qax4u9fC7Wwy4PnT5/9R3ZgN5V72NhaqsXB779nB29UuTmr9VUpVmZ74ufCNrViWpUbJq1Y",
-	"GZzLkt8IxlmF7w1NScefjmdFaz54PuelEWFWV1qXgiuY1hlfiO3p/Nysrtq9qfhCuG2rYZIZM5bXVqoF",
-	"45Y9HZqUeyk9mafZwVzXK24Pnh9IZb98dpAdrKSSq2YFP9IspbJiIeowywv5z8RMf+Lv3YtMhRnXem1Y",
-	"JWqY9tjs4IPJGX79JDVFHOng+bMnT3ZO+FyXYhqB1roUGeOGdlcUbL0UiknL1tywvBbcioLpmpXSWFGE",
-	"BVXcLtv11DhedlCLXxtZi+Lgua0bEa9umyQv9bVQ02Z5cvaKWff4zqkOTNDSWPvN8K2ZyueNEfXdt7Ex",
-	"xNnTJ/m7e9hUWhkBfP0dL87Fr40w1v0r18oKBf/Jq6qUOXcrePwP45bxW/TZf6vF/OD5wf/zuJV8j/FX",
-	"8/hlXev6O11scLjuVlwuBQPidou70sWGScOkuuGlLNijua6ZeM9XVSnYjP76Dh6fuefDn9yLsy+OWa7r",
-	"WuQWtlSqqrFMKmMFL4CzRFXyjWN8aVmj8iVXC7eVv2cHp1rNS5l/wDXXuMksp5ENW0u7RNHe1LVQ1skp",
-	"K9ijmX8ElszZSteCmUrkci5zlutCfHHMardG9zK+dCXm7ilbw3L5gksF6/xe11eyKIT6cAvNeVmKmpU8",
-	"vzYoMYg2nZBbSWOkVm5htTC6qXPBTK4rt+z253eFUFIUsy9gDa+UFbXiJYz84dZhRH0jajbnshQFa5R4",
-	"X4nciqLcsEczSXOawVFUukYStDXPBZNIYz9r+71uVPHhpiy9mCna3S20MExpy8R7aazbeIn/vpFGXpUi",
-	"6Bd4bI9mStt3czdv2v4zvik1Ly61fs1rvHw/LMeAkBDvcyEKJCgj/ylYKVfSOqrB6b2zWr8r3QRp2hei",
-	"vpG5eKv4DZclvyo/0MxPWCEqoQqhchBtVqwqXfNalhvWtJNhj2bRv8Y53dYbFBZXPL/W8zms71Lrn7ja",
-	"kOw2H5y/8UBEwTirnQTy5+H+8Q7+4Rj4mK25tMyJdeAPuRJsIW/cTafY7Nwt7fBkbkU9czfcUvCClObo",
-	"pzF1z4hcqwKUZBiI5CDsmVSLo9GrcVire5JQkuB+V7yxS13Lf4oPxNY/a4ZXY14L4G5egoZQ1cII5XSE",
-	"RzM3J/cTjv7OLxhvTF7Jd6DMtH9HBnmrTFM5ySWKn0Qh+SUs+KMwN0mkWX+8GXBJmOa7lZvnO3cysIbf",
-	"/WECxZxUEhTEbXJ5oyKF0OlcxupaFMdOLVDCCfmlLkm24DM3vGxEhubNnLvLGswbkq/O5HGUVdW6ErWV",
-	"qEjxstRrUbyqEubSaSndBc+LohbGsNopIoY9On314vyLaNgV37Ar0A0LNq/16piJVWU3qBpytQkfkIbR",
-	"cKAYWrLRerpeIGJe13zj/k165YndnuKlY812KrEW+ujt5ekXbqDAMAW34tAx80G2PSi99t0msQ8tEcOG",
-	"+hHCuBmLNUDQ6kCV405vMrp013LQINzflbZLUbfHe5SaUSEXwtizWszl+8TKl4LNZW0se/qMLcV7Xohc",
-	"rnjJ8iWvee7MeK+1X/x4cvjs628YftD/dXhg8b6StTCD+80tWy9lvow2nl7BTT9mqinLYBpEd7l7aPBI",
-	"3Et446HI25pXyY19ayYTgnscqdJqFkkbZ+t7Rk7N172LDOZevv100drZugX4Suw+AqXtd3ApDKzU8dnW",
-	"IUhDUje1qvAjvAokLLW6/er0Wol6yHJ0f2frpWZ6rcyOpbYKdEIEnbXKd6WlsrG4y3ldS2H2kyVVU1fa",
-	"JLb1r46zO3uJAk3Xx17CgVhLrqEWN4IHda3/YQHMzhUTKq83lRMdua7gArkWlc2Y0ShY0O5wn2JORsMJ",
-	"sZwrZpZ6Db+CiPeW0rarCWairyezCD09RDCOaemR2xNKre1E6Y2LC6xLL+7gUXrq9vMDUzQh9Dvmbcyw",
-	"GStELW/otmPSEmdJd+dJVeg146qAjcsDkwnlNLS/HfDcyhs3LxSG6AWBHT4Arn+3EfYdfO7gl8Rk7XRn",
-	"0jDHwS+T7pXtuyRx383MTf6u4vbdydVpMWupmTvT2RAF1yLXCyWNIC1k2wvVarx/i/xYIERbtu3Kne5S",
-	"ejdmV7JksaYTy9f4uuswsqeMWP+I1YSY12Iq79xT7Rnqq3+I3Lrt9yrfa2lsWu0DV7Cet/qB2Vbcqp0u",
-	"ZWngQwlP8pYJ0TcbstZ1extf8ITvu3fSxIcLZlq1S+iI+DEFPmjTCclvteXl6I7hwEC7K27pap3L0tF/",
-	"xrSTNrwsYUamv8xvvjpIuqhjqiZnfeQVxznRbiRppSmkPV2K/DoVzTBNCeqcVoJx9yTL3aPbxLISxiTp",
-	"5eX7quQKLxrvKofPprWSnRpNGD+h0RRJX/3PGBKiV1kt5k7aWH3M+JWzFUHUUDjocC0LetCkdQlujCiG",
-	"7+B2HHwyfYcad7FIm7AELugXVO7nXJZNLQK3hcV7YS/VXB9kB2teKzfB7ECAM/CXXeLPCz1cTTShLJzk",
-	"ILGci1zXRVqu8KoSqjgEA9GIvIGlIOHU8FrCPsytnhgccFebWkQmvzcE3QlypdVmpRsDd6PZGCtWDD6e",
-	"Pkn4yRv33ZH/LBVYV3nPLHMXVdG5ayt5CEzt5DYaYodkiLn7wM/IbTDMJ3njwvZMDDKFPdy2LsGUPkFD",
-	"eKelHb4HRkq8je3GuVstbb3dCGXTO/dXjHY6KhBF9xL35HCEakMUygm/bHm6k8MPipofmxVXh7XgBXgS",
-	"RUryDO6fziHcMK5F4q6EBe7rAdCNzXVKwLWCth3lmOEesJXgyqCu4y2VIMnAgkB9x9OkafLckUB2QNLD",
-	"qS3wpbS+x+uFsCPWCq3Z6cP8Sje2e6rcWzNFxynjZKFABZ/hCGk9seZ5UmZfUsCgR6gZE782jhs1KMWz",
-	"/zyEBw9fFTPmo3cMvaV70XRPOnqOjEm9Pb1YdGRBfPU5sF1ch7bChk8WtLuVuKSgNRlTYi2MRV37D6Te",
-	"0fo7+t32ZkzT9qL77jYKn5/KJ6Xxfcfz60WtG1VccnM9QFqilrqQOYRW8GFmuUkofp13h10e3FyDmy4p",
-	"BiBqeMPLC4xaJG5CeoBdCbsWQrG6UYZJ5eMcE2nGmU0vGvR6/JQYxv/mpQ46CRoIyqxkWcqB4ZIHhcOF",
-	"4GxPK3Z/7g/TkaDSMpDkohi4Bt1b541K3VcXjl+3FpHyciw5+WAaxTYopG/pOQWh+0aVm3HdGAgBTg90",
-	"ROBRAU5soUxjGH4nrTWnjQNHxMz9lPabNepUN8qOcqmbjpEqx0u+qrW7QFHq9fw+w4ddNwpU8N2rL7Wu",
-	"3NVIbwQ55eyX1MLTqns8SGf726lsM1ZMNVvsEBNstHG7RUj6hvquKzkMq8VCOhvLaSwKLEq/4q5EGbLj",
-	"+urw9pbFLsHh2yHMoifbzORroSdBt26G/onhgsZEstbW2JpXJ8VKqijviBeFdJPn5Vm0R5QG2NchMeBg",
-	"NYWP6KqpjZMk7nbl7uPSjWN1nZDk0lQl3/w8bIKbpV6DMPQ8q0vRjcWBQX2EWXZjiZRoeq6TduQZ/RLU",
-	"4Xjaxyg3ODO8dObDkpulexDdyRjA7I3/7OtvIITdzicxncaIOi1fXuuFVCBgjlEkUIYSZ6WwkHlas0Iu",
-	"pAW7E8Jua+nUUIid4jMmw0fc/2r3/xtViNrkuhYmc1qVkQuFhutyUy3JHRet4ZuvOkv40u2f+7Cb4H/9",
-	"7eTw//LDfz45/PaX9j+P3v2/h7/89iz75svf/22nwhtWH53LKJ1eWG4bMy7skPQ6p8eMlWUJt47V7ErE",
-	"yYZdYrzyI52HaW7bCI1AslO6Nwzk9Bh3o5GzWLDwwSjwIY37h3JzcULZyQOGWryZIIi3p5jaslNe8StZ",
-	"Srs55VYsdL1Ja1w5/UqyrS4OK17bDcv9+xSI6jlP4iSeEY8UL0t31aCthpTp1M7Iuuplopn0FZwPrsGv",
-	"DjilayOW8kYcOtHiNjhj+ZIrJcpDs1E5Jrw5JVmqRVo5nKZgRts3FwMeH7/Ms/3igQrzeaxmjRGdwfYJ",
-	"DPaIJ2xk/yZPTTKLznmAxmy+5KdLXpZCpcy6E2f/OFpyz7kTwAe3CYoe2XH/Ws2MUAXjhs3CG7M2c7N0",
-	"MnPfyP9fyXHQTs/J88qwKwG2Z56LaiwOt21WrPhCvK3LlL+l5FbeCPb2/HXrWPajwnu7vQTtVkVDxStM",
-	"HhUk2/or7s43vRGWcThbL7cTR4pxxrPBC9cHIqvexetuhWOmK5wWW4paZOxK5NzxAVc9mVsLIyx6CSj5",
-	"xL3/J9N+NqRpOI4ir1X/nt726ov18MydQhcv/mG0g746F80oecQYSvhJOPtiQNhT0coKntk+sqXgpZvM",
-	"uBraGehHfOX37GBpbTXoBz7pOoBxAn8y7MfLyzN2cvYqbWqCdTF+xeCXILMzSt0eNecm6vki2qZtmc7n",
-	"dudifZ5FZGfams/nMk9+04hyvs9i+zVHg1GfZj6vk163xLdvtMUL3/t1/6KtcIbZz1rdwH/uDvIEuyPa",
-	"pC59RJMKx0wbkHkq3EnjPwZq7fnj4e+UptaheEg2FEJhfsPwHvaUnaoqpSheqUIk0gpec2PdxcOk+53R",
-	"w97D0JLQJMfN4qWydcrDFbkN3FgCH+sRxZVYSoXZey0DTHQYnWpleW5T7qmfIhdU5K8AB0+Or7VX8F4L",
-	"3id6a0D1H1CweL7crY16GhhnlgELoyWq7io9m+hrUKkWNS8gshllkyfjHzeiNknV8jupeL1h9Ht3wI7R",
-	"26iw7t1KQ7tFYYlZl7A75NeniXa+4/ED4s8hM+00yEGcQ5dHe8wZ+Vnuix+jT06gzvwWhaLpGKleraQd",
-	"my8+4VSHdubXSq8VloPsN2/k/cGUhDa61b0tO8SlNP0VcvncTAZioo4sk3HfWO5Od3F1lZhE7KMWNzLN",
-	"OG1eG5Yc4HO3OXgr6tXw96PLXNSr2wRP4hrgcFg07BZXxsQTLb/d+yQfopPMs2OzWvGk8dw9paWs0BeE",
-	"sq7rcIOg0Y0U6yG1cfPTEDG0dxcNRDcuHBPJpWjgzdSwyidA5+3S8m2KnxJOHCTniy4Zu3X4E6AMV14w",
-	"bm9Df341Wf/kOuQYpjZGYLqhGvu+oHd/D5cXlypUwJnpdMUp6W1037uphFPEOvqBRj96IwuhvcfITNZm",
-	"CskvoExxBxMUklM949RvO+k1+lF4YOLHnIE8+jF44DaUhV/OopOL9ru3Q35RI+R1QTlNCb9Sv/6Emw5R",
-	"GeEIzR6xS0glgcAa5i7Pa2GWISWy5jeiJNwExX60tnrj/jvX+trp1+4VzMaWdI1c6WKTSiZzI7yc4GSi",
-	"uVD2Cv7NrwFH9SUnx2Gyvpp4KdQeZT+mng8UYP0F0tF9EeDsPw8vbvLDU1PPD+GFGaWyOEpwa99gqvgh",
-	"FGxLtQg1JnHpScGuNonFHLMrDHSRGhOOSxVtCbh7ldY6EKkfLaV4OZ8LSD6PU5XIiRq5lPYrp6CJjhzp",
-	"yZXRZWMFEyrcNPTWMeNzdxdIG0Z3ih2IvlDiMO0Y6YvTlFC/u494SeGHKJVQFp7eMF/HaZruGKRiULL4",
-	"eAVlfANBql2K21uTEAft5Okj/dT1lkizLR5KnMGYqBjScd74SxOjiLp7+Sz1SoT0n57/Ei/0nRprUtW6",
-	"X/PBX7JT5oEP/54dLIQS9c4CFYMTBpUivLFvgiHlAZthpdk/AVIHI2G6NoncPacUKq3EXWIckXodb0I4",
-	"koOwp9HUk7QFYUKfe39f8XGuuvWRd61blYqdvnpxzpS26DEZq2CNy1aj2DnTdVsFFvY99k+ntGL+/hU+",
-	"+s1X2xL09sWWUSWwL7/shfmnkeUedYr9vIEdK79TFeMx1Styy7TKxe3WdtfiwmPmLC+2aox1FNJJ86WL",
-	"A8IrELTdiyikIqJ4ei9Fir3T+TqZRtEvU+ziVvWy7IWoEjWLMUVMrFuUFm/zYzxCGA11SfceFSVTLeT0",
-	"DKv4ZIeFkrtv700gBf3o08zMeaUkaDADgcIHScxBRCwzdnebGIPLtJoesMwxqc5dttqwRc2VDWynlYjR",
-	"Xu6X2WJXNjFEW6WZ3uHWLRtrzVslnoU0jtfSmf2fU5r6KU0tNQ3zczGMlwFJFM4obUtXfAVxC6Nh9QIj",
-	"HbCjVLrbiGGnyl4Vh+mJQUVtU5adKueQtA8TCSW0s2PPkq3IkIaCMcDDkDKFzlt3/ev1cInv3eqEB0ty",
-	"fUlV2KLkcaFG+9akItOXUdJTZHqBmWUNMhS4JEBQ0MFAvXxUE9h6tCIUR6XxHagSThgrYbCJ9sbWJLMI",
-	"3qMD2cfajPGe0+VoAG6EvvhnqYrhIrf0LKZWuf2yn8fje8Bz6k0/i4AH4MYww74QIE7OalFqXoDKgJ/y",
-	"FeDgIrLH6WN8EJcGXhmAWSjUXNc5Brnw1iEPzX4uD7jGEklL6dstXXS15WgZEzHuy6mJ3Nrf0KO9rMsW",
-	"fecDrjfF4y+45efCuje1OnXKWlOd1eJGinXCUQ94eRDJLLh1NEIvshzfZJCynYFA1I1lhSgFJSxt7JJg",
-	"sRLFqYmbILchcZFSS7ByQHgH+jZTYMJfMqeAVkaIf5WocQHJNMPRcwxb5bMLE4c6zR1BS7mbO6IW3KS8",
-	"xufw98H92wmH0qO2rm8BjywM3tn5qTR23tzdyVA3WOQwRot3JTgoGtpCRAaBNEnVHyXK8BtYKG7ax5A0",
-	"3L6023GxW9ZNJJGOx9TWXJYpe3RUS9/OxDADQbVBkjCgvI/DJDzwee8tXF44KSeKkKrkxMvdJQvtReJE",
-	"51JJs0yLl5etyoF1Nw8sUIb2a3K0F8MH4EWAy0JPjm5S9djO8rxb7EPfuR9G6mx+QhJGSQsThOIVN+IC",
-	"zh/KYFOUFf4Vig11Dtar28SCvrFN9EItpErYpX5Uhg/0QYB+LaUVs8EK0kUaUaNbW49f/pNhvzYyv2bh",
-	"PSypz9hMX89QrEU5ENuF/LBRJqWDuP1i9LsfNN6JSeyGn3kTjmPLfUflvt9tbJLl/T5ChTjAwkrFrjZ2",
-	"cmQaJ/KXodw4WqbPjetL6Xi9E3IvzISVzGV5m5X0WIUIr7++mH76mxtPrz34JM/ovFkJhb5/YJlXViTy",
-	"lzrPhZp9IFIIyijBRClWcKcGc8/WPE8U8V+Pmnb0mU56pPeewkKpHQOVnQhjAZq0RUIPO0WKzyZp75WE",
-	"QpaMtmO8PKxImh5X//Dykj3mlXx88+wx4jQ8lmquEaQVB2cX8PdXaq6PiORm+yGDJNJYo14M2yYh/pbw",
-	"5+MPbI6GhK5DiMzvr/s3IOYaI9XiHUX1or/EH9yZwR12NsOTbqc2nv7Zwsxup7XqYtMmFPzvizc/M8AM",
-	"Ig9QwqOhiySIQ76USkRoK/AR93D3gGNk+ox1oOszNoDQm7FtdN6MbaHDZCxgcmcBPz5jW8jXGUuD5WYs",
-	"BmXOmAcvd+capQ0fBycDlDUZxosiLKQ1bE3m66uiOfu/0OOZd3m8I3C+zOdbhNVCuIWrguWmnr+rxT9E",
-	"AB3CHT14frC1E+m6OcslZlelDZjfdtTaHbx8b2vOVv2TRuBfwIJB1nYnnzHT5Euf/RPAaangzGpmdHkj",
-	"gl9mINC8Rci3wPo5hhKjleDKUpFpxWszAKIAgNjjGeu1qAQHNwGE6fmqBWkuOSQa8o2Hauiur1H9RMYo",
-	"v/0O0DeULDQIfTOhdM3xdLu77WxSwgQz7idBxFHC6r1hxPXdWwR8JA3T1/eOHzdUcdBVILcg2PYrOEiH",
-	"GkMlwJhQ/1Ebe9koqRYnVVVu7uyg4O4rbKndv+Cz6II10xEZIL13vdQQGsIQK2WSbXsl0DLAlEv38NFd",
-	"7Lt78AZkB7jaO8jHF8JA1TR+iF1tWNCo2LXYHLv/Z0KIcb2UVmDXGvghIe96xEETzMZcFVtEsctFwTsn",
-	"jjQQeamTFR7j5TxQusUXkBBDRR7u/roRNbbcCM79oZpyvVpxVUyLl8Bg9AZhpWMeha/hVYs0Ikiwu3pn",
-	"KOdzUQuVo9+VdgKPaLK51h6C+xxo/QmjbSoXAcS878kzucbPH1W8n37644QT5jy2OR54KU7j51TjVsR8",
-	"4K8C2r+eLonLGqcn/EwBY5u2QtCP2lUVYjrCByCpdjgBjiaJKxkURLSkgW+dByoJsd2tL1yLTQraJJIP",
-	"tzZhugr2erlhnJbVtoxKfhxRn0c3v+4uDSKiUHiPqh/51bqzH8qjcVvQO5bezmaBIvzkpl6BYSfTBdax",
-	"sI3lXRDQKeSDIWiL9tRiv6m//+eyFIdLrooSZLUSdq1rpxPYvHIcWN18k46S3o5c+yBhOVdO372CEp7i",
-	"Dgga7d0F7gZdmlvSdQb8r+dsbo5gc1b8fcaUsEe5rsWR0Sv+PtdKRX+rV2L1rvvYuvMnWd18dSSrd6BF",
-	"vHOW3DtIuox+tXn1zq7Rgur9eS7VOytXAtArO7+s+Pt3ZqPeXfH8utSL8Os3R86ePOJleUQ5Nu/cX51l",
-	"SPBgR0q7xQ2oMU4GC1UMShDM/I+eA9ZC7ciRjzNgJwBVEoe1WCI9ZtuaSJcYdrBYyVXKBYKBQT3vMBby",
-	"sRkS+aNVLqAm4QVIAP26KYvoMp/gQ/wXu971quL1Xve738dpd7o7uzsbCD4GPOmc97ERaPW3NBL+VfT2",
-	"8RO6SDeF+Ouui8t4BWu4JnsTNXc7H7Co/rrc+LOMrhBSIjt3TM4VmBaAdlEPaDv+oWHlIhosGonZZa2b",
-	"xZLxyIy4K1yI2iY5fOVqwAvU7Uu8nUkWk0D77C3kR6u1TMYMDDubDZ1tZ/4pooN0z9tJg5Ou75Nxax1p",
-	"DOJGnYATeSAfr2310U1X7gIvZVCcpTY+FzWnQFKczPBNkgRHkKvaZK0eApYHlyIsiuMWCw1Dv+j9c/cz",
-	"gmkb9sgIwWbkXT2K0K9oCGqMiV/8IpH0egcoRJ/VNZZEfctM4HgI9sht+qGE+npp5Y34Yu9Rb4kw+JNc",
-	"1G0A7RxaiO5yyWG4eeXfRLdQShMR+XUKJajta2GOqW0D/RNz2lHVVnnZFIDcJYpYFk4HkkYXaqr93D4V",
-	"arA6N8ORSjXfk/VirzAu1tUi7Al+YWr1/LScMmoIe6eUsl39NzCstbsDRy2MLJpkmqVY6Rsn6Gttda5L",
-	"5h/N2KLWTYVlshW0AJpaNzeeWgOf/8F9O1kAe6dQPPDGpFOcXLzXj52niS1qLkKMF216ivPfVEKdVHIk",
-	"cH6SCpW35UCQjt9YcbfAw1hceCXsUieID8DT8Md0uoifY4rD37RwpEXctKBRBSUKiAIXNtSRJoW9dcbt",
-	"EnrsltyKHXnPQ+apnrPZ+0Nzkx+2z846JE9B7QcOosPiIbLS7kj4o38oWk77x7Dx79C1RH9e6aKZEp2h",
-	"8858d/n4HDsbODUuH9P40N12CtaRNJ4kwWDC/I8W3StCsW5Jox+3x5cGJcdfushW4V6Jkk22DvXDCXof",
-	"jD93y9sN4d7fDyxHYrPH/juPZxkVgjoJLd7DbV5E7uWw7XfzOLxRgrmfwN+wLZyoTI7IhTJo3Z/O/F/2",
-	"VS225GbiDgnz2LmR4ckYHibQw5S+H7iOnQPB2nzZWSR0J7X+2JMkquaqlHnEKXtfhj1e6l+Jvf3tTDFJ",
-	"yr19GnPqnPFa2s0e6rAHQKp42xTmD60Ne3/T+TBkmV6tQHnyab9xSTz251xysxSGOSux476bkEz54YTm",
-	"IDzWmagPCXaRLNdj3yp9+1Rf4BN7HytSKmJY4TfSuav3ocFPh5roH/62YjrMdZ21pKIejsFoQ71fbhe2",
-	"L3m+honxNbfCbMHn3QXP1OfjvpqSJT07Oz/54acTTJB+B1s0647adQ+6B0KarjRYfb9Xg8b9AH/vE2N0",
-	"h2kFJ2C6BtbWDKckODsJ8iM3y2QtAAkXli+5VG0QPV6FjVQUUQSiSLvHbwNoukcgIkYwbcFI+0Zhn8rj",
-	"TUgRZJIHRywUalLVKcnEfBAEAYDcBKzdzTmCbWz2ifmGdgZgE7YDXYlSq4VhVve6G2KLubib4R1Cse14",
-	"gEJj9sh1iyBHwK3HCcFDqoQxN9ah0RwN1DKmU9gGGhqMn2u6c9BJWW6X224f3nCPn+TL066wluR2eegH",
-	"m/mcYYAYimrTdEsNphylhpJ06gKuRgF3EfdhPIHDfTTqLqX0+pigNbEtK/FHjZ0db0SnEdcYXvs02oXx",
-	"Bzu9CYV4FZOWQA8HjAK3KX8Ca3guF9S3Kj3Vqd3IYKRbdiOrk+frTj3RAoVSKg6rkivIO5/bQ0Bxz9ha",
-	"XC21vj4spKm4zZdQ4y6rQyMXisrydY2BsUOhCiDoCTjTGgS03+9eh7Ak+kiKls/53L6QfKG0sTLfiSQt",
-	"tjpz7YMYDX/utK0TytabNlaoI32c0tKnYo2OIT9vj9vCQMMMPgJ8u4fIfbLNmRNn8lovJq/XQ9nvs9IL",
-	"xSuz1OObCoAMLSYlDGboxU8PRVs1qzOxA5IVW5vcaKgI2A9j2KRD/j0W6gqO14QAWrPvNQDSpbXih0bK",
-	"xqkHaOwOffWhsbfQ7Pu00kE3Dnve55+kOBK8kEoYM6kaofZPDxUkFHv0AqXKg1s1Av0EmuPr6+k964+Z",
-	"uZZV1fp9AKTRaZKjPe3xnSnDrKOuo76fUJR8yjysFfUImgbXBnUYfhJZfLbjPvlAU9O8ay1RUV6sk+MD",
-	"9AV/3uH2oS2uudrX2TPkwXulCnkji4aXfQ4wewQlO4y2R7rbQDoOmmY8quIZbCFSbHY5h7xiuKeTCL+d",
-	"xTl1/nxGfUEUET6jgDAFbD0uxF2z7ABYwNHVQNg5IbbqzXmjOnhy2JW3b2oAgHajrM/ZNtvQN3bZiXVG",
-	"/IwR7lSE/Ix+iXBBehiWNHeKkpNrs1UDEqka9wK09/HARMJmjRbr7CCk3aU7fl89qIiuWVFvPMxFvzE3",
-	"4H78WWx2J9/SsxCMBU7FDNwr4X+BnKx4rClex4hM0/eBNHAVdD68DyFCVpl7DPiGiNKr0BKSOZEBzL1l",
-	"Y0xGDvHQDwQbctxRUcNTc8BD22dfe4RHm5x1jjvr0uNI+4jOcrdxBBxtYCBVq8DNBMgqTXAlOvVaqwWi",
-	"4iUE1rXY7AzXXbdjERTUXL6fSGn4cHL+0Ye2Cz5BxU4zyAWq38lZpUIn+C2KD4U08zuAZ9Oasnbz0ufX",
-	"R/zaAS4WgxTF1Sx7+0W3fRxrbvPl4VIaC31Ya+pWsOQm/DXtEyrlQl6VuyO6cbM1LwFRUOHlOZFaroWo",
-	"TuZW1MMhGGq/xda1tFa0MEDSRAGZWgRA4Qmj6rIQxg6qgiQu8Cnmt4QcIFud+5U7Q2na53Td7YKLff2Z",
-	"Ux2N5avK3L6zP07pfE+5l1zIMXvSzn8qb+tS5smAlUfYwifaDF/aAqnYWtdTqmgi1zWN1ifK6Pi2NiRF",
-	"UJNYdejCf+GRpnyb/Pth1oF4BNwak1mPnr9Vs604QBCNmt6rG8HLMSzeyxgxlLMWd3wM0v8+4HM/Ehhu",
-	"cpcGIwy1LkXGOJx7AU2C9TyBYAo3ObQKAjTRRBf2Rpb2lZrmroeHmVTH+F+HUlGsoa0v8X1mnN7aUlKi",
-	"lJegmEfzJTTcOSbAMW9JScQ5BkcDaf6A0ururO4Mby8c94iJSBh5J7blkJvnrZK/NqKTqu8+e3RPPQlg",
-	"ioCJbvYHq51G+YPTbapi+mmju5zoKHXk4FyCnhVREf3tTtexxk7RiPyDANG6LMJsAZ0IzQ8nRrwhdeuW",
-	"XrTRmfd3ddvGe07tY+u2S4i5Kt7zIckyHJsNPDM1HhteuAMa8dTo67k11Uljl6cBmCktIs8vL8460OC+",
-	"SUHU9ATx7rE4eqi7+pKb4f7kXkzytmWCbMeJP8ykNaKcg8CCsWthm1oNCciogdvUjJq21x3VxsEO0F/Q",
-	"l2l6raqGPHRlEisCumzAr/CZzueV0o2inoPSmqj+CiEFpNk17BQhER1nfDHoGqVGLaqS5/tn1dHQ36U0",
-	"rHZEBCMZGlLarrHUQcnqtdBDnPd+d6I9qrreGlF3booYXb7Bi6QSdYcodqskXZrL4pIupImswwzxkcV7",
-	"OI1ph6VPj3FJ9K6c8Yn1d7L01ZlT5VP0telSalvO3FlmXYJdscsNaIUh1PL+XqSaWC10Le1ymGHDE5Am",
-	"FFdh/PTi64Ps4OLHk8NnX6chLHhjl7qW/wRf7o/YPT69wdoRvRVsRqMeHR3N2En8uu91iNo36pIhOR8l",
-	"ZissHfGef3/Knn3z9N8hg8b949+/efoNCG8U2xyy6jISp30hnkhOVHmClZDeGfyKGBw4TUwsNBkTMijC",
-	"zlZbyBvs1ACkCF0ja64Kverh1uwRmWtFDGVjgxkBkHBA+tLEE8u95xa30G0O+FhBwIsiStocult+1QlX",
-	"4P9peCktWNlVra3I4cwaiBaCN2IluOpOhHCZlGa/6ipR3uOoJ0lWU26YlGAzrWs/3C9DKZIATTW+8XR3",
-	"1eKQtqtz/ibwn79UYePdfoe9nhS+hLilF6BIhVnEt3geaV6LVpIUK41C5NRLbq7vB8++DqAQ3Kc8Wm4S",
-	"oc8q7tIw1gUMolQ+9z00H+Pmmja00MfU0AvytCRW/rn9Girs/AQB5c+dEbASo5lU9Awr2ofGoR6mlRXE",
-	"n6PihbKEes191aCFHsyU/gHIA6ZPMYF09Zhe8fdVrVPLDyWHP7z56eQ/z87fnF5MLT7WtW6sVOMgM+1T",
-	"Ez+7Eityqo2qAbjsn/DhPeLiUY5cql5UfS9L4QHW9Y6UpEooBMgu2heietZcGHPMDp+2MJpVya3bAkjU",
-	"JA8JcKCcWuZV87nduTe95EFIgaJejaPo5+6hzotDuejdUo+WQDuk1qGQ9OaG06aF+YmO8PJPgTwGWQG/",
-	"CWEQCQtJ8HB+xhsjLrXl5c8p7dT9wBa8vuKLwLrgusGkGTcMADgovV9K0iI/E3UuUq6NH7ZHs7xeCOvU",
-	"LveK+/HRD29+OP2ipSqfsjORfJaCVydlqfMB3Hf4M1hBJWBgi8JdvJUH1p+4SPfKxcbsGgO+TIelryyX",
-	"Ki4Mpdo+taALb2qj+Gb1Qz7GtV4nLlLHm2/ycjpY/+ASkXyu/ELvd409puwdaW/3o1n6vcn61B9T5Qjn",
-	"nSWztCCx3okwp6O4/wV8uBbO5WrDOMPC74SZhI14kzUzhW/T6zNKdc1mT47g/2YYwC9LxA6f8/wuee84",
-	"uyjzfSC5XRorlPvw6NdQnjvN3za8LDfYAH7InbQv6qQb4cptDqB/p9ESsMp+Ow8al+mDDybMtjsCryQm",
-	"ymeY/J5R747DpbVVxmprKkiUd/8JmTBrcVXbPO0QT5KMIySmgCGzYLLJ2lgiJAgs7YFB5956merH8Jpv",
-	"f/O4xfOGXzATxEi1KHE3ptdbQzJREkhcGfi2fyY2whCdsimqCTAIeJDRWFngGNrbdvGdmoNAqTtSMFvG",
-	"Tvt93C+mw8vYywXTAHF+O7Tl+9DL0h6kcz+tCmbpLMBWAO3hUIqk22R0sEGX0gW/Eee6FPfXmhgiMI5L",
-	"tPdqEsOIsvB7n8pC2ztAtqtrcbrz9N5Rs+FWtE/vPaQGcUcCkLvasE7PEyq6exyNsLMn+P13Kb5dC2yg",
-	"si1H6D325+9Habbpz3F8qJqB7gydUIfjxsa7w1PIQHeIozxM8+SRlsmJjvi7eyYf/vLbk+zps39P9Uye",
-	"hD0Xgjl5KaG+Ri8gjuNWfdzp7x21cg9H4svhr8UGVrYd3RpZ4H+Mewd9M21zk2910p4Yj0qEnyIfstLs",
-	"10aD9lyzUirBrmrBr/c8l//6+8Hf/17//e/ql9+eZk+f/Uf6JKaEc3YeRZh2rkutcMM14lcyU/F8t+Tr",
-	"TPz53/9uHrtZf/PVhJbbIwGiUcw/BA471WWzGqj0zuE31J5M3GItcc8ntxA/PpwHpbT9uSnLHZ54/Ig0",
-	"7Oc3l+znt69fDyUsyxWvN38Wm6nfq6KGgPT2EMa6/8t21lheAjgAfdU9Nbl4Gx5qd6GzhOETo/50yRMD",
-	"vPiMSVWI9xmztVwsUDT6ovI+WJWbtBk6OHQF4Ef9R4LKDmOEhRuKncJfYzw1moPZswkfkWUi86UoEvTy",
-	"4sVrzHtdCWXHMFaK0uOrIFZB3Sj0c1jNVvz9i6I8XfI6bU0WRXnpnx8nMTedNTft5wewdZNMg+c7zDS1",
-	"Xu9GYdLrPtQMHIY7yan+DXj45+QUL4EiQA/Aybb4DJGBBbKzO+xAXtPAFnhmCsYT4V9Iqmck2jrIDiDo",
-	"8ct+bNeuLwuM0DvkJBNiusC5uNHXYnfYuHbPQdy4LH2qAfGVh5Xt8iQ987LSeQK45GexDgkLwj0SA8ii",
-	"WqCcHmd8SYZviH5DPe0yoPswEWlMIwrKtecKEohr+jKHBOO5D1BPIBk3iWkKHSiHmBAT5kJJ/G5fJ0C0",
-	"01hZd8OSJ6abOhfbfSKHKg+7nSK9wxDq+frQgIPFh6/SMHV9ILYoIvxJ4b0OoOydUkQWfr5/TL2BVp4p",
-	"NKuHh7uzu0X9SteChhDvpQEkHOWuEWR/gzAyk4oke+hZMRFtgda1MxsDsNsK5wyAIIUC26qUeBUiBNY4",
-	"JgqAIuV2DFDL/8Kayt0GiOzm61RCO4bcTpYuHr5opAWv+6nf/hdjdHt24h0uOPPV/V2gsImfXfNy4uzX",
-	"tbTikC8FLwAnYs/5rxHTZFQEERCNf/Q2CI1xa+stikidWG8LookmafgmxzaIL9qumkMoDnCtYQfsFhnO",
-	"F0KnVMLIpSNN3BOVOqmhUUeRmbT+PA6s8pogRjyqDZxiId7fC7LK7ir0uCvkHl0ToraTd0WJ9E6IIEci",
-	"PTGpDX5I0JH7cEzzub2YhC6y9S2v0r72KUUeZ+QgOzjlqpAFIn9cLBtb6LUayNjaJaT69WF9KX+biGNb",
-	"xx+hP7Zb0YEZ6YGSxOJiuPA/cL3HL0lAfyNte0yb8RhE1JJ31PDsC5uR5qRvbkTtFHrisUjS3L5H6d4Y",
-	"ggN0mcCQgSan/uvJLQcp93LFZYnZsHd0JRuhCsYhXZIp7fgJrQ8mVpTy1TN6mgGnxgX+0PqBIZx1zLhv",
-	"YsToVcftkIo4HMF49uRJsogspbrksgJXHwXcOnwCa5hQSjZtp3cZkG4rwX6cvptjADtoJvBrdwHSOd0J",
-	"XSclQ3/Cnw5fvQi9Qtxe0hvpovBkTkzsU7n46bJXN0GpodufjeFx4IUEXcVfwzMOmdg7+EmAEk4fTiPe",
-	"DLR0bhvqJ1icG5kzqXDnodI5tPpuoVwo/zmhidQpb8Hp2VvmfpFW5LapBQTE+rAgbepUGsb5QW98xLBK",
-	"nA/Y7IQI59MeOBkObZr60f4Zk1brkjBfQwOWxNedzZj8+lIbm3bc/aiN7cQ8I5XuQfQPbQb7WoScotsc",
-	"eVXroklJ4zP8Ycw3WSbzQflK9FMjqUrVZxP0zc3ppZAQDdzhE/Fj0rP7lyK5Xy5QPqaqFfrogr3xJorU",
-	"iff/bhnlDzCGCiZO6+ZrJnW5QOFAYRnKlnif+xviz31Y5g1XNp51qOED5JIkCfSkLNFW6FLndADbCHx2",
-	"jyyS8U275OY6HeYJddRRMUAX0va2KSHwpUEc2ZIb+7KudeJChT930C3rRvW75pomz4UoBvoBureG9KGL",
-	"ZgXhuR0DLCOIu42ww8M0KiUvLmwUEfRjJMudEwPdrth5KmYuHAykpkBFyF6QuY1Su6HbYQBqE+mGWHEF",
-	"CYzD39yZCwmf7IIiD2hpTQVZXGdx+cqUiVK9C2U+OH1pxa97DVMToVxurocCW+Yar/C4rAl23PcamQAi",
-	"4T/frxYPB7G94h5SsN/emFo7DBLz4rgESYvdy2VaiuxVwDn4gWmB3lbI3bqEMyq0atQUKLdYYHZLq0b9",
-	"BrdseesmdmgqkTuTzbdQa/vf9tSodllzqaRZpnWalyp4wYJw2qOR324OC/Bw0cYkWHZY6+pI0VvMMdwS",
-	"OwBQGpW8UDpyBW6NxBSXunbXUbhUoAbOLbuA7nZ1BMU3VEE6QYrsJSuqIApiTSsihXhn2rVlgU6HGWRn",
-	"M7LY7tzCDx00Oh3/Fy+S/s/v3E9YKAMQD3xViYJxCzKDfnj06uIN+49vnjzNGN6ws0aBEjajTnz+NXjH",
-	"PIT9eMsx92vxdnL2qu0lF3f7lKuqhIwV8xHsWPD/7tepdChUePsOpvdm8cR2Tr9pWLB8WnrtWkGJrUjx",
-	"Evjr7j/tFtx63OdybgGkLLhU7gHKyvVgzU7bp2TLTtX1KBCBz9xEjIEdwAQB3Dr6+nSQgrtBpfQq8LtO",
-	"pIdNzY27jfr9evHy4vT81XcvtzYNjgTfaLkDDqhbVeM/kLGLl5dvz9wFc/b65P9LNNiOFvPl1mJ++e3L",
-	"7Ok36XkPICmc+C0lLAVN4rw7P628UxiK0zgk8LZHf8x4F1UBP7bb5Z44n62JB+ADv9uAUJBNQkLo0yih",
-	"IqDwZtzDBnjj4FddZSzHyUOSbg7usRbTAtr+YJNbSITChF+zD4xCU8u0ttxh37fnr2BodJpCqKFqrMEE",
-	"rg4qO+Q/cxWMkVlTyxnWf/jlL4PxF2/9k2df3aFF+QiYzUdKZnYbmxTLS1kXZ7y2m1Ne8StZyqTLo/Vx",
-	"5NTfJeD8gDVZ6EGMx+TnwmAb1j6GwB+xsRq+T2j7q8n2UTtAQJlNBeTvpowEvI0duoh4X8lamEEna6d1",
-	"o99gXDy9mnSjhEJ4fOj2bpRbFAp1Z7ld1bPT8bwH/GRnrH1gKLe1mS7QXHsuWUytKT55C1hQHtvz7tVC",
-	"4GHp4GUdM039e6g87VqIikDBwepNKSiQIfeqMulcV5KNPkSHxX1OFJ6+enHuKIeSWrE2iaD1Q3qIVsIc",
-	"uymil7CUoOCAjOdqEwd3J9dy8feU2unEXp8iRrjELcZucUqHQ6ZbyAMtScS6I7EDse15ISttvxNzQowY",
-	"WAWoCf11SOOOWRZ7uCPG2NYNtoWeOn7UH7yALzuomrrSZmCv6MexE0nVVf4+yL7uWr431qWk8b2ZtpCm",
-	"Kvnm53EqNEu9VlE7a6NLETEjrhUQxWtDCCh9Qk2Gb14VA7SC5axB9u4gFe63ATPOTUhL/5NpU9K5ezoX",
-	"90YsQ/lEkNYPv3Xz+fedpFdS205zBBCSLo7YJjKTSpbAWjBESwx1BjFWpxOmASWu4JYnVKkJ2MJYFNDH",
-	"Fp4uTcbpcpgmd2IDU+MtqXZP3zd2W2D4YEvpCQ/i/oUn76D60MafIu7ueBzcH9IWpi+gexlhp4H7Uqgb",
-	"zqmf/bzX5AcZutWhTFxC3nLAbTS2IfZrc7q3WRAShilVGkGHnTaPybzjLBcQ19N24gRk1cAQ2/DLeyQv",
-	"7FWUsyfmKXBFR+twzwa4U77SVPqEW4dleDEws1bC7FHsE9mDMbdnbZqjp6gh4OUuN6fY55cBwZiOpAEC",
-	"Dl+IAEqdQOVLgry0ifjgP3UPZS3+Pbfs6VQsEr6ADPtEIh5/L1fNitBWfGEg4HhWfDLAynAAEA/Vp+74",
-	"T06ybuGmSRpVNoUdnQT+3kKfzZiGhL6yhMncCvAbDivaVD+lQdQPyDJENAnwIVNsRPBa1CeNTaTltY4H",
-	"4hkAhQvNDgClFeHyDbaRu+L5tVCFOWIn4SLmOeSp4HcewcuGXv6C2ZrfiJL669J158sGc62vpTjGnEwI",
-	"9OFcvRIPqbRU94elU189ecpmvJLv4Il3fregKQOcJ4Td4CPt/i6trTADE4Y9hVHTifIxCjPODpon+O6l",
-	"IGJC/J09mr1796M29hCWjK/NqB2QqG+cTHFE8OPl5dnFF8fUDgdkp+Mrcqv1Cz6uNm7hvDSaKUGJpbP/",
-	"PLy4yQ9PTT0/BJt51sLQFowD7MWhrqWb3uxC5IffC5svDy+kFTOAq3oDv818yfQmrqj0O/slm+Wmnr+r",
-	"xT8AHhI2VbqdwZ3wyPMAt+CX2+4yr+Sfxebgd0eFMplY6vj0wtaCr9zyzzwE4YWobyT6cDm7kYXQhyY8",
-	"5dZXC17CnXKY69WqUT7neMUVX4CnqMUzxDaDjdNFDTiPQ4DIJ4S6L+KbgEKulChNhj7/w+CgLoTJ3Ec3",
-	"jt4zAg2VagFPYuO8WusVtZkHC4UXK6mksUgbxyiICqojdIuT1rCquSplDhQRfF9YB4uSwi4NHU3J4Z6n",
-	"whwgIQY1ZN4BkS+1EcqTZiGqUm9EfcReQpnt/7548zNCc5GXvUXamkGuxne62MyYWfJKsNlvuS5E5vOX",
-	"M8e0uXhVuIXbeuN0iP+V+WKm//X7DGeM9bz0dQ/2S9R66T5w+KqYOVWu0soE3FystEWQZ6jPNmxGw80y",
-	"ZjQFetmcS+jw6PaFUmxAyMbQInRcpV6YI3bGnUYCjpXAocZPL7wi1I0oNawZrzkvXTMGwjWDe+lvv7hF",
-	"rpeSasvNChQHVYUxgmpGaRwE3YawJnCYSBW+bw6WNc/cx2dH7CXPl5EcUZCUKmOEq8hfkGzcH3LsPGZc",
-	"eAj/QGcU7ZJQc13nwiQ/ZoOTH3wqVxvqHLoIfd42gZbplETrvPUj0UVQN1HTl6KWc8t4xWt7xHq9+Wf/",
-	"Y0aw0aYBTSD8lDHxPheVMyfj00TacKLR0dsmLAW46jmU+OK55UvKzGdcabVZ6caQz8W0GxPPxMngmePS",
-	"pShBBhN1d0QzfuGIvWlntOL1tSj8RNrIxHPGK3loUVbTVOAKDDeuIdnmZDCYrdhYOm5h4G8896Dj0OTV",
-	"dxxv0PB06LI+DNdUPKleA4LO1KIJh4uinVC7h+8KoaS7NeLtQW6PidmwGR7XbNdBRlDaQ6c4uPJS57w8",
-	"dGsLH4uXi7E0t2wlcpDm2sd6S60rJ/RbQMf0Ofm9AItBWmdYHoxcbidnr6Ic6OcHTwE/8uk333q4X17J",
-	"g+cHX7o/gs5nl6C8eZQwR4iPr7S27oKBKGWlUzbAKVgaJoIyRNaKbifqLkFhVKmM5WWJgshHJ+N+CAwA",
-	"usO2+L1zt5QvfoH4IR3A1WbwDOiia0kdPerbOt6XQcTwHPvXuhsAju5KsLzkchWDly61sdQ+xc0WTqy3",
-	"YCiKN51o5vaw3x6DUF9rVqOrLmho4j3PbbkhrDGE5Qq05yzag+/80Zy4cQ9QkRfGumsWq9SVpcIiqERE",
-	"FebxPwiqHG2RXZZKdxDvfAWNK20RYY/G4Gpx20+2asdQHiSUo4PYInGHCCYK3uhAn8+ePL235aEhll5N",
-	"iooj/9yRY6OvnjwZGiLM+fF3vAgb5175cvcr3+v6ShaFUPjGt7vfONVqXkq01796OmGIM74pNS8utX7N",
-	"64XA977e/d5bRem7ovjJabCXThd3Lz+bMMtLrX/iakPbAVWmX0/ZwldOMipeYs5vbHUePP/bb7//EmU7",
-	"kjwapzJAwFkYcF1RLkNfgnivXaziHDw/+PbbA/+39o45eH6A90j7G/4TCfj3bECoHrY+uYVIJu8ivqcP",
-	"qiudFjIbYVtFNvLughAzS73G9Dg/LJrcTgwLHvIo0NKEX7RKyuoj9sqGrk1b12Poqq/0lS42kaOQXUFA",
-	"rR1/W5b9IGyQNBfBmdXl+if3L9RoqAEB0O4XHtPRJ0XmlwJ91CHbAom9Sx/GyrKEeg2r4SJD2TVI/vdK",
-	"5jmvbL7kj3+Txe8jJA4wlB5XE4xuRm9GLbuwqyRZnrJAU/vs5x+YXPGFOGLQC5XNnf1KZhzQsyGM46ZN",
-	"6HH/7AXW3WXsaF/OrRCKraRqrLPGOTEFxFRRa/TDe/MDbT1Qbko3eJSMBWcSzcU/jKZXJ3MLbCkydo9o",
-	"8a+cXnsSPeO+b3CJYYaIxmSaaHOQDHBElAdgDUpv9GM+M/vqyVcQOKP4e0G9bCASgv3Dklx6ipMDfbHm",
-	"K2EBZuVvE5JA4kxKcPE4hbN18Mhi6+LPInYOjsymgSf7HvNfdooLIJTHFZbtJD6MKbyJTydlQ3R0K6jJ",
-	"p8afGCfi+fIuCsJXu1/5WdvvdaOKT0okIS8HtskDrXxgYfO4FnB7DdssrxTkagS7BcVLONQsBP/wgkXW",
-	"Abg4J3eUWDtZlcXCZb3U3v9Qu1s1jrmTjLrEHtVOfrjLse1gf+UFiSiO2IlilJXvHkQBvsHkBBw5mqXR",
-	"USs/901urjGBUwl/6/ZkwjZXn+Nm3Z2zI5jk2zF5L69yfx6/vUpAqz/1axni+84BHN1Sn/90+BUxrXsM",
-	"6yHjOmv9QFwMccjDGCF6wOmAJY7duH4Mr3gllpIuaZ9/GBcWgLoAMDzulxlxqsefDh49GflHl6IW7BFn",
-	"61qrBXBYe5d+yWYSRcq7yJEx+wKZ3m1kmCQoEyshbHfu1FH+0VdPnrTfukKPOd84E2DzxRE76eFohuXy",
-	"Fj0yiwLN8fJBYqF3DKMr6FGBHKTUbY9b/GatovaaD+FiwHH8IDtcDF6kegUs3toproOv0jGiTmqITzVo",
-	"Iw6hS+q8m5kQ8Dpve9M/nWJv+zZ8ovjsP7g/qdj6CzDJLGYVSjIDSISW+G8p/+DxLUkHEndMvon82kS3",
-	"O00JbBho9xF72HQFzn1Ppyh1yNwwwhrwMP5obfVGlZuMXfCVuJBW/M8LW8vcenHwPBEpjyJfS13bQ2eE",
-	"FMnwOzn5Id6bDlK7L80u3G0kZhEKIS1QmkQEO/A5aXR+Vjgm/TGMid8+7P5UypUkjOtZfAJOOP/sO6nC",
-	"QnhVYTomVRPqYoM7Sf6MNtx4enH+Pb0EJhZJiWSwfTvWnthluBQ8HtVo+P2I/RXun7gbMZ00ZCqkrqHg",
-	"ZDd842YWew1AlqGWu2VFN3XoViC6JnRUuTNuREeuJSUE6LCkZTyPDWhpcPb0WxtqYo/c0fo/0+JmdH/7",
-	"uxg/8gVR2LYd7aYdbsOutqpgS1+jrwAuUW5FoJmqDRn4ZXaae7BHXz37loY9F7beHMIOOtI6YXmtjTk0",
-	"0rYBgEe9TInn0UMzdE04nV0uVMif+CIVrNhKm6AQvG5srlfAS+taWos4Z0hvqARS89FSL7YvfNiFB7rk",
-	"4dsTwgcM4wcd1YirggwyTxYZSWtUV/H4p9z+92gvoNQiPPTBEAJxudMVnIwmpQK60ZMKBrjfBkFUkMNh",
-	"rhfCHg5lDV1uy48hMenkPn31i5CwxBPporCAT1iF+UNHNN5U7nbqh8w/jEVW6oVu7LCich7l5nv1KajL",
-	"KsoGAW+Fo3xSHijEDeRKwX5jdcXWur5Gc4WuVcj50KVH1AtOjfbqMJAiAhkCWFBxpa3nAUwbxNqXrZs4",
-	"rt8iVKMweasZ4Hiqgi2cCvXVk2/ZLCcteZaUnm6jplocsWggMyItG4J99ikbDB9Ld3/ZN/Hvi0XSSjsm",
-	"gQ/EMWxTKzPRAYEX2LUkAvPYztx2nnG0IOZzgfn3W9VgrdT3tQGOWag+DTXX1jdYllBfjYoTRQc0K0Qu",
-	"C0HODsgaBmDUpV7j+7ASaai+HXTBKDkHJrzkN8LxDTyq1wpv4u3AARruEHB/yHs5GmbIhZBwBxHjYQ3A",
-	"B2S0j8U32Ij6Sgz6x6INuW8m2umcPxe8MAl1xpe0QTQrdlJ2rhFq8WK9uzxlz/rodmzHunui+yF3ExkI",
-	"kj33CPrkR0PKB6Cosha82LBaW7hUMLeQqoZyXUlIVSI+XS/jZG8ZCX4sYmOPwAiiWYSsO6f6g0mh3I0k",
-	"QgMb9ogKqHRjs9b7FwJ6ug5n6H1aX0Q+y6dsRh96R6/MjthreS3Cves27LB7aSKgO34t6yQ3oXkX2bZ/",
-	"MveWRD4YtLgIcv4T0vTp/IYu9Di+uofGn6DlWIW6rcb/31LODUc8gE07sqUVGhDfI6kRS4YHV7SpTuDx",
-	"zmygVsVowS+tqFfU9E7EjUD63Q/iYgRk8JWAsiKQiICd2sznNV8gXRG4P3fatUfGadFlKeFW1yBenLyz",
-	"2s1pLn1BBPeNKChFCWUgt05VoIFLvjCkJqVVBpxxyAfqxSVTVNE+8vg0gPo+bOCwM8khlYP2Ps4j+oTD",
-	"BZ94/kHg5h8oiOa3N+/0HQGa8YxLjyR498mXad6FihxofdNRYULv5JBsP8ywr4Hy+9nsWKXRip0Csceq",
-	"WszleygCanEhMsSUkHbD1lIVek0Mzi0lGOFnsLYF85HbNBQCVZOKVSX3uX3b/XAhsEkFIkJZ78husw59",
-	"UdyN4CW22ARGlqbjSMbfoxKTkHvoZAvOEPDcjtg5qT2+KKEWrBRz6/QY1qjSCV5qWemfjJqp9axuaaxH",
-	"ddlfRpxxcBNNeg7qId2z/QrYcuMX4qwf8vAjOlh9DHU5YBWZPlIY5Ef82ghIOqIECXjybWjul8qMSGFD",
-	"bE/rpDQaK5PqzmYPDdzd787YAZuMkDW2mrk9pHj1ZwvlxwnpGhcgt4z2qUvYjyUw3S5G2xTJx6AyJQTk",
-	"s7SA9K8c0Z6jqMx2VIl0XG6YP9Wv9CW9FpUdJzzmTVm2FcIzL+6o8trnYKpycxxXn10LURn2jwYrNRjh",
-	"NZK4zVhVQt+0qH94rquNjzN4WRckD0VYyNrplst5zB20DCnLVhNIQxb1Yx8vBvmSErpa2DQU1NDPH/st",
-	"Qo9FKiQzztxYarbihZP96LAJWESRLOrGtYM16vErcCa5rosW9LsXLrI1tdrpZYjAmXoWfaj0kM4gO0JI",
-	"VH0SX6ABPUsYiHaHYrP+zeqhf8W6hSr6cJUop4TX4DdzYIHkmWjLUI5jXzgC0oT7NspiUtoS/gvcweGS",
-	"ipDdPweAPp2UFCxhiWXl/cpqrEbfpdg+/o2w+H5HeV6KFNq1jwDxkBFR62axBGkYFcNDT0+QcImwDkpC",
-	"cJyFGruVhjL27VAPKpB5EF5zqXh5TMLVyTFofigq8hGiy8qrQT6dIRZsqJBi7X/r0Yv1Jt9SwfHR0oME",
-	"eFdaSJEhnR6BTE1btBwVlNeiQnQnw+cC+0v0HVtu2Eim7qfRXhJ44gdRykaFVMaU0/1Vd/+PPhuyCX7H",
-	"Q/8A/J4dVM2ObFq6QhG7r3+XImClv1OFYbpO3aNeFITiXp8TFa6m3cB7rIuAaGIty2whGu6hZaGjv8Pc",
-	"mLd/JRghJZE7cKtaNwtFbvW2BNrm5S7o6B15+f41qzQm6gBP0zEFAMVJyIkfLh9nl0jyB0ua3X8zB9zn",
-	"BN8x6Yp0/glpU4/RvhyOgL4QYJNSOA3deGCdRrI1hCA9XiQIqchydSyXNqXJOAjINx7wRNegpoAff9FA",
-	"e38yF7wghzAnCnInRnszcULUzyZ2F4LKxW0U8cxS0jXC+MDQp9L2XfudWWuDg6fx1mbrObz/aatYOMfd",
-	"9iC6QroIu/+tJNXHEhoXvmo+7DCPmav1YQGDfGx5on0j9qGMCsqb6C2o1dLaqkbCoHLXudfYZJFte1ZI",
-	"tLROlawjbLwrJeWra0sh8VdjdWVC4p9PhkgmAJKLrBS8o76RaQVx9VZYCS/J/EKi6W9rgQmJlJAdsNOf",
-	"tuzYz5Xko7/hsKLA0ivQghtF2SOfRcv9WHuYhPCR9BF3M+6IWPauUbxlTeZIxNlUUE2cMdPkkB/QcZBk",
-	"JCRjPK+OrxxqLg05q939DOmFVSVUAbArwOA0IkQGu9DLug7gud7PRI09jthbE/KDg0tG51AxWJz0Opui",
-	"nwhSG6zGCBJgTfmPLqVTuzYkDDHJzM+pljcDkcgL2rgT2OSPFY30M/XguuIG/GibSnT7HnXJ5ig4lAFK",
-	"cFOJSRFL+Dio+HeKV3YmTqcnjS9ooTAq/mNaIBWf7UzKg1VDI0FjDrIDKnICsGolB4DiR6cKeq0nsjY7",
-	"XRrmG4ynZofPHSQBLkbgrB/Wqedo9hyWNSXYOiIaPkdfR6KvQ2bKPd0A8MWRrJVez5GRSwB1r37SeSfA",
-	"qvTaZK0GQS14NtQHyhl8vuNMa2xirjrEIDFpgrQ32E0TYeytjtiJSsNhQs+CFmWDW17qhbNovXcOKBOv",
-	"IYDwQ8gdSH3RFoKmGCnzLam2JflZp9HQgzFdO8wQz52U5Xbm/9Efil22ln83XtnKSg/MEfrj72QL6LYS",
-	"CD/Rp6ebO4XdSKVCE8lZliuuNoTmvgRMGIrfQ8qONAT/S6H6Gq8VR7sAB5wm2XOY/UP6JHQpxsgUtu+P",
-	"Q5o17fd9iG3cuokZNEh9ICe3a4IcAWHixw8vL9mY/PfutLFElttFWMhIrz0q0X5pLCdYWu09hj4eix06",
-	"JxnpuFOOXB8oJ+WC38DnJ2WjRH9H5IbIhxLlnLjd+rApJ7BBA1NHAXcfaKefIU4+nXwSONZ7FVljrgZ4",
-	"4vFv2JNmNIXkBfw9iDZfJxB1OmLfuSv0UKpIgcT/QoS0K92ASsn8vZpqN/Ftq4b6rxtZCmUBbdoIw2q5",
-	"WFpzzFb6xk1DG9/mxWpCkMZByc7pCx5cBwme/Yz/c9illGNwoIA4cCj5Qz475+6pMtLt5kOyykAORsdH",
-	"P+nmIG6BXIUVdBOxAjredLENU3hhJhhBAAxqdHCwIQcwd6tsQnO9Pve1CRMxVlaa47jBNiuIXNS5zKEC",
-	"v2Wrh1NIhlIz7s6pH0+3oE6Tk/SLqbrFkw+iW/hcDJzV51SMP2AqxgdWRKypoI55ig5ifbf6qBwehG0E",
-	"gKUYx/ZNMbZJAF8XaiGV+JPBz5CzzGe4wlOEtU6eLsW0QsCoMCA8FfUHJ6+AR4n1gu0rdBrAku6UyU+K",
-	"izXVSWOXp2Ei+6PBxtvSa53PrkSp1cIpU0OO8X4H/ElYsYm2znET/pPD/8sP//nk8Ntf2v88enf4y29P",
-	"sqfP/j3dlr+/zrft2c97qxpaStSscTLi7fAi/uv53/9uHv/y29Psm6+SU56sN8bdfra0x881qfelP6q+",
-	"ELkvaWdNFamSI57KhCAzrZBCPkVRZf4UiyrjGxfNdc1eYHEqgulD/keXwztweNRty+O2SeNz19oaqxCY",
-	"9TW712Ljs227ZanUzxwrUsGL3ytLdTohVATcg+t0S/CZXZIPooDxzvpoa7w9GLeM/zIpeNmXgneNq8bT",
-	"bGOr4diOQ49aCpRMmGIk3abP7kET5raOcMxVneaLrZaqnyOZI/7v/h7ep4Cb5gm/narWtrhAoB5UwFrb",
-	"NIb8H1TnMI2lKx4xFRDKTe9VEnq7mLrh31rJA8sypeI9mBm7NdgOo7Z7UBEeaAftuBa8XKUVsQ9o4G5v",
-	"5BD4RwSr5ekA+oXgKYdIdIRj/rkU81NznbdC4wOpdqN27GMrzAgm53eN9DRFAuqEzhwrlgiDi3B6CODY",
-	"0aEHSSZh1aLi66YsEJ/a108u5I1QbCXsUiNXvj1/Bc6+8+9P2bNvnv47/NH949+/efoNK8RcOn3NBrnq",
-	"UwEJRdCDBWHXQ26GRa8zizsI5y0H4Vd82bNH7AblkbMlN8sI/iTmuNZ+lzZOSOHB1l7TXvGVqLmjhqrk",
-	"G0BX953J9zfeM5+RAhWlsm08QFX77pC3pfilSOmrDyTF04Pt6tEQbYWGVYS7FM4xAKOrogvH/TGAnP3q",
-	"YKXCNOXgsmr4NdRaAIhEuMRjlnJmNWR8/Lczqv9Qkv8SafRjCXsI0+xIRoqbQ3TQpRD/KouCpQT5KlfC",
-	"HLeCveCWpxROR+/XYoMNa6AHeotsG/cAiFu7YtZHr5ZsjhC3oauur824VnrdlpccsReU1I0rGUGE8g8S",
-	"LgvTfrHuL+TMahMBg2cUwWAiiIAUDkDSN/AWzuFj5XKHYJ3pbn6np64ThM7yoMRj8d62Jv0ka56O+h5c",
-	"DR1KlB6IDaeD/z3NvxAA3LbTtznAIR9kB4U0/KoEtCo6+En52y00VhET3Q5kLKK7TwcZy9HllERtWtxn",
-	"R8agI6MhDr8PsY67PTWRL5bfvgyvY+pyy0rBjUUwFV2KBMIVqbeGl46WQcslHaXzqVjEG3BRbEXbIUOv",
-	"1T9brCu8Ru4zO1Bp+AyUGwewG39JQI5gpdeinjdlSBaUAC/udO0gCJM5gnH/syu3MzGbZ/tkEAaw8odC",
-	"tXIDTO6pLpUEnbo1Wrq3b3vX04UYJRcisPmn0lk99E/7nFz43ym5sAcWf3cxulM9fvxbA1iZo8mFF3pu",
-	"D4uQYejeeD4KFtUERTKlJWZti4duF1dsdp4F0O+Qd+X+EIHARq0a2wQrUC+8+wVKFFHNSTWvTyPTxBkI",
-	"Vcktor2Wa74xdFEYvRJY4K2xWSx9FMoUhnICSAbup/0Sgun0oHSQCJ+TGR8kmfHBWHMCoFTPRqS7yWfS",
-	"hnjNBESoUw8j1TY9If6kr9ZRMyJqmAjut6gpkfE8R4XGRZO3WY8AR+rNiqCOOK2C+rD0Ei2NFRxatxDf",
-	"KfHet1ke1a58vr956ATHu3PvQ8FOTVB9PnHIqVENh1Ico4Yyn72A/9oZix9Ru3m8ux/2RdvwJlh9bXf6",
-	"YxZd96hD1MIIaxHKElOwSWC2vkEfwVAC26cu5I3o9LXXSmBL6m0hO9ib2minfwisHxYIsaPLohMrb9va",
-	"BAUpAeJkBPjmou7Un5SY26utdefcoN+lhp95WW6yrT1/gD7X0Y0ZzpC61fxrtLj+LMRG8UVNv9980Ls+",
-	"lkzzZPYYKWxYtL3WC2+3gUiACuw1dOO/ckpYXgtufCzBd0gSlc6XPhC84k4p7LZyh2Y/AbFDWl82k4ad",
-	"QnAZny0UGm0DEAE0wLsSQjFjdSnUcddARLMwwtFDhZWvRKdxfQoF2Eko6jtl7tEGuz8ViCaHsx2Pnial",
-	"SgK83PZaXcFBfkYNHkMNLsvOvfuB2HpjrFgBHF2h87GmVYWsRU75yFe1XhtouN42Bj+sam2hjzWTbrXk",
-	"+Ch03qyEspiyUvEFpRdrVUrV/xnybjl1qOxERY+3XS+9Xtrgr1FWLJD/sKMVqCXzOQwFgoA74w8NvmSz",
-	"qpNKvnD70OO2L588G94Tvw07lt3tE/eacIfTF7zvdkD61/bXsrYLPh2hO77DRs6ORisV/kDd4yIGGz4n",
-	"R1Wd3Y0ZDja2ZbcoeeD5AVHnYduits+TTwd4Er6awPbBY7zi+fWidkLp0HJzvSt1gNAXpC5kztp3GbzL",
-	"arEAx6BPMZWGVbXOfZ9/n2WQL4WbdNAgff95pD5ZE9hao47YK8uWoqzAnMekAFZqXaHP0lhdVaJwTypo",
-	"seljW3MuS6kW6cj8d2HWl7DgB7zoukMNhV0dA25tpa8LADXiD4XbExFRf1dGmOWufED89ThMaEI3RX0j",
-	"avc9apFCfcv9PbLUKwynPw+52tjB0CxlFTVLzBj4C4PwXTmNrxZGN3VOkTlvxa157Qjd+C7N8BreTryF",
-	"wIrbZ2BTR+53Fq2L0OQx3T+ROpfSRnyAHqk00lBeIO2n3+0/BDeEHoW9xT8gBxTc8sNauGN1R5mXgqum",
-	"elw5YhHrEYZwREVFXgHLTc/x2iO3N2SMZS2ElVAWcmyRKmlIVulS5htKG64FoGmEO6IshLFU18XBqy6K",
-	"LCSGFT4QxtUGEmPjXqO4AmeHkd3mLwzOaJUMhMw2O5zhqy+45ed+mqf4yq5Kr5+dqRYqLigzmedWh5pX",
-	"2tljRglBxisM6M0fyiyCb9wt5+r7WohDK95bJziMVu08g6VJkxuaBL43NIuvnz77sGVcqQOisxturoon",
-	"Hxb6OdUpJYhoF9Es4JZH7JoHRrirSELA7X0lU92oQ63yMQDzxtm2SnTZvBON86F6I0o0JkmESWGg5gu8",
-	"4dCIyf8ZnTkKar9qqmjI4qjemksQReHTpO8WqNLGpfeGLXQHkXj76ib5R94OvMK94KRWzXYpNuggyfWK",
-	"Yl08EZo/b9SAJHsIT3ZqqPNmV8OYaJ+txnMLe0DCaiAH98OF8AZXNr0OoHfvfK7c+nSc3g3WdaaFHR7Y",
-	"/Ym8YReZG/+KG3GIVHc4BYEdKkz4VelkF7V2z5it5WIB6fGqYE7Edo3LPxlW6pyXJG/8sLHBnuuyWSmo",
-	"C1gHqwOiTcpnF2T06IsXr8Fo5yWkSbTCKnwXfWZQdaoKZuQ/Q7/JYOhTDRVMz4P+skLyhdJGsJUklxur",
-	"an1VipVJmjEvaMAL2L4BaPUeLAnmbGMF3IvXiBwA3QT13McB4GtMX/1D5HZX7ndR7pf3vaWn/cTfy1Wz",
-	"YqqBzvd6DtPKl7zmuVtD24zbKd84qWOfWBZmjyairRuVY9rkAHwAf/+iKE+XvDbpaX/15MmTrEUcl8p+",
-	"+ewgc++5SR48f/rkCTyxkgr/8CSsEQ4d8h4eWgvsH/mANA7kSAeKANifdcCBfDC3fVeCnO9OWPT27yHN",
-	"UvQz73TIcMV+vPzpNRYwIGa4UAWAMDpRF7zxW65+UPNA2s2Qtv/nhq/KGWocfN2+6f221DH/iH2n7RJ4",
-	"CxLrIwcMhOnC41HqPWI5aSbUXNe56LZJxL6fG5992cJKFKIq9UYU7EbU4LZxElaazlJ8KAeKaVe8vsaU",
-	"sVnflfyc9TzJs+fd5tqJNDE2a+f5DlsezLI9AiBmKcFPG4zLWpTCEc+jmTtrXQnFK3kE2/5FWpjr3LyV",
-	"u+T3CerIeIrHbLa07hxbMhgIbOBxxx2I4mMfEpckB5OS8sCNfJCF2iP6pxsoVWu0n0yEr3RkYkLZ5Gv2",
-	"phLKHesW/R6loKsOrHhvH8NEd3wbuCwdb9qK9iRFb+IMSKPvsBuYWR2W/CyfdzQd+6QjTVLN9U4pXtW6",
-	"aHKbQSV0kbGl9hXf5EKXMFG7CWUquhC+HyH2VY5yXjNm9QJhnwLqflNZuUK7WijM2PUxKoQEjByH1BQC",
-	"VFI1l/WKNNUrqXhoWOH+QLNwwtupWryElmQIWLclzC5gP1657XjIJIt2lAQjfseNzJk7EsdegAF6pRv7",
-	"B4s5/SAsu9q1Ew+o2wRTZod1dxpBXoDnw1GFKLzyGj4TKw3U71garzUw8b6CjAp0p3BKiUJDEc1GMPB8",
-	"4bZjlmuxOcRme7Vebxt26KMHBrI61yWrhZFFI4w36Rw3XIuNYY27g1lVi7l8359XWwuj18p0SlI2bZc+",
-	"t4eUdQi2uChYUyX56ye/Hbfrp3WKkuZVkSiu9haiwVZYsDTojUUdRmH1tMwd1uEFfMLcu4UYTy0E/Cpw",
-	"HU6ZHb4OteXJmT3dZQJG9t/ThP03uKUxrEvFjRHFMaoAsBdYrjrn0slrehTK/aFvxY6tPoPPpdeDCSsf",
-	"tAS7S58YPxuEtgrODt85yz39GXbzni4AOAHyfEVSlHqUgij7cOL/MYnTQy9OD/0cfMhjrPUzFCpmIZgA",
-	"ld9tMGFdSyswJTySxy0iU1c4iEh0UFV3jxAxjBGVFnFWOAnYKA+8UdSb8wbb3IMwS8N81MYyI0QbGYbZ",
-	"YQR4oY/YCc0ouvvgyEKVAc7TGb08LCJZ6IgXEiUNGhwnfNQnWPgrCbtDuOsoUeRNDn88rDM6q/OWXB4i",
-	"mJIeLUxlNKSydbZW96Prn0pkZccy94+vtNF2Is/PReP/0kXjEA9sqmHN80OEZpS2ck4Ebh6LFZflDmi9",
-	"C6EKjEQDrtlKGINuyjbyG9rnF+zip8sAW+eVYR2M0tBrv16xIJlAGLaTYmsnv6jnLKjtZBx/9eRblInY",
-	"ML/zEjTOb6cxQ/ULJiOpS387Ryc5vn7yJT7j5h9P2qPWo5innh+14PkyBaXsNudSGPtyhQ0tHwRXFE4O",
-	"RkDIth0SM5cVwBtyxKHyZVXMNCHy8+Gk4tbkx+Rgh8DW3MNytzd5dFCfheG/mDB0b01Y4oWob2Qu3ip+",
-	"w2XpLPu+x1BAKjXQSiwDmFj1msres8pLvv5d/g4MAFOWbSvjfNy69RGHiIJurNhOQG9T/SLgee+9iD7s",
-	"0wg5fijz3wt/V+3T8I3oXVg7ogvIOoroZNErElqQ4+YdMX+ofhRUxmePJf398QxsW/EerFeUtWD/Quxd",
-	"FCDRW2i6qrkqpVk6w9jvi9frpDPmo3oXp9mKtNcEwgWVvJ3P5I0qN2cUjX/Y2rF4muOmc7sZ/0KW88c1",
-	"hG1n2wiWvJeTjzT7gCKi4rW0m30kBKXVYxWbDxTMoVqd50t+JUtpN5n32pONl5HZTz5Ub/nBhU/uVZ9g",
-	"h7HOPB6yEvVhyL+DTAuEUMuXXCoGoL/hZ2zmgFOEqk/6/hH7K2hiS5FfvwjpMd7F2lAs8uL/vJZWsNnZ",
-	"+ckPP52wXxuZX7+Dd2Zt0Sl+HuRCIdDAJeOfjNzQsLCQN6JeiALa+zMn3RZLCAkLZRoTp+ysqD5hkxQX",
-	"Z3BK9+9hPaHFx2tvU4Zg3f1lH+OlUAtOhaDrpS6jFA84PHQjm1IPpjR3zuGObtk4k8iRCk7UnQ2XpXFy",
-	"eEYUMdsJIAmv3NN8/jhO1og+x68JFDef3asP6V514pH2+UrYtRCqXxL1gPeJkwtSCTNSbOxlbXjUU3+c",
-	"KNnRHaHJEKCi+bhy0aCApARvL3xQYlWinut6ZRhHT+whFGxRZVstq9EccHCdSsuqWt/4VnCtxEbzzuB3",
-	"jceGR1Zukd0owg2gl+ATiIDwpWHPnjxBOYBy1QfGafKOs423+LMeGgE5YK90sclabwBsmPQuWl5sRiLh",
-	"5+GAduT3nOEu3moT7yD1B6RXtp3DAA6BLvoq1Z3HfbMovj4yn5fw3KcDGhxOaFyU+kOHAz8epqXisxa+",
-	"bdF/jIMK3ImIGo6HASG95W0vD5HLM3iDKybc5OH5o0T6fFeUooDiKidh+JCiXpdiVwU7UmWc8oNrR+Pg",
-	"Wuk1ZC9g1pCE2JYnYa16t0H3MQoilRsC4Txi5wjWh9mYJYAxHCLuci08Uif8e72UMA//cTqEVsqXnRYl",
-	"4n1VAnL7ermJTsuthRRdP+WrxjJZlNDRaq7LUq8Js3y7Lp6EsS6Fefi8JDfMWD18JyXrD1wMP7wPD8lG",
-	"jbJyJR5TyYWVo0AtmLj3A1ht7rXM6XS63mSxkqJ8PRvGD8xg+t4Ru0Avq1Mb5/MoBc9U2rKFrnVj3SWq",
-	"axqHLWq9tsuMlXwBMJ/+6g/mPDzhfkG1gS+d3lDqRVInOcdVvIjW/pA36/ZoCY6gp1h0IH88nvhBWE9i",
-	"gxvxAZgC9P8pKClgJ0BndUfNNSLb+qCRD8Z4OY2zSxgc/ooJBodT4XPb8LLcoGGuetXuvaRVx25sLmux",
-	"5mUZqqkAS8UPCvxHZr/V7iocaniKe3AGW/DwXOHGGb0k3MZCS44/8AVB7jpPM0qIAkIb6gPwgm0c8U1g",
-	"hvVSWoFuJPZaquY9Jnbj+6w1+jpVh5STg2Z3rlcroQpRIGYvNdrs9faFbcBqGai8Abjyqip9E0wTTERO",
-	"HLYQyh6xN6SDhTlCdhDEYDCczSF+464PK9KoKT9qYy9xOx6QMdpRLtzKhxgj3lzYoj8UZkqatO6NHQaw",
-	"yzHFo82oi8kJSdbDe7SUF7rC8XohLEw8ZE5DjIAc8dS+tKB/XvH82n3sRtRyvun4cnzzwjCO4xuo1Co6",
-	"UP8EGA5JeGAWkL2BD1sNLi3r9gCyHoCG2F8R+CBeQMth8D62mh1HHf+WoimFYDP4yLumjVPPtpnrxH2+",
-	"x173nyDSDgDj7UgQoQNzG4FJle0J4258aol1W8sbSyGhY0wlj0RS83PuyL9wIh1QQUdSIgXfg5R0Hx1J",
-	"nuvqDo+rkqvhvLlOmBflKnFa2web1ARYC/0YeeoRl+pabDpOHUwwJjqP1ezAy05wAbIvBFWxC1Yetadw",
-	"wx2HYpxNlOsBqclo0s6tqH2uHgUH/uw0C91YIyk8GO6JFMzokwQkVcnVB5SGbrjpwjDIvUIYMHPwQD6W",
-	"rHOTH5w1KQglV5/xVz4hyeQBp2LZRIz38MIJQRcPO3Wze9TmoW+5FQVb+WpLqFOgxZJzKvocoqqsQ1bI",
-	"mddeT1SBjrZLvoAijzBYUHCzoHJhKM7vNtpJmORS1W5udoNNTxHUoThiP/DKw0i2RR8lAQYny/Hm8n2L",
-	"gs4jqGPTZqOlI36wwS/i/b2PjLN0GokPOfmXOlsEAF+BJBO7BA+EUGqb8DcauUuf2L0X+UkrVi36y3GE",
-	"7gmY1hhwCIgvGJaF9ojQcmMEAQYVw4EJfz0B/2VH+d+DwsoP0NZ4LKwLR/A5V3CfXMHu3rkPlcIKFSGJ",
-	"e8nwgM6oqbDV0Fv9UCoA2LVCQUQSXs5i9a8tOW7cowo9rbr2QJGiyIKWg5ktCdjqt8EHC45WtPHNNfZd",
-	"JrHpTPDQlayJEozHwnMPDlndDjMKV+33Es8At/GP5XhNbsE9kDlu5SixP/7N/c/PfCV+d+bUDvxLp29U",
-	"/l73kwZqxH52LWkbtobOuN4+KjTeHJUH0KXm6Twmafq4CR85Yif4S7/NLqXiE9oLt9jFDkgfcwYwyL0V",
-	"DKcSIkjmjZ5L9uQN2or0Rhsm0q5lHmCwIVjubNAkQmbLAJMQfoMHz1wzbihVEvSnLs+GO7fidtleuf4g",
-	"R5soVNw6gjx4fvBff+OH/3xy+O0v9L+Hv/z2JPvmy9//7WAAVegBKlHjLRqxDP/qRaoO9KPhNLJPzjkW",
-	"rWc/FE+g3fpfBUL44RuW/vGAQsPhOzHbXgT3dg+I9yJvbNJWpYqFSZ0K+qUPnUIPX/ogbVsvZCIdJ1El",
-	"0Ym3slMIJpiA25n8euuw87+AsrXUZZGxK5HzxtmqTIk1+szwmRXfBEs1LrriChDha1/XVfL82ozkmP6F",
-	"NuvBpYgfKCE//uL3OcIa+kNmcaQwDR/CQLBLWReHFa/t5nHOKywEksJMYhlZZDE8IwKGva9kHaDHvALf",
-	"YieC+wb7INBom9ASIfPFIOGL0lK0vuuAdloWfC10NlsxXpZYNhggStzg7gsIoeENDd1Yih/OBbcNec7R",
-	"pHH8tW16rCj63Wt35eM+u+EkeSUP4cXZMXqCYjjKhIr2NA7/VfIdvPvOX/azJA9fuoM8c+d4Gh/jAzLz",
-	"wIiDoOXtM33qgPUd/aFgYtdxlLnLIY4QCx0xe8SjA3iEgcC2kQifDggEt4UoCbCEbTd4LDMrx1D4ODOK",
-	"V2apLZoSTl1hV7zkKvcw2iutpNU1+KY5NC4pQ61wO3lDIfMo4O7MocYu3e/omoM+QMDokRRDWRFmAQWB",
-	"VGZlklmVvrAsvk6ge29oT1m3dcoe5tXWAqfgvqTVZqUbw2pOYogrVot/QE+EdLWIpMxpn7Csr90ohRNR",
-	"RQsQ0S8XCYuKCkYwfTrKAkhn2OBRPuQNfpPjIBc0yV3584klO3IAncT7mtEtcp9J/ntPM9rZgUT/Ht0P",
-	"5/n7npDP//bb79lvB1eC16I+cez2/G+/OJMzboMH/mgIluLn7ytT83+0f26uSpmThdifYH922W8HdC2d",
-	"an0thZ8yzWMroQfV+Uhby0LHrlDdkKHVarJtryKxtmmzVqE+GQ7lEa6RPXkKeMceew83YjsA8BZxqiEJ",
-	"PIuu6oydX16cxRKHJAftQmxSB4U+55aXetHAfNp9ZZWWTu8PU3vWmZrf11TZU6i0Guhz1kosdJiGIb6M",
-	"h6CXEyO8hKZPND/0FoRLowNB7ZOnQDkCuROpNRDG8UM/7Wx8fAltD/+d1tbYmlf+akedq9sYPSAu9PBp",
-	"/RXYnlGYw7ffxnPAO+uX3///AAAA//8=",
+	"7L2LcuQ20i74Kgjt2bA0wVJffPk9rdg4v1rdtnWm3a2V1J7ZmfFRQSSqCiMWQAOg1GWHH2pfYZ9sA5kA",
+	"CLJAFqukvnim44/4x60iiVtmIq9f/raXy2UlBRNG7z37ba+iii6ZYQr+dbKgQrDyODf8lhouxYWhhn3H",
+	"S8OU/b1gOle8sr/sPdt7I8oVofZZRqQi0v6zYqLgYk5y/JI+3Mv2uH34l5qp1V62J+iS7T3bo+0h9rI9",
+	"nS/YktpR/odis71ne//Ho2aqj/BX/Sg9w73ff8+iyde0xD+np+znRrggZsG1XUNNS6LtOwMTDp/dfrLh",
+	"1XiiVbVpgnfcLNwUq4rYmfROr6pa01rSd6+YmJvF3rNvvsr2zKqyT2mjuJi3JlEbec5yqYqNc1lIzQit",
+	"jZwoeIHoO27yBVlQjXO8pWXdP8FmoHiebmLXUpaMiu7MfuIFk1tMrKrLkuxT/+bB9lPEEcfN8AXTXLFi",
+	"FKk1J1ngW8PUVsSf3pLcWtNqTfeW58z947TYZsb2Rf8L4QXZ//7502+ffPsk/C2XBciAN69/Ov2OVErO",
+	"eMkO+lfXnkkP4T55+u0A5eJyNq9Dzlqr2Mcpun/xws7ar8YvVBab5r7rpF8Kel2ykbzG8OHtiNi9NJKE",
+	"v1eyrv7CVusT+gtb4dY1Bz+3D2eEapLb+Qlyt2CCcEPu7J8Uo4YVYVoVNYtmVnM/Tran2C+1pc+9Z0bV",
+	"bBeZ5Sc9eC+tnT9MoW/XovntPp+7pBQ9oZpNuNBMaA5XpWHvDJnJWhR4ATGcGrmxO64GpfyNG2Qn2vuB",
+	"6uO64CPl6YLqCbWPb0d+Cz/IOPr7geoz8+v4GZ1d/n3r+dgBxs0mJUxOCyYMn3GmOuwAjKCYqZVgRYoV",
+	"7GGWXPczRR4JwFFcMXy+p/piQZUXq+P2VNs3CrLPW+9ueW+2Xx651/fhFztuRqLXMqsfZUQbxegya4S7",
+	"tmfQ3Fvvha1eyfl3Si579psJozjThBo7FTozTOGOGr5kZB8vWb5kv0rRf+fM7Pfjyc2kWlJjbyNq2MS+",
+	"vzc8wzeqSEnK1+yOaRMmOeNKG7Jvt7hgM1qX5gAU+7KwT8GvfVOUMEA8R/eFvWd7AkbZy/aYqJd7z/7R",
+	"/AG/vPfz8OQv5ajNvWYzqdj2u2vkPfb2R1ZwesHULVObVRGqNZ9baWEkTnNp3yYaXu+b3rI1wk4k+lqe",
+	"lXTF1HPF6M04wXDDWAXqNBfzid1HWZtJBV/RZF/EH9xSWrTeHSksXstihKaHM4/3lKhaaCKdmSdkMTCr",
+	"Ymel7kxJI3NZjtVEKvd831z879sq/mEe0dzOa2FJ+JWc/4WLYlBj8tzkp3nDRb/E5KLYdnrtqcSTvJC1",
+	"ytlbNfbSgsfJ2/NXyOKyNvbOhYualvqA5FIYyoWjRnt/ZCTvXCvl6ih+yV8tQLqEKkb4XEjFendAhzn3",
+	"0MzTx18NEc0F3FXjjTC82wa1Q3xkJxUWZ7ONURjNB28Mbf+LajLFX6YHw9PsZ7bBif60kNqMZbRbrsCx",
+	"Y9/pm80tfHBLvi9rbdICP6Eu4sNH/krVKP3DD/45K4GIWVBDqNB3TPW6zvIw+naztnt0puR1yZZ6feLn",
+	"oMmiE48bttQ4lwW9ZYRakWXf6739408nlYAZLTXLUiL+jM4T3pPX9fK62ZuKzpndNlS3raJHleFibm/+",
+	"J71i1H44OZknWXPLc2G+fLqX7S254EurnjwJs+TCsDlTYZYX/NfETH+k7+yLRIQZK3mnScUUTHtodvDB",
+	"5Ay/fpyaIo5kRcvjjRM+lyUbR6BKluz+xozC8YYsmXWSvJQ3TIyb5fHZKTH28Y1T7ZmgcWNtN8O3eiyf",
+	"15qp+29jrR1nj5/k7/ZhXUmhGfD1c1qcs19qhnLS3oVMwH/Sqip5Dl7zR//Sdhm/jbzBXyol1XNZrHC4",
+	"9lZcLhgB4gYlXBYrwu11ektLXpD9mVSEvaPLqmRk6v56BY9P7fPhT/bF6cERyaVSLDewpVxUtSFcaMNo",
+	"AZzFrApqGZ8bUgsr8Od2K61MlmJW8vwDrlnhJlttA0YOtyMjea0UEwZ9vGR/6h+BJVOytHaKrljOZzxH",
+	"d+MRUXaNcJHCS96aUbBcOqdcwDq/k+qaFwUTH26hOS1LpkhJ8xuNEsPRphVyS641l8IuTDGnmelcVnbZ",
+	"zc9XBROcFVYp+D3bOxWGKUFLGPnDrcPZBDPKS1aQWrB3FcsNK8oV2Z9yN6cpHEUlFZKgURQ8CTDv19J8",
+	"J2tRfLgpcy9mimZ3C8msLWMIe8c1WL4c/33LNb8uWdAv8Nj2p0KaK/CfuO0/o6tS0uJSyldU4eX7YTkG",
+	"hAR7lzNWIEFp/isjJV9yY6kGp3dlpLwq7QTdtK0NzHP2VtBbykt6XX6gmR+TglVMFEzkINoMW1ZSUcXL",
+	"FambyZD9afSvYU43aoXC4prmN3I2g/VdSvkjFSsnu/UH5288EFYQSpSVQP487D+u4B+WgY/IHeWGWLEO",
+	"/MGXjMz5rb3pBJme26VNjmeGqam94RaMFi62HP00pO5plktRgJIMAzk5CHvGxfxw8Grs1+oeJ5QkuN8F",
+	"rc1CKv4r+0Bs/VoSvBob6xM0hEoxzYTVEfandk72Jxz9yi8Yb0xa8StQZpq/I4O8FbqurORiBbilLmHB",
+	"H4W5nUSadsebApeEaV6Bs+bKngys4Xd/mEAxxxUHBTFl7kUKodW5tLG2+pFVCwSzQn4hSydb8Bmw6zM0",
+	"b2bUXtZg3jj5ak0eS1mVkhVThqMiRctS3rHitEqYSycltxc8LQrFtCbKKiKa7J+cvjg/iIZd0hW5Bt2w",
+	"IDMll0eELSuzQtWQilX4ANfEDQeKoXE2WkfXC0RMlaIr+2+nVx4nbOJLy5rNVGItdP/t5QnY52OcnWGQ",
+	"54kw4UlDxLChfoQwbkZiDRC0OlDlqNWbtCzttRw0CPt3Ic2CqeZ4D1MzKvicaXOm2Iy/S6x8wZwv+8lT",
+	"smDvaMFyvqQlyRdU0dwwpb3WfvHD8eTp198Q/KD/a//A7F3FFdO9+00NuVvwfBFtvHsFN/2IiLosg2kQ",
+	"3eX2od4jsS/hjYcib21eJdXmrR5NCPZxpEojSSRtrK3vGTk1X/suMph9effporWzdgvQJdt8BEKa53Ap",
+	"9KzU8tnaIaBXmhfJVYUf4VUgYS7F7quTd4KpPsvR/p3cLSSRd0JvWGqjQCdE0FmjfFeSCxOLu5wqxZne",
+	"TpZUtaqkTmzrXy1nt/YSBZpUR17CgVhLrkGxW0aDutb9MANmp4IwkatVZUVHLiu4QG5YZTKiJQoWtDvs",
+	"p4iV0XBCJKeC6IW8i123aCmtu5pgJvJmNIu4p/sIxjKte2R3QlHSjJTeuLjAuu7FDTzqntp9fjqd2nTS",
+	"Mm9jhs1IwRS/dbcd4cZxFrd3HheFvCNUFLBxeWAyHxbEVMI9L2TRCwI7vAdcf7Vi5go+l4gYZsHBM8JX",
+	"089x8Muoe2X9Lkncd1N9m19V1FwdX58U04aaqTWdtaNgxXI5F1wzp4Wse6EajfcfkR8LhGjDtm25015K",
+	"58ZsS5Ys1nRi+Rpfdy1G9pQR6x+xmhDzWkzlrXuqOUN5/S+WG7v9XuV7xdNefucKlrNGP9Drilu10aXM",
+	"NXwo4UleMyG6ZkPWuG538QWP+L59J018uOAQ0Az+ZS/ihxT4oE0nJL+RhpaDO4YDA+0uqXFX6wzCiToj",
+	"0kobWpYwI91d5jdf7SVd1DFVO2d95BXHObndSNJKXXBzsmD5TSqaoesS1DkpGKH2SZLbR9eJZcm0TtLL",
+	"y3dVSQVeNN5VDp9NayUbNZowfkKjSYe3X2NIyL1KFJtZaWPkEaHX1lYEUePCQZM7XrgHdVqXoFqnMg/9",
+	"HdyMg0+m71BtLxZuEpbAhfsFlfsZ5WWtWOC2sHgv7LmYyb1s744qYSeY7TFwBv68Sfx5oYeriSaUhZPs",
+	"JZb+RGdGaFUxUUzAQNQsr2EpSDiY7pywD3MjRwYH7NUm5pHJ7w1Be4JUSLFaylrD3ahX2rAlgY+nTxJ+",
+	"8sZ9J2uTC7Cu8o5ZZi+qonXXVnwCTG3lNhpiE2eI2fvAz8huMMwneePC9owMMoU9XLcuwZQ+RkN4o6Ud",
+	"vgdGSryNzcbZWy1tvd0yYdI791eMdloqYEX7EvfkcIhqQxTKCb+sebqTw/eKmh/qJRUTxWgBnkSWkjy9",
+	"+ydzCDcMa5G4K2GB23oAZG1ymRJwjaBtRjkiuAdkyajQqOt4SyVIMrAgUN/xNKnrPLckkO056WHVFvhS",
+	"Wt+jas7MgLXi1mz1YXota9M+VeqtmaLllLGykKGCT3CEtJ6oaDr5/NIFDDqEmhH2S225UYJSPP3bBB6c",
+	"nBZT4qN3BL2lW9F0Rzp6joxJvTm9WHRkQXx1ObBZXIu2woaPFrSblbikoNUZwQTBJuPwP0S9c+tv6Xfr",
+	"mzFO24vuu10UPj+VT0rje07zm7mStSguqb7pIS2muCx4DqEVfJgYqhOKX+vdfpcH1TfgpkuKAYga3tLy",
+	"AqMWiZvQPUCumbljTGBGIhc+zjGSZqzZ9KJGr8ePiWH8b17qoJOghqDMkpcl7xkueVA4XAjOdrRi++fu",
+	"MC0Jyg0BSc6KnmvQvnVei9R9dWH5dW0RKS/HgjofTC3ICoX0jp5TELpvRLka1o2BEFw+ablCHmXgxGZC",
+	"15rgd9Jac9o4sEQcEvrWfUO1OJG1MINcaqejucjxkq+UtBcoSr2O36f/sFUtQAXfvPpSyspeje6NtcTa",
+	"RHZXQnWPB2ltfzOVdcaKqWaNHWKCjTZuswhJ31DP25JDE8Xm3NpYDCoQrEXpV9yWKH12XFcdXt+y2CXY",
+	"fzuEWXRkmx59LXQk6NrN0D0xnxXdL5KlNNooWh0XSy6ivCNaFNxOnpZn0R65NMCuDokBByNd+MhdNUpb",
+	"SWJvV2o/zu04RqqEJOe6Kunqdb8JrhfyTvgcX2fvtGNxYFAfYpbdUCIlmp7p0pUz90tQh+NpH6HcoETT",
+	"0poPC6oX9kF0J2MAszP+06+/gRB2M5/EdGrNVFq+vJJzLkDAHKFIcBlKlJTMQOapIgWfcwN2J4Td7rhV",
+	"QyF2is/oDB+x/yvt/69FwZTOpWI6s1qV5nOBhutiVS2cO66TzRst4Uu7f/bDdoL/+x/Hk7/Tya+PJ3/+",
+	"ufnPw6v/nvz829Psmy9//x8bFd6w+uhcBun0wlBT62Fhh6TXOj2iDS9LLHGQ5JrFyYZtYrz2I52Haa7b",
+	"CDVDshOyMwzk9Gh7ozlnMSPhg1Hgg2v7D2HnYoWylQcEtXg9QhCvTzG1ZSe0ote85GZ1Qg2bS7VKa1y5",
+	"+9XJNlVMKqrMiuT+fReI6jhP4iSeAY8UhRIUZ6shZVq1M7KuOploOn0F571r8KtzZWWxjVjyWwZVL3aD",
+	"M59gPtErkWPCm1WSuZinlcNxCma0fTPW4/HxyzzbLh4oMJ/HSFJr1hpsm8Bgh3jCRnZv8tQks+ice2jM",
+	"5At6sqBlyUTKrDu29o+lJfucPQF8cJ2g3CMb7l8jiWaigEKF8Ma0ydwsrczcNvL/V+c4aKZn5XmlyTUD",
+	"2zPPWTUUh1s3K5Z0nq6HOWclharIt+evooJUNyq8t9lL0GxVNFS8wuRRQbKtv+LufdNrZgiFs/VyO3Gk",
+	"GGc8671wfSCy6ly89lY4IrLCaZEFUywj1yynlg+o6MhcxTQz6CVwySf2/S9089mQpmE5ynmtuvf0ulef",
+	"3fXP3Cp08eLfj3bQVeeiGfUdcbJ0+Jjc8oJJLwAPyTSUP01drNllHMQ1Vc/I9E9/+tN/T63yIQptbzyo",
+	"z2QrKLDCRWWgO0wXVGMVWJNQpKdE0xW85q8DeDHpiG+hweyIIZO1QF52wHZpfWBQUMSIM2jnulz2bR2z",
+	"0YDnjOr0TbNqwThAdj54IVuz2O/macG0ICpzkA5DpPBrjh1OjedEVya2D2VWj2hVPXJ/4ZrUgv9Ss6CV",
+	"YxyrZ6wBmBr8O+hTQInRsFyTN6LkgqV1Av/VW6ZWZ1Y2DITH7LNLangOt759g4CHDvzY+9cr/E8IChhZ",
+	"HZBaGF5iYRd7Z1D/Rp3BqFX/dHoQb449us1R6yidVk810VJCIiTKCwfKZDnLg4jY/7amO06eFa38Y1eY",
+	"7tzufRrUDiAJZP/t29MXB+CIvS4t3Sup23XPaY1nIK/xxOVnuSLvD5LKGGM+3HBRPOPF9irfd4oFNAPl",
+	"lHmpdMsOtZeM7ok5FB28oa2xgLI15J21OY4C9vGHjF9bm79L+r0uWc8yeoF7RkHzxPGRqqRckPPLizNX",
+	"FdwT9+uD3XnBNbJHqB3NqbBruGaxF22dGeZbAOd84cBnul5SdGGK9C4tetFaYvPIlYT4yxcBW+wPTMy5",
+	"AL9HXRYhZT+9lkUPCEvbDlsyRWHKFRUTw0sz+VXKZe8X127z/u/7RUTV2I1+QPZDZuCRT2tzBXYH6cH5",
+	"BhyUdsJDuBMdFAqIxbpyF0hVUmMFS49ItFfkiVwuqSjSYnGdEuBWdV/P8dWQzhEQLIL3y98a9k7pCSkP",
+	"4k/8GIMhgFSzl4iO5+SpEi8sKSD4iQBPWyS6vEAXXL87WwxjUPyFsYo4vIkQiMXNQtQJUjJ6y3RcDWg3",
+	"pQLnwILBuz3O96HsGu+p88gc8c3U3hn/SDq5JoKA2AqpwSroBr0SYyAU4Fn7ktHVpaJCV1KZsS+33vk9",
+	"iyAM1uMwDcQCugzFyvNjzKZLqm8YGtOg6ceiuXOTpAWz7kFBuGijHfS8d9pjWMXYBJAP7NyWATyIeJ8O",
+	"Ztzg4yXX1giE5ObkoHVVDGbrxmErVOfJ9cqam/6q31ZZcQNuUFbWh92optymURR+ivAS2gr8EZleXbnq",
+	"dIBguLqaklqUEG1iI7JWY6yrZBwoBj2JoDWSN0mX/rOA4uBgMAMQRgM10YXRCaGNCNBvHZcwwoVrgPVi",
+	"nMgWrGUEftZFuQk4ZGtgWetIqB3wxzby6LrB17U6k3aNlzP9GbsNdceEN+AmOF63ursOyTYWLKohztxz",
+	"QLGTZvmkkrIEhlzTwY7IMVo0sZoWpw65ofayPXwwmTA0BiA2uGUbC7KQXMwPyZvZzFqSZF9Is7DLsjcO",
+	"Kw4ycuGTTPapu7HBuLUC546uDjJng5J9vFysfaYUv+VifpCRc1fYiCAqwMTUGCtGXaHyUWNEWi0lX7Ci",
+	"xnHPnPHJ/aOweQGhtW2jHmTkO3yo8/wdL0vittvSCHeKld9at+69bM+vcw+wRPBvfvp72V6gNBxn6AiG",
+	"kVMb13jQmiCzneBtA2UnuM9YS2DUCtyJ5xg9zkAxsH/R5MKqCO3Mx/MQY3Y/Dk0UoB1T/jCEbJSz1vXW",
+	"8V7iLxuD+G04YtYAVY7IC/mEzGRuHsg6Hm0Pj7LBHGipQyy9XoHjC+bcMofurd/uoBx8GtpA56KObrzk",
+	"Pd2i6ge8TYDTNmcMtrBo/5NKP3DBrSWMzvpoCbNdsgHd4JAH6A0uTAX8QJl/XidbWn3v1LBlz63B4QHM",
+	"TfK4uhEEqM/jWw8fpCQS0nNGkH4zom94RfYD7AxgY4J/nOw7FJsjopm9Ra1e1rpE8VOBF6xqesOrgaqH",
+	"De7WlvNiQQHn9A4TFG7T8ukmJSe/98DDmf3Amo++7bxIf5aLxAS7Gx9vBfzWCJLk2lV/KKMdoMcy3xln",
+	"ZaG9WLVbAbQQUIg2Sz2HZ3gDcs/RQ5jGRoLcLRh6LBy5YsWMsebMjClSyLxeumSk9xTn8kOM/MKlm9oL",
+	"/xp4PNgtZ3ct1DLMsOwYASV1qHKgbCpuGPEadAtp9ojALqH3mKGLKt6KDTktYUkjTkvDbFNStoLZzqzR",
+	"7s5m3y30oKEr5+G2qnQuxYyr5UHirPCRYfejnzTWKOAbPcEXvFsTsgCw+gKwg3Ruvjvw+16zg5EXDxoE",
+	"qfxlrIyHe+YIURvsihu3kD8vd6gjxwv31vpVz4RV6O3FiWIELEIn6nzgIaKLbW7A6P5I1b/HJJ0+Mq7x",
+	"qIh7trfQnOvklXJhEMwGf0dD2JKc/eiSFoxQA6I4lLw7KqyULOp8dEqvvVyqfmqJkNNGHZZT4Ho/hz/v",
+	"Snxd7cCdQhZYqKH+ZirNGgPtelKI9n9AFoxWNf+TlMx1qOId1MydNMwwckLH1B9WyeyHc/7BIU34qJDV",
+	"9PKFu6vQa3lEpsroauriLFGeTEamUtzyGdR7yfLWv4aqFsAlNDHVjEzn1+A/n1olhht/IWIYFKpvLk7P",
+	"Yr3KDruX7cEYe9mee33IuXFmfj2JcjQTDrzLv7eyOB1uT/DK4Gx6PR997vkhfXIm81R27gkVXr2DJ3oi",
+	"f4oPvwsSVfGe1ysq0m9XtAdRBDC7jB4ibPdIfHo3jFVjC38UmymmF2nHQkgnch/GghmG2Fr2h+W2PgbD",
+	"U5qR3QP7S3oTfpWp7gf2nb4A8UBswJ6Bm4b7sqcJd7zNprc3Z4ihza8uSHvsMjETHj0R0jQJkD2+kNLB",
+	"8ane83AILOFr23re+nnHLcfVMMD8YCiIHRuZzqPB53oY0X1Et1XsESEc/9ks3o9RR7CjrRQfyhFZylsG",
+	"enMuheGiZtoHadH36xcWgRTKOmFQ9e7OC65Yjp1FLBFmKHUyEB5xPN4LX7BoC3mHFU0zQD3h8wV6vybu",
+	"L3U18X+0j/o/w3/7H+xoEy78f8naeAaYCEZV+McM/ttOZyIrqOKH/85LRIKx80uKfl0xT/4R1HRHSa0Y",
+	"VjpVTOV2l1vpPl84tLukAAsQ1U82QVRbJodT8eWMHpv78eO1Cf3oj9tlVYMTl5WzuJ/K0toiQ6WO7fl9",
+	"8/hxe4aPH29UKTy1DNP5BeYS91ynLtO4fZU+6A3qDDRWPF8dx2nOaZnXSoQOrwK3ATRFNwEL9PuQDu2A",
+	"cnnPzYDvnMNDm1OM3Ajh/jq7/Hv6s73ZXD9SAfms0I7kKBYZmFHkYQfuFpjENtvyclpbTxwV7t33ceSy",
+	"m1yM+mGBmYxzCMhaXWk3ljJOnJH/MGSw6byaRYw4D/+xgV0992U5F4yqfNHUMfXTX8XUxPsYQlUP0fC+",
+	"qyOAmDNA3RUcMvRZMhV9c1lT/P0lFYbnfiCO6U20LPvcQHbs4a+H1OCBufd5Lfrzx4U0WUjLWrkA/Qg4",
+	"irAb0dTH+FXPfVJUIg06xLZ98nIsSo9CaBuD6C7p4CnRpJD1NaSX1RUxknxNllxk6Mf6//7fp4//T/Iv",
+	"blxEo3Om7lOJmGVnLC4ItSZ5VJPtzyNA97lkAKea+DUAOmvJqBrtlNmqRr+9Kb1V+fDioKWRSFDYoOFu",
+	"xgJl7wyc9+DAkADhB+aaFDXzuAAue9LFizGBMeRJ7DqvLiV7Ghgi2m5SXrcc987edP4B52aG3GXM7Ke1",
+	"kQR7ML19cQYCfUbLUgORWJK9PDkjUBgPuZBtPKca2piZ3CqidVEN2f1NI6aXwvRVdaIXtmPwK3yTlHLe",
+	"A4eVOkFJcurgfuJYNNlHdJtnh4eHAU88uFZQw0tXg4ywkRzxwyqGDKPUNy5a2bnNdyBzB4GEuD27VU+u",
+	"uVGrcUUS+FUokbj9L6j35YUm2hLH9QqsloN+GKutIKy8wugcqZkr/bnCJsTOG5wFqxevKMS48jIDmT3t",
+	"tEn2PzxT7JbLWmN9Ec4HS41wPD0YUNyhodh4gC2a57JuDBvYz62xtf4a0vh3w9QyMtmQcbvt2haHyuXs",
+	"NPzYS8lreheSddbSiF3cFAmy2X8HLtUGkBqSnO2T7IW1o14CTUo5R/Z5hkrvnOwH2nYxgowUrGTwHxhF",
+	"gSS4Joaa+cI335EbsueikrisnUuX+cv6IDAK2W9n8uuDLFS8+QoM/CfskP0ZcgAnLiN/H5PKrW3bTheA",
+	"JbWSQ2PM1eB8CYmu8VfHif7N8Y/uVifL+P9tQyHdboi7REK6F+0ugRE/j48fF4H0z77geew/hYM+StZh",
+	"euyk3PfphExY1p89uUXMKXLmDb2Bt7vzRvaZ+xGXDe6IrMZtCHoL77tCIQs2UG4EBS2N1gJyHuvCuHHo",
+	"WeglLbiuLDnhdT4eBXz0toZEEx3/dbhECpN2W+J0863U/X53jyKhuZZutHacPs0lqhzbykXd6Mkovz0m",
+	"G1iFa+k9R1bAgnLg7qHgTjGK3qacgoMF1wnYnY1V1O3ejD2mtioGnDNrRcsbP2lNncEPDue9dcqLEVLA",
+	"hVzYO7zlj6B1AJEhhwcsw5libBS+07gs5e6nHj/9qrfWdaDe9oWraw09yiFrzoGDjZhqXynti7iIdvT3",
+	"Wp66gaSul66ofOgc+7OzQ9bhGJpt18EOzOkHqidY/zo0q75aV/v2sB9y26pWMCze+XRUzQuWqqDbD3AY",
+	"rgsM6qm7VbZeYAnr0Bq2qBcdRTHjsuU3f2ab6lDX8tl1I++LzO9ekPnBaiuztQJKJ9BiCrljoRa6CwCT",
+	"6jA9uqZyE+ONqBEccbQ96O1NsV+rYm/E5fwiSl3d4naOomYkp4aWcl5Du2pKbpnSXEJb/rUUXNIcFoaQ",
+	"/IGJYq1e3TIwF3lZFylYOJ/g1Ouy0ttaF1115Xc4jFP8wtPHUUAzWBtevmxKXvDPbevS8E+tKSnlHV1p",
+	"6IZyGNLqqNbMTPyeT8fQJNYh9Hv9mqqQXTYy1Ec02/h1ahe3Su/ErXQdhWhBqBmZw+nIMiFcfdKwe+LI",
+	"NWRHl4IdRDe51nqkqd3hU/d8M4uw91lDySO4NdTPbaVIY95vWm3eEsd5S31tfEnZGHJ9kMtxQ31W8hAQ",
+	"SulHtrxONdsE0EbXfH4Jz6xv6oLR0s5oAwPFA/2Ar1hFyZiqt5/DcbuRA07gC01+uLw8I8dnp+ngFKAE",
+	"Dytb+CXo0Bq1YB6EZR6J18uibVqvVaEzs3Gxvl9ahBdtFJ3NeJ6GN2DlbJvFCmwUQw2hQluFoa97Sz2b",
+	"qaTHLvHtW2nQMeO9kj9Jw9Retvdailv4z83NWgJ+cLRJbfqIJhWO2W1A5qlwI43/EKi1o9XD310Uq0Xx",
+	"gJnFwCx0ibfpPUwWdZyKgiXag72i2pBSzgm3v4ciEXcRNCQ0CoAdXIbJrNzGNxh5ZjtEcc0W3IWuGgYY",
+	"Cfx+IoWhuUnBzP8Y5VdFMW4sNsXXGijNrRa8TRcmDRC+PUCpNF9sRpX1NDDMLD1IwQ1RtVfp2UTeQKrQ",
+	"XNECSxZECgM1UrT7LvrnXFC18td8e8BWkXQtwro3u8yaLQpLzNqE3SK/Lk3EKsFQHxDHn31wyydBDuIc",
+	"2jzaYc4IL/2h+DH65AjqdPMaCX2HD/dGnbkZmi8+YXXvZuY3Qt4JbOu+3byR93t9xU10sH1bdirw3V+h",
+	"J6edSQ8QlSXLZP+mWO5uoZy3lJjft1HDm/6ULXV8h4M3TC37vx9d5kwtd4nGNIQVHZYbdo0rY+KJlt/s",
+	"fZIPEezes2O9XNIkCHb7lBYc6+7wAu4A50P5ia9+S6mNqx/7iKG5u9xA7saFY3JyKRp4NTYX6hOg86iW",
+	"aZ3iR1V6bGFV+hPY2q7s0J9fTdY9uRY5DtfTOQKTtTBJQW//Hi4vygXUPwFW43i6oq555eC+t1uCjhHr",
+	"vT6Z5qMt4GM9WpsJXtYNTNDBQR3xbSu9Bj8KD4z8WK03zBAe2IWy8MtZdHLRfnd2yC9qgLwuXG/CBBRP",
+	"t4881S2i0gwCoIfkEnCXoUEO4gZB8VBobQpBN4xPc0F+MKZ6Y/87l/IGoDVF4eAnubtGrmWxStcHaf1y",
+	"BFi8m4vrQod/82vAUX3r+KMw2QYhUmxRUqTVDFu/rntzoa20T76b/m1ycZtPTrSaTeCFqWtJB4kIkHML",
+	"oUpIlZ5zMQ9ZRXEL+QKS19YWc0SusWGN9P4qd1yiaAqS7au+qktv3xL95WzGECisWmuGEEHDb9cW3U10",
+	"4EiPr7Usa8MIE004G986cjUq3ITRrWKHqcK+Vfm4Y3RfHKeE+t3dp6VrIxK1BOWFpzfsu2c1TcCHFmRq",
+	"T/LRkk3TmYd2/psUt7c6IQ6aybuPdFtQN0SarfFQ4gyGREWfjvPGX5rYDUi2L5+FXLKQ5dPx3eOFvlFj",
+	"TapaD2s++Et2zDzw4d+zvTkTTG1sNK9xwqBShDe2jQC4fr66X2n2TwyAYGMPToypCHafXiWReh1vQjiS",
+	"vbCn0dSTtAXJhb6H9kP1uaKiUVoSV0nTlX1TV1yoyAOhcnL64pwIaRz2m28aTpZ0Ra6Zc0QquTxC8A73",
+	"ftQDC1CN7Fm09j3uM5HSikPEJHKEx2GnPtEJ1EeNA/JpphtuPm7ctev+0m3XNY4sN3fnDmfQdcdvWHnT",
+	"LT+9NnBhdFfHNXF4UYiuQg3mxO20tmq7pkDNLFx22BGxlhdZ1howIFvtet3FAdWB0HxpK6LgwhHFkwTY",
+	"Sq0qqYfQH8NWeed553S+TrZDU+yW0agCayghCdIKqCABYZzkslq1KAKbcLkZ4bejNlw5FXCZACaQvc2P",
+	"XK4RIBmBLgmVjXxu+d7alawy4zslxifbL5RidLddq6uhx1IcRP1UwmxHyT50cRu6qPdclGOcbnQ33Jvu",
+	"yYOF8AY/uktALz7oBzjj99lCZyhJ8WOf5jYJkPdrK7NtSmRAtG1auaw3ccmc4Qr1CK0GLn3119t3I3mg",
+	"vMZWv5DMVzs+fTzBhpPJNiP7oZufnZEDsDm4ZyJkp6dI/1SiDiP3mcnYFMr313nEXmjvEMveZVIYSara",
+	"tBteiAdNvtzUk2RzMuYQl4xpRAK43HBcyuhqiwTK0QPfr1XIVo06JCQ7EsztgRCuNpNSUijJ84UUUaMO",
+	"aMQK8mPbZrab7zey/2Ty5Om3dv2K5ii8hYRwr5Jl9OeDnbTntbzPjQrbiC4hf7ic0PNY3tjByL79/88e",
+	"PSLuD/rZo0cHRyirxS2PEVmAbOz/emtuf2FMlRH7/zXgVlJ/c709P417dDjJdkiijGZsDkf2a83UM9+e",
+	"8L8PwBxvFOXGHeq78TxYcuoR0ZbsGsIiCI55uA5Q622WWmA9o+h6ULZTD0akvCYbYWzHdA+QEgvq4FvN",
+	"1IM5IoJf9NPsrH0qOHguexp9vpfG2kqW7LTQQz674FW2z+rGwwum8pFzmbfN6RWZKypMIF0rx32jY/bQ",
+	"RnacwuLkKmr6XVz3ZoebdIzYWx5gBsLLTn1JZrR8bknebUneUFM/Pxfeu9jTBLlcBZhfeydIA/8Z/IfE",
+	"yDlqK7Cj3ICPqWb9wdRN91iYD9SpJid2uWBkZlUVnAIM2DHbpvo2v6qouZoeeZZsRAbXLgkLeBggEDBp",
+	"gxsi5F265N0ONc6XHpx6wyfmv+iX2UQt08eFnuy3OpWRehk1LY9CLhBeMRoZCkKRICjcwThoCXC/2nu5",
+	"iWSj82lBb5lVuuAd6IWSCFKEwUbGGdYmmSE+ZhCuDWk1aDKdYGtf7073xeFq/vQsWuKm4hN/JG7kiRs5",
+	"jZnfH+n8DtSgzvRxxUi1cGPo/hgoECclijk93H8qpyKY5NwcpY/xvYQy8coASBUmZlLlmNyGt46LzG4X",
+	"6oRrLKGdpm+3bsAGUqvWA6xDIsZ+OTWRneOMHdrL2mzRDTrielM8/oIaes6MfVOKE2tB1NVZHz74RS4r",
+	"hhmMBTWWRtyLAOkk6oooWYsiC6VrAEyBDcdXATV9FJrOcY4dyx0+S4DNWYMjj5gCG/Ync4ndyoiGFVRM",
+	"4QJ8j//x5xi2yr2ZOtRxYUi3lPuFIfuwzLBlWu/+HfkwWQiAbfDdtmKKHvNE+b5s0c6PpbHz+v7BRVUL",
+	"UCuHaPG+BKdqceRbN2jM6fACaZSqP0iU4TewUOy0jwgtS9K8tDlguVnWjSSRVqaEUZSXqTjUNh7/Afi7",
+	"XpJIg0zg363k+QDnvbVweYHwO6FEwYqX+0sWtxeJE51xwfugsl82Kgfsx/sWKH37NTrL00PbMndZyNFZ",
+	"jc57nNqFC+wnvPM+rKFv+JFam5+QhFGy8giheE01u4DzP7Zcl6Ks8K8AcyhzsF7tJhbuG+tEj6BMiQ+6",
+	"N1zf7DZ42lT/UnLDpskDhY1XSXDRhjubjtxfaPJLzfMbEt4j+YLlNxmZyhvnSYpyn9cByWCjdEoHsftF",
+	"3O8BsjnaiVHshp95E45jLWzvcIOer0yS5f0+AoiU5r8yKz+vV2Z0RipO5Ke+mhi3TF8T05XS8XpH5Fzr",
+	"ESuBhvfbr2QNPm2ODTPb64vpp7u58fSag0/yjKuNhUgssEy6RVrrOXejKSRS9CszwkpE2m7MPaNonqi6",
+	"vRk07dxnWmVRPmsCFqrokmH+lTNUnstiBf/SlRS62Smn+KyS9p5l+nR0869gkQDfuRVx3eHq719ekke0",
+	"4o9unz5CJMpHXMzk1OoTUxycXMDfT8VMHjqSm/ZUBYwvX6uUvC7Zsq+PuP0tBaYIP5AZGhJShdQ4v7/2",
+	"31YxsdaNmF+5bL7oL/EHN1Zuhp0NGH9+asNlX4AgC2e5Xs4mi1WTSPy/Lt68dt3z0AOUwqsuksBv+YIL",
+	"1oA54kfsw+0Dds3frq5lscrCv36pAcovSljmUlz5pWeEVvwKbPbob43ReFUwwe2fhDRX7ixyKWYlz01G",
+	"KroqJS2ujJRXJVVzlpFa6LpCMIUrCAFe2S3LiLUarkq+5IhPKAxTgpb2XKNywaPgZCjlnAtNaFGEhUTw",
+	"ExnJaWXyBY3m7P/iHs+8y+MK8+iKzOdZh9VCCAWALbSaXSlmj9SBzOKO7j3bW9uJdJtXQzlWVaQNmN82",
+	"gC7tvXxnFCXL7knPqL3aAIIVWduefEZ0nS981j93OJFu+daAgGY7bZTg9QTTNUIeCyXKGgY/AgiQJaPQ",
+	"jsOakRVVugczFdoWbwIKrxg1HvMPgmI+376kUGBEV3bxOWNFe3216BYwRWHQbSFDM8J+qWnpjbzp3ybw",
+	"4OS0gFZGIK6dj2xEExHL0zFQqJ9NSphgpe2J1Y822T6uUA10qXVJso14xgux697CLxOuibw53C3DNMwt",
+	"CbCXKpJtK5Dh/d0KjdNhx1ABPCTUf5DaXNaCi/lxVZWrezsoqP0KhFOJgc+iCzaBAtmH0ABlfXcLCaEh",
+	"TK10FSTrXgm0DLDUyqMW7WzfPYA3INvD1d5DPrr+6W7byPWKBI2K3LDVkf1/OoQY7xbcsJJra4vbHxLy",
+	"rkMcboKDSP1rRLHJRUFbJ440EHmpd2ifCZANdA6J8K64295ft0zxGccOWBFlJaAGh3Apu/ES0Yuu6bOD",
+	"5unOuz2tLl/w2YwpJnL0u7qdwCMaba41h2A/19fYciwXQROCpjPkSGyPqE1jhLuJ0x8mnDDnoc25ZuaO",
+	"eSHsakg8LHsR84G/Ctz+rcNvzTfRE36mgLF1gwziR5V9CZ/uASim6y98cZPElfQKIreknm+dByoJsd1x",
+	"nZ7PYvmwswnTbb68ItQta7DZMkg8vmHzVXtpEBEFAF1U/ZxfrT37vvx57OPcOpbOzmaBIvzkxl6BYSfT",
+	"wEqxsI3lXRDQCdr0MZOBU4v9pv7+n/GSTRZUFCXIasHMnVQ3oQsEr26/SUdJdyPXlkrETZSvapXhPmLu",
+	"T0AOhR7N3eWSCvWOdJ0B/8sZmelD2JwlfZcRwcxhLhU71HJJ3+VSiOhvasmWV+3H7lp/4tXtV4e8ugIt",
+	"4spacldQbBX9avLqytyhBdX584yLK9fnrPPLkr670itxdU3zm1LOw6/fHFp78pCW5aHLsbmyf7WWYaVk",
+	"zrQ+FJBU3aPGWBnMRNErQbDiN3oOWAu1I0s+1oDVIxqmI4d5yl1jtrWJtIlhA4uVqU6cLvxqzzdmrKg7",
+	"QkrkD1a3g5qEFyCSO3Yubi7z3TtZf6rXu1xWVG11v/t9HHen27O7t4HgY8CjznkbG8Gtfkcj4Y+itw+f",
+	"UCjw6YrjDReX9gpWPxbT6m1jgp4PtBNzZxldIU6JbN0xORVgWgDKnerRdvxDwx3R3GDRSMQslKznC0Ij",
+	"M+K+MIFineTwleseL1CzuelMspgEmmd3kB+N1rKpZrrhe7+zWd/ZtuafIjpI99y1Xq3l+4xbl3W1J/D0",
+	"HYMTubddpk8lb6crL2hZMjFnhC+hRYkdR6x8LmruAklxMsM3SRKEGWxArHcOyWbMa4YZQIhBd0RCzRGG",
+	"ftH7Z+9nystaMU32NWNk6ryrh2HUqR/CN3mDLx6Mqe/pT7g+SyRab0qi3jETOB6C7NtNn3DA1eKG37KD",
+	"rUcdkY6botUf+Vw1ATRs8rnJJYfh5qV/E91CKU2E5TcpdFDwIuGvR5DbDvVg9p+Y046qNmJKn+HPkSwc",
+	"JQJgDHShJlSHrZApYHV2hgMIFexdBWGDi63CuIing3CH+IWxqFnjcspcg9J7pZTh8fRfMxjWQjcxPtvX",
+	"ZlPzok6mWbKlvLWC3pWCEP9ohnV8CI9TKTbj78biZQyn1sDnA+z1WvXAvULxwBu7YE/3g3Z0Y+dpYgtH",
+	"lXnGizY9xflvKiaOKz4QOD9OhcobGABIx68Nu1/gYSguvGRmIRPEB6DJ+GM6XcTPMVkaGxbAi7gqrBYe",
+	"bJsVuLCe/GWawtw9o2ZB7F1dUsM25D33madyRqbvJvo2nzTPTlsk74La7zmIDouHyEqzI+GP/qFoOc0f",
+	"w8ZfoWvJ/Xkpi3pMdMadt9vj9jm2NnBsXD6m8b677QSsI649SYLBhPkfDaqvYnOrjqoWaaz1mYaXeiXH",
+	"T21E23CvRMkm65ARH0zQ+2D8uV0egCgNuRDW9gPLkcj0kf/Oo2nmAGCghPIddoiI3Mth2+/ncXgjGLE/",
+	"gb9hXTi5MjlHLi6D1v7pzP9lW9ViTW4m7pAwj40bGZ6MYSEDPYzpFYjr2DgQrM2XnUVCd1S7wC1Joqqv",
+	"S55HnLL1Zdjhpe6V2Nnf1hSTpNzZpyGnzhlV3Ky2UIc98GkFL37Whve8v+m8H6pYLpegPPm03xgKC/vC",
+	"LaheMNcHKHbfjUim/HBCsxcW94ypiYNbd5brkVVhMXG/e6ov8ImtjxUpFbFr8Rvp3NWH0ODHQ8x1D39d",
+	"Me3nutZaUlEPy2BuQ71fblNPD+f56ifGV9QwvQabfZ8+Bj4f93RMlvT07Pz4+x+PMUH6CrZo2h617R60",
+	"D4Q0Xa4RdSudnPMgjT4esrfABtMKTkC3Day1GY5JcLYS5AeqF8laACdcSL6gXDRB9HgVJlJRrIrjiCLt",
+	"Ht+lkcEWgYi4c0HThKBrFHapPN6EFEEmeXDAQoEWyZ2STMwHQRAAyE3A2t2cIsjeapuYr69zQZuwGeia",
+	"lVLMNTGyHYXH1GWr5mmW13ZJ9wnFNuMB+qTeItctghoEtx51yH1cJIy5zhr8zF21bE8tYzqFLQpCbgox",
+	"NlNMt78+Lsv1ctv1w+vvGp18edwV1pDcJg99b6PmMwwQQ1Ftmm7xAaDUUJKOWka3OUICHm6D4IOPck1U",
+	"LSBwJOTdkYPUn8BN7/hDMQ9t5ppBd9rUbIljFmgXxi9kj7Oihcu1aQnu4YBRYDel29Y3PVVcxhsxFJAK",
+	"I6la6NYmNA0lhrZDJc/XnjowXpu1XErFpCqpgLzzmZlA96aM3LHrhZQ3k9AOWmVE82qi+Vy4snypMDA2",
+	"YaIAgh7RX0aCgPb73dqSLI0+kqLlczozLzidC6kNzzd2kGHBZbFLpxj4c6gko9pAzeKqiRXKSB93aelj",
+	"ewwMdXxZH7dp/wIz+Ahtm3xrjMfrnDlyJq/kfPR6fQurbVZ6IWilF3J4UwGQocGih8G0e/HT654j6uUZ",
+	"29CKAdBwyK2EioDteovodMi/w0JtwfHKIf8r8p0EIOq0Vvy+O+T4/u2uJU6Lvrotcda6WHVppdXVJOx5",
+	"l3+S4ojRggum9ahqBOWf7itIKNwlkuLWF75vfJz3b6+iZcTG76GtGoY3Hry4Qd4M34SxvX1E9A2vqsbv",
+	"A+DsBLAe+yNq7p0xw9xRbLGvaqtQ57TWLE4+JR7WivAtYJqhDsNPIovPdtgnH2hqnHetISqXFyty1kdf",
+	"8OcNbh+3xYqKbZ09fR68U1HwW17UtOxygN4iKNlitC3S3XrScdA0o1EVT2/rwGK1yTnkFcMtnUT47SzO",
+	"qfPnM+gLchFhj0TpArYeF+K+WXYALGDpqifsnBBbanVei41osK5xTi2Mz9nW69A3ZtGKdbZwOtmMv0tF",
+	"yM/cLxEuSAe73s3dRcmda7NRAxKpGg8CtPfxwETCZg0W62wgpM2lO35fPaiIVKRQKw9z0UWKB9yPv7DV",
+	"5uRb96yDZabGZeBeM/8LtoGOxhrjdYzINH0fcA1XQevD2xAiZJXZx4BvHFF6FZpDMicygH6wbIzRyCEe",
+	"+sHBhhy1VNTw1Azw0LbZ1w7huU3OWsedtelxoG1ca7kpKGsfSJUicLNrxMB1cCVa9VqKOaLiJQTWDVtt",
+	"DNfdNGM5KKgZfzeS0vDhNBR386H1gk9QsdMMcoHqd3JWqdAJfsvFh0Ka+T2a5rg1Zc3mpc+vi/i1AVws",
+	"BimKq1m29ouu+zjuqMkXkwXXxv4uletStqA6/DXtEyr5nF+XmyO6cZNlLwFRUOHlOZJabhirjmeGqf4Q",
+	"jGu7C837DWtggLiOAjKKhUYiI0aVZcG06VUFnbjAp4jfEucAAcXwiIi6LL09i7jj4TnpYdnd6SxAwyZW",
+	"ddSGLivdq1baj2I4BXWIdcsBpnS+pdxLLuSIPG7mP5a3ZcnzZMDKI2zhE02Gr9sCLsidVGOqaCLXtRut",
+	"S5TR8a1tSIqgRrFq34X/wiNN2SU8HLP2xCPg1hjNeu75nZrsxgGCaNT0Xt0yWg5h8V7GiKGUNP2Ghlp5",
+	"PQR87kcCw03uUm+EQcmSZYTCuRdEM1Afq0QTKmqwtyigia5v2HXNS3Mqxrnr4WHCxRH+14QLF2to6kt8",
+	"f0mrtzaUlCjldVDMg/kSEu4cHeCY16Qk4hyDo8Fp/oDSau+s9gx3F45bxEQ4jLwR27LPzfNW8F9q1krV",
+	"t589fKBeZDBFwETX24PVjqP83unWVTH+tNFd7ugodeTgXIKeCFER/W6na1ljo2hE/kGAaFkWYbaAToTm",
+	"hxUj3pDauZWv2+jM+7vi+WSBU7vYus0SYq6K97xPsvTHZgPPjI3HhhfugUY8Nvp6bnR1XJtF00sjLSLP",
+	"Ly/OWtDgvklB1OwQ8e6xOBprVhK91qk+663f8WKSNi0TeDNO/GHCjWblDATWWkOPrfvYpDJqos42WBsH",
+	"O+D+gr5M3WlR2+ehK5NYEdBdD36Fz7Q+L4Sshes1zo2O6q8QUoDrTcOOERLRccYXg1QoNRSrSppvn1Xn",
+	"hn6e0rCaERGMpG9IbtrGUgslq9M6G3Heu11Jt6jqequZat0UMbp8jRdJxVSLKDarJG2ay+KSLqSJrMUM",
+	"8ZHFeziOafulT4dxnehdWuMT6+946aszx8qn6GvjpdS6nLm3zLoEu2KTG9Aw7VDLu3uRal47l4qbRT/D",
+	"hicgTSiuwvjxxdd72d7FD8eTp1+nISxobRZS8V/Bl/sDxPR6NlhaojeMTN2oh4eHU3Icv+57nKP2jbpk",
+	"SM5HidkIS0u859+dkKffPPkvyKCx//ivb558A8IbxTZ0J1tkpOkbGAvxRHKiyBOshPRO4FfE4MBpYmKh",
+	"zgjjQRG2ttqc32KnBiBF6BavqCjksoNbs0VkrhExLhsbzAiAhAPS5zqeWO49t7iFdnPAxwoCnhVR0mbf",
+	"3fKLTLgC/++altyAlV0paVgOZ1ZDtBC8EUtGRXsiDpdJSPKLrBLlPZZ6kmQ15oZJCba4+ZS/X/pSJAGa",
+	"anjj3d2l2MRtV+v8deA/f6nCxtv9Dns9KnwJcUsvQJEKs4hv8TzSvBatJClWaoHIqZdU3zwMnr0KoBDU",
+	"pzwaqhOhzyru0jDUTA6iVD73PTQdpvrGbWghj1wjX8jT4q67IGupCa3Czk8QUP7cGgFLNphJ5Z4hRfPQ",
+	"MNTDuLKC+HOueKEsoV5zWzVoLnszpb8H8oDpu5hAunpMLum7SsnU8kPJ4fdvfjz+29n5m5OLscXHUsna",
+	"cDEMMtM8NfKzS7Z0TrVBNQCX/SM+vEVcPMqRS9WLiu94yTzAutyQklQxgQDZRfNCVM+aM62PyORJA6Pp",
+	"u2RCoqbzkAAH8rFlXorONnZg7CYPQgqU69E+iH5uH2q92JeL3i71aAi0RWotCklvbjhttzA/0QFe/jGQ",
+	"Ry8r4DchDMJhIQkezs9ordmlNLR8ndJO7Q9kTtU1nQfWBdcNJs3YYQDAQcjtUpLm+RlTOUu5Nr5fH81Q",
+	"NWfGql32Ffvj/vdvvj85aKjKp+yMJJ8Fo9VxWcq8B/cd/gxWUAkY2KywF2/lgfVHLtK+crHSm8aAL7vD",
+	"kteGchEXhrraPjF3F97IsUW9/D4f4lqvExep481XeTkerL93iUg+136hD7vGDlN2jrSz+9Es/d5kXeqP",
+	"qXKA886SWVqQWG9FmNVR7P8CPlwD53K9IpRg4XfCTMKWrcmamcI3dPUZpVKR6eND+L8pBvDLErHDZzS/",
+	"T947zi7KfO9JbufaMGE/PPg1lOfQwLymZbki174DTcqdtC3qpB3h2m4OoH+n0RKwyn49DxqX6YMPOsy2",
+	"PQKtOCbKZ5j8nrneHRNsq6uMriBR3v4nZMLcsWtl8rRDPEkylpCIAIYMDclnXGnjCAkCS1tg0Nm3Xqb6",
+	"Mbyi6988avC84RfMBNFczEvcjfH11qGd8hqQOHY9DjllsRGG6JR1UY2AQcCDbHfHdRzj9rZZfKvmIFDq",
+	"hhTMhrHTfh/7i27xMvZywTRAnN8Gbfkh9LK0Byl0ja5gltYCbATQFg6lSLqNRgfrdSld0Ft2Lkv2cK2J",
+	"IQIjoS2682o6hmFl4fc+lYW2dYBsU9fir5N9greOmm3XlPp+ITWIOzoAuesVafU8cUV3j6IR1vIp282L",
+	"30eX4p522NGqe6lszRH6YDS35uBM0J/l+FA1A90ZWqEOy421d4enkIHuEUd5P82TB1omJ3r5b+6ZPPn5",
+	"t8fZk6f/leqZPAp7LgRz8pJDfY2cQxzHrvqo1d876kwfjsSXw9+w1eZ29d0FfjvsHfTNtPVtvtZJe2Q8",
+	"KhF+inzIQpJfagnasyIlF4xcK0ZvtjyX//3PvX/+U/3zn+Ln355kT55+mz6JMeGcjUcRpp3LUgrccIn4",
+	"lURXNN8s+VoTf/bPf+pHdtbffDWi5fZAgGgQ8w+Bw05kWS97Kr1z+A21Jx23WEvc88ktxI/350EJaV7X",
+	"ZbnBE48f4Zq8fnNJXr999aovYZkvqVr9ha3Gfq+KGgK6t/sw1v1f1rPG8hLAAdxX7VOji7fhoWYXWkvo",
+	"PzHXny55YoAXnxEuCvYuI0bx+RxFoy8q74JV2UnrvoNDVwB+1H8kqOwwRli4drFT+GuMp+bmoLdswufI",
+	"MpH5UhQJennx4hXmvS6ZMEMYK0Xp8VUQq0DVAv0cRpIlffeiKE8WVKWtyaIoL/3zwyRmp3NHdfP5Hmzd",
+	"JNPg+fYzjZJ3m1GY5F0XagYOw57kWP8GPPw6OcVLoAjQA3CyDT5DZGCB7GwP25PX1LMFnpmC8eTwL7ir",
+	"Z3S0tZftQdDj5+3YrllfFhihc8hJJsR0gXN2K2/Y5rCxss9B3LgsfaqB4ysPK9vmSffMy0rmCeCS1+wu",
+	"JCww+0gMIItqgbB6nPYlGb4h+q3raZcB3YeJcK1rVrhceyoggVi5L1NIMJ75APUIkrGTGKfQgXKICTFh",
+	"Li6J3+7rCIh2N1bW3rDkicla5Wy9T2Rf5WG7U6R3GEI9XxcasLf48DQNU9cFYosiwp8U3msPyt6Ji8jC",
+	"zw+PqdfTyjOFZvX+4e7MZlG/lIq5Idg7rgEJR9hrBNlfI4zMqCLJDnpWTERroHXNzIYA7NbCOT0gSKHA",
+	"tio5XoUIgTWMiQKgSLkZAtTyv5C6srcBIrv5OpXQjiE3o6WLhy8aaMFrf+q2/8UY3ZadePsLznx1fxso",
+	"bORn72g5cvZ3ihs2oQtGC8CJ2HL+d4hpMiiCHBCNf3QXhMa4tfUaRaROrLMF0UTTNKwYXZ5gZ61EXhp6",
+	"ArDoSVYurW9BhWDlF9Y6tm8fknOffEA1OWOiCOUFURetCcKbYO7ykct+sq+TBiCGWONZ4x1rpO+d4Lui",
+	"+SZNsaviC920VljHFELqGg7JRus/xld+x6YkgpWpm/YEf/LAZTAz9PD1YTSObwLnNsR/dv/t29MXB+nP",
+	"9hcS/DXKFw9ZIVveThD8SDfX4MZ1AsggSlsQWQN9gLyhImdlTzOKof75fs6AwWbpiMy4gIbrlmaGJ78x",
+	"232DL+zH2K2G5fyYkOONrFoYXpLcqlKiF//vpP+cX/e29uPWcshZwwF9zVxd2eWYTF2qb1zXJW7APXvD",
+	"RfGsp3FaQG4ZzSPY3mU4b9mdpodOWq9sGEuIa2i1TQPAhkMzz+pZQHOJN2yb8oCUNEg792mXV6m+0Slf",
+	"amxdgSzFHIwqmSCY2Ol+naI7hYzMAEnHCl+7+bHsPCIX2MjXsu13jn2tPlu8qdGfe+JYF2wSYL545k6o",
+	"72V7LwKp7kF8y0XBwuf3sj38/l625wfYy/b859PLvs2xF++LprVzH5QQ2FagGETwpB6NI+WXiOIKXMeN",
+	"uV07T/QsuvSAtBNnGN3rlcO58tBqoEoU7N2DwHtthkKJWxNv0bon6n18X6hi7wkPymzkrEhKnQ+JfPUQ",
+	"0VE6MxejIK7WvuX555XPa/VgV8gSBS9QYF0salPIO9GTNrxJU+4WKXdNjV3SXhowmQiCuNmKFtZVBxkr",
+	"1ln70WcC13sQrUT/CaRtD6w2HAiP+sIP3mZdYTPQIfvNLVO0DDwWSZrdG2VvDWTbQ5cJIDPotO2/ntxy",
+	"kHIvl5SXWJJxz3imZvbmg5x9IqTlJ3SBEbZ0eccdz1vd41m/wB+aCxRyKo4I9Z30iHvVcjvkw/eH0Z8+",
+	"fpysZE7ZzzmvIN7ksj5afAJrGFHPPG6nN3kxtTObttjNIZQ39FXRG3sBunO6F8RbWnGGnyanL4L9YvfS",
+	"vZHWN5OJmbFj/+LHy07xnqtPWP9sjNEGLyToKv4annEoB9rATww8Qe7Dadi102Lg7E/FLEFyz6nmOeEC",
+	"dx7gNq6tAdXGE3NFOAlNRKVc1idnb4n9hRuWm1oxUPu72FRN/m7aoHyvNz4CKSbOBxzHDpbU595R571q",
+	"aqUOt0/bN1KWDng8dAFLfP2Om0Xy6wupTTp69IPUppV4E6l070X/kLq3uVJIbN3lyCslizoljc/wh6EA",
+	"WZksSqBL1s3Pd1AJPqWt6/McX48PxtMGx7wf0z27fT2s/eUC5WOqZK4LcdsZb6RIHXn/b5ZR/gBjvHrH",
+	"ae2igaQuFygcKCxD2RLvc3dD/Ln3y7z+8vqzFjV8gITGJIEelyXaCm3qHI+iHiGgb5HKOLxpl1TfpHMN",
+	"AphHVJHWxlXfNS8RvtQLZl5SbV6mPYDw5xbEsqpFt3W79s6A3q/36UMX9RJyRDYMsIhwVlfM9A9Ti5S8",
+	"uDBRWoofI4m5kRhoNx/kWOB2OBjIj4SyxK1w22shNvcPgQFcr2I7xJIKyKLv/+bGhHz4ZBuZv0dLqytI",
+	"JT6LayjHTNQVXbr0O6svLelNp2t3Ip+I6pu+7Ap9g1d4XFsLO+4bXo1AMvKf70KWhINYX3EHrl4F/1lD",
+	"rS0GiXlxWIKkxe7lIi1FtkIR6P3AuGyjRsjtjCMQVfvWYgyeaCww2/W9g36DHfuu24lNdMVya7L5Pp5N",
+	"E/aOGtUsaygi8lIEL1gQTlt0k93MYQGjNNqYBMv2a10tKbrDHMMtsQGFqxbJC6UlV+DWSExxIZW9jsKl",
+	"AoXYdtkFtFhVER5sH4zBCCmylayogiiINa2IFOKdadaWBTrtZ5CNHTFju3MNxLrX6LT8X7xI+j+f25+w",
+	"WhNwhuiyYgWhBmSG+2H/9OIN+fabx08ygjfstBaghE1dO1j/Gryj34f9uOOY2/UZPT47bRqaxi2n+bIq",
+	"IW1SfwQ7Fvy/27XL7stX2b2N9oNZPLGd0+1cGSyfhl7bVlBiK1K8BP66h6/9ALce9QUFayhdc8qFfcCV",
+	"hviOAVbbdxn/LeiPQTQcXz6AQDcb0HFCh4Xo6+ORcu6H19WBgWk7kd5vfUjc8trv14uXFyfnp89frm0a",
+	"HAm+0XAHHFC7tNN/ICMXLy/fntkL5uzV8f/TXc03rcV8ubaYn3/7MnvyTXrePXA+x35LHaCPdOK8PT8p",
+	"vFMYKqQpVJE0R39EaBvaBz+22eWeOJ+1iQf0Hb/bAJOTjYLj6dKog+ZB4U2ox67xxsEvsspIjpOHSpEc",
+	"3GMNsBL0nsNO65CNi1Unehssn1rxtLbcYt+356cwNDpNIdRQ1cZlOLVag0ARDhXBGJnWik+xCNEvfxGM",
+	"v3jrHz/dXOS3E6LaR6qosRubFMsLroozqszqhFb0mpc86fJofBy5azIWwObAmixkL9Bw8nNhsBVpHkP0",
+	"qdhYDd93LV+Wo+2jZoAAdZ4KyN9PGQmgTxt0Efau4orpXidrq3+w32BcvHs16UYJaCz40O5ulB2qVduz",
+	"XC8t3eh43gIDuTXWNljI69pMG+20OZcsptYUn7yFDCcPMH3/klXwsLRAG4+IdE3kXI30DWOV60wBVm9K",
+	"QYE07dNKpwsunGz0ITqsMLei8OT0xbmlHFdZgQWyrr9LSA+RgukjO0X0EpYcFByQ8VSs4uDu6IJi+s7V",
+	"F1ix16WIAS6xizFrnNLikPEWck9fLHbXktiB2La8kIU0z9nMwRb1rALUhO46uLbHzIst3BFDbGsHW4Pw",
+	"Hj7qD15Fnu1Vtaqk7tkr9+PQiaSK+3/vZV+XZAztS3Zj4e8CfAElc/uZhpl34N/BqMJ3ijFi2DuTVE1G",
+	"UvULrquSNs6yrYh540befw9zn/Z9j12kVQKA8riqUoseAd1AayMx8z6Z2iIVquxQl/5GlO0QdeQ+s9/5",
+	"iRcska5wXBs5qeqy3KFzbiALVLTBsS6VHkckBbvluT+91OX75vVPp99ZGwFqT6Qi3z9/+u2Tb5+Eg8pd",
+	"bLBLSD1D9Y+Bv0NWYjOK++PoQXpxkl74loBu3nFXgSisvL73wNTJUuy/sJWrFYaaKStC4WEfRbMWoPYG",
+	"FewVpPDPIKwITyZocT1BgurjuuByA9aoc9C5hHdq30ivZ0H1mfl1Q2E5XTIF+LekomJieGkmv0rZ0+iN",
+	"64sFVZ6INvVvxJ3gmugFlJtD/UpduRxrDyyod4Itb5cYSGI5isgQ1iyZ01UDfGG+kFKPo6z3IE6tbnBW",
+	"0hVTzxWjNykKYxUsAgp9fJY1RFIreI+UjN72xeViZKdBywjPxHeVg3ik0VWAfxr5/nnrnd+zPaTJt6rs",
+	"Kf5Fkn17/urIpff4iool2Z/+6U9/+u/pAQh7HUM4R1DbGaH27eCOiDG9saGTDiZiK2/xq2+TDlxLgKnw",
+	"CxDmblfH7UKmwoU/cWUgp1xqM4L4+q/dt5qpBzM9XOX19koL8sDrYS1aL+SdCPDKiFgfGRO4VmjLpbSD",
+	"Ed3Ik9jSokfXRUyoYDtuUHWp3wYs29ahtvsL3dR1U6wjejBlty8fGtgDfmsXxW87Se9ka9q1u1swjTCw",
+	"TmQ6leyJgCrYciAU68cNL6wxGKDWC2powhU0okEPVtZ3G/SMt4aG6bKfJjc22HHdq7nYPH3fHX2O6Q9r",
+	"TpvwIO5fePIerhu38SdYCDacx+cPaa0xDkBka2bGdchxqXpwTt0S4q0m38vQjQ9IxzhsDQfs4nHqY7+m",
+	"MHqdBaHgydUbY+eenApXjDTMcqFtWdrPPaI9SWCI3Sv9tkW22LJxCHBFy2tinw09Q+hSOvwQ3DrEsom7",
+	"G0nB9BaIGZE/O+b2rCnT8BTVV57Y5uYU+/zcIxjTmUAAI0vnLHR2SkDbJ5FSm2p2iP/ah7KmiRw15MlY",
+	"QE86hzL1hHpM3/FlvXSQpR5dB5phVHQ0Sml/AhMeqk899p8c5Z2HmybpFDapBkzJ7llrLVwyIqEgoSxh",
+	"Mjt1zYLDijbVT6kXOhOqJBCSEWLgLreDUcXUcW0SZQVN4MTxDKjAoWMgtDrBnnMae7Ff0/yGiUIfkuNw",
+	"EdMc8mzxO/vwsnYvHxCj6K01eUF4uevOY+/kUt5wdoQ1JZCohHP1TkgoBXLgOWisffX4CZnSil/BE1d+",
+	"t6CzIZwn2CHwkWZ/F8ZUWEECw57AqOlCv7iVEc4OOhC6ZPsSREzIHyT706urH6Q2E1gyvjZ1PXWtIVgg",
+	"EfxweXl2cXDkesqC7LR85cKC3YLVa6i/p6WWRDBXGDP92+TiNp+caDWbgM9/2vRyKQgF7MiJVNxOb3rB",
+	"8sl3zOSLyQU3bAqYz2/gt6nHHVvFsER+Z78k01yr2ZVi/4IeC7Cp3O4M7oRv3waYhX65zS7Tiv+FrfZ+",
+	"t1TIk4Uxlk/RpLHLP/OGsLWpOcagKbnlBZMTHZ6y61OMlnCnTHK5XNbC10wtqaBziHQ1VnVT3A/0FCW4",
+	"+IIW+0V8UweHTIY5C5MQYC+YzsDOtfSeOYwFLubwJHafV1IuMUqIFgotllxwbZA2jlAQFQ6Mxy6OG02q",
+	"+rrkOVBEiN0hmBRKCrPQ7mhKCve8KywGEiIAxOIDKAhW4EmzYFUpV0wdkpeAVfW/Lt68RnxrlyXQwFVP",
+	"Idf0uSxWU6IXtGJk+lsuC5b5+qvMMm3OTgu7cKNWVof4n5kvxv6fv09xxgiK5b7uvT+OWi/tByanxdSq",
+	"cpUUOjSfQbgq7JQEIGeaTN1w04xo6RLVHAAFOPp9ivASi9IjyFQ8rlLO9SE5o1YjgcBQ4FDtpxdeYeKW",
+	"lRLWjNecl64ZAeGawb30j5/tIu8W3AG06SUoDqIKYwTVzKWhOvxzxAaFw0Sq8M1nERtsaj8+PSQvab6I",
+	"5IiAohoew0RH8Q7L0++siJk0f5yGGgEPvB4ewj+4M4p2iYmZVDnTyY+ZkKQAMaHrlWW6As1VbJa+CrTs",
+	"Tok1wWc/krsIVB11Ti0UnxlCK6rMIbESIFrZ9E9T13tJ16AJhJ8ywt7lrLLmZHyaSBtWNFp6W4WlAFc9",
+	"A5wsPLd84SoLCRVSrJay1i5mpJuNiWdiZfDUcumClSCDHXW3RDN+4ZC8aWa0pOqGFX4ijRvoGaEVnxiU",
+	"1W4qcAWGG1c72WZlMJitALfb6gPobzz7oOXQ5NV3FG9Q/3TcZT0J11Q8qU4Xv9bUogmHi6KZULOHVwUT",
+	"3N4a8fYgt8fErMkUj2u66SCjflR9p9i78lLmtJzYtYWPxcvFXCC7bMFykObS56qVUlZW6DddEdLn5PcC",
+	"LAZurGG5N3C5HZ+dRjVcz/aeQBOGJ9/82ffMoRXfe7b3pf0j6HxmAcqbh9q2hPjoWkpjLxgIMVVJ994J",
+	"WBo66geArBXdTq5Fo0sD40IbWpYoiBLuzEMCXa7Ctvi9s7eUL96F/Cd3ANer3jNwF11D6pgRsK7jfRlE",
+	"DM2hCS3cAHB014zkJQVQotABZCG1cT1I7WzhxDoLhiiJbmVjrQ/75yMQ6neSKHTVBQ2NvaO5KVcOsBux",
+	"rQPtWYt277k/mmM7boNPY69ZhHoTxhVGA5ICqjCP/uX6faEtsslSaQ/ina+gcaUtInuxZI2rxW5/EUUN",
+	"gtLfRyiHe7FFYg8RTBS80YE+nz5+8mDLQ0MsvZoUFUf+uUPLRl89ftw3RJjzo+e0CBtnX/ly8yvfSXXN",
+	"i4IJfOPPm984kWJWcrTXv3oyYogzuiolLS6lfEXVnOF7X29+761w5UesgADUpdXF7ctPR8zyUsofqVi5",
+	"7QCUjK/HbOGplYyCllizFFude8/+8dvvP0fVGk4eDVMZwMjONbiuXC5mV4J4r12s4uw92/vzn/f835o7",
+	"Zu/ZHt4jzW/4TyTg37MeoTppfHJzliw+wiYZPilQyLSQWTHTKLKRdxeEmF7IO0zv98OiyW3FMKMhDxQt",
+	"TfhFiqSsPiSnJrQ+XrseyTXLocuWkNeyWEWOQnINCUHN+Ouy7HtmgqS5CM6sNtc/fnih5obqEQDNfuEx",
+	"HX5SZH7J0Ecdgs1I7G360IaXJUS2jYSLDGVXL/k/KJnntDL5gj76jRe/D5A49HLwzSnA6Cbuzajvtb07",
+	"AgIBL9DUPnv9PeFLOmeH5HhmDe2ZtV+dGQf0rF2joLpJSLb/7CQG2svY0j6fGcYEWXJRGwYBV2QKyAlD",
+	"rdEP780PtPVAuSnt4FEyOZxJNBf/MJpercxzsKWcsXvoFn9q9drj6Bn7fY1LDDNESGNdR5uDZIAjojxw",
+	"oIBeF4J6LPLV468QJRDzBwvXEBYiIdiEO8mlJzg50BcVXTIDWKX/GJHEGleCgIvHKpyNg4cXaxd/FrFz",
+	"cGTWNTzZ9Zj/vFFcAKE8qrDsOPFhLEFKfDopG6KjWwKmEHoOXZyIIujirgrCV5tfeS3Nd7IWxSclkpCX",
+	"A9vkgVY+sLB5pBjcXv02y6mAXNNgt6B4CYeaheAfXrDIOoC5buWOYHdWVmWxcLlbSO9/UPZWjWPuTkZZ",
+	"upFlYeWHvRyFJKUUc6Yg3RTYkhWH5FgQV1VoH0QBvsLkBBw5mqWWUT98+02qbzAvTjB/63ZkwjpXn+Nm",
+	"3Z+zo15DuzH5cHLYCB7fXSVwqz/xa+nj+9YBHO6oz386/IqNoToM63HXW2v9QFwMcchJ3Gapx+mAEA3t",
+	"uH7co+CaLbi7pH39RFwYCeoCwAjaX6aOU30Tp+DR45F/dMEUI/uU3Ckp5sBhzV36JZlyFClXkSNjeoBM",
+	"bzcyTBKUiSVjpj33SpY8X5H9rx4/br51jR5zurImwOrgkBx3mlGE5dKmBUMWBZrj5YPEQu8YRlfQowI5",
+	"SKnbHrf4zZ3wu/KeXAw4jh9kg4vBi1SvgMVbO8Z18FU6RtRKDfGpBk3EwcfnWk0wABrLNb3Y9aZ/Msbe",
+	"9r3sWfHZf/BwUrHxF2CSWcwqLskMIJ0a4t9R/sHja5IOJO6QfGP5jY5udzclsGGgZ2bsYZMVOPc9naLU",
+	"ceaGhjTgO0l+MKZ6I8pVRi7okl1ww/6vC6N4brw4eJaIlEeRr4VUZmKNkCIZfndOfoj3poPU9kvTC3sb",
+	"sWmEouwWyHUigh343Gl0flY4pvtjGBO/PWn/VPIld42ipvEJWOH8mnE0n2EhtKowHdOhIchihTvp/BlN",
+	"uPHk4vw79xKYWE5KJIPt67H2xC7DpeDxNAfD74fkr3D/xOm/7qQhUyF1DQUnu6Yrl1sdvAYgy1DLXbOi",
+	"axVa/rG2CR1VHg8b0ZFrSTAGOqzTMp7FBjTXOHv3WxNqIvv2aP2f3eKm7v72dzF+5MBR2LodbacdbsO2",
+	"tipgS1+hrwAuUcCWdzRTNSEDv8xWh0yy/9XTP7thz5lRqwnsoCWtY5IrqfVEc9MEAPY7mRLPooem6Jqw",
+	"Ojufi5A/cZAKVqylTbgQvKxNLpfAS3eKG4M4rUhvqARCrQSYAusXPuzCe7rk4dsjwgcE4wct1QhQ6EFe",
+	"eLLInLRGdRWPf8zt/4D2Akot11SsN4TguNzqClZGO6WCQyAQVTBonqURBA45HOZ6wcykL2vocl1+9IlJ",
+	"K/fdVw9CwhJNpIvCAj5hFeY/OqLxprK3Uzdk/mEsslLOZW36FZXzKDffq09BXRZRNgh4KyzlO+XBhbiB",
+	"XF2wH5oB3Ul1g+aKu1Yh50OWHhE4ODWaq0NDighkCGBBxbU0ngcwbRBrd9du4rj+3KEyhskbSQCHXBRk",
+	"blWorx7/mUxzpyVPk9JTQlOKcRZHLBqcGZGWDcE++5QNho+lu7/smvgPxSJppR2TwHviGNhlapwDAi+w",
+	"G+4IzPemoKb1jKUFNpsxzL9fq2ZvpL6vDbDM4urrUXNtfINlCfgwqDi56IAkBct5wZyzA7KGAdh9Ie/w",
+	"fVgJ1w6fB3TBKDkHJrygt8zyDTwq7wTexOuBAzTcIeD+Pu/laJg+F0LCHeQYD2sAPiCjfSy+eQG7cs16",
+	"/WPRhjw0E210zp8zWuiEOuNL2rDFVeSkbF0jrk+q8e7ylD3ro9uxHWvvifaH7E2kIUj2zHcAcn40pHwA",
+	"uiwVo8WKKGngUsHcQlc1lMuKQ6qS49O7RZzszSPB7zp27YMR5GYRsu6s6g8mhbA3EgtdYMm+K6CStcka",
+	"718I6EGzLjxD79M6iHyWT8jUfejKvTI9JK/4DQv3rt2wSfvSjNvtZa3kJjTvItv2C/1gSeS9QYuLIOc/",
+	"IU3fnV/fhR7HV7fQ+BO0HKtQu2r8/5Zyrj/iAWzaki2N0ID4npMasWR474q2rwnoVS5eQZZPUzogy8Ky",
+	"HIT1srhfNJYCBcSYBVfFpKLKwRdZ6VWVNXIpwrc0edSG32JGJrD4ka8qshrFNRdOcB6/fnFILkIpu0Z9",
+	"A7I0saD9GcFadvsVUUDmkmJtZ5UK1e2AoicbQ59rWIZLaU/FJOxGnPjdWotUpuikeeTRGQWjcNRzUP00",
+	"4lk3mb+wFTiJx78R4Q+MfeXHFhzE+PdeY8+A8S+88Ngl277SIKuMf/MnAA0Y//xxVW3xNOZHb/3CVit4",
+	"6VBYtlhDwMbZ7h2Hy7PN0ceIG+Pf+8HDsGz1ypn5dYsXTttAKtvQGrT+9T1DR29gbmpabvvWRYD1GP/O",
+	"9w5E5zsQodtN0UlhmKZ//70mPuDIUN6b0G3iAl9//3zq4c6PZVTZPcRqwrBVkeoQ/rSuPjz+Oq0+hA0H",
+	"aPffsw0FGA2cWJzo500lq4dOQ3/b6SE5iS5lq38HAJsp3tFVyQ2Rs1lGmMjVClqmhWigL228YSu8xtsX",
+	"N5kCFsz00ZRW1fTRFKsrpwFdrxZxiwz/sX30seEcr/Cdq+ByO3DpkB5RycMSiNJqalPa5h2orJq6DrNT",
+	"gF7BF7LQNcp/C+M3Aa9sinXoOkARBeuMur7lnSa9vOmIfZBIo4DT8VLuPaVQxGNsiLK4rB7fax0OPfNL",
+	"QgAZg2eq77jJF1hI/uFKMsJ90Jt4iYf2EJUYn9MvPoH0CyzXoG3J+UCCE6uu91LG1iOqNTMTo6jQM6Ye",
+	"sXce/Stpgr18h6UYzjfiqLAxooLohZJyLLpjBfGfb8qy9zHjGBAPDsNE25OZZqFtwpODtsFlRbPDDoNh",
+	"O5aVg0OG8z0iqhaYUI9umwCYjAgJ67IKF+mVETul91qH4Qa6dKt+4baoj/XX9vI/wlWLZ4KUpmNSe1jl",
+	"YgSH8KXnkLQe8le4R10nmikUYJJ9RAoAdP4DS3sLaCQf8hNaWSAu0ZGapoGOE/EZcRg2GdE3vKp8pQLm",
+	"P2QOOX11SDpzADA4RCuIYBF8C3ValhOpJmFWAn27dr3Y/B9aBfsX0XMsVsRloRBu2DJV00mmuFNNfkY4",
+	"tjkyoB3ukABSmsNxCZiaqElAh6eg62C+AwAvgFr1iFbVI7yxj0gtfL4iQM+g7oZ7BCFXqz9xhfkvd4Au",
+	"2p6HTw+RAjvrHJLXjYagSRl1D6hQm5pEzqJKynJYBQObhiVcuKfLtLB5PxmmVuuFATeoR+sCG9v53xEj",
+	"CZ6rw+v7gMkm7flDo7Ke6VclFWTf0f8B9KIKoQqk+s/a0h9ZW3It/+zBOsa2lo2TzO9fZ8JbaJyf2l9Z",
+	"XICVaO2jBhWFqwhSuXaNI3p9vd/jsJ+Qw9e7eNDr+wEcNDDgGC8N7vpnH82Aj6ZNoB/YR+NAs7nRwBYd",
+	"j0jbBQLPxh6QYe8C0MiHcDG0Ogj03EQw9y9gkVmTth4991HcCrhFQ1P+7Fn4t/MstPj9g92Sj37zYPq/",
+	"ozwoWarZ5Qv4u24aamBSFeQi+i8eIXzNHdeMJASEkOYK8HunsYvU4wg75d25KlzfJsuPSwn6rauBKCFe",
+	"G+VX4oTJfmjUIqAoQINWCf/lEHCeOe/vtcRukW0JhevrSKjt7vHOnZu6b3uyLBuOdpCrnzxHb1v7/YdJ",
+	"1UQ6aCDQ3ydTZntVPVA0SsPl5OtZoudGQcK3SXy9u84DkfjDX+P9jYB67kS3CQE4/6NYvoO3tvMM+R4j",
+	"/2b8/R91YyN1foQbe92zNTIXi9xRDn47gIJo/GL7aJKjn7LgOpe3TLHioJ27lTZ6XdDyPzbPqZs+8Ymk",
+	"Pzga+ZwGMcbEHnAXv/ewRYBOnmhGVQ7YMK4Zai9XX2DoAetiwweIZksqDM8JfsnDAoPrbV4rXyLqG145",
+	"LPg2aNp59DX4CMcgnHuKFRF8W1zVtJCCaVOuyJTeUg6dJJ5hQGOarrDw4X833AWM1jSC/QCRvP6xe2sx",
+	"/BP/EbE83xvME4wjCFk55GjFCCu4gaYh75tLfgu5QCPNU20kBN7iJKOZYg5GuhuYii1RMGm5Jue1EFzM",
+	"M3LhGj1kroOgvSShftoFB9cjat7gVfiJ6REWC3J/kZJTo4mqBUS7S4ko7u08HU20oYgybTc4FLZDRfQG",
+	"u3VXff602MJYjVNbPpurn4i5+l7TUrLhWkIpWDtJzTJagdmvDqoaGqtBdkdGaG3kxN5dDiW/gMR8OZsd",
+	"xU0T356/siyGOSRDF8nD0vzjD5wg9m/HOR+LEc4ZLd4TG4SQSb0B4WvOb5lwrojN/hly4TT1qM9inN0K",
+	"5SoP0WoRsXd8bUz7KVeoCB0ZyV9DWwfPzqoWGgt8fd/KLORidq9SGGbqslanHmXQ9cbbT16PB8869+Ow",
+	"z+rerP6eHVV/BB/VJvfUv6tc+hyDGuXR+tDZrZF6/8gZ4Kw/de8SmjfTbuvmASsem5lul0mfsgl8AbXL",
+	"5h9U/oU0V246CRPYFc+wP7b64s/qs8D46CaAJyhCu76/D8y/Fa31APOeUWi0ZdluSQ3PibcBnhEhsZ8W",
+	"oOTkC2ZnVhBrJpcOPvOdcUUtkE9r1MoyqdM7PI86Ix1VJqdiHEXSIvaBW5UGvorjXrNcLpkmMMeEuQF/",
+	"/7cwOFx+cMsGq9yqP3PwR8qWhIYUrTP50Kxrfu1n3B+tJZGRX6GtH3RrkJVH0loyRSOEbfu9I4eXiVVn",
+	"0HEQOdl75oD9IIlb2xv8kJxfXpw1oaoAE/lnMq3Mr3CdBnVpekTevP7p9DswNr5//vTbJ98+6X+1FsEn",
+	"PW3ECVekYNhYURg2d63mGod4EmUY0b18tMj8+gnaIs3kTnDzN9gjZ5d/98c0xhR5+v4meuzaZfXKLkdM",
+	"kB/unv0srv6jLJQLQLmLafZ+IhIlgD50sH2jRGQToXNNozdCrMF0o5dcxhoIH8Vc6N17+L0m/UeQh43/",
+	"1XJxvC2ftnbUne2QaIye+yxsPqpft3scHzLquMb4m5HhjvVNi9O9wbEmDeiccvGH4HfffeXfmOcbPLTP",
+	"3P/pcD+inz2sANjp7tfMGC7m4+59HOGLDsuvAo7Zkoqals4x6RAs/nj3/oXfkk+e/8NMB+57f8Cfuf2j",
+	"3/W6Iaz3HsC9YKbR1VsMiYj+9vL2DOYEB3ocC0mwjRoUW59d/h2BRludLb/Qvv4VmavpfIqekwXVhP8x",
+	"PCCtSOdDMv/7dIT4SY7whDRn3jqyjxKk/SyxPrtCNnaCeg+Ccqy7GIImA12hsL0BZi0aOanqsvRJXmTf",
+	"NZulxrBl5eDho1CM4Ut2kBHFdL104aIJaaWLuWhtnKci5J2HzE5hnx2S82601op1Hy7bD6Fb95erJoo8",
+	"PfDN4TGG3Dzr/zQ9iHLt1+0mo1Z/jMARZLsOw3bEObXWoMW9Dj7kz3rTRxIIlt+wGZhjMoTctuwk5N2H",
+	"Fw61EhPL98hNAyHh2qRStiHzjQvXE6oPzidqpGJp0S0d8PEx9hujMI5J1YZemS7Pw4uG9ecTIiLJ9rUS",
+	"HjhMulKpP3bkOAMp65b/mdk/npFkSStKa2izyUPWLo3meCxomJRywD0SUdIX2vV3s2+VXLBnoVQJ+dth",
+	"f2VRqWLWm1EePd2XWZ6t1VhEdRfs1u5+RgS7CxWPASsM4IAQIQwrIqfYcaaUc2yn7yogmloZQ1c6VG8M",
+	"wgWd47a9kvczorKPWWnZrOEvXBRbI0m/kvPvlFxu98al3O75N/YMP4gEbXZjTKVmxDaECaP+HT3NH7W6",
+	"k0YCJyq6+qDRI1CRB0JFkM2gvd3yLEg5FG2hFK0t2tA4coCSPXDPHuuZUE2c/hEizUtrx7qGd1YYz5kw",
+	"hwTnQkXOiBTlyvXZdYjLIb0OOlziB6hS/JZpa11VjEJuHTfkzlURUBNDT9dixgV37WYQ8jsgvAQrzc+z",
+	"ZXE1vi3oStOnxyX0MqxIWLPX1oUymD6frbTPitt7zWCBYwho7R8pSdfaWv3i6KJJ7cNXugLpAk21LJlB",
+	"Sva1BAT74PSJLDAhcfFWAMwpFwdZkFxeTNhHVsxY1q+oya2syK04KmNRJ6sRku6QvIEKZiujrahpZyiS",
+	"Ujq4XVcEnBAIsvqjyANZDYsD2LJ/V+7/eMwsq04ni+qDZvFiLwqrXph6XEw6t6sSutbEMLXMCBcFe8e8",
+	"KSThcr3l2BF31mp4YZ9AQPklW157eFS4WurZTFl1FtCHGS3NwnKhZkxAe08EmhCyYIfkDXCYVNDqDzKA",
+	"A+ozaguUlNh1D/u8u2A5NURIP3BJ59q1LE3HpnHGF7grW3Muvv3eObc1yb5L3O09HvBnvn0gvv2emRZp",
+	"N0yhPc0EjsVHUgz7ZZphLZ0n7ALf58/+e4I9aTfANkXNayMk4qYFYMHnTBtSKTbj75jOoqa7OiMA+87N",
+	"itxxUcg7HzMxDDPz8TNQg+yQEeF6BmxEV2TMBalKyoU1GJaJxjlkwRQ7JC9pvgDLdYXfb6BpuHF9QxmF",
+	"2HMWinT8E9jb0P5OAhcDbo1eyDuE6oAZ+hQ514LU7Yo1BUo2M1AB6Hw1XORlXTD/JNcA7Z/2wBxX/BIP",
+	"4oOgVnV9AOXKL0TeCezxDYKy1kwdEVqW2KFYo7GFXY3tQrh9/ZcabxZBl5YY4cm3GsRW3EdzSd+9YmJu",
+	"FnvPnjz9Nlvrq7k2reNSS+i/GPq94hz7Bm7vd2ts10lh7xngAIWxr6UsGRV7v79X8erPdowLpmG0zzBZ",
+	"A46UZpsi+RjalyYE5NO0gPSvHLo9HwlGHbe/BwA7cl1rLizTX9P8xve/V07ZscJjZq2Pqb7NrypqrqZe",
+	"3DnkK5clI0W5Oop6/7vSwX/V2sBHLn44njz9+hsnbjNsSgr1xL7RWC6rFTJpI+uC5CEvnbMGjgNBuHxr",
+	"dI+njV2aXQMRqchCloXOIhzduHfxehzrSwDkom5vrPhEQT1XVBiyRIxc6ttiKC0FuVtIsqQFg7yjy3Af",
+	"8JYsarptQ1tmn7YIswxNoZ3V5YB7/dl6176ivOwDAvcs+l5BwP0gmxqN0SXrXKC0KJQlLsWstMwd6pUo",
+	"1m5WpycLdueac39YrHBETg6b2dcqBLuEN3DhRzGCGxBcc99mrsm+M9jtZSzwDg6XVDjQT11k/keiiEey",
+	"8mFldcIITSi2j36D/92A1oY6gw6CyyyUrOcLkIaKIT9YIae4YSDhfKt3yNcGe9JJQmgc6SzNABXeBigE",
+	"5QkUyDwIrxkX1BWq/v/sfWtzGzfS7l9Bqd6q7HtqKMm5bcWq80Gxs1nX5qIj2dmqs282gmZAEqshMGeA",
+	"EcW48t9PobtxGXJmSNqkJEf8ZEuaCwZAN/ry9NOox9wvb0VF7ZMw1uXNoBYDGyk2NEgxVh2766d200oD",
+	"o7TbZWhQSTa9QYs50Cs67etZHGsIrouCGT4W5aILbOBem+jU7Szat7hgRw9ilA0qKUQYSNWe/+ODI9sJ",
+	"A3CT8wDyvgHvFR2hTV1ps3KWlqWei8KfqQIqyDvOUa8KApmVez5mlOho2oBR6ycxT9+eWlkmyJXY3soC",
+	"UFFbuJHd6iYSJ4UWq+0EVcZuRA6RwXpVA/WhrHcky/uiu9rQslrmu9qIsv7hsNbrVJJfWLLsDhDrZ8iH",
+	"9WSsqRP0L/szd68F+KRtrkDnnSa61foee77nCiipxHOFXpidrjQ5B2CecOsmRlM4H8yUwDTt7Bh0F7wi",
+	"r7X10ACnRpdGAhSBNJo0XAgmF/dRRKd4s04YJ5ZrFIJdw4OhVCY+5zr64BBp/GC39RLuf9omFo5xvT+I",
+	"oRByXVPldkjwf2ROENpvpjPMU+GKMSwQkMfWJ04sB9i6LhNq0PSDopXGOAQ+gFgUID/uOPcWmyyy1cgK",
+	"qZYYVMlaysaHUrpidRiq0mVBf0UOormub9PW91p1eIoUIisFb5lv5Fq5jyyishJek/kPSYa/agV2aKQO",
+	"3QEz/bR1x3ahJJ/9DYuVJJbeENqLuv0eVMtuvD3YQ49lj7iTcU3GcukYpfbQbVB1xkyTAz6gFSDJSEl6",
+	"9YDylMTK86nIbw0Fq935TM2xhSpGWpULEHDfkBq6y0MM3Pebhr5ZCNL2cSa3W88v3hyzd0b4XnIhJKPz",
+	"vKlrUZwHbtGSG/9JCG2wGjNIUKjiHzqVzuxakDJ0shHHVMu7nkzkFU3cOUzyY2Uj/Ujhg6VBTDyzi0pg",
+	"AbS457OqjNYSbpvjEFDmZQlXb5SxhIeDif9R+crWwGn1JDDK5XomKI2KP2yWSMVrW4MSqpmBhDV5Low5",
+	"yo7GXJZN7a4qhJKicDK33VDBrvWbLHYylAb7mveMDq9rDW6s6xm3Ry+PnK8ycjcfrY5lr0E9t2exmcom",
+	"ydYB1XDIvq5pUtTlpuzoBMDGIv2olcQCWnMIoO2VaO5KS2VbCVal5yaLFkTOrZhoKtaBFvDOfyxLuMo7",
+	"m7UuCaZGoInQ3mhWaXdW+Pj/7JidKzdFdiqUpSQChfxm1FOFwoCWl3riPFofnYOdiceQO1PAeKXaZG0h",
+	"aYqZMnhNTz+0OE97FLr4mj6ZOy/LlUUwx8+sp9fS53+crLgJ6RYO2JsbiYW7Mm78lQFmS9ipm0aWlkmF",
+	"LpLzLGdcLSAdb2Arhvw9QHakYWbmTjxK1dd4rADomk+6+Dzc2C5h9PuMSehSDG1TmL7nszVrmu9dqG2c",
+	"uk3bucPuAz25svNgAyHw4/vv3rIh/e/DaUNAlg/LsJCTDsPcHsZyjh1yl8n6Ld/YSceZctt1T5iUK34H",
+	"j98IjZL8HqHlSQwlwZy42XpYyAlMUB9/Hii4Q1f6P1lX+lq3uvx9vMoaCjXAFSfv3T8bN/yDfefrBACu",
+	"BsrnmH3rjtCRVIkBif8zVpYlu9ENmJTMn6udBYbRDPVPN7IUypYLqCIyrJaTqTVnbKbv3DC0EXRIW43q",
+	"j17a0+AIv4MUz3bO/yXM0had+4KEttv2HYJzO+rBtzdR6cFgtGL0G50cJC2AVZhBEa8V5YJJBYgMsBXQ",
+	"W2sfNrihvRPEJPaB9QE2lADmTpWFD8WvSF8ETPjbAA/VKXHcwCmOh3r7ML9xrmIUq/0ZJH3QjI+X1Mez",
+	"LcR8c/tiU9vi9EFsC4/FwFEdoBjPsTXZwxoi1lQjcPs3sEGcvCCDZ+itiMoW7AXQYk7QWrQL0a5wdws1",
+	"kUp8ZvAxFCzzCFe4qtQTGWoqhWJaQZuy+ELiJEXAKZZQspA+jYrtSwwawCd9FJKfDBdrqvPGTl+Fgawq",
+	"x/akvYHrxlLUXtWk0+LLDPxX3YhSq4kzpvoC43D3FdwMFVBthTWUYZhJFX52g7ZuEx69PPr3v85H/5eP",
+	"fj8dffNr/O/xb6Nf359mLz7/6x//dbRBzP9dXPvx0lf1fYrbLvDfDb/i6y+HPuLfL//nf8zJr+9fZF9/",
+	"2TnkzTs+x/X4Mzd9fmz7US0rkV1pO2uqdb2cMVLZochMVFIop6iqzGepqvJdeSBX+BqLU0FhYWlqW8Kd",
+	"wREUI2qjihszJxQ+YddijVVIzPqa3Vux8GjbdlnqGROxIhWi+Etlqc4mhIqAHYROVxSfWaf5IAuYzqzP",
+	"tqbTg3nL9DcbJS+XteDH5lXTYcbcalg2HGX4caMhJtpt89HtFTC3soRDoepuuZhxm+PuHAP32aGOdCj+",
+	"vTyHu1Rwm0XCP8xUg6aT5GsDwxUYYNE3RcKKLNRJdppzCGNpq0eEAkK56U41ofeLqfv2Bxt54Fl2mXh7",
+	"c2NXXrbGqW0vVFjFLM4koop4Oes2xB7QwV2dyD7yj7g5ud8HZ27n4SqHTHT4yEMp5tMLnUel8UCm3aAf",
+	"e2KFGeAh/LaRfk+RgjqnNceKpSky8xBPT15KoSzsQ6kmaclBkLq5bsqCGaFi/eRE3gF1oJ1qlMp3l28g",
+	"2Hf5t1fs869f/BV+6X7469cvvmaFGEtnr9mgVz0UEIcx9WRBPLflAmCFfarXucWoX1tVz+56fIove855",
+	"XUtBEBBozzFN6E9SiYv+u7QpIIUHX3tOc0U9UmtWlXwhapgT84HOe+YRKVBRKk0IplLVvlvkVS3+VnTZ",
+	"q3vS4t0vW6PF06nQ8BXhLIV19IFaKPeY8rIU7liD3A2gwx9Fj8OXDlKv1fDXUGsBJBLhEE9FyrnVgPj4",
+	"0znVz0rzv8U9+ljKHtI0a8BIuVZGlyGlE9mlkP8qS5KlGHKEPs1nUbEX3PIug9Pt91uxgGvAKyJr27t9",
+	"jE6BQhqnCMlKQ8LIVi3ZWEKhPON5rhtlQ23GrdLzWF5yzF4TqBu/ZIARyl9IvCzYwtp9rPsNBbMiEDBE",
+	"RpEMJqEI6OIB6IwNvIN1eCwsd0jWmfbkpxMPBTLO8yDgsbi30aXfyJunpd5BqKG1E6UnYsPh4P83iy8E",
+	"ArdV+DZwAgNmmziAAb4NC78RfjtSYxXpplvDjEX77ukwY7l9uQlQmz7uEMjoDWQ0JOG7UOs425sC+VL9",
+	"7cvwWq4ut6wU3FgkU9Gl6GC4IvPW8NLtZbByyUZpPSpV8dinbiXbDgi9aH9Gris8RnaJDlQaHgPlxoHs",
+	"xh8SgBGs9FzU46YMYEFZMz2HRFlQhJ0YwYyOCne83CySrg7utmwbBKETsb2yWrkXrDGm/be6r5JgU0en",
+	"pX36xrOeDsQEXOie8rDgQpi7gW86gAv/dODCBsVld2p0rXl88r4BrsxBcOGVHttRERCG7o6Xg2RRTTAk",
+	"u6zELBjCiG3WrNRqImroIuMh/kCnLJJC6YQEFmFSWHkcAFZgXvjwC5QoopnDTFOJut2HtJuZJkUgVCW3",
+	"yPZazvnC0EFh9ExggbeGofuHQplCHyaAdOB21i8xmG6elA4a4QBm3AuYcW+iuQGh1JKPSGeTR9KGfM0G",
+	"jFCvPI2Ux7QZ74fSU2uiovMS+pnB8Ju7J4ojyhwVGhdNHlGPQEcaepV4c8RZFUyMxyK3S0BLYwUv4BMs",
+	"HbX3lAwatq483t/sG+D48dK7L9qpDUyfJ045NWjhEMQR7a5DFPBPgFh8ROvmxJv8A71eBPSdcooleH3I",
+	"rkw05GrJhqgFtRsOEGxSmDE26DMYSgBHCqR8UEk1dS0UOKXH7LwsO5RsgjVPDR5QuvOpFlg/LJBiR5dF",
+	"K1de6glwPTQ2GEgdJE5GQGzuws/NE1NzeAT60W2A5k699Yxp+DMvy0W2MucbqLkeOytm9LhpYfeTEzOs",
+	"4VzUy7ydByX2SSoxEJZ2SCjYXY+l0/w2O8Ed1q/aftAT77eBSoAK7PnUbc4bZ4TlteDG5xLoqUxUOp/6",
+	"RPCMO6MQK7f9BdKYJjJ2SOvLZrppp5BcxqOFeHjKjC/YlN8JdiOEYsbqUqiztoOIbmHCoxdb5UXARzcL",
+	"sNNQVyKwEOzKB9udCUSDw9GuaVzVpVU6yMt9xKq1kAfW4CHW4LJsnbsPJNYLY8UM6OgKnQ81rSpkLXLC",
+	"I9/Ueu4Eg9ocg6s0qmptRQ5JPfe1FPgodN7MhLLUJJxPCF6ssXNl+8+Au+UKMcutrOjZauil7TphvEZZ",
+	"MUH5w45WYJaMx/AqUATcOX/o8HU2qzqv5Gs3D0vS9sXp5/1z4qdhzWcfZUcIL4An/kC8w90HvO92QPbX",
+	"6tMydr20hG75Ro28Ph6sVFhOq/3xDLJDQ+vkdlVrdlOBg4mN4paAB14e0e4ckcgercrkix6ZhKd2cPvg",
+	"Mt7w/HZSO6U0stzcroMOEPuC1IXMWbyXwb2sFhMIDHqIqTSsqnXudlaKMsinwg06WJDEukW7T9ZEttao",
+	"Y/bGsqkoK3DnERTASq0rjFkabEQZev1rn9sac1lCg/quzPy3YdRv4YP3eNC1X9WXdnUCuDKVvi4AzIhn",
+	"xduTbKLlWRkQlo+VA5KvkzCgDbop6jtRu+dRixStQo9Fd45M9QzT6S8DVhs7GJqprJJmiRmDeGFQvjNn",
+	"8dXC6KbOKTPnvbg5r91GJxwj3YanE48UWGn7DGzqyP3MoncRmjx290/E8V/RROyTcbT9pj5cIM2nn+1n",
+	"IQ2hR+HSx+9RAgpu+agWblndUual4KqpTiq3WcR8QCDcpqIir8Dlpsd47FHYGxBjWaSwolb3tCvplazS",
+	"pcwXBBuuBbBphDOiLISxVNfFIaouiiwAwwqfCONqAcDYtNcofoHzw8hv8wcGZ/SVDJTMqjhc4K2vueWX",
+	"fpiv8JZ1lV4/OVctbUsMPktudah5pZk9YwQIMt5gwGh+H7IInvFxmKu/1UKMrLi3TnEYreI4g6dJg+sb",
+	"BN7XN4qvXnz+sGVcXQtEa9ffXBVXPnzoAerUpYhoFtEt4JYn4poHQfhYlYSE29tqprpRI63yIQLzxvm2",
+	"SrTFvJWN86l6I0p0JkmFSWGg5gui4dCIyf8agzkKar9qqmjI0qzenEtQReHRZO8WaNKmpfeGTXSLkXj1",
+	"6Cb9R9EOPMK94qRWzXYqFhggyfWMcl28IzV/2ageTbaPSHbXqy6bdQ1jknm2GtctzAEpqx4M7sOl8Hq/",
+	"bPM6gKVz51C59XSC3g3WdXYrO1yw3am8/hCZe/8NN2KEu260CQM7VJjwm9LpLmrtnjFby8kE4PGqYE7F",
+	"tp3Lzwwrdc5L0jf+tanDnuuymSmoC5gHrwOyTcqjCzK69PXrH8Bp5yXAJKKyCs/FmBlUnaqCGfl76DcZ",
+	"HH2qoYLhedJfVkg+UdoINpMUcmNVrW9KMTOdbsxreuEVTF8PtfoSLQlitrEC7vUPyBwA3QT12OcB4GlM",
+	"3/xH5HYd9rsot8N9r9hpP/J7OWtmTDXQ+V6PYVj5lNc8d98Qm3E74xsHdeaBZWH06CLaulE5wiZ76AP4",
+	"/euifDXlteke9penp6dZZByXyn7x+VHm7nODPHr54vQUrphJhb84Dd8Iiw64h31bgctL3qONw3akBUUC",
+	"7IMN2IMHc9N3Iyj47pTF0vzt0y3FOPPagAxX7O9vf/wBCxiQM1yoAkgYnaoL0fiVUD+YeaDtrnFv/+8F",
+	"n5XXaHHwebzTx22pY/4x+1bbKcgWAOuTAAyk6cLlCfQeuZw0E2qs61y02yRi38+FR19GWolCVKVeiILd",
+	"iRrCNk7DStP6FJ/KgWLaGa9vETJ2vRxKfsmWIsnXL9vNtTtgYuw6jvM3bHlwnW2RADFTCXHa4FzWohRu",
+	"8/zl2q21roTilTyGaf/vbmWuc/NOrtPf52gj4yqeseupdesYt0FPYgOXO+1AlC57n7okPdipKY/cm4+y",
+	"UHtEP7oXddUabacT4SktndhhbPI5+7kSyi3ryv497qKuOrLi3p7AQNc8G6SsO9+0ku3pVL0da0AWfUvc",
+	"wM1qieRBP69pOvakM01SjfVaLV7Vumhym0EldJGxqfYV3xRClzBQuwhlKroQvh8h9lVOMK8Zs3qCtE+B",
+	"db+prJyhXy0UInZ9jgopAZPAITWFAJNUjWU9I0v1RioeGla4X9AonPJ2phYvoSUZEtatKLMrmI83bjr2",
+	"CbKIb+kQxG+5kTlzS+LECzhAb3Rjn1nO6Xth2c26mdijbRNcmTXe3auE8gIiH25XiMIbr+ExqdFA/Y6l",
+	"8VYDE/cVICownMIJEoWOIrqN4OD5wm0nLLdiMcJme7Werzp2GKMHAbI61yWrhZFFI4x36Zw03IqFYY07",
+	"g1lVi7G8Xx5XrIXRc2VaJSmL2KXPzSGhDsEXFwVrqk75+tFPx4f103qFmuZN0VFc7T1Eg62w4NOgNxZ1",
+	"GIWvp89c4x1ewSPMzj3EdGgh4VdB6HCT0eHtUFveObIX61zAxP970eH/9U5pSutScWNEcYYmAMwFlquO",
+	"uXT6mi6Fcn/oW7Fmqi/gcd3fg4CVBy3Bbu9PzJ/1UluFYIfvnOWuPtBu7ugAgBWgyFeiRalHKaiyh1P/",
+	"J6ROR16djvwYfMpjqPUzFCpmIZkAld8xmTCvpRUICU/0cWRkaisHkagOqupe2oiYxkhKizgrnAZslCfe",
+	"KOrFZYNt7kGZddN81MYyI0TMDMPoMAM80cfsnEaUnH2wZKHKAMfpnF4ePqKz0BEPJAINGnxPeKgHWPgj",
+	"CbtDuOOoo8ibAv64WBe0Vpdxu+wjmdL9tjCUwZTKytpavZxdfyqZlTWfuX1+JWbbaXseisY/6aJxyAc2",
+	"Vb/l+RCpGaWtHNMGNydixmW5hlrvSqgCM9HAazYTxmCYMmZ+Q/v8gl39+DbQ1nljWAenNPTar2csaCZQ",
+	"hnFQbO70F/WcBbOdnOMvT79BnYgN81s3QeP8OIxrNL9gMJK69McxOs3x1ekXeI0bfzpoz1qPap56ftSC",
+	"59MuKmU3OW+Fsd/NsKHlXnhFYeXgDUjZtkZj5rICekOOPFS+rIqZJmR+Hk4rrgx+SA+2Ntice1rueJIn",
+	"C3VQhp+YMnR3bfCJV6K+k7l4p/gdl6Xz7JcjhgKg1LBXUh3AxGypqeyOTV6K9a+Ld2ACmFC2Ucf5vHWM",
+	"EYeMgm6sWAWgR6hfQjzvoxfJgz2MkOODMv+88HsVr4ZnJPfCtyO7gKyTjE6W3CKhBTlO3jHzi+rfgsb4",
+	"9Ymk359cg28r7sF7RV0L/i/k3kUBGj1S01XNTSnN1DnGfl68XSedM5/UuzjLVnRHTSBdUMkPi5n8rMrF",
+	"BWXj91s7lg5z2HWOk/EJec6P6wjb1rQRLfkSJh/37B5VRMVraRfbaAiC1WMVm08UjKFanedTfiNLaReZ",
+	"j9qTj5eR208xVO/5wYFP4VUPsMNcZ56+shL1KODvAGmBFGr5lEvFgPQ3/BmbOeAQoeqTnn/M/gmW2FTk",
+	"t68DPMaHWBvKRV79nx+kFez64vL8+x/P2f9rZH77G9xzHYtO8fGgFwqBDi45/+TkhoaFhbwT9UQU0N6f",
+	"Oe02mUJKWCjTmBSyM6P6hEWnuriAVdp9hPWcPj799ggZgu9e/uwzPBRqwakQdD7VZQLxgMXDMLIpdS+k",
+	"ubUOHxmWTZFEbqvgQN3acFkap4evaUdcryWQhFt2NJ7nE2RN9ufwMYHq5hBe3Wd41alHmucbYedCqOWS",
+	"qD2eJ04vSCXMQLGx17XhUr/7U6Bky3aEJkPAiubzykWDCpIA3l75oMaqRD3W9cwwjpHYERRsUWVbLatB",
+	"DDiETqVlVa3vfCu4qLHRvTP4XOO54VGUI7MbZbiB9BJiAgkRvjTs89NT1AOoV31inAbvJNt4jz9bYiOg",
+	"AOyNLhZZjAbAhEkfouXFYiATfhkWaA2+5wJn8YMm8SO0fo/2ylYxDBAQaLOvUt152jeL8usD4/kOrns6",
+	"pMFhhYZVqV90WPCz/r1UHKzwVY/+MRYqSCcyajgZBob0KNteH6KUZ3AHV0y4wcP1xx3w+bYqRQXFVU7K",
+	"cJ+qXpdiXQU77soU8oPfjs7BrdJzQC8gakhCbstvYa2WToP2ZZREKhdEwnnMLpGsD9GYJZAxjJB3uRae",
+	"qRN+nk8ljMM/nBYhavmy1aJE3FclMLfPp4tktdy3kKHrh3zTWCaLEjpajXVZ6jlxlq/WxZMy1qUw+8cl",
+	"udcM1cO3IFnPuBi+fx72KUaNsnImTqjkwspBohYE7n0PXpu7LXM2na4XWWqkKF/PhvkD0wvfO2ZXGGV1",
+	"ZuN4nEDwTKUtm+haN9Ydorqm97BJred2mrGST4Dm0x/9wZ2HK9xf0GzgU2c3lHrSaZNc4le8Tr59nyfr",
+	"6ts6JIKuYsmCPD+Z+F5Yv8V6J+IBhALs/01YUsBPgM7qbjfXyGzrk0Y+GeP1NI6uw+HwR0xwOJwJn9uG",
+	"l+UCHXO1VO2+BFp14sbGshZzXpahmgq4VPxLQf7I7bfaHYV9DU9xDi5gCvYvFe49g4eEm1hoyfGMDwgK",
+	"1/k9o4QoILWhHkAWbOM23wbCMJ9KKzCMxH6QqrlHYDfez6LT16o6JEwOut25ns2EKkSBnL3UaHOpty9M",
+	"A1bLQOUN0JVXVembYJrgInKSsIlQ9pj9TDZYGCOggyAHg+lsDvkbd3xY0c2a8ndt7Fucjj0KRnzLlfvy",
+	"PsFIJxem6FlxpnRvrZ2JQw93OUI8IqIu3U64ZT29R9x5oSscryfCwsADchpyBBSIp/alBf14w/Nb97A7",
+	"UcvxohXL8c0Lw3uc3EClVtGi+ifCcADhgVtA/gZebDWEtKybA0A9wB5i/0Tig/QDooTB/dhqdph1/BvK",
+	"phSCXcNDfmtinvp6VbjO3eOXxGv3AJH4AnjfGoAILZibCARVxhXG2XhqwLqVzxuCkNAydoFHEq15wI58",
+	"wkA62AUtTYk7eAda0j10ADzXth1OqpKrftxcK82LepUkLfbBJjMBvoX+mETqkZfqVixaQR0EGNM+T83s",
+	"IMtOcQGzLyRVsQtWnrSncK87C8U4iwTrAdBkdGnHVtQeq0fJgX84y0I31khKD4Zzootm9LSDkqrk6gG1",
+	"oXvd5sow6L1CGHBzcEEeS9e5wfeOmgyEkqsD/8oT0kyecCrVTSR4+1dOSLo4atXNblGbh7HlqApW8GpT",
+	"qFOgj6XgVPI4ZFWZB1TIhbdez1WBgba3fAJFHuFlwcDNgsmFqTg/2+gnIcilqt3Y7AKbniKpQ3HMvueV",
+	"p5GMRR8lEQZ3luON5X1kQecJ1bGJaLTujB9M8Ot0fneBOOuGkfiUk7+pNUVA8BW2ZMcswQUhlRoBf4OZ",
+	"u+4V23mRn7RiFtlfzhJ2T+C0xoRDYHzBtCy0R4SWGwMMMGgY9gz4qw34X9aU/+2VVr5nbw3nwtp0BAes",
+	"4DZYwfbcuQeVwgqVMIl7zbDHYNSmtNXQW30kFRDsWqEgIwk3Z6n5F0uOG3epwkirrj1RpCiyYOUgsqWD",
+	"tvpdiMFCoBV9fHOLfZdJbToXPHQlaxKA8VB6bu+U1fE1g3TVfi5xDXAan1fgtXMKdrDNcSoHN/vJe/fP",
+	"T3wm/nDu1Br+S2dvVP5c94OG3Yj97OLWNmwOnXG9f1RoPDkqT6BLzdN5uqXp4SY85Jid41+W2+wSFJ/Y",
+	"XrjFLnaw9REzgEnulWQ4lRABmDe5rrMnb7BWpHfaEEg7l3mgwYZkufNBOxkyowBsxPAbInjmlnFDUEmw",
+	"n9oyG87cittpPHL9Qg42Uai4dRvy6OXRv//FR7+fjr75lf4d/fr+NPv6iz/+66iHVWgPlajpFA14hv/0",
+	"KlWH/aNhNbInFxxLvmc7Fk/Yu/WnQiG8/4alz48oNCy+U7PxINjZOSDuRd7YTl+VKhY26lSwXPrQKvTw",
+	"pQ/Sxnohk9g4HVUSrXwrewXJBBN4OzufHgN2/i9gbE11WWTsRuS8cb4qU2KOMTO8ZsYXwVNNi664Akb4",
+	"2td1lTy/NQMY019osvauRfyLOvTHL36eE66hZ4ni6OI03IeDYKeyLkYVr+3iJOcVFgJJYTYSGVlkKT0j",
+	"EobdV7IO1GPegI/ciRC+wT4I9LZFaImQ+WKQ8ERpKVvfDkA7KwueFjqbzRgvSywbDBQl7uXuCUih4R0N",
+	"3VjKH44Ftw1FztGlcfK16nrMKPu91O7K533W00nySo7gxuszjASldJQdJtqLNP1Xyd/g3t/8YX/dKcNv",
+	"3UJeuHV8lS7jHoW55429pOXxmuXdAd93/KxoYudplrktIW4jFjoR9kRGe/gIwwZbZSJ80aMQ3BT2a4Ip",
+	"V0qU/VrAp0CVKMGK91z+KdnpchXEWJbWc2zXem58w4/0OcOS1u31J/vQD3vbSOkFdlzf6Drg/drgWhrM",
+	"P8QCeuhufodndtniFrD2ruCYf7PNq37ShdjqhtfiTuYfcgv9sNWdv0w1WP+bXn9eVVtcfWVrwWdb37DV",
+	"F3yH0MVtvqGx+hdZCL3lPZfQnWarpb8o+ULU39aC325x39+5OW8Kqbe75cL+vsUNb8zVlNd+z2y11yCl",
+	"SsCvzScQwKLb3oWx9Hf1NgP8vtZN9Q+x+Bvowu2GKO9A78Ew/f37zBXQm/tinD8rbN3mDnN/XhzSAQMR",
+	"UT9J7C/JUfvf+z7nw9IMm/501cn73CvqP9a6ANA1CC9/iXH+LJJNuVMeK/r0XGFDv20P97ZVS8pg60L6",
+	"ePA8gLAMwcWUKA9V0zvrH8sL50qR6fiJSNSJsbweoEA7j2WAWpWLjIl7nkOxXNtShse8ZJUuS4o/OcvE",
+	"sEZZWTohk0psK2xX7pmfmrjBoNcDNd2cAcDXGpw7j+I9hKMfjY8fluGxJbgD5bSBDOsBktkrq6u2sEJ5",
+	"EweuP7f/eGP1qBa5vhP1kITrijhbZtw382Qawl+QYa9jEIWOlq3lXVefnrjrNQynbt7+tML9eLKqqycl",
+	"qki6tL7dETMzXpbE0cSM4pWZaovJ71Lzgt3w0p22FJSaaSWtrgFNyRUer57dLn6HoSKPpEREglhP3d8R",
+	"TAadqyE0ncTdMbodRgEUVkQMZDrrgD0VUpoAOWNcMakAdg31vZ5ZzzcmcqaAxW66XGm1mOnGsJpT4Jwr",
+	"Vov/QBfPbn4TSbX+vsRe37q3FGJS8yJSmi6H9sJHJRQnWPCf1K1014ThUu4z53SX40uuaJDrGB86Ptlt",
+	"B8iieXQkerq7pKXYepjJzPZQUyzt+35mCpE3tbQLp/D/yN4f3Qhei/q8cSL2r1+dYk8Nb0BQArwfH7+r",
+	"2uL/FX/d3JQyJ0zD8gCXR5e9P6JEyiutb6XwQ6ZxrJzPmIBO8otZ6DEf+DgyxFmYbBUHR6JtYp01MOrB",
+	"ovwFv5GdvoAOXb5bBE7EKmT1HXZWA9qCLDm4M3b59uoi1TikOWgWUhBISEHn3PJSTxoYT5xXVmmprIlD",
+	"+7w1ND+vXUQ9gRuopzN/1FgI8Quv+CJ9Bd3c8QaIcoagSBaOl0mtm8r4VKAqpJqMeIh+sUrrMks9ISuC",
+	"be+XpNSTOJyvWsPxGYLV8XwHbdNpvhBvE86z5bwGpA8hvQh6MDG6AAjt3/2itRHS83H19d9qbY2teeXt",
+	"Osxa8mImlXR/sLqOnKVLHZ58EinumTCGb75Jx4BZn1//+P8BAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

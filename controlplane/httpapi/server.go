@@ -13,6 +13,7 @@ import (
 	"github.com/svcplatform/svc/api/contract"
 	"github.com/svcplatform/svc/controlplane/account"
 	"github.com/svcplatform/svc/controlplane/apitoken"
+	"github.com/svcplatform/svc/controlplane/channels"
 	"github.com/svcplatform/svc/controlplane/rtspauth"
 	"github.com/svcplatform/svc/controlplane/session"
 	"github.com/svcplatform/svc/controlplane/store/raftnode"
@@ -37,6 +38,7 @@ type Deps struct {
 	RTSPAuth       *rtspauth.Service
 	Sessions       *session.Service
 	Proxies        *ProxyTrust
+	Channels       *channels.Service
 	// LoginRatePerMinute bounds logins per client address and per user name.
 	LoginRatePerMinute int
 }
@@ -49,6 +51,7 @@ type endpoints struct {
 	*accountEndpoints
 	*rtspAuthEndpoints
 	*sessionEndpoints
+	*channelEndpoints
 }
 
 // NewEngine assembles the router: contract routes behind the guard,
@@ -82,6 +85,7 @@ func NewEngine(d Deps) (*gin.Engine, error) {
 			byAddress: NewLimiter(float64(d.LoginRatePerMinute), d.LoginRatePerMinute),
 			byUser:    NewLimiter(float64(d.LoginRatePerMinute), d.LoginRatePerMinute),
 			captchas:  NewLimiter(float64(3*d.LoginRatePerMinute), 3*d.LoginRatePerMinute)},
+		channelEndpoints: &channelEndpoints{channels: d.Channels},
 	}
 	strict := contract.NewStrictHandlerWithOptions(handlers, nil, contract.StrictGinServerOptions{
 		RequestErrorHandlerFunc: func(c *gin.Context, err error) {

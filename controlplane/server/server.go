@@ -28,6 +28,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/account"
 	"github.com/svcplatform/svc/controlplane/apitoken"
 	"github.com/svcplatform/svc/controlplane/audit"
+	"github.com/svcplatform/svc/controlplane/channels"
 	"github.com/svcplatform/svc/controlplane/config"
 	"github.com/svcplatform/svc/controlplane/httpapi"
 	"github.com/svcplatform/svc/controlplane/keyring"
@@ -41,7 +42,7 @@ import (
 
 // IndexSpecs are the typed index tables of every kind the control plane
 // stores. Append only; a changed declaration rebuilds its table at start.
-var IndexSpecs = []sqlitefsm.IndexSpec{apitoken.Index, audit.Index, account.Index}
+var IndexSpecs = append([]sqlitefsm.IndexSpec{apitoken.Index, audit.Index, account.Index}, channels.Indexes...)
 
 // authContactWindow is how long a follower keeps deciding on credentials
 // after it last heard from the leader.
@@ -49,7 +50,7 @@ const authContactWindow = 10 * time.Second
 
 // OwnedPrefixes are the key prefixes this version writes; the migration
 // audit reports anything else as a residue.
-var OwnedPrefixes = []string{"/cluster/", "/security/", "/system/"}
+var OwnedPrefixes = append([]string{"/cluster/", "/security/", "/system/"}, channels.OwnedPrefixes...)
 
 // Server is a running control node.
 type Server struct {
@@ -60,6 +61,9 @@ type Server struct {
 	System   *system.Service
 	Accounts *account.Service
 	Sessions *session.Service
+	// Channels is the channel catalogue; the stream dispatcher and the
+	// engine hooks report through it.
+	Channels *channels.Service
 	HTTPAddr string // the bound address
 	http     *http.Server
 	ln       net.Listener
@@ -158,6 +162,7 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, er
 	sessions := &session.Service{Store: node, Accounts: accounts, MACKeys: keys.SubKeys("console-session"), Propagated: node.WaitMembersApplied,
 		Catchup: node.LinearizableBarrier, Config: session.Config{AccessTTL: cfg.SessionAccessTTL, SessionTTL: cfg.SessionTTL}}
 	s.Sessions = sessions
+	s.Channels = &channels.Service{Store: node, Reader: node.State(), Keys: keys}
 	engine, err := httpapi.NewEngine(httpapi.Deps{
 		Ops: ops, Auth: httpapi.Credentials{
 			Tokens:   httpapi.APITokenAuth{Reader: node.State(), Owner: owner, Revision: node.Revision, Cache: &httpapi.AuthCache{}, InContact: inContact},
@@ -168,8 +173,9 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, er
 		RTSPAuth:     &rtspauth.Service{Store: node, Keys: keys},
 		MaxBodyBytes: cfg.MaxBodyBytes, TrustedProxies: cfg.TrustedProxies, System: s.System, Node: node,
 		LinkKeys: keys.LinkKeys(), ContractYAML: api.OpenAPIYAML,
-		Denials: s.denials,
-		Tokens:  &apitoken.Service{Store: node, Reader: node.State(), Keys: keys, Propagated: node.WaitMembersApplied},
+		Denials:  s.denials,
+		Tokens:   &apitoken.Service{Store: node, Reader: node.State(), Keys: keys, Propagated: node.WaitMembersApplied},
+		Channels: s.Channels,
 	})
 	if err != nil {
 		return nil, err
@@ -202,6 +208,18 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, er
 	s.background(bg, tasks.Loop)
 	s.background(bg, func(ctx context.Context) {
 		node.Leadership().Run(ctx, func(ctx context.Context) { sweepSessions(ctx, sessions, log.Named("session")) })
+	})
+	s.background(bg, func(ctx context.Context) {
+		node.Leadership().Run(ctx, func(ctx context.Context) {
+			clog := log.Named("channels")
+			s.Channels.PruneLoop(ctx, channels.DefaultRetention, time.Hour, func(removed int, err error) {
+				if err != nil && ctx.Err() == nil {
+					clog.Warn("pruning channel history failed", zap.Error(err))
+				} else if removed > 0 {
+					clog.Debug("pruned channel history", zap.Int("removed", removed))
+				}
+			})
+		})
 	})
 	ok = true
 	log.Info("control node started", zap.String("api", cfg.APIURL()), zap.String("raft", node.RaftAddress()), zap.Bool("founding", founding))

@@ -14,20 +14,14 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
-	"runtime"
 	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
-	"go.uber.org/zap"
-
-	"github.com/svcplatform/svc/controlplane/apitoken"
-	"github.com/svcplatform/svc/controlplane/config"
 	"github.com/svcplatform/svc/controlplane/httpapi"
-	"github.com/svcplatform/svc/controlplane/server"
-	"github.com/svcplatform/svc/controlplane/store"
+	"github.com/svcplatform/svc/test/bench/benchdoc"
 )
 
 func main() {
@@ -49,39 +43,17 @@ var (
 	threads     int
 )
 
-func freeAddr() string {
-	ln, _ := net.Listen("tcp", "127.0.0.1:0")
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
 func run(outPath string, dur time.Duration, conns int) error {
 	wrk, err := exec.LookPath("wrk")
 	if err != nil {
 		return fmt.Errorf("wrk is required (Debian package wrk; make bench installs it): %w", err)
 	}
-	dir, err := os.MkdirTemp("", "authbench-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
-	cfg := config.Defaults()
-	cfg.NodeID, cfg.DataDir, cfg.HTTPAddr, cfg.RaftAddr, cfg.LogLevel = "bench", dir, freeAddr(), freeAddr(), "error"
 	ctx := context.Background()
-	s, err := server.Start(ctx, cfg, zap.NewNop())
+	s, tok, stop, err := benchdoc.Node(ctx, "authbench", true, "system.view")
 	if err != nil {
 		return err
 	}
-	defer s.Shutdown()
-	for !s.Node.Leadership().IsLeader() {
-		time.Sleep(20 * time.Millisecond)
-	}
-	tok, _ := apitoken.New()
-	op, _ := apitoken.Put(apitoken.Record{TokenID: "bench", Name: "bench", OwnerUserID: "bench", Digest: apitoken.Digest(tok),
-		TokenPrefix: tok[:12], Permissions: []string{"system.view"}, AllowedIPs: []string{"127.0.0.0/8"}, CreatedAt: time.Now()})
-	if _, err := s.Node.Txn(ctx, store.TxnRequest{Then: []store.Op{op}}); err != nil {
-		return err
-	}
+	defer stop()
 
 	// 1. The authentication step alone, in process: a database lookup,
 	// then the cached path the server uses between writes.
@@ -135,7 +107,7 @@ func run(outPath string, dur time.Duration, conns int) error {
 	cmd := fmt.Sprintf("go run ./test/bench/authbench -duration %s -connections %d -threads %d", dur, conns, threads)
 	section := report(cmd, [4]time.Duration{p50, p99, c50, c99}, w, conns, dur)
 	fmt.Print(section)
-	return writeSection(outPath, section)
+	return benchdoc.WriteSection(outPath, "authbench", section)
 }
 
 type wrkResult struct {
@@ -167,40 +139,23 @@ func parseWrk(s string) wrkResult {
 	return r
 }
 
-func machine() string {
-	model := "unknown CPU"
-	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		if m := regexp.MustCompile(`model name\s*:\s*(.+)`).FindStringSubmatch(string(b)); m != nil {
-			model = strings.TrimSpace(m[1])
-		}
-	}
-	return fmt.Sprintf("%s, %d cores, %s", model, runtime.NumCPU(), runtime.Version())
-}
-
 func report(cmd string, auth [4]time.Duration, w wrkResult, conns int, dur time.Duration) string {
 	us := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1000 }
 	var b strings.Builder
 	fmt.Fprintf(&b, "## API-token authentication\n\n")
 	fmt.Fprintf(&b, "- Date: %s\n- Machine: %s\n- Command: `%s` (wrk 4.1 from Debian, %d thread(s), %d connections, %s, on loopback against one control node in the same machine)\n\n",
-		time.Now().UTC().Format("2006-01-02 15:04 UTC"), machine(), cmd, threads, conns, dur)
+		time.Now().UTC().Format("2006-01-02 15:04 UTC"), benchdoc.Machine(), cmd, threads, conns, dur)
 	fmt.Fprintf(&b, "| measurement | result | target |\n|---|--:|---|\n")
 	fmt.Fprintf(&b, "| authenticating one request in process with a database read (format and checksum, SHA-256, index lookup in SQLite, validity checks), p50 / p99 | %.1f / %.1f µs | |\n", us(auth[0]), us(auth[1]))
 	fmt.Fprintf(&b, "| same from the per-revision cache the server uses between writes (validity and address checks still run), p50 / p99 | %.1f / %.1f µs | |\n", us(auth[2]), us(auth[3]))
-	fmt.Fprintf(&b, "| authenticated `GET /api/v2/system/version`, requests/s | %.0f | >= 20,000 (%s) |\n", w.rps, verdict(w.rps >= 20000))
-	fmt.Fprintf(&b, "| same, latency p50 / p90 / p99 | %s / %s / %s | p99 < 5 ms (%s) |\n\n", w.p50, w.p90, w.p99, verdict(millis(w.p99) < 5))
+	fmt.Fprintf(&b, "| authenticated `GET /api/v2/system/version`, requests/s | %.0f | >= 20,000 (%s) |\n", w.rps, benchdoc.Verdict(w.rps >= 20000))
+	fmt.Fprintf(&b, "| same, latency p50 / p90 / p99 | %s / %s / %s | p99 < 5 ms (%s) |\n\n", w.p50, w.p90, w.p99, benchdoc.Verdict(millis(w.p99) < 5))
 	fmt.Fprintf(&b, "The load generator and the server share the machine's two cores, so the requests/s figure is a floor for the server alone. "+
 		"Every request walks the whole guard: trace id, access log, metrics, authentication, permission from the contract, request validation "+
 		"against the contract, the handler and the JSON response. Latency depends on how hard the shared cores are pushed: on the day this "+
 		"was written, 16 connections gave about 29k requests/s with p99 near 5.4 ms, and 64 connections with 2 wrk threads about 41k "+
 		"requests/s with p99 near 9 ms, the queueing of a saturated machine.\n")
 	return b.String()
-}
-
-func verdict(ok bool) string {
-	if ok {
-		return "PASS"
-	}
-	return "MISS"
 }
 
 func millis(s string) float64 {
@@ -216,20 +171,4 @@ func millis(s string) float64 {
 		}
 	}
 	return 1e9
-}
-
-func writeSection(path, section string) error {
-	const begin, end = "<!-- authbench:begin -->", "<!-- authbench:end -->"
-	body := begin + "\n" + section + end + "\n"
-	old, _ := os.ReadFile(path)
-	s := string(old)
-	if i, j := strings.Index(s, begin), strings.Index(s, end); i >= 0 && j > i {
-		s = s[:i] + body + s[j+len(end)+1:]
-	} else {
-		if s != "" && !strings.HasSuffix(s, "\n\n") {
-			s += "\n"
-		}
-		s += body
-	}
-	return os.WriteFile(path, []byte(s), 0o644)
 }

@@ -1,0 +1,111 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/svcplatform/svc/api/contract"
+	"github.com/svcplatform/svc/controlplane/channels"
+)
+
+// Asset transfer (export and import) and the answers of parts that are
+// not installed yet (PTZ device integrations, recording search).
+
+// convertJSON copies between the contract's transfer document and the
+// domain's, which share their JSON form (the contract is generated with
+// optional fields as pointers).
+func convertJSON[T any](from any) (*T, error) {
+	raw, err := json.Marshal(from)
+	if err != nil {
+		return nil, err
+	}
+	var to T
+	if err := json.Unmarshal(raw, &to); err != nil {
+		return nil, fmt.Errorf("%w: %v", channels.ErrInvalid, err)
+	}
+	return &to, nil
+}
+
+func (e *channelEndpoints) ExportChannelAssets(ctx context.Context, _ contract.ExportChannelAssetsRequestObject) (contract.ExportChannelAssetsResponseObject, error) {
+	doc, err := e.channels.Export(requestContext(ctx))
+	if err != nil {
+		return nil, channelError(err)
+	}
+	out, err := convertJSON[contract.ChannelTransferDocument](doc)
+	if err != nil {
+		return nil, err
+	}
+	return contract.ExportChannelAssets200JSONResponse(*out), nil
+}
+
+func (e *channelEndpoints) ImportChannelAssets(ctx context.Context, r contract.ImportChannelAssetsRequestObject) (contract.ImportChannelAssetsResponseObject, error) {
+	doc, err := convertJSON[channels.TransferDocument](r.Body.Document)
+	if err != nil {
+		return nil, channelError(err)
+	}
+	res, err := e.channels.Import(requestContext(ctx), actor(ctx).Actor, doc, channels.ImportOptions{
+		Preview: deref(r.Body.Preview, true), Activation: channels.Activation(opt(r.Body.ActivationState)),
+	})
+	if err != nil {
+		if res != nil && res.Failed > 0 {
+			return nil, importRejected(err, res)
+		}
+		return nil, channelError(err)
+	}
+	out, err := convertJSON[contract.ChannelImportResult](res)
+	if err != nil {
+		return nil, err
+	}
+	return contract.ImportChannelAssets200JSONResponse(*out), nil
+}
+
+// importRejected says how many items are invalid and names the first, so
+// a caller sees why without another call; a preview lists them all.
+func importRejected(err error, res *channels.ImportResult) error {
+	e := channelError(err).(*Error)
+	e.Details = map[string]string{"failed": fmt.Sprint(res.Failed)}
+	for _, it := range res.Items {
+		if it.Action == channels.ImportError {
+			e.Details["firstError"] = it.Kind + " " + it.Key + ": " + it.Reason
+			break
+		}
+	}
+	e.Message = fmt.Sprintf("%d item(s) of the document are invalid and nothing was applied; run a preview to see every item", res.Failed)
+	return e
+}
+
+// ptz answers every PTZ operation until the device integrations exist: an
+// honest conflict, never a fake success.
+func (e *channelEndpoints) ptz(ctx context.Context, id string) error {
+	ch, err := e.channels.Get(requestContext(ctx), channels.ChannelID(id))
+	if err != nil {
+		return channelError(err)
+	}
+	return channelError(channels.PTZ(ch))
+}
+
+func (e *channelEndpoints) ControlChannelPtz(ctx context.Context, r contract.ControlChannelPtzRequestObject) (contract.ControlChannelPtzResponseObject, error) {
+	return nil, e.ptz(ctx, r.ChannelId)
+}
+
+func (e *channelEndpoints) GetChannelPtzCapabilities(ctx context.Context, r contract.GetChannelPtzCapabilitiesRequestObject) (contract.GetChannelPtzCapabilitiesResponseObject, error) {
+	return nil, e.ptz(ctx, r.ChannelId)
+}
+
+func (e *channelEndpoints) RefreshChannelPtzCapabilities(ctx context.Context, r contract.RefreshChannelPtzCapabilitiesRequestObject) (contract.RefreshChannelPtzCapabilitiesResponseObject, error) {
+	return nil, e.ptz(ctx, r.ChannelId)
+}
+
+func (e *channelEndpoints) GetChannelPtzSettings(ctx context.Context, r contract.GetChannelPtzSettingsRequestObject) (contract.GetChannelPtzSettingsResponseObject, error) {
+	return nil, e.ptz(ctx, r.ChannelId)
+}
+
+func (e *channelEndpoints) UpdateChannelPtzSettings(ctx context.Context, r contract.UpdateChannelPtzSettingsRequestObject) (contract.UpdateChannelPtzSettingsResponseObject, error) {
+	return nil, e.ptz(ctx, r.ChannelId)
+}
+
+func (e *channelEndpoints) GetChannelRecordingSearchCapability(context.Context, contract.GetChannelRecordingSearchCapabilityRequestObject) (contract.GetChannelRecordingSearchCapabilityResponseObject, error) {
+	return contract.GetChannelRecordingSearchCapability200JSONResponse{Available: false, Editable: false,
+		Reason: "recording semantic search is not installed on this platform yet, so channels have no search options to edit"}, nil
+}
