@@ -405,3 +405,19 @@ func (s *Service) Delete(ctx context.Context, a Actor, id ChannelID) error {
 	})
 	return err
 }
+
+// ByStream finds the channel that owns vhost/app/stream; ErrNotFound when
+// no channel claims it (a stream pushed without a channel, say).
+func (s *Service) ByStream(ctx context.Context, vhost, app, stream string) (*Channel, error) {
+	if vhost == "" {
+		vhost = DefaultVhost
+	}
+	kv, _, err := store.Get(ctx, s.Store, streamNameKey(vhost, app, stream), store.Local)
+	if err != nil {
+		return nil, err
+	}
+	if kv == nil {
+		return nil, fmt.Errorf("%w: no channel streams as %s/%s/%s", ErrNotFound, vhost, app, stream)
+	}
+	return s.Get(ctx, ChannelID(kv.Value))
+}

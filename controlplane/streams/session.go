@@ -1,0 +1,276 @@
+// Package streams turns what the media engines report into the control
+// plane's view of live streams: stream sessions (one per media server and
+// vhost/app/stream) that become Online only when media arrives, the
+// media.stream.online/offline events written with them, and the channel
+// state that follows. It is also the bridge from playback to streams: it
+// locates a channel's stream for the playback service.
+package streams
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/svcplatform/svc/controlplane/channels"
+	"github.com/svcplatform/svc/controlplane/events"
+	"github.com/svcplatform/svc/controlplane/playback"
+	"github.com/svcplatform/svc/controlplane/store"
+	"github.com/svcplatform/svc/controlplane/store/sqlitefsm"
+)
+
+// SessionsPrefix holds one record per media server and stream.
+const SessionsPrefix = "/streams/sessions/"
+
+// SessionIndex serves the session listing and the playback lookup.
+var SessionIndex = sqlitefsm.IndexSpec{Name: "stream_sessions", Prefix: SessionsPrefix, Columns: []sqlitefsm.IndexColumn{
+	{Name: "media_server_id", Type: "TEXT", Path: "$.mediaServerId"},
+	{Name: "vhost", Type: "TEXT", Path: "$.vhost"},
+	{Name: "app", Type: "TEXT", Path: "$.app"},
+	{Name: "stream", Type: "TEXT", Path: "$.stream"},
+	{Name: "state", Type: "TEXT", Path: "$.state"},
+	{Name: "channel_id", Type: "TEXT", Path: "$.channelId"},
+}}
+
+// Session states (the contract's stream state filter takes Online).
+const (
+	StateOnline  = "Online"
+	StateOffline = "Offline"
+)
+
+// Track describes one elementary stream as the engine reported it.
+type Track struct {
+	Kind       string  `json:"kind"`
+	Codec      string  `json:"codec"`
+	Width      int     `json:"width,omitempty"`
+	Height     int     `json:"height,omitempty"`
+	FPS        float64 `json:"fps,omitempty"`
+	SampleRate int     `json:"sampleRate,omitempty"`
+	Channels   int     `json:"channels,omitempty"`
+}
+
+// Session is a stream on one media server.
+type Session struct {
+	SessionID     string     `json:"sessionId"`
+	MediaServerID string     `json:"mediaServerId"`
+	NodeID        string     `json:"nodeId,omitempty"`
+	Vhost         string     `json:"vhost"`
+	App           string     `json:"app"`
+	Stream        string     `json:"stream"`
+	ChannelID     string     `json:"channelId,omitempty"`
+	State         string     `json:"state"`
+	Schemas       []string   `json:"schemas,omitempty"`
+	Origin        string     `json:"origin,omitempty"`
+	Tracks        []Track    `json:"tracks,omitempty"`
+	OnlineAt      *time.Time `json:"onlineAt,omitempty"`
+	OfflineAt     *time.Time `json:"offlineAt,omitempty"`
+	UpdatedAt     time.Time  `json:"updatedAt"`
+}
+
+// Change is one stream registration or deregistration an engine reported.
+type Change struct {
+	MediaServerID string
+	NodeID        string
+	Vhost         string
+	App           string
+	Stream        string
+	Online        bool
+	Schemas       []string
+	Origin        string
+	Tracks        []Track
+	At            time.Time
+}
+
+// Service keeps stream sessions.
+type Service struct {
+	Store    store.Store
+	Reader   sqlitefsm.Reader
+	Channels *channels.Service
+	// NodeID is this control node, the events' originating node.
+	NodeID string
+}
+
+func sessionKey(mediaServerID, vhost, app, stream string) string {
+	return SessionsPrefix + url.PathEscape(mediaServerID) + "/" + url.PathEscape(vhost) + "/" + url.PathEscape(app) + "/" + url.PathEscape(stream)
+}
+
+// streamEvent is the data of media.stream.online/offline, with the
+// contract's capitalisation.
+type streamEvent struct {
+	MediaServerID *string   `json:"MediaServerId"`
+	Vhost         *string   `json:"Vhost"`
+	App           *string   `json:"App"`
+	StreamID      *string   `json:"streamId"`
+	Schema        *string   `json:"schema"`
+	Online        bool      `json:"online"`
+	OccurredAtUTC time.Time `json:"occurredAtUtc"`
+}
+
+// Apply records a registration or deregistration: the session and its
+// event in one Txn (a repeated report with no change of state writes
+// nothing), then the owning channel's actual state.
+func (s *Service) Apply(ctx context.Context, c Change) (*Session, error) {
+	if c.MediaServerID == "" || c.App == "" || c.Stream == "" {
+		return nil, fmt.Errorf("streams: a change needs mediaServerId, app and stream")
+	}
+	if c.Vhost == "" {
+		c.Vhost = channels.DefaultVhost
+	}
+	if c.At.IsZero() {
+		c.At = time.Now().UTC()
+	}
+	var ch *channels.Channel
+	if s.Channels != nil {
+		var err error
+		ch, err = s.Channels.ByStream(ctx, c.Vhost, c.App, c.Stream)
+		if err != nil && !errors.Is(err, channels.ErrNotFound) {
+			return nil, err
+		}
+	}
+	key := sessionKey(c.MediaServerID, c.Vhost, c.App, c.Stream)
+	var out *Session
+	changed := false
+	_, err := store.Update(ctx, s.Store, key, func(kv *store.KeyValue) ([]byte, []store.Op, []store.Compare, error) {
+		sess := &Session{}
+		if kv != nil {
+			if err := json.Unmarshal(kv.Value, sess); err != nil {
+				return nil, nil, nil, err
+			}
+		}
+		state := StateOffline
+		if c.Online {
+			state = StateOnline
+		}
+		changed = sess.State != state
+		if sess.SessionID == "" || (changed && c.Online) {
+			id, _ := uuid.NewV7()
+			sess.SessionID = id.String()
+		}
+		sess.MediaServerID, sess.NodeID, sess.Vhost, sess.App, sess.Stream = c.MediaServerID, c.NodeID, c.Vhost, c.App, c.Stream
+		sess.State, sess.UpdatedAt = state, c.At
+		if ch != nil {
+			sess.ChannelID = string(ch.ChannelID)
+		}
+		if c.Online {
+			sess.Schemas, sess.Origin, sess.Tracks = c.Schemas, c.Origin, c.Tracks
+			if changed {
+				sess.OnlineAt, sess.OfflineAt = &c.At, nil
+			}
+		} else if changed {
+			sess.OfflineAt = &c.At
+		}
+		out = sess
+		b, err := json.Marshal(sess)
+		if err != nil || !changed {
+			return b, nil, nil, err
+		}
+		name := events.MediaStreamOffline
+		if c.Online {
+			name = events.MediaStreamOnline
+		}
+		schema := c.Origin
+		ev, err := events.New(name, events.SourceMedia, s.NodeID, streamEvent{MediaServerID: &c.MediaServerID, Vhost: &c.Vhost, App: &c.App,
+			StreamID: &c.Stream, Schema: &schema, Online: c.Online, OccurredAtUTC: c.At})
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		op, err := events.Op(ev)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		ops := []store.Op{op}
+		if ch != nil {
+			lop, err := channels.LogOp(channels.LogEntry{ChannelID: ch.ChannelID, Kind: channels.LogStream, Event: "stream." + map[bool]string{true: "online", false: "offline"}[c.Online],
+				Message: fmt.Sprintf("media server %s reports %s/%s %s", c.MediaServerID, c.App, c.Stream, state), Actor: "engine:" + c.MediaServerID, OccurredAt: c.At})
+			if err != nil {
+				return nil, nil, nil, err
+			}
+			ops = append(ops, lop)
+		}
+		return b, ops, nil, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if ch != nil && changed {
+		if err := s.followChannel(ctx, ch, c); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+// followChannel moves the owning channel's actual state with its stream. A
+// stream lost while the channel should run counts as a failed attempt, so
+// auto-recovery backs off.
+func (s *Service) followChannel(ctx context.Context, ch *channels.Channel, c Change) error {
+	a := channels.Actor{Type: "engine", ID: c.MediaServerID}
+	if c.Online {
+		_, err := s.Channels.SetActualState(ctx, a, ch.ChannelID, channels.ActualOnline, "media arrived on "+c.MediaServerID)
+		return err
+	}
+	if ch.DesiredState == channels.DesiredRunning {
+		_, err := s.Channels.RecordFailedAttempt(ctx, a, ch.ChannelID, "the stream went offline on "+c.MediaServerID)
+		return err
+	}
+	_, err := s.Channels.SetActualState(ctx, a, ch.ChannelID, channels.ActualOffline, "stopped")
+	return err
+}
+
+// Session reads one session; nil when there is none.
+func (s *Service) Session(ctx context.Context, mediaServerID, vhost, app, stream string) (*Session, error) {
+	if vhost == "" {
+		vhost = channels.DefaultVhost
+	}
+	kv, _, err := store.Get(ctx, s.Store, sessionKey(mediaServerID, vhost, app, stream), store.Local)
+	if err != nil || kv == nil {
+		return nil, err
+	}
+	var sess Session
+	return &sess, json.Unmarshal(kv.Value, &sess)
+}
+
+// Locate implements playback.Streams: the channel's stream and whether it
+// is Online on the channel's media server.
+func (s *Service) Locate(ctx context.Context, channelID string) (playback.StreamLocation, error) {
+	ch, err := s.Channels.Get(ctx, channels.ChannelID(channelID))
+	if err != nil {
+		if errors.Is(err, channels.ErrNotFound) {
+			return playback.StreamLocation{}, fmt.Errorf("%w: channel %q", playback.ErrNotFound, channelID)
+		}
+		return playback.StreamLocation{}, err
+	}
+	loc := playback.StreamLocation{ChannelID: channelID, MediaServerID: ch.MediaServerID, Vhost: ch.Vhost, App: ch.App, Stream: ch.Stream}
+	if ch.MediaServerID == "" {
+		return loc, nil
+	}
+	sess, err := s.Session(ctx, ch.MediaServerID, ch.Vhost, ch.App, ch.Stream)
+	if err != nil {
+		return loc, err
+	}
+	loc.Online = sess != nil && sess.State == StateOnline
+	return loc, nil
+}
+
+// SessionQuery filters the session listing; zero values do not filter.
+type SessionQuery struct {
+	MediaServerID, Stream, State, ChannelID string
+	Page, PageSize                          int
+}
+
+// Sessions lists sessions, newest change first.
+func (s *Service) Sessions(ctx context.Context, q SessionQuery) ([]Session, int64, error) {
+	var where []string
+	var args []any
+	for col, v := range map[string]string{"media_server_id": q.MediaServerID, "stream": q.Stream, "state": q.State, "channel_id": q.ChannelID} {
+		if v != "" {
+			where = append(where, "i."+col+" = ?")
+			args = append(args, v)
+		}
+	}
+	return sqlitefsm.IndexPage[Session](ctx, s.Reader, "idx_"+SessionIndex.Name, where, args, "i.key", max(q.Page, 1), max(q.PageSize, 1))
+}
