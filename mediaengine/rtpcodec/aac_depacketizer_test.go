@@ -54,7 +54,7 @@ func TestAACDepacketizer(t *testing.T) {
 				FMTP: ParseFMTP("mode=AAC-lbr;sizelength=6;indexlength=2;indexdeltalength=2;config=1408")},
 			pkts:  [][]byte{{0x00, 0x10, 10 << 2, 20 << 2, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10}},
 			marks: []bool{true}, tss: []uint32{0},
-			want:  [][]byte{{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10}}, ptsAt: []uint32{0, 1024},
+			want: [][]byte{{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10}}, ptsAt: []uint32{0, 1024},
 		},
 	}
 	for _, tt := range tests {

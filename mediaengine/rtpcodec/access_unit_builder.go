@@ -11,9 +11,9 @@ import (
 type naluClass uint8
 
 const (
-	naluKeep naluClass = iota
-	naluDrop           // access unit delimiters, filler: outputs make their own
-	naluKeyframe       // IDR / IRAP slice
+	naluKeep     naluClass = iota
+	naluDrop               // access unit delimiters, filler: outputs make their own
+	naluKeyframe           // IDR / IRAP slice
 	naluVPS
 	naluSPS
 	naluPPS

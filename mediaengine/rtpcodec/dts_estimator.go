@@ -41,7 +41,7 @@ type DTSEstimator struct {
 	// in decoding order but before it on screen.
 	primedMin time.Duration
 	primed    bool
-	grown   uint64
+	grown     uint64
 }
 
 // NewDTSEstimator returns an estimator for a track with the given RTP

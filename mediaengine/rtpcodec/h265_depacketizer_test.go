@@ -13,7 +13,7 @@ func TestH265DepacketizerDONL(t *testing.T) {
 	f := Format{PayloadType: 96, EncodingName: "H265", ClockRate: 90000, FMTP: ParseFMTP("sprop-max-don-diff=2")}
 	track := &media.Track{Codec: media.CodecH265, ClockRate: 90000}
 	d, c := newDepack(t, f, track)
-	irap := nalu(100, 0x26, 0x01) // IDR_W_RADL
+	irap := nalu(100, 0x26, 0x01)                  // IDR_W_RADL
 	ap := []byte{h265NALAP << 1, 0x01, 0x00, 0x00} // AP header, DONL
 	for i, u := range [][]byte{testVPS, testSPS265, testPPS265} {
 		if i > 0 {
