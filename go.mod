@@ -14,6 +14,7 @@ require (
 	github.com/icholy/digest v1.2.0
 	github.com/oapi-codegen/runtime v1.8.0
 	github.com/pion/rtp v1.10.6
+	github.com/pion/sdp/v3 v3.0.20
 	github.com/prometheus/client_golang v1.25.0
 	go.etcd.io/etcd/client/v3 v3.7.3
 	go.uber.org/zap v1.28.0
