@@ -13,6 +13,7 @@ require (
 	github.com/hashicorp/raft-wal v0.4.0
 	github.com/icholy/digest v1.2.0
 	github.com/oapi-codegen/runtime v1.8.0
+	github.com/pion/rtcp v1.2.20
 	github.com/pion/rtp v1.10.6
 	github.com/pion/sdp/v3 v3.0.20
 	github.com/prometheus/client_golang v1.25.0

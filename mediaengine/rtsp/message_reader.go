@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"strconv"
 	"strings"
 )
@@ -21,6 +22,9 @@ const (
 	MaxHeaderLines = 128
 	MaxBodyBytes   = 256 << 10
 )
+
+// errIdle wraps a read deadline that expired between messages.
+var errIdle = errors.New("rtsp: idle")
 
 // Message is what MessageReader.Read found: a request, a response, or an
 // interleaved binary frame (Channel >= 0), whose Payload is valid only
@@ -50,6 +54,12 @@ func (r *MessageReader) Read(m *Message) error {
 	for {
 		b, err := r.br.Peek(1)
 		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				// Nothing of a message was consumed: the caller may read
+				// on after deciding the peer is still alive.
+				return fmt.Errorf("%w: %w", errIdle, err)
+			}
 			return err
 		}
 		switch b[0] {
