@@ -343,4 +343,3 @@ func toNTP(t time.Time) uint64 {
 	frac := uint64(t.Nanosecond()) << 32 / 1e9
 	return secs<<32 | frac
 }
-
