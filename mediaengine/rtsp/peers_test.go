@@ -187,3 +187,32 @@ func runPeer(t *testing.T, timeout time.Duration, name string, args ...string) s
 	}
 	return string(out)
 }
+
+// probeFormat is probe for a raw elementary stream of the given format.
+func probeFormat(t *testing.T, path, format string) map[string]*probeStream {
+	t.Helper()
+	requireTool(t, "ffprobe")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "ffprobe", "-v", "error", "-f", format, "-of", "json", "-count_packets",
+		"-show_entries", "stream=index,codec_type,codec_name,width,height,nb_read_packets", path).Output()
+	if err != nil {
+		t.Fatalf("ffprobe %s: %v", path, err)
+	}
+	var res struct {
+		Streams []struct {
+			probeStream
+			NbReadPackets string `json:"nb_read_packets"`
+		} `json:"streams"`
+	}
+	if err := json.Unmarshal(out, &res); err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]*probeStream{}
+	for _, s := range res.Streams {
+		ps := s.probeStream
+		ps.Packets, _ = strconv.Atoi(s.NbReadPackets)
+		m[ps.CodecType] = &ps
+	}
+	return m
+}
