@@ -355,9 +355,11 @@ func (c *Client) Play(ctx context.Context, onFrame func(*media.Frame)) error {
 // goroutines before returning.
 func (c *Client) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
 	var wg sync.WaitGroup
-	defer wg.Wait()
+	defer func() {
+		cancel(nil)
+		wg.Wait()
+	}()
 	started := time.Now()
 	if c.udp {
 		serverIP := remoteIP(c.conn)

@@ -1,6 +1,7 @@
 package rtsp
 
 import (
+	"sync"
 	"time"
 
 	"github.com/pion/rtcp"
@@ -19,6 +20,9 @@ type clientTrack struct {
 	udp     *udpPair
 	server  [2]int // UDP: the server's RTP and RTCP ports
 
+	// mu serialises the depacketiser between the RTP and RTCP readers
+	// (over UDP they are two goroutines).
+	mu      sync.Mutex
 	depack  rtpcodec.Depacketizer
 	reorder *rtpcodec.ReorderBuffer
 	pkt     rtp.Packet
@@ -42,6 +46,8 @@ func (t *clientTrack) rtpPacket(raw []byte, arrival time.Time) {
 // reorder buffer, TCP is in order already.
 func (t *clientTrack) received(raw []byte, arrival time.Time) {
 	t.onPacket(arrival)
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	if t.reorder != nil {
 		t.reorder.Push(raw, arrival, t.deliver)
 		return
@@ -58,7 +64,9 @@ func (t *clientTrack) rtcpPacket(raw []byte, arrival time.Time) {
 	for _, p := range pkts {
 		if sr, ok := p.(*rtcp.SenderReport); ok {
 			t.stats.senderReport(sr.NTPTime, arrival)
+			t.mu.Lock()
 			t.depack.SenderReport(ntpTime(sr.NTPTime), sr.RTPTime, arrival)
+			t.mu.Unlock()
 		}
 	}
 }

@@ -216,3 +216,25 @@ func probeFormat(t *testing.T, path, format string) map[string]*probeStream {
 	}
 	return m
 }
+
+// runPeerExpectFailure runs a peer that should fail and returns its output.
+func runPeerExpectFailure(t *testing.T, timeout time.Duration, name string, args ...string) string {
+	t.Helper()
+	requireTool(t, name)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, name, args...).CombinedOutput()
+	if err == nil {
+		t.Errorf("%s %s succeeded", name, strings.Join(args, " "))
+	}
+	return string(out)
+}
+
+func containsAny(s string, subs ...string) bool {
+	for _, sub := range subs {
+		if strings.Contains(s, sub) {
+			return true
+		}
+	}
+	return false
+}

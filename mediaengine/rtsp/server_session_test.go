@@ -1,0 +1,132 @@
+package rtsp
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/svcplatform/svc/mediaengine/media"
+)
+
+// A handler's refusal reaches the client with its status, and the
+// request carries the path, query, client address and user.
+func TestServerHandlerRefusals(t *testing.T) {
+	r := newRelay()
+	r.refuse = func(p media.Path, q map[string][]string) error {
+		if len(q["svc_ticket"]) == 0 || q["svc_ticket"][0] != "good" {
+			return ErrForbidden
+		}
+		return nil
+	}
+	srv := startServer(t, ServerConfig{}, r)
+	for _, tt := range []struct {
+		query string
+		want  error
+	}{{"", ErrForbidden}, {"?svc_ticket=bad", ErrForbidden}, {"?svc_ticket=good&vhost=v1", ErrNotFound}} {
+		c, err := Dial(context.Background(), rtspURL(srv.Addr(), "app/cam/1"+tt.query), ClientConfig{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = c.Describe(context.Background())
+		c.Close()
+		if !errors.Is(err, tt.want) {
+			t.Errorf("%q: %v, want %v", tt.query, err, tt.want)
+		}
+	}
+	r.mu.Lock()
+	last := r.plays[len(r.plays)-1]
+	r.mu.Unlock()
+	if last.Path != (media.Path{Vhost: "v1", App: "app", Stream: "cam/1"}) || last.Query.Get("svc_ticket") != "good" || last.ClientAddr == nil {
+		t.Fatalf("play request %+v", last)
+	}
+}
+
+// A player can be kicked from outside, and a silent publisher times out.
+func TestServerKickAndTimeout(t *testing.T) {
+	g := startGStreamer(t)
+	r := newRelay()
+	srv := startServer(t, ServerConfig{SessionTimeout: 2 * time.Second}, r)
+
+	// The relay's stream is fed by a Puller from GStreamer; the server
+	// serves it to our own client.
+	path := media.Path{Vhost: media.DefaultVhost, App: "live", Stream: "cam"}
+	w, err := r.Publish(context.Background(), &PublishRequest{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var once bool
+	p, _ := NewPuller(PullerConfig{URL: g.url("", "h264"), Client: ClientConfig{Transport: TransportTCP},
+		OnTracks: func(ts []*media.Track) {
+			if !once {
+				r.stream(path).tracks = ts
+				once = true
+			}
+		},
+		OnFrame: func(f *media.Frame) { w.WriteFrame(f) }})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { p.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	waitFor(t, 10*time.Second, "frames from GStreamer", func() bool { return r.stream(path).keys.Load() > 0 })
+
+	// Our own client plays from the server.
+	var frames int
+	var mu = make(chan struct{}, 1)
+	mu <- struct{}{}
+	c, err := Dial(context.Background(), rtspURL(srv.Addr(), "live/cam"), ClientConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Describe(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Setup(context.Background(), true); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Play(context.Background(), func(*media.Frame) { <-mu; frames++; mu <- struct{}{} }); err != nil {
+		t.Fatal(err)
+	}
+	runErr := make(chan error, 1)
+	go func() { runErr <- c.Run(context.Background()) }()
+	waitFor(t, 5*time.Second, "frames at the player", func() bool { <-mu; n := frames; mu <- struct{}{}; return n > 10 })
+	sessions := srv.Sessions()
+	if len(sessions) != 1 || sessions[0].Publishing || sessions[0].Transport != "udp" || sessions[0].Bytes == 0 {
+		t.Fatalf("sessions %+v", sessions)
+	}
+	// The UDP player keeps its session past the timeout: RTCP receiver
+	// reports and keepalives count as life.
+	time.Sleep(3 * time.Second)
+	if len(srv.Sessions()) != 1 {
+		t.Fatal("a live UDP session timed out")
+	}
+	if !srv.Kick(sessions[0].ID) {
+		t.Fatal("kick found no session")
+	}
+	select {
+	case err := <-runErr:
+		if err == nil {
+			t.Fatal("Run ended without error")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the kicked player kept running")
+	}
+	waitFor(t, 2*time.Second, "the session to go", func() bool { return len(srv.Sessions()) == 0 })
+	if srv.Kick(sessions[0].ID) {
+		t.Fatal("kicked twice")
+	}
+
+	// A client that sets up and then says nothing is timed out.
+	idle, err := Dial(context.Background(), rtspURL(srv.Addr(), "live/cam"), ClientConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idle.Close()
+	idle.Describe(context.Background())
+	if err := idle.Setup(context.Background(), false); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, time.Second, "the idle session", func() bool { return len(srv.Sessions()) == 1 })
+	waitFor(t, 5*time.Second, "the idle session to time out", func() bool { return len(srv.Sessions()) == 0 })
+}
