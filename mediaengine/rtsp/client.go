@@ -284,7 +284,7 @@ func (c *Client) Setup(ctx context.Context, useUDP bool) error {
 			return err
 		}
 		if got[0].TCP != !useUDP {
-			return fmt.Errorf("%w: asked for %s, got %q", ErrBadTransport, tr, resp.Header.Get("Transport"))
+			return fmt.Errorf("%w: asked for %s, got %q", errTransportRefused, tr, resp.Header.Get("Transport"))
 		}
 		if got[0].TCP && got[0].HasChannels {
 			t.channel = got[0].Interleaved[0]

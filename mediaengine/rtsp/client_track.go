@@ -45,6 +45,9 @@ func (t *clientTrack) rtpPacket(raw []byte, arrival time.Time) {
 // received takes one RTP packet off the network: UDP goes through the
 // reorder buffer, TCP is in order already.
 func (t *clientTrack) received(raw []byte, arrival time.Time) {
+	if t.depack == nil {
+		return // before its SETUP was answered: a server that sends early
+	}
 	t.onPacket(arrival)
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -57,6 +60,9 @@ func (t *clientTrack) received(raw []byte, arrival time.Time) {
 
 // rtcpPacket takes the server's sender reports.
 func (t *clientTrack) rtcpPacket(raw []byte, arrival time.Time) {
+	if t.depack == nil {
+		return
+	}
 	pkts, err := rtcp.Unmarshal(raw)
 	if err != nil {
 		return

@@ -20,6 +20,10 @@ var (
 	ErrUDPTimeout      = errors.New("rtsp: no packets over UDP")
 	ErrTimeout         = errors.New("rtsp: no data from the peer")
 	ErrClosed          = errors.New("rtsp: closed")
+
+	// errTransportRefused: the server answered SETUP with another
+	// transport than asked for (some force TCP).
+	errTransportRefused = fmt.Errorf("%w: server chose another transport", ErrBadTransport)
 )
 
 // StatusError is a response whose status is not 2xx.

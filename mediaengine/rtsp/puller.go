@@ -142,7 +142,7 @@ func (p *Puller) switchToTCP(err error) bool {
 		return false
 	}
 	var se *StatusError
-	if errors.Is(err, ErrUDPTimeout) || (errors.As(err, &se) && se.Code == StatusUnsupportedTransport) {
+	if errors.Is(err, ErrUDPTimeout) || errors.Is(err, errTransportRefused) || (errors.As(err, &se) && se.Code == StatusUnsupportedTransport) {
 		p.mu.Lock()
 		p.tcp = true
 		p.mu.Unlock()

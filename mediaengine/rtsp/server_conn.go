@@ -114,7 +114,7 @@ func (c *serverConn) writeInterleaved(ch int, pkt []byte) {
 // written (PLAY starts sending only then).
 func (c *serverConn) handle(req *Request) (*Response, func()) {
 	resp := &Response{StatusCode: StatusOK, Header: Header{{"CSeq", req.Header.Get("CSeq")}, {"Server", "svc"}}}
-	if req.Proto != "RTSP/1.0" && req.Proto != "RTSP/2.0" {
+	if req.Proto != "RTSP/1.0" {
 		resp.StatusCode = StatusVersionNotSupported
 		return resp, nil
 	}
@@ -207,7 +207,9 @@ func (c *serverConn) authenticate(req *Request, resp *Response) bool {
 	}
 	resp.StatusCode = StatusUnauthorized
 	for _, alg := range c.srv.cfg.DigestAlgorithms {
-		resp.Header.Add("WWW-Authenticate", fmt.Sprintf(`Digest realm="%s", nonce="%s", algorithm=%s`, c.srv.cfg.Realm, c.nonce, alg))
+		// qop=auth as RFC 7616 asks; clients that ignore it answer
+		// without qop, which Verify accepts too.
+		resp.Header.Add("WWW-Authenticate", fmt.Sprintf(`Digest realm="%s", nonce="%s", algorithm=%s, qop="auth"`, c.srv.cfg.Realm, c.nonce, alg))
 	}
 	return false
 }

@@ -42,6 +42,11 @@ type serverSession struct {
 	source     FrameSource
 	playCancel context.CancelFunc
 	playDone   chan struct{}
+	// The play origin: the first frame's PTS and when it was sent. It
+	// survives PAUSE so RTP time continues after a resumed PLAY.
+	playStarted bool
+	origin      time.Duration
+	wallOrigin  time.Time
 
 	bytes        atomic.Uint64
 	lastActivity atomic.Int64 // unix nanoseconds of the last UDP packet
@@ -214,9 +219,6 @@ func (s *serverSession) play(ctx context.Context) error {
 			byTrack[t.track] = t
 		}
 	}
-	var origin time.Duration
-	var wallOrigin time.Time
-	started := false
 	var sendErr error
 	var current *sessionTrack
 	sendTCP := func(pkt []byte) error {
@@ -243,12 +245,12 @@ func (s *serverSession) play(ctx context.Context) error {
 			continue
 		}
 		now := time.Now()
-		if !started {
-			origin, wallOrigin, started = f.PTS, now, true
+		if !s.playStarted {
+			s.origin, s.wallOrigin, s.playStarted = f.PTS, now, true
 		}
-		ts := t.rtpTime(f.PTS, origin)
+		ts := t.rtpTime(f.PTS, s.origin)
 		if !t.sent || now.Sub(t.lastSR) >= srInterval {
-			s.senderReport(t, wallOrigin.Add(f.PTS-origin), ts, now)
+			s.senderReport(t, s.wallOrigin.Add(f.PTS-s.origin), ts, now)
 		}
 		t.sent, t.lastTS, t.lastPTS = true, ts, f.PTS
 		current = t
