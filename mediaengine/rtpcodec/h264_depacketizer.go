@@ -3,9 +3,6 @@ package rtpcodec
 import (
 	"encoding/binary"
 	"fmt"
-	"time"
-
-	"github.com/pion/rtp"
 
 	"github.com/svcplatform/svc/mediaengine/media"
 )
@@ -15,14 +12,13 @@ import (
 // the start and end bits). Access units end at the marker bit or, for
 // sources that omit it, when the timestamp changes.
 type h264Depacketizer struct {
-	au    accessUnitBuilder
-	seq   sequenceTracker
-	stats DepacketizerStats
+	videoDepacketizer
 }
 
 func newH264Depacketizer(track *media.Track, clock *StreamClock, emit func(*media.Frame)) *h264Depacketizer {
 	d := &h264Depacketizer{}
 	d.au = newAccessUnitBuilder(track, clock, emit, &d.stats, classifyH264)
+	d.parse = d.payload
 	return d
 }
 
@@ -38,35 +34,6 @@ func classifyH264(nalu []byte) naluClass {
 		return naluDrop
 	}
 	return naluKeep
-}
-
-func (d *h264Depacketizer) Stats() *DepacketizerStats { return &d.stats }
-
-func (d *h264Depacketizer) SenderReport(ntp time.Time, rtpTS uint32, arrival time.Time) {
-	d.au.timeline.SenderReport(ntp, rtpTS, arrival)
-}
-
-func (d *h264Depacketizer) Decode(pkt *rtp.Packet, arrival time.Time) error {
-	d.stats.Packets.Add(1)
-	lost, ok := d.seq.advance(pkt.SequenceNumber)
-	if !ok {
-		return nil
-	}
-	p := pkt.Payload
-	if len(p) == 0 {
-		return nil // padding-only keepalive
-	}
-	d.au.packet(pkt.Timestamp, arrival, lost)
-	err := d.payload(p)
-	if err != nil {
-		d.stats.Malformed.Add(1)
-		d.au.abortFragment()
-		d.au.broken = true
-	}
-	if pkt.Marker {
-		d.au.flush()
-	}
-	return err
 }
 
 func (d *h264Depacketizer) payload(p []byte) error {

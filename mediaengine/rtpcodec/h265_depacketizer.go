@@ -4,9 +4,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"strconv"
-	"time"
-
-	"github.com/pion/rtp"
 
 	"github.com/svcplatform/svc/mediaengine/media"
 )
@@ -16,10 +13,8 @@ import (
 // fields present when the SDP's sprop-max-don-diff is above zero. PACI
 // packets are skipped.
 type h265Depacketizer struct {
-	au    accessUnitBuilder
-	seq   sequenceTracker
-	donl  bool
-	stats DepacketizerStats
+	videoDepacketizer
+	donl bool
 }
 
 func newH265Depacketizer(f Format, track *media.Track, clock *StreamClock, emit func(*media.Frame)) (*h265Depacketizer, error) {
@@ -32,6 +27,7 @@ func newH265Depacketizer(f Format, track *media.Track, clock *StreamClock, emit 
 		d.donl = n > 0
 	}
 	d.au = newAccessUnitBuilder(track, clock, emit, &d.stats, classifyH265)
+	d.parse = d.payload
 	return d, nil
 }
 
@@ -52,34 +48,6 @@ func classifyH265(nalu []byte) naluClass {
 		return naluDrop
 	}
 	return naluKeep
-}
-
-func (d *h265Depacketizer) Stats() *DepacketizerStats { return &d.stats }
-
-func (d *h265Depacketizer) SenderReport(ntp time.Time, rtpTS uint32, arrival time.Time) {
-	d.au.timeline.SenderReport(ntp, rtpTS, arrival)
-}
-
-func (d *h265Depacketizer) Decode(pkt *rtp.Packet, arrival time.Time) error {
-	d.stats.Packets.Add(1)
-	lost, ok := d.seq.advance(pkt.SequenceNumber)
-	if !ok {
-		return nil
-	}
-	if len(pkt.Payload) == 0 {
-		return nil
-	}
-	d.au.packet(pkt.Timestamp, arrival, lost)
-	err := d.payload(pkt.Payload)
-	if err != nil {
-		d.stats.Malformed.Add(1)
-		d.au.abortFragment()
-		d.au.broken = true
-	}
-	if pkt.Marker {
-		d.au.flush()
-	}
-	return err
 }
 
 func (d *h265Depacketizer) payload(p []byte) error {

@@ -63,16 +63,10 @@ func (t *clientTrack) rtcpPacket(raw []byte, arrival time.Time) {
 	if t.depack == nil {
 		return
 	}
-	pkts, err := rtcp.Unmarshal(raw)
-	if err != nil {
-		return
-	}
-	for _, p := range pkts {
-		if sr, ok := p.(*rtcp.SenderReport); ok {
-			t.stats.senderReport(sr.NTPTime, arrival)
-			t.mu.Lock()
-			t.depack.SenderReport(ntpTime(sr.NTPTime), sr.RTPTime, arrival)
-			t.mu.Unlock()
-		}
-	}
+	forSenderReports(raw, func(sr *rtcp.SenderReport) {
+		t.stats.senderReport(sr.NTPTime, arrival)
+		t.mu.Lock()
+		t.depack.SenderReport(ntpTime(sr.NTPTime), sr.RTPTime, arrival)
+		t.mu.Unlock()
+	})
 }

@@ -224,6 +224,17 @@ func parseRequestURL(raw string) (*url.URL, error) {
 	return u, nil
 }
 
+// requestStream parses a DESCRIBE or ANNOUNCE URL into the URL (without
+// credentials) and the stream path.
+func requestStream(req *Request) (*url.URL, media.Path, error) {
+	u, err := parseRequestURL(req.URL)
+	if err != nil {
+		return nil, media.Path{}, err
+	}
+	path, err := streamPath(u)
+	return u, path, err
+}
+
 // streamPath makes the media.Path of a URL path "/app/stream[/more]";
 // trim names a control suffix to drop first (SETUP URLs).
 func streamPath(u *url.URL) (media.Path, error) {
@@ -248,11 +259,7 @@ func (c *serverConn) replaceSession(s *serverSession) {
 }
 
 func (c *serverConn) describe(req *Request, resp *Response) error {
-	u, err := parseRequestURL(req.URL)
-	if err != nil {
-		return err
-	}
-	path, err := streamPath(u)
+	u, path, err := requestStream(req)
 	if err != nil {
 		return err
 	}
@@ -282,8 +289,8 @@ func (c *serverConn) openSource(s *serverSession) error {
 		return err
 	}
 	s.source = src
-	for i, t := range src.Tracks() {
-		f, err := rtpcodec.FormatForTrack(t, uint8(96+i))
+	for _, t := range src.Tracks() {
+		f, err := rtpcodec.FormatForTrack(t, dynamicPayloadType(t))
 		if err != nil {
 			continue
 		}
@@ -297,11 +304,7 @@ func (c *serverConn) openSource(s *serverSession) error {
 }
 
 func (c *serverConn) announce(req *Request, resp *Response) error {
-	u, err := parseRequestURL(req.URL)
-	if err != nil {
-		return err
-	}
-	path, err := streamPath(u)
+	u, path, err := requestStream(req)
 	if err != nil {
 		return err
 	}

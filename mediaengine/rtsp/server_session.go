@@ -172,15 +172,9 @@ func (s *serverSession) rtcpPacket(t *sessionTrack, raw []byte, now time.Time) {
 	if !s.publishing || t.depack == nil {
 		return
 	}
-	pkts, err := rtcp.Unmarshal(raw)
-	if err != nil {
-		return
-	}
-	for _, p := range pkts {
-		if sr, ok := p.(*rtcp.SenderReport); ok {
-			t.depack.SenderReport(ntpTime(sr.NTPTime), sr.RTPTime, now)
-		}
-	}
+	forSenderReports(raw, func(sr *rtcp.SenderReport) {
+		t.depack.SenderReport(ntpTime(sr.NTPTime), sr.RTPTime, now)
+	})
 }
 
 // startPlay starts the goroutine that sends the source's frames.
@@ -329,6 +323,20 @@ func (s *serverSession) close() {
 func (s *serverSession) alive(d time.Duration, now time.Time) bool {
 	last := s.lastActivity.Load()
 	return s.udp && last != 0 && now.Sub(time.Unix(0, last)) < d
+}
+
+// forSenderReports calls fn for each sender report in a compound RTCP
+// packet; anything unparsable is ignored (RTCP is advisory).
+func forSenderReports(raw []byte, fn func(*rtcp.SenderReport)) {
+	pkts, err := rtcp.Unmarshal(raw)
+	if err != nil {
+		return
+	}
+	for _, p := range pkts {
+		if sr, ok := p.(*rtcp.SenderReport); ok {
+			fn(sr)
+		}
+	}
 }
 
 // ntpTime converts a 64-bit NTP timestamp.

@@ -255,6 +255,10 @@ func cleanMediaLine(v string) string {
 	return strings.Join(f, " ")
 }
 
+// dynamicPayloadType is the payload type the server gives a track (static
+// formats such as G.711 keep theirs).
+func dynamicPayloadType(t *media.Track) uint8 { return uint8(96 + t.ID%32) }
+
 // MarshalSessionDescription writes the SDP the server answers DESCRIBE
 // with: one m= section per track, each with control "trackID=<ID>"
 // relative to the Content-Base the server sends.
@@ -271,10 +275,10 @@ func MarshalSessionDescription(tracks []*media.Track, host string) ([]byte, erro
 			Address: &sdp.Address{Address: map[bool]string{true: "::", false: "0.0.0.0"}[addrType == "IP6"]}},
 		Attributes: []sdp.Attribute{{Key: "tool", Value: "svc"}, {Key: "range", Value: "npt=0-"}, {Key: "control", Value: "*"}},
 	}
-	for i, t := range tracks {
-		f, err := rtpcodec.FormatForTrack(t, uint8(96+i))
+	for _, t := range tracks {
+		f, err := rtpcodec.FormatForTrack(t, dynamicPayloadType(t))
 		if err != nil {
-			return nil, err
+			continue // a codec RTP cannot carry is left out
 		}
 		pt := strconv.Itoa(int(f.PayloadType))
 		md := &sdp.MediaDescription{
