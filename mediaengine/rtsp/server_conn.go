@@ -123,6 +123,12 @@ func (c *serverConn) handle(req *Request) (*Response, func()) {
 	}
 	var after func()
 	var err error
+	if sid := req.Header.Get("Session"); sid != "" && c.session != nil && c.session.announced && req.Method != MethodSetup {
+		if id, _, _ := strings.Cut(sid, ";"); strings.TrimSpace(id) != c.session.id {
+			resp.StatusCode = StatusSessionNotFound
+			return resp, nil
+		}
+	}
 	switch req.Method {
 	case MethodOptions:
 		resp.Header.Add("Public", "OPTIONS, DESCRIBE, ANNOUNCE, SETUP, PLAY, PAUSE, RECORD, TEARDOWN, GET_PARAMETER, SET_PARAMETER")

@@ -236,7 +236,16 @@ func (s *serverSession) play(ctx context.Context) error {
 		}
 		t := byTrack[f.Track]
 		if t == nil {
-			continue
+			// A source may hand out frames of equivalent Track values
+			// (after its input reconnected): match by ID.
+			for _, x := range s.tracks {
+				if x.setup && x.track.ID == f.Track.ID && x.track.Codec == f.Track.Codec {
+					t = x
+				}
+			}
+			if t == nil {
+				continue
+			}
 		}
 		now := time.Now()
 		if !s.playStarted {
