@@ -1,4 +1,4 @@
-package rtsp
+package rtsp_test
 
 import (
 	"bufio"
@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/svcplatform/svc/mediaengine/media"
+	"github.com/svcplatform/svc/mediaengine/rtsp"
 )
 
 // BenchmarkMessageReaderInterleaved is the cost of reading one
@@ -24,20 +25,28 @@ func BenchmarkMessageReaderInterleaved(b *testing.B) {
 		binary.Write(&stream, binary.BigEndian, uint16(len(pkt)))
 		stream.Write(pkt)
 	}
-	data := stream.Bytes()
-	src := bytes.NewReader(data)
-	r := NewMessageReader(src)
-	var m Message
+	r := rtsp.NewMessageReader(&loopReader{data: stream.Bytes()})
+	var m rtsp.Message
 	b.ReportAllocs()
 	b.SetBytes(int64(len(pkt) + 4))
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		if err := r.Read(&m); err != nil {
-			src.Reset(data)
-			r.br.Reset(src)
-			r.Read(&m)
+			b.Fatal(err)
 		}
 	}
+}
+
+// loopReader reads data over and over.
+type loopReader struct {
+	data []byte
+	off  int
+}
+
+func (l *loopReader) Read(p []byte) (int, error) {
+	n := copy(p, l.data[l.off:])
+	l.off = (l.off + n) % len(l.data)
+	return n, nil
 }
 
 // benchSource plays the same frames n times.
@@ -65,10 +74,12 @@ func (s *benchSource) Close() error { return nil }
 
 type benchHandler struct{ src *benchSource }
 
-func (h *benchHandler) Publish(context.Context, *PublishRequest) (FrameWriter, error) {
+func (h *benchHandler) Publish(context.Context, *rtsp.PublishRequest) (rtsp.FrameWriter, error) {
 	return nil, errors.New("no")
 }
-func (h *benchHandler) Play(context.Context, *PlayRequest) (FrameSource, error) { return h.src, nil }
+func (h *benchHandler) Play(context.Context, *rtsp.PlayRequest) (rtsp.FrameSource, error) {
+	return h.src, nil
+}
 
 // BenchmarkServerPlayTCP is the server's cost per frame sent to one
 // player over TCP interleaved: packetising, framing and the socket write,
@@ -83,7 +94,7 @@ func BenchmarkServerPlayTCP(b *testing.B) {
 		frames = append(frames, &media.Frame{Track: track, PTS: pts, DTS: pts, NALUs: [][]byte{append([]byte{0x41}, make([]byte, 4000)...)}})
 	}
 	src := &benchSource{tracks: []*media.Track{track}, frames: frames, n: b.N, done: make(chan struct{})}
-	srv, err := NewServer(ServerConfig{Addr: "127.0.0.1:0"}, &benchHandler{src: src})
+	srv, err := rtsp.NewServer(rtsp.ServerConfig{Addr: "127.0.0.1:0"}, &benchHandler{src: src})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -97,13 +108,13 @@ func BenchmarkServerPlayTCP(b *testing.B) {
 	}
 	defer conn.Close()
 	w := bufio.NewWriter(conn)
-	r := NewMessageReader(conn)
+	r := rtsp.NewMessageReader(conn)
 	url := rtspURL(srv.Addr(), "b/s")
-	var m Message
-	for i, req := range []*Request{
-		{Method: MethodDescribe, URL: url, Header: Header{{"CSeq", "1"}}},
-		{Method: MethodSetup, URL: url + "/trackID=0", Header: Header{{"CSeq", "2"}, {"Transport", "RTP/AVP/TCP;unicast;interleaved=0-1"}}},
-		{Method: MethodPlay, URL: url, Header: Header{{"CSeq", "3"}}},
+	var m rtsp.Message
+	for i, req := range []*rtsp.Request{
+		{Method: rtsp.MethodDescribe, URL: url, Header: rtsp.Header{{"CSeq", "1"}}},
+		{Method: rtsp.MethodSetup, URL: url + "/trackID=0", Header: rtsp.Header{{"CSeq", "2"}, {"Transport", "RTP/AVP/TCP;unicast;interleaved=0-1"}}},
+		{Method: rtsp.MethodPlay, URL: url, Header: rtsp.Header{{"CSeq", "3"}}},
 	} {
 		if i > 0 {
 			req.Header.Add("Session", sessionOf(srv))
@@ -126,7 +137,7 @@ func BenchmarkServerPlayTCP(b *testing.B) {
 	b.StopTimer()
 }
 
-func sessionOf(s *Server) string {
+func sessionOf(s *rtsp.Server) string {
 	for _, si := range s.Sessions() {
 		return si.ID
 	}

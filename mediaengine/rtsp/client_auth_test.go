@@ -1,13 +1,8 @@
 package rtsp
 
 import (
-	"bufio"
 	"errors"
-	"net"
-	"strings"
 	"testing"
-
-	"github.com/svcplatform/svc/shared/digestauth"
 )
 
 func TestClientAuthChoosesStrongest(t *testing.T) {
@@ -45,41 +40,5 @@ func TestClientAuthChoosesStrongest(t *testing.T) {
 				t.Fatalf("chose %+v", a.challenge)
 			}
 		})
-	}
-}
-
-// The server also accepts a Digest answer without qop (clients that
-// ignore the qop it offers, such as live555-based players).
-func TestServerDigestWithoutQOP(t *testing.T) {
-	srv := startServer(t, ServerConfig{Credentials: credentials(map[string]string{"u": "pw"})}, newRelay())
-	conn, err := net.Dial("tcp", srv.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	r, w := NewMessageReader(conn), bufio.NewWriter(conn)
-	url := rtspURL(srv.Addr(), "live/x")
-	send := func(h Header) *Response {
-		(&Request{Method: MethodDescribe, URL: url, Header: h}).Write(w)
-		w.Flush()
-		var m Message
-		if err := r.Read(&m); err != nil || m.Response == nil {
-			t.Fatalf("%v %+v", err, m)
-		}
-		return m.Response
-	}
-	resp := send(Header{{"CSeq", "1"}})
-	chal := resp.Header.Get("WWW-Authenticate")
-	if resp.StatusCode != 401 || !strings.Contains(chal, `qop="auth"`) {
-		t.Fatalf("%d %q", resp.StatusCode, chal)
-	}
-	nonce := chal[strings.Index(chal, `nonce="`)+7:]
-	nonce = nonce[:strings.IndexByte(nonce, '"')]
-	h, err := digestauth.Build("MD5", "", "svc", nonce, MethodDescribe, url, "u", "pw")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if resp := send(Header{{"CSeq", "2"}, {"Authorization", h}}); resp.StatusCode != StatusNotFound {
-		t.Fatalf("authenticated DESCRIBE answered %d", resp.StatusCode)
 	}
 }

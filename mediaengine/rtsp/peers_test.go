@@ -1,4 +1,4 @@
-package rtsp
+package rtsp_test
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package rtsp
+package rtsp_test
 
 import (
 	"bytes"
@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/svcplatform/svc/mediaengine/media"
+	"github.com/svcplatform/svc/mediaengine/rtsp"
 )
 
 // frameLog collects what a Puller delivers.
@@ -23,18 +24,18 @@ type frameLog struct {
 	mu       sync.Mutex
 	frames   []*media.Frame
 	tracks   [][]*media.Track
-	states   []PullerState
+	states   []rtsp.PullerState
 	lastErrs []error
 }
 
-func (l *frameLog) config(url string, transport TransportMode) PullerConfig {
-	return PullerConfig{
-		URL:        url,
-		Client:     ClientConfig{Transport: transport, UDPTimeout: time.Second, ReadTimeout: 3 * time.Second},
-		MinBackoff: 200 * time.Millisecond, MaxBackoff: time.Second,
+func (l *frameLog) config(url string, transport rtsp.TransportMode) rtsp.PullerConfig {
+	return rtsp.PullerConfig{
+		URL:         url,
+		Client: rtsp.ClientConfig{Transport: transport, UDPTimeout: time.Second, ReadTimeout: 3 * time.Second},
+		MinBackoff:  200 * time.Millisecond, MaxBackoff: time.Second,
 		OnTracks: func(ts []*media.Track) { l.mu.Lock(); l.tracks = append(l.tracks, ts); l.mu.Unlock() },
 		OnFrame:  func(f *media.Frame) { l.mu.Lock(); l.frames = append(l.frames, f); l.mu.Unlock() },
-		OnState: func(s PullerState, err error) {
+		OnState: func(s rtsp.PullerState, err error) {
 			l.mu.Lock()
 			l.states = append(l.states, s)
 			if err != nil {
@@ -141,25 +142,25 @@ func TestPullerFromGStreamer(t *testing.T) {
 	tests := []struct {
 		name      string
 		mount     string
-		transport TransportMode
+		transport rtsp.TransportMode
 		auth      []string
 		userinfo  string
 		video     media.Codec
 		audio     media.Codec
 	}{
-		{"H.264 over TCP", "h264", TransportTCP, nil, "", media.CodecH264, media.CodecAAC},
-		{"H.264 over UDP", "h264", TransportUDP, nil, "", media.CodecH264, media.CodecAAC},
-		{"H.264 with B-frames", "h264b", TransportTCP, nil, "", media.CodecH264, media.CodecAAC},
-		{"H.265 over UDP", "h265", TransportUDP, nil, "", media.CodecH265, media.CodecAAC},
-		{"G.711 A-law", "pcma", TransportTCP, nil, "", media.CodecH264, media.CodecPCMA},
-		{"Digest auth", "h264", TransportAuto, []string{"--user", "cam", "--password", "s3cret", "--auth", "digest"}, "cam:s3cret", media.CodecH264, media.CodecAAC},
-		{"Basic auth", "h264", TransportTCP, []string{"--user", "cam", "--password", "s3cret", "--auth", "basic"}, "cam:s3cret", media.CodecH264, media.CodecAAC},
+		{"H.264 over TCP", "h264", rtsp.TransportTCP, nil, "", media.CodecH264, media.CodecAAC},
+		{"H.264 over UDP", "h264", rtsp.TransportUDP, nil, "", media.CodecH264, media.CodecAAC},
+		{"H.264 with B-frames", "h264b", rtsp.TransportTCP, nil, "", media.CodecH264, media.CodecAAC},
+		{"H.265 over UDP", "h265", rtsp.TransportUDP, nil, "", media.CodecH265, media.CodecAAC},
+		{"G.711 A-law", "pcma", rtsp.TransportTCP, nil, "", media.CodecH264, media.CodecPCMA},
+		{"Digest auth", "h264", rtsp.TransportAuto, []string{"--user", "cam", "--password", "s3cret", "--auth", "digest"}, "cam:s3cret", media.CodecH264, media.CodecAAC},
+		{"Basic auth", "h264", rtsp.TransportTCP, []string{"--user", "cam", "--password", "s3cret", "--auth", "basic"}, "cam:s3cret", media.CodecH264, media.CodecAAC},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := startGStreamer(t, tt.auth...)
 			var log frameLog
-			p, err := NewPuller(log.config(g.url(tt.userinfo, tt.mount), tt.transport))
+			p, err := rtsp.NewPuller(log.config(g.url(tt.userinfo, tt.mount), tt.transport))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -178,10 +179,10 @@ func TestPullerFromGStreamer(t *testing.T) {
 			seconds := (first[len(first)-1].PTS - first[0].PTS).Seconds()
 			log.check(t, tt.video, tt.audio, seconds)
 			st := p.Status()
-			if st.State != PullerStopped || st.Attempts != 1 || st.Frames == 0 {
+			if st.State != rtsp.PullerStopped || st.Attempts != 1 || st.Frames == 0 {
 				t.Errorf("status %+v", st)
 			}
-			if tt.transport == TransportAuto && st.Transport != TransportUDP {
+			if tt.transport == rtsp.TransportAuto && st.Transport != rtsp.TransportUDP {
 				t.Errorf("auto transport used %s", st.Transport)
 			}
 		})
@@ -192,11 +193,11 @@ func TestPullerFromGStreamer(t *testing.T) {
 func TestPullerWrongPassword(t *testing.T) {
 	g := startGStreamer(t, "--user", "cam", "--password", "s3cret")
 	var log frameLog
-	p, _ := NewPuller(log.config(g.url("cam:wrong", "h264"), TransportTCP))
+	p, _ := rtsp.NewPuller(log.config(g.url("cam:wrong", "h264"), rtsp.TransportTCP))
 	runFor(1500*time.Millisecond, func(ctx context.Context) { p.Run(ctx) })
 	log.mu.Lock()
 	defer log.mu.Unlock()
-	if len(log.frames) != 0 || len(log.lastErrs) == 0 || !errors.Is(log.lastErrs[0], ErrUnauthorized) {
+	if len(log.frames) != 0 || len(log.lastErrs) == 0 || !errors.Is(log.lastErrs[0], rtsp.ErrUnauthorized) {
 		t.Fatalf("frames %d, errors %v", len(log.frames), log.lastErrs)
 	}
 	if st := p.Status(); st.Attempts < 2 || !strings.Contains(st.LastError, "401") {
@@ -210,7 +211,7 @@ func TestPullerFallsBackToTCP(t *testing.T) {
 	g := startGStreamer(t)
 	t.Run("461 Unsupported Transport", func(t *testing.T) {
 		var log frameLog
-		p, _ := NewPuller(log.config(g.url("", "tcponly"), TransportAuto))
+		p, _ := rtsp.NewPuller(log.config(g.url("", "tcponly"), rtsp.TransportAuto))
 		runFor(8*time.Second, func(ctx context.Context) {
 			go func() {
 				waitFor(t, 7*time.Second, "frames over TCP", func() bool { return log.count(media.KindVideo) > 25 })
@@ -218,17 +219,17 @@ func TestPullerFallsBackToTCP(t *testing.T) {
 			}()
 			p.Run(ctx)
 		})
-		if st := p.Status(); st.Transport != TransportTCP || st.Frames == 0 || st.Attempts < 2 {
+		if st := p.Status(); st.Transport != rtsp.TransportTCP || st.Frames == 0 || st.Attempts < 2 {
 			t.Fatalf("status %+v", st)
 		}
 	})
 	t.Run("UDP gets nothing", func(t *testing.T) {
 		proxy := startUDPBreakingProxy(t, g.port)
 		var log frameLog
-		p, _ := NewPuller(log.config("rtsp://"+proxy+"/h264", TransportAuto))
+		p, _ := rtsp.NewPuller(log.config("rtsp://"+proxy+"/h264", rtsp.TransportAuto))
 		start := time.Now()
 		var firstFrame time.Time
-		cfg := log.config("rtsp://"+proxy+"/h264", TransportAuto)
+		cfg := log.config("rtsp://"+proxy+"/h264", rtsp.TransportAuto)
 		cfg.OnFrame = func(f *media.Frame) {
 			log.mu.Lock()
 			if firstFrame.IsZero() {
@@ -237,10 +238,10 @@ func TestPullerFallsBackToTCP(t *testing.T) {
 			log.frames = append(log.frames, f)
 			log.mu.Unlock()
 		}
-		p, _ = NewPuller(cfg)
+		p, _ = rtsp.NewPuller(cfg)
 		runFor(6*time.Second, func(ctx context.Context) { p.Run(ctx) })
 		st := p.Status()
-		if st.Transport != TransportTCP || st.Frames < 25 || st.Attempts != 2 {
+		if st.Transport != rtsp.TransportTCP || st.Frames < 25 || st.Attempts != 2 {
 			t.Fatalf("status %+v", st)
 		}
 		if d := firstFrame.Sub(start); d < time.Second || d > 4*time.Second {
@@ -254,14 +255,14 @@ func TestPullerFallsBackToTCP(t *testing.T) {
 func TestPullerReconnects(t *testing.T) {
 	g := startGStreamer(t)
 	var log frameLog
-	p, _ := NewPuller(log.config(g.url("", "h264"), TransportTCP))
+	p, _ := rtsp.NewPuller(log.config(g.url("", "h264"), rtsp.TransportTCP))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { p.Run(ctx); close(done) }()
 	defer func() { cancel(); <-done }()
 	waitFor(t, 10*time.Second, "frames", func() bool { return log.count(media.KindVideo) > 10 })
 	g.stop()
-	waitFor(t, 10*time.Second, "the Puller to notice", func() bool { return p.Status().State == PullerWaiting })
+	waitFor(t, 10*time.Second, "the Puller to notice", func() bool { return p.Status().State == rtsp.PullerWaiting })
 	before := log.count(media.KindVideo)
 	time.Sleep(1500 * time.Millisecond) // a few failed attempts against a closed port
 	if st := p.Status(); st.Attempts < 3 {
@@ -275,7 +276,7 @@ func TestPullerReconnects(t *testing.T) {
 	if sessions < 2 {
 		t.Errorf("OnTracks called %d times", sessions)
 	}
-	if st := p.Status(); st.State != PullerPlaying {
+	if st := p.Status(); st.State != rtsp.PullerPlaying {
 		t.Errorf("state %s", st.State)
 	}
 }

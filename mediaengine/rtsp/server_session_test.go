@@ -1,4 +1,4 @@
-package rtsp
+package rtsp_test
 
 import (
 	"context"
@@ -7,24 +7,26 @@ import (
 	"time"
 
 	"github.com/svcplatform/svc/mediaengine/media"
+	"github.com/svcplatform/svc/mediaengine/rtsp"
+	"github.com/svcplatform/svc/mediaengine/rtsp/rtsptest"
 )
 
 // A handler's refusal reaches the client with its status, and the
 // request carries the path, query, client address and user.
 func TestServerHandlerRefusals(t *testing.T) {
-	r := newRelay()
-	r.refuse = func(p media.Path, q map[string][]string) error {
+	r := rtsptest.NewRelay()
+	r.Refuse = func(p media.Path, q map[string][]string) error {
 		if len(q["svc_ticket"]) == 0 || q["svc_ticket"][0] != "good" {
-			return ErrForbidden
+			return rtsp.ErrForbidden
 		}
 		return nil
 	}
-	srv := startServer(t, ServerConfig{}, r)
+	srv := startServer(t, rtsp.ServerConfig{}, r)
 	for _, tt := range []struct {
 		query string
 		want  error
-	}{{"", ErrForbidden}, {"?svc_ticket=bad", ErrForbidden}, {"?svc_ticket=good&vhost=v1", ErrNotFound}} {
-		c, err := Dial(context.Background(), rtspURL(srv.Addr(), "app/cam/1"+tt.query), ClientConfig{})
+	}{{"", rtsp.ErrForbidden}, {"?svc_ticket=bad", rtsp.ErrForbidden}, {"?svc_ticket=good&vhost=v1", rtsp.ErrNotFound}} {
+		c, err := rtsp.Dial(context.Background(), rtspURL(srv.Addr(), "app/cam/1"+tt.query), rtsp.ClientConfig{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -34,9 +36,8 @@ func TestServerHandlerRefusals(t *testing.T) {
 			t.Errorf("%q: %v, want %v", tt.query, err, tt.want)
 		}
 	}
-	r.mu.Lock()
-	last := r.plays[len(r.plays)-1]
-	r.mu.Unlock()
+	plays := r.Plays()
+	last := plays[len(plays)-1]
 	if last.Path != (media.Path{Vhost: "v1", App: "app", Stream: "cam/1"}) || last.Query.Get("svc_ticket") != "good" || last.ClientAddr == nil {
 		t.Fatalf("play request %+v", last)
 	}
@@ -45,36 +46,20 @@ func TestServerHandlerRefusals(t *testing.T) {
 // A player can be kicked from outside, and a silent publisher times out.
 func TestServerKickAndTimeout(t *testing.T) {
 	g := startGStreamer(t)
-	r := newRelay()
-	srv := startServer(t, ServerConfig{SessionTimeout: 2 * time.Second}, r)
+	r := rtsptest.NewRelay()
+	srv := startServer(t, rtsp.ServerConfig{SessionTimeout: 2 * time.Second}, r)
 
 	// The relay's stream is fed by a Puller from GStreamer; the server
 	// serves it to our own client.
 	path := media.Path{Vhost: media.DefaultVhost, App: "live", Stream: "cam"}
-	w, err := r.Publish(context.Background(), &PublishRequest{Path: path})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var once bool
-	p, _ := NewPuller(PullerConfig{URL: g.url("", "h264"), Client: ClientConfig{Transport: TransportTCP},
-		OnTracks: func(ts []*media.Track) {
-			if !once {
-				r.stream(path).tracks = ts
-				once = true
-			}
-		},
-		OnFrame: func(f *media.Frame) { w.WriteFrame(f) }})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { p.Run(ctx); close(done) }()
-	defer func() { cancel(); <-done }()
-	waitFor(t, 10*time.Second, "frames from GStreamer", func() bool { return r.stream(path).keys.Load() > 0 })
+	pullInto(t, r, path, g.url("", "h264"), rtsp.TransportTCP)
+	waitFor(t, 10*time.Second, "frames from GStreamer", func() bool { s := r.Stream(path); return s != nil && s.Keyframes.Load() > 0 })
 
 	// Our own client plays from the server.
 	var frames int
 	var mu = make(chan struct{}, 1)
 	mu <- struct{}{}
-	c, err := Dial(context.Background(), rtspURL(srv.Addr(), "live/cam"), ClientConfig{})
+	c, err := rtsp.Dial(context.Background(), rtspURL(srv.Addr(), "live/cam"), rtsp.ClientConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +103,7 @@ func TestServerKickAndTimeout(t *testing.T) {
 	}
 
 	// A client that sets up and then says nothing is timed out.
-	idle, err := Dial(context.Background(), rtspURL(srv.Addr(), "live/cam"), ClientConfig{})
+	idle, err := rtsp.Dial(context.Background(), rtspURL(srv.Addr(), "live/cam"), rtsp.ClientConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package rtsp
+package rtsp_test
 
 import (
 	"context"
@@ -8,9 +8,11 @@ import (
 	"time"
 
 	"github.com/svcplatform/svc/mediaengine/media"
+	"github.com/svcplatform/svc/mediaengine/rtsp"
+	"github.com/svcplatform/svc/mediaengine/rtsp/rtsptest"
 )
 
-func startServer(t *testing.T, cfg ServerConfig, h Handler) *Server {
+func startServer(t *testing.T, cfg rtsp.ServerConfig, h rtsp.Handler) *rtsp.Server {
 	t.Helper()
 	if cfg.Addr == "" {
 		cfg.Addr = "127.0.0.1:0"
@@ -18,7 +20,7 @@ func startServer(t *testing.T, cfg ServerConfig, h Handler) *Server {
 	if cfg.UDPRTPAddr == "" {
 		cfg.UDPRTPAddr = "127.0.0.1:0"
 	}
-	s, err := NewServer(cfg, h)
+	s, err := rtsp.NewServer(cfg, h)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,14 +69,14 @@ func TestServerPublishAndPlayWithFFmpeg(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			r := newRelay()
-			srv := startServer(t, ServerConfig{}, r)
+			r := rtsptest.NewRelay()
+			srv := startServer(t, rtsp.ServerConfig{}, r)
 			url := rtspURL(srv.Addr(), "live/"+tt.codec)
 			startProcess(t, "ffmpeg", publishArgs(tt.codec, tt.publish, url, 16)...)
 			path := media.Path{Vhost: media.DefaultVhost, App: "live", Stream: tt.codec}
 			waitFor(t, 10*time.Second, "the published stream", func() bool {
-				s := r.stream(path)
-				return s != nil && s.keys.Load() > 0
+				s := r.Stream(path)
+				return s != nil && s.Keyframes.Load() > 0
 			})
 			dir := t.TempDir()
 			var wg sync.WaitGroup
