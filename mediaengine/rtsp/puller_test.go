@@ -30,9 +30,9 @@ type frameLog struct {
 
 func (l *frameLog) config(url string, transport rtsp.TransportMode) rtsp.PullerConfig {
 	return rtsp.PullerConfig{
-		URL:         url,
-		Client: rtsp.ClientConfig{Transport: transport, UDPTimeout: time.Second, ReadTimeout: 3 * time.Second},
-		MinBackoff:  200 * time.Millisecond, MaxBackoff: time.Second,
+		URL:        url,
+		Client:     rtsp.ClientConfig{Transport: transport, UDPTimeout: time.Second, ReadTimeout: 3 * time.Second},
+		MinBackoff: 200 * time.Millisecond, MaxBackoff: time.Second,
 		OnTracks: func(ts []*media.Track) { l.mu.Lock(); l.tracks = append(l.tracks, ts); l.mu.Unlock() },
 		OnFrame:  func(f *media.Frame) { l.mu.Lock(); l.frames = append(l.frames, f); l.mu.Unlock() },
 		OnState: func(s rtsp.PullerState, err error) {
