@@ -24,6 +24,8 @@ case "${1:-}" in
     # etcd-server: the store benchmark compares against etcd on loopback.
     # wrk: the load generator of the authentication benchmark.
     packages=(etcd-server wrk)
+    # ffmpeg: rtspbench encodes its clip and publishes it into the RTSP server.
+    packages+=(ffmpeg)
     ;;
   *)
     echo "usage: $0 test|bench" >&2

@@ -31,7 +31,11 @@ type ServerConfig struct {
 	// WriteTimeout bounds one write to a player (default 10 s): a player
 	// that stops reading is dropped rather than holding its session.
 	WriteTimeout time.Duration
-	Log          *zap.Logger
+	// WriteBatch is how long a TCP player's audio frames may wait to be
+	// written together with the next video frame (default 40 ms; negative
+	// writes every frame at once, for the lowest audio latency).
+	WriteBatch time.Duration
+	Log        *zap.Logger
 }
 
 func (c *ServerConfig) setDefaults() error {
@@ -51,6 +55,9 @@ func (c *ServerConfig) setDefaults() error {
 	}
 	if c.SessionTimeout <= 0 {
 		c.SessionTimeout = 60 * time.Second
+	}
+	if c.WriteBatch == 0 {
+		c.WriteBatch = 40 * time.Millisecond
 	}
 	if c.WriteTimeout <= 0 {
 		c.WriteTimeout = 10 * time.Second

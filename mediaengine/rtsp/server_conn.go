@@ -49,10 +49,12 @@ func newServerConn(s *Server, conn net.Conn) *serverConn {
 
 func (c *serverConn) serve() {
 	defer func() {
+		// The connection goes first: a play goroutine blocked writing to
+		// it returns at once instead of after WriteTimeout.
+		c.conn.Close()
 		if c.session != nil {
 			c.session.close()
 		}
-		c.conn.Close()
 	}()
 	timeout := c.srv.cfg.SessionTimeout
 	var m Message
