@@ -11,9 +11,10 @@ import (
 type naluClass uint8
 
 const (
-	naluKeep     naluClass = iota
-	naluDrop               // access unit delimiters, filler: outputs make their own
-	naluKeyframe           // IDR / IRAP slice
+	naluKeep     naluClass = iota // a picture's slice (VCL)
+	naluDrop                      // access unit delimiters, filler: outputs make their own
+	naluInfo                      // other non-picture units kept (SEI, ...)
+	naluKeyframe                  // IDR / IRAP slice
 	naluVPS
 	naluSPS
 	naluPPS
@@ -37,6 +38,7 @@ type accessUnitBuilder struct {
 	spans    []span
 	fragOpen bool // a fragmented NAL unit is being gathered (its span is last)
 	broken   bool // a packet of this access unit was lost
+	carry    bool // the units gathered wait for the next picture
 
 	keyframeSeen bool // a keyframe has been published
 	probing      bool
@@ -168,15 +170,17 @@ func (b *accessUnitBuilder) flush() {
 	if len(b.spans) == 0 {
 		return
 	}
-	keyframe, size, count := false, 0, 0
+	keyframe, picture, size, count := false, false, 0, 0
 	var vps, sps, pps []byte
 	for _, s := range b.spans {
 		nalu := b.buf[s.start:s.end]
 		switch b.classify(nalu) {
 		case naluDrop:
 			continue
+		case naluKeep:
+			picture = true
 		case naluKeyframe:
-			keyframe = true
+			keyframe, picture = true, true
 		case naluVPS:
 			vps = nalu
 		case naluSPS:
@@ -186,6 +190,13 @@ func (b *accessUnitBuilder) flush() {
 		}
 		size += len(nalu)
 		count++
+	}
+	if !picture && len(b.spans) < maxNALUsPerAccessUnit/2 {
+		// Parameter sets or SEI sent with a timestamp of their own (some
+		// cameras do): they belong to the next picture, not to a frame of
+		// their own.
+		b.carry = true
+		return
 	}
 	if !b.keyframeSeen {
 		// Parameter sets seen in-band complete a track whose SDP had none.
@@ -252,6 +263,10 @@ func (b *accessUnitBuilder) publish(f *media.Frame) {
 
 func (b *accessUnitBuilder) reset() {
 	b.active, b.broken, b.fragOpen = false, false, false
+	if b.carry {
+		b.carry = false // keep the units for the next access unit
+		return
+	}
 	b.buf = b.buf[:0]
 	b.spans = b.spans[:0]
 }

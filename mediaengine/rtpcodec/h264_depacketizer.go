@@ -33,7 +33,10 @@ func classifyH264(nalu []byte) naluClass {
 	case h264NALAUD, h264NALFiller:
 		return naluDrop
 	}
-	return naluKeep
+	if t := h264Type(nalu); t >= h264NALSlice && t <= h264NALIDR {
+		return naluKeep
+	}
+	return naluInfo
 }
 
 func (d *h264Depacketizer) payload(p []byte) error {

@@ -105,6 +105,15 @@ func TestH264Depacketizer(t *testing.T) {
 			dropped: 1,
 		},
 		{
+			name: "parameter sets with a timestamp of their own join the next picture",
+			steps: []step{
+				{1, 500, true, stapA(testSPS, testPPS)}, {2, 1000, true, idr},
+				{3, 3000, false, []byte{0x06, 0x05, 0x01}}, {4, 4000, true, slice},
+			},
+			want: [][][]byte{{testSPS, testPPS, idr}, {{0x06, 0x05, 0x01}, slice}},
+			keys: []bool{true, false},
+		},
+		{
 			name: "access unit delimiters are left out",
 			steps: []step{
 				{1, 1000, false, []byte{0x09, 0xf0}}, {2, 1000, false, stapA(testSPS, testPPS)}, {3, 1000, true, idr},

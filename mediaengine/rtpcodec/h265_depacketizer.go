@@ -46,8 +46,10 @@ func classifyH265(nalu []byte) naluClass {
 		return naluPPS
 	case t == h265NALAUD, t == h265NALFiller:
 		return naluDrop
+	case t < h265NALVPS:
+		return naluKeep // VCL types 0-31
 	}
-	return naluKeep
+	return naluInfo
 }
 
 func (d *h265Depacketizer) payload(p []byte) error {
