@@ -29,6 +29,7 @@ type aacDepacketizer struct {
 	frameTicks                                int64 // samples per AU
 
 	sizes []int // reused per packet
+	clock audioClock
 
 	// A fragmented AU being gathered.
 	frag      []byte
@@ -236,13 +237,15 @@ func (d *aacDepacketizer) publish(data []byte, ts uint32, arrival time.Time) {
 	pos := d.timeline.Position(ts, arrival)
 	off := 0
 	for i, n := range d.sizes {
-		if n == 0 {
+		pts := pos + d.timeline.duration(int64(i)*d.frameTicks)
+		if n == 0 || !d.clock.admit(pts) {
+			off += n
+			d.stats.Dropped.Add(1)
 			continue
 		}
 		f := &frames[i]
 		f.Track = d.track
-		f.PTS = pos + d.timeline.duration(int64(i)*d.frameTicks)
-		f.DTS = f.PTS
+		f.PTS, f.DTS = pts, pts
 		f.Payload = slab[off : off+n : off+n]
 		off += n
 		d.stats.Frames.Add(1)

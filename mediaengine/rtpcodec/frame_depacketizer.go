@@ -17,6 +17,7 @@ type frameDepacketizer struct {
 	emit     func(*media.Frame)
 	seq      sequenceTracker
 	stats    DepacketizerStats
+	clock    audioClock
 }
 
 func newFrameDepacketizer(track *media.Track, clock *StreamClock, emit func(*media.Frame)) *frameDepacketizer {
@@ -39,9 +40,12 @@ func (d *frameDepacketizer) Decode(pkt *rtp.Packet, arrival time.Time) error {
 	if len(pkt.Payload) == 0 {
 		return nil // Opus DTX or a keepalive
 	}
-	f := &media.Frame{Track: d.track, Payload: append([]byte(nil), pkt.Payload...)}
-	f.PTS = d.timeline.Position(pkt.Timestamp, arrival)
-	f.DTS = f.PTS
+	pts := d.timeline.Position(pkt.Timestamp, arrival)
+	if !d.clock.admit(pts) {
+		d.stats.Dropped.Add(1)
+		return nil
+	}
+	f := &media.Frame{Track: d.track, PTS: pts, DTS: pts, Payload: append([]byte(nil), pkt.Payload...)}
 	d.stats.Frames.Add(1)
 	d.emit(f)
 	return nil
