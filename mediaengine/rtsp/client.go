@@ -134,7 +134,7 @@ func (c *Client) do(ctx context.Context, method, uri string, h Header, body []by
 			continue
 		}
 		if resp.StatusCode < 200 || resp.StatusCode > 299 {
-			return resp, &StatusError{Method: method, Code: resp.StatusCode, Reason: resp.Reason}
+			return resp, &StatusError{Method: method, Code: resp.StatusCode, Reason: resp.Reason, Location: resp.Header.Get("Location")}
 		}
 		return resp, nil
 	}

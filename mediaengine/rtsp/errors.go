@@ -31,6 +31,8 @@ type StatusError struct {
 	Method string
 	Code   int
 	Reason string
+	// Location is where a redirect (3xx) points.
+	Location string
 }
 
 func (e *StatusError) Error() string {

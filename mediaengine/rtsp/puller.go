@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/url"
 	"sync"
 	"time"
 
@@ -160,6 +161,43 @@ func (p *Puller) backoff(failures int) time.Duration {
 	return time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))
 }
 
+// maxRedirects bounds how many 3xx answers one attempt follows.
+const maxRedirects = 3
+
+// connect dials, asks OPTIONS and DESCRIBE, and follows redirects (a
+// server handing the stream to another host), keeping the credentials of
+// the configured URL when the new one has none.
+func (p *Puller) connect(ctx context.Context) (*Client, error) {
+	target := p.cfg.URL
+	for hops := 0; ; hops++ {
+		c, err := Dial(ctx, target, p.cfg.Client)
+		if err != nil {
+			return nil, err
+		}
+		err = c.Options(ctx)
+		if err == nil {
+			_, err = c.Describe(ctx)
+		}
+		if err == nil {
+			return c, nil
+		}
+		c.Close()
+		var se *StatusError
+		if !errors.As(err, &se) || se.Code < 300 || se.Code > 399 || se.Location == "" || hops == maxRedirects {
+			return nil, err
+		}
+		next, perr := url.Parse(se.Location)
+		if perr != nil || next.Scheme != "rtsp" {
+			return nil, err
+		}
+		if orig, _ := url.Parse(p.cfg.URL); next.User == nil && orig != nil {
+			next.User = orig.User
+		}
+		p.cfg.Log.Info("rtsp pull redirected", zap.String("from", redact(target)), zap.String("to", next.Redacted()))
+		target = next.String()
+	}
+}
+
 // session runs one connection from dial to failure; it reports whether
 // frames were delivered.
 func (p *Puller) session(ctx context.Context) (delivered bool, err error) {
@@ -173,17 +211,11 @@ func (p *Puller) session(ctx context.Context) (delivered bool, err error) {
 	}
 	p.mu.Unlock()
 
-	c, err := Dial(ctx, p.cfg.URL, p.cfg.Client)
+	c, err := p.connect(ctx)
 	if err != nil {
 		return false, err
 	}
 	defer c.Close()
-	if err := c.Options(ctx); err != nil {
-		return false, err
-	}
-	if _, err := c.Describe(ctx); err != nil {
-		return false, err
-	}
 	if err := c.Setup(ctx, useUDP); err != nil {
 		return false, err
 	}

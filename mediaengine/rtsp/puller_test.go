@@ -1,6 +1,7 @@
 package rtsp_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -322,4 +323,43 @@ func startUDPBreakingProxy(t *testing.T, port int) string {
 		}
 	}()
 	return ln.Addr().String()
+}
+
+// A server that redirects DESCRIBE elsewhere (a load balancer in front of
+// GStreamer): the Puller follows it, credentials included.
+func TestPullerFollowsRedirect(t *testing.T) {
+	g := startGStreamer(t, "--user", "cam", "--password", "s3cret")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				r, w := rtsp.NewMessageReader(c), bufio.NewWriter(c)
+				var m rtsp.Message
+				for r.Read(&m) == nil {
+					resp := &rtsp.Response{StatusCode: rtsp.StatusOK, Header: rtsp.Header{{Name: "CSeq", Value: m.Request.Header.Get("CSeq")}}}
+					if m.Request.Method == rtsp.MethodDescribe {
+						resp.StatusCode, resp.Reason = 302, "Moved Temporarily"
+						resp.Header.Add("Location", g.url("", "h264"))
+					}
+					resp.Write(w)
+					w.Flush()
+				}
+			}()
+		}
+	}()
+	var log frameLog
+	p, _ := rtsp.NewPuller(log.config("rtsp://cam:s3cret@"+ln.Addr().String()+"/lb", rtsp.TransportTCP))
+	runFor(4*time.Second, func(ctx context.Context) { p.Run(ctx) })
+	if n := log.count(media.KindVideo); n < 25 {
+		t.Fatalf("%d frames through the redirect; errors %v", n, log.lastErrs)
+	}
 }
