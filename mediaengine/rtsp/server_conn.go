@@ -415,7 +415,9 @@ func (c *serverConn) setup(req *Request, resp *Response) error {
 		}
 		t.channel = ch
 		out.Interleaved = [2]int{ch, ch + 1}
+		s.mu.Lock()
 		s.tcp = true
+		s.mu.Unlock()
 	} else {
 		ip, ok := netip.AddrFromSlice(addrIP(c.conn.RemoteAddr()))
 		if !ok {
@@ -428,7 +430,9 @@ func (c *serverConn) setup(req *Request, resp *Response) error {
 		c.srv.udp.add(t.clientRTCP, udpRoute{sess: s, track: index})
 		out.ClientPorts = chosen.ClientPorts
 		out.ServerPorts = c.srv.udp.ports()
+		s.mu.Lock()
 		s.udp = true
+		s.mu.Unlock()
 	}
 	if s.publishing {
 		out.Mode = "record"

@@ -51,7 +51,7 @@ type serverSession struct {
 	bytes        atomic.Uint64
 	lastActivity atomic.Int64 // unix nanoseconds of the last UDP packet
 
-	mu     sync.Mutex // guards depacketising from the UDP reader, and closed
+	mu     sync.Mutex // guards depacketising from the UDP reader, tcp/udp and closed
 	closed bool
 	once   sync.Once
 	err    error // why a publish ended from the writer's side
@@ -66,9 +66,11 @@ func newServerSession(c *serverConn, path media.Path, base *url.URL) *serverSess
 
 func (s *serverSession) info() SessionInfo {
 	transport := "tcp"
+	s.mu.Lock() // SETUP may be choosing it now
 	if s.udp {
 		transport = "udp"
 	}
+	s.mu.Unlock()
 	return SessionInfo{ID: s.id, Path: s.path.String(), Publishing: s.publishing, Transport: transport,
 		ClientAddr: s.conn.conn.RemoteAddr().String(), User: s.user, StartedAt: s.startedAt, Bytes: s.bytes.Load()}
 }
