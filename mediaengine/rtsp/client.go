@@ -552,9 +552,6 @@ func (c *Client) Stats() rtpcodec.DepacketizerCounts {
 		sum.Lost += s.Lost
 		sum.Malformed += s.Malformed
 		sum.Dropped += s.Dropped
-		if t.reorder != nil {
-			sum.Lost += t.reorder.Lost()
-		}
 	}
 	return sum
 }

@@ -45,6 +45,11 @@ type SessionInfo struct {
 	User       string
 	StartedAt  time.Time
 	Bytes      uint64 // RTP bytes received (publish) or sent (play)
+	// Publish: RTP packets lost on the way in, and frames dropped (not
+	// published because a loss damaged them, or before the first
+	// keyframe).
+	LostPackets   uint64
+	DroppedFrames uint64
 }
 
 // NewServer returns a server for handler; Start makes it listen.

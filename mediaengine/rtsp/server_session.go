@@ -65,14 +65,21 @@ func newServerSession(c *serverConn, path media.Path, base *url.URL) *serverSess
 }
 
 func (s *serverSession) info() SessionInfo {
-	transport := "tcp"
-	s.mu.Lock() // SETUP may be choosing it now
-	if s.udp {
-		transport = "udp"
-	}
-	s.mu.Unlock()
-	return SessionInfo{ID: s.id, Path: s.path.String(), Publishing: s.publishing, Transport: transport,
+	info := SessionInfo{ID: s.id, Path: s.path.String(), Publishing: s.publishing, Transport: "tcp",
 		ClientAddr: s.conn.conn.RemoteAddr().String(), User: s.user, StartedAt: s.startedAt, Bytes: s.bytes.Load()}
+	s.mu.Lock() // SETUP and RECORD may be changing what is read here
+	defer s.mu.Unlock()
+	if s.udp {
+		info.Transport = "udp"
+	}
+	for _, t := range s.tracks {
+		if t.depack != nil {
+			st := t.depack.Stats()
+			info.LostPackets += st.Lost.Load()
+			info.DroppedFrames += st.Dropped.Load()
+		}
+	}
+	return info
 }
 
 // trackForURL finds the track a SETUP URL names.

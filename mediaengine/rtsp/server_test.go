@@ -98,8 +98,9 @@ func TestServerPublishAndPlayWithFFmpeg(t *testing.T) {
 			}
 			sessions := srv.Sessions()
 			if len(sessions) == 0 || !sessions[0].Publishing || sessions[0].Transport != tt.publish {
-				t.Errorf("sessions %+v", sessions)
+				t.Fatalf("sessions %+v", sessions)
 			}
+			t.Logf("publisher: %d bytes, %d packets lost, %d frames dropped", sessions[0].Bytes, sessions[0].LostPackets, sessions[0].DroppedFrames)
 		})
 	}
 }
