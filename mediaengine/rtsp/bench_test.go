@@ -139,7 +139,7 @@ func BenchmarkServerPlayTCP(b *testing.B) {
 
 func sessionOf(s *rtsp.Server) string {
 	for _, si := range s.Sessions() {
-		return si.ID
+		return string(si.ID)
 	}
 	return ""
 }

@@ -42,9 +42,13 @@ type FrameSource interface {
 	Close() error
 }
 
+// SessionID names an RTSP session (the Session header's value); Kick
+// takes it.
+type SessionID string
+
 // PublishRequest describes a client that wants to publish.
 type PublishRequest struct {
-	SessionID  string
+	SessionID  SessionID
 	Path       media.Path
 	Tracks     []*media.Track
 	Query      url.Values
@@ -56,7 +60,7 @@ type PublishRequest struct {
 
 // PlayRequest describes a client that wants to play.
 type PlayRequest struct {
-	SessionID  string
+	SessionID  SessionID
 	Path       media.Path
 	Query      url.Values
 	ClientAddr net.Addr

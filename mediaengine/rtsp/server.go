@@ -31,13 +31,13 @@ type Server struct {
 	wg     sync.WaitGroup
 
 	mu       sync.Mutex
-	sessions map[string]*serverSession
+	sessions map[SessionID]*serverSession
 	conns    map[*serverConn]struct{}
 }
 
 // SessionInfo describes a session for listings.
 type SessionInfo struct {
-	ID         string
+	ID         SessionID
 	Path       string
 	Publishing bool
 	Transport  string // "tcp" or "udp"
@@ -58,7 +58,7 @@ func NewServer(cfg ServerConfig, handler Handler) (*Server, error) {
 		return nil, err
 	}
 	return &Server{cfg: cfg, handler: handler, log: cfg.Log,
-		sessions: map[string]*serverSession{}, conns: map[*serverConn]struct{}{}}, nil
+		sessions: map[SessionID]*serverSession{}, conns: map[*serverConn]struct{}{}}, nil
 }
 
 // Start listens and serves until ctx ends or Close is called.
@@ -170,7 +170,7 @@ func (s *Server) Sessions() []SessionInfo {
 
 // Kick ends a session (its connection is closed); it reports whether the
 // session existed.
-func (s *Server) Kick(id string) bool {
+func (s *Server) Kick(id SessionID) bool {
 	s.mu.Lock()
 	ss := s.sessions[id]
 	s.mu.Unlock()

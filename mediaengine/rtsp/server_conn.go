@@ -126,7 +126,7 @@ func (c *serverConn) handle(req *Request) (*Response, func()) {
 	var after func()
 	var err error
 	if sid := req.Header.Get("Session"); sid != "" && c.session != nil && c.session.announced && req.Method != MethodSetup {
-		if id, _, _ := strings.Cut(sid, ";"); strings.TrimSpace(id) != c.session.id {
+		if id, _, _ := strings.Cut(sid, ";"); SessionID(strings.TrimSpace(id)) != c.session.id {
 			resp.StatusCode = StatusSessionNotFound
 			return resp, nil
 		}
@@ -166,7 +166,7 @@ func (c *serverConn) handle(req *Request) (*Response, func()) {
 			zap.Int("status", resp.StatusCode), zap.Error(err))
 	}
 	if c.session != nil && c.session.announced {
-		resp.Header.Add("Session", c.session.id+";timeout="+strconv.Itoa(int(c.srv.cfg.SessionTimeout/time.Second)))
+		resp.Header.Add("Session", string(c.session.id)+";timeout="+strconv.Itoa(int(c.srv.cfg.SessionTimeout/time.Second)))
 	}
 	return resp, after
 }
@@ -373,7 +373,7 @@ func (c *serverConn) setup(req *Request, resp *Response) error {
 		return status(StatusMethodNotValidInState, "SETUP after %s", map[bool]string{true: "RECORD", false: "PLAY"}[s.publishing])
 	}
 	if sid := req.Header.Get("Session"); sid != "" && s.announced {
-		if id, _, _ := strings.Cut(sid, ";"); strings.TrimSpace(id) != s.id {
+		if id, _, _ := strings.Cut(sid, ";"); SessionID(strings.TrimSpace(id)) != s.id {
 			return status(StatusSessionNotFound, "session %q", truncate(sid))
 		}
 	}

@@ -21,7 +21,7 @@ import (
 // UDP readers (publish over UDP) and the play goroutine touch only what mu
 // guards or what is fixed before they start.
 type serverSession struct {
-	id         string
+	id         SessionID
 	srv        *Server
 	conn       *serverConn
 	path       media.Path
@@ -59,7 +59,7 @@ type serverSession struct {
 
 func newServerSession(c *serverConn, path media.Path, base *url.URL) *serverSession {
 	return &serverSession{
-		id: newID(8), srv: c.srv, conn: c, path: path, query: base.Query(),
+		id: SessionID(newID(8)), srv: c.srv, conn: c, path: path, query: base.Query(),
 		user: c.user, startedAt: time.Now(), baseURL: base,
 	}
 }
@@ -131,7 +131,7 @@ func (s *serverSession) writeFrame(f *media.Frame) {
 	}
 	if err := s.writer.WriteFrame(f); err != nil {
 		s.err = err
-		s.srv.log.Info("rtsp publish refused by the stream", zap.String("session", s.id), zap.Error(err))
+		s.srv.log.Info("rtsp publish refused by the stream", zap.String("session", string(s.id)), zap.Error(err))
 		s.conn.conn.Close()
 	}
 }
@@ -195,7 +195,7 @@ func (s *serverSession) startPlay() {
 		defer close(s.playDone)
 		err := s.play(ctx)
 		if err != nil && ctx.Err() == nil {
-			s.srv.log.Info("rtsp play ended", zap.String("session", s.id), zap.Error(err))
+			s.srv.log.Info("rtsp play ended", zap.String("session", string(s.id)), zap.Error(err))
 			s.conn.conn.Close()
 		}
 	}()
@@ -347,7 +347,7 @@ func (s *serverSession) close() {
 		if s.writer != nil {
 			s.writer.Close()
 		}
-		s.srv.log.Debug("rtsp session closed", zap.String("session", s.id), zap.String("path", s.path.String()))
+		s.srv.log.Debug("rtsp session closed", zap.String("session", string(s.id)), zap.String("path", s.path.String()))
 	})
 }
 
