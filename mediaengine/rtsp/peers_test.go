@@ -253,3 +253,27 @@ func containsAny(s string, subs ...string) bool {
 	}
 	return false
 }
+
+// serveTCP runs a small TCP server on loopback for the test's lifetime;
+// handle serves one connection, which is closed after it.
+func serveTCP(t *testing.T, handle func(net.Conn)) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				handle(c)
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}

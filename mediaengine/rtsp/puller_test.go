@@ -287,77 +287,47 @@ func TestPullerReconnects(t *testing.T) {
 // does not get through, as behind a strict firewall.
 func startUDPBreakingProxy(t *testing.T, port int) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
 	re := regexp.MustCompile(`client_port=\d+-\d+`)
-	go func() {
+	return serveTCP(t, func(c net.Conn) {
+		up, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			return
+		}
+		defer up.Close()
+		go io.Copy(c, up)
+		buf := make([]byte, 64<<10)
 		for {
-			c, err := ln.Accept()
+			n, err := c.Read(buf)
 			if err != nil {
 				return
 			}
-			go func() {
-				defer c.Close()
-				up, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
-				if err != nil {
-					return
-				}
-				defer up.Close()
-				go io.Copy(c, up)
-				buf := make([]byte, 64<<10)
-				for {
-					n, err := c.Read(buf)
-					if err != nil {
-						return
-					}
-					// Requests arrive whole on loopback; rewrite in place.
-					out := re.ReplaceAll(buf[:n], []byte("client_port=9-10"))
-					if _, err := up.Write(out); err != nil {
-						return
-					}
-				}
-			}()
+			// Requests arrive whole on loopback; rewrite in place.
+			if _, err := up.Write(re.ReplaceAll(buf[:n], []byte("client_port=9-10"))); err != nil {
+				return
+			}
 		}
-	}()
-	return ln.Addr().String()
+	})
 }
 
 // A server that redirects DESCRIBE elsewhere (a load balancer in front of
 // GStreamer): the Puller follows it, credentials included.
 func TestPullerFollowsRedirect(t *testing.T) {
 	g := startGStreamer(t, "--user", "cam", "--password", "s3cret")
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
+	addr := serveTCP(t, func(c net.Conn) {
+		r, w := rtsp.NewMessageReader(c), bufio.NewWriter(c)
+		var m rtsp.Message
+		for r.Read(&m) == nil {
+			resp := &rtsp.Response{StatusCode: rtsp.StatusOK, Header: rtsp.Header{{Name: "CSeq", Value: m.Request.Header.Get("CSeq")}}}
+			if m.Request.Method == rtsp.MethodDescribe {
+				resp.StatusCode, resp.Reason = 302, "Moved Temporarily"
+				resp.Header.Add("Location", g.url("", "h264"))
 			}
-			go func() {
-				defer c.Close()
-				r, w := rtsp.NewMessageReader(c), bufio.NewWriter(c)
-				var m rtsp.Message
-				for r.Read(&m) == nil {
-					resp := &rtsp.Response{StatusCode: rtsp.StatusOK, Header: rtsp.Header{{Name: "CSeq", Value: m.Request.Header.Get("CSeq")}}}
-					if m.Request.Method == rtsp.MethodDescribe {
-						resp.StatusCode, resp.Reason = 302, "Moved Temporarily"
-						resp.Header.Add("Location", g.url("", "h264"))
-					}
-					resp.Write(w)
-					w.Flush()
-				}
-			}()
+			resp.Write(w)
+			w.Flush()
 		}
-	}()
+	})
 	var log frameLog
-	p, _ := rtsp.NewPuller(log.config("rtsp://cam:s3cret@"+ln.Addr().String()+"/lb", rtsp.TransportTCP))
+	p, _ := rtsp.NewPuller(log.config("rtsp://cam:s3cret@"+addr+"/lb", rtsp.TransportTCP))
 	runFor(4*time.Second, func(ctx context.Context) { p.Run(ctx) })
 	if n := log.count(media.KindVideo); n < 25 {
 		t.Fatalf("%d frames through the redirect; errors %v", n, log.lastErrs)

@@ -21,7 +21,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -32,6 +31,7 @@ import (
 	"github.com/svcplatform/svc/mediaengine/media"
 	"github.com/svcplatform/svc/mediaengine/rtsp"
 	"github.com/svcplatform/svc/mediaengine/rtsp/rtsptest"
+	"github.com/svcplatform/svc/test/bench/benchdoc"
 )
 
 func main() {
@@ -118,7 +118,7 @@ func bench(outPath string, dur time.Duration, low, high []int) error {
 	cmd := "go run ./test/bench/rtspbench -duration " + dur.String()
 	section := report(cmd, dur, results)
 	fmt.Print(section)
-	return writeSection(outPath, section)
+	return benchdoc.WriteSection(outPath, "rtspbench", section)
 }
 
 func runProfile(dir string, p profile, ns []int, dur time.Duration) ([]step, error) {
@@ -465,7 +465,7 @@ func sink(addr string, n int) error {
 func report(cmd string, dur time.Duration, results [][]step) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "## RTSP play-out fan-out\n\n")
-	fmt.Fprintf(&b, "- Date: %s\n- Machine: %s\n- Command: `%s`\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"), machine(), cmd)
+	fmt.Fprintf(&b, "- Date: %s\n- Machine: %s\n- Command: `%s`\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"), benchdoc.Machine(), cmd)
 	fmt.Fprintf(&b, "- Workload: ffmpeg publishes a 10 s H.264 (x264, GOP 2 s, no B-frames) + AAC clip in a loop in real time into the RTSP server "+
 		"(TCP interleaved); `rtsptest.Relay` fans it out to N players over TCP interleaved (DESCRIBE, two SETUPs, PLAY), which run in a child "+
 		"process and read everything, checking RTP sequence continuity. Each step warms up 2 s, then measures %s. \"Server CPU\" is this process: "+
@@ -496,33 +496,4 @@ func report(cmd string, dur time.Duration, results [][]step) string {
 	fmt.Fprintf(&b, "The players and the server share the machine's two cores, so at the larger counts the load generator, not the server, "+
 		"is what runs out first; \"server cores\" shows how much headroom the server itself had.\n")
 	return b.String()
-}
-
-func machine() string {
-	model := "unknown CPU"
-	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		for _, l := range strings.Split(string(b), "\n") {
-			if strings.HasPrefix(l, "model name") {
-				model = strings.TrimSpace(l[strings.IndexByte(l, ':')+1:])
-				break
-			}
-		}
-	}
-	return fmt.Sprintf("%s, %d cores, %s/%s, %s", model, runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version())
-}
-
-func writeSection(path, section string) error {
-	const begin, end = "<!-- rtspbench:begin -->", "<!-- rtspbench:end -->"
-	body := begin + "\n" + section + end + "\n"
-	old, _ := os.ReadFile(path)
-	s := string(old)
-	if i, j := strings.Index(s, begin), strings.Index(s, end); i >= 0 && j > i {
-		s = s[:i] + body + s[j+len(end)+1:]
-	} else {
-		if s != "" && !strings.HasSuffix(s, "\n\n") {
-			s += "\n"
-		}
-		s += body
-	}
-	return os.WriteFile(path, []byte(s), 0o644)
 }
