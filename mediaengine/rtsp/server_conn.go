@@ -325,12 +325,20 @@ func (c *serverConn) announce(req *Request, resp *Response) error {
 	}
 	s := newServerSession(c, path, u)
 	s.publishing = true
+	// Media in formats the engine does not carry are kept (with no Track)
+	// so the publisher's SETUP for them succeeds; their packets are
+	// dropped. One odd track must not cost the publisher its stream.
+	supported := 0
 	for _, m := range sd.Medias {
+		s.tracks = append(s.tracks, &sessionTrack{track: m.Track, format: m.Format, control: m.Control})
 		if m.Track != nil {
-			s.tracks = append(s.tracks, &sessionTrack{track: m.Track, format: m.Format, control: m.Control})
+			supported++
+		} else {
+			c.srv.log.Info("rtsp publish: a media the engine does not carry is dropped", zap.String("path", path.String()),
+				zap.String("kind", m.Kind), zap.String("encoding", m.Format.EncodingName))
 		}
 	}
-	if len(s.tracks) == 0 {
+	if supported == 0 {
 		return fmt.Errorf("%w: the announced SDP has no supported track", ErrNoTracks)
 	}
 	w, err := c.srv.handler.Publish(c.ctx(), &PublishRequest{SessionID: s.id, Path: path, Tracks: sd.Tracks(), Query: s.query, ClientAddr: c.conn.RemoteAddr(), User: c.user})

@@ -106,8 +106,8 @@ func (s *serverSession) startRecording() error {
 	defer s.mu.Unlock()
 	s.clock = rtpcodec.NewStreamClock()
 	for _, t := range s.tracks {
-		if !t.setup {
-			continue
+		if !t.setup || t.track == nil {
+			continue // not set up, or a format the engine does not carry
 		}
 		d, err := rtpcodec.NewDepacketizer(t.format, t.track, s.clock, s.writeFrame)
 		if err != nil {
@@ -144,7 +144,7 @@ func (s *serverSession) interleaved(ch int, payload []byte, now time.Time) {
 		}
 		switch ch {
 		case t.channel:
-			if s.publishing && s.recording {
+			if s.publishing && s.recording && t.depack != nil {
 				s.bytes.Add(uint64(len(payload)))
 				t.decode(payload, now)
 			}

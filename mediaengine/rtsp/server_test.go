@@ -32,7 +32,8 @@ func startServer(t *testing.T, cfg rtsp.ServerConfig, h rtsp.Handler) *rtsp.Serv
 }
 
 // publishArgs are ffmpeg arguments that publish a live test pattern
-// (25 fps, with B-frames for H.264) and a sine tone for seconds.
+// (25 fps; "h264" has B-frames, "h264-no-b" none, "hevc") and a sine tone
+// for seconds.
 func publishArgs(codec, transport, url string, seconds int) []string {
 	args := []string{"-hide_banner", "-loglevel", "error", "-re",
 		"-f", "lavfi", "-i", "testsrc2=size=320x240:rate=25",
@@ -41,6 +42,8 @@ func publishArgs(codec, transport, url string, seconds int) []string {
 	switch codec {
 	case "h264":
 		args = append(args, "-c:v", "libx264", "-preset", "ultrafast", "-bf", "2", "-g", "25", "-pix_fmt", "yuv420p")
+	case "h264-no-b":
+		args = append(args, "-c:v", "libx264", "-preset", "ultrafast", "-bf", "0", "-g", "25", "-pix_fmt", "yuv420p")
 	case "hevc":
 		args = append(args, "-c:v", "libx265", "-preset", "ultrafast", "-x265-params", "log-level=error:keyint=25", "-pix_fmt", "yuv420p")
 	}
