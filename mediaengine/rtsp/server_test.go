@@ -2,7 +2,10 @@ package rtsp_test
 
 import (
 	"context"
+	"errors"
+	"net"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -73,7 +76,9 @@ func TestServerPublishAndPlayWithFFmpeg(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			r := rtsptest.NewRelay()
-			srv := startServer(t, rtsp.ServerConfig{}, r)
+			// A short session timeout: ffmpeg sends no RTSP requests while
+			// it records over UDP, so only its packets keep the session.
+			srv := startServer(t, rtsp.ServerConfig{SessionTimeout: 3 * time.Second}, r)
 			url := rtspURL(srv.Addr(), "live/"+tt.codec)
 			startProcess(t, "ffmpeg", publishArgs(tt.codec, tt.publish, url, 16)...)
 			path := media.Path{Vhost: media.DefaultVhost, App: "live", Stream: tt.codec}
@@ -105,5 +110,61 @@ func TestServerPublishAndPlayWithFFmpeg(t *testing.T) {
 			}
 			t.Logf("publisher: %d bytes, %d packets lost, %d frames dropped", sessions[0].Bytes, sessions[0].LostPackets, sessions[0].DroppedFrames)
 		})
+	}
+}
+
+// Hostile or broken clients get an error or a closed connection, and the
+// server goes on serving everyone else.
+func TestServerSurvivesBadClients(t *testing.T) {
+	r := rtsptest.NewRelay()
+	srv := startServer(t, rtsp.ServerConfig{SessionTimeout: 2 * time.Second}, r)
+	url := rtspURL(srv.Addr(), "live/x")
+	for _, tt := range []struct {
+		name, send string
+		wantStatus int // 0: the server closes the connection
+	}{
+		{"garbage", "\x00\x01\x02 hello\r\n\r\n", 0},
+		{"endless header", "OPTIONS " + url + " RTSP/1.0\r\nX: " + strings.Repeat("a", rtsp.MaxHeaderBytes+10), 0},
+		{"huge body", "ANNOUNCE " + url + " RTSP/1.0\r\nCSeq: 1\r\nContent-Length: 100000000\r\n\r\n", 0},
+		{"SDP without a track the engine carries", "ANNOUNCE " + url + " RTSP/1.0\r\nCSeq: 1\r\nContent-Type: application/sdp\r\nContent-Length: 50\r\n\r\n" +
+			"v=0\r\nm=video 0 RTP/AVP 96\r\na=rtpmap:96 VP8/90000\r\n", rtsp.StatusBadRequest},
+		{"SETUP without transport", "SETUP " + url + "/trackID=0 RTSP/1.0\r\nCSeq: 1\r\n\r\n", rtsp.StatusUnsupportedTransport},
+		{"PLAY before SETUP", "PLAY " + url + " RTSP/1.0\r\nCSeq: 1\r\n\r\n", rtsp.StatusMethodNotValidInState},
+		{"RTSP/2.0", "OPTIONS * RTSP/2.0\r\nCSeq: 1\r\n\r\n", rtsp.StatusVersionNotSupported},
+		{"unknown method", "BREW " + url + " RTSP/1.0\r\nCSeq: 1\r\n\r\n", rtsp.StatusNotImplemented},
+		{"not an rtsp URL", "DESCRIBE http://x/y RTSP/1.0\r\nCSeq: 1\r\n\r\n", rtsp.StatusBadRequest},
+		{"silent client", "", 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			conn, err := net.Dial("tcp", srv.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			conn.Write([]byte(tt.send))
+			conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+			var m rtsp.Message
+			err = rtsp.NewMessageReader(conn).Read(&m)
+			switch {
+			case tt.wantStatus == 0 && err == nil:
+				t.Fatalf("answered %+v, want the connection closed", m.Response)
+			case tt.wantStatus == 0:
+				var ne net.Error
+				if errors.As(err, &ne) && ne.Timeout() {
+					t.Fatal("the server kept the connection open")
+				}
+			case err != nil || m.Response == nil || m.Response.StatusCode != tt.wantStatus:
+				t.Fatalf("got %v %+v, want %d", err, m.Response, tt.wantStatus)
+			}
+		})
+	}
+	// The server still serves.
+	c, err := rtsp.Dial(context.Background(), url, rtsp.ClientConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Describe(context.Background()); !errors.Is(err, rtsp.ErrNotFound) {
+		t.Fatalf("DESCRIBE after the bad clients: %v", err)
 	}
 }
