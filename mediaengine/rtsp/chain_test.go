@@ -40,6 +40,7 @@ func pullInto(t *testing.T, r *rtsptest.Relay, path media.Path, url string, tran
 // (H.264 with B-frames, so DTS must be derived right), the relay stands in
 // for the hub, our Server serves it, and ffmpeg reads 10 s of it.
 func TestPullRelayPlayChain(t *testing.T) {
+	t.Parallel() // real-time media: mostly waiting
 	g := startGStreamer(t)
 	r := rtsptest.NewRelay()
 	srv := startServer(t, rtsp.ServerConfig{}, r)

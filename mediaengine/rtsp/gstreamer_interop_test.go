@@ -49,6 +49,7 @@ func gstLaunch(t *testing.T, d time.Duration, pipeline string) {
 // instead of refusing the publisher), and it plays from the server with
 // rtspsrc over UDP and TCP.
 func TestServerWithGStreamerClients(t *testing.T) {
+	t.Parallel() // real-time media: mostly waiting
 	r := rtsptest.NewRelay()
 	srv := startServer(t, rtsp.ServerConfig{}, r)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -140,6 +140,7 @@ func (l *frameLog) check(t *testing.T, video, audio media.Codec, seconds float64
 // The Puller pulls from GStreamer's RTSP server over TCP, over UDP, with
 // Digest and Basic auth, H.264 with and without B-frames, H.265, G.711.
 func TestPullerFromGStreamer(t *testing.T) {
+	t.Parallel() // real-time media: mostly waiting
 	tests := []struct {
 		name      string
 		mount     string
@@ -192,6 +193,7 @@ func TestPullerFromGStreamer(t *testing.T) {
 
 // Wrong credentials: the Puller reports the 401 and keeps retrying.
 func TestPullerWrongPassword(t *testing.T) {
+	t.Parallel() // real-time media: mostly waiting
 	g := startGStreamer(t, "--user", "cam", "--password", "s3cret")
 	var log frameLog
 	p, _ := rtsp.NewPuller(log.config(g.url("cam:wrong", "h264"), rtsp.TransportTCP))
@@ -209,6 +211,7 @@ func TestPullerWrongPassword(t *testing.T) {
 // A server that refuses UDP (461) and a network that drops UDP both end
 // with the Puller on TCP.
 func TestPullerFallsBackToTCP(t *testing.T) {
+	t.Parallel() // real-time media: mostly waiting
 	g := startGStreamer(t)
 	t.Run("461 Unsupported Transport", func(t *testing.T) {
 		var log frameLog
@@ -254,6 +257,7 @@ func TestPullerFallsBackToTCP(t *testing.T) {
 // The source goes away and comes back: the Puller backs off, reconnects
 // and frames resume.
 func TestPullerReconnects(t *testing.T) {
+	t.Parallel() // real-time media: mostly waiting
 	g := startGStreamer(t)
 	var log frameLog
 	p, _ := rtsp.NewPuller(log.config(g.url("", "h264"), rtsp.TransportTCP))
@@ -312,6 +316,7 @@ func startUDPBreakingProxy(t *testing.T, port int) string {
 // A server that redirects DESCRIBE elsewhere (a load balancer in front of
 // GStreamer): the Puller follows it, credentials included.
 func TestPullerFollowsRedirect(t *testing.T) {
+	t.Parallel() // real-time media: mostly waiting
 	g := startGStreamer(t, "--user", "cam", "--password", "s3cret")
 	addr := serveTCP(t, func(c net.Conn) {
 		r, w := rtsp.NewMessageReader(c), bufio.NewWriter(c)

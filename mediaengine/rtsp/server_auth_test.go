@@ -24,6 +24,7 @@ func credentials(users map[string]string) func(string) (string, bool) {
 // otherwise) and ffmpeg (MD5) get in with the right password and get 401
 // with a wrong one.
 func TestServerDigestAuth(t *testing.T) {
+	t.Parallel() // real-time media: mostly waiting
 	r := rtsptest.NewRelay()
 	tests := []struct {
 		name     string

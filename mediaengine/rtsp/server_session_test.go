@@ -50,6 +50,7 @@ func TestServerHandlerRefusals(t *testing.T) {
 
 // A player can be kicked from outside, and a silent publisher times out.
 func TestServerKickAndTimeout(t *testing.T) {
+	t.Parallel() // real-time media: mostly waiting
 	g := startGStreamer(t)
 	r := rtsptest.NewRelay()
 	srv := startServer(t, rtsp.ServerConfig{SessionTimeout: 2 * time.Second}, r)
@@ -172,6 +173,7 @@ func (s *rawSession) nextRTP() (uint16, uint32) {
 // PAUSE stops the packets; PLAY resumes them with sequence numbers and
 // RTP time going on from where they were.
 func TestServerPauseAndResume(t *testing.T) {
+	t.Parallel() // real-time media: mostly waiting
 	g := startGStreamer(t)
 	r := rtsptest.NewRelay()
 	srv := startServer(t, rtsp.ServerConfig{}, r)

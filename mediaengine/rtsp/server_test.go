@@ -64,6 +64,7 @@ func readArgs(transport, url, out string, seconds int) []string {
 // frames to the play side, and ffmpeg reads 10 s back over TCP and UDP.
 // ffprobe checks what was read.
 func TestServerPublishAndPlayWithFFmpeg(t *testing.T) {
+	t.Parallel() // real-time media: mostly waiting
 	tests := []struct {
 		name, codec, publish string
 		readers              []string
@@ -116,6 +117,7 @@ func TestServerPublishAndPlayWithFFmpeg(t *testing.T) {
 // Hostile or broken clients get an error or a closed connection, and the
 // server goes on serving everyone else.
 func TestServerSurvivesBadClients(t *testing.T) {
+	t.Parallel() // real-time media: mostly waiting
 	r := rtsptest.NewRelay()
 	srv := startServer(t, rtsp.ServerConfig{SessionTimeout: 2 * time.Second}, r)
 	url := rtspURL(srv.Addr(), "live/x")
