@@ -14,49 +14,6 @@ import (
 	"github.com/svcplatform/svc/mediaengine/media"
 )
 
-// PullerState is where a Puller is in its life.
-type PullerState string
-
-const (
-	PullerConnecting PullerState = "connecting" // dialing, describing, setting up
-	PullerPlaying    PullerState = "playing"    // frames flow
-	PullerWaiting    PullerState = "waiting"    // backing off before the next attempt
-	PullerStopped    PullerState = "stopped"    // Run returned
-)
-
-// PullerConfig configures a Puller.
-type PullerConfig struct {
-	// URL is the source, credentials in its user info
-	// (rtsp://user:pass@camera/stream).
-	URL    string
-	Client ClientConfig
-	// MinBackoff and MaxBackoff bound the wait between attempts; it
-	// doubles per failed attempt (with ±20% jitter) and starts over after
-	// a session that delivered frames (defaults 1 s and 30 s).
-	MinBackoff, MaxBackoff time.Duration
-	// OnTracks is called at the start of every session, once the tracks
-	// are known and before the first frame: each session brings new
-	// Track values.
-	OnTracks func(tracks []*media.Track)
-	// OnFrame receives every frame, from one goroutine at a time.
-	OnFrame func(f *media.Frame)
-	// OnState is called on every state change, with the error that caused
-	// a wait.
-	OnState func(state PullerState, err error)
-	Log     *zap.Logger
-}
-
-// PullerStatus is a Puller's state for listings.
-type PullerStatus struct {
-	State     PullerState
-	Transport TransportMode // what the current or last session used
-	Attempts  int           // sessions started
-	LastError string
-	Frames    uint64
-	Lost      uint64
-	Since     time.Time // when the current state began
-}
-
 // Puller pulls one RTSP stream and keeps pulling it: it reconnects with
 // capped exponential backoff, switches to TCP when UDP does not work, and
 // reports its state.

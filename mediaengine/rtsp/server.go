@@ -35,23 +35,6 @@ type Server struct {
 	conns    map[*serverConn]struct{}
 }
 
-// SessionInfo describes a session for listings.
-type SessionInfo struct {
-	ID         SessionID
-	Path       string
-	Publishing bool
-	Transport  string // "tcp" or "udp"
-	ClientAddr string
-	User       string
-	StartedAt  time.Time
-	Bytes      uint64 // RTP bytes received (publish) or sent (play)
-	// Publish: RTP packets lost on the way in, and frames dropped (not
-	// published because a loss damaged them, or before the first
-	// keyframe).
-	LostPackets   uint64
-	DroppedFrames uint64
-}
-
 // NewServer returns a server for handler; Start makes it listen.
 func NewServer(cfg ServerConfig, handler Handler) (*Server, error) {
 	if err := cfg.setDefaults(); err != nil {
