@@ -126,6 +126,12 @@ func (s *Server) accept() {
 			conn.Close()
 			return
 		}
+		if len(s.conns) >= s.cfg.MaxConnections {
+			s.mu.Unlock()
+			s.log.Warn("rtsp connection refused: MaxConnections reached", zap.Int("max", s.cfg.MaxConnections), zap.Stringer("client", conn.RemoteAddr()))
+			conn.Close()
+			continue
+		}
 		s.conns[c] = struct{}{}
 		s.mu.Unlock()
 		s.wg.Add(1)

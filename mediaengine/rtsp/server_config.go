@@ -35,7 +35,11 @@ type ServerConfig struct {
 	// written together with the next video frame (default 40 ms; negative
 	// writes every frame at once, for the lowest audio latency).
 	WriteBatch time.Duration
-	Log        *zap.Logger
+	// MaxConnections bounds the open RTSP connections (default 20000); a
+	// connection past it is closed at once, so a flood of idle
+	// connections cannot exhaust the process.
+	MaxConnections int
+	Log            *zap.Logger
 }
 
 func (c *ServerConfig) setDefaults() error {
@@ -55,6 +59,9 @@ func (c *ServerConfig) setDefaults() error {
 	}
 	if c.SessionTimeout <= 0 {
 		c.SessionTimeout = 60 * time.Second
+	}
+	if c.MaxConnections <= 0 {
+		c.MaxConnections = 20000
 	}
 	if c.WriteBatch == 0 {
 		c.WriteBatch = 40 * time.Millisecond

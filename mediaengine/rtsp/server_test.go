@@ -3,6 +3,7 @@ package rtsp_test
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"path/filepath"
 	"strings"
@@ -160,6 +161,23 @@ func TestServerSurvivesBadClients(t *testing.T) {
 			}
 		})
 	}
+	// Past MaxConnections a connection is closed at once.
+	limited := startServer(t, rtsp.ServerConfig{MaxConnections: 1}, r)
+	first, err := net.Dial("tcp", limited.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close()
+	waitFor(t, 2*time.Second, "the first connection", func() bool {
+		second, err := net.Dial("tcp", limited.Addr().String())
+		if err != nil {
+			return false
+		}
+		defer second.Close()
+		second.SetReadDeadline(time.Now().Add(time.Second))
+		_, err = second.Read(make([]byte, 1))
+		return errors.Is(err, io.EOF)
+	})
 	// The server still serves.
 	c, err := rtsp.Dial(context.Background(), url, rtsp.ClientConfig{})
 	if err != nil {
