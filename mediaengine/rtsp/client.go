@@ -79,11 +79,15 @@ func Dial(ctx context.Context, rawURL string, cfg ClientConfig) (*Client, error)
 	return c, nil
 }
 
-// redact hides a URL's password in errors and logs.
+// redact hides a URL's password and query (cameras and our own tickets
+// put secrets there) in errors and logs.
 func redact(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return "(unparsable URL)"
+	}
+	if u.RawQuery != "" {
+		u.RawQuery = "redacted"
 	}
 	return u.Redacted()
 }
@@ -241,7 +245,7 @@ func (c *Client) Describe(ctx context.Context) (*SessionDescription, error) {
 	}
 	c.sd, c.base = sd, base
 	if len(sd.Tracks()) == 0 {
-		return sd, fmt.Errorf("%w: %s offers none the engine carries", ErrNoTracks, c.url.Redacted())
+		return sd, fmt.Errorf("%w: %s offers none the engine carries", ErrNoTracks, redact(c.url.String()))
 	}
 	return sd, nil
 }

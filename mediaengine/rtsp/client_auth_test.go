@@ -42,3 +42,15 @@ func TestClientAuthChoosesStrongest(t *testing.T) {
 		})
 	}
 }
+
+func TestRedact(t *testing.T) {
+	for in, want := range map[string]string{
+		"rtsp://u:secret@cam/live?token=abc": "rtsp://u:xxxxx@cam/live?redacted",
+		"rtsp://cam/live":                    "rtsp://cam/live",
+		"::bad":                              "(unparsable URL)",
+	} {
+		if got := redact(in); got != want {
+			t.Errorf("redact(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -226,7 +226,9 @@ func (c *serverConn) authenticate(req *Request, resp *Response) bool {
 func parseRequestURL(raw string) (*url.URL, error) {
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "rtsp" && u.Scheme != "rtsps") {
-		return nil, status(StatusBadRequest, "request URL %q", truncate(raw))
+		// Not quoted back: the query may hold a ticket, and this ends
+		// up in logs.
+		return nil, status(StatusBadRequest, "request URL is not an rtsp:// URL")
 	}
 	u.User = nil
 	return u, nil
