@@ -150,7 +150,7 @@ func (p *Puller) connect(ctx context.Context) (*Client, error) {
 		if orig, _ := url.Parse(p.cfg.URL); next.User == nil && orig != nil {
 			next.User = orig.User
 		}
-		p.cfg.Log.Info("rtsp pull redirected", zap.String("from", redact(target)), zap.String("to", next.Redacted()))
+		p.cfg.Log.Info("rtsp pull redirected", zap.String("from", redact(target)), zap.String("to", redact(next.String())))
 		target = next.String()
 	}
 }
