@@ -21,6 +21,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -42,7 +43,15 @@ func main() {
 	n := flag.Int("n", 0, "players: how many")
 	low := flag.String("low", "100,500,1000,2000", "player counts at about 200 kbit/s")
 	high := flag.String("high", "50,100,200,400", "player counts at about 2 Mbit/s")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the server process to this file")
 	flag.Parse()
+	if *cpuprofile != "" && *role == "server" {
+		f, err := os.Create(*cpuprofile)
+		if err == nil {
+			pprof.StartCPUProfile(f)
+			defer pprof.StopCPUProfile()
+		}
+	}
 	var err error
 	switch *role {
 	case "players":
@@ -53,6 +62,7 @@ func main() {
 		err = bench(*out, *dur, counts(*low), counts(*high))
 	}
 	if err != nil {
+		pprof.StopCPUProfile()
 		fmt.Fprintln(os.Stderr, "rtspbench:", err)
 		os.Exit(1)
 	}
