@@ -3,7 +3,6 @@ package rtsp_test
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -20,7 +19,7 @@ import (
 func gstLaunch(t *testing.T, d time.Duration, pipeline string) {
 	t.Helper()
 	requireTool(t, "gst-launch-1.0")
-	cmd := exec.Command("gst-launch-1.0", append([]string{"-e", "-q"}, strings.Fields(pipeline)...)...)
+	cmd := peerCommand(context.Background(), "gst-launch-1.0", append([]string{"-e", "-q"}, strings.Fields(pipeline)...)...)
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
@@ -57,7 +56,7 @@ func TestServerWithGStreamerClients(t *testing.T) {
 
 	// GStreamer publishes.
 	gstPub := rtspURL(srv.Addr(), "live/gst")
-	pub := exec.CommandContext(ctx, "gst-launch-1.0", strings.Fields(
+	pub := peerCommand(ctx, "gst-launch-1.0", strings.Fields(
 		"-q videotestsrc is-live=true ! video/x-raw,width=320,height=240,framerate=25/1,format=I420 ! "+
 			"x264enc tune=zerolatency speed-preset=ultrafast key-int-max=25 ! h264parse ! queue ! s.sink_0 "+
 			"audiotestsrc is-live=true ! audioconvert ! avenc_aac ! aacparse ! queue ! s.sink_1 "+

@@ -45,7 +45,7 @@ func (g *gstServer) start() {
 		g.t.Fatalf("%s is required for the GStreamer peer (scripts/install-deps.sh test): %v", python, err)
 	}
 	args := append([]string{gstScript(g.t), "--port", strconv.Itoa(g.port)}, g.args...)
-	g.cmd = exec.Command(python, args...)
+	g.cmd = peerCommand(context.Background(), python, args...)
 	stdout, _ := g.cmd.StdoutPipe()
 	var stderr strings.Builder
 	g.cmd.Stderr = &stderr

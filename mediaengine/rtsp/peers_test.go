@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -30,7 +31,7 @@ func requireTool(t *testing.T, name string) string {
 func startProcess(t *testing.T, name string, args ...string) (stop func() string) {
 	t.Helper()
 	requireTool(t, name)
-	cmd := exec.Command(name, args...)
+	cmd := peerCommand(context.Background(), name, args...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
@@ -196,7 +197,7 @@ func runPeer(t *testing.T, timeout time.Duration, name string, args ...string) s
 	requireTool(t, name)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, name, args...).CombinedOutput()
+	out, err := peerCommand(ctx, name, args...).CombinedOutput()
 	if err != nil {
 		t.Errorf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
 	}
@@ -238,7 +239,7 @@ func runPeerExpectFailure(t *testing.T, timeout time.Duration, name string, args
 	requireTool(t, name)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, name, args...).CombinedOutput()
+	out, err := peerCommand(ctx, name, args...).CombinedOutput()
 	if err == nil {
 		t.Errorf("%s %s succeeded", name, strings.Join(args, " "))
 	}
@@ -276,4 +277,12 @@ func serveTCP(t *testing.T, handle func(net.Conn)) string {
 		}
 	}()
 	return ln.Addr().String()
+}
+
+// peerCommand is exec.CommandContext for a peer that must not outlive
+// the test binary, even when it crashes before its cleanups run.
+func peerCommand(ctx context.Context, name string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	return cmd
 }

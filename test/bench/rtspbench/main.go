@@ -133,7 +133,7 @@ func bench(outPath string, dur time.Duration, low, high []int) error {
 
 func runProfile(dir string, p profile, ns []int, dur time.Duration) ([]step, error) {
 	clip := filepath.Join(dir, strings.ReplaceAll(p.size, "x", "_")+".mp4")
-	enc := exec.Command("ffmpeg", "-hide_banner", "-loglevel", "error", "-y",
+	enc := childCommand("ffmpeg", "-hide_banner", "-loglevel", "error", "-y",
 		"-f", "lavfi", "-i", "testsrc2=size="+p.size+":rate=25", "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000",
 		"-t", "10", "-c:v", "libx264", "-preset", "veryfast", "-b:v", p.vrate, "-maxrate", p.vrate, "-bufsize", p.vrate,
 		"-g", "50", "-pix_fmt", "yuv420p", "-c:a", "aac", "-b:a", p.arate, clip)
@@ -151,7 +151,7 @@ func runProfile(dir string, p profile, ns []int, dur time.Duration) ([]step, err
 	}
 	defer srv.Close()
 	url := "rtsp://" + srv.Addr().String() + "/bench/stream"
-	pub := exec.Command("ffmpeg", "-hide_banner", "-loglevel", "error", "-re", "-stream_loop", "-1", "-i", clip,
+	pub := childCommand("ffmpeg", "-hide_banner", "-loglevel", "error", "-re", "-stream_loop", "-1", "-i", clip,
 		"-c", "copy", "-f", "rtsp", "-rtsp_transport", "tcp", url)
 	if err := pub.Start(); err != nil {
 		return nil, err
@@ -247,7 +247,7 @@ func startPlayers(url string, n int) (*playersChild, started, error) {
 	if err != nil {
 		return nil, started{}, err
 	}
-	cmd := exec.Command(exe, "-role", "players", "-url", url, "-n", strconv.Itoa(n))
+	cmd := childCommand(exe, "-role", "players", "-url", url, "-n", strconv.Itoa(n))
 	stdin, _ := cmd.StdinPipe()
 	stdout, _ := cmd.StdoutPipe()
 	cmd.Stderr = os.Stderr
@@ -412,7 +412,7 @@ func floor(st *step, rate float64, dur time.Duration) error {
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(exe, "-role", "sink", "-url", ln.Addr().String(), "-n", strconv.Itoa(n))
+	cmd := childCommand(exe, "-role", "sink", "-url", ln.Addr().String(), "-n", strconv.Itoa(n))
 	stdin, _ := cmd.StdinPipe()
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
@@ -506,4 +506,12 @@ func report(cmd string, dur time.Duration, results [][]step) string {
 	fmt.Fprintf(&b, "The players and the server share the machine's two cores, so at the larger counts the load generator, not the server, "+
 		"is what runs out first; \"server cores\" shows how much headroom the server itself had.\n")
 	return b.String()
+}
+
+// childCommand starts a helper process that dies with this one, even if
+// this one is killed.
+func childCommand(name string, args ...string) *exec.Cmd {
+	cmd := exec.Command(name, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	return cmd
 }
