@@ -10,11 +10,22 @@ case "${1:-}" in
     # issues add their real peers here (ffmpeg, GStreamer, SIPp, nginx,
     # Chromium).
     packages=()
+    # ffmpeg (ffmpeg, ffprobe): mediaengine/rtsp TestServerPublishAndPlayWithFFmpeg
+    # publishes into the RTSP server and reads back; ffprobe checks the result.
+    packages+=(ffmpeg)
+    # GStreamer's RTSP server (test/peers/gst_rtsp_server.py, run by Debian's
+    # /usr/bin/python3): mediaengine/rtsp TestPuller* and TestClient* pull from it.
+    # x264enc is in -ugly, x265enc in -bad, avenc_aac in gstreamer1.0-libav.
+    packages+=(python3 python3-gi python3-gst-1.0 gir1.2-gst-rtsp-server-1.0 gstreamer1.0-rtsp
+      gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good
+      gstreamer1.0-plugins-bad gstreamer1.0-plugins-ugly gstreamer1.0-libav)
     ;;
   bench)
     # etcd-server: the store benchmark compares against etcd on loopback.
     # wrk: the load generator of the authentication benchmark.
     packages=(etcd-server wrk)
+    # ffmpeg: rtspbench encodes its clip and publishes it into the RTSP server.
+    packages+=(ffmpeg)
     ;;
   *)
     echo "usage: $0 test|bench" >&2

@@ -1,0 +1,72 @@
+package rtsp
+
+import (
+	"sync"
+	"time"
+
+	"github.com/pion/rtcp"
+	"github.com/pion/rtp"
+
+	"github.com/svcplatform/svc/mediaengine/media"
+	"github.com/svcplatform/svc/mediaengine/rtpcodec"
+)
+
+// clientTrack is one set-up track of a pulling client.
+type clientTrack struct {
+	media   MediaDescription
+	track   *media.Track
+	control string // resolved URL used in SETUP
+	channel int    // TCP: RTP channel; RTCP is channel+1
+	udp     *udpPair
+	server  [2]int // UDP: the server's RTP and RTCP ports
+
+	// mu serialises the depacketiser between the RTP and RTCP readers
+	// (over UDP they are two goroutines).
+	mu      sync.Mutex
+	depack  rtpcodec.Depacketizer
+	reorder *rtpcodec.ReorderBuffer
+	pkt     rtp.Packet
+	stats   receiverStats
+	deliver func([]byte, time.Time)
+	// onPacket notes media arrival (the client's liveness watch).
+	onPacket func(time.Time)
+}
+
+// rtpPacket decodes one RTP packet in sequence order.
+func (t *clientTrack) rtpPacket(raw []byte, arrival time.Time) {
+	if err := t.pkt.Unmarshal(raw); err != nil {
+		t.depack.Stats().Malformed.Add(1)
+		return
+	}
+	t.stats.packet(t.pkt.SSRC, t.pkt.SequenceNumber, t.pkt.Timestamp, arrival)
+	t.depack.Decode(&t.pkt, arrival)
+}
+
+// received takes one RTP packet off the network: UDP goes through the
+// reorder buffer, TCP is in order already.
+func (t *clientTrack) received(raw []byte, arrival time.Time) {
+	if t.depack == nil {
+		return // before its SETUP was answered: a server that sends early
+	}
+	t.onPacket(arrival)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.reorder != nil {
+		t.reorder.Push(raw, arrival, t.deliver)
+		return
+	}
+	t.rtpPacket(raw, arrival)
+}
+
+// rtcpPacket takes the server's sender reports.
+func (t *clientTrack) rtcpPacket(raw []byte, arrival time.Time) {
+	if t.depack == nil {
+		return
+	}
+	forSenderReports(raw, func(sr *rtcp.SenderReport) {
+		t.stats.senderReport(sr.NTPTime, arrival)
+		t.mu.Lock()
+		t.depack.SenderReport(ntpTime(sr.NTPTime), sr.RTPTime, arrival)
+		t.mu.Unlock()
+	})
+}

@@ -1,0 +1,6 @@
+package rtsp
+
+import "syscall"
+
+// errTooManyFiles is the accept error that calls for a pause, not an exit.
+var errTooManyFiles = syscall.EMFILE

@@ -1,0 +1,340 @@
+package rtsp_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/svcplatform/svc/mediaengine/media"
+	"github.com/svcplatform/svc/mediaengine/rtsp"
+)
+
+// frameLog collects what a Puller delivers.
+type frameLog struct {
+	mu       sync.Mutex
+	frames   []*media.Frame
+	tracks   [][]*media.Track
+	states   []rtsp.PullerState
+	lastErrs []error
+}
+
+func (l *frameLog) config(url string, transport rtsp.TransportMode) rtsp.PullerConfig {
+	return rtsp.PullerConfig{
+		URL:        url,
+		Client:     rtsp.ClientConfig{Transport: transport, UDPTimeout: time.Second, ReadTimeout: 3 * time.Second},
+		MinBackoff: 200 * time.Millisecond, MaxBackoff: time.Second,
+		OnTracks: func(ts []*media.Track) { l.mu.Lock(); l.tracks = append(l.tracks, ts); l.mu.Unlock() },
+		OnFrame:  func(f *media.Frame) { l.mu.Lock(); l.frames = append(l.frames, f); l.mu.Unlock() },
+		OnState: func(s rtsp.PullerState, err error) {
+			l.mu.Lock()
+			l.states = append(l.states, s)
+			if err != nil {
+				l.lastErrs = append(l.lastErrs, err)
+			}
+			l.mu.Unlock()
+		},
+	}
+}
+
+func (l *frameLog) count(kind media.Kind) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, f := range l.frames {
+		if f.Track.Kind() == kind {
+			n++
+		}
+	}
+	return n
+}
+
+// check verifies the frames of one session: the codecs, keyframes with
+// parameter sets, video at 25 fps with monotonic DTS never after PTS,
+// audio present, and (through ffprobe) that the video decodes as the
+// expected codec and size.
+func (l *frameLog) check(t *testing.T, video, audio media.Codec, seconds float64) {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.tracks) == 0 {
+		t.Fatal("OnTracks never called")
+	}
+	var vframes, aframes []*media.Frame
+	for _, f := range l.frames {
+		if f.Track.Kind() == media.KindVideo {
+			vframes = append(vframes, f)
+		} else {
+			aframes = append(aframes, f)
+		}
+	}
+	if len(vframes) == 0 || vframes[0].Track.Codec != video || !vframes[0].Keyframe || !vframes[0].Track.Ready() {
+		t.Fatalf("%d video frames; first %+v", len(vframes), vframes[0])
+	}
+	want := seconds * 25
+	if n := float64(len(vframes)); n < want*0.85 || n > want*1.1 {
+		t.Errorf("%d video frames in %.0f s, want about %.0f", len(vframes), seconds, want)
+	}
+	keys := 0
+	for i, f := range vframes {
+		if f.Keyframe {
+			keys++
+		}
+		if f.DTS > f.PTS {
+			t.Errorf("video frame %d: DTS %v after PTS %v", i, f.DTS, f.PTS)
+		}
+		if i > 0 && f.DTS <= vframes[i-1].DTS {
+			t.Errorf("video frame %d: DTS %v not after %v", i, f.DTS, vframes[i-1].DTS)
+		}
+	}
+	span := vframes[len(vframes)-1].DTS - vframes[0].DTS
+	if per := span / time.Duration(len(vframes)-1); per < 36*time.Millisecond || per > 44*time.Millisecond {
+		t.Errorf("video frames %v apart, want 40ms", per)
+	}
+	if keys < int(seconds)-1 {
+		t.Errorf("%d keyframes in %.0f s (one a second expected)", keys, seconds)
+	}
+	if len(aframes) == 0 || aframes[0].Track.Codec != audio {
+		t.Fatalf("%d audio frames", len(aframes))
+	}
+	for i := 1; i < len(aframes); i++ {
+		if aframes[i].PTS <= aframes[i-1].PTS {
+			t.Fatalf("audio frame %d: PTS %v not after %v", i, aframes[i].PTS, aframes[i-1].PTS)
+		}
+	}
+	// Audio and video share the origin: their first frames are close.
+	if d := aframes[0].PTS - vframes[0].PTS; d > time.Second || d < -time.Second {
+		t.Errorf("audio starts %v from video", d)
+	}
+	// The elementary stream decodes as what it claims to be.
+	path := filepath.Join(t.TempDir(), "video."+strings.ToLower(string(video)))
+	var es bytes.Buffer
+	for _, f := range vframes {
+		for _, n := range f.NALUs {
+			es.Write([]byte{0, 0, 0, 1})
+			es.Write(n)
+		}
+	}
+	if err := os.WriteFile(path, es.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	format := map[media.Codec]string{media.CodecH264: "h264", media.CodecH265: "hevc"}[video]
+	streams := probeFormat(t, path, format)
+	v := streams["video"]
+	if v == nil || v.CodecName != format || v.Width != 320 || v.Height != 240 || v.Packets < len(vframes)-2 {
+		t.Errorf("ffprobe of the pulled video: %+v (%d frames pulled)", v, len(vframes))
+	}
+	t.Logf("%d video frames (%d keyframes), %d audio frames", len(vframes), keys, len(aframes))
+}
+
+// The Puller pulls from GStreamer's RTSP server over TCP, over UDP, with
+// Digest and Basic auth, H.264 with and without B-frames, H.265, G.711.
+func TestPullerFromGStreamer(t *testing.T) {
+	t.Parallel() // real-time media: mostly waiting
+	tests := []struct {
+		name      string
+		mount     string
+		transport rtsp.TransportMode
+		auth      []string
+		userinfo  string
+		video     media.Codec
+		audio     media.Codec
+	}{
+		{"H.264 over TCP", "h264", rtsp.TransportTCP, nil, "", media.CodecH264, media.CodecAAC},
+		{"H.264 over UDP", "h264", rtsp.TransportUDP, nil, "", media.CodecH264, media.CodecAAC},
+		{"H.264 with B-frames", "h264b", rtsp.TransportTCP, nil, "", media.CodecH264, media.CodecAAC},
+		{"H.265 over UDP", "h265", rtsp.TransportUDP, nil, "", media.CodecH265, media.CodecAAC},
+		{"G.711 A-law", "pcma", rtsp.TransportTCP, nil, "", media.CodecH264, media.CodecPCMA},
+		{"Digest auth", "h264", rtsp.TransportAuto, []string{"--user", "cam", "--password", "s3cret", "--auth", "digest"}, "cam:s3cret", media.CodecH264, media.CodecAAC},
+		{"Basic auth", "h264", rtsp.TransportTCP, []string{"--user", "cam", "--password", "s3cret", "--auth", "basic"}, "cam:s3cret", media.CodecH264, media.CodecAAC},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := startGStreamer(t, tt.auth...)
+			var log frameLog
+			p, err := rtsp.NewPuller(log.config(g.url(tt.userinfo, tt.mount), tt.transport))
+			if err != nil {
+				t.Fatal(err)
+			}
+			runFor(5*time.Second, func(ctx context.Context) {
+				go func() {
+					waitFor(t, 4*time.Second, "frames", func() bool { return log.count(media.KindVideo) > 0 })
+				}()
+				p.Run(ctx)
+			})
+			log.mu.Lock()
+			first := log.frames
+			log.mu.Unlock()
+			if len(first) == 0 {
+				t.Fatalf("no frames; errors %v", log.lastErrs)
+			}
+			seconds := (first[len(first)-1].PTS - first[0].PTS).Seconds()
+			log.check(t, tt.video, tt.audio, seconds)
+			st := p.Status()
+			if st.State != rtsp.PullerStopped || st.Attempts != 1 || st.Frames == 0 {
+				t.Errorf("status %+v", st)
+			}
+			if tt.transport == rtsp.TransportAuto && st.Transport != rtsp.TransportUDP {
+				t.Errorf("auto transport used %s", st.Transport)
+			}
+		})
+	}
+}
+
+// Wrong credentials: the Puller reports the 401 and keeps retrying.
+func TestPullerWrongPassword(t *testing.T) {
+	t.Parallel() // real-time media: mostly waiting
+	g := startGStreamer(t, "--user", "cam", "--password", "s3cret")
+	var log frameLog
+	p, _ := rtsp.NewPuller(log.config(g.url("cam:wrong", "h264"), rtsp.TransportTCP))
+	runFor(1500*time.Millisecond, func(ctx context.Context) { p.Run(ctx) })
+	log.mu.Lock()
+	defer log.mu.Unlock()
+	if len(log.frames) != 0 || len(log.lastErrs) == 0 || !errors.Is(log.lastErrs[0], rtsp.ErrUnauthorized) {
+		t.Fatalf("frames %d, errors %v", len(log.frames), log.lastErrs)
+	}
+	if st := p.Status(); st.Attempts < 2 || !strings.Contains(st.LastError, "401") {
+		t.Fatalf("status %+v", st)
+	}
+}
+
+// A server that refuses UDP (461) and a network that drops UDP both end
+// with the Puller on TCP.
+func TestPullerFallsBackToTCP(t *testing.T) {
+	t.Parallel() // real-time media: mostly waiting
+	g := startGStreamer(t)
+	t.Run("461 Unsupported Transport", func(t *testing.T) {
+		var log frameLog
+		p, _ := rtsp.NewPuller(log.config(g.url("", "tcponly"), rtsp.TransportAuto))
+		runFor(8*time.Second, func(ctx context.Context) {
+			go func() {
+				waitFor(t, 7*time.Second, "frames over TCP", func() bool { return log.count(media.KindVideo) > 25 })
+				time.Sleep(100 * time.Millisecond)
+			}()
+			p.Run(ctx)
+		})
+		if st := p.Status(); st.Transport != rtsp.TransportTCP || st.Frames == 0 || st.Attempts < 2 {
+			t.Fatalf("status %+v", st)
+		}
+	})
+	t.Run("UDP gets nothing", func(t *testing.T) {
+		proxy := startUDPBreakingProxy(t, g.port)
+		var log frameLog
+		p, _ := rtsp.NewPuller(log.config("rtsp://"+proxy+"/h264", rtsp.TransportAuto))
+		start := time.Now()
+		var firstFrame time.Time
+		cfg := log.config("rtsp://"+proxy+"/h264", rtsp.TransportAuto)
+		cfg.OnFrame = func(f *media.Frame) {
+			log.mu.Lock()
+			if firstFrame.IsZero() {
+				firstFrame = time.Now()
+			}
+			log.frames = append(log.frames, f)
+			log.mu.Unlock()
+		}
+		p, _ = rtsp.NewPuller(cfg)
+		runFor(6*time.Second, func(ctx context.Context) { p.Run(ctx) })
+		st := p.Status()
+		if st.Transport != rtsp.TransportTCP || st.Frames < 25 || st.Attempts != 2 {
+			t.Fatalf("status %+v", st)
+		}
+		if d := firstFrame.Sub(start); d < time.Second || d > 4*time.Second {
+			t.Errorf("first frame after %v; want after the 1 s UDP timeout", d)
+		}
+	})
+}
+
+// The source goes away and comes back: the Puller backs off, reconnects
+// and frames resume.
+func TestPullerReconnects(t *testing.T) {
+	t.Parallel() // real-time media: mostly waiting
+	g := startGStreamer(t)
+	var log frameLog
+	p, _ := rtsp.NewPuller(log.config(g.url("", "h264"), rtsp.TransportTCP))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { p.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	waitFor(t, 10*time.Second, "frames", func() bool { return log.count(media.KindVideo) > 10 })
+	g.stop()
+	waitFor(t, 10*time.Second, "the Puller to notice", func() bool { return p.Status().State == rtsp.PullerWaiting })
+	before := log.count(media.KindVideo)
+	time.Sleep(1500 * time.Millisecond) // a few failed attempts against a closed port
+	if st := p.Status(); st.Attempts < 3 {
+		t.Errorf("only %d attempts while the source was away", st.Attempts)
+	}
+	g.start()
+	waitFor(t, 15*time.Second, "frames after the source returned", func() bool { return log.count(media.KindVideo) > before+25 })
+	log.mu.Lock()
+	sessions := len(log.tracks)
+	log.mu.Unlock()
+	if sessions < 2 {
+		t.Errorf("OnTracks called %d times", sessions)
+	}
+	if st := p.Status(); st.State != rtsp.PullerPlaying {
+		t.Errorf("state %s", st.State)
+	}
+}
+
+// startUDPBreakingProxy forwards RTSP to GStreamer but rewrites the
+// client ports in SETUP to ones nobody listens on: a network where UDP
+// does not get through, as behind a strict firewall.
+func startUDPBreakingProxy(t *testing.T, port int) string {
+	t.Helper()
+	re := regexp.MustCompile(`client_port=\d+-\d+`)
+	return serveTCP(t, func(c net.Conn) {
+		up, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			return
+		}
+		defer up.Close()
+		go io.Copy(c, up)
+		buf := make([]byte, 64<<10)
+		for {
+			n, err := c.Read(buf)
+			if err != nil {
+				return
+			}
+			// Requests arrive whole on loopback; rewrite in place.
+			if _, err := up.Write(re.ReplaceAll(buf[:n], []byte("client_port=9-10"))); err != nil {
+				return
+			}
+		}
+	})
+}
+
+// A server that redirects DESCRIBE elsewhere (a load balancer in front of
+// GStreamer): the Puller follows it, credentials included.
+func TestPullerFollowsRedirect(t *testing.T) {
+	t.Parallel() // real-time media: mostly waiting
+	g := startGStreamer(t, "--user", "cam", "--password", "s3cret")
+	addr := serveTCP(t, func(c net.Conn) {
+		r, w := rtsp.NewMessageReader(c), bufio.NewWriter(c)
+		var m rtsp.Message
+		for r.Read(&m) == nil {
+			resp := &rtsp.Response{StatusCode: rtsp.StatusOK, Header: rtsp.Header{{Name: "CSeq", Value: m.Request.Header.Get("CSeq")}}}
+			if m.Request.Method == rtsp.MethodDescribe {
+				resp.StatusCode, resp.Reason = 302, "Moved Temporarily"
+				resp.Header.Add("Location", g.url("", "h264"))
+			}
+			resp.Write(w)
+			w.Flush()
+		}
+	})
+	var log frameLog
+	p, _ := rtsp.NewPuller(log.config("rtsp://cam:s3cret@"+addr+"/lb", rtsp.TransportTCP))
+	runFor(4*time.Second, func(ctx context.Context) { p.Run(ctx) })
+	if n := log.count(media.KindVideo); n < 25 {
+		t.Fatalf("%d frames through the redirect; errors %v", n, log.lastErrs)
+	}
+}
