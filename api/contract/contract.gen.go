@@ -237,6 +237,36 @@ func (e DocumentationAuditItemProblem) Valid() bool {
 	}
 }
 
+// Defines values for EventEnvelopeSource.
+const (
+	EventEnvelopeSourceEngine              EventEnvelopeSource = "engine"
+	EventEnvelopeSourceGb28181             EventEnvelopeSource = "gb28181"
+	EventEnvelopeSourceMedia               EventEnvelopeSource = "media"
+	EventEnvelopeSourceOutboundWebhookTest EventEnvelopeSource = "outbound-webhook-test"
+	EventEnvelopeSourceRecording           EventEnvelopeSource = "recording"
+	EventEnvelopeSourceRtc                 EventEnvelopeSource = "rtc"
+)
+
+// Valid indicates whether the value is a known member of the EventEnvelopeSource enum.
+func (e EventEnvelopeSource) Valid() bool {
+	switch e {
+	case EventEnvelopeSourceEngine:
+		return true
+	case EventEnvelopeSourceGb28181:
+		return true
+	case EventEnvelopeSourceMedia:
+		return true
+	case EventEnvelopeSourceOutboundWebhookTest:
+		return true
+	case EventEnvelopeSourceRecording:
+		return true
+	case EventEnvelopeSourceRtc:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for HealthCheckStatus.
 const (
 	HealthCheckStatusDegraded    HealthCheckStatus = "degraded"
@@ -312,6 +342,24 @@ func (e OpenApiAuditItemProblem) Valid() bool {
 	}
 }
 
+// Defines values for OutboundWebhookSubscriptionState.
+const (
+	OutboundWebhookSubscriptionStateActive   OutboundWebhookSubscriptionState = "active"
+	OutboundWebhookSubscriptionStateArchived OutboundWebhookSubscriptionState = "archived"
+)
+
+// Valid indicates whether the value is a known member of the OutboundWebhookSubscriptionState enum.
+func (e OutboundWebhookSubscriptionState) Valid() bool {
+	switch e {
+	case OutboundWebhookSubscriptionStateActive:
+		return true
+	case OutboundWebhookSubscriptionStateArchived:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for RtspAuthTestResultAlgorithm.
 const (
 	RtspAuthTestResultAlgorithmMD5    RtspAuthTestResultAlgorithm = "MD5"
@@ -360,6 +408,48 @@ func (e RuntimePortProtocol) Valid() bool {
 	case RuntimePortProtocolTcp:
 		return true
 	case RuntimePortProtocolUdp:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RuntimeStateFrameKindType.
+const (
+	RuntimeStateFrameKindTypeEvent  RuntimeStateFrameKindType = "event"
+	RuntimeStateFrameKindTypeHello  RuntimeStateFrameKindType = "hello"
+	RuntimeStateFrameKindTypeResync RuntimeStateFrameKindType = "resync"
+)
+
+// Valid indicates whether the value is a known member of the RuntimeStateFrameKindType enum.
+func (e RuntimeStateFrameKindType) Valid() bool {
+	switch e {
+	case RuntimeStateFrameKindTypeEvent:
+		return true
+	case RuntimeStateFrameKindTypeHello:
+		return true
+	case RuntimeStateFrameKindTypeResync:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RuntimeStateMessageType.
+const (
+	RuntimeStateMessageTypeEvent  RuntimeStateMessageType = "event"
+	RuntimeStateMessageTypeHello  RuntimeStateMessageType = "hello"
+	RuntimeStateMessageTypeResync RuntimeStateMessageType = "resync"
+)
+
+// Valid indicates whether the value is a known member of the RuntimeStateMessageType enum.
+func (e RuntimeStateMessageType) Valid() bool {
+	switch e {
+	case RuntimeStateMessageTypeEvent:
+		return true
+	case RuntimeStateMessageTypeHello:
+		return true
+	case RuntimeStateMessageTypeResync:
 		return true
 	default:
 		return false
@@ -504,6 +594,36 @@ func (e UserStatus) Valid() bool {
 	case UserStatusDeleted:
 		return true
 	case UserStatusDisabled:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WebhookDeliveryState.
+const (
+	WebhookDeliveryStateCanceled     WebhookDeliveryState = "Canceled"
+	WebhookDeliveryStateCompleted    WebhookDeliveryState = "Completed"
+	WebhookDeliveryStateDelivering   WebhookDeliveryState = "Delivering"
+	WebhookDeliveryStateFailed       WebhookDeliveryState = "Failed"
+	WebhookDeliveryStatePending      WebhookDeliveryState = "Pending"
+	WebhookDeliveryStateWaitingRetry WebhookDeliveryState = "WaitingRetry"
+)
+
+// Valid indicates whether the value is a known member of the WebhookDeliveryState enum.
+func (e WebhookDeliveryState) Valid() bool {
+	switch e {
+	case WebhookDeliveryStateCanceled:
+		return true
+	case WebhookDeliveryStateCompleted:
+		return true
+	case WebhookDeliveryStateDelivering:
+		return true
+	case WebhookDeliveryStateFailed:
+		return true
+	case WebhookDeliveryStatePending:
+		return true
+	case WebhookDeliveryStateWaitingRetry:
 		return true
 	default:
 		return false
@@ -1095,6 +1215,48 @@ type DocumentationAuditItemKind string
 // DocumentationAuditItemProblem Problem found, or none.
 type DocumentationAuditItemProblem string
 
+// EngineWebhookInboxEntry One hook posted by a media engine.
+type EngineWebhookInboxEntry struct {
+	// App The app property of the hook body, when present.
+	App *string `json:"app"`
+
+	// HookName Hook name in catalog form (OnStreamChanged).
+	HookName string `json:"hookName"`
+
+	// Id Identifier of the entry, equal to the eventId of its engine.webhook event.
+	Id string `json:"id"`
+
+	// MediaServerId The media server that posted it.
+	MediaServerId string `json:"mediaServerId"`
+
+	// RawJson The hook body exactly as received (JSON text).
+	RawJson string `json:"rawJson"`
+
+	// ReceivedAt When the control plane received it.
+	ReceivedAt time.Time `json:"receivedAt"`
+
+	// ReceivedHookName Hook name as the engine sent it (on_stream_changed).
+	ReceivedHookName string `json:"receivedHookName"`
+
+	// Stream The stream property of the hook body, when present.
+	Stream *string `json:"stream"`
+}
+
+// EngineWebhookInboxList One page of the webhook inbox.
+type EngineWebhookInboxList struct {
+	// Page Number of this page, starting at 1.
+	Page int32 `json:"page"`
+
+	// PageSize Maximum number of rows per page.
+	PageSize int32 `json:"pageSize"`
+
+	// Rows The entries, newest first.
+	Rows []EngineWebhookInboxEntry `json:"rows"`
+
+	// Total Number of matching entries.
+	Total int64 `json:"total"`
+}
+
 // ErrorBody Body of every JSON error answer.
 type ErrorBody struct {
 	// Code Machine-readable error code, for example invalid_body, invalid_query, authentication_required, api_token_required, permission_denied, not_found, conflict, payload_too_large, unsupported_media_type, rate_limited, internal or unavailable.
@@ -1114,6 +1276,33 @@ type ErrorBody struct {
 	// TraceId Trace id of the request, equal to the `X-Trace-Id` response header.
 	TraceId string `json:"traceId"`
 }
+
+// EventEnvelope The body of every delivery (contract A, "Event envelope"); consumers tolerate extra fields in data.
+type EventEnvelope struct {
+	// Data Event-specific fields, with the exact capitalisation of the contract's event data table.
+	Data map[string]interface{} `json:"data"`
+
+	// EventId Event id, stable across retries and across plans; the idempotency key.
+	EventId openapi_types.UUID `json:"eventId"`
+
+	// EventName Name of the event, which selects the shape of data.
+	EventName string `json:"eventName"`
+
+	// NodeId Control node where the event originated (not a media server id).
+	NodeId string `json:"nodeId"`
+
+	// OccurredAtUtc Creation time of the event (UTC), not of the HTTP attempt.
+	OccurredAtUtc time.Time `json:"occurredAtUtc"`
+
+	// SchemaVersion Parsing version of the envelope, currently 1; an unsupported version must not be parsed by guessing.
+	SchemaVersion int32 `json:"schemaVersion"`
+
+	// Source Origin of the event.
+	Source EventEnvelopeSource `json:"source"`
+}
+
+// EventEnvelopeSource Origin of the event.
+type EventEnvelopeSource string
 
 // HealthCheck Result of one health check.
 type HealthCheck struct {
@@ -1305,6 +1494,312 @@ type OpenApiAuditReport struct {
 
 	// RouteCount Number of registered public routes.
 	RouteCount int32 `json:"routeCount"`
+}
+
+// OutboundWebhookCatalogEvent One standard event.
+type OutboundWebhookCatalogEvent struct {
+	// Name Event name, as used in a plan's events.
+	Name string `json:"name"`
+
+	// Source The envelope's source value for this event.
+	Source string `json:"source"`
+
+	// Trigger What causes the event.
+	Trigger string `json:"trigger"`
+}
+
+// OutboundWebhookDelivery One event for one plan; the payload is never shown.
+type OutboundWebhookDelivery struct {
+	// Attempts POSTs made so far, over every operator retry.
+	Attempts int32 `json:"attempts"`
+
+	// CreatedAt When the delivery was created (UTC).
+	CreatedAt time.Time `json:"createdAt"`
+
+	// ErrorSummary Bounded summary (at most 512 characters) of the last failure; empty after success.
+	ErrorSummary string `json:"errorSummary"`
+
+	// EventId The event it delivers.
+	EventId string `json:"eventId"`
+
+	// EventName Name of the event.
+	EventName string `json:"eventName"`
+
+	// Id Identifier of the delivery.
+	Id string `json:"id"`
+
+	// LastAttemptAt When the last POST started; null before the first.
+	LastAttemptAt *time.Time `json:"lastAttemptAt"`
+
+	// LastHttpStatus HTTP status of the last answer; null when no answer came yet.
+	LastHttpStatus *int32 `json:"lastHttpStatus"`
+
+	// NextAttemptAt When a WaitingRetry delivery is due; null in other states.
+	NextAttemptAt *time.Time `json:"nextAttemptAt"`
+
+	// State State of a delivery (contract A, "States and transitions").
+	State WebhookDeliveryState `json:"state"`
+
+	// SubscriptionId The plan it belongs to.
+	SubscriptionId string `json:"subscriptionId"`
+
+	// UpdatedAt When the delivery last changed state (UTC).
+	UpdatedAt time.Time `json:"updatedAt"`
+}
+
+// OutboundWebhookDeliveryList One page of a plan's deliveries.
+type OutboundWebhookDeliveryList struct {
+	// Page Number of this page, starting at 1.
+	Page int32 `json:"page"`
+
+	// PageSize Maximum number of rows per page.
+	PageSize int32 `json:"pageSize"`
+
+	// Rows The deliveries, newest event first.
+	Rows []OutboundWebhookDelivery `json:"rows"`
+
+	// Total Number of matching deliveries.
+	Total int64 `json:"total"`
+}
+
+// OutboundWebhookEventCatalog The standard event catalog, grouped.
+type OutboundWebhookEventCatalog struct {
+	// Groups Event families.
+	Groups []OutboundWebhookEventGroup `json:"groups"`
+}
+
+// OutboundWebhookEventGroup A family of events selected by one wildcard.
+type OutboundWebhookEventGroup struct {
+	// Description What the family is about.
+	Description string `json:"description"`
+
+	// Events The family's events.
+	Events []OutboundWebhookCatalogEvent `json:"events"`
+
+	// Name Common prefix of the family.
+	Name string `json:"name"`
+
+	// Wildcard The `prefix.*` selector that selects every event of the family.
+	Wildcard string `json:"wildcard"`
+}
+
+// OutboundWebhookStatus Aggregate state of delivery plans and deliveries on the answering node.
+type OutboundWebhookStatus struct {
+	// ActivePlans Plans that are not archived.
+	ActivePlans int32 `json:"activePlans"`
+
+	// ArchivedPlans Archived plans.
+	ArchivedPlans int32 `json:"archivedPlans"`
+
+	// Deliveries Number of deliveries in each state.
+	Deliveries struct {
+		// Canceled Deliveries canceled because their plan was archived.
+		Canceled int64 `json:"Canceled"`
+
+		// Completed Deliveries the receiver acknowledged with 2xx.
+		Completed int64 `json:"Completed"`
+
+		// Delivering Deliveries with a POST in progress.
+		Delivering int64 `json:"Delivering"`
+
+		// Failed Deliveries whose attempts are exhausted; an operator may retry them.
+		Failed int64 `json:"Failed"`
+
+		// Pending Deliveries waiting to be claimed.
+		Pending int64 `json:"Pending"`
+
+		// WaitingRetry Deliveries waiting for their next attempt.
+		WaitingRetry int64 `json:"WaitingRetry"`
+	} `json:"deliveries"`
+
+	// DispatcherOnThisNode Whether the dispatcher runs on the answering node (the leader).
+	DispatcherOnThisNode bool `json:"dispatcherOnThisNode"`
+
+	// EnabledPlans Plans that are not archived and enabled.
+	EnabledPlans int32 `json:"enabledPlans"`
+
+	// FanoutRevision Store revision up to which the outbox has been fanned out to plans.
+	FanoutRevision int64 `json:"fanoutRevision"`
+
+	// InFlight POSTs in progress on the answering node.
+	InFlight int32 `json:"inFlight"`
+
+	// NextRetryAt When the next WaitingRetry delivery is due; null when none.
+	NextRetryAt *time.Time `json:"nextRetryAt"`
+
+	// OldestOpenAt Creation time of the oldest Pending or WaitingRetry delivery; null when none.
+	OldestOpenAt *time.Time `json:"oldestOpenAt"`
+
+	// StoreRevision Store revision of the answering node.
+	StoreRevision int64 `json:"storeRevision"`
+}
+
+// OutboundWebhookSubscription A delivery plan as stored, redacted (never the secret).
+type OutboundWebhookSubscription struct {
+	// AllowHttp Whether an http endpoint is allowed.
+	AllowHttp bool `json:"allowHttp"`
+
+	// ArchivedAt When the plan was archived (UTC); null while active.
+	ArchivedAt *time.Time `json:"archivedAt"`
+
+	// CreatedAt When the plan was created (UTC).
+	CreatedAt time.Time `json:"createdAt"`
+
+	// CreatedBy Credential that created the plan.
+	CreatedBy string `json:"createdBy"`
+
+	// Description What the plan is for.
+	Description string `json:"description"`
+
+	// Enabled Whether the plan receives events.
+	Enabled bool `json:"enabled"`
+
+	// Endpoint The receiver's URL.
+	Endpoint string `json:"endpoint"`
+
+	// Events The event scope, normalised.
+	Events []string `json:"events"`
+
+	// HasSecret Whether a secret is set (always true for a saved plan); the secret itself is never returned.
+	HasSecret bool `json:"hasSecret"`
+
+	// Id Identifier of the plan.
+	Id string `json:"id"`
+
+	// MaxAttempts Attempts per delivery before it is Failed.
+	MaxAttempts int32 `json:"maxAttempts"`
+
+	// Name Name of the plan.
+	Name string `json:"name"`
+
+	// SecretUpdatedAt When the secret was set or last rotated (UTC).
+	SecretUpdatedAt time.Time `json:"secretUpdatedAt"`
+
+	// State active or archived.
+	State OutboundWebhookSubscriptionState `json:"state"`
+
+	// TimeoutSeconds Time allowed for one receiver call, in seconds.
+	TimeoutSeconds int32 `json:"timeoutSeconds"`
+
+	// UpdatedAt When the plan last changed (UTC).
+	UpdatedAt time.Time `json:"updatedAt"`
+
+	// UpdatedBy Credential that last changed the plan.
+	UpdatedBy string `json:"updatedBy"`
+}
+
+// OutboundWebhookSubscriptionState active or archived.
+type OutboundWebhookSubscriptionState string
+
+// OutboundWebhookSubscriptionList The delivery plans.
+type OutboundWebhookSubscriptionList struct {
+	// Rows The plans, oldest first.
+	Rows []OutboundWebhookSubscription `json:"rows"`
+}
+
+// OutboundWebhookSubscriptionRequest A delivery plan as created or updated.
+type OutboundWebhookSubscriptionRequest struct {
+	// AllowHttp Allow an http endpoint, for controlled isolated networks only.
+	AllowHttp *bool `json:"allowHttp,omitempty"`
+
+	// Description What the plan is for, up to 512 characters.
+	Description *string `json:"description,omitempty"`
+
+	// Enabled Whether the plan receives events; disabling one plan does not affect others.
+	Enabled bool `json:"enabled"`
+
+	// Endpoint The receiver's absolute https URL (http only with allowHttp), without credentials, query string or fragment.
+	Endpoint string `json:"endpoint"`
+
+	// Events Exact event names or prefixes ending in `.*` from the catalog; legacy snake_case hook names are normalised.
+	Events []string `json:"events"`
+
+	// MaxAttempts Attempts per delivery, 1-10; after exhaustion automatic retry ends and an operator must retry.
+	MaxAttempts int32 `json:"maxAttempts"`
+
+	// Name Name of the plan, unique among the plans that are not archived, 1-128 characters.
+	Name string `json:"name"`
+
+	// Secret HMAC secret of 16-256 characters, required on create; on update an empty or absent value keeps the current secret and a new value rotates it. Encrypted at rest and never returned.
+	Secret *string `json:"secret,omitempty"`
+
+	// TimeoutSeconds Time allowed for one receiver call, 2-30 seconds.
+	TimeoutSeconds int32 `json:"timeoutSeconds"`
+}
+
+// OutboundWebhookTestRequest A test event request.
+type OutboundWebhookTestRequest struct {
+	// Message Text carried as data.message of the test event.
+	Message *string `json:"message,omitempty"`
+
+	// SubscriptionId The plan to test; required by the generic test operation, and equal to the path id when given to the plan's own.
+	SubscriptionId *string `json:"subscriptionId,omitempty"`
+}
+
+// OutboundWebhookTestResult The test event and its delivery.
+type OutboundWebhookTestResult struct {
+	// DeliveryId Id of its delivery, to follow in the plan's history.
+	DeliveryId string `json:"deliveryId"`
+
+	// EventId Id of the system.webhook.test event.
+	EventId string `json:"eventId"`
+
+	// EventName Always system.webhook.test.
+	EventName string `json:"eventName"`
+
+	// SubscriptionId The plan it is delivered to.
+	SubscriptionId string `json:"subscriptionId"`
+}
+
+// OutboxEvent One outbox entry; data is redacted as in deliveries.
+type OutboxEvent struct {
+	// Data Event-specific fields, with redacted properties shown as `[REDACTED]`.
+	Data map[string]interface{} `json:"data"`
+
+	// EventId Event id, stable across retries and plans.
+	EventId openapi_types.UUID `json:"eventId"`
+
+	// EventName Name of the event.
+	EventName string `json:"eventName"`
+
+	// NodeId Control node where the event originated.
+	NodeId string `json:"nodeId"`
+
+	// OccurredAtUtc Creation time of the event (UTC).
+	OccurredAtUtc time.Time `json:"occurredAtUtc"`
+
+	// SchemaVersion Parsing version of the envelope, currently 1.
+	SchemaVersion int32 `json:"schemaVersion"`
+
+	// Source Origin of the event (gb28181, rtc, media, recording, engine, outbound-webhook-test).
+	Source string `json:"source"`
+
+	// TargetSubscriptionId For a test event, the only plan it is delivered to; null for events delivered by event scope.
+	TargetSubscriptionId *string `json:"targetSubscriptionId"`
+}
+
+// OutboxEventList One page of the outbox.
+type OutboxEventList struct {
+	// Page Number of this page, starting at 1.
+	Page int32 `json:"page"`
+
+	// PageSize Maximum number of rows per page.
+	PageSize int32 `json:"pageSize"`
+
+	// Rows The events on this page, newest first.
+	Rows []OutboxEvent `json:"rows"`
+
+	// Total Number of events in the outbox.
+	Total int64 `json:"total"`
+}
+
+// OutboxRetryResult The outcome of retrying an outbox event.
+type OutboxRetryResult struct {
+	// Deliveries Its deliveries that are Pending again.
+	Deliveries []OutboundWebhookDelivery `json:"deliveries"`
+
+	// EventId The event.
+	EventId string `json:"eventId"`
 }
 
 // ParityAuditReport Result of the cluster parity audit.
@@ -1716,6 +2211,87 @@ type RuntimePortList struct {
 
 	// Rows Required ports and port ranges.
 	Rows []RuntimePort `json:"rows"`
+}
+
+// RuntimeStateFamily An event family as seen on the runtime-state WebSocket.
+type RuntimeStateFamily struct {
+	// Permission Permission needed to receive the family's events.
+	Permission string `json:"permission"`
+
+	// Visible Whether the calling credential holds that permission.
+	Visible bool `json:"visible"`
+
+	// Wildcard The family's event names, as a prefix wildcard.
+	Wildcard string `json:"wildcard"`
+}
+
+// RuntimeStateFrameKind One frame type of the runtime-state WebSocket.
+type RuntimeStateFrameKind struct {
+	// Description When the frame is sent and what it carries.
+	Description string `json:"description"`
+
+	// Type Value of the type property of the frame.
+	Type RuntimeStateFrameKindType `json:"type"`
+}
+
+// RuntimeStateFrameKindType Value of the type property of the frame.
+type RuntimeStateFrameKindType string
+
+// RuntimeStateMessage One JSON text frame of the runtime-state WebSocket.
+type RuntimeStateMessage struct {
+	// Cursor Opaque position (`REVISION.INDEX.SEQ`) to pass as query cursor to resume right after this frame.
+	Cursor string `json:"cursor"`
+
+	// Event The body of every delivery (contract A, "Event envelope"); consumers tolerate extra fields in data.
+	Event *EventEnvelope `json:"event,omitempty"`
+
+	// Protocol On hello, the protocol version (svc.runtime-state.v1).
+	Protocol *string `json:"protocol,omitempty"`
+
+	// Reason On resync, why the stream restarted.
+	Reason *string `json:"reason,omitempty"`
+
+	// Resumed On hello, whether the stream continues the one the cursor came from.
+	Resumed *bool `json:"resumed,omitempty"`
+
+	// Revision Store revision the frame reflects.
+	Revision int64 `json:"revision"`
+
+	// Seq For event, its number (1, 2, 3, … without gaps; a resumed stream continues the numbering); for hello and resync, the last number used.
+	Seq int64 `json:"seq"`
+
+	// Type Frame type; hello first, then event frames, and resync when the stream restarts.
+	Type RuntimeStateMessageType `json:"type"`
+}
+
+// RuntimeStateMessageType Frame type; hello first, then event frames, and resync when the stream restarts.
+type RuntimeStateMessageType string
+
+// RuntimeStateWebSocketInfo How to use the runtime-state WebSocket.
+type RuntimeStateWebSocketInfo struct {
+	// Authentication How the upgrade request is authenticated and what its failures answer.
+	Authentication string `json:"authentication"`
+
+	// Families Event families, the permission each needs, and whether the calling credential sees them.
+	Families []RuntimeStateFamily `json:"families"`
+
+	// KeepAlive How the server keeps idle connections alive and detects dead ones.
+	KeepAlive string `json:"keepAlive"`
+
+	// MessageTypes The frame types, each a JSON text frame of shape RuntimeStateMessage.
+	MessageTypes []RuntimeStateFrameKind `json:"messageTypes"`
+
+	// Path Path of the WebSocket, relative to the API base address.
+	Path string `json:"path"`
+
+	// Resume How a client resumes after a reconnect and what resync means.
+	Resume string `json:"resume"`
+
+	// Sequence The numbering rule of seq.
+	Sequence string `json:"sequence"`
+
+	// Subprotocol WebSocket subprotocol a client may request (Sec-WebSocket-Protocol); the server selects it when offered.
+	Subprotocol string `json:"subprotocol"`
 }
 
 // SaveRoleRequest Request to create a role or to replace the fields of one.
@@ -2159,6 +2735,9 @@ type UserList struct {
 	Total int64 `json:"total"`
 }
 
+// WebhookDeliveryState State of a delivery (contract A, "States and transitions").
+type WebhookDeliveryState string
+
 // ClusterId defines model for ClusterId.
 type ClusterId = string
 
@@ -2173,6 +2752,9 @@ type PageSize = int32
 
 // RoleId defines model for RoleId.
 type RoleId = string
+
+// SubscriptionId defines model for SubscriptionId.
+type SubscriptionId = string
 
 // TokenId defines model for TokenId.
 type TokenId = string
@@ -2214,6 +2796,36 @@ type UnsupportedMediaType = ErrorBody
 type GetClusterStatusParams struct {
 	// ClusterId Identifier of the cluster; defaults to the cluster of the node that answers.
 	ClusterId *ClusterId `form:"clusterId,omitempty" json:"clusterId,omitempty"`
+}
+
+// ListEngineWebhookInboxParams defines parameters for ListEngineWebhookInbox.
+type ListEngineWebhookInboxParams struct {
+	// Page Number of the page to return, starting at 1.
+	Page *Page `form:"page,omitempty" json:"page,omitempty"`
+
+	// PageSize Maximum number of rows per page.
+	PageSize *PageSize `form:"pageSize,omitempty" json:"pageSize,omitempty"`
+
+	// HookName Only hooks of this name (either form).
+	HookName *string `form:"hookName,omitempty" json:"hookName,omitempty"`
+
+	// MediaServerId Only hooks posted by this media server.
+	MediaServerId *string `form:"mediaServerId,omitempty" json:"mediaServerId,omitempty"`
+}
+
+// ListEventOutboxParams defines parameters for ListEventOutbox.
+type ListEventOutboxParams struct {
+	// Page Number of the page to return, starting at 1.
+	Page *Page `form:"page,omitempty" json:"page,omitempty"`
+
+	// PageSize Maximum number of rows per page.
+	PageSize *PageSize `form:"pageSize,omitempty" json:"pageSize,omitempty"`
+}
+
+// OpenRuntimeStateWebSocketParams defines parameters for OpenRuntimeStateWebSocket.
+type OpenRuntimeStateWebSocketParams struct {
+	// Cursor Cursor of the last message received on an earlier connection (`REVISION.INDEX.SEQ`), to resume right after it.
+	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
 // ListApiTokensParams defines parameters for ListApiTokens.
@@ -2375,6 +2987,24 @@ type GetSourceDocumentationAuditParams struct {
 	MaxResults *int32 `form:"maxResults,omitempty" json:"maxResults,omitempty"`
 }
 
+// ListWebhookSubscriptionsParams defines parameters for ListWebhookSubscriptions.
+type ListWebhookSubscriptionsParams struct {
+	// IncludeArchived Also list archived plans.
+	IncludeArchived *bool `form:"includeArchived,omitempty" json:"includeArchived,omitempty"`
+}
+
+// ListWebhookDeliveriesParams defines parameters for ListWebhookDeliveries.
+type ListWebhookDeliveriesParams struct {
+	// Page Number of the page to return, starting at 1.
+	Page *Page `form:"page,omitempty" json:"page,omitempty"`
+
+	// PageSize Maximum number of rows per page.
+	PageSize *PageSize `form:"pageSize,omitempty" json:"pageSize,omitempty"`
+
+	// State Only deliveries in this state.
+	State *WebhookDeliveryState `form:"state,omitempty" json:"state,omitempty"`
+}
+
 // BootstrapAdminJSONRequestBody defines body for BootstrapAdmin for application/json ContentType.
 type BootstrapAdminJSONRequestBody = BootstrapAdminRequest
 
@@ -2423,6 +3053,18 @@ type PlanHostTuningJSONRequestBody = HostTuningPlanRequest
 // RunSystemTaskJSONRequestBody defines body for RunSystemTask for application/json ContentType.
 type RunSystemTaskJSONRequestBody = RunSystemTaskRequest
 
+// CreateWebhookSubscriptionJSONRequestBody defines body for CreateWebhookSubscription for application/json ContentType.
+type CreateWebhookSubscriptionJSONRequestBody = OutboundWebhookSubscriptionRequest
+
+// UpdateWebhookSubscriptionJSONRequestBody defines body for UpdateWebhookSubscription for application/json ContentType.
+type UpdateWebhookSubscriptionJSONRequestBody = OutboundWebhookSubscriptionRequest
+
+// TestWebhookSubscriptionJSONRequestBody defines body for TestWebhookSubscription for application/json ContentType.
+type TestWebhookSubscriptionJSONRequestBody = OutboundWebhookTestRequest
+
+// TestWebhookJSONRequestBody defines body for TestWebhook for application/json ContentType.
+type TestWebhookJSONRequestBody = OutboundWebhookTestRequest
+
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
 	// BootstrapAdmin Create the first super administrator
@@ -2437,6 +3079,18 @@ type ServerInterface interface {
 	// GetClusterStatus Get the cluster consensus status
 	// (GET /api/v2/cluster/status)
 	GetClusterStatus(c *gin.Context, params GetClusterStatusParams)
+	// ListEngineWebhookInbox Inbound media-engine hooks
+	// (GET /api/v2/engine/webhook-inbox)
+	ListEngineWebhookInbox(c *gin.Context, params ListEngineWebhookInboxParams)
+	// ListEventOutbox Page through the event outbox
+	// (GET /api/v2/events/outbox)
+	ListEventOutbox(c *gin.Context, params ListEventOutboxParams)
+	// GetRuntimeStateWebSocketInfo Describe the runtime-state WebSocket protocol
+	// (GET /api/v2/events/runtime/info)
+	GetRuntimeStateWebSocketInfo(c *gin.Context)
+	// OpenRuntimeStateWebSocket Open the runtime-state WebSocket
+	// (GET /api/v2/events/runtime/ws)
+	OpenRuntimeStateWebSocket(c *gin.Context, params OpenRuntimeStateWebSocketParams)
 	// ListApiTokens List API tokens
 	// (GET /api/v2/security/api-tokens)
 	ListApiTokens(c *gin.Context, params ListApiTokensParams)
@@ -2575,6 +3229,39 @@ type ServerInterface interface {
 	// GetSystemVersion Get the deployed version
 	// (GET /api/v2/system/version)
 	GetSystemVersion(c *gin.Context)
+	// GetWebhookEventCatalog The grouped standard event catalog
+	// (GET /api/v2/system/webhooks/catalog)
+	GetWebhookEventCatalog(c *gin.Context)
+	// RetryWebhookDelivery Retry one failed delivery
+	// (POST /api/v2/system/webhooks/deliveries/{id}/retry)
+	RetryWebhookDelivery(c *gin.Context, id string)
+	// RetryWebhookOutboxEvent Retry every failed delivery of one outbox event
+	// (POST /api/v2/system/webhooks/outbox/{id}/retry)
+	RetryWebhookOutboxEvent(c *gin.Context, id string)
+	// GetWebhookStatus Aggregate state of delivery plans and deliveries
+	// (GET /api/v2/system/webhooks/status)
+	GetWebhookStatus(c *gin.Context)
+	// ListWebhookSubscriptions List delivery plans
+	// (GET /api/v2/system/webhooks/subscriptions)
+	ListWebhookSubscriptions(c *gin.Context, params ListWebhookSubscriptionsParams)
+	// CreateWebhookSubscription Create a delivery plan
+	// (POST /api/v2/system/webhooks/subscriptions)
+	CreateWebhookSubscription(c *gin.Context)
+	// UpdateWebhookSubscription Update a delivery plan
+	// (PUT /api/v2/system/webhooks/subscriptions/{id})
+	UpdateWebhookSubscription(c *gin.Context, id SubscriptionId)
+	// ArchiveWebhookSubscription Archive a delivery plan
+	// (POST /api/v2/system/webhooks/subscriptions/{id}/archive)
+	ArchiveWebhookSubscription(c *gin.Context, id SubscriptionId)
+	// ListWebhookDeliveries Delivery history of one plan
+	// (GET /api/v2/system/webhooks/subscriptions/{id}/deliveries)
+	ListWebhookDeliveries(c *gin.Context, id SubscriptionId, params ListWebhookDeliveriesParams)
+	// TestWebhookSubscription Send a test event to one plan
+	// (POST /api/v2/system/webhooks/subscriptions/{id}/test)
+	TestWebhookSubscription(c *gin.Context, id SubscriptionId)
+	// TestWebhook Send a test event to the plan named in the body
+	// (POST /api/v2/system/webhooks/test)
+	TestWebhook(c *gin.Context)
 	// GetThirdPartyCapabilities Describe what the calling API token can do
 	// (GET /api/v2/third-party/capabilities)
 	GetThirdPartyCapabilities(c *gin.Context)
@@ -2656,6 +3343,132 @@ func (siw *ServerInterfaceWrapper) GetClusterStatus(c *gin.Context) {
 	}
 
 	siw.Handler.GetClusterStatus(c, params)
+}
+
+// ListEngineWebhookInbox operation middleware
+func (siw *ServerInterfaceWrapper) ListEngineWebhookInbox(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListEngineWebhookInboxParams
+
+	// ------------- Optional query parameter "page" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "page", c.Request.URL.Query(), &params.Page, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter page: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "pageSize" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "pageSize", c.Request.URL.Query(), &params.PageSize, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter pageSize: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "hookName" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "hookName", c.Request.URL.Query(), &params.HookName, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter hookName: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "mediaServerId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "mediaServerId", c.Request.URL.Query(), &params.MediaServerId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter mediaServerId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListEngineWebhookInbox(c, params)
+}
+
+// ListEventOutbox operation middleware
+func (siw *ServerInterfaceWrapper) ListEventOutbox(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListEventOutboxParams
+
+	// ------------- Optional query parameter "page" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "page", c.Request.URL.Query(), &params.Page, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter page: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "pageSize" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "pageSize", c.Request.URL.Query(), &params.PageSize, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter pageSize: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListEventOutbox(c, params)
+}
+
+// GetRuntimeStateWebSocketInfo operation middleware
+func (siw *ServerInterfaceWrapper) GetRuntimeStateWebSocketInfo(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetRuntimeStateWebSocketInfo(c)
+}
+
+// OpenRuntimeStateWebSocket operation middleware
+func (siw *ServerInterfaceWrapper) OpenRuntimeStateWebSocket(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params OpenRuntimeStateWebSocketParams
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", c.Request.URL.Query(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter cursor: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.OpenRuntimeStateWebSocket(c, params)
 }
 
 // ListApiTokens operation middleware
@@ -3762,6 +4575,262 @@ func (siw *ServerInterfaceWrapper) GetSystemVersion(c *gin.Context) {
 	siw.Handler.GetSystemVersion(c)
 }
 
+// GetWebhookEventCatalog operation middleware
+func (siw *ServerInterfaceWrapper) GetWebhookEventCatalog(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetWebhookEventCatalog(c)
+}
+
+// RetryWebhookDelivery operation middleware
+func (siw *ServerInterfaceWrapper) RetryWebhookDelivery(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", c.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter id: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.RetryWebhookDelivery(c, id)
+}
+
+// RetryWebhookOutboxEvent operation middleware
+func (siw *ServerInterfaceWrapper) RetryWebhookOutboxEvent(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", c.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter id: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.RetryWebhookOutboxEvent(c, id)
+}
+
+// GetWebhookStatus operation middleware
+func (siw *ServerInterfaceWrapper) GetWebhookStatus(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetWebhookStatus(c)
+}
+
+// ListWebhookSubscriptions operation middleware
+func (siw *ServerInterfaceWrapper) ListWebhookSubscriptions(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListWebhookSubscriptionsParams
+
+	// ------------- Optional query parameter "includeArchived" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "includeArchived", c.Request.URL.Query(), &params.IncludeArchived, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter includeArchived: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListWebhookSubscriptions(c, params)
+}
+
+// CreateWebhookSubscription operation middleware
+func (siw *ServerInterfaceWrapper) CreateWebhookSubscription(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateWebhookSubscription(c)
+}
+
+// UpdateWebhookSubscription operation middleware
+func (siw *ServerInterfaceWrapper) UpdateWebhookSubscription(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id SubscriptionId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", c.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter id: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.UpdateWebhookSubscription(c, id)
+}
+
+// ArchiveWebhookSubscription operation middleware
+func (siw *ServerInterfaceWrapper) ArchiveWebhookSubscription(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id SubscriptionId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", c.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter id: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ArchiveWebhookSubscription(c, id)
+}
+
+// ListWebhookDeliveries operation middleware
+func (siw *ServerInterfaceWrapper) ListWebhookDeliveries(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id SubscriptionId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", c.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter id: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListWebhookDeliveriesParams
+
+	// ------------- Optional query parameter "page" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "page", c.Request.URL.Query(), &params.Page, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter page: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "pageSize" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "pageSize", c.Request.URL.Query(), &params.PageSize, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter pageSize: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "state" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "state", c.Request.URL.Query(), &params.State, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter state: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListWebhookDeliveries(c, id, params)
+}
+
+// TestWebhookSubscription operation middleware
+func (siw *ServerInterfaceWrapper) TestWebhookSubscription(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id SubscriptionId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", c.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter id: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.TestWebhookSubscription(c, id)
+}
+
+// TestWebhook operation middleware
+func (siw *ServerInterfaceWrapper) TestWebhook(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.TestWebhook(c)
+}
+
 // GetThirdPartyCapabilities operation middleware
 func (siw *ServerInterfaceWrapper) GetThirdPartyCapabilities(c *gin.Context) {
 
@@ -3867,6 +4936,21 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 	router.GET(options.BaseURL+"/api/v2/auth/bootstrap-status", wrapper.GetBootstrapStatus)
 	router.POST(options.BaseURL+"/api/v2/auth/bootstrap", wrapper.BootstrapAdmin)
 	router.GET(options.BaseURL+"/api/v2/auth/me", wrapper.GetCurrentUser)
+	router.GET(options.BaseURL+"/api/v2/events/outbox", wrapper.ListEventOutbox)
+	router.GET(options.BaseURL+"/api/v2/events/runtime/info", wrapper.GetRuntimeStateWebSocketInfo)
+	router.GET(options.BaseURL+"/api/v2/events/runtime/ws", wrapper.OpenRuntimeStateWebSocket)
+	router.GET(options.BaseURL+"/api/v2/system/webhooks/status", wrapper.GetWebhookStatus)
+	router.GET(options.BaseURL+"/api/v2/system/webhooks/catalog", wrapper.GetWebhookEventCatalog)
+	router.GET(options.BaseURL+"/api/v2/system/webhooks/subscriptions", wrapper.ListWebhookSubscriptions)
+	router.POST(options.BaseURL+"/api/v2/system/webhooks/subscriptions", wrapper.CreateWebhookSubscription)
+	router.PUT(options.BaseURL+"/api/v2/system/webhooks/subscriptions/:id", wrapper.UpdateWebhookSubscription)
+	router.POST(options.BaseURL+"/api/v2/system/webhooks/subscriptions/:id/archive", wrapper.ArchiveWebhookSubscription)
+	router.POST(options.BaseURL+"/api/v2/system/webhooks/subscriptions/:id/test", wrapper.TestWebhookSubscription)
+	router.GET(options.BaseURL+"/api/v2/system/webhooks/subscriptions/:id/deliveries", wrapper.ListWebhookDeliveries)
+	router.POST(options.BaseURL+"/api/v2/system/webhooks/deliveries/:id/retry", wrapper.RetryWebhookDelivery)
+	router.POST(options.BaseURL+"/api/v2/system/webhooks/outbox/:id/retry", wrapper.RetryWebhookOutboxEvent)
+	router.POST(options.BaseURL+"/api/v2/system/webhooks/test", wrapper.TestWebhook)
+	router.GET(options.BaseURL+"/api/v2/engine/webhook-inbox", wrapper.ListEngineWebhookInbox)
 }
 
 type BadRequestJSONResponse ErrorBody
@@ -4243,6 +5327,343 @@ func (response GetClusterStatus429JSONResponse) VisitGetClusterStatusResponse(w 
 type GetClusterStatus500JSONResponse struct{ InternalErrorJSONResponse }
 
 func (response GetClusterStatus500JSONResponse) VisitGetClusterStatusResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEngineWebhookInboxRequestObject struct {
+	Params ListEngineWebhookInboxParams
+}
+
+type ListEngineWebhookInboxResponseObject interface {
+	VisitListEngineWebhookInboxResponse(w http.ResponseWriter) error
+}
+
+type ListEngineWebhookInbox200JSONResponse EngineWebhookInboxList
+
+func (response ListEngineWebhookInbox200JSONResponse) VisitListEngineWebhookInboxResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEngineWebhookInbox400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListEngineWebhookInbox400JSONResponse) VisitListEngineWebhookInboxResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEngineWebhookInbox401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListEngineWebhookInbox401JSONResponse) VisitListEngineWebhookInboxResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEngineWebhookInbox403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListEngineWebhookInbox403JSONResponse) VisitListEngineWebhookInboxResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEngineWebhookInbox429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListEngineWebhookInbox429JSONResponse) VisitListEngineWebhookInboxResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEngineWebhookInbox500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListEngineWebhookInbox500JSONResponse) VisitListEngineWebhookInboxResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEventOutboxRequestObject struct {
+	Params ListEventOutboxParams
+}
+
+type ListEventOutboxResponseObject interface {
+	VisitListEventOutboxResponse(w http.ResponseWriter) error
+}
+
+type ListEventOutbox200JSONResponse OutboxEventList
+
+func (response ListEventOutbox200JSONResponse) VisitListEventOutboxResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEventOutbox400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListEventOutbox400JSONResponse) VisitListEventOutboxResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEventOutbox401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListEventOutbox401JSONResponse) VisitListEventOutboxResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEventOutbox403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListEventOutbox403JSONResponse) VisitListEventOutboxResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEventOutbox429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListEventOutbox429JSONResponse) VisitListEventOutboxResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEventOutbox500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListEventOutbox500JSONResponse) VisitListEventOutboxResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRuntimeStateWebSocketInfoRequestObject struct {
+}
+
+type GetRuntimeStateWebSocketInfoResponseObject interface {
+	VisitGetRuntimeStateWebSocketInfoResponse(w http.ResponseWriter) error
+}
+
+type GetRuntimeStateWebSocketInfo200JSONResponse RuntimeStateWebSocketInfo
+
+func (response GetRuntimeStateWebSocketInfo200JSONResponse) VisitGetRuntimeStateWebSocketInfoResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRuntimeStateWebSocketInfo401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetRuntimeStateWebSocketInfo401JSONResponse) VisitGetRuntimeStateWebSocketInfoResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRuntimeStateWebSocketInfo429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetRuntimeStateWebSocketInfo429JSONResponse) VisitGetRuntimeStateWebSocketInfoResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRuntimeStateWebSocketInfo500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetRuntimeStateWebSocketInfo500JSONResponse) VisitGetRuntimeStateWebSocketInfoResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type OpenRuntimeStateWebSocketRequestObject struct {
+	Params OpenRuntimeStateWebSocketParams
+}
+
+type OpenRuntimeStateWebSocketResponseObject interface {
+	VisitOpenRuntimeStateWebSocketResponse(w http.ResponseWriter) error
+}
+
+type OpenRuntimeStateWebSocket101Response struct {
+}
+
+func (response OpenRuntimeStateWebSocket101Response) VisitOpenRuntimeStateWebSocketResponse(w http.ResponseWriter) error {
+	w.WriteHeader(101)
+	return nil
+}
+
+type OpenRuntimeStateWebSocket400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response OpenRuntimeStateWebSocket400JSONResponse) VisitOpenRuntimeStateWebSocketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type OpenRuntimeStateWebSocket401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response OpenRuntimeStateWebSocket401JSONResponse) VisitOpenRuntimeStateWebSocketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type OpenRuntimeStateWebSocket403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response OpenRuntimeStateWebSocket403JSONResponse) VisitOpenRuntimeStateWebSocketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type OpenRuntimeStateWebSocket429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response OpenRuntimeStateWebSocket429JSONResponse) VisitOpenRuntimeStateWebSocketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type OpenRuntimeStateWebSocket500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response OpenRuntimeStateWebSocket500JSONResponse) VisitOpenRuntimeStateWebSocketResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
@@ -9131,6 +10552,1276 @@ func (response GetSystemVersion500JSONResponse) VisitGetSystemVersionResponse(w 
 	return err
 }
 
+type GetWebhookEventCatalogRequestObject struct {
+}
+
+type GetWebhookEventCatalogResponseObject interface {
+	VisitGetWebhookEventCatalogResponse(w http.ResponseWriter) error
+}
+
+type GetWebhookEventCatalog200JSONResponse OutboundWebhookEventCatalog
+
+func (response GetWebhookEventCatalog200JSONResponse) VisitGetWebhookEventCatalogResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhookEventCatalog401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetWebhookEventCatalog401JSONResponse) VisitGetWebhookEventCatalogResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhookEventCatalog403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetWebhookEventCatalog403JSONResponse) VisitGetWebhookEventCatalogResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhookEventCatalog429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetWebhookEventCatalog429JSONResponse) VisitGetWebhookEventCatalogResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhookEventCatalog500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetWebhookEventCatalog500JSONResponse) VisitGetWebhookEventCatalogResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetryWebhookDeliveryRequestObject struct {
+	Id string `json:"id"`
+}
+
+type RetryWebhookDeliveryResponseObject interface {
+	VisitRetryWebhookDeliveryResponse(w http.ResponseWriter) error
+}
+
+type RetryWebhookDelivery200JSONResponse OutboundWebhookDelivery
+
+func (response RetryWebhookDelivery200JSONResponse) VisitRetryWebhookDeliveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetryWebhookDelivery401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response RetryWebhookDelivery401JSONResponse) VisitRetryWebhookDeliveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetryWebhookDelivery403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response RetryWebhookDelivery403JSONResponse) VisitRetryWebhookDeliveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetryWebhookDelivery404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response RetryWebhookDelivery404JSONResponse) VisitRetryWebhookDeliveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetryWebhookDelivery409JSONResponse struct{ ConflictJSONResponse }
+
+func (response RetryWebhookDelivery409JSONResponse) VisitRetryWebhookDeliveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetryWebhookDelivery429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response RetryWebhookDelivery429JSONResponse) VisitRetryWebhookDeliveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetryWebhookDelivery500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response RetryWebhookDelivery500JSONResponse) VisitRetryWebhookDeliveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetryWebhookOutboxEventRequestObject struct {
+	Id string `json:"id"`
+}
+
+type RetryWebhookOutboxEventResponseObject interface {
+	VisitRetryWebhookOutboxEventResponse(w http.ResponseWriter) error
+}
+
+type RetryWebhookOutboxEvent200JSONResponse OutboxRetryResult
+
+func (response RetryWebhookOutboxEvent200JSONResponse) VisitRetryWebhookOutboxEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetryWebhookOutboxEvent401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response RetryWebhookOutboxEvent401JSONResponse) VisitRetryWebhookOutboxEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetryWebhookOutboxEvent403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response RetryWebhookOutboxEvent403JSONResponse) VisitRetryWebhookOutboxEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetryWebhookOutboxEvent404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response RetryWebhookOutboxEvent404JSONResponse) VisitRetryWebhookOutboxEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetryWebhookOutboxEvent409JSONResponse struct{ ConflictJSONResponse }
+
+func (response RetryWebhookOutboxEvent409JSONResponse) VisitRetryWebhookOutboxEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetryWebhookOutboxEvent429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response RetryWebhookOutboxEvent429JSONResponse) VisitRetryWebhookOutboxEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetryWebhookOutboxEvent500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response RetryWebhookOutboxEvent500JSONResponse) VisitRetryWebhookOutboxEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhookStatusRequestObject struct {
+}
+
+type GetWebhookStatusResponseObject interface {
+	VisitGetWebhookStatusResponse(w http.ResponseWriter) error
+}
+
+type GetWebhookStatus200JSONResponse OutboundWebhookStatus
+
+func (response GetWebhookStatus200JSONResponse) VisitGetWebhookStatusResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhookStatus401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetWebhookStatus401JSONResponse) VisitGetWebhookStatusResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhookStatus403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetWebhookStatus403JSONResponse) VisitGetWebhookStatusResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhookStatus429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetWebhookStatus429JSONResponse) VisitGetWebhookStatusResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhookStatus500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetWebhookStatus500JSONResponse) VisitGetWebhookStatusResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookSubscriptionsRequestObject struct {
+	Params ListWebhookSubscriptionsParams
+}
+
+type ListWebhookSubscriptionsResponseObject interface {
+	VisitListWebhookSubscriptionsResponse(w http.ResponseWriter) error
+}
+
+type ListWebhookSubscriptions200JSONResponse OutboundWebhookSubscriptionList
+
+func (response ListWebhookSubscriptions200JSONResponse) VisitListWebhookSubscriptionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookSubscriptions400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListWebhookSubscriptions400JSONResponse) VisitListWebhookSubscriptionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookSubscriptions401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListWebhookSubscriptions401JSONResponse) VisitListWebhookSubscriptionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookSubscriptions403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListWebhookSubscriptions403JSONResponse) VisitListWebhookSubscriptionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookSubscriptions429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListWebhookSubscriptions429JSONResponse) VisitListWebhookSubscriptionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookSubscriptions500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListWebhookSubscriptions500JSONResponse) VisitListWebhookSubscriptionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookSubscriptionRequestObject struct {
+	Body *CreateWebhookSubscriptionJSONRequestBody
+}
+
+type CreateWebhookSubscriptionResponseObject interface {
+	VisitCreateWebhookSubscriptionResponse(w http.ResponseWriter) error
+}
+
+type CreateWebhookSubscription201JSONResponse OutboundWebhookSubscription
+
+func (response CreateWebhookSubscription201JSONResponse) VisitCreateWebhookSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookSubscription400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateWebhookSubscription400JSONResponse) VisitCreateWebhookSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookSubscription401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateWebhookSubscription401JSONResponse) VisitCreateWebhookSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookSubscription403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateWebhookSubscription403JSONResponse) VisitCreateWebhookSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookSubscription409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateWebhookSubscription409JSONResponse) VisitCreateWebhookSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookSubscription413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response CreateWebhookSubscription413JSONResponse) VisitCreateWebhookSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookSubscription415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response CreateWebhookSubscription415JSONResponse) VisitCreateWebhookSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookSubscription429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateWebhookSubscription429JSONResponse) VisitCreateWebhookSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookSubscription500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateWebhookSubscription500JSONResponse) VisitCreateWebhookSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhookSubscriptionRequestObject struct {
+	Id   SubscriptionId `json:"id"`
+	Body *UpdateWebhookSubscriptionJSONRequestBody
+}
+
+type UpdateWebhookSubscriptionResponseObject interface {
+	VisitUpdateWebhookSubscriptionResponse(w http.ResponseWriter) error
+}
+
+type UpdateWebhookSubscription200JSONResponse OutboundWebhookSubscription
+
+func (response UpdateWebhookSubscription200JSONResponse) VisitUpdateWebhookSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhookSubscription400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response UpdateWebhookSubscription400JSONResponse) VisitUpdateWebhookSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhookSubscription401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response UpdateWebhookSubscription401JSONResponse) VisitUpdateWebhookSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhookSubscription403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response UpdateWebhookSubscription403JSONResponse) VisitUpdateWebhookSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhookSubscription404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response UpdateWebhookSubscription404JSONResponse) VisitUpdateWebhookSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhookSubscription409JSONResponse struct{ ConflictJSONResponse }
+
+func (response UpdateWebhookSubscription409JSONResponse) VisitUpdateWebhookSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhookSubscription413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response UpdateWebhookSubscription413JSONResponse) VisitUpdateWebhookSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhookSubscription415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response UpdateWebhookSubscription415JSONResponse) VisitUpdateWebhookSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhookSubscription429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response UpdateWebhookSubscription429JSONResponse) VisitUpdateWebhookSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhookSubscription500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response UpdateWebhookSubscription500JSONResponse) VisitUpdateWebhookSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ArchiveWebhookSubscriptionRequestObject struct {
+	Id SubscriptionId `json:"id"`
+}
+
+type ArchiveWebhookSubscriptionResponseObject interface {
+	VisitArchiveWebhookSubscriptionResponse(w http.ResponseWriter) error
+}
+
+type ArchiveWebhookSubscription200JSONResponse OutboundWebhookSubscription
+
+func (response ArchiveWebhookSubscription200JSONResponse) VisitArchiveWebhookSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ArchiveWebhookSubscription401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ArchiveWebhookSubscription401JSONResponse) VisitArchiveWebhookSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ArchiveWebhookSubscription403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ArchiveWebhookSubscription403JSONResponse) VisitArchiveWebhookSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ArchiveWebhookSubscription404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ArchiveWebhookSubscription404JSONResponse) VisitArchiveWebhookSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ArchiveWebhookSubscription409JSONResponse struct{ ConflictJSONResponse }
+
+func (response ArchiveWebhookSubscription409JSONResponse) VisitArchiveWebhookSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ArchiveWebhookSubscription429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ArchiveWebhookSubscription429JSONResponse) VisitArchiveWebhookSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ArchiveWebhookSubscription500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ArchiveWebhookSubscription500JSONResponse) VisitArchiveWebhookSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookDeliveriesRequestObject struct {
+	Id     SubscriptionId `json:"id"`
+	Params ListWebhookDeliveriesParams
+}
+
+type ListWebhookDeliveriesResponseObject interface {
+	VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error
+}
+
+type ListWebhookDeliveries200JSONResponse OutboundWebhookDeliveryList
+
+func (response ListWebhookDeliveries200JSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookDeliveries400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListWebhookDeliveries400JSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookDeliveries401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListWebhookDeliveries401JSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookDeliveries403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListWebhookDeliveries403JSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookDeliveries404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ListWebhookDeliveries404JSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookDeliveries429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListWebhookDeliveries429JSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookDeliveries500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListWebhookDeliveries500JSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestWebhookSubscriptionRequestObject struct {
+	Id   SubscriptionId `json:"id"`
+	Body *TestWebhookSubscriptionJSONRequestBody
+}
+
+type TestWebhookSubscriptionResponseObject interface {
+	VisitTestWebhookSubscriptionResponse(w http.ResponseWriter) error
+}
+
+type TestWebhookSubscription202JSONResponse OutboundWebhookTestResult
+
+func (response TestWebhookSubscription202JSONResponse) VisitTestWebhookSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(202)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestWebhookSubscription400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response TestWebhookSubscription400JSONResponse) VisitTestWebhookSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestWebhookSubscription401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response TestWebhookSubscription401JSONResponse) VisitTestWebhookSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestWebhookSubscription403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response TestWebhookSubscription403JSONResponse) VisitTestWebhookSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestWebhookSubscription404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response TestWebhookSubscription404JSONResponse) VisitTestWebhookSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestWebhookSubscription409JSONResponse struct{ ConflictJSONResponse }
+
+func (response TestWebhookSubscription409JSONResponse) VisitTestWebhookSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestWebhookSubscription413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response TestWebhookSubscription413JSONResponse) VisitTestWebhookSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestWebhookSubscription415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response TestWebhookSubscription415JSONResponse) VisitTestWebhookSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestWebhookSubscription429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response TestWebhookSubscription429JSONResponse) VisitTestWebhookSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestWebhookSubscription500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response TestWebhookSubscription500JSONResponse) VisitTestWebhookSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestWebhookRequestObject struct {
+	Body *TestWebhookJSONRequestBody
+}
+
+type TestWebhookResponseObject interface {
+	VisitTestWebhookResponse(w http.ResponseWriter) error
+}
+
+type TestWebhook202JSONResponse OutboundWebhookTestResult
+
+func (response TestWebhook202JSONResponse) VisitTestWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(202)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestWebhook400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response TestWebhook400JSONResponse) VisitTestWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestWebhook401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response TestWebhook401JSONResponse) VisitTestWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestWebhook403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response TestWebhook403JSONResponse) VisitTestWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestWebhook404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response TestWebhook404JSONResponse) VisitTestWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestWebhook409JSONResponse struct{ ConflictJSONResponse }
+
+func (response TestWebhook409JSONResponse) VisitTestWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestWebhook413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response TestWebhook413JSONResponse) VisitTestWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestWebhook415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response TestWebhook415JSONResponse) VisitTestWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestWebhook429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response TestWebhook429JSONResponse) VisitTestWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestWebhook500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response TestWebhook500JSONResponse) VisitTestWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetThirdPartyCapabilitiesRequestObject struct {
 }
 
@@ -9258,6 +11949,18 @@ type StrictServerInterface interface {
 	// GetClusterStatus Get the cluster consensus status
 	// (GET /api/v2/cluster/status)
 	GetClusterStatus(ctx context.Context, request GetClusterStatusRequestObject) (GetClusterStatusResponseObject, error)
+	// ListEngineWebhookInbox Inbound media-engine hooks
+	// (GET /api/v2/engine/webhook-inbox)
+	ListEngineWebhookInbox(ctx context.Context, request ListEngineWebhookInboxRequestObject) (ListEngineWebhookInboxResponseObject, error)
+	// ListEventOutbox Page through the event outbox
+	// (GET /api/v2/events/outbox)
+	ListEventOutbox(ctx context.Context, request ListEventOutboxRequestObject) (ListEventOutboxResponseObject, error)
+	// GetRuntimeStateWebSocketInfo Describe the runtime-state WebSocket protocol
+	// (GET /api/v2/events/runtime/info)
+	GetRuntimeStateWebSocketInfo(ctx context.Context, request GetRuntimeStateWebSocketInfoRequestObject) (GetRuntimeStateWebSocketInfoResponseObject, error)
+	// OpenRuntimeStateWebSocket Open the runtime-state WebSocket
+	// (GET /api/v2/events/runtime/ws)
+	OpenRuntimeStateWebSocket(ctx context.Context, request OpenRuntimeStateWebSocketRequestObject) (OpenRuntimeStateWebSocketResponseObject, error)
 	// ListApiTokens List API tokens
 	// (GET /api/v2/security/api-tokens)
 	ListApiTokens(ctx context.Context, request ListApiTokensRequestObject) (ListApiTokensResponseObject, error)
@@ -9396,6 +12099,39 @@ type StrictServerInterface interface {
 	// GetSystemVersion Get the deployed version
 	// (GET /api/v2/system/version)
 	GetSystemVersion(ctx context.Context, request GetSystemVersionRequestObject) (GetSystemVersionResponseObject, error)
+	// GetWebhookEventCatalog The grouped standard event catalog
+	// (GET /api/v2/system/webhooks/catalog)
+	GetWebhookEventCatalog(ctx context.Context, request GetWebhookEventCatalogRequestObject) (GetWebhookEventCatalogResponseObject, error)
+	// RetryWebhookDelivery Retry one failed delivery
+	// (POST /api/v2/system/webhooks/deliveries/{id}/retry)
+	RetryWebhookDelivery(ctx context.Context, request RetryWebhookDeliveryRequestObject) (RetryWebhookDeliveryResponseObject, error)
+	// RetryWebhookOutboxEvent Retry every failed delivery of one outbox event
+	// (POST /api/v2/system/webhooks/outbox/{id}/retry)
+	RetryWebhookOutboxEvent(ctx context.Context, request RetryWebhookOutboxEventRequestObject) (RetryWebhookOutboxEventResponseObject, error)
+	// GetWebhookStatus Aggregate state of delivery plans and deliveries
+	// (GET /api/v2/system/webhooks/status)
+	GetWebhookStatus(ctx context.Context, request GetWebhookStatusRequestObject) (GetWebhookStatusResponseObject, error)
+	// ListWebhookSubscriptions List delivery plans
+	// (GET /api/v2/system/webhooks/subscriptions)
+	ListWebhookSubscriptions(ctx context.Context, request ListWebhookSubscriptionsRequestObject) (ListWebhookSubscriptionsResponseObject, error)
+	// CreateWebhookSubscription Create a delivery plan
+	// (POST /api/v2/system/webhooks/subscriptions)
+	CreateWebhookSubscription(ctx context.Context, request CreateWebhookSubscriptionRequestObject) (CreateWebhookSubscriptionResponseObject, error)
+	// UpdateWebhookSubscription Update a delivery plan
+	// (PUT /api/v2/system/webhooks/subscriptions/{id})
+	UpdateWebhookSubscription(ctx context.Context, request UpdateWebhookSubscriptionRequestObject) (UpdateWebhookSubscriptionResponseObject, error)
+	// ArchiveWebhookSubscription Archive a delivery plan
+	// (POST /api/v2/system/webhooks/subscriptions/{id}/archive)
+	ArchiveWebhookSubscription(ctx context.Context, request ArchiveWebhookSubscriptionRequestObject) (ArchiveWebhookSubscriptionResponseObject, error)
+	// ListWebhookDeliveries Delivery history of one plan
+	// (GET /api/v2/system/webhooks/subscriptions/{id}/deliveries)
+	ListWebhookDeliveries(ctx context.Context, request ListWebhookDeliveriesRequestObject) (ListWebhookDeliveriesResponseObject, error)
+	// TestWebhookSubscription Send a test event to one plan
+	// (POST /api/v2/system/webhooks/subscriptions/{id}/test)
+	TestWebhookSubscription(ctx context.Context, request TestWebhookSubscriptionRequestObject) (TestWebhookSubscriptionResponseObject, error)
+	// TestWebhook Send a test event to the plan named in the body
+	// (POST /api/v2/system/webhooks/test)
+	TestWebhook(ctx context.Context, request TestWebhookRequestObject) (TestWebhookResponseObject, error)
 	// GetThirdPartyCapabilities Describe what the calling API token can do
 	// (GET /api/v2/third-party/capabilities)
 	GetThirdPartyCapabilities(ctx context.Context, request GetThirdPartyCapabilitiesRequestObject) (GetThirdPartyCapabilitiesResponseObject, error)
@@ -9570,6 +12306,108 @@ func (sh *strictHandler) GetClusterStatus(ctx *gin.Context, params GetClusterSta
 		sh.options.HandlerErrorFunc(ctx, err)
 	} else if validResponse, ok := response.(GetClusterStatusResponseObject); ok {
 		if err := validResponse.VisitGetClusterStatusResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListEngineWebhookInbox operation middleware
+func (sh *strictHandler) ListEngineWebhookInbox(ctx *gin.Context, params ListEngineWebhookInboxParams) {
+	var request ListEngineWebhookInboxRequestObject
+
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListEngineWebhookInbox(ctx, request.(ListEngineWebhookInboxRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListEngineWebhookInbox")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListEngineWebhookInboxResponseObject); ok {
+		if err := validResponse.VisitListEngineWebhookInboxResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListEventOutbox operation middleware
+func (sh *strictHandler) ListEventOutbox(ctx *gin.Context, params ListEventOutboxParams) {
+	var request ListEventOutboxRequestObject
+
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListEventOutbox(ctx, request.(ListEventOutboxRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListEventOutbox")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListEventOutboxResponseObject); ok {
+		if err := validResponse.VisitListEventOutboxResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetRuntimeStateWebSocketInfo operation middleware
+func (sh *strictHandler) GetRuntimeStateWebSocketInfo(ctx *gin.Context) {
+	var request GetRuntimeStateWebSocketInfoRequestObject
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetRuntimeStateWebSocketInfo(ctx, request.(GetRuntimeStateWebSocketInfoRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetRuntimeStateWebSocketInfo")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetRuntimeStateWebSocketInfoResponseObject); ok {
+		if err := validResponse.VisitGetRuntimeStateWebSocketInfoResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// OpenRuntimeStateWebSocket operation middleware
+func (sh *strictHandler) OpenRuntimeStateWebSocket(ctx *gin.Context, params OpenRuntimeStateWebSocketParams) {
+	var request OpenRuntimeStateWebSocketRequestObject
+
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.OpenRuntimeStateWebSocket(ctx, request.(OpenRuntimeStateWebSocketRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "OpenRuntimeStateWebSocket")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(OpenRuntimeStateWebSocketResponseObject); ok {
+		if err := validResponse.VisitOpenRuntimeStateWebSocketResponse(ctx.Writer); err != nil {
 			sh.options.ResponseErrorHandlerFunc(ctx, err)
 		}
 	} else if response != nil {
@@ -10999,6 +13837,357 @@ func (sh *strictHandler) GetSystemVersion(ctx *gin.Context) {
 	}
 }
 
+// GetWebhookEventCatalog operation middleware
+func (sh *strictHandler) GetWebhookEventCatalog(ctx *gin.Context) {
+	var request GetWebhookEventCatalogRequestObject
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetWebhookEventCatalog(ctx, request.(GetWebhookEventCatalogRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetWebhookEventCatalog")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetWebhookEventCatalogResponseObject); ok {
+		if err := validResponse.VisitGetWebhookEventCatalogResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// RetryWebhookDelivery operation middleware
+func (sh *strictHandler) RetryWebhookDelivery(ctx *gin.Context, id string) {
+	var request RetryWebhookDeliveryRequestObject
+
+	request.Id = id
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RetryWebhookDelivery(ctx, request.(RetryWebhookDeliveryRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RetryWebhookDelivery")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(RetryWebhookDeliveryResponseObject); ok {
+		if err := validResponse.VisitRetryWebhookDeliveryResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// RetryWebhookOutboxEvent operation middleware
+func (sh *strictHandler) RetryWebhookOutboxEvent(ctx *gin.Context, id string) {
+	var request RetryWebhookOutboxEventRequestObject
+
+	request.Id = id
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RetryWebhookOutboxEvent(ctx, request.(RetryWebhookOutboxEventRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RetryWebhookOutboxEvent")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(RetryWebhookOutboxEventResponseObject); ok {
+		if err := validResponse.VisitRetryWebhookOutboxEventResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetWebhookStatus operation middleware
+func (sh *strictHandler) GetWebhookStatus(ctx *gin.Context) {
+	var request GetWebhookStatusRequestObject
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetWebhookStatus(ctx, request.(GetWebhookStatusRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetWebhookStatus")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetWebhookStatusResponseObject); ok {
+		if err := validResponse.VisitGetWebhookStatusResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListWebhookSubscriptions operation middleware
+func (sh *strictHandler) ListWebhookSubscriptions(ctx *gin.Context, params ListWebhookSubscriptionsParams) {
+	var request ListWebhookSubscriptionsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListWebhookSubscriptions(ctx, request.(ListWebhookSubscriptionsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListWebhookSubscriptions")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListWebhookSubscriptionsResponseObject); ok {
+		if err := validResponse.VisitListWebhookSubscriptionsResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CreateWebhookSubscription operation middleware
+func (sh *strictHandler) CreateWebhookSubscription(ctx *gin.Context) {
+	var request CreateWebhookSubscriptionRequestObject
+
+	var body CreateWebhookSubscriptionJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateWebhookSubscription(ctx, request.(CreateWebhookSubscriptionRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateWebhookSubscription")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateWebhookSubscriptionResponseObject); ok {
+		if err := validResponse.VisitCreateWebhookSubscriptionResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// UpdateWebhookSubscription operation middleware
+func (sh *strictHandler) UpdateWebhookSubscription(ctx *gin.Context, id SubscriptionId) {
+	var request UpdateWebhookSubscriptionRequestObject
+
+	request.Id = id
+
+	var body UpdateWebhookSubscriptionJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateWebhookSubscription(ctx, request.(UpdateWebhookSubscriptionRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateWebhookSubscription")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(UpdateWebhookSubscriptionResponseObject); ok {
+		if err := validResponse.VisitUpdateWebhookSubscriptionResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ArchiveWebhookSubscription operation middleware
+func (sh *strictHandler) ArchiveWebhookSubscription(ctx *gin.Context, id SubscriptionId) {
+	var request ArchiveWebhookSubscriptionRequestObject
+
+	request.Id = id
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ArchiveWebhookSubscription(ctx, request.(ArchiveWebhookSubscriptionRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ArchiveWebhookSubscription")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ArchiveWebhookSubscriptionResponseObject); ok {
+		if err := validResponse.VisitArchiveWebhookSubscriptionResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListWebhookDeliveries operation middleware
+func (sh *strictHandler) ListWebhookDeliveries(ctx *gin.Context, id SubscriptionId, params ListWebhookDeliveriesParams) {
+	var request ListWebhookDeliveriesRequestObject
+
+	request.Id = id
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListWebhookDeliveries(ctx, request.(ListWebhookDeliveriesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListWebhookDeliveries")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListWebhookDeliveriesResponseObject); ok {
+		if err := validResponse.VisitListWebhookDeliveriesResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// TestWebhookSubscription operation middleware
+func (sh *strictHandler) TestWebhookSubscription(ctx *gin.Context, id SubscriptionId) {
+	var request TestWebhookSubscriptionRequestObject
+
+	request.Id = id
+
+	var body TestWebhookSubscriptionJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.TestWebhookSubscription(ctx, request.(TestWebhookSubscriptionRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "TestWebhookSubscription")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(TestWebhookSubscriptionResponseObject); ok {
+		if err := validResponse.VisitTestWebhookSubscriptionResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// TestWebhook operation middleware
+func (sh *strictHandler) TestWebhook(ctx *gin.Context) {
+	var request TestWebhookRequestObject
+
+	var body TestWebhookJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.TestWebhook(ctx, request.(TestWebhookRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "TestWebhook")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(TestWebhookResponseObject); ok {
+		if err := validResponse.VisitTestWebhookResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // GetThirdPartyCapabilities operation middleware
 func (sh *strictHandler) GetThirdPartyCapabilities(ctx *gin.Context) {
 	var request GetThirdPartyCapabilitiesRequestObject
@@ -11052,386 +14241,505 @@ func (sh *strictHandler) GetHealth(ctx *gin.Context) {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L2Lc9w4kjf4ryDqNmJ6vqDkRz9224qL72TZ0+1v7LZWkmf2bqbXQpGoKoxYABsAVarp8P9+gUwABEmQ",
-	"xdLD9qwdG7HTVpHEKzORz1/+PsvlupKCCaNnz36fVVTRNTNMwb9Oylobpl4V9h8F07nileFSzJ7NXhVM",
-	"GL7gTBG5IGbFSI4PH5GCLWhdGk2MjH/wzwlZMGJW1BAq9IYpfTjLZtx+87eaqe0smwm6ZrNnszyMns10",
-	"vmJraqexpjevmVia1ezZk6f/kc3MtrIPa6O4WM4+fMhmb0W5PVVyXrK17k/8jJlaCSJFuSXcsLXGuazo",
-	"NSOUVPje0JRk/Ol4Vm7Ns2cLWmoWZjWXsmRUwLRO6ZL1p/NLvZ43e1PRJbPbpmCSGdGGKsPFklBDngxN",
-	"yr6UnsyTbLaQak3N7NmMC/Pt01k2W3PB1/UafnSz5MKwJVNhluf8n4mZvqE39kUiwoyV3GhSMQXTHpsd",
-	"fDA5w+8fp6aII82ePX38eOeEz2TJphGokiXLCNVud1lBNismCDdkQzXJFaOGFUQqUnJtWBEWVFGzataj",
-	"cLxspthvNVesmD0zqmbx6vokeSGvmJg2y+PTV8TYx3dOdWCCxo213wzf6al8Xmum7r6NtXacPX2SH+zD",
-	"upJCM+Dr57Q4Y7/VTBv7r1wKwwT8J62qkufUruDRP7Rdxu/RZ/9NscXs2ez/etRIvkf4q370Uimpnsti",
-	"i8O1t+JixQgQt13cXBZbwjXh4pqWvCDfLKQi7Iauq5KRS/fX9/D4pX0+/Mm+ePnHI5JLpVhuYEu5qGpD",
-	"uNCG0QI4i1Ul3VrG54bUIl9RsbRb+SGbnUixKHn+EdescJNJ7kbWZMPNCkV7rRQTxsopw8g3l/4RWDIl",
-	"a6kY0RXL+YLnJJcF++MRUXaN9mV8ac4W9imjYLl0SbmAdf5JqjkvCiY+3kJzWpZMkZLmVxolhqNNK+TW",
-	"XGsuhV2YYlrWKmdE57Kyy25+fl8wwVlx+UdYwythmBK0hJE/3jo0U9dMkQXlJStILdhNxXLDinJLvrnk",
-	"bk6XcBSVVEiCRtGcEY409os0f5K1KD7elLkXM0Wzu4VkmghpCLvh2tiN5/jva675vGRBv8Bj++ZSSPN+",
-	"Yefttv+UbktJiwspX1OFl+/H5RgQEuwmZ6xAgtL8n4yUfM2NpRqc3nsj5fvSTtBN+5ypa56zd4JeU17S",
-	"efmRZn5MClYxUTCRg2gzbF1JRRUvt6RuJkO+uYz+Nc7pRm1RWMxpfiUXC1jfhZRvqNg62a0/On/jgbCC",
-	"UKKsBPLnYf/xHv5hGfiIbCg3xIp14A++ZmTJr+1NJ8jlmV3awfHCMHVpb7gVo4VTmqOfxtQ9zXIpClCS",
-	"YSAnB2HPuFgejl6Nw1rd44SSBPe7oLVZScX/yT4SW/8iCV6NuWLA3bQEDaFSTDNhdYRvLu2c7E84+nu/",
-	"YLwxacXfgzLT/B0Z5J3QdWUlFyvesILTC1jwJ2FuJ5Euu+NdApeEab5f23m+tycDa/jgDxMo5rjioCD2",
-	"yeWtiBRCq3NpIxUrjqxaIJgV8itZOtmCz1zTsmYZmjcLai9rMG+cfLUmj6WsSsmKKcNRkaJlKTeseFUl",
-	"zKWTktsLnhaFYloTZRURTb45efXi7I/RsGu6JXPQDQuyUHJ9RNi6MltUDanYhg9wTdxwoBgaZ6N1dL1A",
-	"xFQpurX/dnrlselP8cKyZjOVWAv95t3FyR/tQIFhCmrYgWXmWdYf1L32fJvYh4aIYUP9CGHcjMQaIGh1",
-	"oMpRqzdpWdprOWgQ9u9CmhVTzfEepmZU8CXT5lSxBb9JrHzFyIIrbciTp2TFbmjBcr6mJclXVNHcmvFe",
-	"az//+fjg6fc/EPyg/+vwwOym4orpwf2mhmxWPF9FG+9ewU0/IqIuy2AaRHe5fWjwSOxLeOOhyOvNq6Ta",
-	"vNOTCcE+jlRpJImkjbX1PSOn5mvfRQazL99+umjt9G4Buma7j0BI8xwuhYGVWj7rHQLXTuqmVhV+hFeB",
-	"hLkUt1+d3AimhixH+3eyWUkiN0LvWGqjQCdE0GmjfFeSCxOLu5wqxZneT5ZUtaqkTmzrXy1nt/YSBZpU",
-	"R17CgVhLrkGxa0aDutb9MANmp4IwkattZUVHLiu4QK5YZTKiJQoWtDvsp4iV0XBCJKeC6JXcwK8g4r2l",
-	"1Hc1wUzk1WQWcU8PEYxlWvfI7QlFSTNReuPiAuu6F3fwqHvq9vMDUzQh9FvmbcywGSmY4tfutiPcOM7i",
-	"9s7jopAbQkUBG5cHJmPCamh/m9Hc8Gs7LxSG6AWBHZ4B17/fMvMePjf7NTFZM92ZNMxx8Muke6V/lyTu",
-	"u0t9nb+vqHl/PD8pLhtqptZ01o6CFcvlUnDNnBbS90I1Gu/fIj8WCNGGbdtyp72Uzo3ZlixZrOnE8jW+",
-	"7lqM7Ckj1j9iNSHmtZjKW/dUc4Zy/g+WG7v9XuV7zbVJq33gCpaLRj/QfcWt2ulS5ho+lPAk90yIrtmQ",
-	"Na7b2/iCJ3zfvpMmPlwwkaJZQkvEjynwQZtOSH4jDS1HdwwHBtpdU+Ou1gUvLf1nRFppQ8sSZqS7y/zh",
-	"u1nSRR1TtXPWR15xnJPbjSSt1AU3JyuWX6WiGbouQZ2TghFqnyS5fbRPLGumdZJeXt5UJRV40XhXOXw2",
-	"rZXs1GjC+AmNpkj66n/BkJB7lSi2sNLGyCNC59ZWBFHjwkEHG164B3Val6Bas2L4Dm7GwSfTd6i2Fws3",
-	"CUvg3P2Cyv2C8rJWLHBbWLwX9lws5CybbagSdoLZjIEz8Ndd4s8LPVxNNKEsnOQgsZyxXKoiLVdoVTFR",
-	"HICBqFlew1KQcBS8lrAPcyMnBgfs1SaWkcnvDUF7glRIsV3LWsPdqLfasDWBj6dPEn7yxn175D9zAdZV",
-	"3jHL7EVVtO7aih8AU1u5jYbYgTPE7H3gZ2Q3GOaTvHFheyYGmcIe9q1LMKWP0RDeaWmH74GREm9js3H2",
-	"Vktbb9dMmPTO/RWjnZYKWNG+xD05HKLaEIVywi89T3dy+EFR83O9puJAMVqAJ5GlJM/g/skcwg3jWiTu",
-	"Sljgvh4AWZtcpgRcI2ibUY4I7gFZMyo06jreUgmSDCwI1Hc8Teo6zy0JZDMnPazaAl9K63tULZkZsVbc",
-	"mq0+TOeyNu1Tpd6aKVpOGSsLGSr4BEdI64mK5kmZfeECBh1CzQj7rbbcKEEpvvyvA3jw4FVxSXz0jqC3",
-	"dC+a7khHz5ExqTenF4uOLIivLgc2i2vRVtjwyYJ2txKXFLQ6I4JtmDaoa39B6p1bf0u/62/GNG0vuu9u",
-	"o/D5qXxWGt9zml8tlaxFcUH11QBpMcVlwXMIreDDxFCdUPxa7w67PKi+AjddUgxA1PCalucYtUjchO4B",
-	"Mmdmw5ggqhaacOHjHBNpxppNL2r0erxJDON/81IHnQQ1BGXWvCz5wHDJg8LhQnC2oxXbP3eHaUlQbghI",
-	"clYMXIP2rbNapO6rc8uvvUWkvBwr6nwwtSBbFNK39JyC0H0ryu24bgyEAKcHOiLwKAMnNhO61gS/k9aa",
-	"08aBJWJif0r7zWpxImthRrnUTkdzkeMlXylpL1CUeh2/z/Bhq1qACr579aWUlb0a3RtBTln7JbXwtOoe",
-	"D9La/mYqfcaKqabHDjHBRhu3W4Skb6jnbcmhiWJLbm0sq7EIsCj9itsSZciO66rD/S2LXYLDt0OYRUe2",
-	"6cnXQkeC9m6G7onhgsZEspRGG0Wr42LNRZR3RIuC28nT8jTaI5cG2NUhMeBgpAsfuatGaStJ7O1K7ce5",
-	"HcdIlZDkXFcl3f4ybILrldyAMPQ8K0vWjsWBQX2IWXZjiZRoem6SduSp+yWow/G0j1BuUKJpac2HFdUr",
-	"+yC6kzGA2Rn/6fc/QAi7mU9iOrVmKi1fXsslFyBgjlAkuAwlSkpmIPNUkYIvuQG7E8JuG27VUIid4jM6",
-	"w0fs/0r7/2tRMKVzqZjOrFal+VKg4braVivnjovW8MN3rSV8a/fPfthO8L//dnzw/9GDfz4++PHX5j8P",
-	"3/8/B7/+/jT74dsP/7ZT4Q2rj85llE7PDTW1Hhd2SHqt0yPa8LKEW8dIMmdxsmGbGOd+pLMwzb6NUDMk",
-	"OyE7w0BOj7Y3mnMWMxI+GAU+uLb/EHYuVihbeUBQi9cTBHF/iqktO6EVnfOSm+0JNWwp1TatceXuVyfb",
-	"VHFQUWW2JPfvu0BUx3kSJ/GMeKRoWdqrBm01pEyrdkbWVScTTaev4HxwDX51wCltG7Hk1+zAiha7wRnJ",
-	"V1QIVh7orcgx4c0qyVws08rhNAUz2r4FG/D4+GWe7hcPFJjPYySpNWsNtk9gsEM8YSO7N3lqkll0zkka",
-	"gwxOLzfvfH1oZgi1BhPxwqBPeC4383RQivvoVtWR5lbUHBFZ4bTIiimWkTnLqd1cKjqMrJhmBk1Pl9Fg",
-	"3/+Dbj4bYv/2mJwrpCv8+65ithmeudUS4sU/zJXT1RGiGSWPGP3Tb5hVWgckiKuEWMMz/SNbMVrayYzr",
-	"Nq2BfsZXPmSzlTHVoHPxuO1VxAn8QZOfLy5OyfHpq7T9AirruNzCL0G6YJQPPGojTFQeWbRNfUFBF2bn",
-	"Yn3wPjJejKKLBc+T39SsXOyz2G4hy2AooV4sVNKVk/j2tTR4i3hn4V+kYVbb/0WKa/jP3ZGDoMxGm9Sm",
-	"j2hS4ZjdBmSeCnfS+M+BWjtOXvi7y31qUTxksDEmMGg+vIedG7SqSs6KV6JgiVj1a2s8l3JJuP2duIe9",
-	"2dqQ0CRvwPKlMCrlNolsUTsWw8c6RDFnKy4wJaxhgIleiBMpDM1NyufxJvJrREYweA1yfK3JyN9rwfuE",
-	"BDXokwO3Ns1Xu1UcTwPjzDKgtjZE1V6lZxN5Bff0UtECwmVRinLSqX7NlE7qK8+5oGpL3O/tAVuWVC3C",
-	"unf7q5stCkvM2oTdIr8uTTTzHXdKO/4c0v1PghzEObR5tMOckfF+X/wYfXICdea3qD5MB97kes3N2Hzx",
-	"Cas6NDO/EtaUhhqD/eaNvD8Y525CJu3bskVcQrq/QoKYnclAoM2SZTKYGMvd6X6TthKTcKgrds3TjNMk",
-	"S2EeOz53m4M3TK2Hvx9d5kytb+ORjwtLw2G5YXtcGRNPtPxm75N8iJ4Xz471ek2TFln7lFa8QgcDyrq2",
-	"FwciEdecbYbUxu2bIWJo7i43kLtx4ZicXIoG3k711X8GdN4sLe9T/JQY1SA5n7fJ2K7Dn4BLm6QFoeY2",
-	"9OdXk3VPrkWOYWpjBCZrV7jdFfT27+HyolyEsio9na6oy6Qa3fd2ftoUsY7OhdGPXvOCSe+G0JO1mYLT",
-	"c6h928EEBaeuSG7qt630Gv0oPDDxY9ZAHv0YPHAbysIvZ9HJRfvd2SG/qBHyGhRcbz0noL9ZtilqJdcs",
-	"BIo7Tgnk0p3XUFJ+3q9O4Dlnyjzw4Q/ZbMkEUztTmTVOGOREeGPfVBSXMaaHb0L/BNi46DOVSieyPKyk",
-	"F1Kwu3jDojsz3oRwJLOwp9HUk7QFDmWfpXlfkRQq2pU0d61w4oKcvHpxRoQ0aAaN1TrFBU5RlIVI1dQL",
-	"hH2PnU6pq47evMJHf/iur37dviwnqhnzhTqdgNA0styjoqUbYdqx8jvVuxy5yhZqiLQW8q3WdtcylCNi",
-	"1SmyrrWxFNJKCAOBZGlVuqK9vYiCC0cUT+6lnKVzOt8nA27dgpY2wkknH5OxKlHdElPExAoXbrC05QiP",
-	"EEZD9659z5WvuaqZ6bH4+GSHhdI7zdS9CSS4xT/fGO4rwSFtdsD7/yAhXMRO0WN3t47RWnSYEbLMEbHy",
-	"a9thqy1ZKipMYDspWIwLcL/MFvunHEM09TzpHW58LX41yWKggmvLa+kc0K/B727wu6GmYX4uhiurj4lg",
-	"m3Ib49X4WrOm4NrIJbovYUddkVfNhi2lvWpT0hOD2qu6LFv1cCG9EyYSiq0ujzxLNiKDa+dhBR6G4Dp6",
-	"ZOz1LzfDxWB3qygbLN7yyfdhi5LHhRqtlb/pHfHh8Sjf31KjPRJgKHLhBYU7GKisjKpHGjM1wvsSEt+B",
-	"erKEsRIGm2hv9CaZRYXgLXAn0uQWdsrDDwcK090X/8xFMVwOkZ7F1HqIX/dViV4uFgzEVyyRnXIUzcbh",
-	"RTGxkCpHXzDKcZczvl/1LlwMiQT99H2RTnj3QniST9R+OTWRWu82ZIGie7ZU+zSzNqF1axZxvSmueUEN",
-	"PWPGvinFiVV/6upUMWuYJ/xZgFUEDv+CGkqUf5Hk+CaBdLkMRIysDSlYyVxcf2tWDpIkURiUkK25CUkj",
-	"LgKLWZvM+5n6BI7JFsnQm1uZQ1uqmMIFJFM8Rs8xbJXP7Egc6jQD3y3lbga+YlSnPI9n8PfB/dtZit6h",
-	"tra1jkcWBm/t/FQaO6vvbrarGhNMx2jxrgQHCds9NEoQSJOU51GiDL+Bzm+nfQQJW81Lu10Bu2XdRBJx",
-	"xgJWlxhFeZmy8Eb13n7AUg/4ngdJQoM6PF6i+sDnvbdweWGlHCtCRN+Kl7tLFrcXiRNdcMH1Ki1eXjaX",
-	"OOY8P7BAGdqvyUERujAuto+XhZwcBHCZ+ztLI26xDx1CbkZqbX5CEkaxvQlCcU41O4fzhxKkFGWFf4VC",
-	"D5mDPWg3sXDf6BM9E0suEpaeH5XgA10Aht9KbtjlYPXOMl3N3K5rxC//QZPfap5fkfAeljNm5FJeXaJY",
-	"i0KF/SJK2Cid0kHsfhH3ux803olJ7IafeRuOo+cQc6VWz7cmyfJ+H6E6DyD5uCDzrZkcwMGJ/GUohcQt",
-	"06eQdKV0vN4JIUo9YSULXt5mJR1WcYTXXV9MP93NjafXHHySZ2Rer5lAbzqwzCvDEmH+1nOhXhKIFMIc",
-	"ghFWsjXcqcGAMormiQLKq1FjyX2mlUXk/ZGwUAeF7VJ+mTYAC9eg0IadcorPNmlBlQ4BJpkcpVCf9Cvi",
-	"usPVP728II9oxR9dP32ENbKPuFhIBMjDwck5/P2VWMhDR3KX+1VlJ7K9IhzsvkmIvyU85PgDWaAhIVUI",
-	"Ovn9tf8GtEKtuVi+d3Gy6C/xB3cmOoadzfCkm6mNZ0k1EH/97C9ZgNca7dP/c/72FwJ4Dc6nkvARyCJZ",
-	"QJuvuGBRpTt8xD7cPuAYFTgjLdjgjAygI2akj4yYkV5lfkYCHmoWsHsz0kMdzUgaqDAjMSBmRjxwrD3X",
-	"KLsOjhdXM3s2680iXS9gKMcEgLTx8PuOGoPZyxujKFl3dxkBD6EGHtnK7npGdJ2vCNVtUD5amXxFIZle",
-	"ltcsQI0MhE17RHQLjIMjyIJfMyqMK66pqNIDxaMABDqeVKlYxSiY6BB0pusGnLKkkAtDt75Etb2+WnRz",
-	"baIUzDuU/Nu/jpX877ZWgZ+a3W1mk2JkTAqdBI3jcqruDRun61pygA9cE3l177g5Q0mxbeWtBz2zX05s",
-	"OnAWklXHBOrPUpuLWnCxPK6qcntn5wC1XyEraf8Fn0U3uJ5eiQoZaJuVhEAHBgwdiHrfI4BaOWYF2YcP",
-	"72Jb3YMlns1wtXeQjy+Yhmox/BCZb0nQZsgV2x7Z/6dDwGyz4oYhWj/8kJB3HeJwE8zG3AQ9otjlHqCt",
-	"E0caiDzEySTk8YxzqC6gS0jvcHnIVBRWMUeo8YCmOFRLJ9drKopp3n8YzL3hMGIxK8Axp6W+tHVmko1K",
-	"XvDFgikmcvR5up3AI5psKjWHYD8HGnfCYJrKRQCt63sRTC5D8UcV76ef/jjhhDmPbY4HnIgzTakrwyhi",
-	"PvBXgdu/jh6HyxqnJ/xMAWPrpojFj9pWFWI6wgf+Yl8fTudyk8SVDAoit6SBb50FKgmRyt4Xrtg2VdId",
-	"yYdbmw9t5Xaz2hLqltW0ykh+HNEuRzdftZcG8b08Z5VB1c/5tNqzH8oKsVvQOZbOzmaBIvzkpl6BYSfT",
-	"NYCxsI3lXRDQCdocLOltTi32Wfr7f8FLdrCioihBVgtmNlJZncDkleXA6vqHpMV6S3LtgqPkVFh9dw5Z",
-	"5sUdKoebuwtMfVnqW9J1BvwvF2ShD2Fz1vQmI4KZw1wqdqjlmt7kUojob2rN1u/bj21af+LV9XeHvHoP",
-	"WsR7a0W9hxTC6FeTV+/N5r1ite7+ecHFe8PXDFC7Wr+s6c17vRXv5zS/KuUy/PrDobXlDmlZHrqMkff2",
-	"r9Yqc7Aoh0LaxQ2oMVYGM1EMShD4M4meA9ZC7ciSjzUeJwB0OQ5raqg7zNabSJsYdrBYSUXK/YBBOblo",
-	"MRbysR4S+aOJ2KAm4QXogIllXRbRZT7Bf/cvdr3LdUXVXve738dpd7o9uzsbCD7+Oumc97ER3OpvaST8",
-	"q+jt4yd0ngbD/uuui0t7BWu4bHAbNbU5G7Co/rra+rOMrhCnRLbumJwKMC2gIFsNaDv+oWHlIhosGomY",
-	"lZL1ckVoZEbctaJd9EkOX5kPeIHa/Rj7eVExCTTP3kJ+NFrLZKyksLPZ0Nm25p8iujd8qZqAwBm0o9rl",
-	"5sDw2dq/iaZ2Srqz/CoFDtBgJOsjBwHs/olZr6i+iLysCwDssEZ9Q1/TQQnRLZVqZbJPDQuszs5wpJbF",
-	"9/c63yssBamCc6x2xi9MLZqbliPjmovdKUVmF5Yzuul3ozkrpnlRJ9PG2FpeW+ZR0shclsQ/mpGlknXF",
-	"CpDCACc/tbJmPFUAPv+T/XaKOO4WWgTemHSKk8t7urHANLFFQNWO8aJNT3H+24qJ44qPBAKPU6G/pmAA",
-	"EnZrw+7mzB2Lc62ZWckE8QFmCv6YDn/7OaY4/G0DbVXEALi1KFzgkxW4sCF08xTkxik1K+jXVlLDdnRY",
-	"GVL55YJc3hzo6/ygefayRfIuSPfAQUFYPHirmx0Jf/QPRctp/hg2/j2a6+7Pa1nUUzze7rwz36k0PsfW",
-	"Bk6NM8Y0PnS3nYDGybUnSVBCMZ7dgHpEiIgNaXTjkPjSoOT4SxvQItwrUfC8d6gfT9D74OKZXd5uONDu",
-	"fmDBArl85L/z6DJzpWJWQrMbuM2LyGUXtv1uVtxbwaCLNNhwfeHkCmkcubiMwLiJ9N6qRU9uJu6QMI+d",
-	"GxmejKvCAz1MwZDGdewcCDttu8KUSOhOgpHekySqel7yPOKUvS/DDi91r8TO/rammCTlzj6NGcqnVHGz",
-	"3UMd9rgHFW0Axr9obdjb8GfDSCVyvQblyacxxkWz2OtpRfWKabKxOl7sEpmQHPbxhOYgKsYpUwcObcnl",
-	"Whz5tpv9U32BT+x9rEipCF2B30jn4t2HBj+9GL17+H3FdJjrWmtJeZItg7kN9b6OXZB+zpswTIyvqWG6",
-	"h5pzFxgzn1/4akrW5+Xp2fFPb44x4fM9bNFle9S2y8U+ENIOucb63L2a/eyH83ef0GI7TCs4Ad02sHoz",
-	"nJKwaSXIz1SvkrnNTriQfEW5aAKT8SpMpKJAQ2wkirTL8TY4Zns4d2PgsgaDrGsUdqk83oQUQSZ5cMRC",
-	"cQ0PWiVmGGPHMmGI92J1X06xHH+7TxwtQOOCTdgMNGelFEtNjOx0ysF2JXFnnDuEt5rxAKdC75E/FIES",
-	"2AcIdTX+XCSMubFuP/pwoDYrnRY0AI47fq5pFPrjsuyXD/YPbxgvPvnytCusIbldXs9BYPhTDLpBkWCa",
-	"bl2zAkupoWjVdZQUozh7WBk+HhS3H406FQi5OXKIWtjiy/GHwi5B16zV1GEMpnUa7cL4g11DmMCK9klL",
-	"cA+HKma7KX8Aa3jBl64HQnqqUztbwEi37GyhkudrTz0Bp+3C1AdVSQXk0S7MAYC3ZmTD5isprw4Kritq",
-	"8pX9m+bVgeZL4Qp3pcJgwwETBRD0BHhJCQLa73en20QSnyBFy2d0YV5wuhRSG57vBJBkvS4P+wBFwp9b",
-	"LVCYMGrbxF9kpI+7VN+pEGNjgI/9cRv0R5jBJ0Bt9ch4j/ucOXEmr+Vy8no9gu0+Kz0XtNIrOb6pubzG",
-	"th3bZjDtXvz8wDNFvT5lO5DYENH8WkKW9X7QgkM9hdss1BYcr3HaUpE/SYCsSmvFDw2Q6ZveOkTMFn11",
-	"ETF7ILZdWmmBGoY97/JPUhwxWnDBtJ6U4a3800NJ3sUefaVcNvetmkp9Bo1W5dX0/qdHRF/xqmr8PgDj",
-	"ZjXJ0f6o+M6UYTZRByvfRiBK6CMe+KbdFXoHoBPktvtJZPHZjvvkA01N8641ROVyDa0cH6Av+PMOt4/b",
-	"YkXFvs6eIQ/eK1Hwa17UtOxygN4jKNlitD1SiAZSHNA0o1FlxCByeLHd5RzyiuGeTiL8dhbnKfnzGfUF",
-	"uYjwqQsIu4Ctr3O/a+YSFEpbuhoIOyfEltqe1aKFOIUd3rqmRrl1rOvyYHUfysOsWrHOiJ8xwp2KkJ+6",
-	"XyKcgw7KnZu7i5I712ajBiRSNe4FiuvTgSOEzRotgNhBSLvLIfy+epAEqUihtr5sv9vkEXAM/sy2uxMa",
-	"3bMQjAVOxazGOfO/2C2j8VhTvI4RmabvA66xRW384X0IEXCg7GPAN44ovQrNIUEOGUDfWzbGZCQEX8ru",
-	"YBCOWipqeAqaYO+1rx3Cc5uctY47a9PjCGp0a7n9umhLGxhIlSJws4Ns5Dq4Eq16LcUScbMSAuuKbXeG",
-	"666asRy0zYLfTKQ0fDg5/+hD/SI6ULHTDHKO6ndyVqnQCX7LxYdC6u4d4HXdmrJm89Ln10Uw2gGWFIOu",
-	"xBUCe/tF+z6ODTX56mDFtYGeXgrNmYMV1eGvaZ9QyZd8Xu6O6MY9VrwEREGFl+dEarlirDpeGKaGQzCu",
-	"6wbZKG4Ma2BNuI4CMooFyNEJo8qyYNoMqoJOXOBTxG+Jc4D0usAKe4ZcN89J1e6ohj1iiVUdtaHrSt++",
-	"SyxO6WxPuZdcyBF53Mx/Km/LkufJgJVHDMInGng5twVckI1UUyoTIte1G61LlNHx9TYkRVCTWHXown/h",
-	"kXN8y9X7YdaBeATcGpNZzz1/qx4bcYAgGjW9V9eMlmNonReh+M4pRh6ZeAz0+z4ANj8RXGZylwYjDEqW",
-	"LCMUzr2A3oBykUBkhJscOgQAOmKio2fNS/NKTHPXw8OEiyP8rwMuXKyhydl3FXSgtzaUlCiPdGCto/kS",
-	"Eu4cHQBbU72yuXM0OM0fUCftndWe4e2F4x4xEQ4j78TqG3LzvBP8txpDCzEg8uE9oZbDFAE1We8PvjmN",
-	"8genW1fF9NNGd7mjo9SRg3MJUO2jwuTbna5ljZ2iEfkHIWRlWYTZAtoKmh9WjHhD6tadPNxGZ+lm4p5T",
-	"u1ihzRJiror3fEiyDMdmA89MjceGF+6Arjo1+npmdHVcm9VJQFBNi8izi/PTFniwhzGP2iIgIjYWnA41",
-	"VV1RPdyW1ItJ2oCq82ac+MOEG83KBQgsGFsxUysxJCCjvi1TM2qaFjeu3gh2wP0FfZna9ySIYIJTHroy",
-	"WX8POPzwK3ym9XkhZC1cqyFuADOgLJlY+jJtrncNO0VIRMcZXwxSodRQrCppvn9WnRv6eUrDakZEgIeh",
-	"IblpG0st5KE23rNDgu72L9kDAf6dZqp1U8T40zVeJBVTLaLYrZK0aS6LMdiRJrIWM8RHFu/hNKYdlj4d",
-	"xnWid22NT9fCvPQVb1PlU/S16VKqL2fuLLMuwK7Y5QY0TDsU5u5epNrcLKXiZjXMsOEJSBOKqzDevPh+",
-	"ls3Ofz4+ePp9GhaA1mYlFf8n+HJ/HugNfOEy18DLfelGPTw8vCTH8esOD8pp36hLhuR8lJiNsLTEe/an",
-	"E/L0hyf/Dhk09h///sOTH0B4u17pkFWXOXHaFeKJ5ESRJ1gJ6Z3Ar4hrgNPExEKdEcaDImxttSW/Rix3",
-	"IEXF9IooKgq57mCB7BGZa0SMy8YGMwJgtoD0XfNhN7Hce25xC+3mgI8VBDwroqTNobvlN5lwBf5nTUtu",
-	"wMqulDQshzOrIVoI3og1o6I9EYd1IyT5TVaJ8h5LPUmymnLDpASbblz74X4ZSpEEuJ/xjXd3l2IHbrta",
-	"568D//lLFTbe7nfY60nhS4hbegGKVJhFfIvnkea1aCVJsVILRIK8oPrqfvC5VSi0pz7l0VCdCH1WMer8",
-	"WJ8giFL53PfQnojqK7ehhTxyLX8gT4tj5Z/dr6HCzs8QIPvMGgFrNppJ5Z4hRfPQePn8tLKC+HOueKEs",
-	"oV5zXzVoKQczpX8C8oDpu5hAunpMrulNpWRq+aHk8Ke3b47/6/Ts7cn51OJjqWRtuBgH7miemvjZNVs7",
-	"p9qoGoDLfoMP7xEXj3LkUvWi4k+8ZB4wWu5ISaqYQMDfonkhqmfNmdZH5OBJA01YldTYLYBETechAQ7k",
-	"U8u8FF2YnXvTSR6EFCjXzW0Uzdk+1HpxKBe9XerREGiL1FoUkt7ccNpuYX6iI7z8JpDHICvgNyEMwmEh",
-	"CR7OT2mt2YU0tPwlpZ3aH8iSqjldBtYF1w0mzdhhoNmTkPulJC3zU6ZylnJt/NQfzVC1ZMaqXfYV++M3",
-	"P7396eSPDVX5lJ2J5LNitDouS5kP4FjDn8EKKgHTl0Er4soDhU9cpH3lfKt3jQFfdocl54ZyEReGuto+",
-	"sXQX3tT+sPX6p3y0PbHTiYvU8ebbvJwOPj64RCSfuV/o/a6xw5SdI+3sfjRLvzdZl/pjqhzhvNNklhYk",
-	"1lsRZnUU+7+AuUX8DMl8SyjBwu+EmYStOpM1M4Vv5OkzSqUil48P4f8uMYBfloiFvKD5XfLecXZR5vtA",
-	"cjvXhgn74dGvoTy3mr+paVluydx31Ei5k/ZF8rMjzO3mAKJyGi0Bq+z7edC4TB980GG27RFoxTFRPsPk",
-	"98z1IjhYGVNlRBldQaK8/U/IhNmwuTJ52iGeJBlLSEQAQ2bBZONKG0dIEFjaA9fLvvUyhS//mva/edRg",
-	"JMMvmAmiuViWuBvT660hmSgJziw0fNs/ExthiPhXF9UEGAQ8yGisLHCM29tm8a2ag0CpO1IwG8ZO+33s",
-	"L7rFy9ibAtMAcX47tOX70MvSHqQzP60KZmktwEYA7eFQiqTbZMSlQZfSOb1mZ7Jk99e8FCIwlkuk92o6",
-	"hmFl4fc+lYW2d4BsV1/TdG/avaNmw80qn9x7SA3ijg6Ua74lrR4OrujuUTTCzq7B99/H9HZNcoHKeo7Q",
-	"e+zg3Y3S9OnPcnyomgHE+1aow3Jj7d3hKWSgO8RRHqa96khT1UTP7N1dVQ9+/f1x9uTpv6e6qo61A/aO",
-	"/CaYk2Nf9FIuIY5jV33U6gAcNXsOR+LL4a/YFlbWj26NLPA/xr2Dvt2uvs57vXYnxqMS4afIhywk+a2W",
-	"oD0rUnLByFwxerXnufz332d//7v6+9/Fr78/yZ48/Y/0SUwJ5+w8ijDtXJZS4IZLxAQkuqL5bsnXmviz",
-	"v/9dP7Kz/uG7CU15RwJEgcySUgRuwBNZ1uuBSu8cfkPtScctoxL3fHIL8ePDeVBCml/qstzhicePcE1+",
-	"eXtBfnn3+vVQwjJfU7X9M9tO/V4VNThzbw/hVvu/9LPG8hLAAdxX7VOTi7fhoWYXWksYPjHXbyt5YoDB",
-	"nREuCnaTEaP4comi0ReVd8Gq7KT10MGhKwA/6j8SVHYYIyxcu9gp/DXGU3Nz0Hs2FXNkmch8KYoEvbx4",
-	"8RrzXtdMmDGMlaL0+CqIVaBqgX4OI8ma3rwoypMVVWlrsijKC//8OInZ6Wyobj4/gFeaZBo832GmUXKz",
-	"G4VJbrpQM3AY9iSn+jfg4XR7/AugCNADcLINPkNkYIHsbA87kNc0sAWemYLx5PAvuKtndLQ1y2YQ9Ph1",
-	"P7Zr1pcFRugccpIJMV3gjF3LK7Y7bKzscxA3LkufauD4yjc/bvOke+ZlJfMEcMkvbBMSFph9JG5nj2qB",
-	"sHqc9iUZvsHztevRlQHdh4lwrWtWuFx7KiCBWLkvU0gwXvgA9QSSsZOYptCBcogJMWEuLonf7usE2Gs3",
-	"VtbesOSJyVrlrN/3bqjysN35zjsMoZ6vCw04WHz4Kg1T1wViiyLCnxXe6wDK3omLyMLP94+pN9CaMIVm",
-	"9fBwd2a3qF9jO387BLvhGpBwhL1GkP01wshMKpLsoGfFRNQDrWtmNgZg1wvnDIAghQLbquR4FSIE1jgm",
-	"CoAi5WYMUMv/QurK3gaI7ObrVALEfW4mSxcPXzTSUtT+1G1nijG6PTuLDhec+er+NlDYxM9uaDlx9hvF",
-	"DTugK0YLwInYc/4bxDQZFUEOiMY/ehuExrhVb48iUifW2YJookkavs6xtdyLplPhEIoDXGvY0bdBhvOF",
-	"0CmVMHLpcB33eHTdqdCoc5GZtP48Dqzy2kGMeFQbOMWC3dwLssruKvS4094eSPRRK7+7okR6J0SQI5Ge",
-	"mNQGPyboyH04punCnE9CF+l9y6u0r31KkccZmWWzEyoKXiDyx/mqNoXciIGMrV1Cqlsf1pXyt4k4NnX8",
-	"EfpjsxUtmJEOKEksLoYL/wPXe/ySBPQ30rbHtBmPQURtTkcNz66wGWn4+PaaKavQOx6LJM3t+z7ujSE4",
-	"QJcJDBloHOm/ntxykHIv15SXmA17R1eyZqIgFNIliZCWn9D6IGztUr46Rk894NQ4xx8aPzCEs44I9Y1h",
-	"iHvVcjukIg5HMJ4+fpwsIkupLjmvwNXnAm4tPoE1TCglm7bTuwxIu5VgP07fzTGAHTQT6JW9AN053Qld",
-	"JyVD3+BPB69ehF4hdi/dG+mi8GROTOxTOX9z0ambcKmh/c/G8DjwQoKu4q/hGYdM7B38xEAJdx9OI94M",
-	"tMltGoQnWJxqnhMucOeh0jm0T26gXFz+c0ITUSlvwcnpO2J/4YblplYMAmJdWJAmdSoN4/ygNz5iWCXO",
-	"B2x2hwjn0x6oMxyaNPXD/TMmjZSlw3wNDVgSX7c2Y/LrK6lN2nH3s9SmFfOMVLoH0T+kHuxrEXKKbnPk",
-	"lZJFnZLGp/jDmG+yTOaD0jXrpka6KlWfTdA1N6eXQkI0cIdPxI/pnt2/FMn+co7yMVWt0EUX7Iw3UaRO",
-	"vP93yyh/gDFUsOO0dr5mUpcLFA4UlqFsife5uyH+3Idl3nBl42mLGj5CLkmSQI/LEm2FNnVOB7CNwGf3",
-	"yCIZ37QLqq/SYZ5QRx0VA7QhbW+bEgJfGsSRLak2L5WSiQsV/txCt1S16HYidT3wB3qs2beG9KHzeg3h",
-	"uR0DrCKIuy0zw8PUIiUvzk0UEfRjJMudEwPdrth5KmYuHAykpkBFyF6QubUQu6HbYQDXes8OsaYCEhiH",
-	"v7kzFxI+2QZFHtDS6gqyuE7j8pUpE3X1Li7zwepLa3rVaUKZCOVSfTUU2NJXeIXHZU2w477XyAQQCf/5",
-	"brV4OIj+ijtIwX57Y2ptMUjMi+MSJC12L1ZpKbJXAefgB6YFehshd+sSzqjQqhZToNxigdkurRr1G9yy",
-	"jaid2IGuWG5NNt9Crekp2lGjmmUtuOB6ldZpXorgBQvCaY9Gfrs5LMDDRRuTYNlhraslRW8xx3BL7ABA",
-	"qUXyQmnJFbg1ElNcSWWvo3CpQA2cXXYB3e1UBMU3VEE6QYrsJSuqIApiTSsihXhnmrVlgU6HGWRnM7LY",
-	"7uzhhw4anZb/ixdJ/+dz+xMWygDEA11XrCDUgMxwP3zz6vwt+Y8fHj/JCN6wl7UAJezSdeLzr8E7+iHs",
-	"x1uOuV+Lt+PTV00vubjbJ19XJWSs6E9gx4L/d79OpUOhwtt3ML03iye2c7pNw4Ll09Br2wpKbEWKl8Bf",
-	"d/9pt+DWoz6XsweQsqRc2AdcVq4Ha7bavku2bFVdjwIR+MxNxBjYAUwQwK2jr08HKbgbVEqnAr/tRHrY",
-	"1Ny426jfrxcvz0/OXj1/2ds0OBJ8o+EOOKB2VY3/QEbOX168O7UXzOnr4/+3u5ofWov5treYX3//Nnvy",
-	"Q3reA0gKx35LHZaCdOK8PT8pvFMYitMoJPA2R39EaBtVAT+22+WeOJ/exAPwgd9tQCjIJiEhdGnUoSKg",
-	"8CbUwwZ44+A3WWUkx8lDkm4O7rEG0wLa/mCTW0iEwoRfvQ+MQq14Wltuse+7s1cwNDpNIdRQ1UZjAlcL",
-	"lR3yn6kIxshlrfgl1n/45a+C8Rdv/eOnu+srbgVm84mSme3GJsXyiqvilCqzPaEVnfOSJ10ejY8jd/1d",
-	"As4PWJOFHMR4TH4uDLYlzWMI/BEbq+H7Dm1/Pdk+agYIKLOpgPzdlJGAt7FDF2E3FVdMDzpZW60b/Qbj",
-	"4t2rSTdKKITHh27vRrlFoVB7lv2qnp2O5z3gJ1tj7QND2ddm2kBzzblkMbWm+OQdYEF5bM+7VwuBh6WF",
-	"l3VEpOvf48rTrhirHCg4WL0pBQUy5F5VOp3r6mSjD9FhcZ8VhSevXpxZynFJrVib5KD1Q3qIFEwf2Smi",
-	"l7DkoOCAjKdiGwd3J9dy0RuX2mnFXpciRrjELsb0OKXFIdMt5IGWJGzTktiB2Pa8kIU0z9nCIUYMrALU",
-	"hO46uLbHzIs93BFjbGsH66Gnjh/1Ry/gy2ZVrSqpB/bK/Th2Iqm6yg+D7Guv5XtjXZc0vjfTFlxXJd3+",
-	"Mk6FeiU3ImpnrWXJImbEtQKiuNIOAaVLqMnwzatigFawnDXI3h2kQv02YMa5Dmnpf9BNSjq1T+fs3ohl",
-	"KJ8I0vrht3Y+/76T9Epq02nOAYSkiyP6RKZTyRJYC4ZoiaHOIMbqtMI0oMQV1NCEKjUBWxiLArrYwtOl",
-	"yThdDtPkTmxg13iLi93T943dlhg+6Ck94UHcv/DkHVQft/EniLs7Hgf3h9TD9AV0L83MNHBfF+qGc+pm",
-	"P+81+UGGbnQoHZeQNxxwG41tiP2anO4+C0LCsEuVRtBhq81jMu84ywXE9bSdOAFZNTBEH355j+SFvYpy",
-	"9sQ8Ba5oaR322QB3StfSlT7h1mEZXgzMLAXTexT7RPZgzO1Zk+boKWoIeLnNzSn2+XVAMKYjaYCAQ5cs",
-	"gFInUPmSIC9NIj74T+1DWYN/Tw15MhWLhC4hwz6RiEdv+LpeO7QVXxgIOJ4VnQywMhwAxEP1qTv+k5Os",
-	"W7hpkkaVSWFHJ4G/e+izGZGQ0FeWMJlbAX7DYUWb6qc0iPoBWYaIJgE+ZBcbYVQxdVybRFpe43hwPAOg",
-	"cKHZAaC0Ily+xjZyc5pfMVHoUHyrV1KZg5JfM8S91Lr5YA/Z+NA3CofoGMyr2YaVMRUmSsKzJ1Je8YF8",
-	"9hgsOYfnoMeBbzIKkiCEyY9cHxoQWpagnT9LE1pqSQRz2Zt+rifnZ3+KPHtAR3ZgHMjjrwPowHs3iWYR",
-	"tOJ/ZtvZB3sWPJleaan13ChG13Yupx6I75ypa46eTEquecHkgQ5PUVGAHxQk60Eu1+ta+MzbNRV0Cf6S",
-	"BtUPm+3VViPT4EINYRKfFmm/iG8CFrcQrNQZer4Pgpu2YDqzH93aU88cdCYXS3gS28cpKdeu2Tro6bRY",
-	"c8G18VsP7Fi4ajq7OG40qep5yXPy88XFafAAYTUo8otZaVfyWVK47Vx5in3hnEAllTfD85XUTPiTL1hV",
-	"yi1Th+QlFJv+n/O3vyBAlfM1N3hTl5Cx8FwW20uiV7Ri5PL3XBYs81m8GbHzYq8Ku3CjtvYm/d+ZL+n5",
-	"3x8uccZY1eq+7iFvYYD/OriwHzh4VVxahaaSQgf0WKw3RahjqFLW5NINd5kRLV24kywohz6Hdl9cogmI",
-	"mhhgwx1XKZf6kJxSey+DeyEwgPbTC68wcc1KCWtGYe9lTEZAxGQgnf/2q13kZsVdhbVew/UpqjBGUFBc",
-	"MoMDMENwDzhMpArfPQaLey/txy8PyUtrIodZwtWN9BFwniKrOdm+PmSaeeS08BD+wZ1RtEtMLKTKmU5+",
-	"zARXN3gW5lvXP3MZup1tAy27U2KNC9OP5KSgqqPWJ4XiC0NoRZU5JJ0O9Zf/69KBJ+sa7sPwU0bYTc4q",
-	"a1TFp4m0YWWXpbdtWApw1TModMVzy1cuP51QIcV2LWvtPA+62Zh4JrQ2q0vLpStWQoquo+5WRRp+4ZC8",
-	"bWa0puqKFX4ijX/+GaEVP4D74NJPBbTYcO9oJ9sWtWVqsXXtlWMgf0u03z1+Ag9aDiWXtOLv4e33nlIu",
-	"W9NB7oqJR5NL3J7LXRsXATgP7ZocWngpc1pCk/3wsWjNLoJjCUbYq0UsUUfAK0tWVsg2MILpfXGb8S3o",
-	"qdxYc2Y2cpkcn76KMm+fzZ4AauGTH370ILO04rNns2/tH0HTMCtQGTw2lT34R3MpjRXoEBurZErzPAH9",
-	"VkcAekjK0W3gehq44B0X2tCyRMb3MbEYhZ8ALHTYFr939lbwJRcQtXIHMN8OnoG7WBrSQj8udHJbYNDQ",
-	"bWpgaZpj11QrceHo5ozkJeXrGDJzJbVxTTvsbOHEOguGUmzdiqH1h/3xCIToRhKFDqKgnrAbmpty6xCu",
-	"EAwq0J61o2bP/dEc23FnqD4ybey1hrXRwrhyFqh/Q5Xh0T8cQDZqwLv04/Yg3uUHGk5aD8fOgMHAt9vv",
-	"LKSWeTZIKIezWA+2hwiKMd6gQJ9PHz+5t+Wh+p9eTYqKI6/QoWWj7x4/HhoizPnRc1qEjbOvfLv7lT9J",
-	"NedFwQS+8ePuN06kWJQcrcTvnkwY4pRuS0mLCylfU7Vk+N73u997J1zSKCveWI3xwuq+9uWnE2Z5IeUb",
-	"KrZuO6C28fspW/jKSkZBS8w0jW2d2bO//f7h1yjHzsmjcSoD3JWlBoeJi6B3JYj3FcUqxezZ7McfZ/5v",
-	"zR0zezbDe6T5Df+JBPwhGxCqB40naMmSKaOIKulDuUKmhcyWmUZxjM0ZK8T0Sm4wKcsPi4aeFcOMhug9",
-	"Gk7wixRJWX1IXpnQK6h3PYZe7kLOZbGN3FNkDmGcZvy+LPuJmSBpzoMLpc31j+9fqLmhBgRAs194TIef",
-	"FZlfMPSMhhg/EnubPrThZQlVAkbCRYaya5D875XM0VE3QNjWSIi8qHO24k4n9UHquLsHtDAHNGar8zua",
-	"pab1jDUF2GLB0Efa73fodd7gv92SXLoYIurlDdeUJeTAYOdX5Axo1p7zgjnlGjw7ULy6kht8H1ZibXjI",
-	"QQLfSaTrYpM4em05BB+VG4Gezh4zOE8wXE8PyAjxMANM0D+NYHehnxYuqCdT7g3fxIQVt7wHPzLrBVbD",
-	"ZgFzNkCerQ25PWvB4zETOXfNo52XRMNLTSWOYWrtEPhYjErShWKIfUJo8K0Z+DhBQ4VCrnqxUHSJRolD",
-	"GqCaaObT9JpSN2eHSQV7YTnISDunBfd+KepRMdzNhUxJjeUJN3BJl9rJgzRv4IzDNVFRRdfMAMrM39LH",
-	"3Dzy6CRUGFpx+nCc1ZrkEG+5vY+vl9solB+H+x5/t/uNX6T5k6xF8UnZ9SdmWqSdt0BQgGY8i7pHElz6",
-	"+Ns0l4JjFHB4WrwagJyDz2OYYV8D5Uc3g3fNceXc52g1QSK07+WfRTeazjDBhZuttQ0LuXEMTg07ihJh",
-	"0MXY7S3pMry5IFVJvcrXB+clK6aY89NhI3L4fqOMcmfQ+t7LTUOyWCvB3yNPX1BJrWzBGUJy+SFBLMMi",
-	"+IYUIyVbGCJrQ2pRMu0Dd8w/GSG7tcWE3WKfYra/jDilYA9Neg6CM/bZRGMrtxB7zbuad0xVVkfgHoXr",
-	"X3fTliHc8FvNoKbGRRvgyXcBaTBIoB2JKv1pHZdaooNYtTZ7aOD2frfG7jb26iHLPaR49WcLsdCEdI2j",
-	"oQ2jfe4S9lMJTLuL0TZF8jGYHwkB+TQtIP0rh27PUVRmO5yHcf6m64bRDTs6pygqO1Z4QNf2pje7F3cu",
-	"DOzCHtaUP4qDAFeMVZr8o0YHHnHFI07cZqQqAcQtAjPPZeUqu6M+817yuFiTc721oxY+ARCqGlbO+JIu",
-	"YySLwOHHfYTomqRRDjcKamgugOCPAPjo/PlaCrJZSbKmhZX9aJmExMhIFjWqLBgj3jzyyTQ4k3a/PH+2",
-	"3cZ5beGLZxq69z+MY7I9yA7HpHNKxhdoSOVlVlrmPlRW9G5WX4fINk3e5MdzUJ645BG/mQMLxPONvJNI",
-	"8o4HMDsu3Lc+POTa42MyGtzB4ZKKysw/b5H5JXg6u57NWFber6zGpIBdiu2j311hwAeU5yVLld6euVRR",
-	"L7jMSsl6uQJpGOUkAMAoSDi0PiGiKkus+0VJiH0/fehlLSGbICJvrgHYCxXIPAivBRe0PHLCNXfd169Y",
-	"hcWoDhDRq0ELl9ESCzZUSF2zZVoqRottW2/y+A6Wj1Y+V8PVKTcBd6fTY1WVbmLHUVxfsQpTTTVdMAS7",
-	"aMtU3M1Ipu6n0V64So6PopSNCqmMCKv7i/b+H341ZBP8jof+Efg9m1V1Sjlz1G2aKxQLCbp3KVbP+DsV",
-	"G6Yk7lEvCkLM1ydlhatpdxUAaZdj6FjL0r3yij20rENy3GVuTN+YM+LSNtHR1w/iZiH2ofoSqM/L7Qqo",
-	"O/Ly/WtW6QKtAZ52xxSqOSaVcexSnz6eSPIH6zS7/2EOuK9x4zHpinT+GWlTj9C+HM60ecHAJtUOrlsq",
-	"b51GstV4BBlfvAJCKrJcQ9OZnintjIOQgOjzzqQCNQX8+Msaeg04c8ELcgUFkCDIrRjtzMQKUT+b2F0I",
-	"Khf1XkQreLOUdI1yvzDvS0jzvvnOZWODg6fx1mbrGbz/eatYOMfd9uC176celfv9j5JUn0ponPtkirDD",
-	"NGauxocFDPKp5Yn0qPBpeXKGnRR1d0GNlkYoOD4gCQ1Sge117jU2XmR9z4oTLY1TJWsJG+9KSfnq0FUl",
-	"y8L9qo2sNNlIdeUqUQAwQ4qEpehcZCWjLfXNmVZ2kQ00n5UOKMn8QqLp97XAhERKyA7Y6c9bduznSvLR",
-	"33BYUWDpFWjBtXCVYF9Fy/1Ye0BDn0ofsTfjjohl5xrFW1ZnlkSsTQX5RxnRdQ75AS0HSeaEZJzx3fKV",
-	"u/Yg6Ky29zPk0VQVEwVk4wGDuxEhMtiuA5UqVPJ5P5NDGTkk7zTzGWjBJSNzqMIujjswq+gngtQGIzGC",
-	"BCnI/qOhbxAIQ8sbzZwUvx6IRJ67jYNeUp8sGuln6iv92DX40bYVa4MwtcnmMDiUoaJjW7FJEUv4+AV2",
-	"uLtDvLI1cXd6XBNZm1yumQuj4j+mBVLx2dakfOUsoBpCU/MF5WWtEDhV8IGq9dGpgl7ricxTH0zdo52n",
-	"ZofPtSY3pbb2YZ162KLOLmtKsHVENHyNvo5EX4fMlHu6AeCLI1krHQCUkUsAda9udmUrwCrkRmeNBuHw",
-	"gLYOlMoafB7+pjE2MSkTYpCYNOG0N9hNHZVerA/JsUhXJQGAgmLUp5EaWsqltWi9dw4oE68hqOzAojNs",
-	"k2wgaIqRMo+P1Zfkpy3UowdjumaYIZ47Lst+iuvhF8UuveXfjVd66ZeBOQJY/062AOiXQPgJ0KB27hRC",
-	"o3LXDNValmsqtq603JJiiN9Dyg7XrgrTheoVXiuWdqEqM02yZzD7h/RJ+KYKA2TqWhh8KaSp3H7fh9jG",
-	"rZuYQYPUB3Kyn/xuCQgTP356eUHG5L93p40lstwuwuKMdOULU/ZLYzn2TfDRY+jjsQgXOslIx52C5hgP",
-	"Ezk5p9fw+UnZKNHfgaFjH0qUc2J36+OmnGD3kPTUUcDdRxHcR/IWfI2ATMgngWO9V5E15mqAJx79jgA5",
-	"oykkL+DvQbT5OoEIdok8970fGgUS/wsrn+ayBpWS+Hs17iYexW+9Guq/rnnJhIEiZM00UXy5MvqIrOW1",
-	"nYbUHnPGSFdYjIM6O6creHAdTvDsZ/yfwS6lHIPfpdFFAoc6f8hX59w9lQDZ3XxIVhnIwWj56CfdHI5b",
-	"IFdhDaAuhpVbwgVkZIRS/YDbFwFm6WAEEY4Vpd7BhhwALYO3Aemvy31NwoR/DfKhkhxHNaLdwKXevszn",
-	"1lRs2OrhFJKh1Iy7c+qn0y0c7OUk/WKqbvH4o+gWPhcDZ/U1FeMLTMX4yIqI0dUBDdBo4zqI8dD5Ud0n",
-	"CNu6QagXhLb6R7Rr8plYcsH+oPEzzlnmM1zhKVeC7zxdgkhhzZ5oQHgqAit3XgEMnzaC7Tt0GsCS7pTJ",
-	"7xSXXrORvnC8v7YaKcd4F46/LbDGIgz32ZSj7/Pf0Z0gtZQIOXLSKu7Y1mCy3hiDLvW0x681qfelP4qu",
-	"ELkvaWd0FamSI57KhCDTjZBCPkVRpf8Qiyrt8awWUvmWPyCwsDS1zeFW4QiC0YGeeUggrn3uWlNjFQKz",
-	"vmb3im19tm27LNWBq2NFKnjxO2WpVieEioB7cJ32BJ/eJfkgChjvrI+2xtuDccv4L5OCl10peNe4ajzN",
-	"JrYaju0oAOa6QMmEKUbSbfrsHjRhrneEY67qNF/08F2/RjJH/N/dPbxPATfNE347VQ2Qx52tzQ0Su5Ul",
-	"3jZFwIoGOjGpzmEaS1s8ht5pPphzT5LQ28UOmv/WSh5YlikV78HM2MHmdQOWYfugwil2YOYUo+U6rYh9",
-	"RAO3v5FD4B8Rfoyng15Hgxgs/2sp5ufnOm+ExkdS7Ubt2EfG9WNJy8fn2I7O0pQTUMfuzLFiycETO5we",
-	"B5Vp6dB3LnHCquneAM1pNRNN/eSSXzPhWxFarvQd5prmdqKAf/z7D09+IAVbcKuvmSBXfSqgg8vyYEEI",
-	"huk61SVFL3SLB/naqnpuGtP5smeP04wdFciK6lUEfxJzXGO/cxMnpNBga2/cXtE1UxS6OJd0yxTsib6l",
-	"8Z75jBSoKOU6OFNd1b495L4UT3cFfSApPt6CdLfAC+1G3V3aaykaOik2nSI/jRyHlWJD76GQaGjr7Q8n",
-	"ay7xmKVCM9z/cUb1FyX5L1jUBvfjC3sI0+xIRoqbJLXQpRD/KouCpQ7bkK+ZPmr3TkopnJber9gWnkEo",
-	"+gbCEfVqFKAx4i9mfXRqyRaI5RjAln1txpWQm6a85JC8cEnduJIRRCj/oMNlIdIv1v7FObOaRMDgGUUw",
-	"mAgiIIUDkPQNvINz+FS53CFYp9ub34JatoLQWh4u8ZjdmKOoB84Ea94d9T24GlqUyD0QG04H/3uafyEA",
-	"uPXTt/drfDQGjVXERLcDGcvR3eeDjBU6BO1I1HaL++rIGHRk1I7D70Os425PTeSL5bcvw2uZutSQklFt",
-	"EEwFmsf1EK6ceqtpaWkZtFyno7Q+FYt46H/Yj7ZDhl6jfzZYV3iN3Gd2oJDwGSg3DmA3/pKAHMFKbpha",
-	"1GVIFuSAo2t17SAIkzmCWdT1a253JmbzbJ8MwoDK+1CoVnF3zZ1Q+1xw0Kkbo6V9+zZ3fbutnGCb0Gnt",
-	"8wDc7/Zd/Jpc+D8iubCDinx3MbpTPX70OzbqG00uPJcLc1CEDEP7xrNRsKg6KJIpLTFrsMwht1mSUool",
-	"ooeHFH+AU2ZRoXTcCkc1aFQhwQrUC+9+gRJF1wIy1ZwiiUwTZyCEFmG03NCtdheFlmuGBd4Spu4/CmUK",
-	"QzkBTgbup/06BNPpQekgEb4mMz5IMuODseYEQKmOjejuJp9JG+I1ExChTjyMVIPu7/sT4lcTXYvB/Wbf",
-	"6bYvdoXGRZ03WY8AR+rNiqCOWK3CNRzoJFqGvhqO7wS7ccGgce3K5/vrh05wvDv3PhTs1ATV5zOHnBrV",
-	"cFyKY9Q54asX8F87Y/ETajePvMo/HPI5Z0Y7DJdg9SG6soMh73Ytg+bb2PnXpWA7gdn4Bn0EA3unSgj5",
-	"dBvbH5LjskwI2SjXPFZ4QOhuVpJh/TBDiB1ZFq1YuWtSLmsT95rvgjhpBr65U783n5mYwyvQz25CNnds",
-	"rWdEws+0LLdZb88niLkBPavVjz3O3U/1+d8w1cXt/CrE/iWFGDBL2yUU9K5PJdM8mT1CChsWba/l0ttt",
-	"IBKgAnuzssQ5t0pYrhjVPpbg+0WzSuYrHwheU6sUYuW2f4BrXTeIHdz4spk07BSCy/hsIRq+sqZb7PQ0",
-	"Z0wQbWTJxFHbQHSt0RocPVRY6TpO+EijAFsJdc4CCsF92WD3pwK5yeFsx6OnSamSAC/3HqvWQX5FDR5D",
-	"DS7L1r37kdgaekEDHF0h87GmVQVXLHf5yHMlN5YxXKtvMJUOXBd2SGczTDnHh2/BjCkr0OsfYeNEyUX3",
-	"Z8i7pa4VWysqetR3vbRNJ/TXCMOWvt1v7ewtuVjAUKH3szP4ks2qjiv+wu5Dh9u+ffx0eE/8NuxY9iyb",
-	"YXoBfPG1wx1OX/C+24HTv/pfy8hl5wjt8R3U/PJwtFKhG1b78AVEh8bOyVJVa3djhoONTbHbkwF2gxcS",
-	"sD14QnOaXy2VlTcHhuqrXVkBDliBy4LnpHmXwLtEsSX4/Hz2KNekUhKamccJBPmKQbN1rxw6QC1HWFw5",
-	"HLUam4WuWFmBpY7xfmjpjO5IbWRVscI+KaAZtg9bLSgvuVimg+7Pw6wvYMEP2SO0NdRQRBXahHa30qf8",
-	"g4bwRUHyRETU3ZUH5AMn2B+FCU1olCivmbLfc91PpGi1zV3JNUbKn4U0bGxOqFe8ivogZgRcgUGurq0y",
-	"p5iWtcpd0M0baBuqLKFr32m09h3NAbAqdLeIOmNgv0bqdxYNh9C/Md0aEed/7jbiIcFE2yMNpfy5/fS7",
-	"/UVwQ2g/2Fn8A3JAQQ09UMweqz3KvGRU1NWjyhIL2+xqL431WwGmTS7wRnMebUgGyxp0KiYMpM8iVboh",
-	"SSVLnm9dRrBiAJQR7oiyYNq4ki0KDnNWZCHnq/AxLiq2kPMatxHFFVgTy5lk/sKgxK2SgJDps8MpvvqC",
-	"Gnrmp3mCr+wq4vrFWmGhmMIlHdPcyFDO6nb2iLhcH+11AXTUDyUNwTfulk71J8XYgWE3xgoOLUUzz2BE",
-	"uskNTQLfG5rF90+eftwKrdQBubMb7puKJx8W+jWLKSWI3C6ixk8Njdg1D4xwV5GEWNr7SiZViwMp8jFs",
-	"8tqarYK12bwVaPNReM1KtBOdCONMQzkXOLqhx5L/M/ppBJR1KVeskMUBuw3lIIrCp52+W6BKG1fVa7KU",
-	"LbDh/tXt5J9zZCjXzN91RcUuzNCGHHwfuVy7MBZNRN3PajEgyR7CSZ0a6qze1Qsm2mcj8dyapusorAbS",
-	"az9edG5wZdNT/Dv3zteirM/Hn11jyWZa2OGB3Z/IG/Z+2fHnVLMDpLqDKeDqUDxC56WVXa5re0aM4ssl",
-	"ZL6LglgR2zYu/6BJKXNaOnnjh40N9lyW9VpAyv8mWB0QSBI+cSBzj7548RqMdlpCBkQjrMJ30R0GBaWi",
-	"IJr/M7SSDIa+K4+C6Xk8X1JwuhRSM7LmzptGKiXnJVvrpBnzwg14Dts3gJreQRzBdGwsbnvxGkEBoFGg",
-	"XHgXP3yNyPk/WG52pXUX5X4p3T097Q294et6TUQNTe3lAqaVr6iiuV1D02fbKt84qSOfMxZmjyaiUbXI",
-	"MSNyABmA3rwoypMVVTo97e8eP36cNWDiXJhvn84y+56d5OzZk8eP4Yk1F/iHx2GNcOiQ0vDQWmD3yAek",
-	"cSBHd6CIbf1VBxxI9bLbN2fOr26FRWf/HtIsRRfyTocMFeTnizevsTYB4cCZKABf0Yq64GjvefFBzQNp",
-	"d4m0/X9v6bq8RI2Dbpo3vUvWNcM/JM+lWQFvQc585ICBCFx4PMqqR5gmSZhYSJWzdgdEbOm59YmVDWJE",
-	"wapSbllBrpkCt82uuENaIMpcv+O7ZOAx6pm4E0fkcmXsXjRbOeD3xy2LG/TEWzckcpwsSUqbmR15loXS",
-	"HPdPO1CqFGc/uQJfacmVhMJGN+RtxYTd6x4NHKaQnWbWpH4EE93xbaDUdDimFwxJiq/EGTituEWyYKq0",
-	"yPqrjNvRk+tTBWK4WMidQq5Ssqhzk0ENcJGRlfS1zs7DzKGS1GxDgYYsmO/Ehx2Fo2zPjBi5RMCjgDdf",
-	"V4av0exkAnNVfQgHwfAiv5prhwAam1hwtXaK3JwLGlo12D+4WVjZZjURWkIzLoRq68mpc9iPV3Y7HjK9",
-	"oBklwWPPqeY5sUdiOQfQL+eyNl9YSOYnZsh81048IEsETX+H8XMSgT2AY8BSBSu8bhc+E9+prtMv1/5S",
-	"JeymglwC9DZQlwyEdhRaVWD/+JJlyyxXbHuAbeaU3PTtHnRhAwMZmcuSKKZ5UTPtLR7LDVdsq0ltr1dS",
-	"KbbgN915NVUgciN0qxhj2/Sns3vo8u3AVGUFqaskf73x23G7TlInKGleFYmyYm9AaWwCBUuDrlCutyas",
-	"3i1zh/F0Dp/Q925AxVML8bAKPGtTZoevQ1V1cmZPdllIkXn0JGEeDW5pDGhSUa1ZcYS3O+wFFmouKLfy",
-	"2j0Khe7QsWHHVp/C59LrwVSNj1p83KZPDC8NgjoFX4DvGWWf/go4eU8XAJyAcwxFUtR15wRR9vHE/yMn",
-	"Tg+8OD3wc/ARgbGmx1CilwVfO9Q8N772jeKGYTJ0JI8bLKK2cGCR6HD1zB1CRC9/VFRDSWElYC085ESh",
-	"tmc1NngHYZYGuFDaEM1YEziF2WGAdCkPybGbUXT3wZGF/HqcJ6HQ/8AtIlnihxeSS5fTOE74qM8/8FcS",
-	"9kWw11GivNn5w/GwTt1ZnTXk8hCxhvRoYSqjEYfe2RrZDT5/LoGHHcvcP/zQBKMdeX4tl/6XLpeGcFld",
-	"DWueHyNyIaThC0fg+hFbU17uAJU7Z6LAQC0geq2Z1ujFawKjoXF8Qc7fXATANq8My2CUhi7zak2CZAJh",
-	"2EyKbKz8ct1WQW13xvF3j39EmYit4lsvQcv4ZhqXqH7BZLjrT9/M0UqO7x9/i8/Y+ceT9njtKOZdtwvF",
-	"aL5KgQjbzblg2rxcYyvHB0HUhJODERCsbIfEzHkFwH4UEZh8QRHRdQiMfDyp2Jv8mBxsEdiGekDq5iaP",
-	"DuqrMPwXE4b2rQlLPGfqmufsnaDXlEPP/a4zkEGmMdBKLAMIW3faqd6zyisrJmjFd/k7MD7qklAbGefD",
-	"uo3712dzKVkb1s/PbjLhIsh1772IPuyz7Ch+KPPfC38XzdPwjehdWDvW1XMVBTyy6BUOzbdx8w6JP1Q/",
-	"Cirjl4+4+/ujS7Bt2Q1Yryhrwf6F0DQrQKI3oGxVPS+5XlnD2O+L1+u4NeajSg+r2bK01wQiARW/nc/k",
-	"rSi3py5Y/bBVU/E0x03nZjP+hSznT2sIm9a2OUDuTso60uwDioiKKm62+0gIl3WO9Vs+ULCAOm2ar+ic",
-	"l9xsM++1dzZe5sx+50P1lh9c+M696vPPEJYmj4esmDoI6WmQiIDgYfmKckEA7jb8jG0McIpQ7+i+f0j+",
-	"CprYiuVXL0L2iHex1i7MeP6fr7lh5PL07PinN8fkt5rnV+/hncum3BI/D3KhYGjgOuPfGbmhVV/Br5la",
-	"sgIa2xMr3ZYrCBczoWsdZ7SsXfr+NikuTunte/WPeViP3eLjtTcZNbDu7rKP8FJQjLoSyM1KllEGBBwe",
-	"upF1KQczflvncEe3bJxoY0kFJ2rPhvJSWzl86Sjicid0IrxyT/P5cpysEX2OXxMobr66Vx/SvWrFo9vn",
-	"OTMbxkS3YugB7xMrF7hgeqTM1sva8Kin/jiPsKU7QnsdwAPzceWiRgHp8p+98EGJVTG1kGqtCUVP7AHU",
-	"M7nCL8Wr0RRpcJ1yQyolr30TtEZio3mn8btNn35g5QbTzEW4Ae4RfAIRBDzX5OnjxygHUK76wLibvOVs",
-	"7S3+rFOH7xywc1lss8YbABvGvYuWFtuRSPhZOKAdqTunuIu32sQ7SP0B6ZX1cxjAIdDGHXUV13HHKBdf",
-	"H5nPS3ju84HLDSc0Lkr9ocOBHw3TUvFVC+9b9J/ioAJ3IpaE5WHABm9428tD5PIM3qCCMDt5eP4wkV3e",
-	"FqUooKjInTB8SFEvS7arwBupMk75wbWjcXAl5AayFzBriENsy5OwFJ3boP2YCyKVWwc/eUjOEKaOqitW",
-	"WJlQMHWAiMOKeYxK+PdmxWEe/uPuEBopX7aac7CbqgTM8s1qG52WXYtTdP2U57UhvCihl9NClqXcOLTu",
-	"ftm4E8ayZPrh85LsMGPl4q2UrC+4Vnx4Hx6SjWph+Jo9chUJho9ClGDi3k9gtdnXMqvTSbXNYiVF+HIv",
-	"jB/owfS9Q3KOXlarNi4WUQqerqQhS6lkbewlKpUbhyyV3JhVRkq6BIBLf/UHcx6esL+g2kBXVm8o5TKp",
-	"k5zhKl5Ea3/Im7U/WoIj3FMkOpAvjyd+YsaT2OBGfASmAP1/CogI2AnQU9xSs0JMVx808sEYL6dxdgmD",
-	"w18xweCwKnxualqWWzTMRacYvJO0atmNLLhiG1qWodgIoEb8oMB/zuw30l6FQ60+cQ9OYQsenivsOKOX",
-	"hN1YaEbxBV8Qzl3naUYwVkBoQ3wEXjC1Jb4JzLBZccPQjURec1HfYGI3vk8ao69VlOdyctDszuV6zUTB",
-	"CkSrdS0mO11tYRuwmAQKUwCou6pK3/5RBxOROg5bMmEOyVung4U5QnYQxGAwnE0hfmOvD8PSoCI/S20u",
-	"cDsekDGaUc7tyocYI95c2KIvClIkTVr3xg4DqN2Y4tFk1MXkhCTr0S8aygv90KhaMgMTD5nTECNwjnjX",
-	"uLNw/5zT/Mp+7Jopvti2fDm+bV8Yx/INgLQVLZB7B5UNSXhgFjh7Ax82Elxaxu4BZD0ADZG/Ii5AvICG",
-	"w+B9bLI6jrf9o4umFIxcwkfe102c+rLPXMf28x32uv8EkWYAGG9Hgog7MLsRmFTZnDDuxueWWNdb3lgK",
-	"iTvGVPJIJDW/5o78CyfSARW0JCVS8D1ISfvRkeS5tu7wqCqpGM6ba4V5Ua46Tms6QDs1Adbifow89Qjb",
-	"dMW2LacOJhg7Oo/V7MDLVnABpi0EVbH/Ux41ZrDDHYVinG2U6wGpyWjSLgxTPlfPBQf+bDULWRvNXXgw",
-	"3BOpQtfHCcSmkoqPKA3tcNOFYZB7BdNg5uCBfCpZZyc/OGunIJRUfIUn+Ywkk8djimWTY7yHF06ISXjQ",
-	"KondozYPfcuNKOjlq62gTsEt1jmnos8h6MgmZIWceu31WBToaLugSyjyCIMFBTcLKheG4vxuo52ESS6V",
-	"snMzW2z3iZgHxSH5iVa+zL4p+igdVG6yHG/Bbxr8bxqB/OomGy0d8YMNfhHv731knKXTSHzIyb/U2iLA",
-	"vwokmdgleCCEUpuEv9HIXfrE7r3Ijxu2bsBRjiLwS0BzxoBDAETBsCw0BoRmEyMAKagYDkz4+wnwKDvK",
-	"/x4UUH2AtsZjYW2kga+5gvvkCrb3zn6oZIaJCEPbS4YHdEZNRXWGruIHXAD+rGECIpLwcharf03JcW0f",
-	"FehplcrjKLIidOF3mS0JVOd3wQcLjla08fUVdhx2YtOa4KEfVx0lGI+F5x4c0bkZZhTN2e8lngFu45fl",
-	"eE1uwT2QOW7lKLE/+t3+zy90zT5Yc2oHPKTVNyp/r/tJAzViJ7eGtDXZQE9Ybx8VEm+OyuPLurbhNCZp",
-	"93EdPnJIjvGXboNZl4rvgFyowf5tQPqYM4BB7l4w3JUQQTJv9FyyG23QVrg32jCRdsPzgBINwXJrgyYB",
-	"JBsGmASAGzx4+opQ7VIlQX9q82y4cytqVs2V6w9ytH1ARY0lyNmz2X//jR788/HBj7+6/z349ffH2Q/f",
-	"fvi32QBg0ANUosZbNGIZ/tWLVBnoR8JpZJ+dcyxaz34gl0C76l8FYffhW3V+eTia4fCtmG0ugnu7B9gN",
-	"y2uTtFVdxcIkIP9u6UOr0MOXPnDT1AvpSMdJVEm04q3kBIIJOsBaJr/eOOz8L6BsrWRZZGTOclpbW5UI",
-	"tkGfGT6zpttgqcZFV1QAYLrydV0lza/0SI7pX9xmPbgU8QMl5Mdf/D5HWENfZBZHCvLvIQwEs+KqOKio",
-	"MttHOa2wEIgzPYlleJHF6IUIGHZTcRWgx7wCH7AK0X2DbQLcaNvQMSDzxSDhi9y4aH3bAW21LPha6Om1",
-	"JrQssWwwQJTYwe0XEELDGxqyNi5+uGDU1M5zjiaN5a++6bF20e8O4KKP+2RWqXH+hPmWXOLu54oBDBst",
-	"nxFa8QN48fIIPUEAPNl0iuuqaE/i8F/F38O77/1lf5nk4Qt7kKf2HE/iY3xAZh4YcRDTu3mmSx2wvsMv",
-	"CkV1E0eZ2xxiCbGQEbNHPNpwfENfs2ezQGCznkB4MiAQ7BaiJMAStt3YqkSvLUPh40QLWumVNGhKWHWF",
-	"zGlJRe5RptdScCMV+KYp9PUoQ61wM3ntQuZRwN2aQ7VZ2d/RNQdtcoDRIymGsiLMAgoCXZmVTmZV+sKy",
-	"+DqBvrWhMaNq6pThIMCWYzgF+yUptmtZa6KoE0NUEMX+AS0D0tUi3GVO+4RleWVHKayIKhqAiG65SFhU",
-	"VDCC6dNRFkA6wwaP8iFv8OscBzl3k9yVP59YsiUH0Em8rxndIveZ5L/3NKOdHUj079D9cJ6/74b47G+/",
-	"f8h+n80ZVUwdW3Z79rdfrckZN4ADfzQES/Hz95Wp+b+aP9fzkufOQuxOsDu77PeZu5ZOpLzizE/ZzaOX",
-	"0IPqfKStZaGhVahuyNBq1Vnfq+hYWzdZq1CfDIfyDa6RPH7yx8MIew83oh8AeIcwzpAEnkVXdUbOLs5P",
-	"Y4njJIfbhdikDgp9Tg0t5bKG+UQt9ivJrd4fpva0NTW/r6myp1BpNdAGrJFY6DANQ3wbD+FeTozwEnoi",
-	"ufmhtyBcGq3ukz55CpQjkDuRWgNhHD/0k9bGx5dQf/jnUhptFK381Y46V7sleEBc6ODT+iuwOaMwhx9/",
-	"jOeAd9avH/7/AAAA//8=",
+	"7L0Lc+S2ki74VxDaG+H2DUr98GPOsWLjrqxu27rjdutK8pzZe+zpgkhUFUYsgCZAleo4HLG/Zn/Y/pIN",
+	"ZCZAkASrWHq0fcYdEzHHrSJBPDIT+fzy14NcryqthLLm4KtfDype85WwooZ/nZaNsaI+K9w/CmHyWlZW",
+	"anXw1cFZIZSVcylqpufMLgXL8eFjVog5b0prmNXxD/45pQvB7JJbxpVZi9ocHWQH0o35SyPqzUF2oPhK",
+	"HHx1kIevZwcmX4oVd9NY8bvvhVrY5cFXL1/9JTuwm8o9bGwt1eLgt9+yg3eq3JzX+roUKzOc+IWwTa2Y",
+	"VuWGSStWBuey5LeCcVbhe2NT0vHQ8axozQdfzXlpRJjVtdal4Aqmdc4XYjidH5rVdbs3FV8It201TDJj",
+	"xvLaSrVg3LKXY5NyL6Un8zI7mOt6xe3BVwdS2c9eHWQHK6nkqlnBjzRLqaxYiDrM8lL+IzHTt/zOvchU",
+	"mHGt14ZVooZpb5sdDJic4RcvUlPELx189erFi50TvtClmEagtS5Fxrih3RUFWy+FYtKyNTcsrwW3omC6",
+	"ZqU0VhRhQRW3y3Y9NX4vO6jFL42sRXHwla0bEa9uSJKXzXWY27TJFqKUt6LesKrk6uGzlttnHDHVl5+n",
+	"eOpK34iJMz85P2PWPb5z1iNztfSt/bb4RzNVUDVG1A/f0caQaJo+yd/cw6bSyggQTF/z4kL80ghj3b9y",
+	"raxQ8J+8qkqZc7eC5/9p3DJ+jYb9b7WYH3x18H88b0X3c/zVPH9T17r+Whcb/Fx3K66WggF3usVd62LD",
+	"pGFS3fJSFuzZXNdM3PFVVQo2o7++h8dn7vnwJ/fi7NNjluu6FrmFLZWqaiyTyljBCxANoir5xkkuaVmj",
+	"8iVXC7eVv2UHp1rNS5l/wDXXuMkspy8btpZ2iXdTU9dCWSdorWDPZv4RWDJnK10LZiqRy7nMWa4L8ekx",
+	"q90a3cv40rWYu6dsDcvlCy4VrPMbXV/LohDqwy0052Upalby/MagyCPadFJ6JY2RWrmF1cLops4FM7mu",
+	"3LLbn98XQklRzD6FNZwpK2rFS/jyh1uHEfWtqNmcy1IUrFHirhK5FUW5Yc9mkuY0g6OodI0kaGueCyaR",
+	"xn7Q9hvdqOLDTVl6MVO0u1toYZjSlok7aazbeIn/vpVGXpciKEh4bM9mStv3czdv2v5zvik1L660/p7X",
+	"qD18WI4BISHuciEKJCgj/yFYKVfSOqrB6b23Wr8v3QRp2peivpW5+FHxWy5Lfl1+oJmfsEJUQhVC5SDa",
+	"rFhVuua1LDesaSfDns2if23ndFtvUFhc8/xGz+ewviut33K1IdltPjh/44GIgnFWOwnkz8P94z38wzHw",
+	"MVtzaZkT68AfciXYQt66m06x2YVb2uHJ3Ip65m64peAFaf3RT9v0VSNyrQrQ8uFDJAdhz6RaHG29GsfV",
+	"0hcJLQ/ud8Ubu9S1/If4QGz9g2Z4Nea1AO7mJWgIVS2MUE5HeDZzc3I/4dff+wXjjckr+R6UmfbvyCA/",
+	"KtNUTnKJ4q0oJL+CBf8uzE0Sadb/3gy4JEzz/crN8707GVjDb/4wgWJOKgkK4pBc3qlIIXQ6l7G6FsWx",
+	"UwuUcEJ+qUuSLfjMLS8bkaF9Nufusgb7jOSrs9kcZVW1rkRtJSpSvCz1WhRnVcLeOy2lu+B5UdTCGFY7",
+	"RcSwZ6dnry8+jT674ht2Dbphwea1Xh0zsarsBlVDrjZhAGkYfQ4UQ0tGZk/XC0TM65pv3L9Jrzyxwyle",
+	"OdZspxJroc9+vDr91H0oMEzBrTh0zHyQDT9Kr329SexDS8Swof4L4bsZizVA0OpAleNObzK6dNdy0CDc",
+	"35W2S1G3x3uUmlEhF8LY81rM5V1i5UvB5rI2lr18xZbijhcilytesnzJa55bURuvtV9+d3L46osvGQ7o",
+	"/zr+YXFXyVqY0f3mlq2XMl9GG0+v4KYfM9WUZTANorvcPTR6JO4lvPFQ5A3mVXJjfzSTCcE9jlRpNYuk",
+	"jXDCnxg5NV/3LjKYe/n+00VrZ3AL8JXYfQRK26/hUhhZqeOzwSFIQ1I3tarwI7wKJCy1uv/q9FqJesxy",
+	"dH9n66Vmeq3MjqW2CnRCBJ23ynelpbKxuMt5XUth9pMlVVNX2iS29W+Oszt7iQJN18dewoFYS66hFreC",
+	"B3WtP7AAZueKCZXXm8qJjlxXcIHciMpmzGgULGh3uKGYk9FwQiznipmlXsOvIOK9pTT0lcFM9M1kFqGn",
+	"xwjGMS09cn9CqbWdKL1xcYF16cUdPEpP3X9+YIomhH7HvI0ZNmOFqOUt3XZMWuIs6e48qQq9ZlwVsHF5",
+	"YDKhnIb29wOeW3nr5oXCEL0gsMMHwPXvN8K+h+EOfk5M1k53Jo1zHPwy6V4Z3iWJ+25mbvP3FbfvT65P",
+	"i1lLzdyZzoYouBa5XihpBGkhQy9Uq/H+PfJjgRBt2bYrd7pL6d2YXcmSxZpOLF/j667DyJ4yYv0jVhNi",
+	"XoupvHNPtWeor/9T5NZtv1f5vpfGptU+8GXreasfmKHiVu30iUsDAyVc4QMTom82ZK3v+T7O7Anju3fS",
+	"xIcLZlq1S+iI+G0KfNCmE5LfasvLrTuGHwbaXXFLV+tclo7+M6adtOFlCTMy/WV++flB0sceUzVFGyK3",
+	"Ps6JdiNJK00h7elS5DepcIxpSlDntBKMuydZ7h4dEstKGJOklzd3VckVXjTe1w/DprWSnRpN+H5CoymS",
+	"wYYfMKZFr7JazJ20sfqY8WtnK4KooXjW4VoW9KBJ6xLcGFGM38Htd/DJ9B1q3MUibcISuKRfULmfc1k2",
+	"tQjcFhbvhb1Uc32QHax5rdwEswMBzsCfd4k/L/RwNdGEsnCSo8RyIXJdF2m5wqtKqOIQDEQj8gaWgoRT",
+	"w2sJ+zC3emJwwF1tahGZ/N4QdCfIlVablW4M3I1mY6xYMRg8fZLwkzfuu1/+V6nAusp7Zpm7qIrOXVvJ",
+	"Q2BqJ7fREDskQ8zdB35GboNhPskbF7ZnYpQs7OHQugRT+gQN4Z2WdhgPjJR4G9uNc7da2nq7Fcqmd+5v",
+	"GK51VCCK7iXuyeEI1YYolBN+GXi6k58fFTXfNSuuDmvBC/AkipTkGd0/nUO4YbsWibsSFrivB0A3Ntcp",
+	"AdcK2vYrxwz3gK0EVwZ1HW+pBEkGFgTqO54mTZPnjgSyA5IeTm2BkdL6Hq8Xwm6xVmjNTh/m17qx3VPl",
+	"3popOk4ZJwsFKvgMv5DWE2ueJ2X2FQUMeoSaMfFL47hRg1I8+/dDePDwrJgxH71j6C3di6Z70tFzZEzq",
+	"7enFoiML4qvPge3iOrQVNnyyoN2txCUFrcmYEmthLOrafyL1jtbf0e+GmzFN24vuu/sofH4qfyiN72ue",
+	"3yxq3ajiipubEdIStdSFzCG0gg8zy01C8eu8O+7y4OYG3HRJMQBRw1teXmLUInET0gPsWti1EIrVjTJM",
+	"Kh/nmEgzzmx63aDX423iM/43L3XQSdBAUGYly1KOfC55UPi5EJztacXuz/3PdCSotAwkuShGrkH31kWj",
+	"UvfVpePXwSJSXo4lJx9Mo9gGhfQ9PacgdN+pcrNdNwZCgNMDHRF4VIATWyjTGIbjpLXmtHHgiJi5n9J+",
+	"s0ad6kbZrVzqpmOkyvGSr2rtLlCUej2/z/hh140CFXz36kutK3c10htBTjn7JbXwtOoef6Sz/e1UhowV",
+	"U82AHWKCjTZutwhJ31BfdyWHYbVYSGdjOY1FgUXpV9yVKGN2XF8dHm5Z7BIcvx3CLHqyzUy+FnoSdHAz",
+	"9E8MF7RNJGttja15dVKspIryjnhRSDd5Xp5He0R5jH0dEgMOVlP4iK6a2jhJ4m5X7gaX7jtW1wlJLk1V",
+	"8s0P4ya4Weo1CEPPs7oU3VgcGNRHmCa4LRMUTc910o48p1+COhxP+xjlBmeGl858WHKzdA+iOxkDmL3v",
+	"v/riSwhht/NJTKcxok7Ll+/1QioQMMcoEihDibNSWEidrVkhF9KC3Qlht7V0aijETvEZk+Ej7n+1+/+N",
+	"KkRtcl0LkzmtysiFQsN1uamW5I7rJf5FS/jM7Z8b2E3wP/5+cvi/+eE/Xhz+9ef2P4/e/1+HP//6Kvvy",
+	"s9/+206FN6w+OpetdHppuW3MdmGHpNc5PWasLEu4daxm1yJONuwS47X/0kWY5tBGaASSndK9z0BOj3E3",
+	"GjmLBQsDRoEPadw/lJuLE8pOHjDU4s0EQTycYmrLTnnFr2Up7eaUW7HQ9SatceX0K8m2ujiseG03LPfv",
+	"UyCq5zyJk3i2eKR4WbqrBm01pEyndkbWVS8TzaSv4Hx0DX51wCldG7GUt+LQiRa3wRnLl1wpUR6ajcox",
+	"4c0pyVIt0srhNAUz2r65GPH4+GWe7xcPVJjPYzVrjOh8bJ/AYI94wkb2b/LUJLPonJM0BhmcXm4++Pow",
+	"wjLuDCbmhcGQ8Cg383xUivvoVtWT5k7UHDNd4bTYUtQiY9ci525zueoxci2MsGh6UkaDe/8T0w4bYv/u",
+	"mMgV0hf+Q1exWI/P3GkJ8eKf5srp6wjRjJJHjP7pt8IprSMShEo5VvDM8MiWgpduMtt1m86HvsNXfssO",
+	"ltZWo87Fk65XESfwiWHfXV2ds5Pzs7T9AirrdrmFI0G6YJQPvNVGmKg8imibhoKCz+3OxfrgfWS82JrP",
+	"5zJPjmlEOd9nsf1KnNFQQjOf10lXTmLsW23xFvHOwn/TVjht/wetbuE/d0cOgjIbbVKXPqJJhWOmDcg8",
+	"Fe6k8e8CtfacvPB3yn3qUDxksAmhMGg+voe9G7SqSimKM1WIRKz6e2c8l3rBpPud0cPebG1JaJI3YPFG",
+	"2TrlNolsUfctgY/1iOJaLKXClLCWASZ6IU61sjy3KZ/H28ivERnB4DXI8bU2I3+vBe8TEjSgT47c2jxf",
+	"7lZxPA1sZ5YRtbUlqu4qPZvoG7inFzUvIFwWpSgnneq3ojZJfeVrqXi9YfR794MdS6pRYd27/dXtFoUl",
+	"Zl3C7pBfnyba+W53ShN/jun+p0EO4hy6PNpjzsh4fyx+jIacQJ35Pcon04E3vVpJu22++IRTHdqZ3yhn",
+	"SkONwX7zRt4fjXO3IZPubdkhLqXpr5Ag5mYyEmhzZJkMJsZyd7rfpKvEJBzqtbiVacZpk6Uwjx2fu8/B",
+	"W1GvxsePLnNRr+7jkY8rY8Nh0WcHXBkTT7T8du+TfIieF8+OzWrFkxZZ95SWskIHA8q6rhcHIhG3UqzH",
+	"1MbN2zFiaO8u+hDduHBMJJeiD2+m+ur/AHTeLi0fUvyUGNUoOV92yditw58ApU3ygnF7H/rzq8n6J9ch",
+	"xzC1bQSmG6o87wt69/dweXGpQlmVmU5XnDKptu57Nz9tilhH58LWQW9lIbR3Q5jJ2kwh+SXUvu1ggkJy",
+	"KpKbOraTXlsHhQcmDuYM5K2DwQP3oSwcOYtOLtrv3g75RW0hr1HB9c5zAvqbdZeilnolQqC455RALt15",
+	"DSXl5+PqBJ5zpswDH/4tO1gIJeqdqcwGJwxyIryxbyoKZYyZ8ZvQPwE2LvpMdW0SWR5O0iutxEO8YdGd",
+	"GW9COJKDsKfR1JO0BQ5ln6X5WJEUrrqVNA+tcJKKnZ69vmBKWzSDttU6xQVOUZSF6bqtFwj7HjudUlcd",
+	"vzvDRyMogaB+3b8sJ6oZ84U6vYDQNLLco6KlH2HasfIH1bscU2ULt0w7C/lea3toGcoxc+oUWzXGOgrp",
+	"JISBQHK0qqloby+ikIqI4uWjlLP0TueLZMCtX9DShWjp5WMKUSWqW2KKmFjhIi2WthzjEcLX0L0LuB5Y",
+	"vkZVM9Nj8fHJjgulH42oH00gwS3+x43hnikJabMj3v8nCeEi+IvZdnebGG7GhBkhyxwzgaAuHbbasEXN",
+	"lQ1sp5WIcQEel9li/xQxRFvPk97h1tfiV5MsBiqkcbyWzgH9GPzuB79bahrn52K8svqEKbEuNzFeja81",
+	"awuurV6g+xJ2lIq8GjFuKe1Vm5KeGNReNWXZqYcL6Z0wkVBsNTv2LNmKDGnIwwo8DMF19Mi461+vx4vB",
+	"HlZRNlq85ZPvwxYljws1Wid/0zviw+NRvr+jRnckwFDsygsKOhiorIyqR1ozNQIsUxrfgXqyhLESPjbR",
+	"3hhMMosKwTvgTqzNLeyVhx+NFKbTiP8qVTFeDpGexdR6iJ/3VYnezOcCxFcskUk5imZDeFFCzXWdoy8Y",
+	"5TjljO9XvQsXQyJBP31fpBPevRCe5BN1I6cm0pjdhixQ9MCW6p5m1iW0fs0irjfFNa+55RfCuje1OnXq",
+	"T1Od18IZ5gl/FmAVgcO/4Jaz2r/IcnyTQbpcBiJGN5YVohQU19/YJUGSJAqDErI1tyFphCKwmLUpvJ9p",
+	"SOCYbJEMvdHKCG2pEjUuIJnisfUcw1b5zI7EoU4z8GkpDzPwa8FNyvN4AX8f3b+dpeg9auta63hk4eOd",
+	"nZ9KYxfNw832usEE0220+FCCg4TtAZwmCKRJyvNWogy/gc7vpn0MCVvtS7tdAbtl3UQSIWMBq0tszWWZ",
+	"svC26r3DgKUZ8T2PkoQBdXh7ieoTn/fewuW1k3KiCBF9J14eLlloLxInOpdKmmVavLxpL3HMeX5igTK2",
+	"X5ODInxuKbaPl4WeHASgzP2dpRH32IceIbdf6mx+QhJGsb0JQvGaG3EJ5w8lSCnKCv8KhR46B3vQbWJB",
+	"YwyJXqiFVAlLz3+V4QN9AIZfSmnFbLR6Z5GuZu7WNeLInxj2SyPzGxbew3LGjM30zQzFWhQqHBZRwkaZ",
+	"lA7i9ovR7wGrNdqJSeyGw7wLxzFwiFGp1dcbm2R5v49QnQeQfFKx642dHMDBifzbWAoJLdOnkPSldLze",
+	"CSFKM2Elc1neZyU9ViHC668vpp/+5sbTaw8+yTM6b1ZCoTcdWObMikSYv/NcqJcEIoUwhxJMlGIFd2ow",
+	"oGzN80QB5c1WY4mG6WQReX8kLJSwvCnlVxgLsHAtCm3YKVJ8NkkLqiQEmGRyVI36pF+RND2u/vbNFXvO",
+	"K/n89tVzrJF9LtVcI0Aefpxdwt/P1FwfEcnN9qvKTmR7RUDeQ5MQf0t4yPEHNkdDQtch6OT31/0b0AqN",
+	"kWrxnuJk0V/iAXcmOoadzfCk26ltz5J6A3T+N3G91PrmTF3ruzfKjmX9u2dYpY1TEq43jFP4GHklmRyV",
+	"9mDwqmp9E7TLMPa1LjYZClWCRjyaUs7n3k07kb9zoyq+AmGQc8tLvXBUtWLP3qlLWwu+wnT04tP0bTHJ",
+	"2eEUpk1U7Q1/uxXKnhXoKjZ+j9a40fjrCGWGuPTZSLp3HLRHDw6dibQjCcLr/5lUhq7ifXeMlttyg3DW",
+	"uQBEp2f/8/LdD8yKO/vpiHqED54ka/KFaoWSLgF/XLRjS7uPOocvfTfhpLmJ7m8GFoe07JlW7w0c+Pt8",
+	"24njM+m9wt8ekXR7TAzQ6oGYE6vukwdkaB2ESXfOoz33aXy/u3LfrdUTsHSv/InK9Mkmumdl/piUvU+V",
+	"PhTmu32jKX2gOvwWC3aYJuykh1MiwJEJEgOAfcj5nnAm6yJ5hG5dIoJEgUHcw11NIIaPz1gHXz5jIzC6",
+	"GRtC6GZsAOGSsQCcnQWQ94wN4Kkzlka0zViMnJwxjzDuFIAoDRv0AFzNwVcHg1mkC8ssl5gplvYy/bqj",
+	"GO3gzZ2tOVv1dxmRcQEsBeWm2/WMmSZfelEa0Ft5ZfMlh6orXd6KgEk1kl8zIKJ7gOEcQ7nUSnBlqQqz",
+	"4rUZQRkAxOjt2fe1qAQHuQPZSe7C8OCnJYekSb7xWAbd9TWqn5QZ5eo/ABvG/XUbNsxutybwU7u77WyS",
+	"jOxUjzfqVpQ6hYl0BdWnMUOH/iHPvHXBTjL2Ew7EBI300wE0clCmWSFgWQmeViaA6uZSlAVkEjmLL5EJ",
+	"wC0fJ228O3vU7L5+GGDW8QNZW/wB2oyjWGl5KU1Ho/fr+MSgIoaeONsrX2i3jHS5hLUAb8sCbjPIHM5r",
+	"baAdCHjQuCr8nxxBm2NiJ7GqtAVs+RvRTTFuGlmMolj9sDPfCB7LKDPIiFLklJtjlhxDHn7/JwPSnZL2",
+	"BuVJ69ZMu0VXrlxIhR5/x6e8q5zKESWrhRj60eZJgGlKNJO9paH7C6S0/zuU7XFrxaraQ6Hc4bY457Wz",
+	"wfqlL57YM5/HXW7Yy2PGVXwdhJcgCcPNNAgtZzUtGgH23VSXB2QqJxQz2PnO5sTW5eL61V9e/uWlu9Ft",
+	"7vVGVBCxfBmeJR+Hbuy1u/IOSbs7tMLY3TZn3zXi2SSm1v5ZhwVlbW0eMH9KVGGh0yS4R6oTeDS8x364",
+	"lEDMpGH65tGxIMcKvboOyQGc4n51XulksFCAtc1J8J029qpRUi1OqqrcPDjgxd0obKndv2BYTO0w09FV",
+	"fkBhpCF5B5PgyKobRrnQ04xyyT189JB4wSNEl7IDXO0DVLnXwgACAg7kpErw0Lkb5dj9PxOSwNZLaQV2",
+	"oIIfEndcjzhogtm20NeAKHaFvHjnxJEGoqyHZGHd9ipKuJL4AlKWqbbO3bi3osb2OQEhfAwfQq9WXBXT",
+	"MlrgY/QG9T3ATFdiTkd9aR+STXYPfC3nc1ELlWMcn3YCj2iyYdkeghsOvMgJm3IqF0G7CN9fa3JptT+q",
+	"eD/99LcTTpjzts3xIGpx9RSn0uIi5gN/FdD+9UxOXNZ2esJhCvi2aQuz/Ve7Vk1MR/jAv7nXx0sUaJKK",
+	"fEYjgoiWNDLWRaCSkH03GOFGbJIKTSsf7u0S79rh6+WGcVpW2/4tOTgiuG/d/Lq7NMhZy3NRoWLt47Td",
+	"2Y9lOrst6B1Lb2ezQBF+clOvwLCTaWdZLGxjeRcEdII2R2Fq2lOL4/D+/p/LUhwuuSpKkNVK2LWunU5g",
+	"88pxYHX7ZTIKc09y7QP+5VyRcuvs9geg4bR3F3mKzT3pOgP+13M2N0ewOSt+lzEl7FGua3Fk9Irf5Vqp",
+	"6G/1Sqzedx9bd/4kq9vPj2T1HrSI907Dfw9lMdGvNq/e2/X7WjSm/+e5VO+dCQJItJ1fVvzuvdmo99c8",
+	"vyn1Ivz65VGu1fyIl+URZUG/d39luvZQf0dKu8WN+eP1aiVUMSpB4M8seg5YC7UjRz6l5sUE0FnisBYX",
+	"qMdsg4l0iWEHi5U8ZZNRopmedxgL+diMifytxYWgJuEFSM02dFMW0WU+wUD7J7ve9ari9V73u9/HaXe6",
+	"O7sHGwg+p3DSOe9jI9Dq72kk/LPo7dtP6DLd4OVvuy4u4xWscSiMTdSo8WLEovrbcuPPMrpCSIns3DE5",
+	"V2BaAMhQPaLt+IfGlYvoY9GXmF3WulksGY/MiIeiNKkhyeEr1yMO626T9KEnNiaB9tl7yI9Wa5mM/xl2",
+	"Nhs72878U0T3Vi7qNsnlAlqs7nJzYErYyr+JpnZKuov8JgV41fb9MMfU1oL+iZVcqL6ovGwKAKFzRn1L",
+	"X9OBttEtlWrPt09dNqzOzXBLfbbvWXu5V6oVhFqvEcEHR5gKBDEt75sa5j4o7XtXfxIMQOzuUFILI4sm",
+	"WQohVvrWMU+trc51yfyjGVvUuqnQJ1tBi6Sp1eLb019h+G/d2CnieFi6HPDGpFOcXLI+cOImiS1qvkKM",
+	"F216ivPfVUKdVHJLcttJKp2tLYKFIrTGioc5c7flbq2EXeoE8UFAAX9MBy/8HFMc/q6Fay3ipg6NKiiZ",
+	"TxS4sLGOPSkYuXNul9CDuORW7OgaOKby6zmb3R2a2/ywfXbWIXlKPHviRDdYPHir2x0Jf/QPRctp/xg2",
+	"/j2a6/TnlS6aKR5vOu/Md9+Pz7GzgVNz52IaH7vbTkHjlMaTJCihFEUNscoI5bsljX7KBL40Kjn+rRup",
+	"CvdKlBA6ONQPJ+h9HsSFW95uiPv+fmARLps99+M8n/kgp5PQ4g5u8yJy2YVtf5gV904J5n4CG24onKg4",
+	"nMiFqlzcn879X/ZVLQZyM3GHhHns3MjwZIx0FOhhSsIVrmPnh2Btvtg6ErqTcq72JImquS5lHnHK3pdh",
+	"j5f6V2JvfztTTJJyb5+2GcrvKNRKuWCnmJIKeQRp6jOWq4LXRRvi7Vm/ybgjJiYguDUnrAup3NmUXPm0",
+	"h/QNNBZwvori358Yho+R2wS9s9JsyWu1tVws0gi6EEppDEVSxoZIxy/9sGHeEzb9NSW0pDcc8wy8QuL2",
+	"65i8lJADBlWzAB0DheYJOxhTEVKoKe8urwxb8UIwo9mc19RSB7VcD1qEbe8nMs+WVuAh/Tbk7zygGzgk",
+	"hY1CYH3tNlcUAevpGbds5ezfLzo9Uz/tNHmhfl9eA8H6KWoHNt7IbSwnGk9NWr/aLUNMzKJ5QD643/HR",
+	"TjgnSCNbjw02yZGMb+1CzXCuAReo7VnwsP7h31k72h4BFOEuYgdMCtM64948SnughdxtY783j6ffkRnF",
+	"2HLibufmcPY3Lq1UiwvHKC15S8OKRtC0pEJ8D+xXbB6hHfK2W7snWNDDBnDX12H6Y5TrJIwj3GtRarUw",
+	"zOok2TRVMZ3TEQ8ZA1zUsfkhdYOgbvfWMpbuE8TfgL7SDYTbdfWkTJ8Y+pyzh6DfndoeLkbawmT7iv+y",
+	"ye3tokN+O92Ce2W5j12zD8py7x7IB0h0760CNClS08aqQmINzVcZBf/SkI7gBzOmtM35Spb9Pv57bDuM",
+	"MuJ/6sMh4ESm7gIOmoAPgin7jGFlDWWeom/NaVFrWRY5T3XmmBYhpg9IylMfv9tHCBzf7+i999najrae",
+	"CsQlNYtTvVppRT5Gf5HijJIL8ZuVXsoMxzn67zPaZU01YD7bF7VJSs/d8bEpzdrCdMIWT6CXMZXiZLGo",
+	"xcLdR3gr6Xl7aUGGNKT2tDzv8w9Qu3DyYCT4BNA7526EhN4NAwecZ8hTrvOlvB22yxsRnf7xkQ+c0M+4",
+	"hIljtovcJgejrZAKIRVh54ZbcMpVLsqUN/11O0ZOD4UeNnYpZI06CPTMHdmXkeLvU72qADNi60epl7GQ",
+	"0D80v1F6XYrCqSbgMHh1dzfxc37MVOPC6HvkhgDdWTrG04uajIoJH/mGy127iBE+r+mQC2rJGwNaOlet",
+	"LbfiG7Tn3CasJs7gXKhi5xpRBfaNyUouV5NPLVafJ32Ekq9kzZxKlky2n3gf+6V1zjKmo97swnFkLX2n",
+	"xE8hTeU0BlG/U1dLaX5IVpjF6WbtG77BZ0LQsGdtA5NP06EnoQCpcH/RA5KO3p4oMuZc6cZeTIUkaSpH",
+	"Hi1KLKT530E/u2tobsGVEgWDwi+dll0jFCTVN6VcLO2YjyPiunEJPmHBjtyAELaaPUCUE2xCMlWVuL81",
+	"qMtCGAtOWjuxbgVfYUT5TNfpqT7eHCFIOJlIfLxg6/FMYe34Cu6xRf8C7Vx+vU3tHvoIZ0cUOOCK/gZM",
+	"0VYi0zal33ZUFOgNA7CvGatFwXMsfhK3JFiMyGuB5fIJ4G1nD48LJq7Y0tqKCVUAdCBovIjXnZY+fl+3",
+	"8sfgdu81V5Yl9s2/fQDRTXFEhnnc0wlJr329SXKex8LE1Hz6gv/sQ7JTwT9jPFT00O5ASt9+28AgpAMl",
+	"vO+d+wSPfrRbPKhRnxj248X3e9tBaBUAeGDGlNv0UlJSxXQgtiU3l0DjW+iYuADwWIVlz3i55hsMhYE2",
+	"wZnhXmH+9DjiGyatEeW89bLXwja1GqP/af7YUQpY8buTUXe9/wVhFr0IIPcrYs2icjL1Mtvpdx6dJ+7N",
+	"jxNcgLSLa44br2vqqE54vntynEmnCqKwcIPH9sIAxdn/mExCp6zo0Sb6COGPsi9EY4IVkfOyzPZvqT/F",
+	"iQqs2nGg7rlp9JEpYqrzmS0UkPLHJo31ID1auRQkQhbdQIP97/JC66ptmX1IhV1Hbiudu07ddjs619We",
+	"13LahXsVO72DAtu9dsfdnvBC5hW0B/k6OxrELrfbVNdjPOj9UqoTqksE8k0ns1NT2dbs4MQ9OtBbMt9q",
+	"1Na6LCHDUpfwWSpSwVzMtEzf+1rOyNLpRhsn9XW49+V9zLA6A1R6ihO33X05gEFjBOqh9zy/NrpsrIAd",
+	"hmufPYPNxmxW8HX48/q0hSxucZRNxgAbheGy3cnPa75YDfsmvHrx+e7WJGP6xRsAXBAh8cBgyYqYyzu3",
+	"a2j9SMVmR/99FiXqoEv1mJViwfMNM4rfiPc5NwSrhCOh7ZxUV/ZsrNK2lHn54sWO/gb7awcZe3n48sUx",
+	"BbPJJ4RJzFavuJU5eYOEKggdInYWNe6mHo3+rzAK5GYOE6d/3F/VyFij5C+NYHylCQ+lGvdXwNpe/WWc",
+	"w6ZsvxlRHL97e3LqdRc9Zy+/PHz1xZfRp7K267tWJMOOGfg4Cmp5hGkETidBzBbMTLkRour2Y6avwOZD",
+	"52x8EDUkw6Q9Ym9C5xYOGar49FAf3dm5+zGUnFeHn73YquYEuvgspotXOw12UiC2qwxb1YQJd9iVMPa+",
+	"d5dtA5GjdeKjycBX4s5XaBfu3gPcE3o6NHAIH5h0WUyO5lsNQx+3RHuNLXsgz0zm+OGQZpahKzDGA6q4",
+	"XTJZoDtoIW+FCr9gnJpSj3p9R4Zq47TzSZfuX3W2KDSZiLNb+sE8/CVd+uChEFthaTWba1AgpIoXt5TG",
+	"6pH0mdEsoLMAsYTgoB5r8ah7yvvkBJ2g1ZoYL22l7ZHtIcM+OM1f79b522yLaJfHsjJgOaPcebcl3ZB8",
+	"xIBoeYy4SNK0fi6OGE5bkiQeF8kpfLj9CDV44YbN/n7x5vXJ6dWb1z/PHh+3aegPfwxspqeAXnoKiKXf",
+	"BUnp8SGR2DMCQspYbfMMCzwzFlCQsgAgnsRASqNXWV4vhL3cwe3fgJurFT7Y/wbzxdNCgByyALGAeRTt",
+	"r9eb2Hm3P7Too2I1jWzBDoEzDWAUBdCfCVkUj9pX7OES7oUyGgv3++Rc0UzoLm4P4kMlXd1B1GebNqIb",
+	"m2uUV2AnYUuecGmlM+S3JVqc2TjlrzV8fLQO2i8+RQLc7mTme6gEYz0aznkt7WaPGlzfQLyCFz+W4B54",
+	"4IDxsCplebX9QOLus5jstORmKQxbu3s8xmGYEHD/cJVao+3lz0V9iD8ywqI99kjXw1N9jU/sfaxIqdgD",
+	"HsdIN7V4jLLh6V2d+4c/rIYd57rOWlLakWMw2lAPsNDt3z8KjjZOjN9z0DtMr0UNIR9QRkY7+gQC9I06",
+	"zqa0T5mdX5x8+/YEO6e8hy2adb/axXlwD4T+HdJgo9u9NOUhV7erS2H95cvtKMHtCJQZMRaA3FXPDSdg",
+	"ulXdgxlO0XmdBPmOm2WySRAJF5YvuVQtGlq8ChvVRYoiEEUa52RsOV8jnMDoQiYiyrQH0H5rWInep/J4",
+	"E1IEmeTBLWXRoHn2ejWiBoD9dgFkDttk5hz7Wm/2Ae/yDbDQs9F+qC306MKpoZuB6ZoZkTduSQ/JWmi/",
+	"B/5FswdoadTd2zdU8AWEwwry3hr8zHHjjkaaHKY9kRGa1C6sqHaKaavipCyHfTj3ig2mXp52hbUkd+9A",
+	"4DkifUG3zTTd4gNAqcExRynVZEhsS5TegcTnBpWG1Y1SmBG2PqYkyEO46Yk/ap82hPc/CfiyD1q+d2gP",
+	"vl/oEYSESSE7vwR6OLQDdpvyCZTgz+WiQfdreqq4jHdqG7JQ+BJlkLabkGtlhDKN2boddfJ83alT6W7M",
+	"WhRNPYQuKhmr+dwe3mor6sw35Thsc+UyZmR1aORCUQdcXSPC0aF39+/mSphdHBSItiRLN/pO0fIFn9vX",
+	"ki+UNlbmJunlor0KNQHbCBhvhTNViLtUJ/dC3HWKFcGT2YI+6Ugfp1YIEzWgXK9W0k7+Lj7u2yluJn7E",
+	"vXqqleW5fZvYqreyLCXFgpiRKhfxB+G1FlUCj+uYvRhy5sSZfK8Xk9db6sXeK71UvDJLvX1Tcx08YOFj",
+	"hl6c+i1Y+ChGXNucwccI/dZFSqrS9FcnVvqNIKIbtVmdi6T9FKEygPC41eCjIntrHzVwJwt1Bcf3OG1d",
+	"s28g2DKiFVtRr8bRQFuB5p67j1fIZxTBd3r01eWurMvkKVqJzjTa8z7/JMWR4IVUwphJsPK1f3oMWb6g",
+	"SyTFra+butt2AiHkFVtFbDyRhPdHsH90lHp9s/0mjO3tY2ZuZFW1fp9cN8o6TXIbjBe9M+Uza46ZNnWj",
+	"4lqm0MuFsFN7PdHGbH9SQAFQ308ii892OxBQoKlp3rWWqAjg2MnxEfqCP+9w+9AW11ztnVE94sE7U4W8",
+	"lUXDyz4HmD2Q0DqMtgdu6QiuIppmPGrHYMbM+2KzyznkFcM9nUQ4dhaDo/rz2eoLIhi6c0KhI5Q43zD6",
+	"oXCp0HHY0dUI1l1CbNWbi0Z10vtSoVmn6xHrEvi2GfbE95VtQ3722V9JLF/MC2sbhkNto4c+5X7uvmwW",
+	"XZutGpDAh2xTwnakgG3L+fr9uoyHzdradWEHIe3uweD31Xcb1zUr6o3vfz2InAgrin8Vm90oyvQsIMAB",
+	"pyKU8rXwvyD+UPStKV7HiEzT94E0WNkSD7wPIV4taSuAb4govQotAZUXGcA8GgRkvWdplu8nftxRUcNT",
+	"WE6xz772CI82Oescd9alxy21VJ3lDhsMO9pA9DZIk0VutmjqSxNciU691mrhHlunsrhvxGYnRthN+y3E",
+	"foRC+WmUhg8n5x8NNEx+ABU7zSCXqH4nZ5UKneBYFB8KeOH71OYkJcpB1m5e+vx6DfsTRgDJCsg98Kox",
+	"5AbFbQn29osOfRxrbvPlIaV/gSfUGQ2HS27CX9M+oVIu5HW5G0aOemZSkBNXhYIKL8+J1HIjRHUyt6Ie",
+	"D8G8oS+ta2mtUJQSDDTfBmRqRx7VVDMWCxVGVcFuvanfEnKAdCv+qMYUPGT+OWqw4c8NyoSVhvwgY/mq",
+	"Mg+tmt23JDW5kGP2YqRGdgtv61LmyYAVUT7DJ4IJ5LdAKrbW9ZR2CJHrmr7WJ8ro+AYbkiKoSaw6duG/",
+	"pisDkjkej1lH4hFwa0xmPXr+PjdVJ0AQfTW9V7eCl6I4qeSVvhEj3a9DqMwpRu4FyAY8OT/DyM9wp+z4",
+	"WHPHW/A7DRvykECfmJnb/H3F7ft0R3p4cZo1FKa2nSb9iDR2epdGIwy1LkXGOJx7gbWE82FUBG/yxoja",
+	"sKUuE7VE140s7Zma5q6Hh5lUx/hfh1JRrKFtFOCr5XQdU1KiJ9N4QXKbL6HhzukVJMdSEpP0wNFAmj/g",
+	"abo7qzvD+wvHPWIiWO50DKgi1wK9k3u4eX7Eag8VeXvcsDvwpM3WAGEgA5riouZ9XXlnQbF7cRrlj053",
+	"S2Hn8LSHxZ29IwfnElR7RN3Q7ne6jjV2ikbkH2Alx0RhttjnFMwPgkIDQwoev4/8pI0eqR31nNo9/HgJ",
+	"Y8h9Y5JlPDYbeGZqPDa8MM0Ec2Lt3tHXC2uqk8Yu22rdtIi8uLo8j+rsWmCIY0dESEDuPA2VdBjjtInh",
+	"qpfcnNOP20rq/QBQVE/fiQfes3QeUqEvoU/v1IyaqLMvQiDBDtBf0JdJqnXYlDEPXZls+rcQUAHHSywO",
+	"7AyvlG5UjjhY0kKjwrIUahGhD+/47BQhER3nulsti3X0oip5/qQ14aOflLZrLHU6s2tlNORfoFjWcGpc",
+	"dVWZpHQauSuMqDs3RbsxoWywEnWHKHarJF2ai77vaSLrMMNYIfk0ph2XPj3GJdELkJOEq1v6+sap8ika",
+	"bbqUGsqZB8usbfVcURRCGEu50729SBWDL3Qt7XKcYcMTkCYUQ0G8ff3FQXZw+d3J4asv0r0IeWOXupb/",
+	"AF/udxDTG9lggghjM/rq0dHRjJ3Er1O/fNK+UZcMhcYoMVth6Yj34ptT9urLl/8CGTTuH//y5csvQXij",
+	"2OaQVZexFtwnFuKJ5ESVKktBemfwKzZTxGliYqHJmJBBEXa2Gpb7kTk+r4VZspqrQq96DUj3iMy1Ioay",
+	"sX31Y4akL008sdx7bnEL3eaAjxUEvCiipM2xu+UXnXAF/q+Gl9KClV3V2ooczqyBaCF4I1YCi4/biVCD",
+	"XaXZL7pK9BRx1JMkqyk3TEqwmda1H+6XsRRJ6DG8fePp7qrFIW1X5/xN4D9/qcLGQ2Wy3+tJ4UuIW3oB",
+	"ilSYRXyL55HmtWglSbHSqEtIS7zi5ubBcaq6UQQKAN39uE95tNwkQp/02G4MCohS+dx3bzC5MWlDC32M",
+	"KcWYpyUR3d/t11g3qd8rBrQt8OOMgJXYmklFz7CifWh7z75pZQXxcFS8UBK+755q0EKPZkp/C+QB06eY",
+	"QLpljV7xu6rWqeWHPkffvnt78u/nF+9OL6d2PNO1bqxU27FY26cmDrsSK3KqbVUDcNlv8eE94uJRjlyq",
+	"SZX6RpbiNY2gd6QkVUI5tUewon0haqKVC2OO2eHL0BuNVSW3bgta0BPiQDm1t0zN53bn3vSSBz284a73",
+	"wKPceXEsF71b6tESaIfUOhSS3txw2rQwP9EtvPw2kMcoK+CYEAaRsJAED+fnvDHiSlte/pDSTt0PbMHr",
+	"a74IrAuuG0yacZ+Riimu9H4pSYv8XNR5spL82+HXsGLUqV3uFffjs2/ffXv6aUtVPmVnIvksBa9OylLn",
+	"X29sim/hz2AFuYfApHKvMDyGqYt0r1xuzK5vwMh0WPracqniblSE9KAWHkpg2rdVs/o238a1XicuUseb",
+	"b/JSTF2mGV0iks+1X+jjrrHHlL0j7e1+NEu/N1mf+mOq3MJ558ksLUisdyLM6Sjuf6HRdwfEgzPsNpcw",
+	"k4qiFsYka2YKRr8etyg1sxdH8H8zDOBDyxIr6jnPH5L3jrOLMt9HktulsUIlMaY7wFcgz53mbxtelhsG",
+	"1a1j7qTdCYpD/8W12xxo+5HGZ8TWfsM8aFymDz6YMNvuF3glMVE+w+R3X+1/uLS2ylhtTQWJ8u4/IRNm",
+	"La5rm6cd4kmScYREleFZMNlkbSwREgSW9mgm7t56o4pURd9wzOMWMwZ+IWBNqRYl7sb0Jm+QTJRg/por",
+	"A2P7Z2IjzObOqmiKakLvRTzI6FtZ4Bja23bxnZqDQKk7UjBbxk77fdwvZgDI49MAcX47tOXH0MvSHqQL",
+	"P60KZgnwI0EA7eFQiqTb5DbP4y4lHA3KC7+BDhIJb5rynWKwQwfAjkIPRAxi4BCHWG/xN3F9qfMbkSgl",
+	"39a+NC5HE6LAKg4CyYraW2zvancrjdxZ8ZlTsUzkL/H+e26j4GdaAm7v29GdJOLaQSyR+6SouEnKdm6K",
+	"WnJ02pb6Re48zZqvxL/KlJxxd+Dc/czcCCHuNvUcdwQzyXbADwA2MOFKgdkuPWBX+gjxD6NGHxj9bs40",
+	"o5DOAV+L5dZSlKX2yCfYyHij8t1CDH6dUPAU7fTbsVvR7fP/vHz3A7PiztKG7LvZeVMbXad6EHNwz2sD",
+	"Phr2bHbx5t/OLs/e/XB09sPrN/9+dPnmf80+hWuDG+NoEPEhcTzkLtOsBKvlYmnjzKWwlWkMpF3yCaBJ",
+	"3hDyz/ab551icEyZt0Axo9mnCz4zt/lRZ6OObl9+OhZsMunyX4YHn7H1ckM+4lrwFSD+Qce9kfHc3hTb",
+	"pryOXYA4Zq6VlaohVcXdMZTM6XYcmuY5TXrMHzUxcarlrVrMyz2sHCN+SQMYEXKRtMbj3zx7mbFXGfss",
+	"Y//f//P/hmTwBa/MMWYXN5Avklo1jiDV4tNj0FVgt4D9/UGEAi/6mI8nTFhCWjp8E0TZMX0OtDP4Uri6",
+	"apLFYSKtl6NLEeYRpYjb8syz8K4U20iiBHlwpuY6AaSp146BQznMVFnCG7cjVuY8Lbth3KVgTbWoedHW",
+	"2TjroH2VupqQNDe+x6ehWEeSn3y/s1390LJ+XTsUDDiNgM5uvf0mNwLJcLWvOhUrQInsFUjdK5NF1X7T",
+	"yL2PWKSywGJehXa6Ydy9TH2vLLTwKgQvnIwwI33r4U652lRjCe3tBW4y3CaeumzMkleCJa6r++1QUCqS",
+	"iC2jbe3p1gu0mbFalBzKyqla9+T8jAE0CFkMW8Ry+gw4y0uJSfPuIUNXGgdXPhxES7YkASAWNYLF/0sj",
+	"1FiH5CDjWO0sVLfL4pcxtMjx6y/sBosea9eBbaWQA59divwwPH/oK0NCVwUgPd8cTlrqUT6f9zBNxqpS",
+	"sFd+PNmsLyx6JBltUTiWmE0ilk8Ju0t+Ky50KR4cbcJECnfKmtKbtU+mIDtdON0eTb77dibs5OVF5cII",
+	"QjwJVnbvZL0e6OuOcqeHZfKBiQJGONjM3765Ys95JZ/fvnrusT6eR18YlHFF8trLZZ8V9Ug1W+lSznjV",
+	"o1Q2yL94NJob5FUk6A8bY1KxvuGrXoaVk0iNz8JJAR8/IH3rGHOTQ6u8UliLJeKFXEiUhlClvpYAxO74",
+	"BJ8xGT7i/le7/w+VLSbXNSHmLDfVUqgJ2OAVd+O5uf7H308O/zc//MeLw7/+3P7n0fvDn399kb189S+/",
+	"/bekQ240Zc7nD7U5ZCQ2S72A9DG36mPK7aW8EBEgv8OReBSuG7HZjf/dX+BfticlUDj7wNzmB9n90uAS",
+	"WW9R6orS7JdGW0ThL6US7LoW/GbPc/mPnw5++qn+6Sf1868vs5ev/pI+iSlZZDuPIkw716VWuOHQvM4K",
+	"Ziqe75Z8nYl/9dNP5rmb9ZefpyY9PS8tkFlSioAedKrLZjUCMJXDb+i0JRgwfD3hXhzpHgsDjJZfKG1/",
+	"aMpyh2MLB5GG/fDuiv3w4/ffj9VJyhWvN/8qNlPHq3ht2zgxvO0YJj182kZ7LfISMMloVPfUZMwosqb8",
+	"LnSWMH5i7/DfyRMDQOiMSVWIu4zZWi4WKBo9llXPCQOTNmMHhxFIHNQPEiIF8I2wcEMpm/BXr0wAl+Mc",
+	"pvuBO2SZ0MaLIkEvr19/j+V2K6HsNmjHovSwjgiRVjcKTT+r2YrfvS7K0yWv08pzUZRX/vntJOams+am",
+	"HT5NUmmmwfMdZ5par3cm5dd63Ue4hMNwJznVrwIPp5HBr4AiQA/AybawcFFcB2Rn97MT/aK0BZ6ZQsyG",
+	"YPckwagQbYHzWKx3ey+6bNeuLwuM0DvkJBNilvKFuNU3Yne2au2eg3TVsvQZzsRXTlAPeZKeeVPpPGF1",
+	"/iDWIU9auEe8/HKDoVqgnB5nfCU4Ika4WeRRv4YwEWlMIwoq8eUK6hZrGpmDe26+hx/LTWKaQgfKIebh",
+	"h7lQ7bDb1wnGHX0r625Y8sQACPy1zhsnHWAXtsIJd54MeQoAI+JDZIBnxnM7inly5kXdGIeCLIwTUadk",
+	"en0wIF2Znv4pJYLCz8eEB1/r69KtBW1zVW7O/V/2BdAdHpHbxqRLBj+xUw7iLpOhQC9N3Gy7W9SvsJmi",
+	"+4S4kwYAOJW7RpD9t7Y/7VFzD7Q3JqLeauOZ+X1NUn0/i2wEezXg+lQleUEReXc7FCNgseZ2G47vRaqV",
+	"sy+Ph/oUP8aeML6X8h9iJOHH/RSgJzwoL6QGSoV5QBO/NR628KBiXXziicOueTlx9utaWnHIl4IXAE+3",
+	"5/zXCKW4VQQR/qV/dBJfDHJ+QxX4kCJSJ9bbgmiiSRq+zb8TvLRLguTeBh4H1xqcSQRI7fGXUiph5NJJ",
+	"BgLQqKOEsLT+vB3P8XtCNvRgmnCKhbh7FEDH3eBXS9i5fZGvcL8fB5zeOyGCHIn0xKQ2+CGxDh8jH4bP",
+	"7eUkUMPBWF6l/d5XMnh4w4Ps4JSrQhYIOHi5bGyh12qkUGSXkOrDUvSl/H0SHVv4sAh0vt2KDrphDwsx",
+	"FhfjeGOB6z1sYiIwgrTtoTS3pz4VrfDYanj2hQ1BVjYJNnt3K2qn0BOPRZImPlwobSkEBB3BM6P4LZdY",
+	"c/3zw6HLR+gyAV3ZmAisPLnlIOXerLgs79/0LnIlGwEdCgHIX2nHT2h9MLGiSpOe0dOMODUu8YfWDwyx",
+	"mmPGGfkhGb3quB0qoMYjGK9evEhiV6RUl1xW4OqLonaBT2ANExAspu30LgPS+G4u03dzG64nmgn8Bpvy",
+	"wTk9CNQzJUMpEnt49jp0tYPAXxugTQQmld3uU7l8e9Ur16aKtOGwMSonvJCgq3g0POOQsLGDnzBjggZO",
+	"A22O9JPCs0/nPnzNjcyZVLjzALB0rRvbQ5CkssuEJlKnvAWn5z9iC1QrctvUAgJifTTCtmIj3T3mSW98",
+	"hM5NnA/Y7ARE7bOtORkObXXs0f6FWlbrklpNkDhNju5sxuToS21s2nH3nTa2E/OMVLon0T906mbqlTLc",
+	"58irWhdNShqf4w/bfJNlsgwNWyp3KrIIHMcnMffNzekILJTvttUn4r9Jz+6PgACZImOdcC8HoOa9700U",
+	"qRPv/wmJD3SAcYcS4rRumVhSlwsUDhSGje8P4n3ub4g/93GZNw6oct6hhg+Qwp4k0JOyRFuhS53T+2ZE",
+	"PS/2SF7fvmlX3NykwzwBvimqQe520rhvSgiMNNq+ouTGvqnrVN4u/LkDql83qmOYSaer5TlkwY+OPqYP",
+	"XTYrCM/t+MAyQtbeCDv+mUal5MWljSKC/htJlKXEh+6HsTS1VQccDDZZb9SenToapXZ3jIIP5Fyxa8i8",
+	"ZCuuoG5qfMydJVgwZLcXy4iW1lRQPHIeV81PmSiV2VPmg9OXVhyiLYh9ZUZCudzcjAW2DLbt76ApwI77",
+	"htcTsOv88H2QqnAQwxX3GpT47Y2ptcMgMS9ulyBpsXu1TEuRvXBjRgeYFuhthdy9kWMifIdGTUGQjgVm",
+	"F9Fhq98gbQX/ugMQD8ipbQ6NrQ0Q4cU4VaynRrXLmkslzTKt07xRRVRssa8mU+3msIBKHW1MgmXHta6O",
+	"FL3HHMMtsQN3sVHJC6UjV+DWSExxqWt3HYVLBdJn3bILp3/oOkIAHwOumSBF9pIVVRAFsaYVkUK8M+3a",
+	"skCn4wwyag/RDx27c9C2YNTodPxfvE76P792P2F9PiDL8VUlCsYtyAz64dnZ5Tv2ly9fvMwY3rCzRoES",
+	"hmXFjfKvwTvmKezHe34Tg787d5V28uT8LASMkb9oLnJVlZCxYn4HOxb8v5c7OkAmez8OQoXxmsRdlard",
+	"GQmyPprFE9s53dOJLJ+WXrtWUGIrUrwE/rrHT7sFtx73uZwDXMYFl8o9QFm5PnPeafuUbNkBe9qKf+Yz",
+	"NxHabAceWuipE40+HRvtYQiNPeCvrhPpaVNzV8IuddHdr9dvLk8vzr5+M9g0OBJ8o+UOOKBuMb8fIGOX",
+	"b65+PHcXzPn3J/93fzVfdhbz2WAxP//6Wfbyy/S8RwDcTvyWEoSbJnHenR/U9IFTGDAxOCTwtkd/zHgX",
+	"zA0H2+1yT5zPYOIBb83vNgCjZZMA2Po0SmBsKLwZ92hl3jj4RVcZy3HykKSbg3ushdKDbqOwM5gIhQm/",
+	"Zh/0tqaWaW25w74/XpzBp9FpCqGGqsEaF2900JOQ/8xVMEZmTS1nWP/hl78Mxl+89S9e7a6vuBeG5u+U",
+	"zOw2NimWl7IuznltN6e84teylEmXR+vj8PV1AV4UrMlCj0LLJ4cLH9uw9rFBLV87PlU1Tq/gaz8Qmluk",
+	"AvIPU0ZCkdUOXUTcVbIWZtTJ2ukY7zcYF0+vJt0oAX8LH7q/G+UehULdWQ6renY6nvdAve98ax/0+6E2",
+	"08W3bs8li6k1xSc/AgStbynw8Goh8LB0YHqPmaa2oVSediNERb2IwOpNKSiQIXdWmXSuK8lGH6JDTBEn",
+	"Ck/PXl84yqGkVqxNoo5eIT1EK2GO3RTRS1hKUHBAxnO1iYO7k2u5+B2ldjqx16eILVziFmMHnNLhkOkW",
+	"8kgnRLHuSOxAbHteyErbr8WcgOpGVgFqQn8d0rhjlsUe7ohtbOs+NmjasP2oP3gBX3ZQNXWlzche0Y/b",
+	"TiRVV/nbKPu6a/nRWJeSxvdm2kKaquSbH7ZToVnqtQqAtIjxHTEjrhUaGdWGgBf7hJoM35wVI7SC5axB",
+	"9u4gFe63ATPOTUhL/8S0KencPZ2LRyOWsXwiSOuH37r5/PtO0iupbYNrwiVMF0cMicykkiWwFgxB2kOd",
+	"QdwiwAnTAE5dcMsTqtSEliZYFNBvaTJdmmyny3Ga3NmShPr9SrV7+r6f9ALDBwOlJzyI+xeefIDqQxt/",
+	"iu0+tsfB/SENWokAqLARdlpPEQp1wzn1s5/3mvwoQ7c6lIlLyFsOuI/GNsZ+bU73kAUhYZhSpbHXidPm",
+	"MZl3O8uFRk9pO3FCQ4fAEMOuL3skL+xVlLNnqwXgio7W4Z4NXRb4SlPpE24dluHF/WBGkELGin0iezDm",
+	"9qxNc/QUNdbvpcvNKfb5eUQwpiNpALzJFyL0wkkAxCVRtNpEfPCfuoeytu0Wt+zlVAhEvoAM+0QiHr+T",
+	"q2blEYmoMBDaB1R8Mq7jeAAQD9Wn7lT7oK/ATZM0qmyqZU2y39Cg6UXGNCT0lSVM5l59huCwok31U9oC",
+	"Nvg3cb3U+ua1KOWtqDcjKeGh3IY74ocn2bNgip9k7Cd8xFBlKlcIgWZ+Ovg0FjTnmBB6kB3QB/Efpx5P",
+	"9yA7+BuXjoguhIUA0Tdcojw65SoXo9qAx8QATzhFeASvRX3SpABwWveJx6rT9artFActLrDXmMEe3Nc8",
+	"vxGqMKGE2Cx1bQ/dGrBpgDHtgIO2MG4LgHggxgfzag9zaW2F6Z7w7KnWN3IkKz/uNJPDc9AgjjLjSpBn",
+	"Idh/TE08QfQCMA5q0Ybx0mgAcIpVCXZ6efFN5J8EbnAfxg/55lUAnfCeJtEuglfyX8Xm4Dd3FjKZJOp4",
+	"7hJQvdxczj2K+aWobyX6Yzm7lYXQhyY8hchgvIT74TDXq1WjfP7wiiu+AK9PC4mOncobZRDfMQr2+ORO",
+	"NyK+CY2MlBKlydB/fxiczYUwmRt04049o74DUi3gSey9XWu9ImIHa4MXK6mksX7rQagUVBPoFietYVVz",
+	"XcqcfXd1dR78WFjTilxvl4YKV7s4TO6Fyw4SE8uX2gjlT74QVak3oj5ib4A1AXMK0H3JY96C9c4g7+Jr",
+	"XWxmhEM1+zXXhch8LnLm2DcXZ4VbuK03Th/4H5kvTPofv81wxlibS6P7fiHwgX8/vHIDHJ4VM6eWVVqZ",
+	"0HoDq2axTwzUWhs2o8/NMmY0BW0Bv8ydmtsXSpcBgRnDhNBxlXphjtg5d9oFOEkCA3j0s/YVQRCIbPYr",
+	"XlleUmYMBGUGd8zff3aLXC8l1YmbFSgBqgrfCGoWpWQQ+jNClMBhIlX41ptYojxzg8+O2Btn6IdZIiIp",
+	"0EcAyY1sf6nY7O7Q3OaH7R9nIV/Ow06Hh/APdEbRLgk113UuTHIwGxz24B+53jimK9D0xFbRm0DLdEqi",
+	"dcT6L5EUrJuob2RRy7llvOK1PWJXXRi52X+fUecZ08CtHn7KmLjLReVMw/g0kTac7HL0tglLAa76Csp1",
+	"8dzyJWXZM6602qx0Y8h/YtqNiWfCG7ucOS5dihISjYm6O3V1OMIRe9fOaMXrG1H4ibRRhq8Yr+Qh3Acz",
+	"PxXQxcO9Y0i2zRvH1GqDqD+dLmiOaD9/8RIedBzKZryS7+Ht955SZp3pIHfFxGPYDLdntmvjou43Y7um",
+	"xxZe6pyXh26BYbBozRSHCtB7aoGaDl5ZunJCtsVgT+8LbcZnoG1L64yygy2Xycn5WZQ//NXBS4B8f/nl",
+	"X32HDl7Jg68OPnN/PECQPFAZPMKWO/jn11pbJ9AhwlfplP58Clq6idDHkZSj24AawlEIUipjeVki4/vI",
+	"XtzCjEFPnbAtfu/creALRyD2RgdwvRk9A7pYWtJCbzS0wZ5j6JM2NbA0z6HlJUhcOLprwfKSy1Xcb2Cp",
+	"jaWOh262cGK9BUNBuelEAoef/esxCNG1ZjW6uYJ6Iu54bssN4XQhpFWgPWcNHnztj+bEffcAlWBhrLvW",
+	"sMJbWSrKgSo+VBme/yfh0aIev0vL737EOy5Bw0lbE9hWPbgpAFgS7byOkTlKKEcHsTbvDhHhFeEGBfp8",
+	"9eLloy0PjZj0alJUHPm2jhwbff7ixdgnwpyff82LsHHulc92v/KNrq9lUQiFb/x19xunWs1LiebM5y8n",
+	"fOKcb0rNiyutv+f1QuB7X+x+70dFqa+ieOs0xqsNoil//mrCLK+0fsvVhrYDKjS/mLKFZ04yKl5ivmxs",
+	"6xx89fdff/s5yhQkebSdygA9ZmHA7UN5AH0J4j1esUpx8NXBX/964P8Ww8Yf4D3S/ob/RAL+LRsRqoet",
+	"P2shkomvCMnvA9JKp4XMRthWcYzNGSfEzJKAYMNn0dBzYhigXueR4QS/aJWU1UfszIZGq4PrkV2LHHr6",
+	"KH2ti03kZGPXEIxqvz+UZd8KGyTNZXAEdbn+xeMLNfrUiABo9wuP6egPReZXAv27IVMBib1LH8bKsoRa",
+	"B6vhIkPZNUr+j0rm6G4cIWxnJES+4GuxlKSTDtGTEXz5BlrZOJ2faJbbzjPOFBDzuUBP77BZvNd5gxd6",
+	"w3Ltoc/ZVYdryhIyeRCpFznDalaIXBaClGvwT0EJ7lKv8X1YibPhIZMKfCeRrosdtvmt4xB8VK8V+msH",
+	"zED+bLienpAR4s+MMEECy9rbXehthgvq5ZR7w3eAFMU978EPzHqB1bDT2rUYA/eON+T+rAWPx0xE7prn",
+	"Oy+JlpfaeiIr6hXhCIoYW6UPKBH7hNDgWwnw1IKGCuVozXxe8wUaJYSX4DutkELsC/bIDtM17IXjIKvd",
+	"nObS+6W4x/agmwuZklvHE/Thki8MyYM0b+CMwzVR8ZqvhAWsnL+nj7l95PlpqJN04vTpOKszyTHeor2P",
+	"r5f7KJQfhvtefL77jR+0/UY3iML+u7Hrt8J2SDvvQLkAzXgWpUcSXPriszSXgmMU0IQ6vIqtvZ6vMZBw",
+	"KNW1vhvl2O+DZegeNlH2NA5jmLO0W3wh8DLpklUlVyJjSqydNUm9JCBjJjj3moqaRoD3EyrHoVVR4b2i",
+	"7ovoBnH62goM1xl+9ohmf/RT8+LFZ/l3WkNlC/xLzKhfxTMnEmThmzbjH2XxaQaAV1aE4DxgSkMQhOfo",
+	"Di7FgucbZhS/Ee9zbnD55Ppzxr3S9YqX0tnHz2ZavcelvKew6czNWLtnZ+8U+j0o5Df7dCgo3B6/gWVR",
+	"cOcMjmRfcXHOwTSa9BxEm9yziQbBeNChutntzTPqvO1U7k9DoAGa4bRxhiUdgo+dgODp5e4OAkFbZkCE",
+	"BS5zaQYN9FNT6Gf0JueRyvZ5UgE7PFuI7iYkbRzf9dyAu/FHl7i/lwB129mogiJCKBxwxyLRie3OUpLz",
+	"87TkJCA2CFUM5SeM9lw3dprgxOe9EoOvdSWjF3jGclXwuvCiygRBRdIVX+6ILaqKaoWXz/RHLDBK6UIL",
+	"hGOhsc0SERbvxOOG8N4pbgwCzsT1SrOMzWCCEAPC/3R87/6hc0h8K07sjzZ3fzBQG+f+C6EI3H8V3PLZ",
+	"p0esTSN0m4N/BnnTFkOLghaFkaJ5G8U4ATGMOVbcsNnfL968Pjm9evP65xk4XKXyK5DCHLHXYTU+xoOB",
+	"u5WGgDB17hKoAS4a92AtHOtjXzBY5DvY/Qv/57B4/PtbfvcGhx6V8e3DH0C4P6VEw0XAeqaIMiJb33Xw",
+	"oyRLSTJ3cswua90slpG+oj297BZmr+4vzAih57lPBUiKNG9bmm0ds77CyDm3yyxuyRPC1b7bkm99EzUC",
+	"or5i0FCvKUXoViXzZdw80weuE9btWgLwtVNYnKpJvTah9VU/hohyZilq8WnSdBtvJfaEfDX+0RGzLHQ8",
+	"in56gJ/jD+G1GCEsFvVV2s0LLyc6Lnr0vx73XfyIDd3Aj8ajacHViuq/6Vy6hj0bu/4/dTdUr9GYYc9m",
+	"iRZjs08zyjhrIbXQjf2JiejZoFsPHauhbegMeu/NqFYBb6sZ/exzQHifFXFFC8jeu96E7ju+eyGGKdkM",
+	"O/LNjthJv0cYxtTivo0xyo3vu0jarbu7aSjywEAjxE5LTWl7/X+CzDj2ic7cBrhn8PCwUquFm5YHwew2",
+	"+VKFYTPsYBblXoTmZ7wwnSx+PNZYOEOrNYwV1KLcQJC80wkRaqmP2EmnA5g3RTGlzCeg1Z04SDdfLPOw",
+	"7f5rUW/BryDdwJ8Nx3qYjp/58xeftZngupaQbzZnnF2704UmPSHcqzQBBuAmuZdftC/3HowZwHc69OvA",
+	"I3cWGy+dwSgSvrF3lVBJYTdUjAbZ032C8hdLICnoisMEr0uJLhXqIDjS3zUbaeSKZSIpMzM0oxy1c+Oq",
+	"1BeHf4WuQH/97aefjkb/lSpX7atwL1Go91I919LmS0eAXkCa426jQE+STslOSRgvf+YAC/xRQRu5pBzN",
+	"brugHvVeCj3jQmKS2WFqRuEbLyylFzGY2gCYC9hDGxIm28sjQ9kh7YatpSr0mrzw3IrjqOYO8wAxlwQk",
+	"AZRpEJiEVKwquY/LDvuAga5FyXTOBtvg+G3EWFLWya3gJbYWArEuTSd0iL9H6Xghbuz0TpwhyV5sm1KE",
+	"BK5asFLMQaVmjSqF8TUCwj8ZNZEYmm++mtX8bp45Woheq8gvRsVbZYkxOtNHSEgJMHjyR7O3lywbYhka",
+	"jbZ53dnssQ9397vz7YDJQBWFgyYWT2nQ+rOdYs22jPZRUqYlpdvFaJsiwRhyBPYwX+mVI9pzNGGzHRl+",
+	"cak4RLf5oDaA7E2MSEIT5qYs25qCmRd3VHFCuclalZvjYbPi/2wwy44RTg2J24xVJfSLiPom5roiEMlW",
+	"1gXJQ55AUre6qcW+1jg0RXdr1VSclkV9KLcn8mH+II/gIlBQQx9T7DMDvWXIYDZasfVSs5XT8SSlBYca",
+	"7EgWtRY5ZAwEpZrq9nAmua6L1r/nz5bxppCW2ZogxrvCF8/Us+gTZQ92P7Ije5AyB+MLNKAGCCctfcdq",
+	"VQxuVg95JtZtifaHyyI8pTo1v5kjC8TzjVIIkeSJB7AQN9y3PoebbAPyybo7OFxSEaLlH1tk/hnSEfvp",
+	"h7GsfFxZjZU7uxTb578SBslvKM9LkSppu6CqdC+4vDXupGFUOAS9jEDCYYqID0gDxCBKQohwhPzolYaS",
+	"n4i8wQZWFhXI1nCfS8XLYxKuTo5B0xdRkXMCrQGvBs3JGo4FGyqk6OlkvKwFLzZdvSl4jpS2S+8SJUjE",
+	"1gVCOj0FatoCj6j4phYVVrUbPheIq9uVqbibkUzdT6O9ItCYD6KUbRVSGVNO91fd/T/6mG2S4Hc89A/A",
+	"79lB1aSUM6Ju216hiFnSv0sRqMffqdibOXGPelEQCjN85WS4mnYDjrAu8ouJtSwzQHLZQ8s6Yid95sYa",
+	"q2vBqEIcs/GGlRZZSFCuhxJoyMtdsKUH8vLja1ZpLKgRnqZjCsAxkxBjdqlPH04k+YMlze6/WJbcx+KO",
+	"bdIV6fwPpE09R/tyvBzutQCb1OeL6Npbp5FstR6s2uPkgJCKLNfQ33pgSpNxEKqEfXGorkFNCakWkL4O",
+	"5oIX5DVgrYEgd2K0NxMnRP1sYnehroPHkARvlpKuUYEmFmcqbd+348xaGxw8jfc2Wy/g/T+2ioVz3G0P",
+	"oiukiyz2X0pS/V5C49JXPIUd5jFztT4sYJDfW55ojzaSlicXAIFGalO0oFZLYxwcHxBThnp9d517jU0W",
+	"2dCz4rNCglMl6wgb70pJ+erQVaXLgn41VleGrXV9Q6A3gM2rVcJSJBdZKXhHfSPTyi2y7QICcW+QZH4h",
+	"nbB8XwtMSKSE7ICd/mPLjv1cSb5EIxxWFFg6Ay24UZQ9/VG0PI61BzT0e+kj7mbcEbHsXaN4y5p+0YBp",
+	"ciji6ThIMhKSMSxDx1dOnYjRWe3uZyh2qyqhCiiZBQanL2JCfwdyTtcBNKyX9XHEfjTCJ2MEl0yb99rt",
+	"6IR+Iqg/shojSIAT4AcNLcpBGDreaOdUy9uRSOQlbRy0rf/dopF+pr5SAFP07KYSXbz3LtkcBYcywK5s",
+	"KjEpYgmDg4r/oHhlZ+J0etIw3dhcrwSFUfEf0wKp+GxnUh47CxqoGHOQHcy5LJsaezQpOQKJtXWqoNd6",
+	"ImtTgaRhvrFianb4XGdyU2D8ntap52j2ApY1Jdi6RTR8jL5uib6OmSmPdAPAiMNs4iD+e1jLWy4B1L36",
+	"JdCdAKvSa5O1GgRBj28oO9gZfB5puzU2sXIaYpCYNEHaG+ymifBRVkfsRKWhgwCrtRbc13pbXuqFs2i9",
+	"dw4oE68hgF+h8jBVgIm6XmqKlHko/qEkP+8ArD8Z07WfGeO5k7Ic1qEf/anYZbD8h/HKeEpX6Au6ky0A",
+	"ZToQfgKfvJs7hV2YpEITyVmWK642hGLpSDHE7yFlRxqCSqNQfY3XiqNdgE5Lk+wFzP4pfRK+f+sImVK3",
+	"1D8Lada0348htnHrJmbQIPWBnBwiVDgCwsSPb99csW3y37vTtiWy3C/CQkZ67dFj9ktjOcHSVu8x9PFY",
+	"7Ew0yUjHnYI+vE8TObnktzD8pGyU6O/A0LEPJco5cbv1YVNOsFFxeuoo4B4DqeoDeQs+RkAm5JPAsT6q",
+	"yNrmaoAnnv+KWNxbU0hew9+DaPNgHhHCO/vat5ltFUj8L4QnwmJjaGy2oTS3WiTit14N9aMbWQplASnQ",
+	"CINlBuaYrfStm4Y2Ht7aakL/w4+SndMXPLgOEjz7Gf8XsEspx+DnaQjgwKHkD/nonHukije3m0/JKiM5",
+	"GB0f/aSbg7gFchVWUGdvRblhUkFGRsDTDC1CImx+E4wgqDo3OjjYkAOYu1U2oalIn/vahAn/GuRDJTmO",
+	"G4Skhku9e5lfO1OxZaunU0jGUjMezqm/n25BHXYm6RdTdYsXH0S38LkYOKuPqRh/wlSMD6yIWFMd8tC/",
+	"YLsOYn2Xzqh8HYRt0zbDVIx3YG+6wJkIdvKJwWHIWeYzXOEpwskkT5diWjmzJ/ogPBX1RSSvAIZPW8H2",
+	"OToNYEkPyuQnxWXQ13hX1edDOvhOwQnqCqxtEYbH7P879PnvaISaWkrUpGbSKh7YQXWy3hijMgy0x4/A",
+	"cY+lP6q+EHksaWdNFamSOyCOenMwrZDqYMV9Eosq40Hn57r23cVBYGFpapfDncIRBCN1JvC43dL43LW2",
+	"xioEZj2w3o3Y+GzbblkqYSNgRSp48XtlqU4nhIqAR3CdDgSf2SX5IAoY76yPtsbbg3HL+C+Tgpf3R0vL",
+	"dk6zja2GYzsOvbkoUDJhipF0+2NguQ2PcJurOs0Xg1ZSHyOZW/zf/T18TAE3zRN+P1UNmhySrS0tEruT",
+	"Jd42RVTZFnwkqc5hGktXPGIqIJSbPqok9HYxQcbdW8kDyzKl4j2ZGTv42A6jtntQ4RR7vSBqwctVWhH7",
+	"gAbucCPHEHojkGdPB4PmqXFfzo+lmH8813krND6QarfVjn1uqfVzWj5+3UhPUySgTujMsWKJeogRmDaB",
+	"Kzk69E2SSVi1jWJ1UxaAzhTqJxfyVii2EnapkSt/vDgDZ9/FN6fs1Zcv/wX+6P7xL1++/JIVYi6dvmaD",
+	"XPWpgIQR5RG9A9jlqOh1ZjHK107VM0Ahwyi+7NkDaWHzVrbkZhnBn8Qc19rv0sYJKTzY2mvaK74SNXfU",
+	"UJV84xGr7mm8Zz4jBSpKpQnOVKrad4c8lOJXIqWvPpEUT39shxSPt0LDKsJdCufoHbVQ7rHkZSkACVX7",
+	"7PDfRY7DSoVpytFl1fBrqLUAEIlwiccs5cxqyPj4L2dU/6kk/xXS6O8l7CFMsyMZKe7H3kGXQpD6LAqW",
+	"UgMSuRLmuNumPaVwOnq/ERt4BvtFtn1WUK9GARq35cKsj14t2RwbroSOaL4240bpdVteAjDAkNSNK9mC",
+	"COUfJFwWpv1iCRpZQGM3nwgYPKMIBhNBBKRwAJK+gR/hHH6vXO4QrDPdze/0Q3OC0FkelHgs7uxx1G57",
+	"gjVPR/0IroYOJUrfLQGng/89zb8QuiwM07f367G+DRqriIluBzIW0d0fBxkrNCPfkahNi/voyBh1ZDTE",
+	"4Y8h1nG3pybyxfLbl+F1TF1uWSm4sQimokuRQLgi9dbw0tEyaLmko3SGikW8ARfFINoOGXqt/tliXeE1",
+	"8pjZgUrDMFBuHMBu/CUBOYKVXot63pQhWVBCsyunawdBmMwRzOiqcNfL9QYbrQc2z/bJIAyts54K1cp9",
+	"YHI/TKkk6NSt0dK9fdu7ni7EKLkQ22z9UbpiIrl/TC78L5Zc2Gtd9nAxulM9fv5rA1iZW5MLL/XcHhYh",
+	"w9C98dVWsKgmKJIpLTFrGw5CbnNAtMZGlVno5Bbyrtwf4n7VdYtGFRKsQL3w7hcoUUQ1J9lBNolME2cg",
+	"hD7+vFzzjaGLwuiVwAJvDVP3gwZI5VROAMnA/bRfQjCdHpQOEuFjMuOTJDM+GWtOAJTq2Yh0N/lM2hCv",
+	"mYAIdephpNoWnMSfNGpNUHSeQz8x6H5z77TsiDxHhcZFk7dZjwBH6s2KoI44rYK6gvYSLUPzW+I7Je4o",
+	"GLRdu/L5/uapExwfzr1PBTs1QfX5g0NObdVwKMUxam/60Qv4z52x+DtqN8+9yj8e8rkU1hCGS7D6EF2Z",
+	"YMhVT4eohRHWIpQlpmCTwGx9gz6CoQS2kVzIW9HpvqGVOGInZZkQslGueazwgNBdL7XA+mGBEDu6LDqx",
+	"8lIvAOuhsUFBSoA4GQG+uXO/N38wMYdXoJ/dhGzu2FrPmIafeVlussGeTxBzI3pWG9HjppO7H92Y4QzX",
+	"ou7jdn4UYv+UQgyYpesSCnrX7yXTPJk9RwobF23f64W320AkQAX2eumI89opYXktuPGxBN+kR1Q6X/pA",
+	"8Io7pRArt/0D0pimReyQ1pfNpGGnEFzGZwvxMMqKb7Ad+7UQihmrS6GOuwYimoURjl7bLalN+EijADsJ",
+	"dSkCCsFj2WCPpwLR5HC226OnSamSAC/3HqvOQX5EDd6GGgyt9eKysA/C1tC8EODoCp1v6yxfyFrklI/s",
+	"21tR21QwlQ6rWluRQ1DPrZYcH4XOm5VQFlNWKr6g9GKtSqn6P0PeLVeYs9yJih4PXS9d0wn9NcqKBfIf",
+	"tp0HtWQ+h0+F1qZk8CXbEp5U8rXbhx63ffbi1fie+G3YseyD7ADTC2DE7wl3OH3B+24HpH8NR8vYrHeE",
+	"7vgOGzk72lqp0A+r/fYniA5tOydHVZ3djRkONnaPLlPUCXQI24MndM3zm0Xt5M2h5ebGTOhtXIla6kLm",
+	"rH2XwbusFgvw+fnsUWlYVevcEU2cQJAvhZt0UA4JUIsIS9aEo9aoI3Zm2VKUFVjqGO9npdaVb8Coq0oU",
+	"7kkFzfh82GrOZSnVIh10/zrM+goW/IR3WPdTYxFVx1uDrQyt2J2G8KeC5ImIqL8rT8gHJNifhwmN3jkt",
+	"Bqm+FbUbj7qfUC9If0Us9Qoj5V+FNOyVWF2L2ixlhWA9gpd2mTFwBQa5unLKXC2wiTZ6+L2Btua1I3RK",
+	"UaTX8OLhLbpV3BkDO4Vzv7NoODgVSRpozJK4bU5x/pe0EU8JJtr90ljKH+2n3+0/BTd8SzZVf/FPyAEF",
+	"t/ww9D9/npeCq6Z6XjliEestDOGIiuq3AkybnuONRh5tSAbLWnQq348dqdK3XK90KfMNZQRjm/b2jigL",
+	"YSyVbHFwmIsiCzlfhY9xcbWBnNcj9o5yxcB177hU2tC9lS4MzmiVDITMkB3O8dXX3PLQAv4UX9lVxPUD",
+	"dbzFYgpKOua5bRuZ0s4eM8r1MV4XQEf9WNIQjPGwdKpvaiEOoQuxs2+1aucZjEia3Ngk8L2xWXzx8tWH",
+	"rdBKHRCd3ahYoZMPC/2YxZTsUE/MAxo/tzxi1zwwwkNFEmJp7yuZ6kYdapVvwyZvnNmqRJfNO4E2H4U3",
+	"okQ7kUSYFAbKucDRDT2W/J/RT6OgrKumYoUsDtituQRRFIYmfbdAlTauqjdsoTtgw8Orm+QfOTLwCveC",
+	"E29x948N+j5yvaIwFk9E3S8aNSLJnsJJnfrURbOrF0y0z1bjuYU9IGE1kl774aJzoyubnuLfu3c+FmX9",
+	"cfzZDZZspoUdHtjjibxx75f7/jU34hCp7nAKuDoUj/Dr0skuqQoBLZ9tLRcLyHxXBXMitmtcfmJYqXNe",
+	"krzxn40N9lyXzUpByv86WB0QSFI+cSCjR1+//h6Mdl5CBkQrrMK46A6DglJVMCP/EVpJBkOfyqNgeh7P",
+	"lxWSL5Q2gq0kedNYVevrUqxM0ox5TR+8hO0bQU3vIY5gOjYWt73+HkEBoFGgnnsXP4zG9PV/itzuSusu",
+	"yv1Sugd62lt+J1fNiqnG2Y1uFm5a+ZLXPHdraPtsO+UbJ3Xsc8bC7NFEtHWjcsyIHEEG4Hevi/J0yWuT",
+	"nvbnL168yFowcansZ68OMveem+TBVy9fvIAnVlLhH16ENcKhQ0rDU2uB/SMfkcaBHOlAEdv6ow44kurl",
+	"tu9akF/dCYve/j2lWYou5J0OGa7Yd1dvv8faBIQDF6oAfEUn6oKjfeDFBzUPpN0Mafv/3PBVOUONg6/b",
+	"N71LlprhH7GvtV0Cb0HOfOSAgQhceDzKqkeYJs2Emus6F90OiNjSc+MTK1vEiEJUpd6Igt2KGtw2u+IO",
+	"aYGoc/Oj3CUDT1DPxJ04ZrOldXvRbuWI3x+3LG7QE2/dmMghWZKUNgfuywdZKM2hf7oPpUpx9pMrMEpH",
+	"riQUNr5m7yqh3F4PaOAohex04Ezq5zDRHWMDpabDMYNgSFJ8Jc6AtOIOyYKp0iHrjzJuR0+u3ysQI9Vc",
+	"7xRyVa2LJrcZ1AAXGVtqX+tMHmYJlaR2Ewo0dCF8Jz7sKBxle2bM6gUCHgW8+aaycoVmp1CYq+pDOAiG",
+	"F/nVqB0CaGxqLusVKXLXUvHQqsH9gWbhZJvTRHgJzbgQqm0gpy5hP87cdjxlekH7lQSPfc2NzJk7Esc5",
+	"gH55rRv7JwvJfCssu961E0/IEkHT32H8nEZgD+AYcFQhCq/bhWHiO5U6/UrjL1Um7irIJUBvA6dkILSj",
+	"0KoC+8eXLDtmuRGbQ2wzV+v10O5BFzYwkNW5LlktjCwaYbzF47jhRmwMa9z1yqpazOVdf15tFYheK9Mp",
+	"xti0/encHlK+HZiqomBNleSvt3477tdJ6hQlzVmRKCv2BpTBJlCwNOgKRb01YfW0zB3G0yUMYR7dgIqn",
+	"FuJhFXjWpswOX4eq6uTMXu6ykCLz6GXCPBrd0hjQpOLGiOIYb3fYCyzUnHPp5DU9CoXu0LFhx1afw3Dp",
+	"9WCqxgctPu7SJ4aXRkGdgi/A94xyT38EnHykCwBOgBxDkRSl7pwgyj6c+H9O4vTQi9NDPwcfEdjW9BhK",
+	"9LLga4ea59bXvq6lFZgMHcnjFouoKxxEJDqonrlHiOjlj4pqOCucBGyUh5wo6s1Fgw3eQZilAS5qY5kR",
+	"og2cwuwwQLrQR+yEZhTdfXBkIb8e58k49D+gRSRL/PBConQ5g98Jg/r8A38lYV8Edx0lypvJH46HdU5n",
+	"ddGSy1PEGtJfC1PZGnEYnK3V/eDzHyXwsGOZ+4cf2mA0kefHcul/6nJpCJc11bjm+SEiF0pbOScCN8/F",
+	"istyB6jcpVAFBmoB0WsljEEvXhsYDY3jC3b59ioAtnllWAejNHSZr1csSCYQhu2k2NrJL+q2Cmo7Gcef",
+	"v/grykRsFd95CVrGt9OYofoFk5HUn76do5McX7z4DJ9x848n7fHaUcxTt4ta8HyZAhF2m3MljH2zwlaO",
+	"T4KoCScHX0Cwsh0SM5cVAPtxRGDyBUXMNCEw8uGk4mDy2+Rgh8DW3ANStzd5dFAfheE/mTB0b01Y4qWo",
+	"b2UuflT8lkvoud93BgrINAZaiWUAE6teO9VHVnl1JRSv5C5/B8ZHKQm1lXE+rNu6f302V60bK4b52W0m",
+	"XAS57r0X0cA+y47jQJkfL/xdtU/DGNG7sHasq5d1FPDIolckNN/GzTti/lD9V1AZnz2X9PfnM7BtxR1Y",
+	"ryhrwf6F0LQoQKK3oGxVc11Ks3SGsd8Xr9dJZ8xHlR5OsxVprwlEAip5P5/JO1VuzilY/bRVU/E0t5vO",
+	"7Wb8E1nOv68hbDvbRoDcvZR1pNknFBEVr6Xd7CMhKOsc67d8oGAOddo8X/JrWUq7ybzXnmy8jMx+8qF6",
+	"yw8ufHKv+vwzhKXJ409Woj4M6WmQiIDgYfmSS8UA7jb8jG0McIpQ70jjH7G/gSa2FPnN65A94l2sDYUZ",
+	"L//X99IKNju/OPn27Qn7pZH5zXt4Z9aWW+LwIBcKgQYuGf9k5IZWfYW8FfVCFNDYnjnptlhCuFgo05g4",
+	"o2VF6fubpLg45/fv1b/Nw3pCi4/X3mbUwLr7yz7GS6EWnEog10tdRhkQcHjoRjalHs347ZzDA92ycaKN",
+	"IxWcqDsbLkvj5PCMKGK2EzoRXnmk+fx5nKwRfW6/JlDcfHSvPqV71YlH2udrYddCqH7F0BPeJ04uSCXM",
+	"ljJbL2vDo5764zzCju4I7XUAD8zHlYsGBSTlP3vhgxKrEvVc1yvDOHpiD6GeiQq/alltTZEG16m0rKr1",
+	"rW+C1kpsNO8Mjtv26QdWbjHNKMINcI/gE4gg4KVhr168QDmActUHxmnyjrONt/izXh0+OWCvdbHJWm8A",
+	"bJj0LlpebLZEwi/CAe1I3TnHXbzXJj5A6o9Ir2yYwwAOgS7uKFVcxx2jKL6+ZT5v4Lk/DlxuOKHtotQf",
+	"Ohz48TgtFR+18KFF/3scVOBOxJJwPAzY4C1ve3mIXJ7BG1wx4SYPzx8lssu7ohQFFFc5CcOnFPW6FLsK",
+	"vJEq45QfXDsaBzdKryF7AbOGJMS2PAlr1bsNuo9REKncEPzkEbtAmDpe34jCyYRC1IeIOFwLj1EJ/14v",
+	"JczDD06H0Er5stOcQ9xVJWCWr5eb6LTcWkjR9VO+biyTRQm9nOa6LPWa0LqHZeMkjHUpzNPnJbnPbCsX",
+	"76Rk/Ylrxcf34SnZqFFWrsRzqkiwcitECSbufQtWm3stczqdrjdZrKQoX+6F8QMzmr53xC7Ry+rUxvk8",
+	"SsEzlbZsoWvdWHeJ6pq+wxa1Xttlxkq+AIBLf/UHcx6ecL+g2sCXTm8o9SKpk1zgKl5Ha3/Km3X4tQRH",
+	"0FMsOpA/H098K6wnsdGN+ABMAfr/FBARsBOgp7ij5hoxXX3QyAdjvJzG2SUMDn/FBIPDqfC5bXhZbtAw",
+	"V71i8F7SqmM3Npe1WPOyDMVGADXiPwr8R2a/1e4qHGv1iXtwDlvw9FzhvrP1knAbC80o/sQXBLnrPM0o",
+	"IQoIbagPwAu2ccQ3gRnWS2kFupHY91I1d5jYje+z1ujrFOVRTg6a3blerYQqRIFotdRistfVFrYBi0mg",
+	"MAWAuquq9O0fTTAROXHYQih79P+zd63PbRtH/F+50XSmUgZ62EkzY+mTKqexp0mjieX4Q+qKR+AkXgni",
+	"ENxBFOrx/9653b0HQBCkU1KRKn5yIgL3wu7ePn/LfiIdzK8RsoMgBoPhbA7xG3t9GNEPKvJGaXOFx7FF",
+	"xgizvLM7X8YY8eHCET0rSJF+0toYOyxB7cYUj5BRF5MTkqxDvwiU5/uh8epWGFi4z5yGGAE54qlxZ0b/",
+	"O+bp1A52Jyp507R8Oa5tn5/H8g2AtGUtkHuCyoYkPDALyN7Ah40Cl5axZwBZD0BD7APiAsQbCBwG72OT",
+	"1WG87VcUTckEG8Eg13WIU48WmevcDt9hr80niIQJYL4VCSL0wexBYFJl+MJ4Go8tsW5he0MpJPQZ+5JH",
+	"Iqm5yx15wol0QAUtSYkUvAEpaQcdSJ5r6w7HZc6L5XlzrTAvylXitNABmtQE2Av9GHnqEbZpKpqWUwcT",
+	"jInOYzXb87IVXIBpC0FV7P+URo0Z7HRnvhiniXI9IDUZTdobIyqXq0fBgb9bzULVRksKD/p7oq/Q9aQH",
+	"sSnnxQNKQzvd+sLQy71MaDBz8IP8UbLOLn7pqklByHmxgyd5RJLJ4THFsokYb/vCCTEJD1slsV9Qm4e+",
+	"5SAKFvLVJlCnQJsl51Q0HIKOzH1WyKXTXs+LDB1tV/wWijz8ZF7BTbzKhaE4d9poJ2GSS1nZtZkG230i",
+	"5kF2xL7npSuzD0UfOUHl9pbj3cj7gP/NI5BfHbLR+iN+cMCv4/PdRMZZfxqJCzm5l1pHBPhXniR7Tgke",
+	"8KHUkPA3GLnr/2IbL/KTRswCOMpZBH4JaM4YcPCAKBiWhcaA0GxiACAFFcMlC/7LGvAoK8r/tgqovoS2",
+	"hmNhbaSBXa7gl+QKts/ODpQLI4oIQ9tJhi06o9ZFdYau4oeyAPxZIwqISMLLSaz+hZLj2j5aoKdVVQ5H",
+	"UWS+Cz9ltvSgOr/3PlhwtKKNr6fYcZjEpjXBfT+uOkowHgrPbR3ROUwziObszhK/AR7j83K89h7BBsgc",
+	"j3KQ2I8/2X/+wWfiszWnVsBDWn2jdPe6WzRQI3ZyC6St2Rx6wjr7KFN4c5QOX5bahvOYpGlw7Qc5Yuf4",
+	"S7fBLKXiE5ALN9i/DUgfcwYwyL0QDKcSIkjmjZ7r7UbrtRXpjDZMpJ3L1KNEQ7Dc2qC9AJKBAdYCwPUe",
+	"PD1lXFOqJOhPbZ71d27JzSRcue5DDrYPKLmxBLl3uvevX/nhf04OX32kfw8/fjpJvv3685/2lgAGbaES",
+	"NT6iAcvwgxOpytOPgq+RPDrnWLSfLwO5BNqtngrC7vZbdT4/HE3/8a2YDRfBxu4BcS/S2vTaqlSxsBaQ",
+	"f7f0oVXo4UofpAn1QjrScXqqJFrxVnYBwQTtYS17Rw8OO/cLKFsTlWcJG4uU19ZWZYWYo88Mn5nxxluq",
+	"cdEVLwAwvXJ1XTlPp3ogx/QXOqytSxE3UY/8+MWdc4Q19CyzOPog/7ZoIMzFeKLUVB+n3PBcrROv1oYX",
+	"Ga+wSsZodlupusR7/YbPZN6QlwZUEvzLnzUbEbTOVyM2l3mW8ipDVoNRGDqXyN1sdRGHWwujwDMAeJHz",
+	"wg6GU4+ggy6sSguwHzTCOeL4+swlFcMWwYtjH8rYCP9+RLs/+md9cvJ1+kYp0Dfg//qibd8L8wHf+M7O",
+	"f0FHts2KvtqM7ZXTN+2SWxjPkz7ns2Abu2tHhG3idMcQMRBSzhYYKBO5vBOVFPr4k8w+H1fCYCeZfvPj",
+	"R6hX4OxvmFpEbzc+fn0pigzS8iwrcWrsXBeAMV+XLlxO/EBuJmZ14VlpNGVttMeWmEJlX3ExGIBZtv+m",
+	"E3knsgAoZiopMrZvjYaRWxpAIMCuIBhtOW2k67Hf1LUbZhTaSx/0dSA0VUP0/JqGXonNDMCGN1IExBJ6",
+	"c4npILNBoyHqVvHtNw/brKLD0f4Elnng6PeEFWruiGLXxH5DXdhM1UDe4E2bCTcgLlbipHi5oSxB3H+B",
+	"zMDYRlduEF/gaCT99u3eSlEBzydDnH/QlTtH7NyjonwTSpdwXKqOIBQBmtJe3YPyInTOACe9juWS1LSh",
+	"YXkBzHMPt+AqkRGuQpmxfVQY3majg+5BFeapCpF7OJlhkzw6Yv/d3c0CNew7UbJBUYKcebPImUD0EWc+",
+	"qIDRhptaD6AFQEsHv1yUEvtYgZO4JOwkEhWW0yPCGjfo6yfflchz3UoZyaQuATaV/I3k0MSkPEuI4Mjc",
+	"l6b1s6uBJb+nKvLmYEgjf4e7fLibmyZcwnj89rYSt9yIZ5Rjet7esyX8DlW1KechtPJYQV0nENZecOI6",
+	"zwEYY7cwuBIZT43ITpk0TPMmkD1nWqSVgJtSC+OyqMCNBIEw6pCfkB8emwTYN47YuVPG6cgqwXJxY6BD",
+	"OcFHEqqAf5JiD/2xMUeurYNY1Qcg14pR3lW8mhUwB25Bj6c4t8uz0SEMFk/gZnch7qVRvjafbIyTk2W5",
+	"jpWAYgbenvgUblZRZKWShQl4A2pesDc/nl8QUyXOyZSqUiQQ3kLgqoxMXeqpChFoqVldyN9qwfhMUQh6",
+	"QHPGN/0SJLhf+VirvDaCTYwpNXv/8w9s3/4nFbSCSZ/nav7GmPLAA2mllQA7l+c6YcBh0IOu4rczUZgz",
+	"P4mGBrH5HcLoQ0tkq70nLJfF9BBbtKiKpbmqs8OZMBy6WVEDb9HTNGRE4vIasxVBcYf1WVueZA5c2dlM",
+	"FlIbBKmFJzQrK3lnpT2+q9m+G+3c/n6Jv17hj6ODI/aDuOVpw3TBp+I65Rq9c+S903U6YVwvOOhUca1N",
+	"JfjsmiQnooBpfoftNbvP/1S8g8cv6Gn8SkEoiyKtmhJb5dnTRGKgoChlDvWg2wIV9siSLWWaDkivFWmn",
+	"lmDPov360rqJQLiHVQHEFw+xiaHVQ4Z9CgdOOVx08U5UniEAv0T0N2nCVcxupMgzvcu/f9JAtvDVu7L+",
+	"YW2mWFsC3wx4Zer+Fsg5TynzHckPwdaAigOWOMIQQE2po2zs5lQwMSsNyHo+1nBPId8GFEOXx48/nJE/",
+	"2DWfwDq/oEP6wBmswF45R+yC0vOpHomKrcS9cT7j0OVOlaII/lW7vpYSGKHWkiwmP3G/L7jHaHtfZkvF",
+	"6JclusYvv832tpXW8fvlsP1MgSacKvGwGRy/QwDX8IWyJ1EAsMvc2KjwReZ8ZML3mMTJctc4mZ7ayd0b",
+	"VbFbpcg2N6q0OkIqJCjNuIUENAfvDS0y9gF7N6MzL/ZwiVTNBLvgRSpywpwtFHSax8xxMPML47K1Zkns",
+	"327YRGqjKqgsmIrSJF5toZRXO7pmN5UQ2HEaxIYTFJ2CT9zn1oTn45FBrUtn56bejIcOz/SxcXfkElzb",
+	"Q0fRbIhwQXSrEHNrx6GlD/66JEZMcC5q0nYALTpBZ9ybq6tLhl5yKjsCWhUZQXnR+aENWaKgpzagEAoD",
+	"q1FP1Lzw5tVSN9zr2Pv5v/FrsvKNS/gW6z0HXa0Wy2sgjyAO1BHMF3m1l/TJAvyFZE3Z0ImEO/CGPyAI",
+	"v8wl+JMlMn4be7Sl0Dsk1I11GO7ckxFfP3iMACXScMeSt4UWAGDERjSH8zvZ90Yu+k45bSNF1HZITx3C",
+	"UwfkMUMfVNteS9i4KTlC50vE5QvuS2y7gcH5lycvQ/IoPhXFWBomM3Jt+r8YCOVX/E7kHtc1ZyU3E7aP",
+	"IcqEpTmXs4RpeVtwU1fBZZo4f+nBmYPGkD4PgHKRulrPETtnmdTUTZQMSGs92lPo87Jdid6gxRMxDld0",
+	"UDmP+qW4RiSIS+K7Mhh/jZ0x3doDYchCrX+CFSLit5rnePz2E8psHdvy5XY3v7IDCxLqnGuHGnTW1pcl",
+	"RIHtn+a82dmfz8r+jLuvIJ0YtcnbYH1FdUXXKmu6cR1LPlizl2URFjRIPUTo4LrD047rAV92v+WnPzhd",
+	"ccMQwyAyHeLWe4/fkFjdewyS0Dv67dpdBIYvisedQNsJtP87gealAtYjRDJgqyLOTGSVHZa8Ms1xykvs",
+	"/jJkdsd1UjJLog5OaCqL+1KG5FNXtX1++ZYZNRWE2VECmBrN1rCUG3ELGLjUAcSPCHWpItMd1CGpaTQM",
+	"/SHqW55jryjfl9ZObkfAvqmuulzVhkDjbgTosjrUsde6r958RsnzfhOaEKkR7CuxIpxAJMYNG+FnCKH7",
+	"U8ZLeQgvjs4Q/kOrXDAtNBY4LdTlvogx30p5De9eO5HXX4ZyZT/kpf2OF/Fn3KLJvGTGZShp0TNd6oD9",
+	"PYuEuNeuOG8eQwu2OcQSYqYiro94NLB+oK+90z1PYHsLkuHFEslgjxAlAfYtWsnwnOmZZSh8nOmCl3qi",
+	"DGoZ4AAb85wXqTVCOcDlFtIoSOe0OypVnvfltRBOYoSyKDWzi7O/Ix6LHQ0ZPbLfUVb4VUAXKEo6071Q",
+	"2q6bUFxDeGbVC1kAchlAZLvmdPAhIIlO4BLsSKpoZqrWrOIkhnjBKvFvkRqX9NNtESIJLt+h1KupnSWz",
+	"IioLXUG7PUL8pqIuIYiZH0E/9sOq4qfcZtnmXYqTvKNFrmqa0LNlSw5QiOoAhtBxtsnODl+8zOhkl3R3",
+	"6ND98uYOIq0raZq9018/fU4+7Y0Fr0R1btnt9NePnz+2k8QBhAgQ8nD4TcFzfxX+XI9zmZKe3F1gd3XJ",
+	"pz26li6UmkrhlkzrWDB5sIY7KtFNaCNJaGmRIFSBThahZIi1dYAqhzwJTP/GPbKTF5Aw4BzJeBCLbun3",
+	"GiGrVC50El3VCfv56t1lO5OOEiPqqJUV4Cj4Km4qEqxhPeFcGSXb+aW9bC3NnWtfrxvfXqfTyWkiS7rs",
+	"ncTCTGk/xdfxFPRyzwzfFaZq3Pow6OgvDeoIh1qRQ8wF5QjkTqTWQDKim/pF6+DjS2hx+lBb4zyGzsXJ",
+	"yEwdTvxOHECEJYJDPIIPYvxOpVMR9ecscEiq4XUj2z/fR0slLXlxlX9VymhT8dIpIKgZdpIY3WRAL2ZB",
+	"lQ2U5E/q1av4pPBm/fj5vwEAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -13,9 +13,11 @@ import (
 	"github.com/svcplatform/svc/api/contract"
 	"github.com/svcplatform/svc/controlplane/account"
 	"github.com/svcplatform/svc/controlplane/apitoken"
+	"github.com/svcplatform/svc/controlplane/events"
 	"github.com/svcplatform/svc/controlplane/rtspauth"
 	"github.com/svcplatform/svc/controlplane/store/raftnode"
 	"github.com/svcplatform/svc/controlplane/system"
+	"github.com/svcplatform/svc/controlplane/webhooks"
 )
 
 // Deps are what the HTTP boundary needs.
@@ -34,6 +36,13 @@ type Deps struct {
 	Tokens         *apitoken.Service
 	Accounts       *account.Service
 	RTSPAuth       *rtspauth.Service
+	Events         *events.Service
+	Webhooks       *webhooks.Service
+	// Dispatcher reports whether the webhook dispatcher runs on this node
+	// and how many POSTs it has in flight.
+	Dispatcher func() (running bool, inFlight int64)
+	// Sockets bounds the runtime-state WebSockets' lifetime.
+	Sockets *RuntimeSockets
 }
 
 // endpoints is the one strict-server implementation, assembled from the
@@ -43,6 +52,8 @@ type endpoints struct {
 	*securityEndpoints
 	*accountEndpoints
 	*rtspAuthEndpoints
+	*eventEndpoints
+	*webhookEndpoints
 }
 
 // NewEngine assembles the router: contract routes behind the guard,
@@ -72,6 +83,8 @@ func NewEngine(d Deps) (*gin.Engine, error) {
 		securityEndpoints: &securityEndpoints{tokens: d.Tokens, audit: d.Node.State()},
 		accountEndpoints:  &accountEndpoints{accounts: d.Accounts},
 		rtspAuthEndpoints: &rtspAuthEndpoints{creds: d.RTSPAuth},
+		eventEndpoints:    &eventEndpoints{events: d.Events, auth: d.Auth, sockets: d.Sockets, log: d.Log},
+		webhookEndpoints:  &webhookEndpoints{plans: d.Webhooks, dispatcher: d.Dispatcher},
 	}
 	strict := contract.NewStrictHandlerWithOptions(handlers, nil, contract.StrictGinServerOptions{
 		RequestErrorHandlerFunc: func(c *gin.Context, err error) {

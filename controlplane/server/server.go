@@ -29,6 +29,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/apitoken"
 	"github.com/svcplatform/svc/controlplane/audit"
 	"github.com/svcplatform/svc/controlplane/config"
+	"github.com/svcplatform/svc/controlplane/events"
 	"github.com/svcplatform/svc/controlplane/httpapi"
 	"github.com/svcplatform/svc/controlplane/keyring"
 	"github.com/svcplatform/svc/controlplane/rtspauth"
@@ -36,11 +37,12 @@ import (
 	"github.com/svcplatform/svc/controlplane/store/raftnode"
 	"github.com/svcplatform/svc/controlplane/store/sqlitefsm"
 	"github.com/svcplatform/svc/controlplane/system"
+	"github.com/svcplatform/svc/controlplane/webhooks"
 )
 
 // IndexSpecs are the typed index tables of every kind the control plane
 // stores. Append only; a changed declaration rebuilds its table at start.
-var IndexSpecs = []sqlitefsm.IndexSpec{apitoken.Index, audit.Index, account.Index}
+var IndexSpecs = []sqlitefsm.IndexSpec{apitoken.Index, audit.Index, account.Index, events.OutboxIndex, events.InboxIndex, webhooks.DeliveryIndex}
 
 // authContactWindow is how long a follower keeps deciding on credentials
 // after it last heard from the leader.
@@ -48,7 +50,7 @@ const authContactWindow = 10 * time.Second
 
 // OwnedPrefixes are the key prefixes this version writes; the migration
 // audit reports anything else as a residue.
-var OwnedPrefixes = []string{"/cluster/", "/security/", "/system/"}
+var OwnedPrefixes = []string{"/cluster/", "/security/", "/system/", "/events/", "/webhooks/"}
 
 // Server is a running control node.
 type Server struct {
@@ -58,13 +60,20 @@ type Server struct {
 	Node     *raftnode.Node
 	System   *system.Service
 	Accounts *account.Service
-	HTTPAddr string // the bound address
-	http     *http.Server
-	ln       net.Listener
-	cancel   context.CancelFunc
-	done     chan struct{}
-	wg       sync.WaitGroup
-	denials  *httpapi.DenialAuditor
+	// Events writes engine hooks as events (the agent's hook receiver calls
+	// Events.ReceiveEngineHook) and reads the outbox.
+	Events        *events.Service
+	Webhooks      *webhooks.Service
+	Dispatcher    *webhooks.Dispatcher
+	HTTPAddr      string // the bound address
+	sockets       *httpapi.RuntimeSockets
+	legacyWebhook webhooks.LegacyEndpoint
+	http          *http.Server
+	ln            net.Listener
+	cancel        context.CancelFunc
+	done          chan struct{}
+	wg            sync.WaitGroup
+	denials       *httpapi.DenialAuditor
 }
 
 // Start brings a control node up and returns once its API is serving.
@@ -148,6 +157,9 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, er
 		}
 		return perms, active, err == nil, err
 	}
+	if err := s.startEvents(bg, cfg, keys, tasks); err != nil {
+		return nil, err
+	}
 	engine, err := httpapi.NewEngine(httpapi.Deps{
 		Ops: ops, Auth: httpapi.APITokenAuth{Reader: node.State(), Owner: owner, Revision: node.Revision, Cache: &httpapi.AuthCache{},
 			InContact: func() bool { return node.InContact(authContactWindow) }}, Log: log.Named("http"), Registry: reg,
@@ -157,6 +169,7 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, er
 		LinkKeys: keys.LinkKeys(), ContractYAML: api.OpenAPIYAML,
 		Denials: s.denials,
 		Tokens:  &apitoken.Service{Store: node, Reader: node.State(), Keys: keys, Propagated: node.WaitMembersApplied},
+		Events:  s.Events, Webhooks: s.Webhooks, Dispatcher: s.Dispatcher.Running, Sockets: s.sockets,
 	})
 	if err != nil {
 		return nil, err
@@ -187,6 +200,8 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, er
 		registerSelf(ctx, node, raftnode.MemberRecord{NodeID: cfg.NodeID, RaftAddress: node.RaftAddress(), HTTPAddress: cfg.APIURL()}, log)
 	})
 	s.background(bg, tasks.Loop)
+	s.background(bg, func(ctx context.Context) { node.Leadership().Run(ctx, s.Dispatcher.Run) })
+	s.background(bg, func(ctx context.Context) { node.Leadership().Run(ctx, s.migrateLegacyWebhook) })
 	ok = true
 	log.Info("control node started", zap.String("api", cfg.APIURL()), zap.String("raft", node.RaftAddress()), zap.Bool("founding", founding))
 	return s, nil
@@ -211,6 +226,7 @@ func (s *Server) Shutdown() error {
 	<-s.done
 	s.cancel()
 	s.wg.Wait()
+	s.sockets.Wait()
 	s.denials.Wait() // flushes queued audit records while the store is up
 	return errors.Join(err, s.Node.Shutdown())
 }

@@ -1,0 +1,503 @@
+package webhooks
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"go.uber.org/zap"
+
+	"github.com/svcplatform/svc/controlplane/events"
+	"github.com/svcplatform/svc/controlplane/keyring"
+	"github.com/svcplatform/svc/controlplane/store"
+	"github.com/svcplatform/svc/controlplane/store/sqlitefsm"
+)
+
+// cursorKey holds the store revision up to which the outbox has been fanned
+// out; it moves in the same Txn as the deliveries it covers.
+const cursorKey = "/webhooks/dispatch/cursor"
+
+// Dispatcher delivers deliveries. Run it only on the ready raft leader
+// (node.Leadership().Run): the store's compares keep a deposed leader from
+// overwriting its successor, and its successor recovers the deposed
+// leader's claims.
+type Dispatcher struct {
+	Store   store.Store
+	Reader  sqlitefsm.Reader
+	Keys    *keyring.Keyring
+	Targets *TargetGuard
+	NodeID  string
+	Clock   events.Clock
+	Log     *zap.Logger
+	// PerPlan bounds the concurrent POSTs to one plan, so one slow
+	// receiver holds at most that many slots; MaxInFlight bounds all.
+	PerPlan, MaxInFlight int
+	// Random returns a uniform number in [0, 1) for jitter.
+	Random func() float64
+
+	once    sync.Once
+	wake    chan struct{}
+	client  *http.Client
+	secrets sync.Map // sealed secret -> []byte
+	running atomic.Bool
+	flight  atomic.Int64
+	sent    atomic.Int64
+}
+
+func (d *Dispatcher) init() {
+	d.once.Do(func() {
+		d.wake = make(chan struct{}, 1)
+		if d.Clock == nil {
+			d.Clock = events.SystemClock{}
+		}
+		if d.Log == nil {
+			d.Log = zap.NewNop()
+		}
+		if d.PerPlan <= 0 {
+			d.PerPlan = 32
+		}
+		if d.MaxInFlight <= 0 {
+			d.MaxInFlight = 512
+		}
+		if d.Random == nil {
+			d.Random = rand.Float64
+		}
+		guard := d.Targets
+		if guard == nil {
+			guard = &TargetGuard{}
+		}
+		dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second, Control: guard.control}
+		d.client = &http.Client{
+			Transport: &http.Transport{DialContext: dialer.DialContext, Proxy: nil, ForceAttemptHTTP2: true,
+				MaxIdleConns: 1024, MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second, TLSHandshakeTimeout: 10 * time.Second},
+			// A redirect is an answer, not a new target: following it would
+			// bypass the endpoint checks.
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		}
+	})
+}
+
+// Kick wakes the dispatcher (when running here) to look for work now.
+func (d *Dispatcher) Kick() {
+	d.init()
+	select {
+	case d.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Running reports whether this node's dispatcher is active, and how many
+// POSTs it has in flight.
+func (d *Dispatcher) Running() (bool, int64) { return d.running.Load(), d.flight.Load() }
+
+// Sent counts attempts made by this node since start.
+func (d *Dispatcher) Sent() int64 { return d.sent.Load() }
+
+// session is one leadership term's dispatching.
+type session struct {
+	d        *Dispatcher
+	id       string
+	mu       sync.Mutex
+	perPlan  map[PlanID]int
+	inFlight int
+	results  chan result
+	wg       sync.WaitGroup
+}
+
+// result is the outcome of one attempt.
+type result struct {
+	key      string
+	claimRev int64
+	rec      Delivery
+	status   int
+	err      string
+	retry    time.Duration
+	at       time.Time
+	took     time.Duration
+	// gone means the event left the outbox: retrying cannot help.
+	gone bool
+}
+
+// Run dispatches until ctx ends (leadership lost or shutdown).
+func (d *Dispatcher) Run(ctx context.Context) {
+	d.init()
+	d.running.Store(true)
+	defer d.running.Store(false)
+	s := &session{d: d, id: uuid.NewString(), perPlan: map[PlanID]int{}, results: make(chan result, 1024)}
+	d.Log.Info("webhook dispatcher started", zap.String("session", s.id))
+	for ctx.Err() == nil {
+		err := s.recover(ctx)
+		if err == nil {
+			break
+		}
+		d.Log.Warn("recovering webhook claims failed; retrying", zap.Error(err))
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+	var loops sync.WaitGroup
+	loops.Add(3)
+	go func() { defer loops.Done(); s.fanoutLoop(ctx) }()
+	go func() { defer loops.Done(); s.watchLoop(ctx) }()
+	writerDone := make(chan struct{})
+	go func() { defer close(writerDone); s.resultLoop() }()
+	go func() { defer loops.Done(); s.claimLoop(ctx) }()
+	loops.Wait()
+	s.wg.Wait() // attempts end with ctx
+	close(s.results)
+	<-writerDone
+	d.Log.Info("webhook dispatcher stopped", zap.String("session", s.id))
+}
+
+// recover takes over claims left by an earlier session: their outcome is
+// unknown, so they are due again now and the interrupted attempt does not
+// count against the plan's maximum.
+func (s *session) recover(ctx context.Context) error {
+	for {
+		held, err := queryDeliveries(ctx, s.d.Reader, "i.state = 'Delivering'", nil, "i.key", 200)
+		if err != nil || len(held) == 0 {
+			return err
+		}
+		now := s.d.Clock.Now().UTC()
+		var req store.TxnRequest
+		for _, h := range held {
+			r := &h.rec
+			r.State, r.Claim, r.UpdatedAt, r.DueMs = StateWaitingRetry, nil, now, now.UnixMilli()
+			r.NextAttemptAt = &now
+			r.Attempts = max(r.Attempts-1, r.RoundStart)
+			r.ErrorSummary = "attempt interrupted: the dispatching leader was lost before the outcome was recorded"
+			op, err := r.put()
+			if err != nil {
+				return err
+			}
+			req.Compares = append(req.Compares, store.ModRevisionIs(h.key, h.modRev))
+			req.Then = append(req.Then, op)
+		}
+		if _, err := s.d.Store.Txn(ctx, req); err != nil {
+			return err
+		}
+		s.d.Log.Info("recovered webhook claims of an earlier leader", zap.Int("count", len(held)))
+	}
+}
+
+// watchLoop wakes the claim loop on any change under /webhooks/ (a retry
+// or a plan change made through another node).
+func (s *session) watchLoop(ctx context.Context) {
+	for ctx.Err() == nil {
+		for resp := range s.d.Store.Watch(ctx, "/webhooks/", 0) {
+			if resp.Err != nil {
+				break
+			}
+			s.d.Kick()
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// fanoutLoop turns every new outbox event into one Pending delivery per
+// matching enabled plan, moving the cursor in the same Txn.
+func (s *session) fanoutLoop(ctx context.Context) {
+	for ctx.Err() == nil {
+		if err := s.fanout(ctx); err != nil && ctx.Err() == nil {
+			s.d.Log.Warn("webhook fan-out failed; retrying", zap.Error(err))
+			select {
+			case <-ctx.Done():
+			case <-time.After(500 * time.Millisecond):
+			}
+		}
+	}
+}
+
+type cursorValue struct {
+	Revision int64 `json:"revision"`
+}
+
+func (s *session) readCursor(ctx context.Context) (int64, int64, error) {
+	kv, _, err := store.Get(ctx, s.d.Store, cursorKey, store.Local)
+	if err != nil || kv == nil {
+		return 0, 0, err
+	}
+	var c cursorValue
+	if err := json.Unmarshal(kv.Value, &c); err != nil {
+		return 0, 0, err
+	}
+	return c.Revision, kv.ModRevision, nil
+}
+
+// fanout follows the outbox from the cursor until ctx ends or the cursor
+// moved under it (then the caller starts again).
+func (s *session) fanout(ctx context.Context) error {
+	cur, cursorRev, err := s.readCursor(ctx)
+	if err != nil {
+		return err
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	watch := s.d.Store.Watch(wctx, events.OutboxPrefix, cur+1)
+	for {
+		var batch []store.Event
+		var resp store.WatchResponse
+		var ok bool
+		select {
+		case <-ctx.Done():
+			return nil
+		case resp, ok = <-watch:
+		}
+		for {
+			if !ok {
+				return errors.New("outbox watch ended")
+			}
+			if resp.Err != nil {
+				if errors.Is(resp.Err, store.ErrCompacted) {
+					return s.scanFanout(ctx, cur, cursorRev)
+				}
+				return resp.Err
+			}
+			batch = append(batch, resp.Events...)
+			if len(batch) >= 500 {
+				break
+			}
+			select {
+			case resp, ok = <-watch:
+				continue
+			default:
+			}
+			break
+		}
+		var created []*store.KeyValue
+		for _, ev := range batch {
+			if ev.Type == store.EventPut && ev.KV.Version == 1 {
+				created = append(created, ev.KV)
+			}
+		}
+		if len(batch) == 0 {
+			continue
+		}
+		last := batch[len(batch)-1].KV.ModRevision
+		newRev, err := s.commitFanout(ctx, created, cur, cursorRev, last, false)
+		if err != nil {
+			return err
+		}
+		cur, cursorRev = last, newRev
+	}
+}
+
+// commitFanout writes the deliveries of the created outbox entries and
+// moves the cursor to upto, guarded by the cursor's mod revision. check
+// skips deliveries that already exist (the recovery scan).
+func (s *session) commitFanout(ctx context.Context, created []*store.KeyValue, cur, cursorRev, upto int64, check bool) (int64, error) {
+	plans, err := listPlans(ctx, s.d.Store)
+	if err != nil {
+		return 0, err
+	}
+	now := s.d.Clock.Now().UTC()
+	val, _ := json.Marshal(cursorValue{Revision: max(upto, cur)})
+	req := store.TxnRequest{Compares: []store.Compare{store.ModRevisionIs(cursorKey, cursorRev)}, Then: []store.Op{store.Put(cursorKey, val)}}
+	for _, kv := range created {
+		entry, err := events.DecodeEntry(kv.Value)
+		if err != nil || entry.TargetSubscriptionID != "" {
+			continue // a test event's delivery was created with it
+		}
+		for _, p := range plans {
+			if p.Archived || !p.Enabled || !events.Matches(p.Events, entry.EventName) {
+				continue
+			}
+			d := newDelivery(entry, p.ID, now, false)
+			if check {
+				if kv, _, err := store.Get(ctx, s.d.Store, deliveryKey(d.ID), store.Local); err != nil || kv != nil {
+					continue
+				}
+			}
+			op, err := d.put()
+			if err != nil {
+				return 0, err
+			}
+			req.Then = append(req.Then, op)
+		}
+	}
+	resp, err := s.d.Store.Txn(ctx, req)
+	if err != nil {
+		return 0, err
+	}
+	if !resp.Succeeded {
+		return 0, errors.New("the fan-out cursor moved under this dispatcher")
+	}
+	if len(req.Then) > 1 {
+		s.d.Kick()
+	}
+	return resp.Header.Revision, nil
+}
+
+// scanFanout is the fallback when the watch history after the cursor was
+// compacted: it pages through the outbox for entries created after the
+// cursor, skipping deliveries that exist.
+func (s *session) scanFanout(ctx context.Context, cur, cursorRev int64) error {
+	top := s.d.Store.Revision()
+	s.d.Log.Warn("outbox history after the fan-out cursor was compacted; scanning the outbox", zap.Int64("cursor", cur), zap.Int64("revision", top))
+	start := events.OutboxPrefix
+	end := store.PrefixEnd(events.OutboxPrefix)
+	for {
+		resp, err := s.d.Store.Range(ctx, start, store.RangeOptions{End: end, Limit: 500})
+		if err != nil {
+			return err
+		}
+		var created []*store.KeyValue
+		for _, kv := range resp.KVs {
+			if kv.CreateRevision > cur && kv.CreateRevision <= top {
+				created = append(created, kv)
+			}
+		}
+		if cursorRev, err = s.commitFanout(ctx, created, cur, cursorRev, cur, true); err != nil {
+			return err
+		}
+		if !resp.More || len(resp.KVs) == 0 {
+			break
+		}
+		start = resp.KVs[len(resp.KVs)-1].Key + "\x00"
+	}
+	_, err := s.commitFanout(ctx, nil, cur, cursorRev, top, false)
+	return err
+}
+
+// claimLoop claims due deliveries while there are free slots, and sleeps
+// until the next is due, a slot frees up or something changes.
+func (s *session) claimLoop(ctx context.Context) {
+	for ctx.Err() == nil {
+		next, err := s.claimDue(ctx)
+		if err != nil && ctx.Err() == nil {
+			s.d.Log.Warn("claiming webhook deliveries failed", zap.Error(err))
+			next = 500 * time.Millisecond
+		}
+		if next == 0 {
+			continue
+		}
+		select {
+		case <-ctx.Done():
+		case <-s.d.wake:
+		case <-s.d.Clock.After(next):
+		}
+	}
+}
+
+// idleWait is the longest the claim loop sleeps without news.
+const idleWait = 30 * time.Second
+
+// claimDue claims what is due now and returns how long to wait before
+// looking again (0: look again at once).
+func (s *session) claimDue(ctx context.Context) (time.Duration, error) {
+	s.mu.Lock()
+	free := s.d.MaxInFlight - s.inFlight
+	s.mu.Unlock()
+	now := s.d.Clock.Now().UTC()
+	if free <= 0 {
+		return idleWait, nil
+	}
+	due, err := queryDeliveries(ctx, s.d.Reader, "i.state IN ('Pending','WaitingRetry') AND i.due_ms <= ?", []any{now.UnixMilli()}, "i.due_ms, i.key", free*2)
+	if err != nil {
+		return 0, err
+	}
+	plans, err := listPlans(ctx, s.d.Store)
+	if err != nil {
+		return 0, err
+	}
+	byID := map[PlanID]planAt{}
+	for _, p := range plans {
+		byID[p.ID] = p
+	}
+	s.mu.Lock()
+	taken := map[PlanID]int{}
+	var picked []storedDelivery
+	for _, d := range due {
+		p, ok := byID[d.rec.SubscriptionID]
+		if !ok || p.Archived || (!p.Enabled && !d.rec.Test) {
+			continue
+		}
+		if s.perPlan[p.ID]+taken[p.ID] >= s.d.PerPlan || len(picked) >= free {
+			continue
+		}
+		taken[p.ID]++
+		picked = append(picked, d)
+	}
+	s.mu.Unlock()
+	if len(picked) > 0 {
+		if err := s.claim(ctx, picked, byID, now); err != nil {
+			return 0, err
+		}
+		if len(due) == free*2 {
+			return 0, nil // more may be due
+		}
+	}
+	return s.nextDue(ctx, now)
+}
+
+// claim moves picked deliveries Pending/WaitingRetry -> Delivering in one
+// Txn that compares each delivery and its plan, then starts their POSTs.
+func (s *session) claim(ctx context.Context, picked []storedDelivery, plans map[PlanID]planAt, now time.Time) error {
+	var req store.TxnRequest
+	seen := map[PlanID]bool{}
+	for i := range picked {
+		d := &picked[i]
+		p := plans[d.rec.SubscriptionID]
+		if !seen[p.ID] {
+			seen[p.ID] = true
+			req.Compares = append(req.Compares, store.ModRevisionIs(p.key(), p.rev))
+		}
+		r := &d.rec
+		r.State, r.Attempts, r.UpdatedAt, r.LastAttemptAt, r.DueMs, r.NextAttemptAt = StateDelivering, r.Attempts+1, now, &now, 0, nil
+		r.Claim = &Claim{NodeID: s.d.NodeID, Session: s.id, At: now}
+		op, err := r.put()
+		if err != nil {
+			return err
+		}
+		req.Compares = append(req.Compares, store.ModRevisionIs(d.key, d.modRev))
+		req.Then = append(req.Then, op)
+	}
+	resp, err := s.d.Store.Txn(ctx, req)
+	if err != nil {
+		return err
+	}
+	if !resp.Succeeded {
+		return nil // something changed meanwhile; the next round reads it
+	}
+	for _, d := range picked {
+		p := plans[d.rec.SubscriptionID].Plan
+		s.mu.Lock()
+		s.perPlan[p.ID]++
+		s.inFlight++
+		s.mu.Unlock()
+		s.d.flight.Add(1)
+		s.wg.Add(1)
+		go s.attempt(ctx, d.key, resp.Header.Revision, d.rec, p)
+	}
+	return nil
+}
+
+// nextDue is how long until the earliest WaitingRetry delivery is due.
+func (s *session) nextDue(ctx context.Context, now time.Time) (time.Duration, error) {
+	next, err := queryDeliveries(ctx, s.d.Reader, "i.state = 'WaitingRetry'", nil, "i.due_ms", 1)
+	if err != nil || len(next) == 0 {
+		return idleWait, err
+	}
+	wait := time.UnixMilli(next[0].rec.DueMs).Sub(now)
+	return min(max(wait, time.Millisecond), idleWait), nil
+}
+
+func (s *session) release(id PlanID) {
+	s.mu.Lock()
+	s.perPlan[id]--
+	s.inFlight--
+	s.mu.Unlock()
+	s.d.flight.Add(-1)
+	s.d.Kick()
+}
