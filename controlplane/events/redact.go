@@ -36,7 +36,7 @@ func Redact(data json.RawMessage) json.RawMessage {
 			break
 		}
 	}
-	if !found {
+	if !found || !json.Valid(data) {
 		return data
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))

@@ -77,9 +77,12 @@ type RuntimeStream struct {
 	// skipRev and skip: when resuming inside a revision, its first skip
 	// creations were already seen.
 	skipRev, skip int64
-	watch         <-chan store.WatchResponse
-	cancel        context.CancelFunc
-	queue         []RuntimeMessage
+	// life is the stream's own context (OpenRuntime's), which a resync's
+	// new watch lives in.
+	life   context.Context
+	watch  <-chan store.WatchResponse
+	cancel context.CancelFunc
+	queue  []RuntimeMessage
 }
 
 // OpenRuntime starts a stream. cursor is empty for a new stream, or the
@@ -87,7 +90,7 @@ type RuntimeStream struct {
 // reports whether the caller holds a permission. It returns the hello
 // message to send first.
 func (s *Service) OpenRuntime(ctx context.Context, allowed func(string) bool, cur string) (*RuntimeStream, RuntimeMessage, error) {
-	rs := &RuntimeStream{store: s.Store, allowed: allowed}
+	rs := &RuntimeStream{store: s.Store, allowed: allowed, life: ctx}
 	resumed := false
 	rs.pos = cursor{rev: s.Store.Revision() + 1}
 	var hello RuntimeMessage
@@ -146,7 +149,7 @@ func (r *RuntimeStream) Next(ctx context.Context) (RuntimeMessage, error) {
 			if !errors.Is(resp.Err, store.ErrCompacted) {
 				return RuntimeMessage{}, resp.Err
 			}
-			r.resync(ctx, "the history after the cursor was compacted; read the current state and continue from here")
+			r.resync("the history after the cursor was compacted; read the current state and continue from here")
 			continue
 		}
 		r.take(resp.Events)
@@ -157,9 +160,9 @@ func (r *RuntimeStream) Next(ctx context.Context) (RuntimeMessage, error) {
 }
 
 // resync restarts the stream at the current revision with numbering from 1.
-func (r *RuntimeStream) resync(ctx context.Context, reason string) {
+func (r *RuntimeStream) resync(reason string) {
 	r.cancel()
-	wctx, cancel := context.WithCancel(ctx)
+	wctx, cancel := context.WithCancel(r.life)
 	r.cancel = cancel
 	rev := r.store.Revision()
 	r.pos, r.skip = cursor{rev: rev + 1}, 0
