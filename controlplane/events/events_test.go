@@ -4,47 +4,18 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"go.uber.org/zap/zaptest"
-
-	"github.com/svcplatform/svc/controlplane/keyring"
+	"github.com/svcplatform/svc/controlplane/events/eventstest"
 	"github.com/svcplatform/svc/controlplane/store"
 	"github.com/svcplatform/svc/controlplane/store/raftnode"
-	"github.com/svcplatform/svc/controlplane/store/sqlitefsm"
 )
 
 // openNode starts a real single-node store.
 func openNode(t *testing.T) *raftnode.Node {
 	t.Helper()
-	dir := t.TempDir()
-	keys, err := keyring.LoadOrCreate(filepath.Join(dir, "cluster.key"), true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	node, err := raftnode.Open(raftnode.Config{NodeID: "n1", DataDir: dir, RaftBind: addr, LinkKeys: keys.LinkKeys(), Bootstrap: true,
-		IndexSpecs: []sqlitefsm.IndexSpec{OutboxIndex, InboxIndex}, Logger: zaptest.NewLogger(t).Named("n1")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { node.Shutdown() })
-	deadline := time.Now().Add(10 * time.Second)
-	for !node.Leadership().IsLeader() {
-		if time.Now().After(deadline) {
-			t.Fatal("no leader")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	node, _ := eventstest.OpenNode(t, OutboxIndex, InboxIndex)
 	return node
 }
 

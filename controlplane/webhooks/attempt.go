@@ -19,11 +19,11 @@ import (
 
 // attempt makes one POST of a claimed delivery and hands the outcome to
 // the result writer.
-func (s *session) attempt(ctx context.Context, key string, claimRev int64, rec Delivery, p Plan) {
+func (s *session) attempt(ctx context.Context, key string, claimRev int64, rec Delivery, event []byte, p Plan) {
 	defer s.wg.Done()
 	res := result{key: key, claimRev: claimRev, rec: rec, at: s.d.Clock.Now().UTC()}
 	start := time.Now()
-	s.post(ctx, &res, p)
+	s.post(ctx, &res, event, p)
 	res.took = time.Since(start)
 	s.d.sent.Add(1)
 	s.release(p.ID)
@@ -31,14 +31,14 @@ func (s *session) attempt(ctx context.Context, key string, claimRev int64, rec D
 }
 
 // post fills res with the outcome of the HTTP exchange.
-func (s *session) post(ctx context.Context, res *result, p Plan) {
-	entry, err := events.Get(ctx, s.d.Store, res.rec.EventID)
+func (s *session) post(ctx context.Context, res *result, event []byte, p Plan) {
+	if event == nil {
+		res.err, res.gone = "the event is no longer in the outbox (removed by retention)", true
+		return
+	}
+	entry, err := events.DecodeEntry(event)
 	if err != nil {
-		if errors.Is(err, events.ErrNotFound) {
-			res.err, res.gone = "the event is no longer in the outbox (removed by retention)", true
-		} else {
-			res.err = "reading the event: " + err.Error()
-		}
+		res.err, res.gone = "the stored event cannot be read: "+err.Error(), true
 		return
 	}
 	secret, err := s.d.secret(p)
@@ -153,7 +153,7 @@ func (s *session) resultLoop() {
 // record writes a batch of outcomes, each guarded by the mod revision of
 // its claim; when the batch conflicts it falls back to one Txn each.
 func (s *session) record(ctx context.Context, batch []result) {
-	plans, err := listPlans(ctx, s.d.Store)
+	plans, err := s.plans(ctx)
 	if err != nil {
 		s.d.Log.Warn("recording webhook outcomes: reading plans failed", zap.Error(err))
 		return

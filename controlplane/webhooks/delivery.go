@@ -48,6 +48,7 @@ var DeliveryIndex = sqlitefsm.IndexSpec{Name: "webhook_delivery", Prefix: Delive
 	{Name: "event_id", Type: "TEXT", Path: "$.eventId"},
 	{Name: "state", Type: "TEXT", Path: "$.state"},
 	{Name: "due_ms", Type: "INTEGER", Path: "$.dueMs"},
+	{Name: "test", Type: "INTEGER", Path: "$.test"},
 }}
 
 // maxErrorSummary bounds the error text kept per delivery.
@@ -74,8 +75,10 @@ type Delivery struct {
 	LastAttemptAt  *time.Time `json:"lastAttemptAt,omitempty"`
 	NextAttemptAt  *time.Time `json:"nextAttemptAt,omitempty"`
 	// DueMs orders the due query: when a Pending or WaitingRetry delivery
-	// may be claimed, in Unix milliseconds; 0 in other states.
-	DueMs int64 `json:"dueMs"`
+	// may be claimed, in Unix milliseconds. It is absent (NULL in the
+	// index) in every other state, so the index on it holds only the
+	// deliveries that wait, and the due query never walks finished ones.
+	DueMs int64 `json:"dueMs,omitempty"`
 	// RoundStart is Attempts when the operator last retried: automatic
 	// retries end when Attempts-RoundStart reaches the plan's maximum.
 	RoundStart int `json:"roundStart,omitempty"`
@@ -153,6 +156,9 @@ type storedDelivery struct {
 	key    string
 	modRev int64
 	rec    Delivery
+	// event is the raw outbox entry, loaded when the delivery is claimed;
+	// nil when the event is gone.
+	event []byte
 }
 
 // queryDeliveries reads deliveries through the index.
@@ -202,21 +208,7 @@ func (s *Service) ListDeliveries(ctx context.Context, q DeliveryQuery) ([]Delive
 
 // GetDelivery reads one delivery.
 func (s *Service) GetDelivery(ctx context.Context, id DeliveryID) (*Delivery, int64, error) {
-	if id == "" || strings.Contains(string(id), "/") {
-		return nil, 0, fmt.Errorf("%w: delivery %q", ErrNotFound, id)
-	}
-	kv, _, err := store.Get(ctx, s.Store, deliveryKey(id), store.Local)
-	if err != nil {
-		return nil, 0, err
-	}
-	if kv == nil {
-		return nil, 0, fmt.Errorf("%w: delivery %q", ErrNotFound, id)
-	}
-	var d Delivery
-	if err := json.Unmarshal(kv.Value, &d); err != nil {
-		return nil, 0, err
-	}
-	return &d, kv.ModRevision, nil
+	return getRecord[Delivery](ctx, s.Store, DeliveryPrefix, string(id), "delivery")
 }
 
 // reopen turns a Failed delivery back to Pending with a new round of

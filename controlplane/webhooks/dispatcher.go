@@ -2,11 +2,13 @@ package webhooks
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -109,6 +111,41 @@ type session struct {
 	inFlight int
 	results  chan result
 	wg       sync.WaitGroup
+	// planCache holds the plans as last read; planGen counts changes seen
+	// under PlanPrefix, so a read racing a change is not cached.
+	planMu    sync.Mutex
+	planCache []planAt
+	planGen   uint64
+}
+
+// plans returns the current plans, from the cache while no plan changed.
+// A stale answer can only make a claim's compare fail, never let a claim
+// through: the claim Txn compares each plan's mod revision.
+func (s *session) plans(ctx context.Context) ([]planAt, error) {
+	s.planMu.Lock()
+	cached, gen := s.planCache, s.planGen
+	s.planMu.Unlock()
+	if cached != nil {
+		return cached, nil
+	}
+	fresh, err := listPlans(ctx, s.d.Store)
+	if err != nil {
+		return nil, err
+	}
+	s.planMu.Lock()
+	if s.planGen == gen {
+		s.planCache = fresh
+	}
+	s.planMu.Unlock()
+	return fresh, nil
+}
+
+// forgetPlans drops the plan cache.
+func (s *session) forgetPlans() {
+	s.planMu.Lock()
+	s.planCache = nil
+	s.planGen++
+	s.planMu.Unlock()
 }
 
 // result is the outcome of one attempt.
@@ -192,9 +229,16 @@ func (s *session) recover(ctx context.Context) error {
 // or a plan change made through another node).
 func (s *session) watchLoop(ctx context.Context) {
 	for ctx.Err() == nil {
+		s.forgetPlans() // changes may have been missed between watches
 		for resp := range s.d.Store.Watch(ctx, "/webhooks/", 0) {
 			if resp.Err != nil {
 				break
+			}
+			for _, ev := range resp.Events {
+				if strings.HasPrefix(ev.KV.Key, PlanPrefix) {
+					s.forgetPlans()
+					break
+				}
 			}
 			s.d.Kick()
 		}
@@ -297,7 +341,7 @@ func (s *session) fanout(ctx context.Context) error {
 // moves the cursor to upto, guarded by the cursor's mod revision. check
 // skips deliveries that already exist (the recovery scan).
 func (s *session) commitFanout(ctx context.Context, created []*store.KeyValue, cur, cursorRev, upto int64, check bool) (int64, error) {
-	plans, err := listPlans(ctx, s.d.Store)
+	plans, err := s.plans(ctx)
 	if err != nil {
 		return 0, err
 	}
@@ -403,11 +447,7 @@ func (s *session) claimDue(ctx context.Context) (time.Duration, error) {
 	if free <= 0 {
 		return idleWait, nil
 	}
-	due, err := queryDeliveries(ctx, s.d.Reader, "i.state IN ('Pending','WaitingRetry') AND i.due_ms <= ?", []any{now.UnixMilli()}, "i.due_ms, i.key", free*2)
-	if err != nil {
-		return 0, err
-	}
-	plans, err := listPlans(ctx, s.d.Store)
+	plans, err := s.plans(ctx)
 	if err != nil {
 		return 0, err
 	}
@@ -415,28 +455,76 @@ func (s *session) claimDue(ctx context.Context) (time.Duration, error) {
 	for _, p := range plans {
 		byID[p.ID] = p
 	}
-	s.mu.Lock()
-	taken := map[PlanID]int{}
+	// Candidates come from the index alone; only the picked ones are read
+	// and decoded, so a long queue behind one busy plan costs little.
 	var picked []storedDelivery
-	for _, d := range due {
-		p, ok := byID[d.rec.SubscriptionID]
-		if !ok || p.Archived || (!p.Enabled && !d.rec.Test) {
-			continue
+	err = s.d.Reader.ReadTx(ctx, func(tx *sql.Tx, _ int64) error {
+		rows, err := tx.QueryContext(ctx, "SELECT i.key, i.plan_id, coalesce(i.test, 0) FROM "+DeliveryIndex.Table()+" i INDEXED BY "+
+			DeliveryIndex.Table()+"_due_ms WHERE i.due_ms <= ? AND i.state IN ('Pending','WaitingRetry') ORDER BY i.due_ms LIMIT ?", now.UnixMilli(), free*2)
+		if err != nil {
+			return err
 		}
-		if s.perPlan[p.ID]+taken[p.ID] >= s.d.PerPlan || len(picked) >= free {
-			continue
+		var keys []any
+		s.mu.Lock()
+		taken := map[PlanID]int{}
+		// Stop reading once every plan that can take deliveries is full.
+		eligible, full := 0, 0
+		for _, p := range byID {
+			if !p.Archived && p.Enabled {
+				eligible++
+			}
 		}
-		taken[p.ID]++
-		picked = append(picked, d)
+		for rows.Next() && len(keys) < free && (full < eligible || eligible == 0) {
+			var key, plan string
+			var test bool
+			if err := rows.Scan(&key, &plan, &test); err != nil {
+				s.mu.Unlock()
+				rows.Close()
+				return err
+			}
+			p, ok := byID[PlanID(plan)]
+			if !ok || p.Archived || (!p.Enabled && !test) || s.perPlan[p.ID]+taken[p.ID] >= s.d.PerPlan || len(keys) >= free {
+				continue
+			}
+			taken[p.ID]++
+			if p.Enabled && s.perPlan[p.ID]+taken[p.ID] == s.d.PerPlan {
+				full++
+			}
+			keys = append(keys, key)
+		}
+		s.mu.Unlock()
+		rows.Close()
+		if err := rows.Err(); err != nil || len(keys) == 0 {
+			return err
+		}
+		vals, err := tx.QueryContext(ctx, "SELECT key, mod_revision, value FROM kv WHERE key IN (?"+strings.Repeat(",?", len(keys)-1)+")", keys...)
+		if err != nil {
+			return err
+		}
+		defer vals.Close()
+		for vals.Next() {
+			var d storedDelivery
+			var raw []byte
+			if err := vals.Scan(&d.key, &d.modRev, &raw); err != nil {
+				return err
+			}
+			if json.Unmarshal(raw, &d.rec) == nil {
+				picked = append(picked, d)
+			}
+		}
+		if err := vals.Err(); err != nil {
+			return err
+		}
+		return s.loadEvents(ctx, tx, picked)
+	})
+	if err != nil {
+		return 0, err
 	}
-	s.mu.Unlock()
 	if len(picked) > 0 {
 		if err := s.claim(ctx, picked, byID, now); err != nil {
 			return 0, err
 		}
-		if len(due) == free*2 {
-			return 0, nil // more may be due
-		}
+		return 0, nil // more may be due: look again at once
 	}
 	return s.nextDue(ctx, now)
 }
@@ -468,6 +556,7 @@ func (s *session) claim(ctx context.Context, picked []storedDelivery, plans map[
 		return err
 	}
 	if !resp.Succeeded {
+		s.forgetPlans()
 		return nil // something changed meanwhile; the next round reads it
 	}
 	for _, d := range picked {
@@ -478,9 +567,39 @@ func (s *session) claim(ctx context.Context, picked []storedDelivery, plans map[
 		s.mu.Unlock()
 		s.d.flight.Add(1)
 		s.wg.Add(1)
-		go s.attempt(ctx, d.key, resp.Header.Revision, d.rec, p)
+		go s.attempt(ctx, d.key, resp.Header.Revision, d.rec, d.event, p)
 	}
 	return nil
+}
+
+// loadEvents reads the outbox entries of the picked deliveries in the same
+// read transaction, so an attempt does not read the store again.
+func (s *session) loadEvents(ctx context.Context, tx *sql.Tx, picked []storedDelivery) error {
+	if len(picked) == 0 {
+		return nil
+	}
+	keys := make([]any, 0, len(picked))
+	for _, d := range picked {
+		keys = append(keys, events.OutboxPrefix+d.rec.EventID)
+	}
+	rows, err := tx.QueryContext(ctx, "SELECT key, value FROM kv WHERE key IN (?"+strings.Repeat(",?", len(keys)-1)+")", keys...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	found := map[string][]byte{}
+	for rows.Next() {
+		var k string
+		var v []byte
+		if err := rows.Scan(&k, &v); err != nil {
+			return err
+		}
+		found[k[len(events.OutboxPrefix):]] = v
+	}
+	for i := range picked {
+		picked[i].event = found[picked[i].rec.EventID]
+	}
+	return rows.Err()
 }
 
 // nextDue is how long until the earliest WaitingRetry delivery is due.

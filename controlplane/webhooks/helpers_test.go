@@ -8,10 +8,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"testing"
@@ -21,10 +19,10 @@ import (
 
 	"github.com/svcplatform/svc/controlplane/audit"
 	"github.com/svcplatform/svc/controlplane/events"
+	"github.com/svcplatform/svc/controlplane/events/eventstest"
 	"github.com/svcplatform/svc/controlplane/keyring"
 	"github.com/svcplatform/svc/controlplane/store"
 	"github.com/svcplatform/svc/controlplane/store/raftnode"
-	"github.com/svcplatform/svc/controlplane/store/sqlitefsm"
 )
 
 // manualClock is a Clock the test moves by hand.
@@ -94,29 +92,7 @@ type env struct {
 
 func newEnv(t *testing.T, clock *manualClock) *env {
 	t.Helper()
-	dir := t.TempDir()
-	keys, err := keyring.LoadOrCreate(filepath.Join(dir, "cluster.key"), true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	node, err := raftnode.Open(raftnode.Config{NodeID: "n1", DataDir: dir, RaftBind: addr, LinkKeys: keys.LinkKeys(), Bootstrap: true,
-		IndexSpecs: []sqlitefsm.IndexSpec{events.OutboxIndex, events.InboxIndex, DeliveryIndex, audit.Index}, Logger: zaptest.NewLogger(t).Named("n1")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for !node.Leadership().IsLeader() {
-		if time.Now().After(deadline) {
-			t.Fatal("no leader")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	node, keys := eventstest.OpenNode(t, events.OutboxIndex, events.InboxIndex, DeliveryIndex, audit.Index)
 	targets := &TargetGuard{AllowPrivate: true} // the receivers are on loopback
 	e := &env{t: t, node: node, keys: keys, clock: clock}
 	e.disp = &Dispatcher{Store: node, Reader: node.State(), Keys: keys, Targets: targets, NodeID: "n1", Clock: clock,
@@ -128,7 +104,6 @@ func newEnv(t *testing.T, clock *manualClock) *env {
 	t.Cleanup(func() {
 		cancel()
 		<-done
-		node.Shutdown()
 	})
 	return e
 }

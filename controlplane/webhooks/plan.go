@@ -193,17 +193,13 @@ func (s *Service) Create(ctx context.Context, a audit.Actor, in PlanInput) (*Pla
 // create commits a new plan with its name reservation; extra compares
 // guard special creations (the legacy migration).
 func (s *Service) create(ctx context.Context, a audit.Actor, p *Plan, extra []store.Compare, extraOps ...store.Op) error {
-	val, err := json.Marshal(p)
-	if err != nil {
-		return err
-	}
-	aud, err := a.Success("webhook.subscription.created", string(p.ID), p.Name)
+	put, aud, err := p.put(a, "webhook.subscription.created", p.Name)
 	if err != nil {
 		return err
 	}
 	resp, err := s.Store.Txn(ctx, store.TxnRequest{
 		Compares: append([]store.Compare{store.Absent(nameKey(p.Name))}, extra...),
-		Then: append([]store.Op{store.Put(p.key(), val), store.Put(nameKey(p.Name), []byte(p.ID)),
+		Then: append([]store.Op{put, store.Put(nameKey(p.Name), []byte(p.ID)),
 			store.Put(planExistsKey, []byte(p.ID)), aud}, extraOps...),
 	})
 	if err != nil {
@@ -222,21 +218,40 @@ func (s *Service) GetPlan(ctx context.Context, id PlanID) (*Plan, int64, error) 
 }
 
 func getPlan(ctx context.Context, st store.Store, id PlanID) (*Plan, int64, error) {
-	if id == "" || strings.Contains(string(id), "/") {
-		return nil, 0, fmt.Errorf("%w: delivery plan %q", ErrNotFound, id)
+	return getRecord[Plan](ctx, st, PlanPrefix, string(id), "delivery plan")
+}
+
+// getRecord reads the JSON record prefix+id with its mod revision; an id
+// that could leave the prefix, or a missing key, is ErrNotFound.
+func getRecord[T any](ctx context.Context, st store.Store, prefix, id, what string) (*T, int64, error) {
+	if id == "" || strings.Contains(id, "/") {
+		return nil, 0, fmt.Errorf("%w: %s %q", ErrNotFound, what, id)
 	}
-	kv, _, err := store.Get(ctx, st, PlanPrefix+string(id), store.Local)
+	kv, _, err := store.Get(ctx, st, prefix+id, store.Local)
 	if err != nil {
 		return nil, 0, err
 	}
 	if kv == nil {
-		return nil, 0, fmt.Errorf("%w: delivery plan %q", ErrNotFound, id)
+		return nil, 0, fmt.Errorf("%w: %s %q", ErrNotFound, what, id)
 	}
-	var p Plan
-	if err := json.Unmarshal(kv.Value, &p); err != nil {
+	var v T
+	if err := json.Unmarshal(kv.Value, &v); err != nil {
 		return nil, 0, err
 	}
-	return &p, kv.ModRevision, nil
+	return &v, kv.ModRevision, nil
+}
+
+// put returns the plan's put and the audit record of the change.
+func (p *Plan) put(a audit.Actor, event, msg string) (store.Op, store.Op, error) {
+	val, err := json.Marshal(p)
+	if err != nil {
+		return store.Op{}, store.Op{}, err
+	}
+	aud, err := a.Success(event, string(p.ID), msg)
+	if err != nil {
+		return store.Op{}, store.Op{}, err
+	}
+	return store.Put(p.key(), val), aud, nil
 }
 
 // Update changes a plan. An empty secret keeps the current one; a new one
@@ -265,16 +280,12 @@ func (s *Service) Update(ctx context.Context, a audit.Actor, id PlanID, in PlanI
 			}
 			p.SecretUpdatedAt, msg = now, "updated; secret rotated"
 		}
-		val, err := json.Marshal(p)
-		if err != nil {
-			return nil, err
-		}
-		aud, err := a.Success("webhook.subscription.updated", string(p.ID), msg)
+		put, aud, err := p.put(a, "webhook.subscription.updated", msg)
 		if err != nil {
 			return nil, err
 		}
 		cmps := []store.Compare{store.ModRevisionIs(p.key(), rev)}
-		ops := []store.Op{store.Put(p.key(), val), aud}
+		ops := []store.Op{put, aud}
 		if nameKey(oldName) != nameKey(p.Name) {
 			cmps = append(cmps, store.Absent(nameKey(p.Name)))
 			ops = append(ops, store.Delete(nameKey(oldName)), store.Put(nameKey(p.Name), []byte(p.ID)))
@@ -315,16 +326,12 @@ func (s *Service) Archive(ctx context.Context, a audit.Actor, id PlanID) (*Plan,
 		}
 		now := s.now()
 		p.Archived, p.ArchivedAt, p.Enabled, p.UpdatedAt, p.UpdatedBy = true, &now, false, now, by(a)
-		val, err := json.Marshal(p)
-		if err != nil {
-			return nil, err
-		}
-		aud, err := a.Success("webhook.subscription.archived", string(p.ID), p.Name)
+		put, aud, err := p.put(a, "webhook.subscription.archived", p.Name)
 		if err != nil {
 			return nil, err
 		}
 		resp, err := s.Store.Txn(ctx, store.TxnRequest{Compares: []store.Compare{store.ModRevisionIs(p.key(), rev)},
-			Then: []store.Op{store.Put(p.key(), val), store.Delete(nameKey(p.Name)), aud}})
+			Then: []store.Op{put, store.Delete(nameKey(p.Name)), aud}})
 		if err != nil {
 			return nil, err
 		}
