@@ -456,40 +456,53 @@ func (s *session) claimDue(ctx context.Context) (time.Duration, error) {
 		byID[p.ID] = p
 	}
 	// Candidates come from the index alone; only the picked ones are read
-	// and decoded, so a long queue behind one busy plan costs little.
+	// and decoded. Plans that cannot take a delivery now (full, archived,
+	// or disabled except for test events) are left out in the query, so a
+	// queue behind one stuck receiver never hides another plan's work.
+	var blocked, disabled []any
+	s.mu.Lock()
+	for _, p := range byID {
+		switch {
+		case p.Archived || s.perPlan[p.ID] >= s.d.PerPlan:
+			blocked = append(blocked, string(p.ID))
+		case !p.Enabled:
+			disabled = append(disabled, string(p.ID))
+		}
+	}
+	s.mu.Unlock()
+	q := "SELECT i.key, i.plan_id FROM " + DeliveryIndex.Table() + " i INDEXED BY " + DeliveryIndex.Table() +
+		"_due_ms WHERE i.due_ms <= ? AND i.state IN ('Pending','WaitingRetry')"
+	args := []any{now.UnixMilli()}
+	if len(blocked) > 0 {
+		q += " AND i.plan_id NOT IN (?" + strings.Repeat(",?", len(blocked)-1) + ")"
+		args = append(args, blocked...)
+	}
+	if len(disabled) > 0 {
+		q += " AND (i.test = 1 OR i.plan_id NOT IN (?" + strings.Repeat(",?", len(disabled)-1) + "))"
+		args = append(args, disabled...)
+	}
+	q += " ORDER BY i.due_ms LIMIT ?"
+	args = append(args, free*2)
 	var picked []storedDelivery
 	err = s.d.Reader.ReadTx(ctx, func(tx *sql.Tx, _ int64) error {
-		rows, err := tx.QueryContext(ctx, "SELECT i.key, i.plan_id, coalesce(i.test, 0) FROM "+DeliveryIndex.Table()+" i INDEXED BY "+
-			DeliveryIndex.Table()+"_due_ms WHERE i.due_ms <= ? AND i.state IN ('Pending','WaitingRetry') ORDER BY i.due_ms LIMIT ?", now.UnixMilli(), free*2)
+		rows, err := tx.QueryContext(ctx, q, args...)
 		if err != nil {
 			return err
 		}
 		var keys []any
 		s.mu.Lock()
 		taken := map[PlanID]int{}
-		// Stop reading once every plan that can take deliveries is full.
-		eligible, full := 0, 0
-		for _, p := range byID {
-			if !p.Archived && p.Enabled {
-				eligible++
-			}
-		}
-		for rows.Next() && len(keys) < free && (full < eligible || eligible == 0) {
+		for rows.Next() && len(keys) < free {
 			var key, plan string
-			var test bool
-			if err := rows.Scan(&key, &plan, &test); err != nil {
+			if err := rows.Scan(&key, &plan); err != nil {
 				s.mu.Unlock()
 				rows.Close()
 				return err
 			}
-			p, ok := byID[PlanID(plan)]
-			if !ok || p.Archived || (!p.Enabled && !test) || s.perPlan[p.ID]+taken[p.ID] >= s.d.PerPlan || len(keys) >= free {
+			if _, ok := byID[PlanID(plan)]; !ok || s.perPlan[PlanID(plan)]+taken[PlanID(plan)] >= s.d.PerPlan {
 				continue
 			}
-			taken[p.ID]++
-			if p.Enabled && s.perPlan[p.ID]+taken[p.ID] == s.d.PerPlan {
-				full++
-			}
+			taken[PlanID(plan)]++
 			keys = append(keys, key)
 		}
 		s.mu.Unlock()

@@ -92,11 +92,20 @@ type env struct {
 
 func newEnv(t *testing.T, clock *manualClock) *env {
 	t.Helper()
+	return newEnvWith(t, clock, nil)
+}
+
+// newEnvWith lets a test adjust the dispatcher before it starts.
+func newEnvWith(t *testing.T, clock *manualClock, tune func(*Dispatcher)) *env {
+	t.Helper()
 	node, keys := eventstest.OpenNode(t, events.OutboxIndex, events.InboxIndex, DeliveryIndex, audit.Index)
 	targets := &TargetGuard{AllowPrivate: true} // the receivers are on loopback
 	e := &env{t: t, node: node, keys: keys, clock: clock}
 	e.disp = &Dispatcher{Store: node, Reader: node.State(), Keys: keys, Targets: targets, NodeID: "n1", Clock: clock,
 		Log: zaptest.NewLogger(t).Named("dispatcher"), Random: func() float64 { return 0.5 }}
+	if tune != nil {
+		tune(e.disp)
+	}
 	e.svc = &Service{Store: node, Reader: node.State(), Keys: keys, Targets: targets, NodeID: "n1", Clock: clock, Kick: e.disp.Kick}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
