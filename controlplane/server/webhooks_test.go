@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -129,6 +131,8 @@ func TestWebhookPlansOverHTTP(t *testing.T) {
 		checkErrorBody(t, post("/api/v2/system/webhooks/subscriptions", admin, c.body), c.status, c.code)
 	}
 	checkErrorBody(t, post("/api/v2/system/webhooks/subscriptions", viewer, planBody("v", rcv.url, secret, "")), 403, "permission_denied")
+	// An oversized secret is refused without being echoed.
+	checkErrorBody(t, post("/api/v2/system/webhooks/subscriptions", admin, planBody("big", rcv.url, secret+strings.Repeat("x", 250), "")), 400, "invalid_body")
 
 	// Update without a secret keeps it; with one rotates it.
 	put := func(body string) response {
@@ -207,6 +211,43 @@ func TestWebhookPlansOverHTTP(t *testing.T) {
 	}
 	if l := logs.String(); strings.Contains(l, secret) || strings.Contains(l, rotated) {
 		t.Fatal("the secret appears in the logs")
+	}
+}
+
+// TestLegacyWebhookMigratesAtStart: the legacy endpoint setting becomes
+// "Default delivery plan" on the first leader, with its secret sealed.
+func TestLegacyWebhookMigratesAtStart(t *testing.T) {
+	const legacySecret = "legacy-secret-from-the-old-version"
+	file := filepath.Join(t.TempDir(), "legacy-secret")
+	if err := os.WriteFile(file, []byte(legacySecret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	logs := &logBuffer{}
+	ts := startServerWith(t, "legacy", "", "", func(c *config.Config) {
+		c.WebhookAllowPrivateTargets = true
+		c.WebhookLegacyEndpoint, c.WebhookLegacySecretFile = "http://127.0.0.1:9/legacy-hook", file
+	}, logs)
+	viewer := ts.token("system.view")
+	var list struct {
+		Rows []struct {
+			Name, Endpoint string
+			AllowHttp      bool
+			Events         []string
+		}
+	}
+	waitFor(t, "the migrated plan", func() bool {
+		r := ts.get("/api/v2/system/webhooks/subscriptions", viewer)
+		if strings.Contains(string(r.body), legacySecret) {
+			t.Fatalf("the legacy secret is in an answer: %s", r.body)
+		}
+		r.json(t, &list)
+		return len(list.Rows) == 1
+	})
+	if p := list.Rows[0]; p.Name != "Default delivery plan" || p.Endpoint != "http://127.0.0.1:9/legacy-hook" || !p.AllowHttp || len(p.Events) == 0 {
+		t.Fatalf("migrated plan = %+v", p)
+	}
+	if strings.Contains(logs.String(), legacySecret) {
+		t.Fatal("the legacy secret is in the logs")
 	}
 }
 
