@@ -196,17 +196,36 @@ func (d *Dispatcher) Run(ctx context.Context) {
 
 // recover takes over claims left by an earlier session: their outcome is
 // unknown, so they are due again now and the interrupted attempt does not
-// count against the plan's maximum.
+// count against the plan's maximum. At the start of a session every claim
+// is an earlier one's.
 func (s *session) recover(ctx context.Context) error {
+	return s.recoverOrphans(ctx, time.Time{})
+}
+
+// orphanGrace is how long a claim of another session may stay unanswered
+// before this session takes it over: longer than any plan's timeout, so a
+// deposed leader finishing its last attempts gets to record them.
+const orphanGrace = 2 * MaxTimeout * time.Second
+
+// recoverOrphans takes over the claims of other sessions; with a non-zero
+// claimedBefore only those claimed before it. Besides the start of a
+// session, the claim loop runs it now and then: a deposed leader can still
+// get a claim through in the moment before it notices, and then die.
+func (s *session) recoverOrphans(ctx context.Context, claimedBefore time.Time) error {
+	after := ""
 	for {
-		held, err := queryDeliveries(ctx, s.d.Reader, "i.state = 'Delivering'", nil, "i.key", 200)
+		held, err := queryDeliveries(ctx, s.d.Reader, "i.state = 'Delivering' AND i.key > ?", []any{after}, "i.key", 200)
 		if err != nil || len(held) == 0 {
 			return err
 		}
+		after = held[len(held)-1].key
 		now := s.d.Clock.Now().UTC()
 		var req store.TxnRequest
 		for _, h := range held {
 			r := &h.rec
+			if !claimedBefore.IsZero() && (r.Claim == nil || r.Claim.Session == s.id || !r.Claim.At.Before(claimedBefore)) {
+				continue
+			}
 			r.State, r.Claim, r.UpdatedAt, r.DueMs = StateWaitingRetry, nil, now, now.UnixMilli()
 			r.NextAttemptAt = &now
 			r.Attempts = max(r.Attempts-1, r.RoundStart)
@@ -218,10 +237,18 @@ func (s *session) recover(ctx context.Context) error {
 			req.Compares = append(req.Compares, store.ModRevisionIs(h.key, h.modRev))
 			req.Then = append(req.Then, op)
 		}
-		if _, err := s.d.Store.Txn(ctx, req); err != nil {
-			return err
+		if len(req.Then) > 0 {
+			resp, err := s.d.Store.Txn(ctx, req)
+			if err != nil {
+				return err
+			}
+			if resp.Succeeded {
+				s.d.Log.Info("recovered webhook claims of an earlier leader", zap.Int("count", len(req.Then)))
+			}
 		}
-		s.d.Log.Info("recovered webhook claims of an earlier leader", zap.Int("count", len(held)))
+		if len(held) < 200 {
+			return nil
+		}
 	}
 }
 
@@ -417,7 +444,14 @@ func (s *session) scanFanout(ctx context.Context, cur, cursorRev int64) error {
 // claimLoop claims due deliveries while there are free slots, and sleeps
 // until the next is due, a slot frees up or something changes.
 func (s *session) claimLoop(ctx context.Context) {
+	lastSweep := s.d.Clock.Now()
 	for ctx.Err() == nil {
+		if now := s.d.Clock.Now(); now.Sub(lastSweep) >= orphanGrace {
+			lastSweep = now
+			if err := s.recoverOrphans(ctx, now.Add(-orphanGrace)); err != nil && ctx.Err() == nil {
+				s.d.Log.Warn("recovering orphaned webhook claims failed", zap.Error(err))
+			}
+		}
 		next, err := s.claimDue(ctx)
 		if err != nil && ctx.Err() == nil {
 			s.d.Log.Warn("claiming webhook deliveries failed", zap.Error(err))

@@ -91,3 +91,32 @@ type fixedClock struct{ t time.Time }
 
 func (c fixedClock) Now() time.Time                       { return c.t }
 func (c fixedClock) After(time.Duration) <-chan time.Time { return make(chan time.Time) }
+
+// TestOrphanedClaimIsTakenOver: a claim a deposed leader got through and
+// never answered is taken over once it is older than the grace period.
+func TestOrphanedClaimIsTakenOver(t *testing.T) {
+	clock := newManualClock()
+	e := newEnv(t, clock)
+	rcv := newReceiver(t, secretA, clock.Now, nil)
+	p := e.plan("orphan", rcv.url, secretA, 1, "media.*")
+	env, err := events.New(events.SystemWebhookTest, events.SourceWebhookTest, "old", map[string]string{"message": "orphan"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	entry := events.Entry{Envelope: env, TargetSubscriptionID: string(p.ID)}
+	d := newDelivery(entry, p.ID, clock.Now(), true)
+	d.State, d.Attempts, d.DueMs = StateDelivering, 1, 0
+	d.Claim = &Claim{NodeID: "old", Session: "deposed", At: clock.Now()}
+	evOp, _ := events.EntryOp(entry)
+	dOp, _ := d.put()
+	if _, err := e.node.Txn(context.Background(), storeTxn(evOp, dOp)); err != nil {
+		t.Fatal(err)
+	}
+	e.advance(clock.Now().Add(orphanGrace / 2))
+	e.advance(clock.Now().Add(orphanGrace/2 + time.Second))
+	rcv.waitCount(1)
+	got := e.waitDelivery(env.EventID, p.ID, "Completed", inState(StateCompleted))
+	if got.Attempts != 1 || got.Claim != nil {
+		t.Fatalf("taken-over delivery = %+v (the interrupted attempt must not count)", got)
+	}
+}
