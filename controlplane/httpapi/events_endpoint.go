@@ -163,9 +163,14 @@ func (e *eventEndpoints) OpenRuntimeStateWebSocket(ctx context.Context, r contra
 	e.sockets.wg.Add(1)
 	defer e.sockets.wg.Done()
 	// The client sends nothing; reading is only for control frames and
-	// notices a close.
-	life = conn.CloseRead(life)
-	err = e.stream(life, conn, stream, hello, req, c.ClientIP())
+	// notices a close. The reader must not share the server's context:
+	// cancelling a read makes the library drop the connection without the
+	// close frame that tells clients the server is going away.
+	peerGone := conn.CloseRead(context.Background())
+	streamCtx, stop := context.WithCancel(life)
+	defer stop()
+	defer context.AfterFunc(peerGone, stop)()
+	err = e.stream(streamCtx, conn, stream, hello, req, c.ClientIP())
 	switch {
 	case errors.Is(err, errCredentialGone):
 		conn.Close(websocket.StatusPolicyViolation, "credential no longer valid")

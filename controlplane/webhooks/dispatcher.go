@@ -122,22 +122,28 @@ type session struct {
 // A stale answer can only make a claim's compare fail, never let a claim
 // through: the claim Txn compares each plan's mod revision.
 func (s *session) plans(ctx context.Context) ([]planAt, error) {
+	p, _, err := s.cachedPlans(ctx)
+	return p, err
+}
+
+// cachedPlans is plans, also saying whether the answer came from the cache.
+func (s *session) cachedPlans(ctx context.Context) ([]planAt, bool, error) {
 	s.planMu.Lock()
 	cached, gen := s.planCache, s.planGen
 	s.planMu.Unlock()
 	if cached != nil {
-		return cached, nil
+		return cached, true, nil
 	}
 	fresh, err := listPlans(ctx, s.d.Store)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	s.planMu.Lock()
 	if s.planGen == gen {
 		s.planCache = fresh
 	}
 	s.planMu.Unlock()
-	return fresh, nil
+	return fresh, false, nil
 }
 
 // forgetPlans drops the plan cache.
@@ -165,8 +171,6 @@ type result struct {
 // Run dispatches until ctx ends (leadership lost or shutdown).
 func (d *Dispatcher) Run(ctx context.Context) {
 	d.init()
-	d.running.Store(true)
-	defer d.running.Store(false)
 	s := &session{d: d, id: uuid.NewString(), perPlan: map[PlanID]int{}, results: make(chan result, 1024)}
 	d.Log.Info("webhook dispatcher started", zap.String("session", s.id))
 	for ctx.Err() == nil {
@@ -180,13 +184,18 @@ func (d *Dispatcher) Run(ctx context.Context) {
 		case <-time.After(time.Second):
 		}
 	}
+	// Running from here: earlier claims are recovered, and the orphan
+	// sweep counts from now.
+	started := d.Clock.Now()
+	d.running.Store(true)
+	defer d.running.Store(false)
 	var loops sync.WaitGroup
 	loops.Add(3)
 	go func() { defer loops.Done(); s.fanoutLoop(ctx) }()
 	go func() { defer loops.Done(); s.watchLoop(ctx) }()
 	writerDone := make(chan struct{})
 	go func() { defer close(writerDone); s.resultLoop() }()
-	go func() { defer loops.Done(); s.claimLoop(ctx) }()
+	go func() { defer loops.Done(); s.claimLoop(ctx, started) }()
 	loops.Wait()
 	s.wg.Wait() // attempts end with ctx
 	close(s.results)
@@ -256,8 +265,11 @@ func (s *session) recoverOrphans(ctx context.Context, claimedBefore time.Time) e
 // or a plan change made through another node).
 func (s *session) watchLoop(ctx context.Context) {
 	for ctx.Err() == nil {
-		s.forgetPlans() // changes may have been missed between watches
-		for resp := range s.d.Store.Watch(ctx, "/webhooks/", 0) {
+		// Every plan change after rev reaches this watch, so a cache filled
+		// from any later read is dropped when it goes stale.
+		rev := s.d.Store.Revision()
+		s.forgetPlans()
+		for resp := range s.d.Store.Watch(ctx, "/webhooks/", rev+1) {
 			if resp.Err != nil {
 				break
 			}
@@ -443,8 +455,7 @@ func (s *session) scanFanout(ctx context.Context, cur, cursorRev int64) error {
 
 // claimLoop claims due deliveries while there are free slots, and sleeps
 // until the next is due, a slot frees up or something changes.
-func (s *session) claimLoop(ctx context.Context) {
-	lastSweep := s.d.Clock.Now()
+func (s *session) claimLoop(ctx context.Context, lastSweep time.Time) {
 	for ctx.Err() == nil {
 		if now := s.d.Clock.Now(); now.Sub(lastSweep) >= orphanGrace {
 			lastSweep = now
@@ -481,7 +492,7 @@ func (s *session) claimDue(ctx context.Context) (time.Duration, error) {
 	if free <= 0 {
 		return idleWait, nil
 	}
-	plans, err := s.plans(ctx)
+	plans, fromCache, err := s.cachedPlans(ctx)
 	if err != nil {
 		return 0, err
 	}
@@ -518,6 +529,7 @@ func (s *session) claimDue(ctx context.Context) (time.Duration, error) {
 	q += " ORDER BY i.due_ms LIMIT ?"
 	args = append(args, free*2)
 	var picked []storedDelivery
+	unknownPlan := false
 	err = s.d.Reader.ReadTx(ctx, func(tx *sql.Tx, _ int64) error {
 		rows, err := tx.QueryContext(ctx, q, args...)
 		if err != nil {
@@ -533,7 +545,11 @@ func (s *session) claimDue(ctx context.Context) (time.Duration, error) {
 				rows.Close()
 				return err
 			}
-			if _, ok := byID[PlanID(plan)]; !ok || s.perPlan[PlanID(plan)]+taken[PlanID(plan)] >= s.d.PerPlan {
+			if _, ok := byID[PlanID(plan)]; !ok {
+				unknownPlan = true
+				continue
+			}
+			if s.perPlan[PlanID(plan)]+taken[PlanID(plan)] >= s.d.PerPlan {
 				continue
 			}
 			taken[PlanID(plan)]++
@@ -566,6 +582,10 @@ func (s *session) claimDue(ctx context.Context) (time.Duration, error) {
 	})
 	if err != nil {
 		return 0, err
+	}
+	if unknownPlan && fromCache {
+		s.forgetPlans() // a plan newer than the cache: read the plans again
+		return 0, nil
 	}
 	if len(picked) > 0 {
 		if err := s.claim(ctx, picked, byID, now); err != nil {

@@ -112,8 +112,14 @@ func TestOrphanedClaimIsTakenOver(t *testing.T) {
 	if _, err := e.node.Txn(context.Background(), storeTxn(evOp, dOp)); err != nil {
 		t.Fatal(err)
 	}
-	e.advance(clock.Now().Add(orphanGrace / 2))
-	e.advance(clock.Now().Add(orphanGrace/2 + time.Second))
+	// The claim loop sweeps once a grace period has passed since its last
+	// sweep; two steps of a grace period each make sure one falls after
+	// the orphan's claim however the loop's start and these steps interleave.
+	for running, _ := e.disp.Running(); !running; running, _ = e.disp.Running() {
+		time.Sleep(time.Millisecond)
+	}
+	e.advance(clock.Now().Add(orphanGrace + time.Second))
+	e.advance(clock.Now().Add(orphanGrace + time.Second))
 	rcv.waitCount(1)
 	got := e.waitDelivery(env.EventID, p.ID, "Completed", inState(StateCompleted))
 	if got.Attempts != 1 || got.Claim != nil {
