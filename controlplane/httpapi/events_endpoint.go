@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -145,10 +146,14 @@ func (e *eventEndpoints) OpenRuntimeStateWebSocket(ctx context.Context, r contra
 			return nil, &Error{Status: http.StatusForbidden, Code: "permission_denied", Message: "cross-origin WebSocket requests are refused", Retryable: retryable(false)}
 		}
 	}
-	id := identity.From(req.Context())
+	// The filter follows the credential as it is re-checked at every
+	// keep-alive, so a permission taken away stops the events it covered.
+	var current atomic.Pointer[identity.Identity]
+	current.Store(identity.From(req.Context()))
+	allowed := func(p string) bool { return current.Load().Has(p) }
 	life, cancel := context.WithCancel(e.sockets.Ctx)
 	defer cancel()
-	stream, hello, err := e.events.OpenRuntime(life, id.Has, deref(r.Params.Cursor, ""))
+	stream, hello, err := e.events.OpenRuntime(life, allowed, deref(r.Params.Cursor, ""))
 	if err != nil {
 		if errors.Is(err, events.ErrInvalid) {
 			return nil, &Error{Status: http.StatusBadRequest, Code: "invalid_query", Message: err.Error(), Retryable: retryable(false), Err: err}
@@ -170,7 +175,14 @@ func (e *eventEndpoints) OpenRuntimeStateWebSocket(ctx context.Context, r contra
 	streamCtx, stop := context.WithCancel(life)
 	defer stop()
 	defer context.AfterFunc(peerGone, stop)()
-	err = e.stream(streamCtx, conn, stream, hello, req, c.ClientIP())
+	err = e.stream(streamCtx, conn, stream, hello, func() error {
+		id, err := e.auth.Authenticate(req, net.ParseIP(c.ClientIP()))
+		if err != nil || id == nil {
+			return errCredentialGone
+		}
+		current.Store(id)
+		return nil
+	})
 	switch {
 	case errors.Is(err, errCredentialGone):
 		conn.Close(websocket.StatusPolicyViolation, "credential no longer valid")
@@ -185,8 +197,9 @@ func (e *eventEndpoints) OpenRuntimeStateWebSocket(ctx context.Context, r contra
 var errCredentialGone = errors.New("credential no longer valid")
 
 // stream writes hello and then every message until the connection or the
-// server ends.
-func (e *eventEndpoints) stream(ctx context.Context, conn *websocket.Conn, stream *events.RuntimeStream, hello events.RuntimeMessage, req *http.Request, clientIP string) error {
+// server ends; at every keep-alive it calls recheck, which re-authenticates
+// the connection's request.
+func (e *eventEndpoints) stream(ctx context.Context, conn *websocket.Conn, stream *events.RuntimeStream, hello events.RuntimeMessage, recheck func() error) error {
 	write := func(m events.RuntimeMessage) error {
 		b, err := json.Marshal(m)
 		if err != nil {
@@ -227,8 +240,8 @@ func (e *eventEndpoints) stream(ctx context.Context, conn *websocket.Conn, strea
 		case err := <-errc:
 			return err
 		case <-ping.C:
-			if id, err := e.auth.Authenticate(req, net.ParseIP(clientIP)); err != nil || id == nil {
-				return errCredentialGone
+			if err := recheck(); err != nil {
+				return err
 			}
 			pctx, cancel := context.WithTimeout(ctx, writeTimeout)
 			err := conn.Ping(pctx)
