@@ -40,6 +40,8 @@ type eventEndpoints struct {
 	auth    Authenticator
 	sockets *RuntimeSockets
 	log     *zap.Logger
+	// ping overrides pingEvery (tests).
+	ping time.Duration
 }
 
 const runtimePath = "/api/v2/events/runtime/ws"
@@ -229,7 +231,11 @@ func (e *eventEndpoints) stream(ctx context.Context, conn *websocket.Conn, strea
 			}
 		}
 	}()
-	ping := time.NewTicker(pingEvery)
+	every := pingEvery
+	if e.ping > 0 {
+		every = e.ping
+	}
+	ping := time.NewTicker(every)
 	defer ping.Stop()
 	for {
 		select {
