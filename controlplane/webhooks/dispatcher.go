@@ -78,7 +78,7 @@ func (d *Dispatcher) init() {
 		dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second, Control: guard.control}
 		d.client = &http.Client{
 			Transport: &http.Transport{DialContext: dialer.DialContext, Proxy: nil, ForceAttemptHTTP2: true,
-				MaxIdleConns: 1024, MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second, TLSHandshakeTimeout: 10 * time.Second},
+				MaxIdleConns: 1024, MaxIdleConnsPerHost: d.MaxInFlight, IdleConnTimeout: 90 * time.Second, TLSHandshakeTimeout: 10 * time.Second},
 			// A redirect is an answer, not a new target: following it would
 			// bypass the endpoint checks.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
@@ -380,13 +380,32 @@ func (s *session) fanout(ctx context.Context) error {
 // moves the cursor to upto, guarded by the cursor's mod revision. check
 // skips deliveries that already exist (the recovery scan).
 func (s *session) commitFanout(ctx context.Context, created []*store.KeyValue, cur, cursorRev, upto int64, check bool) (int64, error) {
-	plans, err := s.plans(ctx)
+	// Fresh plans, not the cache: an event committed after a plan was
+	// created must reach it.
+	plans, err := listPlans(ctx, s.d.Store)
 	if err != nil {
 		return 0, err
 	}
 	now := s.d.Clock.Now().UTC()
 	val, _ := json.Marshal(cursorValue{Revision: max(upto, cur)})
 	req := store.TxnRequest{Compares: []store.Compare{store.ModRevisionIs(cursorKey, cursorRev)}, Then: []store.Op{store.Put(cursorKey, val)}}
+	// Deliveries of plans with a free slot are created already claimed
+	// (Pending and the claim in one compare-guarded Txn, the plan's mod
+	// revision compared as a claim does): one write less per delivery and
+	// no wait for the claim loop.
+	type preclaimed struct {
+		key   string
+		rec   Delivery
+		event []byte
+		plan  Plan
+	}
+	var pre []preclaimed
+	unreserve := func() {
+		for _, c := range pre {
+			s.release(c.plan.ID)
+		}
+	}
+	compared := map[PlanID]bool{}
 	for _, kv := range created {
 		entry, err := events.DecodeEntry(kv.Value)
 		if err != nil || entry.TargetSubscriptionID != "" {
@@ -401,9 +420,18 @@ func (s *session) commitFanout(ctx context.Context, created []*store.KeyValue, c
 				if kv, _, err := store.Get(ctx, s.d.Store, deliveryKey(d.ID), store.Local); err != nil || kv != nil {
 					continue
 				}
+			} else if s.reserve(p.ID) {
+				d.State, d.Attempts, d.DueMs, d.LastAttemptAt = StateDelivering, 1, 0, &now
+				d.Claim = &Claim{NodeID: s.d.NodeID, Session: s.id, At: now}
+				pre = append(pre, preclaimed{key: deliveryKey(d.ID), rec: d, event: kv.Value, plan: p.Plan})
+				if !compared[p.ID] {
+					compared[p.ID] = true
+					req.Compares = append(req.Compares, store.ModRevisionIs(p.key(), p.rev))
+				}
 			}
 			op, err := d.put()
 			if err != nil {
+				unreserve()
 				return 0, err
 			}
 			req.Then = append(req.Then, op)
@@ -411,13 +439,19 @@ func (s *session) commitFanout(ctx context.Context, created []*store.KeyValue, c
 	}
 	resp, err := s.d.Store.Txn(ctx, req)
 	if err != nil {
+		unreserve()
 		return 0, err
 	}
 	if !resp.Succeeded {
-		return 0, errors.New("the fan-out cursor moved under this dispatcher")
+		unreserve()
+		return 0, errors.New("the fan-out cursor or a plan changed under this dispatcher")
 	}
-	if len(req.Then) > 1 {
-		s.d.Kick()
+	for _, c := range pre {
+		s.wg.Add(1)
+		go s.attempt(ctx, c.key, resp.Header.Revision, c.rec, c.event, c.plan)
+	}
+	if len(req.Then) > 1+len(pre) {
+		s.d.Kick() // Pending deliveries for the claim loop
 	}
 	return resp.Header.Revision, nil
 }
@@ -677,6 +711,19 @@ func (s *session) nextDue(ctx context.Context, now time.Time) (time.Duration, er
 	}
 	wait := time.UnixMilli(next[0].rec.DueMs).Sub(now)
 	return min(max(wait, time.Millisecond), idleWait), nil
+}
+
+// reserve takes a slot of the plan for a delivery about to be claimed.
+func (s *session) reserve(id PlanID) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.perPlan[id] >= s.d.PerPlan || s.inFlight >= s.d.MaxInFlight {
+		return false
+	}
+	s.perPlan[id]++
+	s.inFlight++
+	s.d.flight.Add(1)
+	return true
 }
 
 func (s *session) release(id PlanID) {
