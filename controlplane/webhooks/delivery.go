@@ -49,6 +49,7 @@ var DeliveryIndex = sqlitefsm.IndexSpec{Name: "webhook_delivery", Prefix: Delive
 	{Name: "state", Type: "TEXT", Path: "$.state"},
 	{Name: "due_ms", Type: "INTEGER", Path: "$.dueMs"},
 	{Name: "test", Type: "INTEGER", Path: "$.test"},
+	{Name: "plan_due", Type: "TEXT", Path: "$.planDue"},
 }}
 
 // maxErrorSummary bounds the error text kept per delivery.
@@ -79,6 +80,11 @@ type Delivery struct {
 	// index) in every other state, so the index on it holds only the
 	// deliveries that wait, and the due query never walks finished ones.
 	DueMs int64 `json:"dueMs,omitempty"`
+	// PlanDue is "<plan id>/<DueMs, 16 digits>" while DueMs is set: its
+	// index gives each plan's due deliveries in order with a range scan, so
+	// the claim loop reads only what it can take, however long a plan's
+	// queue. put keeps it in step with DueMs.
+	PlanDue string `json:"planDue,omitempty"`
 	// RoundStart is Attempts when the operator last retried: automatic
 	// retries end when Attempts-RoundStart reaches the plan's maximum.
 	RoundStart int `json:"roundStart,omitempty"`
@@ -116,6 +122,9 @@ func NewDeliveryID(eventID string, plan PlanID) DeliveryID {
 	return DeliveryID(id.String())
 }
 
+// planDue is the PlanDue value (and range bound) of a plan at a time.
+func planDue(plan PlanID, ms int64) string { return fmt.Sprintf("%s/%016d", plan, ms) }
+
 func deliveryKey(id DeliveryID) string { return DeliveryPrefix + string(id) }
 
 func newDelivery(ev events.Entry, plan PlanID, now time.Time, test bool) Delivery {
@@ -124,6 +133,10 @@ func newDelivery(ev events.Entry, plan PlanID, now time.Time, test bool) Deliver
 }
 
 func (d *Delivery) put() (store.Op, error) {
+	d.PlanDue = ""
+	if d.DueMs > 0 {
+		d.PlanDue = planDue(d.SubscriptionID, d.DueMs)
+	}
 	val, err := json.Marshal(d)
 	if err != nil {
 		return store.Op{}, err

@@ -109,8 +109,10 @@ type session struct {
 	mu       sync.Mutex
 	perPlan  map[PlanID]int
 	inFlight int
-	results  chan result
-	wg       sync.WaitGroup
+	// round counts claim rounds, to rotate which plan goes first.
+	round   int
+	results chan result
+	wg      sync.WaitGroup
 	// planCache holds the plans as last read; planGen counts changes seen
 	// under PlanPrefix, so a read racing a change is not cached.
 	planMu    sync.Mutex
@@ -122,28 +124,22 @@ type session struct {
 // A stale answer can only make a claim's compare fail, never let a claim
 // through: the claim Txn compares each plan's mod revision.
 func (s *session) plans(ctx context.Context) ([]planAt, error) {
-	p, _, err := s.cachedPlans(ctx)
-	return p, err
-}
-
-// cachedPlans is plans, also saying whether the answer came from the cache.
-func (s *session) cachedPlans(ctx context.Context) ([]planAt, bool, error) {
 	s.planMu.Lock()
 	cached, gen := s.planCache, s.planGen
 	s.planMu.Unlock()
 	if cached != nil {
-		return cached, true, nil
+		return cached, nil
 	}
 	fresh, err := listPlans(ctx, s.d.Store)
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	s.planMu.Lock()
 	if s.planGen == gen {
 		s.planCache = fresh
 	}
 	s.planMu.Unlock()
-	return fresh, false, nil
+	return fresh, nil
 }
 
 // forgetPlans drops the plan cache.
@@ -526,7 +522,9 @@ func (s *session) claimDue(ctx context.Context) (time.Duration, error) {
 	if free <= 0 {
 		return idleWait, nil
 	}
-	plans, fromCache, err := s.cachedPlans(ctx)
+	// The watch on /webhooks/ drops the cache before it wakes this loop,
+	// so a plan created meanwhile is seen by the round its change starts.
+	plans, err := s.plans(ctx)
 	if err != nil {
 		return 0, err
 	}
@@ -534,65 +532,53 @@ func (s *session) claimDue(ctx context.Context) (time.Duration, error) {
 	for _, p := range plans {
 		byID[p.ID] = p
 	}
-	// Candidates come from the index alone; only the picked ones are read
-	// and decoded. Plans that cannot take a delivery now (full, archived,
-	// or disabled except for test events) are left out in the query, so a
-	// queue behind one stuck receiver never hides another plan's work.
-	var blocked, disabled []any
-	s.mu.Lock()
-	for _, p := range byID {
-		switch {
-		case p.Archived || s.perPlan[p.ID] >= s.d.PerPlan:
-			blocked = append(blocked, string(p.ID))
-		case !p.Enabled:
-			disabled = append(disabled, string(p.ID))
-		}
-	}
-	s.mu.Unlock()
-	q := "SELECT i.key, i.plan_id FROM " + DeliveryIndex.Table() + " i INDEXED BY " + DeliveryIndex.Table() +
-		"_due_ms WHERE i.due_ms <= ? AND i.state IN ('Pending','WaitingRetry')"
-	args := []any{now.UnixMilli()}
-	if len(blocked) > 0 {
-		q += " AND i.plan_id NOT IN (?" + strings.Repeat(",?", len(blocked)-1) + ")"
-		args = append(args, blocked...)
-	}
-	if len(disabled) > 0 {
-		q += " AND (i.test = 1 OR i.plan_id NOT IN (?" + strings.Repeat(",?", len(disabled)-1) + "))"
-		args = append(args, disabled...)
-	}
-	q += " ORDER BY i.due_ms LIMIT ?"
-	args = append(args, free*2)
+	// Candidates come from the index alone, per plan that has free slots,
+	// each a range scan of its own due deliveries (plan_due) limited to
+	// what it can take: a long queue behind one busy or stuck receiver
+	// costs nothing and hides nothing. Plans take turns at going first, so
+	// the global limit does not always fall on the same ones.
 	var picked []storedDelivery
-	unknownPlan := false
-	err = s.d.Reader.ReadTx(ctx, func(tx *sql.Tx, _ int64) error {
-		rows, err := tx.QueryContext(ctx, q, args...)
-		if err != nil {
-			return err
+	order := make([]planAt, 0, len(plans))
+	for _, p := range plans {
+		if !p.Archived {
+			order = append(order, p)
 		}
+	}
+	s.round++
+	err = s.d.Reader.ReadTx(ctx, func(tx *sql.Tx, _ int64) error {
 		var keys []any
-		s.mu.Lock()
-		taken := map[PlanID]int{}
-		for rows.Next() && len(keys) < free {
-			var key, plan string
-			if err := rows.Scan(&key, &plan); err != nil {
-				s.mu.Unlock()
-				rows.Close()
+		for i := range order {
+			p := order[(i+s.round)%len(order)]
+			s.mu.Lock()
+			room := min(s.d.PerPlan-s.perPlan[p.ID], free-len(keys))
+			s.mu.Unlock()
+			if room <= 0 {
+				continue
+			}
+			q := "SELECT i.key FROM " + DeliveryIndex.Table() + " i INDEXED BY " + DeliveryIndex.Table() +
+				"_plan_due WHERE i.plan_due > ? AND i.plan_due <= ? AND i.state IN ('Pending','WaitingRetry')"
+			if !p.Enabled {
+				q += " AND i.test = 1" // a disabled plan still takes its test events
+			}
+			rows, err := tx.QueryContext(ctx, q+" ORDER BY i.plan_due LIMIT ?", string(p.ID)+"/", planDue(p.ID, now.UnixMilli()), room)
+			if err != nil {
 				return err
 			}
-			if _, ok := byID[PlanID(plan)]; !ok {
-				unknownPlan = true
-				continue
+			for rows.Next() {
+				var key string
+				if err := rows.Scan(&key); err != nil {
+					rows.Close()
+					return err
+				}
+				keys = append(keys, key)
 			}
-			if s.perPlan[PlanID(plan)]+taken[PlanID(plan)] >= s.d.PerPlan {
-				continue
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return err
 			}
-			taken[PlanID(plan)]++
-			keys = append(keys, key)
 		}
-		s.mu.Unlock()
-		rows.Close()
-		if err := rows.Err(); err != nil || len(keys) == 0 {
-			return err
+		if len(keys) == 0 {
+			return nil
 		}
 		vals, err := tx.QueryContext(ctx, "SELECT key, mod_revision, value FROM kv WHERE key IN (?"+strings.Repeat(",?", len(keys)-1)+")", keys...)
 		if err != nil {
@@ -617,10 +603,7 @@ func (s *session) claimDue(ctx context.Context) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
-	if unknownPlan && fromCache {
-		s.forgetPlans() // a plan newer than the cache: read the plans again
-		return 0, nil
-	}
+
 	if len(picked) > 0 {
 		if err := s.claim(ctx, picked, byID, now); err != nil {
 			return 0, err

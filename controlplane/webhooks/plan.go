@@ -360,12 +360,12 @@ func (s *Service) cancelOpen(ctx context.Context, id PlanID) error {
 		for _, d := range open {
 			d.rec.State, d.rec.NextAttemptAt, d.rec.DueMs, d.rec.UpdatedAt = StateCanceled, nil, 0, now
 			d.rec.ErrorSummary = bound("canceled: the delivery plan was archived")
-			val, err := json.Marshal(d.rec)
+			op, err := d.rec.put()
 			if err != nil {
 				return err
 			}
 			req.Compares = append(req.Compares, store.ModRevisionIs(d.key, d.modRev))
-			req.Then = append(req.Then, store.Put(d.key, val))
+			req.Then = append(req.Then, op)
 		}
 		if _, err := s.Store.Txn(ctx, req); err != nil {
 			return err
