@@ -550,9 +550,14 @@ func (s *session) claimDue(ctx context.Context) (time.Duration, error) {
 		for i := range order {
 			p := order[(i+s.round)%len(order)]
 			s.mu.Lock()
-			room := min(s.d.PerPlan-s.perPlan[p.ID], free-len(keys))
+			busy := s.perPlan[p.ID]
+			room := min(s.d.PerPlan-busy, free-len(keys))
 			s.mu.Unlock()
-			if room <= 0 {
+			// A busy plan is topped up only once a quarter of its slots
+			// are free: one claim Txn for several deliveries instead of
+			// one per finished POST. Its next finished POST wakes the
+			// loop again, so nothing waits longer than a POST.
+			if room <= 0 || (busy > 0 && room < max(1, s.d.PerPlan/4)) {
 				continue
 			}
 			q := "SELECT i.key FROM " + DeliveryIndex.Table() + " i INDEXED BY " + DeliveryIndex.Table() +

@@ -39,6 +39,8 @@ import (
 
 const secret = "webhookbench-secret-0123456789"
 
+var perPlan int
+
 func main() {
 	out := flag.String("out", "docs/benchmarks.md", "markdown file to write the section to")
 	events1 := flag.Int("events", 6000, "events emitted in the 1-plan throughput case")
@@ -46,6 +48,7 @@ func main() {
 	rate := flag.Int("rate", 200, "events per second in the latency case")
 	latDur := flag.Duration("latency-duration", 10*time.Second, "length of the latency case")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	flag.IntVar(&perPlan, "per-plan", 0, "concurrent POSTs per plan (0: the dispatcher's default)")
 	flag.Parse()
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
@@ -161,7 +164,7 @@ func run(outPath string, n1, n20, rate int, latDur time.Duration) error {
 	}
 	targets := &webhooks.TargetGuard{AllowPrivate: true} // the receiver is on loopback
 	b := &bench{node: node}
-	b.disp = &webhooks.Dispatcher{Store: node, Reader: node.State(), Keys: keys, Targets: targets, NodeID: "bench", Log: zap.NewNop()}
+	b.disp = &webhooks.Dispatcher{Store: node, Reader: node.State(), Keys: keys, Targets: targets, NodeID: "bench", Log: zap.NewNop(), PerPlan: perPlan}
 	b.svc = &webhooks.Service{Store: node, Reader: node.State(), Keys: keys, Targets: targets, NodeID: "bench", Kick: b.disp.Kick}
 	ctx := context.Background()
 	rcv := &receiver{}
