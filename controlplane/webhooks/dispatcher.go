@@ -26,6 +26,13 @@ import (
 // out; it moves in the same Txn as the deliveries it covers.
 const cursorKey = "/webhooks/dispatch/cursor"
 
+// Default concurrency of the dispatcher: POSTs in flight per plan and in
+// all.
+const (
+	DefaultPerPlan     = 32
+	DefaultMaxInFlight = 512
+)
+
 // Dispatcher delivers deliveries. Run it only on the ready raft leader
 // (node.Leadership().Run): the store's compares keep a deposed leader from
 // overwriting its successor, and its successor recovers the deposed
@@ -63,10 +70,10 @@ func (d *Dispatcher) init() {
 			d.Log = zap.NewNop()
 		}
 		if d.PerPlan <= 0 {
-			d.PerPlan = 32
+			d.PerPlan = DefaultPerPlan
 		}
 		if d.MaxInFlight <= 0 {
-			d.MaxInFlight = 512
+			d.MaxInFlight = DefaultMaxInFlight
 		}
 		if d.Random == nil {
 			d.Random = rand.Float64
