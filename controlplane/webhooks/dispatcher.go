@@ -309,8 +309,10 @@ type cursorValue struct {
 	Revision int64 `json:"revision"`
 }
 
-func (s *session) readCursor(ctx context.Context) (int64, int64, error) {
-	kv, _, err := store.Get(ctx, s.d.Store, cursorKey, store.Local)
+// readCursor returns the fan-out cursor's revision and the cursor key's
+// own mod revision (0, 0 before the first fan-out).
+func readCursor(ctx context.Context, st store.Store) (int64, int64, error) {
+	kv, _, err := store.Get(ctx, st, cursorKey, store.Local)
 	if err != nil || kv == nil {
 		return 0, 0, err
 	}
@@ -324,7 +326,7 @@ func (s *session) readCursor(ctx context.Context) (int64, int64, error) {
 // fanout follows the outbox from the cursor until ctx ends or the cursor
 // moved under it (then the caller starts again).
 func (s *session) fanout(ctx context.Context) error {
-	cur, cursorRev, err := s.readCursor(ctx)
+	cur, cursorRev, err := readCursor(ctx, s.d.Store)
 	if err != nil {
 		return err
 	}

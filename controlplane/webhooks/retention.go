@@ -23,7 +23,7 @@ type Retention struct {
 // PruneOutbox removes up to batch delivered entries that retention no
 // longer keeps and returns how many it removed.
 func (s *Service) PruneOutbox(ctx context.Context, r Retention, batch int) (int64, error) {
-	cur, _, err := (&session{d: &Dispatcher{Store: s.Store}}).readCursor(ctx)
+	cur, _, err := readCursor(ctx, s.Store)
 	if err != nil {
 		return 0, err
 	}

@@ -66,6 +66,6 @@ func (s *Service) Status(ctx context.Context) (Status, error) {
 		t := time.UnixMilli(next[0].rec.DueMs).UTC()
 		st.NextRetryAt = &t
 	}
-	st.FanoutRevision, _, err = (&session{d: &Dispatcher{Store: s.Store}}).readCursor(ctx)
+	st.FanoutRevision, _, err = readCursor(ctx, s.Store)
 	return st, err
 }
