@@ -474,6 +474,36 @@ func (e DocumentationAuditItemProblem) Valid() bool {
 	}
 }
 
+// Defines values for EventEnvelopeSource.
+const (
+	EventEnvelopeSourceEngine              EventEnvelopeSource = "engine"
+	EventEnvelopeSourceGb28181             EventEnvelopeSource = "gb28181"
+	EventEnvelopeSourceMedia               EventEnvelopeSource = "media"
+	EventEnvelopeSourceOutboundWebhookTest EventEnvelopeSource = "outbound-webhook-test"
+	EventEnvelopeSourceRecording           EventEnvelopeSource = "recording"
+	EventEnvelopeSourceRtc                 EventEnvelopeSource = "rtc"
+)
+
+// Valid indicates whether the value is a known member of the EventEnvelopeSource enum.
+func (e EventEnvelopeSource) Valid() bool {
+	switch e {
+	case EventEnvelopeSourceEngine:
+		return true
+	case EventEnvelopeSourceGb28181:
+		return true
+	case EventEnvelopeSourceMedia:
+		return true
+	case EventEnvelopeSourceOutboundWebhookTest:
+		return true
+	case EventEnvelopeSourceRecording:
+		return true
+	case EventEnvelopeSourceRtc:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for HealthCheckStatus.
 const (
 	HealthCheckStatusDegraded    HealthCheckStatus = "degraded"
@@ -549,6 +579,24 @@ func (e OpenApiAuditItemProblem) Valid() bool {
 	}
 }
 
+// Defines values for OutboundWebhookSubscriptionState.
+const (
+	OutboundWebhookSubscriptionStateActive   OutboundWebhookSubscriptionState = "active"
+	OutboundWebhookSubscriptionStateArchived OutboundWebhookSubscriptionState = "archived"
+)
+
+// Valid indicates whether the value is a known member of the OutboundWebhookSubscriptionState enum.
+func (e OutboundWebhookSubscriptionState) Valid() bool {
+	switch e {
+	case OutboundWebhookSubscriptionStateActive:
+		return true
+	case OutboundWebhookSubscriptionStateArchived:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for RtspAuthTestResultAlgorithm.
 const (
 	RtspAuthTestResultAlgorithmMD5    RtspAuthTestResultAlgorithm = "MD5"
@@ -597,6 +645,48 @@ func (e RuntimePortProtocol) Valid() bool {
 	case RuntimePortProtocolTcp:
 		return true
 	case RuntimePortProtocolUdp:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RuntimeStateFrameKindType.
+const (
+	RuntimeStateFrameKindTypeEvent  RuntimeStateFrameKindType = "event"
+	RuntimeStateFrameKindTypeHello  RuntimeStateFrameKindType = "hello"
+	RuntimeStateFrameKindTypeResync RuntimeStateFrameKindType = "resync"
+)
+
+// Valid indicates whether the value is a known member of the RuntimeStateFrameKindType enum.
+func (e RuntimeStateFrameKindType) Valid() bool {
+	switch e {
+	case RuntimeStateFrameKindTypeEvent:
+		return true
+	case RuntimeStateFrameKindTypeHello:
+		return true
+	case RuntimeStateFrameKindTypeResync:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RuntimeStateMessageType.
+const (
+	RuntimeStateMessageTypeEvent  RuntimeStateMessageType = "event"
+	RuntimeStateMessageTypeHello  RuntimeStateMessageType = "hello"
+	RuntimeStateMessageTypeResync RuntimeStateMessageType = "resync"
+)
+
+// Valid indicates whether the value is a known member of the RuntimeStateMessageType enum.
+func (e RuntimeStateMessageType) Valid() bool {
+	switch e {
+	case RuntimeStateMessageTypeEvent:
+		return true
+	case RuntimeStateMessageTypeHello:
+		return true
+	case RuntimeStateMessageTypeResync:
 		return true
 	default:
 		return false
@@ -792,6 +882,36 @@ func (e UserStatus) Valid() bool {
 	case UserStatusDeleted:
 		return true
 	case UserStatusDisabled:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WebhookDeliveryState.
+const (
+	WebhookDeliveryStateCanceled     WebhookDeliveryState = "Canceled"
+	WebhookDeliveryStateCompleted    WebhookDeliveryState = "Completed"
+	WebhookDeliveryStateDelivering   WebhookDeliveryState = "Delivering"
+	WebhookDeliveryStateFailed       WebhookDeliveryState = "Failed"
+	WebhookDeliveryStatePending      WebhookDeliveryState = "Pending"
+	WebhookDeliveryStateWaitingRetry WebhookDeliveryState = "WaitingRetry"
+)
+
+// Valid indicates whether the value is a known member of the WebhookDeliveryState enum.
+func (e WebhookDeliveryState) Valid() bool {
+	switch e {
+	case WebhookDeliveryStateCanceled:
+		return true
+	case WebhookDeliveryStateCompleted:
+		return true
+	case WebhookDeliveryStateDelivering:
+		return true
+	case WebhookDeliveryStateFailed:
+		return true
+	case WebhookDeliveryStatePending:
+		return true
+	case WebhookDeliveryStateWaitingRetry:
 		return true
 	default:
 		return false
@@ -2055,6 +2175,48 @@ type DocumentationAuditItemKind string
 // DocumentationAuditItemProblem Problem found, or none.
 type DocumentationAuditItemProblem string
 
+// EngineWebhookInboxEntry One hook posted by a media engine.
+type EngineWebhookInboxEntry struct {
+	// App The app property of the hook body, when present.
+	App *string `json:"app"`
+
+	// HookName Hook name in catalog form (OnStreamChanged).
+	HookName string `json:"hookName"`
+
+	// Id Identifier of the entry, equal to the eventId of its engine.webhook event.
+	Id string `json:"id"`
+
+	// MediaServerId The media server that posted it.
+	MediaServerId string `json:"mediaServerId"`
+
+	// RawJson The hook body exactly as received (JSON text).
+	RawJson string `json:"rawJson"`
+
+	// ReceivedAt When the control plane received it.
+	ReceivedAt time.Time `json:"receivedAt"`
+
+	// ReceivedHookName Hook name as the engine sent it (on_stream_changed).
+	ReceivedHookName string `json:"receivedHookName"`
+
+	// Stream The stream property of the hook body, when present.
+	Stream *string `json:"stream"`
+}
+
+// EngineWebhookInboxList One page of the webhook inbox.
+type EngineWebhookInboxList struct {
+	// Page Number of this page, starting at 1.
+	Page int32 `json:"page"`
+
+	// PageSize Maximum number of rows per page.
+	PageSize int32 `json:"pageSize"`
+
+	// Rows The entries, newest first.
+	Rows []EngineWebhookInboxEntry `json:"rows"`
+
+	// Total Number of matching entries.
+	Total int64 `json:"total"`
+}
+
 // ErrorBody Body of every JSON error answer.
 type ErrorBody struct {
 	// Code Machine-readable error code, for example invalid_body, invalid_query, authentication_required, api_token_required, permission_denied, not_found, conflict, payload_too_large, unsupported_media_type, rate_limited, internal or unavailable; console logins add invalid_credentials, captcha_required, captcha_invalid, session_expired, refresh_token_reused and csrf_rejected.
@@ -2074,6 +2236,33 @@ type ErrorBody struct {
 	// TraceId Trace id of the request, equal to the `X-Trace-Id` response header.
 	TraceId string `json:"traceId"`
 }
+
+// EventEnvelope The body of every delivery (contract A, "Event envelope"); consumers tolerate extra fields in data.
+type EventEnvelope struct {
+	// Data Event-specific fields, with the exact capitalisation of the contract's event data table.
+	Data map[string]interface{} `json:"data"`
+
+	// EventId Event id, stable across retries and across plans; the idempotency key.
+	EventId openapi_types.UUID `json:"eventId"`
+
+	// EventName Name of the event, which selects the shape of data.
+	EventName string `json:"eventName"`
+
+	// NodeId Control node where the event originated (not a media server id).
+	NodeId string `json:"nodeId"`
+
+	// OccurredAtUtc Creation time of the event (UTC), not of the HTTP attempt.
+	OccurredAtUtc time.Time `json:"occurredAtUtc"`
+
+	// SchemaVersion Parsing version of the envelope, currently 1; an unsupported version must not be parsed by guessing.
+	SchemaVersion int32 `json:"schemaVersion"`
+
+	// Source Origin of the event.
+	Source EventEnvelopeSource `json:"source"`
+}
+
+// EventEnvelopeSource Origin of the event.
+type EventEnvelopeSource string
 
 // HealthCheck Result of one health check.
 type HealthCheck struct {
@@ -2280,6 +2469,312 @@ type OpenApiAuditReport struct {
 
 	// RouteCount Number of registered public routes.
 	RouteCount int32 `json:"routeCount"`
+}
+
+// OutboundWebhookCatalogEvent One standard event.
+type OutboundWebhookCatalogEvent struct {
+	// Name Event name, as used in a plan's events.
+	Name string `json:"name"`
+
+	// Source The envelope's source value for this event.
+	Source string `json:"source"`
+
+	// Trigger What causes the event.
+	Trigger string `json:"trigger"`
+}
+
+// OutboundWebhookDelivery One event for one plan; the payload is never shown.
+type OutboundWebhookDelivery struct {
+	// Attempts POSTs made so far, over every operator retry.
+	Attempts int32 `json:"attempts"`
+
+	// CreatedAt When the delivery was created (UTC).
+	CreatedAt time.Time `json:"createdAt"`
+
+	// ErrorSummary Bounded summary (at most 512 characters) of the last failure; empty after success.
+	ErrorSummary string `json:"errorSummary"`
+
+	// EventId The event it delivers.
+	EventId string `json:"eventId"`
+
+	// EventName Name of the event.
+	EventName string `json:"eventName"`
+
+	// Id Identifier of the delivery.
+	Id string `json:"id"`
+
+	// LastAttemptAt When the last POST started; null before the first.
+	LastAttemptAt *time.Time `json:"lastAttemptAt"`
+
+	// LastHttpStatus HTTP status of the last answer; null when no answer came yet.
+	LastHttpStatus *int32 `json:"lastHttpStatus"`
+
+	// NextAttemptAt When a WaitingRetry delivery is due; null in other states.
+	NextAttemptAt *time.Time `json:"nextAttemptAt"`
+
+	// State State of a delivery (contract A, "States and transitions").
+	State WebhookDeliveryState `json:"state"`
+
+	// SubscriptionId The plan it belongs to.
+	SubscriptionId string `json:"subscriptionId"`
+
+	// UpdatedAt When the delivery last changed state (UTC).
+	UpdatedAt time.Time `json:"updatedAt"`
+}
+
+// OutboundWebhookDeliveryList One page of a plan's deliveries.
+type OutboundWebhookDeliveryList struct {
+	// Page Number of this page, starting at 1.
+	Page int32 `json:"page"`
+
+	// PageSize Maximum number of rows per page.
+	PageSize int32 `json:"pageSize"`
+
+	// Rows The deliveries, newest event first.
+	Rows []OutboundWebhookDelivery `json:"rows"`
+
+	// Total Number of matching deliveries.
+	Total int64 `json:"total"`
+}
+
+// OutboundWebhookEventCatalog The standard event catalog, grouped.
+type OutboundWebhookEventCatalog struct {
+	// Groups Event families.
+	Groups []OutboundWebhookEventGroup `json:"groups"`
+}
+
+// OutboundWebhookEventGroup A family of events selected by one wildcard.
+type OutboundWebhookEventGroup struct {
+	// Description What the family is about.
+	Description string `json:"description"`
+
+	// Events The family's events.
+	Events []OutboundWebhookCatalogEvent `json:"events"`
+
+	// Name Common prefix of the family.
+	Name string `json:"name"`
+
+	// Wildcard The `prefix.*` selector that selects every event of the family.
+	Wildcard string `json:"wildcard"`
+}
+
+// OutboundWebhookStatus Aggregate state of delivery plans and deliveries on the answering node.
+type OutboundWebhookStatus struct {
+	// ActivePlans Plans that are not archived.
+	ActivePlans int32 `json:"activePlans"`
+
+	// ArchivedPlans Archived plans.
+	ArchivedPlans int32 `json:"archivedPlans"`
+
+	// Deliveries Number of deliveries in each state.
+	Deliveries struct {
+		// Canceled Deliveries canceled because their plan was archived.
+		Canceled int64 `json:"Canceled"`
+
+		// Completed Deliveries the receiver acknowledged with 2xx.
+		Completed int64 `json:"Completed"`
+
+		// Delivering Deliveries with a POST in progress.
+		Delivering int64 `json:"Delivering"`
+
+		// Failed Deliveries whose attempts are exhausted; an operator may retry them.
+		Failed int64 `json:"Failed"`
+
+		// Pending Deliveries waiting to be claimed.
+		Pending int64 `json:"Pending"`
+
+		// WaitingRetry Deliveries waiting for their next attempt.
+		WaitingRetry int64 `json:"WaitingRetry"`
+	} `json:"deliveries"`
+
+	// DispatcherOnThisNode Whether the dispatcher runs on the answering node (the leader).
+	DispatcherOnThisNode bool `json:"dispatcherOnThisNode"`
+
+	// EnabledPlans Plans that are not archived and enabled.
+	EnabledPlans int32 `json:"enabledPlans"`
+
+	// FanoutRevision Store revision up to which the outbox has been fanned out to plans.
+	FanoutRevision int64 `json:"fanoutRevision"`
+
+	// InFlight POSTs in progress on the answering node.
+	InFlight int32 `json:"inFlight"`
+
+	// NextRetryAt When the next WaitingRetry delivery is due; null when none.
+	NextRetryAt *time.Time `json:"nextRetryAt"`
+
+	// OldestOpenAt Creation time of the oldest Pending or WaitingRetry delivery; null when none.
+	OldestOpenAt *time.Time `json:"oldestOpenAt"`
+
+	// StoreRevision Store revision of the answering node.
+	StoreRevision int64 `json:"storeRevision"`
+}
+
+// OutboundWebhookSubscription A delivery plan as stored, redacted (never the secret).
+type OutboundWebhookSubscription struct {
+	// AllowHttp Whether an http endpoint is allowed.
+	AllowHttp bool `json:"allowHttp"`
+
+	// ArchivedAt When the plan was archived (UTC); null while active.
+	ArchivedAt *time.Time `json:"archivedAt"`
+
+	// CreatedAt When the plan was created (UTC).
+	CreatedAt time.Time `json:"createdAt"`
+
+	// CreatedBy Credential that created the plan.
+	CreatedBy string `json:"createdBy"`
+
+	// Description What the plan is for.
+	Description string `json:"description"`
+
+	// Enabled Whether the plan receives events.
+	Enabled bool `json:"enabled"`
+
+	// Endpoint The receiver's URL.
+	Endpoint string `json:"endpoint"`
+
+	// Events The event scope, normalised.
+	Events []string `json:"events"`
+
+	// HasSecret Whether a secret is set (always true for a saved plan); the secret itself is never returned.
+	HasSecret bool `json:"hasSecret"`
+
+	// Id Identifier of the plan.
+	Id string `json:"id"`
+
+	// MaxAttempts Attempts per delivery before it is Failed.
+	MaxAttempts int32 `json:"maxAttempts"`
+
+	// Name Name of the plan.
+	Name string `json:"name"`
+
+	// SecretUpdatedAt When the secret was set or last rotated (UTC).
+	SecretUpdatedAt time.Time `json:"secretUpdatedAt"`
+
+	// State active or archived.
+	State OutboundWebhookSubscriptionState `json:"state"`
+
+	// TimeoutSeconds Time allowed for one receiver call, in seconds.
+	TimeoutSeconds int32 `json:"timeoutSeconds"`
+
+	// UpdatedAt When the plan last changed (UTC).
+	UpdatedAt time.Time `json:"updatedAt"`
+
+	// UpdatedBy Credential that last changed the plan.
+	UpdatedBy string `json:"updatedBy"`
+}
+
+// OutboundWebhookSubscriptionState active or archived.
+type OutboundWebhookSubscriptionState string
+
+// OutboundWebhookSubscriptionList The delivery plans.
+type OutboundWebhookSubscriptionList struct {
+	// Rows The plans, oldest first.
+	Rows []OutboundWebhookSubscription `json:"rows"`
+}
+
+// OutboundWebhookSubscriptionRequest A delivery plan as created or updated.
+type OutboundWebhookSubscriptionRequest struct {
+	// AllowHttp Allow an http endpoint, for controlled isolated networks only.
+	AllowHttp *bool `json:"allowHttp,omitempty"`
+
+	// Description What the plan is for, up to 512 characters.
+	Description *string `json:"description,omitempty"`
+
+	// Enabled Whether the plan receives events; disabling one plan does not affect others. While a plan is disabled, new events are not queued for it and its open deliveries wait (test events still go); they resume when it is enabled again.
+	Enabled bool `json:"enabled"`
+
+	// Endpoint The receiver's absolute https URL (http only with allowHttp), without credentials, query string or fragment.
+	Endpoint string `json:"endpoint"`
+
+	// Events Exact event names or prefixes ending in `.*` from the catalog; legacy snake_case hook names are normalised.
+	Events []string `json:"events"`
+
+	// MaxAttempts Attempts per delivery, 1-10; after exhaustion automatic retry ends and an operator must retry.
+	MaxAttempts int32 `json:"maxAttempts"`
+
+	// Name Name of the plan, unique among the plans that are not archived, 1-128 characters.
+	Name string `json:"name"`
+
+	// Secret HMAC secret of 16-256 characters, required on create; on update an empty or absent value keeps the current secret and a new value rotates it. Encrypted at rest and never returned.
+	Secret *string `json:"secret,omitempty"`
+
+	// TimeoutSeconds Time allowed for one receiver call, 2-30 seconds.
+	TimeoutSeconds int32 `json:"timeoutSeconds"`
+}
+
+// OutboundWebhookTestRequest A test event request.
+type OutboundWebhookTestRequest struct {
+	// Message Text carried as data.message of the test event.
+	Message *string `json:"message,omitempty"`
+
+	// SubscriptionId The plan to test; required by the generic test operation, and equal to the path id when given to the plan's own.
+	SubscriptionId *string `json:"subscriptionId,omitempty"`
+}
+
+// OutboundWebhookTestResult The test event and its delivery.
+type OutboundWebhookTestResult struct {
+	// DeliveryId Id of its delivery, to follow in the plan's history.
+	DeliveryId string `json:"deliveryId"`
+
+	// EventId Id of the system.webhook.test event.
+	EventId string `json:"eventId"`
+
+	// EventName Always system.webhook.test.
+	EventName string `json:"eventName"`
+
+	// SubscriptionId The plan it is delivered to.
+	SubscriptionId string `json:"subscriptionId"`
+}
+
+// OutboxEvent One outbox entry; data is redacted as in deliveries.
+type OutboxEvent struct {
+	// Data Event-specific fields, with redacted properties shown as `[REDACTED]`.
+	Data map[string]interface{} `json:"data"`
+
+	// EventId Event id, stable across retries and plans.
+	EventId openapi_types.UUID `json:"eventId"`
+
+	// EventName Name of the event.
+	EventName string `json:"eventName"`
+
+	// NodeId Control node where the event originated.
+	NodeId string `json:"nodeId"`
+
+	// OccurredAtUtc Creation time of the event (UTC).
+	OccurredAtUtc time.Time `json:"occurredAtUtc"`
+
+	// SchemaVersion Parsing version of the envelope, currently 1.
+	SchemaVersion int32 `json:"schemaVersion"`
+
+	// Source Origin of the event (gb28181, rtc, media, recording, engine, outbound-webhook-test).
+	Source string `json:"source"`
+
+	// TargetSubscriptionId For a test event, the only plan it is delivered to; null for events delivered by event scope.
+	TargetSubscriptionId *string `json:"targetSubscriptionId"`
+}
+
+// OutboxEventList One page of the outbox.
+type OutboxEventList struct {
+	// Page Number of this page, starting at 1.
+	Page int32 `json:"page"`
+
+	// PageSize Maximum number of rows per page.
+	PageSize int32 `json:"pageSize"`
+
+	// Rows The events on this page, newest first.
+	Rows []OutboxEvent `json:"rows"`
+
+	// Total Number of events in the outbox.
+	Total int64 `json:"total"`
+}
+
+// OutboxRetryResult The outcome of retrying an outbox event.
+type OutboxRetryResult struct {
+	// Deliveries Its deliveries that are Pending again.
+	Deliveries []OutboundWebhookDelivery `json:"deliveries"`
+
+	// EventId The event.
+	EventId string `json:"eventId"`
 }
 
 // ParityAuditReport Result of the cluster parity audit.
@@ -2691,6 +3186,87 @@ type RuntimePortList struct {
 
 	// Rows Required ports and port ranges.
 	Rows []RuntimePort `json:"rows"`
+}
+
+// RuntimeStateFamily An event family as seen on the runtime-state WebSocket.
+type RuntimeStateFamily struct {
+	// Permission Permission needed to receive the family's events.
+	Permission string `json:"permission"`
+
+	// Visible Whether the calling credential holds that permission.
+	Visible bool `json:"visible"`
+
+	// Wildcard The family's event names, as a prefix wildcard.
+	Wildcard string `json:"wildcard"`
+}
+
+// RuntimeStateFrameKind One frame type of the runtime-state WebSocket.
+type RuntimeStateFrameKind struct {
+	// Description When the frame is sent and what it carries.
+	Description string `json:"description"`
+
+	// Type Value of the type property of the frame.
+	Type RuntimeStateFrameKindType `json:"type"`
+}
+
+// RuntimeStateFrameKindType Value of the type property of the frame.
+type RuntimeStateFrameKindType string
+
+// RuntimeStateMessage One JSON text frame of the runtime-state WebSocket.
+type RuntimeStateMessage struct {
+	// Cursor Opaque position (`REVISION.INDEX.SEQ`) to pass as query cursor to resume right after this frame.
+	Cursor string `json:"cursor"`
+
+	// Event The body of every delivery (contract A, "Event envelope"); consumers tolerate extra fields in data.
+	Event *EventEnvelope `json:"event,omitempty"`
+
+	// Protocol On hello, the protocol version (svc.runtime-state.v1).
+	Protocol *string `json:"protocol,omitempty"`
+
+	// Reason On resync, why the stream restarted.
+	Reason *string `json:"reason,omitempty"`
+
+	// Resumed On hello, whether the stream continues the one the cursor came from.
+	Resumed *bool `json:"resumed,omitempty"`
+
+	// Revision Store revision the frame reflects.
+	Revision int64 `json:"revision"`
+
+	// Seq For event, its number (1, 2, 3, … without gaps; a resumed stream continues the numbering); for hello and resync, the last number used.
+	Seq int64 `json:"seq"`
+
+	// Type Frame type; hello first, then event frames, and resync when the stream restarts.
+	Type RuntimeStateMessageType `json:"type"`
+}
+
+// RuntimeStateMessageType Frame type; hello first, then event frames, and resync when the stream restarts.
+type RuntimeStateMessageType string
+
+// RuntimeStateWebSocketInfo How to use the runtime-state WebSocket.
+type RuntimeStateWebSocketInfo struct {
+	// Authentication How the upgrade request is authenticated and what its failures answer.
+	Authentication string `json:"authentication"`
+
+	// Families Event families, the permission each needs, and whether the calling credential sees them.
+	Families []RuntimeStateFamily `json:"families"`
+
+	// KeepAlive How the server keeps idle connections alive and detects dead ones.
+	KeepAlive string `json:"keepAlive"`
+
+	// MessageTypes The frame types, each a JSON text frame of shape RuntimeStateMessage.
+	MessageTypes []RuntimeStateFrameKind `json:"messageTypes"`
+
+	// Path Path of the WebSocket, relative to the API base address.
+	Path string `json:"path"`
+
+	// Resume How a client resumes after a reconnect and what resync means.
+	Resume string `json:"resume"`
+
+	// Sequence The numbering rule of seq.
+	Sequence string `json:"sequence"`
+
+	// Subprotocol WebSocket subprotocol a client may request (Sec-WebSocket-Protocol); the server selects it when offered.
+	Subprotocol string `json:"subprotocol"`
 }
 
 // SaveRoleRequest Request to create a role or to replace the fields of one.
@@ -3245,6 +3821,9 @@ type UserList struct {
 	Total int64 `json:"total"`
 }
 
+// WebhookDeliveryState State of a delivery (contract A, "States and transitions").
+type WebhookDeliveryState string
+
 // ChannelActivationStateFilter Pending channels wait in the pending-activation pool and cannot be started; Active channels can.
 type ChannelActivationStateFilter = ChannelActivationState
 
@@ -3337,6 +3916,9 @@ type PageSize = int32
 
 // RoleId defines model for RoleId.
 type RoleId = string
+
+// SubscriptionId defines model for SubscriptionId.
+type SubscriptionId = string
 
 // TokenId defines model for TokenId.
 type TokenId = string
@@ -3509,6 +4091,36 @@ type GetClusterStatusParams struct {
 	ClusterId *ClusterId `form:"clusterId,omitempty" json:"clusterId,omitempty"`
 }
 
+// ListEngineWebhookInboxParams defines parameters for ListEngineWebhookInbox.
+type ListEngineWebhookInboxParams struct {
+	// Page Number of the page to return, starting at 1.
+	Page *Page `form:"page,omitempty" json:"page,omitempty"`
+
+	// PageSize Maximum number of rows per page.
+	PageSize *PageSize `form:"pageSize,omitempty" json:"pageSize,omitempty"`
+
+	// HookName Only hooks of this name (either form).
+	HookName *string `form:"hookName,omitempty" json:"hookName,omitempty"`
+
+	// MediaServerId Only hooks posted by this media server.
+	MediaServerId *string `form:"mediaServerId,omitempty" json:"mediaServerId,omitempty"`
+}
+
+// ListEventOutboxParams defines parameters for ListEventOutbox.
+type ListEventOutboxParams struct {
+	// Page Number of the page to return, starting at 1.
+	Page *Page `form:"page,omitempty" json:"page,omitempty"`
+
+	// PageSize Maximum number of rows per page.
+	PageSize *PageSize `form:"pageSize,omitempty" json:"pageSize,omitempty"`
+}
+
+// OpenRuntimeStateWebSocketParams defines parameters for OpenRuntimeStateWebSocket.
+type OpenRuntimeStateWebSocketParams struct {
+	// Cursor Cursor of the last message received on an earlier connection (`REVISION.INDEX.SEQ`), to resume right after it.
+	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
 // ListApiTokensParams defines parameters for ListApiTokens.
 type ListApiTokensParams struct {
 	// Page Number of the page to return, starting at 1.
@@ -3668,6 +4280,24 @@ type GetSourceDocumentationAuditParams struct {
 	MaxResults *int32 `form:"maxResults,omitempty" json:"maxResults,omitempty"`
 }
 
+// ListWebhookSubscriptionsParams defines parameters for ListWebhookSubscriptions.
+type ListWebhookSubscriptionsParams struct {
+	// IncludeArchived Also list archived plans.
+	IncludeArchived *bool `form:"includeArchived,omitempty" json:"includeArchived,omitempty"`
+}
+
+// ListWebhookDeliveriesParams defines parameters for ListWebhookDeliveries.
+type ListWebhookDeliveriesParams struct {
+	// Page Number of the page to return, starting at 1.
+	Page *Page `form:"page,omitempty" json:"page,omitempty"`
+
+	// PageSize Maximum number of rows per page.
+	PageSize *PageSize `form:"pageSize,omitempty" json:"pageSize,omitempty"`
+
+	// State Only deliveries in this state.
+	State *WebhookDeliveryState `form:"state,omitempty" json:"state,omitempty"`
+}
+
 // ListThirdPartyChannelsParams defines parameters for ListThirdPartyChannels.
 type ListThirdPartyChannelsParams struct {
 	// Page Number of the page to return, starting at 1.
@@ -3818,6 +4448,18 @@ type PlanHostTuningJSONRequestBody = HostTuningPlanRequest
 // RunSystemTaskJSONRequestBody defines body for RunSystemTask for application/json ContentType.
 type RunSystemTaskJSONRequestBody = RunSystemTaskRequest
 
+// CreateWebhookSubscriptionJSONRequestBody defines body for CreateWebhookSubscription for application/json ContentType.
+type CreateWebhookSubscriptionJSONRequestBody = OutboundWebhookSubscriptionRequest
+
+// UpdateWebhookSubscriptionJSONRequestBody defines body for UpdateWebhookSubscription for application/json ContentType.
+type UpdateWebhookSubscriptionJSONRequestBody = OutboundWebhookSubscriptionRequest
+
+// TestWebhookSubscriptionJSONRequestBody defines body for TestWebhookSubscription for application/json ContentType.
+type TestWebhookSubscriptionJSONRequestBody = OutboundWebhookTestRequest
+
+// TestWebhookJSONRequestBody defines body for TestWebhook for application/json ContentType.
+type TestWebhookJSONRequestBody = OutboundWebhookTestRequest
+
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
 	// BootstrapAdmin Create the first super administrator
@@ -3925,6 +4567,18 @@ type ServerInterface interface {
 	// GetClusterStatus Get the cluster consensus status
 	// (GET /api/v2/cluster/status)
 	GetClusterStatus(c *gin.Context, params GetClusterStatusParams)
+	// ListEngineWebhookInbox Inbound media-engine hooks
+	// (GET /api/v2/engine/webhook-inbox)
+	ListEngineWebhookInbox(c *gin.Context, params ListEngineWebhookInboxParams)
+	// ListEventOutbox Page through the event outbox
+	// (GET /api/v2/events/outbox)
+	ListEventOutbox(c *gin.Context, params ListEventOutboxParams)
+	// GetRuntimeStateWebSocketInfo Describe the runtime-state WebSocket protocol
+	// (GET /api/v2/events/runtime/info)
+	GetRuntimeStateWebSocketInfo(c *gin.Context)
+	// OpenRuntimeStateWebSocket Open the runtime-state WebSocket
+	// (GET /api/v2/events/runtime/ws)
+	OpenRuntimeStateWebSocket(c *gin.Context, params OpenRuntimeStateWebSocketParams)
 	// ListApiTokens List API tokens
 	// (GET /api/v2/security/api-tokens)
 	ListApiTokens(c *gin.Context, params ListApiTokensParams)
@@ -4063,6 +4717,39 @@ type ServerInterface interface {
 	// GetSystemVersion Get the deployed version
 	// (GET /api/v2/system/version)
 	GetSystemVersion(c *gin.Context)
+	// GetWebhookEventCatalog The grouped standard event catalog
+	// (GET /api/v2/system/webhooks/catalog)
+	GetWebhookEventCatalog(c *gin.Context)
+	// RetryWebhookDelivery Retry one failed delivery
+	// (POST /api/v2/system/webhooks/deliveries/{id}/retry)
+	RetryWebhookDelivery(c *gin.Context, id string)
+	// RetryWebhookOutboxEvent Retry every failed delivery of one outbox event
+	// (POST /api/v2/system/webhooks/outbox/{id}/retry)
+	RetryWebhookOutboxEvent(c *gin.Context, id string)
+	// GetWebhookStatus Aggregate state of delivery plans and deliveries
+	// (GET /api/v2/system/webhooks/status)
+	GetWebhookStatus(c *gin.Context)
+	// ListWebhookSubscriptions List delivery plans
+	// (GET /api/v2/system/webhooks/subscriptions)
+	ListWebhookSubscriptions(c *gin.Context, params ListWebhookSubscriptionsParams)
+	// CreateWebhookSubscription Create a delivery plan
+	// (POST /api/v2/system/webhooks/subscriptions)
+	CreateWebhookSubscription(c *gin.Context)
+	// UpdateWebhookSubscription Update a delivery plan
+	// (PUT /api/v2/system/webhooks/subscriptions/{id})
+	UpdateWebhookSubscription(c *gin.Context, id SubscriptionId)
+	// ArchiveWebhookSubscription Archive a delivery plan
+	// (POST /api/v2/system/webhooks/subscriptions/{id}/archive)
+	ArchiveWebhookSubscription(c *gin.Context, id SubscriptionId)
+	// ListWebhookDeliveries Delivery history of one plan
+	// (GET /api/v2/system/webhooks/subscriptions/{id}/deliveries)
+	ListWebhookDeliveries(c *gin.Context, id SubscriptionId, params ListWebhookDeliveriesParams)
+	// TestWebhookSubscription Send a test event to one plan
+	// (POST /api/v2/system/webhooks/subscriptions/{id}/test)
+	TestWebhookSubscription(c *gin.Context, id SubscriptionId)
+	// TestWebhook Send a test event to the plan named in the body
+	// (POST /api/v2/system/webhooks/test)
+	TestWebhook(c *gin.Context)
 	// GetThirdPartyCapabilities Describe what the calling API token can do
 	// (GET /api/v2/third-party/capabilities)
 	GetThirdPartyCapabilities(c *gin.Context)
@@ -5112,6 +5799,132 @@ func (siw *ServerInterfaceWrapper) GetClusterStatus(c *gin.Context) {
 	}
 
 	siw.Handler.GetClusterStatus(c, params)
+}
+
+// ListEngineWebhookInbox operation middleware
+func (siw *ServerInterfaceWrapper) ListEngineWebhookInbox(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListEngineWebhookInboxParams
+
+	// ------------- Optional query parameter "page" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "page", c.Request.URL.Query(), &params.Page, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter page: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "pageSize" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "pageSize", c.Request.URL.Query(), &params.PageSize, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter pageSize: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "hookName" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "hookName", c.Request.URL.Query(), &params.HookName, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter hookName: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "mediaServerId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "mediaServerId", c.Request.URL.Query(), &params.MediaServerId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter mediaServerId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListEngineWebhookInbox(c, params)
+}
+
+// ListEventOutbox operation middleware
+func (siw *ServerInterfaceWrapper) ListEventOutbox(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListEventOutboxParams
+
+	// ------------- Optional query parameter "page" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "page", c.Request.URL.Query(), &params.Page, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter page: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "pageSize" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "pageSize", c.Request.URL.Query(), &params.PageSize, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter pageSize: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListEventOutbox(c, params)
+}
+
+// GetRuntimeStateWebSocketInfo operation middleware
+func (siw *ServerInterfaceWrapper) GetRuntimeStateWebSocketInfo(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetRuntimeStateWebSocketInfo(c)
+}
+
+// OpenRuntimeStateWebSocket operation middleware
+func (siw *ServerInterfaceWrapper) OpenRuntimeStateWebSocket(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params OpenRuntimeStateWebSocketParams
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", c.Request.URL.Query(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter cursor: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.OpenRuntimeStateWebSocket(c, params)
 }
 
 // ListApiTokens operation middleware
@@ -6218,6 +7031,262 @@ func (siw *ServerInterfaceWrapper) GetSystemVersion(c *gin.Context) {
 	siw.Handler.GetSystemVersion(c)
 }
 
+// GetWebhookEventCatalog operation middleware
+func (siw *ServerInterfaceWrapper) GetWebhookEventCatalog(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetWebhookEventCatalog(c)
+}
+
+// RetryWebhookDelivery operation middleware
+func (siw *ServerInterfaceWrapper) RetryWebhookDelivery(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", c.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter id: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.RetryWebhookDelivery(c, id)
+}
+
+// RetryWebhookOutboxEvent operation middleware
+func (siw *ServerInterfaceWrapper) RetryWebhookOutboxEvent(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", c.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter id: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.RetryWebhookOutboxEvent(c, id)
+}
+
+// GetWebhookStatus operation middleware
+func (siw *ServerInterfaceWrapper) GetWebhookStatus(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetWebhookStatus(c)
+}
+
+// ListWebhookSubscriptions operation middleware
+func (siw *ServerInterfaceWrapper) ListWebhookSubscriptions(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListWebhookSubscriptionsParams
+
+	// ------------- Optional query parameter "includeArchived" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "includeArchived", c.Request.URL.Query(), &params.IncludeArchived, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter includeArchived: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListWebhookSubscriptions(c, params)
+}
+
+// CreateWebhookSubscription operation middleware
+func (siw *ServerInterfaceWrapper) CreateWebhookSubscription(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateWebhookSubscription(c)
+}
+
+// UpdateWebhookSubscription operation middleware
+func (siw *ServerInterfaceWrapper) UpdateWebhookSubscription(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id SubscriptionId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", c.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter id: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.UpdateWebhookSubscription(c, id)
+}
+
+// ArchiveWebhookSubscription operation middleware
+func (siw *ServerInterfaceWrapper) ArchiveWebhookSubscription(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id SubscriptionId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", c.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter id: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ArchiveWebhookSubscription(c, id)
+}
+
+// ListWebhookDeliveries operation middleware
+func (siw *ServerInterfaceWrapper) ListWebhookDeliveries(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id SubscriptionId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", c.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter id: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListWebhookDeliveriesParams
+
+	// ------------- Optional query parameter "page" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "page", c.Request.URL.Query(), &params.Page, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter page: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "pageSize" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "pageSize", c.Request.URL.Query(), &params.PageSize, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter pageSize: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "state" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "state", c.Request.URL.Query(), &params.State, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter state: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListWebhookDeliveries(c, id, params)
+}
+
+// TestWebhookSubscription operation middleware
+func (siw *ServerInterfaceWrapper) TestWebhookSubscription(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id SubscriptionId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", c.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter id: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.TestWebhookSubscription(c, id)
+}
+
+// TestWebhook operation middleware
+func (siw *ServerInterfaceWrapper) TestWebhook(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.TestWebhook(c)
+}
+
 // GetThirdPartyCapabilities operation middleware
 func (siw *ServerInterfaceWrapper) GetThirdPartyCapabilities(c *gin.Context) {
 
@@ -6644,6 +7713,21 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 	router.POST(options.BaseURL+"/api/v2/auth/logout", wrapper.Logout)
 	router.POST(options.BaseURL+"/api/v2/auth/change-password", wrapper.ChangeOwnPassword)
 	router.GET(options.BaseURL+"/api/v2/auth/me", wrapper.GetCurrentUser)
+	router.GET(options.BaseURL+"/api/v2/events/outbox", wrapper.ListEventOutbox)
+	router.GET(options.BaseURL+"/api/v2/events/runtime/info", wrapper.GetRuntimeStateWebSocketInfo)
+	router.GET(options.BaseURL+"/api/v2/events/runtime/ws", wrapper.OpenRuntimeStateWebSocket)
+	router.GET(options.BaseURL+"/api/v2/system/webhooks/status", wrapper.GetWebhookStatus)
+	router.GET(options.BaseURL+"/api/v2/system/webhooks/catalog", wrapper.GetWebhookEventCatalog)
+	router.GET(options.BaseURL+"/api/v2/system/webhooks/subscriptions", wrapper.ListWebhookSubscriptions)
+	router.POST(options.BaseURL+"/api/v2/system/webhooks/subscriptions", wrapper.CreateWebhookSubscription)
+	router.PUT(options.BaseURL+"/api/v2/system/webhooks/subscriptions/:id", wrapper.UpdateWebhookSubscription)
+	router.POST(options.BaseURL+"/api/v2/system/webhooks/subscriptions/:id/archive", wrapper.ArchiveWebhookSubscription)
+	router.POST(options.BaseURL+"/api/v2/system/webhooks/subscriptions/:id/test", wrapper.TestWebhookSubscription)
+	router.GET(options.BaseURL+"/api/v2/system/webhooks/subscriptions/:id/deliveries", wrapper.ListWebhookDeliveries)
+	router.POST(options.BaseURL+"/api/v2/system/webhooks/deliveries/:id/retry", wrapper.RetryWebhookDelivery)
+	router.POST(options.BaseURL+"/api/v2/system/webhooks/outbox/:id/retry", wrapper.RetryWebhookOutboxEvent)
+	router.POST(options.BaseURL+"/api/v2/system/webhooks/test", wrapper.TestWebhook)
+	router.GET(options.BaseURL+"/api/v2/engine/webhook-inbox", wrapper.ListEngineWebhookInbox)
 }
 
 type BadRequestJSONResponse ErrorBody
@@ -10568,6 +11652,343 @@ func (response GetClusterStatus429JSONResponse) VisitGetClusterStatusResponse(w 
 type GetClusterStatus500JSONResponse struct{ InternalErrorJSONResponse }
 
 func (response GetClusterStatus500JSONResponse) VisitGetClusterStatusResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEngineWebhookInboxRequestObject struct {
+	Params ListEngineWebhookInboxParams
+}
+
+type ListEngineWebhookInboxResponseObject interface {
+	VisitListEngineWebhookInboxResponse(w http.ResponseWriter) error
+}
+
+type ListEngineWebhookInbox200JSONResponse EngineWebhookInboxList
+
+func (response ListEngineWebhookInbox200JSONResponse) VisitListEngineWebhookInboxResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEngineWebhookInbox400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListEngineWebhookInbox400JSONResponse) VisitListEngineWebhookInboxResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEngineWebhookInbox401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListEngineWebhookInbox401JSONResponse) VisitListEngineWebhookInboxResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEngineWebhookInbox403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListEngineWebhookInbox403JSONResponse) VisitListEngineWebhookInboxResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEngineWebhookInbox429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListEngineWebhookInbox429JSONResponse) VisitListEngineWebhookInboxResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEngineWebhookInbox500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListEngineWebhookInbox500JSONResponse) VisitListEngineWebhookInboxResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEventOutboxRequestObject struct {
+	Params ListEventOutboxParams
+}
+
+type ListEventOutboxResponseObject interface {
+	VisitListEventOutboxResponse(w http.ResponseWriter) error
+}
+
+type ListEventOutbox200JSONResponse OutboxEventList
+
+func (response ListEventOutbox200JSONResponse) VisitListEventOutboxResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEventOutbox400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListEventOutbox400JSONResponse) VisitListEventOutboxResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEventOutbox401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListEventOutbox401JSONResponse) VisitListEventOutboxResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEventOutbox403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListEventOutbox403JSONResponse) VisitListEventOutboxResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEventOutbox429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListEventOutbox429JSONResponse) VisitListEventOutboxResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEventOutbox500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListEventOutbox500JSONResponse) VisitListEventOutboxResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRuntimeStateWebSocketInfoRequestObject struct {
+}
+
+type GetRuntimeStateWebSocketInfoResponseObject interface {
+	VisitGetRuntimeStateWebSocketInfoResponse(w http.ResponseWriter) error
+}
+
+type GetRuntimeStateWebSocketInfo200JSONResponse RuntimeStateWebSocketInfo
+
+func (response GetRuntimeStateWebSocketInfo200JSONResponse) VisitGetRuntimeStateWebSocketInfoResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRuntimeStateWebSocketInfo401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetRuntimeStateWebSocketInfo401JSONResponse) VisitGetRuntimeStateWebSocketInfoResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRuntimeStateWebSocketInfo429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetRuntimeStateWebSocketInfo429JSONResponse) VisitGetRuntimeStateWebSocketInfoResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRuntimeStateWebSocketInfo500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetRuntimeStateWebSocketInfo500JSONResponse) VisitGetRuntimeStateWebSocketInfoResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type OpenRuntimeStateWebSocketRequestObject struct {
+	Params OpenRuntimeStateWebSocketParams
+}
+
+type OpenRuntimeStateWebSocketResponseObject interface {
+	VisitOpenRuntimeStateWebSocketResponse(w http.ResponseWriter) error
+}
+
+type OpenRuntimeStateWebSocket101Response struct {
+}
+
+func (response OpenRuntimeStateWebSocket101Response) VisitOpenRuntimeStateWebSocketResponse(w http.ResponseWriter) error {
+	w.WriteHeader(101)
+	return nil
+}
+
+type OpenRuntimeStateWebSocket400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response OpenRuntimeStateWebSocket400JSONResponse) VisitOpenRuntimeStateWebSocketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type OpenRuntimeStateWebSocket401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response OpenRuntimeStateWebSocket401JSONResponse) VisitOpenRuntimeStateWebSocketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type OpenRuntimeStateWebSocket403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response OpenRuntimeStateWebSocket403JSONResponse) VisitOpenRuntimeStateWebSocketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type OpenRuntimeStateWebSocket429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response OpenRuntimeStateWebSocket429JSONResponse) VisitOpenRuntimeStateWebSocketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type OpenRuntimeStateWebSocket500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response OpenRuntimeStateWebSocket500JSONResponse) VisitOpenRuntimeStateWebSocketResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
@@ -15456,6 +16877,1276 @@ func (response GetSystemVersion500JSONResponse) VisitGetSystemVersionResponse(w 
 	return err
 }
 
+type GetWebhookEventCatalogRequestObject struct {
+}
+
+type GetWebhookEventCatalogResponseObject interface {
+	VisitGetWebhookEventCatalogResponse(w http.ResponseWriter) error
+}
+
+type GetWebhookEventCatalog200JSONResponse OutboundWebhookEventCatalog
+
+func (response GetWebhookEventCatalog200JSONResponse) VisitGetWebhookEventCatalogResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhookEventCatalog401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetWebhookEventCatalog401JSONResponse) VisitGetWebhookEventCatalogResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhookEventCatalog403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetWebhookEventCatalog403JSONResponse) VisitGetWebhookEventCatalogResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhookEventCatalog429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetWebhookEventCatalog429JSONResponse) VisitGetWebhookEventCatalogResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhookEventCatalog500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetWebhookEventCatalog500JSONResponse) VisitGetWebhookEventCatalogResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetryWebhookDeliveryRequestObject struct {
+	Id string `json:"id"`
+}
+
+type RetryWebhookDeliveryResponseObject interface {
+	VisitRetryWebhookDeliveryResponse(w http.ResponseWriter) error
+}
+
+type RetryWebhookDelivery200JSONResponse OutboundWebhookDelivery
+
+func (response RetryWebhookDelivery200JSONResponse) VisitRetryWebhookDeliveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetryWebhookDelivery401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response RetryWebhookDelivery401JSONResponse) VisitRetryWebhookDeliveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetryWebhookDelivery403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response RetryWebhookDelivery403JSONResponse) VisitRetryWebhookDeliveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetryWebhookDelivery404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response RetryWebhookDelivery404JSONResponse) VisitRetryWebhookDeliveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetryWebhookDelivery409JSONResponse struct{ ConflictJSONResponse }
+
+func (response RetryWebhookDelivery409JSONResponse) VisitRetryWebhookDeliveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetryWebhookDelivery429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response RetryWebhookDelivery429JSONResponse) VisitRetryWebhookDeliveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetryWebhookDelivery500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response RetryWebhookDelivery500JSONResponse) VisitRetryWebhookDeliveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetryWebhookOutboxEventRequestObject struct {
+	Id string `json:"id"`
+}
+
+type RetryWebhookOutboxEventResponseObject interface {
+	VisitRetryWebhookOutboxEventResponse(w http.ResponseWriter) error
+}
+
+type RetryWebhookOutboxEvent200JSONResponse OutboxRetryResult
+
+func (response RetryWebhookOutboxEvent200JSONResponse) VisitRetryWebhookOutboxEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetryWebhookOutboxEvent401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response RetryWebhookOutboxEvent401JSONResponse) VisitRetryWebhookOutboxEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetryWebhookOutboxEvent403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response RetryWebhookOutboxEvent403JSONResponse) VisitRetryWebhookOutboxEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetryWebhookOutboxEvent404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response RetryWebhookOutboxEvent404JSONResponse) VisitRetryWebhookOutboxEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetryWebhookOutboxEvent409JSONResponse struct{ ConflictJSONResponse }
+
+func (response RetryWebhookOutboxEvent409JSONResponse) VisitRetryWebhookOutboxEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetryWebhookOutboxEvent429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response RetryWebhookOutboxEvent429JSONResponse) VisitRetryWebhookOutboxEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetryWebhookOutboxEvent500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response RetryWebhookOutboxEvent500JSONResponse) VisitRetryWebhookOutboxEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhookStatusRequestObject struct {
+}
+
+type GetWebhookStatusResponseObject interface {
+	VisitGetWebhookStatusResponse(w http.ResponseWriter) error
+}
+
+type GetWebhookStatus200JSONResponse OutboundWebhookStatus
+
+func (response GetWebhookStatus200JSONResponse) VisitGetWebhookStatusResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhookStatus401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetWebhookStatus401JSONResponse) VisitGetWebhookStatusResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhookStatus403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetWebhookStatus403JSONResponse) VisitGetWebhookStatusResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhookStatus429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetWebhookStatus429JSONResponse) VisitGetWebhookStatusResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhookStatus500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetWebhookStatus500JSONResponse) VisitGetWebhookStatusResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookSubscriptionsRequestObject struct {
+	Params ListWebhookSubscriptionsParams
+}
+
+type ListWebhookSubscriptionsResponseObject interface {
+	VisitListWebhookSubscriptionsResponse(w http.ResponseWriter) error
+}
+
+type ListWebhookSubscriptions200JSONResponse OutboundWebhookSubscriptionList
+
+func (response ListWebhookSubscriptions200JSONResponse) VisitListWebhookSubscriptionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookSubscriptions400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListWebhookSubscriptions400JSONResponse) VisitListWebhookSubscriptionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookSubscriptions401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListWebhookSubscriptions401JSONResponse) VisitListWebhookSubscriptionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookSubscriptions403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListWebhookSubscriptions403JSONResponse) VisitListWebhookSubscriptionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookSubscriptions429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListWebhookSubscriptions429JSONResponse) VisitListWebhookSubscriptionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookSubscriptions500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListWebhookSubscriptions500JSONResponse) VisitListWebhookSubscriptionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookSubscriptionRequestObject struct {
+	Body *CreateWebhookSubscriptionJSONRequestBody
+}
+
+type CreateWebhookSubscriptionResponseObject interface {
+	VisitCreateWebhookSubscriptionResponse(w http.ResponseWriter) error
+}
+
+type CreateWebhookSubscription201JSONResponse OutboundWebhookSubscription
+
+func (response CreateWebhookSubscription201JSONResponse) VisitCreateWebhookSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookSubscription400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateWebhookSubscription400JSONResponse) VisitCreateWebhookSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookSubscription401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateWebhookSubscription401JSONResponse) VisitCreateWebhookSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookSubscription403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateWebhookSubscription403JSONResponse) VisitCreateWebhookSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookSubscription409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateWebhookSubscription409JSONResponse) VisitCreateWebhookSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookSubscription413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response CreateWebhookSubscription413JSONResponse) VisitCreateWebhookSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookSubscription415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response CreateWebhookSubscription415JSONResponse) VisitCreateWebhookSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookSubscription429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateWebhookSubscription429JSONResponse) VisitCreateWebhookSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookSubscription500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateWebhookSubscription500JSONResponse) VisitCreateWebhookSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhookSubscriptionRequestObject struct {
+	Id   SubscriptionId `json:"id"`
+	Body *UpdateWebhookSubscriptionJSONRequestBody
+}
+
+type UpdateWebhookSubscriptionResponseObject interface {
+	VisitUpdateWebhookSubscriptionResponse(w http.ResponseWriter) error
+}
+
+type UpdateWebhookSubscription200JSONResponse OutboundWebhookSubscription
+
+func (response UpdateWebhookSubscription200JSONResponse) VisitUpdateWebhookSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhookSubscription400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response UpdateWebhookSubscription400JSONResponse) VisitUpdateWebhookSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhookSubscription401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response UpdateWebhookSubscription401JSONResponse) VisitUpdateWebhookSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhookSubscription403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response UpdateWebhookSubscription403JSONResponse) VisitUpdateWebhookSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhookSubscription404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response UpdateWebhookSubscription404JSONResponse) VisitUpdateWebhookSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhookSubscription409JSONResponse struct{ ConflictJSONResponse }
+
+func (response UpdateWebhookSubscription409JSONResponse) VisitUpdateWebhookSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhookSubscription413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response UpdateWebhookSubscription413JSONResponse) VisitUpdateWebhookSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhookSubscription415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response UpdateWebhookSubscription415JSONResponse) VisitUpdateWebhookSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhookSubscription429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response UpdateWebhookSubscription429JSONResponse) VisitUpdateWebhookSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhookSubscription500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response UpdateWebhookSubscription500JSONResponse) VisitUpdateWebhookSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ArchiveWebhookSubscriptionRequestObject struct {
+	Id SubscriptionId `json:"id"`
+}
+
+type ArchiveWebhookSubscriptionResponseObject interface {
+	VisitArchiveWebhookSubscriptionResponse(w http.ResponseWriter) error
+}
+
+type ArchiveWebhookSubscription200JSONResponse OutboundWebhookSubscription
+
+func (response ArchiveWebhookSubscription200JSONResponse) VisitArchiveWebhookSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ArchiveWebhookSubscription401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ArchiveWebhookSubscription401JSONResponse) VisitArchiveWebhookSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ArchiveWebhookSubscription403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ArchiveWebhookSubscription403JSONResponse) VisitArchiveWebhookSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ArchiveWebhookSubscription404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ArchiveWebhookSubscription404JSONResponse) VisitArchiveWebhookSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ArchiveWebhookSubscription409JSONResponse struct{ ConflictJSONResponse }
+
+func (response ArchiveWebhookSubscription409JSONResponse) VisitArchiveWebhookSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ArchiveWebhookSubscription429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ArchiveWebhookSubscription429JSONResponse) VisitArchiveWebhookSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ArchiveWebhookSubscription500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ArchiveWebhookSubscription500JSONResponse) VisitArchiveWebhookSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookDeliveriesRequestObject struct {
+	Id     SubscriptionId `json:"id"`
+	Params ListWebhookDeliveriesParams
+}
+
+type ListWebhookDeliveriesResponseObject interface {
+	VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error
+}
+
+type ListWebhookDeliveries200JSONResponse OutboundWebhookDeliveryList
+
+func (response ListWebhookDeliveries200JSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookDeliveries400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListWebhookDeliveries400JSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookDeliveries401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListWebhookDeliveries401JSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookDeliveries403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListWebhookDeliveries403JSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookDeliveries404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ListWebhookDeliveries404JSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookDeliveries429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListWebhookDeliveries429JSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookDeliveries500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListWebhookDeliveries500JSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestWebhookSubscriptionRequestObject struct {
+	Id   SubscriptionId `json:"id"`
+	Body *TestWebhookSubscriptionJSONRequestBody
+}
+
+type TestWebhookSubscriptionResponseObject interface {
+	VisitTestWebhookSubscriptionResponse(w http.ResponseWriter) error
+}
+
+type TestWebhookSubscription202JSONResponse OutboundWebhookTestResult
+
+func (response TestWebhookSubscription202JSONResponse) VisitTestWebhookSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(202)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestWebhookSubscription400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response TestWebhookSubscription400JSONResponse) VisitTestWebhookSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestWebhookSubscription401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response TestWebhookSubscription401JSONResponse) VisitTestWebhookSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestWebhookSubscription403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response TestWebhookSubscription403JSONResponse) VisitTestWebhookSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestWebhookSubscription404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response TestWebhookSubscription404JSONResponse) VisitTestWebhookSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestWebhookSubscription409JSONResponse struct{ ConflictJSONResponse }
+
+func (response TestWebhookSubscription409JSONResponse) VisitTestWebhookSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestWebhookSubscription413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response TestWebhookSubscription413JSONResponse) VisitTestWebhookSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestWebhookSubscription415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response TestWebhookSubscription415JSONResponse) VisitTestWebhookSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestWebhookSubscription429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response TestWebhookSubscription429JSONResponse) VisitTestWebhookSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestWebhookSubscription500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response TestWebhookSubscription500JSONResponse) VisitTestWebhookSubscriptionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestWebhookRequestObject struct {
+	Body *TestWebhookJSONRequestBody
+}
+
+type TestWebhookResponseObject interface {
+	VisitTestWebhookResponse(w http.ResponseWriter) error
+}
+
+type TestWebhook202JSONResponse OutboundWebhookTestResult
+
+func (response TestWebhook202JSONResponse) VisitTestWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(202)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestWebhook400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response TestWebhook400JSONResponse) VisitTestWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestWebhook401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response TestWebhook401JSONResponse) VisitTestWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestWebhook403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response TestWebhook403JSONResponse) VisitTestWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestWebhook404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response TestWebhook404JSONResponse) VisitTestWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestWebhook409JSONResponse struct{ ConflictJSONResponse }
+
+func (response TestWebhook409JSONResponse) VisitTestWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestWebhook413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response TestWebhook413JSONResponse) VisitTestWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestWebhook415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response TestWebhook415JSONResponse) VisitTestWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestWebhook429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response TestWebhook429JSONResponse) VisitTestWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestWebhook500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response TestWebhook500JSONResponse) VisitTestWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetThirdPartyCapabilitiesRequestObject struct {
 }
 
@@ -16104,6 +18795,18 @@ type StrictServerInterface interface {
 	// GetClusterStatus Get the cluster consensus status
 	// (GET /api/v2/cluster/status)
 	GetClusterStatus(ctx context.Context, request GetClusterStatusRequestObject) (GetClusterStatusResponseObject, error)
+	// ListEngineWebhookInbox Inbound media-engine hooks
+	// (GET /api/v2/engine/webhook-inbox)
+	ListEngineWebhookInbox(ctx context.Context, request ListEngineWebhookInboxRequestObject) (ListEngineWebhookInboxResponseObject, error)
+	// ListEventOutbox Page through the event outbox
+	// (GET /api/v2/events/outbox)
+	ListEventOutbox(ctx context.Context, request ListEventOutboxRequestObject) (ListEventOutboxResponseObject, error)
+	// GetRuntimeStateWebSocketInfo Describe the runtime-state WebSocket protocol
+	// (GET /api/v2/events/runtime/info)
+	GetRuntimeStateWebSocketInfo(ctx context.Context, request GetRuntimeStateWebSocketInfoRequestObject) (GetRuntimeStateWebSocketInfoResponseObject, error)
+	// OpenRuntimeStateWebSocket Open the runtime-state WebSocket
+	// (GET /api/v2/events/runtime/ws)
+	OpenRuntimeStateWebSocket(ctx context.Context, request OpenRuntimeStateWebSocketRequestObject) (OpenRuntimeStateWebSocketResponseObject, error)
 	// ListApiTokens List API tokens
 	// (GET /api/v2/security/api-tokens)
 	ListApiTokens(ctx context.Context, request ListApiTokensRequestObject) (ListApiTokensResponseObject, error)
@@ -16242,6 +18945,39 @@ type StrictServerInterface interface {
 	// GetSystemVersion Get the deployed version
 	// (GET /api/v2/system/version)
 	GetSystemVersion(ctx context.Context, request GetSystemVersionRequestObject) (GetSystemVersionResponseObject, error)
+	// GetWebhookEventCatalog The grouped standard event catalog
+	// (GET /api/v2/system/webhooks/catalog)
+	GetWebhookEventCatalog(ctx context.Context, request GetWebhookEventCatalogRequestObject) (GetWebhookEventCatalogResponseObject, error)
+	// RetryWebhookDelivery Retry one failed delivery
+	// (POST /api/v2/system/webhooks/deliveries/{id}/retry)
+	RetryWebhookDelivery(ctx context.Context, request RetryWebhookDeliveryRequestObject) (RetryWebhookDeliveryResponseObject, error)
+	// RetryWebhookOutboxEvent Retry every failed delivery of one outbox event
+	// (POST /api/v2/system/webhooks/outbox/{id}/retry)
+	RetryWebhookOutboxEvent(ctx context.Context, request RetryWebhookOutboxEventRequestObject) (RetryWebhookOutboxEventResponseObject, error)
+	// GetWebhookStatus Aggregate state of delivery plans and deliveries
+	// (GET /api/v2/system/webhooks/status)
+	GetWebhookStatus(ctx context.Context, request GetWebhookStatusRequestObject) (GetWebhookStatusResponseObject, error)
+	// ListWebhookSubscriptions List delivery plans
+	// (GET /api/v2/system/webhooks/subscriptions)
+	ListWebhookSubscriptions(ctx context.Context, request ListWebhookSubscriptionsRequestObject) (ListWebhookSubscriptionsResponseObject, error)
+	// CreateWebhookSubscription Create a delivery plan
+	// (POST /api/v2/system/webhooks/subscriptions)
+	CreateWebhookSubscription(ctx context.Context, request CreateWebhookSubscriptionRequestObject) (CreateWebhookSubscriptionResponseObject, error)
+	// UpdateWebhookSubscription Update a delivery plan
+	// (PUT /api/v2/system/webhooks/subscriptions/{id})
+	UpdateWebhookSubscription(ctx context.Context, request UpdateWebhookSubscriptionRequestObject) (UpdateWebhookSubscriptionResponseObject, error)
+	// ArchiveWebhookSubscription Archive a delivery plan
+	// (POST /api/v2/system/webhooks/subscriptions/{id}/archive)
+	ArchiveWebhookSubscription(ctx context.Context, request ArchiveWebhookSubscriptionRequestObject) (ArchiveWebhookSubscriptionResponseObject, error)
+	// ListWebhookDeliveries Delivery history of one plan
+	// (GET /api/v2/system/webhooks/subscriptions/{id}/deliveries)
+	ListWebhookDeliveries(ctx context.Context, request ListWebhookDeliveriesRequestObject) (ListWebhookDeliveriesResponseObject, error)
+	// TestWebhookSubscription Send a test event to one plan
+	// (POST /api/v2/system/webhooks/subscriptions/{id}/test)
+	TestWebhookSubscription(ctx context.Context, request TestWebhookSubscriptionRequestObject) (TestWebhookSubscriptionResponseObject, error)
+	// TestWebhook Send a test event to the plan named in the body
+	// (POST /api/v2/system/webhooks/test)
+	TestWebhook(ctx context.Context, request TestWebhookRequestObject) (TestWebhookResponseObject, error)
 	// GetThirdPartyCapabilities Describe what the calling API token can do
 	// (GET /api/v2/third-party/capabilities)
 	GetThirdPartyCapabilities(ctx context.Context, request GetThirdPartyCapabilitiesRequestObject) (GetThirdPartyCapabilitiesResponseObject, error)
@@ -17379,6 +20115,108 @@ func (sh *strictHandler) GetClusterStatus(ctx *gin.Context, params GetClusterSta
 		sh.options.HandlerErrorFunc(ctx, err)
 	} else if validResponse, ok := response.(GetClusterStatusResponseObject); ok {
 		if err := validResponse.VisitGetClusterStatusResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListEngineWebhookInbox operation middleware
+func (sh *strictHandler) ListEngineWebhookInbox(ctx *gin.Context, params ListEngineWebhookInboxParams) {
+	var request ListEngineWebhookInboxRequestObject
+
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListEngineWebhookInbox(ctx, request.(ListEngineWebhookInboxRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListEngineWebhookInbox")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListEngineWebhookInboxResponseObject); ok {
+		if err := validResponse.VisitListEngineWebhookInboxResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListEventOutbox operation middleware
+func (sh *strictHandler) ListEventOutbox(ctx *gin.Context, params ListEventOutboxParams) {
+	var request ListEventOutboxRequestObject
+
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListEventOutbox(ctx, request.(ListEventOutboxRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListEventOutbox")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListEventOutboxResponseObject); ok {
+		if err := validResponse.VisitListEventOutboxResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetRuntimeStateWebSocketInfo operation middleware
+func (sh *strictHandler) GetRuntimeStateWebSocketInfo(ctx *gin.Context) {
+	var request GetRuntimeStateWebSocketInfoRequestObject
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetRuntimeStateWebSocketInfo(ctx, request.(GetRuntimeStateWebSocketInfoRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetRuntimeStateWebSocketInfo")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetRuntimeStateWebSocketInfoResponseObject); ok {
+		if err := validResponse.VisitGetRuntimeStateWebSocketInfoResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// OpenRuntimeStateWebSocket operation middleware
+func (sh *strictHandler) OpenRuntimeStateWebSocket(ctx *gin.Context, params OpenRuntimeStateWebSocketParams) {
+	var request OpenRuntimeStateWebSocketRequestObject
+
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.OpenRuntimeStateWebSocket(ctx, request.(OpenRuntimeStateWebSocketRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "OpenRuntimeStateWebSocket")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(OpenRuntimeStateWebSocketResponseObject); ok {
+		if err := validResponse.VisitOpenRuntimeStateWebSocketResponse(ctx.Writer); err != nil {
 			sh.options.ResponseErrorHandlerFunc(ctx, err)
 		}
 	} else if response != nil {
@@ -18808,6 +21646,357 @@ func (sh *strictHandler) GetSystemVersion(ctx *gin.Context) {
 	}
 }
 
+// GetWebhookEventCatalog operation middleware
+func (sh *strictHandler) GetWebhookEventCatalog(ctx *gin.Context) {
+	var request GetWebhookEventCatalogRequestObject
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetWebhookEventCatalog(ctx, request.(GetWebhookEventCatalogRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetWebhookEventCatalog")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetWebhookEventCatalogResponseObject); ok {
+		if err := validResponse.VisitGetWebhookEventCatalogResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// RetryWebhookDelivery operation middleware
+func (sh *strictHandler) RetryWebhookDelivery(ctx *gin.Context, id string) {
+	var request RetryWebhookDeliveryRequestObject
+
+	request.Id = id
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RetryWebhookDelivery(ctx, request.(RetryWebhookDeliveryRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RetryWebhookDelivery")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(RetryWebhookDeliveryResponseObject); ok {
+		if err := validResponse.VisitRetryWebhookDeliveryResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// RetryWebhookOutboxEvent operation middleware
+func (sh *strictHandler) RetryWebhookOutboxEvent(ctx *gin.Context, id string) {
+	var request RetryWebhookOutboxEventRequestObject
+
+	request.Id = id
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RetryWebhookOutboxEvent(ctx, request.(RetryWebhookOutboxEventRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RetryWebhookOutboxEvent")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(RetryWebhookOutboxEventResponseObject); ok {
+		if err := validResponse.VisitRetryWebhookOutboxEventResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetWebhookStatus operation middleware
+func (sh *strictHandler) GetWebhookStatus(ctx *gin.Context) {
+	var request GetWebhookStatusRequestObject
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetWebhookStatus(ctx, request.(GetWebhookStatusRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetWebhookStatus")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetWebhookStatusResponseObject); ok {
+		if err := validResponse.VisitGetWebhookStatusResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListWebhookSubscriptions operation middleware
+func (sh *strictHandler) ListWebhookSubscriptions(ctx *gin.Context, params ListWebhookSubscriptionsParams) {
+	var request ListWebhookSubscriptionsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListWebhookSubscriptions(ctx, request.(ListWebhookSubscriptionsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListWebhookSubscriptions")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListWebhookSubscriptionsResponseObject); ok {
+		if err := validResponse.VisitListWebhookSubscriptionsResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CreateWebhookSubscription operation middleware
+func (sh *strictHandler) CreateWebhookSubscription(ctx *gin.Context) {
+	var request CreateWebhookSubscriptionRequestObject
+
+	var body CreateWebhookSubscriptionJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateWebhookSubscription(ctx, request.(CreateWebhookSubscriptionRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateWebhookSubscription")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateWebhookSubscriptionResponseObject); ok {
+		if err := validResponse.VisitCreateWebhookSubscriptionResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// UpdateWebhookSubscription operation middleware
+func (sh *strictHandler) UpdateWebhookSubscription(ctx *gin.Context, id SubscriptionId) {
+	var request UpdateWebhookSubscriptionRequestObject
+
+	request.Id = id
+
+	var body UpdateWebhookSubscriptionJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateWebhookSubscription(ctx, request.(UpdateWebhookSubscriptionRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateWebhookSubscription")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(UpdateWebhookSubscriptionResponseObject); ok {
+		if err := validResponse.VisitUpdateWebhookSubscriptionResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ArchiveWebhookSubscription operation middleware
+func (sh *strictHandler) ArchiveWebhookSubscription(ctx *gin.Context, id SubscriptionId) {
+	var request ArchiveWebhookSubscriptionRequestObject
+
+	request.Id = id
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ArchiveWebhookSubscription(ctx, request.(ArchiveWebhookSubscriptionRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ArchiveWebhookSubscription")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ArchiveWebhookSubscriptionResponseObject); ok {
+		if err := validResponse.VisitArchiveWebhookSubscriptionResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListWebhookDeliveries operation middleware
+func (sh *strictHandler) ListWebhookDeliveries(ctx *gin.Context, id SubscriptionId, params ListWebhookDeliveriesParams) {
+	var request ListWebhookDeliveriesRequestObject
+
+	request.Id = id
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListWebhookDeliveries(ctx, request.(ListWebhookDeliveriesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListWebhookDeliveries")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListWebhookDeliveriesResponseObject); ok {
+		if err := validResponse.VisitListWebhookDeliveriesResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// TestWebhookSubscription operation middleware
+func (sh *strictHandler) TestWebhookSubscription(ctx *gin.Context, id SubscriptionId) {
+	var request TestWebhookSubscriptionRequestObject
+
+	request.Id = id
+
+	var body TestWebhookSubscriptionJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.TestWebhookSubscription(ctx, request.(TestWebhookSubscriptionRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "TestWebhookSubscription")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(TestWebhookSubscriptionResponseObject); ok {
+		if err := validResponse.VisitTestWebhookSubscriptionResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// TestWebhook operation middleware
+func (sh *strictHandler) TestWebhook(ctx *gin.Context) {
+	var request TestWebhookRequestObject
+
+	var body TestWebhookJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.TestWebhook(ctx, request.(TestWebhookRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "TestWebhook")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(TestWebhookResponseObject); ok {
+		if err := validResponse.VisitTestWebhookResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // GetThirdPartyCapabilities operation middleware
 func (sh *strictHandler) GetThirdPartyCapabilities(ctx *gin.Context) {
 	var request GetThirdPartyCapabilitiesRequestObject
@@ -18965,589 +22154,708 @@ func (sh *strictHandler) GetHealth(ctx *gin.Context) {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L2LcuQ20i74Kgjt2bA0wVJffPk9rdg4v1rdtnWm3a2V1J7ZmfFRQSSqCiMWQAOg1GWHH2pfYZ9sA5kA",
-	"CLJAFqukvnim44/4x60iiVtmIq9f/raXy2UlBRNG7z37ba+iii6ZYQr+dbKgQrDyODf8lhouxYWhhn3H",
-	"S8OU/b1gOle8sr/sPdt7I8oVofZZRqQi0v6zYqLgYk5y/JI+3Mv2uH34l5qp1V62J+iS7T3bo+0h9rI9",
-	"nS/YktpR/odis71ne//Ho2aqj/BX/Sg9w73ff8+iyde0xD+np+znRrggZsG1XUNNS6LtOwMTDp/dfrLh",
-	"1XiiVbVpgnfcLNwUq4rYmfROr6pa01rSd6+YmJvF3rNvvsr2zKqyT2mjuJi3JlEbec5yqYqNc1lIzQit",
-	"jZwoeIHoO27yBVlQjXO8pWXdP8FmoHiebmLXUpaMiu7MfuIFk1tMrKrLkuxT/+bB9lPEEcfN8AXTXLFi",
-	"FKk1J1ngW8PUVsSf3pLcWtNqTfeW58z947TYZsb2Rf8L4QXZ//7502+ffPsk/C2XBciAN69/Ov2OVErO",
-	"eMkO+lfXnkkP4T55+u0A5eJyNq9Dzlqr2Mcpun/xws7ar8YvVBab5r7rpF8Kel2ykbzG8OHtiNi9NJKE",
-	"v1eyrv7CVusT+gtb4dY1Bz+3D2eEapLb+Qlyt2CCcEPu7J8Uo4YVYVoVNYtmVnM/Tran2C+1pc+9Z0bV",
-	"bBeZ5Sc9eC+tnT9MoW/XovntPp+7pBQ9oZpNuNBMaA5XpWHvDJnJWhR4ATGcGrmxO64GpfyNG2Qn2vuB",
-	"6uO64CPl6YLqCbWPb0d+Cz/IOPr7geoz8+v4GZ1d/n3r+dgBxs0mJUxOCyYMn3GmOuwAjKCYqZVgRYoV",
-	"7GGWXPczRR4JwFFcMXy+p/piQZUXq+P2VNs3CrLPW+9ueW+2Xx651/fhFztuRqLXMqsfZUQbxegya4S7",
-	"tmfQ3Fvvha1eyfl3Si579psJozjThBo7FTozTOGOGr5kZB8vWb5kv0rRf+fM7Pfjyc2kWlJjbyNq2MS+",
-	"vzc8wzeqSEnK1+yOaRMmOeNKG7Jvt7hgM1qX5gAU+7KwT8GvfVOUMEA8R/eFvWd7AkbZy/aYqJd7z/7R",
-	"/AG/vPfz8OQv5ajNvWYzqdj2u2vkPfb2R1ZwesHULVObVRGqNZ9baWEkTnNp3yYaXu+b3rI1wk4k+lqe",
-	"lXTF1HPF6M04wXDDWAXqNBfzid1HWZtJBV/RZF/EH9xSWrTeHSksXstihKaHM4/3lKhaaCKdmSdkMTCr",
-	"Ymel7kxJI3NZjtVEKvd831z879sq/mEe0dzOa2FJ+JWc/4WLYlBj8tzkp3nDRb/E5KLYdnrtqcSTvJC1",
-	"ytlbNfbSgsfJ2/NXyOKyNvbOhYualvqA5FIYyoWjRnt/ZCTvXCvl6ih+yV8tQLqEKkb4XEjFendAhzn3",
-	"0MzTx18NEc0F3FXjjTC82wa1Q3xkJxUWZ7ONURjNB28Mbf+LajLFX6YHw9PsZ7bBif60kNqMZbRbrsCx",
-	"Y9/pm80tfHBLvi9rbdICP6Eu4sNH/krVKP3DD/45K4GIWVBDqNB3TPW6zvIw+naztnt0puR1yZZ6feLn",
-	"oMmiE48bttQ4lwW9ZYRakWXf6739408nlYAZLTXLUiL+jM4T3pPX9fK62ZuKzpndNlS3raJHleFibm/+",
-	"J71i1H44OZknWXPLc2G+fLqX7S254EurnjwJs+TCsDlTYZYX/NfETH+k7+yLRIQZK3mnScUUTHtodvDB",
-	"5Ay/fpyaIo5kRcvjjRM+lyUbR6BKluz+xozC8YYsmXWSvJQ3TIyb5fHZKTH28Y1T7ZmgcWNtN8O3eiyf",
-	"15qp+29jrR1nj5/k7/ZhXUmhGfD1c1qcs19qhnLS3oVMwH/Sqip5Dl7zR//Sdhm/jbzBXyol1XNZrHC4",
-	"9lZcLhgB4gYlXBYrwu11ektLXpD9mVSEvaPLqmRk6v56BY9P7fPhT/bF6cERyaVSLDewpVxUtSFcaMNo",
-	"AZzFrApqGZ8bUgsr8Od2K61MlmJW8vwDrlnhJlttA0YOtyMjea0UEwZ9vGR/6h+BJVOytHaKrljOZzxH",
-	"d+MRUXaNcJHCS96aUbBcOqdcwDq/k+qaFwUTH26hOS1LpkhJ8xuNEsPRphVyS641l8IuTDGnmelcVnbZ",
-	"zc9XBROcFVYp+D3bOxWGKUFLGPnDrcPZBDPKS1aQWrB3FcsNK8oV2Z9yN6cpHEUlFZKgURQ8CTDv19J8",
-	"J2tRfLgpcy9mimZ3C8msLWMIe8c1WL4c/33LNb8uWdAv8Nj2p0KaK/CfuO0/o6tS0uJSyldU4eX7YTkG",
-	"hAR7lzNWIEFp/isjJV9yY6kGp3dlpLwq7QTdtK0NzHP2VtBbykt6XX6gmR+TglVMFEzkINoMW1ZSUcXL",
-	"FambyZD9afSvYU43aoXC4prmN3I2g/VdSvkjFSsnu/UH5288EFYQSpSVQP487D+u4B+WgY/IHeWGWLEO",
-	"/MGXjMz5rb3pBJme26VNjmeGqam94RaMFi62HP00pO5plktRgJIMAzk5CHvGxfxw8Grs1+oeJ5QkuN8F",
-	"rc1CKv4r+0Bs/VoSvBob6xM0hEoxzYTVEfandk72Jxz9yi8Yb0xa8StQZpq/I4O8FbqurORiBbilLmHB",
-	"H4W5nUSadsebApeEaV6Bs+bKngys4Xd/mEAxxxUHBTFl7kUKodW5tLG2+pFVCwSzQn4hSydb8Bmw6zM0",
-	"b2bUXtZg3jj5ak0eS1mVkhVThqMiRctS3rHitEqYSycltxc8LQrFtCbKKiKa7J+cvjg/iIZd0hW5Bt2w",
-	"IDMll0eELSuzQtWQilX4ANfEDQeKoXE2WkfXC0RMlaIr+2+nVx4nbOJLy5rNVGItdP/t5QnY52OcnWGQ",
-	"54kw4UlDxLChfoQwbkZiDRC0OlDlqNWbtCzttRw0CPt3Ic2CqeZ4D1MzKvicaXOm2Iy/S6x8wZwv+8lT",
-	"smDvaMFyvqQlyRdU0dwwpb3WfvHD8eTp198Q/KD/a//A7F3FFdO9+00NuVvwfBFtvHsFN/2IiLosg2kQ",
-	"3eX2od4jsS/hjYcib21eJdXmrR5NCPZxpEojSSRtrK3vGTk1X/suMph9effporWzdgvQJdt8BEKa53Ap",
-	"9KzU8tnaIaBXmhfJVYUf4VUgYS7F7quTd4KpPsvR/p3cLSSRd0JvWGqjQCdE0FmjfFeSCxOLu5wqxZne",
-	"TpZUtaqkTmzrXy1nt/YSBZpUR17CgVhLrkGxW0aDutb9MANmp4IwkatVZUVHLiu4QG5YZTKiJQoWtDvs",
-	"p4iV0XBCJKeC6IW8i123aCmtu5pgJvJmNIu4p/sIxjKte2R3QlHSjJTeuLjAuu7FDTzqntp9fjqd2nTS",
-	"Mm9jhs1IwRS/dbcd4cZxFrd3HheFvCNUFLBxeWAyHxbEVMI9L2TRCwI7vAdcf7Vi5go+l4gYZsHBM8JX",
-	"089x8Muoe2X9Lkncd1N9m19V1FwdX58U04aaqTWdtaNgxXI5F1wzp4Wse6EajfcfkR8LhGjDtm25015K",
-	"58ZsS5Ys1nRi+Rpfdy1G9pQR6x+xmhDzWkzlrXuqOUN5/S+WG7v9XuV7xdNefucKlrNGP9Drilu10aXM",
-	"NXwo4UleMyG6ZkPWuG538QWP+L59J018uOAQ0Az+ZS/ihxT4oE0nJL+RhpaDO4YDA+0uqXFX6wzCiToj",
-	"0kobWpYwI91d5jdf7SVd1DFVO2d95BXHObndSNJKXXBzsmD5TSqaoesS1DkpGKH2SZLbR9eJZcm0TtLL",
-	"y3dVSQVeNN5VDp9NayUbNZowfkKjSYe3X2NIyL1KFJtZaWPkEaHX1lYEUePCQZM7XrgHdVqXoFqnMg/9",
-	"HdyMg0+m71BtLxZuEpbAhfsFlfsZ5WWtWOC2sHgv7LmYyb1s744qYSeY7TFwBv68Sfx5oYeriSaUhZPs",
-	"JZb+RGdGaFUxUUzAQNQsr2EpSDiY7pywD3MjRwYH7NUm5pHJ7w1Be4JUSLFaylrD3ahX2rAlgY+nTxJ+",
-	"8sZ9J2uTC7Cu8o5ZZi+qonXXVnwCTG3lNhpiE2eI2fvAz8huMMwneePC9owMMoU9XLcuwZQ+RkN4o6Ud",
-	"vgdGSryNzcbZWy1tvd0yYdI791eMdloqYEX7EvfkcIhqQxTKCb+sebqTw/eKmh/qJRUTxWgBnkSWkjy9",
-	"+ydzCDcMa5G4K2GB23oAZG1ymRJwjaBtRjkiuAdkyajQqOt4SyVIMrAgUN/xNKnrPLckkO056WHVFvhS",
-	"Wt+jas7MgLXi1mz1YXota9M+VeqtmaLllLGykKGCT3CEtJ6oaDr5/NIFDDqEmhH2S225UYJSPP3bBB6c",
-	"nBZT4qN3BL2lW9F0Rzp6joxJvTm9WHRkQXx1ObBZXIu2woaPFrSblbikoNUZwQTBJuPwP0S9c+tv6Xfr",
-	"mzFO24vuu10UPj+VT0rje07zm7mStSguqb7pIS2muCx4DqEVfJgYqhOKX+vdfpcH1TfgpkuKAYga3tLy",
-	"AqMWiZvQPUCumbljTGBGIhc+zjGSZqzZ9KJGr8ePiWH8b17qoJOghqDMkpcl7xkueVA4XAjOdrRi++fu",
-	"MC0Jyg0BSc6KnmvQvnVei9R9dWH5dW0RKS/HgjofTC3ICoX0jp5TELpvRLka1o2BEFw+ablCHmXgxGZC",
-	"15rgd9Jac9o4sEQcEvrWfUO1OJG1MINcaqejucjxkq+UtBcoSr2O36f/sFUtQAXfvPpSyspeje6NtcTa",
-	"RHZXQnWPB2ltfzOVdcaKqWaNHWKCjTZuswhJ31DP25JDE8Xm3NpYDCoQrEXpV9yWKH12XFcdXt+y2CXY",
-	"fzuEWXRkmx59LXQk6NrN0D0xnxXdL5KlNNooWh0XSy6ivCNaFNxOnpZn0R65NMCuDokBByNd+MhdNUpb",
-	"SWJvV2o/zu04RqqEJOe6Kunqdb8JrhfyTvgcX2fvtGNxYFAfYpbdUCIlmp7p0pUz90tQh+NpH6HcoETT",
-	"0poPC6oX9kF0J2MAszP+06+/gRB2M5/EdGrNVFq+vJJzLkDAHKFIcBlKlJTMQOapIgWfcwN2J4Td7rhV",
-	"QyF2is/oDB+x/yvt/69FwZTOpWI6s1qV5nOBhutiVS2cO66TzRst4Uu7f/bDdoL/+x/Hk7/Tya+PJ3/+",
-	"ufnPw6v/nvz829Psmy9//x8bFd6w+uhcBun0wlBT62Fhh6TXOj2iDS9LLHGQ5JrFyYZtYrz2I52Haa7b",
-	"CDVDshOyMwzk9Gh7ozlnMSPhg1Hgg2v7D2HnYoWylQcEtXg9QhCvTzG1ZSe0ote85GZ1Qg2bS7VKa1y5",
-	"+9XJNlVMKqrMiuT+fReI6jhP4iSeAY8UhRIUZ6shZVq1M7KuOploOn0F571r8KtzZWWxjVjyWwZVL3aD",
-	"M59gPtErkWPCm1WSuZinlcNxCma0fTPW4/HxyzzbLh4oMJ/HSFJr1hpsm8Bgh3jCRnZv8tQks+ice2jM",
-	"5At6sqBlyUTKrDu29o+lJfucPQF8cJ2g3CMb7l8jiWaigEKF8Ma0ydwsrczcNvL/V+c4aKZn5XmlyTUD",
-	"2zPPWTUUh1s3K5Z0nq6HOWclharIt+evooJUNyq8t9lL0GxVNFS8wuRRQbKtv+LufdNrZgiFs/VyO3Gk",
-	"GGc8671wfSCy6ly89lY4IrLCaZEFUywj1yynlg+o6MhcxTQz6CVwySf2/S9089mQpmE5ynmtuvf0ulef",
-	"3fXP3Cp08eLfj3bQVeeiGfUdcbJ0+Jjc8oJJLwAPyTSUP01drNllHMQ1Vc/I9E9/+tN/T63yIQptbzyo",
-	"z2QrKLDCRWWgO0wXVGMVWJNQpKdE0xW85q8DeDHpiG+hweyIIZO1QF52wHZpfWBQUMSIM2jnulz2bR2z",
-	"0YDnjOr0TbNqwThAdj54IVuz2O/macG0ICpzkA5DpPBrjh1OjedEVya2D2VWj2hVPXJ/4ZrUgv9Ss6CV",
-	"YxyrZ6wBmBr8O+hTQInRsFyTN6LkgqV1Av/VW6ZWZ1Y2DITH7LNLangOt759g4CHDvzY+9cr/E8IChhZ",
-	"HZBaGF5iYRd7Z1D/Rp3BqFX/dHoQb449us1R6yidVk810VJCIiTKCwfKZDnLg4jY/7amO06eFa38Y1eY",
-	"7tzufRrUDiAJZP/t29MXB+CIvS4t3Sup23XPaY1nIK/xxOVnuSLvD5LKGGM+3HBRPOPF9irfd4oFNAPl",
-	"lHmpdMsOtZeM7ok5FB28oa2xgLI15J21OY4C9vGHjF9bm79L+r0uWc8yeoF7RkHzxPGRqqRckPPLizNX",
-	"FdwT9+uD3XnBNbJHqB3NqbBruGaxF22dGeZbAOd84cBnul5SdGGK9C4tetFaYvPIlYT4yxcBW+wPTMy5",
-	"AL9HXRYhZT+9lkUPCEvbDlsyRWHKFRUTw0sz+VXKZe8X127z/u/7RUTV2I1+QPZDZuCRT2tzBXYH6cH5",
-	"BhyUdsJDuBMdFAqIxbpyF0hVUmMFS49ItFfkiVwuqSjSYnGdEuBWdV/P8dWQzhEQLIL3y98a9k7pCSkP",
-	"4k/8GIMhgFSzl4iO5+SpEi8sKSD4iQBPWyS6vEAXXL87WwxjUPyFsYo4vIkQiMXNQtQJUjJ6y3RcDWg3",
-	"pQLnwILBuz3O96HsGu+p88gc8c3U3hn/SDq5JoKA2AqpwSroBr0SYyAU4Fn7ktHVpaJCV1KZsS+33vk9",
-	"iyAM1uMwDcQCugzFyvNjzKZLqm8YGtOg6ceiuXOTpAWz7kFBuGijHfS8d9pjWMXYBJAP7NyWATyIeJ8O",
-	"Ztzg4yXX1giE5ObkoHVVDGbrxmErVOfJ9cqam/6q31ZZcQNuUFbWh92optymURR+ivAS2gr8EZleXbnq",
-	"dIBguLqaklqUEG1iI7JWY6yrZBwoBj2JoDWSN0mX/rOA4uBgMAMQRgM10YXRCaGNCNBvHZcwwoVrgPVi",
-	"nMgWrGUEftZFuQk4ZGtgWetIqB3wxzby6LrB17U6k3aNlzP9GbsNdceEN+AmOF63ursOyTYWLKohztxz",
-	"QLGTZvmkkrIEhlzTwY7IMVo0sZoWpw65ofayPXwwmTA0BiA2uGUbC7KQXMwPyZvZzFqSZF9Is7DLsjcO",
-	"Kw4ycuGTTPapu7HBuLUC546uDjJng5J9vFysfaYUv+VifpCRc1fYiCAqwMTUGCtGXaHyUWNEWi0lX7Ci",
-	"xnHPnPHJ/aOweQGhtW2jHmTkO3yo8/wdL0vittvSCHeKld9at+69bM+vcw+wRPBvfvp72V6gNBxn6AiG",
-	"kVMb13jQmiCzneBtA2UnuM9YS2DUCtyJ5xg9zkAxsH/R5MKqCO3Mx/MQY3Y/Dk0UoB1T/jCEbJSz1vXW",
-	"8V7iLxuD+G04YtYAVY7IC/mEzGRuHsg6Hm0Pj7LBHGipQyy9XoHjC+bcMofurd/uoBx8GtpA56KObrzk",
-	"Pd2i6ge8TYDTNmcMtrBo/5NKP3DBrSWMzvpoCbNdsgHd4JAH6A0uTAX8QJl/XidbWn3v1LBlz63B4QHM",
-	"TfK4uhEEqM/jWw8fpCQS0nNGkH4zom94RfYD7AxgY4J/nOw7FJsjopm9Ra1e1rpE8VOBF6xqesOrgaqH",
-	"De7WlvNiQQHn9A4TFG7T8ukmJSe/98DDmf3Amo++7bxIf5aLxAS7Gx9vBfzWCJLk2lV/KKMdoMcy3xln",
-	"ZaG9WLVbAbQQUIg2Sz2HZ3gDcs/RQ5jGRoLcLRh6LBy5YsWMsebMjClSyLxeumSk9xTn8kOM/MKlm9oL",
-	"/xp4PNgtZ3ct1DLMsOwYASV1qHKgbCpuGPEadAtp9ojALqH3mKGLKt6KDTktYUkjTkvDbFNStoLZzqzR",
-	"7s5m3y30oKEr5+G2qnQuxYyr5UHirPCRYfejnzTWKOAbPcEXvFsTsgCw+gKwg3Ruvjvw+16zg5EXDxoE",
-	"qfxlrIyHe+YIURvsihu3kD8vd6gjxwv31vpVz4RV6O3FiWIELEIn6nzgIaKLbW7A6P5I1b/HJJ0+Mq7x",
-	"qIh7trfQnOvklXJhEMwGf0dD2JKc/eiSFoxQA6I4lLw7KqyULOp8dEqvvVyqfmqJkNNGHZZT4Ho/hz/v",
-	"Snxd7cCdQhZYqKH+ZirNGgPtelKI9n9AFoxWNf+TlMx1qOId1MydNMwwckLH1B9WyeyHc/7BIU34qJDV",
-	"9PKFu6vQa3lEpsroauriLFGeTEamUtzyGdR7yfLWv4aqFsAlNDHVjEzn1+A/n1olhht/IWIYFKpvLk7P",
-	"Yr3KDruX7cEYe9mee33IuXFmfj2JcjQTDrzLv7eyOB1uT/DK4Gx6PR997vkhfXIm81R27gkVXr2DJ3oi",
-	"f4oPvwsSVfGe1ysq0m9XtAdRBDC7jB4ibPdIfHo3jFVjC38UmymmF2nHQkgnch/GghmG2Fr2h+W2PgbD",
-	"U5qR3QP7S3oTfpWp7gf2nb4A8UBswJ6Bm4b7sqcJd7zNprc3Z4ihza8uSHvsMjETHj0R0jQJkD2+kNLB",
-	"8ane83AILOFr23re+nnHLcfVMMD8YCiIHRuZzqPB53oY0X1Et1XsESEc/9ks3o9RR7CjrRQfyhFZylsG",
-	"enMuheGiZtoHadH36xcWgRTKOmFQ9e7OC65Yjp1FLBFmKHUyEB5xPN4LX7BoC3mHFU0zQD3h8wV6vybu",
-	"L3U18X+0j/o/w3/7H+xoEy78f8naeAaYCEZV+McM/ttOZyIrqOKH/85LRIKx80uKfl0xT/4R1HRHSa0Y",
-	"VjpVTOV2l1vpPl84tLukAAsQ1U82QVRbJodT8eWMHpv78eO1Cf3oj9tlVYMTl5WzuJ/K0toiQ6WO7fl9",
-	"8/hxe4aPH29UKTy1DNP5BeYS91ynLtO4fZU+6A3qDDRWPF8dx2nOaZnXSoQOrwK3ATRFNwEL9PuQDu2A",
-	"cnnPzYDvnMNDm1OM3Ajh/jq7/Hv6s73ZXD9SAfms0I7kKBYZmFHkYQfuFpjENtvyclpbTxwV7t33ceSy",
-	"m1yM+mGBmYxzCMhaXWk3ljJOnJH/MGSw6byaRYw4D/+xgV0992U5F4yqfNHUMfXTX8XUxPsYQlUP0fC+",
-	"qyOAmDNA3RUcMvRZMhV9c1lT/P0lFYbnfiCO6U20LPvcQHbs4a+H1OCBufd5Lfrzx4U0WUjLWrkA/Qg4",
-	"irAb0dTH+FXPfVJUIg06xLZ98nIsSo9CaBuD6C7p4CnRpJD1NaSX1RUxknxNllxk6Mf6//7fp4//T/Iv",
-	"blxEo3Om7lOJmGVnLC4ItSZ5VJPtzyNA97lkAKea+DUAOmvJqBrtlNmqRr+9Kb1V+fDioKWRSFDYoOFu",
-	"xgJl7wyc9+DAkADhB+aaFDXzuAAue9LFizGBMeRJ7DqvLiV7Ghgi2m5SXrcc987edP4B52aG3GXM7Ke1",
-	"kQR7ML19cQYCfUbLUgORWJK9PDkjUBgPuZBtPKca2piZ3CqidVEN2f1NI6aXwvRVdaIXtmPwK3yTlHLe",
-	"A4eVOkFJcurgfuJYNNlHdJtnh4eHAU88uFZQw0tXg4ywkRzxwyqGDKPUNy5a2bnNdyBzB4GEuD27VU+u",
-	"uVGrcUUS+FUokbj9L6j35YUm2hLH9QqsloN+GKutIKy8wugcqZkr/bnCJsTOG5wFqxevKMS48jIDmT3t",
-	"tEn2PzxT7JbLWmN9Ec4HS41wPD0YUNyhodh4gC2a57JuDBvYz62xtf4a0vh3w9QyMtmQcbvt2haHyuXs",
-	"NPzYS8lreheSddbSiF3cFAmy2X8HLtUGkBqSnO2T7IW1o14CTUo5R/Z5hkrvnOwH2nYxgowUrGTwHxhF",
-	"gSS4Joaa+cI335EbsueikrisnUuX+cv6IDAK2W9n8uuDLFS8+QoM/CfskP0ZcgAnLiN/H5PKrW3bTheA",
-	"JbWSQ2PM1eB8CYmu8VfHif7N8Y/uVifL+P9tQyHdboi7REK6F+0ugRE/j48fF4H0z77geew/hYM+StZh",
-	"euyk3PfphExY1p89uUXMKXLmDb2Bt7vzRvaZ+xGXDe6IrMZtCHoL77tCIQs2UG4EBS2N1gJyHuvCuHHo",
-	"WeglLbiuLDnhdT4eBXz0toZEEx3/dbhECpN2W+J0863U/X53jyKhuZZutHacPs0lqhzbykXd6Mkovz0m",
-	"G1iFa+k9R1bAgnLg7qHgTjGK3qacgoMF1wnYnY1V1O3ejD2mtioGnDNrRcsbP2lNncEPDue9dcqLEVLA",
-	"hVzYO7zlj6B1AJEhhwcsw5libBS+07gs5e6nHj/9qrfWdaDe9oWraw09yiFrzoGDjZhqXynti7iIdvT3",
-	"Wp66gaSul66ofOgc+7OzQ9bhGJpt18EOzOkHqidY/zo0q75aV/v2sB9y26pWMCze+XRUzQuWqqDbD3AY",
-	"rgsM6qm7VbZeYAnr0Bq2qBcdRTHjsuU3f2ab6lDX8tl1I++LzO9ekPnBaiuztQJKJ9BiCrljoRa6CwCT",
-	"6jA9uqZyE+ONqBEccbQ96O1NsV+rYm/E5fwiSl3d4naOomYkp4aWcl5Du2pKbpnSXEJb/rUUXNIcFoaQ",
-	"/IGJYq1e3TIwF3lZFylYOJ/g1Ouy0ttaF1115Xc4jFP8wtPHUUAzWBtevmxKXvDPbevS8E+tKSnlHV1p",
-	"6IZyGNLqqNbMTPyeT8fQJNYh9Hv9mqqQXTYy1Ec02/h1ahe3Su/ErXQdhWhBqBmZw+nIMiFcfdKwe+LI",
-	"NWRHl4IdRDe51nqkqd3hU/d8M4uw91lDySO4NdTPbaVIY95vWm3eEsd5S31tfEnZGHJ9kMtxQ31W8hAQ",
-	"SulHtrxONdsE0EbXfH4Jz6xv6oLR0s5oAwPFA/2Ar1hFyZiqt5/DcbuRA07gC01+uLw8I8dnp+ngFKAE",
-	"Dytb+CXo0Bq1YB6EZR6J18uibVqvVaEzs3Gxvl9ahBdtFJ3NeJ6GN2DlbJvFCmwUQw2hQluFoa97Sz2b",
-	"qaTHLvHtW2nQMeO9kj9Jw9Retvdailv4z83NWgJ+cLRJbfqIJhWO2W1A5qlwI43/EKi1o9XD310Uq0Xx",
-	"gJnFwCx0ibfpPUwWdZyKgiXag72i2pBSzgm3v4ciEXcRNCQ0CoAdXIbJrNzGNxh5ZjtEcc0W3IWuGgYY",
-	"Cfx+IoWhuUnBzP8Y5VdFMW4sNsXXGijNrRa8TRcmDRC+PUCpNF9sRpX1NDDMLD1IwQ1RtVfp2UTeQKrQ",
-	"XNECSxZECgM1UrT7LvrnXFC18td8e8BWkXQtwro3u8yaLQpLzNqE3SK/Lk3EKsFQHxDHn31wyydBDuIc",
-	"2jzaYc4IL/2h+DH65AjqdPMaCX2HD/dGnbkZmi8+YXXvZuY3Qt4JbOu+3byR93t9xU10sH1bdirw3V+h",
-	"J6edSQ8QlSXLZP+mWO5uoZy3lJjft1HDm/6ULXV8h4M3TC37vx9d5kwtd4nGNIQVHZYbdo0rY+KJlt/s",
-	"fZIPEezes2O9XNIkCHb7lBYc6+7wAu4A50P5ia9+S6mNqx/7iKG5u9xA7saFY3JyKRp4NTYX6hOg86iW",
-	"aZ3iR1V6bGFV+hPY2q7s0J9fTdY9uRY5DtfTOQKTtTBJQW//Hi4vygXUPwFW43i6oq555eC+t1uCjhHr",
-	"vT6Z5qMt4GM9WpsJXtYNTNDBQR3xbSu9Bj8KD4z8WK03zBAe2IWy8MtZdHLRfnd2yC9qgLwuXG/CBBRP",
-	"t4881S2i0gwCoIfkEnCXoUEO4gZB8VBobQpBN4xPc0F+MKZ6Y/87l/IGoDVF4eAnubtGrmWxStcHaf1y",
-	"BFi8m4vrQod/82vAUX3r+KMw2QYhUmxRUqTVDFu/rntzoa20T76b/m1ycZtPTrSaTeCFqWtJB4kIkHML",
-	"oUpIlZ5zMQ9ZRXEL+QKS19YWc0SusWGN9P4qd1yiaAqS7au+qktv3xL95WzGECisWmuGEEHDb9cW3U10",
-	"4EiPr7Usa8MIE004G986cjUq3ITRrWKHqcK+Vfm4Y3RfHKeE+t3dp6VrIxK1BOWFpzfsu2c1TcCHFmRq",
-	"T/LRkk3TmYd2/psUt7c6IQ6aybuPdFtQN0SarfFQ4gyGREWfjvPGX5rYDUi2L5+FXLKQ5dPx3eOFvlFj",
-	"TapaD2s++Et2zDzw4d+zvTkTTG1sNK9xwqBShDe2jQC4fr66X2n2TwyAYGMPToypCHafXiWReh1vQjiS",
-	"vbCn0dSTtAXJhb6H9kP1uaKiUVoSV0nTlX1TV1yoyAOhcnL64pwIaRz2m28aTpZ0Ra6Zc0QquTxC8A73",
-	"ftQDC1CN7Fm09j3uM5HSikPEJHKEx2GnPtEJ1EeNA/JpphtuPm7ctev+0m3XNY4sN3fnDmfQdcdvWHnT",
-	"LT+9NnBhdFfHNXF4UYiuQg3mxO20tmq7pkDNLFx22BGxlhdZ1howIFvtet3FAdWB0HxpK6LgwhHFkwTY",
-	"Sq0qqYfQH8NWeed553S+TrZDU+yW0agCayghCdIKqCABYZzkslq1KAKbcLkZ4bejNlw5FXCZACaQvc2P",
-	"XK4RIBmBLgmVjXxu+d7alawy4zslxifbL5RidLddq6uhx1IcRP1UwmxHyT50cRu6qPdclGOcbnQ33Jvu",
-	"yYOF8AY/uktALz7oBzjj99lCZyhJ8WOf5jYJkPdrK7NtSmRAtG1auaw3ccmc4Qr1CK0GLn3119t3I3mg",
-	"vMZWv5DMVzs+fTzBhpPJNiP7oZufnZEDsDm4ZyJkp6dI/1SiDiP3mcnYFMr313nEXmjvEMveZVIYSara",
-	"tBteiAdNvtzUk2RzMuYQl4xpRAK43HBcyuhqiwTK0QPfr1XIVo06JCQ7EsztgRCuNpNSUijJ84UUUaMO",
-	"aMQK8mPbZrab7zey/2Ty5Om3dv2K5ii8hYRwr5Jl9OeDnbTntbzPjQrbiC4hf7ic0PNY3tjByL79/88e",
-	"PSLuD/rZo0cHRyirxS2PEVmAbOz/emtuf2FMlRH7/zXgVlJ/c709P417dDjJdkiijGZsDkf2a83UM9+e",
-	"8L8PwBxvFOXGHeq78TxYcuoR0ZbsGsIiCI55uA5Q622WWmA9o+h6ULZTD0akvCYbYWzHdA+QEgvq4FvN",
-	"1IM5IoJf9NPsrH0qOHguexp9vpfG2kqW7LTQQz674FW2z+rGwwum8pFzmbfN6RWZKypMIF0rx32jY/bQ",
-	"RnacwuLkKmr6XVz3ZoebdIzYWx5gBsLLTn1JZrR8bknebUneUFM/Pxfeu9jTBLlcBZhfeydIA/8Z/IfE",
-	"yDlqK7Cj3ICPqWb9wdRN91iYD9SpJid2uWBkZlUVnAIM2DHbpvo2v6qouZoeeZZsRAbXLgkLeBggEDBp",
-	"gxsi5F265N0ONc6XHpx6wyfmv+iX2UQt08eFnuy3OpWRehk1LY9CLhBeMRoZCkKRICjcwThoCXC/2nu5",
-	"iWSj82lBb5lVuuAd6IWSCFKEwUbGGdYmmSE+ZhCuDWk1aDKdYGtf7073xeFq/vQsWuKm4hN/JG7kiRs5",
-	"jZnfH+n8DtSgzvRxxUi1cGPo/hgoECclijk93H8qpyKY5NwcpY/xvYQy8coASBUmZlLlmNyGt46LzG4X",
-	"6oRrLKGdpm+3bsAGUqvWA6xDIsZ+OTWRneOMHdrL2mzRDTrielM8/oIaes6MfVOKE2tB1NVZHz74RS4r",
-	"hhmMBTWWRtyLAOkk6oooWYsiC6VrAEyBDcdXATV9FJrOcY4dyx0+S4DNWYMjj5gCG/Ync4ndyoiGFVRM",
-	"4QJ8j//x5xi2yr2ZOtRxYUi3lPuFIfuwzLBlWu/+HfkwWQiAbfDdtmKKHvNE+b5s0c6PpbHz+v7BRVUL",
-	"UCuHaPG+BKdqceRbN2jM6fACaZSqP0iU4TewUOy0jwgtS9K8tDlguVnWjSSRVqaEUZSXqTjUNh7/Afi7",
-	"XpJIg0zg363k+QDnvbVweYHwO6FEwYqX+0sWtxeJE51xwfugsl82Kgfsx/sWKH37NTrL00PbMndZyNFZ",
-	"jc57nNqFC+wnvPM+rKFv+JFam5+QhFGy8giheE01u4DzP7Zcl6Ks8K8AcyhzsF7tJhbuG+tEj6BMiQ+6",
-	"N1zf7DZ42lT/UnLDpskDhY1XSXDRhjubjtxfaPJLzfMbEt4j+YLlNxmZyhvnSYpyn9cByWCjdEoHsftF",
-	"3O8BsjnaiVHshp95E45jLWzvcIOer0yS5f0+AoiU5r8yKz+vV2Z0RipO5Ke+mhi3TF8T05XS8XpH5Fzr",
-	"ESuBhvfbr2QNPm2ODTPb64vpp7u58fSag0/yjKuNhUgssEy6RVrrOXejKSRS9CszwkpE2m7MPaNonqi6",
-	"vRk07dxnWmVRPmsCFqrokmH+lTNUnstiBf/SlRS62Smn+KyS9p5l+nR0869gkQDfuRVx3eHq719ekke0",
-	"4o9unz5CJMpHXMzk1OoTUxycXMDfT8VMHjqSm/ZUBYwvX6uUvC7Zsq+PuP0tBaYIP5AZGhJShdQ4v7/2",
-	"31YxsdaNmF+5bL7oL/EHN1Zuhp0NGH9+asNlX4AgC2e5Xs4mi1WTSPy/Lt68dt3z0AOUwqsuksBv+YIL",
-	"1oA54kfsw+0Dds3frq5lscrCv36pAcovSljmUlz5pWeEVvwKbPbob43ReFUwwe2fhDRX7ixyKWYlz01G",
-	"KroqJS2ujJRXJVVzlpFa6LpCMIUrCAFe2S3LiLUarkq+5IhPKAxTgpb2XKNywaPgZCjlnAtNaFGEhUTw",
-	"ExnJaWXyBY3m7P/iHs+8y+MK8+iKzOdZh9VCCAWALbSaXSlmj9SBzOKO7j3bW9uJdJtXQzlWVaQNmN82",
-	"gC7tvXxnFCXL7knPqL3aAIIVWduefEZ0nS981j93OJFu+daAgGY7bZTg9QTTNUIeCyXKGgY/AgiQJaPQ",
-	"jsOakRVVugczFdoWbwIKrxg1HvMPgmI+376kUGBEV3bxOWNFe3216BYwRWHQbSFDM8J+qWnpjbzp3ybw",
-	"4OS0gFZGIK6dj2xEExHL0zFQqJ9NSphgpe2J1Y822T6uUA10qXVJso14xgux697CLxOuibw53C3DNMwt",
-	"CbCXKpJtK5Dh/d0KjdNhx1ABPCTUf5DaXNaCi/lxVZWrezsoqP0KhFOJgc+iCzaBAtmH0ABlfXcLCaEh",
-	"TK10FSTrXgm0DLDUyqMW7WzfPYA3INvD1d5DPrr+6W7byPWKBI2K3LDVkf1/OoQY7xbcsJJra4vbHxLy",
-	"rkMcboKDSP1rRLHJRUFbJ440EHmpd2ifCZANdA6J8K64295ft0zxGccOWBFlJaAGh3Apu/ES0Yuu6bOD",
-	"5unOuz2tLl/w2YwpJnL0u7qdwCMaba41h2A/19fYciwXQROCpjPkSGyPqE1jhLuJ0x8mnDDnoc25ZuaO",
-	"eSHsakg8LHsR84G/Ctz+rcNvzTfRE36mgLF1gwziR5V9CZ/uASim6y98cZPElfQKIreknm+dByoJsd1x",
-	"nZ7PYvmwswnTbb68ItQta7DZMkg8vmHzVXtpEBEFAF1U/ZxfrT37vvx57OPcOpbOzmaBIvzkxl6BYSfT",
-	"wEqxsI3lXRDQCdr0MZOBU4v9pv7+n/GSTRZUFCXIasHMnVQ3oQsEr26/SUdJdyPXlkrETZSvapXhPmLu",
-	"T0AOhR7N3eWSCvWOdJ0B/8sZmelD2JwlfZcRwcxhLhU71HJJ3+VSiOhvasmWV+3H7lp/4tXtV4e8ugIt",
-	"4spacldQbBX9avLqytyhBdX584yLK9fnrPPLkr670itxdU3zm1LOw6/fHFp78pCW5aHLsbmyf7WWYaVk",
-	"zrQ+FJBU3aPGWBnMRNErQbDiN3oOWAu1I0s+1oDVIxqmI4d5yl1jtrWJtIlhA4uVqU6cLvxqzzdmrKg7",
-	"QkrkD1a3g5qEFyCSO3Yubi7z3TtZf6rXu1xWVG11v/t9HHen27O7t4HgY8CjznkbG8Gtfkcj4Y+itw+f",
-	"UCjw6YrjDReX9gpWPxbT6m1jgp4PtBNzZxldIU6JbN0xORVgWgDKnerRdvxDwx3R3GDRSMQslKznC0Ij",
-	"M+K+MIFineTwleseL1CzuelMspgEmmd3kB+N1rKpZrrhe7+zWd/ZtuafIjpI99y1Xq3l+4xbl3W1J/D0",
-	"HYMTubddpk8lb6crL2hZMjFnhC+hRYkdR6x8LmruAklxMsM3SRKEGWxArHcOyWbMa4YZQIhBd0RCzRGG",
-	"ftH7Z+9nystaMU32NWNk6ryrh2HUqR/CN3mDLx6Mqe/pT7g+SyRab0qi3jETOB6C7NtNn3DA1eKG37KD",
-	"rUcdkY6botUf+Vw1ATRs8rnJJYfh5qV/E91CKU2E5TcpdFDwIuGvR5DbDvVg9p+Y046qNmJKn+HPkSwc",
-	"JQJgDHShJlSHrZApYHV2hgMIFexdBWGDi63CuIing3CH+IWxqFnjcspcg9J7pZTh8fRfMxjWQjcxPtvX",
-	"ZlPzok6mWbKlvLWC3pWCEP9ohnV8CI9TKTbj78biZQyn1sDnA+z1WvXAvULxwBu7YE/3g3Z0Y+dpYgtH",
-	"lXnGizY9xflvKiaOKz4QOD9OhcobGABIx68Nu1/gYSguvGRmIRPEB6DJ+GM6XcTPMVkaGxbAi7gqrBYe",
-	"bJsVuLCe/GWawtw9o2ZB7F1dUsM25D33madyRqbvJvo2nzTPTlsk74La7zmIDouHyEqzI+GP/qFoOc0f",
-	"w8ZfoWvJ/Xkpi3pMdMadt9vj9jm2NnBsXD6m8b677QSsI649SYLBhPkfDaqvYnOrjqoWaaz1mYaXeiXH",
-	"T21E23CvRMkm65ARH0zQ+2D8uV0egCgNuRDW9gPLkcj0kf/Oo2nmAGCghPIddoiI3Mth2+/ncXgjGLE/",
-	"gb9hXTi5MjlHLi6D1v7pzP9lW9ViTW4m7pAwj40bGZ6MYSEDPYzpFYjr2DgQrM2XnUVCd1S7wC1Joqqv",
-	"S55HnLL1Zdjhpe6V2Nnf1hSTpNzZpyGnzhlV3Ky2UIc98GkFL37Whve8v+m8H6pYLpegPPm03xgKC/vC",
-	"LaheMNcHKHbfjUim/HBCsxcW94ypiYNbd5brkVVhMXG/e6ov8ImtjxUpFbFr8Rvp3NWH0ODHQ8x1D39d",
-	"Me3nutZaUlEPy2BuQ71fblNPD+f56ifGV9QwvQabfZ8+Bj4f93RMlvT07Pz4+x+PMUH6CrZo2h617R60",
-	"D4Q0Xa4RdSudnPMgjT4esrfABtMKTkC3Day1GY5JcLYS5AeqF8laACdcSL6gXDRB9HgVJlJRrIrjiCLt",
-	"Ht+lkcEWgYi4c0HThKBrFHapPN6EFEEmeXDAQoEWyZ2STMwHQRAAyE3A2t2cIsjeapuYr69zQZuwGeia",
-	"lVLMNTGyHYXH1GWr5mmW13ZJ9wnFNuMB+qTeItctghoEtx51yH1cJIy5zhr8zF21bE8tYzqFLQpCbgox",
-	"NlNMt78+Lsv1ctv1w+vvGp18edwV1pDcJg99b6PmMwwQQ1Ftmm7xAaDUUJKOWka3OUICHm6D4IOPck1U",
-	"LSBwJOTdkYPUn8BN7/hDMQ9t5ppBd9rUbIljFmgXxi9kj7Oihcu1aQnu4YBRYDel29Y3PVVcxhsxFJAK",
-	"I6la6NYmNA0lhrZDJc/XnjowXpu1XErFpCqpgLzzmZlA96aM3LHrhZQ3k9AOWmVE82qi+Vy4snypMDA2",
-	"YaIAgh7RX0aCgPb73dqSLI0+kqLlczozLzidC6kNzzd2kGHBZbFLpxj4c6gko9pAzeKqiRXKSB93aelj",
-	"ewwMdXxZH7dp/wIz+Ahtm3xrjMfrnDlyJq/kfPR6fQurbVZ6IWilF3J4UwGQocGih8G0e/HT654j6uUZ",
-	"29CKAdBwyK2EioDteovodMi/w0JtwfHKIf8r8p0EIOq0Vvy+O+T4/u2uJU6Lvrotcda6WHVppdXVJOx5",
-	"l3+S4ojRggum9ahqBOWf7itIKNwlkuLWF75vfJz3b6+iZcTG76GtGoY3Hry4Qd4M34SxvX1E9A2vqsbv",
-	"A+DsBLAe+yNq7p0xw9xRbLGvaqtQ57TWLE4+JR7WivAtYJqhDsNPIovPdtgnH2hqnHetISqXFyty1kdf",
-	"8OcNbh+3xYqKbZ09fR68U1HwW17UtOxygN4iKNlitC3S3XrScdA0o1EVT2/rwGK1yTnkFcMtnUT47SzO",
-	"qfPnM+gLchFhj0TpArYeF+K+WXYALGDpqifsnBBbanVei41osK5xTi2Mz9nW69A3ZtGKdbZwOtmMv0tF",
-	"yM/cLxEuSAe73s3dRcmda7NRAxKpGg8CtPfxwETCZg0W62wgpM2lO35fPaiIVKRQKw9z0UWKB9yPv7DV",
-	"5uRb96yDZabGZeBeM/8LtoGOxhrjdYzINH0fcA1XQevD2xAiZJXZx4BvHFF6FZpDMicygH6wbIzRyCEe",
-	"+sHBhhy1VNTw1Azw0LbZ1w7huU3OWsedtelxoG1ca7kpKGsfSJUicLNrxMB1cCVa9VqKOaLiJQTWDVtt",
-	"DNfdNGM5KKgZfzeS0vDhNBR386H1gk9QsdMMcoHqd3JWqdAJfsvFh0Ka+T2a5rg1Zc3mpc+vi/i1AVws",
-	"BimKq1m29ouu+zjuqMkXkwXXxv4uletStqA6/DXtEyr5nF+XmyO6cZNlLwFRUOHlOZJabhirjmeGqf4Q",
-	"jGu7C837DWtggLiOAjKKhUYiI0aVZcG06VUFnbjAp4jfEucAAcXwiIi6LL09i7jj4TnpYdnd6SxAwyZW",
-	"ddSGLivdq1baj2I4BXWIdcsBpnS+pdxLLuSIPG7mP5a3ZcnzZMDKI2zhE02Gr9sCLsidVGOqaCLXtRut",
-	"S5TR8a1tSIqgRrFq34X/wiNN2SU8HLP2xCPg1hjNeu75nZrsxgGCaNT0Xt0yWg5h8V7GiKGUNP2Ghlp5",
-	"PQR87kcCw03uUm+EQcmSZYTCuRdEM1Afq0QTKmqwtyigia5v2HXNS3Mqxrnr4WHCxRH+14QLF2to6kt8",
-	"f0mrtzaUlCjldVDMg/kSEu4cHeCY16Qk4hyDo8Fp/oDSau+s9gx3F45bxEQ4jLwR27LPzfNW8F9q1krV",
-	"t589fKBeZDBFwETX24PVjqP83unWVTH+tNFd7ugodeTgXIKeCFER/W6na1ljo2hE/kGAaFkWYbaAToTm",
-	"hxUj3pDauZWv2+jM+7vi+WSBU7vYus0SYq6K97xPsvTHZgPPjI3HhhfugUY8Nvp6bnR1XJtF00sjLSLP",
-	"Ly/OWtDgvklB1OwQ8e6xOBprVhK91qk+663f8WKSNi0TeDNO/GHCjWblDATWWkOPrfvYpDJqos42WBsH",
-	"O+D+gr5M3WlR2+ehK5NYEdBdD36Fz7Q+L4Sshes1zo2O6q8QUoDrTcOOERLRccYXg1QoNRSrSppvn1Xn",
-	"hn6e0rCaERGMpG9IbtrGUgslq9M6G3Heu11Jt6jqequZat0UMbp8jRdJxVSLKDarJG2ay+KSLqSJrMUM",
-	"8ZHFeziOafulT4dxnehdWuMT6+946aszx8qn6GvjpdS6nLm3zLoEu2KTG9Aw7VDLu3uRal47l4qbRT/D",
-	"hicgTSiuwvjxxdd72d7FD8eTp1+nISxobRZS8V/Bl/sDxPR6NlhaojeMTN2oh4eHU3Icv+57nKP2jbpk",
-	"SM5HidkIS0u859+dkKffPPkvyKCx//ivb558A8IbxTZ0J1tkpOkbGAvxRHKiyBOshPRO4FfE4MBpYmKh",
-	"zgjjQRG2ttqc32KnBiBF6BavqCjksoNbs0VkrhExLhsbzAiAhAPS5zqeWO49t7iFdnPAxwoCnhVR0mbf",
-	"3fKLTLgC/++altyAlV0paVgOZ1ZDtBC8EUtGRXsiDpdJSPKLrBLlPZZ6kmQ15oZJCba4+ZS/X/pSJAGa",
-	"anjj3d2l2MRtV+v8deA/f6nCxtv9Dns9KnwJcUsvQJEKs4hv8TzSvBatJClWaoHIqZdU3zwMnr0KoBDU",
-	"pzwaqhOhzyru0jDUTA6iVD73PTQdpvrGbWghj1wjX8jT4q67IGupCa3Czk8QUP7cGgFLNphJ5Z4hRfPQ",
-	"MNTDuLKC+HOueKEsoV5zWzVoLnszpb8H8oDpu5hAunpMLum7SsnU8kPJ4fdvfjz+29n5m5OLscXHUsna",
-	"cDEMMtM8NfKzS7Z0TrVBNQCX/SM+vEVcPMqRS9WLiu94yTzAutyQklQxgQDZRfNCVM+aM62PyORJA6Pp",
-	"u2RCoqbzkAAH8rFlXorONnZg7CYPQgqU69E+iH5uH2q92JeL3i71aAi0RWotCklvbjhttzA/0QFe/jGQ",
-	"Ry8r4DchDMJhIQkezs9ordmlNLR8ndJO7Q9kTtU1nQfWBdcNJs3YYQDAQcjtUpLm+RlTOUu5Nr5fH81Q",
-	"NWfGql32Ffvj/vdvvj85aKjKp+yMJJ8Fo9VxWcq8B/cd/gxWUAkY2KywF2/lgfVHLtK+crHSm8aAL7vD",
-	"kteGchEXhrraPjF3F97IsUW9/D4f4lqvExep481XeTkerL93iUg+136hD7vGDlN2jrSz+9Es/d5kXeqP",
-	"qXKA886SWVqQWG9FmNVR7P8CPlwD53K9IpRg4XfCTMKWrcmamcI3dPUZpVKR6eND+L8pBvDLErHDZzS/",
-	"T947zi7KfO9JbufaMGE/PPg1lOfQwLymZbki174DTcqdtC3qpB3h2m4OoH+n0RKwyn49DxqX6YMPOsy2",
-	"PQKtOCbKZ5j8nrneHRNsq6uMriBR3v4nZMLcsWtl8rRDPEkylpCIAIYMDclnXGnjCAkCS1tg0Nm3Xqb6",
-	"Mbyi6988avC84RfMBNFczEvcjfH11qGd8hqQOHY9DjllsRGG6JR1UY2AQcCDbHfHdRzj9rZZfKvmIFDq",
-	"hhTMhrHTfh/7i27xMvZywTRAnN8Gbfkh9LK0Byl0ja5gltYCbATQFg6lSLqNRgfrdSld0Ft2Lkv2cK2J",
-	"IQIjoS2682o6hmFl4fc+lYW2dYBsU9fir5N9greOmm3XlPp+ITWIOzoAuesVafU8cUV3j6IR1vIp282L",
-	"30eX4p522NGqe6lszRH6YDS35uBM0J/l+FA1A90ZWqEOy421d4enkIHuEUd5P82TB1omJ3r5b+6ZPPn5",
-	"t8fZk6f/leqZPAp7LgRz8pJDfY2cQxzHrvqo1d876kwfjsSXw9+w1eZ29d0FfjvsHfTNtPVtvtZJe2Q8",
-	"KhF+inzIQpJfagnasyIlF4xcK0ZvtjyX//3PvX/+U/3zn+Ln355kT55+mz6JMeGcjUcRpp3LUgrccIn4",
-	"lURXNN8s+VoTf/bPf+pHdtbffDWi5fZAgGgQ8w+Bw05kWS97Kr1z+A21Jx23WEvc88ktxI/350EJaV7X",
-	"ZbnBE48f4Zq8fnNJXr999aovYZkvqVr9ha3Gfq+KGgK6t/sw1v1f1rPG8hLAAdxX7VOji7fhoWYXWkvo",
-	"PzHXny55YoAXnxEuCvYuI0bx+RxFoy8q74JV2UnrvoNDVwB+1H8kqOwwRli4drFT+GuMp+bmoLdswufI",
-	"MpH5UhQJennx4hXmvS6ZMEMYK0Xp8VUQq0DVAv0cRpIlffeiKE8WVKWtyaIoL/3zwyRmp3NHdfP5Hmzd",
-	"JNPg+fYzjZJ3m1GY5F0XagYOw57kWP8GPPw6OcVLoAjQA3CyDT5DZGCB7GwP25PX1LMFnpmC8eTwL7ir",
-	"Z3S0tZftQdDj5+3YrllfFhihc8hJJsR0gXN2K2/Y5rCxss9B3LgsfaqB4ysPK9vmSffMy0rmCeCS1+wu",
-	"JCww+0gMIItqgbB6nPYlGb4h+q3raZcB3YeJcK1rVrhceyoggVi5L1NIMJ75APUIkrGTGKfQgXKICTFh",
-	"Li6J3+7rCIh2N1bW3rDkicla5Wy9T2Rf5WG7U6R3GEI9XxcasLf48DQNU9cFYosiwp8U3msPyt6Ji8jC",
-	"zw+PqdfTyjOFZvX+4e7MZlG/lIq5Idg7rgEJR9hrBNlfI4zMqCLJDnpWTERroHXNzIYA7NbCOT0gSKHA",
-	"tio5XoUIgTWMiQKgSLkZAtTyv5C6srcBIrv5OpXQjiE3o6WLhy8aaMFrf+q2/8UY3ZadePsLznx1fxso",
-	"bORn72g5cvZ3ihs2oQtGC8CJ2HL+d4hpMiiCHBCNf3QXhMa4tfUaRaROrLMF0UTTNKwYXZ5gZ61EXhp6",
-	"ArDoSVYurW9BhWDlF9Y6tm8fknOffEA1OWOiCOUFURetCcKbYO7ykct+sq+TBiCGWONZ4x1rpO+d4Lui",
-	"+SZNsaviC920VljHFELqGg7JRus/xld+x6YkgpWpm/YEf/LAZTAz9PD1YTSObwLnNsR/dv/t29MXB+nP",
-	"9hcS/DXKFw9ZIVveThD8SDfX4MZ1AsggSlsQWQN9gLyhImdlTzOKof75fs6AwWbpiMy4gIbrlmaGJ78x",
-	"232DL+zH2K2G5fyYkOONrFoYXpLcqlKiF//vpP+cX/e29uPWcshZwwF9zVxd2eWYTF2qb1zXJW7APXvD",
-	"RfGsp3FaQG4ZzSPY3mU4b9mdpodOWq9sGEuIa2i1TQPAhkMzz+pZQHOJN2yb8oCUNEg792mXV6m+0Slf",
-	"amxdgSzFHIwqmSCY2Ol+naI7hYzMAEnHCl+7+bHsPCIX2MjXsu13jn2tPlu8qdGfe+JYF2wSYL545k6o",
-	"72V7LwKp7kF8y0XBwuf3sj38/l625wfYy/b859PLvs2xF++LprVzH5QQ2FagGETwpB6NI+WXiOIKXMeN",
-	"uV07T/QsuvSAtBNnGN3rlcO58tBqoEoU7N2DwHtthkKJWxNv0bon6n18X6hi7wkPymzkrEhKnQ+JfPUQ",
-	"0VE6MxejIK7WvuX555XPa/VgV8gSBS9QYF0salPIO9GTNrxJU+4WKXdNjV3SXhowmQiCuNmKFtZVBxkr",
-	"1ln70WcC13sQrUT/CaRtD6w2HAiP+sIP3mZdYTPQIfvNLVO0DDwWSZrdG2VvDWTbQ5cJIDPotO2/ntxy",
-	"kHIvl5SXWJJxz3imZvbmg5x9IqTlJ3SBEbZ0eccdz1vd41m/wB+aCxRyKo4I9Z30iHvVcjvkw/eH0Z8+",
-	"fpysZE7ZzzmvIN7ksj5afAJrGFHPPG6nN3kxtTObttjNIZQ39FXRG3sBunO6F8RbWnGGnyanL4L9YvfS",
-	"vZHWN5OJmbFj/+LHy07xnqtPWP9sjNEGLyToKv4annEoB9rATww8Qe7Dadi102Lg7E/FLEFyz6nmOeEC",
-	"dx7gNq6tAdXGE3NFOAlNRKVc1idnb4n9hRuWm1oxUPu72FRN/m7aoHyvNz4CKSbOBxzHDpbU595R571q",
-	"aqUOt0/bN1KWDng8dAFLfP2Om0Xy6wupTTp69IPUppV4E6l070X/kLq3uVJIbN3lyCslizoljc/wh6EA",
-	"WZksSqBL1s3Pd1AJPqWt6/McX48PxtMGx7wf0z27fT2s/eUC5WOqZK4LcdsZb6RIHXn/b5ZR/gBjvHrH",
-	"ae2igaQuFygcKCxD2RLvc3dD/Ln3y7z+8vqzFjV8gITGJIEelyXaCm3qHI+iHiGgb5HKOLxpl1TfpHMN",
-	"AphHVJHWxlXfNS8RvtQLZl5SbV6mPYDw5xbEsqpFt3W79s6A3q/36UMX9RJyRDYMsIhwVlfM9A9Ti5S8",
-	"uDBRWoofI4m5kRhoNx/kWOB2OBjIj4SyxK1w22shNvcPgQFcr2I7xJIKyKLv/+bGhHz4ZBuZv0dLqytI",
-	"JT6LayjHTNQVXbr0O6svLelNp2t3Ip+I6pu+7Ap9g1d4XFsLO+4bXo1AMvKf70KWhINYX3EHrl4F/1lD",
-	"rS0GiXlxWIKkxe7lIi1FtkIR6P3AuGyjRsjtjCMQVfvWYgyeaCww2/W9g36DHfuu24lNdMVya7L5Pp5N",
-	"E/aOGtUsaygi8lIEL1gQTlt0k93MYQGjNNqYBMv2a10tKbrDHMMtsQGFqxbJC6UlV+DWSExxIZW9jsKl",
-	"AoXYdtkFtFhVER5sH4zBCCmylayogiiINa2IFOKdadaWBTrtZ5CNHTFju3MNxLrX6LT8X7xI+j+f25+w",
-	"WhNwhuiyYgWhBmSG+2H/9OIN+fabx08ygjfstBaghE1dO1j/Gryj34f9uOOY2/UZPT47bRqaxi2n+bIq",
-	"IW1SfwQ7Fvy/27XL7stX2b2N9oNZPLGd0+1cGSyfhl7bVlBiK1K8BP66h6/9ALce9QUFayhdc8qFfcCV",
-	"hviOAVbbdxn/LeiPQTQcXz6AQDcb0HFCh4Xo6+ORcu6H19WBgWk7kd5vfUjc8trv14uXFyfnp89frm0a",
-	"HAm+0XAHHFC7tNN/ICMXLy/fntkL5uzV8f/TXc03rcV8ubaYn3/7MnvyTXrePXA+x35LHaCPdOK8PT8p",
-	"vFMYKqQpVJE0R39EaBvaBz+22eWeOJ+1iQf0Hb/bAJOTjYLj6dKog+ZB4U2ox67xxsEvsspIjpOHSpEc",
-	"3GMNsBL0nsNO65CNi1Unehssn1rxtLbcYt+356cwNDpNIdRQ1cZlOLVag0ARDhXBGJnWik+xCNEvfxGM",
-	"v3jrHz/dXOS3E6LaR6qosRubFMsLroozqszqhFb0mpc86fJofBy5azIWwObAmixkL9Bw8nNhsBVpHkP0",
-	"qdhYDd93LV+Wo+2jZoAAdZ4KyN9PGQmgTxt0Efau4orpXidrq3+w32BcvHs16UYJaCz40O5ulB2qVduz",
-	"XC8t3eh43gIDuTXWNljI69pMG+20OZcsptYUn7yFDCcPMH3/klXwsLRAG4+IdE3kXI30DWOV60wBVm9K",
-	"QYE07dNKpwsunGz0ITqsMLei8OT0xbmlHFdZgQWyrr9LSA+RgukjO0X0EpYcFByQ8VSs4uDu6IJi+s7V",
-	"F1ix16WIAS6xizFrnNLikPEWck9fLHbXktiB2La8kIU0z9nMwRb1rALUhO46uLbHzIst3BFDbGsHW4Pw",
-	"Hj7qD15Fnu1Vtaqk7tkr9+PQiaSK+3/vZV+XZAztS3Zj4e8CfAElc/uZhpl34N/BqMJ3ijFi2DuTVE1G",
-	"UvULrquSNs6yrYh540befw9zn/Z9j12kVQKA8riqUoseAd1AayMx8z6Z2iIVquxQl/5GlO0QdeQ+s9/5",
-	"iRcska5wXBs5qeqy3KFzbiALVLTBsS6VHkckBbvluT+91OX75vVPp99ZGwFqT6Qi3z9/+u2Tb5+Eg8pd",
-	"bLBLSD1D9Y+Bv0NWYjOK++PoQXpxkl74loBu3nFXgSisvL73wNTJUuy/sJWrFYaaKStC4WEfRbMWoPYG",
-	"FewVpPDPIKwITyZocT1BgurjuuByA9aoc9C5hHdq30ivZ0H1mfl1Q2E5XTIF+LekomJieGkmv0rZ0+iN",
-	"64sFVZ6INvVvxJ3gmugFlJtD/UpduRxrDyyod4Itb5cYSGI5isgQ1iyZ01UDfGG+kFKPo6z3IE6tbnBW",
-	"0hVTzxWjNykKYxUsAgp9fJY1RFIreI+UjN72xeViZKdBywjPxHeVg3ik0VWAfxr5/nnrnd+zPaTJt6rs",
-	"Kf5Fkn17/urIpff4iool2Z/+6U9/+u/pAQh7HUM4R1DbGaH27eCOiDG9saGTDiZiK2/xq2+TDlxLgKnw",
-	"CxDmblfH7UKmwoU/cWUgp1xqM4L4+q/dt5qpBzM9XOX19koL8sDrYS1aL+SdCPDKiFgfGRO4VmjLpbSD",
-	"Ed3Ik9jSokfXRUyoYDtuUHWp3wYs29ahtvsL3dR1U6wjejBlty8fGtgDfmsXxW87Se9ka9q1u1swjTCw",
-	"TmQ6leyJgCrYciAU68cNL6wxGKDWC2powhU0okEPVtZ3G/SMt4aG6bKfJjc22HHdq7nYPH3fHX2O6Q9r",
-	"TpvwIO5fePIerhu38SdYCDacx+cPaa0xDkBka2bGdchxqXpwTt0S4q0m38vQjQ9IxzhsDQfs4nHqY7+m",
-	"MHqdBaHgydUbY+eenApXjDTMcqFtWdrPPaI9SWCI3Sv9tkW22LJxCHBFy2tinw09Q+hSOvwQ3DrEsom7",
-	"G0nB9BaIGZE/O+b2rCnT8BTVV57Y5uYU+/zcIxjTmUAAI0vnLHR2SkDbJ5FSm2p2iP/ah7KmiRw15MlY",
-	"QE86hzL1hHpM3/FlvXSQpR5dB5phVHQ0Sml/AhMeqk899p8c5Z2HmybpFDapBkzJ7llrLVwyIqEgoSxh",
-	"Mjt1zYLDijbVT6kXOhOqJBCSEWLgLreDUcXUcW0SZQVN4MTxDKjAoWMgtDrBnnMae7Ff0/yGiUIfkuNw",
-	"EdMc8mzxO/vwsnYvHxCj6K01eUF4uevOY+/kUt5wdoQ1JZCohHP1TkgoBXLgOWisffX4CZnSil/BE1d+",
-	"t6CzIZwn2CHwkWZ/F8ZUWEECw57AqOlCv7iVEc4OOhC6ZPsSREzIHyT706urH6Q2E1gyvjZ1PXWtIVgg",
-	"EfxweXl2cXDkesqC7LR85cKC3YLVa6i/p6WWRDBXGDP92+TiNp+caDWbgM9/2vRyKQgF7MiJVNxOb3rB",
-	"8sl3zOSLyQU3bAqYz2/gt6nHHVvFsER+Z78k01yr2ZVi/4IeC7Cp3O4M7oRv3waYhX65zS7Tiv+FrfZ+",
-	"t1TIk4Uxlk/RpLHLP/OGsLWpOcagKbnlBZMTHZ6y61OMlnCnTHK5XNbC10wtqaBziHQ1VnVT3A/0FCW4",
-	"+IIW+0V8UweHTIY5C5MQYC+YzsDOtfSeOYwFLubwJHafV1IuMUqIFgotllxwbZA2jlAQFQ6Mxy6OG02q",
-	"+rrkOVBEiN0hmBRKCrPQ7mhKCve8KywGEiIAxOIDKAhW4EmzYFUpV0wdkpeAVfW/Lt68RnxrlyXQwFVP",
-	"Idf0uSxWU6IXtGJk+lsuC5b5+qvMMm3OTgu7cKNWVof4n5kvxv6fv09xxgiK5b7uvT+OWi/tByanxdSq",
-	"cpUUOjSfQbgq7JQEIGeaTN1w04xo6RLVHAAFOPp9ivASi9IjyFQ8rlLO9SE5o1YjgcBQ4FDtpxdeYeKW",
-	"lRLWjNecl64ZAeGawb30j5/tIu8W3AG06SUoDqIKYwTVzKWhOvxzxAaFw0Sq8M1nERtsaj8+PSQvab6I",
-	"5IiAohoew0RH8Q7L0++siJk0f5yGGgEPvB4ewj+4M4p2iYmZVDnTyY+ZkKQAMaHrlWW6As1VbJa+CrTs",
-	"Tok1wWc/krsIVB11Ti0UnxlCK6rMIbESIFrZ9E9T13tJ16AJhJ8ywt7lrLLmZHyaSBtWNFp6W4WlAFc9",
-	"A5wsPLd84SoLCRVSrJay1i5mpJuNiWdiZfDUcumClSCDHXW3RDN+4ZC8aWa0pOqGFX4ijRvoGaEVnxiU",
-	"1W4qcAWGG1c72WZlMJitALfb6gPobzz7oOXQ5NV3FG9Q/3TcZT0J11Q8qU4Xv9bUogmHi6KZULOHVwUT",
-	"3N4a8fYgt8fErMkUj2u66SCjflR9p9i78lLmtJzYtYWPxcvFXCC7bMFykObS56qVUlZW6DddEdLn5PcC",
-	"LAZurGG5N3C5HZ+dRjVcz/aeQBOGJ9/82ffMoRXfe7b3pf0j6HxmAcqbh9q2hPjoWkpjLxgIMVVJ994J",
-	"WBo66geArBXdTq5Fo0sD40IbWpYoiBLuzEMCXa7Ctvi9s7eUL96F/Cd3ANer3jNwF11D6pgRsK7jfRlE",
-	"DM2hCS3cAHB014zkJQVQotABZCG1cT1I7WzhxDoLhiiJbmVjrQ/75yMQ6neSKHTVBQ2NvaO5KVcOsBux",
-	"rQPtWYt277k/mmM7boNPY69ZhHoTxhVGA5ICqjCP/uX6faEtsslSaQ/ina+gcaUtInuxZI2rxW5/EUUN",
-	"gtLfRyiHe7FFYg8RTBS80YE+nz5+8mDLQ0MsvZoUFUf+uUPLRl89ftw3RJjzo+e0CBtnX/ly8yvfSXXN",
-	"i4IJfOPPm984kWJWcrTXv3oyYogzuiolLS6lfEXVnOF7X29+761w5UesgADUpdXF7ctPR8zyUsofqVi5",
-	"7QCUjK/HbOGplYyCllizFFude8/+8dvvP0fVGk4eDVMZwMjONbiuXC5mV4J4r12s4uw92/vzn/f835o7",
-	"Zu/ZHt4jzW/4TyTg37MeoTppfHJzliw+wiYZPilQyLSQWTHTKLKRdxeEmF7IO0zv98OiyW3FMKMhDxQt",
-	"TfhFiqSsPiSnJrQ+XrseyTXLocuWkNeyWEWOQnINCUHN+Ouy7HtmgqS5CM6sNtc/fnih5obqEQDNfuEx",
-	"HX5SZH7J0Ecdgs1I7G360IaXJUS2jYSLDGVXL/k/KJnntDL5gj76jRe/D5A49HLwzSnA6Cbuzajvtb07",
-	"AgIBL9DUPnv9PeFLOmeH5HhmDe2ZtV+dGQf0rF2joLpJSLb/7CQG2svY0j6fGcYEWXJRGwYBV2QKyAlD",
-	"rdEP780PtPVAuSnt4FEyOZxJNBf/MJpercxzsKWcsXvoFn9q9drj6Bn7fY1LDDNESGNdR5uDZIAjojxw",
-	"oIBeF4J6LPLV468QJRDzBwvXEBYiIdiEO8mlJzg50BcVXTIDWKX/GJHEGleCgIvHKpyNg4cXaxd/FrFz",
-	"cGTWNTzZ9Zj/vFFcAKE8qrDsOPFhLEFKfDopG6KjWwKmEHoOXZyIIujirgrCV5tfeS3Nd7IWxSclkpCX",
-	"A9vkgVY+sLB5pBjcXv02y6mAXNNgt6B4CYeaheAfXrDIOoC5buWOYHdWVmWxcLlbSO9/UPZWjWPuTkZZ",
-	"upFlYeWHvRyFJKUUc6Yg3RTYkhWH5FgQV1VoH0QBvsLkBBw5mqWWUT98+02qbzAvTjB/63ZkwjpXn+Nm",
-	"3Z+zo15DuzH5cHLYCB7fXSVwqz/xa+nj+9YBHO6oz386/IqNoToM63HXW2v9QFwMcchJ3Gapx+mAEA3t",
-	"uH7co+CaLbi7pH39RFwYCeoCwAjaX6aOU30Tp+DR45F/dMEUI/uU3Ckp5sBhzV36JZlyFClXkSNjeoBM",
-	"bzcyTBKUiSVjpj33SpY8X5H9rx4/br51jR5zurImwOrgkBx3mlGE5dKmBUMWBZrj5YPEQu8YRlfQowI5",
-	"SKnbHrf4zZ3wu/KeXAw4jh9kg4vBi1SvgMVbO8Z18FU6RtRKDfGpBk3EwcfnWk0wABrLNb3Y9aZ/Msbe",
-	"9r3sWfHZf/BwUrHxF2CSWcwqLskMIJ0a4t9R/sHja5IOJO6QfGP5jY5udzclsGGgZ2bsYZMVOPc9naLU",
-	"ceaGhjTgO0l+MKZ6I8pVRi7okl1ww/6vC6N4brw4eJaIlEeRr4VUZmKNkCIZfndOfoj3poPU9kvTC3sb",
-	"sWmEouwWyHUigh343Gl0flY4pvtjGBO/PWn/VPIld42ipvEJWOH8mnE0n2EhtKowHdOhIchihTvp/BlN",
-	"uPHk4vw79xKYWE5KJIPt67H2xC7DpeDxNAfD74fkr3D/xOm/7qQhUyF1DQUnu6Yrl1sdvAYgy1DLXbOi",
-	"axVa/rG2CR1VHg8b0ZFrSTAGOqzTMp7FBjTXOHv3WxNqIvv2aP2f3eKm7v72dzF+5MBR2LodbacdbsO2",
-	"tipgS1+hrwAuUcCWdzRTNSEDv8xWh0yy/9XTP7thz5lRqwnsoCWtY5IrqfVEc9MEAPY7mRLPooem6Jqw",
-	"Ojufi5A/cZAKVqylTbgQvKxNLpfAS3eKG4M4rUhvqARCrQSYAusXPuzCe7rk4dsjwgcE4wct1QhQ6EFe",
-	"eLLInLRGdRWPf8zt/4D2Akot11SsN4TguNzqClZGO6WCQyAQVTBonqURBA45HOZ6wcykL2vocl1+9IlJ",
-	"K/fdVw9CwhJNpIvCAj5hFeY/OqLxprK3Uzdk/mEsslLOZW36FZXzKDffq09BXRZRNgh4KyzlO+XBhbiB",
-	"XF2wH5oB3Ul1g+aKu1Yh50OWHhE4ODWaq0NDighkCGBBxbU0ngcwbRBrd9du4rj+3KEyhskbSQCHXBRk",
-	"blWorx7/mUxzpyVPk9JTQlOKcRZHLBqcGZGWDcE++5QNho+lu7/smvgPxSJppR2TwHviGNhlapwDAi+w",
-	"G+4IzPemoKb1jKUFNpsxzL9fq2ZvpL6vDbDM4urrUXNtfINlCfgwqDi56IAkBct5wZyzA7KGAdh9Ie/w",
-	"fVgJ1w6fB3TBKDkHJrygt8zyDTwq7wTexOuBAzTcIeD+Pu/laJg+F0LCHeQYD2sAPiCjfSy+eQG7cs16",
-	"/WPRhjw0E210zp8zWuiEOuNL2rDFVeSkbF0jrk+q8e7ylD3ro9uxHWvvifaH7E2kIUj2zHcAcn40pHwA",
-	"uiwVo8WKKGngUsHcQlc1lMuKQ6qS49O7RZzszSPB7zp27YMR5GYRsu6s6g8mhbA3EgtdYMm+K6CStcka",
-	"718I6EGzLjxD79M6iHyWT8jUfejKvTI9JK/4DQv3rt2wSfvSjNvtZa3kJjTvItv2C/1gSeS9QYuLIOc/",
-	"IU3fnV/fhR7HV7fQ+BO0HKtQu2r8/5Zyrj/iAWzaki2N0ID4npMasWR474q2rwnoVS5eQZZPUzogy8Ky",
-	"HIT1srhfNJYCBcSYBVfFpKLKwRdZ6VWVNXIpwrc0edSG32JGJrD4ka8qshrFNRdOcB6/fnFILkIpu0Z9",
-	"A7I0saD9GcFadvsVUUDmkmJtZ5UK1e2AoicbQ59rWIZLaU/FJOxGnPjdWotUpuikeeTRGQWjcNRzUP00",
-	"4lk3mb+wFTiJx78R4Q+MfeXHFhzE+PdeY8+A8S+88Ngl277SIKuMf/MnAA0Y//xxVW3xNOZHb/3CVit4",
-	"6VBYtlhDwMbZ7h2Hy7PN0ceIG+Pf+8HDsGz1ypn5dYsXTttAKtvQGrT+9T1DR29gbmpabvvWRYD1GP/O",
-	"9w5E5zsQodtN0UlhmKZ//70mPuDIUN6b0G3iAl9//3zq4c6PZVTZPcRqwrBVkeoQ/rSuPjz+Oq0+hA0H",
-	"aPffsw0FGA2cWJzo500lq4dOQ3/b6SE5iS5lq38HAJsp3tFVyQ2Rs1lGmMjVClqmhWigL228YSu8xtsX",
-	"N5kCFsz00ZRW1fTRFKsrpwFdrxZxiwz/sX30seEcr/Cdq+ByO3DpkB5RycMSiNJqalPa5h2orJq6DrNT",
-	"gF7BF7LQNcp/C+M3Aa9sinXoOkARBeuMur7lnSa9vOmIfZBIo4DT8VLuPaVQxGNsiLK4rB7fax0OPfNL",
-	"QgAZg2eq77jJF1hI/uFKMsJ90Jt4iYf2EJUYn9MvPoH0CyzXoG3J+UCCE6uu91LG1iOqNTMTo6jQM6Ye",
-	"sXce/Stpgr18h6UYzjfiqLAxooLohZJyLLpjBfGfb8qy9zHjGBAPDsNE25OZZqFtwpODtsFlRbPDDoNh",
-	"O5aVg0OG8z0iqhaYUI9umwCYjAgJ67IKF+mVETul91qH4Qa6dKt+4baoj/XX9vI/wlWLZ4KUpmNSe1jl",
-	"YgSH8KXnkLQe8le4R10nmikUYJJ9RAoAdP4DS3sLaCQf8hNaWSAu0ZGapoGOE/EZcRg2GdE3vKp8pQLm",
-	"P2QOOX11SDpzADA4RCuIYBF8C3ValhOpJmFWAn27dr3Y/B9aBfsX0XMsVsRloRBu2DJV00mmuFNNfkY4",
-	"tjkyoB3ukABSmsNxCZiaqElAh6eg62C+AwAvgFr1iFbVI7yxj0gtfL4iQM+g7oZ7BCFXqz9xhfkvd4Au",
-	"2p6HTw+RAjvrHJLXjYagSRl1D6hQm5pEzqJKynJYBQObhiVcuKfLtLB5PxmmVuuFATeoR+sCG9v53xEj",
-	"CZ6rw+v7gMkm7flDo7Ke6VclFWTf0f8B9KIKoQqk+s/a0h9ZW3It/+zBOsa2lo2TzO9fZ8JbaJyf2l9Z",
-	"XICVaO2jBhWFqwhSuXaNI3p9vd/jsJ+Qw9e7eNDr+wEcNDDgGC8N7vpnH82Aj6ZNoB/YR+NAs7nRwBYd",
-	"j0jbBQLPxh6QYe8C0MiHcDG0Ogj03EQw9y9gkVmTth4991HcCrhFQ1P+7Fn4t/MstPj9g92Sj37zYPq/",
-	"ozwoWarZ5Qv4u24aamBSFeQi+i8eIXzNHdeMJASEkOYK8HunsYvU4wg75d25KlzfJsuPSwn6rauBKCFe",
-	"G+VX4oTJfmjUIqAoQINWCf/lEHCeOe/vtcRukW0JhevrSKjt7vHOnZu6b3uyLBuOdpCrnzxHb1v7/YdJ",
-	"1UQ6aCDQ3ydTZntVPVA0SsPl5OtZoudGQcK3SXy9u84DkfjDX+P9jYB67kS3CQE4/6NYvoO3tvMM+R4j",
-	"/2b8/R91YyN1foQbe92zNTIXi9xRDn47gIJo/GL7aJKjn7LgOpe3TLHioJ27lTZ6XdDyPzbPqZs+8Ymk",
-	"Pzga+ZwGMcbEHnAXv/ewRYBOnmhGVQ7YMK4Zai9XX2DoAetiwweIZksqDM8JfsnDAoPrbV4rXyLqG145",
-	"LPg2aNp59DX4CMcgnHuKFRF8W1zVtJCCaVOuyJTeUg6dJJ5hQGOarrDw4X833AWM1jSC/QCRvP6xe2sx",
-	"/BP/EbE83xvME4wjCFk55GjFCCu4gaYh75tLfgu5QCPNU20kBN7iJKOZYg5GuhuYii1RMGm5Jue1EFzM",
-	"M3LhGj1kroOgvSShftoFB9cjat7gVfiJ6REWC3J/kZJTo4mqBUS7S4ko7u08HU20oYgybTc4FLZDRfQG",
-	"u3VXff602MJYjVNbPpurn4i5+l7TUrLhWkIpWDtJzTJagdmvDqoaGqtBdkdGaG3kxN5dDiW/gMR8OZsd",
-	"xU0T356/siyGOSRDF8nD0vzjD5wg9m/HOR+LEc4ZLd4TG4SQSb0B4WvOb5lwrojN/hly4TT1qM9inN0K",
-	"5SoP0WoRsXd8bUz7KVeoCB0ZyV9DWwfPzqoWGgt8fd/KLORidq9SGGbqslanHmXQ9cbbT16PB8869+Ow",
-	"z+rerP6eHVV/BB/VJvfUv6tc+hyDGuXR+tDZrZF6/8gZ4Kw/de8SmjfTbuvmASsem5lul0mfsgl8AbXL",
-	"5h9U/oU0V246CRPYFc+wP7b64s/qs8D46CaAJyhCu76/D8y/Fa31APOeUWi0ZdluSQ3PibcBnhEhsZ8W",
-	"oOTkC2ZnVhBrJpcOPvOdcUUtkE9r1MoyqdM7PI86Ix1VJqdiHEXSIvaBW5UGvorjXrNcLpkmMMeEuQF/",
-	"/7cwOFx+cMsGq9yqP3PwR8qWhIYUrTP50Kxrfu1n3B+tJZGRX6GtH3RrkJVH0loyRSOEbfu9I4eXiVVn",
-	"0HEQOdl75oD9IIlb2xv8kJxfXpw1oaoAE/lnMq3Mr3CdBnVpekTevP7p9DswNr5//vTbJ98+6X+1FsEn",
-	"PW3ECVekYNhYURg2d63mGod4EmUY0b18tMj8+gnaIs3kTnDzN9gjZ5d/98c0xhR5+v4meuzaZfXKLkdM",
-	"kB/unv0srv6jLJQLQLmLafZ+IhIlgD50sH2jRGQToXNNozdCrMF0o5dcxhoIH8Vc6N17+L0m/UeQh43/",
-	"1XJxvC2ftnbUne2QaIye+yxsPqpft3scHzLquMb4m5HhjvVNi9O9wbEmDeiccvGH4HfffeXfmOcbPLTP",
-	"3P/pcD+inz2sANjp7tfMGC7m4+59HOGLDsuvAo7Zkoqals4x6RAs/nj3/oXfkk+e/8NMB+57f8Cfuf2j",
-	"3/W6Iaz3HsC9YKbR1VsMiYj+9vL2DOYEB3ocC0mwjRoUW59d/h2BRludLb/Qvv4VmavpfIqekwXVhP8x",
-	"PCCtSOdDMv/7dIT4SY7whDRn3jqyjxKk/SyxPrtCNnaCeg+Ccqy7GIImA12hsL0BZi0aOanqsvRJXmTf",
-	"NZulxrBl5eDho1CM4Ut2kBHFdL104aIJaaWLuWhtnKci5J2HzE5hnx2S82601op1Hy7bD6Fb95erJoo8",
-	"PfDN4TGG3Dzr/zQ9iHLt1+0mo1Z/jMARZLsOw3bEObXWoMW9Dj7kz3rTRxIIlt+wGZhjMoTctuwk5N2H",
-	"Fw61EhPL98hNAyHh2qRStiHzjQvXE6oPzidqpGJp0S0d8PEx9hujMI5J1YZemS7Pw4uG9ecTIiLJ9rUS",
-	"HjhMulKpP3bkOAMp65b/mdk/npFkSStKa2izyUPWLo3meCxomJRywD0SUdIX2vV3s2+VXLBnoVQJ+dth",
-	"f2VRqWLWm1EePd2XWZ6t1VhEdRfs1u5+RgS7CxWPASsM4IAQIQwrIqfYcaaUc2yn7yogmloZQ1c6VG8M",
-	"wgWd47a9kvczorKPWWnZrOEvXBRbI0m/kvPvlFxu98al3O75N/YMP4gEbXZjTKVmxDaECaP+HT3NH7W6",
-	"k0YCJyq6+qDRI1CRB0JFkM2gvd3yLEg5FG2hFK0t2tA4coCSPXDPHuuZUE2c/hEizUtrx7qGd1YYz5kw",
-	"hwTnQkXOiBTlyvXZdYjLIb0OOlziB6hS/JZpa11VjEJuHTfkzlURUBNDT9dixgV37WYQ8jsgvAQrzc+z",
-	"ZXE1vi3oStOnxyX0MqxIWLPX1oUymD6frbTPitt7zWCBYwho7R8pSdfaWv3i6KJJ7cNXugLpAk21LJlB",
-	"Sva1BAT74PSJLDAhcfFWAMwpFwdZkFxeTNhHVsxY1q+oya2syK04KmNRJ6sRku6QvIEKZiujrahpZyiS",
-	"Ujq4XVcEnBAIsvqjyANZDYsD2LJ/V+7/eMwsq04ni+qDZvFiLwqrXph6XEw6t6sSutbEMLXMCBcFe8e8",
-	"KSThcr3l2BF31mp4YZ9AQPklW157eFS4WurZTFl1FtCHGS3NwnKhZkxAe08EmhCyYIfkDXCYVNDqDzKA",
-	"A+ozaguUlNh1D/u8u2A5NURIP3BJ59q1LE3HpnHGF7grW3Muvv3eObc1yb5L3O09HvBnvn0gvv2emRZp",
-	"N0yhPc0EjsVHUgz7ZZphLZ0n7ALf58/+e4I9aTfANkXNayMk4qYFYMHnTBtSKTbj75jOoqa7OiMA+87N",
-	"itxxUcg7HzMxDDPz8TNQg+yQEeF6BmxEV2TMBalKyoU1GJaJxjlkwRQ7JC9pvgDLdYXfb6BpuHF9QxmF",
-	"2HMWinT8E9jb0P5OAhcDbo1eyDuE6oAZ+hQ514LU7Yo1BUo2M1AB6Hw1XORlXTD/JNcA7Z/2wBxX/BIP",
-	"4oOgVnV9AOXKL0TeCezxDYKy1kwdEVqW2KFYo7GFXY3tQrh9/ZcabxZBl5YY4cm3GsRW3EdzSd+9YmJu",
-	"FnvPnjz9Nlvrq7k2reNSS+i/GPq94hz7Bm7vd2ts10lh7xngAIWxr6UsGRV7v79X8erPdowLpmG0zzBZ",
-	"A46UZpsi+RjalyYE5NO0gPSvHLo9HwlGHbe/BwA7cl1rLizTX9P8xve/V07ZscJjZq2Pqb7NrypqrqZe",
-	"3DnkK5clI0W5Oop6/7vSwX/V2sBHLn44njz9+hsnbjNsSgr1xL7RWC6rFTJpI+uC5CEvnbMGjgNBuHxr",
-	"dI+njV2aXQMRqchCloXOIhzduHfxehzrSwDkom5vrPhEQT1XVBiyRIxc6ttiKC0FuVtIsqQFg7yjy3Af",
-	"8JYsarptQ1tmn7YIswxNoZ3V5YB7/dl6176ivOwDAvcs+l5BwP0gmxqN0SXrXKC0KJQlLsWstMwd6pUo",
-	"1m5WpycLdueac39YrHBETg6b2dcqBLuEN3DhRzGCGxBcc99mrsm+M9jtZSzwDg6XVDjQT11k/keiiEey",
-	"8mFldcIITSi2j36D/92A1oY6gw6CyyyUrOcLkIaKIT9YIae4YSDhfKt3yNcGe9JJQmgc6SzNABXeBigE",
-	"5QkUyDwIrxkX1BWq/v/sfWtzGzfS7l9Bqd6q7HtqKMm5bcWq80Gxs1nX5qIj2dmqs282gmZAEqshMGeA",
-	"EcW48t9PobtxGXJmSNqkJEf8ZEuaCwZAN/ry9NOox9wvb0VF7ZMw1uXNoBYDGyk2NEgxVh2766d200oD",
-	"o7TbZWhQSTa9QYs50Cs67etZHGsIrouCGT4W5aILbOBem+jU7Szat7hgRw9ilA0qKUQYSNWe/+ODI9sJ",
-	"A3CT8wDyvgHvFR2hTV1ps3KWlqWei8KfqQIqyDvOUa8KApmVez5mlOho2oBR6ycxT9+eWlkmyJXY3soC",
-	"UFFbuJHd6iYSJ4UWq+0EVcZuRA6RwXpVA/WhrHcky/uiu9rQslrmu9qIsv7hsNbrVJJfWLLsDhDrZ8iH",
-	"9WSsqRP0L/szd68F+KRtrkDnnSa61foee77nCiipxHOFXpidrjQ5B2CecOsmRlM4H8yUwDTt7Bh0F7wi",
-	"r7X10ACnRpdGAhSBNJo0XAgmF/dRRKd4s04YJ5ZrFIJdw4OhVCY+5zr64BBp/GC39RLuf9omFo5xvT+I",
-	"oRByXVPldkjwf2ROENpvpjPMU+GKMSwQkMfWJ04sB9i6LhNq0PSDopXGOAQ+gFgUID/uOPcWmyyy1cgK",
-	"qZYYVMlaysaHUrpidRiq0mVBf0UOormub9PW91p1eIoUIisFb5lv5Fq5jyyishJek/kPSYa/agV2aKQO",
-	"3QEz/bR1x3ahJJ/9DYuVJJbeENqLuv0eVMtuvD3YQ49lj7iTcU3GcukYpfbQbVB1xkyTAz6gFSDJSEl6",
-	"9YDylMTK86nIbw0Fq935TM2xhSpGWpULEHDfkBq6y0MM3Pebhr5ZCNL2cSa3W88v3hyzd0b4XnIhJKPz",
-	"vKlrUZwHbtGSG/9JCG2wGjNIUKjiHzqVzuxakDJ0shHHVMu7nkzkFU3cOUzyY2Uj/Ujhg6VBTDyzi0pg",
-	"AbS457OqjNYSbpvjEFDmZQlXb5SxhIeDif9R+crWwGn1JDDK5XomKI2KP2yWSMVrW4MSqpmBhDV5Low5",
-	"yo7GXJZN7a4qhJKicDK33VDBrvWbLHYylAb7mveMDq9rDW6s6xm3Ry+PnK8ycjcfrY5lr0E9t2exmcom",
-	"ydYB1XDIvq5pUtTlpuzoBMDGIv2olcQCWnMIoO2VaO5KS2VbCVal5yaLFkTOrZhoKtaBFvDOfyxLuMo7",
-	"m7UuCaZGoInQ3mhWaXdW+Pj/7JidKzdFdiqUpSQChfxm1FOFwoCWl3riPFofnYOdiceQO1PAeKXaZG0h",
-	"aYqZMnhNTz+0OE97FLr4mj6ZOy/LlUUwx8+sp9fS53+crLgJ6RYO2JsbiYW7Mm78lQFmS9ipm0aWlkmF",
-	"LpLzLGdcLSAdb2Arhvw9QHakYWbmTjxK1dd4rADomk+6+Dzc2C5h9PuMSehSDG1TmL7nszVrmu9dqG2c",
-	"uk3bucPuAz25svNgAyHw4/vv3rIh/e/DaUNAlg/LsJCTDsPcHsZyjh1yl8n6Ld/YSceZctt1T5iUK34H",
-	"j98IjZL8HqHlSQwlwZy42XpYyAlMUB9/Hii4Q1f6P1lX+lq3uvx9vMoaCjXAFSfv3T8bN/yDfefrBACu",
-	"BsrnmH3rjtCRVIkBif8zVpYlu9ENmJTMn6udBYbRDPVPN7IUypYLqCIyrJaTqTVnbKbv3DC0EXRIW43q",
-	"j17a0+AIv4MUz3bO/yXM0had+4KEttv2HYJzO+rBtzdR6cFgtGL0G50cJC2AVZhBEa8V5YJJBYgMsBXQ",
-	"W2sfNrihvRPEJPaB9QE2lADmTpWFD8WvSF8ETPjbAA/VKXHcwCmOh3r7ML9xrmIUq/0ZJH3QjI+X1Mez",
-	"LcR8c/tiU9vi9EFsC4/FwFEdoBjPsTXZwxoi1lQjcPs3sEGcvCCDZ+itiMoW7AXQYk7QWrQL0a5wdws1",
-	"kUp8ZvAxFCzzCFe4qtQTGWoqhWJaQZuy+ELiJEXAKZZQspA+jYrtSwwawCd9FJKfDBdrqvPGTl+Fgawq",
-	"x/akvYHrxlLUXtWk0+LLDPxX3YhSq4kzpvoC43D3FdwMFVBthTWUYZhJFX52g7ZuEx69PPr3v85H/5eP",
-	"fj8dffNr/O/xb6Nf359mLz7/6x//dbRBzP9dXPvx0lf1fYrbLvDfDb/i6y+HPuLfL//nf8zJr+9fZF9/",
-	"2TnkzTs+x/X4Mzd9fmz7US0rkV1pO2uqdb2cMVLZochMVFIop6iqzGepqvJdeSBX+BqLU0FhYWlqW8Kd",
-	"wREUI2qjihszJxQ+YddijVVIzPqa3Vux8GjbdlnqGROxIhWi+Etlqc4mhIqAHYROVxSfWaf5IAuYzqzP",
-	"tqbTg3nL9DcbJS+XteDH5lXTYcbcalg2HGX4caMhJtpt89HtFTC3soRDoepuuZhxm+PuHAP32aGOdCj+",
-	"vTyHu1Rwm0XCP8xUg6aT5GsDwxUYYNE3RcKKLNRJdppzCGNpq0eEAkK56U41ofeLqfv2Bxt54Fl2mXh7",
-	"c2NXXrbGqW0vVFjFLM4koop4Oes2xB7QwV2dyD7yj7g5ud8HZ27n4SqHTHT4yEMp5tMLnUel8UCm3aAf",
-	"e2KFGeAh/LaRfk+RgjqnNceKpSky8xBPT15KoSzsQ6kmaclBkLq5bsqCGaFi/eRE3gF1oJ1qlMp3l28g",
-	"2Hf5t1fs869f/BV+6X7469cvvmaFGEtnr9mgVz0UEIcx9WRBPLflAmCFfarXucWoX1tVz+56fIove855",
-	"XUtBEBBozzFN6E9SiYv+u7QpIIUHX3tOc0U9UmtWlXwhapgT84HOe+YRKVBRKk0IplLVvlvkVS3+VnTZ",
-	"q3vS4t0vW6PF06nQ8BXhLIV19IFaKPeY8rIU7liD3A2gwx9Fj8OXDlKv1fDXUGsBJBLhEE9FyrnVgPj4",
-	"0znVz0rzv8U9+ljKHtI0a8BIuVZGlyGlE9mlkP8qS5KlGHKEPs1nUbEX3PIug9Pt91uxgGvAKyJr27t9",
-	"jE6BQhqnCMlKQ8LIVi3ZWEKhPON5rhtlQ23GrdLzWF5yzF4TqBu/ZIARyl9IvCzYwtp9rPsNBbMiEDBE",
-	"RpEMJqEI6OIB6IwNvIN1eCwsd0jWmfbkpxMPBTLO8yDgsbi30aXfyJunpd5BqKG1E6UnYsPh4P83iy8E",
-	"ArdV+DZwAgNmmziAAb4NC78RfjtSYxXpplvDjEX77ukwY7l9uQlQmz7uEMjoDWQ0JOG7UOs425sC+VL9",
-	"7cvwWq4ut6wU3FgkU9Gl6GC4IvPW8NLtZbByyUZpPSpV8dinbiXbDgi9aH9Gris8RnaJDlQaHgPlxoHs",
-	"xh8SgBGs9FzU46YMYEFZMz2HRFlQhJ0YwYyOCne83CySrg7utmwbBKETsb2yWrkXrDGm/be6r5JgU0en",
-	"pX36xrOeDsQEXOie8rDgQpi7gW86gAv/dODCBsVld2p0rXl88r4BrsxBcOGVHttRERCG7o6Xg2RRTTAk",
-	"u6zELBjCiG3WrNRqImroIuMh/kCnLJJC6YQEFmFSWHkcAFZgXvjwC5QoopnDTFOJut2HtJuZJkUgVCW3",
-	"yPZazvnC0EFh9ExggbeGofuHQplCHyaAdOB21i8xmG6elA4a4QBm3AuYcW+iuQGh1JKPSGeTR9KGfM0G",
-	"jFCvPI2Ux7QZ74fSU2uiovMS+pnB8Ju7J4ojyhwVGhdNHlGPQEcaepV4c8RZFUyMxyK3S0BLYwUv4BMs",
-	"HbX3lAwatq483t/sG+D48dK7L9qpDUyfJ045NWjhEMQR7a5DFPBPgFh8ROvmxJv8A71eBPSdcooleH3I",
-	"rkw05GrJhqgFtRsOEGxSmDE26DMYSgBHCqR8UEk1dS0UOKXH7LwsO5RsgjVPDR5QuvOpFlg/LJBiR5dF",
-	"K1de6glwPTQ2GEgdJE5GQGzuws/NE1NzeAT60W2A5k699Yxp+DMvy0W2MucbqLkeOytm9LhpYfeTEzOs",
-	"4VzUy7ydByX2SSoxEJZ2SCjYXY+l0/w2O8Ed1q/aftAT77eBSoAK7PnUbc4bZ4TlteDG5xLoqUxUOp/6",
-	"RPCMO6MQK7f9BdKYJjJ2SOvLZrppp5BcxqOFeHjKjC/YlN8JdiOEYsbqUqiztoOIbmHCoxdb5UXARzcL",
-	"sNNQVyKwEOzKB9udCUSDw9GuaVzVpVU6yMt9xKq1kAfW4CHW4LJsnbsPJNYLY8UM6OgKnQ81rSpkLXLC",
-	"I9/Ueu4Eg9ocg6s0qmptRQ5JPfe1FPgodN7MhLLUJJxPCF6ssXNl+8+Au+UKMcutrOjZauil7TphvEZZ",
-	"MUH5w45WYJaMx/AqUATcOX/o8HU2qzqv5Gs3D0vS9sXp5/1z4qdhzWcfZUcIL4An/kC8w90HvO92QPbX",
-	"6tMydr20hG75Ro28Ph6sVFhOq/3xDLJDQ+vkdlVrdlOBg4mN4paAB14e0e4ckcgercrkix6ZhKd2cPvg",
-	"Mt7w/HZSO6U0stzcroMOEPuC1IXMWbyXwb2sFhMIDHqIqTSsqnXudlaKMsinwg06WJDEukW7T9ZEttao",
-	"Y/bGsqkoK3DnERTASq0rjFkabEQZev1rn9sac1lCg/quzPy3YdRv4YP3eNC1X9WXdnUCuDKVvi4AzIhn",
-	"xduTbKLlWRkQlo+VA5KvkzCgDbop6jtRu+dRixStQo9Fd45M9QzT6S8DVhs7GJqprJJmiRmDeGFQvjNn",
-	"8dXC6KbOKTPnvbg5r91GJxwj3YanE48UWGn7DGzqyP3MoncRmjx290/E8V/RROyTcbT9pj5cIM2nn+1n",
-	"IQ2hR+HSx+9RAgpu+agWblndUual4KqpTiq3WcR8QCDcpqIir8Dlpsd47FHYGxBjWaSwolb3tCvplazS",
-	"pcwXBBuuBbBphDOiLISxVNfFIaouiiwAwwqfCONqAcDYtNcofoHzw8hv8wcGZ/SVDJTMqjhc4K2vueWX",
-	"fpiv8JZ1lV4/OVctbUsMPktudah5pZk9YwQIMt5gwGh+H7IInvFxmKu/1UKMrLi3TnEYreI4g6dJg+sb",
-	"BN7XN4qvXnz+sGVcXQtEa9ffXBVXPnzoAerUpYhoFtEt4JYn4poHQfhYlYSE29tqprpRI63yIQLzxvm2",
-	"SrTFvJWN86l6I0p0JkmFSWGg5gui4dCIyf8agzkKar9qqmjI0qzenEtQReHRZO8WaNKmpfeGTXSLkXj1",
-	"6Cb9R9EOPMK94qRWzXYqFhggyfWMcl28IzV/2ageTbaPSHbXqy6bdQ1jknm2GtctzAEpqx4M7sOl8Hq/",
-	"bPM6gKVz51C59XSC3g3WdXYrO1yw3am8/hCZe/8NN2KEu260CQM7VJjwm9LpLmrtnjFby8kE4PGqYE7F",
-	"tp3Lzwwrdc5L0jf+tanDnuuymSmoC5gHrwOyTcqjCzK69PXrH8Bp5yXAJKKyCs/FmBlUnaqCGfl76DcZ",
-	"HH2qoYLhedJfVkg+UdoINpMUcmNVrW9KMTOdbsxreuEVTF8PtfoSLQlitrEC7vUPyBwA3QT12OcB4GlM",
-	"3/xH5HYd9rsot8N9r9hpP/J7OWtmTDXQ+V6PYVj5lNc8d98Qm3E74xsHdeaBZWH06CLaulE5wiZ76AP4",
-	"/euifDXlteke9penp6dZZByXyn7x+VHm7nODPHr54vQUrphJhb84Dd8Iiw64h31bgctL3qONw3akBUUC",
-	"7IMN2IMHc9N3Iyj47pTF0vzt0y3FOPPagAxX7O9vf/wBCxiQM1yoAkgYnaoL0fiVUD+YeaDtrnFv/+8F",
-	"n5XXaHHwebzTx22pY/4x+1bbKcgWAOuTAAyk6cLlCfQeuZw0E2qs61y02yRi38+FR19GWolCVKVeiILd",
-	"iRrCNk7DStP6FJ/KgWLaGa9vETJ2vRxKfsmWIsnXL9vNtTtgYuw6jvM3bHlwnW2RADFTCXHa4FzWohRu",
-	"8/zl2q21roTilTyGaf/vbmWuc/NOrtPf52gj4yqeseupdesYt0FPYgOXO+1AlC57n7okPdipKY/cm4+y",
-	"UHtEP7oXddUabacT4SktndhhbPI5+7kSyi3ryv497qKuOrLi3p7AQNc8G6SsO9+0ku3pVL0da0AWfUvc",
-	"wM1qieRBP69pOvakM01SjfVaLV7Vumhym0EldJGxqfYV3xRClzBQuwhlKroQvh8h9lVOMK8Zs3qCtE+B",
-	"db+prJyhXy0UInZ9jgopAZPAITWFAJNUjWU9I0v1RioeGla4X9AonPJ2phYvoSUZEtatKLMrmI83bjr2",
-	"CbKIb+kQxG+5kTlzS+LECzhAb3Rjn1nO6Xth2c26mdijbRNcmTXe3auE8gIiH25XiMIbr+ExqdFA/Y6l",
-	"8VYDE/cVICownMIJEoWOIrqN4OD5wm0nLLdiMcJme7Werzp2GKMHAbI61yWrhZFFI4x36Zw03IqFYY07",
-	"g1lVi7G8Xx5XrIXRc2VaJSmL2KXPzSGhDsEXFwVrqk75+tFPx4f103qFmuZN0VFc7T1Eg62w4NOgNxZ1",
-	"GIWvp89c4x1ewSPMzj3EdGgh4VdB6HCT0eHtUFveObIX61zAxP970eH/9U5pSutScWNEcYYmAMwFlquO",
-	"uXT6mi6Fcn/oW7Fmqi/gcd3fg4CVBy3Bbu9PzJ/1UluFYIfvnOWuPtBu7ugAgBWgyFeiRalHKaiyh1P/",
-	"J6ROR16djvwYfMpjqPUzFCpmIZkAld8xmTCvpRUICU/0cWRkaisHkagOqupe2oiYxkhKizgrnAZslCfe",
-	"KOrFZYNt7kGZddN81MYyI0TMDMPoMAM80cfsnEaUnH2wZKHKAMfpnF4ePqKz0BEPJAINGnxPeKgHWPgj",
-	"CbtDuOOoo8ibAv64WBe0Vpdxu+wjmdL9tjCUwZTKytpavZxdfyqZlTWfuX1+JWbbaXseisY/6aJxyAc2",
-	"Vb/l+RCpGaWtHNMGNydixmW5hlrvSqgCM9HAazYTxmCYMmZ+Q/v8gl39+DbQ1nljWAenNPTar2csaCZQ",
-	"hnFQbO70F/WcBbOdnOMvT79BnYgN81s3QeP8OIxrNL9gMJK69McxOs3x1ekXeI0bfzpoz1qPap56ftSC",
-	"59MuKmU3OW+Fsd/NsKHlXnhFYeXgDUjZtkZj5rICekOOPFS+rIqZJmR+Hk4rrgx+SA+2Ntice1rueJIn",
-	"C3VQhp+YMnR3bfCJV6K+k7l4p/gdl6Xz7JcjhgKg1LBXUh3AxGypqeyOTV6K9a+Ld2ACmFC2Ucf5vHWM",
-	"EYeMgm6sWAWgR6hfQjzvoxfJgz2MkOODMv+88HsVr4ZnJPfCtyO7gKyTjE6W3CKhBTlO3jHzi+rfgsb4",
-	"9Ymk359cg28r7sF7RV0L/i/k3kUBGj1S01XNTSnN1DnGfl68XSedM5/UuzjLVnRHTSBdUMkPi5n8rMrF",
-	"BWXj91s7lg5z2HWOk/EJec6P6wjb1rQRLfkSJh/37B5VRMVraRfbaAiC1WMVm08UjKFanedTfiNLaReZ",
-	"j9qTj5eR208xVO/5wYFP4VUPsMNcZ56+shL1KODvAGmBFGr5lEvFgPQ3/BmbOeAQoeqTnn/M/gmW2FTk",
-	"t68DPMaHWBvKRV79nx+kFez64vL8+x/P2f9rZH77G9xzHYtO8fGgFwqBDi45/+TkhoaFhbwT9UQU0N6f",
-	"Oe02mUJKWCjTmBSyM6P6hEWnuriAVdp9hPWcPj799ggZgu9e/uwzPBRqwakQdD7VZQLxgMXDMLIpdS+k",
-	"ubUOHxmWTZFEbqvgQN3acFkap4evaUdcryWQhFt2NJ7nE2RN9ufwMYHq5hBe3Wd41alHmucbYedCqOWS",
-	"qD2eJ04vSCXMQLGx17XhUr/7U6Bky3aEJkPAiubzykWDCpIA3l75oMaqRD3W9cwwjpHYERRsUWVbLatB",
-	"DDiETqVlVa3vfCu4qLHRvTP4XOO54VGUI7MbZbiB9BJiAgkRvjTs89NT1AOoV31inAbvJNt4jz9bYiOg",
-	"AOyNLhZZjAbAhEkfouXFYiATfhkWaA2+5wJn8YMm8SO0fo/2ylYxDBAQaLOvUt152jeL8usD4/kOrns6",
-	"pMFhhYZVqV90WPCz/r1UHKzwVY/+MRYqSCcyajgZBob0KNteH6KUZ3AHV0y4wcP1xx3w+bYqRQXFVU7K",
-	"cJ+qXpdiXQU77soU8oPfjs7BrdJzQC8gakhCbstvYa2WToP2ZZREKhdEwnnMLpGsD9GYJZAxjJB3uRae",
-	"qRN+nk8ljMM/nBYhavmy1aJE3FclMLfPp4tktdy3kKHrh3zTWCaLEjpajXVZ6jlxlq/WxZMy1qUw+8cl",
-	"udcM1cO3IFnPuBi+fx72KUaNsnImTqjkwspBohYE7n0PXpu7LXM2na4XWWqkKF/PhvkD0wvfO2ZXGGV1",
-	"ZuN4nEDwTKUtm+haN9Ydorqm97BJred2mrGST4Dm0x/9wZ2HK9xf0GzgU2c3lHrSaZNc4le8Tr59nyfr",
-	"6ts6JIKuYsmCPD+Z+F5Yv8V6J+IBhALs/01YUsBPgM7qbjfXyGzrk0Y+GeP1NI6uw+HwR0xwOJwJn9uG",
-	"l+UCHXO1VO2+BFp14sbGshZzXpahmgq4VPxLQf7I7bfaHYV9DU9xDi5gCvYvFe49g4eEm1hoyfGMDwgK",
-	"1/k9o4QoILWhHkAWbOM23wbCMJ9KKzCMxH6QqrlHYDfez6LT16o6JEwOut25ns2EKkSBnL3UaHOpty9M",
-	"A1bLQOUN0JVXVembYJrgInKSsIlQ9pj9TDZYGCOggyAHg+lsDvkbd3xY0c2a8ndt7Fucjj0KRnzLlfvy",
-	"PsFIJxem6FlxpnRvrZ2JQw93OUI8IqIu3U64ZT29R9x5oSscryfCwsADchpyBBSIp/alBf14w/Nb97A7",
-	"UcvxohXL8c0Lw3uc3EClVtGi+ifCcADhgVtA/gZebDWEtKybA0A9wB5i/0Tig/QDooTB/dhqdph1/BvK",
-	"phSCXcNDfmtinvp6VbjO3eOXxGv3AJH4AnjfGoAILZibCARVxhXG2XhqwLqVzxuCkNAydoFHEq15wI58",
-	"wkA62AUtTYk7eAda0j10ADzXth1OqpKrftxcK82LepUkLfbBJjMBvoX+mETqkZfqVixaQR0EGNM+T83s",
-	"IMtOcQGzLyRVsQtWnrSncK87C8U4iwTrAdBkdGnHVtQeq0fJgX84y0I31khKD4Zzootm9LSDkqrk6gG1",
-	"oXvd5sow6L1CGHBzcEEeS9e5wfeOmgyEkqsD/8oT0kyecCrVTSR4+1dOSLo4atXNblGbh7HlqApW8GpT",
-	"qFOgj6XgVPI4ZFWZB1TIhbdez1WBgba3fAJFHuFlwcDNgsmFqTg/2+gnIcilqt3Y7AKbniKpQ3HMvueV",
-	"p5GMRR8lEQZ3luON5X1kQecJ1bGJaLTujB9M8Ot0fneBOOuGkfiUk7+pNUVA8BW2ZMcswQUhlRoBf4OZ",
-	"u+4V23mRn7RiFtlfzhJ2T+C0xoRDYHzBtCy0R4SWGwMMMGgY9gz4qw34X9aU/+2VVr5nbw3nwtp0BAes",
-	"4DZYwfbcuQeVwgqVMIl7zbDHYNSmtNXQW30kFRDsWqEgIwk3Z6n5F0uOG3epwkirrj1RpCiyYOUgsqWD",
-	"tvpdiMFCoBV9fHOLfZdJbToXPHQlaxKA8VB6bu+U1fE1g3TVfi5xDXAan1fgtXMKdrDNcSoHN/vJe/fP",
-	"T3wm/nDu1Br+S2dvVP5c94OG3Yj97OLWNmwOnXG9f1RoPDkqT6BLzdN5uqXp4SY85Jid41+W2+wSFJ/Y",
-	"XrjFLnaw9REzgEnulWQ4lRABmDe5rrMnb7BWpHfaEEg7l3mgwYZkufNBOxkyowBsxPAbInjmlnFDUEmw",
-	"n9oyG87cittpPHL9Qg42Uai4dRvy6OXRv//FR7+fjr75lf4d/fr+NPv6iz/+66iHVWgPlajpFA14hv/0",
-	"KlWH/aNhNbInFxxLvmc7Fk/Yu/WnQiG8/4alz48oNCy+U7PxINjZOSDuRd7YTl+VKhY26lSwXPrQKvTw",
-	"pQ/Sxnohk9g4HVUSrXwrewXJBBN4OzufHgN2/i9gbE11WWTsRuS8cb4qU2KOMTO8ZsYXwVNNi664Akb4",
-	"2td1lTy/NQMY019osvauRfyLOvTHL36eE66hZ4ni6OI03IeDYKeyLkYVr+3iJOcVFgJJYTYSGVlkKT0j",
-	"EobdV7IO1GPegI/ciRC+wT4I9LZFaImQ+WKQ8ERpKVvfDkA7KwueFjqbzRgvSywbDBQl7uXuCUih4R0N",
-	"3VjKH44Ftw1FztGlcfK16nrMKPu91O7K533W00nySo7gxuszjASldJQdJtqLNP1Xyd/g3t/8YX/dKcNv",
-	"3UJeuHV8lS7jHoW55429pOXxmuXdAd93/KxoYudplrktIW4jFjoR9kRGe/gIwwZbZSJ80aMQ3BT2a4Ip",
-	"V0qU/VrAp0CVKMGK91z+KdnpchXEWJbWc2zXem58w4/0OcOS1u31J/vQD3vbSOkFdlzf6Drg/drgWhrM",
-	"P8QCeuhufodndtniFrD2ruCYf7PNq37ShdjqhtfiTuYfcgv9sNWdv0w1WP+bXn9eVVtcfWVrwWdb37DV",
-	"F3yH0MVtvqGx+hdZCL3lPZfQnWarpb8o+ULU39aC325x39+5OW8Kqbe75cL+vsUNb8zVlNd+z2y11yCl",
-	"SsCvzScQwKLb3oWx9Hf1NgP8vtZN9Q+x+Bvowu2GKO9A78Ew/f37zBXQm/tinD8rbN3mDnN/XhzSAQMR",
-	"UT9J7C/JUfvf+z7nw9IMm/501cn73CvqP9a6ANA1CC9/iXH+LJJNuVMeK/r0XGFDv20P97ZVS8pg60L6",
-	"ePA8gLAMwcWUKA9V0zvrH8sL50qR6fiJSNSJsbweoEA7j2WAWpWLjIl7nkOxXNtShse8ZJUuS4o/OcvE",
-	"sEZZWTohk0psK2xX7pmfmrjBoNcDNd2cAcDXGpw7j+I9hKMfjY8fluGxJbgD5bSBDOsBktkrq6u2sEJ5",
-	"EweuP7f/eGP1qBa5vhP1kITrijhbZtw382Qawl+QYa9jEIWOlq3lXVefnrjrNQynbt7+tML9eLKqqycl",
-	"qki6tL7dETMzXpbE0cSM4pWZaovJ71Lzgt3w0p22FJSaaSWtrgFNyRUer57dLn6HoSKPpEREglhP3d8R",
-	"TAadqyE0ncTdMbodRgEUVkQMZDrrgD0VUpoAOWNcMakAdg31vZ5ZzzcmcqaAxW66XGm1mOnGsJpT4Jwr",
-	"Vov/QBfPbn4TSbX+vsRe37q3FGJS8yJSmi6H9sJHJRQnWPCf1K1014ThUu4z53SX40uuaJDrGB86Ptlt",
-	"B8iieXQkerq7pKXYepjJzPZQUyzt+35mCpE3tbQLp/D/yN4f3Qhei/q8cSL2r1+dYk8Nb0BQArwfH7+r",
-	"2uL/FX/d3JQyJ0zD8gCXR5e9P6JEyiutb6XwQ6ZxrJzPmIBO8otZ6DEf+DgyxFmYbBUHR6JtYp01MOrB",
-	"ovwFv5GdvoAOXb5bBE7EKmT1HXZWA9qCLDm4M3b59uoi1TikOWgWUhBISEHn3PJSTxoYT5xXVmmprIlD",
-	"+7w1ND+vXUQ9gRuopzN/1FgI8Quv+CJ9Bd3c8QaIcoagSBaOl0mtm8r4VKAqpJqMeIh+sUrrMks9ISuC",
-	"be+XpNSTOJyvWsPxGYLV8XwHbdNpvhBvE86z5bwGpA8hvQh6MDG6AAjt3/2itRHS83H19d9qbY2teeXt",
-	"Osxa8mImlXR/sLqOnKVLHZ58EinumTCGb75Jx4BZn1//+P8BAAD//w==",
+	"7L37cuM4ljf4Kgjtt1HODsp5qct0p2PjG6czs9Jf58Wf7ezqne4aCyYhCWMKYBGgbVVFRezT7P/7Cvso",
+	"+yQbOAcAQQqgKNmVXfP1REdUp0US14ODc/2dXya5XFVSMKHV5OUvk4rWdMU0q+GvkyUVgpXHuea3VHMp",
+	"LjTV7C0vNavN84KpvOaVeTJ5OfkkyjWh5l1GZE2k+bNiouBiQXJsSR1Osgk3L//UsHo9ySaCrtjk5YR2",
+	"u5hkE5Uv2YqaXv5bzeaTl5P/7Wk71Kf4VD2Nj3Dy669ZMPiGlvhzfMhubIQLopdcmTk0tCTKfDMwYN/s",
+	"7oP1n4YDraptA7zjemmHWFXEjCQ5vKrqDGtF798zsdDLycvvvskmel2Zt5SuuVh0BtFoec5yWRdbx7KU",
+	"ihHaaDmt4QOi7rjOl2RJFY7xlpZNeoBtR+E47cCupSwZFf2R/YUXTO4wsKopS3JA3ZdPdh8i9jhuhK+Z",
+	"4jUrRpFau5MFfjVMbUXY9I7k1hlWZ7i3PGf2j9NilxGbD90Twgty8P2rF398/sfn/rdcFsADPn38y+lb",
+	"UtVyzkv2JD277kgShPv8xR8HKBens30ect6ZxQEO0f7FCzNqNxs3UVlsG/u+g34j6HXJRp41hi/vRsT2",
+	"o5Ek/H0tm+rPbL05oD+zNS5du/EL83JGqCK5GZ8gd0smCNfkzvxUM6pZ4YdVUb1sR7Vw/WSTmv3UGPqc",
+	"vNR1w/bhWW7Qg/fSxv7DEFKrFoxv//HcRbnoCVVsyoViQnG4KjW712QuG1HgBcRwaOTGrHg9yOVvbCd7",
+	"0d47qo6bgo/kp0uqptS8vhv5LV0n4+jvHVVn+ufxIzq7/Ledx2M6GDeaGDM5LZjQfM5Z3TsOcBBqppta",
+	"sCJ2FMxmllylD0UeMMBRp2J4f0/VxZLWjq2OW1NlvijIAe98u+O92f145Fo/5LyYfjMSfJYZ+SgjSteM",
+	"rrKWuSuzB+299Zscq/dy8baWq8R6M6FrzhSh2gyFzjWrcUU1XzFygJcsX7GfpUjfOXPTfji4uaxXVJvb",
+	"iGo2Nd9Phkf4qS5inPIju2NK+0HOea00OTBLXLA5bUr9BAT7sjBvwdPUECV0EI7RtjB5ORHQyySbMNGs",
+	"Ji//1v6ALU9+HB78pRy1uNdsLmu2++pq+YC1/cAKTi9Yfcvq7aIIVYovDLfQEoe5Ml8TBZ+nhrfq9LAX",
+	"iX6UZyVds/pVzejNOMZww1gF4jQXi6lZR9noaQWtKHIgwgZ35Badb0cyi4+yGCHp4cjDNSV1IxSRVs0T",
+	"shgYVbG3UHdWSy1zWY6VRCr7fmos7vmugr8fRzC280YYEn4vF3/mohiUmNxpcsO84SLNMbkodh1edyjh",
+	"IC9kU+fscz320oLXyefz93jEZaPNnQsXNS3VE5JLoSkXlhrN/ZGRvHetlOuj8CN3tQDpElozwhdC1iy5",
+	"AsqPOUEzL559M0Q0F3BXjVfC8G4blA7xlb1EWBzNLkphMB68MZT5F1Vkhk9mT4aHmT5sgwP9y1IqPfag",
+	"3fIaDDvmm9RobqHBHc992SgdZ/gRcRFfPnJXqkLu7x+49wwHInpJNaFC3bE6aTrLfe+7jdqs0Vktr0u2",
+	"UpsDPwdJFo14XLOVwrEs6S0j1LAs813y9g+bjgoBc1oqlsVY/BldRKwnH5vVdbs2FV0ws2wobhtBj9aa",
+	"i4W5+Z8n2ahpODqY51l7y3Ohv34xySYrLvjKiCfP/Si50GzBaj/KC/5zZKQf6L35kAg/4lreKVKxGoY9",
+	"NDpoMDrCb5/Fhog9GdbybOuAz2XJxhFoLUv2cGWmxv6GNJlNkrxorv3Yxg22YCW/ZfWaVCUVDx81Lx5m",
+	"kbiUN2zkyI/PTok2r28ddWKs2va12xJ/VmMZVaNY/fAVbZRlTeMH+at5WVVSKAaM6RUtztlPDUNGby5z",
+	"JuCftKpKnoPZ/+l/KDONX0aKIG/qWtavZLHG7rpLcblkBE4naBGyWBNu5IFbWvKCHMxlTdg9XVUlIzP7",
+	"6xW8PjPv+5/Mh7MnRySXdc1yDUvKRdVowoXSjBbAGpiRoQ3n4po0wtxYC7OU5lKRYl7y/AvOucZFNuIS",
+	"9Oyvd0bypq6Z0GikJgcz9wpMmZKVUbRUxXI+5znaS49IbeYIkgB85NSxGqZLF5QLmOdbWV/zomDiy000",
+	"p2XJalLS/EYhy7O0abj0iivFpTATq5kVLVUuKzPt9vFVwQRnhZFqfs0mp0KzWtASev5y87BKzZzykhWk",
+	"Eey+YrlmRbkmBzNuxzSDrahkjSSoawqmEBj3R6nfykYUX27I3LGZol3dQjKjjGnC7rkC1Z3j37dc8euS",
+	"eQEJt+1gJqS+AgOQXf4zui4lLS6lfE9rlB6+7IkBJsHuc8YKJCjFf2ak5CuuDdXg8K60lFelGaAdtlHi",
+	"ec4+C3pLeUmvyy808mNSsIqJgokcWJtmq0rWtOblmjTtYMjBLPhr+KTreo3M4prmN3I+h/ldSvmBirXl",
+	"3eqLn2/cEFYQSmrDgdx+mD+u4A9zgI/IHeWaGLYO54OvGFnwW3PTCTI7N1ObHs81q2fmhlsyWljnePBo",
+	"SF5VLJeiACkfOrJ8ENaMi8Xh4NWYFkufRaQ8uN8FbfRS1vxn9oWO9UdJ8Gps1WeQEKqaKSaMjHAwM2My",
+	"j7D3KzdhvDFpxa9AmGl/xwPyWaimMpyLFWBXu4QJ/0MOt+VIs35/MzglfphXYG26MjsDc/jVbSZQzHHF",
+	"QUCM6auBQGhkLqVlzYojIxYIZpj8UpaWt+A7YJjIUD+bU3NZg35m+avR2QxlVbWsWK05ClK0LOUdK06r",
+	"iL53UnJzwdOiqJlSpDaCiCIHJ6evz58E3a7omlyDbFiQeS1XR4StKr1G0ZCKtW+AK2K7A8FQWyWzJ+t5",
+	"IqZ1TdfmbytXHkeU+ktzNNuhhFLowefLEzAwjLHW+k5eRfycJy0Rw4K6Hny/GQklQJDqQJSjRm5SsjTX",
+	"spcgzO9C6iWr2+09jI2o4Aum9FnN5vw+MvMls8b45y/Ikt3TguV8RUuSL2lNc81q5aT2i3fH0xfffkew",
+	"QfdrumN2X/GaqeR6U03uljxfBgtvP8FFPyKiKUuvGgR3uXkpuSXmI7zxkOVtjKukSn9WownBvI5UqSUJ",
+	"uA0zzN8e5Nh4zbd4wMzH+w8XtZ2NW4Cu2PYtEFK/gkshMVNzzjY2Ac3qvIjOyj+ET4GEuRT7z07eCVan",
+	"NEfzO7lbSiLvhNoy1VaAjrCgs1b4riQXOmR3Oa1rztRuvKRq6kqqyLL+YE52Zy2Rocn6yHE4YGvROdTs",
+	"llEvrvUbZnDYqSBM5PW6MqwjlxVcIDes0hlREhkL6h2mKWJ4NOwQyakgainvQtszakqbtjIYibwZfUTs",
+	"2ymCMYfWvrI/odRSj+TeODl/dO2HW86ofWv/8al4bNZJR70ND2xGClbzW3vbEa7tyeLmzuOikHeEigIW",
+	"LveHzPk1MRZy4pgsWkFghSdw6q/WTF9BcxGXZ+YNPCNsNekTB09G3Subd0nkvpup2/yqovrq+PqkmLXU",
+	"TI3qrCwF1yyXC8EVs1LIphWqlXj/FtixgIm2x7bLd7pT6d2YXc6ShZJOyF/D665zkB1lhPJHKCaEZy2k",
+	"8s491e6hvP4Plmuz/E7ke8/jbgpry5bzVj5Qm4JbtdUmzhU0FDGFb6gQfbUha23P+xizR7RvvokTH07Y",
+	"e2S9gdyx+CEB3kvTEc6vpabl4Iphx0C7K6rt1ToHf6jKiDTchpYljEj1p/ndN5OojT2kauttCMz6OCa7",
+	"GlFaaQquT5Ysv4m5Y1RTgjgnBSPUvEly8+omsayYUlF6eXNflVTgReNs/dBsXCrZKtH4/iMSTdw//xF9",
+	"WvZTUrO54TZaHhF6bXRFYDXWnzW944V9UcVlCapULHTS3cFtP/hm/A5V5mLhOqIJXNgnKNzPKS+bmvnT",
+	"5ifvmD0XcznJJne0FmaA2YSBMfDHbezPMT2cTTCgzO9kkljSkdqM0KpiopiCgqhY3sBUkHAwXjuiH+Za",
+	"jnQOmKtNLAKV3ymCZgepkGK9ko2Cu1GtlWYrAo3HdxIeOeW+F3bKBWhXeU8tMxdV0blrKz6FQ234Nipi",
+	"U6uImfvAjcgsMIwneuPC8oz0kvk13NQuQZU+RkV4q6bt2wMlJVzGduHMrRbX3m6Z0PGV+wHdtYYKWNG9",
+	"xB05HKLYELhy/JMNS3e0+ySredesqJjWjBZgSWQxzpNcP5mDu2FYisRV8RPc1QIgG53LGINrGW3byxHB",
+	"NSArRoVCWcdpKp6TgQaB8o6jSdXkuSGBbGK5hxFboKW4vEfrBdMD2oqds5GH6bVsdHdXqdNmio5RxvBC",
+	"hgI+wR7icmJN49Hzl9Zh0CPUjLCfGnMaJQjFs79O4cXpaTEjzntH0Fq6E033uKM7kSGpt7sXso7Ms6/+",
+	"CWwn16Etv+CjGe12IS7KaFVGMMKxDZn8JxHv7Pw78t3mYoyT9oL7bh+Bzw3ldyXxvaL5zaKWjSguqbpJ",
+	"kBaruSx4Dq4VfJloqiKCX+fbtMmDqhsw00XZAHgNb2l5gV6LyE1oXyDXTN8xJjCkkgvn5xhJM0Ztet2g",
+	"1eNDpBv3zHEdNBI04JRZ8bLkie6iG4XdeedsTyo2P/e76XBQrglwclYkrkHz1XkjYvfVhTmvG5OIWTmW",
+	"1NpgGkHWyKT3tJwC0/0kyvWwbAyEYANiyzWeUQZGbCZUowi2E5ea48qBIWIfkbhpG2rEiWyEHjylZjiK",
+	"ixwv+aqW5gJFrtez+6Q3u24EiODbZ19KWZmr0X6xERkcCU+LiO5hJ53lb4eyebBCqtk4DiHBBgu3nYXE",
+	"b6hXXc6hSM0W3OhYDFIojEbpZtzlKCk9ri8Oby5ZaBJM3w5+FD3epkZfCz0OunEz9HfMhXWnWbKUWuma",
+	"VsfFiosg7ogWBTeDp+VZsEY2jrEvQ6LDQUvrPrJXTa0MJzG3KzWNc9OPlnWEk3NVlXT9Ma2Cq6W8Ey5I",
+	"2eo7XV8cKNSHGCY4FAmKqmc89+bMPvHicDjsI+QblChaGvVhSdXSvIjmZHRg9vp/8e134MJuxxMZTqNY",
+	"Hecv7+WCC2AwR8gSbIQSJSXTEDpbk4IvuAa9E9xud9yIoeA7xXdUhq+Y/5fmv40oWK1yWTOVGalK8YVA",
+	"xXW5rpbWHNcL/Aum8LVZP9OwGeC//+14+m90+vOz6Z9+bP95ePWv0x9/eZF99/Wv/22rwOtnH+zLIJ1e",
+	"aKobNczskPQ6u0eU5mWJORqSXLMw2LBLjNeup3M/zE0doWFIdkL2uoGYHmVuNGssZsQ3GDg+uDJ/CDMW",
+	"w5QNPyAoxasRjHhziLElO6EVveYl1+sTqtlC1uu4xJXbp5a31cW0orVek9x9bx1RPeNJGMQzYJGikENj",
+	"dTWkTCN2BtpVLxJNxa/gPDkHNzubFxfqiCW/ZZC2YxY4cxHyU7UWOQa8GSGZi0VcOBwnYAbLN2cJi4+b",
+	"5tlu/kCB8TxakkaxTme7OAZ7xOMXsn+TxwaZBfucoDGdL+nJkpYlEzG17tjoP4aWzHtmB/DFTYKyr2y5",
+	"f7UkiokCMi38F7M2crM0PHNXz/8P1nDQDs/w80qRawa6Z56zasgPt6lWrOgintBzzkoKaZ2fz98HGbW2",
+	"V/huu5WgXaqgq3CG0a2CYFt3xT34pldMEwp76/h2ZEvRz3iWvHCdI7LqXbzmVjgissJhkSWrWUauWU7N",
+	"OaCix3NrpphGK4ENPjHff6XaZn2YhjlR1mrVv6c3rfrsLj1yI9CFk/9tpIO+OBeMKLXF0dznY3LLCyYd",
+	"AzwkM5+/NbO+ZhtxECaFvSSzP/zhD/86M8KHKJS58SDBlK0hQwwnlYHsMFtShWlsbUCRmhFF1/CZuw7g",
+	"w6ghvgNnsycITtZBqdkDnKbTwCCjCCFzUM+1sey7GmaDDs8ZVfGbZt3BoYDofLBCdkZx0I/TgmGBV+ZJ",
+	"3A0RA+A5tkA77iTaPLcDyBN7Sqvqqf2FK9II/lPDvFSOfqxEXwM4O/g7yFNAiUG3XJFPouSCxWUC1+ot",
+	"q9dnhjcMuMfMuyuqeQ63PuTQgIUO7NgH12v8JzgFtKyekEZoXmJmGrvXKH+jzKDrdXo4CcieYwfPc9TZ",
+	"SivVU0WUlBAIifzCokqZk+VQUMy/jeqOg2dFJ/7YZtZbs3tKgtoD5YEcfP58+voJGGKvS0P3tVTdxO24",
+	"xDMQ13hi47NslvoXCWUMQStuuChe8mJ3ke9tzTwcQ22FeVmrjh5qLhmV8DkUPcCkncGMsg3ooI0xjkIm",
+	"arPJTGsb47dBv9clS0wjiTw0Clso9I9UJeWCnF9enNm05oTfL4Ub9JorPB4++TWnwszhmoVWtM3DsNgB",
+	"+ecri57Tt5KiCVPEV2mZhJsJ1SObEuIuX0ScMQ+YWHABdo+mLHzIfnwuywSKTFcPW7GawpArKqaal3r6",
+	"s5SrZIsbt3m6fTeJIJ28lQ/IgY8MPHJhbTbB7km8c74FyKUb8ODvRIvlAmyxqewFUpVUG8aSYInmijyR",
+	"qxUVRZwtblIC3Kq29Rw/9eEcHoLDW7/crWHulIRLeRBA40OI5gBczVwiKhyTo0q8sKQA5yciVO0Q6PIa",
+	"TXBpc7YYBtH4M2MVsYAZ3hGLi4WwGaRk9JapMBvQLEoFxoElg28Txveh6BpnqXPQIuHN1F0Z90o8uCbA",
+	"sNgJasII6BqtEmMwIOBd85FW1WVNhapkrcd+3Pnm1yzAYNj0w7QYEWgyFGt3HsNjuqLqhqEyDZJ+yJp7",
+	"N0mcMasEjMNFF64h8d1pQrEKwRUgHtiaLT36EXE2HYy4wddLrowSCMHN0U6bqhiM1g3dVijOk+u1UTfd",
+	"Vb+rsGI73CKsbHa7VUy5jcNA/CUAfOgK8EdkdnVl0+sBQ+LqakYaUYK3iY2IWg3BuqJ+oBC1JcAGid4k",
+	"ffrPPAyFxfH0SB4tVkYfB8i7NgJEwk1gxQDYrkUGDIEuO7icAXpbH6bHA6ltoH1tQrn20Cu70KmbCl9f",
+	"64zqNY7PpCN2W+oOCW/ATHC8qXX3DZJdMFsUQ6y6Z5Fup+30SSVlCQdyQwY7Iseo0YRiWhg6ZLuaZBN8",
+	"MRowNAbh1ptlWw2ykFwsDsmn+dxokuRASL000zI3DiueZOTCBZkcUHtjg3JrGM4dXT/JrA5KDvByMfpZ",
+	"XfNbLhZPMnJuExsRBQYOMdXasFGbqHzUKpFGSsmXrGiw3zOrfHL3Kiyeh5jt6qhPMvIWX+q9f8fLktjl",
+	"NjTCrWDlltbOe5JN3DwnAIaCv7nhT7KJpzTsZ2gLhqFfW9O4l5ogsp3gbQNpJ7jOmEug6zWYE8/Re5yB",
+	"YGB+UeTCiAjdyMdz72O2D4cGCtiUMXsYYk7Keed661kv8clWJ34XT5m1SJsj4kJ+R2oy14+kHY/Wh0fp",
+	"YBZ11UKuXq/B8AVj7qhDD5Zv9xAOfh/SQO+iDm686D3doepHvE3gpG2PGOyA6f4zpX7ghDtTGB310WFm",
+	"+0QD2s4hDtApXBgK+IUi/5xMtjLy3qlmq8StweEFjE1ywMABhqmL49t0H8Q4EtJzRpB+M6JueEUOPOwM",
+	"gHuCfZwcWBSbI6KYuUWNXNa5RLEpfxaMaHrDq4Gshy3m1o7xYkkBqPUOAxRu4/zpJsYnv3fIyZlpYMNG",
+	"3zVexJvlIjLA/sKHSwHPWkYSnXuddmV0HfSY5jvnrCyUY6tmKYAWPArRdq5nARlvgO9ZevDD2EqQ+zlD",
+	"j4UlV8yY0UadmbOaFDJvVjYY6Tfyc7kuRrZwaYf22n0GFg92y9ldB3YNIyx7SkBJLSweCJs114w4CboD",
+	"lXtEYJXQeszQRBUuxZaYFj+lEbulYLQxLlvBaOdGabd7c2An+qSlK2vhNqJ0LsWc16snkb3CV4bNj27Q",
+	"mKOAXyScL3i3RngBgA16YAdpzXx3YPe9Zk9GXjyoEMTilzEzHu6ZI0RtMDNuzUJuv+ymjuzP31ubVz0T",
+	"RqA3FyeyEdAILatzjoeALna5AYP7I5b/HpJ0fMu4wq0i9t1kojlX0SvlQiOYDT5HRdiQnGl0RQtGqAZW",
+	"7FPeLRVWtSyafHRIr7lcqjS1BMhpozbLCnDJ5vDxvsTXlw7sLmT+CLXU3w6lnaOnXUcKwfoP8ILRouY/",
+	"k5C5ibW8h5i5l4Tpe47ImOrLCplpPOp3FmnCeYWMpJcv7V2FVssjMqu1qmbWzxLEyWRkJsUtn0O+lyxv",
+	"3WcoagFcQutTzchscQ3285kRYrh2FyK6QSH75uL0LJSrTLeTbAJ9TLKJ/XzIuHGmfz4JYjQjBrzLf+tE",
+	"cVrcHm+VwdEkLR8p8/yQPDmXeSw694QKJ97BGwnPX82HvwWOWvPE5xUV8a8rmkAUAcwurYYI274S7t4N",
+	"Y9XYxJ+azWumlnHDgg8nsg1jwgxDbC3zYLWrjUHzmGRk1sA8iS/CzzJWvsF8k3IQD/gGzB7YYdiWHU3Y",
+	"7W0Xvbs4Qwda/2ydtMc2EjNi0RM+TJMA2eMHMRkc30ruh0Vg8a3tanlLnx07HZvDAOODrsB3rGU8jgbf",
+	"SxxE24jqitgjXDiu2Sxcj1FbsKeuFG7KEVnJWwZycy6F5qJhyjlp0fbrJhaAFMomolAlV+c1r1mOpVEM",
+	"EWbIdTJgHqE/3jFf0GgLeYcZTXNAPeGLJVq/pvaXppq6H82r7mf4t3tgepty4f4lG+0OwFQwWvs/5vBv",
+	"M5yprCCLH/6dl4gEY8YXZf2qYo78A6zsnpBaMcx0qlidm1XuhPt8ZdHuogzMY2w/34axbQ457IpLZ3Tg",
+	"4s+ebQzog9tuG1UNRlxWzsOCMCujiwylOnbH992zZ90RPnu2VaRw1DJM5xcYS5y4Tm2kcfcqfdQb1Cpo",
+	"rHi1Pg7DnOM8rxMI7T+F0wbQFP0ALJDvfTi0BcrliZsBvzmHl7aHGNke/P11dvlv8WaT0VwfqIB4Vqin",
+	"chSyDIwocrADd0sMYpvveDltzCf0CifXfRy57McXg4JeoCbjGDyyVp/bjaWME6vkPw4ZbNuvdhIj9sM1",
+	"NrCq5y4t54LROl+2eUxp+qtYPXU2Bp/VQxR8b/MIwOcMUHcFhwh9Fg1F357WFLa/okLz3HXEMbyJlmXK",
+	"DGT6Hm7dhwYPjD1ltUjHjwupMx+WtbYO+hFwFH41gqGPsaueu6CoSBi092274OWQlR551zY60W3QwQui",
+	"SCGbawgvayqiJfmWrLjI0I71//4/L5797+Q/uLYejd6e2qYiPsteX1wQalTyICfb7YeH7rPBAFY0cXMA",
+	"dNaS0Xq0UWanHP3uoiSz8uHDQU0jEqCwRcLdjgXK7jXs92DHEADhOuaKFA1zuAA2etL6izGA0cdJ7Duu",
+	"PiU7Ghgi2n5QXj8d987cdO4Fa2aG2GWM7KeNlgSLSH1+fQYMfU7LUgGRGJK9PDkjkBgPsZBdPKcG6rDp",
+	"3AiiTVEN6f1tJak3QqeyOtEK21P4a/ySlHKRgMOK7aAkObVwP6Evmhwgus3Lw8NDjyfuTSso4cWzQUbo",
+	"SJb4YRZDilGsjYtOdG7bDkTuIJAQN3u3TsSa63o9LkkCW4UUidt/gXxfXiiiDHFcr0FreZKGsdoJwsoJ",
+	"jNaQmtnUnyusomytwZnXevGKQowrxzPwsMeNNtECjmc1u+WyUZhfhOPBVCPsTw06FPeoiDYeYIvmuWxa",
+	"xQbWc2dsrR98GP9+mFpaRitK7rZcu+JQ2Zid9jwmKXlD7kKyzjoSsfWbIkG262/BpboAUkOcs7uTSVg7",
+	"6jjQtJQLPD4vUehdkANP29ZHkJGClQz+gV4UCIJrfaiZS3xzJcUhei5Iicu6sXSZu6yf+INCDrqR/OpJ",
+	"5jPeXAYG/gkrZB5DDODURuQfYFC50W274QIwpU5waIi56o0vPtA1bHUc69/u/+gvdTSN/39ZV0i/nOM+",
+	"npD+RbuPY8SN4x/vF4Hwz5TzPLSfwkYfRfMwHXZS7gqNQiQsS0dP7uBzCox5Q1/g7W6tkSl1Pzhlgysi",
+	"q3ELgtbCh85QyIINpBtBQksrtQCfx7wwri16FlpJC64qQ054nY9HAR+9rD7QRIW/DqdIYdBuh51uv5X6",
+	"7ffXKGCaG+FGG9vpwlyCzLGdTNStnIz822GygVa4Ed5zZBgsCAf2HvLmFF3T25hRcDDhOgK7szWLultc",
+	"MqFq18WAcWYjaXlrk0bVGWxwOO6tl16MkALW5cLu8ZY/gtIBRPoYHtAM5zVjo/CdxkUp95t69uKbZK7r",
+	"QL7ta5vX6ousQ9ScBQcbMdRUKu3rMIl2dHsdS91AUNcbm1Q+tI/p6GwfdTiGZrt5sANjekfVFPNfh0aV",
+	"ynU1Xw/bIXfNagXF4t6FoypesFgG3YGHw7BVYFBO3S+z9QJTWIfmsEO+6CiKGRctv72ZXbJDbc1qW049",
+	"5ZnfPyHzi+VWZhsJlJahhRRyx3wudB8AJlYie3RO5baDNyJHcMTWJtDb22S/TsbeiMv5dRC6usPtHHjN",
+	"SE41LeWigXrblNyyWnFpFPjNEFzSbha6kNyGiWIjX90cYC7ysilisHAuwClpslK7ahd9ceVX2IxTbOHF",
+	"s8Ch6bUNx1+2BS+493Y1abi3NoSU8o6uFVRDOfRhdVQppqduzWdjaBLzENJWvzYrZJ+F9PkR7TJ+G1vF",
+	"ncI7cSltRSFaEKpHxnBasowwVxc0bN84shXl0aRgOlFtrLUaqWr3zql9vx2FX/uspeQRp9Xnz+0kSGPc",
+	"b1xs3hHHeUd5bXxK2RhyfZTLcUt+VnQTEErpA1tdx4ptAmijrZ6/gnc2F3XJaGlGtOUAhR29w0+MoKR1",
+	"lazncNwt5IAD+EqRd5eXZ+T47DTunAKU4GFhC1uCCq1BCeZBWOaReL0sWKbNXBU611sn6+qlBXjRuqbz",
+	"Oc/j8AasnO8yWYGFYqgmVCgjMKSqtzTzeR212EXavpUaDTPOKvkXqVk9ySYfpbiFf24v1uLxg4NF6tJH",
+	"MCi/zXYBMkeFW2n8nafWnlQPv1svVofiATOLgVpoA2/jaxhN6jgVBYuUB3tPlSalXBBunvskEXsRtCQ0",
+	"CoAdTIbRqNzWNhhYZntEcc2W3Lqu2gMwEvj9RApNcx2Dmf8QxFcFPm5MNsXPWijNnSa8SxUmBRC+CaBU",
+	"mi+3o8o6Ghg+LAmk4JaourN0x0TeQKjQoqYFpiyIGAZqIGinLvpXXNB67a75boedJOlG+HlvN5m1S+Sn",
+	"mHUJu0N+fZoIRYKhOiD2fKbglk88H8QxdM9o73AGeOmPdR6DJkdQpx3XSOg7fDnpdeZ6aLz4hpG925Hf",
+	"CHknsKz7buPGs5+0Fbfewe5t2cvAt79CTU4zkgQQlSHLaP2mkO/uIJx3hJhfdxHD2/qUHXF8j43XrF6l",
+	"2w8uc1av9vHGtIQVbJbtduNUhsQTTL9d++g5RLB7dxyb1YpGQbC7u7TkmHeHF3APOB/ST1z2W0xsXH9I",
+	"EUN7d9mO7I0L22T5UtDxemws1O+AzoNcpk2KH5XpsYNW6XZgZ72yR39uNll/5zrkOJxPZwlMNkJHGb35",
+	"3V9elAvIfwKsxvF0RW3xysF175YEHcPWkzaZttEO8LEaLc14K+uWQ9DDQR3RtuFeg43CCyMba9SWEcIL",
+	"+1AWtpwFOxesd2+F3KQGyOvC1iaMQPH068hT1SEqxcABekguAXcZCuQgbhAkD/nSpuB0Q/80F+Sd1tUn",
+	"8+9cyhuA1hSFhZ/k9hq5lsU6nh+k1JsRYPF2LLYKHf7m5oC9utLxR36wLUKk2CGlSNVzLP26ac2FstIu",
+	"+G721+nFbT49UfV8Ch/MbEk6CESAmFtwVUKo9IKLhY8qCkvIFxC8tjGZI3KNBWuks1fZ7RJFm5BsPnVZ",
+	"XWr3kuhv5nOGQGHVRjGEABp+t7LodqADW3p8rWTZaEaYaN3Z+NWRzVHh2vduBDsMFXalysdto21xnBDq",
+	"VveAlraMSFASlBeO3rDunpE0AR9akJnZyacrNotHHprxbxPcPqsIO2gHbxvpl6BuiTTbOEORPRhiFSkZ",
+	"55O7NLEakOxePku5Yj7Kp2e7xwt9q8QaFbUeV31wl+yYceDLv2aTBROs3lpoXuGAQaTwX+zqAbD1fFVa",
+	"aHZvDIBgYw1O9KkI9pBaJYF4HS6C35KJX9Ng6FHaguBCV0P7sepcUdEKLZGrpK3Kvq0qLmTkAVM5OX19",
+	"ToTUFvvNFQ0nK7om18waImu5OkLwDvt9UAMLUI3MXnTWPawzEZOKvcckMISHbqcU6wTqo9oC+bTD9Tcf",
+	"1/batb/0y3WNI8vt1bn9HvTN8Vtm3lbLj88NTBj92XFFLF4UoqtQjTFxe82t2q0oUDsKGx12RIzmRVaN",
+	"AgzITrlee3FAdiAUX9qJKLiwRPE8ArbS1JVUQ+iPfqmc8by3O99Gy6HV7JbRIANrKCAJwgqoIB5hnOSy",
+	"WncoAotw2RFh20EZrpwKuEwAE8jc5kc21giQjECWhMxGvjDn3uiVrNLjKyWGO5tmSiG6277Z1VBjKXSi",
+	"/l7cbEfROnRhGbqg9lwQYxwvdDdcm+75o7nwBhvdx6EXbvQj7PFvWUJnKEjxH72buwRAPqyszK4hkR7R",
+	"ti3lslnEJbOKK+QjdAq4pPKvd69G8khxjZ16IZnLdnzxbIoFJ6NlRg58NT8zIgtg8+SBgZC9miLpoQQV",
+	"Rh4ykrEhlL9d5RFzod0jlr2NpNCSVI3uFrwQjxp8ua0myfZgzKFTMqYQCeByw3bVWlU7BFCO7vhhpUJ2",
+	"KtQhIdiRYGwPuHCVnpaSQkqeS6QICnVAIVbgH7sWs91+v5GD59PnL/5o5l/THJm3kODurWUZ/PxkL+l5",
+	"I+5zq8A2okrIf7qY0POQ35jOyIH578unT4n9Qb18+vTJEfJqcctDRBYgG/P/Tps7WGpdZcT8VwFuJXU3",
+	"1+fz07BGh+VshySIaMbicOSgUax+6coT/usTUMdbQbk1h7pqPI8WnHpElCG7lrAIgmMebgLUOp2lEZjP",
+	"KPoWlN3EgxEhr9FCGLsdukcIiQVx8LNi9aMZIrxd9PdZWftUcLBcJgp9/iaFtWtZstNCDdnsvFXZvKta",
+	"Cy+oykfWZN5Vp9dkUVOhPekaPu4KHbPHVrLDEBbLV1HS7+O6tyvchmOE1nIPM+A/tuJLNKLlv0qS90uS",
+	"t9SUPs+Fsy4miiCXaw/za+4EqeGf3n5ItFygtAIryjXYmBqWdqZuu8f8eCBPNTqwyyUjcyOq4BCgw57a",
+	"NlO3+VVF9dXsyB3JlmVwZYOw4AwDBAIGbXBNhLyLp7ybrsbZ0r1Rb3jHXItumq3XMr5daMn+rGIRqZdB",
+	"0fLA5QLuFa3wQIErEhiF3RgLLQHmV3Mvt55sND4t6S0zQhd8A7VQIk4K39lIP8PGIDPEx/TMtSWtFk2m",
+	"52xN1e60LQ5n88dH0WE3FZ+6LbE9T23Pccz8tKfzLYhBveHjjJFq4cZQaR8oECclNbNyuGsqp8Kr5Fwf",
+	"xbfxN3Fl4pUBkCpMzGWdY3Ab3jrWM7ubqxOusYh0Gr/d+g4bCK3adLAOsRjTcmwge/sZe7SXdY9F3+mI",
+	"842d8ddU03OmzZdSnBgNoqnOUvjgF7msGEYwFlQbGrEfAqSTaCpSy0YUmU9dA2AKLDi+9qjpo9B0jnOs",
+	"WG7xWTxszgYceXAosGB/NJbYzowomEHFapyAq/E/fh/9UtkvY5s6zg1pp/IwN2QKywxLpiXX78i5ybwD",
+	"bIvttuNTdJgntavLFqz8WBo7bx7uXKwbAWLlEC0+lODqRhy50g0KYzocQxol6g8SpX8GGooZ9hGhZUna",
+	"j7Y7LLfzupEk0omU0DXlZcwPtYvFfwD+LkkScZAJ/N1wni+w3zszl9cIv+NTFAx7eThnsWsR2dE5FzwF",
+	"lf2mFTlgPX5rhpJar9FRng7altnLQo6OarTW49gqXGA94b3XYQN9w/XUWfwIJwyClUcwxWuq2AXs/7E5",
+	"dTHK8n95mEOZg/ZqFrGwbWwSPYIyRRq0X9i62V3wtJn6qeSazaIbCgtfR8FF29PZVuT+SpGfGp7fEP8d",
+	"yZcsv8nITN5YS1IQ+7wJSAYLpWIyiFkvYp97yOZgJUYdN2zmk9+ODbe9xQ16tdbRI+/WEUCkFP+ZGf55",
+	"vdajI1JxIH9J5cTYabqcmD6XDuc7IuZajZgJFLzffSYb8GkLLJjZnV9IP/3FDYfXbnz0zNjcWPDEwpGJ",
+	"l0jrvGdvtBqJFO3KjLASkbZbdU/XNI9k3d4Mqna2mU5alIuagInWdMUw/soqKq9ksYa/VCWFalfKCj7r",
+	"qL5nDn3cu/kDaCRw7uyMuOqd6u/fXJKntOJPb188RSTKp1zM5czIEzPsnFzA76diLg8tyc0SWQHj09eq",
+	"Wl6XbJWqI26excAU4QGZoyIhax8a59bX/G0EE6PdiMWVjeYLfgkb3Jq56VfWY/y5oQ2nfb0BOv+BXS+l",
+	"vDkV1/J+AGPUvEMqqWzMMLXx8HhWRuIfQVR3VbWWFLvK0Pa1LNYWtxiqRiBFbgW8Mt/GTd7vTKvgFePC",
+	"4UgQwCs9+CQsBJatDhi/LcbjgmaE/dTQ0snWACCIAEhcK7dGd7jQAwiWW/yOl0vWyUJAe5PdE64TGc93",
+	"/yMqDF2G624OWq7LNYEMlZzxW6PG/Y+LTx8h6uBJQjzCFwcD553r0Zws1rbN9S7iHH70bsRO23wCh+cI",
+	"vESTAymu0EVzlQ/teMrhFdSpfzzS7R1iDkXJ3RQjs94si94roB7sR7vv4879doBJM1dHwNx88s8HL5kR",
+	"we6M2j7ntRpfzi7FZfcBmPTAkgHG5xcAlQSocbj0N/OeDffwGSfAMbDMKroKYoUNiugWmnmxFvUXGzEv",
+	"dyUBWyX0Co+c++unBjBfg8wWLsWVm3VGaMWvwLgb/NZaF68KJrj5SUh9ZS/tXIp5yXOdkYquS0mLKy3l",
+	"VUlrQ76NUE2FqDtXcCivzJJlpKaaXZV8xRHIVmhWC1oaASDIKz/y1uhSLrhQhBaFn0iAU5SRnFY6X9Jg",
+	"zO4X+3rmbONXGHBdZC4hx88WfO2AgKTq+VXNzJZaNHJc0cnLycZKxOuBa8ox/S5u6fplCzrf5M29rilZ",
+	"9Xd6To0OBFjdyLvNzmdENfnSsXNuAYXt9M01C1XZunDym5kIG4Q8FnOatZLgEWBFrRiFuk3k2rDEWiXA",
+	"taG+/baKEhWj2oHDQvSES8wqKWSi0rWZfM5Y0Z1fI/qZrkG8zK7Y0j2JZfbXKbw4PS2g5h3I9daZMqLa",
+	"lDnTIaK0G02UmRjx5424ZaWsWJzhXneYSsFKDv84cBoOOc7I37EhwmxLf588wZPVrCBVWZZg7SUMqM5W",
+	"HeYCtM5I7ATVNE3aUVhF0/tUVSznc57bDrIWUQMkKkOxXNOSq45W4ebxlUJhEK2BuocJ0S6ZlScjGgt8",
+	"DYxAW7D0Wiojw6EVD1Gy4SdD0OrIHie2qqRmIl87ZEd/iTQNL5Iw9h+3ZmbAa5nNoVCsBPsGEPqSotvF",
+	"rX8kvCwO8HNiJUjAfLlrVcVbNCfzBRfodTDnlHYFZJ4Q9Fqk8886j5botyk5vDc1NMHBTeF+ByykoFjH",
+	"yATBYdPJGa2NHtjHE3HEnrnk+HJNnh8RKsIryX8EYSs2TBWZltHcFg0DHXOs2QUC4SLCIaz8Biq/rxxu",
+	"S1pmk1rnTnZFIRUL6sC71s4iGw35plMrYU41U3q73ts3z7hjElJrf6/9hLIW8AgOf4xVIXrMyZLlN9vs",
+	"+RZ8AeyDm+xlF5MDGnn6LltsmXBF5M3hfllTfmxR0OgY8EvXKOq/3w88Jx5K51FthgwV76TSl43gYnFc",
+	"VeX6wU43alqBEEGioVkMK4ggm6eY0kdkRhLCnTBdyGqWm542tHYjX3JInHv7LB7Bw5VNcLYPEOVe2yoM",
+	"2JDhKt5KaG6UI/Mf5cPm7pZcs5KDmcI8iNxxPeKwAxysPrVBFNvcbrSz40gDQeTFHiXh4UqiC0jutIBF",
+	"5sa9ZTWfc6zqGlBWBD57CGu9b2gSScR4F/G+YHE7Vrx8+2s+n7OaiRxjCexK4BaNVm7bTTDNpYq1jz1F",
+	"UFirrXY+Eq8uKD0eYMnj8IcJx495aHGumb5jjgnbvGhXaqgIz4G7Cuz6bULKLrbREzZTQN+qRbtzvcpU",
+	"EpN9AQAi0sncdpDC2q0SjMhOKdHWuacSH6+4WRUolu9yFvKHvc3yXVvA3XJNqJ0WlOMDpTjaODwZXvy6",
+	"OzWI8oOiEKilWl9xd/SpnNAbSBHsbEtvZTNPEW5wY69Av5Jxg13IbEN+5xl0hDZdHNDAroWxAO7+n/OS",
+	"TZdUFCXwasH0naxvfGUzXt1+F4/8249cOyIR10EOltHbU8ScTqrzycvt3WWt1WpPus7g/Ms5matDWJwV",
+	"vc+IYPowlzU7VHJF73MpRPBbvWKrq+5rd52feHX7zSGvrkCKuDIS/hUACARPdV5d6Ts09vR+nnNxZWv3",
+	"9p6s6P2VWoura5rflHLhn353mEsxP6RleWjjxq/Mr0RCAGzOlDoUkCiY8gnI1YqJIslBEMUmeA+OFkpH",
+	"hnxKSQu1nfvbE+Yod+OwbQykSwxbjlgZqy5vQwrN/oYHK6j4FWP5g4hNICbhBYjkfiebsggu8xEK2n+y",
+	"612uKlrvdL+7dRx3p5u9e7CC4OIaR+3zLjqCnf2eSsJ/Frl9eId80nqfHW+5uJQTsNL4ouvPrQp6PlAi",
+	"1+5lcIVYIbJzx+RUgGoByM11QtpxLw1X+bWdBT0Rvaxls1gSGqgRD4W+Fpskh59cJwzW7eLGLbEhCbTv",
+	"7sE/WqllGw5Qe+7dymapve2MP0Z0kMK0LwZDx00TWvj60hM4JY7B35UsAe/SI7speEtalkwsGOEr8Iua",
+	"fsTa5VflNjgqDND9LkqCMIItVZis76Tt85phVDviKh8Rn0eP4YzoqDD3M+VlUzNFDhRjZGYdQYe+15nr",
+	"whUuhhafjMlZTycRnkWSB7clBu6Z3RZ2QQ7Mok85YMVyzW/Zk517HZFiFqPVD3xRt0FhWLh+m0kOQyhX",
+	"7ks0C8UkEZbfxBDvwYqET48gXxMwDsyfmKeJojbWSTnDxwEvHMUCoA80oUZEh53Q1mB2ZoQDqGvsvgIP",
+	"58VOoYmIEYkQ3tjCWCTYcXkStuj+g9IkcHvS1ww6y9BMjO+mSscrXjTR1CG2kreG0dv0ZuJezRCbAv0H",
+	"Vc3m/H4sBtxwuDg070u5bGTEPii8FM7GPvVU0kB0Gw6HKLH5rcrcwQsWPXbyP1VMHFd8IBj0OBb+2UJb",
+	"QYppo9nDHA9DsY4rppcyQnzg/MKHcUebG2MU7sVPgBch0kEjXAEZVuDEEjl5NFZH4ozqJTF3dUk125LL",
+	"l1JP5ZzM7qfqNp+27846JG8DNX/jwFCYPHhW2hXxP7qXgum0P/qFv0LTkv15JYtmjHfG7rdd4+4+dhZw",
+	"bKxpSOOpu+0EtCOuHEmCwmQ9/t6vXrOFEUfrDmn0Q4zwoyTn+EvXq+rvlSCAehMG7Ysxehc3dG6mB8Cg",
+	"QyaEjfXAFHsye+raeTpzDnmABbnHqmeBedkv+8MsDp8EI+YR2Bs2mZOFfrDkYrPCzE9n7pddRYsNvhm5",
+	"Q/w4ti6kfzOEOvf0MCZAEeextSOYm4NSCJjuqBjFHUmiaq5LngcnZefLsHeW+ldib307Q4yScm+dhow6",
+	"n2xYgI2dPMEQboh5iVOf0lQUtC7acISepSaqCWAQjXkG6dkOnYZCyIwL0YnfQKngiMsgVuMr5VC2bgMA",
+	"b64G4sB1zReLeAktcPs1ynr9Uk3Efe2uWT/uEYv+2gZfxRccY2KcQGLW68ha1CFmErLMAXgI1N6IzQaV",
+	"6hgW6qeLS0VWtGBESTKndQYVB6yU6xDwINBpbOEJC8gxGK7uY83AVmkRPHbk3xDAmAS2fmUWlxUewfmA",
+	"arKSSpNvn78IAbp8rhxV2qngTgJBBR2CBFWcMJMRY5c+kolrN9uBJkZGfD0gf8KteLyUHFX6GGlkcNtg",
+	"kQzJODg+W0K9heBvg7ajm7g1zcT08E7rKlUjCQThLh4PDAqNIXY4rnaJhVHJzTKuWfx+SYwoLC7B7rcu",
+	"DiU/UK65WJybg9KSN1ekaJgdFheI3oMFA9T+izSq+HyPsbTl55trP/wU5RoOYwj3mpVSLBTRMo58XxXj",
+	"TzoWRLMlDbC6+0PybEHc7s0lFZrm2d8GfQW18D3XCufV4zJ9YuifnB0Y/fZUEH8x2iXkMRn8f9lkkHbS",
+	"Ph/E3oI7ZYWkrtkHZYV0N+QLJIb0ZgGSlBXTUllUoYTmsvK8fWmTjlJVhFFom9MVL+1091l2aCVhf4pB",
+	"P49fBV9Mt+9VgCG76HahlY2SRtuakaLueFnktC52RPX20Qy2A25zKtJ3e4LA8fuO3LvP0nak9ZjTOCpZ",
+	"nMjVSgprY2z9CmZE0Ym4xYpPZYbtHP5hZldZ2pxJF5mO0qQNJd/SWVymDjsNhuOXeAS9pESK48WiZgtz",
+	"H+GtJOftpQXR/BCG1p55FyuD0oXhBwlHKUBVnZkWInI3NOwLvUFMfZ0v+S0ezhGs072e6ODYPsYpjGyz",
+	"neQQHwyWggsslAArt7kEJ1TkrIxZ01+3beT2JXLNQOUyi8trlEGMepBalwRYwolcVYCxMtgpGpEgkbMm",
+	"NL8R8q5kxcIhGL+4vx/ZnWtTLAb7s2YIkJ25OXhyUVulYkQnb8HjN9wBeKOdpGNNUEvaKJDSqWh1uRVd",
+	"oz5nFmE1cgRnTBRb54gisE3fykvKV6N3LRSfR3ViAwV5TYxIFk0MGXkfu6l19jKko97o/HZkLX3H2E/B",
+	"VWUkBlZ/EpdLrj5GMzLD0Mj2C1I3IsFoyEFbwTgB6W3x1ndnPSGw/kiWMadCNvp8LIQPIq+3tV8gJeUe",
+	"oMuvobotFYIVBJIUZZx3JSiIi7clXyx1ysYRnLo0Bx8xYUNuQAiDag8Q5Qid0Kqqgu2vDcqyYEqDkVaP",
+	"zLHCT4ilfCLr+FAfb4zgJBxNJM5fMLg9Y452eAX3jkX/Au1cfr1F7W564mQHFLhxKvoLMEZaCVTbmHzb",
+	"EVGgRAaAOmekZgXNMVGvrdHB8pohvESknJbRh9OMiQoATSdMFAC1CRIvVuFKlPqw6zp4PjZudzQGeIrj",
+	"kGRpdm9/ohtjiPTj2NMIaT97tY6ePId0i2kktgfX7UMiqcE+o1wBqOGCG6nbBhqxMlDE+t65T3Dr49K/",
+	"E6O+UuTz+fud9SDUCgBsMyPCLHrJbVDFeODCJVUXQOMDdGxPAaAtM00OaHlH1+gKA2mCEkWdwPzkKDg3",
+	"hGvFynlrZQ/h/SMFNUbZY5MUsKL3x0lzvXuCsKSOBVjzKyJJo3Ay9jLbandOjhPX5vMIE6BdxTuKCy9r",
+	"tAU6tO4dT5yKh7XaykBmHwN9YQOj3T2MJkzYCP4LlksRA7nHwnzI+7w3xmsROS1LCC1U+P3ILRhjRIWj",
+	"2jGg7rhotpMxbKrTzQAFxOyxUWXdc4+WL3mOkAU30Mb6d89Ca6ptD/smFXYNuS137hp12+XoXFc7Xstx",
+	"E+5laPT2Amz32k2bPeGDzAloD7J1diSIbWa3sabHsNF9A343RJcAwt/uzFZJZbCAmHl1Q27BnDabeVRC",
+	"hKUsoVubUIWxmHtUDYtdy5nVdLrexlHVGve+vI8IZhKBSG/9xKSQTKGOB+Dp6IFSh+QHFLH8mF3xCrC2",
+	"O5up0w9/alhjWZ4tQ8G1IrJiIjQGGdWcHGhvqjcyKS9LspB4na4hsm7FfGYZV07ZbOs+P0D6oK7kNBT5",
+	"McIIVv2xMbZggXFU9KQFHu9gAQHCEcHNMPQ4r+litVmrBSv5bAmKTkk9bwCyhPlwCIVJX2zO781eok7G",
+	"BZkd/mEWhA+hofeIlGxB8zVRgt6wq5wqC46GLeGORYWoHctQteVrnz97tqWmyu4yS0aeT58/c5XAraUK",
+	"Q6u1XFHNc2ujYqKw+CqhCasx8kMyJmGFvikzchi4/WN/ASgjjeA/NYzQlbSIQlXaigJz61QH26MKmEqI",
+	"s+8+HJ84iUrOyfPvpi++/a5TiMznF0hhOesRActLYcsrY3CDkZQQ9QjjZW4Yq1QnD9r2AosPXAFfRLlN",
+	"Ea4PyZu2+BXEzeoRRbC+/e43Er1eTL9+Nih8ebr4OqSLF1vNCFasGRZkBoWXETfrJVN63xu15blppIVk",
+	"iPIlu3cYB4W5jQE5yL7ti8b4DkZdYaNjDLSEpoOkmGssDwzRbzzHjn3wGxb77CBqVVQvCceapGTBb5nw",
+	"T9B7bgOihlNkfh27P3Hwi8vOEvkLMoy56bsY8Uk6lyj8PjNTmksQa7gIJ7fkSstEUE8yNqlNVkKIX4eY",
+	"etjd5V0ilY5Rl460F9cdd4hB4X4djD4it2sibQxIsMqpWJGPqfLCsPv3A0GQ1nINuLRHiCzGVWt9o4iC",
+	"NhC68bhYaL7jthObBEcVmf3t/M3r45PLN69/nD0+8tmmlf4x0M1+C/Cy3wKk7B+CRfb4oGLkwEKJZaTW",
+	"eYYp0hnxOGKZLwMQRRGL479pWi+Yvthy2rEMVct8sAIVRrHHmYA1EwNICWoa7dPrdWhS3B0g+FHRzhJL",
+	"sIXhjIMJRgb0z4QPjFvt8ghxCnthBYfMfZ9IMDsSexe3G/GlQsHuwRc1JI3IRucS+RXoSZiC7C+teNz+",
+	"UPjHqQ4DEVvFx/kQvQL/2GF520Os9xAJUpVWzmjN9XqHzGCbxEgq+PC/EoMnDnoj7ey1sWdtVR8dxANg",
+	"CNaSqiVT5M7c4yGSyYgwgC+XP7Zihh3EAixYPcWHxCbxHzm8+s1dfY1v7LytSKkfoBtsI16a5jGSmUcn",
+	"7m5s/maObvrUdeYSk47MAbML6iBK3PHD5U7CC6aJ8T0FuUP1Ck1Z7BAbJ9K2PoIAXbmd0zFFkGZn58ff",
+	"fzjG+kdXsESzbq9dpBTzgq/CwxUBe8BOkvLmqW5nF0PLzJfDONttCx7iIm7G3ZZlDjugurnmGyMcI/Ma",
+	"DvKOqmW01JdlLiRfUi5aPMFwFjrI1mSFJ4o4UlBqOq8Q5CA5kZGYTO0GtH1t5sf3qTxchBhBRs/gQLI2",
+	"SJ69iqsoAWCNb4BpxNK8ORVgS1rvAn/nytihZaPtqE0/6QISopmByJooljdmSg+JpWj7A/ui2gH2t100",
+	"XxbFpTVu5rX35uBGbovhJkqVxi2RAR7bNrS1dohxreK4LDer6e7ksYx9PO4Ka0lub/fkGWLlQc3cON3i",
+	"C0Cp3jBnA72tIjEUvr0Fy9I0yhWpGyEwTu3uyIZmTuGmt+ejdsFMeP9bBl/2Yf93djhC/4VM4DaMciS6",
+	"KThHHA8W5SsABpjzRYPm1/hQcRqfxBA2l+/JxrW2i5BLwABq1OBy1NH9NbtuE4rDo2V9vFOohZSRms71",
+	"9FZqVmeutM60jeDLiOLVVPGFsFW3ZY0YYVNn7t9+KmF0oVMgWJKsjT3ZdlTP6Vy/5nQhpNI8V1Erl10r",
+	"n6kwRMB4K5yKgt1H5ADzcyeFEiyZLWyaDORxW0xkpASUy9WK69H94uuuKOp6ZCfm0xMpNM31h8hSfeBl",
+	"ya0viCguchZ2CJ+1WBe4XUfk2ebJHDmS93Ixer6lXOw80wtBK7WUw4sK9dZbFwp0puyHY/uCiSdRFtvy",
+	"Js5H6JYuEFKFtL8attIvpRLcqM3qjEX1pwArApjHrQQbldW3dhEDtx6hLuN4j8OWNXkLzpaEVKxZvUrj",
+	"6bYMzby3j1XIxTlBPz366p6urHvIY7QS7Gmw5v3zE2VHjBZcMKVGFWao3dup2gyFvURip/V1U3cLt2AR",
+	"BkFWwTEeScK714B49DoP8mb4Jgz17SOibnhVtXafXDZCG0lyCFzMfjOmmzuK8T91I8IMK18NyQX+dCsb",
+	"pnR/K4BCSQo3iCzc22F4Ik9T46xrLVFZiHDDxxP0BT9vMfvYJa6p2DnOO2HBOxUFv+VFQ8v+CVA74LN1",
+	"DtoOyL8JZFJUzWhQ0ESl1Ptivc045ATDHY1E2HYWwgu7/Rm0BVlwvDOLjWex61zZ94cCDkPdcENXCQS+",
+	"CNuq1+eN6AQdxlyzRtazR9fC1ysfYIbFyjFuaBU/zy76K4qGjXFhbdl/yLh04MHUjd0l86JpsxUDIqiV",
+	"bUjYlhCwoZivL1hJpe81cYs1WLdkCyFtr2Li1jXHT4xYUNRrV8V+w3PCNCv+zNbbccjtu4BLBycVwciv",
+	"mXuCqEhBX2OsjgGZxu8DrjDfJmx4F0IEgF3zGpwbS5ROhOaAa40HQD0aMGW9Y8IYHjRpwZGciOrfwiSP",
+	"Xda1R3h2kbPOdmddehzI8OpMd7NMuKENxJSD4F08zRpVfa68KdGI11IszGt3sdjyG7beilx20/aFiJSQ",
+	"vj+O0vDl6PiDhjaDH0DEjh+QCxS/o6OKuU6wLesf8oj7u2QMRTnKJGsXL75/2ly3UpykLZmWV0DsgRON",
+	"ITYoLOyxs11008ZxR3W+nNrwL7CEGqVhuqTK/xq3CZV8wa/L7eB2tvKtdXLirJBR4eU5klpuGKuO55rV",
+	"aRfMG9vTXc21ZsKGBAPNtw6Z2pBHNVaNxfSJpCjYzYJ1S2ININ08RJv5ChYy954tUeP2DZKXhYT4IKXp",
+	"qlIPzeXdNVE2OpEj8iyRuTtwtmXJ86jDylI+wTdasHO7BFyQO1mPKSgSmK5tb32iDLZvY0FiBDXqqKYu",
+	"/Nf2yoBgjsc7rAl/BNwao4+efX+fm6rjIAh6ja/VLaMlK44rfilvWKKGvXeVGcHIfADRgMdnp+j52Vwp",
+	"nW5rbs4WPLfN+jgkkCdm6ja/qqi+msXNL+bDcdqQH9owTboWbdvxVUp6GGpZsoxQ2PcCMxznm14RvMkb",
+	"xWpFlrKMZDhdN7zUp2KcuR5eJlwc4b+mXFhfQ1tqw+XwyTqkpEhVs3SadBsvIeHO6aVJh1wSg/TA0GAl",
+	"f0D5NHdWd4T7M8cdfCKYhHUEWCfXDK2TO5h5PmO2R1i1wDS7BeVaDToIPRnYIS5q2peVt6Y5mw/HUX5y",
+	"uAPpppu7vZly2ttyMC5BtkdQT3C/3TVHYytrxPMDR8kcIj9arBQM6ocFaANFCl7fh3/ahU5ktLqT2t38",
+	"cAopPMEUZ0n7Zv2ZGeuP9R+MU8EMW9vb+3quVXXc6GWbQxxnkeeXF2dBnl0LV3FkiAgJyOynsikdWL5j",
+	"c9ZLqs6SpUzaRH/XAKT6237ChndM6IdQ6AuodD02oiaojY3ATLAC9he0ZVrR2i9KykJXRstmLhhkwNES",
+	"kwM7zQshG5EjOhfXKihF4zGRt3Q7hkkE23nXzeHF7H5WlTT/TTPVk11y3VWWsBg7Ci+u2pBiyJYl7BoV",
+	"XVFmhwI3nxWrOzdFuzA+bbBidYcotoskXZrLwuo2SBNZ5zCk0tvHHdo09+kdXMt6AQjTov2WLr9xLH8K",
+	"WhvPpTb5zIN51lA+V+CFYErb2OneWsRS1Bey5nqZPrD+DQgTCgEqPrz+dpJNLt4dT198G6/mSRu9lDX/",
+	"GWy578Cnl1hgC1xGZrbXw8PDGTkOPydL9HSi9I2ypE80Ro7ZMktDvOdvT8iL757/C0TQmD/+5bvn3wHz",
+	"RrZNIaouIy3kUMjEI8GJIpaWgvRO4CmWI8VhYmChygjjXhA2uhqm+1l1fF4ztSQ1FYVc9Ur47uCZa1mM",
+	"jcZ22Y8Zkj5X4cByZ7nFJTSLAzZWYPCsCII2U3fLTzJiCvyfDS25Bi27qqVmOexZA95CsEasGCYftwOx",
+	"JaqFJD/JKlLpxFBPlKzG3DAxxqZa076/X1IhklCle3jh7d1Vs6ldrs7+K3/+3KUKCw+ZyW6tR7kvwW/p",
+	"GChSYRacW9yP+FkLZhJlK424gLDES6puHuynqhthQQGgPiZ1IY+aqojr0762HRkDvFQu9t0pTKZNu6CF",
+	"PMKQYozT4lhzwKxXqsbVP8oHNOT4MUrAig1GUtl3SNG+NFz1clxaQdicTV4oLerwjmLQQiYjpb8H8oDh",
+	"W59AvJCOXNH7qpax6fvqS99/+nD817PzTycXY+uwyVo2mothhNj2rZHNrtjKGtUGxQCc9gd8eQe/eBAj",
+	"FyudJd7ykr22LcgtIUkVE0bsYaRoPwhKe+VMqSMyfe4rtpGqpNosQQvFYk8gH1vxpqZzvXVtesGDDnRx",
+	"23dgUe58mIpF76Z6tATaIbUOhcQX1++2nZgb6MBZ/uDJI3kUsE1wg3CYSOQM52e0UexSalp+jEmn5gFZ",
+	"0PqaLvzRBdMNBs2YbqCWpZC7hSQt8jNW59FM8u83e8OMUSN2mU/Mw4PvP31/8qSlKheyM5J8loxWx2Up",
+	"81drHTu38DNoQeYlUKnMJwS3YewkzScXa7WtD2jZbpa81pSLsEaWRXoQCwclMK5v0ay+z4dOrZOJi9j2",
+	"5uu8ZGOnqZJTRPK5dhN93Dn2DmVvS3urH4zSrU3Wp/6QKgdO3lk0SgsC6w0LMzKK+X8old8B8aAEa+BF",
+	"1KSiqJlS0ZyZgtinRy1KzezZIfxvhg58KKSiWT2n+UPi3nF0QeR7IridK81EFPm6A8cF/NxI/rqhZbkm",
+	"kN2aMidtD1DctF9cm8WBYiRx1EgsOLgZB43TdM4H5Ufb7YFWHAPlMwx+d9n+06XWVUZqrSoIlDf/hEiY",
+	"O3Zd6zxuEI+SjCEkmxmeeZWN10pbQgLH0g7l+M1Xb0QRy+jbbPOoxYyBJxbuk4tFiasxvvQcBBNFDn9N",
+	"hYK23TuhEqZzo1U0RTWiIiRuZNBX5k+MXdt28p2cA0+pW0Iw24Mdt/uYJ2oDkMeFAeL4tkjLjyGXxS1I",
+	"525YFYwS4Ec8A9rBoBRwt9GF0tMmJWwN0gvfQl2LiDVNuPo1WDcEwFChMiM6MbCJKeZb/MCuL2R+wyKp",
+	"5ENFVcN0NMYKzOKwIFlB0Y3hWnu3XPGtGZ+5TZYJ7CXOfk914PyMc8DhaiLdQSKuHfgSqQuKCku3DJ+m",
+	"oFBIp5iqm+TW3azpiv2Zx/iMuQPn5jExLXi/29h93OLMtLoDdgCIxRZXCtR27gC74luIPySVPlD6zZjt",
+	"iHw4B/QW8q0lK0vpkE+wvPJa5NuZGDwdkfAUrPSH1K1o1vl/XHz6SDS713ZBdl3svKmVrGOVkSmY56UC",
+	"Gw05mJ2/+cvpxemnj4enH1+/+evhxZv/OXsC1wZVytAg4kNie3i6ANGy5oulDiOX/FLGMZC28SeAJnlj",
+	"kX+Gb55PgsA2ZU4DxYhmFy54oG7zw85CHd4+f5JyNql4+i/Bjc/I3XJtbcQ1oytA/IM6gIn2zNoUQ0O+",
+	"C02A2GYuheaisaKKuWNsMKdZcSjlZyTplD1qZOBUe7ZqNi930HIU+ykOYGSRi7hWDv/m4HlGXmTk64z8",
+	"f//X/+2DwRe0UkcYXdxAvEhs1tgCF4snRyCrwGrB8Xcb4RO8bGfOnzBiCnHu8NazsiPbHUhn0JO/umrL",
+	"i/1AWitHlyLUI3IRs+SZO8LbQmwDjuL5wamYywiQprwzB9inw4zlJbQxK6J5TuO8G9pdMtJUi5oWbZ6N",
+	"0Q7aT22tFcvNlas8qqyvI3qeXBW2bVXasn5eOyQMGInA7t3d8E2uGJLhaldxKhSAItErELpXRpOq3aJZ",
+	"8z5ikfICk3kF6umKUPOxrcalobBYwWhheIRKVNOHO+VyXaUC2tsLXGW4TDR22aglrRiJXFf7rZAXKqKI",
+	"Lcli+/bW87SZkZqVFNLKbbbu8dkpAWgQqzEMsOX4HlCSlxyD5s1Lyl5pFEz5sBEt2VoOAL6oRIWAnxom",
+	"UnWbPY8jtdFQzSqzn1Jokenrz68GCV5r54HFrvAEHlywfOrfn7rMEF/rAUjPlazj2lZOn897mCaprBSs",
+	"4B8ONuszix5JBkvktyU8JsGRjzG7C3rLzmXJHuxtwkAKs8vShjdLF0xh9XRmZHtU+fatl9iJywvShRGE",
+	"eBSs7M7Bej3Q1y3pTg+L5AMVBZRw0Jm/f3NJntKKP7198dRhfTwNethI4wr4tePLLirqkXK24qmc4ayT",
+	"VLYRf/FoNLcRVxGhPyzXaZP1FV31IqwMR2pcFE4M+PgB4VtHGJvsC/iVTGtMES/4wmLhQ5b6HQcgdnNO",
+	"8B2V4Svm/6X5L2S2qFzWFjFnua6WTIzABq+oac+M9d//djz9Nzr9+dn0Tz+2/zy8mv74y7Ps+Yt/+fW/",
+	"RQ1yyZA5Fz/UxpBZtlnKBYSPmVkf2dheGxfCPOS33xKHwnXD1tvxv/sT/ONwUIJ1Z0/UbT7J9guDi0S9",
+	"BaErQpKfGqkRhb/kgpHrmtGbHffl3/8++fvf67//Xfz4y/Ps+Ys/xndiTBTZ1q3ww85lKQUuOJTU04yo",
+	"iubbOV9n4C///nf11Iz6u29igx4fl+bJLMpFQA46kWWzSgBM5fAMjbYWBgw/j5gXEzVtoYFk+oWQ+mNT",
+	"llsMW9gIV+Tjp0vy8fP796k8Sb6i9frPbD22vYrWuvUTw9fmwMSbj+tor1leAiaZbdW8NRozympTbhU6",
+	"U0jv2Cf8O7pjAAidES4Kdp8RXfPFAlmjw7LqGWFg0Cq1ceiBxEZdI95TAH34iSsbsgm/OmECTjmOYbwd",
+	"uEOWEWm8KCL08vr1e0y3WzGhh6Adi9LBOiJEWt0IVP20JCt6/7ooT5a0jgvPRVFeuveHScwM546qtvk4",
+	"ScUPDe5v+tDU8m5rUH4t7/oIl7AZZifH2lXg5Tgy+CVQBMgBONgWFi7w6wDv7HY70i5ql8AdJu+zsbB7",
+	"3MKoWNoC4zG722696B67dn6ZPwi9TY4eQoxSPme38oZtj1atzXsQrlqWLsLZnivDqDfPpH3nTSXziNb5",
+	"kd35OGlmXnH8yzSGYoEwcpxymeCIGGFGkQf1GvxAuFINK2yKLxWQt1jblimY5+Y72LHMIMYJdCAcYhy+",
+	"H4vNHTbrOkK5s31l3QWL7hgAgb+WeWO4A6zCIJxw500fpwAwIs5FBnhmNNdJzJNTx+pSJxR4YRiIOibS",
+	"64sB6fL48E9sICg8PrJ48LW8Ls1cUDcX5frM/bIrgO7mFplljJpksIutfBBX2SoK9qORi623s/oVlng0",
+	"XbB7rgCAU5hrBI//YFHWHjX3QHtDIurNNhyZW9co1fejyBLYqx7XpyqtFRSRd4ehGAGLNddDOL7nsQLT",
+	"Lj0e8lNcGzvC+F7wn1ki4Mc88tATDpQXQgO5wDigkX2l3RYOVKyLTzyy2Ttajhz9Xc01m9IlowXA0+04",
+	"/juEUhxkQRb/0r066lxsxPz6LPBNiojtWG8JgoHGabhmdHUiVysa8/ceoyUAsRZkZbOJllQIVn6lrP/j",
+	"kJy7mGeqPDa+V5QLpsxkrJMBUyaPQvdJUAHeKM8K71gtCUVkpxxH56rfd0wVXymM3YlDmSJ1DUeCBvM/",
+	"zl3ZSDvFaNUVfOTwkmFkA1WJ7Svj7mzvF8NmDz5/Pn0dd1tuK/Ns01R9MPqOtxPEXMWaXkN8PFTbzSA4",
+	"FMvWyxr5DRU5KxOe0TkXXC2HxwzQz4aOyJwLWlokzuHBb02y3WIL+xCa1RBFDPMAnJLVCM1LkhtRSiRh",
+	"x0/S+/wxJGJM4rOZK9xoDjlrT0DKp2zRXsYkCFJ146tWgnn2hoviJY+37AEjR58RuNLGlPBtIYf3r+Hb",
+	"B3jwaxye0Mwd9bZYbrhgu2Qlx7hB3LhP+2eVqhsVs6WG2hXwUgz9rqJ5SZGVTssU/SFktloaFNLUqsM7",
+	"j8hFk+cQHpXZYtkZMfJs8alBe+6JPbqgk8DhC0dumfokm7z2pDoBz7MNvvPNT7IJtj/JJq6DSTZxzcen",
+	"fZu/Y7TUS1sXYgjBFHQrEAyCqggOBDBmlwj8ClFvNFoWbVRy3IgzDCr83sLrOkRnECUKdv8oqMLbERiX",
+	"sHK7wi/iej9OhRRnCffCbGCsiHKdLwm4+xhBmXSuL0Yh62605c7Pe5dO5zB28UgUvECGdbFsdCHvRCJb",
+	"cZuk3MdG6qsa+0TbtxiWQeWTdik6ELs9QN5QZk2DXvpT77B7I955pG2H5zwcf1u0zGPwNuszG3sNNpFj",
+	"9umW1bT0ZyzgNOHmQn5lwSDyBdwDgt5SjjLJjw+vn5Ggywh+cqOCihnRJQcu92ZFebl/5dXAn6kYlMmF",
+	"ajJCmvOEJjDCVjbdsWd5axKW9Qt80F6gEDBwRCixzjBiPzWnHdJw0270F8+eRQGUYvpzzivwNwWhI/6c",
+	"wBxGwCiNW+ltVkzlSoqNX80hcGm0VdEbrAwL+/QgZOm44AyPpqevvf4C0SdtlFAkOkboYcP+xYfLHmaI",
+	"TYvebDaEhoYPInQVtoZ77KMGt5wnDNuzDcfRnhNFDXHv4wF4r6jiOeECVx5Q/q6NAtWFMba5/xFJpI6Z",
+	"rE/OPmMdbs1y3dQMxP4+JG6bNhhXKH/TGx/x2yP7A4ZjWw3BpfxQa71qIRoOd88W1lKWtt6RZafR1u+4",
+	"XkZbX0ql496jd1LpTuBNINL9JvKHjN1MvXy6fba8qmXRxLjxGT4YcpCV0VxorOvfSQu2CG0uk6Zv8xwP",
+	"A2aDrgcN865P++7uMDwQrpgqx36xUVmj199Iljry/h8RfWc3MCyTZU9aN1c5Kst5CgcKy5C3hOvcXxC3",
+	"72mel0b1OutQwxfIo4oS6HFZoq7Qpc7xxZuCwks7ZFANL9olVTfxWAOPIRgAYXTLOe0blwgtJWsolVTp",
+	"N3ELIPzcqexSN6KjmHEjq1ljQLL1lDx00awgRmRLB8ugvMOa6XQ3jYjxiwsdhKW4PqJQf5GO9rNBjq0X",
+	"BRsD8ZGAhrJTuahGiO1lC6GDnApyDeH/ZEUFJO+m29yaBwxNdguCJaS0poIMxrMQumXMQC3Wiw2/M/LS",
+	"ioLLH62KKhFPRNVNKrpC3eAVHkL6wIrjvTqG+/rm+0iJfiM2Z9yrklV7+1lLrZ0DEp7FYQ4SZ7uXyzgX",
+	"2Qm8LNnAuGijlsntDV8WgAw1YkwZg5BhdmGFBu0GcS34ly2orEBOU1Wx3Khstr4OwowpI4r1xKh2WkMe",
+	"kTeiCDL+dpVkqu0nzJdGCBYmcmTTUleHi+4xRn9LbAH/bUT0QunwFbg1IkNcytpcR/5SgRwOM+3CyB+y",
+	"DspQpNDTRnCRnXhF5VlBKGkFpBCuTDu3zNNp+oAk9SH7oKN3btTOSSqd5vwXr6P2z1fmEYLEALwpXVWs",
+	"IFQDz7APDk4vPpE/fvfseUbwhp01AoQwxLZohPsMvlG/hf64Z58YgbR1Ve1KHp+d+qglPF92LHxVlRA2",
+	"qf4BeizYfy+2lCGOFiDeiFcJ58Tuq1gCaSLS59E0nlDP6e5OoPm09NrVgiJLETtLYK97/NwPMOtRl1Cw",
+	"AQ68oFyYF2xqiEvfMtK+jfjvIA4OgnC69AHE19wCyukLuwWtjwfofBhMcA99smtE+m3zQ1ZML2XRXa/X",
+	"by5Ozk9fvdlYNNgS/KI9HbBBXUQZ10BGLt5cfj4zF8zZ++P/sz+b7zqT+XpjMj/+8nX2/Lv4uBMoosdu",
+	"SS2OqLTsvDs+SCwHozAAM1HIImm3/ojQLqIoNrbd5B7Zn42Be9BPt9qAzpmNQgHt06hFBEXmTaiDzHTK",
+	"wU+yykiOg4dMkRzMYy2eK5S8hpXBaFzMOlG7QIg2NY9Ly53j+/n8FLpGoym4GqpG2winTkVCSMKhwisj",
+	"s6bmM0xCdNNfeuUvXPpnL7Yn+e0F5PwPyqgxCxtly0teF2e01usTWtFrXvKoyaO1cbgkb49xDdpkIZP1",
+	"TaLN+c7WpH1tI6G8bd+m1o9PI2878BWWYg75hwkjPtN3iyzC7iteM5U0shrpGaJMwwXGydtPo2YUDwKJ",
+	"L+1vRtkjW7U7ys3U0q2G5x1Kr3T62qUEy6Y00y2y0O5LFlJr7Jx8hggnV9fm4SmrYGHpYMUfEWlrV9sc",
+	"6RvGKlsQD7TemIACYdqnlYonXFje6Fx0CGxlWOHJ6etzQzk2swITZG1ZSR8eIgVTR2aIaCUsOQg4wOOp",
+	"WIfO3dEJxfTe5hcYtteniIFTYiajN05K54SM15AT5XjZXYdje2Lb8UIWUr9ic4uWmpgFiAn9eXBltpkX",
+	"O5gjho6t6WyjctDwVn/xLPJsUjV1JVVirezDoR2JJff/mjy+NsgYqibud4TfevgCShammfYw73F+B70K",
+	"b2vGADskKpqMpOrXXFUlbY1lOxHz1oV8+BrmLuz7AatIqwju/XFVxSY9ArqBNlpi5H00tEXWKLJDXvon",
+	"UXZd1IH5zLTzF16wSLjCcaPltGrKBBT6OLJAQRsM67JW44ikYLc8d7sXu3w/ffzL6VujI0DuiazJ969e",
+	"/PH5H5/7jcqtb7BPSImu0n3gc4hKbHuxP47uJAnP+tpVIrfjDouZbeKMBWsPhzqaiv1ntra5wpAzZVgo",
+	"vOy8aEYDVE6hgrWCEP45uBXhzQgtbgZIUHXcFFxuKXFgDXQ24J2aL+LzWVJ1pn/ehsC4YjWU3SAVFVPN",
+	"Sz39WaaA0bi6WNLaEdG2svG4ElwRtYR0c8hfaSobY+3wzNVe1ZK6KQaSmBNFpHdrlszKqh41PV9KqcZR",
+	"1m/ATo1scFbSNatf1YzexCiMVTAJSPRxUdbgSa3gO1Iyepvyy4W4RoOaEe6JgywCf6RWlUedHfn9eeeb",
+	"X7MJ0uTnukwk/yLJfj5/f2TDe1xGxYoczP7whz/86+yJBesKKscEFX4yQs3X3hwRlhLCOrIt0lgnbvGb",
+	"P0YNuIYAY+4XIMz9ro7bpYy5C//Caw0x5VLpEcSXvnY/K1Y/muphM693F1rwDHwclqLVUt4JX9UFC2UF",
+	"ygTOFaoB18pWL9h6JrGSXkLWRUworztuEXWpWwZM21Y+t/sr1eZ1U8wjejRhNxUPDccDnnWT4ncdpDOy",
+	"YX7kJJs4cP84wsAmkalYsCcCqmClM5+sH9bZM8qgr/BUUE0jpqARdUExs75fF3S8NjRMl2ma3FrX0zDg",
+	"93LBxfbhA68u5WKB4Q8bRhv/Iq6ff/MBphu78CeYCDYcx+c2aaMeJ1TmUUyPK8xpQ/Vgn/opxDsNPnmg",
+	"WxuQCnHY2hOwj8UpdfzaxOjNIwgJTzbfGAuG5lTYZKThI+erJcft3COqIvoDsX+m367IFjvWK4RT0bGa",
+	"mHd9qUK6khY/BJcOsWzCoqoJuM0UYkZgzw5Pe9amaTiKSqUndk9z7Pj8mGCM8UggqF5BF8wXlI2grEeh",
+	"qNtsdvD/mpeytnY11eT52DoCdAFp6hHxmN7zVbNysL4WXQdq8FV0dHGEdAATbqoLPa52gTCFmyZqFNax",
+	"uq/Ror0blSMzIiEhoSxhMHsV64XNChbVDWkAsf8Hdr2U8uY1K/ktq9fb80sL+yY58K6E44z8HV9RFt6J",
+	"CsQRV3+fPEmkjGIz+MeJK0ozySY/UG6I6JxpCHDxeaMDyaKQ64HAkuDJtxEqjNasPm5iKLKt+8cBvhtB",
+	"3pdbhzqRWLBbcUCguab5DROFOiTHXpygOUQLYzsH8LGyHz8xa3BrFHdgwfbSdghCuZQ3nB1ZKHtFKMGx",
+	"OlMqJDRZCCBUOb959pzMaMWv4I0rt+dQFh6oErQpaKSlkqXWFebBQLcn0Gs8XTGsA4ujg/LtNmWgBEbp",
+	"oyDJwezq6p1UegpTxs9meOGCOlsgKb+7vDy7eHKEQclTuAEA5BaF+X7a7TWgCNBSSQBoRn/nX6cXt/n0",
+	"RNXzKXguZm0hzIJQQMCcypqb4c0uWD59y3S+nF5wzWZQMOcTPJs59LR1CK7kVvZrMstVPb+q2X9AgTpY",
+	"VG5WBlfC1b4G5EU33XaVacX/zNaTXw0V8mh6j+E2qJiZ6Z85df6C1WhDMgRwywsmp8q/hcDitISbcZrL",
+	"1aoRLvNrRQVdgL+utQ20EAVAT0GYjkvLMS3il8qblTKMvJj6MIGCqQy0dUPvmUWK4GIBbzJg7rWUK3vM",
+	"Qc+ixYoLrjTSxhGy08JCCpnJca1I1VyXPAeK8B5IhMRCfqeXym5NF8YZSKgD5GwhFxxpFqwq5ZrVh+QN",
+	"MCWArAagChvr0Nb6mUHE7CtZrGcWxnr2Sy4Llrkssswc2pydFmbiul4bSei/Zy6l/L//OsMRI7SXbd3Z",
+	"sCy1XpoGpqfFzAiklRTKV+5E0C0sMwtQbYrMbHezjChpw+0sjAa4K1yg8wpT6wPgV9yuUi7UITmjRq4C",
+	"95Y/oQ48vf2E2QoKZPYLXtbujsgIXBEZ3K5/+9FM8m7JLcycWoH4IyrfhxcwbTCtLR6FCKewmUgVTGhY",
+	"F0Q4m5nGZ4fkDc2XAR+BgiZAH77GTuC1MWf63rCYafvjzGc6uKpV/iX8we5RsEpMzGWdMxVtTPtQC/Bs",
+	"Xa/NoStQ6eaKwE47Wra7xFoXuuvJXgQ1lAOyltqi5nNNaEVrfUguuyj0sz/MbOFa1YA84x9lhN3nrDJK",
+	"cbibSBuGNRp6W/upwKl6CWhfuG/50uZHEiqkWK9ko6znS7ULE47E8OCZOaVLVgIPttTdYc3YwiH51I5o",
+	"ResbVriBtMasl4RWfKqRV9uhwBXob1xleZvhwaB8A2hwp4i6u/HMi+aERq++o3CB0sOxl/XUX1PhoHol",
+	"0DtDCwbsL4p2QO0aXhVMcHNrhMuDpz0kZkVmuF2zbRsZFPNN7WJy5qXMaTk1c/ONhdPFiCZfSUAs8KLG",
+	"O15Whum3JeXi++TWAvQero16PBm43I7PToNMtJeT51DB7vl3f3IFR2nFJy8nX5sfJ4j5D8KbAww3hPj0",
+	"WkptLhhwlFVRI+UJ6EsqKKaGRyu4nWx9exvMxoXStCyREUWMsocESgT7ZXFrZ24pl4IMUVx2A67XyT2w",
+	"F11L6hjXsCnjfe1ZDM1z2QgNNwBs3TUjeUkBWsmXT1xKBSUzWDk3o4Ud600YfD2qE1O22e2fjoCp30lS",
+	"o8HRS2jsnua6XFvYcUTo9rRn9PLJK7c1x6bfFmXHXLMIWCe0Te8GPAgUYZ7+hy2vgxrVNn2r24kzIYPE",
+	"FdfrzMWStQYjqJMR+D680J8ilMNJqFeZTcRqEXCjA32+ePb80aaH6mR8NjEqDqyMh+YYffPsWaoLP+an",
+	"r2jhF8588vX2T97K+poXBRP4xZ+2f3EixbzkqFh+83xEF2d0XUpaXEr5ntYLht99u/27z8ImUbEC3GiX",
+	"aywO9c2LEaO8lPIDFWu7HID18e2YJTw1nFHQEjOvQq1z8vJvv/z6Y5BzYvnRMJUBGO5CgQHORpT2OYiz",
+	"PYYizuTl5E9/mrjfwip4E7xH2mf4JxLwr1mCqU5by+KCRVOosMKgC20UMs5k1ky3gmxgowYmppa2ro3v",
+	"FlVuw4ahcs080DThiRRRXn1ITrVlwGrzeiTXLIcSxUJey2IdmDvJNYQ1tf1v8rLvmfac5sKb5Lqn/tnj",
+	"MzXbVYIBtOuF23T4uyLzS4aWdu8yR2Lv0ofSvCzBP68lXGTIu5Lk/6hkntNK50v69Bde/DpA4lCRwpXY",
+	"AKWb2C/bAHO4OzyOAi9Q1T77+D3hK7pgh+QYSgTNjf5q1TigZ2WrrDZtWHXd1uVxeq25jA3t87lmTJAV",
+	"F42GEmP2UEBkG0qNrnunfqCuB8IN1IUKQuKx1mU7Fvcyql6d+HnQpayye2gnf2rk2uPgHdO+win6ESIw",
+	"MxZxs4uDZIA9Ij+w0IZOFoKsMvLNs28Q6xCjIIsMcwrAnwNFT4roKT3BwYG8WNMV04C4+rcRobhhPguY",
+	"eGytImvg4cXGxZ8Fx9mbY5sG3uybIX/cyi6AUJ5WmDwdaRgTqSJNR3lDsHUrQEZCy6H1dlGEjtxXQPhm",
+	"+ycfpX4rG6ze9bthSXiW/bHJPa18YWbztGZwe6V1llMBEbNeb0H24jc18y5MvGDx6AByvOE7gt0ZXpWF",
+	"zOVuKZ39oTa3ahg5YHmUoRtZFoZ/mMtRSFJKsWA1BM3CsWTFITkWxOZGmheRga8xxAJ7DkappGFmwV1P",
+	"1Q1G9wnmbt0eT9g81ee4WA8/2UHFpP0O+XCI24gzvr9IYGd/4uaSOvedDTjcU57//ZxXLG/VO7AOPb4z",
+	"1y90isGbOg2LRSWMDgg00Y1OCCstXLMlt5d0pLokVhQEMETzZGZPqitF5S16PLCPLlnNyAEld7UUCzhh",
+	"7V36NZlxZClXgSFj9gQPvVlIP0gQJlaM6e7YK1nyfE0Ovnn2rG3rGi3mdG1UgPWTQ3LcK6nhp0vbQhJZ",
+	"4C4Ppw8cC61j6F1BiwpEUsVue1ziT3fCrcpvZGLAflwnW0wMjqU6ASxc2jGmg2/iPqJOgIsLmGg9Ds4/",
+	"1ynlAQBftnTHvjf98zH6tjkZsuY/s+K/7AePxxVbewGGyoVHxYbKATBVS/x78j94fYPTAccd4m8sv1HB",
+	"7W6HBDqMIcyOhU1WYNx3dIpcx6obCoKZ7yR5p3X1SZTrjFzQFbvgmv0fF7rmuXbs4GXEUx54vpay1lOj",
+	"hBRR97s18oO/N+6kNi3NLsxtxGYBFrSdINSX73uw/Tm3Ep0bFfZpf/R9YtvT7qOSr7gtdzULd8Aw54+M",
+	"o/oME6FVhUGlFtNBFmtcSWvPaN2NJxfnb+1HoGJZLhF1tm/62iOrDJeCQwUddL8fkh/g/gmDmO1OQ6RC",
+	"7BryRnZF1zZC3FsNgJehlLuhRUMtaFfloaNCB/nTw0p0YFqC2s+GolHKeBkq0Fzh6O2z1tVEDszWup/t",
+	"5Ga+IjDexdjIE0thm3q0Gba/DbvSqoAlfY+2ArhEASHf0kzVugzcNDt1PsnBNy/+ZLuFqJkprKAhrWOS",
+	"11KpqeK6dQAc9CIlXgYvzdA0YWR2vhA+fuJJzFmxETZhXfCy0blcwVm6q7nWiDaL9IZCIGR8gCqweeHD",
+	"KvxGlzy0PcJ9QNB/0BGNAEsf+IUji8xyaxRX22rl227/R9QXkGvZ0mhJF4I95UZWMDzaChUcHIEogkEJ",
+	"MIVQdnjCYawXTE9TUUOXm/wjxSYN37etPvEBSzQS9AoT+B2LMP/UHo1Plbmd+i7zL6ORlXIhG50WVM6D",
+	"DAMnPnlxWQTRIGCtMJRvhQfr4gZytc5+KGl0J+sbVFfstQoxH7J0uMbeqNFeHQpCRCBCANNCrqV2ZwDD",
+	"BjEDeeMmDrPoLbakH7yWBNDURUEWRoT65tmfyCy3UvIsyj0llNYYp3GErMGqEXHe4PWz37PC8I+S3d/0",
+	"VfzHOiJxoR1D2RN+DKyVNc4AgRfYDbcE5ipsUN15x9ACm88ZZhFs5OS3XN9lOJjDYlECUHJtbYNlCSg3",
+	"KDhZ74AkBcv5/8/e1za3cSvp/hWUaqsibQ0p2cnJbqS6HxTbSXyPE2slO7m152RNaAYksRoCcwYYUUwq",
+	"//0WuhsYDDnDF5uUZIufElPzggHQjX55+ulMULADsM9ATz/WU7wfvkQaYhkCWzAC58CAx/xWOLmBS/VU",
+	"4Um8mDhAxx0S7rs8l6PXdIUQWsJBJHhYyXCPgvZQcvMSZuVadMbHognZthCtDM5fCp6ZFnPGF+Zho64o",
+	"SNk4Rqjbq/Xh8jZ/1me3Yz/WnRPNB7mTyECS7NT3MaI4Gu58oOvMS8GzGSu1hUMFsYVU+5TqQgJUieR0",
+	"Oo7B3jJS/NR37BCcIBpFQN050x9cCuVOJBF62bJDKgPTlU3q6F9I6EHLMVxDH9M6imKWz9iAHvSBbhn0",
+	"2Rt5I8K56yas1zw046aBSQPchO5d5Nt+ZbYGIu9MWlwFPf+ILH1av64DPc6vbmDxt+zl2IT6WIv/i9Rz",
+	"3RkPENOGbqmVBuT3SGvEmmHnhravCeg0Lt4AyqcuHdB55kQO0npJ3PUaC5oC781Yllmv4CWRMDntVeQV",
+	"SimS0NQ4aitvEZEJIn7ma6OcRXEtFSnO819e9tlVKMg3aG8AShPL8k8ZVuS7p6gMkEulaAarylCjD1yA",
+	"unb0pYHPIEh7W07CTcQLP1sLmcq2fVJfcnzBwSlc6zqo4VrjWhrM38UMgsTr3xGxKKx7y88NUov17/sF",
+	"Ox+sf8NLz8Cy6S01P8z6d/4K1AfrX39eFBtcjfjojW/Y6AteEZfMBt8QGH42u4fYhTZZ+pg3ZP37fvJk",
+	"MhvdcmH/2OCG1006mE32GjQw9p1P157A1FY83/Suq0BOsv49PxIV0A+gQjcbImlhGKa/f6fAB3wzFCm3",
+	"2DZxmbI/fx57uvOhnCo3h1hNGKYqMh3CT4vmw8nf2s2HMOFAUP9XsqIAoyZFi4F+3lVyduggdOkd9NmL",
+	"6FB29neg4RngGV3k0jI9HCZMqLScQeO3kA30pY03YobHePPgZgNgtBkcD3hRDI4HWF05CByBlYobffiH",
+	"HWKMDcf4Ae/5EEJuRwSH9LxQnlxB5c5SG/Cm7EBl1YCKngdAIIM3JKH3lX8W5m8C69oAq+lNIFQK3hmn",
+	"7utzrYZl3df7qAVGAavjtdyOIBTxO1ZkWQjV4zvGw6In/pOQBsfimpqptOkYy+HvryQjnAedwEtctG1U",
+	"YuzhF48AfoHlGrypObekOLHq+qDN2TrmxgjbA8KEoSiPxZ3nMGt1wV7dYSkGxUZoF9ZOVFC9UFKORXeC",
+	"+BiGoqzLsg8RcQyMB/0w0OZgBklo/vDsqOlwOdVMDGjw2jnPikidYX3PWFkpBNRj2CbQPiNDwqKuwo/0",
+	"xogb0k7rMOhF7+irX9IUdYn+wlw+iVAtrgnuNBNvte0aF2tIiJx4CWm3Q36Dc5T66QygAJMdIlMA9Bg4",
+	"cntvDO3wAz6hgQIhoCO3dRsgUvEJIyaehJkbWRS+UgHxDwnxv8/6bG4MQGmHbAURLYJvBM/zvKfLXhiV",
+	"wtiu+16eIqUCr2/EyLGaMUKhMGnFpK2mkw1wpmp8Rli2EQqge12fAd8bsdEEZlC0JKBPVbB1EO8AxAtg",
+	"Vh3zojjGE/uMVcrjFYFAB203nCNIuTr7SZaIf5kCR2pzHB4eohX2B+qzX2oLwbA86oFQoDXVi4JFhdb5",
+	"chMMfBrREsJ9PWlXNrtBmDqrF164wjxaVNhuAqCETjNcV2IdvEewSXP80G6tY/hFzhU7pP1/BB21QqoC",
+	"d/3eWvqcrSVqXOgWlgTbeTakmXdvM+EptF6c2h9ZUoGX6PyjmhVFlhExdEXtLzpjvT/iax9RwNeHeDDq",
+	"ew8BGnjhOlEanPV9jGZJjKa5Qe85RkPU39IaEIu5iEgzBALXxhGQ5dEF2CP3EWJo9EHoOIlg7F/BRyY1",
+	"bD267kHCCjhFy4a8jyx8cZGFhrzf2yl5/KdvCfAX6oNctPE7voTfTd0WBEFVgEX0TzxD+pqpNIK1KAil",
+	"7QdgIR7EIVLPhkzGO4UqqPuUk8eJBvuWaiByyNdG+EocMDsM7WYUFAUYsCrh/4gB55Siv9cae142NRR+",
+	"35yG2uwcnztz287bDpRlLdFEHPvoJXrT2u/PBqqJ+6Amct+lUCYHRbWkaJSHw8nXs0TXrUVs39ziiz2C",
+	"trTFt3+Md7cz6jgTaRIC/f+DeL5LT22KDPlOKV+YfD+pExt35wOc2IuRrTWxWGyKnMlIBVHHxQ7RJcc4",
+	"ZSZNqm9FKbKjJnar3emlpOWTxTnNwyceCfyB9sgeBrGOi70kXLzztEWgTu4ZwcsUuGGopWunVF9h6gHr",
+	"YsMDmBETrqxMGT7J0wJD6G1Ulb5E1LftIkb7JmnaZfQ0eIjEJBxdJbKIvi2uahprJYzNZ2zAb7mEfhin",
+	"mNAYtFdY+PQ/ve4K3la3s72HTF73uztrMfwVTyKX5zuc+Q1DG0IXxBxdCiYyaaH1ya6l5M+ABVrTPTVW",
+	"Q+ItBhkNS0E00vOJqdgTBZdWGnZZKSXVKGFX1K4ioT6I7pCE+mlKDi5m1LzDW+IjBmdYLCj9QcpeW8PK",
+	"SkG2O9fI4t7E6RhmLEeWaTfBobAdKqJX+K0fa8+/zjZwVmNoy95dfSTu6k5hKcnyWkKtRBOk5gQtQ/Qr",
+	"UVVDezhAdySMV1b33NlFLPkZAPP1cHgWt358f/nGiRhiSJYdJNvd8yf3DBD74iTnoQThUvBsR2IQUibV",
+	"CoavkbwVikIRq+Mz7Ios9ahbZIxuhXKVbTSMRO4dXxvTvIoKFaGvJPsttHXw4lxWymCBr+++mQQs5vxR",
+	"Cq8ZEGp14FkGqcPfYevxeHQ6dz4uj1l9sqjvOFD1OcSoVoWnvlS9tM9BrRXRum90a2TeH5MDLrqhe++g",
+	"BTWfb0C9xIvHlqybIenbfAJfQE1o/qXGv9L2Aw2nxQWm4hnxeZsvfq32CuPBXQC/oRifj/3ds/wWvDJL",
+	"hPeCQ6MtJ3YTbmXKvA9wypTGflrAkpOOhRtZxpybnBN95p2lohbA09py5oSU7A4vo+Sko8lEJsZZpC3i",
+	"GLgzaeCp+N5rkeqJMAzG2OJuwO9fhMNB+OCGD1bQV+8l+IHQktCQorEm9y269o9uwf3ZeRIJ+wPa+kG3",
+	"Bl14Jq2JKHnEsO2ed0Z8mVh1Bh0HUZJ9ZA7ED0Dcxp3gfXb57uqiTlUFmsjv2KCwf8BxGsylwRl7+8uv",
+	"r38AZ+PH75//57P/fNZ9a6VCTHpQqxNZskxgY0VlxYhazdUB8VaWYWT38tki+8cj9EXqwb3AyV/hj1y8",
+	"+2+/TOu4Is93N9BzapfVqbtoMwE+nK7dq6sn5aFcActdvGc/TUWiBjB9ou1bS0XWGTpqfb2SYg2GG91E",
+	"iDVQPqWg1LuP8HtL+nPQh3X81UlxPC2P2zqaH+0y1Rhdt1c2DxrXnV+O+8w6Lgj+ama4c3PTkHTvcCxo",
+	"Az7iUn0W8u67r3zBMl/zoe2l//FIP7KfbVcBfNTZb4S1Uo3WO/fxDV/Nifws8JhNuKp4ToFJYrD4/M79",
+	"Kz8lj17+w0iXnPd+gffS/uBnvak31s4TuFfC1rZ6QyCR0d8d3l7ASHFgxDHTDNuoQbH1xbv/RqLRRmfL",
+	"r4yvf0XhqjufYuRkzA2Tn0cEpJHp3Kbw7zIQ4ge5RiSkXvPGkj1IknavsfahkJWdoHagKNcNF0PSZElX",
+	"KGxvgKhFq3tFlece5MUOqdkst1ZMCqKHj1IxVk7EUcJKYaoJpYt6rAEXo2xtjFNReuops9u4z/rscj5b",
+	"69S6T5cdhtQt/fKhziIPjnxzeMwh19f6nwZHEdZ+0W+y5ezzSBwB2nU5bUeMqXUOLc51iCHv7aYHUghO",
+	"3rAZGAkZUm47cVJ6ev/KoSpVz8k9StOSlHBl2yDbgHyTinpCddH5RI1U3F6kTwd+fMz9xiyM60C1oVcm",
+	"4Ty8ali8vkVFtIp9VSpPHKapVOrzzhwnoGXp8/fC/nBOkttaEayhKSbbrF1aW+KxoKGX6yXhkWgnfWWo",
+	"v5u7K5dKnIZSJZRv4v5KolLFpBNRHl3dhSxPFmosoroLcetmP2FKTEPFY+AKAzogZAjDisgBdpzJ9Qjb",
+	"6VMFRF0rY/nMhOqNpXRBlzhtb/SnOVHJQ1Za1t/wd6myjZmk3+jRD6WebHbHO73Z9W/dGt6LBq1nY51K",
+	"zUhsmFC2/BIjzQ9a3ckjhRMVXd1r9ghM5CWpIkAzGO+3nAYth6otlKI1VRs6R0Qo2UH37LmeGTeM7I+Q",
+	"aZ44P5Ya3jllPBLK9hmOhatUMK3yGfXZJcblAK+DDpf4AF6W8lYY510VggO2Tlo2pSoCbmPq6UoNpZLU",
+	"bgYpvwPDS/DS/DgbHlcd24KuNF12XItdhhUJC/7aolIG12fvpe0Nt50iWGAZAlv7A4F0na/VrY6uamgf",
+	"3jKvkK7QVUtaEaTs0GhgsA9Bn8gDUxo/3imAEZfqKAmay6sJd8lMWCf6Bbep0xWpU0d5rOp0sYam67O3",
+	"UMHsdLRTNU2EIss10e1SEXCLQtDF56IPdLFcHcCUfanS/3DCrIu5ThbFvaJ4sReFMy9stV5OOnVfpUxl",
+	"mBXlJGFSZeJOeFdIw+F6K7Ej7rDR8MJdgYTyEzG59vSocLRUw2HpzFlgHxY8t2MnhUYIBe09kWhC6Uz0",
+	"2VuQMF1Cqz9AAAfWZ7QWOMux6x72eadkObdMaf/inI8MtSxtz03jiK9wVjaWXLx755LbGGTXIU5zjwu8",
+	"l9stye2Pwja2di0Uxu+ZILF4SZvAft0usG6ft/gFQo2kEsdTcT3W+qYn1bW+W8Hb5IboLjaRuY6PMcyd",
+	"3CLzYR/fdrrIuRLNIEbCBE/HdTOcqqCD8/9evf2FQQfIVMhbkfm+/O6NjOdGs2uRIhUqG+Br+zT6/j+r",
+	"k5Ov05+0vvmFTwT8SwwwhsIOnUqQYO679+GPMjtKQpt/InkEq79BYJ+LEU9nzCh+Iz6k3ODnA/Gd7xhR",
+	"TnguwcoYaBXa7iCp/CBU8AzeKuyN9oL+ctQeg3kFn/UbftVrWJJ7IbCaDwfkM1po0LmSuP4Oie1yqMsJ",
+	"fIB0V/+rwjPFXXJwejCmRWi0z5zwuzdCjez44PTbb5KFbprLRkAb63qGA4mdxK4hTBq9/jrG8ez5fy4O",
+	"ZJcKdnFt1wrHkDTgbOxps9oVqJvOSmW4O3qoHHDGItWJIdU2zflNu+Y0M2PFpJ/rUZv+hKcd68qupzjx",
+	"em/E4G1NzegVHnT/5GXmVVXo9+G1K97cUFtoKkXKy2lS9CXqYDSFP9Arkr75KQxO3YpcF4KJO57afMYA",
+	"AeRenYlcAvseOxzgTv4Vm+sMEjaAAb7Owv86uXf/0GlalaXIzu17m7ofkJ3B/Z+Cfpru/zJu+eCozy5K",
+	"pwcBeayH9DPom8C+W4qMPiqXBmqr4XzhqWXn2LJjrKfwxYN/XL56ef7i3auXvw8S+Ajlv0AK02cvw9dQ",
+	"aJPCNxPtRAz7u9P55TnKSuFEH2gJ8SPfwuxf+p/Dx+PvP/O7V/joTh1fX3wPyn2XGg0/Ar5nHVVG2xYF",
+	"Ya/JuqouQU5LXY3Gkb2i/X5Zrcyef7wyo3D0sVRD3anSfPt76jJP6QLUM7+J6yud3gh7ivQs3I4TZqrr",
+	"mqdlIoyBT5wVwiTMuLlTqWCqcq6UD7NiKJmVVQ4ZNGhQJNMxTcaQT2Tu65ZaGvBPZZ47b48dgqkJl8+i",
+	"Huv1vJCeGYtSHLW6bpQ7gZY84eNeu+nZoVx1v7SrcQ1Nb7NDwEdLy8PRhuHOWraxwreuJQvP2mUBOpEv",
+	"2f/T7tjF+2JU8kwAYQ6PhgVHK5r/ppkBxjZebcf/kTuhwO2x4s6yYQl+xeEgXv+fUV4GRwk1Ffe2MO58",
+	"yJTU32YwD4zZYngeJInHIs/14Aw9LzytBvTnlJd4Ds6LIn7RqNRT6KflmZp0ZdmIUzM1zgZpVRpdDvrs",
+	"HA5PDnFPpURqE+hNjiOFi/zH5zwMLli37uymR1EExkpVCVbK0djSweybsQajJ+iMM8z/IPu/dLbQDIO7",
+	"LNdq5Ibl4cbUsMu5BswIlRk2KIWZKWel+DKINJdOy5SCZ2H4pfvFUP/7WjmfX7z2rP+lyIGBUas4Q0W1",
+	"VOeVHTvllAZMM+CiBC/dREMTfR0sD6NzN0ZUUKnWN1IkLB2L9Matfd1joMKteMq+OXkW1oYz7K9Wq8OE",
+	"fXPytZ8gwXQpR1IhTODarS5wtoIU+4A4OFo4Se7mk/rmuQtjAaDRhO/AJQeyvNw5jG3o7beFUK3KbtEw",
+	"msNyLm4of7CELeVsYMUEL3OJIRW3KdGOu3z16+ur129/6b/+5eWr/9e/evVfTr6sDudOY9d1uZn4icv8",
+	"3IJbp+0OTg/+5x8nve9+//NZ8uy7v/75z37nv/7tYLVT+gyV+lyOBIDiALUhBWmQ8qBeIdqSzshu0zBe",
+	"/wx1nuvp3kDrOKTcnl12QG31XDIirUppZ+7fPdATq/qHOY2EF8btwlDFYAJ75AS4KMVQ3jnjKjo8EtQd",
+	"0s7YVKpMTz2w2QrcS/gYIAqk9iWgCaCBCTEBSsWKnEsFQaKW7tZga/XZK3cSOR9shs+v+aPR7SzFreCg",
+	"sZPApOOvQEXk/s6COgFyaecGIp8ujNDXsYpbfQOhSZgV5/DlYggmtQdUSZXmVSb8lU49l1UHTOq8kO9w",
+	"IR4qMkcfoqcqiotVRpRnjOc5/F4a1Nn82kCr13YFBle+NxtHyRaGdZ4bjb552Zjsrhc357vxbmp3enAK",
+	"ZN3h3dda54KrHYfo/Nqu483WgrbXlEvQTvU0RYrRq7VN3Fe6pU9zvmbHOFUPALtMsOvKSOWE/pqnN0Df",
+	"gah0yEg65TGs8hwaTH8ouP0w8OqO6OmplE2rfHYWG5PI7/W/lTOOrGFXP533nv/tW1K3CSvyyiDpX1rO",
+	"CoBm6mKGQlrruqB5KBJI5hYy5XuX1Te9g3a7Y+ryq0s21nlmkqjZ1ZzBNgdS+hpY8znNjVOfqKhHJVeW",
+	"TdDI5L53bWm0YtOxZhNn40mLfgbeKxu6qPbInUqqjWo3SrJ9AzTCRzBpbT3+tuQy7+rW50V0p536/EtW",
+	"FOg5bTZ3gPIsK93mKoXTlilR06ts4WQl01WJKc7iPTf0w/ZmYTK7+vnC+kY9/c7iNguw4erzNqEYDfkG",
+	"FJN1Z3A4pMKCPnaV+SRb/UW6cru6ugUp0mLYHv8J/13RUgFtBhMUl/fGnTYsBcqDU3KltAI0HEJEfEJa",
+	"6czDNSHDQXCQ0M+v2UUEjCcwIGvHfSgVJzY51GPuxxtRUHACvQFvBjXaJJBiQ4MUI52hsqdhNy10GYdY",
+	"C+FTQwiEbHpK1IQeKE77+lYrJSBgRcYMH4p81lYR5F4b6dTNLNp3uGAH92KULVVSWAYkVXP++3u0SWut",
+	"jpuce5D3Ncjp6QitykKbhbM0z/VUZP5MFUDz2HKOelUQGOfd8xH2TUfTGrT3v4hp/PbYyjJRtHVjKwsq",
+	"/5rCjRT01zW7OYHR51HkCQBeKoPbeU4DdVEhbEmWd8VJv6ZlNU9Kv1ZfyfsjRFilkvzCkmW350F4gqT1",
+	"j8aaOkb/shte/1KAT9ps6OG800i3QgwucgRQSUWeqxO5dleanAMwT7h1E6MJcwtmSoBaODsG3QWvyEtt",
+	"ff2OU6NzI4E+HjSaOFyoyxAxJMWbtNZaI6dKJtgAHgx8NvVzBrUPDpHGj3ZbL+H+x21i4RhX+4MYCiHX",
+	"NVZu+yqcTwTuj/UUJjXMMI+Fq45hgYA8tD5xYrmEUv8y6t8Tf1BtpTEOgQ/IKUNdnjvOvcUms2QxsuJR",
+	"ISGokjSUjQ+ltMXqMFSl84z+ikThU12iD2aZxtrCFk+RQmS54A3zjVwr95FZrayE12T+Qxpp+XkrsEUj",
+	"tegOmOnHrTs2CyX5Eo2wWFFi6TWVZBJ6eq9atuPtwR56KHvEnYwrMpZzxyiesma+aMBUKRTxNAIkCSlJ",
+	"rx5QnqJYOaAmCBQD5zN0zSkKobKeVvkMBJzeiIB+iIHTDsTm9sikMIf66LP3RngwRgjJ1LjXBjSB4kRQ",
+	"f2Q1ZpCATcY/1GNWUBk62ajHVMrbjkzkFU3cOUzyQ2Uj/Uh9pQBC9OysEMhSKO74pMhrawm3TT8ElHme",
+	"IxhwnYwlPBxM/E/KVzYGTqsnoe1DqieC0qj4j/USqXhtY1BCVROQsCpNhTEHycGQy7wq3VWZUFJkTuY2",
+	"GyrYtX6T1VAgaYCzpGt0eF1jcENdTrg9OD1wvkrP3Xxwv8UQsGex4/E6ydYlqmGffV3RSbzNTdnSCYDd",
+	"fxfQxEH9RxbQikMAba9IcxdaKttIsCo9NUltQaTcipEmRp0pOHwWQ4amdjZLnVMtKYEmQg/ySaHdWeHj",
+	"/5M+O1duigJOD8q8IeQ3ocbHFAa0PNcj59H66BzsTDyG3Jniy8OodHw61pQpg9e0avKLaJ52KHT1a7pk",
+	"7jzPFxbB9J9Y4/25z/80WemGdMHeXEss3JX1xl8YYDKHnbquZG6ZVOgiOc9ywtUM0vEGtmLI3wNkRxpm",
+	"Ju7Eo1R9iccKMCPwURts043tEka/y5iEzsWybQrT93S2ZknzvQ21jVO3JoIGdx/oyYWdBxsIgR8/vnrH",
+	"lul/H05bBmT5uAwLOekwzM1hLOdY2jrfUdPytZ10nCm3XXeESbnit/D4tdAo0e/I/xDFUCLMiZut+4Wc",
+	"wAR1NbkABVdHlx99ymSfAVkDTwLLulWVtSzUAFcc/+n+swJC8hJ+D6rNk3kAXA2UT599747QnlSRAYn/",
+	"Z6zMc4bFxlYzf662soDVZqh/upG5UDafAdWPwTIDc8Ym+tYNQxtBh7TVqP7opR1dyPE7SPFs5vxfwiy1",
+	"BQa/aefIDBJK8ZB9cG5LFW9uNncpKh0YjEaMfq2Tg6QFsAoTqLO3Ip8xqQCRAbYCemvNwwY3tHeCoOrc",
+	"6BBgQwlg7lSZ+VD8gvTVgAl/G+ChWiWOGzjF8VBvHubXzlWsxWp3BkkXNOPTJfXhbAsxXd++WNe2OLkX",
+	"28JjMXBUeyjGE4Ri3LMhYk3RA7d/DRvEyQu22anL10HZgr0AWswJWoP2prYrkLpjJJX4yuBjKFjmEa5w",
+	"Va5HMhCfCcW0cm5P9EJqHISAU+Q5YyF9Wiu2bzBoAJ/0SUh+MlysKc4rO34RBrKq6vM1XDeUIlR+xtPi",
+	"ywz8V12LXKuRM6bW5QlqKqxlGYaJVOHfzTLP895/894fJ73vfq//t/+h9/ufJ8mz5//RWt+5EPN/X6/9",
+	"cO6ruj7FbReFrEtrfcW33yz7iP85/ec/zfHvfz5Lvv1mrZLUTrsxZmVYsB73xHHbsh/VvBLZlrazpohM",
+	"yRUUR3NjMLWSanDFfRWrKt86G3KFL7E4FRQWlqY2JdwZHEExojYquDFTQuETdq2usQqJWU+sdyNmHm3b",
+	"LEslbgSsSIUo/lxZqrMJoSJgC6HTBcVnVmk+yALGM+uzrfH0YN4y/mWt5OXHs6UlK4dZ51bDsuEowz/X",
+	"GmKk3R4Hl9viEi4LVbfLxYTbFHcnEnvs60iXxb/n53CbCm69SPjHmWq69FAxgzT0YIDVvimyytbkI63m",
+	"HMJYmuoRoYBQbrpVTej9YqKM+2gjDzzLNhNvZ27swstWOLXNhQqrmNQziagink/aDbF7dHAXJ7KLobfe",
+	"nNzvgzO383CVQyY6fOS+FPPxhc5rpXFPpt1SP/bYCrOkWcj3lfR7ihTUOa05ViyNkT6byLSJXMntQ6lG",
+	"cclBkLqprvIM2JlC/eRI3kJ/DzvWKJXvL19DsO/yhxfs+bfP/gN+dP/4j2+ffcsyMZTOXrNBr3ooIHFE",
+	"eUbvQHbZqXqdW4z6tVH1DFTI8BRf9uyJtMB4hB6644j+JJa42n+XNgak8OBrT2musB2vLlmR85lnrPpI",
+	"5z3xiBSoKJUmBFOpat8t8qIWfyfa7NUdafH2l63Q4vFUaPiKcJbCOvpALZR7jHmeC2BC1R4d/iB6HL50",
+	"aX+EEv4aai2ARCIc4rFIObcaEB9fnFP9pDT/O9yjD6XsIU2zAozkqekopVOzSyFJfRIlSzHkaOVEmLNa",
+	"sWfc8jaD0+33GzGDa8ArImvbu32eUy6TxilCstKwq0ujlmwooVCe8TTVlbKhNuNG6WldXgI0wADqxi9Z",
+	"wgjlLyReFjcQ/FiiRnZ/rIGAITKKZDARRUAbD0BrbOA9rMNDYblDss40Jz+eeCiQcZ4HAY/Fna1d+rW8",
+	"eVrqLYQaGjtR+m4JOBz8//XiC6HLwiJ8Gxp3AWabGnUBfBsWfi38dk2NlcWbbgUzFu27x8OM5fblOkBt",
+	"+rh9IKMzkFGRhG9DreNsrwvki/W3L8NruLrcslxwY5FMReeiheGKzFvDc7eXwcolG6XxqFjFGwhRLGTb",
+	"AaFX25811xUeI9tEByoNj4Fy40B24w8JwAgWeirKYZUHsKAsmZ5CoiwowlaMYEJHhTtermdR61V3W7IJ",
+	"gtCJ2E5ZrdwLVhjT/lvdV0mwqWunpXn61mc9HYgRuNA95X7BhTB3S75pDy784sCFFYrL9tToSvP4+M8K",
+	"uDKXgguv9ND2soAwdHecLiWLqoIh2WYlJsEQRmxzYLTO9ShA/KHnmYgKpSMSWIRJYeVxAFiBeeHDL1Ci",
+	"iGYOM1UhSsaziVTSWDSsW5lpYgRCkXOLbK/5lM8MHRRGTwQWeGsYun9ooFRuwwSQDtzM+iUG0/WT0kEj",
+	"7MGMOwEz7kw01yCUmvMR6WzySNqQr1mDEeqFp5HymDbj/VB6aklUdF5CvzIYfnP31OKIMkeFxlmV1qhH",
+	"oCMNDYW9OeKsCiaGQ5HaOaClsYJn8AmWjto7SgYtt6483t/sGuD46dK7K9qpNUyfR045tdTCIYgj2l37",
+	"KOAXgFh8QOvm2Jv8SxoyC2gO7xRL8PqQXZloyNWcDVEKI6xFKkuEYJPCrGODPoOhBLaRHMlb0ei+oZXo",
+	"s/M8b1GyEdY8NnhA6U7HWmD9sECKHZ1njVx5rkfA9VDZYCC1kDgZAbG5Cz83j0zN4RHoR7cGmjv21hOm",
+	"4c88z2fJwpyvoeY67Kw6o8dNA7sfnZhhDaeinOft3Cuxz1KJgbA0Q0LB7noonea32THusG7V9kaPvN8G",
+	"KgEqsKdjtzmvnRGWloIbn0vwTXpEodOxTwRPuDMKsXLbXyCNqWrGDml92Uw77RSSy3i0EA9PmfAZG/Nb",
+	"wa6FUMxYnQt11nQQ0S2MePTqbkk14KOdBdhpqCsRWAi25YNtzwSiweFoV3SXb9MqLeTlPmLVWMg9a/Ay",
+	"1mBorReXhd2LWEPzQqCjy3S6rLN8JkuREh7Zt7eitqngKvWKUluRQlLPfS0FPjKdVhOhLEJWCj4ieLFW",
+	"uVTzfwbcLVeIWW5kRc8WQy9N1wnjNcqKEcoftp0Hs2Q4hFeF1qbk8LW2JTwv5Es3D3PS9vXJ8+458dOw",
+	"4rMPkgOEF8AT3xDvcPsB77sdkP21+LSEDeaW0C1fr5KD/tJKhfm02l9PIDu0bJ3crmrMbixwMLG1uEXg",
+	"gdMD2p09EtmDtVtRUbvQRW4fXMZrnt6MSqeUepabG7NGA+RClFJnMmX1vQzuZaUYQWDQQ0ylYUWpU7ez",
+	"YpRBOhZu0MGCJNYt2n2yJLK1SvXZa8vGIi/AnUdQAMu1LnyXRl0UInNXKujY53NbQy5zqUbtmfnvw6jf",
+	"wQfv8KBrvqor7eoEcGEqQ792Z0Y8Kd6eaBPNz8oSYflUOSD5Og4D6jyYaqJSfStK9zxqkUINI/05MtYT",
+	"TKefBqz2REyuRWnGskBGH8FzO04YxAuD8p04i68U2Gkb0wDei5vy0m10wjHSbXg68ZoCK26fge3EuZ9Z",
+	"9C6cHSUNdG9pOZJe4PivaCJ2yTjafFMXLpDm08/2k5CGH8nxmv/4HUpAxi3vhSbpx2kuuKqK48JtFjFd",
+	"IhBuU1GRV+By00M89ijsDYixpKaw8k3bcVf6vuyFzmU6I9gw9nKvz4g8E8ZSXReHqLrIkgAMy3wijKsZ",
+	"AGP77C0ByiC+76RU2tDilQ4MzugrGSiZRXG4wFtfcstDn/gXeMuqSq9fqC0uVlwQMpmntu52SjN7xggQ",
+	"ZLzBgNH8LmQRPOPTMFc/lEL0oFWxc4K1qscZPE0aXNcg8L6uUfzt2fP7LeNqWyBau061QisfPnQPdWpt",
+	"Y0/CA24BtzwS1zQIwqeqJCTc3lQzlZXqaZUuIzCvnG+rRFPMG9k4n6o3IkdnklSYFAZqviAaDo2Y/M8Y",
+	"zFFQ+1VSRUMSZ/WmXIIqCo8mezdDkzYuvTdspBuMxItHN+k/inbgEe4VJ57i7h8zDJCkekK5Lt6Smr+s",
+	"VIcm20Uku+1Vl9WqhjHRPFuN6xbmgJRVBwb3/lJ4nV+2fh3A3Lmzr9x6PEHvCus625UdLtj2VF53iMy9",
+	"/5ob0cNd11uHgR0qTPh17nSXVJmAvtC2lKMRwONVxpyKbTqXXxmW65TnpG/8a2OHPdV5NVFQFzANXgdk",
+	"m5RHFyR06cuXb8Bp5znAJGplFZ6LMTOoOlUZM/KP0G8yOPpUQwXD86S/LJN8pLQRbCIp5MaKUl/nYmJa",
+	"3ZiX9MIrmL4OavU5WhLEbGMF3Ms3yBwA3QT10OcB4GlMX/+vSO0q7HeWb4b7XrDTfuZ3clJNmKqc3+hG",
+	"4YaVjnnJU/cNdTNuZ3zjoM48sCyMHl1EW1YqRdhkB30Av3uZ5S/GvDTtw/7m5OQkqRnHpbJfPz9I3H1u",
+	"kAenz05O4IqJVPjDSfhGWHTAPezaCpxf8g5tHLYjLSgSYO9twA48mJu+a0HBd6cs5uZvl24pxplXBmS4",
+	"Yj+9+/kNFjAgZ7hQGZAwOlUXovELoX4w80DbDXBv/58Zn+QDtDj4tL7Tx22pY36ffa/tGGQLgPVRAAbS",
+	"dOHyCHqPXE6aCTXUZSqabRKx7+fMoy9rWolMFLmeiYzdihLCNk7DStP4FJ/KgWLaCS9vEDI2mA8ln7K5",
+	"SPLgtNlcuwUmxgb1OD9gy4NBskECxIwlxGmDc1mKXLjNczhwa60LoXgh+zDtR+3KXKfmvVylv8/RRsZV",
+	"PGODsXXrWG+DjsQGLnfcgShe9i51SXqwVVMeuDcfJKH2iP7pXtRWa7SZToSnNHRii7HJp+xtIZRb1oX9",
+	"22+jrjqw4s4ew0BXPBukrD3ftJDtaVW9LWtAFn1D3MDNaojkXj+vaDr2qDNNUg31Si1elDqrUptAJXSW",
+	"sLH2Fd8UQpcwUDsLZSo6E74fIfZVjjCvCbN6hLRPgXW/KqycoF8tFCJ2fY4KKQGjwCE1hQCTVA1lOSFL",
+	"9VoqHhpWuB9oFE55O1OL59CSDAnrFpTZFczHazcduwRZ1G9pEcTvuZEpc0vixAs4QK91ZZ9YzulHYdn1",
+	"qpnYoW0TXJkV3t2LiPICIh9uV4jMG6/hMbHRQP2OpfFWAxN3BSAqMJzCCRKFjiK6jeDg+cJtJyw3YtbD",
+	"Znulni46dhijBwGyOtU5K4WRWSWMd+mcNNyImWGVO4NZUYqhvJsfV10Lo6fKNEpSZnWXPjeHhDoEX1xk",
+	"rCpa5etnPx0f10/rBWqa11lLcbX3EA22woJPg95Y1GEUvp4+c4V3eAWPMFv3EOOhhYRfAaHDdUaHt0Nt",
+	"eevInq1yASP/71mL/9c5pTGtS8GNEdkZmgAwF1iuOuTS6Wu6FMr9oW/Fiqm+gMe1fw8CVu61BLu5PzF/",
+	"1kltFYIdvnOWu3pPu7mlAwBWgCJfkRalHqWgyu5P/R+TOu15ddrzY/Apj2Wtn6FQMQnJBKj8rpMJ01Ja",
+	"gZDwSB/XjExN5SAi1UFV3XMbEdMYUWkRZ5nTgJXyxBtZObussM09KLN2mo/SWGaEqDPDMDrMAI90n53T",
+	"iKKzD5YsVBngOJ3Ty8NHtBY64oFEoEGD7wkP9QALfyRhdwh3HLUUeVPAHxfrgtbqst4uu0imtL8tDGVp",
+	"SmVhba2ez64/lszKis/cPL9SZ9tpe+6Lxj/ronHIB1ZFt+V5H6kZpa0c0gY3x2LCZb6CWu9KqAwz0cBr",
+	"NhHGYJiyzvyG9vkZu/r5XaCt88awDk5p6LVfTljQTKAM60GxqdNf1HMWzHZyjr85+Q51IjbMb9wEjfPr",
+	"YQzQ/ILBSOrSX4/RaY6/nXyN17jxx4P2rPWo5qnnRyl4Om6jUnaT804Y+2qCDS13wisKKwdvQMq2FRoz",
+	"lQXQG3LkofJlVcxUIfNzf1pxYfDL9GBjg025p+WuT/JoofbK8DNThu6uNT7xSpS3MhXvFb/lMnee/XzE",
+	"UACUGvZKrAOYmMw1ld2yyUux/lXxDkwAE8q21nE+b13HiENGQVdWLALQa6hfRDzvoxfRgz2MkOODEv+8",
+	"8Luqr4ZnRPfCtyO7gCyjjE4S3SKhBTlOXp/5RfVvQWN8cCzp9+MB+LbiDrxX1LXg/0LuXWSg0WtquqK6",
+	"zqUZO8fYz4u366Rz5qN6F2fZivaoCaQLCvlxMZO3Kp9dUDZ+t7Vj8TCXu871ZHxGnvPDOsK2MW1ESz6H",
+	"ycc9u0MVUfBS2tkmGoJg9VjF5hMFQ6hW5+mYX8tc2lnio/bk4yXk9lMM1Xt+cOBTeNUD7DDXmcavLETZ",
+	"C/g7QFoghVo65lIxIP0Nf8ZmDjhEqPqk5/fZb2CJjUV68zLAY3yItaJc5NV/vZFWsMHF5fmPP5+zf1Uy",
+	"vfkA9wzqolN8POiFTKCDS84/ObmhYWEmb0U5Ehm092dOu43GkBIWylQmhuxMqD5h1qouLmCVth9hPaeP",
+	"j7+9hgzBd89/9hkeCqXgVAg6Hes8gnjA4mEY2eS6E9LcWIdPDMvGSCK3VXCgbm24zI3TwwPaEYOVBJJw",
+	"y5bG83SCrNH+XH5MoLrZh1d3GV516pHm+VrYqRBqviRqh+eJ0wtSCbOk2Njr2nCp3/0xULJhO0KTIWBF",
+	"83nlrEIFSQBvr3xQYxWiHOpyYhjHSGwPCraosq2UxVIMOIROpWVFqW99K7haY6N7Z/C5xnPDoyjXzG6U",
+	"4QbSS4gJRET40rDnJyeoB1Cv+sQ4Dd5JtvEefzLHRkAB2GudzZI6GgATJn2IlmezJZnwy7BAK/A9FziL",
+	"HzWJn6D1O7RXsohhgIBAk32V6s7jvlmUX18ynldw3eMhDQ4rtFyV+kWHBT/r3kvZ3gpf9OgfYqGCdCKj",
+	"hpNhYEivZdvrQ5TyBO7gigk3eLi+3wKfb6pSVFBcpaQMd6nqdS5WVbDjrowhP/jt6BzcKD0F9AKihiTk",
+	"tvwW1mruNGheRkmkfEYknH12iWR9iMbMgYyhh7zLpfBMnfDv6VjCOPzDaRFqLZ83WpSIuyIH5vbpeBat",
+	"lvsWMnT9kK8ry2SWQ0eroc5zPSXO8sW6eFLGOhdm97gk95pl9fANSNYTLobvnoddilGlrJyIYyq5sHIp",
+	"UQsC934Er83dljibTpezJDZSlK9nw/yB6YTv9dkVRlmd2TgcRhA8U2jLRrrUlXWHqC7pPWxU6qkdJyzn",
+	"I6D59Ed/cOfhCvcXNBv42NkNuR612iSX+BUvo2/f5cm6+LYWiaCrWLQgT08mfhTWb7HOibgHoQD7fx2W",
+	"FPAToLO6280lMtv6pJFPxng9jaNrcTj8ERMcDmfCp7bieT5Dx1zNVbvPgVaduLGhLMWU53mopgIuFf9S",
+	"kD9y+612R2FXw1OcgwuYgt1LhXvP0kPCTSy05HjCBwSF6/yeUUJkkNpQ9yALtnKbbw1hmI6lFRhGYm+k",
+	"qu4Q2I33s9rpa1QdEiYH3e5UTyZCZSJDzl5qtDnX2xemAatloPIG6MqLIvdNME1wETlJ2Ego22dvyQYL",
+	"YwR0EORgMJ3NIX/jjg8r2llTftLGvsPp2KFg1G+5cl/eJRjx5MIUPSnOlPattTVx6OAuR4hHjaiLtxNu",
+	"WU/vUe+80BWOlyNhYeABOQ05AgrEU/vSjP55zdMb97BbUcrhrBHL8c0Lw3uc3EClVtag+ifCcADhgVtA",
+	"/gZebDWEtKybA0A9wB5ivyHxQfwBtYTB/dhqdjnr+HeUTckEG8BDPlR1nnqwKFzn7vFz4rV9gEj9Anjf",
+	"CoAILZibCARV1iuMs/HYgHULn7cMQkLL2AYeibTmHjvyGQPpYBc0NCXu4C1oSffQJeC5pu1wXORcdePm",
+	"Gmle1KskaXUfbDIT4Fvoj1GkHnmpbsSsEdRBgDHt89jMDrLsFBcw+0JSFbtgpVF7Cve6s1CMM4uwHgBN",
+	"Rpd2aEXpsXqUHPi7syx0ZY2k9GA4J9poRk9aKKlyru5RG7rXra8Mg97LhAE3BxfkoXSdG3znqMlAyLna",
+	"8688Is3kCadi3USCt3vlhKSLvUbd7Aa1eRhbrlXBAl5tDHUK9LEUnIoeh6wq04AKufDW67nKMND2jo+g",
+	"yCO8LBi4STC5MBXnZxv9JAS5FKUbm51h01Mkdcj67EdeeBrJuugjJ8Lg1nK8obyrWdB5RHVsajRae8YP",
+	"JvhlPL/bQJy1w0h8ysnf1JgiIPgKW7JlluCCkEqtAX9LM3ftK7b1Ij9pxaRmfzmL2D2B0xoTDoHxBdOy",
+	"0B4RWm4sYYBBw7BjwH9bg/9lRfnfTmnlO/bW8lxYk45gjxXcBCvYnDv3oFxYoSImca8ZdhiMWpe2Gnqr",
+	"96QCgl0rFGQk4eYkNv/qkuPKXaow0qpLTxQpsiRYOYhsaaGtfh9isBBoRR/f3GDfZVKbzgUPXcmqCGC8",
+	"LD23c8rq+jVL6ar9XOIa4DQ+rcBr6xRsYZvjVC7d7Md/uv/8wifiL+dOreC/dPZG4c91P2jYjdjPrt7a",
+	"hk2hM673jzKNJ0fhCXSpeTqPtzQ93ISH9Nk5/mW+zS5B8YnthVvsYgdbHzEDmOReSIZTCRGAeaPrWnvy",
+	"BmtFeqcNgbRTmQYabEiWOx+0lSGzFoC1GH5DBM/cMG4IKgn2U1Nmw5lbcDuuj1y/kEubKBTcug15cHrw",
+	"P//gvT9Oet/9Tv/t/f7nSfLt13/920EHq9AOKlHjKVriGf7mVaoO+0fDaiSPLjgWfc9mLJ6wd8vPhUJ4",
+	"9w1Lnx5RaFh8p2brg2Br54C4E2llW31VqlhYq1PBfOlDo9DDlz5IW9cLmcjGaamSaORb2QtIJpjA29n6",
+	"9Dpg5/8CxtZY51nCrkXKK+erMiWmGDPDayZ8FjzVuOiKK2CEL31dV87TG7MEY/orTdbOtYh/UYv++NXP",
+	"c8Q19CRRHG2chjt0EKbieqz1jTlOueW5XidfbSxXGS+xSsYaNip1VeC5PuQTmc8oSgMmCf7ylWEDotb5",
+	"9wGbyjxLeZmhqMFTGAaXKNzsbBFPzAtPgWuA8CLnyj0MXz2APsIwKiPAfzDIV4nPN2ceVAyfCFEcd1HG",
+	"Bvh7n76+/8/q5OTr9Cetwd6Af7Vl234U9je845V7/wuasl1W9FX22h05ba/tOIVxPmk5n4TYuK/2m7C5",
+	"Of00RAKEO2cHApSJXN6KUgpz/KfM/jouhcVWOe3ux89Qr8DZDwgtortnIX99IVQGsDwnSpzaW1cKSPSr",
+	"wqfLSR4ozMScLTwprCHURvPZEiFU7hafgwEeafffdCxvRVYTitlSiowdOqdh4IcGFAjwVZCMdpI2MNV1",
+	"+KgP/jGDusn2UVsfRlvOaD+/pEevJJ8GYsOhFDVjCd3Z4TrIbKnTELXj+Pab++3GMSfRYQa6InD094Qp",
+	"PfWbYt/Kf0u96Gw5A9zgsCmEW1AXK3lSgt7QbkPcbaAzMLcxrzdILvBppP0O3bcVogSZT5ZJ/tG83umz",
+	"88CK8k1duoTPpeoIYhGgV7qje6m+qFuDQJDexHpJGvqg5foChOcOTsFVKqM+CmXGDtFgeJ0NjuYnStnP",
+	"VYncwcwsd8mjKQ7r7k8WqGHfq5ItqhKUzOGiZMKmjyTzXhWMsdxWZglbAPSsCMNFLXGIFTiJB2Enkapw",
+	"kh5trOsZxvopdiXy3DQgI5k0BdCmUryRApoIynMbEQKZh9I2/uxrYCnuqVU+O1pmkV/hV97fyU0v7BA8",
+	"PhqVYsSteEIY0/PmN7uNP7ermjvnPqzy2EBdJxHWHHDiW+sBGeN8YXApMp5akZ0yaZnhs3rbc2ZEWgo4",
+	"KY2wHkUFYSRIhCFoI0soDo9dENwdfXbujXGaslKwXAwt9Gkn+khiFQhXUu6hPTfmt2tjIlY1C8iNZoS7",
+	"ikezgubAD+jxFOfOy2w0CUuLJ/Bj9ynuzixfU062JslJF9axFFDMwJsvPoWTVais0FLZmm9ATxX76efz",
+	"FyRUiQ8ypboQCaS3kLgqI1eXmsZCBloaVin5r0owPtGUgl5iOeOdYQgSwq/82ui8soKNrS0Me3/5hh26",
+	"/6WCVnDp81xPf7K2OApEWnWnAZMwkDBoslfy0UQoexZeYqADbn6LNPrQ89lZ7wnLpbrpYQ8aXbI011XW",
+	"mwjLoV0XtTEXLS3bB6QuPyBaEQx3GJ/z5UnnwJGdTaSSxiJJLVxhWFHKW6ft8V7DDv3Tzt3fL/Cv7/CP",
+	"g6M+eyNGPJ0xo/iN+JByg9E5it6ZKh0zbhYCdFp9MLYUfPKBNCeygBl+i/1D569/q67g8hd0Na5SrZSF",
+	"SstZgb0A3WziZqCkKCGHWthtYRe26JIdIU2XaK8VsFO3Yc+i7w2ldWOBdA+rEojP7uMjlo0eEPYpTDhh",
+	"uOjgHes8QwJ+iexv0tZHMRtKkWdmj7//rIlsYdXndf39+kyxtQSxGYjKVO09nnOeEvIdtx+SrcEurrnE",
+	"kYYAakr9zgbQ+7liYlJY0PX82sA5hXJbsxh6HD/+4Yziwb75BNb51TZkSJzBCNyR02cvCJ5P9UhUbCXu",
+	"rI8Z1238dCFUHV9142sYgRFrLeliihO3x4JbnLb3RdapRjcDusY3v84OdgXr+Hg97Jap3hPelLhfBMdH",
+	"KOAKVij7LAoA9siNrSpfFM5HpnyPSZ10h8bJ9TRe7w51yUZak29udeFshFRIMJrxExKwHEI0VGXsN2xO",
+	"jcG8OMIlUj0R7AVXqciJc1ZpaKWPyHFw85X1aK1JEse3Z2wsjdUlVBbciMImwWwhyKt7umHDUghsqQ1q",
+	"wyuKuYJP/M6dKc/Ho4Mah84+TL2dCB3O6WOT7igkuHaEjrLZkOGC7JYSU+fHoacP8bokZkzwIWqydoAt",
+	"OsFg3E/v3l0wjJJT2RHsVZERlRfNH/qQBSp66nMKqTDwGs1YT1VwrzrDcC/j6OenyWuy8o4LWIv1roOu",
+	"VovlNYAjiBN1RPNFUe2OPlnAv5CsqRvmMuGevOEBkvBdIcG3bpPxURzRlsLsmVC31kJ57pyM5PrecwSo",
+	"kZZ3LHmtjAACIzagd/i4k7tv4LPvhGkbaNptPbqqB1cdUcQMY1BNfy1h17OCI3W+RF6+OnyJbTcwOf/8",
+	"5HkNHsWrohzLjMmMQpvhFwup/JLfijzwuuas4HbMDjFFmbA053KSMCNHituqrEOmiY+XHp15agwZcACE",
+	"RZq3evrsnGXSUDdRciCd9+hmoS3K9k60Ji0+E+dwRQeV86hfim9EgrwkoSuDDcfYGTONbyAOWaj1T7BC",
+	"RPyr4jlOv1tCma3jWz7f7cev7MCCG3XKjWcNOmvayxKywO6nKZ/t/c8n5X/G3Vdwn1i9zdNgfUN1Rdcq",
+	"57pxE2s+GHPQZREXNGg9ZOjgZk6mvdQDv+xhI05/dLrihCGBQWY65K0PEb9lavXgMWjCEOh3Y/cZGL6o",
+	"HvcKba/QvjiFFrQC1iNEOmCnKs6OZZn1Cl7a2XHKC+z+ssztjuukZJZEHZzQVRZ3hazBp75q+/ziNbP6",
+	"RhBnRwFkavS2GUu5FSPgwKUOIOGJUJcqMjPHOiQNPQ1Tf8j6lufYKyr0pXUvd0/Avqm+ulxXlkjjhgJs",
+	"WVPXsVemrd58QuD58BGGGKmR7CtxKpxIJK5nbIDLUKfuTxkvZA9uHJwh/YfRuWBGGCxwWqjLfRZzvhXy",
+	"A9z7wau89jKUd24hL9w6voiXcYcuc8cbu1jSomvmdwd835MAxL30xXnTmFqwKSFuI2Y6kvpIRmvRr/fX",
+	"welB2GAHC5rhWYdmcFPYrQnGXCmRd2sBz3unRA6oMPcFQ11S7yGUv/nWF0OZA2kpgGz01HhbKX7Ocklr",
+	"j6NF+9APe1PH8KPCYqvaNuFg/i5mU11mG9zh2/lucAuca1dQ2/l6k1f9ojOx0Q0vxa1MP+YW+sdGd/46",
+	"1mDnrHv9eVFscDXCgTa+YaMveIVQ6U2+obL6V5kJveE9lyLdbJf9oi9yPhPl96XgNxvc9xM351Um9Wa3",
+	"XNg/Nrjhtbka89LvmY32GvDoUcB4/QkEhvBN70ICpfflJgP8sdRV8Xcx+wF04WZDlLeg92CY/v5dhsTp",
+	"zeuEwP15sQfILgHI+klih9FRe7Trcz4szULQu+3AP/4z9Yr6r5UugFbh8D712bTQYdyd8tjGSU+VKM1Y",
+	"Fpse7k2rlpTBxt0T64PnHoRlGUewEvk+QbS16iruXGhvOn4mEnVsLC+XRBDP695PmPMRdzyFDklNSxke",
+	"c8oKnefEv+AsE8MqZWXuhEwqsamwXblnfm7iBoNezc7t5swDbGDuPHX7PvD2YDEwWIaHluBVAbF2GdbF",
+	"kiQAAMvs3MYreGUEQtR5ZXWvFKnGGv5OCdcFNeqd8Bnjw6FILZIoMKBVLOsgCh0tG8u7Lj4/cdfFcml3",
+	"8/bFCvfDyaouHpWoYqftlfYpZ2bC85waczOjeGHG2mJeDCBb1zx3py0FpSZaSauhADnlCo/Xlkos6uwR",
+	"9QWRINZj93dkEHZPw9B0hDjB6HYYBfQtpzJJ09r8zfe/jlmvzhhXTCrg2oembhIxIRg6hLJPgUNwT9Jq",
+	"NtGVYSWnwDlXrBT/K1Lry9Tmm9pKavDo+yrqG/eWTIxKntGHtXS1DR8V9bXFLo9Rs5L2RkC4lLskGrtN",
+	"8SVXNMhVbT5bPtltB6BO85TY6OlusxfpxsOMZrajH+ncvu9uRyrSqpR25hT+X8mfB9eCl6I8r5yI/eN3",
+	"p9hjwxtos6GnAz5+Ww3l/r3+ubrOZUqZ3fkBzo8u+fOAEikvtL6Rwg+ZxrFwPiPrYEQql9CHJHUT1gTJ",
+	"NU2ySH5Mom3q5npQ2YOEBfiN7OQZlLh46CNOxCKQ8r1BknWdC5NEB3fCLt9dXTRrP6mUp4qarwPzZ+Ad",
+	"JFqrCsZTzyuj8tAwtOeNofl5bevOHBpCz/UeH8uC0lNeY2Ftf3jF1/Er6OaWN0CUMwRFknC8AG+X8alA",
+	"gOL3eIh+sULrPIk9ISvqmj9aklyP6uH8rTEcnyFYHM8rZcuZny+E7YfzbD6vAelDSC+CHoyMLijn9e9+",
+	"1tgI8fm4+PqancZj7jxIkBHQYzl1QuIpVt0M9HBefhPXVzq9IboByNgqfCSx4Pknu5/voqFSnnlxlN9r",
+	"bY0teeGtT8ytzpUB+5fB/rULyeB6Z4eZ+u67eKYwN/X7X/8/AAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

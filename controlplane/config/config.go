@@ -54,6 +54,24 @@ type Config struct {
 	SMTPPasswordFile string `flag:"smtp-password-file" env:"SVC_SMTP_PASSWORD_FILE" yaml:"smtpPasswordFile" usage:"file holding the SMTP password"`
 	SMTPStartTLS     bool   `flag:"smtp-starttls" env:"SVC_SMTP_STARTTLS" yaml:"smtpStartTls" usage:"require STARTTLS with the SMTP server"`
 
+	// WebhookAllowPrivateTargets lets delivery plans target loopback,
+	// link-local and cloud-metadata addresses; off, such endpoints are
+	// refused when a plan is saved and on every connection (SSRF guard).
+	WebhookAllowPrivateTargets bool `flag:"webhook-allow-private-targets" env:"SVC_WEBHOOK_ALLOW_PRIVATE_TARGETS" yaml:"webhookAllowPrivateTargets" usage:"allow webhook endpoints on loopback, link-local or cloud-metadata addresses (isolated test networks only)"`
+	// EventOutboxRetention and EventOutboxMaxEntries bound the outbox:
+	// delivered events older than the first, or beyond the second in
+	// number, are removed with their deliveries; the engine webhook inbox
+	// follows the same bounds.
+	EventOutboxRetention  time.Duration `flag:"event-outbox-retention" env:"SVC_EVENT_OUTBOX_RETENTION" yaml:"eventOutboxRetention" usage:"how long delivered events (and received engine hooks) are kept"`
+	EventOutboxMaxEntries int           `flag:"event-outbox-max-entries" env:"SVC_EVENT_OUTBOX_MAX_ENTRIES" yaml:"eventOutboxMaxEntries" usage:"most delivered events (and received engine hooks) kept"`
+	// WebhookLegacyEndpoint and WebhookLegacySecretFile are the single
+	// outbound webhook of older versions. On first start as leader they are
+	// migrated once into the plan "Default delivery plan" (secret sealed
+	// with the keyring), only when no plan exists; after that they are not
+	// read again and can be removed.
+	WebhookLegacyEndpoint   string `flag:"webhook-legacy-endpoint" env:"SVC_WEBHOOK_LEGACY_ENDPOINT" yaml:"webhookLegacyEndpoint" usage:"legacy single outbound webhook URL, migrated once to a delivery plan"`
+	WebhookLegacySecretFile string `flag:"webhook-legacy-secret-file" env:"SVC_WEBHOOK_LEGACY_SECRET_FILE" yaml:"webhookLegacySecretFile" usage:"file holding the legacy webhook's HMAC secret"`
+
 	// Bootstrap is set by `svc dev`: found a single-node cluster.
 	Bootstrap bool `flag:"-" env:"-" yaml:"-"`
 }
@@ -78,6 +96,9 @@ func Defaults() Config {
 		LoginRatePerMinute: 20,
 		SMTPPort:           587,
 		SMTPStartTLS:       true,
+
+		EventOutboxRetention:  7 * 24 * time.Hour,
+		EventOutboxMaxEntries: 100000,
 	}
 }
 
@@ -148,6 +169,15 @@ func (c *Config) Validate() error {
 		if !strings.Contains(c.SMTPFrom, "@") {
 			return bad("smtp-from", "%q is not an e-mail address", c.SMTPFrom)
 		}
+	}
+	if c.EventOutboxRetention < time.Minute {
+		return bad("event-outbox-retention", "%s is below 1m", c.EventOutboxRetention)
+	}
+	if c.EventOutboxMaxEntries < 100 {
+		return bad("event-outbox-max-entries", "%d is below 100", c.EventOutboxMaxEntries)
+	}
+	if (c.WebhookLegacyEndpoint == "") != (c.WebhookLegacySecretFile == "") {
+		return bad("webhook-legacy-endpoint", "needs webhook-legacy-secret-file, and the other way round")
 	}
 	return nil
 }

@@ -14,10 +14,12 @@ import (
 	"github.com/svcplatform/svc/controlplane/account"
 	"github.com/svcplatform/svc/controlplane/apitoken"
 	"github.com/svcplatform/svc/controlplane/channels"
+	"github.com/svcplatform/svc/controlplane/events"
 	"github.com/svcplatform/svc/controlplane/rtspauth"
 	"github.com/svcplatform/svc/controlplane/session"
 	"github.com/svcplatform/svc/controlplane/store/raftnode"
 	"github.com/svcplatform/svc/controlplane/system"
+	"github.com/svcplatform/svc/controlplane/webhooks"
 )
 
 // Deps are what the HTTP boundary needs.
@@ -41,6 +43,13 @@ type Deps struct {
 	Channels       *channels.Service
 	// LoginRatePerMinute bounds logins per client address and per user name.
 	LoginRatePerMinute int
+	Events             *events.Service
+	Webhooks           *webhooks.Service
+	// Dispatcher reports whether the webhook dispatcher runs on this node
+	// and how many POSTs it has in flight.
+	Dispatcher func() (running bool, inFlight int64)
+	// Sockets bounds the runtime-state WebSockets' lifetime.
+	Sockets *RuntimeSockets
 }
 
 // endpoints is the one strict-server implementation, assembled from the
@@ -52,6 +61,8 @@ type endpoints struct {
 	*rtspAuthEndpoints
 	*sessionEndpoints
 	*channelEndpoints
+	*eventEndpoints
+	*webhookEndpoints
 }
 
 // NewEngine assembles the router: contract routes behind the guard,
@@ -86,6 +97,8 @@ func NewEngine(d Deps) (*gin.Engine, error) {
 			byUser:    NewLimiter(float64(d.LoginRatePerMinute), d.LoginRatePerMinute),
 			captchas:  NewLimiter(float64(3*d.LoginRatePerMinute), 3*d.LoginRatePerMinute)},
 		channelEndpoints: &channelEndpoints{channels: d.Channels},
+		eventEndpoints:   &eventEndpoints{events: d.Events, auth: d.Auth, sockets: d.Sockets, log: d.Log},
+		webhookEndpoints: &webhookEndpoints{plans: d.Webhooks, dispatcher: d.Dispatcher},
 	}
 	strict := contract.NewStrictHandlerWithOptions(handlers, nil, contract.StrictGinServerOptions{
 		RequestErrorHandlerFunc: func(c *gin.Context, err error) {

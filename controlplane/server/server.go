@@ -30,6 +30,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/audit"
 	"github.com/svcplatform/svc/controlplane/channels"
 	"github.com/svcplatform/svc/controlplane/config"
+	"github.com/svcplatform/svc/controlplane/events"
 	"github.com/svcplatform/svc/controlplane/httpapi"
 	"github.com/svcplatform/svc/controlplane/keyring"
 	"github.com/svcplatform/svc/controlplane/rtspauth"
@@ -38,11 +39,12 @@ import (
 	"github.com/svcplatform/svc/controlplane/store/raftnode"
 	"github.com/svcplatform/svc/controlplane/store/sqlitefsm"
 	"github.com/svcplatform/svc/controlplane/system"
+	"github.com/svcplatform/svc/controlplane/webhooks"
 )
 
 // IndexSpecs are the typed index tables of every kind the control plane
 // stores. Append only; a changed declaration rebuilds its table at start.
-var IndexSpecs = append([]sqlitefsm.IndexSpec{apitoken.Index, audit.Index, account.Index}, channels.Indexes...)
+var IndexSpecs = append([]sqlitefsm.IndexSpec{apitoken.Index, audit.Index, account.Index, events.OutboxIndex, events.InboxIndex, webhooks.DeliveryIndex}, channels.Indexes...)
 
 // authContactWindow is how long a follower keeps deciding on credentials
 // after it last heard from the leader.
@@ -50,7 +52,7 @@ const authContactWindow = 10 * time.Second
 
 // OwnedPrefixes are the key prefixes this version writes; the migration
 // audit reports anything else as a residue.
-var OwnedPrefixes = append([]string{"/cluster/", "/security/", "/system/"}, channels.OwnedPrefixes...)
+var OwnedPrefixes = append([]string{"/cluster/", "/security/", "/system/", "/events/", "/webhooks/"}, channels.OwnedPrefixes...)
 
 // Server is a running control node.
 type Server struct {
@@ -64,13 +66,20 @@ type Server struct {
 	// Channels is the channel catalogue; the stream dispatcher and the
 	// engine hooks report through it.
 	Channels *channels.Service
-	HTTPAddr string // the bound address
-	http     *http.Server
-	ln       net.Listener
-	cancel   context.CancelFunc
-	done     chan struct{}
-	wg       sync.WaitGroup
-	denials  *httpapi.DenialAuditor
+	// Events writes engine hooks as events (the agent's hook receiver calls
+	// Events.ReceiveEngineHook) and reads the outbox.
+	Events        *events.Service
+	Webhooks      *webhooks.Service
+	Dispatcher    *webhooks.Dispatcher
+	HTTPAddr      string // the bound address
+	sockets       *httpapi.RuntimeSockets
+	legacyWebhook webhooks.LegacyEndpoint
+	http          *http.Server
+	ln            net.Listener
+	cancel        context.CancelFunc
+	done          chan struct{}
+	wg            sync.WaitGroup
+	denials       *httpapi.DenialAuditor
 }
 
 // Start brings a control node up and returns once its API is serving.
@@ -163,6 +172,9 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, er
 		Catchup: node.LinearizableBarrier, Config: session.Config{AccessTTL: cfg.SessionAccessTTL, SessionTTL: cfg.SessionTTL}}
 	s.Sessions = sessions
 	s.Channels = &channels.Service{Store: node, Reader: node.State(), Keys: keys}
+	if err := s.startEvents(bg, cfg, keys, tasks); err != nil {
+		return nil, err
+	}
 	engine, err := httpapi.NewEngine(httpapi.Deps{
 		Ops: ops, Auth: httpapi.Credentials{
 			Tokens:   httpapi.APITokenAuth{Reader: node.State(), Owner: owner, Revision: node.Revision, Cache: &httpapi.AuthCache{}, InContact: inContact},
@@ -176,6 +188,7 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, er
 		Denials:  s.denials,
 		Tokens:   &apitoken.Service{Store: node, Reader: node.State(), Keys: keys, Propagated: node.WaitMembersApplied},
 		Channels: s.Channels,
+		Events:   s.Events, Webhooks: s.Webhooks, Dispatcher: s.Dispatcher.Running, Sockets: s.sockets,
 	})
 	if err != nil {
 		return nil, err
@@ -221,6 +234,8 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, er
 			})
 		})
 	})
+	s.background(bg, func(ctx context.Context) { node.Leadership().Run(ctx, s.Dispatcher.Run) })
+	s.background(bg, func(ctx context.Context) { node.Leadership().Run(ctx, s.migrateLegacyWebhook) })
 	ok = true
 	log.Info("control node started", zap.String("api", cfg.APIURL()), zap.String("raft", node.RaftAddress()), zap.Bool("founding", founding))
 	return s, nil
@@ -245,6 +260,7 @@ func (s *Server) Shutdown() error {
 	<-s.done
 	s.cancel()
 	s.wg.Wait()
+	s.sockets.Wait()
 	s.denials.Wait() // flushes queued audit records while the store is up
 	return errors.Join(err, s.Node.Shutdown())
 }

@@ -1,0 +1,66 @@
+package events
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/svcplatform/svc/controlplane/store"
+	"github.com/svcplatform/svc/controlplane/store/sqlitefsm"
+)
+
+// OutboxIndex is the typed index of the outbox; the listing and the
+// dispatcher's retention query use it.
+var OutboxIndex = sqlitefsm.IndexSpec{Name: "event_outbox", Prefix: OutboxPrefix, Columns: []sqlitefsm.IndexColumn{
+	{Name: "event_name", Type: "TEXT", Path: "$.eventName"},
+	{Name: "source", Type: "TEXT", Path: "$.source"},
+	{Name: "target", Type: "TEXT", Path: "$.targetSubscriptionId"},
+}}
+
+// Entry is an outbox record: the envelope exactly as it is delivered, plus
+// what only the dispatcher reads.
+type Entry struct {
+	Envelope
+	// TargetSubscriptionID marks an operator's test event for one delivery
+	// plan: its delivery is created with it, so the fan-out skips it.
+	TargetSubscriptionID string `json:"targetSubscriptionId,omitempty"`
+}
+
+// EntryOp is Op for an entry with dispatcher fields.
+func EntryOp(e Entry) (store.Op, error) {
+	if e.EventID == "" || e.EventName == "" {
+		return store.Op{}, fmt.Errorf("event without id or name")
+	}
+	val, err := json.Marshal(e)
+	if err != nil {
+		return store.Op{}, err
+	}
+	return store.Put(OutboxPrefix+e.EventID, val), nil
+}
+
+// DecodeEntry parses a stored outbox value.
+func DecodeEntry(raw []byte) (Entry, error) {
+	var e Entry
+	if err := json.Unmarshal(raw, &e); err != nil {
+		return Entry{}, fmt.Errorf("outbox entry: %w", err)
+	}
+	return e, nil
+}
+
+// Get reads one outbox entry.
+func Get(ctx context.Context, s store.Store, eventID string) (Entry, error) {
+	kv, _, err := store.Get(ctx, s, OutboxPrefix+eventID, store.Local)
+	if err != nil {
+		return Entry{}, err
+	}
+	if kv == nil {
+		return Entry{}, fmt.Errorf("%w: %s", ErrNotFound, eventID)
+	}
+	return DecodeEntry(kv.Value)
+}
+
+// ListOutbox returns one page of the outbox, newest first (keys are UUIDv7,
+// so key order is time order), and the total number of entries.
+func ListOutbox(ctx context.Context, r sqlitefsm.Reader, page, size int) ([]Entry, int64, error) {
+	return sqlitefsm.IndexPage[Entry](ctx, r, OutboxIndex.Table(), nil, nil, "i.key DESC", page, size)
+}

@@ -1,0 +1,89 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/svcplatform/svc/controlplane/config"
+	"github.com/svcplatform/svc/controlplane/events"
+	"github.com/svcplatform/svc/controlplane/httpapi"
+	"github.com/svcplatform/svc/controlplane/keyring"
+	"github.com/svcplatform/svc/controlplane/system"
+	"github.com/svcplatform/svc/controlplane/webhooks"
+)
+
+// startEvents assembles the event outbox, the delivery plans and the
+// leader-only dispatcher, and registers the retention task.
+func (s *Server) startEvents(bg context.Context, cfg config.Config, keys *keyring.Keyring, tasks *system.Tasks) error {
+	node := s.Node
+	targets := &webhooks.TargetGuard{AllowPrivate: cfg.WebhookAllowPrivateTargets}
+	s.Events = &events.Service{Store: node, Reader: node.State(), NodeID: cfg.NodeID}
+	s.Dispatcher = &webhooks.Dispatcher{Store: node, Reader: node.State(), Keys: keys, Targets: targets, NodeID: cfg.NodeID, Log: s.Log.Named("webhooks")}
+	s.Webhooks = &webhooks.Service{Store: node, Reader: node.State(), Keys: keys, Targets: targets, NodeID: cfg.NodeID, Kick: s.Dispatcher.Kick}
+	s.sockets = &httpapi.RuntimeSockets{Ctx: bg}
+	if cfg.WebhookLegacySecretFile != "" {
+		b, err := os.ReadFile(cfg.WebhookLegacySecretFile)
+		if err != nil {
+			return fmt.Errorf("webhook legacy secret file: %w", err)
+		}
+		s.legacyWebhook = webhooks.LegacyEndpoint{URL: cfg.WebhookLegacyEndpoint, Secret: strings.TrimSpace(string(b))}
+	}
+	retention := webhooks.Retention{MaxAge: cfg.EventOutboxRetention, MaxEntries: cfg.EventOutboxMaxEntries}
+	tasks.Register(system.Task{
+		Name: "event-retention", Description: "remove delivered outbox events and received engine hooks beyond the configured retention",
+		LeaderOnly: true, Interval: time.Minute,
+		Run: func(ctx context.Context, preview bool) (string, map[string]string, error) {
+			var events, hooks int64
+			for {
+				n, err := s.Webhooks.PruneOutbox(ctx, retention, 500)
+				if err != nil {
+					return "", nil, err
+				}
+				events += n
+				if n < 500 {
+					break
+				}
+			}
+			for {
+				n, err := s.Events.PruneInbox(ctx, time.Now().Add(-retention.MaxAge), retention.MaxEntries, 500)
+				if err != nil {
+					return "", nil, err
+				}
+				hooks += n
+				if n < 500 {
+					break
+				}
+			}
+			return "retention applied", map[string]string{"outboxEvents": fmt.Sprint(events), "inboxHooks": fmt.Sprint(hooks)}, nil
+		},
+	})
+	return nil
+}
+
+// migrateLegacyWebhook runs the one-time migration of the legacy endpoint
+// on the leader.
+func (s *Server) migrateLegacyWebhook(ctx context.Context) {
+	if s.legacyWebhook.URL == "" {
+		return
+	}
+	retryEverySecond(ctx, s.Log, "migrating the legacy webhook endpoint", func(ctx context.Context) error {
+		created, err := s.Webhooks.MigrateLegacy(ctx, s.legacyWebhook)
+		if errors.Is(err, webhooks.ErrInvalid) || errors.Is(err, webhooks.ErrTargetRefused) {
+			s.Log.Error("legacy webhook endpoint not migrated", zap.Error(err))
+			return nil // a configuration problem: retrying cannot help
+		}
+		if err != nil {
+			return err
+		}
+		if created {
+			s.Log.Info("legacy webhook endpoint migrated to a delivery plan", zap.String("plan", webhooks.DefaultPlanName))
+		}
+		return nil
+	})
+}
