@@ -1,0 +1,129 @@
+package nodecommand
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"time"
+
+	"github.com/svcplatform/svc/controlplane/store"
+)
+
+// hub wakes the long polls and waits of this control node when the store
+// changes a command: one watch per control node, however many agents poll.
+type hub struct {
+	mu    sync.Mutex
+	nodes map[string]chan struct{}
+	cmds  map[string]*waiter
+}
+
+type waiter struct {
+	ch chan struct{}
+	n  int
+}
+
+func (s *Service) h() *hub {
+	s.hubOnce.Do(func() { s.hub = &hub{nodes: map[string]chan struct{}{}, cmds: map[string]*waiter{}} })
+	return s.hub
+}
+
+// nodeSignal is closed at the next Pending command of the node.
+func (h *hub) nodeSignal(node string) <-chan struct{} {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	ch, ok := h.nodes[node]
+	if !ok {
+		ch = make(chan struct{})
+		h.nodes[node] = ch
+	}
+	return ch
+}
+
+// commandSignal is closed at the next change of the command; every call
+// must be matched by forget unless the signal fired.
+func (h *hub) commandSignal(id string) <-chan struct{} {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	w, ok := h.cmds[id]
+	if !ok {
+		w = &waiter{ch: make(chan struct{})}
+		h.cmds[id] = w
+	}
+	w.n++
+	return w.ch
+}
+
+func (h *hub) forget(id string, ch <-chan struct{}) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if w, ok := h.cmds[id]; ok && w.ch == ch {
+		if w.n--; w.n <= 0 {
+			delete(h.cmds, id)
+		}
+	}
+}
+
+func (h *hub) wake(node, id string, pending bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if ch, ok := h.nodes[node]; ok && pending {
+		close(ch)
+		delete(h.nodes, node)
+	}
+	if w, ok := h.cmds[id]; ok {
+		close(w.ch)
+		delete(h.cmds, id)
+	}
+}
+
+// wakeAll is used after the watch lost its place: every waiter looks again.
+func (h *hub) wakeAll() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for n, ch := range h.nodes {
+		close(ch)
+		delete(h.nodes, n)
+	}
+	for id, w := range h.cmds {
+		close(w.ch)
+		delete(h.cmds, id)
+	}
+}
+
+// Run follows the command records until ctx ends, waking long polls and
+// waits. It starts from the current revision: whoever waits looks at the
+// state first, so nothing before it matters.
+func (s *Service) Run(ctx context.Context) {
+	h := s.h()
+	from := s.Store.Revision() + 1
+	for ctx.Err() == nil {
+		wctx, cancel := context.WithCancel(ctx)
+		for resp := range s.Store.Watch(wctx, Prefix, from) {
+			if resp.Err != nil {
+				from = s.Store.Revision() + 1
+				h.wakeAll()
+				break
+			}
+			for _, ev := range resp.Events {
+				from = ev.KV.ModRevision + 1
+				if ev.Type != store.EventPut {
+					continue
+				}
+				var head struct {
+					CommandID string `json:"commandId"`
+					NodeID    string `json:"nodeId"`
+					Status    string `json:"status"`
+				}
+				if json.Unmarshal(ev.KV.Value, &head) == nil {
+					h.wake(head.NodeID, head.CommandID, head.Status == Pending)
+				}
+			}
+		}
+		cancel()
+		select {
+		case <-ctx.Done():
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	h.wakeAll()
+}
