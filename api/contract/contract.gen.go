@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -153,6 +154,36 @@ func (e ClusterMemberHealthStatus) Valid() bool {
 	}
 }
 
+// Defines values for CreateNodeLifecycleOperationRequestOperation.
+const (
+	CreateNodeLifecycleOperationRequestOperationAgentRestart     CreateNodeLifecycleOperationRequestOperation = "agent-restart"
+	CreateNodeLifecycleOperationRequestOperationCertificateRenew CreateNodeLifecycleOperationRequestOperation = "certificate-renew"
+	CreateNodeLifecycleOperationRequestOperationEngineReload     CreateNodeLifecycleOperationRequestOperation = "engine-reload"
+	CreateNodeLifecycleOperationRequestOperationEngineRestart    CreateNodeLifecycleOperationRequestOperation = "engine-restart"
+	CreateNodeLifecycleOperationRequestOperationEngineStart      CreateNodeLifecycleOperationRequestOperation = "engine-start"
+	CreateNodeLifecycleOperationRequestOperationEngineStop       CreateNodeLifecycleOperationRequestOperation = "engine-stop"
+)
+
+// Valid indicates whether the value is a known member of the CreateNodeLifecycleOperationRequestOperation enum.
+func (e CreateNodeLifecycleOperationRequestOperation) Valid() bool {
+	switch e {
+	case CreateNodeLifecycleOperationRequestOperationAgentRestart:
+		return true
+	case CreateNodeLifecycleOperationRequestOperationCertificateRenew:
+		return true
+	case CreateNodeLifecycleOperationRequestOperationEngineReload:
+		return true
+	case CreateNodeLifecycleOperationRequestOperationEngineRestart:
+		return true
+	case CreateNodeLifecycleOperationRequestOperationEngineStart:
+		return true
+	case CreateNodeLifecycleOperationRequestOperationEngineStop:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for CreateUserRequestStatus.
 const (
 	CreateUserRequestStatusActive   CreateUserRequestStatus = "active"
@@ -237,6 +268,255 @@ func (e DocumentationAuditItemProblem) Valid() bool {
 	}
 }
 
+// Defines values for EngineCoreSettingsPatchHlsFormat.
+const (
+	EngineCoreSettingsPatchHlsFormatFmp4 EngineCoreSettingsPatchHlsFormat = "fmp4"
+	EngineCoreSettingsPatchHlsFormatTs   EngineCoreSettingsPatchHlsFormat = "ts"
+)
+
+// Valid indicates whether the value is a known member of the EngineCoreSettingsPatchHlsFormat enum.
+func (e EngineCoreSettingsPatchHlsFormat) Valid() bool {
+	switch e {
+	case EngineCoreSettingsPatchHlsFormatFmp4:
+		return true
+	case EngineCoreSettingsPatchHlsFormatTs:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for EngineCoreSettingsPatchLogLevel.
+const (
+	EngineCoreSettingsPatchLogLevelDebug EngineCoreSettingsPatchLogLevel = "debug"
+	EngineCoreSettingsPatchLogLevelError EngineCoreSettingsPatchLogLevel = "error"
+	EngineCoreSettingsPatchLogLevelInfo  EngineCoreSettingsPatchLogLevel = "info"
+	EngineCoreSettingsPatchLogLevelWarn  EngineCoreSettingsPatchLogLevel = "warn"
+)
+
+// Valid indicates whether the value is a known member of the EngineCoreSettingsPatchLogLevel enum.
+func (e EngineCoreSettingsPatchLogLevel) Valid() bool {
+	switch e {
+	case EngineCoreSettingsPatchLogLevelDebug:
+		return true
+	case EngineCoreSettingsPatchLogLevelError:
+		return true
+	case EngineCoreSettingsPatchLogLevelInfo:
+		return true
+	case EngineCoreSettingsPatchLogLevelWarn:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for EngineCoreSettingsValuesHlsFormat.
+const (
+	EngineCoreSettingsValuesHlsFormatFmp4 EngineCoreSettingsValuesHlsFormat = "fmp4"
+	EngineCoreSettingsValuesHlsFormatTs   EngineCoreSettingsValuesHlsFormat = "ts"
+)
+
+// Valid indicates whether the value is a known member of the EngineCoreSettingsValuesHlsFormat enum.
+func (e EngineCoreSettingsValuesHlsFormat) Valid() bool {
+	switch e {
+	case EngineCoreSettingsValuesHlsFormatFmp4:
+		return true
+	case EngineCoreSettingsValuesHlsFormatTs:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for EngineCoreSettingsValuesLogLevel.
+const (
+	EngineCoreSettingsValuesLogLevelDebug EngineCoreSettingsValuesLogLevel = "debug"
+	EngineCoreSettingsValuesLogLevelError EngineCoreSettingsValuesLogLevel = "error"
+	EngineCoreSettingsValuesLogLevelInfo  EngineCoreSettingsValuesLogLevel = "info"
+	EngineCoreSettingsValuesLogLevelWarn  EngineCoreSettingsValuesLogLevel = "warn"
+)
+
+// Valid indicates whether the value is a known member of the EngineCoreSettingsValuesLogLevel enum.
+func (e EngineCoreSettingsValuesLogLevel) Valid() bool {
+	switch e {
+	case EngineCoreSettingsValuesLogLevelDebug:
+		return true
+	case EngineCoreSettingsValuesLogLevelError:
+		return true
+	case EngineCoreSettingsValuesLogLevelInfo:
+		return true
+	case EngineCoreSettingsValuesLogLevelWarn:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for EngineNodeAgentStatus.
+const (
+	EngineNodeAgentStatusOffline EngineNodeAgentStatus = "offline"
+	EngineNodeAgentStatusOnline  EngineNodeAgentStatus = "online"
+	EngineNodeAgentStatusPending EngineNodeAgentStatus = "pending"
+	EngineNodeAgentStatusRetired EngineNodeAgentStatus = "retired"
+)
+
+// Valid indicates whether the value is a known member of the EngineNodeAgentStatus enum.
+func (e EngineNodeAgentStatus) Valid() bool {
+	switch e {
+	case EngineNodeAgentStatusOffline:
+		return true
+	case EngineNodeAgentStatusOnline:
+		return true
+	case EngineNodeAgentStatusPending:
+		return true
+	case EngineNodeAgentStatusRetired:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for EngineNodeStatus.
+const (
+	EngineNodeStatusBackoff     EngineNodeStatus = "backoff"
+	EngineNodeStatusCrashed     EngineNodeStatus = "crashed"
+	EngineNodeStatusRunning     EngineNodeStatus = "running"
+	EngineNodeStatusStartFailed EngineNodeStatus = "start_failed"
+	EngineNodeStatusStarting    EngineNodeStatus = "starting"
+	EngineNodeStatusStopped     EngineNodeStatus = "stopped"
+	EngineNodeStatusUnknown     EngineNodeStatus = "unknown"
+)
+
+// Valid indicates whether the value is a known member of the EngineNodeStatus enum.
+func (e EngineNodeStatus) Valid() bool {
+	switch e {
+	case EngineNodeStatusBackoff:
+		return true
+	case EngineNodeStatusCrashed:
+		return true
+	case EngineNodeStatusRunning:
+		return true
+	case EngineNodeStatusStartFailed:
+		return true
+	case EngineNodeStatusStarting:
+		return true
+	case EngineNodeStatusStopped:
+		return true
+	case EngineNodeStatusUnknown:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for EngineProcessActionResultStatus.
+const (
+	EngineProcessActionResultStatusCanceled   EngineProcessActionResultStatus = "Canceled"
+	EngineProcessActionResultStatusDispatched EngineProcessActionResultStatus = "Dispatched"
+	EngineProcessActionResultStatusFailed     EngineProcessActionResultStatus = "Failed"
+	EngineProcessActionResultStatusPending    EngineProcessActionResultStatus = "Pending"
+	EngineProcessActionResultStatusRunning    EngineProcessActionResultStatus = "Running"
+	EngineProcessActionResultStatusSucceeded  EngineProcessActionResultStatus = "Succeeded"
+	EngineProcessActionResultStatusTimedOut   EngineProcessActionResultStatus = "TimedOut"
+)
+
+// Valid indicates whether the value is a known member of the EngineProcessActionResultStatus enum.
+func (e EngineProcessActionResultStatus) Valid() bool {
+	switch e {
+	case EngineProcessActionResultStatusCanceled:
+		return true
+	case EngineProcessActionResultStatusDispatched:
+		return true
+	case EngineProcessActionResultStatusFailed:
+		return true
+	case EngineProcessActionResultStatusPending:
+		return true
+	case EngineProcessActionResultStatusRunning:
+		return true
+	case EngineProcessActionResultStatusSucceeded:
+		return true
+	case EngineProcessActionResultStatusTimedOut:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for EngineProcessStateAgentStatus.
+const (
+	EngineProcessStateAgentStatusOffline EngineProcessStateAgentStatus = "offline"
+	EngineProcessStateAgentStatusOnline  EngineProcessStateAgentStatus = "online"
+	EngineProcessStateAgentStatusPending EngineProcessStateAgentStatus = "pending"
+	EngineProcessStateAgentStatusRetired EngineProcessStateAgentStatus = "retired"
+)
+
+// Valid indicates whether the value is a known member of the EngineProcessStateAgentStatus enum.
+func (e EngineProcessStateAgentStatus) Valid() bool {
+	switch e {
+	case EngineProcessStateAgentStatusOffline:
+		return true
+	case EngineProcessStateAgentStatusOnline:
+		return true
+	case EngineProcessStateAgentStatusPending:
+		return true
+	case EngineProcessStateAgentStatusRetired:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for EngineProcessStateStatus.
+const (
+	EngineProcessStateStatusBackoff     EngineProcessStateStatus = "backoff"
+	EngineProcessStateStatusCrashed     EngineProcessStateStatus = "crashed"
+	EngineProcessStateStatusRunning     EngineProcessStateStatus = "running"
+	EngineProcessStateStatusStartFailed EngineProcessStateStatus = "start_failed"
+	EngineProcessStateStatusStarting    EngineProcessStateStatus = "starting"
+	EngineProcessStateStatusStopped     EngineProcessStateStatus = "stopped"
+	EngineProcessStateStatusUnknown     EngineProcessStateStatus = "unknown"
+)
+
+// Valid indicates whether the value is a known member of the EngineProcessStateStatus enum.
+func (e EngineProcessStateStatus) Valid() bool {
+	switch e {
+	case EngineProcessStateStatusBackoff:
+		return true
+	case EngineProcessStateStatusCrashed:
+		return true
+	case EngineProcessStateStatusRunning:
+		return true
+	case EngineProcessStateStatusStartFailed:
+		return true
+	case EngineProcessStateStatusStarting:
+		return true
+	case EngineProcessStateStatusStopped:
+		return true
+	case EngineProcessStateStatusUnknown:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for EngineProtocolCapabilityDirection.
+const (
+	EngineProtocolCapabilityDirectionInput  EngineProtocolCapabilityDirection = "input"
+	EngineProtocolCapabilityDirectionOutput EngineProtocolCapabilityDirection = "output"
+)
+
+// Valid indicates whether the value is a known member of the EngineProtocolCapabilityDirection enum.
+func (e EngineProtocolCapabilityDirection) Valid() bool {
+	switch e {
+	case EngineProtocolCapabilityDirectionInput:
+		return true
+	case EngineProtocolCapabilityDirectionOutput:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for HealthCheckStatus.
 const (
 	HealthCheckStatusDegraded    HealthCheckStatus = "degraded"
@@ -282,6 +562,447 @@ func (e HostTuningParameterCategory) Valid() bool {
 	}
 }
 
+// Defines values for MediaServerAgentStatus.
+const (
+	MediaServerAgentStatusOffline MediaServerAgentStatus = "offline"
+	MediaServerAgentStatusOnline  MediaServerAgentStatus = "online"
+	MediaServerAgentStatusPending MediaServerAgentStatus = "pending"
+	MediaServerAgentStatusRetired MediaServerAgentStatus = "retired"
+)
+
+// Valid indicates whether the value is a known member of the MediaServerAgentStatus enum.
+func (e MediaServerAgentStatus) Valid() bool {
+	switch e {
+	case MediaServerAgentStatusOffline:
+		return true
+	case MediaServerAgentStatusOnline:
+		return true
+	case MediaServerAgentStatusPending:
+		return true
+	case MediaServerAgentStatusRetired:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for MediaServerEngineStatus.
+const (
+	MediaServerEngineStatusBackoff     MediaServerEngineStatus = "backoff"
+	MediaServerEngineStatusCrashed     MediaServerEngineStatus = "crashed"
+	MediaServerEngineStatusRunning     MediaServerEngineStatus = "running"
+	MediaServerEngineStatusStartFailed MediaServerEngineStatus = "start_failed"
+	MediaServerEngineStatusStarting    MediaServerEngineStatus = "starting"
+	MediaServerEngineStatusStopped     MediaServerEngineStatus = "stopped"
+	MediaServerEngineStatusUnknown     MediaServerEngineStatus = "unknown"
+)
+
+// Valid indicates whether the value is a known member of the MediaServerEngineStatus enum.
+func (e MediaServerEngineStatus) Valid() bool {
+	switch e {
+	case MediaServerEngineStatusBackoff:
+		return true
+	case MediaServerEngineStatusCrashed:
+		return true
+	case MediaServerEngineStatusRunning:
+		return true
+	case MediaServerEngineStatusStartFailed:
+		return true
+	case MediaServerEngineStatusStarting:
+		return true
+	case MediaServerEngineStatusStopped:
+		return true
+	case MediaServerEngineStatusUnknown:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for MediaServerStatus.
+const (
+	MediaServerStatusOffline MediaServerStatus = "offline"
+	MediaServerStatusOnline  MediaServerStatus = "online"
+	MediaServerStatusRetired MediaServerStatus = "retired"
+)
+
+// Valid indicates whether the value is a known member of the MediaServerStatus enum.
+func (e MediaServerStatus) Valid() bool {
+	switch e {
+	case MediaServerStatusOffline:
+		return true
+	case MediaServerStatusOnline:
+		return true
+	case MediaServerStatusRetired:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for MediaServerReferenceGroupKind.
+const (
+	MediaServerReferenceGroupKindActiveRtpPortLeases MediaServerReferenceGroupKind = "active-rtp-port-leases"
+	MediaServerReferenceGroupKindActiveStreams       MediaServerReferenceGroupKind = "active-streams"
+	MediaServerReferenceGroupKindConnectedPlayers    MediaServerReferenceGroupKind = "connected-players"
+	MediaServerReferenceGroupKindOpenNodeCommands    MediaServerReferenceGroupKind = "open-node-commands"
+	MediaServerReferenceGroupKindTranscoderTemplates MediaServerReferenceGroupKind = "transcoder-templates"
+)
+
+// Valid indicates whether the value is a known member of the MediaServerReferenceGroupKind enum.
+func (e MediaServerReferenceGroupKind) Valid() bool {
+	switch e {
+	case MediaServerReferenceGroupKindActiveRtpPortLeases:
+		return true
+	case MediaServerReferenceGroupKindActiveStreams:
+		return true
+	case MediaServerReferenceGroupKindConnectedPlayers:
+		return true
+	case MediaServerReferenceGroupKindOpenNodeCommands:
+		return true
+	case MediaServerReferenceGroupKindTranscoderTemplates:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for NodeKind.
+const (
+	NodeKindControl NodeKind = "control"
+	NodeKindMedia   NodeKind = "media"
+)
+
+// Valid indicates whether the value is a known member of the NodeKind enum.
+func (e NodeKind) Valid() bool {
+	switch e {
+	case NodeKindControl:
+		return true
+	case NodeKindMedia:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for NodeStatus.
+const (
+	NodeStatusOffline NodeStatus = "offline"
+	NodeStatusOnline  NodeStatus = "online"
+	NodeStatusPending NodeStatus = "pending"
+	NodeStatusRetired NodeStatus = "retired"
+)
+
+// Valid indicates whether the value is a known member of the NodeStatus enum.
+func (e NodeStatus) Valid() bool {
+	switch e {
+	case NodeStatusOffline:
+		return true
+	case NodeStatusOnline:
+		return true
+	case NodeStatusPending:
+		return true
+	case NodeStatusRetired:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for NodeAgentEngineStatus.
+const (
+	NodeAgentEngineStatusBackoff     NodeAgentEngineStatus = "backoff"
+	NodeAgentEngineStatusCrashed     NodeAgentEngineStatus = "crashed"
+	NodeAgentEngineStatusRunning     NodeAgentEngineStatus = "running"
+	NodeAgentEngineStatusStartFailed NodeAgentEngineStatus = "start_failed"
+	NodeAgentEngineStatusStarting    NodeAgentEngineStatus = "starting"
+	NodeAgentEngineStatusStopped     NodeAgentEngineStatus = "stopped"
+	NodeAgentEngineStatusUnknown     NodeAgentEngineStatus = "unknown"
+)
+
+// Valid indicates whether the value is a known member of the NodeAgentEngineStatus enum.
+func (e NodeAgentEngineStatus) Valid() bool {
+	switch e {
+	case NodeAgentEngineStatusBackoff:
+		return true
+	case NodeAgentEngineStatusCrashed:
+		return true
+	case NodeAgentEngineStatusRunning:
+		return true
+	case NodeAgentEngineStatusStartFailed:
+		return true
+	case NodeAgentEngineStatusStarting:
+		return true
+	case NodeAgentEngineStatusStopped:
+		return true
+	case NodeAgentEngineStatusUnknown:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for NodeAgentStatus.
+const (
+	NodeAgentStatusOffline NodeAgentStatus = "offline"
+	NodeAgentStatusOnline  NodeAgentStatus = "online"
+	NodeAgentStatusPending NodeAgentStatus = "pending"
+	NodeAgentStatusRetired NodeAgentStatus = "retired"
+)
+
+// Valid indicates whether the value is a known member of the NodeAgentStatus enum.
+func (e NodeAgentStatus) Valid() bool {
+	switch e {
+	case NodeAgentStatusOffline:
+		return true
+	case NodeAgentStatusOnline:
+		return true
+	case NodeAgentStatusPending:
+		return true
+	case NodeAgentStatusRetired:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for NodeCommandStatus.
+const (
+	NodeCommandStatusCanceled   NodeCommandStatus = "Canceled"
+	NodeCommandStatusDispatched NodeCommandStatus = "Dispatched"
+	NodeCommandStatusFailed     NodeCommandStatus = "Failed"
+	NodeCommandStatusPending    NodeCommandStatus = "Pending"
+	NodeCommandStatusRunning    NodeCommandStatus = "Running"
+	NodeCommandStatusSucceeded  NodeCommandStatus = "Succeeded"
+	NodeCommandStatusTimedOut   NodeCommandStatus = "TimedOut"
+)
+
+// Valid indicates whether the value is a known member of the NodeCommandStatus enum.
+func (e NodeCommandStatus) Valid() bool {
+	switch e {
+	case NodeCommandStatusCanceled:
+		return true
+	case NodeCommandStatusDispatched:
+		return true
+	case NodeCommandStatusFailed:
+		return true
+	case NodeCommandStatusPending:
+		return true
+	case NodeCommandStatusRunning:
+		return true
+	case NodeCommandStatusSucceeded:
+		return true
+	case NodeCommandStatusTimedOut:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for NodeCommandAcceptedStatus.
+const (
+	NodeCommandAcceptedStatusCanceled   NodeCommandAcceptedStatus = "Canceled"
+	NodeCommandAcceptedStatusDispatched NodeCommandAcceptedStatus = "Dispatched"
+	NodeCommandAcceptedStatusFailed     NodeCommandAcceptedStatus = "Failed"
+	NodeCommandAcceptedStatusPending    NodeCommandAcceptedStatus = "Pending"
+	NodeCommandAcceptedStatusRunning    NodeCommandAcceptedStatus = "Running"
+	NodeCommandAcceptedStatusSucceeded  NodeCommandAcceptedStatus = "Succeeded"
+	NodeCommandAcceptedStatusTimedOut   NodeCommandAcceptedStatus = "TimedOut"
+)
+
+// Valid indicates whether the value is a known member of the NodeCommandAcceptedStatus enum.
+func (e NodeCommandAcceptedStatus) Valid() bool {
+	switch e {
+	case NodeCommandAcceptedStatusCanceled:
+		return true
+	case NodeCommandAcceptedStatusDispatched:
+		return true
+	case NodeCommandAcceptedStatusFailed:
+		return true
+	case NodeCommandAcceptedStatusPending:
+		return true
+	case NodeCommandAcceptedStatusRunning:
+		return true
+	case NodeCommandAcceptedStatusSucceeded:
+		return true
+	case NodeCommandAcceptedStatusTimedOut:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for NodeCommandDetailStatus.
+const (
+	NodeCommandDetailStatusCanceled   NodeCommandDetailStatus = "Canceled"
+	NodeCommandDetailStatusDispatched NodeCommandDetailStatus = "Dispatched"
+	NodeCommandDetailStatusFailed     NodeCommandDetailStatus = "Failed"
+	NodeCommandDetailStatusPending    NodeCommandDetailStatus = "Pending"
+	NodeCommandDetailStatusRunning    NodeCommandDetailStatus = "Running"
+	NodeCommandDetailStatusSucceeded  NodeCommandDetailStatus = "Succeeded"
+	NodeCommandDetailStatusTimedOut   NodeCommandDetailStatus = "TimedOut"
+)
+
+// Valid indicates whether the value is a known member of the NodeCommandDetailStatus enum.
+func (e NodeCommandDetailStatus) Valid() bool {
+	switch e {
+	case NodeCommandDetailStatusCanceled:
+		return true
+	case NodeCommandDetailStatusDispatched:
+		return true
+	case NodeCommandDetailStatusFailed:
+		return true
+	case NodeCommandDetailStatusPending:
+		return true
+	case NodeCommandDetailStatusRunning:
+		return true
+	case NodeCommandDetailStatusSucceeded:
+		return true
+	case NodeCommandDetailStatusTimedOut:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for NodeCommandTransitionStatus.
+const (
+	NodeCommandTransitionStatusCanceled   NodeCommandTransitionStatus = "Canceled"
+	NodeCommandTransitionStatusDispatched NodeCommandTransitionStatus = "Dispatched"
+	NodeCommandTransitionStatusFailed     NodeCommandTransitionStatus = "Failed"
+	NodeCommandTransitionStatusPending    NodeCommandTransitionStatus = "Pending"
+	NodeCommandTransitionStatusRunning    NodeCommandTransitionStatus = "Running"
+	NodeCommandTransitionStatusSucceeded  NodeCommandTransitionStatus = "Succeeded"
+	NodeCommandTransitionStatusTimedOut   NodeCommandTransitionStatus = "TimedOut"
+)
+
+// Valid indicates whether the value is a known member of the NodeCommandTransitionStatus enum.
+func (e NodeCommandTransitionStatus) Valid() bool {
+	switch e {
+	case NodeCommandTransitionStatusCanceled:
+		return true
+	case NodeCommandTransitionStatusDispatched:
+		return true
+	case NodeCommandTransitionStatusFailed:
+		return true
+	case NodeCommandTransitionStatusPending:
+		return true
+	case NodeCommandTransitionStatusRunning:
+		return true
+	case NodeCommandTransitionStatusSucceeded:
+		return true
+	case NodeCommandTransitionStatusTimedOut:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for NodeLifecycleOperationOperation.
+const (
+	NodeLifecycleOperationOperationAgentRestart     NodeLifecycleOperationOperation = "agent-restart"
+	NodeLifecycleOperationOperationCertificateRenew NodeLifecycleOperationOperation = "certificate-renew"
+	NodeLifecycleOperationOperationEngineReload     NodeLifecycleOperationOperation = "engine-reload"
+	NodeLifecycleOperationOperationEngineRestart    NodeLifecycleOperationOperation = "engine-restart"
+	NodeLifecycleOperationOperationEngineStart      NodeLifecycleOperationOperation = "engine-start"
+	NodeLifecycleOperationOperationEngineStop       NodeLifecycleOperationOperation = "engine-stop"
+)
+
+// Valid indicates whether the value is a known member of the NodeLifecycleOperationOperation enum.
+func (e NodeLifecycleOperationOperation) Valid() bool {
+	switch e {
+	case NodeLifecycleOperationOperationAgentRestart:
+		return true
+	case NodeLifecycleOperationOperationCertificateRenew:
+		return true
+	case NodeLifecycleOperationOperationEngineReload:
+		return true
+	case NodeLifecycleOperationOperationEngineRestart:
+		return true
+	case NodeLifecycleOperationOperationEngineStart:
+		return true
+	case NodeLifecycleOperationOperationEngineStop:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for NodeLifecycleOperationStatus.
+const (
+	NodeLifecycleOperationStatusCanceled   NodeLifecycleOperationStatus = "Canceled"
+	NodeLifecycleOperationStatusDispatched NodeLifecycleOperationStatus = "Dispatched"
+	NodeLifecycleOperationStatusFailed     NodeLifecycleOperationStatus = "Failed"
+	NodeLifecycleOperationStatusPending    NodeLifecycleOperationStatus = "Pending"
+	NodeLifecycleOperationStatusRunning    NodeLifecycleOperationStatus = "Running"
+	NodeLifecycleOperationStatusSucceeded  NodeLifecycleOperationStatus = "Succeeded"
+	NodeLifecycleOperationStatusTimedOut   NodeLifecycleOperationStatus = "TimedOut"
+)
+
+// Valid indicates whether the value is a known member of the NodeLifecycleOperationStatus enum.
+func (e NodeLifecycleOperationStatus) Valid() bool {
+	switch e {
+	case NodeLifecycleOperationStatusCanceled:
+		return true
+	case NodeLifecycleOperationStatusDispatched:
+		return true
+	case NodeLifecycleOperationStatusFailed:
+		return true
+	case NodeLifecycleOperationStatusPending:
+		return true
+	case NodeLifecycleOperationStatusRunning:
+		return true
+	case NodeLifecycleOperationStatusSucceeded:
+		return true
+	case NodeLifecycleOperationStatusTimedOut:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for NodeMonitoringKind.
+const (
+	NodeMonitoringKindControl NodeMonitoringKind = "control"
+	NodeMonitoringKindMedia   NodeMonitoringKind = "media"
+)
+
+// Valid indicates whether the value is a known member of the NodeMonitoringKind enum.
+func (e NodeMonitoringKind) Valid() bool {
+	switch e {
+	case NodeMonitoringKindControl:
+		return true
+	case NodeMonitoringKindMedia:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for NodeMonitoringStatus.
+const (
+	NodeMonitoringStatusOffline NodeMonitoringStatus = "offline"
+	NodeMonitoringStatusOnline  NodeMonitoringStatus = "online"
+	NodeMonitoringStatusPending NodeMonitoringStatus = "pending"
+	NodeMonitoringStatusRetired NodeMonitoringStatus = "retired"
+)
+
+// Valid indicates whether the value is a known member of the NodeMonitoringStatus enum.
+func (e NodeMonitoringStatus) Valid() bool {
+	switch e {
+	case NodeMonitoringStatusOffline:
+		return true
+	case NodeMonitoringStatusOnline:
+		return true
+	case NodeMonitoringStatusPending:
+		return true
+	case NodeMonitoringStatusRetired:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for OpenApiAuditItemProblem.
 const (
 	OpenApiAuditItemProblemMissingModule      OpenApiAuditItemProblem = "missing_module"
@@ -306,6 +1027,63 @@ func (e OpenApiAuditItemProblem) Valid() bool {
 	case OpenApiAuditItemProblemNone:
 		return true
 	case OpenApiAuditItemProblemUndocumentedRoute:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RtpPortLeaseDirection.
+const (
+	RtpPortLeaseDirectionReceive RtpPortLeaseDirection = "receive"
+	RtpPortLeaseDirectionSend    RtpPortLeaseDirection = "send"
+)
+
+// Valid indicates whether the value is a known member of the RtpPortLeaseDirection enum.
+func (e RtpPortLeaseDirection) Valid() bool {
+	switch e {
+	case RtpPortLeaseDirectionReceive:
+		return true
+	case RtpPortLeaseDirectionSend:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RtpPortLeaseStatus.
+const (
+	RtpPortLeaseStatusActive   RtpPortLeaseStatus = "active"
+	RtpPortLeaseStatusExpired  RtpPortLeaseStatus = "expired"
+	RtpPortLeaseStatusReleased RtpPortLeaseStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the RtpPortLeaseStatus enum.
+func (e RtpPortLeaseStatus) Valid() bool {
+	switch e {
+	case RtpPortLeaseStatusActive:
+		return true
+	case RtpPortLeaseStatusExpired:
+		return true
+	case RtpPortLeaseStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RtpPortLeaseRequestDirection.
+const (
+	RtpPortLeaseRequestDirectionReceive RtpPortLeaseRequestDirection = "receive"
+	RtpPortLeaseRequestDirectionSend    RtpPortLeaseRequestDirection = "send"
+)
+
+// Valid indicates whether the value is a known member of the RtpPortLeaseRequestDirection enum.
+func (e RtpPortLeaseRequestDirection) Valid() bool {
+	switch e {
+	case RtpPortLeaseRequestDirectionReceive:
+		return true
+	case RtpPortLeaseRequestDirectionSend:
 		return true
 	default:
 		return false
@@ -360,6 +1138,60 @@ func (e RuntimePortProtocol) Valid() bool {
 	case RuntimePortProtocolTcp:
 		return true
 	case RuntimePortProtocolUdp:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SaveFfmpegTemplateRequestAudioCodec.
+const (
+	SaveFfmpegTemplateRequestAudioCodecAac      SaveFfmpegTemplateRequestAudioCodec = "aac"
+	SaveFfmpegTemplateRequestAudioCodecCopy     SaveFfmpegTemplateRequestAudioCodec = "copy"
+	SaveFfmpegTemplateRequestAudioCodecNone     SaveFfmpegTemplateRequestAudioCodec = "none"
+	SaveFfmpegTemplateRequestAudioCodecOpus     SaveFfmpegTemplateRequestAudioCodec = "opus"
+	SaveFfmpegTemplateRequestAudioCodecPcmAlaw  SaveFfmpegTemplateRequestAudioCodec = "pcm_alaw"
+	SaveFfmpegTemplateRequestAudioCodecPcmMulaw SaveFfmpegTemplateRequestAudioCodec = "pcm_mulaw"
+)
+
+// Valid indicates whether the value is a known member of the SaveFfmpegTemplateRequestAudioCodec enum.
+func (e SaveFfmpegTemplateRequestAudioCodec) Valid() bool {
+	switch e {
+	case SaveFfmpegTemplateRequestAudioCodecAac:
+		return true
+	case SaveFfmpegTemplateRequestAudioCodecCopy:
+		return true
+	case SaveFfmpegTemplateRequestAudioCodecNone:
+		return true
+	case SaveFfmpegTemplateRequestAudioCodecOpus:
+		return true
+	case SaveFfmpegTemplateRequestAudioCodecPcmAlaw:
+		return true
+	case SaveFfmpegTemplateRequestAudioCodecPcmMulaw:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SaveFfmpegTemplateRequestVideoCodec.
+const (
+	SaveFfmpegTemplateRequestVideoCodecCopy SaveFfmpegTemplateRequestVideoCodec = "copy"
+	SaveFfmpegTemplateRequestVideoCodecH264 SaveFfmpegTemplateRequestVideoCodec = "h264"
+	SaveFfmpegTemplateRequestVideoCodecH265 SaveFfmpegTemplateRequestVideoCodec = "h265"
+	SaveFfmpegTemplateRequestVideoCodecNone SaveFfmpegTemplateRequestVideoCodec = "none"
+)
+
+// Valid indicates whether the value is a known member of the SaveFfmpegTemplateRequestVideoCodec enum.
+func (e SaveFfmpegTemplateRequestVideoCodec) Valid() bool {
+	switch e {
+	case SaveFfmpegTemplateRequestVideoCodecCopy:
+		return true
+	case SaveFfmpegTemplateRequestVideoCodecH264:
+		return true
+	case SaveFfmpegTemplateRequestVideoCodecH265:
+		return true
+	case SaveFfmpegTemplateRequestVideoCodecNone:
 		return true
 	default:
 		return false
@@ -471,6 +1303,60 @@ func (e TestRtspAuthCredentialRequestQop) Valid() bool {
 	}
 }
 
+// Defines values for TranscoderTemplateAudioCodec.
+const (
+	TranscoderTemplateAudioCodecAac      TranscoderTemplateAudioCodec = "aac"
+	TranscoderTemplateAudioCodecCopy     TranscoderTemplateAudioCodec = "copy"
+	TranscoderTemplateAudioCodecNone     TranscoderTemplateAudioCodec = "none"
+	TranscoderTemplateAudioCodecOpus     TranscoderTemplateAudioCodec = "opus"
+	TranscoderTemplateAudioCodecPcmAlaw  TranscoderTemplateAudioCodec = "pcm_alaw"
+	TranscoderTemplateAudioCodecPcmMulaw TranscoderTemplateAudioCodec = "pcm_mulaw"
+)
+
+// Valid indicates whether the value is a known member of the TranscoderTemplateAudioCodec enum.
+func (e TranscoderTemplateAudioCodec) Valid() bool {
+	switch e {
+	case TranscoderTemplateAudioCodecAac:
+		return true
+	case TranscoderTemplateAudioCodecCopy:
+		return true
+	case TranscoderTemplateAudioCodecNone:
+		return true
+	case TranscoderTemplateAudioCodecOpus:
+		return true
+	case TranscoderTemplateAudioCodecPcmAlaw:
+		return true
+	case TranscoderTemplateAudioCodecPcmMulaw:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TranscoderTemplateVideoCodec.
+const (
+	TranscoderTemplateVideoCodecCopy TranscoderTemplateVideoCodec = "copy"
+	TranscoderTemplateVideoCodecH264 TranscoderTemplateVideoCodec = "h264"
+	TranscoderTemplateVideoCodecH265 TranscoderTemplateVideoCodec = "h265"
+	TranscoderTemplateVideoCodecNone TranscoderTemplateVideoCodec = "none"
+)
+
+// Valid indicates whether the value is a known member of the TranscoderTemplateVideoCodec enum.
+func (e TranscoderTemplateVideoCodec) Valid() bool {
+	switch e {
+	case TranscoderTemplateVideoCodecCopy:
+		return true
+	case TranscoderTemplateVideoCodecH264:
+		return true
+	case TranscoderTemplateVideoCodecH265:
+		return true
+	case TranscoderTemplateVideoCodecNone:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for UpdateUserRequestStatus.
 const (
 	UpdateUserRequestStatusActive   UpdateUserRequestStatus = "active"
@@ -504,6 +1390,162 @@ func (e UserStatus) Valid() bool {
 	case UserStatusDeleted:
 		return true
 	case UserStatusDisabled:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListNodeCommandsParamsStatus.
+const (
+	ListNodeCommandsParamsStatusCanceled   ListNodeCommandsParamsStatus = "Canceled"
+	ListNodeCommandsParamsStatusDispatched ListNodeCommandsParamsStatus = "Dispatched"
+	ListNodeCommandsParamsStatusFailed     ListNodeCommandsParamsStatus = "Failed"
+	ListNodeCommandsParamsStatusPending    ListNodeCommandsParamsStatus = "Pending"
+	ListNodeCommandsParamsStatusRunning    ListNodeCommandsParamsStatus = "Running"
+	ListNodeCommandsParamsStatusSucceeded  ListNodeCommandsParamsStatus = "Succeeded"
+	ListNodeCommandsParamsStatusTimedOut   ListNodeCommandsParamsStatus = "TimedOut"
+)
+
+// Valid indicates whether the value is a known member of the ListNodeCommandsParamsStatus enum.
+func (e ListNodeCommandsParamsStatus) Valid() bool {
+	switch e {
+	case ListNodeCommandsParamsStatusCanceled:
+		return true
+	case ListNodeCommandsParamsStatusDispatched:
+		return true
+	case ListNodeCommandsParamsStatusFailed:
+		return true
+	case ListNodeCommandsParamsStatusPending:
+		return true
+	case ListNodeCommandsParamsStatusRunning:
+		return true
+	case ListNodeCommandsParamsStatusSucceeded:
+		return true
+	case ListNodeCommandsParamsStatusTimedOut:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListLocalNodeCommandsParamsStatus.
+const (
+	ListLocalNodeCommandsParamsStatusCanceled   ListLocalNodeCommandsParamsStatus = "Canceled"
+	ListLocalNodeCommandsParamsStatusDispatched ListLocalNodeCommandsParamsStatus = "Dispatched"
+	ListLocalNodeCommandsParamsStatusFailed     ListLocalNodeCommandsParamsStatus = "Failed"
+	ListLocalNodeCommandsParamsStatusPending    ListLocalNodeCommandsParamsStatus = "Pending"
+	ListLocalNodeCommandsParamsStatusRunning    ListLocalNodeCommandsParamsStatus = "Running"
+	ListLocalNodeCommandsParamsStatusSucceeded  ListLocalNodeCommandsParamsStatus = "Succeeded"
+	ListLocalNodeCommandsParamsStatusTimedOut   ListLocalNodeCommandsParamsStatus = "TimedOut"
+)
+
+// Valid indicates whether the value is a known member of the ListLocalNodeCommandsParamsStatus enum.
+func (e ListLocalNodeCommandsParamsStatus) Valid() bool {
+	switch e {
+	case ListLocalNodeCommandsParamsStatusCanceled:
+		return true
+	case ListLocalNodeCommandsParamsStatusDispatched:
+		return true
+	case ListLocalNodeCommandsParamsStatusFailed:
+		return true
+	case ListLocalNodeCommandsParamsStatusPending:
+		return true
+	case ListLocalNodeCommandsParamsStatusRunning:
+		return true
+	case ListLocalNodeCommandsParamsStatusSucceeded:
+		return true
+	case ListLocalNodeCommandsParamsStatusTimedOut:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetNodeCommandStatsParamsStatus.
+const (
+	GetNodeCommandStatsParamsStatusCanceled   GetNodeCommandStatsParamsStatus = "Canceled"
+	GetNodeCommandStatsParamsStatusDispatched GetNodeCommandStatsParamsStatus = "Dispatched"
+	GetNodeCommandStatsParamsStatusFailed     GetNodeCommandStatsParamsStatus = "Failed"
+	GetNodeCommandStatsParamsStatusPending    GetNodeCommandStatsParamsStatus = "Pending"
+	GetNodeCommandStatsParamsStatusRunning    GetNodeCommandStatsParamsStatus = "Running"
+	GetNodeCommandStatsParamsStatusSucceeded  GetNodeCommandStatsParamsStatus = "Succeeded"
+	GetNodeCommandStatsParamsStatusTimedOut   GetNodeCommandStatsParamsStatus = "TimedOut"
+)
+
+// Valid indicates whether the value is a known member of the GetNodeCommandStatsParamsStatus enum.
+func (e GetNodeCommandStatsParamsStatus) Valid() bool {
+	switch e {
+	case GetNodeCommandStatsParamsStatusCanceled:
+		return true
+	case GetNodeCommandStatsParamsStatusDispatched:
+		return true
+	case GetNodeCommandStatsParamsStatusFailed:
+		return true
+	case GetNodeCommandStatsParamsStatusPending:
+		return true
+	case GetNodeCommandStatsParamsStatusRunning:
+		return true
+	case GetNodeCommandStatsParamsStatusSucceeded:
+		return true
+	case GetNodeCommandStatsParamsStatusTimedOut:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListRtpPortLeasesParamsStatus.
+const (
+	ListRtpPortLeasesParamsStatusActive   ListRtpPortLeasesParamsStatus = "active"
+	ListRtpPortLeasesParamsStatusExpired  ListRtpPortLeasesParamsStatus = "expired"
+	ListRtpPortLeasesParamsStatusReleased ListRtpPortLeasesParamsStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the ListRtpPortLeasesParamsStatus enum.
+func (e ListRtpPortLeasesParamsStatus) Valid() bool {
+	switch e {
+	case ListRtpPortLeasesParamsStatusActive:
+		return true
+	case ListRtpPortLeasesParamsStatusExpired:
+		return true
+	case ListRtpPortLeasesParamsStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListRtpPortLeasesParamsDirection.
+const (
+	ListRtpPortLeasesParamsDirectionReceive ListRtpPortLeasesParamsDirection = "receive"
+	ListRtpPortLeasesParamsDirectionSend    ListRtpPortLeasesParamsDirection = "send"
+)
+
+// Valid indicates whether the value is a known member of the ListRtpPortLeasesParamsDirection enum.
+func (e ListRtpPortLeasesParamsDirection) Valid() bool {
+	switch e {
+	case ListRtpPortLeasesParamsDirectionReceive:
+		return true
+	case ListRtpPortLeasesParamsDirectionSend:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ReleaseRtpPortParamsDirection.
+const (
+	ReleaseRtpPortParamsDirectionReceive ReleaseRtpPortParamsDirection = "receive"
+	ReleaseRtpPortParamsDirectionSend    ReleaseRtpPortParamsDirection = "send"
+)
+
+// Valid indicates whether the value is a known member of the ReleaseRtpPortParamsDirection enum.
+func (e ReleaseRtpPortParamsDirection) Valid() bool {
+	switch e {
+	case ReleaseRtpPortParamsDirectionReceive:
+		return true
+	case ReleaseRtpPortParamsDirectionSend:
 		return true
 	default:
 		return false
@@ -774,6 +1816,12 @@ type BootstrapStatus struct {
 	BootstrapRequired bool `json:"bootstrapRequired"`
 }
 
+// CancelNodeCommandRequest Cancel a node command.
+type CancelNodeCommandRequest struct {
+	// Reason Reason recorded with the cancellation.
+	Reason *string `json:"reason,omitempty"`
+}
+
 // CapabilityCategory One category of third-party capabilities.
 type CapabilityCategory struct {
 	// Available Whether the calling token holds all of the required permissions.
@@ -851,6 +1899,33 @@ type ClusterMemberHealth struct {
 
 // ClusterMemberHealthStatus Health of the member.
 type ClusterMemberHealthStatus string
+
+// ClusterMonitoring Current figures of every node and, when asked, their history.
+type ClusterMonitoring struct {
+	// AnsweredBy Control node that answered; every control node holds the same figures.
+	AnsweredBy string `json:"answeredBy"`
+
+	// ClusterId Identifier of the cluster.
+	ClusterId string `json:"clusterId"`
+
+	// GeneratedAt When the answer was put together.
+	GeneratedAt time.Time `json:"generatedAt"`
+
+	// History History per node, one point per bucket with samples.
+	History []NodeMonitoringHistory `json:"history"`
+
+	// HistoryBucketSeconds Width of a history bucket in seconds; 0 when no history was asked for.
+	HistoryBucketSeconds int32 `json:"historyBucketSeconds"`
+
+	// HistoryEnd End of the history window; null when no history was asked for.
+	HistoryEnd *time.Time `json:"historyEnd"`
+
+	// HistoryStart Start of the history window; null when no history was asked for.
+	HistoryStart *time.Time `json:"historyStart"`
+
+	// Nodes Current figures per node.
+	Nodes []NodeMonitoring `json:"nodes"`
+}
 
 // ClusterStatus Consensus status of a cluster as seen from this node.
 type ClusterStatus struct {
@@ -950,6 +2025,51 @@ type CreateApiTokenRequest struct {
 	// Revealable Keep an encrypted copy of the token so that the reveal operation can show it again; when false only the digest is kept.
 	Revealable *bool `json:"revealable,omitempty"`
 }
+
+// CreateNodeAgentEnrollmentRequest Request for a one-time enrollment code.
+type CreateNodeAgentEnrollmentRequest struct {
+	// TtlSeconds Lifetime of the code in seconds; default 900 (15 minutes).
+	TtlSeconds *int32 `json:"ttlSeconds,omitempty"`
+}
+
+// CreateNodeCommandRequest A new node command.
+type CreateNodeCommandRequest struct {
+	// CommandType Command type, one of those listed by the engine node capabilities (for example agent.ping or engine.process.status).
+	CommandType string `json:"commandType"`
+
+	// IdempotencyKey Creating again with the same key on the same node returns the first command instead of a new one.
+	IdempotencyKey *string `json:"idempotencyKey,omitempty"`
+
+	// MaxAttempts Deliveries before it times out; default 3.
+	MaxAttempts *int32 `json:"maxAttempts,omitempty"`
+
+	// Payload Input of the command; its shape depends on the type.
+	Payload *map[string]interface{} `json:"payload,omitempty"`
+
+	// Reason Reason recorded with the command and in the audit trail.
+	Reason *string `json:"reason,omitempty"`
+
+	// TimeoutSeconds Deadline of the command; default 600.
+	TimeoutSeconds *int32 `json:"timeoutSeconds,omitempty"`
+
+	// WaitSeconds Seconds to wait for the command to end before answering; default 0.
+	WaitSeconds *int32 `json:"waitSeconds,omitempty"`
+}
+
+// CreateNodeLifecycleOperationRequest A lifecycle operation to run on a media host.
+type CreateNodeLifecycleOperationRequest struct {
+	// NodeId Media host.
+	NodeId string `json:"nodeId"`
+
+	// Operation What to do.
+	Operation CreateNodeLifecycleOperationRequestOperation `json:"operation"`
+
+	// Reason Reason recorded in the audit trail.
+	Reason string `json:"reason"`
+}
+
+// CreateNodeLifecycleOperationRequestOperation What to do.
+type CreateNodeLifecycleOperationRequestOperation string
 
 // CreateUserRequest Request to create a user.
 type CreateUserRequest struct {
@@ -1074,6 +2194,30 @@ type DatabaseSchemaAudit struct {
 	SizeBytes int64 `json:"sizeBytes"`
 }
 
+// DiskMetrics One mounted file system.
+type DiskMetrics struct {
+	// Device Block device.
+	Device string `json:"device"`
+
+	// FreeBytes Bytes free.
+	FreeBytes int64 `json:"freeBytes"`
+
+	// FsType File system type.
+	FsType string `json:"fsType"`
+
+	// Path Mount point.
+	Path string `json:"path"`
+
+	// TotalBytes Size in bytes.
+	TotalBytes int64 `json:"totalBytes"`
+
+	// UsedBytes Bytes in use.
+	UsedBytes int64 `json:"usedBytes"`
+
+	// UsedPercent Share in use, 0-100.
+	UsedPercent float64 `json:"usedPercent"`
+}
+
 // DocumentationAuditItem Documentation audit result for one element of the contract.
 type DocumentationAuditItem struct {
 	// Kind Kind of element.
@@ -1094,6 +2238,504 @@ type DocumentationAuditItemKind string
 
 // DocumentationAuditItemProblem Problem found, or none.
 type DocumentationAuditItemProblem string
+
+// EngineConfigApplyRequest Settings to write into the engine configuration.
+type EngineConfigApplyRequest struct {
+	// ExpectedSha256 Refuse when the file no longer has this digest.
+	ExpectedSha256 *string `json:"expectedSha256,omitempty"`
+
+	// Reason Reason recorded in the audit trail.
+	Reason string `json:"reason"`
+
+	// Settings Settings to change, as a JSON merge patch of the settings object.
+	Settings map[string]interface{} `json:"settings"`
+
+	// WaitSeconds Seconds to wait for the node agent to finish before answering 202 with the command; 0 answers at once.
+	WaitSeconds *int32 `json:"waitSeconds,omitempty"`
+}
+
+// EngineConfigApplyResult Result of writing the engine configuration.
+type EngineConfigApplyResult struct {
+	// Applied Whether the new file is in place and the engine accepted it.
+	Applied bool `json:"applied"`
+
+	// BackupFile Copy of the previous file.
+	BackupFile string `json:"backupFile"`
+
+	// Changes Changed settings.
+	Changes []EngineConfigChange `json:"changes"`
+
+	// CommandId Node command that carried the change.
+	CommandId string `json:"commandId"`
+
+	// FileName Configuration file.
+	FileName string `json:"fileName"`
+
+	// Message What happened.
+	Message string `json:"message"`
+
+	// NodeId Media host.
+	NodeId string `json:"nodeId"`
+
+	// Reloaded Whether the engine re-read the file.
+	Reloaded bool `json:"reloaded"`
+
+	// RestartRequired Whether a change needs an engine restart to take effect.
+	RestartRequired bool `json:"restartRequired"`
+
+	// RolledBack Whether the previous file was restored because the engine refused the new one.
+	RolledBack bool `json:"rolledBack"`
+
+	// Sha256 Digest of the file now.
+	Sha256 string `json:"sha256"`
+}
+
+// EngineConfigChange One changed setting.
+type EngineConfigChange struct {
+	// Field Setting path.
+	Field string `json:"field"`
+
+	// NewValue Planned value as JSON.
+	NewValue string `json:"newValue"`
+
+	// OldValue Current value as JSON.
+	OldValue string `json:"oldValue"`
+
+	// RestartRequired Whether the engine applies it only at its next start.
+	RestartRequired bool `json:"restartRequired"`
+}
+
+// EngineConfigDocument The engine configuration of one media host as settings.
+type EngineConfigDocument struct {
+	// FileName Configuration file on the host.
+	FileName string `json:"fileName"`
+
+	// ManagedFields Settings owned by the node agent (identity, control secret, hooks and their credentials); a change to them is refused.
+	ManagedFields []string `json:"managedFields"`
+
+	// MediaServerId Media server id.
+	MediaServerId string `json:"mediaServerId"`
+
+	// NodeId Media host.
+	NodeId string `json:"nodeId"`
+
+	// Settings Every setting by its configuration key (camelCase JSON form of the YAML file).
+	Settings map[string]interface{} `json:"settings"`
+
+	// Sha256 SHA-256 of the file; pass it back as expectedSha256 to refuse a change if the file changed meanwhile.
+	Sha256 string `json:"sha256"`
+}
+
+// EngineConfigPlan Preview of an engine configuration change; nothing was written.
+type EngineConfigPlan struct {
+	// Changed Whether anything would change.
+	Changed bool `json:"changed"`
+
+	// Changes Changed settings.
+	Changes []EngineConfigChange `json:"changes"`
+
+	// CurrentSha256 Digest of the file now.
+	CurrentSha256 string `json:"currentSha256"`
+
+	// Diff Unified diff of the file.
+	Diff string `json:"diff"`
+
+	// FileName Configuration file.
+	FileName string `json:"fileName"`
+
+	// Message Why it is invalid, or a summary.
+	Message string `json:"message"`
+
+	// NodeId Media host.
+	NodeId string `json:"nodeId"`
+
+	// PlannedSha256 Digest the file would have.
+	PlannedSha256 string `json:"plannedSha256"`
+
+	// RestartRequired Whether a change needs an engine restart to take effect.
+	RestartRequired bool `json:"restartRequired"`
+
+	// Valid Whether the result is a valid engine configuration.
+	Valid bool `json:"valid"`
+}
+
+// EngineConfigPlanRequest Settings to compare with the current engine configuration.
+type EngineConfigPlanRequest struct {
+	// ExpectedSha256 Refuse when the file no longer has this digest.
+	ExpectedSha256 *string `json:"expectedSha256,omitempty"`
+
+	// Settings Settings to change, as a JSON merge patch of the settings object (null removes a setting back to its default).
+	Settings map[string]interface{} `json:"settings"`
+}
+
+// EngineCoreSettings Core settings of one media host's engine.
+type EngineCoreSettings struct {
+	// MediaServerId Media server id.
+	MediaServerId string `json:"mediaServerId"`
+
+	// NodeId Media host.
+	NodeId string `json:"nodeId"`
+
+	// Settings The engine settings operators change most.
+	Settings EngineCoreSettingsValues `json:"settings"`
+
+	// Sha256 SHA-256 of the configuration file.
+	Sha256 string `json:"sha256"`
+}
+
+// EngineCoreSettingsPatch Core settings to change; omitted ones stay.
+type EngineCoreSettingsPatch struct {
+	// GopCacheMaxFrames Frames kept from the last keyframe so a new player starts at once (latency against memory).
+	GopCacheMaxFrames *int32 `json:"gopCacheMaxFrames,omitempty"`
+
+	// HlsFormat HLS segment format.
+	HlsFormat *EngineCoreSettingsPatchHlsFormat `json:"hlsFormat,omitempty"`
+
+	// HlsSegmentSeconds HLS segment duration in seconds.
+	HlsSegmentSeconds *int32 `json:"hlsSegmentSeconds,omitempty"`
+
+	// HlsSegments Segments listed in the live playlist.
+	HlsSegments *int32 `json:"hlsSegments,omitempty"`
+
+	// HttpAddr Media HTTP listen address HOST:PORT.
+	HttpAddr *string `json:"httpAddr,omitempty"`
+
+	// LogLevel Engine log level.
+	LogLevel *EngineCoreSettingsPatchLogLevel `json:"logLevel,omitempty"`
+
+	// NoReaderTimeoutSeconds Seconds without a player before on_stream_none_reader.
+	NoReaderTimeoutSeconds *int32 `json:"noReaderTimeoutSeconds,omitempty"`
+
+	// ReaderQueueFrames Frames a slow player may fall behind before losing frames.
+	ReaderQueueFrames *int32 `json:"readerQueueFrames,omitempty"`
+
+	// RtpPortMax Last RTP port.
+	RtpPortMax *int32 `json:"rtpPortMax,omitempty"`
+
+	// RtpPortMin First RTP port.
+	RtpPortMin *int32 `json:"rtpPortMin,omitempty"`
+
+	// RtspAddr RTSP listen address HOST:PORT.
+	RtspAddr *string `json:"rtspAddr,omitempty"`
+}
+
+// EngineCoreSettingsPatchHlsFormat HLS segment format.
+type EngineCoreSettingsPatchHlsFormat string
+
+// EngineCoreSettingsPatchLogLevel Engine log level.
+type EngineCoreSettingsPatchLogLevel string
+
+// EngineCoreSettingsUpdateRequest Change core settings: validated, the file backed up, then written.
+type EngineCoreSettingsUpdateRequest struct {
+	// ExpectedSha256 Refuse when the file no longer has this digest.
+	ExpectedSha256 *string `json:"expectedSha256,omitempty"`
+
+	// Reason Reason recorded in the audit trail.
+	Reason string `json:"reason"`
+
+	// Settings Core settings to change; omitted ones stay.
+	Settings EngineCoreSettingsPatch `json:"settings"`
+
+	// WaitSeconds Seconds to wait for the node agent to finish before answering 202 with the command; 0 answers at once.
+	WaitSeconds *int32 `json:"waitSeconds,omitempty"`
+}
+
+// EngineCoreSettingsValues The engine settings operators change most.
+type EngineCoreSettingsValues struct {
+	// GopCacheMaxFrames Frames kept from the last keyframe so a new player starts at once (latency against memory).
+	GopCacheMaxFrames int32 `json:"gopCacheMaxFrames"`
+
+	// HlsFormat HLS segment format.
+	HlsFormat EngineCoreSettingsValuesHlsFormat `json:"hlsFormat"`
+
+	// HlsSegmentSeconds HLS segment duration in seconds.
+	HlsSegmentSeconds int32 `json:"hlsSegmentSeconds"`
+
+	// HlsSegments Segments listed in the live playlist.
+	HlsSegments int32 `json:"hlsSegments"`
+
+	// HttpAddr Media HTTP listen address HOST:PORT.
+	HttpAddr string `json:"httpAddr"`
+
+	// LogLevel Engine log level.
+	LogLevel EngineCoreSettingsValuesLogLevel `json:"logLevel"`
+
+	// NoReaderTimeoutSeconds Seconds without a player before on_stream_none_reader.
+	NoReaderTimeoutSeconds int32 `json:"noReaderTimeoutSeconds"`
+
+	// ReaderQueueFrames Frames a slow player may fall behind before losing frames.
+	ReaderQueueFrames int32 `json:"readerQueueFrames"`
+
+	// RtpPortMax Last RTP port.
+	RtpPortMax int32 `json:"rtpPortMax"`
+
+	// RtpPortMin First RTP port.
+	RtpPortMin int32 `json:"rtpPortMin"`
+
+	// RtspAddr RTSP listen address HOST:PORT.
+	RtspAddr string `json:"rtspAddr"`
+}
+
+// EngineCoreSettingsValuesHlsFormat HLS segment format.
+type EngineCoreSettingsValuesHlsFormat string
+
+// EngineCoreSettingsValuesLogLevel Engine log level.
+type EngineCoreSettingsValuesLogLevel string
+
+// EngineNode One configured engine node.
+type EngineNode struct {
+	// AgentStatus Status of the node agent.
+	AgentStatus EngineNodeAgentStatus `json:"agentStatus"`
+
+	// ControlAddr Loopback address of the engine control API.
+	ControlAddr string `json:"controlAddr"`
+
+	// HttpAddr Media HTTP address.
+	HttpAddr string `json:"httpAddr"`
+
+	// LastHeartbeatAt When the agent last reported; null when never.
+	LastHeartbeatAt *time.Time `json:"lastHeartbeatAt"`
+
+	// MediaServerId Media server id.
+	MediaServerId string `json:"mediaServerId"`
+
+	// NodeId Node id of the host.
+	NodeId string `json:"nodeId"`
+
+	// RtpPortMax Last RTP port.
+	RtpPortMax int32 `json:"rtpPortMax"`
+
+	// RtpPortMin First RTP port.
+	RtpPortMin int32 `json:"rtpPortMin"`
+
+	// RtspAddr RTSP address.
+	RtspAddr string `json:"rtspAddr"`
+
+	// Status Engine process state.
+	Status EngineNodeStatus `json:"status"`
+
+	// Version Engine version.
+	Version string `json:"version"`
+}
+
+// EngineNodeAgentStatus Status of the node agent.
+type EngineNodeAgentStatus string
+
+// EngineNodeStatus Engine process state.
+type EngineNodeStatus string
+
+// EngineNodeApi One operation of the engine control API (loopback only, called by the node agent).
+type EngineNodeApi struct {
+	// Available Whether the engine answered the last health check.
+	Available bool `json:"available"`
+
+	// Description What it does.
+	Description string `json:"description"`
+
+	// Method HTTP method.
+	Method string `json:"method"`
+
+	// Path Path on the control address.
+	Path string `json:"path"`
+
+	// UsedBy Node command types or agent functions that call it.
+	UsedBy string `json:"usedBy"`
+}
+
+// EngineNodeApiList Engine control API operations of one engine node.
+type EngineNodeApiList struct {
+	// NodeId Node id of the host.
+	NodeId string `json:"nodeId"`
+
+	// Rows The operations.
+	Rows []EngineNodeApi `json:"rows"`
+}
+
+// EngineNodeCapabilities What an engine node can do.
+type EngineNodeCapabilities struct {
+	// CanTune Whether the agent can apply host tuning.
+	CanTune bool `json:"canTune"`
+
+	// CommandTypes Node command types the agent runs.
+	CommandTypes []string `json:"commandTypes"`
+
+	// Hooks Hooks the engine sends to the control plane.
+	Hooks []string `json:"hooks"`
+
+	// MediaServerId Media server id.
+	MediaServerId string `json:"mediaServerId"`
+
+	// NodeId Node id of the host.
+	NodeId string `json:"nodeId"`
+
+	// Protocols Media protocols with their addresses.
+	Protocols []EngineProtocolCapability `json:"protocols"`
+
+	// RtpPortMax Last RTP port.
+	RtpPortMax int32 `json:"rtpPortMax"`
+
+	// RtpPortMin First RTP port.
+	RtpPortMin int32 `json:"rtpPortMin"`
+
+	// Version Engine version.
+	Version string `json:"version"`
+}
+
+// EngineNodeList Engine nodes of the cluster.
+type EngineNodeList struct {
+	// Rows One per media host.
+	Rows []EngineNode `json:"rows"`
+}
+
+// EngineNodeVersion Versions of an engine node and its agent against the control plane.
+type EngineNodeVersion struct {
+	// AgentVersion Node agent version.
+	AgentVersion string `json:"agentVersion"`
+
+	// ContractVersion Version of this API contract.
+	ContractVersion string `json:"contractVersion"`
+
+	// ControlPlaneVersion Version of the answering control node.
+	ControlPlaneVersion string `json:"controlPlaneVersion"`
+
+	// EngineVersion Engine version; empty when unknown.
+	EngineVersion string `json:"engineVersion"`
+
+	// MatchesControlPlane Whether the agent runs the control node's version.
+	MatchesControlPlane bool `json:"matchesControlPlane"`
+
+	// MediaServerId Media server id.
+	MediaServerId string `json:"mediaServerId"`
+
+	// NodeId Node id of the host.
+	NodeId string `json:"nodeId"`
+
+	// StartedAt When the running engine started; null when not running.
+	StartedAt *time.Time `json:"startedAt"`
+}
+
+// EngineProcessActionRequest Options of an engine process action.
+type EngineProcessActionRequest struct {
+	// Reason Reason recorded in the audit trail.
+	Reason *string `json:"reason,omitempty"`
+
+	// WaitSeconds Seconds to wait for the node agent to finish before answering 202 with the command; 0 answers at once.
+	WaitSeconds *int32 `json:"waitSeconds,omitempty"`
+}
+
+// EngineProcessActionResult Result of an engine process action.
+type EngineProcessActionResult struct {
+	// CommandId Node command that carried the action.
+	CommandId string `json:"commandId"`
+
+	// Message What happened.
+	Message string `json:"message"`
+
+	// NodeId Media host.
+	NodeId string `json:"nodeId"`
+
+	// Process The engine process of one media host as its agent reports it.
+	Process EngineProcessState `json:"process"`
+
+	// Status Status of the command.
+	Status EngineProcessActionResultStatus `json:"status"`
+}
+
+// EngineProcessActionResultStatus Status of the command.
+type EngineProcessActionResultStatus string
+
+// EngineProcessState The engine process of one media host as its agent reports it.
+type EngineProcessState struct {
+	// AgentStatus Status of the host's node agent.
+	AgentStatus EngineProcessStateAgentStatus `json:"agentStatus"`
+
+	// ConfigPath Engine configuration file on the host.
+	ConfigPath string `json:"configPath"`
+
+	// ControlAddr Loopback address of the engine control API.
+	ControlAddr string `json:"controlAddr"`
+
+	// CpuPercent CPU use of the process, in percent of one core.
+	CpuPercent float64 `json:"cpuPercent"`
+
+	// HttpAddr Media HTTP listen address.
+	HttpAddr string `json:"httpAddr"`
+
+	// LastAction Last managed action (start, stop, restart, reload, auto-restart).
+	LastAction string `json:"lastAction"`
+
+	// LastError Last start or health error.
+	LastError string `json:"lastError"`
+
+	// MediaServerId Media server id.
+	MediaServerId string `json:"mediaServerId"`
+
+	// NextStartAt When the supervisor starts it again after a failure; null otherwise.
+	NextStartAt *time.Time `json:"nextStartAt"`
+
+	// NodeId Media host.
+	NodeId string `json:"nodeId"`
+
+	// Pid Process id; 0 when not running.
+	Pid int32 `json:"pid"`
+
+	// Players Players connected.
+	Players int32 `json:"players"`
+
+	// ReportedAt When the agent reported this state; null when it never did.
+	ReportedAt *time.Time `json:"reportedAt"`
+
+	// Restarts Restarts since the agent started.
+	Restarts int32 `json:"restarts"`
+
+	// RssBytes Resident memory of the process.
+	RssBytes int64 `json:"rssBytes"`
+
+	// RtpPortMax Last RTP port.
+	RtpPortMax int32 `json:"rtpPortMax"`
+
+	// RtpPortMin First RTP port.
+	RtpPortMin int32 `json:"rtpPortMin"`
+
+	// RtspAddr RTSP listen address.
+	RtspAddr string `json:"rtspAddr"`
+
+	// StartedAt When the running process started; null when not running.
+	StartedAt *time.Time `json:"startedAt"`
+
+	// Status Engine process state.
+	Status EngineProcessStateStatus `json:"status"`
+
+	// Streams Streams served.
+	Streams int32 `json:"streams"`
+
+	// Version Engine version.
+	Version string `json:"version"`
+}
+
+// EngineProcessStateAgentStatus Status of the host's node agent.
+type EngineProcessStateAgentStatus string
+
+// EngineProcessStateStatus Engine process state.
+type EngineProcessStateStatus string
+
+// EngineProtocolCapability One media protocol of an engine.
+type EngineProtocolCapability struct {
+	// Address Listen address; empty for protocols on the RTP range.
+	Address string `json:"address"`
+
+	// Direction input or output.
+	Direction EngineProtocolCapabilityDirection `json:"direction"`
+
+	// Enabled Whether the engine configuration enables it.
+	Enabled bool `json:"enabled"`
+
+	// Protocol Protocol name, for example rtsp or http-flv.
+	Protocol string `json:"protocol"`
+}
+
+// EngineProtocolCapabilityDirection input or output.
+type EngineProtocolCapabilityDirection string
 
 // ErrorBody Body of every JSON error answer.
 type ErrorBody struct {
@@ -1129,6 +2771,42 @@ type HealthCheck struct {
 
 // HealthCheckStatus Result of the check.
 type HealthCheckStatus string
+
+// HostMetrics Host figures of one node.
+type HostMetrics struct {
+	// CpuCores Number of logical CPUs.
+	CpuCores int32 `json:"cpuCores"`
+
+	// CpuPercent CPU use of the whole host over the last interval, 0-100.
+	CpuPercent float64 `json:"cpuPercent"`
+
+	// Disks Mounted file systems.
+	Disks []DiskMetrics `json:"disks"`
+
+	// Interfaces Network interfaces.
+	Interfaces []InterfaceMetrics `json:"interfaces"`
+
+	// Load1 One-minute load average.
+	Load1 float64 `json:"load1"`
+
+	// Load15 Fifteen-minute load average.
+	Load15 float64 `json:"load15"`
+
+	// Load5 Five-minute load average.
+	Load5 float64 `json:"load5"`
+
+	// MemPercent Memory in use, 0-100.
+	MemPercent float64 `json:"memPercent"`
+
+	// MemTotalBytes Installed memory in bytes.
+	MemTotalBytes int64 `json:"memTotalBytes"`
+
+	// MemUsedBytes Memory in use in bytes.
+	MemUsedBytes int64 `json:"memUsedBytes"`
+
+	// UptimeSeconds Seconds since the host booted.
+	UptimeSeconds int64 `json:"uptimeSeconds"`
+}
 
 // HostTuningApplyRequest Request to apply host tuning values.
 type HostTuningApplyRequest struct {
@@ -1235,6 +2913,246 @@ type HostTuningState struct {
 	Parameters []HostTuningParameter `json:"parameters"`
 }
 
+// InterfaceMetrics One network interface; rates cover the last sampling interval.
+type InterfaceMetrics struct {
+	// BytesRecv Bytes received since boot.
+	BytesRecv int64 `json:"bytesRecv"`
+
+	// BytesSent Bytes sent since boot.
+	BytesSent int64 `json:"bytesSent"`
+
+	// DropsIn Received packets dropped since boot.
+	DropsIn int64 `json:"dropsIn"`
+
+	// DropsOut Sent packets dropped since boot.
+	DropsOut int64 `json:"dropsOut"`
+
+	// ErrorsIn Receive errors since boot.
+	ErrorsIn int64 `json:"errorsIn"`
+
+	// ErrorsOut Send errors since boot.
+	ErrorsOut int64 `json:"errorsOut"`
+
+	// Name Interface name.
+	Name string `json:"name"`
+
+	// PacketsRecv Packets received since boot.
+	PacketsRecv int64 `json:"packetsRecv"`
+
+	// PacketsSent Packets sent since boot.
+	PacketsSent int64 `json:"packetsSent"`
+
+	// RecvBitsPerSecond Receive rate in bits per second.
+	RecvBitsPerSecond float64 `json:"recvBitsPerSecond"`
+
+	// SentBitsPerSecond Send rate in bits per second.
+	SentBitsPerSecond float64 `json:"sentBitsPerSecond"`
+}
+
+// LocalRuntimeSnapshot A light snapshot of the answering control node process.
+type LocalRuntimeSnapshot struct {
+	// CpuPercent CPU use of the process since the previous snapshot, in percent of one core.
+	CpuPercent float64 `json:"cpuPercent"`
+
+	// GcCycles Completed garbage collections.
+	GcCycles int64 `json:"gcCycles"`
+
+	// GoVersion Go runtime version.
+	GoVersion string `json:"goVersion"`
+
+	// Goroutines Running goroutines.
+	Goroutines int32 `json:"goroutines"`
+
+	// HeapAllocBytes Bytes of live heap objects.
+	HeapAllocBytes int64 `json:"heapAllocBytes"`
+
+	// HeapSysBytes Heap bytes obtained from the system.
+	HeapSysBytes int64 `json:"heapSysBytes"`
+
+	// NodeId The control node.
+	NodeId string `json:"nodeId"`
+
+	// NumCpu Logical CPUs usable by the process.
+	NumCpu int32 `json:"numCpu"`
+
+	// OpenFiles Open file descriptors; -1 when unknown.
+	OpenFiles int32 `json:"openFiles"`
+
+	// Pid Process id.
+	Pid int32 `json:"pid"`
+
+	// RssBytes Resident memory of the process.
+	RssBytes int64 `json:"rssBytes"`
+
+	// StartedAt When the process started.
+	StartedAt time.Time `json:"startedAt"`
+
+	// UptimeSeconds Seconds since start.
+	UptimeSeconds int64 `json:"uptimeSeconds"`
+}
+
+// MediaServer One media server: the engine a node agent supervises.
+type MediaServer struct {
+	// AgentStatus Status of the host's node agent.
+	AgentStatus MediaServerAgentStatus `json:"agentStatus"`
+
+	// EngineStatus Last reported engine process state.
+	EngineStatus MediaServerEngineStatus `json:"engineStatus"`
+
+	// HttpAddr Media HTTP listen address (HTTP-FLV, HTTP-fMP4, HLS).
+	HttpAddr string `json:"httpAddr"`
+
+	// LastHeartbeatAt When the agent last reported; null when never.
+	LastHeartbeatAt *time.Time `json:"lastHeartbeatAt"`
+
+	// MediaServerId Media server id.
+	MediaServerId string `json:"mediaServerId"`
+
+	// NodeId Node id of the host.
+	NodeId string `json:"nodeId"`
+
+	// Players Players connected.
+	Players int32 `json:"players"`
+
+	// RetiredAt When it was retired; null unless retired.
+	RetiredAt *time.Time `json:"retiredAt"`
+
+	// RtpPortMax Last port of the RTP range.
+	RtpPortMax int32 `json:"rtpPortMax"`
+
+	// RtpPortMin First port of the RTP range.
+	RtpPortMin int32 `json:"rtpPortMin"`
+
+	// RtspAddr RTSP listen address.
+	RtspAddr string `json:"rtspAddr"`
+
+	// Status online while the agent is online and the engine runs and is healthy; retired after retirement.
+	Status MediaServerStatus `json:"status"`
+
+	// Streams Streams the engine serves.
+	Streams int32 `json:"streams"`
+
+	// Version Engine version; empty when unknown.
+	Version string `json:"version"`
+}
+
+// MediaServerAgentStatus Status of the host's node agent.
+type MediaServerAgentStatus string
+
+// MediaServerEngineStatus Last reported engine process state.
+type MediaServerEngineStatus string
+
+// MediaServerStatus online while the agent is online and the engine runs and is healthy; retired after retirement.
+type MediaServerStatus string
+
+// MediaServerList Media servers (engines) of the cluster.
+type MediaServerList struct {
+	// Rows The media servers, by id.
+	Rows []MediaServer `json:"rows"`
+}
+
+// MediaServerReferenceGroup References of one kind.
+type MediaServerReferenceGroup struct {
+	// Blocking Whether this kind blocks retirement unless forced.
+	Blocking bool `json:"blocking"`
+
+	// Count How many.
+	Count int32 `json:"count"`
+
+	// Kind What refers to the media server.
+	Kind MediaServerReferenceGroupKind `json:"kind"`
+
+	// Samples Up to sampleSize identifiers of the references.
+	Samples []string `json:"samples"`
+}
+
+// MediaServerReferenceGroupKind What refers to the media server.
+type MediaServerReferenceGroupKind string
+
+// MediaServerReferences Business references to a media server that retirement would cut.
+type MediaServerReferences struct {
+	// CanRetire Whether retirement may go ahead without force.
+	CanRetire bool `json:"canRetire"`
+
+	// Groups References by kind.
+	Groups []MediaServerReferenceGroup `json:"groups"`
+
+	// MediaServerId Media server id.
+	MediaServerId string `json:"mediaServerId"`
+
+	// Message Summary for the operator.
+	Message string `json:"message"`
+
+	// NodeId Node id of the host.
+	NodeId string `json:"nodeId"`
+
+	// Total Sum of all reference counts.
+	Total int32 `json:"total"`
+}
+
+// MediaServerRetireResult Result of a retirement preview or of a retirement.
+type MediaServerRetireResult struct {
+	// CanceledCommands Open node commands canceled by the retirement.
+	CanceledCommands int32 `json:"canceledCommands"`
+
+	// MediaServerId Media server id.
+	MediaServerId string `json:"mediaServerId"`
+
+	// Message What happened or would happen.
+	Message string `json:"message"`
+
+	// NodeId Node id of the host.
+	NodeId string `json:"nodeId"`
+
+	// Preview Whether this was only a preview.
+	Preview bool `json:"preview"`
+
+	// References Business references to a media server that retirement would cut.
+	References MediaServerReferences `json:"references"`
+
+	// Retired Whether the media server and its node are now retired; the node certificate is refused on every control node.
+	Retired bool `json:"retired"`
+}
+
+// MediaServiceRawConfiguration The engine configuration file as text.
+type MediaServiceRawConfiguration struct {
+	// Content File content (YAML).
+	Content string `json:"content"`
+
+	// FileName Configuration file.
+	FileName string `json:"fileName"`
+
+	// NodeId Media host.
+	NodeId string `json:"nodeId"`
+
+	// Sha256 SHA-256 of the content.
+	Sha256 string `json:"sha256"`
+}
+
+// MediaServiceRawConfigurationApplyRequest A new engine configuration file to write: the agent backs up the old one, writes, reads back and rolls back when the engine refuses it.
+type MediaServiceRawConfigurationApplyRequest struct {
+	// Content Complete file content (YAML).
+	Content string `json:"content"`
+
+	// ExpectedSha256 Refuse when the file no longer has this digest.
+	ExpectedSha256 *string `json:"expectedSha256,omitempty"`
+
+	// Reason Reason recorded in the audit trail.
+	Reason string `json:"reason"`
+
+	// WaitSeconds Seconds to wait for the node agent to finish before answering 202 with the command; 0 answers at once.
+	WaitSeconds *int32 `json:"waitSeconds,omitempty"`
+}
+
+// MediaServiceRawConfigurationPlanRequest A new engine configuration file to compare with the current one.
+type MediaServiceRawConfigurationPlanRequest struct {
+	// Content Complete file content (YAML).
+	Content string `json:"content"`
+
+	// ExpectedSha256 Refuse when the file no longer has this digest.
+	ExpectedSha256 *string `json:"expectedSha256,omitempty"`
+}
+
 // MigrationAuditReport Result of the store migration audit.
 type MigrationAuditReport struct {
 	// Checks Audit checks; passed checks only when includePassed is true.
@@ -1257,6 +3175,501 @@ type MigrationAuditReport struct {
 
 	// SchemaVersion Schema version recorded in the store.
 	SchemaVersion int32 `json:"schemaVersion"`
+}
+
+// MonitoringPoint Mean figures of one history bucket (maxima for disk, memory of the engine and counts).
+type MonitoringPoint struct {
+	// ActiveRtpLeases Most RTP port leases held.
+	ActiveRtpLeases int32 `json:"activeRtpLeases"`
+
+	// At Start of the bucket.
+	At time.Time `json:"at"`
+
+	// CpuPercent Mean host CPU use, 0-100.
+	CpuPercent float64 `json:"cpuPercent"`
+
+	// DiskUsedPercent Highest use of any file system.
+	DiskUsedPercent float64 `json:"diskUsedPercent"`
+
+	// EngineCpuPercent Mean CPU use of the engine process.
+	EngineCpuPercent float64 `json:"engineCpuPercent"`
+
+	// EnginePlayers Most players the engine served.
+	EnginePlayers int32 `json:"enginePlayers"`
+
+	// EngineRssBytes Highest resident memory of the engine process.
+	EngineRssBytes int64 `json:"engineRssBytes"`
+
+	// EngineRunning Whether the engine ran during the bucket.
+	EngineRunning bool `json:"engineRunning"`
+
+	// EngineStreams Most streams the engine served.
+	EngineStreams int32 `json:"engineStreams"`
+
+	// Load1 Mean one-minute load.
+	Load1 float64 `json:"load1"`
+
+	// MemPercent Mean host memory use, 0-100.
+	MemPercent float64 `json:"memPercent"`
+
+	// MemUsedBytes Mean host memory in use.
+	MemUsedBytes int64 `json:"memUsedBytes"`
+
+	// RecvBitsPerSecond Mean receive rate over all interfaces.
+	RecvBitsPerSecond float64 `json:"recvBitsPerSecond"`
+
+	// Samples Heartbeats in the bucket.
+	Samples int32 `json:"samples"`
+
+	// SentBitsPerSecond Mean send rate over all interfaces.
+	SentBitsPerSecond float64 `json:"sentBitsPerSecond"`
+}
+
+// Node One node of the cluster.
+type Node struct {
+	// Address API URL of a control node, host name of a media host.
+	Address string `json:"address"`
+
+	// Kind control for a control node, media for a media host run by a node agent.
+	Kind NodeKind `json:"kind"`
+
+	// LastHeartbeatAt When the node last reported its figures to the answering node; null when never.
+	LastHeartbeatAt *time.Time `json:"lastHeartbeatAt"`
+
+	// Leader Whether the node is the cluster leader (control nodes only).
+	Leader bool `json:"leader"`
+
+	// MediaServerId Media server id of a media host; empty for control nodes.
+	MediaServerId string `json:"mediaServerId"`
+
+	// NodeId Node id.
+	NodeId string `json:"nodeId"`
+
+	// Status online or offline by heartbeats; media hosts may also be pending or retired.
+	Status NodeStatus `json:"status"`
+
+	// Version Binary version the node reported; empty when unknown.
+	Version string `json:"version"`
+}
+
+// NodeKind control for a control node, media for a media host run by a node agent.
+type NodeKind string
+
+// NodeStatus online or offline by heartbeats; media hosts may also be pending or retired.
+type NodeStatus string
+
+// NodeAgent One node agent with its online and version state.
+type NodeAgent struct {
+	// AgentVersion Version of the agent binary; empty before enrollment.
+	AgentVersion string `json:"agentVersion"`
+
+	// CanTune Whether the agent can apply host tuning (root with a writable /proc/sys).
+	CanTune bool `json:"canTune"`
+
+	// CertificateExpiresAt Expiry of the latest certificate; agents renew at two thirds of its life.
+	CertificateExpiresAt *time.Time `json:"certificateExpiresAt"`
+
+	// CertificateSerial Serial number (hex) of the latest certificate issued to the agent.
+	CertificateSerial string `json:"certificateSerial"`
+
+	// ControlPlaneVersion Version of the control node that answered.
+	ControlPlaneVersion string `json:"controlPlaneVersion"`
+
+	// EngineStatus Last reported state of the supervised engine process.
+	EngineStatus NodeAgentEngineStatus `json:"engineStatus"`
+
+	// EnrolledAt When the agent enrolled; null before enrollment.
+	EnrolledAt *time.Time `json:"enrolledAt"`
+
+	// Hostname Host name the agent reported; empty before enrollment.
+	Hostname string `json:"hostname"`
+
+	// LastHeartbeatAt When the last heartbeat reached this control node; null when none arrived since it started.
+	LastHeartbeatAt *time.Time `json:"lastHeartbeatAt"`
+
+	// MediaServerId Media server (engine) id of the host.
+	MediaServerId string `json:"mediaServerId"`
+
+	// NodeId Node id of the media host.
+	NodeId string `json:"nodeId"`
+
+	// RetiredAt When the node was retired; null unless retired.
+	RetiredAt *time.Time `json:"retiredAt"`
+
+	// Status Agent status: pending (a code was issued, no agent enrolled yet), online, offline or retired.
+	Status NodeAgentStatus `json:"status"`
+
+	// StatusChangedAt When the status last changed.
+	StatusChangedAt time.Time `json:"statusChangedAt"`
+
+	// VersionMatchesControlPlane Whether the agent runs the same version as the answering control node.
+	VersionMatchesControlPlane bool `json:"versionMatchesControlPlane"`
+}
+
+// NodeAgentEngineStatus Last reported state of the supervised engine process.
+type NodeAgentEngineStatus string
+
+// NodeAgentStatus Agent status: pending (a code was issued, no agent enrolled yet), online, offline or retired.
+type NodeAgentStatus string
+
+// NodeAgentEnrollment A one-time enrollment code for a node agent, shown once; only its digest is stored.
+type NodeAgentEnrollment struct {
+	// AgentServerUrl HTTPS URL of the agent port the agent enrolls with.
+	AgentServerUrl string `json:"agentServerUrl"`
+
+	// CaHash Pin of the cluster CA, `sha256:` and the hex SHA-256 of its SubjectPublicKeyInfo; the agent refuses a server whose CA differs.
+	CaHash string `json:"caHash"`
+
+	// Code The one-time code; it works exactly once and only until expiresAt.
+	Code string `json:"code"`
+
+	// Command The exact `svc agent enroll ...` command line to run on the media host.
+	Command string `json:"command"`
+
+	// ExpiresAt When the code stops working.
+	ExpiresAt time.Time `json:"expiresAt"`
+
+	// NodeId Node id the agent will be enrolled as.
+	NodeId string `json:"nodeId"`
+}
+
+// NodeAgentList Node agents of the cluster.
+type NodeAgentList struct {
+	// Rows The node agents, by node id.
+	Rows []NodeAgent `json:"rows"`
+}
+
+// NodeCommand One node command.
+type NodeCommand struct {
+	// Attempt Deliveries so far.
+	Attempt int32 `json:"attempt"`
+
+	// CommandId Identifier of the command.
+	CommandId string `json:"commandId"`
+
+	// CommandType What the command does, for example engine.process.restart.
+	CommandType string `json:"commandType"`
+
+	// CreatedAt When it was created.
+	CreatedAt time.Time `json:"createdAt"`
+
+	// CreatedVia Control node that created it.
+	CreatedVia string `json:"createdVia"`
+
+	// DispatchedAt When it was last handed to the agent; null before.
+	DispatchedAt *time.Time `json:"dispatchedAt"`
+
+	// DispatchedVia Control node that last handed it out.
+	DispatchedVia string `json:"dispatchedVia"`
+
+	// EngineNodeId Engine node of the host (equals nodeId: one engine per host).
+	EngineNodeId string `json:"engineNodeId"`
+
+	// Error Why a command failed, timed out or was canceled.
+	Error *NodeCommandError `json:"error,omitempty"`
+
+	// ExpiresAt Deadline after which it times out.
+	ExpiresAt time.Time `json:"expiresAt"`
+
+	// FinishedAt When it ended; null before.
+	FinishedAt *time.Time `json:"finishedAt"`
+
+	// IdempotencyKey Key the agent remembers so a re-delivered command runs once.
+	IdempotencyKey string `json:"idempotencyKey"`
+
+	// MaxAttempts Deliveries allowed before it times out.
+	MaxAttempts int32 `json:"maxAttempts"`
+
+	// NodeId Media host the command runs on.
+	NodeId string `json:"nodeId"`
+
+	// Reason Reason given when it was created.
+	Reason string `json:"reason"`
+
+	// Replayed Whether the agent answered from its memory of an earlier delivery instead of running it again.
+	Replayed bool `json:"replayed"`
+
+	// RequestedBy Credential that created the command.
+	RequestedBy string `json:"requestedBy"`
+
+	// StartedAt When the agent started it; null before.
+	StartedAt *time.Time `json:"startedAt"`
+
+	// Status Where the command is in its lifecycle.
+	Status NodeCommandStatus `json:"status"`
+
+	// VisibleUntil Delivery deadline while an agent holds it: without news by then it is handed out again; null otherwise.
+	VisibleUntil *time.Time `json:"visibleUntil"`
+}
+
+// NodeCommandStatus Where the command is in its lifecycle.
+type NodeCommandStatus string
+
+// NodeCommandAccepted A request the node agent has accepted as a node command but not finished within the wait; poll the command until it reaches a terminal state.
+type NodeCommandAccepted struct {
+	// CommandId Identifier of the node command that carries the request.
+	CommandId string `json:"commandId"`
+
+	// CommandType Type of the node command.
+	CommandType string `json:"commandType"`
+
+	// Message What to do next.
+	Message string `json:"message"`
+
+	// NodeId Media host the command runs on.
+	NodeId string `json:"nodeId"`
+
+	// Status Current status of the command.
+	Status NodeCommandAcceptedStatus `json:"status"`
+}
+
+// NodeCommandAcceptedStatus Current status of the command.
+type NodeCommandAcceptedStatus string
+
+// NodeCommandDetail One node command with its input, output and history.
+type NodeCommandDetail struct {
+	// Attempt Deliveries so far.
+	Attempt int32 `json:"attempt"`
+
+	// CommandId Identifier of the command.
+	CommandId string `json:"commandId"`
+
+	// CommandType What the command does, for example engine.process.restart.
+	CommandType string `json:"commandType"`
+
+	// CreatedAt When it was created.
+	CreatedAt time.Time `json:"createdAt"`
+
+	// CreatedVia Control node that created it.
+	CreatedVia string `json:"createdVia"`
+
+	// DispatchedAt When it was last handed to the agent; null before.
+	DispatchedAt *time.Time `json:"dispatchedAt"`
+
+	// DispatchedVia Control node that last handed it out.
+	DispatchedVia string `json:"dispatchedVia"`
+
+	// EngineNodeId Engine node of the host (equals nodeId: one engine per host).
+	EngineNodeId string `json:"engineNodeId"`
+
+	// Error Why a command failed, timed out or was canceled.
+	Error *NodeCommandError `json:"error,omitempty"`
+
+	// ExpiresAt Deadline after which it times out.
+	ExpiresAt time.Time `json:"expiresAt"`
+
+	// FinishedAt When it ended; null before.
+	FinishedAt *time.Time `json:"finishedAt"`
+
+	// History Every status change, oldest first.
+	History []NodeCommandTransition `json:"history"`
+
+	// IdempotencyKey Key the agent remembers so a re-delivered command runs once.
+	IdempotencyKey string `json:"idempotencyKey"`
+
+	// MaxAttempts Deliveries allowed before it times out.
+	MaxAttempts int32 `json:"maxAttempts"`
+
+	// NodeId Media host the command runs on.
+	NodeId string `json:"nodeId"`
+
+	// Payload Input of the command.
+	Payload *map[string]interface{} `json:"payload"`
+
+	// Reason Reason given when it was created.
+	Reason string `json:"reason"`
+
+	// Replayed Whether the agent answered from its memory of an earlier delivery instead of running it again.
+	Replayed bool `json:"replayed"`
+
+	// RequestedBy Credential that created the command.
+	RequestedBy string `json:"requestedBy"`
+
+	// Result Output of the command; null until it ends.
+	Result *map[string]interface{} `json:"result"`
+
+	// StartedAt When the agent started it; null before.
+	StartedAt *time.Time `json:"startedAt"`
+
+	// Status Where the command is in its lifecycle.
+	Status NodeCommandDetailStatus `json:"status"`
+
+	// VisibleUntil Delivery deadline while an agent holds it: without news by then it is handed out again; null otherwise.
+	VisibleUntil *time.Time `json:"visibleUntil"`
+}
+
+// NodeCommandDetailStatus Where the command is in its lifecycle.
+type NodeCommandDetailStatus string
+
+// NodeCommandError Why a command failed, timed out or was canceled.
+type NodeCommandError struct {
+	// Code Error code.
+	Code string `json:"code"`
+
+	// Message Explanation.
+	Message string `json:"message"`
+}
+
+// NodeCommandList One page of node commands, newest first.
+type NodeCommandList struct {
+	// Page Page number.
+	Page int32 `json:"page"`
+
+	// PageSize Rows per page.
+	PageSize int32 `json:"pageSize"`
+
+	// Rows The commands.
+	Rows []NodeCommand `json:"rows"`
+
+	// Total Matching commands.
+	Total int64 `json:"total"`
+}
+
+// NodeCommandStats Counts over the selected node commands.
+type NodeCommandStats struct {
+	// AverageDurationMs Mean time from creation to the end of finished commands.
+	AverageDurationMs float64 `json:"averageDurationMs"`
+
+	// ByCommandType Count per command type.
+	ByCommandType map[string]int64 `json:"byCommandType"`
+
+	// ByStatus Count per status (every status is present).
+	ByStatus map[string]int64 `json:"byStatus"`
+
+	// MaxDurationMs Longest time from creation to the end of a finished command.
+	MaxDurationMs int64 `json:"maxDurationMs"`
+
+	// OldestPendingAgeMs Age of the oldest command not yet handed out; 0 when none.
+	OldestPendingAgeMs int64 `json:"oldestPendingAgeMs"`
+
+	// Total Matching commands.
+	Total int64 `json:"total"`
+}
+
+// NodeCommandTransition One status change of a command.
+type NodeCommandTransition struct {
+	// At When.
+	At time.Time `json:"at"`
+
+	// Attempt Delivery it belongs to.
+	Attempt int32 `json:"attempt"`
+
+	// Message Why, when known.
+	Message string `json:"message"`
+
+	// Status Status entered.
+	Status NodeCommandTransitionStatus `json:"status"`
+
+	// Via Control node that wrote it.
+	Via string `json:"via"`
+}
+
+// NodeCommandTransitionStatus Status entered.
+type NodeCommandTransitionStatus string
+
+// NodeHeartbeatResult The heartbeat this control node just took of its own host.
+type NodeHeartbeatResult struct {
+	// ForwardedTo Number of other control nodes the heartbeat was passed to.
+	ForwardedTo int32 `json:"forwardedTo"`
+
+	// Host Host figures of one node.
+	Host HostMetrics `json:"host"`
+
+	// NodeId The control node.
+	NodeId string `json:"nodeId"`
+
+	// SentAt When the figures were taken.
+	SentAt time.Time `json:"sentAt"`
+}
+
+// NodeLifecycleOperation An operator-facing lifecycle operation on a media host, carried by a node command.
+type NodeLifecycleOperation struct {
+	// CommandId Node command that carries it.
+	CommandId string `json:"commandId"`
+
+	// CreatedAt When it was asked for.
+	CreatedAt time.Time `json:"createdAt"`
+
+	// FinishedAt When it ended; null before.
+	FinishedAt *time.Time `json:"finishedAt"`
+
+	// Message Outcome or error message.
+	Message string `json:"message"`
+
+	// NodeId Media host.
+	NodeId string `json:"nodeId"`
+
+	// Operation What is done.
+	Operation NodeLifecycleOperationOperation `json:"operation"`
+
+	// OperationId Identifier of the operation.
+	OperationId string `json:"operationId"`
+
+	// Reason Reason given.
+	Reason string `json:"reason"`
+
+	// RequestedBy Credential that asked.
+	RequestedBy string `json:"requestedBy"`
+
+	// Status Status of the command.
+	Status NodeLifecycleOperationStatus `json:"status"`
+}
+
+// NodeLifecycleOperationOperation What is done.
+type NodeLifecycleOperationOperation string
+
+// NodeLifecycleOperationStatus Status of the command.
+type NodeLifecycleOperationStatus string
+
+// NodeLifecycleOperationList Lifecycle operations, newest first.
+type NodeLifecycleOperationList struct {
+	// Rows The operations.
+	Rows []NodeLifecycleOperation `json:"rows"`
+}
+
+// NodeList Every node of the cluster: control nodes and media hosts.
+type NodeList struct {
+	// Rows The nodes, control nodes first.
+	Rows []Node `json:"rows"`
+}
+
+// NodeMonitoring Current figures of one node.
+type NodeMonitoring struct {
+	// Engine The engine process of one media host as its agent reports it.
+	Engine *EngineProcessState `json:"engine,omitempty"`
+
+	// HeartbeatAgeSeconds Seconds since the figures were received; -1 when none arrived yet.
+	HeartbeatAgeSeconds float64 `json:"heartbeatAgeSeconds"`
+
+	// Host Host figures of one node.
+	Host *HostMetrics `json:"host,omitempty"`
+
+	// Kind control or media.
+	Kind NodeMonitoringKind `json:"kind"`
+
+	// LastHeartbeatAt When the figures were received; null when none arrived yet.
+	LastHeartbeatAt *time.Time `json:"lastHeartbeatAt"`
+
+	// NodeId Node id.
+	NodeId string `json:"nodeId"`
+
+	// Status Node status.
+	Status NodeMonitoringStatus `json:"status"`
+}
+
+// NodeMonitoringKind control or media.
+type NodeMonitoringKind string
+
+// NodeMonitoringStatus Node status.
+type NodeMonitoringStatus string
+
+// NodeMonitoringHistory History of one node.
+type NodeMonitoringHistory struct {
+	// NodeId Node id.
+	NodeId string `json:"nodeId"`
+
+	// Points Buckets with at least one sample, oldest first.
+	Points []MonitoringPoint `json:"points"`
 }
 
 // OpenApiAuditItem Audit result for one operation or route.
@@ -1520,6 +3933,18 @@ type RetentionCategoryResult struct {
 	DeletedCount int64 `json:"deletedCount"`
 }
 
+// RetireMediaServerRequest Preview or retire a media server.
+type RetireMediaServerRequest struct {
+	// Force Retire even though blocking references exist; their commands are canceled.
+	Force *bool `json:"force,omitempty"`
+
+	// Preview Only report what retirement would do; the default.
+	Preview *bool `json:"preview,omitempty"`
+
+	// Reason Reason recorded in the audit trail; required to retire.
+	Reason *string `json:"reason,omitempty"`
+}
+
 // RevealedApiToken The value of a revealable API token.
 type RevealedApiToken struct {
 	// Token The full token value starting with `svc_pat_`.
@@ -1560,6 +3985,102 @@ type Role struct {
 type RoleList struct {
 	// Rows The roles.
 	Rows []Role `json:"rows"`
+}
+
+// RtpPortLease One RTP port lease on a media host.
+type RtpPortLease struct {
+	// CreatedAt When it was leased.
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Direction receive for media arriving at the engine, send for media it sends.
+	Direction RtpPortLeaseDirection `json:"direction"`
+
+	// ExpiresAt When an unreleased lease expires and its port is reclaimed.
+	ExpiresAt time.Time `json:"expiresAt"`
+
+	// LeaseId Identifier of the lease.
+	LeaseId string `json:"leaseId"`
+
+	// NodeId Media host owning the port.
+	NodeId string `json:"nodeId"`
+
+	// Port The leased UDP/TCP port.
+	Port int32 `json:"port"`
+
+	// Purpose What the port is for, for example gb28181-live.
+	Purpose string `json:"purpose"`
+
+	// ReleaseReason Why it ended.
+	ReleaseReason string `json:"releaseReason"`
+
+	// ReleasedAt When it was released or reclaimed; null while active.
+	ReleasedAt *time.Time `json:"releasedAt"`
+
+	// Ssrc SSRC expected on the port; empty when not known.
+	Ssrc string `json:"ssrc"`
+
+	// Status Lease state.
+	Status RtpPortLeaseStatus `json:"status"`
+
+	// StreamId Stream the port carries; empty when not known.
+	StreamId string `json:"streamId"`
+}
+
+// RtpPortLeaseDirection receive for media arriving at the engine, send for media it sends.
+type RtpPortLeaseDirection string
+
+// RtpPortLeaseStatus Lease state.
+type RtpPortLeaseStatus string
+
+// RtpPortLeaseList RTP port leases of one media host.
+type RtpPortLeaseList struct {
+	// NodeId Media host.
+	NodeId string `json:"nodeId"`
+
+	// PortMax Last port of the range.
+	PortMax int32 `json:"portMax"`
+
+	// PortMin First port of the host's RTP range.
+	PortMin int32 `json:"portMin"`
+
+	// Rows Leases, newest first.
+	Rows []RtpPortLease `json:"rows"`
+}
+
+// RtpPortLeaseRequest Lease a free RTP port of the media host's range.
+type RtpPortLeaseRequest struct {
+	// Direction receive or send.
+	Direction RtpPortLeaseRequestDirection `json:"direction"`
+
+	// Port A specific port of the range; omitted picks a free one.
+	Port *int32 `json:"port,omitempty"`
+
+	// Purpose What the port is for.
+	Purpose string `json:"purpose"`
+
+	// Ssrc SSRC expected on the port.
+	Ssrc *string `json:"ssrc,omitempty"`
+
+	// StreamId Stream the port carries.
+	StreamId *string `json:"streamId,omitempty"`
+
+	// TtlSeconds Lease lifetime; the port is reclaimed when it passes unreleased. Default 300.
+	TtlSeconds *int32 `json:"ttlSeconds,omitempty"`
+
+	// WaitSeconds Seconds to wait for the node agent to finish before answering 202 with the command; 0 answers at once.
+	WaitSeconds *int32 `json:"waitSeconds,omitempty"`
+}
+
+// RtpPortLeaseRequestDirection receive or send.
+type RtpPortLeaseRequestDirection string
+
+// RtpPortReleaseRequest Release an RTP port lease.
+type RtpPortReleaseRequest struct {
+	// Reason Why it is released.
+	Reason *string `json:"reason,omitempty"`
+
+	// WaitSeconds Seconds to wait for the node agent to finish before answering 202 with the command; 0 answers at once.
+	WaitSeconds *int32 `json:"waitSeconds,omitempty"`
 }
 
 // RtspAuthCredential One RTSP credential as stored; it never holds the password.
@@ -1717,6 +4238,48 @@ type RuntimePortList struct {
 	// Rows Required ports and port ranges.
 	Rows []RuntimePort `json:"rows"`
 }
+
+// SaveFfmpegTemplateRequest A transcoder template to create or replace (the transcoder is ffmpeg).
+type SaveFfmpegTemplateRequest struct {
+	// AudioBitrateKbps Target audio bit rate in kbit/s; 0 lets the encoder choose.
+	AudioBitrateKbps *int32 `json:"audioBitrateKbps,omitempty"`
+
+	// AudioCodec Output audio codec; copy keeps the input.
+	AudioCodec SaveFfmpegTemplateRequestAudioCodec `json:"audioCodec"`
+
+	// Description What the template is for.
+	Description *string `json:"description,omitempty"`
+
+	// ExtraArgs Further encoder options as option/value tokens, limited to -preset, -tune, -profile:v, -level, -g, -keyint_min, -bf, -crf, -maxrate, -bufsize, -pix_fmt, -ar, -ac and -sc_threshold.
+	ExtraArgs *[]string `json:"extraArgs,omitempty"`
+
+	// FrameRate Output frame rate; 0 keeps the input.
+	FrameRate *int32 `json:"frameRate,omitempty"`
+
+	// Height Output height in pixels; 0 keeps the input.
+	Height *int32 `json:"height,omitempty"`
+
+	// MediaServerId Media server the template is for; empty for every media server.
+	MediaServerId *string `json:"mediaServerId,omitempty"`
+
+	// TemplateName Unique name within its scope.
+	TemplateName string `json:"templateName"`
+
+	// VideoBitrateKbps Target video bit rate in kbit/s; 0 lets the encoder choose.
+	VideoBitrateKbps *int32 `json:"videoBitrateKbps,omitempty"`
+
+	// VideoCodec Output video codec; copy keeps the input.
+	VideoCodec SaveFfmpegTemplateRequestVideoCodec `json:"videoCodec"`
+
+	// Width Output width in pixels; 0 keeps the input.
+	Width *int32 `json:"width,omitempty"`
+}
+
+// SaveFfmpegTemplateRequestAudioCodec Output audio codec; copy keeps the input.
+type SaveFfmpegTemplateRequestAudioCodec string
+
+// SaveFfmpegTemplateRequestVideoCodec Output video codec; copy keeps the input.
+type SaveFfmpegTemplateRequestVideoCodec string
 
 // SaveRoleRequest Request to create a role or to replace the fields of one.
 type SaveRoleRequest struct {
@@ -2075,6 +4638,63 @@ type ThirdPartyCapabilities struct {
 	TokenId string `json:"tokenId"`
 }
 
+// TranscoderTemplate A transcoder template.
+type TranscoderTemplate struct {
+	// AudioBitrateKbps Target audio bit rate in kbit/s; 0 lets the encoder choose.
+	AudioBitrateKbps int32 `json:"audioBitrateKbps"`
+
+	// AudioCodec Output audio codec; copy keeps the input.
+	AudioCodec TranscoderTemplateAudioCodec `json:"audioCodec"`
+
+	// CreatedAt When it was created.
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Description What the template is for.
+	Description string `json:"description"`
+
+	// ExtraArgs Further encoder options as option/value tokens, limited to -preset, -tune, -profile:v, -level, -g, -keyint_min, -bf, -crf, -maxrate, -bufsize, -pix_fmt, -ar, -ac and -sc_threshold.
+	ExtraArgs []string `json:"extraArgs"`
+
+	// FrameRate Output frame rate; 0 keeps the input.
+	FrameRate int32 `json:"frameRate"`
+
+	// Height Output height in pixels; 0 keeps the input.
+	Height int32 `json:"height"`
+
+	// MediaServerId Media server the template is for; empty for every media server.
+	MediaServerId string `json:"mediaServerId"`
+
+	// TemplateName Unique name within its scope.
+	TemplateName string `json:"templateName"`
+
+	// UpdatedAt When it last changed.
+	UpdatedAt time.Time `json:"updatedAt"`
+
+	// UpdatedBy Credential of the last change.
+	UpdatedBy string `json:"updatedBy"`
+
+	// VideoBitrateKbps Target video bit rate in kbit/s; 0 lets the encoder choose.
+	VideoBitrateKbps int32 `json:"videoBitrateKbps"`
+
+	// VideoCodec Output video codec; copy keeps the input.
+	VideoCodec TranscoderTemplateVideoCodec `json:"videoCodec"`
+
+	// Width Output width in pixels; 0 keeps the input.
+	Width int32 `json:"width"`
+}
+
+// TranscoderTemplateAudioCodec Output audio codec; copy keeps the input.
+type TranscoderTemplateAudioCodec string
+
+// TranscoderTemplateVideoCodec Output video codec; copy keeps the input.
+type TranscoderTemplateVideoCodec string
+
+// TranscoderTemplateList Transcoder templates.
+type TranscoderTemplateList struct {
+	// Rows Templates by name.
+	Rows []TranscoderTemplate `json:"rows"`
+}
+
 // UpdateApiTokenRequest Request to change an API token; omitted fields keep their value.
 type UpdateApiTokenRequest struct {
 	// AllowedIps New client address ranges in CIDR notation, replacing the current ones; an empty list allows any address.
@@ -2174,6 +4794,12 @@ type PageSize = int32
 // RoleId defines model for RoleId.
 type RoleId = string
 
+// TargetMediaServerId defines model for TargetMediaServerId.
+type TargetMediaServerId = string
+
+// TargetNodeId defines model for TargetNodeId.
+type TargetNodeId = string
+
 // TokenId defines model for TokenId.
 type TokenId = string
 
@@ -2210,10 +4836,334 @@ type Unauthorized = ErrorBody
 // UnsupportedMediaType Body of every JSON error answer.
 type UnsupportedMediaType = ErrorBody
 
+// GetClusterMonitoringParams defines parameters for GetClusterMonitoring.
+type GetClusterMonitoringParams struct {
+	// ClusterId Identifier of the cluster; defaults to the cluster of the node that answers.
+	ClusterId *ClusterId `form:"clusterId,omitempty" json:"clusterId,omitempty"`
+
+	// HistoryMinutes Length of the history window ending now, in minutes; ignored when historyStart is given. 0 returns no history.
+	HistoryMinutes *int32 `form:"historyMinutes,omitempty" json:"historyMinutes,omitempty"`
+
+	// HistoryNodeId Restrict the history to one node.
+	HistoryNodeId *string `form:"historyNodeId,omitempty" json:"historyNodeId,omitempty"`
+
+	// HistoryStart Start of the history window.
+	HistoryStart *time.Time `form:"historyStart,omitempty" json:"historyStart,omitempty"`
+
+	// HistoryEnd End of the history window; default now.
+	HistoryEnd *time.Time `form:"historyEnd,omitempty" json:"historyEnd,omitempty"`
+
+	// HistoryBucketSeconds Bucket width in seconds; default chosen so the window has at most 120 buckets.
+	HistoryBucketSeconds *int32 `form:"historyBucketSeconds,omitempty" json:"historyBucketSeconds,omitempty"`
+}
+
+// GetClusterMonitoringCurrentParams defines parameters for GetClusterMonitoringCurrent.
+type GetClusterMonitoringCurrentParams struct {
+	// ClusterId Identifier of the cluster; defaults to the cluster of the node that answers.
+	ClusterId *ClusterId `form:"clusterId,omitempty" json:"clusterId,omitempty"`
+}
+
 // GetClusterStatusParams defines parameters for GetClusterStatus.
 type GetClusterStatusParams struct {
 	// ClusterId Identifier of the cluster; defaults to the cluster of the node that answers.
 	ClusterId *ClusterId `form:"clusterId,omitempty" json:"clusterId,omitempty"`
+}
+
+// ListMediaServersParams defines parameters for ListMediaServers.
+type ListMediaServersParams struct {
+	// ClusterId Identifier of the cluster; defaults to the cluster of the node that answers.
+	ClusterId *ClusterId `form:"clusterId,omitempty" json:"clusterId,omitempty"`
+}
+
+// GetMediaServerReferencesParams defines parameters for GetMediaServerReferences.
+type GetMediaServerReferencesParams struct {
+	// ClusterId Identifier of the cluster; defaults to the cluster of the node that answers.
+	ClusterId *ClusterId `form:"clusterId,omitempty" json:"clusterId,omitempty"`
+
+	// SampleSize Identifiers listed per kind.
+	SampleSize *int32 `form:"sampleSize,omitempty" json:"sampleSize,omitempty"`
+}
+
+// RetireMediaServerParams defines parameters for RetireMediaServer.
+type RetireMediaServerParams struct {
+	// ClusterId Identifier of the cluster; defaults to the cluster of the node that answers.
+	ClusterId *ClusterId `form:"clusterId,omitempty" json:"clusterId,omitempty"`
+}
+
+// ListNodeCommandsParams defines parameters for ListNodeCommands.
+type ListNodeCommandsParams struct {
+	// Page Number of the page to return, starting at 1.
+	Page *Page `form:"page,omitempty" json:"page,omitempty"`
+
+	// PageSize Maximum number of rows per page.
+	PageSize *PageSize `form:"pageSize,omitempty" json:"pageSize,omitempty"`
+
+	// NodeId Only commands of this media host.
+	NodeId *string `form:"nodeId,omitempty" json:"nodeId,omitempty"`
+
+	// EngineNodeId Only commands of this engine node.
+	EngineNodeId *string `form:"engineNodeId,omitempty" json:"engineNodeId,omitempty"`
+
+	// Status Only commands in this status.
+	Status *ListNodeCommandsParamsStatus `form:"status,omitempty" json:"status,omitempty"`
+
+	// CommandType Only commands of this type.
+	CommandType *string `form:"commandType,omitempty" json:"commandType,omitempty"`
+
+	// RequestedBy Only commands created by this credential (kind:id).
+	RequestedBy *string `form:"requestedBy,omitempty" json:"requestedBy,omitempty"`
+
+	// LocalOnly Only commands created or handed out by the answering control node.
+	LocalOnly *bool `form:"localOnly,omitempty" json:"localOnly,omitempty"`
+
+	// From Only commands created at or after this time.
+	From *time.Time `form:"from,omitempty" json:"from,omitempty"`
+
+	// To Only commands created before this time.
+	To *time.Time `form:"to,omitempty" json:"to,omitempty"`
+
+	// SinceHours Only commands created in the last hours.
+	SinceHours *int32 `form:"sinceHours,omitempty" json:"sinceHours,omitempty"`
+
+	// Keyword Case-insensitive text in the id, node, type, requester, reason or error.
+	Keyword *string `form:"keyword,omitempty" json:"keyword,omitempty"`
+}
+
+// ListNodeCommandsParamsStatus defines parameters for ListNodeCommands.
+type ListNodeCommandsParamsStatus string
+
+// ListLocalNodeCommandsParams defines parameters for ListLocalNodeCommands.
+type ListLocalNodeCommandsParams struct {
+	// Page Number of the page to return, starting at 1.
+	Page *Page `form:"page,omitempty" json:"page,omitempty"`
+
+	// PageSize Maximum number of rows per page.
+	PageSize *PageSize `form:"pageSize,omitempty" json:"pageSize,omitempty"`
+
+	// Status Only commands in this status.
+	Status *ListLocalNodeCommandsParamsStatus `form:"status,omitempty" json:"status,omitempty"`
+}
+
+// ListLocalNodeCommandsParamsStatus defines parameters for ListLocalNodeCommands.
+type ListLocalNodeCommandsParamsStatus string
+
+// GetNodeCommandStatsParams defines parameters for GetNodeCommandStats.
+type GetNodeCommandStatsParams struct {
+	// NodeId Only commands of this media host.
+	NodeId *string `form:"nodeId,omitempty" json:"nodeId,omitempty"`
+
+	// EngineNodeId Only commands of this engine node.
+	EngineNodeId *string `form:"engineNodeId,omitempty" json:"engineNodeId,omitempty"`
+
+	// Status Only commands in this status.
+	Status *GetNodeCommandStatsParamsStatus `form:"status,omitempty" json:"status,omitempty"`
+
+	// CommandType Only commands of this type.
+	CommandType *string `form:"commandType,omitempty" json:"commandType,omitempty"`
+
+	// RequestedBy Only commands created by this credential (kind:id).
+	RequestedBy *string `form:"requestedBy,omitempty" json:"requestedBy,omitempty"`
+
+	// LocalOnly Only commands created or handed out by the answering control node.
+	LocalOnly *bool `form:"localOnly,omitempty" json:"localOnly,omitempty"`
+
+	// From Only commands created at or after this time.
+	From *time.Time `form:"from,omitempty" json:"from,omitempty"`
+
+	// To Only commands created before this time.
+	To *time.Time `form:"to,omitempty" json:"to,omitempty"`
+
+	// SinceHours Only commands created in the last hours.
+	SinceHours *int32 `form:"sinceHours,omitempty" json:"sinceHours,omitempty"`
+
+	// Keyword Case-insensitive text in the id, node, type, requester, reason or error.
+	Keyword *string `form:"keyword,omitempty" json:"keyword,omitempty"`
+}
+
+// GetNodeCommandStatsParamsStatus defines parameters for GetNodeCommandStats.
+type GetNodeCommandStatsParamsStatus string
+
+// GetEngineConfigParams defines parameters for GetEngineConfig.
+type GetEngineConfigParams struct {
+	// NodeId Media host (node id) the operation acts on through its node agent; may be omitted when the cluster has exactly one media server.
+	NodeId *TargetNodeId `form:"nodeId,omitempty" json:"nodeId,omitempty"`
+
+	// MediaServerId Media server the operation acts on, instead of nodeId; may be omitted when the cluster has exactly one media server.
+	MediaServerId *TargetMediaServerId `form:"mediaServerId,omitempty" json:"mediaServerId,omitempty"`
+}
+
+// ApplyEngineConfigParams defines parameters for ApplyEngineConfig.
+type ApplyEngineConfigParams struct {
+	// NodeId Media host (node id) the operation acts on through its node agent; may be omitted when the cluster has exactly one media server.
+	NodeId *TargetNodeId `form:"nodeId,omitempty" json:"nodeId,omitempty"`
+
+	// MediaServerId Media server the operation acts on, instead of nodeId; may be omitted when the cluster has exactly one media server.
+	MediaServerId *TargetMediaServerId `form:"mediaServerId,omitempty" json:"mediaServerId,omitempty"`
+}
+
+// PlanEngineConfigParams defines parameters for PlanEngineConfig.
+type PlanEngineConfigParams struct {
+	// NodeId Media host (node id) the operation acts on through its node agent; may be omitted when the cluster has exactly one media server.
+	NodeId *TargetNodeId `form:"nodeId,omitempty" json:"nodeId,omitempty"`
+
+	// MediaServerId Media server the operation acts on, instead of nodeId; may be omitted when the cluster has exactly one media server.
+	MediaServerId *TargetMediaServerId `form:"mediaServerId,omitempty" json:"mediaServerId,omitempty"`
+}
+
+// GetEngineRawConfigParams defines parameters for GetEngineRawConfig.
+type GetEngineRawConfigParams struct {
+	// NodeId Media host (node id) the operation acts on through its node agent; may be omitted when the cluster has exactly one media server.
+	NodeId *TargetNodeId `form:"nodeId,omitempty" json:"nodeId,omitempty"`
+
+	// MediaServerId Media server the operation acts on, instead of nodeId; may be omitted when the cluster has exactly one media server.
+	MediaServerId *TargetMediaServerId `form:"mediaServerId,omitempty" json:"mediaServerId,omitempty"`
+}
+
+// ApplyEngineRawConfigParams defines parameters for ApplyEngineRawConfig.
+type ApplyEngineRawConfigParams struct {
+	// NodeId Media host (node id) the operation acts on through its node agent; may be omitted when the cluster has exactly one media server.
+	NodeId *TargetNodeId `form:"nodeId,omitempty" json:"nodeId,omitempty"`
+
+	// MediaServerId Media server the operation acts on, instead of nodeId; may be omitted when the cluster has exactly one media server.
+	MediaServerId *TargetMediaServerId `form:"mediaServerId,omitempty" json:"mediaServerId,omitempty"`
+}
+
+// PlanEngineRawConfigParams defines parameters for PlanEngineRawConfig.
+type PlanEngineRawConfigParams struct {
+	// NodeId Media host (node id) the operation acts on through its node agent; may be omitted when the cluster has exactly one media server.
+	NodeId *TargetNodeId `form:"nodeId,omitempty" json:"nodeId,omitempty"`
+
+	// MediaServerId Media server the operation acts on, instead of nodeId; may be omitted when the cluster has exactly one media server.
+	MediaServerId *TargetMediaServerId `form:"mediaServerId,omitempty" json:"mediaServerId,omitempty"`
+}
+
+// GetEngineCoreSettingsParams defines parameters for GetEngineCoreSettings.
+type GetEngineCoreSettingsParams struct {
+	// NodeId Media host (node id) the operation acts on through its node agent; may be omitted when the cluster has exactly one media server.
+	NodeId *TargetNodeId `form:"nodeId,omitempty" json:"nodeId,omitempty"`
+
+	// MediaServerId Media server the operation acts on, instead of nodeId; may be omitted when the cluster has exactly one media server.
+	MediaServerId *TargetMediaServerId `form:"mediaServerId,omitempty" json:"mediaServerId,omitempty"`
+}
+
+// UpdateEngineCoreSettingsParams defines parameters for UpdateEngineCoreSettings.
+type UpdateEngineCoreSettingsParams struct {
+	// NodeId Media host (node id) the operation acts on through its node agent; may be omitted when the cluster has exactly one media server.
+	NodeId *TargetNodeId `form:"nodeId,omitempty" json:"nodeId,omitempty"`
+
+	// MediaServerId Media server the operation acts on, instead of nodeId; may be omitted when the cluster has exactly one media server.
+	MediaServerId *TargetMediaServerId `form:"mediaServerId,omitempty" json:"mediaServerId,omitempty"`
+}
+
+// GetEngineProcessParams defines parameters for GetEngineProcess.
+type GetEngineProcessParams struct {
+	// NodeId Media host (node id) the operation acts on through its node agent; may be omitted when the cluster has exactly one media server.
+	NodeId *TargetNodeId `form:"nodeId,omitempty" json:"nodeId,omitempty"`
+
+	// MediaServerId Media server the operation acts on, instead of nodeId; may be omitted when the cluster has exactly one media server.
+	MediaServerId *TargetMediaServerId `form:"mediaServerId,omitempty" json:"mediaServerId,omitempty"`
+}
+
+// ReloadEngineProcessParams defines parameters for ReloadEngineProcess.
+type ReloadEngineProcessParams struct {
+	// NodeId Media host (node id) the operation acts on through its node agent; may be omitted when the cluster has exactly one media server.
+	NodeId *TargetNodeId `form:"nodeId,omitempty" json:"nodeId,omitempty"`
+
+	// MediaServerId Media server the operation acts on, instead of nodeId; may be omitted when the cluster has exactly one media server.
+	MediaServerId *TargetMediaServerId `form:"mediaServerId,omitempty" json:"mediaServerId,omitempty"`
+}
+
+// RestartEngineProcessParams defines parameters for RestartEngineProcess.
+type RestartEngineProcessParams struct {
+	// NodeId Media host (node id) the operation acts on through its node agent; may be omitted when the cluster has exactly one media server.
+	NodeId *TargetNodeId `form:"nodeId,omitempty" json:"nodeId,omitempty"`
+
+	// MediaServerId Media server the operation acts on, instead of nodeId; may be omitted when the cluster has exactly one media server.
+	MediaServerId *TargetMediaServerId `form:"mediaServerId,omitempty" json:"mediaServerId,omitempty"`
+}
+
+// StartEngineProcessParams defines parameters for StartEngineProcess.
+type StartEngineProcessParams struct {
+	// NodeId Media host (node id) the operation acts on through its node agent; may be omitted when the cluster has exactly one media server.
+	NodeId *TargetNodeId `form:"nodeId,omitempty" json:"nodeId,omitempty"`
+
+	// MediaServerId Media server the operation acts on, instead of nodeId; may be omitted when the cluster has exactly one media server.
+	MediaServerId *TargetMediaServerId `form:"mediaServerId,omitempty" json:"mediaServerId,omitempty"`
+}
+
+// StopEngineProcessParams defines parameters for StopEngineProcess.
+type StopEngineProcessParams struct {
+	// NodeId Media host (node id) the operation acts on through its node agent; may be omitted when the cluster has exactly one media server.
+	NodeId *TargetNodeId `form:"nodeId,omitempty" json:"nodeId,omitempty"`
+
+	// MediaServerId Media server the operation acts on, instead of nodeId; may be omitted when the cluster has exactly one media server.
+	MediaServerId *TargetMediaServerId `form:"mediaServerId,omitempty" json:"mediaServerId,omitempty"`
+}
+
+// ListRtpPortLeasesParams defines parameters for ListRtpPortLeases.
+type ListRtpPortLeasesParams struct {
+	// Status Only leases in this state.
+	Status *ListRtpPortLeasesParamsStatus `form:"status,omitempty" json:"status,omitempty"`
+
+	// Direction Only leases of this direction.
+	Direction *ListRtpPortLeasesParamsDirection `form:"direction,omitempty" json:"direction,omitempty"`
+
+	// NodeId Media host (node id) the operation acts on through its node agent; may be omitted when the cluster has exactly one media server.
+	NodeId *TargetNodeId `form:"nodeId,omitempty" json:"nodeId,omitempty"`
+
+	// MediaServerId Media server the operation acts on, instead of nodeId; may be omitted when the cluster has exactly one media server.
+	MediaServerId *TargetMediaServerId `form:"mediaServerId,omitempty" json:"mediaServerId,omitempty"`
+}
+
+// ListRtpPortLeasesParamsStatus defines parameters for ListRtpPortLeases.
+type ListRtpPortLeasesParamsStatus string
+
+// ListRtpPortLeasesParamsDirection defines parameters for ListRtpPortLeases.
+type ListRtpPortLeasesParamsDirection string
+
+// CreateRtpPortLeaseParams defines parameters for CreateRtpPortLease.
+type CreateRtpPortLeaseParams struct {
+	// NodeId Media host (node id) the operation acts on through its node agent; may be omitted when the cluster has exactly one media server.
+	NodeId *TargetNodeId `form:"nodeId,omitempty" json:"nodeId,omitempty"`
+
+	// MediaServerId Media server the operation acts on, instead of nodeId; may be omitted when the cluster has exactly one media server.
+	MediaServerId *TargetMediaServerId `form:"mediaServerId,omitempty" json:"mediaServerId,omitempty"`
+}
+
+// ReleaseRtpPortLeaseParams defines parameters for ReleaseRtpPortLease.
+type ReleaseRtpPortLeaseParams struct {
+	// NodeId Media host (node id) the operation acts on through its node agent; may be omitted when the cluster has exactly one media server.
+	NodeId *TargetNodeId `form:"nodeId,omitempty" json:"nodeId,omitempty"`
+
+	// MediaServerId Media server the operation acts on, instead of nodeId; may be omitted when the cluster has exactly one media server.
+	MediaServerId *TargetMediaServerId `form:"mediaServerId,omitempty" json:"mediaServerId,omitempty"`
+}
+
+// ReleaseRtpPortParams defines parameters for ReleaseRtpPort.
+type ReleaseRtpPortParams struct {
+	// Direction Only release a lease of this direction.
+	Direction *ReleaseRtpPortParamsDirection `form:"direction,omitempty" json:"direction,omitempty"`
+
+	// NodeId Media host (node id) the operation acts on through its node agent; may be omitted when the cluster has exactly one media server.
+	NodeId *TargetNodeId `form:"nodeId,omitempty" json:"nodeId,omitempty"`
+
+	// MediaServerId Media server the operation acts on, instead of nodeId; may be omitted when the cluster has exactly one media server.
+	MediaServerId *TargetMediaServerId `form:"mediaServerId,omitempty" json:"mediaServerId,omitempty"`
+}
+
+// ReleaseRtpPortParamsDirection defines parameters for ReleaseRtpPort.
+type ReleaseRtpPortParamsDirection string
+
+// ListTranscoderTemplatesParams defines parameters for ListTranscoderTemplates.
+type ListTranscoderTemplatesParams struct {
+	// MediaServerId Only templates for this media server (and those for every media server).
+	MediaServerId *string `form:"mediaServerId,omitempty" json:"mediaServerId,omitempty"`
+}
+
+// DeleteTranscoderTemplateParams defines parameters for DeleteTranscoderTemplate.
+type DeleteTranscoderTemplateParams struct {
+	// MediaServerId Only templates for this media server (and those for every media server).
+	MediaServerId *string `form:"mediaServerId,omitempty" json:"mediaServerId,omitempty"`
 }
 
 // ListApiTokensParams defines parameters for ListApiTokens.
@@ -2318,6 +5268,15 @@ type GetDocsUiParams struct {
 // GetDocsUiParamsFormat defines parameters for GetDocsUi.
 type GetDocsUiParamsFormat string
 
+// ListNodeLifecycleOperationsParams defines parameters for ListNodeLifecycleOperations.
+type ListNodeLifecycleOperationsParams struct {
+	// NodeId Only operations on this media host.
+	NodeId *string `form:"nodeId,omitempty" json:"nodeId,omitempty"`
+
+	// Limit Most operations returned.
+	Limit *int32 `form:"limit,omitempty" json:"limit,omitempty"`
+}
+
 // GetMigrationAuditParams defines parameters for GetMigrationAudit.
 type GetMigrationAuditParams struct {
 	// ClusterId Identifier of the cluster; defaults to the cluster of the node that answers.
@@ -2363,6 +5322,12 @@ type GetSystemReadinessParams struct {
 	CheckEngine *bool `form:"checkEngine,omitempty" json:"checkEngine,omitempty"`
 }
 
+// GetHostTuningParams defines parameters for GetHostTuning.
+type GetHostTuningParams struct {
+	// NodeId Media host whose parameters are read; defaults to the only media server, or this control node's host when there is no enrolled agent.
+	NodeId *string `form:"nodeId,omitempty" json:"nodeId,omitempty"`
+}
+
 // GetSourceDocumentationAuditParams defines parameters for GetSourceDocumentationAudit.
 type GetSourceDocumentationAuditParams struct {
 	// OnlyProblems Return only items that have a problem.
@@ -2377,6 +5342,57 @@ type GetSourceDocumentationAuditParams struct {
 
 // BootstrapAdminJSONRequestBody defines body for BootstrapAdmin for application/json ContentType.
 type BootstrapAdminJSONRequestBody = BootstrapAdminRequest
+
+// RetireMediaServerJSONRequestBody defines body for RetireMediaServer for application/json ContentType.
+type RetireMediaServerJSONRequestBody = RetireMediaServerRequest
+
+// CancelNodeCommandJSONRequestBody defines body for CancelNodeCommand for application/json ContentType.
+type CancelNodeCommandJSONRequestBody = CancelNodeCommandRequest
+
+// ApplyEngineConfigJSONRequestBody defines body for ApplyEngineConfig for application/json ContentType.
+type ApplyEngineConfigJSONRequestBody = EngineConfigApplyRequest
+
+// PlanEngineConfigJSONRequestBody defines body for PlanEngineConfig for application/json ContentType.
+type PlanEngineConfigJSONRequestBody = EngineConfigPlanRequest
+
+// ApplyEngineRawConfigJSONRequestBody defines body for ApplyEngineRawConfig for application/json ContentType.
+type ApplyEngineRawConfigJSONRequestBody = MediaServiceRawConfigurationApplyRequest
+
+// PlanEngineRawConfigJSONRequestBody defines body for PlanEngineRawConfig for application/json ContentType.
+type PlanEngineRawConfigJSONRequestBody = MediaServiceRawConfigurationPlanRequest
+
+// UpdateEngineCoreSettingsJSONRequestBody defines body for UpdateEngineCoreSettings for application/json ContentType.
+type UpdateEngineCoreSettingsJSONRequestBody = EngineCoreSettingsUpdateRequest
+
+// ReloadEngineProcessJSONRequestBody defines body for ReloadEngineProcess for application/json ContentType.
+type ReloadEngineProcessJSONRequestBody = EngineProcessActionRequest
+
+// RestartEngineProcessJSONRequestBody defines body for RestartEngineProcess for application/json ContentType.
+type RestartEngineProcessJSONRequestBody = EngineProcessActionRequest
+
+// StartEngineProcessJSONRequestBody defines body for StartEngineProcess for application/json ContentType.
+type StartEngineProcessJSONRequestBody = EngineProcessActionRequest
+
+// StopEngineProcessJSONRequestBody defines body for StopEngineProcess for application/json ContentType.
+type StopEngineProcessJSONRequestBody = EngineProcessActionRequest
+
+// CreateRtpPortLeaseJSONRequestBody defines body for CreateRtpPortLease for application/json ContentType.
+type CreateRtpPortLeaseJSONRequestBody = RtpPortLeaseRequest
+
+// ReleaseRtpPortLeaseJSONRequestBody defines body for ReleaseRtpPortLease for application/json ContentType.
+type ReleaseRtpPortLeaseJSONRequestBody = RtpPortReleaseRequest
+
+// ReleaseRtpPortJSONRequestBody defines body for ReleaseRtpPort for application/json ContentType.
+type ReleaseRtpPortJSONRequestBody = RtpPortReleaseRequest
+
+// CreateTranscoderTemplateJSONRequestBody defines body for CreateTranscoderTemplate for application/json ContentType.
+type CreateTranscoderTemplateJSONRequestBody = SaveFfmpegTemplateRequest
+
+// UpdateTranscoderTemplateJSONRequestBody defines body for UpdateTranscoderTemplate for application/json ContentType.
+type UpdateTranscoderTemplateJSONRequestBody = SaveFfmpegTemplateRequest
+
+// CreateNodeCommandJSONRequestBody defines body for CreateNodeCommand for application/json ContentType.
+type CreateNodeCommandJSONRequestBody = CreateNodeCommandRequest
 
 // CreateApiTokenJSONRequestBody defines body for CreateApiToken for application/json ContentType.
 type CreateApiTokenJSONRequestBody = CreateApiTokenRequest
@@ -2408,6 +5424,12 @@ type ResetUserPasswordJSONRequestBody = ChangePasswordRequest
 // RunDataRetentionCleanupJSONRequestBody defines body for RunDataRetentionCleanup for application/json ContentType.
 type RunDataRetentionCleanupJSONRequestBody = DataRetentionCleanupRunRequest
 
+// CreateNodeAgentEnrollmentJSONRequestBody defines body for CreateNodeAgentEnrollment for application/json ContentType.
+type CreateNodeAgentEnrollmentJSONRequestBody = CreateNodeAgentEnrollmentRequest
+
+// CreateNodeLifecycleOperationJSONRequestBody defines body for CreateNodeLifecycleOperation for application/json ContentType.
+type CreateNodeLifecycleOperationJSONRequestBody = CreateNodeLifecycleOperationRequest
+
 // CleanupRemovedProtocolResiduesJSONRequestBody defines body for CleanupRemovedProtocolResidues for application/json ContentType.
 type CleanupRemovedProtocolResiduesJSONRequestBody = RemovedProtocolResidueCleanupRequest
 
@@ -2434,9 +5456,129 @@ type ServerInterface interface {
 	// GetCurrentUser Describe the calling credential and its user
 	// (GET /api/v2/auth/me)
 	GetCurrentUser(c *gin.Context)
+	// GetClusterMonitoring Get cluster monitoring with history
+	// (GET /api/v2/cluster/monitoring)
+	GetClusterMonitoring(c *gin.Context, params GetClusterMonitoringParams)
+	// GetClusterMonitoringCurrent Get current cluster monitoring
+	// (GET /api/v2/cluster/monitoring/current)
+	GetClusterMonitoringCurrent(c *gin.Context, params GetClusterMonitoringCurrentParams)
+	// GetLocalRuntime Get this node's process snapshot
+	// (GET /api/v2/cluster/monitoring/local-runtime)
+	GetLocalRuntime(c *gin.Context)
 	// GetClusterStatus Get the cluster consensus status
 	// (GET /api/v2/cluster/status)
 	GetClusterStatus(c *gin.Context, params GetClusterStatusParams)
+	// ListEngineNodes List engine nodes
+	// (GET /api/v2/engine/nodes)
+	ListEngineNodes(c *gin.Context)
+	// ListEngineNodeApis List an engine node's control API
+	// (GET /api/v2/engine/nodes/{nodeId}/apis)
+	ListEngineNodeApis(c *gin.Context, nodeId string)
+	// GetEngineNodeCapabilities Discover an engine node's capabilities
+	// (GET /api/v2/engine/nodes/{nodeId}/capabilities)
+	GetEngineNodeCapabilities(c *gin.Context, nodeId string)
+	// GetEngineNodeVersion Get an engine node's version
+	// (GET /api/v2/engine/nodes/{nodeId}/version)
+	GetEngineNodeVersion(c *gin.Context, nodeId string)
+	// ListMediaServers List media servers
+	// (GET /api/v2/media-servers)
+	ListMediaServers(c *gin.Context, params ListMediaServersParams)
+	// GetMediaServerReferences List references to a media server
+	// (GET /api/v2/media-servers/{mediaServerId}/references)
+	GetMediaServerReferences(c *gin.Context, mediaServerId string, params GetMediaServerReferencesParams)
+	// RetireMediaServer Preview or retire a media server
+	// (POST /api/v2/media-servers/{mediaServerId}/retire)
+	RetireMediaServer(c *gin.Context, mediaServerId string, params RetireMediaServerParams)
+	// ListNodeCommands List node commands
+	// (GET /api/v2/node/commands)
+	ListNodeCommands(c *gin.Context, params ListNodeCommandsParams)
+	// ListLocalNodeCommands List this control node's node commands
+	// (GET /api/v2/node/commands/local)
+	ListLocalNodeCommands(c *gin.Context, params ListLocalNodeCommandsParams)
+	// GetNodeCommandStats Count node commands
+	// (GET /api/v2/node/commands/stats)
+	GetNodeCommandStats(c *gin.Context, params GetNodeCommandStatsParams)
+	// GetNodeCommand Get a node command
+	// (GET /api/v2/node/commands/{commandId})
+	GetNodeCommand(c *gin.Context, commandId string)
+	// CancelNodeCommand Cancel a node command
+	// (POST /api/v2/node/commands/{commandId}/cancel)
+	CancelNodeCommand(c *gin.Context, commandId string)
+	// GetNodeCommandDetail Get a node command in detail
+	// (GET /api/v2/node/commands/{commandId}/detail)
+	GetNodeCommandDetail(c *gin.Context, commandId string)
+	// GetEngineConfig Get the engine configuration
+	// (GET /api/v2/node/engine/config)
+	GetEngineConfig(c *gin.Context, params GetEngineConfigParams)
+	// ApplyEngineConfig Write the engine configuration
+	// (POST /api/v2/node/engine/config/apply)
+	ApplyEngineConfig(c *gin.Context, params ApplyEngineConfigParams)
+	// PlanEngineConfig Preview an engine configuration change
+	// (POST /api/v2/node/engine/config/plan)
+	PlanEngineConfig(c *gin.Context, params PlanEngineConfigParams)
+	// GetEngineRawConfig Get the engine configuration file
+	// (GET /api/v2/node/engine/config/raw)
+	GetEngineRawConfig(c *gin.Context, params GetEngineRawConfigParams)
+	// ApplyEngineRawConfig Write the engine configuration file
+	// (PUT /api/v2/node/engine/config/raw)
+	ApplyEngineRawConfig(c *gin.Context, params ApplyEngineRawConfigParams)
+	// PlanEngineRawConfig Preview an engine configuration file
+	// (POST /api/v2/node/engine/config/raw/plan)
+	PlanEngineRawConfig(c *gin.Context, params PlanEngineRawConfigParams)
+	// GetEngineCoreSettings Get the engine core settings
+	// (GET /api/v2/node/engine/core-settings)
+	GetEngineCoreSettings(c *gin.Context, params GetEngineCoreSettingsParams)
+	// UpdateEngineCoreSettings Change the engine core settings
+	// (PUT /api/v2/node/engine/core-settings)
+	UpdateEngineCoreSettings(c *gin.Context, params UpdateEngineCoreSettingsParams)
+	// GetEngineProcess Get the engine process
+	// (GET /api/v2/node/engine/process)
+	GetEngineProcess(c *gin.Context, params GetEngineProcessParams)
+	// ReloadEngineProcess Reload the engine process
+	// (POST /api/v2/node/engine/process/reload)
+	ReloadEngineProcess(c *gin.Context, params ReloadEngineProcessParams)
+	// RestartEngineProcess Restart the engine process
+	// (POST /api/v2/node/engine/process/restart)
+	RestartEngineProcess(c *gin.Context, params RestartEngineProcessParams)
+	// StartEngineProcess Start the engine process
+	// (POST /api/v2/node/engine/process/start)
+	StartEngineProcess(c *gin.Context, params StartEngineProcessParams)
+	// StopEngineProcess Stop the engine process
+	// (POST /api/v2/node/engine/process/stop)
+	StopEngineProcess(c *gin.Context, params StopEngineProcessParams)
+	// ListRtpPortLeases List RTP port leases
+	// (GET /api/v2/node/rtp/leases)
+	ListRtpPortLeases(c *gin.Context, params ListRtpPortLeasesParams)
+	// CreateRtpPortLease Lease an RTP port
+	// (POST /api/v2/node/rtp/leases)
+	CreateRtpPortLease(c *gin.Context, params CreateRtpPortLeaseParams)
+	// ReleaseRtpPortLease Release an RTP port lease
+	// (POST /api/v2/node/rtp/leases/{leaseId}/release)
+	ReleaseRtpPortLease(c *gin.Context, leaseId string, params ReleaseRtpPortLeaseParams)
+	// ReleaseRtpPort Release the lease of a port
+	// (POST /api/v2/node/rtp/ports/{port}/release)
+	ReleaseRtpPort(c *gin.Context, port int32, params ReleaseRtpPortParams)
+	// ListTranscoderTemplates List transcoder templates
+	// (GET /api/v2/node/transcoder-templates)
+	ListTranscoderTemplates(c *gin.Context, params ListTranscoderTemplatesParams)
+	// CreateTranscoderTemplate Create a transcoder template
+	// (POST /api/v2/node/transcoder-templates)
+	CreateTranscoderTemplate(c *gin.Context)
+	// DeleteTranscoderTemplate Delete a transcoder template
+	// (DELETE /api/v2/node/transcoder-templates/{templateName})
+	DeleteTranscoderTemplate(c *gin.Context, templateName string, params DeleteTranscoderTemplateParams)
+	// UpdateTranscoderTemplate Replace a transcoder template
+	// (PUT /api/v2/node/transcoder-templates/{templateName})
+	UpdateTranscoderTemplate(c *gin.Context, templateName string)
+	// ListNodes List nodes
+	// (GET /api/v2/nodes)
+	ListNodes(c *gin.Context)
+	// TriggerSelfHeartbeat Take this node's heartbeat now
+	// (POST /api/v2/nodes/self/heartbeat)
+	TriggerSelfHeartbeat(c *gin.Context)
+	// CreateNodeCommand Create a node command
+	// (POST /api/v2/nodes/{nodeId}/commands)
+	CreateNodeCommand(c *gin.Context, nodeId string)
 	// ListApiTokens List API tokens
 	// (GET /api/v2/security/api-tokens)
 	ListApiTokens(c *gin.Context, params ListApiTokensParams)
@@ -2527,6 +5669,18 @@ type ServerInterface interface {
 	// GetSystemInfo Get basic information about this node
 	// (GET /api/v2/system/info)
 	GetSystemInfo(c *gin.Context)
+	// ListNodeAgents List node agents
+	// (GET /api/v2/system/lifecycle/agents)
+	ListNodeAgents(c *gin.Context)
+	// CreateNodeAgentEnrollment Create a node agent enrollment code
+	// (POST /api/v2/system/lifecycle/agents/{nodeId}/enrollment)
+	CreateNodeAgentEnrollment(c *gin.Context, nodeId string)
+	// ListNodeLifecycleOperations List lifecycle operations
+	// (GET /api/v2/system/lifecycle/operations)
+	ListNodeLifecycleOperations(c *gin.Context, params ListNodeLifecycleOperationsParams)
+	// CreateNodeLifecycleOperation Run a lifecycle operation
+	// (POST /api/v2/system/lifecycle/operations)
+	CreateNodeLifecycleOperation(c *gin.Context)
 	// GetMigrationAudit Audit store migrations and residues
 	// (GET /api/v2/system/migration-audit)
 	GetMigrationAudit(c *gin.Context, params GetMigrationAuditParams)
@@ -2556,7 +5710,7 @@ type ServerInterface interface {
 	ListRuntimePorts(c *gin.Context)
 	// GetHostTuning Get the host tuning parameters
 	// (GET /api/v2/system/runtime/tuning)
-	GetHostTuning(c *gin.Context)
+	GetHostTuning(c *gin.Context, params GetHostTuningParams)
 	// ApplyHostTuning Apply host tuning values
 	// (PUT /api/v2/system/runtime/tuning)
 	ApplyHostTuning(c *gin.Context)
@@ -2631,6 +5785,113 @@ func (siw *ServerInterfaceWrapper) GetCurrentUser(c *gin.Context) {
 	siw.Handler.GetCurrentUser(c)
 }
 
+// GetClusterMonitoring operation middleware
+func (siw *ServerInterfaceWrapper) GetClusterMonitoring(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetClusterMonitoringParams
+
+	// ------------- Optional query parameter "clusterId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "clusterId", c.Request.URL.Query(), &params.ClusterId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter clusterId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "historyMinutes" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "historyMinutes", c.Request.URL.Query(), &params.HistoryMinutes, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter historyMinutes: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "historyNodeId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "historyNodeId", c.Request.URL.Query(), &params.HistoryNodeId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter historyNodeId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "historyStart" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "historyStart", c.Request.URL.Query(), &params.HistoryStart, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter historyStart: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "historyEnd" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "historyEnd", c.Request.URL.Query(), &params.HistoryEnd, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter historyEnd: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "historyBucketSeconds" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "historyBucketSeconds", c.Request.URL.Query(), &params.HistoryBucketSeconds, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter historyBucketSeconds: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetClusterMonitoring(c, params)
+}
+
+// GetClusterMonitoringCurrent operation middleware
+func (siw *ServerInterfaceWrapper) GetClusterMonitoringCurrent(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetClusterMonitoringCurrentParams
+
+	// ------------- Optional query parameter "clusterId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "clusterId", c.Request.URL.Query(), &params.ClusterId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter clusterId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetClusterMonitoringCurrent(c, params)
+}
+
+// GetLocalRuntime operation middleware
+func (siw *ServerInterfaceWrapper) GetLocalRuntime(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetLocalRuntime(c)
+}
+
 // GetClusterStatus operation middleware
 func (siw *ServerInterfaceWrapper) GetClusterStatus(c *gin.Context) {
 
@@ -2656,6 +5917,1322 @@ func (siw *ServerInterfaceWrapper) GetClusterStatus(c *gin.Context) {
 	}
 
 	siw.Handler.GetClusterStatus(c, params)
+}
+
+// ListEngineNodes operation middleware
+func (siw *ServerInterfaceWrapper) ListEngineNodes(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListEngineNodes(c)
+}
+
+// ListEngineNodeApis operation middleware
+func (siw *ServerInterfaceWrapper) ListEngineNodeApis(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "nodeId" -------------
+	var nodeId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "nodeId", c.Param("nodeId"), &nodeId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter nodeId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListEngineNodeApis(c, nodeId)
+}
+
+// GetEngineNodeCapabilities operation middleware
+func (siw *ServerInterfaceWrapper) GetEngineNodeCapabilities(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "nodeId" -------------
+	var nodeId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "nodeId", c.Param("nodeId"), &nodeId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter nodeId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetEngineNodeCapabilities(c, nodeId)
+}
+
+// GetEngineNodeVersion operation middleware
+func (siw *ServerInterfaceWrapper) GetEngineNodeVersion(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "nodeId" -------------
+	var nodeId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "nodeId", c.Param("nodeId"), &nodeId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter nodeId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetEngineNodeVersion(c, nodeId)
+}
+
+// ListMediaServers operation middleware
+func (siw *ServerInterfaceWrapper) ListMediaServers(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListMediaServersParams
+
+	// ------------- Optional query parameter "clusterId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "clusterId", c.Request.URL.Query(), &params.ClusterId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter clusterId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListMediaServers(c, params)
+}
+
+// GetMediaServerReferences operation middleware
+func (siw *ServerInterfaceWrapper) GetMediaServerReferences(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "mediaServerId" -------------
+	var mediaServerId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "mediaServerId", c.Param("mediaServerId"), &mediaServerId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter mediaServerId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetMediaServerReferencesParams
+
+	// ------------- Optional query parameter "clusterId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "clusterId", c.Request.URL.Query(), &params.ClusterId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter clusterId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "sampleSize" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "sampleSize", c.Request.URL.Query(), &params.SampleSize, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter sampleSize: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetMediaServerReferences(c, mediaServerId, params)
+}
+
+// RetireMediaServer operation middleware
+func (siw *ServerInterfaceWrapper) RetireMediaServer(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "mediaServerId" -------------
+	var mediaServerId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "mediaServerId", c.Param("mediaServerId"), &mediaServerId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter mediaServerId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params RetireMediaServerParams
+
+	// ------------- Optional query parameter "clusterId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "clusterId", c.Request.URL.Query(), &params.ClusterId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter clusterId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.RetireMediaServer(c, mediaServerId, params)
+}
+
+// ListNodeCommands operation middleware
+func (siw *ServerInterfaceWrapper) ListNodeCommands(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListNodeCommandsParams
+
+	// ------------- Optional query parameter "page" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "page", c.Request.URL.Query(), &params.Page, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter page: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "pageSize" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "pageSize", c.Request.URL.Query(), &params.PageSize, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter pageSize: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "nodeId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "nodeId", c.Request.URL.Query(), &params.NodeId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter nodeId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "engineNodeId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "engineNodeId", c.Request.URL.Query(), &params.EngineNodeId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter engineNodeId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "status" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "status", c.Request.URL.Query(), &params.Status, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter status: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "commandType" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "commandType", c.Request.URL.Query(), &params.CommandType, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter commandType: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "requestedBy" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "requestedBy", c.Request.URL.Query(), &params.RequestedBy, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter requestedBy: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "localOnly" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "localOnly", c.Request.URL.Query(), &params.LocalOnly, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter localOnly: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "from" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "from", c.Request.URL.Query(), &params.From, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter from: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "to" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "to", c.Request.URL.Query(), &params.To, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter to: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "sinceHours" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "sinceHours", c.Request.URL.Query(), &params.SinceHours, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter sinceHours: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "keyword" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "keyword", c.Request.URL.Query(), &params.Keyword, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter keyword: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListNodeCommands(c, params)
+}
+
+// ListLocalNodeCommands operation middleware
+func (siw *ServerInterfaceWrapper) ListLocalNodeCommands(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListLocalNodeCommandsParams
+
+	// ------------- Optional query parameter "page" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "page", c.Request.URL.Query(), &params.Page, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter page: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "pageSize" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "pageSize", c.Request.URL.Query(), &params.PageSize, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter pageSize: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "status" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "status", c.Request.URL.Query(), &params.Status, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter status: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListLocalNodeCommands(c, params)
+}
+
+// GetNodeCommandStats operation middleware
+func (siw *ServerInterfaceWrapper) GetNodeCommandStats(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetNodeCommandStatsParams
+
+	// ------------- Optional query parameter "nodeId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "nodeId", c.Request.URL.Query(), &params.NodeId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter nodeId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "engineNodeId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "engineNodeId", c.Request.URL.Query(), &params.EngineNodeId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter engineNodeId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "status" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "status", c.Request.URL.Query(), &params.Status, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter status: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "commandType" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "commandType", c.Request.URL.Query(), &params.CommandType, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter commandType: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "requestedBy" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "requestedBy", c.Request.URL.Query(), &params.RequestedBy, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter requestedBy: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "localOnly" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "localOnly", c.Request.URL.Query(), &params.LocalOnly, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter localOnly: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "from" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "from", c.Request.URL.Query(), &params.From, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter from: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "to" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "to", c.Request.URL.Query(), &params.To, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter to: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "sinceHours" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "sinceHours", c.Request.URL.Query(), &params.SinceHours, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter sinceHours: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "keyword" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "keyword", c.Request.URL.Query(), &params.Keyword, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter keyword: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetNodeCommandStats(c, params)
+}
+
+// GetNodeCommand operation middleware
+func (siw *ServerInterfaceWrapper) GetNodeCommand(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "commandId" -------------
+	var commandId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "commandId", c.Param("commandId"), &commandId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter commandId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetNodeCommand(c, commandId)
+}
+
+// CancelNodeCommand operation middleware
+func (siw *ServerInterfaceWrapper) CancelNodeCommand(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "commandId" -------------
+	var commandId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "commandId", c.Param("commandId"), &commandId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter commandId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CancelNodeCommand(c, commandId)
+}
+
+// GetNodeCommandDetail operation middleware
+func (siw *ServerInterfaceWrapper) GetNodeCommandDetail(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "commandId" -------------
+	var commandId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "commandId", c.Param("commandId"), &commandId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter commandId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetNodeCommandDetail(c, commandId)
+}
+
+// GetEngineConfig operation middleware
+func (siw *ServerInterfaceWrapper) GetEngineConfig(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetEngineConfigParams
+
+	// ------------- Optional query parameter "nodeId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "nodeId", c.Request.URL.Query(), &params.NodeId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter nodeId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "mediaServerId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "mediaServerId", c.Request.URL.Query(), &params.MediaServerId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter mediaServerId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetEngineConfig(c, params)
+}
+
+// ApplyEngineConfig operation middleware
+func (siw *ServerInterfaceWrapper) ApplyEngineConfig(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ApplyEngineConfigParams
+
+	// ------------- Optional query parameter "nodeId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "nodeId", c.Request.URL.Query(), &params.NodeId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter nodeId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "mediaServerId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "mediaServerId", c.Request.URL.Query(), &params.MediaServerId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter mediaServerId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ApplyEngineConfig(c, params)
+}
+
+// PlanEngineConfig operation middleware
+func (siw *ServerInterfaceWrapper) PlanEngineConfig(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params PlanEngineConfigParams
+
+	// ------------- Optional query parameter "nodeId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "nodeId", c.Request.URL.Query(), &params.NodeId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter nodeId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "mediaServerId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "mediaServerId", c.Request.URL.Query(), &params.MediaServerId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter mediaServerId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.PlanEngineConfig(c, params)
+}
+
+// GetEngineRawConfig operation middleware
+func (siw *ServerInterfaceWrapper) GetEngineRawConfig(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetEngineRawConfigParams
+
+	// ------------- Optional query parameter "nodeId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "nodeId", c.Request.URL.Query(), &params.NodeId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter nodeId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "mediaServerId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "mediaServerId", c.Request.URL.Query(), &params.MediaServerId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter mediaServerId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetEngineRawConfig(c, params)
+}
+
+// ApplyEngineRawConfig operation middleware
+func (siw *ServerInterfaceWrapper) ApplyEngineRawConfig(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ApplyEngineRawConfigParams
+
+	// ------------- Optional query parameter "nodeId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "nodeId", c.Request.URL.Query(), &params.NodeId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter nodeId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "mediaServerId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "mediaServerId", c.Request.URL.Query(), &params.MediaServerId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter mediaServerId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ApplyEngineRawConfig(c, params)
+}
+
+// PlanEngineRawConfig operation middleware
+func (siw *ServerInterfaceWrapper) PlanEngineRawConfig(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params PlanEngineRawConfigParams
+
+	// ------------- Optional query parameter "nodeId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "nodeId", c.Request.URL.Query(), &params.NodeId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter nodeId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "mediaServerId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "mediaServerId", c.Request.URL.Query(), &params.MediaServerId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter mediaServerId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.PlanEngineRawConfig(c, params)
+}
+
+// GetEngineCoreSettings operation middleware
+func (siw *ServerInterfaceWrapper) GetEngineCoreSettings(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetEngineCoreSettingsParams
+
+	// ------------- Optional query parameter "nodeId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "nodeId", c.Request.URL.Query(), &params.NodeId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter nodeId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "mediaServerId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "mediaServerId", c.Request.URL.Query(), &params.MediaServerId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter mediaServerId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetEngineCoreSettings(c, params)
+}
+
+// UpdateEngineCoreSettings operation middleware
+func (siw *ServerInterfaceWrapper) UpdateEngineCoreSettings(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params UpdateEngineCoreSettingsParams
+
+	// ------------- Optional query parameter "nodeId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "nodeId", c.Request.URL.Query(), &params.NodeId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter nodeId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "mediaServerId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "mediaServerId", c.Request.URL.Query(), &params.MediaServerId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter mediaServerId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.UpdateEngineCoreSettings(c, params)
+}
+
+// GetEngineProcess operation middleware
+func (siw *ServerInterfaceWrapper) GetEngineProcess(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetEngineProcessParams
+
+	// ------------- Optional query parameter "nodeId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "nodeId", c.Request.URL.Query(), &params.NodeId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter nodeId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "mediaServerId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "mediaServerId", c.Request.URL.Query(), &params.MediaServerId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter mediaServerId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetEngineProcess(c, params)
+}
+
+// ReloadEngineProcess operation middleware
+func (siw *ServerInterfaceWrapper) ReloadEngineProcess(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ReloadEngineProcessParams
+
+	// ------------- Optional query parameter "nodeId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "nodeId", c.Request.URL.Query(), &params.NodeId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter nodeId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "mediaServerId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "mediaServerId", c.Request.URL.Query(), &params.MediaServerId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter mediaServerId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ReloadEngineProcess(c, params)
+}
+
+// RestartEngineProcess operation middleware
+func (siw *ServerInterfaceWrapper) RestartEngineProcess(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params RestartEngineProcessParams
+
+	// ------------- Optional query parameter "nodeId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "nodeId", c.Request.URL.Query(), &params.NodeId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter nodeId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "mediaServerId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "mediaServerId", c.Request.URL.Query(), &params.MediaServerId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter mediaServerId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.RestartEngineProcess(c, params)
+}
+
+// StartEngineProcess operation middleware
+func (siw *ServerInterfaceWrapper) StartEngineProcess(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params StartEngineProcessParams
+
+	// ------------- Optional query parameter "nodeId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "nodeId", c.Request.URL.Query(), &params.NodeId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter nodeId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "mediaServerId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "mediaServerId", c.Request.URL.Query(), &params.MediaServerId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter mediaServerId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.StartEngineProcess(c, params)
+}
+
+// StopEngineProcess operation middleware
+func (siw *ServerInterfaceWrapper) StopEngineProcess(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params StopEngineProcessParams
+
+	// ------------- Optional query parameter "nodeId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "nodeId", c.Request.URL.Query(), &params.NodeId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter nodeId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "mediaServerId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "mediaServerId", c.Request.URL.Query(), &params.MediaServerId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter mediaServerId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.StopEngineProcess(c, params)
+}
+
+// ListRtpPortLeases operation middleware
+func (siw *ServerInterfaceWrapper) ListRtpPortLeases(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListRtpPortLeasesParams
+
+	// ------------- Optional query parameter "status" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "status", c.Request.URL.Query(), &params.Status, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter status: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "direction" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "direction", c.Request.URL.Query(), &params.Direction, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter direction: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "nodeId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "nodeId", c.Request.URL.Query(), &params.NodeId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter nodeId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "mediaServerId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "mediaServerId", c.Request.URL.Query(), &params.MediaServerId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter mediaServerId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListRtpPortLeases(c, params)
+}
+
+// CreateRtpPortLease operation middleware
+func (siw *ServerInterfaceWrapper) CreateRtpPortLease(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreateRtpPortLeaseParams
+
+	// ------------- Optional query parameter "nodeId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "nodeId", c.Request.URL.Query(), &params.NodeId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter nodeId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "mediaServerId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "mediaServerId", c.Request.URL.Query(), &params.MediaServerId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter mediaServerId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateRtpPortLease(c, params)
+}
+
+// ReleaseRtpPortLease operation middleware
+func (siw *ServerInterfaceWrapper) ReleaseRtpPortLease(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "leaseId" -------------
+	var leaseId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "leaseId", c.Param("leaseId"), &leaseId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter leaseId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ReleaseRtpPortLeaseParams
+
+	// ------------- Optional query parameter "nodeId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "nodeId", c.Request.URL.Query(), &params.NodeId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter nodeId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "mediaServerId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "mediaServerId", c.Request.URL.Query(), &params.MediaServerId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter mediaServerId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ReleaseRtpPortLease(c, leaseId, params)
+}
+
+// ReleaseRtpPort operation middleware
+func (siw *ServerInterfaceWrapper) ReleaseRtpPort(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "port" -------------
+	var port int32
+
+	err = runtime.BindStyledParameterWithOptions("simple", "port", c.Param("port"), &port, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int32", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter port: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ReleaseRtpPortParams
+
+	// ------------- Optional query parameter "direction" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "direction", c.Request.URL.Query(), &params.Direction, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter direction: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "nodeId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "nodeId", c.Request.URL.Query(), &params.NodeId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter nodeId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "mediaServerId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "mediaServerId", c.Request.URL.Query(), &params.MediaServerId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter mediaServerId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ReleaseRtpPort(c, port, params)
+}
+
+// ListTranscoderTemplates operation middleware
+func (siw *ServerInterfaceWrapper) ListTranscoderTemplates(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListTranscoderTemplatesParams
+
+	// ------------- Optional query parameter "mediaServerId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "mediaServerId", c.Request.URL.Query(), &params.MediaServerId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter mediaServerId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListTranscoderTemplates(c, params)
+}
+
+// CreateTranscoderTemplate operation middleware
+func (siw *ServerInterfaceWrapper) CreateTranscoderTemplate(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateTranscoderTemplate(c)
+}
+
+// DeleteTranscoderTemplate operation middleware
+func (siw *ServerInterfaceWrapper) DeleteTranscoderTemplate(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "templateName" -------------
+	var templateName string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "templateName", c.Param("templateName"), &templateName, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter templateName: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params DeleteTranscoderTemplateParams
+
+	// ------------- Optional query parameter "mediaServerId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "mediaServerId", c.Request.URL.Query(), &params.MediaServerId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter mediaServerId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.DeleteTranscoderTemplate(c, templateName, params)
+}
+
+// UpdateTranscoderTemplate operation middleware
+func (siw *ServerInterfaceWrapper) UpdateTranscoderTemplate(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "templateName" -------------
+	var templateName string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "templateName", c.Param("templateName"), &templateName, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter templateName: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.UpdateTranscoderTemplate(c, templateName)
+}
+
+// ListNodes operation middleware
+func (siw *ServerInterfaceWrapper) ListNodes(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListNodes(c)
+}
+
+// TriggerSelfHeartbeat operation middleware
+func (siw *ServerInterfaceWrapper) TriggerSelfHeartbeat(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.TriggerSelfHeartbeat(c)
+}
+
+// CreateNodeCommand operation middleware
+func (siw *ServerInterfaceWrapper) CreateNodeCommand(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "nodeId" -------------
+	var nodeId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "nodeId", c.Param("nodeId"), &nodeId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter nodeId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateNodeCommand(c, nodeId)
 }
 
 // ListApiTokens operation middleware
@@ -3400,6 +7977,92 @@ func (siw *ServerInterfaceWrapper) GetSystemInfo(c *gin.Context) {
 	siw.Handler.GetSystemInfo(c)
 }
 
+// ListNodeAgents operation middleware
+func (siw *ServerInterfaceWrapper) ListNodeAgents(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListNodeAgents(c)
+}
+
+// CreateNodeAgentEnrollment operation middleware
+func (siw *ServerInterfaceWrapper) CreateNodeAgentEnrollment(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "nodeId" -------------
+	var nodeId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "nodeId", c.Param("nodeId"), &nodeId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter nodeId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateNodeAgentEnrollment(c, nodeId)
+}
+
+// ListNodeLifecycleOperations operation middleware
+func (siw *ServerInterfaceWrapper) ListNodeLifecycleOperations(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListNodeLifecycleOperationsParams
+
+	// ------------- Optional query parameter "nodeId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "nodeId", c.Request.URL.Query(), &params.NodeId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter nodeId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", c.Request.URL.Query(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter limit: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListNodeLifecycleOperations(c, params)
+}
+
+// CreateNodeLifecycleOperation operation middleware
+func (siw *ServerInterfaceWrapper) CreateNodeLifecycleOperation(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateNodeLifecycleOperation(c)
+}
+
 // GetMigrationAudit operation middleware
 func (siw *ServerInterfaceWrapper) GetMigrationAudit(c *gin.Context) {
 
@@ -3632,6 +8295,20 @@ func (siw *ServerInterfaceWrapper) ListRuntimePorts(c *gin.Context) {
 // GetHostTuning operation middleware
 func (siw *ServerInterfaceWrapper) GetHostTuning(c *gin.Context) {
 
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetHostTuningParams
+
+	// ------------- Optional query parameter "nodeId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "nodeId", c.Request.URL.Query(), &params.NodeId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter nodeId: %w", err), http.StatusBadRequest)
+		return
+	}
+
 	for _, middleware := range siw.HandlerMiddlewares {
 		middleware(c)
 		if c.IsAborted() {
@@ -3639,7 +8316,7 @@ func (siw *ServerInterfaceWrapper) GetHostTuning(c *gin.Context) {
 		}
 	}
 
-	siw.Handler.GetHostTuning(c)
+	siw.Handler.GetHostTuning(c, params)
 }
 
 // ApplyHostTuning operation middleware
@@ -3863,6 +8540,50 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 	router.POST(options.BaseURL+"/api/v2/security/rtsp-auth", wrapper.SaveRtspAuthCredential)
 	router.POST(options.BaseURL+"/api/v2/security/rtsp-auth/test", wrapper.TestRtspAuthCredential)
 	router.GET(options.BaseURL+"/api/v2/cluster/status", wrapper.GetClusterStatus)
+	router.GET(options.BaseURL+"/api/v2/cluster/monitoring", wrapper.GetClusterMonitoring)
+	router.GET(options.BaseURL+"/api/v2/cluster/monitoring/current", wrapper.GetClusterMonitoringCurrent)
+	router.GET(options.BaseURL+"/api/v2/cluster/monitoring/local-runtime", wrapper.GetLocalRuntime)
+	router.GET(options.BaseURL+"/api/v2/media-servers", wrapper.ListMediaServers)
+	router.GET(options.BaseURL+"/api/v2/media-servers/:mediaServerId/references", wrapper.GetMediaServerReferences)
+	router.POST(options.BaseURL+"/api/v2/media-servers/:mediaServerId/retire", wrapper.RetireMediaServer)
+	router.GET(options.BaseURL+"/api/v2/nodes", wrapper.ListNodes)
+	router.POST(options.BaseURL+"/api/v2/nodes/self/heartbeat", wrapper.TriggerSelfHeartbeat)
+	router.GET(options.BaseURL+"/api/v2/node/commands", wrapper.ListNodeCommands)
+	router.GET(options.BaseURL+"/api/v2/node/commands/local", wrapper.ListLocalNodeCommands)
+	router.GET(options.BaseURL+"/api/v2/node/commands/stats", wrapper.GetNodeCommandStats)
+	router.GET(options.BaseURL+"/api/v2/node/commands/:commandId", wrapper.GetNodeCommand)
+	router.GET(options.BaseURL+"/api/v2/node/commands/:commandId/detail", wrapper.GetNodeCommandDetail)
+	router.POST(options.BaseURL+"/api/v2/node/commands/:commandId/cancel", wrapper.CancelNodeCommand)
+	router.POST(options.BaseURL+"/api/v2/nodes/:nodeId/commands", wrapper.CreateNodeCommand)
+	router.GET(options.BaseURL+"/api/v2/node/rtp/leases", wrapper.ListRtpPortLeases)
+	router.POST(options.BaseURL+"/api/v2/node/rtp/leases", wrapper.CreateRtpPortLease)
+	router.POST(options.BaseURL+"/api/v2/node/rtp/leases/:leaseId/release", wrapper.ReleaseRtpPortLease)
+	router.POST(options.BaseURL+"/api/v2/node/rtp/ports/:port/release", wrapper.ReleaseRtpPort)
+	router.GET(options.BaseURL+"/api/v2/node/transcoder-templates", wrapper.ListTranscoderTemplates)
+	router.POST(options.BaseURL+"/api/v2/node/transcoder-templates", wrapper.CreateTranscoderTemplate)
+	router.DELETE(options.BaseURL+"/api/v2/node/transcoder-templates/:templateName", wrapper.DeleteTranscoderTemplate)
+	router.PUT(options.BaseURL+"/api/v2/node/transcoder-templates/:templateName", wrapper.UpdateTranscoderTemplate)
+	router.GET(options.BaseURL+"/api/v2/node/engine/config", wrapper.GetEngineConfig)
+	router.POST(options.BaseURL+"/api/v2/node/engine/config/plan", wrapper.PlanEngineConfig)
+	router.POST(options.BaseURL+"/api/v2/node/engine/config/apply", wrapper.ApplyEngineConfig)
+	router.GET(options.BaseURL+"/api/v2/node/engine/config/raw", wrapper.GetEngineRawConfig)
+	router.PUT(options.BaseURL+"/api/v2/node/engine/config/raw", wrapper.ApplyEngineRawConfig)
+	router.POST(options.BaseURL+"/api/v2/node/engine/config/raw/plan", wrapper.PlanEngineRawConfig)
+	router.GET(options.BaseURL+"/api/v2/node/engine/core-settings", wrapper.GetEngineCoreSettings)
+	router.PUT(options.BaseURL+"/api/v2/node/engine/core-settings", wrapper.UpdateEngineCoreSettings)
+	router.GET(options.BaseURL+"/api/v2/node/engine/process", wrapper.GetEngineProcess)
+	router.POST(options.BaseURL+"/api/v2/node/engine/process/start", wrapper.StartEngineProcess)
+	router.POST(options.BaseURL+"/api/v2/node/engine/process/stop", wrapper.StopEngineProcess)
+	router.POST(options.BaseURL+"/api/v2/node/engine/process/restart", wrapper.RestartEngineProcess)
+	router.POST(options.BaseURL+"/api/v2/node/engine/process/reload", wrapper.ReloadEngineProcess)
+	router.GET(options.BaseURL+"/api/v2/engine/nodes", wrapper.ListEngineNodes)
+	router.GET(options.BaseURL+"/api/v2/engine/nodes/:nodeId/apis", wrapper.ListEngineNodeApis)
+	router.GET(options.BaseURL+"/api/v2/engine/nodes/:nodeId/capabilities", wrapper.GetEngineNodeCapabilities)
+	router.GET(options.BaseURL+"/api/v2/engine/nodes/:nodeId/version", wrapper.GetEngineNodeVersion)
+	router.GET(options.BaseURL+"/api/v2/system/lifecycle/agents", wrapper.ListNodeAgents)
+	router.POST(options.BaseURL+"/api/v2/system/lifecycle/agents/:nodeId/enrollment", wrapper.CreateNodeAgentEnrollment)
+	router.GET(options.BaseURL+"/api/v2/system/lifecycle/operations", wrapper.ListNodeLifecycleOperations)
+	router.POST(options.BaseURL+"/api/v2/system/lifecycle/operations", wrapper.CreateNodeLifecycleOperation)
 	router.GET(options.BaseURL+"/api/v2/third-party/capabilities", wrapper.GetThirdPartyCapabilities)
 	router.GET(options.BaseURL+"/api/v2/auth/bootstrap-status", wrapper.GetBootstrapStatus)
 	router.POST(options.BaseURL+"/api/v2/auth/bootstrap", wrapper.BootstrapAdmin)
@@ -4147,6 +8868,298 @@ func (response GetCurrentUser500JSONResponse) VisitGetCurrentUserResponse(w http
 	return err
 }
 
+type GetClusterMonitoringRequestObject struct {
+	Params GetClusterMonitoringParams
+}
+
+type GetClusterMonitoringResponseObject interface {
+	VisitGetClusterMonitoringResponse(w http.ResponseWriter) error
+}
+
+type GetClusterMonitoring200JSONResponse ClusterMonitoring
+
+func (response GetClusterMonitoring200JSONResponse) VisitGetClusterMonitoringResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetClusterMonitoring400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetClusterMonitoring400JSONResponse) VisitGetClusterMonitoringResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetClusterMonitoring401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetClusterMonitoring401JSONResponse) VisitGetClusterMonitoringResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetClusterMonitoring403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetClusterMonitoring403JSONResponse) VisitGetClusterMonitoringResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetClusterMonitoring404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetClusterMonitoring404JSONResponse) VisitGetClusterMonitoringResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetClusterMonitoring429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetClusterMonitoring429JSONResponse) VisitGetClusterMonitoringResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetClusterMonitoring500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetClusterMonitoring500JSONResponse) VisitGetClusterMonitoringResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetClusterMonitoringCurrentRequestObject struct {
+	Params GetClusterMonitoringCurrentParams
+}
+
+type GetClusterMonitoringCurrentResponseObject interface {
+	VisitGetClusterMonitoringCurrentResponse(w http.ResponseWriter) error
+}
+
+type GetClusterMonitoringCurrent200JSONResponse ClusterMonitoring
+
+func (response GetClusterMonitoringCurrent200JSONResponse) VisitGetClusterMonitoringCurrentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetClusterMonitoringCurrent400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetClusterMonitoringCurrent400JSONResponse) VisitGetClusterMonitoringCurrentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetClusterMonitoringCurrent401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetClusterMonitoringCurrent401JSONResponse) VisitGetClusterMonitoringCurrentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetClusterMonitoringCurrent403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetClusterMonitoringCurrent403JSONResponse) VisitGetClusterMonitoringCurrentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetClusterMonitoringCurrent404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetClusterMonitoringCurrent404JSONResponse) VisitGetClusterMonitoringCurrentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetClusterMonitoringCurrent429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetClusterMonitoringCurrent429JSONResponse) VisitGetClusterMonitoringCurrentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetClusterMonitoringCurrent500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetClusterMonitoringCurrent500JSONResponse) VisitGetClusterMonitoringCurrentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetLocalRuntimeRequestObject struct {
+}
+
+type GetLocalRuntimeResponseObject interface {
+	VisitGetLocalRuntimeResponse(w http.ResponseWriter) error
+}
+
+type GetLocalRuntime200JSONResponse LocalRuntimeSnapshot
+
+func (response GetLocalRuntime200JSONResponse) VisitGetLocalRuntimeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetLocalRuntime401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetLocalRuntime401JSONResponse) VisitGetLocalRuntimeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetLocalRuntime403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetLocalRuntime403JSONResponse) VisitGetLocalRuntimeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetLocalRuntime429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetLocalRuntime429JSONResponse) VisitGetLocalRuntimeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetLocalRuntime500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetLocalRuntime500JSONResponse) VisitGetLocalRuntimeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetClusterStatusRequestObject struct {
 	Params GetClusterStatusParams
 }
@@ -4243,6 +9256,4997 @@ func (response GetClusterStatus429JSONResponse) VisitGetClusterStatusResponse(w 
 type GetClusterStatus500JSONResponse struct{ InternalErrorJSONResponse }
 
 func (response GetClusterStatus500JSONResponse) VisitGetClusterStatusResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEngineNodesRequestObject struct {
+}
+
+type ListEngineNodesResponseObject interface {
+	VisitListEngineNodesResponse(w http.ResponseWriter) error
+}
+
+type ListEngineNodes200JSONResponse EngineNodeList
+
+func (response ListEngineNodes200JSONResponse) VisitListEngineNodesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEngineNodes401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListEngineNodes401JSONResponse) VisitListEngineNodesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEngineNodes403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListEngineNodes403JSONResponse) VisitListEngineNodesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEngineNodes429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListEngineNodes429JSONResponse) VisitListEngineNodesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEngineNodes500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListEngineNodes500JSONResponse) VisitListEngineNodesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEngineNodeApisRequestObject struct {
+	NodeId string `json:"nodeId"`
+}
+
+type ListEngineNodeApisResponseObject interface {
+	VisitListEngineNodeApisResponse(w http.ResponseWriter) error
+}
+
+type ListEngineNodeApis200JSONResponse EngineNodeApiList
+
+func (response ListEngineNodeApis200JSONResponse) VisitListEngineNodeApisResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEngineNodeApis400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListEngineNodeApis400JSONResponse) VisitListEngineNodeApisResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEngineNodeApis401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListEngineNodeApis401JSONResponse) VisitListEngineNodeApisResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEngineNodeApis403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListEngineNodeApis403JSONResponse) VisitListEngineNodeApisResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEngineNodeApis404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ListEngineNodeApis404JSONResponse) VisitListEngineNodeApisResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEngineNodeApis429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListEngineNodeApis429JSONResponse) VisitListEngineNodeApisResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEngineNodeApis500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListEngineNodeApis500JSONResponse) VisitListEngineNodeApisResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineNodeCapabilitiesRequestObject struct {
+	NodeId string `json:"nodeId"`
+}
+
+type GetEngineNodeCapabilitiesResponseObject interface {
+	VisitGetEngineNodeCapabilitiesResponse(w http.ResponseWriter) error
+}
+
+type GetEngineNodeCapabilities200JSONResponse EngineNodeCapabilities
+
+func (response GetEngineNodeCapabilities200JSONResponse) VisitGetEngineNodeCapabilitiesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineNodeCapabilities400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetEngineNodeCapabilities400JSONResponse) VisitGetEngineNodeCapabilitiesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineNodeCapabilities401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetEngineNodeCapabilities401JSONResponse) VisitGetEngineNodeCapabilitiesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineNodeCapabilities403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetEngineNodeCapabilities403JSONResponse) VisitGetEngineNodeCapabilitiesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineNodeCapabilities404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetEngineNodeCapabilities404JSONResponse) VisitGetEngineNodeCapabilitiesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineNodeCapabilities429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetEngineNodeCapabilities429JSONResponse) VisitGetEngineNodeCapabilitiesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineNodeCapabilities500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetEngineNodeCapabilities500JSONResponse) VisitGetEngineNodeCapabilitiesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineNodeVersionRequestObject struct {
+	NodeId string `json:"nodeId"`
+}
+
+type GetEngineNodeVersionResponseObject interface {
+	VisitGetEngineNodeVersionResponse(w http.ResponseWriter) error
+}
+
+type GetEngineNodeVersion200JSONResponse EngineNodeVersion
+
+func (response GetEngineNodeVersion200JSONResponse) VisitGetEngineNodeVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineNodeVersion400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetEngineNodeVersion400JSONResponse) VisitGetEngineNodeVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineNodeVersion401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetEngineNodeVersion401JSONResponse) VisitGetEngineNodeVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineNodeVersion403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetEngineNodeVersion403JSONResponse) VisitGetEngineNodeVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineNodeVersion404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetEngineNodeVersion404JSONResponse) VisitGetEngineNodeVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineNodeVersion429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetEngineNodeVersion429JSONResponse) VisitGetEngineNodeVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineNodeVersion500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetEngineNodeVersion500JSONResponse) VisitGetEngineNodeVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListMediaServersRequestObject struct {
+	Params ListMediaServersParams
+}
+
+type ListMediaServersResponseObject interface {
+	VisitListMediaServersResponse(w http.ResponseWriter) error
+}
+
+type ListMediaServers200JSONResponse MediaServerList
+
+func (response ListMediaServers200JSONResponse) VisitListMediaServersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListMediaServers400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListMediaServers400JSONResponse) VisitListMediaServersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListMediaServers401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListMediaServers401JSONResponse) VisitListMediaServersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListMediaServers403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListMediaServers403JSONResponse) VisitListMediaServersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListMediaServers404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ListMediaServers404JSONResponse) VisitListMediaServersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListMediaServers429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListMediaServers429JSONResponse) VisitListMediaServersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListMediaServers500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListMediaServers500JSONResponse) VisitListMediaServersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetMediaServerReferencesRequestObject struct {
+	MediaServerId string `json:"mediaServerId"`
+	Params        GetMediaServerReferencesParams
+}
+
+type GetMediaServerReferencesResponseObject interface {
+	VisitGetMediaServerReferencesResponse(w http.ResponseWriter) error
+}
+
+type GetMediaServerReferences200JSONResponse MediaServerReferences
+
+func (response GetMediaServerReferences200JSONResponse) VisitGetMediaServerReferencesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetMediaServerReferences400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetMediaServerReferences400JSONResponse) VisitGetMediaServerReferencesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetMediaServerReferences401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetMediaServerReferences401JSONResponse) VisitGetMediaServerReferencesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetMediaServerReferences403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetMediaServerReferences403JSONResponse) VisitGetMediaServerReferencesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetMediaServerReferences404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetMediaServerReferences404JSONResponse) VisitGetMediaServerReferencesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetMediaServerReferences429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetMediaServerReferences429JSONResponse) VisitGetMediaServerReferencesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetMediaServerReferences500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetMediaServerReferences500JSONResponse) VisitGetMediaServerReferencesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetireMediaServerRequestObject struct {
+	MediaServerId string `json:"mediaServerId"`
+	Params        RetireMediaServerParams
+	Body          *RetireMediaServerJSONRequestBody
+}
+
+type RetireMediaServerResponseObject interface {
+	VisitRetireMediaServerResponse(w http.ResponseWriter) error
+}
+
+type RetireMediaServer200JSONResponse MediaServerRetireResult
+
+func (response RetireMediaServer200JSONResponse) VisitRetireMediaServerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetireMediaServer400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response RetireMediaServer400JSONResponse) VisitRetireMediaServerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetireMediaServer401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response RetireMediaServer401JSONResponse) VisitRetireMediaServerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetireMediaServer403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response RetireMediaServer403JSONResponse) VisitRetireMediaServerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetireMediaServer404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response RetireMediaServer404JSONResponse) VisitRetireMediaServerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetireMediaServer409JSONResponse struct{ ConflictJSONResponse }
+
+func (response RetireMediaServer409JSONResponse) VisitRetireMediaServerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetireMediaServer413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response RetireMediaServer413JSONResponse) VisitRetireMediaServerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetireMediaServer415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response RetireMediaServer415JSONResponse) VisitRetireMediaServerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetireMediaServer429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response RetireMediaServer429JSONResponse) VisitRetireMediaServerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetireMediaServer500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response RetireMediaServer500JSONResponse) VisitRetireMediaServerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListNodeCommandsRequestObject struct {
+	Params ListNodeCommandsParams
+}
+
+type ListNodeCommandsResponseObject interface {
+	VisitListNodeCommandsResponse(w http.ResponseWriter) error
+}
+
+type ListNodeCommands200JSONResponse NodeCommandList
+
+func (response ListNodeCommands200JSONResponse) VisitListNodeCommandsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListNodeCommands400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListNodeCommands400JSONResponse) VisitListNodeCommandsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListNodeCommands401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListNodeCommands401JSONResponse) VisitListNodeCommandsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListNodeCommands403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListNodeCommands403JSONResponse) VisitListNodeCommandsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListNodeCommands429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListNodeCommands429JSONResponse) VisitListNodeCommandsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListNodeCommands500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListNodeCommands500JSONResponse) VisitListNodeCommandsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListLocalNodeCommandsRequestObject struct {
+	Params ListLocalNodeCommandsParams
+}
+
+type ListLocalNodeCommandsResponseObject interface {
+	VisitListLocalNodeCommandsResponse(w http.ResponseWriter) error
+}
+
+type ListLocalNodeCommands200JSONResponse NodeCommandList
+
+func (response ListLocalNodeCommands200JSONResponse) VisitListLocalNodeCommandsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListLocalNodeCommands400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListLocalNodeCommands400JSONResponse) VisitListLocalNodeCommandsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListLocalNodeCommands401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListLocalNodeCommands401JSONResponse) VisitListLocalNodeCommandsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListLocalNodeCommands403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListLocalNodeCommands403JSONResponse) VisitListLocalNodeCommandsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListLocalNodeCommands429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListLocalNodeCommands429JSONResponse) VisitListLocalNodeCommandsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListLocalNodeCommands500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListLocalNodeCommands500JSONResponse) VisitListLocalNodeCommandsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetNodeCommandStatsRequestObject struct {
+	Params GetNodeCommandStatsParams
+}
+
+type GetNodeCommandStatsResponseObject interface {
+	VisitGetNodeCommandStatsResponse(w http.ResponseWriter) error
+}
+
+type GetNodeCommandStats200JSONResponse NodeCommandStats
+
+func (response GetNodeCommandStats200JSONResponse) VisitGetNodeCommandStatsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetNodeCommandStats400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetNodeCommandStats400JSONResponse) VisitGetNodeCommandStatsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetNodeCommandStats401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetNodeCommandStats401JSONResponse) VisitGetNodeCommandStatsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetNodeCommandStats403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetNodeCommandStats403JSONResponse) VisitGetNodeCommandStatsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetNodeCommandStats429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetNodeCommandStats429JSONResponse) VisitGetNodeCommandStatsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetNodeCommandStats500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetNodeCommandStats500JSONResponse) VisitGetNodeCommandStatsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetNodeCommandRequestObject struct {
+	CommandId string `json:"commandId"`
+}
+
+type GetNodeCommandResponseObject interface {
+	VisitGetNodeCommandResponse(w http.ResponseWriter) error
+}
+
+type GetNodeCommand200JSONResponse NodeCommand
+
+func (response GetNodeCommand200JSONResponse) VisitGetNodeCommandResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetNodeCommand400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetNodeCommand400JSONResponse) VisitGetNodeCommandResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetNodeCommand401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetNodeCommand401JSONResponse) VisitGetNodeCommandResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetNodeCommand403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetNodeCommand403JSONResponse) VisitGetNodeCommandResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetNodeCommand404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetNodeCommand404JSONResponse) VisitGetNodeCommandResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetNodeCommand429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetNodeCommand429JSONResponse) VisitGetNodeCommandResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetNodeCommand500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetNodeCommand500JSONResponse) VisitGetNodeCommandResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CancelNodeCommandRequestObject struct {
+	CommandId string `json:"commandId"`
+	Body      *CancelNodeCommandJSONRequestBody
+}
+
+type CancelNodeCommandResponseObject interface {
+	VisitCancelNodeCommandResponse(w http.ResponseWriter) error
+}
+
+type CancelNodeCommand200JSONResponse NodeCommand
+
+func (response CancelNodeCommand200JSONResponse) VisitCancelNodeCommandResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CancelNodeCommand400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CancelNodeCommand400JSONResponse) VisitCancelNodeCommandResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CancelNodeCommand401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CancelNodeCommand401JSONResponse) VisitCancelNodeCommandResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CancelNodeCommand403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CancelNodeCommand403JSONResponse) VisitCancelNodeCommandResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CancelNodeCommand404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CancelNodeCommand404JSONResponse) VisitCancelNodeCommandResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CancelNodeCommand409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CancelNodeCommand409JSONResponse) VisitCancelNodeCommandResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CancelNodeCommand413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response CancelNodeCommand413JSONResponse) VisitCancelNodeCommandResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CancelNodeCommand415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response CancelNodeCommand415JSONResponse) VisitCancelNodeCommandResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CancelNodeCommand429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CancelNodeCommand429JSONResponse) VisitCancelNodeCommandResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CancelNodeCommand500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CancelNodeCommand500JSONResponse) VisitCancelNodeCommandResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetNodeCommandDetailRequestObject struct {
+	CommandId string `json:"commandId"`
+}
+
+type GetNodeCommandDetailResponseObject interface {
+	VisitGetNodeCommandDetailResponse(w http.ResponseWriter) error
+}
+
+type GetNodeCommandDetail200JSONResponse NodeCommandDetail
+
+func (response GetNodeCommandDetail200JSONResponse) VisitGetNodeCommandDetailResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetNodeCommandDetail400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetNodeCommandDetail400JSONResponse) VisitGetNodeCommandDetailResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetNodeCommandDetail401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetNodeCommandDetail401JSONResponse) VisitGetNodeCommandDetailResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetNodeCommandDetail403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetNodeCommandDetail403JSONResponse) VisitGetNodeCommandDetailResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetNodeCommandDetail404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetNodeCommandDetail404JSONResponse) VisitGetNodeCommandDetailResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetNodeCommandDetail429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetNodeCommandDetail429JSONResponse) VisitGetNodeCommandDetailResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetNodeCommandDetail500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetNodeCommandDetail500JSONResponse) VisitGetNodeCommandDetailResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineConfigRequestObject struct {
+	Params GetEngineConfigParams
+}
+
+type GetEngineConfigResponseObject interface {
+	VisitGetEngineConfigResponse(w http.ResponseWriter) error
+}
+
+type GetEngineConfig200JSONResponse EngineConfigDocument
+
+func (response GetEngineConfig200JSONResponse) VisitGetEngineConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineConfig400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetEngineConfig400JSONResponse) VisitGetEngineConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineConfig401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetEngineConfig401JSONResponse) VisitGetEngineConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineConfig403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetEngineConfig403JSONResponse) VisitGetEngineConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineConfig404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetEngineConfig404JSONResponse) VisitGetEngineConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineConfig409JSONResponse struct{ ConflictJSONResponse }
+
+func (response GetEngineConfig409JSONResponse) VisitGetEngineConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineConfig429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetEngineConfig429JSONResponse) VisitGetEngineConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineConfig500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetEngineConfig500JSONResponse) VisitGetEngineConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineConfig503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetEngineConfig503JSONResponse) VisitGetEngineConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ApplyEngineConfigRequestObject struct {
+	Params ApplyEngineConfigParams
+	Body   *ApplyEngineConfigJSONRequestBody
+}
+
+type ApplyEngineConfigResponseObject interface {
+	VisitApplyEngineConfigResponse(w http.ResponseWriter) error
+}
+
+type ApplyEngineConfig200JSONResponse EngineConfigApplyResult
+
+func (response ApplyEngineConfig200JSONResponse) VisitApplyEngineConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ApplyEngineConfig202JSONResponse NodeCommandAccepted
+
+func (response ApplyEngineConfig202JSONResponse) VisitApplyEngineConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(202)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ApplyEngineConfig400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ApplyEngineConfig400JSONResponse) VisitApplyEngineConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ApplyEngineConfig401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ApplyEngineConfig401JSONResponse) VisitApplyEngineConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ApplyEngineConfig403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ApplyEngineConfig403JSONResponse) VisitApplyEngineConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ApplyEngineConfig404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ApplyEngineConfig404JSONResponse) VisitApplyEngineConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ApplyEngineConfig409JSONResponse struct{ ConflictJSONResponse }
+
+func (response ApplyEngineConfig409JSONResponse) VisitApplyEngineConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ApplyEngineConfig413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response ApplyEngineConfig413JSONResponse) VisitApplyEngineConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ApplyEngineConfig415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response ApplyEngineConfig415JSONResponse) VisitApplyEngineConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ApplyEngineConfig429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ApplyEngineConfig429JSONResponse) VisitApplyEngineConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ApplyEngineConfig500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ApplyEngineConfig500JSONResponse) VisitApplyEngineConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ApplyEngineConfig503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ApplyEngineConfig503JSONResponse) VisitApplyEngineConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PlanEngineConfigRequestObject struct {
+	Params PlanEngineConfigParams
+	Body   *PlanEngineConfigJSONRequestBody
+}
+
+type PlanEngineConfigResponseObject interface {
+	VisitPlanEngineConfigResponse(w http.ResponseWriter) error
+}
+
+type PlanEngineConfig200JSONResponse EngineConfigPlan
+
+func (response PlanEngineConfig200JSONResponse) VisitPlanEngineConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PlanEngineConfig400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response PlanEngineConfig400JSONResponse) VisitPlanEngineConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PlanEngineConfig401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response PlanEngineConfig401JSONResponse) VisitPlanEngineConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PlanEngineConfig403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response PlanEngineConfig403JSONResponse) VisitPlanEngineConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PlanEngineConfig404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response PlanEngineConfig404JSONResponse) VisitPlanEngineConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PlanEngineConfig409JSONResponse struct{ ConflictJSONResponse }
+
+func (response PlanEngineConfig409JSONResponse) VisitPlanEngineConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PlanEngineConfig413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response PlanEngineConfig413JSONResponse) VisitPlanEngineConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PlanEngineConfig415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response PlanEngineConfig415JSONResponse) VisitPlanEngineConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PlanEngineConfig429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response PlanEngineConfig429JSONResponse) VisitPlanEngineConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PlanEngineConfig500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response PlanEngineConfig500JSONResponse) VisitPlanEngineConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PlanEngineConfig503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response PlanEngineConfig503JSONResponse) VisitPlanEngineConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineRawConfigRequestObject struct {
+	Params GetEngineRawConfigParams
+}
+
+type GetEngineRawConfigResponseObject interface {
+	VisitGetEngineRawConfigResponse(w http.ResponseWriter) error
+}
+
+type GetEngineRawConfig200JSONResponse MediaServiceRawConfiguration
+
+func (response GetEngineRawConfig200JSONResponse) VisitGetEngineRawConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineRawConfig400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetEngineRawConfig400JSONResponse) VisitGetEngineRawConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineRawConfig401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetEngineRawConfig401JSONResponse) VisitGetEngineRawConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineRawConfig403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetEngineRawConfig403JSONResponse) VisitGetEngineRawConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineRawConfig404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetEngineRawConfig404JSONResponse) VisitGetEngineRawConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineRawConfig409JSONResponse struct{ ConflictJSONResponse }
+
+func (response GetEngineRawConfig409JSONResponse) VisitGetEngineRawConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineRawConfig429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetEngineRawConfig429JSONResponse) VisitGetEngineRawConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineRawConfig500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetEngineRawConfig500JSONResponse) VisitGetEngineRawConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineRawConfig503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetEngineRawConfig503JSONResponse) VisitGetEngineRawConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ApplyEngineRawConfigRequestObject struct {
+	Params ApplyEngineRawConfigParams
+	Body   *ApplyEngineRawConfigJSONRequestBody
+}
+
+type ApplyEngineRawConfigResponseObject interface {
+	VisitApplyEngineRawConfigResponse(w http.ResponseWriter) error
+}
+
+type ApplyEngineRawConfig200JSONResponse EngineConfigApplyResult
+
+func (response ApplyEngineRawConfig200JSONResponse) VisitApplyEngineRawConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ApplyEngineRawConfig202JSONResponse NodeCommandAccepted
+
+func (response ApplyEngineRawConfig202JSONResponse) VisitApplyEngineRawConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(202)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ApplyEngineRawConfig400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ApplyEngineRawConfig400JSONResponse) VisitApplyEngineRawConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ApplyEngineRawConfig401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ApplyEngineRawConfig401JSONResponse) VisitApplyEngineRawConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ApplyEngineRawConfig403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ApplyEngineRawConfig403JSONResponse) VisitApplyEngineRawConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ApplyEngineRawConfig404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ApplyEngineRawConfig404JSONResponse) VisitApplyEngineRawConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ApplyEngineRawConfig409JSONResponse struct{ ConflictJSONResponse }
+
+func (response ApplyEngineRawConfig409JSONResponse) VisitApplyEngineRawConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ApplyEngineRawConfig413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response ApplyEngineRawConfig413JSONResponse) VisitApplyEngineRawConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ApplyEngineRawConfig415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response ApplyEngineRawConfig415JSONResponse) VisitApplyEngineRawConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ApplyEngineRawConfig429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ApplyEngineRawConfig429JSONResponse) VisitApplyEngineRawConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ApplyEngineRawConfig500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ApplyEngineRawConfig500JSONResponse) VisitApplyEngineRawConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ApplyEngineRawConfig503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ApplyEngineRawConfig503JSONResponse) VisitApplyEngineRawConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PlanEngineRawConfigRequestObject struct {
+	Params PlanEngineRawConfigParams
+	Body   *PlanEngineRawConfigJSONRequestBody
+}
+
+type PlanEngineRawConfigResponseObject interface {
+	VisitPlanEngineRawConfigResponse(w http.ResponseWriter) error
+}
+
+type PlanEngineRawConfig200JSONResponse EngineConfigPlan
+
+func (response PlanEngineRawConfig200JSONResponse) VisitPlanEngineRawConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PlanEngineRawConfig400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response PlanEngineRawConfig400JSONResponse) VisitPlanEngineRawConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PlanEngineRawConfig401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response PlanEngineRawConfig401JSONResponse) VisitPlanEngineRawConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PlanEngineRawConfig403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response PlanEngineRawConfig403JSONResponse) VisitPlanEngineRawConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PlanEngineRawConfig404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response PlanEngineRawConfig404JSONResponse) VisitPlanEngineRawConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PlanEngineRawConfig409JSONResponse struct{ ConflictJSONResponse }
+
+func (response PlanEngineRawConfig409JSONResponse) VisitPlanEngineRawConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PlanEngineRawConfig413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response PlanEngineRawConfig413JSONResponse) VisitPlanEngineRawConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PlanEngineRawConfig415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response PlanEngineRawConfig415JSONResponse) VisitPlanEngineRawConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PlanEngineRawConfig429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response PlanEngineRawConfig429JSONResponse) VisitPlanEngineRawConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PlanEngineRawConfig500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response PlanEngineRawConfig500JSONResponse) VisitPlanEngineRawConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PlanEngineRawConfig503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response PlanEngineRawConfig503JSONResponse) VisitPlanEngineRawConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineCoreSettingsRequestObject struct {
+	Params GetEngineCoreSettingsParams
+}
+
+type GetEngineCoreSettingsResponseObject interface {
+	VisitGetEngineCoreSettingsResponse(w http.ResponseWriter) error
+}
+
+type GetEngineCoreSettings200JSONResponse EngineCoreSettings
+
+func (response GetEngineCoreSettings200JSONResponse) VisitGetEngineCoreSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineCoreSettings400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetEngineCoreSettings400JSONResponse) VisitGetEngineCoreSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineCoreSettings401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetEngineCoreSettings401JSONResponse) VisitGetEngineCoreSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineCoreSettings403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetEngineCoreSettings403JSONResponse) VisitGetEngineCoreSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineCoreSettings404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetEngineCoreSettings404JSONResponse) VisitGetEngineCoreSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineCoreSettings409JSONResponse struct{ ConflictJSONResponse }
+
+func (response GetEngineCoreSettings409JSONResponse) VisitGetEngineCoreSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineCoreSettings429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetEngineCoreSettings429JSONResponse) VisitGetEngineCoreSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineCoreSettings500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetEngineCoreSettings500JSONResponse) VisitGetEngineCoreSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineCoreSettings503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetEngineCoreSettings503JSONResponse) VisitGetEngineCoreSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateEngineCoreSettingsRequestObject struct {
+	Params UpdateEngineCoreSettingsParams
+	Body   *UpdateEngineCoreSettingsJSONRequestBody
+}
+
+type UpdateEngineCoreSettingsResponseObject interface {
+	VisitUpdateEngineCoreSettingsResponse(w http.ResponseWriter) error
+}
+
+type UpdateEngineCoreSettings200JSONResponse EngineConfigApplyResult
+
+func (response UpdateEngineCoreSettings200JSONResponse) VisitUpdateEngineCoreSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateEngineCoreSettings202JSONResponse NodeCommandAccepted
+
+func (response UpdateEngineCoreSettings202JSONResponse) VisitUpdateEngineCoreSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(202)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateEngineCoreSettings400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response UpdateEngineCoreSettings400JSONResponse) VisitUpdateEngineCoreSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateEngineCoreSettings401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response UpdateEngineCoreSettings401JSONResponse) VisitUpdateEngineCoreSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateEngineCoreSettings403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response UpdateEngineCoreSettings403JSONResponse) VisitUpdateEngineCoreSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateEngineCoreSettings404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response UpdateEngineCoreSettings404JSONResponse) VisitUpdateEngineCoreSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateEngineCoreSettings409JSONResponse struct{ ConflictJSONResponse }
+
+func (response UpdateEngineCoreSettings409JSONResponse) VisitUpdateEngineCoreSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateEngineCoreSettings413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response UpdateEngineCoreSettings413JSONResponse) VisitUpdateEngineCoreSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateEngineCoreSettings415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response UpdateEngineCoreSettings415JSONResponse) VisitUpdateEngineCoreSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateEngineCoreSettings429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response UpdateEngineCoreSettings429JSONResponse) VisitUpdateEngineCoreSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateEngineCoreSettings500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response UpdateEngineCoreSettings500JSONResponse) VisitUpdateEngineCoreSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateEngineCoreSettings503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response UpdateEngineCoreSettings503JSONResponse) VisitUpdateEngineCoreSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineProcessRequestObject struct {
+	Params GetEngineProcessParams
+}
+
+type GetEngineProcessResponseObject interface {
+	VisitGetEngineProcessResponse(w http.ResponseWriter) error
+}
+
+type GetEngineProcess200JSONResponse EngineProcessState
+
+func (response GetEngineProcess200JSONResponse) VisitGetEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineProcess400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetEngineProcess400JSONResponse) VisitGetEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineProcess401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetEngineProcess401JSONResponse) VisitGetEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineProcess403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetEngineProcess403JSONResponse) VisitGetEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineProcess404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetEngineProcess404JSONResponse) VisitGetEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineProcess409JSONResponse struct{ ConflictJSONResponse }
+
+func (response GetEngineProcess409JSONResponse) VisitGetEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineProcess429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetEngineProcess429JSONResponse) VisitGetEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineProcess500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetEngineProcess500JSONResponse) VisitGetEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReloadEngineProcessRequestObject struct {
+	Params ReloadEngineProcessParams
+	Body   *ReloadEngineProcessJSONRequestBody
+}
+
+type ReloadEngineProcessResponseObject interface {
+	VisitReloadEngineProcessResponse(w http.ResponseWriter) error
+}
+
+type ReloadEngineProcess200JSONResponse EngineProcessActionResult
+
+func (response ReloadEngineProcess200JSONResponse) VisitReloadEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReloadEngineProcess202JSONResponse NodeCommandAccepted
+
+func (response ReloadEngineProcess202JSONResponse) VisitReloadEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(202)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReloadEngineProcess400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ReloadEngineProcess400JSONResponse) VisitReloadEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReloadEngineProcess401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ReloadEngineProcess401JSONResponse) VisitReloadEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReloadEngineProcess403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ReloadEngineProcess403JSONResponse) VisitReloadEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReloadEngineProcess404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ReloadEngineProcess404JSONResponse) VisitReloadEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReloadEngineProcess409JSONResponse struct{ ConflictJSONResponse }
+
+func (response ReloadEngineProcess409JSONResponse) VisitReloadEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReloadEngineProcess413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response ReloadEngineProcess413JSONResponse) VisitReloadEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReloadEngineProcess415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response ReloadEngineProcess415JSONResponse) VisitReloadEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReloadEngineProcess429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ReloadEngineProcess429JSONResponse) VisitReloadEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReloadEngineProcess500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ReloadEngineProcess500JSONResponse) VisitReloadEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReloadEngineProcess503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ReloadEngineProcess503JSONResponse) VisitReloadEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RestartEngineProcessRequestObject struct {
+	Params RestartEngineProcessParams
+	Body   *RestartEngineProcessJSONRequestBody
+}
+
+type RestartEngineProcessResponseObject interface {
+	VisitRestartEngineProcessResponse(w http.ResponseWriter) error
+}
+
+type RestartEngineProcess200JSONResponse EngineProcessActionResult
+
+func (response RestartEngineProcess200JSONResponse) VisitRestartEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RestartEngineProcess202JSONResponse NodeCommandAccepted
+
+func (response RestartEngineProcess202JSONResponse) VisitRestartEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(202)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RestartEngineProcess400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response RestartEngineProcess400JSONResponse) VisitRestartEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RestartEngineProcess401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response RestartEngineProcess401JSONResponse) VisitRestartEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RestartEngineProcess403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response RestartEngineProcess403JSONResponse) VisitRestartEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RestartEngineProcess404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response RestartEngineProcess404JSONResponse) VisitRestartEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RestartEngineProcess409JSONResponse struct{ ConflictJSONResponse }
+
+func (response RestartEngineProcess409JSONResponse) VisitRestartEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RestartEngineProcess413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response RestartEngineProcess413JSONResponse) VisitRestartEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RestartEngineProcess415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response RestartEngineProcess415JSONResponse) VisitRestartEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RestartEngineProcess429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response RestartEngineProcess429JSONResponse) VisitRestartEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RestartEngineProcess500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response RestartEngineProcess500JSONResponse) VisitRestartEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RestartEngineProcess503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response RestartEngineProcess503JSONResponse) VisitRestartEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartEngineProcessRequestObject struct {
+	Params StartEngineProcessParams
+	Body   *StartEngineProcessJSONRequestBody
+}
+
+type StartEngineProcessResponseObject interface {
+	VisitStartEngineProcessResponse(w http.ResponseWriter) error
+}
+
+type StartEngineProcess200JSONResponse EngineProcessActionResult
+
+func (response StartEngineProcess200JSONResponse) VisitStartEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartEngineProcess202JSONResponse NodeCommandAccepted
+
+func (response StartEngineProcess202JSONResponse) VisitStartEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(202)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartEngineProcess400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response StartEngineProcess400JSONResponse) VisitStartEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartEngineProcess401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response StartEngineProcess401JSONResponse) VisitStartEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartEngineProcess403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response StartEngineProcess403JSONResponse) VisitStartEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartEngineProcess404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response StartEngineProcess404JSONResponse) VisitStartEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartEngineProcess409JSONResponse struct{ ConflictJSONResponse }
+
+func (response StartEngineProcess409JSONResponse) VisitStartEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartEngineProcess413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response StartEngineProcess413JSONResponse) VisitStartEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartEngineProcess415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response StartEngineProcess415JSONResponse) VisitStartEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartEngineProcess429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response StartEngineProcess429JSONResponse) VisitStartEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartEngineProcess500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response StartEngineProcess500JSONResponse) VisitStartEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartEngineProcess503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response StartEngineProcess503JSONResponse) VisitStartEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopEngineProcessRequestObject struct {
+	Params StopEngineProcessParams
+	Body   *StopEngineProcessJSONRequestBody
+}
+
+type StopEngineProcessResponseObject interface {
+	VisitStopEngineProcessResponse(w http.ResponseWriter) error
+}
+
+type StopEngineProcess200JSONResponse EngineProcessActionResult
+
+func (response StopEngineProcess200JSONResponse) VisitStopEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopEngineProcess202JSONResponse NodeCommandAccepted
+
+func (response StopEngineProcess202JSONResponse) VisitStopEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(202)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopEngineProcess400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response StopEngineProcess400JSONResponse) VisitStopEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopEngineProcess401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response StopEngineProcess401JSONResponse) VisitStopEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopEngineProcess403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response StopEngineProcess403JSONResponse) VisitStopEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopEngineProcess404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response StopEngineProcess404JSONResponse) VisitStopEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopEngineProcess409JSONResponse struct{ ConflictJSONResponse }
+
+func (response StopEngineProcess409JSONResponse) VisitStopEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopEngineProcess413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response StopEngineProcess413JSONResponse) VisitStopEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopEngineProcess415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response StopEngineProcess415JSONResponse) VisitStopEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopEngineProcess429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response StopEngineProcess429JSONResponse) VisitStopEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopEngineProcess500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response StopEngineProcess500JSONResponse) VisitStopEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopEngineProcess503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response StopEngineProcess503JSONResponse) VisitStopEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtpPortLeasesRequestObject struct {
+	Params ListRtpPortLeasesParams
+}
+
+type ListRtpPortLeasesResponseObject interface {
+	VisitListRtpPortLeasesResponse(w http.ResponseWriter) error
+}
+
+type ListRtpPortLeases200JSONResponse RtpPortLeaseList
+
+func (response ListRtpPortLeases200JSONResponse) VisitListRtpPortLeasesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtpPortLeases400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListRtpPortLeases400JSONResponse) VisitListRtpPortLeasesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtpPortLeases401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListRtpPortLeases401JSONResponse) VisitListRtpPortLeasesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtpPortLeases403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListRtpPortLeases403JSONResponse) VisitListRtpPortLeasesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtpPortLeases404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ListRtpPortLeases404JSONResponse) VisitListRtpPortLeasesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtpPortLeases409JSONResponse struct{ ConflictJSONResponse }
+
+func (response ListRtpPortLeases409JSONResponse) VisitListRtpPortLeasesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtpPortLeases429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListRtpPortLeases429JSONResponse) VisitListRtpPortLeasesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtpPortLeases500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListRtpPortLeases500JSONResponse) VisitListRtpPortLeasesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtpPortLeases503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListRtpPortLeases503JSONResponse) VisitListRtpPortLeasesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtpPortLeaseRequestObject struct {
+	Params CreateRtpPortLeaseParams
+	Body   *CreateRtpPortLeaseJSONRequestBody
+}
+
+type CreateRtpPortLeaseResponseObject interface {
+	VisitCreateRtpPortLeaseResponse(w http.ResponseWriter) error
+}
+
+type CreateRtpPortLease200JSONResponse RtpPortLease
+
+func (response CreateRtpPortLease200JSONResponse) VisitCreateRtpPortLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtpPortLease202JSONResponse NodeCommandAccepted
+
+func (response CreateRtpPortLease202JSONResponse) VisitCreateRtpPortLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(202)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtpPortLease400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateRtpPortLease400JSONResponse) VisitCreateRtpPortLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtpPortLease401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateRtpPortLease401JSONResponse) VisitCreateRtpPortLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtpPortLease403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateRtpPortLease403JSONResponse) VisitCreateRtpPortLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtpPortLease404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateRtpPortLease404JSONResponse) VisitCreateRtpPortLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtpPortLease409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateRtpPortLease409JSONResponse) VisitCreateRtpPortLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtpPortLease413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response CreateRtpPortLease413JSONResponse) VisitCreateRtpPortLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtpPortLease415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response CreateRtpPortLease415JSONResponse) VisitCreateRtpPortLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtpPortLease429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateRtpPortLease429JSONResponse) VisitCreateRtpPortLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtpPortLease500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateRtpPortLease500JSONResponse) VisitCreateRtpPortLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtpPortLease503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response CreateRtpPortLease503JSONResponse) VisitCreateRtpPortLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReleaseRtpPortLeaseRequestObject struct {
+	LeaseId string `json:"leaseId"`
+	Params  ReleaseRtpPortLeaseParams
+	Body    *ReleaseRtpPortLeaseJSONRequestBody
+}
+
+type ReleaseRtpPortLeaseResponseObject interface {
+	VisitReleaseRtpPortLeaseResponse(w http.ResponseWriter) error
+}
+
+type ReleaseRtpPortLease200JSONResponse RtpPortLease
+
+func (response ReleaseRtpPortLease200JSONResponse) VisitReleaseRtpPortLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReleaseRtpPortLease202JSONResponse NodeCommandAccepted
+
+func (response ReleaseRtpPortLease202JSONResponse) VisitReleaseRtpPortLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(202)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReleaseRtpPortLease400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ReleaseRtpPortLease400JSONResponse) VisitReleaseRtpPortLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReleaseRtpPortLease401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ReleaseRtpPortLease401JSONResponse) VisitReleaseRtpPortLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReleaseRtpPortLease403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ReleaseRtpPortLease403JSONResponse) VisitReleaseRtpPortLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReleaseRtpPortLease404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ReleaseRtpPortLease404JSONResponse) VisitReleaseRtpPortLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReleaseRtpPortLease409JSONResponse struct{ ConflictJSONResponse }
+
+func (response ReleaseRtpPortLease409JSONResponse) VisitReleaseRtpPortLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReleaseRtpPortLease413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response ReleaseRtpPortLease413JSONResponse) VisitReleaseRtpPortLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReleaseRtpPortLease415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response ReleaseRtpPortLease415JSONResponse) VisitReleaseRtpPortLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReleaseRtpPortLease429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ReleaseRtpPortLease429JSONResponse) VisitReleaseRtpPortLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReleaseRtpPortLease500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ReleaseRtpPortLease500JSONResponse) VisitReleaseRtpPortLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReleaseRtpPortLease503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ReleaseRtpPortLease503JSONResponse) VisitReleaseRtpPortLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReleaseRtpPortRequestObject struct {
+	Port   int32 `json:"port"`
+	Params ReleaseRtpPortParams
+	Body   *ReleaseRtpPortJSONRequestBody
+}
+
+type ReleaseRtpPortResponseObject interface {
+	VisitReleaseRtpPortResponse(w http.ResponseWriter) error
+}
+
+type ReleaseRtpPort200JSONResponse RtpPortLease
+
+func (response ReleaseRtpPort200JSONResponse) VisitReleaseRtpPortResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReleaseRtpPort202JSONResponse NodeCommandAccepted
+
+func (response ReleaseRtpPort202JSONResponse) VisitReleaseRtpPortResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(202)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReleaseRtpPort400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ReleaseRtpPort400JSONResponse) VisitReleaseRtpPortResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReleaseRtpPort401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ReleaseRtpPort401JSONResponse) VisitReleaseRtpPortResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReleaseRtpPort403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ReleaseRtpPort403JSONResponse) VisitReleaseRtpPortResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReleaseRtpPort404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ReleaseRtpPort404JSONResponse) VisitReleaseRtpPortResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReleaseRtpPort409JSONResponse struct{ ConflictJSONResponse }
+
+func (response ReleaseRtpPort409JSONResponse) VisitReleaseRtpPortResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReleaseRtpPort413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response ReleaseRtpPort413JSONResponse) VisitReleaseRtpPortResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReleaseRtpPort415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response ReleaseRtpPort415JSONResponse) VisitReleaseRtpPortResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReleaseRtpPort429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ReleaseRtpPort429JSONResponse) VisitReleaseRtpPortResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReleaseRtpPort500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ReleaseRtpPort500JSONResponse) VisitReleaseRtpPortResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReleaseRtpPort503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ReleaseRtpPort503JSONResponse) VisitReleaseRtpPortResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTranscoderTemplatesRequestObject struct {
+	Params ListTranscoderTemplatesParams
+}
+
+type ListTranscoderTemplatesResponseObject interface {
+	VisitListTranscoderTemplatesResponse(w http.ResponseWriter) error
+}
+
+type ListTranscoderTemplates200JSONResponse TranscoderTemplateList
+
+func (response ListTranscoderTemplates200JSONResponse) VisitListTranscoderTemplatesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTranscoderTemplates400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListTranscoderTemplates400JSONResponse) VisitListTranscoderTemplatesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTranscoderTemplates401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListTranscoderTemplates401JSONResponse) VisitListTranscoderTemplatesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTranscoderTemplates403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListTranscoderTemplates403JSONResponse) VisitListTranscoderTemplatesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTranscoderTemplates429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListTranscoderTemplates429JSONResponse) VisitListTranscoderTemplatesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTranscoderTemplates500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListTranscoderTemplates500JSONResponse) VisitListTranscoderTemplatesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTranscoderTemplateRequestObject struct {
+	Body *CreateTranscoderTemplateJSONRequestBody
+}
+
+type CreateTranscoderTemplateResponseObject interface {
+	VisitCreateTranscoderTemplateResponse(w http.ResponseWriter) error
+}
+
+type CreateTranscoderTemplate200JSONResponse TranscoderTemplate
+
+func (response CreateTranscoderTemplate200JSONResponse) VisitCreateTranscoderTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTranscoderTemplate400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateTranscoderTemplate400JSONResponse) VisitCreateTranscoderTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTranscoderTemplate401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateTranscoderTemplate401JSONResponse) VisitCreateTranscoderTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTranscoderTemplate403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateTranscoderTemplate403JSONResponse) VisitCreateTranscoderTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTranscoderTemplate409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateTranscoderTemplate409JSONResponse) VisitCreateTranscoderTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTranscoderTemplate413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response CreateTranscoderTemplate413JSONResponse) VisitCreateTranscoderTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTranscoderTemplate415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response CreateTranscoderTemplate415JSONResponse) VisitCreateTranscoderTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTranscoderTemplate429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateTranscoderTemplate429JSONResponse) VisitCreateTranscoderTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTranscoderTemplate500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateTranscoderTemplate500JSONResponse) VisitCreateTranscoderTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteTranscoderTemplateRequestObject struct {
+	TemplateName string `json:"templateName"`
+	Params       DeleteTranscoderTemplateParams
+}
+
+type DeleteTranscoderTemplateResponseObject interface {
+	VisitDeleteTranscoderTemplateResponse(w http.ResponseWriter) error
+}
+
+type DeleteTranscoderTemplate200JSONResponse TranscoderTemplate
+
+func (response DeleteTranscoderTemplate200JSONResponse) VisitDeleteTranscoderTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteTranscoderTemplate400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response DeleteTranscoderTemplate400JSONResponse) VisitDeleteTranscoderTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteTranscoderTemplate401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response DeleteTranscoderTemplate401JSONResponse) VisitDeleteTranscoderTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteTranscoderTemplate403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response DeleteTranscoderTemplate403JSONResponse) VisitDeleteTranscoderTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteTranscoderTemplate404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response DeleteTranscoderTemplate404JSONResponse) VisitDeleteTranscoderTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteTranscoderTemplate429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response DeleteTranscoderTemplate429JSONResponse) VisitDeleteTranscoderTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteTranscoderTemplate500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response DeleteTranscoderTemplate500JSONResponse) VisitDeleteTranscoderTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateTranscoderTemplateRequestObject struct {
+	TemplateName string `json:"templateName"`
+	Body         *UpdateTranscoderTemplateJSONRequestBody
+}
+
+type UpdateTranscoderTemplateResponseObject interface {
+	VisitUpdateTranscoderTemplateResponse(w http.ResponseWriter) error
+}
+
+type UpdateTranscoderTemplate200JSONResponse TranscoderTemplate
+
+func (response UpdateTranscoderTemplate200JSONResponse) VisitUpdateTranscoderTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateTranscoderTemplate400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response UpdateTranscoderTemplate400JSONResponse) VisitUpdateTranscoderTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateTranscoderTemplate401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response UpdateTranscoderTemplate401JSONResponse) VisitUpdateTranscoderTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateTranscoderTemplate403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response UpdateTranscoderTemplate403JSONResponse) VisitUpdateTranscoderTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateTranscoderTemplate404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response UpdateTranscoderTemplate404JSONResponse) VisitUpdateTranscoderTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateTranscoderTemplate413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response UpdateTranscoderTemplate413JSONResponse) VisitUpdateTranscoderTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateTranscoderTemplate415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response UpdateTranscoderTemplate415JSONResponse) VisitUpdateTranscoderTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateTranscoderTemplate429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response UpdateTranscoderTemplate429JSONResponse) VisitUpdateTranscoderTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateTranscoderTemplate500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response UpdateTranscoderTemplate500JSONResponse) VisitUpdateTranscoderTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListNodesRequestObject struct {
+}
+
+type ListNodesResponseObject interface {
+	VisitListNodesResponse(w http.ResponseWriter) error
+}
+
+type ListNodes200JSONResponse NodeList
+
+func (response ListNodes200JSONResponse) VisitListNodesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListNodes401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListNodes401JSONResponse) VisitListNodesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListNodes403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListNodes403JSONResponse) VisitListNodesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListNodes429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListNodes429JSONResponse) VisitListNodesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListNodes500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListNodes500JSONResponse) VisitListNodesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TriggerSelfHeartbeatRequestObject struct {
+}
+
+type TriggerSelfHeartbeatResponseObject interface {
+	VisitTriggerSelfHeartbeatResponse(w http.ResponseWriter) error
+}
+
+type TriggerSelfHeartbeat200JSONResponse NodeHeartbeatResult
+
+func (response TriggerSelfHeartbeat200JSONResponse) VisitTriggerSelfHeartbeatResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TriggerSelfHeartbeat401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response TriggerSelfHeartbeat401JSONResponse) VisitTriggerSelfHeartbeatResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TriggerSelfHeartbeat403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response TriggerSelfHeartbeat403JSONResponse) VisitTriggerSelfHeartbeatResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TriggerSelfHeartbeat429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response TriggerSelfHeartbeat429JSONResponse) VisitTriggerSelfHeartbeatResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TriggerSelfHeartbeat500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response TriggerSelfHeartbeat500JSONResponse) VisitTriggerSelfHeartbeatResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateNodeCommandRequestObject struct {
+	NodeId string `json:"nodeId"`
+	Body   *CreateNodeCommandJSONRequestBody
+}
+
+type CreateNodeCommandResponseObject interface {
+	VisitCreateNodeCommandResponse(w http.ResponseWriter) error
+}
+
+type CreateNodeCommand200JSONResponse NodeCommand
+
+func (response CreateNodeCommand200JSONResponse) VisitCreateNodeCommandResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateNodeCommand400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateNodeCommand400JSONResponse) VisitCreateNodeCommandResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateNodeCommand401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateNodeCommand401JSONResponse) VisitCreateNodeCommandResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateNodeCommand403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateNodeCommand403JSONResponse) VisitCreateNodeCommandResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateNodeCommand404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateNodeCommand404JSONResponse) VisitCreateNodeCommandResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateNodeCommand409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateNodeCommand409JSONResponse) VisitCreateNodeCommandResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateNodeCommand413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response CreateNodeCommand413JSONResponse) VisitCreateNodeCommandResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateNodeCommand415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response CreateNodeCommand415JSONResponse) VisitCreateNodeCommandResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateNodeCommand429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateNodeCommand429JSONResponse) VisitCreateNodeCommandResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateNodeCommand500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateNodeCommand500JSONResponse) VisitCreateNodeCommandResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
@@ -7456,6 +17460,466 @@ func (response GetSystemInfo500JSONResponse) VisitGetSystemInfoResponse(w http.R
 	return err
 }
 
+type ListNodeAgentsRequestObject struct {
+}
+
+type ListNodeAgentsResponseObject interface {
+	VisitListNodeAgentsResponse(w http.ResponseWriter) error
+}
+
+type ListNodeAgents200JSONResponse NodeAgentList
+
+func (response ListNodeAgents200JSONResponse) VisitListNodeAgentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListNodeAgents401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListNodeAgents401JSONResponse) VisitListNodeAgentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListNodeAgents403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListNodeAgents403JSONResponse) VisitListNodeAgentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListNodeAgents429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListNodeAgents429JSONResponse) VisitListNodeAgentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListNodeAgents500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListNodeAgents500JSONResponse) VisitListNodeAgentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateNodeAgentEnrollmentRequestObject struct {
+	NodeId string `json:"nodeId"`
+	Body   *CreateNodeAgentEnrollmentJSONRequestBody
+}
+
+type CreateNodeAgentEnrollmentResponseObject interface {
+	VisitCreateNodeAgentEnrollmentResponse(w http.ResponseWriter) error
+}
+
+type CreateNodeAgentEnrollment200JSONResponse NodeAgentEnrollment
+
+func (response CreateNodeAgentEnrollment200JSONResponse) VisitCreateNodeAgentEnrollmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateNodeAgentEnrollment400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateNodeAgentEnrollment400JSONResponse) VisitCreateNodeAgentEnrollmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateNodeAgentEnrollment401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateNodeAgentEnrollment401JSONResponse) VisitCreateNodeAgentEnrollmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateNodeAgentEnrollment403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateNodeAgentEnrollment403JSONResponse) VisitCreateNodeAgentEnrollmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateNodeAgentEnrollment409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateNodeAgentEnrollment409JSONResponse) VisitCreateNodeAgentEnrollmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateNodeAgentEnrollment413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response CreateNodeAgentEnrollment413JSONResponse) VisitCreateNodeAgentEnrollmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateNodeAgentEnrollment415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response CreateNodeAgentEnrollment415JSONResponse) VisitCreateNodeAgentEnrollmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateNodeAgentEnrollment429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateNodeAgentEnrollment429JSONResponse) VisitCreateNodeAgentEnrollmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateNodeAgentEnrollment500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateNodeAgentEnrollment500JSONResponse) VisitCreateNodeAgentEnrollmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListNodeLifecycleOperationsRequestObject struct {
+	Params ListNodeLifecycleOperationsParams
+}
+
+type ListNodeLifecycleOperationsResponseObject interface {
+	VisitListNodeLifecycleOperationsResponse(w http.ResponseWriter) error
+}
+
+type ListNodeLifecycleOperations200JSONResponse NodeLifecycleOperationList
+
+func (response ListNodeLifecycleOperations200JSONResponse) VisitListNodeLifecycleOperationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListNodeLifecycleOperations400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListNodeLifecycleOperations400JSONResponse) VisitListNodeLifecycleOperationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListNodeLifecycleOperations401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListNodeLifecycleOperations401JSONResponse) VisitListNodeLifecycleOperationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListNodeLifecycleOperations403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListNodeLifecycleOperations403JSONResponse) VisitListNodeLifecycleOperationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListNodeLifecycleOperations429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListNodeLifecycleOperations429JSONResponse) VisitListNodeLifecycleOperationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListNodeLifecycleOperations500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListNodeLifecycleOperations500JSONResponse) VisitListNodeLifecycleOperationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateNodeLifecycleOperationRequestObject struct {
+	Body *CreateNodeLifecycleOperationJSONRequestBody
+}
+
+type CreateNodeLifecycleOperationResponseObject interface {
+	VisitCreateNodeLifecycleOperationResponse(w http.ResponseWriter) error
+}
+
+type CreateNodeLifecycleOperation200JSONResponse NodeLifecycleOperation
+
+func (response CreateNodeLifecycleOperation200JSONResponse) VisitCreateNodeLifecycleOperationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateNodeLifecycleOperation400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateNodeLifecycleOperation400JSONResponse) VisitCreateNodeLifecycleOperationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateNodeLifecycleOperation401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateNodeLifecycleOperation401JSONResponse) VisitCreateNodeLifecycleOperationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateNodeLifecycleOperation403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateNodeLifecycleOperation403JSONResponse) VisitCreateNodeLifecycleOperationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateNodeLifecycleOperation404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateNodeLifecycleOperation404JSONResponse) VisitCreateNodeLifecycleOperationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateNodeLifecycleOperation409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateNodeLifecycleOperation409JSONResponse) VisitCreateNodeLifecycleOperationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateNodeLifecycleOperation413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response CreateNodeLifecycleOperation413JSONResponse) VisitCreateNodeLifecycleOperationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateNodeLifecycleOperation415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response CreateNodeLifecycleOperation415JSONResponse) VisitCreateNodeLifecycleOperationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateNodeLifecycleOperation429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateNodeLifecycleOperation429JSONResponse) VisitCreateNodeLifecycleOperationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateNodeLifecycleOperation500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateNodeLifecycleOperation500JSONResponse) VisitCreateNodeLifecycleOperationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetMigrationAuditRequestObject struct {
 	Params GetMigrationAuditParams
 }
@@ -8393,6 +18857,7 @@ func (response ListRuntimePorts500JSONResponse) VisitListRuntimePortsResponse(w 
 }
 
 type GetHostTuningRequestObject struct {
+	Params GetHostTuningParams
 }
 
 type GetHostTuningResponseObject interface {
@@ -8488,6 +18953,20 @@ func (response ApplyHostTuning200JSONResponse) VisitApplyHostTuningResponse(w ht
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ApplyHostTuning202JSONResponse NodeCommandAccepted
+
+func (response ApplyHostTuning202JSONResponse) VisitApplyHostTuningResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(202)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -9255,9 +19734,129 @@ type StrictServerInterface interface {
 	// GetCurrentUser Describe the calling credential and its user
 	// (GET /api/v2/auth/me)
 	GetCurrentUser(ctx context.Context, request GetCurrentUserRequestObject) (GetCurrentUserResponseObject, error)
+	// GetClusterMonitoring Get cluster monitoring with history
+	// (GET /api/v2/cluster/monitoring)
+	GetClusterMonitoring(ctx context.Context, request GetClusterMonitoringRequestObject) (GetClusterMonitoringResponseObject, error)
+	// GetClusterMonitoringCurrent Get current cluster monitoring
+	// (GET /api/v2/cluster/monitoring/current)
+	GetClusterMonitoringCurrent(ctx context.Context, request GetClusterMonitoringCurrentRequestObject) (GetClusterMonitoringCurrentResponseObject, error)
+	// GetLocalRuntime Get this node's process snapshot
+	// (GET /api/v2/cluster/monitoring/local-runtime)
+	GetLocalRuntime(ctx context.Context, request GetLocalRuntimeRequestObject) (GetLocalRuntimeResponseObject, error)
 	// GetClusterStatus Get the cluster consensus status
 	// (GET /api/v2/cluster/status)
 	GetClusterStatus(ctx context.Context, request GetClusterStatusRequestObject) (GetClusterStatusResponseObject, error)
+	// ListEngineNodes List engine nodes
+	// (GET /api/v2/engine/nodes)
+	ListEngineNodes(ctx context.Context, request ListEngineNodesRequestObject) (ListEngineNodesResponseObject, error)
+	// ListEngineNodeApis List an engine node's control API
+	// (GET /api/v2/engine/nodes/{nodeId}/apis)
+	ListEngineNodeApis(ctx context.Context, request ListEngineNodeApisRequestObject) (ListEngineNodeApisResponseObject, error)
+	// GetEngineNodeCapabilities Discover an engine node's capabilities
+	// (GET /api/v2/engine/nodes/{nodeId}/capabilities)
+	GetEngineNodeCapabilities(ctx context.Context, request GetEngineNodeCapabilitiesRequestObject) (GetEngineNodeCapabilitiesResponseObject, error)
+	// GetEngineNodeVersion Get an engine node's version
+	// (GET /api/v2/engine/nodes/{nodeId}/version)
+	GetEngineNodeVersion(ctx context.Context, request GetEngineNodeVersionRequestObject) (GetEngineNodeVersionResponseObject, error)
+	// ListMediaServers List media servers
+	// (GET /api/v2/media-servers)
+	ListMediaServers(ctx context.Context, request ListMediaServersRequestObject) (ListMediaServersResponseObject, error)
+	// GetMediaServerReferences List references to a media server
+	// (GET /api/v2/media-servers/{mediaServerId}/references)
+	GetMediaServerReferences(ctx context.Context, request GetMediaServerReferencesRequestObject) (GetMediaServerReferencesResponseObject, error)
+	// RetireMediaServer Preview or retire a media server
+	// (POST /api/v2/media-servers/{mediaServerId}/retire)
+	RetireMediaServer(ctx context.Context, request RetireMediaServerRequestObject) (RetireMediaServerResponseObject, error)
+	// ListNodeCommands List node commands
+	// (GET /api/v2/node/commands)
+	ListNodeCommands(ctx context.Context, request ListNodeCommandsRequestObject) (ListNodeCommandsResponseObject, error)
+	// ListLocalNodeCommands List this control node's node commands
+	// (GET /api/v2/node/commands/local)
+	ListLocalNodeCommands(ctx context.Context, request ListLocalNodeCommandsRequestObject) (ListLocalNodeCommandsResponseObject, error)
+	// GetNodeCommandStats Count node commands
+	// (GET /api/v2/node/commands/stats)
+	GetNodeCommandStats(ctx context.Context, request GetNodeCommandStatsRequestObject) (GetNodeCommandStatsResponseObject, error)
+	// GetNodeCommand Get a node command
+	// (GET /api/v2/node/commands/{commandId})
+	GetNodeCommand(ctx context.Context, request GetNodeCommandRequestObject) (GetNodeCommandResponseObject, error)
+	// CancelNodeCommand Cancel a node command
+	// (POST /api/v2/node/commands/{commandId}/cancel)
+	CancelNodeCommand(ctx context.Context, request CancelNodeCommandRequestObject) (CancelNodeCommandResponseObject, error)
+	// GetNodeCommandDetail Get a node command in detail
+	// (GET /api/v2/node/commands/{commandId}/detail)
+	GetNodeCommandDetail(ctx context.Context, request GetNodeCommandDetailRequestObject) (GetNodeCommandDetailResponseObject, error)
+	// GetEngineConfig Get the engine configuration
+	// (GET /api/v2/node/engine/config)
+	GetEngineConfig(ctx context.Context, request GetEngineConfigRequestObject) (GetEngineConfigResponseObject, error)
+	// ApplyEngineConfig Write the engine configuration
+	// (POST /api/v2/node/engine/config/apply)
+	ApplyEngineConfig(ctx context.Context, request ApplyEngineConfigRequestObject) (ApplyEngineConfigResponseObject, error)
+	// PlanEngineConfig Preview an engine configuration change
+	// (POST /api/v2/node/engine/config/plan)
+	PlanEngineConfig(ctx context.Context, request PlanEngineConfigRequestObject) (PlanEngineConfigResponseObject, error)
+	// GetEngineRawConfig Get the engine configuration file
+	// (GET /api/v2/node/engine/config/raw)
+	GetEngineRawConfig(ctx context.Context, request GetEngineRawConfigRequestObject) (GetEngineRawConfigResponseObject, error)
+	// ApplyEngineRawConfig Write the engine configuration file
+	// (PUT /api/v2/node/engine/config/raw)
+	ApplyEngineRawConfig(ctx context.Context, request ApplyEngineRawConfigRequestObject) (ApplyEngineRawConfigResponseObject, error)
+	// PlanEngineRawConfig Preview an engine configuration file
+	// (POST /api/v2/node/engine/config/raw/plan)
+	PlanEngineRawConfig(ctx context.Context, request PlanEngineRawConfigRequestObject) (PlanEngineRawConfigResponseObject, error)
+	// GetEngineCoreSettings Get the engine core settings
+	// (GET /api/v2/node/engine/core-settings)
+	GetEngineCoreSettings(ctx context.Context, request GetEngineCoreSettingsRequestObject) (GetEngineCoreSettingsResponseObject, error)
+	// UpdateEngineCoreSettings Change the engine core settings
+	// (PUT /api/v2/node/engine/core-settings)
+	UpdateEngineCoreSettings(ctx context.Context, request UpdateEngineCoreSettingsRequestObject) (UpdateEngineCoreSettingsResponseObject, error)
+	// GetEngineProcess Get the engine process
+	// (GET /api/v2/node/engine/process)
+	GetEngineProcess(ctx context.Context, request GetEngineProcessRequestObject) (GetEngineProcessResponseObject, error)
+	// ReloadEngineProcess Reload the engine process
+	// (POST /api/v2/node/engine/process/reload)
+	ReloadEngineProcess(ctx context.Context, request ReloadEngineProcessRequestObject) (ReloadEngineProcessResponseObject, error)
+	// RestartEngineProcess Restart the engine process
+	// (POST /api/v2/node/engine/process/restart)
+	RestartEngineProcess(ctx context.Context, request RestartEngineProcessRequestObject) (RestartEngineProcessResponseObject, error)
+	// StartEngineProcess Start the engine process
+	// (POST /api/v2/node/engine/process/start)
+	StartEngineProcess(ctx context.Context, request StartEngineProcessRequestObject) (StartEngineProcessResponseObject, error)
+	// StopEngineProcess Stop the engine process
+	// (POST /api/v2/node/engine/process/stop)
+	StopEngineProcess(ctx context.Context, request StopEngineProcessRequestObject) (StopEngineProcessResponseObject, error)
+	// ListRtpPortLeases List RTP port leases
+	// (GET /api/v2/node/rtp/leases)
+	ListRtpPortLeases(ctx context.Context, request ListRtpPortLeasesRequestObject) (ListRtpPortLeasesResponseObject, error)
+	// CreateRtpPortLease Lease an RTP port
+	// (POST /api/v2/node/rtp/leases)
+	CreateRtpPortLease(ctx context.Context, request CreateRtpPortLeaseRequestObject) (CreateRtpPortLeaseResponseObject, error)
+	// ReleaseRtpPortLease Release an RTP port lease
+	// (POST /api/v2/node/rtp/leases/{leaseId}/release)
+	ReleaseRtpPortLease(ctx context.Context, request ReleaseRtpPortLeaseRequestObject) (ReleaseRtpPortLeaseResponseObject, error)
+	// ReleaseRtpPort Release the lease of a port
+	// (POST /api/v2/node/rtp/ports/{port}/release)
+	ReleaseRtpPort(ctx context.Context, request ReleaseRtpPortRequestObject) (ReleaseRtpPortResponseObject, error)
+	// ListTranscoderTemplates List transcoder templates
+	// (GET /api/v2/node/transcoder-templates)
+	ListTranscoderTemplates(ctx context.Context, request ListTranscoderTemplatesRequestObject) (ListTranscoderTemplatesResponseObject, error)
+	// CreateTranscoderTemplate Create a transcoder template
+	// (POST /api/v2/node/transcoder-templates)
+	CreateTranscoderTemplate(ctx context.Context, request CreateTranscoderTemplateRequestObject) (CreateTranscoderTemplateResponseObject, error)
+	// DeleteTranscoderTemplate Delete a transcoder template
+	// (DELETE /api/v2/node/transcoder-templates/{templateName})
+	DeleteTranscoderTemplate(ctx context.Context, request DeleteTranscoderTemplateRequestObject) (DeleteTranscoderTemplateResponseObject, error)
+	// UpdateTranscoderTemplate Replace a transcoder template
+	// (PUT /api/v2/node/transcoder-templates/{templateName})
+	UpdateTranscoderTemplate(ctx context.Context, request UpdateTranscoderTemplateRequestObject) (UpdateTranscoderTemplateResponseObject, error)
+	// ListNodes List nodes
+	// (GET /api/v2/nodes)
+	ListNodes(ctx context.Context, request ListNodesRequestObject) (ListNodesResponseObject, error)
+	// TriggerSelfHeartbeat Take this node's heartbeat now
+	// (POST /api/v2/nodes/self/heartbeat)
+	TriggerSelfHeartbeat(ctx context.Context, request TriggerSelfHeartbeatRequestObject) (TriggerSelfHeartbeatResponseObject, error)
+	// CreateNodeCommand Create a node command
+	// (POST /api/v2/nodes/{nodeId}/commands)
+	CreateNodeCommand(ctx context.Context, request CreateNodeCommandRequestObject) (CreateNodeCommandResponseObject, error)
 	// ListApiTokens List API tokens
 	// (GET /api/v2/security/api-tokens)
 	ListApiTokens(ctx context.Context, request ListApiTokensRequestObject) (ListApiTokensResponseObject, error)
@@ -9348,6 +19947,18 @@ type StrictServerInterface interface {
 	// GetSystemInfo Get basic information about this node
 	// (GET /api/v2/system/info)
 	GetSystemInfo(ctx context.Context, request GetSystemInfoRequestObject) (GetSystemInfoResponseObject, error)
+	// ListNodeAgents List node agents
+	// (GET /api/v2/system/lifecycle/agents)
+	ListNodeAgents(ctx context.Context, request ListNodeAgentsRequestObject) (ListNodeAgentsResponseObject, error)
+	// CreateNodeAgentEnrollment Create a node agent enrollment code
+	// (POST /api/v2/system/lifecycle/agents/{nodeId}/enrollment)
+	CreateNodeAgentEnrollment(ctx context.Context, request CreateNodeAgentEnrollmentRequestObject) (CreateNodeAgentEnrollmentResponseObject, error)
+	// ListNodeLifecycleOperations List lifecycle operations
+	// (GET /api/v2/system/lifecycle/operations)
+	ListNodeLifecycleOperations(ctx context.Context, request ListNodeLifecycleOperationsRequestObject) (ListNodeLifecycleOperationsResponseObject, error)
+	// CreateNodeLifecycleOperation Run a lifecycle operation
+	// (POST /api/v2/system/lifecycle/operations)
+	CreateNodeLifecycleOperation(ctx context.Context, request CreateNodeLifecycleOperationRequestObject) (CreateNodeLifecycleOperationResponseObject, error)
 	// GetMigrationAudit Audit store migrations and residues
 	// (GET /api/v2/system/migration-audit)
 	GetMigrationAudit(ctx context.Context, request GetMigrationAuditRequestObject) (GetMigrationAuditResponseObject, error)
@@ -9551,6 +20162,82 @@ func (sh *strictHandler) GetCurrentUser(ctx *gin.Context) {
 	}
 }
 
+// GetClusterMonitoring operation middleware
+func (sh *strictHandler) GetClusterMonitoring(ctx *gin.Context, params GetClusterMonitoringParams) {
+	var request GetClusterMonitoringRequestObject
+
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetClusterMonitoring(ctx, request.(GetClusterMonitoringRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetClusterMonitoring")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetClusterMonitoringResponseObject); ok {
+		if err := validResponse.VisitGetClusterMonitoringResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetClusterMonitoringCurrent operation middleware
+func (sh *strictHandler) GetClusterMonitoringCurrent(ctx *gin.Context, params GetClusterMonitoringCurrentParams) {
+	var request GetClusterMonitoringCurrentRequestObject
+
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetClusterMonitoringCurrent(ctx, request.(GetClusterMonitoringCurrentRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetClusterMonitoringCurrent")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetClusterMonitoringCurrentResponseObject); ok {
+		if err := validResponse.VisitGetClusterMonitoringCurrentResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetLocalRuntime operation middleware
+func (sh *strictHandler) GetLocalRuntime(ctx *gin.Context) {
+	var request GetLocalRuntimeRequestObject
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetLocalRuntime(ctx, request.(GetLocalRuntimeRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetLocalRuntime")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetLocalRuntimeResponseObject); ok {
+		if err := validResponse.VisitGetLocalRuntimeResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // GetClusterStatus operation middleware
 func (sh *strictHandler) GetClusterStatus(ctx *gin.Context, params GetClusterStatusParams) {
 	var request GetClusterStatusRequestObject
@@ -9570,6 +20257,1292 @@ func (sh *strictHandler) GetClusterStatus(ctx *gin.Context, params GetClusterSta
 		sh.options.HandlerErrorFunc(ctx, err)
 	} else if validResponse, ok := response.(GetClusterStatusResponseObject); ok {
 		if err := validResponse.VisitGetClusterStatusResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListEngineNodes operation middleware
+func (sh *strictHandler) ListEngineNodes(ctx *gin.Context) {
+	var request ListEngineNodesRequestObject
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListEngineNodes(ctx, request.(ListEngineNodesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListEngineNodes")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListEngineNodesResponseObject); ok {
+		if err := validResponse.VisitListEngineNodesResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListEngineNodeApis operation middleware
+func (sh *strictHandler) ListEngineNodeApis(ctx *gin.Context, nodeId string) {
+	var request ListEngineNodeApisRequestObject
+
+	request.NodeId = nodeId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListEngineNodeApis(ctx, request.(ListEngineNodeApisRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListEngineNodeApis")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListEngineNodeApisResponseObject); ok {
+		if err := validResponse.VisitListEngineNodeApisResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetEngineNodeCapabilities operation middleware
+func (sh *strictHandler) GetEngineNodeCapabilities(ctx *gin.Context, nodeId string) {
+	var request GetEngineNodeCapabilitiesRequestObject
+
+	request.NodeId = nodeId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetEngineNodeCapabilities(ctx, request.(GetEngineNodeCapabilitiesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetEngineNodeCapabilities")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetEngineNodeCapabilitiesResponseObject); ok {
+		if err := validResponse.VisitGetEngineNodeCapabilitiesResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetEngineNodeVersion operation middleware
+func (sh *strictHandler) GetEngineNodeVersion(ctx *gin.Context, nodeId string) {
+	var request GetEngineNodeVersionRequestObject
+
+	request.NodeId = nodeId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetEngineNodeVersion(ctx, request.(GetEngineNodeVersionRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetEngineNodeVersion")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetEngineNodeVersionResponseObject); ok {
+		if err := validResponse.VisitGetEngineNodeVersionResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListMediaServers operation middleware
+func (sh *strictHandler) ListMediaServers(ctx *gin.Context, params ListMediaServersParams) {
+	var request ListMediaServersRequestObject
+
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListMediaServers(ctx, request.(ListMediaServersRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListMediaServers")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListMediaServersResponseObject); ok {
+		if err := validResponse.VisitListMediaServersResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetMediaServerReferences operation middleware
+func (sh *strictHandler) GetMediaServerReferences(ctx *gin.Context, mediaServerId string, params GetMediaServerReferencesParams) {
+	var request GetMediaServerReferencesRequestObject
+
+	request.MediaServerId = mediaServerId
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetMediaServerReferences(ctx, request.(GetMediaServerReferencesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetMediaServerReferences")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetMediaServerReferencesResponseObject); ok {
+		if err := validResponse.VisitGetMediaServerReferencesResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// RetireMediaServer operation middleware
+func (sh *strictHandler) RetireMediaServer(ctx *gin.Context, mediaServerId string, params RetireMediaServerParams) {
+	var request RetireMediaServerRequestObject
+
+	request.MediaServerId = mediaServerId
+	request.Params = params
+
+	var body RetireMediaServerJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RetireMediaServer(ctx, request.(RetireMediaServerRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RetireMediaServer")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(RetireMediaServerResponseObject); ok {
+		if err := validResponse.VisitRetireMediaServerResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListNodeCommands operation middleware
+func (sh *strictHandler) ListNodeCommands(ctx *gin.Context, params ListNodeCommandsParams) {
+	var request ListNodeCommandsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListNodeCommands(ctx, request.(ListNodeCommandsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListNodeCommands")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListNodeCommandsResponseObject); ok {
+		if err := validResponse.VisitListNodeCommandsResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListLocalNodeCommands operation middleware
+func (sh *strictHandler) ListLocalNodeCommands(ctx *gin.Context, params ListLocalNodeCommandsParams) {
+	var request ListLocalNodeCommandsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListLocalNodeCommands(ctx, request.(ListLocalNodeCommandsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListLocalNodeCommands")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListLocalNodeCommandsResponseObject); ok {
+		if err := validResponse.VisitListLocalNodeCommandsResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetNodeCommandStats operation middleware
+func (sh *strictHandler) GetNodeCommandStats(ctx *gin.Context, params GetNodeCommandStatsParams) {
+	var request GetNodeCommandStatsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetNodeCommandStats(ctx, request.(GetNodeCommandStatsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetNodeCommandStats")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetNodeCommandStatsResponseObject); ok {
+		if err := validResponse.VisitGetNodeCommandStatsResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetNodeCommand operation middleware
+func (sh *strictHandler) GetNodeCommand(ctx *gin.Context, commandId string) {
+	var request GetNodeCommandRequestObject
+
+	request.CommandId = commandId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetNodeCommand(ctx, request.(GetNodeCommandRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetNodeCommand")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetNodeCommandResponseObject); ok {
+		if err := validResponse.VisitGetNodeCommandResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CancelNodeCommand operation middleware
+func (sh *strictHandler) CancelNodeCommand(ctx *gin.Context, commandId string) {
+	var request CancelNodeCommandRequestObject
+
+	request.CommandId = commandId
+
+	var body CancelNodeCommandJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		if !errors.Is(err, io.EOF) {
+			sh.options.RequestErrorHandlerFunc(ctx, err)
+			return
+		}
+	} else {
+		request.Body = &body
+	}
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CancelNodeCommand(ctx, request.(CancelNodeCommandRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CancelNodeCommand")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CancelNodeCommandResponseObject); ok {
+		if err := validResponse.VisitCancelNodeCommandResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetNodeCommandDetail operation middleware
+func (sh *strictHandler) GetNodeCommandDetail(ctx *gin.Context, commandId string) {
+	var request GetNodeCommandDetailRequestObject
+
+	request.CommandId = commandId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetNodeCommandDetail(ctx, request.(GetNodeCommandDetailRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetNodeCommandDetail")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetNodeCommandDetailResponseObject); ok {
+		if err := validResponse.VisitGetNodeCommandDetailResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetEngineConfig operation middleware
+func (sh *strictHandler) GetEngineConfig(ctx *gin.Context, params GetEngineConfigParams) {
+	var request GetEngineConfigRequestObject
+
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetEngineConfig(ctx, request.(GetEngineConfigRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetEngineConfig")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetEngineConfigResponseObject); ok {
+		if err := validResponse.VisitGetEngineConfigResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ApplyEngineConfig operation middleware
+func (sh *strictHandler) ApplyEngineConfig(ctx *gin.Context, params ApplyEngineConfigParams) {
+	var request ApplyEngineConfigRequestObject
+
+	request.Params = params
+
+	var body ApplyEngineConfigJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ApplyEngineConfig(ctx, request.(ApplyEngineConfigRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ApplyEngineConfig")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ApplyEngineConfigResponseObject); ok {
+		if err := validResponse.VisitApplyEngineConfigResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// PlanEngineConfig operation middleware
+func (sh *strictHandler) PlanEngineConfig(ctx *gin.Context, params PlanEngineConfigParams) {
+	var request PlanEngineConfigRequestObject
+
+	request.Params = params
+
+	var body PlanEngineConfigJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.PlanEngineConfig(ctx, request.(PlanEngineConfigRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "PlanEngineConfig")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(PlanEngineConfigResponseObject); ok {
+		if err := validResponse.VisitPlanEngineConfigResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetEngineRawConfig operation middleware
+func (sh *strictHandler) GetEngineRawConfig(ctx *gin.Context, params GetEngineRawConfigParams) {
+	var request GetEngineRawConfigRequestObject
+
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetEngineRawConfig(ctx, request.(GetEngineRawConfigRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetEngineRawConfig")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetEngineRawConfigResponseObject); ok {
+		if err := validResponse.VisitGetEngineRawConfigResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ApplyEngineRawConfig operation middleware
+func (sh *strictHandler) ApplyEngineRawConfig(ctx *gin.Context, params ApplyEngineRawConfigParams) {
+	var request ApplyEngineRawConfigRequestObject
+
+	request.Params = params
+
+	var body ApplyEngineRawConfigJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ApplyEngineRawConfig(ctx, request.(ApplyEngineRawConfigRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ApplyEngineRawConfig")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ApplyEngineRawConfigResponseObject); ok {
+		if err := validResponse.VisitApplyEngineRawConfigResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// PlanEngineRawConfig operation middleware
+func (sh *strictHandler) PlanEngineRawConfig(ctx *gin.Context, params PlanEngineRawConfigParams) {
+	var request PlanEngineRawConfigRequestObject
+
+	request.Params = params
+
+	var body PlanEngineRawConfigJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.PlanEngineRawConfig(ctx, request.(PlanEngineRawConfigRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "PlanEngineRawConfig")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(PlanEngineRawConfigResponseObject); ok {
+		if err := validResponse.VisitPlanEngineRawConfigResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetEngineCoreSettings operation middleware
+func (sh *strictHandler) GetEngineCoreSettings(ctx *gin.Context, params GetEngineCoreSettingsParams) {
+	var request GetEngineCoreSettingsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetEngineCoreSettings(ctx, request.(GetEngineCoreSettingsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetEngineCoreSettings")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetEngineCoreSettingsResponseObject); ok {
+		if err := validResponse.VisitGetEngineCoreSettingsResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// UpdateEngineCoreSettings operation middleware
+func (sh *strictHandler) UpdateEngineCoreSettings(ctx *gin.Context, params UpdateEngineCoreSettingsParams) {
+	var request UpdateEngineCoreSettingsRequestObject
+
+	request.Params = params
+
+	var body UpdateEngineCoreSettingsJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateEngineCoreSettings(ctx, request.(UpdateEngineCoreSettingsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateEngineCoreSettings")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(UpdateEngineCoreSettingsResponseObject); ok {
+		if err := validResponse.VisitUpdateEngineCoreSettingsResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetEngineProcess operation middleware
+func (sh *strictHandler) GetEngineProcess(ctx *gin.Context, params GetEngineProcessParams) {
+	var request GetEngineProcessRequestObject
+
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetEngineProcess(ctx, request.(GetEngineProcessRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetEngineProcess")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetEngineProcessResponseObject); ok {
+		if err := validResponse.VisitGetEngineProcessResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ReloadEngineProcess operation middleware
+func (sh *strictHandler) ReloadEngineProcess(ctx *gin.Context, params ReloadEngineProcessParams) {
+	var request ReloadEngineProcessRequestObject
+
+	request.Params = params
+
+	var body ReloadEngineProcessJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		if !errors.Is(err, io.EOF) {
+			sh.options.RequestErrorHandlerFunc(ctx, err)
+			return
+		}
+	} else {
+		request.Body = &body
+	}
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ReloadEngineProcess(ctx, request.(ReloadEngineProcessRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ReloadEngineProcess")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ReloadEngineProcessResponseObject); ok {
+		if err := validResponse.VisitReloadEngineProcessResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// RestartEngineProcess operation middleware
+func (sh *strictHandler) RestartEngineProcess(ctx *gin.Context, params RestartEngineProcessParams) {
+	var request RestartEngineProcessRequestObject
+
+	request.Params = params
+
+	var body RestartEngineProcessJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		if !errors.Is(err, io.EOF) {
+			sh.options.RequestErrorHandlerFunc(ctx, err)
+			return
+		}
+	} else {
+		request.Body = &body
+	}
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RestartEngineProcess(ctx, request.(RestartEngineProcessRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RestartEngineProcess")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(RestartEngineProcessResponseObject); ok {
+		if err := validResponse.VisitRestartEngineProcessResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// StartEngineProcess operation middleware
+func (sh *strictHandler) StartEngineProcess(ctx *gin.Context, params StartEngineProcessParams) {
+	var request StartEngineProcessRequestObject
+
+	request.Params = params
+
+	var body StartEngineProcessJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		if !errors.Is(err, io.EOF) {
+			sh.options.RequestErrorHandlerFunc(ctx, err)
+			return
+		}
+	} else {
+		request.Body = &body
+	}
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.StartEngineProcess(ctx, request.(StartEngineProcessRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "StartEngineProcess")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(StartEngineProcessResponseObject); ok {
+		if err := validResponse.VisitStartEngineProcessResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// StopEngineProcess operation middleware
+func (sh *strictHandler) StopEngineProcess(ctx *gin.Context, params StopEngineProcessParams) {
+	var request StopEngineProcessRequestObject
+
+	request.Params = params
+
+	var body StopEngineProcessJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		if !errors.Is(err, io.EOF) {
+			sh.options.RequestErrorHandlerFunc(ctx, err)
+			return
+		}
+	} else {
+		request.Body = &body
+	}
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.StopEngineProcess(ctx, request.(StopEngineProcessRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "StopEngineProcess")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(StopEngineProcessResponseObject); ok {
+		if err := validResponse.VisitStopEngineProcessResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListRtpPortLeases operation middleware
+func (sh *strictHandler) ListRtpPortLeases(ctx *gin.Context, params ListRtpPortLeasesParams) {
+	var request ListRtpPortLeasesRequestObject
+
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListRtpPortLeases(ctx, request.(ListRtpPortLeasesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListRtpPortLeases")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListRtpPortLeasesResponseObject); ok {
+		if err := validResponse.VisitListRtpPortLeasesResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CreateRtpPortLease operation middleware
+func (sh *strictHandler) CreateRtpPortLease(ctx *gin.Context, params CreateRtpPortLeaseParams) {
+	var request CreateRtpPortLeaseRequestObject
+
+	request.Params = params
+
+	var body CreateRtpPortLeaseJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateRtpPortLease(ctx, request.(CreateRtpPortLeaseRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateRtpPortLease")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateRtpPortLeaseResponseObject); ok {
+		if err := validResponse.VisitCreateRtpPortLeaseResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ReleaseRtpPortLease operation middleware
+func (sh *strictHandler) ReleaseRtpPortLease(ctx *gin.Context, leaseId string, params ReleaseRtpPortLeaseParams) {
+	var request ReleaseRtpPortLeaseRequestObject
+
+	request.LeaseId = leaseId
+	request.Params = params
+
+	var body ReleaseRtpPortLeaseJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		if !errors.Is(err, io.EOF) {
+			sh.options.RequestErrorHandlerFunc(ctx, err)
+			return
+		}
+	} else {
+		request.Body = &body
+	}
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ReleaseRtpPortLease(ctx, request.(ReleaseRtpPortLeaseRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ReleaseRtpPortLease")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ReleaseRtpPortLeaseResponseObject); ok {
+		if err := validResponse.VisitReleaseRtpPortLeaseResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ReleaseRtpPort operation middleware
+func (sh *strictHandler) ReleaseRtpPort(ctx *gin.Context, port int32, params ReleaseRtpPortParams) {
+	var request ReleaseRtpPortRequestObject
+
+	request.Port = port
+	request.Params = params
+
+	var body ReleaseRtpPortJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		if !errors.Is(err, io.EOF) {
+			sh.options.RequestErrorHandlerFunc(ctx, err)
+			return
+		}
+	} else {
+		request.Body = &body
+	}
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ReleaseRtpPort(ctx, request.(ReleaseRtpPortRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ReleaseRtpPort")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ReleaseRtpPortResponseObject); ok {
+		if err := validResponse.VisitReleaseRtpPortResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListTranscoderTemplates operation middleware
+func (sh *strictHandler) ListTranscoderTemplates(ctx *gin.Context, params ListTranscoderTemplatesParams) {
+	var request ListTranscoderTemplatesRequestObject
+
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListTranscoderTemplates(ctx, request.(ListTranscoderTemplatesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListTranscoderTemplates")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListTranscoderTemplatesResponseObject); ok {
+		if err := validResponse.VisitListTranscoderTemplatesResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CreateTranscoderTemplate operation middleware
+func (sh *strictHandler) CreateTranscoderTemplate(ctx *gin.Context) {
+	var request CreateTranscoderTemplateRequestObject
+
+	var body CreateTranscoderTemplateJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateTranscoderTemplate(ctx, request.(CreateTranscoderTemplateRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateTranscoderTemplate")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateTranscoderTemplateResponseObject); ok {
+		if err := validResponse.VisitCreateTranscoderTemplateResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// DeleteTranscoderTemplate operation middleware
+func (sh *strictHandler) DeleteTranscoderTemplate(ctx *gin.Context, templateName string, params DeleteTranscoderTemplateParams) {
+	var request DeleteTranscoderTemplateRequestObject
+
+	request.TemplateName = templateName
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteTranscoderTemplate(ctx, request.(DeleteTranscoderTemplateRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteTranscoderTemplate")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(DeleteTranscoderTemplateResponseObject); ok {
+		if err := validResponse.VisitDeleteTranscoderTemplateResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// UpdateTranscoderTemplate operation middleware
+func (sh *strictHandler) UpdateTranscoderTemplate(ctx *gin.Context, templateName string) {
+	var request UpdateTranscoderTemplateRequestObject
+
+	request.TemplateName = templateName
+
+	var body UpdateTranscoderTemplateJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateTranscoderTemplate(ctx, request.(UpdateTranscoderTemplateRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateTranscoderTemplate")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(UpdateTranscoderTemplateResponseObject); ok {
+		if err := validResponse.VisitUpdateTranscoderTemplateResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListNodes operation middleware
+func (sh *strictHandler) ListNodes(ctx *gin.Context) {
+	var request ListNodesRequestObject
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListNodes(ctx, request.(ListNodesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListNodes")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListNodesResponseObject); ok {
+		if err := validResponse.VisitListNodesResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// TriggerSelfHeartbeat operation middleware
+func (sh *strictHandler) TriggerSelfHeartbeat(ctx *gin.Context) {
+	var request TriggerSelfHeartbeatRequestObject
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.TriggerSelfHeartbeat(ctx, request.(TriggerSelfHeartbeatRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "TriggerSelfHeartbeat")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(TriggerSelfHeartbeatResponseObject); ok {
+		if err := validResponse.VisitTriggerSelfHeartbeatResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CreateNodeCommand operation middleware
+func (sh *strictHandler) CreateNodeCommand(ctx *gin.Context, nodeId string) {
+	var request CreateNodeCommandRequestObject
+
+	request.NodeId = nodeId
+
+	var body CreateNodeCommandJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateNodeCommand(ctx, request.(CreateNodeCommandRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateNodeCommand")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateNodeCommandResponseObject); ok {
+		if err := validResponse.VisitCreateNodeCommandResponse(ctx.Writer); err != nil {
 			sh.options.ResponseErrorHandlerFunc(ctx, err)
 		}
 	} else if response != nil {
@@ -10513,6 +22486,145 @@ func (sh *strictHandler) GetSystemInfo(ctx *gin.Context) {
 	}
 }
 
+// ListNodeAgents operation middleware
+func (sh *strictHandler) ListNodeAgents(ctx *gin.Context) {
+	var request ListNodeAgentsRequestObject
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListNodeAgents(ctx, request.(ListNodeAgentsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListNodeAgents")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListNodeAgentsResponseObject); ok {
+		if err := validResponse.VisitListNodeAgentsResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CreateNodeAgentEnrollment operation middleware
+func (sh *strictHandler) CreateNodeAgentEnrollment(ctx *gin.Context, nodeId string) {
+	var request CreateNodeAgentEnrollmentRequestObject
+
+	request.NodeId = nodeId
+
+	var body CreateNodeAgentEnrollmentJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		if !errors.Is(err, io.EOF) {
+			sh.options.RequestErrorHandlerFunc(ctx, err)
+			return
+		}
+	} else {
+		request.Body = &body
+	}
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateNodeAgentEnrollment(ctx, request.(CreateNodeAgentEnrollmentRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateNodeAgentEnrollment")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateNodeAgentEnrollmentResponseObject); ok {
+		if err := validResponse.VisitCreateNodeAgentEnrollmentResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListNodeLifecycleOperations operation middleware
+func (sh *strictHandler) ListNodeLifecycleOperations(ctx *gin.Context, params ListNodeLifecycleOperationsParams) {
+	var request ListNodeLifecycleOperationsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListNodeLifecycleOperations(ctx, request.(ListNodeLifecycleOperationsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListNodeLifecycleOperations")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListNodeLifecycleOperationsResponseObject); ok {
+		if err := validResponse.VisitListNodeLifecycleOperationsResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CreateNodeLifecycleOperation operation middleware
+func (sh *strictHandler) CreateNodeLifecycleOperation(ctx *gin.Context) {
+	var request CreateNodeLifecycleOperationRequestObject
+
+	var body CreateNodeLifecycleOperationJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateNodeLifecycleOperation(ctx, request.(CreateNodeLifecycleOperationRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateNodeLifecycleOperation")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateNodeLifecycleOperationResponseObject); ok {
+		if err := validResponse.VisitCreateNodeLifecycleOperationResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // GetMigrationAudit operation middleware
 func (sh *strictHandler) GetMigrationAudit(ctx *gin.Context, params GetMigrationAuditParams) {
 	var request GetMigrationAuditRequestObject
@@ -10774,8 +22886,10 @@ func (sh *strictHandler) ListRuntimePorts(ctx *gin.Context) {
 }
 
 // GetHostTuning operation middleware
-func (sh *strictHandler) GetHostTuning(ctx *gin.Context) {
+func (sh *strictHandler) GetHostTuning(ctx *gin.Context, params GetHostTuningParams) {
 	var request GetHostTuningRequestObject
+
+	request.Params = params
 
 	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
 		return sh.ssi.GetHostTuning(ctx, request.(GetHostTuningRequestObject))
@@ -11052,386 +23166,634 @@ func (sh *strictHandler) GetHealth(ctx *gin.Context) {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L2Lc9w4kjf4ryDqNmJ6vqDkRz9224qL72TZ0+1v7LZWkmf2bqbXQpGoKoxYABsAVarp8P9+gUwABEmQ",
-	"xdLD9qwdG7HTVpHEKzORz1/+PsvlupKCCaNnz36fVVTRNTNMwb9Oylobpl4V9h8F07nileFSzJ7NXhVM",
-	"GL7gTBG5IGbFSI4PH5GCLWhdGk2MjH/wzwlZMGJW1BAq9IYpfTjLZtx+87eaqe0smwm6ZrNnszyMns10",
-	"vmJraqexpjevmVia1ezZk6f/kc3MtrIPa6O4WM4+fMhmb0W5PVVyXrK17k/8jJlaCSJFuSXcsLXGuazo",
-	"NSOUVPje0JRk/Ol4Vm7Ns2cLWmoWZjWXsmRUwLRO6ZL1p/NLvZ43e1PRJbPbpmCSGdGGKsPFklBDngxN",
-	"yr6UnsyTbLaQak3N7NmMC/Pt01k2W3PB1/UafnSz5MKwJVNhluf8n4mZvqE39kUiwoyV3GhSMQXTHpsd",
-	"fDA5w+8fp6aII82ePX38eOeEz2TJphGokiXLCNVud1lBNismCDdkQzXJFaOGFUQqUnJtWBEWVFGzataj",
-	"cLxspthvNVesmD0zqmbx6vokeSGvmJg2y+PTV8TYx3dOdWCCxo213wzf6al8Xmum7r6NtXacPX2SH+zD",
-	"upJCM+Dr57Q4Y7/VTBv7r1wKwwT8J62qkufUruDRP7Rdxu/RZ/9NscXs2ez/etRIvkf4q370Uimpnsti",
-	"i8O1t+JixQgQt13cXBZbwjXh4pqWvCDfLKQi7Iauq5KRS/fX9/D4pX0+/Mm+ePnHI5JLpVhuYEu5qGpD",
-	"uNCG0QI4i1Ul3VrG54bUIl9RsbRb+SGbnUixKHn+EdescJNJ7kbWZMPNCkV7rRQTxsopw8g3l/4RWDIl",
-	"a6kY0RXL+YLnJJcF++MRUXaN9mV8ac4W9imjYLl0SbmAdf5JqjkvCiY+3kJzWpZMkZLmVxolhqNNK+TW",
-	"XGsuhV2YYlrWKmdE57Kyy25+fl8wwVlx+UdYwythmBK0hJE/3jo0U9dMkQXlJStILdhNxXLDinJLvrnk",
-	"bk6XcBSVVEiCRtGcEY409os0f5K1KD7elLkXM0Wzu4VkmghpCLvh2tiN5/jva675vGRBv8Bj++ZSSPN+",
-	"Yefttv+UbktJiwspX1OFl+/H5RgQEuwmZ6xAgtL8n4yUfM2NpRqc3nsj5fvSTtBN+5ypa56zd4JeU17S",
-	"efmRZn5MClYxUTCRg2gzbF1JRRUvt6RuJkO+uYz+Nc7pRm1RWMxpfiUXC1jfhZRvqNg62a0/On/jgbCC",
-	"UKKsBPLnYf/xHv5hGfiIbCg3xIp14A++ZmTJr+1NJ8jlmV3awfHCMHVpb7gVo4VTmqOfxtQ9zXIpClCS",
-	"YSAnB2HPuFgejl6Nw1rd44SSBPe7oLVZScX/yT4SW/8iCV6NuWLA3bQEDaFSTDNhdYRvLu2c7E84+nu/",
-	"YLwxacXfgzLT/B0Z5J3QdWUlFyvesILTC1jwJ2FuJ5Euu+NdApeEab5f23m+tycDa/jgDxMo5rjioCD2",
-	"yeWtiBRCq3NpIxUrjqxaIJgV8itZOtmCz1zTsmYZmjcLai9rMG+cfLUmj6WsSsmKKcNRkaJlKTeseFUl",
-	"zKWTktsLnhaFYloTZRURTb45efXi7I/RsGu6JXPQDQuyUHJ9RNi6MltUDanYhg9wTdxwoBgaZ6N1dL1A",
-	"xFQpurX/dnrlselP8cKyZjOVWAv95t3FyR/tQIFhCmrYgWXmWdYf1L32fJvYh4aIYUP9CGHcjMQaIGh1",
-	"oMpRqzdpWdprOWgQ9u9CmhVTzfEepmZU8CXT5lSxBb9JrHzFyIIrbciTp2TFbmjBcr6mJclXVNHcmvFe",
-	"az//+fjg6fc/EPyg/+vwwOym4orpwf2mhmxWPF9FG+9ewU0/IqIuy2AaRHe5fWjwSOxLeOOhyOvNq6Ta",
-	"vNOTCcE+jlRpJImkjbX1PSOn5mvfRQazL99+umjt9G4Buma7j0BI8xwuhYGVWj7rHQLXTuqmVhV+hFeB",
-	"hLkUt1+d3AimhixH+3eyWUkiN0LvWGqjQCdE0GmjfFeSCxOLu5wqxZneT5ZUtaqkTmzrXy1nt/YSBZpU",
-	"R17CgVhLrkGxa0aDutb9MANmp4IwkattZUVHLiu4QK5YZTKiJQoWtDvsp4iV0XBCJKeC6JXcwK8g4r2l",
-	"1Hc1wUzk1WQWcU8PEYxlWvfI7QlFSTNReuPiAuu6F3fwqHvq9vMDUzQh9FvmbcywGSmY4tfutiPcOM7i",
-	"9s7jopAbQkUBG5cHJmPCamh/m9Hc8Gs7LxSG6AWBHZ4B17/fMvMePjf7NTFZM92ZNMxx8Muke6V/lyTu",
-	"u0t9nb+vqHl/PD8pLhtqptZ01o6CFcvlUnDNnBbS90I1Gu/fIj8WCNGGbdtyp72Uzo3ZlixZrOnE8jW+",
-	"7lqM7Ckj1j9iNSHmtZjKW/dUc4Zy/g+WG7v9XuV7zbVJq33gCpaLRj/QfcWt2ulS5ho+lPAk90yIrtmQ",
-	"Na7b2/iCJ3zfvpMmPlwwkaJZQkvEjynwQZtOSH4jDS1HdwwHBtpdU+Ou1gUvLf1nRFppQ8sSZqS7y/zh",
-	"u1nSRR1TtXPWR15xnJPbjSSt1AU3JyuWX6WiGbouQZ2TghFqnyS5fbRPLGumdZJeXt5UJRV40XhXOXw2",
-	"rZXs1GjC+AmNpkj66n/BkJB7lSi2sNLGyCNC59ZWBFHjwkEHG164B3Val6Bas2L4Dm7GwSfTd6i2Fws3",
-	"CUvg3P2Cyv2C8rJWLHBbWLwX9lws5CybbagSdoLZjIEz8Ndd4s8LPVxNNKEsnOQgsZyxXKoiLVdoVTFR",
-	"HICBqFlew1KQcBS8lrAPcyMnBgfs1SaWkcnvDUF7glRIsV3LWsPdqLfasDWBj6dPEn7yxn175D9zAdZV",
-	"3jHL7EVVtO7aih8AU1u5jYbYgTPE7H3gZ2Q3GOaTvHFheyYGmcIe9q1LMKWP0RDeaWmH74GREm9js3H2",
-	"Vktbb9dMmPTO/RWjnZYKWNG+xD05HKLaEIVywi89T3dy+EFR83O9puJAMVqAJ5GlJM/g/skcwg3jWiTu",
-	"Sljgvh4AWZtcpgRcI2ibUY4I7gFZMyo06jreUgmSDCwI1Hc8Teo6zy0JZDMnPazaAl9K63tULZkZsVbc",
-	"mq0+TOeyNu1Tpd6aKVpOGSsLGSr4BEdI64mK5kmZfeECBh1CzQj7rbbcKEEpvvyvA3jw4FVxSXz0jqC3",
-	"dC+a7khHz5ExqTenF4uOLIivLgc2i2vRVtjwyYJ2txKXFLQ6I4JtmDaoa39B6p1bf0u/62/GNG0vuu9u",
-	"o/D5qXxWGt9zml8tlaxFcUH11QBpMcVlwXMIreDDxFCdUPxa7w67PKi+AjddUgxA1PCalucYtUjchO4B",
-	"Mmdmw5ggqhaacOHjHBNpxppNL2r0erxJDON/81IHnQQ1BGXWvCz5wHDJg8LhQnC2oxXbP3eHaUlQbghI",
-	"clYMXIP2rbNapO6rc8uvvUWkvBwr6nwwtSBbFNK39JyC0H0ryu24bgyEAKcHOiLwKAMnNhO61gS/k9aa",
-	"08aBJWJif0r7zWpxImthRrnUTkdzkeMlXylpL1CUeh2/z/Bhq1qACr579aWUlb0a3RtBTln7JbXwtOoe",
-	"D9La/mYqfcaKqabHDjHBRhu3W4Skb6jnbcmhiWJLbm0sq7EIsCj9itsSZciO66rD/S2LXYLDt0OYRUe2",
-	"6cnXQkeC9m6G7onhgsZEspRGG0Wr42LNRZR3RIuC28nT8jTaI5cG2NUhMeBgpAsfuatGaStJ7O1K7ce5",
-	"HcdIlZDkXFcl3f4ybILrldyAMPQ8K0vWjsWBQX2IWXZjiZRoem6SduSp+yWow/G0j1BuUKJpac2HFdUr",
-	"+yC6kzGA2Rn/6fc/QAi7mU9iOrVmKi1fXsslFyBgjlAkuAwlSkpmIPNUkYIvuQG7E8JuG27VUIid4jM6",
-	"w0fs/0r7/2tRMKVzqZjOrFal+VKg4braVivnjovW8MN3rSV8a/fPfthO8L//dnzw/9GDfz4++PHX5j8P",
-	"3/8/B7/+/jT74dsP/7ZT4Q2rj85llE7PDTW1Hhd2SHqt0yPa8LKEW8dIMmdxsmGbGOd+pLMwzb6NUDMk",
-	"OyE7w0BOj7Y3mnMWMxI+GAU+uLb/EHYuVihbeUBQi9cTBHF/iqktO6EVnfOSm+0JNWwp1TatceXuVyfb",
-	"VHFQUWW2JPfvu0BUx3kSJ/GMeKRoWdqrBm01pEyrdkbWVScTTaev4HxwDX51wCltG7Hk1+zAiha7wRnJ",
-	"V1QIVh7orcgx4c0qyVws08rhNAUz2r4FG/D4+GWe7hcPFJjPYySpNWsNtk9gsEM8YSO7N3lqkll0zkka",
-	"gwxOLzfvfH1oZgi1BhPxwqBPeC4383RQivvoVtWR5lbUHBFZ4bTIiimWkTnLqd1cKjqMrJhmBk1Pl9Fg",
-	"3/+Dbj4bYv/2mJwrpCv8+65ithmeudUS4sU/zJXT1RGiGSWPGP3Tb5hVWgckiKuEWMMz/SNbMVrayYzr",
-	"Nq2BfsZXPmSzlTHVoHPxuO1VxAn8QZOfLy5OyfHpq7T9AirruNzCL0G6YJQPPGojTFQeWbRNfUFBF2bn",
-	"Yn3wPjJejKKLBc+T39SsXOyz2G4hy2AooV4sVNKVk/j2tTR4i3hn4V+kYVbb/0WKa/jP3ZGDoMxGm9Sm",
-	"j2hS4ZjdBmSeCnfS+M+BWjtOXvi7y31qUTxksDEmMGg+vIedG7SqSs6KV6JgiVj1a2s8l3JJuP2duIe9",
-	"2dqQ0CRvwPKlMCrlNolsUTsWw8c6RDFnKy4wJaxhgIleiBMpDM1NyufxJvJrREYweA1yfK3JyN9rwfuE",
-	"BDXokwO3Ns1Xu1UcTwPjzDKgtjZE1V6lZxN5Bff0UtECwmVRinLSqX7NlE7qK8+5oGpL3O/tAVuWVC3C",
-	"unf7q5stCkvM2oTdIr8uTTTzHXdKO/4c0v1PghzEObR5tMOckfF+X/wYfXICdea3qD5MB97kes3N2Hzx",
-	"Cas6NDO/EtaUhhqD/eaNvD8Y525CJu3bskVcQrq/QoKYnclAoM2SZTKYGMvd6X6TthKTcKgrds3TjNMk",
-	"S2EeOz53m4M3TK2Hvx9d5kytb+ORjwtLw2G5YXtcGRNPtPxm75N8iJ4Xz471ek2TFln7lFa8QgcDyrq2",
-	"FwciEdecbYbUxu2bIWJo7i43kLtx4ZicXIoG3k711X8GdN4sLe9T/JQY1SA5n7fJ2K7Dn4BLm6QFoeY2",
-	"9OdXk3VPrkWOYWpjBCZrV7jdFfT27+HyolyEsio9na6oy6Qa3fd2ftoUsY7OhdGPXvOCSe+G0JO1mYLT",
-	"c6h928EEBaeuSG7qt630Gv0oPDDxY9ZAHv0YPHAbysIvZ9HJRfvd2SG/qBHyGhRcbz0noL9ZtilqJdcs",
-	"BIo7Tgnk0p3XUFJ+3q9O4Dlnyjzw4Q/ZbMkEUztTmTVOGOREeGPfVBSXMaaHb0L/BNi46DOVSieyPKyk",
-	"F1Kwu3jDojsz3oRwJLOwp9HUk7QFDmWfpXlfkRQq2pU0d61w4oKcvHpxRoQ0aAaN1TrFBU5RlIVI1dQL",
-	"hH2PnU6pq47evMJHf/iur37dviwnqhnzhTqdgNA0styjoqUbYdqx8jvVuxy5yhZqiLQW8q3WdtcylCNi",
-	"1SmyrrWxFNJKCAOBZGlVuqK9vYiCC0cUT+6lnKVzOt8nA27dgpY2wkknH5OxKlHdElPExAoXbrC05QiP",
-	"EEZD9659z5WvuaqZ6bH4+GSHhdI7zdS9CSS4xT/fGO4rwSFtdsD7/yAhXMRO0WN3t47RWnSYEbLMEbHy",
-	"a9thqy1ZKipMYDspWIwLcL/MFvunHEM09TzpHW58LX41yWKggmvLa+kc0K/B727wu6GmYX4uhiurj4lg",
-	"m3Ib49X4WrOm4NrIJbovYUddkVfNhi2lvWpT0hOD2qu6LFv1cCG9EyYSiq0ujzxLNiKDa+dhBR6G4Dp6",
-	"ZOz1LzfDxWB3qygbLN7yyfdhi5LHhRqtlb/pHfHh8Sjf31KjPRJgKHLhBYU7GKisjKpHGjM1wvsSEt+B",
-	"erKEsRIGm2hv9CaZRYXgLXAn0uQWdsrDDwcK090X/8xFMVwOkZ7F1HqIX/dViV4uFgzEVyyRnXIUzcbh",
-	"RTGxkCpHXzDKcZczvl/1LlwMiQT99H2RTnj3QniST9R+OTWRWu82ZIGie7ZU+zSzNqF1axZxvSmueUEN",
-	"PWPGvinFiVV/6upUMWuYJ/xZgFUEDv+CGkqUf5Hk+CaBdLkMRIysDSlYyVxcf2tWDpIkURiUkK25CUkj",
-	"LgKLWZvM+5n6BI7JFsnQm1uZQ1uqmMIFJFM8Rs8xbJXP7Egc6jQD3y3lbga+YlSnPI9n8PfB/dtZit6h",
-	"tra1jkcWBm/t/FQaO6vvbrarGhNMx2jxrgQHCds9NEoQSJOU51GiDL+Bzm+nfQQJW81Lu10Bu2XdRBJx",
-	"xgJWlxhFeZmy8Eb13n7AUg/4ngdJQoM6PF6i+sDnvbdweWGlHCtCRN+Kl7tLFrcXiRNdcMH1Ki1eXjaX",
-	"OOY8P7BAGdqvyUERujAuto+XhZwcBHCZ+ztLI26xDx1CbkZqbX5CEkaxvQlCcU41O4fzhxKkFGWFf4VC",
-	"D5mDPWg3sXDf6BM9E0suEpaeH5XgA10Aht9KbtjlYPXOMl3N3K5rxC//QZPfap5fkfAeljNm5FJeXaJY",
-	"i0KF/SJK2Cid0kHsfhH3ux803olJ7IafeRuOo+cQc6VWz7cmyfJ+H6E6DyD5uCDzrZkcwMGJ/GUohcQt",
-	"06eQdKV0vN4JIUo9YSULXt5mJR1WcYTXXV9MP93NjafXHHySZ2Rer5lAbzqwzCvDEmH+1nOhXhKIFMIc",
-	"ghFWsjXcqcGAMormiQLKq1FjyX2mlUXk/ZGwUAeF7VJ+mTYAC9eg0IadcorPNmlBlQ4BJpkcpVCf9Cvi",
-	"usPVP728II9oxR9dP32ENbKPuFhIBMjDwck5/P2VWMhDR3KX+1VlJ7K9IhzsvkmIvyU85PgDWaAhIVUI",
-	"Ovn9tf8GtEKtuVi+d3Gy6C/xB3cmOoadzfCkm6mNZ0k1EH/97C9ZgNca7dP/c/72FwJ4Dc6nkvARyCJZ",
-	"QJuvuGBRpTt8xD7cPuAYFTgjLdjgjAygI2akj4yYkV5lfkYCHmoWsHsz0kMdzUgaqDAjMSBmRjxwrD3X",
-	"KLsOjhdXM3s2680iXS9gKMcEgLTx8PuOGoPZyxujKFl3dxkBD6EGHtnK7npGdJ2vCNVtUD5amXxFIZle",
-	"ltcsQI0MhE17RHQLjIMjyIJfMyqMK66pqNIDxaMABDqeVKlYxSiY6BB0pusGnLKkkAtDt75Etb2+WnRz",
-	"baIUzDuU/Nu/jpX877ZWgZ+a3W1mk2JkTAqdBI3jcqruDRun61pygA9cE3l177g5Q0mxbeWtBz2zX05s",
-	"OnAWklXHBOrPUpuLWnCxPK6qcntn5wC1XyEraf8Fn0U3uJ5eiQoZaJuVhEAHBgwdiHrfI4BaOWYF2YcP",
-	"72Jb3YMlns1wtXeQjy+Yhmox/BCZb0nQZsgV2x7Z/6dDwGyz4oYhWj/8kJB3HeJwE8zG3AQ9otjlHqCt",
-	"E0caiDzEySTk8YxzqC6gS0jvcHnIVBRWMUeo8YCmOFRLJ9drKopp3n8YzL3hMGIxK8Axp6W+tHVmko1K",
-	"XvDFgikmcvR5up3AI5psKjWHYD8HGnfCYJrKRQCt63sRTC5D8UcV76ef/jjhhDmPbY4HnIgzTakrwyhi",
-	"PvBXgdu/jh6HyxqnJ/xMAWPrpojFj9pWFWI6wgf+Yl8fTudyk8SVDAoit6SBb50FKgmRyt4Xrtg2VdId",
-	"yYdbmw9t5Xaz2hLqltW0ykh+HNEuRzdftZcG8b08Z5VB1c/5tNqzH8oKsVvQOZbOzmaBIvzkpl6BYSfT",
-	"NYCxsI3lXRDQCdocLOltTi32Wfr7f8FLdrCioihBVgtmNlJZncDkleXA6vqHpMV6S3LtgqPkVFh9dw5Z",
-	"5sUdKoebuwtMfVnqW9J1BvwvF2ShD2Fz1vQmI4KZw1wqdqjlmt7kUojob2rN1u/bj21af+LV9XeHvHoP",
-	"WsR7a0W9hxTC6FeTV+/N5r1ite7+ecHFe8PXDFC7Wr+s6c17vRXv5zS/KuUy/PrDobXlDmlZHrqMkff2",
-	"r9Yqc7Aoh0LaxQ2oMVYGM1EMShD4M4meA9ZC7ciSjzUeJwB0OQ5raqg7zNabSJsYdrBYSUXK/YBBOblo",
-	"MRbysR4S+aOJ2KAm4QXogIllXRbRZT7Bf/cvdr3LdUXVXve738dpd7o9uzsbCD7+Oumc97ER3OpvaST8",
-	"q+jt4yd0ngbD/uuui0t7BWu4bHAbNbU5G7Co/rra+rOMrhCnRLbumJwKMC2gIFsNaDv+oWHlIhosGomY",
-	"lZL1ckVoZEbctaJd9EkOX5kPeIHa/Rj7eVExCTTP3kJ+NFrLZKyksLPZ0Nm25p8iujd8qZqAwBm0o9rl",
-	"5sDw2dq/iaZ2Srqz/CoFDtBgJOsjBwHs/olZr6i+iLysCwDssEZ9Q1/TQQnRLZVqZbJPDQuszs5wpJbF",
-	"9/c63yssBamCc6x2xi9MLZqbliPjmovdKUVmF5Yzuul3ozkrpnlRJ9PG2FpeW+ZR0shclsQ/mpGlknXF",
-	"CpDCACc/tbJmPFUAPv+T/XaKOO4WWgTemHSKk8t7urHANLFFQNWO8aJNT3H+24qJ44qPBAKPU6G/pmAA",
-	"EnZrw+7mzB2Lc62ZWckE8QFmCv6YDn/7OaY4/G0DbVXEALi1KFzgkxW4sCF08xTkxik1K+jXVlLDdnRY",
-	"GVL55YJc3hzo6/ygefayRfIuSPfAQUFYPHirmx0Jf/QPRctp/hg2/j2a6+7Pa1nUUzze7rwz36k0PsfW",
-	"Bk6NM8Y0PnS3nYDGybUnSVBCMZ7dgHpEiIgNaXTjkPjSoOT4SxvQItwrUfC8d6gfT9D74OKZXd5uONDu",
-	"fmDBArl85L/z6DJzpWJWQrMbuM2LyGUXtv1uVtxbwaCLNNhwfeHkCmkcubiMwLiJ9N6qRU9uJu6QMI+d",
-	"GxmejKvCAz1MwZDGdewcCDttu8KUSOhOgpHekySqel7yPOKUvS/DDi91r8TO/rammCTlzj6NGcqnVHGz",
-	"3UMd9rgHFW0Axr9obdjb8GfDSCVyvQblyacxxkWz2OtpRfWKabKxOl7sEpmQHPbxhOYgKsYpUwcObcnl",
-	"Whz5tpv9U32BT+x9rEipCF2B30jn4t2HBj+9GL17+H3FdJjrWmtJeZItg7kN9b6OXZB+zpswTIyvqWG6",
-	"h5pzFxgzn1/4akrW5+Xp2fFPb44x4fM9bNFle9S2y8U+ENIOucb63L2a/eyH83ef0GI7TCs4Ad02sHoz",
-	"nJKwaSXIz1SvkrnNTriQfEW5aAKT8SpMpKJAQ2wkirTL8TY4Zns4d2PgsgaDrGsUdqk83oQUQSZ5cMRC",
-	"cQ0PWiVmGGPHMmGI92J1X06xHH+7TxwtQOOCTdgMNGelFEtNjOx0ysF2JXFnnDuEt5rxAKdC75E/FIES",
-	"2AcIdTX+XCSMubFuP/pwoDYrnRY0AI47fq5pFPrjsuyXD/YPbxgvPvnytCusIbldXs9BYPhTDLpBkWCa",
-	"bl2zAkupoWjVdZQUozh7WBk+HhS3H406FQi5OXKIWtjiy/GHwi5B16zV1GEMpnUa7cL4g11DmMCK9klL",
-	"cA+HKma7KX8Aa3jBl64HQnqqUztbwEi37GyhkudrTz0Bp+3C1AdVSQXk0S7MAYC3ZmTD5isprw4Kritq",
-	"8pX9m+bVgeZL4Qp3pcJgwwETBRD0BHhJCQLa73en20QSnyBFy2d0YV5wuhRSG57vBJBkvS4P+wBFwp9b",
-	"LVCYMGrbxF9kpI+7VN+pEGNjgI/9cRv0R5jBJ0Bt9ch4j/ucOXEmr+Vy8no9gu0+Kz0XtNIrOb6pubzG",
-	"th3bZjDtXvz8wDNFvT5lO5DYENH8WkKW9X7QgkM9hdss1BYcr3HaUpE/SYCsSmvFDw2Q6ZveOkTMFn11",
-	"ETF7ILZdWmmBGoY97/JPUhwxWnDBtJ6U4a3800NJ3sUefaVcNvetmkp9Bo1W5dX0/qdHRF/xqmr8PgDj",
-	"ZjXJ0f6o+M6UYTZRByvfRiBK6CMe+KbdFXoHoBPktvtJZPHZjvvkA01N8641ROVyDa0cH6Av+PMOt4/b",
-	"YkXFvs6eIQ/eK1Hwa17UtOxygN4jKNlitD1SiAZSHNA0o1FlxCByeLHd5RzyiuGeTiL8dhbnKfnzGfUF",
-	"uYjwqQsIu4Ctr3O/a+YSFEpbuhoIOyfEltqe1aKFOIUd3rqmRrl1rOvyYHUfysOsWrHOiJ8xwp2KkJ+6",
-	"XyKcgw7KnZu7i5I712ajBiRSNe4FiuvTgSOEzRotgNhBSLvLIfy+epAEqUihtr5sv9vkEXAM/sy2uxMa",
-	"3bMQjAVOxazGOfO/2C2j8VhTvI4RmabvA66xRW384X0IEXCg7GPAN44ovQrNIUEOGUDfWzbGZCQEX8ru",
-	"YBCOWipqeAqaYO+1rx3Cc5uctY47a9PjCGp0a7n9umhLGxhIlSJws4Ns5Dq4Eq16LcUScbMSAuuKbXeG",
-	"666asRy0zYLfTKQ0fDg5/+hD/SI6ULHTDHKO6ndyVqnQCX7LxYdC6u4d4HXdmrJm89Ln10Uw2gGWFIOu",
-	"xBUCe/tF+z6ODTX56mDFtYGeXgrNmYMV1eGvaZ9QyZd8Xu6O6MY9VrwEREGFl+dEarlirDpeGKaGQzCu",
-	"6wbZKG4Ma2BNuI4CMooFyNEJo8qyYNoMqoJOXOBTxG+Jc4D0usAKe4ZcN89J1e6ohj1iiVUdtaHrSt++",
-	"SyxO6WxPuZdcyBF53Mx/Km/LkufJgJVHDMInGng5twVckI1UUyoTIte1G61LlNHx9TYkRVCTWHXown/h",
-	"kXN8y9X7YdaBeATcGpNZzz1/qx4bcYAgGjW9V9eMlmNonReh+M4pRh6ZeAz0+z4ANj8RXGZylwYjDEqW",
-	"LCMUzr2A3oBykUBkhJscOgQAOmKio2fNS/NKTHPXw8OEiyP8rwMuXKyhydl3FXSgtzaUlCiPdGCto/kS",
-	"Eu4cHQBbU72yuXM0OM0fUCftndWe4e2F4x4xEQ4j78TqG3LzvBP8txpDCzEg8uE9oZbDFAE1We8PvjmN",
-	"8genW1fF9NNGd7mjo9SRg3MJUO2jwuTbna5ljZ2iEfkHIWRlWYTZAtoKmh9WjHhD6tadPNxGZ+lm4p5T",
-	"u1ihzRJiror3fEiyDMdmA89MjceGF+6Arjo1+npmdHVcm9VJQFBNi8izi/PTFniwhzGP2iIgIjYWnA41",
-	"VV1RPdyW1ItJ2oCq82ac+MOEG83KBQgsGFsxUysxJCCjvi1TM2qaFjeu3gh2wP0FfZna9ySIYIJTHroy",
-	"WX8POPzwK3ym9XkhZC1cqyFuADOgLJlY+jJtrncNO0VIRMcZXwxSodRQrCppvn9WnRv6eUrDakZEgIeh",
-	"IblpG0st5KE23rNDgu72L9kDAf6dZqp1U8T40zVeJBVTLaLYrZK0aS6LMdiRJrIWM8RHFu/hNKYdlj4d",
-	"xnWid22NT9fCvPQVb1PlU/S16VKqL2fuLLMuwK7Y5QY0TDsU5u5epNrcLKXiZjXMsOEJSBOKqzDevPh+",
-	"ls3Ofz4+ePp9GhaA1mYlFf8n+HJ/HugNfOEy18DLfelGPTw8vCTH8esOD8pp36hLhuR8lJiNsLTEe/an",
-	"E/L0hyf/Dhk09h///sOTH0B4u17pkFWXOXHaFeKJ5ESRJ1gJ6Z3Ar4hrgNPExEKdEcaDImxttSW/Rix3",
-	"IEXF9IooKgq57mCB7BGZa0SMy8YGMwJgtoD0XfNhN7Hce25xC+3mgI8VBDwroqTNobvlN5lwBf5nTUtu",
-	"wMqulDQshzOrIVoI3og1o6I9EYd1IyT5TVaJ8h5LPUmymnLDpASbblz74X4ZSpEEuJ/xjXd3l2IHbrta",
-	"568D//lLFTbe7nfY60nhS4hbegGKVJhFfIvnkea1aCVJsVILRIK8oPrqfvC5VSi0pz7l0VCdCH1WMer8",
-	"WJ8giFL53PfQnojqK7ehhTxyLX8gT4tj5Z/dr6HCzs8QIPvMGgFrNppJ5Z4hRfPQePn8tLKC+HOueKEs",
-	"oV5zXzVoKQczpX8C8oDpu5hAunpMrulNpWRq+aHk8Ke3b47/6/Ts7cn51OJjqWRtuBgH7miemvjZNVs7",
-	"p9qoGoDLfoMP7xEXj3LkUvWi4k+8ZB4wWu5ISaqYQMDfonkhqmfNmdZH5OBJA01YldTYLYBETechAQ7k",
-	"U8u8FF2YnXvTSR6EFCjXzW0Uzdk+1HpxKBe9XerREGiL1FoUkt7ccNpuYX6iI7z8JpDHICvgNyEMwmEh",
-	"CR7OT2mt2YU0tPwlpZ3aH8iSqjldBtYF1w0mzdhhoNmTkPulJC3zU6ZylnJt/NQfzVC1ZMaqXfYV++M3",
-	"P7396eSPDVX5lJ2J5LNitDouS5kP4FjDn8EKKgHTl0Er4soDhU9cpH3lfKt3jQFfdocl54ZyEReGuto+",
-	"sXQX3tT+sPX6p3y0PbHTiYvU8ebbvJwOPj64RCSfuV/o/a6xw5SdI+3sfjRLvzdZl/pjqhzhvNNklhYk",
-	"1lsRZnUU+7+AuUX8DMl8SyjBwu+EmYStOpM1M4Vv5OkzSqUil48P4f8uMYBfloiFvKD5XfLecXZR5vtA",
-	"cjvXhgn74dGvoTy3mr+paVluydx31Ei5k/ZF8rMjzO3mAKJyGi0Bq+z7edC4TB980GG27RFoxTFRPsPk",
-	"98z1IjhYGVNlRBldQaK8/U/IhNmwuTJ52iGeJBlLSEQAQ2bBZONKG0dIEFjaA9fLvvUyhS//mva/edRg",
-	"JMMvmAmiuViWuBvT660hmSgJziw0fNs/ExthiPhXF9UEGAQ8yGisLHCM29tm8a2ag0CpO1IwG8ZO+33s",
-	"L7rFy9ibAtMAcX47tOX70MvSHqQzP60KZmktwEYA7eFQiqTbZMSlQZfSOb1mZ7Jk99e8FCIwlkuk92o6",
-	"hmFl4fc+lYW2d4BsV1/TdG/avaNmw80qn9x7SA3ijg6Ua74lrR4OrujuUTTCzq7B99/H9HZNcoHKeo7Q",
-	"e+zg3Y3S9OnPcnyomgHE+1aow3Jj7d3hKWSgO8RRHqa96khT1UTP7N1dVQ9+/f1x9uTpv6e6qo61A/aO",
-	"/CaYk2Nf9FIuIY5jV33U6gAcNXsOR+LL4a/YFlbWj26NLPA/xr2Dvt2uvs57vXYnxqMS4afIhywk+a2W",
-	"oD0rUnLByFwxerXnufz332d//7v6+9/Fr78/yZ48/Y/0SUwJ5+w8ijDtXJZS4IZLxAQkuqL5bsnXmviz",
-	"v/9dP7Kz/uG7CU15RwJEgcySUgRuwBNZ1uuBSu8cfkPtScctoxL3fHIL8ePDeVBCml/qstzhicePcE1+",
-	"eXtBfnn3+vVQwjJfU7X9M9tO/V4VNThzbw/hVvu/9LPG8hLAAdxX7VOTi7fhoWYXWksYPjHXbyt5YoDB",
-	"nREuCnaTEaP4comi0ReVd8Gq7KT10MGhKwA/6j8SVHYYIyxcu9gp/DXGU3Nz0Hs2FXNkmch8KYoEvbx4",
-	"8RrzXtdMmDGMlaL0+CqIVaBqgX4OI8ma3rwoypMVVWlrsijKC//8OInZ6Wyobj4/gFeaZBo832GmUXKz",
-	"G4VJbrpQM3AY9iSn+jfg4XR7/AugCNADcLINPkNkYIHsbA87kNc0sAWemYLx5PAvuKtndLQ1y2YQ9Ph1",
-	"P7Zr1pcFRugccpIJMV3gjF3LK7Y7bKzscxA3LkufauD4yjc/bvOke+ZlJfMEcMkvbBMSFph9JG5nj2qB",
-	"sHqc9iUZvsHztevRlQHdh4lwrWtWuFx7KiCBWLkvU0gwXvgA9QSSsZOYptCBcogJMWEuLonf7usE2Gs3",
-	"VtbesOSJyVrlrN/3bqjysN35zjsMoZ6vCw04WHz4Kg1T1wViiyLCnxXe6wDK3omLyMLP94+pN9CaMIVm",
-	"9fBwd2a3qF9jO387BLvhGpBwhL1GkP01wshMKpLsoGfFRNQDrWtmNgZg1wvnDIAghQLbquR4FSIE1jgm",
-	"CoAi5WYMUMv/QurK3gaI7ObrVALEfW4mSxcPXzTSUtT+1G1nijG6PTuLDhec+er+NlDYxM9uaDlx9hvF",
-	"DTugK0YLwInYc/4bxDQZFUEOiMY/ehuExrhVb48iUifW2YJookkavs6xtdyLplPhEIoDXGvY0bdBhvOF",
-	"0CmVMHLpcB33eHTdqdCoc5GZtP48Dqzy2kGMeFQbOMWC3dwLssruKvS4094eSPRRK7+7okR6J0SQI5Ge",
-	"mNQGPyboyH04punCnE9CF+l9y6u0r31KkccZmWWzEyoKXiDyx/mqNoXciIGMrV1Cqlsf1pXyt4k4NnX8",
-	"EfpjsxUtmJEOKEksLoYL/wPXe/ySBPQ30rbHtBmPQURtTkcNz66wGWn4+PaaKavQOx6LJM3t+z7ujSE4",
-	"QJcJDBloHOm/ntxykHIv15SXmA17R1eyZqIgFNIliZCWn9D6IGztUr46Rk894NQ4xx8aPzCEs44I9Y1h",
-	"iHvVcjukIg5HMJ4+fpwsIkupLjmvwNXnAm4tPoE1TCglm7bTuwxIu5VgP07fzTGAHTQT6JW9AN053Qld",
-	"JyVD3+BPB69ehF4hdi/dG+mi8GROTOxTOX9z0ambcKmh/c/G8DjwQoKu4q/hGYdM7B38xEAJdx9OI94M",
-	"tMltGoQnWJxqnhMucOeh0jm0T26gXFz+c0ITUSlvwcnpO2J/4YblplYMAmJdWJAmdSoN4/ygNz5iWCXO",
-	"B2x2hwjn0x6oMxyaNPXD/TMmjZSlw3wNDVgSX7c2Y/LrK6lN2nH3s9SmFfOMVLoH0T+kHuxrEXKKbnPk",
-	"lZJFnZLGp/jDmG+yTOaD0jXrpka6KlWfTdA1N6eXQkI0cIdPxI/pnt2/FMn+co7yMVWt0EUX7Iw3UaRO",
-	"vP93yyh/gDFUsOO0dr5mUpcLFA4UlqFsife5uyH+3Idl3nBl42mLGj5CLkmSQI/LEm2FNnVOB7CNwGf3",
-	"yCIZ37QLqq/SYZ5QRx0VA7QhbW+bEgJfGsSRLak2L5WSiQsV/txCt1S16HYidT3wB3qs2beG9KHzeg3h",
-	"uR0DrCKIuy0zw8PUIiUvzk0UEfRjJMudEwPdrth5KmYuHAykpkBFyF6QubUQu6HbYQDXes8OsaYCEhiH",
-	"v7kzFxI+2QZFHtDS6gqyuE7j8pUpE3X1Li7zwepLa3rVaUKZCOVSfTUU2NJXeIXHZU2w477XyAQQCf/5",
-	"brV4OIj+ijtIwX57Y2ptMUjMi+MSJC12L1ZpKbJXAefgB6YFehshd+sSzqjQqhZToNxigdkurRr1G9yy",
-	"jaid2IGuWG5NNt9Crekp2lGjmmUtuOB6ldZpXorgBQvCaY9Gfrs5LMDDRRuTYNlhraslRW8xx3BL7ABA",
-	"qUXyQmnJFbg1ElNcSWWvo3CpQA2cXXYB3e1UBMU3VEE6QYrsJSuqIApiTSsihXhnmrVlgU6HGWRnM7LY",
-	"7uzhhw4anZb/ixdJ/+dz+xMWygDEA11XrCDUgMxwP3zz6vwt+Y8fHj/JCN6wl7UAJezSdeLzr8E7+iHs",
-	"x1uOuV+Lt+PTV00vubjbJ19XJWSs6E9gx4L/d79OpUOhwtt3ML03iye2c7pNw4Ll09Br2wpKbEWKl8Bf",
-	"d/9pt+DWoz6XsweQsqRc2AdcVq4Ha7bavku2bFVdjwIR+MxNxBjYAUwQwK2jr08HKbgbVEqnAr/tRHrY",
-	"1Ny426jfrxcvz0/OXj1/2ds0OBJ8o+EOOKB2VY3/QEbOX168O7UXzOnr4/+3u5ofWov5treYX3//Nnvy",
-	"Q3reA0gKx35LHZaCdOK8PT8pvFMYitMoJPA2R39EaBtVAT+22+WeOJ/exAPwgd9tQCjIJiEhdGnUoSKg",
-	"8CbUwwZ44+A3WWUkx8lDkm4O7rEG0wLa/mCTW0iEwoRfvQ+MQq14Wltuse+7s1cwNDpNIdRQ1UZjAlcL",
-	"lR3yn6kIxshlrfgl1n/45a+C8Rdv/eOnu+srbgVm84mSme3GJsXyiqvilCqzPaEVnfOSJ10ejY8jd/1d",
-	"As4PWJOFHMR4TH4uDLYlzWMI/BEbq+H7Dm1/Pdk+agYIKLOpgPzdlJGAt7FDF2E3FVdMDzpZW60b/Qbj",
-	"4t2rSTdKKITHh27vRrlFoVB7lv2qnp2O5z3gJ1tj7QND2ddm2kBzzblkMbWm+OQdYEF5bM+7VwuBh6WF",
-	"l3VEpOvf48rTrhirHCg4WL0pBQUy5F5VOp3r6mSjD9FhcZ8VhSevXpxZynFJrVib5KD1Q3qIFEwf2Smi",
-	"l7DkoOCAjKdiGwd3J9dy0RuX2mnFXpciRrjELsb0OKXFIdMt5IGWJGzTktiB2Pa8kIU0z9nCIUYMrALU",
-	"hO46uLbHzIs93BFjbGsH66Gnjh/1Ry/gy2ZVrSqpB/bK/Th2Iqm6yg+D7Guv5XtjXZc0vjfTFlxXJd3+",
-	"Mk6FeiU3ImpnrWXJImbEtQKiuNIOAaVLqMnwzatigFawnDXI3h2kQv02YMa5Dmnpf9BNSjq1T+fs3ohl",
-	"KJ8I0vrht3Y+/76T9Epq02nOAYSkiyP6RKZTyRJYC4ZoiaHOIMbqtMI0oMQV1NCEKjUBWxiLArrYwtOl",
-	"yThdDtPkTmxg13iLi93T943dlhg+6Ck94UHcv/DkHVQft/EniLs7Hgf3h9TD9AV0L83MNHBfF+qGc+pm",
-	"P+81+UGGbnQoHZeQNxxwG41tiP2anO4+C0LCsEuVRtBhq81jMu84ywXE9bSdOAFZNTBEH355j+SFvYpy",
-	"9sQ8Ba5oaR322QB3StfSlT7h1mEZXgzMLAXTexT7RPZgzO1Zk+boKWoIeLnNzSn2+XVAMKYjaYCAQ5cs",
-	"gFInUPmSIC9NIj74T+1DWYN/Tw15MhWLhC4hwz6RiEdv+LpeO7QVXxgIOJ4VnQywMhwAxEP1qTv+k5Os",
-	"W7hpkkaVSWFHJ4G/e+izGZGQ0FeWMJlbAX7DYUWb6qc0iPoBWYaIJgE+ZBcbYVQxdVybRFpe43hwPAOg",
-	"cKHZAaC0Ily+xjZyc5pfMVHoUHyrV1KZg5JfM8S91Lr5YA/Z+NA3CofoGMyr2YaVMRUmSsKzJ1Je8YF8",
-	"9hgsOYfnoMeBbzIKkiCEyY9cHxoQWpagnT9LE1pqSQRz2Zt+rifnZ3+KPHtAR3ZgHMjjrwPowHs3iWYR",
-	"tOJ/ZtvZB3sWPJleaan13ChG13Yupx6I75ypa46eTEquecHkgQ5PUVGAHxQk60Eu1+ta+MzbNRV0Cf6S",
-	"BtUPm+3VViPT4EINYRKfFmm/iG8CFrcQrNQZer4Pgpu2YDqzH93aU88cdCYXS3gS28cpKdeu2Tro6bRY",
-	"c8G18VsP7Fi4ajq7OG40qep5yXPy88XFafAAYTUo8otZaVfyWVK47Vx5in3hnEAllTfD85XUTPiTL1hV",
-	"yi1Th+QlFJv+n/O3vyBAlfM1N3hTl5Cx8FwW20uiV7Ri5PL3XBYs81m8GbHzYq8Ku3CjtvYm/d+ZL+n5",
-	"3x8uccZY1eq+7iFvYYD/OriwHzh4VVxahaaSQgf0WKw3RahjqFLW5NINd5kRLV24kywohz6Hdl9cogmI",
-	"mhhgwx1XKZf6kJxSey+DeyEwgPbTC68wcc1KCWtGYe9lTEZAxGQgnf/2q13kZsVdhbVew/UpqjBGUFBc",
-	"MoMDMENwDzhMpArfPQaLey/txy8PyUtrIodZwtWN9BFwniKrOdm+PmSaeeS08BD+wZ1RtEtMLKTKmU5+",
-	"zARXN3gW5lvXP3MZup1tAy27U2KNC9OP5KSgqqPWJ4XiC0NoRZU5JJ0O9Zf/69KBJ+sa7sPwU0bYTc4q",
-	"a1TFp4m0YWWXpbdtWApw1TModMVzy1cuP51QIcV2LWvtPA+62Zh4JrQ2q0vLpStWQoquo+5WRRp+4ZC8",
-	"bWa0puqKFX4ijX/+GaEVP4D74NJPBbTYcO9oJ9sWtWVqsXXtlWMgf0u03z1+Ag9aDiWXtOLv4e33nlIu",
-	"W9NB7oqJR5NL3J7LXRsXATgP7ZocWngpc1pCk/3wsWjNLoJjCUbYq0UsUUfAK0tWVsg2MILpfXGb8S3o",
-	"qdxYc2Y2cpkcn76KMm+fzZ4AauGTH370ILO04rNns2/tH0HTMCtQGTw2lT34R3MpjRXoEBurZErzPAH9",
-	"VkcAekjK0W3gehq44B0X2tCyRMb3MbEYhZ8ALHTYFr939lbwJRcQtXIHMN8OnoG7WBrSQj8udHJbYNDQ",
-	"bWpgaZpj11QrceHo5ozkJeXrGDJzJbVxTTvsbOHEOguGUmzdiqH1h/3xCIToRhKFDqKgnrAbmpty6xCu",
-	"EAwq0J61o2bP/dEc23FnqD4ybey1hrXRwrhyFqh/Q5Xh0T8cQDZqwLv04/Yg3uUHGk5aD8fOgMHAt9vv",
-	"LKSWeTZIKIezWA+2hwiKMd6gQJ9PHz+5t+Wh+p9eTYqKI6/QoWWj7x4/HhoizPnRc1qEjbOvfLv7lT9J",
-	"NedFwQS+8ePuN06kWJQcrcTvnkwY4pRuS0mLCylfU7Vk+N73u997J1zSKCveWI3xwuq+9uWnE2Z5IeUb",
-	"KrZuO6C28fspW/jKSkZBS8w0jW2d2bO//f7h1yjHzsmjcSoD3JWlBoeJi6B3JYj3FcUqxezZ7McfZ/5v",
-	"zR0zezbDe6T5Df+JBPwhGxCqB40naMmSKaOIKulDuUKmhcyWmUZxjM0ZK8T0Sm4wKcsPi4aeFcOMhug9",
-	"Gk7wixRJWX1IXpnQK6h3PYZe7kLOZbGN3FNkDmGcZvy+LPuJmSBpzoMLpc31j+9fqLmhBgRAs194TIef",
-	"FZlfMPSMhhg/EnubPrThZQlVAkbCRYaya5D875XM0VE3QNjWSIi8qHO24k4n9UHquLsHtDAHNGar8zua",
-	"pab1jDUF2GLB0Efa73fodd7gv92SXLoYIurlDdeUJeTAYOdX5Axo1p7zgjnlGjw7ULy6kht8H1ZibXjI",
-	"QQLfSaTrYpM4em05BB+VG4Gezh4zOE8wXE8PyAjxMANM0D+NYHehnxYuqCdT7g3fxIQVt7wHPzLrBVbD",
-	"ZgFzNkCerQ25PWvB4zETOXfNo52XRMNLTSWOYWrtEPhYjErShWKIfUJo8K0Z+DhBQ4VCrnqxUHSJRolD",
-	"GqCaaObT9JpSN2eHSQV7YTnISDunBfd+KepRMdzNhUxJjeUJN3BJl9rJgzRv4IzDNVFRRdfMAMrM39LH",
-	"3Dzy6CRUGFpx+nCc1ZrkEG+5vY+vl9solB+H+x5/t/uNX6T5k6xF8UnZ9SdmWqSdt0BQgGY8i7pHElz6",
-	"+Ns0l4JjFHB4WrwagJyDz2OYYV8D5Uc3g3fNceXc52g1QSK07+WfRTeazjDBhZuttQ0LuXEMTg07ihJh",
-	"0MXY7S3pMry5IFVJvcrXB+clK6aY89NhI3L4fqOMcmfQ+t7LTUOyWCvB3yNPX1BJrWzBGUJy+SFBLMMi",
-	"+IYUIyVbGCJrQ2pRMu0Dd8w/GSG7tcWE3WKfYra/jDilYA9Neg6CM/bZRGMrtxB7zbuad0xVVkfgHoXr",
-	"X3fTliHc8FvNoKbGRRvgyXcBaTBIoB2JKv1pHZdaooNYtTZ7aOD2frfG7jb26iHLPaR49WcLsdCEdI2j",
-	"oQ2jfe4S9lMJTLuL0TZF8jGYHwkB+TQtIP0rh27PUVRmO5yHcf6m64bRDTs6pygqO1Z4QNf2pje7F3cu",
-	"DOzCHtaUP4qDAFeMVZr8o0YHHnHFI07cZqQqAcQtAjPPZeUqu6M+817yuFiTc721oxY+ARCqGlbO+JIu",
-	"YySLwOHHfYTomqRRDjcKamgugOCPAPjo/PlaCrJZSbKmhZX9aJmExMhIFjWqLBgj3jzyyTQ4k3a/PH+2",
-	"3cZ5beGLZxq69z+MY7I9yA7HpHNKxhdoSOVlVlrmPlRW9G5WX4fINk3e5MdzUJ645BG/mQMLxPONvJNI",
-	"8o4HMDsu3Lc+POTa42MyGtzB4ZKKysw/b5H5JXg6u57NWFber6zGpIBdiu2j311hwAeU5yVLld6euVRR",
-	"L7jMSsl6uQJpGOUkAMAoSDi0PiGiKkus+0VJiH0/fehlLSGbICJvrgHYCxXIPAivBRe0PHLCNXfd169Y",
-	"hcWoDhDRq0ELl9ESCzZUSF2zZVoqRottW2/y+A6Wj1Y+V8PVKTcBd6fTY1WVbmLHUVxfsQpTTTVdMAS7",
-	"aMtU3M1Ipu6n0V64So6PopSNCqmMCKv7i/b+H341ZBP8jof+Efg9m1V1Sjlz1G2aKxQLCbp3KVbP+DsV",
-	"G6Yk7lEvCkLM1ydlhatpdxUAaZdj6FjL0r3yij20rENy3GVuTN+YM+LSNtHR1w/iZiH2ofoSqM/L7Qqo",
-	"O/Ly/WtW6QKtAZ52xxSqOSaVcexSnz6eSPIH6zS7/2EOuK9x4zHpinT+GWlTj9C+HM60ecHAJtUOrlsq",
-	"b51GstV4BBlfvAJCKrJcQ9OZnintjIOQgOjzzqQCNQX8+Msaeg04c8ELcgUFkCDIrRjtzMQKUT+b2F0I",
-	"Khf1XkQreLOUdI1yvzDvS0jzvvnOZWODg6fx1mbrGbz/eatYOMfd9uC176celfv9j5JUn0ponPtkirDD",
-	"NGauxocFDPKp5Yn0qPBpeXKGnRR1d0GNlkYoOD4gCQ1Sge117jU2XmR9z4oTLY1TJWsJG+9KSfnq0FUl",
-	"y8L9qo2sNNlIdeUqUQAwQ4qEpehcZCWjLfXNmVZ2kQ00n5UOKMn8QqLp97XAhERKyA7Y6c9bduznSvLR",
-	"33BYUWDpFWjBtXCVYF9Fy/1Ye0BDn0ofsTfjjohl5xrFW1ZnlkSsTQX5RxnRdQ75AS0HSeaEZJzx3fKV",
-	"u/Yg6Ky29zPk0VQVEwVk4wGDuxEhMtiuA5UqVPJ5P5NDGTkk7zTzGWjBJSNzqMIujjswq+gngtQGIzGC",
-	"BCnI/qOhbxAIQ8sbzZwUvx6IRJ67jYNeUp8sGuln6iv92DX40bYVa4MwtcnmMDiUoaJjW7FJEUv4+AV2",
-	"uLtDvLI1cXd6XBNZm1yumQuj4j+mBVLx2dakfOUsoBpCU/MF5WWtEDhV8IGq9dGpgl7ricxTH0zdo52n",
-	"ZofPtSY3pbb2YZ162KLOLmtKsHVENHyNvo5EX4fMlHu6AeCLI1krHQCUkUsAda9udmUrwCrkRmeNBuHw",
-	"gLYOlMoafB7+pjE2MSkTYpCYNOG0N9hNHZVerA/JsUhXJQGAgmLUp5EaWsqltWi9dw4oE68hqOzAojNs",
-	"k2wgaIqRMo+P1Zfkpy3UowdjumaYIZ47Lst+iuvhF8UuveXfjVd66ZeBOQJY/062AOiXQPgJ0KB27hRC",
-	"o3LXDNValmsqtq603JJiiN9Dyg7XrgrTheoVXiuWdqEqM02yZzD7h/RJ+KYKA2TqWhh8KaSp3H7fh9jG",
-	"rZuYQYPUB3Kyn/xuCQgTP356eUHG5L93p40lstwuwuKMdOULU/ZLYzn2TfDRY+jjsQgXOslIx52C5hgP",
-	"Ezk5p9fw+UnZKNHfgaFjH0qUc2J36+OmnGD3kPTUUcDdRxHcR/IWfI2ATMgngWO9V5E15mqAJx79jgA5",
-	"oykkL+DvQbT5OoEIdok8970fGgUS/wsrn+ayBpWS+Hs17iYexW+9Guq/rnnJhIEiZM00UXy5MvqIrOW1",
-	"nYbUHnPGSFdYjIM6O6creHAdTvDsZ/yfwS6lHIPfpdFFAoc6f8hX59w9lQDZ3XxIVhnIwWj56CfdHI5b",
-	"IFdhDaAuhpVbwgVkZIRS/YDbFwFm6WAEEY4Vpd7BhhwALYO3Aemvy31NwoR/DfKhkhxHNaLdwKXevszn",
-	"1lRs2OrhFJKh1Iy7c+qn0y0c7OUk/WKqbvH4o+gWPhcDZ/U1FeMLTMX4yIqI0dUBDdBo4zqI8dD5Ud0n",
-	"CNu6QagXhLb6R7Rr8plYcsH+oPEzzlnmM1zhKVeC7zxdgkhhzZ5oQHgqAit3XgEMnzaC7Tt0GsCS7pTJ",
-	"7xSXXrORvnC8v7YaKcd4F46/LbDGIgz32ZSj7/Pf0Z0gtZQIOXLSKu7Y1mCy3hiDLvW0x681qfelP4qu",
-	"ELkvaWd0FamSI57KhCDTjZBCPkVRpf8Qiyrt8awWUvmWPyCwsDS1zeFW4QiC0YGeeUggrn3uWlNjFQKz",
-	"vmb3im19tm27LNWBq2NFKnjxO2WpVieEioB7cJ32BJ/eJfkgChjvrI+2xtuDccv4L5OCl10peNe4ajzN",
-	"JrYaju0oAOa6QMmEKUbSbfrsHjRhrneEY67qNF/08F2/RjJH/N/dPbxPATfNE347VQ2Qx52tzQ0Su5Ul",
-	"3jZFwIoGOjGpzmEaS1s8ht5pPphzT5LQ28UOmv/WSh5YlikV78HM2MHmdQOWYfugwil2YOYUo+U6rYh9",
-	"RAO3v5FD4B8Rfoyng15Hgxgs/2sp5ufnOm+ExkdS7Ubt2EfG9WNJy8fn2I7O0pQTUMfuzLFiycETO5we",
-	"B5Vp6dB3LnHCquneAM1pNRNN/eSSXzPhWxFarvQd5prmdqKAf/z7D09+IAVbcKuvmSBXfSqgg8vyYEEI",
-	"huk61SVFL3SLB/naqnpuGtP5smeP04wdFciK6lUEfxJzXGO/cxMnpNBga2/cXtE1UxS6OJd0yxTsib6l",
-	"8Z75jBSoKOU6OFNd1b495L4UT3cFfSApPt6CdLfAC+1G3V3aaykaOik2nSI/jRyHlWJD76GQaGjr7Q8n",
-	"ay7xmKVCM9z/cUb1FyX5L1jUBvfjC3sI0+xIRoqbJLXQpRD/KouCpQ7bkK+ZPmr3TkopnJber9gWnkEo",
-	"+gbCEfVqFKAx4i9mfXRqyRaI5RjAln1txpWQm6a85JC8cEnduJIRRCj/oMNlIdIv1v7FObOaRMDgGUUw",
-	"mAgiIIUDkPQNvINz+FS53CFYp9ub34JatoLQWh4u8ZjdmKOoB84Ea94d9T24GlqUyD0QG04H/3uafyEA",
-	"uPXTt/drfDQGjVXERLcDGcvR3eeDjBU6BO1I1HaL++rIGHRk1I7D70Os425PTeSL5bcvw2uZutSQklFt",
-	"EEwFmsf1EK6ceqtpaWkZtFyno7Q+FYt46H/Yj7ZDhl6jfzZYV3iN3Gd2oJDwGSg3DmA3/pKAHMFKbpha",
-	"1GVIFuSAo2t17SAIkzmCWdT1a253JmbzbJ8MwoDK+1CoVnF3zZ1Q+1xw0Kkbo6V9+zZ3fbutnGCb0Gnt",
-	"8wDc7/Zd/Jpc+D8iubCDinx3MbpTPX70OzbqG00uPJcLc1CEDEP7xrNRsKg6KJIpLTFrsMwht1mSUool",
-	"ooeHFH+AU2ZRoXTcCkc1aFQhwQrUC+9+gRJF1wIy1ZwiiUwTZyCEFmG03NCtdheFlmuGBd4Spu4/CmUK",
-	"QzkBTgbup/06BNPpQekgEb4mMz5IMuODseYEQKmOjejuJp9JG+I1ExChTjyMVIPu7/sT4lcTXYvB/Wbf",
-	"6bYvdoXGRZ03WY8AR+rNiqCOWK3CNRzoJFqGvhqO7wS7ccGgce3K5/vrh05wvDv3PhTs1ATV5zOHnBrV",
-	"cFyKY9Q54asX8F87Y/ETajePvMo/HPI5Z0Y7DJdg9SG6soMh73Ytg+bb2PnXpWA7gdn4Bn0EA3unSgj5",
-	"dBvbH5LjskwI2SjXPFZ4QOhuVpJh/TBDiB1ZFq1YuWtSLmsT95rvgjhpBr65U783n5mYwyvQz25CNnds",
-	"rWdEws+0LLdZb88niLkBPavVjz3O3U/1+d8w1cXt/CrE/iWFGDBL2yUU9K5PJdM8mT1CChsWba/l0ttt",
-	"IBKgAnuzssQ5t0pYrhjVPpbg+0WzSuYrHwheU6sUYuW2f4BrXTeIHdz4spk07BSCy/hsIRq+sqZb7PQ0",
-	"Z0wQbWTJxFHbQHSt0RocPVRY6TpO+EijAFsJdc4CCsF92WD3pwK5yeFsx6OnSamSAC/3HqvWQX5FDR5D",
-	"DS7L1r37kdgaekEDHF0h87GmVQVXLHf5yHMlN5YxXKtvMJUOXBd2SGczTDnHh2/BjCkr0OsfYeNEyUX3",
-	"Z8i7pa4VWysqetR3vbRNJ/TXCMOWvt1v7ewtuVjAUKH3szP4ks2qjiv+wu5Dh9u+ffx0eE/8NuxY9iyb",
-	"YXoBfPG1wx1OX/C+24HTv/pfy8hl5wjt8R3U/PJwtFKhG1b78AVEh8bOyVJVa3djhoONTbHbkwF2gxcS",
-	"sD14QnOaXy2VlTcHhuqrXVkBDliBy4LnpHmXwLtEsSX4/Hz2KNekUhKamccJBPmKQbN1rxw6QC1HWFw5",
-	"HLUam4WuWFmBpY7xfmjpjO5IbWRVscI+KaAZtg9bLSgvuVimg+7Pw6wvYMEP2SO0NdRQRBXahHa30qf8",
-	"g4bwRUHyRETU3ZUH5AMn2B+FCU1olCivmbLfc91PpGi1zV3JNUbKn4U0bGxOqFe8ivogZgRcgUGurq0y",
-	"p5iWtcpd0M0baBuqLKFr32m09h3NAbAqdLeIOmNgv0bqdxYNh9C/Md0aEed/7jbiIcFE2yMNpfy5/fS7",
-	"/UVwQ2g/2Fn8A3JAQQ09UMweqz3KvGRU1NWjyhIL2+xqL431WwGmTS7wRnMebUgGyxp0KiYMpM8iVboh",
-	"SSVLnm9dRrBiAJQR7oiyYNq4ki0KDnNWZCHnq/AxLiq2kPMatxHFFVgTy5lk/sKgxK2SgJDps8MpvvqC",
-	"Gnrmp3mCr+wq4vrFWmGhmMIlHdPcyFDO6nb2iLhcH+11AXTUDyUNwTfulk71J8XYgWE3xgoOLUUzz2BE",
-	"uskNTQLfG5rF90+eftwKrdQBubMb7puKJx8W+jWLKSWI3C6ixk8Njdg1D4xwV5GEWNr7SiZViwMp8jFs",
-	"8tqarYK12bwVaPNReM1KtBOdCONMQzkXOLqhx5L/M/ppBJR1KVeskMUBuw3lIIrCp52+W6BKG1fVa7KU",
-	"LbDh/tXt5J9zZCjXzN91RcUuzNCGHHwfuVy7MBZNRN3PajEgyR7CSZ0a6qze1Qsm2mcj8dyapusorAbS",
-	"az9edG5wZdNT/Dv3zteirM/Hn11jyWZa2OGB3Z/IG/Z+2fHnVLMDpLqDKeDqUDxC56WVXa5re0aM4ssl",
-	"ZL6LglgR2zYu/6BJKXNaOnnjh40N9lyW9VpAyv8mWB0QSBI+cSBzj7548RqMdlpCBkQjrMJ30R0GBaWi",
-	"IJr/M7SSDIa+K4+C6Xk8X1JwuhRSM7LmzptGKiXnJVvrpBnzwg14Dts3gJreQRzBdGwsbnvxGkEBoFGg",
-	"XHgXP3yNyPk/WG52pXUX5X4p3T097Q294et6TUQNTe3lAqaVr6iiuV1D02fbKt84qSOfMxZmjyaiUbXI",
-	"MSNyABmA3rwoypMVVTo97e8eP36cNWDiXJhvn84y+56d5OzZk8eP4Yk1F/iHx2GNcOiQ0vDQWmD3yAek",
-	"cSBHd6CIbf1VBxxI9bLbN2fOr26FRWf/HtIsRRfyTocMFeTnizevsTYB4cCZKABf0Yq64GjvefFBzQNp",
-	"d4m0/X9v6bq8RI2Dbpo3vUvWNcM/JM+lWQFvQc585ICBCFx4PMqqR5gmSZhYSJWzdgdEbOm59YmVDWJE",
-	"wapSbllBrpkCt82uuENaIMpcv+O7ZOAx6pm4E0fkcmXsXjRbOeD3xy2LG/TEWzckcpwsSUqbmR15loXS",
-	"HPdPO1CqFGc/uQJfacmVhMJGN+RtxYTd6x4NHKaQnWbWpH4EE93xbaDUdDimFwxJiq/EGTituEWyYKq0",
-	"yPqrjNvRk+tTBWK4WMidQq5Ssqhzk0ENcJGRlfS1zs7DzKGS1GxDgYYsmO/Ehx2Fo2zPjBi5RMCjgDdf",
-	"V4av0exkAnNVfQgHwfAiv5prhwAam1hwtXaK3JwLGlo12D+4WVjZZjURWkIzLoRq68mpc9iPV3Y7HjK9",
-	"oBklwWPPqeY5sUdiOQfQL+eyNl9YSOYnZsh81048IEsETX+H8XMSgT2AY8BSBSu8bhc+E9+prtMv1/5S",
-	"JeymglwC9DZQlwyEdhRaVWD/+JJlyyxXbHuAbeaU3PTtHnRhAwMZmcuSKKZ5UTPtLR7LDVdsq0ltr1dS",
-	"KbbgN915NVUgciN0qxhj2/Sns3vo8u3AVGUFqaskf73x23G7TlInKGleFYmyYm9AaWwCBUuDrlCutyas",
-	"3i1zh/F0Dp/Q925AxVML8bAKPGtTZoevQ1V1cmZPdllIkXn0JGEeDW5pDGhSUa1ZcYS3O+wFFmouKLfy",
-	"2j0Khe7QsWHHVp/C59LrwVSNj1p83KZPDC8NgjoFX4DvGWWf/go4eU8XAJyAcwxFUtR15wRR9vHE/yMn",
-	"Tg+8OD3wc/ARgbGmx1CilwVfO9Q8N772jeKGYTJ0JI8bLKK2cGCR6HD1zB1CRC9/VFRDSWElYC085ESh",
-	"tmc1NngHYZYGuFDaEM1YEziF2WGAdCkPybGbUXT3wZGF/HqcJ6HQ/8AtIlnihxeSS5fTOE74qM8/8FcS",
-	"9kWw11GivNn5w/GwTt1ZnTXk8hCxhvRoYSqjEYfe2RrZDT5/LoGHHcvcP/zQBKMdeX4tl/6XLpeGcFld",
-	"DWueHyNyIaThC0fg+hFbU17uAJU7Z6LAQC0geq2Z1ujFawKjoXF8Qc7fXATANq8My2CUhi7zak2CZAJh",
-	"2EyKbKz8ct1WQW13xvF3j39EmYit4lsvQcv4ZhqXqH7BZLjrT9/M0UqO7x9/i8/Y+ceT9njtKOZdtwvF",
-	"aL5KgQjbzblg2rxcYyvHB0HUhJODERCsbIfEzHkFwH4UEZh8QRHRdQiMfDyp2Jv8mBxsEdiGekDq5iaP",
-	"DuqrMPwXE4b2rQlLPGfqmufsnaDXlEPP/a4zkEGmMdBKLAMIW3faqd6zyisrJmjFd/k7MD7qklAbGefD",
-	"uo3712dzKVkb1s/PbjLhIsh1772IPuyz7Ch+KPPfC38XzdPwjehdWDvW1XMVBTyy6BUOzbdx8w6JP1Q/",
-	"Cirjl4+4+/ujS7Bt2Q1Yryhrwf6F0DQrQKI3oGxVPS+5XlnD2O+L1+u4NeajSg+r2bK01wQiARW/nc/k",
-	"rSi3py5Y/bBVU/E0x03nZjP+hSznT2sIm9a2OUDuTso60uwDioiKKm62+0gIl3WO9Vs+ULCAOm2ar+ic",
-	"l9xsM++1dzZe5sx+50P1lh9c+M696vPPEJYmj4esmDoI6WmQiIDgYfmKckEA7jb8jG0McIpQ7+i+f0j+",
-	"CprYiuVXL0L2iHex1i7MeP6fr7lh5PL07PinN8fkt5rnV+/hncum3BI/D3KhYGjgOuPfGbmhVV/Br5la",
-	"sgIa2xMr3ZYrCBczoWsdZ7SsXfr+NikuTunte/WPeViP3eLjtTcZNbDu7rKP8FJQjLoSyM1KllEGBBwe",
-	"upF1KQczflvncEe3bJxoY0kFJ2rPhvJSWzl86Sjicid0IrxyT/P5cpysEX2OXxMobr66Vx/SvWrFo9vn",
-	"OTMbxkS3YugB7xMrF7hgeqTM1sva8Kin/jiPsKU7QnsdwAPzceWiRgHp8p+98EGJVTG1kGqtCUVP7AHU",
-	"M7nCL8Wr0RRpcJ1yQyolr30TtEZio3mn8btNn35g5QbTzEW4Ae4RfAIRBDzX5OnjxygHUK76wLibvOVs",
-	"7S3+rFOH7xywc1lss8YbABvGvYuWFtuRSPhZOKAdqTunuIu32sQ7SP0B6ZX1cxjAIdDGHXUV13HHKBdf",
-	"H5nPS3ju84HLDSc0Lkr9ocOBHw3TUvFVC+9b9J/ioAJ3IpaE5WHABm9428tD5PIM3qCCMDt5eP4wkV3e",
-	"FqUooKjInTB8SFEvS7arwBupMk75wbWjcXAl5AayFzBriENsy5OwFJ3boP2YCyKVWwc/eUjOEKaOqitW",
-	"WJlQMHWAiMOKeYxK+PdmxWEe/uPuEBopX7aac7CbqgTM8s1qG52WXYtTdP2U57UhvCihl9NClqXcOLTu",
-	"ftm4E8ayZPrh85LsMGPl4q2UrC+4Vnx4Hx6SjWph+Jo9chUJho9ClGDi3k9gtdnXMqvTSbXNYiVF+HIv",
-	"jB/owfS9Q3KOXlarNi4WUQqerqQhS6lkbewlKpUbhyyV3JhVRkq6BIBLf/UHcx6esL+g2kBXVm8o5TKp",
-	"k5zhKl5Ea3/Im7U/WoIj3FMkOpAvjyd+YsaT2OBGfASmAP1/CogI2AnQU9xSs0JMVx808sEYL6dxdgmD",
-	"w18xweCwKnxualqWWzTMRacYvJO0atmNLLhiG1qWodgIoEb8oMB/zuw30l6FQ60+cQ9OYQsenivsOKOX",
-	"hN1YaEbxBV8Qzl3naUYwVkBoQ3wEXjC1Jb4JzLBZccPQjURec1HfYGI3vk8ao69VlOdyctDszuV6zUTB",
-	"CkSrdS0mO11tYRuwmAQKUwCou6pK3/5RBxOROg5bMmEOyVung4U5QnYQxGAwnE0hfmOvD8PSoCI/S20u",
-	"cDsekDGaUc7tyocYI95c2KIvClIkTVr3xg4DqN2Y4tFk1MXkhCTr0S8aygv90KhaMgMTD5nTECNwjnjX",
-	"uLNw/5zT/Mp+7Jopvti2fDm+bV8Yx/INgLQVLZB7B5UNSXhgFjh7Ax82Elxaxu4BZD0ADZG/Ii5AvICG",
-	"w+B9bLI6jrf9o4umFIxcwkfe102c+rLPXMf28x32uv8EkWYAGG9Hgog7MLsRmFTZnDDuxueWWNdb3lgK",
-	"iTvGVPJIJDW/5o78CyfSARW0JCVS8D1ISfvRkeS5tu7wqCqpGM6ba4V5Ua46Tms6QDs1Adbifow89Qjb",
-	"dMW2LacOJhg7Oo/V7MDLVnABpi0EVbH/Ux41ZrDDHYVinG2U6wGpyWjSLgxTPlfPBQf+bDULWRvNXXgw",
-	"3BOpQtfHCcSmkoqPKA3tcNOFYZB7BdNg5uCBfCpZZyc/OGunIJRUfIUn+Ywkk8djimWTY7yHF06ISXjQ",
-	"KondozYPfcuNKOjlq62gTsEt1jmnos8h6MgmZIWceu31WBToaLugSyjyCIMFBTcLKheG4vxuo52ESS6V",
-	"snMzW2z3iZgHxSH5iVa+zL4p+igdVG6yHG/Bbxr8bxqB/OomGy0d8YMNfhHv731knKXTSHzIyb/U2iLA",
-	"vwokmdgleCCEUpuEv9HIXfrE7r3Ijxu2bsBRjiLwS0BzxoBDAETBsCw0BoRmEyMAKagYDkz4+wnwKDvK",
-	"/x4UUH2AtsZjYW2kga+5gvvkCrb3zn6oZIaJCEPbS4YHdEZNRXWGruIHXAD+rGECIpLwcharf03JcW0f",
-	"FehplcrjKLIidOF3mS0JVOd3wQcLjla08fUVdhx2YtOa4KEfVx0lGI+F5x4c0bkZZhTN2e8lngFu45fl",
-	"eE1uwT2QOW7lKLE/+t3+zy90zT5Yc2oHPKTVNyp/r/tJAzViJ7eGtDXZQE9Ybx8VEm+OyuPLurbhNCZp",
-	"93EdPnJIjvGXboNZl4rvgFyowf5tQPqYM4BB7l4w3JUQQTJv9FyyG23QVrg32jCRdsPzgBINwXJrgyYB",
-	"JBsGmASAGzx4+opQ7VIlQX9q82y4cytqVs2V6w9ytH1ARY0lyNmz2X//jR788/HBj7+6/z349ffH2Q/f",
-	"fvi32QBg0ANUosZbNGIZ/tWLVBnoR8JpZJ+dcyxaz34gl0C76l8FYffhW3V+eTia4fCtmG0ugnu7B9gN",
-	"y2uTtFVdxcIkIP9u6UOr0MOXPnDT1AvpSMdJVEm04q3kBIIJOsBaJr/eOOz8L6BsrWRZZGTOclpbW5UI",
-	"tkGfGT6zpttgqcZFV1QAYLrydV0lza/0SI7pX9xmPbgU8QMl5Mdf/D5HWENfZBZHCvLvIQwEs+KqOKio",
-	"MttHOa2wEIgzPYlleJHF6IUIGHZTcRWgx7wCH7AK0X2DbQLcaNvQMSDzxSDhi9y4aH3bAW21LPha6Om1",
-	"JrQssWwwQJTYwe0XEELDGxqyNi5+uGDU1M5zjiaN5a++6bF20e8O4KKP+2RWqXH+hPmWXOLu54oBDBst",
-	"nxFa8QN48fIIPUEAPNl0iuuqaE/i8F/F38O77/1lf5nk4Qt7kKf2HE/iY3xAZh4YcRDTu3mmSx2wvsMv",
-	"CkV1E0eZ2xxiCbGQEbNHPNpwfENfs2ezQGCznkB4MiAQ7BaiJMAStt3YqkSvLUPh40QLWumVNGhKWHWF",
-	"zGlJRe5RptdScCMV+KYp9PUoQ61wM3ntQuZRwN2aQ7VZ2d/RNQdtcoDRIymGsiLMAgoCXZmVTmZV+sKy",
-	"+DqBvrWhMaNq6pThIMCWYzgF+yUptmtZa6KoE0NUEMX+AS0D0tUi3GVO+4RleWVHKayIKhqAiG65SFhU",
-	"VDCC6dNRFkA6wwaP8iFv8OscBzl3k9yVP59YsiUH0Em8rxndIveZ5L/3NKOdHUj079D9cJ6/74b47G+/",
-	"f8h+n80ZVUwdW3Z79rdfrckZN4ADfzQES/Hz95Wp+b+aP9fzkufOQuxOsDu77PeZu5ZOpLzizE/ZzaOX",
-	"0IPqfKStZaGhVahuyNBq1Vnfq+hYWzdZq1CfDIfyDa6RPH7yx8MIew83oh8AeIcwzpAEnkVXdUbOLs5P",
-	"Y4njJIfbhdikDgp9Tg0t5bKG+UQt9ivJrd4fpva0NTW/r6myp1BpNdAGrJFY6DANQ3wbD+FeTozwEnoi",
-	"ufmhtyBcGq3ukz55CpQjkDuRWgNhHD/0k9bGx5dQf/jnUhptFK381Y46V7sleEBc6ODT+iuwOaMwhx9/",
-	"jOeAd9avH/7/AAAA//8=",
+	"7L17cxw3ki/6VRC8J8LSjaJetrUz4h/n0pQ81hk9eEhpZ8+Z8ZJgFboby2qgDKBI9Tj83W8gE0ChqoGq",
+	"6ial8c5oN8Ijdr3wyEzk85e/HpRy3UjBhNEHL349aKiia2aYgr9O6lYbpl5X9o+K6VLxxnApDl4cvK6Y",
+	"MHzBmSJyQcyKkRJvPiIVW9C2NpoYGV/w9wlZMWJW1BAq9C1T+tFBccDtO39pmdocFAeCrtnBi4MyfL04",
+	"0OWKrakdxpp+esPE0qwOXjx99ofiwGwae7M2iovlwW+/FQfvRb05VfKqZmu9PfAzZloliBT1hnDD1hrH",
+	"sqI3jFDS4HO5Icn41fGo3JwPXixorVkY1ZWUNaMChnVKl2x7OO/a9VW3Ng1dMrtsCgZZEG2oMlwsCTXk",
+	"aW5Q9qH0YJ4WBwup1tQcvDjgwnz77KA4WHPB1+0aLrpRcmHYkqkwynP+98RI39JP9kEiwoiVvNWkYQqG",
+	"PTY6eGFyhN8/SQ0Rv3Tw4tmTJ5MDPpM1m0egStasIFS71WUVuV0xQbght1STUjFqWEWkIjXXhlVhQg01",
+	"q24+Cr9XHCj2S8sVqw5eGNWyeHbbJPmBqiUzb1nF6TlTN2mWgstEw3UYsGyYovYioaXRRIqCcKENo5Wd",
+	"kuWj19URWdMNuWJErrkxfk4x262oJuwTLU29IVIwso4+k9u0dW+ku7EfzvUdjC43yZXUhjwAScCrh+nJ",
+	"ErNSsl2uCDcahQZdMmE+z4RxMXMzff5tcqLymol5pHd8+poYe/sk/WWozrhv7UZ2H/Vc4d1qpu7OG612",
+	"9DJ/kL/Zm3UjhWYgrH+g1Rn7pWXa2L9KKQwT8E/aNDUvgUIe/5e20/g1eu3/UGxx8OLg/3ncHWeP8ap+",
+	"/EopqX6Q1QY/11+KDytGgBbs5K5ktSFcEy5uaM0r8mAhlSWldVMzcul+vYDbL+394Sf74OXDI1JKpVhp",
+	"YEm5aFoTM6xiTU03VppzQ1pRrqhY2qX8rTg4kWJR8/ILzlnhIpPSfVmTW25WyEetUkwYe/gYRh5c+ltg",
+	"ypSspWJEN6zkC16SUlbs4RFRdo72YXzoii3sXUbBdOmScgHz/FGqK15VTHy5iZa0rpkiNS2vNR4Djjbt",
+	"ybXmWluRIxVRTMtWlYzoUjZ22t3li4oJzqrLhzCH18IwJWgNX/5y83DnwoLymlWkFexTw0rDqnpDHlxy",
+	"N6ZL2IpGKiRBo2hpJSyM+500P8pWVF9uyNyLmapb3UoyK80NYZ+4NnbhOf59wzW/qllQGnHbHlwKaS4W",
+	"dtxu+U/pppa0+iDlG3vQfHmOASHBPpWMVUhQmv+dkZqvubFUg8O7MFJe1HaAbtj2MOUl+yjoDeU1vaq/",
+	"0MiPScUaJiomShBthq0bqaji9Ya03WDIg8vor3FON2qDwuKKltdysYD5fZDyLRUbJ7v1F+dv3BBWEUqU",
+	"lUB+P+wfF/CHZeAjcku5IVasA3/wNSNLfmNPOkEuz+zUDo8XhqlLe8KtGK2cJRRdGtPhNSulqMDygQ85",
+	"OQhrxsXy0ejRmFfVnyQ0XzjfBW3NSir+d/aF2PqdJHg0looBd9MaNIRGMc2E1REeXNox2Uv49Qs/YTwx",
+	"acMvQJnpfkcG+Sh021jJxSrQET/AhP8hzO0k0uXwe5fAJWGYF6BYXtidgTn85jcTKOa44aAgbpPLexEp",
+	"hFbn0kYqVh1ZtUAwK+RXsnayBe+5oXXLCrRZF6Aeg83q5Ku1Yy1lNcrq0IajIkXrWt6y6nWTsIFPam4P",
+	"eFpVimlNlFVENHlw8vrl2cPos07RbjWryELJ9RFh68ZsUDWkYhNewDVxnwPF0DjDe6DrBSKmStGN/dvp",
+	"lcdme4gfLGt2Q4m10AcfP5w8tB8KDFNRww4tMx8U2x91j/2wSaxDR8SwoP4L4bsFiTVA0OpAlaNWb9Ky",
+	"tsdy0CDs70KaFVPd9j5KjajiS6bNqWIL/ikx8xUjC660IU+fkRX7RCtW8jWtSbmiipaGKe219vOfjg+f",
+	"ff+c4Av9r/kPs08NV0xn15sacrvi5SpaePcILvoREW1dB9MgOsvtTdktsQ/hiYcib2tcNdXmo55NCPZ2",
+	"pEojSSRtmBX+jpFT47XPIoPZh/cfLlo7W6cAXbPpLRDS/ACHQmamls+2NoFrJ3VTswoX4VEgYS7F/rOT",
+	"t4KpnOVofye3K0nkrdATU+0U6IQIOu2U70ZyYWJxV1KlONO7yZKmVY3UiWX9i+Xs3lqiQJMquBJArCXn",
+	"oNgNo0FdG76YAbNTQZgo1aaxoqOUDRwg16wxBdESBQvaHfZVkZ+jpILolbyFqyDivaW07T+Ekcjr2Szi",
+	"7s4RjGVad8v+hKKkmSm9cXKBdd2DEzzq7tp/fGCKJoR+z7yNGbYgFVP8xp124HcCzuL2zOOikreEigoW",
+	"rgxMxoTV0P56QEvDb+y4UBiiFwRW+AC4/mLDzAW87uDnxGDNfGdSnuPgyqxzZfssSZx3l/qmvGiouTi+",
+	"OqkuO2qm1nTWjoIVK+VScM2cFrLtheo03r9GfiwQoh3b9uVOfyqDE7MvWYpY04nla3zc9RjZU0asf8Rq",
+	"QsxrMZX3zqluD+XVf7HS2OX3Kt8brk1a7QP/vlx0+oHeVtyayTgB1/CiRHhgy4QYmg1F54/fx8E/4/32",
+	"mTTx4YTRs+um0BPxYwp80KYTkt9IQ+vRFcMPA+2uqXFH64LXlv4LIq20oXUNI9LDaT7/7iAZd4ip2kVg",
+	"olAHjsmtRpJW2oqbkxUrr1MhKt3WoM5JwQi1d5LS3rpNLGumdZJeXn1qairwoPHxD3htWiuZ1GjC9xMa",
+	"TdrT/w7jfO5RotjCShsjjwi9srYiiBrnsz+85ZW7Uad1Cao1q/JncPcdvDN9hmp7sHCTsATO3RVU7heU",
+	"161igdvC5L2w52IhD4qDW6qEHWBxwMAZ+POU+PNCD2cTDagIO5klljNWSlWl5QptGiaqQzAQNStbmAoS",
+	"joLHEvZhaeTM4IA92sQyMvm9IWh3kAopNmvZajgb9UYbtibw8vROwiVv3Pe//GcuwLoqB2aZPaiq3lnb",
+	"8ENgaiu30RA7dIaYPQ/8iOwCw3iSJy4sz8zIYVjDbesSTOljNIQnLe3wPjBS4mXsFs6eamnr7YYJk165",
+	"v2AI21IBq/qHuCeHR6g2RKGccGXL0538fFbU/NSuqThUjFbgSWQpyZNdP1lCuGFci8RVCRPc1QMgW1PK",
+	"lIDrBG33lSOCa0DWjAqNuo63VIIkAwsC9R1Pk7otS0sCxYGTHlZtgTel9T2Iko5YK27OVh+mV7I1/V2l",
+	"3pqpek4ZKwsZKvgEv5DWExUtkzL7gwsYDAi1IOyX1nKjBKX48j8O4cbD19Ul8dE7gt7SnWh6IB09R8ak",
+	"3u1eLDqKIL6GHNhNrkdbYcFnC9ppJS4paHVBBLtl2qCu/S+k3rn59/S77cWYp+1F590+Cp8fyu9K4/uB",
+	"ltdLJVtRfaD6OkNaTHFZ8RJCK3gzMVQnFL/es3mXB9XX4KZLigGIGt7Q+hyjFomT0N1Arpi5ZUwQ1QpN",
+	"uPBxjpk0Y82mly16Pd4mPuOveamDToIWgjJrXtc887nkRuHnQnB2oBXbn4ef6UlQbghIclZljkH71Fkr",
+	"UufVueXXrUmkvBwr6nwwrSAbFNJ7ek5B6L4X9WZcNwZCgN0DHVG6jBkruIVuNcH3pLXmtHFgiZjYS2m/",
+	"WStOZCvMKJfa4WguSjzkGyXtAYpSb+D3yW+2agWo4NOzr6Vs7NHonghyytovqYmnVff4I73l74ayzVgx",
+	"1WyxQ0yw0cJNi5D0CfVDX3JootiSWxvLaiwCLEo/475EydlxQ3V4e8lil2D+dAijGMg2PftYGEjQrZNh",
+	"uGM+pysvkqU02ijaHFdrLqK8I1pV3A6e1qfRGrnczqEOiQEHI134yB01SltJYk9Xal/O7XeMVAlJznVT",
+	"0827vAmuV/IWhKHnWVmzfiwODOpHmDo5lp6Hpudt0o48dVeCOhwP+wjlBiWa1tZ8WFG9sjeiOxkDmIPv",
+	"P/v+OYSwu/EkhtNqptLy5Y1ccgEC5ghFgstQoqRmBtKJFan4khuwOyHsdsutGgqxU7xHF3iL/V9p/9uK",
+	"iildSsV0YbUqzZcCDdfVplk5d1yc+Pddbwrf2vWzL7YD/M+/Hh/+X3r49yeHf/y5++eji//v8OdfnxXP",
+	"v/3tf0wqvGH20b6M0um5oabV48IOSa+3e0QbXtdw6hhJrlicbNgnxiv/pbMwzG0boWVIdkIOPgM5Pdqe",
+	"aM5ZzEh4YRT44Nr+IexYrFC28oCgFq9nCOLtIaaW7ISKktXvZMVO5HpNRbUfd+NrCMUE1BJftb1silGd",
+	"UsTO4Henj7IqyrGD99YhihDR3PcJRvktOcOGXvGam80JNWwp1SatU5buqpPeqjpsqDIbUvrnXaht4B6K",
+	"05RGfG60ru1hitYo8p5VrCP7cZBrp9NKRpmdg58dyIK+FVzzG3ZohacloYKUKyoEqw/1RpSY0meXnYtl",
+	"Wv2dp0JHy7dgGZ+Wn+bpbhFPgRlLRpJWs97Hdgl9DtgjLORQV0kNsoj2OclFkKPqT4Y7H5CaGctK7JZ4",
+	"cbdNeC779DR7Tvn4XTM4r6wwPSKywWGRFVOsIFespHZxqRiIKsU0M2hcu5wN+/w3unttyG6w2+ScPcPj",
+	"bdsZzm7zI7d6UDz5z3OoDrWgaETJLUYP/Ftm1fKMBHGJ9Wu4Z3vLVozWdjDj2lvvQz/hI78VBytjmqz7",
+	"9LjvN8UBfKPJTx8+nJLj09dpCw2U8nG5hW+ChMgo43nUCpqpHrNombYFBV2Yycn69ITIPDOKLha8TL5T",
+	"s3qxy2SH9VfZYEm7WKiksyrx7htp8BTx7tB/l4ZZe+adFDfwz+nYSFDXo0Xq00c0qLDNbgEKT4WTNP5T",
+	"oNaBGxt+d9ldPYqHHD3GBKYF5NdwcII2Tc1Z9VpULBGNf0O1IbVcEm6vE3ezN8w7Eprl71i+EkalHEOR",
+	"tW2/xfC2AVFcsRUXmPTWMcBMP8uJFIaWJuXVeRt5biIzH/wiJT7W6UM7TXiXoKcGjTlzatNyNa3ieBoY",
+	"Z5aMYt4RVX+Wnk3kNZzTS0UrCAhGSdjJsMENUzqpr/zABVUb4q73P9izFVsR5j3tke+WKEyx6BN2j/yG",
+	"NNGNd9zt7vlTCm6kSrpz/Km/4MtWMTgR2A2zWiFUhomqcKawvmZVYSfPFVlxe4huErzpNjOZFCqFUbJO",
+	"8PiR+2QZ39Hl6mprq7vxZWKFu5fTJl+0ZMLaUumo2V98PRwOG9OzW6t/LYGo58fN3PIlqBovQOzALkIB",
+	"biXQauG3q7a8Zo67Najq85081mTrCMF9KRUFcKP7Ab6VdWH/hVdeqLsH/Og6N/YReRIMWn8TxN0sLdmT",
+	"eKaf2z37SiQ2+JUIimr4BKSUxZ7hWd/fyT/sXgee6QmH9ZccliUaPc3knr72JJ5pWymqMI95qogFhB/t",
+	"YDF7252hxo6FRqRezqdzErQ/lLx9zWSgkkRO2fvSQqJXzjiT7022lXK95mZsvHiHNZi6kV8LeSuwdmy3",
+	"caPGk81f6kLhfRuhd6QK6X6FxF87kkwChT2Mk0kisbY5X1T2TbeEiFTshqfVhS4JFuuT8L59Nt4wtc6/",
+	"PzJhmFrvE2mNeTRslvvsli4SE080/W7tk3yIHnXPju16TZN+qP4urXiDjmPU8PreeYgw33B2mzOWN29z",
+	"xNBp7O5DTgeBbXLaWPThzdwY7O+AzrupldsUPyf3IEvO530yBjwBtwMuHZ5WhJp96M/PphjuXI8cw9DG",
+	"CEy2DmVlKOjt70Flp1yEclk9n66oy5AdXfd+3vEcsY4u1dGX3vCKSe981bNtuIAwMcEEHXjD3HdntIvu",
+	"pXDDzJe1emKEcMM+lIVvLqKdi9Z7sEJ+UiPklRVc7z0nYBxR9ilqJdcsJAANXLHIpZPHUFJ+3q9O4Dln",
+	"zjjw5ikzKSQXahwwyInwxK4phi4TeESn9XeAZw9jYVLpRPaelfRCCnaXGEBWr/VbGtY0GnqStiBQ6LPv",
+	"7ytCTkW/QvKulatckJPXL8+IkAadP2M1rHHhahQ9J1J1dWBh3WNXe+qoo59e463Pv9tWv/Yvt4xqgX0B",
+	"5iDQP48sd6hUHGYOTMz8TnWMR65ikRoiRcn2m9tdywuPiFWnyLrVxlJIL9EXBJKlVemKsXciCi4cUTy9",
+	"lzLFGfHh7ULFPhzZIM+esSZRtRhTxMzKRW6wZPEItxC+hkEt+5wrS3bVkPNzrOKdzQslq7ceL5kwr4SS",
+	"db1mwtxNPkE1A5ECSY6w8FqAvtiWU8bkMyff8AWDt/jTDZTsyOPkdoj88ckT8uDp92TNRWuYfphUhQMg",
+	"2h+ef9eDRHv+JKlljKzYnbIhjiF8OZ4K4S6k6xTc14kdIDoNYX2kZg5Yilwh6TCx5C5TrZeo0IdkAkCw",
+	"Rw1k8yn3zCOXR/gIvSYPExk924mwFVs30jBRbv7M0jgB1AQkoy5qAR7faxbyKeFvGDPCaOkoIcetSwwI",
+	"haFwd9RPZm6t6adjY+wRlUqhZTW/YRDccZgj3AC8iSayNR25fTtOX08n8PaKA4dvkycc9PgN84ib1nSs",
+	"AAtxBKUEekUb5iBqtF9G+9VIWnRkvHuajVt0XHj0ikOyvlGU17MEq11E2eYdzC8ZrWou2Nb0/JI/f/Jk",
+	"N6ZOrvst5fkxnA9gZzy+jZ++kYSJylMG+ja5WHZjnBjh8ycTYDQD9TMSAePy24rJclPW7L0/W/YVTLV/",
+	"U3RMGQkJ1lIQ6uzIlUyVZIhJrMKhEPk2VWXkv5s72yWpZBz7Q3l1qJ07Ofwpm+4vxQaXFQP2Kw5A9kXX",
+	"SzufBcBgHCom2G0yfjiXg+Yxy6gilAvvd+sUhpMnko+aqXuzOsBU//0m4L4WHGoeM4lNnyX/FtFM9ZiB",
+	"rmP8VB1GhHqxD4n2decNWSoqTNCt7UEfgbrdr0Ydh96d1tuBMaRXuAuo+NkkkRwqrq1CnS7g+5q5PMxc",
+	"7qgpz89VHhYLlMt6E4ONeqCQDi3LB7FxRR1CR8vy7tCdgAXSAwPgjLaue2AmoTYPBhKQMi6PPEt2IoNr",
+	"H4q3PAyZ0Rh2sTa+vM0jedwNDiSLvOErp8MSJbcL3VZW/qZXxGf+RsXaoGUZjQxFPnhB4TYGYHGi0v/O",
+	"Fx0hcAuJzwAYSMK4CB+b6VTcGmQRoXj1kHlJVxg2wPZ6lEEVc2/8M0/F+30te3oUc4vZf97V7/FqsWAg",
+	"vmKJ7Dwg0Wgc2C8TC6lKDPiiHHcFv7tBL8HBkNAp0udFulrZC+FZgU/75tRAWj3trQaK3tJY+7tZ9Alt",
+	"CDiD801xzUtq6Bkz9kkpTmpGRducKnbD2W1CawegWbADK2qotRnxQVLikwRqnQoQMbI1pGI1cynLG7Ny",
+	"eJIJVIeEbC1NyId3yaVYcsd8MGmbwDGPPJlV6GbmoHIbpnACyez10X0MS+WT1hObOs+L76ZyNy/+XO14",
+	"sH6TOGIDahukmsCWhY/3Vn4ujZ21d/fNo6nERmnxrgQH1bZb/SFAIM1SnkeJMlwDnd8O+whqUbqHpv39",
+	"07LuH2ZAjdhKWZLQoA6P4wt95v3eWbi8tFKOVSFZ2YqXu0sWtxaJHV1wwfUqLV6irD0sWP3MAiW3XrMz",
+	"H+jCuLRlPCzk7Ei/K7uerGvfYx0GhNx9qbf4CUkYJfDMEIpXVLNz2H/Aj0hRVvgrVOnLEuxBu4iVe8c2",
+	"0aPvJfFC94RzPQ/R836puWGXWeiFZRqKqg9Kg2/+RpNfWl5ek/AcYtEU5FJeX6JYi/KBtn1TsFApzyGs",
+	"F3HX/UfjlZjFbvia92E7tqJeDifjh41JsrxfR4BWATx1LsjVxszO0sCB/HsuO95N02fHD6V0PN8ZeUh6",
+	"xkwWvN5nJgNWcYQ3nF9MP8PFjYfXbXySZ7i+fsuM4qVO132tZQuQ3jgXAPNJAZHc8DLBGz/UsrwmeDVJ",
+	"kwvFcqsIPxN7w8ztX+h0vOnHbuTDqELskUuVA721k0fTKWOhG1pnxn++BwW3mlWjy8GFNZJ2eNspUyVL",
+	"QXCcr6hi7n0FeXL4dBChqGSLJR/uvYgYlMDAgd4vjgDCJvSWJp5XvOX9ESapU5btmglM6ACB/tqwRKZp",
+	"774AxQQiFDJtBCOsZhDG7cx7o2iZCARcj5ry7jW98p3Ilx1ap7laW6YNIM53DW4CHzu1fJO072sHLpus",
+	"7FBo7fgZcT04c/706gN5TBv++ObZY6T7x1wsJGLv48fJOfz+WizkIycQL3cDfEuUWUV907b5C68lkjTw",
+	"AlmgmStVyHvy62v/hkYIWnOxvHCpWtEv8QsnKwzDyha4093QxsuTXoEUPpFiwZfHTVNv9rO1zrHgGMN0",
+	"ihvLgs4EcuHuEj7hoGESaohr+XK+os++f57SHBatZl1DLJDbQpJaiqXriwXeSMzLmBMY/4LWTnHgCrL1",
+	"brHleFWxpRK4tij5X+fv35E1U0urVpgyFOH5zzilJxlo3oq2+oZ63xczQ69dwzJ7CdXcrQAsefbk2Vaw",
+	"+og88Z0RfYLUvUZnwzKPht8SND9lTFqaBiyI2QTtsvfH6y8Fu0VKhsZcpKlpiQnw0XdoWTJIZOImXZ95",
+	"RcvrtrHqQCoppUt+Ao+ObDV8MW26Ao2l/A/YzyvQ12zlOV5qfEmyVwZSRzaDP8T6oZEFpLhVDhbXvjKt",
+	"gvGapcOeJ/HG5Rcje0T0AEl3gg3uB90TEqmWUCs7SjOOLBQ7DI3JBnPoIeuDRZpHvAlA/24tARFCYwad",
+	"+w68ARxa9JoRBl74zNdkXbPqB5oCfo6n0KNEV8SAcd4AatGbKWKSeoZx52iiUDlzdrzstRBxJ8fttC8z",
+	"hPU7+ozoKhToHPRYMAwj2s/eymxvSkdrHQtOyS3HTGlMiz63bsumBWd1lUq1QdQQq/ym6Zrd/jut28Rn",
+	"T2sqBKt8qwcNJ1TaXK+rzDt8Nvn0O2ZTdSxGYbM04calGxhsvsk+GQx4zsjhxHWL5hAtyfaoprbQa/fp",
+	"GGTqlPFuzS7hB2slO6E83Of5MtAnqGWl05oKumTVj3YNdJZ4NIQ3Q65jpCo8wJZOZlOEInPNSsVMQVZS",
+	"Xmt/7nEVBRP1w6NONKFCuQagQ5QJvXMoT8x9QwK+9qhVddr2HZxN6x0a2/J7PQ720xlfQazTAwBdbYDK",
+	"+1R0zTbkQUnXrD6hmqEyaVUwLyH/z/HbN0ATD5MKZE7M+o5NkZw9goQfy3MAhAbNa2M9H/tBg2YfdplH",
+	"YtpLsjWj4nbF58A6BKE97PMbCe4goSN9sU/eU7xr5V3K6MNAHXTLSnMwzuiICAlRTjj8rHJpUtUibvpj",
+	"7Xk27jWyrattdSgGIftH6XYo1c/vejYXBxVfJMCAPgrswmmvxq/54krhxmXHuL65BfaZdGb9fcqFBs/a",
+	"iRUNy4mksaI37G5n6b1oiNgkaPS8dg4ubu1cLKXJGVxTFRdeEkSc36fG4VoWgeP8SFOqmaPE3Q98KzTu",
+	"7l6xnEgV2+5p/Ht1tPxjfB/kAYB8KLaWN8w+F45EexI5tH/n/EidcznPwtgmK3YezXUoYFQ8xqEi9432",
+	"NR6JPji/Bw1kzknQzR90Yr2DtlDOkb9zj/rt833erp1aetoVRbW3r4FYj0IPfykYwJwkoJqWsjmh5Yq9",
+	"pZ9+VHSdOp3xdygy6yDaAGfsmm0WCjK4pQeerOmGKZ+X6wsQH9QUqn+wwEcbsmZrqTYPp6pl7P9NVW6s",
+	"av2je8UWjtKbc6LZcu1SIte0F1xYrBsI7uhkmGBV63N8NFsWEr++8mQzgd4fJvdszsTcCJKmBV7xdV3O",
+	"Q1xDamJNN/bn8QF8Gw/gWXIADhowx7OAEgnfF6Hi96f35x9enL4/+zBHKtdy+YbdsDqVGALnSC2XpLZ3",
+	"xPtWsasWUeBDk6iRDlFW8JwBkMSHiUoj72r26YDUE7NzK0txoY1idH0hpGAXKonlt0fpEb7of7esZRMc",
+	"SImuZeCxNd2QBa1rDzDohllLbY8Y4Eu9I4P9ITk+05xKZd7SHGDQ2YdT0kg1QW/Pv//+2+/jtXjy7Lux",
+	"z3GRijerz/A9naHysw/nd6Hv32bJ+49NRQ3bEz0bleEyFv8vUGGlxsH0ofJkFQ5WkbaB30Te3PsXioHt",
+	"pk3gufw1dpUkYqdqjTkRO7XTY3N4W26dLBr8qpd81Uu+6iVf9ZKvesln0EtimR+4Kfpkb7a9lY7lWkoY",
+	"9cVDkRDjKcLKMkPEi/mT6J2sclFIZ9GzKka8SCRK2MM4BxR63qtm7Q7vmPcbJirsTSVFjSmlcrFw/1LM",
+	"DHxzMfQWhKHSG/3Gd28Z9DftvGwQwsoB9c+Sk+7V2V5sPzGqzBWjZhwLGbQZ7MnGLA+wqodwy27YHeBs",
+	"P6P3aYDOmM+LuJOwuXdpsrO4GNvmHLi6O+yixnGmlz3YCgCpBOxy2TTYcdnV7fb6tZWK6lV3+WJBeR1y",
+	"FuRisRsUuxuWu34XF11AXI/YP8ZUj5mz2FlQDrlnXIAdNzwtwzq8jSz3kwehzxOWQEPJVyIA/nDvRkQ+",
+	"g8HhNneqtsNnHfYvj+It032AuMk30Vwzs5IJxgXhhRd3yDo/pWYVITTCAo6xBmZXT6WEbRqmIdQGUnDR",
+	"CuzI63PF6rqfN5ehUzfTokv8jtsLuZFMdRTqEVS6g+GrbfoJNBaiAqPH5Z2FabaNYTeQHUPAnoXu3rSw",
+	"e99JBIyVodwuAumgtIQDoRkE0an40IoJFkPqsa+gTVNvMLfGtMKlTyXC6R0OkJ5Fot1XVDtY4SFWRPzg",
+	"rBwVyGhJsCmk1ZjYD+BcIjELNjUdAHIOx2Nfn2+H+gUTZubSeKOkkaVMQfvi58MNwcvDlZdFbFfyP3Uv",
+	"65rWJYtrf+9KzOc/87vDvdugASd5Wh472z1DjwuQUfkLgMMJdN5B58OkqHS9rAeoWzuKy0lZOUNEZisC",
+	"3QXdz0PyzWQg8I2SyHvekuIgYaVlv/iu86rmycTpdLQ0UyMPzXjt+RiXNOVMuFM76Hlvjd28cbOb5Otx",
+	"6f59HmcMWhGNgMhTU66YPonGPud0gp7S8VbZYX+jEysenVO/A2k8Un0dbFjfuNofVPhIv1GL8Xfta8zO",
+	"lVP9XS/6tJ+muW3aTm9zvBp57j5Fq++43B818H1jtkWAtyZpmc4Nut9wUAJI/J8rejNv96ZKi+Zvz95l",
+	"Mt0LfwdVLm6Ws3Ure/O5oYaNuUv6fsIIwNf7S06Dk/Al15A3Bk6Qs+AnOW/LEnrWHhQHP3ofyQe+ZtX7",
+	"1hz4pstJT+KcspHg7/DTn1OW2Zv9WIDPU06yPqA779E9qJ1FvLcb1uWr3b83dsGXp0nXwatUKvWsqoXP",
+	"6eMtmzZbh35y+hE6H3c1xHaDCqjyw2f8ZpVSsVkl6nsF37K+ZRRPGVvEJcM7wUEewKFVEG1kU/h8X/uP",
+	"WtKqILQ10qO1Psx+8BUE49LfwwRiqbxHCwJ3GXl1d32GfTIA+zKqkei2YeqGaxkC1x4Q3gHRULKgvG4V",
+	"c1pKALu8W+u4fSRqKqXayQ7Cq6gFYFqFytuEGFXUyXove8GyiICcldltjjBAMSOg4W9FSwAc4LE+GJpI",
+	"VLzaf8Ud1erkAY3b3rV3xXE5BW7uhLXOIF+cMQ0VUS7vYSApZmJh/HcPjcwQVruYD1G45DPYD7/XaA1m",
+	"ICSPbbiA8rD63fiBMrGfhvedRDGWVuDT3uEVHyx9uR4xXu+c7harE2491eOugadIwI3qdUOPYRqkqOes",
+	"7BkLCQUu13v9TY/HvJfCmlSdG9SpUZa5VbakvuKKZbQGjl0QFJGtadqeQgiXrBYIV5IEzARiUc+JgvV1",
+	"QHxSZ7ER/AyT5yOuqqDrAbqZ3WhQRoxpDhf1zTSph8/Ei1SELelmmKQJS78Ap7ONjiSrTdcOGipfQDVy",
+	"pmzKREylY7yl5QoB9mkFPRbxJSW0N45n7mrXLq5ktSnCX7+0TG1AzVsxYTgCzVz4+ReENvwCUH6j3zpU",
+	"2YuKCW5/EtJcODgcu4k1L01BXM+NCyPlRU3VkhWkFbptkIsugAMusKWKooZd1HzNIb3WSiwlaG03Kuos",
+	"DpSHszl4cbA1iiRZM0N5PVKe9GvqmT5okFGUrIervKClNb2uZIsuVlj1gui2XBGqI7BmSkramHJFiZFE",
+	"y/qGHXkkz0zztC0iytrxP7VrKqKd7/CNoAgVSmvBm3LFSEOVzhj7ihm1GQ9VK9a4VjKhX4zDiiI1NS45",
+	"TaOZ3Z/ftrM0YmGjaJnUij/YC5ED0n2sIOyXltY+zHX5H4dw4+Hr6pJ4tCprZ1TJhnxb7T4q1isC9KNJ",
+	"MTI2xD9ZsRT+RR+YdBi5H1Z8zUenwnLJIfY0vplwTeT1o/26pw2zCqa1oD66Y3g+AIpdQ2B9qRwmRsS1",
+	"M5wqrnLbKwtjzpOfpDZZ8D97Me60L7OR9rJpT6Qa77ZZyyUvaU1OTj/O7fS6g9fgdoVdLLWB5qhd4gcI",
+	"vxta74JwBz0fUmHit9tQiPNDoDHQYiLqCQNd0DK5iszcSoW4n3jP7K++9o+MfNoeK0+TetUhNiQj9g5C",
+	"b5hyHUJnLCG89PuUbbQwjIk7vjn54pu7jHfN1llie4t25+5YifDaDyMYka+FNpgFtQ7f2AUvcs3WH/OQ",
+	"kb1x7wxF2VhbbzLfuzP6gfuupEyY/LNafMe2R5AowxUcTLm3b56SPYkEIhxOxjN4j+ty8vED5LbcAfEv",
+	"QlffSplBCB+9Y/LSLfTKg9dwX6BSbUOqI6zxegpK6wsWNt2ECpw99ceXTFt6cctGrjYkAG6Sa7Y5sv/R",
+	"oePQ7Yob5ko87IXp4nU3wNHCoi2imIxb9XYcaSBqsbEPGl4X3XP3Q77CDVMI8WHv6Sgrm5M1r32KyETM",
+	"9BSwXCZN6iVfLJhiVmw0oAzDSuAWzT7Xuk2wrwNQ2MTJNpeLbmlgox28NR2qWRy/wuGPE04Y89jiXDFz",
+	"y7yS6pArPOJhFfOBV87c+u2IjBNoBYBhmNJdlZr/ahZHzt0wC6ZsKv7kppR511mgktDqaesN16munaex",
+	"fNgb4bZv/N+uNgi50rIIxyb58lkwLr2pAZ4LIFmiaewC+v3R55Bc7BIMtmWwsmPILeNEG1Yy7YKLhW0s",
+	"74KATiWcuoYvI7sWN30ItYe8ZocrKqoaq3JQPbarUzaWA5ub5+nA6X7k2jMZOSS/CgkHjGK0yhHzRDY5",
+	"RDC6WaIrVe9J16GL7kI/gsVZ008FEcw8gpiplmv6qZRCRL+pNVtf9G+77f3Em5vvHvHmArSIi0Yqc6EQ",
+	"XCZcNWVzYW4vFAO1uPfzgosL1zR1cGVNP13ojbi4ouV1LZfh6vNHpRSLR7SuH7mWexf2V4LeV4j0CJmF",
+	"m7J6ynrNRJWVIPAzie4D1kLtyJKP1RX1tPR3HOYpd4vZtgbSJ4YJFpsCS4sZy6Es5UT+qDUOahIegEju",
+	"Q1i0Geb5f7PjHcGgdjnfOxirOWf6/phVkYHgG1jN2uddbAQ3+z2NhP8uevv4DmWyg/4ydXBNeL9Aof/Y",
+	"uejOMhbVX1Ybv5fREeKUyN4ZU1IBpoXdOaMy2o6/Ka9cRB+LvkTMSsl2uSJ0kJe0rd7lCCxjI/RJDh+5",
+	"YrnCJ7+46XStmAS6e/eQH53WMrvoJqxskdvb3vhTRLfldkuqTGLo1zuC0I1l154TU1u105Kk92ZuEyF4",
+	"ds5YeZNrHKJYyfgNq5zD5kpKM9MRBK8+TzrG8NUQntj5tZWSjX6d9Dy4kTa0vGZGE3tns8/I4RPv21Tz",
+	"EzvkO78fwlRjc8BAlt73zbmhV3u/Nx3MCNSar11ya5WmsFO3kPvTmHt9msr86/ejM8XKmx+40adMof8v",
+	"v1uW+cBNyg12nEMskpmuXju8iQ/B3t3lK+lYT8f8Mbempp4aZX9z+3sR0XhMlB33RkyWkoNvrHZx1grw",
+	"vgra6JU0qcK5mi9Xhmh3x3j9SZz4tRWH2jHNNHJfB6h9P4o7pqAuy5NNmWyJeyLXDXY3XFJ1RQEbq64x",
+	"F2Kud34ps7U2f4IunnbFR0uMllLJ1nCRzLhzWWLdPTNtghWjzXFdy3K0iZVcINSOvdt3nZs5b/vI+SaX",
+	"KfiTfeEVfuPKUC6slee9WV3vsjmCMqP6fBhUFaVDxu36pGnTPeF9DJS0YOP66vdMMmNmmWXDxI88SVzv",
+	"G+YSvv3vUukjcvh0K4FgTlbreL7s7yOzc07a4yDdcX7vzp2iYKE7wq6xr6B6YmZfnM83jFxFbLvFbgP2",
+	"yKf2dfQTyalAt7F0SQn1t12W4lg2HuaWv+gBM8SRC583njJt/+E1Fjjg3AjexBAyw9KSL5zTug/O2AP7",
+	"4+GPb/69gMuHi7en3xXkpzfnD78i7EwUzN9/nj8QYXZVuXFtf+A2t5itqO02uh/vkNQ/lRRvt9CvSS/l",
+	"9V4y5O/29ntIl08yN0oKAl00IqLmmrgrg7ZjUG0M5eLat9898lvjKmDwr62+kbuJpMnk9R5+hbqZrbTd",
+	"3GvV9hZeTD+lPRx1mdz2nuCNk9yHQmj3jPNUQnvHfhMnXRolIRY5mjzAweuHewImWOUyPjt1AW1pqtlu",
+	"r/hk3hs3IXrJGXOu/D8p2TZJnF28Hlyk1zzVL/6qluW1pY6RQCjX8DCBe3XEMl7aLaQqe97EXkJDmzL6",
+	"fpK3ZE3FZiYjpDu/QrhOMQiNO6d5vEmDTrDi0FL4ocsI0NjQnN+wQ2WaQyvwDmtGNYsudGQZzo7DjkCN",
+	"okKXsmLq0LB1U1PD0pCr4CRMKdkfG0iWhsvYkzi4b3WXG+s3cgTfpu/2lSJ6bAbezTCOhr1XceO60Rcd",
+	"rcylzZSZ2WrLhzqaF6Rf9TYOc1kiOnMxsNYkoZHO4MaxpO7wojXdkKUkdMVoFQBRgXzT1Lu03KVH2etq",
+	"E1hrV0kwYOLPA0SUTaI4x7Y+IY/BAyt/Fu0Mek4nxwB5WNDlxAcngfLmHZFzjzT8fNjPIiKb8SSL3m7Z",
+	"++cklUUE58OGUg0vJUkZyvNPvIRKuxDirC8IIcFD3l3R/8AM0fo5SawHwGDXwDdysr98JtgsWO+J48zq",
+	"7dhB0W9QrvVoLMl25WodWRHjiUY94efxjdBuhoKZ287K6PL+LOEseAk+69BNkEjhKq0yvrBcflKWdfyK",
+	"dlMptim1t1QzOYqX7Ize9pqW7dBGEhxpVBPDPqVYSQqTdDb/CC358Cp58H+O3755+Hm6rO3brmh2qyHT",
+	"Dw5PpUzEDcTc4oSv7bpNd0i5PgY0/fyO+t7rLyL77opatbNt8JSqoR1RgbfpAjK9tOvNKCqiZF27P0Mh",
+	"Ua8Jbxo6JEswPiTgmjluUU6UZ/3s+bOn36Xw4P/Jm2L8M3e06HhlJO98jFf2Tz6awSrZPnoyVV39T0Xj",
+	"mX1Kbg9fOrllyfwMvJ9TlX/Qypus/ZPIIamEPlam6tHgS1g+qLGBLKvcn6h4YMaqKOu2Yqd4OUopmmVI",
+	"wDewUjPVsxQdHPOShGB2doSdVyS/wfD5bIwTL3vPFO7pFRfW0MA3zPV9LZmw9kjaAfuBr5lTd8FVaRW6",
+	"8AB58PHDycP5kSTcnryG5vQpqEbFe7ON6nnVpqNpawl5M75g399aELBIUH1vFFvwT8My2EHV9CzSOMPX",
+	"Z81KvdMeDk8L4I19zLOOJvvbOxxQjtjCVhWe8aJFT3K+FNxIu8+nkqfrB6kYVtKuuJ3ghly15TUz5AEc",
+	"HRTOqorr62IQEg3I5pUzXFMg6eBPOjPNG/QwJepXI1gagn4osmL13FhFqkvQOQJS4ShxMvN5YixhAxYN",
+	"kgld6sbuJbwfNauy7/+JL1dMG58UQsUmruud+RXclpOpaQyST/oBw50+dZqLP8HeOrfhViRg7gbjM2fZ",
+	"eL1fM5WO24/MayTVDb/pgqBzgE0UFaRqlcdP6IhuW1j6aEImcgKLpjPhk7mLlimfho2X/Rrqe6lF9mzh",
+	"1n6fkuTRmuHB+7F6+P6S7eADKs64g2RX6D/Qq2+fk3KX83mHQJH2x0lCNOW3dEYqH0xDh3y+fecwOLto",
+	"3xfeS9roVToPqqB94fPcjL+hdExIsi1pMGTVIXcNRVSxdSClDs98WyQw16YCaVksp+PT1+Tj2RsHGhN5",
+	"qQqkbuEAPOhU7UM6KOTfuIDe9f334wvxSgQwqlph9S+aSVVx7/AoYMkYz/xEDPhGLw8DvH1eCXFxrM7q",
+	"tfffY6ZGDagxM4qYuY73l+Bz5EG8oGjLPLwP1O7hhscQX71P7uM13ifJABz2EPy3pLEKUusoGqSGeBKt",
+	"NSIPYUaTfTJK/7hzvlM2B+AHtKo6S8ttXJfes09WQHAYujBglwwQgMCiyD8S0zY83pzeRdByZZk8SoOQ",
+	"QZ8QuDcsk0RpHn7aIadrF6z/IZo+uhlhPf2qOe8TE0rW9Trtay3u3JiFPFBSuglScGlC6uljq6g91hud",
+	"4a3I9//qU8MV0ymRA5eCCgjxaROHDY5wZJooJtgtoYaYWyt9uKrAGOLQhnNxBzDY6GPnTPFkBBB+J3jq",
+	"kgcr9ulhfsSEa92yKgjJZXZf9uip0MtkN9idB7tVjfRVmJeHCEQaXEs+u7JKqOVfJjMRqXoWhK2/1R1B",
+	"SbbYjzgsG6SrXn4KasA2lO5u/Dn/WPbNyPBWohgtVx64N6aMPh6rFUZKRZU13ExmMt9rMqVLbHo4JzY6",
+	"M7Y6CUsznhbZFR1+tuTI3NF97MGNTatfhPP4AQWUSBgPyo+CCDkgb7Jh5mHhDpgiHP33fJbj0LDt+vgK",
+	"4p1IlRH+yTznjTsb396xRwvAH/pz1oE9TjaeycWXp5F0gzyY2a1kZJY9Cbe97KmUxe2jKnPMbiVCeh1g",
+	"KmUx6DuvgsxKFVxJgRsbiTakXzRbOrWoIHolbwXEvI4wqmBPbAygEMAbl45wUyn8sAMfVZ1ujXjuTbSO",
+	"LsA1OTwYsPtYRjf6iepUD0UuBsYjOTkuyCUGo19chizeFftEori3ndx5C8t52l7VvPwz27wWC3nUOyUw",
+	"xBvkI1Y+nxx7CJ2MtlBlelOEzShB9HMDgBSasE+0NPUGu8Db8cLyt8LwmjBPKplvQdwyk+lgX0su9U3Z",
+	"W2Ty6NGjywD0BILJQCmZx0KZENksryMGgQMkZnUNDVMcgxjf+WDp9ueWgw7RiV2qd4F9QCRTFvGiI7Ji",
+	"SNTdQo+yYjp3uGsFpu+QL9xxKmYLi84YnRXE6eyjvROGoQtljuCCkRW1mhkICmOsspVAEmE1v2GANKYl",
+	"WVA1Fzd0F3SzaFg5LvoAv2dRfDzHVJLpPk6UAyD3ireDZk9/SjFqpstA3G07RFjwgX/nNJljNDBF3N3p",
+	"RrDgNXQNgabGiXouBZid2Izq6ff7q2bdQGZOLB4PN0S2ZsTaepcRNFFLxFgLJg8ARhlT6V5XL+LOtA1T",
+	"cE86/Yv5Ri9TDOq4C/H7x0XtS0YrdF9A5cntipcrO2W7tNpPfB7tYIbM+GYD0NE97Sqv2LqRholy8+cU",
+	"5NWf2aZ3CK+ZteZBOFCi2GGF8oJVgSVByZS5/PQ1/XSMskePCh9a1/KWVd4YzC5mXiJNp+n1JIkb9j54",
+	"nUt+w0RAKhuIjMTLIGJYzVHYQ1NtKKi2alIX/KOCMKpqK1bdJmwIF9owCvaebzri+wLlEhscUlSqlfWJ",
+	"YiC6ad2XVFMifE5xcK9bDeH3JaRy9uNfINsi3m/AEAyOsHJT1uxLdWQrDm645lc1+2i1yiwbbEjl5QrW",
+	"xVHhlm0l60oTbl6EQgfBbrXLEwci5NpLXnsVCOC+GkFtpWd1MJxBnevJ9P6ZHpmFA9nTp8bAdUVQVvrS",
+	"Iz6/e2fu4Mwcnlz9Uu9I3g62pa+NBq6dUMaOAUUyxd3Hod/AIC9yRT34JGjN3hL0hHplt1ca4kcKe+4C",
+	"rLfUck5jDYmYttFa4d7XZV9pmFpzQeucV/0e0WkjmN3dtDv7a+oTe1QmGEkqSYTLIN8jhXv22ZCTOB7Z",
+	"Uv+Oej8meTXDnGOJ/hG9v4T2JNMmSBfpgY47hWvFAxa2S8v6aqV8tVK+WilfrZRUQAklRGLhQU9yMha9",
+	"6QWRdcWgjYraoft9tJgfFBUacvmTTUO+WkzTp6JrnJWvi8CNHkLiQZu2LembIY/uPPpqn+1kn6lQ6Dp/",
+	"b97jcd3fnBD8c+omE4jmPLlhXy3ErxbiP62F2Em/wGrdCTahTmfaUP8Fmh94wsREkALkO26fVCjWHEXN",
+	"7bz4KjRa3LtJw85N6iYWIB22sdZEQ5egXPWK5AtL173Dvj/vJjn+U/sqzEuaC8pHl4DjkThj5C0iijZ0",
+	"Po5SNrLk57WP2pJSVjLgDBBZx1B/971dAfQa7DkYlqbDYpgTtTo31CRxOluIzXksZs1qKBfqb3vCVMTG",
+	"Yy9dHeXbXJY9hHzhtAZ5AOmV0pUhwLkc3CzJpcmnxV9tTvo2YQ61fQ6G8vaSAIkFl8umSffZvNp0WWuf",
+	"4ftOz37AYq2ba9IoppnomTJR70/6aWxX3kgBWQ2TG0O3tmZmfQSaA+64Pl6yt+n8Iq/bOOvBr7WQhmyY",
+	"iQ7LqGO9mFuj8Tn50HNd2PwhMRYJ7hjuS3KZJlg4spOSErtnlvmigGxAOq0KzrdJp5xFG6v1XLFaiqUm",
+	"Rs7GUMm6GTcFkkEu/TqvazowTSYMG+SffW6lcpZL5FZJw9KengHpdSnkpqeF3YAWNXXkhzStHPLOB0gV",
+	"8ombWwmb5L9a6OAhr30SkbwVIVemGUq9W6oqVn2QYz1aJDZx6FVCmN4orJ7lqr5nE5Ed0pzuCVG/0Dth",
+	"IVthPGpb+ZKUW7B56PV8Pssl8LhPFr2FdjPP7f8bb1a9B3yqpBw5FgG96nBBSysrgzXmrkCit+jVmBQu",
+	"IFFFxT9Z0TPiFH6XDXTwOzlrqb7GXki/X5dbVvC9b00p15BAi43a3Z33iZUj8wQBznWuSeUOXy850aA8",
+	"BMst2JeH2sim+8u52eMfnJ0GVnN0PcoPPYQaiqQ8DcOcF1AIt++dZJB5cAcfEVDePofV7yKAFS945Ezo",
+	"yCXyCfRdBT1PQOSQCCdYz8yfOrm2JVfabn2zLaomTda8cdi9YyfzMCFm75R2mJ4qeuIT9aMvBsepFaVR",
+	"od2ueZe6GLxvdzf/3abfIU/kg76zOrijDJoaMIaWHP4/dtPClgwuw325S7vo3rnvO8d0jQp6VS+bIahE",
+	"1vTdQ70ZL/D1PQI/X6luZiEyBUAbdodiqPusYH2Hqdz24j1UrcytD02gQCfIb5pffspF8dyFcXbZZx0b",
+	"yYVJYtVidyOszkRYFoDWcpC9e8YQh6A0s7ufuXGmlvB9w8RxwwESKt2+GBGp0NMMSQbQl7RTjRVRsk3l",
+	"/Mzx70btQa5qhGhJqIpmJat0tQnBi+NaXmpbw2FFeBWXjLeikmW7trZzhRPTmQikSVWoULMiHtM5/RxT",
+	"a64zZaW+8/Plp0N9Ux529172SrLhRyyzSMCYwkImW7zYC2QhW1EVdtvEQMW1f1v5h2+/gMkfFAfxioQf",
+	"/U3RdLofw8JfYCti9/NaVm3NpgWF22+3xsVAK+t90c92XKWKaTwH4nYCgHhce5L0vgBamg4kT7El1+BU",
+	"iUhjGyrPPjS7gtwDqLnn0n2dvhiiGUCdCFqf2emdpBHYO3fG1npY9mGKXD7273l8WbhMEKoYYZ8Ati5q",
+	"4FSGZb9bh9r3ghF7CfzI28LJVbk5ctHIRvanU//Lrhh6W3IzER0J45hcyE719tg2MT3MCSDhPCY/BHPz",
+	"qAGR0J0VVdqRJBqotYs4ZWfUtwEvDbHfBuvbG2KSlAfrNNYE+JQqbjY74D76isQGHvwK+3jg+xOfsRue",
+	"FoUncr0GlEC8wWpKKCt8HTMjK6pXXo+O2z3Paaf3xYSmS8FKnLlMHeJFUkEiq91bDGZt7yqmuu4uiZBS",
+	"38JnXLpsYnvvB6pyNizj1uZvIzDmua43l1SXfMtgbkFDF0fHfrjc6Y7OfIwY3yBmCMK3diTpGiyHctlU",
+	"UD8X5qSGXlHNXtuf7JjHRMjl6dnxn94ek19aXl5fwBJd9r/abydtb3jpPmBJBoCAd/KRbnN1N7uU97Bc",
+	"oR06DkcPxJ6AP4mSzqYwRGEHdB9JdGuEcxDfrARJV5KfB+FCyhXlwnXM732FdFnWQMqBKB4d3AFsaWqp",
+	"cyZctwExjNIQ/XRI5fEipAgyyYMjFsp7zCx21wnYla7niqyd883IayawQ3lJVSrvvqSGLZOW+om7gjZh",
+	"96EurtrPc0dgT6vmaVa2dkrp9PH4I9l0+uh7kOyaQQxLAs90i4bwM1QTaKrARcKYG8zBjxwX7tGgqUSO",
+	"MBwiv1/K/iTH9zXtYT2u66293cl9mnx43hHWkdzevlPnwjyTdQZ70PdytJQaWmU4fCUHN532DCHk4bjg",
+	"g5dyHdJuhbw9csh3h3DSO/5QjODr8Px3Ah5vTEvLebQL369kxlnBhJUc1bwpuJvREHGL8o3u48inh4rT",
+	"eC/qzYwvufTubhFKKTQTutWjy6GS+2t3HRivz1rOqXvY1FSwgii6MIc30jBVkFt2tZLy+jCkZqqCaN4c",
+	"ar4UtK4dHB/G7ZiogKCnuRJG1613b0k8duYMVj2jC/OS06WQ2vAymcbm1yoCCMsTMJ4Kr0XFPqU6xVfs",
+	"U4ecpg1hwqhNUH1cmhR+aE3LFZ+dllTK9Zqb2d/F27H9qlGbmR+xj55IYWhpkml5vK653gpVuA/CY52D",
+	"B7friDzZ5syZI3kjl7PnW8vlzjP1HddHP1JKrABxnZ3gY74F+txvwcRngH75xhF+6SIlVUgP/sn1SBqT",
+	"aNenLGk/DRNnbqSxjOnsrV3UwEkW6guONzhsqciPEupe0lqxYWqdj9J1As3et0/qHQ7dfWdAX33uKvpM",
+	"nqKVaE+jNR/yT1IcMVpB7z10HoxYMdhA0N2NRsq2OKpG0jV9ymCgLjBIuSDriI1nkvAu8QcMb+yg8L1z",
+	"WMNhkOkQxPX4SRjb20dEX/Om6fw+0BSAhHywjDGFz8z5zC3VkG4KoMWspK1mcUE1qbh2J7+ZA8uGCqi8",
+	"PugGUcR7O+6TDzQ1z7vWERWWslNo95emL/h5wu3jllhRsauzJ+fBey0qfsOrltZDDtA7dN/oMVrCjTPf",
+	"mO/yLe0kuznnzPtqM+Uc8orhjk4ifHdcER72Z9QX5FqfnLrOJ64zyYn9Rtvs1xjpzCMkSFIx6Fukcv1V",
+	"EmJLbc5a0etTlaxksyotsq5d9Gu20aFICj7qehys0/yMrVxS+Pen7gq0b7K3HxFGyxVZt9qQKwbVnzB2",
+	"1w6mA5F1akCiJ1GgyolGXWsuXuOtT7dp8gu2DBuWiPjFGm2yNUFIc7py4rqW+IhVCyq1sXI0QSVAV9Wf",
+	"2WZUnwGycPdCMBYzo6HJ5RXzV+yS0fhbc7yOEZmOtrHsvXgXQoQcYXsb8I0jSq9Cc2XnFnVivZe2Qyrr",
+	"tj3v+2ud8ENGk+Kop6KGuxAQc5d1HRCeW+Sit91Fnx7diNMUGU03VeHtA6lSBG42K5+j7l2JXQ80eSsS",
+	"AuuabSbDddfdtzANw35rJqXhzekK9e5FmabWaQY5R/U7OapU6MS11fB5Vi4js0d2u7WwdnMqusVL75+x",
+	"x60UJ3lPppMVupSIOmO3sqKGEu+y28svuu3juKWmXB361lMSq6jY4Yrq8GvaJ1TzJb+qpyO61kL12Dte",
+	"AqKgwsNzJrVcM9YcLwxT+RDMK/elW8WNYcIBSQDNdwEZZcmjMTsVZ2VVwX5Nll8S5wABxXAraY/r7j7X",
+	"hNLvG0AtCYnACIauG71/Wh8O6WxHuZecyD4FZY2seZkMWDnKJ3hHMIH8EnBBbqWqZoCzRq5r97UhUUbb",
+	"t7UgKYKaxaq5A/+lOzIgA+P+mDUTj4BTYzbrufv3Oal6AYLoq5m14or1GlLvo2Wfdp3LMTl00KQ/WT1V",
+	"sp5mnVHf4W3sBrJsZbtckataltdWo+66SBP2iWtz5JSR0O7cCo64gD2p8XQdwKc0fJ83AAZW17UdBWPl",
+	"oKXda3LYG/uqzUfE7zCgOcPXU6r0Nv8ltvyG0ZpVxw3/IK9Zpo92iI5aXdg+AL1Gjk9fY7Bve0NN/l0L",
+	"K07hunutb06BKuSlvikvGmouLtMeN/vgPAM4DG1cDPk3unenGSMbVFKyZgWhwOoV0Qwshq1AGCpvrWZK",
+	"A3TG9oJdtbw2r8W8CA3cTLg4wn8dcuHCSyUVQoIx6JD/wVTphEeiH0y+oKxLkZE1i2Fttg9GxPsA35Kj",
+	"2oJQDWpKf4R3AN6aHwbj8OUjaLF0xdAhvYNn76Pgv7QsNBPzr53I5tWjMeFABm6IS0WH5tGEnoqRr3mU",
+	"nx1u21TzdzvuIJHccvAnshumJvtMTO6uZY3J0xD5B1jJMlEYbQGUBxanFSPedobb9zky3UIX3sUZj6cI",
+	"nNrf/HgK/Wqwbs1zkiUfjg88MzcEHx6YZ3VbsbZ3wP3MNKdSGegDmBaO/ba0wyLahEo1r7oV3rYDEmHF",
+	"FSvTgsP3rFz4kiCsybFk5CQKVlEV2Bayu40b+KVXJuNehtXK6Qr5qX4KVJBWKIYzdMvmngkpC7CiYBKV",
+	"NeXrXVYCXjhPhsCt+4KbylvhO7na0WZqZ1SmJN/N/uPL08cfTk7DG+ZkQbeqkXoMMtMv3kKqvhm9vHr2",
+	"h6d/eHpY8xuWcZHDuM4yWttfVptQIj32/CR1h90H9dltcZC8gMIFaQR3gCjTqkwYlOdnJ8R3z/bhb7tc",
+	"g5Cu2QOQAmREBw3sGSbkQ/g5B8irXBMkxeg6RXvYr7TbYVdGP3voA5nn+aSIS6gUInl5WdJRm1vRaHxR",
+	"cVt8FPThvAI5DGlrStimz4thD3DnchqTt3tWz9uvvKWfMq3rYAxeEbFqwVzetW/lCc76kavBa+3IvtFw",
+	"vOzyhfSxiX1st6um552g8Rm4QzkeTrVbymLeMbufPY7cR8lCsehM3urZ9o3uVnMQ05g+QCEDs1+3P+M4",
+	"TJ8Bx0Q3rOQLXm4T0xGRLkWo4eW19rNKOLaACKADvx3O8++///Z7CC7h30+fPPvuzifIwOZ+/l0xFUfb",
+	"UfQOPvDts/sQioOXPvv+ecrONnW27hvpqeYLZk+co96qhBMrWAkQJ9aRWvOIvES3CPl20N98a9f+8Py7",
+	"J096u5bas1vKTW+wznfz9PsiU7FuJEDbgwIwQMs30uGAeaDbrm/dsyfPukyxAFH6xN2hrcboUXZHCDGe",
+	"z5PpQFPivBmREmf+INkvOo4KJxUDzT1hgYxrQbxTY2ZR2z/bDia2RzfHrVl1cCk5i+n8lJQdpgr1vfig",
+	"gxwa24i9CkxHtb6VKuFOWlF96i7mXUo0vKDr+XfUe7G1N1i9AOcOfFsx0yqRcyZNtB9NFZxEDUmx4R6s",
+	"gPsFU31c5CksSi6BpU6k4r3EloZwFV7Te70QsgWPscPhLVe0rplYMkdWXE99do5DJdrO2IkmVejlXtNy",
+	"96Iz9+ldgJu3PslN3wiyw/Ud1UsptITyBHRhQVtzKxt6bt+kJyfjV9NM9bxq3cIUpEWnW8PUVqhgqli8",
+	"3xQ0fN/TRNFjhnjL4jX8eRbT5j01A8Z1bqo1Na6accFr49xRc3050dt20Ee35Mwd/Dv4rg8QdpvKkjFM",
+	"g/cNDo/eWiTy0eulVNys8gwb7oAqmlirfPvy+4PiwDX3TCqVtDUrqfjfIdXpJ+wznwPDbSAJ7NJ9FZpl",
+	"HsePkxUmAmOkAv3uoXYdJWYnLC3xnv14Qp49f/pv4K2xf/zb86fPQXij2KZQdFY4cToU4glfiyhZsvW5",
+	"fRyuevzAKtTd6YIwHoIG1ghEhHp3VC4U0yurTVdy7RXn3RNXOxHj0QpXDIigQNLnOh5Y6RObcAmhYUvc",
+	"lqiracydLb/IRKbM/25pzQ0EoRslDWpKQDJHGKxfMyr6A3H4ekKSX2STQL+w1JMkqzknTEqw6S6EF86X",
+	"XAWhPRwnUnnd2aXYoVuu3v7rwH/+UIWFt+sd1npWdi+k9XoBilRYRHyL+5HmtWgmSbHSinOo2vtA9fWd",
+	"0zihla0iLnRLqK8INFQnMoNTEd7kF7ZCvEDdVF9HAV54EMuYnCJq1+u+Y713TZEcy4tshVUuRguN3D2k",
+	"6m4ah1GaV3Ufv87V9tcOiHtHNWgps4XEfwLygOG7lLk0uIpc00+NkqnpB0SeP71/e/wfp2fvT85nOpuW",
+	"UsnWcMFG00C7u2bjBa9dzsmoGoDTfos375A2HpWQpeCUxI+8Zi/dG+RExU7DhFV7GKm6ByK4p5Jp3UHD",
+	"wY81NXYJoI7RRZPRrzDX/6/oYhIpblhbBy4UqSaB8iDhqvdgzr3XR0LoCLRHaj0KSS9u2G03MT/QEV5+",
+	"G8gjywqug4w21HCYSIKHy1PaavZBGlq/S2mn9gJZUnVFl4F1IcyNNSX2M1wQQYXcrWJnWZ4yVSbb2/9p",
+	"+2uGqiUD5Hj7iL344E/v/3TysKMqX9EyF0eZ0ea4rmX5w8ak+BZ+BivI3gQmlX2E4DbMnaR95Hyjp74B",
+	"b/btfq4M5SLGTXLQN2LpDryZ3xbt+k/lGNd6nbhKbS+gfM6dps5OEcnnyk/0fuc4YMrBlg5WPxqlX5ti",
+	"SP0xVY5w3mnSlQ115+DDVvi/4MTu0rcAPhpx0RJmUlUppnUSUqIi7qoPcUlFLp88gv+/xPz2uiYAgbSg",
+	"5V3KwnF0UWF4pvaba8NEErU0fpv3E9PStLSuN+RKtiLrTpqu39v2X1zZxQHk6DSYIILQbce8cJo+UUuH",
+	"0fa/QBuOdeQFehsLlyBwuDKmKYgyuoE6cvtPKBS5ZVfKlDtEwC0hueYxRTDZeiEwunNc7VUKDbUXraM+",
+	"vAIdBa1mDVewUEJzsazZToF4V2uTYH5FhYZ3+3tiI8yU1qpoq2YGSiBuZPStInBMCNf6yfdK8gOlTlQo",
+	"doyd9vvYK7rHy5gwglVyOD69H+joLnpZ2oN05ofVwCitBdgJoB0cSpF0mx3fzLqUzukN+3Gxbtjyg8PI",
+	"3M8APLa2kdClhAoR9yqoiwNPJ6ZOgI+TPADLrbuba7KAETxMCNy24vIHbqzy9uerJnV0ocoBN5IrbpfT",
+	"gK5zfcXNY31EnpCaOY81E/jFciWlnogpYDhyLKpQ4OhOZMXKJGg+dLuFcdnPlkeklM2GXDPW4HCgL24f",
+	"8bgBUApagv4J2QpNub6gNb11/1y3+G/wjfy8d1Zm2KFk2DSVqlwcsE9G0WO1TGzCj63CqlS3wLLBvH2q",
+	"3T8fo7sO8XQKUvM1gNUZSQ6hhMgU5NC0ghX2b2ltlBc3BTms2Q2rC3K4LMjhNdtwYS7WXBTk8GpRkMNS",
+	"2f+u6ScFaAGHV+1C87/DO/ini8XavpQq+58SuO1QlxdmpZj2Cb8jyJU4bEu20cgT0eVU805XlxnFhkPG",
+	"6ELRNTtLoh84goE7gIgt6SaIZYRknz2ZotgV48uVyX4cL1vuafgnVuudh/Ddt9NjmIhJvY0jUAlajaGB",
+	"sQp6GJ6Itujpsz8kQSLwje8ms41d53XAJSol9uBqqDFM2Tv/86/Hh/+XHv79yeEff+7++eji8OdfnxTP",
+	"v/3tfySdirxis0Qa3Hi/Is3+39T2wGfHhRqObDehtnoGxsHq2fPvx8TXLa9SKM7uw3D1DuT5b8//sFuw",
+	"v0cpvbXpSf/cyXoma3Znh6o7QSnmgVv9U4azFFVRVldeq0mVP++cph+l6NErzYSZdT7snLu/W6LO3RL7",
+	"ofoB9ExQC//06gN5TBv++ObZY4/29jj6wlYhf1RAgsV1de0D//dUtZ8G84hnnaWyrRDjvdHcVugwQX9W",
+	"lw4pHJquB0kE9uRtfaA5BUl/hwyFIyxVCvDJNbOiGUps+JJjVCs0t3XxPrxHF3iL/V9p/wu1zbqUPq97",
+	"tWlWTOjUedLf45nHwdNn/5Y+D5psVogPkXdpEmXNAdhJLiFDws76yGX3uNAnE6XaYAAvZNU4HNZrtoGZ",
+	"beeNjEzwD+NxNxexOdA35UGxX6ZHIrEjis4KSX5pJfilFIG+x1eK0esd9+U//3bwt7+pv/1N/Pzr0+Lp",
+	"sz+kd2JOosTkVoRhl7KWAhdcktsVN4zohpbTkq838Bd/+5t+bEf9/LvUoOenXgQyS0oRsC1PZN2uMxCj",
+	"JVxDv4QDgsXHExZ0cgnx5fkCXCHNu7auJ2Lc+BKuybv3H8i7j2/e5OpG+ZqqdLf+9Psa2qW1uqctw6Rf",
+	"b1zD12G5cllT7PIPbx30bB1HDTXYttOvQm8K+R17j38nd8zQq5oVhIuKfSqIUXy5RNHo0UyHXRLsoHVu",
+	"49DJji/1LwnOMPhGmLh2WUnwa6ytuzHMd3X0yDJRf1dVqU7pL99gXcOaCTMG7l3VHtgbQXJVKzCCYCRZ",
+	"008vq/pkRVXaT1tV9Qd//ziJ2eHcUt29Pk1SaabB/c0zjZK30/D/8naIcQ6bYXdybuQAbk5bSx+AIkAP",
+	"wMF2wMCR6xJkZ/+zmerKzBJ4ZgpuSQe8zB2QnqMt0NGTvftG2a6bXxEYYbDJSSbERLwzdiOv2XRClrL3",
+	"QUZWXfskPsdXVlBv86S751Ujy4RN9I7dhlRAZm/x8su+DNUCYfU47bGA0Fq2oyidp97SfRgI17pllQN5",
+	"oQKQK5R7MwVki0WrZ2P920HMU+hAOcRU0zAWhx5j17WalqHuW0V/wZI7JltVspeuew6swmhDid6dIRQH",
+	"QHLDnjRZ1LvXaS/TsANIlGs1J5nhy/WfSQ//xOU6weX7b+ayvUW5li5foM+KmRb1a6mY+wSAXRCzosIe",
+	"I8j+GvHLZ6HzDdo2xES01S2lG9lY55StRIkM+n5Admxqjkch9l4YB+MGNP7SjHVy8FdI20CdALQU8QBJ",
+	"kILt37FjI4dz/neWiWnbSwF8zLdlgOwXLjDUPfNbeaQzDyvb71Ax87W3tJ45+lvFDTukK0YrACjecfy3",
+	"CKY9KoIcArq/dZ/WQKrDAdqmiNSODZYgGmiShm/Knxitzco1ZRmDD4ZjDfYkaknia1JSKmHk0uGa0Nas",
+	"7CGFLADOADDqXM5DWn8eR/R+47CtPZw67GLFPt0LpPc0/OkKVm5X7FNc7/tpT+SdEEGODBrzpwrjvxja",
+	"9X2EfOnCnM+Ctd56l1dp3/hkXQ9wjY2SK14h5PT5qjWVvBWZXOgpITUEJhtK+X1yeToA2ajtULcUPXzr",
+	"ARp2LC7yiLOB6z1wdqLnJNK2B1Mfj+5XnfAYNTyHwmakkv79DVNWoXc8FkmaeHMhe7tiS0WxK3Yr6A3l",
+	"iArw892b12ToMgFeDkFl//bkkoOUe7WmvMY6kzu6kgGmg0IhAhHS9VgHm2XtkqkHRk+bcWqc44XODwyJ",
+	"IkeEelAv4h613A5J/vkIxrMnT5JQVinVpeQNuPpcKkuPT2AOMwCt5q30lAGpsevvLqs5huyOZgK9tgeg",
+	"26c7wbqno7lw6fD1S79vcPS6J9KQFcls09incv72w6Ai0RVdbL82xmWHBxJ0Fb8N9zjUOE3wEwMl3L04",
+	"DbX+uhrZ+9dikSC5H6jmJeECVx4gNq9kawYY4q6yKKGJqJS34OT0I7FXuGGlaRWDgNgQj7pLSk73D/ys",
+	"Jz42T0jsD9jsrhWJTyikznDoCsAe7V6LYKSsXbMxJ06Tb7c2Y/LtK6lN2nH3k9SmF/OMVLrPon9InW2o",
+	"HLJ199nyRsmqTUnjU7ww5pusk5UWdM2GRQcOK8/n6Q3NzfmAbBANnPCJ+G+6e3cv8rVXdujAP/jeTJE6",
+	"8/yfllF+A+MedY7T+pUQSV0uUDhQWIGyJV7n4YL4fc/LvDy+2mmPGr5AlmaSQI/rGm2FPnXO75wWdT3b",
+	"IT9zfNE+UH2dDvMENMeozK7fS23flBB4U7aBWU21eaWUTByo8HOvrZJqRc8w41ZXK0vGctBc9qmcPnTe",
+	"riE8N/GBVdRbZcNM/jOtSMmLcxNFBP03kqCLiQ/thwI2t1kbbAykpkCt5U692lohpnuGwgdKKsgVVFOS",
+	"NRVQGpB/52SVAbyy340vo6W1DeRHn8aFoXMG6ipJXeaD1ZfWFKItCIWpM6Fcqq9zgS19jUd4XDAMK+6b",
+	"XM+AsvWvH2JWho3YnvGgRZ1f3phaewwS8+K4BEmL3Q+rtBTZCRoh+4J5gd5OyO0NjhCVMLdiTg+RWGD2",
+	"i5ZH/QZpK/jXiUxsIKfDgKKFza0wt1hbVWygRnXTQuCctE7zSgQvWBBO8zWZZprDQl+SaGESLJvXunpS",
+	"dI8xhlNiAoa5FckDpSdX4NRIDHEllT2OwqEC1eV22pXVP6SKesDksBlmSJGdZEUTREGsaUWkEK9MN7ci",
+	"0GmeQbL2kLvQszu3GldljU7L/9XLpP/zB3sJS1ABPImuG1YRakBmuAsPXp+/J394/uRpQfCEvWwFKGFY",
+	"OdcK/xg8oz+H/bjnNzH4O7mqbiWPT1+HgDHylxsLXzc1ZKzof4AdC/7f84ke4Mnu31uhwnhOiJ83t47+",
+	"3iye2M7p705k+XT02reCEkuR4iXw191/2i249ajP5dyCHltSLuwNLivXdwm02r5LtuzhmYxC/PjMTUTv",
+	"mYD8CV0Vo7fPh/+5GwjZANum70T6vKm5a2ZWsuqv18tX5ydnr394tbVosCX4RMcdsEH9elX/goKcv/rw",
+	"8dQeMKdvjv/PcDbPe5P5dmsyP//6bfH0eXrcGYyiY7+kDqVIOnHeH58U3ikMZd8UEni7rT9CgM8Orwhf",
+	"Nu1yT+zP1sADpJBfbcD+KWZhDA1p1OENofAm1APyeOPgF9kUpMTBQ5JuCe6xDi0K+s3DymAiFCb86l0A",
+	"ilrF09pyj30/nr2GT6PTFEINTWs0JnD12oFC/jMVwRi5bBW/xPqPAMQbjL946X0t49ja7wUT9w9KZrYL",
+	"mxTLK66qU6rM5oQ29IrXPOny6HwcpWssHhD0wJqsZLa5UPJ14WMb0t2GkFqxsRre79q8rmfbR90HQnuz",
+	"VED+bspIQLKa0EVGEPPByWq1Z0jwiRcYJ++B81NulAAxgzft70bZo1CoP8rtqp5Jx/MOTXB639qlGc62",
+	"NtNvdxFjmUfUmuSTUH3tq75Tp0WiovtrhfbdK7Rn9tRwt+3QVONr5ffXyu+vld+/38rvEWhiz/hxh6f7",
+	"Bh6OYxn4iUdf69P/uerThypzP+aQq173swpCIpZWCYIotg/9+IzINduaAnfeVkoy8YpttWR+qMI/EPvc",
+	"Z6ngCZVp71DFR1gH3+Dx7sXawMw9IPCuKYdDB7Bk6PpvwrGW8g9BgcLrFMe/Y7feNPUZUohaZGn95PXL",
+	"M6u4u5oiLA33zaZ8dq4UTB/ZIaIIrzn4l8DEpmIT59bNLqUPx210GofjdsRIsZMxW4ZKz0CZL3rTFrP9",
+	"RGwwp3SIOf4QIc0P0DFhZBbgpRnOg2u7zXyHM2TUarIf22qhOb7VXxw/YaRTDAwfL47tyNwOrci+H/W+",
+	"3XgTrOtq9nZm2orrpqabd+NUqFfyVgTIa+wiEDEjzhU6iSvtoF0nNSlsyZihFUQTCabvBKlQvwxY8KdD",
+	"VeA3uqsIjBqB3Aux5NK5oaoSrvXLKXcd5FZHNY98mq5N3SYyncpVxVJ8bAMRyjzjJiRWmAb4+4oaulNP",
+	"x5AkhzWZwwazuzR4HKPLPE1ONoi12usbueRievig6NZyucTsjS2fU7gR1y/ceQfPk1v4E1Tgx9MQ/SZt",
+	"NXYFqDzNzLwOry7TEPZpWHy20+CzDN25sHSM4NNxwD4Osxz7dSV12ywI9VquUg07z5ZUuFqqcZYLndbT",
+	"bvoZLWMCQ2z34N3BTtupJnrHZi7AFT2tw94b+rjQtXSV57h0iIIQd+eVIpnql6u1jtzxMbdHjRY9ReUN",
+	"gpibU+zzc0Ywpg0DgPalSxY6EyfaDSTRa7s6SAhf25uKrgk6NeTpXJBVuoQCx4RvA008ByPrcRmgQUlD",
+	"79gv8cPK84PPnPavnGXZwEmT9GmbVFOsZPfnrbY6BZFQT1HXMJi9uj7DZkWL6oeUhTOFIg8E84IQvktN",
+	"YVQxddym7PYu7uN4BtDuQ8d7aD+DPdM1h6r/K1peM1HpgH2iV1IZ6FGLDT207l641bLJrgIsOyQnwbi6",
+	"ZVgZ02CdCtx7IuU1z5QTxl2gSrgPGt27lP4aJEHIUjzCNOBDEFqWoF04URNaa0kEc8Uzfqwn52c/RoFV",
+	"oCP7YfyQb8INmE8XbhDdJGjD/8ysKfybfSpV3WKpFfsg2rGc+g4D50zdcAwkU3TgHOpwFxUVhKFBsh6W",
+	"cr1uhS98WlNBlxCu6toVAE1CHxDIXouyVHxVin0jPglNxoRgtS7Qn3gYouQV04V96cbueuF6gnCxhDsZ",
+	"CAcl5RpDfain02rNBdfGLz2wY+XADOzkoF90e1Xzkvz04cNpCMAhGAfyi1lph7hRUzjtXHWwfeCcQCG7",
+	"N8PLldRM+J2vWFPLDVOPyCvwj/6v8/fvEHnbhfo7IO1LSBj9QVabS6JXtGHk8tdSVqzwRVQFseNirys7",
+	"caM29iT9n4WvqP6fv13iiNER697ue/nAB/7j8IN9weHr6tIqNI0UOrTFQbgPdLADSIwml+5zlwXR0mWb",
+	"kQXltd01uy4uzxdETYxv5rarlkv9iJxSey6DeyEwgPbDC48wccNqCXNGYe9lTEFAxBQgnf/6s50kdniG",
+	"D63h+BRN+EZQUFwuqUNmR2w12EykCiYMrAtiq1zal18+Iq+siRxGCUc30kcAsI6sZi7I5adDfVMedj9e",
+	"hkR/DwkfbsIf3B5Fq8TEQqqS6eTLTMg0AM/C1cYyXYVGG9cEdtrTstsl1kWQ/ZecFFSAtV1SIaQhleIL",
+	"Q2hDlXlErASIZnb5/166rlC6hfMwXCoI+1SyxhpV8W4ibVjZZeltE6YCXPUCcEZw38qVKw8kVEixWctW",
+	"O8+D7hYmHgltzerScumK1VAh5ai7BwiAb3hE3ncjWlN1zSo/kC494gWhDT+E8+DSDwW02HDuaCfbFi20",
+	"+dwgXGGvQ6El2u+ePIUbLYeSS9rwC3j6wlPKZW84yF0x8WhyictzObVwUWeq3KrJ3MRrWdL60E4wvCya",
+	"s0ugsQQj7NEilqgj4JElGytku/4I6XVxi/Et6KncWHPmYOQwOT59HRU+vTh4Cu0Ynj7/o++eQxt+8OLg",
+	"W/sjxndWoDJ4aFC78Y+vpDRWoENqUiNTmucJ6Lc66gyApBydBq5Zo8ud4kIbWtfI+D4lKW4vSKDfVVgW",
+	"v3b2VPAVr5A05DbgapPdA3ewdKSFflxoCLvAnC23qIGlaVnKVhiQuLB1V4z4JsKhF8hKauO6kdrRwo4N",
+	"JgxIOLqXwrT92T8egRC9lUShgyioJ+wTLU29cQCjiMUZaM/aUQc/+K05tt89QPWRaWOPNYSmEcZVEwP8",
+	"AKoMj//Ldf5CDXhKP+5/xLv8QMNJ6+FWkBedgW+X31lIPfMsSyiPDmI92G4iKMZ4ggJ9Pnvy9N6mh+p/",
+	"ejYpKu7lJvxWHHz35EnuE2HMj3+gVVg4+8i304/8KNUVryom8Ik/Tj9xIsWi5mglfvd0xidO6aaWtPog",
+	"5Ruqlgyf+376uY/C1eywCmLWH6zuax9+NmOUH6R8S8XGLQdAS3w/ZwlfW8koaI2FPrGtc/Dir7/+9nNU",
+	"4uDk0TiVAezdUoPDxCUwDiWI9xXFKsXBi4M//vHA/9adMQcvDvAc6a7hn0jAvxUZoXrYeYKWLFmxg+0y",
+	"fCadkGkhs2GmUxxjc8YKMb2St5gT7z+Lhp4Vw4yG5Ek0nOCKFElZ/Yi8NqEJ8tbxSK5YCf22hLyS1SZy",
+	"T/nG1+H727LsT8wESXMeXCh9rn9y/0LNfSojALr1wm169Lsi8w8MPaMhxRKJvU8f2vC6hiJNI+EgQ9mV",
+	"Jf97JXN01GUI2xoJkRf1iq2400l9jmDcttT+fg1tpqzO72iWmt491hRgiwVDH+lWxC7ovMF/uyGldDFE",
+	"1Ms7rqlrSEGmC4PGFQeUkIqVvGJOuQbPDmCHrOQtPg8zsTY8pICD7yTSdWHAK3pjOQRvlbcCPZ1bzOA8",
+	"wXA8fUZGiD+TYYLt3Qh2F/pp4YB6Oufc8N1ZWbXnOfiFWS+wGnZBvGIZ8uwtyP6sBbfHTOTcNY/XUnAj",
+	"lSsznuQnH18EHRW8FNASjCz4slWILYCWHVS2UVEVrnChAyXkopK3lpKhU3PhDHl/md4wRTFcZKVKW14z",
+	"ox+RH937A1ORFaPKXDFqGRO+COayrPHLGLPjwnXcgwPMaupuWFBrF2D1j5BhrQlgTWpXJBRKBLbRvLZZ",
+	"ClfzbbeY1uZRdM0M4AP+NU0h3S2PTwI2xG/FVgACQrGhEKG/kA65SMjbAkGGRGuYPiJ8KWAasPzuGSwa",
+	"9Uv/iDxxDhWAVXf3BK/kLy2DykfnlHSX3+L7vbsVpMBo4tl03lWilNgo7jLn/WyN7IFWjIzwnYd+6AYY",
+	"J5h+m4jDjBbX9td74uPwZHpxRgJY2yOICpD73z8KmFxicjDYDe6uQ/kBeLDLwHMIVt1AnKfUmbiOLK1a",
+	"QA1ZWznx9NmTwMnjI8ZvdZAnc2jsD8+/6+U2Pk3Q2M+f85zb4v3Eaeejr15OAvalZ7h9bb0vczA++W76",
+	"iXfS/ChbUf1DT9I/MROiEN2xht4Qt9bRAeruTJyhT75Nn6EQtgCQ0omT9LE7Je//RC2CSyuS1tOnkaO+",
+	"uxxKvzcO+so198k1bm23uecLMQx6Rhxc2iTbUFJDTYViGhEIYohScLOCggeKdKwUOtipF1Er+gJ6Txf2",
+	"VZBVF/RFQPVDlzy2dtdJVntjB+4ah35OYyr+TkBszfkW3fV/CfPJkm9AI/tGd6BwfpE+IwFPOtgiKR9A",
+	"pAxTa9c8hsWA2kMU4Tie7mtyID8EzjOonmkXC2sroTKBILlUE818hXmH0uZiWFKBHUk4pshKseA+pk89",
+	"oLPz+qFDg1o103+4pkvtfCljx05wsf2ez5px55xf+9g19/WouSde7Za37OF3A83cO6+iNvUYrmY59U2I",
+	"pgFPWAUj6GEuWcUan409GqEwzipr2zxgX/MKnnoHn/uMZNx9BjL2MnQcT+Ff4jSwi9GbdURS+HOKor7b",
+	"m6Ie/4pAk7/Zi3PoK4rwOzmPr/tGRyFpp7OAe9eDREEHfkgymqK7YzuSLek7ivQfxuDpGkz0hkLpmrPQ",
+	"O0TNXgA142ZJlTZ8Vrnem/8YT3Q78FWu3yfXUREz3jc6JuMvxoXlAJxkNPDZASI1ShpZyloXHcOVcr0G",
+	"JWjTsC6+s5Ly2rfhi6ab1Ic6kuxhpvwLs2ZvHbIxoe6erxx6X0EmrktMG9/i0j5pfhk2jRDpJjnUDRdS",
+	"reAMdA+7/n7ucET8tpA1KWvS1NTyzQRnRpAv/6pM6Zcgw49+ub/y4j1aQVts2EEr3jcHxpn3czTUGPlD",
+	"kwc4DJdBfMM1pkR2Kql+GJK/uSI1X7ByU9bMWXQFQUa23FtLWqV117cduMLv1m8QjXFMu+yt3leWuU8F",
+	"s7e0n8NV0OOUx7/2ID9+e6zYgikmyhHFEnpHaoQ5htshhYf2UTcfgEc5VjF1Qc4+nAKnkBq6yhYEK3Rc",
+	"kQzkhycww/TDrqDD5/FLBclx/9VWUP2umOEKa3gghSt5HEa0fdbNcuJI7GEKIR5C4hQc4qbsfxgWd0qh",
+	"iEtta64NloBA2lcuJK0BtdPVx3XjDBCaT59MQO5M5D18IWkV7WhGZnWU/VVg3afA6tZ1Wwz8I+SXlQT5",
+	"Sou/2FPcwaOTB1jzBpT+0HU2CoItSBSEb6/kI/LerJi65Zq5y9uqRMhjs4N/gWE1L/8g86qkomQ1q2IT",
+	"nCnXh43F5Q1SpDK+XB5wF/7rCpGE0965r/BnQsm6ZhUaDo/ID7Usr7FCImyZq5DBFLBuyq60grSiZhrA",
+	"07C0UrOEbD2DByNm/G8tVH/+PFUgW4s0UgjiOnkgkoN9rOhKDxWjGotqp0o8PpOcteNx7TEykrbpht+n",
+	"q386wfu1qmTseNgi4/s/HbAEu3c+2AuPvcydsAR7+ikR7JZpp0F2DOfrU7/RHpsgbd6B589/dlfz7hRm",
+	"Ucy6D3S1bd0PCv7CXDwWRT+Ql1IAxd0TSdOfHjiOU99mwT1zryPgDsbCB7Yzmq+Pxnaf9Qgwp5hufFAc",
+	"vOS6wYLxg+LgLLRSOo+6p/wINeYHBYC9VO9bg32X4ZhPgjXNWz77WG7o7mbg8Nyyfbfzlz1WE4ABcB2n",
+	"5z+wJsQLXj3MjcgdmQDOmDuanz/Ze0hSkRUVlf1XG3Aq0vlPuRFC8pXriZWwcxzS2rDxz9wBUmPHiMUu",
+	"uH2uI2ZqKAsl1/eQspzZPa8hTgzCyM82BFdTAFBHK9mqPAtyUbKf7B1zs6D/7Q/f7Zpof0I1O+SQg8ER",
+	"DYN9Cq0ReFW4lFP7osIXD1u9GjUtu62AgJGbwzXb3EqVFV9f3OUdnUM5F14MdOQ37/eum/1DbdyenhCp",
+	"LZh8cWeTtqeyYJboDBd2X3nZQ1IWPY0nrdVARubvS7X5fZ/uX1n7vxdro6YTccU3+suyuyXUSWf7Nr9H",
+	"WGlEs5qVwOwO9tBndDi/ge8rnw4TR1R1DmOZ8N58NTS+GhpfDY2vhsZXQ+OrodE7N3KpbnCEfVVC0koI",
+	"HPBfVuP41f3rdfXbZFWPr0YPiaJdXU6nagSyHdMtptSKRKczfDATHgqT+N0mn8WTz/KGm+LXiPT9ZZ31",
+	"CPYLMtNjDO6OwPzBdQ24vi7tGgFtXONCq3c8IsfCpYDSWjFabYjr4A8NPTUxsgYtAKLM9oCh5bWQtzWr",
+	"HIqtD0G7HvFdSPkIQ9u8e7PHIec4gFb4DuV9RsZx//fg5fuP3G7NfgLCz0dof/sHixZnGfzTypivwddR",
+	"vQK2/76F4VS8tScOEer5DioGdDwrrCUGjTZDibBTPbomdGN6x0scxb+y9uGWYFwHsYYK7thXbeSzaSPd",
+	"In8mvcRVomCB7wjr0apXd+ILgqlvhU4jhx4xKyXbJfIkqCYFVuAbw8VyrPbkBIexa8gAG0Q6b92M0AHe",
+	"/7aXL/YFykpwdi8doHmevaKl/XoIf0FetE/NWAEH9v1R0BvKscdRuqA/xSufoZRlm48fW0rdjCS1Ku7R",
+	"wz1TvkDHJdgRV7S81qRtfMyAFeQWn+AGvE8VIHVikwoAOu0mq5hVh8BmADx1QPHAO+z9bdP1wgpPLKBJ",
+	"BE9EFI/tPH4nouH+DYV4YjDTCUPB71UHq/oPyO1MDHost9PrXL8VB8+ePPscysqxg6fPjSDCCfCG84IL",
+	"rlehDU2nRTrf6y3l5ogsZF3LW2iC5nP7ekfzP3HJ/FdT6TMdDSB5P+PhkLO3+sdDU1ORPx3OV/8/e9/e",
+	"3MaN7PtVUKpTleTWSLLz2opV9w/FzmZdNw8dydmtunuyFjgDkliBwFwAI5rr8ne/he4GBkPOkJRNyrLF",
+	"P1KOpJnBs3/97jZzymoIsB97aCb0wfwGJGxyGHNWyfG4bTSgMDM5L5Udna5CVNgiCfqdnQV6nIKxysFo",
+	"HrukdtnAheL6UXCBsNBtmQCUqprVHGvvfhwGEOY7GNWv+EF8PQDjlsAYY//bFPCuiolwc18Aafn8fXVh",
+	"AL9lhTjIyOKNX6P5XvL556r8pqFk2S4zcrwB8Ai7eACPz0z3hVP9EBLGrncn+NETy+eJnIujuhlWdMF/",
+	"Vivh+yY0qPkaBT1qo/IbNV8oRgbKrVGKfnxPnfYhEP3uBZp19L6NmpvEx4OKe1BxD5Lc56Xi7pEHbBTp",
+	"Nui9z1Gb2sAuskRPKg9utLirGvv4gH8LzRZ296DVHrDw8Wi1HwEMrTiOJqTtVdxkdDKpYDpKPdDJ5hmW",
+	"MyvygqGKe6HLRZLjoPc4Bmas9f9acRVn99l6gbM1bjDyHZDmc1CBbXugu3L/Dui7f+dKVnzZt1t09doe",
+	"mQaUg+jiTeEbrV78Zdv8ns9AKauOO3ow/oCiU/51cER/tUrxf9Rhmg+K6Pdn2W+Xh8s+uHkPOvBB7vuc",
+	"5b7nKBztjwtsEPOo3c9WPXhogrFDUI/rIoXxYeIc1r0TVa91M4lyFzSFz1SKo+Vdee7FcF0zeOYAGx+7",
+	"s073iu85BI9GOcVIuGFz09+WA+eOg1gFxNaVoWJvwxQ0wb6cGk+Rdl9hG2xewqPSLcUPn2X5yNAl2KGv",
+	"QlL2UKy5F1ghq7lzouqr1xhGeihkvS85jVZ2Dju5VcoOdhgzc6aMnjBvYBf3m8fTO9V1ghlejC9idtdB",
+	"QjtIaAcJLWHaXrjDdrLZKYH5mjg8b+rYCpEv9f2IosV9gD+MfkD/A/of0P+A/p8L+qMg/RHhfyP4D0A+",
+	"+5KnBH/6i3RMiTGp6ky6+9AJrg5M4cAUDkzhwBQ+H6Zw9fFZgqk3qQOr00M4j43IjGWVEUhK0VwkPWu0",
+	"l4oKwsAv2y4f98AqTH3gFAdOceAUB07xuXAKU98ro7C+PsUeeFvU+V7qmpf1nJoa57+IvrypUZWD+qVC",
+	"VcyKUmivFsVSVeBKWlFiJYq+ct+Xvr4w1v+Cc9umEDBNKq+EK96jEG6AplsBIRHwxeqoOBJvagiO2Lq0",
+	"Lc0lFrbtrLVvPumB3imFLcQ5OaGHZvGpez/zA1/X8RO39gCpnyC6QZnzJRDZUfWhYkC2PXc3gzg1NpZx",
+	"nIsZg3s0zM1SgAUHkXZshWBGUy965xmnQu0zAyUOvxyFE6SSJIgXEGk+FeXNV/Br7ICXlXL2c1kKNp9K",
+	"RZe5R7J9DmWFc5L4rETbfGEbZFrYITbn2uM+3V+gWmf3183uIL0epNeD9BrwHWiV64Txe6vy2Iqtp2/h",
+	"X+y4Cv87bOi4FCSXcSTcMwB9YAAjgUYIwHtvCHbQkNEXtgLItRaeN1V1JOjorelIS9pzq9FPgEPEnR7m",
+	"Ef+YLsj6FPnvfk0d23CFJAkc2MOBPRzYQxYZs8wgkEL2yiYgg+z0bfjnLizCk5XyNoqgRpOyUDADT3Ol",
+	"FswEbT9armPFwom8FXqdgaPLQDbxjiRoVjD+AM8gfjvMMIZbjHz/3XfffJf1GHm6TY8RsHPYeKRxkz5H",
+	"g8eBux2424G7HbjbdtwtyfaY8LJXNchbrl1pKmGPvZjVivvNdvz0CvtyPJ7VYvIVS+8WjNqfH89lFVie",
+	"AFs91WKc5dhYMD81uEijRaeber9B/1Ua+FWa6jZm/TQ5sNdlHf5wMPYlJjOGuYQHsC5//sRgA7fOeh5M",
+	"M6vVfVpnDU+7c+hqta61ZnvpfXb59ml4RguuY7xv8LPwa/r/aA+A/OdwM2OfNviFK00tss45SInfPvlh",
+	"yGa8en2O9iPDXPFb8VcAkDjQBktuXPD9WnF79mPj/B44yz9w8HXdZoAK+snuXvnw6dv4v7/xmXiHCKGE",
+	"F6tY8QJ+P4AVER9QqQQ8WKV9/EIv7a/lsGFqcYCcPnv0y3w1H2qYPLD5O+AS3prq08GnT6UpDhLNnqFi",
+	"oJ7KpagVL4flA1BJM2Eg0GIq2zEy1YLNGucZn1ghhoqgfBpw8OdBPPm8xJO7kv+jEk+I7u9XPtlkE0Bm",
+	"Gp58Fus4pd7ijn1JNgE2E7ORsO6rhENtTI1jttFstMhMcq5IxjVpY+DfaMGmgls/EtynMkTSslthHZrb",
+	"+kwHv8Ea9tyhbp2Wjbv7aNRlTfsdLyNdgN00hnOnTqjxaboGw76YV/wmOmJ6295/4TAkCypaBFbqmdEl",
+	"1hyDlAF4eca8warb0DGkc7cLJrXzgleB6c05tiQZU+oBtLSthZWmkmV7bVev6CsrJxNhr4Qa/y2tas+3",
+	"NQ20Ps4+zZp5fiP0o7jC4dqgAhEvSdoEbeY7uNZDKHv6VoO36V1qQjp8t/+7EY1YToqhiMTVUEXKpcFs",
+	"Gely58YZomy4vFeiNLqiVE16WlRIE7k7RGgMz+7m1zjo9ywrMasNVti8EQs2AxrkzApvpahYieq1hTJP",
+	"1JPHOp/3KO2zSt2hY/OvafUDkidu8oPsz7y81g0iZ7Zp9ydxPuJe8AfL2VaWs333aXaibKz0i/DzsTc3",
+	"Qm8SUM8vXjJ8MJcp4TeUSzIRzrPairF8E9h6OxFXsFuuZCX9gs2lrsw8Fj6JajZ+5parRjDpg3ACXegh",
+	"bBuaTEKv3FpxqQNAz7KoboRBUbGpsOKE/cTLKRPaU2NozGkEqSP68G8FB99hkQLM805m+PfW+8xKrpmb",
+	"gqfa0Qwpt/JS3JobiDWHXeFWYKa+aTxrtBLOMalL1VQiPhnYhm1Ev4R9XstXeBB3DTO/QCvHVs9dyf/g",
+	"s332P1yImYftHC2QgTdO2DPGlYLfW8oR5SMXeOKAuQ+e/MPd2di3Mq1z5QxTEuoS5ps9NHB3vztjV2LM",
+	"g5T2bMyVE2nskTFKQEX4fVoa49kOKTi/a8FqPgHDT0toB3/iGgWp3aYMHyOs9UHk1wNV1umVE9rzLV2K",
+	"up0AiYyjxkkdiH7EyxuRElKwFmcAj3GjFLt2t+XrmvvX1xHuKFeOJEuj1YKSvtHofiNE7di/G+fhI1d/",
+	"Oz/++rvvCW4LVivI5WNCl3ZR+yAemprC4VqsS8jDfgI7A0leospQGq2ZIwg5QFk1rNVYzCUsUHebSwqv",
+	"oC/0uEW/KZgzjNPeBPhEoJ5Yrj2bGQuZPWRSFdYZzeZTw2a8CtiPYja+KztYJFjJlQraYYCkZACBWVJ+",
+	"uxWlsRUyC9xCPFvGm0qCC1qqIfE4kujRPuXSOMgGoTSg2RID5VVlw+WyIqAlhO2h8WaZs5LpWIs57uI2",
+	"ku3THS+zSps5ZEiF851zR8pMtxYBJq8mfluw+VSWU5AIjAdmrJEHJyaVDvShQ+ajlGYzrNwtVm8n2J6+",
+	"hX9fVmsdwCgzuARcsU6+gfKtSA+CCukDwqHFNrdlZZ3h2NiaGRpoMUnRd4wHIDyBAFkm8BpLzdUZgWvA",
+	"sfDLG1FTgCRIs0kMigayHNhQIA0AyTXjygpeLbpyE1Vyd6mhEQc2FWbVSvVRpicjBqw1oi/A+Qg2BMiW",
+	"OT4WatEXXR2GzTD1jomTeGBH9yKUrQWpgukg++vu/p8cnLm9jpWwOfdA7wMO3ed0u33LQhtbG7fCS5Uy",
+	"c1FFnirAEtfDRyMUxBrNQD3QByyypjNmZtIHQhhLEZhWkNaiPyU8cMJ+E/N89FzKcomuxN2lrBN2vkzc",
+	"XAf+OBKsAd8zSqA9cWsFG4mSNw6v8xICDXmyd0TLu5esutPb2IYMjgnSw8Nl2XyA92oY3ARJ8WBJsjvY",
+	"Bh+RNIX3/AFJU6eoXw47WF4I0EmpXxGa8UA7zbAVbHCZIoAglWmugeT6VWlSDkA84T5sTGxgBmJKrLMf",
+	"tEpSFyKQW+O5RyAPMLo0kwCicTa5uRBELh6tiAF4iz50hcmWQRy8hg+/1sa/br9z3ergYGl8b7X1Et5/",
+	"2CIWznGzPoimkBj1ZO7bTfr5Nsm4mpo5bGraYZ4TV2vDAgL52HhioOHKmsRQCthbWlArpTEOho+gs2Fx",
+	"l8DOo8Qmq2LVskLQ0hpVig7YRFNKn60OTVVGVfRXBzUc58aiDkaREEb3aIpkIlOCd8Q3Uq3CIqsWrERE",
+	"sriQbPqrUuBWeQqXsNMPGzvuZkoKSw17kw4rcyy9BCm40SjyVQdo2Y22B3foY8kjgTNu8FgusVHksq4I",
+	"V0RAyJJ1vmCuKaeMu66BpCCQjPCA9JTZyqG4FHVoAP4M4R51LXR1bLRaAIHTiOAZRBs43cAgSqSQ8qwf",
+	"4/nFyxP2hxNsJMbGZt2oTQn9qKtzn0qXYLMusBM5EcQXgx4kaNYYPzqVQexaEBgG2mjnZOXtgCfyijbu",
+	"HDb5Y3kj40xjPru4BTvaohYFph+84bNatdISXpuTZFDmSsHTW3ks4eMg4n94GkWcOJ2edMw0vjQzQW5U",
+	"/GE7Ryo+25ug75qS6lKOuVSNDU9VQsu71EiMUwW5Nl6yePtg6l7OBis44nNHvQUOgq5yHF4+ut+cDriz",
+	"l7CsbZyta6Dh4H1dl805oKbsiAPAF1djVxP8ZxLQVnHVGXLXRmrfcbBqM4+B0tCfjXsxCaAJZQtA4fNo",
+	"MnStsmmNEhQ8jUETJL3BbgZeEe3/sxN2rsMW+anQnpwIZPKb8QV02yUzoOfKTIJGG61zcDORDUGNk0B2",
+	"OGhQUedTQ54yGKYXyS+yfdoj0bXDDNHcuVIrh/CIornJ191d/ofRStiQfuKAu7kVWYQn24u/MsFiKXZq",
+	"1EjlmdRFKm8+43oB7ngHVzH57yFkRzrmZoHjkaveIlsJdzfAbzVQdBhmv0+bhFFi3TWF7Xs8V9PSfu8C",
+	"tnHrtk3Kh9sHOLly8+ACYeDHzz+9YuvwP5rT1gWyvJ+HhZR0mObdw1jOMXcwWgyjPxZyAO5STCBc1z2W",
+	"Dwif3yoaJfs9ZndkNpQs5iTs1v2GnMAGDdVJAoBrrcuHugKfRXS0RZrYHWStMzXAE6dvwz8bQkjaGgJw",
+	"74D0tcFwNQCfE/ZjYKHHUmcCJP6f81IphpWsvWGRr4LtYNV/G8XQ+HUnFRT4Z8o44ZiVk6l3Z2xmbgUl",
+	"7COT9oZSsHBQ0nP6KxkQ8NxN+b+EXeozDH7bk1yWUyjZQw7Gud3m1e+NVDYl1fttOQdRC8QqzCDvygu1",
+	"YFJDRAbICqitdZkNXuioBDHpgSqigQ0pgAWusoim+BXqawMm4msQD9VLcdxRA6XA1LvMfBRUxZas9ieQ",
+	"DIVmfDilfjzZQsy3ly+2lS2e3ItsEWMxcFaHUIxHGIpxz4KId/UxqP1byCDYK+jqIki+UPecKwRbkBcA",
+	"xaCabl6+p5Ur2vZHXzj8DBnLYoQrPKXMROpk6dLM6KD2ZAPCU6ljnXhDVoGUFkvA9i0aDWBJHxTJT4KL",
+	"d/V546fP00TuXhm+U/eI0gziqkZCGT0JwtS25Y62z5KdSZ1+DpP24RIePTv61z/Pj/8vP/7Pk+Mf/mz/",
+	"9+T18Z9vnxRPv/7Lu/862sLm/0d79uOlVQ0tJVwXfYf6Mt9/u24R/3r2P//jTv98+7T4/tveKW8tN2bn",
+	"sSo9Huoy7Up+1Msgsiu0867ORMmNTc86c3AtSCGdIlS5L3KocoxD6WLwFb7A5FQALExN7VJ4EDgSMCIa",
+	"1dy5OUXhU+xam2OVHLOxLsuNWMRo225a6hkTbUYqWPGX0lIN9nh2Ygem0xXg2668a76z0duabw/6LfPf",
+	"bOW8fP+ib8XGaba+1XRsOMv041ZTzNDtYZSkWz3CdabqfrqYcV9OqS6ECud+8GSusX8v7+EuAW47S/j7",
+	"iWrGxlAxSNSZowDW6qYgbVE026A4h2EsXXjEUEBIN90pEka9GHXt9xfyQLPsE/H2psauDLZBqe0eVDrF",
+	"ot1JjCriatYviN1ng7WVjRwqSNJeTh7vwVm4edRcL3qi0yIPqZgPz3TegsY9iXZr9dhTL9ya2mM/NjLe",
+	"KQKoczpzzFiaCg6V+yD4n5VKxsa3Uk/ylINEdXPTqIo5odv8SazoOxN+apAq/7h8Cca+y78+Z19///Qv",
+	"8Mvww1++f/o9q8RYBnnNJ1yNoYA4DZqSeMNLrxaMu2HoDWpxp6ZUS0H4lZj2XHJrpaAQEM6m3E2z8ic5",
+	"xbX6u/R5QApPuvac9orPhOXhNtSKL4SFPXHvqbwXMSIFMkqlS8ZUytoPh9xTsE30yat7QvH+wTZVhsq2",
+	"wsAqEi+Fc4yGWkj3mHKlBDQtNTE6/KPgOKx0bTk67PbeVph1vi0S2SGpoFZDxMeh2umnjPyv8I5+LLAH",
+	"N82GYKTSaGdUcuksVywtMmcpmhy9nAl31gJ7xT3vEzjDfb8RC3gGtCKStqPaFyvwVdIFICQpzZmVXLKx",
+	"hER5xsvSNNqn3IwbbeZteskJe0FB3biSNRWh4oNUlyVMhMqzymTMagMBk2UUi8FkJQL66gD02gb+gHP4",
+	"WLHcyVnnupufbzwkyATNgwKPxRvfqvRbafN01DswNXRuIjWybxxOB/9/O/vCNj3uK+n4SEG1Kjr4reK3",
+	"29JYVX7pNlTGonv3cCpjhXu5TaA2Le5gyBg0ZDRE4buAddztbQP5cvyOaXgdVZdjk0mPxVSMEj0Vrki8",
+	"dVyFuwxSLskonU/lEO/ARLHibYcIvVb+bGtdIRvZZXSgNvAZSDdOxW4ik4AYwdrMhR03KgULSsvMHBxl",
+	"CQh7YwQLYhWBvYzCzuRkXtwlgjCQ2F6rWoUBNgjTca1hVRJk6lZp6XLfltcTQ8yCC8NX7je4EPZuzZoO",
+	"wYWfXXBhg+SyOxjdKB6fvm2gVuba4MIrM/bHVYowDG88W1ssqkmCZJ+UWCRBGGObDVNGT4QNEnYK8ZeQ",
+	"RZklSmdFYDFMCjOPU4AViBfR/AIpitS/1zW1sIxXM6ml8yhY91amySMQasU9VntVc75wxCicmQlM8DYw",
+	"9fhRSFMYigkgDLyb9EsVTLd3SidEOAQz7iWYcW+kuUVBqSUdkXhTjKRN/potKkI9j2WkYkxbqgRPX7VU",
+	"ii5S6BcOzW/hnZYckeYo0bhqyjbqEcqRRrUiiSNBqmBiPBalXwq0TO0XiO6g6wJo2uulqxjv7/Yd4Pjh",
+	"1LuvslNbiD4PvOTUWgmHQhxR7jpYAT+DiMWPKN2cRpF/2OVzJbyjGi5J68PqylSGXC/JEFY44T2WssQQ",
+	"bALM1jYYPRhaQI0UcPkgSDXWCg1K6Qk7V6oHZLNY81zgAdCdT43A/GGBJXaMqjq+cmUmUOuh8UlA6ini",
+	"5ATY5i7i3jwwmEMWGGe3RTR3rq0XzMCfuVKLYmXPt4C5ATmr9ehx14ndzzhmOsO5sMt1Ow8g9ok2bnPC",
+	"d01CSe76WJgWr9kp3rBhaPvFTKLeBpAAGdjzabicoyCElVZwF30J9FUmalNOoyMY+wBh5nZ8QDrXtBU7",
+	"pI9pM/1lp7C4TIwW4ukrM75gU34r2EgIzZw3SuizroKIamFWR6/tj90GfPRXAQ4IdSVSFYJd6WC7E4Fo",
+	"cjjb9d7TXlTpKV4eLVadgzxUDV5XNVipDt+9J7JeOC9mUI6uMuWwo/JSVNKKkuKRR9bMA2FQVztQlY5r",
+	"a7wowakXVkuGj8qUzUxojyErNZ9QeLHRSurlP0PcLdcYs9zxip6tml66qhPaa7QXE6Q/CIxFsWQ8hqEA",
+	"CHhQ/lDhWyXXn4U/r+WLsA9L1PbNk6+H9yRuw4ZlHxVHGF4AX/yF6g73M/jY7YDkr9WvFex66QjD8R03",
+	"8vpkbabCslvt3SPwDq07p3CrOrubExxsbB+5PR0gN3ihp2wPntCIlzcTG/Dm2HN3sykqgAorYOvH9l0G",
+	"7zIrJmDzi9Gj0rHamjJcmjyAoJyKMOkkHFJBLbpY0lIdtUafsJeeTYWqQVNHfz9TxtRojnTe1LWowpM6",
+	"MGkT3VZjLpXUk36n+49p1q9gwXvkYd2h1jVSXdnKGPIPEsKjKsmTXaLlXdkjHRCwn6YJDfKctgapuRU2",
+	"fI+6nxgdmwQDi5iaGXrKn7GlRsFTWWOxHsGVnxYMTIEJV2dBmLPCmcaW5HSLCtqc23DRKUSRXkPGw9vq",
+	"VnlnDIi2jCZEK1BxCCKSdNCYpYfbPMf5X9FG7LOYaHekwaaLuJ9xtx8FNfxMOtXy4vdIARX3/NiKcKzh",
+	"KEsluG7q0zpcFjFfQxDhUlH+VirTZsbI0ciiDcFgRVudSmgP4bN4K2lIVhslywVFBFsBhTISj1CVcJ5S",
+	"tjgYzEVVpJivKvq4uF5AzOsJ+51ixcB0H6hU+qiSRYbBGa2SAcisksMFvvqCe34Zp/kcX9mUxPVb0MJS",
+	"MgUFHfPSm5TOSjt7xijWx0VZAA31Q0FD8I0PC6f6qxXi2Is3PgCHM7qdZ1IiaXJDk8D3hmbx3dOv7zdD",
+	"q++A6OwGYYVOPi30EMXUB0S0iyjxc88zci0TIXwoJGEt7bsik230sdHlutrkTVBbteiSecfRFr3wTijU",
+	"EwnCpHCQzgWGbuixFH+NdhoNaV2WkhXW9kuP8m6FIm2eVe/YxHSKDa+ybsI/MmQgC4/AiVw8/LBA20dp",
+	"ZuTG6uvHftnoASTbh5G6b6jLZlMvmGyfvcFzS3tAYDUQXnt/3rnBlW0f4r/Edw5JWQ/Hnt1gymY/2OGB",
+	"7Q7yhq1fYfwRd+IYb93xNsXVIXmEj1TALqkrAS2fvZWTCUS+64oFiO0ql184pkzJFeFNHDZX2EujmpmG",
+	"kP950jrAkaRj4EBBj7548Qso7VxBBEQLVum7aA6DhFJdMSf/k1pJJkWf0qNgerGeL6skn2jjBJtJsqax",
+	"2pqREjPXq8a8oAGvYPsGqqYvVRzBcGxMbnvxCxYFgEaBZhxN/PA1Zkb/FqXfFNZdqbuFdK/Iab/yN3LW",
+	"zJhugt4YZhGmVU655WVYQ9tnOwjfOKmzGDOWZo8qoreNLjEicqAyAH/zolLPp9y6/ml/++TJk6ItJi61",
+	"/+broyK8FyZ59OzpkyfwxExq/MWTtEY4dAhp2LcUuHzkA2icriMdKNa2PsiAA6FeYftGguzqASyW9m+f",
+	"aimakDcaZLhmf3v16y+Ym4DlwIWuoL5igLpkaF+x4oOYB2h3jXf7fy/4TF2jxMHn7ZvRJEvN8E/Yj8ZP",
+	"gbYgZj4zwIAHLj2eRdVjmSbDhB4bW4puB0Rs6bmIgZVtxYhK1MosRMVuhQWzzSa/Qz8gmtL9ITdh4DnK",
+	"mbgTZ+x66sNetFs5YPfHLcsb9ORbNwQ5hCW9aHMURj4qUmoO/RgG6kvFuRuuwFc6uNIjsPE5+70WOuz1",
+	"yh046avsdBRU6lOY6IZvw03td8esOEN64avnDEgq7lxZUFU61/qAcRt6cn0sR4zUY7MR5Gprqqb0BeQA",
+	"VwWbmpjrTBZmCZmkfpESNEwlYic+7CicRXsWzJsJFjxK9eab2ssZqp1CY6xqdOFgMbzMrkbtEEBi02Np",
+	"ZyTIjaTmqVVD+AXNImBbkES4gmZcWKptBaeuYD9ehu3YZ3hBO0oPjf3InSxZOJJAOVD9cmQa/8hcMj8L",
+	"z0abdmKPJKHkWJSLUolTPgnT3kL7gZuGT+caDDn2QSQuIhsl34qwXo7B5uL6HYa/mUqc4wT2eCHTKOvc",
+	"hLiyx+MPzI5zB/cs3aetb9zp2zCDl9W7U6GtUWpGx9xvbnzpXAN5QEZjmyXsOEpFPgIQXrvbEtfD8IPX",
+	"9K9LpaQQ0pG2XlbR01dhPTryM0KGAdZRwQxNB7kFE6wbYeyNS9VOoN0hoPmbWlrh2JckYbGn37GZ1I0X",
+	"7itsWOhl+CBsuazuksuYru5P7SZt8o7QKCALh5ew0gWuPYmLNffTVlrEHdm65uU3A0LivhIue3Zhk62T",
+	"zC9yLLCj17v7wJfskNbMCyODn5+zWrYG2NLMZmSOsY0+pFZ+FqmVLcayFuTgDuwUcoctnS3oJnDZxOrT",
+	"K6x9ZbmHZBsP201ZDsuNFxnKgEL+exPEgTUCwC9xxN/bOW5TxrOdH8aHpCqeAeuG9OKEdFsj26rpMEBp",
+	"NniqvzIwpJIzOaCJf7fW6vddx+T39J5Nfv1Hs06EavfkoAqvkbz6KGwPIlixznPL+2bBvsTKbYGsrQc5",
+	"qC6gWTS3HmvpBYAuCNLoD0Uu5zMrtJhz9VVewjPKXbyLEOE/DCrMyg8dj3kZNFjK8jbj3iTnVixYvaFH",
+	"+5ZEVofcIIykud+vL3VgezZNMpxUDFo59Hl4dA7aXmS4J3El+R83uGSfZyUoIVwh0IiooscpfSa39Bst",
+	"yF9BNoqgtkGGA4rgnFKU0LuLvl7wysZCatI7diMWx9j83pr5qjcWA+vArOdNaVSASFk1wkU/LLdQoM2x",
+	"RlfCstqKsXyzPK+2NoWZa9cpEbFou+YHkKcsQHCgi4o1da/V79e4He/X3/o52j9fVj3FzqJb12Fralga",
+	"9KrGdpu4elrmBpfuFXzC7dytm08tRenWEO+zzezwdaj11juzp5v8thskuMEtzcus1tw5UZ2hzwH2Ao0T",
+	"Yy6VqOKjUH4P+khu2OoL+Fz/elDtv9eSaN37iUGvg6WmU4RC7GQdnj60wdgRA4AToHCVDEWxfDdC2R6N",
+	"0kvwf0pwehzh9DjOIcYpDtsLqS1QkSIAQRNtIwDnVnoyxGR43FZI7oKDyKCDqqwtXUQ0JmalPjirAgI2",
+	"OhbCrOwisFfpkIAHym5a55kTog3nhtlh2PbEnLBzmlHG++DIUtY/zhOl7biI3sJDyJAoic/hOOmjMSsi",
+	"siTs1hjYUY8sTlF6eFgXdFaX7XXZhzTeP1qaylpxfOVsvVkOiX8o4ZAblnn3oMg2RJ6u58HS+ElbGiGI",
+	"t6mHJc/7iKfUhtR/KAwgZlyqDaXur4SuMHwc6ozPhHMYW9SGa+OojRUVu/r1VSojH4Vhk1zlUIySnOSZ",
+	"Va4zKTYP+MWtlbcCxXZy2X/75AfERPADXXdeeq2Nf91O4xrFL5iMRLDN5hiQ47sn3+AzYf75pGMXOYR5",
+	"6sFpBS+nfa2Nwua8Es7/FDZyX30+4ORgBCyhvgExS1lDuwG026QyJ8w1KVzz/lBxZfLrcLBzweY8tslq",
+	"OXl2UAcw/MTAMLy1xRKvhL2VpfhD81suVdDsl0OUBOQ/w13JMYAJosF9ibymFprXcpO9A6O2KTU2c3uM",
+	"lyIwk2PGmsaL1azxNj8vawQXrRfZh2PuH8cPFfF76fc6txfqKn8X1o7V/qTNwjCL7BVZBSzEzTth8VDj",
+	"KCiMX59K+v3pNei24g1or4i1oP9CwLyoANHbUvF1M1LSTYNiHPclynUyKPNZ/Ykg2Yp+qwnEJ9by/Wwm",
+	"v2u1uKAQ+v3WcsmnuV51bjfjE9KcP64i7DvbRm3ClhLp8c7uESJqbqVf3AUhKBceq8rE8MUx+G94OeUj",
+	"qaRfFDGWkHQ8CnuJNtSo+QHDJ/NqzIrDYrllPmQt7HFKmoNYMCxpXk651Aya8KQ/Y3NFnCJUYaLvn7B/",
+	"gCQ2FeXNi5TTEk2sDQU/X/33L9ILdn1xef7zr+fs/zWyvHkN71y3RaDw84ALlUAFl5R/UnKdVEJ7tWCV",
+	"vBV2IqrwYkBIkD/LcEG0a1yeZzOjogKLXri4gFPavYX1nBafr73N84F1Ly/7DJmCFZwKM82nRmV5GXB4",
+	"aEZ2ygzmIXfO4QPNsnn6T7gqONFwNlwqF3D4mm7E9caGDvDKjubzeIys2f1czyYQbg7m1X2aVwM80j6P",
+	"hJ8LoZfrmOyRnwRckFq4NcW/ItamR+Ptz7MbO7JjivZJ0e5VQz5v1kkKQ8SqhR0bO3OMoyX2GKqsUDka",
+	"K+u1idtgOpWe1dbcxtbsLWKjeufwuy72akNSbiutU9w9NKEAm0DWmE469vWTJ4gDiKsxXJ8mHyjbRY2/",
+	"WKoOSAbYkakWRWsN0BRmiiZaXi3WxOdfpgPaEAV1gbv4Xpv4Aag/gF7FamYFGAS63VAoXDzvY01R/2vm",
+	"8xM893Ca+KQTWg+l8dDhwM+G71J1kMJXNfqPcVCJOrHCZaBh6FjW0nbEQ6TyAt7gmokweXj+pCekogul",
+	"CFBclwSG+4R6o8SmeE+8lXkiEq4dlYMbbeYQvYC5TBJ8W/EKx6jLxA26j5ETSS2oKcYJu8Ti+dzeiCpg",
+	"QiXsMUbZWxE7Z8DP86mEecSP0yG0KK86LUPFm1pBJ7X5dJGdVlgLCbpxyqPGM1kp6DA9NkqZOfUQWw1N",
+	"JTA2Srj9Z0uFYdaFVnYSxR5xBbvhfdgnGTXay5k4pToJXq4tnIrphD+D1hZeK4JMZ+yiyIUUHYvQoP/A",
+	"DSYVnrArtLIGsXE8zhIDXW08mxhrGh+YqLE0DptYM/fTgik+mWAoZbqbqM7DE+EvKDbwaZAblJn0yiSX",
+	"uIoX2dr3yVlXR+uhCHqKZQfy+GjiZ+HjFRvciHsgCpD/tyltCnpCuH9wmy12molOo+iMiTiNs+tROCKL",
+	"SQpHEOFL33ClFqiY66USdUuptIHc2FhaMeeQG4Y5N1AANQ4K9EdqvzeBFVb9LILu4QVswf6pIoyzlkmE",
+	"jYUWmY+YQZC5Lt4ZLUQFrg19D7Tgm3D5tiCG+VR6gWYk9ovUzRuMkcf3Wav0dUoFUUwOqt2lmc2ErkSF",
+	"PXRckVoIYhk1IBLYBixxgZlHXIOxdUFNJFxSEfNcpRP2O8lgaY4QHQQ+GHRnc/DfBPbhhSa7LddRucvS",
+	"nsJicYKYnz4VWU7AF46ZuS7wewQAOIM+RvQ34/wr3OANevGvbdYBtuDNNjSWdF0tDQmCJ04OnWNU9yH6",
+	"16inwBcufhlVe0uaA2V4iapdwm7yj/apyLZ7ehVuzhCw5JcTrtijKhTbT5o7g5OBXmwYItNGJObkSBRF",
+	"Fzcjt9jlntuJ8DDxFHkOPhZyZCCEkHtgBrWgw8duhZXjRccWVnKbqsl2kndk1WldSA3QIIgR1KrlpFYZ",
+	"CC3sAUSNwB1i/8Bqj/kCWoSC9wGlNnRR+4G8UZVg1/CR103r579ehZLz8PkOmOwjwKYdAMbbEGBDB6ZT",
+	"dnB7wrgbDy0wcWV560Jw6Bj7gm8yrhMo4Wvsu7Cz9KfneAHPadS19h+8gFOOZqCx1BhDEG4ZxU7MufRn",
+	"+f3OKeIQO/QpB1LCLe4gPVLgDlAespGHgye7suNprbgejpvsuPmRLxBSJCdEFBNhLVH0aj01WEz8Riw6",
+	"Rj0MMCc6zdWshEUBeKHTEjjVsSt5mbULDcOdpWSsLDkbQ9PRpDH2wsZYTXIO/Z8gWZrGO0nu4cTn+sqv",
+	"PempI664vkc0D8NtD+YJtyvhQM3FA/lYWB0mPzhrEnAU14eiuQ8ImWKV8BybiPD2D07YKeO4U6jtDrmZ",
+	"6FtooWAlXnEKeSq0WDJOZp/DUrjzFBV0EaXvc12hofUVn0CSTxosCehFEhnRFRt3G/VkDHKqbZibBydP",
+	"RZU4qxP2M6+jotgm/Shq4NSbjjmWb9qudDxrPeXaaMR+jy9s8It8f3cRcdgfRhRdjvGlzhZBVfZ0JXt2",
+	"CR5IrvS81sMaz23/ie08yVN6MWsLcZxlLVmgxxg6nFKZXtTdZwZiSuVwrZAZf4OCrRuq3rG5aO9HLOAx",
+	"dLfW+0K79S8PsaJ3iRXt7l34kBJe6KyzW0SGPRojt+01Nmqk8sdSQ1ckLzR4pOHlIhf/2pTzJjyq0dJu",
+	"bOzuIaoiSTkY2dTTa+yPZIMHQzvaKNwNNJePsFlypVKX+EZ3q2YMuWf33mesHWZtj7G4l3gGuI2Py/De",
+	"uwU7uOa4lWsv++nb8M9vfCbeBXVqQ9OSIG/Uka/HScNtxOp/7dV2bB4YfdKPKoOco45dj1zgKa2QDx+h",
+	"j7v0kRN2jn8BqQEiziDGJKZikJmZezZrkF5iuzMMclgJhqAUMgjmzp4rem1jUVqRUWnDQOq5LFPvMgiW",
+	"wCp5PW1NWgLYqi1TskC6G8YdhcqC/NSl2YFChPEg15YirLkPF/Lo2dG//smP//Pk+Ic/6d/jP98+Kb7/",
+	"5t1/Hd1bhcLOFq3RDP8RIdWk+2PgNIoHZ9zL1nO31itwd+2n0vfpUDxo991d0uEHmG0Zwc74gHgjysb3",
+	"6qqUsbJVe8nl1JdOok9MfZG+zRdzmYzTkyXT8bez5+AMcanZSu/XW4Nd/AsIW1OjqoKNRMkbByUkxRxt",
+	"ZvjMjC+Sppon3XENbfxszOtTvLxxa2KM/06btXcUiQP14Mff4z5nFbAfZRRPXyOKfSgIfiptdVxz6xen",
+	"Ja8xEUwKtxXJyKrIe2q0hY9TQfwowKcOGmi+weaVNNoi9bEsYjJQ+iKIKKJySwboIGXB11Kn+RnjSmHa",
+	"aCpREwYPX8ASKlHRMI0n/+dYcN+Q5RxVmkBfq6rHjKIfltqARL9VEYQasieMFuwad7+0ApoDcPWM8Voe",
+	"w4vXZ2gJgnYosS/+qoj2NHdf1vI1vPs6MvvrXhp+FQ7yIpzj8/wY90jMAyMOdpprn1m+HbC+k0fV22ee",
+	"e8m7FBIuYmUyYs9otKX49n4dPTtKF+xoBRCeDgBC2EJEAkxh3Nzxh7lZICh8nDnNazc1HlWJIK6wEVdc",
+	"l7H32cxo6Y0F2zSHbrMq5Yq3k3fk8s8CBoI61Php+Dua5qB5MxB6hmKIFWkWkBBKaXauN6o2Jhbm7OQs",
+	"MEmpwYkF0bIxTx0OAnQ5gVMIXzJ6MTONY5YTDHHNrPg3NLLszxaSFDkfA9bNTRilChBVtQVCltOF0qKy",
+	"hCEMn8+iGPrjofAo98nBb0sc5IomuSl/omfJ4TqATBJtzWgW2WWSx52nme3sQKLH0r0fzvMQZWOlXwRt",
+	"+F3x9mgkuBX2PJDbs3/+GVTOTD5GezQ4S/Hzu4rU/V/tr5uRkiVpiMsTXJ5d8faI2NJzY26kiFOmeawE",
+	"JKE4n0lrRWqznrJbCtRaXbFqVSTSdm3UMuSnw6F8iWtkT55+dZLVXsSNWHUA/IHNxSAJoMhYdcEuX11d",
+	"5IhDyEG7kKvUbeV97rkykwbm0+4rq40Mcn+a2tedqcV97Ut7S5l2A83pW8RCg2ka4pt8CHq5Z4TfsrAT",
+	"WPMFhf4KHl033nLtglBhmRezWkFYqBlnwZeuoOAulJIwHkfaTpuX/olB78ieab2aLuX1mTGGabeDFhAH",
+	"RkkcRQrIbnMTcskh3CHNJ6LqJDJmsTppet/m08PBe+b3EzQ4p2NFI0vitZRTH8vdo8wIMiXAdSYNgvcr",
+	"jvy0c19z3r06/I/GeOctr6NEhKIqr2ZSy/AHb2xbqGSp2VSUHNqrnebwww/5HJDV//nu/wcAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -201,23 +201,6 @@ func (e *systemEndpoints) ListRuntimePorts(ctx context.Context, _ contract.ListR
 	return contract.ListRuntimePorts200JSONResponse(e.svc.Ports()), nil
 }
 
-func (e *systemEndpoints) GetHostTuning(ctx context.Context, _ contract.GetHostTuningRequestObject) (contract.GetHostTuningResponseObject, error) {
-	ctx = requestContext(ctx)
-	return contract.GetHostTuning200JSONResponse(e.svc.Tuning()), nil
-}
-
-func (e *systemEndpoints) PlanHostTuning(ctx context.Context, r contract.PlanHostTuningRequestObject) (contract.PlanHostTuningResponseObject, error) {
-	ctx = requestContext(ctx)
-	plan, err := e.svc.TuningPlan(r.Body.NodeId, r.Body.Values)
-	return contract.PlanHostTuning200JSONResponse(plan), systemError(err)
-}
-
-func (e *systemEndpoints) ApplyHostTuning(ctx context.Context, r contract.ApplyHostTuningRequestObject) (contract.ApplyHostTuningResponseObject, error) {
-	ctx = requestContext(ctx)
-	res, err := e.svc.ApplyTuning(r.Body.NodeId, r.Body.Values)
-	return contract.ApplyHostTuning200JSONResponse(res), systemError(err)
-}
-
 func (e *systemEndpoints) SendTestEmail(ctx context.Context, r contract.SendTestEmailRequestObject) (contract.SendTestEmailResponseObject, error) {
 	ctx = requestContext(ctx)
 	res, err := e.svc.SendTestEmail(string(r.Body.To), deref(r.Body.Subject, ""), actorOf(ctx))

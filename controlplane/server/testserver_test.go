@@ -77,6 +77,7 @@ func startServerWith(t *testing.T, id, join, keyFile string, tune func(*config.C
 	cfg.DataDir = t.TempDir()
 	cfg.HTTPAddr = freePort(t)
 	cfg.RaftAddr = freePort(t)
+	cfg.AgentAddr = freePort(t)
 	cfg.Join = join
 	cfg.ClusterKeyFile = keyFile
 	cfg.ShutdownGrace = 2 * time.Second
@@ -189,6 +190,7 @@ func startServerExpectError(t *testing.T, id, join, keyFile string) error {
 	}
 	cfg := config.Defaults()
 	cfg.NodeID, cfg.DataDir, cfg.HTTPAddr, cfg.RaftAddr, cfg.Join, cfg.ClusterKeyFile = id, t.TempDir(), freePort(t), freePort(t), join, keyFile
+	cfg.AgentAddr = freePort(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	s, err := Start(ctx, cfg, zaptest.NewLogger(t).Named(id))

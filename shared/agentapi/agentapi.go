@@ -58,6 +58,14 @@ const (
 	CodeNotFound       = "not_found"
 	CodeConflict       = "conflict"
 	CodeUnavailable    = "unavailable"
+	// Codes of failed node commands beyond the ones above.
+	CodeRTPPortsExhausted = "rtp_ports_exhausted"
+	CodeNotPermitted      = "not_permitted"
+	// CodeInterrupted: the agent restarted while running a command whose
+	// repetition is not safe, so its outcome is unknown.
+	CodeInterrupted  = "command_interrupted"
+	CodeEngineFailed = "engine_failed"
+	CodeInternal     = "internal"
 )
 
 // EnrollRequest is sent once with the operator's one-time code.

@@ -1,6 +1,10 @@
 package agentapi
 
-import "time"
+import (
+	"time"
+
+	"github.com/svcplatform/svc/shared/hosttuning"
+)
 
 // Node command types the agent runs. Append only; the control plane
 // refuses any other type.
@@ -134,6 +138,46 @@ type CoreSettings struct {
 	LogLevel          string `json:"logLevel"`
 }
 
+// CoreSettingsDocument answers TypeEngineCoreGet.
+type CoreSettingsDocument struct {
+	Sha256   string       `json:"sha256"`
+	Settings CoreSettings `json:"settings"`
+}
+
+// CoreSettingsPatch is the payload of TypeEngineCorePut; nil fields stay.
+type CoreSettingsPatch struct {
+	Settings struct {
+		HTTPAddr          *string `json:"httpAddr,omitempty"`
+		RTSPAddr          *string `json:"rtspAddr,omitempty"`
+		RTPPortMin        *int    `json:"rtpPortMin,omitempty"`
+		RTPPortMax        *int    `json:"rtpPortMax,omitempty"`
+		HLSFormat         *string `json:"hlsFormat,omitempty"`
+		HLSSegmentSeconds *int    `json:"hlsSegmentSeconds,omitempty"`
+		HLSSegments       *int    `json:"hlsSegments,omitempty"`
+		GOPCacheMaxFrames *int    `json:"gopCacheMaxFrames,omitempty"`
+		ReaderQueueFrames *int    `json:"readerQueueFrames,omitempty"`
+		NoReaderTimeoutS  *int    `json:"noReaderTimeoutSeconds,omitempty"`
+		LogLevel          *string `json:"logLevel,omitempty"`
+	} `json:"settings"`
+	ExpectedSha256 string `json:"expectedSha256,omitempty"`
+}
+
+// TuningState answers TypeHostTuningGet (the contract's HostTuningState).
+type TuningState struct {
+	CanApply               bool              `json:"canApply"`
+	ApplyUnavailableReason string            `json:"applyUnavailableReason"`
+	Parameters             []TuningParameter `json:"parameters"`
+}
+
+// TuningParameter is one whitelisted parameter with its value on the host.
+type TuningParameter struct {
+	Key              string `json:"key"`
+	Category         string `json:"category"`
+	CurrentValue     string `json:"currentValue"`
+	RecommendedValue string `json:"recommendedValue"`
+	Description      string `json:"description"`
+}
+
 // TuningValues is the payload of the host tuning plan and apply commands.
 type TuningValues struct {
 	Values map[string]string `json:"values"`
@@ -194,5 +238,19 @@ type Lease struct {
 type LeaseList struct {
 	PortMin int     `json:"portMin"`
 	PortMax int     `json:"portMax"`
-	Leases  []Lease `json:"leases"`
+	Leases  []Lease `json:"rows"`
+}
+
+// TuningPlan answers TypeHostTuningPlan.
+type TuningPlan struct {
+	Changes int               `json:"changes"`
+	Items   []hosttuning.Item `json:"items"`
+}
+
+// TuningApplyResult answers TypeHostTuningApply: every value was written,
+// persisted and read back equal.
+type TuningApplyResult struct {
+	Applied       bool              `json:"applied"`
+	Items         []hosttuning.Item `json:"items"`
+	PersistedFile string            `json:"persistedFile"`
 }

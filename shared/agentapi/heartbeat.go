@@ -119,3 +119,15 @@ type EngineTransition struct {
 	Version       string    `json:"version"`
 	At            time.Time `json:"at"`
 }
+
+// HeartbeatResponse tells the agent where the control nodes are, so it can
+// fail over when the one it talks to goes away.
+type HeartbeatResponse struct {
+	ServerURLs []string `json:"serverUrls"`
+}
+
+// Bounds of the lists a heartbeat may carry.
+const (
+	MaxDisks      = 64
+	MaxInterfaces = 256
+)
