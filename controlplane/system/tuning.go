@@ -53,4 +53,3 @@ func (s *Service) TuningPlan(values map[string]string) (contract.HostTuningPlan,
 
 // ErrNoTuningAgent is the refusal of an apply when no agent can do it.
 var ErrNoTuningAgent = fmt.Errorf("%w: %s", ErrAgentUnavailable, agentUnavailable)
-

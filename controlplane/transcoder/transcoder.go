@@ -63,7 +63,9 @@ var (
 
 // Validate checks a template from a request.
 func (t *Template) Validate() error {
-	bad := func(format string, a ...any) error { return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, a...)) }
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, a...))
+	}
 	if !nameRe.MatchString(t.TemplateName) {
 		return bad("templateName must be 1-64 letters, digits, '.', '_' or '-'")
 	}

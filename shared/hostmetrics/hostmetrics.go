@@ -32,10 +32,10 @@ var pseudoFS = map[string]bool{"proc": true, "sysfs": true, "tmpfs": true, "devt
 // Sampler keeps what rates need between samples (previous counters, the
 // process handles whose CPU is measured since the last call).
 type Sampler struct {
-	mu       sync.Mutex
-	lastNet  map[string]net.IOCountersStat
-	lastAt   time.Time
-	procs    map[int]*process.Process
+	mu      sync.Mutex
+	lastNet map[string]net.IOCountersStat
+	lastAt  time.Time
+	procs   map[int]*process.Process
 }
 
 // New makes a sampler; the first sample's rates are zero.
