@@ -107,6 +107,10 @@ func toEngineState(r *nodes.Record, hb *agentapi.Heartbeat, at *time.Time) contr
 		if e.Version != "" {
 			st.Version = e.Version
 		}
+		// A transition recorded after this heartbeat is the newer news.
+		if at != nil && r.Engine.Process != "" && r.Engine.ChangedAt.After(*at) {
+			st.Status, st.Pid = contract.EngineProcessStateStatus(r.Engine.Process), int32(r.Engine.PID)
+		}
 	}
 	return st
 }

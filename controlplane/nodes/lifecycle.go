@@ -184,7 +184,7 @@ func (s *Service) ApplyTransition(ctx context.Context, nodeID string, tr agentap
 		if e.BootID == tr.BootID && tr.Seq <= e.Seq {
 			return errUnchanged
 		}
-		e.BootID, e.Seq, e.LastAction = tr.BootID, tr.Seq, tr.LastAction
+		e.BootID, e.Seq, e.LastAction, e.ChangedAt = tr.BootID, tr.Seq, tr.LastAction, t.at
 		if tr.Version != "" {
 			e.Version = tr.Version
 		}

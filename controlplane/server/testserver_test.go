@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/svcplatform/svc/controlplane/apitoken"
+	"github.com/svcplatform/svc/controlplane/clusterca"
 	"github.com/svcplatform/svc/controlplane/config"
 	"github.com/svcplatform/svc/controlplane/keyring"
 	"github.com/svcplatform/svc/controlplane/store"
@@ -105,7 +106,9 @@ func startServerWith(t *testing.T, id, join, keyFile string, tune func(*config.C
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		kv, _, _ := store.Get(context.Background(), s.Node, raftnode.MembersPrefix+id, store.Local)
-		if s.System.ClusterID(context.Background()) != "" && kv != nil {
+		port, _, _ := store.Get(context.Background(), s.Node, agentPortsPrefix+id, store.Local)
+		ca, _, _ := store.Get(context.Background(), s.Node, clusterca.Key, store.Local)
+		if s.System.ClusterID(context.Background()) != "" && kv != nil && port != nil && (ca != nil || join != "") {
 			break
 		}
 		if time.Now().After(deadline) {
