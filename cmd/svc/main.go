@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/svcplatform/svc/agent"
+	"github.com/svcplatform/svc/cmd/svc/devstack"
 	"github.com/svcplatform/svc/controlplane/config"
 	"github.com/svcplatform/svc/controlplane/server"
 	"github.com/svcplatform/svc/mediaengine"
@@ -35,7 +36,7 @@ func main() {
 	case "server":
 		err = server.RunServer(os.Args[2:], os.Stdout, os.Stderr)
 	case "dev":
-		err = server.RunDev(os.Args[2:], os.Stdout, os.Stderr)
+		err = server.RunDev(os.Args[2:], os.Stdout, os.Stderr, devstack.LocalAgent)
 	case "agent":
 		err = agent.Main(os.Args[2:], os.Stdout, os.Stderr)
 		var ee *agent.ExitError

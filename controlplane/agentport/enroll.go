@@ -48,7 +48,7 @@ func (s *Server) handleEnroll(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
-	s.d.Log.Info("node agent enrolled", zap.String("node", rec.NodeID), zap.String("hostname", req.Hostname), zap.String("serial", rec.CertSerial))
+	s.d.Log.Info("node agent enrolled", zap.String("agentNode", rec.NodeID), zap.String("hostname", req.Hostname), zap.String("serial", rec.CertSerial))
 	writeJSON(w, http.StatusOK, agentapi.EnrollResponse{NodeID: rec.NodeID, Certificate: string(certPEM), CA: string(ca.CertPEM),
 		ServerURLs: s.d.ServerURLs(r.Context())})
 }
@@ -69,7 +69,7 @@ func (s *Server) handleRenew(w http.ResponseWriter, r *http.Request, rec *nodes.
 		s.fail(w, err)
 		return
 	}
-	s.d.Log.Info("node certificate renewed", zap.String("node", rec.NodeID))
+	s.d.Log.Info("node certificate renewed", zap.String("agentNode", rec.NodeID))
 	writeJSON(w, http.StatusOK, agentapi.RenewResponse{Certificate: string(certPEM), ServerURLs: s.d.ServerURLs(r.Context())})
 }
 

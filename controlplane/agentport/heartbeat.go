@@ -47,7 +47,7 @@ func (s *Server) handleTransition(w http.ResponseWriter, r *http.Request, rec *n
 		s.fail(w, err)
 		return
 	}
-	s.d.Log.Info("engine transition", zap.String("node", rec.NodeID), zap.String("kind", tr.Kind), zap.Int("pid", tr.PID),
+	s.d.Log.Info("engine transition", zap.String("agentNode", rec.NodeID), zap.String("kind", tr.Kind), zap.Int("pid", tr.PID),
 		zap.Int("previousPid", tr.PreviousPID), zap.String("lastAction", tr.LastAction), zap.String("media", after.Engine.Media))
 	writeJSON(w, http.StatusOK, struct{}{})
 }

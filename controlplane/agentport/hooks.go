@@ -55,11 +55,11 @@ func (s *Server) handleHook(w http.ResponseWriter, r *http.Request, rec *nodes.R
 		writeError(w, http.StatusBadRequest, agentapi.CodeInvalid, "the hook body must be a JSON object")
 		return
 	}
-	s.d.Log.Info("engine hook", zap.String("node", rec.NodeID), zap.String("hook", name), zap.String("app", fields.App), zap.String("stream", fields.Stream))
+	s.d.Log.Info("engine hook", zap.String("agentNode", rec.NodeID), zap.String("hook", name), zap.String("app", fields.App), zap.String("stream", fields.Stream))
 	if inbox := s.hooks.Load(); inbox != nil {
 		h := Hook{NodeID: rec.NodeID, MediaServerID: rec.MediaServerID, HookName: name, Body: body, ReceivedAt: time.Now().UTC()}
 		if err := (*inbox).Receive(r.Context(), h); err != nil {
-			s.d.Log.Error("engine hook not taken by the inbox", zap.String("node", rec.NodeID), zap.String("hook", name), zap.Error(err))
+			s.d.Log.Error("engine hook not taken by the inbox", zap.String("agentNode", rec.NodeID), zap.String("hook", name), zap.Error(err))
 			writeError(w, http.StatusServiceUnavailable, agentapi.CodeUnavailable, "the hook could not be recorded; try again")
 			return
 		}

@@ -137,7 +137,7 @@ func (s *Server) node(h nodeHandler) http.Handler {
 		}
 		rec, err := s.d.Nodes.Authorize(r.Context(), nodeID, cert.NotBefore)
 		if err != nil {
-			s.d.Log.Info("agent request refused", zap.String("node", nodeID), zap.String("path", r.URL.Path), zap.Error(err))
+			s.d.Log.Info("agent request refused", zap.String("agentNode", nodeID), zap.String("path", r.URL.Path), zap.Error(err))
 			s.fail(w, err)
 			return
 		}

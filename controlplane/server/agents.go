@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/svcplatform/svc/controlplane/agentport"
+	"github.com/svcplatform/svc/controlplane/audit"
 	"github.com/svcplatform/svc/controlplane/clusterca"
 	"github.com/svcplatform/svc/controlplane/config"
 	"github.com/svcplatform/svc/controlplane/httpapi"
@@ -24,6 +25,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/transcoder"
 	"github.com/svcplatform/svc/shared/agentapi"
 	"github.com/svcplatform/svc/shared/hostmetrics"
+	"github.com/svcplatform/svc/shared/pki"
 )
 
 // agentPortsPrefix records each control node's agent port URL, so agents
@@ -191,4 +193,19 @@ func (a *agentSide) broadcast(ctx context.Context, nodeID string, hb agentapi.He
 	}
 	wg.Wait()
 	return n
+}
+
+// LocalEnrollment issues an enrollment code for a media host on this
+// machine (`svc dev`'s own agent): the agent port URL, the code and the CA
+// pin, once the cluster CA exists.
+func (s *Server) LocalEnrollment(ctx context.Context, nodeID string) (url, code, caHash string, err error) {
+	ca, err := s.agents.authority.Wait(ctx)
+	if err != nil {
+		return "", "", "", err
+	}
+	en, err := s.agents.nodes.CreateEnrollment(ctx, audit.Actor{Type: "system", ID: "svc-dev"}, nodeID, 0)
+	if err != nil {
+		return "", "", "", err
+	}
+	return s.Config.AgentURL(), en.Code, pki.Hash(ca.Cert), nil
 }
