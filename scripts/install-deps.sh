@@ -10,6 +10,13 @@ case "${1:-}" in
     # issues add their real peers here (ffmpeg, GStreamer, SIPp, nginx,
     # Chromium).
     packages=()
+    # systemd: systemd-analyze verify checks the agent's unit
+    # (agent TestUnitPassesSystemdAnalyzeVerify).
+    # util-linux: unshare -n makes the network namespaces of the host
+    # tuning tests (agent/hosttune TestApplyInNetworkNamespace, test/e2e
+    # TestHostTuningThroughAgentInNetworkNamespace).
+    # iproute2: ip link set lo up inside that namespace (test/e2e).
+    packages+=(systemd util-linux iproute2)
     ;;
   bench)
     # etcd-server: the store benchmark compares against etcd on loopback.
