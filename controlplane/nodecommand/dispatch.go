@@ -221,20 +221,40 @@ func truncate(s string, n int) string {
 }
 
 // Wait blocks until the command ends or ctx does, and returns its latest
-// record either way.
+// record either way. Changes arrive with the hub's signal, so the record is
+// read from the store only once.
 func (s *Service) Wait(ctx context.Context, id string) (*Record, error) {
+	h := s.h()
+	w := h.commandSignal(id)
+	defer h.forget(id, w)
+	ch, _ := h.current(w)
+	kv, _, err := store.Get(ctx, s.Store, recordKey(id), store.Local)
+	if err != nil {
+		return nil, err
+	}
+	if kv == nil {
+		return nil, fmt.Errorf("%w: %q", ErrNotFound, id)
+	}
 	for {
-		woken := s.h().commandSignal(id)
-		r, err := s.Get(ctx, id)
+		r, err := decode(kv)
 		if err != nil || Terminal(r.Status) {
-			s.h().forget(id, woken)
 			return r, err
 		}
 		select {
 		case <-ctx.Done():
-			s.h().forget(id, woken)
 			return r, nil
-		case <-woken:
+		case <-ch:
+		}
+		var latest *store.KeyValue
+		ch, latest = h.current(w)
+		switch {
+		case latest == nil:
+			// The watch lost its place: read the record.
+			if kv, _, err = store.Get(ctx, s.Store, recordKey(id), store.Local); err != nil || kv == nil {
+				return r, err
+			}
+		case latest.ModRevision > kv.ModRevision:
+			kv = latest
 		}
 	}
 }

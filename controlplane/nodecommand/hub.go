@@ -20,6 +20,9 @@ type hub struct {
 type waiter struct {
 	ch chan struct{}
 	n  int
+	// kv is the change that fired the signal, so a waiter need not read
+	// the record again.
+	kv *store.KeyValue
 }
 
 func (s *Service) h() *hub {
@@ -39,9 +42,9 @@ func (h *hub) nodeSignal(node string) <-chan struct{} {
 	return ch
 }
 
-// commandSignal is closed at the next change of the command; every call
-// must be matched by forget unless the signal fired.
-func (h *hub) commandSignal(id string) <-chan struct{} {
+// commandSignal registers a waiter for the command's changes; every call
+// must be matched by forget.
+func (h *hub) commandSignal(id string) *waiter {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	w, ok := h.cmds[id]
@@ -50,20 +53,26 @@ func (h *hub) commandSignal(id string) <-chan struct{} {
 		h.cmds[id] = w
 	}
 	w.n++
-	return w.ch
+	return w
 }
 
-func (h *hub) forget(id string, ch <-chan struct{}) {
+// current is the waiter's channel, closed at the next change, and the
+// latest change seen (nil when none, or after the watch lost its place).
+func (h *hub) current(w *waiter) (<-chan struct{}, *store.KeyValue) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if w, ok := h.cmds[id]; ok && w.ch == ch {
-		if w.n--; w.n <= 0 {
-			delete(h.cmds, id)
-		}
+	return w.ch, w.kv
+}
+
+func (h *hub) forget(id string, w *waiter) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if w.n--; w.n <= 0 && h.cmds[id] == w {
+		delete(h.cmds, id)
 	}
 }
 
-func (h *hub) wake(node, id string, pending bool) {
+func (h *hub) wake(node, id string, pending bool, kv *store.KeyValue) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if ch, ok := h.nodes[node]; ok && pending {
@@ -71,8 +80,9 @@ func (h *hub) wake(node, id string, pending bool) {
 		delete(h.nodes, node)
 	}
 	if w, ok := h.cmds[id]; ok {
+		w.kv = kv
 		close(w.ch)
-		delete(h.cmds, id)
+		w.ch = make(chan struct{})
 	}
 }
 
@@ -84,9 +94,10 @@ func (h *hub) wakeAll() {
 		close(ch)
 		delete(h.nodes, n)
 	}
-	for id, w := range h.cmds {
+	for _, w := range h.cmds {
+		w.kv = nil
 		close(w.ch)
-		delete(h.cmds, id)
+		w.ch = make(chan struct{})
 	}
 }
 
@@ -115,7 +126,7 @@ func (s *Service) Run(ctx context.Context) {
 					Status    string `json:"status"`
 				}
 				if json.Unmarshal(ev.KV.Value, &head) == nil {
-					h.wake(head.NodeID, head.CommandID, head.Status == Pending)
+					h.wake(head.NodeID, head.CommandID, head.Status == Pending, ev.KV)
 				}
 			}
 		}
