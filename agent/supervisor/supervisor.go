@@ -140,8 +140,9 @@ type reply struct {
 // New makes a supervisor; Run starts it.
 func New(cfg Config) *Supervisor {
 	cfg.defaults()
-	return &Supervisor{cfg: cfg, bootID: uuid.NewString(), reqs: make(chan request), exits: make(chan exit, 4),
-		http: &http.Client{Timeout: 2 * time.Second}, state: agentapi.EngineState{Status: agentapi.EngineStopped, ConfigPath: cfg.ConfigPath}}
+	boot := uuid.NewString()
+	return &Supervisor{cfg: cfg, bootID: boot, reqs: make(chan request), exits: make(chan exit, 4), http: &http.Client{Timeout: 2 * time.Second},
+		state: agentapi.EngineState{Status: agentapi.EngineStopped, ConfigPath: cfg.ConfigPath, SupervisorBootID: boot}}
 }
 
 // State is the engine as last seen (for heartbeats).
@@ -278,9 +279,11 @@ func (s *Supervisor) handle(action string) (agentapi.EngineState, error) {
 
 func (s *Supervisor) emit(kind string, pid, prevPID int, reason string) {
 	s.seq++
+	s.setState(func(st *agentapi.EngineState) { st.TransitionSeq = s.seq })
 	st := s.State()
 	tr := agentapi.EngineTransition{BootID: s.bootID, Seq: s.seq, Kind: kind, MediaServerID: st.MediaServerID, PID: pid, PreviousPID: prevPID,
-		LastAction: s.lastAction, Reason: reason, Version: st.Version, At: time.Now().UTC()}
+		LastAction: s.lastAction, Reason: reason, Version: st.Version, At: time.Now().UTC(),
+		ControlAddr: st.ControlAddr, HTTPAddr: st.HTTPAddr, RTSPAddr: st.RTSPAddr, RTPPortMin: st.RTPPortMin, RTPPortMax: st.RTPPortMax}
 	s.cfg.Log.Info("engine transition", zap.String("kind", kind), zap.Int("pid", pid), zap.Int("previousPid", prevPID), zap.String("lastAction", s.lastAction), zap.String("reason", reason))
 	if s.cfg.Report != nil {
 		s.cfg.Report(tr)

@@ -94,7 +94,8 @@ func toHostMetrics(h agentapi.HostMetrics) contract.HostMetrics {
 // agent's latest heartbeat.
 func toEngineState(r *nodes.Record, hb *agentapi.Heartbeat, at *time.Time) contract.EngineProcessState {
 	st := contract.EngineProcessState{NodeId: r.NodeID, MediaServerId: r.MediaServerID, Status: contract.EngineProcessStateStatusUnknown,
-		AgentStatus: contract.EngineProcessStateAgentStatus(r.Status), Pid: int32(r.Engine.PID), Version: r.Engine.Version, LastAction: r.Engine.LastAction}
+		AgentStatus: contract.EngineProcessStateAgentStatus(r.Status), Pid: int32(r.Engine.PID), Version: r.Engine.Version, LastAction: r.Engine.LastAction,
+		ControlAddr: r.Engine.ControlAddr, HttpAddr: r.Engine.HTTPAddr, RtspAddr: r.Engine.RTSPAddr, RtpPortMin: int32(r.Engine.RTPPortMin), RtpPortMax: int32(r.Engine.RTPPortMax)}
 	if r.Engine.Process != "" {
 		st.Status = contract.EngineProcessStateStatus(r.Engine.Process)
 	}
@@ -102,13 +103,15 @@ func toEngineState(r *nodes.Record, hb *agentapi.Heartbeat, at *time.Time) contr
 		e := hb.Engine
 		st.Status, st.Pid, st.StartedAt, st.Restarts, st.LastAction, st.LastError = contract.EngineProcessStateStatus(e.Status), int32(e.PID), e.StartedAt, int32(e.Restarts), e.LastAction, e.LastError
 		st.NextStartAt, st.RssBytes, st.CpuPercent, st.Streams, st.Players = e.NextStartAt, int64(e.RSSBytes), e.CPUPercent, int32(e.Streams), int32(e.Players)
-		st.ConfigPath, st.ControlAddr, st.HttpAddr, st.RtspAddr = e.ConfigPath, e.ControlAddr, e.HTTPAddr, e.RTSPAddr
-		st.RtpPortMin, st.RtpPortMax, st.ReportedAt = int32(e.RTPPortMin), int32(e.RTPPortMax), at
+		st.ConfigPath, st.ReportedAt = e.ConfigPath, at
+		if e.ControlAddr != "" {
+			st.ControlAddr, st.HttpAddr, st.RtspAddr, st.RtpPortMin, st.RtpPortMax = e.ControlAddr, e.HTTPAddr, e.RTSPAddr, int32(e.RTPPortMin), int32(e.RTPPortMax)
+		}
 		if e.Version != "" {
 			st.Version = e.Version
 		}
-		// A transition recorded after this heartbeat is the newer news.
-		if at != nil && r.Engine.Process != "" && r.Engine.ChangedAt.After(*at) {
+		// A transition the heartbeat had not seen yet is the newer news.
+		if r.Engine.Process != "" && r.Engine.BootID == e.SupervisorBootID && r.Engine.Seq > e.TransitionSeq {
 			st.Status, st.Pid = contract.EngineProcessStateStatus(r.Engine.Process), int32(r.Engine.PID)
 		}
 	}

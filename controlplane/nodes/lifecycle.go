@@ -196,6 +196,9 @@ func (s *Service) ApplyTransition(ctx context.Context, nodeID string, tr agentap
 		switch tr.Kind {
 		case agentapi.TransitionStarted:
 			e.Process, e.PID = agentapi.EngineRunning, tr.PID
+			if tr.ControlAddr != "" && len(tr.ControlAddr)+len(tr.HTTPAddr)+len(tr.RTSPAddr) < 512 {
+				e.ControlAddr, e.HTTPAddr, e.RTSPAddr, e.RTPPortMin, e.RTPPortMax = tr.ControlAddr, tr.HTTPAddr, tr.RTSPAddr, tr.RTPPortMin, tr.RTPPortMax
+			}
 			t.mediaUp(CauseManagedProcess)
 		case agentapi.TransitionStopped:
 			e.Process, e.PID = agentapi.EngineStopped, 0

@@ -94,6 +94,12 @@ type Engine struct {
 	BootID     string    `json:"bootId,omitempty"`
 	Seq        int64     `json:"seq"`
 	ChangedAt  time.Time `json:"changedAt"`
+	// The addresses the engine last started with.
+	ControlAddr string `json:"controlAddr,omitempty"`
+	HTTPAddr    string `json:"httpAddr,omitempty"`
+	RTSPAddr    string `json:"rtspAddr,omitempty"`
+	RTPPortMin  int    `json:"rtpPortMin,omitempty"`
+	RTPPortMax  int    `json:"rtpPortMax,omitempty"`
 }
 
 func recordKey(id string) string { return RecordPrefix + id }

@@ -95,6 +95,11 @@ type EngineState struct {
 	RTSPAddr    string     `json:"rtspAddr"`
 	RTPPortMin  int        `json:"rtpPortMin"`
 	RTPPortMax  int        `json:"rtpPortMax"`
+	// SupervisorBootID and TransitionSeq name the last transition reported
+	// before this state was taken, so the control plane can tell a state
+	// older than a transition it already has.
+	SupervisorBootID string `json:"supervisorBootId"`
+	TransitionSeq    int64  `json:"transitionSeq"`
 }
 
 // Engine transition kinds, reported as they happen. Append only.
@@ -118,6 +123,12 @@ type EngineTransition struct {
 	Reason        string    `json:"reason"`
 	Version       string    `json:"version"`
 	At            time.Time `json:"at"`
+	// The engine's addresses, from the configuration it started with.
+	ControlAddr string `json:"controlAddr,omitempty"`
+	HTTPAddr    string `json:"httpAddr,omitempty"`
+	RTSPAddr    string `json:"rtspAddr,omitempty"`
+	RTPPortMin  int    `json:"rtpPortMin,omitempty"`
+	RTPPortMax  int    `json:"rtpPortMax,omitempty"`
 }
 
 // HeartbeatResponse tells the agent where the control nodes are, so it can

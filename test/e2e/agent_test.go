@@ -300,6 +300,87 @@ func TestAgentEndToEnd(t *testing.T) {
 		}
 	})
 
+	t.Run("lifecycle operations, leases, engine nodes and references", func(t *testing.T) {
+		serialBefore := certSerial(t, dataDir)
+		var op struct {
+			OperationId, CommandId, Status string
+		}
+		if st := cp.call("POST", "/api/v2/system/lifecycle/operations", map[string]any{"nodeId": "media-1", "operation": "certificate-renew", "reason": "e2e"}, &op); st != 200 || op.CommandId == "" {
+			t.Fatalf("lifecycle operation %d %+v", st, op)
+		}
+		var ops struct {
+			Rows []struct{ OperationId, Status, Message string }
+		}
+		eventually(t, 15*time.Second, "renewal finished", func() bool {
+			cp.call("GET", "/api/v2/system/lifecycle/operations?nodeId=media-1", nil, &ops)
+			return len(ops.Rows) == 1 && ops.Rows[0].Status == "Succeeded"
+		})
+		if certSerial(t, dataDir) == serialBefore {
+			t.Fatal("the certificate was not renewed")
+		}
+		// The renewed certificate works; the old one too until it expires.
+		renewed, _ := tls.LoadX509KeyPair(filepath.Join(dataDir, "node.crt"), filepath.Join(dataDir, "node.key"))
+		if st, _ := pollStatus(t, agentClient(caPEM, &renewed), en.AgentServerUrl); st != 200 {
+			t.Fatalf("renewed certificate: %d", st)
+		}
+		var lease struct {
+			LeaseId string
+			Port    int
+		}
+		if st := cp.call("POST", "/api/v2/node/rtp/leases", map[string]any{"direction": "send", "purpose": "e2e", "ttlSeconds": 60}, &lease); st != 200 || lease.Port == 0 {
+			t.Fatalf("lease %d %+v", st, lease)
+		}
+		var released struct{ Status string }
+		if st := cp.call("POST", "/api/v2/node/rtp/ports/"+strconv.Itoa(lease.Port)+"/release?direction=send", map[string]any{"reason": "done"}, &released); st != 200 || released.Status != "released" {
+			t.Fatalf("release by port %d %+v", st, released)
+		}
+		var bad struct{ Code string }
+		if st := cp.call("POST", "/api/v2/node/rtp/leases/"+lease.LeaseId+"/release", nil, &bad); st != 404 || bad.Code != "not_found" {
+			t.Fatalf("second release %d %+v", st, bad)
+		}
+		var caps struct {
+			CommandTypes []string
+			Protocols    []struct {
+				Protocol string
+				Enabled  bool
+			}
+		}
+		cp.call("GET", "/api/v2/engine/nodes/media-1/capabilities", nil, &caps)
+		if len(caps.CommandTypes) != len(agentapi.CommandTypes) || len(caps.Protocols) == 0 || !caps.Protocols[0].Enabled {
+			t.Fatalf("capabilities %+v", caps)
+		}
+		var ver struct {
+			EngineVersion, AgentVersion string
+			MatchesControlPlane         bool
+		}
+		cp.call("GET", "/api/v2/engine/nodes/media-1/version", nil, &ver)
+		if ver.EngineVersion == "" || ver.AgentVersion == "" {
+			t.Fatalf("version %+v", ver)
+		}
+		var refs struct {
+			Total     int
+			CanRetire bool
+			Groups    []struct {
+				Kind  string
+				Count int
+			}
+		}
+		cp.call("GET", "/api/v2/media-servers/media-1/references", nil, &refs)
+		if len(refs.Groups) != 5 {
+			t.Fatalf("references %+v", refs)
+		}
+		var agents struct {
+			Rows []struct {
+				NodeId, Status, AgentVersion, CertificateSerial string
+				CanTune                                         bool
+			}
+		}
+		cp.call("GET", "/api/v2/system/lifecycle/agents", nil, &agents)
+		if len(agents.Rows) < 1 || agents.Rows[0].Status != "online" || agents.Rows[0].CertificateSerial != certSerial(t, dataDir) {
+			t.Fatalf("agents %+v", agents)
+		}
+	})
+
 	t.Run("agent killed while holding a command gets it again and runs it once", func(t *testing.T) {
 		// Freeze the agent inside its long poll: the control node hands
 		// the command to the frozen connection, then the agent dies.
@@ -370,6 +451,18 @@ func TestAgentEndToEnd(t *testing.T) {
 			t.Fatalf("enrolling a retired node id again: %d", st)
 		}
 	})
+}
+
+func certSerial(t *testing.T, dataDir string) string {
+	b, err := os.ReadFile(filepath.Join(dataDir, "node.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := pki.ParseCert(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pki.SerialHex(c)
 }
 
 func mustCAPEM() []byte {
