@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sync"
 
+	"github.com/svcplatform/svc/agent/atomicfile"
 	"github.com/svcplatform/svc/shared/pki"
 )
 
@@ -44,25 +45,8 @@ type identity struct {
 	caPEM []byte
 }
 
-func writeFile0600(path string, data []byte) error {
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
-}
+// writeFile0600 replaces a file of the data directory durably.
+func writeFile0600(path string, data []byte) error { return atomicfile.Write(path, data, 0o600, true) }
 
 // saveIdentity writes a fresh enrollment into dir.
 func saveIdentity(dir string, st state, caPEM, keyPEM, certPEM []byte) error {

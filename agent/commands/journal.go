@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/svcplatform/svc/agent/atomicfile"
 	"github.com/svcplatform/svc/shared/agentapi"
 )
 
@@ -162,11 +163,7 @@ func (j *Journal) compact() error {
 		}
 		buf.Write(append(line, '\n'))
 	}
-	tmp := j.path + ".tmp"
-	if err := writeSynced(tmp, buf.Bytes()); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, j.path); err != nil {
+	if err := atomicfile.Write(j.path, buf.Bytes(), 0o600, true); err != nil {
 		return err
 	}
 	if j.f != nil {
@@ -178,20 +175,4 @@ func (j *Journal) compact() error {
 	}
 	j.f, j.lines = f, len(list)
 	return nil
-}
-
-func writeSynced(path string, data []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }

@@ -22,6 +22,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/svcplatform/svc/agent/atomicfile"
 	"github.com/svcplatform/svc/shared/agentapi"
 	"github.com/svcplatform/svc/shared/engineapi"
 )
@@ -430,22 +431,4 @@ func (f *File) backup(cur []byte) (string, error) {
 	return name, nil
 }
 
-func writeAtomic(path string, data []byte) error {
-	tmp := path + ".tmp"
-	fh, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return err
-	}
-	if _, err := fh.Write(data); err != nil {
-		fh.Close()
-		return err
-	}
-	if err := fh.Sync(); err != nil {
-		fh.Close()
-		return err
-	}
-	if err := fh.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
-}
+func writeAtomic(path string, data []byte) error { return atomicfile.Write(path, data, 0o600, true) }

@@ -22,6 +22,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/svcplatform/svc/agent/atomicfile"
 	"github.com/svcplatform/svc/shared/agentapi"
 	"github.com/svcplatform/svc/shared/hosttuning"
 )
@@ -191,11 +192,7 @@ func (t *Tuner) persist(values map[string]string) (string, error) {
 	if err := os.MkdirAll(t.SysctlDir, 0o755); err != nil {
 		return "", err
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b.Bytes(), 0o644); err != nil {
-		return "", err
-	}
-	return path, os.Rename(tmp, path)
+	return path, atomicfile.Write(path, b.Bytes(), 0o644, true)
 }
 
 type savedState struct {
@@ -204,11 +201,7 @@ type savedState struct {
 
 func (t *Tuner) saveNoFile(v string) error {
 	data, _ := json.Marshal(savedState{NoFile: v})
-	tmp := t.StateFile + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, t.StateFile)
+	return atomicfile.Write(t.StateFile, data, 0o600, true)
 }
 
 // Restore applies the persisted open-file limit at agent start, before

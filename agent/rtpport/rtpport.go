@@ -20,6 +20,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/svcplatform/svc/agent/atomicfile"
 	"github.com/svcplatform/svc/shared/agentapi"
 )
 
@@ -333,9 +334,5 @@ func writeAtomic(path string, v any) error {
 	if err != nil {
 		return err
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	return atomicfile.Write(path, data, 0o600, false)
 }

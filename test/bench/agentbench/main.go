@@ -23,7 +23,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"regexp"
 	"runtime"
 	"runtime/pprof"
 	"sort"
@@ -43,6 +42,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/store"
 	"github.com/svcplatform/svc/shared/agentapi"
 	"github.com/svcplatform/svc/shared/pki"
+	"github.com/svcplatform/svc/test/bench/benchdoc"
 )
 
 func main() {
@@ -137,7 +137,7 @@ func run(outPath string, dur time.Duration, nAgents, inflight int) error {
 	cmd := fmt.Sprintf("go run ./test/bench/agentbench -duration %s -agents %d -inflight %d", dur, nAgents, inflight)
 	section := report(cmd, nAgents, inflight, one, many, load)
 	fmt.Print(section)
-	return writeSection(outPath, section)
+	return benchdoc.WriteSection(outPath, "agentbench", section)
 }
 
 // agent enrolls an in-process agent and returns its executor.
@@ -287,16 +287,6 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-func machine() string {
-	model := "unknown CPU"
-	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		if m := regexp.MustCompile(`model name\s*:\s*(.+)`).FindStringSubmatch(string(b)); m != nil {
-			model = strings.TrimSpace(m[1])
-		}
-	}
-	return fmt.Sprintf("%s, %d cores, %s", model, runtime.NumCPU(), runtime.Version())
-}
-
 // loadAverage is the machine's 1/5/15-minute load, which says how much of
 // the two cores other work took during the run.
 func loadAverage() string {
@@ -322,7 +312,7 @@ func report(cmd string, agents, inflight int, one, many, load result) string {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "## Node command round trip\n\n")
-	fmt.Fprintf(&b, "- Date: %s\n- Machine: %s (load average when the run ended: %s)\n- Command: `%s`\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"), machine(), loadAverage(), cmd)
+	fmt.Fprintf(&b, "- Date: %s\n- Machine: %s (load average when the run ended: %s)\n- Command: `%s`\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"), benchdoc.Machine(), loadAverage(), cmd)
 	fmt.Fprintf(&b, "- Workload: one control node (single-node store) and in-process agents, each enrolled with a one-time code and holding its own "+
 		"certificate, running the agent's command executor and journal and long-polling the agent port over mTLS on loopback. A round trip "+
 		"is `POST /api/v2/nodes/{nodeId}/commands` (`agent.ping`, `waitSeconds`) through the API guard until the answer carries the stored "+
@@ -340,22 +330,6 @@ func report(cmd string, agents, inflight int, one, many, load result) string {
 	fmt.Fprintf(&b, "The API callers, the agents and the control node share the machine's two cores, so the per-second figure is a floor for "+
 		"the control node alone.\n")
 	return b.String()
-}
-
-func writeSection(path, section string) error {
-	const begin, end = "<!-- agentbench:begin -->", "<!-- agentbench:end -->"
-	body := begin + "\n" + section + end + "\n"
-	old, _ := os.ReadFile(path)
-	s := string(old)
-	if i, j := strings.Index(s, begin), strings.Index(s, end); i >= 0 && j > i {
-		s = s[:i] + body + s[j+len(end)+1:]
-	} else {
-		if s != "" && !strings.HasSuffix(s, "\n\n") {
-			s += "\n"
-		}
-		s += body
-	}
-	return os.WriteFile(path, []byte(s), 0o644)
 }
 
 var profiles struct{ cpu, block string }

@@ -14,7 +14,6 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
-	"runtime"
 	"runtime/pprof"
 	"sort"
 	"strconv"
@@ -28,6 +27,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/httpapi"
 	"github.com/svcplatform/svc/controlplane/server"
 	"github.com/svcplatform/svc/controlplane/store"
+	"github.com/svcplatform/svc/test/bench/benchdoc"
 )
 
 func main() {
@@ -135,7 +135,7 @@ func run(outPath string, dur time.Duration, conns int) error {
 	cmd := fmt.Sprintf("go run ./test/bench/authbench -duration %s -connections %d -threads %d", dur, conns, threads)
 	section := report(cmd, [4]time.Duration{p50, p99, c50, c99}, w, conns, dur)
 	fmt.Print(section)
-	return writeSection(outPath, section)
+	return benchdoc.WriteSection(outPath, "authbench", section)
 }
 
 type wrkResult struct {
@@ -167,22 +167,12 @@ func parseWrk(s string) wrkResult {
 	return r
 }
 
-func machine() string {
-	model := "unknown CPU"
-	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		if m := regexp.MustCompile(`model name\s*:\s*(.+)`).FindStringSubmatch(string(b)); m != nil {
-			model = strings.TrimSpace(m[1])
-		}
-	}
-	return fmt.Sprintf("%s, %d cores, %s", model, runtime.NumCPU(), runtime.Version())
-}
-
 func report(cmd string, auth [4]time.Duration, w wrkResult, conns int, dur time.Duration) string {
 	us := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1000 }
 	var b strings.Builder
 	fmt.Fprintf(&b, "## API-token authentication\n\n")
 	fmt.Fprintf(&b, "- Date: %s\n- Machine: %s\n- Command: `%s` (wrk 4.1 from Debian, %d thread(s), %d connections, %s, on loopback against one control node in the same machine)\n\n",
-		time.Now().UTC().Format("2006-01-02 15:04 UTC"), machine(), cmd, threads, conns, dur)
+		time.Now().UTC().Format("2006-01-02 15:04 UTC"), benchdoc.Machine(), cmd, threads, conns, dur)
 	fmt.Fprintf(&b, "| measurement | result | target |\n|---|--:|---|\n")
 	fmt.Fprintf(&b, "| authenticating one request in process with a database read (format and checksum, SHA-256, index lookup in SQLite, validity checks), p50 / p99 | %.1f / %.1f µs | |\n", us(auth[0]), us(auth[1]))
 	fmt.Fprintf(&b, "| same from the per-revision cache the server uses between writes (validity and address checks still run), p50 / p99 | %.1f / %.1f µs | |\n", us(auth[2]), us(auth[3]))
@@ -216,20 +206,4 @@ func millis(s string) float64 {
 		}
 	}
 	return 1e9
-}
-
-func writeSection(path, section string) error {
-	const begin, end = "<!-- authbench:begin -->", "<!-- authbench:end -->"
-	body := begin + "\n" + section + end + "\n"
-	old, _ := os.ReadFile(path)
-	s := string(old)
-	if i, j := strings.Index(s, begin), strings.Index(s, end); i >= 0 && j > i {
-		s = s[:i] + body + s[j+len(end)+1:]
-	} else {
-		if s != "" && !strings.HasSuffix(s, "\n\n") {
-			s += "\n"
-		}
-		s += body
-	}
-	return os.WriteFile(path, []byte(s), 0o644)
 }
