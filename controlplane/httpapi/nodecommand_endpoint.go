@@ -3,11 +3,16 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
 	"time"
 
 	"github.com/svcplatform/svc/api/contract"
+	"github.com/svcplatform/svc/controlplane/identity"
 	"github.com/svcplatform/svc/controlplane/nodecommand"
 	"github.com/svcplatform/svc/controlplane/nodes"
+	"github.com/svcplatform/svc/shared/agentapi"
 )
 
 // nodeCommandEndpoints serves the node command queue.
@@ -71,10 +76,18 @@ func strPtr[T ~string](v *T) *string {
 	return &s
 }
 
+// filterError reports a bad filter as the query problem it is.
+func filterError(err error) error {
+	if errors.Is(err, nodecommand.ErrInvalid) {
+		return &Error{Status: http.StatusBadRequest, Code: "invalid_query", Message: err.Error(), Retryable: retryable(false), Err: err}
+	}
+	return nodeError(err)
+}
+
 func (e *nodeCommandEndpoints) list(ctx context.Context, f nodecommand.Filter, page, size int32) (contract.NodeCommandList, error) {
 	rows, total, err := e.commands.List(ctx, f, int(page), int(size))
 	if err != nil {
-		return contract.NodeCommandList{}, nodeError(err)
+		return contract.NodeCommandList{}, filterError(err)
 	}
 	out := contract.NodeCommandList{Page: page, PageSize: size, Total: total, Rows: []contract.NodeCommand{}}
 	for i := range rows {
@@ -102,7 +115,7 @@ func (e *nodeCommandEndpoints) GetNodeCommandStats(ctx context.Context, r contra
 	p := r.Params
 	st, err := e.commands.Stats(ctx, commandFilter(p.NodeId, p.EngineNodeId, strPtr(p.Status), p.CommandType, p.RequestedBy, p.LocalOnly, p.From, p.To, p.SinceHours, p.Keyword))
 	if err != nil {
-		return nil, nodeError(err)
+		return nil, filterError(err)
 	}
 	return contract.GetNodeCommandStats200JSONResponse{Total: st.Total, ByStatus: st.ByStatus, ByCommandType: st.ByCommandType,
 		AverageDurationMs: st.AvgDurationMs, MaxDurationMs: st.MaxDurationMs, OldestPendingAgeMs: st.OldestPendingMs}, nil
@@ -139,11 +152,27 @@ func (e *nodeCommandEndpoints) CancelNodeCommand(ctx context.Context, r contract
 	return contract.CancelNodeCommand200JSONResponse(toNodeCommand(rec)), nil
 }
 
+// commandPermissions are the permissions a command type needs beyond the
+// route's nodes.manage: the same as the dedicated operation that runs it,
+// so the generic operation is no way around them.
+var commandPermissions = map[string]string{
+	agentapi.TypeEngineRawGet:     "system.config.raw.manage",
+	agentapi.TypeEngineRawPlan:    "system.config.raw.manage",
+	agentapi.TypeEngineRawApply:   "system.config.raw.manage",
+	agentapi.TypeHostTuningPlan:   "system.host.manage",
+	agentapi.TypeHostTuningApply:  "system.host.manage",
+	agentapi.TypeAgentRestart:     "system.lifecycle.manage",
+	agentapi.TypeCertificateRenew: "system.lifecycle.manage",
+}
+
 // CreateNodeCommand queues a command for a node that exists and is not
 // retired; an offline agent gets it when it comes back, before the
 // command's deadline.
 func (e *nodeCommandEndpoints) CreateNodeCommand(ctx context.Context, r contract.CreateNodeCommandRequestObject) (contract.CreateNodeCommandResponseObject, error) {
 	ctx = requestContext(ctx)
+	if p, ok := commandPermissions[r.Body.CommandType]; ok && !identity.From(ctx).Has(p) {
+		return nil, &Error{Status: http.StatusForbidden, Code: "permission_denied", Message: fmt.Sprintf("%s commands need permission %q", r.Body.CommandType, p), Retryable: retryable(false)}
+	}
 	rec, err := e.nodes.Get(ctx, r.NodeId)
 	if err != nil {
 		return nil, nodeError(err)
