@@ -95,6 +95,7 @@ func (s *Service) claim(ctx context.Context, nodeID string, max int) ([]*Record,
 			return nil, err
 		}
 	}
+	s.h().unsure(nodeID)
 	return nil, nil
 }
 
@@ -111,9 +112,16 @@ func (s *Service) Poll(ctx context.Context, nodeID string, wait time.Duration, m
 		// Take the wake-up channel before looking, so a command created
 		// between the look and the wait is not missed.
 		woken := s.h().nodeSignal(nodeID)
-		recs, err := s.claim(ctx, nodeID, max)
-		if err != nil {
-			return nil, err
+		var recs []*Record
+		if s.h().mayHavePending(nodeID) {
+			var err error
+			if recs, err = s.claim(ctx, nodeID, max); err != nil {
+				s.h().unsure(nodeID)
+				return nil, err
+			}
+			if len(recs) == max {
+				s.h().unsure(nodeID)
+			}
 		}
 		if len(recs) > 0 {
 			out := make([]agentapi.Command, len(recs))

@@ -15,6 +15,10 @@ type hub struct {
 	mu    sync.Mutex
 	nodes map[string]chan struct{}
 	cmds  map[string]*waiter
+	// clean marks nodes known to have no Pending command since their last
+	// claim found none; a Pending change (or a lost watch) makes a node
+	// unknown again, and only then does a poll query the store.
+	clean map[string]bool
 }
 
 type waiter struct {
@@ -26,7 +30,7 @@ type waiter struct {
 }
 
 func (s *Service) h() *hub {
-	s.hubOnce.Do(func() { s.hub = &hub{nodes: map[string]chan struct{}{}, cmds: map[string]*waiter{}} })
+	s.hubOnce.Do(func() { s.hub = &hub{nodes: map[string]chan struct{}{}, cmds: map[string]*waiter{}, clean: map[string]bool{}} })
 	return s.hub
 }
 
@@ -72,9 +76,29 @@ func (h *hub) forget(id string, w *waiter) {
 	}
 }
 
+// mayHavePending reports whether a poll must look at the store, and marks
+// the node clean for the look it is about to take.
+func (h *hub) mayHavePending(node string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	was := h.clean[node]
+	h.clean[node] = true
+	return !was
+}
+
+// unsure forgets that a node is clean (a claim left commands behind).
+func (h *hub) unsure(node string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.clean, node)
+}
+
 func (h *hub) wake(node, id string, pending bool, kv *store.KeyValue) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if pending {
+		delete(h.clean, node)
+	}
 	if ch, ok := h.nodes[node]; ok && pending {
 		close(ch)
 		delete(h.nodes, node)
@@ -90,6 +114,7 @@ func (h *hub) wake(node, id string, pending bool, kv *store.KeyValue) {
 func (h *hub) wakeAll() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.clean = map[string]bool{}
 	for n, ch := range h.nodes {
 		close(ch)
 		delete(h.nodes, n)
