@@ -2,6 +2,7 @@ package engineconfig
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -12,7 +13,7 @@ import (
 	"github.com/svcplatform/svc/shared/engineapi"
 )
 
-func newFile(t *testing.T, reload func(context.Context) error) *File {
+func newFile(t testing.TB, reload func(context.Context) error) *File {
 	dir := t.TempDir()
 	f := &File{Path: filepath.Join(dir, "engine.yaml"), BackupDir: filepath.Join(dir, "backups"), Reload: reload,
 		Managed: func(c *engineapi.Config) {
@@ -159,4 +160,44 @@ func TestUnifiedDiff(t *testing.T) {
 	if unifiedDiff("f", "x", "x") != "" {
 		t.Fatal("diff of equal texts")
 	}
+}
+
+// FuzzPlanPatch feeds arbitrary settings objects (they arrive from the API
+// through a node command) to the planner: it must not panic, must not
+// write, and a plan it calls valid must be a configuration the engine
+// accepts with the managed fields untouched.
+func FuzzPlanPatch(f *testing.F) {
+	f.Add([]byte(`{"gopCacheMaxFrames":120}`))
+	f.Add([]byte(`{"hls":{"format":"ts","segments":3}}`))
+	f.Add([]byte(`{"hooks":{"url":null}}`))
+	f.Add([]byte(`{"rtpPortMin":"x"}`))
+	file := newFile(f, nil)
+	before, _ := file.Raw()
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		var settings map[string]any
+		if json.Unmarshal(raw, &settings) != nil {
+			return
+		}
+		p, err := file.PlanPatch(agentapi.ConfigPatch{Settings: settings})
+		if err != nil {
+			t.Fatalf("plan failed instead of reporting: %v", err)
+		}
+		if p.Valid && p.Changed {
+			cfg, err := fromMap(mergePatch(toMap(mustLoad(t, file)), settings))
+			if err != nil || cfg.Validate() != nil || managedDiff(mustLoad(t, file), cfg) != "" {
+				t.Fatalf("valid plan for an unusable configuration: %v", err)
+			}
+		}
+		if now, _ := file.Raw(); now.Sha256 != before.Sha256 {
+			t.Fatal("a plan wrote the file")
+		}
+	})
+}
+
+func mustLoad(t *testing.T, f *File) engineapi.Config {
+	c, err := f.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
