@@ -257,3 +257,31 @@ func TestPresenceHistoryBuckets(t *testing.T) {
 }
 
 func zapNop() *zap.Logger { return zap.NewNop() }
+
+// TestPresenceHistoryIsBounded: however often a node reports, its history
+// keeps at most historyPoints samples, each merging the heartbeats of its
+// step.
+func TestPresenceHistoryIsBounded(t *testing.T) {
+	p := NewPresence(time.Hour)
+	base := time.Now().Add(-2 * time.Hour)
+	for i := 0; i < 7200; i++ {
+		p.Record("n", agentapi.Heartbeat{Host: agentapi.HostMetrics{CPUPercent: 10}}, base.Add(time.Duration(i)*time.Second))
+	}
+	p.mu.RLock()
+	n := len(p.nodes["n"].samples)
+	p.mu.RUnlock()
+	if n > historyPoints+1 {
+		t.Fatalf("%d samples kept", n)
+	}
+	b := p.History("n", base.Add(time.Hour), base.Add(2*time.Hour), 10*time.Minute)
+	total := 0
+	for _, x := range b {
+		total += x.Samples
+		if x.Sample.CPUPercent != 10 {
+			t.Fatalf("bucket mean %v", x.Sample.CPUPercent)
+		}
+	}
+	if len(b) != 6 || total < 3590 {
+		t.Fatalf("%d buckets with %d heartbeats", len(b), total)
+	}
+}

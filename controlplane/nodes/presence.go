@@ -27,7 +27,14 @@ type presenceEntry struct {
 	last       agentapi.Heartbeat
 	receivedAt time.Time
 	samples    []Sample // oldest first, bounded by Retention
+	// pending merges the heartbeats of the current step, so a node keeps
+	// at most historyPoints samples whatever its heartbeat interval.
+	pending Sample
 }
+
+// historyPoints bounds the samples kept per node: the history's resolution
+// is Retention/historyPoints (30 s for a day).
+const historyPoints = 2880
 
 // Sample is one heartbeat's figures, the unit of monitoring history.
 type Sample struct {
@@ -45,6 +52,34 @@ type Sample struct {
 	EnginePlayers     int
 	ActiveRTPLeases   int
 	HeartbeatReceived bool
+	// Count is how many heartbeats the sample merges.
+	Count int
+}
+
+// merge folds s into m: means for rates and loads, maxima for the fullest
+// disk, the engine's memory and the counts.
+func (m *Sample) merge(s Sample) {
+	if s.Count == 0 {
+		return
+	}
+	n := float64(m.Count + s.Count)
+	w := float64(s.Count) / n
+	mean := func(a, b float64) float64 { return a + (b-a)*w }
+	m.CPUPercent = mean(m.CPUPercent, s.CPUPercent)
+	m.MemPercent = mean(m.MemPercent, s.MemPercent)
+	m.MemUsedBytes = uint64(mean(float64(m.MemUsedBytes), float64(s.MemUsedBytes)))
+	m.Load1 = mean(m.Load1, s.Load1)
+	m.RecvBps = mean(m.RecvBps, s.RecvBps)
+	m.SentBps = mean(m.SentBps, s.SentBps)
+	m.EngineCPUPercent = mean(m.EngineCPUPercent, s.EngineCPUPercent)
+	m.DiskUsedPercent = max(m.DiskUsedPercent, s.DiskUsedPercent)
+	m.EngineRSSBytes = max(m.EngineRSSBytes, s.EngineRSSBytes)
+	m.EngineRunning = m.EngineRunning || s.EngineRunning
+	m.EngineStreams = max(m.EngineStreams, s.EngineStreams)
+	m.EnginePlayers = max(m.EnginePlayers, s.EnginePlayers)
+	m.ActiveRTPLeases = max(m.ActiveRTPLeases, s.ActiveRTPLeases)
+	m.HeartbeatReceived = m.HeartbeatReceived || s.HeartbeatReceived
+	m.Count += s.Count
 }
 
 // NewPresence keeps retention of history per node.
@@ -56,7 +91,7 @@ func sampleOf(hb agentapi.Heartbeat, at time.Time) Sample {
 	s := Sample{At: at, CPUPercent: hb.Host.CPUPercent, MemPercent: hb.Host.MemPercent, MemUsedBytes: hb.Host.MemUsedBytes,
 		Load1: hb.Host.Load1, EngineCPUPercent: hb.Engine.CPUPercent, EngineRSSBytes: hb.Engine.RSSBytes,
 		EngineRunning: hb.Engine.Status == agentapi.EngineRunning, EngineStreams: hb.Engine.Streams, EnginePlayers: hb.Engine.Players,
-		ActiveRTPLeases: hb.ActiveLeases, HeartbeatReceived: true}
+		ActiveRTPLeases: hb.ActiveLeases, HeartbeatReceived: true, Count: 1}
 	for _, i := range hb.Host.Interfaces {
 		s.RecvBps += i.RecvBps
 		s.SentBps += i.SentBps
@@ -77,7 +112,15 @@ func (p *Presence) Record(nodeID string, hb agentapi.Heartbeat, at time.Time) {
 		p.nodes[nodeID] = e
 	}
 	e.last, e.receivedAt = hb, at
-	e.samples = append(e.samples, sampleOf(hb, at))
+	step := p.Retention / historyPoints
+	if e.pending.Count > 0 && at.Sub(e.pending.At) >= step {
+		e.samples = append(e.samples, e.pending)
+		e.pending = Sample{}
+	}
+	if e.pending.Count == 0 {
+		e.pending.At = at
+	}
+	e.pending.merge(sampleOf(hb, at))
 	cut := 0
 	for cut < len(e.samples) && at.Sub(e.samples[cut].At) > p.Retention {
 		cut++
@@ -134,33 +177,17 @@ func (p *Presence) History(nodeID string, from, to time.Time, bucket time.Durati
 		return nil
 	}
 	var out []Bucket
-	for _, s := range e.samples {
-		if s.At.Before(from) || !s.At.Before(to) {
+	for _, s := range append(e.samples[:len(e.samples):len(e.samples)], e.pending) {
+		if s.Count == 0 || s.At.Before(from) || !s.At.Before(to) {
 			continue
 		}
 		start := from.Add(s.At.Sub(from) / bucket * bucket)
 		if len(out) == 0 || !out[len(out)-1].Start.Equal(start) {
-			out = append(out, Bucket{Start: start})
+			out = append(out, Bucket{Start: start, Sample: Sample{At: start}})
 		}
 		b := &out[len(out)-1]
-		b.Samples++
-		n := float64(b.Samples)
-		m := &b.Sample
-		m.At = start
-		m.CPUPercent += (s.CPUPercent - m.CPUPercent) / n
-		m.MemPercent += (s.MemPercent - m.MemPercent) / n
-		m.MemUsedBytes = uint64(float64(m.MemUsedBytes) + (float64(s.MemUsedBytes)-float64(m.MemUsedBytes))/n)
-		m.Load1 += (s.Load1 - m.Load1) / n
-		m.RecvBps += (s.RecvBps - m.RecvBps) / n
-		m.SentBps += (s.SentBps - m.SentBps) / n
-		m.DiskUsedPercent = max(m.DiskUsedPercent, s.DiskUsedPercent)
-		m.EngineCPUPercent += (s.EngineCPUPercent - m.EngineCPUPercent) / n
-		m.EngineRSSBytes = max(m.EngineRSSBytes, s.EngineRSSBytes)
-		m.EngineRunning = m.EngineRunning || s.EngineRunning
-		m.EngineStreams = max(m.EngineStreams, s.EngineStreams)
-		m.EnginePlayers = max(m.EnginePlayers, s.EnginePlayers)
-		m.ActiveRTPLeases = max(m.ActiveRTPLeases, s.ActiveRTPLeases)
-		m.HeartbeatReceived = true
+		b.Sample.merge(s)
+		b.Samples = b.Sample.Count
 	}
 	return out
 }
