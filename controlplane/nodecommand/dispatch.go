@@ -126,7 +126,7 @@ func (s *Service) Poll(ctx context.Context, nodeID string, wait time.Duration, m
 		if len(recs) > 0 {
 			out := make([]agentapi.Command, len(recs))
 			for i, r := range recs {
-				out[i] = agentapi.Command{CommandID: r.CommandID, Type: r.CommandType, Payload: r.Payload, IdempotencyKey: r.IdempotencyKey,
+				out[i] = agentapi.Command{CommandID: r.CommandID, Type: r.CommandType, Payload: r.Payload, IdempotencyKey: r.agentKey(),
 					Attempt: r.Attempt, VisibleUntil: *r.VisibleUntil, ExpiresAt: r.ExpiresAt}
 			}
 			return out, nil

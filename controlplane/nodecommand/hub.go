@@ -30,7 +30,9 @@ type waiter struct {
 }
 
 func (s *Service) h() *hub {
-	s.hubOnce.Do(func() { s.hub = &hub{nodes: map[string]chan struct{}{}, cmds: map[string]*waiter{}, clean: map[string]bool{}} })
+	s.hubOnce.Do(func() {
+		s.hub = &hub{nodes: map[string]chan struct{}{}, cmds: map[string]*waiter{}, clean: map[string]bool{}}
+	})
 	return s.hub
 }
 

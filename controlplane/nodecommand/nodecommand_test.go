@@ -61,7 +61,7 @@ func TestCommandLifecycle(t *testing.T) {
 		t.Fatalf("m2 got %+v", got)
 	}
 	got, err := s.Poll(ctx, "m1", time.Second, 10)
-	if err != nil || len(got) != 1 || got[0].CommandID != rec.CommandID || got[0].Attempt != 1 || got[0].IdempotencyKey != "k-1" {
+	if err != nil || len(got) != 1 || got[0].CommandID != rec.CommandID || got[0].Attempt != 1 || got[0].IdempotencyKey != "caller:k-1" {
 		t.Fatalf("poll: %+v %v", got, err)
 	}
 	ack, err := s.Running(ctx, "m1", agentapi.CommandRunning{CommandID: rec.CommandID, Attempt: 1})

@@ -3,11 +3,10 @@ package nodecommand
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
-
-	"github.com/svcplatform/svc/controlplane/store/sqlitefsm"
 )
 
 // Filter selects commands; zero values do not filter. These are the
@@ -26,7 +25,7 @@ func (s *Service) where(f Filter) ([]string, []any, error) {
 	var args []any
 	eq := func(col, v string) {
 		if v != "" {
-			where = append(where, "i."+col+" = ?")
+			where = append(where, col+" = ?")
 			args = append(args, v)
 		}
 	}
@@ -39,13 +38,13 @@ func (s *Service) where(f Filter) ([]string, []any, error) {
 			return nil, nil, fmt.Errorf("%w: status must be one of %s", ErrInvalid, strings.Join(Statuses, ", "))
 		}
 	}
-	eq("node_id", f.NodeID)
-	eq("engine_node_id", f.EngineNodeID)
-	eq("status", f.Status)
-	eq("command_type", f.CommandType)
-	eq("requested_by", f.RequestedBy)
+	eq("i.node_id", f.NodeID)
+	eq(field("$.engineNodeId"), f.EngineNodeID)
+	eq("i.status", f.Status)
+	eq(field("$.commandType"), f.CommandType)
+	eq(field("$.requestedBy"), f.RequestedBy)
 	if f.LocalOnly {
-		where = append(where, "(i.created_via = ? OR i.dispatched_via = ?)")
+		where = append(where, "("+field("$.createdVia")+" = ? OR "+field("$.dispatchedVia")+" = ?)")
 		args = append(args, s.LocalNodeID, s.LocalNodeID)
 	}
 	if f.From != nil {
@@ -72,7 +71,7 @@ func (s *Service) where(f Filter) ([]string, []any, error) {
 		}
 		like := "%" + strings.NewReplacer(`\`, `\\`, "%", `\%`, "_", `\_`).Replace(kw) + "%"
 		var or []string
-		for _, col := range []string{"i.key", "i.node_id", "i.command_type", "i.requested_by", "i.reason", "i.error_message"} {
+		for _, col := range []string{"i.key", "i.node_id", field("$.commandType"), field("$.requestedBy"), field("$.reason"), field("$.error.message")} {
 			or = append(or, col+` LIKE ? ESCAPE '\'`)
 			args = append(args, like)
 		}
@@ -81,13 +80,50 @@ func (s *Service) where(f Filter) ([]string, []any, error) {
 	return where, args, nil
 }
 
+// from is the FROM clause of the listings: the index joined with the
+// records its conditions may read.
+const from = " FROM idx_node_commands i JOIN kv ON kv.key = i.key"
+
+func whereClause(where []string) string {
+	if len(where) == 0 {
+		return ""
+	}
+	return " WHERE " + strings.Join(where, " AND ")
+}
+
 // List returns one page of commands, newest first, and the total.
 func (s *Service) List(ctx context.Context, f Filter, page, size int) ([]Record, int64, error) {
 	where, args, err := s.where(f)
 	if err != nil {
 		return nil, 0, err
 	}
-	return sqlitefsm.IndexPage[Record](ctx, s.Reader, "idx_node_commands", where, args, "i.created_ms DESC, i.key DESC", page, size)
+	cond := whereClause(where)
+	var out []Record
+	var total int64
+	err = s.Reader.ReadTx(ctx, func(tx *sql.Tx, _ int64) error {
+		if err := tx.QueryRowContext(ctx, "SELECT count(*)"+from+cond, args...).Scan(&total); err != nil {
+			return err
+		}
+		rows, err := tx.QueryContext(ctx, fmt.Sprintf("SELECT kv.value%s%s ORDER BY i.created_ms DESC, i.key DESC LIMIT %d OFFSET %d",
+			from, cond, size, (page-1)*size), args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var raw []byte
+			if err := rows.Scan(&raw); err != nil {
+				return err
+			}
+			var r Record
+			if err := json.Unmarshal(raw, &r); err != nil {
+				return err
+			}
+			out = append(out, r)
+		}
+		return rows.Err()
+	})
+	return out, total, err
 }
 
 // Stats are counts over the commands a filter selects.
@@ -109,18 +145,15 @@ func (s *Service) Stats(ctx context.Context, f Filter) (Stats, error) {
 	if err != nil {
 		return Stats{}, err
 	}
-	cond := ""
-	if len(where) > 0 {
-		cond = " WHERE " + strings.Join(where, " AND ")
-	}
+	cond := whereClause(where)
 	st := Stats{ByStatus: map[string]int64{}, ByCommandType: map[string]int64{}}
 	for _, status := range Statuses {
 		st.ByStatus[status] = 0
 	}
 	now := s.now().UnixMilli()
 	err = s.Reader.ReadTx(ctx, func(tx *sql.Tx, _ int64) error {
-		for col, m := range map[string]map[string]int64{"status": st.ByStatus, "command_type": st.ByCommandType} {
-			rows, err := tx.QueryContext(ctx, "SELECT i."+col+", count(*) FROM idx_node_commands i"+cond+" GROUP BY i."+col, args...)
+		for col, m := range map[string]map[string]int64{"i.status": st.ByStatus, field("$.commandType"): st.ByCommandType} {
+			rows, err := tx.QueryContext(ctx, "SELECT "+col+", count(*)"+from+cond+" GROUP BY 1", args...)
 			if err != nil {
 				return err
 			}
@@ -132,7 +165,7 @@ func (s *Service) Stats(ctx context.Context, f Filter) (Stats, error) {
 					return err
 				}
 				m[k.String] = n
-				if col == "status" {
+				if col == "i.status" {
 					st.Total += n
 				}
 			}
@@ -143,11 +176,12 @@ func (s *Service) Stats(ctx context.Context, f Filter) (Stats, error) {
 		}
 		var avg sql.NullFloat64
 		var mx, oldest sql.NullInt64
-		if err := tx.QueryRowContext(ctx, "SELECT avg(i.finished_ms - i.created_ms), max(i.finished_ms - i.created_ms) FROM idx_node_commands i"+cond+
-			andWord(cond)+"i.finished_ms > 0", args...).Scan(&avg, &mx); err != nil {
+		finished := field("$.finishedAtMs")
+		if err := tx.QueryRowContext(ctx, "SELECT avg("+finished+" - i.created_ms), max("+finished+" - i.created_ms)"+from+cond+
+			andWord(cond)+finished+" > 0", args...).Scan(&avg, &mx); err != nil {
 			return err
 		}
-		if err := tx.QueryRowContext(ctx, "SELECT min(i.created_ms) FROM idx_node_commands i"+cond+andWord(cond)+"i.status = '"+Pending+"'", args...).Scan(&oldest); err != nil {
+		if err := tx.QueryRowContext(ctx, "SELECT min(i.created_ms)"+from+cond+andWord(cond)+"i.status = '"+Pending+"'", args...).Scan(&oldest); err != nil {
 			return err
 		}
 		st.AvgDurationMs, st.MaxDurationMs = avg.Float64, mx.Int64

@@ -69,22 +69,21 @@ const (
 	maxHistory      = 32
 )
 
-// Index declares the typed columns the queue and the listings query.
+// Index declares the typed columns the queue, the reaper and the listing's
+// order use. Every column gets a b-tree that each write of a command
+// updates, so only these are indexed; the listing's other filters read the
+// record itself (fields), which a listing can afford and a write would pay
+// for on every status change.
 var Index = sqlitefsm.IndexSpec{Name: "node_commands", Prefix: Prefix, Columns: []sqlitefsm.IndexColumn{
 	{Name: "node_id", Type: "TEXT", Path: "$.nodeId"},
-	{Name: "engine_node_id", Type: "TEXT", Path: "$.engineNodeId"},
 	{Name: "status", Type: "TEXT", Path: "$.status"},
-	{Name: "command_type", Type: "TEXT", Path: "$.commandType"},
-	{Name: "requested_by", Type: "TEXT", Path: "$.requestedBy"},
 	{Name: "created_ms", Type: "INTEGER", Path: "$.createdAtMs"},
 	{Name: "visible_until_ms", Type: "INTEGER", Path: "$.visibleUntilMs"},
 	{Name: "expires_ms", Type: "INTEGER", Path: "$.expiresAtMs"},
-	{Name: "created_via", Type: "TEXT", Path: "$.createdVia"},
-	{Name: "dispatched_via", Type: "TEXT", Path: "$.dispatchedVia"},
-	{Name: "reason", Type: "TEXT", Path: "$.reason"},
-	{Name: "error_message", Type: "TEXT", Path: "$.error.message"},
-	{Name: "finished_ms", Type: "INTEGER", Path: "$.finishedAtMs"},
 }}
+
+// field is a record field in SQL, read from the stored JSON (kv.value).
+func field(path string) string { return "json_extract(kv.value, '" + path + "')" }
 
 // Record is one stored node command.
 type Record struct {
@@ -163,3 +162,12 @@ func (r *Record) release() {
 }
 
 func recordKey(id string) string { return Prefix + id }
+
+// agentKey is the idempotency key the agent remembers: a caller's key and
+// a command's own id live in separate spaces.
+func (r *Record) agentKey() string {
+	if r.IdempotencyKey == r.CommandID {
+		return "cmd:" + r.CommandID
+	}
+	return "caller:" + r.IdempotencyKey
+}

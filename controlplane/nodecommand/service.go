@@ -61,7 +61,9 @@ type CreateRequest struct {
 	Type         string
 	Payload      json.RawMessage
 	// IdempotencyKey makes creation idempotent per node: a second create
-	// with the same key returns the first command. Empty uses the id.
+	// with the same key returns the first command. Without one the key is
+	// the command id; the agent sees either kind prefixed (agentKey), so a
+	// caller's key can never stand for another command.
 	IdempotencyKey string
 	Reason         string
 	Timeout        time.Duration
@@ -123,9 +125,12 @@ func (s *Service) Create(ctx context.Context, req CreateRequest) (*Record, bool,
 	if attempts == 0 {
 		attempts = DefaultMaxAttempts
 	}
-	key := req.IdempotencyKey
-	if key == "" {
-		key = id.String()
+	// A key the caller gives is unique per node through an entry the
+	// create compares; without one the command's own id is the key, which
+	// nobody else can have, so no entry is written.
+	key := id.String()
+	if req.IdempotencyKey != "" {
+		key = req.IdempotencyKey
 	}
 	exp := now.Add(timeout)
 	rec := &Record{CommandID: id.String(), NodeID: req.NodeID, EngineNodeID: req.EngineNodeID, CommandType: req.Type, Payload: req.Payload,
@@ -136,8 +141,7 @@ func (s *Service) Create(ctx context.Context, req CreateRequest) (*Record, bool,
 	if err != nil {
 		return nil, false, err
 	}
-	entry := idempotencyEntry(req.NodeID, key)
-	ops := []store.Op{store.Put(recordKey(rec.CommandID), val), store.Put(entry, []byte(rec.CommandID))}
+	ops := []store.Op{store.Put(recordKey(rec.CommandID), val)}
 	if req.Actor.Type != "" {
 		op, err := req.Actor.Success("node.command.created", "node:"+req.NodeID, fmt.Sprintf("%s %s", rec.CommandType, rec.CommandID))
 		if err != nil {
@@ -145,9 +149,16 @@ func (s *Service) Create(ctx context.Context, req CreateRequest) (*Record, bool,
 		}
 		ops = append(ops, op)
 	}
+	if req.IdempotencyKey == "" {
+		if _, err := s.Store.Txn(ctx, store.TxnRequest{Then: ops}); err != nil {
+			return nil, false, err
+		}
+		return rec, true, nil
+	}
+	entry := idempotencyEntry(req.NodeID, req.IdempotencyKey)
 	resp, err := s.Store.Txn(ctx, store.TxnRequest{
 		Compares: []store.Compare{store.Absent(entry)},
-		Then:     ops,
+		Then:     append(ops, store.Put(entry, []byte(rec.CommandID))),
 		Else:     []store.Op{store.GetOp(entry)},
 	})
 	if err != nil {
