@@ -152,7 +152,7 @@ func TestCoreSettings(t *testing.T) {
 
 func TestUnifiedDiff(t *testing.T) {
 	d := unifiedDiff("f", "a\nb\nc\nd\n", "a\nB\nc\nd\ne\n")
-	for _, want := range []string{"-b\n", "+B\n", "+e\n", "@@ -1,4 +1,5 @@"} {
+	for _, want := range []string{"-b\n+B\n", "+e\n", "@@ -1,4 +1,5 @@"} {
 		if !strings.Contains(d, want) {
 			t.Fatalf("diff lacks %q:\n%s", want, d)
 		}

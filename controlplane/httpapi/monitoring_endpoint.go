@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"math"
 	"net/http"
 	"time"
 
@@ -51,9 +52,9 @@ func (e *nodesEndpoints) monitoring(ctx context.Context, clusterID *string, minu
 		h := contract.NodeMonitoringHistory{NodeId: v.NodeID, Points: []contract.MonitoringPoint{}}
 		for _, b := range e.presence.History(v.NodeID, from, to, bucket) {
 			s := b.Sample
-			h.Points = append(h.Points, contract.MonitoringPoint{At: b.Start, Samples: int32(b.Samples), CpuPercent: s.CPUPercent, MemPercent: s.MemPercent,
-				MemUsedBytes: int64(s.MemUsedBytes), Load1: s.Load1, RecvBitsPerSecond: s.RecvBps, SentBitsPerSecond: s.SentBps,
-				DiskUsedPercent: s.DiskUsedPercent, EngineCpuPercent: s.EngineCPUPercent, EngineRssBytes: int64(s.EngineRSSBytes),
+			h.Points = append(h.Points, contract.MonitoringPoint{At: b.Start, Samples: int32(b.Samples), CpuPercent: round2(s.CPUPercent), MemPercent: round2(s.MemPercent),
+				MemUsedBytes: int64(s.MemUsedBytes), Load1: round2(s.Load1), RecvBitsPerSecond: round2(s.RecvBps), SentBitsPerSecond: round2(s.SentBps),
+				DiskUsedPercent: s.DiskUsedPercent, EngineCpuPercent: round2(s.EngineCPUPercent), EngineRssBytes: int64(s.EngineRSSBytes),
 				EngineRunning: s.EngineRunning, EngineStreams: int32(s.EngineStreams), EnginePlayers: int32(s.EnginePlayers), ActiveRtpLeases: int32(s.ActiveRTPLeases)})
 		}
 		out.History = append(out.History, h)
@@ -87,3 +88,6 @@ func (e *nodesEndpoints) GetLocalRuntime(ctx context.Context, _ contract.GetLoca
 		Goroutines: int32(rt.Goroutines), HeapAllocBytes: int64(rt.HeapAlloc), HeapSysBytes: int64(rt.HeapSys), RssBytes: int64(rt.RSS),
 		CpuPercent: rt.CPUPercent, OpenFiles: int32(rt.OpenFiles), GcCycles: int64(rt.GCCycles), NumCpu: int32(rt.NumCPU), GoVersion: rt.GoVersion}, nil
 }
+
+// round2 keeps two decimals of a mean, which is all the figures carry.
+func round2(v float64) float64 { return math.Round(v*100) / 100 }
