@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"github.com/svcplatform/svc/agent/rtpport"
+	"github.com/svcplatform/svc/controlplane/agentport"
 	"github.com/svcplatform/svc/controlplane/clusterca"
 	"github.com/svcplatform/svc/controlplane/nodes"
 	"github.com/svcplatform/svc/controlplane/store"
@@ -237,6 +239,37 @@ func TestAgentEndToEnd(t *testing.T) {
 		// The agent refuses a server that is not the pinned cluster's.
 		if _, err := agentClient(mustCAPEM(), &own).Get(en.AgentServerUrl + agentapi.PathCA); err == nil {
 			t.Fatal("a client pinned to another CA accepted the agent port")
+		}
+	})
+
+	t.Run("engine hooks reach the inbox with the node's certificate", func(t *testing.T) {
+		got := make(chan agentport.Hook, 1)
+		cp.s.AgentPort().SetHooks(hookInbox{receive: func(_ context.Context, h agentport.Hook) error { got <- h; return nil }})
+		c := agentClient(caPEM, &own)
+		post := func(name, body string) (int, string) {
+			resp, err := c.Post(en.AgentServerUrl+agentapi.PathEngineHooks+"/"+name, "application/json", strings.NewReader(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			return resp.StatusCode, string(b)
+		}
+		if st, body := post("on_publish", `{"app":"live","stream":"cam1","schema":"rtsp"}`); st != 200 || !strings.Contains(body, `"code":0`) {
+			t.Fatalf("hook: %d %s", st, body)
+		}
+		h := <-got
+		if h.NodeID != "media-1" || h.HookName != "on_publish" || !strings.Contains(string(h.Body), `"cam1"`) {
+			t.Fatalf("inbox got %+v", h)
+		}
+		if st, _ := post("on_publish;drop", `{}`); st != 400 {
+			t.Fatalf("bad hook name: %d", st)
+		}
+		if st, _ := post("on_play", `not json`); st != 400 {
+			t.Fatalf("bad hook body: %d", st)
+		}
+		if resp, err := agentClient(caPEM, nil).Post(en.AgentServerUrl+agentapi.PathEngineHooks+"/on_play", "application/json", strings.NewReader(`{}`)); err != nil || resp.StatusCode != 401 {
+			t.Fatalf("hook without a certificate: %v %v", resp, err)
 		}
 	})
 
@@ -464,6 +497,15 @@ func certSerial(t *testing.T, dataDir string) string {
 		t.Fatal(err)
 	}
 	return pki.SerialHex(c)
+}
+
+// hookInbox takes hooks through a function field.
+type hookInbox struct {
+	receive func(context.Context, agentport.Hook) error
+}
+
+func (h hookInbox) Receive(ctx context.Context, hook agentport.Hook) error {
+	return h.receive(ctx, hook)
 }
 
 func mustCAPEM() []byte {
