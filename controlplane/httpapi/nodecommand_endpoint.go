@@ -173,23 +173,30 @@ func (e *nodeCommandEndpoints) CreateNodeCommand(ctx context.Context, r contract
 	if p, ok := commandPermissions[r.Body.CommandType]; ok && !identity.From(ctx).Has(p) {
 		return nil, &Error{Status: http.StatusForbidden, Code: "permission_denied", Message: fmt.Sprintf("%s commands need permission %q", r.Body.CommandType, p), Retryable: retryable(false)}
 	}
-	rec, err := e.nodes.Get(ctx, r.NodeId)
-	if err != nil {
+	if err := nodes.ValidNodeID(r.NodeId); err != nil {
 		return nil, nodeError(err)
-	}
-	if rec.Status == nodes.StatusRetired {
-		return nil, nodeError(nodes.ErrRetired)
 	}
 	b := r.Body
 	var payload json.RawMessage
 	if b.Payload != nil {
+		var err error
 		if payload, err = json.Marshal(*b.Payload); err != nil {
 			return nil, err
 		}
 	}
-	cmd, _, err := e.commands.Create(ctx, nodecommand.CreateRequest{NodeID: rec.NodeID, EngineNodeID: rec.NodeID, Type: b.CommandType, Payload: payload,
+	cmd, _, err := e.commands.Create(ctx, nodecommand.CreateRequest{NodeID: r.NodeId, EngineNodeID: r.NodeId, Type: b.CommandType, Payload: payload,
 		IdempotencyKey: deref(b.IdempotencyKey, ""), Reason: deref(b.Reason, ""), Timeout: time.Duration(deref(b.TimeoutSeconds, 0)) * time.Second,
-		MaxAttempts: int(deref(b.MaxAttempts, 0)), Actor: auditActor(ctx)})
+		MaxAttempts: int(deref(b.MaxAttempts, 0)), Actor: auditActor(ctx), Guards: nodes.ActiveGuards(r.NodeId)})
+	if errors.Is(err, nodecommand.ErrGuard) {
+		// Say why: the node is unknown or retired.
+		rec, gerr := e.nodes.Get(ctx, r.NodeId)
+		switch {
+		case gerr != nil:
+			err = gerr
+		case rec.Status == nodes.StatusRetired:
+			err = nodes.ErrRetired
+		}
+	}
 	if err != nil {
 		return nil, nodeError(err)
 	}

@@ -52,7 +52,7 @@ func nodeError(err error) error {
 		return bad(http.StatusConflict, "node_retired", false)
 	case errors.Is(err, mediaserver.ErrReferenced):
 		return bad(http.StatusConflict, "media_server_referenced", false)
-	case errors.Is(err, nodecommand.ErrFinished), errors.Is(err, transcoder.ErrExists):
+	case errors.Is(err, nodecommand.ErrFinished), errors.Is(err, transcoder.ErrExists), errors.Is(err, nodecommand.ErrGuard):
 		return bad(http.StatusConflict, "conflict", false)
 	case errors.Is(err, mediaserver.ErrAgentTimeout):
 		return bad(http.StatusServiceUnavailable, "agent_timeout", true)

@@ -110,7 +110,10 @@ func (s *Service) Do(ctx context.Context, c Call, out any) (Outcome, error) {
 		wait = ReadWait
 	}
 	cmd, _, err := s.Commands.Create(ctx, nodecommand.CreateRequest{NodeID: rec.NodeID, EngineNodeID: rec.NodeID, Type: c.Type,
-		Payload: payload, Reason: c.Reason, Actor: c.Actor, Timeout: max(2*wait, time.Minute)})
+		Payload: payload, Reason: c.Reason, Actor: c.Actor, Timeout: max(2*wait, time.Minute), Guards: nodes.ActiveGuards(rec.NodeID)})
+	if errors.Is(err, nodecommand.ErrGuard) {
+		err = fmt.Errorf("%w: %q", nodes.ErrRetired, rec.NodeID)
+	}
 	if err != nil {
 		return Outcome{}, err
 	}

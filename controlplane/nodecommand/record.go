@@ -60,6 +60,8 @@ var (
 	ErrNotHeld = errors.New("the command is not held by this agent")
 	// ErrFinished refuses to cancel a command that already ended.
 	ErrFinished = errors.New("the command has already finished")
+	// ErrGuard means a guard of the creation did not hold.
+	ErrGuard = errors.New("the command's preconditions do not hold")
 )
 
 // Limits of stored command data.

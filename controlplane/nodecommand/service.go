@@ -69,6 +69,10 @@ type CreateRequest struct {
 	Timeout        time.Duration
 	MaxAttempts    int
 	Actor          audit.Actor
+	// Guards are further compares the creation must pass (the node exists
+	// and is not retired), checked in the same Txn; a failed one is
+	// ErrGuard.
+	Guards []store.Compare
 }
 
 var keyRe = regexp.MustCompile(`^[\x21-\x7e]{1,128}$`)
@@ -150,14 +154,18 @@ func (s *Service) Create(ctx context.Context, req CreateRequest) (*Record, bool,
 		ops = append(ops, op)
 	}
 	if req.IdempotencyKey == "" {
-		if _, err := s.Store.Txn(ctx, store.TxnRequest{Then: ops}); err != nil {
+		resp, err := s.Store.Txn(ctx, store.TxnRequest{Compares: req.Guards, Then: ops})
+		if err != nil {
 			return nil, false, err
+		}
+		if !resp.Succeeded {
+			return nil, false, ErrGuard
 		}
 		return rec, true, nil
 	}
 	entry := idempotencyEntry(req.NodeID, req.IdempotencyKey)
 	resp, err := s.Store.Txn(ctx, store.TxnRequest{
-		Compares: []store.Compare{store.Absent(entry)},
+		Compares: append([]store.Compare{store.Absent(entry)}, req.Guards...),
 		Then:     append(ops, store.Put(entry, []byte(rec.CommandID))),
 		Else:     []store.Op{store.GetOp(entry)},
 	})
@@ -168,7 +176,8 @@ func (s *Service) Create(ctx context.Context, req CreateRequest) (*Record, bool,
 		return rec, true, nil
 	}
 	if len(resp.Responses) == 0 || len(resp.Responses[0].KVs) == 0 {
-		return nil, false, fmt.Errorf("%w: idempotency key entry vanished", store.ErrContended)
+		// The key is free, so a guard failed.
+		return nil, false, ErrGuard
 	}
 	existing, err := s.Get(ctx, string(resp.Responses[0].KVs[0].Value))
 	return existing, false, err

@@ -20,8 +20,9 @@ import (
 
 // Key prefixes of the package.
 const (
-	RecordPrefix = "/nodes/agents/"
-	CodePrefix   = "/nodes/enrollment-codes/"
+	RecordPrefix  = "/nodes/agents/"
+	CodePrefix    = "/nodes/enrollment-codes/"
+	RetiredPrefix = "/nodes/retired/"
 )
 
 // NodeID names a media host (its agent's enrolled identity).

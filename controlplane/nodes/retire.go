@@ -3,9 +3,24 @@ package nodes
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/svcplatform/svc/controlplane/audit"
+	"github.com/svcplatform/svc/controlplane/store"
 )
+
+// retiredKey marks a retired node, so a write can guard on its absence.
+func retiredKey(id string) string { return RetiredPrefix + id }
+
+// ActiveGuards are the compares that hold while a node exists and is not
+// retired; a command for the node is created only if they hold, in the
+// same Txn, so a retirement racing a creation cannot lose.
+func ActiveGuards(nodeID string) []store.Compare {
+	return []store.Compare{
+		{Key: recordKey(nodeID), Target: store.TargetVersion, Result: store.Greater, Number: 0},
+		store.Absent(retiredKey(nodeID)),
+	}
+}
 
 // ByMediaServer finds the node serving a media server id (or, failing
 // that, the node of that id).
@@ -46,7 +61,7 @@ func (s *Service) Retire(ctx context.Context, actor audit.Actor, nodeID, reason 
 		if err != nil {
 			return err
 		}
-		t.ops = append(t.ops, op)
+		t.ops = append(t.ops, op, store.Put(retiredKey(nodeID), []byte(at.Format(time.RFC3339))))
 		return nil
 	})
 	if err != nil {
