@@ -184,9 +184,9 @@ func (e *nodeCommandEndpoints) CreateNodeCommand(ctx context.Context, r contract
 			return nil, err
 		}
 	}
-	cmd, _, err := e.commands.Create(ctx, nodecommand.CreateRequest{NodeID: r.NodeId, EngineNodeID: r.NodeId, Type: b.CommandType, Payload: payload,
+	cmd, _, err := e.commands.CreateAndWait(ctx, nodecommand.CreateRequest{NodeID: r.NodeId, EngineNodeID: r.NodeId, Type: b.CommandType, Payload: payload,
 		IdempotencyKey: deref(b.IdempotencyKey, ""), Reason: deref(b.Reason, ""), Timeout: time.Duration(deref(b.TimeoutSeconds, 0)) * time.Second,
-		MaxAttempts: int(deref(b.MaxAttempts, 0)), Actor: auditActor(ctx), Guards: nodes.ActiveGuards(r.NodeId)})
+		MaxAttempts: int(deref(b.MaxAttempts, 0)), Actor: auditActor(ctx), Guards: nodes.ActiveGuards(r.NodeId)}, time.Duration(deref(b.WaitSeconds, 0))*time.Second)
 	if errors.Is(err, nodecommand.ErrGuard) {
 		// Say why: the node is unknown or retired.
 		rec, gerr := e.nodes.Get(ctx, r.NodeId)
@@ -199,14 +199,6 @@ func (e *nodeCommandEndpoints) CreateNodeCommand(ctx context.Context, r contract
 	}
 	if err != nil {
 		return nil, nodeError(err)
-	}
-	if w := deref(b.WaitSeconds, 0); w > 0 && !nodecommand.Terminal(cmd.Status) {
-		wctx, cancel := context.WithTimeout(ctx, time.Duration(w)*time.Second)
-		cmd, err = e.commands.Wait(wctx, cmd.CommandID)
-		cancel()
-		if err != nil {
-			return nil, nodeError(err)
-		}
 	}
 	return contract.CreateNodeCommand200JSONResponse(toNodeCommand(cmd)), nil
 }

@@ -109,8 +109,8 @@ func (s *Service) Do(ctx context.Context, c Call, out any) (Outcome, error) {
 	if c.Read {
 		wait = ReadWait
 	}
-	cmd, _, err := s.Commands.Create(ctx, nodecommand.CreateRequest{NodeID: rec.NodeID, EngineNodeID: rec.NodeID, Type: c.Type,
-		Payload: payload, Reason: c.Reason, Actor: c.Actor, Timeout: max(2*wait, time.Minute), Guards: nodes.ActiveGuards(rec.NodeID)})
+	cmd, _, err := s.Commands.CreateAndWait(ctx, nodecommand.CreateRequest{NodeID: rec.NodeID, EngineNodeID: rec.NodeID, Type: c.Type,
+		Payload: payload, Reason: c.Reason, Actor: c.Actor, Timeout: max(2*wait, time.Minute), Guards: nodes.ActiveGuards(rec.NodeID)}, wait)
 	if errors.Is(err, nodecommand.ErrGuard) {
 		err = fmt.Errorf("%w: %q", nodes.ErrRetired, rec.NodeID)
 	}
@@ -118,14 +118,6 @@ func (s *Service) Do(ctx context.Context, c Call, out any) (Outcome, error) {
 		return Outcome{}, err
 	}
 	o := Outcome{Node: rec, Command: cmd}
-	if wait > 0 {
-		wctx, cancel := context.WithTimeout(ctx, wait)
-		o.Command, err = s.Commands.Wait(wctx, cmd.CommandID)
-		cancel()
-		if err != nil {
-			return o, err
-		}
-	}
 	if !nodecommand.Terminal(o.Command.Status) {
 		if c.Read {
 			// Nobody will look at a late answer to a read.

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/svcplatform/svc/controlplane/store"
 	"github.com/svcplatform/svc/shared/agentapi"
 )
@@ -235,7 +237,6 @@ func (s *Service) Wait(ctx context.Context, id string) (*Record, error) {
 	h := s.h()
 	w := h.commandSignal(id)
 	defer h.forget(id, w)
-	ch, _ := h.current(w)
 	kv, _, err := store.Get(ctx, s.Store, recordKey(id), store.Local)
 	if err != nil {
 		return nil, err
@@ -243,26 +244,72 @@ func (s *Service) Wait(ctx context.Context, id string) (*Record, error) {
 	if kv == nil {
 		return nil, fmt.Errorf("%w: %q", ErrNotFound, id)
 	}
+	r, err := decode(kv)
+	if err != nil {
+		return nil, err
+	}
+	return s.follow(ctx, id, w, r, kv.ModRevision)
+}
+
+// follow waits on a registered waiter from the record r at revision rev
+// until the command ends or ctx does.
+func (s *Service) follow(ctx context.Context, id string, w *waiter, r *Record, rev int64) (*Record, error) {
+	h := s.h()
 	for {
-		r, err := decode(kv)
-		if err != nil || Terminal(r.Status) {
-			return r, err
+		ch, latest := h.current(w)
+		if latest != nil && latest.ModRevision > rev {
+			next, err := decode(latest)
+			if err != nil {
+				return r, err
+			}
+			r, rev = next, latest.ModRevision
+		}
+		if Terminal(r.Status) {
+			return r, nil
 		}
 		select {
 		case <-ctx.Done():
 			return r, nil
 		case <-ch:
 		}
-		var latest *store.KeyValue
-		ch, latest = h.current(w)
-		switch {
-		case latest == nil:
+		if _, latest := h.current(w); latest == nil {
 			// The watch lost its place: read the record.
-			if kv, _, err = store.Get(ctx, s.Store, recordKey(id), store.Local); err != nil || kv == nil {
+			kv, _, err := store.Get(ctx, s.Store, recordKey(id), store.Local)
+			if err != nil || kv == nil {
 				return r, err
 			}
-		case latest.ModRevision > kv.ModRevision:
-			kv = latest
+			if r, err = decode(kv); err != nil {
+				return nil, err
+			}
+			rev = kv.ModRevision
 		}
 	}
+}
+
+// CreateAndWait creates a command and waits up to wait for it to end. The
+// waiter is in place before the command exists, so no change is missed
+// and the new record is never read back.
+func (s *Service) CreateAndWait(ctx context.Context, req CreateRequest, wait time.Duration) (*Record, bool, error) {
+	if wait <= 0 {
+		return s.Create(ctx, req)
+	}
+	id, err := uuid.NewV7()
+	if err != nil {
+		return nil, false, err
+	}
+	h := s.h()
+	w := h.commandSignal(id.String())
+	defer h.forget(id.String(), w)
+	rec, created, err := s.create(ctx, req, id)
+	if err != nil {
+		return nil, false, err
+	}
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	if !created {
+		rec, err = s.Wait(wctx, rec.CommandID)
+		return rec, false, err
+	}
+	rec, err = s.follow(wctx, id.String(), w, rec, 0)
+	return rec, true, err
 }

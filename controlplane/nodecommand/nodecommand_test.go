@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/svcplatform/svc/controlplane/audit"
+	"github.com/svcplatform/svc/controlplane/store"
 	"github.com/svcplatform/svc/controlplane/store/raftnode"
 	"github.com/svcplatform/svc/controlplane/store/sqlitefsm"
 	"github.com/svcplatform/svc/shared/agentapi"
@@ -216,5 +217,35 @@ func TestListFiltersAndStats(t *testing.T) {
 	st, err := s.Stats(ctx, Filter{})
 	if err != nil || st.Total != 6 || st.ByStatus[Failed] != 1 || st.ByStatus[Pending] != 5 || st.ByCommandType[agentapi.TypePing] != 3 || st.OldestPendingMs <= 0 {
 		t.Fatalf("stats %+v %v", st, err)
+	}
+}
+
+// TestCreateAndWaitSeesAQuickResult: the waiter exists before the command,
+// so a result stored at once is not missed, and a reused key waits for the
+// first command.
+func TestCreateAndWaitSeesAQuickResult(t *testing.T) {
+	s, _ := newService(t)
+	ctx := t.Context()
+	go func() {
+		for i := 0; i < 2; i++ {
+			c, _ := s.Poll(ctx, "m1", 5*time.Second, 1)
+			for _, cmd := range c {
+				s.Complete(ctx, "m1", agentapi.CommandResult{CommandID: cmd.CommandID, Succeeded: true, Result: json.RawMessage(`{"n":1}`)})
+			}
+		}
+	}()
+	rec, created, err := s.CreateAndWait(ctx, CreateRequest{NodeID: "m1", Type: agentapi.TypePing, IdempotencyKey: "q", Actor: operator}, 5*time.Second)
+	if err != nil || !created || rec.Status != Succeeded || string(rec.Result) != `{"n":1}` {
+		t.Fatalf("%+v %v %v", rec, created, err)
+	}
+	again, created, err := s.CreateAndWait(ctx, CreateRequest{NodeID: "m1", Type: agentapi.TypePing, IdempotencyKey: "q", Actor: operator}, time.Second)
+	if err != nil || created || again.CommandID != rec.CommandID || again.Status != Succeeded {
+		t.Fatalf("reused key: %+v %v %v", again, created, err)
+	}
+	// Guards that do not hold refuse the creation.
+	guard := []store.Compare{store.Absent(Prefix)}
+	s.Store.Txn(ctx, store.TxnRequest{Then: []store.Op{store.Put(Prefix, []byte("x"))}})
+	if _, _, err := s.Create(ctx, CreateRequest{NodeID: "m1", Type: agentapi.TypePing, Guards: guard}); !errors.Is(err, ErrGuard) {
+		t.Fatalf("guard: %v", err)
 	}
 }

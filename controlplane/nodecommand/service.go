@@ -113,11 +113,15 @@ func idempotencyEntry(nodeID, key string) string {
 // Create stores a Pending command. With an idempotency key already used on
 // the node, it returns the existing command and created=false.
 func (s *Service) Create(ctx context.Context, req CreateRequest) (*Record, bool, error) {
-	if err := req.validate(); err != nil {
-		return nil, false, err
-	}
 	id, err := uuid.NewV7()
 	if err != nil {
+		return nil, false, err
+	}
+	return s.create(ctx, req, id)
+}
+
+func (s *Service) create(ctx context.Context, req CreateRequest, id uuid.UUID) (*Record, bool, error) {
+	if err := req.validate(); err != nil {
 		return nil, false, err
 	}
 	now := s.now()
