@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net"
 	"sync"
 	"testing"
 	"time"
@@ -12,29 +11,14 @@ import (
 	"github.com/svcplatform/svc/controlplane/audit"
 	"github.com/svcplatform/svc/controlplane/store"
 	"github.com/svcplatform/svc/controlplane/store/raftnode"
-	"github.com/svcplatform/svc/controlplane/store/sqlitefsm"
+	"github.com/svcplatform/svc/controlplane/store/storetest"
 	"github.com/svcplatform/svc/shared/agentapi"
 )
 
 // newService opens a real single-node store and a command service on it.
 func newService(t *testing.T) (*Service, *raftnode.Node) {
 	t.Helper()
-	ln, _ := net.Listen("tcp", "127.0.0.1:0")
-	addr := ln.Addr().String()
-	ln.Close()
-	n, err := raftnode.Open(raftnode.Config{NodeID: "cp1", DataDir: t.TempDir(), RaftBind: addr, LinkKeys: [][]byte{make([]byte, 32)},
-		Bootstrap: true, IndexSpecs: []sqlitefsm.IndexSpec{Index}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { n.Shutdown() })
-	deadline := time.Now().Add(20 * time.Second)
-	for !n.Leadership().IsLeader() {
-		if time.Now().After(deadline) {
-			t.Fatal("no leader")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	n := storetest.SingleNode(t, Index)
 	s := &Service{Store: n, Reader: n.State(), LocalNodeID: "cp1", Visibility: 300 * time.Millisecond}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net"
 	"sync"
 	"testing"
 	"time"
@@ -14,26 +13,14 @@ import (
 	"github.com/svcplatform/svc/controlplane/audit"
 	"github.com/svcplatform/svc/controlplane/events"
 	"github.com/svcplatform/svc/controlplane/store"
-	"github.com/svcplatform/svc/controlplane/store/raftnode"
+	"github.com/svcplatform/svc/controlplane/store/storetest"
 	"github.com/svcplatform/svc/shared/agentapi"
 	"github.com/svcplatform/svc/shared/pki"
 )
 
 func newService(t *testing.T) *Service {
 	t.Helper()
-	ln, _ := net.Listen("tcp", "127.0.0.1:0")
-	addr := ln.Addr().String()
-	ln.Close()
-	n, err := raftnode.Open(raftnode.Config{NodeID: "cp1", DataDir: t.TempDir(), RaftBind: addr, LinkKeys: [][]byte{make([]byte, 32)}, Bootstrap: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { n.Shutdown() })
-	for deadline := time.Now().Add(20 * time.Second); !n.Leadership().IsLeader(); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("no leader")
-		}
-	}
+	n := storetest.SingleNode(t)
 	return &Service{Store: n, LocalNodeID: "cp1"}
 }
 
