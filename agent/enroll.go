@@ -28,9 +28,6 @@ type EnrollOptions struct {
 	Force bool
 }
 
-// ErrCAMismatch refuses a server whose CA does not match the pin.
-var ErrCAMismatch = pki.ErrHashMismatch
-
 // Enroll pins the cluster CA, makes the node key here, sends a CSR with
 // the one-time code and stores key, certificate and CA (mode 0600). The
 // key never leaves the host.

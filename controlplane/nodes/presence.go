@@ -2,7 +2,6 @@ package nodes
 
 import (
 	"context"
-	"sort"
 	"sync"
 	"time"
 
@@ -146,18 +145,6 @@ func (p *Presence) Forget(nodeID string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	delete(p.nodes, nodeID)
-}
-
-// NodeIDs lists the nodes heard from, sorted.
-func (p *Presence) NodeIDs() []string {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	out := make([]string, 0, len(p.nodes))
-	for id := range p.nodes {
-		out = append(out, id)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // Bucket is the mean of the samples in [Start, Start+bucket).
