@@ -94,7 +94,7 @@ func NewEngine(d Deps) (*gin.Engine, error) {
 		return nil, err
 	}
 	handlers := endpoints{
-		systemEndpoints:   &systemEndpoints{svc: d.System, yaml: d.ContractYAML, docs: docs},
+		systemEndpoints:   &systemEndpoints{svc: d.System, nodes: d.Nodes, yaml: d.ContractYAML, docs: docs},
 		securityEndpoints: &securityEndpoints{tokens: d.Tokens, audit: d.Node.State()},
 		accountEndpoints:  &accountEndpoints{accounts: d.Accounts},
 		rtspAuthEndpoints: &rtspAuthEndpoints{creds: d.RTSPAuth},

@@ -10,15 +10,42 @@ import (
 
 	"github.com/svcplatform/svc/api/contract"
 	"github.com/svcplatform/svc/controlplane/identity"
+	"github.com/svcplatform/svc/controlplane/nodes"
 	"github.com/svcplatform/svc/controlplane/system"
 )
 
 // systemEndpoints implements the strict server interface for module 01 and
 // the cluster status; each method hands over to system.Service.
 type systemEndpoints struct {
-	svc  *system.Service
-	yaml []byte
-	docs []byte // rendered docs page
+	svc   *system.Service
+	nodes *nodes.Service
+	yaml  []byte
+	docs  []byte // rendered docs page
+}
+
+// mediaHosts counts the media hosts by status for the cluster status.
+func mediaHosts(ctx context.Context, n *nodes.Service) (*contract.ClusterMediaHosts, error) {
+	recs, err := n.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	h := &contract.ClusterMediaHosts{Total: int32(len(recs))}
+	for _, r := range recs {
+		switch r.Status {
+		case nodes.StatusOnline:
+			h.Online++
+			if r.Engine.Media == nodes.MediaOnline {
+				h.MediaServersOnline++
+			}
+		case nodes.StatusOffline:
+			h.Offline++
+		case nodes.StatusPending:
+			h.Pending++
+		case nodes.StatusRetired:
+			h.Retired++
+		}
+	}
+	return h, nil
 }
 
 // systemError maps the system package's sentinels to contract errors.
@@ -210,5 +237,8 @@ func (e *systemEndpoints) SendTestEmail(ctx context.Context, r contract.SendTest
 func (e *systemEndpoints) GetClusterStatus(ctx context.Context, r contract.GetClusterStatusRequestObject) (contract.GetClusterStatusResponseObject, error) {
 	ctx = requestContext(ctx)
 	st, err := e.svc.ClusterStatus(ctx, r.Params.ClusterId)
+	if err == nil && e.nodes != nil {
+		st.MediaHosts, err = mediaHosts(ctx, e.nodes)
+	}
 	return contract.GetClusterStatus200JSONResponse(st), systemError(err)
 }
