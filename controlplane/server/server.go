@@ -50,7 +50,7 @@ const authContactWindow = 10 * time.Second
 
 // OwnedPrefixes are the key prefixes this version writes; the migration
 // audit reports anything else as a residue.
-var OwnedPrefixes = []string{"/cluster/", "/security/", "/system/", "/nodes/"}
+var OwnedPrefixes = []string{"/cluster/", "/security/", "/system/", "/nodes/", "/events/"}
 
 // Server is a running control node.
 type Server struct {
