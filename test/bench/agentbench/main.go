@@ -329,8 +329,9 @@ func report(cmd string, agents, inflight int, one, many, load result) string {
 		agents, ms(many.p99), verdict(many.p99 < 100*time.Millisecond), load.perSecond, verdict(load.perSecond >= 1000))
 	fmt.Fprintf(&b, "The API callers, the agents and the control node are this one process on the machine's two cores, so the per-second "+
 		"figure is a floor for the control node alone, and it moves with whatever else the shared machine runs (the load average above; "+
-		"the CPU per command is the steadier figure). At about 2 ms of CPU per command, all of it counted, two free cores carry about "+
-		"1,000 commands/s.\n\n")
+		"the CPU per command is the steadier figure). At %.1f ms of CPU per command in the sustained case, all of it counted, the "+
+		"machine's %d cores, free of other work, would carry about %.0f commands/s.\n\n", load.cpu/load.perSecond*1000, runtime.NumCPU(),
+		float64(runtime.NumCPU())*load.perSecond/load.cpu)
 	fmt.Fprintf(&b, "### What limits it\n\nFrom CPU profiles of the sustained case (`-cpuprofile FILE`, then `go tool pprof -top -cum FILE`), "+
 		"November 2026: reads of the local SQLite state are about 30%% (each is a read transaction: the node record per agent request, "+
 		"because a retirement must be refused at once and the record cache lives for one store revision only; the API token lookup; the "+
