@@ -54,51 +54,77 @@ func (s *Service) rows(ctx context.Context, cond string, args ...any) ([]pending
 	return out, err
 }
 
-// claim moves up to max Pending commands of a node to Dispatched in one
-// Txn that compares each record's mod revision. When another control node
-// claimed one of them first, the claim is retried on fresh state.
+// dispatch hands rows to the node's agent in one Txn comparing each row's
+// mod revision; ok is false (with the revision to wait for) when another
+// writer changed one of them first.
+func (s *Service) dispatch(ctx context.Context, rows []pendingRow) (out []*Record, ok bool, rev int64, err error) {
+	now := s.now()
+	req := store.TxnRequest{}
+	for _, p := range rows {
+		r := p.rec
+		if r.Status != Pending || !now.Before(r.ExpiresAt) {
+			continue // the reaper times out an expired one
+		}
+		r.Attempt++
+		r.DispatchedAt, r.DispatchedVia = &now, s.LocalNodeID
+		r.hold(now.Add(r.Visibility))
+		r.transition(Dispatched, now, s.LocalNodeID, "")
+		val, err := json.Marshal(r)
+		if err != nil {
+			return nil, false, 0, err
+		}
+		req.Compares = append(req.Compares, store.ModRevisionIs(p.key, p.rev))
+		req.Then = append(req.Then, store.Put(p.key, val))
+		out = append(out, r)
+	}
+	if len(out) == 0 {
+		return nil, true, 0, nil
+	}
+	resp, err := s.Store.Txn(ctx, req)
+	if err != nil {
+		return nil, false, 0, err
+	}
+	if !resp.Succeeded {
+		return nil, false, resp.Header.Revision, nil
+	}
+	return out, true, 0, nil
+}
+
+// claim moves up to max Pending commands of a node, found through the
+// index, to Dispatched. When another control node claimed one of them
+// first, the claim is retried on fresh state.
 func (s *Service) claim(ctx context.Context, nodeID string, max int) ([]*Record, error) {
 	for attempt := 0; attempt < 5; attempt++ {
 		rows, err := s.pending(ctx, nodeID, max)
 		if err != nil || len(rows) == 0 {
 			return nil, err
 		}
-		now := s.now()
-		req := store.TxnRequest{}
-		var out []*Record
-		for _, p := range rows {
-			r := p.rec
-			if !now.Before(r.ExpiresAt) {
-				continue // the reaper times it out
-			}
-			r.Attempt++
-			r.DispatchedAt, r.DispatchedVia = &now, s.LocalNodeID
-			r.hold(now.Add(r.Visibility))
-			r.transition(Dispatched, now, s.LocalNodeID, "")
-			val, err := json.Marshal(r)
-			if err != nil {
-				return nil, err
-			}
-			req.Compares = append(req.Compares, store.ModRevisionIs(p.key, p.rev))
-			req.Then = append(req.Then, store.Put(p.key, val))
-			out = append(out, r)
+		out, ok, rev, err := s.dispatch(ctx, rows)
+		if err != nil || ok {
+			return out, err
 		}
-		if len(out) == 0 {
-			return nil, nil
-		}
-		resp, err := s.Store.Txn(ctx, req)
-		if err != nil {
-			return nil, err
-		}
-		if resp.Succeeded {
-			return out, nil
-		}
-		if err := s.Store.WaitForRevision(ctx, resp.Header.Revision); err != nil {
+		if err := s.Store.WaitForRevision(ctx, rev); err != nil {
 			return nil, err
 		}
 	}
 	s.h().unsure(nodeID)
 	return nil, nil
+}
+
+// claimQueued claims the Pending commands the watch delivered for a node
+// that was clean, without reading the store; ok is false when one changed
+// meanwhile, and the caller then looks at the store.
+func (s *Service) claimQueued(ctx context.Context, kvs []*store.KeyValue) ([]*Record, bool, error) {
+	rows := make([]pendingRow, 0, len(kvs))
+	for _, kv := range kvs {
+		r, err := decode(kv)
+		if err != nil {
+			return nil, false, err
+		}
+		rows = append(rows, pendingRow{key: kv.Key, rev: kv.ModRevision, rec: r})
+	}
+	out, ok, _, err := s.dispatch(ctx, rows)
+	return out, ok, err
 }
 
 // Poll hands the node's Pending commands to its agent, waiting up to wait
@@ -115,15 +141,22 @@ func (s *Service) Poll(ctx context.Context, nodeID string, wait time.Duration, m
 		// between the look and the wait is not missed.
 		woken := s.h().nodeSignal(nodeID)
 		var recs []*Record
+		var err error
 		if s.h().mayHavePending(nodeID) {
-			var err error
-			if recs, err = s.claim(ctx, nodeID, max); err != nil {
-				s.h().unsure(nodeID)
-				return nil, err
-			}
+			recs, err = s.claim(ctx, nodeID, max)
 			if len(recs) == max {
 				s.h().unsure(nodeID)
 			}
+		} else if kvs := s.h().popQueue(nodeID, max); len(kvs) > 0 {
+			var ok bool
+			if recs, ok, err = s.claimQueued(ctx, kvs); err == nil && !ok {
+				s.h().unsure(nodeID)
+				continue
+			}
+		}
+		if err != nil {
+			s.h().unsure(nodeID)
+			return nil, err
 		}
 		if len(recs) > 0 {
 			out := make([]agentapi.Command, len(recs))

@@ -15,11 +15,17 @@ type hub struct {
 	mu    sync.Mutex
 	nodes map[string]chan struct{}
 	cmds  map[string]*waiter
-	// clean marks nodes known to have no Pending command since their last
-	// claim found none; a Pending change (or a lost watch) makes a node
-	// unknown again, and only then does a poll query the store.
+	// clean marks nodes whose Pending commands are all in queue: their
+	// last look at the store found none left, and every Pending change
+	// since came through the watch. A poll of a clean node claims from the
+	// queue without reading the store; a lost watch, a full queue or a
+	// failed claim makes the node unknown again, and the next poll looks.
 	clean map[string]bool
+	queue map[string][]*store.KeyValue
 }
+
+// queueLimit bounds the Pending changes kept per clean node.
+const queueLimit = 1024
 
 type waiter struct {
 	ch chan struct{}
@@ -31,7 +37,7 @@ type waiter struct {
 
 func (s *Service) h() *hub {
 	s.hubOnce.Do(func() {
-		s.hub = &hub{nodes: map[string]chan struct{}{}, cmds: map[string]*waiter{}, clean: map[string]bool{}}
+		s.hub = &hub{nodes: map[string]chan struct{}{}, cmds: map[string]*waiter{}, clean: map[string]bool{}, queue: map[string][]*store.KeyValue{}}
 	})
 	return s.hub
 }
@@ -79,13 +85,43 @@ func (h *hub) forget(id string, w *waiter) {
 }
 
 // mayHavePending reports whether a poll must look at the store, and marks
-// the node clean for the look it is about to take.
+// the node clean for the look it is about to take (which covers whatever
+// the queue held).
 func (h *hub) mayHavePending(node string) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	was := h.clean[node]
-	h.clean[node] = true
+	if !was {
+		h.clean[node] = true
+		delete(h.queue, node)
+	}
 	return !was
+}
+
+// popQueue takes up to max queued Pending changes of a clean node.
+func (h *hub) popQueue(node string, max int) []*store.KeyValue {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	q := h.queue[node]
+	n := min(max, len(q))
+	out := append([]*store.KeyValue(nil), q[:n]...)
+	if n == len(q) {
+		delete(h.queue, node)
+	} else {
+		h.queue[node] = q[n:]
+	}
+	return out
+}
+
+// queuePut adds a Pending change, replacing an older one of the same key.
+func queuePut(q []*store.KeyValue, kv *store.KeyValue) []*store.KeyValue {
+	for i, e := range q {
+		if e.Key == kv.Key {
+			q[i] = kv
+			return q
+		}
+	}
+	return append(q, kv)
 }
 
 // unsure forgets that a node is clean (a claim left commands behind).
@@ -93,13 +129,27 @@ func (h *hub) unsure(node string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	delete(h.clean, node)
+	delete(h.queue, node)
 }
 
 func (h *hub) wake(node, id string, pending bool, kv *store.KeyValue) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if pending {
+	switch q := h.queue[node]; {
+	case pending && h.clean[node] && len(q) < queueLimit:
+		h.queue[node] = queuePut(q, kv)
+	case pending:
 		delete(h.clean, node)
+		delete(h.queue, node)
+	case len(q) > 0:
+		// Handed out (or ended) meanwhile: no longer to claim.
+		kept := q[:0]
+		for _, e := range q {
+			if e.Key != kv.Key {
+				kept = append(kept, e)
+			}
+		}
+		h.queue[node] = kept
 	}
 	if ch, ok := h.nodes[node]; ok && pending {
 		close(ch)
@@ -117,6 +167,7 @@ func (h *hub) wakeAll() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.clean = map[string]bool{}
+	h.queue = map[string][]*store.KeyValue{}
 	for n, ch := range h.nodes {
 		close(ch)
 		delete(h.nodes, n)

@@ -233,3 +233,38 @@ func TestCreateAndWaitSeesAQuickResult(t *testing.T) {
 		t.Fatalf("guard: %v", err)
 	}
 }
+
+// TestPollClaimsFromTheWatch: once a node's poll found nothing, commands
+// for it are claimed from the watch's queue; one changed behind the
+// queue's back makes the poll look at the store, and nothing is lost or
+// handed out twice.
+func TestPollClaimsFromTheWatch(t *testing.T) {
+	s, _ := newService(t)
+	ctx := t.Context()
+	if c, _ := s.Poll(ctx, "m1", 20*time.Millisecond, 8); len(c) != 0 {
+		t.Fatal("commands out of nowhere")
+	}
+	var ids []string
+	for i := 0; i < 3; i++ {
+		rec, _, _ := s.Create(ctx, CreateRequest{NodeID: "m1", Type: agentapi.TypePing, Actor: operator})
+		ids = append(ids, rec.CommandID)
+	}
+	// One is canceled (it leaves the queue) and one changed out of band
+	// (its queued copy is stale).
+	s.Cancel(ctx, operator, ids[0], "")
+	s.change(ctx, ids[1], func(r *Record) error { r.Reason = "edited"; return nil })
+	time.Sleep(200 * time.Millisecond)
+	got := map[string]int{}
+	for i := 0; i < 3; i++ {
+		c, err := s.Poll(ctx, "m1", 200*time.Millisecond, 8)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, cmd := range c {
+			got[cmd.CommandID]++
+		}
+	}
+	if len(got) != 2 || got[ids[1]] != 1 || got[ids[2]] != 1 {
+		t.Fatalf("handed out %v, want %s and %s once each", got, ids[1], ids[2])
+	}
+}
