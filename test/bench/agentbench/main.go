@@ -333,12 +333,12 @@ func report(cmd string, agents, inflight int, one, many, load result) string {
 		"machine's %d cores, free of other work, would carry about %.0f commands/s.\n\n", load.cpu/load.perSecond*1000, runtime.NumCPU(),
 		float64(runtime.NumCPU())*load.perSecond/load.cpu)
 	fmt.Fprintf(&b, "### What limits it\n\nFrom CPU profiles of the sustained case (`-cpuprofile FILE`, then `go tool pprof -top -cum FILE`), "+
-		"November 2026: reads of the local SQLite state are about 30%% (each is a read transaction: the node record per agent request, "+
+		"November 2026: reads of the local SQLite state are about 20%% (each is a read transaction: the node record per agent request, "+
 		"because a retirement must be refused at once and the record cache lives for one store revision only; the API token lookup; the "+
-		"claim's index query; the result's read-modify-write), the state machine applying the three writes about 20-30%% (each command "+
+		"result's read-modify-write), the state machine applying the three writes about 20-30%% (each command "+
 		"write updates the record, its history row and five index b-trees; creation also writes its audit record), the API guard about "+
-		"20%% (authentication, permission and validation against the contract), and JSON about 10%%. A command's caller reads the record "+
-		"once (later changes come with the watch), and a long poll looks at the store only when a Pending change arrived for its node.\n")
+		"20%% (authentication, permission and validation against the contract), and JSON about 10%%. A waiting caller never reads the "+
+		"command back (its changes come with the watch), and a long poll claims new commands from the watch's queue instead of the index.\n")
 	return b.String()
 }
 
