@@ -19,6 +19,13 @@ case "${1:-}" in
     packages+=(python3 python3-gi python3-gst-1.0 gir1.2-gst-rtsp-server-1.0 gstreamer1.0-rtsp
       gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good
       gstreamer1.0-plugins-bad gstreamer1.0-plugins-ugly gstreamer1.0-libav)
+    # systemd: systemd-analyze verify checks the agent's unit
+    # (agent TestUnitPassesSystemdAnalyzeVerify).
+    # util-linux: unshare -n makes the network namespaces of the host
+    # tuning tests (agent/hosttune TestApplyInNetworkNamespace, test/e2e
+    # TestHostTuningThroughAgentInNetworkNamespace).
+    # iproute2: ip link set lo up inside that namespace (test/e2e).
+    packages+=(systemd util-linux iproute2)
     ;;
   bench)
     # etcd-server: the store benchmark compares against etcd on loopback.

@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -390,6 +391,36 @@ func (e ClusterMemberHealthStatus) Valid() bool {
 	}
 }
 
+// Defines values for CreateNodeLifecycleOperationRequestOperation.
+const (
+	CreateNodeLifecycleOperationRequestOperationAgentRestart     CreateNodeLifecycleOperationRequestOperation = "agent-restart"
+	CreateNodeLifecycleOperationRequestOperationCertificateRenew CreateNodeLifecycleOperationRequestOperation = "certificate-renew"
+	CreateNodeLifecycleOperationRequestOperationEngineReload     CreateNodeLifecycleOperationRequestOperation = "engine-reload"
+	CreateNodeLifecycleOperationRequestOperationEngineRestart    CreateNodeLifecycleOperationRequestOperation = "engine-restart"
+	CreateNodeLifecycleOperationRequestOperationEngineStart      CreateNodeLifecycleOperationRequestOperation = "engine-start"
+	CreateNodeLifecycleOperationRequestOperationEngineStop       CreateNodeLifecycleOperationRequestOperation = "engine-stop"
+)
+
+// Valid indicates whether the value is a known member of the CreateNodeLifecycleOperationRequestOperation enum.
+func (e CreateNodeLifecycleOperationRequestOperation) Valid() bool {
+	switch e {
+	case CreateNodeLifecycleOperationRequestOperationAgentRestart:
+		return true
+	case CreateNodeLifecycleOperationRequestOperationCertificateRenew:
+		return true
+	case CreateNodeLifecycleOperationRequestOperationEngineReload:
+		return true
+	case CreateNodeLifecycleOperationRequestOperationEngineRestart:
+		return true
+	case CreateNodeLifecycleOperationRequestOperationEngineStart:
+		return true
+	case CreateNodeLifecycleOperationRequestOperationEngineStop:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for CreateUserRequestStatus.
 const (
 	CreateUserRequestStatusActive   CreateUserRequestStatus = "active"
@@ -474,6 +505,255 @@ func (e DocumentationAuditItemProblem) Valid() bool {
 	}
 }
 
+// Defines values for EngineCoreSettingsPatchHlsFormat.
+const (
+	EngineCoreSettingsPatchHlsFormatFmp4 EngineCoreSettingsPatchHlsFormat = "fmp4"
+	EngineCoreSettingsPatchHlsFormatTs   EngineCoreSettingsPatchHlsFormat = "ts"
+)
+
+// Valid indicates whether the value is a known member of the EngineCoreSettingsPatchHlsFormat enum.
+func (e EngineCoreSettingsPatchHlsFormat) Valid() bool {
+	switch e {
+	case EngineCoreSettingsPatchHlsFormatFmp4:
+		return true
+	case EngineCoreSettingsPatchHlsFormatTs:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for EngineCoreSettingsPatchLogLevel.
+const (
+	EngineCoreSettingsPatchLogLevelDebug EngineCoreSettingsPatchLogLevel = "debug"
+	EngineCoreSettingsPatchLogLevelError EngineCoreSettingsPatchLogLevel = "error"
+	EngineCoreSettingsPatchLogLevelInfo  EngineCoreSettingsPatchLogLevel = "info"
+	EngineCoreSettingsPatchLogLevelWarn  EngineCoreSettingsPatchLogLevel = "warn"
+)
+
+// Valid indicates whether the value is a known member of the EngineCoreSettingsPatchLogLevel enum.
+func (e EngineCoreSettingsPatchLogLevel) Valid() bool {
+	switch e {
+	case EngineCoreSettingsPatchLogLevelDebug:
+		return true
+	case EngineCoreSettingsPatchLogLevelError:
+		return true
+	case EngineCoreSettingsPatchLogLevelInfo:
+		return true
+	case EngineCoreSettingsPatchLogLevelWarn:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for EngineCoreSettingsValuesHlsFormat.
+const (
+	EngineCoreSettingsValuesHlsFormatFmp4 EngineCoreSettingsValuesHlsFormat = "fmp4"
+	EngineCoreSettingsValuesHlsFormatTs   EngineCoreSettingsValuesHlsFormat = "ts"
+)
+
+// Valid indicates whether the value is a known member of the EngineCoreSettingsValuesHlsFormat enum.
+func (e EngineCoreSettingsValuesHlsFormat) Valid() bool {
+	switch e {
+	case EngineCoreSettingsValuesHlsFormatFmp4:
+		return true
+	case EngineCoreSettingsValuesHlsFormatTs:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for EngineCoreSettingsValuesLogLevel.
+const (
+	EngineCoreSettingsValuesLogLevelDebug EngineCoreSettingsValuesLogLevel = "debug"
+	EngineCoreSettingsValuesLogLevelError EngineCoreSettingsValuesLogLevel = "error"
+	EngineCoreSettingsValuesLogLevelInfo  EngineCoreSettingsValuesLogLevel = "info"
+	EngineCoreSettingsValuesLogLevelWarn  EngineCoreSettingsValuesLogLevel = "warn"
+)
+
+// Valid indicates whether the value is a known member of the EngineCoreSettingsValuesLogLevel enum.
+func (e EngineCoreSettingsValuesLogLevel) Valid() bool {
+	switch e {
+	case EngineCoreSettingsValuesLogLevelDebug:
+		return true
+	case EngineCoreSettingsValuesLogLevelError:
+		return true
+	case EngineCoreSettingsValuesLogLevelInfo:
+		return true
+	case EngineCoreSettingsValuesLogLevelWarn:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for EngineNodeAgentStatus.
+const (
+	EngineNodeAgentStatusOffline EngineNodeAgentStatus = "offline"
+	EngineNodeAgentStatusOnline  EngineNodeAgentStatus = "online"
+	EngineNodeAgentStatusPending EngineNodeAgentStatus = "pending"
+	EngineNodeAgentStatusRetired EngineNodeAgentStatus = "retired"
+)
+
+// Valid indicates whether the value is a known member of the EngineNodeAgentStatus enum.
+func (e EngineNodeAgentStatus) Valid() bool {
+	switch e {
+	case EngineNodeAgentStatusOffline:
+		return true
+	case EngineNodeAgentStatusOnline:
+		return true
+	case EngineNodeAgentStatusPending:
+		return true
+	case EngineNodeAgentStatusRetired:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for EngineNodeStatus.
+const (
+	EngineNodeStatusBackoff     EngineNodeStatus = "backoff"
+	EngineNodeStatusCrashed     EngineNodeStatus = "crashed"
+	EngineNodeStatusRunning     EngineNodeStatus = "running"
+	EngineNodeStatusStartFailed EngineNodeStatus = "start_failed"
+	EngineNodeStatusStarting    EngineNodeStatus = "starting"
+	EngineNodeStatusStopped     EngineNodeStatus = "stopped"
+	EngineNodeStatusUnknown     EngineNodeStatus = "unknown"
+)
+
+// Valid indicates whether the value is a known member of the EngineNodeStatus enum.
+func (e EngineNodeStatus) Valid() bool {
+	switch e {
+	case EngineNodeStatusBackoff:
+		return true
+	case EngineNodeStatusCrashed:
+		return true
+	case EngineNodeStatusRunning:
+		return true
+	case EngineNodeStatusStartFailed:
+		return true
+	case EngineNodeStatusStarting:
+		return true
+	case EngineNodeStatusStopped:
+		return true
+	case EngineNodeStatusUnknown:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for EngineProcessActionResultStatus.
+const (
+	EngineProcessActionResultStatusCanceled   EngineProcessActionResultStatus = "Canceled"
+	EngineProcessActionResultStatusDispatched EngineProcessActionResultStatus = "Dispatched"
+	EngineProcessActionResultStatusFailed     EngineProcessActionResultStatus = "Failed"
+	EngineProcessActionResultStatusPending    EngineProcessActionResultStatus = "Pending"
+	EngineProcessActionResultStatusRunning    EngineProcessActionResultStatus = "Running"
+	EngineProcessActionResultStatusSucceeded  EngineProcessActionResultStatus = "Succeeded"
+	EngineProcessActionResultStatusTimedOut   EngineProcessActionResultStatus = "TimedOut"
+)
+
+// Valid indicates whether the value is a known member of the EngineProcessActionResultStatus enum.
+func (e EngineProcessActionResultStatus) Valid() bool {
+	switch e {
+	case EngineProcessActionResultStatusCanceled:
+		return true
+	case EngineProcessActionResultStatusDispatched:
+		return true
+	case EngineProcessActionResultStatusFailed:
+		return true
+	case EngineProcessActionResultStatusPending:
+		return true
+	case EngineProcessActionResultStatusRunning:
+		return true
+	case EngineProcessActionResultStatusSucceeded:
+		return true
+	case EngineProcessActionResultStatusTimedOut:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for EngineProcessStateAgentStatus.
+const (
+	EngineProcessStateAgentStatusOffline EngineProcessStateAgentStatus = "offline"
+	EngineProcessStateAgentStatusOnline  EngineProcessStateAgentStatus = "online"
+	EngineProcessStateAgentStatusPending EngineProcessStateAgentStatus = "pending"
+	EngineProcessStateAgentStatusRetired EngineProcessStateAgentStatus = "retired"
+)
+
+// Valid indicates whether the value is a known member of the EngineProcessStateAgentStatus enum.
+func (e EngineProcessStateAgentStatus) Valid() bool {
+	switch e {
+	case EngineProcessStateAgentStatusOffline:
+		return true
+	case EngineProcessStateAgentStatusOnline:
+		return true
+	case EngineProcessStateAgentStatusPending:
+		return true
+	case EngineProcessStateAgentStatusRetired:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for EngineProcessStateStatus.
+const (
+	EngineProcessStateStatusBackoff     EngineProcessStateStatus = "backoff"
+	EngineProcessStateStatusCrashed     EngineProcessStateStatus = "crashed"
+	EngineProcessStateStatusRunning     EngineProcessStateStatus = "running"
+	EngineProcessStateStatusStartFailed EngineProcessStateStatus = "start_failed"
+	EngineProcessStateStatusStarting    EngineProcessStateStatus = "starting"
+	EngineProcessStateStatusStopped     EngineProcessStateStatus = "stopped"
+	EngineProcessStateStatusUnknown     EngineProcessStateStatus = "unknown"
+)
+
+// Valid indicates whether the value is a known member of the EngineProcessStateStatus enum.
+func (e EngineProcessStateStatus) Valid() bool {
+	switch e {
+	case EngineProcessStateStatusBackoff:
+		return true
+	case EngineProcessStateStatusCrashed:
+		return true
+	case EngineProcessStateStatusRunning:
+		return true
+	case EngineProcessStateStatusStartFailed:
+		return true
+	case EngineProcessStateStatusStarting:
+		return true
+	case EngineProcessStateStatusStopped:
+		return true
+	case EngineProcessStateStatusUnknown:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for EngineProtocolCapabilityDirection.
+const (
+	EngineProtocolCapabilityDirectionInput  EngineProtocolCapabilityDirection = "input"
+	EngineProtocolCapabilityDirectionOutput EngineProtocolCapabilityDirection = "output"
+)
+
+// Valid indicates whether the value is a known member of the EngineProtocolCapabilityDirection enum.
+func (e EngineProtocolCapabilityDirection) Valid() bool {
+	switch e {
+	case EngineProtocolCapabilityDirectionInput:
+		return true
+	case EngineProtocolCapabilityDirectionOutput:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for EventEnvelopeSource.
 const (
 	EventEnvelopeSourceEngine              EventEnvelopeSource = "engine"
@@ -549,6 +829,447 @@ func (e HostTuningParameterCategory) Valid() bool {
 	}
 }
 
+// Defines values for MediaServerAgentStatus.
+const (
+	MediaServerAgentStatusOffline MediaServerAgentStatus = "offline"
+	MediaServerAgentStatusOnline  MediaServerAgentStatus = "online"
+	MediaServerAgentStatusPending MediaServerAgentStatus = "pending"
+	MediaServerAgentStatusRetired MediaServerAgentStatus = "retired"
+)
+
+// Valid indicates whether the value is a known member of the MediaServerAgentStatus enum.
+func (e MediaServerAgentStatus) Valid() bool {
+	switch e {
+	case MediaServerAgentStatusOffline:
+		return true
+	case MediaServerAgentStatusOnline:
+		return true
+	case MediaServerAgentStatusPending:
+		return true
+	case MediaServerAgentStatusRetired:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for MediaServerEngineStatus.
+const (
+	MediaServerEngineStatusBackoff     MediaServerEngineStatus = "backoff"
+	MediaServerEngineStatusCrashed     MediaServerEngineStatus = "crashed"
+	MediaServerEngineStatusRunning     MediaServerEngineStatus = "running"
+	MediaServerEngineStatusStartFailed MediaServerEngineStatus = "start_failed"
+	MediaServerEngineStatusStarting    MediaServerEngineStatus = "starting"
+	MediaServerEngineStatusStopped     MediaServerEngineStatus = "stopped"
+	MediaServerEngineStatusUnknown     MediaServerEngineStatus = "unknown"
+)
+
+// Valid indicates whether the value is a known member of the MediaServerEngineStatus enum.
+func (e MediaServerEngineStatus) Valid() bool {
+	switch e {
+	case MediaServerEngineStatusBackoff:
+		return true
+	case MediaServerEngineStatusCrashed:
+		return true
+	case MediaServerEngineStatusRunning:
+		return true
+	case MediaServerEngineStatusStartFailed:
+		return true
+	case MediaServerEngineStatusStarting:
+		return true
+	case MediaServerEngineStatusStopped:
+		return true
+	case MediaServerEngineStatusUnknown:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for MediaServerStatus.
+const (
+	MediaServerStatusOffline MediaServerStatus = "offline"
+	MediaServerStatusOnline  MediaServerStatus = "online"
+	MediaServerStatusRetired MediaServerStatus = "retired"
+)
+
+// Valid indicates whether the value is a known member of the MediaServerStatus enum.
+func (e MediaServerStatus) Valid() bool {
+	switch e {
+	case MediaServerStatusOffline:
+		return true
+	case MediaServerStatusOnline:
+		return true
+	case MediaServerStatusRetired:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for MediaServerReferenceGroupKind.
+const (
+	MediaServerReferenceGroupKindActiveRtpPortLeases MediaServerReferenceGroupKind = "active-rtp-port-leases"
+	MediaServerReferenceGroupKindActiveStreams       MediaServerReferenceGroupKind = "active-streams"
+	MediaServerReferenceGroupKindConnectedPlayers    MediaServerReferenceGroupKind = "connected-players"
+	MediaServerReferenceGroupKindOpenNodeCommands    MediaServerReferenceGroupKind = "open-node-commands"
+	MediaServerReferenceGroupKindTranscoderTemplates MediaServerReferenceGroupKind = "transcoder-templates"
+)
+
+// Valid indicates whether the value is a known member of the MediaServerReferenceGroupKind enum.
+func (e MediaServerReferenceGroupKind) Valid() bool {
+	switch e {
+	case MediaServerReferenceGroupKindActiveRtpPortLeases:
+		return true
+	case MediaServerReferenceGroupKindActiveStreams:
+		return true
+	case MediaServerReferenceGroupKindConnectedPlayers:
+		return true
+	case MediaServerReferenceGroupKindOpenNodeCommands:
+		return true
+	case MediaServerReferenceGroupKindTranscoderTemplates:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for NodeKind.
+const (
+	NodeKindControl NodeKind = "control"
+	NodeKindMedia   NodeKind = "media"
+)
+
+// Valid indicates whether the value is a known member of the NodeKind enum.
+func (e NodeKind) Valid() bool {
+	switch e {
+	case NodeKindControl:
+		return true
+	case NodeKindMedia:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for NodeStatus.
+const (
+	NodeStatusOffline NodeStatus = "offline"
+	NodeStatusOnline  NodeStatus = "online"
+	NodeStatusPending NodeStatus = "pending"
+	NodeStatusRetired NodeStatus = "retired"
+)
+
+// Valid indicates whether the value is a known member of the NodeStatus enum.
+func (e NodeStatus) Valid() bool {
+	switch e {
+	case NodeStatusOffline:
+		return true
+	case NodeStatusOnline:
+		return true
+	case NodeStatusPending:
+		return true
+	case NodeStatusRetired:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for NodeAgentEngineStatus.
+const (
+	NodeAgentEngineStatusBackoff     NodeAgentEngineStatus = "backoff"
+	NodeAgentEngineStatusCrashed     NodeAgentEngineStatus = "crashed"
+	NodeAgentEngineStatusRunning     NodeAgentEngineStatus = "running"
+	NodeAgentEngineStatusStartFailed NodeAgentEngineStatus = "start_failed"
+	NodeAgentEngineStatusStarting    NodeAgentEngineStatus = "starting"
+	NodeAgentEngineStatusStopped     NodeAgentEngineStatus = "stopped"
+	NodeAgentEngineStatusUnknown     NodeAgentEngineStatus = "unknown"
+)
+
+// Valid indicates whether the value is a known member of the NodeAgentEngineStatus enum.
+func (e NodeAgentEngineStatus) Valid() bool {
+	switch e {
+	case NodeAgentEngineStatusBackoff:
+		return true
+	case NodeAgentEngineStatusCrashed:
+		return true
+	case NodeAgentEngineStatusRunning:
+		return true
+	case NodeAgentEngineStatusStartFailed:
+		return true
+	case NodeAgentEngineStatusStarting:
+		return true
+	case NodeAgentEngineStatusStopped:
+		return true
+	case NodeAgentEngineStatusUnknown:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for NodeAgentStatus.
+const (
+	NodeAgentStatusOffline NodeAgentStatus = "offline"
+	NodeAgentStatusOnline  NodeAgentStatus = "online"
+	NodeAgentStatusPending NodeAgentStatus = "pending"
+	NodeAgentStatusRetired NodeAgentStatus = "retired"
+)
+
+// Valid indicates whether the value is a known member of the NodeAgentStatus enum.
+func (e NodeAgentStatus) Valid() bool {
+	switch e {
+	case NodeAgentStatusOffline:
+		return true
+	case NodeAgentStatusOnline:
+		return true
+	case NodeAgentStatusPending:
+		return true
+	case NodeAgentStatusRetired:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for NodeCommandStatus.
+const (
+	NodeCommandStatusCanceled   NodeCommandStatus = "Canceled"
+	NodeCommandStatusDispatched NodeCommandStatus = "Dispatched"
+	NodeCommandStatusFailed     NodeCommandStatus = "Failed"
+	NodeCommandStatusPending    NodeCommandStatus = "Pending"
+	NodeCommandStatusRunning    NodeCommandStatus = "Running"
+	NodeCommandStatusSucceeded  NodeCommandStatus = "Succeeded"
+	NodeCommandStatusTimedOut   NodeCommandStatus = "TimedOut"
+)
+
+// Valid indicates whether the value is a known member of the NodeCommandStatus enum.
+func (e NodeCommandStatus) Valid() bool {
+	switch e {
+	case NodeCommandStatusCanceled:
+		return true
+	case NodeCommandStatusDispatched:
+		return true
+	case NodeCommandStatusFailed:
+		return true
+	case NodeCommandStatusPending:
+		return true
+	case NodeCommandStatusRunning:
+		return true
+	case NodeCommandStatusSucceeded:
+		return true
+	case NodeCommandStatusTimedOut:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for NodeCommandAcceptedStatus.
+const (
+	NodeCommandAcceptedStatusCanceled   NodeCommandAcceptedStatus = "Canceled"
+	NodeCommandAcceptedStatusDispatched NodeCommandAcceptedStatus = "Dispatched"
+	NodeCommandAcceptedStatusFailed     NodeCommandAcceptedStatus = "Failed"
+	NodeCommandAcceptedStatusPending    NodeCommandAcceptedStatus = "Pending"
+	NodeCommandAcceptedStatusRunning    NodeCommandAcceptedStatus = "Running"
+	NodeCommandAcceptedStatusSucceeded  NodeCommandAcceptedStatus = "Succeeded"
+	NodeCommandAcceptedStatusTimedOut   NodeCommandAcceptedStatus = "TimedOut"
+)
+
+// Valid indicates whether the value is a known member of the NodeCommandAcceptedStatus enum.
+func (e NodeCommandAcceptedStatus) Valid() bool {
+	switch e {
+	case NodeCommandAcceptedStatusCanceled:
+		return true
+	case NodeCommandAcceptedStatusDispatched:
+		return true
+	case NodeCommandAcceptedStatusFailed:
+		return true
+	case NodeCommandAcceptedStatusPending:
+		return true
+	case NodeCommandAcceptedStatusRunning:
+		return true
+	case NodeCommandAcceptedStatusSucceeded:
+		return true
+	case NodeCommandAcceptedStatusTimedOut:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for NodeCommandDetailStatus.
+const (
+	NodeCommandDetailStatusCanceled   NodeCommandDetailStatus = "Canceled"
+	NodeCommandDetailStatusDispatched NodeCommandDetailStatus = "Dispatched"
+	NodeCommandDetailStatusFailed     NodeCommandDetailStatus = "Failed"
+	NodeCommandDetailStatusPending    NodeCommandDetailStatus = "Pending"
+	NodeCommandDetailStatusRunning    NodeCommandDetailStatus = "Running"
+	NodeCommandDetailStatusSucceeded  NodeCommandDetailStatus = "Succeeded"
+	NodeCommandDetailStatusTimedOut   NodeCommandDetailStatus = "TimedOut"
+)
+
+// Valid indicates whether the value is a known member of the NodeCommandDetailStatus enum.
+func (e NodeCommandDetailStatus) Valid() bool {
+	switch e {
+	case NodeCommandDetailStatusCanceled:
+		return true
+	case NodeCommandDetailStatusDispatched:
+		return true
+	case NodeCommandDetailStatusFailed:
+		return true
+	case NodeCommandDetailStatusPending:
+		return true
+	case NodeCommandDetailStatusRunning:
+		return true
+	case NodeCommandDetailStatusSucceeded:
+		return true
+	case NodeCommandDetailStatusTimedOut:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for NodeCommandTransitionStatus.
+const (
+	NodeCommandTransitionStatusCanceled   NodeCommandTransitionStatus = "Canceled"
+	NodeCommandTransitionStatusDispatched NodeCommandTransitionStatus = "Dispatched"
+	NodeCommandTransitionStatusFailed     NodeCommandTransitionStatus = "Failed"
+	NodeCommandTransitionStatusPending    NodeCommandTransitionStatus = "Pending"
+	NodeCommandTransitionStatusRunning    NodeCommandTransitionStatus = "Running"
+	NodeCommandTransitionStatusSucceeded  NodeCommandTransitionStatus = "Succeeded"
+	NodeCommandTransitionStatusTimedOut   NodeCommandTransitionStatus = "TimedOut"
+)
+
+// Valid indicates whether the value is a known member of the NodeCommandTransitionStatus enum.
+func (e NodeCommandTransitionStatus) Valid() bool {
+	switch e {
+	case NodeCommandTransitionStatusCanceled:
+		return true
+	case NodeCommandTransitionStatusDispatched:
+		return true
+	case NodeCommandTransitionStatusFailed:
+		return true
+	case NodeCommandTransitionStatusPending:
+		return true
+	case NodeCommandTransitionStatusRunning:
+		return true
+	case NodeCommandTransitionStatusSucceeded:
+		return true
+	case NodeCommandTransitionStatusTimedOut:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for NodeLifecycleOperationOperation.
+const (
+	NodeLifecycleOperationOperationAgentRestart     NodeLifecycleOperationOperation = "agent-restart"
+	NodeLifecycleOperationOperationCertificateRenew NodeLifecycleOperationOperation = "certificate-renew"
+	NodeLifecycleOperationOperationEngineReload     NodeLifecycleOperationOperation = "engine-reload"
+	NodeLifecycleOperationOperationEngineRestart    NodeLifecycleOperationOperation = "engine-restart"
+	NodeLifecycleOperationOperationEngineStart      NodeLifecycleOperationOperation = "engine-start"
+	NodeLifecycleOperationOperationEngineStop       NodeLifecycleOperationOperation = "engine-stop"
+)
+
+// Valid indicates whether the value is a known member of the NodeLifecycleOperationOperation enum.
+func (e NodeLifecycleOperationOperation) Valid() bool {
+	switch e {
+	case NodeLifecycleOperationOperationAgentRestart:
+		return true
+	case NodeLifecycleOperationOperationCertificateRenew:
+		return true
+	case NodeLifecycleOperationOperationEngineReload:
+		return true
+	case NodeLifecycleOperationOperationEngineRestart:
+		return true
+	case NodeLifecycleOperationOperationEngineStart:
+		return true
+	case NodeLifecycleOperationOperationEngineStop:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for NodeLifecycleOperationStatus.
+const (
+	NodeLifecycleOperationStatusCanceled   NodeLifecycleOperationStatus = "Canceled"
+	NodeLifecycleOperationStatusDispatched NodeLifecycleOperationStatus = "Dispatched"
+	NodeLifecycleOperationStatusFailed     NodeLifecycleOperationStatus = "Failed"
+	NodeLifecycleOperationStatusPending    NodeLifecycleOperationStatus = "Pending"
+	NodeLifecycleOperationStatusRunning    NodeLifecycleOperationStatus = "Running"
+	NodeLifecycleOperationStatusSucceeded  NodeLifecycleOperationStatus = "Succeeded"
+	NodeLifecycleOperationStatusTimedOut   NodeLifecycleOperationStatus = "TimedOut"
+)
+
+// Valid indicates whether the value is a known member of the NodeLifecycleOperationStatus enum.
+func (e NodeLifecycleOperationStatus) Valid() bool {
+	switch e {
+	case NodeLifecycleOperationStatusCanceled:
+		return true
+	case NodeLifecycleOperationStatusDispatched:
+		return true
+	case NodeLifecycleOperationStatusFailed:
+		return true
+	case NodeLifecycleOperationStatusPending:
+		return true
+	case NodeLifecycleOperationStatusRunning:
+		return true
+	case NodeLifecycleOperationStatusSucceeded:
+		return true
+	case NodeLifecycleOperationStatusTimedOut:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for NodeMonitoringKind.
+const (
+	NodeMonitoringKindControl NodeMonitoringKind = "control"
+	NodeMonitoringKindMedia   NodeMonitoringKind = "media"
+)
+
+// Valid indicates whether the value is a known member of the NodeMonitoringKind enum.
+func (e NodeMonitoringKind) Valid() bool {
+	switch e {
+	case NodeMonitoringKindControl:
+		return true
+	case NodeMonitoringKindMedia:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for NodeMonitoringStatus.
+const (
+	NodeMonitoringStatusOffline NodeMonitoringStatus = "offline"
+	NodeMonitoringStatusOnline  NodeMonitoringStatus = "online"
+	NodeMonitoringStatusPending NodeMonitoringStatus = "pending"
+	NodeMonitoringStatusRetired NodeMonitoringStatus = "retired"
+)
+
+// Valid indicates whether the value is a known member of the NodeMonitoringStatus enum.
+func (e NodeMonitoringStatus) Valid() bool {
+	switch e {
+	case NodeMonitoringStatusOffline:
+		return true
+	case NodeMonitoringStatusOnline:
+		return true
+	case NodeMonitoringStatusPending:
+		return true
+	case NodeMonitoringStatusRetired:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for OpenApiAuditItemProblem.
 const (
 	OpenApiAuditItemProblemMissingModule      OpenApiAuditItemProblem = "missing_module"
@@ -591,6 +1312,63 @@ func (e OutboundWebhookSubscriptionState) Valid() bool {
 	case OutboundWebhookSubscriptionStateActive:
 		return true
 	case OutboundWebhookSubscriptionStateArchived:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RtpPortLeaseDirection.
+const (
+	RtpPortLeaseDirectionReceive RtpPortLeaseDirection = "receive"
+	RtpPortLeaseDirectionSend    RtpPortLeaseDirection = "send"
+)
+
+// Valid indicates whether the value is a known member of the RtpPortLeaseDirection enum.
+func (e RtpPortLeaseDirection) Valid() bool {
+	switch e {
+	case RtpPortLeaseDirectionReceive:
+		return true
+	case RtpPortLeaseDirectionSend:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RtpPortLeaseStatus.
+const (
+	RtpPortLeaseStatusActive   RtpPortLeaseStatus = "active"
+	RtpPortLeaseStatusExpired  RtpPortLeaseStatus = "expired"
+	RtpPortLeaseStatusReleased RtpPortLeaseStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the RtpPortLeaseStatus enum.
+func (e RtpPortLeaseStatus) Valid() bool {
+	switch e {
+	case RtpPortLeaseStatusActive:
+		return true
+	case RtpPortLeaseStatusExpired:
+		return true
+	case RtpPortLeaseStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RtpPortLeaseRequestDirection.
+const (
+	RtpPortLeaseRequestDirectionReceive RtpPortLeaseRequestDirection = "receive"
+	RtpPortLeaseRequestDirectionSend    RtpPortLeaseRequestDirection = "send"
+)
+
+// Valid indicates whether the value is a known member of the RtpPortLeaseRequestDirection enum.
+func (e RtpPortLeaseRequestDirection) Valid() bool {
+	switch e {
+	case RtpPortLeaseRequestDirectionReceive:
+		return true
+	case RtpPortLeaseRequestDirectionSend:
 		return true
 	default:
 		return false
@@ -687,6 +1465,60 @@ func (e RuntimeStateMessageType) Valid() bool {
 	case RuntimeStateMessageTypeHello:
 		return true
 	case RuntimeStateMessageTypeResync:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SaveFfmpegTemplateRequestAudioCodec.
+const (
+	SaveFfmpegTemplateRequestAudioCodecAac      SaveFfmpegTemplateRequestAudioCodec = "aac"
+	SaveFfmpegTemplateRequestAudioCodecCopy     SaveFfmpegTemplateRequestAudioCodec = "copy"
+	SaveFfmpegTemplateRequestAudioCodecNone     SaveFfmpegTemplateRequestAudioCodec = "none"
+	SaveFfmpegTemplateRequestAudioCodecOpus     SaveFfmpegTemplateRequestAudioCodec = "opus"
+	SaveFfmpegTemplateRequestAudioCodecPcmAlaw  SaveFfmpegTemplateRequestAudioCodec = "pcm_alaw"
+	SaveFfmpegTemplateRequestAudioCodecPcmMulaw SaveFfmpegTemplateRequestAudioCodec = "pcm_mulaw"
+)
+
+// Valid indicates whether the value is a known member of the SaveFfmpegTemplateRequestAudioCodec enum.
+func (e SaveFfmpegTemplateRequestAudioCodec) Valid() bool {
+	switch e {
+	case SaveFfmpegTemplateRequestAudioCodecAac:
+		return true
+	case SaveFfmpegTemplateRequestAudioCodecCopy:
+		return true
+	case SaveFfmpegTemplateRequestAudioCodecNone:
+		return true
+	case SaveFfmpegTemplateRequestAudioCodecOpus:
+		return true
+	case SaveFfmpegTemplateRequestAudioCodecPcmAlaw:
+		return true
+	case SaveFfmpegTemplateRequestAudioCodecPcmMulaw:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SaveFfmpegTemplateRequestVideoCodec.
+const (
+	SaveFfmpegTemplateRequestVideoCodecCopy SaveFfmpegTemplateRequestVideoCodec = "copy"
+	SaveFfmpegTemplateRequestVideoCodecH264 SaveFfmpegTemplateRequestVideoCodec = "h264"
+	SaveFfmpegTemplateRequestVideoCodecH265 SaveFfmpegTemplateRequestVideoCodec = "h265"
+	SaveFfmpegTemplateRequestVideoCodecNone SaveFfmpegTemplateRequestVideoCodec = "none"
+)
+
+// Valid indicates whether the value is a known member of the SaveFfmpegTemplateRequestVideoCodec enum.
+func (e SaveFfmpegTemplateRequestVideoCodec) Valid() bool {
+	switch e {
+	case SaveFfmpegTemplateRequestVideoCodecCopy:
+		return true
+	case SaveFfmpegTemplateRequestVideoCodecH264:
+		return true
+	case SaveFfmpegTemplateRequestVideoCodecH265:
+		return true
+	case SaveFfmpegTemplateRequestVideoCodecNone:
 		return true
 	default:
 		return false
@@ -849,6 +1681,60 @@ func (e TestRtspAuthCredentialRequestQop) Valid() bool {
 	}
 }
 
+// Defines values for TranscoderTemplateAudioCodec.
+const (
+	TranscoderTemplateAudioCodecAac      TranscoderTemplateAudioCodec = "aac"
+	TranscoderTemplateAudioCodecCopy     TranscoderTemplateAudioCodec = "copy"
+	TranscoderTemplateAudioCodecNone     TranscoderTemplateAudioCodec = "none"
+	TranscoderTemplateAudioCodecOpus     TranscoderTemplateAudioCodec = "opus"
+	TranscoderTemplateAudioCodecPcmAlaw  TranscoderTemplateAudioCodec = "pcm_alaw"
+	TranscoderTemplateAudioCodecPcmMulaw TranscoderTemplateAudioCodec = "pcm_mulaw"
+)
+
+// Valid indicates whether the value is a known member of the TranscoderTemplateAudioCodec enum.
+func (e TranscoderTemplateAudioCodec) Valid() bool {
+	switch e {
+	case TranscoderTemplateAudioCodecAac:
+		return true
+	case TranscoderTemplateAudioCodecCopy:
+		return true
+	case TranscoderTemplateAudioCodecNone:
+		return true
+	case TranscoderTemplateAudioCodecOpus:
+		return true
+	case TranscoderTemplateAudioCodecPcmAlaw:
+		return true
+	case TranscoderTemplateAudioCodecPcmMulaw:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TranscoderTemplateVideoCodec.
+const (
+	TranscoderTemplateVideoCodecCopy TranscoderTemplateVideoCodec = "copy"
+	TranscoderTemplateVideoCodecH264 TranscoderTemplateVideoCodec = "h264"
+	TranscoderTemplateVideoCodecH265 TranscoderTemplateVideoCodec = "h265"
+	TranscoderTemplateVideoCodecNone TranscoderTemplateVideoCodec = "none"
+)
+
+// Valid indicates whether the value is a known member of the TranscoderTemplateVideoCodec enum.
+func (e TranscoderTemplateVideoCodec) Valid() bool {
+	switch e {
+	case TranscoderTemplateVideoCodecCopy:
+		return true
+	case TranscoderTemplateVideoCodecH264:
+		return true
+	case TranscoderTemplateVideoCodecH265:
+		return true
+	case TranscoderTemplateVideoCodecNone:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for UpdateUserRequestStatus.
 const (
 	UpdateUserRequestStatusActive   UpdateUserRequestStatus = "active"
@@ -948,6 +1834,162 @@ func (e ListChannelRuntimeLogsParamsOrder) Valid() bool {
 	case ListChannelRuntimeLogsParamsOrderNewest:
 		return true
 	case ListChannelRuntimeLogsParamsOrderOldest:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListNodeCommandsParamsStatus.
+const (
+	ListNodeCommandsParamsStatusCanceled   ListNodeCommandsParamsStatus = "Canceled"
+	ListNodeCommandsParamsStatusDispatched ListNodeCommandsParamsStatus = "Dispatched"
+	ListNodeCommandsParamsStatusFailed     ListNodeCommandsParamsStatus = "Failed"
+	ListNodeCommandsParamsStatusPending    ListNodeCommandsParamsStatus = "Pending"
+	ListNodeCommandsParamsStatusRunning    ListNodeCommandsParamsStatus = "Running"
+	ListNodeCommandsParamsStatusSucceeded  ListNodeCommandsParamsStatus = "Succeeded"
+	ListNodeCommandsParamsStatusTimedOut   ListNodeCommandsParamsStatus = "TimedOut"
+)
+
+// Valid indicates whether the value is a known member of the ListNodeCommandsParamsStatus enum.
+func (e ListNodeCommandsParamsStatus) Valid() bool {
+	switch e {
+	case ListNodeCommandsParamsStatusCanceled:
+		return true
+	case ListNodeCommandsParamsStatusDispatched:
+		return true
+	case ListNodeCommandsParamsStatusFailed:
+		return true
+	case ListNodeCommandsParamsStatusPending:
+		return true
+	case ListNodeCommandsParamsStatusRunning:
+		return true
+	case ListNodeCommandsParamsStatusSucceeded:
+		return true
+	case ListNodeCommandsParamsStatusTimedOut:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListLocalNodeCommandsParamsStatus.
+const (
+	ListLocalNodeCommandsParamsStatusCanceled   ListLocalNodeCommandsParamsStatus = "Canceled"
+	ListLocalNodeCommandsParamsStatusDispatched ListLocalNodeCommandsParamsStatus = "Dispatched"
+	ListLocalNodeCommandsParamsStatusFailed     ListLocalNodeCommandsParamsStatus = "Failed"
+	ListLocalNodeCommandsParamsStatusPending    ListLocalNodeCommandsParamsStatus = "Pending"
+	ListLocalNodeCommandsParamsStatusRunning    ListLocalNodeCommandsParamsStatus = "Running"
+	ListLocalNodeCommandsParamsStatusSucceeded  ListLocalNodeCommandsParamsStatus = "Succeeded"
+	ListLocalNodeCommandsParamsStatusTimedOut   ListLocalNodeCommandsParamsStatus = "TimedOut"
+)
+
+// Valid indicates whether the value is a known member of the ListLocalNodeCommandsParamsStatus enum.
+func (e ListLocalNodeCommandsParamsStatus) Valid() bool {
+	switch e {
+	case ListLocalNodeCommandsParamsStatusCanceled:
+		return true
+	case ListLocalNodeCommandsParamsStatusDispatched:
+		return true
+	case ListLocalNodeCommandsParamsStatusFailed:
+		return true
+	case ListLocalNodeCommandsParamsStatusPending:
+		return true
+	case ListLocalNodeCommandsParamsStatusRunning:
+		return true
+	case ListLocalNodeCommandsParamsStatusSucceeded:
+		return true
+	case ListLocalNodeCommandsParamsStatusTimedOut:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetNodeCommandStatsParamsStatus.
+const (
+	GetNodeCommandStatsParamsStatusCanceled   GetNodeCommandStatsParamsStatus = "Canceled"
+	GetNodeCommandStatsParamsStatusDispatched GetNodeCommandStatsParamsStatus = "Dispatched"
+	GetNodeCommandStatsParamsStatusFailed     GetNodeCommandStatsParamsStatus = "Failed"
+	GetNodeCommandStatsParamsStatusPending    GetNodeCommandStatsParamsStatus = "Pending"
+	GetNodeCommandStatsParamsStatusRunning    GetNodeCommandStatsParamsStatus = "Running"
+	GetNodeCommandStatsParamsStatusSucceeded  GetNodeCommandStatsParamsStatus = "Succeeded"
+	GetNodeCommandStatsParamsStatusTimedOut   GetNodeCommandStatsParamsStatus = "TimedOut"
+)
+
+// Valid indicates whether the value is a known member of the GetNodeCommandStatsParamsStatus enum.
+func (e GetNodeCommandStatsParamsStatus) Valid() bool {
+	switch e {
+	case GetNodeCommandStatsParamsStatusCanceled:
+		return true
+	case GetNodeCommandStatsParamsStatusDispatched:
+		return true
+	case GetNodeCommandStatsParamsStatusFailed:
+		return true
+	case GetNodeCommandStatsParamsStatusPending:
+		return true
+	case GetNodeCommandStatsParamsStatusRunning:
+		return true
+	case GetNodeCommandStatsParamsStatusSucceeded:
+		return true
+	case GetNodeCommandStatsParamsStatusTimedOut:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListRtpPortLeasesParamsStatus.
+const (
+	ListRtpPortLeasesParamsStatusActive   ListRtpPortLeasesParamsStatus = "active"
+	ListRtpPortLeasesParamsStatusExpired  ListRtpPortLeasesParamsStatus = "expired"
+	ListRtpPortLeasesParamsStatusReleased ListRtpPortLeasesParamsStatus = "released"
+)
+
+// Valid indicates whether the value is a known member of the ListRtpPortLeasesParamsStatus enum.
+func (e ListRtpPortLeasesParamsStatus) Valid() bool {
+	switch e {
+	case ListRtpPortLeasesParamsStatusActive:
+		return true
+	case ListRtpPortLeasesParamsStatusExpired:
+		return true
+	case ListRtpPortLeasesParamsStatusReleased:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListRtpPortLeasesParamsDirection.
+const (
+	ListRtpPortLeasesParamsDirectionReceive ListRtpPortLeasesParamsDirection = "receive"
+	ListRtpPortLeasesParamsDirectionSend    ListRtpPortLeasesParamsDirection = "send"
+)
+
+// Valid indicates whether the value is a known member of the ListRtpPortLeasesParamsDirection enum.
+func (e ListRtpPortLeasesParamsDirection) Valid() bool {
+	switch e {
+	case ListRtpPortLeasesParamsDirectionReceive:
+		return true
+	case ListRtpPortLeasesParamsDirectionSend:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ReleaseRtpPortParamsDirection.
+const (
+	ReleaseRtpPortParamsDirectionReceive ReleaseRtpPortParamsDirection = "receive"
+	ReleaseRtpPortParamsDirectionSend    ReleaseRtpPortParamsDirection = "send"
+)
+
+// Valid indicates whether the value is a known member of the ReleaseRtpPortParamsDirection enum.
+func (e ReleaseRtpPortParamsDirection) Valid() bool {
+	switch e {
+	case ReleaseRtpPortParamsDirectionReceive:
+		return true
+	case ReleaseRtpPortParamsDirectionSend:
 		return true
 	default:
 		return false
@@ -1216,6 +2258,12 @@ type BootstrapAdminRequest struct {
 type BootstrapStatus struct {
 	// BootstrapRequired True when no administrator exists yet, so the bootstrap operation is open to loopback clients.
 	BootstrapRequired bool `json:"bootstrapRequired"`
+}
+
+// CancelNodeCommandRequest Cancel a node command.
+type CancelNodeCommandRequest struct {
+	// Reason Reason recorded with the cancellation.
+	Reason *string `json:"reason,omitempty"`
 }
 
 // CapabilityCategory One category of third-party capabilities.
@@ -1779,6 +2827,27 @@ type ChannelTransferGroup struct {
 	Name string `json:"name"`
 }
 
+// ClusterMediaHosts The media hosts (node agents) of the cluster by status; the node list and monitoring operations give the details.
+type ClusterMediaHosts struct {
+	// MediaServersOnline Hosts whose engine is online.
+	MediaServersOnline int32 `json:"mediaServersOnline"`
+
+	// Offline Enrolled hosts whose agent is silent.
+	Offline int32 `json:"offline"`
+
+	// Online Hosts whose agent reports within the heartbeat timeout.
+	Online int32 `json:"online"`
+
+	// Pending Hosts with an enrollment code and no agent yet.
+	Pending int32 `json:"pending"`
+
+	// Retired Retired hosts.
+	Retired int32 `json:"retired"`
+
+	// Total Media hosts known to the cluster, retired ones included.
+	Total int32 `json:"total"`
+}
+
 // ClusterMember One cluster member.
 type ClusterMember struct {
 	// Health Health of a cluster member as seen from the node that answered.
@@ -1833,6 +2902,33 @@ type ClusterMemberHealth struct {
 // ClusterMemberHealthStatus Health of the member.
 type ClusterMemberHealthStatus string
 
+// ClusterMonitoring Current figures of every node and, when asked, their history.
+type ClusterMonitoring struct {
+	// AnsweredBy Control node that answered; every control node holds the same figures.
+	AnsweredBy string `json:"answeredBy"`
+
+	// ClusterId Identifier of the cluster.
+	ClusterId string `json:"clusterId"`
+
+	// GeneratedAt When the answer was put together.
+	GeneratedAt time.Time `json:"generatedAt"`
+
+	// History History per node, one point per bucket with samples.
+	History []NodeMonitoringHistory `json:"history"`
+
+	// HistoryBucketSeconds Width of a history bucket in seconds; 0 when no history was asked for.
+	HistoryBucketSeconds int32 `json:"historyBucketSeconds"`
+
+	// HistoryEnd End of the history window; null when no history was asked for.
+	HistoryEnd *time.Time `json:"historyEnd"`
+
+	// HistoryStart Start of the history window; null when no history was asked for.
+	HistoryStart *time.Time `json:"historyStart"`
+
+	// Nodes Current figures per node.
+	Nodes []NodeMonitoring `json:"nodes"`
+}
+
 // ClusterStatus Consensus status of a cluster as seen from this node.
 type ClusterStatus struct {
 	// AppliedIndex Last log index applied on this node.
@@ -1846,6 +2942,9 @@ type ClusterStatus struct {
 
 	// LeaderId Node id of the current leader; empty when no leader is known.
 	LeaderId string `json:"leaderId"`
+
+	// MediaHosts The media hosts (node agents) of the cluster by status; the node list and monitoring operations give the details.
+	MediaHosts *ClusterMediaHosts `json:"mediaHosts,omitempty"`
 
 	// Members Cluster members.
 	Members []ClusterMember `json:"members"`
@@ -2028,6 +3127,51 @@ type CreateChannelRequest struct {
 	Vhost *string `json:"vhost,omitempty"`
 }
 
+// CreateNodeAgentEnrollmentRequest Request for a one-time enrollment code.
+type CreateNodeAgentEnrollmentRequest struct {
+	// TtlSeconds Lifetime of the code in seconds; default 900 (15 minutes).
+	TtlSeconds *int32 `json:"ttlSeconds,omitempty"`
+}
+
+// CreateNodeCommandRequest A new node command.
+type CreateNodeCommandRequest struct {
+	// CommandType Command type, one of those listed by the engine node capabilities (for example agent.ping or engine.process.status).
+	CommandType string `json:"commandType"`
+
+	// IdempotencyKey Creating again with the same key on the same node returns the first command instead of a new one.
+	IdempotencyKey *string `json:"idempotencyKey,omitempty"`
+
+	// MaxAttempts Deliveries before it times out; default 3.
+	MaxAttempts *int32 `json:"maxAttempts,omitempty"`
+
+	// Payload Input of the command; its shape depends on the type.
+	Payload *map[string]interface{} `json:"payload,omitempty"`
+
+	// Reason Reason recorded with the command and in the audit trail.
+	Reason *string `json:"reason,omitempty"`
+
+	// TimeoutSeconds Deadline of the command; default 600.
+	TimeoutSeconds *int32 `json:"timeoutSeconds,omitempty"`
+
+	// WaitSeconds Seconds to wait for the command to end before answering; default 0.
+	WaitSeconds *int32 `json:"waitSeconds,omitempty"`
+}
+
+// CreateNodeLifecycleOperationRequest A lifecycle operation to run on a media host.
+type CreateNodeLifecycleOperationRequest struct {
+	// NodeId Media host.
+	NodeId string `json:"nodeId"`
+
+	// Operation What to do.
+	Operation CreateNodeLifecycleOperationRequestOperation `json:"operation"`
+
+	// Reason Reason recorded in the audit trail.
+	Reason string `json:"reason"`
+}
+
+// CreateNodeLifecycleOperationRequestOperation What to do.
+type CreateNodeLifecycleOperationRequestOperation string
+
 // CreateUserRequest Request to create a user.
 type CreateUserRequest struct {
 	// DisplayName Name shown in the console; empty when absent.
@@ -2154,6 +3298,30 @@ type DatabaseSchemaAudit struct {
 	SizeBytes int64 `json:"sizeBytes"`
 }
 
+// DiskMetrics One mounted file system.
+type DiskMetrics struct {
+	// Device Block device.
+	Device string `json:"device"`
+
+	// FreeBytes Bytes free.
+	FreeBytes int64 `json:"freeBytes"`
+
+	// FsType File system type.
+	FsType string `json:"fsType"`
+
+	// Path Mount point.
+	Path string `json:"path"`
+
+	// TotalBytes Size in bytes.
+	TotalBytes int64 `json:"totalBytes"`
+
+	// UsedBytes Bytes in use.
+	UsedBytes int64 `json:"usedBytes"`
+
+	// UsedPercent Share in use, 0-100.
+	UsedPercent float64 `json:"usedPercent"`
+}
+
 // DocumentationAuditItem Documentation audit result for one element of the contract.
 type DocumentationAuditItem struct {
 	// Kind Kind of element.
@@ -2174,6 +3342,504 @@ type DocumentationAuditItemKind string
 
 // DocumentationAuditItemProblem Problem found, or none.
 type DocumentationAuditItemProblem string
+
+// EngineConfigApplyRequest Settings to write into the engine configuration.
+type EngineConfigApplyRequest struct {
+	// ExpectedSha256 Refuse when the file no longer has this digest.
+	ExpectedSha256 *string `json:"expectedSha256,omitempty"`
+
+	// Reason Reason recorded in the audit trail.
+	Reason string `json:"reason"`
+
+	// Settings Settings to change, as a JSON merge patch of the settings object.
+	Settings map[string]interface{} `json:"settings"`
+
+	// WaitSeconds Seconds to wait for the node agent to finish before answering 202 with the command; 0 answers at once.
+	WaitSeconds *int32 `json:"waitSeconds,omitempty"`
+}
+
+// EngineConfigApplyResult Result of writing the engine configuration.
+type EngineConfigApplyResult struct {
+	// Applied Whether the new file is in place and the engine accepted it.
+	Applied bool `json:"applied"`
+
+	// BackupFile Copy of the previous file.
+	BackupFile string `json:"backupFile"`
+
+	// Changes Changed settings.
+	Changes []EngineConfigChange `json:"changes"`
+
+	// CommandId Node command that carried the change.
+	CommandId string `json:"commandId"`
+
+	// FileName Configuration file.
+	FileName string `json:"fileName"`
+
+	// Message What happened.
+	Message string `json:"message"`
+
+	// NodeId Media host.
+	NodeId string `json:"nodeId"`
+
+	// Reloaded Whether the engine re-read the file.
+	Reloaded bool `json:"reloaded"`
+
+	// RestartRequired Whether a change needs an engine restart to take effect.
+	RestartRequired bool `json:"restartRequired"`
+
+	// RolledBack Whether the previous file was restored because the engine refused the new one.
+	RolledBack bool `json:"rolledBack"`
+
+	// Sha256 Digest of the file now.
+	Sha256 string `json:"sha256"`
+}
+
+// EngineConfigChange One changed setting.
+type EngineConfigChange struct {
+	// Field Setting path.
+	Field string `json:"field"`
+
+	// NewValue Planned value as JSON.
+	NewValue string `json:"newValue"`
+
+	// OldValue Current value as JSON.
+	OldValue string `json:"oldValue"`
+
+	// RestartRequired Whether the engine applies it only at its next start.
+	RestartRequired bool `json:"restartRequired"`
+}
+
+// EngineConfigDocument The engine configuration of one media host as settings.
+type EngineConfigDocument struct {
+	// FileName Configuration file on the host.
+	FileName string `json:"fileName"`
+
+	// ManagedFields Settings owned by the node agent (identity, control secret, hooks and their credentials); a change to them is refused.
+	ManagedFields []string `json:"managedFields"`
+
+	// MediaServerId Media server id.
+	MediaServerId string `json:"mediaServerId"`
+
+	// NodeId Media host.
+	NodeId string `json:"nodeId"`
+
+	// Settings Every setting by its configuration key (camelCase JSON form of the YAML file).
+	Settings map[string]interface{} `json:"settings"`
+
+	// Sha256 SHA-256 of the file; pass it back as expectedSha256 to refuse a change if the file changed meanwhile.
+	Sha256 string `json:"sha256"`
+}
+
+// EngineConfigPlan Preview of an engine configuration change; nothing was written.
+type EngineConfigPlan struct {
+	// Changed Whether anything would change.
+	Changed bool `json:"changed"`
+
+	// Changes Changed settings.
+	Changes []EngineConfigChange `json:"changes"`
+
+	// CurrentSha256 Digest of the file now.
+	CurrentSha256 string `json:"currentSha256"`
+
+	// Diff Unified diff of the file.
+	Diff string `json:"diff"`
+
+	// FileName Configuration file.
+	FileName string `json:"fileName"`
+
+	// Message Why it is invalid, or a summary.
+	Message string `json:"message"`
+
+	// NodeId Media host.
+	NodeId string `json:"nodeId"`
+
+	// PlannedSha256 Digest the file would have.
+	PlannedSha256 string `json:"plannedSha256"`
+
+	// RestartRequired Whether a change needs an engine restart to take effect.
+	RestartRequired bool `json:"restartRequired"`
+
+	// Valid Whether the result is a valid engine configuration.
+	Valid bool `json:"valid"`
+}
+
+// EngineConfigPlanRequest Settings to compare with the current engine configuration.
+type EngineConfigPlanRequest struct {
+	// ExpectedSha256 Refuse when the file no longer has this digest.
+	ExpectedSha256 *string `json:"expectedSha256,omitempty"`
+
+	// Settings Settings to change, as a JSON merge patch of the settings object (null removes a setting back to its default).
+	Settings map[string]interface{} `json:"settings"`
+}
+
+// EngineCoreSettings Core settings of one media host's engine.
+type EngineCoreSettings struct {
+	// MediaServerId Media server id.
+	MediaServerId string `json:"mediaServerId"`
+
+	// NodeId Media host.
+	NodeId string `json:"nodeId"`
+
+	// Settings The engine settings operators change most.
+	Settings EngineCoreSettingsValues `json:"settings"`
+
+	// Sha256 SHA-256 of the configuration file.
+	Sha256 string `json:"sha256"`
+}
+
+// EngineCoreSettingsPatch Core settings to change; omitted ones stay.
+type EngineCoreSettingsPatch struct {
+	// GopCacheMaxFrames Frames kept from the last keyframe so a new player starts at once (latency against memory).
+	GopCacheMaxFrames *int32 `json:"gopCacheMaxFrames,omitempty"`
+
+	// HlsFormat HLS segment format.
+	HlsFormat *EngineCoreSettingsPatchHlsFormat `json:"hlsFormat,omitempty"`
+
+	// HlsSegmentSeconds HLS segment duration in seconds.
+	HlsSegmentSeconds *int32 `json:"hlsSegmentSeconds,omitempty"`
+
+	// HlsSegments Segments listed in the live playlist.
+	HlsSegments *int32 `json:"hlsSegments,omitempty"`
+
+	// HttpAddr Media HTTP listen address HOST:PORT.
+	HttpAddr *string `json:"httpAddr,omitempty"`
+
+	// LogLevel Engine log level.
+	LogLevel *EngineCoreSettingsPatchLogLevel `json:"logLevel,omitempty"`
+
+	// NoReaderTimeoutSeconds Seconds without a player before on_stream_none_reader.
+	NoReaderTimeoutSeconds *int32 `json:"noReaderTimeoutSeconds,omitempty"`
+
+	// ReaderQueueFrames Frames a slow player may fall behind before losing frames.
+	ReaderQueueFrames *int32 `json:"readerQueueFrames,omitempty"`
+
+	// RtpPortMax Last RTP port.
+	RtpPortMax *int32 `json:"rtpPortMax,omitempty"`
+
+	// RtpPortMin First RTP port.
+	RtpPortMin *int32 `json:"rtpPortMin,omitempty"`
+
+	// RtspAddr RTSP listen address HOST:PORT.
+	RtspAddr *string `json:"rtspAddr,omitempty"`
+}
+
+// EngineCoreSettingsPatchHlsFormat HLS segment format.
+type EngineCoreSettingsPatchHlsFormat string
+
+// EngineCoreSettingsPatchLogLevel Engine log level.
+type EngineCoreSettingsPatchLogLevel string
+
+// EngineCoreSettingsUpdateRequest Change core settings: validated, the file backed up, then written.
+type EngineCoreSettingsUpdateRequest struct {
+	// ExpectedSha256 Refuse when the file no longer has this digest.
+	ExpectedSha256 *string `json:"expectedSha256,omitempty"`
+
+	// Reason Reason recorded in the audit trail.
+	Reason string `json:"reason"`
+
+	// Settings Core settings to change; omitted ones stay.
+	Settings EngineCoreSettingsPatch `json:"settings"`
+
+	// WaitSeconds Seconds to wait for the node agent to finish before answering 202 with the command; 0 answers at once.
+	WaitSeconds *int32 `json:"waitSeconds,omitempty"`
+}
+
+// EngineCoreSettingsValues The engine settings operators change most.
+type EngineCoreSettingsValues struct {
+	// GopCacheMaxFrames Frames kept from the last keyframe so a new player starts at once (latency against memory).
+	GopCacheMaxFrames int32 `json:"gopCacheMaxFrames"`
+
+	// HlsFormat HLS segment format.
+	HlsFormat EngineCoreSettingsValuesHlsFormat `json:"hlsFormat"`
+
+	// HlsSegmentSeconds HLS segment duration in seconds.
+	HlsSegmentSeconds int32 `json:"hlsSegmentSeconds"`
+
+	// HlsSegments Segments listed in the live playlist.
+	HlsSegments int32 `json:"hlsSegments"`
+
+	// HttpAddr Media HTTP listen address HOST:PORT.
+	HttpAddr string `json:"httpAddr"`
+
+	// LogLevel Engine log level.
+	LogLevel EngineCoreSettingsValuesLogLevel `json:"logLevel"`
+
+	// NoReaderTimeoutSeconds Seconds without a player before on_stream_none_reader.
+	NoReaderTimeoutSeconds int32 `json:"noReaderTimeoutSeconds"`
+
+	// ReaderQueueFrames Frames a slow player may fall behind before losing frames.
+	ReaderQueueFrames int32 `json:"readerQueueFrames"`
+
+	// RtpPortMax Last RTP port.
+	RtpPortMax int32 `json:"rtpPortMax"`
+
+	// RtpPortMin First RTP port.
+	RtpPortMin int32 `json:"rtpPortMin"`
+
+	// RtspAddr RTSP listen address HOST:PORT.
+	RtspAddr string `json:"rtspAddr"`
+}
+
+// EngineCoreSettingsValuesHlsFormat HLS segment format.
+type EngineCoreSettingsValuesHlsFormat string
+
+// EngineCoreSettingsValuesLogLevel Engine log level.
+type EngineCoreSettingsValuesLogLevel string
+
+// EngineNode One configured engine node.
+type EngineNode struct {
+	// AgentStatus Status of the node agent.
+	AgentStatus EngineNodeAgentStatus `json:"agentStatus"`
+
+	// ControlAddr Loopback address of the engine control API.
+	ControlAddr string `json:"controlAddr"`
+
+	// HttpAddr Media HTTP address.
+	HttpAddr string `json:"httpAddr"`
+
+	// LastHeartbeatAt When the agent last reported; null when never.
+	LastHeartbeatAt *time.Time `json:"lastHeartbeatAt"`
+
+	// MediaServerId Media server id.
+	MediaServerId string `json:"mediaServerId"`
+
+	// NodeId Node id of the host.
+	NodeId string `json:"nodeId"`
+
+	// RtpPortMax Last RTP port.
+	RtpPortMax int32 `json:"rtpPortMax"`
+
+	// RtpPortMin First RTP port.
+	RtpPortMin int32 `json:"rtpPortMin"`
+
+	// RtspAddr RTSP address.
+	RtspAddr string `json:"rtspAddr"`
+
+	// Status Engine process state.
+	Status EngineNodeStatus `json:"status"`
+
+	// Version Engine version.
+	Version string `json:"version"`
+}
+
+// EngineNodeAgentStatus Status of the node agent.
+type EngineNodeAgentStatus string
+
+// EngineNodeStatus Engine process state.
+type EngineNodeStatus string
+
+// EngineNodeApi One operation of the engine control API (loopback only, called by the node agent).
+type EngineNodeApi struct {
+	// Available Whether the engine answered the last health check.
+	Available bool `json:"available"`
+
+	// Description What it does.
+	Description string `json:"description"`
+
+	// Method HTTP method.
+	Method string `json:"method"`
+
+	// Path Path on the control address.
+	Path string `json:"path"`
+
+	// UsedBy Node command types or agent functions that call it.
+	UsedBy string `json:"usedBy"`
+}
+
+// EngineNodeApiList Engine control API operations of one engine node.
+type EngineNodeApiList struct {
+	// NodeId Node id of the host.
+	NodeId string `json:"nodeId"`
+
+	// Rows The operations.
+	Rows []EngineNodeApi `json:"rows"`
+}
+
+// EngineNodeCapabilities What an engine node can do.
+type EngineNodeCapabilities struct {
+	// CanTune Whether the agent can apply host tuning.
+	CanTune bool `json:"canTune"`
+
+	// CommandTypes Node command types the agent runs.
+	CommandTypes []string `json:"commandTypes"`
+
+	// Hooks Hooks the engine sends to the control plane.
+	Hooks []string `json:"hooks"`
+
+	// MediaServerId Media server id.
+	MediaServerId string `json:"mediaServerId"`
+
+	// NodeId Node id of the host.
+	NodeId string `json:"nodeId"`
+
+	// Protocols Media protocols with their addresses.
+	Protocols []EngineProtocolCapability `json:"protocols"`
+
+	// RtpPortMax Last RTP port.
+	RtpPortMax int32 `json:"rtpPortMax"`
+
+	// RtpPortMin First RTP port.
+	RtpPortMin int32 `json:"rtpPortMin"`
+
+	// Version Engine version.
+	Version string `json:"version"`
+}
+
+// EngineNodeList Engine nodes of the cluster.
+type EngineNodeList struct {
+	// Rows One per media host.
+	Rows []EngineNode `json:"rows"`
+}
+
+// EngineNodeVersion Versions of an engine node and its agent against the control plane.
+type EngineNodeVersion struct {
+	// AgentVersion Node agent version.
+	AgentVersion string `json:"agentVersion"`
+
+	// ContractVersion Version of this API contract.
+	ContractVersion string `json:"contractVersion"`
+
+	// ControlPlaneVersion Version of the answering control node.
+	ControlPlaneVersion string `json:"controlPlaneVersion"`
+
+	// EngineVersion Engine version; empty when unknown.
+	EngineVersion string `json:"engineVersion"`
+
+	// MatchesControlPlane Whether the agent runs the control node's version.
+	MatchesControlPlane bool `json:"matchesControlPlane"`
+
+	// MediaServerId Media server id.
+	MediaServerId string `json:"mediaServerId"`
+
+	// NodeId Node id of the host.
+	NodeId string `json:"nodeId"`
+
+	// StartedAt When the running engine started; null when not running.
+	StartedAt *time.Time `json:"startedAt"`
+}
+
+// EngineProcessActionRequest Options of an engine process action.
+type EngineProcessActionRequest struct {
+	// Reason Reason recorded in the audit trail.
+	Reason *string `json:"reason,omitempty"`
+
+	// WaitSeconds Seconds to wait for the node agent to finish before answering 202 with the command; 0 answers at once.
+	WaitSeconds *int32 `json:"waitSeconds,omitempty"`
+}
+
+// EngineProcessActionResult Result of an engine process action.
+type EngineProcessActionResult struct {
+	// CommandId Node command that carried the action.
+	CommandId string `json:"commandId"`
+
+	// Message What happened.
+	Message string `json:"message"`
+
+	// NodeId Media host.
+	NodeId string `json:"nodeId"`
+
+	// Process The engine process of one media host as its agent reports it.
+	Process EngineProcessState `json:"process"`
+
+	// Status Status of the command.
+	Status EngineProcessActionResultStatus `json:"status"`
+}
+
+// EngineProcessActionResultStatus Status of the command.
+type EngineProcessActionResultStatus string
+
+// EngineProcessState The engine process of one media host as its agent reports it.
+type EngineProcessState struct {
+	// AgentStatus Status of the host's node agent.
+	AgentStatus EngineProcessStateAgentStatus `json:"agentStatus"`
+
+	// ConfigPath Engine configuration file on the host.
+	ConfigPath string `json:"configPath"`
+
+	// ControlAddr Loopback address of the engine control API.
+	ControlAddr string `json:"controlAddr"`
+
+	// CpuPercent CPU use of the process, in percent of one core.
+	CpuPercent float64 `json:"cpuPercent"`
+
+	// HttpAddr Media HTTP listen address.
+	HttpAddr string `json:"httpAddr"`
+
+	// LastAction Last managed action (start, stop, restart, reload, auto-restart).
+	LastAction string `json:"lastAction"`
+
+	// LastError Last start or health error.
+	LastError string `json:"lastError"`
+
+	// MediaServerId Media server id.
+	MediaServerId string `json:"mediaServerId"`
+
+	// NextStartAt When the supervisor starts it again after a failure; null otherwise.
+	NextStartAt *time.Time `json:"nextStartAt"`
+
+	// NodeId Media host.
+	NodeId string `json:"nodeId"`
+
+	// Pid Process id; 0 when not running.
+	Pid int32 `json:"pid"`
+
+	// Players Players connected.
+	Players int32 `json:"players"`
+
+	// ReportedAt When the agent reported this state; null when it never did.
+	ReportedAt *time.Time `json:"reportedAt"`
+
+	// Restarts Restarts since the agent started.
+	Restarts int32 `json:"restarts"`
+
+	// RssBytes Resident memory of the process.
+	RssBytes int64 `json:"rssBytes"`
+
+	// RtpPortMax Last RTP port.
+	RtpPortMax int32 `json:"rtpPortMax"`
+
+	// RtpPortMin First RTP port.
+	RtpPortMin int32 `json:"rtpPortMin"`
+
+	// RtspAddr RTSP listen address.
+	RtspAddr string `json:"rtspAddr"`
+
+	// StartedAt When the running process started; null when not running.
+	StartedAt *time.Time `json:"startedAt"`
+
+	// Status Engine process state.
+	Status EngineProcessStateStatus `json:"status"`
+
+	// Streams Streams served.
+	Streams int32 `json:"streams"`
+
+	// Version Engine version.
+	Version string `json:"version"`
+}
+
+// EngineProcessStateAgentStatus Status of the host's node agent.
+type EngineProcessStateAgentStatus string
+
+// EngineProcessStateStatus Engine process state.
+type EngineProcessStateStatus string
+
+// EngineProtocolCapability One media protocol of an engine.
+type EngineProtocolCapability struct {
+	// Address Listen address; empty for protocols on the RTP range.
+	Address string `json:"address"`
+
+	// Direction input or output.
+	Direction EngineProtocolCapabilityDirection `json:"direction"`
+
+	// Enabled Whether the engine configuration enables it.
+	Enabled bool `json:"enabled"`
+
+	// Protocol Protocol name, for example rtsp or http-flv.
+	Protocol string `json:"protocol"`
+}
+
+// EngineProtocolCapabilityDirection input or output.
+type EngineProtocolCapabilityDirection string
 
 // EngineWebhookInboxEntry One hook posted by a media engine.
 type EngineWebhookInboxEntry struct {
@@ -2278,6 +3944,42 @@ type HealthCheck struct {
 
 // HealthCheckStatus Result of the check.
 type HealthCheckStatus string
+
+// HostMetrics Host figures of one node.
+type HostMetrics struct {
+	// CpuCores Number of logical CPUs.
+	CpuCores int32 `json:"cpuCores"`
+
+	// CpuPercent CPU use of the whole host over the last interval, 0-100.
+	CpuPercent float64 `json:"cpuPercent"`
+
+	// Disks Mounted file systems.
+	Disks []DiskMetrics `json:"disks"`
+
+	// Interfaces Network interfaces.
+	Interfaces []InterfaceMetrics `json:"interfaces"`
+
+	// Load1 One-minute load average.
+	Load1 float64 `json:"load1"`
+
+	// Load15 Fifteen-minute load average.
+	Load15 float64 `json:"load15"`
+
+	// Load5 Five-minute load average.
+	Load5 float64 `json:"load5"`
+
+	// MemPercent Memory in use, 0-100.
+	MemPercent float64 `json:"memPercent"`
+
+	// MemTotalBytes Installed memory in bytes.
+	MemTotalBytes int64 `json:"memTotalBytes"`
+
+	// MemUsedBytes Memory in use in bytes.
+	MemUsedBytes int64 `json:"memUsedBytes"`
+
+	// UptimeSeconds Seconds since the host booted.
+	UptimeSeconds int64 `json:"uptimeSeconds"`
+}
 
 // HostTuningApplyRequest Request to apply host tuning values.
 type HostTuningApplyRequest struct {
@@ -2384,6 +4086,84 @@ type HostTuningState struct {
 	Parameters []HostTuningParameter `json:"parameters"`
 }
 
+// InterfaceMetrics One network interface; rates cover the last sampling interval.
+type InterfaceMetrics struct {
+	// BytesRecv Bytes received since boot.
+	BytesRecv int64 `json:"bytesRecv"`
+
+	// BytesSent Bytes sent since boot.
+	BytesSent int64 `json:"bytesSent"`
+
+	// DropsIn Received packets dropped since boot.
+	DropsIn int64 `json:"dropsIn"`
+
+	// DropsOut Sent packets dropped since boot.
+	DropsOut int64 `json:"dropsOut"`
+
+	// ErrorsIn Receive errors since boot.
+	ErrorsIn int64 `json:"errorsIn"`
+
+	// ErrorsOut Send errors since boot.
+	ErrorsOut int64 `json:"errorsOut"`
+
+	// Name Interface name.
+	Name string `json:"name"`
+
+	// PacketsRecv Packets received since boot.
+	PacketsRecv int64 `json:"packetsRecv"`
+
+	// PacketsSent Packets sent since boot.
+	PacketsSent int64 `json:"packetsSent"`
+
+	// RecvBitsPerSecond Receive rate in bits per second.
+	RecvBitsPerSecond float64 `json:"recvBitsPerSecond"`
+
+	// SentBitsPerSecond Send rate in bits per second.
+	SentBitsPerSecond float64 `json:"sentBitsPerSecond"`
+}
+
+// LocalRuntimeSnapshot A light snapshot of the answering control node process.
+type LocalRuntimeSnapshot struct {
+	// CpuPercent CPU use of the process since the previous snapshot, in percent of one core.
+	CpuPercent float64 `json:"cpuPercent"`
+
+	// GcCycles Completed garbage collections.
+	GcCycles int64 `json:"gcCycles"`
+
+	// GoVersion Go runtime version.
+	GoVersion string `json:"goVersion"`
+
+	// Goroutines Running goroutines.
+	Goroutines int32 `json:"goroutines"`
+
+	// HeapAllocBytes Bytes of live heap objects.
+	HeapAllocBytes int64 `json:"heapAllocBytes"`
+
+	// HeapSysBytes Heap bytes obtained from the system.
+	HeapSysBytes int64 `json:"heapSysBytes"`
+
+	// NodeId The control node.
+	NodeId string `json:"nodeId"`
+
+	// NumCpu Logical CPUs usable by the process.
+	NumCpu int32 `json:"numCpu"`
+
+	// OpenFiles Open file descriptors; -1 when unknown.
+	OpenFiles int32 `json:"openFiles"`
+
+	// Pid Process id.
+	Pid int32 `json:"pid"`
+
+	// RssBytes Resident memory of the process.
+	RssBytes int64 `json:"rssBytes"`
+
+	// StartedAt When the process started.
+	StartedAt time.Time `json:"startedAt"`
+
+	// UptimeSeconds Seconds since start.
+	UptimeSeconds int64 `json:"uptimeSeconds"`
+}
+
 // LoginRequest A console login attempt.
 type LoginRequest struct {
 	// CaptchaAnswer The characters shown in the challenge image, in any letter case.
@@ -2397,6 +4177,168 @@ type LoginRequest struct {
 
 	// Username Login name of the user (case-insensitive).
 	Username string `json:"username"`
+}
+
+// MediaServer One media server: the engine a node agent supervises.
+type MediaServer struct {
+	// AgentStatus Status of the host's node agent.
+	AgentStatus MediaServerAgentStatus `json:"agentStatus"`
+
+	// EngineStatus Last reported engine process state.
+	EngineStatus MediaServerEngineStatus `json:"engineStatus"`
+
+	// HttpAddr Media HTTP listen address (HTTP-FLV, HTTP-fMP4, HLS).
+	HttpAddr string `json:"httpAddr"`
+
+	// LastHeartbeatAt When the agent last reported; null when never.
+	LastHeartbeatAt *time.Time `json:"lastHeartbeatAt"`
+
+	// MediaServerId Media server id.
+	MediaServerId string `json:"mediaServerId"`
+
+	// NodeId Node id of the host.
+	NodeId string `json:"nodeId"`
+
+	// Players Players connected.
+	Players int32 `json:"players"`
+
+	// RetiredAt When it was retired; null unless retired.
+	RetiredAt *time.Time `json:"retiredAt"`
+
+	// RtpPortMax Last port of the RTP range.
+	RtpPortMax int32 `json:"rtpPortMax"`
+
+	// RtpPortMin First port of the RTP range.
+	RtpPortMin int32 `json:"rtpPortMin"`
+
+	// RtspAddr RTSP listen address.
+	RtspAddr string `json:"rtspAddr"`
+
+	// Status online while the agent is online and the engine runs and is healthy; retired after retirement.
+	Status MediaServerStatus `json:"status"`
+
+	// Streams Streams the engine serves.
+	Streams int32 `json:"streams"`
+
+	// Version Engine version; empty when unknown.
+	Version string `json:"version"`
+}
+
+// MediaServerAgentStatus Status of the host's node agent.
+type MediaServerAgentStatus string
+
+// MediaServerEngineStatus Last reported engine process state.
+type MediaServerEngineStatus string
+
+// MediaServerStatus online while the agent is online and the engine runs and is healthy; retired after retirement.
+type MediaServerStatus string
+
+// MediaServerList Media servers (engines) of the cluster.
+type MediaServerList struct {
+	// Rows The media servers, by id.
+	Rows []MediaServer `json:"rows"`
+}
+
+// MediaServerReferenceGroup References of one kind.
+type MediaServerReferenceGroup struct {
+	// Blocking Whether this kind blocks retirement unless forced.
+	Blocking bool `json:"blocking"`
+
+	// Count How many.
+	Count int32 `json:"count"`
+
+	// Kind What refers to the media server.
+	Kind MediaServerReferenceGroupKind `json:"kind"`
+
+	// Samples Up to sampleSize identifiers of the references.
+	Samples []string `json:"samples"`
+}
+
+// MediaServerReferenceGroupKind What refers to the media server.
+type MediaServerReferenceGroupKind string
+
+// MediaServerReferences Business references to a media server that retirement would cut.
+type MediaServerReferences struct {
+	// CanRetire Whether retirement may go ahead without force.
+	CanRetire bool `json:"canRetire"`
+
+	// Groups References by kind.
+	Groups []MediaServerReferenceGroup `json:"groups"`
+
+	// MediaServerId Media server id.
+	MediaServerId string `json:"mediaServerId"`
+
+	// Message Summary for the operator.
+	Message string `json:"message"`
+
+	// NodeId Node id of the host.
+	NodeId string `json:"nodeId"`
+
+	// Total Sum of all reference counts.
+	Total int32 `json:"total"`
+}
+
+// MediaServerRetireResult Result of a retirement preview or of a retirement.
+type MediaServerRetireResult struct {
+	// CanceledCommands Open node commands canceled by the retirement.
+	CanceledCommands int32 `json:"canceledCommands"`
+
+	// MediaServerId Media server id.
+	MediaServerId string `json:"mediaServerId"`
+
+	// Message What happened or would happen.
+	Message string `json:"message"`
+
+	// NodeId Node id of the host.
+	NodeId string `json:"nodeId"`
+
+	// Preview Whether this was only a preview.
+	Preview bool `json:"preview"`
+
+	// References Business references to a media server that retirement would cut.
+	References MediaServerReferences `json:"references"`
+
+	// Retired Whether the media server and its node are now retired; the node certificate is refused on every control node.
+	Retired bool `json:"retired"`
+}
+
+// MediaServiceRawConfiguration The engine configuration file as text.
+type MediaServiceRawConfiguration struct {
+	// Content File content (YAML).
+	Content string `json:"content"`
+
+	// FileName Configuration file.
+	FileName string `json:"fileName"`
+
+	// NodeId Media host.
+	NodeId string `json:"nodeId"`
+
+	// Sha256 SHA-256 of the content.
+	Sha256 string `json:"sha256"`
+}
+
+// MediaServiceRawConfigurationApplyRequest A new engine configuration file to write: the agent backs up the old one, writes, reads back and rolls back when the engine refuses it.
+type MediaServiceRawConfigurationApplyRequest struct {
+	// Content Complete file content (YAML).
+	Content string `json:"content"`
+
+	// ExpectedSha256 Refuse when the file no longer has this digest.
+	ExpectedSha256 *string `json:"expectedSha256,omitempty"`
+
+	// Reason Reason recorded in the audit trail.
+	Reason string `json:"reason"`
+
+	// WaitSeconds Seconds to wait for the node agent to finish before answering 202 with the command; 0 answers at once.
+	WaitSeconds *int32 `json:"waitSeconds,omitempty"`
+}
+
+// MediaServiceRawConfigurationPlanRequest A new engine configuration file to compare with the current one.
+type MediaServiceRawConfigurationPlanRequest struct {
+	// Content Complete file content (YAML).
+	Content string `json:"content"`
+
+	// ExpectedSha256 Refuse when the file no longer has this digest.
+	ExpectedSha256 *string `json:"expectedSha256,omitempty"`
 }
 
 // MigrationAuditReport Result of the store migration audit.
@@ -2421,6 +4363,501 @@ type MigrationAuditReport struct {
 
 	// SchemaVersion Schema version recorded in the store.
 	SchemaVersion int32 `json:"schemaVersion"`
+}
+
+// MonitoringPoint Mean figures of one history bucket (maxima for disk, memory of the engine and counts).
+type MonitoringPoint struct {
+	// ActiveRtpLeases Most RTP port leases held.
+	ActiveRtpLeases int32 `json:"activeRtpLeases"`
+
+	// At Start of the bucket.
+	At time.Time `json:"at"`
+
+	// CpuPercent Mean host CPU use, 0-100.
+	CpuPercent float64 `json:"cpuPercent"`
+
+	// DiskUsedPercent Highest use of any file system.
+	DiskUsedPercent float64 `json:"diskUsedPercent"`
+
+	// EngineCpuPercent Mean CPU use of the engine process.
+	EngineCpuPercent float64 `json:"engineCpuPercent"`
+
+	// EnginePlayers Most players the engine served.
+	EnginePlayers int32 `json:"enginePlayers"`
+
+	// EngineRssBytes Highest resident memory of the engine process.
+	EngineRssBytes int64 `json:"engineRssBytes"`
+
+	// EngineRunning Whether the engine ran during the bucket.
+	EngineRunning bool `json:"engineRunning"`
+
+	// EngineStreams Most streams the engine served.
+	EngineStreams int32 `json:"engineStreams"`
+
+	// Load1 Mean one-minute load.
+	Load1 float64 `json:"load1"`
+
+	// MemPercent Mean host memory use, 0-100.
+	MemPercent float64 `json:"memPercent"`
+
+	// MemUsedBytes Mean host memory in use.
+	MemUsedBytes int64 `json:"memUsedBytes"`
+
+	// RecvBitsPerSecond Mean receive rate over all interfaces.
+	RecvBitsPerSecond float64 `json:"recvBitsPerSecond"`
+
+	// Samples Heartbeats in the bucket.
+	Samples int32 `json:"samples"`
+
+	// SentBitsPerSecond Mean send rate over all interfaces.
+	SentBitsPerSecond float64 `json:"sentBitsPerSecond"`
+}
+
+// Node One node of the cluster.
+type Node struct {
+	// Address API URL of a control node, host name of a media host.
+	Address string `json:"address"`
+
+	// Kind control for a control node, media for a media host run by a node agent.
+	Kind NodeKind `json:"kind"`
+
+	// LastHeartbeatAt When the node last reported its figures to the answering node; null when never.
+	LastHeartbeatAt *time.Time `json:"lastHeartbeatAt"`
+
+	// Leader Whether the node is the cluster leader (control nodes only).
+	Leader bool `json:"leader"`
+
+	// MediaServerId Media server id of a media host; empty for control nodes.
+	MediaServerId string `json:"mediaServerId"`
+
+	// NodeId Node id.
+	NodeId string `json:"nodeId"`
+
+	// Status online or offline by heartbeats; media hosts may also be pending or retired.
+	Status NodeStatus `json:"status"`
+
+	// Version Binary version the node reported; empty when unknown.
+	Version string `json:"version"`
+}
+
+// NodeKind control for a control node, media for a media host run by a node agent.
+type NodeKind string
+
+// NodeStatus online or offline by heartbeats; media hosts may also be pending or retired.
+type NodeStatus string
+
+// NodeAgent One node agent with its online and version state.
+type NodeAgent struct {
+	// AgentVersion Version of the agent binary; empty before enrollment.
+	AgentVersion string `json:"agentVersion"`
+
+	// CanTune Whether the agent can apply host tuning (root with a writable /proc/sys).
+	CanTune bool `json:"canTune"`
+
+	// CertificateExpiresAt Expiry of the latest certificate; agents renew at two thirds of its life.
+	CertificateExpiresAt *time.Time `json:"certificateExpiresAt"`
+
+	// CertificateSerial Serial number (hex) of the latest certificate issued to the agent.
+	CertificateSerial string `json:"certificateSerial"`
+
+	// ControlPlaneVersion Version of the control node that answered.
+	ControlPlaneVersion string `json:"controlPlaneVersion"`
+
+	// EngineStatus Last reported state of the supervised engine process.
+	EngineStatus NodeAgentEngineStatus `json:"engineStatus"`
+
+	// EnrolledAt When the agent enrolled; null before enrollment.
+	EnrolledAt *time.Time `json:"enrolledAt"`
+
+	// Hostname Host name the agent reported; empty before enrollment.
+	Hostname string `json:"hostname"`
+
+	// LastHeartbeatAt When the last heartbeat reached this control node; null when none arrived since it started.
+	LastHeartbeatAt *time.Time `json:"lastHeartbeatAt"`
+
+	// MediaServerId Media server (engine) id of the host.
+	MediaServerId string `json:"mediaServerId"`
+
+	// NodeId Node id of the media host.
+	NodeId string `json:"nodeId"`
+
+	// RetiredAt When the node was retired; null unless retired.
+	RetiredAt *time.Time `json:"retiredAt"`
+
+	// Status Agent status: pending (a code was issued, no agent enrolled yet), online, offline or retired.
+	Status NodeAgentStatus `json:"status"`
+
+	// StatusChangedAt When the status last changed.
+	StatusChangedAt time.Time `json:"statusChangedAt"`
+
+	// VersionMatchesControlPlane Whether the agent runs the same version as the answering control node.
+	VersionMatchesControlPlane bool `json:"versionMatchesControlPlane"`
+}
+
+// NodeAgentEngineStatus Last reported state of the supervised engine process.
+type NodeAgentEngineStatus string
+
+// NodeAgentStatus Agent status: pending (a code was issued, no agent enrolled yet), online, offline or retired.
+type NodeAgentStatus string
+
+// NodeAgentEnrollment A one-time enrollment code for a node agent, shown once; only its digest is stored.
+type NodeAgentEnrollment struct {
+	// AgentServerUrl HTTPS URL of the agent port the agent enrolls with.
+	AgentServerUrl string `json:"agentServerUrl"`
+
+	// CaHash Pin of the cluster CA, `sha256:` and the hex SHA-256 of its SubjectPublicKeyInfo; the agent refuses a server whose CA differs.
+	CaHash string `json:"caHash"`
+
+	// Code The one-time code; it works exactly once and only until expiresAt.
+	Code string `json:"code"`
+
+	// Command The exact `svc agent enroll ...` command line to run on the media host.
+	Command string `json:"command"`
+
+	// ExpiresAt When the code stops working.
+	ExpiresAt time.Time `json:"expiresAt"`
+
+	// NodeId Node id the agent will be enrolled as.
+	NodeId string `json:"nodeId"`
+}
+
+// NodeAgentList Node agents of the cluster.
+type NodeAgentList struct {
+	// Rows The node agents, by node id.
+	Rows []NodeAgent `json:"rows"`
+}
+
+// NodeCommand One node command.
+type NodeCommand struct {
+	// Attempt Deliveries so far.
+	Attempt int32 `json:"attempt"`
+
+	// CommandId Identifier of the command.
+	CommandId string `json:"commandId"`
+
+	// CommandType What the command does, for example engine.process.restart.
+	CommandType string `json:"commandType"`
+
+	// CreatedAt When it was created.
+	CreatedAt time.Time `json:"createdAt"`
+
+	// CreatedVia Control node that created it.
+	CreatedVia string `json:"createdVia"`
+
+	// DispatchedAt When it was last handed to the agent; null before.
+	DispatchedAt *time.Time `json:"dispatchedAt"`
+
+	// DispatchedVia Control node that last handed it out.
+	DispatchedVia string `json:"dispatchedVia"`
+
+	// EngineNodeId Engine node of the host (equals nodeId: one engine per host).
+	EngineNodeId string `json:"engineNodeId"`
+
+	// Error Why a command failed, timed out or was canceled.
+	Error *NodeCommandError `json:"error,omitempty"`
+
+	// ExpiresAt Deadline after which it times out.
+	ExpiresAt time.Time `json:"expiresAt"`
+
+	// FinishedAt When it ended; null before.
+	FinishedAt *time.Time `json:"finishedAt"`
+
+	// IdempotencyKey Key the agent remembers so a re-delivered command runs once.
+	IdempotencyKey string `json:"idempotencyKey"`
+
+	// MaxAttempts Deliveries allowed before it times out.
+	MaxAttempts int32 `json:"maxAttempts"`
+
+	// NodeId Media host the command runs on.
+	NodeId string `json:"nodeId"`
+
+	// Reason Reason given when it was created.
+	Reason string `json:"reason"`
+
+	// Replayed Whether the agent answered from its memory of an earlier delivery instead of running it again.
+	Replayed bool `json:"replayed"`
+
+	// RequestedBy Credential that created the command.
+	RequestedBy string `json:"requestedBy"`
+
+	// StartedAt When the agent started it; null before.
+	StartedAt *time.Time `json:"startedAt"`
+
+	// Status Where the command is in its lifecycle.
+	Status NodeCommandStatus `json:"status"`
+
+	// VisibleUntil Delivery deadline while an agent holds it: without news by then it is handed out again; null otherwise.
+	VisibleUntil *time.Time `json:"visibleUntil"`
+}
+
+// NodeCommandStatus Where the command is in its lifecycle.
+type NodeCommandStatus string
+
+// NodeCommandAccepted A request the node agent has accepted as a node command but not finished within the wait; poll the command until it reaches a terminal state.
+type NodeCommandAccepted struct {
+	// CommandId Identifier of the node command that carries the request.
+	CommandId string `json:"commandId"`
+
+	// CommandType Type of the node command.
+	CommandType string `json:"commandType"`
+
+	// Message What to do next.
+	Message string `json:"message"`
+
+	// NodeId Media host the command runs on.
+	NodeId string `json:"nodeId"`
+
+	// Status Current status of the command.
+	Status NodeCommandAcceptedStatus `json:"status"`
+}
+
+// NodeCommandAcceptedStatus Current status of the command.
+type NodeCommandAcceptedStatus string
+
+// NodeCommandDetail One node command with its input, output and history.
+type NodeCommandDetail struct {
+	// Attempt Deliveries so far.
+	Attempt int32 `json:"attempt"`
+
+	// CommandId Identifier of the command.
+	CommandId string `json:"commandId"`
+
+	// CommandType What the command does, for example engine.process.restart.
+	CommandType string `json:"commandType"`
+
+	// CreatedAt When it was created.
+	CreatedAt time.Time `json:"createdAt"`
+
+	// CreatedVia Control node that created it.
+	CreatedVia string `json:"createdVia"`
+
+	// DispatchedAt When it was last handed to the agent; null before.
+	DispatchedAt *time.Time `json:"dispatchedAt"`
+
+	// DispatchedVia Control node that last handed it out.
+	DispatchedVia string `json:"dispatchedVia"`
+
+	// EngineNodeId Engine node of the host (equals nodeId: one engine per host).
+	EngineNodeId string `json:"engineNodeId"`
+
+	// Error Why a command failed, timed out or was canceled.
+	Error *NodeCommandError `json:"error,omitempty"`
+
+	// ExpiresAt Deadline after which it times out.
+	ExpiresAt time.Time `json:"expiresAt"`
+
+	// FinishedAt When it ended; null before.
+	FinishedAt *time.Time `json:"finishedAt"`
+
+	// History Every status change, oldest first.
+	History []NodeCommandTransition `json:"history"`
+
+	// IdempotencyKey Key the agent remembers so a re-delivered command runs once.
+	IdempotencyKey string `json:"idempotencyKey"`
+
+	// MaxAttempts Deliveries allowed before it times out.
+	MaxAttempts int32 `json:"maxAttempts"`
+
+	// NodeId Media host the command runs on.
+	NodeId string `json:"nodeId"`
+
+	// Payload Input of the command.
+	Payload *map[string]interface{} `json:"payload"`
+
+	// Reason Reason given when it was created.
+	Reason string `json:"reason"`
+
+	// Replayed Whether the agent answered from its memory of an earlier delivery instead of running it again.
+	Replayed bool `json:"replayed"`
+
+	// RequestedBy Credential that created the command.
+	RequestedBy string `json:"requestedBy"`
+
+	// Result Output of the command; null until it ends.
+	Result *map[string]interface{} `json:"result"`
+
+	// StartedAt When the agent started it; null before.
+	StartedAt *time.Time `json:"startedAt"`
+
+	// Status Where the command is in its lifecycle.
+	Status NodeCommandDetailStatus `json:"status"`
+
+	// VisibleUntil Delivery deadline while an agent holds it: without news by then it is handed out again; null otherwise.
+	VisibleUntil *time.Time `json:"visibleUntil"`
+}
+
+// NodeCommandDetailStatus Where the command is in its lifecycle.
+type NodeCommandDetailStatus string
+
+// NodeCommandError Why a command failed, timed out or was canceled.
+type NodeCommandError struct {
+	// Code Error code.
+	Code string `json:"code"`
+
+	// Message Explanation.
+	Message string `json:"message"`
+}
+
+// NodeCommandList One page of node commands, newest first.
+type NodeCommandList struct {
+	// Page Page number.
+	Page int32 `json:"page"`
+
+	// PageSize Rows per page.
+	PageSize int32 `json:"pageSize"`
+
+	// Rows The commands.
+	Rows []NodeCommand `json:"rows"`
+
+	// Total Matching commands.
+	Total int64 `json:"total"`
+}
+
+// NodeCommandStats Counts over the selected node commands.
+type NodeCommandStats struct {
+	// AverageDurationMs Mean time from creation to the end of finished commands.
+	AverageDurationMs float64 `json:"averageDurationMs"`
+
+	// ByCommandType Count per command type.
+	ByCommandType map[string]int64 `json:"byCommandType"`
+
+	// ByStatus Count per status (every status is present).
+	ByStatus map[string]int64 `json:"byStatus"`
+
+	// MaxDurationMs Longest time from creation to the end of a finished command.
+	MaxDurationMs int64 `json:"maxDurationMs"`
+
+	// OldestPendingAgeMs Age of the oldest command not yet handed out; 0 when none.
+	OldestPendingAgeMs int64 `json:"oldestPendingAgeMs"`
+
+	// Total Matching commands.
+	Total int64 `json:"total"`
+}
+
+// NodeCommandTransition One status change of a command.
+type NodeCommandTransition struct {
+	// At When.
+	At time.Time `json:"at"`
+
+	// Attempt Delivery it belongs to.
+	Attempt int32 `json:"attempt"`
+
+	// Message Why, when known.
+	Message string `json:"message"`
+
+	// Status Status entered.
+	Status NodeCommandTransitionStatus `json:"status"`
+
+	// Via Control node that wrote it.
+	Via string `json:"via"`
+}
+
+// NodeCommandTransitionStatus Status entered.
+type NodeCommandTransitionStatus string
+
+// NodeHeartbeatResult The heartbeat this control node just took of its own host.
+type NodeHeartbeatResult struct {
+	// ForwardedTo Number of other control nodes the heartbeat was passed to.
+	ForwardedTo int32 `json:"forwardedTo"`
+
+	// Host Host figures of one node.
+	Host HostMetrics `json:"host"`
+
+	// NodeId The control node.
+	NodeId string `json:"nodeId"`
+
+	// SentAt When the figures were taken.
+	SentAt time.Time `json:"sentAt"`
+}
+
+// NodeLifecycleOperation An operator-facing lifecycle operation on a media host, carried by a node command.
+type NodeLifecycleOperation struct {
+	// CommandId Node command that carries it.
+	CommandId string `json:"commandId"`
+
+	// CreatedAt When it was asked for.
+	CreatedAt time.Time `json:"createdAt"`
+
+	// FinishedAt When it ended; null before.
+	FinishedAt *time.Time `json:"finishedAt"`
+
+	// Message Outcome or error message.
+	Message string `json:"message"`
+
+	// NodeId Media host.
+	NodeId string `json:"nodeId"`
+
+	// Operation What is done.
+	Operation NodeLifecycleOperationOperation `json:"operation"`
+
+	// OperationId Identifier of the operation.
+	OperationId string `json:"operationId"`
+
+	// Reason Reason given.
+	Reason string `json:"reason"`
+
+	// RequestedBy Credential that asked.
+	RequestedBy string `json:"requestedBy"`
+
+	// Status Status of the command.
+	Status NodeLifecycleOperationStatus `json:"status"`
+}
+
+// NodeLifecycleOperationOperation What is done.
+type NodeLifecycleOperationOperation string
+
+// NodeLifecycleOperationStatus Status of the command.
+type NodeLifecycleOperationStatus string
+
+// NodeLifecycleOperationList Lifecycle operations, newest first.
+type NodeLifecycleOperationList struct {
+	// Rows The operations.
+	Rows []NodeLifecycleOperation `json:"rows"`
+}
+
+// NodeList Every node of the cluster: control nodes and media hosts.
+type NodeList struct {
+	// Rows The nodes, control nodes first.
+	Rows []Node `json:"rows"`
+}
+
+// NodeMonitoring Current figures of one node.
+type NodeMonitoring struct {
+	// Engine The engine process of one media host as its agent reports it.
+	Engine *EngineProcessState `json:"engine,omitempty"`
+
+	// HeartbeatAgeSeconds Seconds since the figures were received; -1 when none arrived yet.
+	HeartbeatAgeSeconds float64 `json:"heartbeatAgeSeconds"`
+
+	// Host Host figures of one node.
+	Host *HostMetrics `json:"host,omitempty"`
+
+	// Kind control or media.
+	Kind NodeMonitoringKind `json:"kind"`
+
+	// LastHeartbeatAt When the figures were received; null when none arrived yet.
+	LastHeartbeatAt *time.Time `json:"lastHeartbeatAt"`
+
+	// NodeId Node id.
+	NodeId string `json:"nodeId"`
+
+	// Status Node status.
+	Status NodeMonitoringStatus `json:"status"`
+}
+
+// NodeMonitoringKind control or media.
+type NodeMonitoringKind string
+
+// NodeMonitoringStatus Node status.
+type NodeMonitoringStatus string
+
+// NodeMonitoringHistory History of one node.
+type NodeMonitoringHistory struct {
+	// NodeId Node id.
+	NodeId string `json:"nodeId"`
+
+	// Points Buckets with at least one sample, oldest first.
+	Points []MonitoringPoint `json:"points"`
 }
 
 // OpenApiAuditItem Audit result for one operation or route.
@@ -2990,6 +5427,18 @@ type RetentionCategoryResult struct {
 	DeletedCount int64 `json:"deletedCount"`
 }
 
+// RetireMediaServerRequest Preview or retire a media server.
+type RetireMediaServerRequest struct {
+	// Force Retire even though blocking references exist; their commands are canceled.
+	Force *bool `json:"force,omitempty"`
+
+	// Preview Only report what retirement would do; the default.
+	Preview *bool `json:"preview,omitempty"`
+
+	// Reason Reason recorded in the audit trail; required to retire.
+	Reason *string `json:"reason,omitempty"`
+}
+
 // RevealedApiToken The value of a revealable API token.
 type RevealedApiToken struct {
 	// Token The full token value starting with `svc_pat_`.
@@ -3030,6 +5479,102 @@ type Role struct {
 type RoleList struct {
 	// Rows The roles.
 	Rows []Role `json:"rows"`
+}
+
+// RtpPortLease One RTP port lease on a media host.
+type RtpPortLease struct {
+	// CreatedAt When it was leased.
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Direction receive for media arriving at the engine, send for media it sends.
+	Direction RtpPortLeaseDirection `json:"direction"`
+
+	// ExpiresAt When an unreleased lease expires and its port is reclaimed.
+	ExpiresAt time.Time `json:"expiresAt"`
+
+	// LeaseId Identifier of the lease.
+	LeaseId string `json:"leaseId"`
+
+	// NodeId Media host owning the port.
+	NodeId string `json:"nodeId"`
+
+	// Port The leased UDP/TCP port.
+	Port int32 `json:"port"`
+
+	// Purpose What the port is for, for example gb28181-live.
+	Purpose string `json:"purpose"`
+
+	// ReleaseReason Why it ended.
+	ReleaseReason string `json:"releaseReason"`
+
+	// ReleasedAt When it was released or reclaimed; null while active.
+	ReleasedAt *time.Time `json:"releasedAt"`
+
+	// Ssrc SSRC expected on the port; empty when not known.
+	Ssrc string `json:"ssrc"`
+
+	// Status Lease state.
+	Status RtpPortLeaseStatus `json:"status"`
+
+	// StreamId Stream the port carries; empty when not known.
+	StreamId string `json:"streamId"`
+}
+
+// RtpPortLeaseDirection receive for media arriving at the engine, send for media it sends.
+type RtpPortLeaseDirection string
+
+// RtpPortLeaseStatus Lease state.
+type RtpPortLeaseStatus string
+
+// RtpPortLeaseList RTP port leases of one media host.
+type RtpPortLeaseList struct {
+	// NodeId Media host.
+	NodeId string `json:"nodeId"`
+
+	// PortMax Last port of the range.
+	PortMax int32 `json:"portMax"`
+
+	// PortMin First port of the host's RTP range.
+	PortMin int32 `json:"portMin"`
+
+	// Rows Leases, newest first.
+	Rows []RtpPortLease `json:"rows"`
+}
+
+// RtpPortLeaseRequest Lease a free RTP port of the media host's range.
+type RtpPortLeaseRequest struct {
+	// Direction receive or send.
+	Direction RtpPortLeaseRequestDirection `json:"direction"`
+
+	// Port A specific port of the range; omitted picks a free one.
+	Port *int32 `json:"port,omitempty"`
+
+	// Purpose What the port is for.
+	Purpose string `json:"purpose"`
+
+	// Ssrc SSRC expected on the port.
+	Ssrc *string `json:"ssrc,omitempty"`
+
+	// StreamId Stream the port carries.
+	StreamId *string `json:"streamId,omitempty"`
+
+	// TtlSeconds Lease lifetime; the port is reclaimed when it passes unreleased. Default 300.
+	TtlSeconds *int32 `json:"ttlSeconds,omitempty"`
+
+	// WaitSeconds Seconds to wait for the node agent to finish before answering 202 with the command; 0 answers at once.
+	WaitSeconds *int32 `json:"waitSeconds,omitempty"`
+}
+
+// RtpPortLeaseRequestDirection receive or send.
+type RtpPortLeaseRequestDirection string
+
+// RtpPortReleaseRequest Release an RTP port lease.
+type RtpPortReleaseRequest struct {
+	// Reason Why it is released.
+	Reason *string `json:"reason,omitempty"`
+
+	// WaitSeconds Seconds to wait for the node agent to finish before answering 202 with the command; 0 answers at once.
+	WaitSeconds *int32 `json:"waitSeconds,omitempty"`
 }
 
 // RtspAuthCredential One RTSP credential as stored; it never holds the password.
@@ -3268,6 +5813,48 @@ type RuntimeStateWebSocketInfo struct {
 	// Subprotocol WebSocket subprotocol a client may request (Sec-WebSocket-Protocol); the server selects it when offered.
 	Subprotocol string `json:"subprotocol"`
 }
+
+// SaveFfmpegTemplateRequest A transcoder template to create or replace (the transcoder is ffmpeg).
+type SaveFfmpegTemplateRequest struct {
+	// AudioBitrateKbps Target audio bit rate in kbit/s; 0 lets the encoder choose.
+	AudioBitrateKbps *int32 `json:"audioBitrateKbps,omitempty"`
+
+	// AudioCodec Output audio codec; copy keeps the input.
+	AudioCodec SaveFfmpegTemplateRequestAudioCodec `json:"audioCodec"`
+
+	// Description What the template is for.
+	Description *string `json:"description,omitempty"`
+
+	// ExtraArgs Further encoder options as option/value tokens, limited to -preset, -tune, -profile:v, -level, -g, -keyint_min, -bf, -crf, -maxrate, -bufsize, -pix_fmt, -ar, -ac and -sc_threshold.
+	ExtraArgs *[]string `json:"extraArgs,omitempty"`
+
+	// FrameRate Output frame rate; 0 keeps the input.
+	FrameRate *int32 `json:"frameRate,omitempty"`
+
+	// Height Output height in pixels; 0 keeps the input.
+	Height *int32 `json:"height,omitempty"`
+
+	// MediaServerId Media server the template is for; empty for every media server.
+	MediaServerId *string `json:"mediaServerId,omitempty"`
+
+	// TemplateName Unique name within its scope.
+	TemplateName string `json:"templateName"`
+
+	// VideoBitrateKbps Target video bit rate in kbit/s; 0 lets the encoder choose.
+	VideoBitrateKbps *int32 `json:"videoBitrateKbps,omitempty"`
+
+	// VideoCodec Output video codec; copy keeps the input.
+	VideoCodec SaveFfmpegTemplateRequestVideoCodec `json:"videoCodec"`
+
+	// Width Output width in pixels; 0 keeps the input.
+	Width *int32 `json:"width,omitempty"`
+}
+
+// SaveFfmpegTemplateRequestAudioCodec Output audio codec; copy keeps the input.
+type SaveFfmpegTemplateRequestAudioCodec string
+
+// SaveFfmpegTemplateRequestVideoCodec Output video codec; copy keeps the input.
+type SaveFfmpegTemplateRequestVideoCodec string
 
 // SaveRoleRequest Request to create a role or to replace the fields of one.
 type SaveRoleRequest struct {
@@ -3668,6 +6255,63 @@ type ThirdPartyCapabilities struct {
 	TokenId string `json:"tokenId"`
 }
 
+// TranscoderTemplate A transcoder template.
+type TranscoderTemplate struct {
+	// AudioBitrateKbps Target audio bit rate in kbit/s; 0 lets the encoder choose.
+	AudioBitrateKbps int32 `json:"audioBitrateKbps"`
+
+	// AudioCodec Output audio codec; copy keeps the input.
+	AudioCodec TranscoderTemplateAudioCodec `json:"audioCodec"`
+
+	// CreatedAt When it was created.
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Description What the template is for.
+	Description string `json:"description"`
+
+	// ExtraArgs Further encoder options as option/value tokens, limited to -preset, -tune, -profile:v, -level, -g, -keyint_min, -bf, -crf, -maxrate, -bufsize, -pix_fmt, -ar, -ac and -sc_threshold.
+	ExtraArgs []string `json:"extraArgs"`
+
+	// FrameRate Output frame rate; 0 keeps the input.
+	FrameRate int32 `json:"frameRate"`
+
+	// Height Output height in pixels; 0 keeps the input.
+	Height int32 `json:"height"`
+
+	// MediaServerId Media server the template is for; empty for every media server.
+	MediaServerId string `json:"mediaServerId"`
+
+	// TemplateName Unique name within its scope.
+	TemplateName string `json:"templateName"`
+
+	// UpdatedAt When it last changed.
+	UpdatedAt time.Time `json:"updatedAt"`
+
+	// UpdatedBy Credential of the last change.
+	UpdatedBy string `json:"updatedBy"`
+
+	// VideoBitrateKbps Target video bit rate in kbit/s; 0 lets the encoder choose.
+	VideoBitrateKbps int32 `json:"videoBitrateKbps"`
+
+	// VideoCodec Output video codec; copy keeps the input.
+	VideoCodec TranscoderTemplateVideoCodec `json:"videoCodec"`
+
+	// Width Output width in pixels; 0 keeps the input.
+	Width int32 `json:"width"`
+}
+
+// TranscoderTemplateAudioCodec Output audio codec; copy keeps the input.
+type TranscoderTemplateAudioCodec string
+
+// TranscoderTemplateVideoCodec Output video codec; copy keeps the input.
+type TranscoderTemplateVideoCodec string
+
+// TranscoderTemplateList Transcoder templates.
+type TranscoderTemplateList struct {
+	// Rows Templates by name.
+	Rows []TranscoderTemplate `json:"rows"`
+}
+
 // UpdateApiTokenRequest Request to change an API token; omitted fields keep their value.
 type UpdateApiTokenRequest struct {
 	// AllowedIps New client address ranges in CIDR notation, replacing the current ones; an empty list allows any address.
@@ -3920,6 +6564,12 @@ type RoleId = string
 // SubscriptionId defines model for SubscriptionId.
 type SubscriptionId = string
 
+// TargetMediaServerId defines model for TargetMediaServerId.
+type TargetMediaServerId = string
+
+// TargetNodeId defines model for TargetNodeId.
+type TargetNodeId = string
+
 // TokenId defines model for TokenId.
 type TokenId = string
 
@@ -4085,6 +6735,33 @@ type ListChannelRuntimeLogsParams struct {
 // ListChannelRuntimeLogsParamsOrder defines parameters for ListChannelRuntimeLogs.
 type ListChannelRuntimeLogsParamsOrder string
 
+// GetClusterMonitoringParams defines parameters for GetClusterMonitoring.
+type GetClusterMonitoringParams struct {
+	// ClusterId Identifier of the cluster; defaults to the cluster of the node that answers.
+	ClusterId *ClusterId `form:"clusterId,omitempty" json:"clusterId,omitempty"`
+
+	// HistoryMinutes Length of the history window ending now, in minutes; ignored when historyStart is given. 0 returns no history.
+	HistoryMinutes *int32 `form:"historyMinutes,omitempty" json:"historyMinutes,omitempty"`
+
+	// HistoryNodeId Restrict the history to one node.
+	HistoryNodeId *string `form:"historyNodeId,omitempty" json:"historyNodeId,omitempty"`
+
+	// HistoryStart Start of the history window.
+	HistoryStart *time.Time `form:"historyStart,omitempty" json:"historyStart,omitempty"`
+
+	// HistoryEnd End of the history window; default now.
+	HistoryEnd *time.Time `form:"historyEnd,omitempty" json:"historyEnd,omitempty"`
+
+	// HistoryBucketSeconds Bucket width in seconds; default chosen so the window has at most 120 buckets.
+	HistoryBucketSeconds *int32 `form:"historyBucketSeconds,omitempty" json:"historyBucketSeconds,omitempty"`
+}
+
+// GetClusterMonitoringCurrentParams defines parameters for GetClusterMonitoringCurrent.
+type GetClusterMonitoringCurrentParams struct {
+	// ClusterId Identifier of the cluster; defaults to the cluster of the node that answers.
+	ClusterId *ClusterId `form:"clusterId,omitempty" json:"clusterId,omitempty"`
+}
+
 // GetClusterStatusParams defines parameters for GetClusterStatus.
 type GetClusterStatusParams struct {
 	// ClusterId Identifier of the cluster; defaults to the cluster of the node that answers.
@@ -4119,6 +6796,303 @@ type ListEventOutboxParams struct {
 type OpenRuntimeStateWebSocketParams struct {
 	// Cursor Cursor of the last message received on an earlier connection (`REVISION.INDEX.SEQ`), to resume right after it.
 	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// ListMediaServersParams defines parameters for ListMediaServers.
+type ListMediaServersParams struct {
+	// ClusterId Identifier of the cluster; defaults to the cluster of the node that answers.
+	ClusterId *ClusterId `form:"clusterId,omitempty" json:"clusterId,omitempty"`
+}
+
+// GetMediaServerReferencesParams defines parameters for GetMediaServerReferences.
+type GetMediaServerReferencesParams struct {
+	// ClusterId Identifier of the cluster; defaults to the cluster of the node that answers.
+	ClusterId *ClusterId `form:"clusterId,omitempty" json:"clusterId,omitempty"`
+
+	// SampleSize Identifiers listed per kind.
+	SampleSize *int32 `form:"sampleSize,omitempty" json:"sampleSize,omitempty"`
+}
+
+// RetireMediaServerParams defines parameters for RetireMediaServer.
+type RetireMediaServerParams struct {
+	// ClusterId Identifier of the cluster; defaults to the cluster of the node that answers.
+	ClusterId *ClusterId `form:"clusterId,omitempty" json:"clusterId,omitempty"`
+}
+
+// ListNodeCommandsParams defines parameters for ListNodeCommands.
+type ListNodeCommandsParams struct {
+	// Page Number of the page to return, starting at 1.
+	Page *Page `form:"page,omitempty" json:"page,omitempty"`
+
+	// PageSize Maximum number of rows per page.
+	PageSize *PageSize `form:"pageSize,omitempty" json:"pageSize,omitempty"`
+
+	// NodeId Only commands of this media host.
+	NodeId *string `form:"nodeId,omitempty" json:"nodeId,omitempty"`
+
+	// EngineNodeId Only commands of this engine node.
+	EngineNodeId *string `form:"engineNodeId,omitempty" json:"engineNodeId,omitempty"`
+
+	// Status Only commands in this status.
+	Status *ListNodeCommandsParamsStatus `form:"status,omitempty" json:"status,omitempty"`
+
+	// CommandType Only commands of this type.
+	CommandType *string `form:"commandType,omitempty" json:"commandType,omitempty"`
+
+	// RequestedBy Only commands created by this credential (kind:id).
+	RequestedBy *string `form:"requestedBy,omitempty" json:"requestedBy,omitempty"`
+
+	// LocalOnly Only commands created or handed out by the answering control node.
+	LocalOnly *bool `form:"localOnly,omitempty" json:"localOnly,omitempty"`
+
+	// From Only commands created at or after this time.
+	From *time.Time `form:"from,omitempty" json:"from,omitempty"`
+
+	// To Only commands created before this time.
+	To *time.Time `form:"to,omitempty" json:"to,omitempty"`
+
+	// SinceHours Only commands created in the last hours.
+	SinceHours *int32 `form:"sinceHours,omitempty" json:"sinceHours,omitempty"`
+
+	// Keyword Case-insensitive text in the id, node, type, requester, reason or error.
+	Keyword *string `form:"keyword,omitempty" json:"keyword,omitempty"`
+}
+
+// ListNodeCommandsParamsStatus defines parameters for ListNodeCommands.
+type ListNodeCommandsParamsStatus string
+
+// ListLocalNodeCommandsParams defines parameters for ListLocalNodeCommands.
+type ListLocalNodeCommandsParams struct {
+	// Page Number of the page to return, starting at 1.
+	Page *Page `form:"page,omitempty" json:"page,omitempty"`
+
+	// PageSize Maximum number of rows per page.
+	PageSize *PageSize `form:"pageSize,omitempty" json:"pageSize,omitempty"`
+
+	// Status Only commands in this status.
+	Status *ListLocalNodeCommandsParamsStatus `form:"status,omitempty" json:"status,omitempty"`
+}
+
+// ListLocalNodeCommandsParamsStatus defines parameters for ListLocalNodeCommands.
+type ListLocalNodeCommandsParamsStatus string
+
+// GetNodeCommandStatsParams defines parameters for GetNodeCommandStats.
+type GetNodeCommandStatsParams struct {
+	// NodeId Only commands of this media host.
+	NodeId *string `form:"nodeId,omitempty" json:"nodeId,omitempty"`
+
+	// EngineNodeId Only commands of this engine node.
+	EngineNodeId *string `form:"engineNodeId,omitempty" json:"engineNodeId,omitempty"`
+
+	// Status Only commands in this status.
+	Status *GetNodeCommandStatsParamsStatus `form:"status,omitempty" json:"status,omitempty"`
+
+	// CommandType Only commands of this type.
+	CommandType *string `form:"commandType,omitempty" json:"commandType,omitempty"`
+
+	// RequestedBy Only commands created by this credential (kind:id).
+	RequestedBy *string `form:"requestedBy,omitempty" json:"requestedBy,omitempty"`
+
+	// LocalOnly Only commands created or handed out by the answering control node.
+	LocalOnly *bool `form:"localOnly,omitempty" json:"localOnly,omitempty"`
+
+	// From Only commands created at or after this time.
+	From *time.Time `form:"from,omitempty" json:"from,omitempty"`
+
+	// To Only commands created before this time.
+	To *time.Time `form:"to,omitempty" json:"to,omitempty"`
+
+	// SinceHours Only commands created in the last hours.
+	SinceHours *int32 `form:"sinceHours,omitempty" json:"sinceHours,omitempty"`
+
+	// Keyword Case-insensitive text in the id, node, type, requester, reason or error.
+	Keyword *string `form:"keyword,omitempty" json:"keyword,omitempty"`
+}
+
+// GetNodeCommandStatsParamsStatus defines parameters for GetNodeCommandStats.
+type GetNodeCommandStatsParamsStatus string
+
+// GetEngineConfigParams defines parameters for GetEngineConfig.
+type GetEngineConfigParams struct {
+	// NodeId Media host (node id) the operation acts on through its node agent; may be omitted when the cluster has exactly one media server.
+	NodeId *TargetNodeId `form:"nodeId,omitempty" json:"nodeId,omitempty"`
+
+	// MediaServerId Media server the operation acts on, instead of nodeId; may be omitted when the cluster has exactly one media server.
+	MediaServerId *TargetMediaServerId `form:"mediaServerId,omitempty" json:"mediaServerId,omitempty"`
+}
+
+// ApplyEngineConfigParams defines parameters for ApplyEngineConfig.
+type ApplyEngineConfigParams struct {
+	// NodeId Media host (node id) the operation acts on through its node agent; may be omitted when the cluster has exactly one media server.
+	NodeId *TargetNodeId `form:"nodeId,omitempty" json:"nodeId,omitempty"`
+
+	// MediaServerId Media server the operation acts on, instead of nodeId; may be omitted when the cluster has exactly one media server.
+	MediaServerId *TargetMediaServerId `form:"mediaServerId,omitempty" json:"mediaServerId,omitempty"`
+}
+
+// PlanEngineConfigParams defines parameters for PlanEngineConfig.
+type PlanEngineConfigParams struct {
+	// NodeId Media host (node id) the operation acts on through its node agent; may be omitted when the cluster has exactly one media server.
+	NodeId *TargetNodeId `form:"nodeId,omitempty" json:"nodeId,omitempty"`
+
+	// MediaServerId Media server the operation acts on, instead of nodeId; may be omitted when the cluster has exactly one media server.
+	MediaServerId *TargetMediaServerId `form:"mediaServerId,omitempty" json:"mediaServerId,omitempty"`
+}
+
+// GetEngineRawConfigParams defines parameters for GetEngineRawConfig.
+type GetEngineRawConfigParams struct {
+	// NodeId Media host (node id) the operation acts on through its node agent; may be omitted when the cluster has exactly one media server.
+	NodeId *TargetNodeId `form:"nodeId,omitempty" json:"nodeId,omitempty"`
+
+	// MediaServerId Media server the operation acts on, instead of nodeId; may be omitted when the cluster has exactly one media server.
+	MediaServerId *TargetMediaServerId `form:"mediaServerId,omitempty" json:"mediaServerId,omitempty"`
+}
+
+// ApplyEngineRawConfigParams defines parameters for ApplyEngineRawConfig.
+type ApplyEngineRawConfigParams struct {
+	// NodeId Media host (node id) the operation acts on through its node agent; may be omitted when the cluster has exactly one media server.
+	NodeId *TargetNodeId `form:"nodeId,omitempty" json:"nodeId,omitempty"`
+
+	// MediaServerId Media server the operation acts on, instead of nodeId; may be omitted when the cluster has exactly one media server.
+	MediaServerId *TargetMediaServerId `form:"mediaServerId,omitempty" json:"mediaServerId,omitempty"`
+}
+
+// PlanEngineRawConfigParams defines parameters for PlanEngineRawConfig.
+type PlanEngineRawConfigParams struct {
+	// NodeId Media host (node id) the operation acts on through its node agent; may be omitted when the cluster has exactly one media server.
+	NodeId *TargetNodeId `form:"nodeId,omitempty" json:"nodeId,omitempty"`
+
+	// MediaServerId Media server the operation acts on, instead of nodeId; may be omitted when the cluster has exactly one media server.
+	MediaServerId *TargetMediaServerId `form:"mediaServerId,omitempty" json:"mediaServerId,omitempty"`
+}
+
+// GetEngineCoreSettingsParams defines parameters for GetEngineCoreSettings.
+type GetEngineCoreSettingsParams struct {
+	// NodeId Media host (node id) the operation acts on through its node agent; may be omitted when the cluster has exactly one media server.
+	NodeId *TargetNodeId `form:"nodeId,omitempty" json:"nodeId,omitempty"`
+
+	// MediaServerId Media server the operation acts on, instead of nodeId; may be omitted when the cluster has exactly one media server.
+	MediaServerId *TargetMediaServerId `form:"mediaServerId,omitempty" json:"mediaServerId,omitempty"`
+}
+
+// UpdateEngineCoreSettingsParams defines parameters for UpdateEngineCoreSettings.
+type UpdateEngineCoreSettingsParams struct {
+	// NodeId Media host (node id) the operation acts on through its node agent; may be omitted when the cluster has exactly one media server.
+	NodeId *TargetNodeId `form:"nodeId,omitempty" json:"nodeId,omitempty"`
+
+	// MediaServerId Media server the operation acts on, instead of nodeId; may be omitted when the cluster has exactly one media server.
+	MediaServerId *TargetMediaServerId `form:"mediaServerId,omitempty" json:"mediaServerId,omitempty"`
+}
+
+// GetEngineProcessParams defines parameters for GetEngineProcess.
+type GetEngineProcessParams struct {
+	// NodeId Media host (node id) the operation acts on through its node agent; may be omitted when the cluster has exactly one media server.
+	NodeId *TargetNodeId `form:"nodeId,omitempty" json:"nodeId,omitempty"`
+
+	// MediaServerId Media server the operation acts on, instead of nodeId; may be omitted when the cluster has exactly one media server.
+	MediaServerId *TargetMediaServerId `form:"mediaServerId,omitempty" json:"mediaServerId,omitempty"`
+}
+
+// ReloadEngineProcessParams defines parameters for ReloadEngineProcess.
+type ReloadEngineProcessParams struct {
+	// NodeId Media host (node id) the operation acts on through its node agent; may be omitted when the cluster has exactly one media server.
+	NodeId *TargetNodeId `form:"nodeId,omitempty" json:"nodeId,omitempty"`
+
+	// MediaServerId Media server the operation acts on, instead of nodeId; may be omitted when the cluster has exactly one media server.
+	MediaServerId *TargetMediaServerId `form:"mediaServerId,omitempty" json:"mediaServerId,omitempty"`
+}
+
+// RestartEngineProcessParams defines parameters for RestartEngineProcess.
+type RestartEngineProcessParams struct {
+	// NodeId Media host (node id) the operation acts on through its node agent; may be omitted when the cluster has exactly one media server.
+	NodeId *TargetNodeId `form:"nodeId,omitempty" json:"nodeId,omitempty"`
+
+	// MediaServerId Media server the operation acts on, instead of nodeId; may be omitted when the cluster has exactly one media server.
+	MediaServerId *TargetMediaServerId `form:"mediaServerId,omitempty" json:"mediaServerId,omitempty"`
+}
+
+// StartEngineProcessParams defines parameters for StartEngineProcess.
+type StartEngineProcessParams struct {
+	// NodeId Media host (node id) the operation acts on through its node agent; may be omitted when the cluster has exactly one media server.
+	NodeId *TargetNodeId `form:"nodeId,omitempty" json:"nodeId,omitempty"`
+
+	// MediaServerId Media server the operation acts on, instead of nodeId; may be omitted when the cluster has exactly one media server.
+	MediaServerId *TargetMediaServerId `form:"mediaServerId,omitempty" json:"mediaServerId,omitempty"`
+}
+
+// StopEngineProcessParams defines parameters for StopEngineProcess.
+type StopEngineProcessParams struct {
+	// NodeId Media host (node id) the operation acts on through its node agent; may be omitted when the cluster has exactly one media server.
+	NodeId *TargetNodeId `form:"nodeId,omitempty" json:"nodeId,omitempty"`
+
+	// MediaServerId Media server the operation acts on, instead of nodeId; may be omitted when the cluster has exactly one media server.
+	MediaServerId *TargetMediaServerId `form:"mediaServerId,omitempty" json:"mediaServerId,omitempty"`
+}
+
+// ListRtpPortLeasesParams defines parameters for ListRtpPortLeases.
+type ListRtpPortLeasesParams struct {
+	// Status Only leases in this state.
+	Status *ListRtpPortLeasesParamsStatus `form:"status,omitempty" json:"status,omitempty"`
+
+	// Direction Only leases of this direction.
+	Direction *ListRtpPortLeasesParamsDirection `form:"direction,omitempty" json:"direction,omitempty"`
+
+	// NodeId Media host (node id) the operation acts on through its node agent; may be omitted when the cluster has exactly one media server.
+	NodeId *TargetNodeId `form:"nodeId,omitempty" json:"nodeId,omitempty"`
+
+	// MediaServerId Media server the operation acts on, instead of nodeId; may be omitted when the cluster has exactly one media server.
+	MediaServerId *TargetMediaServerId `form:"mediaServerId,omitempty" json:"mediaServerId,omitempty"`
+}
+
+// ListRtpPortLeasesParamsStatus defines parameters for ListRtpPortLeases.
+type ListRtpPortLeasesParamsStatus string
+
+// ListRtpPortLeasesParamsDirection defines parameters for ListRtpPortLeases.
+type ListRtpPortLeasesParamsDirection string
+
+// CreateRtpPortLeaseParams defines parameters for CreateRtpPortLease.
+type CreateRtpPortLeaseParams struct {
+	// NodeId Media host (node id) the operation acts on through its node agent; may be omitted when the cluster has exactly one media server.
+	NodeId *TargetNodeId `form:"nodeId,omitempty" json:"nodeId,omitempty"`
+
+	// MediaServerId Media server the operation acts on, instead of nodeId; may be omitted when the cluster has exactly one media server.
+	MediaServerId *TargetMediaServerId `form:"mediaServerId,omitempty" json:"mediaServerId,omitempty"`
+}
+
+// ReleaseRtpPortLeaseParams defines parameters for ReleaseRtpPortLease.
+type ReleaseRtpPortLeaseParams struct {
+	// NodeId Media host (node id) the operation acts on through its node agent; may be omitted when the cluster has exactly one media server.
+	NodeId *TargetNodeId `form:"nodeId,omitempty" json:"nodeId,omitempty"`
+
+	// MediaServerId Media server the operation acts on, instead of nodeId; may be omitted when the cluster has exactly one media server.
+	MediaServerId *TargetMediaServerId `form:"mediaServerId,omitempty" json:"mediaServerId,omitempty"`
+}
+
+// ReleaseRtpPortParams defines parameters for ReleaseRtpPort.
+type ReleaseRtpPortParams struct {
+	// Direction Only release a lease of this direction.
+	Direction *ReleaseRtpPortParamsDirection `form:"direction,omitempty" json:"direction,omitempty"`
+
+	// NodeId Media host (node id) the operation acts on through its node agent; may be omitted when the cluster has exactly one media server.
+	NodeId *TargetNodeId `form:"nodeId,omitempty" json:"nodeId,omitempty"`
+
+	// MediaServerId Media server the operation acts on, instead of nodeId; may be omitted when the cluster has exactly one media server.
+	MediaServerId *TargetMediaServerId `form:"mediaServerId,omitempty" json:"mediaServerId,omitempty"`
+}
+
+// ReleaseRtpPortParamsDirection defines parameters for ReleaseRtpPort.
+type ReleaseRtpPortParamsDirection string
+
+// ListTranscoderTemplatesParams defines parameters for ListTranscoderTemplates.
+type ListTranscoderTemplatesParams struct {
+	// MediaServerId Only templates for this media server (and those for every media server).
+	MediaServerId *string `form:"mediaServerId,omitempty" json:"mediaServerId,omitempty"`
+}
+
+// DeleteTranscoderTemplateParams defines parameters for DeleteTranscoderTemplate.
+type DeleteTranscoderTemplateParams struct {
+	// MediaServerId Only templates for this media server (and those for every media server).
+	MediaServerId *string `form:"mediaServerId,omitempty" json:"mediaServerId,omitempty"`
 }
 
 // ListApiTokensParams defines parameters for ListApiTokens.
@@ -4223,6 +7197,15 @@ type GetDocsUiParams struct {
 // GetDocsUiParamsFormat defines parameters for GetDocsUi.
 type GetDocsUiParamsFormat string
 
+// ListNodeLifecycleOperationsParams defines parameters for ListNodeLifecycleOperations.
+type ListNodeLifecycleOperationsParams struct {
+	// NodeId Only operations on this media host.
+	NodeId *string `form:"nodeId,omitempty" json:"nodeId,omitempty"`
+
+	// Limit Most operations returned.
+	Limit *int32 `form:"limit,omitempty" json:"limit,omitempty"`
+}
+
 // GetMigrationAuditParams defines parameters for GetMigrationAudit.
 type GetMigrationAuditParams struct {
 	// ClusterId Identifier of the cluster; defaults to the cluster of the node that answers.
@@ -4266,6 +7249,12 @@ type GetSystemReadinessParams struct {
 
 	// CheckEngine Require at least one online media engine node.
 	CheckEngine *bool `form:"checkEngine,omitempty" json:"checkEngine,omitempty"`
+}
+
+// GetHostTuningParams defines parameters for GetHostTuning.
+type GetHostTuningParams struct {
+	// NodeId Media host whose parameters are read; defaults to the only media server, or this control node's host when there is no enrolled agent.
+	NodeId *string `form:"nodeId,omitempty" json:"nodeId,omitempty"`
 }
 
 // GetSourceDocumentationAuditParams defines parameters for GetSourceDocumentationAudit.
@@ -4403,6 +7392,57 @@ type ControlChannelPtzJSONRequestBody = ChannelPtzCommandRequest
 // UpdateChannelPtzSettingsJSONRequestBody defines body for UpdateChannelPtzSettings for application/json ContentType.
 type UpdateChannelPtzSettingsJSONRequestBody = ChannelPtzSettingsRequest
 
+// RetireMediaServerJSONRequestBody defines body for RetireMediaServer for application/json ContentType.
+type RetireMediaServerJSONRequestBody = RetireMediaServerRequest
+
+// CancelNodeCommandJSONRequestBody defines body for CancelNodeCommand for application/json ContentType.
+type CancelNodeCommandJSONRequestBody = CancelNodeCommandRequest
+
+// ApplyEngineConfigJSONRequestBody defines body for ApplyEngineConfig for application/json ContentType.
+type ApplyEngineConfigJSONRequestBody = EngineConfigApplyRequest
+
+// PlanEngineConfigJSONRequestBody defines body for PlanEngineConfig for application/json ContentType.
+type PlanEngineConfigJSONRequestBody = EngineConfigPlanRequest
+
+// ApplyEngineRawConfigJSONRequestBody defines body for ApplyEngineRawConfig for application/json ContentType.
+type ApplyEngineRawConfigJSONRequestBody = MediaServiceRawConfigurationApplyRequest
+
+// PlanEngineRawConfigJSONRequestBody defines body for PlanEngineRawConfig for application/json ContentType.
+type PlanEngineRawConfigJSONRequestBody = MediaServiceRawConfigurationPlanRequest
+
+// UpdateEngineCoreSettingsJSONRequestBody defines body for UpdateEngineCoreSettings for application/json ContentType.
+type UpdateEngineCoreSettingsJSONRequestBody = EngineCoreSettingsUpdateRequest
+
+// ReloadEngineProcessJSONRequestBody defines body for ReloadEngineProcess for application/json ContentType.
+type ReloadEngineProcessJSONRequestBody = EngineProcessActionRequest
+
+// RestartEngineProcessJSONRequestBody defines body for RestartEngineProcess for application/json ContentType.
+type RestartEngineProcessJSONRequestBody = EngineProcessActionRequest
+
+// StartEngineProcessJSONRequestBody defines body for StartEngineProcess for application/json ContentType.
+type StartEngineProcessJSONRequestBody = EngineProcessActionRequest
+
+// StopEngineProcessJSONRequestBody defines body for StopEngineProcess for application/json ContentType.
+type StopEngineProcessJSONRequestBody = EngineProcessActionRequest
+
+// CreateRtpPortLeaseJSONRequestBody defines body for CreateRtpPortLease for application/json ContentType.
+type CreateRtpPortLeaseJSONRequestBody = RtpPortLeaseRequest
+
+// ReleaseRtpPortLeaseJSONRequestBody defines body for ReleaseRtpPortLease for application/json ContentType.
+type ReleaseRtpPortLeaseJSONRequestBody = RtpPortReleaseRequest
+
+// ReleaseRtpPortJSONRequestBody defines body for ReleaseRtpPort for application/json ContentType.
+type ReleaseRtpPortJSONRequestBody = RtpPortReleaseRequest
+
+// CreateTranscoderTemplateJSONRequestBody defines body for CreateTranscoderTemplate for application/json ContentType.
+type CreateTranscoderTemplateJSONRequestBody = SaveFfmpegTemplateRequest
+
+// UpdateTranscoderTemplateJSONRequestBody defines body for UpdateTranscoderTemplate for application/json ContentType.
+type UpdateTranscoderTemplateJSONRequestBody = SaveFfmpegTemplateRequest
+
+// CreateNodeCommandJSONRequestBody defines body for CreateNodeCommand for application/json ContentType.
+type CreateNodeCommandJSONRequestBody = CreateNodeCommandRequest
+
 // CreateApiTokenJSONRequestBody defines body for CreateApiToken for application/json ContentType.
 type CreateApiTokenJSONRequestBody = CreateApiTokenRequest
 
@@ -4432,6 +7472,12 @@ type ResetUserPasswordJSONRequestBody = ChangePasswordRequest
 
 // RunDataRetentionCleanupJSONRequestBody defines body for RunDataRetentionCleanup for application/json ContentType.
 type RunDataRetentionCleanupJSONRequestBody = DataRetentionCleanupRunRequest
+
+// CreateNodeAgentEnrollmentJSONRequestBody defines body for CreateNodeAgentEnrollment for application/json ContentType.
+type CreateNodeAgentEnrollmentJSONRequestBody = CreateNodeAgentEnrollmentRequest
+
+// CreateNodeLifecycleOperationJSONRequestBody defines body for CreateNodeLifecycleOperation for application/json ContentType.
+type CreateNodeLifecycleOperationJSONRequestBody = CreateNodeLifecycleOperationRequest
 
 // CleanupRemovedProtocolResiduesJSONRequestBody defines body for CleanupRemovedProtocolResidues for application/json ContentType.
 type CleanupRemovedProtocolResiduesJSONRequestBody = RemovedProtocolResidueCleanupRequest
@@ -4564,9 +7610,30 @@ type ServerInterface interface {
 	// StopChannel Stop a channel and pause auto-recovery
 	// (POST /api/v2/channels/{channelId}/stop)
 	StopChannel(c *gin.Context, channelId ChannelId)
+	// GetClusterMonitoring Get cluster monitoring with history
+	// (GET /api/v2/cluster/monitoring)
+	GetClusterMonitoring(c *gin.Context, params GetClusterMonitoringParams)
+	// GetClusterMonitoringCurrent Get current cluster monitoring
+	// (GET /api/v2/cluster/monitoring/current)
+	GetClusterMonitoringCurrent(c *gin.Context, params GetClusterMonitoringCurrentParams)
+	// GetLocalRuntime Get this node's process snapshot
+	// (GET /api/v2/cluster/monitoring/local-runtime)
+	GetLocalRuntime(c *gin.Context)
 	// GetClusterStatus Get the cluster consensus status
 	// (GET /api/v2/cluster/status)
 	GetClusterStatus(c *gin.Context, params GetClusterStatusParams)
+	// ListEngineNodes List engine nodes
+	// (GET /api/v2/engine/nodes)
+	ListEngineNodes(c *gin.Context)
+	// ListEngineNodeApis List an engine node's control API
+	// (GET /api/v2/engine/nodes/{nodeId}/apis)
+	ListEngineNodeApis(c *gin.Context, nodeId string)
+	// GetEngineNodeCapabilities Discover an engine node's capabilities
+	// (GET /api/v2/engine/nodes/{nodeId}/capabilities)
+	GetEngineNodeCapabilities(c *gin.Context, nodeId string)
+	// GetEngineNodeVersion Get an engine node's version
+	// (GET /api/v2/engine/nodes/{nodeId}/version)
+	GetEngineNodeVersion(c *gin.Context, nodeId string)
 	// ListEngineWebhookInbox Inbound media-engine hooks
 	// (GET /api/v2/engine/webhook-inbox)
 	ListEngineWebhookInbox(c *gin.Context, params ListEngineWebhookInboxParams)
@@ -4579,6 +7646,105 @@ type ServerInterface interface {
 	// OpenRuntimeStateWebSocket Open the runtime-state WebSocket
 	// (GET /api/v2/events/runtime/ws)
 	OpenRuntimeStateWebSocket(c *gin.Context, params OpenRuntimeStateWebSocketParams)
+	// ListMediaServers List media servers
+	// (GET /api/v2/media-servers)
+	ListMediaServers(c *gin.Context, params ListMediaServersParams)
+	// GetMediaServerReferences List references to a media server
+	// (GET /api/v2/media-servers/{mediaServerId}/references)
+	GetMediaServerReferences(c *gin.Context, mediaServerId string, params GetMediaServerReferencesParams)
+	// RetireMediaServer Preview or retire a media server
+	// (POST /api/v2/media-servers/{mediaServerId}/retire)
+	RetireMediaServer(c *gin.Context, mediaServerId string, params RetireMediaServerParams)
+	// ListNodeCommands List node commands
+	// (GET /api/v2/node/commands)
+	ListNodeCommands(c *gin.Context, params ListNodeCommandsParams)
+	// ListLocalNodeCommands List this control node's node commands
+	// (GET /api/v2/node/commands/local)
+	ListLocalNodeCommands(c *gin.Context, params ListLocalNodeCommandsParams)
+	// GetNodeCommandStats Count node commands
+	// (GET /api/v2/node/commands/stats)
+	GetNodeCommandStats(c *gin.Context, params GetNodeCommandStatsParams)
+	// GetNodeCommand Get a node command
+	// (GET /api/v2/node/commands/{commandId})
+	GetNodeCommand(c *gin.Context, commandId string)
+	// CancelNodeCommand Cancel a node command
+	// (POST /api/v2/node/commands/{commandId}/cancel)
+	CancelNodeCommand(c *gin.Context, commandId string)
+	// GetNodeCommandDetail Get a node command in detail
+	// (GET /api/v2/node/commands/{commandId}/detail)
+	GetNodeCommandDetail(c *gin.Context, commandId string)
+	// GetEngineConfig Get the engine configuration
+	// (GET /api/v2/node/engine/config)
+	GetEngineConfig(c *gin.Context, params GetEngineConfigParams)
+	// ApplyEngineConfig Write the engine configuration
+	// (POST /api/v2/node/engine/config/apply)
+	ApplyEngineConfig(c *gin.Context, params ApplyEngineConfigParams)
+	// PlanEngineConfig Preview an engine configuration change
+	// (POST /api/v2/node/engine/config/plan)
+	PlanEngineConfig(c *gin.Context, params PlanEngineConfigParams)
+	// GetEngineRawConfig Get the engine configuration file
+	// (GET /api/v2/node/engine/config/raw)
+	GetEngineRawConfig(c *gin.Context, params GetEngineRawConfigParams)
+	// ApplyEngineRawConfig Write the engine configuration file
+	// (PUT /api/v2/node/engine/config/raw)
+	ApplyEngineRawConfig(c *gin.Context, params ApplyEngineRawConfigParams)
+	// PlanEngineRawConfig Preview an engine configuration file
+	// (POST /api/v2/node/engine/config/raw/plan)
+	PlanEngineRawConfig(c *gin.Context, params PlanEngineRawConfigParams)
+	// GetEngineCoreSettings Get the engine core settings
+	// (GET /api/v2/node/engine/core-settings)
+	GetEngineCoreSettings(c *gin.Context, params GetEngineCoreSettingsParams)
+	// UpdateEngineCoreSettings Change the engine core settings
+	// (PUT /api/v2/node/engine/core-settings)
+	UpdateEngineCoreSettings(c *gin.Context, params UpdateEngineCoreSettingsParams)
+	// GetEngineProcess Get the engine process
+	// (GET /api/v2/node/engine/process)
+	GetEngineProcess(c *gin.Context, params GetEngineProcessParams)
+	// ReloadEngineProcess Reload the engine process
+	// (POST /api/v2/node/engine/process/reload)
+	ReloadEngineProcess(c *gin.Context, params ReloadEngineProcessParams)
+	// RestartEngineProcess Restart the engine process
+	// (POST /api/v2/node/engine/process/restart)
+	RestartEngineProcess(c *gin.Context, params RestartEngineProcessParams)
+	// StartEngineProcess Start the engine process
+	// (POST /api/v2/node/engine/process/start)
+	StartEngineProcess(c *gin.Context, params StartEngineProcessParams)
+	// StopEngineProcess Stop the engine process
+	// (POST /api/v2/node/engine/process/stop)
+	StopEngineProcess(c *gin.Context, params StopEngineProcessParams)
+	// ListRtpPortLeases List RTP port leases
+	// (GET /api/v2/node/rtp/leases)
+	ListRtpPortLeases(c *gin.Context, params ListRtpPortLeasesParams)
+	// CreateRtpPortLease Lease an RTP port
+	// (POST /api/v2/node/rtp/leases)
+	CreateRtpPortLease(c *gin.Context, params CreateRtpPortLeaseParams)
+	// ReleaseRtpPortLease Release an RTP port lease
+	// (POST /api/v2/node/rtp/leases/{leaseId}/release)
+	ReleaseRtpPortLease(c *gin.Context, leaseId string, params ReleaseRtpPortLeaseParams)
+	// ReleaseRtpPort Release the lease of a port
+	// (POST /api/v2/node/rtp/ports/{port}/release)
+	ReleaseRtpPort(c *gin.Context, port int32, params ReleaseRtpPortParams)
+	// ListTranscoderTemplates List transcoder templates
+	// (GET /api/v2/node/transcoder-templates)
+	ListTranscoderTemplates(c *gin.Context, params ListTranscoderTemplatesParams)
+	// CreateTranscoderTemplate Create a transcoder template
+	// (POST /api/v2/node/transcoder-templates)
+	CreateTranscoderTemplate(c *gin.Context)
+	// DeleteTranscoderTemplate Delete a transcoder template
+	// (DELETE /api/v2/node/transcoder-templates/{templateName})
+	DeleteTranscoderTemplate(c *gin.Context, templateName string, params DeleteTranscoderTemplateParams)
+	// UpdateTranscoderTemplate Replace a transcoder template
+	// (PUT /api/v2/node/transcoder-templates/{templateName})
+	UpdateTranscoderTemplate(c *gin.Context, templateName string)
+	// ListNodes List nodes
+	// (GET /api/v2/nodes)
+	ListNodes(c *gin.Context)
+	// TriggerSelfHeartbeat Take this node's heartbeat now
+	// (POST /api/v2/nodes/self/heartbeat)
+	TriggerSelfHeartbeat(c *gin.Context)
+	// CreateNodeCommand Create a node command
+	// (POST /api/v2/nodes/{nodeId}/commands)
+	CreateNodeCommand(c *gin.Context, nodeId string)
 	// ListApiTokens List API tokens
 	// (GET /api/v2/security/api-tokens)
 	ListApiTokens(c *gin.Context, params ListApiTokensParams)
@@ -4669,6 +7835,18 @@ type ServerInterface interface {
 	// GetSystemInfo Get basic information about this node
 	// (GET /api/v2/system/info)
 	GetSystemInfo(c *gin.Context)
+	// ListNodeAgents List node agents
+	// (GET /api/v2/system/lifecycle/agents)
+	ListNodeAgents(c *gin.Context)
+	// CreateNodeAgentEnrollment Create a node agent enrollment code
+	// (POST /api/v2/system/lifecycle/agents/{nodeId}/enrollment)
+	CreateNodeAgentEnrollment(c *gin.Context, nodeId string)
+	// ListNodeLifecycleOperations List lifecycle operations
+	// (GET /api/v2/system/lifecycle/operations)
+	ListNodeLifecycleOperations(c *gin.Context, params ListNodeLifecycleOperationsParams)
+	// CreateNodeLifecycleOperation Run a lifecycle operation
+	// (POST /api/v2/system/lifecycle/operations)
+	CreateNodeLifecycleOperation(c *gin.Context)
 	// GetMigrationAudit Audit store migrations and residues
 	// (GET /api/v2/system/migration-audit)
 	GetMigrationAudit(c *gin.Context, params GetMigrationAuditParams)
@@ -4698,7 +7876,7 @@ type ServerInterface interface {
 	ListRuntimePorts(c *gin.Context)
 	// GetHostTuning Get the host tuning parameters
 	// (GET /api/v2/system/runtime/tuning)
-	GetHostTuning(c *gin.Context)
+	GetHostTuning(c *gin.Context, params GetHostTuningParams)
 	// ApplyHostTuning Apply host tuning values
 	// (PUT /api/v2/system/runtime/tuning)
 	ApplyHostTuning(c *gin.Context)
@@ -5774,6 +8952,113 @@ func (siw *ServerInterfaceWrapper) StopChannel(c *gin.Context) {
 	siw.Handler.StopChannel(c, channelId)
 }
 
+// GetClusterMonitoring operation middleware
+func (siw *ServerInterfaceWrapper) GetClusterMonitoring(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetClusterMonitoringParams
+
+	// ------------- Optional query parameter "clusterId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "clusterId", c.Request.URL.Query(), &params.ClusterId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter clusterId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "historyMinutes" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "historyMinutes", c.Request.URL.Query(), &params.HistoryMinutes, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter historyMinutes: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "historyNodeId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "historyNodeId", c.Request.URL.Query(), &params.HistoryNodeId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter historyNodeId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "historyStart" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "historyStart", c.Request.URL.Query(), &params.HistoryStart, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter historyStart: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "historyEnd" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "historyEnd", c.Request.URL.Query(), &params.HistoryEnd, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter historyEnd: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "historyBucketSeconds" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "historyBucketSeconds", c.Request.URL.Query(), &params.HistoryBucketSeconds, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter historyBucketSeconds: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetClusterMonitoring(c, params)
+}
+
+// GetClusterMonitoringCurrent operation middleware
+func (siw *ServerInterfaceWrapper) GetClusterMonitoringCurrent(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetClusterMonitoringCurrentParams
+
+	// ------------- Optional query parameter "clusterId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "clusterId", c.Request.URL.Query(), &params.ClusterId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter clusterId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetClusterMonitoringCurrent(c, params)
+}
+
+// GetLocalRuntime operation middleware
+func (siw *ServerInterfaceWrapper) GetLocalRuntime(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetLocalRuntime(c)
+}
+
 // GetClusterStatus operation middleware
 func (siw *ServerInterfaceWrapper) GetClusterStatus(c *gin.Context) {
 
@@ -5799,6 +9084,94 @@ func (siw *ServerInterfaceWrapper) GetClusterStatus(c *gin.Context) {
 	}
 
 	siw.Handler.GetClusterStatus(c, params)
+}
+
+// ListEngineNodes operation middleware
+func (siw *ServerInterfaceWrapper) ListEngineNodes(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListEngineNodes(c)
+}
+
+// ListEngineNodeApis operation middleware
+func (siw *ServerInterfaceWrapper) ListEngineNodeApis(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "nodeId" -------------
+	var nodeId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "nodeId", c.Param("nodeId"), &nodeId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter nodeId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListEngineNodeApis(c, nodeId)
+}
+
+// GetEngineNodeCapabilities operation middleware
+func (siw *ServerInterfaceWrapper) GetEngineNodeCapabilities(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "nodeId" -------------
+	var nodeId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "nodeId", c.Param("nodeId"), &nodeId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter nodeId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetEngineNodeCapabilities(c, nodeId)
+}
+
+// GetEngineNodeVersion operation middleware
+func (siw *ServerInterfaceWrapper) GetEngineNodeVersion(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "nodeId" -------------
+	var nodeId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "nodeId", c.Param("nodeId"), &nodeId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter nodeId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetEngineNodeVersion(c, nodeId)
 }
 
 // ListEngineWebhookInbox operation middleware
@@ -5925,6 +9298,1234 @@ func (siw *ServerInterfaceWrapper) OpenRuntimeStateWebSocket(c *gin.Context) {
 	}
 
 	siw.Handler.OpenRuntimeStateWebSocket(c, params)
+}
+
+// ListMediaServers operation middleware
+func (siw *ServerInterfaceWrapper) ListMediaServers(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListMediaServersParams
+
+	// ------------- Optional query parameter "clusterId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "clusterId", c.Request.URL.Query(), &params.ClusterId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter clusterId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListMediaServers(c, params)
+}
+
+// GetMediaServerReferences operation middleware
+func (siw *ServerInterfaceWrapper) GetMediaServerReferences(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "mediaServerId" -------------
+	var mediaServerId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "mediaServerId", c.Param("mediaServerId"), &mediaServerId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter mediaServerId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetMediaServerReferencesParams
+
+	// ------------- Optional query parameter "clusterId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "clusterId", c.Request.URL.Query(), &params.ClusterId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter clusterId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "sampleSize" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "sampleSize", c.Request.URL.Query(), &params.SampleSize, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter sampleSize: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetMediaServerReferences(c, mediaServerId, params)
+}
+
+// RetireMediaServer operation middleware
+func (siw *ServerInterfaceWrapper) RetireMediaServer(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "mediaServerId" -------------
+	var mediaServerId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "mediaServerId", c.Param("mediaServerId"), &mediaServerId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter mediaServerId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params RetireMediaServerParams
+
+	// ------------- Optional query parameter "clusterId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "clusterId", c.Request.URL.Query(), &params.ClusterId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter clusterId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.RetireMediaServer(c, mediaServerId, params)
+}
+
+// ListNodeCommands operation middleware
+func (siw *ServerInterfaceWrapper) ListNodeCommands(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListNodeCommandsParams
+
+	// ------------- Optional query parameter "page" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "page", c.Request.URL.Query(), &params.Page, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter page: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "pageSize" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "pageSize", c.Request.URL.Query(), &params.PageSize, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter pageSize: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "nodeId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "nodeId", c.Request.URL.Query(), &params.NodeId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter nodeId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "engineNodeId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "engineNodeId", c.Request.URL.Query(), &params.EngineNodeId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter engineNodeId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "status" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "status", c.Request.URL.Query(), &params.Status, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter status: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "commandType" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "commandType", c.Request.URL.Query(), &params.CommandType, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter commandType: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "requestedBy" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "requestedBy", c.Request.URL.Query(), &params.RequestedBy, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter requestedBy: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "localOnly" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "localOnly", c.Request.URL.Query(), &params.LocalOnly, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter localOnly: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "from" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "from", c.Request.URL.Query(), &params.From, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter from: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "to" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "to", c.Request.URL.Query(), &params.To, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter to: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "sinceHours" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "sinceHours", c.Request.URL.Query(), &params.SinceHours, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter sinceHours: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "keyword" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "keyword", c.Request.URL.Query(), &params.Keyword, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter keyword: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListNodeCommands(c, params)
+}
+
+// ListLocalNodeCommands operation middleware
+func (siw *ServerInterfaceWrapper) ListLocalNodeCommands(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListLocalNodeCommandsParams
+
+	// ------------- Optional query parameter "page" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "page", c.Request.URL.Query(), &params.Page, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter page: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "pageSize" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "pageSize", c.Request.URL.Query(), &params.PageSize, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter pageSize: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "status" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "status", c.Request.URL.Query(), &params.Status, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter status: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListLocalNodeCommands(c, params)
+}
+
+// GetNodeCommandStats operation middleware
+func (siw *ServerInterfaceWrapper) GetNodeCommandStats(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetNodeCommandStatsParams
+
+	// ------------- Optional query parameter "nodeId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "nodeId", c.Request.URL.Query(), &params.NodeId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter nodeId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "engineNodeId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "engineNodeId", c.Request.URL.Query(), &params.EngineNodeId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter engineNodeId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "status" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "status", c.Request.URL.Query(), &params.Status, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter status: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "commandType" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "commandType", c.Request.URL.Query(), &params.CommandType, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter commandType: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "requestedBy" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "requestedBy", c.Request.URL.Query(), &params.RequestedBy, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter requestedBy: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "localOnly" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "localOnly", c.Request.URL.Query(), &params.LocalOnly, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter localOnly: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "from" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "from", c.Request.URL.Query(), &params.From, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter from: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "to" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "to", c.Request.URL.Query(), &params.To, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter to: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "sinceHours" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "sinceHours", c.Request.URL.Query(), &params.SinceHours, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter sinceHours: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "keyword" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "keyword", c.Request.URL.Query(), &params.Keyword, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter keyword: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetNodeCommandStats(c, params)
+}
+
+// GetNodeCommand operation middleware
+func (siw *ServerInterfaceWrapper) GetNodeCommand(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "commandId" -------------
+	var commandId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "commandId", c.Param("commandId"), &commandId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter commandId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetNodeCommand(c, commandId)
+}
+
+// CancelNodeCommand operation middleware
+func (siw *ServerInterfaceWrapper) CancelNodeCommand(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "commandId" -------------
+	var commandId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "commandId", c.Param("commandId"), &commandId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter commandId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CancelNodeCommand(c, commandId)
+}
+
+// GetNodeCommandDetail operation middleware
+func (siw *ServerInterfaceWrapper) GetNodeCommandDetail(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "commandId" -------------
+	var commandId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "commandId", c.Param("commandId"), &commandId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter commandId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetNodeCommandDetail(c, commandId)
+}
+
+// GetEngineConfig operation middleware
+func (siw *ServerInterfaceWrapper) GetEngineConfig(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetEngineConfigParams
+
+	// ------------- Optional query parameter "nodeId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "nodeId", c.Request.URL.Query(), &params.NodeId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter nodeId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "mediaServerId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "mediaServerId", c.Request.URL.Query(), &params.MediaServerId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter mediaServerId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetEngineConfig(c, params)
+}
+
+// ApplyEngineConfig operation middleware
+func (siw *ServerInterfaceWrapper) ApplyEngineConfig(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ApplyEngineConfigParams
+
+	// ------------- Optional query parameter "nodeId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "nodeId", c.Request.URL.Query(), &params.NodeId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter nodeId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "mediaServerId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "mediaServerId", c.Request.URL.Query(), &params.MediaServerId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter mediaServerId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ApplyEngineConfig(c, params)
+}
+
+// PlanEngineConfig operation middleware
+func (siw *ServerInterfaceWrapper) PlanEngineConfig(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params PlanEngineConfigParams
+
+	// ------------- Optional query parameter "nodeId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "nodeId", c.Request.URL.Query(), &params.NodeId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter nodeId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "mediaServerId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "mediaServerId", c.Request.URL.Query(), &params.MediaServerId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter mediaServerId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.PlanEngineConfig(c, params)
+}
+
+// GetEngineRawConfig operation middleware
+func (siw *ServerInterfaceWrapper) GetEngineRawConfig(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetEngineRawConfigParams
+
+	// ------------- Optional query parameter "nodeId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "nodeId", c.Request.URL.Query(), &params.NodeId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter nodeId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "mediaServerId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "mediaServerId", c.Request.URL.Query(), &params.MediaServerId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter mediaServerId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetEngineRawConfig(c, params)
+}
+
+// ApplyEngineRawConfig operation middleware
+func (siw *ServerInterfaceWrapper) ApplyEngineRawConfig(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ApplyEngineRawConfigParams
+
+	// ------------- Optional query parameter "nodeId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "nodeId", c.Request.URL.Query(), &params.NodeId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter nodeId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "mediaServerId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "mediaServerId", c.Request.URL.Query(), &params.MediaServerId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter mediaServerId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ApplyEngineRawConfig(c, params)
+}
+
+// PlanEngineRawConfig operation middleware
+func (siw *ServerInterfaceWrapper) PlanEngineRawConfig(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params PlanEngineRawConfigParams
+
+	// ------------- Optional query parameter "nodeId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "nodeId", c.Request.URL.Query(), &params.NodeId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter nodeId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "mediaServerId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "mediaServerId", c.Request.URL.Query(), &params.MediaServerId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter mediaServerId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.PlanEngineRawConfig(c, params)
+}
+
+// GetEngineCoreSettings operation middleware
+func (siw *ServerInterfaceWrapper) GetEngineCoreSettings(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetEngineCoreSettingsParams
+
+	// ------------- Optional query parameter "nodeId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "nodeId", c.Request.URL.Query(), &params.NodeId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter nodeId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "mediaServerId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "mediaServerId", c.Request.URL.Query(), &params.MediaServerId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter mediaServerId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetEngineCoreSettings(c, params)
+}
+
+// UpdateEngineCoreSettings operation middleware
+func (siw *ServerInterfaceWrapper) UpdateEngineCoreSettings(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params UpdateEngineCoreSettingsParams
+
+	// ------------- Optional query parameter "nodeId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "nodeId", c.Request.URL.Query(), &params.NodeId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter nodeId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "mediaServerId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "mediaServerId", c.Request.URL.Query(), &params.MediaServerId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter mediaServerId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.UpdateEngineCoreSettings(c, params)
+}
+
+// GetEngineProcess operation middleware
+func (siw *ServerInterfaceWrapper) GetEngineProcess(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetEngineProcessParams
+
+	// ------------- Optional query parameter "nodeId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "nodeId", c.Request.URL.Query(), &params.NodeId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter nodeId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "mediaServerId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "mediaServerId", c.Request.URL.Query(), &params.MediaServerId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter mediaServerId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetEngineProcess(c, params)
+}
+
+// ReloadEngineProcess operation middleware
+func (siw *ServerInterfaceWrapper) ReloadEngineProcess(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ReloadEngineProcessParams
+
+	// ------------- Optional query parameter "nodeId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "nodeId", c.Request.URL.Query(), &params.NodeId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter nodeId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "mediaServerId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "mediaServerId", c.Request.URL.Query(), &params.MediaServerId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter mediaServerId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ReloadEngineProcess(c, params)
+}
+
+// RestartEngineProcess operation middleware
+func (siw *ServerInterfaceWrapper) RestartEngineProcess(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params RestartEngineProcessParams
+
+	// ------------- Optional query parameter "nodeId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "nodeId", c.Request.URL.Query(), &params.NodeId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter nodeId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "mediaServerId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "mediaServerId", c.Request.URL.Query(), &params.MediaServerId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter mediaServerId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.RestartEngineProcess(c, params)
+}
+
+// StartEngineProcess operation middleware
+func (siw *ServerInterfaceWrapper) StartEngineProcess(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params StartEngineProcessParams
+
+	// ------------- Optional query parameter "nodeId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "nodeId", c.Request.URL.Query(), &params.NodeId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter nodeId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "mediaServerId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "mediaServerId", c.Request.URL.Query(), &params.MediaServerId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter mediaServerId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.StartEngineProcess(c, params)
+}
+
+// StopEngineProcess operation middleware
+func (siw *ServerInterfaceWrapper) StopEngineProcess(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params StopEngineProcessParams
+
+	// ------------- Optional query parameter "nodeId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "nodeId", c.Request.URL.Query(), &params.NodeId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter nodeId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "mediaServerId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "mediaServerId", c.Request.URL.Query(), &params.MediaServerId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter mediaServerId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.StopEngineProcess(c, params)
+}
+
+// ListRtpPortLeases operation middleware
+func (siw *ServerInterfaceWrapper) ListRtpPortLeases(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListRtpPortLeasesParams
+
+	// ------------- Optional query parameter "status" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "status", c.Request.URL.Query(), &params.Status, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter status: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "direction" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "direction", c.Request.URL.Query(), &params.Direction, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter direction: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "nodeId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "nodeId", c.Request.URL.Query(), &params.NodeId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter nodeId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "mediaServerId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "mediaServerId", c.Request.URL.Query(), &params.MediaServerId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter mediaServerId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListRtpPortLeases(c, params)
+}
+
+// CreateRtpPortLease operation middleware
+func (siw *ServerInterfaceWrapper) CreateRtpPortLease(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreateRtpPortLeaseParams
+
+	// ------------- Optional query parameter "nodeId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "nodeId", c.Request.URL.Query(), &params.NodeId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter nodeId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "mediaServerId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "mediaServerId", c.Request.URL.Query(), &params.MediaServerId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter mediaServerId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateRtpPortLease(c, params)
+}
+
+// ReleaseRtpPortLease operation middleware
+func (siw *ServerInterfaceWrapper) ReleaseRtpPortLease(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "leaseId" -------------
+	var leaseId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "leaseId", c.Param("leaseId"), &leaseId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter leaseId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ReleaseRtpPortLeaseParams
+
+	// ------------- Optional query parameter "nodeId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "nodeId", c.Request.URL.Query(), &params.NodeId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter nodeId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "mediaServerId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "mediaServerId", c.Request.URL.Query(), &params.MediaServerId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter mediaServerId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ReleaseRtpPortLease(c, leaseId, params)
+}
+
+// ReleaseRtpPort operation middleware
+func (siw *ServerInterfaceWrapper) ReleaseRtpPort(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "port" -------------
+	var port int32
+
+	err = runtime.BindStyledParameterWithOptions("simple", "port", c.Param("port"), &port, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int32", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter port: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ReleaseRtpPortParams
+
+	// ------------- Optional query parameter "direction" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "direction", c.Request.URL.Query(), &params.Direction, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter direction: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "nodeId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "nodeId", c.Request.URL.Query(), &params.NodeId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter nodeId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "mediaServerId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "mediaServerId", c.Request.URL.Query(), &params.MediaServerId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter mediaServerId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ReleaseRtpPort(c, port, params)
+}
+
+// ListTranscoderTemplates operation middleware
+func (siw *ServerInterfaceWrapper) ListTranscoderTemplates(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListTranscoderTemplatesParams
+
+	// ------------- Optional query parameter "mediaServerId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "mediaServerId", c.Request.URL.Query(), &params.MediaServerId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter mediaServerId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListTranscoderTemplates(c, params)
+}
+
+// CreateTranscoderTemplate operation middleware
+func (siw *ServerInterfaceWrapper) CreateTranscoderTemplate(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateTranscoderTemplate(c)
+}
+
+// DeleteTranscoderTemplate operation middleware
+func (siw *ServerInterfaceWrapper) DeleteTranscoderTemplate(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "templateName" -------------
+	var templateName string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "templateName", c.Param("templateName"), &templateName, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter templateName: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params DeleteTranscoderTemplateParams
+
+	// ------------- Optional query parameter "mediaServerId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "mediaServerId", c.Request.URL.Query(), &params.MediaServerId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter mediaServerId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.DeleteTranscoderTemplate(c, templateName, params)
+}
+
+// UpdateTranscoderTemplate operation middleware
+func (siw *ServerInterfaceWrapper) UpdateTranscoderTemplate(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "templateName" -------------
+	var templateName string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "templateName", c.Param("templateName"), &templateName, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter templateName: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.UpdateTranscoderTemplate(c, templateName)
+}
+
+// ListNodes operation middleware
+func (siw *ServerInterfaceWrapper) ListNodes(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListNodes(c)
+}
+
+// TriggerSelfHeartbeat operation middleware
+func (siw *ServerInterfaceWrapper) TriggerSelfHeartbeat(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.TriggerSelfHeartbeat(c)
+}
+
+// CreateNodeCommand operation middleware
+func (siw *ServerInterfaceWrapper) CreateNodeCommand(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "nodeId" -------------
+	var nodeId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "nodeId", c.Param("nodeId"), &nodeId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter nodeId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateNodeCommand(c, nodeId)
 }
 
 // ListApiTokens operation middleware
@@ -6669,6 +11270,92 @@ func (siw *ServerInterfaceWrapper) GetSystemInfo(c *gin.Context) {
 	siw.Handler.GetSystemInfo(c)
 }
 
+// ListNodeAgents operation middleware
+func (siw *ServerInterfaceWrapper) ListNodeAgents(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListNodeAgents(c)
+}
+
+// CreateNodeAgentEnrollment operation middleware
+func (siw *ServerInterfaceWrapper) CreateNodeAgentEnrollment(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "nodeId" -------------
+	var nodeId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "nodeId", c.Param("nodeId"), &nodeId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter nodeId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateNodeAgentEnrollment(c, nodeId)
+}
+
+// ListNodeLifecycleOperations operation middleware
+func (siw *ServerInterfaceWrapper) ListNodeLifecycleOperations(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListNodeLifecycleOperationsParams
+
+	// ------------- Optional query parameter "nodeId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "nodeId", c.Request.URL.Query(), &params.NodeId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter nodeId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", c.Request.URL.Query(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter limit: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListNodeLifecycleOperations(c, params)
+}
+
+// CreateNodeLifecycleOperation operation middleware
+func (siw *ServerInterfaceWrapper) CreateNodeLifecycleOperation(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateNodeLifecycleOperation(c)
+}
+
 // GetMigrationAudit operation middleware
 func (siw *ServerInterfaceWrapper) GetMigrationAudit(c *gin.Context) {
 
@@ -6901,6 +11588,20 @@ func (siw *ServerInterfaceWrapper) ListRuntimePorts(c *gin.Context) {
 // GetHostTuning operation middleware
 func (siw *ServerInterfaceWrapper) GetHostTuning(c *gin.Context) {
 
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetHostTuningParams
+
+	// ------------- Optional query parameter "nodeId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "nodeId", c.Request.URL.Query(), &params.NodeId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter nodeId: %w", err), http.StatusBadRequest)
+		return
+	}
+
 	for _, middleware := range siw.HandlerMiddlewares {
 		middleware(c)
 		if c.IsAborted() {
@@ -6908,7 +11609,7 @@ func (siw *ServerInterfaceWrapper) GetHostTuning(c *gin.Context) {
 		}
 	}
 
-	siw.Handler.GetHostTuning(c)
+	siw.Handler.GetHostTuning(c, params)
 }
 
 // ApplyHostTuning operation middleware
@@ -7674,6 +12375,50 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 	router.POST(options.BaseURL+"/api/v2/security/rtsp-auth", wrapper.SaveRtspAuthCredential)
 	router.POST(options.BaseURL+"/api/v2/security/rtsp-auth/test", wrapper.TestRtspAuthCredential)
 	router.GET(options.BaseURL+"/api/v2/cluster/status", wrapper.GetClusterStatus)
+	router.GET(options.BaseURL+"/api/v2/cluster/monitoring", wrapper.GetClusterMonitoring)
+	router.GET(options.BaseURL+"/api/v2/cluster/monitoring/current", wrapper.GetClusterMonitoringCurrent)
+	router.GET(options.BaseURL+"/api/v2/cluster/monitoring/local-runtime", wrapper.GetLocalRuntime)
+	router.GET(options.BaseURL+"/api/v2/media-servers", wrapper.ListMediaServers)
+	router.GET(options.BaseURL+"/api/v2/media-servers/:mediaServerId/references", wrapper.GetMediaServerReferences)
+	router.POST(options.BaseURL+"/api/v2/media-servers/:mediaServerId/retire", wrapper.RetireMediaServer)
+	router.GET(options.BaseURL+"/api/v2/nodes", wrapper.ListNodes)
+	router.POST(options.BaseURL+"/api/v2/nodes/self/heartbeat", wrapper.TriggerSelfHeartbeat)
+	router.GET(options.BaseURL+"/api/v2/node/commands", wrapper.ListNodeCommands)
+	router.GET(options.BaseURL+"/api/v2/node/commands/local", wrapper.ListLocalNodeCommands)
+	router.GET(options.BaseURL+"/api/v2/node/commands/stats", wrapper.GetNodeCommandStats)
+	router.GET(options.BaseURL+"/api/v2/node/commands/:commandId", wrapper.GetNodeCommand)
+	router.GET(options.BaseURL+"/api/v2/node/commands/:commandId/detail", wrapper.GetNodeCommandDetail)
+	router.POST(options.BaseURL+"/api/v2/node/commands/:commandId/cancel", wrapper.CancelNodeCommand)
+	router.POST(options.BaseURL+"/api/v2/nodes/:nodeId/commands", wrapper.CreateNodeCommand)
+	router.GET(options.BaseURL+"/api/v2/node/rtp/leases", wrapper.ListRtpPortLeases)
+	router.POST(options.BaseURL+"/api/v2/node/rtp/leases", wrapper.CreateRtpPortLease)
+	router.POST(options.BaseURL+"/api/v2/node/rtp/leases/:leaseId/release", wrapper.ReleaseRtpPortLease)
+	router.POST(options.BaseURL+"/api/v2/node/rtp/ports/:port/release", wrapper.ReleaseRtpPort)
+	router.GET(options.BaseURL+"/api/v2/node/transcoder-templates", wrapper.ListTranscoderTemplates)
+	router.POST(options.BaseURL+"/api/v2/node/transcoder-templates", wrapper.CreateTranscoderTemplate)
+	router.DELETE(options.BaseURL+"/api/v2/node/transcoder-templates/:templateName", wrapper.DeleteTranscoderTemplate)
+	router.PUT(options.BaseURL+"/api/v2/node/transcoder-templates/:templateName", wrapper.UpdateTranscoderTemplate)
+	router.GET(options.BaseURL+"/api/v2/node/engine/config", wrapper.GetEngineConfig)
+	router.POST(options.BaseURL+"/api/v2/node/engine/config/plan", wrapper.PlanEngineConfig)
+	router.POST(options.BaseURL+"/api/v2/node/engine/config/apply", wrapper.ApplyEngineConfig)
+	router.GET(options.BaseURL+"/api/v2/node/engine/config/raw", wrapper.GetEngineRawConfig)
+	router.PUT(options.BaseURL+"/api/v2/node/engine/config/raw", wrapper.ApplyEngineRawConfig)
+	router.POST(options.BaseURL+"/api/v2/node/engine/config/raw/plan", wrapper.PlanEngineRawConfig)
+	router.GET(options.BaseURL+"/api/v2/node/engine/core-settings", wrapper.GetEngineCoreSettings)
+	router.PUT(options.BaseURL+"/api/v2/node/engine/core-settings", wrapper.UpdateEngineCoreSettings)
+	router.GET(options.BaseURL+"/api/v2/node/engine/process", wrapper.GetEngineProcess)
+	router.POST(options.BaseURL+"/api/v2/node/engine/process/start", wrapper.StartEngineProcess)
+	router.POST(options.BaseURL+"/api/v2/node/engine/process/stop", wrapper.StopEngineProcess)
+	router.POST(options.BaseURL+"/api/v2/node/engine/process/restart", wrapper.RestartEngineProcess)
+	router.POST(options.BaseURL+"/api/v2/node/engine/process/reload", wrapper.ReloadEngineProcess)
+	router.GET(options.BaseURL+"/api/v2/engine/nodes", wrapper.ListEngineNodes)
+	router.GET(options.BaseURL+"/api/v2/engine/nodes/:nodeId/apis", wrapper.ListEngineNodeApis)
+	router.GET(options.BaseURL+"/api/v2/engine/nodes/:nodeId/capabilities", wrapper.GetEngineNodeCapabilities)
+	router.GET(options.BaseURL+"/api/v2/engine/nodes/:nodeId/version", wrapper.GetEngineNodeVersion)
+	router.GET(options.BaseURL+"/api/v2/system/lifecycle/agents", wrapper.ListNodeAgents)
+	router.POST(options.BaseURL+"/api/v2/system/lifecycle/agents/:nodeId/enrollment", wrapper.CreateNodeAgentEnrollment)
+	router.GET(options.BaseURL+"/api/v2/system/lifecycle/operations", wrapper.ListNodeLifecycleOperations)
+	router.POST(options.BaseURL+"/api/v2/system/lifecycle/operations", wrapper.CreateNodeLifecycleOperation)
 	router.GET(options.BaseURL+"/api/v2/third-party/capabilities", wrapper.GetThirdPartyCapabilities)
 	router.GET(options.BaseURL+"/api/v2/channels", wrapper.ListChannels)
 	router.POST(options.BaseURL+"/api/v2/channels", wrapper.CreateChannel)
@@ -11556,6 +16301,298 @@ func (response StopChannel500JSONResponse) VisitStopChannelResponse(w http.Respo
 	return err
 }
 
+type GetClusterMonitoringRequestObject struct {
+	Params GetClusterMonitoringParams
+}
+
+type GetClusterMonitoringResponseObject interface {
+	VisitGetClusterMonitoringResponse(w http.ResponseWriter) error
+}
+
+type GetClusterMonitoring200JSONResponse ClusterMonitoring
+
+func (response GetClusterMonitoring200JSONResponse) VisitGetClusterMonitoringResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetClusterMonitoring400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetClusterMonitoring400JSONResponse) VisitGetClusterMonitoringResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetClusterMonitoring401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetClusterMonitoring401JSONResponse) VisitGetClusterMonitoringResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetClusterMonitoring403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetClusterMonitoring403JSONResponse) VisitGetClusterMonitoringResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetClusterMonitoring404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetClusterMonitoring404JSONResponse) VisitGetClusterMonitoringResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetClusterMonitoring429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetClusterMonitoring429JSONResponse) VisitGetClusterMonitoringResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetClusterMonitoring500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetClusterMonitoring500JSONResponse) VisitGetClusterMonitoringResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetClusterMonitoringCurrentRequestObject struct {
+	Params GetClusterMonitoringCurrentParams
+}
+
+type GetClusterMonitoringCurrentResponseObject interface {
+	VisitGetClusterMonitoringCurrentResponse(w http.ResponseWriter) error
+}
+
+type GetClusterMonitoringCurrent200JSONResponse ClusterMonitoring
+
+func (response GetClusterMonitoringCurrent200JSONResponse) VisitGetClusterMonitoringCurrentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetClusterMonitoringCurrent400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetClusterMonitoringCurrent400JSONResponse) VisitGetClusterMonitoringCurrentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetClusterMonitoringCurrent401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetClusterMonitoringCurrent401JSONResponse) VisitGetClusterMonitoringCurrentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetClusterMonitoringCurrent403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetClusterMonitoringCurrent403JSONResponse) VisitGetClusterMonitoringCurrentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetClusterMonitoringCurrent404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetClusterMonitoringCurrent404JSONResponse) VisitGetClusterMonitoringCurrentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetClusterMonitoringCurrent429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetClusterMonitoringCurrent429JSONResponse) VisitGetClusterMonitoringCurrentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetClusterMonitoringCurrent500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetClusterMonitoringCurrent500JSONResponse) VisitGetClusterMonitoringCurrentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetLocalRuntimeRequestObject struct {
+}
+
+type GetLocalRuntimeResponseObject interface {
+	VisitGetLocalRuntimeResponse(w http.ResponseWriter) error
+}
+
+type GetLocalRuntime200JSONResponse LocalRuntimeSnapshot
+
+func (response GetLocalRuntime200JSONResponse) VisitGetLocalRuntimeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetLocalRuntime401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetLocalRuntime401JSONResponse) VisitGetLocalRuntimeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetLocalRuntime403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetLocalRuntime403JSONResponse) VisitGetLocalRuntimeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetLocalRuntime429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetLocalRuntime429JSONResponse) VisitGetLocalRuntimeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetLocalRuntime500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetLocalRuntime500JSONResponse) VisitGetLocalRuntimeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetClusterStatusRequestObject struct {
 	Params GetClusterStatusParams
 }
@@ -11652,6 +16689,405 @@ func (response GetClusterStatus429JSONResponse) VisitGetClusterStatusResponse(w 
 type GetClusterStatus500JSONResponse struct{ InternalErrorJSONResponse }
 
 func (response GetClusterStatus500JSONResponse) VisitGetClusterStatusResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEngineNodesRequestObject struct {
+}
+
+type ListEngineNodesResponseObject interface {
+	VisitListEngineNodesResponse(w http.ResponseWriter) error
+}
+
+type ListEngineNodes200JSONResponse EngineNodeList
+
+func (response ListEngineNodes200JSONResponse) VisitListEngineNodesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEngineNodes401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListEngineNodes401JSONResponse) VisitListEngineNodesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEngineNodes403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListEngineNodes403JSONResponse) VisitListEngineNodesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEngineNodes429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListEngineNodes429JSONResponse) VisitListEngineNodesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEngineNodes500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListEngineNodes500JSONResponse) VisitListEngineNodesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEngineNodeApisRequestObject struct {
+	NodeId string `json:"nodeId"`
+}
+
+type ListEngineNodeApisResponseObject interface {
+	VisitListEngineNodeApisResponse(w http.ResponseWriter) error
+}
+
+type ListEngineNodeApis200JSONResponse EngineNodeApiList
+
+func (response ListEngineNodeApis200JSONResponse) VisitListEngineNodeApisResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEngineNodeApis400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListEngineNodeApis400JSONResponse) VisitListEngineNodeApisResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEngineNodeApis401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListEngineNodeApis401JSONResponse) VisitListEngineNodeApisResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEngineNodeApis403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListEngineNodeApis403JSONResponse) VisitListEngineNodeApisResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEngineNodeApis404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ListEngineNodeApis404JSONResponse) VisitListEngineNodeApisResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEngineNodeApis429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListEngineNodeApis429JSONResponse) VisitListEngineNodeApisResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEngineNodeApis500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListEngineNodeApis500JSONResponse) VisitListEngineNodeApisResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineNodeCapabilitiesRequestObject struct {
+	NodeId string `json:"nodeId"`
+}
+
+type GetEngineNodeCapabilitiesResponseObject interface {
+	VisitGetEngineNodeCapabilitiesResponse(w http.ResponseWriter) error
+}
+
+type GetEngineNodeCapabilities200JSONResponse EngineNodeCapabilities
+
+func (response GetEngineNodeCapabilities200JSONResponse) VisitGetEngineNodeCapabilitiesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineNodeCapabilities400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetEngineNodeCapabilities400JSONResponse) VisitGetEngineNodeCapabilitiesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineNodeCapabilities401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetEngineNodeCapabilities401JSONResponse) VisitGetEngineNodeCapabilitiesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineNodeCapabilities403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetEngineNodeCapabilities403JSONResponse) VisitGetEngineNodeCapabilitiesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineNodeCapabilities404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetEngineNodeCapabilities404JSONResponse) VisitGetEngineNodeCapabilitiesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineNodeCapabilities429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetEngineNodeCapabilities429JSONResponse) VisitGetEngineNodeCapabilitiesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineNodeCapabilities500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetEngineNodeCapabilities500JSONResponse) VisitGetEngineNodeCapabilitiesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineNodeVersionRequestObject struct {
+	NodeId string `json:"nodeId"`
+}
+
+type GetEngineNodeVersionResponseObject interface {
+	VisitGetEngineNodeVersionResponse(w http.ResponseWriter) error
+}
+
+type GetEngineNodeVersion200JSONResponse EngineNodeVersion
+
+func (response GetEngineNodeVersion200JSONResponse) VisitGetEngineNodeVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineNodeVersion400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetEngineNodeVersion400JSONResponse) VisitGetEngineNodeVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineNodeVersion401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetEngineNodeVersion401JSONResponse) VisitGetEngineNodeVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineNodeVersion403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetEngineNodeVersion403JSONResponse) VisitGetEngineNodeVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineNodeVersion404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetEngineNodeVersion404JSONResponse) VisitGetEngineNodeVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineNodeVersion429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetEngineNodeVersion429JSONResponse) VisitGetEngineNodeVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineNodeVersion500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetEngineNodeVersion500JSONResponse) VisitGetEngineNodeVersionResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
@@ -11989,6 +17425,4598 @@ func (response OpenRuntimeStateWebSocket429JSONResponse) VisitOpenRuntimeStateWe
 type OpenRuntimeStateWebSocket500JSONResponse struct{ InternalErrorJSONResponse }
 
 func (response OpenRuntimeStateWebSocket500JSONResponse) VisitOpenRuntimeStateWebSocketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListMediaServersRequestObject struct {
+	Params ListMediaServersParams
+}
+
+type ListMediaServersResponseObject interface {
+	VisitListMediaServersResponse(w http.ResponseWriter) error
+}
+
+type ListMediaServers200JSONResponse MediaServerList
+
+func (response ListMediaServers200JSONResponse) VisitListMediaServersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListMediaServers400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListMediaServers400JSONResponse) VisitListMediaServersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListMediaServers401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListMediaServers401JSONResponse) VisitListMediaServersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListMediaServers403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListMediaServers403JSONResponse) VisitListMediaServersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListMediaServers404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ListMediaServers404JSONResponse) VisitListMediaServersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListMediaServers429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListMediaServers429JSONResponse) VisitListMediaServersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListMediaServers500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListMediaServers500JSONResponse) VisitListMediaServersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetMediaServerReferencesRequestObject struct {
+	MediaServerId string `json:"mediaServerId"`
+	Params        GetMediaServerReferencesParams
+}
+
+type GetMediaServerReferencesResponseObject interface {
+	VisitGetMediaServerReferencesResponse(w http.ResponseWriter) error
+}
+
+type GetMediaServerReferences200JSONResponse MediaServerReferences
+
+func (response GetMediaServerReferences200JSONResponse) VisitGetMediaServerReferencesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetMediaServerReferences400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetMediaServerReferences400JSONResponse) VisitGetMediaServerReferencesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetMediaServerReferences401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetMediaServerReferences401JSONResponse) VisitGetMediaServerReferencesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetMediaServerReferences403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetMediaServerReferences403JSONResponse) VisitGetMediaServerReferencesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetMediaServerReferences404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetMediaServerReferences404JSONResponse) VisitGetMediaServerReferencesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetMediaServerReferences429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetMediaServerReferences429JSONResponse) VisitGetMediaServerReferencesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetMediaServerReferences500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetMediaServerReferences500JSONResponse) VisitGetMediaServerReferencesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetireMediaServerRequestObject struct {
+	MediaServerId string `json:"mediaServerId"`
+	Params        RetireMediaServerParams
+	Body          *RetireMediaServerJSONRequestBody
+}
+
+type RetireMediaServerResponseObject interface {
+	VisitRetireMediaServerResponse(w http.ResponseWriter) error
+}
+
+type RetireMediaServer200JSONResponse MediaServerRetireResult
+
+func (response RetireMediaServer200JSONResponse) VisitRetireMediaServerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetireMediaServer400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response RetireMediaServer400JSONResponse) VisitRetireMediaServerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetireMediaServer401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response RetireMediaServer401JSONResponse) VisitRetireMediaServerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetireMediaServer403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response RetireMediaServer403JSONResponse) VisitRetireMediaServerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetireMediaServer404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response RetireMediaServer404JSONResponse) VisitRetireMediaServerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetireMediaServer409JSONResponse struct{ ConflictJSONResponse }
+
+func (response RetireMediaServer409JSONResponse) VisitRetireMediaServerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetireMediaServer413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response RetireMediaServer413JSONResponse) VisitRetireMediaServerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetireMediaServer415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response RetireMediaServer415JSONResponse) VisitRetireMediaServerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetireMediaServer429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response RetireMediaServer429JSONResponse) VisitRetireMediaServerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetireMediaServer500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response RetireMediaServer500JSONResponse) VisitRetireMediaServerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListNodeCommandsRequestObject struct {
+	Params ListNodeCommandsParams
+}
+
+type ListNodeCommandsResponseObject interface {
+	VisitListNodeCommandsResponse(w http.ResponseWriter) error
+}
+
+type ListNodeCommands200JSONResponse NodeCommandList
+
+func (response ListNodeCommands200JSONResponse) VisitListNodeCommandsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListNodeCommands400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListNodeCommands400JSONResponse) VisitListNodeCommandsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListNodeCommands401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListNodeCommands401JSONResponse) VisitListNodeCommandsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListNodeCommands403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListNodeCommands403JSONResponse) VisitListNodeCommandsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListNodeCommands429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListNodeCommands429JSONResponse) VisitListNodeCommandsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListNodeCommands500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListNodeCommands500JSONResponse) VisitListNodeCommandsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListLocalNodeCommandsRequestObject struct {
+	Params ListLocalNodeCommandsParams
+}
+
+type ListLocalNodeCommandsResponseObject interface {
+	VisitListLocalNodeCommandsResponse(w http.ResponseWriter) error
+}
+
+type ListLocalNodeCommands200JSONResponse NodeCommandList
+
+func (response ListLocalNodeCommands200JSONResponse) VisitListLocalNodeCommandsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListLocalNodeCommands400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListLocalNodeCommands400JSONResponse) VisitListLocalNodeCommandsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListLocalNodeCommands401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListLocalNodeCommands401JSONResponse) VisitListLocalNodeCommandsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListLocalNodeCommands403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListLocalNodeCommands403JSONResponse) VisitListLocalNodeCommandsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListLocalNodeCommands429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListLocalNodeCommands429JSONResponse) VisitListLocalNodeCommandsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListLocalNodeCommands500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListLocalNodeCommands500JSONResponse) VisitListLocalNodeCommandsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetNodeCommandStatsRequestObject struct {
+	Params GetNodeCommandStatsParams
+}
+
+type GetNodeCommandStatsResponseObject interface {
+	VisitGetNodeCommandStatsResponse(w http.ResponseWriter) error
+}
+
+type GetNodeCommandStats200JSONResponse NodeCommandStats
+
+func (response GetNodeCommandStats200JSONResponse) VisitGetNodeCommandStatsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetNodeCommandStats400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetNodeCommandStats400JSONResponse) VisitGetNodeCommandStatsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetNodeCommandStats401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetNodeCommandStats401JSONResponse) VisitGetNodeCommandStatsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetNodeCommandStats403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetNodeCommandStats403JSONResponse) VisitGetNodeCommandStatsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetNodeCommandStats429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetNodeCommandStats429JSONResponse) VisitGetNodeCommandStatsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetNodeCommandStats500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetNodeCommandStats500JSONResponse) VisitGetNodeCommandStatsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetNodeCommandRequestObject struct {
+	CommandId string `json:"commandId"`
+}
+
+type GetNodeCommandResponseObject interface {
+	VisitGetNodeCommandResponse(w http.ResponseWriter) error
+}
+
+type GetNodeCommand200JSONResponse NodeCommand
+
+func (response GetNodeCommand200JSONResponse) VisitGetNodeCommandResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetNodeCommand400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetNodeCommand400JSONResponse) VisitGetNodeCommandResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetNodeCommand401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetNodeCommand401JSONResponse) VisitGetNodeCommandResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetNodeCommand403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetNodeCommand403JSONResponse) VisitGetNodeCommandResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetNodeCommand404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetNodeCommand404JSONResponse) VisitGetNodeCommandResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetNodeCommand429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetNodeCommand429JSONResponse) VisitGetNodeCommandResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetNodeCommand500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetNodeCommand500JSONResponse) VisitGetNodeCommandResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CancelNodeCommandRequestObject struct {
+	CommandId string `json:"commandId"`
+	Body      *CancelNodeCommandJSONRequestBody
+}
+
+type CancelNodeCommandResponseObject interface {
+	VisitCancelNodeCommandResponse(w http.ResponseWriter) error
+}
+
+type CancelNodeCommand200JSONResponse NodeCommand
+
+func (response CancelNodeCommand200JSONResponse) VisitCancelNodeCommandResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CancelNodeCommand400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CancelNodeCommand400JSONResponse) VisitCancelNodeCommandResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CancelNodeCommand401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CancelNodeCommand401JSONResponse) VisitCancelNodeCommandResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CancelNodeCommand403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CancelNodeCommand403JSONResponse) VisitCancelNodeCommandResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CancelNodeCommand404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CancelNodeCommand404JSONResponse) VisitCancelNodeCommandResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CancelNodeCommand409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CancelNodeCommand409JSONResponse) VisitCancelNodeCommandResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CancelNodeCommand413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response CancelNodeCommand413JSONResponse) VisitCancelNodeCommandResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CancelNodeCommand415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response CancelNodeCommand415JSONResponse) VisitCancelNodeCommandResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CancelNodeCommand429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CancelNodeCommand429JSONResponse) VisitCancelNodeCommandResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CancelNodeCommand500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CancelNodeCommand500JSONResponse) VisitCancelNodeCommandResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetNodeCommandDetailRequestObject struct {
+	CommandId string `json:"commandId"`
+}
+
+type GetNodeCommandDetailResponseObject interface {
+	VisitGetNodeCommandDetailResponse(w http.ResponseWriter) error
+}
+
+type GetNodeCommandDetail200JSONResponse NodeCommandDetail
+
+func (response GetNodeCommandDetail200JSONResponse) VisitGetNodeCommandDetailResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetNodeCommandDetail400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetNodeCommandDetail400JSONResponse) VisitGetNodeCommandDetailResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetNodeCommandDetail401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetNodeCommandDetail401JSONResponse) VisitGetNodeCommandDetailResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetNodeCommandDetail403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetNodeCommandDetail403JSONResponse) VisitGetNodeCommandDetailResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetNodeCommandDetail404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetNodeCommandDetail404JSONResponse) VisitGetNodeCommandDetailResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetNodeCommandDetail429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetNodeCommandDetail429JSONResponse) VisitGetNodeCommandDetailResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetNodeCommandDetail500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetNodeCommandDetail500JSONResponse) VisitGetNodeCommandDetailResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineConfigRequestObject struct {
+	Params GetEngineConfigParams
+}
+
+type GetEngineConfigResponseObject interface {
+	VisitGetEngineConfigResponse(w http.ResponseWriter) error
+}
+
+type GetEngineConfig200JSONResponse EngineConfigDocument
+
+func (response GetEngineConfig200JSONResponse) VisitGetEngineConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineConfig400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetEngineConfig400JSONResponse) VisitGetEngineConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineConfig401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetEngineConfig401JSONResponse) VisitGetEngineConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineConfig403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetEngineConfig403JSONResponse) VisitGetEngineConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineConfig404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetEngineConfig404JSONResponse) VisitGetEngineConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineConfig409JSONResponse struct{ ConflictJSONResponse }
+
+func (response GetEngineConfig409JSONResponse) VisitGetEngineConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineConfig429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetEngineConfig429JSONResponse) VisitGetEngineConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineConfig500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetEngineConfig500JSONResponse) VisitGetEngineConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineConfig503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetEngineConfig503JSONResponse) VisitGetEngineConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ApplyEngineConfigRequestObject struct {
+	Params ApplyEngineConfigParams
+	Body   *ApplyEngineConfigJSONRequestBody
+}
+
+type ApplyEngineConfigResponseObject interface {
+	VisitApplyEngineConfigResponse(w http.ResponseWriter) error
+}
+
+type ApplyEngineConfig200JSONResponse EngineConfigApplyResult
+
+func (response ApplyEngineConfig200JSONResponse) VisitApplyEngineConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ApplyEngineConfig202JSONResponse NodeCommandAccepted
+
+func (response ApplyEngineConfig202JSONResponse) VisitApplyEngineConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(202)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ApplyEngineConfig400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ApplyEngineConfig400JSONResponse) VisitApplyEngineConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ApplyEngineConfig401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ApplyEngineConfig401JSONResponse) VisitApplyEngineConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ApplyEngineConfig403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ApplyEngineConfig403JSONResponse) VisitApplyEngineConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ApplyEngineConfig404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ApplyEngineConfig404JSONResponse) VisitApplyEngineConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ApplyEngineConfig409JSONResponse struct{ ConflictJSONResponse }
+
+func (response ApplyEngineConfig409JSONResponse) VisitApplyEngineConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ApplyEngineConfig413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response ApplyEngineConfig413JSONResponse) VisitApplyEngineConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ApplyEngineConfig415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response ApplyEngineConfig415JSONResponse) VisitApplyEngineConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ApplyEngineConfig429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ApplyEngineConfig429JSONResponse) VisitApplyEngineConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ApplyEngineConfig500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ApplyEngineConfig500JSONResponse) VisitApplyEngineConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ApplyEngineConfig503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ApplyEngineConfig503JSONResponse) VisitApplyEngineConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PlanEngineConfigRequestObject struct {
+	Params PlanEngineConfigParams
+	Body   *PlanEngineConfigJSONRequestBody
+}
+
+type PlanEngineConfigResponseObject interface {
+	VisitPlanEngineConfigResponse(w http.ResponseWriter) error
+}
+
+type PlanEngineConfig200JSONResponse EngineConfigPlan
+
+func (response PlanEngineConfig200JSONResponse) VisitPlanEngineConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PlanEngineConfig400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response PlanEngineConfig400JSONResponse) VisitPlanEngineConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PlanEngineConfig401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response PlanEngineConfig401JSONResponse) VisitPlanEngineConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PlanEngineConfig403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response PlanEngineConfig403JSONResponse) VisitPlanEngineConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PlanEngineConfig404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response PlanEngineConfig404JSONResponse) VisitPlanEngineConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PlanEngineConfig409JSONResponse struct{ ConflictJSONResponse }
+
+func (response PlanEngineConfig409JSONResponse) VisitPlanEngineConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PlanEngineConfig413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response PlanEngineConfig413JSONResponse) VisitPlanEngineConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PlanEngineConfig415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response PlanEngineConfig415JSONResponse) VisitPlanEngineConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PlanEngineConfig429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response PlanEngineConfig429JSONResponse) VisitPlanEngineConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PlanEngineConfig500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response PlanEngineConfig500JSONResponse) VisitPlanEngineConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PlanEngineConfig503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response PlanEngineConfig503JSONResponse) VisitPlanEngineConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineRawConfigRequestObject struct {
+	Params GetEngineRawConfigParams
+}
+
+type GetEngineRawConfigResponseObject interface {
+	VisitGetEngineRawConfigResponse(w http.ResponseWriter) error
+}
+
+type GetEngineRawConfig200JSONResponse MediaServiceRawConfiguration
+
+func (response GetEngineRawConfig200JSONResponse) VisitGetEngineRawConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineRawConfig400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetEngineRawConfig400JSONResponse) VisitGetEngineRawConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineRawConfig401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetEngineRawConfig401JSONResponse) VisitGetEngineRawConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineRawConfig403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetEngineRawConfig403JSONResponse) VisitGetEngineRawConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineRawConfig404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetEngineRawConfig404JSONResponse) VisitGetEngineRawConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineRawConfig409JSONResponse struct{ ConflictJSONResponse }
+
+func (response GetEngineRawConfig409JSONResponse) VisitGetEngineRawConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineRawConfig429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetEngineRawConfig429JSONResponse) VisitGetEngineRawConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineRawConfig500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetEngineRawConfig500JSONResponse) VisitGetEngineRawConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineRawConfig503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetEngineRawConfig503JSONResponse) VisitGetEngineRawConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ApplyEngineRawConfigRequestObject struct {
+	Params ApplyEngineRawConfigParams
+	Body   *ApplyEngineRawConfigJSONRequestBody
+}
+
+type ApplyEngineRawConfigResponseObject interface {
+	VisitApplyEngineRawConfigResponse(w http.ResponseWriter) error
+}
+
+type ApplyEngineRawConfig200JSONResponse EngineConfigApplyResult
+
+func (response ApplyEngineRawConfig200JSONResponse) VisitApplyEngineRawConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ApplyEngineRawConfig202JSONResponse NodeCommandAccepted
+
+func (response ApplyEngineRawConfig202JSONResponse) VisitApplyEngineRawConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(202)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ApplyEngineRawConfig400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ApplyEngineRawConfig400JSONResponse) VisitApplyEngineRawConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ApplyEngineRawConfig401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ApplyEngineRawConfig401JSONResponse) VisitApplyEngineRawConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ApplyEngineRawConfig403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ApplyEngineRawConfig403JSONResponse) VisitApplyEngineRawConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ApplyEngineRawConfig404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ApplyEngineRawConfig404JSONResponse) VisitApplyEngineRawConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ApplyEngineRawConfig409JSONResponse struct{ ConflictJSONResponse }
+
+func (response ApplyEngineRawConfig409JSONResponse) VisitApplyEngineRawConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ApplyEngineRawConfig413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response ApplyEngineRawConfig413JSONResponse) VisitApplyEngineRawConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ApplyEngineRawConfig415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response ApplyEngineRawConfig415JSONResponse) VisitApplyEngineRawConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ApplyEngineRawConfig429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ApplyEngineRawConfig429JSONResponse) VisitApplyEngineRawConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ApplyEngineRawConfig500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ApplyEngineRawConfig500JSONResponse) VisitApplyEngineRawConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ApplyEngineRawConfig503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ApplyEngineRawConfig503JSONResponse) VisitApplyEngineRawConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PlanEngineRawConfigRequestObject struct {
+	Params PlanEngineRawConfigParams
+	Body   *PlanEngineRawConfigJSONRequestBody
+}
+
+type PlanEngineRawConfigResponseObject interface {
+	VisitPlanEngineRawConfigResponse(w http.ResponseWriter) error
+}
+
+type PlanEngineRawConfig200JSONResponse EngineConfigPlan
+
+func (response PlanEngineRawConfig200JSONResponse) VisitPlanEngineRawConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PlanEngineRawConfig400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response PlanEngineRawConfig400JSONResponse) VisitPlanEngineRawConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PlanEngineRawConfig401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response PlanEngineRawConfig401JSONResponse) VisitPlanEngineRawConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PlanEngineRawConfig403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response PlanEngineRawConfig403JSONResponse) VisitPlanEngineRawConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PlanEngineRawConfig404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response PlanEngineRawConfig404JSONResponse) VisitPlanEngineRawConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PlanEngineRawConfig409JSONResponse struct{ ConflictJSONResponse }
+
+func (response PlanEngineRawConfig409JSONResponse) VisitPlanEngineRawConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PlanEngineRawConfig413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response PlanEngineRawConfig413JSONResponse) VisitPlanEngineRawConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PlanEngineRawConfig415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response PlanEngineRawConfig415JSONResponse) VisitPlanEngineRawConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PlanEngineRawConfig429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response PlanEngineRawConfig429JSONResponse) VisitPlanEngineRawConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PlanEngineRawConfig500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response PlanEngineRawConfig500JSONResponse) VisitPlanEngineRawConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PlanEngineRawConfig503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response PlanEngineRawConfig503JSONResponse) VisitPlanEngineRawConfigResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineCoreSettingsRequestObject struct {
+	Params GetEngineCoreSettingsParams
+}
+
+type GetEngineCoreSettingsResponseObject interface {
+	VisitGetEngineCoreSettingsResponse(w http.ResponseWriter) error
+}
+
+type GetEngineCoreSettings200JSONResponse EngineCoreSettings
+
+func (response GetEngineCoreSettings200JSONResponse) VisitGetEngineCoreSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineCoreSettings400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetEngineCoreSettings400JSONResponse) VisitGetEngineCoreSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineCoreSettings401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetEngineCoreSettings401JSONResponse) VisitGetEngineCoreSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineCoreSettings403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetEngineCoreSettings403JSONResponse) VisitGetEngineCoreSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineCoreSettings404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetEngineCoreSettings404JSONResponse) VisitGetEngineCoreSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineCoreSettings409JSONResponse struct{ ConflictJSONResponse }
+
+func (response GetEngineCoreSettings409JSONResponse) VisitGetEngineCoreSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineCoreSettings429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetEngineCoreSettings429JSONResponse) VisitGetEngineCoreSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineCoreSettings500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetEngineCoreSettings500JSONResponse) VisitGetEngineCoreSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineCoreSettings503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetEngineCoreSettings503JSONResponse) VisitGetEngineCoreSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateEngineCoreSettingsRequestObject struct {
+	Params UpdateEngineCoreSettingsParams
+	Body   *UpdateEngineCoreSettingsJSONRequestBody
+}
+
+type UpdateEngineCoreSettingsResponseObject interface {
+	VisitUpdateEngineCoreSettingsResponse(w http.ResponseWriter) error
+}
+
+type UpdateEngineCoreSettings200JSONResponse EngineConfigApplyResult
+
+func (response UpdateEngineCoreSettings200JSONResponse) VisitUpdateEngineCoreSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateEngineCoreSettings202JSONResponse NodeCommandAccepted
+
+func (response UpdateEngineCoreSettings202JSONResponse) VisitUpdateEngineCoreSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(202)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateEngineCoreSettings400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response UpdateEngineCoreSettings400JSONResponse) VisitUpdateEngineCoreSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateEngineCoreSettings401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response UpdateEngineCoreSettings401JSONResponse) VisitUpdateEngineCoreSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateEngineCoreSettings403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response UpdateEngineCoreSettings403JSONResponse) VisitUpdateEngineCoreSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateEngineCoreSettings404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response UpdateEngineCoreSettings404JSONResponse) VisitUpdateEngineCoreSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateEngineCoreSettings409JSONResponse struct{ ConflictJSONResponse }
+
+func (response UpdateEngineCoreSettings409JSONResponse) VisitUpdateEngineCoreSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateEngineCoreSettings413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response UpdateEngineCoreSettings413JSONResponse) VisitUpdateEngineCoreSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateEngineCoreSettings415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response UpdateEngineCoreSettings415JSONResponse) VisitUpdateEngineCoreSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateEngineCoreSettings429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response UpdateEngineCoreSettings429JSONResponse) VisitUpdateEngineCoreSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateEngineCoreSettings500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response UpdateEngineCoreSettings500JSONResponse) VisitUpdateEngineCoreSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateEngineCoreSettings503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response UpdateEngineCoreSettings503JSONResponse) VisitUpdateEngineCoreSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineProcessRequestObject struct {
+	Params GetEngineProcessParams
+}
+
+type GetEngineProcessResponseObject interface {
+	VisitGetEngineProcessResponse(w http.ResponseWriter) error
+}
+
+type GetEngineProcess200JSONResponse EngineProcessState
+
+func (response GetEngineProcess200JSONResponse) VisitGetEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineProcess400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetEngineProcess400JSONResponse) VisitGetEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineProcess401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetEngineProcess401JSONResponse) VisitGetEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineProcess403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetEngineProcess403JSONResponse) VisitGetEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineProcess404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetEngineProcess404JSONResponse) VisitGetEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineProcess409JSONResponse struct{ ConflictJSONResponse }
+
+func (response GetEngineProcess409JSONResponse) VisitGetEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineProcess429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetEngineProcess429JSONResponse) VisitGetEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEngineProcess500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetEngineProcess500JSONResponse) VisitGetEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReloadEngineProcessRequestObject struct {
+	Params ReloadEngineProcessParams
+	Body   *ReloadEngineProcessJSONRequestBody
+}
+
+type ReloadEngineProcessResponseObject interface {
+	VisitReloadEngineProcessResponse(w http.ResponseWriter) error
+}
+
+type ReloadEngineProcess200JSONResponse EngineProcessActionResult
+
+func (response ReloadEngineProcess200JSONResponse) VisitReloadEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReloadEngineProcess202JSONResponse NodeCommandAccepted
+
+func (response ReloadEngineProcess202JSONResponse) VisitReloadEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(202)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReloadEngineProcess400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ReloadEngineProcess400JSONResponse) VisitReloadEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReloadEngineProcess401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ReloadEngineProcess401JSONResponse) VisitReloadEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReloadEngineProcess403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ReloadEngineProcess403JSONResponse) VisitReloadEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReloadEngineProcess404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ReloadEngineProcess404JSONResponse) VisitReloadEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReloadEngineProcess409JSONResponse struct{ ConflictJSONResponse }
+
+func (response ReloadEngineProcess409JSONResponse) VisitReloadEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReloadEngineProcess413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response ReloadEngineProcess413JSONResponse) VisitReloadEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReloadEngineProcess415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response ReloadEngineProcess415JSONResponse) VisitReloadEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReloadEngineProcess429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ReloadEngineProcess429JSONResponse) VisitReloadEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReloadEngineProcess500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ReloadEngineProcess500JSONResponse) VisitReloadEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReloadEngineProcess503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ReloadEngineProcess503JSONResponse) VisitReloadEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RestartEngineProcessRequestObject struct {
+	Params RestartEngineProcessParams
+	Body   *RestartEngineProcessJSONRequestBody
+}
+
+type RestartEngineProcessResponseObject interface {
+	VisitRestartEngineProcessResponse(w http.ResponseWriter) error
+}
+
+type RestartEngineProcess200JSONResponse EngineProcessActionResult
+
+func (response RestartEngineProcess200JSONResponse) VisitRestartEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RestartEngineProcess202JSONResponse NodeCommandAccepted
+
+func (response RestartEngineProcess202JSONResponse) VisitRestartEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(202)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RestartEngineProcess400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response RestartEngineProcess400JSONResponse) VisitRestartEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RestartEngineProcess401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response RestartEngineProcess401JSONResponse) VisitRestartEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RestartEngineProcess403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response RestartEngineProcess403JSONResponse) VisitRestartEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RestartEngineProcess404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response RestartEngineProcess404JSONResponse) VisitRestartEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RestartEngineProcess409JSONResponse struct{ ConflictJSONResponse }
+
+func (response RestartEngineProcess409JSONResponse) VisitRestartEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RestartEngineProcess413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response RestartEngineProcess413JSONResponse) VisitRestartEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RestartEngineProcess415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response RestartEngineProcess415JSONResponse) VisitRestartEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RestartEngineProcess429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response RestartEngineProcess429JSONResponse) VisitRestartEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RestartEngineProcess500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response RestartEngineProcess500JSONResponse) VisitRestartEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RestartEngineProcess503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response RestartEngineProcess503JSONResponse) VisitRestartEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartEngineProcessRequestObject struct {
+	Params StartEngineProcessParams
+	Body   *StartEngineProcessJSONRequestBody
+}
+
+type StartEngineProcessResponseObject interface {
+	VisitStartEngineProcessResponse(w http.ResponseWriter) error
+}
+
+type StartEngineProcess200JSONResponse EngineProcessActionResult
+
+func (response StartEngineProcess200JSONResponse) VisitStartEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartEngineProcess202JSONResponse NodeCommandAccepted
+
+func (response StartEngineProcess202JSONResponse) VisitStartEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(202)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartEngineProcess400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response StartEngineProcess400JSONResponse) VisitStartEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartEngineProcess401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response StartEngineProcess401JSONResponse) VisitStartEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartEngineProcess403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response StartEngineProcess403JSONResponse) VisitStartEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartEngineProcess404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response StartEngineProcess404JSONResponse) VisitStartEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartEngineProcess409JSONResponse struct{ ConflictJSONResponse }
+
+func (response StartEngineProcess409JSONResponse) VisitStartEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartEngineProcess413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response StartEngineProcess413JSONResponse) VisitStartEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartEngineProcess415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response StartEngineProcess415JSONResponse) VisitStartEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartEngineProcess429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response StartEngineProcess429JSONResponse) VisitStartEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartEngineProcess500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response StartEngineProcess500JSONResponse) VisitStartEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartEngineProcess503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response StartEngineProcess503JSONResponse) VisitStartEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopEngineProcessRequestObject struct {
+	Params StopEngineProcessParams
+	Body   *StopEngineProcessJSONRequestBody
+}
+
+type StopEngineProcessResponseObject interface {
+	VisitStopEngineProcessResponse(w http.ResponseWriter) error
+}
+
+type StopEngineProcess200JSONResponse EngineProcessActionResult
+
+func (response StopEngineProcess200JSONResponse) VisitStopEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopEngineProcess202JSONResponse NodeCommandAccepted
+
+func (response StopEngineProcess202JSONResponse) VisitStopEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(202)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopEngineProcess400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response StopEngineProcess400JSONResponse) VisitStopEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopEngineProcess401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response StopEngineProcess401JSONResponse) VisitStopEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopEngineProcess403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response StopEngineProcess403JSONResponse) VisitStopEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopEngineProcess404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response StopEngineProcess404JSONResponse) VisitStopEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopEngineProcess409JSONResponse struct{ ConflictJSONResponse }
+
+func (response StopEngineProcess409JSONResponse) VisitStopEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopEngineProcess413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response StopEngineProcess413JSONResponse) VisitStopEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopEngineProcess415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response StopEngineProcess415JSONResponse) VisitStopEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopEngineProcess429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response StopEngineProcess429JSONResponse) VisitStopEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopEngineProcess500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response StopEngineProcess500JSONResponse) VisitStopEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopEngineProcess503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response StopEngineProcess503JSONResponse) VisitStopEngineProcessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtpPortLeasesRequestObject struct {
+	Params ListRtpPortLeasesParams
+}
+
+type ListRtpPortLeasesResponseObject interface {
+	VisitListRtpPortLeasesResponse(w http.ResponseWriter) error
+}
+
+type ListRtpPortLeases200JSONResponse RtpPortLeaseList
+
+func (response ListRtpPortLeases200JSONResponse) VisitListRtpPortLeasesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtpPortLeases400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListRtpPortLeases400JSONResponse) VisitListRtpPortLeasesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtpPortLeases401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListRtpPortLeases401JSONResponse) VisitListRtpPortLeasesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtpPortLeases403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListRtpPortLeases403JSONResponse) VisitListRtpPortLeasesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtpPortLeases404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ListRtpPortLeases404JSONResponse) VisitListRtpPortLeasesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtpPortLeases409JSONResponse struct{ ConflictJSONResponse }
+
+func (response ListRtpPortLeases409JSONResponse) VisitListRtpPortLeasesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtpPortLeases429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListRtpPortLeases429JSONResponse) VisitListRtpPortLeasesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtpPortLeases500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListRtpPortLeases500JSONResponse) VisitListRtpPortLeasesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRtpPortLeases503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListRtpPortLeases503JSONResponse) VisitListRtpPortLeasesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtpPortLeaseRequestObject struct {
+	Params CreateRtpPortLeaseParams
+	Body   *CreateRtpPortLeaseJSONRequestBody
+}
+
+type CreateRtpPortLeaseResponseObject interface {
+	VisitCreateRtpPortLeaseResponse(w http.ResponseWriter) error
+}
+
+type CreateRtpPortLease200JSONResponse RtpPortLease
+
+func (response CreateRtpPortLease200JSONResponse) VisitCreateRtpPortLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtpPortLease202JSONResponse NodeCommandAccepted
+
+func (response CreateRtpPortLease202JSONResponse) VisitCreateRtpPortLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(202)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtpPortLease400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateRtpPortLease400JSONResponse) VisitCreateRtpPortLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtpPortLease401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateRtpPortLease401JSONResponse) VisitCreateRtpPortLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtpPortLease403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateRtpPortLease403JSONResponse) VisitCreateRtpPortLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtpPortLease404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateRtpPortLease404JSONResponse) VisitCreateRtpPortLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtpPortLease409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateRtpPortLease409JSONResponse) VisitCreateRtpPortLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtpPortLease413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response CreateRtpPortLease413JSONResponse) VisitCreateRtpPortLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtpPortLease415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response CreateRtpPortLease415JSONResponse) VisitCreateRtpPortLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtpPortLease429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateRtpPortLease429JSONResponse) VisitCreateRtpPortLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtpPortLease500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateRtpPortLease500JSONResponse) VisitCreateRtpPortLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRtpPortLease503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response CreateRtpPortLease503JSONResponse) VisitCreateRtpPortLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReleaseRtpPortLeaseRequestObject struct {
+	LeaseId string `json:"leaseId"`
+	Params  ReleaseRtpPortLeaseParams
+	Body    *ReleaseRtpPortLeaseJSONRequestBody
+}
+
+type ReleaseRtpPortLeaseResponseObject interface {
+	VisitReleaseRtpPortLeaseResponse(w http.ResponseWriter) error
+}
+
+type ReleaseRtpPortLease200JSONResponse RtpPortLease
+
+func (response ReleaseRtpPortLease200JSONResponse) VisitReleaseRtpPortLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReleaseRtpPortLease202JSONResponse NodeCommandAccepted
+
+func (response ReleaseRtpPortLease202JSONResponse) VisitReleaseRtpPortLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(202)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReleaseRtpPortLease400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ReleaseRtpPortLease400JSONResponse) VisitReleaseRtpPortLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReleaseRtpPortLease401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ReleaseRtpPortLease401JSONResponse) VisitReleaseRtpPortLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReleaseRtpPortLease403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ReleaseRtpPortLease403JSONResponse) VisitReleaseRtpPortLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReleaseRtpPortLease404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ReleaseRtpPortLease404JSONResponse) VisitReleaseRtpPortLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReleaseRtpPortLease409JSONResponse struct{ ConflictJSONResponse }
+
+func (response ReleaseRtpPortLease409JSONResponse) VisitReleaseRtpPortLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReleaseRtpPortLease413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response ReleaseRtpPortLease413JSONResponse) VisitReleaseRtpPortLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReleaseRtpPortLease415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response ReleaseRtpPortLease415JSONResponse) VisitReleaseRtpPortLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReleaseRtpPortLease429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ReleaseRtpPortLease429JSONResponse) VisitReleaseRtpPortLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReleaseRtpPortLease500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ReleaseRtpPortLease500JSONResponse) VisitReleaseRtpPortLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReleaseRtpPortLease503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ReleaseRtpPortLease503JSONResponse) VisitReleaseRtpPortLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReleaseRtpPortRequestObject struct {
+	Port   int32 `json:"port"`
+	Params ReleaseRtpPortParams
+	Body   *ReleaseRtpPortJSONRequestBody
+}
+
+type ReleaseRtpPortResponseObject interface {
+	VisitReleaseRtpPortResponse(w http.ResponseWriter) error
+}
+
+type ReleaseRtpPort200JSONResponse RtpPortLease
+
+func (response ReleaseRtpPort200JSONResponse) VisitReleaseRtpPortResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReleaseRtpPort202JSONResponse NodeCommandAccepted
+
+func (response ReleaseRtpPort202JSONResponse) VisitReleaseRtpPortResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(202)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReleaseRtpPort400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ReleaseRtpPort400JSONResponse) VisitReleaseRtpPortResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReleaseRtpPort401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ReleaseRtpPort401JSONResponse) VisitReleaseRtpPortResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReleaseRtpPort403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ReleaseRtpPort403JSONResponse) VisitReleaseRtpPortResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReleaseRtpPort404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ReleaseRtpPort404JSONResponse) VisitReleaseRtpPortResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReleaseRtpPort409JSONResponse struct{ ConflictJSONResponse }
+
+func (response ReleaseRtpPort409JSONResponse) VisitReleaseRtpPortResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReleaseRtpPort413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response ReleaseRtpPort413JSONResponse) VisitReleaseRtpPortResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReleaseRtpPort415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response ReleaseRtpPort415JSONResponse) VisitReleaseRtpPortResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReleaseRtpPort429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ReleaseRtpPort429JSONResponse) VisitReleaseRtpPortResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReleaseRtpPort500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ReleaseRtpPort500JSONResponse) VisitReleaseRtpPortResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReleaseRtpPort503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ReleaseRtpPort503JSONResponse) VisitReleaseRtpPortResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTranscoderTemplatesRequestObject struct {
+	Params ListTranscoderTemplatesParams
+}
+
+type ListTranscoderTemplatesResponseObject interface {
+	VisitListTranscoderTemplatesResponse(w http.ResponseWriter) error
+}
+
+type ListTranscoderTemplates200JSONResponse TranscoderTemplateList
+
+func (response ListTranscoderTemplates200JSONResponse) VisitListTranscoderTemplatesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTranscoderTemplates400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListTranscoderTemplates400JSONResponse) VisitListTranscoderTemplatesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTranscoderTemplates401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListTranscoderTemplates401JSONResponse) VisitListTranscoderTemplatesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTranscoderTemplates403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListTranscoderTemplates403JSONResponse) VisitListTranscoderTemplatesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTranscoderTemplates429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListTranscoderTemplates429JSONResponse) VisitListTranscoderTemplatesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTranscoderTemplates500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListTranscoderTemplates500JSONResponse) VisitListTranscoderTemplatesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTranscoderTemplateRequestObject struct {
+	Body *CreateTranscoderTemplateJSONRequestBody
+}
+
+type CreateTranscoderTemplateResponseObject interface {
+	VisitCreateTranscoderTemplateResponse(w http.ResponseWriter) error
+}
+
+type CreateTranscoderTemplate200JSONResponse TranscoderTemplate
+
+func (response CreateTranscoderTemplate200JSONResponse) VisitCreateTranscoderTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTranscoderTemplate400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateTranscoderTemplate400JSONResponse) VisitCreateTranscoderTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTranscoderTemplate401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateTranscoderTemplate401JSONResponse) VisitCreateTranscoderTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTranscoderTemplate403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateTranscoderTemplate403JSONResponse) VisitCreateTranscoderTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTranscoderTemplate409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateTranscoderTemplate409JSONResponse) VisitCreateTranscoderTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTranscoderTemplate413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response CreateTranscoderTemplate413JSONResponse) VisitCreateTranscoderTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTranscoderTemplate415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response CreateTranscoderTemplate415JSONResponse) VisitCreateTranscoderTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTranscoderTemplate429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateTranscoderTemplate429JSONResponse) VisitCreateTranscoderTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTranscoderTemplate500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateTranscoderTemplate500JSONResponse) VisitCreateTranscoderTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteTranscoderTemplateRequestObject struct {
+	TemplateName string `json:"templateName"`
+	Params       DeleteTranscoderTemplateParams
+}
+
+type DeleteTranscoderTemplateResponseObject interface {
+	VisitDeleteTranscoderTemplateResponse(w http.ResponseWriter) error
+}
+
+type DeleteTranscoderTemplate200JSONResponse TranscoderTemplate
+
+func (response DeleteTranscoderTemplate200JSONResponse) VisitDeleteTranscoderTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteTranscoderTemplate400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response DeleteTranscoderTemplate400JSONResponse) VisitDeleteTranscoderTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteTranscoderTemplate401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response DeleteTranscoderTemplate401JSONResponse) VisitDeleteTranscoderTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteTranscoderTemplate403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response DeleteTranscoderTemplate403JSONResponse) VisitDeleteTranscoderTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteTranscoderTemplate404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response DeleteTranscoderTemplate404JSONResponse) VisitDeleteTranscoderTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteTranscoderTemplate429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response DeleteTranscoderTemplate429JSONResponse) VisitDeleteTranscoderTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteTranscoderTemplate500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response DeleteTranscoderTemplate500JSONResponse) VisitDeleteTranscoderTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateTranscoderTemplateRequestObject struct {
+	TemplateName string `json:"templateName"`
+	Body         *UpdateTranscoderTemplateJSONRequestBody
+}
+
+type UpdateTranscoderTemplateResponseObject interface {
+	VisitUpdateTranscoderTemplateResponse(w http.ResponseWriter) error
+}
+
+type UpdateTranscoderTemplate200JSONResponse TranscoderTemplate
+
+func (response UpdateTranscoderTemplate200JSONResponse) VisitUpdateTranscoderTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateTranscoderTemplate400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response UpdateTranscoderTemplate400JSONResponse) VisitUpdateTranscoderTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateTranscoderTemplate401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response UpdateTranscoderTemplate401JSONResponse) VisitUpdateTranscoderTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateTranscoderTemplate403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response UpdateTranscoderTemplate403JSONResponse) VisitUpdateTranscoderTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateTranscoderTemplate404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response UpdateTranscoderTemplate404JSONResponse) VisitUpdateTranscoderTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateTranscoderTemplate413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response UpdateTranscoderTemplate413JSONResponse) VisitUpdateTranscoderTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateTranscoderTemplate415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response UpdateTranscoderTemplate415JSONResponse) VisitUpdateTranscoderTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateTranscoderTemplate429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response UpdateTranscoderTemplate429JSONResponse) VisitUpdateTranscoderTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateTranscoderTemplate500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response UpdateTranscoderTemplate500JSONResponse) VisitUpdateTranscoderTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListNodesRequestObject struct {
+}
+
+type ListNodesResponseObject interface {
+	VisitListNodesResponse(w http.ResponseWriter) error
+}
+
+type ListNodes200JSONResponse NodeList
+
+func (response ListNodes200JSONResponse) VisitListNodesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListNodes401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListNodes401JSONResponse) VisitListNodesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListNodes403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListNodes403JSONResponse) VisitListNodesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListNodes429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListNodes429JSONResponse) VisitListNodesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListNodes500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListNodes500JSONResponse) VisitListNodesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TriggerSelfHeartbeatRequestObject struct {
+}
+
+type TriggerSelfHeartbeatResponseObject interface {
+	VisitTriggerSelfHeartbeatResponse(w http.ResponseWriter) error
+}
+
+type TriggerSelfHeartbeat200JSONResponse NodeHeartbeatResult
+
+func (response TriggerSelfHeartbeat200JSONResponse) VisitTriggerSelfHeartbeatResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TriggerSelfHeartbeat401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response TriggerSelfHeartbeat401JSONResponse) VisitTriggerSelfHeartbeatResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TriggerSelfHeartbeat403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response TriggerSelfHeartbeat403JSONResponse) VisitTriggerSelfHeartbeatResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TriggerSelfHeartbeat429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response TriggerSelfHeartbeat429JSONResponse) VisitTriggerSelfHeartbeatResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TriggerSelfHeartbeat500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response TriggerSelfHeartbeat500JSONResponse) VisitTriggerSelfHeartbeatResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateNodeCommandRequestObject struct {
+	NodeId string `json:"nodeId"`
+	Body   *CreateNodeCommandJSONRequestBody
+}
+
+type CreateNodeCommandResponseObject interface {
+	VisitCreateNodeCommandResponse(w http.ResponseWriter) error
+}
+
+type CreateNodeCommand200JSONResponse NodeCommand
+
+func (response CreateNodeCommand200JSONResponse) VisitCreateNodeCommandResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateNodeCommand400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateNodeCommand400JSONResponse) VisitCreateNodeCommandResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateNodeCommand401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateNodeCommand401JSONResponse) VisitCreateNodeCommandResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateNodeCommand403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateNodeCommand403JSONResponse) VisitCreateNodeCommandResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateNodeCommand404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateNodeCommand404JSONResponse) VisitCreateNodeCommandResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateNodeCommand409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateNodeCommand409JSONResponse) VisitCreateNodeCommandResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateNodeCommand413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response CreateNodeCommand413JSONResponse) VisitCreateNodeCommandResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateNodeCommand415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response CreateNodeCommand415JSONResponse) VisitCreateNodeCommandResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateNodeCommand429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateNodeCommand429JSONResponse) VisitCreateNodeCommandResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateNodeCommand500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateNodeCommand500JSONResponse) VisitCreateNodeCommandResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
@@ -15202,6 +25230,466 @@ func (response GetSystemInfo500JSONResponse) VisitGetSystemInfoResponse(w http.R
 	return err
 }
 
+type ListNodeAgentsRequestObject struct {
+}
+
+type ListNodeAgentsResponseObject interface {
+	VisitListNodeAgentsResponse(w http.ResponseWriter) error
+}
+
+type ListNodeAgents200JSONResponse NodeAgentList
+
+func (response ListNodeAgents200JSONResponse) VisitListNodeAgentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListNodeAgents401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListNodeAgents401JSONResponse) VisitListNodeAgentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListNodeAgents403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListNodeAgents403JSONResponse) VisitListNodeAgentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListNodeAgents429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListNodeAgents429JSONResponse) VisitListNodeAgentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListNodeAgents500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListNodeAgents500JSONResponse) VisitListNodeAgentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateNodeAgentEnrollmentRequestObject struct {
+	NodeId string `json:"nodeId"`
+	Body   *CreateNodeAgentEnrollmentJSONRequestBody
+}
+
+type CreateNodeAgentEnrollmentResponseObject interface {
+	VisitCreateNodeAgentEnrollmentResponse(w http.ResponseWriter) error
+}
+
+type CreateNodeAgentEnrollment200JSONResponse NodeAgentEnrollment
+
+func (response CreateNodeAgentEnrollment200JSONResponse) VisitCreateNodeAgentEnrollmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateNodeAgentEnrollment400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateNodeAgentEnrollment400JSONResponse) VisitCreateNodeAgentEnrollmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateNodeAgentEnrollment401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateNodeAgentEnrollment401JSONResponse) VisitCreateNodeAgentEnrollmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateNodeAgentEnrollment403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateNodeAgentEnrollment403JSONResponse) VisitCreateNodeAgentEnrollmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateNodeAgentEnrollment409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateNodeAgentEnrollment409JSONResponse) VisitCreateNodeAgentEnrollmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateNodeAgentEnrollment413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response CreateNodeAgentEnrollment413JSONResponse) VisitCreateNodeAgentEnrollmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateNodeAgentEnrollment415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response CreateNodeAgentEnrollment415JSONResponse) VisitCreateNodeAgentEnrollmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateNodeAgentEnrollment429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateNodeAgentEnrollment429JSONResponse) VisitCreateNodeAgentEnrollmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateNodeAgentEnrollment500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateNodeAgentEnrollment500JSONResponse) VisitCreateNodeAgentEnrollmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListNodeLifecycleOperationsRequestObject struct {
+	Params ListNodeLifecycleOperationsParams
+}
+
+type ListNodeLifecycleOperationsResponseObject interface {
+	VisitListNodeLifecycleOperationsResponse(w http.ResponseWriter) error
+}
+
+type ListNodeLifecycleOperations200JSONResponse NodeLifecycleOperationList
+
+func (response ListNodeLifecycleOperations200JSONResponse) VisitListNodeLifecycleOperationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListNodeLifecycleOperations400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListNodeLifecycleOperations400JSONResponse) VisitListNodeLifecycleOperationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListNodeLifecycleOperations401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListNodeLifecycleOperations401JSONResponse) VisitListNodeLifecycleOperationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListNodeLifecycleOperations403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListNodeLifecycleOperations403JSONResponse) VisitListNodeLifecycleOperationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListNodeLifecycleOperations429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListNodeLifecycleOperations429JSONResponse) VisitListNodeLifecycleOperationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListNodeLifecycleOperations500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListNodeLifecycleOperations500JSONResponse) VisitListNodeLifecycleOperationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateNodeLifecycleOperationRequestObject struct {
+	Body *CreateNodeLifecycleOperationJSONRequestBody
+}
+
+type CreateNodeLifecycleOperationResponseObject interface {
+	VisitCreateNodeLifecycleOperationResponse(w http.ResponseWriter) error
+}
+
+type CreateNodeLifecycleOperation200JSONResponse NodeLifecycleOperation
+
+func (response CreateNodeLifecycleOperation200JSONResponse) VisitCreateNodeLifecycleOperationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateNodeLifecycleOperation400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateNodeLifecycleOperation400JSONResponse) VisitCreateNodeLifecycleOperationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateNodeLifecycleOperation401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateNodeLifecycleOperation401JSONResponse) VisitCreateNodeLifecycleOperationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateNodeLifecycleOperation403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateNodeLifecycleOperation403JSONResponse) VisitCreateNodeLifecycleOperationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateNodeLifecycleOperation404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateNodeLifecycleOperation404JSONResponse) VisitCreateNodeLifecycleOperationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateNodeLifecycleOperation409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateNodeLifecycleOperation409JSONResponse) VisitCreateNodeLifecycleOperationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateNodeLifecycleOperation413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response CreateNodeLifecycleOperation413JSONResponse) VisitCreateNodeLifecycleOperationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateNodeLifecycleOperation415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response CreateNodeLifecycleOperation415JSONResponse) VisitCreateNodeLifecycleOperationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateNodeLifecycleOperation429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateNodeLifecycleOperation429JSONResponse) VisitCreateNodeLifecycleOperationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateNodeLifecycleOperation500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateNodeLifecycleOperation500JSONResponse) VisitCreateNodeLifecycleOperationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetMigrationAuditRequestObject struct {
 	Params GetMigrationAuditParams
 }
@@ -16139,6 +26627,7 @@ func (response ListRuntimePorts500JSONResponse) VisitListRuntimePortsResponse(w 
 }
 
 type GetHostTuningRequestObject struct {
+	Params GetHostTuningParams
 }
 
 type GetHostTuningResponseObject interface {
@@ -16234,6 +26723,20 @@ func (response ApplyHostTuning200JSONResponse) VisitApplyHostTuningResponse(w ht
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ApplyHostTuning202JSONResponse NodeCommandAccepted
+
+func (response ApplyHostTuning202JSONResponse) VisitApplyHostTuningResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(202)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -18792,9 +29295,30 @@ type StrictServerInterface interface {
 	// StopChannel Stop a channel and pause auto-recovery
 	// (POST /api/v2/channels/{channelId}/stop)
 	StopChannel(ctx context.Context, request StopChannelRequestObject) (StopChannelResponseObject, error)
+	// GetClusterMonitoring Get cluster monitoring with history
+	// (GET /api/v2/cluster/monitoring)
+	GetClusterMonitoring(ctx context.Context, request GetClusterMonitoringRequestObject) (GetClusterMonitoringResponseObject, error)
+	// GetClusterMonitoringCurrent Get current cluster monitoring
+	// (GET /api/v2/cluster/monitoring/current)
+	GetClusterMonitoringCurrent(ctx context.Context, request GetClusterMonitoringCurrentRequestObject) (GetClusterMonitoringCurrentResponseObject, error)
+	// GetLocalRuntime Get this node's process snapshot
+	// (GET /api/v2/cluster/monitoring/local-runtime)
+	GetLocalRuntime(ctx context.Context, request GetLocalRuntimeRequestObject) (GetLocalRuntimeResponseObject, error)
 	// GetClusterStatus Get the cluster consensus status
 	// (GET /api/v2/cluster/status)
 	GetClusterStatus(ctx context.Context, request GetClusterStatusRequestObject) (GetClusterStatusResponseObject, error)
+	// ListEngineNodes List engine nodes
+	// (GET /api/v2/engine/nodes)
+	ListEngineNodes(ctx context.Context, request ListEngineNodesRequestObject) (ListEngineNodesResponseObject, error)
+	// ListEngineNodeApis List an engine node's control API
+	// (GET /api/v2/engine/nodes/{nodeId}/apis)
+	ListEngineNodeApis(ctx context.Context, request ListEngineNodeApisRequestObject) (ListEngineNodeApisResponseObject, error)
+	// GetEngineNodeCapabilities Discover an engine node's capabilities
+	// (GET /api/v2/engine/nodes/{nodeId}/capabilities)
+	GetEngineNodeCapabilities(ctx context.Context, request GetEngineNodeCapabilitiesRequestObject) (GetEngineNodeCapabilitiesResponseObject, error)
+	// GetEngineNodeVersion Get an engine node's version
+	// (GET /api/v2/engine/nodes/{nodeId}/version)
+	GetEngineNodeVersion(ctx context.Context, request GetEngineNodeVersionRequestObject) (GetEngineNodeVersionResponseObject, error)
 	// ListEngineWebhookInbox Inbound media-engine hooks
 	// (GET /api/v2/engine/webhook-inbox)
 	ListEngineWebhookInbox(ctx context.Context, request ListEngineWebhookInboxRequestObject) (ListEngineWebhookInboxResponseObject, error)
@@ -18807,6 +29331,105 @@ type StrictServerInterface interface {
 	// OpenRuntimeStateWebSocket Open the runtime-state WebSocket
 	// (GET /api/v2/events/runtime/ws)
 	OpenRuntimeStateWebSocket(ctx context.Context, request OpenRuntimeStateWebSocketRequestObject) (OpenRuntimeStateWebSocketResponseObject, error)
+	// ListMediaServers List media servers
+	// (GET /api/v2/media-servers)
+	ListMediaServers(ctx context.Context, request ListMediaServersRequestObject) (ListMediaServersResponseObject, error)
+	// GetMediaServerReferences List references to a media server
+	// (GET /api/v2/media-servers/{mediaServerId}/references)
+	GetMediaServerReferences(ctx context.Context, request GetMediaServerReferencesRequestObject) (GetMediaServerReferencesResponseObject, error)
+	// RetireMediaServer Preview or retire a media server
+	// (POST /api/v2/media-servers/{mediaServerId}/retire)
+	RetireMediaServer(ctx context.Context, request RetireMediaServerRequestObject) (RetireMediaServerResponseObject, error)
+	// ListNodeCommands List node commands
+	// (GET /api/v2/node/commands)
+	ListNodeCommands(ctx context.Context, request ListNodeCommandsRequestObject) (ListNodeCommandsResponseObject, error)
+	// ListLocalNodeCommands List this control node's node commands
+	// (GET /api/v2/node/commands/local)
+	ListLocalNodeCommands(ctx context.Context, request ListLocalNodeCommandsRequestObject) (ListLocalNodeCommandsResponseObject, error)
+	// GetNodeCommandStats Count node commands
+	// (GET /api/v2/node/commands/stats)
+	GetNodeCommandStats(ctx context.Context, request GetNodeCommandStatsRequestObject) (GetNodeCommandStatsResponseObject, error)
+	// GetNodeCommand Get a node command
+	// (GET /api/v2/node/commands/{commandId})
+	GetNodeCommand(ctx context.Context, request GetNodeCommandRequestObject) (GetNodeCommandResponseObject, error)
+	// CancelNodeCommand Cancel a node command
+	// (POST /api/v2/node/commands/{commandId}/cancel)
+	CancelNodeCommand(ctx context.Context, request CancelNodeCommandRequestObject) (CancelNodeCommandResponseObject, error)
+	// GetNodeCommandDetail Get a node command in detail
+	// (GET /api/v2/node/commands/{commandId}/detail)
+	GetNodeCommandDetail(ctx context.Context, request GetNodeCommandDetailRequestObject) (GetNodeCommandDetailResponseObject, error)
+	// GetEngineConfig Get the engine configuration
+	// (GET /api/v2/node/engine/config)
+	GetEngineConfig(ctx context.Context, request GetEngineConfigRequestObject) (GetEngineConfigResponseObject, error)
+	// ApplyEngineConfig Write the engine configuration
+	// (POST /api/v2/node/engine/config/apply)
+	ApplyEngineConfig(ctx context.Context, request ApplyEngineConfigRequestObject) (ApplyEngineConfigResponseObject, error)
+	// PlanEngineConfig Preview an engine configuration change
+	// (POST /api/v2/node/engine/config/plan)
+	PlanEngineConfig(ctx context.Context, request PlanEngineConfigRequestObject) (PlanEngineConfigResponseObject, error)
+	// GetEngineRawConfig Get the engine configuration file
+	// (GET /api/v2/node/engine/config/raw)
+	GetEngineRawConfig(ctx context.Context, request GetEngineRawConfigRequestObject) (GetEngineRawConfigResponseObject, error)
+	// ApplyEngineRawConfig Write the engine configuration file
+	// (PUT /api/v2/node/engine/config/raw)
+	ApplyEngineRawConfig(ctx context.Context, request ApplyEngineRawConfigRequestObject) (ApplyEngineRawConfigResponseObject, error)
+	// PlanEngineRawConfig Preview an engine configuration file
+	// (POST /api/v2/node/engine/config/raw/plan)
+	PlanEngineRawConfig(ctx context.Context, request PlanEngineRawConfigRequestObject) (PlanEngineRawConfigResponseObject, error)
+	// GetEngineCoreSettings Get the engine core settings
+	// (GET /api/v2/node/engine/core-settings)
+	GetEngineCoreSettings(ctx context.Context, request GetEngineCoreSettingsRequestObject) (GetEngineCoreSettingsResponseObject, error)
+	// UpdateEngineCoreSettings Change the engine core settings
+	// (PUT /api/v2/node/engine/core-settings)
+	UpdateEngineCoreSettings(ctx context.Context, request UpdateEngineCoreSettingsRequestObject) (UpdateEngineCoreSettingsResponseObject, error)
+	// GetEngineProcess Get the engine process
+	// (GET /api/v2/node/engine/process)
+	GetEngineProcess(ctx context.Context, request GetEngineProcessRequestObject) (GetEngineProcessResponseObject, error)
+	// ReloadEngineProcess Reload the engine process
+	// (POST /api/v2/node/engine/process/reload)
+	ReloadEngineProcess(ctx context.Context, request ReloadEngineProcessRequestObject) (ReloadEngineProcessResponseObject, error)
+	// RestartEngineProcess Restart the engine process
+	// (POST /api/v2/node/engine/process/restart)
+	RestartEngineProcess(ctx context.Context, request RestartEngineProcessRequestObject) (RestartEngineProcessResponseObject, error)
+	// StartEngineProcess Start the engine process
+	// (POST /api/v2/node/engine/process/start)
+	StartEngineProcess(ctx context.Context, request StartEngineProcessRequestObject) (StartEngineProcessResponseObject, error)
+	// StopEngineProcess Stop the engine process
+	// (POST /api/v2/node/engine/process/stop)
+	StopEngineProcess(ctx context.Context, request StopEngineProcessRequestObject) (StopEngineProcessResponseObject, error)
+	// ListRtpPortLeases List RTP port leases
+	// (GET /api/v2/node/rtp/leases)
+	ListRtpPortLeases(ctx context.Context, request ListRtpPortLeasesRequestObject) (ListRtpPortLeasesResponseObject, error)
+	// CreateRtpPortLease Lease an RTP port
+	// (POST /api/v2/node/rtp/leases)
+	CreateRtpPortLease(ctx context.Context, request CreateRtpPortLeaseRequestObject) (CreateRtpPortLeaseResponseObject, error)
+	// ReleaseRtpPortLease Release an RTP port lease
+	// (POST /api/v2/node/rtp/leases/{leaseId}/release)
+	ReleaseRtpPortLease(ctx context.Context, request ReleaseRtpPortLeaseRequestObject) (ReleaseRtpPortLeaseResponseObject, error)
+	// ReleaseRtpPort Release the lease of a port
+	// (POST /api/v2/node/rtp/ports/{port}/release)
+	ReleaseRtpPort(ctx context.Context, request ReleaseRtpPortRequestObject) (ReleaseRtpPortResponseObject, error)
+	// ListTranscoderTemplates List transcoder templates
+	// (GET /api/v2/node/transcoder-templates)
+	ListTranscoderTemplates(ctx context.Context, request ListTranscoderTemplatesRequestObject) (ListTranscoderTemplatesResponseObject, error)
+	// CreateTranscoderTemplate Create a transcoder template
+	// (POST /api/v2/node/transcoder-templates)
+	CreateTranscoderTemplate(ctx context.Context, request CreateTranscoderTemplateRequestObject) (CreateTranscoderTemplateResponseObject, error)
+	// DeleteTranscoderTemplate Delete a transcoder template
+	// (DELETE /api/v2/node/transcoder-templates/{templateName})
+	DeleteTranscoderTemplate(ctx context.Context, request DeleteTranscoderTemplateRequestObject) (DeleteTranscoderTemplateResponseObject, error)
+	// UpdateTranscoderTemplate Replace a transcoder template
+	// (PUT /api/v2/node/transcoder-templates/{templateName})
+	UpdateTranscoderTemplate(ctx context.Context, request UpdateTranscoderTemplateRequestObject) (UpdateTranscoderTemplateResponseObject, error)
+	// ListNodes List nodes
+	// (GET /api/v2/nodes)
+	ListNodes(ctx context.Context, request ListNodesRequestObject) (ListNodesResponseObject, error)
+	// TriggerSelfHeartbeat Take this node's heartbeat now
+	// (POST /api/v2/nodes/self/heartbeat)
+	TriggerSelfHeartbeat(ctx context.Context, request TriggerSelfHeartbeatRequestObject) (TriggerSelfHeartbeatResponseObject, error)
+	// CreateNodeCommand Create a node command
+	// (POST /api/v2/nodes/{nodeId}/commands)
+	CreateNodeCommand(ctx context.Context, request CreateNodeCommandRequestObject) (CreateNodeCommandResponseObject, error)
 	// ListApiTokens List API tokens
 	// (GET /api/v2/security/api-tokens)
 	ListApiTokens(ctx context.Context, request ListApiTokensRequestObject) (ListApiTokensResponseObject, error)
@@ -18897,6 +29520,18 @@ type StrictServerInterface interface {
 	// GetSystemInfo Get basic information about this node
 	// (GET /api/v2/system/info)
 	GetSystemInfo(ctx context.Context, request GetSystemInfoRequestObject) (GetSystemInfoResponseObject, error)
+	// ListNodeAgents List node agents
+	// (GET /api/v2/system/lifecycle/agents)
+	ListNodeAgents(ctx context.Context, request ListNodeAgentsRequestObject) (ListNodeAgentsResponseObject, error)
+	// CreateNodeAgentEnrollment Create a node agent enrollment code
+	// (POST /api/v2/system/lifecycle/agents/{nodeId}/enrollment)
+	CreateNodeAgentEnrollment(ctx context.Context, request CreateNodeAgentEnrollmentRequestObject) (CreateNodeAgentEnrollmentResponseObject, error)
+	// ListNodeLifecycleOperations List lifecycle operations
+	// (GET /api/v2/system/lifecycle/operations)
+	ListNodeLifecycleOperations(ctx context.Context, request ListNodeLifecycleOperationsRequestObject) (ListNodeLifecycleOperationsResponseObject, error)
+	// CreateNodeLifecycleOperation Run a lifecycle operation
+	// (POST /api/v2/system/lifecycle/operations)
+	CreateNodeLifecycleOperation(ctx context.Context, request CreateNodeLifecycleOperationRequestObject) (CreateNodeLifecycleOperationResponseObject, error)
 	// GetMigrationAudit Audit store migrations and residues
 	// (GET /api/v2/system/migration-audit)
 	GetMigrationAudit(ctx context.Context, request GetMigrationAuditRequestObject) (GetMigrationAuditResponseObject, error)
@@ -20096,6 +30731,82 @@ func (sh *strictHandler) StopChannel(ctx *gin.Context, channelId ChannelId) {
 	}
 }
 
+// GetClusterMonitoring operation middleware
+func (sh *strictHandler) GetClusterMonitoring(ctx *gin.Context, params GetClusterMonitoringParams) {
+	var request GetClusterMonitoringRequestObject
+
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetClusterMonitoring(ctx, request.(GetClusterMonitoringRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetClusterMonitoring")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetClusterMonitoringResponseObject); ok {
+		if err := validResponse.VisitGetClusterMonitoringResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetClusterMonitoringCurrent operation middleware
+func (sh *strictHandler) GetClusterMonitoringCurrent(ctx *gin.Context, params GetClusterMonitoringCurrentParams) {
+	var request GetClusterMonitoringCurrentRequestObject
+
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetClusterMonitoringCurrent(ctx, request.(GetClusterMonitoringCurrentRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetClusterMonitoringCurrent")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetClusterMonitoringCurrentResponseObject); ok {
+		if err := validResponse.VisitGetClusterMonitoringCurrentResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetLocalRuntime operation middleware
+func (sh *strictHandler) GetLocalRuntime(ctx *gin.Context) {
+	var request GetLocalRuntimeRequestObject
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetLocalRuntime(ctx, request.(GetLocalRuntimeRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetLocalRuntime")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetLocalRuntimeResponseObject); ok {
+		if err := validResponse.VisitGetLocalRuntimeResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // GetClusterStatus operation middleware
 func (sh *strictHandler) GetClusterStatus(ctx *gin.Context, params GetClusterStatusParams) {
 	var request GetClusterStatusRequestObject
@@ -20115,6 +30826,108 @@ func (sh *strictHandler) GetClusterStatus(ctx *gin.Context, params GetClusterSta
 		sh.options.HandlerErrorFunc(ctx, err)
 	} else if validResponse, ok := response.(GetClusterStatusResponseObject); ok {
 		if err := validResponse.VisitGetClusterStatusResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListEngineNodes operation middleware
+func (sh *strictHandler) ListEngineNodes(ctx *gin.Context) {
+	var request ListEngineNodesRequestObject
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListEngineNodes(ctx, request.(ListEngineNodesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListEngineNodes")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListEngineNodesResponseObject); ok {
+		if err := validResponse.VisitListEngineNodesResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListEngineNodeApis operation middleware
+func (sh *strictHandler) ListEngineNodeApis(ctx *gin.Context, nodeId string) {
+	var request ListEngineNodeApisRequestObject
+
+	request.NodeId = nodeId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListEngineNodeApis(ctx, request.(ListEngineNodeApisRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListEngineNodeApis")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListEngineNodeApisResponseObject); ok {
+		if err := validResponse.VisitListEngineNodeApisResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetEngineNodeCapabilities operation middleware
+func (sh *strictHandler) GetEngineNodeCapabilities(ctx *gin.Context, nodeId string) {
+	var request GetEngineNodeCapabilitiesRequestObject
+
+	request.NodeId = nodeId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetEngineNodeCapabilities(ctx, request.(GetEngineNodeCapabilitiesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetEngineNodeCapabilities")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetEngineNodeCapabilitiesResponseObject); ok {
+		if err := validResponse.VisitGetEngineNodeCapabilitiesResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetEngineNodeVersion operation middleware
+func (sh *strictHandler) GetEngineNodeVersion(ctx *gin.Context, nodeId string) {
+	var request GetEngineNodeVersionRequestObject
+
+	request.NodeId = nodeId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetEngineNodeVersion(ctx, request.(GetEngineNodeVersionRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetEngineNodeVersion")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetEngineNodeVersionResponseObject); ok {
+		if err := validResponse.VisitGetEngineNodeVersionResponse(ctx.Writer); err != nil {
 			sh.options.ResponseErrorHandlerFunc(ctx, err)
 		}
 	} else if response != nil {
@@ -20217,6 +31030,1190 @@ func (sh *strictHandler) OpenRuntimeStateWebSocket(ctx *gin.Context, params Open
 		sh.options.HandlerErrorFunc(ctx, err)
 	} else if validResponse, ok := response.(OpenRuntimeStateWebSocketResponseObject); ok {
 		if err := validResponse.VisitOpenRuntimeStateWebSocketResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListMediaServers operation middleware
+func (sh *strictHandler) ListMediaServers(ctx *gin.Context, params ListMediaServersParams) {
+	var request ListMediaServersRequestObject
+
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListMediaServers(ctx, request.(ListMediaServersRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListMediaServers")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListMediaServersResponseObject); ok {
+		if err := validResponse.VisitListMediaServersResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetMediaServerReferences operation middleware
+func (sh *strictHandler) GetMediaServerReferences(ctx *gin.Context, mediaServerId string, params GetMediaServerReferencesParams) {
+	var request GetMediaServerReferencesRequestObject
+
+	request.MediaServerId = mediaServerId
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetMediaServerReferences(ctx, request.(GetMediaServerReferencesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetMediaServerReferences")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetMediaServerReferencesResponseObject); ok {
+		if err := validResponse.VisitGetMediaServerReferencesResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// RetireMediaServer operation middleware
+func (sh *strictHandler) RetireMediaServer(ctx *gin.Context, mediaServerId string, params RetireMediaServerParams) {
+	var request RetireMediaServerRequestObject
+
+	request.MediaServerId = mediaServerId
+	request.Params = params
+
+	var body RetireMediaServerJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RetireMediaServer(ctx, request.(RetireMediaServerRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RetireMediaServer")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(RetireMediaServerResponseObject); ok {
+		if err := validResponse.VisitRetireMediaServerResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListNodeCommands operation middleware
+func (sh *strictHandler) ListNodeCommands(ctx *gin.Context, params ListNodeCommandsParams) {
+	var request ListNodeCommandsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListNodeCommands(ctx, request.(ListNodeCommandsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListNodeCommands")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListNodeCommandsResponseObject); ok {
+		if err := validResponse.VisitListNodeCommandsResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListLocalNodeCommands operation middleware
+func (sh *strictHandler) ListLocalNodeCommands(ctx *gin.Context, params ListLocalNodeCommandsParams) {
+	var request ListLocalNodeCommandsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListLocalNodeCommands(ctx, request.(ListLocalNodeCommandsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListLocalNodeCommands")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListLocalNodeCommandsResponseObject); ok {
+		if err := validResponse.VisitListLocalNodeCommandsResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetNodeCommandStats operation middleware
+func (sh *strictHandler) GetNodeCommandStats(ctx *gin.Context, params GetNodeCommandStatsParams) {
+	var request GetNodeCommandStatsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetNodeCommandStats(ctx, request.(GetNodeCommandStatsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetNodeCommandStats")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetNodeCommandStatsResponseObject); ok {
+		if err := validResponse.VisitGetNodeCommandStatsResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetNodeCommand operation middleware
+func (sh *strictHandler) GetNodeCommand(ctx *gin.Context, commandId string) {
+	var request GetNodeCommandRequestObject
+
+	request.CommandId = commandId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetNodeCommand(ctx, request.(GetNodeCommandRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetNodeCommand")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetNodeCommandResponseObject); ok {
+		if err := validResponse.VisitGetNodeCommandResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CancelNodeCommand operation middleware
+func (sh *strictHandler) CancelNodeCommand(ctx *gin.Context, commandId string) {
+	var request CancelNodeCommandRequestObject
+
+	request.CommandId = commandId
+
+	var body CancelNodeCommandJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		if !errors.Is(err, io.EOF) {
+			sh.options.RequestErrorHandlerFunc(ctx, err)
+			return
+		}
+	} else {
+		request.Body = &body
+	}
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CancelNodeCommand(ctx, request.(CancelNodeCommandRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CancelNodeCommand")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CancelNodeCommandResponseObject); ok {
+		if err := validResponse.VisitCancelNodeCommandResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetNodeCommandDetail operation middleware
+func (sh *strictHandler) GetNodeCommandDetail(ctx *gin.Context, commandId string) {
+	var request GetNodeCommandDetailRequestObject
+
+	request.CommandId = commandId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetNodeCommandDetail(ctx, request.(GetNodeCommandDetailRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetNodeCommandDetail")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetNodeCommandDetailResponseObject); ok {
+		if err := validResponse.VisitGetNodeCommandDetailResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetEngineConfig operation middleware
+func (sh *strictHandler) GetEngineConfig(ctx *gin.Context, params GetEngineConfigParams) {
+	var request GetEngineConfigRequestObject
+
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetEngineConfig(ctx, request.(GetEngineConfigRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetEngineConfig")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetEngineConfigResponseObject); ok {
+		if err := validResponse.VisitGetEngineConfigResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ApplyEngineConfig operation middleware
+func (sh *strictHandler) ApplyEngineConfig(ctx *gin.Context, params ApplyEngineConfigParams) {
+	var request ApplyEngineConfigRequestObject
+
+	request.Params = params
+
+	var body ApplyEngineConfigJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ApplyEngineConfig(ctx, request.(ApplyEngineConfigRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ApplyEngineConfig")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ApplyEngineConfigResponseObject); ok {
+		if err := validResponse.VisitApplyEngineConfigResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// PlanEngineConfig operation middleware
+func (sh *strictHandler) PlanEngineConfig(ctx *gin.Context, params PlanEngineConfigParams) {
+	var request PlanEngineConfigRequestObject
+
+	request.Params = params
+
+	var body PlanEngineConfigJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.PlanEngineConfig(ctx, request.(PlanEngineConfigRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "PlanEngineConfig")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(PlanEngineConfigResponseObject); ok {
+		if err := validResponse.VisitPlanEngineConfigResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetEngineRawConfig operation middleware
+func (sh *strictHandler) GetEngineRawConfig(ctx *gin.Context, params GetEngineRawConfigParams) {
+	var request GetEngineRawConfigRequestObject
+
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetEngineRawConfig(ctx, request.(GetEngineRawConfigRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetEngineRawConfig")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetEngineRawConfigResponseObject); ok {
+		if err := validResponse.VisitGetEngineRawConfigResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ApplyEngineRawConfig operation middleware
+func (sh *strictHandler) ApplyEngineRawConfig(ctx *gin.Context, params ApplyEngineRawConfigParams) {
+	var request ApplyEngineRawConfigRequestObject
+
+	request.Params = params
+
+	var body ApplyEngineRawConfigJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ApplyEngineRawConfig(ctx, request.(ApplyEngineRawConfigRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ApplyEngineRawConfig")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ApplyEngineRawConfigResponseObject); ok {
+		if err := validResponse.VisitApplyEngineRawConfigResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// PlanEngineRawConfig operation middleware
+func (sh *strictHandler) PlanEngineRawConfig(ctx *gin.Context, params PlanEngineRawConfigParams) {
+	var request PlanEngineRawConfigRequestObject
+
+	request.Params = params
+
+	var body PlanEngineRawConfigJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.PlanEngineRawConfig(ctx, request.(PlanEngineRawConfigRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "PlanEngineRawConfig")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(PlanEngineRawConfigResponseObject); ok {
+		if err := validResponse.VisitPlanEngineRawConfigResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetEngineCoreSettings operation middleware
+func (sh *strictHandler) GetEngineCoreSettings(ctx *gin.Context, params GetEngineCoreSettingsParams) {
+	var request GetEngineCoreSettingsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetEngineCoreSettings(ctx, request.(GetEngineCoreSettingsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetEngineCoreSettings")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetEngineCoreSettingsResponseObject); ok {
+		if err := validResponse.VisitGetEngineCoreSettingsResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// UpdateEngineCoreSettings operation middleware
+func (sh *strictHandler) UpdateEngineCoreSettings(ctx *gin.Context, params UpdateEngineCoreSettingsParams) {
+	var request UpdateEngineCoreSettingsRequestObject
+
+	request.Params = params
+
+	var body UpdateEngineCoreSettingsJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateEngineCoreSettings(ctx, request.(UpdateEngineCoreSettingsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateEngineCoreSettings")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(UpdateEngineCoreSettingsResponseObject); ok {
+		if err := validResponse.VisitUpdateEngineCoreSettingsResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetEngineProcess operation middleware
+func (sh *strictHandler) GetEngineProcess(ctx *gin.Context, params GetEngineProcessParams) {
+	var request GetEngineProcessRequestObject
+
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetEngineProcess(ctx, request.(GetEngineProcessRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetEngineProcess")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetEngineProcessResponseObject); ok {
+		if err := validResponse.VisitGetEngineProcessResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ReloadEngineProcess operation middleware
+func (sh *strictHandler) ReloadEngineProcess(ctx *gin.Context, params ReloadEngineProcessParams) {
+	var request ReloadEngineProcessRequestObject
+
+	request.Params = params
+
+	var body ReloadEngineProcessJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		if !errors.Is(err, io.EOF) {
+			sh.options.RequestErrorHandlerFunc(ctx, err)
+			return
+		}
+	} else {
+		request.Body = &body
+	}
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ReloadEngineProcess(ctx, request.(ReloadEngineProcessRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ReloadEngineProcess")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ReloadEngineProcessResponseObject); ok {
+		if err := validResponse.VisitReloadEngineProcessResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// RestartEngineProcess operation middleware
+func (sh *strictHandler) RestartEngineProcess(ctx *gin.Context, params RestartEngineProcessParams) {
+	var request RestartEngineProcessRequestObject
+
+	request.Params = params
+
+	var body RestartEngineProcessJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		if !errors.Is(err, io.EOF) {
+			sh.options.RequestErrorHandlerFunc(ctx, err)
+			return
+		}
+	} else {
+		request.Body = &body
+	}
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RestartEngineProcess(ctx, request.(RestartEngineProcessRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RestartEngineProcess")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(RestartEngineProcessResponseObject); ok {
+		if err := validResponse.VisitRestartEngineProcessResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// StartEngineProcess operation middleware
+func (sh *strictHandler) StartEngineProcess(ctx *gin.Context, params StartEngineProcessParams) {
+	var request StartEngineProcessRequestObject
+
+	request.Params = params
+
+	var body StartEngineProcessJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		if !errors.Is(err, io.EOF) {
+			sh.options.RequestErrorHandlerFunc(ctx, err)
+			return
+		}
+	} else {
+		request.Body = &body
+	}
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.StartEngineProcess(ctx, request.(StartEngineProcessRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "StartEngineProcess")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(StartEngineProcessResponseObject); ok {
+		if err := validResponse.VisitStartEngineProcessResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// StopEngineProcess operation middleware
+func (sh *strictHandler) StopEngineProcess(ctx *gin.Context, params StopEngineProcessParams) {
+	var request StopEngineProcessRequestObject
+
+	request.Params = params
+
+	var body StopEngineProcessJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		if !errors.Is(err, io.EOF) {
+			sh.options.RequestErrorHandlerFunc(ctx, err)
+			return
+		}
+	} else {
+		request.Body = &body
+	}
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.StopEngineProcess(ctx, request.(StopEngineProcessRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "StopEngineProcess")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(StopEngineProcessResponseObject); ok {
+		if err := validResponse.VisitStopEngineProcessResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListRtpPortLeases operation middleware
+func (sh *strictHandler) ListRtpPortLeases(ctx *gin.Context, params ListRtpPortLeasesParams) {
+	var request ListRtpPortLeasesRequestObject
+
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListRtpPortLeases(ctx, request.(ListRtpPortLeasesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListRtpPortLeases")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListRtpPortLeasesResponseObject); ok {
+		if err := validResponse.VisitListRtpPortLeasesResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CreateRtpPortLease operation middleware
+func (sh *strictHandler) CreateRtpPortLease(ctx *gin.Context, params CreateRtpPortLeaseParams) {
+	var request CreateRtpPortLeaseRequestObject
+
+	request.Params = params
+
+	var body CreateRtpPortLeaseJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateRtpPortLease(ctx, request.(CreateRtpPortLeaseRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateRtpPortLease")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateRtpPortLeaseResponseObject); ok {
+		if err := validResponse.VisitCreateRtpPortLeaseResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ReleaseRtpPortLease operation middleware
+func (sh *strictHandler) ReleaseRtpPortLease(ctx *gin.Context, leaseId string, params ReleaseRtpPortLeaseParams) {
+	var request ReleaseRtpPortLeaseRequestObject
+
+	request.LeaseId = leaseId
+	request.Params = params
+
+	var body ReleaseRtpPortLeaseJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		if !errors.Is(err, io.EOF) {
+			sh.options.RequestErrorHandlerFunc(ctx, err)
+			return
+		}
+	} else {
+		request.Body = &body
+	}
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ReleaseRtpPortLease(ctx, request.(ReleaseRtpPortLeaseRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ReleaseRtpPortLease")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ReleaseRtpPortLeaseResponseObject); ok {
+		if err := validResponse.VisitReleaseRtpPortLeaseResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ReleaseRtpPort operation middleware
+func (sh *strictHandler) ReleaseRtpPort(ctx *gin.Context, port int32, params ReleaseRtpPortParams) {
+	var request ReleaseRtpPortRequestObject
+
+	request.Port = port
+	request.Params = params
+
+	var body ReleaseRtpPortJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		if !errors.Is(err, io.EOF) {
+			sh.options.RequestErrorHandlerFunc(ctx, err)
+			return
+		}
+	} else {
+		request.Body = &body
+	}
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ReleaseRtpPort(ctx, request.(ReleaseRtpPortRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ReleaseRtpPort")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ReleaseRtpPortResponseObject); ok {
+		if err := validResponse.VisitReleaseRtpPortResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListTranscoderTemplates operation middleware
+func (sh *strictHandler) ListTranscoderTemplates(ctx *gin.Context, params ListTranscoderTemplatesParams) {
+	var request ListTranscoderTemplatesRequestObject
+
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListTranscoderTemplates(ctx, request.(ListTranscoderTemplatesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListTranscoderTemplates")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListTranscoderTemplatesResponseObject); ok {
+		if err := validResponse.VisitListTranscoderTemplatesResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CreateTranscoderTemplate operation middleware
+func (sh *strictHandler) CreateTranscoderTemplate(ctx *gin.Context) {
+	var request CreateTranscoderTemplateRequestObject
+
+	var body CreateTranscoderTemplateJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateTranscoderTemplate(ctx, request.(CreateTranscoderTemplateRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateTranscoderTemplate")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateTranscoderTemplateResponseObject); ok {
+		if err := validResponse.VisitCreateTranscoderTemplateResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// DeleteTranscoderTemplate operation middleware
+func (sh *strictHandler) DeleteTranscoderTemplate(ctx *gin.Context, templateName string, params DeleteTranscoderTemplateParams) {
+	var request DeleteTranscoderTemplateRequestObject
+
+	request.TemplateName = templateName
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteTranscoderTemplate(ctx, request.(DeleteTranscoderTemplateRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteTranscoderTemplate")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(DeleteTranscoderTemplateResponseObject); ok {
+		if err := validResponse.VisitDeleteTranscoderTemplateResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// UpdateTranscoderTemplate operation middleware
+func (sh *strictHandler) UpdateTranscoderTemplate(ctx *gin.Context, templateName string) {
+	var request UpdateTranscoderTemplateRequestObject
+
+	request.TemplateName = templateName
+
+	var body UpdateTranscoderTemplateJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateTranscoderTemplate(ctx, request.(UpdateTranscoderTemplateRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateTranscoderTemplate")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(UpdateTranscoderTemplateResponseObject); ok {
+		if err := validResponse.VisitUpdateTranscoderTemplateResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListNodes operation middleware
+func (sh *strictHandler) ListNodes(ctx *gin.Context) {
+	var request ListNodesRequestObject
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListNodes(ctx, request.(ListNodesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListNodes")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListNodesResponseObject); ok {
+		if err := validResponse.VisitListNodesResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// TriggerSelfHeartbeat operation middleware
+func (sh *strictHandler) TriggerSelfHeartbeat(ctx *gin.Context) {
+	var request TriggerSelfHeartbeatRequestObject
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.TriggerSelfHeartbeat(ctx, request.(TriggerSelfHeartbeatRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "TriggerSelfHeartbeat")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(TriggerSelfHeartbeatResponseObject); ok {
+		if err := validResponse.VisitTriggerSelfHeartbeatResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CreateNodeCommand operation middleware
+func (sh *strictHandler) CreateNodeCommand(ctx *gin.Context, nodeId string) {
+	var request CreateNodeCommandRequestObject
+
+	request.NodeId = nodeId
+
+	var body CreateNodeCommandJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateNodeCommand(ctx, request.(CreateNodeCommandRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateNodeCommand")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateNodeCommandResponseObject); ok {
+		if err := validResponse.VisitCreateNodeCommandResponse(ctx.Writer); err != nil {
 			sh.options.ResponseErrorHandlerFunc(ctx, err)
 		}
 	} else if response != nil {
@@ -21160,6 +33157,145 @@ func (sh *strictHandler) GetSystemInfo(ctx *gin.Context) {
 	}
 }
 
+// ListNodeAgents operation middleware
+func (sh *strictHandler) ListNodeAgents(ctx *gin.Context) {
+	var request ListNodeAgentsRequestObject
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListNodeAgents(ctx, request.(ListNodeAgentsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListNodeAgents")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListNodeAgentsResponseObject); ok {
+		if err := validResponse.VisitListNodeAgentsResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CreateNodeAgentEnrollment operation middleware
+func (sh *strictHandler) CreateNodeAgentEnrollment(ctx *gin.Context, nodeId string) {
+	var request CreateNodeAgentEnrollmentRequestObject
+
+	request.NodeId = nodeId
+
+	var body CreateNodeAgentEnrollmentJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		if !errors.Is(err, io.EOF) {
+			sh.options.RequestErrorHandlerFunc(ctx, err)
+			return
+		}
+	} else {
+		request.Body = &body
+	}
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateNodeAgentEnrollment(ctx, request.(CreateNodeAgentEnrollmentRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateNodeAgentEnrollment")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateNodeAgentEnrollmentResponseObject); ok {
+		if err := validResponse.VisitCreateNodeAgentEnrollmentResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListNodeLifecycleOperations operation middleware
+func (sh *strictHandler) ListNodeLifecycleOperations(ctx *gin.Context, params ListNodeLifecycleOperationsParams) {
+	var request ListNodeLifecycleOperationsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListNodeLifecycleOperations(ctx, request.(ListNodeLifecycleOperationsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListNodeLifecycleOperations")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListNodeLifecycleOperationsResponseObject); ok {
+		if err := validResponse.VisitListNodeLifecycleOperationsResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CreateNodeLifecycleOperation operation middleware
+func (sh *strictHandler) CreateNodeLifecycleOperation(ctx *gin.Context) {
+	var request CreateNodeLifecycleOperationRequestObject
+
+	var body CreateNodeLifecycleOperationJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateNodeLifecycleOperation(ctx, request.(CreateNodeLifecycleOperationRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateNodeLifecycleOperation")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateNodeLifecycleOperationResponseObject); ok {
+		if err := validResponse.VisitCreateNodeLifecycleOperationResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // GetMigrationAudit operation middleware
 func (sh *strictHandler) GetMigrationAudit(ctx *gin.Context, params GetMigrationAuditParams) {
 	var request GetMigrationAuditRequestObject
@@ -21421,8 +33557,10 @@ func (sh *strictHandler) ListRuntimePorts(ctx *gin.Context) {
 }
 
 // GetHostTuning operation middleware
-func (sh *strictHandler) GetHostTuning(ctx *gin.Context) {
+func (sh *strictHandler) GetHostTuning(ctx *gin.Context, params GetHostTuningParams) {
 	var request GetHostTuningRequestObject
+
+	request.Params = params
 
 	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
 		return sh.ssi.GetHostTuning(ctx, request.(GetHostTuningRequestObject))
@@ -22154,708 +34292,958 @@ func (sh *strictHandler) GetHealth(ctx *gin.Context) {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L37cuM4ljf4Kgjtt1HODsp5qct0p2PjG6czs9Jf58Wf7ezqne4aCyYhCWMKYBGgbVVFRezT7P/7Cvso",
-	"+yQbOAcAQQqgKNmVXfP1REdUp0US14ODc/2dXya5XFVSMKHV5OUvk4rWdMU0q+GvkyUVgpXHuea3VHMp",
-	"LjTV7C0vNavN84KpvOaVeTJ5OfkkyjWh5l1GZE2k+bNiouBiQXJsSR1Osgk3L//UsHo9ySaCrtjk5YR2",
-	"u5hkE5Uv2YqaXv5bzeaTl5P/7Wk71Kf4VD2Nj3Dy669ZMPiGlvhzfMhubIQLopdcmTk0tCTKfDMwYN/s",
-	"7oP1n4YDraptA7zjemmHWFXEjCQ5vKrqDGtF798zsdDLycvvvskmel2Zt5SuuVh0BtFoec5yWRdbx7KU",
-	"ihHaaDmt4QOi7rjOl2RJFY7xlpZNeoBtR+E47cCupSwZFf2R/YUXTO4wsKopS3JA3ZdPdh8i9jhuhK+Z",
-	"4jUrRpFau5MFfjVMbUXY9I7k1hlWZ7i3PGf2j9NilxGbD90Twgty8P2rF398/sfn/rdcFsADPn38y+lb",
-	"UtVyzkv2JD277kgShPv8xR8HKBens30ect6ZxQEO0f7FCzNqNxs3UVlsG/u+g34j6HXJRp41hi/vRsT2",
-	"o5Ek/H0tm+rPbL05oD+zNS5du/EL83JGqCK5GZ8gd0smCNfkzvxUM6pZ4YdVUb1sR7Vw/WSTmv3UGPqc",
-	"vNR1w/bhWW7Qg/fSxv7DEFKrFoxv//HcRbnoCVVsyoViQnG4KjW712QuG1HgBcRwaOTGrHg9yOVvbCd7",
-	"0d47qo6bgo/kp0uqptS8vhv5LV0n4+jvHVVn+ufxIzq7/Ledx2M6GDeaGDM5LZjQfM5Z3TsOcBBqppta",
-	"sCJ2FMxmllylD0UeMMBRp2J4f0/VxZLWjq2OW1NlvijIAe98u+O92f145Fo/5LyYfjMSfJYZ+SgjSteM",
-	"rrKWuSuzB+299Zscq/dy8baWq8R6M6FrzhSh2gyFzjWrcUU1XzFygJcsX7GfpUjfOXPTfji4uaxXVJvb",
-	"iGo2Nd9Phkf4qS5inPIju2NK+0HOea00OTBLXLA5bUr9BAT7sjBvwdPUECV0EI7RtjB5ORHQyySbMNGs",
-	"Ji//1v6ALU9+HB78pRy1uNdsLmu2++pq+YC1/cAKTi9Yfcvq7aIIVYovDLfQEoe5Ml8TBZ+nhrfq9LAX",
-	"iX6UZyVds/pVzejNOMZww1gF4jQXi6lZR9noaQWtKHIgwgZ35Badb0cyi4+yGCHp4cjDNSV1IxSRVs0T",
-	"shgYVbG3UHdWSy1zWY6VRCr7fmos7vmugr8fRzC280YYEn4vF3/mohiUmNxpcsO84SLNMbkodh1edyjh",
-	"IC9kU+fscz320oLXyefz93jEZaPNnQsXNS3VE5JLoSkXlhrN/ZGRvHetlOuj8CN3tQDpElozwhdC1iy5",
-	"AsqPOUEzL559M0Q0F3BXjVfC8G4blA7xlb1EWBzNLkphMB68MZT5F1Vkhk9mT4aHmT5sgwP9y1IqPfag",
-	"3fIaDDvmm9RobqHBHc992SgdZ/gRcRFfPnJXqkLu7x+49wwHInpJNaFC3bE6aTrLfe+7jdqs0Vktr0u2",
-	"UpsDPwdJFo14XLOVwrEs6S0j1LAs813y9g+bjgoBc1oqlsVY/BldRKwnH5vVdbs2FV0ws2wobhtBj9aa",
-	"i4W5+Z8n2ahpODqY51l7y3Ohv34xySYrLvjKiCfP/Si50GzBaj/KC/5zZKQf6L35kAg/4lreKVKxGoY9",
-	"NDpoMDrCb5/Fhog9GdbybOuAz2XJxhFoLUv2cGWmxv6GNJlNkrxorv3Yxg22YCW/ZfWaVCUVDx81Lx5m",
-	"kbiUN2zkyI/PTok2r28ddWKs2va12xJ/VmMZVaNY/fAVbZRlTeMH+at5WVVSKAaM6RUtztlPDUNGby5z",
-	"JuCftKpKnoPZ/+l/KDONX0aKIG/qWtavZLHG7rpLcblkBE4naBGyWBNu5IFbWvKCHMxlTdg9XVUlIzP7",
-	"6xW8PjPv+5/Mh7MnRySXdc1yDUvKRdVowoXSjBbAGpiRoQ3n4po0wtxYC7OU5lKRYl7y/AvOucZFNuIS",
-	"9Oyvd0bypq6Z0GikJgcz9wpMmZKVUbRUxXI+5znaS49IbeYIkgB85NSxGqZLF5QLmOdbWV/zomDiy000",
-	"p2XJalLS/EYhy7O0abj0iivFpTATq5kVLVUuKzPt9vFVwQRnhZFqfs0mp0KzWtASev5y87BKzZzykhWk",
-	"Eey+YrlmRbkmBzNuxzSDrahkjSSoawqmEBj3R6nfykYUX27I3LGZol3dQjKjjGnC7rkC1Z3j37dc8euS",
-	"eQEJt+1gJqS+AgOQXf4zui4lLS6lfE9rlB6+7IkBJsHuc8YKJCjFf2ak5CuuDdXg8K60lFelGaAdtlHi",
-	"ec4+C3pLeUmvyy808mNSsIqJgokcWJtmq0rWtOblmjTtYMjBLPhr+KTreo3M4prmN3I+h/ldSvmBirXl",
-	"3eqLn2/cEFYQSmrDgdx+mD+u4A9zgI/IHeWaGLYO54OvGFnwW3PTCTI7N1ObHs81q2fmhlsyWljnePBo",
-	"SF5VLJeiACkfOrJ8ENaMi8Xh4NWYFkufRaQ8uN8FbfRS1vxn9oWO9UdJ8Gps1WeQEKqaKSaMjHAwM2My",
-	"j7D3KzdhvDFpxa9AmGl/xwPyWaimMpyLFWBXu4QJ/0MOt+VIs35/MzglfphXYG26MjsDc/jVbSZQzHHF",
-	"QUCM6auBQGhkLqVlzYojIxYIZpj8UpaWt+A7YJjIUD+bU3NZg35m+avR2QxlVbWsWK05ClK0LOUdK06r",
-	"iL53UnJzwdOiqJlSpDaCiCIHJ6evz58E3a7omlyDbFiQeS1XR4StKr1G0ZCKtW+AK2K7A8FQWyWzJ+t5",
-	"IqZ1TdfmbytXHkeU+ktzNNuhhFLowefLEzAwjLHW+k5eRfycJy0Rw4K6Hny/GQklQJDqQJSjRm5SsjTX",
-	"spcgzO9C6iWr2+09jI2o4Aum9FnN5vw+MvMls8b45y/Ikt3TguV8RUuSL2lNc81q5aT2i3fH0xfffkew",
-	"QfdrumN2X/GaqeR6U03uljxfBgtvP8FFPyKiKUuvGgR3uXkpuSXmI7zxkOVtjKukSn9WownBvI5UqSUJ",
-	"uA0zzN8e5Nh4zbd4wMzH+w8XtZ2NW4Cu2PYtEFK/gkshMVNzzjY2Ac3qvIjOyj+ET4GEuRT7z07eCVan",
-	"NEfzO7lbSiLvhNoy1VaAjrCgs1b4riQXOmR3Oa1rztRuvKRq6kqqyLL+YE52Zy2Rocn6yHE4YGvROdTs",
-	"llEvrvUbZnDYqSBM5PW6MqwjlxVcIDes0hlREhkL6h2mKWJ4NOwQyakgainvQtszakqbtjIYibwZfUTs",
-	"2ymCMYfWvrI/odRSj+TeODl/dO2HW86ofWv/8al4bNZJR70ND2xGClbzW3vbEa7tyeLmzuOikHeEigIW",
-	"LveHzPk1MRZy4pgsWkFghSdw6q/WTF9BcxGXZ+YNPCNsNekTB09G3Subd0nkvpup2/yqovrq+PqkmLXU",
-	"TI3qrCwF1yyXC8EVs1LIphWqlXj/FtixgIm2x7bLd7pT6d2YXc6ShZJOyF/D665zkB1lhPJHKCaEZy2k",
-	"8s491e6hvP4Plmuz/E7ke8/jbgpry5bzVj5Qm4JbtdUmzhU0FDGFb6gQfbUha23P+xizR7RvvokTH07Y",
-	"e2S9gdyx+CEB3kvTEc6vpabl4Iphx0C7K6rt1ToHf6jKiDTchpYljEj1p/ndN5OojT2kauttCMz6OCa7",
-	"GlFaaQquT5Ysv4m5Y1RTgjgnBSPUvEly8+omsayYUlF6eXNflVTgReNs/dBsXCrZKtH4/iMSTdw//xF9",
-	"WvZTUrO54TZaHhF6bXRFYDXWnzW944V9UcVlCapULHTS3cFtP/hm/A5V5mLhOqIJXNgnKNzPKS+bmvnT",
-	"5ifvmD0XcznJJne0FmaA2YSBMfDHbezPMT2cTTCgzO9kkljSkdqM0KpiopiCgqhY3sBUkHAwXjuiH+Za",
-	"jnQOmKtNLAKV3ymCZgepkGK9ko2Cu1GtlWYrAo3HdxIeOeW+F3bKBWhXeU8tMxdV0blrKz6FQ234Nipi",
-	"U6uImfvAjcgsMIwneuPC8oz0kvk13NQuQZU+RkV4q6bt2wMlJVzGduHMrRbX3m6Z0PGV+wHdtYYKWNG9",
-	"xB05HKLYELhy/JMNS3e0+ySredesqJjWjBZgSWQxzpNcP5mDu2FYisRV8RPc1QIgG53LGINrGW3byxHB",
-	"NSArRoVCWcdpKp6TgQaB8o6jSdXkuSGBbGK5hxFboKW4vEfrBdMD2oqds5GH6bVsdHdXqdNmio5RxvBC",
-	"hgI+wR7icmJN49Hzl9Zh0CPUjLCfGnMaJQjFs79O4cXpaTEjzntH0Fq6E033uKM7kSGpt7sXso7Ms6/+",
-	"CWwn16Etv+CjGe12IS7KaFVGMMKxDZn8JxHv7Pw78t3mYoyT9oL7bh+Bzw3ldyXxvaL5zaKWjSguqbpJ",
-	"kBaruSx4Dq4VfJloqiKCX+fbtMmDqhsw00XZAHgNb2l5gV6LyE1oXyDXTN8xJjCkkgvn5xhJM0Ztet2g",
-	"1eNDpBv3zHEdNBI04JRZ8bLkie6iG4XdeedsTyo2P/e76XBQrglwclYkrkHz1XkjYvfVhTmvG5OIWTmW",
-	"1NpgGkHWyKT3tJwC0/0kyvWwbAyEYANiyzWeUQZGbCZUowi2E5ea48qBIWIfkbhpG2rEiWyEHjylZjiK",
-	"ixwv+aqW5gJFrtez+6Q3u24EiODbZ19KWZmr0X6xERkcCU+LiO5hJ53lb4eyebBCqtk4DiHBBgu3nYXE",
-	"b6hXXc6hSM0W3OhYDFIojEbpZtzlKCk9ri8Oby5ZaBJM3w5+FD3epkZfCz0OunEz9HfMhXWnWbKUWuma",
-	"VsfFiosg7ogWBTeDp+VZsEY2jrEvQ6LDQUvrPrJXTa0MJzG3KzWNc9OPlnWEk3NVlXT9Ma2Cq6W8Ey5I",
-	"2eo7XV8cKNSHGCY4FAmKqmc89+bMPvHicDjsI+QblChaGvVhSdXSvIjmZHRg9vp/8e134MJuxxMZTqNY",
-	"Hecv7+WCC2AwR8gSbIQSJSXTEDpbk4IvuAa9E9xud9yIoeA7xXdUhq+Y/5fmv40oWK1yWTOVGalK8YVA",
-	"xXW5rpbWHNcL/Aum8LVZP9OwGeC//+14+m90+vOz6Z9+bP95ePWv0x9/eZF99/Wv/22rwOtnH+zLIJ1e",
-	"aKobNczskPQ6u0eU5mWJORqSXLMw2LBLjNeup3M/zE0doWFIdkL2uoGYHmVuNGssZsQ3GDg+uDJ/CDMW",
-	"w5QNPyAoxasRjHhziLElO6EVveYl1+sTqtlC1uu4xJXbp5a31cW0orVek9x9bx1RPeNJGMQzYJGikENj",
-	"dTWkTCN2BtpVLxJNxa/gPDkHNzubFxfqiCW/ZZC2YxY4cxHyU7UWOQa8GSGZi0VcOBwnYAbLN2cJi4+b",
-	"5tlu/kCB8TxakkaxTme7OAZ7xOMXsn+TxwaZBfucoDGdL+nJkpYlEzG17tjoP4aWzHtmB/DFTYKyr2y5",
-	"f7UkiokCMi38F7M2crM0PHNXz/8P1nDQDs/w80qRawa6Z56zasgPt6lWrOgintBzzkoKaZ2fz98HGbW2",
-	"V/huu5WgXaqgq3CG0a2CYFt3xT34pldMEwp76/h2ZEvRz3iWvHCdI7LqXbzmVjgissJhkSWrWUauWU7N",
-	"OaCix3NrpphGK4ENPjHff6XaZn2YhjlR1mrVv6c3rfrsLj1yI9CFk/9tpIO+OBeMKLXF0dznY3LLCyYd",
-	"AzwkM5+/NbO+ZhtxECaFvSSzP/zhD/86M8KHKJS58SDBlK0hQwwnlYHsMFtShWlsbUCRmhFF1/CZuw7g",
-	"w6ghvgNnsycITtZBqdkDnKbTwCCjCCFzUM+1sey7GmaDDs8ZVfGbZt3BoYDofLBCdkZx0I/TgmGBV+ZJ",
-	"3A0RA+A5tkA77iTaPLcDyBN7Sqvqqf2FK9II/lPDvFSOfqxEXwM4O/g7yFNAiUG3XJFPouSCxWUC1+ot",
-	"q9dnhjcMuMfMuyuqeQ63PuTQgIUO7NgH12v8JzgFtKyekEZoXmJmGrvXKH+jzKDrdXo4CcieYwfPc9TZ",
-	"SivVU0WUlBAIifzCokqZk+VQUMy/jeqOg2dFJ/7YZtZbs3tKgtoD5YEcfP58+voJGGKvS0P3tVTdxO24",
-	"xDMQ13hi47NslvoXCWUMQStuuChe8mJ3ke9tzTwcQ22FeVmrjh5qLhmV8DkUPcCkncGMsg3ooI0xjkIm",
-	"arPJTGsb47dBv9clS0wjiTw0Clso9I9UJeWCnF9enNm05oTfL4Ub9JorPB4++TWnwszhmoVWtM3DsNgB",
-	"+ecri57Tt5KiCVPEV2mZhJsJ1SObEuIuX0ScMQ+YWHABdo+mLHzIfnwuywSKTFcPW7GawpArKqaal3r6",
-	"s5SrZIsbt3m6fTeJIJ28lQ/IgY8MPHJhbTbB7km8c74FyKUb8ODvRIvlAmyxqewFUpVUG8aSYInmijyR",
-	"qxUVRZwtblIC3Kq29Rw/9eEcHoLDW7/crWHulIRLeRBA40OI5gBczVwiKhyTo0q8sKQA5yciVO0Q6PIa",
-	"TXBpc7YYBtH4M2MVsYAZ3hGLi4WwGaRk9JapMBvQLEoFxoElg28Txveh6BpnqXPQIuHN1F0Z90o8uCbA",
-	"sNgJasII6BqtEmMwIOBd85FW1WVNhapkrcd+3Pnm1yzAYNj0w7QYEWgyFGt3HsNjuqLqhqEyDZJ+yJp7",
-	"N0mcMasEjMNFF64h8d1pQrEKwRUgHtiaLT36EXE2HYy4wddLrowSCMHN0U6bqhiM1g3dVijOk+u1UTfd",
-	"Vb+rsGI73CKsbHa7VUy5jcNA/CUAfOgK8EdkdnVl0+sBQ+LqakYaUYK3iY2IWg3BuqJ+oBC1JcAGid4k",
-	"ffrPPAyFxfH0SB4tVkYfB8i7NgJEwk1gxQDYrkUGDIEuO7icAXpbH6bHA6ltoH1tQrn20Cu70KmbCl9f",
-	"64zqNY7PpCN2W+oOCW/ATHC8qXX3DZJdMFsUQ6y6Z5Fup+30SSVlCQdyQwY7Iseo0YRiWhg6ZLuaZBN8",
-	"MRowNAbh1ptlWw2ykFwsDsmn+dxokuRASL000zI3DiueZOTCBZkcUHtjg3JrGM4dXT/JrA5KDvByMfpZ",
-	"XfNbLhZPMnJuExsRBQYOMdXasFGbqHzUKpFGSsmXrGiw3zOrfHL3Kiyeh5jt6qhPMvIWX+q9f8fLktjl",
-	"NjTCrWDlltbOe5JN3DwnAIaCv7nhT7KJpzTsZ2gLhqFfW9O4l5ogsp3gbQNpJ7jOmEug6zWYE8/Re5yB",
-	"YGB+UeTCiAjdyMdz72O2D4cGCtiUMXsYYk7Keed661kv8clWJ34XT5m1SJsj4kJ+R2oy14+kHY/Wh0fp",
-	"YBZ11UKuXq/B8AVj7qhDD5Zv9xAOfh/SQO+iDm686D3doepHvE3gpG2PGOyA6f4zpX7ghDtTGB310WFm",
-	"+0QD2s4hDtApXBgK+IUi/5xMtjLy3qlmq8StweEFjE1ywMABhqmL49t0H8Q4EtJzRpB+M6JueEUOPOwM",
-	"gHuCfZwcWBSbI6KYuUWNXNa5RLEpfxaMaHrDq4Gshy3m1o7xYkkBqPUOAxRu4/zpJsYnv3fIyZlpYMNG",
-	"3zVexJvlIjLA/sKHSwHPWkYSnXuddmV0HfSY5jvnrCyUY6tmKYAWPArRdq5nARlvgO9ZevDD2EqQ+zlD",
-	"j4UlV8yY0UadmbOaFDJvVjYY6Tfyc7kuRrZwaYf22n0GFg92y9ldB3YNIyx7SkBJLSweCJs114w4CboD",
-	"lXtEYJXQeszQRBUuxZaYFj+lEbulYLQxLlvBaOdGabd7c2An+qSlK2vhNqJ0LsWc16snkb3CV4bNj27Q",
-	"mKOAXyScL3i3RngBgA16YAdpzXx3YPe9Zk9GXjyoEMTilzEzHu6ZI0RtMDNuzUJuv+ymjuzP31ubVz0T",
-	"RqA3FyeyEdAILatzjoeALna5AYP7I5b/HpJ0fMu4wq0i9t1kojlX0SvlQiOYDT5HRdiQnGl0RQtGqAZW",
-	"7FPeLRVWtSyafHRIr7lcqjS1BMhpozbLCnDJ5vDxvsTXlw7sLmT+CLXU3w6lnaOnXUcKwfoP8ILRouY/",
-	"k5C5ibW8h5i5l4Tpe47ImOrLCplpPOp3FmnCeYWMpJcv7V2FVssjMqu1qmbWzxLEyWRkJsUtn0O+lyxv",
-	"3WcoagFcQutTzchscQ3285kRYrh2FyK6QSH75uL0LJSrTLeTbAJ9TLKJ/XzIuHGmfz4JYjQjBrzLf+tE",
-	"cVrcHm+VwdEkLR8p8/yQPDmXeSw694QKJ97BGwnPX82HvwWOWvPE5xUV8a8rmkAUAcwurYYI274S7t4N",
-	"Y9XYxJ+azWumlnHDgg8nsg1jwgxDbC3zYLWrjUHzmGRk1sA8iS/CzzJWvsF8k3IQD/gGzB7YYdiWHU3Y",
-	"7W0Xvbs4Qwda/2ydtMc2EjNi0RM+TJMA2eMHMRkc30ruh0Vg8a3tanlLnx07HZvDAOODrsB3rGU8jgbf",
-	"SxxE24jqitgjXDiu2Sxcj1FbsKeuFG7KEVnJWwZycy6F5qJhyjlp0fbrJhaAFMomolAlV+c1r1mOpVEM",
-	"EWbIdTJgHqE/3jFf0GgLeYcZTXNAPeGLJVq/pvaXppq6H82r7mf4t3tgepty4f4lG+0OwFQwWvs/5vBv",
-	"M5yprCCLH/6dl4gEY8YXZf2qYo78A6zsnpBaMcx0qlidm1XuhPt8ZdHuogzMY2w/34axbQ457IpLZ3Tg",
-	"4s+ebQzog9tuG1UNRlxWzsOCMCujiwylOnbH992zZ90RPnu2VaRw1DJM5xcYS5y4Tm2kcfcqfdQb1Cpo",
-	"rHi1Pg7DnOM8rxMI7T+F0wbQFP0ALJDvfTi0BcrliZsBvzmHl7aHGNke/P11dvlv8WaT0VwfqIB4Vqin",
-	"chSyDIwocrADd0sMYpvveDltzCf0CifXfRy57McXg4JeoCbjGDyyVp/bjaWME6vkPw4ZbNuvdhIj9sM1",
-	"NrCq5y4t54LROl+2eUxp+qtYPXU2Bp/VQxR8b/MIwOcMUHcFhwh9Fg1F357WFLa/okLz3HXEMbyJlmXK",
-	"DGT6Hm7dhwYPjD1ltUjHjwupMx+WtbYO+hFwFH41gqGPsaueu6CoSBi092274OWQlR551zY60W3QwQui",
-	"SCGbawgvayqiJfmWrLjI0I71//4/L5797+Q/uLYejd6e2qYiPsteX1wQalTyICfb7YeH7rPBAFY0cXMA",
-	"dNaS0Xq0UWanHP3uoiSz8uHDQU0jEqCwRcLdjgXK7jXs92DHEADhOuaKFA1zuAA2etL6izGA0cdJ7Duu",
-	"PiU7Ghgi2n5QXj8d987cdO4Fa2aG2GWM7KeNlgSLSH1+fQYMfU7LUgGRGJK9PDkjkBgPsZBdPKcG6rDp",
-	"3AiiTVEN6f1tJak3QqeyOtEK21P4a/ySlHKRgMOK7aAkObVwP6Evmhwgus3Lw8NDjyfuTSso4cWzQUbo",
-	"SJb4YRZDilGsjYtOdG7bDkTuIJAQN3u3TsSa63o9LkkCW4UUidt/gXxfXiiiDHFcr0FreZKGsdoJwsoJ",
-	"jNaQmtnUnyusomytwZnXevGKQowrxzPwsMeNNtECjmc1u+WyUZhfhOPBVCPsTw06FPeoiDYeYIvmuWxa",
-	"xQbWc2dsrR98GP9+mFpaRitK7rZcu+JQ2Zid9jwmKXlD7kKyzjoSsfWbIkG262/BpboAUkOcs7uTSVg7",
-	"6jjQtJQLPD4vUehdkANP29ZHkJGClQz+gV4UCIJrfaiZS3xzJcUhei5Iicu6sXSZu6yf+INCDrqR/OpJ",
-	"5jPeXAYG/gkrZB5DDODURuQfYFC50W274QIwpU5waIi56o0vPtA1bHUc69/u/+gvdTSN/39ZV0i/nOM+",
-	"npD+RbuPY8SN4x/vF4Hwz5TzPLSfwkYfRfMwHXZS7gqNQiQsS0dP7uBzCox5Q1/g7W6tkSl1Pzhlgysi",
-	"q3ELgtbCh85QyIINpBtBQksrtQCfx7wwri16FlpJC64qQ054nY9HAR+9rD7QRIW/DqdIYdBuh51uv5X6",
-	"7ffXKGCaG+FGG9vpwlyCzLGdTNStnIz822GygVa4Ed5zZBgsCAf2HvLmFF3T25hRcDDhOgK7szWLultc",
-	"MqFq18WAcWYjaXlrk0bVGWxwOO6tl16MkALW5cLu8ZY/gtIBRPoYHtAM5zVjo/CdxkUp95t69uKbZK7r",
-	"QL7ta5vX6ousQ9ScBQcbMdRUKu3rMIl2dHsdS91AUNcbm1Q+tI/p6GwfdTiGZrt5sANjekfVFPNfh0aV",
-	"ynU1Xw/bIXfNagXF4t6FoypesFgG3YGHw7BVYFBO3S+z9QJTWIfmsEO+6CiKGRctv72ZXbJDbc1qW049",
-	"5ZnfPyHzi+VWZhsJlJahhRRyx3wudB8AJlYie3RO5baDNyJHcMTWJtDb22S/TsbeiMv5dRC6usPtHHjN",
-	"SE41LeWigXrblNyyWnFpFPjNEFzSbha6kNyGiWIjX90cYC7ysilisHAuwClpslK7ahd9ceVX2IxTbOHF",
-	"s8Ch6bUNx1+2BS+493Y1abi3NoSU8o6uFVRDOfRhdVQppqduzWdjaBLzENJWvzYrZJ+F9PkR7TJ+G1vF",
-	"ncI7cSltRSFaEKpHxnBasowwVxc0bN84shXl0aRgOlFtrLUaqWr3zql9vx2FX/uspeQRp9Xnz+0kSGPc",
-	"b1xs3hHHeUd5bXxK2RhyfZTLcUt+VnQTEErpA1tdx4ptAmijrZ6/gnc2F3XJaGlGtOUAhR29w0+MoKR1",
-	"lazncNwt5IAD+EqRd5eXZ+T47DTunAKU4GFhC1uCCq1BCeZBWOaReL0sWKbNXBU611sn6+qlBXjRuqbz",
-	"Oc/j8AasnO8yWYGFYqgmVCgjMKSqtzTzeR212EXavpUaDTPOKvkXqVk9ySYfpbiFf24v1uLxg4NF6tJH",
-	"MCi/zXYBMkeFW2n8nafWnlQPv1svVofiATOLgVpoA2/jaxhN6jgVBYuUB3tPlSalXBBunvskEXsRtCQ0",
-	"CoAdTIbRqNzWNhhYZntEcc2W3Lqu2gMwEvj9RApNcx2Dmf8QxFcFPm5MNsXPWijNnSa8SxUmBRC+CaBU",
-	"mi+3o8o6Ghg+LAmk4JaourN0x0TeQKjQoqYFpiyIGAZqIGinLvpXXNB67a75boedJOlG+HlvN5m1S+Sn",
-	"mHUJu0N+fZoIRYKhOiD2fKbglk88H8QxdM9o73AGeOmPdR6DJkdQpx3XSOg7fDnpdeZ6aLz4hpG925Hf",
-	"CHknsKz7buPGs5+0Fbfewe5t2cvAt79CTU4zkgQQlSHLaP2mkO/uIJx3hJhfdxHD2/qUHXF8j43XrF6l",
-	"2w8uc1av9vHGtIQVbJbtduNUhsQTTL9d++g5RLB7dxyb1YpGQbC7u7TkmHeHF3APOB/ST1z2W0xsXH9I",
-	"EUN7d9mO7I0L22T5UtDxemws1O+AzoNcpk2KH5XpsYNW6XZgZ72yR39uNll/5zrkOJxPZwlMNkJHGb35",
-	"3V9elAvIfwKsxvF0RW3xysF175YEHcPWkzaZttEO8LEaLc14K+uWQ9DDQR3RtuFeg43CCyMba9SWEcIL",
-	"+1AWtpwFOxesd2+F3KQGyOvC1iaMQPH068hT1SEqxcABekguAXcZCuQgbhAkD/nSpuB0Q/80F+Sd1tUn",
-	"8+9cyhuA1hSFhZ/k9hq5lsU6nh+k1JsRYPF2LLYKHf7m5oC9utLxR36wLUKk2CGlSNVzLP26ac2FstIu",
-	"+G721+nFbT49UfV8Ch/MbEk6CESAmFtwVUKo9IKLhY8qCkvIFxC8tjGZI3KNBWuks1fZ7RJFm5BsPnVZ",
-	"XWr3kuhv5nOGQGHVRjGEABp+t7LodqADW3p8rWTZaEaYaN3Z+NWRzVHh2vduBDsMFXalysdto21xnBDq",
-	"VveAlraMSFASlBeO3rDunpE0AR9akJnZyacrNotHHprxbxPcPqsIO2gHbxvpl6BuiTTbOEORPRhiFSkZ",
-	"55O7NLEakOxePku5Yj7Kp2e7xwt9q8QaFbUeV31wl+yYceDLv2aTBROs3lpoXuGAQaTwX+zqAbD1fFVa",
-	"aHZvDIBgYw1O9KkI9pBaJYF4HS6C35KJX9Ng6FHaguBCV0P7sepcUdEKLZGrpK3Kvq0qLmTkAVM5OX19",
-	"ToTUFvvNFQ0nK7om18waImu5OkLwDvt9UAMLUI3MXnTWPawzEZOKvcckMISHbqcU6wTqo9oC+bTD9Tcf",
-	"1/batb/0y3WNI8vt1bn9HvTN8Vtm3lbLj88NTBj92XFFLF4UoqtQjTFxe82t2q0oUDsKGx12RIzmRVaN",
-	"AgzITrlee3FAdiAUX9qJKLiwRPE8ArbS1JVUQ+iPfqmc8by3O99Gy6HV7JbRIANrKCAJwgqoIB5hnOSy",
-	"WncoAotw2RFh20EZrpwKuEwAE8jc5kc21giQjECWhMxGvjDn3uiVrNLjKyWGO5tmSiG6277Z1VBjKXSi",
-	"/l7cbEfROnRhGbqg9lwQYxwvdDdcm+75o7nwBhvdx6EXbvQj7PFvWUJnKEjxH72buwRAPqyszK4hkR7R",
-	"ti3lslnEJbOKK+QjdAq4pPKvd69G8khxjZ16IZnLdnzxbIoFJ6NlRg58NT8zIgtg8+SBgZC9miLpoQQV",
-	"Rh4ykrEhlL9d5RFzod0jlr2NpNCSVI3uFrwQjxp8ua0myfZgzKFTMqYQCeByw3bVWlU7BFCO7vhhpUJ2",
-	"KtQhIdiRYGwPuHCVnpaSQkqeS6QICnVAIVbgH7sWs91+v5GD59PnL/5o5l/THJm3kODurWUZ/PxkL+l5",
-	"I+5zq8A2okrIf7qY0POQ35jOyIH578unT4n9Qb18+vTJEfJqcctDRBYgG/P/Tps7WGpdZcT8VwFuJXU3",
-	"1+fz07BGh+VshySIaMbicOSgUax+6coT/usTUMdbQbk1h7pqPI8WnHpElCG7lrAIgmMebgLUOp2lEZjP",
-	"KPoWlN3EgxEhr9FCGLsdukcIiQVx8LNi9aMZIrxd9PdZWftUcLBcJgp9/iaFtWtZstNCDdnsvFXZvKta",
-	"Cy+oykfWZN5Vp9dkUVOhPekaPu4KHbPHVrLDEBbLV1HS7+O6tyvchmOE1nIPM+A/tuJLNKLlv0qS90uS",
-	"t9SUPs+Fsy4miiCXaw/za+4EqeGf3n5ItFygtAIryjXYmBqWdqZuu8f8eCBPNTqwyyUjcyOq4BCgw57a",
-	"NlO3+VVF9dXsyB3JlmVwZYOw4AwDBAIGbXBNhLyLp7ybrsbZ0r1Rb3jHXItumq3XMr5daMn+rGIRqZdB",
-	"0fLA5QLuFa3wQIErEhiF3RgLLQHmV3Mvt55sND4t6S0zQhd8A7VQIk4K39lIP8PGIDPEx/TMtSWtFk2m",
-	"52xN1e60LQ5n88dH0WE3FZ+6LbE9T23Pccz8tKfzLYhBveHjjJFq4cZQaR8oECclNbNyuGsqp8Kr5Fwf",
-	"xbfxN3Fl4pUBkCpMzGWdY3Ab3jrWM7ubqxOusYh0Gr/d+g4bCK3adLAOsRjTcmwge/sZe7SXdY9F3+mI",
-	"842d8ddU03OmzZdSnBgNoqnOUvjgF7msGEYwFlQbGrEfAqSTaCpSy0YUmU9dA2AKLDi+9qjpo9B0jnOs",
-	"WG7xWTxszgYceXAosGB/NJbYzowomEHFapyAq/E/fh/9UtkvY5s6zg1pp/IwN2QKywxLpiXX78i5ybwD",
-	"bIvttuNTdJgntavLFqz8WBo7bx7uXKwbAWLlEC0+lODqRhy50g0KYzocQxol6g8SpX8GGooZ9hGhZUna",
-	"j7Y7LLfzupEk0omU0DXlZcwPtYvFfwD+LkkScZAJ/N1wni+w3zszl9cIv+NTFAx7eThnsWsR2dE5FzwF",
-	"lf2mFTlgPX5rhpJar9FRng7altnLQo6OarTW49gqXGA94b3XYQN9w/XUWfwIJwyClUcwxWuq2AXs/7E5",
-	"dTHK8n95mEOZg/ZqFrGwbWwSPYIyRRq0X9i62V3wtJn6qeSazaIbCgtfR8FF29PZVuT+SpGfGp7fEP8d",
-	"yZcsv8nITN5YS1IQ+7wJSAYLpWIyiFkvYp97yOZgJUYdN2zmk9+ODbe9xQ16tdbRI+/WEUCkFP+ZGf55",
-	"vdajI1JxIH9J5cTYabqcmD6XDuc7IuZajZgJFLzffSYb8GkLLJjZnV9IP/3FDYfXbnz0zNjcWPDEwpGJ",
-	"l0jrvGdvtBqJFO3KjLASkbZbdU/XNI9k3d4Mqna2mU5alIuagInWdMUw/soqKq9ksYa/VCWFalfKCj7r",
-	"qL5nDn3cu/kDaCRw7uyMuOqd6u/fXJKntOJPb188RSTKp1zM5czIEzPsnFzA76diLg8tyc0SWQHj09eq",
-	"Wl6XbJWqI26excAU4QGZoyIhax8a59bX/G0EE6PdiMWVjeYLfgkb3Jq56VfWY/y5oQ2nfb0BOv+BXS+l",
-	"vDkV1/J+AGPUvEMqqWzMMLXx8HhWRuIfQVR3VbWWFLvK0Pa1LNYWtxiqRiBFbgW8Mt/GTd7vTKvgFePC",
-	"4UgQwCs9+CQsBJatDhi/LcbjgmaE/dTQ0snWACCIAEhcK7dGd7jQAwiWW/yOl0vWyUJAe5PdE64TGc93",
-	"/yMqDF2G624OWq7LNYEMlZzxW6PG/Y+LTx8h6uBJQjzCFwcD553r0Zws1rbN9S7iHH70bsRO23wCh+cI",
-	"vESTAymu0EVzlQ/teMrhFdSpfzzS7R1iDkXJ3RQjs94si94roB7sR7vv4879doBJM1dHwNx88s8HL5kR",
-	"we6M2j7ntRpfzi7FZfcBmPTAkgHG5xcAlQSocbj0N/OeDffwGSfAMbDMKroKYoUNiugWmnmxFvUXGzEv",
-	"dyUBWyX0Co+c++unBjBfg8wWLsWVm3VGaMWvwLgb/NZaF68KJrj5SUh9ZS/tXIp5yXOdkYquS0mLKy3l",
-	"VUlrQ76NUE2FqDtXcCivzJJlpKaaXZV8xRHIVmhWC1oaASDIKz/y1uhSLrhQhBaFn0iAU5SRnFY6X9Jg",
-	"zO4X+3rmbONXGHBdZC4hx88WfO2AgKTq+VXNzJZaNHJc0cnLycZKxOuBa8ox/S5u6fplCzrf5M29rilZ",
-	"9Xd6To0OBFjdyLvNzmdENfnSsXNuAYXt9M01C1XZunDym5kIG4Q8FnOatZLgEWBFrRiFuk3k2rDEWiXA",
-	"taG+/baKEhWj2oHDQvSES8wqKWSi0rWZfM5Y0Z1fI/qZrkG8zK7Y0j2JZfbXKbw4PS2g5h3I9daZMqLa",
-	"lDnTIaK0G02UmRjx5424ZaWsWJzhXneYSsFKDv84cBoOOc7I37EhwmxLf588wZPVrCBVWZZg7SUMqM5W",
-	"HeYCtM5I7ATVNE3aUVhF0/tUVSznc57bDrIWUQMkKkOxXNOSq45W4ebxlUJhEK2BuocJ0S6ZlScjGgt8",
-	"DYxAW7D0Wiojw6EVD1Gy4SdD0OrIHie2qqRmIl87ZEd/iTQNL5Iw9h+3ZmbAa5nNoVCsBPsGEPqSotvF",
-	"rX8kvCwO8HNiJUjAfLlrVcVbNCfzBRfodTDnlHYFZJ4Q9Fqk8886j5botyk5vDc1NMHBTeF+ByykoFjH",
-	"yATBYdPJGa2NHtjHE3HEnrnk+HJNnh8RKsIryX8EYSs2TBWZltHcFg0DHXOs2QUC4SLCIaz8Biq/rxxu",
-	"S1pmk1rnTnZFIRUL6sC71s4iGw35plMrYU41U3q73ts3z7hjElJrf6/9hLIW8AgOf4xVIXrMyZLlN9vs",
-	"+RZ8AeyDm+xlF5MDGnn6LltsmXBF5M3hfllTfmxR0OgY8EvXKOq/3w88Jx5K51FthgwV76TSl43gYnFc",
-	"VeX6wU43alqBEEGioVkMK4ggm6eY0kdkRhLCnTBdyGqWm542tHYjX3JInHv7LB7Bw5VNcLYPEOVe2yoM",
-	"2JDhKt5KaG6UI/Mf5cPm7pZcs5KDmcI8iNxxPeKwAxysPrVBFNvcbrSz40gDQeTFHiXh4UqiC0jutIBF",
-	"5sa9ZTWfc6zqGlBWBD57CGu9b2gSScR4F/G+YHE7Vrx8+2s+n7OaiRxjCexK4BaNVm7bTTDNpYq1jz1F",
-	"UFirrXY+Eq8uKD0eYMnj8IcJx495aHGumb5jjgnbvGhXaqgIz4G7Cuz6bULKLrbREzZTQN+qRbtzvcpU",
-	"EpN9AQAi0sncdpDC2q0SjMhOKdHWuacSH6+4WRUolu9yFvKHvc3yXVvA3XJNqJ0WlOMDpTjaODwZXvy6",
-	"OzWI8oOiEKilWl9xd/SpnNAbSBHsbEtvZTNPEW5wY69Av5Jxg13IbEN+5xl0hDZdHNDAroWxAO7+n/OS",
-	"TZdUFCXwasH0naxvfGUzXt1+F4/8249cOyIR10EOltHbU8ScTqrzycvt3WWt1WpPus7g/Ms5matDWJwV",
-	"vc+IYPowlzU7VHJF73MpRPBbvWKrq+5rd52feHX7zSGvrkCKuDIS/hUACARPdV5d6Ts09vR+nnNxZWv3",
-	"9p6s6P2VWoura5rflHLhn353mEsxP6RleWjjxq/Mr0RCAGzOlDoUkCiY8gnI1YqJIslBEMUmeA+OFkpH",
-	"hnxKSQu1nfvbE+Yod+OwbQykSwxbjlgZqy5vQwrN/oYHK6j4FWP5g4hNICbhBYjkfiebsggu8xEK2n+y",
-	"612uKlrvdL+7dRx3p5u9e7CC4OIaR+3zLjqCnf2eSsJ/Frl9eId80nqfHW+5uJQTsNL4ouvPrQp6PlAi",
-	"1+5lcIVYIbJzx+RUgGoByM11QtpxLw1X+bWdBT0Rvaxls1gSGqgRD4W+Fpskh59cJwzW7eLGLbEhCbTv",
-	"7sE/WqllGw5Qe+7dymapve2MP0Z0kMK0LwZDx00TWvj60hM4JY7B35UsAe/SI7speEtalkwsGOEr8Iua",
-	"fsTa5VflNjgqDND9LkqCMIItVZis76Tt85phVDviKh8Rn0eP4YzoqDD3M+VlUzNFDhRjZGYdQYe+15nr",
-	"whUuhhafjMlZTycRnkWSB7clBu6Z3RZ2QQ7Mok85YMVyzW/Zk517HZFiFqPVD3xRt0FhWLh+m0kOQyhX",
-	"7ks0C8UkEZbfxBDvwYqET48gXxMwDsyfmKeJojbWSTnDxwEvHMUCoA80oUZEh53Q1mB2ZoQDqGvsvgIP",
-	"58VOoYmIEYkQ3tjCWCTYcXkStuj+g9IkcHvS1ww6y9BMjO+mSscrXjTR1CG2kreG0dv0ZuJezRCbAv0H",
-	"Vc3m/H4sBtxwuDg070u5bGTEPii8FM7GPvVU0kB0Gw6HKLH5rcrcwQsWPXbyP1VMHFd8IBj0OBb+2UJb",
-	"QYppo9nDHA9DsY4rppcyQnzg/MKHcUebG2MU7sVPgBch0kEjXAEZVuDEEjl5NFZH4ozqJTF3dUk125LL",
-	"l1JP5ZzM7qfqNp+27846JG8DNX/jwFCYPHhW2hXxP7qXgum0P/qFv0LTkv15JYtmjHfG7rdd4+4+dhZw",
-	"bKxpSOOpu+0EtCOuHEmCwmQ9/t6vXrOFEUfrDmn0Q4zwoyTn+EvXq+rvlSCAehMG7Ysxehc3dG6mB8Cg",
-	"QyaEjfXAFHsye+raeTpzDnmABbnHqmeBedkv+8MsDp8EI+YR2Bs2mZOFfrDkYrPCzE9n7pddRYsNvhm5",
-	"Q/w4ti6kfzOEOvf0MCZAEeextSOYm4NSCJjuqBjFHUmiaq5LngcnZefLsHeW+ldib307Q4yScm+dhow6",
-	"n2xYgI2dPMEQboh5iVOf0lQUtC7acISepSaqCWAQjXkG6dkOnYZCyIwL0YnfQKngiMsgVuMr5VC2bgMA",
-	"b64G4sB1zReLeAktcPs1ynr9Uk3Efe2uWT/uEYv+2gZfxRccY2KcQGLW68ha1CFmErLMAXgI1N6IzQaV",
-	"6hgW6qeLS0VWtGBESTKndQYVB6yU6xDwINBpbOEJC8gxGK7uY83AVmkRPHbk3xDAmAS2fmUWlxUewfmA",
-	"arKSSpNvn78IAbp8rhxV2qngTgJBBR2CBFWcMJMRY5c+kolrN9uBJkZGfD0gf8KteLyUHFX6GGlkcNtg",
-	"kQzJODg+W0K9heBvg7ajm7g1zcT08E7rKlUjCQThLh4PDAqNIXY4rnaJhVHJzTKuWfx+SYwoLC7B7rcu",
-	"DiU/UK65WJybg9KSN1ekaJgdFheI3oMFA9T+izSq+HyPsbTl55trP/wU5RoOYwj3mpVSLBTRMo58XxXj",
-	"TzoWRLMlDbC6+0PybEHc7s0lFZrm2d8GfQW18D3XCufV4zJ9YuifnB0Y/fZUEH8x2iXkMRn8f9lkkHbS",
-	"Ph/E3oI7ZYWkrtkHZYV0N+QLJIb0ZgGSlBXTUllUoYTmsvK8fWmTjlJVhFFom9MVL+1091l2aCVhf4pB",
-	"P49fBV9Mt+9VgCG76HahlY2SRtuakaLueFnktC52RPX20Qy2A25zKtJ3e4LA8fuO3LvP0nak9ZjTOCpZ",
-	"nMjVSgprY2z9CmZE0Ym4xYpPZYbtHP5hZldZ2pxJF5mO0qQNJd/SWVymDjsNhuOXeAS9pESK48WiZgtz",
-	"H+GtJOftpQXR/BCG1p55FyuD0oXhBwlHKUBVnZkWInI3NOwLvUFMfZ0v+S0ezhGs072e6ODYPsYpjGyz",
-	"neQQHwyWggsslAArt7kEJ1TkrIxZ01+3beT2JXLNQOUyi8trlEGMepBalwRYwolcVYCxMtgpGpEgkbMm",
-	"NL8R8q5kxcIhGL+4vx/ZnWtTLAb7s2YIkJ25OXhyUVulYkQnb8HjN9wBeKOdpGNNUEvaKJDSqWh1uRVd",
-	"oz5nFmE1cgRnTBRb54gisE3fykvKV6N3LRSfR3ViAwV5TYxIFk0MGXkfu6l19jKko97o/HZkLX3H2E/B",
-	"VWUkBlZ/EpdLrj5GMzLD0Mj2C1I3IsFoyEFbwTgB6W3x1ndnPSGw/kiWMadCNvp8LIQPIq+3tV8gJeUe",
-	"oMuvobotFYIVBJIUZZx3JSiIi7clXyx1ysYRnLo0Bx8xYUNuQAiDag8Q5Qid0Kqqgu2vDcqyYEqDkVaP",
-	"zLHCT4ilfCLr+FAfb4zgJBxNJM5fMLg9Y452eAX3jkX/Au1cfr1F7W564mQHFLhxKvoLMEZaCVTbmHzb",
-	"EVGgRAaAOmekZgXNMVGvrdHB8pohvESknJbRh9OMiQoATSdMFAC1CRIvVuFKlPqw6zp4PjZudzQGeIrj",
-	"kGRpdm9/ohtjiPTj2NMIaT97tY6ePId0i2kktgfX7UMiqcE+o1wBqOGCG6nbBhqxMlDE+t65T3Dr49K/",
-	"E6O+UuTz+fud9SDUCgBsMyPCLHrJbVDFeODCJVUXQOMDdGxPAaAtM00OaHlH1+gKA2mCEkWdwPzkKDg3",
-	"hGvFynlrZQ/h/SMFNUbZY5MUsKL3x0lzvXuCsKSOBVjzKyJJo3Ay9jLbandOjhPX5vMIE6BdxTuKCy9r",
-	"tAU6tO4dT5yKh7XaykBmHwN9YQOj3T2MJkzYCP4LlksRA7nHwnzI+7w3xmsROS1LCC1U+P3ILRhjRIWj",
-	"2jGg7rhotpMxbKrTzQAFxOyxUWXdc4+WL3mOkAU30Mb6d89Ca6ptD/smFXYNuS137hp12+XoXFc7Xstx",
-	"E+5laPT2Amz32k2bPeGDzAloD7J1diSIbWa3sabHsNF9A343RJcAwt/uzFZJZbCAmHl1Q27BnDabeVRC",
-	"hKUsoVubUIWxmHtUDYtdy5nVdLrexlHVGve+vI8IZhKBSG/9xKSQTKGOB+Dp6IFSh+QHFLH8mF3xCrC2",
-	"O5up0w9/alhjWZ4tQ8G1IrJiIjQGGdWcHGhvqjcyKS9LspB4na4hsm7FfGYZV07ZbOs+P0D6oK7kNBT5",
-	"McIIVv2xMbZggXFU9KQFHu9gAQHCEcHNMPQ4r+litVmrBSv5bAmKTkk9bwCyhPlwCIVJX2zO781eok7G",
-	"BZkd/mEWhA+hofeIlGxB8zVRgt6wq5wqC46GLeGORYWoHctQteVrnz97tqWmyu4yS0aeT58/c5XAraUK",
-	"Q6u1XFHNc2ujYqKw+CqhCasx8kMyJmGFvikzchi4/WN/ASgjjeA/NYzQlbSIQlXaigJz61QH26MKmEqI",
-	"s+8+HJ84iUrOyfPvpi++/a5TiMznF0hhOesRActLYcsrY3CDkZQQ9QjjZW4Yq1QnD9r2AosPXAFfRLlN",
-	"Ea4PyZu2+BXEzeoRRbC+/e43Er1eTL9+Nih8ebr4OqSLF1vNCFasGRZkBoWXETfrJVN63xu15blppIVk",
-	"iPIlu3cYB4W5jQE5yL7ti8b4DkZdYaNjDLSEpoOkmGssDwzRbzzHjn3wGxb77CBqVVQvCceapGTBb5nw",
-	"T9B7bgOihlNkfh27P3Hwi8vOEvkLMoy56bsY8Uk6lyj8PjNTmksQa7gIJ7fkSstEUE8yNqlNVkKIX4eY",
-	"etjd5V0ilY5Rl460F9cdd4hB4X4djD4it2sibQxIsMqpWJGPqfLCsPv3A0GQ1nINuLRHiCzGVWt9o4iC",
-	"NhC68bhYaL7jthObBEcVmf3t/M3r45PLN69/nD0+8tmmlf4x0M1+C/Cy3wKk7B+CRfb4oGLkwEKJZaTW",
-	"eYYp0hnxOGKZLwMQRRGL479pWi+Yvthy2rEMVct8sAIVRrHHmYA1EwNICWoa7dPrdWhS3B0g+FHRzhJL",
-	"sIXhjIMJRgb0z4QPjFvt8ghxCnthBYfMfZ9IMDsSexe3G/GlQsHuwRc1JI3IRucS+RXoSZiC7C+teNz+",
-	"UPjHqQ4DEVvFx/kQvQL/2GF520Os9xAJUpVWzmjN9XqHzGCbxEgq+PC/EoMnDnoj7ey1sWdtVR8dxANg",
-	"CNaSqiVT5M7c4yGSyYgwgC+XP7Zihh3EAixYPcWHxCbxHzm8+s1dfY1v7LytSKkfoBtsI16a5jGSmUcn",
-	"7m5s/maObvrUdeYSk47MAbML6iBK3PHD5U7CC6aJ8T0FuUP1Ck1Z7BAbJ9K2PoIAXbmd0zFFkGZn58ff",
-	"fzjG+kdXsESzbq9dpBTzgq/CwxUBe8BOkvLmqW5nF0PLzJfDONttCx7iIm7G3ZZlDjugurnmGyMcI/Ma",
-	"DvKOqmW01JdlLiRfUi5aPMFwFjrI1mSFJ4o4UlBqOq8Q5CA5kZGYTO0GtH1t5sf3qTxchBhBRs/gQLI2",
-	"SJ69iqsoAWCNb4BpxNK8ORVgS1rvAn/nytihZaPtqE0/6QISopmByJooljdmSg+JpWj7A/ui2gH2t100",
-	"XxbFpTVu5rX35uBGbovhJkqVxi2RAR7bNrS1dohxreK4LDer6e7ksYx9PO4Ka0lub/fkGWLlQc3cON3i",
-	"C0Cp3jBnA72tIjEUvr0Fy9I0yhWpGyEwTu3uyIZmTuGmt+ejdsFMeP9bBl/2Yf93djhC/4VM4DaMciS6",
-	"KThHHA8W5SsABpjzRYPm1/hQcRqfxBA2l+/JxrW2i5BLwABq1OBy1NH9NbtuE4rDo2V9vFOohZSRms71",
-	"9FZqVmeutM60jeDLiOLVVPGFsFW3ZY0YYVNn7t9+KmF0oVMgWJKsjT3ZdlTP6Vy/5nQhpNI8V1Erl10r",
-	"n6kwRMB4K5yKgt1H5ADzcyeFEiyZLWyaDORxW0xkpASUy9WK69H94uuuKOp6ZCfm0xMpNM31h8hSfeBl",
-	"ya0viCguchZ2CJ+1WBe4XUfk2ebJHDmS93Ixer6lXOw80wtBK7WUw4sK9dZbFwp0puyHY/uCiSdRFtvy",
-	"Js5H6JYuEFKFtL8attIvpRLcqM3qjEX1pwArApjHrQQbldW3dhEDtx6hLuN4j8OWNXkLzpaEVKxZvUrj",
-	"6bYMzby3j1XIxTlBPz366p6urHvIY7QS7Gmw5v3zE2VHjBZcMKVGFWao3dup2gyFvURip/V1U3cLt2AR",
-	"BkFWwTEeScK714B49DoP8mb4Jgz17SOibnhVtXafXDZCG0lyCFzMfjOmmzuK8T91I8IMK18NyQX+dCsb",
-	"pnR/K4BCSQo3iCzc22F4Ik9T46xrLVFZiHDDxxP0BT9vMfvYJa6p2DnOO2HBOxUFv+VFQ8v+CVA74LN1",
-	"DtoOyL8JZFJUzWhQ0ESl1Ptivc045ATDHY1E2HYWwgu7/Rm0BVlwvDOLjWex61zZ94cCDkPdcENXCQS+",
-	"CNuq1+eN6AQdxlyzRtazR9fC1ysfYIbFyjFuaBU/zy76K4qGjXFhbdl/yLh04MHUjd0l86JpsxUDIqiV",
-	"bUjYlhCwoZivL1hJpe81cYs1WLdkCyFtr2Li1jXHT4xYUNRrV8V+w3PCNCv+zNbbccjtu4BLBycVwciv",
-	"mXuCqEhBX2OsjgGZxu8DrjDfJmx4F0IEgF3zGpwbS5ROhOaAa40HQD0aMGW9Y8IYHjRpwZGciOrfwiSP",
-	"Xda1R3h2kbPOdmddehzI8OpMd7NMuKENxJSD4F08zRpVfa68KdGI11IszGt3sdjyG7beilx20/aFiJSQ",
-	"vj+O0vDl6PiDhjaDH0DEjh+QCxS/o6OKuU6wLesf8oj7u2QMRTnKJGsXL75/2ly3UpykLZmWV0DsgRON",
-	"ITYoLOyxs11008ZxR3W+nNrwL7CEGqVhuqTK/xq3CZV8wa/L7eB2tvKtdXLirJBR4eU5klpuGKuO55rV",
-	"aRfMG9vTXc21ZsKGBAPNtw6Z2pBHNVaNxfSJpCjYzYJ1S2ININ08RJv5ChYy954tUeP2DZKXhYT4IKXp",
-	"qlIPzeXdNVE2OpEj8iyRuTtwtmXJ86jDylI+wTdasHO7BFyQO1mPKSgSmK5tb32iDLZvY0FiBDXqqKYu",
-	"/Nf2yoBgjsc7rAl/BNwao4+efX+fm6rjIAh6ja/VLaMlK44rfilvWKKGvXeVGcHIfADRgMdnp+j52Vwp",
-	"nW5rbs4WPLfN+jgkkCdm6ja/qqi+msXNL+bDcdqQH9owTboWbdvxVUp6GGpZsoxQ2PcCMxznm14RvMkb",
-	"xWpFlrKMZDhdN7zUp2KcuR5eJlwc4b+mXFhfQ1tqw+XwyTqkpEhVs3SadBsvIeHO6aVJh1wSg/TA0GAl",
-	"f0D5NHdWd4T7M8cdfCKYhHUEWCfXDK2TO5h5PmO2R1i1wDS7BeVaDToIPRnYIS5q2peVt6Y5mw/HUX5y",
-	"uAPpppu7vZly2ttyMC5BtkdQT3C/3TVHYytrxPMDR8kcIj9arBQM6ocFaANFCl7fh3/ahU5ktLqT2t38",
-	"cAopPMEUZ0n7Zv2ZGeuP9R+MU8EMW9vb+3quVXXc6GWbQxxnkeeXF2dBnl0LV3FkiAgJyOynsikdWL5j",
-	"c9ZLqs6SpUzaRH/XAKT6237ChndM6IdQ6AuodD02oiaojY3ATLAC9he0ZVrR2i9KykJXRstmLhhkwNES",
-	"kwM7zQshG5EjOhfXKihF4zGRt3Q7hkkE23nXzeHF7H5WlTT/TTPVk11y3VWWsBg7Ci+u2pBiyJYl7BoV",
-	"XVFmhwI3nxWrOzdFuzA+bbBidYcotoskXZrLwuo2SBNZ5zCk0tvHHdo09+kdXMt6AQjTov2WLr9xLH8K",
-	"WhvPpTb5zIN51lA+V+CFYErb2OneWsRS1Bey5nqZPrD+DQgTCgEqPrz+dpJNLt4dT198G6/mSRu9lDX/",
-	"GWy578Cnl1hgC1xGZrbXw8PDGTkOPydL9HSi9I2ypE80Ro7ZMktDvOdvT8iL757/C0TQmD/+5bvn3wHz",
-	"RrZNIaouIy3kUMjEI8GJIpaWgvRO4CmWI8VhYmChygjjXhA2uhqm+1l1fF4ztSQ1FYVc9Ur47uCZa1mM",
-	"jcZ22Y8Zkj5X4cByZ7nFJTSLAzZWYPCsCII2U3fLTzJiCvyfDS25Bi27qqVmOexZA95CsEasGCYftwOx",
-	"JaqFJD/JKlLpxFBPlKzG3DAxxqZa076/X1IhklCle3jh7d1Vs6ldrs7+K3/+3KUKCw+ZyW6tR7kvwW/p",
-	"GChSYRacW9yP+FkLZhJlK424gLDES6puHuynqhthQQGgPiZ1IY+aqojr0762HRkDvFQu9t0pTKZNu6CF",
-	"PMKQYozT4lhzwKxXqsbVP8oHNOT4MUrAig1GUtl3SNG+NFz1clxaQdicTV4oLerwjmLQQiYjpb8H8oDh",
-	"W59AvJCOXNH7qpax6fvqS99/+nD817PzTycXY+uwyVo2mothhNj2rZHNrtjKGtUGxQCc9gd8eQe/eBAj",
-	"FyudJd7ykr22LcgtIUkVE0bsYaRoPwhKe+VMqSMyfe4rtpGqpNosQQvFYk8gH1vxpqZzvXVtesGDDnRx",
-	"23dgUe58mIpF76Z6tATaIbUOhcQX1++2nZgb6MBZ/uDJI3kUsE1wg3CYSOQM52e0UexSalp+jEmn5gFZ",
-	"0PqaLvzRBdMNBs2YbqCWpZC7hSQt8jNW59FM8u83e8OMUSN2mU/Mw4PvP31/8qSlKheyM5J8loxWx2Up",
-	"81drHTu38DNoQeYlUKnMJwS3YewkzScXa7WtD2jZbpa81pSLsEaWRXoQCwclMK5v0ay+z4dOrZOJi9j2",
-	"5uu8ZGOnqZJTRPK5dhN93Dn2DmVvS3urH4zSrU3Wp/6QKgdO3lk0SgsC6w0LMzKK+X8old8B8aAEa+BF",
-	"1KSiqJlS0ZyZgtinRy1KzezZIfxvhg58KKSiWT2n+UPi3nF0QeR7IridK81EFPm6A8cF/NxI/rqhZbkm",
-	"kN2aMidtD1DctF9cm8WBYiRx1EgsOLgZB43TdM4H5Ufb7YFWHAPlMwx+d9n+06XWVUZqrSoIlDf/hEiY",
-	"O3Zd6zxuEI+SjCEkmxmeeZWN10pbQgLH0g7l+M1Xb0QRy+jbbPOoxYyBJxbuk4tFiasxvvQcBBNFDn9N",
-	"hYK23TuhEqZzo1U0RTWiIiRuZNBX5k+MXdt28p2cA0+pW0Iw24Mdt/uYJ2oDkMeFAeL4tkjLjyGXxS1I",
-	"525YFYwS4Ec8A9rBoBRwt9GF0tMmJWwN0gvfQl2LiDVNuPo1WDcEwFChMiM6MbCJKeZb/MCuL2R+wyKp",
-	"5ENFVcN0NMYKzOKwIFlB0Y3hWnu3XPGtGZ+5TZYJ7CXOfk914PyMc8DhaiLdQSKuHfgSqQuKCku3DJ+m",
-	"oFBIp5iqm+TW3azpiv2Zx/iMuQPn5jExLXi/29h93OLMtLoDdgCIxRZXCtR27gC74luIPySVPlD6zZjt",
-	"iHw4B/QW8q0lK0vpkE+wvPJa5NuZGDwdkfAUrPSH1K1o1vl/XHz6SDS713ZBdl3svKmVrGOVkSmY56UC",
-	"Gw05mJ2/+cvpxemnj4enH1+/+evhxZv/OXsC1wZVytAg4kNie3i6ANGy5oulDiOX/FLGMZC28SeAJnlj",
-	"kX+Gb55PgsA2ZU4DxYhmFy54oG7zw85CHd4+f5JyNql4+i/Bjc/I3XJtbcQ1oytA/IM6gIn2zNoUQ0O+",
-	"C02A2GYuheaisaKKuWNsMKdZcSjlZyTplD1qZOBUe7ZqNi930HIU+ykOYGSRi7hWDv/m4HlGXmTk64z8",
-	"f//X/+2DwRe0UkcYXdxAvEhs1tgCF4snRyCrwGrB8Xcb4RO8bGfOnzBiCnHu8NazsiPbHUhn0JO/umrL",
-	"i/1AWitHlyLUI3IRs+SZO8LbQmwDjuL5wamYywiQprwzB9inw4zlJbQxK6J5TuO8G9pdMtJUi5oWbZ6N",
-	"0Q7aT22tFcvNlas8qqyvI3qeXBW2bVXasn5eOyQMGInA7t3d8E2uGJLhaldxKhSAItErELpXRpOq3aJZ",
-	"8z5ikfICk3kF6umKUPOxrcalobBYwWhheIRKVNOHO+VyXaUC2tsLXGW4TDR22aglrRiJXFf7rZAXKqKI",
-	"Lcli+/bW87SZkZqVFNLKbbbu8dkpAWgQqzEMsOX4HlCSlxyD5s1Lyl5pFEz5sBEt2VoOAL6oRIWAnxom",
-	"UnWbPY8jtdFQzSqzn1Jokenrz68GCV5r54HFrvAEHlywfOrfn7rMEF/rAUjPlazj2lZOn897mCaprBSs",
-	"4B8ONuszix5JBkvktyU8JsGRjzG7C3rLzmXJHuxtwkAKs8vShjdLF0xh9XRmZHtU+fatl9iJywvShRGE",
-	"eBSs7M7Bej3Q1y3pTg+L5AMVBZRw0Jm/f3NJntKKP7198dRhfTwNethI4wr4tePLLirqkXK24qmc4ayT",
-	"VLYRf/FoNLcRVxGhPyzXaZP1FV31IqwMR2pcFE4M+PgB4VtHGJvsC/iVTGtMES/4wmLhQ5b6HQcgdnNO",
-	"8B2V4Svm/6X5L2S2qFzWFjFnua6WTIzABq+oac+M9d//djz9Nzr9+dn0Tz+2/zy8mv74y7Ps+Yt/+fW/",
-	"RQ1yyZA5Fz/UxpBZtlnKBYSPmVkf2dheGxfCPOS33xKHwnXD1tvxv/sT/ONwUIJ1Z0/UbT7J9guDi0S9",
-	"BaErQpKfGqkRhb/kgpHrmtGbHffl3/8++fvf67//Xfz4y/Ps+Ys/xndiTBTZ1q3ww85lKQUuOJTU04yo",
-	"iubbOV9n4C///nf11Iz6u29igx4fl+bJLMpFQA46kWWzSgBM5fAMjbYWBgw/j5gXEzVtoYFk+oWQ+mNT",
-	"llsMW9gIV+Tjp0vy8fP796k8Sb6i9frPbD22vYrWuvUTw9fmwMSbj+tor1leAiaZbdW8NRozympTbhU6",
-	"U0jv2Cf8O7pjAAidES4Kdp8RXfPFAlmjw7LqGWFg0Cq1ceiBxEZdI95TAH34iSsbsgm/OmECTjmOYbwd",
-	"uEOWEWm8KCL08vr1e0y3WzGhh6Adi9LBOiJEWt0IVP20JCt6/7ooT5a0jgvPRVFeuveHScwM546qtvk4",
-	"ScUPDe5v+tDU8m5rUH4t7/oIl7AZZifH2lXg5Tgy+CVQBMgBONgWFi7w6wDv7HY70i5ql8AdJu+zsbB7",
-	"3MKoWNoC4zG722696B67dn6ZPwi9TY4eQoxSPme38oZtj1atzXsQrlqWLsLZnivDqDfPpH3nTSXziNb5",
-	"kd35OGlmXnH8yzSGYoEwcpxymeCIGGFGkQf1GvxAuFINK2yKLxWQt1jblimY5+Y72LHMIMYJdCAcYhy+",
-	"H4vNHTbrOkK5s31l3QWL7hgAgb+WeWO4A6zCIJxw500fpwAwIs5FBnhmNNdJzJNTx+pSJxR4YRiIOibS",
-	"64sB6fL48E9sICg8PrJ48LW8Ls1cUDcX5frM/bIrgO7mFplljJpksIutfBBX2SoK9qORi623s/oVlng0",
-	"XbB7rgCAU5hrBI//YFHWHjX3QHtDIurNNhyZW9co1fejyBLYqx7XpyqtFRSRd4ehGAGLNddDOL7nsQLT",
-	"Lj0e8lNcGzvC+F7wn1ki4Mc88tATDpQXQgO5wDigkX2l3RYOVKyLTzyy2Ttajhz9Xc01m9IlowXA0+04",
-	"/juEUhxkQRb/0r066lxsxPz6LPBNiojtWG8JgoHGabhmdHUiVysa8/ceoyUAsRZkZbOJllQIVn6lrP/j",
-	"kJy7mGeqPDa+V5QLpsxkrJMBUyaPQvdJUAHeKM8K71gtCUVkpxxH56rfd0wVXymM3YlDmSJ1DUeCBvM/",
-	"zl3ZSDvFaNUVfOTwkmFkA1WJ7Svj7mzvF8NmDz5/Pn0dd1tuK/Ns01R9MPqOtxPEXMWaXkN8PFTbzSA4",
-	"FMvWyxr5DRU5KxOe0TkXXC2HxwzQz4aOyJwLWlokzuHBb02y3WIL+xCa1RBFDPMAnJLVCM1LkhtRSiRh",
-	"x0/S+/wxJGJM4rOZK9xoDjlrT0DKp2zRXsYkCFJ146tWgnn2hoviJY+37AEjR58RuNLGlPBtIYf3r+Hb",
-	"B3jwaxye0Mwd9bZYbrhgu2Qlx7hB3LhP+2eVqhsVs6WG2hXwUgz9rqJ5SZGVTssU/SFktloaFNLUqsM7",
-	"j8hFk+cQHpXZYtkZMfJs8alBe+6JPbqgk8DhC0dumfokm7z2pDoBz7MNvvPNT7IJtj/JJq6DSTZxzcen",
-	"fZu/Y7TUS1sXYgjBFHQrEAyCqggOBDBmlwj8ClFvNFoWbVRy3IgzDCr83sLrOkRnECUKdv8oqMLbERiX",
-	"sHK7wi/iej9OhRRnCffCbGCsiHKdLwm4+xhBmXSuL0Yh62605c7Pe5dO5zB28UgUvECGdbFsdCHvRCJb",
-	"cZuk3MdG6qsa+0TbtxiWQeWTdik6ELs9QN5QZk2DXvpT77B7I955pG2H5zwcf1u0zGPwNuszG3sNNpFj",
-	"9umW1bT0ZyzgNOHmQn5lwSDyBdwDgt5SjjLJjw+vn5Ggywh+cqOCihnRJQcu92ZFebl/5dXAn6kYlMmF",
-	"ajJCmvOEJjDCVjbdsWd5axKW9Qt80F6gEDBwRCixzjBiPzWnHdJw0270F8+eRQGUYvpzzivwNwWhI/6c",
-	"wBxGwCiNW+ltVkzlSoqNX80hcGm0VdEbrAwL+/QgZOm44AyPpqevvf4C0SdtlFAkOkboYcP+xYfLHmaI",
-	"TYvebDaEhoYPInQVtoZ77KMGt5wnDNuzDcfRnhNFDXHv4wF4r6jiOeECVx5Q/q6NAtWFMba5/xFJpI6Z",
-	"rE/OPmMdbs1y3dQMxP4+JG6bNhhXKH/TGx/x2yP7A4ZjWw3BpfxQa71qIRoOd88W1lKWtt6RZafR1u+4",
-	"XkZbX0ql496jd1LpTuBNINL9JvKHjN1MvXy6fba8qmXRxLjxGT4YcpCV0VxorOvfSQu2CG0uk6Zv8xwP",
-	"A2aDrgcN865P++7uMDwQrpgqx36xUVmj199Iljry/h8RfWc3MCyTZU9aN1c5Kst5CgcKy5C3hOvcXxC3",
-	"72mel0b1OutQwxfIo4oS6HFZoq7Qpc7xxZuCwks7ZFANL9olVTfxWAOPIRgAYXTLOe0blwgtJWsolVTp",
-	"N3ELIPzcqexSN6KjmHEjq1ljQLL1lDx00awgRmRLB8ugvMOa6XQ3jYjxiwsdhKW4PqJQf5GO9rNBjq0X",
-	"BRsD8ZGAhrJTuahGiO1lC6GDnApyDeH/ZEUFJO+m29yaBwxNdguCJaS0poIMxrMQumXMQC3Wiw2/M/LS",
-	"ioLLH62KKhFPRNVNKrpC3eAVHkL6wIrjvTqG+/rm+0iJfiM2Z9yrklV7+1lLrZ0DEp7FYQ4SZ7uXyzgX",
-	"2Qm8LNnAuGijlsntDV8WgAw1YkwZg5BhdmGFBu0GcS34ly2orEBOU1Wx3Khstr4OwowpI4r1xKh2WkMe",
-	"kTeiCDL+dpVkqu0nzJdGCBYmcmTTUleHi+4xRn9LbAH/bUT0QunwFbg1IkNcytpcR/5SgRwOM+3CyB+y",
-	"DspQpNDTRnCRnXhF5VlBKGkFpBCuTDu3zNNp+oAk9SH7oKN3btTOSSqd5vwXr6P2z1fmEYLEALwpXVWs",
-	"IFQDz7APDk4vPpE/fvfseUbwhp01AoQwxLZohPsMvlG/hf64Z58YgbR1Ve1KHp+d+qglPF92LHxVlRA2",
-	"qf4BeizYfy+2lCGOFiDeiFcJ58Tuq1gCaSLS59E0nlDP6e5OoPm09NrVgiJLETtLYK97/NwPMOtRl1Cw",
-	"AQ68oFyYF2xqiEvfMtK+jfjvIA4OgnC69AHE19wCyukLuwWtjwfofBhMcA99smtE+m3zQ1ZML2XRXa/X",
-	"by5Ozk9fvdlYNNgS/KI9HbBBXUQZ10BGLt5cfj4zF8zZ++P/sz+b7zqT+XpjMj/+8nX2/Lv4uBMoosdu",
-	"SS2OqLTsvDs+SCwHozAAM1HIImm3/ojQLqIoNrbd5B7Zn42Be9BPt9qAzpmNQgHt06hFBEXmTaiDzHTK",
-	"wU+yykiOg4dMkRzMYy2eK5S8hpXBaFzMOlG7QIg2NY9Ly53j+/n8FLpGoym4GqpG2winTkVCSMKhwisj",
-	"s6bmM0xCdNNfeuUvXPpnL7Yn+e0F5PwPyqgxCxtly0teF2e01usTWtFrXvKoyaO1cbgkb49xDdpkIZP1",
-	"TaLN+c7WpH1tI6G8bd+m1o9PI2878BWWYg75hwkjPtN3iyzC7iteM5U0shrpGaJMwwXGydtPo2YUDwKJ",
-	"L+1vRtkjW7U7ys3U0q2G5x1Kr3T62qUEy6Y00y2y0O5LFlJr7Jx8hggnV9fm4SmrYGHpYMUfEWlrV9sc",
-	"6RvGKlsQD7TemIACYdqnlYonXFje6Fx0CGxlWOHJ6etzQzk2swITZG1ZSR8eIgVTR2aIaCUsOQg4wOOp",
-	"WIfO3dEJxfTe5hcYtteniIFTYiajN05K54SM15AT5XjZXYdje2Lb8UIWUr9ic4uWmpgFiAn9eXBltpkX",
-	"O5gjho6t6WyjctDwVn/xLPJsUjV1JVVirezDoR2JJff/mjy+NsgYqibud4TfevgCShammfYw73F+B70K",
-	"b2vGADskKpqMpOrXXFUlbY1lOxHz1oV8+BrmLuz7AatIqwju/XFVxSY9ArqBNlpi5H00tEXWKLJDXvon",
-	"UXZd1IH5zLTzF16wSLjCcaPltGrKBBT6OLJAQRsM67JW44ikYLc8d7sXu3w/ffzL6VujI0DuiazJ969e",
-	"/PH5H5/7jcqtb7BPSImu0n3gc4hKbHuxP47uJAnP+tpVIrfjDouZbeKMBWsPhzqaiv1ntra5wpAzZVgo",
-	"vOy8aEYDVE6hgrWCEP45uBXhzQgtbgZIUHXcFFxuKXFgDXQ24J2aL+LzWVJ1pn/ehsC4YjWU3SAVFVPN",
-	"Sz39WaaA0bi6WNLaEdG2svG4ElwRtYR0c8hfaSobY+3wzNVe1ZK6KQaSmBNFpHdrlszKqh41PV9KqcZR",
-	"1m/ATo1scFbSNatf1YzexCiMVTAJSPRxUdbgSa3gO1Iyepvyy4W4RoOaEe6JgywCf6RWlUedHfn9eeeb",
-	"X7MJ0uTnukwk/yLJfj5/f2TDe1xGxYoczP7whz/86+yJBesKKscEFX4yQs3X3hwRlhLCOrIt0lgnbvGb",
-	"P0YNuIYAY+4XIMz9ro7bpYy5C//Caw0x5VLpEcSXvnY/K1Y/muphM693F1rwDHwclqLVUt4JX9UFC2UF",
-	"ygTOFaoB18pWL9h6JrGSXkLWRUworztuEXWpWwZM21Y+t/sr1eZ1U8wjejRhNxUPDccDnnWT4ncdpDOy",
-	"YX7kJJs4cP84wsAmkalYsCcCqmClM5+sH9bZM8qgr/BUUE0jpqARdUExs75fF3S8NjRMl2ma3FrX0zDg",
-	"93LBxfbhA68u5WKB4Q8bRhv/Iq6ff/MBphu78CeYCDYcx+c2aaMeJ1TmUUyPK8xpQ/Vgn/opxDsNPnmg",
-	"WxuQCnHY2hOwj8UpdfzaxOjNIwgJTzbfGAuG5lTYZKThI+erJcft3COqIvoDsX+m367IFjvWK4RT0bGa",
-	"mHd9qUK6khY/BJcOsWzCoqoJuM0UYkZgzw5Pe9amaTiKSqUndk9z7Pj8mGCM8UggqF5BF8wXlI2grEeh",
-	"qNtsdvD/mpeytnY11eT52DoCdAFp6hHxmN7zVbNysL4WXQdq8FV0dHGEdAATbqoLPa52gTCFmyZqFNax",
-	"uq/Ror0blSMzIiEhoSxhMHsV64XNChbVDWkAsf8Hdr2U8uY1K/ktq9fb80sL+yY58K6E44z8HV9RFt6J",
-	"CsQRV3+fPEmkjGIz+MeJK0ozySY/UG6I6JxpCHDxeaMDyaKQ64HAkuDJtxEqjNasPm5iKLKt+8cBvhtB",
-	"3pdbhzqRWLBbcUCguab5DROFOiTHXpygOUQLYzsH8LGyHz8xa3BrFHdgwfbSdghCuZQ3nB1ZKHtFKMGx",
-	"OlMqJDRZCCBUOb959pzMaMWv4I0rt+dQFh6oErQpaKSlkqXWFebBQLcn0Gs8XTGsA4ujg/LtNmWgBEbp",
-	"oyDJwezq6p1UegpTxs9meOGCOlsgKb+7vDy7eHKEQclTuAEA5BaF+X7a7TWgCNBSSQBoRn/nX6cXt/n0",
-	"RNXzKXguZm0hzIJQQMCcypqb4c0uWD59y3S+nF5wzWZQMOcTPJs59LR1CK7kVvZrMstVPb+q2X9AgTpY",
-	"VG5WBlfC1b4G5EU33XaVacX/zNaTXw0V8mh6j+E2qJiZ6Z85df6C1WhDMgRwywsmp8q/hcDitISbcZrL",
-	"1aoRLvNrRQVdgL+utQ20EAVAT0GYjkvLMS3il8qblTKMvJj6MIGCqQy0dUPvmUWK4GIBbzJg7rWUK3vM",
-	"Qc+ixYoLrjTSxhGy08JCCpnJca1I1VyXPAeK8B5IhMRCfqeXym5NF8YZSKgD5GwhFxxpFqwq5ZrVh+QN",
-	"MCWArAagChvr0Nb6mUHE7CtZrGcWxnr2Sy4Llrkssswc2pydFmbiul4bSei/Zy6l/L//OsMRI7SXbd3Z",
-	"sCy1XpoGpqfFzAiklRTKV+5E0C0sMwtQbYrMbHezjChpw+0sjAa4K1yg8wpT6wPgV9yuUi7UITmjRq4C",
-	"95Y/oQ48vf2E2QoKZPYLXtbujsgIXBEZ3K5/+9FM8m7JLcycWoH4IyrfhxcwbTCtLR6FCKewmUgVTGhY",
-	"F0Q4m5nGZ4fkDc2XAR+BgiZAH77GTuC1MWf63rCYafvjzGc6uKpV/iX8we5RsEpMzGWdMxVtTPtQC/Bs",
-	"Xa/NoStQ6eaKwE47Wra7xFoXuuvJXgQ1lAOyltqi5nNNaEVrfUguuyj0sz/MbOFa1YA84x9lhN3nrDJK",
-	"cbibSBuGNRp6W/upwKl6CWhfuG/50uZHEiqkWK9ko6znS7ULE47E8OCZOaVLVgIPttTdYc3YwiH51I5o",
-	"ResbVriBtMasl4RWfKqRV9uhwBXob1xleZvhwaB8A2hwp4i6u/HMi+aERq++o3CB0sOxl/XUX1PhoHol",
-	"0DtDCwbsL4p2QO0aXhVMcHNrhMuDpz0kZkVmuF2zbRsZFPNN7WJy5qXMaTk1c/ONhdPFiCZfSUAs8KLG",
-	"O15Whum3JeXi++TWAvQero16PBm43I7PToNMtJeT51DB7vl3f3IFR2nFJy8nX5sfJ4j5D8KbAww3hPj0",
-	"WkptLhhwlFVRI+UJ6EsqKKaGRyu4nWx9exvMxoXStCyREUWMsocESgT7ZXFrZ24pl4IMUVx2A67XyT2w",
-	"F11L6hjXsCnjfe1ZDM1z2QgNNwBs3TUjeUkBWsmXT1xKBSUzWDk3o4Ud600YfD2qE1O22e2fjoCp30lS",
-	"o8HRS2jsnua6XFvYcUTo9rRn9PLJK7c1x6bfFmXHXLMIWCe0Te8GPAgUYZ7+hy2vgxrVNn2r24kzIYPE",
-	"FdfrzMWStQYjqJMR+D680J8ilMNJqFeZTcRqEXCjA32+ePb80aaH6mR8NjEqDqyMh+YYffPsWaoLP+an",
-	"r2jhF8588vX2T97K+poXBRP4xZ+2f3EixbzkqFh+83xEF2d0XUpaXEr5ntYLht99u/27z8ImUbEC3GiX",
-	"aywO9c2LEaO8lPIDFWu7HID18e2YJTw1nFHQEjOvQq1z8vJvv/z6Y5BzYvnRMJUBGO5CgQHORpT2OYiz",
-	"PYYizuTl5E9/mrjfwip4E7xH2mf4JxLwr1mCqU5by+KCRVOosMKgC20UMs5k1ky3gmxgowYmppa2ro3v",
-	"FlVuw4ahcs080DThiRRRXn1ITrVlwGrzeiTXLIcSxUJey2IdmDvJNYQ1tf1v8rLvmfac5sKb5Lqn/tnj",
-	"MzXbVYIBtOuF23T4uyLzS4aWdu8yR2Lv0ofSvCzBP68lXGTIu5Lk/6hkntNK50v69Bde/DpA4lCRwpXY",
-	"AKWb2C/bAHO4OzyOAi9Q1T77+D3hK7pgh+QYSgTNjf5q1TigZ2WrrDZtWHXd1uVxeq25jA3t87lmTJAV",
-	"F42GEmP2UEBkG0qNrnunfqCuB8IN1IUKQuKx1mU7Fvcyql6d+HnQpayye2gnf2rk2uPgHdO+win6ESIw",
-	"MxZxs4uDZIA9Ij+w0IZOFoKsMvLNs28Q6xCjIIsMcwrAnwNFT4roKT3BwYG8WNMV04C4+rcRobhhPguY",
-	"eGytImvg4cXGxZ8Fx9mbY5sG3uybIX/cyi6AUJ5WmDwdaRgTqSJNR3lDsHUrQEZCy6H1dlGEjtxXQPhm",
-	"+ycfpX4rG6ze9bthSXiW/bHJPa18YWbztGZwe6V1llMBEbNeb0H24jc18y5MvGDx6AByvOE7gt0ZXpWF",
-	"zOVuKZ39oTa3ahg5YHmUoRtZFoZ/mMtRSFJKsWA1BM3CsWTFITkWxOZGmheRga8xxAJ7DkappGFmwV1P",
-	"1Q1G9wnmbt0eT9g81ee4WA8/2UHFpP0O+XCI24gzvr9IYGd/4uaSOvedDTjcU57//ZxXLG/VO7AOPb4z",
-	"1y90isGbOg2LRSWMDgg00Y1OCCstXLMlt5d0pLokVhQEMETzZGZPqitF5S16PLCPLlnNyAEld7UUCzhh",
-	"7V36NZlxZClXgSFj9gQPvVlIP0gQJlaM6e7YK1nyfE0Ovnn2rG3rGi3mdG1UgPWTQ3LcK6nhp0vbQhJZ",
-	"4C4Ppw8cC61j6F1BiwpEUsVue1ziT3fCrcpvZGLAflwnW0wMjqU6ASxc2jGmg2/iPqJOgIsLmGg9Ds4/",
-	"1ynlAQBftnTHvjf98zH6tjkZsuY/s+K/7AePxxVbewGGyoVHxYbKATBVS/x78j94fYPTAccd4m8sv1HB",
-	"7W6HBDqMIcyOhU1WYNx3dIpcx6obCoKZ7yR5p3X1SZTrjFzQFbvgmv0fF7rmuXbs4GXEUx54vpay1lOj",
-	"hBRR97s18oO/N+6kNi3NLsxtxGYBFrSdINSX73uw/Tm3Ep0bFfZpf/R9YtvT7qOSr7gtdzULd8Aw54+M",
-	"o/oME6FVhUGlFtNBFmtcSWvPaN2NJxfnb+1HoGJZLhF1tm/62iOrDJeCQwUddL8fkh/g/gmDmO1OQ6RC",
-	"7BryRnZF1zZC3FsNgJehlLuhRUMtaFfloaNCB/nTw0p0YFqC2s+GolHKeBkq0Fzh6O2z1tVEDszWup/t",
-	"5Ga+IjDexdjIE0thm3q0Gba/DbvSqoAlfY+2ArhEASHf0kzVugzcNDt1PsnBNy/+ZLuFqJkprKAhrWOS",
-	"11KpqeK6dQAc9CIlXgYvzdA0YWR2vhA+fuJJzFmxETZhXfCy0blcwVm6q7nWiDaL9IZCIGR8gCqweeHD",
-	"KvxGlzy0PcJ9QNB/0BGNAEsf+IUji8xyaxRX22rl227/R9QXkGvZ0mhJF4I95UZWMDzaChUcHIEogkEJ",
-	"MIVQdnjCYawXTE9TUUOXm/wjxSYN37etPvEBSzQS9AoT+B2LMP/UHo1Plbmd+i7zL6ORlXIhG50WVM6D",
-	"DAMnPnlxWQTRIGCtMJRvhQfr4gZytc5+KGl0J+sbVFfstQoxH7J0uMbeqNFeHQpCRCBCANNCrqV2ZwDD",
-	"BjEDeeMmDrPoLbakH7yWBNDURUEWRoT65tmfyCy3UvIsyj0llNYYp3GErMGqEXHe4PWz37PC8I+S3d/0",
-	"VfzHOiJxoR1D2RN+DKyVNc4AgRfYDbcE5ipsUN15x9ACm88ZZhFs5OS3XN9lOJjDYlECUHJtbYNlCSg3",
-	"KDhZ74AkBcv5/8/e1za3cSvp/hWUaqsibQ0p2cnJbqS6HxTbSXyPE2slO7m152RNaAYksRoCcwYYUUwq",
-	"//0WuhsYDDnDF5uUZIufElPzggHQjX55+ulMULADsM9ATz/WU7wfvkQaYhkCWzAC58CAx/xWOLmBS/VU",
-	"4Um8mDhAxx0S7rs8l6PXdIUQWsJBJHhYyXCPgvZQcvMSZuVadMbHognZthCtDM5fCp6ZFnPGF+Zho64o",
-	"SNk4Rqjbq/Xh8jZ/1me3Yz/WnRPNB7mTyECS7NT3MaI4Gu58oOvMS8GzGSu1hUMFsYVU+5TqQgJUieR0",
-	"Oo7B3jJS/NR37BCcIBpFQN050x9cCuVOJBF62bJDKgPTlU3q6F9I6EHLMVxDH9M6imKWz9iAHvSBbhn0",
-	"2Rt5I8K56yas1zw046aBSQPchO5d5Nt+ZbYGIu9MWlwFPf+ILH1av64DPc6vbmDxt+zl2IT6WIv/i9Rz",
-	"3RkPENOGbqmVBuT3SGvEmmHnhravCeg0Lt4AyqcuHdB55kQO0npJ3PUaC5oC781Yllmv4CWRMDntVeQV",
-	"SimS0NQ4aitvEZEJIn7ma6OcRXEtFSnO819e9tlVKMg3aG8AShPL8k8ZVuS7p6gMkEulaAarylCjD1yA",
-	"unb0pYHPIEh7W07CTcQLP1sLmcq2fVJfcnzBwSlc6zqo4VrjWhrM38UMgsTr3xGxKKx7y88NUov17/sF",
-	"Ox+sf8NLz8Cy6S01P8z6d/4K1AfrX39eFBtcjfjojW/Y6AteEZfMBt8QGH42u4fYhTZZ+pg3ZP37fvJk",
-	"MhvdcmH/2OCG1006mE32GjQw9p1P157A1FY83/Suq0BOsv49PxIV0A+gQjcbImlhGKa/f6fAB3wzFCm3",
-	"2DZxmbI/fx57uvOhnCo3h1hNGKYqMh3CT4vmw8nf2s2HMOFAUP9XsqIAoyZFi4F+3lVyduggdOkd9NmL",
-	"6FB29neg4RngGV3k0jI9HCZMqLScQeO3kA30pY03YobHePPgZgNgtBkcD3hRDI4HWF05CByBlYobffiH",
-	"HWKMDcf4Ae/5EEJuRwSH9LxQnlxB5c5SG/Cm7EBl1YCKngdAIIM3JKH3lX8W5m8C69oAq+lNIFQK3hmn",
-	"7utzrYZl3df7qAVGAavjtdyOIBTxO1ZkWQjV4zvGw6In/pOQBsfimpqptOkYy+HvryQjnAedwEtctG1U",
-	"YuzhF48AfoHlGrypObekOLHq+qDN2TrmxgjbA8KEoSiPxZ3nMGt1wV7dYSkGxUZoF9ZOVFC9UFKORXeC",
-	"+BiGoqzLsg8RcQyMB/0w0OZgBklo/vDsqOlwOdVMDGjw2jnPikidYX3PWFkpBNRj2CbQPiNDwqKuwo/0",
-	"xogb0k7rMOhF7+irX9IUdYn+wlw+iVAtrgnuNBNvte0aF2tIiJx4CWm3Q36Dc5T66QygAJMdIlMA9Bg4",
-	"cntvDO3wAz6hgQIhoCO3dRsgUvEJIyaehJkbWRS+UgHxDwnxv8/6bG4MQGmHbAURLYJvBM/zvKfLXhiV",
-	"wtiu+16eIqUCr2/EyLGaMUKhMGnFpK2mkw1wpmp8Rli2EQqge12fAd8bsdEEZlC0JKBPVbB1EO8AxAtg",
-	"Vh3zojjGE/uMVcrjFYFAB203nCNIuTr7SZaIf5kCR2pzHB4eohX2B+qzX2oLwbA86oFQoDXVi4JFhdb5",
-	"chMMfBrREsJ9PWlXNrtBmDqrF164wjxaVNhuAqCETjNcV2IdvEewSXP80G6tY/hFzhU7pP1/BB21QqoC",
-	"d/3eWvqcrSVqXOgWlgTbeTakmXdvM+EptF6c2h9ZUoGX6PyjmhVFlhExdEXtLzpjvT/iax9RwNeHeDDq",
-	"ew8BGnjhOlEanPV9jGZJjKa5Qe85RkPU39IaEIu5iEgzBALXxhGQ5dEF2CP3EWJo9EHoOIlg7F/BRyY1",
-	"bD267kHCCjhFy4a8jyx8cZGFhrzf2yl5/KdvCfAX6oNctPE7voTfTd0WBEFVgEX0TzxD+pqpNIK1KAil",
-	"7QdgIR7EIVLPhkzGO4UqqPuUk8eJBvuWaiByyNdG+EocMDsM7WYUFAUYsCrh/4gB55Siv9cae142NRR+",
-	"35yG2uwcnztz287bDpRlLdFEHPvoJXrT2u/PBqqJ+6Amct+lUCYHRbWkaJSHw8nXs0TXrUVs39ziiz2C",
-	"trTFt3+Md7cz6jgTaRIC/f+DeL5LT22KDPlOKV+YfD+pExt35wOc2IuRrTWxWGyKnMlIBVHHxQ7RJcc4",
-	"ZSZNqm9FKbKjJnar3emlpOWTxTnNwyceCfyB9sgeBrGOi70kXLzztEWgTu4ZwcsUuGGopWunVF9h6gHr",
-	"YsMDmBETrqxMGT7J0wJD6G1Ulb5E1LftIkb7JmnaZfQ0eIjEJBxdJbKIvi2uahprJYzNZ2zAb7mEfhin",
-	"mNAYtFdY+PQ/ve4K3la3s72HTF73uztrMfwVTyKX5zuc+Q1DG0IXxBxdCiYyaaH1ya6l5M+ABVrTPTVW",
-	"Q+ItBhkNS0E00vOJqdgTBZdWGnZZKSXVKGFX1K4ioT6I7pCE+mlKDi5m1LzDW+IjBmdYLCj9QcpeW8PK",
-	"SkG2O9fI4t7E6RhmLEeWaTfBobAdKqJX+K0fa8+/zjZwVmNoy95dfSTu6k5hKcnyWkKtRBOk5gQtQ/Qr",
-	"UVVDezhAdySMV1b33NlFLPkZAPP1cHgWt358f/nGiRhiSJYdJNvd8yf3DBD74iTnoQThUvBsR2IQUibV",
-	"CoavkbwVikIRq+Mz7Ios9ahbZIxuhXKVbTSMRO4dXxvTvIoKFaGvJPsttHXw4lxWymCBr+++mQQs5vxR",
-	"Cq8ZEGp14FkGqcPfYevxeHQ6dz4uj1l9sqjvOFD1OcSoVoWnvlS9tM9BrRXRum90a2TeH5MDLrqhe++g",
-	"BTWfb0C9xIvHlqybIenbfAJfQE1o/qXGv9L2Aw2nxQWm4hnxeZsvfq32CuPBXQC/oRifj/3ds/wWvDJL",
-	"hPeCQ6MtJ3YTbmXKvA9wypTGflrAkpOOhRtZxpybnBN95p2lohbA09py5oSU7A4vo+Sko8lEJsZZpC3i",
-	"GLgzaeCp+N5rkeqJMAzG2OJuwO9fhMNB+OCGD1bQV+8l+IHQktCQorEm9y269o9uwf3ZeRIJ+wPa+kG3",
-	"Bl14Jq2JKHnEsO2ed0Z8mVh1Bh0HUZJ9ZA7ED0Dcxp3gfXb57uqiTlUFmsjv2KCwf8BxGsylwRl7+8uv",
-	"r38AZ+PH75//57P/fNZ9a6VCTHpQqxNZskxgY0VlxYhazdUB8VaWYWT38tki+8cj9EXqwb3AyV/hj1y8",
-	"+2+/TOu4Is93N9BzapfVqbtoMwE+nK7dq6sn5aFcActdvGc/TUWiBjB9ou1bS0XWGTpqfb2SYg2GG91E",
-	"iDVQPqWg1LuP8HtL+nPQh3X81UlxPC2P2zqaH+0y1Rhdt1c2DxrXnV+O+8w6Lgj+ama4c3PTkHTvcCxo",
-	"Az7iUn0W8u67r3zBMl/zoe2l//FIP7KfbVcBfNTZb4S1Uo3WO/fxDV/Nifws8JhNuKp4ToFJYrD4/M79",
-	"Kz8lj17+w0iXnPd+gffS/uBnvak31s4TuFfC1rZ6QyCR0d8d3l7ASHFgxDHTDNuoQbH1xbv/RqLRRmfL",
-	"r4yvf0XhqjufYuRkzA2Tn0cEpJHp3Kbw7zIQ4ge5RiSkXvPGkj1IknavsfahkJWdoHagKNcNF0PSZElX",
-	"KGxvgKhFq3tFlece5MUOqdkst1ZMCqKHj1IxVk7EUcJKYaoJpYt6rAEXo2xtjFNReuops9u4z/rscj5b",
-	"69S6T5cdhtQt/fKhziIPjnxzeMwh19f6nwZHEdZ+0W+y5ezzSBwB2nU5bUeMqXUOLc51iCHv7aYHUghO",
-	"3rAZGAkZUm47cVJ6ev/KoSpVz8k9StOSlHBl2yDbgHyTinpCddH5RI1U3F6kTwd+fMz9xiyM60C1oVcm",
-	"4Ty8ali8vkVFtIp9VSpPHKapVOrzzhwnoGXp8/fC/nBOkttaEayhKSbbrF1aW+KxoKGX6yXhkWgnfWWo",
-	"v5u7K5dKnIZSJZRv4v5KolLFpBNRHl3dhSxPFmosoroLcetmP2FKTEPFY+AKAzogZAjDisgBdpzJ9Qjb",
-	"6VMFRF0rY/nMhOqNpXRBlzhtb/SnOVHJQ1Za1t/wd6myjZmk3+jRD6WebHbHO73Z9W/dGt6LBq1nY51K",
-	"zUhsmFC2/BIjzQ9a3ckjhRMVXd1r9ghM5CWpIkAzGO+3nAYth6otlKI1VRs6R0Qo2UH37LmeGTeM7I+Q",
-	"aZ44P5Ya3jllPBLK9hmOhatUMK3yGfXZJcblAK+DDpf4AF6W8lYY510VggO2Tlo2pSoCbmPq6UoNpZLU",
-	"bgYpvwPDS/DS/DgbHlcd24KuNF12XItdhhUJC/7aolIG12fvpe0Nt50iWGAZAlv7A4F0na/VrY6uamgf",
-	"3jKvkK7QVUtaEaTs0GhgsA9Bn8gDUxo/3imAEZfqKAmay6sJd8lMWCf6Bbep0xWpU0d5rOp0sYam67O3",
-	"UMHsdLRTNU2EIss10e1SEXCLQtDF56IPdLFcHcCUfanS/3DCrIu5ThbFvaJ4sReFMy9stV5OOnVfpUxl",
-	"mBXlJGFSZeJOeFdIw+F6K7Ej7rDR8MJdgYTyEzG59vSocLRUw2HpzFlgHxY8t2MnhUYIBe09kWhC6Uz0",
-	"2VuQMF1Cqz9AAAfWZ7QWOMux6x72eadkObdMaf/inI8MtSxtz03jiK9wVjaWXLx755LbGGTXIU5zjwu8",
-	"l9stye2Pwja2di0Uxu+ZILF4SZvAft0usG6ft/gFQo2kEsdTcT3W+qYn1bW+W8Hb5IboLjaRuY6PMcyd",
-	"3CLzYR/fdrrIuRLNIEbCBE/HdTOcqqCD8/9evf2FQQfIVMhbkfm+/O6NjOdGs2uRIhUqG+Br+zT6/j+r",
-	"k5Ov05+0vvmFTwT8SwwwhsIOnUqQYO679+GPMjtKQpt/InkEq79BYJ+LEU9nzCh+Iz6k3ODnA/Gd7xhR",
-	"TnguwcoYaBXa7iCp/CBU8AzeKuyN9oL+ctQeg3kFn/UbftVrWJJ7IbCaDwfkM1po0LmSuP4Oie1yqMsJ",
-	"fIB0V/+rwjPFXXJwejCmRWi0z5zwuzdCjez44PTbb5KFbprLRkAb63qGA4mdxK4hTBq9/jrG8ez5fy4O",
-	"ZJcKdnFt1wrHkDTgbOxps9oVqJvOSmW4O3qoHHDGItWJIdU2zflNu+Y0M2PFpJ/rUZv+hKcd68qupzjx",
-	"em/E4G1NzegVHnT/5GXmVVXo9+G1K97cUFtoKkXKy2lS9CXqYDSFP9Arkr75KQxO3YpcF4KJO57afMYA",
-	"AeRenYlcAvseOxzgTv4Vm+sMEjaAAb7Owv86uXf/0GlalaXIzu17m7ofkJ3B/Z+Cfpru/zJu+eCozy5K",
-	"pwcBeayH9DPom8C+W4qMPiqXBmqr4XzhqWXn2LJjrKfwxYN/XL56ef7i3auXvw8S+Ajlv0AK02cvw9dQ",
-	"aJPCNxPtRAz7u9P55TnKSuFEH2gJ8SPfwuxf+p/Dx+PvP/O7V/joTh1fX3wPyn2XGg0/Ar5nHVVG2xYF",
-	"Ya/JuqouQU5LXY3Gkb2i/X5Zrcyef7wyo3D0sVRD3anSfPt76jJP6QLUM7+J6yud3gh7ivQs3I4TZqrr",
-	"mqdlIoyBT5wVwiTMuLlTqWCqcq6UD7NiKJmVVQ4ZNGhQJNMxTcaQT2Tu65ZaGvBPZZ47b48dgqkJl8+i",
-	"Huv1vJCeGYtSHLW6bpQ7gZY84eNeu+nZoVx1v7SrcQ1Nb7NDwEdLy8PRhuHOWraxwreuJQvP2mUBOpEv",
-	"2f/T7tjF+2JU8kwAYQ6PhgVHK5r/ppkBxjZebcf/kTuhwO2x4s6yYQl+xeEgXv+fUV4GRwk1Ffe2MO58",
-	"yJTU32YwD4zZYngeJInHIs/14Aw9LzytBvTnlJd4Ds6LIn7RqNRT6KflmZp0ZdmIUzM1zgZpVRpdDvrs",
-	"HA5PDnFPpURqE+hNjiOFi/zH5zwMLli37uymR1EExkpVCVbK0djSweybsQajJ+iMM8z/IPu/dLbQDIO7",
-	"LNdq5Ibl4cbUsMu5BswIlRk2KIWZKWel+DKINJdOy5SCZ2H4pfvFUP/7WjmfX7z2rP+lyIGBUas4Q0W1",
-	"VOeVHTvllAZMM+CiBC/dREMTfR0sD6NzN0ZUUKnWN1IkLB2L9Matfd1joMKteMq+OXkW1oYz7K9Wq8OE",
-	"fXPytZ8gwXQpR1IhTODarS5wtoIU+4A4OFo4Se7mk/rmuQtjAaDRhO/AJQeyvNw5jG3o7beFUK3KbtEw",
-	"msNyLm4of7CELeVsYMUEL3OJIRW3KdGOu3z16+ur129/6b/+5eWr/9e/evVfTr6sDudOY9d1uZn4icv8",
-	"3IJbp+0OTg/+5x8nve9+//NZ8uy7v/75z37nv/7tYLVT+gyV+lyOBIDiALUhBWmQ8qBeIdqSzshu0zBe",
-	"/wx1nuvp3kDrOKTcnl12QG31XDIirUppZ+7fPdATq/qHOY2EF8btwlDFYAJ75AS4KMVQ3jnjKjo8EtQd",
-	"0s7YVKpMTz2w2QrcS/gYIAqk9iWgCaCBCTEBSsWKnEsFQaKW7tZga/XZK3cSOR9shs+v+aPR7SzFreCg",
-	"sZPApOOvQEXk/s6COgFyaecGIp8ujNDXsYpbfQOhSZgV5/DlYggmtQdUSZXmVSb8lU49l1UHTOq8kO9w",
-	"IR4qMkcfoqcqiotVRpRnjOc5/F4a1Nn82kCr13YFBle+NxtHyRaGdZ4bjb552Zjsrhc357vxbmp3enAK",
-	"ZN3h3dda54KrHYfo/Nqu483WgrbXlEvQTvU0RYrRq7VN3Fe6pU9zvmbHOFUPALtMsOvKSOWE/pqnN0Df",
-	"gah0yEg65TGs8hwaTH8ouP0w8OqO6OmplE2rfHYWG5PI7/W/lTOOrGFXP533nv/tW1K3CSvyyiDpX1rO",
-	"CoBm6mKGQlrruqB5KBJI5hYy5XuX1Te9g3a7Y+ryq0s21nlmkqjZ1ZzBNgdS+hpY8znNjVOfqKhHJVeW",
-	"TdDI5L53bWm0YtOxZhNn40mLfgbeKxu6qPbInUqqjWo3SrJ9AzTCRzBpbT3+tuQy7+rW50V0p536/EtW",
-	"FOg5bTZ3gPIsK93mKoXTlilR06ts4WQl01WJKc7iPTf0w/ZmYTK7+vnC+kY9/c7iNguw4erzNqEYDfkG",
-	"FJN1Z3A4pMKCPnaV+SRb/UW6cru6ugUp0mLYHv8J/13RUgFtBhMUl/fGnTYsBcqDU3KltAI0HEJEfEJa",
-	"6czDNSHDQXCQ0M+v2UUEjCcwIGvHfSgVJzY51GPuxxtRUHACvQFvBjXaJJBiQ4MUI52hsqdhNy10GYdY",
-	"C+FTQwiEbHpK1IQeKE77+lYrJSBgRcYMH4p81lYR5F4b6dTNLNp3uGAH92KULVVSWAYkVXP++3u0SWut",
-	"jpuce5D3Ncjp6QitykKbhbM0z/VUZP5MFUDz2HKOelUQGOfd8xH2TUfTGrT3v4hp/PbYyjJRtHVjKwsq",
-	"/5rCjRT01zW7OYHR51HkCQBeKoPbeU4DdVEhbEmWd8VJv6ZlNU9Kv1ZfyfsjRFilkvzCkmW350F4gqT1",
-	"j8aaOkb/shte/1KAT9ps6OG800i3QgwucgRQSUWeqxO5dleanAMwT7h1E6MJcwtmSoBaODsG3QWvyEtt",
-	"ff2OU6NzI4E+HjSaOFyoyxAxJMWbtNZaI6dKJtgAHgx8NvVzBrUPDpHGj3ZbL+H+x21i4RhX+4MYCiHX",
-	"NVZu+yqcTwTuj/UUJjXMMI+Fq45hgYA8tD5xYrmEUv8y6t8Tf1BtpTEOgQ/IKUNdnjvOvcUms2QxsuJR",
-	"ISGokjSUjQ+ltMXqMFSl84z+ikThU12iD2aZxtrCFk+RQmS54A3zjVwr95FZrayE12T+Qxpp+XkrsEUj",
-	"tegOmOnHrTs2CyX5Eo2wWFFi6TWVZBJ6eq9atuPtwR56KHvEnYwrMpZzxyiesma+aMBUKRTxNAIkCSlJ",
-	"rx5QnqJYOaAmCBQD5zN0zSkKobKeVvkMBJzeiIB+iIHTDsTm9sikMIf66LP3RngwRgjJ1LjXBjSB4kRQ",
-	"f2Q1ZpCATcY/1GNWUBk62ajHVMrbjkzkFU3cOUzyQ2Uj/Uh9pQBC9OysEMhSKO74pMhrawm3TT8ElHme",
-	"IxhwnYwlPBxM/E/KVzYGTqsnoe1DqieC0qj4j/USqXhtY1BCVROQsCpNhTEHycGQy7wq3VWZUFJkTuY2",
-	"GyrYtX6T1VAgaYCzpGt0eF1jcENdTrg9OD1wvkrP3Xxwv8UQsGex4/E6ydYlqmGffV3RSbzNTdnSCYDd",
-	"fxfQxEH9RxbQikMAba9IcxdaKttIsCo9NUltQaTcipEmRp0pOHwWQ4amdjZLnVMtKYEmQg/ySaHdWeHj",
-	"/5M+O1duigJOD8q8IeQ3ocbHFAa0PNcj59H66BzsTDyG3Jniy8OodHw61pQpg9e0avKLaJ52KHT1a7pk",
-	"7jzPFxbB9J9Y4/25z/80WemGdMHeXEss3JX1xl8YYDKHnbquZG6ZVOgiOc9ywtUM0vEGtmLI3wNkRxpm",
-	"Ju7Eo1R9iccKMCPwURts043tEka/y5iEzsWybQrT93S2ZknzvQ21jVO3JoIGdx/oyYWdBxsIgR8/vnrH",
-	"lul/H05bBmT5uAwLOekwzM1hLOdY2jrfUdPytZ10nCm3XXeESbnit/D4tdAo0e/I/xDFUCLMiZut+4Wc",
-	"wAR1NbkABVdHlx99ymSfAVkDTwLLulWVtSzUAFcc/+n+swJC8hJ+D6rNk3kAXA2UT599747QnlSRAYn/",
-	"Z6zMc4bFxlYzf662soDVZqh/upG5UDafAdWPwTIDc8Ym+tYNQxtBh7TVqP7opR1dyPE7SPFs5vxfwiy1",
-	"BQa/aefIDBJK8ZB9cG5LFW9uNncpKh0YjEaMfq2Tg6QFsAoTqLO3Ip8xqQCRAbYCemvNwwY3tHeCoOrc",
-	"6BBgQwlg7lSZ+VD8gvTVgAl/G+ChWiWOGzjF8VBvHubXzlWsxWp3BkkXNOPTJfXhbAsxXd++WNe2OLkX",
-	"28JjMXBUeyjGE4Ri3LMhYk3RA7d/DRvEyQu22anL10HZgr0AWswJWoP2prYrkLpjJJX4yuBjKFjmEa5w",
-	"Va5HMhCfCcW0cm5P9EJqHISAU+Q5YyF9Wiu2bzBoAJ/0SUh+MlysKc4rO34RBrKq6vM1XDeUIlR+xtPi",
-	"ywz8V12LXKuRM6bW5QlqKqxlGYaJVOHfzTLP895/894fJ73vfq//t/+h9/ufJ8mz5//RWt+5EPN/X6/9",
-	"cO6ruj7FbReFrEtrfcW33yz7iP85/ec/zfHvfz5Lvv1mrZLUTrsxZmVYsB73xHHbsh/VvBLZlrazpohM",
-	"yRUUR3NjMLWSanDFfRWrKt86G3KFL7E4FRQWlqY2JdwZHEExojYquDFTQuETdq2usQqJWU+sdyNmHm3b",
-	"LEslbgSsSIUo/lxZqrMJoSJgC6HTBcVnVmk+yALGM+uzrfH0YN4y/mWt5OXHs6UlK4dZ51bDsuEowz/X",
-	"GmKk3R4Hl9viEi4LVbfLxYTbFHcnEnvs60iXxb/n53CbCm69SPjHmWq69FAxgzT0YIDVvimyytbkI63m",
-	"HMJYmuoRoYBQbrpVTej9YqKM+2gjDzzLNhNvZ27swstWOLXNhQqrmNQziagink/aDbF7dHAXJ7KLobfe",
-	"nNzvgzO383CVQyY6fOS+FPPxhc5rpXFPpt1SP/bYCrOkWcj3lfR7ihTUOa05ViyNkT6byLSJXMntQ6lG",
-	"cclBkLqprvIM2JlC/eRI3kJ/DzvWKJXvL19DsO/yhxfs+bfP/gN+dP/4j2+ffcsyMZTOXrNBr3ooIHFE",
-	"eUbvQHbZqXqdW4z6tVH1DFTI8BRf9uyJtMB4hB6644j+JJa42n+XNgak8OBrT2musB2vLlmR85lnrPpI",
-	"5z3xiBSoKJUmBFOpat8t8qIWfyfa7NUdafH2l63Q4vFUaPiKcJbCOvpALZR7jHmeC2BC1R4d/iB6HL50",
-	"aX+EEv4aai2ARCIc4rFIObcaEB9fnFP9pDT/O9yjD6XsIU2zAozkqekopVOzSyFJfRIlSzHkaOVEmLNa",
-	"sWfc8jaD0+33GzGDa8ArImvbu32eUy6TxilCstKwq0ujlmwooVCe8TTVlbKhNuNG6WldXgI0wADqxi9Z",
-	"wgjlLyReFjcQ/FiiRnZ/rIGAITKKZDARRUAbD0BrbOA9rMNDYblDss40Jz+eeCiQcZ4HAY/Fna1d+rW8",
-	"eVrqLYQaGjtR+m4JOBz8//XiC6HLwiJ8Gxp3AWabGnUBfBsWfi38dk2NlcWbbgUzFu27x8OM5fblOkBt",
-	"+rh9IKMzkFGRhG9DreNsrwvki/W3L8NruLrcslxwY5FMReeiheGKzFvDc7eXwcolG6XxqFjFGwhRLGTb",
-	"AaFX25811xUeI9tEByoNj4Fy40B24w8JwAgWeirKYZUHsKAsmZ5CoiwowlaMYEJHhTtermdR61V3W7IJ",
-	"gtCJ2E5ZrdwLVhjT/lvdV0mwqWunpXn61mc9HYgRuNA95X7BhTB3S75pDy784sCFFYrL9tToSvP4+M8K",
-	"uDKXgguv9ND2soAwdHecLiWLqoIh2WYlJsEQRmxzYLTO9ShA/KHnmYgKpSMSWIRJYeVxAFiBeeHDL1Ci",
-	"iGYOM1UhSsaziVTSWDSsW5lpYgRCkXOLbK/5lM8MHRRGTwQWeGsYun9ooFRuwwSQDtzM+iUG0/WT0kEj",
-	"7MGMOwEz7kw01yCUmvMR6WzySNqQr1mDEeqFp5HymDbj/VB6aklUdF5CvzIYfnP31OKIMkeFxlmV1qhH",
-	"oCMNDYW9OeKsCiaGQ5HaOaClsYJn8AmWjto7SgYtt6483t/sGuD46dK7K9qpNUyfR045tdTCIYgj2l37",
-	"KOAXgFh8QOvm2Jv8SxoyC2gO7xRL8PqQXZloyNWcDVEKI6xFKkuEYJPCrGODPoOhBLaRHMlb0ei+oZXo",
-	"s/M8b1GyEdY8NnhA6U7HWmD9sECKHZ1njVx5rkfA9VDZYCC1kDgZAbG5Cz83j0zN4RHoR7cGmjv21hOm",
-	"4c88z2fJwpyvoeY67Kw6o8dNA7sfnZhhDaeinOft3Cuxz1KJgbA0Q0LB7noonea32THusG7V9kaPvN8G",
-	"KgEqsKdjtzmvnRGWloIbn0vwTXpEodOxTwRPuDMKsXLbXyCNqWrGDml92Uw77RSSy3i0EA9PmfAZG/Nb",
-	"wa6FUMxYnQt11nQQ0S2MePTqbkk14KOdBdhpqCsRWAi25YNtzwSiweFoV3SXb9MqLeTlPmLVWMg9a/Ay",
-	"1mBorReXhd2LWEPzQqCjy3S6rLN8JkuREh7Zt7eitqngKvWKUluRQlLPfS0FPjKdVhOhLEJWCj4ieLFW",
-	"uVTzfwbcLVeIWW5kRc8WQy9N1wnjNcqKEcoftp0Hs2Q4hFeF1qbk8LW2JTwv5Es3D3PS9vXJ8+458dOw",
-	"4rMPkgOEF8AT3xDvcPsB77sdkP21+LSEDeaW0C1fr5KD/tJKhfm02l9PIDu0bJ3crmrMbixwMLG1uEXg",
-	"gdMD2p09EtmDtVtRUbvQRW4fXMZrnt6MSqeUepabG7NGA+RClFJnMmX1vQzuZaUYQWDQQ0ylYUWpU7ez",
-	"YpRBOhZu0MGCJNYt2n2yJLK1SvXZa8vGIi/AnUdQAMu1LnyXRl0UInNXKujY53NbQy5zqUbtmfnvw6jf",
-	"wQfv8KBrvqor7eoEcGEqQ792Z0Y8Kd6eaBPNz8oSYflUOSD5Og4D6jyYaqJSfStK9zxqkUINI/05MtYT",
-	"TKefBqz2REyuRWnGskBGH8FzO04YxAuD8p04i68U2Gkb0wDei5vy0m10wjHSbXg68ZoCK26fge3EuZ9Z",
-	"9C6cHSUNdG9pOZJe4PivaCJ2yTjafFMXLpDm08/2k5CGH8nxmv/4HUpAxi3vhSbpx2kuuKqK48JtFjFd",
-	"IhBuU1GRV+By00M89ijsDYixpKaw8k3bcVf6vuyFzmU6I9gw9nKvz4g8E8ZSXReHqLrIkgAMy3wijKsZ",
-	"AGP77C0ByiC+76RU2tDilQ4MzugrGSiZRXG4wFtfcstDn/gXeMuqSq9fqC0uVlwQMpmntu52SjN7xggQ",
-	"ZLzBgNH8LmQRPOPTMFc/lEL0oFWxc4K1qscZPE0aXNcg8L6uUfzt2fP7LeNqWyBau061QisfPnQPdWpt",
-	"Y0/CA24BtzwS1zQIwqeqJCTc3lQzlZXqaZUuIzCvnG+rRFPMG9k4n6o3IkdnklSYFAZqviAaDo2Y/M8Y",
-	"zFFQ+1VSRUMSZ/WmXIIqCo8mezdDkzYuvTdspBuMxItHN+k/inbgEe4VJ57i7h8zDJCkekK5Lt6Smr+s",
-	"VIcm20Uku+1Vl9WqhjHRPFuN6xbmgJRVBwb3/lJ4nV+2fh3A3Lmzr9x6PEHvCus625UdLtj2VF53iMy9",
-	"/5ob0cNd11uHgR0qTPh17nSXVJmAvtC2lKMRwONVxpyKbTqXXxmW65TnpG/8a2OHPdV5NVFQFzANXgdk",
-	"m5RHFyR06cuXb8Bp5znAJGplFZ6LMTOoOlUZM/KP0G8yOPpUQwXD86S/LJN8pLQRbCIp5MaKUl/nYmJa",
-	"3ZiX9MIrmL4OavU5WhLEbGMF3Ms3yBwA3QT10OcB4GlMX/+vSO0q7HeWb4b7XrDTfuZ3clJNmKqc3+hG",
-	"4YaVjnnJU/cNdTNuZ3zjoM48sCyMHl1EW1YqRdhkB30Av3uZ5S/GvDTtw/7m5OQkqRnHpbJfPz9I3H1u",
-	"kAenz05O4IqJVPjDSfhGWHTAPezaCpxf8g5tHLYjLSgSYO9twA48mJu+a0HBd6cs5uZvl24pxplXBmS4",
-	"Yj+9+/kNFjAgZ7hQGZAwOlUXovELoX4w80DbDXBv/58Zn+QDtDj4tL7Tx22pY36ffa/tGGQLgPVRAAbS",
-	"dOHyCHqPXE6aCTXUZSqabRKx7+fMoy9rWolMFLmeiYzdihLCNk7DStP4FJ/KgWLaCS9vEDI2mA8ln7K5",
-	"SPLgtNlcuwUmxgb1OD9gy4NBskECxIwlxGmDc1mKXLjNczhwa60LoXgh+zDtR+3KXKfmvVylv8/RRsZV",
-	"PGODsXXrWG+DjsQGLnfcgShe9i51SXqwVVMeuDcfJKH2iP7pXtRWa7SZToSnNHRii7HJp+xtIZRb1oX9",
-	"22+jrjqw4s4ew0BXPBukrD3ftJDtaVW9LWtAFn1D3MDNaojkXj+vaDr2qDNNUg31Si1elDqrUptAJXSW",
-	"sLH2Fd8UQpcwUDsLZSo6E74fIfZVjjCvCbN6hLRPgXW/KqycoF8tFCJ2fY4KKQGjwCE1hQCTVA1lOSFL",
-	"9VoqHhpWuB9oFE55O1OL59CSDAnrFpTZFczHazcduwRZ1G9pEcTvuZEpc0vixAs4QK91ZZ9YzulHYdn1",
-	"qpnYoW0TXJkV3t2LiPICIh9uV4jMG6/hMbHRQP2OpfFWAxN3BSAqMJzCCRKFjiK6jeDg+cJtJyw3YtbD",
-	"Znulni46dhijBwGyOtU5K4WRWSWMd+mcNNyImWGVO4NZUYqhvJsfV10Lo6fKNEpSZnWXPjeHhDoEX1xk",
-	"rCpa5etnPx0f10/rBWqa11lLcbX3EA22woJPg95Y1GEUvp4+c4V3eAWPMFv3EOOhhYRfAaHDdUaHt0Nt",
-	"eevInq1yASP/71mL/9c5pTGtS8GNEdkZmgAwF1iuOuTS6Wu6FMr9oW/Fiqm+gMe1fw8CVu61BLu5PzF/",
-	"1kltFYIdvnOWu3pPu7mlAwBWgCJfkRalHqWgyu5P/R+TOu15ddrzY/Apj2Wtn6FQMQnJBKj8rpMJ01Ja",
-	"gZDwSB/XjExN5SAi1UFV3XMbEdMYUWkRZ5nTgJXyxBtZObussM09KLN2mo/SWGaEqDPDMDrMAI90n53T",
-	"iKKzD5YsVBngOJ3Ty8NHtBY64oFEoEGD7wkP9QALfyRhdwh3HLUUeVPAHxfrgtbqst4uu0imtL8tDGVp",
-	"SmVhba2ez64/lszKis/cPL9SZ9tpe+6Lxj/ronHIB1ZFt+V5H6kZpa0c0gY3x2LCZb6CWu9KqAwz0cBr",
-	"NhHGYJiyzvyG9vkZu/r5XaCt88awDk5p6LVfTljQTKAM60GxqdNf1HMWzHZyjr85+Q51IjbMb9wEjfPr",
-	"YQzQ/ILBSOrSX4/RaY6/nXyN17jxx4P2rPWo5qnnRyl4Om6jUnaT804Y+2qCDS13wisKKwdvQMq2FRoz",
-	"lQXQG3LkofJlVcxUIfNzf1pxYfDL9GBjg025p+WuT/JoofbK8DNThu6uNT7xSpS3MhXvFb/lMnee/XzE",
-	"UACUGvZKrAOYmMw1ld2yyUux/lXxDkwAE8q21nE+b13HiENGQVdWLALQa6hfRDzvoxfRgz2MkOODEv+8",
-	"8Luqr4ZnRPfCtyO7gCyjjE4S3SKhBTlOXp/5RfVvQWN8cCzp9+MB+LbiDrxX1LXg/0LuXWSg0WtquqK6",
-	"zqUZO8fYz4u366Rz5qN6F2fZivaoCaQLCvlxMZO3Kp9dUDZ+t7Vj8TCXu871ZHxGnvPDOsK2MW1ESz6H",
-	"ycc9u0MVUfBS2tkmGoJg9VjF5hMFQ6hW5+mYX8tc2lnio/bk4yXk9lMM1Xt+cOBTeNUD7DDXmcavLETZ",
-	"C/g7QFoghVo65lIxIP0Nf8ZmDjhEqPqk5/fZb2CJjUV68zLAY3yItaJc5NV/vZFWsMHF5fmPP5+zf1Uy",
-	"vfkA9wzqolN8POiFTKCDS84/ObmhYWEmb0U5Ehm092dOu43GkBIWylQmhuxMqD5h1qouLmCVth9hPaeP",
-	"j7+9hgzBd89/9hkeCqXgVAg6Hes8gnjA4mEY2eS6E9LcWIdPDMvGSCK3VXCgbm24zI3TwwPaEYOVBJJw",
-	"y5bG83SCrNH+XH5MoLrZh1d3GV516pHm+VrYqRBqviRqh+eJ0wtSCbOk2Njr2nCp3/0xULJhO0KTIWBF",
-	"83nlrEIFSQBvr3xQYxWiHOpyYhjHSGwPCraosq2UxVIMOIROpWVFqW99K7haY6N7Z/C5xnPDoyjXzG6U",
-	"4QbSS4gJRET40rDnJyeoB1Cv+sQ4Dd5JtvEefzLHRkAB2GudzZI6GgATJn2IlmezJZnwy7BAK/A9FziL",
-	"HzWJn6D1O7RXsohhgIBAk32V6s7jvlmUX18ynldw3eMhDQ4rtFyV+kWHBT/r3kvZ3gpf9OgfYqGCdCKj",
-	"hpNhYEivZdvrQ5TyBO7gigk3eLi+3wKfb6pSVFBcpaQMd6nqdS5WVbDjrowhP/jt6BzcKD0F9AKihiTk",
-	"tvwW1mruNGheRkmkfEYknH12iWR9iMbMgYyhh7zLpfBMnfDv6VjCOPzDaRFqLZ83WpSIuyIH5vbpeBat",
-	"lvsWMnT9kK8ry2SWQ0eroc5zPSXO8sW6eFLGOhdm97gk95pl9fANSNYTLobvnoddilGlrJyIYyq5sHIp",
-	"UQsC934Er83dljibTpezJDZSlK9nw/yB6YTv9dkVRlmd2TgcRhA8U2jLRrrUlXWHqC7pPWxU6qkdJyzn",
-	"I6D59Ed/cOfhCvcXNBv42NkNuR612iSX+BUvo2/f5cm6+LYWiaCrWLQgT08mfhTWb7HOibgHoQD7fx2W",
-	"FPAToLO6280lMtv6pJFPxng9jaNrcTj8ERMcDmfCp7bieT5Dx1zNVbvPgVaduLGhLMWU53mopgIuFf9S",
-	"kD9y+612R2FXw1OcgwuYgt1LhXvP0kPCTSy05HjCBwSF6/yeUUJkkNpQ9yALtnKbbw1hmI6lFRhGYm+k",
-	"qu4Q2I33s9rpa1QdEiYH3e5UTyZCZSJDzl5qtDnX2xemAatloPIG6MqLIvdNME1wETlJ2Ego22dvyQYL",
-	"YwR0EORgMJ3NIX/jjg8r2llTftLGvsPp2KFg1G+5cl/eJRjx5MIUPSnOlPattTVx6OAuR4hHjaiLtxNu",
-	"WU/vUe+80BWOlyNhYeABOQ05AgrEU/vSjP55zdMb97BbUcrhrBHL8c0Lw3uc3EClVtag+ifCcADhgVtA",
-	"/gZebDWEtKybA0A9wB5ivyHxQfwBtYTB/dhqdjnr+HeUTckEG8BDPlR1nnqwKFzn7vFz4rV9gEj9Anjf",
-	"CoAILZibCARV1iuMs/HYgHULn7cMQkLL2AYeibTmHjvyGQPpYBc0NCXu4C1oSffQJeC5pu1wXORcdePm",
-	"Gmle1KskaXUfbDIT4Fvoj1GkHnmpbsSsEdRBgDHt89jMDrLsFBcw+0JSFbtgpVF7Cve6s1CMM4uwHgBN",
-	"Rpd2aEXpsXqUHPi7syx0ZY2k9GA4J9poRk9aKKlyru5RG7rXra8Mg97LhAE3BxfkoXSdG3znqMlAyLna",
-	"8688Is3kCadi3USCt3vlhKSLvUbd7Aa1eRhbrlXBAl5tDHUK9LEUnIoeh6wq04AKufDW67nKMND2jo+g",
-	"yCO8LBi4STC5MBXnZxv9JAS5FKUbm51h01Mkdcj67EdeeBrJuugjJ8Lg1nK8obyrWdB5RHVsajRae8YP",
-	"JvhlPL/bQJy1w0h8ysnf1JgiIPgKW7JlluCCkEqtAX9LM3ftK7b1Ij9pxaRmfzmL2D2B0xoTDoHxBdOy",
-	"0B4RWm4sYYBBw7BjwH9bg/9lRfnfTmnlO/bW8lxYk45gjxXcBCvYnDv3oFxYoSImca8ZdhiMWpe2Gnqr",
-	"96QCgl0rFGQk4eYkNv/qkuPKXaow0qpLTxQpsiRYOYhsaaGtfh9isBBoRR/f3GDfZVKbzgUPXcmqCGC8",
-	"LD23c8rq+jVL6ar9XOIa4DQ+rcBr6xRsYZvjVC7d7Md/uv/8wifiL+dOreC/dPZG4c91P2jYjdjPrt7a",
-	"hk2hM673jzKNJ0fhCXSpeTqPtzQ93ISH9Nk5/mW+zS5B8YnthVvsYgdbHzEDmOReSIZTCRGAeaPrWnvy",
-	"BmtFeqcNgbRTmQYabEiWOx+0lSGzFoC1GH5DBM/cMG4IKgn2U1Nmw5lbcDuuj1y/kEubKBTcug15cHrw",
-	"P//gvT9Oet/9Tv/t/f7nSfLt13/920EHq9AOKlHjKVriGf7mVaoO+0fDaiSPLjgWfc9mLJ6wd8vPhUJ4",
-	"9w1Lnx5RaFh8p2brg2Br54C4E2llW31VqlhYq1PBfOlDo9DDlz5IW9cLmcjGaamSaORb2QtIJpjA29n6",
-	"9Dpg5/8CxtZY51nCrkXKK+erMiWmGDPDayZ8FjzVuOiKK2CEL31dV87TG7MEY/orTdbOtYh/UYv++NXP",
-	"c8Q19CRRHG2chjt0EKbieqz1jTlOueW5XidfbSxXGS+xSsYaNip1VeC5PuQTmc8oSgMmCf7ylWEDotb5",
-	"9wGbyjxLeZmhqMFTGAaXKNzsbBFPzAtPgWuA8CLnyj0MXz2APsIwKiPAfzDIV4nPN2ceVAyfCFEcd1HG",
-	"Bvh7n76+/8/q5OTr9Cetwd6Af7Vl234U9je845V7/wuasl1W9FX22h05ba/tOIVxPmk5n4TYuK/2m7C5",
-	"Of00RAKEO2cHApSJXN6KUgpz/KfM/jouhcVWOe3ux89Qr8DZDwgtortnIX99IVQGsDwnSpzaW1cKSPSr",
-	"wqfLSR4ozMScLTwprCHURvPZEiFU7hafgwEeafffdCxvRVYTitlSiowdOqdh4IcGFAjwVZCMdpI2MNV1",
-	"+KgP/jGDusn2UVsfRlvOaD+/pEevJJ8GYsOhFDVjCd3Z4TrIbKnTELXj+Pab++3GMSfRYQa6InD094Qp",
-	"PfWbYt/Kf0u96Gw5A9zgsCmEW1AXK3lSgt7QbkPcbaAzMLcxrzdILvBppP0O3bcVogSZT5ZJ/tG83umz",
-	"88CK8k1duoTPpeoIYhGgV7qje6m+qFuDQJDexHpJGvqg5foChOcOTsFVKqM+CmXGDtFgeJ0NjuYnStnP",
-	"VYncwcwsd8mjKQ7r7k8WqGHfq5ItqhKUzOGiZMKmjyTzXhWMsdxWZglbAPSsCMNFLXGIFTiJB2Enkapw",
-	"kh5trOsZxvopdiXy3DQgI5k0BdCmUryRApoIynMbEQKZh9I2/uxrYCnuqVU+O1pmkV/hV97fyU0v7BA8",
-	"PhqVYsSteEIY0/PmN7uNP7ermjvnPqzy2EBdJxHWHHDiW+sBGeN8YXApMp5akZ0yaZnhs3rbc2ZEWgo4",
-	"KY2wHkUFYSRIhCFoI0soDo9dENwdfXbujXGaslKwXAwt9Gkn+khiFQhXUu6hPTfmt2tjIlY1C8iNZoS7",
-	"ikezgubAD+jxFOfOy2w0CUuLJ/Bj9ynuzixfU062JslJF9axFFDMwJsvPoWTVais0FLZmm9ATxX76efz",
-	"FyRUiQ8ypboQCaS3kLgqI1eXmsZCBloaVin5r0owPtGUgl5iOeOdYQgSwq/82ui8soKNrS0Me3/5hh26",
-	"/6WCVnDp81xPf7K2OApEWnWnAZMwkDBoslfy0UQoexZeYqADbn6LNPrQ89lZ7wnLpbrpYQ8aXbI011XW",
-	"mwjLoV0XtTEXLS3bB6QuPyBaEQx3GJ/z5UnnwJGdTaSSxiJJLVxhWFHKW6ft8V7DDv3Tzt3fL/Cv7/CP",
-	"g6M+eyNGPJ0xo/iN+JByg9E5it6ZKh0zbhYCdFp9MLYUfPKBNCeygBl+i/1D569/q67g8hd0Na5SrZSF",
-	"SstZgb0A3WziZqCkKCGHWthtYRe26JIdIU2XaK8VsFO3Yc+i7w2ldWOBdA+rEojP7uMjlo0eEPYpTDhh",
-	"uOjgHes8QwJ+iexv0tZHMRtKkWdmj7//rIlsYdXndf39+kyxtQSxGYjKVO09nnOeEvIdtx+SrcEurrnE",
-	"kYYAakr9zgbQ+7liYlJY0PX82sA5hXJbsxh6HD/+4Yziwb75BNb51TZkSJzBCNyR02cvCJ5P9UhUbCXu",
-	"rI8Z1238dCFUHV9142sYgRFrLeliihO3x4JbnLb3RdapRjcDusY3v84OdgXr+Hg97Jap3hPelLhfBMdH",
-	"KOAKVij7LAoA9siNrSpfFM5HpnyPSZ10h8bJ9TRe7w51yUZak29udeFshFRIMJrxExKwHEI0VGXsN2xO",
-	"jcG8OMIlUj0R7AVXqciJc1ZpaKWPyHFw85X1aK1JEse3Z2wsjdUlVBbciMImwWwhyKt7umHDUghsqQ1q",
-	"wyuKuYJP/M6dKc/Ho4Mah84+TL2dCB3O6WOT7igkuHaEjrLZkOGC7JYSU+fHoacP8bokZkzwIWqydoAt",
-	"OsFg3E/v3l0wjJJT2RHsVZERlRfNH/qQBSp66nMKqTDwGs1YT1VwrzrDcC/j6OenyWuy8o4LWIv1roOu",
-	"VovlNYAjiBN1RPNFUe2OPlnAv5CsqRvmMuGevOEBkvBdIcG3bpPxURzRlsLsmVC31kJ57pyM5PrecwSo",
-	"kZZ3LHmtjAACIzagd/i4k7tv4LPvhGkbaNptPbqqB1cdUcQMY1BNfy1h17OCI3W+RF6+OnyJbTcwOf/8",
-	"5HkNHsWrohzLjMmMQpvhFwup/JLfijzwuuas4HbMDjFFmbA053KSMCNHituqrEOmiY+XHp15agwZcACE",
-	"RZq3evrsnGXSUDdRciCd9+hmoS3K9k60Ji0+E+dwRQeV86hfim9EgrwkoSuDDcfYGTONbyAOWaj1T7BC",
-	"RPyr4jlOv1tCma3jWz7f7cev7MCCG3XKjWcNOmvayxKywO6nKZ/t/c8n5X/G3Vdwn1i9zdNgfUN1Rdcq",
-	"57pxE2s+GHPQZREXNGg9ZOjgZk6mvdQDv+xhI05/dLrihCGBQWY65K0PEb9lavXgMWjCEOh3Y/cZGL6o",
-	"HvcKba/QvjiFFrQC1iNEOmCnKs6OZZn1Cl7a2XHKC+z+ssztjuukZJZEHZzQVRZ3hazBp75q+/ziNbP6",
-	"RhBnRwFkavS2GUu5FSPgwKUOIOGJUJcqMjPHOiQNPQ1Tf8j6lufYKyr0pXUvd0/Avqm+ulxXlkjjhgJs",
-	"WVPXsVemrd58QuD58BGGGKmR7CtxKpxIJK5nbIDLUKfuTxkvZA9uHJwh/YfRuWBGGCxwWqjLfRZzvhXy",
-	"A9z7wau89jKUd24hL9w6voiXcYcuc8cbu1jSomvmdwd835MAxL30xXnTmFqwKSFuI2Y6kvpIRmvRr/fX",
-	"welB2GAHC5rhWYdmcFPYrQnGXCmRd2sBz3unRA6oMPcFQ11S7yGUv/nWF0OZA2kpgGz01HhbKX7Ocklr",
-	"j6NF+9APe1PH8KPCYqvaNuFg/i5mU11mG9zh2/lucAuca1dQ2/l6k1f9ojOx0Q0vxa1MP+YW+sdGd/46",
-	"1mDnrHv9eVFscDXCgTa+YaMveIVQ6U2+obL6V5kJveE9lyLdbJf9oi9yPhPl96XgNxvc9xM351Um9Wa3",
-	"XNg/Nrjhtbka89LvmY32GvDoUcB4/QkEhvBN70ICpfflJgP8sdRV8Xcx+wF04WZDlLeg92CY/v5dhsTp",
-	"zeuEwP15sQfILgHI+klih9FRe7Trcz4szULQu+3AP/4z9Yr6r5UugFbh8D712bTQYdyd8tjGSU+VKM1Y",
-	"Fpse7k2rlpTBxt0T64PnHoRlGUewEvk+QbS16iruXGhvOn4mEnVsLC+XRBDP695PmPMRdzyFDklNSxke",
-	"c8oKnefEv+AsE8MqZWXuhEwqsamwXblnfm7iBoNezc7t5swDbGDuPHX7PvD2YDEwWIaHluBVAbF2GdbF",
-	"kiQAAMvs3MYreGUEQtR5ZXWvFKnGGv5OCdcFNeqd8Bnjw6FILZIoMKBVLOsgCh0tG8u7Lj4/cdfFcml3",
-	"8/bFCvfDyaouHpWoYqftlfYpZ2bC85waczOjeGHG2mJeDCBb1zx3py0FpSZaSauhADnlCo/Xlkos6uwR",
-	"9QWRINZj93dkEHZPw9B0hDjB6HYYBfQtpzJJ09r8zfe/jlmvzhhXTCrg2oembhIxIRg6hLJPgUNwT9Jq",
-	"NtGVYSWnwDlXrBT/K1Lry9Tmm9pKavDo+yrqG/eWTIxKntGHtXS1DR8V9bXFLo9Rs5L2RkC4lLskGrtN",
-	"8SVXNMhVbT5bPtltB6BO85TY6OlusxfpxsOMZrajH+ncvu9uRyrSqpR25hT+X8mfB9eCl6I8r5yI/eN3",
-	"p9hjwxtos6GnAz5+Ww3l/r3+ubrOZUqZ3fkBzo8u+fOAEikvtL6Rwg+ZxrFwPiPrYEQql9CHJHUT1gTJ",
-	"NU2ySH5Mom3q5npQ2YOEBfiN7OQZlLh46CNOxCKQ8r1BknWdC5NEB3fCLt9dXTRrP6mUp4qarwPzZ+Ad",
-	"JFqrCsZTzyuj8tAwtOeNofl5bevOHBpCz/UeH8uC0lNeY2Ftf3jF1/Er6OaWN0CUMwRFknC8AG+X8alA",
-	"gOL3eIh+sULrPIk9ISvqmj9aklyP6uH8rTEcnyFYHM8rZcuZny+E7YfzbD6vAelDSC+CHoyMLijn9e9+",
-	"1tgI8fm4+PqancZj7jxIkBHQYzl1QuIpVt0M9HBefhPXVzq9IboByNgqfCSx4Pknu5/voqFSnnlxlN9r",
-	"bY0teeGtT8ytzpUB+5fB/rULyeB6Z4eZ+u67eKYwN/X7X/8/AAD//w==",
+	"7L3vdtw2li/6Kli6c1fkWZRjO53cHuvLKLLT9mk71pXkzpyZ00eCSFQVRiyAAUDJlV55qPsK98nOwt4A",
+	"CLIAklWS3ZmefEmsIom/Gxv772//7aCU60YKJow+ePm3g4YqumaGKfjrdEWFYPVJafgdNVyKC0MN+4HX",
+	"hin7vGK6VLyxTw5eHnwQ9YZQ+y4jUhFp/2yYqLhYkhJb0k8PigNuX/65ZWpzUBwIumYHLw9ov4uD4kCX",
+	"K7amtpd/Umxx8PLg//q6G+rX+FR/nR7hwa+/FtHgW1rjz+kh+7ERLohZcW3n0NKaaPvNyIBDs7sPNnwa",
+	"D7RppgZ4z83KDbFpiB1JdnhN0xvWmn56x8TSrA5efveH4sBsGvuWNoqLZW8QrZHnrJSqmhzLSmpGaGvk",
+	"kYIPiL7nplyRFdU4xjtat/kBdh3F43QDu5GyZlQMR/YXXjG5w8Catq7JIfVfPtl9iNjjvBG+YporVs0i",
+	"tW4nK/xqnNqquOkdya03rN5w73jJ3B9vq11GbD/0TwivyOGfvn/xx+d/fB5+K2UFPODDj395+wNplFzw",
+	"mj3Jz64/kgzhPn/xxxHKxelMz0MuerM4xCG6v3hlR+1n4ycqq6mx7zvo14Le1GzmWWP48m5E7D6aScJ/",
+	"UrJt/sw22wP6M9vg0nUbv7QvF4RqUtrxCXK/YoJwQ+7tT4pRw6owrIaaVTeqpe+nOFDs59bS58FLo1q2",
+	"D8/ygx69l7b2H4aQW7VofPuP5z7JRU+pZkdcaCY0h6vSsE+GLGQrKryAGA6N3NoVV6Nc/tZ1shftvaH6",
+	"pK34TH66ovqI2td3I7+V72Qe/b2h+sz8Mn9EZ5f/vvN4bAfzRpNiJm8rJgxfcKYGxwEOgmKmVYJVqaNg",
+	"N7PmOn8oyogBzjoV4/v7Vl+sqPJsdd6aavtFRQ5579sd783+xzPX+iHnxfZbkOizwspHBdFGMbouOuau",
+	"7R5099ZnOVbv5PIHJdeZ9WbCKM40ocYOhS4MU7iihq8ZOcRLlq/ZL1Lk75yFbT8e3EKqNTX2NqKGHdnv",
+	"D8ZH+EFVKU75I7tn2oRBLrjShhzaJa7Ygra1eQKCfV3Zt+BpbogSOojH6Fo4eHkgoJeD4oCJdn3w8j+6",
+	"H7Dlg7+OD/5SzlrcG7aQiu2+ukY+YG3fs4rTC6bumJoWRajWfGm5hZE4zLX9mmj4PDe8da+HvUj0R3lW",
+	"0w1T3ytGb+cxhlvGGhCnuVge2XWUrTlqoBVNDkXc4I7covftTGbxo6xmSHo48nhNiWqFJtKpeUJWI6Oq",
+	"9hbqzpQ0spT1XEmkce/nxuKf7yr4h3FEYztvhSXhd3L5Zy6qUYnJnyY/zFsu8hyTi2rX4fWHEg/yQraq",
+	"ZB/V3EsLXicfz9/hEZetsXcuXNS01k9IKYWhXDhqtPdHQcrBtVJvjuOP/NUCpEuoYoQvhVQsuwI6jDlD",
+	"My+e/WGMaC7grpqvhOHdNiod4it7ibA4ml2Uwmg8eGNo+y+qyTU+uX4yPsz8YRsd6F9WUpu5B+2OKzDs",
+	"2G9yo7mDBnc893WrTZrhJ8RFfPnYX6kauX944N+zHIiYFTWECn3PVNZ0Vobedxu1XaMzJW9qttbbAz8H",
+	"SRaNeNywtcaxrOgdI9SyLPtd9vaPm04KAQtaa1akWPwZXSasJz+265tubRq6ZHbZUNy2gh5Vhoulvfmf",
+	"Z9mobTg5mOdFd8tzYb55cVAcrLngayuePA+j5MKwJVNhlBf8l8RI39NP9kMiwoiVvNekYQqGPTY6aDA5",
+	"wm+fpYaIPVnW8mxywOeyZvMIVMmaPVyZUdjfmCazTZIX7U0Y27zBVqzmd0xtSFNT8fBR8+phFolLqpbM",
+	"TAiB72OJxE5CNkyB8ZrQ0lj5pCBcaMNoZaeJosgxWdMNuWFErrkxfnox37DiFvtES1NviBTsswuTONec",
+	"KIaTtMzUioeV1b6epCdLzErJdrki3KBMRuiSCfN5Jjwu1333TXKi8pbNJMeTs7fE2NcnSTFDgMb1tdu5",
+	"+ajn3j6tZurhx6TVjl7mD/JX+7JupNAMbpvvaXXOfm4Z3t5WQmMC/kmbpuYlUMjX/6ntNP42U658rZRU",
+	"38tqg931l+JyxQjQAqiGstoQboW8O1rzihwupLKktG5qRq7dr1fw+rV9P/xkP7x+ckxKqRQrDSwpF01r",
+	"4gOrmFWM7HXEDWmFFUOWdimtpCDFoublF5yzwkW2MjD0HGQ2RspWKSYMeh7I4bV/BaZMydpqz7phJV/w",
+	"Eo3gx0TZOYJ4Bx95HVvBdOmScgHz/EGqG15VTHy5iZa0rpkiNS1vNd5jjjbt1bvmWluWIxVRzOkLupSN",
+	"nXb3+KpigrPKiqq/FgdvhWFK0Bp6/nLzcPfCgvKaVaQV7FPDSsOqekMOr7kb0zVsRSMVkqBRFOxbMO4f",
+	"pflBtqL6ckPmns1U3epWkllubgj7xDXYYzj+fcc1v6lZkHpx2w6vhTRXYNVzy39GN7Wk1aWU7+xF8+VP",
+	"DDAJ9qlkrEKC0vwXRmq+5sZSDQ7vykh5VdsBumHby5SX7KOgd5TX9Kb+QiM/IRVrmKiYKIG1GbZupKKK",
+	"1xvSdoMhh9fRX+Mn3agNMosbWt7KxQLmdynleyo2jnfrL36+cUNYRShRlgP5/bB/XMEf9gAfk3vKDbFs",
+	"Hc4HXzOy5Hf2phPk+txO7ehkYZi6tjfcitHKRTxEj8aUEM1KKSpQ3aAjxwdhzbhYPh29GvO6xrOE6A73",
+	"u6CtWUnFf2Ff6Fj/KAlejZ1NBCSERjHNhJURDq/tmOwj7P3KTxhvTNrwKxBmut/xgHwUum0s52IVyIiX",
+	"MOG/y+F2HOl62N81nJIwzCsQLK/szsAcfvWbCRRz0nAQEFNGiEggtDKXNlKx6tiKBYJZJr+SteMt+A5Y",
+	"mwpUuhcgHoPS7firVcQtZTXKytCGoyBF61res+ptk1DiT2tuL3haVYppTZQVRDQ5PH376vxJ1K0TtFvN",
+	"KrJQcn1M2LoxGxQNqdiEBrgmrjsQDI2zHAxkvUDEVCm6sX87ufIkYam5tEezG0oshR5+vDwFq9EcE3zo",
+	"5PuE8/q0I2JYUN9D6LcgsQQIUh2IctTKTVrW9loOEoT9XUizYqrb3qepEVV8ybQ5U2zBPyVmvmLOw/L8",
+	"BVmxT7RiJV/TmpQrqmhpmNJear94c3L04tvvCDbof813zD41XDGdXW9qyP2Kl6to4d0nuOjHRLR1HVSD",
+	"6C63L2W3xH6ENx6yvK1x1VSbj3o2IdjXkSqNJBG3YZb5u4OcGq/9Fg+Y/Xj/4aK2s3UL0DWb3gIhzfdw",
+	"KWRmas/Z1iagr4RXyVmFh/ApkDCXYv/ZyXvBVE5ztL+T+5Uk8l7oial2AnSCBZ11wncjuTAxuyupUpzp",
+	"3XhJ06pG6sSy/mRPdm8tkaFJFUwJwNaSc1DsjtEgrg0bZnDYqSBMlGrTWNZRygYukFvWmIJoiYwF9Q7b",
+	"VGTnKKkgeiXvY4cCakrbBlAYibydfUTc2zmCsYfWvbI/oShpZnJvnFw4uu7DiTPq3tp/fDodcHfaU2/j",
+	"A1uQiil+5247sDvByeL2zuOikveEigoWrgyHzDurMcD1wDNZtILACh/Aqb/aMHMFzSX82EUw8Myw1eRP",
+	"HDyZda9s3yWJ++5a35VXDTVXJzen1XVHzdSqztpRsGKlXAqumZNCtq1QncT7H5EdC5hod2z7fKc/lcGN",
+	"2ecsRSzpxPw1vu56B9lTRix/xGJCfNZiKu/dU90eypv/ZKWxy+9Fvnc87XtyDgq56OQDvS24NZOODq6h",
+	"oYR/Y0uFGKoNRedQ2MdDMaN9+02a+HDCwc0evB6exY8J8EGaTnB+Iw2tR1cMOwbaXVPjrtYFOLl1QaTl",
+	"NrSuYUR6OM3v/nCQdJzEVO1cSJGvBsfkViNJK23FzemKlbcpH5tuaxDnpGCE2jdJaV/dJpY10zpJL68/",
+	"NTUVeNF4Bw40m5ZKJiWa0H9Coklb+n9ER6X7lCi2sNzGyGNCb6yuCKzG2eyP7nnlXtRpWYJqnYqH9Xdw",
+	"1w++mb5Dtb1YuEloAhfuCQr3C8rrVrFw2sLkPbPnYiEPioN7qoQdYHHAwBj41yn255keziYaUBF2Mkss",
+	"+fB7RmjTMFEdgYKoWdnCVJBwMAg/oR+WRs50DtirTSwjld8rgnYHqZBis5athrtRb7RhawKNp3cSHnnl",
+	"fhBLzAVoV+VALbMXVdW7axt+BIfa8m1UxI6cImbvAz8iu8AwnuSNC8sz0/UZ1nBbuwRV+gQV4UlNO7QH",
+	"Skq8jN3C2Vstrb3dMWHSK/cT+uAtFbCqf4l7cniKYkPkyglPtizdye6zrOZNu6biSDFagSWRpThPdv1k",
+	"Ce6GcSkSVyVMcFcLgGxNKVMMrmO0XS/HBNeArBkVGmUdr6kETgYaBMo7niZ1W5aWBIoDxz2s2AItpeU9",
+	"8JKOaCtuzlYepjeyNf1dpV6bqXpGGcsLGQr4BHtIy4mKplMiLp3DYECoBWE/t/Y0ShCKr//tCF48eltd",
+	"E++9I2gt3YmmB9zRn8iY1Lvdi1lHEdjX8AR2k+vRVljw2Yx2WohLMlpdEAxb7eJg/5uId27+PfluezHm",
+	"SXvRfbePwOeH8puS+L6n5e1SyVZUl1TfZkiLKS4rXoJrBV8mhuqE4Nf7Nm/yoPoWzHRJNgBewztaX6DX",
+	"InETuhfIDTP3jAmMk+XC+zlm0oxVm161aPV4n+jGP/NcB40ELThl1ryueaa75EZhd8E5O5CK7c/Dbnoc",
+	"lBsCnJxVmWvQfnXeitR9dWHP69YkUlaOFXU2mFaQDTLpPS2nwHQ/iHozLhsDIbgoZwiLQYlZQqBrqwm2",
+	"k5aa08qBJeIQZrptG2rFqWyFGT2ldjiaixIv+UZJe4Ei1xvYffKbrVoBIvj07GspG3s1ui+2wr0TMYcJ",
+	"0T3upLf83VC2D1ZMNVvHISbYaOGmWUj6hvq+zzk0UWzJrY7FIC/GapR+xn2OktPjhuLw9pLFJsH87RBG",
+	"MeBteva1MOCgWzfDcMd8TFeeJUtptFG0OanWXERxR7SquB08rc+iNXLBqUMZEh0ORjr3kbtqlLacxN6u",
+	"1DbObT9GqgQn57qp6ebHvAquV/Je+Mhzp+/0fXGgUD/F2M+x8DxUPdMJVWfuSRCH42EfI9+gRNPaqg8r",
+	"qlf2RTQnowNz0P+Lb78DF3Y3nsRwWs1Umr+8k0sugMEcI0twEUqU1MxAPLQiFV9yA3onuN3uuRVDwXeK",
+	"7+gCX7H/l/a/raiY0qVUTBdWqtJ8KVBxXW2alTPHDaI5oyl8Y9fPNmwH+L//4+To3+nRL8+O/uWv3T+f",
+	"Xv3r0V//9qL47ptf/2lS4A2zj/ZllE4vDDWtHmd2SHq93SPa8LrGxBtJblgcbNgnxhvf03kY5raO0DIk",
+	"OyEH3UBMj7Y3mjMWMxIajBwfXNs/hB2LZcqWHxCU4vUMRrw9xNSSnVJRYkLQqVyvqaj2O93YDKEYgFpi",
+	"U9vLphjVKUHsHH538iirohg7aLcOXoSI5r5NHJRfkzNs6A2vudmcUsOWUm3SMmXpnjruraqjhiqzIaX/",
+	"3rnaBuahOExpxOZGIfXLaaN49qxgHemPg1g7nRYyyuwc/OxcOmesBdf8jkG2mSWhwid2HOmNKDGkzy47",
+	"F8u0+DtPhI6Wb8EyNi0/zbPdPJ4CI5aMJK1mvc52cX0OjkdYyKGskhpkEe1z+hQ1plzR0xWtayZSiuuJ",
+	"1fAsLdn37A7gi9sE5V6ZkDCMJJqJChKEwhfX3bmp7a2wa2zDTyFC3A/P3liNJjcMtOuyZM2Yp3FbcVrT",
+	"ZToP7ZzZM32HWWddIrjrFb6btoN0SxV1Fc8wuVUQTuwv8QfLMpoZy/XYPfE3U2JL0ZN6lhUpvKu1GYgW",
+	"9t47JrLBYZEVU6wgN6yk9hxQMbhVFNPMoB3EhdfY77/SXbMhEMWeKGeXG0oi234Ldp8fuRVZ48l/Hvln",
+	"KLBGI8ptcTJl/4Tc8YpJzwCfkuuQdnjtvOkupiLOZXxJrv/5n//5X6+teCUqbe90yItmG0hsxEkVIB1d",
+	"r6jG7MsuZEpfE0038Jm/DuDDpKuhh8K0J3ZT0QNX2gNTqdfAKKOIkZ5Qk3fR+ruanqMOzzMywk+rTQ8+",
+	"BfIPwM7aG8XhMBINhgV+pydpR0sKN+rE4UP5k+jSMw8hvfFr2jRfu1+4Jq3gP7cs6B3oqcv0NQIPhb+D",
+	"xMh8ZlPXyQdRc8HSMoFv9Y6pzZnlDSMOQPvumhpewq0PqV9ggwRL/eHNBv8Jbg8jmyekFYbXmFDJPhnU",
+	"MFBmMGqTH04GaerEo0od97bS6S1UEy0lhHoiv3BgaPZkefAe+2+u/eC9qOgirB0ghHMs5CSoPcBJyOHH",
+	"j29fPQFT801t6V5J3ccbSEs8I5Gbpy4CzYErfJFgzRhr5ZaL6iWvdhf5flAsoIgop65IpXuatr1kdMar",
+	"Ug1wvnbG4Cq2EK+2xjgLUKtLgrStbY3fhTXf1CwzjSxg1ixIrNgD1NSUC3J+eXHmsvEzns0c3NUrrvF4",
+	"hJztkgo7hxsW2wm3D8NyB8Cqrxzo09AOjEZakV6lVRYlKVaPXNKLv3wRKMk+YGLJBVh22roKSQnpuawy",
+	"4Ed9PWzNFIUhN1QcGV6bo1+kXGdb3LrN8+37SUQoCJ18QA5D7OOxD9xzKYRP0p3zCfyhfkhHuBMdBBGw",
+	"xbZxF0hTU2MZS4Yl2ivSqf9ptrhNCXCrutaduh8CVgJyTLDv+VvD3ikZp/kuKb/UEHuJ6HhMnirxwpIC",
+	"3LsIrLZDKM8rNDLmDfZiHPvlz4w1xOG8dBm3sFiI9kJqRu+YjvMd7aI0YBxYMfg2414Yix/ytkiPiBPf",
+	"TP2V8a+kw4ci6JWdEFKsgG7QKjEHugTetR8Z3VwqKnQjlZn7ce+bX4sIOmTb09RBm6BRVGz8eYyP6Zrq",
+	"W4bKNEj6MWse3CRpxqwz6CMXfZSRzHdvM4pVjAkCEc/OMBtAu4i36WBMEb5ec22VQAjfTnbaNtVoPHLs",
+	"mENxntxsrLrpr/pdhRXX4YSwst3tpJhyl0Yv+UuEU9IX4I/J9dWVQ4UA6JOrq2vSihr8aWxGXG6MMZf0",
+	"dMVgQxGkTfImGdJ/EdBTHPxsAKDpIF6GiAPBeRMBaW7jgUZ4jB2gZYzP2oOTjUAHh+hSAf9vC6RuG4F4",
+	"ALraR/zdVviGWmdSr/F8Jh+T3FF3THgjZoKTba17aJDsYzCjGOLUPQfQfNRNnzRS1nAgt2SwY3KCGk0s",
+	"psXBUa6rg+IAX0yGRM0BZg5m2U6DrCQXy6fkw2JhNUlyKKRZ2WnZG4dVTwpy4cNoDqm7sUG5tQznnm6e",
+	"FE4HJYd4uVj9TCl+x8XySUHOXeomghfBIabGWDbqUrGPOyXSSinlilUt9nvmlE/uX4XFC8jIfR31SUF+",
+	"wJcG79/zuiZuuS2NcCdY+aV18z4oDvw8DwDDB3/zwz8oDgKlYT9jWzCOWNyZxoPUBLH7BG8bSKzBdcZs",
+	"CaM2YE48R/94AYKB/UWTCysi9GM7z4MX3T0cGyhAqqbsYQiVKhe9621gvcQnk2EKfRhw1gHEzoh8+Q2p",
+	"ydw8knY8Wx+epYM5sGCHFHyzAcMXjLmnDj1Yvt1DOPhtSAODizq68ZL3dI+qH/E2gZM2HRPZw4D+75Tc",
+	"ghPuTWF2XEuPme0T7+g6h0hHr3BhsOMXim30MtnayntvDVtnbg0OL2D0lcezjqB3faTitvsgxZGQnguC",
+	"9FsQfcsbchiAdQCTFuzj5NDh9BwTzewtauWy3iWKTYWzYEXTW96M5HVMmFt7xosVBXzhewzBuEvzp9sU",
+	"n/yTB/wubANbNvq+8SLdLBeJAQ4XPl4KeNYxkuTcVd6V0XfQYyLzgrO60p6t2qUAWgg4S9Ncz+GI3gLf",
+	"c/QQhjFJkPs5Q0+EI1fMCTJWnVkwRSpZtmsXbvWZ/Fy+i5ktXLqhvfKfgcWD3XF230MLxBjSgRJQU4fm",
+	"CMKm4oYRL0H3EJ6PCawSWo8ZmqjipZiI2glTmrFbGkab4rINjHZhlXa3N4duok86unIWbitKl1IsuFo/",
+	"SewVvjJufvSDxiwM/CLjfMG7NcELACMzQFdIZ+a7B7vvDXsy8+JBhSAVoY25/3DPHCMuhZ1xZxby++U2",
+	"dWZ/4d7avuqZsAK9vTiRjYBG6FiddzxEdLHLDRjdH6kM/5ik01vGNW4Vce9mU+m5Tl4pFwbhevA5KsKW",
+	"5Gyja1oxQg2w4pDU76iwUbJqy9lBy/ZyafLUEmHDzdosJ8Blm8PH+xLfUDpwu1CEI9RRfzeUbo6Bdj0p",
+	"ROs/wgtmi5r/nYTMbYjwPcTMvSTM0HNCxtRfVsjMw6i/cVga3itkJb1y5e4qtFoek2tldHPt/CxRnExB",
+	"rqW44wvIaJP1nf8MRS0AhOh8qgW5Xt6A/fzaCjHc+AsR3aCQX3Tx9iyWq2y3B8UB9HFQHLjPx4wbZ+aX",
+	"0yhGM2HAu/z3XhSnQyYKVhkcTdbykTPPj8mTC1mm4o9PqfDiHbyR8fwpPv4tcFTFM583VKS/bmgGMwVQ",
+	"yYweI2z3Srx7t4w1c1ObFFsopldpw0IIJ3INY0oQQ/Qw+2C9q43B8JRkZNfAPkkvwi8yVXXEfpNzEI/4",
+	"BuweuGG4lj1NuO3tFr2/OGMH2vzinLQnLhIzYdETIUyTANnnIrH9W9n9cBgzobVdLW/5s+Om47I0YHzQ",
+	"FfiOjUzH0eB7mYPoGtF9EXuGC8c3W8TrMWsL9tSV4k05Jmt5x0BuLqUwXLRMeyct2n79xCIYRtkmFKrs",
+	"6rziipVY0ccSYYFcpwDmEfvjPfMFjbaS95iztQBcF75cofXryP3SNkf+R/uq/xn+7R/Y3o648P+SrfEH",
+	"4EgwqsIfC/i3Hc6RbACnAP5d1oh1Y8eXZP26YZ78I4j3gZDaMMzlapgq7Sr3wn2+cnh+SQYWoOGfT0HD",
+	"20MOu+ITNj0m/rNnWwN677fbRVWDEZfVi7iO0drqImPJnP3xfffsWX+Ez55NihSeWsbp/AJjiTPXqYs0",
+	"7l+lj3qDOgWNVd9vTuIw5zTP6wVCh0/htAH4xjAAC+T7EA7toIB55mbAb87hpekQI9dDuL/OLv893Ww2",
+	"mus9FRDPCmWAjmOWgRFFHljhfoVBbIsdL6et+cRe4ey6zyOX/fhiVIcO1GQcQ8j6GXK7uZRx6pT8xyGD",
+	"qf3qJjFjP3xjI6t67tNyLhhV5arLY8rTX8PUkbcxhKweouF7l0cAPmcA86s4ROizZCj6dFpT3P6aCsNL",
+	"3xHH8CZa1zkzkO17vPUQGjwy9pzVIh8/LqQpQljWxjnoZwBuhNWIhj7Hrnrug6ISYdDBt+2Dl2NWehxc",
+	"2+hEd0EHL4gmlWxvILysbYiR5Fuy5qJAO9b///+9ePZ/k//kxnk0Bnvqmkr4LAd9cUGoVcmjrHO/HwGc",
+	"0AUDONHEzwHwZ2tG1WyjzE4oBP1FyeIOwIejmkYiQGFCwp1GO2WfDOz3aMcQAOE75ppULfPIBy560vmL",
+	"MYAxxEnsO64hJXsaGCPaYVDeMOH43t50/gVnZobYZYzsp62RBGuffXx1Bgx9QetaA5FYkr08PSOQ+g+x",
+	"kH3EqhbKB5rSCqJt1Yzp/V0BtNfC5LI60Qo7UPgVfklqucwAfqV2UJKSOkCj2BdNDhG/5+XTp08DYnow",
+	"raCEl84GmaEjOeKHWYwpRqk2LnrRuV07ELmDUEnc7t0mE2tu1GZekgS2CikSd/8PZDTzShNtieNmA1rL",
+	"kzxQ104gXV5gdIbUwqX+XGHxb2cNLoLWG/KJ7d3veAYe9rTRJll39EyxOy5bjflFOB5MNcL+9KhDcY9C",
+	"fvMhxGhZyrZTbGA9d0YP+ymE8e+HGmZkshDqbsu1K9KWi9npzmOWkrfkLiTroicRO78pEmS3/g4+qw+R",
+	"NcY5+zuZBe6jngMd1XKJx+clCr1Lchho2/kIClKxmsE/0IsCQXCdD7XwiW++Ej5Ez0UpcUU/lq7wl/WT",
+	"cFDIYT+SXz8pQsabz8DAP2GF7GOIATxyEfmHGFRuddt+uABMqRccGqPKBuNLCHSNW53H+qf9H8OlTqbx",
+	"/8O6QoZVSPfxhAwv2n0cI34cf3+/CIR/5pznsf0UNvo4mYfp0aFKXzUNImFZPnpyB59TZMwb+wJvd2eN",
+	"zKn70SkbXRHZzFsQtBY+dIaiQxvJJrR0UgvwecwL48bhg6GVtOK6seSE1/l8nPPZyxoCTXT863iKFAbt",
+	"9tjp9K00bH+4RhHT3Ao32tpOH+YSZY7tZKLu5GTk3x51DrTCrfCeY8tgQThw91AwpxhF71JGwdGE6wSw",
+	"0GQWdb8makbVVtWIcWYraXmySavqjDY4Hvc2SC9GSAHncmGf8JY/huIIRIYYHtAMF4qxWQhW86KUh009",
+	"e/GHbK7rSL7tK5fX6vMQQeQuHfzZjKHmUmlfxUm0s9vrWepGgrpeu6TysX3MR2eHqMM5NNvPgx0Z0xuq",
+	"jzD/dWxUuVxX+/W4HXLXrFZQLD75cFTNK5bKoDsMcBiuzg3Kqftltl5gCuvYHHbIF51FMfOi5aeb2SU7",
+	"1JVax7zQnC//AQmZXyy3sthKoHQMLaaQexZyoYcAMKnK7rNzKqcO3owcwRlbm8Gn75L9ehl7My7nV1Ho",
+	"6g63c+Q1IyU1tJbLFsrEU3LHlObSKvDbIbik2yx0IfkNE9VWvro9wFyUdVulgO98gFPWZKV31S6G4sqv",
+	"sBlvsYUXzyKHZtA2PH+ZCl7w7+1q0vBvbQkp9T3daKj38jSE1VGtmTnya349hyYxDyFv9euyQvZZyJAf",
+	"0S3jt6lV3Cm8E5fS1UyiFaFmZgynI8sEc/VBw+6NY1RQnUnBdqK7WGs9U9UenFP3fjeKsPZFR8kzTmvI",
+	"n9tJkMa437TYvCNS9Y7y2vyUsjnk+iiX40R+VnITEEoJLvM3UpuMiWMdSqVrVysdCqDrJ0HKdgXPbzag",
+	"orTa5aLaV2uuMf9yLQU3UkHOjUfg1FD01Hn1DeWpINpIEtEunTQRcGnHdr+SOiCacECYdpBOMyw80qWv",
+	"bjvJhJK1FWJXUSewAOA/4rUjtjl9zBg+toyeckSademeK0aVuWHUxGFKc0xjLuU51yvG5xMG03TBUhVi",
+	"QgnphjOEBh+LQzRptNZzfICrOLOxjNHrfUSPt0Lei1CrGemwIG4URApAAunu2l35m7d5SZ/HLEOWcxNS",
+	"yf2cixStjp679U2qjC+ApbojtYZ3tk/FitHacoKJiyvu6A1+YhUUY5pspZiTfokYHMBXmry5vDwjJ2dv",
+	"005hwB8fV3KwJaj9HBV3HwV8n4kEzqJl2s4RowszOVlfiTFCojeKLha8TMOKsHqxy2QFlqCilhNqK6jn",
+	"6kK1i4VKWsoTbd9JgwZR7w34izRMHRQHP0pxB/+cLgMVkMmjRerTRzSosM1uAQpPhZM0/iZQ64AFwe/O",
+	"e9yjeMCqY2COcQHv6TVMJlO9FRVLFB58R7UhtVwSbp+H5CwngHUkNKu0A5jqk9HwnU0+8ogMiOKGrbhz",
+	"GXcHYGZJiVMpDC1NqoDF+yiuMYotwSRv/KyDsN1pwrvUd0MZIANQTMvVNJqzp4Hxw5LBIO+Iqj9Lf0zk",
+	"LYToLRWtMFVIpLCHIwU3J2B/zwVVGy9e9zvsgRO0Isx72lTdLVGYYtEn7B75DWkiFsXHKgz58xmksjxq",
+	"Lpio0cXFIKBKOAHBhXqBqlvYyXNFVlwbBxw9OJtuM5O4BFIYJevEGT92XZbxG11Zck3XzI8vUxYNpjkT",
+	"jBJfToNIMGGF1okECxw2VqJvDTFyCUQ9XzN2y5eganwAjku7CAVkrgOAN/x205a3zJ1uDcEc8/XbH2XF",
+	"OkJwPaW8kG5030Nf2Wo9P/HKM3X3gR9dV7HnmDwL2P3+JUiH8NAtM0VE9+3rVDTAaxH8AKELqJ4bF8GZ",
+	"1f9OcWquOXCDTtTm+ZLDskSjpw+5p689iWcaFj4cyP6ZKmIG4Uc7WMzedmeosTtCI1wvV77iNEh/yHn7",
+	"kslAJInqzzyWFBI1OeNOfjTeVsr1mpux8eIbhlXRyCPVa7dxo8ST9Ux3sUh9HWGA9+N+hRrndiR52Mtg",
+	"2pilKoUP4HN7lyfLacbC6g6WxJ7m9+suNsOuXHjPdrgH3Rim1vn2Iw2IqfU+oSPxEQ977brdEmVi2oum",
+	"36198hhj7SF/mtv1miYrdvR3acURJAC1lkEdI8iV9an6KV178z5HDJ3A7zpyIgxskxPmoo43cwO3v+Qx",
+	"mZxauU3xs8xBO5jA/Q7sbAQf0J+fTTHcuR45jif/OwKTrTDJe8L+HiR+ygUkawOw9Hy6oq6W+Oi69yu0",
+	"z7kVsg6krtFelQY9WwXsjFvjh2AA2j6j7Yxw0jUKL8xsrNUTI4QX9qEsbLmIdi5a78EK+UmNkNeFKxWd",
+	"wA301OOqSVvZIyYqzSBa6ym5hCIRUK8QQQ4h0zlUmocIIQym44K8Mab5YP9dSnkLOOCicljZ3F0jN7La",
+	"pJOZtX49o7KNG4srCoy/+Tlgr8SVjzkOg+3grMUO+c9aLbAS/7brmdYtC5kC1/92dHFXHp1qtTiCD65d",
+	"heBOn4W4KsjrWnKxDCHQtLVDMrwE1JKbTWIyx+QG6wdK71xz2yWqDj3FfupT0DNV5cfqNb1eLBiimjZb",
+	"lZuiOja7lGoqDtxAR7b05EbLujWMsE6Ncl8du4RabkLvVi7EvKYl5Ttso2txngzrV/eQ1q6qW1ShnVee",
+	"3rAMshVUoZiFINd2J79es+t0moQd/5Tg9lEn2EE3eNdIfydjIi22zlBiD8ZYRU7G+eAvTSzOKPuXz0qu",
+	"WQhJHgQa4IU+KbEmRa3H1T78JTtnHPjylEEmVGzXOGAQKcIXu4Yr3FMl0qnaXmj2b4xU7MCS6BgAIthD",
+	"CqtlNWi/pWFNo6EnaQsyIU7cZfZYZUep6ISWxFVS1/KeVW+T4RlQe5FQ55QB+ABgKqdvX50TIY0Dql0x",
+	"d8Gs6YbcMOe9UXJ9jEhj7vuoJClAMNq96K17XBQrJRWH8I7Iax/HyORYJ1AfNQ51sBtuuPm4cdeu+2VY",
+	"PXUeWYp8pVZ37MIeDGMHJmYupPkeLuXM3MACMpwd18SBWyIUHDUYwL/X3JrdKhh2o3Ch7MfEal5k3WoA",
+	"rKbx3ekuDoAyAFPyTkTBhSOK5wlkuFY1Uo9BVYel8h7HGUU3QVdhNEoXH4uehhhIcOi7ciiklM2mRxFY",
+	"E9WNCNuOqqKWVMBlAgCG9jY/doHRALsIsiQEbPClPfdWr2SNmV+4Ot7ZPFOKoWj3hYKBgpBxxNdvJSbo",
+	"OFkWOK4KHJUCjhKi0nWHx0sFP3+0eKPRRveJPoo3+hH2+HPW+xvLqPh77+Yu2RoPq4G3a/5GgN/v6s5t",
+	"V5wrnOIKyZO9anM5sJjdS6c9UhJGr7hZ4aEZXjw7wvrfyZpoh6H0sB2RQ9t78sCsjUEBtPxQonJoDxnJ",
+	"3HyPz1cmzV5on7Dwjgv7NBJdrHF1LvGomSJTBdSmM0fGTsmcqmlQRAS2Sxnd7JDtMbvjh9U126mqmITM",
+	"DIKByBD3os1RLSngB/isz6iqGNTFB/4xkCAfIdmEHD4/ev7ij3b+ipbIvIUMUQbdz0/2kp63klQmBbYZ",
+	"Jc3+yyWwnMf8xnZGDu1/X379NXE/6Jdff/3kGHm1uOMxfByQjf2/1+YOV8Y0BbH/1QCyTf3N9fH8bVxQ",
+	"zHG2pyRKv8JKtuSw1Uy99LWU//UJqOOdoNyZQ33pwEfLpDnGUJWOsAgieT/dRtP3OksrEHxBDC0ou4kH",
+	"M/JzklW7djt0j5C/A+Lgj7JiJ0smzOsQj/wwuwTCkkmBquYwzHlbZjSmzga2vOMLZqIiLXCtxjEtbg3J",
+	"vzx7Rg6fA3JUa5h+Mo4x+Mfv/tDDGPwuDTE4smIPxMy0QrSIksKzAJiXMIRtb5hLJd80LiwJ1kdqjP7v",
+	"bOcuNB+7ivGCezWlIeT8KRRstL/CN08bJUum9VOMy3gy557nFVs30jBRbpKSBRY+EktUcru4SDiot1bs",
+	"EN3fMGbkCjoqvOmz6KNqk1is3pn4Jq+qNf10koUNe8VqfsdA4HA+Eo7R/5rI1nTk9s0UxuYUxGZDN/Yi",
+	"zhNOSjx6K6z8FY6Cg1zlBkSJxvLxholK+2W0vUZXWEfGOTw5LFtHAsZQ2CC/6M6635n8jaK8nmVQcSkU",
+	"2ZP+itEKJZLB9PySf/fs2W6HOrnu95Tnx+AeWMHJ1+XtTd9IcM04ysDoKS6W3RifTUGbRsObjWoKLGCc",
+	"f1s2WW7Kmn3wNqV9GVPtW4rMU0YS1YKjg0aZSdssK5c88L73TcxEvkkBO/l+czY9SSoZRxcjvzrSLmAt",
+	"/Cmb7i/FBo8Vg+NXHADvi56Xdj4L8EAeKSbY/U5lcIYnaN5h2cXOExIIunUah20EIvmomXo0b0Nwfg4s",
+	"eyjt/5i3kaPDrB+t0fPY7KBxeJEyVRiFg3vSvxG7bI9dwRuiaQ1QoVRD3CwW50/ncn/7XX+HkuZiWbO3",
+	"KZbSOeaC69i+qzs3LtjDfdB132a+IUtFhQnyqb3oUXmta/bYlvQ4uN8pT2jOG1aa61a4C9mMXeIB+DB8",
+	"7GwUyZNkv0prj+/kkgsvytvTqTMGPLiWpNWw77n2seopC6GOTYS6AHWXL4WOrIV6XNz/xhKebdgO8H//",
+	"x8nRv9OjX54d/ctfu38+vfrXo7/+7UXx3Te//tNk6kGYfUTQHTXlz3PlXYipSBbB7utNKDxkFT9p4J/B",
+	"SRjC5HFFrQRxR+uW5SOmppTVMB5IIkwO7NLKcG1duyFAhwPb7LW+K68aaq6uj/2R7FgG1z7Y355hAGXE",
+	"yExuiJD3aRA+29U8h3nw3I3vmG/RT7MLTUpvF7qrP+pUrt6lO8tQireLqwApy2g8UBBvBIzCbYwDuwQf",
+	"qxVQunA19DCt6J0VnvEbqM6aUC5CZzODCbYGWWDFjsBcO9Lq8G0HEVVPM+VMXYvj+ILpUfTYTcOP/Ja4",
+	"no9cz+kqfvlwph9Agx0MH2eMVAs3hs4HOgFxUoJCBvgDsamSimB35+Y4vY2fJV4JrwwAeWViIVWJAfB4",
+	"67jwq93imeAaS0hA6dttGJUB8dPbUVRjLMa2nBrI3sFEA9or+sdiGFmE802d8VfU0HNm7JdSnNaMirY5",
+	"y1Usuyhlw1BrraixNOI+BJBp0TZEyRYSvRyYDkBlgtIsNqGO2yx83xP7cyeLBiDfrQJp0aGghi1lOsvS",
+	"zYxomEHDFE7AfbKZv49hqdyXqU2dF2vkpvKwWKO5svxg/Y59LEyIcplw0PZTbxwKq/KV4qOVn0tj5+3D",
+	"I4hQsWOjtPhQglOtCCqyDsgBwJBmifqjRBmegYZih31MaF2T7qPpqKRpXvd3U/dGNLssSaRhL/F3y3m+",
+	"wH7vzFxeISBwSN627OXhnMWtRWJHF1zwXPGuKIsR1uNzM5Tces1O5fDFdpi7LOTs1AXnIj6ZSpvcYx22",
+	"8EB9T73FT3DCKCNpBlO8oZpdwP6f2FOXoqzwVyi8IEvQXu0iVq6NbaJHS1GiQfeFM5T34dyv9c81N+w6",
+	"uaGw8CpZ7qQ7nZ3Z/itNfm55eUvCd6RcsfK2INfy1rmLogSnbUsaLFTKzgnrRdzzUEQqWolZxw2b+RC2",
+	"Yys2zyEZf78xySPv1xFgrTX/BTw7NxszO+0EB/KXHFqAm6ZHCxhy6Xi+MxKr9IyZLHi9z0y2AN2XCHjT",
+	"n19MP8PFjYfXbXzyzHB9+54ZxctMkd+1bIXlxDgXqAORiuK742XibHxfy/I2qj6ZKEjAcqsIPwcw2Bnb",
+	"v9Bp79gP3ciHPpDYfpiCR3kPxQdAdcrYEwytM+O/2IOCW82q0eXgwipJO7R2hpXhMhCkrr2CPDt6PvCn",
+	"QBGeiI8jfHsCpdysQsGtg7AJvaWJ5xVveX+ESep0WHJg2AaGDiWhs0h76KBAeUshC8XQBkZYjZXpOmOE",
+	"UbRMuC1uRw0PrpkenElkeW+oomuGKQBOjf5eVhv4SzdS6O4cO7F8k7RG2Csp5/RgmKoVZsT14M750+tL",
+	"8jVt+Nd3L75Guv+ai4W8ttLuNXZOLuD3t2IhnzqGeJ1JTJ0PO9MoeVOzdfp84bNU8RF4QBao5koVsjP8",
+	"+tq/rdhsdW+xvHIJJdEvcYOTiEthZUNNDD+0cbiW18CFod7a8qRp6s1+upavIgdORaixz4VTgZxzvgdJ",
+	"nhBDPjWsNKy6WNEX336XkhwWrWZdGBPwbSFJLcWSKYhwA9spRo/PceN/QW2nONBRUcb5nvB4VTHnr0DI",
+	"2P9x8eFHsmZqacUKU666RDZf3RE2OOkW3/IN+8KX3xYzHcUdVKN9hGLulruYvHj2Ysu1fkyeuTe0T+N4",
+	"VF9yWOZRZ2GC5qeUSUvTvvjFPIL2xeNH8agEu0dKhsp7pKlpiTHMUT+hikOuvOENLW/bxooDqRCaLkWj",
+	"8fWQbI/ZulZLlsG3XbIq0Nds4TleamwkJUKXu9eUqEKY6TIjgvGapZ20p73iCNnFyF4RvTJXyU/nhQgk",
+	"OBIa0icw3ZEsFINyUoEZ5moqaqya4s9IrmXqS5QLxgC/t+sHY2UtN6e3jDCwwmd6A0DT72l5Oz6FHiU6",
+	"VAaHTX/DoDZUf6ZYNdUfGJlLJdCZu+MVZhS5Y+BujvtpW2YIQiijeh6BrgLiyEHvCIZhRPvZW5ntTYnr",
+	"VvkjOMW33GFKY3z2T+s2b1pwVqfqzuH79kpZpema3UMOfELcqakQrHKOI6rhhkqr63WVacPnvE63MZuq",
+	"YzYKm6UJNy44woBzC8o6QmszMs1w3aI5REuyPaqpLYyR5FP1n7ZvGW/W7MKTEDuqY8rDfZ7PA304XZY7",
+	"ramgS1b9YNdAZ4lHgzM2RGZGosIhB6+T2RQhHF6zUjFTkJWUt9rfe1zFyPZPjjvWhAIlZBQ5ntC7h/LE",
+	"3FckoLenrUqXrx7eTbukIvBHvQ72kxlfI/KEmz2WKh9Q0S3bkMOSrll9SjVDYRJqXjoO+T9P3r8DmniS",
+	"FCBzbPbizcnRi2+/i/nsMYQn2TMHJUQR2T+S88E3g5J92GUesWnPydaMCiiavQPT7m9cj3EHDh3Ji33y",
+	"njq7lt9lKk7aG2oRXaD9tccZHRMhwcsJl58VLk0qp91Nf+TWds5Sci/butoWhwZljf4ush1y9YuH3s3F",
+	"QcUXCXDkj4IvrDhon8bNfHGhcONiebiANPXCpZKgWv+YfKHBu3ZiRcNyImms6B172F36KBIiLM34fe0M",
+	"XBxKo0DCf07hmsoL95wgOvl9ahyuZRFOnB9pSjRzlLj7hW+ZxsPNK/YkUsUi3drJTb9VQ8vfx/ZBDgH0",
+	"VLG1vGP2u3AlumLW9l50xo/UPZezLIxtsmIX0VyHDEbFYxwKcl9pn5EyVqji7yiBzLkJuvmDTKx3kBbK",
+	"Ofx37lW/fb/P27UzS087Hs3+vgZiPSbSAZtCrQhtaAL+bCmbU1qu2Hv66QdF16nbGX/HgoIBsh5yOG/Z",
+	"ZqEg3ly63CCX1emiiD1MymFNIVcJ05G0IWu2lmrzZCq359mz6TyTVa1/yJRcevPugmi2XLvIvzXtORcW",
+	"6wacOzrpJljV+gI/zSaxxM1XUaFLlzI3PrkXcybmRpBULfCJz0JzFuIaQhNrurE/jw/gm3gAL5IDcKUS",
+	"cmcWqmZA/yJksr75cHH58uzD+eUcrlzL5Tt2l6rih+cCcM5q5gqB+n2r2E27BB/tQjoUKPtUKZku+yzk",
+	"OYSKXk7kRXlTsw8HpJ6YnVlZiitM8bwSUrArlaxtsEeiFDb0/7asZRMnkBJdy3DG1nRDFrSufcEFN8xa",
+	"anvFwLnUOx6wPybHZ5ozqcx7mgNQPr88I41UE/T23bfffvNtvBYxUEWiO54KF4bExMfuT2eo/Pzy4iH0",
+	"/essfv8RCrXvJ5KhxkPKmP2/RIEVi78H4ckKHKwibQO/iby699/IB7abNIH38u++qyQRO1FrzIjYiZ0e",
+	"uMbrcutkiuPvcsnvcsnvcsnvcsnvcslnkEtinh9OU9Rlb7a9lY75WooZ9dlDkWDjKcLKHoboLOZvoh9l",
+	"lfNCOo2eVTE+RyJQwl7GucIpF73c2+7yjs9+VzAxUU3R11BM5sahGyq90e+kbNBp0a9b2FnZwIWVK1w4",
+	"i0+6ptOVD6k2b3xpznFodJBm4O7F8p6s6lX8YXfsAeV9PqP1aVBuIh8X8SBm8+jcZGd2MbbNuWJz7rJz",
+	"8DSIJB8TfSug6gZAH8mmAZO1zzK2ZN8Kgf8qFdWr7vHVgvI6xCzIxWK30nRuWO75Q0x0oQJddPzjGnPx",
+	"4Sx2ZpTD0zPOwE4anuZhHTpI9vSTw9pzCkzYhpSvhAP8SYL1hfqAsyIYXB2rTtR2BWcgXWIPUEsIZOKG",
+	"VDJTPmDNzEomDi4wL3y4Q9T5GTWrCEceFnDsaGB09VRI2KZhGlxtwAUXrSixALSLFavrftxchk7dTIsu",
+	"8LvrMYykOEgVdMwQ1DuuTfb8xPQTFa12XoHR6/LBzFTeZ5TFbiA7uoD9EZoCmO+qwtoxjK/gaQTjlaHc",
+	"zgPpgL+Eg8wZONGpuGzFxBFD6rFN0KapNxhbY1rhwqcS7vQOtUjPItGuF9UOVni7Rkv34awYFYhoSRXi",
+	"lrc65iCaOZNIfASbmg7KBgzHY5sP6M1/z4CZuTTu4QF1rvvwQrDycOV5EduV/D30ZSDZZKr3b16I+fx3",
+	"fne5dxs0OEmelsfudn+gxxnIKP+FCkqJGiJ9zpFmlVYuaKBgWew73ZFdTvLKGSwymxHoHuh+HJIvrguO",
+	"b+RE3vKWZAcJLS3b44+dVTVPJk6mo6WZGjnuDNdwP8YpTTkV7swOel6rsZk3Lv6bbB6X7i/zTsagNPNI",
+	"VTxqyhXTp9HY59xO9t7obZUd9lc6seJ7Iil/Jm48kn0ddFinr4SLCj/pF641/q19ldm5fKq/60Wf9tM0",
+	"t03b6W2OVyN/us9Q6zsp98c4/NCYbRbgtUlapmODHtcdlCh39I/lvZm3e1OpRfO3Z+80ma7B30CWi5vl",
+	"bNnKvhwKZuhZdsIIbtjbS86CkfAV1xA3BkaQ82AnuWjLkjHM1vjB20gu+ZpVH1pzUBycUlGyNLzfnLSR",
+	"YO/w05+Tltmb/ZiDz1NOMj+gu+/RPKidRry3GdbFqz2+NXbBl2dJ08HrVCj1rKyFz2njLZs2m4d+evaR",
+	"tJpFOcR2gwrI8sNv/GaVUrFZKep7Od+ytmVkTxldxAXDO8ZBDuHSKog2sil8vG/hgN8KQlsjPbbsk2yH",
+	"r8EZl+4PA4il8hYtcNzlC28/UJ5hnwzAvoxKJLptmLrjWgbHtS9b5YBoKFlQXreKOSklQHM+rJT+Phw1",
+	"FVLteAfhcPWNilB5nRC9ijqZ72Uf2CMiIGZldt1mdFDMcGj4V10BVMsDY3kwlLqreLX/ijuq1ckLGrdd",
+	"c1GyaFxRvZk5E9Y6g3xxzjRkRLm4hwGnmImF8V/dNTKDWe2iPkTuks+gP/xWvTUYgaBzdUI08sPqN2MH",
+	"yvh+Gt43EsVYWuGc9i6v+GLp8/Xo4PXu6W6xOubWEz0e6niKGNyoXDe0GKZBinrGyp6ykBDg8AylqovE",
+	"ZyyuaNOZQZ0YZQ+3yqbUV1yxjNTAsWaDIrI1TdsTCOGRlQLhSZKAe2XAJrxgfRkQv9RZbIS4itHW/Yir",
+	"Kuh6gG4GJYWsMGJMc7So76ZJPapH0y1SEbakm2GeJn5iNyspb9+KG/nptTAqQxJgi2+kr37iSxVkiSJV",
+	"YBBquzdNB7Uc5Hp5C4XaC2SZjWIeqH6SM9pv05l1b7z3wMq+JTW0lktMNz38IJBDuRTEtOzIZ2E3M7tk",
+	"BWE/t7T2Hg52x4R5W3kcY7dG97jQ+HQfGdMu37pXgcyqym5PeMbrRu//R9K0chmvu6XA0tQbAogIJeN3",
+	"rCKHkPBk2KeMbO1fHL0ge9bdrm1udsF7xI/ezNhpOnQ7gZ/5sIuWK8d2PFf26rIrKvl4pDs4yXAHBWJO",
+	"zHr7OutVoOrtR7fv88592mcBDge6DLqkJ2BuP9k+8k3SnPMjKJHBsG5fikqGUkOez1UJHCJfQktB0xkR",
+	"oSsl7xHj1FeKnyMwZv3TDjS1IILdQwUuK4/u6HvZ5rIJVx1gvI0tIVh20VwNQ9oH/rDBpNKwnL7bMe+4",
+	"FXQAd20bRs9yD7lwSOfAMUCHdjbPlC2xSm6hnRciy9gz4xqxL/evSJfkfIVHzv/1c8ssE6atWVn+jIhk",
+	"V37WBaENvwL09+i3Dn78qmKC25+ENFcON83e9jUvTUFcKakrI+VVTZUl31botkFx6woO5RVWClPUsKua",
+	"rznkYdgNUILW9kZvRYjgOA5w9bVccqGtfBQmEgFQFKSkjSlXNBqz/yWkejvw/Cssu14VRLGFYnoVZgsA",
+	"NlRUpNRqcaXYfwal2a3owcuDrZVIymDMUF6P5NL+LfVNH+HOKErWw51e0NJoQm+kq30KO18Q3ZYrz865",
+	"q0Pmpm+vWS3rOxYQ/iPke6pYQLzbIuSs0flNu6Yior4OjA8QEwAHAkz/N5YlKp2xTCtm1GY8rkqxxlVp",
+	"C6XYHLAhqalxkdQabcL9+W179iJ50yiarqx7aR9E3jLX2UBiuf63I3jx6G11TTy0oqu2MC2FwpmOM9b9",
+	"aJLM5A6KId6xWjYZ4/JNj6lUWDRuQw69q4ucFOR/YUOEuZb+18ETPFntmilNjKwBDp4woDoA0AGos4oa",
+	"mgBcpYbuDHcizJFuWMkXvHQdFJ37ByQqS7Hc0JrrXjCfn8dXGoVBhAs3lnCSZOvkyYRmDF8DI4CvCS2V",
+	"1FaGQ5hvKCqHP1mC1sfuOIU6guSWbXqXSNvy5PGHIYzUnvLSsH3NikK8XBHNagBABkKHCnpyEdZ/tg3y",
+	"NHI624Pg0TrvEG+eL7nAsgT2nNK+gMwzgp4sAbugOjEfTZkrpGhVUz6YGmJ0w03hf8eAaix5OF+oncBW",
+	"PqMKEifu+hEEntgLj71Qb8jzY6ucR1dS+AjqWrli1ci0rOa2bBnAfM7FZYZyuAnhEFa+tzix8u1q1oKV",
+	"ovSyKwqpUjk/TQBilq25sdfukZMwjwzTZtrfNcRv9sckptbhXocJFZ2ZCA5/ilW9AafA6YqlcOX6gP/D",
+	"iNghksJ81FeEIRnWdMGWCddE3qaPz+TZHEbrTlsX+6jp4fsA1HsLAatL5bDmIiFnhrPSISJ5I9yYU/KN",
+	"1CYLqm0fEkz4CH7IdARr2bSnUiXDJoOEbWWyktbk9OyjnnlCdvDG3a9kjT5DIu+ceQkCqkFWvKP1LsjR",
+	"UPktFX75fhtifH5oYQxgnlBRYKALWiZXkZl7qRBPH9+Z3etb/8lI11YKf57UUo+wLDGxbxB6x9RQ68sv",
+	"ITT6bcrnsDCMiQe2nGz47iHjXbN1ltjeoz9ndwxyaPZyBHv9rdAGswvWoY9dcNjXbP0xD8XeG/fOEO+N",
+	"vWIn8yg7ZxqcvhspE660Oepzz6YfOMpwBQdT7u2bp2RPIoEIh5PxB7x36nL88RJixh+ApB1VLdoKRUdo",
+	"TL1jUsA9VMyGZrhP/K62SxVhuZD1FETtFwQMuAuZ7Xuquq+YtvTils1KXQHI3krcx/Y/OtQdvV9xw1zq",
+	"tH0wDQrlBjiasL9FFJPxYL0dRxqIStftgzLdRc2590EjuWMKofNCxT89muswr4iiyESi6SnA5kz6wSu+",
+	"WDDFLNtoQG+HlcAtmn2vdZtgm4NiC4mbbe4puqfhGO3gBe3QguO4MBz+OOGEMY8tzg0z98wLqQ4RziOJ",
+	"V/E58MKZW78dESe76pAV9K079Affaxaf2b0wC/53Kq7LTSnT1nmgklDwdauF21Tt/rOYP+xdOaJvK71f",
+	"bRDKsGURPmSy8VnwiL2pAU4iIMSjFc8FyvZHn0NItEsw2JbByo4hIo4TbVjJtEMjZrYxvwsMOpXI5Qop",
+	"juxaXEwtYHrwmh2tqKhqzHZH8diuTtnYE9jcfZcOSNyPXHsqI4ekMqf8K0arHDFPZGlCZFA3S7TF6D3p",
+	"uoDzLxdkoZ/C4qzpp4IIZp5CLKKWa/qplEJEv6k1W1/1X7vv/cSbuz885c0VSBFXjVTmSiFoY3hqyubK",
+	"3KMxfPDzgosrg+gDgydr+ulKb8TVDS1va7kMT797WkqxeErr+qkrvH1lfyUY1QARVEJmYVytnLJeM1Fl",
+	"OQj8TKL34GihdGTJx8qKepr7uxPmKXfrsG0NpE8ME0dsCoQ4PlgOvTTH8ke1cRCT8AJEch/CDc9Qz/+L",
+	"Xe8IsrrL/d7Bw8650/fHgo0UBF8YdtY+76IjuNnvqST8V5Hbx3coE3X/09TFNWH9AoH+Y2eiO89oVD+t",
+	"Nn4voyvECZG9O6akAlQLu3NGZaQd/1JeuIg6i3oiZqVku1wROoj33xbvcgSW0RH6JIef3LAcoIBf3LSn",
+	"KiaB7t09+EcntcxOZg8rW+T2tjf+FNFtmd2SIpMY2vWOwdNtj2vPiKmt2GlJ0lszt4kQLDvnrLzLFeQL",
+	"EUJosLmR0sw0BEHTF0nDGDYNntSdm62UbPTbpOXBjbSh5S0zmtg3m31GDl18aFNFBe2QH9w+eNTH5oA+",
+	"d71vy7mhV3u3m3ZmBGrNYwK4tUpT2JlbyP1pzDWfpjLf/H50plh59z03+owptP/ldwv82lyQG24wygkx",
+	"/maaeu3wJjqCvXtIL2lfT3f449OamnpqlP3N7e9FROMxUXanNzpkKT74zkoX560A66ugjV5JkwKkqPly",
+	"ZYh2b4zndccJFVt+qB3TtyLzdShh5UfxwNSuZXm6KetkfQ65brBq+JKqGwqYs3WNMcZzrfNLmXVx/wmq",
+	"44OHfSx1fymVbA0XyUwWl33RvTNTJ1gx2pzUtSxHi8PKBUJY2rd9NeeZ87afXGxyGThvbIM32MeNoVxY",
+	"Lc9bs7qawHMYZUb0uRxk66ddxu36tGlT2YmdD5S0oON6VKlMklBmmWXDxA88SVwfGuYSKf3vUuljcvR8",
+	"K9ZpTmjoeB7abyNjak460SCNaH44yU5esFB1bFffVxA9MWMmzpMZeq6iY7t13AbHI58y09FPxKcC3cbc",
+	"Jc3Ul3xPVfekH6MZh/cMTYMQkXgCN0DmGK6ooiXoZ3ol74V3UZUrWtcMCk+tISja9iM2pGYGDYqY0Bm5",
+	"rp5/l9SvYARp/SeEbrjAya7PGwZOHofsdkz8NrscU4xStGwJU001OdSMkWsXBfo09HodSh9Bwphr8ckc",
+	"wN2Gan0vVerouie+7VajWTZq8cW330268exnaUkSSAMzBqIuyKFd9CMuNBOaG37Hnuzc6+DEhCFE003R",
+	"6vsutH8sIwvD2l72wPliL5vPHU6ZYf7uefY44NwI3sUwokN4gS+c17gP1vSh/fHoh3d/KeDx0eL92R8K",
+	"8ubdxZPfUVYnQNMeP9cbiDC7qty40q/wmlvMVtRMhx8fkNg9lRhtt9CvSS/t8VGypB/W+iOkTCcPN3IK",
+	"ApUUI6Lmmrgng9LTgDgFkGHaRVZujv3WhBvK/rUeMKcdWdJkAnMvmUzdzVYw7h4VuWsLM7SfBxbEskx+",
+	"c4/xxonOQya0e9ZxKqm5O34TN1066yxmOZoc4uD1kz1B84Y5k7qA0qTVbBNtfDPvjZ0XNXLOnNvpT0q2",
+	"TbLWCj4P5vxbjlaXgSW1luWtpY4Rpz3X8DGBd3V0ZDy3W0hV9izfveCbNmWgeCPvyZqKzcyDYPvPuJYV",
+	"W2CmBuxrvEm9E90wcWQp/MhFrwB9l1Y6O1KmObIM76hmVLPoQUeW4e446gjUKCp0KSumjqxYX1PD0mU3",
+	"wKCdUgg/NpCDBI8v+C+QUuFcDbqL4/YbOYJx2ndRSBF9NgPzdOjz5QKjfFoEHHCjLzpamUubKZNIq+05",
+	"1NG8IFQwkZEc0Znz17ZJ1Umcw4tjuVKhoTXdkKUkdMVoFYpiAPmmqXdpT5cePV43m3C0duUEg0P8ecBo",
+	"swE/F1jaNcTc+OI6n0U6y+SkXrRQtZlCpUvvSAfKm3dFzr3SfG6q288iIpvxgKDebtn35wRARgTnXdxS",
+	"DR8lSRkg2k49h0qbu+IIRXB3wkfetNbvYAZr/Zwk1gPhs2vgi/naXz4TdDKs98R1ZuV2rKLvNyh9/FWP",
+	"k+16qnWkRYwHxfWYn8e4Rb0Z8lDvOy2ji1G1hLPgJfhXQkV5IoXLd8zYbXOxdNmj41e0m0qxTam9pZp5",
+	"onjJzul9r3D1KEhgAj2PagCWSKWHC5N0jPwAZdnxKTn8nyfv3z35PJW29y1ZO7vcrEnDf8wpIu0WJ/S2",
+	"6zY9ID3gBCqq5XfUSKgvyF5G+t0NtWJn2+AtVUNJ2gJf0wVEJWpXn19URMm6dn+GpLdQ6NsekTR8ZJZg",
+	"vPvKFfTfopzYrPfdi+d/SJko/8ELI/4jVzXszspIjsTYWdk/UG7GUcnWUpcpMKV/KBrP7FNye/jS8S1L",
+	"5udg/ZzKUtXG0t7af4knJBV8yspU7iT0hKmu+pg0VNurGf9EwQOjq0VZtxU7w8dR+NssRQL6wKzihObg",
+	"DBzzAtpgdnaEnVUkv8HjKef4OCSPw57ecGEVDWxhru1ryQRALyQNsJd8zZy4C6ZKK9CFDzC7fr7XE7cn",
+	"L6E5eQoyp/HdnLSoedWmPb9rCTFeHrTNv1oQ0EhQfG8UW/BPw5TtARjJLNI4x+azaqXeaQ+HtwWcjX3U",
+	"s44m+9tbbOfgJ4ktbFXhD1606MmTLwU30u7zmeTpXFcqhlnfK24nuCE3bXnLDDmEq4PCXVVxfVsM3Peh",
+	"ulXlFNdUoSywJ52b5h1amBK51hE0KUE7FFmxeq6vIlUp9gJBiXGUOJn5Z2IsuAgWDQJfXZjR7unmHzWr",
+	"su2/4csV08YHMFGxiXPQZ/aC23I6NY1BoFTfYbhTV2c5/xPsrTMbbnkC5m4wfnOejS3xa6bSMSYj8xoJ",
+	"y8Q+nRN0DrilooJUrfKwRB3RbTNL703IeE5g0XTGfTJ30TKp/rDxsp/v/yh58/5YuLXfJ31+NL990D5m",
+	"uj9eYCh0oOLoUAjMhhp0PSyGOeGhOZt3cBRpf50kWNMIjsx02ClMQ4fY033nMLi7aN8W3gsw6mXlDzL2",
+	"fZL+3OjUIXdMcLItbjA8qsPTNWRRxdaFlLo886VxQV2bcqRl8XxPzt6Sj+fvHBZbZKUqkLp9PA2dytNJ",
+	"O4V8i/a+HraPDeKTqMiEagWC0aZDVVwbAX7orw8KxIA+enEYYO3zQojzY3Var33/ESM1agBjm5Fwz3W8",
+	"vwS/c+BpbkFRl3nyGJWbhhsewzz3utzHarxPkAEY7MH5b0ljFbjWcTRIDf4kWmsE9MOIJvtlFP7x4Hin",
+	"bAzA96hVdZqW27guvGefqIBgMHRuwC4YIIBBR55/JKZtTNk59Wuh7OYyeZUGJoM2ITBv2EMShXn4aYeY",
+	"rl3qvQ0rqqGZEdbTr5qzPjGhZF2vc1DLDy3OSQ6VlG6CFEyaECb9tRXUvtYbnTlbke3/NUB26hTLgUdB",
+	"BAT/tIndBsc4Mk0UE+yeUEPMveU+XFXag07XfPGAgiBRZxdM8aQHEH73oLuHK/bpSX7EhGvdsiowyWV2",
+	"X/aoq9fLujBYoRXjWkdq682LQwQiDaYlH11ZJcTyLxOZiFQ9q4yJf9VdQcljsR9x2GMgMkDcXgzYLqey",
+	"2/mcfy37gtT4KlGMlitfvCWmjH5NDsuMlIqywLiZjLp/1GBKF9j0ZI5vdKZvdRJCaTwsskuQ/WzBkbmr",
+	"+8QXuDGtfhnu40MKANAwHuQfBRFyQN5kw8yTwl0wRbj6H/kux6G5cgHj5ZswkhqoMsLqmWe8cXfj+wfW",
+	"6QRUYX/POgzlyeKjOf/ydDWVwA9mVqwcmWWPw20veypkcfuqylyzW4GQXgaYClkM8s7rwLNSyYFS4MZG",
+	"rA3pF9WWTiwqXCKIFCU7Rq+CvbHRgUKg5pR0hJsK4Ycd+KjqdHn8C6+idXQBpsnhxYAVqDOy0RuqU3X0",
+	"O7xXr1ycnhTkGp3RL69DFO+KfSKR39tO7qKF5Txrb2pe/plt3oqFPO7dEujiDfwRs/RPTzzcU0ZaqDIQ",
+	"0mEzSmD93AB4ig6FLuzaw3hh+VtheE2YJ5VMX+C3zEQ6ANrztb4re4tMnj59eh1AyYAxGUh79Lg9Eyyb",
+	"5WXEqMJGBZb9RsMUx8pM7XyxdPtzz0GG6Ngu1btAlCBAOIvOoiOyYkjU3UKPHsV07HBXDlo/IF64O6kY",
+	"LSw6ZXSWE6fTj/YOGLZNnOYILihZUbnRAaPAfLUE6g1iqXOmiZZkQdVcjNtdkPiiYeVO0eWmYSOIU/7E",
+	"VJLpPqaZq6XjBW9XnivdlWLUTKeBuNd28LDgB3/hdAKsHEEI8e1cfZ4qFIWdGifKuRQgoWI1qiff7y+a",
+	"dQOZObF4PNwQ2ZoRbevHDKOJyuLHUjA5hOoEGEr3tnoJ7j2vczEF76TDv5gv9jl1QN3pwhpu46z2FaMV",
+	"mi8g8wTB7bkBdHjtJz6PdjBCZnyzAZTrkXY1gvr/cwqe7c9s07uE18xq88AcKFHsyNVeYFU4kiBkylx8",
+	"+pp+OkHeo0eZD61rec8qrwxmFzPPkabD9HqcxA17H2zZJb9jIqDqDVhGojHwGFZzBHZvpsDkfysmdc4/",
+	"KgijqrZsNRTA4EIbRkHf84UnfW3YXGCDQzX7fpOscuBqzfQ51RQLn5PI3qtYSvhjMamc/vhTKAvh9xvw",
+	"LoMhrNyUNftSVbmLgzuu+U3NPlqpMnsMNqTyfAXz4qhwy7aSUKvEvAyJDoLdaxcnDkTItee89ikQwGMV",
+	"A94Kz+ogY4M41+Pp/Ts9UgsHvKdPjeHUFUFY6XOP+P7u3bmDO3N4c/VhCSJ+O9iWvjQaTu2EMHYCiKep",
+	"030SyvgM4iJX1AOlgtTsNUFPqDct1ujwI4U9dw7We2pPTmMViZi2UVvh3tZlmzRMrbmgdc6q/ohIyhEk",
+	"9G7Snf011cUemQlGkkoS4SLI9wjhnn035DiOR2HVv6H6/8mzmjmcY4H+Eb2/AryHaRWk8/RA1dXClWMF",
+	"DduFZf2upfyupfyupfyupaQcSsghkvXN1MbzWLSmF0TW1e5VOKPFvFQU4F2kSBa4+V1jmr4VXU3M3Srm",
+	"vcVS3VvcN0Me3X30u362k36mQqLr/L35gNd1f3OC88+Jm0wg8vjkhv2uIf6uIf7Daogd9wtHrbvBJsTp",
+	"1/7e34bcpoEwMRCkAP6O2ycVsjVHUXOLKr8ONZT3Liiyc+3XiQWYLjTeS5LfLrk9p+T4mW0K45IeXFv8",
+	"/FErift57SO27FAw/L0vEx739wXqhEejvTDUJDFlW/DNedxwLBHLqv62J1RFLJL3yuVRvs9F2YPLF27r",
+	"MtRwlS4NAe7lYGZJLk0+LP5mc9rXCXMVBubgfW8vCZBYMLlsmnQd4JtNF7X2Gfp3cvYhi6VurkmjmGai",
+	"p8pEJbXpp7FdeScFRDVMbgzd2pqZ+RGoDrjr+mTJ3qfji7xs47QHv9ZCGrJhJrosj8mzLkhs5hg+5zn0",
+	"py5s/pAYi8TpGO5LcpkmjnCkJyU5dk8t80kBWYd0WhScr5NOGYs2Vuq5YbUUS02MnI2hkjUzbgokg1z4",
+	"dV7WdGCaTBg2iD/73ELlLJPIvZKGpS09wwLLIYTc9KSwO5Cipq78EKaVQ965hFAhH7i5FbBJ/rOFajPy",
+	"1gcRyXsRYmWaIde7p6pi1aUcqyckseBILxPC9EZh5SyX9T2biOyQ5lT6iGrbPgi32zLjUd3Kp6Tcg85D",
+	"b+efs1wAj+uy6C20m3lu/995teoD4FMl+ciJCOhVRwtaWl4ZtDH3BAK9RS/HpHAOiSpK/smynhGj8I9Z",
+	"Rwd/kLGW6lus2/XbNbllGd+H1pRyDQG0YKUk7s3HxMqReYIA4zrXpHKXr+ecqFAegeYW9MsjbWTT/eXM",
+	"7PEPTk8DrTl6HsWHHkEORZKfhmHOcyiE1/cOMsh8uIONCChvn8vqN+HAihc8MiZ05BLZBPqmgp4lIDJI",
+	"hBusp+ZP3VzbnCutt77bZlWTKmteOeza2Ek9TLDZB4UdpqeKlvhE/ujLwXVqWWmUaLdr3KUuBu3tbuZ/",
+	"2PQ75Im803eAO5Gut4Y8aGrA6FpytSqw8huWD3ER7stdSpv37n1f5agrqtHLetkMQSWyqu8e4s14gq+v",
+	"Z/n5UnUzC5FJANqwByRDPWYG648Yym0fPkLWytz80AQKdIL8ps/Lm5wXzz0YPy77rGMjuTBJrFqsxIXZ",
+	"mQjLAtBaDrJ3Tx/iEJRmdqU+N87UEn5omDhpOEBCpUttIyIVWpohyABq6HaisSJKtqmYnzn23aiUzU2N",
+	"EC0JUdGsZJXONiH4cFzKS21ruKwIr+KU8VZUsmzXVneucGI644E0qQwValbEYzqnv2NqzXUmrdRXKb/+",
+	"dKTvyqPu3eteSjb8iGkWCRhTWMhkOSL7gCxkK6rCbpsYiLj2b8v/sPUrmPxBcRCvSPjRvxRNp/sxLPwV",
+	"ls12P69l1dZsmlG4/XZrXAyksl6PfrbjIlVM4zkQt1MAxOPak6S3BdDSdCB5ii25BqNKRBrbUHn2o9kZ",
+	"5B5AzX2XrkH2xRDNAOpE0PrcTu80jcDemTO21sMeH6bI9de+na+vCxcJQhUj7BPA1kXFxsqw7A+rpvxB",
+	"MGIfgR15mzm5LDdHLhqPkf3pzP+yK4beFt9MeEfCOCYXshO9Q3WmiB7mOJBwHpMdwdw8akDEdGd5lXYk",
+	"iQZy7aKTsjPq2+AsDbHfBuvbG2KSlAfrNFaw+kNrbiyn/IndrKS8PaWG1nL5+i6LOqENFRVVFWF3SYzu",
+	"dMI6NAgZ6wWhmgAQMxd2b2oqvtLYWKbWiWxVyXLAx3eslg37ShN8zZUvR9hUrrtBbuOtK75cpnFewD4F",
+	"WZLgN7mbhyOMibm+2TDuGYvuLevpBYf+g0Bi1wvzOZ133J5oQLzBZNds9Geq7s+Hi0tN1tQKwxD+WaDD",
+	"EP1S3l5IFDNqbhmKKcOdHXgI44lCiHbl32Ayc/j8CbnULi6riHYA/ofUkLXUhnz7/EVUJy7C0bAyKlZg",
+	"8xIIRvfptixzRXhgY3LGZdw1bvxsR5pIo2j/GBVNy1Mxn2Ux8yueRYBwsR7T+A+WZHwwUR/wAtVBJ+bv",
+	"ibxkFSRjmhxkCAjC/UBwGBSGj/XVTvcjKe0ybjLoaZkRxbF87NPk4lDyE+WGi+W5PShRlJomVevhMLhw",
+	"ThFIHNAPC7yatHYMGEuwd+j2Jgw/R7mWw2z7+BKVMKv5Jz1GaXBYLzsd+AGvxaqY/bl05zE+VkXH/rbo",
+	"y69l36rZzWvAZYbEMDw5OzD66eiccDFWITJ1blROJ6PADdhAzUuPjGO19OcPDtZ5j1jhHpPIikOPGr7T",
+	"TTpYed0tuJMdIXfNzg/w6dZy7UMM+hvyBYJ9BrMAScqJaenV60topMR3A5DyNh3lavig0Laga15zpvdd",
+	"dmglA7Q8WB03kLmrkKnsdYJDBjsYypVd+NPNBqSoe15XJVWJteg1lc1IcR1wTehNNtUBuk5vEX7fk3v3",
+	"WdqetJ6gapGpz7FeS+HAtLuysnZEyYn4xUpP5RrbefrP126VpatOhX9pJ00iLU51lpap406j4YQlnkEv",
+	"F1lApKViS3sfBQSycGlZDox+lu7MezyRPvpkDs/6zLaQrLcJAELUOOBy+/9yxefj9vrXMx2cuMc4hZlt",
+	"dpMc44PRUnBBGC1XuVTI4I4cy7boijMxULns4nKFMgh4+DPrkokPC6X0RztFIxI4KxSh5a2Q9zWrli4n",
+	"lLz49Glmd77NlA8r6s+ZIUB25vbgyaWaDzLtXL2jHQCGj5d0nAlqRVsNUjrtYj8AjhP0ObsIc4vfe8/0",
+	"6BBQBCYGkD7LmvL17F2LxedZnbiqKFxBampcNXzX+zhyund7GdPRYHSR5z3hbu/YT4iEVx/E5YrrNFRw",
+	"nAnTfeEzghKMhhyC0gOgok9ysOFWfah2Zz3A6dzXM1nGggrZmnN2xzNlEqBGiHLPoUCRdGZSCOSwPPoT",
+	"JG7fMCbIggrhIvGNTPOuDAVx8UPNlyuTs3FEpy7PweekdrFPBghhHNzPEuUMnTAd/bqTNoj+NTDSmmTU",
+	"igsB5uthYO5ZB8abHOrjjRFQ1mYTifcXjG7PnKMdX8GDYzG8QHuX32BR+5ueOdkRBW6diuECzJFWItU2",
+	"Jd/2RBRCPZBdQRSrKMi5h2gSxND/UjGTqrlR1/Le6sN5xkQFWRnTECYq8K2CxIsJkmnu49d19Hxs3e5o",
+	"DAgUBylYsHsPANadYYgM49jTCOk+2zWn0Habzv6epXugfUb7sMdEijVQ+vhtA404GShhfe/dJ7j1aenf",
+	"i1FfafLx/N3OehBqBbqUDSuIsItec1c9KOhDE7V5i4MV1RdA4yN07E4BgD4yQw5pfU836ApzsJGaeoH5",
+	"yXF0bgg3mtWLzsqumGmVyNH/PHtslgJGk5T9E7CzBBbQ5SlzTVA4mXuZTdqds+PEtfk4wwToVtGeMrvw",
+	"Ujlkf2n2OXHB+NnvDZmFbTzWF7y/H59GTD8Z9GS7lK3JRoGB+9knh3tvTNAiSlrXhRUzNH4/cwvmGFHh",
+	"qPYMqDsumutkDpvqdTNCASl7bFJZD9yj40uBIxTRDbS1/sMUVG+q7Q77NhUmE1UhbDU26nbL0buudryW",
+	"0ybcy9joHQTYuXGZ8MGeMVNjEsTecZojje5bsXFLdPE3o1TE7cykpOKqZ6Z7sK9uyS1FXCajhlKCsoZu",
+	"BTMIWCtFzyIV8fSdr+XCaTp9b2OqbujjXd7HVoGkNzWI9M5PDIA5qOMtFqw06IHST8lPKGKFMeOnAPvN",
+	"7r3N1OuHP7esdSyPm1B7WTZMxMYgqFZ6aIKp3sqkvK7JUuJ1uoHIujUL+BFce2VzDLhhtvRBb7SsW8Ng",
+	"30EYIYdAAlhMEiwwnoqeFCGdvwwMUBd2ppCPqZxetFB06YHz4wqfz/7wx8mSrzmp5zUAGLMQDqFtR2hC",
+	"tXuJOhkX5PrpP19H4UNo6D0mNVvSckO0oLfsqqSaEXswXUu4Y0khKhr+8xfTo1/TT2/x0+fPsBys/zNR",
+	"gX9nmaUgz4+ePzt2LnZnqcIaokauqeGls1ExUaEBtmfCaqFwRC4mIdSxfR7XsX2+vwBUkFbwn1tG6Fq6",
+	"sm1N3ooCc3vxx/y5n7P8OiPOvnl/cuolKrkgz78D5O+uq4J4tk6kcJz1mIDlxXJWwFKB4AYrKd1oS4MY",
+	"L3PLWKN79XFdL7D4wBXwRZTbIG+LvBal2iDaHsTN4tvbUnJ8dL797jOJXi+Ovnk2KnwFuvgmposXk2YE",
+	"J9aMCzKjwsuMm/WSabPvjdrx3BgycGaI8iX7ZEKSH9WkooY+dW/7Q9B1MOsKmx1jYCQ0fdwRLeKqYFQn",
+	"L7HjEPxWoIHy59YKq9KFQJkV4RXeKQhP5J+g99wFRE0WSp63P/ns2mgP/AUZx9wMXYz4JJ3t5nNwO2Zp",
+	"JFlIEGu4iCcX4f3Nj016G6qYuGKh9zjDp/1d3iVS6QR16UR7ad1xhxgUHtYh5AmPayJdDEi0yrlYEZhO",
+	"9nR+GgmCdJZrJozaHMOhsUMN1jcKFuex0A37yW7IUTCaI92wki94SRac1ZVGQabruOvElb6gmlz/x/nr",
+	"Vyenl69f/fU6iSyRpRX0//MKwkduwCinJJanQag0kfIwti2og48f65bLXOll3t8H/CnncVZ8yUUWpUyW",
+	"cOFVJ+ajKWca0LHhXS0X4wWlz6jSVvK760fN+/jWwt/L9WZ2+E4ubvYDrMhgMsubF398/sfnBVGmdFUg",
+	"C1fWmotl4dAWCyT8VlRH7pgf2WOexl40VC2ZuZg47T+A8a1jPgX6KCCKPc0EnJkYYEBR0+ie3mxik+LT",
+	"nTG2tqpsJ0PK+kQTVjrKpIXjnVmCCYYzHRvWuc7+G4WEua32BfNxCsMM4PmWkk/ZmJnJSDA3EncXdxvx",
+	"pULBPoEvakwakR5aYIF6EmyyCJdWOm5/LPzjrYkDETvFx/sQgwL/2GF50yHWe4gEPFPO94wqbjaj2VO4",
+	"6sPiTA18iClOiUwpLMSfyTfEp8ceCwX/dEYLsJQISCU6w8e7Zu9AH6e2zdTquvHPQ10ICVxdnZ8UnHND",
+	"Favyzl4Xexa8vdRE8QAYgrWieuVTin2DM8MAvlz+mEOjTVzkTB3hQ1IBprfdW8T12t5VRP3ePSkLKfU9",
+	"dOOQwxPbiySVNyViYB5QnCO/GVXqOpoZZiltbX4YQeHPQP7U9eaSko7sAXML6vOb/fHD5U5YjZum5mPE",
+	"+A7Lp+p+AIL7rKsclsI3zCG+UUNvqGZv7U92zGMs5Prs/ORP70/Izy0vb69gia77vfayYeGFV64DsDTT",
+	"Wu8GF7N9qrvZpYBUyhWKTmPGaEfsiUqwkRl3QvrFEBB8aSgCp9c/J/NaDpIuqncRmAspV5QLZ9Dq9UI6",
+	"wHkg5UAUTw8eUHd6aqlz2ezdBsQVpYci6pDK40VIEWTyDI4ka39AkHX3nGAYCEgAStZOCTTylgkI5gRb",
+	"UsLmUVLDlknQglP3BC0bXUdd+kkf8h/NDEQqolnZ2ik9JJai6w/si5ni6UmltVs0rMQbpTVu57UP5uBH",
+	"jgv39I6z+9nR0GEp+5Mc39e0VnFS11t7u5vHMvXxvCusI7m93ZMOzeVcpnjUh65sNFBqMMy5QG+nSIyF",
+	"b48zPmiU64BALuT9sQvNPIKb3p0P5YOZ8P53DB5ffIjDEfqvZAa3YZYj0U/BO+J4tChfATAAALwMwbai",
+	"oeI0Poh6M6MnF9faLUIphWZCt3p0OVRyf+2uu4Ti+Gg5H+9RU1PBCqLowhzdScNUQbzJoovgK4jmzZHm",
+	"S0Hr2jn9EMLMm/unTyWMLnYKREtSdLEnU0f1nC7MK06XQmrDyySir1+rqFZ6noDxVngrKvYpIQfYn3sp",
+	"lGDJDKKPM6JjR2tarvhshNZSrtfczO4XXzdQ6T3h0ct0Yj89lcLQ0iQRinldc72F2uQ6hM86rAvcrmPy",
+	"bPtkzhzJO7mcPd9aLnee6YWgjV7J8UUtZbCAhc60+3BuXzDxGfXPvY/QL10kpArpfrVsJY/oKtr1GUvq",
+	"T0MM0TsJNiqnb+0iBk4eoT7jeIfDlor8AM6WjFRsmFrnAcs6hmbf28cq5OOcoJ8BffVPV9E/5ClaifY0",
+	"WvPh+UmyI0YrLpjWaDwY0WLQF+veRiUlYVwaQa726MmBukAh5YKso2M8k4R3gWJCpKcdBL7YSxHmue1R",
+	"uB2/CWN9+5joW940nd2nBIzwAI2bUabwmznd3FOM/1GtiDOsQgk9H/jTx2HNVqh35u/bg24QRby34/BE",
+	"gabmWdc6osKqftTy8Qx9wc8TZh+3xIqKneO8Mxa8t6Lid7xqaT08AfPl4MFBSyVxzlbmO+hpO8luzjn1",
+	"vtpMGYe8YLijkQjbjovjhf0ZtQWds7W8Y9WZkkaWsj5nmlctO7V9tM1+8RHnvlikJBWrmbF0BZ1Y5QB6",
+	"sYzAdpPy0qrNeSt6QYfJoj5WpMWjaxf9lm10CDCDTjnGDa3T59lHf6WwzFxcmJGktK8fY8YlhEDdMCiE",
+	"BWP3ybxo2uzEgDVfOuYajNNdSNhECNhYzNcEyC46Dr1C4WzHxCjK61QIyehIhl4Tv1hhEHsQUtp10rGf",
+	"bl1L/MSKBZXaWD6a9Jwww6o/s82oPANk4d4FXDoEiZdtXdm9dE8QFSnqa47VMSLT9H3ANebbxA3vQogA",
+	"l25fg3PjiNKL0FzZueEB2IXxwQpngAHs7u6WMIYHTTpwJC+ihrcwyWOXdR0QnlvkorfdRZ8eRzK8etNN",
+	"FbvzmHIQvIun2aw8XL83JVrxWoqlfe0+FVt+yzaTyGW3XV+ISAnp+/MoDV9OF+vrGtoOfgARO31ALlD8",
+	"To4q5TrBtgLkrAOn3iVjKMlRDopu8dL7Z+x1K8Vp3pLpeAXEHnjRGGKDvMluL7voto3jnppydbTyaK8O",
+	"U+hoRXX4NW0TqvmS39TT4HZWQ/WJ8p4DIqPCy3Mmtdwy1pwsDFN5F8xr19O94sYw4UKCgeY7h4yy5NGY",
+	"nerUZEXBfhasXxJnAOnnIXr8Yq6796TyAdm4OyuQsLFGpKHrRj80l3fXRNnkRPaprdPImpdJh5WjfIJv",
+	"BBXILwEX5F6qSs+oYdaZrl1vQ6KMtm9rQVIENeuo5i78V+7KgGCOxzusGX8E3Bqzj557f5+bqucgiHrN",
+	"rBVXDMpIXDB1Z1d2Hyn7zFIluyeIFsgVC2VENLSaLCTjg9PG0nlwfBDqQaxAvVyRm1qWt1aiVmzBFBMl",
+	"04R94tocO2HEF4ECxhHX8ktKPHbc8yR8HzcAChaMa22vJmSMlTx2Ygg0kytDuq/YHAVJG+l6nxGN/Wty",
+	"y+8YrVl10vBLectEWtoL3lErC9sPIAD05OwtOvu2N9Tk21pYdgrPXbMh9AxEyGt9V1411Fxdpy1u9sN5",
+	"CnAY2jgb8i26ttMHI+tUUrJmBaFw1CtMal1sO8JQeGs1UxqqiG4v2E3La/NWzPPQwMuEi2P81xEXzr1U",
+	"UiEkKIM+bVOqmHlsE+FIZnwXIiNBzBhkxscXI8Zlgm3JUS0Au1oxpT/CB9Qgn+8Gw7y7Y4C3uWFokN7B",
+	"svcRE3xEZOCzzU4Am+tRn3AgAzfEpaJD9Wgys91+OI/ys8MdyTDe3u3tLOPBloM9ERJ83Fv77649GpO3",
+	"IZ4fOEr2EIXRFkB5oHE6TD7QneH1fa5Mt9CZJGZ/UvubH08hByGZ4yx5d3w4M3Nd8OGDeVq3ZWt7O9zP",
+	"TXMmlXnHqM4wx/PLMwK3ZG3fGdYTS4hU8wp9QWvVfIttxRUr04zD5Y0Bp8KRQXkSFwiNQfcY666ZqKLX",
+	"uIFfehVDXGNYuC2NK9DVNs6gxwrSCsVwhm7Z3DchZAFWFFSiFLDW6EpAg/N4CLy6Z/kxIu8F99mRUplM",
+	"GRGViVh2s//46uzry9Oz0MKciPRWNVKzsRgft3iQmB2r0S7n4ah2QDMJEzmM6zwjtf202oRqcWPfT1J3",
+	"2H0Qn90WPyoajtYqkd1ycXF+amkNoTGd+9su18Cla/aozQk8ooMG3MLi8HMO1b/Tp0cbxeg6RXsX8KTb",
+	"YVdRcPbQBzzPn5MiriajEPDJ85KO2tyKRuOL6vzEV0G/snkghyFtTTHb9H3RZ7YhLnaM3+5ZSND28p5+",
+	"SoXQaoNj8IKIFQvmnl3bKk+crB+4GjRrR/aVhutllx7S1yYsqd4zfaR3B+5QmQin2i1lMe+a3U8fx9NH",
+	"yUKx6E4Ogah+r7/S3WoOfBrTFyhEYPZLGM64DtN3wAkJiY1bxHRMpAsRanh5q/2sEoatfp73d99++823",
+	"MQTAsxd/ePANksgmnsrl3431Djr45sVjMMV5WfimzmbgIz3VfMHsjXPcW5VwYwUtAfzEOhJrnpJXaBYh",
+	"3zx7Nr5rf/zuD896wA3PUnt2T3kfLsDZbp5/W2SK9xmJECUOOhR95RDrB/nVULXSY2l12IMvnr3oIsWc",
+	"XemYPHNvaCsxSlFOEWI8n2fTjqbEfTPCJc79RbKfdxwFTioGkntCAxmXgngnxsyitn+0HUxsj25OWrPq",
+	"ILZyGtPFWQRD06E5HttlRWXb6r7aIR7o/8Peuyi3cSxpg69SwZgISxPNi2TZxxbjj39pSbb5H1vikPLx",
+	"7Bx7hGJ3Aahho6pPVzUh2OGIfZp9sH2SjcrMqq4GqoEmRVA37MY/xyK6u655z/zSzHUKuHzKzRn9uA4H",
+	"z38AkPBonPjDN8S7m7We46EFJ61XmHCLYQfoL5jqQ5GnsCl9CSxlIhXvuZwIAIjhJTLCzueV0g14jKUC",
+	"yyqf8rIUahK1DNow7BCHSnSc8y7EFYLfiark+VaB3HqHlLZrBLnpYmYnh+xFDeUJ6MLScGpcdd2+SU9O",
+	"j1/NiLrjVWs3JqDqVKJeCRVs6psX37lofH8nsg4x9KG//T6IaPs9NUuES24q6BNBzXBKD/8z1JcTfe0G",
+	"+ugKn3kH/w5+ax3cSZSkJ4yl0uKlvUghuE10Le20n2DDE1BFE2uVPz//ai/bu/jxZP/xV18nlUre2Kmu",
+	"5R+Q6vQjpLz2tfxHXG82olEPDg5G7CR+nU0xERgjFeh3DzhcyDFbZuku7/n3z9jjrx/9Dbw17h9/+/rR",
+	"18C8kW1zKDrLWIvIGzPxhK9FpVAb8L4z+BUtIpwmybGMCRmCBs4IRDQcEpXjWpip06YLPfOK880TV1sW",
+	"Q8XKHhwow6svTTyx3Cc24Ra6zYEUJGDwXlmkvMC0bPmXTmTK/EfDS2khCF3V2qKmBFfmGIP1M4HYXO1E",
+	"UAdmSrN/6SrRCNTdnuS1GiJhUozNtCG8IF/6KgidcNyQykuyqxb7tF2d8zeB/rxQhY0H4C6/14OyeyGt",
+	"1zNQvIVZRLd4Hmlai1aSZCuNuoCqvdfcXL1zGmfdKMLMg5Az9xWBlptEZnAqwpscYSXEC7ebm6sowAsv",
+	"YhkTKaJuv+461vuuKZLr8iIb5ZSLtYVG9Awr2ofWd5QeVnUff45q+0tqynNDNWiiewuJf4DrAdOnlLl0",
+	"n1k942+rWqeWH5oT//Dq55P/PDt/9exioLNpomvdWKnWN1Bpnxr42ZmYUc7JWjUAl/0zPnyDtPGohCzV",
+	"WVp9L0vxnL6gN1TsVEI5tUewon0h6nydC2PaLvmEZGbdFrRIpUSBcqj/v+bjjU3zl2vrfE+CTe9BwlXn",
+	"xT73XhcJob2gnavWuSHpzQ2nTQvzE11Dyz+H69FLCvhNcMZLWEiChvMz3hjxWltevkxpp+4HNuH1JZ8E",
+	"0oUwN9aUuGGkYoorfbOKnUl+Juo8CbT2w+poCKjk1C73ivvxwQ+vfnj2sL1VvqJl4PWZCl6dlKXOv1vY",
+	"FN3Cn8EKcg+BSeVeYXgMQxfpXrlYmE1jwJfpsPSl5VLFLaQJCFFNPNLesLFVM/shX0e1XicuUsebL/JS",
+	"DF2m6V0iXp9Lv9C7XeMSUS4d6dLuR7P0e5Mt3/74Vq6hvLOkKxvqzsGHXeP/ghO7g3HJGbaIT5hJRVEL",
+	"Y5KQEgWjX49bENfR0QH8/yPMb4c+o1bUY56/S1k4zi4qDO+p/ZbGCpVsDNVBqyY/Mc9tw8tywQD8qc+d",
+	"tLl+b9V/cek2B3p1ppsqYD/+1ZgXLtMnapkw2+4IvJJYR56ht9GD4e1Pra0yVltTQR25+08oFJmLy9rm",
+	"N4iAu4tEwGlZMNk6ITB+47jaC1VsiNZxH14JkKrwC3XDkGpSihsF4qnWJkH8NVcGvu2fiY0wmzuroimq",
+	"hAm27PjBg4zGygLFhHCtX3ynJD/c1A0Vii1hp/0+7hezglfrq+Rwfhu05bvQy9IepHM/rQpmCeicgQHd",
+	"wKEUcbfB8c1+lxJ+DdB3voe2jwlvmvLtXbGtJvQKEcqHxUiN2Uc4gl/F5YXOr0QiuF2tgbGJ0VqEKHwe",
+	"LYYybbol56q9Lo3cCIiUE5ZE5C/x/ntuo0TRNAdc32yzO0mEfYe8S+5rhuLOpuupKeqjGW1cu8iNp1nz",
+	"mfi7TPEZJwPH7mfmvhCiuUPPcUPiJ9kOOAA09CHYZTDbZSfq2ZNi2Wv0gdHv5kwzCtUOMFrMt6aiLLUH",
+	"BgXPiVmofDMTg18H4IFEO/1zn1R0+/x/Ll69ZFa8tbQhN93svKmNTrhLX1Uc3PPagI+GPRidv/jH6cXp",
+	"q5cHpy+fv/jPg4sX/zF6CGKDG+PuILZPwO8hdUHDh1pOpjYu7AlbmYYI3sSfALnzBQHjrpc8rxSDY8q8",
+	"BYoFv76a7oG5zg86G3Vw/ehhX7DJpNGxGB58xubTBfmIIQZfC2qT3/M9tzfFuinPYxcgfjPXykrVkKri",
+	"ZAzVOrodh073TpPu80cNrCtqaasW4/IGVo4R/0rj+xKwr7TGw8M+eJSxxxn7MmP/3//z/4Za6QmvzDEW",
+	"3zaQW59aNX5BqsnDY9BVYLeA/P1BBPwTGqwxgwEk09zh+8DKjmk40M5gpCC6auLFYSKtl6N7I8wdchG3",
+	"5Zkn4U0VqBFHCfzgVI11os+EnjsCDmgRQ3kJb9yOWJnzNO+G704Fa6pJzYsWhsJZB+2r1IqUuLlhYy7L",
+	"BtNhTR8si29SvqmJebYM+wb19E4joLObr5fkRuA1nN1UnYoVoESmP1S2lUnMMb9p5N7HVh2yQKwrhXa6",
+	"Ydy9TM2qLfTdLgQvHI9Iy0FSg18vqr5671aAmwy3iaeEjZnySrCEuLrdDgWlIgloaqcpcFA79VIv3M2M",
+	"1aLkgLpGYFYnZ6cMkDPJYljDltNnwFleSqwpdw8ZEmkcXPlwEO21JQ4AsaieBnr/akQy0Pc65nGsdhaq",
+	"22Xxr75mCv3iL+wGix5r14G9oJECH1yIfD88v++BE0IrRLh6vqO7tMjb9Hi8BPnZB9rgDq472WyZWSxd",
+	"yWiLwrHEZBKRfIrZXfBr8f14VonJazGrSm7FrdurOOs111CYTp8COA5IsMCMbUitwNbM0dNO04EZpFqv",
+	"NoXU30lbcyv+flmlKBA9nfAgu5TOirPgYr26lPbQHLMjVgpKlBEKR8ynWhuxqSvS4yfrk5kynN0zXYiE",
+	"3/BVY6vGz8sNmx+zXFeLqIWQVFVjYyHnfncHznNwe0OSdJXP3vCSz+k/Zw3+N4Rkf791MVg4oWS2Zk/L",
+	"tbe25if1JHEI3zc1guHQBuuKmK2h/zzELAGE8cxYKWeAkW012wfkApuxfdsokbl/67EsxdPrjO2X4lqU",
+	"GdufZGz/Siyksm9mUmVs/3Kcsf28dv93xt/WAFK2f9mMjfwDviHfvhnP3Ed57f5PDhxn3+Rv7LQWxtcZ",
+	"Bq6baFxSWcrsiWa+uUVO3BEsSkkNnBmkwXkSdI0uDGmU0JDqKHVZ1lzZx0ebbuxUpLt/0+D4M3QBl29F",
+	"aW48hSdfbp7DhlS4n+PEt8Rd9V5d6mtRL1ayopabiCWw6fCLLzcWOTqNmzLgQqeMilsravfkf//zZP+/",
+	"+P4fR/vf/t7+58Gb/d//PMq+/vKvf0v7RgoxiKXBg3fL0tz/t+l4YNj1TA1ndjOmNn0MpsT08ddfrWNf",
+	"c1mkdBcaGH59h+v5t6+/uVmOceemdPamw/37JOu5LsU753GQBOVYfupdBihL0QMuysI7U2/sJEpVB0eV",
+	"Qdj9bpB8uHHJ8M3qA96tnhicf+DeBm/0Dy9es0NeycPrx4ceZPowGmEFPyyyhLzF4/ON7wgsLI0hGK+6",
+	"95atZDbe2Z1byVhM3D+tRJs5bvhsKXfZSd7G57emOu69Q2L0MSIkEMQWd2zRIjZpISfUhBXgUecSOoA6",
+	"OsFnTIaPuP/V7v8CpJLJtS8nnS6qqVADmlIOFAePHv8tLQ+q3mR0n5nbZmeTQVLqCSRmu1UfU1EBZVyK",
+	"0GuyTean9g9XYrG58eTyAr9Zn+5HiWJ75jrfy26XYJ7IJ4+SQpVm/2q0xfavpVSCXdaCX93wXP77t73f",
+	"fqt/+039/uej7NHjb9InMSQ/e+NRhGnnutQKN1yz+VRawUzF882crzPxp7/9Zg7drL9+kpr08IzvcM2S",
+	"XAQ8DM902cx6Ohvk8BuGQ6n/BL6eCNwltxA/3o/7o7R92ZTlhpARfkQa9vLVa/byl59+6oOrkTNeL/4u",
+	"FkO/V/G2mo7edgST/nza+/lc5CU0w6CvuqcGNysgP6Xfhc4S+k/sFf47eWLQiTBjUhXibcZsLScTZI2+",
+	"icJSeAMmbfoODnN78KP+IyEGD2OEhRsqhoC/xto6zWF4hLVzLRN+rqJI3Jfnz3/CcuqZUHZdT6Gi9P2E",
+	"sDdH3Sh0qlrNZvzt86J8NuV12i1VFOVr//z6K+amM+em/Xz6SqWJBs+3n2hqPd8IDVLr+XJrJTgMd5JD",
+	"IxbwcNpaeg03AvQAnGzbjyTKmADe2R12YMSRtsATU8iGoH4vkvC76W6Bji7mm+MCXbJr15cFQlg65CQR",
+	"Yv3PubjWV2JzHUjtnoNCkLL0tUNEV45Rr9IkPfOi0nnCJnop5qECSbhHPP9yH0O1QDk9zngIUrSW3Szy",
+	"qFFwmIg0phEFYUtyBYB5NX2ZQ+BrfIMIkZvEMIUOlEOscAtzIdBKt68D3KY0VtbdsOSJQQfK5zpvHHeA",
+	"XVjbx67zZMgABPxqn3wCjTR4bnvBtk/TXqaWQoEXxiUeQ3Ko762DW4+T7BmVWMDPx9SItNaXpVsLer1V",
+	"uTjzf7lp57bVI3LbmAx24BAb+SDuMhkK9NLAzbabWf1M14KGAIw9ZqdcOTGC5G98W/YB9SVL3eLiS7S0",
+	"2nhmfl+Tt345P7un6VcAlK9Kii9iy7f1PYCgCVhu1zWQ87+wpoLyZOhk6HFZofLTf+OG/eMu5B+iJ5XW",
+	"/RQwj303OEi6lwozbAeO1Z8Q4LtZdBvjDfzsnJcDZz+vpRX7fCp4AX1Rbjj/OfbwWcuCqPGSf3QQXaxU",
+	"0wT40dUbkTqxpS2IJpq+w7Xgs2dYmJ4ExrAck4mN1RXV6U65UqL8wlBmwQE799VE3ISmrMFQLoRxi6Hw",
+	"PQK3HceJCW1DJOaMZ4My1mrGscieyuZD5X3sqvjCYFZsuocW3q71NRbR+k/wFWi5AEtMtvvGn+KC/ijc",
+	"k+pJ6h4ZJrNDxgl+9sEvv5w+TycEDQQuC2VeN5ROkM3cC7Yw5rIURQZlFwXTDdwP4DeraKdRjgRAJKyf",
+	"M/QcdPeIjaXiJbWAWj/5jehTN4uMcOsr7LyR1SgrS5Y7VUr14pM96z/nl/ElxvJ4qgmViP7QUkBfthbB",
+	"jA8pvefG6Q+OVqQF9+yVVMVTWfTCZ4kb0QiItA1ABHSavlXYKqzj0Iu4jCwc9jim0MyTeha6F8UbdhNs",
+	"xBQ3SDv3+TKtcnNlUr7U2LoCXopFVVUyTJPY6X6dYnkKGRtD5yjHfCHXLbp2x+yiyXNIPM7Y90S+Tp8t",
+	"XjXoz31GpAs2CRBfPHNi6nvZ3vNwVfcgp4vS2sPn97I9/P5etucH2Mv2/OfTy77OfxS8tFNqSLyudRbY",
+	"VqAYRO14PR5Lyi8RxRWSeV7oWaR6n7QTZ303u5+or5tvJQiqRCHe3kk7u82tf6awczft+4P7fTetub0n",
+	"PCizkbPioAcU8t46vd1FuQMf24tBLd1WvuXp5ydfqO6buyFJFLJAhnUxbWyh56oHB2CTprwMyr9satym",
+	"jq1tnhS13G63otPbbakTXKyz9ndbClTvm8Yl8t7wbvtGgusrW4qWeayVZsvMZg2K5KtrUfMy0FjEaeLD",
+	"BeSCQkBOKYQHFL/mEnWS39+9cXPPvUw07oPMJv/15JYDl3sx47JEjJV3jGcCRC0HEA6mtKMndIExMSMg",
+	"gSXPW9PjWb/AH1oBCql4x4x7QHtGrzpqB4CL/jD646OjJIx7yn7OZQXxpigpM9AJrGEAmPuwnd7kxTRk",
+	"Nt1gN9d1NURfFb9yApDO6Z1aGqYVZ/hp//R5sF8gr7PNv03knSq73rF/8fPrJTQuAhxZ/WzckxBeSNyr",
+	"+Gt4xiEffwM9YUI8fTjdZvC0WHP26dT277iROZMKdx7ay1w6A6rbP49QdRKaSJ1yWT87+4W5X6QVuW1q",
+	"AWr/ci+2tiA/bVBuVeJj49DE+YDjmNrw+mJaTt6rFvzo4OY4HFbrkhrtEztNfn0u7TT59ak2Nh09+lEb",
+	"20m8iVS6regfOiWZlirVb3PkVa2LJsWNz/CHdQGyMokywmdiGXCD+kT4GtVln+fwZgRUzrTWMe/HpGdv",
+	"DnAHhQB9KKQXKy2dl8YbyFIHyv8Bee10gO0nA6V1UUCSuly44XDDMuQt8T4vb4g/936e199b4KxzG+6h",
+	"Qjl5QU/KEm2F7u0cbDXFHf9vUJu8ftNec3OVzjUInUwiiKkAyh+wzW+Tlwhf6m3eX3JjX6Q9gPDnTkvx",
+	"ulEdw0w6XY2cAb1f79OHLpoZ5IhsGGAa9RVeCNs/TKNS/OLCRmkpfoxkw5HEQLfzQUZd+deqP3AwkB8J",
+	"OGPkvmidC6E5fKLCslGKbywPhwFyrtglFNaxGVcAi9H/zY0IG/BJaRg9zJSe92hpTQXYAGcxKNqQiRKK",
+	"GqXfOX1pxiHkj15F05NPxM1VX3aFuUIRHoPlwY6jXB3CfcPnl/u1hINYXXHnIrTbG9/WDoHEtLieg6TZ",
+	"7utpmovcCBa09wPDso1aJndrYNAIvq9RQ/rnxgyzC9i31m+QtoL/3FAOBNdpPyDIY2N3LHAxThVbUqPa",
+	"Za2LiLxQRVRLf1NNptpMYaEnb7QxCZLt17o6XPQWcwxSYkMLskYlBUqHr4DUSExxqmsnjoJQgepIt+zC",
+	"6R+6jvof9+GSDuAiN+IVVWAFsaYVXYV4Z9q1ZeGe9hNIrz1EP3TszpWm7b1Gp6P/4nnS//md+wnh1wA4",
+	"nM8qUTBugWfQDw9OL16xb74+epQxlLCjRoEShqhRjfKvwTtmG/bjLcfEDKSNu0o7eXJ2GrKWkL5oLnJW",
+	"lZA2ad6DHQv+X8z47B0Gf172O67kq8Rrwt4RQzEk78ziie2c7ulElk97X7tWUGIrUrQE/rq7r/0Atx73",
+	"BQUrsPsTLpV7gEpDfGG00/Yp47+D5bsW3tqXDyBy9Qa4a+/Sib8+HPr63QD4l3Cdu06k7daHzISd6qK7",
+	"X89fXDw7P/3uxcqmwZHgGy11wAF1sdr8BzJ28eL1L2dOwJz9dPJ/L6/m685ivlxZzO9/fpk9+jo97x58",
+	"7hO/pYTQrYmdd+cHkC3gFAbIQw5VJO3RH2NzmxarGz+22eWeOJ+ViQc4bb/bgHudDcLXXr6jhLWNzJtx",
+	"D0btjYN/6SpjOU4eKkVycI+1SOllqedYIoPZuFh1Ym4Czt3UMq0td8j3l/NTGBqdphBqqBpLGU7xPcIi",
+	"HK6CMTJqajnCIsTQhCoYf/HW+4L6dXt/qxYJ76mixm1ski1PZV2c8dounvGKX8pSJl0erY/Dw6eE7hFg",
+	"TRa6t7F28nNhsAVrH1uBamm/T6A1wwFa2gFCa/9UQP7dlJGAobFBF1nTLRKcrE57hizTeINx8b5pZMqN",
+	"EuCV8aHbu1FuUa3aneVqaelGx/MNGkB3xrpJI+hVbabb6jXu4xfd1iSdBAgQDz2SkhYJWJEdTMi7w4QM",
+	"TMukx27QUHYHP7KDH9nBj3y48CObs2E7abB33XQrjmXgEAc7kJRPCyRlWWXuxhz6IFT8qgKTiLlV4kJk",
+	"q0I/lhF9ydSbGputKiU98YpVtWR4qMK/EPvcB6ngCZXp1qGKX2AfTir52smWd0cMAWLuNMFrG9ISRI27",
+	"hu4WShJrKf8QVMmdpij+pZh709RnSCFit7vrz06fnzvFnQpbEZ/EN1r32blaCXPspogsvJTgXwITm6tF",
+	"nFs3GM8liNtIGgdxu8ZIcYuxK4ZKx0AZznrTFrMbIjaYUzrEEH+I0vY76Ba6ZhXgpVlehzTumOUNZMha",
+	"q8kNVi1bTuuP+t5BfNZ0SYbp44/rTiSl/P7VS75U4/VDrZvqdiT8fUCP4mziPtMS8y3od636/30tBICi",
+	"Jj1DA2/1c2mqkrd880aXeeNGvvse5r7q7h12kVeJhn4nVZVa9ADkLN5YjYWPycxiXaPHFGCBXqmymyEY",
+	"RS/dd/7h5HBico3V+1VT9vR4G3Yt0M8JeQ26NsMuSSGuZe5PL6XPv3r5j9PvGVl1zqD64bvH3zz65lE4",
+	"qJxSszaq7ThU/xj4OxSFtKPQHwcP0tt35jn1a/LzhhpGpYGzrQKoR3sPRJ1Ewvm7WBBUC5SsOxYKD3sT",
+	"x/IrwhL3ewUVlGOwR+DJIRbplJsTp6lt6N1I8VGqNwTdLr2eKTdn9o9NrSVmooZ+oqziat/K0u7/ofsQ",
+	"36W5mPLaX6INX6adkIaZKaD9QPlwU1GJm2/UZm7VBrprfGrmKIrpkFUWDJrQDq61aDberC2wU6cbnJV8",
+	"IervasGvUjdMVLAIqLP2RW5g/FXwHisFv+5Li4oBm9c6pvFMPBYzpINZU4V2OgPfP++881e2h3fyl7rs",
+	"wV7BK/vL+U/HlF3tC1pn7MHo3//93/+v0cPI8qJ4atS6OGPcvR2iQXGP5FrM9HUEod4pG3nyTTJ+7i5g",
+	"KvsFLubtRMf1VKesn3/I2kJJnzZ2wOXrF7u/GFHfmelBwDc3V1qQBl6u16LNVM9VaFeLHcAjYwLXyvJS",
+	"8NpQW8aNNFnrUpwWPbouQnIG1/0GVZf7bUDUHBOgdb4wLaxO1MT/TpTdvnI0IA/4rYtJdNNJevcIwlPs",
+	"ZXu+a2Ea4Gn1kplUrQ3i2WEL94CVhOoPdaJWi7Z1dcEtT0Ti+v3nIckfgY2ivvY3zDtbfy/77+SML5xW",
+	"APeyN+P4Jz2RavP0gVeXejLB7NOVmFl4EPcvPPkOkTPa+GfogFxfRuEPye1yp3of8OaNsMkon3sa5+sf",
+	"x0oJOKdlBJcbTb6XoNsQnIlhcFsKuE3Ar4/8WlyaVRKEenOCe3F/AT2SasHXk5zjwND/Mp1m0O9XXiWI",
+	"2wMt3BRY7OBmQJ9AFR2viXs2Yw065flME3wbbh1CCTqGTFvT10ekD7AsSieIqT1rq2T9jep3aMbUnCKf",
+	"33sYY9qxCW05+QTWD4tMtI9L9thqwYQg/c49lKFlAtWilj0a2iCRTwAlKKEeo4va9ysicENWiRqGG9oJ",
+	"uTd/HA/VV35VN+nNApImGZO3vFy3WTgm5LXOuCX/2ViWiFGsoR60LGEy5jbV8XBY0ab6Ka1pRfiruJxq",
+	"ffVclPJa1IvN8B4FPckehEyOk4z9ho8YQtfkChukmd/2HvYgduBn8B/PfLfdvWzvVy7dJToXFvKLA2zH",
+	"GqwOKLVFXG9IpKQEYcFrUZ80qehJm33jO9k5RX5krvM3FbdvDg4OMCX3sjESAAAveX4lVGEO2ElQJ3gO",
+	"xVr4nQfwsqGXH7o9uHaGO7BgEtoewDHX+kqKY+rRZxhnOFfvSoV6ckJgRJPzydEjNuKVfANPvPFnPnJ7",
+	"C7cSrCn4SHtLptZWWIYMwz6DUdNoEW453dkxJ0+pYrMERhmKUNiD0Zs3P2pj92HJ+NoIBS6YswVe5R9f",
+	"vz67eHiMNWH7IAGgew8q88uoJ5cA4sRLo6HzFKab/ef+xXW+/8zU432IXIx8Uh2A2wAA+b6upZve6ELk",
+	"+98Lm0/3L6QVI+gE/Ap+G3nw2kWMbel39ks2yk09flOL/4HO+7Cp0u0M7sSeN6f3ouW2u8wr+Xex2PvL",
+	"3UKZrK523AYNM7f8M2/OX4gafUjuAkDIa9+Ep7BjGi9BMu7nejZrlC+8n3HFJ5Au1foGWoQouE9RlrSv",
+	"inZfxDdNcCtlGM/eD1mahTAZWOvuvmcE1CXVBJ4UwNxrrWdE5mBn8WImlTQW78YxstOCEB3d4qQ1rGou",
+	"S5nDjQgJYIhIivzOTg0dTbc/FVyhTocqQrzyV7MQVakXoj5gL4ApQS8uwAmjVNO2ifEICpa+08ViRP25",
+	"Rn/muhCZL+LPHNHm4rRwC7f1wmlC/zvziD7/+68RzhgTAejr3odFt/W1+8D+aTFyCmmllREhCxQwTzHB",
+	"A5ByDRvRcKOMGU3VDoRiBuEKX2c2Q2SjCHcfj6vUE3PAzrjTqyC8FSjUd4VrXxHUGpKN/kRh7WVExkBE",
+	"ZCBd//m7W+R8Kgnl18xA/VFVGCMomFTLRF2xEWAeDhNvhVAW9gUBZkfu46MD9oLn04iPQKdWuB+heXAU",
+	"tXE0/daxmP32j6NQaOrbcYeH8A90RtEuCTXWdS5M8mM2ZLpCZOty4YiuQKNbGgYn7e8ynZJoMxj9SCQI",
+	"auhzTJ7aopZjy3jFa3vAXnfb643+fYRd0JhpQJ8JP2VMvM1F5Yzi+DTxbjjW6O7bIiwFqOopgK3iueVT",
+	"gqdgXGm1mOnGUOTLtBsTz8Tx4JGj0qkogQfT7e6wZvzCAXvVzmjG6ytR+Im0zqynjFdy3yKvpqmACAwS",
+	"1xBvczwYjG/o2RAn3AeJ5x50FJoUfcfxBvVPh4T1fhBT8aTyrujrTC2acBAU7YTaPXxTCCWd1Ii3B6k9",
+	"vsyGjfC4RpsOEtni2lPsXXmpc17uu7WFj8XLxYTy0CJRTVBQo4zXlWP6ba/89Dn5vQC7R1pnHu+tEW4n",
+	"Z6cREMDTvUfQmv/R198ChEQlFK/k3tO9L90fMd9pCsqb79fiLuLhpdbWCRgIlFVJJ+UzsJdM1CUeSSuS",
+	"Tlgh7msJpDKWlyUyooRT9oC9clsWtsXvnZNSHgEGkujpAC4XvWdAgq696pjXsKrjfRlYDM9z3SgLEgCO",
+	"7lKwvOSAbAnhd8i81wZ6gYpy7GYLJ7a0YIj1mE5K/+qw3x4DU59rVqPDMWho4i3Pbbmgri/YICXcPWeX",
+	"733nj+bEjduCHDoxi3jByhK6DsBxoQpz+D/UNxgtqk32VncQ70IGjStt1znBkrUOI2gAGsU+gtLfd1EO",
+	"9mK7yh0itsEEiQ738/HRoztbHpqT6dWkbnEnV/evbO/J0VHfEGHOh9/xImyce+XLza98r+tLWRRC4Rvf",
+	"bn7jmVbjUqJh+eTRgCHO+KLUvHit9U+8ngh876vN7/2iqIZdFBBGe73ArtdPHg+Y5Wutf+ZqQdsBUGtf",
+	"DdnCU8cZFS+x8D22Ovee/vPPv36PSn6JH62/ZdCLYGLAAUcFPcscxPseYxVn7+net9/u+b/F7f33UI60",
+	"v+E/8QL/lfUw1f3WszgRyQp2AAsIlSVKp5nMQthWkY181MDEzJQa9oZh0eR2bBha8o4jSxN+0SrJqw/Y",
+	"qSUGbFbFI7sUOXcCS+lLXSwidye7hLSmdvxVXvaDsIHTXASXXJfqj+6eqdFQPQyg3S88poMP6pq/Fuhp",
+	"DyFzvOzd+2GsLEuIz1sNggx5V+/1v9NrnvPK5lN++Kcs/lpzxaEhmO9wBkY3ozfb+j6QHQHGShZoap+9",
+	"/IHJGZ+IA3YCvY/Hzn4lMw7uM9b08bYxGoN/LqU3Uvr3WI6tEIrNpGos9E4nooDMNtQa/fDe/EBbD5Qb",
+	"aHgdVSTCmURz8Q+j6dUpXwRbiozdA1r8qdNrT6Jn3PcNLjHMEPtiYHd62hy8Bjgi8gNClva6EBT1sydH",
+	"TxBqGrMgiwxLOtv+wUWSSp/h5EBfrPlMWAC8/+eASqi4nBhcPNSEmRw8slgR/FlEzsEd2zTw5LIb8veN",
+	"7AIuymGF2DWJD2Mde+LTSd4QHd0MgCnRc0jRLo7I3bdVEJ5sfuWltt/rBtuSfzAsCWk5kE0e7so9M5vD",
+	"WoD06rdZThVkzAa7BdlLONQshDBRwCLpQOMex3eUmDtelcXMZT7V3v9QO6kaZw4Qj3L3RpeF4x9OOCrN",
+	"Sq0mooakWSBLURywE8UImsI9iAx8gSkWOHI0S6MdM4tkPTdXmN2nhJe6SzxhlarPcbPenbKjhpW3I/L1",
+	"KW4DaPz2KgGt/plfSx/ddw7g4Jb6/IdDr9hddIlgffOezlrviYohmrof9+rscTogzlc3OyFudHUpppKE",
+	"tC/CjdE1QF0ALGr3y4go1XcCDR49GflHp6IW7AFn81qrCVBYK0u/ZCOJLOVN5MgYPUSidxsZJgnKxEwI",
+	"2517pUuZL9iDJ0dH7bcu0WPOF84EWDw8YCdLHc3CcnnbxyuLwuXx8oFjoXcMoyvoUYFMqpS0xy1+NVd+",
+	"V7bkYsBx/CAbXAyepXoFLN7aIa6DJ+kYUSfBxSdMtBEHH5/rdFIDfFXqnHZbSf9oiL3tKEPX8g9R7PwH",
+	"d8cVW38BpsrFpEKpcoAL2l7+W/I/eHyF0wHHXcffRH5lIulOUwIbxl3MjodNV+Dc9/cUuQ6ZGwaSmeea",
+	"/Wht9UqVi4xd8Jm4kFb8rwtby9x6dvA0ESmPIl9TXdt9Z4QUyfA7Ofkh3psOUrsvjS6cNBKjqBUHLVCa",
+	"RAQ70DlpdH5WOCb9MYyJ397v/hQVoY/iE3DM+aWQaD7DQnhVYVIpQWrpYoE7Sf6MNtz47OL8e3oJTCzi",
+	"Eslg+2qsPbHLIBQ8KPva8PsB+xXkT5zETCcNmQopMRSc7IYvKEM8eA2Al6GWu2JFN3XoGy26JnQEX7Pe",
+	"iI5cS0oI0GFJy3gaG9DS4OzptzbUxB64o/V/psWNSH57WYwfeUg3bNWOdtMO0rCrrSrY0p/QVwBCFBoU",
+	"0Z2p2pCBX2anzTp78OTxtzQsZM3sww66q3XC8lobs2+kbQMAD5YyJZ5GD43QNeF0djlRIX/iYSpYsZI2",
+	"QSF43dhcz4CW5rW0FsH+8b6hEggVH2AKrAp82IUtCXn49oDwAcP4QUc1glZGwC/8tciIW6O6isc/RPrf",
+	"ob2AXIs60/aGEIjK54CQIRQpFRICgaiCQQdWg0jCSOEw1wth9/uyhl6v8o8+Nun4Pn31YUhY4omkV1jA",
+	"B6zCfNYRjVeVk07LIfP7schKPdGN7VdUzqMKA68+BXVZRdkg4K1wN5+UBwpxw3WlYD90lJzr+grNFRKr",
+	"kPOhS99WIjg1WtFhIEUEMgSwLORSW08DmDaIFcgrkjiuoido7zB5qxk0s1EFmzgV6snRt2yUk5Y8SnJP",
+	"DZ3NhlkcMWsgMyLNG4J99iEbDO9Ld3+xbOLfFYmklXZMZe+JY2Cr0mEOCBRgV5IumG9wxm3nGXcXxHgs",
+	"sIpgpSa/5fq+wsERC6EEoOba+gbLEkAGUXGi6IBmhchlIcjZAbnP0B1oquf4PqxEGgJ5BF0wSs6BCU/5",
+	"tXB0A4/quUJJvBo4QMMdAu7blMvRMH0uhIQ7iAgPKxnukdDeF908h125FL3+sWhD7pqINjrnzwUvTEKd",
+	"8YV52Cc1clJ2xAg127feXZ6yZ310O7ZjnZzofshJIgNBsqe+jST50fDmA1p6WQteLFitLQgVzC30qG66",
+	"kpCqRHQ6n8bJ3jJi/NT29QEYQTSLkHXnVH8wKZSTSKIIX3hAZWC6sVnr/QsBPej4imfofVoPI5/lIzai",
+	"D72hV0YH7Cd5JYLcdRu23xWacc/mrJPchOZdZNt+Ye4sibw3aHER+PwHpOnT+fUJ9Di+egONP3GXYxXq",
+	"thr/J8nn+iMeQKYd3tIyDYjvEdeIOcPWFW1fE9CrXPwEWT5t6YAuC0dyENbLkKUhzWJBU8C9mcq62K94",
+	"TSBMjntVZYNUiiA0bR61ldeYkQkkfuxro5xGcSkVMc6Tl88P2EUoyDeob0CWJpblP2VYke++ogrIXKpF",
+	"11lVhxp9gGLWraEvDSyDUtpTMQm3Ec/8bq1EKlP3pH3k8IyDUTjoOajhGvAsTebvYgFO4uFvRCgKQ1/5",
+	"uQNqMfy9l9h4avgLzz0Cy01fafFhhr/5D4A+GP78SVXd4GnMj77xCzdawQvCkrnBGgLCz83eIXShmxx9",
+	"jBsy/L0fPZjMjV45s3/c4IXTLhzMTe6acdqKbzw/eANz2/Dypm9dBHCS4e/8QFBA3wMLvdkUiQvDNP37",
+	"W018wJGhSDmh28Rlyl7+fOjhzvdlVLk99HCkrYzyqkP406r6cPRVWn0IGw79gf7KNhRgtKBocaKfN5Wc",
+	"HjrKPYMeHbBnkVB2+neA4RmhjK5KaZkejzMmVF4voO9uiAb60sYrsUAx3hXcbASINqPDEa+q0eEIqytH",
+	"ASOwUXGfNf+xB+hjwzm+wXfeBJfbQ0qH9LhQHlxBlU5TG/Eu7UBl1YiKnkcAIIMvZKH1qP8Wxm8C6toI",
+	"q+lNAFQK1hnHXxhhUOV6NkO9kao1RfEwkUYBp+O53JZSKOIxNkRZKKvHPfmFIXClzC8JYXAsnqmZS5tP",
+	"sRz+/koygjzoTbzEQ7uLSoxd+sUHkH6B5Rq8yznviHFi1fVeytg65MYIuw+ACWNRH4q3HsMsaYK9eIul",
+	"GOQboVvYGlGB9UJJORbdCcJjGIu6Lct+gBnHgHhwECbancwoC723Hj3sGlyONRMCGgy7ZFlRTw0432NW",
+	"NwoT6tFtE7puIELCKq/CRXplxE1pq3UYNNBrWvVz2qI+0l/Zy8/CVYtngjfNxFftbpWLARQiZ55C0nrI",
+	"ryBHqZ3hCAow2QNECoAWTw/d3Zs6idrmJ3SyQCjRkdu2CyOx+IwREk/GzJWsKl+pgPkPGbXfWRywpTkA",
+	"pB2iFUSwCHBjBQAg7Ot6P8xKoW/XrZfnCKnA2xfRc6wWjLJQmLRilqrpZCPcqTY/IxzbBAnQDXfAAO+N",
+	"0GgCMihqEgBZHnQdzHcA4AVQqw55VR2ixD5mjfL5igCgg7ob7hGEXJ3+JGvMf5kDRmp3Hj49RCtsz3jA",
+	"XrYagmFl1IKqQm1qP3IWVVqX61UwsGlEwoV7Okszm+1kmDqtFwbcoB6tMmy3AVBCpxmeK6EO3mOySXf+",
+	"0O22Z/pVyRV7QPf/ITQ0DaEKvPU7belj1paob7Q7WCJsZ9kQZ96+zoRSaJif2ossqcBKdPZRi4oi6wgY",
+	"uqHuY72+3h9w2A/I4etdPOj1vQcHDQw4xEuDu77z0azx0XQv6D37aAj6W1oDZLHkEem6QODZ2AOy3rsA",
+	"d+Q+XAydPgg9kgjm/gUsMmvT1qPn3otbAbdo3ZR3noVPzrPQofd7k5KHf/qWAH8hPyhFCt/xOfzdtG1B",
+	"MKkKchH9F48RvmYujWAJBqG0fQMoxKPYRerRkEl5J1cFNf909DjToN9SDUQJ8doovxInzB6EdjMKigIM",
+	"aJXwX4SA85S8v5caW453ORSub4lD3UyOL8nclLztybJsKZqAYz94ir5p7fdHk6qJ96AFct8mUWZ7VbOm",
+	"aJQH4eTrWaLnBgHbd6/4ao+gO7ridy/G+9sZ9chE2oQA//9eLN+1Ups8Q75TyidG35+VxMbb+R4k9qpn",
+	"a2AuFpsjZjJCQbR+sQdokqOfspAm19eiFsXDbu5W2uiloOVnm+e0nD7xgaQ/0B3ZpUEMMbHXuIu3HrYI",
+	"0Mn7RvA6B2wY6qjfS9UXGHrAutjwAWbEjCsrc4Zf8rDA4HqbNLUvEfVtuwjRvguadh59DT4iMQhHT4ki",
+	"gm+Lq5qmWgljywUb8WsuoR/GUwxojNIVFj78T8NdwGjP2rVvn4z6x+6txfBPfBaxPN/hzF8YuhChj3ot",
+	"mCikhdYn26aSP0Mu0EDz1FgNgbc4yWhcC4KRXg5MxZYomLTSsPNGKakmGbugdhUZ9UF0QhLqpyk4uBpR",
+	"8wZvjZ8YHWOxoPSClJ1aw+pGQbS71Iji3s3TMcxYjijTboNDYTtURG+wW2+rz58WNzBW49SWnbn6gZir",
+	"W01LydbXEmoluklqjtAKzH4lqGpoDwfZHRnjjdX7TnYRSn4Bifl6PD6OWz/+cv6TIzHMIVknSO72zh/d",
+	"c4LYJ0c574sQzgUvtkQGIWTSbED4mshrocgVsdk/wy5IU4+6RcbZrVCuchcNIxF7x9fGdJ+iQkXoK8l+",
+	"DW0dPDnXjTJY4Ou7b2YhF3NZlMIwI8paHXmUQerw9yApHh8+XZKP631W70zqW3ZUfQw+qk3uqU+VL+1i",
+	"UIM8Wved3Rqp94dkgIv+1L3X0IKaLzegXmPFY0vWm2XSp2wCX0BN2fxrlX+l7RuaTsIEpuIZ8XGrL/6s",
+	"dgzjvZsA/kIxvuz7u2f6rXhj1hDvGYdGW47sZtzKnHkb4ClTGvtpAUpOPhVuZgVzZnJJ8JlvLRW1QD6t",
+	"rReOSEnv8DRKRjqqTKRiHEfcIvaBO5UGvorjXopcz4RhMMeEuQF//yQMDsoP7thgFa16R8HvKVsSGlJ0",
+	"zuS+Sdf+0U+4PztLImN/QFs/6NagK4+kNRM1jxC23feOCS8Tq86g4yBSsvfMAflBErdxEvyAnb++OGtD",
+	"VQEm8ls2quwfIE6DujQ6Zq9e/uP0ezA2fvju8TePvnnU/2qjgk961LITWbNCYGNFZcWEWs21DvEkyjCi",
+	"e/lokf3jA7RF2sk9w83fYI+cvf4vf0xDTJHH25voCbXL6uVddJkgP5ye3bGrz8pCuQCUu/jOvhuLRA5g",
+	"Dgi2bxCLbCN01Pp6I8QaTDd6iTLWgPnUgkLv3sPvNemPgR+2/ldHxfG2fNja0fJs17HG6Lkds3mvft3l",
+	"47jPqOMK4W9GhjsxVx1K9wbHCjfgEy7VR0HvvvvKJ0zzLR7ajvo/HOpH9LO7ZQC3kv1GWCvVZJjcxxG+",
+	"WCL5RcAxm3HV8JIck4Rg8fHJ/Qu/JR88/YeZrpH3/oB31P7eZb1pL9bWA7gXwra6eocgEdHfCW9PYMQ4",
+	"0ONYaIZt1KDY+uz1fyHQaKez5RfG178icbWdT9FzMuWGyY/DA9KJdN4l8W/TEeInOcAT0p5558jeS5B2",
+	"x7F2rpCNnaC2wCiHuoshaLKmKxS2N8CsRav3q6YsfZIXe0DNZrm1YlYRPHwUirFyJh5mrBammVG4aJ91",
+	"0sUoWhvnqSg995DZKeyzA3a+HK11bN2Hyx6E0C395U0bRR499M3hMYbcPuv/NHoY5dqv2k22XnwcgSPI",
+	"dl0P2xHn1DqDFvc6+JB3etN7YgiO3rAZGBEZQm47clJ6fv/MoanVvqN7pKY1IeHGplK2IfNNKuoJ1Qfn",
+	"EzVScXeRlg74+Bj7jVEYh6RqQ69MyvPwrGH1+QSLSJJ9UysPHKapVOrjjhxnwGVp+Ttif39GkrtaUVpD",
+	"l0zusnZpMMVjQcN+qde4R6Kb9IWh/m7urVIq8TSUKiF9E/ZXFpUqZr0Z5dHTfZnl2UqNRVR3Ia7d7mdM",
+	"iXmoeAxYYQAHhAhhWBE5wo4zpZ5gO32qgGhrZSxfmFC9sRYu6By37Sf9bkZU9j4rLds1/F2q4sZI0j/p",
+	"yfe1nt3sjdf6Zs+/cmd4Lxy03Y0hlZoR2TChbP0peprfa3UnjxhOVHR1r9EjUJHXhIogm8F4u+Vp4HLI",
+	"2kIpWpe1oXFEgJI9cM8e65lxw0j/CJHmmbNjqeGdY8YToewBw7lwlQumVbmgPruEuBzS66DDJX6A17W8",
+	"FsZZV5XgkFsnLZtTFQG3MfR0o8ZSSWo3g5DfAeElWGl+nh2Lq/VtQVeaPj0uoZdhRcKKvbbKlMH02Vlp",
+	"O8VtqxkscAwBrf09Jek6W6ufHV20qX34yjJDukBTLUtmkLIHRgOCfXD6RBaY0rh4xwAmXKqHWeBcnk24",
+	"RxbCOtKvuM0dr8gdOypjVqerAZzugL2CCmbHox2r6WYoslIT3C4VAScYgq4+Fn6gq/XsALbsU6X+90fM",
+	"ulrqZFHdaxYv9qI4nGklra7Jy7IxLp1j30k21QYRg4WaOKGOMBFAJ4gcD11s247WnE2lsbpesLlUhZ47",
+	"goZqx4zCSf5nfi1qDijPymp22eRXwpoD9j19P/T9ZFPBa3speItVH/fPneqyAEjWmZjpegGwE1yFaXX1",
+	"h2PsKepx5alQkvDkaoEEBhxM1yId0sbd/LndzBsTPX6B7LElKB6hJnbqedDSRpLGo/Q8g/ViP/pjJicK",
+	"lgHbT++gBPFbf8COqJMJgPDRM2590o36rwYvoOIzd8no55/x+52Oe4j0v/d0Tyr75eO9bG/G38pZM9t7",
+	"+ujo6JujbG8mFf77KPPt+SBuCM1Ls9X7Zmwtc9tZrdXgXnPnt2GG1AYsnuCMv8U93Hv69ZfZSofAbFWK",
+	"QaVIar83DA5vpjen4FZAl4K9ATN4oYr0+MceZd6d+IbJvFDFHUzlO6BBNpeFnbobhhjqpp1IPtVGKA/s",
+	"Qtdyyg3jls0cn3j0+ChQ8voZ41gXOMLAO/bN10+O4jv2KHHHtipHV2g/IUepX2/gkwC27gluJ1LvRKT+",
+	"IGxosdSKNbT0aK9jeYpPpsTpl2lx6nhPympfkaSHJCXvXqJmoVY/4tabpRHdvncRSh8aBe2o5i6phvZ2",
+	"lXruiWBKnfNyn1xsG8mGs1JOppbVgrBejOKVmeogslHBo0b5rVJY1ToXxjxlE13rxkolTOb0yAqyBaAn",
+	"WNAXn539grAXFSBylMIkSe0nN3Hy2m4TeCwe54JW22uv0e+fBdSYu74ARudO+AvjzzhswjYvsLHcNsPy",
+	"eXO3EmUaw6yoZ05TL8Rb4cNIGhyT1xI6YXlXA9EiiAQQADMxu/StJcAt14zHzlZCZULw0k4ZN8wId2Od",
+	"iRT25YC9goura2iTDtWToWMOelo5K7FjOXToMZRozJ2a6Qcu+cSwSzGVqlgndi5wVz5sWUOT7HOA0t7j",
+	"Ae9EzZ3Saru9LVEYf2funFZRmzqEXzdg3RKdesRL0sPgzQyMz8qJRghcOGUtHZp9AW+9hOG2eI3bYfoC",
+	"he4ex0s4+GwwWeNVR1cK/5y6UU9ufaMO/1TgbfjL/TjkfoULE1zK+LkvDCu1riBxyessJ2enCF4BPquJ",
+	"004aI8yme3fiZrLCfbsTcs8xWazMwd9rMNErbqetha68W6WbzNzjZnn0+JtV18Lv90IQJ5VcRxPtCez4",
+	"+p3GylVMeFi34K/xvVHhwPpqbHHaBrI9Np3JWoLzwSF3iU2ou5pqfQWk211uUh9qr+T6WsfPhzSHVFF+",
+	"0nWT7w3llZD5E1SaLorcLplS099BFErThegtyEB6GanQC0cuFaGxe7ZTldzRzQbK/AfN5DMmSr8FPfTo",
+	"t3tHi3doBa2Q4XW4h1uiwLm4dLJrX6pL/XaAooqCrhWR+BnDKm2sKHzOcIfYuhmwGRM8n4ZGmKypKOvi",
+	"/1y8esm4YbXIhbwWxQF7Ae4NNyLjpdHsUuTYR4+NcNgDmv3Bb83R0Zf5j1pfveQzAf8SI0zAZQ+kNY5G",
+	"JfEN+KMsHma+B7OP6ELKWKf7cSkmPF8wo/iVeJNzg8uHrkm+3Xg946WEFJWRVm9wKW+oI/EowL+NXqkL",
+	"+OkZ/fJwnbb+K67qFI7kXrqfLOeSlotWo0FvkdubB9Qqbazr2cPeiB0dQm+g9cmA2GI0A7pYlwucSJxh",
+	"2DcFeOYCHukP+L4nzhqf7aBcXqIG3I1dz5U073Tb2agCb8c+sVDYsZhzQj7+DTinWRgrZgelnqT4J3zt",
+	"UDd2GOPE572mgK91OaNneMZyVfC68KwqNIv33BVf7rAt9BVHzMtxUkxEaysZKHcWU+qkzVomLNS1KHUl",
+	"mHjLc1suGJSPu6ELUUpo3cQejPAmk14wytgIJnhahP90dO/+oXOIHBUn9hebuz9gPMb9F6o/7r8Kbvno",
+	"4QE7qx0fBNgaPaY/A7+JUm0KWlTpLEo9RvnCc8tOsN/7VM9hxaN/nr94fvLs9Yvnv48yWITyK3BmA3se",
+	"VkN58ZT7O9OOxPjYinrZ3VcLR/rQ0woX+Qp2/9z/OSwe//4zf/sCP93L49uH74G5b5Oj4SJgPUNYGV1b",
+	"JIQdJ+uD7AQ6rXUzmUb6ivb3ZTMze3x7ZkaB1kOpxrqXpT2Hf10S5pyvNUE+86u4vND5lbBPEduf22nG",
+	"THPZgvzPhDGwxEUlTMaM2zuVC6aa2SWGZjHz1jQz9/ESyq9UwbALK27GmM9k6UHvco55z237ATaXZcmM",
+	"cAqLUzXh8QVTQhSGKtr8vhCfmYpaPExahD606lYXFnfqtmeLdNU/aI8t5re321761tTy/nrO4M1ad7HC",
+	"WgfRwqM0Lbj1rrv/834n4S/VpOaFgG4LPJoWiFZU/023fJA96BP/D52EArPHireWjWuwKx6M4vP/Gell",
+	"9DBjYyiC87ow3nwos2nXZrCIEEsN4XtQYTgVZalHx2h5obQa0c85r1EOLpMirmhS67lxA/o2H7qxbMIr",
+	"Q2nzo7ypja5HB+wEhCeHpHmlRG4zVnETcpmMrv3iSx4mF7RbJ7vpUxSCtlI1gtWQ0IGCWdpWYQGlJ/CM",
+	"Y8xmxdbRlBYJIW5WajVx0/JYNfgymAbMCFUYNqqFWSinpXhfbl5Kx2VqwYtuKhYea8ycT85OfcvoWpTQ",
+	"vkuruLyJgPhOGjt1zCkPgDhQVC947TZaXwnFdNA8jC7dHJFB5VpfSZGxfCryK3f2bYPqBq/iU/bk6FE4",
+	"G86ueSnjdi4Ze3L0pd8gwXQtJ1Khk+zSnS40/AMq9tUUYGjhJrmXj9qXlx6MCYBmE9aBRw6dlkpnMKag",
+	"f15VQiWZ3Sa/27PVC+UFS7hSTgdWTPC6lBhTdpcS9bjzF/84vTh99fLg9OXzF/95cPHiPxx9WR3kTufW",
+	"9ZmZuMR1dm7FreN2e0/3/vufR/vf/v7no+zRt3/99ttB77/+bW+zUfoImfpSajKgDEGdtg9aIF52e0J0",
+	"JZ2SneIwnv+MdVnq+U5B6xFS7s6uE1B3KpfQnkVSHBJGjr0jhj3wzjnTVKK+BjfV5SKKG5uHgaPKmpVy",
+	"LPJFXgpKu8gYetsdXyw1L9LmzM+ts+WDTe6J5rguBNzZvZ1f+y6jwJ2t3UY+T4dSDv/suAD/OqzFWNRO",
+	"ueknome6cQra3OkQ8DipePHM2QNI+4zjwCZj56/PgFJYKbgBowbVwIxVJV+I2mTomMl14aS9mFUlt8I8",
+	"xMoIDl5/TXl40GH3f5piIkCVsrIWM8xuTnYx+0HE9HfernKD/Pw5XpQsekJVy37U20essneqczoFTWYs",
+	"3ZmUEtzBlajZFSUcpmSz4bOqRBdIPE8qTdl7+ugoW1+etKE46Z64VXSi/eDC9MSOYd0lw2r3dZUNvA/+",
+	"5ThBf3n1r06KV7Vwn0V7k276Q4IRDYwtcJS5bsqCFZoqmufSCPp5VZUIFf9u8k8x971FvKlFVE3d5smI",
+	"2tFs7pSjCCdLq1RZZmTVYI5+a40pCrE7k8O9yYSqdVvtfcC+K3V+5RTf6MhwNDJZ2iV7bAcC4RnrOofJ",
+	"GWGTUFuyFhExftRMdUuIqCubtAYQ9YzuJ3bakrWIAhC14Oa+MVE7s3bzWV/uXrXT796rHfLFZ4WSunKN",
+	"7146JOry3Q+HnudusAQ7+mkXfiwQnI+gfWHIr9iTPwzpeX7Y95WLENbi0xG62fYpBVC9e7V3euil7M7U",
+	"2CLkUN3pDCAaKk2oPunRfH3JRDusUE6N/edeixb5PACh7GV7hAW1l+1dNHkuRAF//R7QdPeyvddyJopX",
+	"jd3L9p6RmHcX+pbb517rdajhw0Dh75w9EkbOa8HjDJIoUPTAmRBPZdGbzEIiUxTfLXrzSL4+uvWUdM2m",
+	"XBXuvxrr3frpIsW+GUKFpPt62s4Z89KIML9LrUvB1fAJcuiL6ePi7vjkrHcq41rP7gBXoOf0vIa4YRJW",
+	"b20KlI0A3uapbup+EpQqFz+6J4ZCFfztmyc3RcN4xo3Yl1AoJaF1MMSQaI6yyKgu3H0o8357p1ejpuWO",
+	"VTjh1reGK7GY6/rDyZ6K5NCQXAN/eDsv9hobt6MnRGoLVki9s0nbUVmwlHuAC7urvNyCUy4lVSW1Giib",
+	"/rBUmw9buu9I++MibdR0Iqr4wtwvubuLutHZvkrvFrIXwB5hRpQiB2LHW8982RX5DYomFOwl/OLRrbqA",
+	"uWzw3uwMjZ2hsTM0dobGztDYGRodudHbOrzZpTH3d45xu3O/Gsef9F+nxV8boXc8ZGTbAD6A57SqRri2",
+	"63SLTWpFG7sOAD5tZ/xEeCgs4oOtEI0Xv76t/i4ifZeloZ0Le4/EdIjB3TVd2eB3w3iLjQCJuByTRIXT",
+	"Ow7YiaI6bd8JyTdTwjojq0vQAiDK7AQMz6+UnpeimGDw1oegawjSRSHlYwxty/bLVH7ps1QbVWiVgGLA",
+	"eX8ctLyFXpbLq9/QytJHaP96z6yFLINd24HPs0UlHP9dM8NN8dYOOyyE5bJ8BxVDqqqxmbPEqsZGOH6k",
+	"eiD32qR3PMdZfM7aB23Beh0EK0DdgzttZGvaSLvJW9JLCKwCy3LXkJ6v2CHfWbf5G5S8tA69UMjjaBJU",
+	"kwxhMn3v416AmGc4jZuGDF471mvJWzcgdIDP/9zJF7sHhAJc3XOdN07v6ievaGt3QvgeadG9NWAH3JWR",
+	"ufil7dPeg7qZopUt4M2s0vGhu6lruj3/WktLyaieKLF1GNoRlzy/MqypfMxAIKCLMABtgNV7Eh/LwBiJ",
+	"FlsLpw6BzYDVxlb7vFf3fFO1JW/hDWdsGCoH6zKGE7eOD4Q13L2hEC8MVrrBUPBnFTJ430duZ2LSmzqb",
+	"OZ3rr2zv8dHjbSgr2ANP9No1EZinN5xDX7tIbwMtknyvcy7tMZXrdYpjO6L5E8a13JlKWxINwHm3KBz6",
+	"7K2ueKhKrtZ0lJvqOVU1OLYv1aQjKai+AQk78z38Czkee0vIiQyClhAAaxWtF7EiOEgGXttjR49QXNuC",
+	"8ayKgbOSq89CCriFDhUCUMw/qzg2yHo/AsDNtzerv+Q79XXHGAcyRp/73+I0pvqL3xeDrPn8trYwML9l",
+	"g9jpyOKtXWP5nvP5p2r8hqFk3i7TS7we5uF2ccc8PjHbF071XUiYkLbwowc1nwdyzvaqpt/QhfhZVQqb",
+	"mlCv5avLgmkVjF9v+ULHADBudVnSP29p034IRH/3Cs06eh9i5gb1cWfi7kzcnSb3aZm4W5QBG1W6DXbv",
+	"M7SmNoiLqNCTwMu0Ejc1Yz8/xj/AsoXd3Vm1O174+Vi174EZ1mLfu5CGm7jB6aRDV0MCvp5pY58inFkW",
+	"d/UpuRUqXwQ97sfXr88oMWNt/LcWF352n2wUOFrjBiffjtN8CiZw3R7oXYV/e+zdf/BSFnw5tpt17dqE",
+	"TgPGgQ/xdnBY0ap40IWHdYbwfscOxn+g6hR/HQLRCQDoXyo3zQ+K6Lfn2W+Xh8vehXl3NvBO7/uU9b5n",
+	"vivItqTABjWPenIPapRNE/RtvBOhi5DGh4VziHsHjU7WqHJnNIVPVIuj5QHO85rmAe6ZHdt43+2vu1d8",
+	"yyl4NMohZsL1u5t+XE6c23dqFRBbV4dqAegpaYI9mGpLmXYPsS8BdfGRZil/+DiqR2bYMQ1iFZKqhzzm",
+	"nhOF0FUgBSZ/DiN9KGS9LT2NVnYCOzmoZAcUtKmeQy8EZjXs4nbreJJTXaeY4cX4wld37TS0nYa209AC",
+	"T9uKdBimmx0SM1+Th2c1dYOBB1Pa2r0wfxh9x/133H/H/Xfc/1Ph/qhIv0f2v5H597B89oCHAn/6RRpW",
+	"irENrUXvwya42AmFnVDYCYWdUPh0hMLF+xcJutpkDqxOD9m5b0Sma1ZogaTk3UXSskZZWRIgDPyx7fJx",
+	"D6JCVztJsZMUO0mxkxSfiqTQ1b0KitpWh9gDbwDO91LXvKjn1FQb+4WP5U11WRjALxVlAc1dlS0X2RIq",
+	"cCFrbO6ahvs+t9WZru1POLchQMA0qRgJV9wCCNexpmsBKRHwxWIv2xNvK0iOGAxtS3PxwLadtabmEx5I",
+	"Ton647rfhOqbxcce/YwPfF3HT9zaHUv9CLkbwJwvMZE7Qh/KenTbE3PVy6fGumYc56LHEB51c6spwYKD",
+	"SjuuhfD9wTFrgYDaZxogDh9cuhMkSBLkF5BpPhX51UP4M3bAi6Cc7Vzmgs2nsqTLnNBsnwGscEwSn5Rq",
+	"Gy9sg04LO8TmXFncp/tLVOvs/rrZ7bTXnfa6014dfwda5Srw+K2hPLZq6+Gf8L/YcRX+s9/RcS5IL+NI",
+	"uMfA9EEAXAp0QgC/t5rYDjoyUmkrwLnWsudNqI7EOpKYjrSkLbca/QgkhN/pfhnx63RB3icvf7fr6hgi",
+	"FYImsBMPO/GwEw9RZsyygEAK2aqYgAqywz/d/9xERFjyUl57FVQrMhYypuFpXpYLpp217z3XHrFwIq+F",
+	"Wufg6AqQTbIjKJoFjN8jM0je9guM/hYjX3/11ZdfRT1GHg3pMQJ+jtofqd+kT9HhsZNuO+m2k2476TZM",
+	"ugXdHgtetmoG2Zork+tC1PtWzKqS281+/PAKezAezyoxecjCuxmj9uf7c1k4kSfAV09YjLOYN2bMTjUu",
+	"UivR6aaedui/DgO/DlMd4tYPkwN/XdThDwdjD7CY0c3FPYC4/PETvQ3cOuv5YJpZre7TOm942J1dV6t1",
+	"rTXbS2+jy7dNxzN6cA3jqcGP3Z/pv70/AOqf3c30fdrgDybXlYg65yAlPjn6ts9nvHp99rajw1zwa/E9",
+	"MBA/0AZPrl/w/XpxE/uxcX4fuMjfSfB13WaACtJkd69y+PBP/58v+Uz8hRyiFFas8orn8PceXuH5AxqV",
+	"wA9WaR+/kKT9tRLWTc0PENNnwr6MV/OujsmdmL8BX8JbU3w8/OljaYqDRLNlVtGDp3IuqpLn/foBmKSR",
+	"MuBoMcB2XOpiwWaNsYxPaiH6QFA+Dnbw+049+bTUk5uS/2elnhDd369+sskngMLUPfnU4ziF3uKGPSCf",
+	"AJuJ2aWozcPAh9qcGsPqRrHLReSSM1lwrsnaJ/5dLthU8NpeCm4DDJGs2bWoDbrbUq6Dl7CGLXeoW2dl",
+	"4+5+Nuayov32l5EuwN00hjOHRpTjw3AN+mMxr/mVD8Qk295/YTAlCxAtnCi1TKscMcegZABenjGrEXUb",
+	"OoZ07nbGpDJW8MIJvTnHliRjKj2AlraVqKUuZN5e29Ur+rqWk4moL0Q5/jGsasu3NQy0Ps8+zJpZfiXU",
+	"Z3GF3bVBA8JfkrAJSs/v4Fr3cdnDPxVEm/4KTUj77/Z/NKIRy0UxlJG4mqpItTRYLSNNHNw4Ri7rLu+F",
+	"yLUqqFSTnhYF0kQcDhEK07O79TUG+j3LQswqjQibV2LBZkCDnNXC1lIULEfzugaYJ+rJUxsb9yhNeaVu",
+	"0LH557D6Hs0TN/mD7M+8vNYNKme0afencX7GveB3nrNBnrNt92k2Im9qaRfu3/tWXwm1SUE9OTtl+GCs",
+	"U8JfqJZkIoxlVS3G8q0T6+1ETMaueSkLaRdsLlWh5x74xJvZ+JlrXjaCSeuUE+hCD2nb0GQSeuVWJZfK",
+	"MehZlNWNbFAUbCpqccBe8HzKhLLUGBprGkHr8DH8a8EhdpiFBPO4kxn+3kafWc4VM1OIVBuaIdVWnotr",
+	"fQW55rArvBZYqa8byxpVCmOYVHnZFMI/6cRG3Yi0hn1Sydd4EDdNMz9DL8eg5y7kH/hsyv+HC9Fzt52X",
+	"CxTgjRH1MeNlCX+vqUaUXxonE3vcffDkL+bGzr6VaZ2URrNSAi5hvNl9A3f3uzN2IcbcaWlPx7w0Iox9",
+	"qXUpABF+m55Gf7Z9Bs4rJVjFJ+D4aQltF09cYyC12xTxR8/WUizycQ/KOr1yQHs+MKSo2gmQynjZGKkc",
+	"0V/y/EqEghTE4nTMY9yUJRuZ6/xNxe2bkWd3VCtHmqVW5YKKvtHpfiVEZdj/NMbCRy5+PNl//NXXxG4z",
+	"VpVQy8eEyutFZZ16qCtKh2t5XeA87AX4GUjzEkXEpdGbeQkpB6irurXqGmsJM7Td5pLSK+gLibDolxkz",
+	"mnHaG8c+kVFPaq4sm+kaKnvIpSpqoxWbTzWb8cLxflSz8V3Z4UWC5bwsnXXoWFJwgMAsqb69FrmuCxQW",
+	"uIV4tow3hYQQtCz71GNPonvb1Ev9IBuUUsfNlgQoL4raXa5aOG4JaXvovFmWrOQ6VmKOuzhEs310x8ss",
+	"wmb2OVLhfOfckDHTxSLA4tUgbzM2n8p8ChqBtiCMFcrgIKTCgX7oLPOz1GYjXnm3vHqYYnv4J/zvabE2",
+	"AIw6gwmMy+Pka4BvRXoQBKQPHA49trEvK+oMx8a1nqGDFosUbcd5AMoTKJB5YF5jqXh5TMzV8TH3xytR",
+	"UYIkaLNBDfIOspixoULqGCRXjJe14MWiqzcRkrsJDY04iCk3q1ar9zo9OTFgrZ77Aju/hA0BsmWGj0W5",
+	"SGVXu2EjnnrDwkk8sL17UcrWMqmMKaf7q+7+H+yCucnAituce6D3noDuM7rdthWhTV1psyJLy1LPReFl",
+	"qgBPXEKOelbgMZqBeqAPmBdNx0zPpHWEMJbCCS2nrfl4invggL0U83j0WMsyga7EzbWsA3ayTNxcOfl4",
+	"KVgDsWfUQBN5axm7FDlvDF7nJQ7UF8m+I1q+e82qO72NbcjgmKA83F2WzQd4r47BTSzJHyxpdjvf4Gek",
+	"TeE9/4C0qUO0L/sDLM8F2KTUrwjdeGCdRrwVfHCRIYBMKrJcHcmlTWkyDkA94dZtjG9gBmqKx9l3ViWZ",
+	"C56R19pyi4zcsdGlmTgm6mcTuwtB5eLei+gYb5birjDZ3KmDI/jwG6Xtm/Y7o9YGB0/jrc3Wc3j/w1ax",
+	"cI6b7UF0hfisJ33fYdJPt0nGxVTPYVPDDvOYuFofFhDI++YnGhqurCkMpYS9pQW1Whrj4PhwNhuCuzhx",
+	"7jU2WWSrnhViLa1TJeswG+9KSfnq0FWly4J+NYDhONc12mCUCaFVwlIkF1kpeEd9I9PKLbJomZXwnMwv",
+	"JJr+qhY4qE7hHHb6w+YdN3MluaW6vQmHFQWWTkELbhSqfMWOtdyNtQd36H3pI04ybohYLolRlLImc1dE",
+	"QMpSbWzGTJNPGTddB0lGTNKzB6SnyFcO4FLUoQHkM6R7VJVQxb5W5QIInEaEyCD6wOkGOlUipJRH/RhP",
+	"zk4P2C9GsEsx1nXUjVrn0I+6OLEBugSbdYGfyAinvmiMIEGzRv/RqXRq14KYoaONdk61vO6JRF7Qxp3A",
+	"Jr+vaKSfqa9nF9fgR1tUIsPyg7d8VpWttoTX5iA4lHlZwtODIpbwcVDx372Mwk+cTk8aphub65mgMCr+",
+	"Y1ggFZ9NFuibJidcyjGXZVO7pwqh5E0wEv1UQa/1l8zfPpi6lbNeBEd8bi8JcOBslX338t791nTAnT2H",
+	"ZQ0Jtq5hDbvo67pqzh4z5Y4kAHxxNXc1sP9IAxqUVx1x7kpLZTsBVqXnPlEa+rNxKyaOaQJsARh8Fl2G",
+	"pjU2a10KSp7GpAnS3mA3nazw/v/ZATtRbovsVChLQQRy+c34ArrtkhvQ8lJPnEXrvXNwM1EMAcaJIzsc",
+	"1Jmo86mmSBkMk+TkZ9E+bZHo2mH6aO6kLFcO4TPK5qZYd3f570YrbkPSxAF3cxBZuCfbi78ywWwpd+qy",
+	"kaVlUmUB3nzG1QLC8QauYojfQ8qONMzMnMSjUH2NYsXdXcd+ix7QYZj9Nn0SuhTrrils3+dzNWva77tg",
+	"27h1Q4vy4fYBn1y5eXCBMPHjhxev2Tr+791p6xJZbhdhISMdpnnzNJYTrB30HkMfj4UagJuACbjrukX4",
+	"APf5Qdko0d+xuiPyoUQ5J2637jflBDaoDycJGFzrXd7hCnwS2dE10sTdsax1rgZ44vBP9z8bUkhaDAG4",
+	"d0D6SmO6GjCfA/adE6H7UkUKJP6XsbIsGSJZW828XAXfwWr81quh/utGlgDwz0pthGG1nEytOWYzfS2o",
+	"YB+FtNVUgoWDkp2TRjIgxnMz4/8cdinlGHySKC6LKZT8ITvn3N3W1W+NVDYV1duhkoOoBXIVZlB3ZUW5",
+	"YFJBRgboCmitdYUNXmhvBDFpgSq8gw0pgDmpsvCu+BXqaxMm/GuQD5WkOG6ogZIT6l1hfulMxZastqeQ",
+	"9KVmvDulvj/dQsyH6xdDdYuje9EtfC4GzmqXivEZpmLcsyJiTbUPZv8AHQR7BV2cOc0XcM95icwW9AXg",
+	"YoCmG8P3tHpF2/7oC4OfIWeZz3CFp0o9kSp4uhTTypk90YDwVOhYJ96SVyCUxRJje4JOA1jSO2Xyk+Ji",
+	"TXXS2OmzMJGbI8N3cI+ozMCv6lKUWk2cMjUU7mh4lexMqvBvN2nrLuHe073//ufJ/n/x/T+O9r/9vf3P",
+	"gzf7v/95lD16/Le//m1vgM//l/bsx0ur6luKuy7qBvgyXz9Zt4j/fvrbb+bw9z8fZV8/SU55sN4Ynceq",
+	"9rjDZbor/VEtM5G74nbWVJEqubHpWWcOpmVSSKfIqswXMasyjAN0McQKn2NxKjAsLE3tUrhTOAJjRG5U",
+	"cWPmlIVPuWttjVUIzHpcliux8Nm23bLUYybailTw4i+VpWrs8WzEHbhOVxjfMHjXeGd9tDXeHoxbxn8Z",
+	"FLy8PehbtnGabWw1HBvOMvxz0BQj7vZhQNKtHuE6V3WaLmbc5lPChSjdue8imWv838t7eJcMbpgn/Haq",
+	"mq59qhgU6sxRAWttU9C2KJutV53DNJYue8RUQCg3vVNO6O1itLVvr+SBZZlS8bZmxq4MtsGo7R5UOMWs",
+	"3UnMKuLlLK2I3WeDtZWN7AMkaS8n9/fg2N08aq7nI9FhkbtSzA/Pdd4yjXtS7dbasYdWmDXYY9810t8p",
+	"YlAndOZYsTQVHJD7IPmf5aX0jW+lmsQlB4Hq5ropC2aEausnEdF3JuxUI1X+cn4Kzr7z75+xx18/+hv8",
+	"0f3jb18/+poVYiydvmYDX/WpgDgNmpJ4y3NbLhg3/azXmcUdTKmWgvArvuw553UtBaWAcDblZhrBn8QU",
+	"19rv0sYJKTzY2nPaKz4TNXe3oSr5QtSwJ+aWxnvmM1KgolSa4Eylqn13yAnANpHSV7fExdODbUKGirZC",
+	"wyqCLIVz9I5aKPeY8rIU0LRU++zw98LHYaVr4eiw23uLMGtsCxLZISlnVkPGxw7t9GPm/K/xjr4vZg9h",
+	"mg3JSLlWRpchpLOMWJpFwVJ0OVo5E+a4ZewFtzylcLr7fiUW8AxYRaRte7PPI/AV0jhGSFqa0Su1ZGMJ",
+	"hfKM57lulA21GVdKz9vykgP2nJK6cSVrEKH8g4TL4iZC8KwyOLPaRMDgGUUwmAgiIIUDkPQN/ALn8L5y",
+	"uUOwznQ3P954KJBxlgclHou3tjXpB1nzdNR34Gro3ERqZN8YnA7+9zD/wpAe94U0/LIEtCo6+EH52y00",
+	"VhFfug3IWHTvPhxkLHcvhyRq0+J2joxeR0ZDFH4XbB13e2giX8y/fRlex9Tl2GTSIpiKLkUC4YrUW8NL",
+	"d5dByyUdpfOpmMUbcFGsRNshQ6/VP1usKxQjd5kdqDR8BsqNA9iNFxKQI1jpuajHTRmSBWXN9BwCZYER",
+	"JnMEMxIVTrxcup2JyTy7SQahI7Gtolq5ATYo036tblUSdOrWaOlK31bWk0CMkgvdV+43uRD2bs2adsmF",
+	"n1xyYYPkcndsdKN6fPhnA1iZa5MLL/TY7hchw9C98XQtWFQTFMmUlpgFRRhzmzUrtZqI2mnYIcVfQhVl",
+	"VCgdgcBimhRWHocEK1AvvPsFShSpf69pKlEzXsykksaiYp1EpokzEKqSW0R7Led8YUhQGD0TWOCtYer+",
+	"o1Cm0JcTQDzwZtovIZgOD0oHjrBLZtxKMuPWSHMAoNSSjUiyyWfShnjNAESoZx5Gyue0BSR4+mpNUHSe",
+	"Qr8w6H5z77TkiDRHhcZFk7dZjwBH6s2KoI44rYKJ8VjkdinRMrRfILqDrgtgaa/Xrny+v9l2guO7U++2",
+	"YKcGqD4fOOTUWg2HUhxR79p5AT+BjMX3qN0cepW/P+RzIawhDJdg9SG6MsGQqyUdohZGWItQlpiCTQyz",
+	"9Q36CIYSgJECIR9kUk1dCwVG6QE7KcsEk41yzWOFB5jufKoF1g8LhNjRZdGJlZd6AlgPjQ0KUgLEyQjw",
+	"zZ35vfnA2ByKQD+7AdncsbWeMQ0/87JcZCt7PoDN9ehZbUSPm07ufiQxwxnORb2M27ljYh9p4zYjbNcl",
+	"FPSu98XT/DU7xBvWz9p+0hNvtwFLgArs+dRdzkunhOW14MbHEuirTFQ6n/pAMPYBwspt/4A0pmkRO6T1",
+	"ZTNp2CkEl/HZQjx8ZcYXbMqvBbsUQjFjdSnUcddARLMwwtFr+2O3CR9pFGDHoS5EQCG4Kxvs7lQgmhzO",
+	"dn30NMlVEuDl3mPVOcgdavA61OCy7MjdeyLrhbFiBnB0hc77A5XnopC1yCkf+bLWc0cY1NUOTKX9qtZW",
+	"5BDUc6slx0eh82YmlMWUlYpPKL1Yq1Kq5Z8h75YrzFnuREWPV10vXdMJ/TXKignSHyTGoloyHsNQwAi4",
+	"M/7Q4Fsl1x+EPankc7cPS9T25dHj/j3x27Bh2XvZHqYXwBd/ItzhtID33Q5I/1r9WsZGS0fojm+/kaOD",
+	"tZUKy2G1vz6D6NC6c3K3qrO7McHBxrbkFiUPPN2j27lPJLu3SpOPemgSvprA9sFjvOT51aR2TGnfcnO1",
+	"KXWA0BewP2T7LoN3WS0m4Bj0KabSsKrWubtZcZZBPhVu0kGDJNQtun2yJrC1Rh2wU8umoqzAnMekAFZq",
+	"XaHP0lhdVaJwTyonybWPbY25LKWapCPz34VZv4YFb1HQdYda1211ZSt9XQCoEZ8Vbk90iZZ3ZQ2xvCsd",
+	"EH0dhgn1CqYWqFRfi9p9j1qkaOU7CYMcmeoZhtOfsqVuwlNZIaKP4KWdZgz8hYH5zpzGVwujmzqnyJy3",
+	"4ua8dhed8hjpNZROvIXAittnQEqm9zPWAq0Lp0dJA91bEiLpGc7/gjZim4ij3ZF6OzPifvrd/iyo4Qcy",
+	"vJYXv0UKKLjl+7Vwx+qOMi8FV011WLnLIuZrCMJdKiryClhueoxij9zekDGWtRBWQlnIscVbSUOySpcy",
+	"X1DacC0ATSPIiLIQxlJdFwevuiiykBhW+EAYVwtIjD1gryihDPz7jkql9XabFxic0SoZMJlVcjjDV59z",
+	"y8/9NJ/hK5sqvV46Uy1UXFBmMs+tDjWvtLPHjBKCjFcY0Jvfl1kE33i3nKvvayH2rXhrHeMwWrXzDJYm",
+	"Ta5vEvhe3yy+evT4fsu4UgdEZ9fLVujkw0J3qU4pRkS7iGYBtzwi1zwQwruyJATcvilnqhu1r1W+DsC8",
+	"cbatEl0y70TjfKjeiBKNSWJhUhio+QJvODRi8n9GZ46C2q+aKhrWNlX3+m6BKm1cem/YRHcQiVdFN/E/",
+	"8nagCPeME6W4+8cCHSS5nlGsK9W0/bxRPZxsG57s1FDnzaaGMdE+W43nFvaAmFVPDu79hfB6Vza8DmBJ",
+	"7uwqtz4cp3eDdZ1pZocHdncsr99F5sa/5Ebs463bH4LADhUm/LJ0vEuqQkBfaFvLyQTS41XBHIvtGpdf",
+	"GFbqnJfEb/ywscGe67KZKagLmAerA6JNymcXZPTo8+c/gdHOS0iTaJlV+C76zKDqVBXMyD9Cv8lg6FMN",
+	"FUzPg/6yQvKJ0kawmSSXG6tqfVmKmUmaMc9pwAvYvh5o9SVYEszZxgq45z8hcgB0E9RjHweArzF9+T8i",
+	"t5tyv4vyZnnfK3raz/ytnDUzphpnN7pZuGnlU17z3K2hbcbtlG+c1LFPLAuzRxPR1o3KMW2yBz6Av31e",
+	"lM+mvDbpaT85OjrKWsRxqeyXj/cy956b5N7TR0dH8MRMKvzDUVgjHDrkPWxbC1w+8h5uHK4jHSgCYO90",
+	"wJ58MLd9l4Kc745ZLO3fNs1S9DNvdMhwxX58/fNPWMCAmOFCFQDC6Fhd8MavuPpBzQNuN8K7/b8WfFaO",
+	"UOPg8/ZN77eljvkH7Dttp0BbkFgfOWAgTBcej1LvEctJM6HGus5Ft00i9v1c+OzLFlaiEFWpF6Jg16IG",
+	"t43jsNJ0luJDOVBMO+P1FaaMjZZdyU/Zkid59LTbXDuRJsZG7TzfYMuDUXaDAIiZSvDTBuOyFqVwl+fB",
+	"yJ21roTilTyAbX+YZuY6N7/ITfz7BHVkPMVjNppad47tNegJbOBxxx2I4mPvY5fEB5Occs+NvJeF2iP6",
+	"pxsoVWt0M54IX+nwxISyyefsVSWUO9aV+3uQgq7as+KtPYSJbvg2UFk63rQS7Umy3sQZkEbfITcwszok",
+	"uePPG5qOfdCRJqnGeiMXr2pdNLnNoBK6yNhU+4pvcqFLmKhdhDIVXQjfjxD7Kkc5rxmzeoKwTwF1v6ms",
+	"nKFdLRRm7PoYFUICRo5DagoBKqkay3pGmuqlVDw0rHB/oFk45u1ULV5CSzIErFthZhewH6duO7aZZNGO",
+	"kiDE77iROXNH4sgLMEAvdWM/s5jTD8Kyy007sUXdppRjkS/yUhzyiZv2APMObho+HZtolN4AOn/m9QQK",
+	"HonayjE4lUw6IvpSF+IEJ7DFCxlGWRcHxZV9PgHP6Djv4J6F+zT4xh3+6WZwWvx1KFSty3JGx5z2p54a",
+	"00A1lFbYbAr7rhLUiWOEI3Od43oYfnBE/2sCoBaydKSt08KHMgtE5aNAKtRZIJoM1qkaqLCYIHqGrq9M",
+	"wHyBpo/Azd9WshaGPSA1jD36is2kaqwwD7Fto5Xug7DlsrhJRWe4ui/aTdoU/qFRQNl3LyHeB6496JQV",
+	"t9NWpcQdGYz8+WWPJrmtstPELmxy5pJ/SY4F9jX76z74S3RIa+aF+dHPTlglWw9zrmcz8jfVjdoVmH4S",
+	"BaYtj2Utk4M7cKcst9+V2zLdwFw2ifrwCmtfWe6k2WYFdwu33XL9RQYwVEABaJw6sEYB+MmP+Kqd4xAw",
+	"03Z+mAATsEwdr+szngOnG8zZVn2jjpVGgwcUmp4hSzmTPeb6V2vdml91fJqP7tmnmT6adSpUuyc7e3mN",
+	"5pWisC2oYNm60DRPzYI9QPw6R9a1BT2oyqBlNq8tIgo6Bp0RS6MfsljPZ7VQYs7LhzGQqde7eJdDuP+H",
+	"WZMRCNP+mOfOgqVadz1Olnq3asHqDd3btiayOuQGZSTM/X6DxT3bs2mS7qR8Vs6u28VnF4FOcoZ7UldC",
+	"gHVDzPlZBMQJ+RiORkThQ2rhM3EoQytBARnyUTizDeo8UAXnVKiF4WsMZkPY2cPJSWvYlVjsQ+W2+2U1",
+	"3IyZg+DWszrXpWORsmiE8YFmXgNMnWGNKkTNqlqM5dvlebUIHXquTAcoY+HBPjE3imohIUNAFKypkl6/",
+	"n/123K7L9zP0f54WCcg3H7c22KAblgYdu7HpKK6elrkhZn0BnzB3HreOpxbSkCtIaBoyO3wdEO+SM3u0",
+	"KTC9QYPr3dIYbLbixojiGAMTsBfonBhzWYrCPwoghNBNc8NWn8Hn0utBs/9egeG69xOzensBt0MKhu/n",
+	"7Z7eNQO5IwEAJ0D5OBEXRRBzZGVbdEovsf9DYqf7np3u+zn4RMx+fyE1R8pCiiNYom2K47yWlhwxET9u",
+	"caK7zEFErIOw5pYuIjoTI8ATzgrHARvl4UCLeuHEqzRIwD3go7WxzAjR5qvD7DAvfaIP2AnNKJJ9cGQB",
+	"+wDnidq2X0QSfgkFEpUyGhwnfNSXfXiRhD0rnThK6OKUhoiHdUZndd5el21o4+nRwlTWquMrZ2v1cs7/",
+	"h5LvuWGZN8/6bGsA6HruPI0ftacRspSbql/zvI+EUaXJ/Ad4BDHjstwA+H8hVIH58YC2PhPGYPJUm4+O",
+	"oza1KNjFz68DmL5XhnUIlQMkJwXJI69cZ1Js7vgXr2t5LVBtp5D9k6NvkSdCHGjUeemN0vZNO40Rql8w",
+	"GYnMNpqj4xxfHX2Jz7j5x5P2vfSQzVMn0lrwfJpq8OQ257Uw9oXbyG11O4GTgxEQSH4Dx8xlBU0X0G8T",
+	"wF6YaUI+6v1xxZXJr+ODnQs2575ZWCvJo4PaMcOPjBm6twYs8ULU1zIXvyh+zWXpLPvlPCYBBd5wV2Ie",
+	"wATR4LZUXspA3OTvwLR0qv2Nwh7jpRTTNs9RN1aslsW3BYhROzzvvYg+7IsbOX4o898Lf1exv1AV8buw",
+	"dsQ8lHWUZ5pFr8jC8ULcvAPmD9WPgsr46FDS3w9HYNuKt2C9Iq8F+xcqAkQBHL0FzK+ay1KaqTOM/b54",
+	"vU46Yz5C4XCarUh7TSCJsZK385m8UuXijGoEtotoE09zvencbsZHZDm/X0PYdraNmqUtIQXgnd0ii6h4",
+	"Le3iJhyCiv0RW8enL44hfsPzKb+UpbSLzOcSko1HaS/eh+otPxD45F71ZX+YgZ3HQ1ai3g9VgZALhsDu",
+	"+ZRLxaAVUfgZW0ziFAGLir5/wH4FTWwq8qvnoWjHu1gbypC++I+fpBVsdHZ+8sPPJ+xfjcyv3sA7oxYK",
+	"Cz8PfKEQaOCS8U9GrpGlULZcsEJei3oiCvei45Cgf+bugijTmLiQaEaoCYskuziDU7p7D+sJLT5ee1vI",
+	"BOteXvYxCoVacIKnmk91GRWewOGhG9mUurfQunMO7+iWjeub3FXBibqz4bI0jg+P6EaMNra1gFfuaD6f",
+	"j5M1up/rxQSym517dZvuVcceaZ8vhZ0LoZaBWrYoTxxfkEqYNRBonteGR/3tj8s3O7pjyPYJ2e5FQzFv",
+	"1ql6Q45ViXqs65lhHD2x+wAjQ3g7tazWVqaD61RaVtX62jeobzk2mncGv2t8xzok5RZvnvLuoRUH+ASi",
+	"9nzSsMdHR8gHkK/6dH2avKNs4y3+bAkjkRywl7pYZK03QFGaKbpoebFYk59/Hg5oQxbUGe7irTbxHbh+",
+	"D/fKVisrwCHQ7QlD6eJxN2/K+l8znxfw3IfTyiic0HpW6g8dDvy4/y4VOy181aJ/HwcVqBNxPh0NQ9+2",
+	"lrY9P0Qqz+ANrphwk4fnDxIpFV1WigyKq5yY4TZZvS7FpnxPvJVxIRKuHY2DK6XnkL2AtUwSYlv+Cvus",
+	"yyANuo9REKlcUGuQA3aOLQSwRrQEiMh9zLKvhe8fAv+eTyXMw3+cDqHl8mWncap4W5XQT24+XUSn5dZC",
+	"iq6f8mVjmSxK6LM91mWp59RJbTU1lZixLoXZfrWUG2ZdamWnUOwzhujr34dtklGjrJyJQwKCsHItfCyW",
+	"E/4AVpt7LXM6na4XWaykKI+yg/ED01tUeMAu0Mvq1MbxOCoMNJW2bKJr3VgnRHVN47BJred2mrGSTyaY",
+	"ShnuJprz8IT7BdUGPnV6Q6knSZ3kHFfxPFr7NiXr6mgJiqCnWHQgnx9N/CCsv2K9G3EPRAH6/xDsVrAT",
+	"3P2D21xjvx0fNPLBGM+ncXYJg8OLmGBwOBU+tw0vywUa5moJg2+plNaRGxvLWsw51IZhzQ0gvPpBgf7I",
+	"7LfaicIiLSLoHp7BFmyfKtw4a4WE21hoFPoZCwhy1/k7o4QoILSh7oEWbOMu3wBimE+lFehGYj9J1bzF",
+	"HHl8n7VGXwcLiXJy0OzO9WwmVCEK7CRkstBIEXHigEhgGxDDAyuPuAJn64JaaZhgIsa1SgfsFelgYY6Q",
+	"HQQxGAxnc4jfOPFhhSK/LVfeuIvKntxicYJYnz4VUU3AF4bpucrwe8QAcAYpQfSjNvY1bvAGu/jntuoA",
+	"GxFHG+oxa1exL0HxxMlhcIzAIXx8jTorfGH8l9G0r8lyoAovUbRLuJv6o20asu2eXrib08dY4ssJV+yz",
+	"QsJNk+adsZOejnSYItNmJMbkSBRFFzciN9/rn9cTYWHiIfMcYiwUyEAWQuGBGYBdu49di1qOFx1fWM7r",
+	"AJfbKd6RRaeBI7WBgyRGMKuWi1qlIzS3B5A1AneI/YpwlvECWg4F7wOX2tBL7luKRhWCjeAjb5o2zj9a",
+	"ZSUn7vMdZrKNBJt2ABhvQ4INHZgK1cHtCeNufGiJiSvLW5eCQ8eYSr6JpI6jhMfYfeLOyp+e4QU8oVHX",
+	"+n/wAk45uoHGUmEOgbtllDsx59Iex/c7pohd7tDHnEgJt7jD6ZEC74DLQzVyf/JkV3c8rEqu+vMmO2F+",
+	"lAvEKUIQwquJsJb/n73rbW7bZvJfBeO5mbM7lO2kvZup/Up12ibTNvXETvKil7MgErLwiCJYArSsZvLd",
+	"n8HuAgQlihLzSI6d6FVaiwABELtY7J/fz5leVaQG0dInYl5z6mGCOclpeM3yusgqXuCbgqA6crPHAWmq",
+	"fd25L8YKirMxNR1dGiMjCperScGh36xlqUqjJYWH/TnXRH5z2gCUnvLsAbW5fd3mytzr7URouObiB/lS",
+	"utoOfuWoycBJebZHBX5EmsnBoIe6iQRv98oJqUB6NTS3DrWZGFuoVMFSvuIY6lRosuScDLpDrN+Zzwq6",
+	"dNZ3P0vQ0XrNb6HIx7/MG+iRNxkxFOtWG+/JmOSUF3ZsBoI8CUGNJsfsV567i2JV9JMSjVVjOeZI3lfc",
+	"fDwg4NJVNmJzxBcW+EW4vtvIOGxOI3IhR9eotkQAO++3ZMMqwQM+lB5iPbREbpu/2NaLPKUR0wqI4zzg",
+	"nAGmNQw4eRxivLtPFeSUytVYIVN+j4atXoXesR6V+AsCeKzaW+2x0DpI5j5XtEuuaH3tbEepMCIL+O2c",
+	"ZtihM3JTMrVhKVPTkxnQPhmRQUQaGkeh+VeVnJf20Qw97apw9CUiibyVg5lNDWRqb70PHhzt6KPQE6DY",
+	"d2oz5mnqufLLrI6asSo8u3Miteo1rSRqbi3xG+AyfluO98Yl2MI2x6Vs3ewnH+0/r/lUfLLXqTWsLNbe",
+	"yN257gYNuxHR/6qtrdnMHvT+fpQoPDlyR+uk7ZlSGfnQCXWufSfHrI+/gNUAGWeQY+JKMcjNzA2bligv",
+	"js8NkxyWkiGohAySuYPnokbfmLNWpLu0YSL1TMaenA2SJRAlr4G3pRKAjXinvAdSTxjXlCoL9lNdZlcA",
+	"EboP2QpFmHNjN+TB2cH//8V7/5z2fvxA//Y+fDyN/vf7T/918GAIhbUlarkZvncqVfn9o+BrRI/OuRfM",
+	"pxu3DOzd4qkQW+3Bg7ZPX+M/vlWz1UGwtXNA3Iu4NI13VapY2Yg/c7H0pVbo40pfpKnqxXRg4zRUydTi",
+	"7ewCgiHas8k09l457NwvYGyNVZpEbChiXmqAkBQz9JnhM1M+9zfVsOiOZ8BTWLi6vpTHE92SY/yOFmvn",
+	"WsS9qEF/vHPrHCBgf5NZPE1MGzu8IMzEcKzURJ/E3PBUbZKvoA3PEl5glZTR7LZQZY7n+ohPZTonLw2Y",
+	"JPiX/9ZsQNBK3w3YTKZJzIsERQ16YehcIneztUUcXRT0As8A4EnKM9sZvnrADJ+gz1kLuD9oZFHB/vW5",
+	"SyqHKYIXxz6UsAH+/Zhmf/x/5enp9/FLpcDegP9rihb+Ksx7bPGzff8FLdkuKzpLM7RHTtNrV5zCuJ70",
+	"Ob8JsbGzdpuwvjndMgQChDtnBwKUiFTeiUIKffJRJp9OCmGQwLn5+vEH1Ktw9gumllHruY+/X4osgbRM",
+	"SKexqp+qOdSIlbkL95M8kJuJWVt4mhtNWTv1viWm0NkmLgYD7Gb233gs70RSAcqZQoqEHdpLw8ANDSAw",
+	"YFYQTLeSNtDl0E/qxnUzYMpatzOpRQOPzhvbA+3nF9T1Wko0oNsYSVEh1lDLFVcHuTl++Q8Pm2WzINF+",
+	"BVZ54Oj3iGVq5jbF8ddlGX8xI9XuRMgbHdWFcAvqYi1Ojtcbym6I+w46A2Mbi3qD5AJ7I+13aOeWiwJk",
+	"PmqT/KNFvXPM+h4V54eqdA37peoYyoSgV9qju1VfVIS14KTXoV6SmibUri9AeO7hFFynMqqjUCbsEA2G",
+	"V8ngaHGhMvNUlcg9rEz7lTxYYv/d3ckCGAZ7VbJFVYKSOVqWTNj0gWQ+qIJBXP4WtAhgUvXDRS1xiBVY",
+	"kUvCjwJVYSU92FjDuSP8gWuxSFNdSxlJpM4BNpf8jeTQxKRCuxHBkXkoTe1nVwNNfk+VpfOjNov8Cmf5",
+	"cCc3vXAlg9BtIW65Ed9Qjmy/Pme78Rd2VX3nPIRVHhqomwTC6gOOwJHiuC4WC8MLkfDYiOSMScM0n1fb",
+	"njMt4kLASamFcVlU4EaCQBgmbSQR+eGRm9O2OGZ9Z4zTkhWCpWJkrP5w8KGEKuGfpNhDc2zMbdfaQqyj",
+	"sEy1YpR3FY5mDcyFG9DjKc5elNlgEVqLZ3Cy+xD3yihfXU62JsmreCqQcAGQdMMXn8HJKrIkVzIzFd6E",
+	"mmXs5R/9CxKqyDmZYpWLCMJbCFyW0FVXo2hDBFpqVmby71IwPlUUgm6xnLGlH4IE9ysfapWWRrCxMblm",
+	"b9/8zg7tf1JBM1zp01TNXhqTH3kgtYr/UkcMJMzesUcFv52KzJz7l1jNo1V6h+SOLFUqt9Z7xFKZTXrI",
+	"jKwKFqeqTHpTYTiQyPMkKQSCVSzmUg5IXd5gtiIY7jA+e5cnnQNHdjKVmdQGQYrhCc3yQt5ZbY9tNTt0",
+	"vfXt75f46zX+ODg6Zr+LWx7Pmc74RNzEXKN3jrx3uozHjOslB53KbrQpBJ/ekOZEFDjNrWpqeP7P7Aoe",
+	"v6Cn8StVSllkcTGH3HOO3CWIDUIVTRWFTxPTSIMu2VGmaYv2WpN2ajfseTBfX1o5Fgj3sS6A+OwhJtE2",
+	"eqgQiGHBKYeLDt6xShMkYJCI/idNdRSzkRRpovf5918FZVpN1z/snSm0lsA3A16ZsjGUmKc8psx33H4I",
+	"tge7uMKSRxgKqCl2OxuS3vsZE9PcgK7nQw3nFMpthWLp8vjxh3PyBzvyEazzrGxIHziDEdgj55hdUHo+",
+	"1VNRsZi4N85nbBv5FN2s8q/a8dWMwAC1mHQx+YmbfcENl7a3ebJSjXZLdA0bv0oOdpXW8fl62H6mak84",
+	"U+JhMzg+QwGX8IWSJ1EAsM/c2KryReF8ZMr3hNTJatc4XT2107sjVbBbpehublQOPGZCgtGMU4jAcvDe",
+	"0Cxh77k0MrtFZ17o4RKxmgp2wbNYpIQ5nCkztu0gcxyu+Zlx2VrTKPRvz9lYaqMKqCyYiNxE3myhlFfb",
+	"u2ajQgjoAbW7UxQLBas4z50pz8ejg2qHzt5NvR0PHa7pY5PuwCW4sYeOotkQ4YLoFrHS4k1/gZtWFt5F",
+	"TdYOoIVH6Ix7eX196dhrsewI9qpICMqN1g/vkDkqeiu+Ih1BKAxujcgZ7q5XK91wL0Lv538mr9HaFpfw",
+	"LTZ7DljNlstrII8gDNQRzBt5tVfwpAF+RLShbliIhDvwiS8QhF/lEvzTbjJ+G3q0pdB7JNwtaaUXi+dk",
+	"INcPHiNAjdTOWPMq0wIArNiA3uH8TrbdwEXfKadtoGi39eipHjx1RB4z9EHV72sRG85zjtQJEnEZK/cl",
+	"0q5gcP756fMqeRSfCmIscyYTcm36vxgI5Rf8TqQe1zdlOTdjdoghyojFKZfTiGl5m3FTFpXLNHL+0iMP",
+	"fSB9HgDlIi1aPceszxKpEcrLXSDt7dGuQpOX7Vo0Bi2eyOVwDYNOP+DLcUQ0iKviWTmMP8bOma7NgTCE",
+	"odY/wgoR8XfJU1x++wllssnd8vluJ7+WgQc36oxrhxp1XreXJUSB7Z9mfL6/f35T98+QfQf3iVHbPA02",
+	"N1TXsJbZqxvXoeaDMXtdFmCBg9ZDhA6uF2TaST3gCx/W/PRHZ2tOGBIYRCZE3gLv8WtTqwePQRN6R78d",
+	"u4vA8GX1uFdoe4X21Sk0rxWwHiHQATtVcWYsi6SX88LMT2KeI/tP27U7rJOSSRQweOFVWdznsko+dVXb",
+	"/ctXzKiJIMyOHMDg6G1zFnMjbgEDmRhgfI9QlyoSvYA6JDX1hqE/RK1LU+QK87zE9uW2B+TNddXlqjQE",
+	"ejcSYMvqqo691E315lNKnveT0IRIjrBhkVXhBCIxnLMBfoYqdH/GeC570HBwjvAfWqWCaaGxwGmpLvdZ",
+	"iFmXyxtoe+NUXnMZyrX9kJf2O16En3GHV+YVb1yF8hY8s7g7YH7fRELcC1ecNwuhEesSYjdiogKpD2S0",
+	"Ev1qfx2cHfgNdrCkGZ6t0Ax2CVdrgjHPMpGu1gIOty8TKWSF2RmMVEHcUyh/i9QnI5kixmqWsELNtLOV",
+	"wn7aJa3ZjxbsQzfsrhfDz3KLraPtwsH8JuYzVSQdWjg65w5N4Fy7gtrOV11e9RrhZjdv8ELcyfhzmtD/",
+	"dGr5bqzAztn0+X6ed3ga04E6N+g0g58xVbrLHEqj3slEqI5t3oi42y57rS5TPhfFT4Xgkw7tXnLdLxOp",
+	"ujW5NP90aPBKX4154fZMp70GOHrkMN58AQEhvmsrBFB6W3QZ4K+FKvPfxPwX0IXdhijvQO/BMF37XbrE",
+	"6c2buMDdebFPkG1JkHWLxA6Do/Zo1+e8/zRLTu+mA//kY+wU9ae1VwCV+cP7zEXTPMO8PeURLl3NMlHo",
+	"scy7Hu51q5aUQWf2zOrgeQBhacM4zkS6DxBtrbqK2yu0Mx2fiESdaMOLFg9iv+L+wpiPuOcxMGTVLWXo",
+	"5ozlKk0Jf8FaJpqVmZGpFTKZia7CdmX7fGriBoNejy5u18wl2MDaPRlU7q827wS+3BeX4HUOsWYZVnlL",
+	"EAASy8zCxst5qQWmqPPSqF4hYoU1/CslXOVE1Dzlc8ZHIxEbBFFgAKtYVE4UOlo6y7vKn564q7xd2u26",
+	"fbXC/eVkVeWPSlSRaX2tfcqZnvI0JWJ2pjOe67EyGBeDlK0hT+1pS06pqcqkUVCAHPMMj9eGSixiJgl4",
+	"TSSI9dj+jgjCtjd0TQcZJ+jd9qMA3noqk9SN5H+O/zxEvTpnPGMyA6x9IPWTmBOCrkMo+xQ4BNuTyuZT",
+	"VWpWcHKc84wV4l8iNq5MbZHUWBLBp+PVVBP7lkTcFjyhiTWwGvtJBbzGyPIZkK000zbhp9wl0NhdjC+5",
+	"okGuo3ltmLLdDgCd5iCx8aa7TS7azsMMVnYFH+3Cvl9NRyvispBmbhX+p+jjwVDwQhT90orYXx+sYg8N",
+	"b4DNBk4H7H5bhILfVX8uh6mMKbK7OMDF0UUfDyiQcqHURAo3ZBrH0vmMqIMBqFxEE4kqEt4IwTV1tAx+",
+	"TKKtK3JFqOxBwAKcIzt9BiUuLvURF2I5kfKtRpB1lQodBQd3xN5cX13Waz+plKcMyPcB+dPjDhKsVQnj",
+	"qdaVUXmoH9rz2tDcujaxc3tC8AXu+bHMKTzlNBbW9vtXfB++gho3vAG8nN4pEvnjBXC7tAsFQip+j3vv",
+	"F8uVSqPwJmREVfNHnyRVt9Vw/qc2HBchWB7P64CtB77BJTEmCu4Q703BMx0rqN8S0zyFKis1Cjjr7Dwo",
+	"d8ueGkhjJIuAQkivWCj7RNOwrscLdOhqhAh41UuxtoC4byPPY1lRuoaxN7un7Uma1PjfA4ojP7wfwuHh",
+	"yxvG93NmirnbZljt4M2AxXAQRF0hKgvHR2CrQhW0e/OzmvyEZkXz8mAM3aUqutxKRvkx7YgTkUOmtRun",
+	"h9vpvRheqXhCKA0Q6M6wS/oErmf75/twkTA8vzzKn5Qy2hQ8d0Y7hqQXqqfdy0DszVIMvVIIfqV+/DFc",
+	"KQzpffj07wAAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/svcplatform/svc/agent"
+	"github.com/svcplatform/svc/cmd/svc/devstack"
 	"github.com/svcplatform/svc/controlplane/config"
 	"github.com/svcplatform/svc/controlplane/server"
 	"github.com/svcplatform/svc/mediaengine"
@@ -18,6 +20,7 @@ const usage = `usage: svc <command> [flags]
 commands:
   server          run a control node (svc server -h lists the flags)
   dev             run a single-node platform for development, data in ./.svc-dev
+  agent           the node agent of a media host: enroll, run, install (svc agent -h)
   engine          run the media engine (started by the agent; svc engine -h)
   remove-member   remove a control node from the cluster (svc remove-member -h)
   version         print the version
@@ -33,7 +36,17 @@ func main() {
 	case "server":
 		err = server.RunServer(os.Args[2:], os.Stdout, os.Stderr)
 	case "dev":
-		err = server.RunDev(os.Args[2:], os.Stdout, os.Stderr)
+		err = server.RunDev(os.Args[2:], os.Stdout, os.Stderr, devstack.LocalAgent)
+	case "agent":
+		err = agent.Main(os.Args[2:], os.Stdout, os.Stderr)
+		var ee *agent.ExitError
+		if errors.As(err, &ee) {
+			fmt.Fprintln(os.Stderr, "svc agent:", ee.Err)
+			os.Exit(ee.Code)
+		}
+		if errors.Is(err, agent.ErrHelp) {
+			os.Exit(0)
+		}
 	case "engine":
 		err = mediaengine.Run(os.Args[2:], os.Stdout, os.Stderr)
 		if errors.Is(err, mediaengine.ErrHelp) {

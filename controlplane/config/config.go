@@ -45,6 +45,20 @@ type Config struct {
 	SessionAccessTTL   time.Duration `flag:"session-access-ttl" env:"SVC_SESSION_ACCESS_TTL" yaml:"sessionAccessTtl" usage:"lifetime of a console session's access token (refreshed by the console)"`
 	SessionTTL         time.Duration `flag:"session-ttl" env:"SVC_SESSION_TTL" yaml:"sessionTtl" usage:"absolute lifetime of a console session; then the user logs in again"`
 	LoginRatePerMinute int           `flag:"login-rate-per-minute" env:"SVC_LOGIN_RATE_PER_MINUTE" yaml:"loginRatePerMinute" usage:"login attempts per minute allowed per client address and per user name"`
+	// AgentAddr is the agent port: HTTPS with mutual TLS under the
+	// cluster CA, where node agents enroll and poll their commands.
+	AgentAddr string `flag:"agent-addr" env:"SVC_AGENT_ADDR" yaml:"agentAddr" usage:"HOST:PORT of the agent port (mTLS) node agents connect to"`
+	// AdvertiseAgent is the agent port URL given to agents (enrollment
+	// command, failover list); its host goes into the server certificate.
+	AdvertiseAgent string `flag:"advertise-agent" env:"SVC_ADVERTISE_AGENT" yaml:"advertiseAgent" usage:"https URL agents use to reach the agent port (default https://<agent-addr>, 127.0.0.1 for a wildcard address)"`
+	// NodeHeartbeatTTL is how long a node agent may stay silent before the
+	// leader marks it offline.
+	NodeHeartbeatTTL time.Duration `flag:"node-heartbeat-ttl" env:"SVC_NODE_HEARTBEAT_TTL" yaml:"nodeHeartbeatTtl" usage:"silence after which the leader marks a node agent offline"`
+	// CommandVisibility is how long a delivered node command stays with its
+	// agent without news before it is handed out again.
+	CommandVisibility time.Duration `flag:"command-visibility" env:"SVC_COMMAND_VISIBILITY" yaml:"commandVisibility" usage:"delivery deadline of a node command before it is handed out again"`
+	// MonitoringRetention bounds the in-memory history of node figures.
+	MonitoringRetention time.Duration `flag:"monitoring-retention" env:"SVC_MONITORING_RETENTION" yaml:"monitoringRetention" usage:"how much heartbeat history each control node keeps in memory"`
 
 	SMTPHost     string `flag:"smtp-host" env:"SVC_SMTP_HOST" yaml:"smtpHost" usage:"SMTP server for operations e-mail (empty disables e-mail)"`
 	SMTPPort     int    `flag:"smtp-port" env:"SVC_SMTP_PORT" yaml:"smtpPort" usage:"SMTP port"`
@@ -83,19 +97,23 @@ func Defaults() Config {
 		host = "node-1"
 	}
 	return Config{
-		NodeID:             host,
-		DataDir:            "/var/lib/svc",
-		HTTPAddr:           "127.0.0.1:8080",
-		RaftAddr:           "127.0.0.1:8300",
-		LogLevel:           "info",
-		MaxBodyBytes:       1 << 20,
-		ShutdownGrace:      10 * time.Second,
-		HistoryRetention:   100000,
-		SessionAccessTTL:   10 * time.Minute,
-		SessionTTL:         12 * time.Hour,
-		LoginRatePerMinute: 20,
-		SMTPPort:           587,
-		SMTPStartTLS:       true,
+		NodeID:              host,
+		DataDir:             "/var/lib/svc",
+		HTTPAddr:            "127.0.0.1:8080",
+		RaftAddr:            "127.0.0.1:8300",
+		LogLevel:            "info",
+		MaxBodyBytes:        1 << 20,
+		ShutdownGrace:       10 * time.Second,
+		HistoryRetention:    100000,
+		SessionAccessTTL:    10 * time.Minute,
+		SessionTTL:          12 * time.Hour,
+		LoginRatePerMinute:  20,
+		SMTPPort:            587,
+		SMTPStartTLS:        true,
+		AgentAddr:           "0.0.0.0:8443",
+		NodeHeartbeatTTL:    15 * time.Second,
+		CommandVisibility:   30 * time.Second,
+		MonitoringRetention: 24 * time.Hour,
 
 		EventOutboxRetention:  7 * 24 * time.Hour,
 		EventOutboxMaxEntries: 100000,
@@ -113,7 +131,7 @@ func (c *Config) Validate() error {
 	if c.DataDir == "" {
 		return bad("data-dir", "is required")
 	}
-	for _, a := range []struct{ flag, v string }{{"http-addr", c.HTTPAddr}, {"raft-addr", c.RaftAddr}} {
+	for _, a := range []struct{ flag, v string }{{"http-addr", c.HTTPAddr}, {"raft-addr", c.RaftAddr}, {"agent-addr", c.AgentAddr}} {
 		host, port, err := net.SplitHostPort(a.v)
 		if err != nil || port == "" {
 			return bad(a.flag, "%q is not HOST:PORT", a.v)
@@ -130,6 +148,21 @@ func (c *Config) Validate() error {
 		if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
 			return bad(u.flag, "%q is not an absolute http(s) URL", u.v)
 		}
+	}
+	if c.AdvertiseAgent != "" {
+		p, err := url.Parse(c.AdvertiseAgent)
+		if err != nil || p.Scheme != "https" || p.Host == "" || p.Path != "" && p.Path != "/" {
+			return bad("advertise-agent", "%q is not an https URL without a path", c.AdvertiseAgent)
+		}
+	}
+	if c.NodeHeartbeatTTL < 3*time.Second || c.NodeHeartbeatTTL > 10*time.Minute {
+		return bad("node-heartbeat-ttl", "%s is outside 3s..10m", c.NodeHeartbeatTTL)
+	}
+	if c.CommandVisibility < time.Second || c.CommandVisibility > time.Hour {
+		return bad("command-visibility", "%s is outside 1s..1h", c.CommandVisibility)
+	}
+	if c.MonitoringRetention < time.Minute || c.MonitoringRetention > 7*24*time.Hour {
+		return bad("monitoring-retention", "%s is outside 1m..168h", c.MonitoringRetention)
 	}
 	if c.Join != "" && c.Bootstrap {
 		return bad("join", "cannot join another cluster in dev mode")
@@ -200,6 +233,43 @@ func (c *Config) APIURL() string {
 		host = "127.0.0.1"
 	}
 	return "http://" + net.JoinHostPort(host, port)
+}
+
+// AgentURL is the agent port's URL as agents should use it.
+func (c *Config) AgentURL() string {
+	if c.AdvertiseAgent != "" {
+		return strings.TrimRight(c.AdvertiseAgent, "/")
+	}
+	host, port, _ := net.SplitHostPort(c.AgentAddr)
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		host = "127.0.0.1"
+	}
+	return "https://" + net.JoinHostPort(host, port)
+}
+
+// AgentHosts are the names and addresses the agent port's certificate
+// covers: the advertised host, the bound address when specific, this
+// machine's name and loopback.
+func (c *Config) AgentHosts() []string {
+	hosts := []string{"127.0.0.1", "::1", "localhost"}
+	if u, err := url.Parse(c.AgentURL()); err == nil {
+		hosts = append(hosts, u.Hostname())
+	}
+	if h, _, err := net.SplitHostPort(c.AgentAddr); err == nil && h != "" && h != "0.0.0.0" && h != "::" {
+		hosts = append(hosts, h)
+	}
+	if h, err := os.Hostname(); err == nil && h != "" {
+		hosts = append(hosts, h)
+	}
+	seen := map[string]bool{}
+	out := hosts[:0]
+	for _, h := range hosts {
+		if !seen[h] {
+			seen[h] = true
+			out = append(out, h)
+		}
+	}
+	return out
 }
 
 // ErrHelp is returned by Load when -h was given.

@@ -154,7 +154,7 @@ func (e *channelEndpoints) ListPendingChannels(ctx context.Context, r contract.L
 	return contract.ListPendingChannels200JSONResponse(out), nil
 }
 
-func strPtr[T ~string](p *string) *T {
+func typedPtr[T ~string](p *string) *T {
 	if p == nil {
 		return nil
 	}
@@ -176,7 +176,7 @@ func (e *channelEndpoints) CreateChannel(ctx context.Context, r contract.CreateC
 	ch, err := e.channels.Create(requestContext(ctx), actor(ctx).Actor, channels.Input{
 		Name: &b.Name, Description: b.Description, Protocol: &protocol, SourceURL: b.SourceUrl,
 		RTSPTransport: enumPtr[channels.RTSPTransport](b.RtspTransport), Vhost: b.Vhost, App: &b.App, Stream: &b.Stream,
-		MediaServerID: b.MediaServerId, DeviceID: b.DeviceId, DeviceChannelID: b.DeviceChannelId, GroupKey: strPtr[channels.GroupKey](b.GroupKey),
+		MediaServerID: b.MediaServerId, DeviceID: b.DeviceId, DeviceChannelID: b.DeviceChannelId, GroupKey: typedPtr[channels.GroupKey](b.GroupKey),
 		Enabled: b.Enabled, AutoVideo: b.AutoVideo, AutoRecord: b.AutoRecord, HasAudio: b.HasAudio, NoPlayerBreak: b.NoPlayerBreak,
 		HasPTZ: b.HasPtz, IsShareChannel: b.IsShareChannel, Activation: enumPtr[channels.Activation](b.ActivationState),
 	})
@@ -199,7 +199,7 @@ func (e *channelEndpoints) UpdateChannel(ctx context.Context, r contract.UpdateC
 	ch, err := e.channels.Update(requestContext(ctx), actor(ctx).Actor, channels.ChannelID(r.ChannelId), channels.Input{
 		Name: b.Name, Description: b.Description, Protocol: enumPtr[channels.Protocol](b.Protocol), SourceURL: b.SourceUrl,
 		RTSPTransport: enumPtr[channels.RTSPTransport](b.RtspTransport), Vhost: b.Vhost, App: b.App, Stream: b.Stream,
-		MediaServerID: b.MediaServerId, DeviceID: b.DeviceId, DeviceChannelID: b.DeviceChannelId, GroupKey: strPtr[channels.GroupKey](b.GroupKey),
+		MediaServerID: b.MediaServerId, DeviceID: b.DeviceId, DeviceChannelID: b.DeviceChannelId, GroupKey: typedPtr[channels.GroupKey](b.GroupKey),
 		Enabled: b.Enabled, AutoVideo: b.AutoVideo, AutoRecord: b.AutoRecord, HasAudio: b.HasAudio, NoPlayerBreak: b.NoPlayerBreak,
 		HasPTZ: b.HasPtz, IsShareChannel: b.IsShareChannel,
 	})

@@ -190,7 +190,7 @@ func guard(g guardConfig) gin.HandlerFunc {
 			abortWithError(c, newError(http.StatusRequestEntityTooLarge, "payload_too_large", fmt.Sprintf("request bodies are limited to %d bytes", maxBody)))
 			return
 		}
-		if op.JSONBody {
+		if op.JSONBody && !(op.BodyOptional && c.Request.ContentLength == 0) {
 			mt, _, err := mime.ParseMediaType(c.GetHeader("Content-Type"))
 			if err != nil || mt != "application/json" {
 				abortWithError(c, newError(http.StatusUnsupportedMediaType, "unsupported_media_type", "send the body as application/json"))

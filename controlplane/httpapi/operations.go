@@ -26,7 +26,9 @@ type Operation struct {
 	// LocalOnly operations accept only loopback clients (by socket address).
 	LocalOnly bool
 	JSONBody  bool
-	route     *routers.Route
+	// BodyOptional operations may be called without a body at all.
+	BodyOptional bool
+	route        *routers.Route
 }
 
 // Operations indexes the contract by "METHOD ginPath".
@@ -69,6 +71,7 @@ func LoadOperations() (*Operations, error) {
 			}
 			if op.RequestBody != nil && op.RequestBody.Value != nil && op.RequestBody.Value.Content.Get("application/json") != nil {
 				o.JSONBody = true
+				o.BodyOptional = !op.RequestBody.Value.Required
 			}
 			ops.byKey[method+" "+o.GinPath] = o
 			ops.all = append(ops.all, o)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"time"
 
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
@@ -14,11 +15,17 @@ import (
 	"github.com/svcplatform/svc/controlplane/account"
 	"github.com/svcplatform/svc/controlplane/apitoken"
 	"github.com/svcplatform/svc/controlplane/channels"
+	"github.com/svcplatform/svc/controlplane/clusterca"
 	"github.com/svcplatform/svc/controlplane/events"
+	"github.com/svcplatform/svc/controlplane/mediaserver"
+	"github.com/svcplatform/svc/controlplane/monitoring"
+	"github.com/svcplatform/svc/controlplane/nodecommand"
+	"github.com/svcplatform/svc/controlplane/nodes"
 	"github.com/svcplatform/svc/controlplane/rtspauth"
 	"github.com/svcplatform/svc/controlplane/session"
 	"github.com/svcplatform/svc/controlplane/store/raftnode"
 	"github.com/svcplatform/svc/controlplane/system"
+	"github.com/svcplatform/svc/controlplane/transcoder"
 	"github.com/svcplatform/svc/controlplane/webhooks"
 )
 
@@ -50,6 +57,18 @@ type Deps struct {
 	Dispatcher func() (running bool, inFlight int64)
 	// Sockets bounds the runtime-state WebSockets' lifetime.
 	Sockets *RuntimeSockets
+	// The node agent side (issue 4).
+	Nodes        *nodes.Service
+	Presence     *nodes.Presence
+	Commands     *nodecommand.Service
+	MediaServers *mediaserver.Service
+	Templates    *transcoder.Service
+	Monitor      *monitoring.Monitor
+	Authority    *clusterca.Authority
+	// AgentURL is the agent port URL enrollment commands name.
+	AgentURL string
+	// NodeTTL is the heartbeat silence after which a node is offline.
+	NodeTTL time.Duration
 }
 
 // endpoints is the one strict-server implementation, assembled from the
@@ -63,6 +82,13 @@ type endpoints struct {
 	*channelEndpoints
 	*eventEndpoints
 	*webhookEndpoints
+	*lifecycleEndpoints
+	*nodeCommandEndpoints
+	*nodesEndpoints
+	*engineEndpoints
+	*rtpEndpoints
+	*transcoderEndpoints
+	*tuningEndpoints
 }
 
 // NewEngine assembles the router: contract routes behind the guard,
@@ -88,7 +114,7 @@ func NewEngine(d Deps) (*gin.Engine, error) {
 		return nil, err
 	}
 	handlers := endpoints{
-		systemEndpoints:   &systemEndpoints{svc: d.System, yaml: d.ContractYAML, docs: docs},
+		systemEndpoints:   &systemEndpoints{svc: d.System, nodes: d.Nodes, yaml: d.ContractYAML, docs: docs},
 		securityEndpoints: &securityEndpoints{tokens: d.Tokens, audit: d.Node.State()},
 		accountEndpoints:  &accountEndpoints{accounts: d.Accounts, csrf: d.Sessions.CSRFToken},
 		rtspAuthEndpoints: &rtspAuthEndpoints{creds: d.RTSPAuth},
@@ -99,6 +125,15 @@ func NewEngine(d Deps) (*gin.Engine, error) {
 		channelEndpoints: &channelEndpoints{channels: d.Channels},
 		eventEndpoints:   &eventEndpoints{events: d.Events, auth: d.Auth, sockets: d.Sockets, log: d.Log},
 		webhookEndpoints: &webhookEndpoints{plans: d.Webhooks, dispatcher: d.Dispatcher},
+		lifecycleEndpoints: &lifecycleEndpoints{nodes: d.Nodes, presence: d.Presence, servers: d.MediaServers, authority: d.Authority,
+			agentURL: d.AgentURL},
+		nodeCommandEndpoints: &nodeCommandEndpoints{commands: d.Commands, nodes: d.Nodes},
+		nodesEndpoints: &nodesEndpoints{nodes: d.Nodes, presence: d.Presence, servers: d.MediaServers, monitor: d.Monitor, node: d.Node,
+			system: d.System, ttl: d.NodeTTL},
+		engineEndpoints:     &engineEndpoints{nodes: d.Nodes, presence: d.Presence, servers: d.MediaServers},
+		rtpEndpoints:        &rtpEndpoints{servers: d.MediaServers},
+		transcoderEndpoints: &transcoderEndpoints{templates: d.Templates},
+		tuningEndpoints:     &tuningEndpoints{svc: d.System, servers: d.MediaServers},
 	}
 	strict := contract.NewStrictHandlerWithOptions(handlers, nil, contract.StrictGinServerOptions{
 		RequestErrorHandlerFunc: func(c *gin.Context, err error) {
@@ -117,6 +152,7 @@ func NewEngine(d Deps) (*gin.Engine, error) {
 	internal := e.Group("", internalAuth(d.LinkKeys, 1<<20))
 	internal.POST(JoinPath, joinHandler(d.Node))
 	internal.POST(RemovePath, removeHandler(d.Node))
+	internal.POST(HeartbeatPath, heartbeatHandler(d.Presence))
 
 	e.GET("/metrics", func(c *gin.Context) {
 		id, err := d.Auth.Authenticate(c.Request, net.ParseIP(c.ClientIP()))

@@ -10,15 +10,42 @@ import (
 
 	"github.com/svcplatform/svc/api/contract"
 	"github.com/svcplatform/svc/controlplane/identity"
+	"github.com/svcplatform/svc/controlplane/nodes"
 	"github.com/svcplatform/svc/controlplane/system"
 )
 
 // systemEndpoints implements the strict server interface for module 01 and
 // the cluster status; each method hands over to system.Service.
 type systemEndpoints struct {
-	svc  *system.Service
-	yaml []byte
-	docs []byte // rendered docs page
+	svc   *system.Service
+	nodes *nodes.Service
+	yaml  []byte
+	docs  []byte // rendered docs page
+}
+
+// mediaHosts counts the media hosts by status for the cluster status.
+func mediaHosts(ctx context.Context, n *nodes.Service) (*contract.ClusterMediaHosts, error) {
+	recs, err := n.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	h := &contract.ClusterMediaHosts{Total: int32(len(recs))}
+	for _, r := range recs {
+		switch r.Status {
+		case nodes.StatusOnline:
+			h.Online++
+			if r.Engine.Media == nodes.MediaOnline {
+				h.MediaServersOnline++
+			}
+		case nodes.StatusOffline:
+			h.Offline++
+		case nodes.StatusPending:
+			h.Pending++
+		case nodes.StatusRetired:
+			h.Retired++
+		}
+	}
+	return h, nil
 }
 
 // systemError maps the system package's sentinels to contract errors.
@@ -201,23 +228,6 @@ func (e *systemEndpoints) ListRuntimePorts(ctx context.Context, _ contract.ListR
 	return contract.ListRuntimePorts200JSONResponse(e.svc.Ports()), nil
 }
 
-func (e *systemEndpoints) GetHostTuning(ctx context.Context, _ contract.GetHostTuningRequestObject) (contract.GetHostTuningResponseObject, error) {
-	ctx = requestContext(ctx)
-	return contract.GetHostTuning200JSONResponse(e.svc.Tuning()), nil
-}
-
-func (e *systemEndpoints) PlanHostTuning(ctx context.Context, r contract.PlanHostTuningRequestObject) (contract.PlanHostTuningResponseObject, error) {
-	ctx = requestContext(ctx)
-	plan, err := e.svc.TuningPlan(r.Body.NodeId, r.Body.Values)
-	return contract.PlanHostTuning200JSONResponse(plan), systemError(err)
-}
-
-func (e *systemEndpoints) ApplyHostTuning(ctx context.Context, r contract.ApplyHostTuningRequestObject) (contract.ApplyHostTuningResponseObject, error) {
-	ctx = requestContext(ctx)
-	res, err := e.svc.ApplyTuning(r.Body.NodeId, r.Body.Values)
-	return contract.ApplyHostTuning200JSONResponse(res), systemError(err)
-}
-
 func (e *systemEndpoints) SendTestEmail(ctx context.Context, r contract.SendTestEmailRequestObject) (contract.SendTestEmailResponseObject, error) {
 	ctx = requestContext(ctx)
 	res, err := e.svc.SendTestEmail(string(r.Body.To), deref(r.Body.Subject, ""), actorOf(ctx))
@@ -227,5 +237,8 @@ func (e *systemEndpoints) SendTestEmail(ctx context.Context, r contract.SendTest
 func (e *systemEndpoints) GetClusterStatus(ctx context.Context, r contract.GetClusterStatusRequestObject) (contract.GetClusterStatusResponseObject, error) {
 	ctx = requestContext(ctx)
 	st, err := e.svc.ClusterStatus(ctx, r.Params.ClusterId)
+	if err == nil && e.nodes != nil {
+		st.MediaHosts, err = mediaHosts(ctx, e.nodes)
+	}
 	return contract.GetClusterStatus200JSONResponse(st), systemError(err)
 }

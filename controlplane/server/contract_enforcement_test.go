@@ -31,8 +31,15 @@ func checkErrorBody(t *testing.T, r response, status int, code string) {
 	}
 }
 
-// concretePath fills path parameters with plausible values.
-func concretePath(p string) string {
+// concretePath fills path parameters with plausible values: a number for
+// integer parameters, a name for the others.
+func concretePath(op *httpapi.Operation) string {
+	p := op.Path
+	for _, prm := range op.Params() {
+		if prm.In == "path" && prm.Type == "integer" {
+			p = strings.ReplaceAll(p, "{"+prm.Name+"}", "1")
+		}
+	}
 	return regexp.MustCompile(`\{[^}]+\}`).ReplaceAllString(p, "store-snapshot")
 }
 
@@ -49,7 +56,7 @@ func TestPermissionMatrix(t *testing.T) {
 	for _, op := range ops.All() {
 		op := op
 		t.Run(op.Method+" "+op.Path, func(t *testing.T) {
-			path := concretePath(op.Path)
+			path := concretePath(op)
 			ct := ""
 			var body []byte
 			if op.JSONBody {
@@ -104,7 +111,7 @@ func TestBadInputEverywhere(t *testing.T) {
 	rev := ts.s.Node.Revision()
 	for _, op := range ops.All() {
 		op := op
-		path := concretePath(op.Path)
+		path := concretePath(op)
 		for _, p := range op.Params() {
 			if p.In != "query" || p.Type == "string" {
 				continue

@@ -71,20 +71,40 @@ func DevDefaults() config.Config {
 	c.NodeID = "dev"
 	c.DataDir = ".svc-dev"
 	c.Bootstrap = true
+	// Everything of svc dev stays on this machine.
+	c.AgentAddr = "127.0.0.1:8443"
 	return c
 }
 
+// LocalRoles starts further roles of `svc dev` beside the control node (the
+// node agent and its engine); they run until ctx ends, and the returned
+// wait blocks until they have stopped.
+type LocalRoles func(ctx context.Context, s *Server, stdout io.Writer) (wait func(), err error)
+
 // RunDev is `svc dev`: a single-node control plane that founds its own
-// cluster and, on first start, creates a development API token.
-func RunDev(args []string, stdout, stderr io.Writer) error {
+// cluster and, on first start, creates a development API token; local
+// (may be nil) adds the local media host.
+func RunDev(args []string, stdout, stderr io.Writer, local LocalRoles) error {
 	cfg, err := config.Load(args, os.LookupEnv, DevDefaults(), stderr)
 	if err != nil {
 		return err
 	}
-	return run(cfg, stdout, func(ctx context.Context, s *Server) error { return devToken(ctx, s, stdout) })
+	var wait func()
+	err = run(cfg, stdout, func(ctx context.Context, s *Server) error {
+		if err := devToken(ctx, s, stdout); err != nil || local == nil {
+			return err
+		}
+		wait, err = local(ctx, s, stdout)
+		return err
+	}, func() {
+		if wait != nil {
+			wait()
+		}
+	})
+	return err
 }
 
-func run(cfg config.Config, stdout io.Writer, afterStart func(context.Context, *Server) error) error {
+func run(cfg config.Config, stdout io.Writer, afterStart func(context.Context, *Server) error, beforeShutdown ...func()) error {
 	log, err := logging.New(cfg.LogLevel, cfg.NodeID)
 	if err != nil {
 		return err
@@ -105,6 +125,9 @@ func run(cfg config.Config, stdout io.Writer, afterStart func(context.Context, *
 	}
 	<-ctx.Done()
 	fmt.Fprintln(stdout, "shutting down")
+	for _, f := range beforeShutdown {
+		f()
+	}
 	return s.Shutdown()
 }
 

@@ -26,6 +26,7 @@ import (
 
 	"github.com/svcplatform/svc/api"
 	"github.com/svcplatform/svc/controlplane/account"
+	"github.com/svcplatform/svc/controlplane/agentport"
 	"github.com/svcplatform/svc/controlplane/apitoken"
 	"github.com/svcplatform/svc/controlplane/audit"
 	"github.com/svcplatform/svc/controlplane/channels"
@@ -33,6 +34,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/events"
 	"github.com/svcplatform/svc/controlplane/httpapi"
 	"github.com/svcplatform/svc/controlplane/keyring"
+	"github.com/svcplatform/svc/controlplane/nodecommand"
 	"github.com/svcplatform/svc/controlplane/rtspauth"
 	"github.com/svcplatform/svc/controlplane/session"
 	"github.com/svcplatform/svc/controlplane/store"
@@ -44,7 +46,7 @@ import (
 
 // IndexSpecs are the typed index tables of every kind the control plane
 // stores. Append only; a changed declaration rebuilds its table at start.
-var IndexSpecs = append([]sqlitefsm.IndexSpec{apitoken.Index, audit.Index, account.Index, events.OutboxIndex, events.InboxIndex, webhooks.DeliveryIndex}, channels.Indexes...)
+var IndexSpecs = append([]sqlitefsm.IndexSpec{apitoken.Index, audit.Index, account.Index, nodecommand.Index, events.OutboxIndex, events.InboxIndex, webhooks.DeliveryIndex}, channels.Indexes...)
 
 // authContactWindow is how long a follower keeps deciding on credentials
 // after it last heard from the leader.
@@ -52,7 +54,7 @@ const authContactWindow = 10 * time.Second
 
 // OwnedPrefixes are the key prefixes this version writes; the migration
 // audit reports anything else as a residue.
-var OwnedPrefixes = append([]string{"/cluster/", "/security/", "/system/", "/events/", "/webhooks/"}, channels.OwnedPrefixes...)
+var OwnedPrefixes = append([]string{"/cluster/", "/security/", "/system/", "/nodes/", "/events/", "/webhooks/"}, channels.OwnedPrefixes...)
 
 // Server is a running control node.
 type Server struct {
@@ -80,7 +82,15 @@ type Server struct {
 	done          chan struct{}
 	wg            sync.WaitGroup
 	denials       *httpapi.DenialAuditor
+	agents        *agentSide
 }
+
+// AgentAddr is the agent port's bound address.
+func (s *Server) AgentAddr() string { return s.agents.agentAddr() }
+
+// AgentPort is the running agent port (the lead wires the engine hook
+// inbox into it with SetHooks).
+func (s *Server) AgentPort() *agentport.Server { return s.agents.port }
 
 // Start brings a control node up and returns once its API is serving.
 func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, error) {
@@ -121,6 +131,14 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, er
 		}
 	}()
 	s.HTTPAddr = s.ln.Addr().String()
+	if s.agents, err = newAgentSide(cfg, node, keys, log); err != nil {
+		return nil, fmt.Errorf("agent port: %w", err)
+	}
+	defer func() {
+		if !ok {
+			s.agents.shutdown(context.Background())
+		}
+	}()
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -141,7 +159,7 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, er
 	var routes func() []system.Route
 	s.System = system.New(system.Deps{
 		Node: node, NodeID: cfg.NodeID, APIURL: cfg.APIURL(), StartedAt: time.Now(), Spec: ops.Spec,
-		Routes: func() []system.Route { return routes() }, Tasks: tasks, Ports: ports(cfg, s.HTTPAddr, node.RaftAddress()),
+		Routes: func() []system.Route { return routes() }, Tasks: tasks, Ports: ports(cfg, s.HTTPAddr, node.RaftAddress(), s.agents.agentAddr()),
 		SMTP:             system.SMTP{Host: cfg.SMTPHost, Port: cfg.SMTPPort, From: cfg.SMTPFrom, Username: cfg.SMTPUsername, Password: smtpPassword, StartTLS: cfg.SMTPStartTLS},
 		HistoryRetention: cfg.HistoryRetention, OwnedPrefixes: OwnedPrefixes,
 	})
@@ -189,6 +207,9 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, er
 		Tokens:   &apitoken.Service{Store: node, Reader: node.State(), Keys: keys, Propagated: node.WaitMembersApplied},
 		Channels: s.Channels,
 		Events:   s.Events, Webhooks: s.Webhooks, Dispatcher: s.Dispatcher.Running, Sockets: s.sockets,
+		Nodes: s.agents.nodes, Presence: s.agents.presence, Commands: s.agents.commands, MediaServers: s.agents.servers,
+		Templates: s.agents.templates, Monitor: s.agents.monitor, Authority: s.agents.authority, AgentURL: cfg.AgentURL(),
+		NodeTTL: cfg.NodeHeartbeatTTL,
 	})
 	if err != nil {
 		return nil, err
@@ -236,6 +257,8 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, er
 	})
 	s.background(bg, func(ctx context.Context) { node.Leadership().Run(ctx, s.Dispatcher.Run) })
 	s.background(bg, func(ctx context.Context) { node.Leadership().Run(ctx, s.migrateLegacyWebhook) })
+	s.agents.start()
+	s.agents.background(s, bg, s.System)
 	ok = true
 	log.Info("control node started", zap.String("api", cfg.APIURL()), zap.String("raft", node.RaftAddress()), zap.Bool("founding", founding))
 	return s, nil
@@ -256,7 +279,8 @@ func (s *Server) background(ctx context.Context, fn func(context.Context)) {
 func (s *Server) Shutdown() error {
 	ctx, cancel := context.WithTimeout(context.Background(), s.Config.ShutdownGrace)
 	defer cancel()
-	err := s.http.Shutdown(ctx)
+	agentErr := s.agents.shutdown(ctx)
+	err := errors.Join(s.http.Shutdown(ctx), agentErr)
 	<-s.done
 	s.cancel()
 	s.wg.Wait()
@@ -265,11 +289,11 @@ func (s *Server) Shutdown() error {
 	return errors.Join(err, s.Node.Shutdown())
 }
 
-func ports(cfg config.Config, httpAddr, raftAddr string) []system.Port {
+func ports(cfg config.Config, httpAddr, raftAddr, agentAddr string) []system.Port {
 	return []system.Port{
 		{Module: "api", Protocol: "tcp", Address: httpAddr, Enabled: true},
 		{Module: "raft", Protocol: "tcp", Address: raftAddr, Enabled: true},
-		{Module: "agent", Protocol: "tcp", Address: "0.0.0.0:8443"},
+		{Module: "agent", Protocol: "tcp", Address: agentAddr, Enabled: true},
 		{Module: "engine-http", Protocol: "tcp", Address: "0.0.0.0:8088"},
 		{Module: "rtsp", Protocol: "tcp", Address: "0.0.0.0:8554"},
 		{Module: "sip", Protocol: "udp", Address: "0.0.0.0:5060"},

@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/svcplatform/svc/controlplane/apitoken"
+	"github.com/svcplatform/svc/controlplane/clusterca"
 	"github.com/svcplatform/svc/controlplane/config"
 	"github.com/svcplatform/svc/controlplane/keyring"
 	"github.com/svcplatform/svc/controlplane/store"
@@ -77,6 +78,7 @@ func startServerWith(t *testing.T, id, join, keyFile string, tune func(*config.C
 	cfg.DataDir = t.TempDir()
 	cfg.HTTPAddr = freePort(t)
 	cfg.RaftAddr = freePort(t)
+	cfg.AgentAddr = freePort(t)
 	cfg.Join = join
 	cfg.ClusterKeyFile = keyFile
 	cfg.ShutdownGrace = 2 * time.Second
@@ -104,7 +106,9 @@ func startServerWith(t *testing.T, id, join, keyFile string, tune func(*config.C
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		kv, _, _ := store.Get(context.Background(), s.Node, raftnode.MembersPrefix+id, store.Local)
-		if s.System.ClusterID(context.Background()) != "" && kv != nil {
+		port, _, _ := store.Get(context.Background(), s.Node, agentPortsPrefix+id, store.Local)
+		ca, _, _ := store.Get(context.Background(), s.Node, clusterca.Key, store.Local)
+		if s.System.ClusterID(context.Background()) != "" && kv != nil && port != nil && (ca != nil || join != "") {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -189,6 +193,7 @@ func startServerExpectError(t *testing.T, id, join, keyFile string) error {
 	}
 	cfg := config.Defaults()
 	cfg.NodeID, cfg.DataDir, cfg.HTTPAddr, cfg.RaftAddr, cfg.Join, cfg.ClusterKeyFile = id, t.TempDir(), freePort(t), freePort(t), join, keyFile
+	cfg.AgentAddr = freePort(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	s, err := Start(ctx, cfg, zaptest.NewLogger(t).Named(id))

@@ -88,6 +88,9 @@ type Service struct{ d Deps }
 // New builds the service.
 func New(d Deps) *Service { return &Service{d: d} }
 
+// NodeID is the id of this control node.
+func (s *Service) NodeID() string { return s.d.NodeID }
+
 // ClusterID reads the cluster identity ("" before the first leader wrote it).
 func (s *Service) ClusterID(ctx context.Context) string {
 	kv, _, err := store.Get(ctx, s.d.Node, IdentityKey, store.Local)

@@ -1,0 +1,217 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zaptest"
+
+	"github.com/svcplatform/svc/controlplane/apitoken"
+	"github.com/svcplatform/svc/controlplane/clusterca"
+	"github.com/svcplatform/svc/controlplane/config"
+	"github.com/svcplatform/svc/controlplane/events"
+	"github.com/svcplatform/svc/controlplane/server"
+	"github.com/svcplatform/svc/controlplane/store"
+)
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// controlNode is a real control node in this process.
+type controlNode struct {
+	t     *testing.T
+	s     *server.Server
+	api   string
+	token string
+}
+
+func startControlNode(t *testing.T, tune func(*config.Config)) *controlNode {
+	t.Helper()
+	cfg := config.Defaults()
+	cfg.NodeID, cfg.DataDir = "cp1", t.TempDir()
+	cfg.HTTPAddr, cfg.RaftAddr, cfg.AgentAddr = freeAddr(t), freeAddr(t), freeAddr(t)
+	cfg.ShutdownGrace = 2 * time.Second
+	cfg.NodeHeartbeatTTL, cfg.CommandVisibility = 3*time.Second, 2*time.Second
+	if tune != nil {
+		tune(&cfg)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, err := server.Start(ctx, cfg, zaptest.NewLogger(t).Named("cp1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Shutdown() })
+	c := &controlNode{t: t, s: s, api: "http://" + s.HTTPAddr}
+	c.token = c.newToken("*")
+	// The first leader makes the cluster CA just after start.
+	ca := &clusterca.Authority{Store: s.Node, Keys: s.Keys}
+	if _, err := ca.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// newToken writes an API token record the way the security module does.
+func (c *controlNode) newToken(perms ...string) string {
+	tok, err := apitoken.New()
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	op, _ := apitoken.Put(apitoken.Record{TokenID: fmt.Sprintf("t-%d", time.Now().UnixNano()), Name: "e2e", OwnerUserID: "e2e",
+		Digest: apitoken.Digest(tok), Permissions: perms, CreatedAt: time.Now()})
+	if _, err := c.s.Node.Txn(context.Background(), store.TxnRequest{Then: []store.Op{op}}); err != nil {
+		c.t.Fatal(err)
+	}
+	return tok
+}
+
+// call sends a JSON request with the operator token and decodes the
+// answer into out (when not nil); it returns the status.
+func (c *controlNode) call(method, path string, body, out any) int {
+	c.t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequest(method, c.api+path, rd)
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := (&http.Client{Timeout: 90 * time.Second}).Do(req)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	if out != nil {
+		if err := json.Unmarshal(data, out); err != nil {
+			c.t.Fatalf("%s %s: %d %s: %v", method, path, resp.StatusCode, data, err)
+		}
+	}
+	return resp.StatusCode
+}
+
+// events lists the outbox events of a name, oldest first.
+func (c *controlNode) events(name string) []events.Envelope {
+	resp, err := c.s.Node.Range(context.Background(), events.OutboxPrefix, store.RangeOptions{End: store.PrefixEnd(events.OutboxPrefix)})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	var out []events.Envelope
+	for _, kv := range resp.KVs {
+		var ev events.Envelope
+		json.Unmarshal(kv.Value, &ev)
+		if ev.EventName == name {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+// eventually polls cond until it holds or the time is up.
+func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not happen within %s", what, within)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// process is a child svc process with its output collected.
+type process struct {
+	cmd  *exec.Cmd
+	out  *syncBuffer
+	done chan struct{}
+	err  error
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func startProcess(t *testing.T, bin string, args ...string) *process {
+	t.Helper()
+	p := &process{cmd: exec.Command(bin, args...), out: &syncBuffer{}, done: make(chan struct{})}
+	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		p.err = p.cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		p.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-p.done:
+		case <-time.After(15 * time.Second):
+			p.cmd.Process.Kill()
+			<-p.done
+		}
+		if t.Failed() {
+			t.Logf("output of %s:\n%s", strings.Join(args, " "), tail(p.out.String(), 8000))
+		}
+	})
+	return p
+}
+
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[len(s)-n:]
+}
+
+func runProcess(bin string, args ...string) (string, error) {
+	out, err := exec.Command(bin, args...).CombinedOutput()
+	return string(out), err
+}
+
+func fileMode(t *testing.T, path string) os.FileMode {
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Mode().Perm()
+}
