@@ -145,8 +145,12 @@ func TestFailingStartBacksOff(t *testing.T) {
 		t.Fatalf("first transition %+v", trs[0])
 	}
 	time.Sleep(3 * time.Second)
+	// Attempts at about 0, 0.3, 0.9, 2.1, 4.5 s: a loaded machine may catch
+	// one attempt in flight, so wait for it to settle between attempts.
 	st := s.State()
-	// Attempts at about 0, 0.3, 0.9, 2.1 s: at most five in three seconds.
+	for deadline := time.Now().Add(3 * time.Second); st.Status != agentapi.EngineStartFailed && time.Now().Before(deadline); st = s.State() {
+		time.Sleep(20 * time.Millisecond)
+	}
 	if st.Restarts > 5 || st.Restarts < 2 || st.Status != agentapi.EngineStartFailed || st.NextStartAt == nil {
 		t.Fatalf("after 3 s of failing: %+v", st)
 	}
