@@ -154,7 +154,7 @@ func TestEventHooksAndNoURL(t *testing.T) {
 	ref := engineapi.StreamRef{Vhost: "__defaultVhost__", App: "live", Stream: "cam"}
 	c.StreamChanged(engineapi.StreamChangedHook{StreamRef: ref, Registered: true, Schemas: []string{"http-flv"}})
 	c.StreamNoneReader(engineapi.StreamNoneReaderHook{StreamRef: ref}, func() { close(closed) })
-	c.FlowReport(engineapi.FlowReportHook{StreamRef: ref, Final: true})
+	c.FlowReport(engineapi.FlowReportHook{Players: []engineapi.PlayerFlow{{Final: true}}})
 	c.Keepalive(engineapi.Stats{Streams: 1})
 	select {
 	case <-closed:

@@ -1,6 +1,9 @@
 package engineapi
 
-import "time"
+import (
+	"net/url"
+	"time"
+)
 
 // Control API paths on the engine's loopback ControlAddr. Every call carries
 // Authorization: Bearer <control secret>; answers are JSON, errors are
@@ -240,4 +243,13 @@ type Stats struct {
 	// Hooks counts hook calls by outcome.
 	HookCalls    uint64 `json:"hookCalls"`
 	HookFailures uint64 `json:"hookFailures"`
+}
+
+// RedactURL removes the password from a URL for listings and logs.
+func RedactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	return u.Redacted()
 }

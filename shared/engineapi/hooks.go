@@ -90,15 +90,25 @@ type StreamNoneReaderHook struct {
 	Origin string `json:"origin"`
 }
 
-// FlowReportHook reports the traffic of one player, every
-// hooks.flowReportInterval while it plays and once when it leaves
-// (Final true) (on_flow_report).
+// FlowReportHook reports players' traffic (on_flow_report): every
+// hooks.flowReportInterval for the players still playing, and within about
+// a second for each player that left (Final true). Reports are batched, at
+// most FlowReportBatch players per hook, so thousands of players cost a
+// few calls rather than thousands.
 type FlowReportHook struct {
 	HookHeader
-	StreamRef
-	Player      PlayerInfo `json:"player"`
-	DurationSec float64    `json:"durationSec"`
-	Final       bool       `json:"final"`
+	Players []PlayerFlow `json:"players"`
+}
+
+// FlowReportBatch bounds the players of one on_flow_report.
+const FlowReportBatch = 500
+
+// PlayerFlow is one player's traffic in a flow report.
+type PlayerFlow struct {
+	PlayerInfo
+	DurationSec float64 `json:"durationSec"`
+	// Final is set once the player has left; Bytes is then its total.
+	Final bool `json:"final"`
 }
 
 // KeepaliveHook is sent every hooks.keepaliveInterval
