@@ -16,6 +16,7 @@ import (
 
 	"github.com/svcplatform/svc/mediaengine/filesource"
 	"github.com/svcplatform/svc/mediaengine/flv"
+	"github.com/svcplatform/svc/mediaengine/fmp4"
 	"github.com/svcplatform/svc/mediaengine/hooks"
 	"github.com/svcplatform/svc/mediaengine/httpmedia"
 	"github.com/svcplatform/svc/mediaengine/hub"
@@ -93,7 +94,7 @@ func Start(ctx context.Context, path string, cfg engineapi.Config, log *zap.Logg
 	e.hub = hub.New(hub.Config{ReaderQueueFrames: cfg.ReaderQueueFrames, GOPCacheMaxFrames: cfg.GOPCacheMaxFrames,
 		NoReaderTimeout: cfg.NoReaderTimeout.D(), OnStreamChanged: e.streamChanged, OnNoneReader: e.noneReader}, log.Named("hub"))
 	e.proxies = proxy.NewRegistry(e.hub, map[string]proxy.Puller{"file": filePuller{}}, log)
-	e.media = httpmedia.New(httpmedia.Config{}, e.hub, e.players, e, httpmedia.Formats{FLV: flv.Format{}}, nil, log.Named("media"))
+	e.media = httpmedia.New(httpmedia.Config{}, e.hub, e.players, e, httpmedia.Formats{FLV: flv.Format{}, FMP4: fmp4.LiveFormat{}}, nil, log.Named("media"))
 	e.media.Serve(mediaLn)
 	e.control = &http.Server{Handler: e.controlRoutes(), ReadHeaderTimeout: 5 * time.Second}
 	e.wg.Add(1)

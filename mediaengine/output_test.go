@@ -19,6 +19,7 @@ func TestOutputsPlayInFFprobe(t *testing.T) {
 		name, path string
 	}{
 		{"http-flv", "/live/demo.live.flv"},
+		{"http-fmp4", "/live/demo.live.mp4"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
