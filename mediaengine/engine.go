@@ -17,6 +17,7 @@ import (
 	"github.com/svcplatform/svc/mediaengine/filesource"
 	"github.com/svcplatform/svc/mediaengine/flv"
 	"github.com/svcplatform/svc/mediaengine/fmp4"
+	"github.com/svcplatform/svc/mediaengine/hls"
 	"github.com/svcplatform/svc/mediaengine/hooks"
 	"github.com/svcplatform/svc/mediaengine/httpmedia"
 	"github.com/svcplatform/svc/mediaengine/hub"
@@ -39,6 +40,7 @@ type Engine struct {
 	hub     *hub.Hub
 	players *player.Registry
 	media   *httpmedia.Server
+	hls     *hls.Manager
 	proxies *proxy.Registry
 	flows   *flowReporter
 
@@ -94,7 +96,9 @@ func Start(ctx context.Context, path string, cfg engineapi.Config, log *zap.Logg
 	e.hub = hub.New(hub.Config{ReaderQueueFrames: cfg.ReaderQueueFrames, GOPCacheMaxFrames: cfg.GOPCacheMaxFrames,
 		NoReaderTimeout: cfg.NoReaderTimeout.D(), OnStreamChanged: e.streamChanged, OnNoneReader: e.noneReader}, log.Named("hub"))
 	e.proxies = proxy.NewRegistry(e.hub, map[string]proxy.Puller{"file": filePuller{}}, log)
-	e.media = httpmedia.New(httpmedia.Config{}, e.hub, e.players, e, httpmedia.Formats{FLV: flv.Format{}, FMP4: fmp4.LiveFormat{}}, nil, log.Named("media"))
+	e.hls = hls.NewManager(e.hlsConfig, e.hub, e.players, log)
+	e.media = httpmedia.New(httpmedia.Config{WaitStream: waitStream}, e.hub, e.players, e,
+		httpmedia.Formats{FLV: flv.Format{}, FMP4: fmp4.LiveFormat{}}, e.hls, log.Named("media"))
 	e.media.Serve(mediaLn)
 	e.control = &http.Server{Handler: e.controlRoutes(), ReadHeaderTimeout: 5 * time.Second}
 	e.wg.Add(1)
@@ -122,6 +126,15 @@ func Start(ctx context.Context, path string, cfg engineapi.Config, log *zap.Logg
 	return e, nil
 }
 
+// waitStream is how long a play request waits for its stream to appear.
+const waitStream = 5 * time.Second
+
+func (e *Engine) hlsConfig() hls.Config {
+	c := e.cfg.Load().HLS
+	return hls.Config{Format: c.Format, SegmentDuration: c.SegmentDuration.D(), Segments: c.Segments,
+		SessionTimeout: c.SessionTimeout.D(), WaitStream: waitStream}
+}
+
 // MediaAddr is the address the media HTTP server listens on.
 func (e *Engine) MediaAddr() net.Addr { return e.mediaAddr }
 
@@ -133,8 +146,9 @@ func (e *Engine) Hub() *hub.Hub { return e.hub }
 func (e *Engine) Close() error {
 	e.cancel()
 	e.proxies.Close()
-	e.hub.Close()
+	e.hls.Close()
 	errMedia := e.media.Close()
+	e.hub.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	errCtl := e.control.Shutdown(ctx)

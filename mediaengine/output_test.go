@@ -3,6 +3,8 @@ package mediaengine
 import (
 	"testing"
 
+	"github.com/svcplatform/svc/shared/engineapi"
+
 	"github.com/svcplatform/svc/mediaengine/internal/mediaprobe"
 )
 
@@ -15,15 +17,20 @@ var demoWant = mediaprobe.Want{VideoCodec: "h264", Width: 640, Height: 360, FPS:
 // timestamps.
 func TestOutputsPlayInFFprobe(t *testing.T) {
 	te := startEngine(t, nil)
+	ts := startEngine(t, func(c *engineapi.Config) { c.HLS.Format = "ts" })
 	for _, tc := range []struct {
-		name, path string
+		name string
+		e    *testEngine
+		path string
 	}{
-		{"http-flv", "/live/demo.live.flv"},
-		{"http-fmp4", "/live/demo.live.mp4"},
+		{"http-flv", te, "/live/demo.live.flv"},
+		{"http-fmp4", te, "/live/demo.live.mp4"},
+		{"hls-fmp4", te, "/live/demo/hls.m3u8?svc_viewer=v1"},
+		{"hls-ts", ts, "/live/demo/hls.m3u8?svc_viewer=v2"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			r := mediaprobe.Probe(t, te.mediaURL(tc.path), 11)
+			r := mediaprobe.Probe(t, tc.e.mediaURL(tc.path), 11)
 			r.Check(t, demoWant)
 		})
 	}
