@@ -183,12 +183,13 @@ func (s *Segmenter) waitSegment(ctx context.Context, seq int64) (*segment, bool)
 			}
 		}
 		gone := seq >= 0 && uint64(seq) < s.nextSeq && found == nil
+		tooFar := seq > int64(s.nextSeq)+1
 		ended, updated := s.ended, s.updated
 		s.mu.Unlock()
 		if found != nil {
 			return found, true
 		}
-		if gone || ended || seq > int64(s.nextSeq)+1 {
+		if gone || ended || tooFar {
 			return nil, false
 		}
 		select {

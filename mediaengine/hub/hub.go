@@ -40,7 +40,10 @@ type Hub struct {
 	streams map[media.Path]*Stream
 	changed chan struct{} // closed and replaced when a stream appears or becomes ready
 	closed  bool
-	wg      sync.WaitGroup
+	// draining is set once Close waits for callbacks; later ones run
+	// inline instead of racing the wait.
+	draining bool
+	wg       sync.WaitGroup
 
 	framesIn, bytesIn, dropped atomic.Uint64
 }
@@ -173,6 +176,9 @@ func (h *Hub) Close() {
 	for _, s := range streams {
 		s.Close()
 	}
+	h.mu.Lock()
+	h.draining = true
+	h.mu.Unlock()
 	h.wg.Wait()
 }
 
@@ -193,7 +199,14 @@ func (h *Hub) notify() {
 
 // async runs an event callback off the hot path; Close waits for it.
 func (h *Hub) async(fn func()) {
+	h.mu.Lock()
+	if h.draining {
+		h.mu.Unlock()
+		fn()
+		return
+	}
 	h.wg.Add(1)
+	h.mu.Unlock()
 	go func() {
 		defer h.wg.Done()
 		fn()
