@@ -10,11 +10,16 @@ case "${1:-}" in
     # issues add their real peers here (ffmpeg, GStreamer, SIPp, nginx,
     # Chromium).
     packages=()
+    # ffmpeg (ffprobe): mediaengine's TestOutputsPlayInFFprobe reads every
+    # output of the engine (HTTP-FLV, HTTP-fMP4, HLS fMP4 and TS) with it.
+    packages+=(ffmpeg)
     ;;
   bench)
     # etcd-server: the store benchmark compares against etcd on loopback.
     # wrk: the load generator of the authentication benchmark.
     packages=(etcd-server wrk)
+    # ffmpeg: fanoutbench encodes its 200 kbps and 2 Mbps clips with it.
+    packages+=(ffmpeg)
     ;;
   *)
     echo "usage: $0 test|bench" >&2

@@ -26,6 +26,9 @@ type liveConn struct {
 	bufs     [][]byte
 	chunkHdr [24]byte
 	deadline time.Time
+	// joined is when the player subscribed: packets older than that came
+	// from the GOP cache and say nothing about frame-to-wire latency.
+	joined int64
 }
 
 // sendBuffer caps the kernel's send buffer of a player connection. Without
@@ -43,6 +46,7 @@ func (c *liveConn) run(contentType string) error {
 	if c.chunked {
 		head += "Transfer-Encoding: chunked\r\n"
 	}
+	c.joined = c.srv.hub.Now()
 	c.pkts = make([]*hub.Packet, 0, 64)
 	c.bufs = make([][]byte, 0, 72)
 	if err := c.write([]byte(head+"\r\n"), c.rd.Header(), nil); err != nil {
@@ -98,8 +102,14 @@ func (c *liveConn) write(head, body []byte, pkts []*hub.Packet) error {
 	c.bufs = bufs[:0]
 	c.p.AddBytes(int(n))
 	c.srv.bytesOut.Add(uint64(n))
-	if c.measure && len(pkts) > 0 && err == nil {
-		c.srv.latency.record(c.srv.hub.Since(pkts[0].Arrived))
+	if c.measure && err == nil {
+		// The oldest live packet of the batch waited longest.
+		for _, p := range pkts {
+			if p.Arrived >= c.joined {
+				c.srv.latency.record(c.srv.hub.Since(p.Arrived))
+				break
+			}
+		}
 	}
 	return err
 }

@@ -159,6 +159,9 @@ func (h *Hub) Totals() (framesIn, bytesIn, dropped uint64) {
 	return h.framesIn.Load(), h.bytesIn.Load(), h.dropped.Load()
 }
 
+// Now is the hub's monotonic clock, in the unit of Packet.Arrived.
+func (h *Hub) Now() int64 { return int64(time.Since(h.epoch)) }
+
 // Since converts a Packet's Arrived stamp to the time elapsed since.
 func (h *Hub) Since(arrived int64) time.Duration {
 	return time.Since(h.epoch) - time.Duration(arrived)
