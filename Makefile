@@ -27,6 +27,7 @@ bench:
 	scripts/install-deps.sh bench
 	$(GO) run ./test/bench/storebench -out docs/benchmarks.md
 	$(GO) run ./test/bench/authbench -out docs/benchmarks.md
+	$(GO) run ./test/bench/fanoutbench -out docs/benchmarks.md
 
 ## generate: regenerate api/contract from api/openapi.yaml
 generate:

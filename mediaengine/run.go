@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 
 	"go.uber.org/zap"
@@ -25,6 +26,7 @@ func Run(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("svc engine", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	path := fs.String("config", "", "engine configuration file (YAML, written by the agent)")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile to this file until the engine stops (benchmarks)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return ErrHelp
@@ -41,6 +43,17 @@ func Run(args []string, stdout, stderr io.Writer) error {
 	log, err := logging.New(cfg.LogLevel, cfg.NodeID)
 	if err != nil {
 		return err
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer f.Close()
+		defer pprof.StopCPUProfile()
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
