@@ -1,6 +1,7 @@
 package httpmedia
 
 import (
+	"context"
 	"net"
 	"strconv"
 	"time"
@@ -54,7 +55,8 @@ func (c *liveConn) run(contentType string) error {
 	}
 	for {
 		var err error
-		c.pkts, err = c.rd.Next(c.srv.ctx, c.pkts[:0])
+		// Server.Close closes the reader, so Next needs no context.
+		c.pkts, err = c.rd.Next(context.Background(), c.pkts[:0])
 		if err != nil {
 			return err
 		}

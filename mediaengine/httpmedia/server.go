@@ -67,8 +67,11 @@ type Server struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
-	srv    *http.Server
-	done   chan struct{}
+	// live holds the readers of long-lived responses, closed by Close.
+	liveMu      sync.Mutex
+	liveReaders map[*hub.Reader]struct{}
+	srv         *http.Server
+	done        chan struct{}
 }
 
 // New makes a server; Serve starts it.
@@ -80,7 +83,8 @@ func New(cfg Config, h *hub.Hub, players *player.Registry, gate Gate, formats Fo
 		cfg.WriteTimeout = 15 * time.Second
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Server{cfg: cfg, hub: h, players: players, gate: gate, formats: formats, hls: hls, log: log, ctx: ctx, cancel: cancel, done: make(chan struct{})}
+	s := &Server{cfg: cfg, hub: h, players: players, gate: gate, formats: formats, hls: hls, log: log, ctx: ctx, cancel: cancel,
+		done: make(chan struct{}), liveReaders: map[*hub.Reader]struct{}{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{app}/{file}", s.live)
 	mux.HandleFunc("GET /{app}/{stream}/hls.m3u8", s.hlsPlaylist)
@@ -104,6 +108,11 @@ func (s *Server) Serve(ln net.Listener) {
 // them.
 func (s *Server) Close() error {
 	s.cancel()
+	s.liveMu.Lock()
+	for rd := range s.liveReaders {
+		rd.Close()
+	}
+	s.liveMu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	err := s.srv.Shutdown(ctx)
@@ -180,13 +189,25 @@ func (s *Server) serveLive(w http.ResponseWriter, r *http.Request, stream string
 	}
 	p := &player.Player{Path: path, Protocol: protocol, RemoteAddr: r.RemoteAddr, Params: params, LeaseID: ans.LeaseID,
 		StartedAt: time.Now(), Counters: func() (uint64, uint64) { return rd.Frames(), rd.Dropped() }, Kick: rd.Close}
-	s.players.Add(p)
+	s.liveMu.Lock()
+	if s.ctx.Err() != nil {
+		s.liveMu.Unlock()
+		rd.Close()
+		conn.Close()
+		return
+	}
+	s.liveReaders[rd] = struct{}{}
 	s.wg.Add(1)
+	s.liveMu.Unlock()
 	defer s.wg.Done()
+	s.players.Add(p)
 	lc := &liveConn{srv: s, conn: conn, rd: rd, p: p, chunked: r.ProtoAtLeast(1, 1), measure: protocol == ProtocolFLV}
 	err = lc.run(contentType)
 	conn.Close()
 	rd.Close()
+	s.liveMu.Lock()
+	delete(s.liveReaders, rd)
+	s.liveMu.Unlock()
 	s.players.Remove(p)
 	s.log.Debug("player left", zap.String("stream", path.String()), zap.String("protocol", protocol), zap.String("remote", r.RemoteAddr),
 		zap.Uint64("bytes", p.Bytes()), zap.Uint64("dropped", rd.Dropped()), zap.Error(err))
