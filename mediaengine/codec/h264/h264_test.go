@@ -76,3 +76,22 @@ func TestDecoderConfigRoundTrip(t *testing.T) {
 		t.Fatal("ParamSets")
 	}
 }
+
+// FuzzParseSPS parses arbitrary parameter sets and decoder records, which
+// arrive from cameras (SDP, in-band) and FLV/MP4 publishers.
+func FuzzParseSPS(f *testing.F) {
+	f.Add(mustHexF("6764001eacd940a02ff97011000003000100000300320f162d96"))
+	f.Add(mustHexF("67640028acd940780227e5c044000003000400000300c83c60c658"))
+	f.Add([]byte{0x67, 0x64, 0, 0x1e, 0, 0, 0, 0})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if s, err := ParseSPS(b); err == nil && (s.Width <= 0 || s.Height <= 0 || s.Width > 16384 || s.Height > 32768) {
+			t.Fatalf("accepted a %dx%d picture", s.Width, s.Height)
+		}
+		ParseDecoderConfig(b)
+	})
+}
+
+func mustHexF(s string) []byte {
+	b, _ := hex.DecodeString(s)
+	return b
+}

@@ -38,126 +38,65 @@ func ParseSPS(nalu []byte) (SPS, error) {
 }
 
 func (s *SPS) parse(r *rbsp.Reader) error {
-	if _, err := r.UE(); err != nil { // seq_parameter_set_id
-		return err
-	}
+	r.UE() // seq_parameter_set_id
 	switch s.ProfileIDC {
 	case 100, 110, 122, 244, 44, 83, 86, 118, 128, 138, 139, 134, 135:
-		cf, err := r.UE()
-		if err != nil {
-			return err
+		s.ChromaFormat = r.UE()
+		if s.ChromaFormat > 3 {
+			return fmt.Errorf("chroma_format_idc %d", s.ChromaFormat)
 		}
-		if cf > 3 {
-			return fmt.Errorf("chroma_format_idc %d", cf)
+		if s.ChromaFormat == 3 {
+			r.Skip(1) // separate_colour_plane_flag
 		}
-		s.ChromaFormat = cf
-		if cf == 3 {
-			if err := r.Skip(1); err != nil { // separate_colour_plane_flag
-				return err
-			}
-		}
-		bl, err := r.UE()
-		if err != nil {
-			return err
-		}
-		bc, err := r.UE()
-		if err != nil {
-			return err
-		}
-		s.BitDepthLuma, s.BitDepthChroma = bl+8, bc+8
-		if err := r.Skip(1); err != nil { // qpprime_y_zero_transform_bypass_flag
-			return err
-		}
-		present, err := r.Flag()
-		if err != nil {
-			return err
-		}
-		if present {
+		s.BitDepthLuma, s.BitDepthChroma = r.UE()+8, r.UE()+8
+		r.Skip(1)     // qpprime_y_zero_transform_bypass_flag
+		if r.Flag() { // seq_scaling_matrix_present_flag
 			n := 8
-			if cf == 3 {
+			if s.ChromaFormat == 3 {
 				n = 12
 			}
-			for i := 0; i < n; i++ {
-				listPresent, err := r.Flag()
-				if err != nil {
-					return err
-				}
-				if listPresent {
+			for i := 0; i < n && r.Err() == nil; i++ {
+				if r.Flag() {
 					size := 16
 					if i >= 6 {
 						size = 64
 					}
-					if err := skipScalingList(r, size); err != nil {
-						return err
-					}
+					skipScalingList(r, size)
 				}
 			}
 		}
 	}
-	if _, err := r.UE(); err != nil { // log2_max_frame_num_minus4
-		return err
-	}
-	pocType, err := r.UE()
-	if err != nil {
-		return err
-	}
-	switch pocType {
+	r.UE() // log2_max_frame_num_minus4
+	switch pocType := r.UE(); pocType {
 	case 0:
-		if _, err := r.UE(); err != nil {
-			return err
-		}
+		r.UE()
 	case 1:
-		if err := r.Skip(1); err != nil {
-			return err
-		}
-		for i := 0; i < 2; i++ {
-			if _, err := r.SE(); err != nil {
-				return err
-			}
-		}
-		n, err := r.UE()
-		if err != nil {
-			return err
-		}
+		r.Skip(1)
+		r.SE()
+		r.SE()
+		n := r.UE()
 		if n > 255 {
 			return fmt.Errorf("num_ref_frames_in_pic_order_cnt_cycle %d", n)
 		}
 		for i := uint32(0); i < n; i++ {
-			if _, err := r.SE(); err != nil {
-				return err
-			}
+			r.SE()
 		}
 	case 2:
 	default:
 		return fmt.Errorf("pic_order_cnt_type %d", pocType)
 	}
-	if _, err := r.UE(); err != nil { // max_num_ref_frames
-		return err
-	}
-	if err := r.Skip(1); err != nil { // gaps_in_frame_num_value_allowed_flag
-		return err
-	}
-	wMbs, err := r.UE()
-	if err != nil {
-		return err
-	}
-	hMapUnits, err := r.UE()
-	if err != nil {
-		return err
-	}
-	frameMbsOnly, err := r.Flag()
-	if err != nil {
-		return err
-	}
+	r.UE()    // max_num_ref_frames
+	r.Skip(1) // gaps_in_frame_num_value_allowed_flag
+	wMbs, hMapUnits := r.UE(), r.UE()
+	frameMbsOnly := r.Flag()
 	if !frameMbsOnly {
-		if err := r.Skip(1); err != nil { // mb_adaptive_frame_field_flag
-			return err
-		}
+		r.Skip(1) // mb_adaptive_frame_field_flag
 	}
-	if err := r.Skip(1); err != nil { // direct_8x8_inference_flag
-		return err
+	r.Skip(1) // direct_8x8_inference_flag
+	if r.Err() != nil {
+		return r.Err()
 	}
-	if wMbs > 1024 || hMapUnits > 1024 {
+	if wMbs >= 1024 || hMapUnits >= 1024 {
 		return fmt.Errorf("picture of %dx%d macroblocks", wMbs+1, hMapUnits+1)
 	}
 	fieldFactor := 2
@@ -166,16 +105,10 @@ func (s *SPS) parse(r *rbsp.Reader) error {
 	}
 	width := int(wMbs+1) * 16
 	height := int(hMapUnits+1) * 16 * fieldFactor
-	cropping, err := r.Flag()
-	if err != nil {
-		return err
-	}
-	if cropping {
-		var c [4]uint32
-		for i := range c {
-			if c[i], err = r.UE(); err != nil {
-				return err
-			}
+	if r.Flag() { // frame_cropping_flag
+		left, right, top, bottom := r.UE(), r.UE(), r.UE(), r.UE()
+		if r.Err() != nil {
+			return r.Err()
 		}
 		cropX, cropY := 1, fieldFactor
 		switch s.ChromaFormat {
@@ -184,84 +117,60 @@ func (s *SPS) parse(r *rbsp.Reader) error {
 		case 2:
 			cropX, cropY = 2, fieldFactor
 		}
-		width -= cropX * int(c[0]+c[1])
-		height -= cropY * int(c[2]+c[3])
+		width -= cropX * int(left+right)
+		height -= cropY * int(top+bottom)
 		if width <= 0 || height <= 0 {
 			return errors.New("cropping larger than the picture")
 		}
 	}
-	s.Width, s.Height = width, height
-	vui, err := r.Flag()
-	if err != nil || !vui {
-		return nil // a cut-off VUI does not make the size wrong
+	if r.Err() != nil {
+		return r.Err()
 	}
-	s.FrameRate = parseVUITiming(r)
+	s.Width, s.Height = width, height
+	if r.Flag() { // vui_parameters_present_flag; a cut-off VUI does not make the size wrong
+		s.FrameRate = parseVUITiming(r)
+	}
 	return nil
 }
 
-func skipScalingList(r *rbsp.Reader, size int) error {
+func skipScalingList(r *rbsp.Reader, size int) {
 	last, next := int32(8), int32(8)
-	for j := 0; j < size; j++ {
+	for j := 0; j < size && r.Err() == nil; j++ {
 		if next != 0 {
-			d, err := r.SE()
-			if err != nil {
-				return err
-			}
-			next = (last + d + 256) % 256
+			next = (last + r.SE() + 256) % 256
 		}
 		if next != 0 {
 			last = next
 		}
 	}
-	return nil
 }
 
 // parseVUITiming reads the VUI up to timing_info and returns the frame
-// rate, or 0 when the encoder did not write one.
+// rate, or 0 when the encoder did not write one (or the VUI is cut off).
 func parseVUITiming(r *rbsp.Reader) float64 {
-	if f, err := r.Flag(); err != nil { // aspect_ratio_info_present_flag
-		return 0
-	} else if f {
-		idc, err := r.Bits(8)
-		if err != nil {
-			return 0
-		}
-		if idc == 255 && r.Skip(32) != nil { // Extended_SAR
-			return 0
+	if r.Flag() { // aspect_ratio_info_present_flag
+		if r.Bits(8) == 255 { // Extended_SAR
+			r.Skip(32)
 		}
 	}
-	if f, err := r.Flag(); err != nil { // overscan_info_present_flag
-		return 0
-	} else if f && r.Skip(1) != nil {
-		return 0
+	if r.Flag() { // overscan_info_present_flag
+		r.Skip(1)
 	}
-	if f, err := r.Flag(); err != nil { // video_signal_type_present_flag
-		return 0
-	} else if f {
-		if r.Skip(4) != nil {
-			return 0
-		}
-		if c, err := r.Flag(); err != nil || (c && r.Skip(24) != nil) {
-			return 0
+	if r.Flag() { // video_signal_type_present_flag
+		r.Skip(4)
+		if r.Flag() { // colour_description_present_flag
+			r.Skip(24)
 		}
 	}
-	if f, err := r.Flag(); err != nil { // chroma_loc_info_present_flag
-		return 0
-	} else if f {
-		if _, err := r.UE(); err != nil {
-			return 0
-		}
-		if _, err := r.UE(); err != nil {
-			return 0
-		}
+	if r.Flag() { // chroma_loc_info_present_flag
+		r.UE()
+		r.UE()
 	}
-	timing, err := r.Flag()
-	if err != nil || !timing {
+	if !r.Flag() { // timing_info_present_flag
 		return 0
 	}
-	units, err1 := r.Bits(32)
-	scale, err2 := r.Bits(32)
-	if err1 != nil || err2 != nil || units == 0 {
+	units, scale := r.Bits(32), r.Bits(32)
+	if r.Err() != nil || units == 0 {
 		return 0
 	}
 	return float64(scale) / float64(2*units)

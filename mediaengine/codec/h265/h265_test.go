@@ -70,3 +70,19 @@ func TestDecoderConfigRoundTrip(t *testing.T) {
 		t.Fatal("IsKeyframe")
 	}
 }
+
+// FuzzParseSPS parses arbitrary parameter sets and decoder records.
+func FuzzParseSPS(f *testing.F) {
+	for _, s := range []string{sps640, sps1080} {
+		b, _ := hex.DecodeString(s)
+		f.Add(b)
+		c, _ := NewDecoderConfig(b, b, b)
+		f.Add(c.Marshal())
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if s, err := ParseSPS(b); err == nil && (s.Width <= 0 || s.Height <= 0) {
+			t.Fatalf("accepted a %dx%d picture", s.Width, s.Height)
+		}
+		ParseDecoderConfig(b)
+	})
+}

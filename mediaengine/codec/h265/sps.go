@@ -65,70 +65,38 @@ func (s *SPS) parse(r *rbsp.Reader) error {
 	profilePresent := make([]bool, subLayers)
 	levelPresent := make([]bool, subLayers)
 	for i := 0; i < subLayers; i++ {
-		var err error
-		if profilePresent[i], err = r.Flag(); err != nil {
-			return err
-		}
-		if levelPresent[i], err = r.Flag(); err != nil {
-			return err
-		}
+		profilePresent[i], levelPresent[i] = r.Flag(), r.Flag()
 	}
 	if subLayers > 0 {
-		if err := r.Skip(2 * (8 - subLayers)); err != nil {
-			return err
-		}
+		r.Skip(2 * (8 - subLayers))
 	}
 	for i := 0; i < subLayers; i++ {
 		if profilePresent[i] {
-			if err := r.Skip(88); err != nil {
-				return err
-			}
+			r.Skip(88)
 		}
 		if levelPresent[i] {
-			if err := r.Skip(8); err != nil {
-				return err
-			}
+			r.Skip(8)
 		}
 	}
-	if _, err := r.UE(); err != nil { // sps_seq_parameter_set_id
-		return err
-	}
-	cf, err := r.UE()
-	if err != nil {
-		return err
-	}
+	r.UE() // sps_seq_parameter_set_id
+	cf := r.UE()
 	if cf > 3 {
 		return fmt.Errorf("chroma_format_idc %d", cf)
 	}
 	s.ChromaFormat = cf
 	if cf == 3 {
-		if err := r.Skip(1); err != nil {
-			return err
-		}
+		r.Skip(1) // separate_colour_plane_flag
 	}
-	w, err := r.UE()
-	if err != nil {
-		return err
-	}
-	h, err := r.UE()
-	if err != nil {
-		return err
+	w, h := r.UE(), r.UE()
+	if r.Err() != nil {
+		return r.Err()
 	}
 	if w == 0 || h == 0 || w > 16888 || h > 16888 {
 		return fmt.Errorf("picture of %dx%d samples", w, h)
 	}
 	width, height := int(w), int(h)
-	window, err := r.Flag()
-	if err != nil {
-		return err
-	}
-	if window {
-		var c [4]uint32
-		for i := range c {
-			if c[i], err = r.UE(); err != nil {
-				return err
-			}
-		}
+	if r.Flag() { // conformance_window_flag
+		left, right, top, bottom := r.UE(), r.UE(), r.UE(), r.UE()
 		subW, subH := 1, 1
 		switch cf {
 		case 1:
@@ -136,21 +104,16 @@ func (s *SPS) parse(r *rbsp.Reader) error {
 		case 2:
 			subW = 2
 		}
-		width -= subW * int(c[0]+c[1])
-		height -= subH * int(c[2]+c[3])
-		if width <= 0 || height <= 0 {
+		width -= subW * int(left+right)
+		height -= subH * int(top+bottom)
+		if r.Err() == nil && (width <= 0 || height <= 0) {
 			return errors.New("conformance window larger than the picture")
 		}
 	}
+	s.BitDepthLuma, s.BitDepthChroma = r.UE()+8, r.UE()+8
+	if r.Err() != nil {
+		return r.Err()
+	}
 	s.Width, s.Height = width, height
-	bl, err := r.UE()
-	if err != nil {
-		return err
-	}
-	bc, err := r.UE()
-	if err != nil {
-		return err
-	}
-	s.BitDepthLuma, s.BitDepthChroma = bl+8, bc+8
 	return nil
 }

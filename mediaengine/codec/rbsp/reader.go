@@ -2,12 +2,21 @@
 // parameter sets: emulation prevention bytes removed, then fixed-width and
 // exp-Golomb coded fields (ITU-T H.264 7.2 and 9.1). Every read is bounds
 // checked, because parameter sets come from cameras and the network.
+//
+// The Reader's error is sticky, as in bufio.Scanner: once a read runs past
+// the data or meets an invalid code, every later read returns zero and Err
+// reports the first failure, so a parser reads a whole syntax structure and
+// checks once.
 package rbsp
 
 import "errors"
 
-// ErrShort is returned when a field runs past the end of the data.
-var ErrShort = errors.New("rbsp: data ends inside a field")
+// Errors of the Reader.
+var (
+	ErrShort   = errors.New("rbsp: data ends inside a field")
+	ErrGolomb  = errors.New("rbsp: exp-Golomb code longer than 32 bits")
+	ErrTooWide = errors.New("rbsp: field wider than 32 bits")
+)
 
 // Unescape removes emulation prevention bytes (00 00 03 -> 00 00). It
 // returns b itself when there is none, so the common case costs nothing.
@@ -42,89 +51,82 @@ func Unescape(b []byte) []byte {
 type Reader struct {
 	b   []byte
 	pos int // in bits
+	err error
 }
 
 // NewReader reads b, which must already be unescaped.
 func NewReader(b []byte) *Reader { return &Reader{b: b} }
 
+// Err is the first error any read met.
+func (r *Reader) Err() error { return r.err }
+
 // Left is the number of unread bits.
 func (r *Reader) Left() int { return len(r.b)*8 - r.pos }
 
-// Bit reads one bit.
-func (r *Reader) Bit() (uint32, error) {
-	if r.pos >= len(r.b)*8 {
-		return 0, ErrShort
+func (r *Reader) fail(err error) uint32 {
+	if r.err == nil {
+		r.err = err
 	}
-	v := uint32(r.b[r.pos>>3]>>(7-uint(r.pos&7))) & 1
-	r.pos++
-	return v, nil
-}
-
-// Flag reads one bit as a boolean.
-func (r *Reader) Flag() (bool, error) {
-	v, err := r.Bit()
-	return v == 1, err
+	return 0
 }
 
 // Bits reads n <= 32 bits.
-func (r *Reader) Bits(n int) (uint32, error) {
+func (r *Reader) Bits(n int) uint32 {
+	if r.err != nil {
+		return 0
+	}
 	if n > 32 || n < 0 {
-		return 0, errors.New("rbsp: field wider than 32 bits")
+		return r.fail(ErrTooWide)
 	}
 	if r.Left() < n {
-		return 0, ErrShort
+		return r.fail(ErrShort)
 	}
 	var v uint32
 	for i := 0; i < n; i++ {
 		v = v<<1 | uint32(r.b[r.pos>>3]>>(7-uint(r.pos&7)))&1
 		r.pos++
 	}
-	return v, nil
+	return v
 }
 
+// Flag reads one bit as a boolean.
+func (r *Reader) Flag() bool { return r.Bits(1) == 1 }
+
 // Skip skips n bits.
-func (r *Reader) Skip(n int) error {
+func (r *Reader) Skip(n int) {
+	if r.err != nil {
+		return
+	}
 	if n < 0 || r.Left() < n {
-		return ErrShort
+		r.fail(ErrShort)
+		return
 	}
 	r.pos += n
-	return nil
 }
 
 // UE reads an unsigned exp-Golomb code (ue(v)).
-func (r *Reader) UE() (uint32, error) {
+func (r *Reader) UE() uint32 {
 	zeros := 0
-	for {
-		b, err := r.Bit()
-		if err != nil {
-			return 0, err
-		}
-		if b == 1 {
-			break
-		}
+	for r.err == nil && r.Bits(1) == 0 {
 		zeros++
 		if zeros > 31 {
-			return 0, errors.New("rbsp: exp-Golomb code longer than 32 bits")
+			return r.fail(ErrGolomb)
 		}
 	}
+	if r.err != nil {
+		return 0
+	}
 	if zeros == 0 {
-		return 0, nil
+		return 0
 	}
-	v, err := r.Bits(zeros)
-	if err != nil {
-		return 0, err
-	}
-	return (1<<uint(zeros) - 1) + v, nil
+	return (1<<uint(zeros) - 1) + r.Bits(zeros)
 }
 
 // SE reads a signed exp-Golomb code (se(v)).
-func (r *Reader) SE() (int32, error) {
-	v, err := r.UE()
-	if err != nil {
-		return 0, err
-	}
+func (r *Reader) SE() int32 {
+	v := r.UE()
 	if v&1 == 1 {
-		return int32((v + 1) / 2), nil
+		return int32((v + 1) / 2)
 	}
-	return -int32(v / 2), nil
+	return -int32(v / 2)
 }

@@ -2,6 +2,7 @@ package rbsp
 
 import (
 	"bytes"
+	"errors"
 	"testing"
 )
 
@@ -22,17 +23,22 @@ func TestExpGolomb(t *testing.T) {
 	// 1 | 010 | 011 | 00100 | 00101 -> ue 0,1,2,3 then se -2
 	r := NewReader([]byte{0b10100110, 0b01000010, 0b10000000})
 	for _, want := range []uint32{0, 1, 2, 3} {
-		if v, err := r.UE(); err != nil || v != want {
-			t.Fatalf("UE = %d, %v; want %d", v, err, want)
+		if v := r.UE(); v != want {
+			t.Fatalf("UE = %d; want %d", v, want)
 		}
 	}
-	if v, err := r.SE(); err != nil || v != -2 {
-		t.Fatalf("SE = %d, %v; want -2", v, err)
+	if v := r.SE(); v != -2 || r.Err() != nil {
+		t.Fatalf("SE = %d, %v; want -2", v, r.Err())
 	}
-	if _, err := NewReader([]byte{0, 0, 0, 0, 0}).UE(); err == nil {
-		t.Fatal("an endless exp-Golomb prefix must fail")
+	r = NewReader([]byte{0, 0, 0, 0, 0})
+	if r.UE(); !errors.Is(r.Err(), ErrGolomb) {
+		t.Fatalf("an endless exp-Golomb prefix: %v", r.Err())
 	}
-	if _, err := NewReader(nil).Bits(3); err != ErrShort {
-		t.Fatalf("Bits past the end = %v, want ErrShort", err)
+	r = NewReader(nil)
+	if r.Bits(3); !errors.Is(r.Err(), ErrShort) {
+		t.Fatalf("Bits past the end = %v, want ErrShort", r.Err())
+	}
+	if r.UE() != 0 || !errors.Is(r.Err(), ErrShort) {
+		t.Fatal("the first error must stick")
 	}
 }
