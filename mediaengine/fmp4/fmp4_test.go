@@ -5,20 +5,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/svcplatform/svc/mediaengine/internal/mediatest"
 	"github.com/svcplatform/svc/mediaengine/media"
 )
 
-var (
-	sps = []byte{0x67, 0x64, 0x00, 0x1e, 0xac, 0xd9, 0x40, 0xa0, 0x2f, 0xf9, 0x70, 0x11, 0x00, 0x00, 0x03, 0x00, 0x01, 0x00, 0x00, 0x03, 0x00, 0x32, 0x0f, 0x16, 0x2d, 0x96}
-	pps = []byte{0x68, 0xeb, 0xe3, 0xcb, 0x22, 0xc0}
-)
-
-func tracks() []*media.Track {
-	return []*media.Track{
-		{ID: 0, Codec: media.CodecH264, SPS: sps, PPS: pps, Width: 640, Height: 360},
-		{ID: 1, Codec: media.CodecAAC, SampleRate: 48000, Channels: 2, AudioSpecificConfig: []byte{0x11, 0x90}},
-	}
-}
+func tracks() []*media.Track { return mediatest.Tracks() }
 
 func TestInitSegmentStructure(t *testing.T) {
 	for _, audio := range []media.Codec{media.CodecAAC, media.CodecOpus, media.CodecPCMA, media.CodecPCMU} {

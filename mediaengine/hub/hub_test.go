@@ -8,20 +8,14 @@ import (
 
 	"go.uber.org/zap/zaptest"
 
+	"github.com/svcplatform/svc/mediaengine/internal/mediatest"
 	"github.com/svcplatform/svc/mediaengine/media"
 )
 
-// Parameter sets of a 640x360 stream written by ffmpeg's libx264.
-var (
-	testSPS = []byte{0x67, 0x64, 0x00, 0x1e, 0xac, 0xd9, 0x40, 0xa0, 0x2f, 0xf9, 0x70, 0x11, 0x00, 0x00, 0x03, 0x00, 0x01, 0x00, 0x00, 0x03, 0x00, 0x32, 0x0f, 0x16, 0x2d, 0x96}
-	testPPS = []byte{0x68, 0xeb, 0xe3, 0xcb, 0x22, 0xc0}
-)
-
 func testTracks() []*media.Track {
-	return []*media.Track{
-		{ID: 0, Codec: media.CodecH264, ClockRate: 90000, SPS: testSPS, PPS: testPPS},
-		{ID: 1, Codec: media.CodecAAC, ClockRate: 48000, SampleRate: 48000, Channels: 2, AudioSpecificConfig: []byte{0x11, 0x90}},
-	}
+	tr := mediatest.Tracks()
+	tr[0].Width, tr[0].Height = 0, 0 // the hub fills them from the SPS
+	return tr
 }
 
 // frames makes n video frames at 25 fps with a keyframe every gop frames.
@@ -73,7 +67,7 @@ func TestPublishSubscribeAndGOPCache(t *testing.T) {
 	}
 	fs := frames(tr, 0, 12, 5)
 	pub.WriteFrame(fs[0]) // dropped: no SPS yet
-	tr[0].SPS = testSPS
+	tr[0].SPS = mediatest.H264SPS
 	for _, f := range fs[1:8] { // 1..4 dropped (no keyframe), 5 starts the stream
 		if err := pub.WriteFrame(f); err != nil {
 			t.Fatal(err)
