@@ -179,6 +179,34 @@ func (e *Engine) Publish(ctx context.Context, path media.Path, origin hub.Origin
 	return e.hub.Publish(path, origin, tracks)
 }
 
+// Play admits a player through on_play and subscribes it to the stream's
+// raw frames, listing it as a player of protocol; the RTSP server's PLAY
+// calls it. The player ends when the reader is closed (by the caller, a
+// kick or the stream's end); the caller must call leave when it stops.
+func (e *Engine) Play(ctx context.Context, path media.Path, protocol, remoteAddr string, params map[string]string) (rd *hub.Reader, leave func(), err error) {
+	path = hub.Key(path)
+	ans, err := e.hooks.Load().AllowPlay(ctx, engineapi.PlayHook{StreamRef: streamRef(path), Protocol: protocol, RemoteAddr: remoteAddr, Params: params})
+	if err != nil {
+		return nil, nil, fmt.Errorf("engine: on_play: %w", err)
+	}
+	if !ans.Allow {
+		return nil, nil, fmt.Errorf("%w: %s", ErrPlayDenied, ans.Reason)
+	}
+	wctx, cancel := context.WithTimeout(ctx, waitStream)
+	defer cancel()
+	rd, err = e.hub.Subscribe(wctx, path, nil, protocol+" "+remoteAddr)
+	if err != nil {
+		return nil, nil, err
+	}
+	p := &player.Player{Path: path, Protocol: protocol, RemoteAddr: remoteAddr, Params: params, LeaseID: ans.LeaseID,
+		StartedAt: time.Now(), Counters: func() (uint64, uint64) { return rd.Frames(), rd.Dropped() }, Kick: rd.Close}
+	e.players.Add(p)
+	return rd, func() { rd.Close(); e.players.Remove(p) }, nil
+}
+
+// ErrPlayDenied is returned when on_play refuses a player.
+var ErrPlayDenied = errors.New("engine: on_play denied the player")
+
 // ErrPublishDenied is returned when on_publish refuses a publisher.
 var ErrPublishDenied = errors.New("engine: on_publish denied the publisher")
 
