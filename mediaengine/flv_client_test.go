@@ -79,3 +79,5 @@ func (c *flvClient) ended(d time.Duration) bool {
 		return false
 	}
 }
+
+func httpGet(url string) (*http.Response, error) { return http.Get(url) }

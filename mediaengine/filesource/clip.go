@@ -39,12 +39,20 @@ func LoadFile(path string) (*Clip, error) {
 	if path == Builtin {
 		return Load(bytes.NewReader(demoClip))
 	}
-	f, err := os.Open(path)
+	st, err := os.Stat(path)
 	if err != nil {
 		return nil, fmt.Errorf("filesource: %w", err)
 	}
-	defer f.Close()
-	return Load(io.LimitReader(f, MaxClipBytes))
+	if st.Size() > MaxClipBytes {
+		return nil, fmt.Errorf("filesource: %s is %d bytes, more than the %d a clip may have", path, st.Size(), MaxClipBytes)
+	}
+	// The clip is read whole: go-astits loses PES packets when its reader
+	// returns short reads (as an io.LimitReader over a file does).
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("filesource: %w", err)
+	}
+	return Load(bytes.NewReader(b))
 }
 
 // Load demuxes an MPEG-TS stream.
