@@ -54,3 +54,25 @@ func TestADTS(t *testing.T) {
 		t.Fatalf("no syncword: %v", err)
 	}
 }
+
+// FuzzADTS splits arbitrary bytes as ADTS frames and parses them as an
+// AudioSpecificConfig: no panic, and frames never reach past the input.
+func FuzzADTS(f *testing.F) {
+	c := Config{ObjectType: 2, SampleRate: 48000, Channels: 2}
+	f.Add(append(AppendADTS(nil, c, 3), 1, 2, 3))
+	f.Add([]byte{0xff, 0xf1, 0x50, 0x80, 0x00, 0x1f, 0xfc})
+	f.Add([]byte{0x12, 0x10})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		_, frames, _ := SplitADTS(b)
+		total := 0
+		for _, fr := range frames {
+			total += len(fr)
+		}
+		if total > len(b) {
+			t.Fatalf("frames hold %d bytes of %d", total, len(b))
+		}
+		if cfg, err := ParseConfig(b); err == nil {
+			ParseConfig(cfg.Marshal())
+		}
+	})
+}
