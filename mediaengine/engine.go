@@ -94,7 +94,7 @@ func Start(ctx context.Context, path string, cfg engineapi.Config, log *zap.Logg
 	e.flows = newFlowReporter(e)
 	e.players.OnLeave = e.flows.left
 	e.hub = hub.New(hub.Config{ReaderQueueFrames: cfg.ReaderQueueFrames, GOPCacheMaxFrames: cfg.GOPCacheMaxFrames,
-		NoReaderTimeout: cfg.NoReaderTimeout.D(), OnStreamChanged: e.streamChanged, OnNoneReader: e.noneReader}, log.Named("hub"))
+		NoReaderTimeout: cfg.NoReaderTimeout.D(), MergeWindow: cfg.MergeWrite.D(), OnStreamChanged: e.streamChanged, OnNoneReader: e.noneReader}, log.Named("hub"))
 	e.proxies = proxy.NewRegistry(e.hub, map[string]proxy.Puller{"file": filePuller{}}, log)
 	e.hls = hls.NewManager(e.hlsConfig, e.hub, e.players, log)
 	e.media = httpmedia.New(httpmedia.Config{WaitStream: waitStream}, e.hub, e.players, e,

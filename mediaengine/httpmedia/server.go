@@ -7,6 +7,8 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -67,9 +69,14 @@ type Server struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
-	// live holds the readers of long-lived responses, closed by Close.
+	// liveReaders holds the readers of long-lived responses, closed by
+	// Close; shards write them.
 	liveMu      sync.Mutex
 	liveReaders map[*hub.Reader]struct{}
+	shards      []*writeShard
+	nextShard   atomic.Uint64
+	stopShards  chan struct{}
+	shardsDone  sync.WaitGroup
 	srv         *http.Server
 	done        chan struct{}
 }
@@ -84,7 +91,16 @@ func New(cfg Config, h *hub.Hub, players *player.Registry, gate Gate, formats Fo
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{cfg: cfg, hub: h, players: players, gate: gate, formats: formats, hls: hls, log: log, ctx: ctx, cancel: cancel,
-		done: make(chan struct{}), liveReaders: map[*hub.Reader]struct{}{}}
+		done: make(chan struct{}), liveReaders: map[*hub.Reader]struct{}{}, stopShards: make(chan struct{})}
+	for i := 0; i < runtime.GOMAXPROCS(0); i++ {
+		sh := newWriteShard(s)
+		s.shards = append(s.shards, sh)
+		s.shardsDone.Add(1)
+		go func() {
+			defer s.shardsDone.Done()
+			sh.run(s.stopShards)
+		}()
+	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{app}/{file}", s.live)
 	mux.HandleFunc("GET /{app}/{stream}/hls.m3u8", s.hlsPlaylist)
@@ -118,6 +134,8 @@ func (s *Server) Close() error {
 	err := s.srv.Shutdown(ctx)
 	<-s.done
 	s.wg.Wait()
+	close(s.stopShards)
+	s.shardsDone.Wait()
 	return err
 }
 
@@ -189,6 +207,8 @@ func (s *Server) serveLive(w http.ResponseWriter, r *http.Request, stream string
 	}
 	p := &player.Player{Path: path, Protocol: protocol, RemoteAddr: r.RemoteAddr, Params: params, LeaseID: ans.LeaseID,
 		StartedAt: time.Now(), Counters: func() (uint64, uint64) { return rd.Frames(), rd.Dropped() }, Kick: rd.Close}
+	c := &liveConn{srv: s, shard: s.shards[s.nextShard.Add(1)%uint64(len(s.shards))], conn: conn, rd: rd, p: p,
+		chunked: r.ProtoAtLeast(1, 1), measure: protocol == ProtocolFLV}
 	s.liveMu.Lock()
 	if s.ctx.Err() != nil {
 		s.liveMu.Unlock()
@@ -199,19 +219,29 @@ func (s *Server) serveLive(w http.ResponseWriter, r *http.Request, stream string
 	s.liveReaders[rd] = struct{}{}
 	s.wg.Add(1)
 	s.liveMu.Unlock()
-	defer s.wg.Done()
 	s.players.Add(p)
-	lc := &liveConn{srv: s, conn: conn, rd: rd, p: p, chunked: r.ProtoAtLeast(1, 1), measure: protocol == ProtocolFLV}
-	err = lc.run(contentType)
-	conn.Close()
-	rd.Close()
-	s.liveMu.Lock()
-	delete(s.liveReaders, rd)
-	s.liveMu.Unlock()
-	s.players.Remove(p)
-	s.log.Debug("player left", zap.String("stream", path.String()), zap.String("protocol", protocol), zap.String("remote", r.RemoteAddr),
-		zap.Uint64("bytes", p.Bytes()), zap.Uint64("dropped", rd.Dropped()), zap.Error(err))
+	if err := c.start(contentType); err != nil {
+		c.close(err)
+	}
+	// The shard writes from here; this goroutine (net/http's) ends.
 }
+
+// endLive forgets a finished long-lived response.
+func (s *Server) endLive(c *liveConn, err error) {
+	s.liveMu.Lock()
+	delete(s.liveReaders, c.rd)
+	s.liveMu.Unlock()
+	s.players.Remove(c.p)
+	s.log.Debug("player left", zap.String("stream", c.p.Path.String()), zap.String("protocol", c.p.Protocol), zap.String("remote", c.p.RemoteAddr),
+		zap.Uint64("bytes", c.p.Bytes()), zap.Uint64("dropped", c.rd.Dropped()), zap.Error(err))
+	s.wg.Done()
+}
+
+// errNotSocket is returned for a hijacked connection that is not an OS
+// socket.
+var errNotSocket = errors.New("httpmedia: the connection is not a socket")
+
+func strconvHex(n int) string { return strconv.FormatInt(int64(n), 16) }
 
 func (s *Server) hlsPlaylist(w http.ResponseWriter, r *http.Request) {
 	if s.hls == nil {

@@ -45,3 +45,10 @@ func (f *feed) remove(r *Reader) {
 	f.readers[last] = nil
 	f.readers = f.readers[:last]
 }
+
+// flush wakes every reader with queued packets (merged writes).
+func (f *feed) flush() {
+	for _, r := range f.readers {
+		r.flush()
+	}
+}

@@ -22,6 +22,11 @@ type Config struct {
 	// NoReaderTimeout is how long a ready stream may have no reader before
 	// OnNoneReader; 0 never reports.
 	NoReaderTimeout time.Duration
+	// MergeWindow, when positive, wakes readers at most once per window
+	// instead of at every frame, so each writes everything queued in one
+	// system call: fewer, larger writes per player at the cost of up to
+	// this much latency (engineapi mergeWrite).
+	MergeWindow time.Duration
 	// OnStreamChanged is called when a stream becomes ready (registered
 	// true) and when a ready stream ends (false).
 	OnStreamChanged func(s *Stream, registered bool)
@@ -38,7 +43,8 @@ type Hub struct {
 
 	mu      sync.Mutex
 	streams map[media.Path]*Stream
-	changed chan struct{} // closed and replaced when a stream appears or becomes ready
+	changed chan struct{}  // closed and replaced when a stream appears or becomes ready
+	loops   sync.WaitGroup // streams' flush loops
 	closed  bool
 	// draining is set once Close waits for callbacks; later ones run
 	// inline instead of racing the wait.
@@ -96,6 +102,13 @@ func (h *Hub) Publish(path media.Path, origin Origin, tracks []*media.Track) (*P
 	}
 	s := newStream(h, path, origin, tracks)
 	h.streams[path] = s
+	if h.cfg.MergeWindow > 0 {
+		h.loops.Add(1)
+		go func() {
+			defer h.loops.Done()
+			s.flushLoop(h.cfg.MergeWindow)
+		}()
+	}
 	h.log.Info("stream published", zap.String("stream", path.String()), zap.String("origin", origin.Kind), zap.Int("tracks", len(tracks)))
 	return &Publisher{s: s}, nil
 }
@@ -183,6 +196,7 @@ func (h *Hub) Close() {
 	h.draining = true
 	h.mu.Unlock()
 	h.wg.Wait()
+	h.loops.Wait()
 }
 
 func (h *Hub) remove(s *Stream) {

@@ -203,3 +203,28 @@ func TestSubscribeWaitsForTheStreamAndNoneReader(t *testing.T) {
 		t.Fatalf("subscribe to a missing stream: %v", err)
 	}
 }
+
+func TestMergedWritesWakeOncePerWindow(t *testing.T) {
+	h := newHub(t, Config{MergeWindow: 50 * time.Millisecond})
+	path := media.Path{App: "live", Stream: "merged"}
+	tr := testTracks()
+	pub, _ := h.Publish(path, Origin{Kind: "test"}, tr)
+	fs := frames(tr, 0, 6, 25)
+	pub.WriteFrame(fs[0])
+	ctx := context.Background()
+	r, _ := h.Subscribe(ctx, path, nil, "r")
+	if got, _ := r.Next(ctx, nil); len(got) != 1 {
+		t.Fatalf("the GOP cache is delivered at once: %d", len(got))
+	}
+	start := time.Now()
+	for _, f := range fs[1:] {
+		pub.WriteFrame(f)
+	}
+	got, err := r.Next(ctx, nil)
+	if err != nil || len(got) != 5 {
+		t.Fatalf("merged batch: %d packets, %v", len(got), err)
+	}
+	if waited := time.Since(start); waited > 200*time.Millisecond {
+		t.Fatalf("merged packets waited %v, more than a few windows", waited)
+	}
+}

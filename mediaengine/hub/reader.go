@@ -20,6 +20,8 @@ type Reader struct {
 	idx    int // position in feed.readers, guarded by stream.mu
 	label  string
 	header []byte
+	// merged readers are woken by the stream's flush loop, not by push.
+	merged bool
 
 	mu      sync.Mutex
 	ring    []*Packet
@@ -27,13 +29,17 @@ type Reader struct {
 	needKey bool
 	err     error
 	wake    chan struct{}
+	// notify, when set, replaces the wake channel: outputs that write many
+	// readers from a few goroutines are told which reader has packets.
+	notify func()
 
 	frames  atomic.Uint64
 	dropped atomic.Uint64
 }
 
 func newReader(s *Stream, f *feed, label string, queue int) *Reader {
-	return &Reader{stream: s, feed: f, label: label, header: f.header, ring: make([]*Packet, queue), wake: make(chan struct{}, 1)}
+	return &Reader{stream: s, feed: f, label: label, header: f.header, ring: make([]*Packet, queue), wake: make(chan struct{}, 1),
+		merged: s.hub.cfg.MergeWindow > 0}
 }
 
 // Stream is the stream the reader reads.
@@ -81,10 +87,71 @@ func (r *Reader) push(p *Packet) {
 	}
 	r.ring[(r.head+r.n)%len(r.ring)] = p
 	r.n++
+	notify := r.notify
 	r.mu.Unlock()
+	if r.merged {
+		return
+	}
+	r.signal(notify)
+}
+
+func (r *Reader) signal(notify func()) {
+	if notify != nil {
+		notify()
+		return
+	}
 	select {
 	case r.wake <- struct{}{}:
 	default:
+	}
+}
+
+// SetNotify makes the reader call fn, instead of waking Next, whenever it
+// has packets or is closed; fn must not block. If packets are already
+// queued (the GOP cache), fn is called at once.
+func (r *Reader) SetNotify(fn func()) {
+	r.mu.Lock()
+	r.notify = fn
+	pending := r.n > 0 || r.err != nil
+	r.mu.Unlock()
+	if pending {
+		fn()
+	}
+}
+
+// Err is the reason the reader was closed, nil while it is open.
+func (r *Reader) Err() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.err
+}
+
+// TryNext appends every queued packet to dst without waiting; it fails
+// once the reader or its stream is closed.
+func (r *Reader) TryNext(dst []*Packet) ([]*Packet, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.err != nil {
+		return dst, r.err
+	}
+	for i := 0; i < r.n; i++ {
+		j := (r.head + i) % len(r.ring)
+		dst = append(dst, r.ring[j])
+		r.ring[j] = nil
+	}
+	r.frames.Add(uint64(r.n))
+	r.head, r.n = 0, 0
+	return dst, nil
+}
+
+// flush wakes the reader if it has packets; the flush loop calls it.
+func (r *Reader) flush() {
+	r.mu.Lock()
+	pending := r.n > 0
+	notify := r.notify
+	r.mu.Unlock()
+	if pending {
+		r.signal(notify)
 	}
 }
 
@@ -103,7 +170,7 @@ func (r *Reader) seed(gop []*Packet) {
 	}
 	copy(r.ring, gop)
 	r.n = len(gop)
-	r.wake <- struct{}{}
+	r.wake <- struct{}{} // a notify set later is called at once for these
 }
 
 // Next appends every queued packet to dst, waiting until there is at least
@@ -158,9 +225,7 @@ func (r *Reader) fail(err error) {
 		clear(r.ring)
 		r.n = 0
 	}
+	notify := r.notify
 	r.mu.Unlock()
-	select {
-	case r.wake <- struct{}{}:
-	default:
-	}
+	r.signal(notify)
 }

@@ -218,6 +218,26 @@ func (s *Stream) removeReader(r *Reader) {
 	}
 }
 
+// flushLoop wakes the readers that have packets once per window, when
+// writes are merged; it ends with the stream.
+func (s *Stream) flushLoop(window time.Duration) {
+	t := time.NewTicker(window)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.done:
+			return
+		case <-t.C:
+		}
+		s.mu.Lock()
+		s.raw.flush()
+		for _, fd := range s.feeds {
+			fd.flush()
+		}
+		s.mu.Unlock()
+	}
+}
+
 // armIdle starts the no-reader timer; called under s.mu.
 func (s *Stream) armIdle() {
 	if s.readers > 0 || s.hub.cfg.NoReaderTimeout <= 0 || s.idle != nil {

@@ -34,7 +34,7 @@ func freeAddr() string {
 }
 
 // startEngine runs `svc engine` with the clip as its demo stream live/bench.
-func startEngine(svc, dir, clip string) (*proc, error) {
+func startEngine(svc, dir, clip string, mergeWrite time.Duration) (*proc, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
@@ -46,6 +46,7 @@ func startEngine(svc, dir, clip string) (*proc, error) {
 	cfg := engineapi.Defaults()
 	cfg.NodeID, cfg.ControlAddr, cfg.HTTPAddr, cfg.ControlSecretFile = "bench", freeAddr(), freeAddr(), secretFile
 	cfg.DataDir, cfg.LogLevel, cfg.DemoFile, cfg.DemoPath = dir, "error", clip, "live/bench"
+	cfg.MergeWrite = engineapi.Duration(mergeWrite)
 	b, err := cfg.Marshal()
 	if err != nil {
 		return nil, err
@@ -60,6 +61,9 @@ func startEngine(svc, dir, clip string) (*proc, error) {
 	}
 	cmd := exec.Command(svc, args...)
 	cmd.Stderr = os.Stderr
+	if engineProcs > 0 {
+		cmd.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(engineProcs))
+	}
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
@@ -77,17 +81,20 @@ func startEngine(svc, dir, clip string) (*proc, error) {
 	}
 }
 
+// engineProcs, when positive, is the engines' GOMAXPROCS.
+var engineProcs int
+
 // engineProfile, when set, has the engines write a CPU profile there.
 var engineProfile string
 
 // startFloor runs this program as the floor server.
-func startFloor(clip string) (*proc, error) {
+func startFloor(clip, statsPath string) (*proc, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
 	addr := freeAddr()
-	cmd := exec.Command(self, "-floor", "-floor-addr", addr, "-floor-clip", clip)
+	cmd := exec.Command(self, "-floor", "-floor-addr", addr, "-floor-clip", clip, "-floor-stats", statsPath)
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		return nil, err

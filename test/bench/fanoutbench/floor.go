@@ -3,12 +3,15 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"net"
 	"os"
 	"os/signal"
+	"sort"
 	"strconv"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/svcplatform/svc/mediaengine/filesource"
 	"github.com/svcplatform/svc/mediaengine/flv"
@@ -21,7 +24,11 @@ import (
 // chunk, to every connected socket in turn with one write each. No hub, no
 // queues, no per-player goroutine, no drop handling: what is left is the
 // kernel's cost of moving the bytes.
-func runFloor(addr, clipPath string) error {
+//
+// With statsPath set it also records, per tag, how long writing it to every
+// socket took (the spread any fan-out has on these cores) and writes the
+// p50/p99 there as JSON when it stops.
+func runFloor(addr, clipPath, statsPath string) error {
 	clip, err := filesource.LoadFile(clipPath)
 	if err != nil {
 		return err
@@ -37,6 +44,7 @@ func runFloor(addr, clipPath string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	f := &floor{}
+	var spread []time.Duration
 	go func() {
 		for {
 			c, err := ln.Accept()
@@ -52,13 +60,29 @@ func runFloor(addr, clipPath string) error {
 		if !ok {
 			return nil
 		}
+		start := time.Now()
 		f.broadcast(chunk(p.Data))
+		if statsPath != "" {
+			spread = append(spread, time.Since(start))
+		}
 		return nil
 	}), 0)
+	if statsPath != "" {
+		sort.Slice(spread, func(i, j int) bool { return spread[i] < spread[j] })
+		b, _ := json.Marshal(spreadStats{Count: len(spread), P50Ms: msOf(pct(spread, 0.5)), P99Ms: msOf(pct(spread, 0.99))})
+		os.WriteFile(statsPath, b, 0o644)
+	}
 	if ctx.Err() != nil {
 		return nil
 	}
 	return err
+}
+
+// spreadStats is what the floor reports with -floor-stats.
+type spreadStats struct {
+	Count int     `json:"count"`
+	P50Ms float64 `json:"p50Ms"`
+	P99Ms float64 `json:"p99Ms"`
 }
 
 type frameWriterFunc func(*media.Frame) error

@@ -16,6 +16,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -29,19 +30,23 @@ import (
 
 	"github.com/svcplatform/svc/mediaengine/filesource"
 	"github.com/svcplatform/svc/mediaengine/media"
+	"github.com/svcplatform/svc/shared/engineapi"
 )
 
 func main() {
 	out := flag.String("out", "docs/benchmarks.md", "markdown file to write the section to")
 	window := flag.Duration("window", 8*time.Second, "measurement window per step")
+	flag.DurationVar(&mergeWrite, "merge-write", 40*time.Millisecond, "the engine's mergeWrite for the fan-out ladders (the latency phase uses 0)")
 	maxReaders := flag.Int("max-readers", 9000, "largest N tried (each player takes a file descriptor in the client and in the server)")
 	floorMode := flag.Bool("floor", false, "run as the floor server (used by the benchmark itself)")
 	floorAddr := flag.String("floor-addr", "", "floor: listen address")
 	floorClip := flag.String("floor-clip", "", "floor: clip to play")
+	floorStats := flag.String("floor-stats", "", "floor: write the write-spread percentiles here on exit")
+	flag.IntVar(&engineProcs, "engine-gomaxprocs", 0, "GOMAXPROCS of the engine processes (0: the Go default, all cores)")
 	flag.StringVar(&engineProfile, "engine-cpuprofile", "", "have each engine write a CPU profile to this file (the last one wins)")
 	flag.Parse()
 	if *floorMode {
-		if err := runFloor(*floorAddr, *floorClip); err != nil {
+		if err := runFloor(*floorAddr, *floorClip, *floorStats); err != nil {
 			fmt.Fprintln(os.Stderr, "fanoutbench floor:", err)
 			os.Exit(1)
 		}
@@ -52,6 +57,9 @@ func main() {
 		os.Exit(1)
 	}
 }
+
+// mergeWrite is the engine setting the fan-out ladders run with.
+var mergeWrite time.Duration
 
 // benchCase is one bitrate with its ladder of player counts.
 type benchCase struct {
@@ -89,42 +97,58 @@ func run(outPath string, window time.Duration, maxReaders int) error {
 		}
 	}
 	ctx := context.Background()
-	var results [][2][]step
+	var results [][3][]step
 	for _, c := range cases {
 		fmt.Fprintf(os.Stderr, "== %s\n", c.name)
-		eng, err := startEngine(svc, filepath.Join(dir, "engine-"+strconv.Itoa(c.videoKbps)), c.clip)
+		res, err := ladder(ctx, svc, filepath.Join(dir, "engine-"+strconv.Itoa(c.videoKbps)), c, window, maxReaders)
 		if err != nil {
 			return err
 		}
-		fl, err := startFloor(c.clip)
-		if err != nil {
-			eng.stop()
-			return err
-		}
-		var es, fs []step
-		for _, n := range c.ladder {
-			if n > maxReaders {
-				break
-			}
-			e := measure(ctx, eng, c, n, window)
-			f := measure(ctx, fl, c, n, window)
-			fmt.Fprintf(os.Stderr, "N=%d engine %s | floor %s\n", n, e, f)
-			es, fs = append(es, e), append(fs, f)
-			if !e.pass() {
-				break
-			}
-		}
-		eng.stop()
-		fl.stop()
-		results = append(results, [2][]step{es, fs})
+		results = append(results, res)
 	}
 	fmt.Fprintf(os.Stderr, "== latency and memory at 1,000 players\n")
-	lat, err := measureLatency(ctx, svc, filepath.Join(dir, "engine-latency"), cases[0])
+	lat, err := measureLatency(ctx, svc, filepath.Join(dir, "latency"), cases[0], window)
 	if err != nil {
 		return err
 	}
-	cmd := "go run ./test/bench/fanoutbench -window " + window.String()
+	cmd := "go run ./test/bench/fanoutbench -window " + window.String() + " -merge-write " + mergeWrite.String()
 	return writeSection(outPath, report(cmd, window, cases, results, lat))
+}
+
+// ladder measures, for each N, the engine with merged writes, the engine
+// writing every frame at once, and the floor, until the merged engine
+// fails a step. It returns the three step lists in that order.
+func ladder(ctx context.Context, svc, dir string, c *benchCase, window time.Duration, maxReaders int) ([3][]step, error) {
+	var res [3][]step
+	merged, err := startEngine(svc, dir+"-merged", c.clip, mergeWrite)
+	if err != nil {
+		return res, err
+	}
+	defer merged.stop()
+	plain, err := startEngine(svc, dir+"-plain", c.clip, 0)
+	if err != nil {
+		return res, err
+	}
+	defer plain.stop()
+	fl, err := startFloor(c.clip, "")
+	if err != nil {
+		return res, err
+	}
+	defer fl.stop()
+	for _, n := range c.ladder {
+		if n > maxReaders {
+			break
+		}
+		m := measure(ctx, merged, c, n, window)
+		p := measure(ctx, plain, c, n, window)
+		f := measure(ctx, fl, c, n, window)
+		fmt.Fprintf(os.Stderr, "N=%d merged %s\n  plain %s\n  floor %s\n", n, m, p, f)
+		res[0], res[1], res[2] = append(res[0], m), append(res[1], p), append(res[2], f)
+		if !m.pass() {
+			break
+		}
+	}
+	return res, nil
 }
 
 // makeClip encodes a 10 s H.264+AAC MPEG-TS clip at the case's bitrate
@@ -145,6 +169,7 @@ func makeClip(dir string, c *benchCase) error {
 	}
 	// The largest step between frames of a track is the loop join; one
 	// frame more than that means a frame was lost.
+	first := map[*media.Track]time.Duration{}
 	last := map[*media.Track]time.Duration{}
 	gaps := map[media.Kind]time.Duration{}
 	var bytes int
@@ -153,14 +178,16 @@ func makeClip(dir string, c *benchCase) error {
 		bytes += f.Size()
 		if l, ok := last[f.Track]; ok {
 			gaps[f.Track.Kind()] = max(gaps[f.Track.Kind()], f.DTS-l)
+		} else {
+			first[f.Track] = f.DTS
 		}
 		last[f.Track] = f.DTS
 		if f.Track.Kind() == media.KindVideo {
 			videoFrames++
 		}
 	}
-	for t, l := range last {
-		gaps[t.Kind()] = max(gaps[t.Kind()], clip.Duration-l)
+	for t, l := range last { // the join: the next loop's first frame
+		gaps[t.Kind()] = max(gaps[t.Kind()], clip.Duration+first[t]-l)
 	}
 	c.gapV = uint32(gaps[media.KindVideo].Milliseconds()) + 39
 	c.gapA = uint32(gaps[media.KindAudio].Milliseconds()) + 20
@@ -264,51 +291,88 @@ func selfCPU() float64 {
 
 // latency holds the last phase's results.
 type latency struct {
-	players             int
-	rssIdle, rssLoaded  int64
-	ttff                []time.Duration
-	frameToWireP50, p99 float64
-	frameToWireMax      float64
-	frameToWireCount    uint64
+	players            int
+	rssIdle, rssLoaded int64
+	ttff               []time.Duration
+	few, many          engineapi.Latency // frame-to-wire at fewPlayers and at players
+	floorSpread        spreadStats       // the floor's time to write one tag to every socket, at players
 }
 
-// measureLatency starts a fresh engine, measures its RSS idle and with
-// 1,000 players, its frame-to-wire latency, and the time to first frame of
-// 50 players joining one after another while the 1,000 play.
-func measureLatency(ctx context.Context, svc, dir string, c *benchCase) (latency, error) {
+// fewPlayers is the player count at which frame-to-wire shows the
+// engine's own path rather than the time 1,000 writes take on two cores.
+const fewPlayers = 10
+
+// measureLatency measures, each on a fresh engine: frame-to-wire at 10
+// players; then RSS idle and with 1,000 players, frame-to-wire at 1,000,
+// and the time to first frame of 100 players joining one after another
+// while the 1,000 play. The floor's spread at 1,000 gives the comparison.
+func measureLatency(ctx context.Context, svc, dir string, c *benchCase, window time.Duration) (latency, error) {
 	l := latency{players: 1000}
-	eng, err := startEngine(svc, dir, c.clip)
-	if err != nil {
-		return l, err
+	newClient := func(addr string) *loadClient {
+		return &loadClient{addr: addr, path: "/live/bench.live.flv", maxVideoGap: c.gapV, maxAudioGap: c.gapA, localIPs: localIPs()}
 	}
-	defer eng.stop()
-	time.Sleep(3 * time.Second)
-	l.rssIdle = eng.rssBytes()
-	lc := &loadClient{addr: eng.addr, path: "/live/bench.live.flv", maxVideoGap: c.gapV, maxAudioGap: c.gapA, localIPs: localIPs()}
-	defer lc.close()
-	if err := lc.open(ctx, l.players, time.Minute); err != nil {
-		return l, err
-	}
-	time.Sleep(5 * time.Second)
-	l.rssLoaded = eng.rssBytes()
-	lc.takeTTFF()
-	for i := 0; i < 50; i++ {
-		one := &loadClient{addr: eng.addr, path: "/live/bench.live.flv", maxVideoGap: c.gapV, maxAudioGap: c.gapA, localIPs: localIPs()}
-		if err := one.open(ctx, 1, 5*time.Second); err != nil {
-			one.close()
-			return l, errors.New("a joining player did not start: " + err.Error())
+	run := func(sub string, n int, during func(eng *proc) error) (engineapi.Latency, error) {
+		eng, err := startEngine(svc, filepath.Join(dir, sub), c.clip, 0)
+		if err != nil {
+			return engineapi.Latency{}, err
 		}
-		l.ttff = append(l.ttff, one.takeTTFF()...)
-		one.close()
-		time.Sleep(100 * time.Millisecond)
+		defer eng.stop()
+		time.Sleep(3 * time.Second)
+		l.rssIdle = eng.rssBytes()
+		lc := newClient(eng.addr)
+		defer lc.close()
+		if err := lc.open(ctx, n, time.Minute); err != nil {
+			return engineapi.Latency{}, err
+		}
+		time.Sleep(window)
+		if err := during(eng); err != nil {
+			return engineapi.Latency{}, err
+		}
+		st, err := eng.stats()
+		return st.FrameToWire, err
 	}
-	st, err := eng.stats()
+	var err error
+	if l.few, err = run("few", fewPlayers, func(*proc) error { return nil }); err != nil {
+		return l, err
+	}
+	l.many, err = run("many", l.players, func(eng *proc) error {
+		l.rssLoaded = eng.rssBytes()
+		for i := 0; i < 100; i++ {
+			one := newClient(eng.addr)
+			if err := one.open(ctx, 1, 5*time.Second); err != nil {
+				one.close()
+				return errors.New("a joining player did not start: " + err.Error())
+			}
+			l.ttff = append(l.ttff, one.takeTTFF()...)
+			one.close()
+			time.Sleep(50 * time.Millisecond)
+		}
+		return nil
+	})
 	if err != nil {
 		return l, err
 	}
-	l.frameToWireP50, l.p99, l.frameToWireMax, l.frameToWireCount = st.FrameToWire.P50Ms, st.FrameToWire.P99Ms, st.FrameToWire.MaxMs, st.FrameToWire.Count
 	sort.Slice(l.ttff, func(i, j int) bool { return l.ttff[i] < l.ttff[j] })
-	return l, nil
+	statsFile := filepath.Join(dir, "floor-stats.json")
+	fl, err := startFloor(c.clip, statsFile)
+	if err != nil {
+		return l, err
+	}
+	lc := newClient(fl.addr)
+	err = lc.open(ctx, l.players, time.Minute)
+	if err == nil {
+		time.Sleep(window)
+	}
+	lc.close()
+	fl.stop()
+	if err != nil {
+		return l, err
+	}
+	b, err := os.ReadFile(statsFile)
+	if err != nil {
+		return l, err
+	}
+	return l, json.Unmarshal(b, &l.floorSpread)
 }
 
 func pct(d []time.Duration, p float64) time.Duration {
