@@ -5,9 +5,11 @@
 // WriteFrame); for each output format that has readers (a feed), the
 // stream's Muxer serialises the frame once into a Packet, and every reader
 // of that format gets a reference to the same Packet in its bounded queue.
-// A reader's goroutine takes all queued packets at once and writes them
-// with one vectored write, so the per-reader cost is a queue push and a
-// share of a writev, and nothing is allocated per reader per frame.
+// The reader's writer takes all queued packets at once (Next, or TryNext
+// after a notify) and writes them with one vectored write, so the
+// per-reader cost is a queue push and a share of a writev, and nothing is
+// allocated per reader per frame. With a merge window, readers are woken
+// once per window rather than per frame.
 //
 // A reader that falls behind its queue bound drops frames (counted) until
 // the next keyframe and never blocks the publisher or other readers. Each
