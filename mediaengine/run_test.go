@@ -1,15 +1,10 @@
 package mediaengine
 
 import (
-	"context"
-	"encoding/json"
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"testing"
-
-	"go.uber.org/zap/zaptest"
 
 	"github.com/svcplatform/svc/shared/engineapi"
 )
@@ -25,54 +20,21 @@ func freeAddr(t *testing.T) string {
 }
 
 func TestControlAPIHealthAndReload(t *testing.T) {
-	dir := t.TempDir()
-	secretFile := filepath.Join(dir, "secret")
-	os.WriteFile(secretFile, []byte("s3cret\n"), 0o600)
-	cfgFile := filepath.Join(dir, "engine.yaml")
-	cfg := engineapi.Defaults()
-	cfg.NodeID, cfg.ControlAddr, cfg.ControlSecretFile = "n1", freeAddr(t), secretFile
-	b, _ := cfg.Marshal()
-	os.WriteFile(cfgFile, b, 0o600)
-	parsed, err := engineapi.Load(cfgFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := Start(context.Background(), cfgFile, parsed, zaptest.NewLogger(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-
-	call := func(method, path, secret string) *http.Response {
-		req, _ := http.NewRequest(method, "http://"+cfg.ControlAddr+path, nil)
-		if secret != "" {
-			req.Header.Set("Authorization", "Bearer "+secret)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { resp.Body.Close() })
-		return resp
-	}
-	for _, secret := range []string{"", "wrong"} {
-		if r := call("GET", engineapi.PathHealth, secret); r.StatusCode != http.StatusUnauthorized {
-			t.Fatalf("secret %q: status %d, want 401", secret, r.StatusCode)
-		}
-	}
-	r := call("GET", engineapi.PathHealth, "s3cret")
+	te := startEngine(t, nil)
 	var h engineapi.Health
-	if err := json.NewDecoder(r.Body).Decode(&h); err != nil || h.Status != "ok" || h.MediaServerID != "n1" || h.PID != os.Getpid() {
-		t.Fatalf("health = %+v, %v", h, err)
+	if st := te.control(t, "GET", engineapi.PathHealth, nil, &h); st != http.StatusOK || h.Status != "ok" || h.MediaServerID != "n1" || h.PID != os.Getpid() {
+		t.Fatalf("health = %d %+v", st, h)
 	}
-	if r := call("POST", engineapi.PathReload, "s3cret"); r.StatusCode != http.StatusOK {
-		t.Fatalf("reload of a good file: %d", r.StatusCode)
+	var res engineapi.ConfigResult
+	if st := te.control(t, "POST", engineapi.PathReload, nil, &res); st != http.StatusOK || !res.Applied || len(res.RestartRequired) != 0 {
+		t.Fatalf("reload of the unchanged file: %d %+v", st, res)
 	}
-	os.WriteFile(cfgFile, []byte("nodeId: n1\nhls:\n  format: avi\n"), 0o600)
-	if r := call("POST", engineapi.PathReload, "s3cret"); r.StatusCode != http.StatusBadRequest {
-		t.Fatalf("reload of a bad file: %d, want 400", r.StatusCode)
+	os.WriteFile(te.cfgFile, []byte("nodeId: n1\nhls:\n  format: avi\n"), 0o600)
+	var e engineapi.Error
+	if st := te.control(t, "POST", engineapi.PathReload, nil, &e); st != http.StatusBadRequest || e.Code != engineapi.CodeInvalidConfig {
+		t.Fatalf("reload of a bad file: %d %+v, want 400", st, e)
 	}
-	if r := call("GET", engineapi.PathHealth, "s3cret"); r.StatusCode != http.StatusOK {
-		t.Fatalf("engine stopped serving after a refused reload: %d", r.StatusCode)
+	if st := te.control(t, "GET", engineapi.PathHealth, nil, &h); st != http.StatusOK {
+		t.Fatalf("engine stopped serving after a refused reload: %d", st)
 	}
 }

@@ -26,12 +26,15 @@ case "${1:-}" in
     # TestHostTuningThroughAgentInNetworkNamespace).
     # iproute2: ip link set lo up inside that namespace (test/e2e).
     packages+=(systemd util-linux iproute2)
+    # ffmpeg (ffprobe) also serves mediaengine's TestOutputsPlayInFFprobe,
+    # which reads every output of the engine (HTTP-FLV, HTTP-fMP4, HLS).
     ;;
   bench)
     # etcd-server: the store benchmark compares against etcd on loopback.
     # wrk: the load generator of the authentication benchmark.
     packages=(etcd-server wrk)
     # ffmpeg: rtspbench encodes its clip and publishes it into the RTSP server.
+    # ffmpeg: fanoutbench encodes its 200 kbps and 2 Mbps clips with it.
     packages+=(ffmpeg)
     ;;
   *)

@@ -57,6 +57,12 @@ type Config struct {
 	// ReaderQueueFrames bounds each reader's queue; a reader that falls
 	// further behind loses frames (counted) and never slows the others.
 	ReaderQueueFrames int `yaml:"readerQueueFrames" json:"readerQueueFrames"`
+	// MergeWrite merges each HTTP-FLV/HTTP-fMP4 player's socket writes over
+	// this window (ZLMediaKit's mergeWriteMS): a player is woken at most
+	// once per window and writes everything queued in one system call, which
+	// cuts CPU per player by the number of frames merged at the cost of up
+	// to this much latency. 0 (the default) writes every frame at once.
+	MergeWrite Duration `yaml:"mergeWrite,omitempty" json:"mergeWrite,omitempty"`
 	// NoReaderTimeout is how long a stream may have no reader before
 	// on_stream_none_reader is sent.
 	NoReaderTimeout Duration `yaml:"noReaderTimeout" json:"noReaderTimeout"`
@@ -196,6 +202,9 @@ func (c *Config) Validate() error {
 	}
 	if c.GOPCacheMaxFrames < 1 || c.ReaderQueueFrames < 8 {
 		return errors.New("gopCacheMaxFrames must be >= 1 and readerQueueFrames >= 8")
+	}
+	if c.MergeWrite < 0 || c.MergeWrite.D() > 500*time.Millisecond {
+		return fmt.Errorf("mergeWrite: %s is not within 0-500ms", c.MergeWrite.D())
 	}
 	if (c.DemoFile == "") != (c.DemoPath == "") {
 		return errors.New("demoFile and demoPath go together")

@@ -42,3 +42,15 @@ func TestParseNamesTheWrongField(t *testing.T) {
 		}
 	}
 }
+
+func TestRedactURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"rtsp://admin:hunter2@10.0.0.5:554/stream1": "rtsp://admin:xxxxx@10.0.0.5:554/stream1",
+		"file:///clips/demo.ts":                     "file:///clips/demo.ts",
+		"::not a url":                               "(unparsable URL)",
+	} {
+		if got := RedactURL(in); got != want {
+			t.Errorf("RedactURL(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

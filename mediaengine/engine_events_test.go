@@ -1,0 +1,120 @@
+package mediaengine
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/svcplatform/svc/shared/engineapi"
+)
+
+// hookReceiver is a real HTTP hook receiver for engine tests.
+type hookReceiver struct {
+	mu  sync.Mutex
+	got map[string][]json.RawMessage
+}
+
+func (h *hookReceiver) count(name string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.got[name])
+}
+
+func (h *hookReceiver) last(name string, v any) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	json.Unmarshal(h.got[name][len(h.got[name])-1], v)
+}
+
+func startHookReceiver(t *testing.T) (*hookReceiver, string) {
+	h := &hookReceiver{got: map[string][]json.RawMessage{}}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var raw json.RawMessage
+		json.NewDecoder(r.Body).Decode(&raw)
+		name := r.URL.Path[len("/hooks/"):]
+		h.mu.Lock()
+		h.got[name] = append(h.got[name], raw)
+		h.mu.Unlock()
+		var body struct {
+			Params map[string]string `json:"params"`
+		}
+		json.Unmarshal(raw, &body)
+		ans := engineapi.HookAnswer{}
+		switch body.Params["svc_ticket"] {
+		case "good":
+			ans = engineapi.HookAnswer{Allow: true, LeaseID: "lease-7"}
+		case "slow":
+			time.Sleep(time.Second)
+			ans.Allow = true
+		default:
+			ans.Reason = "unknown ticket"
+		}
+		json.NewEncoder(w).Encode(ans)
+	}))
+	t.Cleanup(srv.Close)
+	return h, srv.URL + "/hooks"
+}
+
+func TestHooksGatePlayersAndReportStreams(t *testing.T) {
+	rc, url := startHookReceiver(t)
+	te := startEngine(t, func(c *engineapi.Config) {
+		c.Hooks.URL = url
+		c.Hooks.Timeout = engineapi.Duration(300 * time.Millisecond)
+		c.Hooks.FlowReportInterval = engineapi.Duration(time.Hour)
+		c.NoReaderTimeout = engineapi.Duration(500 * time.Millisecond)
+	})
+	waitFor(t, "on_stream_changed for the demo stream", 5*time.Second, func() bool { return rc.count(engineapi.HookOnStreamChanged) > 0 })
+	var changed engineapi.StreamChangedHook
+	rc.last(engineapi.HookOnStreamChanged, &changed)
+	if !changed.Registered || changed.Stream != "demo" || len(changed.Tracks) != 2 || changed.MediaServerID != "n1" || len(changed.Schemas) != 3 {
+		t.Fatalf("on_stream_changed %+v", changed)
+	}
+	waitFor(t, "on_stream_none_reader", 5*time.Second, func() bool { return rc.count(engineapi.HookOnStreamNoneReader) > 0 })
+
+	for _, tc := range []struct {
+		ticket string
+		status int
+	}{{"bad", http.StatusForbidden}, {"slow", http.StatusForbidden}, {"good", http.StatusOK}} {
+		for _, path := range []string{"/live/demo.live.flv", "/live/demo.live.mp4", "/live/demo/hls.m3u8"} {
+			resp, err := http.Get(te.mediaURL(path + "?svc_ticket=" + tc.ticket))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != tc.status {
+				t.Errorf("%s with ticket %q: %d, want %d", path, tc.ticket, resp.StatusCode, tc.status)
+			}
+		}
+	}
+	var play engineapi.PlayHook
+	rc.last(engineapi.HookOnPlay, &play)
+	if play.Params["svc_ticket"] != "good" || play.App != "live" || play.Stream != "demo" || play.Protocol == "" || play.RemoteAddr == "" {
+		t.Fatalf("on_play body %+v", play)
+	}
+	// The positive answer is cached: playing again costs no hook call.
+	before := rc.count(engineapi.HookOnPlay)
+	c := openFLV(t, te.mediaURL("/live/demo.live.flv?svc_ticket=good"))
+	if c.status != 200 || rc.count(engineapi.HookOnPlay) != before {
+		t.Fatalf("cached play: status %d, %d new hook calls", c.status, rc.count(engineapi.HookOnPlay)-before)
+	}
+	var list engineapi.PlayerList
+	waitFor(t, "the player with its lease", 3*time.Second, func() bool {
+		te.control(t, "GET", engineapi.PathPlayers+"?leaseId=lease-7", nil, &list)
+		return len(list.Players) >= 1
+	})
+	var res engineapi.KickResult
+	te.control(t, "POST", engineapi.PathPlayersKick, engineapi.KickRequest{LeaseID: "lease-7"}, &res)
+	if res.Kicked < 1 || !c.ended(3*time.Second) {
+		t.Fatalf("kick by lease: %+v", res)
+	}
+	waitFor(t, "the final flow report", 5*time.Second, func() bool { return rc.count(engineapi.HookOnFlowReport) > 0 })
+	var flow engineapi.FlowReportHook
+	rc.last(engineapi.HookOnFlowReport, &flow)
+	if len(flow.Players) == 0 || !flow.Players[0].Final || flow.Players[0].LeaseID != "lease-7" {
+		t.Fatalf("flow report %+v", flow)
+	}
+	waitFor(t, "on_server_keepalive", 12*time.Second, func() bool { return rc.count(engineapi.HookOnServerKeepalive) > 0 })
+}

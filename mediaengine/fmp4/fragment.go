@@ -1,0 +1,106 @@
+package fmp4
+
+import (
+	"encoding/binary"
+
+	"github.com/svcplatform/svc/mediaengine/codec/nalu"
+	"github.com/svcplatform/svc/mediaengine/media"
+)
+
+// Sample is one frame in a fragment with its duration in the track's
+// timescale.
+type Sample struct {
+	Frame    *media.Frame
+	Duration uint32
+}
+
+// Run is one track's samples in a fragment, starting at BaseTime (the
+// first sample's DTS in the track's timescale).
+type Run struct {
+	Track    *media.Track
+	BaseTime uint64
+	Samples  []Sample
+}
+
+// Sample flags (ISO/IEC 14496-12 8.8.3.1): a sync sample depends on no
+// other; any other sample depends on others and is not a sync sample.
+const (
+	flagsSync    = 0x02000000
+	flagsNonSync = 0x01010000
+)
+
+const (
+	trunDataOffset = 0x000001
+	trunDuration   = 0x000100
+	trunSize       = 0x000200
+	trunFlags      = 0x000400
+	trunCTS        = 0x000800
+	tfhdBaseIsMoof = 0x020000
+)
+
+func sampleSize(f *media.Frame) int {
+	if f.Track.Kind() == media.KindVideo {
+		return nalu.LengthPrefixedSize(f.NALUs)
+	}
+	return len(f.Payload)
+}
+
+// Fragment writes one moof and its mdat, in one allocation.
+func Fragment(seq uint32, runs []Run) []byte {
+	moofSize := 8 + 16 // moof header, mfhd
+	dataSize := 0
+	for _, r := range runs {
+		moofSize += 8 + 16 + 20 + 20 + 16*len(r.Samples) // traf, tfhd, tfdt v1, trun header, samples
+		for _, s := range r.Samples {
+			dataSize += sampleSize(s.Frame)
+		}
+	}
+	w := &boxWriter{b: make([]byte, 0, moofSize+8+dataSize)}
+	w.start("moof")
+	w.startFull("mfhd", 0, 0)
+	w.u32(seq)
+	w.end()
+	offsets := make([]int, len(runs))
+	for i, r := range runs {
+		w.start("traf")
+		w.startFull("tfhd", 0, tfhdBaseIsMoof)
+		w.u32(TrackID(r.Track))
+		w.end()
+		w.startFull("tfdt", 1, 0)
+		w.u64(r.BaseTime)
+		w.end()
+		w.startFull("trun", 1, trunDataOffset|trunDuration|trunSize|trunFlags|trunCTS)
+		w.u32(uint32(len(r.Samples)))
+		offsets[i] = len(w.b)
+		w.u32(0) // data offset, patched below
+		scale := Timescale(r.Track)
+		for _, s := range r.Samples {
+			f := s.Frame
+			w.u32(s.Duration)
+			w.u32(uint32(sampleSize(f)))
+			if f.Keyframe || f.Track.Kind() != media.KindVideo {
+				w.u32(flagsSync)
+			} else {
+				w.u32(flagsNonSync)
+			}
+			cts := int64(ToTimescale(f.PTS, scale)) - int64(ToTimescale(f.DTS, scale))
+			w.u32(uint32(int32(cts)))
+		}
+		w.end()
+		w.end()
+	}
+	w.end()
+	w.b = binary.BigEndian.AppendUint32(w.b, uint32(8+dataSize))
+	w.b = append(w.b, 'm', 'd', 'a', 't')
+	for i, r := range runs {
+		binary.BigEndian.PutUint32(w.b[offsets[i]:], uint32(len(w.b)))
+		for _, s := range r.Samples {
+			if s.Frame.Track.Kind() == media.KindVideo {
+				w.b = nalu.AppendLengthPrefixed(w.b, s.Frame.NALUs)
+			} else {
+				w.b = append(w.b, s.Frame.Payload...)
+			}
+		}
+	}
+	return w.b
+}

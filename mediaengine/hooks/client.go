@@ -1,0 +1,266 @@
+package hooks
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/svcplatform/svc/shared/engineapi"
+)
+
+// eventQueue bounds the event hooks waiting to be sent; eventWorkers send
+// them.
+const (
+	eventQueue   = 1024
+	eventWorkers = 4
+	maxAnswer    = 64 << 10
+)
+
+// Client sends the engine's hooks.
+type Client struct {
+	url    string
+	header engineapi.HookHeader
+	secret string
+	cfg    engineapi.HookConfig
+	http   *http.Client
+	cache  allowCache
+	log    *zap.Logger
+
+	events chan event
+	wg     sync.WaitGroup
+	// mu guards closing events against a concurrent enqueue.
+	mu     sync.RWMutex
+	closed bool
+
+	calls, failures, dropped atomic.Uint64
+}
+
+type event struct {
+	name string
+	body any
+	// then, when set, receives the answer of the event hook.
+	then func(engineapi.HookAnswer)
+}
+
+// New makes a client from the engine's configuration and starts its event
+// workers; Close stops them.
+func New(cfg engineapi.Config, log *zap.Logger) (*Client, error) {
+	hc := cfg.Hooks
+	c := &Client{url: strings.TrimRight(hc.URL, "/"), cfg: hc, log: log.Named("hooks"),
+		header: engineapi.HookHeader{MediaServerID: cfg.MediaServerID, NodeID: cfg.NodeID},
+		cache:  allowCache{ttl: hc.AllowCacheTTL.D(), m: map[string]cacheEntry{}}, events: make(chan event, eventQueue)}
+	tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if hc.ClientCertFile != "" {
+		cert, err := tls.LoadX509KeyPair(hc.ClientCertFile, hc.ClientKeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("hooks: client certificate: %w", err)
+		}
+		tlsCfg.Certificates = []tls.Certificate{cert}
+	}
+	if hc.CAFile != "" {
+		pem, err := os.ReadFile(hc.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("hooks: CA: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("hooks: %s holds no PEM certificate", hc.CAFile)
+		}
+		tlsCfg.RootCAs = pool
+	}
+	if hc.SecretFile != "" {
+		s, err := engineapi.ReadSecret(hc.SecretFile)
+		if err != nil {
+			return nil, fmt.Errorf("hooks: secret: %w", err)
+		}
+		c.secret = s
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = tlsCfg
+	tr.MaxIdleConnsPerHost = 16
+	c.http = &http.Client{Transport: tr, Timeout: hc.Timeout.D(),
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for i := 0; i < eventWorkers; i++ {
+		c.wg.Add(1)
+		go c.sendEvents()
+	}
+	return c, nil
+}
+
+// Enabled reports whether hooks go anywhere.
+func (c *Client) Enabled() bool { return c.url != "" }
+
+// Counters reports hook calls made and failed, and events dropped because
+// the queue was full.
+func (c *Client) Counters() (calls, failures, dropped uint64) {
+	return c.calls.Load(), c.failures.Load(), c.dropped.Load()
+}
+
+// Close stops the event workers after the queued events are sent.
+func (c *Client) Close() {
+	c.mu.Lock()
+	if !c.closed {
+		c.closed = true
+		close(c.events)
+	}
+	c.mu.Unlock()
+	c.wg.Wait()
+}
+
+// AllowPlay is the on_play gate.
+func (c *Client) AllowPlay(ctx context.Context, req engineapi.PlayHook) (engineapi.HookAnswer, error) {
+	req.HookHeader = c.stamp()
+	return c.gate(ctx, engineapi.HookOnPlay, req.StreamRef, req.Protocol, req.Params, req)
+}
+
+// AllowPublish is the on_publish gate.
+func (c *Client) AllowPublish(ctx context.Context, req engineapi.PublishHook) (engineapi.HookAnswer, error) {
+	req.HookHeader = c.stamp()
+	return c.gate(ctx, engineapi.HookOnPublish, req.StreamRef, req.Protocol, req.Params, req)
+}
+
+func (c *Client) gate(ctx context.Context, name string, s engineapi.StreamRef, protocol string, params map[string]string, body any) (engineapi.HookAnswer, error) {
+	if !c.Enabled() {
+		return engineapi.HookAnswer{Allow: true}, nil
+	}
+	key := cacheKey(name, s, protocol, params)
+	if ans, ok := c.cache.get(key, time.Now()); ok {
+		return ans, nil
+	}
+	ans, err := c.post(ctx, name, body)
+	if err != nil {
+		return engineapi.HookAnswer{}, err
+	}
+	c.cache.put(key, ans, time.Now())
+	return ans, nil
+}
+
+func (c *Client) stamp() engineapi.HookHeader {
+	h := c.header
+	h.SentAt = time.Now().UTC()
+	return h
+}
+
+// post sends one hook and decodes its answer; an empty 2xx body is an
+// answer with every field zero.
+func (c *Client) post(ctx context.Context, name string, body any) (engineapi.HookAnswer, error) {
+	c.calls.Add(1)
+	ans, err := c.do(ctx, name, body)
+	if err != nil {
+		c.failures.Add(1)
+		c.log.Warn("hook failed", zap.String("hook", name), zap.Error(err))
+	}
+	return ans, err
+}
+
+func (c *Client) do(ctx context.Context, name string, body any) (engineapi.HookAnswer, error) {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return engineapi.HookAnswer{}, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout.D())
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url+"/"+name, bytes.NewReader(b))
+	if err != nil {
+		return engineapi.HookAnswer{}, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if c.secret != "" {
+		req.Header.Set("Authorization", "Bearer "+c.secret)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return engineapi.HookAnswer{}, fmt.Errorf("%w (%s): %v", ErrTimeout, c.cfg.Timeout.D(), err)
+		}
+		return engineapi.HookAnswer{}, fmt.Errorf("hooks: %s: %w", name, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
+	if err != nil {
+		return engineapi.HookAnswer{}, fmt.Errorf("hooks: %s: reading the answer: %w", name, err)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return engineapi.HookAnswer{}, fmt.Errorf("%w: %s answered %d", ErrStatus, name, resp.StatusCode)
+	}
+	var ans engineapi.HookAnswer
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return ans, nil
+	}
+	if err := json.Unmarshal(raw, &ans); err != nil {
+		return engineapi.HookAnswer{}, fmt.Errorf("%w: %v", ErrAnswer, err)
+	}
+	return ans, nil
+}
+
+// enqueue queues an event hook; a full queue drops it (counted, logged)
+// rather than block media.
+func (c *Client) enqueue(e event) {
+	if !c.Enabled() {
+		return
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.closed {
+		c.dropped.Add(1)
+		return
+	}
+	select {
+	case c.events <- e:
+	default:
+		if c.dropped.Add(1)%100 == 1 {
+			c.log.Warn("hook queue full; dropping event hooks", zap.String("hook", e.name), zap.Uint64("dropped", c.dropped.Load()))
+		}
+	}
+}
+
+func (c *Client) sendEvents() {
+	defer c.wg.Done()
+	for e := range c.events {
+		ans, err := c.post(context.Background(), e.name, e.body)
+		if err == nil && e.then != nil {
+			e.then(ans)
+		}
+	}
+}
+
+// StreamChanged sends on_stream_changed.
+func (c *Client) StreamChanged(h engineapi.StreamChangedHook) {
+	h.HookHeader = c.stamp()
+	c.enqueue(event{name: engineapi.HookOnStreamChanged, body: h})
+}
+
+// StreamNoneReader sends on_stream_none_reader; onClose runs when the
+// answer asks to close the stream.
+func (c *Client) StreamNoneReader(h engineapi.StreamNoneReaderHook, onClose func()) {
+	h.HookHeader = c.stamp()
+	c.enqueue(event{name: engineapi.HookOnStreamNoneReader, body: h, then: func(a engineapi.HookAnswer) {
+		if a.Close {
+			onClose()
+		}
+	}})
+}
+
+// FlowReport sends on_flow_report.
+func (c *Client) FlowReport(h engineapi.FlowReportHook) {
+	h.HookHeader = c.stamp()
+	c.enqueue(event{name: engineapi.HookOnFlowReport, body: h})
+}
+
+// Keepalive sends on_server_keepalive.
+func (c *Client) Keepalive(stats engineapi.Stats) {
+	c.enqueue(event{name: engineapi.HookOnServerKeepalive, body: engineapi.KeepaliveHook{HookHeader: c.stamp(), Stats: stats}})
+}

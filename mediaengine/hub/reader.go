@@ -1,0 +1,231 @@
+package hub
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+
+	"go.uber.org/zap"
+
+	"github.com/svcplatform/svc/mediaengine/media"
+)
+
+// Reader is one subscriber of a stream in one format: an output connection,
+// an HLS segmenter, an RTSP player. Its queue is bounded; when it is full
+// the reader drops frames until the next keyframe instead of slowing the
+// publisher.
+type Reader struct {
+	stream *Stream
+	feed   *feed
+	idx    int // position in feed.readers, guarded by stream.mu
+	label  string
+	header []byte
+	// merged readers are woken by the stream's flush loop, not by push.
+	merged bool
+
+	mu      sync.Mutex
+	ring    []*Packet
+	head, n int
+	needKey bool
+	err     error
+	wake    chan struct{}
+	// notify, when set, replaces the wake channel: outputs that write many
+	// readers from a few goroutines are told which reader has packets.
+	notify func()
+
+	frames  atomic.Uint64
+	dropped atomic.Uint64
+}
+
+func newReader(s *Stream, f *feed, label string, queue int) *Reader {
+	return &Reader{stream: s, feed: f, label: label, header: f.header, ring: make([]*Packet, queue), wake: make(chan struct{}, 1),
+		merged: s.hub.cfg.MergeWindow > 0}
+}
+
+// Stream is the stream the reader reads.
+func (r *Reader) Stream() *Stream { return r.stream }
+
+// Tracks are the stream's tracks, complete (Ready) by the time a reader
+// exists.
+func (r *Reader) Tracks() []*media.Track { return r.stream.Tracks() }
+
+// Header is the format's header (nil for the raw feed), to be written
+// before the first packet.
+func (r *Reader) Header() []byte { return r.header }
+
+// Frames is the number of packets handed out by Next.
+func (r *Reader) Frames() uint64 { return r.frames.Load() }
+
+// Dropped is the number of frames the reader lost by falling behind.
+func (r *Reader) Dropped() uint64 { return r.dropped.Load() }
+
+// push queues p; the publisher calls it under the stream's lock.
+func (r *Reader) push(p *Packet) {
+	r.mu.Lock()
+	if r.err != nil {
+		r.mu.Unlock()
+		return
+	}
+	if r.needKey {
+		if !p.Keyframe || r.n == len(r.ring) {
+			r.mu.Unlock()
+			r.drop()
+			return
+		}
+		r.needKey = false
+	}
+	if r.n == len(r.ring) {
+		// Whatever is queued still decodes; after it the reader resumes at
+		// the next keyframe.
+		r.needKey = true
+		r.mu.Unlock()
+		if r.drop() == 1 || r.dropped.Load()%1000 == 1 {
+			r.stream.hub.log.Warn("slow reader drops frames until the next keyframe", zap.String("stream", r.stream.path.String()),
+				zap.String("reader", r.label), zap.Uint64("dropped", r.dropped.Load()))
+		}
+		return
+	}
+	r.ring[(r.head+r.n)%len(r.ring)] = p
+	r.n++
+	notify := r.notify
+	r.mu.Unlock()
+	if r.merged {
+		return
+	}
+	r.signal(notify)
+}
+
+func (r *Reader) signal(notify func()) {
+	if notify != nil {
+		notify()
+		return
+	}
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+// SetNotify makes the reader call fn, instead of waking Next, whenever it
+// has packets or is closed; fn must not block. If packets are already
+// queued (the GOP cache), fn is called at once.
+func (r *Reader) SetNotify(fn func()) {
+	r.mu.Lock()
+	r.notify = fn
+	pending := r.n > 0 || r.err != nil
+	r.mu.Unlock()
+	if pending {
+		fn()
+	}
+}
+
+// Err is the reason the reader was closed, nil while it is open.
+func (r *Reader) Err() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.err
+}
+
+// TryNext appends every queued packet to dst without waiting; it fails
+// once the reader or its stream is closed.
+func (r *Reader) TryNext(dst []*Packet) ([]*Packet, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.err != nil {
+		return dst, r.err
+	}
+	for i := 0; i < r.n; i++ {
+		j := (r.head + i) % len(r.ring)
+		dst = append(dst, r.ring[j])
+		r.ring[j] = nil
+	}
+	r.frames.Add(uint64(r.n))
+	r.head, r.n = 0, 0
+	return dst, nil
+}
+
+// flush wakes the reader if it has packets; the flush loop calls it.
+func (r *Reader) flush() {
+	r.mu.Lock()
+	pending := r.n > 0
+	notify := r.notify
+	r.mu.Unlock()
+	if pending {
+		r.signal(notify)
+	}
+}
+
+func (r *Reader) drop() uint64 {
+	r.stream.hub.dropped.Add(1)
+	return r.dropped.Add(1)
+}
+
+// seed queues the GOP cache for a new reader, or makes it wait for the next
+// keyframe when the cache does not fit its queue. Called under the
+// stream's lock before the reader is visible to the publisher.
+func (r *Reader) seed(gop []*Packet) {
+	if len(gop) == 0 || len(gop) > len(r.ring) {
+		r.needKey = true
+		return
+	}
+	copy(r.ring, gop)
+	r.n = len(gop)
+	r.wake <- struct{}{} // a notify set later is called at once for these
+}
+
+// Next appends every queued packet to dst, waiting until there is at least
+// one. It fails with ErrReaderClosed or ErrStreamClosed once the reader or
+// its stream is closed, and with ctx's error when ctx ends. Reusing dst
+// across calls keeps the read path free of allocations.
+func (r *Reader) Next(ctx context.Context, dst []*Packet) ([]*Packet, error) {
+	for {
+		r.mu.Lock()
+		if r.err != nil {
+			err := r.err
+			r.mu.Unlock()
+			return dst, err
+		}
+		if r.n > 0 {
+			for i := 0; i < r.n; i++ {
+				j := (r.head + i) % len(r.ring)
+				dst = append(dst, r.ring[j])
+				r.ring[j] = nil
+			}
+			r.frames.Add(uint64(r.n))
+			r.head, r.n = 0, 0
+			r.mu.Unlock()
+			return dst, nil
+		}
+		r.mu.Unlock()
+		if done := ctx.Done(); done == nil {
+			// A plain receive costs a fraction of a select; writers that
+			// end readers by closing them pass a context that never ends.
+			<-r.wake
+		} else {
+			select {
+			case <-r.wake:
+			case <-done:
+				return dst, ctx.Err()
+			}
+		}
+	}
+}
+
+// Close unsubscribes the reader; a Next in progress returns
+// ErrReaderClosed. Closing twice is harmless.
+func (r *Reader) Close() {
+	r.stream.removeReader(r)
+	r.fail(ErrReaderClosed)
+}
+
+func (r *Reader) fail(err error) {
+	r.mu.Lock()
+	if r.err == nil {
+		r.err = err
+		clear(r.ring)
+		r.n = 0
+	}
+	notify := r.notify
+	r.mu.Unlock()
+	r.signal(notify)
+}

@@ -1,0 +1,170 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/svcplatform/svc/shared/engineapi"
+)
+
+// proc is a server process under measurement: the engine (`svc engine`)
+// or the floor (this program with -floor).
+type proc struct {
+	cmd     *exec.Cmd
+	addr    string // media address players connect to
+	control string // engine control address; empty for the floor
+	secret  string
+}
+
+func freeAddr() string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// startEngine runs `svc engine` with the clip as its demo stream live/bench.
+func startEngine(svc, dir, clip string, mergeWrite time.Duration) (*proc, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	secret := "bench-secret"
+	secretFile := filepath.Join(dir, "control-secret")
+	if err := os.WriteFile(secretFile, []byte(secret), 0o600); err != nil {
+		return nil, err
+	}
+	cfg := engineapi.Defaults()
+	cfg.NodeID, cfg.ControlAddr, cfg.HTTPAddr, cfg.ControlSecretFile = "bench", freeAddr(), freeAddr(), secretFile
+	cfg.DataDir, cfg.LogLevel, cfg.DemoFile, cfg.DemoPath = dir, "error", clip, "live/bench"
+	cfg.MergeWrite = engineapi.Duration(mergeWrite)
+	b, err := cfg.Marshal()
+	if err != nil {
+		return nil, err
+	}
+	cfgFile := filepath.Join(dir, "engine.yaml")
+	if err := os.WriteFile(cfgFile, b, 0o600); err != nil {
+		return nil, err
+	}
+	args := []string{"engine", "--config", cfgFile}
+	if engineProfile != "" {
+		args = append(args, "--cpuprofile", engineProfile)
+	}
+	cmd := exec.Command(svc, args...)
+	cmd.Stderr = os.Stderr
+	if engineProcs > 0 {
+		cmd.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(engineProcs))
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	p := &proc{cmd: cmd, addr: cfg.HTTPAddr, control: cfg.ControlAddr, secret: secret}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if st, err := p.stats(); err == nil && st.Streams == 1 {
+			return p, nil
+		}
+		if time.Now().After(deadline) {
+			p.stop()
+			return nil, fmt.Errorf("the engine did not publish the clip within 20 s")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// engineProcs, when positive, is the engines' GOMAXPROCS.
+var engineProcs int
+
+// engineProfile, when set, has the engines write a CPU profile there.
+var engineProfile string
+
+// startFloor runs this program as the floor server.
+func startFloor(clip, statsPath string) (*proc, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	addr := freeAddr()
+	cmd := exec.Command(self, "-floor", "-floor-addr", addr, "-floor-clip", clip, "-floor-stats", statsPath)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			return &proc{cmd: cmd, addr: addr}, nil
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			return nil, fmt.Errorf("the floor server did not listen within 10 s")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (p *proc) stop() {
+	p.cmd.Process.Signal(os.Interrupt)
+	done := make(chan struct{})
+	go func() { p.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		p.cmd.Process.Kill()
+		<-done
+	}
+}
+
+// cpuSeconds is the process's user+system CPU time.
+func (p *proc) cpuSeconds() float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	ut, _ := strconv.ParseFloat(fields[11], 64)
+	st, _ := strconv.ParseFloat(fields[12], 64)
+	return (ut + st) / 100 // USER_HZ
+}
+
+// rssBytes is the process's resident set size.
+func (p *proc) rssBytes() int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "VmRSS:") {
+			kb, _ := strconv.ParseInt(strings.Fields(line)[1], 10, 64)
+			return kb * 1024
+		}
+	}
+	return 0
+}
+
+func (p *proc) stats() (engineapi.Stats, error) {
+	var st engineapi.Stats
+	if p.control == "" {
+		return st, nil
+	}
+	req, _ := http.NewRequest("GET", "http://"+p.control+engineapi.PathStats, nil)
+	req.Header.Set("Authorization", "Bearer "+p.secret)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return st, err
+	}
+	defer resp.Body.Close()
+	err = json.NewDecoder(resp.Body).Decode(&st)
+	return st, err
+}
