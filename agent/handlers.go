@@ -36,6 +36,12 @@ func decode(raw json.RawMessage, v any) error {
 // fail maps the agent packages' errors to command error codes.
 func fail(err error) error {
 	code := ""
+	// The engine's own code (proxy_exists, stream_not_found, ...) is what
+	// the control plane acts on.
+	var ctl *supervisor.ControlError
+	if errors.As(err, &ctl) && ctl.Code != "" {
+		return commands.Errorf(ctl.Code, "%s", ctl.Message)
+	}
 	switch {
 	case err == nil:
 		return nil

@@ -144,7 +144,7 @@ func Run(ctx context.Context, o Options, log *zap.Logger) error {
 		return err
 	}
 	defer journal.Close()
-	exec := &commands.Executor{Client: a.client, Journal: journal, Handlers: a.handlers(), Log: log.Named("commands"), PollWait: o.PollWait,
+	exec := &commands.Executor{Client: a.client, Journal: journal, Handlers: merge(a.handlers(), a.engineRelays()), Log: log.Named("commands"), PollWait: o.PollWait,
 		Retired: func(err error) bool { return errors.Is(err, ErrRetired) }, Conflict: isConflict}
 
 	log.Info("node agent started", zap.String("version", buildinfo.Version), zap.Strings("servers", id.servers()),

@@ -25,6 +25,10 @@ func (e *Engine) kickPlayers(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, engineapi.CodeInvalidBody, "name the players to kick: playerId, leaseId, ticket, or app and stream")
 		return
 	}
+	if req.LeaseID != "" {
+		// An ended lease admits no new player from a cached answer either.
+		e.hooks.Load().ForgetLease(req.LeaseID)
+	}
 	n := e.players.Kick(player.Filter{ID: player.ID(req.PlayerID), LeaseID: req.LeaseID, Ticket: req.Ticket, App: req.App, Stream: req.Stream})
 	if n == 0 && req.PlayerID != "" {
 		writeError(w, http.StatusNotFound, engineapi.CodeNotFound, "no player "+req.PlayerID)

@@ -19,6 +19,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -101,6 +102,8 @@ type Supervisor struct {
 
 	mu    sync.RWMutex
 	state agentapi.EngineState
+	// target is the running engine's control API, for Call.
+	target atomic.Pointer[controlTarget]
 
 	// Owned by the Run goroutine.
 	seq        int64
@@ -306,6 +309,7 @@ func (s *Supervisor) start(action string) error {
 		return err
 	}
 	s.proc, s.failing, s.healthBad = p, false, 0
+	s.target.Store(&controlTarget{addr: p.control.ControlAddr, secret: p.secret})
 	now := p.startedAt
 	s.setState(func(st *agentapi.EngineState) {
 		st.Status, st.PID, st.StartedAt, st.LastError = agentapi.EngineRunning, p.pid, &now, ""
@@ -415,6 +419,7 @@ func (s *Supervisor) exited(ex exit) {
 		return
 	}
 	s.proc = nil
+	s.target.Store(nil)
 	ran := time.Since(p.startedAt)
 	s.cfg.Log.Error("engine exited unexpectedly", zap.Int("pid", p.pid), zap.String("exit", exitText(ex.err)), zap.Duration("ran", ran))
 	s.setState(func(st *agentapi.EngineState) {
@@ -463,6 +468,7 @@ func (s *Supervisor) stop(action string, report bool) {
 		}
 	}
 	s.proc = nil
+	s.target.Store(nil)
 	s.setState(func(st *agentapi.EngineState) {
 		st.Status, st.PID, st.StartedAt, st.LastAction, st.NextStartAt = agentapi.EngineStopped, 0, nil, action, nil
 	})

@@ -1318,6 +1318,69 @@ func (e OutboundWebhookSubscriptionState) Valid() bool {
 	}
 }
 
+// Defines values for PlaybackLeaseResourceKind.
+const (
+	PlaybackLeaseResourceKindCutMergeOutput PlaybackLeaseResourceKind = "cut-merge-output"
+	PlaybackLeaseResourceKindLive           PlaybackLeaseResourceKind = "live"
+	PlaybackLeaseResourceKindRecordingFile  PlaybackLeaseResourceKind = "recording-file"
+)
+
+// Valid indicates whether the value is a known member of the PlaybackLeaseResourceKind enum.
+func (e PlaybackLeaseResourceKind) Valid() bool {
+	switch e {
+	case PlaybackLeaseResourceKindCutMergeOutput:
+		return true
+	case PlaybackLeaseResourceKindLive:
+		return true
+	case PlaybackLeaseResourceKindRecordingFile:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PlaybackLeaseState.
+const (
+	PlaybackLeaseStateActive  PlaybackLeaseState = "Active"
+	PlaybackLeaseStateExpired PlaybackLeaseState = "Expired"
+	PlaybackLeaseStateRevoked PlaybackLeaseState = "Revoked"
+)
+
+// Valid indicates whether the value is a known member of the PlaybackLeaseState enum.
+func (e PlaybackLeaseState) Valid() bool {
+	switch e {
+	case PlaybackLeaseStateActive:
+		return true
+	case PlaybackLeaseStateExpired:
+		return true
+	case PlaybackLeaseStateRevoked:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PlaybackProtocol.
+const (
+	PlaybackProtocolHls      PlaybackProtocol = "hls"
+	PlaybackProtocolHttpFlv  PlaybackProtocol = "http-flv"
+	PlaybackProtocolHttpFmp4 PlaybackProtocol = "http-fmp4"
+)
+
+// Valid indicates whether the value is a known member of the PlaybackProtocol enum.
+func (e PlaybackProtocol) Valid() bool {
+	switch e {
+	case PlaybackProtocolHls:
+		return true
+	case PlaybackProtocolHttpFlv:
+		return true
+	case PlaybackProtocolHttpFmp4:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for RtpPortLeaseDirection.
 const (
 	RtpPortLeaseDirectionReceive RtpPortLeaseDirection = "receive"
@@ -1549,6 +1612,27 @@ func (e SchemaObjectType) Valid() bool {
 	}
 }
 
+// Defines values for StartStreamProxyRequestTransport.
+const (
+	StartStreamProxyRequestTransportAuto StartStreamProxyRequestTransport = "auto"
+	StartStreamProxyRequestTransportTcp  StartStreamProxyRequestTransport = "tcp"
+	StartStreamProxyRequestTransportUdp  StartStreamProxyRequestTransport = "udp"
+)
+
+// Valid indicates whether the value is a known member of the StartStreamProxyRequestTransport enum.
+func (e StartStreamProxyRequestTransport) Valid() bool {
+	switch e {
+	case StartStreamProxyRequestTransportAuto:
+		return true
+	case StartStreamProxyRequestTransportTcp:
+		return true
+	case StartStreamProxyRequestTransportUdp:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for StreamCommandAction.
 const (
 	StreamCommandActionStart StreamCommandAction = "start"
@@ -1594,6 +1678,42 @@ func (e StreamCommandState) Valid() bool {
 	case StreamCommandStateSucceeded:
 		return true
 	case StreamCommandStateTimedOut:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for StreamSessionState.
+const (
+	StreamSessionStateOffline StreamSessionState = "Offline"
+	StreamSessionStateOnline  StreamSessionState = "Online"
+)
+
+// Valid indicates whether the value is a known member of the StreamSessionState enum.
+func (e StreamSessionState) Valid() bool {
+	switch e {
+	case StreamSessionStateOffline:
+		return true
+	case StreamSessionStateOnline:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for StreamTrackKind.
+const (
+	StreamTrackKindAudio StreamTrackKind = "audio"
+	StreamTrackKindVideo StreamTrackKind = "video"
+)
+
+// Valid indicates whether the value is a known member of the StreamTrackKind enum.
+func (e StreamTrackKind) Valid() bool {
+	switch e {
+	case StreamTrackKindAudio:
+		return true
+	case StreamTrackKindVideo:
 		return true
 	default:
 		return false
@@ -1675,6 +1795,21 @@ func (e TestRtspAuthCredentialRequestQop) Valid() bool {
 	case TestRtspAuthCredentialRequestQopAuth:
 		return true
 	case TestRtspAuthCredentialRequestQopNone:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ThirdPartyLivePlaybackStreamState.
+const (
+	ThirdPartyLivePlaybackStreamStateOnline ThirdPartyLivePlaybackStreamState = "Online"
+)
+
+// Valid indicates whether the value is a known member of the ThirdPartyLivePlaybackStreamState enum.
+func (e ThirdPartyLivePlaybackStreamState) Valid() bool {
+	switch e {
+	case ThirdPartyLivePlaybackStreamStateOnline:
 		return true
 	default:
 		return false
@@ -5277,6 +5412,75 @@ type PermissionList struct {
 	Rows []Permission `json:"rows"`
 }
 
+// PlaybackLease A renewable playback grant.
+type PlaybackLease struct {
+	// AbsoluteExpiresAt Hard end of the lease (UTC).
+	AbsoluteExpiresAt time.Time `json:"absoluteExpiresAt"`
+
+	// CreatedAt Creation time (UTC).
+	CreatedAt time.Time `json:"createdAt"`
+
+	// EndReason Why an ended lease ended.
+	EndReason *string `json:"endReason,omitempty"`
+
+	// ExpiresAt End of the current sliding round (UTC).
+	ExpiresAt time.Time `json:"expiresAt"`
+
+	// LeaseId Identifier of the lease.
+	LeaseId openapi_types.UUID `json:"leaseId"`
+
+	// LeaseSeconds The sliding period used by renewals that do not name one.
+	LeaseSeconds int32 `json:"leaseSeconds"`
+
+	// MediaServerId Media server the sources point at.
+	MediaServerId *string `json:"mediaServerId,omitempty"`
+
+	// RenewAfter When to renew, about 70% into the round (UTC).
+	RenewAfter time.Time `json:"renewAfter"`
+
+	// RenewCount Renewals so far.
+	RenewCount int32 `json:"renewCount"`
+
+	// ResourceId Identifier of the resource (the channel id for live).
+	ResourceId string `json:"resourceId"`
+
+	// ResourceKind What the lease plays.
+	ResourceKind PlaybackLeaseResourceKind `json:"resourceKind"`
+
+	// Sources The URLs to play, unchanged for the lease's life.
+	Sources []PlaybackSource `json:"sources"`
+
+	// State Active while it admits players; Expired and Revoked are final.
+	State PlaybackLeaseState `json:"state"`
+}
+
+// PlaybackLeaseResourceKind What the lease plays.
+type PlaybackLeaseResourceKind string
+
+// PlaybackLeaseState Active while it admits players; Expired and Revoked are final.
+type PlaybackLeaseState string
+
+// PlaybackProtocol A playback protocol.
+type PlaybackProtocol string
+
+// PlaybackSource One way to play a grant.
+type PlaybackSource struct {
+	// BrowserNative Whether browsers play it without a JavaScript player (true for HLS in Safari).
+	BrowserNative bool `json:"browserNative"`
+
+	// ContentType Media type of the answer, for example `video/x-flv` for http-flv.
+	ContentType string `json:"contentType"`
+
+	// Hint How to play it and what to expect.
+	Hint string `json:"hint"`
+
+	// Protocol A playback protocol.
+	Protocol PlaybackProtocol `json:"protocol"`
+
+	// Url Absolute URL on the media server, with its `svc_ticket`; hand it to the player as is.
+	Url string `json:"url"`
+}
+
 // ProcessRole One process role and its state on this node.
 type ProcessRole struct {
 	// Active Whether the role is running now; leader-only roles are active only on the leader.
@@ -5383,6 +5587,12 @@ type RemovedProtocolResidueCleanupResult struct {
 
 	// Revision Store revision of the deletion; the current revision for a dry run.
 	Revision int64 `json:"revision"`
+}
+
+// RenewThirdPartyPlaybackLeaseRequest Request to renew a playback lease.
+type RenewThirdPartyPlaybackLeaseRequest struct {
+	// LeaseSeconds New sliding period in seconds; the creation setting when omitted.
+	LeaseSeconds *int32 `json:"leaseSeconds,omitempty"`
 }
 
 // ResidueGroup Keys under one prefix that this version no longer owns.
@@ -5952,6 +6162,45 @@ type SourceDocumentationAuditReport struct {
 	Truncated bool `json:"truncated"`
 }
 
+// StartStreamProxyRequest A pull proxy to start.
+type StartStreamProxyRequest struct {
+	// App Application to publish into.
+	App string `json:"app"`
+
+	// MediaServerId The media server to pull on; the only one when omitted.
+	MediaServerId *string `json:"mediaServerId,omitempty"`
+
+	// Stream Stream id to publish as.
+	Stream string `json:"stream"`
+
+	// Transport RTSP lower transport; auto tries UDP and falls back to TCP.
+	Transport *StartStreamProxyRequestTransport `json:"transport,omitempty"`
+
+	// Url rtsp:// or rtsps:// source; credentials in it are used and never stored or logged.
+	Url string `json:"url"`
+
+	// Vhost Virtual host; the default when omitted.
+	Vhost *string `json:"vhost,omitempty"`
+}
+
+// StartStreamProxyRequestTransport RTSP lower transport; auto tries UDP and falls back to TCP.
+type StartStreamProxyRequestTransport string
+
+// StopStreamProxyRequest A pull proxy to stop.
+type StopStreamProxyRequest struct {
+	// App Application.
+	App string `json:"app"`
+
+	// MediaServerId The media server; the only one when omitted.
+	MediaServerId *string `json:"mediaServerId,omitempty"`
+
+	// Stream Stream id.
+	Stream string `json:"stream"`
+
+	// Vhost Virtual host; the default when omitted.
+	Vhost *string `json:"vhost,omitempty"`
+}
+
 // StoreDiagnostics State of the replicated store on this node.
 type StoreDiagnostics struct {
 	// CompactedRevision Revision up to which history was compacted.
@@ -6009,8 +6258,182 @@ type StreamCommand struct {
 // StreamCommandAction What a stream command asks of the media server.
 type StreamCommandAction string
 
+// StreamCommandList One page of stream commands.
+type StreamCommandList struct {
+	// Page Number of this page, starting at 1.
+	Page int32 `json:"page"`
+
+	// PageSize Maximum rows per page.
+	PageSize int32 `json:"pageSize"`
+
+	// Rows The commands, newest first.
+	Rows []StreamCommand `json:"rows"`
+
+	// Total Commands matching the filters.
+	Total int64 `json:"total"`
+}
+
 // StreamCommandState State of a stream command, following its node command; Succeeded, Failed, TimedOut and Canceled are final.
 type StreamCommandState string
+
+// StreamPlayer A player connected to a media server.
+type StreamPlayer struct {
+	// App Application.
+	App string `json:"app"`
+
+	// Bytes Bytes sent.
+	Bytes int64 `json:"bytes"`
+
+	// DroppedFrames Frames dropped because the player read too slowly.
+	DroppedFrames int64 `json:"droppedFrames"`
+
+	// Frames Frames sent.
+	Frames int64 `json:"frames"`
+
+	// LeaseId The playback lease it plays under, if any.
+	LeaseId *string `json:"leaseId,omitempty"`
+
+	// MediaServerId The media server it is connected to.
+	MediaServerId string `json:"mediaServerId"`
+
+	// PlayerId The engine's id of the player.
+	PlayerId string `json:"playerId"`
+
+	// Protocol http-flv, http-fmp4, hls or rtsp.
+	Protocol string `json:"protocol"`
+
+	// RemoteAddr The player's address as the engine sees it.
+	RemoteAddr string `json:"remoteAddr"`
+
+	// StartedAt When it connected (UTC).
+	StartedAt time.Time `json:"startedAt"`
+
+	// StreamId Stream id.
+	StreamId string `json:"streamId"`
+
+	// Vhost Virtual host.
+	Vhost *string `json:"vhost,omitempty"`
+}
+
+// StreamPlayerList The players, and the media servers that did not answer.
+type StreamPlayerList struct {
+	// Rows The players.
+	Rows []StreamPlayer `json:"rows"`
+
+	// Unreachable Media servers that did not answer in time, with the reason.
+	Unreachable []struct {
+		// Error Why it did not answer.
+		Error string `json:"error"`
+
+		// MediaServerId The media server.
+		MediaServerId string `json:"mediaServerId"`
+	} `json:"unreachable"`
+}
+
+// StreamProxyCommand The node command that starts or stops a proxy.
+type StreamProxyCommand struct {
+	// Error Why it failed, when it did.
+	Error *string `json:"error,omitempty"`
+
+	// MediaServerId The media server.
+	MediaServerId string `json:"mediaServerId"`
+
+	// NodeCommandId The node command; read it under /api/v2/node/commands.
+	NodeCommandId string `json:"nodeCommandId"`
+
+	// ProxyId Identifier of the proxy on the media server.
+	ProxyId string `json:"proxyId"`
+
+	// State The node command's state when the answer was sent.
+	State string `json:"state"`
+}
+
+// StreamSession A stream on one media server.
+type StreamSession struct {
+	// App Application.
+	App string `json:"app"`
+
+	// ChannelId The channel that owns the stream; absent for a stream no channel claims (an RTSP push, a proxy).
+	ChannelId *string `json:"channelId,omitempty"`
+
+	// MediaServerId The media server the stream is on.
+	MediaServerId string `json:"mediaServerId"`
+
+	// OfflineAt When it last went Offline (UTC).
+	OfflineAt *time.Time `json:"offlineAt,omitempty"`
+
+	// OnlineAt When it last came Online (UTC).
+	OnlineAt *time.Time `json:"onlineAt,omitempty"`
+
+	// Origin How the stream arrives (pull, rtsp push, file).
+	Origin *string `json:"origin,omitempty"`
+
+	// Schemas Protocols the stream plays with while Online.
+	Schemas *[]string `json:"schemas,omitempty"`
+
+	// SessionId Identifier of this presence of the stream; a new one each time it comes Online.
+	SessionId string `json:"sessionId"`
+
+	// State Online once media arrived; Offline after the stream went away.
+	State StreamSessionState `json:"state"`
+
+	// StreamId Stream id within the application.
+	StreamId string `json:"streamId"`
+
+	// Tracks The stream's tracks while Online.
+	Tracks *[]StreamTrack `json:"tracks,omitempty"`
+
+	// UpdatedAt Last report (UTC).
+	UpdatedAt time.Time `json:"updatedAt"`
+
+	// Vhost Virtual host.
+	Vhost string `json:"vhost"`
+}
+
+// StreamSessionList One page of stream sessions.
+type StreamSessionList struct {
+	// Page Number of this page, starting at 1.
+	Page int32 `json:"page"`
+
+	// PageSize Maximum rows per page.
+	PageSize int32 `json:"pageSize"`
+
+	// Rows The sessions.
+	Rows []StreamSession `json:"rows"`
+
+	// Total Sessions matching the filters.
+	Total int64 `json:"total"`
+}
+
+// StreamSessionState Online once media arrived; Offline after the stream went away.
+type StreamSessionState string
+
+// StreamTrack One elementary stream as the engine reported it.
+type StreamTrack struct {
+	// Channels Audio channels.
+	Channels *int32 `json:"channels,omitempty"`
+
+	// Codec H264, H265, AAC, PCMA, PCMU or Opus.
+	Codec string `json:"codec"`
+
+	// Fps Frame rate measured by the engine (video).
+	Fps *float64 `json:"fps,omitempty"`
+
+	// Height Coded height (video).
+	Height *int32 `json:"height,omitempty"`
+
+	// Kind video or audio.
+	Kind StreamTrackKind `json:"kind"`
+
+	// SampleRate Sample rate in Hz (audio).
+	SampleRate *int32 `json:"sampleRate,omitempty"`
+
+	// Width Coded width (video).
+	Width *int32 `json:"width,omitempty"`
+}
+
+// StreamTrackKind video or audio.
+type StreamTrackKind string
 
 // SvcHealthDetails Consensus and store details of the node; present only when the caller is authenticated and holds system.view.
 type SvcHealthDetails struct {
@@ -6253,6 +6676,57 @@ type ThirdPartyCapabilities struct {
 
 	// TokenId Identifier of the calling token.
 	TokenId string `json:"tokenId"`
+}
+
+// ThirdPartyLivePlayback One-time URLs for a live stream.
+type ThirdPartyLivePlayback struct {
+	// App Application of the stream.
+	App string `json:"app"`
+
+	// ChannelId The channel.
+	ChannelId string `json:"channelId"`
+
+	// ExpiresAt When the URLs stop being accepted (UTC).
+	ExpiresAt time.Time `json:"expiresAt"`
+
+	// MediaServerId Media server the URLs point at.
+	MediaServerId string `json:"mediaServerId"`
+
+	// Sources One single-use URL per protocol.
+	Sources []PlaybackSource `json:"sources"`
+
+	// StreamId Stream id within the application.
+	StreamId string `json:"streamId"`
+
+	// StreamState State of the stream when the URLs were issued.
+	StreamState ThirdPartyLivePlaybackStreamState `json:"streamState"`
+
+	// Vhost Virtual host of the stream.
+	Vhost string `json:"vhost"`
+}
+
+// ThirdPartyLivePlaybackStreamState State of the stream when the URLs were issued.
+type ThirdPartyLivePlaybackStreamState string
+
+// ThirdPartyLivePlaybackRequest Request for one-time live playback URLs.
+type ThirdPartyLivePlaybackRequest struct {
+	// LifetimeSeconds Seconds each URL stays usable; default 120, at least 30, at most the configured bound (default 600).
+	LifetimeSeconds *int32 `json:"lifetimeSeconds,omitempty"`
+
+	// Protocols Protocols to issue URLs for; all three when omitted.
+	Protocols *[]PlaybackProtocol `json:"protocols,omitempty"`
+}
+
+// ThirdPartyPlaybackLeaseRequest Request for a renewable playback lease.
+type ThirdPartyPlaybackLeaseRequest struct {
+	// AbsoluteLifetimeSeconds Total lifetime in seconds; not shorter than leaseSeconds, at most 43200, and never beyond the API token's expiry; 43200 when omitted.
+	AbsoluteLifetimeSeconds *int32 `json:"absoluteLifetimeSeconds,omitempty"`
+
+	// LeaseSeconds Sliding lease period in seconds; default 120.
+	LeaseSeconds *int32 `json:"leaseSeconds,omitempty"`
+
+	// Protocols Protocols the lease covers; all three when omitted.
+	Protocols *[]PlaybackProtocol `json:"protocols,omitempty"`
 }
 
 // TranscoderTemplate A transcoder template.
@@ -7170,6 +7644,63 @@ type ListUsersParams struct {
 // ListUsersParamsStatus defines parameters for ListUsers.
 type ListUsersParamsStatus string
 
+// ListStreamCommandsParams defines parameters for ListStreamCommands.
+type ListStreamCommandsParams struct {
+	// Page Number of the page to return, starting at 1.
+	Page *Page `form:"page,omitempty" json:"page,omitempty"`
+
+	// PageSize Maximum number of rows per page.
+	PageSize *PageSize `form:"pageSize,omitempty" json:"pageSize,omitempty"`
+
+	// ChannelId Only this channel's commands.
+	ChannelId *string `form:"channelId,omitempty" json:"channelId,omitempty"`
+
+	// Action Only starts or only stops.
+	Action *StreamCommandAction `form:"action,omitempty" json:"action,omitempty"`
+
+	// State Only commands in this state.
+	State *StreamCommandState `form:"state,omitempty" json:"state,omitempty"`
+
+	// MediaServerId Only this media server.
+	MediaServerId *string `form:"mediaServerId,omitempty" json:"mediaServerId,omitempty"`
+}
+
+// ListStreamPlayersParams defines parameters for ListStreamPlayers.
+type ListStreamPlayersParams struct {
+	// MediaServerId Only this media server.
+	MediaServerId *string `form:"mediaServerId,omitempty" json:"mediaServerId,omitempty"`
+
+	// App Only players of this application.
+	App *string `form:"app,omitempty" json:"app,omitempty"`
+
+	// Stream Only players of this stream.
+	Stream *string `form:"stream,omitempty" json:"stream,omitempty"`
+
+	// LeaseId Only players of this playback lease.
+	LeaseId *string `form:"leaseId,omitempty" json:"leaseId,omitempty"`
+}
+
+// ListStreamSessionsParams defines parameters for ListStreamSessions.
+type ListStreamSessionsParams struct {
+	// Page Number of the page to return, starting at 1.
+	Page *Page `form:"page,omitempty" json:"page,omitempty"`
+
+	// PageSize Maximum number of rows per page.
+	PageSize *PageSize `form:"pageSize,omitempty" json:"pageSize,omitempty"`
+
+	// MediaServerId Only this media server.
+	MediaServerId *string `form:"mediaServerId,omitempty" json:"mediaServerId,omitempty"`
+
+	// Stream Only this stream id.
+	Stream *string `form:"stream,omitempty" json:"stream,omitempty"`
+
+	// State Only sessions in this state.
+	State *StreamSessionState `form:"state,omitempty" json:"state,omitempty"`
+
+	// ChannelId Only this channel's sessions.
+	ChannelId *string `form:"channelId,omitempty" json:"channelId,omitempty"`
+}
+
 // PreviewDataRetentionCleanupParams defines parameters for PreviewDataRetentionCleanup.
 type PreviewDataRetentionCleanupParams struct {
 	// Actor Name recorded as the actor of the preview; defaults to the caller.
@@ -7362,6 +7893,39 @@ type ListThirdPartyChannelsParams struct {
 	ActivationState *ChannelActivationStateFilter `form:"activationState,omitempty" json:"activationState,omitempty"`
 }
 
+// ListThirdPartyMediaServersParams defines parameters for ListThirdPartyMediaServers.
+type ListThirdPartyMediaServersParams struct {
+	// ClusterId Identifier of the cluster; defaults to the cluster of the node that answers.
+	ClusterId *ClusterId `form:"clusterId,omitempty" json:"clusterId,omitempty"`
+}
+
+// DeleteThirdPartyPlaybackLeaseParams defines parameters for DeleteThirdPartyPlaybackLease.
+type DeleteThirdPartyPlaybackLeaseParams struct {
+	// Reason Why the lease ends, kept with the lease for the audit.
+	Reason *string `form:"reason,omitempty" json:"reason,omitempty"`
+
+	// Disconnect Also cut the connections already playing with this lease.
+	Disconnect *bool `form:"disconnect,omitempty" json:"disconnect,omitempty"`
+}
+
+// ListThirdPartyStreamsParams defines parameters for ListThirdPartyStreams.
+type ListThirdPartyStreamsParams struct {
+	// Page Number of the page to return, starting at 1.
+	Page *Page `form:"page,omitempty" json:"page,omitempty"`
+
+	// PageSize Maximum number of rows per page.
+	PageSize *PageSize `form:"pageSize,omitempty" json:"pageSize,omitempty"`
+
+	// MediaServerId Only this media server.
+	MediaServerId *string `form:"mediaServerId,omitempty" json:"mediaServerId,omitempty"`
+
+	// StreamId Only this stream id.
+	StreamId *string `form:"streamId,omitempty" json:"streamId,omitempty"`
+
+	// State Only sessions in this state.
+	State *StreamSessionState `form:"state,omitempty" json:"state,omitempty"`
+}
+
 // BootstrapAdminJSONRequestBody defines body for BootstrapAdmin for application/json ContentType.
 type BootstrapAdminJSONRequestBody = BootstrapAdminRequest
 
@@ -7470,6 +8034,12 @@ type UpdateUserJSONRequestBody = UpdateUserRequest
 // ResetUserPasswordJSONRequestBody defines body for ResetUserPassword for application/json ContentType.
 type ResetUserPasswordJSONRequestBody = ChangePasswordRequest
 
+// StartStreamProxyJSONRequestBody defines body for StartStreamProxy for application/json ContentType.
+type StartStreamProxyJSONRequestBody = StartStreamProxyRequest
+
+// StopStreamProxyJSONRequestBody defines body for StopStreamProxy for application/json ContentType.
+type StopStreamProxyJSONRequestBody = StopStreamProxyRequest
+
 // RunDataRetentionCleanupJSONRequestBody defines body for RunDataRetentionCleanup for application/json ContentType.
 type RunDataRetentionCleanupJSONRequestBody = DataRetentionCleanupRunRequest
 
@@ -7505,6 +8075,15 @@ type TestWebhookSubscriptionJSONRequestBody = OutboundWebhookTestRequest
 
 // TestWebhookJSONRequestBody defines body for TestWebhook for application/json ContentType.
 type TestWebhookJSONRequestBody = OutboundWebhookTestRequest
+
+// CreateThirdPartyLivePlaybackJSONRequestBody defines body for CreateThirdPartyLivePlayback for application/json ContentType.
+type CreateThirdPartyLivePlaybackJSONRequestBody = ThirdPartyLivePlaybackRequest
+
+// CreateThirdPartyLivePlaybackLeaseJSONRequestBody defines body for CreateThirdPartyLivePlaybackLease for application/json ContentType.
+type CreateThirdPartyLivePlaybackLeaseJSONRequestBody = ThirdPartyPlaybackLeaseRequest
+
+// RenewThirdPartyPlaybackLeaseJSONRequestBody defines body for RenewThirdPartyPlaybackLease for application/json ContentType.
+type RenewThirdPartyPlaybackLeaseJSONRequestBody = RenewThirdPartyPlaybackLeaseRequest
 
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
@@ -7811,6 +8390,21 @@ type ServerInterface interface {
 	// RevokeUserSessions Revoke all sessions of a user
 	// (POST /api/v2/security/users/{userId}/sessions/revoke)
 	RevokeUserSessions(c *gin.Context, userId UserId)
+	// ListStreamCommands List stream lifecycle commands
+	// (GET /api/v2/streams/commands)
+	ListStreamCommands(c *gin.Context, params ListStreamCommandsParams)
+	// ListStreamPlayers List the players connected to the media servers
+	// (GET /api/v2/streams/players)
+	ListStreamPlayers(c *gin.Context, params ListStreamPlayersParams)
+	// ListStreamSessions List stream sessions
+	// (GET /api/v2/streams/sessions)
+	ListStreamSessions(c *gin.Context, params ListStreamSessionsParams)
+	// StartStreamProxy Start a pull proxy on a media server
+	// (POST /api/v2/streams/start-proxy)
+	StartStreamProxy(c *gin.Context)
+	// StopStreamProxy Stop a pull proxy on a media server
+	// (POST /api/v2/streams/stop-proxy)
+	StopStreamProxy(c *gin.Context)
 	// GetApiDocs Redirect to the interactive API documentation
 	// (GET /api/v2/system/api-docs)
 	GetApiDocs(c *gin.Context)
@@ -7937,12 +8531,33 @@ type ServerInterface interface {
 	// GetThirdPartyChannel Read a channel (third-party)
 	// (GET /api/v2/third-party/channels/{channelId})
 	GetThirdPartyChannel(c *gin.Context, channelId ChannelId)
+	// CreateThirdPartyLivePlayback Get one-time playback URLs for an Online live stream
+	// (POST /api/v2/third-party/channels/{channelId}/playback)
+	CreateThirdPartyLivePlayback(c *gin.Context, channelId string)
+	// CreateThirdPartyLivePlaybackLease Lease the live stream of a channel to a player
+	// (POST /api/v2/third-party/channels/{channelId}/playback-lease)
+	CreateThirdPartyLivePlaybackLease(c *gin.Context, channelId string)
 	// StartThirdPartyChannel Start a channel (third-party)
 	// (POST /api/v2/third-party/channels/{channelId}/start)
 	StartThirdPartyChannel(c *gin.Context, channelId ChannelId)
 	// StopThirdPartyChannel Stop a channel (third-party)
 	// (POST /api/v2/third-party/channels/{channelId}/stop)
 	StopThirdPartyChannel(c *gin.Context, channelId ChannelId)
+	// ListThirdPartyMediaServers List the media servers
+	// (GET /api/v2/third-party/media-servers)
+	ListThirdPartyMediaServers(c *gin.Context, params ListThirdPartyMediaServersParams)
+	// DeleteThirdPartyPlaybackLease Revoke a playback lease
+	// (DELETE /api/v2/third-party/playback-leases/{leaseId})
+	DeleteThirdPartyPlaybackLease(c *gin.Context, leaseId openapi_types.UUID, params DeleteThirdPartyPlaybackLeaseParams)
+	// GetThirdPartyPlaybackLease Read a playback lease
+	// (GET /api/v2/third-party/playback-leases/{leaseId})
+	GetThirdPartyPlaybackLease(c *gin.Context, leaseId openapi_types.UUID)
+	// RenewThirdPartyPlaybackLease Renew a playback lease
+	// (POST /api/v2/third-party/playback-leases/{leaseId}/renew)
+	RenewThirdPartyPlaybackLease(c *gin.Context, leaseId openapi_types.UUID)
+	// ListThirdPartyStreams List live streams
+	// (GET /api/v2/third-party/streams)
+	ListThirdPartyStreams(c *gin.Context, params ListThirdPartyStreamsParams)
 	// GetHealth Report the health of this node
 	// (GET /health)
 	GetHealth(c *gin.Context)
@@ -11108,6 +11723,217 @@ func (siw *ServerInterfaceWrapper) RevokeUserSessions(c *gin.Context) {
 	siw.Handler.RevokeUserSessions(c, userId)
 }
 
+// ListStreamCommands operation middleware
+func (siw *ServerInterfaceWrapper) ListStreamCommands(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListStreamCommandsParams
+
+	// ------------- Optional query parameter "page" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "page", c.Request.URL.Query(), &params.Page, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter page: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "pageSize" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "pageSize", c.Request.URL.Query(), &params.PageSize, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter pageSize: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "channelId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "channelId", c.Request.URL.Query(), &params.ChannelId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter channelId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "action" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "action", c.Request.URL.Query(), &params.Action, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter action: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "state" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "state", c.Request.URL.Query(), &params.State, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter state: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "mediaServerId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "mediaServerId", c.Request.URL.Query(), &params.MediaServerId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter mediaServerId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListStreamCommands(c, params)
+}
+
+// ListStreamPlayers operation middleware
+func (siw *ServerInterfaceWrapper) ListStreamPlayers(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListStreamPlayersParams
+
+	// ------------- Optional query parameter "mediaServerId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "mediaServerId", c.Request.URL.Query(), &params.MediaServerId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter mediaServerId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "app" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "app", c.Request.URL.Query(), &params.App, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter app: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "stream" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "stream", c.Request.URL.Query(), &params.Stream, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter stream: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "leaseId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "leaseId", c.Request.URL.Query(), &params.LeaseId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter leaseId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListStreamPlayers(c, params)
+}
+
+// ListStreamSessions operation middleware
+func (siw *ServerInterfaceWrapper) ListStreamSessions(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListStreamSessionsParams
+
+	// ------------- Optional query parameter "page" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "page", c.Request.URL.Query(), &params.Page, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter page: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "pageSize" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "pageSize", c.Request.URL.Query(), &params.PageSize, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter pageSize: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "mediaServerId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "mediaServerId", c.Request.URL.Query(), &params.MediaServerId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter mediaServerId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "stream" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "stream", c.Request.URL.Query(), &params.Stream, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter stream: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "state" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "state", c.Request.URL.Query(), &params.State, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter state: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "channelId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "channelId", c.Request.URL.Query(), &params.ChannelId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter channelId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListStreamSessions(c, params)
+}
+
+// StartStreamProxy operation middleware
+func (siw *ServerInterfaceWrapper) StartStreamProxy(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.StartStreamProxy(c)
+}
+
+// StopStreamProxy operation middleware
+func (siw *ServerInterfaceWrapper) StopStreamProxy(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.StopStreamProxy(c)
+}
+
 // GetApiDocs operation middleware
 func (siw *ServerInterfaceWrapper) GetApiDocs(c *gin.Context) {
 
@@ -12237,6 +13063,56 @@ func (siw *ServerInterfaceWrapper) GetThirdPartyChannel(c *gin.Context) {
 	siw.Handler.GetThirdPartyChannel(c, channelId)
 }
 
+// CreateThirdPartyLivePlayback operation middleware
+func (siw *ServerInterfaceWrapper) CreateThirdPartyLivePlayback(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "channelId" -------------
+	var channelId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "channelId", c.Param("channelId"), &channelId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter channelId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateThirdPartyLivePlayback(c, channelId)
+}
+
+// CreateThirdPartyLivePlaybackLease operation middleware
+func (siw *ServerInterfaceWrapper) CreateThirdPartyLivePlaybackLease(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "channelId" -------------
+	var channelId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "channelId", c.Param("channelId"), &channelId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter channelId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateThirdPartyLivePlaybackLease(c, channelId)
+}
+
 // StartThirdPartyChannel operation middleware
 func (siw *ServerInterfaceWrapper) StartThirdPartyChannel(c *gin.Context) {
 
@@ -12285,6 +13161,186 @@ func (siw *ServerInterfaceWrapper) StopThirdPartyChannel(c *gin.Context) {
 	}
 
 	siw.Handler.StopThirdPartyChannel(c, channelId)
+}
+
+// ListThirdPartyMediaServers operation middleware
+func (siw *ServerInterfaceWrapper) ListThirdPartyMediaServers(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListThirdPartyMediaServersParams
+
+	// ------------- Optional query parameter "clusterId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "clusterId", c.Request.URL.Query(), &params.ClusterId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter clusterId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListThirdPartyMediaServers(c, params)
+}
+
+// DeleteThirdPartyPlaybackLease operation middleware
+func (siw *ServerInterfaceWrapper) DeleteThirdPartyPlaybackLease(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "leaseId" -------------
+	var leaseId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "leaseId", c.Param("leaseId"), &leaseId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter leaseId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params DeleteThirdPartyPlaybackLeaseParams
+
+	// ------------- Optional query parameter "reason" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "reason", c.Request.URL.Query(), &params.Reason, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter reason: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "disconnect" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "disconnect", c.Request.URL.Query(), &params.Disconnect, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter disconnect: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.DeleteThirdPartyPlaybackLease(c, leaseId, params)
+}
+
+// GetThirdPartyPlaybackLease operation middleware
+func (siw *ServerInterfaceWrapper) GetThirdPartyPlaybackLease(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "leaseId" -------------
+	var leaseId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "leaseId", c.Param("leaseId"), &leaseId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter leaseId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetThirdPartyPlaybackLease(c, leaseId)
+}
+
+// RenewThirdPartyPlaybackLease operation middleware
+func (siw *ServerInterfaceWrapper) RenewThirdPartyPlaybackLease(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "leaseId" -------------
+	var leaseId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "leaseId", c.Param("leaseId"), &leaseId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter leaseId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.RenewThirdPartyPlaybackLease(c, leaseId)
+}
+
+// ListThirdPartyStreams operation middleware
+func (siw *ServerInterfaceWrapper) ListThirdPartyStreams(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListThirdPartyStreamsParams
+
+	// ------------- Optional query parameter "page" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "page", c.Request.URL.Query(), &params.Page, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter page: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "pageSize" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "pageSize", c.Request.URL.Query(), &params.PageSize, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter pageSize: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "mediaServerId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "mediaServerId", c.Request.URL.Query(), &params.MediaServerId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter mediaServerId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "streamId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "streamId", c.Request.URL.Query(), &params.StreamId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter streamId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "state" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "state", c.Request.URL.Query(), &params.State, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter state: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListThirdPartyStreams(c, params)
 }
 
 // GetHealth operation middleware
@@ -12370,6 +13426,18 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 	router.POST(options.BaseURL+"/api/v2/security/roles", wrapper.CreateRole)
 	router.DELETE(options.BaseURL+"/api/v2/security/roles/:roleId", wrapper.DeleteRole)
 	router.PUT(options.BaseURL+"/api/v2/security/roles/:roleId", wrapper.UpdateRole)
+	router.POST(options.BaseURL+"/api/v2/third-party/channels/:channelId/playback", wrapper.CreateThirdPartyLivePlayback)
+	router.POST(options.BaseURL+"/api/v2/third-party/channels/:channelId/playback-lease", wrapper.CreateThirdPartyLivePlaybackLease)
+	router.DELETE(options.BaseURL+"/api/v2/third-party/playback-leases/:leaseId", wrapper.DeleteThirdPartyPlaybackLease)
+	router.GET(options.BaseURL+"/api/v2/third-party/playback-leases/:leaseId", wrapper.GetThirdPartyPlaybackLease)
+	router.POST(options.BaseURL+"/api/v2/third-party/playback-leases/:leaseId/renew", wrapper.RenewThirdPartyPlaybackLease)
+	router.GET(options.BaseURL+"/api/v2/streams/commands", wrapper.ListStreamCommands)
+	router.GET(options.BaseURL+"/api/v2/streams/sessions", wrapper.ListStreamSessions)
+	router.GET(options.BaseURL+"/api/v2/streams/players", wrapper.ListStreamPlayers)
+	router.POST(options.BaseURL+"/api/v2/streams/start-proxy", wrapper.StartStreamProxy)
+	router.POST(options.BaseURL+"/api/v2/streams/stop-proxy", wrapper.StopStreamProxy)
+	router.GET(options.BaseURL+"/api/v2/third-party/media-servers", wrapper.ListThirdPartyMediaServers)
+	router.GET(options.BaseURL+"/api/v2/third-party/streams", wrapper.ListThirdPartyStreams)
 	router.DELETE(options.BaseURL+"/api/v2/security/rtsp-auth", wrapper.DeleteRtspAuthCredential)
 	router.GET(options.BaseURL+"/api/v2/security/rtsp-auth", wrapper.ListRtspAuthCredentials)
 	router.POST(options.BaseURL+"/api/v2/security/rtsp-auth", wrapper.SaveRtspAuthCredential)
@@ -24490,6 +25558,615 @@ func (response RevokeUserSessions500JSONResponse) VisitRevokeUserSessionsRespons
 	return err
 }
 
+type ListStreamCommandsRequestObject struct {
+	Params ListStreamCommandsParams
+}
+
+type ListStreamCommandsResponseObject interface {
+	VisitListStreamCommandsResponse(w http.ResponseWriter) error
+}
+
+type ListStreamCommands200JSONResponse StreamCommandList
+
+func (response ListStreamCommands200JSONResponse) VisitListStreamCommandsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListStreamCommands400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListStreamCommands400JSONResponse) VisitListStreamCommandsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListStreamCommands401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListStreamCommands401JSONResponse) VisitListStreamCommandsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListStreamCommands403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListStreamCommands403JSONResponse) VisitListStreamCommandsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListStreamCommands429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListStreamCommands429JSONResponse) VisitListStreamCommandsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListStreamCommands500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListStreamCommands500JSONResponse) VisitListStreamCommandsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListStreamPlayersRequestObject struct {
+	Params ListStreamPlayersParams
+}
+
+type ListStreamPlayersResponseObject interface {
+	VisitListStreamPlayersResponse(w http.ResponseWriter) error
+}
+
+type ListStreamPlayers200JSONResponse StreamPlayerList
+
+func (response ListStreamPlayers200JSONResponse) VisitListStreamPlayersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListStreamPlayers400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListStreamPlayers400JSONResponse) VisitListStreamPlayersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListStreamPlayers401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListStreamPlayers401JSONResponse) VisitListStreamPlayersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListStreamPlayers403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListStreamPlayers403JSONResponse) VisitListStreamPlayersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListStreamPlayers429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListStreamPlayers429JSONResponse) VisitListStreamPlayersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListStreamPlayers500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListStreamPlayers500JSONResponse) VisitListStreamPlayersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListStreamSessionsRequestObject struct {
+	Params ListStreamSessionsParams
+}
+
+type ListStreamSessionsResponseObject interface {
+	VisitListStreamSessionsResponse(w http.ResponseWriter) error
+}
+
+type ListStreamSessions200JSONResponse StreamSessionList
+
+func (response ListStreamSessions200JSONResponse) VisitListStreamSessionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListStreamSessions400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListStreamSessions400JSONResponse) VisitListStreamSessionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListStreamSessions401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListStreamSessions401JSONResponse) VisitListStreamSessionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListStreamSessions403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListStreamSessions403JSONResponse) VisitListStreamSessionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListStreamSessions429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListStreamSessions429JSONResponse) VisitListStreamSessionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListStreamSessions500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListStreamSessions500JSONResponse) VisitListStreamSessionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartStreamProxyRequestObject struct {
+	Body *StartStreamProxyJSONRequestBody
+}
+
+type StartStreamProxyResponseObject interface {
+	VisitStartStreamProxyResponse(w http.ResponseWriter) error
+}
+
+type StartStreamProxy202JSONResponse StreamProxyCommand
+
+func (response StartStreamProxy202JSONResponse) VisitStartStreamProxyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(202)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartStreamProxy400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response StartStreamProxy400JSONResponse) VisitStartStreamProxyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartStreamProxy401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response StartStreamProxy401JSONResponse) VisitStartStreamProxyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartStreamProxy403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response StartStreamProxy403JSONResponse) VisitStartStreamProxyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartStreamProxy404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response StartStreamProxy404JSONResponse) VisitStartStreamProxyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartStreamProxy409JSONResponse struct{ ConflictJSONResponse }
+
+func (response StartStreamProxy409JSONResponse) VisitStartStreamProxyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartStreamProxy413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response StartStreamProxy413JSONResponse) VisitStartStreamProxyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartStreamProxy415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response StartStreamProxy415JSONResponse) VisitStartStreamProxyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartStreamProxy429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response StartStreamProxy429JSONResponse) VisitStartStreamProxyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartStreamProxy500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response StartStreamProxy500JSONResponse) VisitStartStreamProxyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartStreamProxy503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response StartStreamProxy503JSONResponse) VisitStartStreamProxyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopStreamProxyRequestObject struct {
+	Body *StopStreamProxyJSONRequestBody
+}
+
+type StopStreamProxyResponseObject interface {
+	VisitStopStreamProxyResponse(w http.ResponseWriter) error
+}
+
+type StopStreamProxy202JSONResponse StreamProxyCommand
+
+func (response StopStreamProxy202JSONResponse) VisitStopStreamProxyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(202)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopStreamProxy400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response StopStreamProxy400JSONResponse) VisitStopStreamProxyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopStreamProxy401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response StopStreamProxy401JSONResponse) VisitStopStreamProxyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopStreamProxy403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response StopStreamProxy403JSONResponse) VisitStopStreamProxyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopStreamProxy404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response StopStreamProxy404JSONResponse) VisitStopStreamProxyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopStreamProxy409JSONResponse struct{ ConflictJSONResponse }
+
+func (response StopStreamProxy409JSONResponse) VisitStopStreamProxyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopStreamProxy413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response StopStreamProxy413JSONResponse) VisitStopStreamProxyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopStreamProxy415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response StopStreamProxy415JSONResponse) VisitStopStreamProxyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopStreamProxy429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response StopStreamProxy429JSONResponse) VisitStopStreamProxyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopStreamProxy500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response StopStreamProxy500JSONResponse) VisitStopStreamProxyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopStreamProxy503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response StopStreamProxy503JSONResponse) VisitStopStreamProxyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetApiDocsRequestObject struct {
 }
 
@@ -28928,6 +30605,310 @@ func (response GetThirdPartyChannel500JSONResponse) VisitGetThirdPartyChannelRes
 	return err
 }
 
+type CreateThirdPartyLivePlaybackRequestObject struct {
+	ChannelId string `json:"channelId"`
+	Body      *CreateThirdPartyLivePlaybackJSONRequestBody
+}
+
+type CreateThirdPartyLivePlaybackResponseObject interface {
+	VisitCreateThirdPartyLivePlaybackResponse(w http.ResponseWriter) error
+}
+
+type CreateThirdPartyLivePlayback200JSONResponse ThirdPartyLivePlayback
+
+func (response CreateThirdPartyLivePlayback200JSONResponse) VisitCreateThirdPartyLivePlaybackResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyLivePlayback400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateThirdPartyLivePlayback400JSONResponse) VisitCreateThirdPartyLivePlaybackResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyLivePlayback401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateThirdPartyLivePlayback401JSONResponse) VisitCreateThirdPartyLivePlaybackResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyLivePlayback403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateThirdPartyLivePlayback403JSONResponse) VisitCreateThirdPartyLivePlaybackResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyLivePlayback404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateThirdPartyLivePlayback404JSONResponse) VisitCreateThirdPartyLivePlaybackResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyLivePlayback409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateThirdPartyLivePlayback409JSONResponse) VisitCreateThirdPartyLivePlaybackResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyLivePlayback413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response CreateThirdPartyLivePlayback413JSONResponse) VisitCreateThirdPartyLivePlaybackResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyLivePlayback415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response CreateThirdPartyLivePlayback415JSONResponse) VisitCreateThirdPartyLivePlaybackResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyLivePlayback429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateThirdPartyLivePlayback429JSONResponse) VisitCreateThirdPartyLivePlaybackResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyLivePlayback500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateThirdPartyLivePlayback500JSONResponse) VisitCreateThirdPartyLivePlaybackResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyLivePlaybackLeaseRequestObject struct {
+	ChannelId string `json:"channelId"`
+	Body      *CreateThirdPartyLivePlaybackLeaseJSONRequestBody
+}
+
+type CreateThirdPartyLivePlaybackLeaseResponseObject interface {
+	VisitCreateThirdPartyLivePlaybackLeaseResponse(w http.ResponseWriter) error
+}
+
+type CreateThirdPartyLivePlaybackLease201JSONResponse PlaybackLease
+
+func (response CreateThirdPartyLivePlaybackLease201JSONResponse) VisitCreateThirdPartyLivePlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyLivePlaybackLease400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateThirdPartyLivePlaybackLease400JSONResponse) VisitCreateThirdPartyLivePlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyLivePlaybackLease401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateThirdPartyLivePlaybackLease401JSONResponse) VisitCreateThirdPartyLivePlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyLivePlaybackLease403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateThirdPartyLivePlaybackLease403JSONResponse) VisitCreateThirdPartyLivePlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyLivePlaybackLease404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateThirdPartyLivePlaybackLease404JSONResponse) VisitCreateThirdPartyLivePlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyLivePlaybackLease409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateThirdPartyLivePlaybackLease409JSONResponse) VisitCreateThirdPartyLivePlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyLivePlaybackLease413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response CreateThirdPartyLivePlaybackLease413JSONResponse) VisitCreateThirdPartyLivePlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyLivePlaybackLease415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response CreateThirdPartyLivePlaybackLease415JSONResponse) VisitCreateThirdPartyLivePlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyLivePlaybackLease429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateThirdPartyLivePlaybackLease429JSONResponse) VisitCreateThirdPartyLivePlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyLivePlaybackLease500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateThirdPartyLivePlaybackLease500JSONResponse) VisitCreateThirdPartyLivePlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type StartThirdPartyChannelRequestObject struct {
 	ChannelId ChannelId `json:"channelId"`
 }
@@ -29145,6 +31126,559 @@ func (response StopThirdPartyChannel429JSONResponse) VisitStopThirdPartyChannelR
 type StopThirdPartyChannel500JSONResponse struct{ InternalErrorJSONResponse }
 
 func (response StopThirdPartyChannel500JSONResponse) VisitStopThirdPartyChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListThirdPartyMediaServersRequestObject struct {
+	Params ListThirdPartyMediaServersParams
+}
+
+type ListThirdPartyMediaServersResponseObject interface {
+	VisitListThirdPartyMediaServersResponse(w http.ResponseWriter) error
+}
+
+type ListThirdPartyMediaServers200JSONResponse MediaServerList
+
+func (response ListThirdPartyMediaServers200JSONResponse) VisitListThirdPartyMediaServersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListThirdPartyMediaServers400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListThirdPartyMediaServers400JSONResponse) VisitListThirdPartyMediaServersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListThirdPartyMediaServers401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListThirdPartyMediaServers401JSONResponse) VisitListThirdPartyMediaServersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListThirdPartyMediaServers403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListThirdPartyMediaServers403JSONResponse) VisitListThirdPartyMediaServersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListThirdPartyMediaServers404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ListThirdPartyMediaServers404JSONResponse) VisitListThirdPartyMediaServersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListThirdPartyMediaServers429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListThirdPartyMediaServers429JSONResponse) VisitListThirdPartyMediaServersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListThirdPartyMediaServers500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListThirdPartyMediaServers500JSONResponse) VisitListThirdPartyMediaServersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteThirdPartyPlaybackLeaseRequestObject struct {
+	LeaseId openapi_types.UUID `json:"leaseId"`
+	Params  DeleteThirdPartyPlaybackLeaseParams
+}
+
+type DeleteThirdPartyPlaybackLeaseResponseObject interface {
+	VisitDeleteThirdPartyPlaybackLeaseResponse(w http.ResponseWriter) error
+}
+
+type DeleteThirdPartyPlaybackLease200JSONResponse PlaybackLease
+
+func (response DeleteThirdPartyPlaybackLease200JSONResponse) VisitDeleteThirdPartyPlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteThirdPartyPlaybackLease400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response DeleteThirdPartyPlaybackLease400JSONResponse) VisitDeleteThirdPartyPlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteThirdPartyPlaybackLease401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response DeleteThirdPartyPlaybackLease401JSONResponse) VisitDeleteThirdPartyPlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteThirdPartyPlaybackLease403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response DeleteThirdPartyPlaybackLease403JSONResponse) VisitDeleteThirdPartyPlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteThirdPartyPlaybackLease404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response DeleteThirdPartyPlaybackLease404JSONResponse) VisitDeleteThirdPartyPlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteThirdPartyPlaybackLease429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response DeleteThirdPartyPlaybackLease429JSONResponse) VisitDeleteThirdPartyPlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteThirdPartyPlaybackLease500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response DeleteThirdPartyPlaybackLease500JSONResponse) VisitDeleteThirdPartyPlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetThirdPartyPlaybackLeaseRequestObject struct {
+	LeaseId openapi_types.UUID `json:"leaseId"`
+}
+
+type GetThirdPartyPlaybackLeaseResponseObject interface {
+	VisitGetThirdPartyPlaybackLeaseResponse(w http.ResponseWriter) error
+}
+
+type GetThirdPartyPlaybackLease200JSONResponse PlaybackLease
+
+func (response GetThirdPartyPlaybackLease200JSONResponse) VisitGetThirdPartyPlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetThirdPartyPlaybackLease401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetThirdPartyPlaybackLease401JSONResponse) VisitGetThirdPartyPlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetThirdPartyPlaybackLease403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetThirdPartyPlaybackLease403JSONResponse) VisitGetThirdPartyPlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetThirdPartyPlaybackLease404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetThirdPartyPlaybackLease404JSONResponse) VisitGetThirdPartyPlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetThirdPartyPlaybackLease429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetThirdPartyPlaybackLease429JSONResponse) VisitGetThirdPartyPlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetThirdPartyPlaybackLease500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetThirdPartyPlaybackLease500JSONResponse) VisitGetThirdPartyPlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RenewThirdPartyPlaybackLeaseRequestObject struct {
+	LeaseId openapi_types.UUID `json:"leaseId"`
+	Body    *RenewThirdPartyPlaybackLeaseJSONRequestBody
+}
+
+type RenewThirdPartyPlaybackLeaseResponseObject interface {
+	VisitRenewThirdPartyPlaybackLeaseResponse(w http.ResponseWriter) error
+}
+
+type RenewThirdPartyPlaybackLease200JSONResponse PlaybackLease
+
+func (response RenewThirdPartyPlaybackLease200JSONResponse) VisitRenewThirdPartyPlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RenewThirdPartyPlaybackLease400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response RenewThirdPartyPlaybackLease400JSONResponse) VisitRenewThirdPartyPlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RenewThirdPartyPlaybackLease401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response RenewThirdPartyPlaybackLease401JSONResponse) VisitRenewThirdPartyPlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RenewThirdPartyPlaybackLease403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response RenewThirdPartyPlaybackLease403JSONResponse) VisitRenewThirdPartyPlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RenewThirdPartyPlaybackLease404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response RenewThirdPartyPlaybackLease404JSONResponse) VisitRenewThirdPartyPlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RenewThirdPartyPlaybackLease409JSONResponse struct{ ConflictJSONResponse }
+
+func (response RenewThirdPartyPlaybackLease409JSONResponse) VisitRenewThirdPartyPlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RenewThirdPartyPlaybackLease413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response RenewThirdPartyPlaybackLease413JSONResponse) VisitRenewThirdPartyPlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RenewThirdPartyPlaybackLease415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response RenewThirdPartyPlaybackLease415JSONResponse) VisitRenewThirdPartyPlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RenewThirdPartyPlaybackLease429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response RenewThirdPartyPlaybackLease429JSONResponse) VisitRenewThirdPartyPlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RenewThirdPartyPlaybackLease500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response RenewThirdPartyPlaybackLease500JSONResponse) VisitRenewThirdPartyPlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListThirdPartyStreamsRequestObject struct {
+	Params ListThirdPartyStreamsParams
+}
+
+type ListThirdPartyStreamsResponseObject interface {
+	VisitListThirdPartyStreamsResponse(w http.ResponseWriter) error
+}
+
+type ListThirdPartyStreams200JSONResponse StreamSessionList
+
+func (response ListThirdPartyStreams200JSONResponse) VisitListThirdPartyStreamsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListThirdPartyStreams400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListThirdPartyStreams400JSONResponse) VisitListThirdPartyStreamsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListThirdPartyStreams401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListThirdPartyStreams401JSONResponse) VisitListThirdPartyStreamsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListThirdPartyStreams403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListThirdPartyStreams403JSONResponse) VisitListThirdPartyStreamsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListThirdPartyStreams429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListThirdPartyStreams429JSONResponse) VisitListThirdPartyStreamsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListThirdPartyStreams500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListThirdPartyStreams500JSONResponse) VisitListThirdPartyStreamsResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
@@ -29496,6 +32030,21 @@ type StrictServerInterface interface {
 	// RevokeUserSessions Revoke all sessions of a user
 	// (POST /api/v2/security/users/{userId}/sessions/revoke)
 	RevokeUserSessions(ctx context.Context, request RevokeUserSessionsRequestObject) (RevokeUserSessionsResponseObject, error)
+	// ListStreamCommands List stream lifecycle commands
+	// (GET /api/v2/streams/commands)
+	ListStreamCommands(ctx context.Context, request ListStreamCommandsRequestObject) (ListStreamCommandsResponseObject, error)
+	// ListStreamPlayers List the players connected to the media servers
+	// (GET /api/v2/streams/players)
+	ListStreamPlayers(ctx context.Context, request ListStreamPlayersRequestObject) (ListStreamPlayersResponseObject, error)
+	// ListStreamSessions List stream sessions
+	// (GET /api/v2/streams/sessions)
+	ListStreamSessions(ctx context.Context, request ListStreamSessionsRequestObject) (ListStreamSessionsResponseObject, error)
+	// StartStreamProxy Start a pull proxy on a media server
+	// (POST /api/v2/streams/start-proxy)
+	StartStreamProxy(ctx context.Context, request StartStreamProxyRequestObject) (StartStreamProxyResponseObject, error)
+	// StopStreamProxy Stop a pull proxy on a media server
+	// (POST /api/v2/streams/stop-proxy)
+	StopStreamProxy(ctx context.Context, request StopStreamProxyRequestObject) (StopStreamProxyResponseObject, error)
 	// GetApiDocs Redirect to the interactive API documentation
 	// (GET /api/v2/system/api-docs)
 	GetApiDocs(ctx context.Context, request GetApiDocsRequestObject) (GetApiDocsResponseObject, error)
@@ -29622,12 +32171,33 @@ type StrictServerInterface interface {
 	// GetThirdPartyChannel Read a channel (third-party)
 	// (GET /api/v2/third-party/channels/{channelId})
 	GetThirdPartyChannel(ctx context.Context, request GetThirdPartyChannelRequestObject) (GetThirdPartyChannelResponseObject, error)
+	// CreateThirdPartyLivePlayback Get one-time playback URLs for an Online live stream
+	// (POST /api/v2/third-party/channels/{channelId}/playback)
+	CreateThirdPartyLivePlayback(ctx context.Context, request CreateThirdPartyLivePlaybackRequestObject) (CreateThirdPartyLivePlaybackResponseObject, error)
+	// CreateThirdPartyLivePlaybackLease Lease the live stream of a channel to a player
+	// (POST /api/v2/third-party/channels/{channelId}/playback-lease)
+	CreateThirdPartyLivePlaybackLease(ctx context.Context, request CreateThirdPartyLivePlaybackLeaseRequestObject) (CreateThirdPartyLivePlaybackLeaseResponseObject, error)
 	// StartThirdPartyChannel Start a channel (third-party)
 	// (POST /api/v2/third-party/channels/{channelId}/start)
 	StartThirdPartyChannel(ctx context.Context, request StartThirdPartyChannelRequestObject) (StartThirdPartyChannelResponseObject, error)
 	// StopThirdPartyChannel Stop a channel (third-party)
 	// (POST /api/v2/third-party/channels/{channelId}/stop)
 	StopThirdPartyChannel(ctx context.Context, request StopThirdPartyChannelRequestObject) (StopThirdPartyChannelResponseObject, error)
+	// ListThirdPartyMediaServers List the media servers
+	// (GET /api/v2/third-party/media-servers)
+	ListThirdPartyMediaServers(ctx context.Context, request ListThirdPartyMediaServersRequestObject) (ListThirdPartyMediaServersResponseObject, error)
+	// DeleteThirdPartyPlaybackLease Revoke a playback lease
+	// (DELETE /api/v2/third-party/playback-leases/{leaseId})
+	DeleteThirdPartyPlaybackLease(ctx context.Context, request DeleteThirdPartyPlaybackLeaseRequestObject) (DeleteThirdPartyPlaybackLeaseResponseObject, error)
+	// GetThirdPartyPlaybackLease Read a playback lease
+	// (GET /api/v2/third-party/playback-leases/{leaseId})
+	GetThirdPartyPlaybackLease(ctx context.Context, request GetThirdPartyPlaybackLeaseRequestObject) (GetThirdPartyPlaybackLeaseResponseObject, error)
+	// RenewThirdPartyPlaybackLease Renew a playback lease
+	// (POST /api/v2/third-party/playback-leases/{leaseId}/renew)
+	RenewThirdPartyPlaybackLease(ctx context.Context, request RenewThirdPartyPlaybackLeaseRequestObject) (RenewThirdPartyPlaybackLeaseResponseObject, error)
+	// ListThirdPartyStreams List live streams
+	// (GET /api/v2/third-party/streams)
+	ListThirdPartyStreams(ctx context.Context, request ListThirdPartyStreamsRequestObject) (ListThirdPartyStreamsResponseObject, error)
 	// GetHealth Report the health of this node
 	// (GET /health)
 	GetHealth(ctx context.Context, request GetHealthRequestObject) (GetHealthResponseObject, error)
@@ -32941,6 +35511,168 @@ func (sh *strictHandler) RevokeUserSessions(ctx *gin.Context, userId UserId) {
 	}
 }
 
+// ListStreamCommands operation middleware
+func (sh *strictHandler) ListStreamCommands(ctx *gin.Context, params ListStreamCommandsParams) {
+	var request ListStreamCommandsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListStreamCommands(ctx, request.(ListStreamCommandsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListStreamCommands")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListStreamCommandsResponseObject); ok {
+		if err := validResponse.VisitListStreamCommandsResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListStreamPlayers operation middleware
+func (sh *strictHandler) ListStreamPlayers(ctx *gin.Context, params ListStreamPlayersParams) {
+	var request ListStreamPlayersRequestObject
+
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListStreamPlayers(ctx, request.(ListStreamPlayersRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListStreamPlayers")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListStreamPlayersResponseObject); ok {
+		if err := validResponse.VisitListStreamPlayersResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListStreamSessions operation middleware
+func (sh *strictHandler) ListStreamSessions(ctx *gin.Context, params ListStreamSessionsParams) {
+	var request ListStreamSessionsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListStreamSessions(ctx, request.(ListStreamSessionsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListStreamSessions")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListStreamSessionsResponseObject); ok {
+		if err := validResponse.VisitListStreamSessionsResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// StartStreamProxy operation middleware
+func (sh *strictHandler) StartStreamProxy(ctx *gin.Context) {
+	var request StartStreamProxyRequestObject
+
+	var body StartStreamProxyJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.StartStreamProxy(ctx, request.(StartStreamProxyRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "StartStreamProxy")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(StartStreamProxyResponseObject); ok {
+		if err := validResponse.VisitStartStreamProxyResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// StopStreamProxy operation middleware
+func (sh *strictHandler) StopStreamProxy(ctx *gin.Context) {
+	var request StopStreamProxyRequestObject
+
+	var body StopStreamProxyJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.StopStreamProxy(ctx, request.(StopStreamProxyRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "StopStreamProxy")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(StopStreamProxyResponseObject); ok {
+		if err := validResponse.VisitStopStreamProxyResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // GetApiDocs operation middleware
 func (sh *strictHandler) GetApiDocs(ctx *gin.Context) {
 	var request GetApiDocsRequestObject
@@ -34211,6 +36943,94 @@ func (sh *strictHandler) GetThirdPartyChannel(ctx *gin.Context, channelId Channe
 	}
 }
 
+// CreateThirdPartyLivePlayback operation middleware
+func (sh *strictHandler) CreateThirdPartyLivePlayback(ctx *gin.Context, channelId string) {
+	var request CreateThirdPartyLivePlaybackRequestObject
+
+	request.ChannelId = channelId
+
+	var body CreateThirdPartyLivePlaybackJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateThirdPartyLivePlayback(ctx, request.(CreateThirdPartyLivePlaybackRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateThirdPartyLivePlayback")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateThirdPartyLivePlaybackResponseObject); ok {
+		if err := validResponse.VisitCreateThirdPartyLivePlaybackResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CreateThirdPartyLivePlaybackLease operation middleware
+func (sh *strictHandler) CreateThirdPartyLivePlaybackLease(ctx *gin.Context, channelId string) {
+	var request CreateThirdPartyLivePlaybackLeaseRequestObject
+
+	request.ChannelId = channelId
+
+	var body CreateThirdPartyLivePlaybackLeaseJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateThirdPartyLivePlaybackLease(ctx, request.(CreateThirdPartyLivePlaybackLeaseRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateThirdPartyLivePlaybackLease")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateThirdPartyLivePlaybackLeaseResponseObject); ok {
+		if err := validResponse.VisitCreateThirdPartyLivePlaybackLeaseResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // StartThirdPartyChannel operation middleware
 func (sh *strictHandler) StartThirdPartyChannel(ctx *gin.Context, channelId ChannelId) {
 	var request StartThirdPartyChannelRequestObject
@@ -34263,6 +37083,155 @@ func (sh *strictHandler) StopThirdPartyChannel(ctx *gin.Context, channelId Chann
 	}
 }
 
+// ListThirdPartyMediaServers operation middleware
+func (sh *strictHandler) ListThirdPartyMediaServers(ctx *gin.Context, params ListThirdPartyMediaServersParams) {
+	var request ListThirdPartyMediaServersRequestObject
+
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListThirdPartyMediaServers(ctx, request.(ListThirdPartyMediaServersRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListThirdPartyMediaServers")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListThirdPartyMediaServersResponseObject); ok {
+		if err := validResponse.VisitListThirdPartyMediaServersResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// DeleteThirdPartyPlaybackLease operation middleware
+func (sh *strictHandler) DeleteThirdPartyPlaybackLease(ctx *gin.Context, leaseId openapi_types.UUID, params DeleteThirdPartyPlaybackLeaseParams) {
+	var request DeleteThirdPartyPlaybackLeaseRequestObject
+
+	request.LeaseId = leaseId
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteThirdPartyPlaybackLease(ctx, request.(DeleteThirdPartyPlaybackLeaseRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteThirdPartyPlaybackLease")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(DeleteThirdPartyPlaybackLeaseResponseObject); ok {
+		if err := validResponse.VisitDeleteThirdPartyPlaybackLeaseResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetThirdPartyPlaybackLease operation middleware
+func (sh *strictHandler) GetThirdPartyPlaybackLease(ctx *gin.Context, leaseId openapi_types.UUID) {
+	var request GetThirdPartyPlaybackLeaseRequestObject
+
+	request.LeaseId = leaseId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetThirdPartyPlaybackLease(ctx, request.(GetThirdPartyPlaybackLeaseRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetThirdPartyPlaybackLease")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetThirdPartyPlaybackLeaseResponseObject); ok {
+		if err := validResponse.VisitGetThirdPartyPlaybackLeaseResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// RenewThirdPartyPlaybackLease operation middleware
+func (sh *strictHandler) RenewThirdPartyPlaybackLease(ctx *gin.Context, leaseId openapi_types.UUID) {
+	var request RenewThirdPartyPlaybackLeaseRequestObject
+
+	request.LeaseId = leaseId
+
+	var body RenewThirdPartyPlaybackLeaseJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RenewThirdPartyPlaybackLease(ctx, request.(RenewThirdPartyPlaybackLeaseRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RenewThirdPartyPlaybackLease")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(RenewThirdPartyPlaybackLeaseResponseObject); ok {
+		if err := validResponse.VisitRenewThirdPartyPlaybackLeaseResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListThirdPartyStreams operation middleware
+func (sh *strictHandler) ListThirdPartyStreams(ctx *gin.Context, params ListThirdPartyStreamsParams) {
+	var request ListThirdPartyStreamsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListThirdPartyStreams(ctx, request.(ListThirdPartyStreamsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListThirdPartyStreams")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListThirdPartyStreamsResponseObject); ok {
+		if err := validResponse.VisitListThirdPartyStreamsResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // GetHealth operation middleware
 func (sh *strictHandler) GetHealth(ctx *gin.Context) {
 	var request GetHealthRequestObject
@@ -34292,958 +37261,1041 @@ func (sh *strictHandler) GetHealth(ctx *gin.Context) {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3vdtw2li/6Kli6c1fkWZRjO53cHuvLKLLT9mk71pXkzpyZ00eCSFQVRiyAAUDJlV55qPsK98nOwt4A",
-	"CLIAklWS3ZmefEmsIom/Gxv772//7aCU60YKJow+ePm3g4YqumaGKfjrdEWFYPVJafgdNVyKC0MN+4HX",
-	"hin7vGK6VLyxTw5eHnwQ9YZQ+y4jUhFp/2yYqLhYkhJb0k8PigNuX/65ZWpzUBwIumYHLw9ov4uD4kCX",
-	"K7amtpd/Umxx8PLg//q6G+rX+FR/nR7hwa+/FtHgW1rjz+kh+7ERLohZcW3n0NKaaPvNyIBDs7sPNnwa",
-	"D7RppgZ4z83KDbFpiB1JdnhN0xvWmn56x8TSrA5efveH4sBsGvuWNoqLZW8QrZHnrJSqmhzLSmpGaGvk",
-	"kYIPiL7nplyRFdU4xjtat/kBdh3F43QDu5GyZlQMR/YXXjG5w8Catq7JIfVfPtl9iNjjvBG+YporVs0i",
-	"tW4nK/xqnNqquOkdya03rN5w73jJ3B9vq11GbD/0TwivyOGfvn/xx+d/fB5+K2UFPODDj395+wNplFzw",
-	"mj3Jz64/kgzhPn/xxxHKxelMz0MuerM4xCG6v3hlR+1n4ycqq6mx7zvo14Le1GzmWWP48m5E7D6aScJ/",
-	"UrJt/sw22wP6M9vg0nUbv7QvF4RqUtrxCXK/YoJwQ+7tT4pRw6owrIaaVTeqpe+nOFDs59bS58FLo1q2",
-	"D8/ygx69l7b2H4aQW7VofPuP5z7JRU+pZkdcaCY0h6vSsE+GLGQrKryAGA6N3NoVV6Nc/tZ1shftvaH6",
-	"pK34TH66ovqI2td3I7+V72Qe/b2h+sz8Mn9EZ5f/vvN4bAfzRpNiJm8rJgxfcKYGxwEOgmKmVYJVqaNg",
-	"N7PmOn8oyogBzjoV4/v7Vl+sqPJsdd6aavtFRQ5579sd783+xzPX+iHnxfZbkOizwspHBdFGMbouOuau",
-	"7R5099ZnOVbv5PIHJdeZ9WbCKM40ocYOhS4MU7iihq8ZOcRLlq/ZL1Lk75yFbT8e3EKqNTX2NqKGHdnv",
-	"D8ZH+EFVKU75I7tn2oRBLrjShhzaJa7Ygra1eQKCfV3Zt+BpbogSOojH6Fo4eHkgoJeD4oCJdn3w8j+6",
-	"H7Dlg7+OD/5SzlrcG7aQiu2+ukY+YG3fs4rTC6bumJoWRajWfGm5hZE4zLX9mmj4PDe8da+HvUj0R3lW",
-	"0w1T3ytGb+cxhlvGGhCnuVge2XWUrTlqoBVNDkXc4I7covftTGbxo6xmSHo48nhNiWqFJtKpeUJWI6Oq",
-	"9hbqzpQ0spT1XEmkce/nxuKf7yr4h3FEYztvhSXhd3L5Zy6qUYnJnyY/zFsu8hyTi2rX4fWHEg/yQraq",
-	"ZB/V3EsLXicfz9/hEZetsXcuXNS01k9IKYWhXDhqtPdHQcrBtVJvjuOP/NUCpEuoYoQvhVQsuwI6jDlD",
-	"My+e/WGMaC7grpqvhOHdNiod4it7ibA4ml2Uwmg8eGNo+y+qyTU+uX4yPsz8YRsd6F9WUpu5B+2OKzDs",
-	"2G9yo7mDBnc893WrTZrhJ8RFfPnYX6kauX944N+zHIiYFTWECn3PVNZ0Vobedxu1XaMzJW9qttbbAz8H",
-	"SRaNeNywtcaxrOgdI9SyLPtd9vaPm04KAQtaa1akWPwZXSasJz+265tubRq6ZHbZUNy2gh5Vhoulvfmf",
-	"Z9mobTg5mOdFd8tzYb55cVAcrLngayuePA+j5MKwJVNhlBf8l8RI39NP9kMiwoiVvNekYQqGPTY6aDA5",
-	"wm+fpYaIPVnW8mxywOeyZvMIVMmaPVyZUdjfmCazTZIX7U0Y27zBVqzmd0xtSFNT8fBR8+phFolLqpbM",
-	"TAiB72OJxE5CNkyB8ZrQ0lj5pCBcaMNoZaeJosgxWdMNuWFErrkxfnox37DiFvtES1NviBTsswuTONec",
-	"KIaTtMzUioeV1b6epCdLzErJdrki3KBMRuiSCfN5Jjwu1333TXKi8pbNJMeTs7fE2NcnSTFDgMb1tdu5",
-	"+ajn3j6tZurhx6TVjl7mD/JX+7JupNAMbpvvaXXOfm4Z3t5WQmMC/kmbpuYlUMjX/6ntNP42U658rZRU",
-	"38tqg931l+JyxQjQAqiGstoQboW8O1rzihwupLKktG5qRq7dr1fw+rV9P/xkP7x+ckxKqRQrDSwpF01r",
-	"4gOrmFWM7HXEDWmFFUOWdimtpCDFoublF5yzwkW2MjD0HGQ2RspWKSYMeh7I4bV/BaZMydpqz7phJV/w",
-	"Eo3gx0TZOYJ4Bx95HVvBdOmScgHz/EGqG15VTHy5iZa0rpkiNS1vNd5jjjbt1bvmWluWIxVRzOkLupSN",
-	"nXb3+KpigrPKiqq/FgdvhWFK0Bp6/nLzcPfCgvKaVaQV7FPDSsOqekMOr7kb0zVsRSMVkqBRFOxbMO4f",
-	"pflBtqL6ckPmns1U3epWkllubgj7xDXYYzj+fcc1v6lZkHpx2w6vhTRXYNVzy39GN7Wk1aWU7+xF8+VP",
-	"DDAJ9qlkrEKC0vwXRmq+5sZSDQ7vykh5VdsBumHby5SX7KOgd5TX9Kb+QiM/IRVrmKiYKIG1GbZupKKK",
-	"1xvSdoMhh9fRX+Mn3agNMosbWt7KxQLmdynleyo2jnfrL36+cUNYRShRlgP5/bB/XMEf9gAfk3vKDbFs",
-	"Hc4HXzOy5Hf2phPk+txO7ehkYZi6tjfcitHKRTxEj8aUEM1KKSpQ3aAjxwdhzbhYPh29GvO6xrOE6A73",
-	"u6CtWUnFf2Ff6Fj/KAlejZ1NBCSERjHNhJURDq/tmOwj7P3KTxhvTNrwKxBmut/xgHwUum0s52IVyIiX",
-	"MOG/y+F2HOl62N81nJIwzCsQLK/szsAcfvWbCRRz0nAQEFNGiEggtDKXNlKx6tiKBYJZJr+SteMt+A5Y",
-	"mwpUuhcgHoPS7firVcQtZTXKytCGoyBF61res+ptk1DiT2tuL3haVYppTZQVRDQ5PH376vxJ1K0TtFvN",
-	"KrJQcn1M2LoxGxQNqdiEBrgmrjsQDI2zHAxkvUDEVCm6sX87ufIkYam5tEezG0oshR5+vDwFq9EcE3zo",
-	"5PuE8/q0I2JYUN9D6LcgsQQIUh2IctTKTVrW9loOEoT9XUizYqrb3qepEVV8ybQ5U2zBPyVmvmLOw/L8",
-	"BVmxT7RiJV/TmpQrqmhpmNJear94c3L04tvvCDbof813zD41XDGdXW9qyP2Kl6to4d0nuOjHRLR1HVSD",
-	"6C63L2W3xH6ENx6yvK1x1VSbj3o2IdjXkSqNJBG3YZb5u4OcGq/9Fg+Y/Xj/4aK2s3UL0DWb3gIhzfdw",
-	"KWRmas/Z1iagr4RXyVmFh/ApkDCXYv/ZyXvBVE5ztL+T+5Uk8l7oial2AnSCBZ11wncjuTAxuyupUpzp",
-	"3XhJ06pG6sSy/mRPdm8tkaFJFUwJwNaSc1DsjtEgrg0bZnDYqSBMlGrTWNZRygYukFvWmIJoiYwF9Q7b",
-	"VGTnKKkgeiXvY4cCakrbBlAYibydfUTc2zmCsYfWvbI/oShpZnJvnFw4uu7DiTPq3tp/fDodcHfaU2/j",
-	"A1uQiil+5247sDvByeL2zuOikveEigoWrgyHzDurMcD1wDNZtILACh/Aqb/aMHMFzSX82EUw8Myw1eRP",
-	"HDyZda9s3yWJ++5a35VXDTVXJzen1XVHzdSqztpRsGKlXAqumZNCtq1QncT7H5EdC5hod2z7fKc/lcGN",
-	"2ecsRSzpxPw1vu56B9lTRix/xGJCfNZiKu/dU90eypv/ZKWxy+9Fvnc87XtyDgq56OQDvS24NZOODq6h",
-	"oYR/Y0uFGKoNRedQ2MdDMaN9+02a+HDCwc0evB6exY8J8EGaTnB+Iw2tR1cMOwbaXVPjrtYFOLl1QaTl",
-	"NrSuYUR6OM3v/nCQdJzEVO1cSJGvBsfkViNJK23FzemKlbcpH5tuaxDnpGCE2jdJaV/dJpY10zpJL68/",
-	"NTUVeNF4Bw40m5ZKJiWa0H9Coklb+n9ER6X7lCi2sNzGyGNCb6yuCKzG2eyP7nnlXtRpWYJqnYqH9Xdw",
-	"1w++mb5Dtb1YuEloAhfuCQr3C8rrVrFw2sLkPbPnYiEPioN7qoQdYHHAwBj41yn255keziYaUBF2Mkss",
-	"+fB7RmjTMFEdgYKoWdnCVJBwMAg/oR+WRs50DtirTSwjld8rgnYHqZBis5athrtRb7RhawKNp3cSHnnl",
-	"fhBLzAVoV+VALbMXVdW7axt+BIfa8m1UxI6cImbvAz8iu8AwnuSNC8sz0/UZ1nBbuwRV+gQV4UlNO7QH",
-	"Skq8jN3C2Vstrb3dMWHSK/cT+uAtFbCqf4l7cniKYkPkyglPtizdye6zrOZNu6biSDFagSWRpThPdv1k",
-	"Ce6GcSkSVyVMcFcLgGxNKVMMrmO0XS/HBNeArBkVGmUdr6kETgYaBMo7niZ1W5aWBIoDxz2s2AItpeU9",
-	"8JKOaCtuzlYepjeyNf1dpV6bqXpGGcsLGQr4BHtIy4mKplMiLp3DYECoBWE/t/Y0ShCKr//tCF48eltd",
-	"E++9I2gt3YmmB9zRn8iY1Lvdi1lHEdjX8AR2k+vRVljw2Yx2WohLMlpdEAxb7eJg/5uId27+PfluezHm",
-	"SXvRfbePwOeH8puS+L6n5e1SyVZUl1TfZkiLKS4rXoJrBV8mhuqE4Nf7Nm/yoPoWzHRJNgBewztaX6DX",
-	"InETuhfIDTP3jAmMk+XC+zlm0oxVm161aPV4n+jGP/NcB40ELThl1ryueaa75EZhd8E5O5CK7c/Dbnoc",
-	"lBsCnJxVmWvQfnXeitR9dWHP69YkUlaOFXU2mFaQDTLpPS2nwHQ/iHozLhsDIbgoZwiLQYlZQqBrqwm2",
-	"k5aa08qBJeIQZrptG2rFqWyFGT2ldjiaixIv+UZJe4Ei1xvYffKbrVoBIvj07GspG3s1ui+2wr0TMYcJ",
-	"0T3upLf83VC2D1ZMNVvHISbYaOGmWUj6hvq+zzk0UWzJrY7FIC/GapR+xn2OktPjhuLw9pLFJsH87RBG",
-	"MeBteva1MOCgWzfDcMd8TFeeJUtptFG0OanWXERxR7SquB08rc+iNXLBqUMZEh0ORjr3kbtqlLacxN6u",
-	"1DbObT9GqgQn57qp6ebHvAquV/Je+Mhzp+/0fXGgUD/F2M+x8DxUPdMJVWfuSRCH42EfI9+gRNPaqg8r",
-	"qlf2RTQnowNz0P+Lb78DF3Y3nsRwWs1Umr+8k0sugMEcI0twEUqU1MxAPLQiFV9yA3onuN3uuRVDwXeK",
-	"7+gCX7H/l/a/raiY0qVUTBdWqtJ8KVBxXW2alTPHDaI5oyl8Y9fPNmwH+L//4+To3+nRL8+O/uWv3T+f",
-	"Xv3r0V//9qL47ptf/2lS4A2zj/ZllE4vDDWtHmd2SHq93SPa8LrGxBtJblgcbNgnxhvf03kY5raO0DIk",
-	"OyEH3UBMj7Y3mjMWMxIajBwfXNs/hB2LZcqWHxCU4vUMRrw9xNSSnVJRYkLQqVyvqaj2O93YDKEYgFpi",
-	"U9vLphjVKUHsHH538iirohg7aLcOXoSI5r5NHJRfkzNs6A2vudmcUsOWUm3SMmXpnjruraqjhiqzIaX/",
-	"3rnaBuahOExpxOZGIfXLaaN49qxgHemPg1g7nRYyyuwc/OxcOmesBdf8jkG2mSWhwid2HOmNKDGkzy47",
-	"F8u0+DtPhI6Wb8EyNi0/zbPdPJ4CI5aMJK1mvc52cX0OjkdYyKGskhpkEe1z+hQ1plzR0xWtayZSiuuJ",
-	"1fAsLdn37A7gi9sE5V6ZkDCMJJqJChKEwhfX3bmp7a2wa2zDTyFC3A/P3liNJjcMtOuyZM2Yp3FbcVrT",
-	"ZToP7ZzZM32HWWddIrjrFb6btoN0SxV1Fc8wuVUQTuwv8QfLMpoZy/XYPfE3U2JL0ZN6lhUpvKu1GYgW",
-	"9t47JrLBYZEVU6wgN6yk9hxQMbhVFNPMoB3EhdfY77/SXbMhEMWeKGeXG0oi234Ldp8fuRVZ48l/Hvln",
-	"KLBGI8ptcTJl/4Tc8YpJzwCfkuuQdnjtvOkupiLOZXxJrv/5n//5X6+teCUqbe90yItmG0hsxEkVIB1d",
-	"r6jG7MsuZEpfE0038Jm/DuDDpKuhh8K0J3ZT0QNX2gNTqdfAKKOIkZ5Qk3fR+ruanqMOzzMywk+rTQ8+",
-	"BfIPwM7aG8XhMBINhgV+pydpR0sKN+rE4UP5k+jSMw8hvfFr2jRfu1+4Jq3gP7cs6B3oqcv0NQIPhb+D",
-	"xMh8ZlPXyQdRc8HSMoFv9Y6pzZnlDSMOQPvumhpewq0PqV9ggwRL/eHNBv8Jbg8jmyekFYbXmFDJPhnU",
-	"MFBmMGqTH04GaerEo0od97bS6S1UEy0lhHoiv3BgaPZkefAe+2+u/eC9qOgirB0ghHMs5CSoPcBJyOHH",
-	"j29fPQFT801t6V5J3ccbSEs8I5Gbpy4CzYErfJFgzRhr5ZaL6iWvdhf5flAsoIgop65IpXuatr1kdMar",
-	"Ug1wvnbG4Cq2EK+2xjgLUKtLgrStbY3fhTXf1CwzjSxg1ixIrNgD1NSUC3J+eXHmsvEzns0c3NUrrvF4",
-	"hJztkgo7hxsW2wm3D8NyB8Cqrxzo09AOjEZakV6lVRYlKVaPXNKLv3wRKMk+YGLJBVh22roKSQnpuawy",
-	"4Ed9PWzNFIUhN1QcGV6bo1+kXGdb3LrN8+37SUQoCJ18QA5D7OOxD9xzKYRP0p3zCfyhfkhHuBMdBBGw",
-	"xbZxF0hTU2MZS4Yl2ivSqf9ptrhNCXCrutaduh8CVgJyTLDv+VvD3ikZp/kuKb/UEHuJ6HhMnirxwpIC",
-	"3LsIrLZDKM8rNDLmDfZiHPvlz4w1xOG8dBm3sFiI9kJqRu+YjvMd7aI0YBxYMfg2414Yix/ytkiPiBPf",
-	"TP2V8a+kw4ci6JWdEFKsgG7QKjEHugTetR8Z3VwqKnQjlZn7ce+bX4sIOmTb09RBm6BRVGz8eYyP6Zrq",
-	"W4bKNEj6MWse3CRpxqwz6CMXfZSRzHdvM4pVjAkCEc/OMBtAu4i36WBMEb5ec22VQAjfTnbaNtVoPHLs",
-	"mENxntxsrLrpr/pdhRXX4YSwst3tpJhyl0Yv+UuEU9IX4I/J9dWVQ4UA6JOrq2vSihr8aWxGXG6MMZf0",
-	"dMVgQxGkTfImGdJ/EdBTHPxsAKDpIF6GiAPBeRMBaW7jgUZ4jB2gZYzP2oOTjUAHh+hSAf9vC6RuG4F4",
-	"ALraR/zdVviGWmdSr/F8Jh+T3FF3THgjZoKTba17aJDsYzCjGOLUPQfQfNRNnzRS1nAgt2SwY3KCGk0s",
-	"psXBUa6rg+IAX0yGRM0BZg5m2U6DrCQXy6fkw2JhNUlyKKRZ2WnZG4dVTwpy4cNoDqm7sUG5tQznnm6e",
-	"FE4HJYd4uVj9TCl+x8XySUHOXeomghfBIabGWDbqUrGPOyXSSinlilUt9nvmlE/uX4XFC8jIfR31SUF+",
-	"wJcG79/zuiZuuS2NcCdY+aV18z4oDvw8DwDDB3/zwz8oDgKlYT9jWzCOWNyZxoPUBLH7BG8bSKzBdcZs",
-	"CaM2YE48R/94AYKB/UWTCysi9GM7z4MX3T0cGyhAqqbsYQiVKhe9621gvcQnk2EKfRhw1gHEzoh8+Q2p",
-	"ydw8knY8Wx+epYM5sGCHFHyzAcMXjLmnDj1Yvt1DOPhtSAODizq68ZL3dI+qH/E2gZM2HRPZw4D+75Tc",
-	"ghPuTWF2XEuPme0T7+g6h0hHr3BhsOMXim30MtnayntvDVtnbg0OL2D0lcezjqB3faTitvsgxZGQnguC",
-	"9FsQfcsbchiAdQCTFuzj5NDh9BwTzewtauWy3iWKTYWzYEXTW96M5HVMmFt7xosVBXzhewzBuEvzp9sU",
-	"n/yTB/wubANbNvq+8SLdLBeJAQ4XPl4KeNYxkuTcVd6V0XfQYyLzgrO60p6t2qUAWgg4S9Ncz+GI3gLf",
-	"c/QQhjFJkPs5Q0+EI1fMCTJWnVkwRSpZtmsXbvWZ/Fy+i5ktXLqhvfKfgcWD3XF230MLxBjSgRJQU4fm",
-	"CMKm4oYRL0H3EJ6PCawSWo8ZmqjipZiI2glTmrFbGkab4rINjHZhlXa3N4duok86unIWbitKl1IsuFo/",
-	"SewVvjJufvSDxiwM/CLjfMG7NcELACMzQFdIZ+a7B7vvDXsy8+JBhSAVoY25/3DPHCMuhZ1xZxby++U2",
-	"dWZ/4d7avuqZsAK9vTiRjYBG6FiddzxEdLHLDRjdH6kM/5ik01vGNW4Vce9mU+m5Tl4pFwbhevA5KsKW",
-	"5Gyja1oxQg2w4pDU76iwUbJqy9lBy/ZyafLUEmHDzdosJ8Blm8PH+xLfUDpwu1CEI9RRfzeUbo6Bdj0p",
-	"ROs/wgtmi5r/nYTMbYjwPcTMvSTM0HNCxtRfVsjMw6i/cVga3itkJb1y5e4qtFoek2tldHPt/CxRnExB",
-	"rqW44wvIaJP1nf8MRS0AhOh8qgW5Xt6A/fzaCjHc+AsR3aCQX3Tx9iyWq2y3B8UB9HFQHLjPx4wbZ+aX",
-	"0yhGM2HAu/z3XhSnQyYKVhkcTdbykTPPj8mTC1mm4o9PqfDiHbyR8fwpPv4tcFTFM583VKS/bmgGMwVQ",
-	"yYweI2z3Srx7t4w1c1ObFFsopldpw0IIJ3INY0oQQ/Qw+2C9q43B8JRkZNfAPkkvwi8yVXXEfpNzEI/4",
-	"BuweuGG4lj1NuO3tFr2/OGMH2vzinLQnLhIzYdETIUyTANnnIrH9W9n9cBgzobVdLW/5s+Om47I0YHzQ",
-	"FfiOjUzH0eB7mYPoGtF9EXuGC8c3W8TrMWsL9tSV4k05Jmt5x0BuLqUwXLRMeyct2n79xCIYRtkmFKrs",
-	"6rziipVY0ccSYYFcpwDmEfvjPfMFjbaS95iztQBcF75cofXryP3SNkf+R/uq/xn+7R/Y3o648P+SrfEH",
-	"4EgwqsIfC/i3Hc6RbACnAP5d1oh1Y8eXZP26YZ78I4j3gZDaMMzlapgq7Sr3wn2+cnh+SQYWoOGfT0HD",
-	"20MOu+ITNj0m/rNnWwN677fbRVWDEZfVi7iO0drqImPJnP3xfffsWX+Ez55NihSeWsbp/AJjiTPXqYs0",
-	"7l+lj3qDOgWNVd9vTuIw5zTP6wVCh0/htAH4xjAAC+T7EA7toIB55mbAb87hpekQI9dDuL/OLv893Ww2",
-	"mus9FRDPCmWAjmOWgRFFHljhfoVBbIsdL6et+cRe4ey6zyOX/fhiVIcO1GQcQ8j6GXK7uZRx6pT8xyGD",
-	"qf3qJjFjP3xjI6t67tNyLhhV5arLY8rTX8PUkbcxhKweouF7l0cAPmcA86s4ROizZCj6dFpT3P6aCsNL",
-	"3xHH8CZa1zkzkO17vPUQGjwy9pzVIh8/LqQpQljWxjnoZwBuhNWIhj7Hrnrug6ISYdDBt+2Dl2NWehxc",
-	"2+hEd0EHL4gmlWxvILysbYiR5Fuy5qJAO9b///+9ePZ/k//kxnk0Bnvqmkr4LAd9cUGoVcmjrHO/HwGc",
-	"0AUDONHEzwHwZ2tG1WyjzE4oBP1FyeIOwIejmkYiQGFCwp1GO2WfDOz3aMcQAOE75ppULfPIBy560vmL",
-	"MYAxxEnsO64hJXsaGCPaYVDeMOH43t50/gVnZobYZYzsp62RBGuffXx1Bgx9QetaA5FYkr08PSOQ+g+x",
-	"kH3EqhbKB5rSCqJt1Yzp/V0BtNfC5LI60Qo7UPgVfklqucwAfqV2UJKSOkCj2BdNDhG/5+XTp08DYnow",
-	"raCEl84GmaEjOeKHWYwpRqk2LnrRuV07ELmDUEnc7t0mE2tu1GZekgS2CikSd/8PZDTzShNtieNmA1rL",
-	"kzxQ104gXV5gdIbUwqX+XGHxb2cNLoLWG/KJ7d3veAYe9rTRJll39EyxOy5bjflFOB5MNcL+9KhDcY9C",
-	"fvMhxGhZyrZTbGA9d0YP+ymE8e+HGmZkshDqbsu1K9KWi9npzmOWkrfkLiTroicRO78pEmS3/g4+qw+R",
-	"NcY5+zuZBe6jngMd1XKJx+clCr1Lchho2/kIClKxmsE/0IsCQXCdD7XwiW++Ej5Ez0UpcUU/lq7wl/WT",
-	"cFDIYT+SXz8pQsabz8DAP2GF7GOIATxyEfmHGFRuddt+uABMqRccGqPKBuNLCHSNW53H+qf9H8OlTqbx",
-	"/8O6QoZVSPfxhAwv2n0cI34cf3+/CIR/5pznsf0UNvo4mYfp0aFKXzUNImFZPnpyB59TZMwb+wJvd2eN",
-	"zKn70SkbXRHZzFsQtBY+dIaiQxvJJrR0UgvwecwL48bhg6GVtOK6seSE1/l8nPPZyxoCTXT863iKFAbt",
-	"9tjp9K00bH+4RhHT3Ao32tpOH+YSZY7tZKLu5GTk3x51DrTCrfCeY8tgQThw91AwpxhF71JGwdGE6wSw",
-	"0GQWdb8makbVVtWIcWYraXmySavqjDY4Hvc2SC9GSAHncmGf8JY/huIIRIYYHtAMF4qxWQhW86KUh009",
-	"e/GHbK7rSL7tK5fX6vMQQeQuHfzZjKHmUmlfxUm0s9vrWepGgrpeu6TysX3MR2eHqMM5NNvPgx0Z0xuq",
-	"jzD/dWxUuVxX+/W4HXLXrFZQLD75cFTNK5bKoDsMcBiuzg3Kqftltl5gCuvYHHbIF51FMfOi5aeb2SU7",
-	"1JVax7zQnC//AQmZXyy3sthKoHQMLaaQexZyoYcAMKnK7rNzKqcO3owcwRlbm8Gn75L9ehl7My7nV1Ho",
-	"6g63c+Q1IyU1tJbLFsrEU3LHlObSKvDbIbik2yx0IfkNE9VWvro9wFyUdVulgO98gFPWZKV31S6G4sqv",
-	"sBlvsYUXzyKHZtA2PH+ZCl7w7+1q0vBvbQkp9T3daKj38jSE1VGtmTnya349hyYxDyFv9euyQvZZyJAf",
-	"0S3jt6lV3Cm8E5fS1UyiFaFmZgynI8sEc/VBw+6NY1RQnUnBdqK7WGs9U9UenFP3fjeKsPZFR8kzTmvI",
-	"n9tJkMa437TYvCNS9Y7y2vyUsjnk+iiX40R+VnITEEoJLvM3UpuMiWMdSqVrVysdCqDrJ0HKdgXPbzag",
-	"orTa5aLaV2uuMf9yLQU3UkHOjUfg1FD01Hn1DeWpINpIEtEunTQRcGnHdr+SOiCacECYdpBOMyw80qWv",
-	"bjvJhJK1FWJXUSewAOA/4rUjtjl9zBg+toyeckSademeK0aVuWHUxGFKc0xjLuU51yvG5xMG03TBUhVi",
-	"QgnphjOEBh+LQzRptNZzfICrOLOxjNHrfUSPt0Lei1CrGemwIG4URApAAunu2l35m7d5SZ/HLEOWcxNS",
-	"yf2cixStjp679U2qjC+ApbojtYZ3tk/FitHacoKJiyvu6A1+YhUUY5pspZiTfokYHMBXmry5vDwjJ2dv",
-	"005hwB8fV3KwJaj9HBV3HwV8n4kEzqJl2s4RowszOVlfiTFCojeKLha8TMOKsHqxy2QFlqCilhNqK6jn",
-	"6kK1i4VKWsoTbd9JgwZR7w34izRMHRQHP0pxB/+cLgMVkMmjRerTRzSosM1uAQpPhZM0/iZQ64AFwe/O",
-	"e9yjeMCqY2COcQHv6TVMJlO9FRVLFB58R7UhtVwSbp+H5CwngHUkNKu0A5jqk9HwnU0+8ogMiOKGrbhz",
-	"GXcHYGZJiVMpDC1NqoDF+yiuMYotwSRv/KyDsN1pwrvUd0MZIANQTMvVNJqzp4Hxw5LBIO+Iqj9Lf0zk",
-	"LYToLRWtMFVIpLCHIwU3J2B/zwVVGy9e9zvsgRO0Isx72lTdLVGYYtEn7B75DWkiFsXHKgz58xmksjxq",
-	"Lpio0cXFIKBKOAHBhXqBqlvYyXNFVlwbBxw9OJtuM5O4BFIYJevEGT92XZbxG11Zck3XzI8vUxYNpjkT",
-	"jBJfToNIMGGF1okECxw2VqJvDTFyCUQ9XzN2y5eganwAjku7CAVkrgOAN/x205a3zJ1uDcEc8/XbH2XF",
-	"OkJwPaW8kG5030Nf2Wo9P/HKM3X3gR9dV7HnmDwL2P3+JUiH8NAtM0VE9+3rVDTAaxH8AKELqJ4bF8GZ",
-	"1f9OcWquOXCDTtTm+ZLDskSjpw+5p689iWcaFj4cyP6ZKmIG4Uc7WMzedmeosTtCI1wvV77iNEh/yHn7",
-	"kslAJInqzzyWFBI1OeNOfjTeVsr1mpux8eIbhlXRyCPVa7dxo8ST9Ux3sUh9HWGA9+N+hRrndiR52Mtg",
-	"2pilKoUP4HN7lyfLacbC6g6WxJ7m9+suNsOuXHjPdrgH3Rim1vn2Iw2IqfU+oSPxEQ977brdEmVi2oum",
-	"36198hhj7SF/mtv1miYrdvR3acURJAC1lkEdI8iV9an6KV178z5HDJ3A7zpyIgxskxPmoo43cwO3v+Qx",
-	"mZxauU3xs8xBO5jA/Q7sbAQf0J+fTTHcuR45jif/OwKTrTDJe8L+HiR+ygUkawOw9Hy6oq6W+Oi69yu0",
-	"z7kVsg6krtFelQY9WwXsjFvjh2AA2j6j7Yxw0jUKL8xsrNUTI4QX9qEsbLmIdi5a78EK+UmNkNeFKxWd",
-	"wA301OOqSVvZIyYqzSBa6ym5hCIRUK8QQQ4h0zlUmocIIQym44K8Mab5YP9dSnkLOOCicljZ3F0jN7La",
-	"pJOZtX49o7KNG4srCoy/+Tlgr8SVjzkOg+3grMUO+c9aLbAS/7brmdYtC5kC1/92dHFXHp1qtTiCD65d",
-	"heBOn4W4KsjrWnKxDCHQtLVDMrwE1JKbTWIyx+QG6wdK71xz2yWqDj3FfupT0DNV5cfqNb1eLBiimjZb",
-	"lZuiOja7lGoqDtxAR7b05EbLujWMsE6Ncl8du4RabkLvVi7EvKYl5Ttso2txngzrV/eQ1q6qW1ShnVee",
-	"3rAMshVUoZiFINd2J79es+t0moQd/5Tg9lEn2EE3eNdIfydjIi22zlBiD8ZYRU7G+eAvTSzOKPuXz0qu",
-	"WQhJHgQa4IU+KbEmRa3H1T78JTtnHPjylEEmVGzXOGAQKcIXu4Yr3FMl0qnaXmj2b4xU7MCS6BgAIthD",
-	"CqtlNWi/pWFNo6EnaQsyIU7cZfZYZUep6ISWxFVS1/KeVW+T4RlQe5FQ55QB+ABgKqdvX50TIY0Dql0x",
-	"d8Gs6YbcMOe9UXJ9jEhj7vuoJClAMNq96K17XBQrJRWH8I7Iax/HyORYJ1AfNQ51sBtuuPm4cdeu+2VY",
-	"PXUeWYp8pVZ37MIeDGMHJmYupPkeLuXM3MACMpwd18SBWyIUHDUYwL/X3JrdKhh2o3Ch7MfEal5k3WoA",
-	"rKbx3ekuDoAyAFPyTkTBhSOK5wlkuFY1Uo9BVYel8h7HGUU3QVdhNEoXH4uehhhIcOi7ciiklM2mRxFY",
-	"E9WNCNuOqqKWVMBlAgCG9jY/doHRALsIsiQEbPClPfdWr2SNmV+4Ot7ZPFOKoWj3hYKBgpBxxNdvJSbo",
-	"OFkWOK4KHJUCjhKi0nWHx0sFP3+0eKPRRveJPoo3+hH2+HPW+xvLqPh77+Yu2RoPq4G3a/5GgN/v6s5t",
-	"V5wrnOIKyZO9anM5sJjdS6c9UhJGr7hZ4aEZXjw7wvrfyZpoh6H0sB2RQ9t78sCsjUEBtPxQonJoDxnJ",
-	"3HyPz1cmzV5on7Dwjgv7NBJdrHF1LvGomSJTBdSmM0fGTsmcqmlQRAS2Sxnd7JDtMbvjh9U126mqmITM",
-	"DIKByBD3os1RLSngB/isz6iqGNTFB/4xkCAfIdmEHD4/ev7ij3b+ipbIvIUMUQbdz0/2kp63klQmBbYZ",
-	"Jc3+yyWwnMf8xnZGDu1/X379NXE/6Jdff/3kGHm1uOMxfByQjf2/1+YOV8Y0BbH/1QCyTf3N9fH8bVxQ",
-	"zHG2pyRKv8JKtuSw1Uy99LWU//UJqOOdoNyZQ33pwEfLpDnGUJWOsAgieT/dRtP3OksrEHxBDC0ou4kH",
-	"M/JzklW7djt0j5C/A+Lgj7JiJ0smzOsQj/wwuwTCkkmBquYwzHlbZjSmzga2vOMLZqIiLXCtxjEtbg3J",
-	"vzx7Rg6fA3JUa5h+Mo4x+Mfv/tDDGPwuDTE4smIPxMy0QrSIksKzAJiXMIRtb5hLJd80LiwJ1kdqjP7v",
-	"bOcuNB+7ivGCezWlIeT8KRRstL/CN08bJUum9VOMy3gy557nFVs30jBRbpKSBRY+EktUcru4SDiot1bs",
-	"EN3fMGbkCjoqvOmz6KNqk1is3pn4Jq+qNf10koUNe8VqfsdA4HA+Eo7R/5rI1nTk9s0UxuYUxGZDN/Yi",
-	"zhNOSjx6K6z8FY6Cg1zlBkSJxvLxholK+2W0vUZXWEfGOTw5LFtHAsZQ2CC/6M6635n8jaK8nmVQcSkU",
-	"2ZP+itEKJZLB9PySf/fs2W6HOrnu95Tnx+AeWMHJ1+XtTd9IcM04ysDoKS6W3RifTUGbRsObjWoKLGCc",
-	"f1s2WW7Kmn3wNqV9GVPtW4rMU0YS1YKjg0aZSdssK5c88L73TcxEvkkBO/l+czY9SSoZRxcjvzrSLmAt",
-	"/Cmb7i/FBo8Vg+NXHADvi56Xdj4L8EAeKSbY/U5lcIYnaN5h2cXOExIIunUah20EIvmomXo0b0Nwfg4s",
-	"eyjt/5i3kaPDrB+t0fPY7KBxeJEyVRiFg3vSvxG7bI9dwRuiaQ1QoVRD3CwW50/ncn/7XX+HkuZiWbO3",
-	"KZbSOeaC69i+qzs3LtjDfdB132a+IUtFhQnyqb3oUXmta/bYlvQ4uN8pT2jOG1aa61a4C9mMXeIB+DB8",
-	"7GwUyZNkv0prj+/kkgsvytvTqTMGPLiWpNWw77n2seopC6GOTYS6AHWXL4WOrIV6XNz/xhKebdgO8H//",
-	"x8nRv9OjX54d/ctfu38+vfrXo7/+7UXx3Te//tNk6kGYfUTQHTXlz3PlXYipSBbB7utNKDxkFT9p4J/B",
-	"SRjC5HFFrQRxR+uW5SOmppTVMB5IIkwO7NLKcG1duyFAhwPb7LW+K68aaq6uj/2R7FgG1z7Y355hAGXE",
-	"yExuiJD3aRA+29U8h3nw3I3vmG/RT7MLTUpvF7qrP+pUrt6lO8tQireLqwApy2g8UBBvBIzCbYwDuwQf",
-	"qxVQunA19DCt6J0VnvEbqM6aUC5CZzODCbYGWWDFjsBcO9Lq8G0HEVVPM+VMXYvj+ILpUfTYTcOP/Ja4",
-	"no9cz+kqfvlwph9Agx0MH2eMVAs3hs4HOgFxUoJCBvgDsamSimB35+Y4vY2fJV4JrwwAeWViIVWJAfB4",
-	"67jwq93imeAaS0hA6dttGJUB8dPbUVRjLMa2nBrI3sFEA9or+sdiGFmE802d8VfU0HNm7JdSnNaMirY5",
-	"y1Usuyhlw1BrraixNOI+BJBp0TZEyRYSvRyYDkBlgtIsNqGO2yx83xP7cyeLBiDfrQJp0aGghi1lOsvS",
-	"zYxomEHDFE7AfbKZv49hqdyXqU2dF2vkpvKwWKO5svxg/Y59LEyIcplw0PZTbxwKq/KV4qOVn0tj5+3D",
-	"I4hQsWOjtPhQglOtCCqyDsgBwJBmifqjRBmegYZih31MaF2T7qPpqKRpXvd3U/dGNLssSaRhL/F3y3m+",
-	"wH7vzFxeISBwSN627OXhnMWtRWJHF1zwXPGuKIsR1uNzM5Tces1O5fDFdpi7LOTs1AXnIj6ZSpvcYx22",
-	"8EB9T73FT3DCKCNpBlO8oZpdwP6f2FOXoqzwVyi8IEvQXu0iVq6NbaJHS1GiQfeFM5T34dyv9c81N+w6",
-	"uaGw8CpZ7qQ7nZ3Z/itNfm55eUvCd6RcsfK2INfy1rmLogSnbUsaLFTKzgnrRdzzUEQqWolZxw2b+RC2",
-	"Yys2zyEZf78xySPv1xFgrTX/BTw7NxszO+0EB/KXHFqAm6ZHCxhy6Xi+MxKr9IyZLHi9z0y2AN2XCHjT",
-	"n19MP8PFjYfXbXzyzHB9+54ZxctMkd+1bIXlxDgXqAORiuK742XibHxfy/I2qj6ZKEjAcqsIPwcw2Bnb",
-	"v9Bp79gP3ciHPpDYfpiCR3kPxQdAdcrYEwytM+O/2IOCW82q0eXgwipJO7R2hpXhMhCkrr2CPDt6PvCn",
-	"QBGeiI8jfHsCpdysQsGtg7AJvaWJ5xVveX+ESep0WHJg2AaGDiWhs0h76KBAeUshC8XQBkZYjZXpOmOE",
-	"UbRMuC1uRw0PrpkenElkeW+oomuGKQBOjf5eVhv4SzdS6O4cO7F8k7RG2Csp5/RgmKoVZsT14M750+tL",
-	"8jVt+Nd3L75Guv+ai4W8ttLuNXZOLuD3t2IhnzqGeJ1JTJ0PO9MoeVOzdfp84bNU8RF4QBao5koVsjP8",
-	"+tq/rdhsdW+xvHIJJdEvcYOTiEthZUNNDD+0cbiW18CFod7a8qRp6s1+upavIgdORaixz4VTgZxzvgdJ",
-	"nhBDPjWsNKy6WNEX336XkhwWrWZdGBPwbSFJLcWSKYhwA9spRo/PceN/QW2nONBRUcb5nvB4VTHnr0DI",
-	"2P9x8eFHsmZqacUKU666RDZf3RE2OOkW3/IN+8KX3xYzHcUdVKN9hGLulruYvHj2Ysu1fkyeuTe0T+N4",
-	"VF9yWOZRZ2GC5qeUSUvTvvjFPIL2xeNH8agEu0dKhsp7pKlpiTHMUT+hikOuvOENLW/bxooDqRCaLkWj",
-	"8fWQbI/ZulZLlsG3XbIq0Nds4TleamwkJUKXu9eUqEKY6TIjgvGapZ20p73iCNnFyF4RvTJXyU/nhQgk",
-	"OBIa0icw3ZEsFINyUoEZ5moqaqya4s9IrmXqS5QLxgC/t+sHY2UtN6e3jDCwwmd6A0DT72l5Oz6FHiU6",
-	"VAaHTX/DoDZUf6ZYNdUfGJlLJdCZu+MVZhS5Y+BujvtpW2YIQiijeh6BrgLiyEHvCIZhRPvZW5ntTYnr",
-	"VvkjOMW33GFKY3z2T+s2b1pwVqfqzuH79kpZpema3UMOfELcqakQrHKOI6rhhkqr63WVacPnvE63MZuq",
-	"YzYKm6UJNy44woBzC8o6QmszMs1w3aI5REuyPaqpLYyR5FP1n7ZvGW/W7MKTEDuqY8rDfZ7PA304XZY7",
-	"ramgS1b9YNdAZ4lHgzM2RGZGosIhB6+T2RQhHF6zUjFTkJWUt9rfe1zFyPZPjjvWhAIlZBQ5ntC7h/LE",
-	"3FckoLenrUqXrx7eTbukIvBHvQ72kxlfI/KEmz2WKh9Q0S3bkMOSrll9SjVDYRJqXjoO+T9P3r8DmniS",
-	"FCBzbPbizcnRi2+/i/nsMYQn2TMHJUQR2T+S88E3g5J92GUesWnPydaMCiiavQPT7m9cj3EHDh3Ji33y",
-	"njq7lt9lKk7aG2oRXaD9tccZHRMhwcsJl58VLk0qp91Nf+TWds5Sci/butoWhwZljf4ush1y9YuH3s3F",
-	"QcUXCXDkj4IvrDhon8bNfHGhcONiebiANPXCpZKgWv+YfKHBu3ZiRcNyImms6B172F36KBIiLM34fe0M",
-	"XBxKo0DCf07hmsoL95wgOvl9ahyuZRFOnB9pSjRzlLj7hW+ZxsPNK/YkUsUi3drJTb9VQ8vfx/ZBDgH0",
-	"VLG1vGP2u3AlumLW9l50xo/UPZezLIxtsmIX0VyHDEbFYxwKcl9pn5EyVqji7yiBzLkJuvmDTKx3kBbK",
-	"Ofx37lW/fb/P27UzS087Hs3+vgZiPSbSAZtCrQhtaAL+bCmbU1qu2Hv66QdF16nbGX/HgoIBsh5yOG/Z",
-	"ZqEg3ly63CCX1emiiD1MymFNIVcJ05G0IWu2lmrzZCq359mz6TyTVa1/yJRcevPugmi2XLvIvzXtORcW",
-	"6wacOzrpJljV+gI/zSaxxM1XUaFLlzI3PrkXcybmRpBULfCJz0JzFuIaQhNrurE/jw/gm3gAL5IDcKUS",
-	"cmcWqmZA/yJksr75cHH58uzD+eUcrlzL5Tt2l6rih+cCcM5q5gqB+n2r2E27BB/tQjoUKPtUKZku+yzk",
-	"OYSKXk7kRXlTsw8HpJ6YnVlZiitM8bwSUrArlaxtsEeiFDb0/7asZRMnkBJdy3DG1nRDFrSufcEFN8xa",
-	"anvFwLnUOx6wPybHZ5ozqcx7mgNQPr88I41UE/T23bfffvNtvBYxUEWiO54KF4bExMfuT2eo/Pzy4iH0",
-	"/essfv8RCrXvJ5KhxkPKmP2/RIEVi78H4ckKHKwibQO/iby699/IB7abNIH38u++qyQRO1FrzIjYiZ0e",
-	"uMbrcutkiuPvcsnvcsnvcsnvcsnvcslnkEtinh9OU9Rlb7a9lY75WooZ9dlDkWDjKcLKHoboLOZvoh9l",
-	"lfNCOo2eVTE+RyJQwl7GucIpF73c2+7yjs9+VzAxUU3R11BM5sahGyq90e+kbNBp0a9b2FnZwIWVK1w4",
-	"i0+6ptOVD6k2b3xpznFodJBm4O7F8p6s6lX8YXfsAeV9PqP1aVBuIh8X8SBm8+jcZGd2MbbNuWJz7rJz",
-	"8DSIJB8TfSug6gZAH8mmAZO1zzK2ZN8Kgf8qFdWr7vHVgvI6xCzIxWK30nRuWO75Q0x0oQJddPzjGnPx",
-	"4Sx2ZpTD0zPOwE4anuZhHTpI9vSTw9pzCkzYhpSvhAP8SYL1hfqAsyIYXB2rTtR2BWcgXWIPUEsIZOKG",
-	"VDJTPmDNzEomDi4wL3y4Q9T5GTWrCEceFnDsaGB09VRI2KZhGlxtwAUXrSixALSLFavrftxchk7dTIsu",
-	"8LvrMYykOEgVdMwQ1DuuTfb8xPQTFa12XoHR6/LBzFTeZ5TFbiA7uoD9EZoCmO+qwtoxjK/gaQTjlaHc",
-	"zgPpgL+Eg8wZONGpuGzFxBFD6rFN0KapNxhbY1rhwqcS7vQOtUjPItGuF9UOVni7Rkv34awYFYhoSRXi",
-	"lrc65iCaOZNIfASbmg7KBgzHY5sP6M1/z4CZuTTu4QF1rvvwQrDycOV5EduV/D30ZSDZZKr3b16I+fx3",
-	"fne5dxs0OEmelsfudn+gxxnIKP+FCkqJGiJ9zpFmlVYuaKBgWew73ZFdTvLKGSwymxHoHuh+HJIvrguO",
-	"b+RE3vKWZAcJLS3b44+dVTVPJk6mo6WZGjnuDNdwP8YpTTkV7swOel6rsZk3Lv6bbB6X7i/zTsagNPNI",
-	"VTxqyhXTp9HY59xO9t7obZUd9lc6seJ7Iil/Jm48kn0ddFinr4SLCj/pF641/q19ldm5fKq/60Wf9tM0",
-	"t03b6W2OVyN/us9Q6zsp98c4/NCYbRbgtUlapmODHtcdlCh39I/lvZm3e1OpRfO3Z+80ma7B30CWi5vl",
-	"bNnKvhwKZuhZdsIIbtjbS86CkfAV1xA3BkaQ82AnuWjLkjHM1vjB20gu+ZpVH1pzUBycUlGyNLzfnLSR",
-	"YO/w05+Tltmb/ZiDz1NOMj+gu+/RPKidRry3GdbFqz2+NXbBl2dJ08HrVCj1rKyFz2njLZs2m4d+evaR",
-	"tJpFOcR2gwrI8sNv/GaVUrFZKep7Od+ytmVkTxldxAXDO8ZBDuHSKog2sil8vG/hgN8KQlsjPbbsk2yH",
-	"r8EZl+4PA4il8hYtcNzlC28/UJ5hnwzAvoxKJLptmLrjWgbHtS9b5YBoKFlQXreKOSklQHM+rJT+Phw1",
-	"FVLteAfhcPWNilB5nRC9ijqZ72Uf2CMiIGZldt1mdFDMcGj4V10BVMsDY3kwlLqreLX/ijuq1ckLGrdd",
-	"c1GyaFxRvZk5E9Y6g3xxzjRkRLm4hwGnmImF8V/dNTKDWe2iPkTuks+gP/xWvTUYgaBzdUI08sPqN2MH",
-	"yvh+Gt43EsVYWuGc9i6v+GLp8/Xo4PXu6W6xOubWEz0e6niKGNyoXDe0GKZBinrGyp6ykBDg8AylqovE",
-	"ZyyuaNOZQZ0YZQ+3yqbUV1yxjNTAsWaDIrI1TdsTCOGRlQLhSZKAe2XAJrxgfRkQv9RZbIS4itHW/Yir",
-	"Kuh6gG4GJYWsMGJMc7So76ZJPapH0y1SEbakm2GeJn5iNyspb9+KG/nptTAqQxJgi2+kr37iSxVkiSJV",
-	"YBBquzdNB7Uc5Hp5C4XaC2SZjWIeqH6SM9pv05l1b7z3wMq+JTW0lktMNz38IJBDuRTEtOzIZ2E3M7tk",
-	"BWE/t7T2Hg52x4R5W3kcY7dG97jQ+HQfGdMu37pXgcyqym5PeMbrRu//R9K0chmvu6XA0tQbAogIJeN3",
-	"rCKHkPBk2KeMbO1fHL0ge9bdrm1udsF7xI/ezNhpOnQ7gZ/5sIuWK8d2PFf26rIrKvl4pDs4yXAHBWJO",
-	"zHr7OutVoOrtR7fv88592mcBDge6DLqkJ2BuP9k+8k3SnPMjKJHBsG5fikqGUkOez1UJHCJfQktB0xkR",
-	"oSsl7xHj1FeKnyMwZv3TDjS1IILdQwUuK4/u6HvZ5rIJVx1gvI0tIVh20VwNQ9oH/rDBpNKwnL7bMe+4",
-	"FXQAd20bRs9yD7lwSOfAMUCHdjbPlC2xSm6hnRciy9gz4xqxL/evSJfkfIVHzv/1c8ssE6atWVn+jIhk",
-	"V37WBaENvwL09+i3Dn78qmKC25+ENFcON83e9jUvTUFcKakrI+VVTZUl31botkFx6woO5RVWClPUsKua",
-	"rznkYdgNUILW9kZvRYjgOA5w9bVccqGtfBQmEgFQFKSkjSlXNBqz/yWkejvw/Cssu14VRLGFYnoVZgsA",
-	"NlRUpNRqcaXYfwal2a3owcuDrZVIymDMUF6P5NL+LfVNH+HOKErWw51e0NJoQm+kq30KO18Q3ZYrz865",
-	"q0Pmpm+vWS3rOxYQ/iPke6pYQLzbIuSs0flNu6Yior4OjA8QEwAHAkz/N5YlKp2xTCtm1GY8rkqxxlVp",
-	"C6XYHLAhqalxkdQabcL9+W179iJ50yiarqx7aR9E3jLX2UBiuf63I3jx6G11TTy0oqu2MC2FwpmOM9b9",
-	"aJLM5A6KId6xWjYZ4/JNj6lUWDRuQw69q4ucFOR/YUOEuZb+18ETPFntmilNjKwBDp4woDoA0AGos4oa",
-	"mgBcpYbuDHcizJFuWMkXvHQdFJ37ByQqS7Hc0JrrXjCfn8dXGoVBhAs3lnCSZOvkyYRmDF8DI4CvCS2V",
-	"1FaGQ5hvKCqHP1mC1sfuOIU6guSWbXqXSNvy5PGHIYzUnvLSsH3NikK8XBHNagBABkKHCnpyEdZ/tg3y",
-	"NHI624Pg0TrvEG+eL7nAsgT2nNK+gMwzgp4sAbugOjEfTZkrpGhVUz6YGmJ0w03hf8eAaix5OF+oncBW",
-	"PqMKEifu+hEEntgLj71Qb8jzY6ucR1dS+AjqWrli1ci0rOa2bBnAfM7FZYZyuAnhEFa+tzix8u1q1oKV",
-	"ovSyKwqpUjk/TQBilq25sdfukZMwjwzTZtrfNcRv9sckptbhXocJFZ2ZCA5/ilW9AafA6YqlcOX6gP/D",
-	"iNghksJ81FeEIRnWdMGWCddE3qaPz+TZHEbrTlsX+6jp4fsA1HsLAatL5bDmIiFnhrPSISJ5I9yYU/KN",
-	"1CYLqm0fEkz4CH7IdARr2bSnUiXDJoOEbWWyktbk9OyjnnlCdvDG3a9kjT5DIu+ceQkCqkFWvKP1LsjR",
-	"UPktFX75fhtifH5oYQxgnlBRYKALWiZXkZl7qRBPH9+Z3etb/8lI11YKf57UUo+wLDGxbxB6x9RQ68sv",
-	"ITT6bcrnsDCMiQe2nGz47iHjXbN1ltjeoz9ndwxyaPZyBHv9rdAGswvWoY9dcNjXbP0xD8XeG/fOEO+N",
-	"vWIn8yg7ZxqcvhspE660Oepzz6YfOMpwBQdT7u2bp2RPIoEIh5PxB7x36nL88RJixh+ApB1VLdoKRUdo",
-	"TL1jUsA9VMyGZrhP/K62SxVhuZD1FETtFwQMuAuZ7Xuquq+YtvTils1KXQHI3krcx/Y/OtQdvV9xw1zq",
-	"tH0wDQrlBjiasL9FFJPxYL0dRxqIStftgzLdRc2590EjuWMKofNCxT89muswr4iiyESi6SnA5kz6wSu+",
-	"WDDFLNtoQG+HlcAtmn2vdZtgm4NiC4mbbe4puqfhGO3gBe3QguO4MBz+OOGEMY8tzg0z98wLqQ4RziOJ",
-	"V/E58MKZW78dESe76pAV9K079Affaxaf2b0wC/53Kq7LTSnT1nmgklDwdauF21Tt/rOYP+xdOaJvK71f",
-	"bRDKsGURPmSy8VnwiL2pAU4iIMSjFc8FyvZHn0NItEsw2JbByo4hIo4TbVjJtEMjZrYxvwsMOpXI5Qop",
-	"juxaXEwtYHrwmh2tqKhqzHZH8diuTtnYE9jcfZcOSNyPXHsqI4ekMqf8K0arHDFPZGlCZFA3S7TF6D3p",
-	"uoDzLxdkoZ/C4qzpp4IIZp5CLKKWa/qplEJEv6k1W1/1X7vv/cSbuz885c0VSBFXjVTmSiFoY3hqyubK",
-	"3KMxfPDzgosrg+gDgydr+ulKb8TVDS1va7kMT797WkqxeErr+qkrvH1lfyUY1QARVEJmYVytnLJeM1Fl",
-	"OQj8TKL34GihdGTJx8qKepr7uxPmKXfrsG0NpE8ME0dsCoQ4PlgOvTTH8ke1cRCT8AJEch/CDc9Qz/+L",
-	"Xe8IsrrL/d7Bw8650/fHgo0UBF8YdtY+76IjuNnvqST8V5Hbx3coE3X/09TFNWH9AoH+Y2eiO89oVD+t",
-	"Nn4voyvECZG9O6akAlQLu3NGZaQd/1JeuIg6i3oiZqVku1wROoj33xbvcgSW0RH6JIef3LAcoIBf3LSn",
-	"KiaB7t09+EcntcxOZg8rW+T2tjf+FNFtmd2SIpMY2vWOwdNtj2vPiKmt2GlJ0lszt4kQLDvnrLzLFeQL",
-	"EUJosLmR0sw0BEHTF0nDGDYNntSdm62UbPTbpOXBjbSh5S0zmtg3m31GDl18aFNFBe2QH9w+eNTH5oA+",
-	"d71vy7mhV3u3m3ZmBGrNYwK4tUpT2JlbyP1pzDWfpjLf/H50plh59z03+owptP/ldwv82lyQG24wygkx",
-	"/maaeu3wJjqCvXtIL2lfT3f449OamnpqlP3N7e9FROMxUXanNzpkKT74zkoX560A66ugjV5JkwKkqPly",
-	"ZYh2b4zndccJFVt+qB3TtyLzdShh5UfxwNSuZXm6KetkfQ65brBq+JKqGwqYs3WNMcZzrfNLmXVx/wmq",
-	"44OHfSx1fymVbA0XyUwWl33RvTNTJ1gx2pzUtSxHi8PKBUJY2rd9NeeZ87afXGxyGThvbIM32MeNoVxY",
-	"Lc9bs7qawHMYZUb0uRxk66ddxu36tGlT2YmdD5S0oON6VKlMklBmmWXDxA88SVwfGuYSKf3vUuljcvR8",
-	"K9ZpTmjoeB7abyNjak460SCNaH44yU5esFB1bFffVxA9MWMmzpMZeq6iY7t13AbHI58y09FPxKcC3cbc",
-	"Jc3Ul3xPVfekH6MZh/cMTYMQkXgCN0DmGK6ooiXoZ3ol74V3UZUrWtcMCk+tISja9iM2pGYGDYqY0Bm5",
-	"rp5/l9SvYARp/SeEbrjAya7PGwZOHofsdkz8NrscU4xStGwJU001OdSMkWsXBfo09HodSh9Bwphr8ckc",
-	"wN2Gan0vVerouie+7VajWTZq8cW330268exnaUkSSAMzBqIuyKFd9CMuNBOaG37Hnuzc6+DEhCFE003R",
-	"6vsutH8sIwvD2l72wPliL5vPHU6ZYf7uefY44NwI3sUwokN4gS+c17gP1vSh/fHoh3d/KeDx0eL92R8K",
-	"8ubdxZPfUVYnQNMeP9cbiDC7qty40q/wmlvMVtRMhx8fkNg9lRhtt9CvSS/t8VGypB/W+iOkTCcPN3IK",
-	"ApUUI6Lmmrgng9LTgDgFkGHaRVZujv3WhBvK/rUeMKcdWdJkAnMvmUzdzVYw7h4VuWsLM7SfBxbEskx+",
-	"c4/xxonOQya0e9ZxKqm5O34TN1066yxmOZoc4uD1kz1B84Y5k7qA0qTVbBNtfDPvjZ0XNXLOnNvpT0q2",
-	"TbLWCj4P5vxbjlaXgSW1luWtpY4Rpz3X8DGBd3V0ZDy3W0hV9izfveCbNmWgeCPvyZqKzcyDYPvPuJYV",
-	"W2CmBuxrvEm9E90wcWQp/MhFrwB9l1Y6O1KmObIM76hmVLPoQUeW4e446gjUKCp0KSumjqxYX1PD0mU3",
-	"wKCdUgg/NpCDBI8v+C+QUuFcDbqL4/YbOYJx2ndRSBF9NgPzdOjz5QKjfFoEHHCjLzpamUubKZNIq+05",
-	"1NG8IFQwkZEc0Znz17ZJ1Umcw4tjuVKhoTXdkKUkdMVoFYpiAPmmqXdpT5cePV43m3C0duUEg0P8ecBo",
-	"swE/F1jaNcTc+OI6n0U6y+SkXrRQtZlCpUvvSAfKm3dFzr3SfG6q288iIpvxgKDebtn35wRARgTnXdxS",
-	"DR8lSRkg2k49h0qbu+IIRXB3wkfetNbvYAZr/Zwk1gPhs2vgi/naXz4TdDKs98R1ZuV2rKLvNyh9/FWP",
-	"k+16qnWkRYwHxfWYn8e4Rb0Z8lDvOy2ji1G1hLPgJfhXQkV5IoXLd8zYbXOxdNmj41e0m0qxTam9pZp5",
-	"onjJzul9r3D1KEhgAj2PagCWSKWHC5N0jPwAZdnxKTn8nyfv3z35PJW29y1ZO7vcrEnDf8wpIu0WJ/S2",
-	"6zY9ID3gBCqq5XfUSKgvyF5G+t0NtWJn2+AtVUNJ2gJf0wVEJWpXn19URMm6dn+GpLdQ6NsekTR8ZJZg",
-	"vPvKFfTfopzYrPfdi+d/SJko/8ELI/4jVzXszspIjsTYWdk/UG7GUcnWUpcpMKV/KBrP7FNye/jS8S1L",
-	"5udg/ZzKUtXG0t7af4knJBV8yspU7iT0hKmu+pg0VNurGf9EwQOjq0VZtxU7w8dR+NssRQL6wKzihObg",
-	"DBzzAtpgdnaEnVUkv8HjKef4OCSPw57ecGEVDWxhru1ryQRALyQNsJd8zZy4C6ZKK9CFDzC7fr7XE7cn",
-	"L6E5eQoyp/HdnLSoedWmPb9rCTFeHrTNv1oQ0EhQfG8UW/BPw5TtARjJLNI4x+azaqXeaQ+HtwWcjX3U",
-	"s44m+9tbbOfgJ4ktbFXhD1606MmTLwU30u7zmeTpXFcqhlnfK24nuCE3bXnLDDmEq4PCXVVxfVsM3Peh",
-	"ulXlFNdUoSywJ52b5h1amBK51hE0KUE7FFmxeq6vIlUp9gJBiXGUOJn5Z2IsuAgWDQJfXZjR7unmHzWr",
-	"su2/4csV08YHMFGxiXPQZ/aC23I6NY1BoFTfYbhTV2c5/xPsrTMbbnkC5m4wfnOejS3xa6bSMSYj8xoJ",
-	"y8Q+nRN0DrilooJUrfKwRB3RbTNL703IeE5g0XTGfTJ30TKp/rDxsp/v/yh58/5YuLXfJ31+NL990D5m",
-	"uj9eYCh0oOLoUAjMhhp0PSyGOeGhOZt3cBRpf50kWNMIjsx02ClMQ4fY033nMLi7aN8W3gsw6mXlDzL2",
-	"fZL+3OjUIXdMcLItbjA8qsPTNWRRxdaFlLo886VxQV2bcqRl8XxPzt6Sj+fvHBZbZKUqkLp9PA2dytNJ",
-	"O4V8i/a+HraPDeKTqMiEagWC0aZDVVwbAX7orw8KxIA+enEYYO3zQojzY3Var33/ESM1agBjm5Fwz3W8",
-	"vwS/c+BpbkFRl3nyGJWbhhsewzz3utzHarxPkAEY7MH5b0ljFbjWcTRIDf4kWmsE9MOIJvtlFP7x4Hin",
-	"bAzA96hVdZqW27guvGefqIBgMHRuwC4YIIBBR55/JKZtTNk59Wuh7OYyeZUGJoM2ITBv2EMShXn4aYeY",
-	"rl3qvQ0rqqGZEdbTr5qzPjGhZF2vc1DLDy3OSQ6VlG6CFEyaECb9tRXUvtYbnTlbke3/NUB26hTLgUdB",
-	"BAT/tIndBsc4Mk0UE+yeUEPMveU+XFXag07XfPGAgiBRZxdM8aQHEH73oLuHK/bpSX7EhGvdsiowyWV2",
-	"X/aoq9fLujBYoRXjWkdq682LQwQiDaYlH11ZJcTyLxOZiFQ9q4yJf9VdQcljsR9x2GMgMkDcXgzYLqey",
-	"2/mcfy37gtT4KlGMlitfvCWmjH5NDsuMlIqywLiZjLp/1GBKF9j0ZI5vdKZvdRJCaTwsskuQ/WzBkbmr",
-	"+8QXuDGtfhnu40MKANAwHuQfBRFyQN5kw8yTwl0wRbj6H/kux6G5cgHj5ZswkhqoMsLqmWe8cXfj+wfW",
-	"6QRUYX/POgzlyeKjOf/ydDWVwA9mVqwcmWWPw20veypkcfuqylyzW4GQXgaYClkM8s7rwLNSyYFS4MZG",
-	"rA3pF9WWTiwqXCKIFCU7Rq+CvbHRgUKg5pR0hJsK4Ycd+KjqdHn8C6+idXQBpsnhxYAVqDOy0RuqU3X0",
-	"O7xXr1ycnhTkGp3RL69DFO+KfSKR39tO7qKF5Txrb2pe/plt3oqFPO7dEujiDfwRs/RPTzzcU0ZaqDIQ",
-	"0mEzSmD93AB4ig6FLuzaw3hh+VtheE2YJ5VMX+C3zEQ6ANrztb4re4tMnj59eh1AyYAxGUh79Lg9Eyyb",
-	"5WXEqMJGBZb9RsMUx8pM7XyxdPtzz0GG6Ngu1btAlCBAOIvOoiOyYkjU3UKPHsV07HBXDlo/IF64O6kY",
-	"LSw6ZXSWE6fTj/YOGLZNnOYILihZUbnRAaPAfLUE6g1iqXOmiZZkQdVcjNtdkPiiYeVO0eWmYSOIU/7E",
-	"VJLpPqaZq6XjBW9XnivdlWLUTKeBuNd28LDgB3/hdAKsHEEI8e1cfZ4qFIWdGifKuRQgoWI1qiff7y+a",
-	"dQOZObF4PNwQ2ZoRbevHDKOJyuLHUjA5hOoEGEr3tnoJ7j2vczEF76TDv5gv9jl1QN3pwhpu46z2FaMV",
-	"mi8g8wTB7bkBdHjtJz6PdjBCZnyzAZTrkXY1gvr/cwqe7c9s07uE18xq88AcKFHsyNVeYFU4kiBkylx8",
-	"+pp+OkHeo0eZD61rec8qrwxmFzPPkabD9HqcxA17H2zZJb9jIqDqDVhGojHwGFZzBHZvpsDkfysmdc4/",
-	"KgijqrZsNRTA4EIbRkHf84UnfW3YXGCDQzX7fpOscuBqzfQ51RQLn5PI3qtYSvhjMamc/vhTKAvh9xvw",
-	"LoMhrNyUNftSVbmLgzuu+U3NPlqpMnsMNqTyfAXz4qhwy7aSUKvEvAyJDoLdaxcnDkTItee89ikQwGMV",
-	"A94Kz+ogY4M41+Pp/Ts9UgsHvKdPjeHUFUFY6XOP+P7u3bmDO3N4c/VhCSJ+O9iWvjQaTu2EMHYCiKep",
-	"030SyvgM4iJX1AOlgtTsNUFPqDct1ujwI4U9dw7We2pPTmMViZi2UVvh3tZlmzRMrbmgdc6q/ohIyhEk",
-	"9G7Snf011cUemQlGkkoS4SLI9wjhnn035DiOR2HVv6H6/8mzmjmcY4H+Eb2/AryHaRWk8/RA1dXClWMF",
-	"DduFZf2upfyupfyupfyupaQcSsghkvXN1MbzWLSmF0TW1e5VOKPFvFQU4F2kSBa4+V1jmr4VXU3M3Srm",
-	"vcVS3VvcN0Me3X30u362k36mQqLr/L35gNd1f3OC88+Jm0wg8vjkhv2uIf6uIf7Daogd9wtHrbvBJsTp",
-	"1/7e34bcpoEwMRCkAP6O2ycVsjVHUXOLKr8ONZT3Liiyc+3XiQWYLjTeS5LfLrk9p+T4mW0K45IeXFv8",
-	"/FErift57SO27FAw/L0vEx739wXqhEejvTDUJDFlW/DNedxwLBHLqv62J1RFLJL3yuVRvs9F2YPLF27r",
-	"MtRwlS4NAe7lYGZJLk0+LP5mc9rXCXMVBubgfW8vCZBYMLlsmnQd4JtNF7X2Gfp3cvYhi6VurkmjmGai",
-	"p8pEJbXpp7FdeScFRDVMbgzd2pqZ+RGoDrjr+mTJ3qfji7xs47QHv9ZCGrJhJrosj8mzLkhs5hg+5zn0",
-	"py5s/pAYi8TpGO5LcpkmjnCkJyU5dk8t80kBWYd0WhScr5NOGYs2Vuq5YbUUS02MnI2hkjUzbgokg1z4",
-	"dV7WdGCaTBg2iD/73ELlLJPIvZKGpS09wwLLIYTc9KSwO5Cipq78EKaVQ965hFAhH7i5FbBJ/rOFajPy",
-	"1gcRyXsRYmWaIde7p6pi1aUcqyckseBILxPC9EZh5SyX9T2biOyQ5lT6iGrbPgi32zLjUd3Kp6Tcg85D",
-	"b+efs1wAj+uy6C20m3lu/995teoD4FMl+ciJCOhVRwtaWl4ZtDH3BAK9RS/HpHAOiSpK/smynhGj8I9Z",
-	"Rwd/kLGW6lus2/XbNbllGd+H1pRyDQG0YKUk7s3HxMqReYIA4zrXpHKXr+ecqFAegeYW9MsjbWTT/eXM",
-	"7PEPTk8DrTl6HsWHHkEORZKfhmHOcyiE1/cOMsh8uIONCChvn8vqN+HAihc8MiZ05BLZBPqmgp4lIDJI",
-	"hBusp+ZP3VzbnCutt77bZlWTKmteOeza2Ek9TLDZB4UdpqeKlvhE/ujLwXVqWWmUaLdr3KUuBu3tbuZ/",
-	"2PQ75Im803eAO5Gut4Y8aGrA6FpytSqw8huWD3ER7stdSpv37n1f5agrqtHLetkMQSWyqu8e4s14gq+v",
-	"Z/n5UnUzC5FJANqwByRDPWYG648Yym0fPkLWytz80AQKdIL8ps/Lm5wXzz0YPy77rGMjuTBJrFqsxIXZ",
-	"mQjLAtBaDrJ3Tx/iEJRmdqU+N87UEn5omDhpOEBCpUttIyIVWpohyABq6HaisSJKtqmYnzn23aiUzU2N",
-	"EC0JUdGsZJXONiH4cFzKS21ruKwIr+KU8VZUsmzXVneucGI644E0qQwValbEYzqnv2NqzXUmrdRXKb/+",
-	"dKTvyqPu3eteSjb8iGkWCRhTWMhkOSL7gCxkK6rCbpsYiLj2b8v/sPUrmPxBcRCvSPjRvxRNp/sxLPwV",
-	"ls12P69l1dZsmlG4/XZrXAyksl6PfrbjIlVM4zkQt1MAxOPak6S3BdDSdCB5ii25BqNKRBrbUHn2o9kZ",
-	"5B5AzX2XrkH2xRDNAOpE0PrcTu80jcDemTO21sMeH6bI9de+na+vCxcJQhUj7BPA1kXFxsqw7A+rpvxB",
-	"MGIfgR15mzm5LDdHLhqPkf3pzP+yK4beFt9MeEfCOCYXshO9Q3WmiB7mOJBwHpMdwdw8akDEdGd5lXYk",
-	"iQZy7aKTsjPq2+AsDbHfBuvbG2KSlAfrNFaw+kNrbiyn/IndrKS8PaWG1nL5+i6LOqENFRVVFWF3SYzu",
-	"dMI6NAgZ6wWhmgAQMxd2b2oqvtLYWKbWiWxVyXLAx3eslg37ShN8zZUvR9hUrrtBbuOtK75cpnFewD4F",
-	"WZLgN7mbhyOMibm+2TDuGYvuLevpBYf+g0Bi1wvzOZ133J5oQLzBZNds9Geq7s+Hi0tN1tQKwxD+WaDD",
-	"EP1S3l5IFDNqbhmKKcOdHXgI44lCiHbl32Ayc/j8CbnULi6riHYA/ofUkLXUhnz7/EVUJy7C0bAyKlZg",
-	"8xIIRvfptixzRXhgY3LGZdw1bvxsR5pIo2j/GBVNy1Mxn2Ux8yueRYBwsR7T+A+WZHwwUR/wAtVBJ+bv",
-	"ibxkFSRjmhxkCAjC/UBwGBSGj/XVTvcjKe0ybjLoaZkRxbF87NPk4lDyE+WGi+W5PShRlJomVevhMLhw",
-	"ThFIHNAPC7yatHYMGEuwd+j2Jgw/R7mWw2z7+BKVMKv5Jz1GaXBYLzsd+AGvxaqY/bl05zE+VkXH/rbo",
-	"y69l36rZzWvAZYbEMDw5OzD66eiccDFWITJ1blROJ6PADdhAzUuPjGO19OcPDtZ5j1jhHpPIikOPGr7T",
-	"TTpYed0tuJMdIXfNzg/w6dZy7UMM+hvyBYJ9BrMAScqJaenV60topMR3A5DyNh3lavig0Laga15zpvdd",
-	"dmglA7Q8WB03kLmrkKnsdYJDBjsYypVd+NPNBqSoe15XJVWJteg1lc1IcR1wTehNNtUBuk5vEX7fk3v3",
-	"WdqetJ6gapGpz7FeS+HAtLuysnZEyYn4xUpP5RrbefrP126VpatOhX9pJ00iLU51lpap406j4YQlnkEv",
-	"F1lApKViS3sfBQSycGlZDox+lu7MezyRPvpkDs/6zLaQrLcJAELUOOBy+/9yxefj9vrXMx2cuMc4hZlt",
-	"dpMc44PRUnBBGC1XuVTI4I4cy7boijMxULns4nKFMgh4+DPrkokPC6X0RztFIxI4KxSh5a2Q9zWrli4n",
-	"lLz49Glmd77NlA8r6s+ZIUB25vbgyaWaDzLtXL2jHQCGj5d0nAlqRVsNUjrtYj8AjhP0ObsIc4vfe8/0",
-	"6BBQBCYGkD7LmvL17F2LxedZnbiqKFxBampcNXzX+zhyund7GdPRYHSR5z3hbu/YT4iEVx/E5YrrNFRw",
-	"nAnTfeEzghKMhhyC0gOgok9ysOFWfah2Zz3A6dzXM1nGggrZmnN2xzNlEqBGiHLPoUCRdGZSCOSwPPoT",
-	"JG7fMCbIggrhIvGNTPOuDAVx8UPNlyuTs3FEpy7PweekdrFPBghhHNzPEuUMnTAd/bqTNoj+NTDSmmTU",
-	"igsB5uthYO5ZB8abHOrjjRFQ1mYTifcXjG7PnKMdX8GDYzG8QHuX32BR+5ueOdkRBW6diuECzJFWItU2",
-	"Jd/2RBRCPZBdQRSrKMi5h2gSxND/UjGTqrlR1/Le6sN5xkQFWRnTECYq8K2CxIsJkmnu49d19Hxs3e5o",
-	"DAgUBylYsHsPANadYYgM49jTCOk+2zWn0Habzv6epXugfUb7sMdEijVQ+vhtA404GShhfe/dJ7j1aenf",
-	"i1FfafLx/N3OehBqBbqUDSuIsItec1c9KOhDE7V5i4MV1RdA4yN07E4BgD4yQw5pfU836ApzsJGaeoH5",
-	"yXF0bgg3mtWLzsqumGmVyNH/PHtslgJGk5T9E7CzBBbQ5SlzTVA4mXuZTdqds+PEtfk4wwToVtGeMrvw",
-	"Ujlkf2n2OXHB+NnvDZmFbTzWF7y/H59GTD8Z9GS7lK3JRoGB+9knh3tvTNAiSlrXhRUzNH4/cwvmGFHh",
-	"qPYMqDsumutkDpvqdTNCASl7bFJZD9yj40uBIxTRDbS1/sMUVG+q7Q77NhUmE1UhbDU26nbL0buudryW",
-	"0ybcy9joHQTYuXGZ8MGeMVNjEsTecZojje5bsXFLdPE3o1TE7cykpOKqZ6Z7sK9uyS1FXCajhlKCsoZu",
-	"BTMIWCtFzyIV8fSdr+XCaTp9b2OqbujjXd7HVoGkNzWI9M5PDIA5qOMtFqw06IHST8lPKGKFMeOnAPvN",
-	"7r3N1OuHP7esdSyPm1B7WTZMxMYgqFZ6aIKp3sqkvK7JUuJ1uoHIujUL+BFce2VzDLhhtvRBb7SsW8Ng",
-	"30EYIYdAAlhMEiwwnoqeFCGdvwwMUBd2ppCPqZxetFB06YHz4wqfz/7wx8mSrzmp5zUAGLMQDqFtR2hC",
-	"tXuJOhkX5PrpP19H4UNo6D0mNVvSckO0oLfsqqSaEXswXUu4Y0khKhr+8xfTo1/TT2/x0+fPsBys/zNR",
-	"gX9nmaUgz4+ePzt2LnZnqcIaokauqeGls1ExUaEBtmfCaqFwRC4mIdSxfR7XsX2+vwBUkFbwn1tG6Fq6",
-	"sm1N3ooCc3vxx/y5n7P8OiPOvnl/cuolKrkgz78D5O+uq4J4tk6kcJz1mIDlxXJWwFKB4AYrKd1oS4MY",
-	"L3PLWKN79XFdL7D4wBXwRZTbIG+LvBal2iDaHsTN4tvbUnJ8dL797jOJXi+Ovnk2KnwFuvgmposXk2YE",
-	"J9aMCzKjwsuMm/WSabPvjdrx3BgycGaI8iX7ZEKSH9WkooY+dW/7Q9B1MOsKmx1jYCQ0fdwRLeKqYFQn",
-	"L7HjEPxWoIHy59YKq9KFQJkV4RXeKQhP5J+g99wFRE0WSp63P/ns2mgP/AUZx9wMXYz4JJ3t5nNwO2Zp",
-	"JFlIEGu4iCcX4f3Nj016G6qYuGKh9zjDp/1d3iVS6QR16UR7ad1xhxgUHtYh5AmPayJdDEi0yrlYEZhO",
-	"9nR+GgmCdJZrJozaHMOhsUMN1jcKFuex0A37yW7IUTCaI92wki94SRac1ZVGQabruOvElb6gmlz/x/nr",
-	"Vyenl69f/fU6iSyRpRX0//MKwkduwCinJJanQag0kfIwti2og48f65bLXOll3t8H/CnncVZ8yUUWpUyW",
-	"cOFVJ+ajKWca0LHhXS0X4wWlz6jSVvK760fN+/jWwt/L9WZ2+E4ubvYDrMhgMsubF398/sfnBVGmdFUg",
-	"C1fWmotl4dAWCyT8VlRH7pgf2WOexl40VC2ZuZg47T+A8a1jPgX6KCCKPc0EnJkYYEBR0+ie3mxik+LT",
-	"nTG2tqpsJ0PK+kQTVjrKpIXjnVmCCYYzHRvWuc7+G4WEua32BfNxCsMM4PmWkk/ZmJnJSDA3EncXdxvx",
-	"pULBPoEvakwakR5aYIF6EmyyCJdWOm5/LPzjrYkDETvFx/sQgwL/2GF50yHWe4gEPFPO94wqbjaj2VO4",
-	"6sPiTA18iClOiUwpLMSfyTfEp8ceCwX/dEYLsJQISCU6w8e7Zu9AH6e2zdTquvHPQ10ICVxdnZ8UnHND",
-	"Favyzl4Xexa8vdRE8QAYgrWieuVTin2DM8MAvlz+mEOjTVzkTB3hQ1IBprfdW8T12t5VRP3ePSkLKfU9",
-	"dOOQwxPbiySVNyViYB5QnCO/GVXqOpoZZiltbX4YQeHPQP7U9eaSko7sAXML6vOb/fHD5U5YjZum5mPE",
-	"+A7Lp+p+AIL7rKsclsI3zCG+UUNvqGZv7U92zGMs5Prs/ORP70/Izy0vb69gia77vfayYeGFV64DsDTT",
-	"Wu8GF7N9qrvZpYBUyhWKTmPGaEfsiUqwkRl3QvrFEBB8aSgCp9c/J/NaDpIuqncRmAspV5QLZ9Dq9UI6",
-	"wHkg5UAUTw8eUHd6aqlz2ezdBsQVpYci6pDK40VIEWTyDI4ka39AkHX3nGAYCEgAStZOCTTylgkI5gRb",
-	"UsLmUVLDlknQglP3BC0bXUdd+kkf8h/NDEQqolnZ2ik9JJai6w/si5ni6UmltVs0rMQbpTVu57UP5uBH",
-	"jgv39I6z+9nR0GEp+5Mc39e0VnFS11t7u5vHMvXxvCusI7m93ZMOzeVcpnjUh65sNFBqMMy5QG+nSIyF",
-	"b48zPmiU64BALuT9sQvNPIKb3p0P5YOZ8P53DB5ffIjDEfqvZAa3YZYj0U/BO+J4tChfATAAALwMwbai",
-	"oeI0Poh6M6MnF9faLUIphWZCt3p0OVRyf+2uu4Ti+Gg5H+9RU1PBCqLowhzdScNUQbzJoovgK4jmzZHm",
-	"S0Hr2jn9EMLMm/unTyWMLnYKREtSdLEnU0f1nC7MK06XQmrDyySir1+rqFZ6noDxVngrKvYpIQfYn3sp",
-	"lGDJDKKPM6JjR2tarvhshNZSrtfczO4XXzdQ6T3h0ct0Yj89lcLQ0iQRinldc72F2uQ6hM86rAvcrmPy",
-	"bPtkzhzJO7mcPd9aLnee6YWgjV7J8UUtZbCAhc60+3BuXzDxGfXPvY/QL10kpArpfrVsJY/oKtr1GUvq",
-	"T0MM0TsJNiqnb+0iBk4eoT7jeIfDlor8AM6WjFRsmFrnAcs6hmbf28cq5OOcoJ8BffVPV9E/5ClaifY0",
-	"WvPh+UmyI0YrLpjWaDwY0WLQF+veRiUlYVwaQa726MmBukAh5YKso2M8k4R3gWJCpKcdBL7YSxHmue1R",
-	"uB2/CWN9+5joW940nd2nBIzwAI2bUabwmznd3FOM/1GtiDOsQgk9H/jTx2HNVqh35u/bg24QRby34/BE",
-	"gabmWdc6osKqftTy8Qx9wc8TZh+3xIqKneO8Mxa8t6Lid7xqaT08AfPl4MFBSyVxzlbmO+hpO8luzjn1",
-	"vtpMGYe8YLijkQjbjovjhf0ZtQWds7W8Y9WZkkaWsj5nmlctO7V9tM1+8RHnvlikJBWrmbF0BZ1Y5QB6",
-	"sYzAdpPy0qrNeSt6QYfJoj5WpMWjaxf9lm10CDCDTjnGDa3T59lHf6WwzFxcmJGktK8fY8YlhEDdMCiE",
-	"BWP3ybxo2uzEgDVfOuYajNNdSNhECNhYzNcEyC46Dr1C4WzHxCjK61QIyehIhl4Tv1hhEHsQUtp10rGf",
-	"bl1L/MSKBZXaWD6a9Jwww6o/s82oPANk4d4FXDoEiZdtXdm9dE8QFSnqa47VMSLT9H3ANebbxA3vQogA",
-	"l25fg3PjiNKL0FzZueEB2IXxwQpngAHs7u6WMIYHTTpwJC+ihrcwyWOXdR0QnlvkorfdRZ8eRzK8etNN",
-	"FbvzmHIQvIun2aw8XL83JVrxWoqlfe0+FVt+yzaTyGW3XV+ISAnp+/MoDV9OF+vrGtoOfgARO31ALlD8",
-	"To4q5TrBtgLkrAOn3iVjKMlRDopu8dL7Z+x1K8Vp3pLpeAXEHnjRGGKDvMluL7voto3jnppydbTyaK8O",
-	"U+hoRXX4NW0TqvmS39TT4HZWQ/WJ8p4DIqPCy3Mmtdwy1pwsDFN5F8xr19O94sYw4UKCgeY7h4yy5NGY",
-	"nerUZEXBfhasXxJnAOnnIXr8Yq6796TyAdm4OyuQsLFGpKHrRj80l3fXRNnkRPaprdPImpdJh5WjfIJv",
-	"BBXILwEX5F6qSs+oYdaZrl1vQ6KMtm9rQVIENeuo5i78V+7KgGCOxzusGX8E3Bqzj557f5+bqucgiHrN",
-	"rBVXDMpIXDB1Z1d2Hyn7zFIluyeIFsgVC2VENLSaLCTjg9PG0nlwfBDqQaxAvVyRm1qWt1aiVmzBFBMl",
-	"04R94tocO2HEF4ECxhHX8ktKPHbc8yR8HzcAChaMa22vJmSMlTx2Ygg0kytDuq/YHAVJG+l6nxGN/Wty",
-	"y+8YrVl10vBLectEWtoL3lErC9sPIAD05OwtOvu2N9Tk21pYdgrPXbMh9AxEyGt9V1411Fxdpy1u9sN5",
-	"CnAY2jgb8i26ttMHI+tUUrJmBaFw1CtMal1sO8JQeGs1UxqqiG4v2E3La/NWzPPQwMuEi2P81xEXzr1U",
-	"UiEkKIM+bVOqmHlsE+FIZnwXIiNBzBhkxscXI8Zlgm3JUS0Au1oxpT/CB9Qgn+8Gw7y7Y4C3uWFokN7B",
-	"svcRE3xEZOCzzU4Am+tRn3AgAzfEpaJD9Wgys91+OI/ys8MdyTDe3u3tLOPBloM9ERJ83Fv77649GpO3",
-	"IZ4fOEr2EIXRFkB5oHE6TD7QneH1fa5Mt9CZJGZ/UvubH08hByGZ4yx5d3w4M3Nd8OGDeVq3ZWt7O9zP",
-	"TXMmlXnHqM4wx/PLMwK3ZG3fGdYTS4hU8wp9QWvVfIttxRUr04zD5Y0Bp8KRQXkSFwiNQfcY666ZqKLX",
-	"uIFfehVDXGNYuC2NK9DVNs6gxwrSCsVwhm7Z3DchZAFWFFSiFLDW6EpAg/N4CLy6Z/kxIu8F99mRUplM",
-	"GRGViVh2s//46uzry9Oz0MKciPRWNVKzsRgft3iQmB2r0S7n4ah2QDMJEzmM6zwjtf202oRqcWPfT1J3",
-	"2H0Qn90WPyoajtYqkd1ycXF+amkNoTGd+9su18Cla/aozQk8ooMG3MLi8HMO1b/Tp0cbxeg6RXsX8KTb",
-	"YVdRcPbQBzzPn5MiriajEPDJ85KO2tyKRuOL6vzEV0G/snkghyFtTTHb9H3RZ7YhLnaM3+5ZSND28p5+",
-	"SoXQaoNj8IKIFQvmnl3bKk+crB+4GjRrR/aVhutllx7S1yYsqd4zfaR3B+5QmQin2i1lMe+a3U8fx9NH",
-	"yUKx6E4Ogah+r7/S3WoOfBrTFyhEYPZLGM64DtN3wAkJiY1bxHRMpAsRanh5q/2sEoatfp73d99++823",
-	"MQTAsxd/ePANksgmnsrl3431Djr45sVjMMV5WfimzmbgIz3VfMHsjXPcW5VwYwUtAfzEOhJrnpJXaBYh",
-	"3zx7Nr5rf/zuD896wA3PUnt2T3kfLsDZbp5/W2SK9xmJECUOOhR95RDrB/nVULXSY2l12IMvnr3oIsWc",
-	"XemYPHNvaCsxSlFOEWI8n2fTjqbEfTPCJc79RbKfdxwFTioGkntCAxmXgngnxsyitn+0HUxsj25OWrPq",
-	"ILZyGtPFWQRD06E5HttlRWXb6r7aIR7o/8Peuyi3cSxpg69SwZgISxPNi2TZxxbjj39pSbb5H1vikPLx",
-	"7Bx7hGJ3Aahho6pPVzUh2OGIfZp9sH2SjcrMqq4GqoEmRVA37MY/xyK6u655z/zSzHUKuHzKzRn9uA4H",
-	"z38AkPBonPjDN8S7m7We46EFJ61XmHCLYQfoL5jqQ5GnsCl9CSxlIhXvuZwIAIjhJTLCzueV0g14jKUC",
-	"yyqf8rIUahK1DNow7BCHSnSc8y7EFYLfiark+VaB3HqHlLZrBLnpYmYnh+xFDeUJ6MLScGpcdd2+SU9O",
-	"j1/NiLrjVWs3JqDqVKJeCRVs6psX37lofH8nsg4x9KG//T6IaPs9NUuES24q6BNBzXBKD/8z1JcTfe0G",
-	"+ugKn3kH/w5+ax3cSZSkJ4yl0uKlvUghuE10Le20n2DDE1BFE2uVPz//ai/bu/jxZP/xV18nlUre2Kmu",
-	"5R+Q6vQjpLz2tfxHXG82olEPDg5G7CR+nU0xERgjFeh3DzhcyDFbZuku7/n3z9jjrx/9Dbw17h9/+/rR",
-	"18C8kW1zKDrLWIvIGzPxhK9FpVAb8L4z+BUtIpwmybGMCRmCBs4IRDQcEpXjWpip06YLPfOK880TV1sW",
-	"Q8XKHhwow6svTTyx3Cc24Ra6zYEUJGDwXlmkvMC0bPmXTmTK/EfDS2khCF3V2qKmBFfmGIP1M4HYXO1E",
-	"UAdmSrN/6SrRCNTdnuS1GiJhUozNtCG8IF/6KgidcNyQykuyqxb7tF2d8zeB/rxQhY0H4C6/14OyeyGt",
-	"1zNQvIVZRLd4Hmlai1aSZCuNuoCqvdfcXL1zGmfdKMLMg5Az9xWBlptEZnAqwpscYSXEC7ebm6sowAsv",
-	"YhkTKaJuv+461vuuKZLr8iIb5ZSLtYVG9Awr2ofWd5QeVnUff45q+0tqynNDNWiiewuJf4DrAdOnlLl0",
-	"n1k942+rWqeWH5oT//Dq55P/PDt/9exioLNpomvdWKnWN1Bpnxr42ZmYUc7JWjUAl/0zPnyDtPGohCzV",
-	"WVp9L0vxnL6gN1TsVEI5tUewon0h6nydC2PaLvmEZGbdFrRIpUSBcqj/v+bjjU3zl2vrfE+CTe9BwlXn",
-	"xT73XhcJob2gnavWuSHpzQ2nTQvzE11Dyz+H69FLCvhNcMZLWEiChvMz3hjxWltevkxpp+4HNuH1JZ8E",
-	"0oUwN9aUuGGkYoorfbOKnUl+Juo8CbT2w+poCKjk1C73ivvxwQ+vfnj2sL1VvqJl4PWZCl6dlKXOv1vY",
-	"FN3Cn8EKcg+BSeVeYXgMQxfpXrlYmE1jwJfpsPSl5VLFLaQJCFFNPNLesLFVM/shX0e1XicuUsebL/JS",
-	"DF2m6V0iXp9Lv9C7XeMSUS4d6dLuR7P0e5Mt3/74Vq6hvLOkKxvqzsGHXeP/ghO7g3HJGbaIT5hJRVEL",
-	"Y5KQEgWjX49bENfR0QH8/yPMb4c+o1bUY56/S1k4zi4qDO+p/ZbGCpVsDNVBqyY/Mc9tw8tywQD8qc+d",
-	"tLl+b9V/cek2B3p1ppsqYD/+1ZgXLtMnapkw2+4IvJJYR56ht9GD4e1Pra0yVltTQR25+08oFJmLy9rm",
-	"N4iAu4tEwGlZMNk6ITB+47jaC1VsiNZxH14JkKrwC3XDkGpSihsF4qnWJkH8NVcGvu2fiY0wmzuroimq",
-	"hAm27PjBg4zGygLFhHCtX3ynJD/c1A0Vii1hp/0+7hezglfrq+Rwfhu05bvQy9IepHM/rQpmCeicgQHd",
-	"wKEUcbfB8c1+lxJ+DdB3voe2jwlvmvLtXbGtJvQKEcqHxUiN2Uc4gl/F5YXOr0QiuF2tgbGJ0VqEKHwe",
-	"LYYybbol56q9Lo3cCIiUE5ZE5C/x/ntuo0TRNAdc32yzO0mEfYe8S+5rhuLOpuupKeqjGW1cu8iNp1nz",
-	"mfi7TPEZJwPH7mfmvhCiuUPPcUPiJ9kOOAA09CHYZTDbZSfq2ZNi2Wv0gdHv5kwzCtUOMFrMt6aiLLUH",
-	"BgXPiVmofDMTg18H4IFEO/1zn1R0+/x/Ll69ZFa8tbQhN93svKmNTrhLX1Uc3PPagI+GPRidv/jH6cXp",
-	"q5cHpy+fv/jPg4sX/zF6CGKDG+PuILZPwO8hdUHDh1pOpjYu7AlbmYYI3sSfALnzBQHjrpc8rxSDY8q8",
-	"BYoFv76a7oG5zg86G3Vw/ehhX7DJpNGxGB58xubTBfmIIQZfC2qT3/M9tzfFuinPYxcgfjPXykrVkKri",
-	"ZAzVOrodh073TpPu80cNrCtqaasW4/IGVo4R/0rj+xKwr7TGw8M+eJSxxxn7MmP/3//z/4Za6QmvzDEW",
-	"3zaQW59aNX5BqsnDY9BVYLeA/P1BBPwTGqwxgwEk09zh+8DKjmk40M5gpCC6auLFYSKtl6N7I8wdchG3",
-	"5Zkn4U0VqBFHCfzgVI11os+EnjsCDmgRQ3kJb9yOWJnzNO+G704Fa6pJzYsWhsJZB+2r1IqUuLlhYy7L",
-	"BtNhTR8si29SvqmJebYM+wb19E4joLObr5fkRuA1nN1UnYoVoESmP1S2lUnMMb9p5N7HVh2yQKwrhXa6",
-	"Ydy9TM2qLfTdLgQvHI9Iy0FSg18vqr5671aAmwy3iaeEjZnySrCEuLrdDgWlIgloaqcpcFA79VIv3M2M",
-	"1aLkgLpGYFYnZ6cMkDPJYljDltNnwFleSqwpdw8ZEmkcXPlwEO21JQ4AsaieBnr/akQy0Pc65nGsdhaq",
-	"22Xxr75mCv3iL+wGix5r14G9oJECH1yIfD88v++BE0IrRLh6vqO7tMjb9Hi8BPnZB9rgDq472WyZWSxd",
-	"yWiLwrHEZBKRfIrZXfBr8f14VonJazGrSm7FrdurOOs111CYTp8COA5IsMCMbUitwNbM0dNO04EZpFqv",
-	"NoXU30lbcyv+flmlKBA9nfAgu5TOirPgYr26lPbQHLMjVgpKlBEKR8ynWhuxqSvS4yfrk5kynN0zXYiE",
-	"3/BVY6vGz8sNmx+zXFeLqIWQVFVjYyHnfncHznNwe0OSdJXP3vCSz+k/Zw3+N4Rkf791MVg4oWS2Zk/L",
-	"tbe25if1JHEI3zc1guHQBuuKmK2h/zzELAGE8cxYKWeAkW012wfkApuxfdsokbl/67EsxdPrjO2X4lqU",
-	"GdufZGz/Siyksm9mUmVs/3Kcsf28dv93xt/WAFK2f9mMjfwDviHfvhnP3Ed57f5PDhxn3+Rv7LQWxtcZ",
-	"Bq6baFxSWcrsiWa+uUVO3BEsSkkNnBmkwXkSdI0uDGmU0JDqKHVZ1lzZx0ebbuxUpLt/0+D4M3QBl29F",
-	"aW48hSdfbp7DhlS4n+PEt8Rd9V5d6mtRL1ayopabiCWw6fCLLzcWOTqNmzLgQqeMilsravfkf//zZP+/",
-	"+P4fR/vf/t7+58Gb/d//PMq+/vKvf0v7RgoxiKXBg3fL0tz/t+l4YNj1TA1ndjOmNn0MpsT08ddfrWNf",
-	"c1mkdBcaGH59h+v5t6+/uVmOceemdPamw/37JOu5LsU753GQBOVYfupdBihL0QMuysI7U2/sJEpVB0eV",
-	"Qdj9bpB8uHHJ8M3qA96tnhicf+DeBm/0Dy9es0NeycPrx4ceZPowGmEFPyyyhLzF4/ON7wgsLI0hGK+6",
-	"95atZDbe2Z1byVhM3D+tRJs5bvhsKXfZSd7G57emOu69Q2L0MSIkEMQWd2zRIjZpISfUhBXgUecSOoA6",
-	"OsFnTIaPuP/V7v8CpJLJtS8nnS6qqVADmlIOFAePHv8tLQ+q3mR0n5nbZmeTQVLqCSRmu1UfU1EBZVyK",
-	"0GuyTean9g9XYrG58eTyAr9Zn+5HiWJ75jrfy26XYJ7IJ4+SQpVm/2q0xfavpVSCXdaCX93wXP77t73f",
-	"fqt/+039/uej7NHjb9InMSQ/e+NRhGnnutQKN1yz+VRawUzF882crzPxp7/9Zg7drL9+kpr08IzvcM2S",
-	"XAQ8DM902cx6Ohvk8BuGQ6n/BL6eCNwltxA/3o/7o7R92ZTlhpARfkQa9vLVa/byl59+6oOrkTNeL/4u",
-	"FkO/V/G2mo7edgST/nza+/lc5CU0w6CvuqcGNysgP6Xfhc4S+k/sFf47eWLQiTBjUhXibcZsLScTZI2+",
-	"icJSeAMmbfoODnN78KP+IyEGD2OEhRsqhoC/xto6zWF4hLVzLRN+rqJI3Jfnz3/CcuqZUHZdT6Gi9P2E",
-	"sDdH3Sh0qlrNZvzt86J8NuV12i1VFOVr//z6K+amM+em/Xz6SqWJBs+3n2hqPd8IDVLr+XJrJTgMd5JD",
-	"IxbwcNpaeg03AvQAnGzbjyTKmADe2R12YMSRtsATU8iGoH4vkvC76W6Bji7mm+MCXbJr15cFQlg65CQR",
-	"Yv3PubjWV2JzHUjtnoNCkLL0tUNEV45Rr9IkPfOi0nnCJnop5qECSbhHPP9yH0O1QDk9zngIUrSW3Szy",
-	"qFFwmIg0phEFYUtyBYB5NX2ZQ+BrfIMIkZvEMIUOlEOscAtzIdBKt68D3KY0VtbdsOSJQQfK5zpvHHeA",
-	"XVjbx67zZMgABPxqn3wCjTR4bnvBtk/TXqaWQoEXxiUeQ3Ko762DW4+T7BmVWMDPx9SItNaXpVsLer1V",
-	"uTjzf7lp57bVI3LbmAx24BAb+SDuMhkK9NLAzbabWf1M14KGAIw9ZqdcOTGC5G98W/YB9SVL3eLiS7S0",
-	"2nhmfl+Tt345P7un6VcAlK9Kii9iy7f1PYCgCVhu1zWQ87+wpoLyZOhk6HFZofLTf+OG/eMu5B+iJ5XW",
-	"/RQwj303OEi6lwozbAeO1Z8Q4LtZdBvjDfzsnJcDZz+vpRX7fCp4AX1Rbjj/OfbwWcuCqPGSf3QQXaxU",
-	"0wT40dUbkTqxpS2IJpq+w7Xgs2dYmJ4ExrAck4mN1RXV6U65UqL8wlBmwQE799VE3ISmrMFQLoRxi6Hw",
-	"PQK3HceJCW1DJOaMZ4My1mrGscieyuZD5X3sqvjCYFZsuocW3q71NRbR+k/wFWi5AEtMtvvGn+KC/ijc",
-	"k+pJ6h4ZJrNDxgl+9sEvv5w+TycEDQQuC2VeN5ROkM3cC7Yw5rIURQZlFwXTDdwP4DeraKdRjgRAJKyf",
-	"M/QcdPeIjaXiJbWAWj/5jehTN4uMcOsr7LyR1SgrS5Y7VUr14pM96z/nl/ElxvJ4qgmViP7QUkBfthbB",
-	"jA8pvefG6Q+OVqQF9+yVVMVTWfTCZ4kb0QiItA1ABHSavlXYKqzj0Iu4jCwc9jim0MyTeha6F8UbdhNs",
-	"xBQ3SDv3+TKtcnNlUr7U2LoCXopFVVUyTJPY6X6dYnkKGRtD5yjHfCHXLbp2x+yiyXNIPM7Y90S+Tp8t",
-	"XjXoz31GpAs2CRBfPHNi6nvZ3vNwVfcgp4vS2sPn97I9/P5etucH2Mv2/OfTy77OfxS8tFNqSLyudRbY",
-	"VqAYRO14PR5Lyi8RxRWSeV7oWaR6n7QTZ303u5+or5tvJQiqRCHe3kk7u82tf6awczft+4P7fTetub0n",
-	"PCizkbPioAcU8t46vd1FuQMf24tBLd1WvuXp5ydfqO6buyFJFLJAhnUxbWyh56oHB2CTprwMyr9satym",
-	"jq1tnhS13G63otPbbakTXKyz9ndbClTvm8Yl8t7wbvtGgusrW4qWeayVZsvMZg2K5KtrUfMy0FjEaeLD",
-	"BeSCQkBOKYQHFL/mEnWS39+9cXPPvUw07oPMJv/15JYDl3sx47JEjJV3jGcCRC0HEA6mtKMndIExMSMg",
-	"gSXPW9PjWb/AH1oBCql4x4x7QHtGrzpqB4CL/jD646OjJIx7yn7OZQXxpigpM9AJrGEAmPuwnd7kxTRk",
-	"Nt1gN9d1NURfFb9yApDO6Z1aGqYVZ/hp//R5sF8gr7PNv03knSq73rF/8fPrJTQuAhxZ/WzckxBeSNyr",
-	"+Gt4xiEffwM9YUI8fTjdZvC0WHP26dT277iROZMKdx7ay1w6A6rbP49QdRKaSJ1yWT87+4W5X6QVuW1q",
-	"AWr/ci+2tiA/bVBuVeJj49DE+YDjmNrw+mJaTt6rFvzo4OY4HFbrkhrtEztNfn0u7TT59ak2Nh09+lEb",
-	"20m8iVS6regfOiWZlirVb3PkVa2LJsWNz/CHdQGyMokywmdiGXCD+kT4GtVln+fwZgRUzrTWMe/HpGdv",
-	"DnAHhQB9KKQXKy2dl8YbyFIHyv8Bee10gO0nA6V1UUCSuly44XDDMuQt8T4vb4g/936e199b4KxzG+6h",
-	"Qjl5QU/KEm2F7u0cbDXFHf9vUJu8ftNec3OVzjUInUwiiKkAyh+wzW+Tlwhf6m3eX3JjX6Q9gPDnTkvx",
-	"ulEdw0w6XY2cAb1f79OHLpoZ5IhsGGAa9RVeCNs/TKNS/OLCRmkpfoxkw5HEQLfzQUZd+deqP3AwkB8J",
-	"OGPkvmidC6E5fKLCslGKbywPhwFyrtglFNaxGVcAi9H/zY0IG/BJaRg9zJSe92hpTQXYAGcxKNqQiRKK",
-	"GqXfOX1pxiHkj15F05NPxM1VX3aFuUIRHoPlwY6jXB3CfcPnl/u1hINYXXHnIrTbG9/WDoHEtLieg6TZ",
-	"7utpmovcCBa09wPDso1aJndrYNAIvq9RQ/rnxgyzC9i31m+QtoL/3FAOBNdpPyDIY2N3LHAxThVbUqPa",
-	"Za2LiLxQRVRLf1NNptpMYaEnb7QxCZLt17o6XPQWcwxSYkMLskYlBUqHr4DUSExxqmsnjoJQgepIt+zC",
-	"6R+6jvof9+GSDuAiN+IVVWAFsaYVXYV4Z9q1ZeGe9hNIrz1EP3TszpWm7b1Gp6P/4nnS//md+wnh1wA4",
-	"nM8qUTBugWfQDw9OL16xb74+epQxlLCjRoEShqhRjfKvwTtmG/bjLcfEDKSNu0o7eXJ2GrKWkL5oLnJW",
-	"lZA2ad6DHQv+X8z47B0Gf172O67kq8Rrwt4RQzEk78ziie2c7ulElk97X7tWUGIrUrQE/rq7r/0Atx73",
-	"BQUrsPsTLpV7gEpDfGG00/Yp47+D5bsW3tqXDyBy9Qa4a+/Sib8+HPr63QD4l3Cdu06k7daHzISd6qK7",
-	"X89fXDw7P/3uxcqmwZHgGy11wAF1sdr8BzJ28eL1L2dOwJz9dPJ/L6/m685ivlxZzO9/fpk9+jo97x58",
-	"7hO/pYTQrYmdd+cHkC3gFAbIQw5VJO3RH2NzmxarGz+22eWeOJ+ViQc4bb/bgHudDcLXXr6jhLWNzJtx",
-	"D0btjYN/6SpjOU4eKkVycI+1SOllqedYIoPZuFh1Ym4Czt3UMq0td8j3l/NTGBqdphBqqBpLGU7xPcIi",
-	"HK6CMTJqajnCIsTQhCoYf/HW+4L6dXt/qxYJ76mixm1ski1PZV2c8dounvGKX8pSJl0erY/Dw6eE7hFg",
-	"TRa6t7F28nNhsAVrH1uBamm/T6A1wwFa2gFCa/9UQP7dlJGAobFBF1nTLRKcrE57hizTeINx8b5pZMqN",
-	"EuCV8aHbu1FuUa3aneVqaelGx/MNGkB3xrpJI+hVbabb6jXu4xfd1iSdBAgQDz2SkhYJWJEdTMi7w4QM",
-	"TMukx27QUHYHP7KDH9nBj3y48CObs2E7abB33XQrjmXgEAc7kJRPCyRlWWXuxhz6IFT8qgKTiLlV4kJk",
-	"q0I/lhF9ydSbGputKiU98YpVtWR4qMK/EPvcB6ngCZXp1qGKX2AfTir52smWd0cMAWLuNMFrG9ISRI27",
-	"hu4WShJrKf8QVMmdpij+pZh709RnSCFit7vrz06fnzvFnQpbEZ/EN1r32blaCXPspogsvJTgXwITm6tF",
-	"nFs3GM8liNtIGgdxu8ZIcYuxK4ZKx0AZznrTFrMbIjaYUzrEEH+I0vY76Ba6ZhXgpVlehzTumOUNZMha",
-	"q8kNVi1bTuuP+t5BfNZ0SYbp44/rTiSl/P7VS75U4/VDrZvqdiT8fUCP4mziPtMS8y3od636/30tBICi",
-	"Jj1DA2/1c2mqkrd880aXeeNGvvse5r7q7h12kVeJhn4nVZVa9ADkLN5YjYWPycxiXaPHFGCBXqmymyEY",
-	"RS/dd/7h5HBico3V+1VT9vR4G3Yt0M8JeQ26NsMuSSGuZe5PL6XPv3r5j9PvGVl1zqD64bvH3zz65lE4",
-	"qJxSszaq7ThU/xj4OxSFtKPQHwcP0tt35jn1a/LzhhpGpYGzrQKoR3sPRJ1Ewvm7WBBUC5SsOxYKD3sT",
-	"x/IrwhL3ewUVlGOwR+DJIRbplJsTp6lt6N1I8VGqNwTdLr2eKTdn9o9NrSVmooZ+oqziat/K0u7/ofsQ",
-	"36W5mPLaX6INX6adkIaZKaD9QPlwU1GJm2/UZm7VBrprfGrmKIrpkFUWDJrQDq61aDberC2wU6cbnJV8",
-	"IervasGvUjdMVLAIqLP2RW5g/FXwHisFv+5Li4oBm9c6pvFMPBYzpINZU4V2OgPfP++881e2h3fyl7rs",
-	"wV7BK/vL+U/HlF3tC1pn7MHo3//93/+v0cPI8qJ4atS6OGPcvR2iQXGP5FrM9HUEod4pG3nyTTJ+7i5g",
-	"KvsFLubtRMf1VKesn3/I2kJJnzZ2wOXrF7u/GFHfmelBwDc3V1qQBl6u16LNVM9VaFeLHcAjYwLXyvJS",
-	"8NpQW8aNNFnrUpwWPbouQnIG1/0GVZf7bUDUHBOgdb4wLaxO1MT/TpTdvnI0IA/4rYtJdNNJevcIwlPs",
-	"ZXu+a2Ea4Gn1kplUrQ3i2WEL94CVhOoPdaJWi7Z1dcEtT0Ti+v3nIckfgY2ivvY3zDtbfy/77+SML5xW",
-	"APeyN+P4Jz2RavP0gVeXejLB7NOVmFl4EPcvPPkOkTPa+GfogFxfRuEPye1yp3of8OaNsMkon3sa5+sf",
-	"x0oJOKdlBJcbTb6XoNsQnIlhcFsKuE3Ar4/8WlyaVRKEenOCe3F/AT2SasHXk5zjwND/Mp1m0O9XXiWI",
-	"2wMt3BRY7OBmQJ9AFR2viXs2Yw065flME3wbbh1CCTqGTFvT10ekD7AsSieIqT1rq2T9jep3aMbUnCKf",
-	"33sYY9qxCW05+QTWD4tMtI9L9thqwYQg/c49lKFlAtWilj0a2iCRTwAlKKEeo4va9ysicENWiRqGG9oJ",
-	"uTd/HA/VV35VN+nNApImGZO3vFy3WTgm5LXOuCX/2ViWiFGsoR60LGEy5jbV8XBY0ab6Ka1pRfiruJxq",
-	"ffVclPJa1IvN8B4FPckehEyOk4z9ho8YQtfkChukmd/2HvYgduBn8B/PfLfdvWzvVy7dJToXFvKLA2zH",
-	"GqwOKLVFXG9IpKQEYcFrUZ80qehJm33jO9k5RX5krvM3FbdvDg4OMCX3sjESAAAveX4lVGEO2ElQJ3gO",
-	"xVr4nQfwsqGXH7o9uHaGO7BgEtoewDHX+kqKY+rRZxhnOFfvSoV6ckJgRJPzydEjNuKVfANPvPFnPnJ7",
-	"C7cSrCn4SHtLptZWWIYMwz6DUdNoEW453dkxJ0+pYrMERhmKUNiD0Zs3P2pj92HJ+NoIBS6YswVe5R9f",
-	"vz67eHiMNWH7IAGgew8q88uoJ5cA4sRLo6HzFKab/ef+xXW+/8zU432IXIx8Uh2A2wAA+b6upZve6ELk",
-	"+98Lm0/3L6QVI+gE/Ap+G3nw2kWMbel39ks2yk09flOL/4HO+7Cp0u0M7sSeN6f3ouW2u8wr+Xex2PvL",
-	"3UKZrK523AYNM7f8M2/OX4gafUjuAkDIa9+Ep7BjGi9BMu7nejZrlC+8n3HFJ5Au1foGWoQouE9RlrSv",
-	"inZfxDdNcCtlGM/eD1mahTAZWOvuvmcE1CXVBJ4UwNxrrWdE5mBn8WImlTQW78YxstOCEB3d4qQ1rGou",
-	"S5nDjQgJYIhIivzOTg0dTbc/FVyhTocqQrzyV7MQVakXoj5gL4ApQS8uwAmjVNO2ifEICpa+08ViRP25",
-	"Rn/muhCZL+LPHNHm4rRwC7f1wmlC/zvziD7/+68RzhgTAejr3odFt/W1+8D+aTFyCmmllREhCxQwTzHB",
-	"A5ByDRvRcKOMGU3VDoRiBuEKX2c2Q2SjCHcfj6vUE3PAzrjTqyC8FSjUd4VrXxHUGpKN/kRh7WVExkBE",
-	"ZCBd//m7W+R8Kgnl18xA/VFVGCMomFTLRF2xEWAeDhNvhVAW9gUBZkfu46MD9oLn04iPQKdWuB+heXAU",
-	"tXE0/daxmP32j6NQaOrbcYeH8A90RtEuCTXWdS5M8mM2ZLpCZOty4YiuQKNbGgYn7e8ynZJoMxj9SCQI",
-	"auhzTJ7aopZjy3jFa3vAXnfb643+fYRd0JhpQJ8JP2VMvM1F5Yzi+DTxbjjW6O7bIiwFqOopgK3iueVT",
-	"gqdgXGm1mOnGUOTLtBsTz8Tx4JGj0qkogQfT7e6wZvzCAXvVzmjG6ytR+Im0zqynjFdy3yKvpqmACAwS",
-	"1xBvczwYjG/o2RAn3AeJ5x50FJoUfcfxBvVPh4T1fhBT8aTyrujrTC2acBAU7YTaPXxTCCWd1Ii3B6k9",
-	"vsyGjfC4RpsOEtni2lPsXXmpc17uu7WFj8XLxYTy0CJRTVBQo4zXlWP6ba/89Dn5vQC7R1pnHu+tEW4n",
-	"Z6cREMDTvUfQmv/R198ChEQlFK/k3tO9L90fMd9pCsqb79fiLuLhpdbWCRgIlFVJJ+UzsJdM1CUeSSuS",
-	"Tlgh7msJpDKWlyUyooRT9oC9clsWtsXvnZNSHgEGkujpAC4XvWdAgq696pjXsKrjfRlYDM9z3SgLEgCO",
-	"7lKwvOSAbAnhd8i81wZ6gYpy7GYLJ7a0YIj1mE5K/+qw3x4DU59rVqPDMWho4i3Pbbmgri/YICXcPWeX",
-	"733nj+bEjduCHDoxi3jByhK6DsBxoQpz+D/UNxgtqk32VncQ70IGjStt1znBkrUOI2gAGsU+gtLfd1EO",
-	"9mK7yh0itsEEiQ738/HRoztbHpqT6dWkbnEnV/evbO/J0VHfEGHOh9/xImyce+XLza98r+tLWRRC4Rvf",
-	"bn7jmVbjUqJh+eTRgCHO+KLUvHit9U+8ngh876vN7/2iqIZdFBBGe73ArtdPHg+Y5Wutf+ZqQdsBUGtf",
-	"DdnCU8cZFS+x8D22Ovee/vPPv36PSn6JH62/ZdCLYGLAAUcFPcscxPseYxVn7+net9/u+b/F7f33UI60",
-	"v+E/8QL/lfUw1f3WszgRyQp2AAsIlSVKp5nMQthWkY181MDEzJQa9oZh0eR2bBha8o4jSxN+0SrJqw/Y",
-	"qSUGbFbFI7sUOXcCS+lLXSwidye7hLSmdvxVXvaDsIHTXASXXJfqj+6eqdFQPQyg3S88poMP6pq/Fuhp",
-	"DyFzvOzd+2GsLEuIz1sNggx5V+/1v9NrnvPK5lN++Kcs/lpzxaEhmO9wBkY3ozfb+j6QHQHGShZoap+9",
-	"/IHJGZ+IA3YCvY/Hzn4lMw7uM9b08bYxGoN/LqU3Uvr3WI6tEIrNpGos9E4nooDMNtQa/fDe/EBbD5Qb",
-	"aHgdVSTCmURz8Q+j6dUpXwRbiozdA1r8qdNrT6Jn3PcNLjHMEPtiYHd62hy8Bjgi8gNClva6EBT1sydH",
-	"TxBqGrMgiwxLOtv+wUWSSp/h5EBfrPlMWAC8/+eASqi4nBhcPNSEmRw8slgR/FlEzsEd2zTw5LIb8veN",
-	"7AIuymGF2DWJD2Mde+LTSd4QHd0MgCnRc0jRLo7I3bdVEJ5sfuWltt/rBtuSfzAsCWk5kE0e7so9M5vD",
-	"WoD06rdZThVkzAa7BdlLONQshDBRwCLpQOMex3eUmDtelcXMZT7V3v9QO6kaZw4Qj3L3RpeF4x9OOCrN",
-	"Sq0mooakWSBLURywE8UImsI9iAx8gSkWOHI0S6MdM4tkPTdXmN2nhJe6SzxhlarPcbPenbKjhpW3I/L1",
-	"KW4DaPz2KgGt/plfSx/ddw7g4Jb6/IdDr9hddIlgffOezlrviYohmrof9+rscTogzlc3OyFudHUpppKE",
-	"tC/CjdE1QF0ALGr3y4go1XcCDR49GflHp6IW7AFn81qrCVBYK0u/ZCOJLOVN5MgYPUSidxsZJgnKxEwI",
-	"2517pUuZL9iDJ0dH7bcu0WPOF84EWDw8YCdLHc3CcnnbxyuLwuXx8oFjoXcMoyvoUYFMqpS0xy1+NVd+",
-	"V7bkYsBx/CAbXAyepXoFLN7aIa6DJ+kYUSfBxSdMtBEHH5/rdFIDfFXqnHZbSf9oiL3tKEPX8g9R7PwH",
-	"d8cVW38BpsrFpEKpcoAL2l7+W/I/eHyF0wHHXcffRH5lIulOUwIbxl3MjodNV+Dc9/cUuQ6ZGwaSmeea",
-	"/Wht9UqVi4xd8Jm4kFb8rwtby9x6dvA0ESmPIl9TXdt9Z4QUyfA7Ofkh3psOUrsvjS6cNBKjqBUHLVCa",
-	"RAQ70DlpdH5WOCb9MYyJ397v/hQVoY/iE3DM+aWQaD7DQnhVYVIpQWrpYoE7Sf6MNtz47OL8e3oJTCzi",
-	"Eslg+2qsPbHLIBQ8KPva8PsB+xXkT5zETCcNmQopMRSc7IYvKEM8eA2Al6GWu2JFN3XoGy26JnQEX7Pe",
-	"iI5cS0oI0GFJy3gaG9DS4OzptzbUxB64o/V/psWNSH57WYwfeUg3bNWOdtMO0rCrrSrY0p/QVwBCFBoU",
-	"0Z2p2pCBX2anzTp78OTxtzQsZM3sww66q3XC8lobs2+kbQMAD5YyJZ5GD43QNeF0djlRIX/iYSpYsZI2",
-	"QSF43dhcz4CW5rW0FsH+8b6hEggVH2AKrAp82IUtCXn49oDwAcP4QUc1glZGwC/8tciIW6O6isc/RPrf",
-	"ob2AXIs60/aGEIjK54CQIRQpFRICgaiCQQdWg0jCSOEw1wth9/uyhl6v8o8+Nun4Pn31YUhY4omkV1jA",
-	"B6zCfNYRjVeVk07LIfP7schKPdGN7VdUzqMKA68+BXVZRdkg4K1wN5+UBwpxw3WlYD90lJzr+grNFRKr",
-	"kPOhS99WIjg1WtFhIEUEMgSwLORSW08DmDaIFcgrkjiuoido7zB5qxk0s1EFmzgV6snRt2yUk5Y8SnJP",
-	"DZ3NhlkcMWsgMyLNG4J99iEbDO9Ld3+xbOLfFYmklXZMZe+JY2Cr0mEOCBRgV5IumG9wxm3nGXcXxHgs",
-	"sIpgpSa/5fq+wsERC6EEoOba+gbLEkAGUXGi6IBmhchlIcjZAbnP0B1oquf4PqxEGgJ5BF0wSs6BCU/5",
-	"tXB0A4/quUJJvBo4QMMdAu7blMvRMH0uhIQ7iAgPKxnukdDeF908h125FL3+sWhD7pqINjrnzwUvTEKd",
-	"8YV52Cc1clJ2xAg127feXZ6yZ310O7ZjnZzofshJIgNBsqe+jST50fDmA1p6WQteLFitLQgVzC30qG66",
-	"kpCqRHQ6n8bJ3jJi/NT29QEYQTSLkHXnVH8wKZSTSKIIX3hAZWC6sVnr/QsBPej4imfofVoPI5/lIzai",
-	"D72hV0YH7Cd5JYLcdRu23xWacc/mrJPchOZdZNt+Ye4sibw3aHER+PwHpOnT+fUJ9Di+egONP3GXYxXq",
-	"thr/J8nn+iMeQKYd3tIyDYjvEdeIOcPWFW1fE9CrXPwEWT5t6YAuC0dyENbLkKUhzWJBU8C9mcq62K94",
-	"TSBMjntVZYNUiiA0bR61ldeYkQkkfuxro5xGcSkVMc6Tl88P2EUoyDeob0CWJpblP2VYke++ogrIXKpF",
-	"11lVhxp9gGLWraEvDSyDUtpTMQm3Ec/8bq1EKlP3pH3k8IyDUTjoOajhGvAsTebvYgFO4uFvRCgKQ1/5",
-	"uQNqMfy9l9h4avgLzz0Cy01fafFhhr/5D4A+GP78SVXd4GnMj77xCzdawQvCkrnBGgLCz83eIXShmxx9",
-	"jBsy/L0fPZjMjV45s3/c4IXTLhzMTe6acdqKbzw/eANz2/Dypm9dBHCS4e/8QFBA3wMLvdkUiQvDNP37",
-	"W018wJGhSDmh28Rlyl7+fOjhzvdlVLk99HCkrYzyqkP406r6cPRVWn0IGw79gf7KNhRgtKBocaKfN5Wc",
-	"HjrKPYMeHbBnkVB2+neA4RmhjK5KaZkejzMmVF4voO9uiAb60sYrsUAx3hXcbASINqPDEa+q0eEIqytH",
-	"ASOwUXGfNf+xB+hjwzm+wXfeBJfbQ0qH9LhQHlxBlU5TG/Eu7UBl1YiKnkcAIIMvZKH1qP8Wxm8C6toI",
-	"q+lNAFQK1hnHXxhhUOV6NkO9kao1RfEwkUYBp+O53JZSKOIxNkRZKKvHPfmFIXClzC8JYXAsnqmZS5tP",
-	"sRz+/koygjzoTbzEQ7uLSoxd+sUHkH6B5Rq8yznviHFi1fVeytg65MYIuw+ACWNRH4q3HsMsaYK9eIul",
-	"GOQboVvYGlGB9UJJORbdCcJjGIu6Lct+gBnHgHhwECbancwoC723Hj3sGlyONRMCGgy7ZFlRTw0432NW",
-	"NwoT6tFtE7puIELCKq/CRXplxE1pq3UYNNBrWvVz2qI+0l/Zy8/CVYtngjfNxFftbpWLARQiZ55C0nrI",
-	"ryBHqZ3hCAow2QNECoAWTw/d3Zs6idrmJ3SyQCjRkdu2CyOx+IwREk/GzJWsKl+pgPkPGbXfWRywpTkA",
-	"pB2iFUSwCHBjBQAg7Ot6P8xKoW/XrZfnCKnA2xfRc6wWjLJQmLRilqrpZCPcqTY/IxzbBAnQDXfAAO+N",
-	"0GgCMihqEgBZHnQdzHcA4AVQqw55VR2ixD5mjfL5igCgg7ob7hGEXJ3+JGvMf5kDRmp3Hj49RCtsz3jA",
-	"XrYagmFl1IKqQm1qP3IWVVqX61UwsGlEwoV7Okszm+1kmDqtFwbcoB6tMmy3AVBCpxmeK6EO3mOySXf+",
-	"0O22Z/pVyRV7QPf/ITQ0DaEKvPU7belj1paob7Q7WCJsZ9kQZ96+zoRSaJif2ossqcBKdPZRi4oi6wgY",
-	"uqHuY72+3h9w2A/I4etdPOj1vQcHDQw4xEuDu77z0azx0XQv6D37aAj6W1oDZLHkEem6QODZ2AOy3rsA",
-	"d+Q+XAydPgg9kgjm/gUsMmvT1qPn3otbAbdo3ZR3noVPzrPQofd7k5KHf/qWAH8hPyhFCt/xOfzdtG1B",
-	"MKkKchH9F48RvmYujWAJBqG0fQMoxKPYRerRkEl5J1cFNf909DjToN9SDUQJ8doovxInzB6EdjMKigIM",
-	"aJXwX4SA85S8v5caW453ORSub4lD3UyOL8nclLztybJsKZqAYz94ir5p7fdHk6qJ96AFct8mUWZ7VbOm",
-	"aJQH4eTrWaLnBgHbd6/4ao+gO7ridy/G+9sZ9chE2oQA//9eLN+1Ups8Q75TyidG35+VxMbb+R4k9qpn",
-	"a2AuFpsjZjJCQbR+sQdokqOfspAm19eiFsXDbu5W2uiloOVnm+e0nD7xgaQ/0B3ZpUEMMbHXuIu3HrYI",
-	"0Mn7RvA6B2wY6qjfS9UXGHrAutjwAWbEjCsrc4Zf8rDA4HqbNLUvEfVtuwjRvguadh59DT4iMQhHT4ki",
-	"gm+Lq5qmWgljywUb8WsuoR/GUwxojNIVFj78T8NdwGjP2rVvn4z6x+6txfBPfBaxPN/hzF8YuhChj3ot",
-	"mCikhdYn26aSP0Mu0EDz1FgNgbc4yWhcC4KRXg5MxZYomLTSsPNGKakmGbugdhUZ9UF0QhLqpyk4uBpR",
-	"8wZvjZ8YHWOxoPSClJ1aw+pGQbS71Iji3s3TMcxYjijTboNDYTtURG+wW2+rz58WNzBW49SWnbn6gZir",
-	"W01LydbXEmoluklqjtAKzH4lqGpoDwfZHRnjjdX7TnYRSn4Bifl6PD6OWz/+cv6TIzHMIVknSO72zh/d",
-	"c4LYJ0c574sQzgUvtkQGIWTSbED4mshrocgVsdk/wy5IU4+6RcbZrVCuchcNIxF7x9fGdJ+iQkXoK8l+",
-	"DW0dPDnXjTJY4Ou7b2YhF3NZlMIwI8paHXmUQerw9yApHh8+XZKP631W70zqW3ZUfQw+qk3uqU+VL+1i",
-	"UIM8Wved3Rqp94dkgIv+1L3X0IKaLzegXmPFY0vWm2XSp2wCX0BN2fxrlX+l7RuaTsIEpuIZ8XGrL/6s",
-	"dgzjvZsA/kIxvuz7u2f6rXhj1hDvGYdGW47sZtzKnHkb4ClTGvtpAUpOPhVuZgVzZnJJ8JlvLRW1QD6t",
-	"rReOSEnv8DRKRjqqTKRiHEfcIvaBO5UGvorjXopcz4RhMMeEuQF//yQMDsoP7thgFa16R8HvKVsSGlJ0",
-	"zuS+Sdf+0U+4PztLImN/QFs/6NagK4+kNRM1jxC23feOCS8Tq86g4yBSsvfMAflBErdxEvyAnb++OGtD",
-	"VQEm8ls2quwfIE6DujQ6Zq9e/uP0ezA2fvju8TePvnnU/2qjgk961LITWbNCYGNFZcWEWs21DvEkyjCi",
-	"e/lokf3jA7RF2sk9w83fYI+cvf4vf0xDTJHH25voCbXL6uVddJkgP5ye3bGrz8pCuQCUu/jOvhuLRA5g",
-	"Dgi2bxCLbCN01Pp6I8QaTDd6iTLWgPnUgkLv3sPvNemPgR+2/ldHxfG2fNja0fJs17HG6Lkds3mvft3l",
-	"47jPqOMK4W9GhjsxVx1K9wbHCjfgEy7VR0HvvvvKJ0zzLR7ajvo/HOpH9LO7ZQC3kv1GWCvVZJjcxxG+",
-	"WCL5RcAxm3HV8JIck4Rg8fHJ/Qu/JR88/YeZrpH3/oB31P7eZb1pL9bWA7gXwra6eocgEdHfCW9PYMQ4",
-	"0ONYaIZt1KDY+uz1fyHQaKez5RfG178icbWdT9FzMuWGyY/DA9KJdN4l8W/TEeInOcAT0p5558jeS5B2",
-	"x7F2rpCNnaC2wCiHuoshaLKmKxS2N8CsRav3q6YsfZIXe0DNZrm1YlYRPHwUirFyJh5mrBammVG4aJ91",
-	"0sUoWhvnqSg995DZKeyzA3a+HK11bN2Hyx6E0C395U0bRR499M3hMYbcPuv/NHoY5dqv2k22XnwcgSPI",
-	"dl0P2xHn1DqDFvc6+JB3etN7YgiO3rAZGBEZQm47clJ6fv/MoanVvqN7pKY1IeHGplK2IfNNKuoJ1Qfn",
-	"EzVScXeRlg74+Bj7jVEYh6RqQ69MyvPwrGH1+QSLSJJ9UysPHKapVOrjjhxnwGVp+Ttif39GkrtaUVpD",
-	"l0zusnZpMMVjQcN+qde4R6Kb9IWh/m7urVIq8TSUKiF9E/ZXFpUqZr0Z5dHTfZnl2UqNRVR3Ia7d7mdM",
-	"iXmoeAxYYQAHhAhhWBE5wo4zpZ5gO32qgGhrZSxfmFC9sRYu6By37Sf9bkZU9j4rLds1/F2q4sZI0j/p",
-	"yfe1nt3sjdf6Zs+/cmd4Lxy03Y0hlZoR2TChbP0peprfa3UnjxhOVHR1r9EjUJHXhIogm8F4u+Vp4HLI",
-	"2kIpWpe1oXFEgJI9cM8e65lxw0j/CJHmmbNjqeGdY8YToewBw7lwlQumVbmgPruEuBzS66DDJX6A17W8",
-	"FsZZV5XgkFsnLZtTFQG3MfR0o8ZSSWo3g5DfAeElWGl+nh2Lq/VtQVeaPj0uoZdhRcKKvbbKlMH02Vlp",
-	"O8VtqxkscAwBrf09Jek6W6ufHV20qX34yjJDukBTLUtmkLIHRgOCfXD6RBaY0rh4xwAmXKqHWeBcnk24",
-	"RxbCOtKvuM0dr8gdOypjVqerAZzugL2CCmbHox2r6WYoslIT3C4VAScYgq4+Fn6gq/XsALbsU6X+90fM",
-	"ulrqZFHdaxYv9qI4nGklra7Jy7IxLp1j30k21QYRg4WaOKGOMBFAJ4gcD11s247WnE2lsbpesLlUhZ47",
-	"goZqx4zCSf5nfi1qDijPymp22eRXwpoD9j19P/T9ZFPBa3speItVH/fPneqyAEjWmZjpegGwE1yFaXX1",
-	"h2PsKepx5alQkvDkaoEEBhxM1yId0sbd/LndzBsTPX6B7LElKB6hJnbqedDSRpLGo/Q8g/ViP/pjJicK",
-	"lgHbT++gBPFbf8COqJMJgPDRM2590o36rwYvoOIzd8no55/x+52Oe4j0v/d0Tyr75eO9bG/G38pZM9t7",
-	"+ujo6JujbG8mFf77KPPt+SBuCM1Ls9X7Zmwtc9tZrdXgXnPnt2GG1AYsnuCMv8U93Hv69ZfZSofAbFWK",
-	"QaVIar83DA5vpjen4FZAl4K9ATN4oYr0+MceZd6d+IbJvFDFHUzlO6BBNpeFnbobhhjqpp1IPtVGKA/s",
-	"Qtdyyg3jls0cn3j0+ChQ8voZ41gXOMLAO/bN10+O4jv2KHHHtipHV2g/IUepX2/gkwC27gluJ1LvRKT+",
-	"IGxosdSKNbT0aK9jeYpPpsTpl2lx6nhPympfkaSHJCXvXqJmoVY/4tabpRHdvncRSh8aBe2o5i6phvZ2",
-	"lXruiWBKnfNyn1xsG8mGs1JOppbVgrBejOKVmeogslHBo0b5rVJY1ToXxjxlE13rxkolTOb0yAqyBaAn",
-	"WNAXn539grAXFSBylMIkSe0nN3Hy2m4TeCwe54JW22uv0e+fBdSYu74ARudO+AvjzzhswjYvsLHcNsPy",
-	"eXO3EmUaw6yoZ05TL8Rb4cNIGhyT1xI6YXlXA9EiiAQQADMxu/StJcAt14zHzlZCZULw0k4ZN8wId2Od",
-	"iRT25YC9goura2iTDtWToWMOelo5K7FjOXToMZRozJ2a6Qcu+cSwSzGVqlgndi5wVz5sWUOT7HOA0t7j",
-	"Ae9EzZ3Saru9LVEYf2funFZRmzqEXzdg3RKdesRL0sPgzQyMz8qJRghcOGUtHZp9AW+9hOG2eI3bYfoC",
-	"he4ex0s4+GwwWeNVR1cK/5y6UU9ufaMO/1TgbfjL/TjkfoULE1zK+LkvDCu1riBxyessJ2enCF4BPquJ",
-	"004aI8yme3fiZrLCfbsTcs8xWazMwd9rMNErbqetha68W6WbzNzjZnn0+JtV18Lv90IQJ5VcRxPtCez4",
-	"+p3GylVMeFi34K/xvVHhwPpqbHHaBrI9Np3JWoLzwSF3iU2ou5pqfQWk211uUh9qr+T6WsfPhzSHVFF+",
-	"0nWT7w3llZD5E1SaLorcLplS099BFErThegtyEB6GanQC0cuFaGxe7ZTldzRzQbK/AfN5DMmSr8FPfTo",
-	"t3tHi3doBa2Q4XW4h1uiwLm4dLJrX6pL/XaAooqCrhWR+BnDKm2sKHzOcIfYuhmwGRM8n4ZGmKypKOvi",
-	"/1y8esm4YbXIhbwWxQF7Ae4NNyLjpdHsUuTYR4+NcNgDmv3Bb83R0Zf5j1pfveQzAf8SI0zAZQ+kNY5G",
-	"JfEN+KMsHma+B7OP6ELKWKf7cSkmPF8wo/iVeJNzg8uHrkm+3Xg946WEFJWRVm9wKW+oI/EowL+NXqkL",
-	"+OkZ/fJwnbb+K67qFI7kXrqfLOeSlotWo0FvkdubB9Qqbazr2cPeiB0dQm+g9cmA2GI0A7pYlwucSJxh",
-	"2DcFeOYCHukP+L4nzhqf7aBcXqIG3I1dz5U073Tb2agCb8c+sVDYsZhzQj7+DTinWRgrZgelnqT4J3zt",
-	"UDd2GOPE572mgK91OaNneMZyVfC68KwqNIv33BVf7rAt9BVHzMtxUkxEaysZKHcWU+qkzVomLNS1KHUl",
-	"mHjLc1suGJSPu6ELUUpo3cQejPAmk14wytgIJnhahP90dO/+oXOIHBUn9hebuz9gPMb9F6o/7r8Kbvno",
-	"4QE7qx0fBNgaPaY/A7+JUm0KWlTpLEo9RvnCc8tOsN/7VM9hxaN/nr94fvLs9Yvnv48yWITyK3BmA3se",
-	"VkN58ZT7O9OOxPjYinrZ3VcLR/rQ0woX+Qp2/9z/OSwe//4zf/sCP93L49uH74G5b5Oj4SJgPUNYGV1b",
-	"JIQdJ+uD7AQ6rXUzmUb6ivb3ZTMze3x7ZkaB1kOpxrqXpT2Hf10S5pyvNUE+86u4vND5lbBPEduf22nG",
-	"THPZgvzPhDGwxEUlTMaM2zuVC6aa2SWGZjHz1jQz9/ESyq9UwbALK27GmM9k6UHvco55z237ATaXZcmM",
-	"cAqLUzXh8QVTQhSGKtr8vhCfmYpaPExahD606lYXFnfqtmeLdNU/aI8t5re321761tTy/nrO4M1ad7HC",
-	"WgfRwqM0Lbj1rrv/834n4S/VpOaFgG4LPJoWiFZU/023fJA96BP/D52EArPHireWjWuwKx6M4vP/Gell",
-	"9DBjYyiC87ow3nwos2nXZrCIEEsN4XtQYTgVZalHx2h5obQa0c85r1EOLpMirmhS67lxA/o2H7qxbMIr",
-	"Q2nzo7ypja5HB+wEhCeHpHmlRG4zVnETcpmMrv3iSx4mF7RbJ7vpUxSCtlI1gtWQ0IGCWdpWYQGlJ/CM",
-	"Y8xmxdbRlBYJIW5WajVx0/JYNfgymAbMCFUYNqqFWSinpXhfbl5Kx2VqwYtuKhYea8ycT85OfcvoWpTQ",
-	"vkuruLyJgPhOGjt1zCkPgDhQVC947TZaXwnFdNA8jC7dHJFB5VpfSZGxfCryK3f2bYPqBq/iU/bk6FE4",
-	"G86ueSnjdi4Ze3L0pd8gwXQtJ1Khk+zSnS40/AMq9tUUYGjhJrmXj9qXlx6MCYBmE9aBRw6dlkpnMKag",
-	"f15VQiWZ3Sa/27PVC+UFS7hSTgdWTPC6lBhTdpcS9bjzF/84vTh99fLg9OXzF/95cPHiPxx9WR3kTufW",
-	"9ZmZuMR1dm7FreN2e0/3/vufR/vf/v7no+zRt3/99ttB77/+bW+zUfoImfpSajKgDEGdtg9aIF52e0J0",
-	"JZ2SneIwnv+MdVnq+U5B6xFS7s6uE1B3KpfQnkVSHBJGjr0jhj3wzjnTVKK+BjfV5SKKG5uHgaPKmpVy",
-	"LPJFXgpKu8gYetsdXyw1L9LmzM+ts+WDTe6J5rguBNzZvZ1f+y6jwJ2t3UY+T4dSDv/suAD/OqzFWNRO",
-	"ueknome6cQra3OkQ8DipePHM2QNI+4zjwCZj56/PgFJYKbgBowbVwIxVJV+I2mTomMl14aS9mFUlt8I8",
-	"xMoIDl5/TXl40GH3f5piIkCVsrIWM8xuTnYx+0HE9HfernKD/Pw5XpQsekJVy37U20essneqczoFTWYs",
-	"3ZmUEtzBlajZFSUcpmSz4bOqRBdIPE8qTdl7+ugoW1+etKE46Z64VXSi/eDC9MSOYd0lw2r3dZUNvA/+",
-	"5ThBf3n1r06KV7Vwn0V7k276Q4IRDYwtcJS5bsqCFZoqmufSCPp5VZUIFf9u8k8x971FvKlFVE3d5smI",
-	"2tFs7pSjCCdLq1RZZmTVYI5+a40pCrE7k8O9yYSqdVvtfcC+K3V+5RTf6MhwNDJZ2iV7bAcC4RnrOofJ",
-	"GWGTUFuyFhExftRMdUuIqCubtAYQ9YzuJ3bakrWIAhC14Oa+MVE7s3bzWV/uXrXT796rHfLFZ4WSunKN",
-	"7146JOry3Q+HnudusAQ7+mkXfiwQnI+gfWHIr9iTPwzpeX7Y95WLENbi0xG62fYpBVC9e7V3euil7M7U",
-	"2CLkUN3pDCAaKk2oPunRfH3JRDusUE6N/edeixb5PACh7GV7hAW1l+1dNHkuRAF//R7QdPeyvddyJopX",
-	"jd3L9p6RmHcX+pbb517rdajhw0Dh75w9EkbOa8HjDJIoUPTAmRBPZdGbzEIiUxTfLXrzSL4+uvWUdM2m",
-	"XBXuvxrr3frpIsW+GUKFpPt62s4Z89KIML9LrUvB1fAJcuiL6ePi7vjkrHcq41rP7gBXoOf0vIa4YRJW",
-	"b20KlI0A3uapbup+EpQqFz+6J4ZCFfztmyc3RcN4xo3Yl1AoJaF1MMSQaI6yyKgu3H0o8357p1ejpuWO",
-	"VTjh1reGK7GY6/rDyZ6K5NCQXAN/eDsv9hobt6MnRGoLVki9s0nbUVmwlHuAC7urvNyCUy4lVSW1Giib",
-	"/rBUmw9buu9I++MibdR0Iqr4wtwvubuLutHZvkrvFrIXwB5hRpQiB2LHW8982RX5DYomFOwl/OLRrbqA",
-	"uWzw3uwMjZ2hsTM0dobGztDYGRodudHbOrzZpTH3d45xu3O/Gsef9F+nxV8boXc8ZGTbAD6A57SqRri2",
-	"63SLTWpFG7sOAD5tZ/xEeCgs4oOtEI0Xv76t/i4ifZeloZ0Le4/EdIjB3TVd2eB3w3iLjQCJuByTRIXT",
-	"Ow7YiaI6bd8JyTdTwjojq0vQAiDK7AQMz6+UnpeimGDw1oegawjSRSHlYwxty/bLVH7ps1QbVWiVgGLA",
-	"eX8ctLyFXpbLq9/QytJHaP96z6yFLINd24HPs0UlHP9dM8NN8dYOOyyE5bJ8BxVDqqqxmbPEqsZGOH6k",
-	"eiD32qR3PMdZfM7aB23Beh0EK0DdgzttZGvaSLvJW9JLCKwCy3LXkJ6v2CHfWbf5G5S8tA69UMjjaBJU",
-	"kwxhMn3v416AmGc4jZuGDF471mvJWzcgdIDP/9zJF7sHhAJc3XOdN07v6ievaGt3QvgeadG9NWAH3JWR",
-	"ufil7dPeg7qZopUt4M2s0vGhu6lruj3/WktLyaieKLF1GNoRlzy/MqypfMxAIKCLMABtgNV7Eh/LwBiJ",
-	"FlsLpw6BzYDVxlb7vFf3fFO1JW/hDWdsGCoH6zKGE7eOD4Q13L2hEC8MVrrBUPBnFTJ430duZ2LSmzqb",
-	"OZ3rr2zv8dHjbSgr2ANP9No1EZinN5xDX7tIbwMtknyvcy7tMZXrdYpjO6L5E8a13JlKWxINwHm3KBz6",
-	"7K2ueKhKrtZ0lJvqOVU1OLYv1aQjKai+AQk78z38Czkee0vIiQyClhAAaxWtF7EiOEgGXttjR49QXNuC",
-	"8ayKgbOSq89CCriFDhUCUMw/qzg2yHo/AsDNtzerv+Q79XXHGAcyRp/73+I0pvqL3xeDrPn8trYwML9l",
-	"g9jpyOKtXWP5nvP5p2r8hqFk3i7TS7we5uF2ccc8PjHbF071XUiYkLbwowc1nwdyzvaqpt/QhfhZVQqb",
-	"mlCv5avLgmkVjF9v+ULHADBudVnSP29p034IRH/3Cs06eh9i5gb1cWfi7kzcnSb3aZm4W5QBG1W6DXbv",
-	"M7SmNoiLqNCTwMu0Ejc1Yz8/xj/AsoXd3Vm1O174+Vi174EZ1mLfu5CGm7jB6aRDV0MCvp5pY58inFkW",
-	"d/UpuRUqXwQ97sfXr88oMWNt/LcWF352n2wUOFrjBiffjtN8CiZw3R7oXYV/e+zdf/BSFnw5tpt17dqE",
-	"TgPGgQ/xdnBY0ap40IWHdYbwfscOxn+g6hR/HQLRCQDoXyo3zQ+K6Lfn2W+Xh8vehXl3NvBO7/uU9b5n",
-	"vivItqTABjWPenIPapRNE/RtvBOhi5DGh4VziHsHjU7WqHJnNIVPVIuj5QHO85rmAe6ZHdt43+2vu1d8",
-	"yyl4NMohZsL1u5t+XE6c23dqFRBbV4dqAegpaYI9mGpLmXYPsS8BdfGRZil/+DiqR2bYMQ1iFZKqhzzm",
-	"nhOF0FUgBSZ/DiN9KGS9LT2NVnYCOzmoZAcUtKmeQy8EZjXs4nbreJJTXaeY4cX4wld37TS0nYa209AC",
-	"T9uKdBimmx0SM1+Th2c1dYOBB1Pa2r0wfxh9x/133H/H/Xfc/1Ph/qhIv0f2v5H597B89oCHAn/6RRpW",
-	"irENrUXvwya42AmFnVDYCYWdUPh0hMLF+xcJutpkDqxOD9m5b0Sma1ZogaTk3UXSskZZWRIgDPyx7fJx",
-	"D6JCVztJsZMUO0mxkxSfiqTQ1b0KitpWh9gDbwDO91LXvKjn1FQb+4WP5U11WRjALxVlAc1dlS0X2RIq",
-	"cCFrbO6ahvs+t9WZru1POLchQMA0qRgJV9wCCNexpmsBKRHwxWIv2xNvK0iOGAxtS3PxwLadtabmEx5I",
-	"Ton647rfhOqbxcce/YwPfF3HT9zaHUv9CLkbwJwvMZE7Qh/KenTbE3PVy6fGumYc56LHEB51c6spwYKD",
-	"SjuuhfD9wTFrgYDaZxogDh9cuhMkSBLkF5BpPhX51UP4M3bAi6Cc7Vzmgs2nsqTLnNBsnwGscEwSn5Rq",
-	"Gy9sg04LO8TmXFncp/tLVOvs/rrZ7bTXnfa6014dfwda5Srw+K2hPLZq6+Gf8L/YcRX+s9/RcS5IL+NI",
-	"uMfA9EEAXAp0QgC/t5rYDjoyUmkrwLnWsudNqI7EOpKYjrSkLbca/QgkhN/pfhnx63RB3icvf7fr6hgi",
-	"FYImsBMPO/GwEw9RZsyygEAK2aqYgAqywz/d/9xERFjyUl57FVQrMhYypuFpXpYLpp217z3XHrFwIq+F",
-	"Wufg6AqQTbIjKJoFjN8jM0je9guM/hYjX3/11ZdfRT1GHg3pMQJ+jtofqd+kT9HhsZNuO+m2k2476TZM",
-	"ugXdHgtetmoG2Zork+tC1PtWzKqS281+/PAKezAezyoxecjCuxmj9uf7c1k4kSfAV09YjLOYN2bMTjUu",
-	"UivR6aaedui/DgO/DlMd4tYPkwN/XdThDwdjD7CY0c3FPYC4/PETvQ3cOuv5YJpZre7TOm942J1dV6t1",
-	"rTXbS2+jy7dNxzN6cA3jqcGP3Z/pv70/AOqf3c30fdrgDybXlYg65yAlPjn6ts9nvHp99rajw1zwa/E9",
-	"MBA/0AZPrl/w/XpxE/uxcX4fuMjfSfB13WaACtJkd69y+PBP/58v+Uz8hRyiFFas8orn8PceXuH5AxqV",
-	"wA9WaR+/kKT9tRLWTc0PENNnwr6MV/OujsmdmL8BX8JbU3w8/OljaYqDRLNlVtGDp3IuqpLn/foBmKSR",
-	"MuBoMcB2XOpiwWaNsYxPaiH6QFA+Dnbw+049+bTUk5uS/2elnhDd369+sskngMLUPfnU4ziF3uKGPSCf",
-	"AJuJ2aWozcPAh9qcGsPqRrHLReSSM1lwrsnaJ/5dLthU8NpeCm4DDJGs2bWoDbrbUq6Dl7CGLXeoW2dl",
-	"4+5+Nuayov32l5EuwN00hjOHRpTjw3AN+mMxr/mVD8Qk295/YTAlCxAtnCi1TKscMcegZABenjGrEXUb",
-	"OoZ07nbGpDJW8MIJvTnHliRjKj2AlraVqKUuZN5e29Ur+rqWk4moL0Q5/jGsasu3NQy0Ps8+zJpZfiXU",
-	"Z3GF3bVBA8JfkrAJSs/v4Fr3cdnDPxVEm/4KTUj77/Z/NKIRy0UxlJG4mqpItTRYLSNNHNw4Ri7rLu+F",
-	"yLUqqFSTnhYF0kQcDhEK07O79TUG+j3LQswqjQibV2LBZkCDnNXC1lIULEfzugaYJ+rJUxsb9yhNeaVu",
-	"0LH557D6Hs0TN/mD7M+8vNYNKme0afencX7GveB3nrNBnrNt92k2Im9qaRfu3/tWXwm1SUE9OTtl+GCs",
-	"U8JfqJZkIoxlVS3G8q0T6+1ETMaueSkLaRdsLlWh5x74xJvZ+JlrXjaCSeuUE+hCD2nb0GQSeuVWJZfK",
-	"MehZlNWNbFAUbCpqccBe8HzKhLLUGBprGkHr8DH8a8EhdpiFBPO4kxn+3kafWc4VM1OIVBuaIdVWnotr",
-	"fQW55rArvBZYqa8byxpVCmOYVHnZFMI/6cRG3Yi0hn1Sydd4EDdNMz9DL8eg5y7kH/hsyv+HC9Fzt52X",
-	"CxTgjRH1MeNlCX+vqUaUXxonE3vcffDkL+bGzr6VaZ2URrNSAi5hvNl9A3f3uzN2IcbcaWlPx7w0Iox9",
-	"qXUpABF+m55Gf7Z9Bs4rJVjFJ+D4aQltF09cYyC12xTxR8/WUizycQ/KOr1yQHs+MKSo2gmQynjZGKkc",
-	"0V/y/EqEghTE4nTMY9yUJRuZ6/xNxe2bkWd3VCtHmqVW5YKKvtHpfiVEZdj/NMbCRy5+PNl//NXXxG4z",
-	"VpVQy8eEyutFZZ16qCtKh2t5XeA87AX4GUjzEkXEpdGbeQkpB6irurXqGmsJM7Td5pLSK+gLibDolxkz",
-	"mnHaG8c+kVFPaq4sm+kaKnvIpSpqoxWbTzWb8cLxflSz8V3Z4UWC5bwsnXXoWFJwgMAsqb69FrmuCxQW",
-	"uIV4tow3hYQQtCz71GNPonvb1Ev9IBuUUsfNlgQoL4raXa5aOG4JaXvovFmWrOQ6VmKOuzhEs310x8ss",
-	"wmb2OVLhfOfckDHTxSLA4tUgbzM2n8p8ChqBtiCMFcrgIKTCgX7oLPOz1GYjXnm3vHqYYnv4J/zvabE2",
-	"AIw6gwmMy+Pka4BvRXoQBKQPHA49trEvK+oMx8a1nqGDFosUbcd5AMoTKJB5YF5jqXh5TMzV8TH3xytR",
-	"UYIkaLNBDfIOspixoULqGCRXjJe14MWiqzcRkrsJDY04iCk3q1ar9zo9OTFgrZ77Aju/hA0BsmWGj0W5",
-	"SGVXu2EjnnrDwkk8sL17UcrWMqmMKaf7q+7+H+yCucnAituce6D3noDuM7rdthWhTV1psyJLy1LPReFl",
-	"qgBPXEKOelbgMZqBeqAPmBdNx0zPpHWEMJbCCS2nrfl4invggL0U83j0WMsyga7EzbWsA3ayTNxcOfl4",
-	"KVgDsWfUQBN5axm7FDlvDF7nJQ7UF8m+I1q+e82qO72NbcjgmKA83F2WzQd4r47BTSzJHyxpdjvf4Gek",
-	"TeE9/4C0qUO0L/sDLM8F2KTUrwjdeGCdRrwVfHCRIYBMKrJcHcmlTWkyDkA94dZtjG9gBmqKx9l3ViWZ",
-	"C56R19pyi4zcsdGlmTgm6mcTuwtB5eLei+gYb5birjDZ3KmDI/jwG6Xtm/Y7o9YGB0/jrc3Wc3j/w1ax",
-	"cI6b7UF0hfisJ33fYdJPt0nGxVTPYVPDDvOYuFofFhDI++YnGhqurCkMpYS9pQW1Whrj4PhwNhuCuzhx",
-	"7jU2WWSrnhViLa1TJeswG+9KSfnq0FWly4J+NYDhONc12mCUCaFVwlIkF1kpeEd9I9PKLbJomZXwnMwv",
-	"JJr+qhY4qE7hHHb6w+YdN3MluaW6vQmHFQWWTkELbhSqfMWOtdyNtQd36H3pI04ybohYLolRlLImc1dE",
-	"QMpSbWzGTJNPGTddB0lGTNKzB6SnyFcO4FLUoQHkM6R7VJVQxb5W5QIInEaEyCD6wOkGOlUipJRH/RhP",
-	"zk4P2C9GsEsx1nXUjVrn0I+6OLEBugSbdYGfyAinvmiMIEGzRv/RqXRq14KYoaONdk61vO6JRF7Qxp3A",
-	"Jr+vaKSfqa9nF9fgR1tUIsPyg7d8VpWttoTX5iA4lHlZwtODIpbwcVDx372Mwk+cTk8aphub65mgMCr+",
-	"Y1ggFZ9NFuibJidcyjGXZVO7pwqh5E0wEv1UQa/1l8zfPpi6lbNeBEd8bi8JcOBslX338t791nTAnT2H",
-	"ZQ0Jtq5hDbvo67pqzh4z5Y4kAHxxNXc1sP9IAxqUVx1x7kpLZTsBVqXnPlEa+rNxKyaOaQJsARh8Fl2G",
-	"pjU2a10KSp7GpAnS3mA3nazw/v/ZATtRbovsVChLQQRy+c34ArrtkhvQ8lJPnEXrvXNwM1EMAcaJIzsc",
-	"1Jmo86mmSBkMk+TkZ9E+bZHo2mH6aO6kLFcO4TPK5qZYd3f570YrbkPSxAF3cxBZuCfbi78ywWwpd+qy",
-	"kaVlUmUB3nzG1QLC8QauYojfQ8qONMzMnMSjUH2NYsXdXcd+ix7QYZj9Nn0SuhTrrils3+dzNWva77tg",
-	"27h1Q4vy4fYBn1y5eXCBMPHjhxev2Tr+791p6xJZbhdhISMdpnnzNJYTrB30HkMfj4UagJuACbjrukX4",
-	"APf5Qdko0d+xuiPyoUQ5J2637jflBDaoDycJGFzrXd7hCnwS2dE10sTdsax1rgZ44vBP9z8bUkhaDAG4",
-	"d0D6SmO6GjCfA/adE6H7UkUKJP6XsbIsGSJZW828XAXfwWr81quh/utGlgDwz0pthGG1nEytOWYzfS2o",
-	"YB+FtNVUgoWDkp2TRjIgxnMz4/8cdinlGHySKC6LKZT8ITvn3N3W1W+NVDYV1duhkoOoBXIVZlB3ZUW5",
-	"YFJBRgboCmitdYUNXmhvBDFpgSq8gw0pgDmpsvCu+BXqaxMm/GuQD5WkOG6ogZIT6l1hfulMxZastqeQ",
-	"9KVmvDulvj/dQsyH6xdDdYuje9EtfC4GzmqXivEZpmLcsyJiTbUPZv8AHQR7BV2cOc0XcM95icwW9AXg",
-	"YoCmG8P3tHpF2/7oC4OfIWeZz3CFp0o9kSp4uhTTypk90YDwVOhYJ96SVyCUxRJje4JOA1jSO2Xyk+Ji",
-	"TXXS2OmzMJGbI8N3cI+ozMCv6lKUWk2cMjUU7mh4lexMqvBvN2nrLuHe073//ufJ/n/x/T+O9r/9vf3P",
-	"gzf7v/95lD16/Le//m1vgM//l/bsx0ur6luKuy7qBvgyXz9Zt4j/fvrbb+bw9z8fZV8/SU55sN4Ynceq",
-	"9rjDZbor/VEtM5G74nbWVJEqubHpWWcOpmVSSKfIqswXMasyjAN0McQKn2NxKjAsLE3tUrhTOAJjRG5U",
-	"cWPmlIVPuWttjVUIzHpcliux8Nm23bLUYybailTw4i+VpWrs8WzEHbhOVxjfMHjXeGd9tDXeHoxbxn8Z",
-	"FLy8PehbtnGabWw1HBvOMvxz0BQj7vZhQNKtHuE6V3WaLmbc5lPChSjdue8imWv838t7eJcMbpgn/Haq",
-	"mq59qhgU6sxRAWttU9C2KJutV53DNJYue8RUQCg3vVNO6O1itLVvr+SBZZlS8bZmxq4MtsGo7R5UOMWs",
-	"3UnMKuLlLK2I3WeDtZWN7AMkaS8n9/fg2N08aq7nI9FhkbtSzA/Pdd4yjXtS7dbasYdWmDXYY9810t8p",
-	"YlAndOZYsTQVHJD7IPmf5aX0jW+lmsQlB4Hq5ropC2aEausnEdF3JuxUI1X+cn4Kzr7z75+xx18/+hv8",
-	"0f3jb18/+poVYiydvmYDX/WpgDgNmpJ4y3NbLhg3/azXmcUdTKmWgvArvuw553UtBaWAcDblZhrBn8QU",
-	"19rv0sYJKTzY2nPaKz4TNXe3oSr5QtSwJ+aWxnvmM1KgolSa4Eylqn13yAnANpHSV7fExdODbUKGirZC",
-	"wyqCLIVz9I5aKPeY8rIU0LRU++zw98LHYaVr4eiw23uLMGtsCxLZISlnVkPGxw7t9GPm/K/xjr4vZg9h",
-	"mg3JSLlWRpchpLOMWJpFwVJ0OVo5E+a4ZewFtzylcLr7fiUW8AxYRaRte7PPI/AV0jhGSFqa0Su1ZGMJ",
-	"hfKM57lulA21GVdKz9vykgP2nJK6cSVrEKH8g4TL4iZC8KwyOLPaRMDgGUUwmAgiIIUDkPQN/ALn8L5y",
-	"uUOwznQ3P954KJBxlgclHou3tjXpB1nzdNR34Gro3ERqZN8YnA7+9zD/wpAe94U0/LIEtCo6+EH52y00",
-	"VhFfug3IWHTvPhxkLHcvhyRq0+J2joxeR0ZDFH4XbB13e2giX8y/fRlex9Tl2GTSIpiKLkUC4YrUW8NL",
-	"d5dByyUdpfOpmMUbcFGsRNshQ6/VP1usKxQjd5kdqDR8BsqNA9iNFxKQI1jpuajHTRmSBWXN9BwCZYER",
-	"JnMEMxIVTrxcup2JyTy7SQahI7Gtolq5ATYo036tblUSdOrWaOlK31bWk0CMkgvdV+43uRD2bs2adsmF",
-	"n1xyYYPkcndsdKN6fPhnA1iZa5MLL/TY7hchw9C98XQtWFQTFMmUlpgFRRhzmzUrtZqI2mnYIcVfQhVl",
-	"VCgdgcBimhRWHocEK1AvvPsFShSpf69pKlEzXsykksaiYp1EpokzEKqSW0R7Led8YUhQGD0TWOCtYer+",
-	"o1Cm0JcTQDzwZtovIZgOD0oHjrBLZtxKMuPWSHMAoNSSjUiyyWfShnjNAESoZx5Gyue0BSR4+mpNUHSe",
-	"Qr8w6H5z77TkiDRHhcZFk7dZjwBH6s2KoI44rYKJ8VjkdinRMrRfILqDrgtgaa/Xrny+v9l2guO7U++2",
-	"YKcGqD4fOOTUWg2HUhxR79p5AT+BjMX3qN0cepW/P+RzIawhDJdg9SG6MsGQqyUdohZGWItQlpiCTQyz",
-	"9Q36CIYSgJECIR9kUk1dCwVG6QE7KcsEk41yzWOFB5jufKoF1g8LhNjRZdGJlZd6AlgPjQ0KUgLEyQjw",
-	"zZ35vfnA2ByKQD+7AdncsbWeMQ0/87JcZCt7PoDN9ehZbUSPm07ufiQxwxnORb2M27ljYh9p4zYjbNcl",
-	"FPSu98XT/DU7xBvWz9p+0hNvtwFLgArs+dRdzkunhOW14MbHEuirTFQ6n/pAMPYBwspt/4A0pmkRO6T1",
-	"ZTNp2CkEl/HZQjx8ZcYXbMqvBbsUQjFjdSnUcddARLMwwtFr+2O3CR9pFGDHoS5EQCG4Kxvs7lQgmhzO",
-	"dn30NMlVEuDl3mPVOcgdavA61OCy7MjdeyLrhbFiBnB0hc77A5XnopC1yCkf+bLWc0cY1NUOTKX9qtZW",
-	"5BDUc6slx0eh82YmlMWUlYpPKL1Yq1Kq5Z8h75YrzFnuREWPV10vXdMJ/TXKignSHyTGoloyHsNQwAi4",
-	"M/7Q4Fsl1x+EPankc7cPS9T25dHj/j3x27Bh2XvZHqYXwBd/ItzhtID33Q5I/1r9WsZGS0fojm+/kaOD",
-	"tZUKy2G1vz6D6NC6c3K3qrO7McHBxrbkFiUPPN2j27lPJLu3SpOPemgSvprA9sFjvOT51aR2TGnfcnO1",
-	"KXWA0BewP2T7LoN3WS0m4Bj0KabSsKrWubtZcZZBPhVu0kGDJNQtun2yJrC1Rh2wU8umoqzAnMekAFZq",
-	"XaHP0lhdVaJwTyonybWPbY25LKWapCPz34VZv4YFb1HQdYda1211ZSt9XQCoEZ8Vbk90iZZ3ZQ2xvCsd",
-	"EH0dhgn1CqYWqFRfi9p9j1qkaOU7CYMcmeoZhtOfsqVuwlNZIaKP4KWdZgz8hYH5zpzGVwujmzqnyJy3",
-	"4ua8dhed8hjpNZROvIXAittnQEqm9zPWAq0Lp0dJA91bEiLpGc7/gjZim4ij3ZF6OzPifvrd/iyo4Qcy",
-	"vJYXv0UKKLjl+7Vwx+qOMi8FV011WLnLIuZrCMJdKiryClhueoxij9zekDGWtRBWQlnIscVbSUOySpcy",
-	"X1DacC0ATSPIiLIQxlJdFwevuiiykBhW+EAYVwtIjD1gryihDPz7jkql9XabFxic0SoZMJlVcjjDV59z",
-	"y8/9NJ/hK5sqvV46Uy1UXFBmMs+tDjWvtLPHjBKCjFcY0Jvfl1kE33i3nKvvayH2rXhrHeMwWrXzDJYm",
-	"Ta5vEvhe3yy+evT4fsu4UgdEZ9fLVujkw0J3qU4pRkS7iGYBtzwi1zwQwruyJATcvilnqhu1r1W+DsC8",
-	"cbatEl0y70TjfKjeiBKNSWJhUhio+QJvODRi8n9GZ46C2q+aKhrWNlX3+m6BKm1cem/YRHcQiVdFN/E/",
-	"8nagCPeME6W4+8cCHSS5nlGsK9W0/bxRPZxsG57s1FDnzaaGMdE+W43nFvaAmFVPDu79hfB6Vza8DmBJ",
-	"7uwqtz4cp3eDdZ1pZocHdncsr99F5sa/5Ebs463bH4LADhUm/LJ0vEuqQkBfaFvLyQTS41XBHIvtGpdf",
-	"GFbqnJfEb/ywscGe67KZKagLmAerA6JNymcXZPTo8+c/gdHOS0iTaJlV+C76zKDqVBXMyD9Cv8lg6FMN",
-	"FUzPg/6yQvKJ0kawmSSXG6tqfVmKmUmaMc9pwAvYvh5o9SVYEszZxgq45z8hcgB0E9RjHweArzF9+T8i",
-	"t5tyv4vyZnnfK3raz/ytnDUzphpnN7pZuGnlU17z3K2hbcbtlG+c1LFPLAuzRxPR1o3KMW2yBz6Av31e",
-	"lM+mvDbpaT85OjrKWsRxqeyXj/cy956b5N7TR0dH8MRMKvzDUVgjHDrkPWxbC1w+8h5uHK4jHSgCYO90",
-	"wJ58MLd9l4Kc745ZLO3fNs1S9DNvdMhwxX58/fNPWMCAmOFCFQDC6Fhd8MavuPpBzQNuN8K7/b8WfFaO",
-	"UOPg8/ZN77eljvkH7Dttp0BbkFgfOWAgTBcej1LvEctJM6HGus5Ft00i9v1c+OzLFlaiEFWpF6Jg16IG",
-	"t43jsNJ0luJDOVBMO+P1FaaMjZZdyU/Zkid59LTbXDuRJsZG7TzfYMuDUXaDAIiZSvDTBuOyFqVwl+fB",
-	"yJ21roTilTyAbX+YZuY6N7/ITfz7BHVkPMVjNppad47tNegJbOBxxx2I4mPvY5fEB5Occs+NvJeF2iP6",
-	"pxsoVWt0M54IX+nwxISyyefsVSWUO9aV+3uQgq7as+KtPYSJbvg2UFk63rQS7Umy3sQZkEbfITcwszok",
-	"uePPG5qOfdCRJqnGeiMXr2pdNLnNoBK6yNhU+4pvcqFLmKhdhDIVXQjfjxD7Kkc5rxmzeoKwTwF1v6ms",
-	"nKFdLRRm7PoYFUICRo5DagoBKqkay3pGmuqlVDw0rHB/oFk45u1ULV5CSzIErFthZhewH6duO7aZZNGO",
-	"kiDE77iROXNH4sgLMEAvdWM/s5jTD8Kyy007sUXdppRjkS/yUhzyiZv2APMObho+HZtolN4AOn/m9QQK",
-	"HonayjE4lUw6IvpSF+IEJ7DFCxlGWRcHxZV9PgHP6Djv4J6F+zT4xh3+6WZwWvx1KFSty3JGx5z2p54a",
-	"00A1lFbYbAr7rhLUiWOEI3Od43oYfnBE/2sCoBaydKSt08KHMgtE5aNAKtRZIJoM1qkaqLCYIHqGrq9M",
-	"wHyBpo/Azd9WshaGPSA1jD36is2kaqwwD7Fto5Xug7DlsrhJRWe4ui/aTdoU/qFRQNl3LyHeB6496JQV",
-	"t9NWpcQdGYz8+WWPJrmtstPELmxy5pJ/SY4F9jX76z74S3RIa+aF+dHPTlglWw9zrmcz8jfVjdoVmH4S",
-	"BaYtj2Utk4M7cKcst9+V2zLdwFw2ifrwCmtfWe6k2WYFdwu33XL9RQYwVEABaJw6sEYB+MmP+Kqd4xAw",
-	"03Z+mAATsEwdr+szngOnG8zZVn2jjpVGgwcUmp4hSzmTPeb6V2vdml91fJqP7tmnmT6adSpUuyc7e3mN",
-	"5pWisC2oYNm60DRPzYI9QPw6R9a1BT2oyqBlNq8tIgo6Bp0RS6MfsljPZ7VQYs7LhzGQqde7eJdDuP+H",
-	"WZMRCNP+mOfOgqVadz1Olnq3asHqDd3btiayOuQGZSTM/X6DxT3bs2mS7qR8Vs6u28VnF4FOcoZ7UldC",
-	"gHVDzPlZBMQJ+RiORkThQ2rhM3EoQytBARnyUTizDeo8UAXnVKiF4WsMZkPY2cPJSWvYlVjsQ+W2+2U1",
-	"3IyZg+DWszrXpWORsmiE8YFmXgNMnWGNKkTNqlqM5dvlebUIHXquTAcoY+HBPjE3imohIUNAFKypkl6/",
-	"n/123K7L9zP0f54WCcg3H7c22KAblgYdu7HpKK6elrkhZn0BnzB3HreOpxbSkCtIaBoyO3wdEO+SM3u0",
-	"KTC9QYPr3dIYbLbixojiGAMTsBfonBhzWYrCPwoghNBNc8NWn8Hn0utBs/9egeG69xOzensBt0MKhu/n",
-	"7Z7eNQO5IwEAJ0D5OBEXRRBzZGVbdEovsf9DYqf7np3u+zn4RMx+fyE1R8pCiiNYom2K47yWlhwxET9u",
-	"caK7zEFErIOw5pYuIjoTI8ATzgrHARvl4UCLeuHEqzRIwD3go7WxzAjR5qvD7DAvfaIP2AnNKJJ9cGQB",
-	"+wDnidq2X0QSfgkFEpUyGhwnfNSXfXiRhD0rnThK6OKUhoiHdUZndd5el21o4+nRwlTWquMrZ2v1cs7/",
-	"h5LvuWGZN8/6bGsA6HruPI0ftacRspSbql/zvI+EUaXJ/Ad4BDHjstwA+H8hVIH58YC2PhPGYPJUm4+O",
-	"oza1KNjFz68DmL5XhnUIlQMkJwXJI69cZ1Js7vgXr2t5LVBtp5D9k6NvkSdCHGjUeemN0vZNO40Rql8w",
-	"GYnMNpqj4xxfHX2Jz7j5x5P2vfSQzVMn0lrwfJpq8OQ257Uw9oXbyG11O4GTgxEQSH4Dx8xlBU0X0G8T",
-	"wF6YaUI+6v1xxZXJr+ODnQs2575ZWCvJo4PaMcOPjBm6twYs8ULU1zIXvyh+zWXpLPvlPCYBBd5wV2Ie",
-	"wATR4LZUXspA3OTvwLR0qv2Nwh7jpRTTNs9RN1aslsW3BYhROzzvvYg+7IsbOX4o898Lf1exv1AV8buw",
-	"dsQ8lHWUZ5pFr8jC8ULcvAPmD9WPgsr46FDS3w9HYNuKt2C9Iq8F+xcqAkQBHL0FzK+ay1KaqTOM/b54",
-	"vU46Yz5C4XCarUh7TSCJsZK385m8UuXijGoEtotoE09zvencbsZHZDm/X0PYdraNmqUtIQXgnd0ii6h4",
-	"Le3iJhyCiv0RW8enL44hfsPzKb+UpbSLzOcSko1HaS/eh+otPxD45F71ZX+YgZ3HQ1ai3g9VgZALhsDu",
-	"+ZRLxaAVUfgZW0ziFAGLir5/wH4FTWwq8qvnoWjHu1gbypC++I+fpBVsdHZ+8sPPJ+xfjcyv3sA7oxYK",
-	"Cz8PfKEQaOCS8U9GrpGlULZcsEJei3oiCvei45Cgf+bugijTmLiQaEaoCYskuziDU7p7D+sJLT5ee1vI",
-	"BOteXvYxCoVacIKnmk91GRWewOGhG9mUurfQunMO7+iWjeub3FXBibqz4bI0jg+P6EaMNra1gFfuaD6f",
-	"j5M1up/rxQSym517dZvuVcceaZ8vhZ0LoZaBWrYoTxxfkEqYNRBonteGR/3tj8s3O7pjyPYJ2e5FQzFv",
-	"1ql6Q45ViXqs65lhHD2x+wAjQ3g7tazWVqaD61RaVtX62jeobzk2mncGv2t8xzok5RZvnvLuoRUH+ASi",
-	"9nzSsMdHR8gHkK/6dH2avKNs4y3+bAkjkRywl7pYZK03QFGaKbpoebFYk59/Hg5oQxbUGe7irTbxHbh+",
-	"D/fKVisrwCHQ7QlD6eJxN2/K+l8znxfw3IfTyiic0HpW6g8dDvy4/y4VOy181aJ/HwcVqBNxPh0NQ9+2",
-	"lrY9P0Qqz+ANrphwk4fnDxIpFV1WigyKq5yY4TZZvS7FpnxPvJVxIRKuHY2DK6XnkL2AtUwSYlv+Cvus",
-	"yyANuo9REKlcUGuQA3aOLQSwRrQEiMh9zLKvhe8fAv+eTyXMw3+cDqHl8mWncap4W5XQT24+XUSn5dZC",
-	"iq6f8mVjmSxK6LM91mWp59RJbTU1lZixLoXZfrWUG2ZdamWnUOwzhujr34dtklGjrJyJQwKCsHItfCyW",
-	"E/4AVpt7LXM6na4XWaykKI+yg/ED01tUeMAu0Mvq1MbxOCoMNJW2bKJr3VgnRHVN47BJred2mrGSTyaY",
-	"ShnuJprz8IT7BdUGPnV6Q6knSZ3kHFfxPFr7NiXr6mgJiqCnWHQgnx9N/CCsv2K9G3EPRAH6/xDsVrAT",
-	"3P2D21xjvx0fNPLBGM+ncXYJg8OLmGBwOBU+tw0vywUa5moJg2+plNaRGxvLWsw51IZhzQ0gvPpBgf7I",
-	"7LfaicIiLSLoHp7BFmyfKtw4a4WE21hoFPoZCwhy1/k7o4QoILSh7oEWbOMu3wBimE+lFehGYj9J1bzF",
-	"HHl8n7VGXwcLiXJy0OzO9WwmVCEK7CRkstBIEXHigEhgGxDDAyuPuAJn64JaaZhgIsa1SgfsFelgYY6Q",
-	"HQQxGAxnc4jfOPFhhSK/LVfeuIvKntxicYJYnz4VUU3AF4bpucrwe8QAcAYpQfSjNvY1bvAGu/jntuoA",
-	"GxFHG+oxa1exL0HxxMlhcIzAIXx8jTorfGH8l9G0r8lyoAovUbRLuJv6o20asu2eXrib08dY4ssJV+yz",
-	"QsJNk+adsZOejnSYItNmJMbkSBRFFzciN9/rn9cTYWHiIfMcYiwUyEAWQuGBGYBdu49di1qOFx1fWM7r",
-	"AJfbKd6RRaeBI7WBgyRGMKuWi1qlIzS3B5A1AneI/YpwlvECWg4F7wOX2tBL7luKRhWCjeAjb5o2zj9a",
-	"ZSUn7vMdZrKNBJt2ABhvQ4INHZgK1cHtCeNufGiJiSvLW5eCQ8eYSr6JpI6jhMfYfeLOyp+e4QU8oVHX",
-	"+n/wAk45uoHGUmEOgbtllDsx59Iex/c7pohd7tDHnEgJt7jD6ZEC74DLQzVyf/JkV3c8rEqu+vMmO2F+",
-	"lAvEKUIQwquJsJb/n73rbW7bZvJfBeO5mbM7lO2kvZup/Up12ibTNvXETvKil7MgErLwiCJYArSsZvLd",
-	"n8HuAgQlihLzSI6d6FVaiwABELtY7J/fz5leVaQG0dInYl5z6mGCOclpeM3yusgqXuCbgqA6crPHAWmq",
-	"fd25L8YKirMxNR1dGiMjCperScGh36xlqUqjJYWH/TnXRH5z2gCUnvLsAbW5fd3mytzr7URouObiB/lS",
-	"utoOfuWoycBJebZHBX5EmsnBoIe6iQRv98oJqUB6NTS3DrWZGFuoVMFSvuIY6lRosuScDLpDrN+Zzwq6",
-	"dNZ3P0vQ0XrNb6HIx7/MG+iRNxkxFOtWG+/JmOSUF3ZsBoI8CUGNJsfsV567i2JV9JMSjVVjOeZI3lfc",
-	"fDwg4NJVNmJzxBcW+EW4vtvIOGxOI3IhR9eotkQAO++3ZMMqwQM+lB5iPbREbpu/2NaLPKUR0wqI4zzg",
-	"nAGmNQw4eRxivLtPFeSUytVYIVN+j4atXoXesR6V+AsCeKzaW+2x0DpI5j5XtEuuaH3tbEepMCIL+O2c",
-	"ZtihM3JTMrVhKVPTkxnQPhmRQUQaGkeh+VeVnJf20Qw97apw9CUiibyVg5lNDWRqb70PHhzt6KPQE6DY",
-	"d2oz5mnqufLLrI6asSo8u3Miteo1rSRqbi3xG+AyfluO98Yl2MI2x6Vs3ewnH+0/r/lUfLLXqTWsLNbe",
-	"yN257gYNuxHR/6qtrdnMHvT+fpQoPDlyR+uk7ZlSGfnQCXWufSfHrI+/gNUAGWeQY+JKMcjNzA2bligv",
-	"js8NkxyWkiGohAySuYPnokbfmLNWpLu0YSL1TMaenA2SJRAlr4G3pRKAjXinvAdSTxjXlCoL9lNdZlcA",
-	"EboP2QpFmHNjN+TB2cH//8V7/5z2fvxA//Y+fDyN/vf7T/918GAIhbUlarkZvncqVfn9o+BrRI/OuRfM",
-	"pxu3DOzd4qkQW+3Bg7ZPX+M/vlWz1UGwtXNA3Iu4NI13VapY2Yg/c7H0pVbo40pfpKnqxXRg4zRUydTi",
-	"7ewCgiHas8k09l457NwvYGyNVZpEbChiXmqAkBQz9JnhM1M+9zfVsOiOZ8BTWLi6vpTHE92SY/yOFmvn",
-	"WsS9qEF/vHPrHCBgf5NZPE1MGzu8IMzEcKzURJ/E3PBUbZKvoA3PEl5glZTR7LZQZY7n+ohPZTonLw2Y",
-	"JPiX/9ZsQNBK3w3YTKZJzIsERQ16YehcIneztUUcXRT0As8A4EnKM9sZvnrADJ+gz1kLuD9oZFHB/vW5",
-	"SyqHKYIXxz6UsAH+/Zhmf/x/5enp9/FLpcDegP9rihb+Ksx7bPGzff8FLdkuKzpLM7RHTtNrV5zCuJ70",
-	"Ob8JsbGzdpuwvjndMgQChDtnBwKUiFTeiUIKffJRJp9OCmGQwLn5+vEH1Ktw9gumllHruY+/X4osgbRM",
-	"SKexqp+qOdSIlbkL95M8kJuJWVt4mhtNWTv1viWm0NkmLgYD7Gb233gs70RSAcqZQoqEHdpLw8ANDSAw",
-	"YFYQTLeSNtDl0E/qxnUzYMpatzOpRQOPzhvbA+3nF9T1Wko0oNsYSVEh1lDLFVcHuTl++Q8Pm2WzINF+",
-	"BVZ54Oj3iGVq5jbF8ddlGX8xI9XuRMgbHdWFcAvqYi1Ojtcbym6I+w46A2Mbi3qD5AJ7I+13aOeWiwJk",
-	"PmqT/KNFvXPM+h4V54eqdA37peoYyoSgV9qju1VfVIS14KTXoV6SmibUri9AeO7hFFynMqqjUCbsEA2G",
-	"V8ngaHGhMvNUlcg9rEz7lTxYYv/d3ckCGAZ7VbJFVYKSOVqWTNj0gWQ+qIJBXP4WtAhgUvXDRS1xiBVY",
-	"kUvCjwJVYSU92FjDuSP8gWuxSFNdSxlJpM4BNpf8jeTQxKRCuxHBkXkoTe1nVwNNfk+VpfOjNov8Cmf5",
-	"cCc3vXAlg9BtIW65Ed9Qjmy/Pme78Rd2VX3nPIRVHhqomwTC6gOOwJHiuC4WC8MLkfDYiOSMScM0n1fb",
-	"njMt4kLASamFcVlU4EaCQBgmbSQR+eGRm9O2OGZ9Z4zTkhWCpWJkrP5w8KGEKuGfpNhDc2zMbdfaQqyj",
-	"sEy1YpR3FY5mDcyFG9DjKc5elNlgEVqLZ3Cy+xD3yihfXU62JsmreCqQcAGQdMMXn8HJKrIkVzIzFd6E",
-	"mmXs5R/9CxKqyDmZYpWLCMJbCFyW0FVXo2hDBFpqVmby71IwPlUUgm6xnLGlH4IE9ysfapWWRrCxMblm",
-	"b9/8zg7tf1JBM1zp01TNXhqTH3kgtYr/UkcMJMzesUcFv52KzJz7l1jNo1V6h+SOLFUqt9Z7xFKZTXrI",
-	"jKwKFqeqTHpTYTiQyPMkKQSCVSzmUg5IXd5gtiIY7jA+e5cnnQNHdjKVmdQGQYrhCc3yQt5ZbY9tNTt0",
-	"vfXt75f46zX+ODg6Zr+LWx7Pmc74RNzEXKN3jrx3uozHjOslB53KbrQpBJ/ekOZEFDjNrWpqeP7P7Aoe",
-	"v6Cn8StVSllkcTGH3HOO3CWIDUIVTRWFTxPTSIMu2VGmaYv2WpN2ajfseTBfX1o5Fgj3sS6A+OwhJtE2",
-	"eqgQiGHBKYeLDt6xShMkYJCI/idNdRSzkRRpovf5918FZVpN1z/snSm0lsA3A16ZsjGUmKc8psx33H4I",
-	"tge7uMKSRxgKqCl2OxuS3vsZE9PcgK7nQw3nFMpthWLp8vjxh3PyBzvyEazzrGxIHziDEdgj55hdUHo+",
-	"1VNRsZi4N85nbBv5FN2s8q/a8dWMwAC1mHQx+YmbfcENl7a3ebJSjXZLdA0bv0oOdpXW8fl62H6mak84",
-	"U+JhMzg+QwGX8IWSJ1EAsM/c2KryReF8ZMr3hNTJatc4XT2107sjVbBbpehublQOPGZCgtGMU4jAcvDe",
-	"0Cxh77k0MrtFZ17o4RKxmgp2wbNYpIQ5nCkztu0gcxyu+Zlx2VrTKPRvz9lYaqMKqCyYiNxE3myhlFfb",
-	"u2ajQgjoAbW7UxQLBas4z50pz8ejg2qHzt5NvR0PHa7pY5PuwCW4sYeOotkQ4YLoFrHS4k1/gZtWFt5F",
-	"TdYOoIVH6Ix7eX196dhrsewI9qpICMqN1g/vkDkqeiu+Ih1BKAxujcgZ7q5XK91wL0Lv538mr9HaFpfw",
-	"LTZ7DljNlstrII8gDNQRzBt5tVfwpAF+RLShbliIhDvwiS8QhF/lEvzTbjJ+G3q0pdB7JNwtaaUXi+dk",
-	"INcPHiNAjdTOWPMq0wIArNiA3uH8TrbdwEXfKadtoGi39eipHjx1RB4z9EHV72sRG85zjtQJEnEZK/cl",
-	"0q5gcP756fMqeRSfCmIscyYTcm36vxgI5Rf8TqQe1zdlOTdjdoghyojFKZfTiGl5m3FTFpXLNHL+0iMP",
-	"fSB9HgDlIi1aPceszxKpEcrLXSDt7dGuQpOX7Vo0Bi2eyOVwDYNOP+DLcUQ0iKviWTmMP8bOma7NgTCE",
-	"odY/wgoR8XfJU1x++wllssnd8vluJ7+WgQc36oxrhxp1XreXJUSB7Z9mfL6/f35T98+QfQf3iVHbPA02",
-	"N1TXsJbZqxvXoeaDMXtdFmCBg9ZDhA6uF2TaST3gCx/W/PRHZ2tOGBIYRCZE3gLv8WtTqwePQRN6R78d",
-	"u4vA8GX1uFdoe4X21Sk0rxWwHiHQATtVcWYsi6SX88LMT2KeI/tP27U7rJOSSRQweOFVWdznsko+dVXb",
-	"/ctXzKiJIMyOHMDg6G1zFnMjbgEDmRhgfI9QlyoSvYA6JDX1hqE/RK1LU+QK87zE9uW2B+TNddXlqjQE",
-	"ejcSYMvqqo691E315lNKnveT0IRIjrBhkVXhBCIxnLMBfoYqdH/GeC570HBwjvAfWqWCaaGxwGmpLvdZ",
-	"iFmXyxtoe+NUXnMZyrX9kJf2O16En3GHV+YVb1yF8hY8s7g7YH7fRELcC1ecNwuhEesSYjdiogKpD2S0",
-	"Ev1qfx2cHfgNdrCkGZ6t0Ax2CVdrgjHPMpGu1gIOty8TKWSF2RmMVEHcUyh/i9QnI5kixmqWsELNtLOV",
-	"wn7aJa3ZjxbsQzfsrhfDz3KLraPtwsH8JuYzVSQdWjg65w5N4Fy7gtrOV11e9RrhZjdv8ELcyfhzmtD/",
-	"dGr5bqzAztn0+X6ed3ga04E6N+g0g58xVbrLHEqj3slEqI5t3oi42y57rS5TPhfFT4Xgkw7tXnLdLxOp",
-	"ujW5NP90aPBKX4154fZMp70GOHrkMN58AQEhvmsrBFB6W3QZ4K+FKvPfxPwX0IXdhijvQO/BMF37XbrE",
-	"6c2buMDdebFPkG1JkHWLxA6Do/Zo1+e8/zRLTu+mA//kY+wU9ae1VwCV+cP7zEXTPMO8PeURLl3NMlHo",
-	"scy7Hu51q5aUQWf2zOrgeQBhacM4zkS6DxBtrbqK2yu0Mx2fiESdaMOLFg9iv+L+wpiPuOcxMGTVLWXo",
-	"5ozlKk0Jf8FaJpqVmZGpFTKZia7CdmX7fGriBoNejy5u18wl2MDaPRlU7q827wS+3BeX4HUOsWYZVnlL",
-	"EAASy8zCxst5qQWmqPPSqF4hYoU1/CslXOVE1Dzlc8ZHIxEbBFFgAKtYVE4UOlo6y7vKn564q7xd2u26",
-	"fbXC/eVkVeWPSlSRaX2tfcqZnvI0JWJ2pjOe67EyGBeDlK0hT+1pS06pqcqkUVCAHPMMj9eGSixiJgl4",
-	"TSSI9dj+jgjCtjd0TQcZJ+jd9qMA3noqk9SN5H+O/zxEvTpnPGMyA6x9IPWTmBOCrkMo+xQ4BNuTyuZT",
-	"VWpWcHKc84wV4l8iNq5MbZHUWBLBp+PVVBP7lkTcFjyhiTWwGvtJBbzGyPIZkK000zbhp9wl0NhdjC+5",
-	"okGuo3ltmLLdDgCd5iCx8aa7TS7azsMMVnYFH+3Cvl9NRyvispBmbhX+p+jjwVDwQhT90orYXx+sYg8N",
-	"b4DNBk4H7H5bhILfVX8uh6mMKbK7OMDF0UUfDyiQcqHURAo3ZBrH0vmMqIMBqFxEE4kqEt4IwTV1tAx+",
-	"TKKtK3JFqOxBwAKcIzt9BiUuLvURF2I5kfKtRpB1lQodBQd3xN5cX13Waz+plKcMyPcB+dPjDhKsVQnj",
-	"qdaVUXmoH9rz2tDcujaxc3tC8AXu+bHMKTzlNBbW9vtXfB++gho3vAG8nN4pEvnjBXC7tAsFQip+j3vv",
-	"F8uVSqPwJmREVfNHnyRVt9Vw/qc2HBchWB7P64CtB77BJTEmCu4Q703BMx0rqN8S0zyFKis1Cjjr7Dwo",
-	"d8ueGkhjJIuAQkivWCj7RNOwrscLdOhqhAh41UuxtoC4byPPY1lRuoaxN7un7Uma1PjfA4ojP7wfwuHh",
-	"yxvG93NmirnbZljt4M2AxXAQRF0hKgvHR2CrQhW0e/OzmvyEZkXz8mAM3aUqutxKRvkx7YgTkUOmtRun",
-	"h9vpvRheqXhCKA0Q6M6wS/oErmf75/twkTA8vzzKn5Qy2hQ8d0Y7hqQXqqfdy0DszVIMvVIIfqV+/DFc",
-	"KQzpffj07wAAAP//",
+	"7P3tdtw2li+M3wqW/uesSLNYju10fHqsL6PITtvTftFfkjtzZk4fCUWiqjBiAQwBqlzplYt6buG5smdh",
+	"bwAEWQDJKsnuTE++JFaRxOvGxn797b8d5XJdScGEVkcv/3ZU0ZqumWY1/HW+okKw8izX/J5qLsWVppr9",
+	"yEvNavO8YCqveWWeHL08+ijKLaHmXUZkTaT5s2Ki4GJJcmxJPTnKjrh5+eeG1duj7EjQNTt6eUS7XRxl",
+	"RypfsTU1vfyPmi2OXh79/75th/otPlXfxkd49OuvWTD4hpb4c3zIbmyEC6JXXJk5NLQkynwzMGDf7P6D",
+	"9Z+GA62qsQFuuF7ZIVYVMSNJDq+qOsNa08/vmFjq1dHLF3/IjvS2Mm8pXXOx7Ayi0fKS5bIuRseykooR",
+	"2mg5q+EDojZc5yuyogrHeE/LJj3AtqNwnHZgcylLRkV/ZH/hBZN7DKxqypIcU/flyf5DxB6njfAVU7xm",
+	"xSRSa3eywK+Gqa0Im96T3DrD6gz3nufM/vG22GfE5kP3hPCCHP/ph+d/fPbHZ/63XBbAAz5++MvbH0lV",
+	"ywUv2Ul6dt2RJAj32fM/DlAuTmd8HnLRmcUxDtH+xQszajcbN1FZjI390EG/FnResolnjeHL+xGx/Wgi",
+	"Cf+plk31Z7bdHdCf2RaXrt34pXk5I1SR3IxPkM2KCcI12ZifakY1K/ywKqpX7aiWrp/sqGY/N4Y+j17q",
+	"umGH8Cw36MF7aWf/YQipVQvGd/h4NlEuek4Vm3GhmFAcrkrNPmuykI0o8AJiODRyZ1a8HuTyd7aTg2jv",
+	"DVVnTcEn8tMVVTNqXt+P/Fauk2n094aqC/3L9BFdXP/73uMxHUwbTYyZvC2Y0HzBWd07DnAQaqabWrAi",
+	"dhTMZpZcpQ9FHjDASadieH/fqqsVrR1bnbamynxRkGPe+XbPe7P78cS1fsh5Mf1mJPgsM/JRRpSuGV1n",
+	"LXNXZg/ae+uLHKt3cvljLdeJ9WZC15wpQrUZCl1oVuOKar5m5BgvWb5mv0iRvnMWpv1wcAtZr6k2txHV",
+	"bGa+Pxoe4ce6iHHKD2zDlPaDXPBaaXJslrhgC9qU+gQE+7Iwb8HT1BAldBCO0bZw9PJIQC9H2RETzfro",
+	"5X+0P2DLR38dHvy1nLS4c7aQNdt/dbV8wNq+ZwWnV6y+Z/W4KEKV4kvDLbTEYa7N10TB56nhrTs9HESi",
+	"H+RFSbes/qFm9G4aY7hjrAJxmovlzKyjbPSsglYUORZhg3tyi863E5nFB1lMkPRw5OGakroRikir5glZ",
+	"DIyqOFiou6illrksp0oilX0/NRb3fF/B348jGNtlIwwJv5PLP3NRDEpM7jS5Yd5xkeaYXBT7Dq87lHCQ",
+	"V7Kpc/apnnppwevk0+U7POKy0ebOhYualuqE5FJoyoWlRnN/ZCTvXSvl9jT8yF0tQLqE1ozwpZA1S66A",
+	"8mNO0Mzzp38YIporuKumK2F4tw1Kh/jKQSIsjmYfpTAYD94YyvyLKnKLT25PhoeZPmyDA/3LSio99aDd",
+	"8xoMO+ab1GjuocE9z33ZKB1n+BFxEV8+dVeqQu7vH7j3DAciekU1oUJtWJ00neW+9/1Gbdboopbzkq3V",
+	"7sAvQZJFIx7XbK1wLCt6zwg1LMt8l7z9w6ajQsCCloplMRZ/QZcR68mHZj1v16aiS2aWDcVtI+jRWnOx",
+	"NDf/syQbNQ1HB/Msa295LvR3z4+yozUXfG3Ek2d+lFxotmS1H+UV/yUy0vf0s/mQCD/iWm4UqVgNwx4a",
+	"HTQYHeH3T2NDxJ4Ma3k6OuBLWbJpBFrLkj1cmamxvyFNZpckr5q5H9u0wRas5Pes3pKqpOLho+bFwywS",
+	"17ReMj0iBL4PJRIzCVmxGozXhObayCcZ4UJpRgszTRRFTsmabsmcEbnmWrvphXzDiFvsM811uSVSsC8u",
+	"TOJcU6IYTtIwUyMeFkb7OolPluhVLZvlinCNMhmhSyb0l5nwsFz34rvoROUdm0iOZxdviTavj5JiggC1",
+	"7Wu/c/NJTb19GsXqhx+TRll6mT7IX83LqpJCMbhtfqDFJfu5YXh7GwmNCfgnraqS50Ah3/6nMtP420S5",
+	"8nVdy/oHWWyxu+5SXK8YAVoA1VAWW8KNkHdPS16Q44WsDSmtq5KRW/vrDbx+a973P5kPb09OSS7rmuUa",
+	"lpSLqtHhga2ZUYzMdcQ1aYQRQ5ZmKY2kIMWi5PlXnHONi2xkYOjZy2yM5E1dM6HR80COb90rMGVK1kZ7",
+	"VhXL+YLnaAQ/JbWZI4h38JHTsWuYLl1SLmCeP8p6zouCia830ZyWJatJSfM7hfeYpU1z9a65UoblyJrU",
+	"zOoLKpeVmXb7+KZggrPCiKq/ZkdvhWa1oCX0/PXmYe+FBeUlK0gj2OeK5ZoV5ZYc33I7plvYikrWSIK6",
+	"pmDfgnF/kPpH2Yji6w2ZOzZTtKtbSGa4uSbsM1dgj+H49z1XfF4yL/Xith3fCqlvwKpnl/+CbktJi2sp",
+	"35mL5uufGGAS7HPOWIEEpfgvjJR8zbWhGhzejZbypjQDtMM2lynP2SdB7ykv6bz8SiM/IwWrmCiYyIG1",
+	"abauZE1rXm5J0w6GHN8Gfw2fdF1vkVnMaX4nFwuY37WU76nYWt6tvvr5xg1hBaGkNhzI7Yf54wb+MAf4",
+	"lGwo18SwdTgffM3Ikt+bm06Q20sztdnZQrP61txwK0YLG/EQPBpSQhTLpShAdYOOLB+ENeNi+WTwakzr",
+	"Gk8jojvc74I2eiVr/gv7Ssf6gyR4NbY2EZAQqpopJoyMcHxrxmQeYe83bsJ4Y9KK34Aw0/6OB+STUE1l",
+	"OBcrQEa8hgn/XQ635Ui3/f5u4ZT4Yd6AYHljdgbm8KvbTKCYs4qDgBgzQgQCoZG5lJY1K06NWCCYYfIr",
+	"WVregu+AtSlDpXsB4jEo3Za/GkXcUFZVGxlacxSkaFnKDSveVhEl/rzk5oKnRVEzpUhtBBFFjs/fvro8",
+	"Cbq1gnajWEEWtVyfErau9BZFQyq2vgGuiO0OBENtLQc9Wc8TMa1rujV/W7nyLGKpuTZHsx1KKIUef7o+",
+	"B6vRFBO87+SHiPP6vCViWFDXg+83I6EECFIdiHLUyE1KluZa9hKE+V1IvWJ1u71PYiMq+JIpfVGzBf8c",
+	"mfmKWQ/Ls+dkxT7TguV8TUuSr2hNc81q5aT2qzdns+ffvyDYoPs13TH7XPGaqeR6U002K56vgoW3n+Ci",
+	"nxLRlKVXDYK73LyU3BLzEd54yPJ2xlVSpT+pyYRgXkeq1JIE3IYZ5m8Pcmy85ls8YObjw4eL2s7OLUDX",
+	"bHwLhNQ/wKWQmKk5ZzubgL4SXkRn5R/Cp0DCXIrDZyc3gtUpzdH8TjYrSeRGqJGptgJ0hAVdtMJ3JbnQ",
+	"IbvLaV1zpvbjJVVTV1JFlvUnc7I7a4kMTdbelABsLTqHmt0z6sW1fsMMDjsVhIm83laGdeSyggvkjlU6",
+	"I0oiY0G9wzQV2DlyKohayU3oUEBNadcACiORd5OPiH07RTDm0NpXDieUWuqJ3Bsn54+u/XDkjNq3Dh+f",
+	"igfcnXfU2/DAZqRgNb+3tx3YneBkcXPncVHIDaGigIXL/SFzzmoMcD1yTBatILDCR3Dqb7ZM30BzET92",
+	"5g08E2w16RMHTybdK7t3SeS+u1X3+U1F9c3Z/Ly4bamZGtVZWQquWS6XgitmpZBdK1Qr8f5HYMcCJtoe",
+	"2y7f6U6ld2N2OUsWSjohfw2vu85BdpQRyh+hmBCetZDKO/dUu4dy/p8s12b5ncj3jsd9T9ZBIRetfKB2",
+	"Bbdq1NHBFTQU8W/sqBB9tSFrHQqHeCgmtG++iRMfTti72b3Xw7H4IQHeS9MRzq+lpuXgimHHQLtrqu3V",
+	"ugAnt8qINNyGliWMSPWn+eIPR1HHSUjV1oUU+GpwTHY1orTSFFyfr1h+F/OxqaYEcU4KRqh5k+Tm1V1i",
+	"WTOlovTy+nNVUoEXjXPgQLNxqWRUovH9RySauKX/Azoq7aekZgvDbbQ8JXRudEVgNdZmP9vwwr6o4rIE",
+	"VSoWD+vu4LYffDN+hypzsXAd0QSu7BMU7heUl03N/Gnzk3fMnouFPMqONrQWZoDZEQNj4F/H2J9jejib",
+	"YECZ38kksaTD7xmhVcVEMQMFUbG8gakg4WAQfkQ/zLWc6BwwV5tYBiq/UwTNDlIhxXYtGwV3o9oqzdYE",
+	"Go/vJDxyyn0vlpgL0K7ynlpmLqqic9dWfAaH2vBtVMRmVhEz94EbkVlgGE/0xoXlmej69Gu4q12CKn2G",
+	"ivCopu3bAyUlXMZ24cytFtfe7pnQ8ZX7CX3whgpY0b3EHTk8QbEhcOX4JzuW7mj3SVbzpllTMasZLcCS",
+	"yGKcJ7l+Mgd3w7AUiaviJ7ivBUA2OpcxBtcy2raXU4JrQNaMCoWyjtNUPCcDDQLlHUeTqslzQwLZkeUe",
+	"RmyBluLyHnhJB7QVO2cjD9O5bHR3V6nTZoqOUcbwQoYCPsEe4nJiTeMpEdfWYdAj1IywnxtzGiUIxbf/",
+	"NoMXZ2+LW+K8dwStpXvRdI87uhMZknq7eyHryDz76p/AdnId2vILPpnRjgtxUUarMoJhq20c7H8T8c7O",
+	"vyPf7S7GNGkvuO8OEfjcUH5TEt8PNL9b1rIRxTVVdwnSYjWXBc/BtYIvE01VRPDrfJs2eVB1B2a6KBsA",
+	"r+E9La/QaxG5Ce0LZM70hjGBcbJcOD/HRJoxatOrBq0e7yPduGeO66CRoAGnzJqXJU90F90o7M47Z3tS",
+	"sfm5302Hg3JNgJOzInENmq8uGxG7r67Med2ZRMzKsaLWBtMIskUmfaDlFJjuR1Fuh2VjIAQb5QxhMSgx",
+	"Swh0bRTBduJSc1w5METsw0x3bUONOJeN0IOn1AxHcZHjJV/V0lygyPV6dp/0ZteNABF8fPallJW5Gu0X",
+	"O+HekZjDiOgedtJZ/nYouwcrpJqd4xASbLBw4ywkfkP90OUcitRsyY2OxSAvxmiUbsZdjpLS4/ri8O6S",
+	"hSbB9O3gR9HjbWrytdDjoDs3Q3/HXExXmiVLqZWuaXVWrLkI4o5oUXAzeFpeBGtkg1P7MiQ6HLS07iN7",
+	"1dTKcBJzu1LTODf9aFlHODlXVUm3H9IquFrJjXCR51bf6friQKF+grGfQ+F5qHrGE6ou7BMvDofDPkW+",
+	"QYmipVEfVlStzItoTkYHZq//59+/ABd2O57IcBrF6jh/eSeXXACDOUWWYCOUKCmZhnjomhR8yTXoneB2",
+	"23AjhoLvFN9RGb5i/i/NfxtRsFrlsmYqM1KV4kuBiutqW62sOa4XzRlM4TuzfqZhM8D/+x9ns3+ns1+e",
+	"zv75r+0/n9z8y+yvf3uevfju1/8xKvD62Qf7MkinV5rqRg0zOyS9zu4RpXlZYuKNJHMWBht2iXHuerr0",
+	"w9zVERqGZCdkrxuI6VHmRrPGYkZ8g4HjgyvzhzBjMUzZ8AOCUryawIh3hxhbsnMqckwIOpfrNRXFYacb",
+	"myEUA1BzbGp32WpGVUwQu4TfrTzKiiDGDtotvRchoLnvIwfl1+gMKzrnJdfbc6rZUtbbuEyZ26eWe9fF",
+	"rKK13pLcfW9dbT3zUBimNGBzo5D6ZbVRPHtGsA70x16snYoLGXlyDm52Np0z1IJLfs8g28yQUOYSO2Zq",
+	"K3IM6TPLzsUyLv5OE6GD5VuwhE3LTfNiP4+nwIglLUmjWKezfVyfvePhF7Ivq8QGmQX7HD9Flc5X9HxF",
+	"y5KJmOJ6ZjQ8Q0vmPbMD+OIuQdlXRiQMLYliooAEIf/FbXtuSnMr7Bvb8JOPEHfDMzdWpcicgXad56wa",
+	"8jTuKk5ruoznoV0yc6bvMeusTQS3vcJ343aQdqmCrsIZRrcKwondJf5gWUYxbbge2xB3M0W2FD2pF0mR",
+	"wrlaq55oYe69UyIrHBZZsZplZM5yas4BFb1bpWaKabSD2PAa8/03qm3WB6KYE2Xtcn1JZNdvwTbpkRuR",
+	"NZz8l5F/+gJrMKLUFkdT9s/IPS+YdAzwCbn1aYe31ptuYyrCXMaX5Paf/umf/uXWiFeiUOZOh7xotoXE",
+	"RpxUBtLR7YoqzL5sQ6bULVF0C5+56wA+jLoaOihMB2I3ZR1wpQMwlToNDDKKEOkJNXkbrb+v6Tno8DIh",
+	"I/y02nbgUyD/AOysnVEc9yPRYFjgdzqJO1piuFFnFh/KnUSbnnkM6Y3f0qr61v7CFWkE/7lhXu9AT12i",
+	"rwF4KPwdJEbmMpvaTj6KkgsWlwlcq/es3l4Y3jDgADTvrqnmOdz6kPoFNkiw1B/Pt/hPcHtoWZ2QRmhe",
+	"YkIl+6xRw0CZQdfb9HASSFNnDlXqtLOVVm+hiigpIdQT+YUFQzMny4H3mH9z5QbvREUbYW0BIaxjISVB",
+	"HQBOQo4/fXr76gRMzfPS0H0tVRdvIC7xDERuntsINAuu8FWCNUOslTsuipe82F/k+7FmHkWktuqKrFVH",
+	"0zaXjEp4VYoeztfeGFzZDuLVzhgnAWq1SZCmtZ3x27DmeckS00gCZk2CxAo9QFVJuSCX11cXNhs/4dlM",
+	"wV294gqPh8/Zzqkwc5iz0E64exiWewBWfWNBn/p2YDTSivgqrZIoSaF6ZJNe3OWLQEnmARNLLsCy05SF",
+	"T0qIz2WVAD/q6mFrVlMYckXFTPNSz36Rcp1scec2T7fvJhGgILTyATn2sY+nLnDPphCexDvnI/hD3ZAO",
+	"fydaCCJgi01lL5CqpNowlgRLNFekVf/jbHGXEuBWta1bdd8HrHjkGG/fc7eGuVMSTvN9Un6pJuYSUeGY",
+	"HFXihSUFuHcRWG2PUJ5XaGRMG+zFMPbLnxmriMV5aTNuYbEQ7YWUjN4zFeY7mkWpwDiwYvBtwr0wFD/k",
+	"bJEOESe8mbor416Jhw8F0Ct7IaQYAV2jVWIKdAm8az7SqrquqVCVrPXUjzvf/JoF0CG7nqYW2gSNomLr",
+	"zmN4TNdU3TFUpkHSD1lz7yaJM2aVQB+56qKMJL57m1CsQkwQiHi2hlkP2kWcTQdjivD1kiujBEL4drTT",
+	"pioG45FDxxyK82S+Neqmu+r3FVZshyPCym63o2LKfRy95C8BTklXgD8ltzc3FhUCoE9ubm5JI0rwp7EJ",
+	"cbkhxlzU0xWCDQWQNtGbpE//mUdPsfCzHoCmhXjpIw54500ApLmLBxrgMbaAliE+awdONgAd7KNLefy/",
+	"HZC6XQTiHuhqF/F3V+Hra51RvcbxmXRMckvdIeENmAnOdrXuvkGyi8GMYohV9yxA86ydPqmkLOFA7shg",
+	"p+QMNZpQTAuDo2xXR9kRvhgNiZoCzOzNsq0GWUgulk/Ix8XCaJLkWEi9MtMyNw4rTjJy5cJojqm9sUG5",
+	"NQxnQ7cnmdVByTFeLkY/q2t+z8XyJCOXNnUTwYvgEFOtDRu1qdinrRJppJR8xYoG+72wyid3r8LieWTk",
+	"ro56kpEf8aXe+xtelsQut6ERbgUrt7R23kfZkZvnEWD44G9u+EfZkac07GdoC4YRi1vTuJeaIHaf4G0D",
+	"iTW4zpgtoestmBMv0T+egWBgflHkyogI3djOS+9Ftw+HBgqQqjF7GEKlykXneutZL/HJaJhCFwactQCx",
+	"EyJffkNqMtePpB1P1ocn6WAWLNgiBc+3YPiCMXfUoQfLtwcIB78NaaB3UQc3XvSe7lD1I94mcNLGYyI7",
+	"GND/nZJbcMKdKUyOa+kws0PiHW3nEOnoFC4MdvxKsY1OJlsbee+tZuvErcHhBYy+cnjWAfSui1TcdR/E",
+	"OBLSc0aQfjOi7nhFjj2wDmDSgn2cHFucnlOimLlFjVzWuUSxKX8WjGh6x6uBvI4Rc2vHeLGigC+8wRCM",
+	"+zh/uovxyT85wO/MNLBjo+8aL+LNchEZYH/hw6WAZy0jic69Trsyug56TGRecFYWyrFVsxRACx5naZzr",
+	"WRzRO+B7lh78MEYJ8jBn6Jmw5Io5QdqoMwtWk0LmzdqGW30hP5frYmIL13Zor9xnYPFg95xtOmiBGEPa",
+	"UwJKatEcQdisuWbESdAdhOdTAquE1mOGJqpwKUaidvyUJuyWgtHGuGwFo10Ypd3uzbGd6ElLV9bCbUTp",
+	"XIoFr9cnkb3CV4bNj27QmIWBXyScL3i3RngBYGR66AppzXwbsPvO2cnEiwcVgliENub+wz1zirgUZsat",
+	"Wcjtl93Uif35e2v3qmfCCPTm4kQ2AhqhZXXO8RDQxT43YHB/xDL8Q5KObxlXuFXEvptMpecqeqVcaYTr",
+	"weeoCBuSM42uacEI1cCKfVK/pcKqlkWTTw5aNpdLlaaWABtu0mZZAS7ZHD4+lPj60oHdhcwfoZb626G0",
+	"c/S060ghWP8BXjBZ1PzvJGTuQoQfIGYeJGH6niMypvq6QmYaRv2NxdJwXiEj6eUre1eh1fKU3NZaVbfW",
+	"zxLEyWTkVop7voCMNlneu89Q1AJAiNanmpHb5Rzs57dGiOHaXYjoBoX8oqu3F6FcZbo9yo6gj6PsyH4+",
+	"ZNy40L+cBzGaEQPe9b93ojgtMpG3yuBokpaPlHl+SJ5cyDwWf3xOhRPv4I2E56/mw98CR6154vOKivjX",
+	"FU1gpgAqmVZDhG1fCXfvjrFqampTzRY1U6u4YcGHE9mGMSWIIXqYebDe18ageUwyMmtgnsQX4RcZqzpi",
+	"vkk5iAd8A2YP7DBsy44m7Pa2i95dnKEDrX+xTtozG4kZsegJH6ZJgOxTkdjureR+WIwZ39q+lrf02bHT",
+	"sVkaMD7oCnzHWsbjaPC9xEG0jaiuiD3BheOazcL1mLQFB+pK4aackrW8ZyA351JoLhqmnJMWbb9uYgEM",
+	"o2wiClVydV7xmuVY0ccQYYZcJwPmEfrjHfMFjbaQG8zZWgCuC1+u0Po1s7801cz9aF51P8O/3QPT24wL",
+	"9y/ZaHcAZoLR2v+xgH+b4cxkBTgF8O+8RKwbM74o61cVc+QfQLz3hNSKYS5XxercrHIn3Ocbi+cXZWAe",
+	"Gv7ZGDS8OeSwKy5h02HiP326M6D3brttVDUYcVm5COsYrY0uMpTM2R3fi6dPuyN8+nRUpHDUMkznVxhL",
+	"nLhObaRx9yp91BvUKmis+GF7FoY5x3leJxDafwqnDcA3+gFYIN/7cGgLBcwTNwN+cwkvjYcY2R78/XVx",
+	"/e/xZpPRXO+pgHhWKAN0GrIMjChywAqbFQaxLfa8nHbmE3qFk+s+jVwO44tBHTpQk3EMPuunz+2mUsa5",
+	"VfIfhwzG9qudxIT9cI0NrOqlS8u5YrTOV20eU5r+KlbPnI3BZ/UQBd/bPALwOQOYX8EhQp9FQ9HH05rC",
+	"9tdUaJ67jjiGN9GyTJmBTN/DrfvQ4IGxp6wW6fhxIXXmw7K21kE/AXDDr0Yw9Cl21UsXFBUJg/a+bRe8",
+	"HLLSU+/aRie6DTp4ThQpZDOH8LKmIlqS78maiwztWP/v//P86f8k/8m19Wj09tQ2FfFZ9vriglCjkgdZ",
+	"524/PDihDQawoombA+DPlozWk40ye6EQdBcliTsAHw5qGpEAhREJdxztlH3WsN+DHUMAhOuYK1I0zCEf",
+	"2OhJ6y/GAEYfJ3HouPqU7GhgiGj7QXn9hOONuencC9bMDLHLGNlPGy0J1j779OoCGPqClqUCIjEke31+",
+	"QSD1H2Ihu4hVDZQP1LkRRJuiGtL72wJor4VOZXWiFban8Nf4JSnlMgH4FdtBSXJqAY1CXzQ5Rvyel0+e",
+	"PPGI6d60ghJePBtkgo5kiR9mMaQYxdq46kTntu1A5A5CJXGzd9tErLmut9OSJLBVSJG4/1+Q0cwLRZQh",
+	"jvkWtJaTNFDXXiBdTmC0htTMpv7cYPFvaw3OvNbr84nN3W95Bh72uNEmWnf0omb3XDYK84twPJhqhP2p",
+	"QYfiAYX8pkOI0TyXTavYwHrujR72kw/jPww1TMtoIdT9lmtfpC0bs9OexyQl78hdSNZZRyK2flMkyHb9",
+	"LXxWFyJriHN2dzIJ3EcdB5qVconH5yUKvUty7Gnb+ggyUrCSwT/QiwJBcK0PNXOJb64SPkTPBSlxWTeW",
+	"LnOX9Yk/KOS4G8mvTjKf8eYyMPBPWCHzGGIAZzYi/xiDyo1u2w0XgCl1gkNDVFlvfPGBrmGr01j/uP+j",
+	"v9TRNP5/WFdIvwrpIZ6Q/kV7iGPEjePv7xeB8M+U8zy0n8JGn0bzMB06VO6qpkEkLEtHT+7hcwqMeUNf",
+	"4O1urZEpdT84ZYMrIqtpC4LWwofOULRoI8mEllZqAT6PeWFcW3wwtJIWXFWGnPA6n45zPnlZfaCJCn8d",
+	"TpHCoN0OOx2/lfrt99coYJo74UY72+nCXILMsb1M1K2cjPzboc6BVrgT3nNqGCwIB/Ye8uYUXdP7mFFw",
+	"MOE6Aiw0mkXdrYmaULXrYsA4s5O0PNqkUXUGGxyOe+ulFyOkgHW5sM94y59CcQQifQwPaIaLmrFJCFbT",
+	"opT7TT19/odkrutAvu0rm9fq8hBB5M4t/NmEoaZSaV+FSbST2+tY6gaCul7bpPKhfUxHZ/uowyk0282D",
+	"HRjTG6pmmP86NKpUrqv5etgOuW9WKygWn104quIFi2XQHXs4DFvnBuXUwzJbrzCFdWgOe+SLTqKYadHy",
+	"483skx1qS61jXmjKl/+AhMyvlluZ7SRQWoYWUsiG+VzoPgBMrLL75JzKsYM3IUdwwtYm8OnbZL9Oxt6E",
+	"y/lVELq6x+0ceM1ITjUt5bKBMvGU3LNacWkU+N0QXNJuFrqQ3IaJYidf3RxgLvKyKWLAdy7AKWmyUvtq",
+	"F31x5VfYjLfYwvOngUPTaxuOv4wFL7j39jVpuLd2hJRyQ7cK6r088WF1VCmmZ27Nb6fQJOYhpK1+bVbI",
+	"IQvp8yPaZfw+top7hXfiUtqaSbQgVE+M4bRkGWGuLmjYvnGKCqo1KZhOVBtrrSaq2r1zat9vR+HXPmsp",
+	"ecJp9flzewnSGPcbF5v3RKreU16bnlI2hVwf5XIcyc+KbgJCKcFl/kYqnTBxrH2pdGVrpUMBdHXipWxb",
+	"8Hy+BRWlUTYX1bxacoX5l2spuJY15Nw4BE4FRU+tV19THguiDSQRZdNJIwGXZmyblVQe0YQDwrSFdJpg",
+	"4ZE2fXXXSSZqWRohdhV0AgsA/iNeWmKb0seE4WPL6ClHpFmb7rlitNZzRnUYpjTFNGZTnlO9Ynw+YTBN",
+	"GyxVICaUkHY4fWjwoThEHUdrvcQHuIoTG0sYvd4H9Hgn5Eb4Ws1IhxmxoyBSABJIe9fuy9+czUu6PGbp",
+	"s5wrn0ru5pzFaHXw3K3nsTK+AJZqj9Qa3tk9FStGS8MJRi6usKM3+IlRULSukpVizrolYnAA3yjy5vr6",
+	"gpxdvI07hQF/fFjJwZag9nNQ3H0Q8H0iEjgLlmk3R4wu9OhkXSXGAIle13Sx4HkcVoSVi30mK7AEFTWc",
+	"UBlBPVUXqlks6qilPNL2vdRoEHXegL9Izeqj7OiDFPfwz/EyUB6ZPFikLn0Eg/LbbBcgc1Q4SuNvPLX2",
+	"WBD8br3HHYoHrDoG5hgb8B5fw2gy1VtRsEjhwXdUaVLKJeHmuU/OsgJYS0KTSjuAqT4aDd/a5AOPSI8o",
+	"5mzFrcu4PQATS0qcS6FprmMFLN4HcY1BbAkmeeNnLYTtXhPep74bygAJgGKar8bRnB0NDB+WBAZ5S1Td",
+	"WbpjIu8gRG9Z0wJThUQMezhQcFMC9g9c0HrrxOtuhx1wgkb4eY+bqtsl8lPMuoTdIb8+TYSi+FCFIXc+",
+	"vVSWRs0FEzW6uBgEVAkrINhQL1B1MzN5XpMVV9oCR/fOpt3MKC6BFLqWZeSMn9ou8/CNtiy5omvmxpco",
+	"iwbTnAhGiS/HQSSYMELrSIIFDhsr0TeaaLkEop6uGdvli1A1PgDHpVmEDDLXAcAbfps3+R2zp1tBMMd0",
+	"/faDLFhLCLanmBfSju4H6CtZrecnXjimbj9wo2sr9pySpx67370E6RAOumWiiGi/fR2LBngtvB/AdwHV",
+	"c8MiOJP63ytOzTYHbtCR2jxfc1iGaNT4IXf0dSDxjMPC+wPZPVNZyCDcaHuL2dnuBDW2R2iA66XKV5x7",
+	"6Q85b1cy6YkkQf2Zx5JCgiYn3MmPxttyuV5zPTRefEOzIhh5oHrtN26UeJKe6TYWqasj9PB+7K9Q49yM",
+	"JA176U0bk1Ql/wF8bu7yaDnNUFjdw5LY0fx+3cdm2JYL79gOD6Abzep1uv1AA2L1+pDQkfCI+7223e6I",
+	"MiHtBdNv1z56jLH2kDvNzXpNoxU7uru04ggSgFpLr44R5Mq6VP2Yrr19nyKGVuC3HVkRBrbJCnNBx9up",
+	"gdtf85iMTi3fpfhJ5qA9TOBuB/Y2gvfoz80m6+9chxyHk/8tgclG6Og9YX73Ej/lApK1AVh6Ol1RW0t8",
+	"cN27Fdqn3ApJB1LbaKdKg5qsArbGreFD0ANtn9B2QjhpG4UXJjbWqJERwguHUBa2nAU7F6x3b4XcpAbI",
+	"68qWio7gBjrqsdWkjewREpViEK31hFxDkQioV4ggh5Dp7CvNQ4QQBtNxQd5oXX00/86lvAMccFFYrGxu",
+	"r5G5LLbxZGalXk+obGPHYosC429uDtgrseVjTv1gWzhrsUf+s6oXWIl/1/VMy4b5TIHbf5td3eezc1Uv",
+	"ZvDBra0Q3OqzEFcFeV1LLpY+BJo2Zkia54BaMt9GJnNK5lg/UDrnmt0uUbToKeZTl4KeqCo/VK/p9WLB",
+	"ENW02qncFNSx2adUU3ZkBzqwpWdzJctGM8JaNcp+dWoTarn2vRu5EPOalpTvsY22xWkyrFvdY1raqm5B",
+	"hXZeOHrDMshGUIViFoLcmp38ds1u42kSZvxjgtsnFWEH7eBtI92dDIk02zlDkT0YYhUpGeejuzSxOKPs",
+	"Xj4ruWY+JLkXaIAX+qjEGhW1Hlf7cJfslHHgy2MGGV+xXeGAQaTwX+wbrrChtYinajuh2b0xULEDS6Jj",
+	"AIhgDymsltSg3Zb6NQ2GHqUtyIQ4s5fZY5UdpaIVWiJXSVnKDSveRsMzoPYiodYpA/ABwFTO3766JEJq",
+	"C1S7YvaCWdMtmTPrvanl+hSRxuz3QUlSgGA0e9FZ97AoVkwq9uEdgdc+jJFJsU6gPqot6mA7XH/zcW2v",
+	"XftLv3rqNLIU6Uqt9tj5PejHDozMXEj9A1zKibmBBaQ/O66IBbdEKDiqMYD/oLlV+1UwbEdhQ9lPidG8",
+	"yLpRAFhNw7vTXhwAZQCm5L2IggtLFM8iyHBNXUk1BFXtl8p5HCcU3QRdhdEgXXwoehpiIMGhb8uhkFxW",
+	"2w5FYE1UOyJsO6iKmlMBlwkAGJrb/NQGRgPsIsiSELDBl+bcG72SVXp64epwZ9NMKYSiPRQKBgpChhFf",
+	"v5WYoNNoWeCwKnBQCjhIiIrXHR4uFfzs0eKNBhs9JPoo3OhH2OMvWe9vKKPi772b+2RrPKwG3r75Gx5+",
+	"v607t1txLrOKKyRPdqrNpcBi9i+d9khJGJ3iZpmDZnj+dIb1v6M10Y596WEzIou2d/LArI1eAbT0UIJy",
+	"aA8ZydR8jy9XJs1caJ+x8I4N+9QSXaxhdS7xqJkiYwXUxjNHhk7JlKppUEQEtqvWqtoj22Nyxw+ra7ZX",
+	"VTEJmRkEA5Eh7kXpWSkp4Ae4rM+gqhjUxQf+0ZMgHyHZhBw/mz17/kcz/5rmyLyF9FEG7c8nB0nPO0kq",
+	"owLbhJJm/+USWC5DfmM6I8fmvy+//ZbYH9TLb789OUVeLe55CB8HZGP+77S545XWVUbMfxWAbFN3c326",
+	"fBsWFLOc7QkJ0q+wki05bhSrX7payv9yAup4Kyi35lBXOvDRMmlOMVSlJSyCSN5PdtH0nc7SCARfEH0L",
+	"yn7iwYT8nGjVrv0O3SPk74A4+EEW7GzJhH7t45EfZpdAWDIpUNXshznvyoxal8nAlnd8wXRQpAWu1TCm",
+	"xa4h+eenT8nxM0COajRTJ8MYg3988YcOxuCLOMTgwIo9EDPTCNEiSApPAmBewxB2vWE2lXxb2bAkWB+p",
+	"MPq/tZ3b0HzsKsQL7tSUhpDzJ1Cw0fwK3zypapkzpZ5gXMbJlHueF2xdSc1Evo1KFlj4SCxRyW3jIuGg",
+	"3hmxQ7R/w5iRK6ig8KbLog+qTWKxemviG72q1vTzWRI27BUr+T0DgcP6SDhG/ysiG92S23djGJtjEJsV",
+	"3ZqLOE04MfHorTDylz8KFnKVaxAlKsPHKyYK5ZbR9BpcYS0Zp/DksGwd8RhDfoPcolvrfmvy1zXl5SSD",
+	"ik2hSJ70V4wWKJH0pueW/MXTp/sd6ui6byhPj8E+MIKTq8vbmb6W4JqxlIHRU1ws2zE+HYM2DYY3GdUU",
+	"WMAw/zZsMt/mJfvobEqHMqbStRSYp7QkdQOODhpkJu2yrFTywPvONyET+S4G7OT6Tdn0JClkGF2M/Gqm",
+	"bMCa/1NW7V816z2uGRy/7Ah4X/A8N/NZgAdyVjPBNnuVwemfoGmHZR87j08gaNdpGLYRiOSTYvWjeRu8",
+	"87Nn2UNp/0PaRo4Os260Rsdjs4fG4UTKWGEUDu5J90bosj21BW+IoiVAhVIFcbNYnD+ey/39i+4ORc3F",
+	"smRvYyyldcx517F5V7VuXLCHu6Drrs18S5Y1FdrLp+aiR+W1LNljW9LD4H6rPKE5r19prl3hNmQzdIl7",
+	"4EP/sbVRRE+S+SquPb6TSy6cKG9Op0oY8OBakkbD3nDlYtVjFkIVmghVBuouXwoVWAvVsLj/nSE807AZ",
+	"4P/9j7PZv9PZL09n//zX9p9Pbv5l9te/Pc9efPfr/xhNPfCzDwi6pab0eS6cCzEWySLYptz6wkNG8ZMa",
+	"/umdhD5MHlfUSBD3tGxYOmJqTFn144EkwujAro0M15SlHQJ02LPN3qr7/Kai+ub21B3JlmVw5YL9zRkG",
+	"UEaMzOSaCLmJg/CZrqY5zL3nbnjHXItumm1oUny70F39ScVy9a7tWYZSvG1cBUhZWuGBgngjYBR2YyzY",
+	"JfhYjYDShquhh2lF743wjN9AddaIcuE7mxhMsDPIDCt2eObaklaLb9uLqHqSKGdqWxzGF4yPosNuKj5z",
+	"W2J7ntme41X80uFMP4IG2xs+zhipFm4MlQ50AuKkBIUM8AdiUzkV3u7O9Wl8G79IvBJeGQDyysRC1jkG",
+	"wOOtY8Ov9otngmssIgHFb7d+VAbET+9GUQ2xGNNybCAHBxP1aC/rHot+ZBHON3bGX1FNL5k2X0pxXjIq",
+	"muoiVbHsKpcVQ621oNrQiP0QQKZFU5FaNpDoZcF0ACoTlGax9XXcJuH7npmfW1nUA/nuFEgLDgXVbCnj",
+	"WZZ2ZkTBDCpW4wTsJ9vp++iXyn4Z29RpsUZ2Kg+LNZoqy/fW79TFwvgolxEHbTf1xqKw1q5SfLDyU2ns",
+	"snl4BBEqdmyQFh9KcHUjvIqsPHIAMKRJov4gUfpnoKGYYZ8SWpak/Wg8Kmmc1/3d1L0BzS5JEnHYS/zd",
+	"cJ6vsN97M5dXCAjsk7cNe3k4Z7FrEdnRBRc8VbwryGKE9fjSDCW1XpNTOVyxHWYvCzk5dcG6iM/G0iYP",
+	"WIcdPFDXU2fxI5wwyEiawBTnVLEr2P8zc+pilOX/8oUXZA7aq1nEwraxS/RoKYo0aL+whvIunPut+rnk",
+	"mt1GNxQWvo6WO2lPZ2u2/0aRnxue3xH/HclXLL/LyK28s+6iIMFp15IGCxWzc8J6EfvcF5EKVmLSccNm",
+	"Pvrt2InNs0jGP2x19Mi7dQRYa8V/Ac/OfKsnp53gQP6SQguw03RoAX0uHc53QmKVmjCTBS8PmckOoPsS",
+	"AW+68wvpp7+44fDajY+eGa7u3jNd8zxR5HctG2E4Mc4F6kDEovjueR45Gz+UMr8Lqk9GChKw1CrCzx4M",
+	"dsL2L1TcO/ZjO/K+DyS0H8bgUd5D8QFQnRL2BE3LxPivDqDgRrFicDm4MErSHq1dYGW4BASpbS8jT2fP",
+	"ev4UKMIT8HGEb4+glOuVL7h15DehszThvMIt744wSp0WSw4M28DQoSR0EmkPHRQob9XIQjG0gRFWYmW6",
+	"1hiha5pH3BZ3g4YH20wHziSwvFe0pmuGKQBWjf5BFlv4S1VSqPYcW7F8G7VGmCsp5fRgmKrlZ8RV7875",
+	"0+tr8i2t+Lf3z79Fuv+Wi4W8NdLuLXZOruD3t2Ihn1iGeJtITJ0OO1PVcl6ydfx84bNY8RF4QBao5sra",
+	"Z2e49TV/G7HZ6N5ieWMTSoJfwgZHEZf8yvqaGG5ow3Atr4ELQ7215VlVldvDdC1XRQ6cilBjnwurAlnn",
+	"fAeSPCKGfK5YrllxtaLPv38RkxwWjWJtGBPwbSFJKcWS1RDhBrZTjB6f4sb/itpOdqSCoozTPeHhqmLO",
+	"X4aQsf969fEDWbN6acQKna/aRDZX3RE2OOoW3/ENu8KX32cTHcUtVKN5hGLujruYPH/6fMe1fkqe2jeU",
+	"S+N4VF+yX+ZBZ2GE5seUSUPTrvjFNIJ2xeMH8agE2yAlQ+U9UpU0xxjmoB9fxSFV3nBO87umMuJALISm",
+	"TdGoXD0k02OyrtWSJfBtl6zw9DVZeA6XGhuJidD5/jUlCh9mukyIYLxkcSfteac4QnIxkldEp8xV9NNp",
+	"IQIRjoSG9BFMdySLmkE5Kc8MUzUVFVZNcWck1TJ1JcoFY4Df2/aDsbKGm9M7RhhY4RO9AaDpDzS/G55C",
+	"hxItKoPFpp8zqA3VnSlWTXUHRqZSCVTi7niFGUX2GNibYzNuy/RBCHlQz8PTlUccOeocQT+MYD87K7O7",
+	"KWHdKncEx/iWPUxxjM/uad3lTQvOyljdOXzfXCmrOF2zDeTAR8SdkgrBCus4ogpuqLi6XhaJNlzO63gb",
+	"k6k6ZKOwWYpwbYMjNDi3oKwjtDYh0wzXLZhDsCS7oxrbwhBJPlb/afeWcWbNNjwJsaNaptzf5+k80IXT",
+	"JbnTmgq6ZMWPZg1UkngUOGN9ZGYgKhxz8DrpbebD4RXLa6YzspLyTrl7j9chsv3JacuaUKCEjCLLEzr3",
+	"UJqYu4oE9PakqePlq/t30z6pCPxRr4PDZMbXiDxhZ4+lyntUdMe25Dina1aeU8VQmISal5ZD/u+z9++A",
+	"Jk6iAmSKzV69OZs9//5FyGdPITzJnDkoIYrI/oGcD74ZlOz9LvOATTtOtmZUQNHsPZh2d+M6jNtz6EBe",
+	"7JL32Nk1/C5RcdLcUIvgAu2uPc7olAgJXk64/IxwqWM57Xb6A7e2dZaSjWzKYlcc6pU1+rvIdsjVrx56",
+	"N2dHBV9EwJE/Cb4w4qB5Gjbz1YXCrY3l4QLS1DObSoJq/WPyhQrv2pEV9cuJpLGi9+xhd+mjSIiwNMP3",
+	"tTVwcSiNAgn/KYVrLC/ccYLg5Hepsb+WmT9xbqQx0cxS4v4XvmEaDzevmJNIaxbo1lZu+q0aWv4+tg9y",
+	"DKCnNVvLe2a+81eiLWZt7kVr/IjdcynLwtAm1+wqmGufwdThGPuC3DfKZaQMFar4O0ogU26Cdv4gE6s9",
+	"pIV8Cv+detXv3u/Tdu3C0NOeR7O7r55YT4m0wKZQK0JpGoE/W8rqnOYr9p5+/rGm69jtjL9jQUEPWQ85",
+	"nHdsu6gh3lza3CCb1WmjiB1MynFJIVcJ05GUJmu2lvX2ZCy35+nT8TyTVal+TJRcevPuiii2XNvIvzXt",
+	"OBcW6wqcOyrqJliV6go/TSaxhM0XQaFLmzI3PLnnUyZmRxBVLfCJy0KzFuISQhNLujU/Dw/gu3AAz6MD",
+	"sKUSUmcWqmZA/8Jnsr75eHX98uLj5fUUrlzK5Tt2H6vih+cCcM5KZguBun0r2LxZgo92IS0KlHla1zJe",
+	"9lnISwgVvR7Ji3KmZhcOSB0xW7OyFDeY4nkjpGA3dbS2wQGJUtjQ/79hDRs5gZSoUvoztqZbsqBl6Qou",
+	"2GGWUpkrBs6l2vOA/TE6Pl1dyFq/pykA5cvrC1LJeoTeXnz//Xffh2sRAlVEuuOxcGFITHzs/lSCyi+v",
+	"rx5C379O4vefoFD7YSIZajwkD9n/SxRYsfi7F56MwMEK0lTwm0ire/+NfGD7SRN4L//uu4oSsRW1hoyI",
+	"rdjpgGucLreOpjj+Lpf8Lpf8Lpf8Lpf8Lpd8Abkk5Pn+NAVddmbbWemQr8WYUZc9ZBE2HiOs5GEIzmL6",
+	"Jvogi5QX0mr0rAjxOSKBEuYyThVOuerk3raXd3j224KJkWqKroZiNDcO3VDxjX4nZYVOi27dwtbKBi6s",
+	"VOHCSXzSNh2vfEiVfuNKcw5Do4M0A3cvlvdkRafiD7tnDyjv8wWtT71yE+m4iAcxm0fnJnuzi6FtThWb",
+	"s5edhadBJPmQ6BsBVTcA+khWFZisXZaxIftGCPxXXlO1ah/fLCgvfcyCXCz2K01nh2WfP8RE5yvQBcc/",
+	"rDEXHs5sb0bZPz3DDOys4nEe1qKDJE8/OS4dp8CEbUj5ijjATyKsz9cHnBTBYOtYtaK2LTgD6RIHgFpC",
+	"IBPXpJCJ8gFrplcycnCBeeHDPaLOL6heBTjysIBDRwOjq8dCwrYVU+BqAy64aESOBaBtrFhZduPmEnRq",
+	"Z5q1gd9tj34k2VGsoGOCoN5xpZPnJ6SfoGi19QoMXpcPZqZyk1AW24Hs6QJ2R2gMYL6tCmvGMLyC5wGM",
+	"V4JyWw+kBf4SFjKn50Sn4roRI0cMqcc0Qauq3GJsjW6EDZ+KuNNb1CI1iUTbXuqmt8K7NVraDyfFqEBE",
+	"S6wQt7xTIQdRzJpEwiNYlbRXNqA/HtO8R2/+ewbMTKVxBw+oUt37F7yVh9eOF7F9yd9BX3qSjaZ6/+aF",
+	"mC9/57eXe7tBvZPkaHnobncHepiBDPJfqKAUqSHS5RxxVmnkggoKloW+0z3Z5SivnMAikxmB9oHqxiG5",
+	"4rrg+EZO5CxvUXYQ0dKSPX5orappMrEyHc312MhxZ7iC+zFMaUqpcBdm0NNaDc28YfHfaPO4dH+ZdjJ6",
+	"pZkHquJRna+YOg/GPuV2MvdGZ6vMsL9RkRU/EEn5C3Hjgexrr8NafcVfVPhJt3Ctdm8dqsxO5VPdXc+6",
+	"tB+nuV3ajm9zuBrp032BWt9ZfjjG4cdK77IAp03SPB4b9LjuoEi5o38s78203RtLLZq+PQenybQN/gay",
+	"XOwsJ8tW5mVfMENNshMGcMPOXnLhjYSvuIK4MTCCXHo7yVWT54xhtsaPzkZyzdes+Njoo+zonIqcxeH9",
+	"pqSNeHuHm/6UtMzO7IccfI5yovkB7X2P5kFlNeKDzbA2Xu3xrbELvryImg5ex0KpJ2UtfEkbb141yTz0",
+	"84tPpFEsyCE2G5RBlh9+4zYrlzWblKJ+kPMtaVtG9pTQRWwwvGUc5BgurYwoLavMxftmFvgtI7TR0mHL",
+	"niQ7fA3OuHh/GEAsa2fRAsdduvD2A+UZ9lkD7MugRKKaitX3XEnvuHZlqywQDSULysumZlZK8dCcDyul",
+	"fwhHjYVUW95BOFx9gyJUWidEr6KK5nuZB+aICIhZmVy3GR0UExwa7lVbANXwwFAe9KXuCl4cvuKWalX0",
+	"gsZtV1zkLBhXUG9myoSVSiBfXDIFGVE27qHHKSZiYfxXd41MYFb7qA+Bu+QL6A+/VW8NRiCoVJ0Qhfyw",
+	"+M3YgRK+n4p3jUQhlpY/p53LK7xYunw9OHide7pdrJa5dUSPhzqeAgY3KNf1LYZxkKKOsbKjLEQEODxD",
+	"seoi4RkLK9q0ZlArRpnDXSdT6gtes4TUwLFmQ01ko6umIxDCIyMFwpMoAXfKgI14wboyIH6pktgIYRWj",
+	"nfsRV1XQdQ/dDEoKGWFE62q2KO/HST2oR9MuUua3pJ1hmiZ+YvOVlHdvxVx+fi10nSAJsMVX0lU/caUK",
+	"kkQRKzAItd2rqoVa9nK9vINC7RmyzKpmDqh+lDOab+OZdW+c98DIvjnVtJRLTDc9/iiQQ9kUxLjsyCdh",
+	"NzOzZBlhPze0dB4Ods+Efls4HGO7RhtcaHx6iIxplm/dqUBmVGW7JzzhdaObf42aVq7DdTcUmOtySwAR",
+	"IWf8nhXkGBKeNPuckK3di4MXZMe627bN9T54j/jRmwk7TftuJ/AzH7fRcvnQjqfKXl23RSUfj3R7Jxnu",
+	"IE/MkVnvXmedClSd/Wj3fdq5j/sswOFAl16XdATMzSe7R76KmnM+gBLpDevmpaBkKNXk2VSVwCLyRbQU",
+	"NJ0R4buq5QYxTl2l+CkCY9I/bUFTMyLYBipwGXl0T9/LLpeNuOoA421oCcGyi+ZqGNIh8IcVJpX65XTd",
+	"DnnHjaADuGu7MHqGe8iFRToHjgE6tLV5xmyJRXQLzbwQWcacGduIebl7Rdok5xs8cu6vnxtmmDBt9Mrw",
+	"Z0Qku3Gzzgit+A2gvwe/tfDjNwUT3PwkpL6xuGnmti95rjNiS0ndaClvSlob8m2EaioUt27gUN5gpbCa",
+	"anZT8jWHPAyzAbWgpbnRG+EjOE49XH0pl1woIx/5iQQAFBnJaaXzFQ3G7H7xqd4WPP8Gy64XGanZomZq",
+	"5WcLADZUFCRX9eKmZv/plWa7okcvj3ZWIiqDMU15OZBL+7fYN12EO11Tsu7v9ILmWhE6l7b2Kex8RlST",
+	"rxw757YOmZ2+uWaVLO+ZR/gPkO9pzTzi3Q4hJ43Ob5o1FQH1tWB8gJgAOBBg+p8bllirhGW6ZrreDsdV",
+	"1ayyVdp8KTYLbEhKqm0ktUKbcHd+u569QN7UNY1X1r02DwJvme2sJ7Hc/tsMXpy9LW6Jg1a01RbGpVA4",
+	"02HGuhtNlJncQzHEe1bKKmFcnneYSoFF47bk2Lm6yFlG/g82RJht6f8cneDJatasVkTLEuDgCQOqAwAd",
+	"gDorqKYRwFWq6d5wJ0LPVMVyvuC57SBr3T8gURmK5ZqWXHWC+dw8vlEoDCJcuDaEEyVbK09GNGP4GhgB",
+	"fE1oXktlZDiE+YaicviTIWh1ao+TryNI7ti2c4k0DY8efxjCQO0pJw2b14woxPMVUawEAGQgdKigJxd+",
+	"/SfbIM8Dp7M5CA6t8x7x5vmSCyxLYM4p7QrIPCHoyRywC4oz/UnnqUKKRjXlvakhRjfcFO53DKjGkofT",
+	"hdoRbOULWkPixH03gsARe+awF8oteXZqlPPgSvIfQV0rW6wamZbR3JYNA5jPqbjMUA43IhzCyncWJ1S+",
+	"bc1asFLkTnZFIVXW1k/jgZhlo+fm2p1ZCXOmmdLj/q4+frM7JiG19vfaTyhrzURw+GOs6g04Bc5XLIYr",
+	"1wX870fE9pEUpqO+IgxJv6YLtky4IvIufnxGz2Y/WnfcuthFTfffe6DeOwhYXdYWay4QciY4Ky0ikjPC",
+	"DTkl30ilk6Da5iHBhA/vh4xHsOZVcy7raNikl7CNTJbTkpxffFITT8ge3rjNSpboMyTy3pqXIKAaZMV7",
+	"Wu6DHA2V32Lhl+93IcanhxaGAOYRFQUGuqB5dBWZ3sga8fTxncm9vnWfDHRtpPBnUS11hmWJiXmD0HtW",
+	"97W+9BJCo9/HfA4LzZh4YMvRhu8fMt41WyeJ7T36c/bHIIdmrwew198KpTG7YO372AeHfc3Wn9JQ7J1x",
+	"7w3xXpkrdjSPsnWmwembSxlxpU1Rnzs2fc9R+ivYm3Jn3xwlOxLxRNifjDvgnVOX4o/XEDP+ACTtoGrR",
+	"Tig6QmOqPZMCNlAxG5rhLvG72C1VhOVC1mMQtV8RMODeZ7YfqOq+YsrQi102I3V5IHsjcZ+a/yhfd3Sz",
+	"4prZ1GnzYBwUyg5wMGF/hyhG48E6O440EJSuOwRluo2as++DRnLPaoTO8xX/1GCuw7QiiiIRiabGAJsT",
+	"6Qev+GLBambYRgV6O6wEbtHke63dBNMcFFuI3GxTT9GG+mO0hxe0RQsO48Jw+MOE48c8tDhzpjfMCakW",
+	"Ec4hiRfhOXDCmV2/PREn2+qQBfStWvQH12sSn9m+MAn+dyyuy04p0dalpxJf8HWnhbtY7f6LkD8cXDmi",
+	"ayvdrLYIZdiwAB8y2vgkeMTO1AAnERDi0YpnA2W7o08hJJol6G1Lb2WHEBGHidavZNyhETLbkN95Bh1L",
+	"5LKFFAd2LSym5jE9eMlmKyqKErPdUTw2q5NX5gRW9y/iAYmHkWtHZeSQVGaV/5rRIkXMI1maEBnUzhJt",
+	"MepAus7g/MsFWagnsDhr+jkjguknEIuo5Jp+zqUQwW/1mq1vuq9tOj/x6v4PT3h1A1LETSVrfVMjaKN/",
+	"qvPqRm/QGN77ecHFjUb0gd6TNf18o7biZk7zu1Iu/dMXT3IpFk9oWT6xhbdvzK8EoxoggkrIJIyrkVPW",
+	"ayaKJAeBn0nwHhwtlI4M+RhZUY1zf3vCHOXuHLadgXSJYeSIjYEQhwfLopemWP6gNg5iEl6ASO59uOEJ",
+	"6vl/sesdQVb3ud9beNgpd/rhWLCBguAKw07a5310BDv7A5WE/ypy+/AOJaLufxq7uEasXyDQf2pNdJcJ",
+	"jeqn1dbtZXCFWCGyc8fkVIBqYXZO1wlpx72UFi6CzoKeiF7VslmuCO3F+++KdykCS+gIXZLDT+YsBSjg",
+	"FjfuqQpJoH33AP7RSi2Tk9n9ymapve2MP0Z0O2a3qMgk+na9U/B0m+PaMWIqI3YaknTWzF0iBMvOJcvv",
+	"UwX5fIQQGmzmUuqJhiBo+ipqGMOmwZO6d7NFLSv1Nmp5sCOtaH7HtCLmzeqQkUMXH5tYUUEz5Ae3Dx71",
+	"oTmgz10d2nJq6MXB7cadGZ5a05gAdq3iFHZhF/JwGrPNx6nMNX8YndUsv/+Ba3XBarT/pXcL/NpckDnX",
+	"GOWEGH8TTb1meCMdwd49pJe4r6c9/OFpjU09Nsru5nb3IqDxkCjb0xscshgffGeki8tGgPVV0EqtpI4B",
+	"UpR8udJE2TeG87rDhIodP9Se6VuB+dqXsHKjeGBq1zI/3+ZltD6HXFdYNXxJ6zkFzNmyxBjjqdb5pUy6",
+	"uP8E1fHBwz6Uur+UtWw0F9FMFpt90b4zUSdYMVqdlaXMB4vDygVCWJq3XTXnifM2n1xtUxk4b0yDc+xj",
+	"rikXRstz1qy2JvAURpkQfa572fpxl3GzPq+aWHZi6wMlDei4DlUqkSSUWGZZMfEjjxLXx4rZREr3u6zV",
+	"KZk924l1mhIaOpyH9tvImJqSTtRLI5oeTrKXF8xXHdvX9+VFT8yYCfNk+p6r4NjuHLfe8UinzLT0E/Ap",
+	"T7chd4kz9SU/UNU968ZohuE9fdMgRCSewQ2QOIYrWtMc9DO1khvhXFT5ipYlg8JTawiKNv2ILSmZRoMi",
+	"JnQGrqtnL6L6FYwgrv/40A0bONn2OWfg5LHIbqfEbbPNMcUoRcOWMNVUkWPFGLm1UaBPfK+3vvQRJIzZ",
+	"Fk+mAO5WVKmNrGNH1z5xbTcKzbJBi8+/fzHqxjOfxSVJIA3MGAi6IMdm0WdcKCYU1/yenezda+/E+CEE",
+	"043R6vs2tH8oIwvD2l52wPlCL5vLHY6ZYf7uefY44NQI3oUwon14ga+c13gI1vSx+XH247u/ZPB4tnh/",
+	"8YeMvHl3dfI7yuoIaNrj53oDESZXlWtb+hVes4vZiJIp/+MDErvHEqPNFro16aQ9PkqW9MNaf4SU6ejh",
+	"Rk5BoJJiQNRcEfukV3oaEKcAMkzZyMrtqdsaf0OZv9Y95rQnSxpNYO4kk9X3kxWM+0dF7trBDO3mgXmx",
+	"LJHf3GG8YaJznwntn3UcS2puj9/ITRfPOgtZjiLHOHh1ciBoXj9nUmVQmrSYbKINb+aDsfOCRi6ZdTv9",
+	"qZZNFa21gs+9Of+Oo9WlZ0ktZX5nqGPAac8VfEzgXRUcGcftFrLOO5bvTvBNEzNQvJEbsqZiO/EgmP4T",
+	"ruWaLTBTA/Y13KTOia6YmBkKn9noFaDv3Ehns1pXM8PwZiWjigUPWrL0d8esJVBdU6FyWbB6ZsT6kmoW",
+	"L7sBBu2YQvipghwkeHzFf4GUCutqUG0ct9vIAYzTrotCiuCzCZinfZ8vFxjl0yDggB191tLKVNqMmUQa",
+	"Zc6hCuYFoYKRjOSAzqy/tomqTuISXhzKlfINremWLCWhK0YLXxQDyDdOvUtzutTg8Zpv/dHalxP0DvGX",
+	"AaNNBvxcYWlXH3Pjiut8EekskZN61UDVZgqVLp0jHShv2hU59Upzual2P7OAbIYDgjq7Zd6fEgAZEJxz",
+	"ccu6/yhKygDRdu44VNzcFUYogrsTPnKmtW4HE1jrlySxDgifWQNXzNf88oWgk2G9R64zI7djFX23QfHj",
+	"X3c42b6nWgVaxHBQXIf5OYxb1JshD3XTahltjKohnAXPwb/iK8oTKWy+Y8Jum4qlSx4dt6LtVLJdSu0s",
+	"1cQTxXN2STedwtWDIIER9DyqAFgilh4udNQx8iOUZcen5Ph/n71/d/JlKm0fWrJ2crlZHYf/mFJE2i6O",
+	"723fbXpAesAZVFRL76iWUF+QvQz0uzk1YmdT4S1VQknaDF9TGUQlKlufXxSklmVp//RJb77QtzkicfjI",
+	"JME495Ut6L9DOaFZ78XzZ3+ImSj/wQsj/iNXNWzPykCOxNBZOTxQbsJRSdZSlzEwpX8oGk/sU3R7+NLy",
+	"LUPml2D9HMtSVdrQ3tp9iSckFnzK8ljuJPSEqa7qlFRUmasZ/0TBA6OrRV42BbvAx0H42yRFAvrArOKI",
+	"5mANHNMC2mB2ZoStVSS9wcMp5/jYJ4/Dns65MIoGtjDV9rVkAqAXogbYa75mVtwFU6UR6PwHmF0/3euJ",
+	"25OW0Kw8BZnT+G5KWlS8aOKe37WEGC8H2uZezQhoJCi+VzVb8M/9lO0eGMkk0rjE5pNqpdprD/u3BZyN",
+	"Q9Szlia725vt5uBHic1vVeYOXrDo0ZMvBdfS7POF5PFcVyr6Wd8rbia4JfMmv2OaHMPVQeGuKri6y3ru",
+	"e1/dqrCKa6xQFtiTLnX1Di1MkVzrAJqUoB2KrFg51VcRqxR7haDEOEqczPQzMRRcBIsGga82zGj/dPNP",
+	"ihXJ9t/w5Yop7QKYqNiGOegTe8FtOR+bRi9Qqusw3Kuri5T/CfbWmg13PAFTNxi/uUzGlrg1q+MxJgPz",
+	"GgjLxD6tE3QKuGVNBSma2sEStUS3yyydNyHhOYFFUwn3ydRFS6T6w8bLbr7/o+TNu2Nh1/6Q9PnB/PZe",
+	"+5jp/niBodBBHUaHQmA21KDrYDFMCQ9N2by9o0i56yTCmgZwZMbDTmEayseeHjqH3t1Fu7bwToBRJyu/",
+	"l7HvkvSnRqf2uWOEk+1wg/5R7Z+uPovKdi6k2OWZLo0L6tqYIy2J53t28ZZ8unxnsdgCK1WG1O3iaehY",
+	"nk7cKeRaNPd1v31sEJ8ERSbqRiAYbTxUxbbh4Yf++qBADOijE4cB1j4nhFg/Vqv1mvcfMVKjBDC2CQn3",
+	"XIX7S/A7C55mFxR1mZPHqNzU3/AQ5rnT5SFW40OCDMBgD85/Qxorz7VOg0Eq8CfRUiGgH0Y0mS+D8I8H",
+	"xzslYwB+QK2q1bTsxrXhPYdEBXiDoXUDtsEAHgw68PwjMe1iyk6pXwtlN5fRq9QzGbQJgXnDHJIgzMNN",
+	"28d07VPvrV9RDc2MsJ5u1az1iYlaluU6BbX80OKc5LiW0k6QgkkTwqS/NYLat2qrEmcrsP2/BshOFWM5",
+	"8MiLgOCf1qHb4BRHpkjNBNsQqoneGO7D60I50OmSLx5QECTo7IrVPOoBhN8d6O7xin0+SY+YcKUaVngm",
+	"uUzuywF19TpZFxortGJc60BtvWlxiECk3rTkoiuLiFj+dSITkaonlTFxr9orKHosDiMOcwxEAojbiQG7",
+	"5VT2O5/Tr2VXkBpfJTWj+coVbwkpo1uTwzCjug6ywLgejbp/1GBKG9h0MsU3OtG3OgqhNBwW2SbIfrHg",
+	"yNTVfeYK3OhGvfT38TEFAGgYD/KPjAjZI2+yZfoksxdM5q/+R77LcWi2XMBw+SaMpAaqDLB6phlv7N34",
+	"/oF1OgFV2N2zFkN5tPhoyr88Xk3F84OJFSsHZtnhcLvLHgtZ3L2qEtfsTiCkkwHGQha9vPPa86xYcqAU",
+	"uLEBa0P6RbWlFYsymwgiRc5O0atgbmx0oBCoOSUt4cZC+GEHPtVlvDz+lVPRWroA02T/YsAK1AnZ6A1V",
+	"sTr6Ld6rUy7OzzJyi87ol7c+infFPpPA720md9XAcl4085Lnf2bbt2IhTzu3BLp4PX/ELP3zMwf3lJAW",
+	"igSEtN+MHFg/1wCeonyhC7P2MF5Y/kZoXhLmSCXRF/gtE5EOgPZ8q+7zziKTJ0+e3HpQMmBMGtIeHW7P",
+	"CMtmaRkxqLBRgGW/UjDFoTJTe18s7f5sOMgQLdulah+IEgQIZ8FZtESW9Ym6XejBoxiPHW7LQasHxAu3",
+	"JxWjhUWrjE5y4rT60cEBw6aJ8xTBeSUrKDfaYxSYrxZBvUEsdc4UUZIsaD0V43YfJL5gWKlTdL2t2ADi",
+	"lDsxhWSqi2lma+k4wduW54p3VTOqx9NA7Gt7eFjwg79wOgJWjiCE+HaqPk/hi8KOjRPlXAqQUKEa1ZHv",
+	"DxfN2oFMnFg4Hq6JbPSAtvUhwWiCsvihFEyOoToBhtK9LV6Ce8/pXKyGd+LhX8wV+xw7oPZ0YQ23YVb7",
+	"itECzReQeYLg9lwDOrxyE59GOxghM7zZAMr1SLsaQP3/OQbP9me27VzCa2a0eWAOlNRsZmsvsMIfSRAy",
+	"ZSo+fU0/nyHvUYPMh5al3LDCKYPJxUxzpPEwvQ4nscM+BFt2ye+Z8Kh6PZYRaQw8hsUUgd2ZKTD534hJ",
+	"rfOPCsJoXRq26gtgcKE0o6DvucKTrjZsKrDBopr9sI1WObC1ZrqcaoyFT0lk71QsJfyxmFRKf/zJl4Vw",
+	"+w14l94Qlm/zkn2tqtzZ0T1XfF6yT0aqTB6DLSkcX8G8OCrssq0k1CrRL32ig2AbZePEgQi5cpzXPAUC",
+	"eKxiwDvhWS1krBfnOjy9e6cHamGP93Sp0Z+6zAsrXe4R3t+dO7d3Z/Zvri4sQcBve9vSlUb9qR0Rxs4A",
+	"8TR2us98GZ9eXOSKOqBUkJqdJugIdd5gjQ43Uthz62DdUHNyKqNIhLSN2gp3ti7TpGb1mgtapqzqj4ik",
+	"HEBC7yfdmV9jXRyQmaAlKSQRNoL8gBDuyXdDiuM4FFb1G6r/Hz2ricM5FOgf0PsrwHsYV0FaTw9UXc1s",
+	"OVbQsG1Y1u9ayu9ayu9ayu9aSsyhhBwiWt+s3joei9b0jMiy2L8KZ7CY1zUFeBcpogVufteYxm9FWxNz",
+	"v4p5b7FU9w73TZBHex/9rp/tpZ/VPtF1+t58xOu6uzne+WfFTSYQeXx0w37XEH/XEP9hNcSW+/mj1t5g",
+	"I+L0a3fv70JuU0+YGAiSAX/H7ZM1sjVLUVOLKr/2NZQPLiiyd+3XkQUYLzTeSZLfLbk9peT4hWkK45Ie",
+	"XFv88lEribt5HSK27FEw/L0rEx729xXqhAejvdJURzFlG/DNOdxwLBHLiu62R1RFLJL3yuZRvk9F2YPL",
+	"F27r3NdwlTYNAe5lb2aJLk06LH6+Pe/qhKkKA1PwvneXBEjMm1y2VbwO8HzbRq19gf6tnH3MQqmbK1LV",
+	"TDHRUWWCktr089CuvJMCohpGN4bubM3E/AhUB+x1fbZk7+PxRU62sdqDW2shNdkyHVyWp+RpGyQ2cQxf",
+	"8hy6U+c3v0+MWeR09PclukwjRzjQk6Icu6OWuaSApEM6LgpO10nHjEVbI/XMWSnFUhEtJ2OoJM2M2wzJ",
+	"IBV+nZY1LZgmE5r14s++tFA5ySSyqaVmcUtPv8CyDyHXHSnsHqSosSvfh2mlkHeuIVTIBW7uBGyS/2yg",
+	"2oy8c0FEciN8rEzV53obWhesuJZD9YQkFhzpZELoziiMnGWzvicTkRnSlEofQW3bB+F2G2Y8qFu5lJQN",
+	"6Dz0bvo5SwXw2C6zzkLbmaf2/51Tqz4CPlWUj5wJj141W9Dc8EqvjdknEOgtOjkmmXVIFEHyT5L1DBiF",
+	"PyQdHfxBxlqq7rBu12/X5JZkfB8bncs1BNCClZLYNx8TK0emCQKM61yRwl6+jnOiQjkDzc3rlzOlZdX+",
+	"Zc3s4Q9WTwOtOXgexIfOIIciyk/9MKc5FPzrBwcZJD7cw0YElHfIZfWbcGCFCx4YE1pyCWwCXVNBxxIQ",
+	"GCT8DdZR88durl3OFddb3+2yqlGVNa0ctm3spR5G2OyDwg7jU0VLfCR/9GXvOjWsNEi02zfuUmW99vY3",
+	"8z9s+i3yRNrp28OdiNdbQx40NmB0LdlaFVj5DcuH2Aj35T6lzTv3vqty1BbV6GS9bPugEknV9wDxZjjB",
+	"19Wz/HKpuomFSCQAbdkDkqEeM4P1A4Zym4ePkLUyNT80ggIdIb/x8/Im5cWzD4aPyyHrWEkudBSrFitx",
+	"YXYmwrIAtJaF7D3Qh9gHpZlcqc+OM7aEHysmzioOkFDxUtuISIWWZggygBq6rWhck1o2sZifKfbdoJTN",
+	"vESIloioqFeyiGebEHw4LOXFttVfVoQXYcp4IwqZN2ujOxc4MZXwQOpYhgrVK+IwnePfsXrNVSKt1FUp",
+	"v/08U/f5rH33tpOSDT9imkUExhQWMlqOyDwgC9mIIjPbJnoirvnb8D9s/QYmf5QdhSvif3QvBdNpf/QL",
+	"f4Nls+3Pa1k0JRtnFHa/7RpnPams06Ob7bBIFdJ4CsTtHADxuHIk6WwBNNctSF7NllyBUSUgjV2oPPPR",
+	"5AxyB6Bmv4vXIPtqiGYAdSJoeWmmdx5HYG/NGTvrYY4Pq8ntt66db28zGwlCa0bYZ4CtC4qN5X7ZH1ZN",
+	"+aNgxDwCO/Iuc7JZbpZcFB4j89OF+2VfDL0dvhnxjvhxjC5kK3r76kwBPUxxIOE8RjuCuTnUgIDpTvIq",
+	"7UkSFeTaBSdlb9S33lnqY7/11rczxCgp99ZpqGD1x0bPDaf8ic1XUt6dU01LuXx9n0SdUJqKgtYFYfdR",
+	"jO54wjo0CBnrGaGKABAzF2ZvSiq+UdhYotaJbOqcpYCP71kpK/aNIviaLV+OsKlctYPcxVuv+XIZx3kB",
+	"+xRkSYLf5H4ajjAm5rpm/bgnLLqzrMcXHPr3AolZL8zntN5xc6IB8QaTXZPRn7G6Px+vrhVZUyMMQ/hn",
+	"hg5D9Es5eyGpma6nlqEYM9yZgfswniCEaF/+DSYzi88fkUvN4rKCKAvgf0w1WUulyffPngd14gIcDSOj",
+	"YgU2J4FgdJ9q8jxVhAc2JmVcxl3j2s12oIk4ivaHoGhamor5JIuZW/EkAoSN9RjHfzAk44KJuoAXqA5a",
+	"Mf9A5CWjIGldpSBDQBDuBoLDoDB8rKt22h9JbpZxm0BPS4wojOVjn0cXh5KfKNdcLC/NQQmi1BQpGgeH",
+	"wYV1ikDigHpY4NWotaPHWLy9QzVzP/wU5RoOs+vji1TCLKaf9BClwWK97HXge7wWq2J259Kex/BYZS37",
+	"26Evt5Zdq2Y7rx6X6RND/+TswejHo3P8xVj4yNSpUTmtjAI3YAU1Lx0yjtHSnz04WOc9YoU7TCIjDj1q",
+	"+E47aW/ltbfgXnaE1DU7PcCnXcu1CzHobshXCPbpzQIkKSumxVevK6GRHN/1QMq7dJSq4YNC24KuecmZ",
+	"OnTZoZUE0HJvdexApq5CorLXGQ4Z7GAoV7bhT/MtSFEbXhY5rSNr0WkqmZFiO+CK0Hky1QG6jm8Rft+R",
+	"ew9Z2o60HqFqkajPsV5LYcG027KyZkTRibjFik/lFtt58k+3dpWlrU6FfykrTSItjnUWl6nDToPh+CWe",
+	"QC9XSUCkZc2W5j7yCGT+0jIcGP0s7Zl3eCJd9MkUnvWFaSFabxMAhKi2wOXm//mKT8ftda8nOjizj3EK",
+	"E9tsJznEB4Ol4IIwmq9SqZDeHTmUbdEWZ2KgcpnF5TXKIODhT6xLIj7Ml9If7BSNSOCsqAnN74TclKxY",
+	"2pxQ8vzz54nduTZjPqygP2uGANmZm4Mnl/V0kGnr6h3sADB8nKRjTVAr2iiQ0mkb+wFwnKDPmUWYWvze",
+	"eaYHh4AiMNGA9JmXlK8n71ooPk/qxFZF4TWkpoZVw/e9jwOne7uXIR31Rhd43iPu9pb9+Ej4+qO4XnEV",
+	"hwoOM2HaL1xGUITRkGNQegBU9CQFG27Uh2J/1gOczn49kWUsqJCNvmT3PFEmAWqE1PY5FCiS1kwKgRyG",
+	"R3+GxO05Y4IsqBA2El/LOO9KUBAXP5Z8udIpG0dw6tIcfEpqF/usgRCGwf0MUU7QCePRr3tpg+hfAyOt",
+	"jkat2BBgvu4H5l60YLzRoT7eGAFlbTKROH/B4PZMOdrhFdw7Fv0LtHP59Ra1u+mJkx1Q4M6p6C/AFGkl",
+	"UG1j8m1HRCHUAdllpGYFBTn3GE2CGPqf10zHam6UpdwYfTjNmKggK60rwkQBvlWQeDFBMs593LoOno+d",
+	"2x2NAZ7iIAULdu8BwLoTDJF+HAcaIe1n++YUmm7j2d+TdA+0zygX9hhJsQZKH75toBErA0Ws7537BLc+",
+	"Lv07MeobRT5dvttbD0KtQOWyYhkRZtFLbqsHeX1opDZvdrSi6gpofICO7SkA0EemyTEtN3SLrjALG6mo",
+	"E5hPToNzQ7hWrFy0Vvaa6aYWKfqfZo9NUsBgkrJ7AnYWzwLaPGWuCAonUy+zUbtzcpy4Np8mmADtKppT",
+	"ZhZe1hbZX+pDTpw3fnZ7Q2ZhGg/1Befvx6cB048GPZkuZaOTUWDgfnbJ4c4b47WInJZlZsQMhd9P3IIp",
+	"RlQ4qh0D6p6LZjuZwqY63QxQQMweG1XWPfdo+ZLnCFlwA+2sfz8F1Zlq28O+S4XRRFUIWw2Nuu1ydK6r",
+	"Pa/luAn3OjR6ewF2alwmfHBgzNSQBHFwnOZAo4dWbNwRXdzNKGtid2ZUUrHVM+M9mFd35JYsLJNRQilB",
+	"WUK3gmkErJWiY5EKePre13JmNZ2utzFWN/TxLu9To0DSeQkivfUTA2AO6niLBcs1eqDUE/ITilh+zPgp",
+	"wH6zjbOZOv3w54Y1luVx7Wsvy4qJ0BgE1UqPtTfVG5mUlyVZSrxOtxBZt2YeP4Irp2wOATdMlj7oXMmy",
+	"0Qz2HYQRcgwkgMUkwQLjqOgk8+n8uWeAKjMzhXzM2upFi5ouHXB+WOHz6R/+OFryNSX1vAYAY+bDIZTp",
+	"CE2oZi9RJ+OC3D75p9sgfAgNvaekZEuab4kS9I7d5FQxYg6mbQl3LCpEBcN/9nx89Gv6+S1++uwploN1",
+	"f0Yq8O8ts2Tk2ezZ01PrYreWKqwhquWaap5bGxUTBRpgOyasBgpHpGISfB3bZ2Ed22eHC0AZaQT/uWGE",
+	"rqUt21alrSgwt+d/TJ/7KcuvEuLsm/dn506ikgvy7AUgf7ddZcSxdSKF5aynBCwvhrMClgoENxhJaa4M",
+	"DWK8zB1jlerUx7W9wOIDV8AXUW6DvC3yWuT1FtH2IG4W396VksOj8/2LLyR6PZ9993RQ+PJ08V1IF89H",
+	"zQhWrBkWZAaFlwk36zVT+tAbteW5IWTgxBDla/ZZ+yQ/qkhBNX1i33aHoO1g0hU2OcZAS2j6tCVaxFXB",
+	"qE6eY8c++C1DA+XPjRFWpQ2B0ivCC7xTEJ7IPUHvuQ2IGi2UPG1/0tm1wR64CzKMuem7GPFJPNvN5eC2",
+	"zFJLspAg1nARTi7A+5sem/TWVzGxxUI3OMMn3V3eJ1LpDHXpSHtx3XGPGBTu18HnCQ9rIm0MSLDKqVgR",
+	"mE7ydH4eCIK0lmsmdL09hUNjhuqtbxQszkOhG+aT/ZCjYDQzVbGcL3hOFpyVhUJBpu247cSWvqCK3P7H",
+	"5etXZ+fXr1/99TaKLJGkFfT/8wLCR+ZglKsllqdBqDQR8zA2DaiDjx/rlspc6WTebzz+lPU413zJRRKl",
+	"TOZw4RVn+pPOJxrQseF9LRfDBaUvaK2M5HffjZp38a2Zu5fL7eTwnVTc7EdYkd5klvPnf3z2x2cZqXVu",
+	"q0Bmtqw1F8vMoi1mSPiNKGb2mM/MMY9jL2paL5m+GjntP4LxrWU+GfooIIo9zgSsmRhgQFHTaJ/Ot6FJ",
+	"8cneGFs7VbajIWVdovErHWTSwvFOLMEIwxmPDWtdZ/+NQsLsVruC+TiFfgbwdEvJ52TMzGgkmB2JvYvb",
+	"jfhaoWCfwRc1JI1IBy2wQD0JNln4Sysetz8U/vFWh4GIreLjfIhegX/ssLzxEOsDRAKeKOd7QWuut4PZ",
+	"U7jq/eJMFXyIKU6RTCksxJ/IN8Snpw4LBf+0RguwlAhIJbrAx/tm70Af56bN2Ora8U9DXfAJXG2dnxic",
+	"c0VrVqSdvTb2zHt7qQ7iATAEa0XVyqUUuwYnhgF8vfwxi0YbuchZPcOHpABMb7O3iOu1u6uI+r1/UhZS",
+	"6nvoxiKHR7YXSSptSsTAPKA4S34TqtS1NNPPUtrZfD+CzJ2B9KnrzCUmHZkDZhfU5Te744fLHbEaV1XJ",
+	"h4jxHZZPVd0ABPtZWzkshm+YQnyjms6pYm/NT2bMQyzk9uLy7E/vz8jPDc/vbmCJbru9drJh4YVXtgOw",
+	"NNNS7QcXs3uq29nFgFTyFYpOQ8ZoS+yRSrCBGXdE+sUQEHypLwLH1z8l8xoOEi+qd+WZC8lXlAtr0Or0",
+	"QlrAeSBlTxRPjh5Qd3psqVPZ7O0GhBWl+yJqn8rDRYgRZPQMDiRrf0SQdfucYBgISAC1LK0SqOUdExDM",
+	"CbakiM0jp5oto6AF5/YJWjbajtr0ky7kP5oZiKyJYnljpvSQWIq2P7AvJoqnR5XWdtGwEm+Q1rib196b",
+	"gxs5LtyTe842k6Oh/VJ2Jzm8r3Gt4qwsd/Z2P49l7ONpV1hLcge7Jy9Kup3T/O4do4rFK8UItgHLRWVf",
+	"JcuaxqRf5z4aKBb+BlIqhLeflabXA0OGxoP19s2HFMVlAvgKQI8FgprZQcO/9y2E+bqduncSlBzk/9qI",
+	"8/sOGYYy7ZaCVycZmeDNtCPBCJl2zBWruSzwyM63llRKq9wUEpw6cK4j6KRJkMvpZalB3gW7gbI8laaq",
+	"SQu2OVvoeKoyWrzhnQxzUcj/evo/CRfWDn7QzkBziQz4S7dOexWMqRnOddp2u7cx2jlfUSFYSTj6fowK",
+	"d5LC44fP/hwFRfI8H4+AYQgd8J8SY4S8zWu24HDz5o2erVm9ZDMstRMvW407Gae4T5fvlA1o3makES6+",
+	"xkax44C+QXj86fzTMrQrtD1FxP9ErNQZxkphlCXXhBZrrhUMjtXqlCAHxGjwS3Yv78y/a0YWXNAyXLAz",
+	"F1ZlvzjKjuz749An7uz3Nq1DKPH0zC5UvD8aWYSDdwi5xxraLRu6WC5qqWUuy9jd4m+Uyr4Urs1K62q2",
+	"KO+PMvvPdWUUhlWpouTT28yoDLahW0dEhKausbm5K1n9gcLWJOV2+xruOoBp2nAISv6V3tMr+MSSBDn2",
+	"QZJv3l0Z6eaKLmjNE+kHuRSaCR2v6IQcUAf1yVBt6EpHt/e8YPLbz2YBb+GJW87osV9Fw0PeyI1fLhu2",
+	"srEVzdjniiUAaKpgw6ecPk8gv2ZHTaxS+JkLS4Fi4WEtarwHsrag1626z280z++Yvj0FnGwoPuP9mWYv",
+	"oED/uKTop4Gj6u5K1qMSu4LRc4BweZeyTBClLbwFqoD3fNpMOmupHcqPG9YsoVGufIkXITenNvdlBqYU",
+	"q4DULlocDSx2lfHFh0R0Qf+FTABjTYrUclNwkU48WJRvAHkJEPT6aKbBUHEaH0W5ndCTTRxqFyGXQjGh",
+	"GjW4HHV0f82uW8SW8HTaILpZVVLBMlLThZ7dSw2kbH1CbYpERhSvZoovBS1LG1WFGLEunmKcmGF0YdRF",
+	"sCRZG9w7pgtd0oV+xelSSKV5Hi2Z4NbKp4IOETCq3W9FwT5HZBrzcwejAlzF3rZkTzV2tKb5ik+GwM/l",
+	"es315H7xdc0KHMHETsyn51JomutoCQhellztwGLaDuGzFkwMt+uUPN09mRNH8k4uJ8+3lMu9Z3olaKVW",
+	"cnhRc+ldjL4zZT+c2hdMfAB8sa9fuaULrIBC2l8NW0lD5otmfcGiBuo+SPu9BCegNWjvY2cbPUJdxvEO",
+	"hy1r8iNEsyTMjprV6zQibMvQzHuHuN2cUAn99Oire7qy7iGP0Uqwp8Ga989PlB0xWnDBlELvzICZGIPd",
+	"7NtoBY547wZKg7jyFJ66wOLPBVkHx3giCe+DdYlQmntY1MIwED/P3ZCNu+GbMHRonBJ1x6uqdazlUITF",
+	"1x5IWKvxmyndbCgGWNeNCFPYfY1iF1ndBbpPOVeshU/eHbWDyMK9HcZ/9DQ1zX3ZEhWWTaaGjyfoC34e",
+	"8avZJa6p2NsqlnCRvhUFv+dFQ8v+CZhuaOwdtBhKxmRvSVvbw0yynXPKf1Jsx7xvTjDc0wuHbYfVh/3+",
+	"DDrbLtla3rPCqS2XTPGiYeemj6Y6LAD10lXjlqRgJdOGrqATrxgbRmC6iYXB1dvLRnSyOqJVE41Ii0fX",
+	"LPod2yqvskKnHAOz1/Hz7MLrY2CxNvBeS5Kb108R0gJizOcMKo3C2B1aCvqOWzFgzZeWuXrvfxtzPxJj",
+	"PxRUP1LFAK1UTqGwznmia8rLWIzu4Eh2dEe7WH4QBxBSPDalZT/tuub4iRELinpr+Gg0NIVpVvyZbQfl",
+	"GSAL+y4A/2IVHtmUhdlL+wRhJ4O+prh1AzKN3wdcYUJz2PA+hAj1aMxrcG4sUToRmtdmbngA9mF8sMIJ",
+	"5CWzu/tl5ONBkxZ90omo/i3Mot1nXXuEZxc562x31qXHgRR6MExfr3hdXNBabzu+oQdzNjAkYsIUGv28",
+	"R6JLqcPuhw9s03c/tBmjdlmdE0gxDVwNEXxRhRvOa3jxNExsePE0uuCRZQuoJFaE2WEdQ1IZMkG9cmWk",
+	"nIvbaCVSLM1rm1jO4x3bjiLq3rV9IVI6wEpNO6D4cryIdNvQrtkeNJM4X7lCrSU6qlhID7blSyHYoin7",
+	"ZLJHGfFR1i5enOy1kVKkOE972C2LhZhYp1FAzLpzJR/kr981DW2ozlezlatCYLEuZyuq/K9xU1rJl3xe",
+	"joMuG8XeATi5iwP5O8ocE6nljrEK3Abp0KDXtqdNbU6esKlqQPNtoFBtyKPSe9VPTErQXXQWtyTWbtTF",
+	"x3B1Nbhq37O+JLdvAKojJNYu13RdqYdizOwL4BKdyCE1HytZ8jwaSGUpn+AbXnN0S8AF2ci6mGAvD0Iq",
+	"bG99ogy2b2dBYgQ16aim5KRX9qaFIOPHO6yJOBm4bCcfPfv+IRd8J3Al6DWxVrxm71uH+mFX+IWhSrYh",
+	"iGLNa+bL26H7JVrg0HnghtLMcXwQgkyMHrJckXkp8zuIhmALVjORM0XYZ670qZXhXHFSYBxhjemooGjG",
+	"PU0xcvGsoJfCuNbmakLGWMhTK71BM6ny+IdqG0HyHohJpvcJWYJxSeSe0ZIVZxW/lndMxIVkH7VnVAjz",
+	"AYT3nF28xSC03Q3V6bYWhp3Cc9usT4kAyRscchXVN7dxQ6X5cJrdwA9tmA25Fm3b8YOR9MXVsmQZoXDU",
+	"CwRbWewGaKHw1oD3dyXLCNjCvOGlfiumObbgZcLFKf5rxoX1yuVUCAk6tAt3kHXIPCKe43RoVBu6LUHM",
+	"6CE2hRcj5guBSc5SLRQcMGJKd4SH34d7eA8RD+IUYBfnDO34exhEP2HiuQjsoqbZkYI7ajBW0ZOBHSJE",
+	"Eqj9EJfMhxNDef4/9t5FOW4cSxt8FYRiIizPUhe7XO5qKzb+Vcl2lf922RpJ7p6drhonRCIzMWISbAJU",
+	"OquiIvZp9sH2STZwzgEIZoJMpizJt/z/iOmykgRxO/dzvtM13R7km9XTXkW/WTpycMNC4Tk9dfPTtaSx",
+	"Vhoi/QApWSLys03g5oGhTljR4HKAx28iMmmjO8B1HKW2Dz9cQhe0eRdn6U4T9TQzNDXUvzDMWWHZ2o0T",
+	"Qc9Meaoq05EHapnj2cUpAymJ2V9LfW4jKtWwBrQwWjbc0Z3JSqRxxkF4BsCpcGbQNo8K9LAYFGswtSiy",
+	"4DFp4C+tZDYaDBsKx/GuejI9satBweqiErhClzeK7/hMD9hRMIligK+3nv15g7a4TM0L6VA7VNWR9RMN",
+	"lly4T2fs3fPTg4uTUz/CkErJuiqVFn2557R5ABgUmtFUi7uXEwBiJLKQo1erO+HXdTHue3/t7fanD+oz",
+	"HfGtojRqXUWqrs/Pz04oS6upw7HbtRQJNzfoGQ88ooGsXsGIc2v2qYZx6tGmEnwWu3vn8EtzwtTpevDU",
+	"OzMlgy6HFQKROl7S3Dba0WB+Qf/J7jRKfx2W79Y6ZhuXF21m6+u1+vjtDRtc26/8wj/ESru0wTk4RcSq",
+	"BUNp144qI5T1UlZLw9qZPdAgXjb5QlxswpbqG5Y1t2TgBh0zcanNVibDxOzN7HGkPs7GlQhksi+Qcmf9",
+	"QDe7uRQKWi9AoTKo3Vp7gDiMy4Bj5gE3Vi7TkXPLs1KmV9qtqqtcoPHTf//9d9+H0FSHj598tASJoNys",
+	"w5jajPUufeC7x7fBFIehQ5m8M6KC9ymXY2ElzlFrV7zE8lYChNd1oNbss+foFmHfHR72n9oPT5+04iuP",
+	"DmNnNueyDWNFvptH3ycdTaWNQug8VwwAKQaQIgm4P9BN3WG8NpjYjw8fNwl25Fc6Yof0hLYaoyrSdRcx",
+	"XM/h+vhcRN70cIkzJ0huFnpDhZMXS5p7xALp14Jko8YMum1f2wlGjkeXx7WZNtCvXRbT+WkAj9igjB/Z",
+	"bUVj29q+mpC4tJ6rWEOdKden9GMfPrMbABCa6TvhwBviMK8pxYoVQgfFWdhPA3aA/oIZUtrFaGlTuvJ+",
+	"8kgG43M5EQBcyHNkhK3hi0LV4DGWBVhW6ZTnuSgmQSvLNZ8d4lAJjnPehl5FUGZR5jy9U4Dhzk9K0zaC",
+	"7HQxIZZD0qeCsll0YSk4NV603b5RT06HX02LquVVazbGoz2WoloJFazr5xzeueD77k4kLWLoQiX+bRDR",
+	"dntqlgiX3FTQv4yaNOYOlnKoLycYbQN9dIXPfIR/B8fqg+ELchuFNgR5s7QXMWThiaqkmXYTrH8CSkVD",
+	"rfKX59/vJDvnPx/vPf7+aVSp5LWZqkr+DikdP0OmcMcGU78ZNqKv7u/vj9hx+DqbYv40RirQ7+7xYZFj",
+	"NszSXt6zlyfs8dNHf8FKvpcn7C9PHz0F5o1smwMYQsKaThEhE4/4WopYaRredwa/okWE0yQ5ljAhfdDA",
+	"GoGI0kiiclwJPbXadKZmTnHePN+3YTEEouNAKxO8+lKHE0tdPhhuIRSGcZcC65RFSqeMy5Z/qUimzH/U",
+	"PJcGgtBlpQxqSnBljjBYPxOIGdtMBHVgVij2L1VGGtTb2xO9VkMkTIyx6SaE5+VLF7KFFY5rMqBJdlVi",
+	"j7ardf7a058TqrDxACjr9npQUjRkQzsGircwCegWzyNOa8FKomylLs4BTeKC66uPzxGrC8JyhpAzd0gV",
+	"hutIQnUswhv9wkqIF24311dBgBdexOovUkTtft12rPdjM0v70knrwioXvfVZ9AzLmoecZyleojUMDSoc",
+	"jjCncmoWuaEaNFGdADc/wfWA6VPK3H58hBn/UFYqtvy/u8D3T29/Of7P07O3J+cDnU0TVanayKK/sV/z",
+	"1GC0gxnlnPSqAbjsX/DhDbLtg8q7VZFQiuKlzMVzGkGtKXQqRWHVHsGy5gUP8Y0lrEds7xHyfiq3NXYL",
+	"GgR9okA51P9f8bFZuzdLJYmuV9a69yDhqvVil3uvjdDVXNDWVWvdkPjm+tOmhbmJ9tDyL/56dJICjgnO",
+	"eAkLidBwesprLS6U4fmbmHZqf2ATXl3yiSddCHNjKY79jCxYwQu1WaHTJD0VVRoFAP5p9WsI9GnVLvuK",
+	"/XH3p7c/nTxsbpUrBBp4faaCl8d5rtIfFyZGt/BnsILsQ2BS2VcYHsPQRdpXzhd63TdgZDosdWm4LETW",
+	"6J4E0F1MHAL0sG8X9eyntI9qnU6cxY43XaS5GLpM3blEvD6XbqG3u8Ylolw60qXdD2bp9iZZvv3hreyh",
+	"vNOoKxvK9cGHXeH/ghO7hb3O2UxldR6rds6ySmgdhTrLGP161DQXGB3uw/9H+AYO/e+NqMY8/Zhqepxd",
+	"UE/fUTIvtRFFtGFpq4sK+Yl5amqe5wsGoKRd7qT1ZY+r/otLuznQQz7e7AuWE4l54TJdopb2s21/gZcS",
+	"y+8T9DY6kOa9qTFlwiqjSyi/t/8J9TVzcVmZdIMIuL1IBOibeJOtFQLjG8fVXsSweVrROu7CKx7qH36h",
+	"Lm2ymORio0B8J4bLRcULDWPHIFxMaq2KOivXo9nQQSYh7oajGB+udYtvIRn4m7qmsLMh7Ljfx/6iV/oo",
+	"uOJCnN8abfk29LK4B+nMTauEWQJqvGdAGziUAu42OL7Z7VLC0QAV8iW0I4940wpCE6d279DDThQuLEZq",
+	"zB6iOPxDXJ6r9EpEgttlD7xiiCIoRObyaDGUaeKt4lftdanlWqDOlCA4An+J899zEySKxjlgfxP49iSx",
+	"HRHkXXJXMxR23O+npqC/e7BxzSLXnmbFZx0YYFYGju3PLQyiwee4JvGTbAf8ADSaLALgIdmKenakWHYa",
+	"fWD02znTjHy1A3ytBT0l8lw5wHpE1FoU6XomZhAbaC2MSrDTv3RJRbvP//v87RtmxAdDG7LpZqd1pVXE",
+	"Xfq25OCeVxp8NGx3dPbi76/OX719s//qzfMX/7l//uI/Rg9BbHCt7R3Etl44HlIXNCKr5GRqwsIev5Xx",
+	"1hXr+BMgyr+ghg39kudtweCYEmeBYp20q6bb1dfpfmuj9q8fdWHexb05bwuGB5+w+XRBPmKIwVcCstw7",
+	"U8Ps3mR9U56HLkAcM1WFkUVNqoqVMVQianc8tadvNekuf9TAuqKGtioxzjewcrT4V7zvBDWckEa7tgW7",
+	"jxL2OGHfJez/+3/+X19iPuGlPsKa5Rpy62OrxhFkMXl4hJhldreA/N1BeNgY+litBwObx7nDS8/Kjuhz",
+	"oJ3Bl7zoqogX+4k0Xo72jdC3yEXslieOhNcV7gYcxfODV8VYdYK6eZCNobyE13ZHjEx5nHfDuFPB6nJS",
+	"8axB77DWQfMqgSISN9dszGVeYzqs7kKzAcEY7anwotEspD2gJThigCGwGgGd3bxfkmuB13C2qToVKkCR",
+	"TH+obMujUG1u08i9jy3kZIYQYQXa6Zpx+zKsIBPGEi3LBM8sj4jLQVKDLxZlV5l8I8B1gtvEY8JGT3kp",
+	"WERc3WyHvFIRBdo30xhovZk6qefvZsIqkQPunsMAOz59xQDRnSyGHrYcPwPO0lxiKb59SJNI4+DKh4No",
+	"ri1xAIhFdTR2/lctooG+i5DHscpaqHaXxb+6mnx1iz+/Gyx4rFnHjC88Be6ei3TPP7/n8CZ8i264elqA",
+	"OIC0ZSiXH4+XoOi7sC7swbUnmywzi6UrGWyRP5aQTAKSjzG7c34tXo5npZhciFmZcyNu3PbPWq+pgsJ0",
+	"GgpQTCDBAjO2IbUCQXSDp62mAzN4GGOUmVQ/SlNxI/52WcYoED2d8CC7lNaKM+BivbqU5kAfsUOWC0qU",
+	"EQV+MZ0qpcW6bp2Pn/QnMyU4uxOViYjf8C2A89K87GfTI5aqchG0tpRFWZtQyNnf7YHzFNzekCRdprP3",
+	"POdz+s9Zjf8NIdnfblwM5k8omq3Z0Qr4g6n4cTWJHMLLukIMIdpgVRKz1fSfB5glgPDyCcvlDHq3GMX2",
+	"ALnAJGzP1IVI7L/VWObi2XXC9nJxLfKE7U0StnclFrIw72eySNje5Thhe2ll/++Mf6gA223vsh5r+TuM",
+	"IT+8H8/soLyy/ycFjrOn0/dmWgnt6gw914001CsNZfYEM1/fujHsVBukpHrODNLgLIpVRxeGNEpolHoY",
+	"uyw9V/bx4bobOxXWyOj8OP5sqaeUH0SuN57Ck+/Wz2FTVPKlu+q8utRvrVqsZEUtN7eNQPrhiG/WFjla",
+	"jZsy4HwHt5IbIyr75H//83jvv/je74d7f/2t+c/993u//XGYPP3uz3+L+0YyMYilwYO3y9Ls/1t3PPDZ",
+	"fqaGM9uMqU0fgykxffz0+z72NZdZTHehD8OvH3E9//L0h81yjFs3pbU3Le7fJVnPVP7xWD8kQTmWnzqX",
+	"AcpS9ICLPHPO1I2dRLHq4KAyCLsyD5IPG5cMb1Yf8HH1xOD8A/c2eKN/enHBDngpD64fH7jmJwfBF1Zg",
+	"1wJLyFk8Lt/4ljDW4tCL4ao7b9lKZuOt3bmVjMXI/VOFaDLHNZ8t5S5byVu7/NZYJ+iPSIw+QoQEQibj",
+	"li0ahHTN5IRQ1gFVdi6hM72lE3xGJ/iI/V9l/y9AKulUuXLS6aKcimJAs/SB4uDR47/E5UHZmYzuMnOb",
+	"7GwySHI1gcRsu+ojKiqgjEvhe6A3yfzUluxKLNY3RF9e4A/96X6UKLajr9Od5GYJ5pF88iAptFDsX7WC",
+	"cHjFclkIdlkJfrXhufz3rzu//lr9+mvx2x+PkkePf4ifxJD87LVH4aedqlwVuOGKzafSCKZLnq7nfK2J",
+	"P/v1V31gZ/30SWzSwzO+/TWLchHwMJyovJ51dNxK4TcMh1JfNHw9EriLbiEO3o37Uyjzps7zNSEjHERq",
+	"9ubtBXvz7vXrLrgaOePV4m9iMXS8kjfVdPS2JZj48HHv53OR5tCkjUa1Tw1uokV+SrcLrSV0n9hb/Hf0",
+	"xKBDdsJkkYkPCTOVnEyQNbrmXkvhDZi07jo4zO3BQd0gPgYP3/AL11QMAX8NtXWaw/AIa+taRvxcWRa5",
+	"L8+fv8Zy6pkoTF+vyyx3fS6xZ1xVF+hUNYrN+IfnWX4y5VXcLZVl+YV7vv+K2enMuW6Gj1+pONHg+XYT",
+	"TaXma6FBKjVfbvkJh2FPcmjEAh6OW0sXcCNAD8DJNn3ygowJ4J3tzw6MONIWOGLy2RDUh1AS7DndLdDR",
+	"xXx9XKBNds36Ek8IS4ccJUKs/8EuQ+vrQCr7HBSC5LmrHSK6sox6lSbpmRelSqcd6J1UgSTsI45/2cFQ",
+	"LSisHqcdcitay3YWKSUI2XvvJyK1rkVG2JK8AMC8ikbmEPgabxAhspMYptCBcogVbn4uBFoJ3ZvW81D6",
+	"VtLesOiJQUOj5yqtLXeAXejtr9x60mcAAuy3Sz6B/iM8NZ0Y5a/iXqaGQoEXhiUeQ3Ko762zcIeT7IRK",
+	"LODnI2qQX6nL3K4Fvd5Fvjh1f9m0o/DqEdltjAY78BNr+SDuMhkK9NLAzTbrWf1MVYI+ARh7zEx5YcUI",
+	"kr/Gdp6DsNSXuhiHl2hpteHM3L5Gb701krDk/bRSHxY3dfGXdZ7brfsAnb/A9Io2oolkLpVlTgEMyISo",
+	"L3Opp9AWcCN92FtV7/f3fvs//i0esOs1KC+Wa2thOnnOHJA0tSsSK0jHa92KGL7uBBuQWbh0flPTsnvl",
+	"xuUPxhBQzk8Z9Dhh/qkjxmujGMJovnt+CtJgzPNcM4CUNopdnJy2QGlqo+yHezIRO9qOVUaXzw4OIAxk",
+	"dKntf2PDu6NWaSj4WkHaQHFYY66SeWuNQDWZrNbOHz5Zb7deT1UsV/HvsjI1JJ8RNKbDpuy7ARHf/7JQ",
+	"gkZnlhr8zYjTpirvgDSxgG8zytzcJ7chrd05ga0nqU98KYZch6q/7Oy8aQYGAj6nVBDsGt/f5Q76iKem",
+	"rwe9+4XVJSBJTGU6ZQ5CG4r03RgbtqA/l7+LjqoH+5NH9XcN5aE+ShZYDDHwW925W65fU7u3/sBh5zwf",
+	"OPt5JY3Y41PBM+j8teH859ilrldbpNaC7tFBKsxK4aNHil69EbETW9qCYKLxO2yv9wliiEQxjAzHug/L",
+	"pwhSAZvqPtCUBLbPzlzhJ9fsVBSZh8FFYtR2MZRphRibR2EOWdPyj5m6wjpUaELMEQ+FEE48SErIph5o",
+	"LGCId4nE29VfDhes/xhfgaZCsMQYozyhlsIB9koQmV9tT4SPDDOvfHIgDrv77t2r5/HczYEYk74id9OW",
+	"4FWlqk5cnDGXucgSqJDLmKrhfgC/WQWmDtLZAM2mf86V4OnU3iNsGUxNDvsnvxYocLMgNjeuGNr5w+rC",
+	"yJyl1uotOqEkT7rP+U14iRHJhMr3JQL1NBTQlVhLHSGGoKRwfUX9oaWBSNqVLLJnMutEOhQb0QiItDWY",
+	"MXSarhnmKgLv0Iu4DALv9zik0MSRetP0OdywTWBsY9wgHofly7TK9ZWOhb1CnRx4Kda/xvXx1vfj1TpQ",
+	"iscnmEDXmkKkAraMZtg38gnUD/tQ0sCXc8MeDS2P4hMQPBGawig+ODQBUKTkH4lveNGw25uiHLZlXcQ9",
+	"YZSJIVqdOOx9wMFxiLABFM6m1ZxwLMH2uS/3lBxFaLBb21y+nAkbQ9dMO3VIWA8Y0hE7r9MUqocS9pIY",
+	"+4Vl7G9rDMqeEFOPd3Incb+T7Dz3TGwHErOpNs0Pv5Ps4Pg7yY77wE6y44bvIYhTaGDd1UgdcFkgVxXj",
+	"Aeu6NAwxrVYmctlX5uzSLgZ1A1NlKTJICdYdWfma0VOtrpC01Mqqq0YppnM1z4d2qh33f2+DBXRiL1/Q",
+	"HJsWVwCbmHPXAylhcsx4sdi/DU8QBtLDc4/XpsKmdY2INa8PdNA9F19Y29+9PZZrMZ8w37A/YdNcOxdK",
+	"h1CfKSOOs6zq3kvUbzG324ryBskbk/al6ZLq1RrlsNm5DTXDtTidHZrGANt9QM61O85kJXweWuuITttk",
+	"ZQdb7SjZk8QySYa7182IkSPFJXRzeFR+sawSUNVkJjNAB2kqQIZCqtHoGwo+4qIRuVcXoHfzaBnoL+tm",
+	"Dmg/ciaSxuTDyrLW/Npr67cvVnfmY/nF5gB8OMPYDVgPQ9fe0Z5bVKkPi07b+8LhgbZMB0qiIoMci2TV",
+	"h0hjp2EmnIO3zTrI9uP3ea15tLzOI5Rx0lB40+X+2WcOQl03xqE/LIZZ2uh+pQzBtSvoaFm+PPMHzuLx",
+	"VXJEIXPeyNh1HVRxCasMrr2Lbk7dl4sC3nGfDnBqVQTQ6reqLfW4Ty4QQI5cKByaLOjA+XFEaawOswGn",
+	"Wij/EgAza7br8h3LWk8TRwYPb0W5CFwxUrOONarxOJeF6BOyYPjO7WLe4sObCltVDPoEVMm+LW70hUpO",
+	"ZE9VI20DtBMRmu2WdZ4jPght/FjmIr7rJH1ijZNRMofHTooiSBBsD4Hr2ay3EOUUDISiwDybVLS9b0eM",
+	"W/MSSAMSixEHyqpMVlVupvUxzhQiTu9MGaBVufoGYCtr6M9UPNoT/cKv8oFm+FD3bq9fxYUdIapQdPuG",
+	"XhNyr6rMpnf1VlTI5oqsslj8QESXdH6lId4jOtrB3huXR/PVe2/ChW5wyZwcG+6vOXeZSZ/cX9Mi88hl",
+	"AI4NHuCga5PIjry8cAgTnk2CNOFzvgh9MDjQTrJDr/W4UpBko/dS5JCGyQFVD7l+y+L07etlNH8KpHPk",
+	"6I+xqpJ+H3iL0nhN08+Pnz5J2M+Pn36fsOPjk4SdnvxyDP/3ndWI35Z1XDEcl12+D6zXmgmu6xb4Eax4",
+	"F2qIljiUqjGbkT6CZc199XonKgOEPSjXiw3ZvQ1XUSQaLOmy6pHd2vAiwC+u3Cneewjwv+JVjdS12lWw",
+	"/fw724WBhs62ox4M14/lYJssf4kIYS/czYiS3HX6s+C5mT4Xhss8mh5daFHoGqtGMLyc4cNOB7BadiwR",
+	"OSgkigI7YCkBAfzFs7ZBaIvsFWTBxuVi6ieIAelMfGD0miv5RwNjxi1jG9oFGfLSIvvxqsjktcxAeMLO",
+	"YWLjcA6N+w3phTH+TNUswywyV/riUyKC7OT9ji5wWXxwCLg1Pr2U8gnwhaVmWvRXe6rdDcFuBd+Mj02H",
+	"IGjupW4SRoKxHHm/dsjUL8GdD/95wotMZqienE9rk6l50QH8vS7fYrkL93LCyk1EpwdTa+5CuBXBKSZt",
+	"AklamQ94gXup/rzgpZ6qCAPG35mmB/qh7LKGefTqJsvMpqdt3NtrUfHc01jAacLDBajyTACIDNQDFfya",
+	"y3zJhdTCWY8f54+ysDLcAUItfW6Nduz6vbnRo1sOXO7FjMscmyp8ZAEj9KTkgLrPCmXpibJPxYyQw5dS",
+	"7euOUppz/KEJwwL2hjXoXEIYvWqpHZIWu+tmHx8eRvs2x7KwUllCgVmAwuLpBNYwoHvzsJ1eV7agKflm",
+	"g93M6gp+/0V3JafzK1H4c5IFm8k8l5shItNRxNMv4Ke9V8+9HQ5ALg3gTgRopjD9lTznv1wstd8RWXgn",
+	"4oU9+ELkXoWjUTTGlVesszYh9ZsGTsLNDjel++zjWFY/ci1TJgvceXu4/FLVpmkhhZkg2EYjoolUsRqV",
+	"k9N3zP4ijUhNXQlIHvFKP2nGDQJ33PF3pxI/VbOZjNE9ZCcz/Nmh53LKgWy6nexvDrxvlMrTKZeFZ6fR",
+	"0efSTKOjT5U28XKxn5U2rUr7QKW7E/1DxSTTEjT1TY68rFRWx7jxKf7QVxGXR9sKQEi6jbBPjeEdKO1y",
+	"5uwGHsLu0KivxHHfpGc372gFyF9dbQdd6zctXdebpe8NZKkD5f+gkAMcYDOkp7Q27H9Ul/M3HG5Ygrwl",
+	"3OflDXHn3s3zupuJn7Zuwz1AEkcv6HGeo63Qvp2DrSZaxaC25QEYcf+mXXDd4dcBFrUni7CnjO/C7ZsZ",
+	"3wSIBEbKVEeNaM61eREPQsKffYtu8AjXRcswk1ZXo8ShztG79KHzegZF4Ws+MOXUnqMu2EKY7s/URYxf",
+	"nJugDt19A5mF73Pd+aGbZbKisfS2yNfUysPBACAKNBYi90XjXIBhOiBV66Lga/Gg4QMpL9glIGmyGS8A",
+	"B797zLWQ+jCk1IweZoWad2hpdQlg4KdhF6QhE6W2SYS3YfWlGYcaX8xN1R0AAlxfdZVT6ysU4WF3LNhx",
+	"lKtDuK8fvm0gBQexuuLWRWi2N7ytLQIJabGfg3RntMS4yEZ9ADsHGBYLaJjcjTsBBv266mK9LdVqwrXU",
+	"oavXbxC3gv9Yg/8H12nPt4yucB6AaKetKrakRjXL6surf1FkAXj2pppMuZ7CpMYOeOHGREi2W+tqcdEb",
+	"zNFLiX4+YEeOCZQWXwGpEZniVFVWHHmhAnCodtmZ1T+Ua093KeAP8Yjsei6yEa8oPSsINa3gKoQ706wt",
+	"8fe0m0A67SH6oWV3Bt6lNUanpf/sedT/+aP9CePs0CmYz0qRMW6AZ9APu6/O37Ifnh4+ShhK2FFdgBKG",
+	"bWLqwr0G7+i7sB9v+E2EHFi7q7STx6evPEwB0hfNRc5KDNDpT2DHgv8XIV46P4M/L/sdV6oewzVhs/ih",
+	"QcFbs3hCO6d9OoHl09zXthUU2YoYLYG/7vbB3sCtx12J9Uqf7QmXhX2AcqMcErLV9gniq9W8s7efrcML",
+	"w1a1a/rbOpdOOPrwXrcf13F7qZFr24l0t4BwM2GmKmvv1/MX5ydnr358sbJpcCT4RkMdcEDt5kxugISd",
+	"v7h4d2oFzOnr4/97eTVPW4v5bmUxv/3xXfLoaXzeHQ15j92WUkteRey8PT/o0QBOYehxxgE2rjn6I8bb",
+	"zXlxsPUu9yEl4L5/rtttaHSbDGqou3xHqbkuMm/GXfdZZxz8S5UJS3HyAG6QgnusaY2c52qOmHgIv4Mw",
+	"c3qTbrx1JePacot83529SlwyBmHZlbWhOtnwHiHqHi+8MTKqKzlC1FG3/Kk3/sKtdwjafXt/o57onwhC",
+	"z25slC1PZZWd8sosTnjJL2Uuoy6Pxsfh+iX4dvFgTWYqkgLDjbDsMDac/9iCNY+t9GZoxqein+EdGZoP",
+	"nOD40Y4MH6mMeND8NbqI+FDKSuhOJ6vVngGrINxgXDy9GnWj+H6q+NDN3Sg3gKdtz3IVS3at4xleHBgX",
+	"Cb81wCqgkWPaTLjS8FyS8Lb208lreS1Oqa4r6mCEbWfvzl5rytmGrh0EDbA55FArGfcjsss3vZm+Bxes",
+	"BNAOLgXEUl38cEPLdFPsdPguXDnGO+q6wE7pQMHH7oZ7lnO8O3uNaZtBa8Jhnmk6ZzSI4vGTW01UxuHW",
+	"1bOG+Y+tUwLoOcTCi+RD/nazHOK1N3C5Kj2oRN8go7hZeJsw3SEPp8qPMypAf3FUDKTrqzjtHq9ScC7H",
+	"YlCEC7Ln7V3UBopAoYnxkc/FePT4MLGiIBdcG/Yd/mOmtHHe6rGcYFKmqouM7br3nh4ePuyHjv/h6ZMW",
+	"dv53h33NPfsrFBTeL8/fjgAR0kwrsQqKtBGNuW8sNaKIODd7roEb7LXgWnz8PbCqfCHmABParuWNMPJL",
+	"rfLaiNfrrgP2SXa3xmqmlDtyBMJcT1WFWQC8wG/RSM19ePLd48PDJEAYuxQLRYWVXi97oFEvWBzh8yun",
+	"098JI7wvTw87K5+7L30uIfMGK59LUUmVtdYaXPv+2TwdMJdhd3cqaDqpuhaV/iyuru8l5HoYxazQSH+i",
+	"bb+hj+83NBA0iB4bruls+xht+xht+xh9xn2M1mM1tUCaNsl1goHX4FKFORL4if1tt6Wvq9vSsuHTzmXo",
+	"6sXkVuWZRMitIhciWRX6oYzogvoK7+lvg5SSjjyIVbVkeAqEeyGM5Q/SuiIq041TIN7BPhyX8sLKlo9v",
+	"PQTEzHjRqOFHTqt0va7sNbS3UJJYi8WdAG77VYzi34i5c3m7zGts/W/v+smr52fWhiCEfGx05Oo9XdWP",
+	"KoTVfAti4bmEuBW47nmxCHP2BzeG8uI2kMZe3Pa4mOxizIoDtOX4HM564554+4nQER/TIYbEWQplfhRj",
+	"VYmeVUD0Z3kdUttjlhvIkF5vrP1YueyR7T/qe+8GluyUdVUq3bFX9GPficSU3z87yZcQSH+qVF3ejIRf",
+	"+jZ0nE3sMA0x34B+e9X/l9baNOKDiUacBt7q51KXOW/45kaXee1GfvweekCTj9jFLsd4bNED4L55bRTC",
+	"8kYrllSFkVhwp6xgWgRZUXacv0NZcaSy26i9ss7z+JvDrgX6HyFfUlV62CXJxLVM3enF9Pm3b/7+6iUj",
+	"q84aVD/9+PiHRz88akBkKOV7rdqOn+r+Bv4OxabNV+iPgz9CZQ3Re48FD658nqW8KBRwtqBaYHXvgaij",
+	"LbX+JhbU8wl6X1gWCg87E8fwK6FdnBz2CvB9x2CPwJNDLNIp11D335+UpynvitBwfTn76nqmXJ+a39c0",
+	"COMzUXFIti55sWdkbvZ+V62yn2BEqc+nvHKXaM3ItBNSMz2FtmGAU1OXDXaNsbKuI4N4I+Mz6HBBCosz",
+	"aNxXAotm7c26A3ZqdQOEkvuxEvwqdsNECYsAFHAXrwHjjzAsc8Gvu9KtQ5TF3oA3nknoiqyMLi/CvhoD",
+	"3j9rveNjbO9ijTGgiRNe2Xdnr4+oasvBLc/Y7ujf//3f/6/Rw8DyojytoG1GwjjERFyWSdhRoxIzdY3U",
+	"N4s2zdi0y8LNRMdAnJ01l69b7L7Toro104M6aG2utCANvOnXovVUzQuXTJOqQqtcBMYErpWlueCVQ+Nc",
+	"S5OVysWrrEPXxd6+PiVgjarL3TZg+y3te3Q90E1/Lo4g47em7HaVuQN5wG/t5mabTtJ3sIHmCTuJPSqU",
+	"j78Nu2Q6VsOLjTHhAJuma6j+IHaHNQZd403obBHJ8On2n/viQeyQ1njRN80a6L+X3XdyxhdWK4B72VnJ",
+	"9FpNZLF++sCrsXeP/c5KLo5/EPfPP/kRGTm08SfogOwvz3SHZHe5hS2vKgaO/Wj2kH0a5+sexwpMOKfl",
+	"/iIbTb6ToJvUHh32024o4CaJRF3k13RNWSVBwLGhZiT2L6BHEsZMP8lZDpwL0wHP3eNXXiWIm7cB2LRD",
+	"4f5mHYOBKlpeE/tswmp0yvOZoj6QuHXYk9QyZNoaYMYbdD4M0hRDak8a9A13o7odmiE1x8jntw7GuB6W",
+	"Dhb5GYLRFa0uqbcHS4eH6irK3ZCDPLMgaYbj0jWbhd+EehnAqAsB6hKmAGciz2Ey9wVY9w9xOVXq6rnI",
+	"5bWoFutbDGT0JNv1GaLHCfsVH9HUppcXGnQ7/evOw46uATgM/uOEmnZaKvkHl/YSnQkDdUu+dUBPvwCA",
+	"8EjrSpoFFGhQ4ZHglaiO61j0pMnqJcoHRX6kr9P3JTfv9/f3sdTnstYSOole8vRKFJneZ8deneApFIHj",
+	"OLvwsqaXH9o9uLaGO7BgEtquE2yq1JUURwh4AlV0OFfnSgWcGmrliibnk8NHbMRL+R6eeO/OfGT3Fm4l",
+	"WFMwSHNLpsaUATrqCXw1jkJll9OeHbPylJAgcmCUvriV7Y7ev/9ZabMHS8bXRihwwZzN8Cr/fHFxev7w",
+	"CGvN90ACWO5AOevLaGqXgE/Nc61YIQi1ZfSfe+fX6d6JrsZ7ELkYuWR9aL3CNJ+JPYSyZaNzke69FCad",
+	"7p1LI0ZWKxi9hd9Grgv2ImyS63b2OzZKdTV+X4n/AWR82FRpdwZ3YseZ0zvBcptd5qX8m1js/GlvoYyi",
+	"tlhug4aZXf6pM+fPRYU+JHsBIOS1p/1Tdn2V4DlIxr1UzWZ14TJlZ7zgE0jDbnwDTf8iuE9B9ZVDW7Ej",
+	"4pvau5USjGfv+eqPTOjEZ4Al1EZKFhN4UgBzr5SaaYdvLyvGs5kspDZ4N46QnWbUGtYuThqNHTVTuBE+",
+	"sRwTu5Dfmammo8k5aCuEegdXiEGvORcGwn5M7mpmoszVQlT77AUwpf99/vYNAwh0h8Fda1K8RlAI/aPK",
+	"FiOmp7wUbPRHqjKROHCgBKBxxavMLtxUC6sJ/a/EIQX+rz9HOGNMBKDRnQ+LbuuFHWDvVTayCmmpCi18",
+	"dQk0T8YED2i5rdmIPjdKmFZURUkA7RCucPXrM+yu0sDs03HlaqL32Sm3ehWEtzyFag9A7l4RxbXIFawZ",
+	"hbWTEQkDEZGAdP3nb3aRiAwMH5qB+lOU/htewaQa6ZnK6tyem6mrgvLM7K0QBfYsRSj3kR18tM9e8HQa",
+	"8JECEF/s/XAMLYzaWJr+YFnMXvPHkQewoA83D+EfRk3rBdolUYxVlQodHcz4ChqIbF0uAIMejW6pGZy0",
+	"u8t0SqKpjHBfIkFQ1VbHJ09tVsmxYbzkldln0LyhWdno30dsJnihma5Bn/E/JUx8SEVpAKO9OU28G5Y1",
+	"2vu28EsBqnoGXZvx3NIppa0zXqhiMVO1pshX0JMinInlwSNLpVORAw+m291izTjCPnvbzGjGqyuRuYk0",
+	"zqxnjJdyzyCvpqmACPQSVxNvszwYjG8F/tagkM9LPPugpdCo6DsKN6h7OiSs97yYCieVtkVfa2rBhL2g",
+	"aCbU7OH7TBTSSo1we5Daw8us2QiPa7TuIJEt9p5i58pzlfJ8z67NDxYuFwvVXBMYe82Vy3zKlSoh7dfq",
+	"ltWYU/Hbyjm5vQC7RxprHu/0CLfj01cBwNCznUf7h/uH+4+e/hWgqUpR8FLuPNv5zv4R852moLy55g/2",
+	"Ih5cKmWsgIFAWRl1Up6AvaRJoa60IdIKpBMiz7gaRVlow/McGVHEKbvP3tot89vi9s5KKVcZAsV5dACX",
+	"i84zIEHXXHXMa1jV8b7zLIanqaoLAxIAju5SYAMEkWH4HSr6lDaWF4p8bGcLJ7a0YIj16Fap4Opn/3oE",
+	"TH2uWIUOR6+hiQ88Na4TsEQIb3/3rF2+86M7mmP73aYFnxWz2M22MITaF9SEHPyPxuAgWlTr7K32R5wL",
+	"GTSuuF1nBUvSOIzs9mdB7MMr/V0XZX8ntKvsIYKhhRId7ufjw0e3tjw0J+Orid3iVq7un8nOk8PDrk/4",
+	"OR/8yDO/cfaV79a/8lJVlzLLRIFv/HX9GyeqGOcSDcsnjwZ84pQvcsWzC6Ve82oi8L3v17/3riBsHJFB",
+	"GO3C6uL25ccDZnmh1C+8cG28AcL1+yFb+MpyxoLnCKgTWp07z/75x5+/BVAixI/6b5nloHyiqWs7FAov",
+	"cxDnewxVnJ1nO3/96477WyNjdp7toBxpfsN/4gX+M+lgqnuNZ3Eiosg4AELkK1YLFWcyC2EaRTbwUQMT",
+	"01NqLOI/iya3ZcOC+yJltDThF1VEefU+e2WIAetV8eg75xXqUmWLwN3JLiGtqfn+Ki/7SRjPac69S65N",
+	"9Ye3z9ToUx0MoNkvPKb9z+qaXwj0tPuQOV729v3QRuY5xOeNAkGGvKvz+t/qNU95adIpP/hDZn/2XHFr",
+	"pmhqfU81cfRmgxsAssPDY8oMTe3TNz8xOeMTsc+OoWvD2NqvZMbBfXb1sXVTLW//uZTeSOnfYzk2QhRs",
+	"JovaCAgbI1FAZhtqje7zzvxAWw+UGyjkC5AO4EyCubiH0fRqwSKALUXG7j4t/pXVa4+DZ3JoBwRL9DPE",
+	"hoy6DjYHrwF+EfkB9T12uhCABbEnh0+wDQZmQWYJQkVAPKfMeYppLitUeoKTA32x4jNhoB37PwdUWIcw",
+	"JeDisQpn4+CR2YrgTwJy9u7YuoYnl92Qv61lF3BRDkrExIsMjPg4kaGjvCE4uhkAXqPnkKJdHPtK31RB",
+	"eLL+lTfKvFQ19tT9bFgS0rInm9TflXtmNgeVAOnVbbO8KiBj1tstyF78oTZN+lDAIulAVapuelUlIXOZ",
+	"T5XzP2C/2CBzgHiUvTcqzyz/sMKxUCxXxQRqK4ksRbbPjgtGkFf2QWTgC0yxwC8Hs9TKMrNA1nN95aqL",
+	"ndRd4gmrVH2Gm/XxlG1lDDGPmxF5f4rbABq/uUpAqz9xa+mi+9YB7N9Qn/986BUOa5lg0Thdumz3RMUQ",
+	"Td1z5mOP0wHxQ9vZCUEomV2KqSQh7cA9QtQuUBegx4X9ZUSUekojeY+eDPyjU1EJtsvZvFLFBCiskaXf",
+	"sZFElvI+cGSMHiLR2430kwRlYiaEac+9VLlMF2z3yeFhM9YlesyhTd908XCfHed54zELl4se/Gt1ZSV5",
+	"Ey4Plw8cC71jGF1BjwpkUsWkPW7x23nhduWOXAz4HfeRNS4Gx1KdAhZu7RDXwZOO9r5hgotLmGgiDi4+",
+	"F+74HHDbYcdvLukfDbG3LWWoSv4usq3/4Pa4YuMvwFS5kFQoVQ7wxpvLf0P+B4+vcDrguH38TaRXOpDu",
+	"NCWwYezFbHnYVAnOfXdPkeuQuaEhmXmu2M/GlG+LfJGwcz4T59KI//PcVDI1jh08i0TKg8jXVFVmzxoh",
+	"WTT8Tk5+iPfGg9R2pNG5lUZiFLT4ogVKHYlgezonjc7NCr9Jf/TfxLH32j8FReij8AQsc34jJJrPsBBe",
+	"lphUSlCdKlvgTpI/owk3npyfvaSXwMQiLhENtq/G2iO7DELBNXvpDb/vs3+A/AmTmOmkIVMhJoa8k13z",
+	"BWWIe68B8DLUcles6LoSaEA32YdkQgeweP1GdOBaKoQAHZa0jGehAS01zp5+a0JNbNcerfszLW5E8tvJ",
+	"YhzkId2wVTvaTttLw7a2WsCWvkZfAQhRboS/M2UTMnDLtBey2YrdJ4//Sp+FrJk92EF7tY5ZWimt97Q0",
+	"TQBgdylT4lnw0AhdE1Znl5PC5088jAUrVtImKASvapOqGdDSvJLGYBMhvG+oBELFB5gCqwIfduGOhDyM",
+	"PSB8wDB+0FKNeOG6prtrkRC3RnW16Vm/Tvrfor2AXMt3Su0IIRCVzwEhQxSkVEgIBKIKBnhaGjsUIIXD",
+	"XM+F2evKGrpY5R9dbNLyfRr1oU9Y4pGkV1jAZ6zCfNMRjbellU7LIfP7schyNVG16VZUzoIKA6c+eXW5",
+	"CLJBwFthbz4pDxTihutKwX5AAJyr6grNFRKrkPOhcteuyjs1GtGhIUUEMgSwLORSGUcDmDaIFcgrkjis",
+	"oqeWIX7yRjFokldkbGJVqCeHf2WjlLTkUZR72o0aanGErIHMiDhv8PbZ52wwfCrd/cWyiX9bJBJX2jGV",
+	"vSOOYeqq0AMdECjAriRdMNc4lZvWM/YuiPFYYBXBSk1+w/VdhcMCOuZj5zXQXBvfYJ4DeDEqThQdUCwT",
+	"qcwEOTsg9xm6Dk7VHN+HlUhN4NGgCwbJOTDhKb8Wlm7gUTUvUBKvBg7QcIeA+13K5eAzXS6EiDuICA8r",
+	"Ge6R0D4V3TyHXbkUnf6xYENum4jWOufPBM90RJ1xhXkQzQqdlC0xgo2mLcfGH2P2rItuh3aslRPtgawk",
+	"0hAke+baU5MfDW8+dGHJK8GzBauUAaGCuYUO1U2VElKViE7n0zDZWwaMH0vx2C4YQTQLn3VnVX8wKQor",
+	"kUTmR9ilMjBVm6Tx/vmAnqr8GTqf1sPAZ/mIjWig9/TKaJ+9llfCy127YXttoYndknG0pJXchOZdYNs+",
+	"0LeWRN4ZtDj3fP4z0vTp/LoEehhf3UDjj9zlUIW6qcb/VfK57ogHkGmLtzRMA1FnkWuEnOHOFW1XE9Cp",
+	"XLyGLJ+mdEDlGeDHykqbBFka0iwWNHncm6mssr2SVwTCZLlXmddIpQhC0+RRG3mNGZlA4keuNspqFJey",
+	"IMZ5/Ob5Pjv3Bfka9Q3I0sSy/GcMK/LtKEUGmUuVaDurKl+jD+iyqjH0pYZlUEp7LCZhN+LE7dZKpDJ2",
+	"T5pHDk45GIWDnoMargHP0mT+JhbgJB7+RoCiMPSVX1qgFsPfe4MNLYe/8NwhsGz6SoMPM/zNvwP0wfDn",
+	"j8tyg6cxP3rjFzZawQvCktlgDR7hZ7N3CF1ok6MPcUOGv/ezA5PZ6JVT8/sGL7xqw8Fscte01VawXnKD",
+	"DUxNzfNN3zr34CTD3/mJoIBeAgvdbIrEhWGa7v07TXzAL0ORckS3CcuUnfz53MOdn8qosnvo4EgbGeVU",
+	"B/+nVfXh8Pu4+uA3HPoO/pmsKcBoQNHCRD9nKlk9dOQbJ4z22UkglK3+7WF4Riijy1wapsbjhIkirRbQ",
+	"j8NHA11p45VYBCDxXnCzESDajA5GvCxHByOsrhx5jMC6CPu3usF20ceGc3yP77z3LreHlA7pcKEcuEKR",
+	"W01txNu0A5VVIyp6HgGADL6Q+JbmbiyM33jUtRFW02sPqOStM46/uMYYqZrNUG+kak2RPYykUcDpOC53",
+	"RykU4TfWRFkoq8c++UATuFLiloQwOAbPVM+lSadYDn9/JRleHnQmXuKh3UYlxjb94jNIv8ByDd7mnLfE",
+	"OLHqeidmbB1wrYXZA8CEsagOxAeHYRY1wV58wFIM8o3QLWyMKM96oaQci+4E4TGMRdWUZe9ixjEgHuz7",
+	"ibYnM0p8T89HD9sGl2XNhIAGn12yrKhXF5zvEavqAhPq0W3ju3khQsIqr8JFOmXETulO6zDoQxe06ue0",
+	"RV2kv7KX34SrFs8Eb5oOr9rtKhcDKETOHIXE9ZB/gBylNskjKMBku4gUAH1YHtq7N7UStclPaGWBUKIj",
+	"N013Z2LxCSMknoTpK1mWrlIB8x8Sauu32GdLcwBIO0QrCGAR4MYKAEDYU9Wen1WBvl27Xp4ipAJvXkTP",
+	"cbFglIXCpBGzWE0nG+FONfkZ/tgmSID2c/sM8N4IjcYjg6ImAZDlXtfBfAcAXgC16oCX5QFK7CNWFy5f",
+	"EQB0UHfDPYKQK3R1qjD/ZQ4Yqe15uPQQ6O4jZ2KfvWk0BM3yoLVlidrUXuAsKpXK+1UwsGlExIX7ahZn",
+	"NneTYWq1XvjgGvVolWHbDYASOsXwXAl18B6TTdrzhy76HdMvc16wXbr/D6FRug9V4K3faktfsrZ0iidr",
+	"D5YI21o2xJnvXmdCKTTMT+1ElizASrT2UYOKIqsAGLqmrqadvt6f8LOfkcPXuXjQ63sPDhr44BAvDe76",
+	"1kfT46NpX9B79tEQ9Lc0GshiySPSdoHAs6EHpN+7AHfkPlwMrT4IHZII5v4AFpk0aevBc5/ErYBb1Dfl",
+	"rWfhq/MstOj93qTkwR+uJcCfyA9yEcN3fA5/101bEEyqglxEN+IRwtfMpRYswiAKZd4DCvEodJE6NGRS",
+	"3slVQU3FLT3OFOi3VAORQ7w2yK/ECbNd326mgKIADVol/Bch4DxzLUKVma5yKFzfEofaTI4vydyYvO3I",
+	"smwomoBjP3uK3rT2+4tJ1cR70AC53yVRJjtl3VM0yr1wcvUswXODgO3bV3y1R9AtXfHbF+Pd7Yw6ZCJt",
+	"gof//ySWb6/UJs+Q65TyldH3NyWx8XZ+Aom96tkamIvF5oiZjFAQjV9sF01y9FNmUkM7aJE9bOduxY1e",
+	"Clp+s3lOy+kTn0n6A92RbRrEEBO7x11852ELD528pwWvUsCG4Zcyh4zQDqo+x9AD1sX6AZgWM14YmTIc",
+	"ycECg+ttUleuRNS17SJE+zZo2lkwGgwiMQhHT4ksgG8Lq5qmqhDa5As24tdcQj+MZxjQGMUrLFz4nz53",
+	"Dl87adZ+92TU/e3OWgz3xDcRy3MdztyFoQvh+6hXgolMGmh9ctdU8ofPBRponmqjIPAWJhmNK0Ew0suB",
+	"qdASBZNWanZWF4UsJgk7p3YVCfVBtEIS6qcpOLgaUXMGb4VDjI6wWFA6QcpeGc2quoBod64Qxb2dp6OZ",
+	"NhxRpu0G+8J2qIheY7feVJ9/lW1grIapLVtz9TMxV+80LSXpryVUhWgnqVlCyzD7laCqoT0cZHckjNdG",
+	"7VnZRSj5GSTmq/H4KGz9+O7stSUxzCHpEyS3e+cP7zlB7KujnE9FCGeCZ3dEBj5kUq9B+JrIa1GQK2K9",
+	"f4adk6YedIsMs1uhXOU2GkYi9o6rjWk/RYWK0FeS/cO3dXDkXNWFxgJf130z8bmYy6IUPjOirNWRQxmk",
+	"Dn+7UfH48NmSfOz3WX00qd+xo+pL8FGtc099rXxpG4Ma5NG67+zWQL0/IANcdKfuXUALar7cgLrHiseW",
+	"rJtl0sdsAldATdn8vcp/ocx7mk7EBKbiGfFlqy/urLYM45ObAO5CMb7s+7tn+i15rXuI95RDoy1LdjNu",
+	"ZMqcDfCMFQr7aQFKTjoVdmYZs2ZyTvCZHwwVtUA+rakWlkhJ73A0SkY6qkykYhwF3CL0gVuVBkbF716K",
+	"VM2EZjDHiLkBf/8qDA7KD27ZYCWtekvBnyhbEhpStM7kvknX/N5NuL9YSyJhv0NbP+jWoEqHpDUTFQ8Q",
+	"tu14R4SXiVVn0HEQKdl55oD8IIlbWwm+z84uzk+bUJWHifwrG5XmdxCnXl0aHbG3b/7+6iUYGz/9+PiH",
+	"Rz886n61LrxPetSwE1mxTGBjxcKICbWaaxziUZRhRPdy0SLz+2doizSTO8HNX2OPnF78lzumIabI47ub",
+	"6DG1y+rkXXSZID+cnt2yq2/KQjkHlLvwzn4ci0QOoPcJtm8Qi2widNT6ei3EGkw3eIky1oD5VIJC787D",
+	"7zTpL4EfNv5XS8Xhtnze2tHybPtYY/Dcltl8Ur/u8nHcZ9RxhfDXI8Md66sWpTuDY4Ub8AmXxRdB7677",
+	"yldM8w0e2pb6Px/qR/Sz22UAN5L9Whgji8kwuY9feLBE8guPYzbjRc1zckwSgsWXJ/fP3ZZ89vTvZ9oj",
+	"790Bb6n9k8t63VysOw/gngvT6OotgkREfyu8HYER40CPY6YYtlGDYuvTi/9CoNFWZ8sH2tW/InE1nU/R",
+	"czLlmskvwwPSinTeJvHfpSPETXKAJ6Q589aRfZIg7ZZjbV0haztB3QGjHOouhqBJT1cobG+AWYtG7ZV1",
+	"nrskL7ZLzWa5MWJWEjx8EIoxciYeJqwSup5RuGiPtdLFKFob5qkUau4gs2PYZ/vsbDlaa9m6C5ft+tAt",
+	"/eV9E0UePXTN4TGG3Dzr/jR6GOTar9pNplp8GYEjyHbth+0Ic2qtQYt77X3IW73pEzEES2/YDIyIDCG3",
+	"LTkVan7/zKGuij1L90hNPSHh2sRStiHzTRbUE6oLzidopGLvIi0d8PEx9huiMA5J1YZemZTn4VjD6vMR",
+	"FhEl+7oqHHCYolKpLztynACXpeVvif3TGUn2agVpDW0yuc3apcEUjwUNe7nqcY8EN+mBpv5u9q1cFuKZ",
+	"L1VC+ibsryQoVUw6M8qDp7syy5OVGoug7kJc291PWCHmvuLRY4UBHBAihGFF5Ag7zuRqgu30qQKiqZUx",
+	"fKF99UYvXNAZbttr9XFGVPIpKy2bNfxNFtnGSNKv1eRlpWabvXGhNnv+rT3De+GgzW4MqdQMyIaJwlRf",
+	"o6f5k1Z38oDhBEVX9xo9AhW5J1QE2Qza2S3PPJdD1uZL0dqsDY0jApTsgHt2WM+Ma0b6h480z6wdSw3v",
+	"LDOeiMLsM5wLL1LBVJEvqM8uIS779DrocIkD8KqS10Jb66oUHHLrpGFzqiLgJoSerouxLCS1m0HIb4/w",
+	"4q00N8+WxdX4tqArTZceF9HLsCJhxV5bZcpg+myttK3idqcZLHAMHq39EyXpWlurmx2dN6l9+MoyQzpH",
+	"Uy2JZpCyXa0Awd47fQILrFC4eMsAJlwWDxPPuRybsI8shLGkX3KTWl6RWnaUh6xOlQM43T57CxXMlkdb",
+	"VtPOUGS5IrhdKgKOMARVfin8QJX97AC27Gul/k9HzKpc6mRR3msWL/aiOJipQhpVkZdlbVw6xb6TbKo0",
+	"IgaLYmKFOsJEAJ0gcjx0sW06WnM2ldqoasHmssjU3BI0VDsmFE5yP/NrUXFAeS6MYpd1eiWM3mcvaXzf",
+	"95NNBa/MpeANVn3YP3eq8gwgWWdipqoFwE7wwk+rrT8cYU9RhytPhZKEJ1cJJDDgYKoS8ZA27uYvzWZu",
+	"TPQ4AtljS1A8opiYqeNBSxtJGk+h5gmsF/vRHzE5KWAZsP30DkoQt/X77JA6mQAIHz1j1yftV/9V4wUs",
+	"+MxeMvr5Fxy/1XEPkf53nu3Iwnz3eCfZmfEPclbPdp49Ojz84TDZmckC/32YuPZ8EDeE5qXJ6n3TppKp",
+	"aa3WKHCv2fNbM0NqAxZOcMY/4B7uPHv6XbLSITBZlWJQKRLb7zUfhzfjm5NxI6BLwc6AGbwosvj3jxzK",
+	"vD3xNZN5UWS3MJUfgQbZXGZmam8YYqjrZiLpVGlROGAXupZTrhk3bGb5xKPHh56S+2eM3zrHLwy8Yz88",
+	"fXIY3rFHkTt2p3J0hfYjcpT69Xo+CWDrjuC2IvVWROpPwvgWS41YQ0uP9jqUp/hkTJx+FxenlvfErPYV",
+	"SXpAUvL2JWria/UDbr1eGtHt+xih9LlR0JZqbpNqaG9XqeeeCCZXKc/3yMW2lmw4y+VkalglCOtFF7zU",
+	"U+VFNip41Ci/UQrLSqVC62dsoipVG1kInVg9soRsAegJ5vXFk9N3CHtRAiJHLnSU1F7biZPX9i6Bx8Lv",
+	"nNNqO+01+v2bgBqz1xfA6OwJP9DujP0m3OUF1oabelg+b2pXUuhaMyOqmdXUM/FBuDCSAsfktYROWM7V",
+	"QLQIIgEEwEzMLl1rCXDL1eOxtZVQmRA8N1PGNdPC3lhrIvl92Wdv4eKqCtqkQ/Wk75iDnlbOcuxYDh16",
+	"NCUac6tmug/nfKLZpZjKIusTO+e4K5+3rKFJdjlAae/xgLei5lZptdnehii0uzO3TquoTR3Ar2uwbolO",
+	"HeIl6WHwZgLGZ2lFIwQurLIWD82+gLfewOfu8Bo3n+kKFNp7HC5h/5vBZA1XHVwp/HPsRj258Y06+KMA",
+	"b8Of9sch98tfGO9SxuEeaJYrVULiktNZjk9fIXgF+KwmVjuptdDr7t2xnckK921PyD7HZLYyB3evwUQv",
+	"uZk2Fnrh3CrtZOYON8ujxz+suhZ+uxeCOC5lH000J7Dl67caKy9CwsO6BXeN740KB9ZXY4vTJpDtsOl0",
+	"0hCcCw7ZS6x93dVUqSsg3fZyo/pQcyX7ax2/HdIcUkX5VddNfjKUV0Lmj1BpvCjybsmUmv4OolCaLkRv",
+	"QQbSy0iFTjhyWRAau2M7Zc4t3ayhzL/TTL5honRb0EGPbru3tHiLVtAKGV77e3hHFDgXl1Z27cniUn0Y",
+	"oKiioGtEJA6jWam0EZnLGW4RWzsDNmGCp1PfCJPVJWVd/O/zt28Y16wSqZDXIttnL8C9Yb/IeK4VuxQp",
+	"9tFjI/zsPs1+/9f68PC79Gelrt7wmYB/iREm4LJdabSlUUl8A/4os4eJ68HsIrqQMtbqfpyLCU8XTBf8",
+	"SrxPucblQ9ck1268mvFcQorKSBXvcSnvqSPxyMO/jd4W5/DTCf3ysE9b/weu6hUcyb10P1nOJc0XjUaD",
+	"3iK7N7vUKm2sqtnDzogdHUJnoPXJgNhiMAO6WJcLnEiYYdg1BXjmHB7pDvh+Is4anu2gXF6iBtyNbc+V",
+	"OO+021kXGd6OPWKhsGMh54R8/A04p15oI2b7uZrE+CeMdqBqM4xx4vNOU8DX2pzRMTxteJHxKnOsyjeL",
+	"d9wVX26xLfQVB8zLclJMRGsqGSh3FlPqpEkaJiyKa5GrUjDxgacmXzAoH7efzkQuoXUT2x3hTSa9YJSw",
+	"EUzwVeb/09K9/YdKIXKUHZt3JrV/wHiM/S9Uf+x/Zdzw0cN9dlpZPgiwNWpMfwZ+E6TaZLSo3FqUaozy",
+	"haeGHWO/96maw4pH/zx78fz45OLF899GCSyicCuwZgN77ldDefGU+ztTlsT42Ihq2d1XCUv60NMKF/kW",
+	"dv/M/dkvHv/+C//wAofu5PHNw/fA3O+So+EiYD1DWBldWySELSfrguwEOq1UPZkG+opy92U9M3t8c2ZG",
+	"gdYDWYxVJ0t7Dv+6JMw5V2uCfOYf4vJcpVfCPENsf26mCdP1ZQPyPxNawxIXpdAJ03bvilSwop5dYmgW",
+	"M291PbOD51B+VWQMu7DiZoz5TOYO9C7lmPfctB9gc5nnTAursFhVEx5fsEKITFNFm9sX4jNTUYmHUYvQ",
+	"hVbt6vziXtntuUO66v5ohy3mtrfdXvrG1PLpes7gzeq7WH6tg2jhUZwW7Hr77v+820n4rpxUPBPQbYEH",
+	"0wLRiuq/bpcPst0u8f/QSigwe4z4YNi4ArtidxSe/y9IL6OHCRtDEZzThfHmQ5lNszaNRYRYagjjQYXh",
+	"VOS5Gh2h5YXSakQ/p7xCObhMiriiSaXm2n7QtflQtWETXmpKmx+ldaVVNdpnxyA8OSTNF4VITcJKrn0u",
+	"k1aVW3zO/eS8dmtlNw1FIWgji1qwChI6UDBL0ygsoPR4nnGE2azYOprSIiHEzXJVTOy0HFYNvgymAdOi",
+	"yDQbVUIvCqulOF9umkvLZSrBs3YqFh5ryJyPT1+5ltGVyKF9lyrC8iYC4juuzdQyp9QD4kBRveCV3Wh1",
+	"JQqmvOahVW7niAwqVepKioSlU5Fe2bNvGlTXeBWfsSeHj/zZcHbNcxm2c0nYk8Pv3AYJpio5kQU6yS7t",
+	"6ULDP6BiV00BhhZukn35sHl56cGQAGg2fh145NBpKbcGYwz6520piiizW+d3O1m9UE6w+CtldeCCCV7l",
+	"EmPK9lKiHnf24u+vzl+9fbP/6s3zF/+5f/7iPyx9GeXlTuvWdZmZuMQ+O7fkxnK7nWc7//3Pw72//vbH",
+	"o+TRX//89df9zn/92856o/QRMvWl1GRAGYI6bRe0QLzs5oToSlolO8ZhHP8ZqzxX862C1iGk7J3tE1C3",
+	"KpfQnkVSHBJGDr0jmu0655yuS1Fdg5vqchHEjfVDz1FlxXI5FukizQWlXSQMve2WL+aKZ3Fz5pfG2fLZ",
+	"JvcEc+wLAbd2b+vXvs0ocGtr7yKfp0UpB3+0XIB/HlRiLCqr3HQT0YmqrYI2tzoEPE4qXjhztgtpn2Ec",
+	"WCfs7OIUKIXlgmswalANTFiZ84WodIKOmVRlVtqLWZlzI/RDrIzg4PVXlIcHHXb/p84mAlQpIysxw+zm",
+	"aBezn0RIf2fNKtfIz1/CRcmsI1S17Ee9ecQq+ag6p1egyYylPZNcgju4FBW7ooTDmGzWfFbm6AIJ50ml",
+	"KTvPHh0m/eVJa4qT7olbBSfaDS5MT2wZ1m0yrGZfV9nAp+BflhN0l1f/w0rxshJ2WLQ36aY/JBhRz9g8",
+	"R5mrOs9YpqiieS61oJ9XVQlf8W8n/wxz3xvEm0oE1dRNnoyoLM2mVjkKcLJUESvLDKwazNFvrLGCQuzW",
+	"5LBvMlFUqqn23mc/5iq9sopvcGT4NTJZmiU7bAcC4RmrKoXJaWGiUFuyEgExftFM9Y4QUVc2qQcQ9ZTu",
+	"J3bakpUIAhCV4Pq+MVFbs7bz6S93L5vpt+/VFvnim0JJXbnGty8dInX59ocDx3PXWIIt/bQNP+YJzkXQ",
+	"HmjyK3bkD0N6nvvsp8pF8Gtx6QjtbPuYAlh8fLV3/NNL2Z2xbwufQ3WrM4BoqNS++qRD83UlE81nRWHV",
+	"2H/uNGiRzz0Qyk6yQ1hQO8nOeZ2mQmTw15eApruT7FzImcje1mYn2TkhMW8v9A23z77W6VDDh4HCPzp7",
+	"xH85rQQPM0iCQNGuNSGeyawzmYVEpsh+XHTmkTw9vPGUVMWmvMjsf9XGufXjRYpdM4QKSTt63M4Z81wL",
+	"P79LpXLBi+ET5NAX08XF7fHJWedUxpWa3QKuQMfpOQ1xzSSMurMpUDYCeJunqq66SVAWqfjZPjEUquAv",
+	"PzzZFA3jhGuxJ6FQSkLrYIgh0RxlllBduB0ocX57q1ejpmWPVVjh1rWGK7GYq+rzyZ4K5NCQXAN3eFsv",
+	"do+N29ITArUFK6Q+2qRtqSxYyj3Ahd1WXm7AKZeSqqJaDZRNf16qzect3bek/WWRNmo6AVU80PdL7vai",
+	"rnW2r9K7gewFsEeYFrlIgdjx1jNXdkV+g6z2BXsRv3hwq85hLmu8N1tDY2tobA2NraGxNTS2hkZLbnS2",
+	"Dq+3aczdnWPs7tyvxvEH/der7M+10DsOMrJpAO/BcxpVw1/bPt1inVrRxK49gE/TGT8SHvKL+GwrRMPF",
+	"97fV30akb7M0tHVh75GYDjC429OVDX7XjDfYCJCIyzFJVFi9Y58dF1Sn7TohuWZKWGdkVA5aAESZrYDh",
+	"6VWh5rnIJhi8dSHoCoJ0QUj5CEPbshmZyi9dlmpdZKqIQDHgvL8MWr6DXpbLq1/TytJFaP/8xKyFLINt",
+	"24Fvs0UlHP9tM8N18dYWO8yE4TL/CBVDFmVtEmuJlbUJcPxI9UDutU7veI6z+Ja1D9qCfh0EK0Dtg1tt",
+	"5M60kWaT70gvIbAKLMvtIT1XsUO+s3bzNyh5aRx6vpDH0iSoJgnCZLrex50AMSc4jU1DBheW9Rry1g0I",
+	"HeDzv7Tyxe4BoQBX91yltdW7uskr2NqtEL5HWrRvDdgBe2VkKt41fdo7UDdjtHIHeDOrdHxgb2pPt+d/",
+	"VNJQMqojSmwdhnbEJU+vNKtLFzMQCOgiNEAbYPWexMcSMEaCxVbCqkNgM2C1sVEu79U+X5dNyZt/wxob",
+	"msrB2ozh2K7jM2ENt28ohAuDla4xFNxZ+QzeT5HbGZn0us5mVuf6M9l5fPj4LpQV7IEnOu2aAMzTGc6+",
+	"r12gt4EWSb7XOZfmiMr1WsWxLdH8FeNabk2lOxINwHnvUDh02Vtt8VDmvOjpKDdVc6pqsGxfFpOWpKD6",
+	"BiTsxPXwz+R47CwhKzIIWkIArFWwXsSK4CAZeGWOLD1CcW0DxrMqBk5zXnwTUsAudKgQgGL+WcmxQdan",
+	"EQB2vp1Z/Tnfqq9bxjiQMbrc/wanMdZf/L4YZMXnN7WFgfktG8RWRxYfTI/le8bnX6vx6z8l02aZTuJ1",
+	"MA+7i1vm8ZXZvnCqH0PChLSFg+5XfO7JOdkp625DF+JnZS5MbEKdlq/KM6YKb/w6yxc6BoBxq/Kc/nlD",
+	"m/ZzIPrbV2j66H2ImevVx62JuzVxt5rc12Xi3qEMWKvSrbF7T9CaWiMugkJPAi9ThdjUjP32GP8AyxZ2",
+	"d2vVbnnht2PVfgJmWIk950IabuJ6p5PyXQ0J+HqmtHmGcGZJ2NUn50YU6cLrcT9fXJxSYkZv/LcS5252",
+	"X20UOFjjGiffltN8DSZw1RzobYV/O+zdv/NcZnw5tpu07dqITgPGgQvxtnBY0arYbcPDWkN4r2UH4z9Q",
+	"dQpHh0B0BAD6XWmn+VkR/d159pvl4bK3Yd6tDbzV+75mve/EdQW5KymwRs2jntyDGmXTBF0b70jowqfx",
+	"YeEc4t5Bo5MeVe6UpvCVanG0PMB57mkeYJ/Zso1P3f66fcXvOAWPvnKAmXDd7qaflxPn9qxaBcTW1qEa",
+	"AHpKmmC7U2Uo0+4h9iWgLj5SL+UPHwX1yAw7pkGsQlL1kMPcs6IQugrEwOTP4EufC1nflZ5GKzuGnRxU",
+	"sgMK2lTNoRcCMwp28W7reKJT7VPM8GI8cNVdWw1tq6FtNTTP0+5EOgzTzQ6Imffk4RlF3WDgwZi2di/M",
+	"H76+5f5b7r/l/lvu/7Vwf1SkPyH7X8v8O1g+2+W+wJ9+kZrlYmx8a9H7sAnOt0JhKxS2QmErFL4eoXD+",
+	"6UWCKteZA6vTQ3buGpGpimVKICk5d5E0rC6MzAkQBv7YdPm4B1Ghyq2k2EqKraTYSoqvRVKo8l4FRWXK",
+	"A+yBNwDne6lrXtBzaqq0eeBieVOVZxrwS0WeQXPXwuSLZAkVOJMVNneNw32fmfJUVeY1zm0IEDBNKkTC",
+	"FTcAwrWs6VpASgSMmO0kO+JDCckRg6FtaS4O2La11th8/APRKVF/XPubKLpm8aVHP8MD7+v4iVu7Zalf",
+	"IHcDmPMlJnJL6ENJh257rK86+dRYVYzjXNQYwqN2bhUlWHBQaceVEK4/OGYtEFD7TAHE4e6lPUGCJEF+",
+	"AZnmU5FePYQ/Ywe8AMrZzGUq2Hwqc7rMEc32BGCFQ5L4qlTbcGFrdFrYITbnhcF9ur9Etdbu981uq71u",
+	"tdet9mr5O9AqLzyPvzOUx0ZtPfgD/hc7rsJ/djs6zgTpZRwJ9wiYPgiAS4FOCOD3RhHbQUdGLG0FOFcv",
+	"e16H6kisI4rpSEu641ajX4CEcDvdLSP+MV2Q98nJ37t1dQyRCl4T2IqHrXjYiocgM2ZZQCCF3KmYgAqy",
+	"gz/s/2wiIgx5Ka+dCqoKMhYSpuBpnucLpqy17zzXDrFwIq9F0efgaAuQdbLDK5oZfL9DZpC87RYY3S1G",
+	"nn7//XffBz1GHg3pMQJ+jsodqdukr9HhsZVuW+m2lW5b6TZMunndHgte7tQMMhUvdKoyUe0ZMStzbtb7",
+	"8f0rbHc8npVi8pD5dxNG7c/35jKzIk+Ar56wGGchb0yYmSpcpCpEq5t63KF/4T984ac6xK3vJwf+uqDD",
+	"H36M7WIxo52LfQBx+cMnOhu4tdbz2TSzWt2nPm+4351tV6u+1prNpTfB5btLxzN6cDXjsY8f2T/Tfzt/",
+	"ANQ/25vp+rTBH3SqShF0zkFKfHL41y6f8er12bkbHeacX4uXwEDch9Z4ct2C79eLG9mPtfP7zEX+VoL3",
+	"dZsBKoiT3b3K4YM/3H++4TPxJ3KIXBixyiuew987eIXjD2hUAj9YpX0cIUr7vRLWTs19IKTPiH0ZruZj",
+	"HZNbMb8BX8Jbk305/OlLaYqDRHPHrKIDT+VMlDlPu/UDMEkDZcDSooftuFTZgs1qbRifVEJ0gaB8Gezg",
+	"t6168nWpJ5uS/zelnhDd369+ss4ngMLUPvnM4Tj53uKa7ZJPgM3E7FJU+qHnQ01OjWZVXbDLReCS04l3",
+	"rsnKJf5dLthU8MpcCm48DJGs2LWoNLrbYq6DN7CGO+5Q12dl4+5+M+ZyQfvtLiNdgNtpDKcPtMjHB/4a",
+	"dMdiLviVC8RE294/0JiSBYgWVpQapooUMcegZABenjGjEHUbOoa07nbCZKGN4JkVenOOLUnGVHoALW1L",
+	"UUmVybS5tqtX9KKSk4mozkU+/tmv6o5vq/9Qf569nzUz/EoU38QVttcGDQh3SfwmFGp+C9e6i8se/FFA",
+	"tOlP34S0+27/Ry1qsVwUQxmJq6mKVEuD1TJSh8GNI+Sy9vKei1QVGZVq0tMiQ5oIwyGiwPTsdn2Nhn7P",
+	"MhOzUiHC5pVYsBnQIGeVMJUUGUvRvK4A5ol68lTahD1KY16pDTo2/+JX36F54iZ/lv2Zl9e6RuUMNu3+",
+	"NM5vuBf81nM2yHN2132atUjrSpqF/feeUVeiWKegHp++YvhgqFPCX6iWZCK0YWUlxvKDFevNRHTCrnku",
+	"M2kWbC6LTM0d8Ikzs3GYa57XgkljlRPoQg9p29BkEnrlljmXhWXQsyCrG9mgyNhUVGKfveDplInCUGNo",
+	"rGkErcPF8K8Fh9hh4hPMw05m+HsTfWYpL5ieQqRa0wyptvJMXKsryDWHXeGVwEp9VRtWF7nQmskizetM",
+	"uCet2KhqEdewj0t5gQexaZr5KXo5Bj13Ln/HZ2P+P1yImtvtvFygAK+1qI4Yz3P4e0U1ovxSW5nY4e6D",
+	"J9/pjZ19K9M6zrViuQRcwnCzuz7c3u/WtzMx5lZLezbmuRb+25dK5QIQ4e/S0+jOtsvAeVsIVvIJOH4a",
+	"QtvGE3sMpGabAv7o2FqMRT7uQFmnV/ZpzweGFItmAqQyXtZaFpboL3l6JXxBCmJxWuYxrvOcjfR1+r7k",
+	"5v3IsTuqlSPNUhX5goq+0el+JUSp2f/U2sAg5z8f7z3+/imx24SVOdTyMVGk1aI0Vj1UJaXDNbzOcx72",
+	"AvwMpHmJLODS6M28hJQD1FXtWlWFtYQJ2m5zSekVNEIkLPpdwrRinPbGsk9k1JOKF4bNVAWVPeRSFZVW",
+	"BZtPFZvxzPJ+VLPxXdniRYKlPM+tdWhZkneAwCypvr0SqaoyFBa4hXi2jNeZhBC0zLvUY0eiO3epl7qP",
+	"rFFKLTdbEqA8yyp7uSphuSWk7aHzZlmykuu4EHPcxSGa7aNbXmbmN7PLkQrnO+eajJk2FgEWr3p5m7D5",
+	"VKZT0AiUAWFcoAz2Qsof6OfOMr9JbTbglbfLq4cptgd/wP++ynoDwKgzaM+4HE6+AvhWpAdBQPrA4dBj",
+	"G/qygs5wbFypGTposUjRtJwHoDyBApl65jWWBc+PiLlaPmb/eCVKSpAEbdarQc5BFjI2VEgtg+QF43kl",
+	"eLZo602E5K59QyMOYsrOqtHqnU5PTgxYq+O+wM4vYUOAbJnmY5EvYtnV9rMBT92wcBIPbOdelLJeJpWw",
+	"wur+RXv/97fB3GhgxW7OPdB7R0D3hG63aURoXZVKr8jSPFdzkTmZKsATF5GjjhU4jGagHugD5kTTEVMz",
+	"aSwhjKWwQstqay6eYh/YZ2/EPPx6qGVpT1dicy1rnx0vEzcvrHy8FKyG2DNqoJG8tYRdipTXGq/zEgfq",
+	"imTfEi3fvmbVnt7aNmRwTFAebi/L+gO8V8fgOpbkDpY0u61v8BvSpvCef0ba1AHal90BlucCbFLqV4Ru",
+	"PLBOA94KPrjAEEAmFViuluTipjQZB6CecGM3xjUwAzXF4exbq5LMBcfIK2W4QUZu2ejSTCwTdbMJ3YWg",
+	"cnHnRbSMN4lxV5hsatXBEQz8vlDmfTPOqLHBwdN4Y7P1DN7/vFUsnON6exBdIS7rSd13mPTrbZJxPlVz",
+	"2FS/wzwkrsaHBQTyqfmJgoYrPYWhlLC3tKBGS2McHB/WZkNwFyvOncYms2TVs0KspXGqJC1m41wpMV8d",
+	"uqpUntGvGjAc56pCG4wyIVQRsRTJRZYL3lLfyLSyi8waZiUcJ3MLCaa/qgUOqlM4g53+vHnHZq4ku1S7",
+	"N/6wgsDSK9CC6wJVvmzLWm7H2oM79Kn0ESsZ10Qsl8QoSlmd2CsiIGWp0iZhuk6njOu2gyQhJunYA9JT",
+	"4CsHcCnq0ADyGdI9ylIU2Z4q8gUQOH0RIoPoA6cbaFUJn1Ie9GM8Pn21z95pwS7FWFVBN2qVQj/q7Nh4",
+	"6BJs1gV+Ii2s+qIwggTNGt2gU2nVrgUxQ0sbzZwqed0RiTynjTuGTf5U0Ug3U1fPLq7Bj7YoRYLlBx/4",
+	"rMwbbQmvzb53KPM8h6cHRSxhcFDxP76Mwk2cTk9qpmqTqpmgMCr+Y1ggFZ+NFujrOiVcyjGXeV3ZpzJR",
+	"yE0wEt1UQa91l8zdPpi6kbNOBEd8bicKcGBtlT378s791nTAnT2DZQ0Jtvawhm30ta+as8NMuSUJACOu",
+	"5q569h9oQIPyqgPOXSpZmFaAtVBzlygN/dm4ERPLNAG2AAw+gy5D3RiblcoFJU9j0gRpb7CbVlY4//9s",
+	"nx0XdovMVBSGggjk8pvxBXTbJTeg4bmaWIvWeefgZqIYAowTS3b4UWuizqeKImXwmSgnPw326Q6JrvlM",
+	"F80d5/nKIXxD2dwU624v/+NoxW5InDjgbg4iC/tkc/FXJpgs5U5d1jI3TBaJhzef8WIB4XgNV9HH7yFl",
+	"R2qmZ1biUai+QrFi765lv1kH6DDM/i59EioXfdcUtu/buZoV7fdtsG3cuqFF+XD7gE+u3Dy4QJj48dOL",
+	"C9bH/507rS+R5WYRFjLSYZqbp7EcY+2g8xi6eCzUAGwCJmCv6x3CB9jhB2WjBH/H6o7AhxLknNjdut+U",
+	"E9igLpwkYHCNd3mLK/BVZEdXSBO3x7L6XA3wxMEf9n/WpJA0GAJw74D0C4XpasB89tmPVoTuySJQIPG/",
+	"tJF5zhDJ2ijm5Cr4Dlbjt04NdaNrmQPAP8uVFppVcjI1+ojN1LWggn0U0kZRCRZ+lOycOJIBMZ7NjP8z",
+	"2KWYY/BJpLgspFDyh2ydc7dbV39npLKuqN4MlRxELZCrMIO6KyPyBZMFZGSAroDWWlvY4IV2RhCTBqjC",
+	"OdiQApiVKgvnil+hviZhwr0G+VBRiuOaGihZod4W5pfWVGzI6u4Ukq7UjI+n1E+nW4j5cP1iqG5xeC+6",
+	"hcvFwFltUzG+wVSMe1ZEjC73wOwfoINgr6DzU6v5Au45z5HZgr4AXAzQdEP4nkavaNofPdA4DDnLXIYr",
+	"PJWriSy8p6tgqrBmT/BBeMp3rBMfyCvgy2KJsT1BpwEs6aMy+UlxMbo8rs30xE9kc2T4Fu4RlRm4VV2K",
+	"XBUTq0wNhTsaXiU7k4X/t520sZdw59nOf//zeO+/+N7vh3t//a35z/33e7/9cZg8evyXP/9tZ4DP/11z",
+	"9uOlVXUtxV6XYgN8madP+hbx389+/VUf/PbHo+Tpk+iUB+uNwXmsao9bXKbb0h+LZSZyW9zO6DJQJdc2",
+	"PWvNQTdMCukUWZV+ELIqzThAF0Os8DkWpwLDwtLUNoVbhcMzRuRGJdd6Tln4lLvW1Fj5wKzDZbkSC5dt",
+	"2y5LPWKiqUgFL/5SWarCHs9a3ILrdIXxDYN3DXfWRVvD7cG4ZfiXQcHLm4O+JWun2cRW/bHhLP0/B00x",
+	"4G6fByTd6hH2uarjdDHjJp0SLkRuz30byezxfy/v4W0yuGGe8JupaqpyqWJQqDNHBayxTUHbomy2TnUO",
+	"01ja7BFTAaHc9FY5obOL0da+uZIHlmVMxbszM3blY2uM2vZB+VNMmp3ErCKez+KK2H02WFvZyC5AkuZy",
+	"cncPjuzNo+Z6LhLtF7ktxfz8XOcN07gn1a7Xjj0wQvdgj/1YS3eniEEd05ljxdJUcEDug+R/lubSNb6V",
+	"xSQsOfBUN1d1njEtiqZ+EhF9Z8JMFVLlu7NX4Ow7e3nCHj999Bf4o/3HX54+esoyMZZWXzOer7pUQJwG",
+	"TUl84KnJF4zrbtZrzeIWplRDQTiKK3tOeVVJQSkgnE25ngbwJyHFNfa7NGFCCve29pz2is9Exe1tKHO+",
+	"EBXsib6h8Z64jBSoKJXaO1Opat8ecgSwTcT01Tvi4vGPrUOGCrZCwSq8LIVzdI5aKPeY8jwX0LRUuezw",
+	"T8LHYaW9cHTY7b1BmNWmAYlskZQ1qyHjY4t2+iVz/gu8o5+K2UOYZk0yUqoKrXIf0llGLE2CYCm6HI2c",
+	"CX3UMPaMGx5TOO19vxILeAasItK2ndnnEPgyqS0jJC1Nq5VasrGEQnnG01TVhfG1GVeFmjflJfvsOSV1",
+	"40p6EKHcg4TLYidC8KzSO7OaREDvGUUwmAAiIIYDEPUNvINz+FS53D5Yp9ubH248FMhYy4MSj8UH05j0",
+	"g6x5OupbcDW0biI1sq81Tgf/e5h/YUiP+0xqfpkDWhUd/KD87QYaKwsv3RpkLLp3nw8ylr2XQxK1aXFb",
+	"R0anI6MmCr8Nto67PTSRL+TfrgyvZepybDJpEExF5SKCcEXqrea5vcug5ZKO0hoqZPEaXBQr0XbI0Gv0",
+	"zwbrCsXIbWYHFgqGgXJjD3bjhATkCJZqLqpxnftkQVkxNYdAmWeE0RzBhESFFS+XdmdCMk82ySC0JHan",
+	"qFb2A2uUabdWuyoJOnVjtLSlbyPrSSAGyYV2lPtNLoS961nTNrnwq0surJFcbo+NrlWPD/6oASuzN7nw",
+	"XI3NXuYzDO0bz3rBomqvSMa0xMQrwpjbrFiuiomorIbtU/wlVFEGhdIBCCymSWHlsU+wAvXCuV+gRJH6",
+	"9+q6FBXj2UwWUhtUrKPINGEGQplzg2iv+ZwvNAkKrWYCC7wVTN0NCmUKXTkBxAM3034JwXR4UNpzhG0y",
+	"450kM94ZaQ4AlFqyEUk2uUxaH68ZgAh14mCkXE6bR4KnUSuConMU+kCj+82+05Aj0hwVGmd12mQ9Ahyp",
+	"Myu8OmK1CibGY5GapURL336B6A66LoCl3a9duXx/fdcJjh9PvXcFOzVA9fnMIad6NRxKcUS9a+sF/Aoy",
+	"Fj+hdnPgVP7ukM+5MJowXLzVh+jKBENeLOkQldDCGISyxBRsYpiNb9BFMAoBGCkQ8kEmVVeVKMAo3WfH",
+	"eR5hskGueajwANOdT5XA+mGBEDsqz1qx8lxNAOuhNl5BioA4aQG+uVO3N58Zm0MR6GY3IJs7tNYTpuBn",
+	"nueLZGXPB7C5Dj2riehx3crdDySmP8O5qJZxO7dM7Att3KaFabuEvN71qXiau2YHeMO6WdtrNXF2G7AE",
+	"qMCeT+3lvLRKWFoJrl0sgUZlolTp1AWCsQ8QVm67B6TWdYPYIY0rm4nDTiG4jMsW4n6UGV+wKb8W7FKI",
+	"gmmjclEctQ1ENAsDHL2mP3aT8BFHAbYc6lx4FILbssFuTwWiyeFs+6OnUa4SAS93HqvWQW5Rg/tQg/O8",
+	"JXfviaxNJfhMt7qFrUlG1oZXhhyUqnRNemDOVhQVItcPGI3bRpR5hrnALqEDCB0wtHZPRQGO3rowMqev",
+	"2AHA6oTAZcWmnBqLUS+9MMvMNSlLMCXluXsrS9hZXRSymKBDhyPGLzuv01SIzP7+ksvc/u+FnInsbW2s",
+	"9XjCi1TkInuIQrvVH00aCEvORLJaKOFzDe0x4yGOYXjUsU5VnkPuTJM0iBv2gDYiYXxs7Di4yR3oVLAz",
+	"J+7APlmznCmluuD83TXoir/Rk7eSCA2bA2Y+JZSrsvO7HFANWx/tZYXh5h7ju5352O7mO1hEOMO+UKi4",
+	"2TzODfbk7TmI8Bp+WU3IWysdEgklztBcuG1MtDMmSnuVy7FIF2nuuVgrToqsOiZWvu8QK/hGBJ+KpAlm",
+	"1XULk2N9hbJEFbksxFJpxS55A1WBFdTZQ+/Ap4GtUleI1DiXHyvU/BkrK2VUqvKEVWKmrLWP+PYJu1wY",
+	"iqmNKyiN0CAr6B9ZpcoSlEjMNmk+BPaVztU88X8EeMFccNQj7V80qwtIVwSRKItUgHq5z46Xq+jCfELS",
+	"lqwksGolG4OyRM0zPf6LLNioLiorNgE7OXRWWsnivKjzKZaQu8S7LqlxSgczpCrmHvhKnKG5Q3alOAFv",
+	"6eTyZXkHH8br3M3Q7a938Nn2Nev6PPzYvd9Pn3wKNo73q6+NNS12y7XXoaWtcLqI2nvHbNyZI4OMAnhl",
+	"tSYR7epKoB8lAabujMJoGeL1VGlzwMuSpvEssNMvBSKHvkWxAdofmPI4CmK6arbbSjonGViJCXpNpSqw",
+	"ffzb8RiGgRECm2NieTSf88U+e2W8tWIQ6Ta90mw3VZlIrZjRKq/tgCRLWAVKvEZgVvsPsiCcaAo3i4SH",
+	"lQD4kKrkRBZst6zzPGFlracJG8vcjaHmBXQfR0Xa2xqQC9rH82/serhVS+FTCJKAiTOZ3Tkf99b7ndkD",
+	"dJQD7IHAsKRZ3a5hdveihNa6gUXQrHQrW9ZZBLphCncpQKyhvldW6sOi2zHc5FG2/CxUyost6VpSwvJH",
+	"n9GvVV2lgsnCqBXRkTBVGy0zAXBijnHuYkANClrgv1Qh9tR4zCqR88VD1OPnXEIkLlTL7Xu+JtSuiRJy",
+	"7HzAwwSdCqy0tnwafDxWjVPjcUKOLYQR1QbsjX12DAX6HLsk5ItnrFR5y/vlOQq+jmLPGhYlBwcSNwEY",
+	"B+N+iZHMoiPmTJuWz6kyzqSIFJran0mvgyO8oxLTpc+sibHRgSM4saig4qisL3Opp5T/tC6o9vi2lV47",
+	"6zXt7FevNjmxjLtMWwilrz2WZ98asESrAMlUvCv4NZfQpma5pw064JEPIiNaqY+/Fb7eEy+wPOxjGDv2",
+	"immtAQjCcaxAcqzhx0cUR2hUd6fXuwxOZ0rxCrLYvEW1z84tJ4bkCZqDA5WkXFDEEGAaowU6xiJVeR8c",
+	"svWVNQySVqJgj78kfqjKLTvcssMbsENVfipuuNBGzKCZV6bSbj/JmchkJVIS95eVmmtROYcOJJpaVmfQ",
+	"zyPtNlHaeKbSeiYKgwX/1t6hplvoAGn/DFY2LxDxqVVTerSauN5OPEVeWRgxQeamvbaoiJlCGgVPe9TF",
+	"n4Q5LuVzuw9LLOY7ZDHxPXHbsGbZO8kOFmfDiK+pa2s8Pcr1iqfstdXREjZaOkJ7fHu1HO334rwtW8F/",
+	"fgNWY9852VvV2t2Q0GBjGzoLSq+f7dDt3CMDZ2eVGB91ECOMGrE48RitvTWpLM/dM1xfDfFclqKSKpMp",
+	"a95l8C55DAHrwXl0ykql9maFNdrpVNhJe4cc9Syi2ycralVVF+BOnIq8BGsNS6pZrlTZCMBSZPZJcPQp",
+	"VxlIgZ64j+9HP+sLWPAd+mXan+pz8q9spQttQBLWN+XHDy7R8q70EMvH0gHR14GfUKdgato8qmsraa1+",
+	"PVXzwgpR8BaQHJmqGTrcnnmkq5mYXYpKT2WJ/VAEz800YVBt4ZnvjMsCHOXWascYrMuBnfPKXnRCgaHX",
+	"UDrxpoEQAPZQ3yAAtHFVGi6mwCpxLTUFB1dE0gnO/5w24i77Nba/1IWqQvvpdvuboIafKG11efF3SAEZ",
+	"N3yvEvZY7VGmueBFXR6U9rKIeQ9B2EtFEJm+E5Yao9ijoiHA20iaBkCiMD5E5D/JSpXLdEGgS5WAXgRe",
+	"RuSZ0IZQMTnUJIks8bAamSsj5MUCYIX22VuC44DqKEulkIcGWa9OYHBGq2TAZFbJ4RRffc4NP3PTPMFX",
+	"1mUEvIHolsOrI1wnnhrlEYNpZ48YwSlopzBgLVRPfpaqPi748rISYs+ID8YyDq2KZp4+z44m1zUJfK9r",
+	"Ft8/eny/AZDYAdHZdbIVOnm/0G0IJMaIaBfRLOCGB+SaekL4WJaE7Yo35UxVXeypIu1r/1wXGuEWQjJv",
+	"1TK6PCktcjQmiYVJoQExE0IfeR78GaPfBSBnVoQHl4RpRnMugRX5oUnfzVClDYHLNZuoVj/XVdFN/I+y",
+	"n1CEO8aJUtz+Y4Hp5amaUaUgj+TCntVFBye7Cx9c7FNndbEOQ63ZZ6Pw3PweELPqQDC6vwLIzpUNR1Fb",
+	"kjtb3MvPp2SoRlTc/5+9L21u29ja/Ctdqpmy9Ba0eMtMpHo/KLZju66daCwn+XAnYzaBJtlXYDcuuiGK",
+	"N5X/PtXnnF5AAlwSUV6kD7d8IwLo/fRZn6db2OGC3Z7I63eRufaH3IhD3HWHm/BXQ3YLH5ZOdklViBv3",
+	"f2wtx2Pw5quCORHbNi4fGVbqnJckb3yzqcGe67KZKkBVmwWrA2r1lK/NzujRly/fgdHOSygyj8IqfBd9",
+	"ZoDZC9mf/xG+WikY+oRACd3zlKmskHystBFsKsnlxqpaD0sxNZ1mzEtq8BKmr4eYeoHUARGvED/05TvM",
+	"RplC8eHIV1HB15ge/kvkdh1yVlFuh5q1pKe95zdy2kyZapzd6HrhupVPeM1zN4YAXAfKN3bqzIdiQu/R",
+	"RLR1o3IEnenJJeI3L4vyxYTXprvbz05OTrLI1yyVffpkL3PvuU7unT4+OYEnplLhH07CGGHRoWp811rg",
+	"4pL3SOOwHWlBkT74QQfsQdNw0zcU5Hx3wmJh/nZplqKfea1Dhiv25uP7d5jihIzLQhVAYQfpXd4bv+Tq",
+	"BzUPpN0A9/Z/z/m0HKDGwWfxTe+3ZdIaUY6O2A/aTuBsQcwkccBAkWN4PAEuQyYczYQa6TpPGX49U7SY",
+	"e+yaCMpfiKrUc1Gwa1GD28ZJWGlaQ/GJLwBFPOX1FQJuDBZdyadswZM8OHVTF6IdXSAbbBD7+QkJ4wfZ",
+	"FgEQM5Hgpw3GZS2wHmB/4NZaV0LxSh7BtB90C3Odm1/kOvl9jjoyruIZG0ysW8e4DXoCG7jcdeLYS5e9",
+	"T1ySHOyUlHuu5b0sIDfSf7qGupAat5OJ8JWWTOxQNvmM/VwJ5ZZ1af8edRH/7FlxY4+ho2u+DaesO960",
+	"FO3pFL0da0Aafeu4gZnVOpIP8rlbPl9O9OzLjzRJNdJrpXhV66LJbQY40kXGJtrjZZMLXUJH7TyA/OmC",
+	"xD1ayCZFDMqY1WMkzQmc5U1l5RTtaqEQ78jHqJBQLXEcEqU+qKRqJOspaapDqXig+3d/oF444e1ULV5e",
+	"QZ2R7hRmlzAfb9107DInOLbScRB/4EbmzC2JO17AoDjUjb1nMafXwrLhupnYoW4TqgyPoRZ7k+Ar7DR8",
+	"OjXRKL2BaqJJT6DgkaitHIFTqafq4SddiHPswA43ZGhlVRwUR3Z/Ap7Jct7CPgv7aeMdd/yH68Hb4s9j",
+	"oWpdllNa5m5/6ltjGkhP1EocghjNXf+JKMIJwoG5znE8DD84oH9jTjqKdDxbbwsfyiyQ04wCqYBSh1wc",
+	"iPJrAJ9ujNwDur4ygTHDPYzS/KaStTBsn9Qw9vg5m0rVWGEOjti5U/Ck+yBMuSy2wcMNW/dVnKR14R9q",
+	"BZT92mep09iDTllxO4kqJc7IxryJT3s0yV2B9nbMwjpnLvmX5Ei43QLHevfyJVmkFf3CErEX56yS0cMc",
+	"8is1+Oof4Hm/BXjeKGNZFHKwB25V5Pa7cqPQDcJl3VUf8QfiK21omAQTZQH2Ok0UBvgYwFBvnDqwQgF4",
+	"51v8OfZxk6L32D9MgAmVi07W9RnPQdJtLNmWfaNOlCaNBw6PvupvOZU95vrzlW7N5y2f5uM79ml2L80q",
+	"FSrOyYO9vELz6jphO1DBslWhad7VC7aPhdhY0QF6UAWV01DEAgiWTkBnJNLohyzV81ktlJjx8iBN7PZ6",
+	"10JxifsfZk0mFDaHI547C5aQwvWoEyg7qgXLO3Rv15rIcpNrlJHQ97sNFvdMz7pOupXyWTkPlR33LgLd",
+	"KRnuSF0JAdY1MecXCY0h5GO4MyIKH1ILn0lDGVoJCsiQj8KZbVDnEcqaMNAK4WsMZkPY2ZNxSWvYlZgf",
+	"Au61+2U53IyZg0WAkHAiUhaNMD7QzGsg+SIYIlbVYiRvFvsVa9r0LERncKRzT5WIuVGEJAsZAqJgTdXp",
+	"9Xvvp6MnFL0GMuIF+j/fFh2YET5uTSgaMLSRrmkmafQ0zDUx60v4hLn1uHXatZCGXEFC0ya9w9cBMqOz",
+	"Z4/XBabXaHC9U5pSdVbcGFGcYWAC5gKdEwRYSI8ChRtgUa2Z6gv4XPd40Oy/U1qt9v7ErN5euuKQgoE5",
+	"WLii39w19bkuAFgBysdJpChSQKMo26FTekH8H5M4PfTi9ND3wSdi9vsLkYbDZCHFESzRmOI4q6UlR0wi",
+	"jyPLbls4iER0EFPXwkZEZ2JCF8FZ4SRgozyZYlHP3fUqDR7gHurG2lhmhIj56tA7zEsfa4CTgB4ldx8s",
+	"WcCqw36itu0H0UlegxcSlTIabCd81Jd9+CvJWFmWcB116OKUhoiLdUFr9SFul11o492tha6sVMeX1tbq",
+	"xZz/LyXfc80wt8/6jDUAtD0fPI1ftacRspSbql/zvIuEUaXJ/AdweTHlslxDl34pAIVaIakzmwpjMHkq",
+	"5qNjq00tCnb5/mOgIvfKsA6hciA0pCB54pVrdYrNnPxCzDlU2ylk/+zke5SJEAcatF76pLT9FLsxQPUL",
+	"OiNR2CZ9dJLj+cnTCFCXdhqlL6Ag51y5N0GF5/lEdGH5CFV8FMa+chO5K5gKWDloAWm410jMXFZAWY9+",
+	"m0CVwUwT8lHvTioudX6VHGxtsJm7FwHJKd7kyUI9CMP7ikshoMAb9koqA5igM7grlZcyENf5OzAtnWp/",
+	"k7DHaCHFNOY56saK5bL4WICYoHh670XyYV/cyPFDmf9e+LtK/YWqSN+FsSPWsayTPNMseUUWThbi5B0x",
+	"v6i+FVTGB8eS/n48ANtW3ID1irJWI6p7owAc6K1N6MYJYcwZxn5evF4nnTGfoHA4zVZ0e00gibGSf81n",
+	"8rMq5xdUI7BbPpC0m6tN5zgZX5Hl/HkNYduatjGXahkpAPfsDkVExWtp59tICCr2R1ILn744gvgNgJPL",
+	"Utp55nMJycajtBfvQ/WWH1z45F71ZX+YgZ2nTVaiPgxVgUgUArTY+YRLxThIEv8zL8vQRUAcpu8fsd9A",
+	"E5uI/OplKNrxLtaGMqQv/887aQUbXHw4f/3+nP27kfnVJ3hnEImE8PMgFwqBBi4Z/2TkGlkKZcs5K+S1",
+	"qMeicC86CQn6Z+42iDKNSQuJpoSaMO8UFxewSrfvYT2nwadjj4VMMO7FYZ/hpVALTuQ+iDgfCidg8dCN",
+	"bEo96webTdbhb7pl0/omt1Wwo25tuCwBhHdAO2KwrrQJX7ml/twfJ2uyP1dfEyhuHtyru3SvOvFI8zwU",
+	"diaEWgRq2eF94uSCVMKsgEDzsjY86nd/Wr7Z0h1Dtk/Idi8ainmzVtUbSqxK1CNdTw3j6Ik9BBgZwtup",
+	"ZbWyMh1cp9KyqtbXgg5vlNho3hn8LrquncGtEW7bs3VT3r00jJfgE/gYK92lYU9OTlAOoFz16frUeXey",
+	"jbf4swWGOXLADnUxz6I3QFGaKbpoeTFfkZ//ISzQmiyoC5zFvzSJf0Pq90ivbLmyAhwC7vYvBTdApNlm",
+	"kaF0E8z6X9GfV/DcdjL/9526ZWmFVotSv+iw4Gf9e6l40MKXLfrPsVDhdCJLojvD7s/J2fbyEE95RvRA",
+	"RCLnnj/qSKloi1IekcRhD+xS1OtSrMv3xF2ZFiLh2NE4uFJ6BtkLWMuEoOh+C/usy3AbtB+jIFI5Z1gY",
+	"dsQ+IAE71oiWABF5iFn2taCHPFGIhH74j9MiRCmPL/solripSmecsdlknqyWGwspur7Lw8YyWZSuGTbS",
+	"ZalnQHDTyciBwliXwuy+Wso1s5KKJy0Uu8cQff3zsMtj1Cgrp+KYgCCsXAkfi+WEr8Fqc69lTqfT9TxL",
+	"lRTlUXYwfmB6iwqP2CV6WZ3aOBolhYGm0paNda0bCwQ7NbXDxrWe2UnGSj4eYypl2JtErOmeAN4DUBv4",
+	"xOkNpR536iQfcBQvk7Hv8mZdbq3jRNBTLFmQ+3cmXgvrt1jvRNzBoQD9fxPsVrAT3P6D3VxzNQYHNQaN",
+	"fDDGy2nsXYfB4a+YYHA4FT63DS/LORrmagGDb6GU1h03NpK1mHGoDcOaG0B49Y3C+SOz32p3FRbdVwTt",
+	"wwuYgt2fCtfOykvCTaybg/t8QZC7zu8ZJUQBoQ11B2fBNm7zbXAYZhNpBfFGvpOqucEceXyfRaOvhYVE",
+	"OTlodud6OhWqEAWDfFRDlJYWWBz8IYFpQAwPrDziCpytSLAzhq2OJmJaq3TEfiYdLPQRsoMgBoPhbA7x",
+	"G3d9WKHIb8uVN+6Ssic3WOwg1qcHyjk33keG6ZnK8HskALAHXRfRG23sR5zgNXbx+1h1MJtoI9IJ9Zi1",
+	"y9iXoHimSPQEDuHja8RL/8j4L6NpX5PlQBVeoohDuJ36o10asnFOPU9Zp2BJNycRpd0jJNzuo3lr4iTb",
+	"q5reFJmYkZgeRzpRtHGT40ZapOX1WFjoeMg8hxgLBTJQhFB4YApg1+5j16KWo3nLF5YyKrap1Ys0L52A",
+	"YzGJEcyqxaJW6Q6amwPIGoE9xH5DOMt0AFFCefqrsUhxNbpyGSkaVQg2gI98amKcf7AsSs7d51vCZBcJ",
+	"NrEBaG9Ngg0tmArVwXGFcTa+tMTEpeGtSsGhZexKvkluHXcSbpPg5iddiEAOj62u9P/gBpxwdAONpMIc",
+	"AmJ9hlubS3uW7u/0RDzkDn3NiZSwi1uSHk/gLUh5qEbuT55s647HVcnVCpquNOaO9wJJihCE8GoijMWr",
+	"XjFSg2jpV2Lecuphgjmd09TMCrLICd5rXkpMtlGgB0YlEi/Js1CMlRRnY2o6ujRGVtQ+V5OCQ/9wmqWn",
+	"fmypxl3kNycdQOklV3cozV1zmwvzILcLYcDMxQX5XLLadb6316TglFw9oAJ/QZLJw6CnsokO3u6FE1KB",
+	"HLbQ3LaozcTYQhQFS/mKE6hTocGSczL5HGL9zkJW0IXXvs9VgY7Wj3wMRT6hsaCgZ0FlxFCsn220kzHJ",
+	"qapd3ywEeQqCGi2O2GteeUMxFv2URGPVWY45kjfuKeR44AkBl4nZiN0RX5jgl+n83kbGYXcakQ85+pda",
+	"UwSw82FLdswSPBBC6SnWw4rIbfeK3XqRp7RiGoE4zhLOGWBaw4BTwCEmHnoNOaWyHytkym9QsTV96B3r",
+	"UYk/I4BH395aHQttg2Q+5Ipukyvanjv3oVJYoRJ+Oy8ZduiM3JRMbdjI0h5KBbRPViiISMPLWar+xZLz",
+	"xj2q0NOua09fIoosaDmY2dRBpvZL8MGDox19FOaKuYPmxWbOgZrbZ6m3UTP6wrM7J1KLzawkUfNziWuA",
+	"03i/HO+dU3AL2xyncuVmP/7D/fMTn4o/nTm1hpXF6RuVv9d9p2E3Ivpf3NqGzdxFH+yjQuPNUXlaJ+Pu",
+	"lKjkw0fo4yZ85Iid4y+gNUDGGeSY+FIMcjNzy6YNnhfP54ZJDkvJEFRCBsncyXNZp2/MayvSG22YSD2T",
+	"eSBng2QJRMnr4G2JB2Aj3qnggTRXjBtKlQX9qX1me4AI/UKuhCKsuHUbcu907//9kx/+5+Tw+9/p38Pf",
+	"/zjJvnv65//YuzOEwtYUrbAMf/MiVYf9o2E1si/OuZeMZztuGdi79ddCbPUAHnT79DVh8Z2YjRfBrd0D",
+	"4kbkje20ValiZSP+zMXSl1ahjy99kTbWi5lEx+mokmnF29kLCIaYwCbT+fXosPO/gLI10WWRsaHIeWMA",
+	"QlLM0GeGz0z5PFiqadEdV8BTWPu6vpLnV2ZFjvGvNFk7lyK+oQ758auf5wQB+15m8XQxbezQQJiJ4UTr",
+	"K3Occ8tLvUm+grFcFbzGKilr2LjWTYX3+ohPZTknLw2oJPiXR4YNCFrpvwZsJssi53WBRw2+wtC5RO5m",
+	"p4t4uij4CjwDgCclV+5j2PSAWX6FPmcjwH4wyKKC3zdnPqkchgheHPdQwQb49yMa/dH/bU5OnuZvtAZ9",
+	"A/6rK1r4Wtjf8I1Xrv0XNGW7rOhs7NBdOV3N9tzCOJ+0nPfi2LhR+03Y3px+GpIDhDtnBweoEKW8FrUU",
+	"5vgPWfx5XAuLBM7d5sd7qFfh7EdMLaO35yH+fiFUAWmZkE7jRD9Vc+gRayof7qfzQG4m5nThaWUNZe20",
+	"vy0xhc694mMwwG7m/s0n8loUEVDO1lIUbN8ZDQPfNYDAgFFBMN2dtIFphmFQn/xnBkw77XYmjejg0fng",
+	"vkD7+SV9ei0lGtBtjKSIiDX0Zo/pIDfHL392t1k2Cyc6zECfB45+z5jSM78pjr4tzfizKaluJ0Le6Kh9",
+	"CG9BXKzFyQlyQ7sNcbOFzMDYxqLcoHOBXyPpt+/GVokazny26uQfLMqdI3YeUHGexdI1/C5Vx1AmBDXp",
+	"ru6V8iIS1oKT3qRySRoa0Gp5AYfnBm7BdSIjXoWyYPuoMLwtBgeLE6Xs1ypEbmBmVpvkyRSHdfc3C2AY",
+	"PIiSWxQleDJHyycTNn1yMu9UwCAu/wq0CGBSDd1FKbGPFViZT8LPElHhTnqysYZzT/gDZrEoS9NKGSmk",
+	"qQA2l/yN5NDEpEK3EcGRuS9t62dfA01+T63K+cEqjfwSR3l3Nzc12MsgNK7FmFtxj3Jkz9tjdht/YVe1",
+	"d85daOWpgrpJIKzd4QwcKZ7rYrEwvBYFz60oTpm0zPB53PacGZHXAm5KI6zPogI3EgTCMGmjyMgPj9yc",
+	"7o0jdu6VcZqyWrBSjKyTHx4+lFAlwpMUe+iOjfnt2pqIdRSWpdGM8q7S3qyBufAd+nKKsxfPbDIJK4tn",
+	"cLAPIe7eKF/7nNzaSe7jqUDCBUDSTRs+hZtVqKLSUtmIN6Fnir15f/6CDlXmnUy5rkQG4S0ELivI1DV4",
+	"tCECLQ1rlPx3IxifagpBr9Cc8c3QBQnuVz40umysYBNrK8N++fCO7bv/SwXNYNKXpZ69sbY6CEBqkf/S",
+	"ZAxOmLOxRzUfT4WyZ6ERJ3mMLq+R3JGVWldOe89YKdXVITIj65rlpW6Kw6mwHEjkeVHUAsEqFnMpByQu",
+	"P2G2Iiju0D9ny5PMgSu7mEoljUWQYnjCsKqW107a47uG7fuvnbvfL/DXj/jj4OCIvRNjns+ZUfxKfMq5",
+	"Qe8cee9Mk08YN0sOOq0+GVsLPv1EkhNR4Ax3oqnj+Z/VJTz+gp7GVYpCWai8nkPuOUfuEsQGoYqmSOHT",
+	"xTTSIUt2lGm6QnqtSTt1G/YsGW8orZwIhPtYF0B8fBeDWNV7qBDIYcIph4su3okuCyRgkIj+J228itlI",
+	"irIwD/n33wRlWkvW363NlGpL4JsBr0zTGUqsSp5T5jtuPwTbg10cseQRhgJqiv3OhqT3c8XEtLIg6/nQ",
+	"wD2F5zaiWPo8fvzhjPzBnnwE6zyjDhkCZ9ADd+UcsReUnk/1VFQsJm6s9xm7l0KKror+Vde/lhKYoBaT",
+	"LCY/cbcvuMNo+6UqesXodomu6ctvi71dpXX8dTnslinuCa9K3G0Gx18QwA2sUPFVFAA8ZG7cqvDFw/mF",
+	"Cd9jEif9rnEyPY2XuyNds7HWZJtbXQGPmZCgNOMQMtAcgjdUFew3Lq1UY3TmpR4ukeupYC+4ykVJmMNK",
+	"24l7DzLHwcxX1mdrTbPUvz1nE2msrqGy4EpUNgtqC6W8uq8bNqqFgC+gdPeCYqFgFce5M+H55cig1qXz",
+	"4Ka+HQ8dzumXdroTl+DGHjqKZkOEC6JbxEqLlv4CN62sg4uatB1AC8/QGffm48cLz16LZUewV0VBUG40",
+	"f2hDVijo3fEV5QhCYWA1Ime4N6963XAvU+/n3zuv2do3LmAtNnsOWM2Wy2sgjyAN1BHMG3m1e3jSAD8i",
+	"21A2LETCPfjEZwjC97kEf3abjI9Tj7YU5gEJ95ak0svFezI513ceI0CJtJqx5q0yAgCs2IDa8H4n997A",
+	"R98pp22gabcd0lOH8NQBeczQB9W21zI2nFccqRMk4jJG9yXSrmBw/snJk5g8ik8lMZY5kwW5NsNfLITy",
+	"a34tyoDrW7KK2wnbxxBlxvKSy2nGjBwrbps6ukwz7y89CNAHMuQBUC7SotZzxM5ZIQ1CeXkD0lmPbha6",
+	"vGwfRWfQ4isxDtcw6JwnfDmeiAZxVQIrhw3X2BkzrTEQhjDU+mdYISL+3fASp98toSw2sS2f7Hbwaxl4",
+	"cKPOuPGoUWdtfVlCFNj9acbnD/bnvbI/U/Yd3CdW3+ZtsLmiuoa1zJlu3KSSD/ocZFmCBQ5SDxE6uFk4",
+	"0/7UA77wfstPf3C65oahA4PIhMhbEDx+q8Tq3pcgCYOj3/XdR2D4snh8EGgPAu2bE2hBKmA9QiIDdiri",
+	"7ETWxWHFazs/znmF7D+rzO60TkoWWcLghaayuKlkTD71VdvnF2+Z1VeCMDsqAIOj1uYs51aMAQOZGGDC",
+	"F6EuVRRmAXVIGvoahv4Qta4skSss8BK7xt0XkDfXV5frxhLo3UiALmtiHXtjuurNp5Q8HwZhCJEcYcMy",
+	"J8IJRGI4ZwNchhi6P2W8kofw4uAM4T+MLgUzwmCB01Jd7uMUs66Sn+DdT17kdZehfHQLeeHW8UW6jDs0",
+	"mXta7EN5S55Z3B0wvnuREPfSF+fNUmjE9glxG7HQyalPzmg8+nF/7Z3uhQ22tyQZHvdIBjeF/ZJgwpUS",
+	"Zb8U8Lh9SpSQFeZGMNI1cU/h+VukPhnJEjFWVcFqPTNeV0q/s/qkdfvRkn3ou72tYfiX3GLraLuwM/8Q",
+	"85muiy3e8HTOW7wC99ol1Ha+3aapnxBudvMXXoprmf+VV+g/tnrz14kGPWfT58+raounMR1o6xe2GsEr",
+	"TJXeZgyN1b/KQugt3/kg8u122U/6ouRzUf9QC361xXtvuDlvCqm3e+XC/meLF96aywmv/Z7Zaq8Bjh45",
+	"jDefQECI3/YtBFD6pd6mg69r3VT/EPMfQRZu10V5DXIPuunf36VLnFrexAXu74uHBNkVCbJ+kth+ctUe",
+	"7PqeD0uz5PTuuvCP/8i9oP5zrQmgVbi8T300LTDMu1se4dL1TInaTGS17eXe1mpJGGzNnhkvnjs4LKsw",
+	"jpUoHwJEt1ZdxZ0J7VXHr+REHVclnw95frUikGRMIwwzE+D0kWpcikNnlf7y4Z0J0D/0xUeGlfJaMMyD",
+	"zpiv7SRPnijiadx3prCd1EJgwGDgfzEDcEVNpbWiODhir3g+gex0XkwhznTDc1vOvb91TqTgYOULQ5i9",
+	"g1KOhJVTcSlyrQozYPtU48EePznJIsXfU/yPqTaBPRkpVwoMsB9AyiP+FsTEI0NOBQKrh+C6NL4CB2QK",
+	"V+5fqfxkMEg8d5N2Ch7E0Qh+9PuFh0rW79mA0sixNpUX8wEm44QwvuV1gCSX6FU4Yj/qmubDJOhcV0JU",
+	"8GdnDwGjcq6VErnNKHEZk5FgD8CUCCaVsYL3ppZHAfhOXosLv3+2ro4PAqizrjVs0W3KW6dS+f98fGd4",
+	"Wt3zscKp7K0ptDv9RvXT4nbI3eZe9ixoz72hlTiE/mJHH9zE98hN/FrYuP5BaoSLIIq85BLY9d2HrZgj",
+	"152/dvUdgthbgWEf6rpqocTM2c+LIrN39L5+C7RTd3sNMOHCDDKi+oHZy3kNcNJsYK7zT1bmV8IO8AJC",
+	"T7w01BKiekFyk/v+WZAZLYj7AMEo6DXXJcqywD+YUhZYFz2AP8R78ruTw+9OTjKW3JcH7gYEkCOcgdKT",
+	"tEjDigZwGQfwy7m7fAdsnw91Y9n/OvmfTCqKJAAwzAFmhgBTjM9+hbd9MdorvMXP7YDthz++W7jLk+s7",
+	"jrAStdRFvMyfPX3iRoGzMhRzTXBoy5f4GT6LakjUO35WntQFyiC8Uxicoe5WznAy3KVaiFLYZLqJKSZ2",
+	"jpQTQs5c+iT426/1lQCWqlIbYbwSgBt7kDFhLCdgbkZXOEY4asHyxnraj+fM4CxBUYTXMsJmXKVknGGS",
+	"oZsKoEBQmiir2bUshGa8rmEXbaUXvBNIy3zvlYPWhGyiHWStjY2RZ1+y6ZWGu62Sa69pj34QxZQTdyTt",
+	"HvSEe6UnwAZB8ZdchVBw5u0dq8nwEPWXqyGAobWiniMSY2NCpDdNF8JI8JlTVumyJHBC6BBrlJUlKQ3b",
+	"eqIu3Te/Nl8UdHo99RbawyRA3CtfDWXVN1uUASv32d1b67JFus+wrlZkyEHVlV3YeBVvnArm9h9vrD6s",
+	"Ra4R4K73hOvqDPXyKZ8zPhqJ3CLCIAPOgdosajZbn3ddfX3HXVerT7ubt2/2cH++s6qrL/2oQhzmELGf",
+	"NymoSmluzWLJVGOyFDlEFcypUZAENXj96iPzHWg1OgAjJ6NixmFjJNCeOP1WKMp74ioe0HWZHknCw/bZ",
+	"Hi8QSGzX5zLp4ypkodZkPxzL2yYeaU3vrg+k0oVYExdq+8HM8R/wL4Vb0bXRFXG91gRr7U0+C3wkp1AY",
+	"nHooAuIRuKkSYJ8j9ipxarz5+PHi8Md3v2b4/0bvL57BWX7z7rL1uVZEg4B/BoU09MzAI41lTCpyU+Vk",
+	"jsxXeUuCCwaHExEkanGNIEp9HiHEuAcXkOygAn8JP/V4ArZ3jbRdjz0eElrClf6RQATWNIAiuugSWaqz",
+	"/G0yT31aqjAZ1IrHrLroDQ18IH31l8gd0scr/uT5dxt0CEnimhC5i04xYqzx24Q66L2ofX2Ku+jLQYfb",
+	"yOnS2roPEvvWQvpuVpcCpHeTB5utT3aH3jwyPtFlIILzPGv547Mu/7p/BKBVB8HebpQHzPGuuyj2YkIw",
+	"xJcJ+Co5+E4QuoPHJOFHIJQcxCIA4kKWZUyQB4Q418Yjk2TYn1EwZU7mExG1x0aCbxqoENn+s5NnB2sy",
+	"db4WifvZ5UgqPx6EQVd+z+cQBdvqbcdwsFc5PThWhjtNzZQSsGUCcUN3PPAsUXy0YkZYUIBaMbOFaFun",
+	"0EnjoZbApxLBBb+nsisJcELoE0KjIPLmMY/f6JD5AtohmoaJQoAIZtBKgVkwyX2JaUpeZQDqObMcaoHY",
+	"HU/lX+lzhuKStSNsfoE+QTOfcnLkDU5j6o0bPoUMV2mXGGnsUi4/uF++Ukm3A267FbOxAQpaGnA7c9Y/",
+	"gd4N/yXyLqg7rcTdpupsqAwqMftmlcGHyNvqW0oBld0XdE1RtGuNk49ihFSBaHrccqeU3glRIUBE827O",
+	"DMNrCBUMCvF/Y2BtwPY9E15MUqXkB+DawChcjMuB/2AiAFHE3W49aZJH7JyCU1A4Xc6D895dIZAJepZ+",
+	"1SOoUY4QMnqDJ6g3r6LtYLykebyTSrIOgCWMbiS+q14W8lbpV4+B//jJ/97AwI8N+7Up+vGcqBbq7zcY",
+	"NuEOgKRwFS+xhbuAkWo1uEnlzMJJfCigWeHOTdIbzF2lMURf7kTw0m3tNUUxnJkpd4Y3PM6M4pWZaOuV",
+	"WF6wIS+5yn0l7FQraTWwnuRcRbm6AP+eJLmRjS4hXDpxv+fgGXBfQ3M/gbnCkvrQC14a7ckiDFSiC2UI",
+	"5A6pSwthuSxNi2oTtDOprnkpQaGHaUrz6Sw5J7j7klbzqW4MqzlV60MKn1PqPDZ+JMzATECfPQm0L07A",
+	"X2Ge37jmBQ3s+cnTxXriMKihLuZZYNMAtH5+zWXJh6Xo9FW8waXcpRy4zrGRS+pkryLcP2S3HUD2+4IO",
+	"lA7P8dR+nm4mM3sWQWqkiauysO8zpEZQBJzoHj/Csy3yppZ27i5VdzMMBa9Ffe50m9N//u6EdKpnOa0P",
+	"2qDPp7vz73Ch/lf8czMsZU5GxWIHF3uX/bFHEvuF1ldS+C5TP5ZcAEh1nDDZZjSQDDx4oHVl6ME3GZty",
+	"6dYWUp2A15iONtK/+/IFTixJOEZ28hj8cv6axIlYvnJ/MaI2Gat1KUyWJERk7MPHy4s24QThh8MspHTj",
+	"geyYuDQb6E9ilxMnRejak1bX/Lwud+6DwI0sikD2NBXTIVYPEiaGl1hIKBSaeJo2QS93tACl1aESMwth",
+	"eyALNR5/BPB/D3kouWWV1mWWZpjZmHTpl6TU49id563ueFiC5f78BIz9mJIBa3DBYKujkwknuubK5BpA",
+	"48W0KiE7Xo9IOXS7wo2DAOPcrQGFSkLWuD/4WLTWojVREK/s6FaMSxNdrh5hRnpsFAGNq1rnsHd9JRfO",
+	"F4qvCPjh9rTiY3Bf17oZT6K4h/7F7j1Lu4eNd/TvlbL13G8zDIAFHWARg4Jikt5cSXKAwI7wLT9unZ9U",
+	"p+ieHgTu8fiIHtCRESjXapqrzNPhu41ziNvpNzG81PkVUUMBuo7CT9IS+C+7P9+kk4SYQMu9/EFra2zN",
+	"K+9vQhycBcoW3xgce7sE3BMFQpip779PZwqt0d///P8BAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

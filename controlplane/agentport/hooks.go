@@ -11,6 +11,7 @@ import (
 
 	"github.com/svcplatform/svc/controlplane/nodes"
 	"github.com/svcplatform/svc/shared/agentapi"
+	"github.com/svcplatform/svc/shared/engineapi"
 )
 
 // Hook is one engine hook as received on the agent port.
@@ -23,15 +24,12 @@ type Hook struct {
 	ReceivedAt time.Time
 }
 
-// HookInbox takes the engines' hooks (the events module keeps them and
-// turns them into engine.webhook.* events).
+// HookInbox takes the engines' hooks and answers them: on_play and
+// on_publish get their allow or deny here, and every hook is kept as an
+// engine.webhook.* event.
 type HookInbox interface {
-	Receive(ctx context.Context, h Hook) error
+	Receive(ctx context.Context, h Hook) (engineapi.HookAnswer, error)
 }
-
-// hookAllow is the answer that lets the engine go ahead, in the engine's
-// own convention.
-var hookAllow = map[string]any{"code": 0, "msg": "success"}
 
 // handleHook logs the hook, hands it to the inbox and allows it. A hook the
 // inbox cannot take is answered 503, which makes on_play and on_publish
@@ -56,13 +54,19 @@ func (s *Server) handleHook(w http.ResponseWriter, r *http.Request, rec *nodes.R
 		return
 	}
 	s.d.Log.Info("engine hook", zap.String("agentNode", rec.NodeID), zap.String("hook", name), zap.String("app", fields.App), zap.String("stream", fields.Stream))
-	if inbox := s.hooks.Load(); inbox != nil {
-		h := Hook{NodeID: rec.NodeID, MediaServerID: rec.MediaServerID, HookName: name, Body: body, ReceivedAt: time.Now().UTC()}
-		if err := (*inbox).Receive(r.Context(), h); err != nil {
-			s.d.Log.Error("engine hook not taken by the inbox", zap.String("agentNode", rec.NodeID), zap.String("hook", name), zap.Error(err))
-			writeError(w, http.StatusServiceUnavailable, agentapi.CodeUnavailable, "the hook could not be recorded; try again")
-			return
-		}
+	inbox := s.hooks.Load()
+	if inbox == nil {
+		// Nothing decides yet (a node still starting): the engine fails
+		// closed on a 503 for on_play and on_publish.
+		writeError(w, http.StatusServiceUnavailable, agentapi.CodeUnavailable, "the control node is not ready for hooks")
+		return
 	}
-	writeJSON(w, http.StatusOK, hookAllow)
+	h := Hook{NodeID: rec.NodeID, MediaServerID: rec.MediaServerID, HookName: name, Body: body, ReceivedAt: time.Now().UTC()}
+	ans, err := (*inbox).Receive(r.Context(), h)
+	if err != nil {
+		s.d.Log.Error("engine hook not taken", zap.String("agentNode", rec.NodeID), zap.String("hook", name), zap.Error(err))
+		writeError(w, http.StatusServiceUnavailable, agentapi.CodeUnavailable, "the hook could not be handled; try again")
+		return
+	}
+	writeJSON(w, http.StatusOK, ans)
 }

@@ -60,6 +60,9 @@ type Config struct {
 	// MonitoringRetention bounds the in-memory history of node figures.
 	MonitoringRetention time.Duration `flag:"monitoring-retention" env:"SVC_MONITORING_RETENTION" yaml:"monitoringRetention" usage:"how much heartbeat history each control node keeps in memory"`
 
+	// PlaybackMaxLinkSeconds bounds the lifetime of one-time playback URLs.
+	PlaybackMaxLinkSeconds int `flag:"playback-max-link-seconds" env:"SVC_PLAYBACK_MAX_LINK_SECONDS" yaml:"playbackMaxLinkSeconds" usage:"longest lifetime of a one-time playback URL, in seconds (at least 30)"`
+
 	SMTPHost     string `flag:"smtp-host" env:"SVC_SMTP_HOST" yaml:"smtpHost" usage:"SMTP server for operations e-mail (empty disables e-mail)"`
 	SMTPPort     int    `flag:"smtp-port" env:"SVC_SMTP_PORT" yaml:"smtpPort" usage:"SMTP port"`
 	SMTPFrom     string `flag:"smtp-from" env:"SVC_SMTP_FROM" yaml:"smtpFrom" usage:"sender address of operations e-mail"`
@@ -97,23 +100,24 @@ func Defaults() Config {
 		host = "node-1"
 	}
 	return Config{
-		NodeID:              host,
-		DataDir:             "/var/lib/svc",
-		HTTPAddr:            "127.0.0.1:8080",
-		RaftAddr:            "127.0.0.1:8300",
-		LogLevel:            "info",
-		MaxBodyBytes:        1 << 20,
-		ShutdownGrace:       10 * time.Second,
-		HistoryRetention:    100000,
-		SessionAccessTTL:    10 * time.Minute,
-		SessionTTL:          12 * time.Hour,
-		LoginRatePerMinute:  20,
-		SMTPPort:            587,
-		SMTPStartTLS:        true,
-		AgentAddr:           "0.0.0.0:8443",
-		NodeHeartbeatTTL:    15 * time.Second,
-		CommandVisibility:   30 * time.Second,
-		MonitoringRetention: 24 * time.Hour,
+		NodeID:                 host,
+		DataDir:                "/var/lib/svc",
+		HTTPAddr:               "127.0.0.1:8080",
+		RaftAddr:               "127.0.0.1:8300",
+		LogLevel:               "info",
+		MaxBodyBytes:           1 << 20,
+		ShutdownGrace:          10 * time.Second,
+		HistoryRetention:       100000,
+		SessionAccessTTL:       10 * time.Minute,
+		SessionTTL:             12 * time.Hour,
+		LoginRatePerMinute:     20,
+		PlaybackMaxLinkSeconds: 600,
+		SMTPPort:               587,
+		SMTPStartTLS:           true,
+		AgentAddr:              "0.0.0.0:8443",
+		NodeHeartbeatTTL:       15 * time.Second,
+		CommandVisibility:      30 * time.Second,
+		MonitoringRetention:    24 * time.Hour,
 
 		EventOutboxRetention:  7 * 24 * time.Hour,
 		EventOutboxMaxEntries: 100000,
@@ -194,6 +198,9 @@ func (c *Config) Validate() error {
 	}
 	if c.LoginRatePerMinute < 1 || c.LoginRatePerMinute > 100000 {
 		return bad("login-rate-per-minute", "%d is outside 1..100000", c.LoginRatePerMinute)
+	}
+	if c.PlaybackMaxLinkSeconds < 30 || c.PlaybackMaxLinkSeconds > 86400 {
+		return bad("playback-max-link-seconds", "%d is outside 30..86400", c.PlaybackMaxLinkSeconds)
 	}
 	if c.SMTPHost != "" {
 		if c.SMTPPort < 1 || c.SMTPPort > 65535 {

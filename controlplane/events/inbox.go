@@ -83,23 +83,37 @@ func (s *Service) now() time.Time {
 // without the other. raw must be a JSON object of at most MaxHookBody
 // bytes; it is kept byte for byte as the event's RawJson.
 func (s *Service) ReceiveEngineHook(ctx context.Context, hookName, mediaServerID string, raw []byte) (InboxEntry, error) {
-	hook, err := NormalizeHookName(hookName)
+	in, ops, err := s.EngineHookOps(hookName, mediaServerID, raw)
 	if err != nil {
 		return InboxEntry{}, err
 	}
+	if _, err := s.Store.Txn(ctx, store.TxnRequest{Then: ops}); err != nil {
+		return InboxEntry{}, fmt.Errorf("storing hook %s: %w", in.HookName, err)
+	}
+	return in, nil
+}
+
+// EngineHookOps validates an engine hook and returns its inbox entry with
+// the store operations that write the entry and its event; a caller that
+// receives many hooks commits several of them in one Txn.
+func (s *Service) EngineHookOps(hookName, mediaServerID string, raw []byte) (InboxEntry, []store.Op, error) {
+	hook, err := NormalizeHookName(hookName)
+	if err != nil {
+		return InboxEntry{}, nil, err
+	}
 	if !mediaServerRe.MatchString(mediaServerID) {
-		return InboxEntry{}, fmt.Errorf("%w: media server id %q", ErrInvalid, mediaServerID)
+		return InboxEntry{}, nil, fmt.Errorf("%w: media server id %q", ErrInvalid, mediaServerID)
 	}
 	if len(raw) > MaxHookBody {
-		return InboxEntry{}, fmt.Errorf("%w: hook body of %d bytes exceeds %d", ErrInvalid, len(raw), MaxHookBody)
+		return InboxEntry{}, nil, fmt.Errorf("%w: hook body of %d bytes exceeds %d", ErrInvalid, len(raw), MaxHookBody)
 	}
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
-		return InboxEntry{}, fmt.Errorf("%w: hook body must be a JSON object", ErrInvalid)
+		return InboxEntry{}, nil, fmt.Errorf("%w: hook body must be a JSON object", ErrInvalid)
 	}
 	id, err := uuid.NewV7()
 	if err != nil {
-		return InboxEntry{}, err
+		return InboxEntry{}, nil, err
 	}
 	now := s.now()
 	in := InboxEntry{ID: id.String(), HookName: hook, ReceivedHookName: hookName, MediaServerID: mediaServerID,
@@ -108,21 +122,18 @@ func (s *Service) ReceiveEngineHook(ctx context.Context, hookName, mediaServerID
 		RawJSON: in.RawJSON, ReceivedAt: now.Format(offsetLayout)}
 	ev, err := New(EngineWebhookPrefix+hook, SourceEngine, s.NodeID, data)
 	if err != nil {
-		return InboxEntry{}, err
+		return InboxEntry{}, nil, err
 	}
 	ev.EventID, ev.OccurredAtUTC = in.ID, now
 	evOp, err := Op(ev)
 	if err != nil {
-		return InboxEntry{}, err
+		return InboxEntry{}, nil, err
 	}
 	val, err := json.Marshal(in)
 	if err != nil {
-		return InboxEntry{}, err
+		return InboxEntry{}, nil, err
 	}
-	if _, err := s.Store.Txn(ctx, store.TxnRequest{Then: []store.Op{store.Put(InboxPrefix+in.ID, val), evOp}}); err != nil {
-		return InboxEntry{}, fmt.Errorf("storing hook %s: %w", hook, err)
-	}
-	return in, nil
+	return in, []store.Op{store.Put(InboxPrefix+in.ID, val), evOp}, nil
 }
 
 // stringField returns a top-level string property, or nil.

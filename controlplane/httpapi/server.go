@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -21,9 +22,11 @@ import (
 	"github.com/svcplatform/svc/controlplane/monitoring"
 	"github.com/svcplatform/svc/controlplane/nodecommand"
 	"github.com/svcplatform/svc/controlplane/nodes"
+	"github.com/svcplatform/svc/controlplane/playback"
 	"github.com/svcplatform/svc/controlplane/rtspauth"
 	"github.com/svcplatform/svc/controlplane/session"
 	"github.com/svcplatform/svc/controlplane/store/raftnode"
+	"github.com/svcplatform/svc/controlplane/streams"
 	"github.com/svcplatform/svc/controlplane/system"
 	"github.com/svcplatform/svc/controlplane/transcoder"
 	"github.com/svcplatform/svc/controlplane/webhooks"
@@ -46,6 +49,8 @@ type Deps struct {
 	Accounts       *account.Service
 	RTSPAuth       *rtspauth.Service
 	Sessions       *session.Service
+	Playback       *playback.Service
+	Streams        *streams.Service
 	Proxies        *ProxyTrust
 	Channels       *channels.Service
 	// LoginRatePerMinute bounds logins per client address and per user name.
@@ -89,6 +94,8 @@ type endpoints struct {
 	*rtpEndpoints
 	*transcoderEndpoints
 	*tuningEndpoints
+	*playbackEndpoints
+	*streamEndpoints
 }
 
 // NewEngine assembles the router: contract routes behind the guard,
@@ -134,6 +141,16 @@ func NewEngine(d Deps) (*gin.Engine, error) {
 		rtpEndpoints:        &rtpEndpoints{servers: d.MediaServers},
 		transcoderEndpoints: &transcoderEndpoints{templates: d.Templates},
 		tuningEndpoints:     &tuningEndpoints{svc: d.System, servers: d.MediaServers},
+		playbackEndpoints:   &playbackEndpoints{playback: d.Playback},
+		streamEndpoints:     &streamEndpoints{channels: d.Channels, streams: d.Streams, servers: d.MediaServers, nodes: d.Nodes},
+	}
+	// The third-party listing of media servers is the administrative one.
+	handlers.streamEndpoints.mediaServers = func(ctx context.Context, clusterID *string) (contract.MediaServerList, error) {
+		r, err := handlers.nodesEndpoints.ListMediaServers(ctx, contract.ListMediaServersRequestObject{Params: contract.ListMediaServersParams{ClusterId: clusterID}})
+		if err != nil {
+			return contract.MediaServerList{}, err
+		}
+		return contract.MediaServerList(r.(contract.ListMediaServers200JSONResponse)), nil
 	}
 	strict := contract.NewStrictHandlerWithOptions(handlers, nil, contract.StrictGinServerOptions{
 		RequestErrorHandlerFunc: func(c *gin.Context, err error) {

@@ -31,22 +31,26 @@ import (
 	"github.com/svcplatform/svc/controlplane/audit"
 	"github.com/svcplatform/svc/controlplane/channels"
 	"github.com/svcplatform/svc/controlplane/config"
+	"github.com/svcplatform/svc/controlplane/enginehooks"
 	"github.com/svcplatform/svc/controlplane/events"
 	"github.com/svcplatform/svc/controlplane/httpapi"
 	"github.com/svcplatform/svc/controlplane/keyring"
 	"github.com/svcplatform/svc/controlplane/nodecommand"
+	"github.com/svcplatform/svc/controlplane/playback"
 	"github.com/svcplatform/svc/controlplane/rtspauth"
 	"github.com/svcplatform/svc/controlplane/session"
 	"github.com/svcplatform/svc/controlplane/store"
 	"github.com/svcplatform/svc/controlplane/store/raftnode"
 	"github.com/svcplatform/svc/controlplane/store/sqlitefsm"
+	"github.com/svcplatform/svc/controlplane/streams"
 	"github.com/svcplatform/svc/controlplane/system"
 	"github.com/svcplatform/svc/controlplane/webhooks"
 )
 
 // IndexSpecs are the typed index tables of every kind the control plane
 // stores. Append only; a changed declaration rebuilds its table at start.
-var IndexSpecs = append([]sqlitefsm.IndexSpec{apitoken.Index, audit.Index, account.Index, nodecommand.Index, events.OutboxIndex, events.InboxIndex, webhooks.DeliveryIndex}, channels.Indexes...)
+var IndexSpecs = append([]sqlitefsm.IndexSpec{apitoken.Index, audit.Index, account.Index, nodecommand.Index, events.OutboxIndex, events.InboxIndex,
+	webhooks.DeliveryIndex, streams.SessionIndex, playback.LeaseIndex}, channels.Indexes...)
 
 // authContactWindow is how long a follower keeps deciding on credentials
 // after it last heard from the leader.
@@ -54,7 +58,7 @@ const authContactWindow = 10 * time.Second
 
 // OwnedPrefixes are the key prefixes this version writes; the migration
 // audit reports anything else as a residue.
-var OwnedPrefixes = append([]string{"/cluster/", "/security/", "/system/", "/nodes/", "/events/", "/webhooks/"}, channels.OwnedPrefixes...)
+var OwnedPrefixes = append([]string{"/cluster/", "/security/", "/system/", "/nodes/", "/events/", "/webhooks/", streams.SessionsPrefix, "/playback/"}, channels.OwnedPrefixes...)
 
 // Server is a running control node.
 type Server struct {
@@ -70,19 +74,24 @@ type Server struct {
 	Channels *channels.Service
 	// Events writes engine hooks as events (the agent's hook receiver calls
 	// Events.ReceiveEngineHook) and reads the outbox.
-	Events        *events.Service
-	Webhooks      *webhooks.Service
-	Dispatcher    *webhooks.Dispatcher
-	HTTPAddr      string // the bound address
-	sockets       *httpapi.RuntimeSockets
-	legacyWebhook webhooks.LegacyEndpoint
-	http          *http.Server
-	ln            net.Listener
-	cancel        context.CancelFunc
-	done          chan struct{}
-	wg            sync.WaitGroup
-	denials       *httpapi.DenialAuditor
-	agents        *agentSide
+	Events     *events.Service
+	Webhooks   *webhooks.Service
+	Dispatcher *webhooks.Dispatcher
+	// The live path: stream sessions, playback grants, the engine hooks.
+	Streams          *streams.Service
+	Playback         *playback.Service
+	Hooks            *enginehooks.Service
+	streamDispatcher *streams.Dispatcher
+	HTTPAddr         string // the bound address
+	sockets          *httpapi.RuntimeSockets
+	legacyWebhook    webhooks.LegacyEndpoint
+	http             *http.Server
+	ln               net.Listener
+	cancel           context.CancelFunc
+	done             chan struct{}
+	wg               sync.WaitGroup
+	denials          *httpapi.DenialAuditor
+	agents           *agentSide
 }
 
 // AgentAddr is the agent port's bound address.
@@ -193,6 +202,8 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, er
 	if err := s.startEvents(bg, cfg, keys, tasks); err != nil {
 		return nil, err
 	}
+	tokens := &apitoken.Service{Store: node, Reader: node.State(), Keys: keys, Propagated: node.WaitMembersApplied}
+	s.startLive(cfg, keys, tokens, owner)
 	engine, err := httpapi.NewEngine(httpapi.Deps{
 		Ops: ops, Auth: httpapi.Credentials{
 			Tokens:   httpapi.APITokenAuth{Reader: node.State(), Owner: owner, Revision: node.Revision, Cache: &httpapi.AuthCache{}, InContact: inContact},
@@ -204,9 +215,9 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, er
 		MaxBodyBytes: cfg.MaxBodyBytes, TrustedProxies: cfg.TrustedProxies, System: s.System, Node: node,
 		LinkKeys: keys.LinkKeys(), ContractYAML: api.OpenAPIYAML,
 		Denials:  s.denials,
-		Tokens:   &apitoken.Service{Store: node, Reader: node.State(), Keys: keys, Propagated: node.WaitMembersApplied},
-		Channels: s.Channels,
-		Events:   s.Events, Webhooks: s.Webhooks, Dispatcher: s.Dispatcher.Running, Sockets: s.sockets,
+		Tokens:   tokens,
+		Channels: s.Channels, Playback: s.Playback, Streams: s.Streams,
+		Events: s.Events, Webhooks: s.Webhooks, Dispatcher: s.Dispatcher.Running, Sockets: s.sockets,
 		Nodes: s.agents.nodes, Presence: s.agents.presence, Commands: s.agents.commands, MediaServers: s.agents.servers,
 		Templates: s.agents.templates, Monitor: s.agents.monitor, Authority: s.agents.authority, AgentURL: cfg.AgentURL(),
 		NodeTTL: cfg.NodeHeartbeatTTL,
@@ -259,6 +270,7 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, er
 	s.background(bg, func(ctx context.Context) { node.Leadership().Run(ctx, s.migrateLegacyWebhook) })
 	s.agents.start()
 	s.agents.background(s, bg, s.System)
+	s.runLive(bg)
 	ok = true
 	log.Info("control node started", zap.String("api", cfg.APIURL()), zap.String("raft", node.RaftAddress()), zap.Bool("founding", founding))
 	return s, nil

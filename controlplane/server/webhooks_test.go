@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -321,11 +322,26 @@ func TestDeliveryAcrossLeaderFailover(t *testing.T) {
 		for i := 0; i < n; i++ {
 			ev, _ := events.New(events.MediaServerStarted, events.SourceMedia, via.s.Config.NodeID, map[string]any{"NodeId": via.s.Config.NodeID, "i": i})
 			op, _ := events.Op(ev)
-			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-			_, err := via.s.Node.Txn(ctx, store.TxnRequest{Then: []store.Op{op}})
-			cancel()
-			if err != nil {
-				t.Fatal(err)
+			// A loaded machine may see a leader change mid-write: an
+			// unknown outcome is settled by reading the event back before
+			// writing it again, as any careful client would.
+			for attempt := 0; ; attempt++ {
+				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				_, err := via.s.Node.Txn(ctx, store.TxnRequest{Then: []store.Op{op}})
+				if err != nil && attempt < 5 && (errors.Is(err, store.ErrUnknownOutcome) || errors.Is(err, store.ErrNoLeader)) {
+					time.Sleep(time.Second)
+					r, rerr := via.s.Node.Range(ctx, op.Key, store.RangeOptions{Consistency: store.Linearizable})
+					cancel()
+					if rerr == nil && len(r.KVs) == 1 {
+						break
+					}
+					continue
+				}
+				cancel()
+				if err != nil {
+					t.Fatal(err)
+				}
+				break
 			}
 			ids = append(ids, ev.EventID)
 		}

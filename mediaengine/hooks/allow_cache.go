@@ -55,7 +55,11 @@ func (c *allowCache) get(key string, now time.Time) (engineapi.HookAnswer, bool)
 }
 
 func (c *allowCache) put(key string, ans engineapi.HookAnswer, now time.Time) {
-	if c.ttl <= 0 || !ans.Allow {
+	ttl := c.ttl
+	if ans.CacheSeconds != nil {
+		ttl = min(ttl, time.Duration(*ans.CacheSeconds)*time.Second)
+	}
+	if ttl <= 0 || !ans.Allow {
 		return
 	}
 	c.mu.Lock()
@@ -70,5 +74,17 @@ func (c *allowCache) put(key string, ans engineapi.HookAnswer, now time.Time) {
 			clear(c.m)
 		}
 	}
-	c.m[key] = cacheEntry{ans: ans, expires: now.Add(c.ttl)}
+	c.m[key] = cacheEntry{ans: ans, expires: now.Add(ttl)}
+}
+
+// forgetLease drops every answer that admitted players of a lease, so a
+// revoked lease admits no new player from the cache either.
+func (c *allowCache) forgetLease(leaseID string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, e := range c.m {
+		if e.ans.LeaseID == leaseID {
+			delete(c.m, k)
+		}
+	}
 }

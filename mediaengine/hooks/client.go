@@ -126,6 +126,10 @@ func (c *Client) AllowPlay(ctx context.Context, req engineapi.PlayHook) (enginea
 	return c.gate(ctx, engineapi.HookOnPlay, req.StreamRef, req.Protocol, req.Params, req)
 }
 
+// ForgetLease drops cached answers of a lease (its players are being
+// kicked because it ended).
+func (c *Client) ForgetLease(leaseID string) { c.cache.forgetLease(leaseID) }
+
 // AllowPublish is the on_publish gate.
 func (c *Client) AllowPublish(ctx context.Context, req engineapi.PublishHook) (engineapi.HookAnswer, error) {
 	req.HookHeader = c.stamp()

@@ -44,6 +44,10 @@ var CommandTypes = map[string]bool{
 	TypeEngineCoreGet: true, TypeEngineCorePut: false,
 	TypeHostTuningGet: true, TypeHostTuningPlan: true, TypeHostTuningApply: true,
 	TypeRTPLease: false, TypeRTPRelease: true, TypeRTPList: true,
+	// The engine relays: adding a proxy with a fixed id, removing, closing
+	// and kicking converge on a target state; the rest are reads.
+	TypeEngineProxyAdd: true, TypeEngineProxyRemove: true, TypeEngineProxyList: true, TypeEngineStreamList: true,
+	TypeEngineStreamClose: true, TypeEnginePlayerList: true, TypeEnginePlayerKick: true, TypeEngineStats: true,
 }
 
 // PingResult answers TypePing: the agent is alive and runs commands.

@@ -65,6 +65,10 @@ type HookAnswer struct {
 	// Close, on an on_stream_none_reader answer, asks the engine to close
 	// the stream (a pull proxy stops pulling).
 	Close bool `json:"close,omitempty"`
+	// CacheSeconds, when present, bounds how long the engine may reuse an
+	// allowing answer for the same request (never longer than its own
+	// hooks.allowCacheTtl); 0 forbids reuse, as a one-time ticket needs.
+	CacheSeconds *int `json:"cacheSeconds,omitempty"`
 }
 
 // StreamChangedHook reports a stream registered (Registered true, with

@@ -24,6 +24,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/nodes"
 	"github.com/svcplatform/svc/controlplane/store"
 	"github.com/svcplatform/svc/shared/agentapi"
+	"github.com/svcplatform/svc/shared/engineapi"
 	"github.com/svcplatform/svc/shared/pki"
 	"github.com/svcplatform/svc/test/svcbin"
 )
@@ -245,6 +246,7 @@ func TestAgentEndToEnd(t *testing.T) {
 	t.Run("engine hooks reach the inbox with the node's certificate", func(t *testing.T) {
 		got := make(chan agentport.Hook, 1)
 		cp.s.AgentPort().SetHooks(hookInbox{receive: func(_ context.Context, h agentport.Hook) error { got <- h; return nil }})
+		defer cp.s.AgentPort().SetHooks(cp.s.Hooks)
 		c := agentClient(caPEM, &own)
 		post := func(name, body string) (int, string) {
 			resp, err := c.Post(en.AgentServerUrl+agentapi.PathEngineHooks+"/"+name, "application/json", strings.NewReader(body))
@@ -255,7 +257,7 @@ func TestAgentEndToEnd(t *testing.T) {
 			b, _ := io.ReadAll(resp.Body)
 			return resp.StatusCode, string(b)
 		}
-		if st, body := post("on_publish", `{"app":"live","stream":"cam1","schema":"rtsp"}`); st != 200 || !strings.Contains(body, `"code":0`) {
+		if st, body := post("on_publish", `{"app":"live","stream":"cam1","schema":"rtsp"}`); st != 200 || !strings.Contains(body, `"allow":true`) {
 			t.Fatalf("hook: %d %s", st, body)
 		}
 		h := <-got
@@ -504,8 +506,8 @@ type hookInbox struct {
 	receive func(context.Context, agentport.Hook) error
 }
 
-func (h hookInbox) Receive(ctx context.Context, hook agentport.Hook) error {
-	return h.receive(ctx, hook)
+func (h hookInbox) Receive(ctx context.Context, hook agentport.Hook) (engineapi.HookAnswer, error) {
+	return engineapi.HookAnswer{Allow: true}, h.receive(ctx, hook)
 }
 
 func mustCAPEM() []byte {

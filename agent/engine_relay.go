@@ -1,0 +1,87 @@
+package agent
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/svcplatform/svc/agent/commands"
+	"github.com/svcplatform/svc/shared/agentapi"
+	"github.com/svcplatform/svc/shared/engineapi"
+)
+
+// engineRelays are the node commands answered by the engine's control API:
+// each maps one command type to one control call, so the set of things the
+// control plane can make the engine do stays a reviewed whitelist.
+func (a *agent) engineRelays() map[string]commands.Handler {
+	call := a.engine.Call
+	return map[string]commands.Handler{
+		agentapi.TypeEngineProxyAdd: with(func(ctx context.Context, in engineapi.AddProxyRequest) (any, error) {
+			var out engineapi.ProxyInfo
+			return out, call(ctx, http.MethodPost, engineapi.PathProxies, in, &out)
+		}),
+		agentapi.TypeEngineProxyRemove: with(func(ctx context.Context, in agentapi.ProxyRef) (any, error) {
+			if in.ID == "" {
+				return nil, commands.Errorf(agentapi.CodeInvalid, "a proxy id is required")
+			}
+			return nil, call(ctx, http.MethodDelete, strings.Replace(engineapi.PathProxy, "{id}", url.PathEscape(in.ID), 1), nil, nil)
+		}),
+		agentapi.TypeEngineProxyList: noPayload(func(ctx context.Context) (any, error) {
+			var out engineapi.ProxyList
+			return out, call(ctx, http.MethodGet, engineapi.PathProxies, nil, &out)
+		}),
+		agentapi.TypeEngineStreamList: with(func(ctx context.Context, f agentapi.StreamFilter) (any, error) {
+			var out engineapi.StreamList
+			q := url.Values{}
+			for k, v := range map[string]string{"vhost": f.Vhost, "app": f.App, "stream": f.Stream} {
+				if v != "" {
+					q.Set(k, v)
+				}
+			}
+			return out, call(ctx, http.MethodGet, withQuery(engineapi.PathStreams, q), nil, &out)
+		}),
+		agentapi.TypeEngineStreamClose: with(func(ctx context.Context, in engineapi.CloseStreamRequest) (any, error) {
+			return nil, call(ctx, http.MethodPost, engineapi.PathStreamClose, in, nil)
+		}),
+		agentapi.TypeEnginePlayerList: with(func(ctx context.Context, f agentapi.PlayerFilter) (any, error) {
+			var out engineapi.PlayerList
+			q := url.Values{}
+			for k, v := range map[string]string{"app": f.App, "stream": f.Stream, "protocol": f.Protocol, "leaseId": f.LeaseID} {
+				if v != "" {
+					q.Set(k, v)
+				}
+			}
+			return out, call(ctx, http.MethodGet, withQuery(engineapi.PathPlayers, q), nil, &out)
+		}),
+		agentapi.TypeEnginePlayerKick: with(func(ctx context.Context, in engineapi.KickRequest) (any, error) {
+			var out engineapi.KickResult
+			return out, call(ctx, http.MethodPost, engineapi.PathPlayersKick, in, &out)
+		}),
+		agentapi.TypeEngineStats: noPayload(func(ctx context.Context) (any, error) {
+			var out engineapi.Stats
+			return out, call(ctx, http.MethodGet, engineapi.PathStats, nil, &out)
+		}),
+	}
+}
+
+func withQuery(path string, q url.Values) string {
+	if len(q) == 0 {
+		return path
+	}
+	return path + "?" + q.Encode()
+}
+
+// merge joins handler sets; a type defined twice is a programming error.
+func merge(sets ...map[string]commands.Handler) map[string]commands.Handler {
+	out := map[string]commands.Handler{}
+	for _, set := range sets {
+		for k, h := range set {
+			if _, dup := out[k]; dup {
+				panic("agent: node command type " + k + " has two handlers")
+			}
+			out[k] = h
+		}
+	}
+	return out
+}

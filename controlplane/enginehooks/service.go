@@ -1,0 +1,209 @@
+// Package enginehooks answers the hooks the media engines send to the
+// control plane (through the agent port, authenticated by the node's
+// certificate): on_play is decided by the playback grants, on_publish by
+// the channel catalogue, on_stream_changed drives the stream sessions, and
+// every hook is also kept in the webhook inbox as an engine.webhook.*
+// event. Decisions are synchronous; the inbox writes are batched in the
+// background so a burst of players costs a few store writes, not one each.
+package enginehooks
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/svcplatform/svc/controlplane/agentport"
+	"github.com/svcplatform/svc/controlplane/channels"
+	"github.com/svcplatform/svc/controlplane/events"
+	"github.com/svcplatform/svc/controlplane/playback"
+	"github.com/svcplatform/svc/controlplane/store"
+	"github.com/svcplatform/svc/controlplane/streams"
+	"github.com/svcplatform/svc/shared/engineapi"
+)
+
+// Deps are what the answers need.
+type Deps struct {
+	Events   *events.Service
+	Streams  *streams.Service
+	Playback *playback.Service
+	Channels *channels.Service
+	Store    store.Store
+	Log      *zap.Logger
+}
+
+// Service implements agentport.HookInbox.
+type Service struct {
+	Deps
+	queue   chan queued
+	dropped atomic.Uint64
+}
+
+type queued struct {
+	name, mediaServerID string
+	raw                 []byte
+}
+
+// queueSize bounds the hooks waiting for the inbox; beyond it hooks are
+// dropped from the inbox (counted and logged), never from the decisions.
+const queueSize = 10000
+
+// batchSize is how many hooks one inbox Txn carries at most.
+const batchSize = 128
+
+// New makes the service; Run drains its inbox queue.
+func New(d Deps) *Service {
+	return &Service{Deps: d, queue: make(chan queued, queueSize)}
+}
+
+func answer(allow bool, reason string) engineapi.HookAnswer {
+	return engineapi.HookAnswer{Allow: allow, Reason: reason}
+}
+
+// Receive decides a hook and queues it for the inbox.
+func (s *Service) Receive(ctx context.Context, h agentport.Hook) (engineapi.HookAnswer, error) {
+	ans, err := s.decide(ctx, h)
+	if err != nil {
+		return engineapi.HookAnswer{}, err
+	}
+	select {
+	case s.queue <- queued{name: h.HookName, mediaServerID: h.MediaServerID, raw: h.Body}:
+	default:
+		if s.dropped.Add(1)%1000 == 1 {
+			s.Log.Warn("engine hook inbox is full; hooks are not being kept", zap.Uint64("dropped", s.dropped.Load()))
+		}
+	}
+	return ans, nil
+}
+
+func (s *Service) decide(ctx context.Context, h agentport.Hook) (engineapi.HookAnswer, error) {
+	name, err := events.NormalizeHookName(h.HookName)
+	if err != nil {
+		return engineapi.HookAnswer{}, err
+	}
+	switch name {
+	case "OnPlay":
+		var req engineapi.PlayHook
+		if err := json.Unmarshal(h.Body, &req); err != nil {
+			return answer(false, "malformed on_play body"), nil
+		}
+		d, err := s.Playback.AuthorizePlay(ctx, playback.PlayRequest{MediaServerID: h.MediaServerID, Vhost: req.Vhost, App: req.App,
+			Stream: req.Stream, Protocol: req.Protocol, Params: req.Params})
+		if err != nil {
+			return engineapi.HookAnswer{}, err
+		}
+		secs := int(d.CacheFor / time.Second)
+		return engineapi.HookAnswer{Allow: d.Allow, Reason: d.Reason, LeaseID: d.LeaseID, CacheSeconds: &secs}, nil
+	case "OnPublish":
+		var req engineapi.PublishHook
+		if err := json.Unmarshal(h.Body, &req); err != nil {
+			return answer(false, "malformed on_publish body"), nil
+		}
+		return s.allowPublish(ctx, req)
+	case "OnStreamChanged":
+		var req engineapi.StreamChangedHook
+		if err := json.Unmarshal(h.Body, &req); err != nil {
+			return answer(false, "malformed on_stream_changed body"), nil
+		}
+		if _, err := s.Streams.Apply(ctx, streamChange(h, req)); err != nil {
+			return engineapi.HookAnswer{}, err
+		}
+		return answer(true, ""), nil
+	case "OnStreamNoneReader":
+		var req engineapi.StreamNoneReaderHook
+		if err := json.Unmarshal(h.Body, &req); err != nil {
+			return answer(false, "malformed on_stream_none_reader body"), nil
+		}
+		return s.noneReader(ctx, req)
+	}
+	return answer(true, ""), nil
+}
+
+// allowPublish admits an external publisher (RTSP push) only on a path no
+// channel claims: a channel's stream is pulled by the platform, and a
+// pusher there would collide with it.
+func (s *Service) allowPublish(ctx context.Context, req engineapi.PublishHook) (engineapi.HookAnswer, error) {
+	ch, err := s.Channels.ByStream(ctx, req.Vhost, req.App, req.Stream)
+	if err != nil && !errors.Is(err, channels.ErrNotFound) {
+		return engineapi.HookAnswer{}, err
+	}
+	if ch != nil {
+		return answer(false, fmt.Sprintf("%s/%s is channel %s's stream, which the platform pulls", req.App, req.Stream, ch.ChannelID)), nil
+	}
+	return answer(true, ""), nil
+}
+
+// noneReader keeps a channel's stream while its owner wants it running (or
+// asked to keep pulling without players); anything else may close.
+func (s *Service) noneReader(ctx context.Context, req engineapi.StreamNoneReaderHook) (engineapi.HookAnswer, error) {
+	ch, err := s.Channels.ByStream(ctx, req.Vhost, req.App, req.Stream)
+	if errors.Is(err, channels.ErrNotFound) {
+		// A pushed stream belongs to its publisher; do not cut it.
+		return answer(true, ""), nil
+	}
+	if err != nil {
+		return engineapi.HookAnswer{}, err
+	}
+	keep := ch.DesiredState == channels.DesiredRunning || ch.NoPlayerBreak || ch.AutoRecord
+	return engineapi.HookAnswer{Allow: true, Close: !keep}, nil
+}
+
+func streamChange(h agentport.Hook, req engineapi.StreamChangedHook) streams.Change {
+	c := streams.Change{MediaServerID: h.MediaServerID, NodeID: h.NodeID, Vhost: req.Vhost, App: req.App, Stream: req.Stream,
+		Online: req.Registered, Schemas: req.Schemas, Origin: req.Origin, At: h.ReceivedAt}
+	for _, t := range req.Tracks {
+		c.Tracks = append(c.Tracks, streams.Track{Kind: t.Kind, Codec: t.Codec, Width: t.Width, Height: t.Height, FPS: t.FPS,
+			SampleRate: t.SampleRate, Channels: t.Channels})
+	}
+	return c
+}
+
+// Run writes queued hooks to the inbox in batches until ctx ends.
+func (s *Service) Run(ctx context.Context) {
+	batch := make([]queued, 0, batchSize)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case q := <-s.queue:
+			batch = append(batch[:0], q)
+		fill:
+			for len(batch) < batchSize {
+				select {
+				case q := <-s.queue:
+					batch = append(batch, q)
+				default:
+					break fill
+				}
+			}
+			s.write(ctx, batch)
+		}
+	}
+}
+
+func (s *Service) write(ctx context.Context, batch []queued) {
+	var ops []store.Op
+	for _, q := range batch {
+		_, o, err := s.Events.EngineHookOps(q.name, q.mediaServerID, q.raw)
+		if err != nil {
+			s.Log.Warn("engine hook not kept", zap.String("hook", q.name), zap.Error(err))
+			continue
+		}
+		ops = append(ops, o...)
+	}
+	if len(ops) == 0 {
+		return
+	}
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := s.Store.Txn(wctx, store.TxnRequest{Then: ops}); err != nil && ctx.Err() == nil {
+		s.Log.Warn("engine hooks not kept", zap.Int("hooks", len(batch)), zap.Error(err))
+	}
+}
+
+// Dropped counts hooks that found the inbox queue full.
+func (s *Service) Dropped() uint64 { return s.dropped.Load() }

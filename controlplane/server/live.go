@@ -1,0 +1,94 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/svcplatform/svc/controlplane/apitoken"
+	"github.com/svcplatform/svc/controlplane/audit"
+	"github.com/svcplatform/svc/controlplane/config"
+	"github.com/svcplatform/svc/controlplane/enginehooks"
+	"github.com/svcplatform/svc/controlplane/keyring"
+	"github.com/svcplatform/svc/controlplane/mediaserver"
+	"github.com/svcplatform/svc/controlplane/permission"
+	"github.com/svcplatform/svc/controlplane/playback"
+	"github.com/svcplatform/svc/controlplane/streams"
+	"github.com/svcplatform/svc/shared/agentapi"
+	"github.com/svcplatform/svc/shared/engineapi"
+)
+
+// ownerFunc is what a token's owner may do now (see Start).
+type ownerFunc func(ctx context.Context, userID string) (perms []string, active, found bool, err error)
+
+// startLive assembles the live path: stream sessions from the engines'
+// reports, playback grants and their tickets, the answers to the engines'
+// hooks and the leader's stream dispatcher.
+func (s *Server) startLive(cfg config.Config, keys *keyring.Keyring, tokens *apitoken.Service, owner ownerFunc) {
+	node := s.Node
+	s.Streams = &streams.Service{Store: node, Reader: node.State(), Channels: s.Channels, NodeID: cfg.NodeID}
+	s.Playback = &playback.Service{Store: node, Reader: node.State(), MACKeys: keys.SubKeys("playback-ticket"),
+		Streams: s.Streams, Media: streams.MediaURLs{Nodes: s.agents.nodes}, Grants: permission.Grants,
+		Tokens: tokenState(tokens, owner), Cutter: leaseCutter{servers: s.agents.servers}, MaxLinkSeconds: cfg.PlaybackMaxLinkSeconds,
+		Revision: node.Revision, Catchup: node.LinearizableBarrier}
+	s.Hooks = enginehooks.New(enginehooks.Deps{Events: s.Events, Streams: s.Streams, Playback: s.Playback, Channels: s.Channels,
+		Store: node, Log: s.Log.Named("hooks")})
+	s.streamDispatcher = &streams.Dispatcher{Channels: s.Channels, Nodes: s.agents.nodes, Presence: s.agents.presence,
+		Commands: s.agents.commands, Log: s.Log.Named("streams")}
+}
+
+// runLive starts the live path's background work: hook inbox writes on
+// every node; the stream dispatcher and the lease sweeper on the leader.
+func (s *Server) runLive(bg context.Context) {
+	s.AgentPort().SetHooks(s.Hooks)
+	s.background(bg, s.Hooks.Run)
+	s.background(bg, func(ctx context.Context) { s.Node.Leadership().Run(ctx, s.streamDispatcher.Run) })
+	log := s.Log.Named("playback")
+	s.background(bg, func(ctx context.Context) {
+		s.Node.Leadership().Run(ctx, func(ctx context.Context) { s.Playback.RunSweeper(ctx, log) })
+	})
+}
+
+// tokenState tells playback whether an API token is still valid and what
+// it may do now: its own permissions within its owner's.
+func tokenState(tokens *apitoken.Service, owner ownerFunc) func(ctx context.Context, id string) (playback.TokenState, error) {
+	return func(ctx context.Context, id string) (playback.TokenState, error) {
+		rec, err := tokens.Get(ctx, id)
+		if errors.Is(err, apitoken.ErrNotFound) {
+			return playback.TokenState{}, nil
+		}
+		if err != nil {
+			return playback.TokenState{}, err
+		}
+		if rec.State(time.Now()) != apitoken.StateActive {
+			return playback.TokenState{}, nil
+		}
+		perms := rec.Permissions
+		if rec.OwnerUserID != "" {
+			owned, active, found, err := owner(ctx, rec.OwnerUserID)
+			if err != nil {
+				return playback.TokenState{}, err
+			}
+			if found && !active {
+				return playback.TokenState{}, nil
+			}
+			if found {
+				perms = permission.Intersect(perms, owned)
+			}
+		}
+		return playback.TokenState{Valid: true, ExpiresAt: rec.ExpiresAt, Permissions: perms}, nil
+	}
+}
+
+// leaseCutter ends a lease's players through the media server's agent.
+type leaseCutter struct {
+	servers *mediaserver.Service
+}
+
+// Cut implements playback.Cutter.
+func (c leaseCutter) Cut(ctx context.Context, mediaServerID, leaseID string) error {
+	_, err := c.servers.Do(ctx, mediaserver.Call{Target: mediaserver.Target{MediaServerID: mediaServerID}, Type: agentapi.TypeEnginePlayerKick,
+		Payload: engineapi.KickRequest{LeaseID: leaseID}, Reason: "playback lease " + leaseID + " ended", Wait: 10 * time.Second,
+		Actor: audit.Actor{Type: "system", ID: "playback"}}, nil)
+	return err
+}

@@ -1,0 +1,49 @@
+package agentapi
+
+// Node commands the agent relays to its engine's loopback control API, so
+// the control plane can drive the media engine without reaching the
+// engine's port. Payloads and results are the engine's own control API
+// types (shared/engineapi) unless named here. Values are append-only.
+const (
+	// TypeEngineProxyAdd starts a pull proxy: engineapi.AddProxyRequest in,
+	// engineapi.ProxyInfo out. An existing proxy with the same id answers
+	// with code proxy_exists.
+	TypeEngineProxyAdd = "engine.proxy.add"
+	// TypeEngineProxyRemove stops one pull proxy: ProxyRef in.
+	TypeEngineProxyRemove = "engine.proxy.remove"
+	// TypeEngineProxyList lists pull proxies: engineapi.ProxyList out.
+	TypeEngineProxyList = "engine.proxy.list"
+	// TypeEngineStreamList lists streams: StreamFilter in,
+	// engineapi.StreamList out.
+	TypeEngineStreamList = "engine.stream.list"
+	// TypeEngineStreamClose closes a stream: engineapi.CloseStreamRequest.
+	TypeEngineStreamClose = "engine.stream.close"
+	// TypeEnginePlayerList lists players: PlayerFilter in,
+	// engineapi.PlayerList out.
+	TypeEnginePlayerList = "engine.player.list"
+	// TypeEnginePlayerKick disconnects players: engineapi.KickRequest in,
+	// engineapi.KickResult out.
+	TypeEnginePlayerKick = "engine.player.kick"
+	// TypeEngineStats reads engine statistics: engineapi.Stats out.
+	TypeEngineStats = "engine.stats"
+)
+
+// ProxyRef names one pull proxy.
+type ProxyRef struct {
+	ID string `json:"id"`
+}
+
+// StreamFilter narrows a stream listing; empty fields do not filter.
+type StreamFilter struct {
+	Vhost  string `json:"vhost,omitempty"`
+	App    string `json:"app,omitempty"`
+	Stream string `json:"stream,omitempty"`
+}
+
+// PlayerFilter narrows a player listing; empty fields do not filter.
+type PlayerFilter struct {
+	App      string `json:"app,omitempty"`
+	Stream   string `json:"stream,omitempty"`
+	Protocol string `json:"protocol,omitempty"`
+	LeaseID  string `json:"leaseId,omitempty"`
+}
