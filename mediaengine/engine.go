@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -24,6 +25,7 @@ import (
 	"github.com/svcplatform/svc/mediaengine/media"
 	"github.com/svcplatform/svc/mediaengine/player"
 	"github.com/svcplatform/svc/mediaengine/proxy"
+	"github.com/svcplatform/svc/mediaengine/rtsp"
 	"github.com/svcplatform/svc/shared/engineapi"
 )
 
@@ -43,6 +45,7 @@ type Engine struct {
 	hls     *hls.Manager
 	proxies *proxy.Registry
 	flows   *flowReporter
+	rtsp    *rtsp.Server
 
 	mediaAddr net.Addr
 	control   *http.Server
@@ -95,11 +98,21 @@ func Start(ctx context.Context, path string, cfg engineapi.Config, log *zap.Logg
 	e.players.OnLeave = e.flows.left
 	e.hub = hub.New(hub.Config{ReaderQueueFrames: cfg.ReaderQueueFrames, GOPCacheMaxFrames: cfg.GOPCacheMaxFrames,
 		NoReaderTimeout: cfg.NoReaderTimeout.D(), MergeWindow: cfg.MergeWrite.D(), OnStreamChanged: e.streamChanged, OnNoneReader: e.noneReader}, log.Named("hub"))
-	e.proxies = proxy.NewRegistry(e.hub, map[string]proxy.Puller{"file": filePuller{}}, log)
+	// The first even pair of the RTP range serves RTSP over UDP; pulls
+	// take their pairs from the rest.
+	pulls := rtspPuller{udpPorts: [2]int{cfg.RTPPortMin + 2, cfg.RTPPortMax}, log: log.Named("rtsp-pull")}
+	e.proxies = proxy.NewRegistry(e.hub, map[string]proxy.Puller{"file": filePuller{}, "rtsp": pulls, "rtsps": pulls}, log)
 	e.hls = hls.NewManager(e.hlsConfig, e.hub, e.players, log)
 	e.media = httpmedia.New(httpmedia.Config{WaitStream: waitStream}, e.hub, e.players, e,
 		httpmedia.Formats{FLV: flv.Format{}, FMP4: fmp4.LiveFormat{}}, e.hls, log.Named("media"))
 	e.media.Serve(mediaLn)
+	if err := e.startRTSP(cfg); err != nil {
+		e.media.Close()
+		hc.Close()
+		ctrlLn.Close()
+		e.hub.Close()
+		return nil, err
+	}
 	e.control = &http.Server{Handler: e.controlRoutes(), ReadHeaderTimeout: 5 * time.Second}
 	e.wg.Add(1)
 	go func() {
@@ -126,6 +139,42 @@ func Start(ctx context.Context, path string, cfg engineapi.Config, log *zap.Logg
 	return e, nil
 }
 
+// rtspRealm is the realm of the RTSP server's Digest challenge.
+const rtspRealm = "svc"
+
+// startRTSP serves RTSP publishers and players on rtspAddr. With hooks
+// configured every client authenticates with Digest against the RTSP
+// credentials the control plane keeps for this media server (asked with
+// on_rtsp_auth); a stand-alone engine is open.
+func (e *Engine) startRTSP(cfg engineapi.Config) error {
+	host, _, err := net.SplitHostPort(cfg.RTSPAddr)
+	if err != nil {
+		return fmt.Errorf("engine: rtspAddr: %w", err)
+	}
+	sc := rtsp.ServerConfig{Addr: cfg.RTSPAddr, UDPRTPAddr: net.JoinHostPort(host, strconv.Itoa(cfg.RTPPortMin+cfg.RTPPortMin%2)),
+		Realm: rtspRealm, Log: e.log.Named("rtsp")}
+	if e.hooks.Load().Enabled() {
+		sc.Credentials = func(user string) (string, bool) {
+			ctx, cancel := context.WithTimeout(e.ctx, e.cfg.Load().Hooks.Timeout.D())
+			defer cancel()
+			pw, ok, err := e.hooks.Load().RTSPPassword(ctx, user, rtspRealm, "")
+			return pw, ok && err == nil
+		}
+	}
+	srv, err := rtsp.NewServer(sc, rtspHandler{e: e})
+	if err != nil {
+		return fmt.Errorf("engine: rtsp: %w", err)
+	}
+	if err := srv.Start(e.ctx); err != nil {
+		return fmt.Errorf("engine: rtsp: %w", err)
+	}
+	e.rtsp = srv
+	return nil
+}
+
+// RTSPAddr is the address the RTSP server listens on.
+func (e *Engine) RTSPAddr() net.Addr { return e.rtsp.Addr() }
+
 // waitStream is how long a play request waits for its stream to appear.
 const waitStream = 5 * time.Second
 
@@ -145,6 +194,7 @@ func (e *Engine) Hub() *hub.Hub { return e.hub }
 // Close stops the engine: inputs first, then players, then the APIs.
 func (e *Engine) Close() error {
 	e.cancel()
+	e.rtsp.Close()
 	e.proxies.Close()
 	e.hls.Close()
 	errMedia := e.media.Close()

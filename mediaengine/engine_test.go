@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -31,7 +32,11 @@ func startEngine(t *testing.T, mutate func(*engineapi.Config)) *testEngine {
 	secretFile := filepath.Join(dir, "secret")
 	os.WriteFile(secretFile, []byte(testSecret+"\n"), 0o600)
 	cfg := engineapi.Defaults()
-	cfg.NodeID, cfg.ControlAddr, cfg.HTTPAddr, cfg.ControlSecretFile = "n1", freeAddr(t), freeAddr(t), secretFile
+	cfg.NodeID, cfg.ControlAddr, cfg.HTTPAddr, cfg.RTSPAddr, cfg.ControlSecretFile = "n1", freeAddr(t), freeAddr(t), freeAddr(t), secretFile
+	// The engine binds the first pair of its RTP range for RTSP over UDP;
+	// a random range keeps parallel test engines apart.
+	cfg.RTPPortMin = 20000 + 2*rand.IntN(3000)
+	cfg.RTPPortMax = cfg.RTPPortMin + 99
 	cfg.DataDir, cfg.LogLevel = dir, "debug"
 	cfg.DemoFile, cfg.DemoPath = "builtin", "live/demo"
 	if mutate != nil {

@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"context"
+	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
@@ -73,6 +74,10 @@ func engineConfig(t *testing.T, controlAddr string) string {
 	c := engineapi.Defaults()
 	c.NodeID, c.ControlAddr, c.ControlSecretFile, c.DataDir = "media-1", controlAddr, secret, dir
 	c.HTTPAddr, c.RTSPAddr = freeAddr(t), freeAddr(t)
+	// The engine binds the first pair of its RTP range for RTSP over UDP;
+	// a random range keeps parallel test engines apart.
+	c.RTPPortMin = 20000 + 2*rand.IntN(3000)
+	c.RTPPortMax = c.RTPPortMin + 99
 	data, _ := c.Marshal()
 	path := filepath.Join(dir, "engine.yaml")
 	os.WriteFile(path, data, 0o600)

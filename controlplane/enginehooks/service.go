@@ -21,6 +21,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/channels"
 	"github.com/svcplatform/svc/controlplane/events"
 	"github.com/svcplatform/svc/controlplane/playback"
+	"github.com/svcplatform/svc/controlplane/rtspauth"
 	"github.com/svcplatform/svc/controlplane/store"
 	"github.com/svcplatform/svc/controlplane/streams"
 	"github.com/svcplatform/svc/shared/engineapi"
@@ -32,6 +33,7 @@ type Deps struct {
 	Streams  *streams.Service
 	Playback *playback.Service
 	Channels *channels.Service
+	RTSPAuth *rtspauth.Service
 	Store    store.Store
 	Log      *zap.Logger
 }
@@ -91,6 +93,12 @@ func (s *Service) decide(ctx context.Context, h agentport.Hook) (engineapi.HookA
 		if err := json.Unmarshal(h.Body, &req); err != nil {
 			return answer(false, "malformed on_play body"), nil
 		}
+		if user := req.Params[engineapi.RTSPUserParam]; user != "" {
+			// The engine checked this user's Digest answer against the
+			// password on_rtsp_auth gave it for this media server: an RTSP
+			// client with managed credentials (another engine, an operator).
+			return answer(true, ""), nil
+		}
 		d, err := s.Playback.AuthorizePlay(ctx, playback.PlayRequest{MediaServerID: h.MediaServerID, Vhost: req.Vhost, App: req.App,
 			Stream: req.Stream, Protocol: req.Protocol, Params: req.Params})
 		if err != nil {
@@ -113,6 +121,19 @@ func (s *Service) decide(ctx context.Context, h agentport.Hook) (engineapi.HookA
 			return engineapi.HookAnswer{}, err
 		}
 		return answer(true, ""), nil
+	case "OnRtspAuth":
+		var req engineapi.RTSPAuthHook
+		if err := json.Unmarshal(h.Body, &req); err != nil || req.User == "" {
+			return answer(false, "malformed on_rtsp_auth body"), nil
+		}
+		pw, err := s.RTSPAuth.Password(ctx, h.MediaServerID, req.User)
+		if errors.Is(err, rtspauth.ErrNotFound) || errors.Is(err, rtspauth.ErrInvalid) {
+			return answer(false, "no RTSP credential for this user on this media server"), nil
+		}
+		if err != nil {
+			return engineapi.HookAnswer{}, err
+		}
+		return engineapi.HookAnswer{Allow: true, Password: pw}, nil
 	case "OnStreamNoneReader":
 		var req engineapi.StreamNoneReaderHook
 		if err := json.Unmarshal(h.Body, &req); err != nil {

@@ -136,6 +136,34 @@ func (s *Service) Delete(ctx context.Context, a audit.Actor, server, user string
 	return nil
 }
 
+// Password returns the stored password of a media server's RTSP user, for
+// the engine's Digest check (the on_rtsp_auth hook, answered over the
+// node's mutual TLS); ErrNotFound when there is no such credential.
+func (s *Service) Password(ctx context.Context, server, user string) (string, error) {
+	_, password, err := s.open(ctx, server, user)
+	return string(password), err
+}
+
+func (s *Service) open(ctx context.Context, server, user string) (*Credential, []byte, error) {
+	k, err := key(server, user)
+	if err != nil {
+		return nil, nil, err
+	}
+	kv, _, err := store.Get(ctx, s.Store, k, store.Local)
+	if err != nil {
+		return nil, nil, err
+	}
+	if kv == nil {
+		return nil, nil, fmt.Errorf("%w: %s/%s", ErrNotFound, server, user)
+	}
+	var c Credential
+	if err := json.Unmarshal(kv.Value, &c); err != nil {
+		return nil, nil, err
+	}
+	password, err := s.Keys.Open(c.Sealed, []byte(k))
+	return &c, password, err
+}
+
 // TestResult is what Test proves.
 type TestResult struct {
 	Realm, Nonce, Algorithm, QOP, Header string
@@ -145,22 +173,7 @@ type TestResult struct {
 // Test builds the Authorization header a client holding the stored password
 // sends for method and uri, then checks it exactly as an RTSP server does.
 func (s *Service) Test(ctx context.Context, server, user, method, uri, alg, qop, nonce string) (*TestResult, error) {
-	k, err := key(server, user)
-	if err != nil {
-		return nil, err
-	}
-	kv, _, err := store.Get(ctx, s.Store, k, store.Local)
-	if err != nil {
-		return nil, err
-	}
-	if kv == nil {
-		return nil, fmt.Errorf("%w: %s/%s", ErrNotFound, server, user)
-	}
-	var c Credential
-	if err := json.Unmarshal(kv.Value, &c); err != nil {
-		return nil, err
-	}
-	password, err := s.Keys.Open(c.Sealed, []byte(k))
+	c, password, err := s.open(ctx, server, user)
 	if err != nil {
 		return nil, err
 	}

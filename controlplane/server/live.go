@@ -13,6 +13,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/mediaserver"
 	"github.com/svcplatform/svc/controlplane/permission"
 	"github.com/svcplatform/svc/controlplane/playback"
+	"github.com/svcplatform/svc/controlplane/rtspauth"
 	"github.com/svcplatform/svc/controlplane/streams"
 	"github.com/svcplatform/svc/shared/agentapi"
 	"github.com/svcplatform/svc/shared/engineapi"
@@ -24,14 +25,14 @@ type ownerFunc func(ctx context.Context, userID string) (perms []string, active,
 // startLive assembles the live path: stream sessions from the engines'
 // reports, playback grants and their tickets, the answers to the engines'
 // hooks and the leader's stream dispatcher.
-func (s *Server) startLive(cfg config.Config, keys *keyring.Keyring, tokens *apitoken.Service, owner ownerFunc) {
+func (s *Server) startLive(cfg config.Config, keys *keyring.Keyring, tokens *apitoken.Service, owner ownerFunc, rtspCreds *rtspauth.Service) {
 	node := s.Node
 	s.Streams = &streams.Service{Store: node, Reader: node.State(), Channels: s.Channels, NodeID: cfg.NodeID}
 	s.Playback = &playback.Service{Store: node, Reader: node.State(), MACKeys: keys.SubKeys("playback-ticket"),
 		Streams: s.Streams, Media: streams.MediaURLs{Nodes: s.agents.nodes}, Grants: permission.Grants,
 		Tokens: tokenState(tokens, owner), Cutter: leaseCutter{servers: s.agents.servers}, MaxLinkSeconds: cfg.PlaybackMaxLinkSeconds,
 		Revision: node.Revision, Catchup: node.LinearizableBarrier}
-	s.Hooks = enginehooks.New(enginehooks.Deps{Events: s.Events, Streams: s.Streams, Playback: s.Playback, Channels: s.Channels,
+	s.Hooks = enginehooks.New(enginehooks.Deps{Events: s.Events, Streams: s.Streams, Playback: s.Playback, Channels: s.Channels, RTSPAuth: rtspCreds,
 		Store: node, Log: s.Log.Named("hooks")})
 	s.streamDispatcher = &streams.Dispatcher{Channels: s.Channels, Nodes: s.agents.nodes, Presence: s.agents.presence,
 		Commands: s.agents.commands, Log: s.Log.Named("streams")}

@@ -203,7 +203,8 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, er
 		return nil, err
 	}
 	tokens := &apitoken.Service{Store: node, Reader: node.State(), Keys: keys, Propagated: node.WaitMembersApplied}
-	s.startLive(cfg, keys, tokens, owner)
+	rtspCreds := &rtspauth.Service{Store: node, Keys: keys}
+	s.startLive(cfg, keys, tokens, owner, rtspCreds)
 	engine, err := httpapi.NewEngine(httpapi.Deps{
 		Ops: ops, Auth: httpapi.Credentials{
 			Tokens:   httpapi.APITokenAuth{Reader: node.State(), Owner: owner, Revision: node.Revision, Cache: &httpapi.AuthCache{}, InContact: inContact},
@@ -211,7 +212,7 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, er
 		}, Log: log.Named("http"), Registry: reg,
 		Sessions: sessions, Proxies: proxies, LoginRatePerMinute: cfg.LoginRatePerMinute,
 		Accounts:     accounts,
-		RTSPAuth:     &rtspauth.Service{Store: node, Keys: keys},
+		RTSPAuth:     rtspCreds,
 		MaxBodyBytes: cfg.MaxBodyBytes, TrustedProxies: cfg.TrustedProxies, System: s.System, Node: node,
 		LinkKeys: keys.LinkKeys(), ContractYAML: api.OpenAPIYAML,
 		Denials:  s.denials,

@@ -46,6 +46,7 @@ type Client struct {
 	closed bool
 
 	calls, failures, dropped atomic.Uint64
+	passwords                passwordCache
 }
 
 type event struct {

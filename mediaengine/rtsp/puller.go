@@ -94,6 +94,19 @@ func (p *Puller) Run(ctx context.Context) error {
 	}
 }
 
+// Once runs one pull session for a caller with its own retry policy (the
+// engine's proxy registry); in automatic mode a session that finds UDP
+// unusable is retried over TCP at once, within the same call. It reports
+// whether frames were delivered.
+func (p *Puller) Once(ctx context.Context) (delivered bool, err error) {
+	delivered, err = p.session(ctx)
+	if ctx.Err() == nil && !delivered && p.switchToTCP(err) {
+		p.cfg.Log.Info("rtsp pull: UDP does not work, using TCP", zap.String("url", redact(p.cfg.URL)), zap.Error(err))
+		return p.session(ctx)
+	}
+	return delivered, err
+}
+
 // switchToTCP decides whether err means UDP cannot work here.
 func (p *Puller) switchToTCP(err error) bool {
 	if p.tcp || p.cfg.Client.Transport != TransportAuto {

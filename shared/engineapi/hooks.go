@@ -11,7 +11,24 @@ const (
 	HookOnStreamNoneReader = "on_stream_none_reader"
 	HookOnFlowReport       = "on_flow_report"
 	HookOnServerKeepalive  = "on_server_keepalive"
+	// HookOnRTSPAuth asks for the password of an RTSP user the engine's
+	// RTSP server must check (Digest); the control plane keeps the
+	// credentials sealed and answers over the node's mutual TLS.
+	HookOnRTSPAuth = "on_rtsp_auth"
 )
+
+// RTSPUserParam is the hook parameter that carries the RTSP user the
+// engine's RTSP server authenticated (Digest) for a player or publisher; the
+// engine replaces any value a client put in its URL.
+const RTSPUserParam = "svc_rtsp_user"
+
+// RTSPAuthHook asks for a user's password (on_rtsp_auth).
+type RTSPAuthHook struct {
+	HookHeader
+	User       string `json:"user"`
+	Realm      string `json:"realm"`
+	RemoteAddr string `json:"remoteAddr"`
+}
 
 // HookHeader is in every hook body: which engine sends it and when.
 type HookHeader struct {
@@ -65,6 +82,9 @@ type HookAnswer struct {
 	// Close, on an on_stream_none_reader answer, asks the engine to close
 	// the stream (a pull proxy stops pulling).
 	Close bool `json:"close,omitempty"`
+	// Password, on an on_rtsp_auth answer with Allow true, is the user's
+	// password; the engine keeps it only in memory, briefly.
+	Password string `json:"password,omitempty"`
 	// CacheSeconds, when present, bounds how long the engine may reuse an
 	// allowing answer for the same request (never longer than its own
 	// hooks.allowCacheTtl); 0 forbids reuse, as a one-time ticket needs.

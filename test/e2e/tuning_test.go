@@ -107,6 +107,8 @@ func tuningInNamespace(t *testing.T, reportPath string) {
 	o := agent.DefaultOptions()
 	o.DataDir, o.EngineBinary, o.SysctlDir, o.HeartbeatInterval, o.PollWait = dataDir, os.Getenv(netnsBinaryEnv), filepath.Join(dataDir, "sysctl.d"), 500*time.Millisecond, 5*time.Second
 	o.EngineControlAddr, o.EngineHTTPAddr, o.EngineRTSPAddr = freeAddr(t), freeAddr(t), freeAddr(t)
+	o.RTPPortMin = freeRTPRange(t)
+	o.RTPPortMax = o.RTPPortMin + 99
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { defer wg.Done(); agent.Run(ctx, o, zaptest.NewLogger(t).Named("agent")) }()
