@@ -92,9 +92,9 @@ func validate(req *engineapi.AddProxyRequest) error {
 		return fmt.Errorf("%w: app and stream are required", ErrInvalid)
 	}
 	switch req.Transport {
-	case "", "tcp", "udp":
+	case "", "auto", "tcp", "udp":
 	default:
-		return fmt.Errorf("%w: transport %q is not tcp, udp or empty", ErrInvalid, req.Transport)
+		return fmt.Errorf("%w: transport %q is not auto, tcp or udp", ErrInvalid, req.Transport)
 	}
 	rp := &req.Retry
 	if rp.MaxAttempts < 0 || rp.InitialBackoff < 0 || rp.MaxBackoff < 0 {

@@ -182,7 +182,7 @@ type AddProxyRequest struct {
 	Vhost  string `json:"vhost,omitempty"`
 	App    string `json:"app"`
 	Stream string `json:"stream"`
-	// Transport is "tcp", "udp" or "" (automatic) for RTSP sources.
+	// Transport is "tcp", "udp", or "auto" (or empty) for automatic, for RTSP sources.
 	Transport string      `json:"transport,omitempty"`
 	Retry     RetryPolicy `json:"retry"`
 }

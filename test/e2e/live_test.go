@@ -1,0 +1,377 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/svcplatform/svc/controlplane/apitoken"
+	"github.com/svcplatform/svc/controlplane/playback"
+	"github.com/svcplatform/svc/controlplane/store"
+	"github.com/svcplatform/svc/test/svcbin"
+)
+
+// camera is the GStreamer RTSP server of test/peers standing in for an IP
+// camera, with Digest authentication.
+type camera struct {
+	cmd  *exec.Cmd
+	port int
+}
+
+func startCamera(t *testing.T) *camera {
+	t.Helper()
+	const python = "/usr/bin/python3"
+	if _, err := exec.LookPath(python); err != nil {
+		t.Fatalf("%s with gi is required for the camera peer (scripts/install-deps.sh test): %v", python, err)
+	}
+	_, file, _, _ := runtime.Caller(0)
+	script := filepath.Join(filepath.Dir(file), "..", "peers", "gst_rtsp_server.py")
+	addr := freeAddr(t)
+	port, _ := strconv.Atoi(addr[strings.LastIndexByte(addr, ':')+1:])
+	cmd := exec.Command(python, script, "--port", strconv.Itoa(port), "--user", "cam", "--password", "camPa55word", "--auth", "digest")
+	stdout, _ := cmd.StdoutPipe()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting the camera: %v", err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	ready := make(chan bool, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if strings.HasPrefix(sc.Text(), "ready") {
+				ready <- true
+				break
+			}
+		}
+		io.Copy(io.Discard, stdout)
+	}()
+	select {
+	case <-ready:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("the camera did not start: %s", stderr.String())
+	}
+	return &camera{cmd: cmd, port: port}
+}
+
+// backend is a business backend calling the third-party API with its own
+// API token.
+type backend struct {
+	t     *testing.T
+	api   string
+	token string
+}
+
+func (b backend) call(method, path string, body, out any) (int, []byte) {
+	b.t.Helper()
+	var rd io.Reader
+	if body != nil {
+		raw, _ := json.Marshal(body)
+		rd = bytes.NewReader(raw)
+	}
+	req, _ := http.NewRequest(method, b.api+path, rd)
+	req.Header.Set("Authorization", "Bearer "+b.token)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := (&http.Client{Timeout: 60 * time.Second}).Do(req)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	if out != nil && resp.StatusCode < 300 {
+		if err := json.Unmarshal(data, out); err != nil {
+			b.t.Fatalf("%s %s: %d %s: %v", method, path, resp.StatusCode, data, err)
+		}
+	}
+	return resp.StatusCode, data
+}
+
+type lease struct {
+	LeaseID, State               string
+	ExpiresAt, AbsoluteExpiresAt time.Time
+	RenewAfter                   time.Time
+	RenewCount                   int
+	Sources                      []struct{ Protocol, URL, ContentType, Hint string }
+}
+
+// probe reads url with ffprobe for the given seconds and reports the video
+// codec, size, packet count and the PTS span it saw.
+type probeResult struct {
+	codec         string
+	width, height int
+	packets       int
+	span          float64
+	audio         bool
+}
+
+func probe(t *testing.T, url string, seconds int) (probeResult, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(seconds+25)*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "ffprobe", "-v", "error", "-rw_timeout", "10000000", "-read_intervals", fmt.Sprintf("%%+%d", seconds),
+		"-show_entries", "stream=codec_type,codec_name,width,height:packet=stream_index,pts_time", "-of", "json", url).CombinedOutput()
+	if err != nil {
+		return probeResult{}, fmt.Errorf("ffprobe: %v: %s", err, tail(string(out), 400))
+	}
+	var doc struct {
+		Streams []struct {
+			CodecType string `json:"codec_type"`
+			CodecName string `json:"codec_name"`
+			Width     int
+			Height    int
+		}
+		Packets []struct {
+			StreamIndex int    `json:"stream_index"`
+			PTSTime     string `json:"pts_time"`
+		}
+	}
+	if err := json.Unmarshal(out, &doc); err != nil {
+		return probeResult{}, fmt.Errorf("ffprobe output: %v", err)
+	}
+	var r probeResult
+	video := -1
+	for i, s := range doc.Streams {
+		switch s.CodecType {
+		case "video":
+			video, r.codec, r.width, r.height = i, s.CodecName, s.Width, s.Height
+		case "audio":
+			r.audio = true
+		}
+	}
+	first, last := -1.0, -1.0
+	for _, p := range doc.Packets {
+		if p.StreamIndex != video {
+			continue
+		}
+		v, err := strconv.ParseFloat(p.PTSTime, 64)
+		if err != nil {
+			continue
+		}
+		if first < 0 {
+			first = v
+		}
+		if v < last {
+			return r, fmt.Errorf("video PTS went back from %f to %f", last, v)
+		}
+		last = v
+		r.packets++
+	}
+	r.span = last - first
+	return r, nil
+}
+
+// TestLiveFlowEndToEnd is contract B's live flow with real processes: a
+// control node, an enrolled agent running the engine, a GStreamer camera,
+// and a least-privilege API token: capabilities, list channels, start,
+// poll streams until Online, lease, ffprobe every source, renew with the
+// same URLs, another token locked out, one-time URLs used once, delete,
+// and established connections cut on expiry and on token revocation.
+func TestLiveFlowEndToEnd(t *testing.T) {
+	bin := svcbin.Build(t)
+	cp := startControlNode(t, nil)
+	cam := startCamera(t)
+	en := cp.enroll("media-1", nil)
+	dataDir := filepath.Join(t.TempDir(), "agent")
+	if out, err := runProcess(bin, "agent", "enroll", "--server", en.AgentServerUrl, "--code", en.Code, "--ca-hash", en.CaHash, "--data-dir", dataDir); err != nil {
+		t.Fatalf("enroll: %v %s", err, out)
+	}
+	startProcess(t, bin, agentArgs(t, dataDir)...)
+	eventually(t, 60*time.Second, "the media server online", func() bool {
+		m := cp.mediaServer("media-1")
+		return m.AgentStatus == "online" && m.EngineStatus == "running"
+	})
+
+	// The operator registers the camera; its credentials are sealed.
+	src := fmt.Sprintf("rtsp://cam:camPa55word@127.0.0.1:%d/h264", cam.port)
+	var ch struct{ ChannelID string }
+	if st := cp.call("POST", "/api/v2/channels", map[string]any{"name": "Gate camera", "protocol": "rtsp", "sourceUrl": src,
+		"app": "live", "stream": "gate", "mediaServerId": "media-1"}, &ch); st != 201 {
+		t.Fatalf("create channel: %d", st)
+	}
+	be := backend{t: t, api: cp.api, token: cp.newToken("channels.view", "streams.view", "streams.play", "channels.manage")}
+
+	// 1. What may this token do?
+	var caps struct{ Permissions []string }
+	if st, body := be.call("GET", "/api/v2/third-party/capabilities", nil, &caps); st != 200 || len(caps.Permissions) != 4 {
+		t.Fatalf("capabilities: %d %s", st, body)
+	}
+	// 2. Find the channel.
+	var list struct {
+		Total int
+		Rows  []struct{ ChannelID, ActualState, SourceURL string }
+	}
+	be.call("GET", "/api/v2/third-party/channels?stream=gate", nil, &list)
+	if list.Total != 1 || list.Rows[0].ChannelID != ch.ChannelID || strings.Contains(list.Rows[0].SourceURL, "camPa55word") {
+		t.Fatalf("channel listing: %+v", list)
+	}
+	// A lease before the stream runs is refused as not ready.
+	if st, body := be.call("POST", "/api/v2/third-party/channels/"+ch.ChannelID+"/playback-lease", map[string]any{}, nil); st != 409 || !strings.Contains(string(body), "stream_not_ready") {
+		t.Fatalf("lease of an offline stream: %d %s", st, body)
+	}
+	// 3. Start it and poll the streams until Online.
+	if st, body := be.call("POST", "/api/v2/third-party/channels/"+ch.ChannelID+"/start", nil, nil); st != 200 {
+		t.Fatalf("start: %d %s", st, body)
+	}
+	online := func() bool {
+		var ss struct{ Total int }
+		be.call("GET", "/api/v2/third-party/streams?streamId=gate&state=Online", nil, &ss)
+		return ss.Total == 1
+	}
+	for deadline := time.Now().Add(60 * time.Second); !online(); time.Sleep(200 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			var logs, cmds any
+			cp.call("GET", "/api/v2/channels/"+ch.ChannelID+"/runtime-logs?pageSize=50", nil, &logs)
+			cp.call("GET", "/api/v2/streams/commands?channelId="+ch.ChannelID, nil, &cmds)
+			t.Fatalf("the stream did not come Online within 60 s; runtime log %v; commands %v", logs, cmds)
+		}
+	}
+	// 4. Lease it and play every source.
+	var l lease
+	if st, body := be.call("POST", "/api/v2/third-party/channels/"+ch.ChannelID+"/playback-lease", map[string]any{"leaseSeconds": 60}, &l); st != 201 || len(l.Sources) != 3 {
+		t.Fatalf("lease: %d %s", st, body)
+	}
+	if l.RenewAfter.Sub(time.Now()) > 45*time.Second || l.RenewAfter.Before(time.Now().Add(30*time.Second)) {
+		t.Fatalf("renewAfter %s is not about 70%% into a 60 s round", l.RenewAfter)
+	}
+	for _, s := range l.Sources {
+		r, err := probe(t, s.URL, 5)
+		if err != nil {
+			t.Fatalf("%s: %v", s.Protocol, err)
+		}
+		if r.codec != "h264" || r.width != 320 || r.height != 240 || r.span < 4 || r.packets < 100 || !r.audio {
+			t.Fatalf("%s played %+v", s.Protocol, r)
+		}
+	}
+	// 5. Renew: the same URLs.
+	var renewed lease
+	if st, body := be.call("POST", "/api/v2/third-party/playback-leases/"+l.LeaseID+"/renew", map[string]any{}, &renewed); st != 200 || renewed.RenewCount != 1 {
+		t.Fatalf("renew: %d %s", st, body)
+	}
+	for i := range l.Sources {
+		if renewed.Sources[i].URL != l.Sources[i].URL {
+			t.Fatal("renewal changed a URL")
+		}
+	}
+	// 6. Another token cannot read, renew or delete it.
+	other := backend{t: t, api: cp.api, token: cp.newToken("streams.play", "streams.view")}
+	for _, c := range []struct{ method, path string }{{"GET", ""}, {"POST", "/renew"}, {"DELETE", ""}} {
+		var body any
+		if c.method == "POST" {
+			body = map[string]any{}
+		}
+		if st, _ := other.call(c.method, "/api/v2/third-party/playback-leases/"+l.LeaseID+c.path, body, nil); st != 404 {
+			t.Fatalf("another token %s %s: %d", c.method, c.path, st)
+		}
+	}
+	// 7. A tampered ticket is refused by the engine.
+	flv := l.Sources[0].URL
+	tampered := flv[:len(flv)-1] + map[bool]string{true: "A", false: "B"}[!strings.HasSuffix(flv, "A")]
+	if _, err := probe(t, tampered, 1); err == nil {
+		t.Fatal("a tampered ticket played")
+	}
+	// 8. One-time URLs work once.
+	var once struct {
+		Sources []struct{ Protocol, URL string }
+	}
+	if st, body := be.call("POST", "/api/v2/third-party/channels/"+ch.ChannelID+"/playback", map[string]any{"protocols": []string{"http-flv"}}, &once); st != 200 || len(once.Sources) != 1 {
+		t.Fatalf("one-time URLs: %d %s", st, body)
+	}
+	if _, err := probe(t, once.Sources[0].URL, 2); err != nil {
+		t.Fatalf("first use of a one-time URL: %v", err)
+	}
+	if _, err := probe(t, once.Sources[0].URL, 1); err == nil {
+		t.Fatal("a one-time URL played twice")
+	}
+	// 9. Delete: new connections are refused.
+	if st, body := be.call("DELETE", "/api/v2/third-party/playback-leases/"+l.LeaseID, nil, nil); st != 200 {
+		t.Fatalf("delete: %d %s", st, body)
+	}
+	if _, err := probe(t, flv, 1); err == nil {
+		t.Fatal("a deleted lease's URL still plays")
+	}
+
+	// 10. Established connections are cut within 5 s when the lease expires
+	// and when the creating token is revoked.
+	watch := func(url string) (done chan error) {
+		done = make(chan error, 1)
+		cmd := exec.Command("ffmpeg", "-v", "error", "-rw_timeout", "10000000", "-i", url, "-t", "120", "-f", "null", "-")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill() })
+		go func() { done <- cmd.Wait() }()
+		return done
+	}
+	leaseFor := func(b backend) lease {
+		var l lease
+		if st, body := b.call("POST", "/api/v2/third-party/channels/"+ch.ChannelID+"/playback-lease", map[string]any{"protocols": []string{"http-flv"}}, &l); st != 201 {
+			t.Fatalf("lease: %d %s", st, body)
+		}
+		return l
+	}
+	cutWithin := func(what string, done chan error, act func()) {
+		select {
+		case err := <-done:
+			t.Fatalf("%s: the player stopped before the cut: %v", what, err)
+		case <-time.After(3 * time.Second):
+		}
+		act()
+		start := time.Now()
+		select {
+		case <-done:
+			if d := time.Since(start); d > 5*time.Second {
+				t.Fatalf("%s: cut after %s", what, d)
+			}
+		case <-time.After(5*time.Second + 500*time.Millisecond):
+			t.Fatalf("%s: the established connection was not cut within 5 s", what)
+		}
+	}
+	expiring := leaseFor(be)
+	cutWithin("expiry", watch(expiring.Sources[0].URL), func() {
+		// Age the lease past its round, as time would.
+		ctx := context.Background()
+		kv, _, _ := store.Get(ctx, cp.s.Node, playback.LeasesPrefix+expiring.LeaseID, store.Local)
+		var rec playback.Lease
+		json.Unmarshal(kv.Value, &rec)
+		rec.ExpiresAt = time.Now().Add(-time.Second)
+		b, _ := json.Marshal(rec)
+		cp.s.Node.Txn(ctx, store.TxnRequest{Then: []store.Op{store.Put(kv.Key, b)}})
+	})
+	doomedToken := cp.newToken("streams.play")
+	doomed := backend{t: t, api: cp.api, token: doomedToken}
+	revoked := leaseFor(doomed)
+	cutWithin("token revocation", watch(revoked.Sources[0].URL), func() {
+		rec, err := apitoken.Lookup(context.Background(), cp.s.Node.State(), doomedToken)
+		if err != nil {
+			t.Fatal(err)
+		}
+		now := time.Now()
+		rec.RevokedAt = &now
+		op, _ := apitoken.Put(*rec)
+		cp.s.Node.Txn(context.Background(), store.TxnRequest{Then: []store.Op{op}})
+	})
+	// The players listing shows nothing left of the cut leases.
+	var players struct {
+		Rows []struct{ LeaseID string }
+	}
+	cp.call("GET", "/api/v2/streams/players?mediaServerId=media-1", nil, &players)
+	for _, p := range players.Rows {
+		if p.LeaseID == expiring.LeaseID || p.LeaseID == revoked.LeaseID {
+			t.Fatalf("a cut lease still has a player: %+v", players)
+		}
+	}
+}
