@@ -50,6 +50,10 @@ type Options struct {
 	RTPPortMin        int
 	RTPPortMax        int
 	EngineLogLevel    string
+	// EngineDemoFile and EngineDemoPath, when set, make the engine loop a
+	// clip as a live stream (the development demo; "builtin" is the clip
+	// shipped in the binary).
+	EngineDemoFile, EngineDemoPath string
 	// Supervisor tuning; zero takes the supervisor's defaults.
 	EngineBackoffMin time.Duration
 	// EngineOutput receives the engine's log lines (default stderr).
@@ -125,6 +129,7 @@ func Run(ctx context.Context, o Options, log *zap.Logger) error {
 	initial := engineapi.Defaults()
 	initial.MediaServerID, initial.ControlAddr, initial.HTTPAddr, initial.RTSPAddr = o.MediaServerID, o.EngineControlAddr, o.EngineHTTPAddr, o.EngineRTSPAddr
 	initial.RTPPortMin, initial.RTPPortMax, initial.LogLevel, initial.DataDir = o.RTPPortMin, o.RTPPortMax, o.EngineLogLevel, filepath.Join(engineDir, "data")
+	initial.DemoFile, initial.DemoPath = o.EngineDemoFile, o.EngineDemoPath
 	cfg, err := a.config.Ensure(initial)
 	if err != nil {
 		// The engine will fail to start and say so; the operator repairs

@@ -27,6 +27,7 @@ type ownerFunc func(ctx context.Context, userID string) (perms []string, active,
 // hooks and the leader's stream dispatcher.
 func (s *Server) startLive(cfg config.Config, keys *keyring.Keyring, tokens *apitoken.Service, owner ownerFunc, rtspCreds *rtspauth.Service) {
 	node := s.Node
+	s.RTSPAuth = rtspCreds
 	s.Streams = &streams.Service{Store: node, Reader: node.State(), Channels: s.Channels, NodeID: cfg.NodeID}
 	s.Playback = &playback.Service{Store: node, Reader: node.State(), MACKeys: keys.SubKeys("playback-ticket"),
 		Streams: s.Streams, Media: streams.MediaURLs{Nodes: s.agents.nodes}, Grants: permission.Grants,

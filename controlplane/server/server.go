@@ -36,6 +36,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/httpapi"
 	"github.com/svcplatform/svc/controlplane/keyring"
 	"github.com/svcplatform/svc/controlplane/nodecommand"
+	"github.com/svcplatform/svc/controlplane/nodes"
 	"github.com/svcplatform/svc/controlplane/playback"
 	"github.com/svcplatform/svc/controlplane/rtspauth"
 	"github.com/svcplatform/svc/controlplane/session"
@@ -80,6 +81,7 @@ type Server struct {
 	// The live path: stream sessions, playback grants, the engine hooks.
 	Streams          *streams.Service
 	Playback         *playback.Service
+	RTSPAuth         *rtspauth.Service
 	Hooks            *enginehooks.Service
 	streamDispatcher *streams.Dispatcher
 	HTTPAddr         string // the bound address
@@ -100,6 +102,9 @@ func (s *Server) AgentAddr() string { return s.agents.agentAddr() }
 // AgentPort is the running agent port (the lead wires the engine hook
 // inbox into it with SetHooks).
 func (s *Server) AgentPort() *agentport.Server { return s.agents.port }
+
+// MediaNodes is the registry of media hosts (node agents and their engines).
+func (s *Server) MediaNodes() *nodes.Service { return s.agents.nodes }
 
 // Start brings a control node up and returns once its API is serving.
 func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, error) {

@@ -48,6 +48,7 @@ func LocalAgent(ctx context.Context, s *server.Server, stdout io.Writer) (func()
 	// svc dev keeps its media ports on loopback and its host tuning inside
 	// the data directory, away from /etc.
 	o.EngineHTTPAddr, o.EngineRTSPAddr = "127.0.0.1:8088", "127.0.0.1:8554"
+	o.EngineDemoFile, o.EngineDemoPath = "builtin", DemoSourcePath
 	o.SysctlDir = filepath.Join(dataDir, "sysctl.d")
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -65,5 +66,12 @@ func LocalAgent(ctx context.Context, s *server.Server, stdout io.Writer) (func()
 		}
 	}()
 	fmt.Fprintf(stdout, "local media server %s: node agent data in %s; engine media HTTP http://127.0.0.1:8088, RTSP rtsp://127.0.0.1:8554\n", NodeID, dataDir)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := DemoChannel(ctx, s, o.EngineRTSPAddr, stdout); err != nil && ctx.Err() == nil {
+			log.Error("the demo channel could not be set up", zap.Error(err))
+		}
+	}()
 	return wg.Wait, nil
 }
