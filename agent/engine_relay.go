@@ -58,6 +58,10 @@ func (a *agent) engineRelays() map[string]commands.Handler {
 			var out engineapi.KickResult
 			return out, call(ctx, http.MethodPost, engineapi.PathPlayersKick, in, &out)
 		}),
+		agentapi.TypeEngineSmokeTestRTSP: with(func(ctx context.Context, in engineapi.SmokeTestRequest) (any, error) {
+			var out engineapi.SmokeTestResult
+			return out, call(ctx, http.MethodPost, engineapi.PathSmokeTestRTSP, in, &out)
+		}),
 		agentapi.TypeEngineStats: noPayload(func(ctx context.Context) (any, error) {
 			var out engineapi.Stats
 			return out, call(ctx, http.MethodGet, engineapi.PathStats, nil, &out)

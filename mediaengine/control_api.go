@@ -31,6 +31,7 @@ func (e *Engine) controlRoutes() http.Handler {
 	mux.HandleFunc("GET "+engineapi.PathConfig, e.getConfig)
 	mux.HandleFunc("PUT "+engineapi.PathConfig, e.putConfig)
 	mux.HandleFunc("GET "+engineapi.PathStats, e.stats)
+	mux.HandleFunc("POST "+engineapi.PathSmokeTestRTSP, e.smokeTestRTSP)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, engineapi.CodeNotFound, "no such control API route: "+r.Method+" "+r.URL.Path)
 	})

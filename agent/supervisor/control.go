@@ -30,9 +30,9 @@ type controlTarget struct {
 	addr, secret string
 }
 
-// controlClient has a longer timeout than health checks: a smoke test or a
-// stream close may take seconds.
-var controlClient = &http.Client{Timeout: 30 * time.Second}
+// controlClient has a longer timeout than health checks: a smoke test (up to
+// 30 s) or a stream close may take a while.
+var controlClient = &http.Client{Timeout: 45 * time.Second}
 
 // Call sends one request to the running engine's loopback control API and
 // decodes a 2xx JSON answer into out (when not nil).

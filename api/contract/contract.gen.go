@@ -1474,6 +1474,27 @@ func (e RtspAuthTestResultQop) Valid() bool {
 	}
 }
 
+// Defines values for RtspSmokeTestRequestTransport.
+const (
+	RtspSmokeTestRequestTransportAuto RtspSmokeTestRequestTransport = "auto"
+	RtspSmokeTestRequestTransportTcp  RtspSmokeTestRequestTransport = "tcp"
+	RtspSmokeTestRequestTransportUdp  RtspSmokeTestRequestTransport = "udp"
+)
+
+// Valid indicates whether the value is a known member of the RtspSmokeTestRequestTransport enum.
+func (e RtspSmokeTestRequestTransport) Valid() bool {
+	switch e {
+	case RtspSmokeTestRequestTransportAuto:
+		return true
+	case RtspSmokeTestRequestTransportTcp:
+		return true
+	case RtspSmokeTestRequestTransportUdp:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for RuntimePortProtocol.
 const (
 	RuntimePortProtocolTcp RuntimePortProtocol = "tcp"
@@ -5844,6 +5865,78 @@ type RtspAuthTestResultAlgorithm string
 // RtspAuthTestResultQop Quality of protection used; none means the header carries no qop.
 type RtspAuthTestResultQop string
 
+// RtspSmokeTestBatchRequest Sources to smoke-test.
+type RtspSmokeTestBatchRequest struct {
+	// Items The sources, tested four at a time.
+	Items []RtspSmokeTestRequest `json:"items"`
+}
+
+// RtspSmokeTestBatchResult One result per source, in request order.
+type RtspSmokeTestBatchResult struct {
+	// Results The results.
+	Results []RtspSmokeTestResult `json:"results"`
+}
+
+// RtspSmokeTestRequest An RTSP source to smoke-test.
+type RtspSmokeTestRequest struct {
+	// MediaServerId The media server to test from; the only one when omitted.
+	MediaServerId *string `json:"mediaServerId,omitempty"`
+
+	// TimeoutSeconds Bound of the whole test; default 10.
+	TimeoutSeconds *int32 `json:"timeoutSeconds,omitempty"`
+
+	// Transport RTSP lower transport; auto tries UDP and falls back to TCP.
+	Transport *RtspSmokeTestRequestTransport `json:"transport,omitempty"`
+
+	// Url rtsp:// or rtsps:// URL, credentials in its user info if the source needs them.
+	Url string `json:"url"`
+}
+
+// RtspSmokeTestRequestTransport RTSP lower transport; auto tries UDP and falls back to TCP.
+type RtspSmokeTestRequestTransport string
+
+// RtspSmokeTestResult What an RTSP smoke test found.
+type RtspSmokeTestResult struct {
+	// AudioCodec AAC, PCMA, PCMU or Opus, when the source has audio.
+	AudioCodec *string `json:"audioCodec,omitempty"`
+
+	// DurationMs How long the test took.
+	DurationMs float64 `json:"durationMs"`
+
+	// Error Why it failed, when it did.
+	Error *string `json:"error,omitempty"`
+
+	// Fps Frame rate measured over the frames that arrived.
+	Fps *float64 `json:"fps,omitempty"`
+
+	// Height Coded height.
+	Height *int32 `json:"height,omitempty"`
+
+	// MediaServerId The media server that ran the test.
+	MediaServerId *string `json:"mediaServerId,omitempty"`
+
+	// Ok Whether a keyframe arrived in time.
+	Ok bool `json:"ok"`
+
+	// Stage Where the test ended (connect, describe, setup, play, or done).
+	Stage string `json:"stage"`
+
+	// TimeToFirstFrameMs Milliseconds from the start of the test to the first keyframe.
+	TimeToFirstFrameMs *float64 `json:"timeToFirstFrameMs,omitempty"`
+
+	// Transport The transport that delivered media (udp or tcp).
+	Transport *string `json:"transport,omitempty"`
+
+	// Url The tested URL without credentials.
+	Url string `json:"url"`
+
+	// VideoCodec H264 or H265.
+	VideoCodec *string `json:"videoCodec,omitempty"`
+
+	// Width Coded width.
+	Width *int32 `json:"width,omitempty"`
+}
+
 // RunSystemTaskRequest Request to run or preview a system task.
 type RunSystemTaskRequest struct {
 	// Preview Only report what the task would do; false runs it for real.
@@ -8034,6 +8127,12 @@ type UpdateUserJSONRequestBody = UpdateUserRequest
 // ResetUserPasswordJSONRequestBody defines body for ResetUserPassword for application/json ContentType.
 type ResetUserPasswordJSONRequestBody = ChangePasswordRequest
 
+// RtspSmokeTestJSONRequestBody defines body for RtspSmokeTest for application/json ContentType.
+type RtspSmokeTestJSONRequestBody = RtspSmokeTestRequest
+
+// RtspSmokeTestBatchJSONRequestBody defines body for RtspSmokeTestBatch for application/json ContentType.
+type RtspSmokeTestBatchJSONRequestBody = RtspSmokeTestBatchRequest
+
 // StartStreamProxyJSONRequestBody defines body for StartStreamProxy for application/json ContentType.
 type StartStreamProxyJSONRequestBody = StartStreamProxyRequest
 
@@ -8399,6 +8498,12 @@ type ServerInterface interface {
 	// ListStreamSessions List stream sessions
 	// (GET /api/v2/streams/sessions)
 	ListStreamSessions(c *gin.Context, params ListStreamSessionsParams)
+	// RtspSmokeTest Smoke-test an RTSP source
+	// (POST /api/v2/streams/smoke-tests/rtsp)
+	RtspSmokeTest(c *gin.Context)
+	// RtspSmokeTestBatch Smoke-test several RTSP sources
+	// (POST /api/v2/streams/smoke-tests/rtsp/batch)
+	RtspSmokeTestBatch(c *gin.Context)
 	// StartStreamProxy Start a pull proxy on a media server
 	// (POST /api/v2/streams/start-proxy)
 	StartStreamProxy(c *gin.Context)
@@ -11908,6 +12013,32 @@ func (siw *ServerInterfaceWrapper) ListStreamSessions(c *gin.Context) {
 	siw.Handler.ListStreamSessions(c, params)
 }
 
+// RtspSmokeTest operation middleware
+func (siw *ServerInterfaceWrapper) RtspSmokeTest(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.RtspSmokeTest(c)
+}
+
+// RtspSmokeTestBatch operation middleware
+func (siw *ServerInterfaceWrapper) RtspSmokeTestBatch(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.RtspSmokeTestBatch(c)
+}
+
 // StartStreamProxy operation middleware
 func (siw *ServerInterfaceWrapper) StartStreamProxy(c *gin.Context) {
 
@@ -13438,6 +13569,8 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 	router.POST(options.BaseURL+"/api/v2/streams/stop-proxy", wrapper.StopStreamProxy)
 	router.GET(options.BaseURL+"/api/v2/third-party/media-servers", wrapper.ListThirdPartyMediaServers)
 	router.GET(options.BaseURL+"/api/v2/third-party/streams", wrapper.ListThirdPartyStreams)
+	router.POST(options.BaseURL+"/api/v2/streams/smoke-tests/rtsp", wrapper.RtspSmokeTest)
+	router.POST(options.BaseURL+"/api/v2/streams/smoke-tests/rtsp/batch", wrapper.RtspSmokeTestBatch)
 	router.DELETE(options.BaseURL+"/api/v2/security/rtsp-auth", wrapper.DeleteRtspAuthCredential)
 	router.GET(options.BaseURL+"/api/v2/security/rtsp-auth", wrapper.ListRtspAuthCredentials)
 	router.POST(options.BaseURL+"/api/v2/security/rtsp-auth", wrapper.SaveRtspAuthCredential)
@@ -25837,6 +25970,294 @@ func (response ListStreamSessions500JSONResponse) VisitListStreamSessionsRespons
 	return err
 }
 
+type RtspSmokeTestRequestObject struct {
+	Body *RtspSmokeTestJSONRequestBody
+}
+
+type RtspSmokeTestResponseObject interface {
+	VisitRtspSmokeTestResponse(w http.ResponseWriter) error
+}
+
+type RtspSmokeTest200JSONResponse RtspSmokeTestResult
+
+func (response RtspSmokeTest200JSONResponse) VisitRtspSmokeTestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RtspSmokeTest400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response RtspSmokeTest400JSONResponse) VisitRtspSmokeTestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RtspSmokeTest401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response RtspSmokeTest401JSONResponse) VisitRtspSmokeTestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RtspSmokeTest403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response RtspSmokeTest403JSONResponse) VisitRtspSmokeTestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RtspSmokeTest404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response RtspSmokeTest404JSONResponse) VisitRtspSmokeTestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RtspSmokeTest409JSONResponse struct{ ConflictJSONResponse }
+
+func (response RtspSmokeTest409JSONResponse) VisitRtspSmokeTestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RtspSmokeTest413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response RtspSmokeTest413JSONResponse) VisitRtspSmokeTestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RtspSmokeTest415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response RtspSmokeTest415JSONResponse) VisitRtspSmokeTestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RtspSmokeTest429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response RtspSmokeTest429JSONResponse) VisitRtspSmokeTestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RtspSmokeTest500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response RtspSmokeTest500JSONResponse) VisitRtspSmokeTestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RtspSmokeTest503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response RtspSmokeTest503JSONResponse) VisitRtspSmokeTestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RtspSmokeTestBatchRequestObject struct {
+	Body *RtspSmokeTestBatchJSONRequestBody
+}
+
+type RtspSmokeTestBatchResponseObject interface {
+	VisitRtspSmokeTestBatchResponse(w http.ResponseWriter) error
+}
+
+type RtspSmokeTestBatch200JSONResponse RtspSmokeTestBatchResult
+
+func (response RtspSmokeTestBatch200JSONResponse) VisitRtspSmokeTestBatchResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RtspSmokeTestBatch400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response RtspSmokeTestBatch400JSONResponse) VisitRtspSmokeTestBatchResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RtspSmokeTestBatch401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response RtspSmokeTestBatch401JSONResponse) VisitRtspSmokeTestBatchResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RtspSmokeTestBatch403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response RtspSmokeTestBatch403JSONResponse) VisitRtspSmokeTestBatchResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RtspSmokeTestBatch413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response RtspSmokeTestBatch413JSONResponse) VisitRtspSmokeTestBatchResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RtspSmokeTestBatch415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response RtspSmokeTestBatch415JSONResponse) VisitRtspSmokeTestBatchResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RtspSmokeTestBatch429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response RtspSmokeTestBatch429JSONResponse) VisitRtspSmokeTestBatchResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RtspSmokeTestBatch500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response RtspSmokeTestBatch500JSONResponse) VisitRtspSmokeTestBatchResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type StartStreamProxyRequestObject struct {
 	Body *StartStreamProxyJSONRequestBody
 }
@@ -32039,6 +32460,12 @@ type StrictServerInterface interface {
 	// ListStreamSessions List stream sessions
 	// (GET /api/v2/streams/sessions)
 	ListStreamSessions(ctx context.Context, request ListStreamSessionsRequestObject) (ListStreamSessionsResponseObject, error)
+	// RtspSmokeTest Smoke-test an RTSP source
+	// (POST /api/v2/streams/smoke-tests/rtsp)
+	RtspSmokeTest(ctx context.Context, request RtspSmokeTestRequestObject) (RtspSmokeTestResponseObject, error)
+	// RtspSmokeTestBatch Smoke-test several RTSP sources
+	// (POST /api/v2/streams/smoke-tests/rtsp/batch)
+	RtspSmokeTestBatch(ctx context.Context, request RtspSmokeTestBatchRequestObject) (RtspSmokeTestBatchResponseObject, error)
 	// StartStreamProxy Start a pull proxy on a media server
 	// (POST /api/v2/streams/start-proxy)
 	StartStreamProxy(ctx context.Context, request StartStreamProxyRequestObject) (StartStreamProxyResponseObject, error)
@@ -35589,6 +36016,90 @@ func (sh *strictHandler) ListStreamSessions(ctx *gin.Context, params ListStreamS
 	}
 }
 
+// RtspSmokeTest operation middleware
+func (sh *strictHandler) RtspSmokeTest(ctx *gin.Context) {
+	var request RtspSmokeTestRequestObject
+
+	var body RtspSmokeTestJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RtspSmokeTest(ctx, request.(RtspSmokeTestRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RtspSmokeTest")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(RtspSmokeTestResponseObject); ok {
+		if err := validResponse.VisitRtspSmokeTestResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// RtspSmokeTestBatch operation middleware
+func (sh *strictHandler) RtspSmokeTestBatch(ctx *gin.Context) {
+	var request RtspSmokeTestBatchRequestObject
+
+	var body RtspSmokeTestBatchJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RtspSmokeTestBatch(ctx, request.(RtspSmokeTestBatchRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RtspSmokeTestBatch")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(RtspSmokeTestBatchResponseObject); ok {
+		if err := validResponse.VisitRtspSmokeTestBatchResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // StartStreamProxy operation middleware
 func (sh *strictHandler) StartStreamProxy(ctx *gin.Context) {
 	var request StartStreamProxyRequestObject
@@ -37701,601 +38212,617 @@ var swaggerSpec = []string{
 	"AYT3nF28xSC03Q3V6bYWhp3Cc9usT4kAyRscchXVN7dxQ6X5cJrdwA9tmA25Fm3b8YOR9MXVsmQZoXDU",
 	"CwRbWewGaKHw1oD3dyXLCNjCvOGlfiumObbgZcLFKf5rxoX1yuVUCAk6tAt3kHXIPCKe43RoVBu6LUHM",
 	"6CE2hRcj5guBSc5SLRQcMGJKd4SH34d7eA8RD+IUYBfnDO34exhEP2HiuQjsoqbZkYI7ajBW0ZOBHSJE",
-	"Eqj9EJfMhxNDef4/9t5FOW4cSxt8FYRiIizPUhe7XO5qKzb+Vcl2lf922RpJ7p6drhonRCIzMWISbAJU",
-	"OquiIvZp9sH2STZwzgEIZoJMpizJt/z/iOmykgRxO/dzvtM13R7km9XTXkW/WTpycMNC4Tk9dfPTtaSx",
-	"Vhoi/QApWSLys03g5oGhTljR4HKAx28iMmmjO8B1HKW2Dz9cQhe0eRdn6U4T9TQzNDXUvzDMWWHZ2o0T",
-	"Qc9Meaoq05EHapnj2cUpAymJ2V9LfW4jKtWwBrQwWjbc0Z3JSqRxxkF4BsCpcGbQNo8K9LAYFGswtSiy",
-	"4DFp4C+tZDYaDBsKx/GuejI9satBweqiErhClzeK7/hMD9hRMIligK+3nv15g7a4TM0L6VA7VNWR9RMN",
-	"lly4T2fs3fPTg4uTUz/CkErJuiqVFn2557R5ABgUmtFUi7uXEwBiJLKQo1erO+HXdTHue3/t7fanD+oz",
-	"HfGtojRqXUWqrs/Pz04oS6upw7HbtRQJNzfoGQ88ooGsXsGIc2v2qYZx6tGmEnwWu3vn8EtzwtTpevDU",
-	"OzMlgy6HFQKROl7S3Dba0WB+Qf/J7jRKfx2W79Y6ZhuXF21m6+u1+vjtDRtc26/8wj/ESru0wTk4RcSq",
-	"BUNp144qI5T1UlZLw9qZPdAgXjb5QlxswpbqG5Y1t2TgBh0zcanNVibDxOzN7HGkPs7GlQhksi+Qcmf9",
-	"QDe7uRQKWi9AoTKo3Vp7gDiMy4Bj5gE3Vi7TkXPLs1KmV9qtqqtcoPHTf//9d9+H0FSHj598tASJoNys",
-	"w5jajPUufeC7x7fBFIehQ5m8M6KC9ymXY2ElzlFrV7zE8lYChNd1oNbss+foFmHfHR72n9oPT5+04iuP",
-	"DmNnNueyDWNFvptH3ycdTaWNQug8VwwAKQaQIgm4P9BN3WG8NpjYjw8fNwl25Fc6Yof0hLYaoyrSdRcx",
-	"XM/h+vhcRN70cIkzJ0huFnpDhZMXS5p7xALp14Jko8YMum1f2wlGjkeXx7WZNtCvXRbT+WkAj9igjB/Z",
-	"bUVj29q+mpC4tJ6rWEOdKden9GMfPrMbABCa6TvhwBviMK8pxYoVQgfFWdhPA3aA/oIZUtrFaGlTuvJ+",
-	"8kgG43M5EQBcyHNkhK3hi0LV4DGWBVhW6ZTnuSgmQSvLNZ8d4lAJjnPehl5FUGZR5jy9U4Dhzk9K0zaC",
-	"7HQxIZZD0qeCsll0YSk4NV603b5RT06HX02LquVVazbGoz2WoloJFazr5xzeueD77k4kLWLoQiX+bRDR",
-	"dntqlgiX3FTQv4yaNOYOlnKoLycYbQN9dIXPfIR/B8fqg+ELchuFNgR5s7QXMWThiaqkmXYTrH8CSkVD",
-	"rfKX59/vJDvnPx/vPf7+aVSp5LWZqkr+DikdP0OmcMcGU78ZNqKv7u/vj9hx+DqbYv40RirQ7+7xYZFj",
-	"NszSXt6zlyfs8dNHf8FKvpcn7C9PHz0F5o1smwMYQsKaThEhE4/4WopYaRredwa/okWE0yQ5ljAhfdDA",
-	"GoGI0kiiclwJPbXadKZmTnHePN+3YTEEouNAKxO8+lKHE0tdPhhuIRSGcZcC65RFSqeMy5Z/qUimzH/U",
-	"PJcGgtBlpQxqSnBljjBYPxOIGdtMBHVgVij2L1VGGtTb2xO9VkMkTIyx6SaE5+VLF7KFFY5rMqBJdlVi",
-	"j7ardf7a058TqrDxACjr9npQUjRkQzsGircwCegWzyNOa8FKomylLs4BTeKC66uPzxGrC8JyhpAzd0gV",
-	"hutIQnUswhv9wkqIF24311dBgBdexOovUkTtft12rPdjM0v70knrwioXvfVZ9AzLmoecZyleojUMDSoc",
-	"jjCncmoWuaEaNFGdADc/wfWA6VPK3H58hBn/UFYqtvy/u8D3T29/Of7P07O3J+cDnU0TVanayKK/sV/z",
-	"1GC0gxnlnPSqAbjsX/DhDbLtg8q7VZFQiuKlzMVzGkGtKXQqRWHVHsGy5gUP8Y0lrEds7xHyfiq3NXYL",
-	"GgR9okA51P9f8bFZuzdLJYmuV9a69yDhqvVil3uvjdDVXNDWVWvdkPjm+tOmhbmJ9tDyL/56dJICjgnO",
-	"eAkLidBwesprLS6U4fmbmHZqf2ATXl3yiSddCHNjKY79jCxYwQu1WaHTJD0VVRoFAP5p9WsI9GnVLvuK",
-	"/XH3p7c/nTxsbpUrBBp4faaCl8d5rtIfFyZGt/BnsILsQ2BS2VcYHsPQRdpXzhd63TdgZDosdWm4LETW",
-	"6J4E0F1MHAL0sG8X9eyntI9qnU6cxY43XaS5GLpM3blEvD6XbqG3u8Ylolw60qXdD2bp9iZZvv3hreyh",
-	"vNOoKxvK9cGHXeH/ghO7hb3O2UxldR6rds6ySmgdhTrLGP161DQXGB3uw/9H+AYO/e+NqMY8/Zhqepxd",
-	"UE/fUTIvtRFFtGFpq4sK+Yl5amqe5wsGoKRd7qT1ZY+r/otLuznQQz7e7AuWE4l54TJdopb2s21/gZcS",
-	"y+8T9DY6kOa9qTFlwiqjSyi/t/8J9TVzcVmZdIMIuL1IBOibeJOtFQLjG8fVXsSweVrROu7CKx7qH36h",
-	"Lm2ymORio0B8J4bLRcULDWPHIFxMaq2KOivXo9nQQSYh7oajGB+udYtvIRn4m7qmsLMh7Ljfx/6iV/oo",
-	"uOJCnN8abfk29LK4B+nMTauEWQJqvGdAGziUAu42OL7Z7VLC0QAV8iW0I4940wpCE6d279DDThQuLEZq",
-	"zB6iOPxDXJ6r9EpEgttlD7xiiCIoRObyaDGUaeKt4lftdanlWqDOlCA4An+J899zEySKxjlgfxP49iSx",
-	"HRHkXXJXMxR23O+npqC/e7BxzSLXnmbFZx0YYFYGju3PLQyiwee4JvGTbAf8ADSaLALgIdmKenakWHYa",
-	"fWD02znTjHy1A3ytBT0l8lw5wHpE1FoU6XomZhAbaC2MSrDTv3RJRbvP//v87RtmxAdDG7LpZqd1pVXE",
-	"Xfq25OCeVxp8NGx3dPbi76/OX719s//qzfMX/7l//uI/Rg9BbHCt7R3Etl44HlIXNCKr5GRqwsIev5Xx",
-	"1hXr+BMgyr+ghg39kudtweCYEmeBYp20q6bb1dfpfmuj9q8fdWHexb05bwuGB5+w+XRBPmKIwVcCstw7",
-	"U8Ps3mR9U56HLkAcM1WFkUVNqoqVMVQianc8tadvNekuf9TAuqKGtioxzjewcrT4V7zvBDWckEa7tgW7",
-	"jxL2OGHfJez/+3/+X19iPuGlPsKa5Rpy62OrxhFkMXl4hJhldreA/N1BeNgY+litBwObx7nDS8/Kjuhz",
-	"oJ3Bl7zoqogX+4k0Xo72jdC3yEXslieOhNcV7gYcxfODV8VYdYK6eZCNobyE13ZHjEx5nHfDuFPB6nJS",
-	"8axB77DWQfMqgSISN9dszGVeYzqs7kKzAcEY7anwotEspD2gJThigCGwGgGd3bxfkmuB13C2qToVKkCR",
-	"TH+obMujUG1u08i9jy3kZIYQYQXa6Zpx+zKsIBPGEi3LBM8sj4jLQVKDLxZlV5l8I8B1gtvEY8JGT3kp",
-	"WERc3WyHvFIRBdo30xhovZk6qefvZsIqkQPunsMAOz59xQDRnSyGHrYcPwPO0lxiKb59SJNI4+DKh4No",
-	"ri1xAIhFdTR2/lctooG+i5DHscpaqHaXxb+6mnx1iz+/Gyx4rFnHjC88Be6ei3TPP7/n8CZ8i264elqA",
-	"OIC0ZSiXH4+XoOi7sC7swbUnmywzi6UrGWyRP5aQTAKSjzG7c34tXo5npZhciFmZcyNu3PbPWq+pgsJ0",
-	"GgpQTCDBAjO2IbUCQXSDp62mAzN4GGOUmVQ/SlNxI/52WcYoED2d8CC7lNaKM+BivbqU5kAfsUOWC0qU",
-	"EQV+MZ0qpcW6bp2Pn/QnMyU4uxOViYjf8C2A89K87GfTI5aqchG0tpRFWZtQyNnf7YHzFNzekCRdprP3",
-	"POdz+s9Zjf8NIdnfblwM5k8omq3Z0Qr4g6n4cTWJHMLLukIMIdpgVRKz1fSfB5glgPDyCcvlDHq3GMX2",
-	"ALnAJGzP1IVI7L/VWObi2XXC9nJxLfKE7U0StnclFrIw72eySNje5Thhe2ll/++Mf6gA223vsh5r+TuM",
-	"IT+8H8/soLyy/ycFjrOn0/dmWgnt6gw914001CsNZfYEM1/fujHsVBukpHrODNLgLIpVRxeGNEpolHoY",
-	"uyw9V/bx4bobOxXWyOj8OP5sqaeUH0SuN57Ck+/Wz2FTVPKlu+q8utRvrVqsZEUtN7eNQPrhiG/WFjla",
-	"jZsy4HwHt5IbIyr75H//83jvv/je74d7f/2t+c/993u//XGYPP3uz3+L+0YyMYilwYO3y9Ls/1t3PPDZ",
-	"fqaGM9uMqU0fgykxffz0+z72NZdZTHehD8OvH3E9//L0h81yjFs3pbU3Le7fJVnPVP7xWD8kQTmWnzqX",
-	"AcpS9ICLPHPO1I2dRLHq4KAyCLsyD5IPG5cMb1Yf8HH1xOD8A/c2eKN/enHBDngpD64fH7jmJwfBF1Zg",
-	"1wJLyFk8Lt/4ljDW4tCL4ao7b9lKZuOt3bmVjMXI/VOFaDLHNZ8t5S5byVu7/NZYJ+iPSIw+QoQEQibj",
-	"li0ahHTN5IRQ1gFVdi6hM72lE3xGJ/iI/V9l/y9AKulUuXLS6aKcimJAs/SB4uDR47/E5UHZmYzuMnOb",
-	"7GwySHI1gcRsu+ojKiqgjEvhe6A3yfzUluxKLNY3RF9e4A/96X6UKLajr9Od5GYJ5pF88iAptFDsX7WC",
-	"cHjFclkIdlkJfrXhufz3rzu//lr9+mvx2x+PkkePf4ifxJD87LVH4aedqlwVuOGKzafSCKZLnq7nfK2J",
-	"P/v1V31gZ/30SWzSwzO+/TWLchHwMJyovJ51dNxK4TcMh1JfNHw9EriLbiEO3o37Uyjzps7zNSEjHERq",
-	"9ubtBXvz7vXrLrgaOePV4m9iMXS8kjfVdPS2JZj48HHv53OR5tCkjUa1Tw1uokV+SrcLrSV0n9hb/Hf0",
-	"xKBDdsJkkYkPCTOVnEyQNbrmXkvhDZi07jo4zO3BQd0gPgYP3/AL11QMAX8NtXWaw/AIa+taRvxcWRa5",
-	"L8+fv8Zy6pkoTF+vyyx3fS6xZ1xVF+hUNYrN+IfnWX4y5VXcLZVl+YV7vv+K2enMuW6Gj1+pONHg+XYT",
-	"TaXma6FBKjVfbvkJh2FPcmjEAh6OW0sXcCNAD8DJNn3ygowJ4J3tzw6MONIWOGLy2RDUh1AS7DndLdDR",
-	"xXx9XKBNds36Ek8IS4ccJUKs/8EuQ+vrQCr7HBSC5LmrHSK6sox6lSbpmRelSqcd6J1UgSTsI45/2cFQ",
-	"LSisHqcdcitay3YWKSUI2XvvJyK1rkVG2JK8AMC8ikbmEPgabxAhspMYptCBcogVbn4uBFoJ3ZvW81D6",
-	"VtLesOiJQUOj5yqtLXeAXejtr9x60mcAAuy3Sz6B/iM8NZ0Y5a/iXqaGQoEXhiUeQ3Ko762zcIeT7IRK",
-	"LODnI2qQX6nL3K4Fvd5Fvjh1f9m0o/DqEdltjAY78BNr+SDuMhkK9NLAzTbrWf1MVYI+ARh7zEx5YcUI",
-	"kr/Gdp6DsNSXuhiHl2hpteHM3L5Gb701krDk/bRSHxY3dfGXdZ7brfsAnb/A9Io2oolkLpVlTgEMyISo",
-	"L3Opp9AWcCN92FtV7/f3fvs//i0esOs1KC+Wa2thOnnOHJA0tSsSK0jHa92KGL7uBBuQWbh0flPTsnvl",
-	"xuUPxhBQzk8Z9Dhh/qkjxmujGMJovnt+CtJgzPNcM4CUNopdnJy2QGlqo+yHezIRO9qOVUaXzw4OIAxk",
-	"dKntf2PDu6NWaSj4WkHaQHFYY66SeWuNQDWZrNbOHz5Zb7deT1UsV/HvsjI1JJ8RNKbDpuy7ARHf/7JQ",
-	"gkZnlhr8zYjTpirvgDSxgG8zytzcJ7chrd05ga0nqU98KYZch6q/7Oy8aQYGAj6nVBDsGt/f5Q76iKem",
-	"rwe9+4XVJSBJTGU6ZQ5CG4r03RgbtqA/l7+LjqoH+5NH9XcN5aE+ShZYDDHwW925W65fU7u3/sBh5zwf",
-	"OPt5JY3Y41PBM+j8teH859ilrldbpNaC7tFBKsxK4aNHil69EbETW9qCYKLxO2yv9wliiEQxjAzHug/L",
-	"pwhSAZvqPtCUBLbPzlzhJ9fsVBSZh8FFYtR2MZRphRibR2EOWdPyj5m6wjpUaELMEQ+FEE48SErIph5o",
-	"LGCId4nE29VfDhes/xhfgaZCsMQYozyhlsIB9koQmV9tT4SPDDOvfHIgDrv77t2r5/HczYEYk74id9OW",
-	"4FWlqk5cnDGXucgSqJDLmKrhfgC/WQWmDtLZAM2mf86V4OnU3iNsGUxNDvsnvxYocLMgNjeuGNr5w+rC",
-	"yJyl1uotOqEkT7rP+U14iRHJhMr3JQL1NBTQlVhLHSGGoKRwfUX9oaWBSNqVLLJnMutEOhQb0QiItDWY",
-	"MXSarhnmKgLv0Iu4DALv9zik0MSRetP0OdywTWBsY9wgHofly7TK9ZWOhb1CnRx4Kda/xvXx1vfj1TpQ",
-	"iscnmEDXmkKkAraMZtg38gnUD/tQ0sCXc8MeDS2P4hMQPBGawig+ODQBUKTkH4lveNGw25uiHLZlXcQ9",
-	"YZSJIVqdOOx9wMFxiLABFM6m1ZxwLMH2uS/3lBxFaLBb21y+nAkbQ9dMO3VIWA8Y0hE7r9MUqocS9pIY",
-	"+4Vl7G9rDMqeEFOPd3Incb+T7Dz3TGwHErOpNs0Pv5Ps4Pg7yY77wE6y44bvIYhTaGDd1UgdcFkgVxXj",
-	"Aeu6NAwxrVYmctlX5uzSLgZ1A1NlKTJICdYdWfma0VOtrpC01Mqqq0YppnM1z4d2qh33f2+DBXRiL1/Q",
-	"HJsWVwCbmHPXAylhcsx4sdi/DU8QBtLDc4/XpsKmdY2INa8PdNA9F19Y29+9PZZrMZ8w37A/YdNcOxdK",
-	"h1CfKSOOs6zq3kvUbzG324ryBskbk/al6ZLq1RrlsNm5DTXDtTidHZrGANt9QM61O85kJXweWuuITttk",
-	"ZQdb7SjZk8QySYa7182IkSPFJXRzeFR+sawSUNVkJjNAB2kqQIZCqtHoGwo+4qIRuVcXoHfzaBnoL+tm",
-	"Dmg/ciaSxuTDyrLW/Npr67cvVnfmY/nF5gB8OMPYDVgPQ9fe0Z5bVKkPi07b+8LhgbZMB0qiIoMci2TV",
-	"h0hjp2EmnIO3zTrI9uP3ea15tLzOI5Rx0lB40+X+2WcOQl03xqE/LIZZ2uh+pQzBtSvoaFm+PPMHzuLx",
-	"VXJEIXPeyNh1HVRxCasMrr2Lbk7dl4sC3nGfDnBqVQTQ6reqLfW4Ty4QQI5cKByaLOjA+XFEaawOswGn",
-	"Wij/EgAza7br8h3LWk8TRwYPb0W5CFwxUrOONarxOJeF6BOyYPjO7WLe4sObCltVDPoEVMm+LW70hUpO",
-	"ZE9VI20DtBMRmu2WdZ4jPght/FjmIr7rJH1ijZNRMofHTooiSBBsD4Hr2ay3EOUUDISiwDybVLS9b0eM",
-	"W/MSSAMSixEHyqpMVlVupvUxzhQiTu9MGaBVufoGYCtr6M9UPNoT/cKv8oFm+FD3bq9fxYUdIapQdPuG",
-	"XhNyr6rMpnf1VlTI5oqsslj8QESXdH6lId4jOtrB3huXR/PVe2/ChW5wyZwcG+6vOXeZSZ/cX9Mi88hl",
-	"AI4NHuCga5PIjry8cAgTnk2CNOFzvgh9MDjQTrJDr/W4UpBko/dS5JCGyQFVD7l+y+L07etlNH8KpHPk",
-	"6I+xqpJ+H3iL0nhN08+Pnz5J2M+Pn36fsOPjk4SdnvxyDP/3ndWI35Z1XDEcl12+D6zXmgmu6xb4Eax4",
-	"F2qIljiUqjGbkT6CZc199XonKgOEPSjXiw3ZvQ1XUSQaLOmy6pHd2vAiwC+u3Cneewjwv+JVjdS12lWw",
-	"/fw724WBhs62ox4M14/lYJssf4kIYS/czYiS3HX6s+C5mT4Xhss8mh5daFHoGqtGMLyc4cNOB7BadiwR",
-	"OSgkigI7YCkBAfzFs7ZBaIvsFWTBxuVi6ieIAelMfGD0miv5RwNjxi1jG9oFGfLSIvvxqsjktcxAeMLO",
-	"YWLjcA6N+w3phTH+TNUswywyV/riUyKC7OT9ji5wWXxwCLg1Pr2U8gnwhaVmWvRXe6rdDcFuBd+Mj02H",
-	"IGjupW4SRoKxHHm/dsjUL8GdD/95wotMZqienE9rk6l50QH8vS7fYrkL93LCyk1EpwdTa+5CuBXBKSZt",
-	"AklamQ94gXup/rzgpZ6qCAPG35mmB/qh7LKGefTqJsvMpqdt3NtrUfHc01jAacLDBajyTACIDNQDFfya",
-	"y3zJhdTCWY8f54+ysDLcAUItfW6Nduz6vbnRo1sOXO7FjMscmyp8ZAEj9KTkgLrPCmXpibJPxYyQw5dS",
-	"7euOUppz/KEJwwL2hjXoXEIYvWqpHZIWu+tmHx8eRvs2x7KwUllCgVmAwuLpBNYwoHvzsJ1eV7agKflm",
-	"g93M6gp+/0V3JafzK1H4c5IFm8k8l5shItNRxNMv4Ke9V8+9HQ5ALg3gTgRopjD9lTznv1wstd8RWXgn",
-	"4oU9+ELkXoWjUTTGlVesszYh9ZsGTsLNDjel++zjWFY/ci1TJgvceXu4/FLVpmkhhZkg2EYjoolUsRqV",
-	"k9N3zP4ijUhNXQlIHvFKP2nGDQJ33PF3pxI/VbOZjNE9ZCcz/Nmh53LKgWy6nexvDrxvlMrTKZeFZ6fR",
-	"0efSTKOjT5U28XKxn5U2rUr7QKW7E/1DxSTTEjT1TY68rFRWx7jxKf7QVxGXR9sKQEi6jbBPjeEdKO1y",
-	"5uwGHsLu0KivxHHfpGc372gFyF9dbQdd6zctXdebpe8NZKkD5f+gkAMcYDOkp7Q27H9Ul/M3HG5Ygrwl",
-	"3OflDXHn3s3zupuJn7Zuwz1AEkcv6HGeo63Qvp2DrSZaxaC25QEYcf+mXXDd4dcBFrUni7CnjO/C7ZsZ",
-	"3wSIBEbKVEeNaM61eREPQsKffYtu8AjXRcswk1ZXo8ShztG79KHzegZF4Ws+MOXUnqMu2EKY7s/URYxf",
-	"nJugDt19A5mF73Pd+aGbZbKisfS2yNfUysPBACAKNBYi90XjXIBhOiBV66Lga/Gg4QMpL9glIGmyGS8A",
-	"B797zLWQ+jCk1IweZoWad2hpdQlg4KdhF6QhE6W2SYS3YfWlGYcaX8xN1R0AAlxfdZVT6ysU4WF3LNhx",
-	"lKtDuK8fvm0gBQexuuLWRWi2N7ytLQIJabGfg3RntMS4yEZ9ADsHGBYLaJjcjTsBBv266mK9LdVqwrXU",
-	"oavXbxC3gv9Yg/8H12nPt4yucB6AaKetKrakRjXL6surf1FkAXj2pppMuZ7CpMYOeOHGREi2W+tqcdEb",
-	"zNFLiX4+YEeOCZQWXwGpEZniVFVWHHmhAnCodtmZ1T+Ua093KeAP8Yjsei6yEa8oPSsINa3gKoQ706wt",
-	"8fe0m0A67SH6oWV3Bt6lNUanpf/sedT/+aP9CePs0CmYz0qRMW6AZ9APu6/O37Ifnh4+ShhK2FFdgBKG",
-	"bWLqwr0G7+i7sB9v+E2EHFi7q7STx6evPEwB0hfNRc5KDNDpT2DHgv8XIV46P4M/L/sdV6oewzVhs/ih",
-	"QcFbs3hCO6d9OoHl09zXthUU2YoYLYG/7vbB3sCtx12J9Uqf7QmXhX2AcqMcErLV9gniq9W8s7efrcML",
-	"w1a1a/rbOpdOOPrwXrcf13F7qZFr24l0t4BwM2GmKmvv1/MX5ydnr358sbJpcCT4RkMdcEDt5kxugISd",
-	"v7h4d2oFzOnr4/97eTVPW4v5bmUxv/3xXfLoaXzeHQ15j92WUkteRey8PT/o0QBOYehxxgE2rjn6I8bb",
-	"zXlxsPUu9yEl4L5/rtttaHSbDGqou3xHqbkuMm/GXfdZZxz8S5UJS3HyAG6QgnusaY2c52qOmHgIv4Mw",
-	"c3qTbrx1JePacot83529SlwyBmHZlbWhOtnwHiHqHi+8MTKqKzlC1FG3/Kk3/sKtdwjafXt/o57onwhC",
-	"z25slC1PZZWd8sosTnjJL2Uuoy6Pxsfh+iX4dvFgTWYqkgLDjbDsMDac/9iCNY+t9GZoxqein+EdGZoP",
-	"nOD40Y4MH6mMeND8NbqI+FDKSuhOJ6vVngGrINxgXDy9GnWj+H6q+NDN3Sg3gKdtz3IVS3at4xleHBgX",
-	"Cb81wCqgkWPaTLjS8FyS8Lb208lreS1Oqa4r6mCEbWfvzl5rytmGrh0EDbA55FArGfcjsss3vZm+Bxes",
-	"BNAOLgXEUl38cEPLdFPsdPguXDnGO+q6wE7pQMHH7oZ7lnO8O3uNaZtBa8Jhnmk6ZzSI4vGTW01UxuHW",
-	"1bOG+Y+tUwLoOcTCi+RD/nazHOK1N3C5Kj2oRN8go7hZeJsw3SEPp8qPMypAf3FUDKTrqzjtHq9ScC7H",
-	"YlCEC7Ln7V3UBopAoYnxkc/FePT4MLGiIBdcG/Yd/mOmtHHe6rGcYFKmqouM7br3nh4ePuyHjv/h6ZMW",
-	"dv53h33NPfsrFBTeL8/fjgAR0kwrsQqKtBGNuW8sNaKIODd7roEb7LXgWnz8PbCqfCHmABParuWNMPJL",
-	"rfLaiNfrrgP2SXa3xmqmlDtyBMJcT1WFWQC8wG/RSM19ePLd48PDJEAYuxQLRYWVXi97oFEvWBzh8yun",
-	"098JI7wvTw87K5+7L30uIfMGK59LUUmVtdYaXPv+2TwdMJdhd3cqaDqpuhaV/iyuru8l5HoYxazQSH+i",
-	"bb+hj+83NBA0iB4bruls+xht+xht+xh9xn2M1mM1tUCaNsl1goHX4FKFORL4if1tt6Wvq9vSsuHTzmXo",
-	"6sXkVuWZRMitIhciWRX6oYzogvoK7+lvg5SSjjyIVbVkeAqEeyGM5Q/SuiIq041TIN7BPhyX8sLKlo9v",
-	"PQTEzHjRqOFHTqt0va7sNbS3UJJYi8WdAG77VYzi34i5c3m7zGts/W/v+smr52fWhiCEfGx05Oo9XdWP",
-	"KoTVfAti4bmEuBW47nmxCHP2BzeG8uI2kMZe3Pa4mOxizIoDtOX4HM564554+4nQER/TIYbEWQplfhRj",
-	"VYmeVUD0Z3kdUttjlhvIkF5vrP1YueyR7T/qe+8GluyUdVUq3bFX9GPficSU3z87yZcQSH+qVF3ejIRf",
-	"+jZ0nE3sMA0x34B+e9X/l9baNOKDiUacBt7q51KXOW/45kaXee1GfvweekCTj9jFLsd4bNED4L55bRTC",
-	"8kYrllSFkVhwp6xgWgRZUXacv0NZcaSy26i9ss7z+JvDrgX6HyFfUlV62CXJxLVM3enF9Pm3b/7+6iUj",
-	"q84aVD/9+PiHRz88akBkKOV7rdqOn+r+Bv4OxabNV+iPgz9CZQ3Re48FD658nqW8KBRwtqBaYHXvgaij",
-	"LbX+JhbU8wl6X1gWCg87E8fwK6FdnBz2CvB9x2CPwJNDLNIp11D335+UpynvitBwfTn76nqmXJ+a39c0",
-	"COMzUXFIti55sWdkbvZ+V62yn2BEqc+nvHKXaM3ItBNSMz2FtmGAU1OXDXaNsbKuI4N4I+Mz6HBBCosz",
-	"aNxXAotm7c26A3ZqdQOEkvuxEvwqdsNECYsAFHAXrwHjjzAsc8Gvu9KtQ5TF3oA3nknoiqyMLi/CvhoD",
-	"3j9rveNjbO9ijTGgiRNe2Xdnr4+oasvBLc/Y7ujf//3f/6/Rw8DyojytoG1GwjjERFyWSdhRoxIzdY3U",
-	"N4s2zdi0y8LNRMdAnJ01l69b7L7Toro104M6aG2utCANvOnXovVUzQuXTJOqQqtcBMYErpWlueCVQ+Nc",
-	"S5OVysWrrEPXxd6+PiVgjarL3TZg+y3te3Q90E1/Lo4g47em7HaVuQN5wG/t5mabTtJ3sIHmCTuJPSqU",
-	"j78Nu2Q6VsOLjTHhAJuma6j+IHaHNQZd403obBHJ8On2n/viQeyQ1njRN80a6L+X3XdyxhdWK4B72VnJ",
-	"9FpNZLF++sCrsXeP/c5KLo5/EPfPP/kRGTm08SfogOwvz3SHZHe5hS2vKgaO/Wj2kH0a5+sexwpMOKfl",
-	"/iIbTb6ToJvUHh32024o4CaJRF3k13RNWSVBwLGhZiT2L6BHEsZMP8lZDpwL0wHP3eNXXiWIm7cB2LRD",
-	"4f5mHYOBKlpeE/tswmp0yvOZoj6QuHXYk9QyZNoaYMYbdD4M0hRDak8a9A13o7odmiE1x8jntw7GuB6W",
-	"Dhb5GYLRFa0uqbcHS4eH6irK3ZCDPLMgaYbj0jWbhd+EehnAqAsB6hKmAGciz2Ey9wVY9w9xOVXq6rnI",
-	"5bWoFutbDGT0JNv1GaLHCfsVH9HUppcXGnQ7/evOw46uATgM/uOEmnZaKvkHl/YSnQkDdUu+dUBPvwCA",
-	"8EjrSpoFFGhQ4ZHglaiO61j0pMnqJcoHRX6kr9P3JTfv9/f3sdTnstYSOole8vRKFJneZ8deneApFIHj",
-	"OLvwsqaXH9o9uLaGO7BgEtquE2yq1JUURwh4AlV0OFfnSgWcGmrliibnk8NHbMRL+R6eeO/OfGT3Fm4l",
-	"WFMwSHNLpsaUATrqCXw1jkJll9OeHbPylJAgcmCUvriV7Y7ev/9ZabMHS8bXRihwwZzN8Cr/fHFxev7w",
-	"CGvN90ACWO5AOevLaGqXgE/Nc61YIQi1ZfSfe+fX6d6JrsZ7ELkYuWR9aL3CNJ+JPYSyZaNzke69FCad",
-	"7p1LI0ZWKxi9hd9Grgv2ImyS63b2OzZKdTV+X4n/AWR82FRpdwZ3YseZ0zvBcptd5qX8m1js/GlvoYyi",
-	"tlhug4aZXf6pM+fPRYU+JHsBIOS1p/1Tdn2V4DlIxr1UzWZ14TJlZ7zgE0jDbnwDTf8iuE9B9ZVDW7Ej",
-	"4pvau5USjGfv+eqPTOjEZ4Al1EZKFhN4UgBzr5SaaYdvLyvGs5kspDZ4N46QnWbUGtYuThqNHTVTuBE+",
-	"sRwTu5Dfmammo8k5aCuEegdXiEGvORcGwn5M7mpmoszVQlT77AUwpf99/vYNAwh0h8Fda1K8RlAI/aPK",
-	"FiOmp7wUbPRHqjKROHCgBKBxxavMLtxUC6sJ/a/EIQX+rz9HOGNMBKDRnQ+LbuuFHWDvVTayCmmpCi18",
-	"dQk0T8YED2i5rdmIPjdKmFZURUkA7RCucPXrM+yu0sDs03HlaqL32Sm3ehWEtzyFag9A7l4RxbXIFawZ",
-	"hbWTEQkDEZGAdP3nb3aRiAwMH5qB+lOU/htewaQa6ZnK6tyem6mrgvLM7K0QBfYsRSj3kR18tM9e8HQa",
-	"8JECEF/s/XAMLYzaWJr+YFnMXvPHkQewoA83D+EfRk3rBdolUYxVlQodHcz4ChqIbF0uAIMejW6pGZy0",
-	"u8t0SqKpjHBfIkFQ1VbHJ09tVsmxYbzkldln0LyhWdno30dsJnihma5Bn/E/JUx8SEVpAKO9OU28G5Y1",
-	"2vu28EsBqnoGXZvx3NIppa0zXqhiMVO1pshX0JMinInlwSNLpVORAw+m291izTjCPnvbzGjGqyuRuYk0",
-	"zqxnjJdyzyCvpqmACPQSVxNvszwYjG8F/tagkM9LPPugpdCo6DsKN6h7OiSs97yYCieVtkVfa2rBhL2g",
-	"aCbU7OH7TBTSSo1we5Daw8us2QiPa7TuIJEt9p5i58pzlfJ8z67NDxYuFwvVXBMYe82Vy3zKlSoh7dfq",
-	"ltWYU/Hbyjm5vQC7RxprHu/0CLfj01cBwNCznUf7h/uH+4+e/hWgqUpR8FLuPNv5zv4R852moLy55g/2",
-	"Ih5cKmWsgIFAWRl1Up6AvaRJoa60IdIKpBMiz7gaRVlow/McGVHEKbvP3tot89vi9s5KKVcZAsV5dACX",
-	"i84zIEHXXHXMa1jV8b7zLIanqaoLAxIAju5SYAMEkWH4HSr6lDaWF4p8bGcLJ7a0YIj16Fap4Opn/3oE",
-	"TH2uWIUOR6+hiQ88Na4TsEQIb3/3rF2+86M7mmP73aYFnxWz2M22MITaF9SEHPyPxuAgWlTr7K32R5wL",
-	"GTSuuF1nBUvSOIzs9mdB7MMr/V0XZX8ntKvsIYKhhRId7ufjw0e3tjw0J+Orid3iVq7un8nOk8PDrk/4",
-	"OR/8yDO/cfaV79a/8lJVlzLLRIFv/HX9GyeqGOcSDcsnjwZ84pQvcsWzC6Ve82oi8L3v17/3riBsHJFB",
-	"GO3C6uL25ccDZnmh1C+8cG28AcL1+yFb+MpyxoLnCKgTWp07z/75x5+/BVAixI/6b5nloHyiqWs7FAov",
-	"cxDnewxVnJ1nO3/96477WyNjdp7toBxpfsN/4gX+M+lgqnuNZ3Eiosg4AELkK1YLFWcyC2EaRTbwUQMT",
-	"01NqLOI/iya3ZcOC+yJltDThF1VEefU+e2WIAetV8eg75xXqUmWLwN3JLiGtqfn+Ki/7SRjPac69S65N",
-	"9Ye3z9ToUx0MoNkvPKb9z+qaXwj0tPuQOV729v3QRuY5xOeNAkGGvKvz+t/qNU95adIpP/hDZn/2XHFr",
-	"pmhqfU81cfRmgxsAssPDY8oMTe3TNz8xOeMTsc+OoWvD2NqvZMbBfXb1sXVTLW//uZTeSOnfYzk2QhRs",
-	"JovaCAgbI1FAZhtqje7zzvxAWw+UGyjkC5AO4EyCubiH0fRqwSKALUXG7j4t/pXVa4+DZ3JoBwRL9DPE",
-	"hoy6DjYHrwF+EfkB9T12uhCABbEnh0+wDQZmQWYJQkVAPKfMeYppLitUeoKTA32x4jNhoB37PwdUWIcw",
-	"JeDisQpn4+CR2YrgTwJy9u7YuoYnl92Qv61lF3BRDkrExIsMjPg4kaGjvCE4uhkAXqPnkKJdHPtK31RB",
-	"eLL+lTfKvFQ19tT9bFgS0rInm9TflXtmNgeVAOnVbbO8KiBj1tstyF78oTZN+lDAIulAVapuelUlIXOZ",
-	"T5XzP2C/2CBzgHiUvTcqzyz/sMKxUCxXxQRqK4ksRbbPjgtGkFf2QWTgC0yxwC8Hs9TKMrNA1nN95aqL",
-	"ndRd4gmrVH2Gm/XxlG1lDDGPmxF5f4rbABq/uUpAqz9xa+mi+9YB7N9Qn/986BUOa5lg0Thdumz3RMUQ",
-	"Td1z5mOP0wHxQ9vZCUEomV2KqSQh7cA9QtQuUBegx4X9ZUSUekojeY+eDPyjU1EJtsvZvFLFBCiskaXf",
-	"sZFElvI+cGSMHiLR2430kwRlYiaEac+9VLlMF2z3yeFhM9YlesyhTd908XCfHed54zELl4se/Gt1ZSV5",
-	"Ey4Plw8cC71jGF1BjwpkUsWkPW7x23nhduWOXAz4HfeRNS4Gx1KdAhZu7RDXwZOO9r5hgotLmGgiDi4+",
-	"F+74HHDbYcdvLukfDbG3LWWoSv4usq3/4Pa4YuMvwFS5kFQoVQ7wxpvLf0P+B4+vcDrguH38TaRXOpDu",
-	"NCWwYezFbHnYVAnOfXdPkeuQuaEhmXmu2M/GlG+LfJGwcz4T59KI//PcVDI1jh08i0TKg8jXVFVmzxoh",
-	"WTT8Tk5+iPfGg9R2pNG5lUZiFLT4ogVKHYlgezonjc7NCr9Jf/TfxLH32j8FReij8AQsc34jJJrPsBBe",
-	"lphUSlCdKlvgTpI/owk3npyfvaSXwMQiLhENtq/G2iO7DELBNXvpDb/vs3+A/AmTmOmkIVMhJoa8k13z",
-	"BWWIe68B8DLUcles6LoSaEA32YdkQgeweP1GdOBaKoQAHZa0jGehAS01zp5+a0JNbNcerfszLW5E8tvJ",
-	"YhzkId2wVTvaTttLw7a2WsCWvkZfAQhRboS/M2UTMnDLtBey2YrdJ4//Sp+FrJk92EF7tY5ZWimt97Q0",
-	"TQBgdylT4lnw0AhdE1Znl5PC5088jAUrVtImKASvapOqGdDSvJLGYBMhvG+oBELFB5gCqwIfduGOhDyM",
-	"PSB8wDB+0FKNeOG6prtrkRC3RnW16Vm/Tvrfor2AXMt3Su0IIRCVzwEhQxSkVEgIBKIKBnhaGjsUIIXD",
-	"XM+F2evKGrpY5R9dbNLyfRr1oU9Y4pGkV1jAZ6zCfNMRjbellU7LIfP7schyNVG16VZUzoIKA6c+eXW5",
-	"CLJBwFthbz4pDxTihutKwX5AAJyr6grNFRKrkPOhcteuyjs1GtGhIUUEMgSwLORSGUcDmDaIFcgrkjis",
-	"oqeWIX7yRjFokldkbGJVqCeHf2WjlLTkUZR72o0aanGErIHMiDhv8PbZ52wwfCrd/cWyiX9bJBJX2jGV",
-	"vSOOYeqq0AMdECjAriRdMNc4lZvWM/YuiPFYYBXBSk1+w/VdhcMCOuZj5zXQXBvfYJ4DeDEqThQdUCwT",
-	"qcwEOTsg9xm6Dk7VHN+HlUhN4NGgCwbJOTDhKb8Wlm7gUTUvUBKvBg7QcIeA+13K5eAzXS6EiDuICA8r",
-	"Ge6R0D4V3TyHXbkUnf6xYENum4jWOufPBM90RJ1xhXkQzQqdlC0xgo2mLcfGH2P2rItuh3aslRPtgawk",
-	"0hAke+baU5MfDW8+dGHJK8GzBauUAaGCuYUO1U2VElKViE7n0zDZWwaMH0vx2C4YQTQLn3VnVX8wKQor",
-	"kUTmR9ilMjBVm6Tx/vmAnqr8GTqf1sPAZ/mIjWig9/TKaJ+9llfCy127YXttoYndknG0pJXchOZdYNs+",
-	"0LeWRN4ZtDj3fP4z0vTp/LoEehhf3UDjj9zlUIW6qcb/VfK57ogHkGmLtzRMA1FnkWuEnOHOFW1XE9Cp",
-	"XLyGLJ+mdEDlGeDHykqbBFka0iwWNHncm6mssr2SVwTCZLlXmddIpQhC0+RRG3mNGZlA4keuNspqFJey",
-	"IMZ5/Ob5Pjv3Bfka9Q3I0sSy/GcMK/LtKEUGmUuVaDurKl+jD+iyqjH0pYZlUEp7LCZhN+LE7dZKpDJ2",
-	"T5pHDk45GIWDnoMargHP0mT+JhbgJB7+RoCiMPSVX1qgFsPfe4MNLYe/8NwhsGz6SoMPM/zNvwP0wfDn",
-	"j8tyg6cxP3rjFzZawQvCktlgDR7hZ7N3CF1ok6MPcUOGv/ezA5PZ6JVT8/sGL7xqw8Fscte01VawXnKD",
-	"DUxNzfNN3zr34CTD3/mJoIBeAgvdbIrEhWGa7v07TXzAL0ORckS3CcuUnfz53MOdn8qosnvo4EgbGeVU",
-	"B/+nVfXh8Pu4+uA3HPoO/pmsKcBoQNHCRD9nKlk9dOQbJ4z22UkglK3+7WF4Riijy1wapsbjhIkirRbQ",
-	"j8NHA11p45VYBCDxXnCzESDajA5GvCxHByOsrhx5jMC6CPu3usF20ceGc3yP77z3LreHlA7pcKEcuEKR",
-	"W01txNu0A5VVIyp6HgGADL6Q+JbmbiyM33jUtRFW02sPqOStM46/uMYYqZrNUG+kak2RPYykUcDpOC53",
-	"RykU4TfWRFkoq8c++UATuFLiloQwOAbPVM+lSadYDn9/JRleHnQmXuKh3UYlxjb94jNIv8ByDd7mnLfE",
-	"OLHqeidmbB1wrYXZA8CEsagOxAeHYRY1wV58wFIM8o3QLWyMKM96oaQci+4E4TGMRdWUZe9ixjEgHuz7",
-	"ibYnM0p8T89HD9sGl2XNhIAGn12yrKhXF5zvEavqAhPq0W3ju3khQsIqr8JFOmXETulO6zDoQxe06ue0",
-	"RV2kv7KX34SrFs8Eb5oOr9rtKhcDKETOHIXE9ZB/gBylNskjKMBku4gUAH1YHtq7N7UStclPaGWBUKIj",
-	"N013Z2LxCSMknoTpK1mWrlIB8x8Sauu32GdLcwBIO0QrCGAR4MYKAEDYU9Wen1WBvl27Xp4ipAJvXkTP",
-	"cbFglIXCpBGzWE0nG+FONfkZ/tgmSID2c/sM8N4IjcYjg6ImAZDlXtfBfAcAXgC16oCX5QFK7CNWFy5f",
-	"EQB0UHfDPYKQK3R1qjD/ZQ4Yqe15uPQQ6O4jZ2KfvWk0BM3yoLVlidrUXuAsKpXK+1UwsGlExIX7ahZn",
-	"NneTYWq1XvjgGvVolWHbDYASOsXwXAl18B6TTdrzhy76HdMvc16wXbr/D6FRug9V4K3faktfsrZ0iidr",
-	"D5YI21o2xJnvXmdCKTTMT+1ElizASrT2UYOKIqsAGLqmrqadvt6f8LOfkcPXuXjQ63sPDhr44BAvDe76",
-	"1kfT46NpX9B79tEQ9Lc0GshiySPSdoHAs6EHpN+7AHfkPlwMrT4IHZII5v4AFpk0aevBc5/ErYBb1Dfl",
-	"rWfhq/MstOj93qTkwR+uJcCfyA9yEcN3fA5/101bEEyqglxEN+IRwtfMpRYswiAKZd4DCvEodJE6NGRS",
-	"3slVQU3FLT3OFOi3VAORQ7w2yK/ECbNd326mgKIADVol/Bch4DxzLUKVma5yKFzfEofaTI4vydyYvO3I",
-	"smwomoBjP3uK3rT2+4tJ1cR70AC53yVRJjtl3VM0yr1wcvUswXODgO3bV3y1R9AtXfHbF+Pd7Yw6ZCJt",
-	"gof//ySWb6/UJs+Q65TyldH3NyWx8XZ+Aom96tkamIvF5oiZjFAQjV9sF01y9FNmUkM7aJE9bOduxY1e",
-	"Clp+s3lOy+kTn0n6A92RbRrEEBO7x11852ELD528pwWvUsCG4Zcyh4zQDqo+x9AD1sX6AZgWM14YmTIc",
-	"ycECg+ttUleuRNS17SJE+zZo2lkwGgwiMQhHT4ksgG8Lq5qmqhDa5As24tdcQj+MZxjQGMUrLFz4nz53",
-	"Dl87adZ+92TU/e3OWgz3xDcRy3MdztyFoQvh+6hXgolMGmh9ctdU8ofPBRponmqjIPAWJhmNK0Ew0suB",
-	"qdASBZNWanZWF4UsJgk7p3YVCfVBtEIS6qcpOLgaUXMGb4VDjI6wWFA6QcpeGc2quoBod64Qxb2dp6OZ",
-	"NhxRpu0G+8J2qIheY7feVJ9/lW1grIapLVtz9TMxV+80LSXpryVUhWgnqVlCyzD7laCqoT0cZHckjNdG",
-	"7VnZRSj5GSTmq/H4KGz9+O7stSUxzCHpEyS3e+cP7zlB7KujnE9FCGeCZ3dEBj5kUq9B+JrIa1GQK2K9",
-	"f4adk6YedIsMs1uhXOU2GkYi9o6rjWk/RYWK0FeS/cO3dXDkXNWFxgJf130z8bmYy6IUPjOirNWRQxmk",
-	"Dn+7UfH48NmSfOz3WX00qd+xo+pL8FGtc099rXxpG4Ma5NG67+zWQL0/IANcdKfuXUALar7cgLrHiseW",
-	"rJtl0sdsAldATdn8vcp/ocx7mk7EBKbiGfFlqy/urLYM45ObAO5CMb7s+7tn+i15rXuI95RDoy1LdjNu",
-	"ZMqcDfCMFQr7aQFKTjoVdmYZs2ZyTvCZHwwVtUA+rakWlkhJ73A0SkY6qkykYhwF3CL0gVuVBkbF716K",
-	"VM2EZjDHiLkBf/8qDA7KD27ZYCWtekvBnyhbEhpStM7kvknX/N5NuL9YSyJhv0NbP+jWoEqHpDUTFQ8Q",
-	"tu14R4SXiVVn0HEQKdl55oD8IIlbWwm+z84uzk+bUJWHifwrG5XmdxCnXl0aHbG3b/7+6iUYGz/9+PiH",
-	"Rz886n61LrxPetSwE1mxTGBjxcKICbWaaxziUZRhRPdy0SLz+2doizSTO8HNX2OPnF78lzumIabI47ub",
-	"6DG1y+rkXXSZID+cnt2yq2/KQjkHlLvwzn4ci0QOoPcJtm8Qi2widNT6ei3EGkw3eIky1oD5VIJC787D",
-	"7zTpL4EfNv5XS8Xhtnze2tHybPtYY/Dcltl8Ur/u8nHcZ9RxhfDXI8Md66sWpTuDY4Ub8AmXxRdB7677",
-	"yldM8w0e2pb6Px/qR/Sz22UAN5L9Whgji8kwuY9feLBE8guPYzbjRc1zckwSgsWXJ/fP3ZZ89vTvZ9oj",
-	"790Bb6n9k8t63VysOw/gngvT6OotgkREfyu8HYER40CPY6YYtlGDYuvTi/9CoNFWZ8sH2tW/InE1nU/R",
-	"czLlmskvwwPSinTeJvHfpSPETXKAJ6Q589aRfZIg7ZZjbV0haztB3QGjHOouhqBJT1cobG+AWYtG7ZV1",
-	"nrskL7ZLzWa5MWJWEjx8EIoxciYeJqwSup5RuGiPtdLFKFob5qkUau4gs2PYZ/vsbDlaa9m6C5ft+tAt",
-	"/eV9E0UePXTN4TGG3Dzr/jR6GOTar9pNplp8GYEjyHbth+0Ic2qtQYt77X3IW73pEzEES2/YDIyIDCG3",
-	"LTkVan7/zKGuij1L90hNPSHh2sRStiHzTRbUE6oLzidopGLvIi0d8PEx9huiMA5J1YZemZTn4VjD6vMR",
-	"FhEl+7oqHHCYolKpLztynACXpeVvif3TGUn2agVpDW0yuc3apcEUjwUNe7nqcY8EN+mBpv5u9q1cFuKZ",
-	"L1VC+ibsryQoVUw6M8qDp7syy5OVGoug7kJc291PWCHmvuLRY4UBHBAihGFF5Ag7zuRqgu30qQKiqZUx",
-	"fKF99UYvXNAZbttr9XFGVPIpKy2bNfxNFtnGSNKv1eRlpWabvXGhNnv+rT3De+GgzW4MqdQMyIaJwlRf",
-	"o6f5k1Z38oDhBEVX9xo9AhW5J1QE2Qza2S3PPJdD1uZL0dqsDY0jApTsgHt2WM+Ma0b6h480z6wdSw3v",
-	"LDOeiMLsM5wLL1LBVJEvqM8uIS779DrocIkD8KqS10Jb66oUHHLrpGFzqiLgJoSerouxLCS1m0HIb4/w",
-	"4q00N8+WxdX4tqArTZceF9HLsCJhxV5bZcpg+myttK3idqcZLHAMHq39EyXpWlurmx2dN6l9+MoyQzpH",
-	"Uy2JZpCyXa0Awd47fQILrFC4eMsAJlwWDxPPuRybsI8shLGkX3KTWl6RWnaUh6xOlQM43T57CxXMlkdb",
-	"VtPOUGS5IrhdKgKOMARVfin8QJX97AC27Gul/k9HzKpc6mRR3msWL/aiOJipQhpVkZdlbVw6xb6TbKo0",
-	"IgaLYmKFOsJEAJ0gcjx0sW06WnM2ldqoasHmssjU3BI0VDsmFE5yP/NrUXFAeS6MYpd1eiWM3mcvaXzf",
-	"95NNBa/MpeANVn3YP3eq8gwgWWdipqoFwE7wwk+rrT8cYU9RhytPhZKEJ1cJJDDgYKoS8ZA27uYvzWZu",
-	"TPQ4AtljS1A8opiYqeNBSxtJGk+h5gmsF/vRHzE5KWAZsP30DkoQt/X77JA6mQAIHz1j1yftV/9V4wUs",
-	"+MxeMvr5Fxy/1XEPkf53nu3Iwnz3eCfZmfEPclbPdp49Ojz84TDZmckC/32YuPZ8EDeE5qXJ6n3TppKp",
-	"aa3WKHCv2fNbM0NqAxZOcMY/4B7uPHv6XbLSITBZlWJQKRLb7zUfhzfjm5NxI6BLwc6AGbwosvj3jxzK",
-	"vD3xNZN5UWS3MJUfgQbZXGZmam8YYqjrZiLpVGlROGAXupZTrhk3bGb5xKPHh56S+2eM3zrHLwy8Yz88",
-	"fXIY3rFHkTt2p3J0hfYjcpT69Xo+CWDrjuC2IvVWROpPwvgWS41YQ0uP9jqUp/hkTJx+FxenlvfErPYV",
-	"SXpAUvL2JWria/UDbr1eGtHt+xih9LlR0JZqbpNqaG9XqeeeCCZXKc/3yMW2lmw4y+VkalglCOtFF7zU",
-	"U+VFNip41Ci/UQrLSqVC62dsoipVG1kInVg9soRsAegJ5vXFk9N3CHtRAiJHLnSU1F7biZPX9i6Bx8Lv",
-	"nNNqO+01+v2bgBqz1xfA6OwJP9DujP0m3OUF1oabelg+b2pXUuhaMyOqmdXUM/FBuDCSAsfktYROWM7V",
-	"QLQIIgEEwEzMLl1rCXDL1eOxtZVQmRA8N1PGNdPC3lhrIvl92Wdv4eKqCtqkQ/Wk75iDnlbOcuxYDh16",
-	"NCUac6tmug/nfKLZpZjKIusTO+e4K5+3rKFJdjlAae/xgLei5lZptdnehii0uzO3TquoTR3Ar2uwbolO",
-	"HeIl6WHwZgLGZ2lFIwQurLIWD82+gLfewOfu8Bo3n+kKFNp7HC5h/5vBZA1XHVwp/HPsRj258Y06+KMA",
-	"b8Of9sch98tfGO9SxuEeaJYrVULiktNZjk9fIXgF+KwmVjuptdDr7t2xnckK921PyD7HZLYyB3evwUQv",
-	"uZk2Fnrh3CrtZOYON8ujxz+suhZ+uxeCOC5lH000J7Dl67caKy9CwsO6BXeN740KB9ZXY4vTJpDtsOl0",
-	"0hCcCw7ZS6x93dVUqSsg3fZyo/pQcyX7ax2/HdIcUkX5VddNfjKUV0Lmj1BpvCjybsmUmv4OolCaLkRv",
-	"QQbSy0iFTjhyWRAau2M7Zc4t3ayhzL/TTL5honRb0EGPbru3tHiLVtAKGV77e3hHFDgXl1Z27cniUn0Y",
-	"oKiioGtEJA6jWam0EZnLGW4RWzsDNmGCp1PfCJPVJWVd/O/zt28Y16wSqZDXIttnL8C9Yb/IeK4VuxQp",
-	"9tFjI/zsPs1+/9f68PC79Gelrt7wmYB/iREm4LJdabSlUUl8A/4os4eJ68HsIrqQMtbqfpyLCU8XTBf8",
-	"SrxPucblQ9ck1268mvFcQorKSBXvcSnvqSPxyMO/jd4W5/DTCf3ysE9b/weu6hUcyb10P1nOJc0XjUaD",
-	"3iK7N7vUKm2sqtnDzogdHUJnoPXJgNhiMAO6WJcLnEiYYdg1BXjmHB7pDvh+Is4anu2gXF6iBtyNbc+V",
-	"OO+021kXGd6OPWKhsGMh54R8/A04p15oI2b7uZrE+CeMdqBqM4xx4vNOU8DX2pzRMTxteJHxKnOsyjeL",
-	"d9wVX26xLfQVB8zLclJMRGsqGSh3FlPqpEkaJiyKa5GrUjDxgacmXzAoH7efzkQuoXUT2x3hTSa9YJSw",
-	"EUzwVeb/09K9/YdKIXKUHZt3JrV/wHiM/S9Uf+x/Zdzw0cN9dlpZPgiwNWpMfwZ+E6TaZLSo3FqUaozy",
-	"haeGHWO/96maw4pH/zx78fz45OLF899GCSyicCuwZgN77ldDefGU+ztTlsT42Ihq2d1XCUv60NMKF/kW",
-	"dv/M/dkvHv/+C//wAofu5PHNw/fA3O+So+EiYD1DWBldWySELSfrguwEOq1UPZkG+opy92U9M3t8c2ZG",
-	"gdYDWYxVJ0t7Dv+6JMw5V2uCfOYf4vJcpVfCPENsf26mCdP1ZQPyPxNawxIXpdAJ03bvilSwop5dYmgW",
-	"M291PbOD51B+VWQMu7DiZoz5TOYO9C7lmPfctB9gc5nnTAursFhVEx5fsEKITFNFm9sX4jNTUYmHUYvQ",
-	"hVbt6vziXtntuUO66v5ohy3mtrfdXvrG1PLpes7gzeq7WH6tg2jhUZwW7Hr77v+820n4rpxUPBPQbYEH",
-	"0wLRiuq/bpcPst0u8f/QSigwe4z4YNi4ArtidxSe/y9IL6OHCRtDEZzThfHmQ5lNszaNRYRYagjjQYXh",
-	"VOS5Gh2h5YXSakQ/p7xCObhMiriiSaXm2n7QtflQtWETXmpKmx+ldaVVNdpnxyA8OSTNF4VITcJKrn0u",
-	"k1aVW3zO/eS8dmtlNw1FIWgji1qwChI6UDBL0ygsoPR4nnGE2azYOprSIiHEzXJVTOy0HFYNvgymAdOi",
-	"yDQbVUIvCqulOF9umkvLZSrBs3YqFh5ryJyPT1+5ltGVyKF9lyrC8iYC4juuzdQyp9QD4kBRveCV3Wh1",
-	"JQqmvOahVW7niAwqVepKioSlU5Fe2bNvGlTXeBWfsSeHj/zZcHbNcxm2c0nYk8Pv3AYJpio5kQU6yS7t",
-	"6ULDP6BiV00BhhZukn35sHl56cGQAGg2fh145NBpKbcGYwz6520piiizW+d3O1m9UE6w+CtldeCCCV7l",
-	"EmPK9lKiHnf24u+vzl+9fbP/6s3zF/+5f/7iPyx9GeXlTuvWdZmZuMQ+O7fkxnK7nWc7//3Pw72//vbH",
-	"o+TRX//89df9zn/92856o/QRMvWl1GRAGYI6bRe0QLzs5oToSlolO8ZhHP8ZqzxX862C1iGk7J3tE1C3",
-	"KpfQnkVSHBJGDr0jmu0655yuS1Fdg5vqchHEjfVDz1FlxXI5FukizQWlXSQMve2WL+aKZ3Fz5pfG2fLZ",
-	"JvcEc+wLAbd2b+vXvs0ocGtr7yKfp0UpB3+0XIB/HlRiLCqr3HQT0YmqrYI2tzoEPE4qXjhztgtpn2Ec",
-	"WCfs7OIUKIXlgmswalANTFiZ84WodIKOmVRlVtqLWZlzI/RDrIzg4PVXlIcHHXb/p84mAlQpIysxw+zm",
-	"aBezn0RIf2fNKtfIz1/CRcmsI1S17Ee9ecQq+ag6p1egyYylPZNcgju4FBW7ooTDmGzWfFbm6AIJ50ml",
-	"KTvPHh0m/eVJa4qT7olbBSfaDS5MT2wZ1m0yrGZfV9nAp+BflhN0l1f/w0rxshJ2WLQ36aY/JBhRz9g8",
-	"R5mrOs9YpqiieS61oJ9XVQlf8W8n/wxz3xvEm0oE1dRNnoyoLM2mVjkKcLJUESvLDKwazNFvrLGCQuzW",
-	"5LBvMlFUqqn23mc/5iq9sopvcGT4NTJZmiU7bAcC4RmrKoXJaWGiUFuyEgExftFM9Y4QUVc2qQcQ9ZTu",
-	"J3bakpUIAhCV4Pq+MVFbs7bz6S93L5vpt+/VFvnim0JJXbnGty8dInX59ocDx3PXWIIt/bQNP+YJzkXQ",
-	"HmjyK3bkD0N6nvvsp8pF8Gtx6QjtbPuYAlh8fLV3/NNL2Z2xbwufQ3WrM4BoqNS++qRD83UlE81nRWHV",
-	"2H/uNGiRzz0Qyk6yQ1hQO8nOeZ2mQmTw15eApruT7FzImcje1mYn2TkhMW8v9A23z77W6VDDh4HCPzp7",
-	"xH85rQQPM0iCQNGuNSGeyawzmYVEpsh+XHTmkTw9vPGUVMWmvMjsf9XGufXjRYpdM4QKSTt63M4Z81wL",
-	"P79LpXLBi+ET5NAX08XF7fHJWedUxpWa3QKuQMfpOQ1xzSSMurMpUDYCeJunqq66SVAWqfjZPjEUquAv",
-	"PzzZFA3jhGuxJ6FQSkLrYIgh0RxlllBduB0ocX57q1ejpmWPVVjh1rWGK7GYq+rzyZ4K5NCQXAN3eFsv",
-	"do+N29ITArUFK6Q+2qRtqSxYyj3Ahd1WXm7AKZeSqqJaDZRNf16qzect3bek/WWRNmo6AVU80PdL7vai",
-	"rnW2r9K7gewFsEeYFrlIgdjx1jNXdkV+g6z2BXsRv3hwq85hLmu8N1tDY2tobA2NraGxNTS2hkZLbnS2",
-	"Dq+3aczdnWPs7tyvxvEH/der7M+10DsOMrJpAO/BcxpVw1/bPt1inVrRxK49gE/TGT8SHvKL+GwrRMPF",
-	"97fV30akb7M0tHVh75GYDjC429OVDX7XjDfYCJCIyzFJVFi9Y58dF1Sn7TohuWZKWGdkVA5aAESZrYDh",
-	"6VWh5rnIJhi8dSHoCoJ0QUj5CEPbshmZyi9dlmpdZKqIQDHgvL8MWr6DXpbLq1/TytJFaP/8xKyFLINt",
-	"24Fvs0UlHP9tM8N18dYWO8yE4TL/CBVDFmVtEmuJlbUJcPxI9UDutU7veI6z+Ja1D9qCfh0EK0Dtg1tt",
-	"5M60kWaT70gvIbAKLMvtIT1XsUO+s3bzNyh5aRx6vpDH0iSoJgnCZLrex50AMSc4jU1DBheW9Rry1g0I",
-	"HeDzv7Tyxe4BoQBX91yltdW7uskr2NqtEL5HWrRvDdgBe2VkKt41fdo7UDdjtHIHeDOrdHxgb2pPt+d/",
-	"VNJQMqojSmwdhnbEJU+vNKtLFzMQCOgiNEAbYPWexMcSMEaCxVbCqkNgM2C1sVEu79U+X5dNyZt/wxob",
-	"msrB2ozh2K7jM2ENt28ohAuDla4xFNxZ+QzeT5HbGZn0us5mVuf6M9l5fPj4LpQV7IEnOu2aAMzTGc6+",
-	"r12gt4EWSb7XOZfmiMr1WsWxLdH8FeNabk2lOxINwHnvUDh02Vtt8VDmvOjpKDdVc6pqsGxfFpOWpKD6",
-	"BiTsxPXwz+R47CwhKzIIWkIArFWwXsSK4CAZeGWOLD1CcW0DxrMqBk5zXnwTUsAudKgQgGL+WcmxQdan",
-	"EQB2vp1Z/Tnfqq9bxjiQMbrc/wanMdZf/L4YZMXnN7WFgfktG8RWRxYfTI/le8bnX6vx6z8l02aZTuJ1",
-	"MA+7i1vm8ZXZvnCqH0PChLSFg+5XfO7JOdkp625DF+JnZS5MbEKdlq/KM6YKb/w6yxc6BoBxq/Kc/nlD",
-	"m/ZzIPrbV2j66H2ImevVx62JuzVxt5rc12Xi3qEMWKvSrbF7T9CaWiMugkJPAi9ThdjUjP32GP8AyxZ2",
-	"d2vVbnnht2PVfgJmWIk950IabuJ6p5PyXQ0J+HqmtHmGcGZJ2NUn50YU6cLrcT9fXJxSYkZv/LcS5252",
-	"X20UOFjjGiffltN8DSZw1RzobYV/O+zdv/NcZnw5tpu07dqITgPGgQvxtnBY0arYbcPDWkN4r2UH4z9Q",
-	"dQpHh0B0BAD6XWmn+VkR/d159pvl4bK3Yd6tDbzV+75mve/EdQW5KymwRs2jntyDGmXTBF0b70jowqfx",
-	"YeEc4t5Bo5MeVe6UpvCVanG0PMB57mkeYJ/Zso1P3f66fcXvOAWPvnKAmXDd7qaflxPn9qxaBcTW1qEa",
-	"AHpKmmC7U2Uo0+4h9iWgLj5SL+UPHwX1yAw7pkGsQlL1kMPcs6IQugrEwOTP4EufC1nflZ5GKzuGnRxU",
-	"sgMK2lTNoRcCMwp28W7reKJT7VPM8GI8cNVdWw1tq6FtNTTP0+5EOgzTzQ6Imffk4RlF3WDgwZi2di/M",
-	"H76+5f5b7r/l/lvu/7Vwf1SkPyH7X8v8O1g+2+W+wJ9+kZrlYmx8a9H7sAnOt0JhKxS2QmErFL4eoXD+",
-	"6UWCKteZA6vTQ3buGpGpimVKICk5d5E0rC6MzAkQBv7YdPm4B1Ghyq2k2EqKraTYSoqvRVKo8l4FRWXK",
-	"A+yBNwDne6lrXtBzaqq0eeBieVOVZxrwS0WeQXPXwuSLZAkVOJMVNneNw32fmfJUVeY1zm0IEDBNKkTC",
-	"FTcAwrWs6VpASgSMmO0kO+JDCckRg6FtaS4O2La11th8/APRKVF/XPubKLpm8aVHP8MD7+v4iVu7Zalf",
-	"IHcDmPMlJnJL6ENJh257rK86+dRYVYzjXNQYwqN2bhUlWHBQaceVEK4/OGYtEFD7TAHE4e6lPUGCJEF+",
-	"AZnmU5FePYQ/Ywe8AMrZzGUq2Hwqc7rMEc32BGCFQ5L4qlTbcGFrdFrYITbnhcF9ur9Etdbu981uq71u",
-	"tdet9mr5O9AqLzyPvzOUx0ZtPfgD/hc7rsJ/djs6zgTpZRwJ9wiYPgiAS4FOCOD3RhHbQUdGLG0FOFcv",
-	"e16H6kisI4rpSEu641ajX4CEcDvdLSP+MV2Q98nJ37t1dQyRCl4T2IqHrXjYiocgM2ZZQCCF3KmYgAqy",
-	"gz/s/2wiIgx5Ka+dCqoKMhYSpuBpnucLpqy17zzXDrFwIq9F0efgaAuQdbLDK5oZfL9DZpC87RYY3S1G",
-	"nn7//XffBz1GHg3pMQJ+jsodqdukr9HhsZVuW+m2lW5b6TZMunndHgte7tQMMhUvdKoyUe0ZMStzbtb7",
-	"8f0rbHc8npVi8pD5dxNG7c/35jKzIk+Ar56wGGchb0yYmSpcpCpEq5t63KF/4T984ac6xK3vJwf+uqDD",
-	"H36M7WIxo52LfQBx+cMnOhu4tdbz2TSzWt2nPm+4351tV6u+1prNpTfB5btLxzN6cDXjsY8f2T/Tfzt/",
-	"ANQ/25vp+rTBH3SqShF0zkFKfHL41y6f8er12bkbHeacX4uXwEDch9Z4ct2C79eLG9mPtfP7zEX+VoL3",
-	"dZsBKoiT3b3K4YM/3H++4TPxJ3KIXBixyiuew987eIXjD2hUAj9YpX0cIUr7vRLWTs19IKTPiH0ZruZj",
-	"HZNbMb8BX8Jbk305/OlLaYqDRHPHrKIDT+VMlDlPu/UDMEkDZcDSooftuFTZgs1qbRifVEJ0gaB8Gezg",
-	"t6168nWpJ5uS/zelnhDd369+ss4ngMLUPvnM4Tj53uKa7ZJPgM3E7FJU+qHnQ01OjWZVXbDLReCS04l3",
-	"rsnKJf5dLthU8MpcCm48DJGs2LWoNLrbYq6DN7CGO+5Q12dl4+5+M+ZyQfvtLiNdgNtpDKcPtMjHB/4a",
-	"dMdiLviVC8RE294/0JiSBYgWVpQapooUMcegZABenjGjEHUbOoa07nbCZKGN4JkVenOOLUnGVHoALW1L",
-	"UUmVybS5tqtX9KKSk4mozkU+/tmv6o5vq/9Qf569nzUz/EoU38QVttcGDQh3SfwmFGp+C9e6i8se/FFA",
-	"tOlP34S0+27/Ry1qsVwUQxmJq6mKVEuD1TJSh8GNI+Sy9vKei1QVGZVq0tMiQ5oIwyGiwPTsdn2Nhn7P",
-	"MhOzUiHC5pVYsBnQIGeVMJUUGUvRvK4A5ol68lTahD1KY16pDTo2/+JX36F54iZ/lv2Zl9e6RuUMNu3+",
-	"NM5vuBf81nM2yHN2132atUjrSpqF/feeUVeiWKegHp++YvhgqFPCX6iWZCK0YWUlxvKDFevNRHTCrnku",
-	"M2kWbC6LTM0d8Ikzs3GYa57XgkljlRPoQg9p29BkEnrlljmXhWXQsyCrG9mgyNhUVGKfveDplInCUGNo",
-	"rGkErcPF8K8Fh9hh4hPMw05m+HsTfWYpL5ieQqRa0wyptvJMXKsryDWHXeGVwEp9VRtWF7nQmskizetM",
-	"uCet2KhqEdewj0t5gQexaZr5KXo5Bj13Ln/HZ2P+P1yImtvtvFygAK+1qI4Yz3P4e0U1ovxSW5nY4e6D",
-	"J9/pjZ19K9M6zrViuQRcwnCzuz7c3u/WtzMx5lZLezbmuRb+25dK5QIQ4e/S0+jOtsvAeVsIVvIJOH4a",
-	"QtvGE3sMpGabAv7o2FqMRT7uQFmnV/ZpzweGFItmAqQyXtZaFpboL3l6JXxBCmJxWuYxrvOcjfR1+r7k",
-	"5v3IsTuqlSPNUhX5goq+0el+JUSp2f/U2sAg5z8f7z3+/imx24SVOdTyMVGk1aI0Vj1UJaXDNbzOcx72",
-	"AvwMpHmJLODS6M28hJQD1FXtWlWFtYQJ2m5zSekVNEIkLPpdwrRinPbGsk9k1JOKF4bNVAWVPeRSFZVW",
-	"BZtPFZvxzPJ+VLPxXdniRYKlPM+tdWhZkneAwCypvr0SqaoyFBa4hXi2jNeZhBC0zLvUY0eiO3epl7qP",
-	"rFFKLTdbEqA8yyp7uSphuSWk7aHzZlmykuu4EHPcxSGa7aNbXmbmN7PLkQrnO+eajJk2FgEWr3p5m7D5",
-	"VKZT0AiUAWFcoAz2Qsof6OfOMr9JbTbglbfLq4cptgd/wP++ynoDwKgzaM+4HE6+AvhWpAdBQPrA4dBj",
-	"G/qygs5wbFypGTposUjRtJwHoDyBApl65jWWBc+PiLlaPmb/eCVKSpAEbdarQc5BFjI2VEgtg+QF43kl",
-	"eLZo602E5K59QyMOYsrOqtHqnU5PTgxYq+O+wM4vYUOAbJnmY5EvYtnV9rMBT92wcBIPbOdelLJeJpWw",
-	"wur+RXv/97fB3GhgxW7OPdB7R0D3hG63aURoXZVKr8jSPFdzkTmZKsATF5GjjhU4jGagHugD5kTTEVMz",
-	"aSwhjKWwQstqay6eYh/YZ2/EPPx6qGVpT1dicy1rnx0vEzcvrHy8FKyG2DNqoJG8tYRdipTXGq/zEgfq",
-	"imTfEi3fvmbVnt7aNmRwTFAebi/L+gO8V8fgOpbkDpY0u61v8BvSpvCef0ba1AHal90BlucCbFLqV4Ru",
-	"PLBOA94KPrjAEEAmFViuluTipjQZB6CecGM3xjUwAzXF4exbq5LMBcfIK2W4QUZu2ejSTCwTdbMJ3YWg",
-	"cnHnRbSMN4lxV5hsatXBEQz8vlDmfTPOqLHBwdN4Y7P1DN7/vFUsnON6exBdIS7rSd13mPTrbZJxPlVz",
-	"2FS/wzwkrsaHBQTyqfmJgoYrPYWhlLC3tKBGS2McHB/WZkNwFyvOncYms2TVs0KspXGqJC1m41wpMV8d",
-	"uqpUntGvGjAc56pCG4wyIVQRsRTJRZYL3lLfyLSyi8waZiUcJ3MLCaa/qgUOqlM4g53+vHnHZq4ku1S7",
-	"N/6wgsDSK9CC6wJVvmzLWm7H2oM79Kn0ESsZ10Qsl8QoSlmd2CsiIGWp0iZhuk6njOu2gyQhJunYA9JT",
-	"4CsHcCnq0ADyGdI9ylIU2Z4q8gUQOH0RIoPoA6cbaFUJn1Ie9GM8Pn21z95pwS7FWFVBN2qVQj/q7Nh4",
-	"6BJs1gV+Ii2s+qIwggTNGt2gU2nVrgUxQ0sbzZwqed0RiTynjTuGTf5U0Ug3U1fPLq7Bj7YoRYLlBx/4",
-	"rMwbbQmvzb53KPM8h6cHRSxhcFDxP76Mwk2cTk9qpmqTqpmgMCr+Y1ggFZ+NFujrOiVcyjGXeV3ZpzJR",
-	"yE0wEt1UQa91l8zdPpi6kbNOBEd8bicKcGBtlT378s791nTAnT2DZQ0Jtvawhm30ta+as8NMuSUJACOu",
-	"5q569h9oQIPyqgPOXSpZmFaAtVBzlygN/dm4ERPLNAG2AAw+gy5D3RiblcoFJU9j0gRpb7CbVlY4//9s",
-	"nx0XdovMVBSGggjk8pvxBXTbJTeg4bmaWIvWeefgZqIYAowTS3b4UWuizqeKImXwmSgnPw326Q6JrvlM",
-	"F80d5/nKIXxD2dwU624v/+NoxW5InDjgbg4iC/tkc/FXJpgs5U5d1jI3TBaJhzef8WIB4XgNV9HH7yFl",
-	"R2qmZ1biUai+QrFi765lv1kH6DDM/i59EioXfdcUtu/buZoV7fdtsG3cuqFF+XD7gE+u3Dy4QJj48dOL",
-	"C9bH/507rS+R5WYRFjLSYZqbp7EcY+2g8xi6eCzUAGwCJmCv6x3CB9jhB2WjBH/H6o7AhxLknNjdut+U",
-	"E9igLpwkYHCNd3mLK/BVZEdXSBO3x7L6XA3wxMEf9n/WpJA0GAJw74D0C4XpasB89tmPVoTuySJQIPG/",
-	"tJF5zhDJ2ijm5Cr4Dlbjt04NdaNrmQPAP8uVFppVcjI1+ojN1LWggn0U0kZRCRZ+lOycOJIBMZ7NjP8z",
-	"2KWYY/BJpLgspFDyh2ydc7dbV39npLKuqN4MlRxELZCrMIO6KyPyBZMFZGSAroDWWlvY4IV2RhCTBqjC",
-	"OdiQApiVKgvnil+hviZhwr0G+VBRiuOaGihZod4W5pfWVGzI6u4Ukq7UjI+n1E+nW4j5cP1iqG5xeC+6",
-	"hcvFwFltUzG+wVSMe1ZEjC73wOwfoINgr6DzU6v5Au45z5HZgr4AXAzQdEP4nkavaNofPdA4DDnLXIYr",
-	"PJWriSy8p6tgqrBmT/BBeMp3rBMfyCvgy2KJsT1BpwEs6aMy+UlxMbo8rs30xE9kc2T4Fu4RlRm4VV2K",
-	"XBUTq0wNhTsaXiU7k4X/t520sZdw59nOf//zeO+/+N7vh3t//a35z/33e7/9cZg8evyXP/9tZ4DP/11z",
-	"9uOlVXUtxV6XYgN8madP+hbx389+/VUf/PbHo+Tpk+iUB+uNwXmsao9bXKbb0h+LZSZyW9zO6DJQJdc2",
-	"PWvNQTdMCukUWZV+ELIqzThAF0Os8DkWpwLDwtLUNoVbhcMzRuRGJdd6Tln4lLvW1Fj5wKzDZbkSC5dt",
-	"2y5LPWKiqUgFL/5SWarCHs9a3ILrdIXxDYN3DXfWRVvD7cG4ZfiXQcHLm4O+JWun2cRW/bHhLP0/B00x",
-	"4G6fByTd6hH2uarjdDHjJp0SLkRuz30byezxfy/v4W0yuGGe8JupaqpyqWJQqDNHBayxTUHbomy2TnUO",
-	"01ja7BFTAaHc9FY5obOL0da+uZIHlmVMxbszM3blY2uM2vZB+VNMmp3ErCKez+KK2H02WFvZyC5AkuZy",
-	"cncPjuzNo+Z6LhLtF7ktxfz8XOcN07gn1a7Xjj0wQvdgj/1YS3eniEEd05ljxdJUcEDug+R/lubSNb6V",
-	"xSQsOfBUN1d1njEtiqZ+EhF9Z8JMFVLlu7NX4Ow7e3nCHj999Bf4o/3HX54+esoyMZZWXzOer7pUQJwG",
-	"TUl84KnJF4zrbtZrzeIWplRDQTiKK3tOeVVJQSkgnE25ngbwJyHFNfa7NGFCCve29pz2is9Exe1tKHO+",
-	"EBXsib6h8Z64jBSoKJXaO1Opat8ecgSwTcT01Tvi4vGPrUOGCrZCwSq8LIVzdI5aKPeY8jwX0LRUuezw",
-	"T8LHYaW9cHTY7b1BmNWmAYlskZQ1qyHjY4t2+iVz/gu8o5+K2UOYZk0yUqoKrXIf0llGLE2CYCm6HI2c",
-	"CX3UMPaMGx5TOO19vxILeAasItK2ndnnEPgyqS0jJC1Nq5VasrGEQnnG01TVhfG1GVeFmjflJfvsOSV1",
-	"40p6EKHcg4TLYidC8KzSO7OaREDvGUUwmAAiIIYDEPUNvINz+FS53D5Yp9ubH248FMhYy4MSj8UH05j0",
-	"g6x5OupbcDW0biI1sq81Tgf/e5h/YUiP+0xqfpkDWhUd/KD87QYaKwsv3RpkLLp3nw8ylr2XQxK1aXFb",
-	"R0anI6MmCr8Nto67PTSRL+TfrgyvZepybDJpEExF5SKCcEXqrea5vcug5ZKO0hoqZPEaXBQr0XbI0Gv0",
-	"zwbrCsXIbWYHFgqGgXJjD3bjhATkCJZqLqpxnftkQVkxNYdAmWeE0RzBhESFFS+XdmdCMk82ySC0JHan",
-	"qFb2A2uUabdWuyoJOnVjtLSlbyPrSSAGyYV2lPtNLoS961nTNrnwq0surJFcbo+NrlWPD/6oASuzN7nw",
-	"XI3NXuYzDO0bz3rBomqvSMa0xMQrwpjbrFiuiomorIbtU/wlVFEGhdIBCCymSWHlsU+wAvXCuV+gRJH6",
-	"9+q6FBXj2UwWUhtUrKPINGEGQplzg2iv+ZwvNAkKrWYCC7wVTN0NCmUKXTkBxAM3034JwXR4UNpzhG0y",
-	"450kM94ZaQ4AlFqyEUk2uUxaH68ZgAh14mCkXE6bR4KnUSuConMU+kCj+82+05Aj0hwVGmd12mQ9Ahyp",
-	"Myu8OmK1CibGY5GapURL336B6A66LoCl3a9duXx/fdcJjh9PvXcFOzVA9fnMIad6NRxKcUS9a+sF/Aoy",
-	"Fj+hdnPgVP7ukM+5MJowXLzVh+jKBENeLOkQldDCGISyxBRsYpiNb9BFMAoBGCkQ8kEmVVeVKMAo3WfH",
-	"eR5hskGueajwANOdT5XA+mGBEDsqz1qx8lxNAOuhNl5BioA4aQG+uVO3N58Zm0MR6GY3IJs7tNYTpuBn",
-	"nueLZGXPB7C5Dj2riehx3crdDySmP8O5qJZxO7dM7Att3KaFabuEvN71qXiau2YHeMO6WdtrNXF2G7AE",
-	"qMCeT+3lvLRKWFoJrl0sgUZlolTp1AWCsQ8QVm67B6TWdYPYIY0rm4nDTiG4jMsW4n6UGV+wKb8W7FKI",
-	"gmmjclEctQ1ENAsDHL2mP3aT8BFHAbYc6lx4FILbssFuTwWiyeFs+6OnUa4SAS93HqvWQW5Rg/tQg/O8",
-	"JXfviaxNJfhMt7qFrUlG1oZXhhyUqnRNemDOVhQVItcPGI3bRpR5hrnALqEDCB0wtHZPRQGO3rowMqev",
-	"2AHA6oTAZcWmnBqLUS+9MMvMNSlLMCXluXsrS9hZXRSymKBDhyPGLzuv01SIzP7+ksvc/u+FnInsbW2s",
-	"9XjCi1TkInuIQrvVH00aCEvORLJaKOFzDe0x4yGOYXjUsU5VnkPuTJM0iBv2gDYiYXxs7Di4yR3oVLAz",
-	"J+7APlmznCmluuD83TXoir/Rk7eSCA2bA2Y+JZSrsvO7HFANWx/tZYXh5h7ju5352O7mO1hEOMO+UKi4",
-	"2TzODfbk7TmI8Bp+WU3IWysdEgklztBcuG1MtDMmSnuVy7FIF2nuuVgrToqsOiZWvu8QK/hGBJ+KpAlm",
-	"1XULk2N9hbJEFbksxFJpxS55A1WBFdTZQ+/Ap4GtUleI1DiXHyvU/BkrK2VUqvKEVWKmrLWP+PYJu1wY",
-	"iqmNKyiN0CAr6B9ZpcoSlEjMNmk+BPaVztU88X8EeMFccNQj7V80qwtIVwSRKItUgHq5z46Xq+jCfELS",
-	"lqwksGolG4OyRM0zPf6LLNioLiorNgE7OXRWWsnivKjzKZaQu8S7LqlxSgczpCrmHvhKnKG5Q3alOAFv",
-	"6eTyZXkHH8br3M3Q7a938Nn2Nev6PPzYvd9Pn3wKNo73q6+NNS12y7XXoaWtcLqI2nvHbNyZI4OMAnhl",
-	"tSYR7epKoB8lAabujMJoGeL1VGlzwMuSpvEssNMvBSKHvkWxAdofmPI4CmK6arbbSjonGViJCXpNpSqw",
-	"ffzb8RiGgRECm2NieTSf88U+e2W8tWIQ6Ta90mw3VZlIrZjRKq/tgCRLWAVKvEZgVvsPsiCcaAo3i4SH",
-	"lQD4kKrkRBZst6zzPGFlracJG8vcjaHmBXQfR0Xa2xqQC9rH82/serhVS+FTCJKAiTOZ3Tkf99b7ndkD",
-	"dJQD7IHAsKRZ3a5hdveihNa6gUXQrHQrW9ZZBLphCncpQKyhvldW6sOi2zHc5FG2/CxUyost6VpSwvJH",
-	"n9GvVV2lgsnCqBXRkTBVGy0zAXBijnHuYkANClrgv1Qh9tR4zCqR88VD1OPnXEIkLlTL7Xu+JtSuiRJy",
-	"7HzAwwSdCqy0tnwafDxWjVPjcUKOLYQR1QbsjX12DAX6HLsk5ItnrFR5y/vlOQq+jmLPGhYlBwcSNwEY",
-	"B+N+iZHMoiPmTJuWz6kyzqSIFJran0mvgyO8oxLTpc+sibHRgSM4saig4qisL3Opp5T/tC6o9vi2lV47",
-	"6zXt7FevNjmxjLtMWwilrz2WZ98asESrAMlUvCv4NZfQpma5pw064JEPIiNaqY+/Fb7eEy+wPOxjGDv2",
-	"immtAQjCcaxAcqzhx0cUR2hUd6fXuwxOZ0rxCrLYvEW1z84tJ4bkCZqDA5WkXFDEEGAaowU6xiJVeR8c",
-	"svWVNQySVqJgj78kfqjKLTvcssMbsENVfipuuNBGzKCZV6bSbj/JmchkJVIS95eVmmtROYcOJJpaVmfQ",
-	"zyPtNlHaeKbSeiYKgwX/1t6hplvoAGn/DFY2LxDxqVVTerSauN5OPEVeWRgxQeamvbaoiJlCGgVPe9TF",
-	"n4Q5LuVzuw9LLOY7ZDHxPXHbsGbZO8kOFmfDiK+pa2s8Pcr1iqfstdXREjZaOkJ7fHu1HO334rwtW8F/",
-	"fgNWY9852VvV2t2Q0GBjGzoLSq+f7dDt3CMDZ2eVGB91ECOMGrE48RitvTWpLM/dM1xfDfFclqKSKpMp",
-	"a95l8C55DAHrwXl0ykql9maFNdrpVNhJe4cc9Syi2ycralVVF+BOnIq8BGsNS6pZrlTZCMBSZPZJcPQp",
-	"VxlIgZ64j+9HP+sLWPAd+mXan+pz8q9spQttQBLWN+XHDy7R8q70EMvH0gHR14GfUKdgato8qmsraa1+",
-	"PVXzwgpR8BaQHJmqGTrcnnmkq5mYXYpKT2WJ/VAEz800YVBt4ZnvjMsCHOXWascYrMuBnfPKXnRCgaHX",
-	"UDrxpoEQAPZQ3yAAtHFVGi6mwCpxLTUFB1dE0gnO/5w24i77Nba/1IWqQvvpdvuboIafKG11efF3SAEZ",
-	"N3yvEvZY7VGmueBFXR6U9rKIeQ9B2EtFEJm+E5Yao9ijoiHA20iaBkCiMD5E5D/JSpXLdEGgS5WAXgRe",
-	"RuSZ0IZQMTnUJIks8bAamSsj5MUCYIX22VuC44DqKEulkIcGWa9OYHBGq2TAZFbJ4RRffc4NP3PTPMFX",
-	"1mUEvIHolsOrI1wnnhrlEYNpZ48YwSlopzBgLVRPfpaqPi748rISYs+ID8YyDq2KZp4+z44m1zUJfK9r",
-	"Ft8/eny/AZDYAdHZdbIVOnm/0G0IJMaIaBfRLOCGB+SaekL4WJaE7Yo35UxVXeypIu1r/1wXGuEWQjJv",
-	"1TK6PCktcjQmiYVJoQExE0IfeR78GaPfBSBnVoQHl4RpRnMugRX5oUnfzVClDYHLNZuoVj/XVdFN/I+y",
-	"n1CEO8aJUtz+Y4Hp5amaUaUgj+TCntVFBye7Cx9c7FNndbEOQ63ZZ6Pw3PweELPqQDC6vwLIzpUNR1Fb",
-	"kjtb3MvPp2SoRlTc/5+9L21u29ja/Ctdqpmy9Ba0eMtMpHo/KLZju66daCwn+XAnYzaBJtlXYDcuuiGK",
-	"N5X/PtXnnF5AAlwSUV6kD7d8IwLo/fRZn6db2OGC3Z7I63eRufaH3IhD3HWHm/BXQ3YLH5ZOdklViBv3",
-	"f2wtx2Pw5quCORHbNi4fGVbqnJckb3yzqcGe67KZKkBVmwWrA2r1lK/NzujRly/fgdHOSygyj8IqfBd9",
-	"ZoDZC9mf/xG+WikY+oRACd3zlKmskHystBFsKsnlxqpaD0sxNZ1mzEtq8BKmr4eYeoHUARGvED/05TvM",
-	"RplC8eHIV1HB15ge/kvkdh1yVlFuh5q1pKe95zdy2kyZapzd6HrhupVPeM1zN4YAXAfKN3bqzIdiQu/R",
-	"RLR1o3IEnenJJeI3L4vyxYTXprvbz05OTrLI1yyVffpkL3PvuU7unT4+OYEnplLhH07CGGHRoWp811rg",
-	"4pL3SOOwHWlBkT74QQfsQdNw0zcU5Hx3wmJh/nZplqKfea1Dhiv25uP7d5jihIzLQhVAYQfpXd4bv+Tq",
-	"BzUPpN0A9/Z/z/m0HKDGwWfxTe+3ZdIaUY6O2A/aTuBsQcwkccBAkWN4PAEuQyYczYQa6TpPGX49U7SY",
-	"e+yaCMpfiKrUc1Gwa1GD28ZJWGlaQ/GJLwBFPOX1FQJuDBZdyadswZM8OHVTF6IdXSAbbBD7+QkJ4wfZ",
-	"FgEQM5Hgpw3GZS2wHmB/4NZaV0LxSh7BtB90C3Odm1/kOvl9jjoyruIZG0ysW8e4DXoCG7jcdeLYS5e9",
-	"T1ySHOyUlHuu5b0sIDfSf7qGupAat5OJ8JWWTOxQNvmM/VwJ5ZZ1af8edRH/7FlxY4+ho2u+DaesO960",
-	"FO3pFL0da0Aafeu4gZnVOpIP8rlbPl9O9OzLjzRJNdJrpXhV66LJbQY40kXGJtrjZZMLXUJH7TyA/OmC",
-	"xD1ayCZFDMqY1WMkzQmc5U1l5RTtaqEQ78jHqJBQLXEcEqU+qKRqJOspaapDqXig+3d/oF444e1ULV5e",
-	"QZ2R7hRmlzAfb9107DInOLbScRB/4EbmzC2JO17AoDjUjb1nMafXwrLhupnYoW4TqgyPoRZ7k+Ar7DR8",
-	"OjXRKL2BaqJJT6DgkaitHIFTqafq4SddiHPswA43ZGhlVRwUR3Z/Ap7Jct7CPgv7aeMdd/yH68Hb4s9j",
-	"oWpdllNa5m5/6ltjGkhP1EocghjNXf+JKMIJwoG5znE8DD84oH9jTjqKdDxbbwsfyiyQ04wCqYBSh1wc",
-	"iPJrAJ9ujNwDur4ygTHDPYzS/KaStTBsn9Qw9vg5m0rVWGEOjti5U/Ck+yBMuSy2wcMNW/dVnKR14R9q",
-	"BZT92mep09iDTllxO4kqJc7IxryJT3s0yV2B9nbMwjpnLvmX5Ei43QLHevfyJVmkFf3CErEX56yS0cMc",
-	"8is1+Oof4Hm/BXjeKGNZFHKwB25V5Pa7cqPQDcJl3VUf8QfiK21omAQTZQH2Ok0UBvgYwFBvnDqwQgF4",
-	"51v8OfZxk6L32D9MgAmVi07W9RnPQdJtLNmWfaNOlCaNBw6PvupvOZU95vrzlW7N5y2f5uM79ml2L80q",
-	"FSrOyYO9vELz6jphO1DBslWhad7VC7aPhdhY0QF6UAWV01DEAgiWTkBnJNLohyzV81ktlJjx8iBN7PZ6",
-	"10JxifsfZk0mFDaHI547C5aQwvWoEyg7qgXLO3Rv15rIcpNrlJHQ97sNFvdMz7pOupXyWTkPlR33LgLd",
-	"KRnuSF0JAdY1MecXCY0h5GO4MyIKH1ILn0lDGVoJCsiQj8KZbVDnEcqaMNAK4WsMZkPY2ZNxSWvYlZgf",
-	"Au61+2U53IyZg0WAkHAiUhaNMD7QzGsg+SIYIlbVYiRvFvsVa9r0LERncKRzT5WIuVGEJAsZAqJgTdXp",
-	"9Xvvp6MnFL0GMuIF+j/fFh2YET5uTSgaMLSRrmkmafQ0zDUx60v4hLn1uHXatZCGXEFC0ya9w9cBMqOz",
-	"Z4/XBabXaHC9U5pSdVbcGFGcYWAC5gKdEwRYSI8ChRtgUa2Z6gv4XPd40Oy/U1qt9v7ErN5euuKQgoE5",
-	"WLii39w19bkuAFgBysdJpChSQKMo26FTekH8H5M4PfTi9ND3wSdi9vsLkYbDZCHFESzRmOI4q6UlR0wi",
-	"jyPLbls4iER0EFPXwkZEZ2JCF8FZ4SRgozyZYlHP3fUqDR7gHurG2lhmhIj56tA7zEsfa4CTgB4ldx8s",
-	"WcCqw36itu0H0UlegxcSlTIabCd81Jd9+CvJWFmWcB116OKUhoiLdUFr9SFul11o492tha6sVMeX1tbq",
-	"xZz/LyXfc80wt8/6jDUAtD0fPI1ftacRspSbql/zvIuEUaXJ/AdweTHlslxDl34pAIVaIakzmwpjMHkq",
-	"5qNjq00tCnb5/mOgIvfKsA6hciA0pCB54pVrdYrNnPxCzDlU2ylk/+zke5SJEAcatF76pLT9FLsxQPUL",
-	"OiNR2CZ9dJLj+cnTCFCXdhqlL6Ag51y5N0GF5/lEdGH5CFV8FMa+chO5K5gKWDloAWm410jMXFZAWY9+",
-	"m0CVwUwT8lHvTioudX6VHGxtsJm7FwHJKd7kyUI9CMP7ikshoMAb9koqA5igM7grlZcyENf5OzAtnWp/",
-	"k7DHaCHFNOY56saK5bL4WICYoHh670XyYV/cyPFDmf9e+LtK/YWqSN+FsSPWsayTPNMseUUWThbi5B0x",
-	"v6i+FVTGB8eS/n48ANtW3ID1irJWI6p7owAc6K1N6MYJYcwZxn5evF4nnTGfoHA4zVZ0e00gibGSf81n",
-	"8rMq5xdUI7BbPpC0m6tN5zgZX5Hl/HkNYduatjGXahkpAPfsDkVExWtp59tICCr2R1ILn744gvgNgJPL",
-	"Utp55nMJycajtBfvQ/WWH1z45F71ZX+YgZ2nTVaiPgxVgUgUArTY+YRLxThIEv8zL8vQRUAcpu8fsd9A",
-	"E5uI/OplKNrxLtaGMqQv/887aQUbXHw4f/3+nP27kfnVJ3hnEImE8PMgFwqBBi4Z/2TkGlkKZcs5K+S1",
-	"qMeicC86CQn6Z+42iDKNSQuJpoSaMO8UFxewSrfvYT2nwadjj4VMMO7FYZ/hpVALTuQ+iDgfCidg8dCN",
-	"bEo96webTdbhb7pl0/omt1Wwo25tuCwBhHdAO2KwrrQJX7ml/twfJ2uyP1dfEyhuHtyru3SvOvFI8zwU",
-	"diaEWgRq2eF94uSCVMKsgEDzsjY86nd/Wr7Z0h1Dtk/Idi8ainmzVtUbSqxK1CNdTw3j6Ik9BBgZwtup",
-	"ZbWyMh1cp9KyqtbXgg5vlNho3hn8LrquncGtEW7bs3VT3r00jJfgE/gYK92lYU9OTlAOoFz16frUeXey",
-	"jbf4swWGOXLADnUxz6I3QFGaKbpoeTFfkZ//ISzQmiyoC5zFvzSJf0Pq90ivbLmyAhwC7vYvBTdApNlm",
-	"kaF0E8z6X9GfV/DcdjL/9526ZWmFVotSv+iw4Gf9e6l40MKXLfrPsVDhdCJLojvD7s/J2fbyEE95RvRA",
-	"RCLnnj/qSKloi1IekcRhD+xS1OtSrMv3xF2ZFiLh2NE4uFJ6BtkLWMuEoOh+C/usy3AbtB+jIFI5Z1gY",
-	"dsQ+IAE71oiWABF5iFn2taCHPFGIhH74j9MiRCmPL/solripSmecsdlknqyWGwspur7Lw8YyWZSuGTbS",
-	"ZalnQHDTyciBwliXwuy+Wso1s5KKJy0Uu8cQff3zsMtj1Cgrp+KYgCCsXAkfi+WEr8Fqc69lTqfT9TxL",
-	"lRTlUXYwfmB6iwqP2CV6WZ3aOBolhYGm0paNda0bCwQ7NbXDxrWe2UnGSj4eYypl2JtErOmeAN4DUBv4",
-	"xOkNpR536iQfcBQvk7Hv8mZdbq3jRNBTLFmQ+3cmXgvrt1jvRNzBoQD9fxPsVrAT3P6D3VxzNQYHNQaN",
-	"fDDGy2nsXYfB4a+YYHA4FT63DS/LORrmagGDb6GU1h03NpK1mHGoDcOaG0B49Y3C+SOz32p3FRbdVwTt",
-	"wwuYgt2fCtfOykvCTaybg/t8QZC7zu8ZJUQBoQ11B2fBNm7zbXAYZhNpBfFGvpOqucEceXyfRaOvhYVE",
-	"OTlodud6OhWqEAWDfFRDlJYWWBz8IYFpQAwPrDziCpytSLAzhq2OJmJaq3TEfiYdLPQRsoMgBoPhbA7x",
-	"G3d9WKHIb8uVN+6Ssic3WOwg1qcHyjk33keG6ZnK8HskALAHXRfRG23sR5zgNXbx+1h1MJtoI9IJ9Zi1",
-	"y9iXoHimSPQEDuHja8RL/8j4L6NpX5PlQBVeoohDuJ36o10asnFOPU9Zp2BJNycRpd0jJNzuo3lr4iTb",
-	"q5reFJmYkZgeRzpRtHGT40ZapOX1WFjoeMg8hxgLBTJQhFB4YApg1+5j16KWo3nLF5YyKrap1Ys0L52A",
-	"YzGJEcyqxaJW6Q6amwPIGoE9xH5DOMt0AFFCefqrsUhxNbpyGSkaVQg2gI98amKcf7AsSs7d51vCZBcJ",
-	"NrEBaG9Ngg0tmArVwXGFcTa+tMTEpeGtSsGhZexKvkluHXcSbpPg5iddiEAOj62u9P/gBpxwdAONpMIc",
-	"AmJ9hlubS3uW7u/0RDzkDn3NiZSwi1uSHk/gLUh5qEbuT55s647HVcnVCpquNOaO9wJJihCE8GoijMWr",
-	"XjFSg2jpV2Lecuphgjmd09TMCrLICd5rXkpMtlGgB0YlEi/Js1CMlRRnY2o6ujRGVtQ+V5OCQ/9wmqWn",
-	"fmypxl3kNycdQOklV3cozV1zmwvzILcLYcDMxQX5XLLadb6316TglFw9oAJ/QZLJw6CnsokO3u6FE1KB",
-	"HLbQ3LaozcTYQhQFS/mKE6hTocGSczL5HGL9zkJW0IXXvs9VgY7Wj3wMRT6hsaCgZ0FlxFCsn220kzHJ",
-	"qapd3ywEeQqCGi2O2GteeUMxFv2URGPVWY45kjfuKeR44AkBl4nZiN0RX5jgl+n83kbGYXcakQ85+pda",
-	"UwSw82FLdswSPBBC6SnWw4rIbfeK3XqRp7RiGoE4zhLOGWBaw4BTwCEmHnoNOaWyHytkym9QsTV96B3r",
-	"UYk/I4BH395aHQttg2Q+5Ipukyvanjv3oVJYoRJ+Oy8ZduiM3JRMbdjI0h5KBbRPViiISMPLWar+xZLz",
-	"xj2q0NOua09fIoosaDmY2dRBpvZL8MGDox19FOaKuYPmxWbOgZrbZ6m3UTP6wrM7J1KLzawkUfNziWuA",
-	"03i/HO+dU3AL2xyncuVmP/7D/fMTn4o/nTm1hpXF6RuVv9d9p2E3Ivpf3NqGzdxFH+yjQuPNUXlaJ+Pu",
-	"lKjkw0fo4yZ85Iid4y+gNUDGGeSY+FIMcjNzy6YNnhfP54ZJDkvJEFRCBsncyXNZp2/MayvSG22YSD2T",
-	"eSBng2QJRMnr4G2JB2Aj3qnggTRXjBtKlQX9qX1me4AI/UKuhCKsuHUbcu907//9kx/+5+Tw+9/p38Pf",
-	"/zjJvnv65//YuzOEwtYUrbAMf/MiVYf9o2E1si/OuZeMZztuGdi79ddCbPUAHnT79DVh8Z2YjRfBrd0D",
-	"4kbkje20ValiZSP+zMXSl1ahjy99kTbWi5lEx+mokmnF29kLCIaYwCbT+fXosPO/gLI10WWRsaHIeWMA",
-	"QlLM0GeGz0z5PFiqadEdV8BTWPu6vpLnV2ZFjvGvNFk7lyK+oQ758auf5wQB+15m8XQxbezQQJiJ4UTr",
-	"K3Occ8tLvUm+grFcFbzGKilr2LjWTYX3+ohPZTknLw2oJPiXR4YNCFrpvwZsJssi53WBRw2+wtC5RO5m",
-	"p4t4uij4CjwDgCclV+5j2PSAWX6FPmcjwH4wyKKC3zdnPqkchgheHPdQwQb49yMa/dH/bU5OnuZvtAZ9",
-	"A/6rK1r4Wtjf8I1Xrv0XNGW7rOhs7NBdOV3N9tzCOJ+0nPfi2LhR+03Y3px+GpIDhDtnBweoEKW8FrUU",
-	"5vgPWfx5XAuLBM7d5sd7qFfh7EdMLaO35yH+fiFUAWmZkE7jRD9Vc+gRayof7qfzQG4m5nThaWUNZe20",
-	"vy0xhc694mMwwG7m/s0n8loUEVDO1lIUbN8ZDQPfNYDAgFFBMN2dtIFphmFQn/xnBkw77XYmjejg0fng",
-	"vkD7+SV9ei0lGtBtjKSIiDX0Zo/pIDfHL392t1k2Cyc6zECfB45+z5jSM78pjr4tzfizKaluJ0Le6Kh9",
-	"CG9BXKzFyQlyQ7sNcbOFzMDYxqLcoHOBXyPpt+/GVokazny26uQfLMqdI3YeUHGexdI1/C5Vx1AmBDXp",
-	"ru6V8iIS1oKT3qRySRoa0Gp5AYfnBm7BdSIjXoWyYPuoMLwtBgeLE6Xs1ypEbmBmVpvkyRSHdfc3C2AY",
-	"PIiSWxQleDJHyycTNn1yMu9UwCAu/wq0CGBSDd1FKbGPFViZT8LPElHhTnqysYZzT/gDZrEoS9NKGSmk",
-	"qQA2l/yN5NDEpEK3EcGRuS9t62dfA01+T63K+cEqjfwSR3l3Nzc12MsgNK7FmFtxj3Jkz9tjdht/YVe1",
-	"d85daOWpgrpJIKzd4QwcKZ7rYrEwvBYFz60oTpm0zPB53PacGZHXAm5KI6zPogI3EgTCMGmjyMgPj9yc",
-	"7o0jdu6VcZqyWrBSjKyTHx4+lFAlwpMUe+iOjfnt2pqIdRSWpdGM8q7S3qyBufAd+nKKsxfPbDIJK4tn",
-	"cLAPIe7eKF/7nNzaSe7jqUDCBUDSTRs+hZtVqKLSUtmIN6Fnir15f/6CDlXmnUy5rkQG4S0ELivI1DV4",
-	"tCECLQ1rlPx3IxifagpBr9Cc8c3QBQnuVz40umysYBNrK8N++fCO7bv/SwXNYNKXpZ69sbY6CEBqkf/S",
-	"ZAxOmLOxRzUfT4WyZ6ERJ3mMLq+R3JGVWldOe89YKdXVITIj65rlpW6Kw6mwHEjkeVHUAsEqFnMpByQu",
-	"P2G2Iiju0D9ny5PMgSu7mEoljUWQYnjCsKqW107a47uG7fuvnbvfL/DXj/jj4OCIvRNjns+ZUfxKfMq5",
-	"Qe8cee9Mk08YN0sOOq0+GVsLPv1EkhNR4Ax3oqnj+Z/VJTz+gp7GVYpCWai8nkPuOUfuEsQGoYqmSOHT",
-	"xTTSIUt2lGm6QnqtSTt1G/YsGW8orZwIhPtYF0B8fBeDWNV7qBDIYcIph4su3okuCyRgkIj+J228itlI",
-	"irIwD/n33wRlWkvW363NlGpL4JsBr0zTGUqsSp5T5jtuPwTbg10cseQRhgJqiv3OhqT3c8XEtLIg6/nQ",
-	"wD2F5zaiWPo8fvzhjPzBnnwE6zyjDhkCZ9ADd+UcsReUnk/1VFQsJm6s9xm7l0KKror+Vde/lhKYoBaT",
-	"LCY/cbcvuMNo+6UqesXodomu6ctvi71dpXX8dTnslinuCa9K3G0Gx18QwA2sUPFVFAA8ZG7cqvDFw/mF",
-	"Cd9jEif9rnEyPY2XuyNds7HWZJtbXQGPmZCgNOMQMtAcgjdUFew3Lq1UY3TmpR4ukeupYC+4ykVJmMNK",
-	"24l7DzLHwcxX1mdrTbPUvz1nE2msrqGy4EpUNgtqC6W8uq8bNqqFgC+gdPeCYqFgFce5M+H55cig1qXz",
-	"4Ka+HQ8dzumXdroTl+DGHjqKZkOEC6JbxEqLlv4CN62sg4uatB1AC8/QGffm48cLz16LZUewV0VBUG40",
-	"f2hDVijo3fEV5QhCYWA1Ime4N6963XAvU+/n3zuv2do3LmAtNnsOWM2Wy2sgjyAN1BHMG3m1e3jSAD8i",
-	"21A2LETCPfjEZwjC97kEf3abjI9Tj7YU5gEJ95ak0svFezI513ceI0CJtJqx5q0yAgCs2IDa8H4n997A",
-	"R98pp22gabcd0lOH8NQBeczQB9W21zI2nFccqRMk4jJG9yXSrmBw/snJk5g8ik8lMZY5kwW5NsNfLITy",
-	"a34tyoDrW7KK2wnbxxBlxvKSy2nGjBwrbps6ukwz7y89CNAHMuQBUC7SotZzxM5ZIQ1CeXkD0lmPbha6",
-	"vGwfRWfQ4isxDtcw6JwnfDmeiAZxVQIrhw3X2BkzrTEQhjDU+mdYISL+3fASp98toSw2sS2f7Hbwaxl4",
-	"cKPOuPGoUWdtfVlCFNj9acbnD/bnvbI/U/Yd3CdW3+ZtsLmiuoa1zJlu3KSSD/ocZFmCBQ5SDxE6uFk4",
-	"0/7UA77wfstPf3C65oahA4PIhMhbEDx+q8Tq3pcgCYOj3/XdR2D4snh8EGgPAu2bE2hBKmA9QiIDdiri",
-	"7ETWxWHFazs/znmF7D+rzO60TkoWWcLghaayuKlkTD71VdvnF2+Z1VeCMDsqAIOj1uYs51aMAQOZGGDC",
-	"F6EuVRRmAXVIGvoahv4Qta4skSss8BK7xt0XkDfXV5frxhLo3UiALmtiHXtjuurNp5Q8HwZhCJEcYcMy",
-	"J8IJRGI4ZwNchhi6P2W8kofw4uAM4T+MLgUzwmCB01Jd7uMUs66Sn+DdT17kdZehfHQLeeHW8UW6jDs0",
-	"mXta7EN5S55Z3B0wvnuREPfSF+fNUmjE9glxG7HQyalPzmg8+nF/7Z3uhQ22tyQZHvdIBjeF/ZJgwpUS",
-	"Zb8U8Lh9SpSQFeZGMNI1cU/h+VukPhnJEjFWVcFqPTNeV0q/s/qkdfvRkn3ou72tYfiX3GLraLuwM/8Q",
-	"85muiy3e8HTOW7wC99ol1Ha+3aapnxBudvMXXoprmf+VV+g/tnrz14kGPWfT58+raounMR1o6xe2GsEr",
-	"TJXeZgyN1b/KQugt3/kg8u122U/6ouRzUf9QC361xXtvuDlvCqm3e+XC/meLF96aywmv/Z7Zaq8Bjh45",
-	"jDefQECI3/YtBFD6pd6mg69r3VT/EPMfQRZu10V5DXIPuunf36VLnFrexAXu74uHBNkVCbJ+kth+ctUe",
-	"7PqeD0uz5PTuuvCP/8i9oP5zrQmgVbi8T300LTDMu1se4dL1TInaTGS17eXe1mpJGGzNnhkvnjs4LKsw",
-	"jpUoHwJEt1ZdxZ0J7VXHr+REHVclnw95frUikGRMIwwzE+D0kWpcikNnlf7y4Z0J0D/0xUeGlfJaMMyD",
-	"zpiv7SRPnijiadx3prCd1EJgwGDgfzEDcEVNpbWiODhir3g+gex0XkwhznTDc1vOvb91TqTgYOULQ5i9",
-	"g1KOhJVTcSlyrQozYPtU48EePznJIsXfU/yPqTaBPRkpVwoMsB9AyiP+FsTEI0NOBQKrh+C6NL4CB2QK",
-	"V+5fqfxkMEg8d5N2Ch7E0Qh+9PuFh0rW79mA0sixNpUX8wEm44QwvuV1gCSX6FU4Yj/qmubDJOhcV0JU",
-	"8GdnDwGjcq6VErnNKHEZk5FgD8CUCCaVsYL3ppZHAfhOXosLv3+2ro4PAqizrjVs0W3KW6dS+f98fGd4",
-	"Wt3zscKp7K0ptDv9RvXT4nbI3eZe9ixoz72hlTiE/mJHH9zE98hN/FrYuP5BaoSLIIq85BLY9d2HrZgj",
-	"152/dvUdgthbgWEf6rpqocTM2c+LIrN39L5+C7RTd3sNMOHCDDKi+oHZy3kNcNJsYK7zT1bmV8IO8AJC",
-	"T7w01BKiekFyk/v+WZAZLYj7AMEo6DXXJcqywD+YUhZYFz2AP8R78ruTw+9OTjKW3JcH7gYEkCOcgdKT",
-	"tEjDigZwGQfwy7m7fAdsnw91Y9n/OvmfTCqKJAAwzAFmhgBTjM9+hbd9MdorvMXP7YDthz++W7jLk+s7",
-	"jrAStdRFvMyfPX3iRoGzMhRzTXBoy5f4GT6LakjUO35WntQFyiC8Uxicoe5WznAy3KVaiFLYZLqJKSZ2",
-	"jpQTQs5c+iT426/1lQCWqlIbYbwSgBt7kDFhLCdgbkZXOEY4asHyxnraj+fM4CxBUYTXMsJmXKVknGGS",
-	"oZsKoEBQmiir2bUshGa8rmEXbaUXvBNIy3zvlYPWhGyiHWStjY2RZ1+y6ZWGu62Sa69pj34QxZQTdyTt",
-	"HvSEe6UnwAZB8ZdchVBw5u0dq8nwEPWXqyGAobWiniMSY2NCpDdNF8JI8JlTVumyJHBC6BBrlJUlKQ3b",
-	"eqIu3Te/Nl8UdHo99RbawyRA3CtfDWXVN1uUASv32d1b67JFus+wrlZkyEHVlV3YeBVvnArm9h9vrD6s",
-	"Ra4R4K73hOvqDPXyKZ8zPhqJ3CLCIAPOgdosajZbn3ddfX3HXVerT7ubt2/2cH++s6qrL/2oQhzmELGf",
-	"NymoSmluzWLJVGOyFDlEFcypUZAENXj96iPzHWg1OgAjJ6NixmFjJNCeOP1WKMp74ioe0HWZHknCw/bZ",
-	"Hi8QSGzX5zLp4ypkodZkPxzL2yYeaU3vrg+k0oVYExdq+8HM8R/wL4Vb0bXRFXG91gRr7U0+C3wkp1AY",
-	"nHooAuIRuKkSYJ8j9ipxarz5+PHi8Md3v2b4/0bvL57BWX7z7rL1uVZEg4B/BoU09MzAI41lTCpyU+Vk",
-	"jsxXeUuCCwaHExEkanGNIEp9HiHEuAcXkOygAn8JP/V4ArZ3jbRdjz0eElrClf6RQATWNIAiuugSWaqz",
-	"/G0yT31aqjAZ1IrHrLroDQ18IH31l8gd0scr/uT5dxt0CEnimhC5i04xYqzx24Q66L2ofX2Ku+jLQYfb",
-	"yOnS2roPEvvWQvpuVpcCpHeTB5utT3aH3jwyPtFlIILzPGv547Mu/7p/BKBVB8HebpQHzPGuuyj2YkIw",
-	"xJcJ+Co5+E4QuoPHJOFHIJQcxCIA4kKWZUyQB4Q418Yjk2TYn1EwZU7mExG1x0aCbxqoENn+s5NnB2sy",
-	"db4WifvZ5UgqPx6EQVd+z+cQBdvqbcdwsFc5PThWhjtNzZQSsGUCcUN3PPAsUXy0YkZYUIBaMbOFaFun",
-	"0EnjoZbApxLBBb+nsisJcELoE0KjIPLmMY/f6JD5AtohmoaJQoAIZtBKgVkwyX2JaUpeZQDqObMcaoHY",
-	"HU/lX+lzhuKStSNsfoE+QTOfcnLkDU5j6o0bPoUMV2mXGGnsUi4/uF++Ukm3A267FbOxAQpaGnA7c9Y/",
-	"gd4N/yXyLqg7rcTdpupsqAwqMftmlcGHyNvqW0oBld0XdE1RtGuNk49ihFSBaHrccqeU3glRIUBE827O",
-	"DMNrCBUMCvF/Y2BtwPY9E15MUqXkB+DawChcjMuB/2AiAFHE3W49aZJH7JyCU1A4Xc6D895dIZAJepZ+",
-	"1SOoUY4QMnqDJ6g3r6LtYLykebyTSrIOgCWMbiS+q14W8lbpV4+B//jJ/97AwI8N+7Up+vGcqBbq7zcY",
-	"NuEOgKRwFS+xhbuAkWo1uEnlzMJJfCigWeHOTdIbzF2lMURf7kTw0m3tNUUxnJkpd4Y3PM6M4pWZaOuV",
-	"WF6wIS+5yn0l7FQraTWwnuRcRbm6AP+eJLmRjS4hXDpxv+fgGXBfQ3M/gbnCkvrQC14a7ckiDFSiC2UI",
-	"5A6pSwthuSxNi2oTtDOprnkpQaGHaUrz6Sw5J7j7klbzqW4MqzlV60MKn1PqPDZ+JMzATECfPQm0L07A",
-	"X2Ge37jmBQ3s+cnTxXriMKihLuZZYNMAtH5+zWXJh6Xo9FW8waXcpRy4zrGRS+pkryLcP2S3HUD2+4IO",
-	"lA7P8dR+nm4mM3sWQWqkiauysO8zpEZQBJzoHj/Csy3yppZ27i5VdzMMBa9Ffe50m9N//u6EdKpnOa0P",
-	"2qDPp7vz73Ch/lf8czMsZU5GxWIHF3uX/bFHEvuF1ldS+C5TP5ZcAEh1nDDZZjSQDDx4oHVl6ME3GZty",
-	"6dYWUp2A15iONtK/+/IFTixJOEZ28hj8cv6axIlYvnJ/MaI2Gat1KUyWJERk7MPHy4s24QThh8MspHTj",
-	"geyYuDQb6E9ilxMnRejak1bX/Lwud+6DwI0sikD2NBXTIVYPEiaGl1hIKBSaeJo2QS93tACl1aESMwth",
-	"eyALNR5/BPB/D3kouWWV1mWWZpjZmHTpl6TU49id563ueFiC5f78BIz9mJIBa3DBYKujkwknuubK5BpA",
-	"48W0KiE7Xo9IOXS7wo2DAOPcrQGFSkLWuD/4WLTWojVREK/s6FaMSxNdrh5hRnpsFAGNq1rnsHd9JRfO",
-	"F4qvCPjh9rTiY3Bf17oZT6K4h/7F7j1Lu4eNd/TvlbL13G8zDIAFHWARg4Jikt5cSXKAwI7wLT9unZ9U",
-	"p+ieHgTu8fiIHtCRESjXapqrzNPhu41ziNvpNzG81PkVUUMBuo7CT9IS+C+7P9+kk4SYQMu9/EFra2zN",
-	"K+9vQhycBcoW3xgce7sE3BMFQpip779PZwqt0d///P8BAAD//w==",
+	"Eqj9EJfMhxNDef4/9t5GOY4bSxd8FQRjIkTNJn8ky2q3GBt3aUq2dduWOCTVPTttjwrMRLEwzAKyE0iW",
+	"yg5H7NPsg+2TbOCcAySyClmVRZGULNe9EdMWKxOJv/N/znf6prsC+Wb5tJfRbxaOHNywUHhOT93+dB1p",
+	"rJWGSD9ASo6IwmwzuHlgqBNWNLgc4PHbiEza6B5wHU+p3cOPl9AHbd7HWfrTRAPNDE0NDS8Mc1Y4tnbr",
+	"RNAzW53q2vbkgTrmeHZxykBKYvbXQp/bhEo1rAEtjFYMd3QXshZ5mnEQngFwKpwZtM2jAj0sBsUaTCNU",
+	"ET0mLfylk8xGg2FD4TTe1YpMT+xqoFijaoEr9Hmj+E7I9IAdBZMoBfh659mft2iLy/RMSY/aoeuerJ9k",
+	"sOTCf7pg716eHlycnIYRhlRKNnWljViVe06bB4BBsRlNtbh7JQEgJiILJXq1+hN+fRfjVe+vvd3h9EF9",
+	"piO+U5RGY+pE1fX5+dkJZWm1dThuuxYi4fYWPeOBR7SQ1UsYcX7NIdUwTT3G1oJPU3fvHH5pT5g6XQ+e",
+	"em+mZNTlsEYgUs9L2ttGOxrNL+o/2Z9GGa7D4t1ax2zT8qLLbEO91ip+e8sG1+4rP/EPqdIuY3EOXhFx",
+	"asFQ2nWjygRlfSfrhWHdzB4ZEC+bfCEtNmFLzS3LmjsycIOOmbjUdiuzYWL2dvY4Uh9n41pEMjkUSPmz",
+	"fmTa3VwIBa0XoFAZ1G2tPUAcpmXAMQuAG0uX6ci75Vkl82vjV9VXLtD66b/++quvY2iqw6fPPlqCJFBu",
+	"1mFMbcZ6Fz7w1dO7YIrD0KFs2RtRwftUyrFwEueosytBYgUrAcLrJlJr9tlLdIuwrw4PV5/aN8+fdeIr",
+	"Tw5TZzbjsgtjRb6bJ19nPU2lrUboPF8MACkGkCIJuD/QTd1jvLaY2E8Pn7YJduRXOmKH9IRxGqNW+bqL",
+	"GK/ncH18LiFvVnCJMy9Ibhd6Q4WTqwXNPWGBrNaCZKvGDLptX9oJJo7HVMeNnbTQr30W0/lpBI/Yoowf",
+	"uW1FY9vZvoaQuIyZ6VRDnQk3p/TjKnxmPwAgNNN34oE3xGFeU4qVKoSOirOwnwbsAP0FM6SMj9HSpvTl",
+	"/ZSJDMaX8koAcCEvkRF2hldKN+Axlgosq3zCy1Koq6iV5ZrPDnGoRMc560KvIiizqEqe3yvAcO8npe0a",
+	"QW66mBDLIelTQ9ksurA0nBpXXbdv0pPT41czou541dqNCWiPlaiXQgXr+jnHdy76vr8TWYcY+lCJfxlE",
+	"tP2emgXCJTcV9C+jJo2lh6Uc6suJRttAH13iMx/h38GxVsHwRbmNwliCvFnYixSy8JWupZ30E2x4AkpF",
+	"Y63yp5df72Q75z8c7z39+nlSqeSNneha/gopHT9ApnDPBlO/GTair+7v74/Ycfw6m2D+NEYq0O8e8GGR",
+	"Y7bM0l3es+9O2NPnT/6ClXzfnbC/PH/yHJg3sm0OYAgZaztFxEw84WtRqdI0vO8MfkWLCKdJcixjQoag",
+	"gTMCEaWRROW4FmbitOlCT73ivHm+b8tiCETHg1ZmePWliSeW+3ww3EIoDOM+BdYri5ROmZYt/9KJTJn/",
+	"aHgpLQShq1pb1JTgyhxhsH4qEDO2nQjqwExp9i9dJRrUu9uTvFZDJEyKsZk2hBfkSx+yhROOazKgSXbV",
+	"Yo+2q3P+JtCfF6qw8QAo6/d6UFI0ZEN7Boq3MIvoFs8jTWvRSvrYyvlUXwvHV751DPJ22uo51XFbzYwb",
+	"bs8mQVh7WrpftJXgGVxbKA1uAIyEQwLHRjw3LMivpQPn/HQ1mvMirn9v2/DU1qX5MoQmkTc7roQrhVYJ",
+	"Pkde10UqEo8v9UUX8Mfb7gxMda04ogmsXf8tkXs9eWCt+5rLs0ahvVhUYQlcF0TEUYupCM0vF1IKF8Gp",
+	"N8ZnhnbbnuPMJk5VQ2Bfsp7Yk8MNIJmTUN225sr0FDW4TYR6IhaeOgIocYYpK+9engLbGfOyNAzSN61m",
+	"FyenHQdwY7XjRbnjJU1RJRlvssS3tqZ6cXAATnJrKuP++93Zj1lHByO13qmETKqxZnIcQUAwJQQaUtN1",
+	"WPPfrNNC3RwH3Ng0sYJrKfBt9zTdInfCCe2pKaQ+0YVIeJKOj08ydnry0zH833due95Wjcnw+kVrnzhR",
+	"4QZK5yetKGz6Qc8g7bRFqbZaX3ftFt0ggBINjPCUoYN8r9tgDI10suA6KmRaKxqn+uZ+VzvToobaTsFN",
+	"A3jsXska14DVTxiK9VJzy/4ZT0S6xZ07gILhr3eDVLLMTeKal15k51WaGmfXYg5r96sGVUR20tLiGiyb",
+	"LDP7R4D3RchYALXZzbVSIrcZw4cvIUhqmyojzA1ds0KrHtgQN4cLDa59OLi1Ba+R1s1bnzDdv7YPfljw",
+	"wONdweIAYtz/TAg1AfMWD2q3KaCIwuZVeplJ3uWxy0UBAAWJrhhp/VAWoo/uf3j6/JmbyA9Pn3/d0064",
+	"sJO+Www/DrrECbbnK+csIqtGrCPJEBt1DlhiF9xcf3yFQKOokwckHHKPU2a5SZTTpfL7kl9YSvCDq8bN",
+	"dZTeBy9i7T+5IZ22fNeZfh9bV7SqmKhRjghXVufTM6xoH/JxxXSB/jAs0Hg4QhwtqVX4hk6wK90Lb/g9",
+	"XA+YPhVM7KdHmPIPVa1Ty/+7T3v8/u1Px/95evb25Hwgq7/StW6sVKvbOrdPDZYgU8o4Xql247J/woc3",
+	"qLWMcBeWxUwl1HeyFC9pBL2mzL0Sio1lKVjRvhAavCCAyRHbe9IqJlXJrduCtn8SUaAcKl9rPrZr92YB",
+	"kMJ3Sl33HqTbd17sC+528VnbC9q5ap0bkt7ccNq0MD/RFbT8U7gevaSAY0IqhoSFJGg4P+WNERfa8vJN",
+	"yhJ0P7ArXl/yq0C6kOSIhdjuM1IxxZXerMz9Kj8VdZ5s//D98tcQ5t2Zt+4V9+Pu92+/P3nc3ipfBj7w",
+	"+kwEr47LUuffzm2KbuHP4AN3D4FD3b3C8BiGLtK9cj43674BI9Nh6UvLpRJFqwNRexZ15ft/DPu2aqbf",
+	"56uo1ntEi9Tx5vO8FEOXaXqXiNfn0i/0bte4QJQLR7qw+9Es/d5ki7c/vpUrKO80qUECWBNkMNT4v5DC",
+	"0Om8w9lUF02ZwropiloYkwS6LRj9etS2lhod7sP/R/AuXpbM7Uo95vnHYCnh7CI0pR7AJGmsUMl29Z0e",
+	"epQlwHPb8LKcs0tv4qaCietBL5ajV5duc8DKTLd6heUkTA1cpk/TN2G23S/wSiL4UoaxZt+iY29ibZWB",
+	"JwLAl9x/gmEwE5e1zTfIf3QXido5ZMFh30mA4htnVb1KITN2crW4T64JjZ7gF+rRK9VVKTZKw+xF8LsI",
+	"9lQKwG+VH2gx7IcHmcWoa55iQrKeX3wHxyrc1DWwHi1hp6N+7hez1EXLQ0vg/NZoy3ehl6Xjh2d+WhXM",
+	"EnoGBQa0gQM34m6Ds9v6A4o4GmCCf8enMoWudqyol8wYHoAECCGUT4oiNWYPMbz+IS7PdX4tEp7bagW4",
+	"dowhLUThq6gwkQ0IDr79KNGiO7bGjVwL054TAFsULfPZG9xGZUJpDjiTZZHzusdV1J0kNqOEqhvuK8b9",
+	"++uD6OFLcVHDTrvItadZ82kPAqyTgeiBihEoB5/jmrIfsh3wA9BmXEWwk7KT89ZTYNNr9IHR7+ZMMwq1",
+	"rsG/FIBHRVlq364I8VTnKl/PxCwiQ64F0Yt2+qc+qej2+X+fv33DrPhgaUM23ey8qU3KPfu24pCcoQ34",
+	"aNju6OzV31+fv377Zv/1m5ev/nP//NV/jB6D2ODGuDuITV1xPKQuaENby6uJjcu6w1amG5et40/QT+gV",
+	"tetaLXneKgbHlHkLFFFyPJbCrrnJ9zsbtX/zpA/xOO3NeasYHnzGZpM5+SohA7MW4LTsLQxwe1OsmvIs",
+	"DgDjmLlWVqqGVBUnYwggxO147k7fadJ9/qiBVeUtbdViXG5g5Rjxr3TXMWo3Jq3xTat2n2Tsaca+ytj/",
+	"9//8v8EZesUrc4SINQ1UVqZWjSNIdfX4CBFr3W4B+fuDCKCB9LHGDG5rk+YO3wVWdkSfA+0MvhREV028",
+	"OEwkCr90boS5Qy7itjzzJLwOtiXiKIEfvFZj3QvpGyDWhvIS3rgdsTLnad4N404Ea6qrmhctdpuzDtpX",
+	"CRKbuLmBCFGDxVCmD8sQBGOyo9arVrOQEPfvNlMAECoICmb01ZWS3AjRRg83UadiBShR5wm4BmUSqNdv",
+	"GgWIsIGwLBAgVqGdbhh3L8MKCmEd0bJC8MLxiLQcJDX4Yl71gSS1AtxkuE08JWzMhFeCJcTV7XYoKBXJ",
+	"NkupcMYptxMv9cLdzFgtSkBd9pGi49PXDPr5kMWwgi2nz4CzvJQIxOQeMiTSOLjy4SDaa0scADKR0kVT",
+	"7uYn07wuYh7Hamehul0W/+pr8dov/sJusOixdh1TPg8UuHsu8r3w/J5HG8OO8v7qGQHiAIrWILNhPF5o",
+	"RNSHdOYOrjvZbJFZLFzJaIvCscRkEpF8itmd8xvx3XhaiasLMa1KbsWtmz476zXXAEtEQwGGHaTXYr0e",
+	"JNZiC4XoaafpwAwe94Tzv5W25lb87TIV2b5ATyc8yC6lxSC3VOz6UtoDc8QOWSkoTVoo/GI+0dqIdb3a",
+	"nz5bncqerUw2eAutGWhe7rP5Ect1NY8am0tVNTYWcu53d+A8B7c3lMhV+fQ9L/mM/nPa4H9DQt4vt4YC",
+	"CCeUrNVJd9EWH2zNj+urVHpBUyOCJG2wrojZGvrPA8wRxeZCGSvlFDr3Wc32ALfKZmzPNkpk7t96LEvx",
+	"4iZje6W4EWXG9q4ytnct5lLZ91OpMrZ3Oc7YXl67/zvlH2pA9t27bMZG/gpjyA/vx1M3KK/d/8mB4+yZ",
+	"/L2d1MJ4lIme9Ddop1xZyuuOZr6+cXec2BYVJAXODNLgLIlUTBdmHDI13NVNXJYVV/bp4bob25ewQR/H",
+	"nx31VPKDKM3GU3j21fo5bNqTZuGueq8uddut50s58euzx2jEN2shLpzGTYlSoX9vxa0VtXvyv/95vPdf",
+	"fO/Xw72//tL+5/77vV9+O8yef/X7v/VmKgxhafDg3bI09//WHc+qTAq6JjizzZja5CmYEpOnz79exb56",
+	"UjHow/DrR1zPvzz/ZrMKs85N6exNh/v3SdYzXX480iNJUI7gI95lgLIUPeCiLLwzdWMnUQobJqoL55eG",
+	"WtqulQ8bA8ZsVh36cWgy4PwD9zZ4o79/dcEOeCUPbp4e+NZ3B9EXlkB3I0vIWzy+2uyOEHbTwNvxqntv",
+	"2VJdy53duaV6lcT9gwReXzdo+HQhUc9J3sZXN22cRby6LO4IE94Il5Y7tmgR0L+QV9RjB3oKzKQR5F3G",
+	"Z0yGj7j/1e7/AqCmybUHE5nMq4lQJiVPumc8UBw8efqXtDyoeksRfV1WW5tHBkmpryB/1636iEpKqd5G",
+	"qLyeY9VIKOWkprTXYg4rWy5WXLHAb1YXe1Ci2I65yXey25UXJqoJo5Igpdm/Gg3h8JqVUgl2WQt+veG5",
+	"/PfPOz//XP/8s/rltyfZk6ffpE9iSHXe2qMI0851qRVuuGazibSCmYrn6zlfZ+Ivfv7ZHLhZP3+WmvTw",
+	"er9wzZJcBDwMJ7pspj39VnP4DcOh1BUXX08E7pJbiIP3oz4qbd80ZbkmZISDSMPevL1gb979+GMfWKGc",
+	"8nr+NzEfOl4V5c3S245g0sOnvZ8vRV5Ci14a1T01uIUq+Sn9LnSW0H9ib/HfyROz/LKEqpZCfMiYreXV",
+	"FbJG39p1IbwBkzZ9B4e5PTioHyTE4OEbYeGGSmHhr7G2TnMYHmHtXMuEn6soEvfl5csfEUxnKpRd1em8",
+	"KH2Xc+wYXDcKnapWsyn/8LIoTya8TruliqK88M+vvmJuOjNu2uHTVypNNHi+/URT69laYLhazxYbvsNh",
+	"uJMcGrGAh9PW0gXcCNADcLJtl+QoYwJ4Z/ezAyOOtAWemEI2BHWhltT0hu4W6Ohitj4u0CW7dn1ZIISF",
+	"Q04SIVZ/Y4/J9VXAtXsOyoDL0leOE105Rr1Mk/TMq0rnkx7sdqo/F+4Rz7/cYKgWKKfHGY/bj9aym0VO",
+	"CULu3oeJSGMaURCyOFcAl1zTyBwCX+MNIkRuEsMUOlAOEd8gzIUgy6F353oeSt/KuhuWPDEo8Hmp88Zx",
+	"B9iF46aQtq89TefJkAEITV988gl0n+MpQUg1qK/TXqaWQoEXxgW+Q3KoB+WS+zR9blh4YdMs8h4n2QkV",
+	"2MLPR8hXqlpflm4t6PVW5fzU/4U47WDWv3xEbhuTwQ78xFo+iLtMhgK9NHCz7XpWP9W1oE8AwjKzE66c",
+	"GEHyN9jMfVAnnW6OdOcSLaw2nlm2ojT23BlJCHh0WusP89u6+KumLN3WfYC+r2B6JdsQJjKXqqqkAAZk",
+	"QjSXpTQTaAq9kT4crKr3+3u//B//lg7YbVyWCuvybURuX5SK4eteqClZxEvntzUt+1f+B6tIxWLLo+Wi",
+	"VJA2AA3Qmqtk3jojUF9dLSMnrS9KzXZuJjqVq/h3WdsGks8IGD0UCa+4AQnff7L8y1FDuBlp2tTVPZAm",
+	"wjdsRpmb++Q2pLV7J7D1JPWJL8WQ61CvLjs7b1vBgoAvKRUEKGRNj2MnaHluRdHfOsP/wpoKcMQmMp8w",
+	"30AFIJr8GEM7VXHLL7kR5/JX0VP14H4KPZ3ocayPkgqLIQZ+qz93y3frNJ0croHDzng5cPazWlqxxyeC",
+	"F9D3dcP5z7BH8UptkRpL+0dvU5lat31Clm9E6sQWtiCaaPoOu+t9gghySQRLrFIGrl4RoNaEKyXKR4aS",
+	"wPbZmS/85IadClWEJghIjMYthjKtEGH9KM4haxs+M9vUWIfqtA3GEQ2P8O0CRF7Mph4ZLGBI9wjH27W6",
+	"HC5a/zG+Ai0lYYkpRnmCP8XIe1Fkfrk5JT4yzLwKyYE47O67d69fpnM3ByKMh4rcDQ2JYfAGFvAxdQP3",
+	"A/jNcluSKJ0NsAxXz7kWPJ+4e8TGUvGSWlyvnvxamOjNgtjc+mJo7w9rlJUly53Vq3qBxE/6z/lNfIkR",
+	"x47AmyTCNLYU0JdYS/3AhmDkcXMtkFakhUjatVTFix4AitCJeTCNgEhbgxhIp+lboS/3Xxh6ERdbAIU9",
+	"jik086Sehe7M8YZt0sQgxQ16UE4WaZWba5MKe8U6OfBSrH9N6+Od76erdaAUj19hAl1nCokK2CqZYd/K",
+	"J1A/3ENZ27yGW/ZkaHkUvwLBk6ApjOKDQxOAmyr+kejWFy27vS3GdVfWJdwTVtsUnumJ77wEKIi+H0AE",
+	"hLhpNWeFCBNh+/yXV5QcJWiwX9tcvJwZG0PPdDd1SFiPGNIRO2/yHKqHMvYdMfYLx9jfNhiUPSGmDqYe",
+	"sOX4TpO438l2XgYmtgOJ2VSbFobfyXZw/J1sx39gJ9vxw68giNOSz1PYh8cA0AKofJCrivGAdT26hphW",
+	"SxO5XFXm7NMuBvWC1VUlCkgJ7sP+MYye6vQEp6XWTl21WjNT6lk5H/jZ8ervbbCA3s4bFzTHtsEpgGaX",
+	"3HfAzJgcM67m+3fhCcJAenzu6dpU2LS+EbHm9ZEhqNh2l9Nj9eYkT6yt9sblTcbwv6bVs4xNSuNdKD1C",
+	"faqtOC6Kun8vUb/F3G4nyts+Lpi0L22fVK/XKIftzm2oGa5Fae/RNAbY7gNyrv1xZkvh89hax94EbVZ2",
+	"tNWekgNJLJJkvHv9jBg5UlpCt4dH5ReLKgFVTRayAHSQtgJkKKAujb6h4CMumpB7jQK9myfLQH9aN3OP",
+	"xJW1Jh9WlnXm113bavtieWc+ll9sDr+MM0zdgPUgxN0dXXGLav1h3mt7X3g0+I7pQElUZJBjkaz+kGjr",
+	"eTcIdR+/z2vNo8V1HqGMk5bCmz73zz1zEOu6KQ79YT7M0kb3K2UIrl2BSStcizN/5C2eUCVHFDLjrYxd",
+	"1z8fl7DM4Lq76OfUf7ko4J326QCn1ipqrHOn2tIK98kFwgeTC4VDiy0TOT+OKI3VYzbgVJUOL0FbDsN2",
+	"fb5j1ZhJ5sng8Z0oF5ErRhrWs0Y9HpdSiVVCFgzfmVvMW3x4U2Gr1aBPQJXsW3WrL9TySq6oaqRtQNBF",
+	"w3arpiwRH4Q2fizLHmREkj6JXEmSzPGxk6IIEgSbg+F6NussSTkFA6EoMM8mF13v2xHjzrwE0oDEYsSB",
+	"ciqTU5XbaX2MM4WIMzhTBmhVvr4B2Moa+rM1z6/7wKJhwEeG4UP9u71+FRduhKRC0e8b+pH6NujabnpX",
+	"70SFbK/IMovFDyR0Se9XGuI9oqMd7L3xeTRfvPcmXugGl8zLseH+mnOfmfTJ/TUdMk9cBuDY4AGOenaK",
+	"4ijIC48wEdgkSBM+4/PYB4MD7WQ79NoKVwqSbPJeihLSMDmg6iHX71icSLQBd38xfwqkc+Loj7Gqkn4f",
+	"eIvyfnTYDLBhM9aDEP1xOMsB/AhWvAs1RI/vEGA5OWT/NlwnkWiwpMupRx732l8E+MWXO6U7TwL+V7qq",
+	"8RyxwXwF2w+/sl0YaOhs10PzbrT8BSKEvfA3I0lyN/kPgpd28lJYLstkerQyQpkGq0YwvFzgw14HcFp2",
+	"KhE5KiRKAjtgKQEB/KWztkFoi+I1ZMGm5WIeJogB6UJ8YPSaL/lHA2PKHWMTA312kJeW2I/XqpA3sgDh",
+	"CTuHiY3DOTTuN6QXpvgzVbMMs8h86UtIiYiyk/d7egAX6cEh4Nb69HLKJ8AXFlqp0l/dqfa3g70TfDM+",
+	"tj2CoL2Xpk0Yicby5P2j70vyHbjz4T9PuCpkgerJ+aSxhZ6pnrYv6/ItAlpOT8LKbURnAFNr70K8FdEp",
+	"Zl0CyTqZD3iBV1L9ueKVmegEA8bfmaEHVkPZFS3zWKmbLDKbFU2D396ImpeBxiJOEx8ugI8XAkBkoB5I",
+	"8RsuywUXUqfLTvo4v5XKyXAPCLXwuTXase/260dPbjlwuVdTLsvb9y+JChihIzlHCHylHT1R9qmYEnL4",
+	"Qqp901NKc44/tGFYwN5wBp1PCKNXHbVD0mJ/3ezTw8OUYaVTWVi5rKDALEJhCXQCa1i771YP2+l1ZQuG",
+	"km822M1VLTIwOZ1fCxXOSSo2jdoZDJRAdBTp9Av4ae/1y2CHA5BLC7iTAJpRdnUlz/lPFwvNF0UR34me",
+	"rhHwQuJexaNRNMaXV6yzNiH1mwbuNBWIN6X/7NNYVt9yI3PoBON23h0uv9SNbRuIYiYINlFLaCJ1qkbl",
+	"5PQdc79IK3Lb1AKSR4LST5pxi8Cddvzdq8TP9XQqU3SPrWDwZ4+eyykHsu11t7858L7VuswnXKrATpOj",
+	"zyS2nVgafaKNTZeL/aCN7VTaRyrdvegfOiWZFqCpb3PkVa2LJsWNT/GHVRVxZbKtAISkuwj7AA8QoJuX",
+	"Mmc38BD2h0ZDJY7/Jj27eT9TQP7qa3flG/8a6XseLnxvIEsdKP8HhRzgANshA6V1Yf+Tuly44XDDMuQt",
+	"8T4vbog/936ed6ZL0QNV3LkNDwBJnLygx2WJtkL3dg62mmgVbpmbgBGv3rQLbnr8OsCi9qSKe8qAzRoy",
+	"9G4LRAIjFbqnRrTkxr5KByHhz57EsZNvozqGmXS6GiUO9Y7epw+dN1MoCl/zgQmn9hyNYnNh+z/TqBS/",
+	"OI/7N/lvILM4Yqopy1Uful0mKxpLb1W5plYeDgYAUaCxELkvWucCDNMDqdooxdfiQcMHcq7YJSBpsilX",
+	"gIPfP+ZaSH0YUhpGDzOlZz1aWlMBGPhp3AVpyESpbRLhbTh9acqhxhdzU00PgAA3133l1OYaRXjcGxV2",
+	"HOXqEO4bhu8aSNFBLK+4cxHa7Y1va4dAYlpczUH6M1pSXGSjLtC9AwyLBbRM7tZ9oKN+XY1ab0t1mnAt",
+	"dOha6TdIW8G/rcH/g+u0ZyqRO5PNNz0FRDvjVLEFNapd1qq8+ldtZ83AnIZrMtV6CpMG+x/HG5Nsx9en",
+	"dXW46C3mGKTEaj7gRk4JlA5fAamRmOJE104cBaECcKhu2YXTP7RvTnwp4A/piOx6LrIRr6gCK4g1regq",
+	"xDvTri0L97SfQHrtIfqhY3dG3qU1Rqej/+Jl0v/5rfsJ4+wcVJJpJQrGLfAM+mH39flb9s3zwycZQwk7",
+	"ahQoYdgmplH+NXjH3If9eMtvIuTA2l2lnTw+fR1gCpC+aC5yWmGAznwCOxb8vwjx0vsZ/HnR77hU9Riv",
+	"SXyoUljsPfGlO7N4YjunezqR5dPe164VlNiKFC2Bv+7uwd7Arcd9ifUi4Bu/4lKZtgevR0J22j5BfHVa",
+	"ty+4hUJX9A5e2E8vv+7DCwtvBJdOPLr3bOMA5z8c7z39+nnSl/1RwHKLbfy7TqT7BYSbCjvRRXe/Xr46",
+	"Pzl7/e2rpU2DI8E3WuqAA+o2Z/IDZOz81cW7UydgTn88/r8XV/O8s5ivlhbzy29fZU+ep+eNjfBTqYG4",
+	"pfA7FFMAO+/OD3o0gFMYepxxgI1rj/6IcTauhZmwmqtCT2mw9S73ISXg/9JVd7d5AzDc3XX8R8NLiX1O",
+	"qlpb6vu2eEeP3MwEMW/G2QQjgd44+JeuMpbj5AHcIAf32Nl3J+zp8yd/QZQQxMRD+B2Emeu0QgDsVIQF",
+	"7wFgkGltuUO+785eZz4Zg7DsqsZSnWx8jxB1j6tgjIyaWo4QddQvfxKMv3jrPYL2qr0fgrnn9ziQ4yeC",
+	"0HMbm2TLE1kXp7y28xNe8UtZyqTLo/Vx+H4JTi4DsDRYk4VOpMBwKxw7TA0XPjZn7WNLvRna8anoZ3hH",
+	"hvYDJzh+siPDRyojATR/jS4iPlSyFqbXyeq0Z8AqiDcYF0+vJt0ooZ8qPnR7N8ot4Gm7s1zGkl3reIYX",
+	"B8ZF4m8NsApo5JQ2E680Ppcsvq2r6eRHeSNOqa4r6WCEbWfvzn40lLMNXTsIGmBzyKFOMu5HZJdvejND",
+	"Dy5YCaAdXAqIpfr44YaW6abY6fBduHKM99R1gZ3Sg4KP3Q33HOd4d/Yjpm1GrQmHeabpnNEgSsdP7jRR",
+	"GYdbV88a5z92Tgmg5xALL5EP+cvtcojX3sDFqvSoEn2DjOJ24V3C9Ic8nCo/zqgA/cVTMZBuqOJ0e7xM",
+	"waUci0ERLsied3fRWCgChSbGRyEX48nTw8yJglJwY9lX+I+pNtZ7q8fyCpMydaMKtuvfe354+Hg1dPw3",
+	"z591sPO/OlzV3HN1hYLG+xX42xEgQtpJLZZBkTaiMf+NhUYUCefmimvgB/tRcCM+/h44VV6JGcCEdmt5",
+	"E4z80uiyseLHddcB+yT7W+M0U8odOQJhbia6xiwArvBbNFJ7H5599fTwMIsQxi7FXFNhZdDLHhnUC+ZH",
+	"+PzS6azuhBHfl+eHvZXP/Ze+lJB5g5XPlailLjprja796tk8HzCXYXd3Img6ub4Rtfksrm7oJeR7GKWs",
+	"0ER/om2/oY/vNzQQNIgeG67pbPsYbfsYbfsYfcZ9jNZjNXVAmjbJdYKB1+BSxTkS+In9bbelL6vb0qLh",
+	"081l6OvF5FcVmETMrRIXIlsW+rGM6IP6iu/pL4OUkp48iGW1ZHgKhH8hjuUP0roSKtOtUyDewT4cV/LC",
+	"yZaPbz0ExMy4atXwI69V+l5X7hq6WyhJrKXiTgC3/TpF8W/EzLu8feY1tv53d/3k9cszZ0MQQj42OvL1",
+	"nr7qRyvhNF9FLLyUELcC1z1X8zhnf3BjqCBuI2kcxO0KF5NbjF1ygHYcn8NZb9oT7z4RO+JTOsSQOIvS",
+	"9lsx1rVYsQqI/iyuQxp3zHIDGbLSG+s+Vi16ZFcf9YN3A8t2qqautOnZK/px1YmklN/fe8mXEEi/r3VT",
+	"3Y6Evwtt6Di7csO0xHwL+l2p/n/nrE0rPthkxGngrX4pTVXylm9udJnXbuTH72EANPmIXexzjKcWPQDu",
+	"mzdWIyxvsmJJ1xiJBXfKEqZFlBXlxvk7lBUnKrut3quasky/OexaoP8R8iV1bYZdkkLcyNyfXkqff/vm",
+	"76+/Y2TVOYPq+2+ffvPkmyctiAylfK9V2/FT/d/A36HYtP0K/XHwR6isIXnvseDBl8+znCulgbNF1QLL",
+	"ew9EnWyp9Tcxp55P0PvCsVB42Js4ll8L4+PksFeA7zsGewSeHGKRTriBuv/VSXmG8q4IDTeUsy+vZ8LN",
+	"qf11TYMwPhU1h2Triqs9K0u796vulP1EI0pzPuG1v0RrRqadkIaZCbQNA5yapmqxa6yTdT0ZxBsZn1GH",
+	"C1JYvEHjvxJZNGtv1j2wU6cbIJTct7Xg16kbJipYBKCA+3gNGH+EYVkKftOXbh2jLK4MeOOZxK7I2prq",
+	"Iu6rMeD9s847Icb2LtUYA5o44ZV9d/bjEVVtebjlKdsd/fu///v/NXocWV6UpxW1zcgYh5iIzzKJO2rU",
+	"YqpvkPqmyaYZm3ZZuJ3oGIizs+by9Yvdd0bUd2Z6UAetzZUWpIE3q7VoM9Ez5ZNpcq2MLkVkTOBaWV4K",
+	"Xns0zrU0WetSvC56dF3s7RtSAtaoutxvA7bfMqFH1yPT9ufiCDJ+Z8puX5k7kAf81m1utukkQwcbaJ6w",
+	"k7mjQvn4y7BLZlI1vNgYEw6wbbqG6g9idzhj0DfehM4WiQyffv95KB7EDmmtF33TrIHV97L/Tk753GkF",
+	"cC97K5l+1FdSrZ8+8Grs3eO+s5SLEx7E/QtPfkRGDm38CTogV5dn+kNyu9zBltc1A8d+MnvIPY3z9Y9j",
+	"BSac02J/kY0m30vQbWqPiftptxRwm0SiPvJru6YskyDg2FAzEvcX0CMJY2Y1yTkOXArbA8+9wq+8TBC3",
+	"bwOwaYfC/c06BgNVdLwm7tmMNeiU51NNfSBx67AnqWPItDXAjDfofBilKcbUnrXoG/5G9Ts0Y2pOkc8v",
+	"PYxxPSwdLPIzBKNTnS6pdwdLh4fqK8r9kIM8syBphuPStZuF34R6GcCoiwHqMqYBZ6IsYTIPBVj3D3E5",
+	"0fr6pSjljajn61sMFPQk2w0ZoscZ+xkfMdSmlysDup35eedxT9cAHAb/cUJNOx2V/INLd4nOhIW6pdA6",
+	"YEW/AIDwyJta2jkUaFDhkeC1qI+bVPSkzeolygdFfmRu8vcVt+/39/ex1OeyMRI6iV7y/Fqowuyz46BO",
+	"8ByKwHGcXXjZ0MuP3R7cOMMdWDAJbd8JNtf6WoojBDyBKjqcq3elAk4NtXJFk/PZ4RM24pV8D0+892c+",
+	"cnsLtxKsKRikvSUTa6sIHfUEvppGoXLL6c6OOXlKSBAlMMpQ3Mp2R+/f/6CN3YMl42sjFLhgzhZ4lX+4",
+	"uDg9f3yEteZ7IAEcd6Cc9UU0tUvAp+al0UwJQm0Z/efe+U2+d2Lq8R5ELkY+WR9arzDDp2IPoWzZ6Fzk",
+	"e98Jm0/2zqUVI6cVjN7CbyPfBXseN8n1O/sVG+WmHr+vxf8AMj5sqnQ7gzux483pnWi57S7zSv5NzHd+",
+	"d7dQJlFbHLdBw8wt/9Sb8+eiRh+SuwAQ8toz4Sm3vlrwEiTjXq6n00b5TNkpV/wK0rBb30DbvwjuU1R9",
+	"5dFW3Ij4pglupQzj2Xuh+qMQJgsZYBm1kZLqCp4UwNxrrafG49vLmvFiKpU0Fu/GEbLTglrDusVJa7Cj",
+	"Zg43IiSWY2IX8js7MXQ0JQdthVDv4Aox6DXnw0DYj8lfzUJUpZ6Lep+9Aqb0v8/fvmEAge4xuBtDitcI",
+	"CqG/1cV8xMyEV4KNfst1ITIPDpQBNK54XbiF23ruNKH/lXmkwP/1+whnjIkANLr3YdFtvXAD7L0uRk4h",
+	"rbQyIlSXQPNkTPCAltuGjehzo4wZTVWUBNAO4Qpfvz7F7iotzD4dV6mvzD475U6vgvBWoFATAMj9K0Ld",
+	"iFLDmlFYexmRMRARGUjXf/7iFonIwPChKag/qgrfCAom1UhPddGU7txsUyvKM3O3QijsWYpQ7iM3+Gif",
+	"veL5JOIjChBf3P3wDC2O2jia/uBYzF77x1EAsKAPtw/hH0Zt6wXaJaHGus6FSQ5mQwUNRLYu54BBj0a3",
+	"NAxO2t9lOiXRVkb4L5EgqBun45Ontqjl2DJe8druM2je0K5s9O8jNhVcGWYa0GfCTxkTH3JRWcBob08T",
+	"74Zjje6+zcNSgKpeQNdmPLd8QmnrjCut5lPdGIp8RT0p4pk4HjxyVDoRJfBgut0d1owj7LO37YymvL4W",
+	"hZ9I68x6wXgl9yzyapoKiMAgcQ3xNseDwfjW4G+NCvmCxHMPOgpNir6jeIP6p0PCei+IqXhSeVf0daYW",
+	"TTgIinZC7R6+L4SSTmrE24PUHl9mw0Z4XKN1B4lsceUp9q681Dkv99zawmDxcrFQzTeBcddc+8ynUusK",
+	"0n6dblmPORW/LZ2T3wuwe6R15vHOCuF2fPo6Ahh6sfNk/3D/cP/J878CNFUlFK/kzoudr9wfMd9pAsqb",
+	"b/7gLuLBpdbWCRgIlFVJJ+UJ2EuGFOraWCKtSDoh8oyvUZTKWF6WyIgSTtl99tZtWdgWv3dOSvnKECjO",
+	"owO4nPeeAQm69qpjXsOyjvdVYDE8z3WjLEgAOLpLgQ0QRIHhd6jo08Y6XijKsZstnNjCgiHWYzqlgsuf",
+	"/esRMPWZZjU6HIOGJj7w3PpOwBIhvMPdc3b5zrf+aI7dd9sWfE7MYjdbZQm1L6oJOfgfg8FBtKjW2Vvd",
+	"j3gXMmhcabvOCZasdRi57S+i2EdQ+vsuyv5ObFe5QwRDCyU63M+nh0/ubHloTqZXk7rFnVzd37OdZ4eH",
+	"fZ8Icz74lhdh49wrX61/5TtdX8qiEArf+Ov6N060GpcSDctnTwZ84pTPS82LC61/5PWVwPe+Xv/eO0XY",
+	"OKKAMNqF08Xdy08HzPJC65+48m28AcL16yFb+NpxRsVLBNSJrc6dF//87fdfIigR4kerb5njoPzKUNd2",
+	"KBRe5CDe9xirODsvdv761x3/t1bG7LzYQTnS/ob/xAv8e9bDVPdaz+KVSCLjAAhRqFhVOs1k5sK2imzk",
+	"owYmZibUWCR8Fk1ux4YFD0XKaGnCL1olefU+e22JAZtl8Rg65yl9qYt55O5kl5DW1H5/mZd9L2zgNOfB",
+	"Jdel+sO7Z2r0qR4G0O4XHtP+Z3XNLwR62kPIHC97934YK8sS4vNWgyBD3tV7/e/0mue8svmEH/wmi99X",
+	"XHFnphhqfU81cfRmixsAsiPAY8oCTe3TN98zOeVXYp8dQ9eGsbNfyYyD++zrY5u2Wt79cyG9kdK/x3Js",
+	"hVBsKlVjBYSNkSggsw21Rv95b36grQfKDRTyRUgHcCbRXPzDaHp1YBHAliJjd58W/9rptcfRMyW0A4Il",
+	"hhliQ0bTRJuD1wC/iPyA+h57XQjAgtizw2fYBgOzIIsMoSIgnlOVPMc0lyUqPcHJgb5Y86mw0I79nwMq",
+	"rGOYEnDxOIWzdfDIYknwZxE5B3ds08CTi27IX9ayC7goBxVi4iUGRnycxNBJ3hAd3RQAr9FzSNEujn2l",
+	"b6sgPFv/yhttv9MN9tT9bFgS0nIgmzzclQdmNge1AOnVb7O8VpAxG+wWZC/hUNsmfShgkXSgKtW0vaqy",
+	"mLnMJtr7H7BfbJQ5QDzK3RtdFo5/OOGoNCu1uoLaSiJLUeyzY8UI8so9iAx8jikW+OVolkY7ZhbJem6u",
+	"fXWxl7oLPGGZqs9wsz6esp2MIeZxOyJfneI2gMZvrxLQ6k/8WvrovnMA+7fU5z8feoXDWiRYNE4XLtsD",
+	"UTFEU/e8+bjC6YD4od3shCiUzC7FRJKQ9uAeMWoXqAvQ48L9MiJKPaWRgkdPRv7RiagF2+VsVmt1BRTW",
+	"ytKv2EgiS3kfOTJGj5Ho3UaGSYIyMRXCdude6VLmc7b77PCwHesSPebQpm8yf7zPjsuy9ZjFy0UP/o2+",
+	"dpK8DZfHyweOhd4xjK6gRwUyqVLSHrf47Uz5XbknFwN+x39kjYvBs1SvgMVbO8R18KynvW+c4OITJtqI",
+	"g4/PxTs+A9x22PHbS/onQ+xtRxm6lr+KYus/uDuu2PoLMFUuJhVKlQO88fby35L/weNLnA447ir+JvJr",
+	"E0l3mhLYMO5idjxsugLnvr+nyHXI3DCQzDzT7Adrq7eqnGfsnE/FubTi/zy3tcytZwcvEpHyKPI10bXd",
+	"c0ZIkQy/k5Mf4r3pILUbaXTupJEYRS2+aIHSJCLYgc5Jo/Ozwm/SH8M3cey97k9REfooPgHHnN8IieYz",
+	"LIRXFSaVElSnLua4k+TPaMONJ+dn39FLYGIRl0gG25dj7YldBqHgm72sDL/vs3+A/ImTmOmkIVMhJYaC",
+	"k93wOWWIB68B8DLUcpes6KYWaEC32YdkQkeweKuN6Mi1pIQAHZa0jBexAS0Nzp5+a0NNbNcdrf8zLW5E",
+	"8tvLYhzkMd2wZTvaTTtIw662qmBLf0RfAQhRbkW4M1UbMvDLdBey3YrdZ0//Sp+FrJk92EF3tY5ZXmtj",
+	"9oy0bQBgdyFT4kX00AhdE05nl1cq5E88TgUrltImKASvG5vrKdDSrJbWYhMhvG+oBELFB5gCywIfduGe",
+	"hDyMPSB8wDB+0FGNuPJd0/21yIhbo7ra9qxfJ/3v0F5ArhU6pfaEEIjKZ4CQIRQpFRICgaiCAZ6WwQ4F",
+	"SOEw13Nh9/qyhi6W+Ucfm3R8n0Z9HBKWeCLpFRbwGaswf+qIxtvKSafFkPnDWGSlvtKN7VdUzqIKA68+",
+	"BXVZRdkg4K1wN5+UBwpxw3WlYD8gAM50fY3mColVyPnQpW9XFZwaregwkCICGQJYFnKpracBTBvECuQl",
+	"SRxX0VPLkDB5qxk0yVMFu3Iq1LPDv7JRTlryKMk93UYNtThi1kBmRJo3BPvsczYYPpXu/mrRxL8rEkkr",
+	"7ZjK3hPHsE2tzEAHBAqwa0kXzDdO5bbzjLsLYjwWWEWwVJPfcn1f4TCHjvnYeQ0019Y3WJYAXoyKE0UH",
+	"NCtELgtBzg7IfYaugxM9w/dhJdIQeDToglFyDkx4wm+Eoxt4VM8USuLlwAEa7hBwv0+5HH2mz4WQcAcR",
+	"4WElwwMS2qeim5ewK5ei1z8WbchdE9Fa5/yZ4IVJqDO+MA+iWbGTsiNGsNG049j4Y8qe9dHt2I51cqI7",
+	"kJNEBoJkL3x7avKj4c2HLixlLXgxZ7W2IFQwt9CjuulKQqoS0elsEid7y4jxYyke2wUjiGYRsu6c6g8m",
+	"hXISSRRhhF0qA9ONzVrvXwjo6TqcofdpPY58lk/YiAZ6T6+M9tmP8loEues2bK8rNLFbMo6WdZKb0LyL",
+	"bNtH5s6SyHuDFueBz39Gmj6dX59Aj+OrG2j8ibscq1C31fi/SD7XH/EAMu3wlpZpIOosco2YM9y7ou1r",
+	"AnqVix8hy6ctHdBlAfixsjY2Q5aGNIsFTQH3ZiLrYq/iNYEwOe5VlQ1SKYLQtHnUVt5gRiaQ+JGvjXIa",
+	"xaVUxDiP37zcZ+ehIN+gvgFZmliW/4JhRb4bRRWQuVSLrrOqDjX6gC6rW0NfGlgGpbSnYhJuI078bi1F",
+	"KlP3pH3k4JSDUTjoOajhGvAsTeZvYg5O4uFvRCgKQ1/5qQNqMfy9N9jQcvgLLz0Cy6avtPgww9/8O0Af",
+	"DH/+uKo2eBrzozd+YaMVvCIsmQ3WEBB+NnuH0IU2OfoYN2T4ez94MJmNXjm1v27wwusuHMwmd804bQXr",
+	"JTfYwNw2vNz0rfMATjL8ne8JCug7YKGbTZG4MEzTv3+viQ/4ZShSTug2cZmylz+fe7jzUxlVbg89HGkr",
+	"o7zqEP60rD4cfp1WH8KGQ9/B37M1BRgtKFqc6OdNJaeHjkLjhNE+O4mEstO/AwzPCGV0VUrL9HicMaHy",
+	"eg79OEI00Jc2Xot5BBIfBDcbAaLN6GDEq2p0MMLqylHACGxU3L/VD7aLPjac43t8531wuT2mdEiPC+XB",
+	"FVTpNLUR79IOVFaNqOh5BAAy+EIWWpr7sTB+E1DXRlhNbwKgUrDOOP7iG2PkejpFvZGqNUXxOJFGAafj",
+	"udw9pVDE31gTZaGsHvfkI0PgSplfEsLgWDxTM5M2n2A5/MOVZAR50Jt4iYd2F5UY2/SLzyD9Ass1eJdz",
+	"3hHjxKrrnZSxdcCNEXYPABPGoj4QHzyGWdIEe/UBSzHIN0K3sDWiAuuFknIsuhOExzAWdVuWvYsZx4B4",
+	"sB8m2p3MKAs9PZ887hpcjjUTAhp8dsGyol5dcL5HrG4UJtSj2yZ080KEhGVehYv0yoib0r3WYdCHLmjV",
+	"L2mL+kh/aS//FK5aPBO8aSa+anerXAygEDn1FJLWQ/4BcpTaJI+gAJPtIlIA9GF57O7exEnUNj+hkwVC",
+	"iY7ctt2dicVnjJB4MmauZVX5SgXMf8iord98ny3MASDtEK0ggkWAGysAAGFP13thVgp9u269PEdIBd6+",
+	"iJ5jNWeUhcKkFdNUTScb4U61+Rnh2K6QAN3n9hngvREaTUAGRU0CIMuDroP5DgC8AGrVAa+qA5TYR6xR",
+	"Pl8RAHRQd8M9gpArdHWqMf9lBhip3Xn49BDo7iOnYp+9aTUEw8qotWWF2tRe5CyqtC5Xq2Bg04iEC/f1",
+	"NM1s7ifD1Gm98ME16tEyw3YbACV0muG5EurgAyabdOcPXfR7pl+VXLFduv+PoVF6CFXgrd9qS39kbekU",
+	"T9YdLBG2s2yIM9+/zoRSaJif2ossqcBKdPZRi4oi6wgYuqGupr2+3u/xs5+Rw9e7eNDr+wAOGvjgEC8N",
+	"7vrWR7PCR9O9oA/soyHob2kNkMWCR6TrAoFnYw/Iau8C3JGHcDF0+iD0SCKY+yNYZNamrUfPfRK3Am7R",
+	"qilvPQtfnGehQ+8PJiUPfvMtAX5HflCKFL7jS/i7aduCYFIV5CL6EY8QvmYmjWAJBqG0fQ8oxKPYRerR",
+	"kEl5J1cFNRV39DjVoN9SDUQJ8doovxInzHZDuxkFRQEGtEr4L0LAeeFbhGo7WeZQuL4FDrWZHF+QuSl5",
+	"25Nl2VI0Acd+9hS9ae33HyZVE+9BC+R+n0SZ7VTNiqJRHoSTr2eJnhsEbN+94ss9gu7oit+9GO9vZ9Qj",
+	"E2kTAvz/J7F8V0pt8gz5TilfGH3/qSQ23s5PILGXPVsDc7HYDDGTEQqi9YvtokmOfspCGmgHLYrH3dyt",
+	"tNFLQcs/bZ7TYvrEZ5L+QHdkmwYxxMRe4S6+97BFgE7eM4LXOWDD8EtZQkZoD1WfY+gB62LDAMyIKVdW",
+	"5gxH8rDA4Hq7ampfIurbdhGifRc07SwaDQaRGISjp0QRwbfFVU0TrYSx5ZyN+A2X0A/jBQY0RukKCx/+",
+	"p8+dw9dO2rXfPxn1f7u3FsM/8aeI5fkOZ/7C0IUIfdRrwUQhLbQ+uW8q+S3kAg00T43VEHiLk4zGtSAY",
+	"6cXAVGyJgkkrDTtrlJLqKmPn1K4ioz6ITkhC/TQFB5cjat7grXGI0REWC0ovSNlra1jdKIh2lxpR3Lt5",
+	"OoYZyxFl2m1wKGyHiug1dutt9fnXxQbGapzasjVXPxNz9V7TUrLVtYRaiW6SmiO0ArNfCaoa2sNBdkfG",
+	"eGP1npNdhJJfQGK+Ho+P4taP785+dCSGOSSrBMnd3vnDB04Q++Io51MRwpngxT2RQQiZNGsQvq7kjVDk",
+	"iljvn2HnpKlH3SLj7FYoV7mLhpGIveNrY7pPUaEi9JVk/whtHTw5140yWODru29mIRdzUZTCZ0aUtTry",
+	"KIPU4W83KR4fv1iQj6t9Vh9N6vfsqPoj+KjWuae+VL60jUEN8mg9dHZrpN4fkAEu+lP3LqAFNV9sQL3C",
+	"iseWrJtl0qdsAl9ATdn8K5V/pe17mk7CBKbiGfHHVl/8WW0Zxic3AfyFYnzR9/fA9Fvxxqwg3lMOjbYc",
+	"2U25lTnzNsALpjT20wKUnHwi3MwK5szkkuAzP1gqaoF8WlvPHZGS3uFplIx0VJlIxTiKuEXsA3cqDYyK",
+	"370UuZ4Kw2COCXMD/v5FGByUH9yxwSpa9ZaCP1G2JDSk6JzJQ5Ou/bWfcH9ylkTGfoW2ftCtQVceSWsq",
+	"ah4hbLvxjggvE6vOoOMgUrL3zAH5QRK3cRJ8n51dnJ+2oaoAE/lXNqrsryBOg7o0OmJv3/z99XdgbHz/",
+	"7dNvnnzzpP/VRgWf9KhlJ7JmhcDGisqKK2o11zrEkyjDiO7lo0X218/QFmknd4Kbv8YeOb34L39MQ0yR",
+	"p/c30WNql9XLu+gyQX44PbtlV38qC+UcUO7iO/txLBI5gNkn2L5BLLKN0FHr67UQazDd6CXKWAPmUwsK",
+	"vXsPv9ek/wj8sPW/OiqOt+Xz1o4WZ7uKNUbPbZnNJ/XrLh7HQ0Ydlwh/PTLcsbnuULo3OJa4Ab/iUv0h",
+	"6N13X/mCab7FQ9tS/+dD/Yh+drcM4Fay3whrpboaJvfxC48WSH4ecMymXDW8JMckIVj88eT+ud+Sz57+",
+	"w0xXyHt/wFtq/+Sy3rQX694DuOfCtrp6hyAR0d8Jb09gxDjQ41hohm3UoNj69OK/EGi009nykfH1r0hc",
+	"bedT9JxMuGHyj+EB6UQ675L479MR4ic5wBPSnnnnyD5JkHbLsbaukLWdoO6BUQ51F0PQZEVXKGxvgFmL",
+	"Vu9VTVn6JC+2S81mubViWhE8fBSKsXIqHmesFqaZUrhoj3XSxShaG+epKD3zkNkp7LN9drYYrXVs3YfL",
+	"dkPolv7yvo0ijx775vAYQ26f9X8aPY5y7ZftJlvP/xiBI8h2XQ3bEefUOoMW9zr4kLd60ydiCI7esBkY",
+	"ERlCbjtyUnr28MyhqdWeo3ukphUh4camUrYh800q6gnVB+cTNVJxd5GWDvj4GPuNURiHpGpDr0zK8/Cs",
+	"Yfn5BItIkn1TKw8cpqlU6o8dOc6Ay9Lyt8T+6Ywkd7WitIYumdxl7dJgiseChr1Sr3CPRDfpkaH+bu6t",
+	"UirxIpQqIX0T9lcWlSpmvRnl0dN9meXZUo1FVHchbtzuZ0yJWah4DFhhAAeECGFYETnCjjOlvsJ2+lQB",
+	"0dbKWD43oXpjJVzQGW7bj/rjjKjsU1Zatmv4m1TFxkjSP+qr72o93eyNC73Z82/dGT4IB213Y0ilZkQ2",
+	"TChbf4me5k9a3ckjhhMVXT1o9AhU5BWhIshmMN5ueRG4HLK2UIrWZW1oHBGgZA/cs8d6Ztww0j9CpHnq",
+	"7FhqeOeY8ZVQdp/hXLjKBdOqnFOfXUJcDul10OESB+B1LW+EcdZVJTjk1knLZlRFwG0MPd2osVSS2s0g",
+	"5HdAeAlWmp9nx+JqfVvQlaZPj0voZViRsGSvLTNlMH22VtpWcbvXDBY4hoDW/omSdJ2t1c+OztvUPnxl",
+	"kSGdo6mWJTNI2a7RgGAfnD6RBaY0Lt4xgCsu1eMscC7PJtwjc2Ed6Vfc5o5X5I4dlTGr09UATrfP3kIF",
+	"s+PRjtV0MxRZqQlul4qAEwxBV38UfqCr1ewAtuxLpf5PR8y6WuhkUT1oFi/2ojiYaiWtrsnLsjYunWPf",
+	"STbRBhGDhbpyQh1hIoBOEDkeuti2Ha05m0hjdT1nM6kKPXMEDdWOGYWT/M/8RtQcUJ6V1eyyya+FNfvs",
+	"Oxo/9P1kE8Freyl4i1Uf98+d6LIASNapmOp6DrATXIVpdfWHI+wp6nHlqVCS8ORqgQQGHEzXIh3Sxt38",
+	"qd3MjYkeRyB7bAGKR6grO/E8aGEjSeNRepbBerEf/RGTVwqWAdtP76AE8Vu/zw6pkwmA8NEzbn3SffVf",
+	"DV5AxafuktHPP+H4nY57iPS/82JHKvvV051sZ8o/yGkz3Xnx5PDwm8NsZyoV/vsw8+35IG4IzUuz5ftm",
+	"bC1z21mt1eBec+e3ZobUBiye4JR/wD3cefH8q2ypQ2C2LMWgUiS132s+Dm+mN6fgVkCXgp0BM3ilivT3",
+	"jzzKvDvxNZN5pYo7mMq3QINsJgs7cTcMMdRNO5F8oo1QHtiFruWEG8Ytmzo+8eTpYaDk1TPGb53jFwbe",
+	"sW+ePzuM79iTxB27Vzm6RPsJOUr9egOfBLB1T3BbkXonIvV7YUOLpVasoaVHex3LU3wyJU6/SotTx3tS",
+	"VvuSJD0gKXn3EjULtfoRt14vjej2fYxQ+twoaEs1d0k1tLfL1PNABFPqnJd75GJbSzaclfJqYlktCOvF",
+	"KF6ZiQ4iGxU8apTfKoVVrXNhzAt2pWvdWKmEyZweWUG2APQEC/riyek7hL2oAJGjFCZJaj+6iZPX9j6B",
+	"x+LvnNNqe+01+v1PATXmri+A0bkTfmT8GYdNuM8LbCy3zbB83tytRJnGMCvqqdPUC/FB+DCSBsfkjYRO",
+	"WN7VQLQIIgEEwFRML31rCXDLNeOxs5VQmRC8tBPGDTPC3VhnIoV92Wdv4eLqGtqkQ/Vk6JiDnlbOSuxY",
+	"Dh16DCUac6dm+g+X/MqwSzGRqlglds5xVz5vWUOT7HOA0t7jAW9FzZ3Saru9LVEYf2funFZRmzqAX9dg",
+	"3RKdesRL0sPgzQyMz8qJRghcOGUtHZp9BW+9gc/d4zVuP9MXKHT3OF7C/p8GkzVedXSl8M+pG/Xs1jfq",
+	"4DcF3obf3Y9D7le4MMGljMM9MqzUuoLEJa+zHJ++RvAK8FldOe2kMcKsu3fHbiZL3Lc7Ifcck8XSHPy9",
+	"BhO94nbSWujKu1W6ycw9bpYnT79Zdi388iAEcVzJVTTRnsCWr99prFzFhId1C/4aPxgVDqyvxhanbSDb",
+	"Y9OZrCU4Hxxyl9iEuquJ1tdAut3lJvWh9kqurnX885DmkCrKL7pu8pOhvBIyf4JK00WR90um1PR3EIXS",
+	"dCF6CzKQXkYq9MKRS0Vo7J7tVCV3dLOGMv9OM/kTE6Xfgh569Nu9pcU7tIKWyPAm3MN7osCZuHSya0+q",
+	"S/1hgKKKgq4VkTiMYZU2VhQ+Z7hDbN0M2IwJnk9CI0zWVJR18b/P375h3LBa5ELeiGKfvQL3hvsi46XR",
+	"7FLk2EePjfCz+zT7/Z+bw8Ov8h+0vn7DpwL+JUaYgMt2pTWORiXxDfijLB5nvgezj+hCylin+3Eprng+",
+	"Z0bxa/E+5waXD12TfLvxespLCSkqI63e41LeU0fiUYB/G71V5/DTCf3yeJW2/g9c1Ws4kgfpfrKYS1rO",
+	"W40GvUVub3apVdpY19PHvRE7OoTeQOuzAbHFaAZ0sS7nOJE4w7BvCvDMOTzSH/D9RJw1PttBubxEDbgb",
+	"254rad7ptrNRBd6OPWKhsGMx54R8/A04p5kbK6b7pb5K8U8Y7UA3dhjjxOe9poCvdTmjZ3jGclXwuvCs",
+	"KjSL99wVX+6wLfQVR8zLcVJMRGsrGSh3FlPqpM1aJizUjSh1JZj4wHNbzhmUj7tPF6KU0LqJ7Y7wJpNe",
+	"MMrYCCb4ugj/6eje/UPnEDkqju07m7s/YDzG/ReqP+6/Cm756PE+O60dHwTYGj2mPwO/iVJtClpU6SxK",
+	"PUb5wnPLjrHf+0TPYMWjf569enl8cvHq5S+jDBah/Aqc2cBehtVQXjzl/k61IzE+tqJedPfVwpE+9LTC",
+	"Rb6F3T/zfw6Lx7//xD+8wqF7eXz78AMw9/vkaLgIWM8QVkbXFglhy8n6IDuBTmvdXE0ifUX7+7KemT29",
+	"PTOjQOuBVGPdy9Jewr8uCXPO15ogn/mHuDzX+bWwLxDbn9tJxkxz2YL8T4UxsMR5JUzGjNs7lQummukl",
+	"hmYx89Y0Uzd4CeVXqmDYhRU3Y8ynsvSgdznHvOe2/QCbybJkRjiFxama8PicKSEKQxVtfl+Iz0xELR4n",
+	"LUIfWnWrC4t77bbnHumq/6M9tpjf3m576VtTy6frOYM3a9XFCmsdRAtP0rTg1rvq/s/6nYTvqquaFwK6",
+	"LfBoWiBaUf033fJBttsn/h87CQVmjxUfLBvXYFfsjuLz/wnpZfQ4Y2MogvO6MN58KLNp12awiBBLDWE8",
+	"qDCciLLUoyO0vFBajejnnNcoBxdJEVd0VeuZcR/0bT50Y9kVrwylzY/ypja6Hu2zYxCeHJLmlRK5zVjF",
+	"TchlMrr2iy95mFzQbp3spqEoBG2lagSrIaEDBbO0rcICSk/gGUeYzYqtoyktEkLcrNTqyk3LY9Xgy2Aa",
+	"MCNUYdioFmaunJbifbl5KR2XqQUvuqlYeKwxcz4+fe1bRteihPZdWsXlTQTEd9zYiWNOeQDEgaJ6wWu3",
+	"0fpaKKaD5mF06eaIDCrX+lqKjOUTkV+7s28bVDd4FV+wZ4dPwtlwdsNLGbdzydizw6/8Bgmma3klFTrJ",
+	"Lt3pQsM/oGJfTQGGFm6Se/mwfXnhwZgAaDZhHXjk0GmpdAZjCvrnbSVUktmt87udLF8oL1jClXI6sGKC",
+	"16XEmLK7lKjHnb36++vz12/f7L9+8/LVf+6fv/oPR19WB7nTuXV9ZiYucZWdW3HruN3Oi53//ufh3l9/",
+	"+e1J9uSvv//8837vv/5tZ71R+gSZ+kJqMqAMQZ22D1ogXnZ7QnQlnZKd4jCe/4x1WerZVkHrEVLuzq4S",
+	"UHcql9CeRVIcEkaOvSOG7XrnnGkqUd+Am+pyHsWNzePAUWXNSjkW+TwvBaVdZAy97Y4vlpoXaXPmp9bZ",
+	"8tkm90RzXBUC7uze1q99l1HgztbeRz5Ph1IOfuu4AH8/qMVY1E656SeiE904BW3mdAh4nFS8eOZsF9I+",
+	"4ziwydjZxSlQCisFN2DUoBqYsarkc1GbDB0zuS6ctBfTquRWmMdYGcHB668pDw867P5PU1wJUKWsrMUU",
+	"s5uTXcy+FzH9nbWrXCM/f4oXJYueUNWiH/X2Eavso+qcXoMmM5buTEoJ7uBK1OyaEg5TstnwaVWiCySe",
+	"J5Wm7Lx4cpitLk9aU5z0QNwqOtF+cGF6Ysuw7pJhtfu6zAY+Bf9ynKC/vPofTopXtXDDor1JN/0xwYgG",
+	"xhY4ykw3ZcEKTRXNM2kE/bysSoSKfzf5F5j73iLe1CKqpm7zZETtaDZ3ylGEk6VVqiwzsmowR7+1xhSF",
+	"2J3J4d5kQtW6rfbeZ9+WOr92im90ZPg1MlnaJXtsBwLhGes6h8kZYZNQW7IWETH+oZnqPSGiLm3SCkDU",
+	"U7qf2GlL1iIKQNSCm4fGRO3M2s1ndbl71U6/e6+2yBd/KpTUpWt899IhUZfvfjjwPHeNJdjRT7vwY4Hg",
+	"fATtkSG/Yk/+MKTn+c9+qlyEsBafjtDNtk8pgOrjq73Tn17I7kx9W4QcqjudAURDpQnVJz2ary+ZaD8r",
+	"lFNj/7nTokW+DEAoO9kOYUHtZDvnTZ4LUcBfvwM03Z1s50JORfG2sTvZzgmJeXehb7l97rVehxo+DBT+",
+	"0dkj4ct5LXicQRIFinadCfFCFr3JLCQyRfHtvDeP5PnhraekazbhqnD/1Vjv1k8XKfbNECok3ehpO2fM",
+	"SyPC/C61LgVXwyfIoS+mj4u745PT3qmMaz29A1yBntPzGuKaSVh9b1OgbATwNk90U/eToFS5+ME9MRSq",
+	"4C/fPNsUDeOEG7EnoVBKQutgiCHRHGWRUV24GyjzfnunV6Om5Y5VOOHWt4ZrMZ/p+vPJnork0JBcA394",
+	"Wy/2Chu3oydEagtWSH20SdtRWbCUe4ALu6u83IJTLiRVJbUaKJv+vFSbz1u6b0n7j0XaqOlEVPHIPCy5",
+	"u4u61tm+TO8WshfAHmFGlCIHYsdbz3zZFfkNiiYU7CX84tGtOoe5rPHebA2NraGxNTS2hsbW0NgaGh25",
+	"0ds6vNmmMfd3jnG787Aax2/0X6+L39dC73jIyLYBfADPaVWNcG1X6Rbr1Io2dh0AfNrO+InwUFjEZ1sh",
+	"Gi9+dVv9bUT6LktDOxf2AYnpAIO7K7qywe+G8RYbARJxOSaJCqd37LNjRXXavhOSb6aEdUZWl6AFQJTZ",
+	"CRieXys9K0VxhcFbH4KuIUgXhZSPMLQt25Gp/NJnqTaq0CoBxYDz/mPQ8j30slxc/ZpWlj5C+/snZi1k",
+	"GWzbDvw5W1TC8d81M1wXb+2ww0JYLsuPUDGkqhqbOUusamyE40eqB3KvdXrHS5zFn1n7oC1YrYNgBah7",
+	"cKuN3Js20m7yPeklBFaBZbkrSM9X7JDvrNv8DUpeWodeKORxNAmqSYYwmb73cS9AzAlOY9OQwYVjvZa8",
+	"dQNCB/j8T518sQdAKMDVvdR54/SufvKKtnYrhB+QFt1bA3bAXRmZi3dtn/Ye1M0UrdwD3swyHR+4m7qi",
+	"2/M/amkpGdUTJbYOQzvikufXhjWVjxkIBHQRBqANsHpP4mMZGCPRYmvh1CGwGbDa2Gqf9+qeb6q25C28",
+	"4YwNQ+VgXcZw7NbxmbCGuzcU4oXBStcYCv6sQgbvp8jtTEx6XWczp3P9nu08PXx6H8oK9sATvXZNBObp",
+	"DefQ1y7S20CLJN/rjEt7ROV6neLYjmj+gnEtt6bSPYkG4Lz3KBz67K2ueKhKrlZ0lJvoGVU1OLYv1VVH",
+	"UlB9AxJ25nv4F3I89paQExkELSEA1ipaL2JFcJAMvLZHjh6huLYF41kWA6clV38KKeAWOlQIQDH/tOLY",
+	"IOvTCAA3396s/pJv1dctYxzIGH3uf4vTmOov/lAMsuaz29rCwPwWDWKnI4sPdoXle8ZnX6rxGz4l83aZ",
+	"XuL1MA+3i1vm8YXZvnCqH0PChLSFg+7XfBbIOdupmn5DF+JnVSlsakK9lq8uC6ZVMH695QsdA8C41WVJ",
+	"/7ylTfs5EP3dKzSr6H2ImRvUx62JuzVxt5rcl2Xi3qMMWKvSrbF7T9CaWiMuokJPAi/TSmxqxv75GP8A",
+	"yxZ2d2vVbnnhn8eq/QTMsBZ73oU03MQNTicduhoS8PVUG/sC4cyyuKtPya1Q+TzocT9cXJxSYsbK+G8t",
+	"zv3svtgocLTGNU6+Laf5Ekzguj3Quwr/9ti7f+elLPhibDfr2rUJnQaMAx/i7eCwolWx24WHdYbwXscO",
+	"xn+g6hSPDoHoBAD0u8pN87Mi+vvz7LfLw2Vvw7xbG3ir933Jet+J7wpyX1JgjZpHPbkHNcqmCfo23onQ",
+	"RUjjw8I5xL2DRicrVLlTmsIXqsXR8gDneUXzAPfMlm186vbX3St+zyl49JUDzITrdzf9sJg4t+fUKiC2",
+	"rg7VAtBT0gTbnWhLmXaPsS8BdfGRZiF/+CiqR2bYMQ1iFZKqhzzmnhOF0FUgBSZ/Bl/6XMj6vvQ0Wtkx",
+	"7OSgkh1Q0CZ6Br0QmNWwi/dbx5Oc6irFDC/GI1/dtdXQthraVkMLPO1epMMw3eyAmPmKPDyrqRsMPJjS",
+	"1h6E+cPXt9x/y/233H/L/b8U7o+K9Cdk/2uZfw/LZ7s8FPjTL9KwUoxtaC36EDbB+VYobIXCVihshcKX",
+	"IxTOP71I0NU6c2B5esjOfSMyXbNCCyQl7y6SljXKypIAYeCPbZePBxAVutpKiq2k2EqKraT4UiSFrh5U",
+	"UNS2OsAeeANwvhe65kU9pyba2Ec+ljfRZWEAv1SUBTR3VbacZwuowIWssblrGu77zFanurY/4tyGAAHT",
+	"pGIkXHELIFzHmm4EpETAiMVOtiM+VJAcMRjalubigW07a03NJzyQnBL1x3W/CdU3iz969DM+8FUdP3Fr",
+	"tyz1D8jdAOZ8gYncEfpQ1qPbHpvrXj411jXjOBc9hvCom1tNCRYcVNpxLYTvD45ZCwTUPtUAcbh76U6Q",
+	"IEmQX0Cm+UTk14/hz9gBL4JytjOZCzabyJIuc0KzPQFY4ZgkvijVNl7YGp0WdojNuLK4Tw+XqNbZ/VWz",
+	"22qvW+11q706/g60ylXg8feG8tiqrQe/wf9ix1X4z35Hx5kgvYwj4R4B0wcBcCnQCQH83mpiO+jISKWt",
+	"AOdayZ7XoToS60hiOtKS7rnV6B9AQvid7pcR/5jMyfvk5e/9ujqGSIWgCWzFw1Y8bMVDlBmzKCCQQu5V",
+	"TEAF2cFv7n82ERGWvJQ3XgXVioyFjGl4mpflnGln7XvPtUcsvJI3Qq1ycHQFyDrZERTNAr7fIzNI3vYL",
+	"jP4WI8+//vqrr6MeI0+G9BgBP0ftj9Rv0pfo8NhKt61020q3rXQbJt2Cbo8FL/dqBtmaK5PrQtR7Vkyr",
+	"ktv1fvzwCtsdj6eVuHrMwrsZo/bnezNZOJEnwFdPWIzTmDdmzE40LlIr0emmnnboX4QPX4SpDnHrh8mB",
+	"vy7q8IcfY7tYzOjm4h5AXP74id4Gbp31fDbNrJb3aZU3POzOtqvVqtaa7aW30eW7T8czenAN46mPH7k/",
+	"0397fwDUP7ub6fu0wR9MrisRdc5BSnx2+Nc+n/Hy9dm5Hx3mnN+I74CB+A+t8eT6BT+sFzexH2vn95mL",
+	"/K0EX9VtBqggTXYPKocPfvP/+YZPxe/IIUphxTKveAl/7+EVnj+gUQn8YJn2cYQk7a+UsG5q/gMxfSbs",
+	"y3g1H+uY3Ir5DfgS3prij8Of/ihNcZBo7plV9OCpnImq5Hm/fgAmaaQMOFoMsB2XupizaWMs41e1EH0g",
+	"KH8MdvDLVj35stSTTcn/T6WeEN0/rH6yzieAwtQ9+cLjOIXe4obtkk+ATcX0UtTmceBDbU6NYXWj2OU8",
+	"csmZLDjXZO0T/y7nbCJ4bS8FtwGGSNbsRtQG3W0p18EbWMM9d6hbZWXj7v5pzGVF++0vI12Au2kMZw6M",
+	"KMcH4Rr0x2Iu+LUPxCTb3j8ymJIFiBZOlFqmVY6YY1AyAC9PmdWIug0dQzp3O2NSGSt44YTejGNLkjGV",
+	"HkBL20rUUhcyb6/t8hW9qOXVlajPRTn+Iazqnm9r+NDqPPswa2b5tVB/iivsrg0aEP6ShE1QenYH17qP",
+	"yx78piDa9HtoQtp/t/+jEY1YLIqhjMTlVEWqpcFqGWni4MYRcll3ec9FrlVBpZr0tCiQJuJwiFCYnt2t",
+	"rzHQ71kWYlppRNi8FnM2BRrkrBa2lqJgOZrXNcA8UU+e2ti4R2nKK7VBx+afwup7NE/c5M+yP/PiWteo",
+	"nNGmPZzG+SfuBb/1nA3ynN13n2Yj8qaWdu7+vWf1tVDrFNTj09cMH4x1SvgL1ZJcCWNZVYux/ODEejsR",
+	"k7EbXspC2jmbSVXomQc+8WY2DnPDy0YwaZ1yAl3oIW0bmkxCr9yq5FI5Bj2NsrqRDYqCTUQt9tkrnk+Y",
+	"UJYaQ2NNI2gdPoZ/IzjEDrOQYB53MsPf2+gzy7liZgKRakMzpNrKM3GjryHXHHaF1wIr9XVjWaNKYQyT",
+	"Ki+bQvgnndioG5HWsI8reYEHsWma+Sl6OQY9dy5/xWdT/j9ciJ657bycowBvjKiPGC9L+HtNNaL80jiZ",
+	"2OPugyffmY2dfUvTOi6NZqUEXMJ4s/s+3N3vzrcLMeZOS3sx5qUR4duXWpcCEOHv09Poz7bPwHmrBKv4",
+	"FTh+WkLbxhNXGEjtNkX80bO1FIt82oOyTq/s054PDCmqdgKkMl42RipH9Jc8vxahIAWxOB3zGDdlyUbm",
+	"Jn9fcft+5Nkd1cqRZqlVOaeib3S6XwtRGfY/jbEwyPkPx3tPv35O7DZjVQm1fEyovJ5X1qmHuqJ0uJbX",
+	"Bc7DXoGfgTQvUURcGr2Zl5BygLqqW6uusZYwQ9ttJim9gkZIhEW/ypjRjNPeOPaJjPqq5sqyqa6hsodc",
+	"qqI2WrHZRLMpLxzvRzUb35UdXiRYzsvSWYeOJQUHCMyS6ttrkeu6QGGBW4hny3hTSAhBy7JPPfYkunOf",
+	"eqn/yBql1HGzBQHKi6J2l6sWjltC2h46bxYlK7mOlZjhLg7RbJ/c8TKLsJl9jlQ43xk3ZMx0sQiweDXI",
+	"24zNJjKfgEagLQhjhTI4CKlwoJ87y/xTarMRr7xbXj1MsT34Df73dbEyAIw6gwmMy+Pka4BvRXoQBKQP",
+	"HA49trEvK+oMx8a1nqKDFosUbcd5AMoTKJB5YF5jqXh5RMzV8TH3x2tRUYIkaLNBDfIOspixoULqGCRX",
+	"jJe14MW8qzcRkrsJDY04iCk3q1ar9zo9OTFgrZ77Aju/hA0BsmWGj0U5T2VXu89GPHXDwkk8sJ0HUcpW",
+	"MqmMKaf7q+7+72+DucnAitucB6D3noDuCd1u24rQpq60WZKlZalnovAyVYAnLiFHPSvwGM1APdAHzIum",
+	"I6an0jpCGEvhhJbT1nw8xT2wz96IWfz1WMsyga7E5lrWPjteJG6unHy8FKyB2DNqoIm8tYxdipw3Bq/z",
+	"Agfqi2TfES3fvWbVnd7aNmRwTFAe7i7L+gN8UMfgOpbkD5Y0u61v8E+kTeE9/4y0qQO0L/sDLC8F2KTU",
+	"rwjdeGCdRrwVfHCRIYBMKrJcHcmlTWkyDkA94dZtjG9gBmqKx9l3ViWZC56R19pyi4zcsdGFmTgm6mcT",
+	"uwtB5eLei+gYb5birjDZ3KmDIxj4vdL2fTvOqLXBwdN4a7P1DN7/vFUsnON6exBdIT7rST90mPTLbZJx",
+	"PtEz2NSwwzwmrtaHBQTyqfmJhoYrKwpDKWFvYUGtlsY4OD6czYbgLk6ce41NFtmyZ4VYS+tUyTrMxrtS",
+	"Ur46dFXpsqBfDWA4znSNNhhlQmiVsBTJRVYK3lHfyLRyiyxaZiU8J/MLiaa/rAUOqlM4g53+vHnHZq4k",
+	"t1S3N+GwosDSa9CCG4UqX7FlLXdj7cEd+lT6iJOMayKWC2IUpazJ3BURkLJUG5sx0+QTxk3XQZIRk/Ts",
+	"Aekp8pUDuBR1aAD5DOkeVSVUsadVOQcCpy9CZBB94HQDnSoRUsqjfozHp6/32Tsj2KUY6zrqRq1z6Edd",
+	"HNsAXYLNusBPZIRTXzRGkKBZox90Ip3aNSdm6GijnVMtb3oikee0ccewyZ8qGuln6uvZxQ340eaVyLD8",
+	"4AOfVmWrLeG12Q8OZV6W8PSgiCUMDir+x5dR+InT6UnDdGNzPRUURsV/DAuk4rPJAn3T5IRLOeaybGr3",
+	"VCGU3AQj0U8V9Fp/yfztg6lbOe1FcMTndpIAB85W2XMv7zxsTQfc2TNY1pBg6wrWsI2+rqrm7DFT7kgC",
+	"wIjLuauB/Uca0KC86ohzV1oq2wmwKj3zidLQn41bceWYJsAWgMFn0WVoWmOz1qWg5GlMmiDtDXbTyQrv",
+	"/5/us2PltshOhLIURCCX35TPodsuuQEtL/WVs2i9dw5uJoohwDhxZIcfdSbqbKIpUgafSXLy02if7pHo",
+	"2s/00dxxWS4dwp8om5ti3d3lfxytuA1JEwfczUFk4Z5sL/7SBLOF3KnLRpaWSZUFePMpV3MIxxu4iiF+",
+	"Dyk70jAzdRKPQvU1ihV3dx37LXpAh2H29+mT0KVYdU1h+/48V7Om/b4Lto1bN7QoH24f8MmlmwcXCBM/",
+	"vn91wVbxf+9OW5XIcrsICxnpMM3N01iOsXbQewx9PBZqADYBE3DX9R7hA9zwg7JRor9jdUfkQ4lyTtxu",
+	"PWzKCWxQH04SMLjWu7zFFfgisqNrpIm7Y1mrXA3wxMFv7n/WpJC0GAJw74D0lcZ0NWA+++xbJ0L3pIoU",
+	"SPwvY2VZMkSytpp5uQq+g+X4rVdD/ehGlgDwz0pthGG1vJpYc8Sm+kZQwT4KaaupBAs/SnZOGsmAGM9m",
+	"xv8Z7FLKMfgsUVwWUyj5Q7bOubutq783UllXVG+HSg6iFshVmELdlRXlnEkFGRmgK6C11hU2eKG9EcSk",
+	"BarwDjakAOakyty74peor02Y8K9BPlSS4rihBkpOqHeF+aUzFVuyuj+FpC814+Mp9dPpFmI2XL8Yqlsc",
+	"Pohu4XMxcFbbVIw/YSrGAysi1lR7YPYP0EGwV9D5qdN8Afecl8hsQV8ALgZoujF8T6tXtO2PHhkchpxl",
+	"PsMVnir1lVTB06WYVs7siT4IT4WOdeIDeQVCWSwxtmfoNIAlfVQmPyku1lTHjZ2chIlsjgzfwT2iMgO/",
+	"qktRanXllKmhcEfDq2SnUoV/u0lbdwl3Xuz89z+P9/6L7/16uPfXX9r/3H+/98tvh9mTp3/5/d92Bvj8",
+	"37VnP15YVd9S3HVRG+DLPH+2ahH//eLnn83BL789yZ4/S055sN4Yncey9rjFZbor/VEtMpG74nbWVJEq",
+	"ubbpWWcOpmVSSKfIqsyjmFUZxgG6GGKFL7E4FRgWlqZ2KdwpHIExIjequDEzysKn3LW2xioEZj0uy7WY",
+	"+2zbblnqERNtRSp48RfKUjX2eDbiDlynS4xvGLxrvLM+2hpvD8Yt478MCl7eHvQtWzvNNrYajg1nGf45",
+	"aIoRd/s8IOmWj3CVqzpNF1Nu8wnhQpTu3LeRzBX+78U9vEsGN8wTfjtVTdc+VQwKdWaogLW2KWhblM3W",
+	"q85hGkuXPWIqIJSb3ikn9HYx2tq3V/LAskypePdmxi59bI1R2z2ocIpZu5OYVcTLaVoRe8gGa0sb2QdI",
+	"0l5O7u/Bkbt51FzPR6LDIrelmJ+f67xlGg+k2q20Yw+sMCuwx75tpL9TxKCO6cyxYmkiOCD3QfI/y0vp",
+	"G99KdRWXHASqm+mmLJgRqq2fRETfqbATjVT57uw1OPvOvjthT58/+Qv80f3jL8+fPGeFGEunr9nAV30q",
+	"IE6DpiQ+8NyWc8ZNP+t1ZnEHU6qlIBzFlz3nvK6loBQQzibcTCL4k5jiWvtd2jghhQdbe0Z7xaei5u42",
+	"VCWfixr2xNzSeM98RgpUlEoTnKlUte8OOQHYJlL66j1x8fTH1iFDRVuhYRVBlsI5ekctlHtMeFkKaFqq",
+	"fXb4J+HjsNKVcHTY7b1FmDW2BYnskJQzqyHjY4t2+kfm/Bd4Rz8Vs4cwzZpkpFwro8sQ0llELM2iYCm6",
+	"HK2cCnPUMvaCW55SON19vxZzeAasItK2vdnnEfgKaRwjJC3N6KVasrGEQnnG81w3yobajGulZ215yT57",
+	"SUnduJIViFD+QcJlcRMheFYZnFltImDwjCIYTAQRkMIBSPoG3sE5fKpc7hCsM93NjzceCmSc5UGJx+KD",
+	"bU36QdY8HfUduBo6N5Ea2TcGp4P/Pcy/MKTHfSENvywBrYoOflD+dguNVcSXbg0yFt27zwcZy93LIYna",
+	"tLitI6PXkdEQhd8FW8fdHprIF/NvX4bXMXU5Npm0CKaiS5FAuCL11vDS3WXQcklH6QwVs3gDLoqlaDtk",
+	"6LX6Z4t1hWLkLrMDlYZhoNw4gN14IQE5gpWeiXrclCFZUNZMzyBQFhhhMkcwI1HhxMul25mYzLNNMggd",
+	"id0rqpX7wBpl2q/VrUqCTt0aLV3p28p6EohRcqEb5WGTC2HvVqxpm1z4xSUXNkgud8dG16rHB781gJW5",
+	"MrnwXI/tXhEyDN0bL1aCRTVBkUxpiVlQhDG3WbNSqytROw07pPhLqKKMCqUjEFhMk8LK45BgBeqFd79A",
+	"iSL17zVNJWrGi6lU0lhUrJPINHEGQlVyi2iv5YzPDQkKo6cCC7w1TN0PCmUKfTkBxAM3034JwXR4UDpw",
+	"hG0y470kM94baQ4AlFqwEUk2+UzaEK8ZgAh14mGkfE5bQIKnUWuCovMU+sig+82905Ij0hwVGhdN3mY9",
+	"AhypNyuCOuK0CibGY5HbhUTL0H6B6A66LoClvVq78vn+5r4THD+eeu8LdmqA6vOZQ06t1HAoxRH1rq0X",
+	"8AvIWPyE2s2BV/n7Qz7nwhrCcAlWH6IrEwy5WtAhamGEtQhliSnYxDBb36CPYCgBGCkQ8kEm1dS1UGCU",
+	"7rPjskww2SjXPFZ4gOnOJlpg/bBAiB1dFp1YeamvAOuhsUFBSoA4GQG+uVO/N58Zm0MR6Gc3IJs7ttYz",
+	"puFnXpbzbGnPB7C5Hj2rjehx08ndjyRmOMOZqBdxO7dM7A/auM0I23UJBb3rU/E0f80O8Ib1s7Yf9ZW3",
+	"24AlQAX2bOIu56VTwvJacONjCTQqE5XOJz4QjH2AsHLbPyCNaVrEDml92UwadgrBZXy2EA+jTPmcTfiN",
+	"YJdCKGasLoU66hqIaBZGOHptf+w24SONAuw41LkIKAR3ZYPdnQpEk8PZro6eJrlKArzce6w6B7lFDV6F",
+	"GlyWHbn7QGRta8GnptMtbE0ysrG8tuSg1JVv0gNzdqJIidI8YjRuF1HmBeYC+4QOIHTA0No9FQocvY2y",
+	"sqSvuAHA6oTAZc0mnBqLUS+9OMvMNynLMCXlpX+ryNhZo5RUV+jQ4Yjxy86bPBeicL9/x2Xp/vdCTkXx",
+	"trHOejzhKhelKB6j0O70R5MWwpJTkS0XSoRcQ3fMeIhjGB51rFNdlpA70yYN4oY9oo3IGB9bNw5ucg86",
+	"FezMiT+wT9YsZ0KpLjh/fw364m/05J0kQsPmgJlPCeW66v0uB1TDzkdXssJ4c4/x3d58bH/zPSwinOGq",
+	"UKi43TzOLfbkXXEQ8TX8YzUh76x0SCSUOEN74bYx0d6YKO1VKccin+dl4GKdOCmy6pRY+bpHrOAbCXwq",
+	"kiaYVdcvTI7NNcoSrUqpxEJpxS55A7XCCuricXDg08BOqVMit97lx5SevWBVra3OdZmxWky1s/YR3z5j",
+	"l3NLMbVxDaURBmQF/aOodVWBEonZJu2HwL4ypZ5l4Y8AL1gKjnqk+4thjYJ0RRCJUuUC1Mt9drxYRRfn",
+	"E5K25CSBUyvZGJQlap4Z8F+kYqNG1U5sAnZy7Kx0ksV7UWcTLCH3iXd9UuOUDmZIVcwD8JU0Q/OH7Etx",
+	"It7Sy+Wr6h4+jNe5n6G7X+/hs91r1vd5+LF/v58/+xRsHO/XqjbWtNgt116HlrbE6RJq7z2zcW+ODDIK",
+	"4JXlmkS0q2uBfpQMmLo3CpNliDcTbewBryqaxovITr8UiBz6FsUGaH9gyuMoiOlq2G4n6ZxkYC2u0Gsq",
+	"tcL28W/HYxgGRohsjivHo/mMz/fZaxusFYtIt/m1Ybu5LkTuxIzRZeMGJFnCalDiDQKzun+QBeFFU7xZ",
+	"JDycBMCHdC2vpGK7VVOWGasaM8nYWJZ+DD1T0H0cFelga0Au6Cqef2vXw51aCp9CkERMnMni3vl4sN7v",
+	"zR6goxxgD0SGJc3qbg2z+xcltNYNLIJ2pVvZss4iMC1TuE8BMtXXYs+6FUDVU793+AduFio8kYsDi9ee",
+	"SY86HGIEDTIxlvzYC0osQKFKI93Uuciwwbw3IbBX/LWYI8d2bHQquGlqQdVBKEResBtZCM3WsHreFDI8",
+	"RCJCGSfsqIhE19dRbMYxay/IcSIwGOGoC2OxMT5ZBSP3uG58U/0R26VUZfbkMGPcsqk2ln11+PiIHE1u",
+	"EVj7TY66K+GEFWyMRxi6dAJK2KbKQAA9DnOrBTda7bOoet4Xpr47+xHCf5Cs0GahYn1ZFgJ9UenBsivc",
+	"murcXYcLR233E6vrfGNNqA7vhq9sevhipWieff72f/g8MLgYY92o4ojpa2ZAbSD4BB5dZbi525b5X3xQ",
+	"0L01YImOT8pcvFP8hkvod7PYHCew5wWWeSdSYUW0YVEuHFxym09WNL5plGFN5aj16SGDt4EoTObIomZQ",
+	"1OmYZUZoI936UyPVVSminvbgx1eFqIQqIBqPaQ6QQGHA4CDu4CjQMVbTOm7cP+FpmHOngrUM5hAWGQb+",
+	"qeuihVYizreGRX4LO/IAfBI+NIhZms+AW9Js+1jmWxUKPJ1x6RUAqfAItiX5n1E2Q8R9jFMneBmzIHPv",
+	"PMjy2u5Vtf4w72c8bY1PJwZIMDPYLrmjtDrbfYGZMqmsXnJrZEw31shCANStN+p3MdkLNgX+Syuxp8dj",
+	"Vgunq6GP2amzZsFl7N4LeCVuTZQs7uYD0U/oouX0QKmuMP54yfNrPR5nFHRFiHtjwRe+z44BPIpjB69y",
+	"/oJVuuxEZoO1i6+jS2afHbOKQ3CT2wgojvGwxETW+xHzbvdOPLT+/9n72ue2ba3PfwXj2Z3az1C283Z3",
+	"a8/zwY3TJHOT1hun7YdnuxFEQhIeUwAvAVrW7fR/38E5ByAokZTUWE5S68Od3lgk8X5wXn8/693dLSAo",
+	"7mfyOcIS7gj+ZKmZzZRKJM4QJaiXRTXKpZlSbv46sfn0vh2yrtcUXOvMWlvZ2hRgtX4z7VXKvUq5oUqJ",
+	"ySEoB1EQrWA37V6y6+JzBDvyGDbGAAfCS6zo5lgjj88px6V2K3ufs68u8m5+Z11n0gRv/zG7dpIYEnup",
+	"Dx7wnOqUEN+KGcxkMW0iUhcPISEbrawRkDQSDXP8LclDXezF4V4c/gVxqIsvJQ0XxooZEM1mOu2O4X0Q",
+	"mSxFStf9qNRzI0rvo4QiKCfqLMYgpZsmKmnMdFrNhLJoUhd8Qm5Myulo/gwRIK7QDdvAOzlfLapsFkWR",
+	"tW7FBIWbCdqiJmEKKb487VEXXwt7UchLNw9LIuYZipj2OfHTsGbYB8kBAgfBF99plE/tqfuUk+KdAatf",
+	"S9hwaQnd8g0qOTzuxSBejtD8+QgiGn3r5HZVY3bjgwYTW5+zCBbo7IB254AMnIPVw/ik4zDCV1uiIbiM",
+	"zt6alE7mDiw3N5tE1QtRSp3JlNXvMniXotmAQ+ajjUWpU7ezYvygdCpcp4OPn/g0affJkmhUKwWh7qnI",
+	"C7DWEO6H5VoX9QVYiMw9CUFo7VErKAmpPf78Q+j1RxjwDp1Ezab6ElBWptKn3UCBwKPKMYk20fKs9ByW",
+	"zz0HdL5OQoc6L6aaglzfupvW6ddTPVfuEgVvAd0jUz3DYPBZQGGdidlIlGYqC+TqEzy304RBJXAQvjMu",
+	"FUT20LsJQHZUnzXnpdvohFBIr+HtxGtySwCTJE5LCIb5CmKf78JKcSsNJa6tXEkvsf/XNBG75BJvttSF",
+	"+Efz6Wf7UZyG11RStTz4HZ6AjFs+KIVbVreUaS64qoqTwm0WMe85EG5TEXx7YGnVY7z2qKAdsOCSmpxS",
+	"KBvSl0KTrNC5TBcECFoK4MkKd0SeYSDalgvGoV5eZEmAfMs8xAVXC4C8PGY/E1QcVO67Uwo1ElCR5S8M",
+	"zmiUDITM6nG4wlcvueUffDdf4ivrslV/gnC8x1KmmA9PrQ4hF5rZc0bxc+MVBqzT76kd0OXnJQb9WAox",
+	"sOLOUni97meoAaHOdXUC3+vqxYsnTx82OadtgWjtOsUKrXwY6D49p00Q0SyiWcAtj45rGg7C54qkVKux",
+	"nGwrmcpKDbRKxZoILUCBxce8gbPhE3CMyNGYJBEmhQE0dwh95Hn0Z0z6UYDqXhJWcRKnwM+5BFEUPk36",
+	"boYqbUyqY9jEHflSV5Npx9VN8o+CuXiFe8GJt7j7xwJLH1M9IxQL3hbKrVSHJNuFD66tqQ+VWofvW8+z",
+	"1bhuS7lAXeiaDxf77RzZ5gi/S/fOPgD89ZSzV8jY0C7scMHuT+R1u8hc+yNuxAB33QB2+wbWueWj3Mku",
+	"qTJx5/6PLeVkAt58lTEnYpvG5XeG5TrlOckb32xssKc6r2YKEH/nweoAHAnl80YSevTy8h0Y7TwHAKRa",
+	"WIXvos8M+CSgMunfwlfSB0Of0NGhe57On2WST5Q2gs0kudxYUepRLmam1Yy5pAavYfouYPbWEY4hGiti",
+	"21++w0zpGaXiUIU/fI3p0X+L1K5Ddc3y7RBdV/S09/xOzqoZU5WzG10vXLfSKS956sYQMhtB+cZOnftQ",
+	"TOg9moi2rFSKgIgdee787jLLX055adq7/fz09DQ5GOtyxi2M0j57epC491wnD86enJ7CEzOp8A+nYYyw",
+	"6IBotGstcHnJO6Rx2I60oHC69jpgF9IbpuiS890Ji6X526VZin7mtQ4Zrtibj+/fYfo9uAdLoTKgV4bS",
+	"A++NX3H1g5oH0m6Ie/s/F3yWD1Hj4PP6Te+3ZdIakY+P2Q/aTuFsQcwkcsAAAEd4PALVRZZGzYQa6zIV",
+	"MZ0qgSyKhcdVrAmjMlHkeiEyditKcNs4CStNYyg+8QVoMmYc8rtHCzZcdiWfsSVP8vDMTV2IdrQBwLFh",
+	"3c9PmVBSZMNkiwCImUrw0wbjshRYq3o4dGutC6F4IY9h2o/ahblOzS9ynfy+QB0ZV/GcDafWrWO9DToC",
+	"G7jcZeTYi5e9S1ySHGyVlAeu5YMkoIrTP11DbSji28lE+EpDJrYom3zOfi6Ecsu6sn+P20gpD6y4syfQ",
+	"0TXfhlPWHm9aifa0it6WNSCNvnHcsLYiPpJ7+dyRszjV868/0iTVWK+V4kWpsyq1CXCcZAmbas/lQi50",
+	"CR21iwBArTMS92ghmzibOWFWT7AiAWSPtIZVBZS7uG8KhVicPkaFZL+R47DCenpQSdVYljPSVEdS8ZLS",
+	"bOAP1AsnvJ2qxfMbqIHXrcLsGubjrZuOXdar1a20HMQfuJEpc0vijhdkn490ZR9ZzOm1sGy0biZ2qNsE",
+	"BIwTwAnaJPgKOw2fjk00Sm8gvB7SEyh4JEorx+BU6qjI/Uln4gI7sMMNGVrpi4PiyB5PwDNaznvYZ2E/",
+	"bbzjTv5wPXib/XkiVKnzfEbL3O5PfWtMBemJWokBiNHU9Z9IzJwgHJrbFMfD8IND+m+dk44iHc/W28yH",
+	"MjPk26VAKiAoI08cMlAYwE6eIC+WLm9MqKZxD6M0vytkKUxUjviCzaSqrDBHx+zCKXjSfRCmXGbbcDWE",
+	"rfuqnqR14R9qBZT90mep09iDTllwO61VSpyRjTm9n3VokrsilGiZhXXOXPIvybFwuwWO9e7lS7RIPf3C",
+	"wtiXF6yQtYc55Fdq8NXvqSP+DtQRtYxltZCDPXCvIrfblVsL3SBc1l31NTZW/UoTtjDC61uiZIkThaHw",
+	"EPh9KqcO9CgA73yLP9d93ASQqe4fJsAEVA0n67qM5yDpNpZsq75RJ0qjxuMi71ZkIjmTHeb6i1635ouG",
+	"T/PJA/s025emT4Wq52RvL/doXm0nbAcqWNIXmuZtvWCHCBKEFR2gBxUA9QBFLABn4AR0QiKNfkhiPZ+V",
+	"Qok5z4/ixG6vdy0Vl7j/YdZkRK84GPPUWbDEYqPHrSQutVqwukMPdq2JrDa5RhkJfX/YYHHH9KzrpFsp",
+	"n5Wzr+x4dBHoVsnwQOpKCLCuiTm/jCi2IR/DnRGR+ZBa+EwcytBKUECGfBTObIM6j1DWhIFWCF9jMBvC",
+	"zp4oVlrDbsRiAJws7pfVcDNmDmYB3syJSJlVwvhAMy+BgJYgMllRirG8W+5XXdOm5yE6gyNdeBpvzI0i",
+	"9BnIEBAZq4pWr997Px0doeg1cGYv0f/5NmvBM/Nxa0J4g6GNdUkzSaOnYa6JWV/DJ8y9x63jroU05AIS",
+	"mjbpHb4OcG6tPXuyLjC9RoPrnNKYRr7gxojsHAMTMBfonCAwbXoU6IUBJ3XNVF/B59rHg2b/g1K+Nvcn",
+	"ZvV23VJ1CgbmYOGK/u2uqS91AcAKUD5OJEWdkPGibIdO6SXxf0LidODF6cD3wSdidvsLkSLOJCHFESzR",
+	"OsVxXkpLjphIHrt/QlblknAQkeggFtmljYjOxIjKjLPMScBKeaLvrFy461UaPMAdtOIloH+IOl8deod5",
+	"6RMNcBLQo+jugyULcDzYT9S2/SBaiRXxQqJSRoPthI/6sg9/JRkr8xyuoxZdnNIQcbGuaK0+1NtlJ5A9",
+	"ra2FrvSq4ytra/Vyzv/Xku+5ZpjbZ33WNQC0Pfeexm/a0whZylXRrXk+RMKo0mT+A/GRmHGZn1hhbB+v",
+	"GzCkKMLymwljMHmqzkfHVqtSZOz6/ccrn8fklWEdQuVAtk1B8sgr1+gUmzv5hYCAqLZTyP756fcoEyEO",
+	"NGy89Elp+6nuxhDVL+iMRGEb9dFJjhenz2rw5LjTKH2BoSPlyr0JKjxPp23QkG5yPgpjX7mJ3BVMBawc",
+	"tLABOGQpUllIdyGg3ybQuDFThXzUh5OKK53vk4ONDTZ39yIgOdU3ebRQe2H4WHEpBBR4w16JZQATdAZ3",
+	"pfJSBuI6fwempVPtbxT2GC+lmNZ5jrqyYrUsvi5AjBDmvfci+rAvbuT4ocR/L/xdLaFHRu/C2JGHQ5ZR",
+	"nmkSvSIBHRcn75j5RfWtoDI+PJH095Mh2LbiDqxXlLUaGYcqBeBAby15kqGAEBHGnGHs58XrddIZ8xEK",
+	"h9NsRbvXBJIYC/nXfCY/q3xxRTUCu+Wqi7vZbzrXk/ENWc5f1hC2jWmbcKlWkQJwz+5QRBS8lHaxjYSg",
+	"Yn8kXPPpi2OI3wBxjsylXSQ+l5BsPEp78T5Ub/nBhU/uVV/2hxnYadxkIcpBqApEErspN1OWTrlUiEcb",
+	"fuZ5HroIbBj0/WP2G2hiU5HeXIaiHe9irShD+vr/vJNWsOHVh4vX7y/YvyqZ3nyCd4Y1ySV+HuRCJtDA",
+	"JeOfjFwjc6FsvmCZvBXlRGTuRSchQf9M3QZRpjJxIdGMUBMWreLiClbp/j2sFzT4eOx1IROMe3nY53gp",
+	"lIIT8SSyIYXCCVg8dCObXM+7iRCidfhMt2xc3+S2CnbUrQ2ACUuAsocdMVxX2oSv3FN/Ho+TNdqf/dcE",
+	"ipu9e3WX7lUnHmmeR8LOhVDLQC07vE+cXJBKmB4INC9rw6N+98flmw3dMWT7hGz3rKKYN2tUvaHEKkQ5",
+	"1uXMMI6e2AHAyBDeTimL3sp0cJ1Ky4pS3wo6vLXERvPO4HfRde0Mbo1UMOTf9Hn30jCeg08ggi2Xhj09",
+	"PUU5gHLVp+tT593JNt7iT5bYj8kBO9LZIqm9AYrSTNFFy7NFT37+h7BAa7KgrnAW/9IkfobU75BeyWpl",
+	"BTgE3O2fC26A5L3JcEjpJpj139OfV/DcdjL/9526ZWmF+kWpX3RY8PPuvZTttfBVi/5LLFQ4ncjg7c6w",
+	"+3N0tr08xFOeEHUlERy7549bUiqaopTXSOKwB3Yp6nUu1uV74q6MC5Fw7Ggc3Cg9h+wFrGVCUHS/hX3W",
+	"ZbgNmo9REClfMCwMO2YfXH98jWgOEJEDzLIvBT3kSewk9MN/nBahlvL4so9iibsid8YZm08X0Wq5sZCi",
+	"67s8qiyTWe6aYWOd53oO5IutbHEojHUuzO6rpVwzvTSRcaHYI4bo656HXR6jSlk5EycEBGFlL3wslhO+",
+	"BqsNOVhmYqbLRRIrKcqj7GD8wHQWFR6za/SyOrVxPI4KA02hLZvoUlcWyB9LaodNSj2304TlfDLBVMqw",
+	"N4n03T0BvAegNvCp0xtyPWnVST7gKC6jse/yZl1treVE0FMsWpDHdyZeC+u3WOdEPMChAP1/E+xWsBPc",
+	"/oPdXHI1AQc1Bo18MMbLaexdi8Hhr5hgcDgVPrUVz/MFGuZqCYNvqZTWHTc2lqWYc6gNw5obQHj1jQaa",
+	"I2SZHck2gD43MtqHVzAFuz8Vrp3eS8JNrJuDx3xBkLvO7xklRAahDfUAZ8FWbvNtcBjmU2kFcZq/k6q6",
+	"wxx5fJ/VRl8DC4lyctDsTvVsJlQmMgb5qIbo1i2wOPhDAtOAGB5YecQVOFuRYGcCWx1NxLhW6Zj9TDpY",
+	"6CNkB0EMBsPZHOI37vqwQpHflitv3EVlT26w2EGsTw90yG683xmm5yrB75EAwB60XURvtLEfcYLX2MXv",
+	"66qD+VQbEU+ox6xdxb4ExTNGoidwCB9f07lHraIvo2lfkuVAFV4iq4dwP/VHuzRk6zn1HLqtgiXenETi",
+	"+4iQcNuP5r2Jk+SgqDpTZOqMxPg40omijRsdN9IiLS8nwkLHQ+Y5xFgokIEihMIDMwC7dh+7FaUcLxq+",
+	"sJjtu1G8I7M4L52AYzGJEcyq5aJW6Q6amwPIGoE9xH5DOMt4ALWE8vRXExHjarTlMlI0KhNsCB/5VNVx",
+	"/uGqKLlwn28Ik10k2NQNQHtrEmxowVSoDq5XGGfja0tMXBleXwoOLWNb8k1067iTcJ8ENz/pTBCzzQW1",
+	"2uv/wQ045URrKRXmEBD3MNzaXNrzeH/HJ2KfO/QtJ1LCLm5IejyB9yDloRq5O3myqTueFDlXPTRdccwd",
+	"7wWSFCEI4dVEGItXvepIDaKl34hFw6mHCeZ0TmMzK8giJ3hveS4x2Qb5rmslEi/J81CMFRVnY2o6ujTG",
+	"VpQ+V5OCQ/90mqWnfmyoxm3kN6ctQOk5Vw8ozV1zmwvzILczYcDMxQX5UrLadb6z16Tg5FztUYG/Isnk",
+	"YdBj2UQHb/fCCalABg00ty1qMzG2UIuClXzFKdSp0GDJORl9DrF+5yEr6Mpr3xcqQ0frRz6BIp/QWFDQ",
+	"k6AyYijWzzbayZjkVJSubxaCPBlBjWbH7DUvvKFYF/3kRGPVWo45lnfuKeR44BEBl6mzEdsjvjDBl/H8",
+	"3kfGYXsakQ85+pcaUwSw82FLtswSPBBC6THWQ0/ktn3F7r3IU1oxq4E4ziPOGWBaw4BTwCFG232mIadU",
+	"dmOFzPgdKramC71jPSrxFwTw6Npb/bHQJkjmPld0m1zR5ty5D+XCChXx23nJsENn5KZkaqNK5nYgFdA+",
+	"WaEgIg0vJ7H6V5ecV+5RhZ52XXr6EpElQcvBzKYWMrVfgg8eHO3oozA3zB00LzZTDtTcPku9iZrRFZ7d",
+	"OZFa3UwviZqfS1wDnMbH5XhvnYJ72OY4lb2b/eQP95+f+Ez86cypNawsTt8o/L3uOw27EdH/6q1t2Nxd",
+	"9ME+yjTeHIWndTLuTqmVfPgIfdyEjxyzC/wFtAbIOIMcE1+KQW5mbtmswvPi+dwwyWElGYJKyCCZO3ou",
+	"afWNeW1FeqMNE6nnMg3kbJAsgSh5Lbwt9QHYiHcqeCDNDeOGUmVBf2qe2Q4gQr+QvVCEBbduQx6cHfy/",
+	"/+KDf58Ovv+d/jv4/Y/T5B/P/vwfBw+GUNiYoh7L8DcvUnXYPxpWI/nqnHvReLbjloG9W34rxFZ78KD7",
+	"p68Ji+/EbH0R3Ns9IO5EWtlWW5UqVjbiz1wufWkU+vjSF2nrejET6TgtVTKNeDt7CcEQE9hkWr9eO+z8",
+	"L6BsTXWeJWwkUl4ZgJAUc/SZ4TMzvgiWalx0xxXwFJa+ri/n6Y3pyTH+lSZr51LEN9QiP3718xwhYD/K",
+	"LJ42po0dGghzMZpqfWNOUm55rjfJVzCWq4yXWCVlDZuUuirwXh/zmcwX5KUBlQT/8p1hQ4JW+o8hm8s8",
+	"S3mZ4VGDrzB0LpG72ekini4KvgLPAOBJzpX7GDY9ZJbfoM/ZCLAfDLKo4PfNuU8qhyGCF8c9lLEh/v2Y",
+	"Rn/8f6vT02fpG61B34B/tUULXwv7G77xyrX/kqZslxWdlR25K6et2Y5bGOeTlvNRHBs3ar8Jm5vTT0N0",
+	"gHDn7OAAZSKXt6KUwpz8IbM/T0phkcC53fx4D/UqnP2IqWX09iLE36+EyiAtE9JpnOinag49ZlXhw/10",
+	"HsjNxJwuPCusoayd5rclptC5V3wMBtjN3H/TqbwVWQ0oZ0spMnbojIah7xpAYMCoIJjuTtrQVKMwqE/+",
+	"M0OmnXY7l0a08Oh8cF+g/XxJn15LiQZ0G2MpasQaerPDdJCb45c/f9gsm6UTHWagywNHvydM6bnfFMd/",
+	"L834iympbidC3ui4eQjvQVysxckJckO7DXG3hczA2May3KBzgV8j6XfoxlaIEs580nfyj5blzjG7CKg4",
+	"z+vSNfwuVcdQJgQ16a7uXnlRE9aCk97EckkaGlC/vIDDcwe34DqRUV+FMmOHqDC8zYZHyxOl7LcqRO5g",
+	"ZvpN8miKw7r7mwUwDPai5B5FCZ7M8erJhE0fncwHFTCIy9+DFgFMqqG7KCUOsQIr8Un4SSQq3EmPNtZo",
+	"4Ql/wCwWeW4aKSOZNAXA5pK/kRyamFToNiI4Mg+lbfzsa6DJ76lVvjjq08ivcZQPd3NTg50MQpNSTLgV",
+	"jyhH9qI5Zrfxl3ZVc+c8hFYeK6ibBMKaHU7AkeK5LpYLw0uR8dSK7IxJywxf1NueMyPSUsBNaYT1WVTg",
+	"RoJAGCZtZAn54ZGb071xzC68Mk5TVgqWi7F18sPDhxKqRHiSYg/tsTG/XRsTsY7CMjeaUd5V3Js1MBe+",
+	"Q19PcfbymY0mobd4Bge7D3F3Rvma5+TeTnIXTwUSLgCSbtzwGdysQmWFlsrWeBN6rtib9xcv6VAl3smU",
+	"6kIkEN5C4LKMTF2DRxsi0NKwSsl/VYLxmaYQdI/mjG+GLkhwv/KR0XllBZtaWxj2y4d37ND9XypoBpM+",
+	"z/X8jbXFUQBSq/kvTcLghDkbe1zyyUwoex4acZLH6PwWyR1ZrnXhtPeE5VLdDJAZWZcszXWVDWbCciCR",
+	"51lWCgSrWM6lHJK4/ITZiqC4Q/+cLU8yB67sbCaVNBZBiuEJw4pS3jppj+8adui/duF+v8JfP+KPw6Nj",
+	"9k5MeLpgRvEb8SnlBr1z5L0zVTpl3Kw46LT6ZGwp+OwTSU5EgTPciaaW539W1/D4S3oaV6kWykKl5QJy",
+	"zzlylyA2CFU01RQ+bUwjLbJkR5mmPdJrTdqp27Dn0XhDaeVUINzHugDik4cYRF/voUIghQmnHC66eKc6",
+	"z5CAQSL6n7T1VczGUuSZ2eff/y0o0xqy/mFtplhbAt8MeGWq1lBikfOUMt9x+yHYHuziGkseYSigptjv",
+	"bEh6v1BMzAoLsp6PDNxTeG5rFEufx48/nJM/2JOPYJ1nrUOGwBn0wF05x+wlpedTPRUVi4k7633G7qWQ",
+	"oqtq/6rrX0MJjFCLSRaTn7jdF9xitP1SZJ1idLtE1/jlt9nBrtI6/rocdstU7wmvSjxsBsdfEMAVrFD2",
+	"TRQA7DM37lX44uH8yoTvCYmTbtc4mZ7Gy92xLtlEa7LNrS6Ax0xIUJpxCAloDsEbqjL2G5dWqgk682IP",
+	"l0j1TLCXXKUiJ8xhpe3UvQeZ42DmK+uztWZJ7N9esKk0VpdQWXAjCpsEtYVSXt3XDRuXQsAXULp7QbFU",
+	"sIrj3Jnw/HpkUOPS2bup78dDh3P6tZ3uyCW4sYeOotkQ4YLoFrHSoqW/xE0ry+CiJm0H0MITdMa9+fjx",
+	"yrPXYtkR7FWREZQbzR/akAUKend8RT6GUBhYjcgZ7s2rTjfcZez9/Lzzmqx94wrWYrPngNVstbwG8gji",
+	"QB3BvJFXu4MnDfAjkg1lw1Ik3INPfIEgfJdL8Ge3yfgk9mhLYfZIuPcklS6X78noXD94jAAlUj9jzVtl",
+	"BABYsSG14f1O7r2hj75TTttQ024b0FMDeOqIPGbog2raawkbLQqO1AkScRlr9yXSrmBw/unp0zp5FJ+K",
+	"YiwLJjNybYa/WAjll/xW5AHXN2cFt1N2iCHKhKU5l7OEGTlR3FZl7TJNvL/0KEAfyJAHQLlIy1rPMbtg",
+	"mTQI5eUNSGc9ullo87J9FK1Bi2/EOFzDoHMR8eV4IhrEVQmsHDZcY+fMNMZAGMJQ659ghYj4V8VznH63",
+	"hDLbxLZ8utvBr2XgwY0658ajRp039WUJUWD3pzlf7O3PR2V/xuw7uE+svs/bYHNFdQ1rmTPduIklH/Q5",
+	"yLIICxykHiJ0cLN0pv2pB3zhw4af/uhszQ1DBwaRCZG3IHj8+sTqwdcgCYOj3/XdR2D4qnjcC7S9QPvb",
+	"CbQgFbAeIZIBOxVxdirLbFDw0i5OUl4g+0+f2R3XScksiRi80FQWd4Wsk0991fbF1Vtm9Y0gzI4CwOCo",
+	"tQVLuRUTwEAmBpjwRahLFZlZQh2Shr6GoT9Erctz5AoLvMSucfcF5M311eW6sgR6Nxagy5q6jr0ybfXm",
+	"M0qeD4MwhEiOsGGJE+EEIjFasCEuQx26P2O8kAN4cXiO8B9G54IZYbDAaaUu90mMWVfIT/DuJy/y2stQ",
+	"PrqFvHLr+DJexh2azB0tdqG8Rc8s7w4Y36NIiLv0xXnzGBqxeULcRsx0dOqjM1of/Xp/HZwdhA12sCIZ",
+	"nnRIBjeF3ZJgypUSebcU8Lh9SuSQFeZGMNYlcU/h+VumPhnLHDFWVcZKPTdeV4q/03/S2v1o0T703d7W",
+	"MPxLbrF1tF3YmX+KxVyX2RZveDrnLV6Be+0aajvfbtPUTwg3u/kLl+JWpn/lFfrHVm/+OtWg52z6/EVR",
+	"bPE0pgNt/cJWI3iFqdLbjKGy+leZCb3lOx9Eut0u+0lf5Xwhyh9KwW+2eO8NNxdVJvV2r1zZf2/xwltz",
+	"PeWl3zNb7TXA0SOH8eYTCAjx276FAEq/lNt08HWpq+KfYvEjyMLtuihvQe5BN/37u3SJU8ubuMD9fbFP",
+	"kO1JkPWTxA6jq/Zo1/d8WJoVp3fbhX/yR+oF9Z9rTQCtwuV95qNpgWHe3fIIl67nSpRmKottL/emVkvC",
+	"YGv2zPrieYDD0odxrES+DxDdW3UVdya0Vx2/kRN1UuR8MeLpTU8gyZhKGGamwOkj1SQXA2eV/vLhnQnQ",
+	"P/TF7wzL5a1gmAedMF/bSZ48kdWn8dCZwnZaCoEBg6H/xQzBFTWT1ors6Ji94ukUstN5NoM40x1Pbb7w",
+	"/tYFkYKDlS8MYfYOczkWVs7EtUi1ysyQHVKNB3vy9DSpKf6e4T9m2gT2ZKRcyTDAfgQpj/hbEBPfGXIq",
+	"EFg9BNel8RU4IFO4cv+Vyk8Gg8RzN2ln4EEcj+FHv194qGT9ng0pjRxrU3m2GGIyTgjjW14GSHKJXoVj",
+	"9qMuaT5MhM51I0QBf3b2EDAqp1opkdqEEpcxGQn2AEyJYFIZK3hnanktAN/JW3Hl98/W1fFBALXWtYYt",
+	"uk1560wq/88nD4an1T4fPU5lb02h3ek3qp8Wt0MeNveyY0E77g2txAD6ix3du4kfkZv4tbD1+gepES6C",
+	"WuRFl8Cu7z5sxRy77vy1q28AYq8Hwz7UdZVCibmzn5dFZufoff0WaKfu9hpiwoUZJkT1A7OX8hLgpNnQ",
+	"3KafrExvhB3iBYSeeGmoJUT1guQm9/3zIDMaEPcBglHQa65LlGWBfzC5zLAuegh/qO/Jf5wO/nF6mrDo",
+	"vjxyNyCAHOEM5J6kRRqWVYDLOIRfLtzlO2SHfKQry/7X6f9kUlEkAYBhjjAzBJhifPYrvO2L0V7hLX5h",
+	"h+ww/PHd0l0eXd/1CAtRSp3Vl/nzZ0/dKHBWRmKhCQ5t9RI/x2dRDan1jp+VJ3WBMgjvFAZnqLuVE5wM",
+	"d6lmIhc2mm5iiqk7R8oJIWeufBL87bf6RgBLVa6NMF4JwI09TJgwlhMwN6MrHCMcpWBpZT3txwtmcJag",
+	"KMJrGWEz9ikZ55hk6KYCKBCUJspqdiszoRkvS9hFW+kF7wTSMj965aAxIZtoB0ljY2Pk2ZdseqXhYavk",
+	"mmvaoR/UYsqJO5J2ez3hUekJsEFQ/EVXIRSceXvHajI8RPn1aghgaPXUc9TE2JgQ6U3TpTASfOaMFTrP",
+	"CZwQOsQqZWVOSsO2nqhr981vzRcFnV5PvYX2MAkQ98o3Q1n1ty3KgJX74u6tddki7WdYFz0ZclB1ZZc2",
+	"XsErp4K5/ccrqwelSDUC3HWecF2co14+4wvGx2ORWkQYZMA5UJplzWbr866Lb++466L/tLt5+9se7i93",
+	"VnXxtR9ViMMMEPt5k4KqmObWLJdMVSaJkUNUxpwaBUlQw9evPjLfgUajQzByEipmHFVGAu2J02+Forwn",
+	"ruoDui7TI0p42D7b4yUCie36XEZ97EMWakz2/ljeN/FIY3p3fSCVzsSauFDTD2ZO/oD/UrgVXRttEddb",
+	"TbDW3uSzwEdyBoXBsYciIB6BmyoC9jlmryKnxpuPH68GP777NcH/N35/9RzO8pt3143PNSIaBPwzzKSh",
+	"Z4YeaSxhUpGbKiVzZNHnLQkuGBxOjSBRilsEUeryCCHGPbiAZAsV+CX81OEJ2N410nQ9dnhIaAl7/SOB",
+	"CKyqAEV02SWyUmf523QR+7RUZhKoFa+z6mpvaOAD6aq/RO6QLl7xpy/+sUGHkCSuCpG72ilGjDV+m1AH",
+	"vRe1q0/1Lvp60OE2cro0tu5eYt9bSN/N6kqA9GHyYJP1ye7Qm++MT3QZiuA8Txr++KTNv+4fAWjVYbC3",
+	"K+UBc7zrrhZ7dUIwxJcJ+Co6+E4QuoPHJOFHIJQcxCIA4kLmeZ0gDwhxro3vTJRhf07BlAWZT0TUXjcS",
+	"fNNAhcgOn58+P1qTqfOtSNwvLkdi+bEXBm35PV9CFGyrt53Awe5zenCsDHeamsklYMsE4ob2eOB5pPho",
+	"xYywoAA1YmZL0bZWoRPHQy2BT0WCC36PZVcU4ITQJ4RGQeQt6jx+o0PmC2iHaBpGCgEimEErGWbBRPcl",
+	"pil5lQGo58xqqAVidzyWf7nPGaqXrBlh8wv0CZr5lJIjb3hWp9644VPIsE+7xEhjm3L5wf3yjUq6HXDb",
+	"9czGBihoccDt3Fn/BHo3+m+RtkHdaSUeNlVnQ2VQifnfVhncR976bykFVHZf0TVF0a41Tj6KEVIFoulw",
+	"y51ReidEhQARzbs5EwyvIVQwKMT/iYG1ITv0THh1kiolPwDXBkbh6rgc+A+mAhBF3O3WkSZ5zC4oOAWF",
+	"0/kiOO/dFQKZoOfxVz2CGuUIIaM3eII68yqaDsZrmscHqSRrAVjC6Ebku+pkIW+UfnUY+E+e/u8NDPy6",
+	"Yb82WTeeE9VCfX6DYRPuAEgKV/EaW3gIGKlGg5tUziydxH0BTY87N0pvMA+VxlD7cqeC525rrymK4czM",
+	"uDO84XFmFC/MVFuvxPKMjXjOVeorYWdaSauB9STlqparS/DvUZIb2egSwqVT93sKngH3NTT3I5grLKkP",
+	"veC50Z4swkAlulCGQO6QujQTlsvcNKg2QTuT6pbnEhR6mKY4n86Sc4K7L2m1mOnKsJJTtT6k8DmlzmPj",
+	"14QZmAnosyeB9sUJ+BvM85uUPKOBvTh9tlxPHAY10tkiCWwagNbPb7nM+SgXrb6KN7iUu5QDtyk2ck2d",
+	"7FSEu4fstgPIfl/QgdLhBZ7aL9PNaGbPa5AaaepVWdr3CVIjKAJOdI8f49kWaVVKu3CXqrsZRoKXorxw",
+	"us3Zf/3uhHSsZzmtD9qgz8e783O4UP+j/nM1ymVKRsVyB5d7l/xxQBL7pdY3UvguUz9WXABIdRwx2SY0",
+	"kAQ8eKB1JejBNwmbcenWFlKdgNeYjjbSv/vyBU4sSThGdvoE/HL+msSJWL1yfzGiNAkrdS5MEiVEJOzD",
+	"x+urJuEE4YfDLMR044HsmLg0K+hPZJcTJ0Xo2tNG1/y8rnbug8CNLLJA9jQTsxFWDxImhpdYSCgUmngW",
+	"N0Evt7QApdWhEjMJYXsgCzUefwTwfwc8lNyyQus8iTPMbJ106Zck15O6Oy8a3fGwBKv9+QkY+zElA9bg",
+	"isFWRycTTnTJlUk1gMaLWZFDdrwek3LodoUbBwHGuVsDCpWELHF/8IlorEVjoiBe2dKtOi5NdLl6jBnp",
+	"daMIaFyUOoW96yu5cL5QfNWAH25PKz4B93Wpq8m0FvfQv7p7z+PuYeMt/XulbLnw2wwDYEEHWMagoJik",
+	"N1eiHCCwI3zLTxrnJ9Yp2qcHgXs8PqIHdGQEytVPc5V4Ony3cQa4nX4To2ud3hA1FKDrKPwkLYH/svvz",
+	"XTxJiAm02ssftLbGlrzw/ibEwVmibPGNwbG3K8A9tUAIM/X99/FMoTX6+5//PwAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -261,3 +261,74 @@ func (e *streamEndpoints) StopStreamProxy(ctx context.Context, r contract.StopSt
 	}
 	return contract.StopStreamProxy202JSONResponse(out), nil
 }
+
+// smokeParallel bounds the tests of a batch running at once.
+const smokeParallel = 4
+
+func (e *streamEndpoints) smokeTest(ctx context.Context, req contract.RtspSmokeTestRequest) (contract.RtspSmokeTestResult, error) {
+	timeout := time.Duration(deref(req.TimeoutSeconds, 10)) * time.Second
+	in := engineapi.SmokeTestRequest{URL: req.Url, TimeoutMs: int(timeout / time.Millisecond)}
+	if req.Transport != nil {
+		in.Transport = string(*req.Transport)
+	}
+	a := actor(ctx)
+	var res engineapi.SmokeTestResult
+	o, err := e.servers.Do(ctx, mediaserver.Call{Target: mediaserver.Target{MediaServerID: deref(req.MediaServerId, "")}, Type: agentapi.TypeEngineSmokeTestRTSP,
+		Payload: in, Reason: "RTSP smoke test", Actor: a.Actor, Wait: timeout + 10*time.Second}, &res)
+	out := contract.RtspSmokeTestResult{Url: engineapi.RedactURL(req.Url)}
+	if o.Node != nil {
+		out.MediaServerId = &o.Node.MediaServerID
+	}
+	if err != nil {
+		return out, nodeError(err)
+	}
+	if !o.Done {
+		return out, &Error{Status: http.StatusServiceUnavailable, Code: "agent_timeout", Retryable: retryable(true),
+			Message: "the media server did not finish the test in time; see node command " + o.Command.CommandID}
+	}
+	out.Ok, out.Stage, out.DurationMs = res.OK, res.Stage, res.DurationMs
+	str := func(v string) *string {
+		if v == "" {
+			return nil
+		}
+		return &v
+	}
+	out.Error, out.Transport, out.VideoCodec, out.AudioCodec = str(res.Error), str(res.Transport), str(res.VideoCodec), str(res.AudioCodec)
+	if res.OK {
+		ttff, fps := res.TimeToFirstFrameMs, res.FPS
+		w, h := int32(res.Width), int32(res.Height)
+		out.TimeToFirstFrameMs, out.Fps, out.Width, out.Height = &ttff, &fps, &w, &h
+	}
+	return out, nil
+}
+
+func (e *streamEndpoints) RtspSmokeTest(ctx context.Context, r contract.RtspSmokeTestRequestObject) (contract.RtspSmokeTestResponseObject, error) {
+	out, err := e.smokeTest(requestContext(ctx), *r.Body)
+	if err != nil {
+		return nil, err
+	}
+	return contract.RtspSmokeTest200JSONResponse(out), nil
+}
+
+func (e *streamEndpoints) RtspSmokeTestBatch(ctx context.Context, r contract.RtspSmokeTestBatchRequestObject) (contract.RtspSmokeTestBatchResponseObject, error) {
+	rctx := requestContext(ctx)
+	results := make([]contract.RtspSmokeTestResult, len(r.Body.Items))
+	sem := make(chan struct{}, smokeParallel)
+	var wg sync.WaitGroup
+	for i, item := range r.Body.Items {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(i int, item contract.RtspSmokeTestRequest) {
+			defer wg.Done()
+			defer func() { <-sem }()
+			res, err := e.smokeTest(rctx, item)
+			if err != nil {
+				msg := err.Error()
+				res.Ok, res.Stage, res.Error = false, "dispatch", &msg
+			}
+			results[i] = res
+		}(i, item)
+	}
+	wg.Wait()
+	return contract.RtspSmokeTestBatch200JSONResponse{Results: results}, nil
+}

@@ -48,6 +48,7 @@ var CommandTypes = map[string]bool{
 	// and kicking converge on a target state; the rest are reads.
 	TypeEngineProxyAdd: true, TypeEngineProxyRemove: true, TypeEngineProxyList: true, TypeEngineStreamList: true,
 	TypeEngineStreamClose: true, TypeEnginePlayerList: true, TypeEnginePlayerKick: true, TypeEngineStats: true,
+	TypeEngineSmokeTestRTSP: true,
 }
 
 // PingResult answers TypePing: the agent is alive and runs commands.

@@ -26,6 +26,9 @@ const (
 	TypeEnginePlayerKick = "engine.player.kick"
 	// TypeEngineStats reads engine statistics: engineapi.Stats out.
 	TypeEngineStats = "engine.stats"
+	// TypeEngineSmokeTestRTSP runs an RTSP smoke test from the engine:
+	// engineapi.SmokeTestRequest in, engineapi.SmokeTestResult out.
+	TypeEngineSmokeTestRTSP = "engine.smoke-test.rtsp"
 )
 
 // ProxyRef names one pull proxy.

@@ -239,6 +239,25 @@ func TestLiveFlowEndToEnd(t *testing.T) {
 			t.Fatalf("the stream did not come Online within 60 s; runtime log %v; commands %v", logs, cmds)
 		}
 	}
+	// An RTSP smoke test from the media server finds the camera's stream;
+	// a batch reports each source on its own.
+	var raw map[string]any
+	if st := cp.call("POST", "/api/v2/streams/smoke-tests/rtsp", map[string]any{"url": src, "transport": "tcp"}, &raw); st != 200 ||
+		raw["ok"] != true || raw["videoCodec"] != "H264" || raw["width"] != 320.0 || strings.Contains(fmt.Sprint(raw["url"]), "camPa55word") {
+		t.Fatalf("smoke test: %d %v", st, raw)
+	}
+	var batch struct {
+		Results []struct {
+			Ok    bool
+			Stage string
+			Error *string
+		}
+	}
+	cp.call("POST", "/api/v2/streams/smoke-tests/rtsp/batch", map[string]any{"items": []map[string]any{
+		{"url": src}, {"url": fmt.Sprintf("rtsp://cam:wrong@127.0.0.1:%d/h264", cam.port), "timeoutSeconds": 5}}}, &batch)
+	if len(batch.Results) != 2 || !batch.Results[0].Ok || batch.Results[1].Ok || batch.Results[1].Error == nil {
+		t.Fatalf("smoke test batch: %+v", batch)
+	}
 	// 4. Lease it and play every source.
 	var l lease
 	if st, body := be.call("POST", "/api/v2/third-party/channels/"+ch.ChannelID+"/playback-lease", map[string]any{"leaseSeconds": 60}, &l); st != 201 || len(l.Sources) != 3 {

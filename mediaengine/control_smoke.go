@@ -1,0 +1,197 @@
+package mediaengine
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/svcplatform/svc/mediaengine/codec/h264"
+	"github.com/svcplatform/svc/mediaengine/codec/h265"
+	"github.com/svcplatform/svc/mediaengine/media"
+	"github.com/svcplatform/svc/mediaengine/rtsp"
+	"github.com/svcplatform/svc/shared/engineapi"
+)
+
+// smokeMeasure is how long a smoke test keeps reading after the first
+// keyframe to measure the frame rate.
+const smokeMeasure = 2 * time.Second
+
+// smokeTestRTSP answers POST /api/v1/smoke-tests/rtsp.
+func (e *Engine) smokeTestRTSP(w http.ResponseWriter, r *http.Request) {
+	var req engineapi.SmokeTestRequest
+	if !decodeBody(w, r, &req) {
+		return
+	}
+	u, err := url.Parse(req.URL)
+	if err != nil || (u.Scheme != "rtsp" && u.Scheme != "rtsps") || u.Host == "" {
+		writeError(w, http.StatusBadRequest, engineapi.CodeInvalidBody, "url must be an rtsp:// or rtsps:// URL")
+		return
+	}
+	switch req.Transport {
+	case "", "auto", "tcp", "udp":
+	default:
+		writeError(w, http.StatusBadRequest, engineapi.CodeInvalidBody, "transport must be auto, tcp or udp")
+		return
+	}
+	timeout := time.Duration(req.TimeoutMs) * time.Millisecond
+	if timeout <= 0 {
+		timeout = 10 * time.Second
+	}
+	timeout = min(timeout, 30*time.Second)
+	ctx, cancel := context.WithTimeout(r.Context(), timeout)
+	defer cancel()
+	cfg := e.cfg.Load()
+	writeJSON(w, http.StatusOK, e.smokeTest(ctx, req, [2]int{cfg.RTPPortMin + 2, cfg.RTPPortMax}))
+}
+
+func (e *Engine) smokeTest(ctx context.Context, req engineapi.SmokeTestRequest, ports [2]int) engineapi.SmokeTestResult {
+	start := time.Now()
+	res := engineapi.SmokeTestResult{Stage: "connect"}
+	done := func() engineapi.SmokeTestResult {
+		res.DurationMs = float64(time.Since(start).Microseconds()) / 1000
+		res.Error = engineapi.RedactURL(res.Error)
+		return res
+	}
+	mode := rtsp.TransportMode(req.Transport)
+	if mode == "" {
+		mode = rtsp.TransportAuto
+	}
+	c, err := rtsp.Dial(ctx, req.URL, rtsp.ClientConfig{Transport: mode, UDPPorts: ports, Log: e.log.Named("smoke-test")})
+	if err != nil {
+		res.Error = err.Error()
+		return done()
+	}
+	defer c.Close()
+	res.Stage = "describe"
+	if err := c.Options(ctx); err != nil {
+		res.Error = err.Error()
+		return done()
+	}
+	if _, err := c.Describe(ctx); err != nil {
+		res.Error = err.Error()
+		return done()
+	}
+	res.Stage = "setup"
+	useUDP := mode != rtsp.TransportTCP
+	err = c.Setup(ctx, useUDP)
+	if err != nil && mode == rtsp.TransportAuto {
+		useUDP = false
+		err = c.Setup(ctx, false)
+	}
+	if err != nil {
+		res.Error = err.Error()
+		return done()
+	}
+	res.Transport = map[bool]string{true: "udp", false: "tcp"}[useUDP]
+	res.Stage = "play"
+	type seen struct {
+		first, last time.Duration
+		frames      int
+	}
+	var video seen
+	var gotKey bool
+	keyAt := make(chan struct{})
+	measured := make(chan struct{})
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	err = c.Play(runCtx, func(f *media.Frame) {
+		if f.Track.Kind() != media.KindVideo {
+			return
+		}
+		if !gotKey {
+			if !f.Keyframe {
+				return
+			}
+			gotKey = true
+			res.TimeToFirstFrameMs = float64(time.Since(start).Microseconds()) / 1000
+			video.first = f.PTS
+			close(keyAt)
+		}
+		video.last = f.PTS
+		video.frames++
+		if f.PTS-video.first >= smokeMeasure {
+			select {
+			case <-measured:
+			default:
+				close(measured)
+			}
+		}
+	})
+	if err != nil {
+		res.Error = err.Error()
+		return done()
+	}
+	runErr := make(chan error, 1)
+	go func() { runErr <- c.Run(runCtx) }()
+	select {
+	case <-keyAt:
+	case err := <-runErr:
+		res.Error = "the stream ended before a keyframe: " + errText(err)
+		return done()
+	case <-ctx.Done():
+		stop()
+		<-runErr
+		if useUDP && mode == rtsp.TransportAuto {
+			res.Error = "no keyframe within the time over UDP; try transport tcp"
+		} else {
+			res.Error = "no keyframe within the time"
+		}
+		return done()
+	}
+	ended := false
+	select {
+	case <-measured:
+	case <-runErr:
+		ended = true
+	case <-ctx.Done():
+	}
+	stop()
+	if !ended {
+		<-runErr // the frame callback is quiet from here on
+	}
+	res.OK, res.Stage = true, "done"
+	if video.frames > 1 && video.last > video.first {
+		res.FPS = float64(video.frames-1) / (video.last - video.first).Seconds()
+	}
+	for _, t := range c.Tracks() {
+		ti := engineapi.TrackInfo{ID: t.ID, Kind: string(t.Kind()), Codec: string(t.Codec), Ready: t.Ready(), SampleRate: t.SampleRate, Channels: t.Channels}
+		if t.Kind() == media.KindVideo {
+			ti.Width, ti.Height = videoSize(t)
+			if res.VideoCodec == "" {
+				res.VideoCodec, res.Width, res.Height, ti.FPS = ti.Codec, ti.Width, ti.Height, res.FPS
+			}
+		} else if res.AudioCodec == "" {
+			res.AudioCodec = ti.Codec
+		}
+		res.Tracks = append(res.Tracks, ti)
+	}
+	return done()
+}
+
+// videoSize reads the coded size from the track's SPS.
+func videoSize(t *media.Track) (int, int) {
+	if t.Width > 0 {
+		return t.Width, t.Height
+	}
+	switch t.Codec {
+	case media.CodecH264:
+		if s, err := h264.ParseSPS(t.SPS); err == nil {
+			return s.Width, s.Height
+		}
+	case media.CodecH265:
+		if s, err := h265.ParseSPS(t.SPS); err == nil {
+			return s.Width, s.Height
+		}
+	}
+	return 0, 0
+}
+
+func errText(err error) string {
+	if err == nil || errors.Is(err, context.Canceled) {
+		return "end of stream"
+	}
+	return strings.TrimSpace(err.Error())
+}
