@@ -1633,6 +1633,24 @@ func (e SchemaObjectType) Valid() bool {
 	}
 }
 
+// Defines values for SnapshotAccessRequestAction.
+const (
+	SnapshotAccessRequestActionDownload SnapshotAccessRequestAction = "download"
+	SnapshotAccessRequestActionView     SnapshotAccessRequestAction = "view"
+)
+
+// Valid indicates whether the value is a known member of the SnapshotAccessRequestAction enum.
+func (e SnapshotAccessRequestAction) Valid() bool {
+	switch e {
+	case SnapshotAccessRequestActionDownload:
+		return true
+	case SnapshotAccessRequestActionView:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for StartStreamProxyRequestTransport.
 const (
 	StartStreamProxyRequestTransportAuto StartStreamProxyRequestTransport = "auto"
@@ -1990,6 +2008,21 @@ func (e ListChannelRuntimeLogsParamsOrder) Valid() bool {
 	case ListChannelRuntimeLogsParamsOrderNewest:
 		return true
 	case ListChannelRuntimeLogsParamsOrderOldest:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetChannelSnapshotParamsSlot.
+const (
+	GetChannelSnapshotParamsSlotLatest GetChannelSnapshotParamsSlot = "latest"
+)
+
+// Valid indicates whether the value is a known member of the GetChannelSnapshotParamsSlot enum.
+func (e GetChannelSnapshotParamsSlot) Valid() bool {
+	switch e {
+	case GetChannelSnapshotParamsSlotLatest:
 		return true
 	default:
 		return false
@@ -2858,6 +2891,39 @@ type ChannelRuntimeLogList struct {
 
 	// Total Number of entries matching the filters.
 	Total int64 `json:"total"`
+}
+
+// ChannelSnapshots A channel's snapshot overview.
+type ChannelSnapshots struct {
+	// ChannelId The channel.
+	ChannelId string `json:"channelId"`
+
+	// DownloadUrl Relative URL of the latest image with a 60-second download ticket; absent when there is none.
+	DownloadUrl *string `json:"downloadUrl,omitempty"`
+
+	// Enabled Whether snapshots are scheduled.
+	Enabled bool `json:"enabled"`
+
+	// Height Height of the latest image.
+	Height *int32 `json:"height,omitempty"`
+
+	// IntervalSeconds Seconds between snapshots.
+	IntervalSeconds int32 `json:"intervalSeconds"`
+
+	// LatestAt When the latest image was taken; absent when there is none.
+	LatestAt *time.Time `json:"latestAt,omitempty"`
+
+	// PreviewUrl Relative URL of the latest image with a 60-second view ticket; absent when there is none.
+	PreviewUrl *string `json:"previewUrl,omitempty"`
+
+	// SizeBytes Size of the latest image.
+	SizeBytes *int32 `json:"sizeBytes,omitempty"`
+
+	// StreamOnline Whether the channel's stream is Online now.
+	StreamOnline bool `json:"streamOnline"`
+
+	// Width Width of the latest image.
+	Width *int32 `json:"width,omitempty"`
 }
 
 // ChannelStartResult An accepted start; the stream is Online only once media arrives.
@@ -6237,6 +6303,57 @@ type SessionRevokeResult struct {
 	UserId string `json:"userId"`
 }
 
+// SnapshotAccess A snapshot access ticket.
+type SnapshotAccess struct {
+	// Action view or download.
+	Action string `json:"action"`
+
+	// ExpiresAt When the ticket stops working.
+	ExpiresAt time.Time `json:"expiresAt"`
+
+	// Ticket The ticket, bound to the channel and the action.
+	Ticket string `json:"ticket"`
+
+	// Url Relative URL of the latest image carrying the ticket.
+	Url string `json:"url"`
+}
+
+// SnapshotAccessRequest Access to grant.
+type SnapshotAccessRequest struct {
+	// Action view shows the image inline, download answers it as an attachment.
+	Action SnapshotAccessRequestAction `json:"action"`
+
+	// TtlSeconds Lifetime of the ticket; default 60.
+	TtlSeconds *int32 `json:"ttlSeconds,omitempty"`
+}
+
+// SnapshotAccessRequestAction view shows the image inline, download answers it as an attachment.
+type SnapshotAccessRequestAction string
+
+// SnapshotSettings A channel's snapshot schedule.
+type SnapshotSettings struct {
+	// ChannelId The channel.
+	ChannelId string `json:"channelId"`
+
+	// Enabled Whether snapshots are taken while the stream is Online.
+	Enabled bool `json:"enabled"`
+
+	// IntervalSeconds Seconds between snapshots.
+	IntervalSeconds int32 `json:"intervalSeconds"`
+
+	// UpdatedAt When the schedule last changed.
+	UpdatedAt *time.Time `json:"updatedAt,omitempty"`
+}
+
+// SnapshotSettingsRequest Changes to a snapshot schedule.
+type SnapshotSettingsRequest struct {
+	// Enabled Take snapshots while the stream is Online.
+	Enabled *bool `json:"enabled,omitempty"`
+
+	// IntervalSeconds Seconds between snapshots.
+	IntervalSeconds *int32 `json:"intervalSeconds,omitempty"`
+}
+
 // SourceDocumentationAuditReport Documentation completeness of this contract.
 type SourceDocumentationAuditReport struct {
 	// CheckedItems Number of items checked.
@@ -7302,6 +7419,18 @@ type ListChannelRuntimeLogsParams struct {
 // ListChannelRuntimeLogsParamsOrder defines parameters for ListChannelRuntimeLogs.
 type ListChannelRuntimeLogsParamsOrder string
 
+// GetChannelSnapshotParams defines parameters for GetChannelSnapshot.
+type GetChannelSnapshotParams struct {
+	// Ticket A snapshot access ticket of this channel, in place of the API credential.
+	Ticket *string `form:"ticket,omitempty" json:"ticket,omitempty"`
+
+	// Download Answer as an attachment (with the API credential; a ticket's action decides otherwise).
+	Download *bool `form:"download,omitempty" json:"download,omitempty"`
+}
+
+// GetChannelSnapshotParamsSlot defines parameters for GetChannelSnapshot.
+type GetChannelSnapshotParamsSlot string
+
 // GetClusterMonitoringParams defines parameters for GetClusterMonitoring.
 type GetClusterMonitoringParams struct {
 	// ClusterId Identifier of the cluster; defaults to the cluster of the node that answers.
@@ -8049,6 +8178,12 @@ type ControlChannelPtzJSONRequestBody = ChannelPtzCommandRequest
 // UpdateChannelPtzSettingsJSONRequestBody defines body for UpdateChannelPtzSettings for application/json ContentType.
 type UpdateChannelPtzSettingsJSONRequestBody = ChannelPtzSettingsRequest
 
+// CreateChannelSnapshotAccessJSONRequestBody defines body for CreateChannelSnapshotAccess for application/json ContentType.
+type CreateChannelSnapshotAccessJSONRequestBody = SnapshotAccessRequest
+
+// SaveChannelSnapshotSettingsJSONRequestBody defines body for SaveChannelSnapshotSettings for application/json ContentType.
+type SaveChannelSnapshotSettingsJSONRequestBody = SnapshotSettingsRequest
+
 // RetireMediaServerJSONRequestBody defines body for RetireMediaServer for application/json ContentType.
 type RetireMediaServerJSONRequestBody = RetireMediaServerRequest
 
@@ -8282,6 +8417,18 @@ type ServerInterface interface {
 	// ListChannelRuntimeLogs List a channel's runtime log
 	// (GET /api/v2/channels/{channelId}/runtime-logs)
 	ListChannelRuntimeLogs(c *gin.Context, channelId ChannelId, params ListChannelRuntimeLogsParams)
+	// GetChannelSnapshots Describe a channel's snapshots
+	// (GET /api/v2/channels/{channelId}/snapshots)
+	GetChannelSnapshots(c *gin.Context, channelId string)
+	// CreateChannelSnapshotAccess Grant short-lived access to a channel's snapshots
+	// (POST /api/v2/channels/{channelId}/snapshots/access)
+	CreateChannelSnapshotAccess(c *gin.Context, channelId string)
+	// SaveChannelSnapshotSettings Set a channel's snapshot schedule
+	// (PUT /api/v2/channels/{channelId}/snapshots/settings)
+	SaveChannelSnapshotSettings(c *gin.Context, channelId string)
+	// GetChannelSnapshot Get a channel's snapshot image
+	// (GET /api/v2/channels/{channelId}/snapshots/{slot})
+	GetChannelSnapshot(c *gin.Context, channelId string, slot GetChannelSnapshotParamsSlot, params GetChannelSnapshotParams)
 	// StartChannel Start pulling a channel
 	// (POST /api/v2/channels/{channelId}/start)
 	StartChannel(c *gin.Context, channelId ChannelId)
@@ -9620,6 +9767,134 @@ func (siw *ServerInterfaceWrapper) ListChannelRuntimeLogs(c *gin.Context) {
 	}
 
 	siw.Handler.ListChannelRuntimeLogs(c, channelId, params)
+}
+
+// GetChannelSnapshots operation middleware
+func (siw *ServerInterfaceWrapper) GetChannelSnapshots(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "channelId" -------------
+	var channelId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "channelId", c.Param("channelId"), &channelId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter channelId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetChannelSnapshots(c, channelId)
+}
+
+// CreateChannelSnapshotAccess operation middleware
+func (siw *ServerInterfaceWrapper) CreateChannelSnapshotAccess(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "channelId" -------------
+	var channelId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "channelId", c.Param("channelId"), &channelId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter channelId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateChannelSnapshotAccess(c, channelId)
+}
+
+// SaveChannelSnapshotSettings operation middleware
+func (siw *ServerInterfaceWrapper) SaveChannelSnapshotSettings(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "channelId" -------------
+	var channelId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "channelId", c.Param("channelId"), &channelId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter channelId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.SaveChannelSnapshotSettings(c, channelId)
+}
+
+// GetChannelSnapshot operation middleware
+func (siw *ServerInterfaceWrapper) GetChannelSnapshot(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "channelId" -------------
+	var channelId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "channelId", c.Param("channelId"), &channelId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter channelId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Path parameter "slot" -------------
+	var slot GetChannelSnapshotParamsSlot
+
+	err = runtime.BindStyledParameterWithOptions("simple", "slot", c.Param("slot"), &slot, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter slot: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetChannelSnapshotParams
+
+	// ------------- Optional query parameter "ticket" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "ticket", c.Request.URL.Query(), &params.Ticket, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter ticket: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "download" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "download", c.Request.URL.Query(), &params.Download, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter download: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetChannelSnapshot(c, channelId, slot, params)
 }
 
 // StartChannel operation middleware
@@ -13571,6 +13846,10 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 	router.GET(options.BaseURL+"/api/v2/third-party/streams", wrapper.ListThirdPartyStreams)
 	router.POST(options.BaseURL+"/api/v2/streams/smoke-tests/rtsp", wrapper.RtspSmokeTest)
 	router.POST(options.BaseURL+"/api/v2/streams/smoke-tests/rtsp/batch", wrapper.RtspSmokeTestBatch)
+	router.GET(options.BaseURL+"/api/v2/channels/:channelId/snapshots", wrapper.GetChannelSnapshots)
+	router.GET(options.BaseURL+"/api/v2/channels/:channelId/snapshots/:slot", wrapper.GetChannelSnapshot)
+	router.POST(options.BaseURL+"/api/v2/channels/:channelId/snapshots/access", wrapper.CreateChannelSnapshotAccess)
+	router.PUT(options.BaseURL+"/api/v2/channels/:channelId/snapshots/settings", wrapper.SaveChannelSnapshotSettings)
 	router.DELETE(options.BaseURL+"/api/v2/security/rtsp-auth", wrapper.DeleteRtspAuthCredential)
 	router.GET(options.BaseURL+"/api/v2/security/rtsp-auth", wrapper.ListRtspAuthCredentials)
 	router.POST(options.BaseURL+"/api/v2/security/rtsp-auth", wrapper.SaveRtspAuthCredential)
@@ -17263,6 +17542,490 @@ func (response ListChannelRuntimeLogs429JSONResponse) VisitListChannelRuntimeLog
 type ListChannelRuntimeLogs500JSONResponse struct{ InternalErrorJSONResponse }
 
 func (response ListChannelRuntimeLogs500JSONResponse) VisitListChannelRuntimeLogsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetChannelSnapshotsRequestObject struct {
+	ChannelId string `json:"channelId"`
+}
+
+type GetChannelSnapshotsResponseObject interface {
+	VisitGetChannelSnapshotsResponse(w http.ResponseWriter) error
+}
+
+type GetChannelSnapshots200JSONResponse ChannelSnapshots
+
+func (response GetChannelSnapshots200JSONResponse) VisitGetChannelSnapshotsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetChannelSnapshots401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetChannelSnapshots401JSONResponse) VisitGetChannelSnapshotsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetChannelSnapshots403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetChannelSnapshots403JSONResponse) VisitGetChannelSnapshotsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetChannelSnapshots404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetChannelSnapshots404JSONResponse) VisitGetChannelSnapshotsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetChannelSnapshots429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetChannelSnapshots429JSONResponse) VisitGetChannelSnapshotsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetChannelSnapshots500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetChannelSnapshots500JSONResponse) VisitGetChannelSnapshotsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateChannelSnapshotAccessRequestObject struct {
+	ChannelId string `json:"channelId"`
+	Body      *CreateChannelSnapshotAccessJSONRequestBody
+}
+
+type CreateChannelSnapshotAccessResponseObject interface {
+	VisitCreateChannelSnapshotAccessResponse(w http.ResponseWriter) error
+}
+
+type CreateChannelSnapshotAccess200JSONResponse SnapshotAccess
+
+func (response CreateChannelSnapshotAccess200JSONResponse) VisitCreateChannelSnapshotAccessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateChannelSnapshotAccess400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateChannelSnapshotAccess400JSONResponse) VisitCreateChannelSnapshotAccessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateChannelSnapshotAccess401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateChannelSnapshotAccess401JSONResponse) VisitCreateChannelSnapshotAccessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateChannelSnapshotAccess403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateChannelSnapshotAccess403JSONResponse) VisitCreateChannelSnapshotAccessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateChannelSnapshotAccess404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateChannelSnapshotAccess404JSONResponse) VisitCreateChannelSnapshotAccessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateChannelSnapshotAccess413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response CreateChannelSnapshotAccess413JSONResponse) VisitCreateChannelSnapshotAccessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateChannelSnapshotAccess415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response CreateChannelSnapshotAccess415JSONResponse) VisitCreateChannelSnapshotAccessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateChannelSnapshotAccess429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateChannelSnapshotAccess429JSONResponse) VisitCreateChannelSnapshotAccessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateChannelSnapshotAccess500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateChannelSnapshotAccess500JSONResponse) VisitCreateChannelSnapshotAccessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SaveChannelSnapshotSettingsRequestObject struct {
+	ChannelId string `json:"channelId"`
+	Body      *SaveChannelSnapshotSettingsJSONRequestBody
+}
+
+type SaveChannelSnapshotSettingsResponseObject interface {
+	VisitSaveChannelSnapshotSettingsResponse(w http.ResponseWriter) error
+}
+
+type SaveChannelSnapshotSettings200JSONResponse SnapshotSettings
+
+func (response SaveChannelSnapshotSettings200JSONResponse) VisitSaveChannelSnapshotSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SaveChannelSnapshotSettings400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response SaveChannelSnapshotSettings400JSONResponse) VisitSaveChannelSnapshotSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SaveChannelSnapshotSettings401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response SaveChannelSnapshotSettings401JSONResponse) VisitSaveChannelSnapshotSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SaveChannelSnapshotSettings403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response SaveChannelSnapshotSettings403JSONResponse) VisitSaveChannelSnapshotSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SaveChannelSnapshotSettings404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response SaveChannelSnapshotSettings404JSONResponse) VisitSaveChannelSnapshotSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SaveChannelSnapshotSettings413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response SaveChannelSnapshotSettings413JSONResponse) VisitSaveChannelSnapshotSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SaveChannelSnapshotSettings415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response SaveChannelSnapshotSettings415JSONResponse) VisitSaveChannelSnapshotSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SaveChannelSnapshotSettings429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response SaveChannelSnapshotSettings429JSONResponse) VisitSaveChannelSnapshotSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SaveChannelSnapshotSettings500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response SaveChannelSnapshotSettings500JSONResponse) VisitSaveChannelSnapshotSettingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetChannelSnapshotRequestObject struct {
+	ChannelId string                       `json:"channelId"`
+	Slot      GetChannelSnapshotParamsSlot `json:"slot"`
+	Params    GetChannelSnapshotParams
+}
+
+type GetChannelSnapshotResponseObject interface {
+	VisitGetChannelSnapshotResponse(w http.ResponseWriter) error
+}
+
+type GetChannelSnapshot200ImagejpegResponse struct {
+	Body          io.Reader
+	ContentLength int64
+}
+
+func (response GetChannelSnapshot200ImagejpegResponse) VisitGetChannelSnapshotResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "image/jpeg")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type GetChannelSnapshot400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetChannelSnapshot400JSONResponse) VisitGetChannelSnapshotResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetChannelSnapshot401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetChannelSnapshot401JSONResponse) VisitGetChannelSnapshotResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetChannelSnapshot403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetChannelSnapshot403JSONResponse) VisitGetChannelSnapshotResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetChannelSnapshot404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetChannelSnapshot404JSONResponse) VisitGetChannelSnapshotResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetChannelSnapshot429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetChannelSnapshot429JSONResponse) VisitGetChannelSnapshotResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetChannelSnapshot500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetChannelSnapshot500JSONResponse) VisitGetChannelSnapshotResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
@@ -32244,6 +33007,18 @@ type StrictServerInterface interface {
 	// ListChannelRuntimeLogs List a channel's runtime log
 	// (GET /api/v2/channels/{channelId}/runtime-logs)
 	ListChannelRuntimeLogs(ctx context.Context, request ListChannelRuntimeLogsRequestObject) (ListChannelRuntimeLogsResponseObject, error)
+	// GetChannelSnapshots Describe a channel's snapshots
+	// (GET /api/v2/channels/{channelId}/snapshots)
+	GetChannelSnapshots(ctx context.Context, request GetChannelSnapshotsRequestObject) (GetChannelSnapshotsResponseObject, error)
+	// CreateChannelSnapshotAccess Grant short-lived access to a channel's snapshots
+	// (POST /api/v2/channels/{channelId}/snapshots/access)
+	CreateChannelSnapshotAccess(ctx context.Context, request CreateChannelSnapshotAccessRequestObject) (CreateChannelSnapshotAccessResponseObject, error)
+	// SaveChannelSnapshotSettings Set a channel's snapshot schedule
+	// (PUT /api/v2/channels/{channelId}/snapshots/settings)
+	SaveChannelSnapshotSettings(ctx context.Context, request SaveChannelSnapshotSettingsRequestObject) (SaveChannelSnapshotSettingsResponseObject, error)
+	// GetChannelSnapshot Get a channel's snapshot image
+	// (GET /api/v2/channels/{channelId}/snapshots/{slot})
+	GetChannelSnapshot(ctx context.Context, request GetChannelSnapshotRequestObject) (GetChannelSnapshotResponseObject, error)
 	// StartChannel Start pulling a channel
 	// (POST /api/v2/channels/{channelId}/start)
 	StartChannel(ctx context.Context, request StartChannelRequestObject) (StartChannelResponseObject, error)
@@ -33669,6 +34444,148 @@ func (sh *strictHandler) ListChannelRuntimeLogs(ctx *gin.Context, channelId Chan
 		sh.options.HandlerErrorFunc(ctx, err)
 	} else if validResponse, ok := response.(ListChannelRuntimeLogsResponseObject); ok {
 		if err := validResponse.VisitListChannelRuntimeLogsResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetChannelSnapshots operation middleware
+func (sh *strictHandler) GetChannelSnapshots(ctx *gin.Context, channelId string) {
+	var request GetChannelSnapshotsRequestObject
+
+	request.ChannelId = channelId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetChannelSnapshots(ctx, request.(GetChannelSnapshotsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetChannelSnapshots")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetChannelSnapshotsResponseObject); ok {
+		if err := validResponse.VisitGetChannelSnapshotsResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CreateChannelSnapshotAccess operation middleware
+func (sh *strictHandler) CreateChannelSnapshotAccess(ctx *gin.Context, channelId string) {
+	var request CreateChannelSnapshotAccessRequestObject
+
+	request.ChannelId = channelId
+
+	var body CreateChannelSnapshotAccessJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateChannelSnapshotAccess(ctx, request.(CreateChannelSnapshotAccessRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateChannelSnapshotAccess")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateChannelSnapshotAccessResponseObject); ok {
+		if err := validResponse.VisitCreateChannelSnapshotAccessResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// SaveChannelSnapshotSettings operation middleware
+func (sh *strictHandler) SaveChannelSnapshotSettings(ctx *gin.Context, channelId string) {
+	var request SaveChannelSnapshotSettingsRequestObject
+
+	request.ChannelId = channelId
+
+	var body SaveChannelSnapshotSettingsJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.SaveChannelSnapshotSettings(ctx, request.(SaveChannelSnapshotSettingsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "SaveChannelSnapshotSettings")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(SaveChannelSnapshotSettingsResponseObject); ok {
+		if err := validResponse.VisitSaveChannelSnapshotSettingsResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetChannelSnapshot operation middleware
+func (sh *strictHandler) GetChannelSnapshot(ctx *gin.Context, channelId string, slot GetChannelSnapshotParamsSlot, params GetChannelSnapshotParams) {
+	var request GetChannelSnapshotRequestObject
+
+	request.ChannelId = channelId
+	request.Slot = slot
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetChannelSnapshot(ctx, request.(GetChannelSnapshotRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetChannelSnapshot")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetChannelSnapshotResponseObject); ok {
+		if err := validResponse.VisitGetChannelSnapshotResponse(ctx.Writer); err != nil {
 			sh.options.ResponseErrorHandlerFunc(ctx, err)
 		}
 	} else if response != nil {
@@ -37897,932 +38814,953 @@ var swaggerSpec = []string{
 	"QYfiAYX8pkOI0TyXTavYwHrujR72kw/jPww1TMtoIdT9lmtfpC0bs9OexyQl78hdSNZZRyK2flMkyHb9",
 	"LXxWFyJriHN2dzIJ3EcdB5qVconH5yUKvUty7Gnb+ggyUrCSwT/QiwJBcK0PNXOJb64SPkTPBSlxWTeW",
 	"LnOX9Yk/KOS4G8mvTjKf8eYyMPBPWCHzGGIAZzYi/xiDyo1u2w0XgCl1gkNDVFlvfPGBrmGr01j/uP+j",
-	"v9TRNP5/WFdIvwrpIZ6Q/kV7iGPEjePv7xeB8M+U8zy0n8JGn0bzMB06VO6qpkEkLEtHT+7hcwqMeUNf",
-	"4O1urZEpdT84ZYMrIqtpC4LWwofOULRoI8mEllZqAT6PeWFcW3wwtJIWXFWGnPA6n45zPnlZfaCJCn8d",
-	"TpHCoN0OOx2/lfrt99coYJo74UY72+nCXILMsb1M1K2cjPzboc6BVrgT3nNqGCwIB/Ye8uYUXdP7mFFw",
-	"MOE6Aiw0mkXdrYmaULXrYsA4s5O0PNqkUXUGGxyOe+ulFyOkgHW5sM94y59CcQQifQwPaIaLmrFJCFbT",
-	"opT7TT19/odkrutAvu0rm9fq8hBB5M4t/NmEoaZSaV+FSbST2+tY6gaCul7bpPKhfUxHZ/uowyk0282D",
-	"HRjTG6pmmP86NKpUrqv5etgOuW9WKygWn104quIFi2XQHXs4DFvnBuXUwzJbrzCFdWgOe+SLTqKYadHy",
-	"483skx1qS61jXmjKl/+AhMyvlluZ7SRQWoYWUsiG+VzoPgBMrLL75JzKsYM3IUdwwtYm8OnbZL9Oxt6E",
-	"y/lVELq6x+0ceM1ITjUt5bKBMvGU3LNacWkU+N0QXNJuFrqQ3IaJYidf3RxgLvKyKWLAdy7AKWmyUvtq",
-	"F31x5VfYjLfYwvOngUPTaxuOv4wFL7j39jVpuLd2hJRyQ7cK6r088WF1VCmmZ27Nb6fQJOYhpK1+bVbI",
-	"IQvp8yPaZfw+top7hXfiUtqaSbQgVE+M4bRkGWGuLmjYvnGKCqo1KZhOVBtrrSaq2r1zat9vR+HXPmsp",
-	"ecJp9flzewnSGPcbF5v3RKreU16bnlI2hVwf5XIcyc+KbgJCKcFl/kYqnTBxrH2pdGVrpUMBdHXipWxb",
-	"8Hy+BRWlUTYX1bxacoX5l2spuJY15Nw4BE4FRU+tV19THguiDSQRZdNJIwGXZmyblVQe0YQDwrSFdJpg",
-	"4ZE2fXXXSSZqWRohdhV0AgsA/iNeWmKb0seE4WPL6ClHpFmb7rlitNZzRnUYpjTFNGZTnlO9Ynw+YTBN",
-	"GyxVICaUkHY4fWjwoThEHUdrvcQHuIoTG0sYvd4H9Hgn5Eb4Ws1IhxmxoyBSABJIe9fuy9+czUu6PGbp",
-	"s5wrn0ru5pzFaHXw3K3nsTK+AJZqj9Qa3tk9FStGS8MJRi6usKM3+IlRULSukpVizrolYnAA3yjy5vr6",
-	"gpxdvI07hQF/fFjJwZag9nNQ3H0Q8H0iEjgLlmk3R4wu9OhkXSXGAIle13Sx4HkcVoSVi30mK7AEFTWc",
-	"UBlBPVUXqlks6qilPNL2vdRoEHXegL9Izeqj7OiDFPfwz/EyUB6ZPFikLn0Eg/LbbBcgc1Q4SuNvPLX2",
-	"WBD8br3HHYoHrDoG5hgb8B5fw2gy1VtRsEjhwXdUaVLKJeHmuU/OsgJYS0KTSjuAqT4aDd/a5AOPSI8o",
-	"5mzFrcu4PQATS0qcS6FprmMFLN4HcY1BbAkmeeNnLYTtXhPep74bygAJgGKar8bRnB0NDB+WBAZ5S1Td",
-	"WbpjIu8gRG9Z0wJThUQMezhQcFMC9g9c0HrrxOtuhx1wgkb4eY+bqtsl8lPMuoTdIb8+TYSi+FCFIXc+",
-	"vVSWRs0FEzW6uBgEVAkrINhQL1B1MzN5XpMVV9oCR/fOpt3MKC6BFLqWZeSMn9ou8/CNtiy5omvmxpco",
-	"iwbTnAhGiS/HQSSYMELrSIIFDhsr0TeaaLkEop6uGdvli1A1PgDHpVmEDDLXAcAbfps3+R2zp1tBMMd0",
-	"/faDLFhLCLanmBfSju4H6CtZrecnXjimbj9wo2sr9pySpx67370E6RAOumWiiGi/fR2LBngtvB/AdwHV",
-	"c8MiOJP63ytOzTYHbtCR2jxfc1iGaNT4IXf0dSDxjMPC+wPZPVNZyCDcaHuL2dnuBDW2R2iA66XKV5x7",
-	"6Q85b1cy6YkkQf2Zx5JCgiYn3MmPxttyuV5zPTRefEOzIhh5oHrtN26UeJKe6TYWqasj9PB+7K9Q49yM",
-	"JA176U0bk1Ql/wF8bu7yaDnNUFjdw5LY0fx+3cdm2JYL79gOD6Abzep1uv1AA2L1+pDQkfCI+7223e6I",
-	"MiHtBdNv1z56jLH2kDvNzXpNoxU7uru04ggSgFpLr44R5Mq6VP2Yrr19nyKGVuC3HVkRBrbJCnNBx9up",
-	"gdtf85iMTi3fpfhJ5qA9TOBuB/Y2gvfoz80m6+9chxyHk/8tgclG6Og9YX73Ej/lApK1AVh6Ol1RW0t8",
-	"cN27Fdqn3ApJB1LbaKdKg5qsArbGreFD0ANtn9B2QjhpG4UXJjbWqJERwguHUBa2nAU7F6x3b4XcpAbI",
-	"68qWio7gBjrqsdWkjewREpViEK31hFxDkQioV4ggh5Dp7CvNQ4QQBtNxQd5oXX00/86lvAMccFFYrGxu",
-	"r5G5LLbxZGalXk+obGPHYosC429uDtgrseVjTv1gWzhrsUf+s6oXWIl/1/VMy4b5TIHbf5td3eezc1Uv",
-	"ZvDBra0Q3OqzEFcFeV1LLpY+BJo2Zkia54BaMt9GJnNK5lg/UDrnmt0uUbToKeZTl4KeqCo/VK/p9WLB",
-	"ENW02qncFNSx2adUU3ZkBzqwpWdzJctGM8JaNcp+dWoTarn2vRu5EPOalpTvsY22xWkyrFvdY1raqm5B",
-	"hXZeOHrDMshGUIViFoLcmp38ds1u42kSZvxjgtsnFWEH7eBtI92dDIk02zlDkT0YYhUpGeejuzSxOKPs",
-	"Xj4ruWY+JLkXaIAX+qjEGhW1Hlf7cJfslHHgy2MGGV+xXeGAQaTwX+wbrrChtYinajuh2b0xULEDS6Jj",
-	"AIhgDymsltSg3Zb6NQ2GHqUtyIQ4s5fZY5UdpaIVWiJXSVnKDSveRsMzoPYiodYpA/ABwFTO3766JEJq",
-	"C1S7YvaCWdMtmTPrvanl+hSRxuz3QUlSgGA0e9FZ97AoVkwq9uEdgdc+jJFJsU6gPqot6mA7XH/zcW2v",
-	"XftLv3rqNLIU6Uqt9tj5PejHDozMXEj9A1zKibmBBaQ/O66IBbdEKDiqMYD/oLlV+1UwbEdhQ9lPidG8",
-	"yLpRAFhNw7vTXhwAZQCm5L2IggtLFM8iyHBNXUk1BFXtl8p5HCcU3QRdhdEgXXwoehpiIMGhb8uhkFxW",
-	"2w5FYE1UOyJsO6iKmlMBlwkAGJrb/NQGRgPsIsiSELDBl+bcG72SVXp64epwZ9NMKYSiPRQKBgpChhFf",
-	"v5WYoNNoWeCwKnBQCjhIiIrXHR4uFfzs0eKNBhs9JPoo3OhH2OMvWe9vKKPi772b+2RrPKwG3r75Gx5+",
-	"v607t1txLrOKKyRPdqrNpcBi9i+d9khJGJ3iZpmDZnj+dIb1v6M10Y596WEzIou2d/LArI1eAbT0UIJy",
-	"aA8ZydR8jy9XJs1caJ+x8I4N+9QSXaxhdS7xqJkiYwXUxjNHhk7JlKppUEQEtqvWqtoj22Nyxw+ra7ZX",
-	"VTEJmRkEA5Eh7kXpWSkp4Ae4rM+gqhjUxQf+0ZMgHyHZhBw/mz17/kcz/5rmyLyF9FEG7c8nB0nPO0kq",
-	"owLbhJJm/+USWC5DfmM6I8fmvy+//ZbYH9TLb789OUVeLe55CB8HZGP+77S545XWVUbMfxWAbFN3c326",
-	"fBsWFLOc7QkJ0q+wki05bhSrX7payv9yAup4Kyi35lBXOvDRMmlOMVSlJSyCSN5PdtH0nc7SCARfEH0L",
-	"yn7iwYT8nGjVrv0O3SPk74A4+EEW7GzJhH7t45EfZpdAWDIpUNXshznvyoxal8nAlnd8wXRQpAWu1TCm",
-	"xa4h+eenT8nxM0COajRTJ8MYg3988YcOxuCLOMTgwIo9EDPTCNEiSApPAmBewxB2vWE2lXxb2bAkWB+p",
-	"MPq/tZ3b0HzsKsQL7tSUhpDzJ1Cw0fwK3zypapkzpZ5gXMbJlHueF2xdSc1Evo1KFlj4SCxRyW3jIuGg",
-	"3hmxQ7R/w5iRK6ig8KbLog+qTWKxemviG72q1vTzWRI27BUr+T0DgcP6SDhG/ysiG92S23djGJtjEJsV",
-	"3ZqLOE04MfHorTDylz8KFnKVaxAlKsPHKyYK5ZbR9BpcYS0Zp/DksGwd8RhDfoPcolvrfmvy1zXl5SSD",
-	"ik2hSJ70V4wWKJH0pueW/MXTp/sd6ui6byhPj8E+MIKTq8vbmb6W4JqxlIHRU1ws2zE+HYM2DYY3GdUU",
-	"WMAw/zZsMt/mJfvobEqHMqbStRSYp7QkdQOODhpkJu2yrFTywPvONyET+S4G7OT6Tdn0JClkGF2M/Gqm",
-	"bMCa/1NW7V816z2uGRy/7Ah4X/A8N/NZgAdyVjPBNnuVwemfoGmHZR87j08gaNdpGLYRiOSTYvWjeRu8",
-	"87Nn2UNp/0PaRo4Os260Rsdjs4fG4UTKWGEUDu5J90bosj21BW+IoiVAhVIFcbNYnD+ey/39i+4ORc3F",
-	"smRvYyyldcx517F5V7VuXLCHu6Drrs18S5Y1FdrLp+aiR+W1LNljW9LD4H6rPKE5r19prl3hNmQzdIl7",
-	"4EP/sbVRRE+S+SquPb6TSy6cKG9Op0oY8OBakkbD3nDlYtVjFkIVmghVBuouXwoVWAvVsLj/nSE807AZ",
-	"4P/9j7PZv9PZL09n//zX9p9Pbv5l9te/Pc9efPfr/xhNPfCzDwi6pab0eS6cCzEWySLYptz6wkNG8ZMa",
-	"/umdhD5MHlfUSBD3tGxYOmJqTFn144EkwujAro0M15SlHQJ02LPN3qr7/Kai+ub21B3JlmVw5YL9zRkG",
-	"UEaMzOSaCLmJg/CZrqY5zL3nbnjHXItumm1oUny70F39ScVy9a7tWYZSvG1cBUhZWuGBgngjYBR2YyzY",
-	"JfhYjYDShquhh2lF743wjN9AddaIcuE7mxhMsDPIDCt2eObaklaLb9uLqHqSKGdqWxzGF4yPosNuKj5z",
-	"W2J7ntme41X80uFMP4IG2xs+zhipFm4MlQ50AuKkBIUM8AdiUzkV3u7O9Wl8G79IvBJeGQDyysRC1jkG",
-	"wOOtY8Ov9otngmssIgHFb7d+VAbET+9GUQ2xGNNybCAHBxP1aC/rHot+ZBHON3bGX1FNL5k2X0pxXjIq",
-	"muoiVbHsKpcVQ621oNrQiP0QQKZFU5FaNpDoZcF0ACoTlGax9XXcJuH7npmfW1nUA/nuFEgLDgXVbCnj",
-	"WZZ2ZkTBDCpW4wTsJ9vp++iXyn4Z29RpsUZ2Kg+LNZoqy/fW79TFwvgolxEHbTf1xqKw1q5SfLDyU2ns",
-	"snl4BBEqdmyQFh9KcHUjvIqsPHIAMKRJov4gUfpnoKGYYZ8SWpak/Wg8Kmmc1/3d1L0BzS5JEnHYS/zd",
-	"cJ6vsN97M5dXCAjsk7cNe3k4Z7FrEdnRBRc8VbwryGKE9fjSDCW1XpNTOVyxHWYvCzk5dcG6iM/G0iYP",
-	"WIcdPFDXU2fxI5wwyEiawBTnVLEr2P8zc+pilOX/8oUXZA7aq1nEwraxS/RoKYo0aL+whvIunPut+rnk",
-	"mt1GNxQWvo6WO2lPZ2u2/0aRnxue3xH/HclXLL/LyK28s+6iIMFp15IGCxWzc8J6EfvcF5EKVmLSccNm",
-	"Pvrt2InNs0jGP2x19Mi7dQRYa8V/Ac/OfKsnp53gQP6SQguw03RoAX0uHc53QmKVmjCTBS8PmckOoPsS",
-	"AW+68wvpp7+44fDajY+eGa7u3jNd8zxR5HctG2E4Mc4F6kDEovjueR45Gz+UMr8Lqk9GChKw1CrCzx4M",
-	"dsL2L1TcO/ZjO/K+DyS0H8bgUd5D8QFQnRL2BE3LxPivDqDgRrFicDm4MErSHq1dYGW4BASpbS8jT2fP",
-	"ev4UKMIT8HGEb4+glOuVL7h15DehszThvMIt744wSp0WSw4M28DQoSR0EmkPHRQob9XIQjG0gRFWYmW6",
-	"1hiha5pH3BZ3g4YH20wHziSwvFe0pmuGKQBWjf5BFlv4S1VSqPYcW7F8G7VGmCsp5fRgmKrlZ8RV7875",
-	"0+tr8i2t+Lf3z79Fuv+Wi4W8NdLuLXZOruD3t2Ihn1iGeJtITJ0OO1PVcl6ydfx84bNY8RF4QBao5sra",
-	"Z2e49TV/G7HZ6N5ieWMTSoJfwgZHEZf8yvqaGG5ow3Atr4ELQ7215VlVldvDdC1XRQ6cilBjnwurAlnn",
-	"fAeSPCKGfK5YrllxtaLPv38RkxwWjWJtGBPwbSFJKcWS1RDhBrZTjB6f4sb/itpOdqSCoozTPeHhqmLO",
-	"X4aQsf969fEDWbN6acQKna/aRDZX3RE2OOoW3/ENu8KX32cTHcUtVKN5hGLujruYPH/6fMe1fkqe2jeU",
-	"S+N4VF+yX+ZBZ2GE5seUSUPTrvjFNIJ2xeMH8agE2yAlQ+U9UpU0xxjmoB9fxSFV3nBO87umMuJALISm",
-	"TdGoXD0k02OyrtWSJfBtl6zw9DVZeA6XGhuJidD5/jUlCh9mukyIYLxkcSfteac4QnIxkldEp8xV9NNp",
-	"IQIRjoSG9BFMdySLmkE5Kc8MUzUVFVZNcWck1TJ1JcoFY4Df2/aDsbKGm9M7RhhY4RO9AaDpDzS/G55C",
-	"hxItKoPFpp8zqA3VnSlWTXUHRqZSCVTi7niFGUX2GNibYzNuy/RBCHlQz8PTlUccOeocQT+MYD87K7O7",
-	"KWHdKncEx/iWPUxxjM/uad3lTQvOyljdOXzfXCmrOF2zDeTAR8SdkgrBCus4ogpuqLi6XhaJNlzO63gb",
-	"k6k6ZKOwWYpwbYMjNDi3oKwjtDYh0wzXLZhDsCS7oxrbwhBJPlb/afeWcWbNNjwJsaNaptzf5+k80IXT",
-	"JbnTmgq6ZMWPZg1UkngUOGN9ZGYgKhxz8DrpbebD4RXLa6YzspLyTrl7j9chsv3JacuaUKCEjCLLEzr3",
-	"UJqYu4oE9PakqePlq/t30z6pCPxRr4PDZMbXiDxhZ4+lyntUdMe25Dina1aeU8VQmISal5ZD/u+z9++A",
-	"Jk6iAmSKzV69OZs9//5FyGdPITzJnDkoIYrI/oGcD74ZlOz9LvOATTtOtmZUQNHsPZh2d+M6jNtz6EBe",
-	"7JL32Nk1/C5RcdLcUIvgAu2uPc7olAgJXk64/IxwqWM57Xb6A7e2dZaSjWzKYlcc6pU1+rvIdsjVrx56",
-	"N2dHBV9EwJE/Cb4w4qB5Gjbz1YXCrY3l4QLS1DObSoJq/WPyhQrv2pEV9cuJpLGi9+xhd+mjSIiwNMP3",
-	"tTVwcSiNAgn/KYVrLC/ccYLg5Hepsb+WmT9xbqQx0cxS4v4XvmEaDzevmJNIaxbo1lZu+q0aWv4+tg9y",
-	"DKCnNVvLe2a+81eiLWZt7kVr/IjdcynLwtAm1+wqmGufwdThGPuC3DfKZaQMFar4O0ogU26Cdv4gE6s9",
-	"pIV8Cv+detXv3u/Tdu3C0NOeR7O7r55YT4m0wKZQK0JpGoE/W8rqnOYr9p5+/rGm69jtjL9jQUEPWQ85",
-	"nHdsu6gh3lza3CCb1WmjiB1MynFJIVcJ05GUJmu2lvX2ZCy35+nT8TyTVal+TJRcevPuiii2XNvIvzXt",
-	"OBcW6wqcOyrqJliV6go/TSaxhM0XQaFLmzI3PLnnUyZmRxBVLfCJy0KzFuISQhNLujU/Dw/gu3AAz6MD",
-	"sKUSUmcWqmZA/8Jnsr75eHX98uLj5fUUrlzK5Tt2H6vih+cCcM5KZguBun0r2LxZgo92IS0KlHla1zJe",
-	"9lnISwgVvR7Ji3KmZhcOSB0xW7OyFDeY4nkjpGA3dbS2wQGJUtjQ/79hDRs5gZSoUvoztqZbsqBl6Qou",
-	"2GGWUpkrBs6l2vOA/TE6Pl1dyFq/pykA5cvrC1LJeoTeXnz//Xffh2sRAlVEuuOxcGFITHzs/lSCyi+v",
-	"rx5C379O4vefoFD7YSIZajwkD9n/SxRYsfi7F56MwMEK0lTwm0ire/+NfGD7SRN4L//uu4oSsRW1hoyI",
-	"rdjpgGucLreOpjj+Lpf8Lpf8Lpf8Lpf8Lpd8Abkk5Pn+NAVddmbbWemQr8WYUZc9ZBE2HiOs5GEIzmL6",
-	"Jvogi5QX0mr0rAjxOSKBEuYyThVOuerk3raXd3j224KJkWqKroZiNDcO3VDxjX4nZYVOi27dwtbKBi6s",
-	"VOHCSXzSNh2vfEiVfuNKcw5Do4M0A3cvlvdkRafiD7tnDyjv8wWtT71yE+m4iAcxm0fnJnuzi6FtThWb",
-	"s5edhadBJPmQ6BsBVTcA+khWFZisXZaxIftGCPxXXlO1ah/fLCgvfcyCXCz2K01nh2WfP8RE5yvQBcc/",
-	"rDEXHs5sb0bZPz3DDOys4nEe1qKDJE8/OS4dp8CEbUj5ijjATyKsz9cHnBTBYOtYtaK2LTgD6RIHgFpC",
-	"IBPXpJCJ8gFrplcycnCBeeHDPaLOL6heBTjysIBDRwOjq8dCwrYVU+BqAy64aESOBaBtrFhZduPmEnRq",
-	"Z5q1gd9tj34k2VGsoGOCoN5xpZPnJ6SfoGi19QoMXpcPZqZyk1AW24Hs6QJ2R2gMYL6tCmvGMLyC5wGM",
-	"V4JyWw+kBf4SFjKn50Sn4roRI0cMqcc0Qauq3GJsjW6EDZ+KuNNb1CI1iUTbXuqmt8K7NVraDyfFqEBE",
-	"S6wQt7xTIQdRzJpEwiNYlbRXNqA/HtO8R2/+ewbMTKVxBw+oUt37F7yVh9eOF7F9yd9BX3qSjaZ6/+aF",
-	"mC9/57eXe7tBvZPkaHnobncHepiBDPJfqKAUqSHS5RxxVmnkggoKloW+0z3Z5SivnMAikxmB9oHqxiG5",
-	"4rrg+EZO5CxvUXYQ0dKSPX5orappMrEyHc312MhxZ7iC+zFMaUqpcBdm0NNaDc28YfHfaPO4dH+ZdjJ6",
-	"pZkHquJRna+YOg/GPuV2MvdGZ6vMsL9RkRU/EEn5C3Hjgexrr8NafcVfVPhJt3Ctdm8dqsxO5VPdXc+6",
-	"tB+nuV3ajm9zuBrp032BWt9ZfjjG4cdK77IAp03SPB4b9LjuoEi5o38s78203RtLLZq+PQenybQN/gay",
-	"XOwsJ8tW5mVfMENNshMGcMPOXnLhjYSvuIK4MTCCXHo7yVWT54xhtsaPzkZyzdes+Njoo+zonIqcxeH9",
-	"pqSNeHuHm/6UtMzO7IccfI5yovkB7X2P5kFlNeKDzbA2Xu3xrbELvryImg5ex0KpJ2UtfEkbb141yTz0",
-	"84tPpFEsyCE2G5RBlh9+4zYrlzWblKJ+kPMtaVtG9pTQRWwwvGUc5BgurYwoLavMxftmFvgtI7TR0mHL",
-	"niQ7fA3OuHh/GEAsa2fRAsdduvD2A+UZ9lkD7MugRKKaitX3XEnvuHZlqywQDSULysumZlZK8dCcDyul",
-	"fwhHjYVUW95BOFx9gyJUWidEr6KK5nuZB+aICIhZmVy3GR0UExwa7lVbANXwwFAe9KXuCl4cvuKWalX0",
-	"gsZtV1zkLBhXUG9myoSVSiBfXDIFGVE27qHHKSZiYfxXd41MYFb7qA+Bu+QL6A+/VW8NRiCoVJ0Qhfyw",
-	"+M3YgRK+n4p3jUQhlpY/p53LK7xYunw9OHide7pdrJa5dUSPhzqeAgY3KNf1LYZxkKKOsbKjLEQEODxD",
-	"seoi4RkLK9q0ZlArRpnDXSdT6gtes4TUwLFmQ01ko6umIxDCIyMFwpMoAXfKgI14wboyIH6pktgIYRWj",
-	"nfsRV1XQdQ/dDEoKGWFE62q2KO/HST2oR9MuUua3pJ1hmiZ+YvOVlHdvxVx+fi10nSAJsMVX0lU/caUK",
-	"kkQRKzAItd2rqoVa9nK9vINC7RmyzKpmDqh+lDOab+OZdW+c98DIvjnVtJRLTDc9/iiQQ9kUxLjsyCdh",
-	"NzOzZBlhPze0dB4Ods+Efls4HGO7RhtcaHx6iIxplm/dqUBmVGW7JzzhdaObf42aVq7DdTcUmOtySwAR",
-	"IWf8nhXkGBKeNPuckK3di4MXZMe627bN9T54j/jRmwk7TftuJ/AzH7fRcvnQjqfKXl23RSUfj3R7Jxnu",
-	"IE/MkVnvXmedClSd/Wj3fdq5j/sswOFAl16XdATMzSe7R76KmnM+gBLpDevmpaBkKNXk2VSVwCLyRbQU",
-	"NJ0R4buq5QYxTl2l+CkCY9I/bUFTMyLYBipwGXl0T9/LLpeNuOoA421oCcGyi+ZqGNIh8IcVJpX65XTd",
-	"DnnHjaADuGu7MHqGe8iFRToHjgE6tLV5xmyJRXQLzbwQWcacGduIebl7Rdok5xs8cu6vnxtmmDBt9Mrw",
-	"Z0Qku3Gzzgit+A2gvwe/tfDjNwUT3PwkpL6xuGnmti95rjNiS0ndaClvSlob8m2EaioUt27gUN5gpbCa",
-	"anZT8jWHPAyzAbWgpbnRG+EjOE49XH0pl1woIx/5iQQAFBnJaaXzFQ3G7H7xqd4WPP8Gy64XGanZomZq",
-	"5WcLADZUFCRX9eKmZv/plWa7okcvj3ZWIiqDMU15OZBL+7fYN12EO11Tsu7v9ILmWhE6l7b2Kex8RlST",
-	"rxw757YOmZ2+uWaVLO+ZR/gPkO9pzTzi3Q4hJ43Ob5o1FQH1tWB8gJgAOBBg+p8bllirhGW6ZrreDsdV",
-	"1ayyVdp8KTYLbEhKqm0ktUKbcHd+u569QN7UNY1X1r02DwJvme2sJ7Hc/tsMXpy9LW6Jg1a01RbGpVA4",
-	"02HGuhtNlJncQzHEe1bKKmFcnneYSoFF47bk2Lm6yFlG/g82RJht6f8cneDJatasVkTLEuDgCQOqAwAd",
-	"gDorqKYRwFWq6d5wJ0LPVMVyvuC57SBr3T8gURmK5ZqWXHWC+dw8vlEoDCJcuDaEEyVbK09GNGP4GhgB",
-	"fE1oXktlZDiE+YaicviTIWh1ao+TryNI7ti2c4k0DY8efxjCQO0pJw2b14woxPMVUawEAGQgdKigJxd+",
-	"/SfbIM8Dp7M5CA6t8x7x5vmSCyxLYM4p7QrIPCHoyRywC4oz/UnnqUKKRjXlvakhRjfcFO53DKjGkofT",
-	"hdoRbOULWkPixH03gsARe+awF8oteXZqlPPgSvIfQV0rW6wamZbR3JYNA5jPqbjMUA43IhzCyncWJ1S+",
-	"bc1asFLkTnZFIVXW1k/jgZhlo+fm2p1ZCXOmmdLj/q4+frM7JiG19vfaTyhrzURw+GOs6g04Bc5XLIYr",
-	"1wX870fE9pEUpqO+IgxJv6YLtky4IvIufnxGz2Y/WnfcuthFTfffe6DeOwhYXdYWay4QciY4Ky0ikjPC",
-	"DTkl30ilk6Da5iHBhA/vh4xHsOZVcy7raNikl7CNTJbTkpxffFITT8ge3rjNSpboMyTy3pqXIKAaZMV7",
-	"Wu6DHA2V32Lhl+93IcanhxaGAOYRFQUGuqB5dBWZ3sga8fTxncm9vnWfDHRtpPBnUS11hmWJiXmD0HtW",
-	"97W+9BJCo9/HfA4LzZh4YMvRhu8fMt41WyeJ7T36c/bHIIdmrwew198KpTG7YO372AeHfc3Wn9JQ7J1x",
-	"7w3xXpkrdjSPsnWmwembSxlxpU1Rnzs2fc9R+ivYm3Jn3xwlOxLxRNifjDvgnVOX4o/XEDP+ACTtoGrR",
-	"Tig6QmOqPZMCNlAxG5rhLvG72C1VhOVC1mMQtV8RMODeZ7YfqOq+YsrQi102I3V5IHsjcZ+a/yhfd3Sz",
-	"4prZ1GnzYBwUyg5wMGF/hyhG48E6O440EJSuOwRluo2as++DRnLPaoTO8xX/1GCuw7QiiiIRiabGAJsT",
-	"6Qev+GLBambYRgV6O6wEbtHke63dBNMcFFuI3GxTT9GG+mO0hxe0RQsO48Jw+MOE48c8tDhzpjfMCakW",
-	"Ec4hiRfhOXDCmV2/PREn2+qQBfStWvQH12sSn9m+MAn+dyyuy04p0dalpxJf8HWnhbtY7f6LkD8cXDmi",
-	"ayvdrLYIZdiwAB8y2vgkeMTO1AAnERDi0YpnA2W7o08hJJol6G1Lb2WHEBGHidavZNyhETLbkN95Bh1L",
-	"5LKFFAd2LSym5jE9eMlmKyqKErPdUTw2q5NX5gRW9y/iAYmHkWtHZeSQVGaV/5rRIkXMI1maEBnUzhJt",
-	"MepAus7g/MsFWagnsDhr+jkjguknEIuo5Jp+zqUQwW/1mq1vuq9tOj/x6v4PT3h1A1LETSVrfVMjaKN/",
-	"qvPqRm/QGN77ecHFjUb0gd6TNf18o7biZk7zu1Iu/dMXT3IpFk9oWT6xhbdvzK8EoxoggkrIJIyrkVPW",
-	"ayaKJAeBn0nwHhwtlI4M+RhZUY1zf3vCHOXuHLadgXSJYeSIjYEQhwfLopemWP6gNg5iEl6ASO59uOEJ",
-	"6vl/sesdQVb3ud9beNgpd/rhWLCBguAKw07a5310BDv7A5WE/ypy+/AOJaLufxq7uEasXyDQf2pNdJcJ",
-	"jeqn1dbtZXCFWCGyc8fkVIBqYXZO1wlpx72UFi6CzoKeiF7VslmuCO3F+++KdykCS+gIXZLDT+YsBSjg",
-	"FjfuqQpJoH33AP7RSi2Tk9n9ymapve2MP0Z0O2a3qMgk+na9U/B0m+PaMWIqI3YaknTWzF0iBMvOJcvv",
-	"UwX5fIQQGmzmUuqJhiBo+ipqGMOmwZO6d7NFLSv1Nmp5sCOtaH7HtCLmzeqQkUMXH5tYUUEz5Ae3Dx71",
-	"oTmgz10d2nJq6MXB7cadGZ5a05gAdq3iFHZhF/JwGrPNx6nMNX8YndUsv/+Ba3XBarT/pXcL/NpckDnX",
-	"GOWEGH8TTb1meCMdwd49pJe4r6c9/OFpjU09Nsru5nb3IqDxkCjb0xscshgffGeki8tGgPVV0EqtpI4B",
-	"UpR8udJE2TeG87rDhIodP9Se6VuB+dqXsHKjeGBq1zI/3+ZltD6HXFdYNXxJ6zkFzNmyxBjjqdb5pUy6",
-	"uP8E1fHBwz6Uur+UtWw0F9FMFpt90b4zUSdYMVqdlaXMB4vDygVCWJq3XTXnifM2n1xtUxk4b0yDc+xj",
-	"rikXRstz1qy2JvAURpkQfa572fpxl3GzPq+aWHZi6wMlDei4DlUqkSSUWGZZMfEjjxLXx4rZREr3u6zV",
-	"KZk924l1mhIaOpyH9tvImJqSTtRLI5oeTrKXF8xXHdvX9+VFT8yYCfNk+p6r4NjuHLfe8UinzLT0E/Ap",
-	"T7chd4kz9SU/UNU968ZohuE9fdMgRCSewQ2QOIYrWtMc9DO1khvhXFT5ipYlg8JTawiKNv2ILSmZRoMi",
-	"JnQGrqtnL6L6FYwgrv/40A0bONn2OWfg5LHIbqfEbbPNMcUoRcOWMNVUkWPFGLm1UaBPfK+3vvQRJIzZ",
-	"Fk+mAO5WVKmNrGNH1z5xbTcKzbJBi8+/fzHqxjOfxSVJIA3MGAi6IMdm0WdcKCYU1/yenezda+/E+CEE",
-	"043R6vs2tH8oIwvD2l52wPlCL5vLHY6ZYf7uefY44NQI3oUwon14ga+c13gI1vSx+XH247u/ZPB4tnh/",
-	"8YeMvHl3dfI7yuoIaNrj53oDESZXlWtb+hVes4vZiJIp/+MDErvHEqPNFro16aQ9PkqW9MNaf4SU6ejh",
-	"Rk5BoJJiQNRcEfukV3oaEKcAMkzZyMrtqdsaf0OZv9Y95rQnSxpNYO4kk9X3kxWM+0dF7trBDO3mgXmx",
-	"LJHf3GG8YaJznwntn3UcS2puj9/ITRfPOgtZjiLHOHh1ciBoXj9nUmVQmrSYbKINb+aDsfOCRi6ZdTv9",
-	"qZZNFa21gs+9Of+Oo9WlZ0ktZX5nqGPAac8VfEzgXRUcGcftFrLOO5bvTvBNEzNQvJEbsqZiO/EgmP4T",
-	"ruWaLTBTA/Y13KTOia6YmBkKn9noFaDv3Ehns1pXM8PwZiWjigUPWrL0d8esJVBdU6FyWbB6ZsT6kmoW",
-	"L7sBBu2YQvipghwkeHzFf4GUCutqUG0ct9vIAYzTrotCiuCzCZinfZ8vFxjl0yDggB191tLKVNqMmUQa",
-	"Zc6hCuYFoYKRjOSAzqy/tomqTuISXhzKlfINremWLCWhK0YLXxQDyDdOvUtzutTg8Zpv/dHalxP0DvGX",
-	"AaNNBvxcYWlXH3Pjiut8EekskZN61UDVZgqVLp0jHShv2hU59Upzual2P7OAbIYDgjq7Zd6fEgAZEJxz",
-	"ccu6/yhKygDRdu44VNzcFUYogrsTPnKmtW4HE1jrlySxDgifWQNXzNf88oWgk2G9R64zI7djFX23QfHj",
-	"X3c42b6nWgVaxHBQXIf5OYxb1JshD3XTahltjKohnAXPwb/iK8oTKWy+Y8Jum4qlSx4dt6LtVLJdSu0s",
-	"1cQTxXN2STedwtWDIIER9DyqAFgilh4udNQx8iOUZcen5Ph/n71/d/JlKm0fWrJ2crlZHYf/mFJE2i6O",
-	"723fbXpAesAZVFRL76iWUF+QvQz0uzk1YmdT4S1VQknaDF9TGUQlKlufXxSklmVp//RJb77QtzkicfjI",
-	"JME495Ut6L9DOaFZ78XzZ3+ImSj/wQsj/iNXNWzPykCOxNBZOTxQbsJRSdZSlzEwpX8oGk/sU3R7+NLy",
-	"LUPml2D9HMtSVdrQ3tp9iSckFnzK8ljuJPSEqa7qlFRUmasZ/0TBA6OrRV42BbvAx0H42yRFAvrArOKI",
-	"5mANHNMC2mB2ZoStVSS9wcMp5/jYJ4/Dns65MIoGtjDV9rVkAqAXogbYa75mVtwFU6UR6PwHmF0/3euJ",
-	"25OW0Kw8BZnT+G5KWlS8aOKe37WEGC8H2uZezQhoJCi+VzVb8M/9lO0eGMkk0rjE5pNqpdprD/u3BZyN",
-	"Q9Szlia725vt5uBHic1vVeYOXrDo0ZMvBdfS7POF5PFcVyr6Wd8rbia4JfMmv2OaHMPVQeGuKri6y3ru",
-	"e1/dqrCKa6xQFtiTLnX1Di1MkVzrAJqUoB2KrFg51VcRqxR7haDEOEqczPQzMRRcBIsGga82zGj/dPNP",
-	"ihXJ9t/w5Yop7QKYqNiGOegTe8FtOR+bRi9Qqusw3Kuri5T/CfbWmg13PAFTNxi/uUzGlrg1q+MxJgPz",
-	"GgjLxD6tE3QKuGVNBSma2sEStUS3yyydNyHhOYFFUwn3ydRFS6T6w8bLbr7/o+TNu2Nh1/6Q9PnB/PZe",
-	"+5jp/niBodBBHUaHQmA21KDrYDFMCQ9N2by9o0i56yTCmgZwZMbDTmEayseeHjqH3t1Fu7bwToBRJyu/",
-	"l7HvkvSnRqf2uWOEk+1wg/5R7Z+uPovKdi6k2OWZLo0L6tqYIy2J53t28ZZ8unxnsdgCK1WG1O3iaehY",
-	"nk7cKeRaNPd1v31sEJ8ERSbqRiAYbTxUxbbh4Yf++qBADOijE4cB1j4nhFg/Vqv1mvcfMVKjBDC2CQn3",
-	"XIX7S/A7C55mFxR1mZPHqNzU3/AQ5rnT5SFW40OCDMBgD85/Qxorz7VOg0Eq8CfRUiGgH0Y0mS+D8I8H",
-	"xzslYwB+QK2q1bTsxrXhPYdEBXiDoXUDtsEAHgw68PwjMe1iyk6pXwtlN5fRq9QzGbQJgXnDHJIgzMNN",
-	"28d07VPvrV9RDc2MsJ5u1az1iYlaluU6BbX80OKc5LiW0k6QgkkTwqS/NYLat2qrEmcrsP2/BshOFWM5",
-	"8MiLgOCf1qHb4BRHpkjNBNsQqoneGO7D60I50OmSLx5QECTo7IrVPOoBhN8d6O7xin0+SY+YcKUaVngm",
-	"uUzuywF19TpZFxortGJc60BtvWlxiECk3rTkoiuLiFj+dSITkaonlTFxr9orKHosDiMOcwxEAojbiQG7",
-	"5VT2O5/Tr2VXkBpfJTWj+coVbwkpo1uTwzCjug6ywLgejbp/1GBKG9h0MsU3OtG3OgqhNBwW2SbIfrHg",
-	"yNTVfeYK3OhGvfT38TEFAGgYD/KPjAjZI2+yZfoksxdM5q/+R77LcWi2XMBw+SaMpAaqDLB6phlv7N34",
-	"/oF1OgFV2N2zFkN5tPhoyr88Xk3F84OJFSsHZtnhcLvLHgtZ3L2qEtfsTiCkkwHGQha9vPPa86xYcqAU",
-	"uLEBa0P6RbWlFYsymwgiRc5O0atgbmx0oBCoOSUt4cZC+GEHPtVlvDz+lVPRWroA02T/YsAK1AnZ6A1V",
-	"sTr6Ld6rUy7OzzJyi87ol7c+infFPpPA720md9XAcl4085Lnf2bbt2IhTzu3BLp4PX/ELP3zMwf3lJAW",
-	"igSEtN+MHFg/1wCeonyhC7P2MF5Y/kZoXhLmSCXRF/gtE5EOgPZ8q+7zziKTJ0+e3HpQMmBMGtIeHW7P",
-	"CMtmaRkxqLBRgGW/UjDFoTJTe18s7f5sOMgQLdulah+IEgQIZ8FZtESW9Ym6XejBoxiPHW7LQasHxAu3",
-	"JxWjhUWrjE5y4rT60cEBw6aJ8xTBeSUrKDfaYxSYrxZBvUEsdc4UUZIsaD0V43YfJL5gWKlTdL2t2ADi",
-	"lDsxhWSqi2lma+k4wduW54p3VTOqx9NA7Gt7eFjwg79wOgJWjiCE+HaqPk/hi8KOjRPlXAqQUKEa1ZHv",
-	"DxfN2oFMnFg4Hq6JbPSAtvUhwWiCsvihFEyOoToBhtK9LV6Ce8/pXKyGd+LhX8wV+xw7oPZ0YQ23YVb7",
-	"itECzReQeYLg9lwDOrxyE59GOxghM7zZAMr1SLsaQP3/OQbP9me27VzCa2a0eWAOlNRsZmsvsMIfSRAy",
-	"ZSo+fU0/nyHvUYPMh5al3LDCKYPJxUxzpPEwvQ4nscM+BFt2ye+Z8Kh6PZYRaQw8hsUUgd2ZKTD534hJ",
-	"rfOPCsJoXRq26gtgcKE0o6DvucKTrjZsKrDBopr9sI1WObC1ZrqcaoyFT0lk71QsJfyxmFRKf/zJl4Vw",
-	"+w14l94Qlm/zkn2tqtzZ0T1XfF6yT0aqTB6DLSkcX8G8OCrssq0k1CrRL32ig2AbZePEgQi5cpzXPAUC",
-	"eKxiwDvhWS1krBfnOjy9e6cHamGP93Sp0Z+6zAsrXe4R3t+dO7d3Z/Zvri4sQcBve9vSlUb9qR0Rxs4A",
-	"8TR2us98GZ9eXOSKOqBUkJqdJugIdd5gjQ43Uthz62DdUHNyKqNIhLSN2gp3ti7TpGb1mgtapqzqj4ik",
-	"HEBC7yfdmV9jXRyQmaAlKSQRNoL8gBDuyXdDiuM4FFb1G6r/Hz2ricM5FOgf0PsrwHsYV0FaTw9UXc1s",
-	"OVbQsG1Y1u9ayu9ayu9ayu9aSsyhhBwiWt+s3joei9b0jMiy2L8KZ7CY1zUFeBcpogVufteYxm9FWxNz",
-	"v4p5b7FU9w73TZBHex/9rp/tpZ/VPtF1+t58xOu6uzne+WfFTSYQeXx0w37XEH/XEP9hNcSW+/mj1t5g",
-	"I+L0a3fv70JuU0+YGAiSAX/H7ZM1sjVLUVOLKr/2NZQPLiiyd+3XkQUYLzTeSZLfLbk9peT4hWkK45Ie",
-	"XFv88lEribt5HSK27FEw/L0rEx729xXqhAejvdJURzFlG/DNOdxwLBHLiu62R1RFLJL3yuZRvk9F2YPL",
-	"F27r3NdwlTYNAe5lb2aJLk06LH6+Pe/qhKkKA1PwvneXBEjMm1y2VbwO8HzbRq19gf6tnH3MQqmbK1LV",
-	"TDHRUWWCktr089CuvJMCohpGN4bubM3E/AhUB+x1fbZk7+PxRU62sdqDW2shNdkyHVyWp+RpGyQ2cQxf",
-	"8hy6U+c3v0+MWeR09PclukwjRzjQk6Icu6OWuaSApEM6LgpO10nHjEVbI/XMWSnFUhEtJ2OoJM2M2wzJ",
-	"IBV+nZY1LZgmE5r14s++tFA5ySSyqaVmcUtPv8CyDyHXHSnsHqSosSvfh2mlkHeuIVTIBW7uBGyS/2yg",
-	"2oy8c0FEciN8rEzV53obWhesuJZD9YQkFhzpZELoziiMnGWzvicTkRnSlEofQW3bB+F2G2Y8qFu5lJQN",
-	"6Dz0bvo5SwXw2C6zzkLbmaf2/51Tqz4CPlWUj5wJj141W9Dc8EqvjdknEOgtOjkmmXVIFEHyT5L1DBiF",
-	"PyQdHfxBxlqq7rBu12/X5JZkfB8bncs1BNCClZLYNx8TK0emCQKM61yRwl6+jnOiQjkDzc3rlzOlZdX+",
-	"Zc3s4Q9WTwOtOXgexIfOIIciyk/9MKc5FPzrBwcZJD7cw0YElHfIZfWbcGCFCx4YE1pyCWwCXVNBxxIQ",
-	"GCT8DdZR88durl3OFddb3+2yqlGVNa0ctm3spR5G2OyDwg7jU0VLfCR/9GXvOjWsNEi02zfuUmW99vY3",
-	"8z9s+i3yRNrp28OdiNdbQx40NmB0LdlaFVj5DcuH2Aj35T6lzTv3vqty1BbV6GS9bPugEknV9wDxZjjB",
-	"19Wz/HKpuomFSCQAbdkDkqEeM4P1A4Zym4ePkLUyNT80ggIdIb/x8/Im5cWzD4aPyyHrWEkudBSrFitx",
-	"YXYmwrIAtJaF7D3Qh9gHpZlcqc+OM7aEHysmzioOkFDxUtuISIWWZggygBq6rWhck1o2sZifKfbdoJTN",
-	"vESIloioqFeyiGebEHw4LOXFttVfVoQXYcp4IwqZN2ujOxc4MZXwQOpYhgrVK+IwnePfsXrNVSKt1FUp",
-	"v/08U/f5rH33tpOSDT9imkUExhQWMlqOyDwgC9mIIjPbJnoirvnb8D9s/QYmf5QdhSvif3QvBdNpf/QL",
-	"f4Nls+3Pa1k0JRtnFHa/7RpnPams06Ob7bBIFdJ4CsTtHADxuHIk6WwBNNctSF7NllyBUSUgjV2oPPPR",
-	"5AxyB6Bmv4vXIPtqiGYAdSJoeWmmdx5HYG/NGTvrYY4Pq8ntt66db28zGwlCa0bYZ4CtC4qN5X7ZH1ZN",
-	"+aNgxDwCO/Iuc7JZbpZcFB4j89OF+2VfDL0dvhnxjvhxjC5kK3r76kwBPUxxIOE8RjuCuTnUgIDpTvIq",
-	"7UkSFeTaBSdlb9S33lnqY7/11rczxCgp99ZpqGD1x0bPDaf8ic1XUt6dU01LuXx9n0SdUJqKgtYFYfdR",
-	"jO54wjo0CBnrGaGKABAzF2ZvSiq+UdhYotaJbOqcpYCP71kpK/aNIviaLV+OsKlctYPcxVuv+XIZx3kB",
-	"+xRkSYLf5H4ajjAm5rpm/bgnLLqzrMcXHPr3AolZL8zntN5xc6IB8QaTXZPRn7G6Px+vrhVZUyMMQ/hn",
-	"hg5D9Es5eyGpma6nlqEYM9yZgfswniCEaF/+DSYzi88fkUvN4rKCKAvgf0w1WUulyffPngd14gIcDSOj",
-	"YgU2J4FgdJ9q8jxVhAc2JmVcxl3j2s12oIk4ivaHoGhamor5JIuZW/EkAoSN9RjHfzAk44KJuoAXqA5a",
-	"Mf9A5CWjIGldpSBDQBDuBoLDoDB8rKt22h9JbpZxm0BPS4wojOVjn0cXh5KfKNdcLC/NQQmi1BQpGgeH",
-	"wYV1ikDigHpY4NWotaPHWLy9QzVzP/wU5RoOs+vji1TCLKaf9BClwWK97HXge7wWq2J259Kex/BYZS37",
-	"26Evt5Zdq2Y7rx6X6RND/+TswejHo3P8xVj4yNSpUTmtjAI3YAU1Lx0yjtHSnz04WOc9YoU7TCIjDj1q",
-	"+E47aW/ltbfgXnaE1DU7PcCnXcu1CzHobshXCPbpzQIkKSumxVevK6GRHN/1QMq7dJSq4YNC24KuecmZ",
-	"OnTZoZUE0HJvdexApq5CorLXGQ4Z7GAoV7bhT/MtSFEbXhY5rSNr0WkqmZFiO+CK0Hky1QG6jm8Rft+R",
-	"ew9Z2o60HqFqkajPsV5LYcG027KyZkTRibjFik/lFtt58k+3dpWlrU6FfykrTSItjnUWl6nDToPh+CWe",
-	"QC9XSUCkZc2W5j7yCGT+0jIcGP0s7Zl3eCJd9MkUnvWFaSFabxMAhKi2wOXm//mKT8ftda8nOjizj3EK",
-	"E9tsJznEB4Ol4IIwmq9SqZDeHTmUbdEWZ2KgcpnF5TXKIODhT6xLIj7Ml9If7BSNSOCsqAnN74TclKxY",
-	"2pxQ8vzz54nduTZjPqygP2uGANmZm4Mnl/V0kGnr6h3sADB8nKRjTVAr2iiQ0mkb+wFwnKDPmUWYWvze",
-	"eaYHh4AiMNGA9JmXlK8n71ooPk/qxFZF4TWkpoZVw/e9jwOne7uXIR31Rhd43iPu9pb9+Ej4+qO4XnEV",
-	"hwoOM2HaL1xGUITRkGNQegBU9CQFG27Uh2J/1gOczn49kWUsqJCNvmT3PFEmAWqE1PY5FCiS1kwKgRyG",
-	"R3+GxO05Y4IsqBA2El/LOO9KUBAXP5Z8udIpG0dw6tIcfEpqF/usgRCGwf0MUU7QCePRr3tpg+hfAyOt",
-	"jkat2BBgvu4H5l60YLzRoT7eGAFlbTKROH/B4PZMOdrhFdw7Fv0LtHP59Ra1u+mJkx1Q4M6p6C/AFGkl",
-	"UG1j8m1HRCHUAdllpGYFBTn3GE2CGPqf10zHam6UpdwYfTjNmKggK60rwkQBvlWQeDFBMs593LoOno+d",
-	"2x2NAZ7iIAULdu8BwLoTDJF+HAcaIe1n++YUmm7j2d+TdA+0zygX9hhJsQZKH75toBErA0Ws7537BLc+",
-	"Lv07MeobRT5dvttbD0KtQOWyYhkRZtFLbqsHeX1opDZvdrSi6gpofICO7SkA0EemyTEtN3SLrjALG6mo",
-	"E5hPToNzQ7hWrFy0Vvaa6aYWKfqfZo9NUsBgkrJ7AnYWzwLaPGWuCAonUy+zUbtzcpy4Np8mmADtKppT",
-	"ZhZe1hbZX+pDTpw3fnZ7Q2ZhGg/1Befvx6cB048GPZkuZaOTUWDgfnbJ4c4b47WInJZlZsQMhd9P3IIp",
-	"RlQ4qh0D6p6LZjuZwqY63QxQQMweG1XWPfdo+ZLnCFlwA+2sfz8F1Zlq28O+S4XRRFUIWw2Nuu1ydK6r",
-	"Pa/luAn3OjR6ewF2alwmfHBgzNSQBHFwnOZAo4dWbNwRXdzNKGtid2ZUUrHVM+M9mFd35JYsLJNRQilB",
-	"WUK3gmkErJWiY5EKePre13JmNZ2utzFWN/TxLu9To0DSeQkivfUTA2AO6niLBcs1eqDUE/ITilh+zPgp",
-	"wH6zjbOZOv3w54Y1luVx7Wsvy4qJ0BgE1UqPtTfVG5mUlyVZSrxOtxBZt2YeP4Irp2wOATdMlj7oXMmy",
-	"0Qz2HYQRcgwkgMUkwQLjqOgk8+n8uWeAKjMzhXzM2upFi5ouHXB+WOHz6R/+OFryNSX1vAYAY+bDIZTp",
-	"CE2oZi9RJ+OC3D75p9sgfAgNvaekZEuab4kS9I7d5FQxYg6mbQl3LCpEBcN/9nx89Gv6+S1++uwploN1",
-	"f0Yq8O8ts2Tk2ezZ01PrYreWKqwhquWaap5bGxUTBRpgOyasBgpHpGISfB3bZ2Ed22eHC0AZaQT/uWGE",
-	"rqUt21alrSgwt+d/TJ/7KcuvEuLsm/dn506ikgvy7AUgf7ddZcSxdSKF5aynBCwvhrMClgoENxhJaa4M",
-	"DWK8zB1jlerUx7W9wOIDV8AXUW6DvC3yWuT1FtH2IG4W396VksOj8/2LLyR6PZ9993RQ+PJ08V1IF89H",
-	"zQhWrBkWZAaFlwk36zVT+tAbteW5IWTgxBDla/ZZ+yQ/qkhBNX1i33aHoO1g0hU2OcZAS2j6tCVaxFXB",
-	"qE6eY8c++C1DA+XPjRFWpQ2B0ivCC7xTEJ7IPUHvuQ2IGi2UPG1/0tm1wR64CzKMuem7GPFJPNvN5eC2",
-	"zFJLspAg1nARTi7A+5sem/TWVzGxxUI3OMMn3V3eJ1LpDHXpSHtx3XGPGBTu18HnCQ9rIm0MSLDKqVgR",
-	"mE7ydH4eCIK0lmsmdL09hUNjhuqtbxQszkOhG+aT/ZCjYDQzVbGcL3hOFpyVhUJBpu247cSWvqCK3P7H",
-	"5etXZ+fXr1/99TaKLJGkFfT/8wLCR+ZglKsllqdBqDQR8zA2DaiDjx/rlspc6WTebzz+lPU413zJRRKl",
-	"TOZw4RVn+pPOJxrQseF9LRfDBaUvaK2M5HffjZp38a2Zu5fL7eTwnVTc7EdYkd5klvPnf3z2x2cZqXVu",
-	"q0Bmtqw1F8vMoi1mSPiNKGb2mM/MMY9jL2paL5m+GjntP4LxrWU+GfooIIo9zgSsmRhgQFHTaJ/Ot6FJ",
-	"8cneGFs7VbajIWVdovErHWTSwvFOLMEIwxmPDWtdZ/+NQsLsVruC+TiFfgbwdEvJ52TMzGgkmB2JvYvb",
-	"jfhaoWCfwRc1JI1IBy2wQD0JNln4Sysetz8U/vFWh4GIreLjfIhegX/ssLzxEOsDRAKeKOd7QWuut4PZ",
-	"U7jq/eJMFXyIKU6RTCksxJ/IN8Snpw4LBf+0RguwlAhIJbrAx/tm70Af56bN2Ora8U9DXfAJXG2dnxic",
-	"c0VrVqSdvTb2zHt7qQ7iATAEa0XVyqUUuwYnhgF8vfwxi0YbuchZPcOHpABMb7O3iOu1u6uI+r1/UhZS",
-	"6nvoxiKHR7YXSSptSsTAPKA4S34TqtS1NNPPUtrZfD+CzJ2B9KnrzCUmHZkDZhfU5Te744fLHbEaV1XJ",
-	"h4jxHZZPVd0ABPtZWzkshm+YQnyjms6pYm/NT2bMQyzk9uLy7E/vz8jPDc/vbmCJbru9drJh4YVXtgOw",
-	"NNNS7QcXs3uq29nFgFTyFYpOQ8ZoS+yRSrCBGXdE+sUQEHypLwLH1z8l8xoOEi+qd+WZC8lXlAtr0Or0",
-	"QlrAeSBlTxRPjh5Qd3psqVPZ7O0GhBWl+yJqn8rDRYgRZPQMDiRrf0SQdfucYBgISAC1LK0SqOUdExDM",
-	"CbakiM0jp5oto6AF5/YJWjbajtr0ky7kP5oZiKyJYnljpvSQWIq2P7AvJoqnR5XWdtGwEm+Q1rib196b",
-	"gxs5LtyTe842k6Oh/VJ2Jzm8r3Gt4qwsd/Z2P49l7ONpV1hLcge7Jy9Kup3T/O4do4rFK8UItgHLRWVf",
-	"JcuaxqRf5z4aKBb+BlIqhLeflabXA0OGxoP19s2HFMVlAvgKQI8FgprZQcO/9y2E+bqduncSlBzk/9qI",
-	"8/sOGYYy7ZaCVycZmeDNtCPBCJl2zBWruSzwyM63llRKq9wUEpw6cK4j6KRJkMvpZalB3gW7gbI8laaq",
-	"SQu2OVvoeKoyWrzhnQxzUcj/evo/CRfWDn7QzkBziQz4S7dOexWMqRnOddp2u7cx2jlfUSFYSTj6fowK",
-	"d5LC44fP/hwFRfI8H4+AYQgd8J8SY4S8zWu24HDz5o2erVm9ZDMstRMvW407Gae4T5fvlA1o3makES6+",
-	"xkax44C+QXj86fzTMrQrtD1FxP9ErNQZxkphlCXXhBZrrhUMjtXqlCAHxGjwS3Yv78y/a0YWXNAyXLAz",
-	"F1ZlvzjKjuz749An7uz3Nq1DKPH0zC5UvD8aWYSDdwi5xxraLRu6WC5qqWUuy9jd4m+Uyr4Urs1K62q2",
-	"KO+PMvvPdWUUhlWpouTT28yoDLahW0dEhKausbm5K1n9gcLWJOV2+xruOoBp2nAISv6V3tMr+MSSBDn2",
-	"QZJv3l0Z6eaKLmjNE+kHuRSaCR2v6IQcUAf1yVBt6EpHt/e8YPLbz2YBb+GJW87osV9Fw0PeyI1fLhu2",
-	"srEVzdjniiUAaKpgw6ecPk8gv2ZHTaxS+JkLS4Fi4WEtarwHsrag1626z280z++Yvj0FnGwoPuP9mWYv",
-	"oED/uKTop4Gj6u5K1qMSu4LRc4BweZeyTBClLbwFqoD3fNpMOmupHcqPG9YsoVGufIkXITenNvdlBqYU",
-	"q4DULlocDSx2lfHFh0R0Qf+FTABjTYrUclNwkU48WJRvAHkJEPT6aKbBUHEaH0W5ndCTTRxqFyGXQjGh",
-	"GjW4HHV0f82uW8SW8HTaILpZVVLBMlLThZ7dSw2kbH1CbYpERhSvZoovBS1LG1WFGLEunmKcmGF0YdRF",
-	"sCRZG9w7pgtd0oV+xelSSKV5Hi2Z4NbKp4IOETCq3W9FwT5HZBrzcwejAlzF3rZkTzV2tKb5ik+GwM/l",
-	"es315H7xdc0KHMHETsyn51JomutoCQhellztwGLaDuGzFkwMt+uUPN09mRNH8k4uJ8+3lMu9Z3olaKVW",
-	"cnhRc+ldjL4zZT+c2hdMfAB8sa9fuaULrIBC2l8NW0lD5otmfcGiBuo+SPu9BCegNWjvY2cbPUJdxvEO",
-	"hy1r8iNEsyTMjprV6zQibMvQzHuHuN2cUAn99Oire7qy7iGP0Uqwp8Ga989PlB0xWnDBlELvzICZGIPd",
-	"7NtoBY547wZKg7jyFJ66wOLPBVkHx3giCe+DdYlQmntY1MIwED/P3ZCNu+GbMHRonBJ1x6uqdazlUITF",
-	"1x5IWKvxmyndbCgGWNeNCFPYfY1iF1ndBbpPOVeshU/eHbWDyMK9HcZ/9DQ1zX3ZEhWWTaaGjyfoC34e",
-	"8avZJa6p2NsqlnCRvhUFv+dFQ8v+CZhuaOwdtBhKxmRvSVvbw0yynXPKf1Jsx7xvTjDc0wuHbYfVh/3+",
-	"DDrbLtla3rPCqS2XTPGiYeemj6Y6LAD10lXjlqRgJdOGrqATrxgbRmC6iYXB1dvLRnSyOqJVE41Ii0fX",
-	"LPod2yqvskKnHAOz1/Hz7MLrY2CxNvBeS5Kb108R0gJizOcMKo3C2B1aCvqOWzFgzZeWuXrvfxtzPxJj",
-	"PxRUP1LFAK1UTqGwznmia8rLWIzu4Eh2dEe7WH4QBxBSPDalZT/tuub4iRELinpr+Gg0NIVpVvyZbQfl",
-	"GSAL+y4A/2IVHtmUhdlL+wRhJ4O+prh1AzKN3wdcYUJz2PA+hAj1aMxrcG4sUToRmtdmbngA9mF8sMIJ",
-	"5CWzu/tl5ONBkxZ90omo/i3Mot1nXXuEZxc562x31qXHgRR6MExfr3hdXNBabzu+oQdzNjAkYsIUGv28",
-	"R6JLqcPuhw9s03c/tBmjdlmdE0gxDVwNEXxRhRvOa3jxNExsePE0uuCRZQuoJFaE2WEdQ1IZMkG9cmWk",
-	"nIvbaCVSLM1rm1jO4x3bjiLq3rV9IVI6wEpNO6D4cryIdNvQrtkeNJM4X7lCrSU6qlhID7blSyHYoin7",
-	"ZLJHGfFR1i5enOy1kVKkOE972C2LhZhYp1FAzLpzJR/kr981DW2ozlezlatCYLEuZyuq/K9xU1rJl3xe",
-	"joMuG8XeATi5iwP5O8ocE6nljrEK3Abp0KDXtqdNbU6esKlqQPNtoFBtyKPSe9VPTErQXXQWtyTWbtTF",
-	"x3B1Nbhq37O+JLdvAKojJNYu13RdqYdizOwL4BKdyCE1HytZ8jwaSGUpn+AbXnN0S8AF2ci6mGAvD0Iq",
-	"bG99ogy2b2dBYgQ16aim5KRX9qaFIOPHO6yJOBm4bCcfPfv+IRd8J3Al6DWxVrxm71uH+mFX+IWhSrYh",
-	"iGLNa+bL26H7JVrg0HnghtLMcXwQgkyMHrJckXkp8zuIhmALVjORM0XYZ670qZXhXHFSYBxhjemooGjG",
-	"PU0xcvGsoJfCuNbmakLGWMhTK71BM6ny+IdqG0HyHohJpvcJWYJxSeSe0ZIVZxW/lndMxIVkH7VnVAjz",
-	"AYT3nF28xSC03Q3V6bYWhp3Cc9usT4kAyRscchXVN7dxQ6X5cJrdwA9tmA25Fm3b8YOR9MXVsmQZoXDU",
-	"CwRbWewGaKHw1oD3dyXLCNjCvOGlfiumObbgZcLFKf5rxoX1yuVUCAk6tAt3kHXIPCKe43RoVBu6LUHM",
-	"6CE2hRcj5guBSc5SLRQcMGJKd4SH34d7eA8RD+IUYBfnDO34exhEP2HiuQjsoqbZkYI7ajBW0ZOBHSJE",
-	"Eqj9EJfMhxNDef4/9t5GOY4bSxd8FQRjIkTNJn8ky2q3GBt3aUq2dduWOCTVPTttjwrMRLEwzAKyE0iW",
-	"yg5H7NPsg+2TbOCcAySyClmVRZGULNe9EdMWKxOJv/N/znf6prsC+Wb5tJfRbxaOHNywUHhOT93+dB1p",
-	"rJWGSD9ASo6IwmwzuHlgqBNWNLgc4PHbiEza6B5wHU+p3cOPl9AHbd7HWfrTRAPNDE0NDS8Mc1Y4tnbr",
-	"RNAzW53q2vbkgTrmeHZxykBKYvbXQp/bhEo1rAEtjFYMd3QXshZ5mnEQngFwKpwZtM2jAj0sBsUaTCNU",
-	"ET0mLfylk8xGg2FD4TTe1YpMT+xqoFijaoEr9Hmj+E7I9IAdBZMoBfh659mft2iLy/RMSY/aoeuerJ9k",
-	"sOTCf7pg716eHlycnIYRhlRKNnWljViVe06bB4BBsRlNtbh7JQEgJiILJXq1+hN+fRfjVe+vvd3h9EF9",
-	"piO+U5RGY+pE1fX5+dkJZWm1dThuuxYi4fYWPeOBR7SQ1UsYcX7NIdUwTT3G1oJPU3fvHH5pT5g6XQ+e",
-	"em+mZNTlsEYgUs9L2ttGOxrNL+o/2Z9GGa7D4t1ax2zT8qLLbEO91ip+e8sG1+4rP/EPqdIuY3EOXhFx",
-	"asFQ2nWjygRlfSfrhWHdzB4ZEC+bfCEtNmFLzS3LmjsycIOOmbjUdiuzYWL2dvY4Uh9n41pEMjkUSPmz",
-	"fmTa3VwIBa0XoFAZ1G2tPUAcpmXAMQuAG0uX6ci75Vkl82vjV9VXLtD66b/++quvY2iqw6fPPlqCJFBu",
-	"1mFMbcZ6Fz7w1dO7YIrD0KFs2RtRwftUyrFwEueosytBYgUrAcLrJlJr9tlLdIuwrw4PV5/aN8+fdeIr",
-	"Tw5TZzbjsgtjRb6bJ19nPU2lrUboPF8MACkGkCIJuD/QTd1jvLaY2E8Pn7YJduRXOmKH9IRxGqNW+bqL",
-	"GK/ncH18LiFvVnCJMy9Ibhd6Q4WTqwXNPWGBrNaCZKvGDLptX9oJJo7HVMeNnbTQr30W0/lpBI/Yoowf",
-	"uW1FY9vZvoaQuIyZ6VRDnQk3p/TjKnxmPwAgNNN34oE3xGFeU4qVKoSOirOwnwbsAP0FM6SMj9HSpvTl",
-	"/ZSJDMaX8koAcCEvkRF2hldKN+Axlgosq3zCy1Koq6iV5ZrPDnGoRMc560KvIiizqEqe3yvAcO8npe0a",
-	"QW66mBDLIelTQ9ksurA0nBpXXbdv0pPT41czou541dqNCWiPlaiXQgXr+jnHdy76vr8TWYcY+lCJfxlE",
-	"tP2emgXCJTcV9C+jJo2lh6Uc6suJRttAH13iMx/h38GxVsHwRbmNwliCvFnYixSy8JWupZ30E2x4AkpF",
-	"Y63yp5df72Q75z8c7z39+nlSqeSNneha/gopHT9ApnDPBlO/GTair+7v74/Ycfw6m2D+NEYq0O8e8GGR",
-	"Y7bM0l3es+9O2NPnT/6ClXzfnbC/PH/yHJg3sm0OYAgZaztFxEw84WtRqdI0vO8MfkWLCKdJcixjQoag",
-	"gTMCEaWRROW4FmbitOlCT73ivHm+b8tiCETHg1ZmePWliSeW+3ww3EIoDOM+BdYri5ROmZYt/9KJTJn/",
-	"aHgpLQShq1pb1JTgyhxhsH4qEDO2nQjqwExp9i9dJRrUu9uTvFZDJEyKsZk2hBfkSx+yhROOazKgSXbV",
-	"Yo+2q3P+JtCfF6qw8QAo6/d6UFI0ZEN7Boq3MIvoFs8jTWvRSvrYyvlUXwvHV751DPJ22uo51XFbzYwb",
-	"bs8mQVh7WrpftJXgGVxbKA1uAIyEQwLHRjw3LMivpQPn/HQ1mvMirn9v2/DU1qX5MoQmkTc7roQrhVYJ",
-	"Pkde10UqEo8v9UUX8Mfb7gxMda04ogmsXf8tkXs9eWCt+5rLs0ahvVhUYQlcF0TEUYupCM0vF1IKF8Gp",
-	"N8ZnhnbbnuPMJk5VQ2Bfsp7Yk8MNIJmTUN225sr0FDW4TYR6IhaeOgIocYYpK+9engLbGfOyNAzSN61m",
-	"FyenHQdwY7XjRbnjJU1RJRlvssS3tqZ6cXAATnJrKuP++93Zj1lHByO13qmETKqxZnIcQUAwJQQaUtN1",
-	"WPPfrNNC3RwH3Ng0sYJrKfBt9zTdInfCCe2pKaQ+0YVIeJKOj08ydnry0zH833due95Wjcnw+kVrnzhR",
-	"4QZK5yetKGz6Qc8g7bRFqbZaX3ftFt0ggBINjPCUoYN8r9tgDI10suA6KmRaKxqn+uZ+VzvToobaTsFN",
-	"A3jsXska14DVTxiK9VJzy/4ZT0S6xZ07gILhr3eDVLLMTeKal15k51WaGmfXYg5r96sGVUR20tLiGiyb",
-	"LDP7R4D3RchYALXZzbVSIrcZw4cvIUhqmyojzA1ds0KrHtgQN4cLDa59OLi1Ba+R1s1bnzDdv7YPfljw",
-	"wONdweIAYtz/TAg1AfMWD2q3KaCIwuZVeplJ3uWxy0UBAAWJrhhp/VAWoo/uf3j6/JmbyA9Pn3/d0064",
-	"sJO+Www/DrrECbbnK+csIqtGrCPJEBt1DlhiF9xcf3yFQKOokwckHHKPU2a5SZTTpfL7kl9YSvCDq8bN",
-	"dZTeBy9i7T+5IZ22fNeZfh9bV7SqmKhRjghXVufTM6xoH/JxxXSB/jAs0Hg4QhwtqVX4hk6wK90Lb/g9",
-	"XA+YPhVM7KdHmPIPVa1Ty/+7T3v8/u1Px/95evb25Hwgq7/StW6sVKvbOrdPDZYgU8o4Xql247J/woc3",
-	"qLWMcBeWxUwl1HeyFC9pBL2mzL0Sio1lKVjRvhAavCCAyRHbe9IqJlXJrduCtn8SUaAcKl9rPrZr92YB",
-	"kMJ3Sl33HqTbd17sC+528VnbC9q5ap0bkt7ccNq0MD/RFbT8U7gevaSAY0IqhoSFJGg4P+WNERfa8vJN",
-	"yhJ0P7ArXl/yq0C6kOSIhdjuM1IxxZXerMz9Kj8VdZ5s//D98tcQ5t2Zt+4V9+Pu92+/P3nc3ipfBj7w",
-	"+kwEr47LUuffzm2KbuHP4AN3D4FD3b3C8BiGLtK9cj43674BI9Nh6UvLpRJFqwNRexZ15ft/DPu2aqbf",
-	"56uo1ntEi9Tx5vO8FEOXaXqXiNfn0i/0bte4QJQLR7qw+9Es/d5ki7c/vpUrKO80qUECWBNkMNT4v5DC",
-	"0Om8w9lUF02ZwropiloYkwS6LRj9etS2lhod7sP/R/AuXpbM7Uo95vnHYCnh7CI0pR7AJGmsUMl29Z0e",
-	"epQlwHPb8LKcs0tv4qaCietBL5ajV5duc8DKTLd6heUkTA1cpk/TN2G23S/wSiL4UoaxZt+iY29ibZWB",
-	"JwLAl9x/gmEwE5e1zTfIf3QXido5ZMFh30mA4htnVb1KITN2crW4T64JjZ7gF+rRK9VVKTZKw+xF8LsI",
-	"9lQKwG+VH2gx7IcHmcWoa55iQrKeX3wHxyrc1DWwHi1hp6N+7hez1EXLQ0vg/NZoy3ehl6Xjh2d+WhXM",
-	"EnoGBQa0gQM34m6Ds9v6A4o4GmCCf8enMoWudqyol8wYHoAECCGUT4oiNWYPMbz+IS7PdX4tEp7bagW4",
-	"dowhLUThq6gwkQ0IDr79KNGiO7bGjVwL054TAFsULfPZG9xGZUJpDjiTZZHzusdV1J0kNqOEqhvuK8b9",
-	"++uD6OFLcVHDTrvItadZ82kPAqyTgeiBihEoB5/jmrIfsh3wA9BmXEWwk7KT89ZTYNNr9IHR7+ZMMwq1",
-	"rsG/FIBHRVlq364I8VTnKl/PxCwiQ64F0Yt2+qc+qej2+X+fv33DrPhgaUM23ey8qU3KPfu24pCcoQ34",
-	"aNju6OzV31+fv377Zv/1m5ev/nP//NV/jB6D2ODGuDuITV1xPKQuaENby6uJjcu6w1amG5et40/QT+gV",
-	"tetaLXneKgbHlHkLFFFyPJbCrrnJ9zsbtX/zpA/xOO3NeasYHnzGZpM5+SohA7MW4LTsLQxwe1OsmvIs",
-	"DgDjmLlWVqqGVBUnYwggxO147k7fadJ9/qiBVeUtbdViXG5g5Rjxr3TXMWo3Jq3xTat2n2Tsaca+ytj/",
-	"9//8v8EZesUrc4SINQ1UVqZWjSNIdfX4CBFr3W4B+fuDCKCB9LHGDG5rk+YO3wVWdkSfA+0MvhREV028",
-	"OEwkCr90boS5Qy7itjzzJLwOtiXiKIEfvFZj3QvpGyDWhvIS3rgdsTLnad4N404Ea6qrmhctdpuzDtpX",
-	"CRKbuLmBCFGDxVCmD8sQBGOyo9arVrOQEPfvNlMAECoICmb01ZWS3AjRRg83UadiBShR5wm4BmUSqNdv",
-	"GgWIsIGwLBAgVqGdbhh3L8MKCmEd0bJC8MLxiLQcJDX4Yl71gSS1AtxkuE08JWzMhFeCJcTV7XYoKBXJ",
-	"NkupcMYptxMv9cLdzFgtSkBd9pGi49PXDPr5kMWwgi2nz4CzvJQIxOQeMiTSOLjy4SDaa0scADKR0kVT",
-	"7uYn07wuYh7Hamehul0W/+pr8dov/sJusOixdh1TPg8UuHsu8r3w/J5HG8OO8v7qGQHiAIrWILNhPF5o",
-	"RNSHdOYOrjvZbJFZLFzJaIvCscRkEpF8itmd8xvx3XhaiasLMa1KbsWtmz476zXXAEtEQwGGHaTXYr0e",
-	"JNZiC4XoaafpwAwe94Tzv5W25lb87TIV2b5ATyc8yC6lxSC3VOz6UtoDc8QOWSkoTVoo/GI+0dqIdb3a",
-	"nz5bncqerUw2eAutGWhe7rP5Ect1NY8am0tVNTYWcu53d+A8B7c3lMhV+fQ9L/mM/nPa4H9DQt4vt4YC",
-	"CCeUrNVJd9EWH2zNj+urVHpBUyOCJG2wrojZGvrPA8wRxeZCGSvlFDr3Wc32ALfKZmzPNkpk7t96LEvx",
-	"4iZje6W4EWXG9q4ytnct5lLZ91OpMrZ3Oc7YXl67/zvlH2pA9t27bMZG/gpjyA/vx1M3KK/d/8mB4+yZ",
-	"/L2d1MJ4lIme9Ddop1xZyuuOZr6+cXec2BYVJAXODNLgLIlUTBdmHDI13NVNXJYVV/bp4bob25ewQR/H",
-	"nx31VPKDKM3GU3j21fo5bNqTZuGueq8uddut50s58euzx2jEN2shLpzGTYlSoX9vxa0VtXvyv/95vPdf",
-	"fO/Xw72//tL+5/77vV9+O8yef/X7v/VmKgxhafDg3bI09//WHc+qTAq6JjizzZja5CmYEpOnz79exb56",
-	"UjHow/DrR1zPvzz/ZrMKs85N6exNh/v3SdYzXX480iNJUI7gI95lgLIUPeCiLLwzdWMnUQobJqoL55eG",
-	"WtqulQ8bA8ZsVh36cWgy4PwD9zZ4o79/dcEOeCUPbp4e+NZ3B9EXlkB3I0vIWzy+2uyOEHbTwNvxqntv",
-	"2VJdy53duaV6lcT9gwReXzdo+HQhUc9J3sZXN22cRby6LO4IE94Il5Y7tmgR0L+QV9RjB3oKzKQR5F3G",
-	"Z0yGj7j/1e7/AqCmybUHE5nMq4lQJiVPumc8UBw8efqXtDyoeksRfV1WW5tHBkmpryB/1636iEpKqd5G",
-	"qLyeY9VIKOWkprTXYg4rWy5WXLHAb1YXe1Ci2I65yXey25UXJqoJo5Igpdm/Gg3h8JqVUgl2WQt+veG5",
-	"/PfPOz//XP/8s/rltyfZk6ffpE9iSHXe2qMI0851qRVuuGazibSCmYrn6zlfZ+Ivfv7ZHLhZP3+WmvTw",
-	"er9wzZJcBDwMJ7pspj39VnP4DcOh1BUXX08E7pJbiIP3oz4qbd80ZbkmZISDSMPevL1gb979+GMfWKGc",
-	"8nr+NzEfOl4V5c3S245g0sOnvZ8vRV5Ci14a1T01uIUq+Sn9LnSW0H9ib/HfyROz/LKEqpZCfMiYreXV",
-	"FbJG39p1IbwBkzZ9B4e5PTioHyTE4OEbYeGGSmHhr7G2TnMYHmHtXMuEn6soEvfl5csfEUxnKpRd1em8",
-	"KH2Xc+wYXDcKnapWsyn/8LIoTya8TruliqK88M+vvmJuOjNu2uHTVypNNHi+/URT69laYLhazxYbvsNh",
-	"uJMcGrGAh9PW0gXcCNADcLJtl+QoYwJ4Z/ezAyOOtAWemEI2BHWhltT0hu4W6Ohitj4u0CW7dn1ZIISF",
-	"Q04SIVZ/Y4/J9VXAtXsOyoDL0leOE105Rr1Mk/TMq0rnkx7sdqo/F+4Rz7/cYKgWKKfHGY/bj9aym0VO",
-	"CULu3oeJSGMaURCyOFcAl1zTyBwCX+MNIkRuEsMUOlAOEd8gzIUgy6F353oeSt/KuhuWPDEo8Hmp88Zx",
-	"B9iF46aQtq89TefJkAEITV988gl0n+MpQUg1qK/TXqaWQoEXxgW+Q3KoB+WS+zR9blh4YdMs8h4n2QkV",
-	"2MLPR8hXqlpflm4t6PVW5fzU/4U47WDWv3xEbhuTwQ78xFo+iLtMhgK9NHCz7XpWP9W1oE8AwjKzE66c",
-	"GEHyN9jMfVAnnW6OdOcSLaw2nlm2ojT23BlJCHh0WusP89u6+KumLN3WfYC+r2B6JdsQJjKXqqqkAAZk",
-	"QjSXpTQTaAq9kT4crKr3+3u//B//lg7YbVyWCuvybURuX5SK4eteqClZxEvntzUt+1f+B6tIxWLLo+Wi",
-	"VJA2AA3Qmqtk3jojUF9dLSMnrS9KzXZuJjqVq/h3WdsGks8IGD0UCa+4AQnff7L8y1FDuBlp2tTVPZAm",
-	"wjdsRpmb++Q2pLV7J7D1JPWJL8WQ61CvLjs7b1vBgoAvKRUEKGRNj2MnaHluRdHfOsP/wpoKcMQmMp8w",
-	"30AFIJr8GEM7VXHLL7kR5/JX0VP14H4KPZ3ocayPkgqLIQZ+qz93y3frNJ0croHDzng5cPazWlqxxyeC",
-	"F9D3dcP5z7BH8UptkRpL+0dvU5lat31Clm9E6sQWtiCaaPoOu+t9gghySQRLrFIGrl4RoNaEKyXKR4aS",
-	"wPbZmS/85IadClWEJghIjMYthjKtEGH9KM4haxs+M9vUWIfqtA3GEQ2P8O0CRF7Mph4ZLGBI9wjH27W6",
-	"HC5a/zG+Ai0lYYkpRnmCP8XIe1Fkfrk5JT4yzLwKyYE47O67d69fpnM3ByKMh4rcDQ2JYfAGFvAxdQP3",
-	"A/jNcluSKJ0NsAxXz7kWPJ+4e8TGUvGSWlyvnvxamOjNgtjc+mJo7w9rlJUly53Vq3qBxE/6z/lNfIkR",
-	"x47AmyTCNLYU0JdYS/3AhmDkcXMtkFakhUjatVTFix4AitCJeTCNgEhbgxhIp+lboS/3Xxh6ERdbAIU9",
-	"jik086Sehe7M8YZt0sQgxQ16UE4WaZWba5MKe8U6OfBSrH9N6+Od76erdaAUj19hAl1nCokK2CqZYd/K",
-	"J1A/3ENZ27yGW/ZkaHkUvwLBk6ApjOKDQxOAmyr+kejWFy27vS3GdVfWJdwTVtsUnumJ77wEKIi+H0AE",
-	"hLhpNWeFCBNh+/yXV5QcJWiwX9tcvJwZG0PPdDd1SFiPGNIRO2/yHKqHMvYdMfYLx9jfNhiUPSGmDqYe",
-	"sOX4TpO438l2XgYmtgOJ2VSbFobfyXZw/J1sx39gJ9vxw68giNOSz1PYh8cA0AKofJCrivGAdT26hphW",
-	"SxO5XFXm7NMuBvWC1VUlCkgJ7sP+MYye6vQEp6XWTl21WjNT6lk5H/jZ8ervbbCA3s4bFzTHtsEpgGaX",
-	"3HfAzJgcM67m+3fhCcJAenzu6dpU2LS+EbHm9ZEhqNh2l9Nj9eYkT6yt9sblTcbwv6bVs4xNSuNdKD1C",
-	"faqtOC6Kun8vUb/F3G4nyts+Lpi0L22fVK/XKIftzm2oGa5Fae/RNAbY7gNyrv1xZkvh89hax94EbVZ2",
-	"tNWekgNJLJJkvHv9jBg5UlpCt4dH5ReLKgFVTRayAHSQtgJkKKAujb6h4CMumpB7jQK9myfLQH9aN3OP",
-	"xJW1Jh9WlnXm113bavtieWc+ll9sDr+MM0zdgPUgxN0dXXGLav1h3mt7X3g0+I7pQElUZJBjkaz+kGjr",
-	"eTcIdR+/z2vNo8V1HqGMk5bCmz73zz1zEOu6KQ79YT7M0kb3K2UIrl2BSStcizN/5C2eUCVHFDLjrYxd",
-	"1z8fl7DM4Lq76OfUf7ko4J326QCn1ipqrHOn2tIK98kFwgeTC4VDiy0TOT+OKI3VYzbgVJUOL0FbDsN2",
-	"fb5j1ZhJ5sng8Z0oF5ErRhrWs0Y9HpdSiVVCFgzfmVvMW3x4U2Gr1aBPQJXsW3WrL9TySq6oaqRtQNBF",
-	"w3arpiwRH4Q2fizLHmREkj6JXEmSzPGxk6IIEgSbg+F6NussSTkFA6EoMM8mF13v2xHjzrwE0oDEYsSB",
-	"ciqTU5XbaX2MM4WIMzhTBmhVvr4B2Moa+rM1z6/7wKJhwEeG4UP9u71+FRduhKRC0e8b+pH6NujabnpX",
-	"70SFbK/IMovFDyR0Se9XGuI9oqMd7L3xeTRfvPcmXugGl8zLseH+mnOfmfTJ/TUdMk9cBuDY4AGOenaK",
-	"4ijIC48wEdgkSBM+4/PYB4MD7WQ79NoKVwqSbPJeihLSMDmg6iHX71icSLQBd38xfwqkc+Loj7Gqkn4f",
-	"eIvyfnTYDLBhM9aDEP1xOMsB/AhWvAs1RI/vEGA5OWT/NlwnkWiwpMupRx732l8E+MWXO6U7TwL+V7qq",
-	"8RyxwXwF2w+/sl0YaOhs10PzbrT8BSKEvfA3I0lyN/kPgpd28lJYLstkerQyQpkGq0YwvFzgw14HcFp2",
-	"KhE5KiRKAjtgKQEB/KWztkFoi+I1ZMGm5WIeJogB6UJ8YPSaL/lHA2PKHWMTA312kJeW2I/XqpA3sgDh",
-	"CTuHiY3DOTTuN6QXpvgzVbMMs8h86UtIiYiyk/d7egAX6cEh4Nb69HLKJ8AXFlqp0l/dqfa3g70TfDM+",
-	"tj2CoL2Xpk0Yicby5P2j70vyHbjz4T9PuCpkgerJ+aSxhZ6pnrYv6/ItAlpOT8LKbURnAFNr70K8FdEp",
-	"Zl0CyTqZD3iBV1L9ueKVmegEA8bfmaEHVkPZFS3zWKmbLDKbFU2D396ImpeBxiJOEx8ugI8XAkBkoB5I",
-	"8RsuywUXUqfLTvo4v5XKyXAPCLXwuTXase/260dPbjlwuVdTLsvb9y+JChihIzlHCHylHT1R9qmYEnL4",
-	"Qqp901NKc44/tGFYwN5wBp1PCKNXHbVD0mJ/3ezTw8OUYaVTWVi5rKDALEJhCXQCa1i771YP2+l1ZQuG",
-	"km822M1VLTIwOZ1fCxXOSSo2jdoZDJRAdBTp9Av4ae/1y2CHA5BLC7iTAJpRdnUlz/lPFwvNF0UR34me",
-	"rhHwQuJexaNRNMaXV6yzNiH1mwbuNBWIN6X/7NNYVt9yI3PoBON23h0uv9SNbRuIYiYINlFLaCJ1qkbl",
-	"5PQdc79IK3Lb1AKSR4LST5pxi8Cddvzdq8TP9XQqU3SPrWDwZ4+eyykHsu11t7858L7VuswnXKrATpOj",
-	"zyS2nVgafaKNTZeL/aCN7VTaRyrdvegfOiWZFqCpb3PkVa2LJsWNT/GHVRVxZbKtAISkuwj7AA8QoJuX",
-	"Mmc38BD2h0ZDJY7/Jj27eT9TQP7qa3flG/8a6XseLnxvIEsdKP8HhRzgANshA6V1Yf+Tuly44XDDMuQt",
-	"8T4vbog/936ed6ZL0QNV3LkNDwBJnLygx2WJtkL3dg62mmgVbpmbgBGv3rQLbnr8OsCi9qSKe8qAzRoy",
-	"9G4LRAIjFbqnRrTkxr5KByHhz57EsZNvozqGmXS6GiUO9Y7epw+dN1MoCl/zgQmn9hyNYnNh+z/TqBS/",
-	"OI/7N/lvILM4Yqopy1Uful0mKxpLb1W5plYeDgYAUaCxELkvWucCDNMDqdooxdfiQcMHcq7YJSBpsilX",
-	"gIPfP+ZaSH0YUhpGDzOlZz1aWlMBGPhp3AVpyESpbRLhbTh9acqhxhdzU00PgAA3133l1OYaRXjcGxV2",
-	"HOXqEO4bhu8aSNFBLK+4cxHa7Y1va4dAYlpczUH6M1pSXGSjLtC9AwyLBbRM7tZ9oKN+XY1ab0t1mnAt",
-	"dOha6TdIW8G/rcH/g+u0ZyqRO5PNNz0FRDvjVLEFNapd1qq8+ldtZ83AnIZrMtV6CpMG+x/HG5Nsx9en",
-	"dXW46C3mGKTEaj7gRk4JlA5fAamRmOJE104cBaECcKhu2YXTP7RvTnwp4A/piOx6LrIRr6gCK4g1regq",
-	"xDvTri0L97SfQHrtIfqhY3dG3qU1Rqej/+Jl0v/5rfsJ4+wcVJJpJQrGLfAM+mH39flb9s3zwycZQwk7",
-	"ahQoYdgmplH+NXjH3If9eMtvIuTA2l2lnTw+fR1gCpC+aC5yWmGAznwCOxb8vwjx0vsZ/HnR77hU9Riv",
-	"SXyoUljsPfGlO7N4YjunezqR5dPe164VlNiKFC2Bv+7uwd7Arcd9ifUi4Bu/4lKZtgevR0J22j5BfHVa",
-	"ty+4hUJX9A5e2E8vv+7DCwtvBJdOPLr3bOMA5z8c7z39+nnSl/1RwHKLbfy7TqT7BYSbCjvRRXe/Xr46",
-	"Pzl7/e2rpU2DI8E3WuqAA+o2Z/IDZOz81cW7UydgTn88/r8XV/O8s5ivlhbzy29fZU+ep+eNjfBTqYG4",
-	"pfA7FFMAO+/OD3o0gFMYepxxgI1rj/6IcTauhZmwmqtCT2mw9S73ISXg/9JVd7d5AzDc3XX8R8NLiX1O",
-	"qlpb6vu2eEeP3MwEMW/G2QQjgd44+JeuMpbj5AHcIAf32Nl3J+zp8yd/QZQQxMRD+B2Emeu0QgDsVIQF",
-	"7wFgkGltuUO+785eZz4Zg7DsqsZSnWx8jxB1j6tgjIyaWo4QddQvfxKMv3jrPYL2qr0fgrnn9ziQ4yeC",
-	"0HMbm2TLE1kXp7y28xNe8UtZyqTLo/Vx+H4JTi4DsDRYk4VOpMBwKxw7TA0XPjZn7WNLvRna8anoZ3hH",
-	"hvYDJzh+siPDRyojATR/jS4iPlSyFqbXyeq0Z8AqiDcYF0+vJt0ooZ8qPnR7N8ot4Gm7s1zGkl3reIYX",
-	"B8ZF4m8NsApo5JQ2E680Ppcsvq2r6eRHeSNOqa4r6WCEbWfvzn40lLMNXTsIGmBzyKFOMu5HZJdvejND",
-	"Dy5YCaAdXAqIpfr44YaW6abY6fBduHKM99R1gZ3Sg4KP3Q33HOd4d/Yjpm1GrQmHeabpnNEgSsdP7jRR",
-	"GYdbV88a5z92Tgmg5xALL5EP+cvtcojX3sDFqvSoEn2DjOJ24V3C9Ic8nCo/zqgA/cVTMZBuqOJ0e7xM",
-	"waUci0ERLsied3fRWCgChSbGRyEX48nTw8yJglJwY9lX+I+pNtZ7q8fyCpMydaMKtuvfe354+Hg1dPw3",
-	"z591sPO/OlzV3HN1hYLG+xX42xEgQtpJLZZBkTaiMf+NhUYUCefmimvgB/tRcCM+/h44VV6JGcCEdmt5",
-	"E4z80uiyseLHddcB+yT7W+M0U8odOQJhbia6xiwArvBbNFJ7H5599fTwMIsQxi7FXFNhZdDLHhnUC+ZH",
-	"+PzS6azuhBHfl+eHvZXP/Ze+lJB5g5XPlailLjprja796tk8HzCXYXd3Img6ub4Rtfksrm7oJeR7GKWs",
-	"0ER/om2/oY/vNzQQNIgeG67pbPsYbfsYbfsYfcZ9jNZjNXVAmjbJdYKB1+BSxTkS+In9bbelL6vb0qLh",
-	"081l6OvF5FcVmETMrRIXIlsW+rGM6IP6iu/pL4OUkp48iGW1ZHgKhH8hjuUP0roSKtOtUyDewT4cV/LC",
-	"yZaPbz0ExMy4atXwI69V+l5X7hq6WyhJrKXiTgC3/TpF8W/EzLu8feY1tv53d/3k9cszZ0MQQj42OvL1",
-	"nr7qRyvhNF9FLLyUELcC1z1X8zhnf3BjqCBuI2kcxO0KF5NbjF1ygHYcn8NZb9oT7z4RO+JTOsSQOIvS",
-	"9lsx1rVYsQqI/iyuQxp3zHIDGbLSG+s+Vi16ZFcf9YN3A8t2qqautOnZK/px1YmklN/fe8mXEEi/r3VT",
-	"3Y6Evwtt6Di7csO0xHwL+l2p/n/nrE0rPthkxGngrX4pTVXylm9udJnXbuTH72EANPmIXexzjKcWPQDu",
-	"mzdWIyxvsmJJ1xiJBXfKEqZFlBXlxvk7lBUnKrut3quasky/OexaoP8R8iV1bYZdkkLcyNyfXkqff/vm",
-	"76+/Y2TVOYPq+2+ffvPkmyctiAylfK9V2/FT/d/A36HYtP0K/XHwR6isIXnvseDBl8+znCulgbNF1QLL",
-	"ew9EnWyp9Tcxp55P0PvCsVB42Js4ll8L4+PksFeA7zsGewSeHGKRTriBuv/VSXmG8q4IDTeUsy+vZ8LN",
-	"qf11TYMwPhU1h2Triqs9K0u796vulP1EI0pzPuG1v0RrRqadkIaZCbQNA5yapmqxa6yTdT0ZxBsZn1GH",
-	"C1JYvEHjvxJZNGtv1j2wU6cbIJTct7Xg16kbJipYBKCA+3gNGH+EYVkKftOXbh2jLK4MeOOZxK7I2prq",
-	"Iu6rMeD9s847Icb2LtUYA5o44ZV9d/bjEVVtebjlKdsd/fu///v/NXocWV6UpxW1zcgYh5iIzzKJO2rU",
-	"YqpvkPqmyaYZm3ZZuJ3oGIizs+by9Yvdd0bUd2Z6UAetzZUWpIE3q7VoM9Ez5ZNpcq2MLkVkTOBaWV4K",
-	"Xns0zrU0WetSvC56dF3s7RtSAtaoutxvA7bfMqFH1yPT9ufiCDJ+Z8puX5k7kAf81m1utukkQwcbaJ6w",
-	"k7mjQvn4y7BLZlI1vNgYEw6wbbqG6g9idzhj0DfehM4WiQyffv95KB7EDmmtF33TrIHV97L/Tk753GkF",
-	"cC97K5l+1FdSrZ8+8Grs3eO+s5SLEx7E/QtPfkRGDm38CTogV5dn+kNyu9zBltc1A8d+MnvIPY3z9Y9j",
-	"BSac02J/kY0m30vQbWqPiftptxRwm0SiPvJru6YskyDg2FAzEvcX0CMJY2Y1yTkOXArbA8+9wq+8TBC3",
-	"bwOwaYfC/c06BgNVdLwm7tmMNeiU51NNfSBx67AnqWPItDXAjDfofBilKcbUnrXoG/5G9Ts0Y2pOkc8v",
-	"PYxxPSwdLPIzBKNTnS6pdwdLh4fqK8r9kIM8syBphuPStZuF34R6GcCoiwHqMqYBZ6IsYTIPBVj3D3E5",
-	"0fr6pSjljajn61sMFPQk2w0ZoscZ+xkfMdSmlysDup35eedxT9cAHAb/cUJNOx2V/INLd4nOhIW6pdA6",
-	"YEW/AIDwyJta2jkUaFDhkeC1qI+bVPSkzeolygdFfmRu8vcVt+/39/ex1OeyMRI6iV7y/Fqowuyz46BO",
-	"8ByKwHGcXXjZ0MuP3R7cOMMdWDAJbd8JNtf6WoojBDyBKjqcq3elAk4NtXJFk/PZ4RM24pV8D0+892c+",
-	"cnsLtxKsKRikvSUTa6sIHfUEvppGoXLL6c6OOXlKSBAlMMpQ3Mp2R+/f/6CN3YMl42sjFLhgzhZ4lX+4",
-	"uDg9f3yEteZ7IAEcd6Cc9UU0tUvAp+al0UwJQm0Z/efe+U2+d2Lq8R5ELkY+WR9arzDDp2IPoWzZ6Fzk",
-	"e98Jm0/2zqUVI6cVjN7CbyPfBXseN8n1O/sVG+WmHr+vxf8AMj5sqnQ7gzux483pnWi57S7zSv5NzHd+",
-	"d7dQJlFbHLdBw8wt/9Sb8+eiRh+SuwAQ8toz4Sm3vlrwEiTjXq6n00b5TNkpV/wK0rBb30DbvwjuU1R9",
-	"5dFW3Ij4pglupQzj2Xuh+qMQJgsZYBm1kZLqCp4UwNxrrafG49vLmvFiKpU0Fu/GEbLTglrDusVJa7Cj",
-	"Zg43IiSWY2IX8js7MXQ0JQdthVDv4Aox6DXnw0DYj8lfzUJUpZ6Lep+9Aqb0v8/fvmEAge4xuBtDitcI",
-	"CqG/1cV8xMyEV4KNfst1ITIPDpQBNK54XbiF23ruNKH/lXmkwP/1+whnjIkANLr3YdFtvXAD7L0uRk4h",
-	"rbQyIlSXQPNkTPCAltuGjehzo4wZTVWUBNAO4Qpfvz7F7iotzD4dV6mvzD475U6vgvBWoFATAMj9K0Ld",
-	"iFLDmlFYexmRMRARGUjXf/7iFonIwPChKag/qgrfCAom1UhPddGU7txsUyvKM3O3QijsWYpQ7iM3+Gif",
-	"veL5JOIjChBf3P3wDC2O2jia/uBYzF77x1EAsKAPtw/hH0Zt6wXaJaHGus6FSQ5mQwUNRLYu54BBj0a3",
-	"NAxO2t9lOiXRVkb4L5EgqBun45Ontqjl2DJe8druM2je0K5s9O8jNhVcGWYa0GfCTxkTH3JRWcBob08T",
-	"74Zjje6+zcNSgKpeQNdmPLd8QmnrjCut5lPdGIp8RT0p4pk4HjxyVDoRJfBgut0d1owj7LO37YymvL4W",
-	"hZ9I68x6wXgl9yzyapoKiMAgcQ3xNseDwfjW4G+NCvmCxHMPOgpNir6jeIP6p0PCei+IqXhSeVf0daYW",
-	"TTgIinZC7R6+L4SSTmrE24PUHl9mw0Z4XKN1B4lsceUp9q681Dkv99zawmDxcrFQzTeBcddc+8ynUusK",
-	"0n6dblmPORW/LZ2T3wuwe6R15vHOCuF2fPo6Ahh6sfNk/3D/cP/J878CNFUlFK/kzoudr9wfMd9pAsqb",
-	"b/7gLuLBpdbWCRgIlFVJJ+UJ2EuGFOraWCKtSDoh8oyvUZTKWF6WyIgSTtl99tZtWdgWv3dOSvnKECjO",
-	"owO4nPeeAQm69qpjXsOyjvdVYDE8z3WjLEgAOLpLgQ0QRIHhd6jo08Y6XijKsZstnNjCgiHWYzqlgsuf",
-	"/esRMPWZZjU6HIOGJj7w3PpOwBIhvMPdc3b5zrf+aI7dd9sWfE7MYjdbZQm1L6oJOfgfg8FBtKjW2Vvd",
-	"j3gXMmhcabvOCZasdRi57S+i2EdQ+vsuyv5ObFe5QwRDCyU63M+nh0/ubHloTqZXk7rFnVzd37OdZ4eH",
-	"fZ8Icz74lhdh49wrX61/5TtdX8qiEArf+Ov6N060GpcSDctnTwZ84pTPS82LC61/5PWVwPe+Xv/eO0XY",
-	"OKKAMNqF08Xdy08HzPJC65+48m28AcL16yFb+NpxRsVLBNSJrc6dF//87fdfIigR4kerb5njoPzKUNd2",
-	"KBRe5CDe9xirODsvdv761x3/t1bG7LzYQTnS/ob/xAv8e9bDVPdaz+KVSCLjAAhRqFhVOs1k5sK2imzk",
-	"owYmZibUWCR8Fk1ux4YFD0XKaGnCL1olefU+e22JAZtl8Rg65yl9qYt55O5kl5DW1H5/mZd9L2zgNOfB",
-	"Jdel+sO7Z2r0qR4G0O4XHtP+Z3XNLwR62kPIHC97934YK8sS4vNWgyBD3tV7/e/0mue8svmEH/wmi99X",
-	"XHFnphhqfU81cfRmixsAsiPAY8oCTe3TN98zOeVXYp8dQ9eGsbNfyYyD++zrY5u2Wt79cyG9kdK/x3Js",
-	"hVBsKlVjBYSNkSggsw21Rv95b36grQfKDRTyRUgHcCbRXPzDaHp1YBHAliJjd58W/9rptcfRMyW0A4Il",
-	"hhliQ0bTRJuD1wC/iPyA+h57XQjAgtizw2fYBgOzIIsMoSIgnlOVPMc0lyUqPcHJgb5Y86mw0I79nwMq",
-	"rGOYEnDxOIWzdfDIYknwZxE5B3ds08CTi27IX9ayC7goBxVi4iUGRnycxNBJ3hAd3RQAr9FzSNEujn2l",
-	"b6sgPFv/yhttv9MN9tT9bFgS0nIgmzzclQdmNge1AOnVb7O8VpAxG+wWZC/hUNsmfShgkXSgKtW0vaqy",
-	"mLnMJtr7H7BfbJQ5QDzK3RtdFo5/OOGoNCu1uoLaSiJLUeyzY8UI8so9iAx8jikW+OVolkY7ZhbJem6u",
-	"fXWxl7oLPGGZqs9wsz6esp2MIeZxOyJfneI2gMZvrxLQ6k/8WvrovnMA+7fU5z8feoXDWiRYNE4XLtsD",
-	"UTFEU/e8+bjC6YD4od3shCiUzC7FRJKQ9uAeMWoXqAvQ48L9MiJKPaWRgkdPRv7RiagF2+VsVmt1BRTW",
-	"ytKv2EgiS3kfOTJGj5Ho3UaGSYIyMRXCdude6VLmc7b77PCwHesSPebQpm8yf7zPjsuy9ZjFy0UP/o2+",
-	"dpK8DZfHyweOhd4xjK6gRwUyqVLSHrf47Uz5XbknFwN+x39kjYvBs1SvgMVbO8R18KynvW+c4OITJtqI",
-	"g4/PxTs+A9x22PHbS/onQ+xtRxm6lr+KYus/uDuu2PoLMFUuJhVKlQO88fby35L/weNLnA447ir+JvJr",
-	"E0l3mhLYMO5idjxsugLnvr+nyHXI3DCQzDzT7Adrq7eqnGfsnE/FubTi/zy3tcytZwcvEpHyKPI10bXd",
-	"c0ZIkQy/k5Mf4r3pILUbaXTupJEYRS2+aIHSJCLYgc5Jo/Ozwm/SH8M3cey97k9REfooPgHHnN8IieYz",
-	"LIRXFSaVElSnLua4k+TPaMONJ+dn39FLYGIRl0gG25dj7YldBqHgm72sDL/vs3+A/ImTmOmkIVMhJYaC",
-	"k93wOWWIB68B8DLUcpes6KYWaEC32YdkQkeweKuN6Mi1pIQAHZa0jBexAS0Nzp5+a0NNbNcdrf8zLW5E",
-	"8tvLYhzkMd2wZTvaTTtIw662qmBLf0RfAQhRbkW4M1UbMvDLdBey3YrdZ0//Sp+FrJk92EF3tY5ZXmtj",
-	"9oy0bQBgdyFT4kX00AhdE05nl1cq5E88TgUrltImKASvG5vrKdDSrJbWYhMhvG+oBELFB5gCywIfduGe",
-	"hDyMPSB8wDB+0FGNuPJd0/21yIhbo7ra9qxfJ/3v0F5ArhU6pfaEEIjKZ4CQIRQpFRICgaiCAZ6WwQ4F",
-	"SOEw13Nh9/qyhi6W+Ucfm3R8n0Z9HBKWeCLpFRbwGaswf+qIxtvKSafFkPnDWGSlvtKN7VdUzqIKA68+",
-	"BXVZRdkg4K1wN5+UBwpxw3WlYD8gAM50fY3mColVyPnQpW9XFZwaregwkCICGQJYFnKpracBTBvECuQl",
-	"SRxX0VPLkDB5qxk0yVMFu3Iq1LPDv7JRTlryKMk93UYNtThi1kBmRJo3BPvsczYYPpXu/mrRxL8rEkkr",
-	"7ZjK3hPHsE2tzEAHBAqwa0kXzDdO5bbzjLsLYjwWWEWwVJPfcn1f4TCHjvnYeQ0019Y3WJYAXoyKE0UH",
-	"NCtELgtBzg7IfYaugxM9w/dhJdIQeDToglFyDkx4wm+Eoxt4VM8USuLlwAEa7hBwv0+5HH2mz4WQcAcR",
-	"4WElwwMS2qeim5ewK5ei1z8WbchdE9Fa5/yZ4IVJqDO+MA+iWbGTsiNGsNG049j4Y8qe9dHt2I51cqI7",
-	"kJNEBoJkL3x7avKj4c2HLixlLXgxZ7W2IFQwt9CjuulKQqoS0elsEid7y4jxYyke2wUjiGYRsu6c6g8m",
-	"hXISSRRhhF0qA9ONzVrvXwjo6TqcofdpPY58lk/YiAZ6T6+M9tmP8loEues2bK8rNLFbMo6WdZKb0LyL",
-	"bNtH5s6SyHuDFueBz39Gmj6dX59Aj+OrG2j8ibscq1C31fi/SD7XH/EAMu3wlpZpIOosco2YM9y7ou1r",
-	"AnqVix8hy6ctHdBlAfixsjY2Q5aGNIsFTQH3ZiLrYq/iNYEwOe5VlQ1SKYLQtHnUVt5gRiaQ+JGvjXIa",
-	"xaVUxDiP37zcZ+ehIN+gvgFZmliW/4JhRb4bRRWQuVSLrrOqDjX6gC6rW0NfGlgGpbSnYhJuI078bi1F",
-	"KlP3pH3k4JSDUTjoOajhGvAsTeZvYg5O4uFvRCgKQ1/5qQNqMfy9N9jQcvgLLz0Cy6avtPgww9/8O0Af",
-	"DH/+uKo2eBrzozd+YaMVvCIsmQ3WEBB+NnuH0IU2OfoYN2T4ez94MJmNXjm1v27wwusuHMwmd804bQXr",
-	"JTfYwNw2vNz0rfMATjL8ne8JCug7YKGbTZG4MEzTv3+viQ/4ZShSTug2cZmylz+fe7jzUxlVbg89HGkr",
-	"o7zqEP60rD4cfp1WH8KGQ9/B37M1BRgtKFqc6OdNJaeHjkLjhNE+O4mEstO/AwzPCGV0VUrL9HicMaHy",
-	"eg79OEI00Jc2Xot5BBIfBDcbAaLN6GDEq2p0MMLqylHACGxU3L/VD7aLPjac43t8531wuT2mdEiPC+XB",
-	"FVTpNLUR79IOVFaNqOh5BAAy+EIWWpr7sTB+E1DXRlhNbwKgUrDOOP7iG2PkejpFvZGqNUXxOJFGAafj",
-	"udw9pVDE31gTZaGsHvfkI0PgSplfEsLgWDxTM5M2n2A5/MOVZAR50Jt4iYd2F5UY2/SLzyD9Ass1eJdz",
-	"3hHjxKrrnZSxdcCNEXYPABPGoj4QHzyGWdIEe/UBSzHIN0K3sDWiAuuFknIsuhOExzAWdVuWvYsZx4B4",
-	"sB8m2p3MKAs9PZ887hpcjjUTAhp8dsGyol5dcL5HrG4UJtSj2yZ080KEhGVehYv0yoib0r3WYdCHLmjV",
-	"L2mL+kh/aS//FK5aPBO8aSa+anerXAygEDn1FJLWQ/4BcpTaJI+gAJPtIlIA9GF57O7exEnUNj+hkwVC",
-	"iY7ctt2dicVnjJB4MmauZVX5SgXMf8iord98ny3MASDtEK0ggkWAGysAAGFP13thVgp9u269PEdIBd6+",
-	"iJ5jNWeUhcKkFdNUTScb4U61+Rnh2K6QAN3n9hngvREaTUAGRU0CIMuDroP5DgC8AGrVAa+qA5TYR6xR",
-	"Pl8RAHRQd8M9gpArdHWqMf9lBhip3Xn49BDo7iOnYp+9aTUEw8qotWWF2tRe5CyqtC5Xq2Bg04iEC/f1",
-	"NM1s7ifD1Gm98ME16tEyw3YbACV0muG5EurgAyabdOcPXfR7pl+VXLFduv+PoVF6CFXgrd9qS39kbekU",
-	"T9YdLBG2s2yIM9+/zoRSaJif2ossqcBKdPZRi4oi6wgYuqGupr2+3u/xs5+Rw9e7eNDr+wAOGvjgEC8N",
-	"7vrWR7PCR9O9oA/soyHob2kNkMWCR6TrAoFnYw/Iau8C3JGHcDF0+iD0SCKY+yNYZNamrUfPfRK3Am7R",
-	"qilvPQtfnGehQ+8PJiUPfvMtAX5HflCKFL7jS/i7aduCYFIV5CL6EY8QvmYmjWAJBqG0fQ8oxKPYRerR",
-	"kEl5J1cFNRV39DjVoN9SDUQJ8doovxInzHZDuxkFRQEGtEr4L0LAeeFbhGo7WeZQuL4FDrWZHF+QuSl5",
-	"25Nl2VI0Acd+9hS9ae33HyZVE+9BC+R+n0SZ7VTNiqJRHoSTr2eJnhsEbN+94ss9gu7oit+9GO9vZ9Qj",
-	"E2kTAvz/J7F8V0pt8gz5TilfGH3/qSQ23s5PILGXPVsDc7HYDDGTEQqi9YvtokmOfspCGmgHLYrH3dyt",
-	"tNFLQcs/bZ7TYvrEZ5L+QHdkmwYxxMRe4S6+97BFgE7eM4LXOWDD8EtZQkZoD1WfY+gB62LDAMyIKVdW",
-	"5gxH8rDA4Hq7ampfIurbdhGifRc07SwaDQaRGISjp0QRwbfFVU0TrYSx5ZyN+A2X0A/jBQY0RukKCx/+",
-	"p8+dw9dO2rXfPxn1f7u3FsM/8aeI5fkOZ/7C0IUIfdRrwUQhLbQ+uW8q+S3kAg00T43VEHiLk4zGtSAY",
-	"6cXAVGyJgkkrDTtrlJLqKmPn1K4ioz6ITkhC/TQFB5cjat7grXGI0REWC0ovSNlra1jdKIh2lxpR3Lt5",
-	"OoYZyxFl2m1wKGyHiug1dutt9fnXxQbGapzasjVXPxNz9V7TUrLVtYRaiW6SmiO0ArNfCaoa2sNBdkfG",
-	"eGP1npNdhJJfQGK+Ho+P4taP785+dCSGOSSrBMnd3vnDB04Q++Io51MRwpngxT2RQQiZNGsQvq7kjVDk",
-	"iljvn2HnpKlH3SLj7FYoV7mLhpGIveNrY7pPUaEi9JVk/whtHTw5140yWODru29mIRdzUZTCZ0aUtTry",
-	"KIPU4W83KR4fv1iQj6t9Vh9N6vfsqPoj+KjWuae+VL60jUEN8mg9dHZrpN4fkAEu+lP3LqAFNV9sQL3C",
-	"iseWrJtl0qdsAl9ATdn8K5V/pe17mk7CBKbiGfHHVl/8WW0Zxic3AfyFYnzR9/fA9Fvxxqwg3lMOjbYc",
-	"2U25lTnzNsALpjT20wKUnHwi3MwK5szkkuAzP1gqaoF8WlvPHZGS3uFplIx0VJlIxTiKuEXsA3cqDYyK",
-	"370UuZ4Kw2COCXMD/v5FGByUH9yxwSpa9ZaCP1G2JDSk6JzJQ5Ou/bWfcH9ylkTGfoW2ftCtQVceSWsq",
-	"ah4hbLvxjggvE6vOoOMgUrL3zAH5QRK3cRJ8n51dnJ+2oaoAE/lXNqrsryBOg7o0OmJv3/z99XdgbHz/",
-	"7dNvnnzzpP/VRgWf9KhlJ7JmhcDGisqKK2o11zrEkyjDiO7lo0X218/QFmknd4Kbv8YeOb34L39MQ0yR",
-	"p/c30WNql9XLu+gyQX44PbtlV38qC+UcUO7iO/txLBI5gNkn2L5BLLKN0FHr67UQazDd6CXKWAPmUwsK",
-	"vXsPv9ek/wj8sPW/OiqOt+Xz1o4WZ7uKNUbPbZnNJ/XrLh7HQ0Ydlwh/PTLcsbnuULo3OJa4Ab/iUv0h",
-	"6N13X/mCab7FQ9tS/+dD/Yh+drcM4Fay3whrpboaJvfxC48WSH4ecMymXDW8JMckIVj88eT+ud+Sz57+",
-	"w0xXyHt/wFtq/+Sy3rQX694DuOfCtrp6hyAR0d8Jb09gxDjQ41hohm3UoNj69OK/EGi009nykfH1r0hc",
-	"bedT9JxMuGHyj+EB6UQ675L479MR4ic5wBPSnnnnyD5JkHbLsbaukLWdoO6BUQ51F0PQZEVXKGxvgFmL",
-	"Vu9VTVn6JC+2S81mubViWhE8fBSKsXIqHmesFqaZUrhoj3XSxShaG+epKD3zkNkp7LN9drYYrXVs3YfL",
-	"dkPolv7yvo0ijx775vAYQ26f9X8aPY5y7ZftJlvP/xiBI8h2XQ3bEefUOoMW9zr4kLd60ydiCI7esBkY",
-	"ERlCbjtyUnr28MyhqdWeo3ukphUh4camUrYh800q6gnVB+cTNVJxd5GWDvj4GPuNURiHpGpDr0zK8/Cs",
-	"Yfn5BItIkn1TKw8cpqlU6o8dOc6Ay9Lyt8T+6Ywkd7WitIYumdxl7dJgiseChr1Sr3CPRDfpkaH+bu6t",
-	"UirxIpQqIX0T9lcWlSpmvRnl0dN9meXZUo1FVHchbtzuZ0yJWah4DFhhAAeECGFYETnCjjOlvsJ2+lQB",
-	"0dbKWD43oXpjJVzQGW7bj/rjjKjsU1Zatmv4m1TFxkjSP+qr72o93eyNC73Z82/dGT4IB213Y0ilZkQ2",
-	"TChbf4me5k9a3ckjhhMVXT1o9AhU5BWhIshmMN5ueRG4HLK2UIrWZW1oHBGgZA/cs8d6Ztww0j9CpHnq",
-	"7FhqeOeY8ZVQdp/hXLjKBdOqnFOfXUJcDul10OESB+B1LW+EcdZVJTjk1knLZlRFwG0MPd2osVSS2s0g",
-	"5HdAeAlWmp9nx+JqfVvQlaZPj0voZViRsGSvLTNlMH22VtpWcbvXDBY4hoDW/omSdJ2t1c+OztvUPnxl",
-	"kSGdo6mWJTNI2a7RgGAfnD6RBaY0Lt4xgCsu1eMscC7PJtwjc2Ed6Vfc5o5X5I4dlTGr09UATrfP3kIF",
-	"s+PRjtV0MxRZqQlul4qAEwxBV38UfqCr1ewAtuxLpf5PR8y6WuhkUT1oFi/2ojiYaiWtrsnLsjYunWPf",
-	"STbRBhGDhbpyQh1hIoBOEDkeuti2Ha05m0hjdT1nM6kKPXMEDdWOGYWT/M/8RtQcUJ6V1eyyya+FNfvs",
-	"Oxo/9P1kE8Freyl4i1Uf98+d6LIASNapmOp6DrATXIVpdfWHI+wp6nHlqVCS8ORqgQQGHEzXIh3Sxt38",
-	"qd3MjYkeRyB7bAGKR6grO/E8aGEjSeNRepbBerEf/RGTVwqWAdtP76AE8Vu/zw6pkwmA8NEzbn3SffVf",
-	"DV5AxafuktHPP+H4nY57iPS/82JHKvvV051sZ8o/yGkz3Xnx5PDwm8NsZyoV/vsw8+35IG4IzUuz5ftm",
-	"bC1z21mt1eBec+e3ZobUBiye4JR/wD3cefH8q2ypQ2C2LMWgUiS132s+Dm+mN6fgVkCXgp0BM3ilivT3",
-	"jzzKvDvxNZN5pYo7mMq3QINsJgs7cTcMMdRNO5F8oo1QHtiFruWEG8Ytmzo+8eTpYaDk1TPGb53jFwbe",
-	"sW+ePzuM79iTxB27Vzm6RPsJOUr9egOfBLB1T3BbkXonIvV7YUOLpVasoaVHex3LU3wyJU6/SotTx3tS",
-	"VvuSJD0gKXn3EjULtfoRt14vjej2fYxQ+twoaEs1d0k1tLfL1PNABFPqnJd75GJbSzaclfJqYlktCOvF",
-	"KF6ZiQ4iGxU8apTfKoVVrXNhzAt2pWvdWKmEyZweWUG2APQEC/riyek7hL2oAJGjFCZJaj+6iZPX9j6B",
-	"x+LvnNNqe+01+v1PATXmri+A0bkTfmT8GYdNuM8LbCy3zbB83tytRJnGMCvqqdPUC/FB+DCSBsfkjYRO",
-	"WN7VQLQIIgEEwFRML31rCXDLNeOxs5VQmRC8tBPGDTPC3VhnIoV92Wdv4eLqGtqkQ/Vk6JiDnlbOSuxY",
-	"Dh16DCUac6dm+g+X/MqwSzGRqlglds5xVz5vWUOT7HOA0t7jAW9FzZ3Saru9LVEYf2funFZRmzqAX9dg",
-	"3RKdesRL0sPgzQyMz8qJRghcOGUtHZp9BW+9gc/d4zVuP9MXKHT3OF7C/p8GkzVedXSl8M+pG/Xs1jfq",
-	"4DcF3obf3Y9D7le4MMGljMM9MqzUuoLEJa+zHJ++RvAK8FldOe2kMcKsu3fHbiZL3Lc7Ifcck8XSHPy9",
-	"BhO94nbSWujKu1W6ycw9bpYnT79Zdi388iAEcVzJVTTRnsCWr99prFzFhId1C/4aPxgVDqyvxhanbSDb",
-	"Y9OZrCU4Hxxyl9iEuquJ1tdAut3lJvWh9kqurnX885DmkCrKL7pu8pOhvBIyf4JK00WR90um1PR3EIXS",
-	"dCF6CzKQXkYq9MKRS0Vo7J7tVCV3dLOGMv9OM/kTE6Xfgh569Nu9pcU7tIKWyPAm3MN7osCZuHSya0+q",
-	"S/1hgKKKgq4VkTiMYZU2VhQ+Z7hDbN0M2IwJnk9CI0zWVJR18b/P375h3LBa5ELeiGKfvQL3hvsi46XR",
-	"7FLk2EePjfCz+zT7/Z+bw8Ov8h+0vn7DpwL+JUaYgMt2pTWORiXxDfijLB5nvgezj+hCylin+3Eprng+",
-	"Z0bxa/E+5waXD12TfLvxespLCSkqI63e41LeU0fiUYB/G71V5/DTCf3yeJW2/g9c1Ws4kgfpfrKYS1rO",
-	"W40GvUVub3apVdpY19PHvRE7OoTeQOuzAbHFaAZ0sS7nOJE4w7BvCvDMOTzSH/D9RJw1PttBubxEDbgb",
-	"254rad7ptrNRBd6OPWKhsGMx54R8/A04p5kbK6b7pb5K8U8Y7UA3dhjjxOe9poCvdTmjZ3jGclXwuvCs",
-	"KjSL99wVX+6wLfQVR8zLcVJMRGsrGSh3FlPqpM1aJizUjSh1JZj4wHNbzhmUj7tPF6KU0LqJ7Y7wJpNe",
-	"MMrYCCb4ugj/6eje/UPnEDkqju07m7s/YDzG/ReqP+6/Cm756PE+O60dHwTYGj2mPwO/iVJtClpU6SxK",
-	"PUb5wnPLjrHf+0TPYMWjf569enl8cvHq5S+jDBah/Aqc2cBehtVQXjzl/k61IzE+tqJedPfVwpE+9LTC",
-	"Rb6F3T/zfw6Lx7//xD+8wqF7eXz78AMw9/vkaLgIWM8QVkbXFglhy8n6IDuBTmvdXE0ifUX7+7KemT29",
-	"PTOjQOuBVGPdy9Jewr8uCXPO15ogn/mHuDzX+bWwLxDbn9tJxkxz2YL8T4UxsMR5JUzGjNs7lQummukl",
-	"hmYx89Y0Uzd4CeVXqmDYhRU3Y8ynsvSgdznHvOe2/QCbybJkRjiFxama8PicKSEKQxVtfl+Iz0xELR4n",
-	"LUIfWnWrC4t77bbnHumq/6M9tpjf3m576VtTy6frOYM3a9XFCmsdRAtP0rTg1rvq/s/6nYTvqquaFwK6",
-	"LfBoWiBaUf033fJBttsn/h87CQVmjxUfLBvXYFfsjuLz/wnpZfQ4Y2MogvO6MN58KLNp12awiBBLDWE8",
-	"qDCciLLUoyO0vFBajejnnNcoBxdJEVd0VeuZcR/0bT50Y9kVrwylzY/ypja6Hu2zYxCeHJLmlRK5zVjF",
-	"TchlMrr2iy95mFzQbp3spqEoBG2lagSrIaEDBbO0rcICSk/gGUeYzYqtoyktEkLcrNTqyk3LY9Xgy2Aa",
-	"MCNUYdioFmaunJbifbl5KR2XqQUvuqlYeKwxcz4+fe1bRteihPZdWsXlTQTEd9zYiWNOeQDEgaJ6wWu3",
-	"0fpaKKaD5mF06eaIDCrX+lqKjOUTkV+7s28bVDd4FV+wZ4dPwtlwdsNLGbdzydizw6/8Bgmma3klFTrJ",
-	"Lt3pQsM/oGJfTQGGFm6Se/mwfXnhwZgAaDZhHXjk0GmpdAZjCvrnbSVUktmt87udLF8oL1jClXI6sGKC",
-	"16XEmLK7lKjHnb36++vz12/f7L9+8/LVf+6fv/oPR19WB7nTuXV9ZiYucZWdW3HruN3Oi53//ufh3l9/",
-	"+e1J9uSvv//8837vv/5tZ71R+gSZ+kJqMqAMQZ22D1ogXnZ7QnQlnZKd4jCe/4x1WerZVkHrEVLuzq4S",
-	"UHcql9CeRVIcEkaOvSOG7XrnnGkqUd+Am+pyHsWNzePAUWXNSjkW+TwvBaVdZAy97Y4vlpoXaXPmp9bZ",
-	"8tkm90RzXBUC7uze1q99l1HgztbeRz5Ph1IOfuu4AH8/qMVY1E656SeiE904BW3mdAh4nFS8eOZsF9I+",
-	"4ziwydjZxSlQCisFN2DUoBqYsarkc1GbDB0zuS6ctBfTquRWmMdYGcHB668pDw867P5PU1wJUKWsrMUU",
-	"s5uTXcy+FzH9nbWrXCM/f4oXJYueUNWiH/X2Eavso+qcXoMmM5buTEoJ7uBK1OyaEg5TstnwaVWiCySe",
-	"J5Wm7Lx4cpitLk9aU5z0QNwqOtF+cGF6Ysuw7pJhtfu6zAY+Bf9ynKC/vPofTopXtXDDor1JN/0xwYgG",
-	"xhY4ykw3ZcEKTRXNM2kE/bysSoSKfzf5F5j73iLe1CKqpm7zZETtaDZ3ylGEk6VVqiwzsmowR7+1xhSF",
-	"2J3J4d5kQtW6rfbeZ9+WOr92im90ZPg1MlnaJXtsBwLhGes6h8kZYZNQW7IWETH+oZnqPSGiLm3SCkDU",
-	"U7qf2GlL1iIKQNSCm4fGRO3M2s1ndbl71U6/e6+2yBd/KpTUpWt899IhUZfvfjjwPHeNJdjRT7vwY4Hg",
-	"fATtkSG/Yk/+MKTn+c9+qlyEsBafjtDNtk8pgOrjq73Tn17I7kx9W4QcqjudAURDpQnVJz2ary+ZaD8r",
-	"lFNj/7nTokW+DEAoO9kOYUHtZDvnTZ4LUcBfvwM03Z1s50JORfG2sTvZzgmJeXehb7l97rVehxo+DBT+",
-	"0dkj4ct5LXicQRIFinadCfFCFr3JLCQyRfHtvDeP5PnhraekazbhqnD/1Vjv1k8XKfbNECok3ehpO2fM",
-	"SyPC/C61LgVXwyfIoS+mj4u745PT3qmMaz29A1yBntPzGuKaSVh9b1OgbATwNk90U/eToFS5+ME9MRSq",
-	"4C/fPNsUDeOEG7EnoVBKQutgiCHRHGWRUV24GyjzfnunV6Om5Y5VOOHWt4ZrMZ/p+vPJnork0JBcA394",
-	"Wy/2Chu3oydEagtWSH20SdtRWbCUe4ALu6u83IJTLiRVJbUaKJv+vFSbz1u6b0n7j0XaqOlEVPHIPCy5",
-	"u4u61tm+TO8WshfAHmFGlCIHYsdbz3zZFfkNiiYU7CX84tGtOoe5rPHebA2NraGxNTS2hsbW0NgaGh25",
-	"0ds6vNmmMfd3jnG787Aax2/0X6+L39dC73jIyLYBfADPaVWNcG1X6Rbr1Io2dh0AfNrO+InwUFjEZ1sh",
-	"Gi9+dVv9bUT6LktDOxf2AYnpAIO7K7qywe+G8RYbARJxOSaJCqd37LNjRXXavhOSb6aEdUZWl6AFQJTZ",
-	"CRieXys9K0VxhcFbH4KuIUgXhZSPMLQt25Gp/NJnqTaq0CoBxYDz/mPQ8j30slxc/ZpWlj5C+/snZi1k",
-	"GWzbDvw5W1TC8d81M1wXb+2ww0JYLsuPUDGkqhqbOUusamyE40eqB3KvdXrHS5zFn1n7oC1YrYNgBah7",
-	"cKuN3Js20m7yPeklBFaBZbkrSM9X7JDvrNv8DUpeWodeKORxNAmqSYYwmb73cS9AzAlOY9OQwYVjvZa8",
-	"dQNCB/j8T518sQdAKMDVvdR54/SufvKKtnYrhB+QFt1bA3bAXRmZi3dtn/Ye1M0UrdwD3swyHR+4m7qi",
-	"2/M/amkpGdUTJbYOQzvikufXhjWVjxkIBHQRBqANsHpP4mMZGCPRYmvh1CGwGbDa2Gqf9+qeb6q25C28",
-	"4YwNQ+VgXcZw7NbxmbCGuzcU4oXBStcYCv6sQgbvp8jtTEx6XWczp3P9nu08PXx6H8oK9sATvXZNBObp",
-	"DefQ1y7S20CLJN/rjEt7ROV6neLYjmj+gnEtt6bSPYkG4Lz3KBz67K2ueKhKrlZ0lJvoGVU1OLYv1VVH",
-	"UlB9AxJ25nv4F3I89paQExkELSEA1ipaL2JFcJAMvLZHjh6huLYF41kWA6clV38KKeAWOlQIQDH/tOLY",
-	"IOvTCAA3396s/pJv1dctYxzIGH3uf4vTmOov/lAMsuaz29rCwPwWDWKnI4sPdoXle8ZnX6rxGz4l83aZ",
-	"XuL1MA+3i1vm8YXZvnCqH0PChLSFg+7XfBbIOdupmn5DF+JnVSlsakK9lq8uC6ZVMH695QsdA8C41WVJ",
-	"/7ylTfs5EP3dKzSr6H2ImRvUx62JuzVxt5rcl2Xi3qMMWKvSrbF7T9CaWiMuokJPAi/TSmxqxv75GP8A",
-	"yxZ2d2vVbnnhn8eq/QTMsBZ73oU03MQNTicduhoS8PVUG/sC4cyyuKtPya1Q+TzocT9cXJxSYsbK+G8t",
-	"zv3svtgocLTGNU6+Laf5Ekzguj3Quwr/9ti7f+elLPhibDfr2rUJnQaMAx/i7eCwolWx24WHdYbwXscO",
-	"xn+g6hSPDoHoBAD0u8pN87Mi+vvz7LfLw2Vvw7xbG3ir933Jet+J7wpyX1JgjZpHPbkHNcqmCfo23onQ",
-	"RUjjw8I5xL2DRicrVLlTmsIXqsXR8gDneUXzAPfMlm186vbX3St+zyl49JUDzITrdzf9sJg4t+fUKiC2",
-	"rg7VAtBT0gTbnWhLmXaPsS8BdfGRZiF/+CiqR2bYMQ1iFZKqhzzmnhOF0FUgBSZ/Bl/6XMj6vvQ0Wtkx",
-	"7OSgkh1Q0CZ6Br0QmNWwi/dbx5Oc6irFDC/GI1/dtdXQthraVkMLPO1epMMw3eyAmPmKPDyrqRsMPJjS",
-	"1h6E+cPXt9x/y/233H/L/b8U7o+K9Cdk/2uZfw/LZ7s8FPjTL9KwUoxtaC36EDbB+VYobIXCVihshcKX",
-	"IxTOP71I0NU6c2B5esjOfSMyXbNCCyQl7y6SljXKypIAYeCPbZePBxAVutpKiq2k2EqKraT4UiSFrh5U",
-	"UNS2OsAeeANwvhe65kU9pyba2Ec+ljfRZWEAv1SUBTR3VbacZwuowIWssblrGu77zFanurY/4tyGAAHT",
-	"pGIkXHELIFzHmm4EpETAiMVOtiM+VJAcMRjalubigW07a03NJzyQnBL1x3W/CdU3iz969DM+8FUdP3Fr",
-	"tyz1D8jdAOZ8gYncEfpQ1qPbHpvrXj411jXjOBc9hvCom1tNCRYcVNpxLYTvD45ZCwTUPtUAcbh76U6Q",
-	"IEmQX0Cm+UTk14/hz9gBL4JytjOZCzabyJIuc0KzPQFY4ZgkvijVNl7YGp0WdojNuLK4Tw+XqNbZ/VWz",
-	"22qvW+11q706/g60ylXg8feG8tiqrQe/wf9ix1X4z35Hx5kgvYwj4R4B0wcBcCnQCQH83mpiO+jISKWt",
-	"AOdayZ7XoToS60hiOtKS7rnV6B9AQvid7pcR/5jMyfvk5e/9ujqGSIWgCWzFw1Y8bMVDlBmzKCCQQu5V",
-	"TEAF2cFv7n82ERGWvJQ3XgXVioyFjGl4mpflnGln7XvPtUcsvJI3Qq1ycHQFyDrZERTNAr7fIzNI3vYL",
-	"jP4WI8+//vqrr6MeI0+G9BgBP0ftj9Rv0pfo8NhKt61020q3rXQbJt2Cbo8FL/dqBtmaK5PrQtR7Vkyr",
-	"ktv1fvzwCtsdj6eVuHrMwrsZo/bnezNZOJEnwFdPWIzTmDdmzE40LlIr0emmnnboX4QPX4SpDnHrh8mB",
-	"vy7q8IcfY7tYzOjm4h5AXP74id4Gbp31fDbNrJb3aZU3POzOtqvVqtaa7aW30eW7T8czenAN46mPH7k/",
-	"0397fwDUP7ub6fu0wR9MrisRdc5BSnx2+Nc+n/Hy9dm5Hx3mnN+I74CB+A+t8eT6BT+sFzexH2vn95mL",
-	"/K0EX9VtBqggTXYPKocPfvP/+YZPxe/IIUphxTKveAl/7+EVnj+gUQn8YJn2cYQk7a+UsG5q/gMxfSbs",
-	"y3g1H+uY3Ir5DfgS3prij8Of/ihNcZBo7plV9OCpnImq5Hm/fgAmaaQMOFoMsB2XupizaWMs41e1EH0g",
-	"KH8MdvDLVj35stSTTcn/T6WeEN0/rH6yzieAwtQ9+cLjOIXe4obtkk+ATcX0UtTmceBDbU6NYXWj2OU8",
-	"csmZLDjXZO0T/y7nbCJ4bS8FtwGGSNbsRtQG3W0p18EbWMM9d6hbZWXj7v5pzGVF++0vI12Au2kMZw6M",
-	"KMcH4Rr0x2Iu+LUPxCTb3j8ymJIFiBZOlFqmVY6YY1AyAC9PmdWIug0dQzp3O2NSGSt44YTejGNLkjGV",
-	"HkBL20rUUhcyb6/t8hW9qOXVlajPRTn+Iazqnm9r+NDqPPswa2b5tVB/iivsrg0aEP6ShE1QenYH17qP",
-	"yx78piDa9HtoQtp/t/+jEY1YLIqhjMTlVEWqpcFqGWni4MYRcll3ec9FrlVBpZr0tCiQJuJwiFCYnt2t",
-	"rzHQ71kWYlppRNi8FnM2BRrkrBa2lqJgOZrXNcA8UU+e2ti4R2nKK7VBx+afwup7NE/c5M+yP/PiWteo",
-	"nNGmPZzG+SfuBb/1nA3ynN13n2Yj8qaWdu7+vWf1tVDrFNTj09cMH4x1SvgL1ZJcCWNZVYux/ODEejsR",
-	"k7EbXspC2jmbSVXomQc+8WY2DnPDy0YwaZ1yAl3oIW0bmkxCr9yq5FI5Bj2NsrqRDYqCTUQt9tkrnk+Y",
-	"UJYaQ2NNI2gdPoZ/IzjEDrOQYB53MsPf2+gzy7liZgKRakMzpNrKM3GjryHXHHaF1wIr9XVjWaNKYQyT",
-	"Ki+bQvgnndioG5HWsI8reYEHsWma+Sl6OQY9dy5/xWdT/j9ciJ657bycowBvjKiPGC9L+HtNNaL80jiZ",
-	"2OPugyffmY2dfUvTOi6NZqUEXMJ4s/s+3N3vzrcLMeZOS3sx5qUR4duXWpcCEOHv09Poz7bPwHmrBKv4",
-	"FTh+WkLbxhNXGEjtNkX80bO1FIt82oOyTq/s054PDCmqdgKkMl42RipH9Jc8vxahIAWxOB3zGDdlyUbm",
-	"Jn9fcft+5Nkd1cqRZqlVOaeib3S6XwtRGfY/jbEwyPkPx3tPv35O7DZjVQm1fEyovJ5X1qmHuqJ0uJbX",
-	"Bc7DXoGfgTQvUURcGr2Zl5BygLqqW6uusZYwQ9ttJim9gkZIhEW/ypjRjNPeOPaJjPqq5sqyqa6hsodc",
-	"qqI2WrHZRLMpLxzvRzUb35UdXiRYzsvSWYeOJQUHCMyS6ttrkeu6QGGBW4hny3hTSAhBy7JPPfYkunOf",
-	"eqn/yBql1HGzBQHKi6J2l6sWjltC2h46bxYlK7mOlZjhLg7RbJ/c8TKLsJl9jlQ43xk3ZMx0sQiweDXI",
-	"24zNJjKfgEagLQhjhTI4CKlwoJ87y/xTarMRr7xbXj1MsT34Df73dbEyAIw6gwmMy+Pka4BvRXoQBKQP",
-	"HA49trEvK+oMx8a1nqKDFosUbcd5AMoTKJB5YF5jqXh5RMzV8TH3x2tRUYIkaLNBDfIOspixoULqGCRX",
-	"jJe14MW8qzcRkrsJDY04iCk3q1ar9zo9OTFgrZ77Aju/hA0BsmWGj0U5T2VXu89GPHXDwkk8sJ0HUcpW",
-	"MqmMKaf7q+7+72+DucnAitucB6D3noDuCd1u24rQpq60WZKlZalnovAyVYAnLiFHPSvwGM1APdAHzIum",
-	"I6an0jpCGEvhhJbT1nw8xT2wz96IWfz1WMsyga7E5lrWPjteJG6unHy8FKyB2DNqoIm8tYxdipw3Bq/z",
-	"Agfqi2TfES3fvWbVnd7aNmRwTFAe7i7L+gN8UMfgOpbkD5Y0u61v8E+kTeE9/4y0qQO0L/sDLC8F2KTU",
-	"rwjdeGCdRrwVfHCRIYBMKrJcHcmlTWkyDkA94dZtjG9gBmqKx9l3ViWZC56R19pyi4zcsdGFmTgm6mcT",
-	"uwtB5eLei+gYb5birjDZ3KmDIxj4vdL2fTvOqLXBwdN4a7P1DN7/vFUsnON6exBdIT7rST90mPTLbZJx",
-	"PtEz2NSwwzwmrtaHBQTyqfmJhoYrKwpDKWFvYUGtlsY4OD6czYbgLk6ce41NFtmyZ4VYS+tUyTrMxrtS",
-	"Ur46dFXpsqBfDWA4znSNNhhlQmiVsBTJRVYK3lHfyLRyiyxaZiU8J/MLiaa/rAUOqlM4g53+vHnHZq4k",
-	"t1S3N+GwosDSa9CCG4UqX7FlLXdj7cEd+lT6iJOMayKWC2IUpazJ3BURkLJUG5sx0+QTxk3XQZIRk/Ts",
-	"Aekp8pUDuBR1aAD5DOkeVSVUsadVOQcCpy9CZBB94HQDnSoRUsqjfozHp6/32Tsj2KUY6zrqRq1z6Edd",
-	"HNsAXYLNusBPZIRTXzRGkKBZox90Ip3aNSdm6GijnVMtb3oikee0ccewyZ8qGuln6uvZxQ340eaVyLD8",
-	"4AOfVmWrLeG12Q8OZV6W8PSgiCUMDir+x5dR+InT6UnDdGNzPRUURsV/DAuk4rPJAn3T5IRLOeaybGr3",
-	"VCGU3AQj0U8V9Fp/yfztg6lbOe1FcMTndpIAB85W2XMv7zxsTQfc2TNY1pBg6wrWsI2+rqrm7DFT7kgC",
-	"wIjLuauB/Uca0KC86ohzV1oq2wmwKj3zidLQn41bceWYJsAWgMFn0WVoWmOz1qWg5GlMmiDtDXbTyQrv",
-	"/5/us2PltshOhLIURCCX35TPodsuuQEtL/WVs2i9dw5uJoohwDhxZIcfdSbqbKIpUgafSXLy02if7pHo",
-	"2s/00dxxWS4dwp8om5ti3d3lfxytuA1JEwfczUFk4Z5sL/7SBLOF3KnLRpaWSZUFePMpV3MIxxu4iiF+",
-	"Dyk70jAzdRKPQvU1ihV3dx37LXpAh2H29+mT0KVYdU1h+/48V7Om/b4Lto1bN7QoH24f8MmlmwcXCBM/",
-	"vn91wVbxf+9OW5XIcrsICxnpMM3N01iOsXbQewx9PBZqADYBE3DX9R7hA9zwg7JRor9jdUfkQ4lyTtxu",
-	"PWzKCWxQH04SMLjWu7zFFfgisqNrpIm7Y1mrXA3wxMFv7n/WpJC0GAJw74D0lcZ0NWA+++xbJ0L3pIoU",
-	"SPwvY2VZMkSytpp5uQq+g+X4rVdD/ehGlgDwz0pthGG1vJpYc8Sm+kZQwT4KaaupBAs/SnZOGsmAGM9m",
-	"xv8Z7FLKMfgsUVwWUyj5Q7bOubutq783UllXVG+HSg6iFshVmELdlRXlnEkFGRmgK6C11hU2eKG9EcSk",
-	"BarwDjakAOakyty74peor02Y8K9BPlSS4rihBkpOqHeF+aUzFVuyuj+FpC814+Mp9dPpFmI2XL8Yqlsc",
-	"Pohu4XMxcFbbVIw/YSrGAysi1lR7YPYP0EGwV9D5qdN8Afecl8hsQV8ALgZoujF8T6tXtO2PHhkchpxl",
-	"PsMVnir1lVTB06WYVs7siT4IT4WOdeIDeQVCWSwxtmfoNIAlfVQmPyku1lTHjZ2chIlsjgzfwT2iMgO/",
-	"qktRanXllKmhcEfDq2SnUoV/u0lbdwl3Xuz89z+P9/6L7/16uPfXX9r/3H+/98tvh9mTp3/5/d92Bvj8",
-	"37VnP15YVd9S3HVRG+DLPH+2ahH//eLnn83BL789yZ4/S055sN4Yncey9rjFZbor/VEtMpG74nbWVJEq",
-	"ubbpWWcOpmVSSKfIqsyjmFUZxgG6GGKFL7E4FRgWlqZ2KdwpHIExIjequDEzysKn3LW2xioEZj0uy7WY",
-	"+2zbblnqERNtRSp48RfKUjX2eDbiDlynS4xvGLxrvLM+2hpvD8Yt478MCl7eHvQtWzvNNrYajg1nGf45",
-	"aIoRd/s8IOmWj3CVqzpNF1Nu8wnhQpTu3LeRzBX+78U9vEsGN8wTfjtVTdc+VQwKdWaogLW2KWhblM3W",
-	"q85hGkuXPWIqIJSb3ikn9HYx2tq3V/LAskypePdmxi59bI1R2z2ocIpZu5OYVcTLaVoRe8gGa0sb2QdI",
-	"0l5O7u/Bkbt51FzPR6LDIrelmJ+f67xlGg+k2q20Yw+sMCuwx75tpL9TxKCO6cyxYmkiOCD3QfI/y0vp",
-	"G99KdRWXHASqm+mmLJgRqq2fRETfqbATjVT57uw1OPvOvjthT58/+Qv80f3jL8+fPGeFGEunr9nAV30q",
-	"IE6DpiQ+8NyWc8ZNP+t1ZnEHU6qlIBzFlz3nvK6loBQQzibcTCL4k5jiWvtd2jghhQdbe0Z7xaei5u42",
-	"VCWfixr2xNzSeM98RgpUlEoTnKlUte8OOQHYJlL66j1x8fTH1iFDRVuhYRVBlsI5ekctlHtMeFkKaFqq",
-	"fXb4J+HjsNKVcHTY7b1FmDW2BYnskJQzqyHjY4t2+kfm/Bd4Rz8Vs4cwzZpkpFwro8sQ0llELM2iYCm6",
-	"HK2cCnPUMvaCW55SON19vxZzeAasItK2vdnnEfgKaRwjJC3N6KVasrGEQnnG81w3yobajGulZ215yT57",
-	"SUnduJIViFD+QcJlcRMheFYZnFltImDwjCIYTAQRkMIBSPoG3sE5fKpc7hCsM93NjzceCmSc5UGJx+KD",
-	"bU36QdY8HfUduBo6N5Ea2TcGp4P/Pcy/MKTHfSENvywBrYoOflD+dguNVcSXbg0yFt27zwcZy93LIYna",
-	"tLitI6PXkdEQhd8FW8fdHprIF/NvX4bXMXU5Npm0CKaiS5FAuCL11vDS3WXQcklH6QwVs3gDLoqlaDtk",
-	"6LX6Z4t1hWLkLrMDlYZhoNw4gN14IQE5gpWeiXrclCFZUNZMzyBQFhhhMkcwI1HhxMul25mYzLNNMggd",
-	"id0rqpX7wBpl2q/VrUqCTt0aLV3p28p6EohRcqEb5WGTC2HvVqxpm1z4xSUXNkgud8dG16rHB781gJW5",
-	"MrnwXI/tXhEyDN0bL1aCRTVBkUxpiVlQhDG3WbNSqytROw07pPhLqKKMCqUjEFhMk8LK45BgBeqFd79A",
-	"iSL17zVNJWrGi6lU0lhUrJPINHEGQlVyi2iv5YzPDQkKo6cCC7w1TN0PCmUKfTkBxAM3034JwXR4UDpw",
-	"hG0y470kM94baQ4AlFqwEUk2+UzaEK8ZgAh14mGkfE5bQIKnUWuCovMU+sig+82905Ij0hwVGhdN3mY9",
-	"AhypNyuCOuK0CibGY5HbhUTL0H6B6A66LoClvVq78vn+5r4THD+eeu8LdmqA6vOZQ06t1HAoxRH1rq0X",
-	"8AvIWPyE2s2BV/n7Qz7nwhrCcAlWH6IrEwy5WtAhamGEtQhliSnYxDBb36CPYCgBGCkQ8kEm1dS1UGCU",
-	"7rPjskww2SjXPFZ4gOnOJlpg/bBAiB1dFp1YeamvAOuhsUFBSoA4GQG+uVO/N58Zm0MR6Gc3IJs7ttYz",
-	"puFnXpbzbGnPB7C5Hj2rjehx08ndjyRmOMOZqBdxO7dM7A/auM0I23UJBb3rU/E0f80O8Ib1s7Yf9ZW3",
-	"24AlQAX2bOIu56VTwvJacONjCTQqE5XOJz4QjH2AsHLbPyCNaVrEDml92UwadgrBZXy2EA+jTPmcTfiN",
-	"YJdCKGasLoU66hqIaBZGOHptf+w24SONAuw41LkIKAR3ZYPdnQpEk8PZro6eJrlKArzce6w6B7lFDV6F",
-	"GlyWHbn7QGRta8GnptMtbE0ysrG8tuSg1JVv0gNzdqJIidI8YjRuF1HmBeYC+4QOIHTA0No9FQocvY2y",
-	"sqSvuAHA6oTAZc0mnBqLUS+9OMvMNynLMCXlpX+ryNhZo5RUV+jQ4Yjxy86bPBeicL9/x2Xp/vdCTkXx",
-	"trHOejzhKhelKB6j0O70R5MWwpJTkS0XSoRcQ3fMeIhjGB51rFNdlpA70yYN4oY9oo3IGB9bNw5ucg86",
-	"FezMiT+wT9YsZ0KpLjh/fw364m/05J0kQsPmgJlPCeW66v0uB1TDzkdXssJ4c4/x3d58bH/zPSwinOGq",
-	"UKi43TzOLfbkXXEQ8TX8YzUh76x0SCSUOEN74bYx0d6YKO1VKccin+dl4GKdOCmy6pRY+bpHrOAbCXwq",
-	"kiaYVdcvTI7NNcoSrUqpxEJpxS55A7XCCuricXDg08BOqVMit97lx5SevWBVra3OdZmxWky1s/YR3z5j",
-	"l3NLMbVxDaURBmQF/aOodVWBEonZJu2HwL4ypZ5l4Y8AL1gKjnqk+4thjYJ0RRCJUuUC1Mt9drxYRRfn",
-	"E5K25CSBUyvZGJQlap4Z8F+kYqNG1U5sAnZy7Kx0ksV7UWcTLCH3iXd9UuOUDmZIVcwD8JU0Q/OH7Etx",
-	"It7Sy+Wr6h4+jNe5n6G7X+/hs91r1vd5+LF/v58/+xRsHO/XqjbWtNgt116HlrbE6RJq7z2zcW+ODDIK",
-	"4JXlmkS0q2uBfpQMmLo3CpNliDcTbewBryqaxovITr8UiBz6FsUGaH9gyuMoiOlq2G4n6ZxkYC2u0Gsq",
-	"tcL28W/HYxgGRohsjivHo/mMz/fZaxusFYtIt/m1Ybu5LkTuxIzRZeMGJFnCalDiDQKzun+QBeFFU7xZ",
-	"JDycBMCHdC2vpGK7VVOWGasaM8nYWJZ+DD1T0H0cFelga0Au6Cqef2vXw51aCp9CkERMnMni3vl4sN7v",
-	"zR6goxxgD0SGJc3qbg2z+xcltNYNLIJ2pVvZss4iMC1TuE8BMtXXYs+6FUDVU793+AduFio8kYsDi9ee",
-	"SY86HGIEDTIxlvzYC0osQKFKI93Uuciwwbw3IbBX/LWYI8d2bHQquGlqQdVBKEResBtZCM3WsHreFDI8",
-	"RCJCGSfsqIhE19dRbMYxay/IcSIwGOGoC2OxMT5ZBSP3uG58U/0R26VUZfbkMGPcsqk2ln11+PiIHE1u",
-	"EVj7TY66K+GEFWyMRxi6dAJK2KbKQAA9DnOrBTda7bOoet4Xpr47+xHCf5Cs0GahYn1ZFgJ9UenBsivc",
-	"murcXYcLR233E6vrfGNNqA7vhq9sevhipWieff72f/g8MLgYY92o4ojpa2ZAbSD4BB5dZbi525b5X3xQ",
-	"0L01YImOT8pcvFP8hkvod7PYHCew5wWWeSdSYUW0YVEuHFxym09WNL5plGFN5aj16SGDt4EoTObIomZQ",
-	"1OmYZUZoI936UyPVVSminvbgx1eFqIQqIBqPaQ6QQGHA4CDu4CjQMVbTOm7cP+FpmHOngrUM5hAWGQb+",
-	"qeuihVYizreGRX4LO/IAfBI+NIhZms+AW9Js+1jmWxUKPJ1x6RUAqfAItiX5n1E2Q8R9jFMneBmzIHPv",
-	"PMjy2u5Vtf4w72c8bY1PJwZIMDPYLrmjtDrbfYGZMqmsXnJrZEw31shCANStN+p3MdkLNgX+Syuxp8dj",
-	"Vgunq6GP2amzZsFl7N4LeCVuTZQs7uYD0U/oouX0QKmuMP54yfNrPR5nFHRFiHtjwRe+z44BPIpjB69y",
-	"/oJVuuxEZoO1i6+jS2afHbOKQ3CT2wgojvGwxETW+xHzbvdOPLT+/9n72ue2ba3PfwXj2Z3az1C283Z3",
-	"a8/zwY3TJHOT1hun7YdnuxFEQhIeUwAvAVrW7fR/38E5ByAokZTUWE5S68Od3lgk8X5wXn8/693dLSAo",
-	"7mfyOcIS7gj+ZKmZzZRKJM4QJaiXRTXKpZlSbv46sfn0vh2yrtcUXOvMWlvZ2hRgtX4z7VXKvUq5oUqJ",
-	"ySEoB1EQrWA37V6y6+JzBDvyGDbGAAfCS6zo5lgjj88px6V2K3ufs68u8m5+Z11n0gRv/zG7dpIYEnup",
-	"Dx7wnOqUEN+KGcxkMW0iUhcPISEbrawRkDQSDXP8LclDXezF4V4c/gVxqIsvJQ0XxooZEM1mOu2O4X0Q",
-	"mSxFStf9qNRzI0rvo4QiKCfqLMYgpZsmKmnMdFrNhLJoUhd8Qm5Myulo/gwRIK7QDdvAOzlfLapsFkWR",
-	"tW7FBIWbCdqiJmEKKb487VEXXwt7UchLNw9LIuYZipj2OfHTsGbYB8kBAgfBF99plE/tqfuUk+KdAatf",
-	"S9hwaQnd8g0qOTzuxSBejtD8+QgiGn3r5HZVY3bjgwYTW5+zCBbo7IB254AMnIPVw/ik4zDCV1uiIbiM",
-	"zt6alE7mDiw3N5tE1QtRSp3JlNXvMniXotmAQ+ajjUWpU7ezYvygdCpcp4OPn/g0affJkmhUKwWh7qnI",
-	"C7DWEO6H5VoX9QVYiMw9CUFo7VErKAmpPf78Q+j1RxjwDp1Ezab6ElBWptKn3UCBwKPKMYk20fKs9ByW",
-	"zz0HdL5OQoc6L6aaglzfupvW6ddTPVfuEgVvAd0jUz3DYPBZQGGdidlIlGYqC+TqEzy304RBJXAQvjMu",
-	"FUT20LsJQHZUnzXnpdvohFBIr+HtxGtySwCTJE5LCIb5CmKf78JKcSsNJa6tXEkvsf/XNBG75BJvttSF",
-	"+Efz6Wf7UZyG11RStTz4HZ6AjFs+KIVbVreUaS64qoqTwm0WMe85EG5TEXx7YGnVY7z2qKAdsOCSmpxS",
-	"KBvSl0KTrNC5TBcECFoK4MkKd0SeYSDalgvGoV5eZEmAfMs8xAVXC4C8PGY/E1QcVO67Uwo1ElCR5S8M",
-	"zmiUDITM6nG4wlcvueUffDdf4ivrslV/gnC8x1KmmA9PrQ4hF5rZc0bxc+MVBqzT76kd0OXnJQb9WAox",
-	"sOLOUni97meoAaHOdXUC3+vqxYsnTx82OadtgWjtOsUKrXwY6D49p00Q0SyiWcAtj45rGg7C54qkVKux",
-	"nGwrmcpKDbRKxZoILUCBxce8gbPhE3CMyNGYJBEmhQE0dwh95Hn0Z0z6UYDqXhJWcRKnwM+5BFEUPk36",
-	"boYqbUyqY9jEHflSV5Npx9VN8o+CuXiFe8GJt7j7xwJLH1M9IxQL3hbKrVSHJNuFD66tqQ+VWofvW8+z",
-	"1bhuS7lAXeiaDxf77RzZ5gi/S/fOPgD89ZSzV8jY0C7scMHuT+R1u8hc+yNuxAB33QB2+wbWueWj3Mku",
-	"qTJx5/6PLeVkAt58lTEnYpvG5XeG5TrlOckb32xssKc6r2YKEH/nweoAHAnl80YSevTy8h0Y7TwHAKRa",
-	"WIXvos8M+CSgMunfwlfSB0Of0NGhe57On2WST5Q2gs0kudxYUepRLmam1Yy5pAavYfouYPbWEY4hGiti",
-	"21++w0zpGaXiUIU/fI3p0X+L1K5Ddc3y7RBdV/S09/xOzqoZU5WzG10vXLfSKS956sYQMhtB+cZOnftQ",
-	"TOg9moi2rFSKgIgdee787jLLX055adq7/fz09DQ5GOtyxi2M0j57epC491wnD86enJ7CEzOp8A+nYYyw",
-	"6IBotGstcHnJO6Rx2I60oHC69jpgF9IbpuiS890Ji6X526VZin7mtQ4Zrtibj+/fYfo9uAdLoTKgV4bS",
-	"A++NX3H1g5oH0m6Ie/s/F3yWD1Hj4PP6Te+3ZdIakY+P2Q/aTuFsQcwkcsAAAEd4PALVRZZGzYQa6zIV",
-	"MZ0qgSyKhcdVrAmjMlHkeiEyditKcNs4CStNYyg+8QVoMmYc8rtHCzZcdiWfsSVP8vDMTV2IdrQBwLFh",
-	"3c9PmVBSZMNkiwCImUrw0wbjshRYq3o4dGutC6F4IY9h2o/ahblOzS9ynfy+QB0ZV/GcDafWrWO9DToC",
-	"G7jcZeTYi5e9S1ySHGyVlAeu5YMkoIrTP11DbSji28lE+EpDJrYom3zOfi6Ecsu6sn+P20gpD6y4syfQ",
-	"0TXfhlPWHm9aifa0it6WNSCNvnHcsLYiPpJ7+dyRszjV868/0iTVWK+V4kWpsyq1CXCcZAmbas/lQi50",
-	"CR21iwBArTMS92ghmzibOWFWT7AiAWSPtIZVBZS7uG8KhVicPkaFZL+R47DCenpQSdVYljPSVEdS8ZLS",
-	"bOAP1AsnvJ2qxfMbqIHXrcLsGubjrZuOXdar1a20HMQfuJEpc0vijhdkn490ZR9ZzOm1sGy0biZ2qNsE",
-	"BIwTwAnaJPgKOw2fjk00Sm8gvB7SEyh4JEorx+BU6qjI/Uln4gI7sMMNGVrpi4PiyB5PwDNaznvYZ2E/",
-	"bbzjTv5wPXib/XkiVKnzfEbL3O5PfWtMBemJWokBiNHU9Z9IzJwgHJrbFMfD8IND+m+dk44iHc/W28yH",
-	"MjPk26VAKiAoI08cMlAYwE6eIC+WLm9MqKZxD6M0vytkKUxUjviCzaSqrDBHx+zCKXjSfRCmXGbbcDWE",
-	"rfuqnqR14R9qBZT90mep09iDTllwO61VSpyRjTm9n3VokrsilGiZhXXOXPIvybFwuwWO9e7lS7RIPf3C",
-	"wtiXF6yQtYc55Fdq8NXvqSP+DtQRtYxltZCDPXCvIrfblVsL3SBc1l31NTZW/UoTtjDC61uiZIkThaHw",
-	"EPh9KqcO9CgA73yLP9d93ASQqe4fJsAEVA0n67qM5yDpNpZsq75RJ0qjxuMi71ZkIjmTHeb6i1635ouG",
-	"T/PJA/s025emT4Wq52RvL/doXm0nbAcqWNIXmuZtvWCHCBKEFR2gBxUA9QBFLABn4AR0QiKNfkhiPZ+V",
-	"Qok5z4/ixG6vdy0Vl7j/YdZkRK84GPPUWbDEYqPHrSQutVqwukMPdq2JrDa5RhkJfX/YYHHH9KzrpFsp",
-	"n5Wzr+x4dBHoVsnwQOpKCLCuiTm/jCi2IR/DnRGR+ZBa+EwcytBKUECGfBTObIM6j1DWhIFWCF9jMBvC",
-	"zp4oVlrDbsRiAJws7pfVcDNmDmYB3syJSJlVwvhAMy+BgJYgMllRirG8W+5XXdOm5yE6gyNdeBpvzI0i",
-	"9BnIEBAZq4pWr997Px0doeg1cGYv0f/5NmvBM/Nxa0J4g6GNdUkzSaOnYa6JWV/DJ8y9x63jroU05AIS",
-	"mjbpHb4OcG6tPXuyLjC9RoPrnNKYRr7gxojsHAMTMBfonCAwbXoU6IUBJ3XNVF/B59rHg2b/g1K+Nvcn",
-	"ZvV23VJ1CgbmYOGK/u2uqS91AcAKUD5OJEWdkPGibIdO6SXxf0LidODF6cD3wSdidvsLkSLOJCHFESzR",
-	"OsVxXkpLjphIHrt/QlblknAQkeggFtmljYjOxIjKjLPMScBKeaLvrFy461UaPMAdtOIloH+IOl8deod5",
-	"6RMNcBLQo+jugyULcDzYT9S2/SBaiRXxQqJSRoPthI/6sg9/JRkr8xyuoxZdnNIQcbGuaK0+1NtlJ5A9",
-	"ra2FrvSq4ytra/Vyzv/Xku+5ZpjbZ33WNQC0Pfeexm/a0whZylXRrXk+RMKo0mT+A/GRmHGZn1hhbB+v",
-	"GzCkKMLymwljMHmqzkfHVqtSZOz6/ccrn8fklWEdQuVAtk1B8sgr1+gUmzv5hYCAqLZTyP756fcoEyEO",
-	"NGy89Elp+6nuxhDVL+iMRGEb9dFJjhenz2rw5LjTKH2BoSPlyr0JKjxPp23QkG5yPgpjX7mJ3BVMBawc",
-	"tLABOGQpUllIdyGg3ybQuDFThXzUh5OKK53vk4ONDTZ39yIgOdU3ebRQe2H4WHEpBBR4w16JZQATdAZ3",
-	"pfJSBuI6fwempVPtbxT2GC+lmNZ5jrqyYrUsvi5AjBDmvfci+rAvbuT4ocR/L/xdLaFHRu/C2JGHQ5ZR",
-	"nmkSvSIBHRcn75j5RfWtoDI+PJH095Mh2LbiDqxXlLUaGYcqBeBAby15kqGAEBHGnGHs58XrddIZ8xEK",
-	"h9NsRbvXBJIYC/nXfCY/q3xxRTUCu+Wqi7vZbzrXk/ENWc5f1hC2jWmbcKlWkQJwz+5QRBS8lHaxjYSg",
-	"Yn8kXPPpi2OI3wBxjsylXSQ+l5BsPEp78T5Ub/nBhU/uVV/2hxnYadxkIcpBqApEErspN1OWTrlUiEcb",
-	"fuZ5HroIbBj0/WP2G2hiU5HeXIaiHe9irShD+vr/vJNWsOHVh4vX7y/YvyqZ3nyCd4Y1ySV+HuRCJtDA",
-	"JeOfjFwjc6FsvmCZvBXlRGTuRSchQf9M3QZRpjJxIdGMUBMWreLiClbp/j2sFzT4eOx1IROMe3nY53gp",
-	"lIIT8SSyIYXCCVg8dCObXM+7iRCidfhMt2xc3+S2CnbUrQ2ACUuAsocdMVxX2oSv3FN/Ho+TNdqf/dcE",
-	"ipu9e3WX7lUnHmmeR8LOhVDLQC07vE+cXJBKmB4INC9rw6N+98flmw3dMWT7hGz3rKKYN2tUvaHEKkQ5",
-	"1uXMMI6e2AHAyBDeTimL3sp0cJ1Ky4pS3wo6vLXERvPO4HfRde0Mbo1UMOTf9Hn30jCeg08ggi2Xhj09",
-	"PUU5gHLVp+tT593JNt7iT5bYj8kBO9LZIqm9AYrSTNFFy7NFT37+h7BAa7KgrnAW/9IkfobU75BeyWpl",
-	"BTgE3O2fC26A5L3JcEjpJpj139OfV/DcdjL/9526ZWmF+kWpX3RY8PPuvZTttfBVi/5LLFQ4ncjg7c6w",
-	"+3N0tr08xFOeEHUlERy7549bUiqaopTXSOKwB3Yp6nUu1uV74q6MC5Fw7Ggc3Cg9h+wFrGVCUHS/hX3W",
-	"ZbgNmo9REClfMCwMO2YfXH98jWgOEJEDzLIvBT3kSewk9MN/nBahlvL4so9iibsid8YZm08X0Wq5sZCi",
-	"67s8qiyTWe6aYWOd53oO5IutbHEojHUuzO6rpVwzvTSRcaHYI4bo656HXR6jSlk5EycEBGFlL3wslhO+",
-	"BqsNOVhmYqbLRRIrKcqj7GD8wHQWFR6za/SyOrVxPI4KA02hLZvoUlcWyB9LaodNSj2304TlfDLBVMqw",
-	"N4n03T0BvAegNvCp0xtyPWnVST7gKC6jse/yZl1treVE0FMsWpDHdyZeC+u3WOdEPMChAP1/E+xWsBPc",
-	"/oPdXHI1AQc1Bo18MMbLaexdi8Hhr5hgcDgVPrUVz/MFGuZqCYNvqZTWHTc2lqWYc6gNw5obQHj1jQaa",
-	"I2SZHck2gD43MtqHVzAFuz8Vrp3eS8JNrJuDx3xBkLvO7xklRAahDfUAZ8FWbvNtcBjmU2kFcZq/k6q6",
-	"wxx5fJ/VRl8DC4lyctDsTvVsJlQmMgb5qIbo1i2wOPhDAtOAGB5YecQVOFuRYGcCWx1NxLhW6Zj9TDpY",
-	"6CNkB0EMBsPZHOI37vqwQpHflitv3EVlT26w2EGsTw90yG683xmm5yrB75EAwB60XURvtLEfcYLX2MXv",
-	"66qD+VQbEU+ox6xdxb4ExTNGoidwCB9f07lHraIvo2lfkuVAFV4iq4dwP/VHuzRk6zn1HLqtgiXenETi",
-	"+4iQcNuP5r2Jk+SgqDpTZOqMxPg40omijRsdN9IiLS8nwkLHQ+Y5xFgokIEihMIDMwC7dh+7FaUcLxq+",
-	"sJjtu1G8I7M4L52AYzGJEcyq5aJW6Q6amwPIGoE9xH5DOMt4ALWE8vRXExHjarTlMlI0KhNsCB/5VNVx",
-	"/uGqKLlwn28Ik10k2NQNQHtrEmxowVSoDq5XGGfja0tMXBleXwoOLWNb8k1067iTcJ8ENz/pTBCzzQW1",
-	"2uv/wQ045URrKRXmEBD3MNzaXNrzeH/HJ2KfO/QtJ1LCLm5IejyB9yDloRq5O3myqTueFDlXPTRdccwd",
-	"7wWSFCEI4dVEGItXvepIDaKl34hFw6mHCeZ0TmMzK8giJ3hveS4x2Qb5rmslEi/J81CMFRVnY2o6ujTG",
-	"VpQ+V5OCQ/90mqWnfmyoxm3kN6ctQOk5Vw8ozV1zmwvzILczYcDMxQX5UrLadb6z16Tg5FztUYG/Isnk",
-	"YdBj2UQHb/fCCalABg00ty1qMzG2UIuClXzFKdSp0GDJORl9DrF+5yEr6Mpr3xcqQ0frRz6BIp/QWFDQ",
-	"k6AyYijWzzbayZjkVJSubxaCPBlBjWbH7DUvvKFYF/3kRGPVWo45lnfuKeR44BEBl6mzEdsjvjDBl/H8",
-	"3kfGYXsakQ85+pcaUwSw82FLtswSPBBC6THWQ0/ktn3F7r3IU1oxq4E4ziPOGWBaw4BTwCFG232mIadU",
-	"dmOFzPgdKramC71jPSrxFwTw6Npb/bHQJkjmPld0m1zR5ty5D+XCChXx23nJsENn5KZkaqNK5nYgFdA+",
-	"WaEgIg0vJ7H6V5ecV+5RhZ52XXr6EpElQcvBzKYWMrVfgg8eHO3oozA3zB00LzZTDtTcPku9iZrRFZ7d",
-	"OZFa3UwviZqfS1wDnMbH5XhvnYJ72OY4lb2b/eQP95+f+Ez86cypNawsTt8o/L3uOw27EdH/6q1t2Nxd",
-	"9ME+yjTeHIWndTLuTqmVfPgIfdyEjxyzC/wFtAbIOIMcE1+KQW5mbtmswvPi+dwwyWElGYJKyCCZO3ou",
-	"afWNeW1FeqMNE6nnMg3kbJAsgSh5Lbwt9QHYiHcqeCDNDeOGUmVBf2qe2Q4gQr+QvVCEBbduQx6cHfy/",
-	"/+KDf58Ovv+d/jv4/Y/T5B/P/vwfBw+GUNiYoh7L8DcvUnXYPxpWI/nqnHvReLbjloG9W34rxFZ78KD7",
-	"p68Ji+/EbH0R3Ns9IO5EWtlWW5UqVjbiz1wufWkU+vjSF2nrejET6TgtVTKNeDt7CcEQE9hkWr9eO+z8",
-	"L6BsTXWeJWwkUl4ZgJAUc/SZ4TMzvgiWalx0xxXwFJa+ri/n6Y3pyTH+lSZr51LEN9QiP3718xwhYD/K",
-	"LJ42po0dGghzMZpqfWNOUm55rjfJVzCWq4yXWCVlDZuUuirwXh/zmcwX5KUBlQT/8p1hQ4JW+o8hm8s8",
-	"S3mZ4VGDrzB0LpG72ekini4KvgLPAOBJzpX7GDY9ZJbfoM/ZCLAfDLKo4PfNuU8qhyGCF8c9lLEh/v2Y",
-	"Rn/8f6vT02fpG61B34B/tUULXwv7G77xyrX/kqZslxWdlR25K6et2Y5bGOeTlvNRHBs3ar8Jm5vTT0N0",
-	"gHDn7OAAZSKXt6KUwpz8IbM/T0phkcC53fx4D/UqnP2IqWX09iLE36+EyiAtE9JpnOinag49ZlXhw/10",
-	"HsjNxJwuPCusoayd5rclptC5V3wMBtjN3H/TqbwVWQ0oZ0spMnbojIah7xpAYMCoIJjuTtrQVKMwqE/+",
-	"M0OmnXY7l0a08Oh8cF+g/XxJn15LiQZ0G2MpasQaerPDdJCb45c/f9gsm6UTHWagywNHvydM6bnfFMd/",
-	"L834iympbidC3ui4eQjvQVysxckJckO7DXG3hczA2May3KBzgV8j6XfoxlaIEs580nfyj5blzjG7CKg4",
-	"z+vSNfwuVcdQJgQ16a7uXnlRE9aCk97EckkaGlC/vIDDcwe34DqRUV+FMmOHqDC8zYZHyxOl7LcqRO5g",
-	"ZvpN8miKw7r7mwUwDPai5B5FCZ7M8erJhE0fncwHFTCIy9+DFgFMqqG7KCUOsQIr8Un4SSQq3EmPNtZo",
-	"4Ql/wCwWeW4aKSOZNAXA5pK/kRyamFToNiI4Mg+lbfzsa6DJ76lVvjjq08ivcZQPd3NTg50MQpNSTLgV",
-	"jyhH9qI5Zrfxl3ZVc+c8hFYeK6ibBMKaHU7AkeK5LpYLw0uR8dSK7IxJywxf1NueMyPSUsBNaYT1WVTg",
-	"RoJAGCZtZAn54ZGb071xzC68Mk5TVgqWi7F18sPDhxKqRHiSYg/tsTG/XRsTsY7CMjeaUd5V3Js1MBe+",
-	"Q19PcfbymY0mobd4Bge7D3F3Rvma5+TeTnIXTwUSLgCSbtzwGdysQmWFlsrWeBN6rtib9xcv6VAl3smU",
-	"6kIkEN5C4LKMTF2DRxsi0NKwSsl/VYLxmaYQdI/mjG+GLkhwv/KR0XllBZtaWxj2y4d37ND9XypoBpM+",
-	"z/X8jbXFUQBSq/kvTcLghDkbe1zyyUwoex4acZLH6PwWyR1ZrnXhtPeE5VLdDJAZWZcszXWVDWbCciCR",
-	"51lWCgSrWM6lHJK4/ITZiqC4Q/+cLU8yB67sbCaVNBZBiuEJw4pS3jppj+8adui/duF+v8JfP+KPw6Nj",
-	"9k5MeLpgRvEb8SnlBr1z5L0zVTpl3Kw46LT6ZGwp+OwTSU5EgTPciaaW539W1/D4S3oaV6kWykKl5QJy",
-	"zzlylyA2CFU01RQ+bUwjLbJkR5mmPdJrTdqp27Dn0XhDaeVUINzHugDik4cYRF/voUIghQmnHC66eKc6",
-	"z5CAQSL6n7T1VczGUuSZ2eff/y0o0xqy/mFtplhbAt8MeGWq1lBikfOUMt9x+yHYHuziGkseYSigptjv",
-	"bEh6v1BMzAoLsp6PDNxTeG5rFEufx48/nJM/2JOPYJ1nrUOGwBn0wF05x+wlpedTPRUVi4k7633G7qWQ",
-	"oqtq/6rrX0MJjFCLSRaTn7jdF9xitP1SZJ1idLtE1/jlt9nBrtI6/rocdstU7wmvSjxsBsdfEMAVrFD2",
-	"TRQA7DM37lX44uH8yoTvCYmTbtc4mZ7Gy92xLtlEa7LNrS6Ax0xIUJpxCAloDsEbqjL2G5dWqgk682IP",
-	"l0j1TLCXXKUiJ8xhpe3UvQeZ42DmK+uztWZJ7N9esKk0VpdQWXAjCpsEtYVSXt3XDRuXQsAXULp7QbFU",
-	"sIrj3Jnw/HpkUOPS2bup78dDh3P6tZ3uyCW4sYeOotkQ4YLoFrHSoqW/xE0ry+CiJm0H0MITdMa9+fjx",
-	"yrPXYtkR7FWREZQbzR/akAUKend8RT6GUBhYjcgZ7s2rTjfcZez9/Lzzmqx94wrWYrPngNVstbwG8gji",
-	"QB3BvJFXu4MnDfAjkg1lw1Ik3INPfIEgfJdL8Ge3yfgk9mhLYfZIuPcklS6X78noXD94jAAlUj9jzVtl",
-	"BABYsSG14f1O7r2hj75TTttQ024b0FMDeOqIPGbog2raawkbLQqO1AkScRlr9yXSrmBw/unp0zp5FJ+K",
-	"YiwLJjNybYa/WAjll/xW5AHXN2cFt1N2iCHKhKU5l7OEGTlR3FZl7TJNvL/0KEAfyJAHQLlIy1rPMbtg",
-	"mTQI5eUNSGc9ullo87J9FK1Bi2/EOFzDoHMR8eV4IhrEVQmsHDZcY+fMNMZAGMJQ659ghYj4V8VznH63",
-	"hDLbxLZ8utvBr2XgwY0658ajRp039WUJUWD3pzlf7O3PR2V/xuw7uE+svs/bYHNFdQ1rmTPduIklH/Q5",
-	"yLIICxykHiJ0cLN0pv2pB3zhw4af/uhszQ1DBwaRCZG3IHj8+sTqwdcgCYOj3/XdR2D4qnjcC7S9QPvb",
-	"CbQgFbAeIZIBOxVxdirLbFDw0i5OUl4g+0+f2R3XScksiRi80FQWd4Wsk0991fbF1Vtm9Y0gzI4CwOCo",
-	"tQVLuRUTwEAmBpjwRahLFZlZQh2Shr6GoT9Erctz5AoLvMSucfcF5M311eW6sgR6Nxagy5q6jr0ybfXm",
-	"M0qeD4MwhEiOsGGJE+EEIjFasCEuQx26P2O8kAN4cXiO8B9G54IZYbDAaaUu90mMWVfIT/DuJy/y2stQ",
-	"PrqFvHLr+DJexh2azB0tdqG8Rc8s7w4Y36NIiLv0xXnzGBqxeULcRsx0dOqjM1of/Xp/HZwdhA12sCIZ",
-	"nnRIBjeF3ZJgypUSebcU8Lh9SuSQFeZGMNYlcU/h+VumPhnLHDFWVcZKPTdeV4q/03/S2v1o0T703d7W",
-	"MPxLbrF1tF3YmX+KxVyX2RZveDrnLV6Be+0aajvfbtPUTwg3u/kLl+JWpn/lFfrHVm/+OtWg52z6/EVR",
-	"bPE0pgNt/cJWI3iFqdLbjKGy+leZCb3lOx9Eut0u+0lf5Xwhyh9KwW+2eO8NNxdVJvV2r1zZf2/xwltz",
-	"PeWl3zNb7TXA0SOH8eYTCAjx276FAEq/lNt08HWpq+KfYvEjyMLtuihvQe5BN/37u3SJU8ubuMD9fbFP",
-	"kO1JkPWTxA6jq/Zo1/d8WJoVp3fbhX/yR+oF9Z9rTQCtwuV95qNpgWHe3fIIl67nSpRmKottL/emVkvC",
-	"YGv2zPrieYDD0odxrES+DxDdW3UVdya0Vx2/kRN1UuR8MeLpTU8gyZhKGGamwOkj1SQXA2eV/vLhnQnQ",
-	"P/TF7wzL5a1gmAedMF/bSZ48kdWn8dCZwnZaCoEBg6H/xQzBFTWT1ors6Ji94ukUstN5NoM40x1Pbb7w",
-	"/tYFkYKDlS8MYfYOczkWVs7EtUi1ysyQHVKNB3vy9DSpKf6e4T9m2gT2ZKRcyTDAfgQpj/hbEBPfGXIq",
-	"EFg9BNel8RU4IFO4cv+Vyk8Gg8RzN2ln4EEcj+FHv194qGT9ng0pjRxrU3m2GGIyTgjjW14GSHKJXoVj",
-	"9qMuaT5MhM51I0QBf3b2EDAqp1opkdqEEpcxGQn2AEyJYFIZK3hnanktAN/JW3Hl98/W1fFBALXWtYYt",
-	"uk1560wq/88nD4an1T4fPU5lb02h3ek3qp8Wt0MeNveyY0E77g2txAD6ix3du4kfkZv4tbD1+gepES6C",
-	"WuRFl8Cu7z5sxRy77vy1q28AYq8Hwz7UdZVCibmzn5dFZufoff0WaKfu9hpiwoUZJkT1A7OX8hLgpNnQ",
-	"3KafrExvhB3iBYSeeGmoJUT1guQm9/3zIDMaEPcBglHQa65LlGWBfzC5zLAuegh/qO/Jf5wO/nF6mrDo",
-	"vjxyNyCAHOEM5J6kRRqWVYDLOIRfLtzlO2SHfKQry/7X6f9kUlEkAYBhjjAzBJhifPYrvO2L0V7hLX5h",
-	"h+ww/PHd0l0eXd/1CAtRSp3Vl/nzZ0/dKHBWRmKhCQ5t9RI/x2dRDan1jp+VJ3WBMgjvFAZnqLuVE5wM",
-	"d6lmIhc2mm5iiqk7R8oJIWeufBL87bf6RgBLVa6NMF4JwI09TJgwlhMwN6MrHCMcpWBpZT3txwtmcJag",
-	"KMJrGWEz9ikZ55hk6KYCKBCUJspqdiszoRkvS9hFW+kF7wTSMj965aAxIZtoB0ljY2Pk2ZdseqXhYavk",
-	"mmvaoR/UYsqJO5J2ez3hUekJsEFQ/EVXIRSceXvHajI8RPn1aghgaPXUc9TE2JgQ6U3TpTASfOaMFTrP",
-	"CZwQOsQqZWVOSsO2nqhr981vzRcFnV5PvYX2MAkQ98o3Q1n1ty3KgJX74u6tddki7WdYFz0ZclB1ZZc2",
-	"XsErp4K5/ccrqwelSDUC3HWecF2co14+4wvGx2ORWkQYZMA5UJplzWbr866Lb++466L/tLt5+9se7i93",
-	"VnXxtR9ViMMMEPt5k4KqmObWLJdMVSaJkUNUxpwaBUlQw9evPjLfgUajQzByEipmHFVGAu2J02+Forwn",
-	"ruoDui7TI0p42D7b4yUCie36XEZ97EMWakz2/ljeN/FIY3p3fSCVzsSauFDTD2ZO/oD/UrgVXRttEddb",
-	"TbDW3uSzwEdyBoXBsYciIB6BmyoC9jlmryKnxpuPH68GP777NcH/N35/9RzO8pt3143PNSIaBPwzzKSh",
-	"Z4YeaSxhUpGbKiVzZNHnLQkuGBxOjSBRilsEUeryCCHGPbiAZAsV+CX81OEJ2N410nQ9dnhIaAl7/SOB",
-	"CKyqAEV02SWyUmf523QR+7RUZhKoFa+z6mpvaOAD6aq/RO6QLl7xpy/+sUGHkCSuCpG72ilGjDV+m1AH",
-	"vRe1q0/1Lvp60OE2cro0tu5eYt9bSN/N6kqA9GHyYJP1ye7Qm++MT3QZiuA8Txr++KTNv+4fAWjVYbC3",
-	"K+UBc7zrrhZ7dUIwxJcJ+Co6+E4QuoPHJOFHIJQcxCIA4kLmeZ0gDwhxro3vTJRhf07BlAWZT0TUXjcS",
-	"fNNAhcgOn58+P1qTqfOtSNwvLkdi+bEXBm35PV9CFGyrt53Awe5zenCsDHeamsklYMsE4ob2eOB5pPho",
-	"xYywoAA1YmZL0bZWoRPHQy2BT0WCC36PZVcU4ITQJ4RGQeQt6jx+o0PmC2iHaBpGCgEimEErGWbBRPcl",
-	"pil5lQGo58xqqAVidzyWf7nPGaqXrBlh8wv0CZr5lJIjb3hWp9644VPIsE+7xEhjm3L5wf3yjUq6HXDb",
-	"9czGBihoccDt3Fn/BHo3+m+RtkHdaSUeNlVnQ2VQifnfVhncR976bykFVHZf0TVF0a41Tj6KEVIFoulw",
-	"y51ReidEhQARzbs5EwyvIVQwKMT/iYG1ITv0THh1kiolPwDXBkbh6rgc+A+mAhBF3O3WkSZ5zC4oOAWF",
-	"0/kiOO/dFQKZoOfxVz2CGuUIIaM3eII68yqaDsZrmscHqSRrAVjC6Ebku+pkIW+UfnUY+E+e/u8NDPy6",
-	"Yb82WTeeE9VCfX6DYRPuAEgKV/EaW3gIGKlGg5tUziydxH0BTY87N0pvMA+VxlD7cqeC525rrymK4czM",
-	"uDO84XFmFC/MVFuvxPKMjXjOVeorYWdaSauB9STlqparS/DvUZIb2egSwqVT93sKngH3NTT3I5grLKkP",
-	"veC50Z4swkAlulCGQO6QujQTlsvcNKg2QTuT6pbnEhR6mKY4n86Sc4K7L2m1mOnKsJJTtT6k8DmlzmPj",
-	"14QZmAnosyeB9sUJ+BvM85uUPKOBvTh9tlxPHAY10tkiCWwagNbPb7nM+SgXrb6KN7iUu5QDtyk2ck2d",
-	"7FSEu4fstgPIfl/QgdLhBZ7aL9PNaGbPa5AaaepVWdr3CVIjKAJOdI8f49kWaVVKu3CXqrsZRoKXorxw",
-	"us3Zf/3uhHSsZzmtD9qgz8e783O4UP+j/nM1ymVKRsVyB5d7l/xxQBL7pdY3UvguUz9WXABIdRwx2SY0",
-	"kAQ8eKB1JejBNwmbcenWFlKdgNeYjjbSv/vyBU4sSThGdvoE/HL+msSJWL1yfzGiNAkrdS5MEiVEJOzD",
-	"x+urJuEE4YfDLMR044HsmLg0K+hPZJcTJ0Xo2tNG1/y8rnbug8CNLLJA9jQTsxFWDxImhpdYSCgUmngW",
-	"N0Evt7QApdWhEjMJYXsgCzUefwTwfwc8lNyyQus8iTPMbJ106Zck15O6Oy8a3fGwBKv9+QkY+zElA9bg",
-	"isFWRycTTnTJlUk1gMaLWZFDdrwek3LodoUbBwHGuVsDCpWELHF/8IlorEVjoiBe2dKtOi5NdLl6jBnp",
-	"daMIaFyUOoW96yu5cL5QfNWAH25PKz4B93Wpq8m0FvfQv7p7z+PuYeMt/XulbLnw2wwDYEEHWMagoJik",
-	"N1eiHCCwI3zLTxrnJ9Yp2qcHgXs8PqIHdGQEytVPc5V4Ony3cQa4nX4To2ud3hA1FKDrKPwkLYH/svvz",
-	"XTxJiAm02ssftLbGlrzw/ibEwVmibPGNwbG3K8A9tUAIM/X99/FMoTX6+5//PwAA//8=",
+	"v9TRNP5/WFdIvwrpIZ6Q/kV7iGPEjePv7xe5ErRSKxmTg88CGUHZ18BJ4Xykj2bdKORGlJIWk5PjS6oN",
+	"24M0dwfw8uLpDI1ExDVHNM/vmO7KkgHYYSJJK6nZ+tQmt2aY0RQKpZGsKQZGwN3LC36PTWiqs30Mh80+",
+	"8DBsftiTdREzphHFIdwHqoimd0yMLPi0i9R6jB+JJExTB5KD4r+wH7Y65kozZ+0BO4iM3kZdT8lo+0bt",
+	"5EATIRPxChte6FWkWfPzwYMesKO1RrNdILPOTIe4kblNUqE8oTcHrp3TaFa4w6rLXQ1HiMtn6VjuPTzg",
+	"gWth6AvUNaxvJLVowZ0/uCKymrYg6Lt46AxFi32UTK9rdSiQOjFLlWuLVog+m4KrylxuyBanV12YvKw+",
+	"7E2Fvw4nbGIKQUe4G5eR++331ygQ4XaCH3e20wXdBXmseznMWkaA0qTDwAQb1U6w4akR94DDWqnYG3d1",
+	"Te9jLopB+IcIzNkopkO3QnPC8FcXA6biHQiF0SYrQ4ZDDQ5H4fbADhDgxDqA2WfUOU6hVAuRPqIQLpNF",
+	"zdgkPL1pORP9pp4+/0My834g+/+VzbJ3WdFgAMgtGOOEoaYS+1+FKf2T2+tIVwMhpq8txMXQPqZzRXwM",
+	"9BSa7WblD4zpDVUzzMYfGlUq8958PewV2TfHHswcn11wvOIFi+XzHntwHlt1C7Xmw/LsrzChfmgOe2Sv",
+	"T6KYabk7483sk6vO9Uo2Lks9FVn0gPTwr5bpne2kc1uGFlLIhnlkhj4c1dM//PHwDO+xgzchY3nC1iaq",
+	"ZbSpx5384QmX86sgkH6P2znQcklONS3lsmEEAovvWa24FKyIJASQdrNQoXQbJood9AxzgLnIy6aIwXC6",
+	"cMukAV3ta+voiyu/wma8xRaePw3CK7ztw/GXsVAq996+Blb31o6QUm7oVkH1qSc+yJcqxfTMrfntFJrE",
+	"rKi0D6LNUTtkIX22VruM38dWca9gc1xKW8GNFoTqiRHlliwjzNWlMNg3TtFcZg2cphPVZn6oiYa/3jm1",
+	"77ej8GuftZQ84bT6bN69BGnMQoiLzXvi5u8pr01PcJ1Cro9yOY5ki0Y3AYHd4DJ/I5VOGFxRAzeMXJFj",
+	"QMOlS7CZeykb2yHzLagojbKZ8ebVkivMBl9LwbWsIQPQ4QErKMFsY4w05bGQ/kASUSkzCwyebFZSeXwl",
+	"Dnj3XEy140ibTL/rshe1LI0Quwo6gQUAbzYvLbFN6WPC8LFljNtB3GubfL5itNZzRnUYNDnFUG8BGFK9",
+	"YrYQYTBNG7pZIEKdkHY4/UIFQ1HROo4dfYkPcBUnNpYwwb8P6PFOyI3wleORDjNiR0GkAFyi9q7dl785",
+	"C7x0qArSYy5UHtjCzTmL0erguVvPY0XFAbrZHqk1vLN7KlaMlmgZHLy4wo7e4CdGQdG6StatOusWrMIB",
+	"fKPIm+vrC3J28TYeogLVEIaVHGwJKtGbvbIAsYPlJybWJWDBMu1mrNKFHp2sqwsb1MXQNV0seB43J7Ny",
+	"sc9kBRbEo4YTKiOop6rUNYtFHfXbRdq+lxoNos43+RepWX2UHX2Q4h7+OV6UztdJCBapSx/BoPw22wXI",
+	"HBWO0vgbT619/4n53caydCgekDMZmGNs+k18DaOpnW9FwSJlUN9RpUkpl4Sb5z5V1ApgLQlNKjQDjsNo",
+	"bk7rIQz8sz2imLMVtwEs7QGYWODmXApNcx0rp/M+iLIOIt0QcgI/awG195rwPtUmUQZIwKXTfDWOLe9o",
+	"YPiwJCoitETVnaU7JvIOAoaXNS0wcVHEkNADBTclYP/ABa23TrzudtiBSmmEn/e4qbpdIj/FrEvYHfLr",
+	"00Qoig/VO3Pn00tlaQxvMFGjw51BeKewAoINPAVVNzOT5zVZcaUtjH3vbNrNjKKkSKFrWUbO+KntMg/f",
+	"wGIDQGp0zdz4EkUaYZoToXHx5TikDRNGaB1J98JhgxZXNZpouQSinq4Z2+WLUDU+gDAKswgZ4GhAOQH4",
+	"bd7kd8yebgWhZdP12w+yYC0h2J5iMRF2dD9AX0mftfdOUkcNbnRt/bBT8tRXEnEvQXKWA5KaKCLab1/H",
+	"YpNeC+8H8F1ALe+wJNek/veKmrXNgRt0pFLY1xyWIRo1fsgdfR1IPONFKvyB7J6pLGQQbrS9xexsd4Ia",
+	"2yM0wPVSxXTOvfSHnLcrmfREkqAa1mNJIUGTE+7kR+NtuVyvuR4aL76hWRGMPFC99hs3SjxJz3QbGdnV",
+	"EXroY/ZXI03BSNIgvN60MUlV8h/A5+Yujxb3DYXVPSyJHc3v131shu6gqq7t8AC60axep9sPNCBWrw8J",
+	"ZAuPuN9r2+2OKBPSXjD9du2jxxgrobnT3KzXNFo/qLtLK46QJai19KqqDQTF4fvb9yliaAV+25EVYWCb",
+	"rDAXdLydGrr1NY/J6NTyXYqfZA7awwTudmBvI3iP/txssv7OdchxGIrEEphshI7eE+Z3L/FTLgA6AmDu",
+	"p9MVrfi1vGNicN3PLt5iia2pNVDTDqS20U7NGDVZBWyNW8OHoFdCYkLbCeGkbRRemNhYo0ZGCC8cQlnY",
+	"chbsXLDevRVykxogrytbuD4WtWupx9a2N7JHSFSKQbTWE3INJWugeipCrgLugqUYGyGEwXRckDdaVx/N",
+	"v3Mp76AqgSgscj+318hcFts4tIJSryfU2bJjsSXK8Tc3B+yV2GJWp36wLbi+2AONQdUL2IOI65mWDfN5",
+	"S7f/Nru6z2fnql7M4INbW6+81WchrgqyTJdcLH1CBm3MkDTPAUNpvo1M5pTMsZqpdM41u12iaLGczKcO",
+	"ECOupVZD1eNeLxYMMZarnTpyQVWtfQrHZUd2oANbejZXsmw0I6xVo+xXpza9n2vfu5ELMctySfke22hb",
+	"nCbDutU9pqWtMdn61s19aOkNi7IbQRVK6whya3by2zW7jSdtmfGPCW6fVIQdtIO3jXR3MiTSbOcMRfZg",
+	"iFWkZJyP7tLEUrGye/ms5Jr5BIleoAFe6KMSa1TUelztw12yU8aBL48ZZADYF0gGBwwihf9i33CFDa1F",
+	"HDjCCc3ujYH6QRikjgEggj2kzGNSg3Zb6tc0GHqUtiAv68xeZo9VBJmKVmiJXCVlKTeseBsNz4BKsIRa",
+	"pwyAmQBTOX/76pIIqS1s9orZC2ZNt2TOrPemlutTxD203wcFkgEQ1uxFZ93DEn0xqdiHdwRe+zBGJsU6",
+	"gfqothio7XD9zce1vXbtL/1aztPIUqTrRttj5/egHzswMnMh9Q9wKSfmBhaQ/uy4IhZqF4EpqcYA/oPm",
+	"Vu1XT7UdhQ1lPyVG8yLrRgF8Pg3vTntxALAKmJL3IgouLFE8i+BUNnUl1RBwvl8q53GcUAIYdBVGA/CK",
+	"oehpiIEEh74tzkRyWW07FIEVmu2IsO2gRnNOBVwmAKdqbvNTGxgNILAgS0LABl9C2omCKOrpZfTDnU0z",
+	"pRAY+1BgKihPG0Z8/VZigk6jRcrDGuVBYfIgPTNeBX24cPmzR4s3Gmz0kOijcKMfYY+/ZPXRoYyKv/du",
+	"7pOt8bCKnPvmb/hiIG0VzN36l5lVXCGVu1P7MgVdtX8hx0dKwuiUWswcUMzzpzPYORKt0HjsC6GbEVns",
+	"z5MHZm30yjGmhxIUZ3zISKbme3y5oo3mQvuMZcBs2KeW6GINawWKR80UGSvnOJ45MnRKptRwhJJGsF21",
+	"VtUe2R6TO35YlcW9ahxKyMwgGIgMcS9Kz0pJAc3EZX0GNQ6NAIn8oydBPkKyCTl+Nnv2/I9m/jXNkXkL",
+	"6aMM2p9PDpKed5JURgW2CQUW/8slsFyG/MZ0Ro7Nf19++y2xP6iX3357coq8WtzzEMwSyMb832lzxyut",
+	"q4yY/yqA/Kfu5vp0+TYsb2g52xMSpF9hXW1y3ChWv3SV3f/lBNTxVlBuzaGukOmjZdKcYqhKS1gE6wo8",
+	"2a3t4XSWRiAUjOhbUPYTDybk50RrCO536B4hfwfEwQ+yYGdLJvRrH4/8MLsEgiRKgapmP8x5V2bUOg3G",
+	"8I4vmA5KRsG1Gsa02DUk//z0KTl+Bjh2jWbqZBjx9I8v/tBBPH0RBzwdWLEHIvgaIVoESeFJON5rGMKu",
+	"N8ymkm8rG5YE6yMVRv+3tnMbmo9dhejlnQr3EHL+BMrHml/hmydVLXOm1BOMyziZcs/zgq0rqZnIt1HJ",
+	"AsuwiSUquW1cJBzUOyN2iPZvGDNyBRWUAXZZ9EHtWwrLaU18o1fVmn4+S4IYvmIlv2cgcFgfCcfof0Vk",
+	"o1ty+24M8XcM8LeiW3MRpwknJh69FUb+8kfBAkBzDaJEZfh4xUSh3DKaXoMrrCXjFLolFtEkHvHMb5Bb",
+	"dGvdb03+uqa8nGRQsSkUyZP+itECJZLe9NySv3j6dL9DHV33DeV6FPpFS18lvDN9LcE1YykDo6e4WLZj",
+	"fDoGtBwMbzLGMrCAYf5t2GS+zUv20dmUDmVMpWspME9pSeoGHB00yEzaZVmp5IH3nW9CJvJdDGbO9Zuy",
+	"6UlSyDC6GPnVTNmANf+nrNq/atZ7XDM4ftkR8L7geW7mswAP5Kxmgm32KsrVP0HTDss+dh6fQNCu0zCI",
+	"LBDJJ8XqR/M2eOdnz7KH0v6HtI0cHWbdaI2Ox2YPjcOJlLEyTRzck+6N0GV7astvEUVLAC6mCuJmOaaW",
+	"RXO5v3/R3aGouViW7G2MpbSOOe86Nu+q1o0L9nAXdN21mW/JsqZCe/nUXPSovJYle2xLehjcb5UnNOf1",
+	"6162K9yGbIYucQ/D6j+2NoroSTJfxbXHd3LJhRPlzelUCQMeXEvSaNgbrlysesxCqEITocpA3eVLoQJr",
+	"oRoW978zhGcaNgP8v/9xNvt3Ovvl6eyf/9r+88nNv8z++rfn2Yvvfv0fo6kHfvYBQbfUlD7PhXMhxiJZ",
+	"BNuUW18GzSh+UsM/vZPQh8njihoJ4p6WDUtHTI0pq348kEQYHdi1keGasrRDgA57ttlbdZ/fVFTf3J66",
+	"I9myDK5csL85wwARi5GZXPfgvEJc0Ts2MdTBe+6Gd8y16KbZhibFtwvd1Z9ULFfv2p5lKAzexlWAlKUV",
+	"HiiINwJGYTfGQu+Cj9UIKG24GnqYVvTeCM/4DdSKjigXvrOJwQQ7g8ywfpBnri1ptWjbvYiqJ4niyrbF",
+	"YbTT+Cg67KbiM7cltueZ7TleUzQdzvQjaLC94eOMkWrhxlDpQCcgTkpQyAB/IDaVU+Ht7ryF1Otu4xeJ",
+	"V8IrAyCnmVjIOscAeLx1bPjVfvFMcI1FJKD47daPyoD46d0oqiEWY1qODeTgYKIe7WXdY9GPLML5xs74",
+	"K6rpJdPmSynOS0ZFU12k6ide5bJiqLUWVBsasR8C5L1oKlLLBhK9LJgOAPeC0iy2vqrkJLTxM/NzK4t6",
+	"WPGdco3BoaCaLWU8y9LOjCiYQcVqnID9ZDt9H/1S2S9jmzot1shO5WGxRlNl+d76nbpYGB/lMuKg7abe",
+	"WExo23ln5afS2GXz8AgiVOzYIC0+lODqRngVWXnkAGBIk0T9QaL0z0BDMcM+JbQsSfvReFTSOK/7u6l7",
+	"A5pdkiTisJf4u+E8X2G/92YurxCe3CdvG/bycM5i1yKyowsueKqUYJDFCOvxpRlKar0mp3K40l/MXhZy",
+	"cuqCdRGfjaVNHrAOO3igrqfO4kc4YZCRNIEpzqliV7D/Z+bUxSjL/+Xxe2UO2qtZxMK2sUv0aCmKNGi/",
+	"sIbybnGJW/VzyTW7jW4oLHwdLb7Uns7WbP+NIj83PL8j/juSr1h+l5FbeWfdRUGC064lDRYqZueE9SL2",
+	"uS9pF6zEpOOGzXz027ETm2dx1RMw0H4dAWRf8V/AszPf6slpJziQv6TQAuw0HVpAn0uH850COz1hJgte",
+	"HjKTnfISSwS86c4vpJ/+4obDazc+ema4unvPdM3zRMnxtWyE4cQ4F6hKE4viu+d55Gz8UMr8LqiFGymP",
+	"wlKrCD97MNgJ279Qce/Yj+3I+z6Q0H4Yg0d5D6VQQHVK2BM0LYdgzfek4EaxYnA5uDBK0h6tXWCdygQE",
+	"qW0vI09nz3r+FCgJFvBxLCYRqZmgV77835HfhM7ShPMKt7w7wih1Wiw5MGwDQ4cC9UmkPXRQoLxVIwvF",
+	"0AZGWIl1MltjhK5pHnFb3A0aHmwzHTiTwPJe0ZquGaYAWDX6B1ls4S9VSaHac2zF8m3UGmGupJTTg2Gq",
+	"lp8RV70750+vr8m3tOLf3j//Fun+Wy4W8tZIu7fYObmC39+KhXxiGeJtIjF1OuxMVct5ydbx84XPYqWQ",
+	"4AFZoJora5+d4dbX/G3EZqN7i+WNTSgJfgkbHEVc8ivrK/S4oQ3DtbwGLgzVH5dnVVVuD9O1XE1LcCrW",
+	"XJsjaFUg65zvQJJHxJDPFcs1K65W9Pn3L2KSw6JRrA1jAr4tJCmlWLIaItzAdorR41Pc+F9R28mOVFAi",
+	"dronPFxVzPnLEDL2X68+fiBrVi+NWKHzVZvI5mrNwgZH3eI7vmFXhvf7bKKjuIVqNI9QzN1xF5PnT5/v",
+	"uNZPyVP7hnJpHI/qS/bLPOgsjND8mDJpaNqV4plG0BaOYBiPSrANUjLUASVVSXOMYQ768VUcUsVW5zS/",
+	"ayojDsRCaNoUjcpVZzM9JqvsLVkC33bJCk9fk4XncKmxkZgIne9fU6LwYabLhAjGSxZ30p53iiMkFyN5",
+	"RXSK7kU/nRYiEOFIaEgfwXRHsqgZFLfzzDBV4VVh1RR3RlItU7uWRDAG+L1tPxgra7g5vWOEgRU+0RsA",
+	"mv5A87vhKXQo0aIyWGz6OYNKdd2ZYg1nd2BkKpVAJe6OV5hRZI+BvTk247ZMH4SQB/U8PF15xJGjzhH0",
+	"wwj2s7Myu5sSVtFzR3CMb9nDFMf47J7WXd604KyMVcHE982VsorTNdtADnxE3CmpEKywjiOq4IaKq+tl",
+	"kWjD5byOtzGZqkM2CpulCNc2OEKDcwuKzEJrEzLNcN2COQRLsjuqsS0MkeRj1eh2bxln1mzDkxA7qmXK",
+	"/X2ezgNdOF2SO62poEtW/GjWQCWJR4Ez1kdmBqLCMQevk95mPhxesbxmOiMrKe+Uu/d4HSLbn5y2rAkF",
+	"Ssgosjyhcw+libmrSEBvT5o6Xm6ufzftk4rAH/U6OExmfI3IE3b28y1QeZeK7tiWHOd0zcpzqhgKk1CB",
+	"13LI/332/h3QxElUgEyx2as3Z7Pn378I+ewphCeZMwcFjRHZP5DzwTeDkr3fZR6wacfJ1owKKOG/B9Pu",
+	"blyHcXsOHciLXfIeO7uG3yXq35obahFcoN21xxmdEiHBywmXnxEudSyn3U5/4Na2zlKykU1Z7IpDvbJG",
+	"fxfZDrn61UPv5uyo4IsIOPInwRdGHDRPw2a+ulC4tbE8XECaemZTSVCtf0y+UOFdO7KifjmRNFb0nj3s",
+	"Ln0UCRGWZvi+tgYuDqVRIOE/pXCN5YU7ThCc/C419tcy8yfOjTQmmllK3P/CN0zj4eYVcxJpzQLd2spN",
+	"v1VDy9/H9kGOAfS0Zmt5z8x3/kq0pfXNvWiNH7F7LmVZGNrkml0Fc+0zmDocY1+Q+0a5jJShQhV/Rwlk",
+	"yk3Qzh9kYrWHtJBP4b9Tr/rd+33arl0YetrzaHb31RPrKZEW2BRqRShNI/BnS1md03zF3tPPP9Z0Hbud",
+	"8XcsKOgh6yGH845tFzXEm0ubG2SzOm0UsYNJOS4p5CphOpLSZM3Wst6ejOX2PH06nmeyKtWPiZJLb95d",
+	"EcWWaxv5t6Yd58JiXYFzR0XdBKtSXeGnySSWsPkiKHRpU+aGJ/d8ysTsCKKqBT5xWWjWQlxCaGJJt+bn",
+	"4QF8Fw7geXQAtlRC6sxC1QzoX/hM1jcfr65fXny8vJ7ClUu5fMfuY1X88FwAzlnJbCFQt28FmzdL8NEu",
+	"pEWBMk/rWsaL0At5CaGi1yN5Uc7U7MIBqSNma1aW4gZTPG+EFOymjtY2OCBRChv6/zesYSMnkBJVSn/G",
+	"1nRLFrQsXcEFO8xSKnPFwLlUex6wP0bHp6sLWev3NAWgfHl9QSpZj9Dbi++//+77cC1CoIpIdzwWLgyJ",
+	"iY/dn0pQ+eX11UPo+9dJ/P5TVVDNDhPJUOMhecj+X6LASrUtW4DCkxE4WEGaCn4TaXXvv5EPbD9pAu/l",
+	"331XUSK2otaQEbEVOx1wjdPl1tEUx9/lkt/lkt/lkt/lkt/lki8gl4Q835+moMvObDsrHfK1GDPqsocs",
+	"wsZjhJU8DMFZTN9EH2SR8kJajZ4VIT5HJFDCXMapwilXndzb9vIOz35bMDFSTdHVUIzmxqEbKr7R76Ss",
+	"0GnRrVvYWtnAhZUqXDiJT9qm45UPqdJvXGnOYWh0kGbg7sXynqzoVPxh9+wB5X2+oPWpV24iHRfxIGbz",
+	"6Nxkb3YxtM2pYnP2srPwNIgkHxJ9I6DqBkAfyaoCk7XLMjZk3wiB/8prqlbt45sF5aWPWZCLxX6l6eyw",
+	"7POHmOh8Bbrg+Ic15sLDme3NKPunZ5iBnVU8zsNadJDk6SfHpeMUmLANKV8RB/hJhPX5+oCTIhhsHatW",
+	"1LYFZyBd4gBQSwhk4poUMlE+YM30SkYOLjAvfLhH1PkF1asARx4WcOhoYHT1WEjYtmIKXG3ABReNyLEA",
+	"tI0VK8tu3FyCTu1Mszbwu+3RjyQ7ihV0TBDUO6508vyE9BMUrbZegcHr8sHMVG4SymI7kD1dwO4IjQHM",
+	"t1VhzRiGV/A8gPFKUG7rgbTAX8JC5vSc6FRcN2LkiCH1mCZoVZVbjK3RjbDhUxF3eotapCaRaNtL3fRW",
+	"eLdGS/vhpBgViGiJFeKWdyrkIIpZk0h4BKuS9soG9MdjmvfozX/PgJmpNO7gAVWqe/+Ct/Lw2vEiti/5",
+	"O+hLT7LRVO/fvBDz5e/89nJvN6h3khwtD93t7kAPM5BB/gsVlCI1RLqcI84qjVxQQcGy0He6J7sc5ZUT",
+	"WGQyI9A+UN04JFdcFxzfyImc5S3KDiJaWrLHD61VNU0mVqajuR4bOe4MV3A/hilNKRXuwgx6WquhmTcs",
+	"/httHpfuL9NORq8080BVPKrzFVPnwdin3E7m3uhslRn2Nyqy4gciKX8hbjyQfe11WKuv+IsKP+kWrtXu",
+	"rUOV2al8qrvrWZf24zS3S9vxbQ5XI326L1DrO8sPxzj8WOldFuC0SZrHY4Me1x0UKXf0j+W9mbZ7Y6lF",
+	"07fn4DSZtsHfQJaLneVk2cq87AtmqEl2wgBu2NlLLryR8BVXEDcGRpBLbye5avKcMczW+NHZSK75mhUf",
+	"G32UHZ1TkbM4vN+UtBFv73DTn5KW2Zn9kIPPUU40P6C979E8qKxGfLAZ1sarPb41dsGXF1HTwetYKPWk",
+	"rIUvaePNqyaZh35+8Yk0igU5xGaDMsjyw2/cZuWyZpNS1A9yviVty8ieErqIDYa3jIMcw6WVEaVllbl4",
+	"38wCv2WENlo6bNmTZIevwRkX7w8DiGXtLFrguEsX3n6gPMM+a4B9GZRIVFOx+p4r6R3XrmyVBaKhZEF5",
+	"2dTMSikemvNhpfQP4aixkGrLOwiHq29QhErrhOhVVNF8L/PAHBEBMSuT6zajg2KCQ8O9agugGh4YyoO+",
+	"1F3Bi8NX3FKtil7QuO2Ki5wF4wrqzUyZsFIJ5ItLpiAjysY99DjFRCyM/+qukQnMah/1IXCXfAH94bfq",
+	"rcEIBJWqE6KQHxa/GTtQwvdT8a6RKMTS8ue0c3mFF0uXrwcHr3NPt4vVMreO6PFQx1PA4Ablur7FMA5S",
+	"1DFWdpSFiACHZyhWXSQ8Y2FFm9YMasUoc7jrZEp9wWuWkBo41myoiWx01XQEQnhkpEB4EiXgThmwES9Y",
+	"VwbEL1USGyGsYrRzP+KqCrruoZtBSSEjjGhdzRbl/TipB/Vo2kXK/Ja0M0zTxE9svpLy7q2Yy8+vha4T",
+	"JAG2+Eq66ieuVEGSKGIFBqG2e1W1UMterpd3UKg9Q5ZZ1cwB1Y9yRvNtPLPujfMeGNk3p5qWconppscf",
+	"BXIom4IYlx35JOxmZpYsI+znhpbOw8HumdBvC4djbNdogwuNTw+RMc3yrTsVyIyqbPeEJ7xudPOvUdPK",
+	"dbjuhgJzXW4JICLkjN+zghxDwpNmnxOytXtx8ILsWHfbtrneB+8RP3ozYadp3+0EfubjNlouH9rxVNmr",
+	"67ao5OORbu8kwx3kiTky693rrFOBqrMf7b5PO/dxnwU4HOjS65KOgLn5ZPfIV1FzzgdQIr1h3bwUlAyl",
+	"mjybqhJYRL6IloKmMyJ8V7XcIMapqxQ/RWBM+qctaGpGBNtABS4jj+7pe9nlshFXHWC8DS0hWHbRXA1D",
+	"OgT+sMKkUr+crtsh77gRdAB3bRdGz3APubBI58AxQIe2Ns+YLbGIbqGZFyLLmDNjGzEvd69Im+R8g0fO",
+	"/fVzwwwTpo1eGf6MiGQ3btYZoRW/AfT34LcWfvymYIKbn4TUNxY3zdz2Jc91RmwpqRst5U1Ja0O+jVBN",
+	"heLWDRzKG6wUVlPNbkq+5pCHYTagFrQ0N3ojfATHqYerL+WSC2XkIz+RAIAiIzmtdL6iwZjdLz7V24Ln",
+	"32DZ9SIjNVvUTK38bAHAhoqC5Kpe3NTsP73SbFf06OXRzkpEZTCmKS8Hcmn/Fvumi3Cna0rW/Z1e0Fwr",
+	"QufS1j6Fnc+IavKVY+fc1iGz0zfXrJLlPfMI/wHyPa2ZR7zbIeSk0flNs6YioL4WjA8QEwAHAkz/c8MS",
+	"a5WwTNdM19vhuKqaVbZKmy/FZoENSUm1jaRWaBPuzm/XsxfIm7qm8cq61+ZB4C2znfUkltt/m8GLs7fF",
+	"LXHQirbawrgUCmc6zFh3o4kyk3sohnjPSlkljMvzDlMpsGjclhw7Vxc5y8j/wYYIsy39n6MTPFnNmtWK",
+	"aFkCHDxhQHUAoANQZwXVNAK4SjXdG+5E6JmqWM4XPLcdZK37ByQqQ7Fc05KrTjCfm8c3CoVBhAvXhnCi",
+	"ZGvlyYhmDF8DI4CvCc1rqYwMhzDfUFQOfzIErU7tcfJ1BMkd23Yukabh0eMPQxioPeWkYfOaEYV4viKK",
+	"lQCADIQOFfTkwq//ZBvkeeB0NgfBoXXeI948X3KBZQnMOaVdAZknBD2ZA3ZBcaY/6TxVSNGoprw3NcTo",
+	"hpvC/Y4B1VjycLpQO4KtfEFrSJy470YQOGLPHPZCuSXPTo1yHlxJ/iOoa2WLVSPTMprbsmEA8zkVlxnK",
+	"4UaEQ1j5zuKEyretWQtWitzJriikytr6aTwQs2z03Fy7MythzjRTetzf1cdvdsckpNb+XvsJZa2ZCA5/",
+	"jFW9AafA+YrFcOW6gP/9iNg+ksJ01FeEIenXdMGWCVdE3sWPz+jZ7EfrjlsXu6jp/nsP1HsHAavL2mLN",
+	"BULOBGelRURyRrghp+QbqXQSVNs8JJjw4f2Q8QjWvGrOZR0Nm/QStpHJclqS84tPauIJ2cMbt1nJEn2G",
+	"RN5b8xIEVIOseE/LfZCjofJbLPzy/S7E+PTQwhDAPKKiwEAXNI+uItMbWSOePr4zude37pOBro0U/iyq",
+	"pc6wLDExbxB6z+q+1pdeQmj0+5jPYaEZEw9sOdrw/UPGu2brJLG9R3/O/hjk0Oz1APb6W6E0ZhesfR/7",
+	"4LCv2fpTGoq9M+69Id4rc8WO5lG2zjQ4fXMpI660Kepzx6bvOUp/BXtT7uybo2RHIp4I+5NxB7xz6lL8",
+	"8Rpixh+ApB1ULdoJRUdoTLVnUsAGKmZDM9wlfhe7pYqwXMh6DKL2KwIG3PvM9gNV3VdMGXqxy2akLg9k",
+	"byTuU/Mf5euOblZcM5s6bR6Mg0LZAQ4m7O8QxWg8WGfHkQaC0nWHoEy3UXP2fdBI7lmN0Hm+4p8azHWY",
+	"VkRRJCLR1BhgcyL94BVfLFjNDNuoQG+HlcAtmnyvtZtgmoNiC5Gbbeop2lB/jPbwgrZowWFcGA5/mHD8",
+	"mIcWZ870hjkh1SLCOSTxIjwHTjiz67cn4mRbHbKAvlWL/uB6TeIz2xcmwf+OxXXZKSXauvRU4gu+7rRw",
+	"F6vdfxHyh4MrR3RtpZvVFqEMGxbgQ0YbnwSP2Jka4CQCQjxa8WygbHf0KYREswS9bemt7BAi4jDR+pWM",
+	"OzRCZhvyO8+gY4lctpDiwK6FxdQ8pgcv2WxFRVFitjuKx2Z18sqcwOr+RTwg8TBy7aiMHJLKrPJfM1qk",
+	"iHkkSxMig9pZoi1GHUjXGZx/uSAL9QQWZ00/Z0Qw/QRiEZVc08+5FCL4rV6z9U33tU3nJ17d/+EJr25A",
+	"iripZK1vagRt9E91Xt3oDRrDez8vuLjRiD7Qe7Kmn2/UVtzMaX5XyqV/+uJJLsXiCS3LJ7bw9o35lWBU",
+	"A0RQCZmEcTVyynrNRJHkIPAzCd6Do4XSkSEfIyuqce5vT5ij3J3DtjOQLjGMHLExEOLwYFn00hTLH9TG",
+	"QUzCCxDJvQ83PEE9/y92vSPI6j73ewsPO+VOPxwLNlAQXGHYSfu8j45gZ3+gkvBfRW4f3qFE1P1PYxfX",
+	"iPULBPpPrYnuMqFR/bTaur0MrhArRHbumJwKUC3Mzuk6Ie24l9LCRdBZ0BPRq1o2yxWhvXj/XfEuRWAJ",
+	"HaFLcvjJnKUABdzixj1VIQm07x7AP1qpZXIyu1/ZLLW3nfHHiG7H7BYVmUTfrncKnm5zXDtGTGXETkOS",
+	"zpq5S4Rg2blk+X2qIJ+PEEKDzVxKPdEQBE1fRQ1j2DR4Uvdutqhlpd5GLQ92pBXN75hWxLxZHTJy6OJj",
+	"EysqaIb84PbBoz40B/S5q0NbTg29OLjduDPDU2saE8CuVZzCLuxCHk5jtvk4lbnmD6OzmuX3P3CtLliN",
+	"9r/0boFfmwsy5xqjnBDjb6Kp1wxvpCPYu4f0Evf1tIc/PK2xqcdG2d3c7l4ENB4SZXt6g0MW44PvjHRx",
+	"2QiwvgpaqZXUMUCKki9Xmij7xnBed5hQseOH2jN9KzBf+xJWbhQPTO1a5ufbvIzW55DrCquGL2k9p4A5",
+	"W5YYYzzVOr+USRf3n6A6PnjYh1L3l7KWjeYimslisy/adybqBCtGq7OylPlgcVi5QAhL87ar5jxx3uaT",
+	"q20qA+eNaXCOfcw15cJoec6a1dYEnsIoE6LPdS9bP+4ybtbnVRPLTmx9oKQBHdehSiWShBLLLCsmfuRR",
+	"4vpYMZtI6X6XtTols2c7sU5TQkOH89B+GxlTU9KJemlE08NJ9vKC+apj+/q+vOiJGTNhnkzfcxUc253j",
+	"1jse6ZSZln4CPuXpNuQucaa+5AequmfdGM0wvKdvGoSIxDO4ARLHcEVrmoN+plZyI5yLKl/RsmRQeGoN",
+	"QdGmH7ElJdNoUMSEzsB19exFVL+CEcT1Hx+6YQMn2z7nDJw8FtntlLhttjmmGKVo2BKmmipyrBgjtzYK",
+	"9Inv9daXPoKEMdviyRTA3YoqtZF17OjaJ67tRqFZNmjx+fcvRt145rO4JAmkgRkDQRfk2Cz6jAvFhOKa",
+	"37OTvXvtnRg/hGC6MVp934b2D2VkYVjbyw44X+hlc7nDMTPM3z3PHgecGsG7EEa0Dy/wlfMaD8GaPjY/",
+	"zn5895cMHs8W7y/+kJE3765OfkdZHQFNe/xcbyDC5KpybUu/wmt2MRtRMuV/fEBi91hitNlCtyadtMdH",
+	"yZJ+WOuPkDIdPdzIKQhUUgyImitin/RKTwPiFECGKRtZuT11W+NvKPPXusec9mRJownMnWSy+n6ygnH/",
+	"qMhdO5ih3TwwL5Yl8ps7jDdMdO4zof2zjmNJze3xG7np4llnIctR5BgHr04OBM3r50yqDEqTFpNNtOHN",
+	"fDB2XtDIJbNupz/VsqmitVbwuTfn33G0uvQsqaXM7wx1DDjtuYKPCbyrgiPjuN1C1nnH8t0JvmliBoo3",
+	"ckPWVGwnHgTTf8K1XLMFZmrAvoab1DnRFRMzQ+EzG70C9J0b6WxW62pmGN6sZFSx4EFLlv7umLUEqmsq",
+	"VC4LVs+MWF9SzeJlN8CgHVMIP1WQgwSPr/gvkFJhXQ2qjeN2GzmAcdp1UUgRfDYB87Tv8+UCo3waBByw",
+	"o89aWplKmzGTSKPMOVTBvCBUMJKRHNCZ9dc2UdVJXMKLQ7lSvqE13ZKlJHTFaOGLYgD5xql3aU6XGjxe",
+	"860/Wvtygt4h/jJgtMmAnyss7epjblxxnS8inSVyUq8aqNpModKlc6QD5U27IqdeaS431e5nFpDNcEBQ",
+	"Z7fM+1MCIAOCcy5uWfcfRUkZINrOHYeKm7vCCEVwd8JHzrTW7WACa/2SJNYB4TNr4Ir5ml++EHQyrPfI",
+	"dWbkdqyi7zYofvzrDifb91SrQIsYDorrMD+HcYt6M+Shbloto41RNYSz4Dn4V3xFeSKFzXdM2G1TsXTJ",
+	"o+NWtJ1KtkupnaWaeKJ4zi7pplO4ehAkMIKeRxUAS8TSw4WOOkZ+hLLs+JQc/++z9+9Ovkyl7UNL1k4u",
+	"N6vj8B9TikjbxfG97btND0gPOIOKaukd1RLqC7KXgX43p0bsbCq8pUooSZvhayqDqERl6/OLgtSyLO2f",
+	"PunNF/o2RyQOH5kkGOe+sgX9dygnNOu9eP7sDzET5T94YcR/5KqG7VkZyJEYOiuHB8pNOCrJWuoyBqb0",
+	"D0XjiX2Kbg9fWr5lyPwSrJ9jWapKG9pbuy/xhMSCT1key52EnjDVVZ2SiipzNeOfKHhgdLXIy6ZgF/g4",
+	"CH+bpEhAH5hVHNEcrIFjWkAbzM6MsLWKpDd4OOUcH/vkcdjTORdG0cAWptq+lkwA9ELUAHvN18yKu2Cq",
+	"NAKd/wCz66d7PXF70hKalacgcxrfTUmLihdN3PO7lhDj5UDb3KsZAY0ExfeqZgv+uZ+y3QMjmUQal9h8",
+	"Uq1Ue+1h/7aAs3GIetbSZHd7s90c/Cix+a3K3MELFj168qXgWpp9vpA8nutKRT/re8XNBLdk3uR3TJNj",
+	"uDoo3FUFV3dZz33vq1sVVnGNFcoCe9Klrt6hhSmSax1AkxK0Q5EVK6f6KmKVYq8QlBhHiZOZfiaGgotg",
+	"0SDw1YYZ7Z9u/kmxItn+G75cMaVdABMV2zAHfWIvuC3nY9PoBUp1HYZ7dXWR8j/B3lqz4Y4nYOoG4zeX",
+	"ydgSt2Z1PMZkYF4DYZnYp3WCTgG3rKkgRVM7WKKW6HaZpfMmJDwnsGgq4T6ZumiJVH/YeNnN93+UvHl3",
+	"LOzaH5I+P5jf3msfM90fLzAUOqjD6FAIzIYadB0shinhoSmbt3cUKXedRFjTAI7MeNgpTEP52NND59C7",
+	"u2jXFt4JMOpk5fcy9l2S/tTo1D53jHCyHW7QP6r909VnUdnOhRS7PNOlcUFdG3OkJfF8zy7ekk+X7ywW",
+	"W2ClypC6XTwNHcvTiTuFXIvmvu63jw3ik6DIRN0IBKONh6rYNjz80F8fFIgBfXTiMMDa54QQ68dqtV7z",
+	"/iNGapQAxjYh4Z6rcH8JfmfB0+yCoi5z8hiVm/obHsI8d7o8xGp8SJABGOzB+W9IY+W51mkwSAX+JFoq",
+	"BPTDiCbzZRD+8eB4p2QMwA+oVbWalt24NrznkKgAbzC0bsA2GMCDQQeefySmXUzZKfVroezmMnqVeiaD",
+	"NiEwb5hDEoR5uGn7mK596r31K6qhmRHW062atT4xUcuyXKeglh9anJMc11LaCVIwaUKY9LdGUPtWbVXi",
+	"bAW2/9cA2aliLAceeREQ/NM6dBuc4sgUqZlgG0I10RvDfXhdKAc6XfLFAwqCBJ1dsZpHPYDwuwPdPV6x",
+	"zyfpEROuVMMKzySXyX05oK5eJ+tCY4VWjGsdqK03LQ4RiNSbllx0ZRERy79OZCJS9aQyJu5VewVFj8Vh",
+	"xGGOgUgAcTsxYLecyn7nc/q17ApS46ukZjRfueItIWV0a3IYZlTXQRYY16NR948aTGkDm06m+EYn+lZH",
+	"IZSGwyLbBNkvFhyZurrPXIEb3aiX/j4+pgAADeNB/pERIXvkTbZMn2T2gsn81f/IdzkOzZYLGC7fhJHU",
+	"QJUBVs804429G98/sE4noAq7e9ZiKI8WH035l8erqXh+MLFi5cAsOxxud9ljIYu7V1Ximt0JhHQywFjI",
+	"opd3XnueFUsOlAI3NmBtSL+otrRiUWYTQaTI2Sl6FcyNjQ4UAjWnpCXcWAg/7MCnuoyXx79yKlpLF2Ca",
+	"7F8MWIE6IRu9oSpWR7/Fe3XKxflZRm7RGf3y1kfxrthnEvi9zeSuGljOi2Ze8vzPbPtWLORp55ZAF6/n",
+	"j5ilf37m4J4S0kKRgJD2m5ED6+cawFOUL3Rh1h7GC8vfCM1LwhypJPoCv2Ui0gHQnm/Vfd5ZZPLkyZNb",
+	"D0oGjElD2qPD7Rlh2SwtIwYVNgqw7FcKpjhUZmrvi6Xdnw0HGaJlu1TtA1GCAOEsOIuWyLI+UbcLPXgU",
+	"47HDbTlo9YB44fakYrSwaJXRSU6cVj86OGDYNHGeIjivZAXlRnuMAvPVIqg3iKXOmSJKkgWtp2Lc7oPE",
+	"FwwrdYqutxUbQJxyJ6aQTHUxzWwtHSd42/Jc8a5qRvV4Goh9bQ8PC37wF05HwMoRhBDfTtXnKXxR2LFx",
+	"opxLARIqVKM68v3holk7kIkTC8fDNZGNHtC2PiQYTVAWP5SCyTFUJ8BQurfFS3DvOZ2L1fBOPPyLuWKf",
+	"YwfUni6s4TbMal8xWqD5AjJPENyea0CHV27i02gHI2SGNxtAuR5pVwOo/z/H4Nn+zLadS3jNjDYPzIGS",
+	"ms1s7QVW+CMJQqZMxaev6ecz5D1qkPnQspQbVjhlMLmYaY40HqbX4SR22Idgyy75PRMeVa/HMiKNgcew",
+	"mCKwOzMFJv8bMal1/lFBGK1Lw1Z9AQwulGYU9D1XeNLVhk0FNlhUsx+20SoHttZMl1ONsfApieydiqWE",
+	"PxaTSumPP/myEG6/Ae/SG8LybV6yr1WVOzu654rPS/bJSJXJY7AlheMrmBdHhV22lYRaJfqlT3QQbKNs",
+	"nDgQIVeO85qnQACPVQx4JzyrhYz14lyHp3fv9EAt7PGeLjX6U5d5YaXLPcL7u3Pn9u7M/s3VhSUI+G1v",
+	"W7rSqD+1I8LYGSCexk73mS/j04uLXFEHlApSs9MEHaHOG6zR4UYKe24drBtqTk5lFImQtlFb4c7WZZrU",
+	"rF5zQcuUVf0RkZQDSOj9pDvza6yLAzITtCSFJMJGkB8Qwj35bkhxHIfCqn5D9f+jZzVxOIcC/QN6fwV4",
+	"D+MqSOvpgaqrmS3HChq2Dcv6XUv5XUv5XUv5XUuJOZSQQ0Trm9Vbx2PRmp4RWRb7V+EMFvO6pgDvIkW0",
+	"wM3vGtP4rWhrYu5XMe8tlure4b4J8mjvo9/1s730s9onuk7fm494XXc3xzv/rLjJBCKPj27Y7xri7xri",
+	"P6yG2HI/f9TaG2xEnH7t7v1dyG3qCRMDQTLg77h9ska2ZilqalHl176G8sEFRfau/TqyAOOFxjtJ8rsl",
+	"t6eUHL8wTWFc0oNri18+aiVxN69DxJY9Coa/d2XCw/6+Qp3wYLRXmuoopmwDvjmHG44lYlnR3faIqohF",
+	"8l7ZPMr3qSh7cPnCbZ37Gq7SpiHAvezNLNGlSYfFz7fnXZ0wVWFgCt737pIAiXmTy7aK1wGeb9uotS/Q",
+	"v5Wzj1kodXNFqpopJjqqTFBSm34e2pV3UkBUw+jG0J2tmZgfgeqAva7Plux9PL7IyTZWe3BrLaQmW6aD",
+	"y/KUPG2DxCaO4UueQ3fq/Ob3iTGLnI7+vkSXaeQIB3pSlGN31DKXFJB0SMdFwek66ZixaGuknjkrpVgq",
+	"ouVkDJWkmXGbIRmkwq/TsqYF02RCs1782ZcWKieZRDa11Cxu6ekXWPYh5Lojhd2DFDV25fswrRTyzjWE",
+	"CrnAzZ2ATfKfDVSbkXcuiEhuhI+Vqfpcb0PrghXXcqiekMSCI51MCN0ZhZGzbNb3ZCIyQ5pS6SOobfsg",
+	"3G7DjAd1K5eSsgGdh95NP2epAB7bZdZZaDvz1P6/c2rVR8CnivKRM+HRq2YLmhte6bUx+wQCvUUnxySz",
+	"DokiSP5Jsp4Bo/CHpKODP8hYS9Ud1u367ZrckozvY6NzuYYAWrBSEvvmY2LlyDRBgHGdK1LYy9dxTlQo",
+	"Z6C5ef1yprSs2r+smT38weppoDUHz4P40BnkUET5qR/mNIeCf/3gIIPEh3vYiIDyDrmsfhMOrHDBA2NC",
+	"Sy6BTaBrKuhYAgKDhL/BOmr+2M21y7nieuu7XVY1qrKmlcO2jb3UwwibfVDYYXyqaImP5I++7F2nhpUG",
+	"iXb7xl2qrNfe/mb+h02/RZ5IO317uBPxemvIg8YGjK4lW6sCK79h+RAb4b7cp7R55953VY7aohqdrJdt",
+	"H1QiqfoeIN4MJ/i6epZfLlU3sRCJBKAte0Ay1GNmsH7AUG7z8BGyVqbmh0ZQoCPkN35e3qS8ePbB8HE5",
+	"ZB0ryYWOYtViJS7MzkRYFoDWspC9B/oQ+6A0kyv12XHGlvBjxcRZxQESKl5qGxGp0NIMQQZQQ7cVjWtS",
+	"yyYW8zPFvhuUspmXCNESERX1ShbxbBOCD4elvNi2+suK8CJMGW9EIfNmbXTnAiemEh5IHctQoXpFHKZz",
+	"/DtWr7lKpJW6KuW3n2fqPp+17952UrLhR0yziMCYwkJGyxGZB2QhG1FkZttET8Q1fxv+h63fwOSPsqNw",
+	"RfyP7qVgOu2PfuFvsGy2/Xkti6Zk44zC7rdd46wnlXV6dLMdFqlCGk+BuJ0DIB5XjiSdLYDmugXJq9mS",
+	"KzCqBKSxC5VnPpqcQe4A1Ox38RpkXw3RDKBOBC0vzfTO4wjsrTljZz3M8WE1uf3WtfPtbWYjQWjNCPsM",
+	"sHVBsbHcL/vDqil/FIyYR2BH3mVONsvNkovCY2R+unC/7Iuht8M3I94RP47RhWxFb1+dKaCHKQ4knMdo",
+	"RzA3hxoQMN1JXqU9SaKCXLvgpOyN+tY7S33st976doYYJeXeOg0VrP7Y6LnhlD+x+UrKu3OqaSmXr++T",
+	"qBNKU1HQuiDsPorRHU9YhwYhYz0jVBEAYubC7E1JxTcKG0vUOpFNnbMU8PE9K2XFvlEEX7PlyxE2lat2",
+	"kLt46zVfLuM4L2CfgixJ8JvcT8MRxsRc16wf94RFd5b1+IJD/14gMeuF+ZzWO25ONCDeYLJrMvozVvfn",
+	"49W1ImtqhGEI/8zQYYh+KWcvJDXT9dQyFGOGOzNwH8YThBDty7/BZGbx+SNyqVlcVhBlAfyPqSZrqTT5",
+	"/tnzoE5cgKNhZFSswOYkEIzuU02ep4rwwMakjMu4a1y72Q40EUfR/hAUTUtTMZ9kMXMrnkSAsLEe4/gP",
+	"hmRcMFEX8ALVQSvmH4i8ZBQkrasUZAgIwt1AcBgUho911U77I8nNMm4T6GmJEYWxfOzz6OJQ8hPlmovl",
+	"pTkoQZSaIkXj4DC4sE4RSBxQDwu8GrV29BiLt3eoZu6Hn6Jcw2F2fXyRSpjF9JMeojRYrJe9DnyP12JV",
+	"zO5c2vMYHqusZX879OXWsmvVbOfV4zJ9YuifnD0Y/Xh0jr8YCx+ZOjUqp5VR4AasoOalQ8YxWvqzBwfr",
+	"vEescIdJZMShRw3faSftrbz2FtzLjpC6ZqcH+LRruXYhBt0N+QrBPr1ZgCRlxbT46nUlNJLjux5IeZeO",
+	"UjV8UGhb0DUvOVOHLju0kgBa7q2OHcjUVUhU9jrDIYMdDOXKNvxpvgUpasPLIqd1ZC06TSUzUmwHXBE6",
+	"T6Y6QNfxLcLvO3LvIUvbkdYjVC0S9TnWayksmHZbVtaMKDoRt1jxqdxiO0/+6dausrTVqfAvZaVJpMWx",
+	"zuIyddhpMBy/xBPo5SoJiLSs2dLcRx6BzF9ahgOjn6U98w5PpIs+mcKzvjAtROttAoAQ1Ra43Pw/X/Hp",
+	"uL3u9UQHZ/YxTmFim+0kh/hgsBRcEEbzVSoV0rsjh7It2uJMDFQus7i8RhkEPPyJdUnEh/lS+oOdohEJ",
+	"nBU1ofmdkJuSFUubE0qef/48sTvXZsyHFfRnzRAgO3Nz8OSyng4ybV29gx0Aho+TdKwJakUbBVI6bWM/",
+	"AI4T9DmzCFOL3zvP9OAQUAQmGpA+85Ly9eRdC8XnSZ3Yqii8htTUsGr4vvdx4HRv9zKko97oAs97xN3e",
+	"sh8fCV9/FNcrruJQwWEmTPuFywiKMBpyDEoPgIqepGDDjfpQ7M96gNPZryeyjAUVstGX7J4nyiRAjZDa",
+	"PocCRdKaSSGQw/Doz5C4PWdMkAUVwkbiaxnnXQkK4uLHki9XOmXjCE5dmoNPSe1inzUQwjC4nyHKCTph",
+	"PPp1L20Q/WtgpNXRqBUbAszX/cDcixaMNzrUxxsjoKxNJhLnLxjcnilHO7yCe8eif4F2Lr/eonY3PXGy",
+	"AwrcORX9BZgirQSqbUy+7YgohDogu4zUrKAg5x6jSRBD//Oa6VjNjbKUG6MPpxkTFWSldUWYKMC3ChIv",
+	"JkjGuY9b18HzsXO7ozHAUxykYMHuPQBYd4Ih0o/jQCOk/WzfnELTbTz7e5LugfYZ5cIeIynWQOnDtw00",
+	"YmWgiPW9c5/g1selfydGfaPIp8t3e+tBqBWoXFYsI8Iseslt9SCvD43U5s2OVlRdAY0P0LE9BQD6yDQ5",
+	"puWGbtEVZmEjFXUC88lpcG4I14qVi9bKXjPd1CJF/9PssUkKGExSdk/AzuJZQJunzBVB4WTqZTZqd06O",
+	"E9fm0wQToF1Fc8rMwsvaIvtLfciJ88bPbm/ILEzjob7g/P34NGD60aAn06VsdDIKDNzPLjnceWO8FpHT",
+	"ssyMmKHw+4lbMMWICke1Y0Ddc9FsJ1PYVKebAQqI2WOjyrrnHi1f8hwhC26gnfXvp6A6U2172HepMJqo",
+	"CmGroVG3XY7OdbXntRw34V6HRm8vwE6Ny4QPDoyZGpIgDo7THGj00IqNO6KLuxllTezOjEoqtnpmvAfz",
+	"6o7ckoVlMkooJShL6FYwjYC1UnQsUgFP3/tazqym0/U2xuqGPt7lfWoUSDovQaS3fmIAzEEdb7FguUYP",
+	"lHpCfkIRy48ZPwXYb7ZxNlOnH/7csMayPK597WVZMREag6Ba6bH2pnojk/KyJEuJ1+kWIuvWzONHcOWU",
+	"zSHghsnSB50rWTaawb6DMEKOgQSwmCRYYBwVnWQ+nT/3DFBlZqaQj1lbvWhR06UDzg8rfD79wx9HS76m",
+	"pJ7XAGDMfDiEMh2hCdXsJepkXJDbJ/90G4QPoaH3lJRsSfMtUYLesZucKkbMwbQt4Y5Fhahg+M+ej49+",
+	"TT+/xU+fPcVysO7PSAX+vWWWjDybPXt6al3s1lKFNUS1XFPNc2ujYqJAA2zHhNVA4YhUTIKvY/ssrGP7",
+	"7HABKCON4D83jNC1tGXbqrQVBeb2/I/pcz9l+VVCnH3z/uzcSVRyQZ69AOTvtquMOLZOpLCc9ZSA5cVw",
+	"VsBSgeAGIynNlaFBjJe5Y6xSnfq4thdYfOAK+CLKbZC3RV6LvN4i2h7EzeLbu1JyeHS+f/GFRK/ns++e",
+	"Dgpfni6+C+ni+agZwYo1w4LMoPAy4Wa9ZkofeqO2PDeEDJwYonzNPmuf5EcVKaimT+zb7hC0HUy6wibH",
+	"GGgJTZ+2RIu4KhjVyXPs2Ae/ZWig/Lkxwqq0IVB6RXiBdwrCE7kn6D23AVGjhZKn7U86uzbYA3dBhjE3",
+	"fRcjPolnu7kc3JZZakkWEsQaLsLJBXh/02OT3voqJrZY6AZn+KS7y/tEKp2hLh1pL6477hGDwv06+Dzh",
+	"YU2kjQEJVjkVKwLTSZ7OzwNBkNZyzYSut6dwaMxQvfWNgsV5KHTDfLIfchSMZqYqlvMFz8mCs7JQKMi0",
+	"Hbed2NIXVJHb/7h8/ers/Pr1q7/eRpElkrSC/n9eQPjIHIxytcTyNAiVJmIexqYBdfDxY91SmSudzPuN",
+	"x5+yHueaL7lIopTJHC684kx/0vlEAzo2vK/lYrig9AWtlZH87rtR8y6+NXP3crmdHL6Tipv9CCvSm8xy",
+	"/vyPz/74LCO1zm0VyMyWteZimVm0xQwJvxHFzB7zmTnmcexFTesl01cjp/1HML61zCdDHwVEsceZgDUT",
+	"Awwoahrt0/k2NCk+2Rtja6fKdjSkrEs0fqWDTFo43oklGGE447Fhrevsv1FImN1qVzAfp9DPAJ5uKfmc",
+	"jJkZjQSzI7F3cbsRXysU7DP4ooakEemgBRaoJ8EmC39pxeP2h8I/3uowELFVfJwP0Svwjx2WNx5ifYBI",
+	"wBPlfC9ozfV2MHsKV71fnKmCDzHFKZIphYX4E/mG+PTUYaHgn9ZoAZYSAalEF/h43+wd6OPctBlbXTv+",
+	"aagLPoGrrfMTg3OuaM2KtLPXxp55by/VQTwAhmCtqFq5lGLX4MQwgK+XP2bRaCMXOatn+JAUgOlt9hZx",
+	"vXZ3FVG/90/KQkp9D91Y5PDI9iJJpU2JGJgHFGfJb0KVupZm+llKO5vvR5C5M5A+dZ25xKQjc8Dsgrr8",
+	"Znf8cLkjVuOqKvkQMb7D8qmqG4BgP2srh8XwDVOIb1TTOVXsrfnJjHmIhdxeXJ796f0Z+bnh+d0NLNFt",
+	"t9dONiy88Mp2AJZmWqr94GJ2T3U7uxiQSr5C0WnIGG2JPVIJNjDjjki/GAKCL/VF4Pj6p2Rew0HiRfWu",
+	"PHMh+YpyYQ1anV5ICzgPpOyJ4snRA+pOjy11Kpu93YCwonRfRO1TebgIMYKMnsGBZO2PCLJunxMMAwEJ",
+	"oJalVQK1vGMCgjnBlhSxeeRUs2UUtODcPkHLRttRm37ShfxHMwORNVEsb8yUHhJL0fYH9sVE8fSo0tou",
+	"GlbiDdIad/Pae3NwI8eFe3LP2WZyNLRfyu4kh/c1rlWcleXO3u7nsYx9PO0Ka0nuYPfkRUm3c5rfvWNU",
+	"sXilGME2YLmo7KtkWdOY9OvcRwPFwt9ASoXw9rPS9HpgyNB4sN6++ZCiuEwAXwHosUBQMzto+Pe+hTBf",
+	"t1P3ToKSg/xfG3F+3yHDUKbdUvDqJCMTvJl2JBgh0465YjWXBR7Z+daSSmmVm0KCUwfOdQSdNAlyOb0s",
+	"Nci7YDdQlqfSVDVpwTZnCx1PVUaLN7yTYS4K+V9P/yfhwtrBD9oZaC6RAX/p1mmvgjE1w7lO2273NkY7",
+	"5ysqBCsJR9+PUeFOUnj88Nmfo6BInufjETAMoQP+U2KMkLd5zRYcbt680bM1q5dshqV24mWrcSfjFPfp",
+	"8p2yAc3bjDTCxdfYKHYc0DcIjz+df1qGdoW2p4j4n4iVOsNYKYyy5JrQYs21gsGxWp0S5IAYDX7J7uWd",
+	"+XfNyIILWoYLdubCquwXR9mRfX8c+sSd/d6mdQglnp7ZhYr3RyOLcPAOIfdYQ7tlQxfLRS21zGUZu1v8",
+	"jVLZl8K1WWldzRbl/VFm/7mujMKwKlWUfHqbGZXBNnTriIjQ1DU2N3clqz9Q2Jqk3G5fw10HME0bDkHJ",
+	"v9J7egWfWJIgxz5I8s27KyPdXNEFrXki/SCXQjOh4xWdkAPqoD4Zqg1d6ej2nhdMfvvZLOAtPHHLGT32",
+	"q2h4yBu58ctlw1Y2tqIZ+1yxBABNFWz4lNPnCeTX7KiJVQo/c2EpUCw8rEWN90DWFvS6Vff5jeb5HdO3",
+	"p4CTDcVnvD/T7AUU6B+XFP00cFTdXcl6VGJXMHoOEC7vUpYJorSFt0AV8J5Pm0lnLbVD+XHDmiU0ypUv",
+	"8SLk5tTmvszAlGIVkNpFi6OBxa4yvviQiC7ov5AJYKxJkVpuCi7SiQeL8g0gLwGCXh/NNBgqTuOjKLcT",
+	"erKJQ+0i5FIoJlSjBpejju6v2XWL2BKeThtEN6tKKlhGarrQs3upgZStT6hNkciI4tVM8aWgZWmjqhAj",
+	"1sVTjBMzjC6MugiWJGuDe8d0oUu60K84XQqpNM+jJRPcWvlU0CECRrX7rSjY54hMY37uYFSAq9jbluyp",
+	"xo7WNF/xyRD4uVyvuZ7cL76uWYEjmNiJ+fRcCk1zHS0BwcuSqx1YTNshfNaCieF2nZKnuydz4kjeyeXk",
+	"+ZZyufdMrwSt1EoOL2ouvYvRd6bsh1P7gokPgC/29Su3dIEVUEj7q2Erach80awvWNRA3Qdpv5fgBLQG",
+	"7X3sbKNHqMs43uGwZU1+hGiWhNlRs3qdRoRtGZp57xC3mxMqoZ8efXVPV9Y95DFaCfY0WPP++YmyI0YL",
+	"LphS6J0ZMBNjsJt9G63AEe/dQGkQV57CUxdY/Lkg6+AYTyThfbAuEUpzD4taGAbi57kbsnE3fBOGDo1T",
+	"ou54VbWOtRyKsPjaAwlrNX4zpZsNxQDruhFhCruvUewiq7tA9ynnirXwybujdhBZuLfD+I+epqa5L1ui",
+	"wrLJ1PDxBH3BzyN+NbvENRV7W8USLtK3ouD3vGho2T8B0w2NvYMWQ8mY7C1pa3uYSbZzTvlPiu2Y980J",
+	"hnt64bDtsPqw359BZ9slW8t7Vji15ZIpXjTs3PTRVIcFoF66atySFKxk2tAVdOIVY8MITDexMLh6e9mI",
+	"TlZHtGqiEWnx6JpFv2Nb5VVW6JRjYPY6fp5deH0MLNYG3mtJcvP6KUJaQIz5nEGlURi7Q0tB33ErBqz5",
+	"0jJX7/1vY+5HYuyHgupHqhiglcopFNY5T3RNeRmL0R0cyY7uaBfLD+IAQorHprTsp13XHD8xYkFRbw0f",
+	"jYamMM2KP7PtoDwDZGHfBeBfrMIjm7Iwe2mfIOxk0NcUt25ApvH7gCtMaA4b3ocQoR6NeQ3OjSVKJ0Lz",
+	"2swND8A+jA9WOIG8ZHZ3v4x8PGjSok86EdW/hVm0+6xrj/DsImed7c669DiQQg+G6esVr4sLWuttxzf0",
+	"YM4GhkRMmEKjn/dIdCl12P3wgW367oc2Y9Quq3MCKaaBqyGCL6pww3kNL56GiQ0vnkYXPLJsAZXEijA7",
+	"rGNIKkMmqFeujJRzcRutRIqleW0Ty3m8Y9tRRN27ti9ESgdYqWkHFF+OF5FuG9o124NmEucrV6i1REcV",
+	"C+nBtnwpBFs0ZZ9M9igjPsraxYuTvTZSihTnaQ+7ZbEQE+s0CohZd67kg/z1u6ahDdX5arZyVQgs1uVs",
+	"RZX/NW5KK/mSz8tx0GWj2DsAJ3dxIH9HmWMitdwxVoHbIB0a9Nr2tKnNyRM2VQ1ovg0Uqg15VHqv+olJ",
+	"CbqLzuKWxNqNuvgYrq4GV+171pfk9g1AdYTE2uWariv1UIyZfQFcohM5pOZjJUueRwOpLOUTfMNrjm4J",
+	"uCAbWRcT7OVBSIXtrU+UwfbtLEiMoCYd1ZSc9MretBBk/HiHNREnA5ft5KNn3z/kgu8ErgS9JtaK1+x9",
+	"61A/7Aq/MFTJNgRRrHnNfHk7dL9ECxw6D9xQmjmOD0KQidFDlisyL2V+B9EQbMFqJnKmCPvMlT61Mpwr",
+	"TgqMI6wxHRUUzbinKUYunhX0UhjX2lxNyBgLeWqlN2gmVR7//2PvX5TjNpa0UfRVKhgTIWoOeNHFWrYY",
+	"J/5DU5LNWbLEIanlObPsUReBanYN0SgsVIGttsMR+2n2g+0n2VGZWYVCdwGNpkjq1v8fMUtmA4W65T3z",
+	"y5taG0HxHqhJ9usDqgTjmsi14LnIDkt5rq5EEVeSfdaeNSHsC5Dec3hyjEloywdquscaW3YKv9OwviQC",
+	"NG8IyJXcvB/FHZX2xWF+Az+1fjbkRqSx44TRGYurVC4SxoHUMwRbGS8naKHyVkP0d6LyCNjCRS1zc1wM",
+	"C2zBw0wWB/ivHVlQVC7lRaHAhnbpDqoKmUckctydGtWkbitQMxYQm0LBiPVC4JKjWwsNB6ya0p7hzeXh",
+	"GtFDxIM4ANjFC4F+/DUcou+w8LwI/KJ22BUNd3RvrqK/BjRFyCTQ6yEu2RcHpvJ0TbcH+Wb5tJfRbxaO",
+	"HNywUHhOT938dC1prJSGSD9ASpaI/GwTuHlgqBNWNLgc4PGbiEza6A5wHUep7cMPl9AFbd7FWbrTRD3N",
+	"DE0N9S8Mc1ZYtnbjRNBTU56oynTkgVrmeHp+wkBKYvbXQp/biEo1rAEtjJYNd3RnshJpnHEQngFwKpwZ",
+	"tM2jAj0sBsUaTC2KLHhMGvhLK5mNBsOGwnG8q55MT+xqULC6qASu0OWN4js+0wN2FEyiGODrrWd/3qAt",
+	"LlOzQjrUDlV1ZP1EgyXn7tMZe/fiZO/86MSPMKRSsq5KpUVf7jltHgAGhWY01eLu5ASAGIks5OjV6k74",
+	"dV2M+95febv96YP6TEd8qyiNWleRquuzs9MjytJq6nDsdi1Ews0NesYDj2ggq5cw4tyafaphnHq0qQSf",
+	"xu7eGfzSnDB1uh489c5MyaDLYYVApI6XNLeNdjSYX9B/sjuN0l+Hxbu1itnG5UWb2fp6rT5+e8MG1/Yr",
+	"v/APsdIubXAOThGxasFQ2rWjyghlvZLVwrB2Zg80iJd1vhAXm7Cl+oZlzS0ZuEbHTFxqs5XJMDF7M3sc",
+	"qY+zcSUCmewLpNxZP9DNbi6EglYLUKgMarfWHiAO4zLgkHnAjaXLdODc8qyU6ZV2q+oqF2j89N999+S7",
+	"EJpq//HTj5YgEZSbVRhT67HehQ88eXwbTHEYOpTJOyMqeJ9yORZW4hy0dsVLLG8lQHhdB2rNLnuBbhH2",
+	"ZH+//9S+f/a0FV95tB87sxmXbRgr8t08+i7paCptFELnuWIASDGAFEnA/YFu6g7jtcHEfrz/uEmwI7/S",
+	"AdunJ7TVGFWRrrqI4Xr2V8fnIvKmh0ucOkFys9AbKpy8WNDcIxZIvxYkGzVm0G372k4wcjy6PKzNpIF+",
+	"7bKYzk4CeMQGZfzAbisa29b21YTEpfVMxRrqTLg+oR/78JndAIDQTN8JB14Th3lFKVasEDoozsJ+GrAD",
+	"9BfMkNIuRkub0pX3k0cyGF/ISwHAhTxHRtgavihUDR5jWYBllU54noviMmhlueKzQxwqwXHO2tCrCMos",
+	"ypyndwow3PlJadpGkJ0uJsRySPpUUDaLLiwFp8aLtts36snp8KtpUbW8as3GeLTHUlRLoYJV/ZzDOxd8",
+	"392JpEUMXajEvw8i2m5PzQLhkpsK+pdRk8bcwVIO9eUEo62hjy7xmY/w7+BYfTB8QW6j0IYgbxb2IoYs",
+	"fKkqaSbdBOufgFLRUKv85cV3W8nW2c+HO4+/exZVKnltJqqSf0BKx8+QKdyxwdRvho3oq7u7uyN2GL7O",
+	"Jpg/jZEK9Lt7fFjkmA2ztJf39NURe/zs0d+wku/VEfvbs0fPgHkj2+YAhpCwplNEyMQjvpYiVpqG953B",
+	"r2gR4TRJjiVMSB80sEYgojSSqBxXQk+sNp2pqVOc18/3bVgMgeg40MoEr77U4cRSlw+GWwiFYdylwDpl",
+	"kdIp47LlXyqSKfOfNc+lgSB0WSmDmhJcmQMM1k8FYsY2E0EdmBWK/UuVkQb19vZEr9UQCRNjbLoJ4Xn5",
+	"0oVsYYXjigxokl2V2KHtap2/9vTnhCpsPADKur0elBQN2dCOgeItTAK6xfOI01qwki62cjZVV8LylR8t",
+	"g7yZtnpGddxGMW2H2zFRENaOlu7nTSV4AtcWSoNrACPhkMCxFs/1C3JracE5P+5Hc17E9e9sGx7bujhf",
+	"htAk8mbLlXCl0CrB5cirKotF4vGlrugC/njTnYGprhRHNIGV678hcq8jD6x1X3F5Vii054sqLIHrgog4",
+	"aDAVofnlQkrhIjj12vjM0G7bcZzZxKpqCOxL1hN7tL8GJHMUqttUvNAdRQ12E6GeiPmnDgBKnGHKyrsX",
+	"J8B2xjzPNYP0TaPY+dFJywFcG2V5UWp5SZ2VUcYbLfGtjC6f7+2Bk9zoUtt/vzt9nbR0MFLrrUrIZDFW",
+	"TI4DCAhWCIGG1HQV1vz3q7RQO8cBNzZOrOBa8nzbPk23yJ5wRHuqM6mOVCYinqTDw6OEnRz9cgj/953d",
+	"nrdlrRO8fsHaJ1ZU2IHi+Uk9hU0/qxmknTYo1Uapq7bdomoEUKKBEZ7Sd5DvdBuMoZFO4l1HmYxrReNY",
+	"39xXlTUtKqjtFFzXgMfulKxxBVj9hKFYLTW37J7xRMRb3NkDyBj+ejtIJcvcJKx56UR27tPUOLsSc1i7",
+	"WzWoIrKVlhbWYJlomdmvHt4XIWMB1GY7VUUhUpMwfPgCgqSmLhPC3FAVy1TRARti53CuwLUPB7ey4DXQ",
+	"unnjE6b71/TB9wseeLw9LA4gxt3PhFDjMW/xoLbrDIooTFrGlxnlXQ67XGQAUBDpihHXD2Umuuj+58fP",
+	"ntqJ/Pz42Xcd7YQzM+m6xfDjoEscYXuucs4gsmrAOqIMsS7OAEvsnOurj68QqAvq5AEJh9zhlBmuI+V0",
+	"sfy+6BeWEvzgqnF9FaT3wYtY+09uSKst33am38fWFfUVE9WFJcLe6nx6hmXNQy6uGC/QH4YFGg5HiKM5",
+	"tQpf0wl2qTrhDX+C6wHTp4KJ3fgIU/6hrFRs+f9waY8/vf3l8L9OTt8enQ1k9ZeqUrWRRX9b5+apwRJk",
+	"ShnHvWo3LvsXfHiNWssAd2FZzJSieCVz8YJGUCvK3EtRsLHMBcuaF3yDFwQwOWA7jxrFpMy5sVvQ9E8i",
+	"CpRD5WvFx2bl3iwAUrhOqaveg3T71otdwd02PmtzQVtXrXVD4pvrT5sW5ibaQ8u/+OvRSQo4JqRiSFhI",
+	"hIbTE15rca4Mz9/ELEH7A7vk1QW/9KQLSY5YiG0/IwtW8EKtV+Z+mZ6IKo22f/hp+WsI827NW/uK/XH7",
+	"p7c/HT1sbpUrAx94fSaCl4d5rtIf5yZGt/Bn8IHbh8Chbl9heAxDF2lfOZvrVd+Akemw1IXhshBZowNR",
+	"e5bi0vX/GPbtop7+lPZRrfOIZrHjTedpLoYuU3cuEa/PhVvo7a5xgSgXjnRh94NZur1JFm9/eCt7KO8k",
+	"qkECWBNkMFT4v5DC0Oq8w9lUZXUew7rJskpoHQW6zRj9etC0lhrt78L/R/AunufM7ko15unHYCnh7AI0",
+	"pQ7AJKmNKKLt6ls99ChLgKem5nk+ZxfOxI0FE1eDXixHry7s5oCVGW/1CsuJmBq4TJemr/1s21/gpUTw",
+	"pQRjza5Fx87EmDIBTwSAL9l/gmEwExeVSdfIf7QXido5JN5h30qA4mtnVb2MITO2crW4S67xjZ7gF+rR",
+	"K4vLXKyVhtmJ4Hfu7akYgF+fH2gx7IcHmYSoa45ifLKeW3wLx8rf1BWwHg1hx6N+9he91EXLQUvg/FZo",
+	"y7ehl8Xjh6duWiXMEnoGeQa0hgM34G6Ds9u6A4o4GmCCv+JTGUNXOyyol8wYHoAECCEKlxRFaswOYnj9",
+	"Ki7OVHolIp7bsgdcO8SQFiJzVVSYyAYEB99+EGnRHVrjWq6EaU8JgC2IlrnsDW6CMqE4B5zJPEt51eEq",
+	"ak8Sm1FC1Q13FePu/dVBdP+lsKhhq1nkytOs+LQDAdbKQPRAhQiUg89xRdkP2Q74AWgzXgSwk7KV89ZR",
+	"YNNp9IHRb+dMM/K1rt6/5IFHRZ4r164I8VTnRbqaiRlEhlwJohfs9C9dUtHu83+cvX3DjPhgaEPW3ey0",
+	"rnTMPfu25JCcoTT4aNj26PTlP47Pjt++2T1+8+Llf+2evfzP0UMQG1xrewexqSuOh9QFbWgreTkxYVm3",
+	"38p447JV/An6Cb2kdl39kudtweCYEmeBIkqOw1LY1tfpbmujdq8fdSEex705bwuGB5+w2WROvkrIwKwE",
+	"OC07CwPs3mR9U56FAWAcM1WFkUVNqoqVMQQQYnc8tadvNekuf9TAqvKGtioxztewcrT4V7zrGLUbk0a7",
+	"plXbjxL2OGFPEvb//F//t3eGXvJSHyBiTQ2VlbFV4wiyuHx4gIi1dreA/N1BeNBA+litB7e1iXOHV56V",
+	"HdDnQDuDL3nRVREv9hMJwi+tG6FvkYvYLU8cCa+CbQk4iucHx8VYdUL6eoi1obyE13ZHjEx5nHfDuBPB",
+	"6vKy4lmD3Watg+ZVgsQmbq4hQlRjMZTuwjIEwRjtqPWy0SwkxP3bzRQAhAqCggl9tVeSayGa6OE66lSo",
+	"AEXqPAHXII8C9bpNowARNhCWGQLEFmina8bty7CCTBhLtCwTPLM8Ii4HSQ0+n5ddIEmNANcJbhOPCRs9",
+	"4aVgEXF1sx3ySkW0zVIsnHHCzcRJPX83E1aJHFCXXaTo8OSYQT8fshh62HL8DDhLc4lATPYhTSKNgysf",
+	"DqK5tsQBIBMpXjRlb340zes85HGsshaq3WXxr64Wr93iz+8GCx5r1jHlc0+B22ci3fHP7zi0Mewo766e",
+	"FiAOoGgNMhvG44VGRF1IZ/bg2pNNFpnFwpUMtsgfS0gmAcnHmN0ZvxavxtNSXJ6LaZlzI27c9Nlar6kC",
+	"WCIaCjDsIL0W6/UgsRZbKARPW00HZvCwI5z/ozQVN+LvF7HI9jl6OuFBdiENBrllwa4upNnTB2yf5YLS",
+	"pEWBX0wnSmmxqlf746f9qexJb7LBW2jNQPOyn00PWKrKedDYXBZlbUIhZ3+3B85TcHtDiVyZTt/znM/o",
+	"n9Ma/w0Jeb/fGArAn1C0VifeRVt8MBU/rC5j6QV1hQiStMGqJGar6Z97mCOKzYUSlsspdO4ziu0AbpVJ",
+	"2I6pC5HY/1ZjmYvn1wnbycW1yBO2c5mwnSsxl4V5P5VFwnYuxgnbSSv7f6f8QwXIvjsX9VjLP2AM+eH9",
+	"eGoH5ZX9PylwnB2dvjeTSmiHMtGR/gbtlEtDed3BzFc37g4T24KCJM+ZQRqcRpGK6cKMfaaGvbqRy9Jz",
+	"ZR/vr7qxXQkb9HH82VJPKT+IXK89hadPVs9h3Z40C3fVeXWp2241X8qJX509RiO+WQlxYTVuSpTy/XtL",
+	"boyo7JP/88/Dnf/mO3/s7/zwe/PP3fc7v/+5nzx78te/dWYqDGFp8ODtsjT7/1YdT18mBV0TnNl6TG3y",
+	"GEyJyeNn3/Wxr45UDPow/PoR1/Nvz75fr8KsdVNae9Pi/l2S9VTlH4/0SBKUI/iIcxmgLEUPuMgz50xd",
+	"20kUw4YJ6sL5haaWtivlw9qAMetVh34cmgw4/8C9Dd7on16esz1eyr3rx3uu9d1e8IUl0N3AEnIWj6s2",
+	"uyWE3Tjwdrjqzlu2VNdya3duqV4lcv8ggdfVDWo+XUjUs5K3dtVNa2cR95fFHWDCG+HScssWDQL6Z/KS",
+	"euxAT4GZ1IK8y/iMTvAR+7/K/l8A1NSpcmAik3k5EYWOyZP2GQ8UB48e/y0uD8rOUkRXl9XU5pFBkqtL",
+	"yN+1qz6gklKqtxFFWs2xasSXclJT2isxh5UtFyv2LPD7/mIPShTb0tfpVnKz8sJINWFQElQo9q9aQTi8",
+	"YrksBLuoBL9a81z+57et336rfvut+P3PR8mjx9/HT2JIdd7Ko/DTTlWuCtxwxWYTaQTTJU9Xc77WxJ//",
+	"9pves7N+9jQ26eH1fv6aRbkIeBiOVF5PO/qtpvAbhkOpKy6+HgncRbcQB+9GfSyUeVPn+YqQEQ4iNXvz",
+	"9py9eff6dRdYoZzyav53MR86XhnkzdLblmDiw8e9ny9EmkOLXhrVPjW4hSr5Kd0utJbQfWJv8b+jJ2b4",
+	"RQ5VLZn4kDBTyctLZI2utetCeAMmrbsODnN7cFA3iI/Bwzf8wjWVwsJfQ22d5jA8wtq6lhE/V5ZF7suL",
+	"F68RTGcqCtPX6TzLXZdz7Bhc1QU6VY1iU/7hRZYfTXgVd0tlWX7unu+/YnY6M66b4eNXKk40eL7dRFOp",
+	"2UpguErNFhu+w2HYkxwasYCH49bSOdwI0ANwsk2X5CBjAnhn+7MDI460BY6YfDYEdaGW1PSG7hbo6GK2",
+	"Oi7QJrtmfYknhIVDjhIhVn9jj8nVVcCVfQ7KgPPcVY4TXVlGvUyT9MzLUqWTDux2qj8X9hHHv+xgqBYU",
+	"Vo/TDrcfrWU7i5QShOy99xORWtciI2RxXgBcckUjcwh8jdeIENlJDFPoQDlEfAM/F4Ish96dq3kofStp",
+	"b1j0xKhX0mGaRtPHDn0DLSgJ1Zph+8N4u8CYReXAfTM1K3LF1+5p7MP2+GGr15WazVRlb87w3G98u6O8",
+	"QqLnH/LLnNvf9bQFVjhBHLWOrPBo3capCyNAW0nX/gxKUOQUkiV5Vc0d8F2zqyvCd7iMxG236x7ZbODq",
+	"U76hQ5uOX3X25+67AHqiZuSVgMXLIgegRHcrPKiKNFSXzI3h6WRKxrZjc8DMki33WtRl0otGRDhEPmUD",
+	"9rMpg3y2v04Hh0erHSa0K32ncoZ9JKLUR7fwgW7o0CoD8SRQerirXIx+vll6p/s8QmMbfiUKAhgMAtVS",
+	"s7dwsHGZDimm17z7dBxez4UwMyGK5qMDUwl7AFY8G3Hb10KsHcpHFuHS/YaHSYOLyxxy9jejySOYPRAl",
+	"H3JBOk/5nF+J4Ig/8cE2RceDyG15c6Fq9YVKa8s+QLQf1pk0XT3XWk/6tHboZOYyKqGlKo9ZdwSscBwP",
+	"nTRqJyj4IWrFkMKgQQVSrvaMa+ZfWLc0qiPyc0SoEfDzASrLZaUucrsWDOUW+fzE/YXMh8H2zPIR2W2M",
+	"RvDxEyuVe9xl8n7RSwM326y2X6aqEvQJaBvAzIQX1jZCnVZDscdsUHu4duFP6xItrDacWdKD93BmeGUQ",
+	"xe+kUh/mN41bl3We2637AM3MwZ8Y7a0bEVdlmVNUHtL76otc6gmThVFrOXm8q/D97s7v/59/i2ehrI21",
+	"AOtyvbFujrSAHLETP1Fm4dL5Tf2l3Sv/wmAWEEHgYBlpAfQIwLtpfLDks1UVy9Xl5TIc4GqkhWTreqJi",
+	"Cfj/kJWpIaOaun14la/nBkQC2tGaZksN/mbEaVOVd0CaiEm0HmWuH2hak9bunMBWk9QnvhRDrkPVX0t9",
+	"1vQ3BwGfU34jUMiKxv1W0PLUiKy7H5T7hdUlgGNOZDphrisY4A66MYa2X+SGX3AtzuQfoqOUz/7kGxXS",
+	"41j0Kwus8Bv4re6EZNeCWrcSkwcOO+P5wNnPKmnEDp8InkEz8zXnP8PG+73aIoKdM/foTeAWqqb51fKN",
+	"iJ3YwhYEE43fYXu9jxAWNeo4QugN4OoloUQ21iy8vctOHZoB1+xEFJnv7IPEqO1iKH0YTbWD0CzJpC5x",
+	"jszUFYIrWG2DcYR4JdBWj/sasqkHGqvy+hwZ/TXewfoP8RXok9xpgx+RRymAkw3SzZY7LuMjw3yGPuMd",
+	"h91+9+74RbwgYWDbDA8zsaYhMQyzxwDos6rhfgC/We61FeRoA0Bv/5wrwa3Zyzgby4LnGPFYMfmVvQ/W",
+	"y8zixiF8uCBPXRiZs3SidAf+qb2lR93n/Ca8xAjOSoiEErGHGwroqhahJpdDgF+5vhJIK9JAesiVLLLn",
+	"HahK2KN/HRoBkTbESwPJZXB8y02Fbuqo8XuctJw23ouKy2lv2DqdeWLcoAO6a5FWub7SsVyOUCcHXoqg",
+	"DnF9vPX9eAkq1JfzS8wKb00hAutQRsvGGvkE6od9KGk6snHDHg2t+eWXIHgiNIW+H4jSARphyT+yZcN5",
+	"w25v2rihLesi7gmjTAyk+8i1EwRoX+frD9B914UoKBE2yW+f+3JPHW2EBru1zcXLmbCxynM1s1OHKqyA",
+	"IR2wszpNoSQ2Ya+IsZ9bxv62xkyjI2LqYOoBWw7vNIn7rWTrhWdiW1BtRAXXfvitZAvH30q23Ae2ki03",
+	"fA9BnOR8HgP0PQTUMYCahQIMDHKvajw5xLRamshFH3aHyyUc1OBclaXIoM6lC9BOM3qKXYiUuyosWmpl",
+	"1VWjFNO5muXzgZ8d939vjQV0tpM6pzk2XbuhE0TOXVvnhMkx48V89zY8QZgdFp57HHABNq1rRARyeKAJ",
+	"/7zZ5fhYnYU2E2PKnXF+nTD817R8mrBJrp0LpUOoT5URh1lWde8l6rdYsGRFedOcDCvRpOmS6tUK5bDZ",
+	"uTU1w5WtRzo0jQG2+4BCInecyVJOWGitY8OdptQo2GpHyZ4kFkky3L1uRowcKS6hm8OjmsJFlYCgADKZ",
+	"AeRVU9Y4FCWeRl9T8BEXjci9ugC9m0exDX5ZNXMHL5k0Jh+WS7fmtxDC6rUvlnfmY/nF+j0FcIaxG7Aa",
+	"Wb+9oz23qFIf5p2297lrcdIyHSgzmAxyRH5QHyK9qm8HdvXj93mlebS4zgOUcdJQzo5LaLfP7IW6boxD",
+	"f5gPs7TR/Upp7ytXoOMK1+LMHziLx5d+E4XMeCNjV3A4WsIyg2vvoptT9+WiLK64Twc4tSqCbnG3qi0N",
+	"S2HAC61mhNaPszqg2gwHRIRTLZR/CXpNabbtkvjLWk8SRwYPb0W5aIfMO9aoxuNcFqJPyILhO7OLeYsP",
+	"rytsVTHoEwD9gJH9tb9QyUvZU6pP24BIwpptl3WeI+gVbfxY5h1wvyR9IgUAJJnDYydFESQI5i00mQrD",
+	"2yVTotxAfCVMHk1F2/t2wLg1L4E0oFoGwQ2tymRV5aUEihs5U4g4vTNlgFblivaAraygP1Px9KqrAwIM",
+	"+EAzfKh7t1ev4tyOEFUoun1Dr6kZkarMunf1VlTI5ooss1j8QESXdH6lId4jOtrB3huXHPrVe2/Cha5x",
+	"yZwcG+6vOXPptp/cX9Mi88hlAI4NHuCgEbXIDry8cLBJnk2CNOEzPg99MDjQVrJFr/W4UpBko/dS5FBb",
+	"wAEqFrl+y+JEovXNZKJJi7HsR4QKoN8H3qK0G/I8AcDzhHW0Pfi45gEe0Q9WvA2FsQ9vsWtAdMjubbiK",
+	"wqthnbJVj1wzhyavNhPK1fDG2ykDqGW8VP8MAS9dWfbPf7BtGGjobFfjza+1/AUihL1wNyNKctfpz4Ln",
+	"ZvJCGC7zaM1PoUWhayyFxPByhg87HcBq2bHqmqA6NopWhPVxhFobL0UCoS2yYyjtiMvF1E8QA9KZ+MDo",
+	"NZfQjgbGlFvGJgb67CAvLbIfx0Umr2UGwhN2DhMbh3No3G9IL4zxZyrRHGaRuXpOnxIRlNzsdjS2z+KD",
+	"Q8Ct8emllE+ALyz0B6e/2lPt7nF+K6CdfGw6BEFzL3WTMBKM5cj7tWu29Qrc+fDPI15kMkP15GxSm0zN",
+	"io5eZqvyLTwEXEfCyk1Ep0cIbe5CuBXBKSZtAklamQ94gXup3uViR6QG3m2fWd2Lz5o1zKNXN1lkNj2d",
+	"8N9ei4rnnsYCThMeLnTUyAQgo0GRa8GvucwXXEit1nHx4/xRFlaGO5TDhc+t0I5dC3s3enTLgcu9nHKZ",
+	"37wpV1CVr0WRMY59XQpl6YmyT8WU2mEs1I/VHfWhZ/hDE4YFQClr0LmEMHrVUjskLXaDQTze348ZViqW",
+	"hZXKEqqmA2gxTyewhtUFQWrYTq+qxdOUfLPGbvb1fcLkdKgSceckCzYNevQMlEB0FPH0C/hp5/iFt8MB",
+	"naxBkYugpxWmvzz17JfzhY7CIgvvREcrJHghcq/C0Sga42oGV1mbkPpNA7c65YSb0n32cYDGH7mWKbQ3",
+	"sztvD5dfqNo0XbExEwSLsSKaSBUrvDw6ecfsL9KI1NSVgOQRr/STZty0lYg7/u5U4qdqOpUxusf+Zviz",
+	"g4TnlAPZNHDdXb+bjFEqTydcFp6dRkefSeyltDT6RGkTr4H+WWnTgo8JVLo70T9UTDIt9Fu4yZGXlcrq",
+	"GDc+wR/6yrzzaK8cCEm328YA5o3vR7CUObuGh7A7NOorcdw36dn1m3QDnOWqIiotXSPfhe8NZKkD5f+g",
+	"kAMcYDOkp7R2L5uoLudvONywBHlLuM+LG+LOvZvnnapcdODvt27DPeDsRy/oYZ6jrdC+nYOtJlqFXeY6",
+	"CPv9m3bOdYdfB1jUjizCRmlgs/oMvZuia8FImeoAPsi5Ni/jQUj4c1NOrSHlsmWYSaurUeJQ5+hd+tBZ",
+	"PQWkkxUfmHDqOVUXbC5M92fqIsYvzsKmhO4byCwOWFHned+HbpbJisbS2yJfAQADBwMoX9Atj9wXjXMB",
+	"hunACa+Lgq9scgAfSHnBLgAemk15Ac1dusdc2ScGhpSa0cOsULMOLa0uocPFSdjab8hEqRcggUhZfWnK",
+	"AbgCc1N1ByoO11ddGCH6CkV42PAbdhzl6hDu64dvG0jBQSyvuHURmu0Nb2uLQEJa7Ocg3RktMS6i10la",
+	"6RxgWCygYXKDUjD6l3laF6ttqVZnyYW2k71+g7gV/OcKUFu4Tju6FKk12Vwnb4Bp1VYVW1CjmmX15dW/",
+	"bNpFe+Y0XJMpV1OY1NjUP9yYaI/ZLq2rxUVvMEcvJfr5gB05JlBafAWkRmSKE1VZceSFCmB822VnVv9Q",
+	"ruP+hYA/xCOyq7nIWryi9Kwg1LSCqxDuTLO2xN/TbgLptIfoh5bdGXiXVhidlv6zF1H/54/2J4yzc1BJ",
+	"pqXIGDfAM+iH7eOzt+z7Z/uPEoYSdlQXoIRh77O6cK/BO/ou7McbfhMhB1buKu3k4cmxhylA+qK5yGmJ",
+	"ATr9CexY8P8iblnnZ/DnRb/jUtVjuCbxoYw1GOmIL92axRPaOe3TCSyf5r62raDIVsRoCfx1t49gCm49",
+	"7kqsF1FM+SWXhW4ayzt4f6vtE25lOuF5LqiZ3IJbKL9UlTSTBRDMX1581wWC6d/wLp1wdOfZxgHOfj7c",
+	"efzds6gv+6PQUvHDzSa0nUh3i3I6FWaisvZ+vXh5dnR6/OPLpU2DI8E3GuqAA2p3HHQDJOzs5fm7Eytg",
+	"Tl4f/v8XV/OstZgnS4v5/c8nyaNn8XkXKtp84tBtKfwOxRTAztvzg8ZD4BSGxp0csFCboz9gnI0roSes",
+	"4kWmpjTYapf7kBLwf6myvdu8ht4S7XX8Z81zic27ykoZama6eEcP7MwEMW/G2QQjgc44+JcqE5bi5AHc",
+	"IAX32OmrI/b42aO/IUoIAr0iphxip7b6+wAgOPa66ABgkHFtuUW+706PE5eMQQCtZW2oTja8Rwglywtv",
+	"jIzqSo4QStstf+KNv3DrXVuIvr0fAiTr9tiT4yfChbUbG2XLE1llJ7wy8yNe8guZy6jLo/FxuCZAVi5D",
+	"twSwJjMVSYHhRlh2GBvOf2zOmseWGg4141PRz/A2Q80HjnD8aJuhj1RGfCeYFbpIDw4gOFmt9gxYBeEG",
+	"4+Lp1agbxTcJx4du7ka5AeZ6e5bLAOkrHc/w4sC4SPitAVYBjRzTZsKVhueShLe1n05ey2txQnVdUQcj",
+	"bDt7d/paU842tKIiaID1IYdaybgfkV1+Y4RKWAmgHVwIiKW6+OGalum6DUHgu3DlGO+o6wI7paO1C7bs",
+	"3bGc493pa0zbDPrtDvNM0zmjQRSPn9xqojIOt6qeNcx/bJ0S4KkiwGskH/L3m+UQr7yBPfCBa2QUNwtv",
+	"E6Y75OFU+XFGBegvjoqBdH0Vp93jZQrOCXxzZYQLsuftXdQGikChM38D0vno8X5iRUEuuDbsCf7HVGnj",
+	"vNVjeYlJmQDout2Ae+4/7Acc/P7Z0xbi4JP9vo7V/RUKCu+X528HAHNsJpVYBkVai8bcNxa6K0Wcmz3X",
+	"wA32WnAtPv4eWFW+EDPAvm7X8kYY+YVWeW3E61XXAZv/u1tjNVPKHTkAYa4nqsIsAF7gt2ik5j48ffJ4",
+	"fz8JEMYuxFxRYaXXyx5o1AvmB/j80un0t3cK78uz/c7K5+5Ln0vIvMHK51JUUmWttQbXfh1w2mcfcXcn",
+	"gqaTqmtR6c/i6voGea4xX8wKjTTd2zTR+/gmegNBg+ix4ZrOpjnfpjnfpjnfZ9ycbzVW041wtP3AK3Cp",
+	"whwJ/MTupoXg19VCcNHwaecydDUYdKvyTCLkVpELkSwL/VBGdEF9hff090FKSUcexLJaMjwFwr0QxvIH",
+	"aV0RlenGKRDvYB8OS3luZcvH99MDYma8aNTwA6dVugaO9hraWyhJrMXiTgC3fRyj+Ddi5lzeLvO6QrR8",
+	"WbCj4xen1oagti/Yvc/Ve7qqH1UIq/kWxMJzCXErcN3zYh7m7A/udujFbSCNvbjtcTHZxZglB2jL8Tmc",
+	"9cY98fYToSM+pkMMibMUyvwoxqoSPauA6M/iOqS2xyzXkCG93lj7sXLRI9t/1Pfe4jLZKuuqVLpjr+jH",
+	"vhOJKb9/dZIvIZD+VKm6vBkJv/K9VTm7tMM0xHwD+u1V/19Za9OIDyYacRp4q19IXea84ZtrXeaVG/nx",
+	"e+gBTT5iF7sc47FFD4D75rVRCMsbrVhSFUZiwZ3S1xTEjvMPKCuOVHYbtVPWeR5/c9i1QP8j5EuqSg+7",
+	"JJm4lqk7vZg+//bNP45fMbLqrEH104+Pv3/0/aMGRIZSvleq7fip7m/g71Bs2nyF/jj4I50NXV5IjQUP",
+	"rnyepbwoFHC2oFpgee+BqKN9Iv8u5tTIEHpfWBYKDzsTx/AroVutswDfdwz2CDw5xCKdcA11//1JeZry",
+	"rggN15ezL69nwvWJ+WNF10s+FRWHZOuSFztG5mbnD9Uq+wmb3eizCa/cJVoxMu2E1ExPoBcm4NTUZYNd",
+	"Y6ys68ggXsv4DDpckMLiDBr3lcCiWXmz7oCdWt0AoeR+rAS/it0wUcIiAAXcxWvA+CMMy1zw66506xBl",
+	"sTfgjWcSuiIro8vzsK/GgPdPW+/4GNu7WGMM6EyIV/bd6esDqtpycMtTtj3693//9//f6GFgeVGeVtA2",
+	"I2EcYiIuyyTsqFGJqbpG6ptGm2as22XhZqJjIM7OisvXLXbfaVHdmulBbSHXV1qQBt70a9F6omaFS6ZJ",
+	"VaFVLgJjAtfK0lzwyqFxrqTJSuXiOOvQdbFhvU8JWKHqcrcN2FNS+8aTD3TTdJIjyPitKbtdZe5AHvBb",
+	"u2PnupP0HWygecJWYo8K5ePvwy6ZjtXwYrdnOMCmkyiqP4jdYY1B100aOltEMny6/ee+eBDbfjZe9HWz",
+	"BvrvZfednPK51QrgXnZWMr1Wl7JYPX3g1di7x35nKRfHP4j755/8iIwc2nhshbeiPNMdkt3lFra8qhg4",
+	"9qPZQ/ZpnK97HCsw4ZwW+4usNflOgm5SezxJYOWi38AbJBJ1kV/TNWWZBAHHhpqR2L+AHkkYM/0kZzlw",
+	"LkwHPHePX3mZIG7eBmDdtru767XBB6poeU3sswmr0SnPp4qaG+PWYaNty5Bpa4AZr9HON0hTDKk9adA3",
+	"3I3qdmiG1Bwjn987GONqWDpY5GcIRle0Wn/fHiwdHqqrKHdDDvLMgqQZjkvXbBZ+E+plAKMuBKhLmAKc",
+	"iTyHydwXYN2v4mKi1NULkctrUc1XtxjI6Em27TNEDxP2Gz6iqfc8LzTodvq3rYcdXQNwGPyPI2raaank",
+	"Vy7tJToVBuqWfOuAnn4BAOGR1pU0cyjQoMIjwStRHdax6EmT1UuUD4r8SF+n70tu3u/u7mKpz0WtJXQS",
+	"veDplSgyvcsOvTrhWmrDONvwsqaXH9o9uLaGO7BgEtquvXmq1JUUBwh4AlV0OFfnSgWcGupPjibn0/1H",
+	"bMRL+R6eeO/OfGT3Fm4lWFMwSHNLJsaUATrqEXw1jkJll9OeHbPylJAgcmCUvriVbY/ev/9ZabMDS8bX",
+	"RihwwZzN8Cr/fH5+cvbwAGvNd0ACWO5AOeuLaGoXgE/Nc61YIQi1ZfRfO2fX6c6RrsY7ELkYuWR9aL3C",
+	"NJ+KHYSyZaMzke68Eiad7JxJI0ZWKxi9hd9GCcMWUvOw87vb2SdslOpq/L4S/wvI+LCp0u4M7sSWM6e3",
+	"guU2u8xL+Xcx3/rrL+ikG0NtsdwGDTO7/BNnzp+JCn1I9gJAyGtH+6fs+irBc5CMO6maTuvCZcpOecEv",
+	"IQ278Q00/YvgPgXVVw5txY6Ib2rvVkownr3jqz8yoROfAZZQGylZXMKTAph7pdRUO3x7WTGeTWUhtcG7",
+	"cYDsNKPWsHZx0mjsqJnCjfCJ5ZjYhfzOTDQdDbVdJ9Q7uEIMes25MBD2Y3JXMxNlruai2mUvgSn9x9nb",
+	"Nwwg0B0Gd61J8RpBIfSPKpuPmJ7wUrDRn6nKROLAgRKAxhXHmV24qeZWE/o/iUMK/D9/jXDGmAhAozsf",
+	"Ft3WczvAznE2sgppqQotfHWJnTYleIh/1dbsH9HnRgnTiqooCaAdwhWufn2K3VUamH06rlxd6l12wq1e",
+	"BeEtT6HaA5C7V0RxLXIFa0Zh7WREwkBEJCBd//m7XWTQP3oK6k9R+m94BZNqpKcKunFXwtRVQXlm9laI",
+	"AnuWIpT7yA4+2mUveToJ+EgBiC/2fjiGFkZtLE1/sCxmp/njyANY0Iebh/APo6b1Au2SKMaqSoWODmZ8",
+	"BQ1Eti7mgEGPRrfUDE7a3WU6JdFURrgvkSCoaqvjk6c2q+TYMF7yyuwyaN7QrGz07yM2FbzQTNegz/if",
+	"EiY+pKI0gNHenCbeDcsa7X2b+6UAVT2Hrs14bumE0tYZL1Qxn6paU+Qr6EkRzsTy4JGl0onIgQfT7W6x",
+	"Zhxhl71tZjTl1ZXI3EQaZ9Zzxku5Y5BX01RABHqJq4m3WR4MxrcCf2tQyOclnn3QUmhU9B2EG9Q9HRLW",
+	"O15MhZNK26KvNbVgwl5QNBNq9vB9JgpppUa4PUjt4WXWbITHNVp1kMgWe0+xc+W5Snm+Y9fmBwuXi4Vq",
+	"rgmMvebKZT7lSpWQ9gvd4Mecit+WzsntBdg90ljzeKtHuB2eHAcAQ8+3Hu3u7+7vPnr2A0BTlaLgpdx6",
+	"vvXE/hHznSagvLnmD/Yi7l0oZayAgUBZGXVSHoG9pEmhrrQh0gqkEyLPuBpFWWjD8xwZUcQpu8ve2i3z",
+	"2+L2zkopVxkCxXl0ABfzzjMgQddcdcxrWNbxnngWw9NU1YUBCQBHdyGwAYLIMPwOFX1KG8sLRT62s4UT",
+	"W1gwxHp0q1Rw+bM/HABTnylWocPRa2jiA0+N6wQsEcLb3z1rl2/96I7m0H63acFnxSx2sy0MofYFNSF7",
+	"/6sxOIgW1Sp7q/0R50IGjStu11nBkjQOI7v9WRD78Ep/10XZ3QrtKnuIYGihRIf7+Xj/0a0tD83J+Gpi",
+	"t7iVq/tXsvV0f7/rE37Oez/yzG+cfeXJ6ldeqepCZpko8I0fVr9xpIpxLtGwfPpowCdO+DxXPDtX6jWv",
+	"LgW+993q994VhI0jMgijnVtd3L78eMAsz5X6hReujTdAuH43ZAuPLWcseI6AOqHVufX8n3/+9XsAJUL8",
+	"qP+WWQ7KLzV1bYdC4UUO4nyPoYqz9Xzrhx+23N8aGbP1fAvlSPMb/ide4L+SDqa603gWL0UUGQdAiHzF",
+	"aqHiTGYuTKPIBj5qYGJ6Qo1F/GfR5LZsWHBfpIyWJvyiiiiv3mXHhhiwXhaPvnNeoS5UNg/cnewC0pqa",
+	"7y/zsp+E8ZzmzLvk2lS/f/tMjT7VwQCa/cJj2v2srvm5QE+7D5njZW/fD21knkN83igQZMi7Oq//rV7z",
+	"lJcmnfC9P2X2V88Vt2aKptb3VBNHbza4ASA7PDymzNDUPnnzE5NTfil22SF0bRhb+5XMOLjPrj62bqrl",
+	"7X8upDdS+vdYjo0QBZvKojYCwsZIFJDZhlqj+7wzP9DWA+UGCvkCpAM4k2Au7mE0vVqwCGBLkbG7S4s/",
+	"tnrtYfBMDu2AYIl+htiQUdfB5uA1wC8iP6C+x04XArAg9nT/KbbBwCzILEGoCIjnlDlPMc1liUqPcHKg",
+	"L1Z8Kgy0Y//ngArrEKYEXDxW4WwcPDJbEvxJQM7eHVvX8OSiG/L3lewCLspeiZh4kYERHycydJQ3BEc3",
+	"BcBr9BxStItjX+mbKghPV7/yRplXqsaeup8NS0Ja9mST+rtyz8xmrxIgvbptluMCMma93YLsxR9q06QP",
+	"BSySDlSl6qZXVRIyl9lEOf8D9osNMgeIR9l7o/LM8g8rHAvFclVcQm0lkaXIdtlhwQjyyj6IDHyOKRb4",
+	"5WCWWllmFsh6rq9cdbGTugs8YZmqT3GzPp6yrYwh5nEzIu9PcRtA4zdXCWj1R24tXXTfOoDdG+rznw+9",
+	"wmEtEiwapwuX7Z6oGKKpO8587HE6IH5oOzshCCWzCzGRJKQduEeI2gXqAvS4sL+MiFJPaCTv0ZOBf3Qi",
+	"KsG2OZtVqrgECmtk6RM2kshS3geOjNFDJHq7kX6SoExMhTDtuZcql+mcbT/d32/GukCPObTpm8wf7rLD",
+	"PG88ZuFy0YN/ra6sJG/C5eHygWOhdwyjK+hRgUyqmLTHLX47K9yu3JGLAb/jPrLCxeBYqlPAwq0d4jp4",
+	"2tHeN0xwcQkTTcTBxefCHZ8Bbjvs+M0l/aMh9ralDFXJP0S28R/cHlds/AWYKheSCqXKAd54c/lvyP/g",
+	"8SVOBxy3j7+J9EoH0p2mBDaMvZgtD5sqwbnv7ilyHTI3NCQzzxT72ZjybZHPE3bGp+JMGvH/PTOVTI1j",
+	"B88jkfIg8jVRldmxRkgWDb+Tkx/ivfEgtR1pdGalkRgFLb5ogVJHItiezkmjc7PCb9If/Tdx7J32T0ER",
+	"+ig8Acuc3wiJ5jMshJclJpUSVKfK5riT5M9owo1HZ6ev6CUwsYhLRIPty7H2yC6DUHDNXnrD77vsV5A/",
+	"YRIznTRkKsTEkHeyaz6nDHHvNQBehlrukhVdVwIN6Cb7kEzoABav34gOXEuFEKDDkpbxPDSgpcbZ029N",
+	"qIlt26N1f6bFjUh+O1mMgzykG7ZsR9tpe2nY1lYL2NLX6CsAIcqN8HembEIGbpn2QjZbsf308Q/0Wcia",
+	"2YEdtFfrkKWV0npHS9MEALYXMiWeBw+N0DVhdXZ5Wfj8iYexYMVS2gSF4FVtUjUFWppV0hhsIoT3DZVA",
+	"qPgAU2BZ4MMu3JGQh7EHhA8Yxg9aqhEvXNd0dy0S4taorjY961dJ/1u0F5Br+U6pHSEEovIZIGSIgpQK",
+	"CYFAVMEAT0tjhwKkcJjrmTA7XVlD58v8o4tNWr5Poz70CUs8kvQKC/iMVZhvOqLxtrTSaTFkfj8WWa4u",
+	"VW26FZXToMLAqU9eXS6CbBDwVtibT8oDhbjhulKwHxAAZ6q6QnOFxCrkfKjctavyTo1GdGhIEYEMASwL",
+	"uVDG0QCmDWIF8pIkDqvoqWWIn7xRDJrkFRm7tCrU0/0f2CglLXkU5Z52o4ZaHCFrIDMizhu8ffY5Gwyf",
+	"Snd/uWji3xaJxJV2TGXviGOYuir0QAcECrArSRfMNU7lpvWMvQtiPBZYRbBUk99wfVfhMIeO+dh5DTTX",
+	"xjeY5wBejIoTRQcUy0QqM0HODsh9hq6DEzXD92ElUhN4NOiCQXIOTHjCr4WlG3hUzQqUxMuBAzTcIeB+",
+	"l3I5+EyXCyHiDiLCw0qGeyS0T0U3L2BXLkSnfyzYkNsmopXO+VPBMx1RZ1xhHkSzQidlS4xgo2nLsfHH",
+	"mD3rotuhHWvlRHsgK4k0BMmeu/bU5EfDmw9dWPJK8GzOKmVAqGBuoUN1U6WEVCWi09kkTPaWAePHUjy2",
+	"DUYQzcJn3VnVH0yKwkokkfkRtqkMTNUmabx/PqCnKn+Gzqf1MPBZPmIjGug9vTLaZa/llfBy127YTlto",
+	"YrdkHC1pJTeheRfYtg/0rSWRdwYtzjyf/4w0fTq/LoEexlfX0PgjdzlUoW6q8X+VfK474gFk2uItDdNA",
+	"1FnkGiFnuHNF29UEdCoXryHLpykdUHkG+LGy0iZBloY0iwVNHvdmIqtsp+QVgTBZ7lXmNVIpgtA0edRG",
+	"XmNGJpD4gauNshrFhSyIcR6+ebHLznxBvkZ9A7I0sSz/OcOKfDtKkUHmUiXazqrK1+gDuqxqDH2pYRmU",
+	"0h6LSdiNOHK7tRSpjN2T5pG9Ew5G4aDnoIZrwLM0mb+LOTiJh78RoCgMfeWXFqjF8PfeYEPL4S+8cAgs",
+	"677S4MMMf/MfAH0w/PnDslzjacyPXvuFtVbwkrBk1liDR/hZ7x1CF1rn6EPckOHv/ezAZNZ65cT8scYL",
+	"x204mHXumrbaCtZLrrGBqal5vu5bZx6cZPg7PxEU0CtgoetNkbgwTNO9f6eJD/hlKFKO6DZhmbKTP597",
+	"uPNTGVV2Dx0caSOjnOrg/7SsPux/F1cf/IZD38G/khUFGA0oWpjo50wlq4eOfOOE0S47CoSy1b89DM8I",
+	"ZXSZS8PUeJwwUaTVHPpx+GigK228EvMAJN4LbjYCRJvR3oiX5WhvhNWVI48RWBdh/1Y32Db62HCO7/Gd",
+	"997l9pDSIR0ulANXKHKrqY14m3agsmpERc8jAJDBFxLf0tyNhfEbj7o2wmp67QGVvHXG8RfXGCNV0ynq",
+	"jVStKbKHkTQKOB3H5e4ohSL8xoooC2X12CcfaAJXStySEAbH4JnqmTTpBMvh768kw8uDzsRLPLTbqMTY",
+	"pF98BukXWK7B25zzlhgnVl1vxYytPa61MDsAmDAW1Z744DDMoibYyw9YikG+EbqFjRHlWS+UlGPRnSA8",
+	"hrGomrLsbcw4BsSDXT/R9mRGie/p+ehh2+CyrJkQ0OCzC5YV9eqC8z1gVV1gQj26bXw3L0RIWOZVuEin",
+	"jNgp3WkdBn3onFb9graoi/SX9vKbcNXimeBN0+FVu13lYgCFyKmjkLge8ivIUWqTPIICTLaNSAHQh+Wh",
+	"vXsTK1Gb/IRWFgglOnLTdHcmFp8wQuJJmL6SZekqFTD/IaG2fvNdtjAHgLRDtIIAFgFurAAAhB1V7fhZ",
+	"FejbtevlKUIq8OZF9BwXc0ZZKEwaMY3VdLIR7lSTn+GP7RIJ0H5ulwHeG6HReGRQ1CQAstzrOpjvAMAL",
+	"oFbt8bLcQ4l9wOrC5SsCgA7qbrhHEHKFrk4V5r/MACO1PQ+XHgLdfeRU7LI3jYagWR60tixRm9oJnEWl",
+	"Unm/CgY2jYi4cI+ncWZzNxmmVuuFD65Qj5YZtt0AKKFTDM+VUAfvMdmkPX/oot8x/TLnBdum+/8QGqX7",
+	"UAXe+o229CVrSyd4svZgibCtZUOc+e51JpRCw/zUTmTJAqxEax81qCiyCoCha+pq2unr/Qk/+xk5fJ2L",
+	"B72+9+CggQ8O8dLgrm98ND0+mvYFvWcfDUF/S6OBLBY8Im0XCDwbekD6vQtwR+7DxdDqg9AhiWDuD2CR",
+	"SZO2Hjz3SdwKuEV9U954Fr46z0KL3u9NSu796VoC/IX8IBcxfMcX8HfdtAXBpCrIRXQjHiB8zUxqwSIM",
+	"olDmPaAQj0IXqUNDJuWdXBXUVNzS41SBfks1EDnEa4P8Spww2/btZgooCtCgVcK/CAHnuWsRqsxkmUPh",
+	"+hY41HpyfEHmxuRtR5ZlQ9EEHPvZU/S6td9fTKom3oMGyP0uiTLZKuueolHuhZOrZwmeGwRs377iyz2C",
+	"bumK374Y725n1CETaRM8/P8nsXx7pTZ5hlynlK+Mvr8piY238xNI7GXP1sBcLDZDzGSEgmj8YttokqOf",
+	"MpMa2kGL7GE7dytu9FLQ8pvNc1pMn/hM0h/ojmzSIIaY2D3u4jsPW3jo5B0teJUCNgy/kDlkhHZQ9RmG",
+	"HrAu1g/AtJjywsiU4UgOFhhcb5d15UpEXdsuQrRvg6adBqPBIBKDcPSUyAL4trCqaaIKoU0+ZyN+zSX0",
+	"w3iOAY1RvMLChf/pc2fwtaNm7XdPRt3f7qzFcE98E7E81+HMXRi6EL6PeiWYyKSB1id3TSV/+lyggeap",
+	"NgoCb2GS0bgSBCO9GJgKLVEwaaVmp3VRyOIyYWfUriKhPohWSEL9NAUHlyNqzuCtcIjRARYLSidI2bHR",
+	"rKoLiHbnClHc23k6mmnDEWXabrAvbIeK6BV26031+eNsDWM1TG3ZmKufibl6p2kpSX8toSpEO0nNElqG",
+	"2a8EVQ3t4SC7I2G8NmrHyi5Cyc8gMV+Nxwdh68d3p68tiWEOSZ8gud07v3/PCWJfHeV8KkI4FTy7IzLw",
+	"IZN6BcLXpbwWBbkiVvtn2Blp6kG3yDC7FcpVbqNhJGLvuNqY9lNUqAh9Jdmvvq2DI+eqLjQW+Lrum4nP",
+	"xVwUpfCZEWWtjhzKIHX4246Kx4fPF+Rjv8/qo0n9jh1VX4KPapV76mvlS5sY1CCP1n1ntwbq/R4Z4KI7",
+	"de8cWlDzxQbUPVY8tmRdL5M+ZhO4AmrK5u9V/gtl3tN0IiYwFc+IL1t9cWe1YRif3ARwF4rxRd/fPdNv",
+	"yWvdQ7wnHBptWbKbciNT5myA56xQ2E8LUHLSibAzy5g1k3OCz/xgqKgF8mlNNbdESnqHo1Ey0lFlIhXj",
+	"IOAWoQ/cqjQwKn73QqRqKjSDOUbMDfj7V2FwUH5wywYradUbCv5E2ZLQkKJ1JvdNuuaPbsL9xVoSCfsD",
+	"2vpBtwZVOiStqah4gLBtxzsgvEysOoOOg0jJzjMH5AdJ3NpK8F12en520oSqPEzkD2xUmj9AnHp1aXTA",
+	"3r75x/ErMDZ++vHx94++f9T9al14n/SoYSeyYpnAxoqFEZfUaq5xiEdRhhHdy0WLzB+foS3STO4IN3+F",
+	"PXJy/t/umIaYIo/vbqKH1C6rk3fRZYL8cHp2w66+KQvlDFDuwjv7cSwSOYDeJdi+QSyyidBR6+uVEGsw",
+	"3eAlylgD5lMJCr07D7/TpL8Eftj4Xy0Vh9vyeWtHi7PtY43Bcxtm80n9uovHcZ9RxyXCX40Md6ivWpTu",
+	"DI4lbsAvuSy+CHp33Ve+Yppv8NA21P/5UD+in90uA7iR7NfCGFlcDpP7+IUHCyQ/9zhmU17UPCfHJCFY",
+	"fHly/8xtyWdP/36mPfLeHfCG2j+5rNfNxbrzAO6ZMI2u3iJIRPS3wtsRGDEO9DhmimEbNSi2Pjn/bwQa",
+	"bXW2fKBd/SsSV9P5FD0nE66Z/DI8IK1I520S/106QtwkB3hCmjNvHdknCdJuONbGFbKyE9QdMMqh7mII",
+	"mvR0hcL2Bpi1aNROWee5S/Ji29RslhsjpiXBwwehGCOn4mHCKqHrKYWLdlgrXYyitWGeSqFmDjI7hn22",
+	"y04Xo7WWrbtw2bYP3dJf3jdR5NFD1xweY8jNs+5Po4dBrv2y3WSq+ZcROIJs137YjjCn1hq0uNfeh7zR",
+	"mz4RQ7D0hs3AiMgQctuSU6Fm988c6qrYsXSP1NQTEq5NLGUbMt9kQT2huuB8gkYq9i7S0gEfH2O/IQrj",
+	"kFRt6JVJeR6ONSw/H2ERUbKvq8IBhykqlfqyI8cJcFla/obYP52RZK9WkNbQJpPbrF0aTPFY0LCTqx73",
+	"SHCTHmjq72bfymUhnvtSJaRvwv5KglLFpDOjPHi6K7M8WaqxCOouxLXd/YQVYuYrHj1WGMABIUIYVkSO",
+	"sONMri6xnT5VQDS1MobPta/e6IULOsVte60+zohKPmWlZbOGv8siWxtJ+rW6fFWp6XpvnKv1nn9rz/Be",
+	"OGizG0MqNQOyYaIw1dfoaf6k1Z08YDhB0dW9Ro90wUs9UWaY3zhAPKb3vImX+LpP1LwRCNllvaHvKefG",
+	"sjBo5P9AA3tFTif/EIg+SZB7aNOoWWEtYkRsxbZevLKck7roMmyja2R6JQzbfrZPAIz6IbuwJ4yiR+o2",
+	"oHeK7Bqa/l9UagZ9fXgB7bpgljA9X7VAze2asoQ+p/OZ382b9P/HPNVoy39/YkM7/z96/H2yNZWF/+9k",
+	"qXPNfdhsfj+6Gv64a2Rloj353Q276Gs0xiMk+JHeFSRVvVvmfL4Gv9jD3j49aXmUDE/k2U2RpCCOEGtW",
+	"VWzkKH/kqRWhYsf2R2PyMyTzEdt+tL/zbH8/cdi47Nn+w6ZR2LvT1466Qs7TsBIJVbfoQ2+YAfwMgHKF",
+	"MmyichxtgQuAmkVrw8bhqsjnrdU90PhBTRVO+Zxyabihha1AonPkc4hb/aXwlNv3mLc3YoW3HLcW9jyX",
+	"YwFovPfqJV84ti6IXLw7zlf17vT1BnXnS3Z7/1TxwsT7+39ObDvME4gGHM9B2ytFJVUm02a6TBWWOTv3",
+	"naa4pKwgSFdd8xzY8ZNn+40eFqnZfNCpHGJLw8uKX2DN9pWYjy27Y2ZSqfoSO6ZM7VlTL2SE4eOmmYCd",
+	"WFOSSkz/P05e/rTMaM/49SKb7Q4ZfnOMdmBg0hXDDEJ7u38GvCpIqbklU7eIDfv9shOwTZTN+uO9Z6dj",
+	"w3H/1Lkyfw2yry2rcjzFvsW2R8jERsgjp0obVokUOjBY1fLhLjs2VHOgI2oqU1UCWROCQ3Nsq+2Cso3a",
+	"xwidhH6vSGJdgihDXbVRZ58z7pR0r7tgc6zGapbE0HmoxLunNbSPMoanE+g7EtSxBtY2DjQPhn+6/3SI",
+	"0f0lsO1kqdsHwMLCmg+YO2wrGhePWxWiY572ovROURT11F57HN1e+pXTOly6E87UGbfuhL1cDEAa3J4u",
+	"O0tgyv+qsWqM5oyjbfVt5Oo5Yi7R4rVi2769WnsuB94YfaCdkYCd23UDDPywa8buOrfmTGbn1nMAFPNz",
+	"vlAqF7wY5GOBo9/731JctuUb9jeyg8mCY8HdYufhmEgDDgJjbny1t6XYd0kW2OZ71eIN7+scdEhigJJM",
+	"nvuQFMahPG5YOw6FmSzU/aejN59rzGeJjYLFviwo1MgtYV0ia4e58MIyhiKfPyeMmLbiz2YTUdAAvKrk",
+	"tdC77FSUgkMhtDRsRuYDN2GfwLoYy0JSb/BGBAEct0+pcfNspcc0iYjQQrwr6B4JoiN8zFJyTcSwsBu4",
+	"SanZRNnvVNuFY/CtNT8RooI2quxmR2dNHbZTINsM6QzzapJouT/b1goEu8/QC9JlCoWLtwzgksviYeI5",
+	"l2MT9hGrRGZSl9xYG4Cllh3lIatT5QBOt8veQlzLqr6W1bSVR5Yr6o1GiI0RhqDKL4UfqLKfHcCWfa3U",
+	"/+mIWZULbYfLe4VcwMbBe1NVSKMqSolbHQyuq8rq2xNrpdhJi+LSCnXE9AU6wTafhcoEFiuAvOdsIrVR",
+	"1ZzNZJGpmSVogKZLyGPkfubXouLQkq8wil3UVnXXu+wVjZ+qqWDjSk3ZRPDKXAjeNBbFyin88kTlGfTP",
+	"moqpquYY+i38tNr6A6BDzH0TUEK1o+YflUACAw6mKhG3SnE3f2k2c22ixxEoeWYBNx1MJMeDFjaSNJ5C",
+	"zcAum8qiNkIfMHlZwDJg++kdlCBu63fZPrWdho4p9EyXLUQ//4Ljtywib7bIwjx5vJVYs05Orf35aH//",
+	"+32wj/G/971FA0UeoorZeKfCmjupaa3WKPAP2/NbMcM3KhPHWZeZ+ezJACsT9ym63ys+Dm/GNyfjRkBL",
+	"2a0BM3hZZPHvH/iwZ7FyMi+L7Bam8iPQIJvJzEzsDSM/fzORdKK0KBwKN13LiTXRDXozHj3e95TcP2P8",
+	"FoV6B96x75893Q/v2KPIHbtTObpE+xE5ekR80/FJ6IzpCG4jUm/NZnf98BuxhpYe7XUoT/HJmDh9Ehen",
+	"lvfEUqyWJOkeScnbl6iJd5oG3Hq1NKLb9zFC6XOjoA3V3CbV0N4uU889EUyuUp7vUD7kSrLhLJeXE8Mq",
+	"QcDcTUbZOOgEAeUWoVJYVioVWj9nl6pStZGF0InVI0so7ZKZ3QKnLx6dvMMMnhLgk3Oho6T22k6cUmzv",
+	"sktE+B0f+1iRX/dN9IWw1xeCE/aEH2h3xn4T7vICa8NNPTCJ1q6k0LVmRlRTq6ln4oNwOf8KHJPX0n7W",
+	"uxqIFkEkgACYiumF6wMMbrl6PLa2EioTgudmwrhmWtgba00kvy+77C1cXFVpZm1MaQDxmbogY26ay8WA",
+	"duqa8um4VTPdh3N+qdmFmMgi6xM7Z7grn7esoUl2OUBp7/GAN6LmVmm12d6GKLS7M7dOq6hN7cGvKxqT",
+	"EZ269kSkh8GbCRifpRWNELiwylq8juYlvPUGPneH17j5TFdVh73H4RJ2v5kGWuGqgyuFf47dqKc3vlF7",
+	"fxbgbfjL/jjkfvkL413KONwDzXKlSqgydTrL4ckxIg2Dz+rSaie1FnrVvTu0M1mRFmGfYzJbmoO715GM",
+	"g8K5VYanRdxn8UFr/X000ZzAhq/famFTERIegsy4a3xvVDgQDLNUDqwB2blrJKKThuBccMheYu3LCyZK",
+	"XQHptpcb1YeaK9kPTPftkOYQyLuvGuTuk9USURvVCJXGEezulkyvRaX7GsWGFErThegtyEB6GanQCUcu",
+	"C2qd6dhOmXNLNyso8x80k2+YKN0WdNCj2+4NLd5matkiGV77e3hHFDgTF1Z27cjiQn0YoKiioGtEJA6j",
+	"Wam0Eb5+r0VsbbiChAmeTpjPy6xLyrr4j7O3bxjXkOMqr0W2y16Ce8N+kfFcK3YhUg5VwmyEn92l2e/+",
+	"Vu/vP0l/VurqDZ8K+C8xQrQEti2NtjRKebT4R5k9TNisksaIwkV0IWXMVLzQmBB6wHJxydM50wW/Eu9T",
+	"rnH50OJeU1i4mvJcQorKSBXvcSnvEeUhG/leHaO3xRn8dES/POzT1n/FVR3DkdxLq+rFwv983mg06C2y",
+	"e7MtJCS/jFU17cyNndAhdAZanw6ILQYzoIt1QeWUYYZh1xTgmTN4pDvg+4k4a3i2g4AXiBpwNzYNsuO8",
+	"025nXWR4O3aIhcKOhZwTwFPW4Jx6ro2Y7ubqMsY/YbQ9VZthjBOfd5oCvtbmjI7hacOLjFeZY1XaMyri",
+	"rvhyi22hrzhgXpaTYiJaAzvjip0hpU6apGHCorgWuSoFEx94avI5A6xP++lM5BL67LPtEd5k0gtGCRvB",
+	"BI8z/09L9/Y/VAqRo+zQvDOp/QPGY+y/UP2x/8q44aOHu+yksnwQMMbVmP4M/CZItcloUbm1KNUY5QtP",
+	"DTsENqwnagYrHv3z9OWLw6Pzly9+HyWwiMKtwJoN7IVfDYGYUO7vVEGN5tiIatHdVwlL+vbj27jIt7D7",
+	"p+7PfvH491/4h5c4dCePbx6+B+Z+lxwNFwHrGcLK6NoiIWw4WVd/pct2kSsyAeXuy2pm9vjmzIwCrXuy",
+	"GKtOlubwJ5C/OGAg5DO/ioszlV4J8xwbsXIzSZiuL5qOrFOhNSxxXgqdMG33rkgFK+rpBYZmMfNW11M7",
+	"eA5YWUXGZlAbhZsx5lOZuw4lKce856DObSbznGlhFRarasLjc1YIkWmCH3P7QnxmIirxMGoRutCqXZ1f",
+	"3LHdnjukq+6PdthibntZ8NNH+PU/ObJJz8Xyax1EC4/itGDX23f/Z91OwnflZcUzQZX8zbRAtFIFTxvr",
+	"jW13if+HVkKB2WPEB8OgwF2z7VF4/r8gvYweJmwMiGVOF8abD2U2zdo0QpEgLhwWzEvNRhOR52p0gJYX",
+	"SqsR/eygT/giKeKKLis10/aDriezqg275KWmtPlRWldaVaNddgjCk0PSfFGI1CSs5NrnMmlVNfgrfnJe",
+	"u7Wym4aiELSRRS1YBQkdKJilaRQWUHo8zzjAbFaYsUuLhBA3y1VxaaflgMXxZUQM0KLINBtVQs8Lq6U4",
+	"X26aS8tlKsGzdioWHmvInA9PjtmFGGOcPp9bPqSKsLyJuqYc1mZimVPq0csBAVXwym60uhIAp+ASAlRu",
+	"54gMKlXqSoqEpRORXtmzx6+h5QxX8Tl7uv+oKZoleJyGHSbs6f4Tt0GCqUpeygKdZA7lhtADXDUFGFq4",
+	"Sfbl/eblhQdDAqDZ+HXgkUNb/NwajDGc9relKKLMbpXf7Wj5QjnB4q8UwL4wwatcYkzZXkrU405f/uP4",
+	"7Pjtm93jNy9e/tfu2cv/tPRllJc7rVvXZWbiEvvs3JIby+22nm/9zz/3d374/c9HyaMf/vrtt93O//q3",
+	"rdVG6SNk6gupyQAJD6CaLmiBzQ2bE6IraZXsGIdx/Ges8lzNNgpah5Cyd7ZPQN2qXEJ7FklxSBg59I5o",
+	"tu2cc7ouRXUNbqqLeRA31g89R5UVACSl8zQXlHaRMPS2A3iS4lncnPmlcbZ8tsk9wRz7QsCt3dv4tW8z",
+	"Ctza2rvI52lRyt6fLRfgX3uVGIvKKjfdRHSkaqugzawOAY+TitcCGdqGtM8wDqwTdnp+ApTCcsE1GDWo",
+	"BiaszPlcVDpBx0yqMivtxbQE8IWHWBnBweuvKA8P0Cf/t84uBahSRlZiitnNVSyz6CcR0t9ps8oV8vOX",
+	"cFEy6whVLfpRbx6xSj6qzqkB69DgARIZpFxdUcJhTDZrPi1zdIFEMRoe7Sf95UkripPuiVsFJ9rdCY6e",
+	"2DCs22RYzb4us4FPwb8sJ+gur/7VSnGHl7uNXd3gpj+knk+esXmOMlN1nrFMUUXzTGpBP+sIuBpV/NvJ",
+	"P8fc9waevBJBNXWTJyMqS7OpVY6CpgaqiJVlBlYN5ug31lhBIXZrctg3mSgq1VR777Ifc5VeWcU3ODL8",
+	"GpkszZIdtgMhpo9VlcLktDDRvgiyEgExftFM9Y4w4pY2qQck7oTup6roUIIARCW4vu8GVq1Z2/n0l7uX",
+	"zfTb92qDfPFNgcstXePblw6Runz7w57juSsswZZ+2u4V4QnORdAeaPIrduQPQ3qe++ynykXwa3HpCO1s",
+	"+5gCWHx8tXf80wvZnbFvC59DdaszgGio1L76pEPzdSUTy5hvTWufFx4IZSvZIiyorWTrrE5TITL46yto",
+	"fbaVbJ3Lqcje1mYr2ToiMT8INi6+ffa1TocaPgwU/tHZI/7LKaBoNxkkQaBo25oQz2XWmcxCIlNkP847",
+	"80ie7d94SqpiE15k9l+1cW79eJFi1wyhQtKOvh4W3cAJcmPn6OLiEts0dE1lXKnpLeAKdJye0xBXTMKo",
+	"O5sCZSOAt3mi6qqbBGWRip/tE0OhCv72/dN10TCOuBY7EgqlpJHXAmNINEeZJVQXbgdKnN/e6tWoadlj",
+	"FVa4da3hSsxnqvp8sqcCOTQk18Ad3saL3WPjtvSEQG3BCqmPNmlbKguWcg9wYbeVlxtwyoWkqqhWA2XT",
+	"n5dq83lL9w1pf1mkjZpOQBUP9P2Su72oK53ty/RuIHsB7BGmRS5SIHa89cyVXZHfIKt9wV7ELx7cqjOY",
+	"ywrvzcbQ2BgaG0NjY2hsDI2NodGSG131qCDCNkpIR5tvuzv3q3H8Sf86zlb313CQkb6auwHPaVQNf237",
+	"dIsbNJpwiLnxRhNuEZ9thWi4+E7a2IAC337XgfDC3iMx7WFwtzv4jMqaZrzBRoBEXI5JosLqHbvssKA6",
+	"bde23nW+xzojo3LQAiDKbAUMT68KNctFdonBWxeCriBIF4SUDzC0LZuRqfzSZanWRUYNUxbaK8K8vwxa",
+	"vv3I7dLqV7T3chHavz4xayHLYNN24JsMvuKtvW1muCre2mKHmTBc5h+hYsiirE1iLbGyNgGOH6keyL1W",
+	"6R0vcBbfsvZBW9Cvg2AFqH1wo43cmTbSbPId6SUEVoFluT2k5yp2yHfmynix6gZKXhqHni/ksTQJqkmC",
+	"MJnYJ7IHIOYIp7FuyODcsl5D3roBoQN8/pdWvtg9IBTg6l6otLZ6Vzd5BVu7EcL3SIv2rQE7YK+MTMW7",
+	"wte+daBuxmjlDvBmlul4z97UeU9SayUNJaM6osTWYWhHXPD0SrO6dDEDgYAu1MYdq/ckPpaAMRIsthJW",
+	"HQKbAauNjXJ5r/b5umxK3vwb1tjQVA7WZgyHdh2fCWu4fUMhXBisdFUfYDorn8H7KXI7I5Ne1dmMuiQ+",
+	"3n98F8oK9sATnXZNAObpDGff1y7Q20CLJN/rjEtzQOV6reLYlmj+inEtN6bSHYkG4Lx3KBy67K22eChz",
+	"XvR0lJuoGVU1WLYvi8uWpKD6BiRsChhzlsnx2FlCVmQQtIQAWKtgvYgVwUEy8MocWHqE4toGjGdZDJzk",
+	"vPgmpIBd6FAhAMX805JX4tMJADvfzqz+nG/U1w1jHMgYXe5/g9PYNjGR3dwXg6z47Ka2MDC/RYPY6sji",
+	"g+mxfE/57Gs1fv2nZNos00m8DuZhd3HDPL4y2xdO9WNImJC2cNDdis88OSdbZd1t6EL8rMyFiU2o0/JV",
+	"ecZU4Y1fZ/lCxwAwblWe03/e0Kb9HIj+9hWaPnofYuZ69XFj4m5M3I0m93WZuHcoA1aqdCvs3iO0plaI",
+	"i6DQk8DLVCHWNWO/PcY/wLKF3d1YtRte+O1YtZ+AGVZix7mQhpu43umkfFdDAr6eKm2eI5xZEnb1ybkR",
+	"RTr3etzP5+cnlJjRG/+txJmb3VcbBQ7WuMLJt+E0X4MJXDUHelvh3w579x88lxlfjO0mbbs2otOAceBC",
+	"vC0cVrQqttvwsNYQ3mnZwfgfqDqFo0MgOgIA/a600/ysiP7uPPvN8nDZmzDvxgbe6H1fs9535LqC3JUU",
+	"WKHmUU/uQY2yaYKujXckdOHT+LBwDnHvoNFJjyp3QlP4SrU4Wh7gPPc0D7DPbNjGp25/3b7id5yCR1/Z",
+	"w0y4bnfTz4uJcztWrQJia+tQDQA9JU2w7YkylGn3EPsSUBcfqRfyhw+CemSGHdMgViGpeshh7llRCF0F",
+	"YmDyp/Clz4Ws70pPo5Udwk4OKtkBBW2iZtALgRkFu3i3dTzRqfYpZngxHrjqro2GttHQNhqa52l3Ih2G",
+	"6WZ7xMx78vCMom4w8GBMW7sX5g9f33D/DfffcP8N9/9auD8q0p+Q/a9k/h0sn21zX+BPv0jNcjE2vrXo",
+	"fdgEZxuhsBEKG6GwEQpfj1A4+/QiQZWrzIHl6SE7d43IVMUyJZCUnLtIGlYXRuYECAN/bLp83IOoUOVG",
+	"UmwkxUZSbCTF1yIpVHmvgqIy5R72wBuA873QNS/oOTVR2jxwsbyJyjMN+KUiz6C5a2HyebKACpzJCpu7",
+	"xuG+T015oirzGuc2BAiYJhUi4YobAOFa1nQtICUCRsy2ki3xoYTkiMHQtjQXB2zbWmtsPv6B6JSoP679",
+	"TRRds/jSo5/hgfd1/MSt3bDUL5C7Acz5AhO5JfShpEO3PdRXnXxqrCrGcS5qDOFRO7eKEiw4qLTjSgjX",
+	"HxyzFgiofaoA4nD7wp4gQZIgv4BM84lIrx7Cn7EDXgDlbGYyFWw2kTld5ohmewSwwiFJfFWqbbiwFTot",
+	"7BCb8cLgPt1folpr9/tmt9FeN9rrRnu1/B1olReex98ZymOjtu79Cf+LHVfhn92OjlNBehlHwj0Apg8C",
+	"4EKgEwL4vVHEdtCREUtbAc7Vy55XoToS64hiOtKS7rjV6BcgIdxOd8uIXydz8j45+Xu3ro4hUsFrAhvx",
+	"sBEPG/EQZMYsCgikkDsVE1BBtven/Z91RIQhL+W1U0FVQcZCwhQ8zfN8zpS19p3n2iEWXsprUfQ5ONoC",
+	"ZJXs8IpmBt/vkBkkb7sFRneLkWfffffku6DHyKMhPUbAz1G5I3Wb9DU6PDbSbSPdNtJtI92GSTev22PB",
+	"y52aQabihU5VJqodI6Zlzs1qP75/hW2Px9NSXD5k/t2EUfvznZnMrMgT4KsnLMZpyBsTZiYKF6kK0eqm",
+	"Hnfon/sPn/upDnHr+8mBvy7o8IcfY9tYzGjnYh9AXP7wic4Gbq31fDbNrJb3qc8b7ndn09Wqr7Vmc+lN",
+	"cPnu0vGMHlzNeOzjB/bP9G/nD4D6Z3szXZ82+INOVSmCzjlIiU/3f+jyGS9fn6270WHO+LV4BQzEfWiF",
+	"J9ct+H69uJH9WDm/z1zkbyR4X7cZoII42d2rHN770/3zDZ+Kv5BD5MKIZV7xAv7ewSscf0CjEvjBMu3j",
+	"CFHa75WwdmruAyF9RuzLcDUf65jciPk1+BLemuzL4U9fSlMcJJo7ZhUdeCqnosx52q0fgEkaKAOWFj1s",
+	"x4XK5mxaa8P4ZSVEFwjKl8EOft+oJ1+XerIu+X9T6gnR/f3qJ6t8AihM7ZPPHY6T7y2u2Tb5BNhUTC9E",
+	"pR96PtTk1GhW1QW7mAcuOZ1455qsXOLfxZxNBK/MheDGwxDJil2LSqO7LeY6eANruOMOdX1WNu7uN2Mu",
+	"F7Tf7jLSBbidxnB6T4t8vOevQXcs5pxfuUBMtO39A40pWYBoYUWpYapIEXMMSgbg5SkzClG3oWNI624n",
+	"TBbaCJ5ZoTfj2JJkTKUH0NK2FJVUmUyba7t8Rc8reXkpqjORj3/2q7rj2+o/1J9n72fNDL8SxTdxhe21",
+	"QQPCXRK/CYWa3cK17uKye38WEG36yzch7b7b/1mLWiwWxVBG4nKqItXSYLWM1GFw4wC5rL28ZyJVRUal",
+	"mvS0yJAmwnCIKDA9u11fo6Hfs8zEtFSIsHkl5mwKNMhZJUwlRcZSNK8rgHminjyVNmGP0phXao2Ozb/4",
+	"1XdonrjJn2V/5sW1rlA5g027P43zG+4Fv/GcDfKc3XWfZi3SupJmbv97x6grUaxSUA9Pjhk+GOqU8Beq",
+	"JbkU2rCyEmP5wYr1ZiI6Ydc8l5k0czaTRaZmDvjEmdk4zDXPa8GkscoJdKGHtG1oMgm9csucy8Iy6GmQ",
+	"1Y1sUGRsIiqxy17ydMJEYagxNNY0gtbhYvjXgkPsMPEJ5mEnM/y9iT6zlBdMTyBSrWmGVFt5Kq7VFeSa",
+	"w67wSmClvqoNq4tcaM1kkeZ1JtyTVmxUtYhr2IelPMeDWDfN/AS9HIOeO5N/4LMx/x8uRM3sdl7MUYDX",
+	"WlQHjOc5/L2iGlF+oa1M7HD3wZPv9NrOvqVpHeZasVwCLmG42V0fbu9369uZGHOrpT0f81wL/+0LpXIB",
+	"iPB36Wl0Z9tl4LwtBCv5JTh+GkLbxBN7DKRmmwL+6NhajEU+7kBZp1d2ac8HhhSLZgKkMl7UWhaW6C94",
+	"eiV8QQpicVrmMa7znI30dfq+5Ob9yLE7qpUjzVIV+ZyKvtHpfiVEqdn/1trAIGc/H+48/u4ZsduElTnU",
+	"8jFRpNW8NFY9VCWlwzW8znMe9hL8DKR5iSzg0ujNvICUA9RV7VpVhbWECdpuM0npFTRCJCz6JGFaMU57",
+	"Y9knMurLiheGTVUFlT3kUhWVVgWbTRSb8szyflSz8V3Z4kWCpTzPrXVoWZJ3gMAsqb69EqmqMhQWuIV4",
+	"tozXmYQQtMy71GNHolt3qZe6j6xQSi03WxCgPMsqe7kqYbklpO2h82ZRspLruBAz3MUhmu2jW15m5jez",
+	"y5EK5zvjmoyZNhYBFq96eZuw2USmE9AIlAFhXKAM9kLKH+jnzjK/SW024JW3y6uHKbZ7f8L/Hme9AWDU",
+	"GbRnXA4nXwF8K9KDICB94HDosQ19WUFnODau1BQdtFikaFrOA1CeQIFMPfMay4LnB8RcLR+zf7wSJSVI",
+	"gjbr1SDnIAsZGyqklkHygvG8Ejybt/UmQnLXvqERBzFlZ9Vo9U6nJycGrNVxX2DnF7AhQLZM87HI57Hs",
+	"avvZgKeuWTiJB7Z1L0pZL5NKWGF1/6K9/7ubYG40sGI35x7ovSOge0S32zQitK5KpZdkaZ6rmcicTBXg",
+	"iYvIUccKHEYzUA/0AXOi6YCpqTSWEMZSWKFltTUXT7EP7LI3YhZ+PdSytKcrsb6WtcsOF4mbF1Y+XghW",
+	"Q+wZNdBI3lrCLkTKa43XeYEDdUWyb4mWb1+zak9vZRsyOCYoD7eXZfUB3qtjcBVLcgdLmt3GN/gNaVN4",
+	"zz8jbWoP7cvuAMsLATYp9StCNx5YpwFvBR9cYAggkwosV0tycVOajANQT7ixG+MamIGa4nD2rVVJ5oJj",
+	"5JUy3CAjt2x0YSaWibrZhO5CULm48yJaxpvEuCtMNrXq4AgGfl8o874ZZ9TY4OBpvLHZegrvf94qFs5x",
+	"tT2IrhCX9aTuO0z69TbJOJuoGWyq32EeElfjwwIC+dT8REHDlZ7CUErYW1hQo6UxDo4Pa7MhuIsV505j",
+	"k1my7Fkh1tI4VZIWs3GulJivDl1VKs/oVw0YjjNVoQ1GmRCqiFiK5CLLBW+pb2Ra2UVmDbMSjpO5hQTT",
+	"X9YCB9UpnMJOf968Yz1Xkl2q3Rt/WEFg6Ri04LpAlS/bsJbbsfbgDn0qfcRKxhURywUxilJWJ/aKCEhZ",
+	"qrRJmK7TCeO67SBJiEk69oD0FPjKAVyKOjSAfIZ0j7IURbajinwOBE5fhMgg+sDpBlpVwqeUB/0YD0+O",
+	"d9k7LdiFGKsq6EatUuhHnR0aD12CzbrAT6SFVV8URpCgWaMbdCKt2jUnZmhpo5lTJa87IpFntHGHsMmf",
+	"KhrpZurq2cU1+NHmpUiw/OADn5Z5oy3htdn1DmWe5/D0oIglDA4q/seXUbiJ0+lJzVRtUjUVFEbF/xgW",
+	"SMVnowX6uk4Jl3LMZV5X9qlMFHIdjEQ3VdBr3SVztw+mbuS0E8ERn9uKAhxYW2XHvrx1vzUdcGdPYVlD",
+	"gq09rGETfe2r5uwwU25JAsCIy7mrnv0HGtCgvOqAc5dKFqYVYC3UzCVKQ382bsSlZZoAWwAGn0GXoW6M",
+	"zUrlgpKnMWmCtDfYTSsrnP9/ussOC7tFZiIKQ0EEcvlN+Ry67ZIb0PBcXVqL1nnn4GaiGAKME0t2+FFr",
+	"os4miiJl8JkoJz8J9ukOia75TBfNHeb50iF8Q9ncFOtuL//jaMVuSJw44G4OIgv7ZHPxlyaYLOROXdQy",
+	"N0wWiYc3n/JiDuF4DVfRx+8hZUdqpqdW4lGovkKxYu+uZb9ZB+gwzP4ufRIqF33XFLbv27maFe33bbBt",
+	"3LqhRflw+4BPLt08uECY+PHTy3PWx/+dO60vkeVmERYy0mGa66exHGLtoPMYungs1ACsAyZgr+sdwgfY",
+	"4QdlowR/x+qOwIcS5JzY3brflBPYoC6cJGBwjXd5gyvwVWRHV0gTt8ey+lwN8MTen/Z/VqSQNBgCcO+A",
+	"9AuF6WrAfHbZj1aE7sgiUCDxX9rIPGeIZG0Uc3IVfAfL8VunhrrRtcwB4J/lSgvNKnk5MfqATdW1oIJ9",
+	"FNJGUQkWfpTsnDiSATGe9Yz/U9ilmGPwaaS4LKRQ8odsnHO3W1d/Z6SyqqjeDJUcRC2QqzCFuisj8jmT",
+	"BWRkgK6A1lpb2OCFdkYQkwaowjnYkAKYlSpz54pfor4mYcK9BvlQUYrjmhooWaHeFuYX1lRsyOruFJKu",
+	"1IyPp9RPp1uI2XD9YqhusX8vuoXLxcBZbVIxvsFUjHtWRIwud8DsH6CDYK+gsxOr+QLuOc+R2YK+AFwM",
+	"0HRD+J5Gr2jaHz3QOAw5y1yGKzyVq0tZeE9XwVRhzZ7gg/CU71gnPpBXwJfFEmN7ik4DWNJHZfKT4mJ0",
+	"eVibyZGfyPrI8C3cIyozcKu6ELkqLq0yNRTuaHiV7FQW/r/tpI29hFvPt/7nn4c7/813/tjf+eH35p+7",
+	"73d+/3M/efT4b3/929YAn/+75uzHC6vqWoq9LsUa+DLPnvYt4n+e//ab3vv9z0fJs6fRKQ/WG4PzWNYe",
+	"N7hMt6U/FotM5La4ndFloEqubHrWmoNumBTSKbIq/SBkVZpxgC6GWOELLE4FhoWlqW0KtwqHZ4zIjUqu",
+	"9Yyy8Cl3ramx8oFZh8tyJeYu27ZdlnrARFORCl78hbJUhT2etbgF1+kS4xsG7xrurIu2htuDccvwL4OC",
+	"lzcHfUtWTrOJrfpjw1n6/xw0xYC7fR6QdMtH2OeqjtPFlJt0QrgQuT33TSSzx/+9uIe3yeCGecJvpqqp",
+	"yqWKQaHODBWwxjYFbYuy2TrVOUxjabNHTAWEctNb5YTOLkZb++ZKHliWMRXvzszYpY+tMGrbB+VPMWl2",
+	"ErOKeD6NK2L32WBtaSO7AEmay8ndPTiwN4+a67lItF/kphTz83OdN0zjnlS7Xjt2zwjdgz32Yy3dnSIG",
+	"dUhnjhVLE8EBuQ+S/1maS9f4VhaXYcmBp7qZqvOMaVE09ZOI6DsVZqKQKt+dHoOz7/TVEXv87NHf4I/2",
+	"P/727NEzlomxtPqa8XzVpQLiNGhK4gNPTT5nXHezXmsWtzClGgrCUVzZc8qrSgpKAeFswvUkgD8JKa6x",
+	"36UJE1K4t7VntFd8Kipub0OZ87moYE/0DY33xGWkQEWp1N6ZSlX79pAjgG0ipq/eERePf2wVMlSwFQpW",
+	"4WUpnKNz1EK5x4TnuYCmpcplh38SPg4r7YWjw27vDcKsNg1IZIukrFkNGR8btNMvmfOf4x39VMwewjQr",
+	"kpFSVWiV+5DOImJpEgRL0eVo5FTog4axZ9zwmMJp7/uVmMMzYBWRtu3MPofAl0ltGSFpaVot1ZKNJRTK",
+	"M56mqi6Mr824KtSsKS/ZZS8oqRtX0oMI5R4kXBY7EYJnld6Z1SQCes8ogsEEEAExHICob+AdnMOnyuX2",
+	"wTrd3vxw46FAxloelHgsPpjGpB9kzdNR34KroXUTqZF9rXE6+O9h/oUhPe4zqflFDmhVdPCD8rcbaKws",
+	"vHQrkLHo3n0+yFj2Xg5J1KbFbRwZnY6Mmij8Ntg67vbQRL6Qf7syvJapy7HJpEEwFZWLCMIVqbea5/Yu",
+	"g5ZLOkprqJDFa3BRLEXbIUOv0T8brCsUI7eZHVgoGAbKjT3YjRMSkCNYqpmoxnXukwVlxdQMAmWeEUZz",
+	"BBMSFVa8XNidCck8WSeD0JLYnaJa2Q+sUKbdWu2qJOjUjdHSlr6NrCeBGCQX2lHuN7kQ9q5nTZvkwq8u",
+	"ubBGcrk9NrpSPd77swaszN7kwjM1NjuZzzC0bzzvBYuqvSIZ0xITrwhjbrNiuSouRWU1bJ/iL6GKMiiU",
+	"DkBgMU0KK499ghWoF879AiWK1L9X16WoGM+mspDaoGIdRaYJMxDKnBtEe81nfK5JUGg1FVjgrWDqblAo",
+	"U+jKCSAeuJ72Swimw4PSniNskhnvJJnxzkhzAKDUgo1Issll0vp4zQBEqCMHI+Vy2jwSPI1aERSdo9AH",
+	"Gt1v9p2GHJHmqNA4q9Mm6xHgSJ1Z4dURq1UwMR6L1CwkWvr2C0R30HUBLO1+7crl++u7TnD8eOq9K9ip",
+	"AarPZw451avhUIoj6l0bL+BXkLH4CbWbPafyd4d8zoTRhOHirT5EVyYY8mJBh6iEFsYglCWmYBPDbHyD",
+	"LoJRCMBIgZAPMqm6qkQBRukuO8zzCJMNcs1DhQeY7myiBNYPC4TYUXnWipXn6hKwHmrjFaQIiJMW4Js7",
+	"cXvzmbE5FIFudgOyuUNrPWEKfuZ5Pk+W9nwAm+vQs5qIHtet3P1AYvoznIlqEbdzw8S+0MZtWpi2S8jr",
+	"XZ+Kp7lrtoc3rJu1vVaXzm4DlgAV2LOJvZwXVglLK8G1iyXQqEyUKp24QDD2AcLKbfeA1LpuEDukcWUz",
+	"cdgpBJdx2ULcjzLlczbh14JdCFEwbVQuioO2gYhmYYCj1/THbhI+4ijAlkOdCY9CcFs22O2pQDQ5nG1/",
+	"9DTKVSLg5c5j1TrIDWpwH2pwnrfk7j2RtakEn+pWt7AVycja8MqQg1KVrkkPzNmKokLk+gGjcduIMs8x",
+	"F9gldAChA4bW9okowNFbF0bm9BU7AFidELis2IRTYzHqpRdmmbkmZQmmpLxwb2UJO62LQhaX6NDhiPHL",
+	"zuo0FSKzv7/iMrf/ey6nIntbG2s9HvEiFbnIHqLQbvVHkwbCklORLBdK+FxDe8x4iGMYHnWsE5XnkDvT",
+	"JA3ihj2gjUgYHxs7Dm5yBzoV7MyRO7BP1ixnQqkuOH93Dbrib/TkrSRCw+aAmU8J5ars/C4HVMPWR3tZ",
+	"Ybi5h/huZz62u/kOFhHOsC8UKm42jzODPXl7DiK8hl9WE/LWSodEQokzNBduExPtjInSXuVyLNJ5mv+/",
+	"7H3rcxs3tue/glLtVqRbrYdfsztS3Q+K7bFd48Ray0k+3M2aYDdI4qoJ9ABoUZxU/vctnHOARpPdfCSi",
+	"bEf8MJWx2N14/3CevxNRrOUnRajuulZe9Fwr+EYHPxXdJhhV13+ZXNobvEu0KqUSC6kVh2QN1AozqIuj",
+	"aMCnD3uhToncBZMfU3p2ziqjnc51mTEjptpr+8hvn7Hh3JFPbWQgNcLCXUH/KIyuKhAiMdqkaQj0K1vq",
+	"WRb/CPSCpeAoR/q/WFYrCFeEK1GqXIB4ecIuF7Po0nhCkpb8TeDFSjYCYYmKZ0b+F6nYoFbGX5vAnZwa",
+	"K/3NEqyoswmmkIfAu75b44oWZpOsmAfAlW5AC4scUnESbOlF+araQcO4nfsB3f+6g2bb26yvefixf77/",
+	"9vxLwDjur1VlrGmwe9Rex5a2hHQdYu+OYTyoIxspBfDKck4i6tVGoB0lA1APSmFnGuLtRFt3yquKunGe",
+	"6OlDgcyhH/DaAOkPVHn8CnK6WnbYCjqnO9CIMVpNpVZYPv7DaASfgS8kOsfYYzSf8fkJe+eituKQ6Ta/",
+	"seww14XI/TVjdVn7D9JdwgwI8RaJWf0/SIMIV1M6WXR5+BsAH9JGjqVih1VdlhmrajvJ2EiW4Rt6pqD6",
+	"OArSUdeAWNBVmP+HTQ/3qil8iYskAXEmi53jeNTed6YP0FJuoA8kiiX16n4Vs91fJTTWLTSCZqT7u2Wd",
+	"RmAbUNjlBTLVN+LY+RFA1lO/dfgttwsZnojiAPE6gPSghRADKJCJvuSjcFFiAgplGuna5CLDAvNBhcBa",
+	"8TdijojtYXQquK2NoOwgvETO2a0shGZroJ7XhYwP0RWhrL/sKIlEm5vEN+PBOlzk2BH4GPGoC+uwMD5p",
+	"BQP/uK5DUf0BO6RQZfbkLGPcsam2jj07O7ogQ5MfBOZ+k6FuLPxlBRMTGIaG/oISrq4yuICOYt+M4Far",
+	"E5Zkz4fE1J8+vgf3HwQrNFGomF+WRUdfknqwbAp3trr22+GTP2278dW12ljjqsO9ETKbHj5ZKelnn739",
+	"lxAHBhtjpGtVXDB9wyyIDUSfwJOtDDt3XzL/L+8U9G9tMESPkzIXPyl+yyXUu1ksjhPheQEy7+VWWOFt",
+	"WLwXTofc5ZMVhW9qZVld+dP69IzB23AobOaPhWGQ1OnBMiO2kXb+qZVqXIqkpj3Y8VUhKqEK8MZjmAME",
+	"UFhQOAgd/An0wGobw43/JzwNfW5lsJZRHcIkw4if2hQNtRIh3xqI/B5m5AFwEhraCCztV4CW1Ns+yPyg",
+	"YoKnVy6DACAVLsE+Jf8rimZI0Md6cYKXKQTZnWOQ48YdV0bfzfuBp8nxafkAiWYGyyW3hFavuy+AKZPK",
+	"6SWzRsZ07awsBFDdBqX+EIO9YFLg/2kljvVoxIzwshramL04axdMxv69yFfix0TB4r4/4P2EKlpeDpRq",
+	"jP7HIc9v9GiUkdMVKe6tA1v4CbsE8iiOFbzK+TmrdNnyzEZtF19Hk8wJu2QVB+cmdwlRHONxiB1R7xcs",
+	"mN1b/lDjgrm7gwTF/0w2R1jCHdGfLDSzmVCJhTOEAfGyqoeltBOKzV8Hm0/v2yDre03Otd6otaWtTQ5W",
+	"FzbTXqTci5QbipQYHII4iEC0xN20e2TX1Z8Bdqxj2BoDHIiAWMnNsQaPLyjGpTErB5tzyC4KZn6vXRfS",
+	"Rmv/Cbv2SAyBvdSHQHhOeUrIb8UsRrLYLojU1UMgZKuVNQBJI9Ewx98SHupqD4d7OPwDcKirL4WGc+vE",
+	"FArNFjrv9+F9FIU0Iqfrfmj0zAoTbJSQBOWhzqEPUvppopTGQuf1VCiHKnXFx2TGpJiO9s/gAeIKzbAt",
+	"vpOL5aTKdlIUaetOjBHcbJQWNYEphPjyfIW4+Ea4y0q+8vOwADHPEGK65yRMw5phH2QHSBwEX3yvEZ+6",
+	"Q/cpJiUYA5a/lrHBwhL65Tuu5eBkJQfxoofm90fg0Vi1Tn5XtWY3PWgwsc05S2iBzg9odx6TgnOwfBif",
+	"9BxG+GqHNwSX0etbY+Mx99hxe7OJV70SRupC5qx5l8G75M0GHrLgbayMzv3OSvmD8onwnY42fqqnSbtP",
+	"GiqjWitwdU9EWYG2hnQ/rNS6ai7AShT+SXBC68BaQUFI3f7n72OvP8GAd2gkaje1KgBlaSpD2A0kCDyq",
+	"GJNkEy3OyorD8mfPAZ2v09ih3oupKUGub/1N6+XriZ4pf4mCtYDukYmeojP4PLKwTsV0KIydyApr9Qle",
+	"uknGIBM4gu+USwWePbRuApEd5WfNuPEbnRgK6TW8nXhT3BLIJKmmJTjDQgZxiHdhRtxKS4FrS1fSS+z/",
+	"NU3ELmuJt1vqY/yj+Qyz/ShOwxtKqVoc/A5PQMEdPzbCL6tfyrwUXNXVaeU3i5itOBB+UxF9e6zSqkd4",
+	"7VFCO3DBZU1xSqFcDF+KTbJKlzKfEyGoEVAnK94RZYGOaGfmjEO+vCiySPlWBIoLruZAeXnCPhBVHGTu",
+	"+1MKORKQkRUuDM5olAxAZvk4XOGrr7jjH0M3X+Ir66JVfwR3fOBSJp8Pz52OLhea2QtG/nMbBAbM01+R",
+	"O6DNnwsM+ocR4tiJO0fu9aafMQeEOtfXCXyvrxcvnjx92OCcrgWiteuFFVr5ONB9eE4XENEsolrAHU+O",
+	"ax4Pwp+FpFyrkRxvi0ymVsda5WKNhxaowNJj3uLZCAE4VpSoTBKESWGBzR1cH2WZ/BmDfhSwuhviKs7S",
+	"EPgZlwBF8dMk7xYo0qZFdSwb+yNvdD2e9FzdhH/kzMUrPAAn3uL+H3NMfcz1lFgseJcrt1Y9SLYLG1xX",
+	"Ux9rtY7ft5lnp3HdFmKB+tg1H8732zuyzRl+F+6dvQP460lnr7FiQzfY4YLdH+T1m8h8+0NuxTHuumPY",
+	"7Rto544PS49dUhXizv8fZ+R4DNZ8VTAPsW3l8jvLSp3zkvAmNJsq7Lku66kCxt9Z1DqAR0KFuJGMHn31",
+	"6j0o7bwEAqQGrOJ30WYG9SQgM+nfImTSR0Wf2NGhe6GcPyskHyttBZtKMrmxyuhhKaa2U415RQ1ew/Rd",
+	"wuytKziGbKzIbf/qPUZKTykUhzL84WtMD/9b5G4dq2tRbsfouiSn/cDv5LSeMlV7vdH3wncrn3DDcz+G",
+	"GNkIwjd26iK4YmLvUUV0plY5EiL2xLnzu1dF+XLCje3u9vOzs7PsYKTNlDsYpXv29CDz7/lOHpw/OTuD",
+	"J6ZS4R/O4hhh0YHRaNdS4OKS96Bx3I60oHC69jJgH9MbhuiS8d2DxcL87VItRTvzWoMMV+ztpx/eY/g9",
+	"mAeNUAWUV4bUg2CNXzL1g5gHaDfAvf2fcz4tByhx8FnzZrDbMumsKEcn7HvtJnC2wGeSGGCAgCM+npDq",
+	"YpVGzYQaaZOLtJwqkSyKeeBVbApGFaIq9VwU7FYYMNt4hJW2NZQQ+AJlMqYc4ruHczZYNCWfswVL8uDc",
+	"T130dnQRwLFB08/PhVBSFINsCweInUiw00bl0gjMVT0c+LXWlVC8kicw7UfdYK5z+5Nch9+XKCPjKl6w",
+	"wcT5dWy2QY9jA5fbJIa9dNn74JJwsBMpD3zLB1lkFad/+oa6WMS3w0T4SgsTO4RNPmMfKqH8si7t35Ou",
+	"opQHTty5U+jomm/DKev2Ny15ezqht2MNSKJvHTfMrUiP5B6fe2IWJ3r29XuapBrptSheGV3UucugxkmR",
+	"sYkOtVzIhC6ho24eCah1QXCPGrJNo5kz5vQYMxIAe6SzrK4g3cV/Uyjk4gw+Kiz2mxgOa8ynB5FUjaSZ",
+	"kqQ6lIobCrOBP1AvPHh7UYuXN5ADrzvB7Brm452fjl3mqzWtdBzE77mVOfNL4o8XRJ8Pde0emc/pjXBs",
+	"uG4mdijbRAaMU+AJ2sT5CjsNn05VNApvIL4ekhPIeSSMkyMwKvVk5P6oC3GJHdjhhoytrPKD4sgej8Mz",
+	"Wc572GdxP228405/8z14V/x+KpTRZTmlZe62p76ztobwRK3EMcBo7vtPRcw8EA7sbY7jYfjBAf23iUlH",
+	"SMez9a4IrswC6+2SIxUYlLFOHFagsMCdPMa6WNrc2JhN4x9GNL+rpBE2SUd8waZS1U7YoxN26QU86T8I",
+	"Uy6LbWo1xK37upmkde4fagWEfROi1GnsUaasuJs0IiXOyMY1vZ/1SJK7KijRMQvrjLlkX5Ij4XcLHOvd",
+	"40uySCv6hYmxLy9ZJRsLc4yv1GCr35eO+CuUjmgwljUgB3vgXiG335TbgG4El3VXfcON1bzSpi1M+PoW",
+	"SrKkgcKQeAj1fWovDqwQAN6HFj80fdyEkKnpHwbARFYNj3V9ynNEuo2Rbdk26qE0aTxN8u5kJpJT2aOu",
+	"v1hp1nzRsmk+eWCbZvfSrBKhmjnZ68srJK+uE7YDESxb5ZrmXb1gh0gShBkdIAdVQPUASSxAZ+ABOiNI",
+	"ox+yVM5nRigx4+VRGtgd5K6F5BL/P4yaTMorHo947jVYqmKjR51FXBqxYHmHHuxaElluco0wEvv+sM7i",
+	"nulZ10m/UiEqZ5/Z8eg80J3I8EDiSnSwrvE5v0xKbEM8hj8joggutfiZ1JWhlSCHDNkovNoGeR4xrQkd",
+	"reC+Rmc2uJ1DoVjpLLsR82OoyeJ/WXY3Y+RgEenNPETKohY2OJq5gQK0RJHJKiNG8m6xX01Om55F7wyO",
+	"dB7KeGNsFLHPQISAKFhddVr9fgjT0eOKXkNn9hLtn++KDj6z4LcmhjcY2kgbmkkaPQ1zjc/6Gj5h791v",
+	"nXYthiFXENC0Se/wdaBz6+zZk3WO6TUSXO+UpmXkK26tKC7QMQFzgcYJItOmR6G8MPCkrpnqK/hc93hQ",
+	"7X/Qkq/t/YlRvX23VBOCgTFYuKJ/uWvqS10AsAIUj5OgqAeZAGU7NEovwP8pwelxgNPj0IcQiNlvL8QS",
+	"cTaLIY6giTYhjjMjHRliEjz2/4SoygVwEAl0UBXZhY2IxsSklBlnhUfAWoVC34WZ++tVWjzAPWXFDbB/",
+	"iCZeHXqHceljDXQS0KPk7oMli3Q82E+UtsMgOgsr4oVEqYwW24kfDWkf4UqyTpYlXEcdsjiFIeJiXdFa",
+	"fWy2y04oezpbi11ZKY4vra3TizH/X0u855phbh/12eQA0PbcWxq/aUsjRCnXVb/k+RABo0qT+g+Fj8SU",
+	"y/LUCetW1XWDCimKuPymwloMnmri0bHV2oiCXf/w6SrEMQVhWEdXORTbJid5YpVrdYrNPH4hISCK7eSy",
+	"f372d8RE8AMNWi99Vtp9broxQPELOiMRbJM+euR4cfasIU9OO43oCxU6cq78myDC83zSRQ3pJ+eTsO61",
+	"n8hd0VTAykELG5BDGpHLSvoLAe02sYwbs3WMR304VFzq/CocbG2wmb8XgcmpucmThdqD4WPlpRCQ4A17",
+	"JcUAJugM7krkpQjEdfYODEun3N/E7TFaCDFt4hx17cRyWnyTgJgwzAfrRfLhkNzI8UNZ+F78u1pgj0ze",
+	"hbFjHQ5pkjjTLHlFAjsuTt4JC4saWkFhfHAq6e+nA9BtxR1or4i1GisO1QrIgd45siRDAiEyjHnFOMxL",
+	"kOukV+YTFg4v2YpuqwkEMVbyj9lMPqhyfkU5ArutVZd2c7Xq3EzGN6Q5f1lF2LWmbcylWmYKwD27Q4io",
+	"uJFuvg1CULI/FlwL4Ysj8N9A4RxZSjfPQiwh6XgU9hJsqEHzgwufzKsh7Q8jsPO0yUqY45gViEXsJtxO",
+	"WD7hUiEfbfyZl2XsIlTDoO+fsF9AEpuI/OZVTNoJJtaaIqSv/8976QQbXH28fPPDJftXLfObz/DOoCly",
+	"iZ8HXCgEKrik/JOSa2UplCvnrJC3woxF4V/0CAnyZ+43iLK1TROJpsSaMO+EiytYpfu3sF7S4NOxN4lM",
+	"MO7FYV/gpWAEp8KTWA0pJk7A4qEZ2ZZ61l8IIVmHP2mWTfOb/FbBjvq1ATJhCVT2sCMG61Kb8JV76s/j",
+	"MbIm+3P1NYFwszev7tK86uGR5nko3EwItUjUssP7xOOCVMKuoEALWBsfDbs/Td9syY4x2idGuxc1+bxZ",
+	"K+sNEasSZqTN1DKOlthjoJEhvh0jq5WZ6WA6lY5VRt8KOrwNYqN6Z/G7aLr2CrfGUjBk3wxx99IyXoJN",
+	"IKEtl5Y9PTtDHEBcDeH61Hl/sm3Q+LOF6sdkgB3qYp411gBFYaZoouXFfEV8/se4QGuioK5wFv/QJP4J",
+	"1O9Br2w5swIMAv72LwW3UOS9XeGQwk0w6n9Ff17Dc9th/q87NcvSCq2G0rDosOAX/Xup2Evhyxr9l1io",
+	"eDqxgrc/w/7PydkOeIinPKPSlVTg2D9/0hFS0YZS3jCJwx7YJdTrUqyL98RdmSYi4dhRObhRegbRC5jL",
+	"hKToYQuHqMt4G7QfIydSOWeYGHbCPvr+hBzREigijzHK3gh6KBSxk9CP8HFahAbl8eXgxRJ3VemVMzab",
+	"zJPV8mMhQTd0eVg7JovSN8NGuiz1DIovdlaLQzDWpbC7z5byzawsE5kmij1iir7+edjlMaqVk1NxSkQQ",
+	"Tq6kj8V0wjegtWENlqmYajPPUiFFBZYd9B/Y3qTCE3aNVlYvNo5GSWKgrbRjY2107aD4o6F22NjomZtk",
+	"rOTjMYZSxr1JRd/9E1D3AMQGPvFyQ6nHnTLJRxzFq2Tsu7xZl1vrOBH0FEsW5PGdiTfChS3WOxEPcChA",
+	"/t+EuxX0BL//YDcbrsZgoEanUXDGBJzG3nUoHOGKiQqHF+FzV/OynKNirhY4+BZSaf1xYyNpxIxDbhjm",
+	"3ADDa2g0ljnCKrND2UXQ50dG+/AKpmD3p8K3s/KS8BPr5+AxXxBkrgt7RglRgGtDPcBZcLXffBschtlE",
+	"OkE1zd9LVd9hjDy+zxqlr8WFRDE5qHbnejoVqhAFg3hUS+XWHVRxCIcEpgE5PDDziCswtmKBnTFsdVQR",
+	"01ylE/aBZLDYR4gOAh8MurM5+G/89eGEIrstV0G5S9Ke/GCxg5ifHssh+/F+Z5meqQy/RwCAPei6iN5q",
+	"6z7hBK/Ri39osg5mE21FOqGBs3aZ+xIEz5SJnsghgn9Nl4G1ir6Mqr0hzYEyvETRDOF+8o92qcg2cxpq",
+	"6HYCS7o5qYjvI2LC7T6a9wYn2UFV94bINBGJ6XGkE0UbNzluJEU6bsbCQcdj5Dn4WMiRgRBC7oEpkF37",
+	"j90KI0fzli0srfbdSt6RRRqXTsSxGMQIatViUqv0B83PAUSNwB5ivyCdZTqABqFC+auxSHk1umIZyRtV",
+	"CDaAj3yuGz//YBlKLv3nW2CyiwCbpgFob02ADS2YitnBzQrjbHxtgYlLw1sVgkPL2BV8k9w6/iTcZ4Gb",
+	"H3UhqLLNJbW60v6DG3DCqaylVBhDQLWH4dbm0l2k+zs9EfvYoW85kBJ2cQvp8QTeA8pDNnJ/8GRbdjyt",
+	"Sq5WlOlKfe54LxBSRCdEEBNhLEH0ajw1yJZ+I+Ytox4GmNM5TdWsiEUeeG95KTHYButdN0IkXpIXMRkr",
+	"Sc7G0HQ0aYycMCFWk5xD//SSZSj92BKNu4rfnHUQpZdcPSCa++Y2B/OI24WwoObignwprPad7+01CTgl",
+	"V3tW4K8ImQINeopNdPB2D05YCuS4xea2RW4m+hYaKFiKV5xAngoNloyTyeeQ63cWo4KugvR9qQo0tH7i",
+	"Y0jyiY1FAT2LIiO6YsNso56MQU6V8X1z4OQpiGq0OGFveBUUxSbpp6QyVp3pmCN555/CGg88KcBlm2jE",
+	"bo8vTPCrdH7vI+KwO4wouBzDS60pAtr5uCU7ZgkeiK70lOthhee2e8XuPclTOjFtiDgukpozUGkNHU6R",
+	"hxh196mGmFLZzxUy5Xco2No+9o71rMRfkMCjb2+t9oW2STL3saLbxIq2585/qBROqKS+XUCGHRojNy2m",
+	"Nqxl6Y6lgrJPTijwSMPLWSr+NSnntX9UoaVdm1C+RBRZlHIwsqmjmNpP0QYPhna0Udgb5g9agM2cQ2nu",
+	"EKXeZs3oc8/uvJBa08zKImphLnENcBofl+G9cwruYZvjVK7c7Ke/+f/8yKfid69OranK4uWNKtzrodOw",
+	"G5H9r9nals38RR/1o0LjzVGFsk7W3ymNkA8foY/b+JETdom/gNQAEWcQYxJSMcjMzB2b1nheQj03DHJY",
+	"CoagFDII5k6eyzptY0FakUFpw0DqmcxjcTYIlkCWvI66Lc0B2KjuVLRA2hvGLYXKgvzUPrM9RIRhIVdS",
+	"EVbc+Q15cH7w//6LH//77Pjvv9J/j3/97Sz727Pf/8fBgzEUtqZohWb4S4BUHfePhtXIvjrjXjKe7WrL",
+	"wN4130phqz150P2Xr4mL72G2uQju7R4QdyKvXaeuShkrG9XPXEx9aSX6hNQX6Zp8MZvIOB1ZMi1/O3sJ",
+	"zhAbq8l0fr0x2IVfQNia6LLI2FDkvLZAISlmaDPDZ6Z8HjXVNOmOK6hTaEJeX8nzG7sixvhnmqydo0ho",
+	"qAM/fg7znDBgP8oonq5KGztUEGZiONH6xp7m3PFSbxKvYB1XBTeYJeUsGxtdV3ivj/hUlnOy0oBIgn/5",
+	"zrIBUSv9x4DNZFnk3BR41OArDI1LZG72skgoFwVfgWeA8KTkyn8Mmx4wx2/Q5mwF6A8Wq6jg9+1FCCqH",
+	"IYIVxz9UsAH+/YRGf/J/67OzZ/lbrUHegH91eQvfCPcLvvHat/+SpmyXGZ21G/orp6vZnlsY55OW81Ec",
+	"Gz/qsAnbmzNMQ3KAcOfs4AAVopS3wkhhT3+Txe+nRjgs4NytfvwA+Sqc/QNDy+jtefS/XwlVQFgmhNN4",
+	"6KdsDj1idRXc/XQeyMzEvCw8rZylqJ32tyWG0PlXgg8Gqpv5/+YTeSuKhlDOGSkKduiVhkHoGlBgwKjA",
+	"me5P2sDWwzioz+EzA6a9dDuTVnTU0fnov0D7+RV9em1JNCi3MZKiYayhN3tUB7k5f/nzh42yWTjRcQb6",
+	"LHD0e8aUnoVNcfLXkoy/mJDqdyLEjY7ah/Ae4GItT07EDe03xN0WmIG+jUXcoHOBXyP0O/Rjq4SBM5+t",
+	"OvlHi7hzwi4jK87zJnUNv0vZMRQJQU36q3slXjQFa8FIb1NckpYGtBov4PDcwS24DjKaq1AW7BAFhnfF",
+	"4GhxopT7VkHkDmZmtUqeTHFc93CzAIfBHkruEUrwZI6WTyZs+uRkPijAIC//CrYIqKQau4socYgZWFkI",
+	"ws8SqPAnPdlYw3ko+ANqsShL2woZKaStgDaX7I1k0MSgQr8RwZB5KF3r55ADTXZPrcr50SqJ/BpH+XA3",
+	"NzXYW0FobMSYO/GIYmQv22P2G39hV7V3zkNI5amAuokjrN3hDAwpodbFYmK4EQXPnSjOmXTM8nmz7Tmz",
+	"IjcCbkorXIiiAjMSOMIwaKPIyA6PtTn9GyfsMgjjNGVGsFKMnMePQB9KrBLxSfI9dPvGwnZtTcS6Epal",
+	"1YzirtLerKG5CB36epKzF89sMgkrk2dwsHsXd6+Xr31O7u0k99WpwIILwKSbNnwON6tQRaWlcg3fhJ4p",
+	"9vaHy5d0qLJgZMp1JTJwbyFxWUGqrsWjDR5oaVmt5L9qwfhUkwt6heSMb8YuSDC/8qHVZe0EmzhXWfbT",
+	"x/fs0P9fSmgGlb4s9eytc9VRJFJr6l/ajMEJ8zr2yPDxVCh3ERvxyGN1eYvFHVmpdeWl94yVUt0cY2Vk",
+	"bVhe6ro4ngrHoYg8LwojkKxiMZZyQHD5GaMVQXCH/nldnjAHruxiKpW0DkmK4QnLKiNvPdrju5Ydhq9d",
+	"+t+v8NdP+OPg6IS9F2Oez5lV/EZ8zrlF6xxZ72ydTxi3SwY6rT5bZwSffibkRBY4yz00dTz/QV3D4y/p",
+	"aVylBpSFys0cYs851i5BbhDKaGpK+HRVGunAkh1Fmq5ArzVhp37DXiTjjamVE4F0H+sciE8eYhCreg8Z",
+	"AjlMOMVw0cU70WWBBRgksv9J11zFbCRFWdh9/P1fomRaC+sfVmdKpSWwzYBVpu50JVYlzynyHbcfku3B",
+	"Lm645JGGAnKKw86GoPdLxcS0coD1fGjhnsJz27BYhjh+/OGC7MGh+AjmeTYyZHScQQ/8lXPCXlJ4PuVT",
+	"UbKYuHPBZuxfiiG6qrGv+v61hMCEtZiwmOzE3bbgDqXtp6rohdHtAl3Tl98VB7sK6/jjOOyXqdkTQZR4",
+	"2AiOPwDANaxQ8U0kAOwjN+4VfPFwfmXge0pw0m8aJ9XTBtwdacPGWpNu7nQFdcyEBKEZh5CB5BCtoapg",
+	"v3DppBqjMS+1cIlcTwV7yVUuSuIcVtpN/HsQOQ5qvnIhWmuapfbtOZtI67SBzIIbUbksii0U8uq/btnI",
+	"CAFfQHQPQLGQsIrj3Bl4fj0Y1Lp09mbq+7HQ4Zx+bac7MQlubKEjbzZ4uMC7RVVpUdNfqE0rTTRRk7QD",
+	"bOEZGuPefvp0FarXYtoR7FVREJUbzR/qkBUCvT++ohyBKwy0RqwZHtSrXjPcq9T6+efOa7b2jStYi82e",
+	"g6pmy+k1EEeQOuqI5o2s2j110oA/ItsQGxY84YF84gs44ftMgh/8JuPj1KIthd0z4d4TKr1avCeTc/3g",
+	"PgJEpNUVa94pK4DAig2ojWB38u8NgvedYtoGmnbbMT11DE8dkcUMbVBtfS1jw3nFsXSCRF7GxnyJZVfQ",
+	"Of/07GkTPIpPJT6WOZMFmTbjXxy48g2/FWXk9S1Zxd2EHaKLMmN5yeU0Y1aOFXe1aUymWbCXHkXqAxnj",
+	"ACgWaVHqOWGXrJAWqbyCAum1Rz8LXVa2T6LTafGNKIdrKuhcJvVyQiEa5FWJVTlcvMYumG2NgTiEIdc/",
+	"wwwR8a+alzj9fgllsYlu+XS3g19bgQc36ozbwBp10ZaXJXiB/Z9mfL7XPx+V/plW38F94vR93gabC6pr",
+	"qpZ51Y3bFPmgzxHLEi5wQD1k6OB24UyHUw/8woctO/3R+Zobhg4MMhNi3YJo8VsFqwdfAxJGQ7/ve/DA",
+	"8GV43APaHtD+coAWUQHzERIM2CnEuYk0xXHFjZuf5rzC6j+r1O40T0oWWVLBC1VlcVfJJvg0ZG1fXr1j",
+	"Tt8I4uyogAyOWpuznDsxBg5kqgATvwh5qaKwC6xD0tLX0PWHrHVlibXCYl1i37j/AtbNDdnlunZEejcS",
+	"IMvaJo+9tl355lMKno+DsMRIjrRhmYdwIpEYztkAl6Fx3Z8zXsljeHFwgfQfVpeCWWExwWkpL/dJyllX",
+	"yc/w7ucAed1pKJ/8Ql75dXyZLuMOVeaeFvtY3pJnFncHjO9RBMS9Csl5s5QasX1C/EYsdHLqkzPaHP1m",
+	"fx2cH8QNdrCEDE96kMFPYT8STLhSouxHgcDbp0QJUWF+BCNtqPYUnr/F0icjWSLHqiqY0TMbZKX0O6tP",
+	"WrcdLdmHodvbKoZ/yCy2rmwXduafYj7TptjijVDOeYtX4F67htzOd9s09SPSzW7+witxK/M/8gr9Y6s3",
+	"f55okHM2ff6yqrZ4GsOBtn5hqxG8xlDpbcZQO/2zLITe8p2PIt9ul/2or0o+F+Z7I/jNFu+95fayLqTe",
+	"7pUr9+8tXnhnryfchD2z1V4DHj0yGG8+gcAQv+1bSKD0k9mmg2+Mrqt/ivk/AAu366K8BdyDbob3d2kS",
+	"p5Y3MYGH+2IfILsiQDZMEjtMrtqjXd/zcWmWjN5dF/7pb3kA6t/XqgBaxcv7PHjTYoV5f8sjXbqeKWHs",
+	"RFbbXu5tqZbAYOvqmc3F8wCHZRXHsRLl3kF0b9lV3KvQQXT8Rk7UaVXy+ZDnNyscSdbWwjI7gZo+Uo1L",
+	"cey10p8+vreR+oe++J1lpbwVDOOgMxZyO8mSJ4rmNB56VdhNjBDoMBiEX+wATFFT6Zwojk7Ya55PIDqd",
+	"F1PwM93x3JXzYG+dU1Fw0PKFJc7eQSlHwsmpuBa5VoUdsEPK8WBPnp5lTYm/Z/iPqbaxejKWXCnQwX4E",
+	"IY/4W4SJ7ywZFYisHpzr0oYMHMAUrvx/pQqTwSDw3E/aOVgQRyP4MewXHjNZ/84GFEaOuam8mA8wGCe6",
+	"8R03kZJcolXhhP1DG5oPm7Bz3QhRwZ+9PgQVlXOtlMhdRoHLGIwEewCmRDCprBO8N7S8AcD38lZchf2z",
+	"dXZ8BKDOvNa4RbdJb51KFf755MH4tLrnY4VROWhTqHeGjRqmxe+Qh4297FnQnntDK3EM/cWO7s3Ej8hM",
+	"/Ea4Zv0jasSLoIG85BLY9d2HrdgT350/dvUdA+yt4LCPeV1GKDHz+vMiZPaOPuRvgXTqb68BBlzYQUal",
+	"fmD2cm6ATpoN7G3+2cn8RrgBXkBoiZeWWkJWLwhu8t+/iJjRoriPFIyCXvNdoigL/IMtZYF50QP4Q3NP",
+	"/u3s+G9nZxlL7ssjfwMCyRHOQBmKtEjLihp4GQfwy6W/fAfskA917dj/OvufTCryJAAxzBFGhkClmBD9",
+	"Cm+HZLTXeItfugE7jH98v3CXJ9d3M8JKGKmL5jJ//uypHwXOylDMNdGhLV/iF/gsiiGN3PFBhaIukAYR",
+	"jMJgDPW3coaT4S/VQpTCJdNNlWKazpFwQsyZS58Ee/utvhFQparUVtggBODGHmRMWMeJmJvRFY4eDiNY",
+	"XrtQ9uMFszhLkBQRpIy4GVcJGRcYZOinAkogKE0lq9mtLIRm3BjYRVvJBe8FlmV+9MJBa0I2kQ6y1sZG",
+	"z3NI2QxCw8NmybXXtEc+aGDKwx2h3V5OeFRyAmwQhL/kKoSEs6DvOE2KhzBfr4QAitaKfI6mMDYGRAbV",
+	"dMGNBJ85Z5UuSyInhA6xWjlZktCwrSXq2n/zW7NFQafXl95CfZgAxL/yzZSs+ssmZcDKfXHz1rpoke4z",
+	"rKsVEXKQdeUWNl7Fay+C+f3Ha6ePjcg1Etz1nnBdXaBcPuVzxkcjkTtkGGRQc8DYRclm6/Ouq2/vuOtq",
+	"9Wn38/aXPdxf7qzq6ms/quCHOUbu500SqtIyt3YxZaq2WcocogrmxSgIghq8ef2JhQ60Gh2AkpNRMuOw",
+	"thLKnnj5ViiKe+KqOaDrIj2SgIftoz1eIpHYrs9l0sdVzEKtyd4fy/suPNKa3l0fSKULscYv1LaD2dPf",
+	"4L/kbkXTRpfH9VYTrXVQ+RzUIzmHxODUQhEZj8BMlRD7nLDXiVHj7adPV8f/eP9zhv9v9MPVczjLb99f",
+	"tz7X8mgQ8c+gkJaeGQSmsYxJRWaqnNSR+SprSTTB4HAaBgkjbpFEqc8ihBz3YAKSHaXAX8FPPZaA7U0j",
+	"bdNjj4WElnClfSQWAqtrYBFdNIks5Vn+MpmnNi1V2AxyxZuousYaGuuB9OVfYu2QvrriT1/8bYMOYZG4",
+	"OnruGqMYVawJ24Q6GKyofX1qdtHXww63kdGltXX3iH1vLn0/q0sO0oeJg83WB7tDb76zIdBlIKLxPGvZ",
+	"47Mu+3p4BKhVB1HfrlUgzAmmuwb2moBg8C8T8VVy8D0Q+oPHJPFHIJUc+CKA4kKWZRMgDwxxvo3vbBJh",
+	"f0HOlDmpT1SovWkk2qahFCI7fH72/GhNpM63grhfHEdS/NiDQVd8z5eAgm3ltlM42KuMHhwzw72kZksJ",
+	"3DKxcEO3P/AiEXy0YlY4EIBaPrMFb1sn6KT+UEfkUwlwwe8pdiUOTnB9gmsUIG/exPFbHSNfQDpE1TAR",
+	"CJDBDFopMAomuS8xTCmIDFB6zi67WsB3x1P8K0PMULNkbQ9bWKDP0MznnAx5g/Mm9MYPn1yGq6RL9DR2",
+	"CZcf/S/fKNLtoLbditnYgAUtdbhdeO2fSO+G/y3yLqo7rcTDhupsKAwqMfvLCoN7z9vqW0pBKbuv6Joi",
+	"b9caIx/5CCkD0faY5c4pvBO8QsCIFsycGbrXkCoYBOL/RMfagB2GSnhNkCoFP0CtDfTCNX45sB9MBDCK",
+	"+NutJ0zyhF2ScwoSp8t5NN77KwQiQS/SrwYGNYoRworeYAnqjatoGxivaR4fJJOsg2AJvRuJ7aq3Cnkr",
+	"9atHwX/y9H9voOA3DYe1Kfr5nCgX6s83GDfhDoikcBWvsYWHoJFqNbhJ5szCSdwn0Kww5ybhDfahwhga",
+	"W+5E8NJv7TVJMZzZKfeKNzzOrOKVnWgXhFhesCEvucpDJuxUK+k0VD3JuWpwdYH+PQlyIx1dgrt04n/P",
+	"wTLgv4bqfkJzhSn1sRe8tDoUi7CQiS6UJZI7LF1aCMdlaVulNkE6k+qWlxIEepimNJ7OkXGC+y9pNZ/q",
+	"2jLDKVsfQvi8UBe48ZuCGRgJGKInoeyLB/gbjPMbG17QwF6cPVvMJ46DGupinsVqGsDWz2+5LPmwFJ22",
+	"ire4lLvEgdscG7mmTvYKwv1D9tsBsD8kdCA6vMBT+2W6mczsRUNSI22zKgv7PsPSCIqIE/3jJ3i2RV4b",
+	"6eb+UvU3w1BwI8yll23O/+tXD9KpnOWlPmiDPp/uzj9TC/U/mj/Xw1LmpFQsdnCxd9lvB4TYL7W+kSJ0",
+	"mfqxZALAUsdJJduMBpKBBQ+krgwt+DZjUy792kKoE9Q1pqON5d9D+gKnKkk4Rnb2BOxy4ZrEiVi+cn+y",
+	"wtiMGV0KmyUBERn7+On6ql1wgvjDYRbScuOx2DHV0qyhP4leTjUpYteetroW5nW5cx8FbmRRxGJPUzEd",
+	"YvYgcWIExMKCQrGJZ2kT9HJHC5BaHTMxs+i2h2KhNvCPAP/vMY8pt6zSuszSCDPXBF2GJSn1uOnOi1Z3",
+	"Ai3Bcn9+hIr9GJIBa3DFYKujkQkn2nBlcw2k8WJalRAdr0ckHPpd4cdBhHH+1oBEJSEN7g8+Fq21aE0U",
+	"+Cs7utX4palcrh5hRHrTKBIaV0bnsHdDJhfOF8JXQ/jh97TiYzBfG12PJw3cQ/+a7j1Pu4eNd/TvtXJm",
+	"HrYZOsCiDLDIQUE+yaCuJDFAoEeElp+0zk8qU3RPDxL3BH7EQOjIiJRrdZmrLJTD9xvnGLfTL2J4rfMb",
+	"Kg0F7DoKP0lLEL7s/3yXThJyAi338nutnXWGV8HehDw4CyVbQmNw7N0ScU8DCHGm/v73dKZQG/319/8f",
+	"AAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -25,6 +25,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/playback"
 	"github.com/svcplatform/svc/controlplane/rtspauth"
 	"github.com/svcplatform/svc/controlplane/session"
+	"github.com/svcplatform/svc/controlplane/snapshots"
 	"github.com/svcplatform/svc/controlplane/store/raftnode"
 	"github.com/svcplatform/svc/controlplane/streams"
 	"github.com/svcplatform/svc/controlplane/system"
@@ -51,6 +52,7 @@ type Deps struct {
 	Sessions       *session.Service
 	Playback       *playback.Service
 	Streams        *streams.Service
+	Snapshots      *snapshots.Service
 	Proxies        *ProxyTrust
 	Channels       *channels.Service
 	// LoginRatePerMinute bounds logins per client address and per user name.
@@ -96,6 +98,7 @@ type endpoints struct {
 	*tuningEndpoints
 	*playbackEndpoints
 	*streamEndpoints
+	*snapshotEndpoints
 }
 
 // NewEngine assembles the router: contract routes behind the guard,
@@ -143,6 +146,7 @@ func NewEngine(d Deps) (*gin.Engine, error) {
 		tuningEndpoints:     &tuningEndpoints{svc: d.System, servers: d.MediaServers},
 		playbackEndpoints:   &playbackEndpoints{playback: d.Playback},
 		streamEndpoints:     &streamEndpoints{channels: d.Channels, streams: d.Streams, servers: d.MediaServers, nodes: d.Nodes},
+		snapshotEndpoints:   &snapshotEndpoints{snaps: d.Snapshots},
 	}
 	// The third-party listing of media servers is the administrative one.
 	handlers.streamEndpoints.mediaServers = func(ctx context.Context, clusterID *string) (contract.MediaServerList, error) {

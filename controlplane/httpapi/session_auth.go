@@ -25,6 +25,9 @@ const CSRFHeader = "X-Svc-Csrf-Token"
 type Credentials struct {
 	Tokens   APITokenAuth
 	Sessions *SessionAuth
+	// Snapshots checks a snapshot access ticket, which stands in for the
+	// credential on one channel's snapshot image and nowhere else.
+	Snapshots func(channelID, ticket string) (action string, err error)
 }
 
 // Authenticate implements Authenticator.
@@ -32,7 +35,31 @@ func (c Credentials) Authenticate(r *http.Request, clientIP net.IP) (*identity.I
 	if r.Header.Get("Authorization") != "" || c.Sessions == nil {
 		return c.Tokens.Authenticate(r, clientIP)
 	}
+	if id, ok := c.snapshotTicket(r); ok {
+		return id, nil
+	}
 	return c.Sessions.Authenticate(r, clientIP)
+}
+
+// snapshotTicket recognises GET /api/v2/channels/{id}/snapshots/{slot}
+// with a ticket for that very channel.
+func (c Credentials) snapshotTicket(r *http.Request) (*identity.Identity, bool) {
+	tok := r.URL.Query().Get("ticket")
+	if c.Snapshots == nil || tok == "" || r.Method != http.MethodGet {
+		return nil, false
+	}
+	rest, ok := strings.CutPrefix(r.URL.Path, "/api/v2/channels/")
+	if !ok {
+		return nil, false
+	}
+	parts := strings.Split(rest, "/")
+	if len(parts) != 3 || parts[1] != "snapshots" || parts[2] == "access" || parts[2] == "settings" {
+		return nil, false
+	}
+	if _, err := c.Snapshots(parts[0], tok); err != nil {
+		return nil, false
+	}
+	return &identity.Identity{Kind: identity.KindSnapshotTicket, CredentialID: parts[0], Permissions: []string{"streams.play"}}, true
 }
 
 // SessionAuth authenticates the console session cookie and enforces the

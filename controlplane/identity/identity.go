@@ -16,6 +16,9 @@ type Kind string
 const (
 	KindAPIToken Kind = "api-token"
 	KindSession  Kind = "console-session"
+	// KindSnapshotTicket is a short-lived ticket that opens one channel's
+	// snapshot images and nothing else.
+	KindSnapshotTicket Kind = "snapshot-ticket"
 )
 
 // Identity is an authenticated caller.

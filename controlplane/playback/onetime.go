@@ -108,3 +108,41 @@ func (s *Service) consumeOneTime(ctx context.Context, id string) (*OneTime, erro
 	}
 	return &g, nil
 }
+
+// SystemLink issues one single-use URL for the control plane's own use (a
+// snapshot grabbed with ffmpeg): a one-time grant that belongs to no API
+// token, so only the MAC of its ticket and its single use protect it. It
+// is never handed to a caller.
+func (s *Service) SystemLink(ctx context.Context, channelID string, proto Protocol, lifetime time.Duration) (string, error) {
+	loc, err := s.Streams.Locate(ctx, channelID)
+	if err != nil {
+		return "", err
+	}
+	if !loc.Online || loc.MediaServerID == "" {
+		return "", fmt.Errorf("%w: channel %s", ErrStreamNotReady, channelID)
+	}
+	id, err := uuid.NewV7()
+	if err != nil {
+		return "", err
+	}
+	now := s.now()
+	g := OneTime{TicketID: id.String(), ChannelID: channelID, MediaServerID: loc.MediaServerID, Vhost: loc.Vhost, App: loc.App,
+		Stream: loc.Stream, Protocol: proto, TokenID: systemGrant, CreatedAt: now, ExpiresAt: now.Add(lifetime)}
+	b, err := json.Marshal(g)
+	if err != nil {
+		return "", err
+	}
+	if _, err := s.Store.Txn(ctx, store.TxnRequest{Then: []store.Op{store.Put(oneTimePrefix+g.TicketID, b)}}); err != nil {
+		return "", err
+	}
+	srcs, err := s.sources(ctx, loc.MediaServerID, loc.Vhost, loc.App, loc.Stream, []Protocol{proto}, func(Protocol) string {
+		return s.ticket(kindOneTime, g.TicketID, loc.Vhost, loc.App, loc.Stream)
+	})
+	if err != nil {
+		return "", err
+	}
+	return srcs[0].URL, nil
+}
+
+// systemGrant marks a one-time grant of the control plane itself.
+const systemGrant = "system"

@@ -14,6 +14,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/permission"
 	"github.com/svcplatform/svc/controlplane/playback"
 	"github.com/svcplatform/svc/controlplane/rtspauth"
+	"github.com/svcplatform/svc/controlplane/snapshots"
 	"github.com/svcplatform/svc/controlplane/streams"
 	"github.com/svcplatform/svc/shared/agentapi"
 	"github.com/svcplatform/svc/shared/engineapi"
@@ -33,6 +34,8 @@ func (s *Server) startLive(cfg config.Config, keys *keyring.Keyring, tokens *api
 		Streams: s.Streams, Media: streams.MediaURLs{Nodes: s.agents.nodes}, Grants: permission.Grants,
 		Tokens: tokenState(tokens, owner), Cutter: leaseCutter{servers: s.agents.servers}, MaxLinkSeconds: cfg.PlaybackMaxLinkSeconds,
 		Revision: node.Revision, Catchup: node.LinearizableBarrier}
+	s.Snapshots = &snapshots.Service{Store: node, Channels: s.Channels, Playback: s.Playback, MACKeys: keys.SubKeys("snapshot-ticket"),
+		Log: s.Log.Named("snapshots")}
 	s.Hooks = enginehooks.New(enginehooks.Deps{Events: s.Events, Streams: s.Streams, Playback: s.Playback, Channels: s.Channels, RTSPAuth: rtspCreds,
 		Store: node, Log: s.Log.Named("hooks")})
 	s.streamDispatcher = &streams.Dispatcher{Channels: s.Channels, Nodes: s.agents.nodes, Presence: s.agents.presence,
@@ -45,6 +48,7 @@ func (s *Server) runLive(bg context.Context) {
 	s.AgentPort().SetHooks(s.Hooks)
 	s.background(bg, s.Hooks.Run)
 	s.background(bg, func(ctx context.Context) { s.Node.Leadership().Run(ctx, s.streamDispatcher.Run) })
+	s.background(bg, func(ctx context.Context) { s.Node.Leadership().Run(ctx, s.Snapshots.Run) })
 	log := s.Log.Named("playback")
 	s.background(bg, func(ctx context.Context) {
 		s.Node.Leadership().Run(ctx, func(ctx context.Context) { s.Playback.RunSweeper(ctx, log) })

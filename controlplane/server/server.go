@@ -40,6 +40,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/playback"
 	"github.com/svcplatform/svc/controlplane/rtspauth"
 	"github.com/svcplatform/svc/controlplane/session"
+	"github.com/svcplatform/svc/controlplane/snapshots"
 	"github.com/svcplatform/svc/controlplane/store"
 	"github.com/svcplatform/svc/controlplane/store/raftnode"
 	"github.com/svcplatform/svc/controlplane/store/sqlitefsm"
@@ -59,7 +60,8 @@ const authContactWindow = 10 * time.Second
 
 // OwnedPrefixes are the key prefixes this version writes; the migration
 // audit reports anything else as a residue.
-var OwnedPrefixes = append([]string{"/cluster/", "/security/", "/system/", "/nodes/", "/events/", "/webhooks/", streams.SessionsPrefix, "/playback/"}, channels.OwnedPrefixes...)
+var OwnedPrefixes = append([]string{"/cluster/", "/security/", "/system/", "/nodes/", "/events/", "/webhooks/", streams.SessionsPrefix, "/playback/", "/snapshots/"},
+	channels.OwnedPrefixes...)
 
 // Server is a running control node.
 type Server struct {
@@ -82,6 +84,7 @@ type Server struct {
 	Streams          *streams.Service
 	Playback         *playback.Service
 	RTSPAuth         *rtspauth.Service
+	Snapshots        *snapshots.Service
 	Hooks            *enginehooks.Service
 	streamDispatcher *streams.Dispatcher
 	HTTPAddr         string // the bound address
@@ -212,8 +215,9 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, er
 	s.startLive(cfg, keys, tokens, owner, rtspCreds)
 	engine, err := httpapi.NewEngine(httpapi.Deps{
 		Ops: ops, Auth: httpapi.Credentials{
-			Tokens:   httpapi.APITokenAuth{Reader: node.State(), Owner: owner, Revision: node.Revision, Cache: &httpapi.AuthCache{}, InContact: inContact},
-			Sessions: &httpapi.SessionAuth{Sessions: sessions, Permissions: accounts.Permissions, Proxies: proxies, Revision: node.Revision, InContact: inContact},
+			Tokens:    httpapi.APITokenAuth{Reader: node.State(), Owner: owner, Revision: node.Revision, Cache: &httpapi.AuthCache{}, InContact: inContact},
+			Sessions:  &httpapi.SessionAuth{Sessions: sessions, Permissions: accounts.Permissions, Proxies: proxies, Revision: node.Revision, InContact: inContact},
+			Snapshots: s.Snapshots.CheckTicket,
 		}, Log: log.Named("http"), Registry: reg,
 		Sessions: sessions, Proxies: proxies, LoginRatePerMinute: cfg.LoginRatePerMinute,
 		Accounts:     accounts,
@@ -222,7 +226,7 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, er
 		LinkKeys: keys.LinkKeys(), ContractYAML: api.OpenAPIYAML,
 		Denials:  s.denials,
 		Tokens:   tokens,
-		Channels: s.Channels, Playback: s.Playback, Streams: s.Streams,
+		Channels: s.Channels, Playback: s.Playback, Streams: s.Streams, Snapshots: s.Snapshots,
 		Events: s.Events, Webhooks: s.Webhooks, Dispatcher: s.Dispatcher.Running, Sockets: s.sockets,
 		Nodes: s.agents.nodes, Presence: s.agents.presence, Commands: s.agents.commands, MediaServers: s.agents.servers,
 		Templates: s.agents.templates, Monitor: s.agents.monitor, Authority: s.agents.authority, AgentURL: cfg.AgentURL(),

@@ -120,7 +120,7 @@ type probeResult struct {
 
 func probe(t *testing.T, url string, seconds int) (probeResult, error) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(seconds+25)*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(seconds+60)*time.Second)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, "ffprobe", "-v", "error", "-rw_timeout", "10000000", "-read_intervals", fmt.Sprintf("%%+%d", seconds),
 		"-show_entries", "stream=codec_type,codec_name,width,height:packet=stream_index,pts_time", "-of", "json", url).CombinedOutput()
@@ -257,6 +257,54 @@ func TestLiveFlowEndToEnd(t *testing.T) {
 		{"url": src}, {"url": fmt.Sprintf("rtsp://cam:wrong@127.0.0.1:%d/h264", cam.port), "timeoutSeconds": 5}}}, &batch)
 	if len(batch.Results) != 2 || !batch.Results[0].Ok || batch.Results[1].Ok || batch.Results[1].Error == nil {
 		t.Fatalf("smoke test batch: %+v", batch)
+	}
+	// Snapshots: a schedule, a JPEG from a keyframe, tickets bound to the
+	// channel and the action.
+	if st := cp.call("PUT", "/api/v2/channels/"+ch.ChannelID+"/snapshots/settings", map[string]any{"enabled": true, "intervalSeconds": 10}, nil); st != 200 {
+		t.Fatalf("snapshot settings: %d", st)
+	}
+	var snaps struct {
+		LatestAt                *time.Time
+		Width, Height           int
+		PreviewUrl, DownloadUrl string
+	}
+	eventually(t, 60*time.Second, "a snapshot", func() bool {
+		be.call("GET", "/api/v2/channels/"+ch.ChannelID+"/snapshots", nil, &snaps)
+		return snaps.LatestAt != nil
+	})
+	if snaps.Width != 320 || snaps.Height != 240 || snaps.PreviewUrl == "" || snaps.DownloadUrl == "" {
+		t.Fatalf("snapshot overview: %+v", snaps)
+	}
+	get := func(path string, auth bool) (int, http.Header, []byte) {
+		req, _ := http.NewRequest("GET", cp.api+path, nil)
+		if auth {
+			req.Header.Set("Authorization", "Bearer "+be.token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, resp.Header, body
+	}
+	if st, h, img := get("/api/v2/channels/"+ch.ChannelID+"/snapshots/latest", true); st != 200 || h.Get("Content-Type") != "image/jpeg" || !bytes.HasPrefix(img, []byte{0xff, 0xd8}) {
+		t.Fatalf("snapshot with the token: %d %v", st, h)
+	}
+	if st, h, _ := get(snaps.PreviewUrl, false); st != 200 || !strings.HasPrefix(h.Get("Content-Disposition"), "inline") {
+		t.Fatalf("preview with its ticket: %d %v", st, h)
+	}
+	if st, h, _ := get(snaps.DownloadUrl, false); st != 200 || !strings.HasPrefix(h.Get("Content-Disposition"), "attachment") {
+		t.Fatalf("download with its ticket: %d %v", st, h)
+	}
+	if st, _, _ := get(snaps.PreviewUrl[:len(snaps.PreviewUrl)-2]+"xx", false); st != 401 {
+		t.Fatalf("a tampered snapshot ticket: %d", st)
+	}
+	if st, _, _ := get(strings.Replace(snaps.PreviewUrl, ch.ChannelID, "01a20000-0000-7000-8000-000000000000", 1), false); st != 401 {
+		t.Fatalf("a snapshot ticket on another channel: %d", st)
+	}
+	if st, _, _ := get(strings.Replace(snaps.PreviewUrl, "/snapshots/latest", "/runtime-logs", 1), false); st != 401 {
+		t.Fatalf("a snapshot ticket opened another operation: %d", st)
 	}
 	// 4. Lease it and play every source.
 	var l lease
