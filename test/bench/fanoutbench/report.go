@@ -101,6 +101,7 @@ func report(cmd string, window time.Duration, cases []*benchCase, results [][3][
 	fmt.Fprintf(&b, "Frame-to-wire is measured inside the engine (hub arrival stamp to the return of the writev that carried the tag, live packets only); "+
 		"the RTP-arrival version of this figure comes when the RTSP input is wired to the hub. With many players it is bounded below by the time the "+
 		"kernel takes for that many socket writes on two cores, which the floor's spread shows; merged writes add up to the merge window. "+
+		"The floor is one goroutine writing every socket in turn; at a few thousand players it no longer keeps up with the stream (its players fall below the frame rate; the command's output shows the floor's fps per player), so its CPU per GB at those steps is that of a server falling behind, and the like-for-like comparison is at the smaller N. "+
 		"The load client shares the two cores with the engine, and its own CPU is shown per step: when the client saturates its core, players "+
 		"fall behind and the engine correctly starts dropping for them, so the largest N is a floor for the engine alone.\n")
 	return b.String()
