@@ -159,14 +159,23 @@ func (m *Manager) Playlist(w http.ResponseWriter, r *http.Request, path media.Pa
 		writeError(w, http.StatusNotFound, "stream_not_found", err.Error())
 		return
 	}
-	id := newSessionID()
-	s := &session{id: id, path: path, seg: u.seg, lastSeen: time.Now()}
-	s.player = &player.Player{Path: path, Protocol: Protocol, RemoteAddr: r.RemoteAddr, Params: params, LeaseID: ans.LeaseID,
-		StartedAt: time.Now(), Kick: func() { m.endSession(id) }}
-	m.mu.Lock()
-	m.sessions[id] = s
-	m.mu.Unlock()
-	m.players.Add(s.player)
+	s := m.viewerSession(path, u.seg, params)
+	if s != nil {
+		// The viewer reopened the stream: keep its session (and player).
+		m.mu.Lock()
+		m.release(path, time.Now())
+		m.mu.Unlock()
+	} else {
+		id := newSessionID()
+		s = &session{id: id, path: path, seg: u.seg, lastSeen: time.Now()}
+		s.player = &player.Player{Path: path, Protocol: Protocol, RemoteAddr: r.RemoteAddr, Params: params, LeaseID: ans.LeaseID,
+			StartedAt: time.Now(), Kick: func() { m.endSession(id) }}
+		m.mu.Lock()
+		m.sessions[id] = s
+		m.mu.Unlock()
+		m.players.Add(s.player)
+	}
+	id := s.id
 
 	mp := m3u8.NewMasterPlaylist()
 	vp := m3u8.VariantParams{Codecs: codecs(tracks), Bandwidth: uint32(max(u.seg.bitrateEstimate(), 100_000))}
@@ -177,6 +186,25 @@ func (m *Manager) Playlist(w http.ResponseWriter, r *http.Request, path media.Pa
 	}
 	mp.Append("hls/"+id+"/index.m3u8"+vhostQuery(path), nil, vp)
 	m.serve(w, s, "application/vnd.apple.mpegurl", mp.Encode().Bytes())
+}
+
+// viewerSession finds the live session of the same viewer (svc_viewer and
+// svc_ticket) on path, so a player that reloads the master playlist keeps
+// one session; without svc_viewer every request opens a new one.
+func (m *Manager) viewerSession(path media.Path, seg *Segmenter, params map[string]string) *session {
+	viewer := params[player.ParamViewer]
+	if viewer == "" {
+		return nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, s := range m.sessions {
+		if s.path == path && s.seg == seg && s.player.Params[player.ParamViewer] == viewer && s.player.Ticket() == params[player.ParamTicket] {
+			s.lastSeen = time.Now()
+			return s
+		}
+	}
+	return nil
 }
 
 // endSession kicks a viewer: its next request gets 404.

@@ -4,16 +4,9 @@ import (
 	"bytes"
 	"encoding/hex"
 	"testing"
-)
 
-func mustHex(t *testing.T, s string) []byte {
-	t.Helper()
-	b, err := hex.DecodeString(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
+	"github.com/svcplatform/svc/mediaengine/internal/mediatest"
+)
 
 // The parameter sets were written by ffmpeg's libx264 (testsrc2, high
 // profile).
@@ -29,7 +22,7 @@ func TestParseSPS(t *testing.T) {
 		{"baseline without VUI", "6742c01e95a0", 0, 0, 30, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s, err := ParseSPS(mustHex(t, tc.sps))
+			s, err := ParseSPS(mediatest.MustHex(t, tc.sps))
 			if tc.width == 0 {
 				if err == nil && s.Width == 0 {
 					t.Fatal("a truncated SPS parsed with no size")
@@ -50,8 +43,8 @@ func TestParseSPS(t *testing.T) {
 }
 
 func TestDecoderConfigRoundTrip(t *testing.T) {
-	sps := mustHex(t, "6764001eacd940a02ff97011000003000100000300320f162d96")
-	pps := mustHex(t, "68ebe3cb22c0")
+	sps := mediatest.MustHex(t, "6764001eacd940a02ff97011000003000100000300320f162d96")
+	pps := mediatest.MustHex(t, "68ebe3cb22c0")
 	c, err := NewDecoderConfig(sps, pps)
 	if err != nil {
 		t.Fatal(err)

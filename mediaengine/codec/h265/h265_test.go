@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/hex"
 	"testing"
+
+	"github.com/svcplatform/svc/mediaengine/internal/mediatest"
 )
 
 // The parameter sets were written by ffmpeg's libx265 (testsrc2, Main
@@ -15,22 +17,13 @@ const (
 	pps     = "4401c172b46240"
 )
 
-func mustHex(t *testing.T, s string) []byte {
-	t.Helper()
-	b, err := hex.DecodeString(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 func TestParseSPS(t *testing.T) {
 	for _, tc := range []struct {
 		sps           string
 		width, height int
 		level         uint8
 	}{{sps640, 640, 360, 63}, {sps1080, 1920, 1080, 120}} {
-		s, err := ParseSPS(mustHex(t, tc.sps))
+		s, err := ParseSPS(mediatest.MustHex(t, tc.sps))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -38,16 +31,16 @@ func TestParseSPS(t *testing.T) {
 			t.Fatalf("got %+v, want %dx%d level %d", s, tc.width, tc.height, tc.level)
 		}
 	}
-	if _, err := ParseSPS(mustHex(t, pps)); err != ErrNotSPS {
+	if _, err := ParseSPS(mediatest.MustHex(t, pps)); err != ErrNotSPS {
 		t.Fatalf("a PPS parsed as SPS: %v", err)
 	}
-	if _, err := ParseSPS(mustHex(t, sps640)[:16]); err == nil {
+	if _, err := ParseSPS(mediatest.MustHex(t, sps640)[:16]); err == nil {
 		t.Fatal("a truncated SPS parsed")
 	}
 }
 
 func TestDecoderConfigRoundTrip(t *testing.T) {
-	v, s, p := mustHex(t, vps640), mustHex(t, sps640), mustHex(t, pps)
+	v, s, p := mediatest.MustHex(t, vps640), mediatest.MustHex(t, sps640), mediatest.MustHex(t, pps)
 	c, err := NewDecoderConfig(v, s, p)
 	if err != nil {
 		t.Fatal(err)

@@ -2,7 +2,12 @@
 // every package tests against the same bytes an encoder wrote.
 package mediatest
 
-import "github.com/svcplatform/svc/mediaengine/media"
+import (
+	"encoding/hex"
+	"testing"
+
+	"github.com/svcplatform/svc/mediaengine/media"
+)
 
 // H.264 parameter sets of a 640x360 25 fps stream written by ffmpeg's
 // libx264 (testsrc2, high profile, level 3.0).
@@ -18,4 +23,14 @@ func Tracks() []*media.Track {
 		{ID: 0, Codec: media.CodecH264, ClockRate: 90000, SPS: H264SPS, PPS: H264PPS, Width: 640, Height: 360},
 		{ID: 1, Codec: media.CodecAAC, ClockRate: 48000, SampleRate: 48000, Channels: 2, AudioSpecificConfig: []byte{0x11, 0x90}},
 	}
+}
+
+// MustHex decodes a hex string written in a test.
+func MustHex(tb testing.TB, s string) []byte {
+	tb.Helper()
+	b, err := hex.DecodeString(s)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
 }
