@@ -3,17 +3,13 @@ package channels
 import (
 	"context"
 	"errors"
-	"net"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"go.uber.org/zap/zaptest"
-
-	"github.com/svcplatform/svc/controlplane/keyring"
 	"github.com/svcplatform/svc/controlplane/store/raftnode"
+	"github.com/svcplatform/svc/controlplane/store/storetest"
 )
 
 var tester = Actor{Type: "api-token", ID: "t1", TraceID: "0123456789abcdef0123456789abcdef"}
@@ -21,29 +17,7 @@ var tester = Actor{Type: "api-token", ID: "t1", TraceID: "0123456789abcdef012345
 // newService runs the catalogue on a real single-node store.
 func newService(t *testing.T) (*Service, *raftnode.Node) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	keys, err := keyring.LoadOrCreate(filepath.Join(t.TempDir(), "cluster.key"), true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	node, err := raftnode.Open(raftnode.Config{NodeID: "c1", DataDir: t.TempDir(), RaftBind: addr, LinkKeys: keys.LinkKeys(),
-		Bootstrap: true, IndexSpecs: Indexes, Logger: zaptest.NewLogger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { node.Shutdown() })
-	deadline := time.Now().Add(10 * time.Second)
-	for !node.Leadership().IsLeader() {
-		if time.Now().After(deadline) {
-			t.Fatal("no leader")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	node, keys := storetest.WithKeys(t, Indexes...)
 	return &Service{Store: node, Reader: node.State(), Keys: keys}, node
 }
 

@@ -3,18 +3,14 @@ package playback
 import (
 	"context"
 	"errors"
-	"net"
 	"net/url"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"go.uber.org/zap/zaptest"
-
 	"github.com/svcplatform/svc/controlplane/permission"
-	"github.com/svcplatform/svc/controlplane/store/raftnode"
-	"github.com/svcplatform/svc/controlplane/store/sqlitefsm"
+	"github.com/svcplatform/svc/controlplane/store/storetest"
 )
 
 // The collaborators are small structs with function fields; the store is
@@ -53,23 +49,7 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	node, err := raftnode.Open(raftnode.Config{NodeID: "p1", DataDir: t.TempDir(), RaftBind: addr, LinkKeys: [][]byte{make([]byte, 32)},
-		Bootstrap: true, IndexSpecs: []sqlitefsm.IndexSpec{LeaseIndex}, Logger: zaptest.NewLogger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { node.Shutdown() })
-	for deadline := time.Now().Add(10 * time.Second); !node.Leadership().IsLeader(); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("no leader")
-		}
-	}
+	node := storetest.SingleNode(t, LeaseIndex)
 	f := &fixture{clk: &clock{t: time.Now().UTC()}, tokens: map[string]TokenState{
 		"tokA": {Valid: true, Permissions: []string{"streams.play"}},
 		"tokB": {Valid: true, Permissions: []string{"streams.play"}},

@@ -3,18 +3,14 @@ package session
 import (
 	"context"
 	"errors"
-	"net"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"go.uber.org/zap/zaptest"
-
 	"github.com/svcplatform/svc/controlplane/account"
 	"github.com/svcplatform/svc/controlplane/audit"
-	"github.com/svcplatform/svc/controlplane/store/raftnode"
-	"github.com/svcplatform/svc/controlplane/store/sqlitefsm"
+	"github.com/svcplatform/svc/controlplane/store/storetest"
 )
 
 // clock is a time source the test moves.
@@ -31,25 +27,7 @@ const password = "a long enough test password"
 // newService runs a real single-node store with one active user "alice".
 func newService(t *testing.T) (*Service, *clock) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	node, err := raftnode.Open(raftnode.Config{NodeID: "s1", DataDir: t.TempDir(), RaftBind: addr, LinkKeys: [][]byte{make([]byte, 32)},
-		Bootstrap: true, IndexSpecs: []sqlitefsm.IndexSpec{account.Index, audit.Index}, Logger: zaptest.NewLogger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { node.Shutdown() })
-	deadline := time.Now().Add(10 * time.Second)
-	for !node.Leadership().IsLeader() {
-		if time.Now().After(deadline) {
-			t.Fatal("no leader")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	node := storetest.SingleNode(t, account.Index, audit.Index)
 	accounts := &account.Service{Store: node, Reader: node.State()}
 	if _, err := accounts.Bootstrap(context.Background(), account.Actor{}, "alice", password, ""); err != nil {
 		t.Fatal(err)

@@ -3,43 +3,17 @@ package streams
 import (
 	"context"
 	"encoding/json"
-	"net"
-	"path/filepath"
 	"testing"
-	"time"
-
-	"go.uber.org/zap/zaptest"
 
 	"github.com/svcplatform/svc/controlplane/channels"
 	"github.com/svcplatform/svc/controlplane/events"
-	"github.com/svcplatform/svc/controlplane/keyring"
 	"github.com/svcplatform/svc/controlplane/store"
-	"github.com/svcplatform/svc/controlplane/store/raftnode"
+	"github.com/svcplatform/svc/controlplane/store/storetest"
 )
 
 func newService(t *testing.T) *Service {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	keys, err := keyring.LoadOrCreate(filepath.Join(t.TempDir(), "cluster.key"), true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	node, err := raftnode.Open(raftnode.Config{NodeID: "n1", DataDir: t.TempDir(), RaftBind: addr, LinkKeys: keys.LinkKeys(),
-		Bootstrap: true, IndexSpecs: append(append(channels.Indexes[:0:0], channels.Indexes...), SessionIndex), Logger: zaptest.NewLogger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { node.Shutdown() })
-	for deadline := time.Now().Add(10 * time.Second); !node.Leadership().IsLeader(); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("no leader")
-		}
-	}
+	node, keys := storetest.WithKeys(t, append(append(channels.Indexes[:0:0], channels.Indexes...), SessionIndex)...)
 	return &Service{Store: node, Reader: node.State(), NodeID: "n1",
 		Channels: &channels.Service{Store: node, Reader: node.State(), Keys: keys}}
 }

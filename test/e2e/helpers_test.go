@@ -92,28 +92,36 @@ func (c *controlNode) newToken(perms ...string) string {
 // answer into out (when not nil); it returns the status.
 func (c *controlNode) call(method, path string, body, out any) int {
 	c.t.Helper()
+	st, data := doJSON(c.t, c.api, c.token, method, path, body)
+	if out != nil {
+		if err := json.Unmarshal(data, out); err != nil {
+			c.t.Fatalf("%s %s: %d %s: %v", method, path, st, data, err)
+		}
+	}
+	return st
+}
+
+// doJSON sends one JSON request with a bearer token and returns the status
+// and the body.
+func doJSON(t *testing.T, api, token, method, path string, body any) (int, []byte) {
+	t.Helper()
 	var rd io.Reader
 	if body != nil {
 		b, _ := json.Marshal(body)
 		rd = bytes.NewReader(b)
 	}
-	req, _ := http.NewRequest(method, c.api+path, rd)
-	req.Header.Set("Authorization", "Bearer "+c.token)
+	req, _ := http.NewRequest(method, api+path, rd)
+	req.Header.Set("Authorization", "Bearer "+token)
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := (&http.Client{Timeout: 90 * time.Second}).Do(req)
 	if err != nil {
-		c.t.Fatal(err)
+		t.Fatal(err)
 	}
 	defer resp.Body.Close()
 	data, _ := io.ReadAll(resp.Body)
-	if out != nil {
-		if err := json.Unmarshal(data, out); err != nil {
-			c.t.Fatalf("%s %s: %d %s: %v", method, path, resp.StatusCode, data, err)
-		}
-	}
-	return resp.StatusCode
+	return resp.StatusCode, data
 }
 
 // events lists the outbox events of a name, oldest first.

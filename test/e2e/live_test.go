@@ -76,28 +76,13 @@ type backend struct {
 
 func (b backend) call(method, path string, body, out any) (int, []byte) {
 	b.t.Helper()
-	var rd io.Reader
-	if body != nil {
-		raw, _ := json.Marshal(body)
-		rd = bytes.NewReader(raw)
-	}
-	req, _ := http.NewRequest(method, b.api+path, rd)
-	req.Header.Set("Authorization", "Bearer "+b.token)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := (&http.Client{Timeout: 60 * time.Second}).Do(req)
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(resp.Body)
-	if out != nil && resp.StatusCode < 300 {
+	st, data := doJSON(b.t, b.api, b.token, method, path, body)
+	if out != nil && st < 300 {
 		if err := json.Unmarshal(data, out); err != nil {
-			b.t.Fatalf("%s %s: %d %s: %v", method, path, resp.StatusCode, data, err)
+			b.t.Fatalf("%s %s: %d %s: %v", method, path, st, data, err)
 		}
 	}
-	return resp.StatusCode, data
+	return st, data
 }
 
 type lease struct {

@@ -5,9 +5,13 @@ package storetest
 
 import (
 	"net"
+	"path/filepath"
 	"testing"
 	"time"
 
+	"go.uber.org/zap/zaptest"
+
+	"github.com/svcplatform/svc/controlplane/keyring"
 	"github.com/svcplatform/svc/controlplane/store/raftnode"
 	"github.com/svcplatform/svc/controlplane/store/sqlitefsm"
 )
@@ -15,14 +19,27 @@ import (
 // SingleNode opens a founding node and returns once it leads.
 func SingleNode(t testing.TB, specs ...sqlitefsm.IndexSpec) *raftnode.Node {
 	t.Helper()
+	n, _ := WithKeys(t, specs...)
+	return n
+}
+
+// WithKeys opens a founding node with a fresh cluster keyring (for
+// packages that seal secrets) and returns both once the node leads.
+func WithKeys(t testing.TB, specs ...sqlitefsm.IndexSpec) (*raftnode.Node, *keyring.Keyring) {
+	t.Helper()
+	dir := t.TempDir()
+	keys, err := keyring.LoadOrCreate(filepath.Join(dir, "cluster.key"), true)
+	if err != nil {
+		t.Fatal(err)
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	n, err := raftnode.Open(raftnode.Config{NodeID: "cp1", DataDir: t.TempDir(), RaftBind: addr, LinkKeys: [][]byte{make([]byte, 32)},
-		Bootstrap: true, IndexSpecs: specs})
+	n, err := raftnode.Open(raftnode.Config{NodeID: "cp1", DataDir: dir, RaftBind: addr, LinkKeys: keys.LinkKeys(),
+		Bootstrap: true, IndexSpecs: specs, Logger: zaptest.NewLogger(t).Named("store")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,5 +49,5 @@ func SingleNode(t testing.TB, specs ...sqlitefsm.IndexSpec) *raftnode.Node {
 			t.Fatal("the single node did not become leader")
 		}
 	}
-	return n
+	return n, keys
 }

@@ -31,6 +31,8 @@ import (
 	"github.com/svcplatform/svc/mediaengine/filesource"
 	"github.com/svcplatform/svc/mediaengine/media"
 	"github.com/svcplatform/svc/shared/engineapi"
+
+	"github.com/svcplatform/svc/test/bench/benchdoc"
 )
 
 func main() {
@@ -112,7 +114,7 @@ func run(outPath string, window time.Duration, maxReaders int) error {
 		return err
 	}
 	cmd := "go run ./test/bench/fanoutbench -window " + window.String() + " -merge-write " + mergeWrite.String()
-	return writeSection(outPath, report(cmd, window, cases, results, lat))
+	return benchdoc.WriteSection(outPath, "fanoutbench", report(cmd, window, cases, results, lat))
 }
 
 // ladder measures, for each N, the engine with merged writes, the engine

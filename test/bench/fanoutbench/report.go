@@ -2,29 +2,11 @@ package main
 
 import (
 	"fmt"
-	"os"
-	"regexp"
-	"runtime"
 	"strings"
 	"time"
+
+	"github.com/svcplatform/svc/test/bench/benchdoc"
 )
-
-func machine() string {
-	model := "unknown CPU"
-	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		if m := regexp.MustCompile(`model name\s*:\s*(.+)`).FindStringSubmatch(string(b)); m != nil {
-			model = strings.TrimSpace(m[1])
-		}
-	}
-	return fmt.Sprintf("%s, %d cores, %s", model, runtime.NumCPU(), runtime.Version())
-}
-
-func verdict(ok bool) string {
-	if ok {
-		return "PASS"
-	}
-	return "MISS"
-}
 
 // largest is the largest N whose step passed, and that step.
 func largest(steps []step) (int, step) {
@@ -48,7 +30,7 @@ func report(cmd string, window time.Duration, cases []*benchCase, results [][3][
 	var b strings.Builder
 	fmt.Fprintf(&b, "## Media engine: HTTP-FLV fan-out\n\n")
 	fmt.Fprintf(&b, "- Date: %s\n- Machine: %s (shared with other work while it ran; the \"other load\" column is the rest of the machine)\n- Command: `%s` (from the repository root; `make bench` runs it)\n",
-		time.Now().UTC().Format("2006-01-02 15:04 UTC"), machine(), cmd)
+		time.Now().UTC().Format("2006-01-02 15:04 UTC"), benchdoc.Machine(), cmd)
 	fmt.Fprintf(&b, "- Set-up: `svc engine` as its own process plays a 10 s H.264+AAC clip (ffmpeg testsrc2 + sine, keyframe every 2 s, looped live) "+
 		"as `live/bench`; the Go load client opens N HTTP-FLV players on loopback, reads every tag header and checks continuity "+
 		"(timestamps rising, no gap longer than a frame plus the loop join). CPU is each server process's user+system time over a %s window "+
@@ -71,7 +53,7 @@ func report(cmd string, window time.Duration, cases []*benchCase, results [][3][
 				continue
 			}
 			fmt.Fprintf(&b, "| %d | %.2f | %.1f | %s (%d) | %.2f | %.1f | %s | %.2f | %.1f | %.2f | %.2f | %.0f | %d/%d | %d/%d/%d | %.2f | %.2f |\n",
-				m.n, m.cores, m.cpuPerGB, verdict(m.pass()), m.retries, p.cores, p.cpuPerGB, verdict(p.pass()), f.cores, f.cpuPerGB,
+				m.n, m.cores, m.cpuPerGB, benchdoc.Verdict(m.pass()), m.retries, p.cores, p.cpuPerGB, benchdoc.Verdict(p.pass()), f.cores, f.cpuPerGB,
 				ratio(m, f), ratio(p, f), m.mbps, m.dropped, p.dropped, m.discontinued, p.discontinued, f.discontinued, m.clientCores, m.otherCores)
 		}
 		n, _ := largest(ms)
@@ -86,12 +68,12 @@ func report(cmd string, window time.Duration, cases []*benchCase, results [][3][
 	fmt.Fprintf(&b, "### Latency and memory at %d players (%s clip, fresh engines, `mergeWrite: 0`)\n\n", lat.players, cases[0].name)
 	perPlayer := float64(lat.rssLoaded-lat.rssIdle) / float64(lat.players) / 1024
 	fmt.Fprintf(&b, "| measurement | result | target |\n|---|--:|---|\n")
-	fmt.Fprintf(&b, "| players at about 200 kbps on one engine core, zero drops (merged writes) | %d | >= 5,000 (%s) |\n", n200, verdict(n200 >= 5000))
-	fmt.Fprintf(&b, "| engine CPU per GB vs the floor, worst step at about 200 kbps, writing every frame | %.2fx | <= 1.5x (%s) |\n", worst, verdict(worst > 0 && worst <= 1.5))
+	fmt.Fprintf(&b, "| players at about 200 kbps on one engine core, zero drops (merged writes) | %d | >= 5,000 (%s) |\n", n200, benchdoc.Verdict(n200 >= 5000))
+	fmt.Fprintf(&b, "| engine CPU per GB vs the floor, worst step at about 200 kbps, writing every frame | %.2fx | <= 1.5x (%s) |\n", worst, benchdoc.Verdict(worst > 0 && worst <= 1.5))
 	fmt.Fprintf(&b, "| time to first frame of a player joining (%d in turn, while %d play), p50 / p99 / max | %.1f / %.1f / %.1f ms | < 50 ms (%s) |\n",
-		len(lat.ttff), lat.players, msOf(pct(lat.ttff, 0.5)), msOf(pct(lat.ttff, 0.99)), msOf(pct(lat.ttff, 1)), verdict(len(lat.ttff) > 0 && pct(lat.ttff, 0.99) < 50*time.Millisecond))
+		len(lat.ttff), lat.players, msOf(pct(lat.ttff, 0.5)), msOf(pct(lat.ttff, 0.99)), msOf(pct(lat.ttff, 1)), benchdoc.Verdict(len(lat.ttff) > 0 && pct(lat.ttff, 0.99) < 50*time.Millisecond))
 	fmt.Fprintf(&b, "| frame in hub -> FLV tag written, %d players, p50 / p99 / max (%d writes) | %.2f / %.2f / %.2f ms | p99 < 2 ms (%s) |\n",
-		fewPlayers, lat.few.Count, lat.few.P50Ms, lat.few.P99Ms, lat.few.MaxMs, verdict(lat.few.Count > 0 && lat.few.P99Ms < 2))
+		fewPlayers, lat.few.Count, lat.few.P50Ms, lat.few.P99Ms, lat.few.MaxMs, benchdoc.Verdict(lat.few.Count > 0 && lat.few.P99Ms < 2))
 	fmt.Fprintf(&b, "| same, %d players, p50 / p99 / max (%d writes) | %.2f / %.2f / %.2f ms | |\n",
 		lat.players, lat.many.Count, lat.many.P50Ms, lat.many.P99Ms, lat.many.MaxMs)
 	fmt.Fprintf(&b, "| floor: time to write one tag to all %d sockets, p50 / p99 (%d tags) | %.2f / %.2f ms | |\n",
@@ -108,19 +90,3 @@ func report(cmd string, window time.Duration, cases []*benchCase, results [][3][
 }
 
 func msOf(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-
-func writeSection(path, section string) error {
-	const begin, end = "<!-- fanoutbench:begin -->", "<!-- fanoutbench:end -->"
-	body := begin + "\n" + section + end + "\n"
-	old, _ := os.ReadFile(path)
-	s := string(old)
-	if i, j := strings.Index(s, begin), strings.Index(s, end); i >= 0 && j > i {
-		s = s[:i] + body + s[j+len(end)+1:]
-	} else {
-		if s != "" && !strings.HasSuffix(s, "\n\n") {
-			s += "\n"
-		}
-		s += body
-	}
-	return os.WriteFile(path, []byte(s), 0o644)
-}
