@@ -15,6 +15,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/playback"
 	"github.com/svcplatform/svc/controlplane/rtspauth"
 	"github.com/svcplatform/svc/controlplane/snapshots"
+	"github.com/svcplatform/svc/controlplane/store/revcache"
 	"github.com/svcplatform/svc/controlplane/streams"
 	"github.com/svcplatform/svc/shared/agentapi"
 	"github.com/svcplatform/svc/shared/engineapi"
@@ -32,7 +33,7 @@ func (s *Server) startLive(cfg config.Config, keys *keyring.Keyring, tokens *api
 	s.Streams = &streams.Service{Store: node, Reader: node.State(), Channels: s.Channels, NodeID: cfg.NodeID}
 	s.Playback = &playback.Service{Store: node, Reader: node.State(), MACKeys: keys.SubKeys("playback-ticket"),
 		Streams: s.Streams, Media: streams.MediaURLs{Nodes: s.agents.nodes}, Grants: permission.Grants,
-		Tokens: tokenState(tokens, owner), Cutter: leaseCutter{servers: s.agents.servers}, MaxLinkSeconds: cfg.PlaybackMaxLinkSeconds,
+		Tokens: tokenState(tokens, owner, node.Revision), Cutter: leaseCutter{servers: s.agents.servers}, MaxLinkSeconds: cfg.PlaybackMaxLinkSeconds,
 		Revision: node.Revision, Catchup: node.LinearizableBarrier}
 	s.Snapshots = &snapshots.Service{Store: node, Channels: s.Channels, Playback: s.Playback, MACKeys: keys.SubKeys("snapshot-ticket"),
 		Log: s.Log.Named("snapshots")}
@@ -57,33 +58,52 @@ func (s *Server) runLive(bg context.Context) {
 
 // tokenState tells playback whether an API token is still valid and what
 // it may do now: its own permissions within its owner's.
-func tokenState(tokens *apitoken.Service, owner ownerFunc) func(ctx context.Context, id string) (playback.TokenState, error) {
+func tokenState(tokens *apitoken.Service, owner ownerFunc, revision func() int64) func(ctx context.Context, id string) (playback.TokenState, error) {
+	// Cached for the store revision it was read at, like credentials: every
+	// on_play of a lease asks about the same few tokens, and any committed
+	// change (a revocation, a role change) makes every entry stale at once.
+	var cache revcache.Cache[playback.TokenState]
 	return func(ctx context.Context, id string) (playback.TokenState, error) {
-		rec, err := tokens.Get(ctx, id)
-		if errors.Is(err, apitoken.ErrNotFound) {
-			return playback.TokenState{}, nil
+		rev := revision()
+		if ts, ok := cache.Get(id, rev); ok {
+			if ts.ExpiresAt != nil && !time.Now().Before(*ts.ExpiresAt) {
+				return playback.TokenState{}, nil // expired since it was read
+			}
+			return ts, nil
 		}
+		ts, err := readTokenState(ctx, tokens, owner, id)
+		if err == nil {
+			cache.Put(id, rev, ts)
+		}
+		return ts, err
+	}
+}
+
+func readTokenState(ctx context.Context, tokens *apitoken.Service, owner ownerFunc, id string) (playback.TokenState, error) {
+	rec, err := tokens.Get(ctx, id)
+	if errors.Is(err, apitoken.ErrNotFound) {
+		return playback.TokenState{}, nil
+	}
+	if err != nil {
+		return playback.TokenState{}, err
+	}
+	if rec.State(time.Now()) != apitoken.StateActive {
+		return playback.TokenState{}, nil
+	}
+	perms := rec.Permissions
+	if rec.OwnerUserID != "" {
+		owned, active, found, err := owner(ctx, rec.OwnerUserID)
 		if err != nil {
 			return playback.TokenState{}, err
 		}
-		if rec.State(time.Now()) != apitoken.StateActive {
+		if found && !active {
 			return playback.TokenState{}, nil
 		}
-		perms := rec.Permissions
-		if rec.OwnerUserID != "" {
-			owned, active, found, err := owner(ctx, rec.OwnerUserID)
-			if err != nil {
-				return playback.TokenState{}, err
-			}
-			if found && !active {
-				return playback.TokenState{}, nil
-			}
-			if found {
-				perms = permission.Intersect(perms, owned)
-			}
+		if found {
+			perms = permission.Intersect(perms, owned)
 		}
-		return playback.TokenState{Valid: true, ExpiresAt: rec.ExpiresAt, Permissions: perms}, nil
 	}
+	return playback.TokenState{Valid: true, ExpiresAt: rec.ExpiresAt, Permissions: perms}, nil
 }
 
 // leaseCutter ends a lease's players through the media server's agent.
