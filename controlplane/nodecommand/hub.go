@@ -22,6 +22,10 @@ type hub struct {
 	// failed claim makes the node unknown again, and the next poll looks.
 	clean map[string]bool
 	queue map[string][]*store.KeyValue
+	// from is the first revision the watch must see: taken when the hub
+	// is made, before any waiter looked at the store, so a change made
+	// after a look is seen even when Run starts late.
+	from int64
 }
 
 // queueLimit bounds the Pending changes kept per clean node.
@@ -37,7 +41,8 @@ type waiter struct {
 
 func (s *Service) h() *hub {
 	s.hubOnce.Do(func() {
-		s.hub = &hub{nodes: map[string]chan struct{}{}, cmds: map[string]*waiter{}, clean: map[string]bool{}, queue: map[string][]*store.KeyValue{}}
+		s.hub = &hub{nodes: map[string]chan struct{}{}, cmds: map[string]*waiter{}, clean: map[string]bool{}, queue: map[string][]*store.KeyValue{},
+			from: s.Store.Revision() + 1}
 	})
 	return s.hub
 }
@@ -180,11 +185,12 @@ func (h *hub) wakeAll() {
 }
 
 // Run follows the command records until ctx ends, waking long polls and
-// waits. It starts from the current revision: whoever waits looks at the
-// state first, so nothing before it matters.
+// waits. It starts from the revision current when the hub was made:
+// whoever waits looks at the state first, so nothing before that matters,
+// and nothing after it is missed when a poll came before Run started.
 func (s *Service) Run(ctx context.Context) {
 	h := s.h()
-	from := s.Store.Revision() + 1
+	from := h.from
 	for ctx.Err() == nil {
 		wctx, cancel := context.WithCancel(ctx)
 		for resp := range s.Store.Watch(wctx, Prefix, from) {

@@ -268,3 +268,26 @@ func TestPollClaimsFromTheWatch(t *testing.T) {
 		t.Fatalf("handed out %v, want %s and %s once each", got, ids[1], ids[2])
 	}
 }
+
+// TestPollBeforeRunStarts: a poll that looked at the store before the
+// watch started still hears of a command created after its look.
+func TestPollBeforeRunStarts(t *testing.T) {
+	n := storetest.SingleNode(t, Index)
+	s := &Service{Store: n, Reader: n.State(), LocalNodeID: "cp1", Visibility: 300 * time.Millisecond}
+	ctx := t.Context()
+	if got, err := s.Poll(ctx, "m1", 10*time.Millisecond, 1); err != nil || len(got) != 0 {
+		t.Fatalf("first poll: %v %v", got, err)
+	}
+	rec, _, err := s.Create(ctx, CreateRequest{NodeID: "m1", Type: agentapi.TypePing, Actor: operator})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); s.Run(runCtx) }()
+	defer func() { cancel(); <-done }()
+	got, err := s.Poll(ctx, "m1", 5*time.Second, 1)
+	if err != nil || len(got) != 1 || got[0].CommandID != rec.CommandID {
+		t.Fatalf("poll after a late Run: %v %v", got, err)
+	}
+}
