@@ -32,6 +32,7 @@ bench:
 	$(GO) run ./test/bench/webhookbench -out docs/benchmarks.md
 	$(GO) run ./test/bench/agentbench -out docs/benchmarks.md
 	$(GO) run ./test/bench/fanoutbench -out docs/benchmarks.md
+	$(GO) run ./test/bench/latencybench -out docs/benchmarks.md
 
 ## generate: regenerate api/contract from api/openapi.yaml
 generate:

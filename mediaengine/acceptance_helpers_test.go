@@ -1,9 +1,11 @@
 package mediaengine
 
 import (
+	"net"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -127,3 +129,32 @@ func trackCodecs(s engineapi.StreamInfo) string {
 
 // noDemo starts an engine without the demo clip.
 func noDemo(c *engineapi.Config) { c.DemoFile, c.DemoPath = "", "" }
+
+// stalledFLVPlayer connects an HTTP-FLV player that never reads, with a
+// tiny receive buffer so its socket fills at once, and waits until the
+// control API lists it (by its svc_ticket) with more than 50 dropped
+// frames; the test's cleanup closes it.
+func stalledFLVPlayer(t *testing.T, te *testEngine, pathAndQuery, ticket string) engineapi.PlayerInfo {
+	t.Helper()
+	d := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
+		return c.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
+	}}
+	conn, err := d.Dial("tcp", te.MediaAddr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	if _, err := conn.Write([]byte("GET " + pathAndQuery + " HTTP/1.1\r\nHost: x\r\n\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	var slow engineapi.PlayerInfo
+	waitFor(t, "the stalled player to drop frames", 30*time.Second, func() bool {
+		var l engineapi.PlayerList
+		te.control(t, "GET", engineapi.PathPlayers+"?ticket="+ticket, nil, &l)
+		if len(l.Players) == 1 {
+			slow = l.Players[0]
+		}
+		return slow.Dropped > 50
+	})
+	return slow
+}

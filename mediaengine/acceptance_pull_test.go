@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/svcplatform/svc/mediaengine/internal/mediaprobe"
 	"github.com/svcplatform/svc/mediaengine/internal/peers"
 	"github.com/svcplatform/svc/shared/engineapi"
 )
@@ -94,27 +95,26 @@ func TestAcceptanceEngineToEngine(t *testing.T) {
 func TestAcceptanceAudioCodecsFromGStreamer(t *testing.T) {
 	t.Parallel()
 	g := peers.StartGStreamer(t)
-	t.Run("pcma", func(t *testing.T) {
-		t.Parallel()
-		te := startEngine(t, noDemo)
-		s := addProxy(t, te, engineapi.AddProxyRequest{ID: "pcma", URL: g.URL("", "pcma"), App: "cam", Stream: "pcma", Transport: "tcp"})
-		if trackCodecs(s) != "video:H264,audio:PCMA" {
-			t.Fatalf("tracks %s", trackCodecs(s))
-		}
-		want := lavfiWant
-		// G.711 frames are as long as the sender's packets, which GStreamer
-		// sizes by its buffers: the audio count is not checked.
-		want.AudioCodec, want.SampleRate, want.AudioFrameSamples = "pcm_alaw", 8000, 0
-		// MPEG-TS has no G.711, so HLS is fMP4 (the default).
-		probeOutputs(t, te, "cam", "pcma", want, allOutputs...)
-	})
-	t.Run("latm", func(t *testing.T) {
-		t.Parallel()
-		te := startEngine(t, noDemo)
-		s := addProxy(t, te, engineapi.AddProxyRequest{ID: "latm", URL: g.URL("", "latm"), App: "cam", Stream: "latm", Transport: "tcp"})
-		if trackCodecs(s) != "video:H264,audio:AAC" {
-			t.Fatalf("tracks %s", trackCodecs(s))
-		}
-		probeOutputs(t, te, "cam", "latm", lavfiWant, allOutputs...)
-	})
+	pcma := lavfiWant
+	// G.711 frames are as long as the sender's packets, which GStreamer
+	// sizes by its buffers: the audio count is not checked. MPEG-TS has no
+	// G.711, so HLS is fMP4 (the default).
+	pcma.AudioCodec, pcma.SampleRate, pcma.AudioFrameSamples = "pcm_alaw", 8000, 0
+	for _, tc := range []struct {
+		mount, tracks string
+		want          mediaprobe.Want
+	}{
+		{"pcma", "video:H264,audio:PCMA", pcma},
+		{"latm", "video:H264,audio:AAC", lavfiWant},
+	} {
+		t.Run(tc.mount, func(t *testing.T) {
+			t.Parallel()
+			te := startEngine(t, noDemo)
+			s := addProxy(t, te, engineapi.AddProxyRequest{ID: tc.mount, URL: g.URL("", tc.mount), App: "cam", Stream: tc.mount, Transport: "tcp"})
+			if trackCodecs(s) != tc.tracks {
+				t.Fatalf("tracks %s, want %s", trackCodecs(s), tc.tracks)
+			}
+			probeOutputs(t, te, "cam", tc.mount, tc.want, allOutputs...)
+		})
+	}
 }

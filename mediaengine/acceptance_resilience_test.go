@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -12,7 +11,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -136,26 +134,8 @@ func TestAcceptanceSlowReaderWithRealSource(t *testing.T) {
 	waitStreamReady(t, te, "push", "slow", 20*time.Second)
 	source := watchSource(t, te, media.Path{App: "push", Stream: "slow"})
 
-	d := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
-		return c.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
-	}}
-	conn, err := d.Dial("tcp", te.MediaAddr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	conn.Write([]byte("GET /push/slow.live.flv?svc_ticket=slow HTTP/1.1\r\nHost: x\r\n\r\n"))
 	fast := watchFLV(t, te.mediaURL("/push/slow.live.flv?svc_ticket=fast"))
-
-	var slow engineapi.PlayerInfo
-	waitFor(t, "the slow player to drop frames", 30*time.Second, func() bool {
-		var l engineapi.PlayerList
-		te.control(t, "GET", engineapi.PathPlayers+"?ticket=slow", nil, &l)
-		if len(l.Players) == 1 {
-			slow = l.Players[0]
-		}
-		return slow.Dropped > 50
-	})
+	slow := stalledFLVPlayer(t, te, "/push/slow.live.flv?svc_ticket=slow", "slow")
 	from := time.Now()
 	time.Sleep(4 * time.Second) // the slow player stays stuck while the fast one plays on
 	to := time.Now()

@@ -90,14 +90,8 @@ func (d *latmDepacketizer) setConfig(c aac.StreamMuxConfig) {
 }
 
 func (d *latmDepacketizer) Decode(pkt *rtp.Packet, arrival time.Time) error {
-	d.stats.Packets.Add(1)
-	lost, ok := d.seq.advance(pkt.SequenceNumber)
-	if !ok {
+	if !d.accept(pkt) {
 		return nil
-	}
-	if lost > 0 {
-		d.stats.Lost.Add(uint64(lost))
-		d.dropFragment()
 	}
 	var err error
 	if d.fragOpen && pkt.Timestamp != d.fragTS {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"testing"
-	"time"
 
 	"github.com/svcplatform/svc/mediaengine/media"
 )
@@ -53,67 +52,6 @@ func TestLATMTrack(t *testing.T) {
 			}
 			if track.Codec != media.CodecAAC || !bytes.Equal(track.AudioSpecificConfig, tc.asc) || track.SampleRate != tc.rate || track.Channels != tc.ch {
 				t.Fatalf("track %+v", track)
-			}
-		})
-	}
-}
-
-func TestLATMDepacketizer(t *testing.T) {
-	a, b, c := nalu(200), nalu(300), nalu(2000)
-	tests := []struct {
-		name  string
-		pkts  [][]byte
-		marks []bool
-		tss   []uint32
-		want  [][]byte
-		ptsAt []uint32
-	}{
-		{
-			name: "an element per packet", pkts: [][]byte{latmPayload(a), latmPayload(b)},
-			marks: []bool{true, true}, tss: []uint32{7000, 8024},
-			want: [][]byte{a, b}, ptsAt: []uint32{0, 1024},
-		},
-		{
-			name: "two elements in one packet", pkts: [][]byte{latmPayload(a, b)},
-			marks: []bool{true}, tss: []uint32{0},
-			want: [][]byte{a, b}, ptsAt: []uint32{0, 1024},
-		},
-		{
-			name: "an element over three packets", pkts: func() [][]byte {
-				p := latmPayload(c)
-				return [][]byte{p[:700], p[700:1400], p[1400:]}
-			}(),
-			marks: []bool{false, false, true}, tss: []uint32{0, 0, 0},
-			want: [][]byte{c}, ptsAt: []uint32{0},
-		},
-		{
-			name: "no marker bits: the timestamp ends an element", pkts: [][]byte{latmPayload(a), latmPayload(b), latmPayload(a)},
-			marks: []bool{false, false, false}, tss: []uint32{0, 1024, 2048},
-			want: [][]byte{a, b}, ptsAt: []uint32{0, 1024},
-		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			track, err := gstLATM.Track(1)
-			if err != nil {
-				t.Fatal(err)
-			}
-			d, col := newDepack(t, gstLATM, track)
-			for i, p := range tt.pkts {
-				if err := d.Decode(pkt(uint16(i), tt.tss[i], tt.marks[i], p), t0); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if len(col.frames) != len(tt.want) {
-				t.Fatalf("got %d frames, want %d", len(col.frames), len(tt.want))
-			}
-			for i, f := range col.frames {
-				if !bytes.Equal(f.Payload, tt.want[i]) {
-					t.Errorf("frame %d payload differs (%d bytes)", i, len(f.Payload))
-				}
-				if want := time.Duration(tt.ptsAt[i]) * time.Second / 44100; f.PTS-col.frames[0].PTS != want {
-					t.Errorf("frame %d at %v, want %v", i, f.PTS-col.frames[0].PTS, want)
-				}
 			}
 		})
 	}
