@@ -49,7 +49,13 @@ func main() {
 	out := flag.String("out", "docs/benchmarks.md", "markdown file to write the section to")
 	window := flag.Duration("window", 15*time.Second, "measured publishing time per case")
 	readers := flag.String("readers", "0,50,200", "other HTTP-FLV players per case (each case is run over TCP and UDP)")
+	playersURL := flag.String("players-url", "", "run as the other players' process: play this URL")
+	players := flag.Int("players", 0, "with -players-url: how many players")
 	flag.Parse()
+	if *playersURL != "" {
+		runPlayers(*playersURL, *players)
+		return
+	}
 	var extra []int
 	for _, f := range strings.Split(*readers, ",") {
 		if n, err := strconv.Atoi(strings.TrimSpace(f)); err == nil && n >= 0 {
@@ -128,15 +134,18 @@ func measure(svc, dir string, clip *filesource.Clip, transport string, others in
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
-	for i := 0; i < others; i++ {
-		wg.Add(1)
-		go func() { defer wg.Done(); drain(ctx, flvURL) }()
+	if others > 0 {
+		stop, err := startPlayers(flvURL, others)
+		if err != nil {
+			return res, err
+		}
+		defer stop()
 	}
 	received := newStamps()
 	wg.Add(1)
 	go func() { defer wg.Done(); watch(ctx, flvURL, received) }()
 
-	time.Sleep(2 * time.Second) // the stream starts and every player is on it
+	time.Sleep(3 * time.Second) // the stream starts and every player is on it
 	from := count.Load()
 	deadline := time.Now().Add(window)
 	for time.Now().Before(deadline) {
@@ -313,14 +322,42 @@ func watch(ctx context.Context, url string, received *stamps) {
 	}
 }
 
-// drain is one of the other players: it reads and discards.
-func drain(ctx context.Context, url string) {
-	resp, err := get(ctx, url)
+// startPlayers runs the other players in a child process (this program
+// with -players-url), so their reading does not share this process's
+// scheduler and garbage collector with the measured player; stop ends it.
+func startPlayers(url string, n int) (stop func(), err error) {
+	self, err := os.Executable()
 	if err != nil {
-		return
+		return nil, err
 	}
-	defer resp.Body.Close()
-	io.Copy(io.Discard, resp.Body)
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, self, "-players-url", url, "-players", strconv.Itoa(n))
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		cancel()
+		return nil, err
+	}
+	return func() { cancel(); cmd.Wait() }, nil
+}
+
+// runPlayers is the other players' process: n players that read and
+// discard until it is killed.
+func runPlayers(url string, n int) {
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, err := get(context.Background(), url)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "latencybench players:", err)
+				return
+			}
+			defer resp.Body.Close()
+			io.Copy(io.Discard, resp.Body)
+		}()
+	}
+	wg.Wait()
 }
 
 // firstFrame connects a new player and returns the milliseconds to its
@@ -477,7 +514,8 @@ func report(cmd string, window time.Duration, clip *filesource.Clip, results []r
 		time.Now().UTC().Format("2006-01-02"), benchdoc.Machine(), cmd)
 	fmt.Fprintf(&b, "- Set-up: `svc engine` as its own process; this program publishes the built-in demo clip (640x360 25 fps H.264 + AAC, %d frames "+
 		"a loop) in real time into its RTSP server (ANNOUNCE/RECORD, TCP interleaved or UDP), plays it over HTTP-FLV, and during a %s window "+
-		"connects a new HTTP-FLV player every 250 ms for the time to first frame. Other players, when there are any, read and discard.\n",
+		"connects a new HTTP-FLV player every 250 ms for the time to first frame. Other players, when there are any, read and discard "+
+		"in a child process.\n",
 		len(clip.Frames), window)
 	fmt.Fprintf(&b, "- RTP -> FLV: from the return of the write of a video frame's last RTP packet to the arrival of its FLV tag at the player "+
 		"(matched by a counter in an SEI the publisher adds), so two loopback hops are included. Engine frame-to-wire: hub arrival to the "+
