@@ -1,8 +1,6 @@
 package mediaengine
 
 import (
-	"net"
-	"syscall"
 	"testing"
 	"time"
 
@@ -15,26 +13,8 @@ import (
 // in real time while the slow one's drops are counted in the player list.
 func TestSlowReaderDoesNotDelayOthers(t *testing.T) {
 	te := startEngine(t, func(c *engineapi.Config) { c.ReaderQueueFrames = 16 })
-	d := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
-		return c.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
-	}}
-	conn, err := d.Dial("tcp", te.MediaAddr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	conn.Write([]byte("GET /live/demo.live.flv?svc_ticket=slow HTTP/1.1\r\nHost: x\r\n\r\n"))
-
 	fast := openFLV(t, te.mediaURL("/live/demo.live.flv?svc_ticket=fast"))
-	var slow engineapi.PlayerInfo
-	waitFor(t, "the slow player to drop frames", 20*time.Second, func() bool {
-		var l engineapi.PlayerList
-		te.control(t, "GET", engineapi.PathPlayers+"?ticket=slow", nil, &l)
-		if len(l.Players) == 1 {
-			slow = l.Players[0]
-		}
-		return slow.Dropped > 50
-	})
+	slow := stalledFLVPlayer(t, te, "/live/demo.live.flv?svc_ticket=slow", "slow")
 	fast.mu.Lock()
 	before := len(fast.lag)
 	fast.mu.Unlock()

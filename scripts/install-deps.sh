@@ -28,6 +28,9 @@ case "${1:-}" in
     packages+=(systemd util-linux iproute2)
     # ffmpeg (ffprobe) also serves mediaengine's TestOutputsPlayInFFprobe,
     # which reads every output of the engine (HTTP-FLV, HTTP-fMP4, HLS).
+    # ffmpeg, ffprobe and the GStreamer peer above also serve mediaengine's
+    # TestAcceptance* (the whole engine with real publishers, sources and
+    # players: mediaengine/acceptance_*_test.go).
     ;;
   bench)
     # etcd-server: the store benchmark compares against etcd on loopback.

@@ -48,9 +48,21 @@ func (w *boxWriter) str(s string) { w.b = append(w.b, s...) }
 // matrix is the identity transformation of mvhd and tkhd.
 var matrix = []uint32{0x00010000, 0, 0, 0, 0x00010000, 0, 0, 0, 0x40000000}
 
+// TimeOrigin is added to every time ToTimescale converts, so that the
+// decode times fMP4 (tfdt) and MPEG-TS (PES, PCR) carry, which are
+// unsigned, keep the order of the hub's timestamps near a stream's start.
+// Those are offsets from the stream's origin and may be a little negative
+// there: a B-frame stream's first DTS precede its first PTS, and audio
+// captured before the first video packet arrived is placed before the
+// origin (RTSP publish and pull). Clamped to zero, such frames would share
+// one decode time, which players reject or discard. The hub's timeline
+// never goes back further than a few seconds (rtpcodec.Timeline).
+const TimeOrigin = 10 * time.Second
+
 // ToTimescale converts a time offset to units of scale per second without
-// overflow or drift.
+// overflow or drift, counted from TimeOrigin before the stream's origin.
 func ToTimescale(d time.Duration, scale uint32) uint64 {
+	d += TimeOrigin
 	if d < 0 {
 		d = 0
 	}

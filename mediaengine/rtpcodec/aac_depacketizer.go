@@ -90,15 +90,25 @@ func (d *aacDepacketizer) hasHeaders() bool {
 	return d.sizeLength+d.indexLength+d.indexDeltaLength+d.ctsDeltaLength+d.dtsDeltaLength+d.streamStateLength > 0 || d.randomAccess
 }
 
-func (d *aacDepacketizer) Decode(pkt *rtp.Packet, arrival time.Time) error {
+// accept counts a packet and tracks its sequence number: false for a
+// duplicate or late packet, which is ignored; a gap drops the fragment
+// being gathered.
+func (d *aacDepacketizer) accept(pkt *rtp.Packet) bool {
 	d.stats.Packets.Add(1)
 	lost, ok := d.seq.advance(pkt.SequenceNumber)
 	if !ok {
-		return nil
+		return false
 	}
 	if lost > 0 {
 		d.stats.Lost.Add(uint64(lost))
 		d.dropFragment()
+	}
+	return true
+}
+
+func (d *aacDepacketizer) Decode(pkt *rtp.Packet, arrival time.Time) error {
+	if !d.accept(pkt) {
+		return nil
 	}
 	if d.fragOpen && pkt.Timestamp != d.fragTS {
 		d.dropFragment()

@@ -56,6 +56,31 @@ func TestAACDepacketizer(t *testing.T) {
 			marks: []bool{true}, tss: []uint32{0},
 			want: [][]byte{{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10}}, ptsAt: []uint32{0, 1024},
 		},
+		// MP4A-LATM (RFC 6416) as GStreamer's rtpmp4apay sends it.
+		{
+			name: "LATM: an element per packet", format: gstLATM,
+			pkts:  [][]byte{latmPayload(a), latmPayload(b)},
+			marks: []bool{true, true}, tss: []uint32{7000, 8024},
+			want: [][]byte{a, b}, ptsAt: []uint32{0, 1024},
+		},
+		{
+			name: "LATM: two elements in one packet", format: gstLATM,
+			pkts:  [][]byte{latmPayload(a, b)},
+			marks: []bool{true}, tss: []uint32{0},
+			want: [][]byte{a, b}, ptsAt: []uint32{0, 1024},
+		},
+		{
+			name: "LATM: an element over three packets", format: gstLATM,
+			pkts:  [][]byte{latmPayload(c)[:700], latmPayload(c)[700:1400], latmPayload(c)[1400:]},
+			marks: []bool{false, false, true}, tss: []uint32{0, 0, 0},
+			want: [][]byte{c}, ptsAt: []uint32{0},
+		},
+		{
+			name: "LATM: no marker bits, the timestamp ends an element", format: gstLATM,
+			pkts:  [][]byte{latmPayload(a), latmPayload(b), latmPayload(a)},
+			marks: []bool{false, false, false}, tss: []uint32{0, 1024, 2048},
+			want: [][]byte{a, b}, ptsAt: []uint32{0, 1024},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

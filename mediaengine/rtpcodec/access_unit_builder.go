@@ -1,6 +1,7 @@
 package rtpcodec
 
 import (
+	"bytes"
 	"time"
 
 	"github.com/svcplatform/svc/mediaengine/media"
@@ -172,9 +173,20 @@ func (b *accessUnitBuilder) flush() {
 	}
 	keyframe, picture, size, count := false, false, 0, 0
 	var vps, sps, pps []byte
-	for _, s := range b.spans {
+	for i, s := range b.spans {
 		nalu := b.buf[s.start:s.end]
-		switch b.classify(nalu) {
+		if len(nalu) == 0 { // a repeat left out before the units were carried
+			continue
+		}
+		class := b.classify(nalu)
+		if (class == naluVPS || class == naluSPS || class == naluPPS) && b.repeated(i) {
+			// A parameter set the access unit already has (GStreamer repeats
+			// them before every slice of an IDR): ffmpeg's parser would take
+			// it for the start of a new picture.
+			b.spans[i].end = s.start
+			continue
+		}
+		switch class {
 		case naluDrop:
 			continue
 		case naluKeep:
@@ -219,7 +231,7 @@ func (b *accessUnitBuilder) flush() {
 	off := 0
 	for _, s := range b.spans {
 		nalu := b.buf[s.start:s.end]
-		if b.classify(nalu) == naluDrop {
+		if len(nalu) == 0 || b.classify(nalu) == naluDrop {
 			continue
 		}
 		n := copy(slab[off:], nalu)
@@ -259,6 +271,19 @@ func (b *accessUnitBuilder) publish(f *media.Frame) {
 		b.publish(p)
 	}
 	b.probe, b.probePTS = nil, nil
+}
+
+// repeated reports whether the i-th unit is byte for byte one of the units
+// before it; only parameter sets are asked about, so the cost is a few
+// comparisons per keyframe.
+func (b *accessUnitBuilder) repeated(i int) bool {
+	nalu := b.buf[b.spans[i].start:b.spans[i].end]
+	for _, s := range b.spans[:i] {
+		if bytes.Equal(b.buf[s.start:s.end], nalu) {
+			return true
+		}
+	}
+	return false
 }
 
 func (b *accessUnitBuilder) reset() {

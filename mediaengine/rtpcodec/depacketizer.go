@@ -36,6 +36,9 @@ func NewDepacketizer(f Format, track *media.Track, clock *StreamClock, emit func
 	case media.CodecH265:
 		return newH265Depacketizer(f, track, clock, emit)
 	case media.CodecAAC:
+		if f.isLATM() {
+			return newLATMDepacketizer(f, track, clock, emit)
+		}
 		return newAACDepacketizer(f, track, clock, emit)
 	case media.CodecPCMA, media.CodecPCMU, media.CodecOpus:
 		return newFrameDepacketizer(track, clock, emit), nil

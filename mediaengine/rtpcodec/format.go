@@ -53,6 +53,8 @@ func (f Format) Codec() (media.Codec, bool) {
 		if mode == "" || strings.HasPrefix(mode, "aac") || f.FMTP["streamtype"] == "5" {
 			return media.CodecAAC, true
 		}
+	case encodingLATM:
+		return media.CodecAAC, true
 	case "PCMA":
 		return media.CodecPCMA, true
 	case "PCMU":
@@ -100,14 +102,23 @@ func (f Format) Track(id int) (*media.Track, error) {
 			}
 		}
 	case media.CodecAAC:
-		if c := f.FMTP["config"]; c != "" {
+		t.SampleRate, t.Channels = f.ClockRate, max(f.Channels, 1)
+		if f.isLATM() {
+			c, ok, err := f.latmConfig()
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				t.AudioSpecificConfig = c.AudioSpecificConfig
+				t.SampleRate, t.Channels = c.Config.SampleRate, max(c.Config.Channels, 1)
+			}
+		} else if c := f.FMTP["config"]; c != "" {
 			asc, err := hex.DecodeString(c)
 			if err != nil {
 				return nil, fmt.Errorf("%w: AAC config=%q", ErrBadParameters, c)
 			}
 			t.AudioSpecificConfig = asc
 		}
-		t.SampleRate, t.Channels = f.ClockRate, max(f.Channels, 1)
 	case media.CodecPCMA, media.CodecPCMU:
 		if t.ClockRate == 0 {
 			t.ClockRate = 8000

@@ -114,6 +114,18 @@ func TestH264Depacketizer(t *testing.T) {
 			keys: []bool{true, false},
 		},
 		{
+			// GStreamer's rtph264pay (config-interval=-1) repeats SPS and
+			// PPS before every slice of a multi-slice IDR; ffmpeg's parser
+			// then splits the picture in two. Repeats are left out.
+			name: "repeated parameter sets within an access unit are left out",
+			steps: []step{
+				{1, 1000, false, stapA(testSPS, testPPS)}, {2, 1000, false, nalu(100, 0x65)},
+				{3, 1000, false, stapA(testSPS, testPPS)}, {4, 1000, true, idr},
+			},
+			want: [][][]byte{{testSPS, testPPS, nalu(100, 0x65), idr}},
+			keys: []bool{true},
+		},
+		{
 			name: "access unit delimiters are left out",
 			steps: []step{
 				{1, 1000, false, []byte{0x09, 0xf0}}, {2, 1000, false, stapA(testSPS, testPPS)}, {3, 1000, true, idr},

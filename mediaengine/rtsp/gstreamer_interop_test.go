@@ -43,10 +43,8 @@ func gstLaunch(t *testing.T, d time.Duration, pipeline string) {
 }
 
 // GStreamer as the other implementation at both ends: it publishes into
-// the server with rtspclientsink (its AAC goes as MP4A-LATM, which the
-// engine does not carry: the server takes the video and drops that track
-// instead of refusing the publisher), and it plays from the server with
-// rtspsrc over UDP and TCP.
+// the server with rtspclientsink (its AAC goes as MP4A-LATM), and it plays
+// from the server with rtspsrc over UDP and TCP.
 func TestServerWithGStreamerClients(t *testing.T) {
 	t.Parallel() // real-time media: mostly waiting
 	r := rtsptest.NewRelay()
@@ -77,7 +75,12 @@ func TestServerWithGStreamerClients(t *testing.T) {
 		path := media.Path{Vhost: media.DefaultVhost, App: "live", Stream: stream}
 		waitFor(t, 10*time.Second, "the "+stream+" stream", func() bool { s := r.Stream(path); return s != nil && s.Keyframes.Load() > 0 })
 	}
-	if tracks := r.Stream(media.Path{Vhost: media.DefaultVhost, App: "live", Stream: "gst"}).Tracks; len(tracks) != 1 || tracks[0].Codec != media.CodecH264 {
+	codecs := map[media.Codec]bool{}
+	tracks := r.Stream(media.Path{Vhost: media.DefaultVhost, App: "live", Stream: "gst"}).Tracks
+	for _, tr := range tracks {
+		codecs[tr.Codec] = tr.Ready()
+	}
+	if len(tracks) != 2 || !codecs[media.CodecH264] || !codecs[media.CodecAAC] {
 		t.Fatalf("GStreamer's publish has tracks %v", tracks)
 	}
 
@@ -85,7 +88,7 @@ func TestServerWithGStreamerClients(t *testing.T) {
 	for _, tt := range []struct {
 		name, url, protocols, audio string
 	}{
-		{"GStreamer's publish over UDP", gstPub, "udp", ""},
+		{"GStreamer's publish over UDP", gstPub, "udp", "aac"},
 		{"ffmpeg's publish over TCP", ffPub, "tcp", "aac"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,7 +1,6 @@
 package rtsp_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,60 +8,25 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/svcplatform/svc/mediaengine/internal/peers"
 )
 
 // Helpers for the tests with real peers (ffmpeg, ffprobe, GStreamer). A
 // missing peer fails the test: install them with scripts/install-deps.sh.
 
-func requireTool(t *testing.T, name string) string {
-	t.Helper()
-	p, err := exec.LookPath(name)
-	if err != nil {
-		t.Fatalf("%s is required (scripts/install-deps.sh test): %v", name, err)
-	}
-	return p
-}
+func requireTool(t *testing.T, name string) string { return peers.Require(t, name) }
 
 // startProcess runs a peer in the background for the test's lifetime and
 // returns a function that stops it and returns its output.
 func startProcess(t *testing.T, name string, args ...string) (stop func() string) {
 	t.Helper()
-	requireTool(t, name)
-	cmd := peerCommand(context.Background(), name, args...)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", name, err)
-	}
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
-	stopped := false
-	stop = func() string {
-		if !stopped {
-			stopped = true
-			cmd.Process.Kill()
-			<-done
-		}
-		return out.String()
-	}
-	t.Cleanup(func() { stop() })
-	return stop
+	return peers.Start(t, name, args...).Stop
 }
 
-// freeUDPPair returns an even port whose successor is also free, for a
-// peer that needs an RTP/RTCP pair.
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
+func freePort(t *testing.T) int { return peers.FreePort(t) }
 
 // probeStream is what ffprobe reports of one stream of a file.
 type probeStream struct {
@@ -282,7 +246,5 @@ func serveTCP(t *testing.T, handle func(net.Conn)) string {
 // peerCommand is exec.CommandContext for a peer that must not outlive
 // the test binary, even when it crashes before its cleanups run.
 func peerCommand(ctx context.Context, name string, args ...string) *exec.Cmd {
-	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	return cmd
+	return peers.Command(ctx, name, args...)
 }

@@ -228,7 +228,7 @@ func TestPullerFallsBackToTCP(t *testing.T) {
 		}
 	})
 	t.Run("UDP gets nothing", func(t *testing.T) {
-		proxy := startUDPBreakingProxy(t, g.port)
+		proxy := startUDPBreakingProxy(t, g.Port)
 		var log frameLog
 		p, _ := rtsp.NewPuller(log.config("rtsp://"+proxy+"/h264", rtsp.TransportAuto))
 		start := time.Now()
