@@ -57,6 +57,12 @@ const queueSize = 10000
 // batchSize is how many hooks one inbox Txn carries at most.
 const batchSize = 128
 
+// batchLinger is how long a batch waits for more hooks after its first:
+// a burst of players becomes a few large Txns instead of one small Txn
+// per store round trip, which keeps the replicated writes from taking the
+// CPU the synchronous decisions need. The inbox lags by at most this.
+const batchLinger = 50 * time.Millisecond
+
 // New makes the service; Run drains its inbox queue.
 func New(d Deps) *Service {
 	return &Service{Deps: d, queue: make(chan queued, queueSize)}
@@ -192,15 +198,19 @@ func (s *Service) Run(ctx context.Context) {
 			return
 		case q := <-s.queue:
 			batch = append(batch[:0], q)
+			linger := time.NewTimer(batchLinger)
 		fill:
 			for len(batch) < batchSize {
 				select {
 				case q := <-s.queue:
 					batch = append(batch, q)
-				default:
+				case <-linger.C:
+					break fill
+				case <-ctx.Done():
 					break fill
 				}
 			}
+			linger.Stop()
 			s.write(ctx, batch)
 		}
 	}

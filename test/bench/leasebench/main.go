@@ -24,6 +24,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"sort"
 	"strings"
 	"sync"
@@ -48,12 +49,16 @@ func main() {
 	n := flag.Int("leases", 4000, "leases to create per cluster size")
 	clients := flag.Int("clients", 32, "concurrent API clients")
 	validations := flag.Int("validations", 10000, "on_play validations to send at 1,000/s")
+	flag.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the on_play validations to this file")
 	flag.Parse()
 	if err := run(*out, *n, *clients, *validations); err != nil {
 		fmt.Fprintln(os.Stderr, "leasebench:", err)
 		os.Exit(1)
 	}
 }
+
+// cpuProfile, when set, is where the validations' CPU profile goes.
+var cpuProfile string
 
 // platform is control nodes, one media host and the demo channel.
 type platform struct {
@@ -366,7 +371,9 @@ func run(out string, n, clients, validations int) error {
 		}
 		r, err := measure(p, n, clients)
 		if err == nil && size == 1 {
+			stop := startProfile(cpuProfile)
 			valLat, denied, err = validate(p, r.leases, validations)
+			stop()
 		}
 		p.stop()
 		if err != nil {
@@ -389,4 +396,23 @@ func run(out string, n, clients, validations int) error {
 		pct(valLat, .5).Round(10*time.Microsecond), pct(valLat, .99).Round(10*time.Microsecond), benchdoc.Verdict(pct(valLat, .99) < 2*time.Millisecond))
 	fmt.Fprintf(&b, "Each creation is one replicated write of the lease (after reading the channel and its stream session); a renewal is a read-modify-write with a compare. A validation checks the ticket's MAC, reads the lease and the creating token (both cached per store revision), and queues the hook for the webhook inbox; every hook is kept (an inbox row and its engine.webhook event, written in batches), so at 1,000 hooks/s the store applies about 2,000 rows/s on the same two cores as the load generator and every role, and that work, not the decision, makes the tail. %d of the validations were denied (expected 0).\n", denied)
 	return benchdoc.WriteSection(out, "leasebench", b.String())
+}
+
+// startProfile starts a CPU profile into path (none when empty) and
+// returns what stops it.
+func startProfile(path string) func() {
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "leasebench: cpu profile:", err)
+		return func() {}
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		fmt.Fprintln(os.Stderr, "leasebench: cpu profile:", err)
+		return func() {}
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }
 }
