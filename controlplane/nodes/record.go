@@ -114,6 +114,10 @@ type Service struct {
 	// revision, so a retirement is in force everywhere when it returns.
 	Propagated func(ctx context.Context, revision int64) error
 	Now        func() time.Time
+	// RecordsRevision, when set, is the revision of the latest change to
+	// a node record (the store's area revision of RecordPrefix); records
+	// are cached while it has not moved. Without it, the store revision.
+	RecordsRevision func() int64
 
 	cache recordCache
 }
@@ -202,10 +206,13 @@ func (s *Service) Resolve(ctx context.Context, nodeID, mediaServerID string) (*R
 
 // Authorize checks a verified agent certificate against its node record
 // on every request: a retired node, an unknown node or a certificate issued
-// before the node's latest enrollment is refused. Records are cached for
-// one store revision, so a retirement applies to the next request.
+// before the node's latest enrollment is refused. Records are cached until
+// a record changes, so a retirement applies to the next request.
 func (s *Service) Authorize(ctx context.Context, nodeID string, certNotBefore time.Time) (*Record, error) {
 	rev := s.Store.Revision()
+	if s.RecordsRevision != nil {
+		rev = s.RecordsRevision()
+	}
 	r, ok := s.cache.get(nodeID, rev)
 	if !ok {
 		kv, _, err := store.Get(ctx, s.Store, recordKey(nodeID), store.Local)

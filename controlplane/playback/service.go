@@ -76,7 +76,14 @@ type Service struct {
 	Cutter  Cutter
 	// MaxLinkSeconds bounds one-time URL lifetimes (configuration).
 	MaxLinkSeconds int
-	Revision       func() int64
+	// Revision is the revision of the latest change to a lease (the
+	// store's area revision of LeasesPrefix); leases read for on_play are
+	// cached while it has not moved. Nil: nothing is cached.
+	Revision func() int64
+	// TokensRevision moves whenever a token's state could have changed
+	// (tokens, users, roles); the sweeper looks at every lease again when
+	// it does. Nil: it looks at every tick.
+	TokensRevision func() int64
 	// Catchup is a linearizable barrier: a grant created through another
 	// control node moments ago is looked up once more after it.
 	Catchup func(ctx context.Context) error

@@ -22,17 +22,30 @@ const SweepInterval = time.Second
 const keepEnded = 24 * time.Hour
 
 // RunSweeper ends and cuts leases until ctx ends; it runs on the leader.
+// A tick reads every Active lease only when something could have changed
+// a verdict since the last full look: a lease or token changed (their
+// areas' revisions moved), or a lease or token reached its expiry.
+// Otherwise it only looks for cuts still to make.
 func (s *Service) RunSweeper(ctx context.Context, log *zap.Logger) {
 	t := time.NewTicker(SweepInterval)
 	defer t.Stop()
 	lastPrune := time.Time{}
+	var last sweepMark
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		if err := s.Sweep(ctx); err != nil && ctx.Err() == nil {
+		var err error
+		if mark := s.sweepMark(); !last.covers(mark, s.now()) {
+			var due time.Time
+			if due, err = s.endLeases(ctx); err == nil {
+				mark.due, mark.ok = due, true
+			}
+			last = mark
+		}
+		if err = errors.Join(err, s.cutPending(ctx)); err != nil && ctx.Err() == nil {
 			log.Warn("lease sweep failed", zap.Error(err))
 		}
 		if time.Since(lastPrune) > time.Minute {
@@ -44,13 +57,46 @@ func (s *Service) RunSweeper(ctx context.Context, log *zap.Logger) {
 	}
 }
 
+// sweepMark is what a full look at the leases depended on: the leases'
+// and the tokens' area revisions (taken before the look) and the earliest
+// expiry among what it saw.
+type sweepMark struct {
+	leases, tokens int64
+	due            time.Time
+	ok             bool
+}
+
+func (s *Service) sweepMark() sweepMark {
+	m := sweepMark{leases: s.revision(), tokens: -1}
+	if s.TokensRevision != nil {
+		m.tokens = s.TokensRevision()
+	}
+	return m
+}
+
+// covers tells whether the last full look still decides every lease now.
+func (m sweepMark) covers(now sweepMark, at time.Time) bool {
+	return m.ok && m.leases >= 0 && m.tokens >= 0 && now.leases == m.leases && now.tokens == m.tokens && at.Before(m.due)
+}
+
 // Sweep ends every Active lease past its time or whose token is no longer
 // valid or lost the lease's permission, then asks the media servers to cut
 // the players of every lease that must be cut.
 func (s *Service) Sweep(ctx context.Context) error {
+	_, err := s.endLeases(ctx)
+	return errors.Join(err, s.cutPending(ctx))
+}
+
+// farFuture stands for "no expiry seen".
+var farFuture = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// endLeases ends the Active leases that must end and returns the earliest
+// time a remaining one (or its token) expires.
+func (s *Service) endLeases(ctx context.Context) (time.Time, error) {
+	due := farFuture
 	active, _, err := sqlitefsm.IndexPage[Lease](ctx, s.Reader, "idx_"+LeaseIndex.Name, []string{"i.state = ?"}, []any{StateActive}, "i.key", 1, 1<<30)
 	if err != nil {
-		return err
+		return due, err
 	}
 	now := s.now()
 	tokens := map[string]TokenState{}
@@ -74,17 +120,38 @@ func (s *Service) Sweep(ctx context.Context) error {
 			}
 			if !ts.Valid || !s.Grants(ts.Permissions, l.Permission) {
 				reason, state = "its API token was revoked, expired or lost "+l.Permission, StateRevoked
+			} else {
+				due = earliest(due, l.ExpiresAt, l.AbsoluteExpiresAt)
+				if ts.ExpiresAt != nil {
+					due = earliest(due, *ts.ExpiresAt)
+				}
 			}
 		}
 		if state != "" {
 			errs = append(errs, s.end(ctx, l.LeaseID, state, reason))
 		}
 	}
+	return due, errors.Join(errs...)
+}
+
+func earliest(t time.Time, more ...time.Time) time.Time {
+	for _, m := range more {
+		if m.Before(t) {
+			t = m
+		}
+	}
+	return t
+}
+
+// cutPending asks the media servers to cut the players of every lease
+// whose cut was requested and not yet done.
+func (s *Service) cutPending(ctx context.Context) error {
 	cut, _, err := sqlitefsm.IndexPage[Lease](ctx, s.Reader, "idx_"+LeaseIndex.Name,
 		[]string{"i.cut_requested = 1", "coalesce(i.cut_done, 0) = 0"}, nil, "i.key", 1, 1000)
 	if err != nil {
-		return errors.Join(append(errs, err)...)
+		return err
 	}
+	var errs []error
 	for _, l := range cut {
 		if s.Cutter == nil {
 			break

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"github.com/svcplatform/svc/controlplane/account"
 	"time"
 
 	"github.com/svcplatform/svc/controlplane/apitoken"
@@ -29,12 +30,16 @@ type ownerFunc func(ctx context.Context, userID string) (perms []string, active,
 // hooks and the leader's stream dispatcher.
 func (s *Server) startLive(cfg config.Config, keys *keyring.Keyring, tokens *apitoken.Service, owner ownerFunc, rtspCreds *rtspauth.Service) {
 	node := s.Node
+	// The caches of the hooks' answers follow the areas their values come
+	// from, not every write: the hook inbox's own writes leave them warm.
+	st := node.State()
+	tokensRev := func() int64 { return st.AreaRevision(apitoken.KeyPrefix, account.UsersPrefix, account.RolesPrefix) }
 	s.RTSPAuth = rtspCreds
 	s.Streams = &streams.Service{Store: node, Reader: node.State(), Channels: s.Channels, NodeID: cfg.NodeID}
 	s.Playback = &playback.Service{Store: node, Reader: node.State(), MACKeys: keys.SubKeys("playback-ticket"),
 		Streams: s.Streams, Media: streams.MediaURLs{Nodes: s.agents.nodes}, Grants: permission.Grants,
-		Tokens: tokenState(tokens, owner, node.Revision), Cutter: leaseCutter{servers: s.agents.servers}, MaxLinkSeconds: cfg.PlaybackMaxLinkSeconds,
-		Revision: node.Revision, Catchup: node.LinearizableBarrier}
+		Tokens: tokenState(tokens, owner, tokensRev), TokensRevision: tokensRev, Cutter: leaseCutter{servers: s.agents.servers}, MaxLinkSeconds: cfg.PlaybackMaxLinkSeconds,
+		Revision: func() int64 { return st.AreaRevision(playback.LeasesPrefix) }, Catchup: node.LinearizableBarrier}
 	s.Snapshots = &snapshots.Service{Store: node, Channels: s.Channels, Playback: s.Playback, MACKeys: keys.SubKeys("snapshot-ticket"),
 		Log: s.Log.Named("snapshots")}
 	s.Hooks = enginehooks.New(enginehooks.Deps{Events: s.Events, Streams: s.Streams, Playback: s.Playback, Channels: s.Channels, RTSPAuth: rtspCreds,

@@ -119,6 +119,7 @@ func (s *State) applyBatch(entries []Entry) ([]any, error) {
 	if err := tx.Commit(); err != nil {
 		return nil, fmt.Errorf("commit of entries up to %d: %w", last, err)
 	}
+	s.areas.mark(ap.areas, ap.rev)
 	s.revision.Store(ap.rev)
 	s.compactRevision.Store(ap.compact)
 	s.stateHash.Store(ap.hash)
@@ -133,6 +134,7 @@ type applier struct {
 	specs   []IndexSpec
 	st      *statements
 	stx     map[*sql.Stmt]*sql.Stmt // prepared statements bound to tx
+	areas   map[string]struct{}     // areas of the keys written
 	rev     int64
 	compact int64
 	hash    string
@@ -337,6 +339,7 @@ func (a *applier) put(rev int64, seq *int, op store.Op) (store.OpResponse, error
 	if _, err := a.exec(a.st.upsertKV, op.Key, value, create, rev, version); err != nil {
 		return r, err
 	}
+	a.touch(op.Key)
 	*seq++
 	if _, err := a.exec(a.st.historyPut, rev, *seq, op.Key, value, create, version, pv, pc, pm, pver); err != nil {
 		return r, err
@@ -349,6 +352,14 @@ func (a *applier) put(rev int64, seq *int, op store.Op) (store.OpResponse, error
 	return r, nil
 }
 
+// touch records the area of a written key.
+func (a *applier) touch(key string) {
+	if a.areas == nil {
+		a.areas = map[string]struct{}{}
+	}
+	a.areas[area(key)] = struct{}{}
+}
+
 func (a *applier) delete(rev int64, seq *int, op store.Op) (store.OpResponse, error) {
 	var r store.OpResponse
 	victims, err := rangeIn(a.ctx, a.tx, store.Op{Type: store.OpRange, Key: op.Key, End: op.End})
@@ -359,6 +370,7 @@ func (a *applier) delete(rev int64, seq *int, op store.Op) (store.OpResponse, er
 		if _, err := a.exec(a.st.deleteKV, kv.Key); err != nil {
 			return r, err
 		}
+		a.touch(kv.Key)
 		*seq++
 		if _, err := a.exec(a.st.historyDelete, rev, *seq, kv.Key, kv.Value, kv.CreateRevision, kv.ModRevision, kv.Version); err != nil {
 			return r, err

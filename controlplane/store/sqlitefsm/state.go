@@ -33,6 +33,7 @@ type State struct {
 	ckpt  *checkpointer
 
 	revision        atomic.Int64
+	areas           areaRevisions
 	appliedIndex    atomic.Uint64
 	compactRevision atomic.Int64
 	stateHash       atomic.Value // string
@@ -199,6 +200,7 @@ func (s *State) loadMeta() error {
 	if err != nil {
 		return err
 	}
+	s.areas.reset(rev)
 	s.revision.Store(rev)
 	s.appliedIndex.Store(uint64(idx))
 	s.compactRevision.Store(comp)
