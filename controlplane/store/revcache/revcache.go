@@ -1,8 +1,12 @@
 // Package revcache remembers values read from the store for exactly one
-// store revision: an entry is used only while the node's applied revision
-// has not moved since it was read, so any committed change (a revocation, a
-// role change, a lease renewal) makes every entry stale at once, and
-// between writes a hot lookup costs no database read.
+// revision: an entry is used only while the revision it was read at has
+// not moved, so a committed change makes every entry stale at once, and
+// between changes a hot lookup costs no database read. The revision is the
+// store's, or better the area revision of the keys the values come from
+// (sqlitefsm.State.AreaRevision), so that only a change that can matter (a
+// revocation, a role change, a lease renewal) empties the cache. Take the
+// revision before reading the value: an entry is then never older than
+// the revision it is kept under.
 package revcache
 
 import "sync"
