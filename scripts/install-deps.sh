@@ -6,9 +6,8 @@ set -euo pipefail
 
 case "${1:-}" in
   test)
-    # The foundation's tests use only the Go toolchain and loopback. Later
-    # issues add their real peers here (ffmpeg, GStreamer, SIPp, nginx,
-    # Chromium).
+    # The real peers the tests start on loopback (a test whose peer is
+    # missing fails; none is skipped).
     packages=()
     # ffmpeg (ffmpeg, ffprobe): mediaengine/rtsp TestServerPublishAndPlayWithFFmpeg
     # publishes into the RTSP server and reads back; ffprobe checks the result.
