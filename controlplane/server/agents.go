@@ -62,7 +62,7 @@ func newAgentSide(cfg config.Config, node *raftnode.Node, keys *keyring.Keyring,
 	a := &agentSide{cfg: cfg, log: log.Named("agents"), node: node, keys: keys, ln: ln}
 	a.authority = &clusterca.Authority{Store: node, Keys: keys}
 	a.nodes = &nodes.Service{Store: node, LocalNodeID: cfg.NodeID, Propagated: node.WaitMembersApplied,
-		RecordsRevision: func() int64 { return node.State().AreaRevision(nodes.RecordPrefix) }}
+		RecordsRevision: areaRevision(node.State(), nodes.RecordPrefix)}
 	a.commands = &nodecommand.Service{Store: node, Reader: node.State(), LocalNodeID: cfg.NodeID, Visibility: cfg.CommandVisibility}
 	a.presence = nodes.NewPresence(cfg.MonitoringRetention)
 	a.templates = &transcoder.Service{Store: node}

@@ -3,9 +3,9 @@ package server
 import (
 	"context"
 	"errors"
-	"github.com/svcplatform/svc/controlplane/account"
 	"time"
 
+	"github.com/svcplatform/svc/controlplane/account"
 	"github.com/svcplatform/svc/controlplane/apitoken"
 	"github.com/svcplatform/svc/controlplane/audit"
 	"github.com/svcplatform/svc/controlplane/config"
@@ -17,6 +17,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/rtspauth"
 	"github.com/svcplatform/svc/controlplane/snapshots"
 	"github.com/svcplatform/svc/controlplane/store/revcache"
+	"github.com/svcplatform/svc/controlplane/store/sqlitefsm"
 	"github.com/svcplatform/svc/controlplane/streams"
 	"github.com/svcplatform/svc/shared/agentapi"
 	"github.com/svcplatform/svc/shared/engineapi"
@@ -33,13 +34,13 @@ func (s *Server) startLive(cfg config.Config, keys *keyring.Keyring, tokens *api
 	// The caches of the hooks' answers follow the areas their values come
 	// from, not every write: the hook inbox's own writes leave them warm.
 	st := node.State()
-	tokensRev := func() int64 { return st.AreaRevision(apitoken.KeyPrefix, account.UsersPrefix, account.RolesPrefix) }
+	tokensRev := areaRevision(st, tokenAreas...)
 	s.RTSPAuth = rtspCreds
 	s.Streams = &streams.Service{Store: node, Reader: node.State(), Channels: s.Channels, NodeID: cfg.NodeID}
 	s.Playback = &playback.Service{Store: node, Reader: node.State(), MACKeys: keys.SubKeys("playback-ticket"),
 		Streams: s.Streams, Media: streams.MediaURLs{Nodes: s.agents.nodes}, Grants: permission.Grants,
 		Tokens: tokenState(tokens, owner, tokensRev), TokensRevision: tokensRev, Cutter: leaseCutter{servers: s.agents.servers}, MaxLinkSeconds: cfg.PlaybackMaxLinkSeconds,
-		Revision: func() int64 { return st.AreaRevision(playback.LeasesPrefix) }, Catchup: node.LinearizableBarrier}
+		Revision: areaRevision(st, playback.LeasesPrefix), Catchup: node.LinearizableBarrier}
 	s.Snapshots = &snapshots.Service{Store: node, Channels: s.Channels, Playback: s.Playback, MACKeys: keys.SubKeys("snapshot-ticket"),
 		Log: s.Log.Named("snapshots")}
 	s.Hooks = enginehooks.New(enginehooks.Deps{Events: s.Events, Streams: s.Streams, Playback: s.Playback, Channels: s.Channels, RTSPAuth: rtspCreds,
@@ -59,6 +60,16 @@ func (s *Server) runLive(bg context.Context) {
 	s.background(bg, func(ctx context.Context) {
 		s.Node.Leadership().Run(ctx, func(ctx context.Context) { s.Playback.RunSweeper(ctx, log) })
 	})
+}
+
+// tokenAreas hold what an API token's state depends on: the token, its
+// owner and the owner's roles.
+var tokenAreas = []string{apitoken.KeyPrefix, account.UsersPrefix, account.RolesPrefix}
+
+// areaRevision is a cache's revision: the store's area revision of the
+// prefixes its values are read from.
+func areaRevision(st *sqlitefsm.State, prefixes ...string) func() int64 {
+	return func() int64 { return st.AreaRevision(prefixes...) }
 }
 
 // tokenState tells playback whether an API token is still valid and what

@@ -216,13 +216,9 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, er
 	engine, err := httpapi.NewEngine(httpapi.Deps{
 		Ops: ops, Auth: httpapi.Credentials{
 			Tokens: httpapi.APITokenAuth{Reader: node.State(), Owner: owner, Cache: &httpapi.AuthCache{}, InContact: inContact,
-				Revision: func() int64 {
-					return node.State().AreaRevision(apitoken.KeyPrefix, account.UsersPrefix, account.RolesPrefix)
-				}},
+				Revision: areaRevision(node.State(), tokenAreas...)},
 			Sessions: &httpapi.SessionAuth{Sessions: sessions, Permissions: accounts.Permissions, Proxies: proxies, InContact: inContact,
-				Revision: func() int64 {
-					return node.State().AreaRevision(session.SessionsPrefix, account.UsersPrefix, account.RolesPrefix)
-				}},
+				Revision: areaRevision(node.State(), session.SessionsPrefix, account.UsersPrefix, account.RolesPrefix)},
 			Snapshots: s.Snapshots.CheckTicket,
 		}, Log: log.Named("http"), Registry: reg,
 		Sessions: sessions, Proxies: proxies, LoginRatePerMinute: cfg.LoginRatePerMinute,
