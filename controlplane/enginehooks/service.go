@@ -2,8 +2,8 @@
 // control plane (through the agent port, authenticated by the node's
 // certificate): on_play is decided by the playback grants, on_publish by
 // the channel catalogue, on_stream_changed drives the stream sessions, and
-// every hook is also kept in the webhook inbox as an engine.webhook.*
-// event. Decisions are synchronous; the inbox writes are batched in the
+// every hook is also kept as an engine.webhook.* event, which the webhook
+// inbox lists. Decisions are synchronous; the inbox writes are batched in the
 // background so a burst of players costs a few store writes, not one each.
 package enginehooks
 
@@ -219,12 +219,12 @@ func (s *Service) Run(ctx context.Context) {
 func (s *Service) write(ctx context.Context, batch []queued) {
 	var ops []store.Op
 	for _, q := range batch {
-		_, o, err := s.Events.EngineHookOps(q.name, q.mediaServerID, q.raw)
+		_, op, err := s.Events.EngineHookOp(q.name, q.mediaServerID, q.raw)
 		if err != nil {
 			s.Log.Warn("engine hook not kept", zap.String("hook", q.name), zap.Error(err))
 			continue
 		}
-		ops = append(ops, o...)
+		ops = append(ops, op)
 	}
 	if len(ops) == 0 {
 		return

@@ -15,11 +15,11 @@ import (
 // openNode starts a real single-node store.
 func openNode(t *testing.T) *raftnode.Node {
 	t.Helper()
-	node, _ := eventstest.OpenNode(t, OutboxIndex, InboxIndex)
+	node, _ := eventstest.OpenNode(t, OutboxIndex)
 	return node
 }
 
-func TestReceiveEngineHookStoresInboxAndEventTogether(t *testing.T) {
+func TestReceiveEngineHookStoresOneEventTheInboxLists(t *testing.T) {
 	node := openNode(t)
 	svc := &Service{Store: node, Reader: node.State(), NodeID: "n1"}
 	ctx := context.Background()
@@ -28,10 +28,12 @@ func TestReceiveEngineHookStoresInboxAndEventTogether(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	inboxKV, _, _ := store.Get(ctx, node, InboxPrefix+in.ID, store.Local)
 	eventKV, _, _ := store.Get(ctx, node, OutboxPrefix+in.ID, store.Local)
-	if inboxKV == nil || eventKV == nil || inboxKV.ModRevision != eventKV.ModRevision {
-		t.Fatalf("inbox %v and event %v must be written by one Txn", inboxKV, eventKV)
+	if eventKV == nil {
+		t.Fatal("the hook's event was not written")
+	}
+	if copies, _ := node.Range(ctx, LegacyInboxPrefix, store.RangeOptions{End: store.PrefixEnd(LegacyInboxPrefix), CountOnly: true}); copies.Count != 0 {
+		t.Fatalf("%d inbox copies written besides the event", copies.Count)
 	}
 	var ev struct {
 		SchemaVersion int
@@ -50,7 +52,9 @@ func TestReceiveEngineHookStoresInboxAndEventTogether(t *testing.T) {
 		t.Fatalf("ReceivedAt %q is not an offset timestamp", at)
 	}
 	list, total, err := svc.ListInbox(ctx, InboxQuery{HookName: "OnStreamChanged", Page: 1, PageSize: 10})
-	if err != nil || total != 1 || list[0].RawJSON != raw || list[0].ReceivedHookName != "on_stream_changed" {
+	if err != nil || total != 1 || list[0].ID != in.ID || list[0].RawJSON != raw || list[0].ReceivedHookName != "on_stream_changed" ||
+		list[0].HookName != "OnStreamChanged" || list[0].MediaServerID != "ms-1" || *list[0].App != "live" || *list[0].Stream != "cam1" ||
+		!list[0].ReceivedAt.Equal(in.ReceivedAt) {
 		t.Fatalf("inbox = %+v %d %v", list, total, err)
 	}
 	rev := node.Revision()
@@ -133,5 +137,91 @@ func TestRedact(t *testing.T) {
 		if got := string(Redact(json.RawMessage(c.in))); got != c.want {
 			t.Errorf("Redact(%s) = %s, want %s", c.in, got, c.want)
 		}
+	}
+}
+
+func TestInboxListsOnlyEngineHooksWithTheirFilters(t *testing.T) {
+	node := openNode(t)
+	svc := &Service{Store: node, Reader: node.State(), NodeID: "n1"}
+	ctx := context.Background()
+	// An event that is not a hook, though its data names a media server.
+	other, err := New("media.server.started", SourceEngine, "n1", map[string]any{"MediaServerId": "ms-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	op, _ := Op(other)
+	if _, err := node.Txn(ctx, store.TxnRequest{Then: []store.Op{op}}); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, h := range []struct{ hook, server string }{{"on_play", "ms-1"}, {"on_play", "ms-2"}, {"OnPublish", "ms-1"}, {"on_play", "ms-1"}} {
+		in, err := svc.ReceiveEngineHook(ctx, h.hook, h.server, []byte(`{"app":"live"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, in.ID)
+	}
+	cases := []struct {
+		q    InboxQuery
+		want []string
+	}{
+		{InboxQuery{}, []string{ids[3], ids[2], ids[1], ids[0]}},
+		{InboxQuery{HookName: "on_play"}, []string{ids[3], ids[1], ids[0]}},
+		{InboxQuery{MediaServerID: "ms-1"}, []string{ids[3], ids[2], ids[0]}},
+		{InboxQuery{HookName: "OnPlay", MediaServerID: "ms-1"}, []string{ids[3], ids[0]}},
+		{InboxQuery{MediaServerID: "ms-3"}, nil},
+	}
+	for _, c := range cases {
+		c.q.Page, c.q.PageSize = 1, 10
+		list, total, err := svc.ListInbox(ctx, c.q)
+		if err != nil || total != int64(len(c.want)) || len(list) != len(c.want) {
+			t.Fatalf("%+v: %d rows of %d, %v; want %d", c.q, len(list), total, err, len(c.want))
+		}
+		for i, in := range list {
+			if in.ID != c.want[i] {
+				t.Fatalf("%+v: row %d is %s, want %s", c.q, i, in.ID, c.want[i])
+			}
+		}
+	}
+	page2, total, err := svc.ListInbox(ctx, InboxQuery{Page: 2, PageSize: 3})
+	if err != nil || total != 4 || len(page2) != 1 || page2[0].ID != ids[0] {
+		t.Fatalf("page 2 = %+v of %d, %v", page2, total, err)
+	}
+}
+
+func TestDropLegacyInboxRemovesOnlyTheOldCopies(t *testing.T) {
+	node := openNode(t)
+	svc := &Service{Store: node, Reader: node.State(), NodeID: "n1"}
+	ctx := context.Background()
+	var ops []store.Op
+	for i := range 7 {
+		ops = append(ops, store.Put(LegacyInboxPrefix+strings.Repeat("0", i+1), []byte(`{}`)))
+	}
+	ops = append(ops, store.Put("/events/webhook-inboxes", []byte(`{}`)))
+	if _, err := node.Txn(ctx, store.TxnRequest{Then: ops}); err != nil {
+		t.Fatal(err)
+	}
+	in, err := svc.ReceiveEngineHook(ctx, "on_play", "ms-1", []byte(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var removed []int64
+	for {
+		n, err := svc.DropLegacyInbox(ctx, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			break
+		}
+		removed = append(removed, n)
+	}
+	if len(removed) != 3 || removed[0] != 3 || removed[1] != 3 || removed[2] != 1 {
+		t.Fatalf("removed in batches %v, want [3 3 1]", removed)
+	}
+	left, _ := node.Range(ctx, LegacyInboxPrefix, store.RangeOptions{End: store.PrefixEnd(LegacyInboxPrefix), CountOnly: true})
+	neighbour, _, _ := store.Get(ctx, node, "/events/webhook-inboxes", store.Local)
+	if list, total, _ := svc.ListInbox(ctx, InboxQuery{Page: 1, PageSize: 10}); left.Count != 0 || neighbour == nil || total != 1 || list[0].ID != in.ID {
+		t.Fatalf("left %d legacy copies, neighbour %v, inbox %d", left.Count, neighbour, total)
 	}
 }

@@ -3,7 +3,6 @@ package events
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -15,21 +14,17 @@ import (
 	"github.com/svcplatform/svc/controlplane/store/sqlitefsm"
 )
 
-// InboxPrefix holds one record per engine hook received; the key is the id
-// of the engine.webhook event written with it, so key order is time order.
-const InboxPrefix = "/events/webhook-inbox/"
+// LegacyInboxPrefix held a copy of every engine hook before the inbox
+// became a view of the engine.webhook events; the retention task removes
+// what an older version left there.
+const LegacyInboxPrefix = "/events/webhook-inbox/"
 
 // MaxHookBody bounds one hook body; the engine's largest hooks (flow
 // reports) are a few kilobytes.
 const MaxHookBody = 64 << 10
 
-// InboxIndex is the typed index of the webhook inbox.
-var InboxIndex = sqlitefsm.IndexSpec{Name: "webhook_inbox", Prefix: InboxPrefix, Columns: []sqlitefsm.IndexColumn{
-	{Name: "hook_name", Type: "TEXT", Path: "$.hookName"},
-	{Name: "media_server_id", Type: "TEXT", Path: "$.mediaServerId"},
-}}
-
-// InboxEntry is one engine hook as it arrived.
+// InboxEntry is one engine hook as it arrived: the webhook inbox shows
+// the engine.webhook events of the outbox in this form.
 type InboxEntry struct {
 	// ID is also the eventId of the engine.webhook event it became.
 	ID string `json:"id"`
@@ -78,42 +73,41 @@ func (s *Service) now() time.Time {
 	return s.Clock.Now().UTC()
 }
 
-// ReceiveEngineHook stores an engine hook in the webhook inbox and writes
-// its engine.webhook.<HookName> event in the same Txn, so neither exists
-// without the other. raw must be a JSON object of at most MaxHookBody
-// bytes; it is kept byte for byte as the event's RawJson.
+// ReceiveEngineHook stores an engine hook as its engine.webhook.<HookName>
+// event, which is also its webhook inbox entry. raw must be a JSON object
+// of at most MaxHookBody bytes; it is kept byte for byte as RawJson.
 func (s *Service) ReceiveEngineHook(ctx context.Context, hookName, mediaServerID string, raw []byte) (InboxEntry, error) {
-	in, ops, err := s.EngineHookOps(hookName, mediaServerID, raw)
+	in, op, err := s.EngineHookOp(hookName, mediaServerID, raw)
 	if err != nil {
 		return InboxEntry{}, err
 	}
-	if _, err := s.Store.Txn(ctx, store.TxnRequest{Then: ops}); err != nil {
+	if _, err := s.Store.Txn(ctx, store.TxnRequest{Then: []store.Op{op}}); err != nil {
 		return InboxEntry{}, fmt.Errorf("storing hook %s: %w", in.HookName, err)
 	}
 	return in, nil
 }
 
-// EngineHookOps validates an engine hook and returns its inbox entry with
-// the store operations that write the entry and its event; a caller that
-// receives many hooks commits several of them in one Txn.
-func (s *Service) EngineHookOps(hookName, mediaServerID string, raw []byte) (InboxEntry, []store.Op, error) {
+// EngineHookOp validates an engine hook and returns its inbox entry with
+// the store operation that writes its event; a caller that receives many
+// hooks commits several of them in one Txn.
+func (s *Service) EngineHookOp(hookName, mediaServerID string, raw []byte) (InboxEntry, store.Op, error) {
 	hook, err := NormalizeHookName(hookName)
 	if err != nil {
-		return InboxEntry{}, nil, err
+		return InboxEntry{}, store.Op{}, err
 	}
 	if !mediaServerRe.MatchString(mediaServerID) {
-		return InboxEntry{}, nil, fmt.Errorf("%w: media server id %q", ErrInvalid, mediaServerID)
+		return InboxEntry{}, store.Op{}, fmt.Errorf("%w: media server id %q", ErrInvalid, mediaServerID)
 	}
 	if len(raw) > MaxHookBody {
-		return InboxEntry{}, nil, fmt.Errorf("%w: hook body of %d bytes exceeds %d", ErrInvalid, len(raw), MaxHookBody)
+		return InboxEntry{}, store.Op{}, fmt.Errorf("%w: hook body of %d bytes exceeds %d", ErrInvalid, len(raw), MaxHookBody)
 	}
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
-		return InboxEntry{}, nil, fmt.Errorf("%w: hook body must be a JSON object", ErrInvalid)
+		return InboxEntry{}, store.Op{}, fmt.Errorf("%w: hook body must be a JSON object", ErrInvalid)
 	}
 	id, err := uuid.NewV7()
 	if err != nil {
-		return InboxEntry{}, nil, err
+		return InboxEntry{}, store.Op{}, err
 	}
 	now := s.now()
 	in := InboxEntry{ID: id.String(), HookName: hook, ReceivedHookName: hookName, MediaServerID: mediaServerID,
@@ -122,18 +116,14 @@ func (s *Service) EngineHookOps(hookName, mediaServerID string, raw []byte) (Inb
 		RawJSON: in.RawJSON, ReceivedAt: now.Format(offsetLayout)}
 	ev, err := New(EngineWebhookPrefix+hook, SourceEngine, s.NodeID, data)
 	if err != nil {
-		return InboxEntry{}, nil, err
+		return InboxEntry{}, store.Op{}, err
 	}
 	ev.EventID, ev.OccurredAtUTC = in.ID, now
-	evOp, err := Op(ev)
+	op, err := EntryOp(Entry{Envelope: ev, ReceivedHookName: hookName})
 	if err != nil {
-		return InboxEntry{}, nil, err
+		return InboxEntry{}, store.Op{}, err
 	}
-	val, err := json.Marshal(in)
-	if err != nil {
-		return InboxEntry{}, nil, err
-	}
-	return in, []store.Op{store.Put(InboxPrefix+in.ID, val), evOp}, nil
+	return in, op, nil
 }
 
 // stringField returns a top-level string property, or nil.
@@ -151,67 +141,67 @@ type InboxQuery struct {
 	Page, PageSize          int
 }
 
-// ListInbox returns one page of received hooks, newest first.
+// ListInbox returns one page of received hooks, newest first: the
+// engine.webhook events of the outbox, kept as long as its retention keeps
+// them.
 func (s *Service) ListInbox(ctx context.Context, q InboxQuery) ([]InboxEntry, int64, error) {
-	var where []string
-	var args []any
+	where := []string{"i.event_name >= ?", "i.event_name < ?"}
+	args := []any{EngineWebhookPrefix, store.PrefixEnd(EngineWebhookPrefix)}
 	if q.HookName != "" {
 		hook, err := NormalizeHookName(q.HookName)
 		if err != nil {
 			return nil, 0, err
 		}
-		where, args = append(where, "i.hook_name = ?"), append(args, hook)
+		where, args = []string{"i.event_name = ?"}, []any{EngineWebhookPrefix + hook}
 	}
 	if q.MediaServerID != "" {
 		where, args = append(where, "i.media_server_id = ?"), append(args, q.MediaServerID)
 	}
-	return sqlitefsm.IndexPage[InboxEntry](ctx, s.Reader, InboxIndex.Table(), where, args, "i.key DESC", q.Page, q.PageSize)
-}
-
-// PruneInbox removes inbox entries received before cutoff and the oldest
-// ones beyond maxEntries, at most batch per call, and returns how many it
-// removed. Entries are independent of delivery: the event keeps RawJson.
-func (s *Service) PruneInbox(ctx context.Context, cutoff time.Time, maxEntries, batch int) (int64, error) {
-	return PruneOldest(ctx, s.Store, s.Reader, InboxIndex, KeyBefore(InboxPrefix, cutoff), maxEntries, batch)
-}
-
-// PruneOldest deletes, in one range delete, the oldest keys of an index
-// whose keys are UUIDv7 (time order): those before cutoffKey and those
-// beyond the newest maxEntries, at most batch of them.
-func PruneOldest(ctx context.Context, s store.Store, r sqlitefsm.Reader, spec sqlitefsm.IndexSpec, cutoffKey string, maxEntries, batch int) (int64, error) {
-	var total, old int64
-	var end string
-	err := r.ReadTx(ctx, func(tx *sql.Tx, _ int64) error {
-		if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM "+spec.Table()).Scan(&total); err != nil {
-			return err
-		}
-		if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM "+spec.Table()+" WHERE key < ?", cutoffKey).Scan(&old); err != nil {
-			return err
-		}
-		n := max(old, total-int64(maxEntries))
-		n = min(n, int64(batch))
-		if n <= 0 {
-			return nil
-		}
-		// The range end is the first key that stays.
-		err := tx.QueryRowContext(ctx, fmt.Sprintf("SELECT key FROM %s ORDER BY key LIMIT 1 OFFSET %d", spec.Table(), n)).Scan(&end)
-		if err == sql.ErrNoRows {
-			end = store.PrefixEnd(spec.Prefix)
-			return nil
-		}
-		return err
-	})
-	if err != nil || end == "" {
-		return 0, err
-	}
-	resp, err := s.Txn(ctx, store.TxnRequest{Then: []store.Op{{Type: store.OpDelete, Key: spec.Prefix, End: end}}})
+	entries, total, err := sqlitefsm.IndexPage[Entry](ctx, s.Reader, OutboxIndex.Table(), where, args, "i.key DESC", q.Page, q.PageSize)
 	if err != nil {
+		return nil, 0, err
+	}
+	out := make([]InboxEntry, 0, len(entries))
+	for _, e := range entries {
+		in, err := inboxEntry(e)
+		if err != nil {
+			return nil, 0, err
+		}
+		out = append(out, in)
+	}
+	return out, total, nil
+}
+
+// inboxEntry is the inbox form of an engine.webhook event.
+func inboxEntry(e Entry) (InboxEntry, error) {
+	var d EngineHookData
+	if err := json.Unmarshal(e.Data, &d); err != nil {
+		return InboxEntry{}, fmt.Errorf("engine hook event %s: %w", e.EventID, err)
+	}
+	in := InboxEntry{ID: e.EventID, HookName: d.HookName, ReceivedHookName: e.ReceivedHookName, App: d.App, Stream: d.Stream,
+		ReceivedAt: e.OccurredAtUTC, RawJSON: d.RawJSON}
+	if d.MediaServerID != nil {
+		in.MediaServerID = *d.MediaServerID
+	}
+	if in.ReceivedHookName == "" {
+		in.ReceivedHookName = d.HookName
+	}
+	return in, nil
+}
+
+// DropLegacyInbox removes up to batch of the hook copies an older version
+// kept under LegacyInboxPrefix and returns how many it removed.
+func (s *Service) DropLegacyInbox(ctx context.Context, batch int) (int64, error) {
+	resp, err := s.Store.Range(ctx, LegacyInboxPrefix, store.RangeOptions{End: store.PrefixEnd(LegacyInboxPrefix), Limit: int64(batch), KeysOnly: true})
+	if err != nil || len(resp.KVs) == 0 {
 		return 0, err
 	}
-	if len(resp.Responses) == 0 {
-		return 0, nil
+	last := resp.KVs[len(resp.KVs)-1].Key
+	tr, err := s.Store.Txn(ctx, store.TxnRequest{Then: []store.Op{{Type: store.OpDelete, Key: LegacyInboxPrefix, End: last + "\x00"}}})
+	if err != nil || len(tr.Responses) == 0 {
+		return 0, err
 	}
-	return resp.Responses[0].Deleted, nil
+	return tr.Responses[0].Deleted, nil
 }
 
 // KeyBefore is the smallest key under prefix of a UUIDv7 record created at

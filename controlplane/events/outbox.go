@@ -9,12 +9,14 @@ import (
 	"github.com/svcplatform/svc/controlplane/store/sqlitefsm"
 )
 
-// OutboxIndex is the typed index of the outbox; the listing and the
+// OutboxIndex is the typed index of the outbox; the listing, the webhook
+// inbox (the engine.webhook events, filtered by media server) and the
 // dispatcher's retention query use it.
 var OutboxIndex = sqlitefsm.IndexSpec{Name: "event_outbox", Prefix: OutboxPrefix, Columns: []sqlitefsm.IndexColumn{
 	{Name: "event_name", Type: "TEXT", Path: "$.eventName"},
 	{Name: "source", Type: "TEXT", Path: "$.source"},
 	{Name: "target", Type: "TEXT", Path: "$.targetSubscriptionId"},
+	{Name: "media_server_id", Type: "TEXT", Path: "$.data.MediaServerId"},
 }}
 
 // Entry is an outbox record: the envelope exactly as it is delivered, plus
@@ -24,6 +26,9 @@ type Entry struct {
 	// TargetSubscriptionID marks an operator's test event for one delivery
 	// plan: its delivery is created with it, so the fan-out skips it.
 	TargetSubscriptionID string `json:"targetSubscriptionId,omitempty"`
+	// ReceivedHookName is, on an engine.webhook event, the hook's name as
+	// the engine sent it (on_stream_changed); the webhook inbox shows it.
+	ReceivedHookName string `json:"receivedHookName,omitempty"`
 }
 
 // EntryOp is Op for an entry with dispatcher fields.

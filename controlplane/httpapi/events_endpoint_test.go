@@ -33,7 +33,7 @@ func (f authFunc) Authenticate(r *http.Request, ip net.IP) (*identity.Identity, 
 // is checked again; fewer permissions filter more, none ends the stream
 // with 1008.
 func TestRuntimeStreamFollowsTheCredential(t *testing.T) {
-	node, _ := eventstest.OpenNode(t, events.OutboxIndex, events.InboxIndex)
+	node, _ := eventstest.OpenNode(t, events.OutboxIndex)
 	var perms atomic.Pointer[[]string]
 	set := func(p ...string) { perms.Store(&p) }
 	set("nodes.view", "streams.view")

@@ -36,10 +36,10 @@ func (s *Server) startEvents(bg context.Context, cfg config.Config, keys *keyrin
 	}
 	retention := webhooks.Retention{MaxAge: cfg.EventOutboxRetention, MaxEntries: cfg.EventOutboxMaxEntries}
 	tasks.Register(system.Task{
-		Name: "event-retention", Description: "remove delivered outbox events and received engine hooks beyond the configured retention",
+		Name: "event-retention", Description: "remove delivered outbox events (the webhook inbox's engine hooks among them) beyond the configured retention",
 		LeaderOnly: true, Interval: time.Minute,
 		Run: func(ctx context.Context, preview bool) (string, map[string]string, error) {
-			var events, hooks int64
+			var events, legacy int64
 			for {
 				n, err := s.Webhooks.PruneOutbox(ctx, retention, 500)
 				if err != nil {
@@ -51,16 +51,16 @@ func (s *Server) startEvents(bg context.Context, cfg config.Config, keys *keyrin
 				}
 			}
 			for {
-				n, err := s.Events.PruneInbox(ctx, time.Now().Add(-retention.MaxAge), retention.MaxEntries, 500)
+				n, err := s.Events.DropLegacyInbox(ctx, 500)
 				if err != nil {
 					return "", nil, err
 				}
-				hooks += n
+				legacy += n
 				if n < 500 {
 					break
 				}
 			}
-			return "retention applied", map[string]string{"outboxEvents": fmt.Sprint(events), "inboxHooks": fmt.Sprint(hooks)}, nil
+			return "retention applied", map[string]string{"outboxEvents": fmt.Sprint(events), "legacyInboxCopies": fmt.Sprint(legacy)}, nil
 		},
 	})
 	return nil

@@ -51,7 +51,7 @@ import (
 
 // IndexSpecs are the typed index tables of every kind the control plane
 // stores. Append only; a changed declaration rebuilds its table at start.
-var IndexSpecs = append([]sqlitefsm.IndexSpec{apitoken.Index, audit.Index, account.Index, nodecommand.Index, events.OutboxIndex, events.InboxIndex,
+var IndexSpecs = append([]sqlitefsm.IndexSpec{apitoken.Index, audit.Index, account.Index, nodecommand.Index, events.OutboxIndex,
 	webhooks.DeliveryIndex, streams.SessionIndex, playback.LeaseIndex}, channels.Indexes...)
 
 // authContactWindow is how long a follower keeps deciding on credentials

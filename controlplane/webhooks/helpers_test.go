@@ -98,7 +98,7 @@ func newEnv(t *testing.T, clock *manualClock) *env {
 // newEnvWith lets a test adjust the dispatcher before it starts.
 func newEnvWith(t *testing.T, clock *manualClock, tune func(*Dispatcher)) *env {
 	t.Helper()
-	node, keys := eventstest.OpenNode(t, events.OutboxIndex, events.InboxIndex, DeliveryIndex, audit.Index)
+	node, keys := eventstest.OpenNode(t, events.OutboxIndex, DeliveryIndex, audit.Index)
 	targets := &TargetGuard{AllowPrivate: true} // the receivers are on loopback
 	e := &env{t: t, node: node, keys: keys, clock: clock}
 	e.disp = &Dispatcher{Store: node, Reader: node.State(), Keys: keys, Targets: targets, NodeID: "n1", Clock: clock,

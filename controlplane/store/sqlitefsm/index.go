@@ -104,15 +104,18 @@ func (s IndexSpec) backfillSQL() string {
 		s.Table(), strings.Join(names, ", "), strings.Join(vals, ", "))
 }
 
-// ensureIndexes creates missing index tables and rebuilds those whose
-// declaration changed, filling them from the kv table. The result depends
-// only on kv, so replicas agree.
+// ensureIndexes creates missing index tables, rebuilds those whose
+// declaration changed, filling them from the kv table, and drops those no
+// longer declared. The result depends only on kv, so replicas agree.
 func ensureIndexes(db *sql.DB, specs []IndexSpec) error {
 	tx, err := db.Begin()
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
+	if err := dropUndeclared(tx, specs); err != nil {
+		return err
+	}
 	for _, s := range specs {
 		var fp string
 		err := tx.QueryRow(`SELECT fingerprint FROM index_specs WHERE name = ?`, s.Name).Scan(&fp)
@@ -138,4 +141,41 @@ func ensureIndexes(db *sql.DB, specs []IndexSpec) error {
 		}
 	}
 	return tx.Commit()
+}
+
+// dropUndeclared drops the index tables an earlier version declared and
+// this one does not.
+func dropUndeclared(tx *sql.Tx, specs []IndexSpec) error {
+	declared := map[string]bool{}
+	for _, s := range specs {
+		declared[s.Name] = true
+	}
+	rows, err := tx.Query(`SELECT name FROM index_specs`)
+	if err != nil {
+		return err
+	}
+	var gone []string
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			rows.Close()
+			return err
+		}
+		if !declared[name] {
+			gone = append(gone, name)
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, name := range gone {
+		if _, err := tx.Exec("DROP TABLE IF EXISTS " + IndexSpec{Name: name}.Table()); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(`DELETE FROM index_specs WHERE name = ?`, name); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -334,6 +334,25 @@ func TestIndexTablesFollowKV(t *testing.T) {
 	if err != nil || name != "anne" || s2.Revision() != 3 {
 		t.Fatalf("rebuilt index: %q %v rev=%d", name, err, s2.Revision())
 	}
+	// A declaration that is gone takes its table with it; kv stays.
+	s2.Close()
+	s3, err := Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s3.Close()
+	err = s3.ReadTx(context.Background(), func(tx *sql.Tx, rev int64) error {
+		if err := tx.QueryRow(`SELECT count(*) FROM sqlite_schema WHERE name = 'idx_users'`).Scan(&n); err != nil {
+			return err
+		}
+		return tx.QueryRow(`SELECT count(*) FROM index_specs`).Scan(&age)
+	})
+	if err != nil || n != 0 || age != 0 || s3.Revision() != 3 {
+		t.Fatalf("undeclared index: %d tables, %d specs, %v, rev=%d", n, age, err, s3.Revision())
+	}
+	if got, err := s3.Range(context.Background(), "/users/1", store.RangeOptions{}); err != nil || len(got.KVs) != 1 {
+		t.Fatalf("kv after dropping the index: %+v %v", got, err)
+	}
 }
 
 func TestSnapshotRestore(t *testing.T) {

@@ -29,6 +29,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"go.uber.org/zap"
@@ -50,7 +51,15 @@ func main() {
 	clients := flag.Int("clients", 32, "concurrent API clients")
 	validations := flag.Int("validations", 10000, "on_play validations to send at 1,000/s")
 	flag.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the on_play validations to this file")
+	hookload := flag.String("hookload", "", "internal: run as the on_play load process for this job file")
 	flag.Parse()
+	if *hookload != "" {
+		if err := hookLoad(*hookload); err != nil {
+			fmt.Fprintln(os.Stderr, "leasebench -hookload:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(*out, *n, *clients, *validations); err != nil {
 		fmt.Fprintln(os.Stderr, "leasebench:", err)
 		os.Exit(1)
@@ -267,30 +276,95 @@ func measure(p *platform, n, clients int) (result, error) {
 
 // validate sends on_play hooks as the engine does (HTTPS, the node's
 // certificate) at a paced rate and returns the answers' latencies.
-func validate(p *platform, leases []leaseAnswer, n int) ([]time.Duration, int, error) {
-	cert, err := tls.LoadX509KeyPair(filepath.Join(p.agent, "node.crt"), filepath.Join(p.agent, "node.key"))
-	if err != nil {
-		return nil, 0, err
+// hookJob is what the hook load process is given: the engine's side of
+// on_play, sent from its own process as a media engine would.
+type hookJob struct {
+	URL     string   `json:"url"`
+	CertDir string   `json:"certDir"`
+	Bodies  [][]byte `json:"bodies"`
+	N       int      `json:"n"`
+}
+
+// hookResult is what the hook load process prints.
+type hookResult struct {
+	Latencies []time.Duration `json:"latencies"`
+	Denied    int             `json:"denied"`
+	// Nice is the load process's nice value.
+	Nice int `json:"nice"`
+}
+
+// validate sends n on_play hooks at 1,000/s from a separate process (this
+// program with -hookload), as the media engine does, so the load
+// generator's goroutines do not share the control node's Go scheduler.
+func validate(p *platform, leases []leaseAnswer, n int) (hookResult, error) {
+	job := hookJob{URL: "https://" + p.nodes[0].AgentAddr() + agentapi.PathEngineHooks + "/" + engineapi.HookOnPlay, CertDir: p.agent, N: n}
+	if host, port, _ := net.SplitHostPort(p.nodes[0].AgentAddr()); host == "" || host == "0.0.0.0" {
+		job.URL = "https://127.0.0.1:" + port + agentapi.PathEngineHooks + "/" + engineapi.HookOnPlay
 	}
-	caPEM, err := os.ReadFile(filepath.Join(p.agent, "ca.pem"))
+	for _, l := range leases {
+		u, _ := url.Parse(l.Sources[0].URL)
+		b, _ := json.Marshal(engineapi.PlayHook{StreamRef: engineapi.StreamRef{App: "live", Stream: "demo"}, Protocol: "http-flv",
+			RemoteAddr: "192.0.2.1:5000", Params: map[string]string{"svc_ticket": u.Query().Get("svc_ticket")}})
+		job.Bodies = append(job.Bodies, b)
+	}
+	f, err := os.CreateTemp("", "leasebench-hooks-*.json")
 	if err != nil {
-		return nil, 0, err
+		return hookResult{}, err
+	}
+	defer os.Remove(f.Name())
+	if err := json.NewEncoder(f).Encode(job); err != nil {
+		f.Close()
+		return hookResult{}, err
+	}
+	f.Close()
+	self, err := os.Executable()
+	if err != nil {
+		return hookResult{}, err
+	}
+	// The load process stands for a media engine on another host: it runs
+	// at a higher priority (nice -10) so that its own wait for one of the
+	// two cores it shares with the control node is not counted as the
+	// control node's answer time. Without the privilege, nice warns and
+	// runs it at normal priority.
+	cmd := exec.Command("nice", "-n", "-10", self, "-hookload", f.Name())
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return hookResult{}, fmt.Errorf("hook load process: %w", err)
+	}
+	var res hookResult
+	if err := json.Unmarshal(out, &res); err != nil {
+		return hookResult{}, fmt.Errorf("hook load process answer: %w", err)
+	}
+	sort.Slice(res.Latencies, func(i, j int) bool { return res.Latencies[i] < res.Latencies[j] })
+	return res, nil
+}
+
+// hookLoad is the -hookload process: it posts the job's hooks with the
+// node's certificate over kept-alive connections, one every millisecond,
+// and prints each one's latency (request sent to answer decoded).
+func hookLoad(path string) error {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var job hookJob
+	if err := json.Unmarshal(raw, &job); err != nil {
+		return err
+	}
+	cert, err := tls.LoadX509KeyPair(filepath.Join(job.CertDir, "node.crt"), filepath.Join(job.CertDir, "node.key"))
+	if err != nil {
+		return err
+	}
+	caPEM, err := os.ReadFile(filepath.Join(job.CertDir, "ca.pem"))
+	if err != nil {
+		return err
 	}
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(caPEM)
 	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64,
 		TLSClientConfig: &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: pool}}}
-	hookURL := "https://" + p.nodes[0].AgentAddr() + agentapi.PathEngineHooks + "/" + engineapi.HookOnPlay
-	if host, port, _ := net.SplitHostPort(p.nodes[0].AgentAddr()); host == "" || host == "0.0.0.0" {
-		hookURL = "https://127.0.0.1:" + port + agentapi.PathEngineHooks + "/" + engineapi.HookOnPlay
-	}
-	bodies := make([][]byte, len(leases))
-	for i, l := range leases {
-		u, _ := url.Parse(l.Sources[0].URL)
-		b, _ := json.Marshal(engineapi.PlayHook{StreamRef: engineapi.StreamRef{App: "live", Stream: "demo"}, Protocol: "http-flv",
-			RemoteAddr: "192.0.2.1:5000", Params: map[string]string{"svc_ticket": u.Query().Get("svc_ticket")}})
-		bodies[i] = b
-	}
+	bodies := job.Bodies
 	// Warm the connection pool first: the engine keeps its connections to
 	// the agent port, so handshakes are not part of a validation.
 	var warm sync.WaitGroup
@@ -298,26 +372,26 @@ func validate(p *platform, leases []leaseAnswer, n int) ([]time.Duration, int, e
 		warm.Add(1)
 		go func(i int) {
 			defer warm.Done()
-			if resp, err := hc.Post(hookURL, "application/json", bytes.NewReader(bodies[i%len(bodies)])); err == nil {
+			if resp, err := hc.Post(job.URL, "application/json", bytes.NewReader(bodies[i%len(bodies)])); err == nil {
 				io.Copy(io.Discard, resp.Body)
 				resp.Body.Close()
 			}
 		}(i)
 	}
 	warm.Wait()
-	lat := make([]time.Duration, n)
+	lat := make([]time.Duration, job.N)
 	var denied atomic.Int64
 	var wg sync.WaitGroup
 	tick := time.NewTicker(time.Millisecond)
 	defer tick.Stop()
 	var firstErr atomic.Value
-	for i := 0; i < n; i++ {
+	for i := 0; i < job.N; i++ {
 		<-tick.C
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
 			s := time.Now()
-			resp, err := hc.Post(hookURL, "application/json", bytes.NewReader(bodies[i%len(bodies)]))
+			resp, err := hc.Post(job.URL, "application/json", bytes.NewReader(bodies[i%len(bodies)]))
 			if err != nil {
 				firstErr.CompareAndSwap(nil, err)
 				return
@@ -334,10 +408,11 @@ func validate(p *platform, leases []leaseAnswer, n int) ([]time.Duration, int, e
 	}
 	wg.Wait()
 	if v := firstErr.Load(); v != nil {
-		return nil, 0, v.(error)
+		return v.(error)
 	}
-	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-	return lat, int(denied.Load()), nil
+	// Linux's getpriority answers 20 - nice.
+	prio, _ := syscall.Getpriority(syscall.PRIO_PROCESS, 0)
+	return json.NewEncoder(os.Stdout).Encode(hookResult{Latencies: lat, Denied: int(denied.Load()), Nice: 20 - prio})
 }
 
 func buildSvc() (string, error) {
@@ -360,8 +435,7 @@ func run(out string, n, clients, validations int) error {
 	}
 	defer os.RemoveAll(filepath.Dir(bin))
 	var results []result
-	var valLat []time.Duration
-	var denied int
+	var val hookResult
 	for _, size := range []int{1, 3} {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		p, err := startPlatform(ctx, size, bin)
@@ -372,7 +446,7 @@ func run(out string, n, clients, validations int) error {
 		r, err := measure(p, n, clients)
 		if err == nil && size == 1 {
 			stop := startProfile(cpuProfile)
-			valLat, denied, err = validate(p, r.leases, validations)
+			val, err = validate(p, r.leases, validations)
 			stop()
 		}
 		p.stop()
@@ -382,22 +456,25 @@ func run(out string, n, clients, validations int) error {
 		results = append(results, r)
 		fmt.Printf("%d node(s): %.0f lease creations/s (p99 %s), %.0f renewals/s (p99 %s)\n", size, r.createRate, pct(r.createLat, .99), r.renewRate, pct(r.renewLat, .99))
 	}
-	fmt.Printf("on_play validation at 1,000/s: p50 %s p99 %s (%d denied)\n", pct(valLat, .5), pct(valLat, .99), denied)
+	valLat, denied := val.Latencies, val.Denied
+	fmt.Printf("on_play validation at 1,000/s: p50 %s p99 %s (%d denied, load process at nice %d)\n", pct(valLat, .5), pct(valLat, .99), denied, val.Nice)
 	var b strings.Builder
 	fmt.Fprintf(&b, "## Playback leases\n\n")
 	fmt.Fprintf(&b, "- Machine: %s; measured %s.\n", benchdoc.Machine(), time.Now().UTC().Format("2006-01-02"))
-	fmt.Fprintf(&b, "- Command: `go run ./test/bench/leasebench -leases %d -clients %d -validations %d` (control nodes in the benchmark's process, a real agent and `svc engine` with the demo channel Online, HTTP on loopback; the load generator shares the machine).\n\n", n, clients, validations)
+	fmt.Fprintf(&b, "- Command: `go run ./test/bench/leasebench -leases %d -clients %d -validations %d` (control nodes in the benchmark's process, a real agent and `svc engine` with the demo channel Online, HTTP on loopback; the load generators share the machine).\n\n", n, clients, validations)
 	fmt.Fprintf(&b, "| measurement | 1 node | 3 nodes | target |\n|---|---|---|---|\n")
 	fmt.Fprintf(&b, "| lease creations/s (%d clients) | %.0f | %.0f | >= 2,000 on one node (%s) |\n", clients, results[0].createRate, results[1].createRate, benchdoc.Verdict(results[0].createRate >= 2000))
 	fmt.Fprintf(&b, "| lease creation p50 / p99 | %s / %s | %s / %s | |\n", pct(results[0].createLat, .5).Round(10*time.Microsecond), pct(results[0].createLat, .99).Round(10*time.Microsecond),
 		pct(results[1].createLat, .5).Round(10*time.Microsecond), pct(results[1].createLat, .99).Round(10*time.Microsecond))
 	fmt.Fprintf(&b, "| renewals/s | %.0f | %.0f | |\n", results[0].renewRate, results[1].renewRate)
-	fmt.Fprintf(&b, "| on_play validation at 1,000/s, p50 / p99 (HTTPS with the node certificate, answer decoded) | %s / %s | | p99 < 2 ms (%s) |\n\n",
+	fmt.Fprintf(&b, "| on_play validation at 1,000/s, p50 / p99 (from a separate process, HTTPS with the node certificate, answer decoded) | %s / %s | | p99 < 2 ms (%s) |\n\n",
 		pct(valLat, .5).Round(10*time.Microsecond), pct(valLat, .99).Round(10*time.Microsecond), benchdoc.Verdict(pct(valLat, .99) < 2*time.Millisecond))
 	fmt.Fprintf(&b, "Each creation is one replicated write of the lease (after reading the channel and its stream session); a renewal is a read-modify-write with a compare. "+
-		"A validation checks the ticket's MAC, reads the lease and the creating token's state (each cached until a lease, or a token, user or role, changes: the store keeps a revision per key area) and queues the hook for the webhook inbox. "+
-		"Every hook is kept (an inbox row and its engine.webhook event), written in batches that wait up to 50 ms for company, so at 1,000 hooks/s the store applies about 20 Txns of 100 rows a second; "+
-		"that work, on the same two cores as the load generator and every role, makes most of the tail. The validations cycle through the %d leases, so a lease's first validation reads it from the store. %d of the validations were denied (expected 0).\n", n, denied)
+		"A validation checks the ticket's MAC, reads the lease and the creating token's state (each cached until a lease, or a token, user or role, changes: the store keeps a revision per key area) and queues the hook's engine.webhook event, which is also its webhook inbox entry. "+
+		"The events are written in batches that wait up to 50 ms for company, so at 1,000 hooks/s the store applies about 20 Txns of 50 events a second; validations that meet one of those applies make most of the tail. "+
+		"The validations cycle through the %d leases, so a lease's first validation reads it from the store. "+
+		"They are sent by a separate process, as an engine would send them, one every millisecond over kept-alive connections, at nice %d: it stands for an engine on another host, so its own wait for one of the two cores it shares with the control node is kept out of the answer time. "+
+		"%d of the validations were denied (expected 0).\n", n, val.Nice, denied)
 	return benchdoc.WriteSection(out, "leasebench", b.String())
 }
 
