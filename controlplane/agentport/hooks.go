@@ -53,7 +53,9 @@ func (s *Server) handleHook(w http.ResponseWriter, r *http.Request, rec *nodes.R
 		writeError(w, http.StatusBadRequest, agentapi.CodeInvalid, "the hook body must be a JSON object")
 		return
 	}
-	s.d.Log.Info("engine hook", zap.String("agentNode", rec.NodeID), zap.String("hook", name), zap.String("app", fields.App), zap.String("stream", fields.Stream))
+	// Every hook is kept as an engine.webhook event (the webhook inbox);
+	// the log line is for debugging, not a second record.
+	s.d.Log.Debug("engine hook", zap.String("agentNode", rec.NodeID), zap.String("hook", name), zap.String("app", fields.App), zap.String("stream", fields.Stream))
 	inbox := s.hooks.Load()
 	if inbox == nil {
 		// Nothing decides yet (a node still starting): the engine fails
