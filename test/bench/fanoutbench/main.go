@@ -46,6 +46,8 @@ func main() {
 	floorStats := flag.String("floor-stats", "", "floor: write the write-spread percentiles here on exit")
 	flag.IntVar(&engineProcs, "engine-gomaxprocs", 0, "GOMAXPROCS of the engine processes (0: the Go default, all cores)")
 	flag.StringVar(&engineProfile, "engine-cpuprofile", "", "have each engine write a CPU profile to this file (the last one wins)")
+	flag.IntVar(&joins, "joins", 300, "players that join one after another, for the time to first frame, while 1,000 play")
+	latencyOnly := flag.Bool("latency-only", false, "measure only the latency and memory phase and print it (the document is not written)")
 	flag.Parse()
 	if *floorMode {
 		if err := runFloor(*floorAddr, *floorClip, *floorStats); err != nil {
@@ -54,7 +56,7 @@ func main() {
 		}
 		return
 	}
-	if err := run(*out, *window, *maxReaders); err != nil {
+	if err := run(*out, *window, *maxReaders, *latencyOnly); err != nil {
 		fmt.Fprintln(os.Stderr, "fanoutbench:", err)
 		os.Exit(1)
 	}
@@ -62,6 +64,10 @@ func main() {
 
 // mergeWrite is the engine setting the fan-out ladders run with.
 var mergeWrite time.Duration
+
+// joins is how many players join for the time-to-first-frame figure; its
+// p99 needs a few hundred of them to be more than the single worst join.
+var joins int
 
 // benchCase is one bitrate with its ladder of player counts.
 type benchCase struct {
@@ -76,7 +82,7 @@ type benchCase struct {
 	framesPerSec float64
 }
 
-func run(outPath string, window time.Duration, maxReaders int) error {
+func run(outPath string, window time.Duration, maxReaders int, latencyOnly bool) error {
 	if _, err := exec.LookPath("ffmpeg"); err != nil {
 		return fmt.Errorf("ffmpeg is required (Debian package ffmpeg; make bench installs it): %w", err)
 	}
@@ -93,12 +99,24 @@ func run(outPath string, window time.Duration, maxReaders int) error {
 		{name: "about 200 kbps", size: "640x360", videoKbps: 170, audioKbps: 32, ladder: []int{1000, 2000, 3000, 4000, 5000, 6000, 7000, 8000, 9000}},
 		{name: "about 2 Mbps", size: "1280x720", videoKbps: 1900, audioKbps: 96, ladder: []int{250, 500, 1000, 1500, 2000, 2500, 3000, 4000, 5000}},
 	}
+	if latencyOnly {
+		cases = cases[:1]
+	}
 	for _, c := range cases {
 		if err := makeClip(dir, c); err != nil {
 			return err
 		}
 	}
 	ctx := context.Background()
+	if latencyOnly {
+		lat, err := measureLatency(ctx, svc, filepath.Join(dir, "latency"), cases[0], window)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("time to first frame (%d joins while %d play): p50 %.1f p99 %.1f max %.1f ms\n", len(lat.ttff), lat.players,
+			msOf(pct(lat.ttff, 0.5)), msOf(pct(lat.ttff, 0.99)), msOf(pct(lat.ttff, 1)))
+		return nil
+	}
 	var results [][3][]step
 	for _, c := range cases {
 		fmt.Fprintf(os.Stderr, "== %s\n", c.name)
@@ -315,8 +333,8 @@ const fewPlayers = 10
 
 // measureLatency measures, each on a fresh engine: frame-to-wire at 10
 // players; then RSS idle and with 1,000 players, frame-to-wire at 1,000,
-// and the time to first frame of 100 players joining one after another
-// while the 1,000 play. The floor's spread at 1,000 gives the comparison.
+// and the time to first frame of `joins` players joining one after
+// another while the 1,000 play. The floor's spread at 1,000 gives the comparison.
 func measureLatency(ctx context.Context, svc, dir string, c *benchCase, window time.Duration) (latency, error) {
 	l := latency{players: 1000}
 	newClient := func(addr string) *loadClient {
@@ -348,7 +366,7 @@ func measureLatency(ctx context.Context, svc, dir string, c *benchCase, window t
 	}
 	l.many, err = run("many", l.players, func(eng *proc) error {
 		l.rssLoaded = eng.rssBytes()
-		for i := 0; i < 100; i++ {
+		for i := 0; i < joins; i++ {
 			one := newClient(eng.addr)
 			if err := one.open(ctx, 1, 5*time.Second); err != nil {
 				one.close()
