@@ -44,7 +44,8 @@ func startEngine(svc, dir, clip string, mergeWrite time.Duration) (*proc, error)
 		return nil, err
 	}
 	cfg := engineapi.Defaults()
-	cfg.NodeID, cfg.ControlAddr, cfg.HTTPAddr, cfg.ControlSecretFile = "bench", freeAddr(), freeAddr(), secretFile
+	// Each engine its own ports: the ladders run several at once.
+	cfg.NodeID, cfg.ControlAddr, cfg.HTTPAddr, cfg.RTSPAddr, cfg.ControlSecretFile = "bench", freeAddr(), freeAddr(), freeAddr(), secretFile
 	cfg.DataDir, cfg.LogLevel, cfg.DemoFile, cfg.DemoPath = dir, "error", clip, "live/bench"
 	cfg.MergeWrite = engineapi.Duration(mergeWrite)
 	b, err := cfg.Marshal()
