@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/svcplatform/svc/shared/engineapi"
@@ -33,6 +34,9 @@ func freeAddr() string {
 	return ln.Addr().String()
 }
 
+// enginesStarted numbers the engines, for their RTP port ranges.
+var enginesStarted atomic.Int32
+
 // startEngine runs `svc engine` with the clip as its demo stream live/bench.
 func startEngine(svc, dir, clip string, mergeWrite time.Duration) (*proc, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -44,8 +48,11 @@ func startEngine(svc, dir, clip string, mergeWrite time.Duration) (*proc, error)
 		return nil, err
 	}
 	cfg := engineapi.Defaults()
-	// Each engine its own ports: the ladders run several at once.
+	// Each engine its own ports (RTP ones included: its RTSP server binds a
+	// pair at the start of the range): the ladders run several at once.
 	cfg.NodeID, cfg.ControlAddr, cfg.HTTPAddr, cfg.RTSPAddr, cfg.ControlSecretFile = "bench", freeAddr(), freeAddr(), freeAddr(), secretFile
+	k := int(enginesStarted.Add(1)) % 50
+	cfg.RTPPortMin, cfg.RTPPortMax = 30000+k*100, 30000+k*100+99
 	cfg.DataDir, cfg.LogLevel, cfg.DemoFile, cfg.DemoPath = dir, "error", clip, "live/bench"
 	cfg.MergeWrite = engineapi.Duration(mergeWrite)
 	b, err := cfg.Marshal()
