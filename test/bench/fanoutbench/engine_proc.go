@@ -161,6 +161,18 @@ func (p *proc) rssBytes() int64 {
 	return 0
 }
 
+// settledRSS is the least RSS seen over d, sampled every 250 ms.
+func (p *proc) settledRSS(d time.Duration) int64 {
+	least := p.rssBytes()
+	for end := time.Now().Add(d); time.Now().Before(end); {
+		time.Sleep(250 * time.Millisecond)
+		if r := p.rssBytes(); r > 0 && r < least {
+			least = r
+		}
+	}
+	return least
+}
+
 func (p *proc) stats() (engineapi.Stats, error) {
 	var st engineapi.Stats
 	if p.control == "" {

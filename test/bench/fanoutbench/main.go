@@ -47,7 +47,7 @@ func main() {
 	flag.IntVar(&engineProcs, "engine-gomaxprocs", 0, "GOMAXPROCS of the engine processes (0: the Go default, all cores)")
 	flag.StringVar(&engineProfile, "engine-cpuprofile", "", "have each engine write a CPU profile to this file (the last one wins)")
 	flag.IntVar(&joins, "joins", 300, "players that join one after another, for the time to first frame, while 1,000 play")
-	latencyOnly := flag.Bool("latency-only", false, "measure only the latency and memory phase and print it (the document is not written)")
+	latencyOnly := flag.Bool("latency-only", false, "measure only the latency and memory phase and write only its section")
 	flag.Parse()
 	if *floorMode {
 		if err := runFloor(*floorAddr, *floorClip, *floorStats); err != nil {
@@ -115,7 +115,7 @@ func run(outPath string, window time.Duration, maxReaders int, latencyOnly bool)
 		}
 		fmt.Printf("time to first frame (%d joins while %d play): p50 %.1f p99 %.1f max %.1f ms\n", len(lat.ttff), lat.players,
 			msOf(pct(lat.ttff, 0.5)), msOf(pct(lat.ttff, 0.99)), msOf(pct(lat.ttff, 1)))
-		return nil
+		return benchdoc.WriteSection(outPath, "fanoutbench-latency", reportLatency("go run ./test/bench/fanoutbench -latency-only -window "+window.String(), cases[0], lat))
 	}
 	var results [][3][]step
 	for _, c := range cases {
@@ -132,7 +132,10 @@ func run(outPath string, window time.Duration, maxReaders int, latencyOnly bool)
 		return err
 	}
 	cmd := "go run ./test/bench/fanoutbench -window " + window.String() + " -merge-write " + mergeWrite.String()
-	return benchdoc.WriteSection(outPath, "fanoutbench", report(cmd, window, cases, results, lat))
+	if err := benchdoc.WriteSection(outPath, "fanoutbench", report(cmd, window, cases, results)); err != nil {
+		return err
+	}
+	return benchdoc.WriteSection(outPath, "fanoutbench-latency", reportLatency(cmd, cases[0], lat))
 }
 
 // ladder measures, for each N, the engine with merged writes, the engine
@@ -322,9 +325,14 @@ func selfCPU() float64 {
 type latency struct {
 	players            int
 	rssIdle, rssLoaded int64
-	ttff               []time.Duration
-	few, many          engineapi.Latency // frame-to-wire at fewPlayers and at players
-	floorSpread        spreadStats       // the floor's time to write one tag to every socket, at players
+	// heapIdle and heapLoaded are the engine's Go heap in use (its stats).
+	heapIdle, heapLoaded uint64
+	// rssDouble and heapDouble are taken with twice the players.
+	rssDouble   int64
+	heapDouble  uint64
+	ttff        []time.Duration
+	few, many   engineapi.Latency // frame-to-wire at fewPlayers and at players
+	floorSpread spreadStats       // the floor's time to write one tag to every socket, at players
 }
 
 // fewPlayers is the player count at which frame-to-wire shows the
@@ -347,7 +355,12 @@ func measureLatency(ctx context.Context, svc, dir string, c *benchCase, window t
 		}
 		defer eng.stop()
 		time.Sleep(3 * time.Second)
-		l.rssIdle = eng.rssBytes()
+		// Start-up leaves freed memory the Go runtime hands back to the
+		// system only gradually: idle is the least RSS over 5 s.
+		l.rssIdle = eng.settledRSS(5 * time.Second)
+		if st, err := eng.stats(); err == nil {
+			l.heapIdle = st.HeapBytes
+		}
 		lc := newClient(eng.addr)
 		defer lc.close()
 		if err := lc.open(ctx, n, time.Minute); err != nil {
@@ -366,6 +379,9 @@ func measureLatency(ctx context.Context, svc, dir string, c *benchCase, window t
 	}
 	l.many, err = run("many", l.players, func(eng *proc) error {
 		l.rssLoaded = eng.rssBytes()
+		if st, err := eng.stats(); err == nil {
+			l.heapLoaded = st.HeapBytes
+		}
 		for i := 0; i < joins; i++ {
 			one := newClient(eng.addr)
 			if err := one.open(ctx, 1, 5*time.Second); err != nil {
@@ -375,6 +391,20 @@ func measureLatency(ctx context.Context, svc, dir string, c *benchCase, window t
 			l.ttff = append(l.ttff, one.takeTTFF()...)
 			one.close()
 			time.Sleep(50 * time.Millisecond)
+		}
+		// Memory per player is the cost of 1,000 more: both figures are
+		// taken in the same steady state (the runtime collecting all the
+		// time), which an idle engine that has not collected since start-up
+		// is not.
+		more := newClient(eng.addr)
+		defer more.close()
+		if err := more.open(ctx, l.players, time.Minute); err != nil {
+			return err
+		}
+		time.Sleep(window / 2)
+		l.rssDouble = eng.rssBytes()
+		if st, err := eng.stats(); err == nil {
+			l.heapDouble = st.HeapBytes
 		}
 		return nil
 	})
