@@ -348,20 +348,13 @@ var profiles struct{ cpu, block string }
 
 // startProfiles starts the asked-for profiles and returns what ends them.
 func startProfiles() func() {
-	var f *os.File
-	if profiles.cpu != "" {
-		f, _ = os.Create(profiles.cpu)
-		pprof.StartCPUProfile(f)
-	}
+	stopCPU, _ := benchdoc.CPUProfile(profiles.cpu)
 	if profiles.block != "" {
 		runtime.SetBlockProfileRate(int(time.Microsecond))
 		runtime.SetMutexProfileFraction(5)
 	}
 	return func() {
-		if f != nil {
-			pprof.StopCPUProfile()
-			f.Close()
-		}
+		stopCPU()
 		if profiles.block != "" {
 			bf, _ := os.Create(profiles.block)
 			pprof.Lookup("block").WriteTo(bf, 0)

@@ -14,7 +14,6 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
-	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
@@ -89,18 +88,12 @@ func run(outPath string, dur time.Duration, conns int) error {
 	// 2. An authenticated cheap GET under load.
 	url := "http://" + s.HTTPAddr + "/api/v2/system/version"
 	args := []string{"-t" + strconv.Itoa(threads), fmt.Sprintf("-c%d", conns), "-d" + dur.String(), "--latency", "-H", "Authorization: Bearer " + tok, url}
-	if profilePath != "" {
-		f, err := os.Create(profilePath)
-		if err != nil {
-			return err
-		}
-		pprof.StartCPUProfile(f)
-		defer f.Close()
+	stopProfile, err := benchdoc.CPUProfile(profilePath)
+	if err != nil {
+		return err
 	}
 	raw, err := exec.Command(wrk, args...).CombinedOutput()
-	if profilePath != "" {
-		pprof.StopCPUProfile()
-	}
+	stopProfile()
 	if err != nil {
 		return fmt.Errorf("wrk: %v\n%s", err, raw)
 	}

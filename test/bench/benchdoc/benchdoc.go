@@ -1,6 +1,7 @@
 // Package benchdoc is what the benchmark programs share: a control node to
-// measure with an API token, the machine line of a report, and writing a
-// program's own section of docs/benchmarks.md between its markers.
+// measure with an API token, the machine line of a report, a CPU profile of
+// a measured phase, and writing a program's own section of
+// docs/benchmarks.md between its markers.
 package benchdoc
 
 import (
@@ -10,6 +11,7 @@ import (
 	"os"
 	"regexp"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -99,4 +101,22 @@ func WriteSection(path, name, section string) error {
 		s += body
 	}
 	return os.WriteFile(path, []byte(s), 0o644)
+}
+
+// CPUProfile starts a CPU profile written to path and returns what stops
+// it (and closes the file); with an empty path it does nothing. The
+// returned stop is never nil.
+func CPUProfile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return func() {}, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return func() {}, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }

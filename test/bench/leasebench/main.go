@@ -24,7 +24,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime/pprof"
 	"sort"
 	"strings"
 	"sync"
@@ -445,7 +444,10 @@ func run(out string, n, clients, validations int) error {
 		}
 		r, err := measure(p, n, clients)
 		if err == nil && size == 1 {
-			stop := startProfile(cpuProfile)
+			stop, perr := benchdoc.CPUProfile(cpuProfile)
+			if perr != nil {
+				fmt.Fprintln(os.Stderr, "leasebench: cpu profile:", perr)
+			}
 			val, err = validate(p, r.leases, validations)
 			stop()
 		}
@@ -476,23 +478,4 @@ func run(out string, n, clients, validations int) error {
 		"They are sent by a separate process, as an engine would send them, one every millisecond over kept-alive connections, at nice %d: it stands for an engine on another host, so its own wait for one of the two cores it shares with the control node is kept out of the answer time. "+
 		"%d of the validations were denied (expected 0).\n", n, val.Nice, denied)
 	return benchdoc.WriteSection(out, "leasebench", b.String())
-}
-
-// startProfile starts a CPU profile into path (none when empty) and
-// returns what stops it.
-func startProfile(path string) func() {
-	if path == "" {
-		return func() {}
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "leasebench: cpu profile:", err)
-		return func() {}
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		f.Close()
-		fmt.Fprintln(os.Stderr, "leasebench: cpu profile:", err)
-		return func() {}
-	}
-	return func() { pprof.StopCPUProfile(); f.Close() }
 }

@@ -21,7 +21,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -45,13 +44,11 @@ func main() {
 	high := flag.String("high", "50,100,200,400", "player counts at about 2 Mbit/s")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the server process to this file")
 	flag.Parse()
-	if *cpuprofile != "" && *role == "server" {
-		f, err := os.Create(*cpuprofile)
-		if err == nil {
-			pprof.StartCPUProfile(f)
-			defer pprof.StopCPUProfile()
-		}
+	stopProfile := func() {}
+	if *role == "server" {
+		stopProfile, _ = benchdoc.CPUProfile(*cpuprofile)
 	}
+	defer stopProfile()
 	var err error
 	switch *role {
 	case "players":
@@ -62,7 +59,7 @@ func main() {
 		err = bench(*out, *dur, counts(*low), counts(*high))
 	}
 	if err != nil {
-		pprof.StopCPUProfile()
+		stopProfile()
 		fmt.Fprintln(os.Stderr, "rtspbench:", err)
 		os.Exit(1)
 	}

@@ -36,6 +36,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/svcplatform/svc/test/bench/benchdoc"
 )
 
 const (
@@ -68,19 +70,11 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	if *cpuprofile != "" {
-		f, err := os.Create(*cpuprofile)
-		if err != nil {
-			fatal(err)
-		}
-		if err := pprof.StartCPUProfile(f); err != nil {
-			fatal(err)
-		}
-		defer func() {
-			pprof.StopCPUProfile()
-			f.Close()
-		}()
+	stopProfile, err := benchdoc.CPUProfile(*cpuprofile)
+	if err != nil {
+		fatal(err)
 	}
+	defer stopProfile()
 
 	rep := &report{
 		Started:  time.Now().UTC(),

@@ -18,7 +18,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"runtime/pprof"
 	"sort"
 	"strings"
 	"sync"
@@ -58,15 +57,10 @@ func main() {
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.IntVar(&perPlan, "per-plan", 0, "concurrent POSTs per plan (0: the dispatcher's default)")
 	flag.Parse()
-	if *cpuprofile != "" {
-		f, err := os.Create(*cpuprofile)
-		if err == nil {
-			pprof.StartCPUProfile(f)
-			defer pprof.StopCPUProfile()
-		}
-	}
+	stopProfile, _ := benchdoc.CPUProfile(*cpuprofile)
+	defer stopProfile()
 	if err := run(*out, *events1, *events20, *rate, *latDur); err != nil {
-		pprof.StopCPUProfile()
+		stopProfile()
 		fmt.Fprintln(os.Stderr, "webhookbench:", err)
 		os.Exit(1)
 	}
