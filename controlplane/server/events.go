@@ -39,26 +39,24 @@ func (s *Server) startEvents(bg context.Context, cfg config.Config, keys *keyrin
 		Name: "event-retention", Description: "remove delivered outbox events (the webhook inbox's engine hooks among them) beyond the configured retention",
 		LeaderOnly: true, Interval: time.Minute,
 		Run: func(ctx context.Context, preview bool) (string, map[string]string, error) {
-			var events, legacy int64
-			for {
-				n, err := s.Webhooks.PruneOutbox(ctx, retention, 500)
-				if err != nil {
-					return "", nil, err
-				}
-				events += n
-				if n < 500 {
-					break
+			// Each removal takes batches of 500 until one comes back short.
+			drain := func(remove func(batch int) (int64, error)) (int64, error) {
+				var total int64
+				for {
+					n, err := remove(500)
+					total += n
+					if err != nil || n < 500 {
+						return total, err
+					}
 				}
 			}
-			for {
-				n, err := s.Events.DropLegacyInbox(ctx, 500)
-				if err != nil {
-					return "", nil, err
-				}
-				legacy += n
-				if n < 500 {
-					break
-				}
+			events, err := drain(func(batch int) (int64, error) { return s.Webhooks.PruneOutbox(ctx, retention, batch) })
+			if err != nil {
+				return "", nil, err
+			}
+			legacy, err := drain(func(batch int) (int64, error) { return s.Events.DropLegacyInbox(ctx, batch) })
+			if err != nil {
+				return "", nil, err
 			}
 			return "retention applied", map[string]string{"outboxEvents": fmt.Sprint(events), "legacyInboxCopies": fmt.Sprint(legacy)}, nil
 		},
