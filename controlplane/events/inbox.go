@@ -203,10 +203,3 @@ func (s *Service) DropLegacyInbox(ctx context.Context, batch int) (int64, error)
 	}
 	return tr.Responses[0].Deleted, nil
 }
-
-// KeyBefore is the smallest key under prefix of a UUIDv7 record created at
-// t (millisecond precision): every key sorting before it is older.
-func KeyBefore(prefix string, t time.Time) string {
-	ms := uint64(t.UnixMilli())
-	return fmt.Sprintf("%s%08x-%04x", prefix, ms>>16, ms&0xffff)
-}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/svcplatform/svc/controlplane/store"
 	"github.com/svcplatform/svc/controlplane/store/sqlitefsm"
@@ -68,4 +69,11 @@ func Get(ctx context.Context, s store.Store, eventID string) (Entry, error) {
 // so key order is time order), and the total number of entries.
 func ListOutbox(ctx context.Context, r sqlitefsm.Reader, page, size int) ([]Entry, int64, error) {
 	return sqlitefsm.IndexPage[Entry](ctx, r, OutboxIndex.Table(), nil, nil, "i.key DESC", page, size)
+}
+
+// KeyBefore is the smallest key under prefix of a UUIDv7 record created at
+// t (millisecond precision): every key sorting before it is older.
+func KeyBefore(prefix string, t time.Time) string {
+	ms := uint64(t.UnixMilli())
+	return fmt.Sprintf("%s%08x-%04x", prefix, ms>>16, ms&0xffff)
 }
