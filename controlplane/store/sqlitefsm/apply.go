@@ -89,7 +89,7 @@ func (s *State) applyBatch(entries []Entry) ([]any, error) {
 		return nil, err
 	}
 	defer tx.Rollback()
-	ap := &applier{tx: tx, ctx: ctx, specs: s.specs, st: s.stmts, stx: map[*sql.Stmt]*sql.Stmt{},
+	ap := &applier{tx: tx, ctx: ctx, specs: s.specs, st: s.stmts, wq: s.wq, stx: map[*sql.Stmt]*sql.Stmt{},
 		rev: s.revision.Load(), compact: s.compactRevision.Load(), hash: s.StateHash()}
 	applied := s.appliedIndex.Load()
 	last := applied
@@ -133,6 +133,7 @@ type applier struct {
 	ctx     context.Context
 	specs   []IndexSpec
 	st      *statements
+	wq      *stmtCache              // rangeIn's queries on the writer
 	stx     map[*sql.Stmt]*sql.Stmt // prepared statements bound to tx
 	areas   map[string]struct{}     // areas of the keys written
 	rev     int64
@@ -145,6 +146,15 @@ type applier struct {
 func (a *applier) exec(stmt *sql.Stmt, args ...any) (sql.Result, error) {
 	a.wrote = true
 	return a.bound(stmt).ExecContext(a.ctx, args...)
+}
+
+// prepared is rangeIn's prepareFunc inside the batch transaction.
+func (a *applier) prepared(query string) (*sql.Stmt, error) {
+	st, err := a.wq.get(query)
+	if err != nil {
+		return nil, err
+	}
+	return a.bound(st), nil
 }
 
 func (a *applier) bound(stmt *sql.Stmt) *sql.Stmt {
@@ -275,7 +285,7 @@ func (a *applier) applyTxn(index uint64, raw []byte, req *store.TxnRequest) (*st
 		var err error
 		switch op.Type {
 		case store.OpRange:
-			r, err = rangeIn(a.ctx, a.tx, op)
+			r, err = rangeIn(a.ctx, a.prepared, op)
 		case store.OpPut:
 			r, err = a.put(next, &seq, op)
 			wrote = true
@@ -362,7 +372,7 @@ func (a *applier) touch(key string) {
 
 func (a *applier) delete(rev int64, seq *int, op store.Op) (store.OpResponse, error) {
 	var r store.OpResponse
-	victims, err := rangeIn(a.ctx, a.tx, store.Op{Type: store.OpRange, Key: op.Key, End: op.End})
+	victims, err := rangeIn(a.ctx, a.prepared, store.Op{Type: store.OpRange, Key: op.Key, End: op.End})
 	if err != nil {
 		return r, err
 	}

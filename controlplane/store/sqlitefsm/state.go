@@ -30,7 +30,9 @@ type State struct {
 	wdb   *sql.DB // single writer connection, used by the apply goroutine
 	rdb   *sql.DB // pool of read-only connections
 	stmts *statements
-	ckpt  *checkpointer
+	// rq and wq hold the prepared read queries of rdb and wdb.
+	rq, wq *stmtCache
+	ckpt   *checkpointer
 
 	revision        atomic.Int64
 	areas           areaRevisions
@@ -124,6 +126,14 @@ func (s *State) open() error {
 		return err
 	}
 	s.wdb, s.rdb, s.stmts = wdb, rdb, stmts
+	if s.rq, err = newStmtCache(rdb); err != nil {
+		s.closeHandles()
+		return err
+	}
+	if s.wq, err = newStmtCache(wdb); err != nil {
+		s.closeHandles()
+		return err
+	}
 	if s.ckpt, err = startCheckpointer(s.path); err != nil {
 		s.closeHandles()
 		return err
@@ -222,6 +232,11 @@ func (s *State) closeHandles() error {
 		errs = append(errs, s.ckpt.stop())
 		s.ckpt = nil
 	}
+	for _, c := range []*stmtCache{s.rq, s.wq} {
+		if c != nil {
+			c.close()
+		}
+	}
 	if s.rdb != nil {
 		errs = append(errs, s.rdb.Close())
 	}
@@ -231,7 +246,7 @@ func (s *State) closeHandles() error {
 	if s.wdb != nil {
 		errs = append(errs, s.wdb.Close())
 	}
-	s.rdb, s.wdb, s.stmts = nil, nil, nil
+	s.rdb, s.wdb, s.stmts, s.rq, s.wq = nil, nil, nil, nil, nil
 	return errors.Join(errs...)
 }
 
@@ -317,11 +332,53 @@ func (s *State) ReadTx(ctx context.Context, fn func(tx *sql.Tx, revision int64) 
 		return err
 	}
 	defer tx.Rollback()
+	st, err := s.rq.get(selectRevision)
+	if err != nil {
+		return err
+	}
 	var rev int64
-	if err := tx.QueryRowContext(ctx, `SELECT num FROM meta WHERE name = ?`, metaRevision).Scan(&rev); err != nil && !errors.Is(err, sql.ErrNoRows) {
+	if err := tx.StmtContext(ctx, st).QueryRowContext(ctx).Scan(&rev); err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return err
 	}
 	return fn(tx, rev)
+}
+
+const selectRevision = `SELECT num FROM meta WHERE name = '` + metaRevision + `'`
+
+// getAtRevision reads one key and the revision it was read at. A single
+// SELECT sees one snapshot of the database, so the point reads that most
+// requests make need no read transaction of their own.
+const getAtRevision = `SELECT m.num, kv.key, kv.value, kv.create_revision, kv.mod_revision, kv.version
+	FROM meta AS m LEFT JOIN kv ON kv.key = ? WHERE m.name = '` + metaRevision + `'`
+
+// get is Range for a single key.
+func (s *State) get(ctx context.Context, key string, keysOnly bool) (*store.RangeResponse, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.rdb == nil {
+		return nil, store.ErrClosed
+	}
+	st, err := s.rq.get(getAtRevision)
+	if err != nil {
+		return nil, err
+	}
+	resp := &store.RangeResponse{}
+	var found sql.NullString
+	var value []byte
+	var create, mod, version sql.NullInt64
+	err = st.QueryRowContext(ctx, key).Scan(&resp.Header.Revision, &found, &value, &create, &mod, &version)
+	if errors.Is(err, sql.ErrNoRows) {
+		return resp, nil // nothing applied yet
+	}
+	if err != nil || !found.Valid {
+		return resp, err
+	}
+	if keysOnly {
+		value = nil
+	}
+	resp.Count = 1
+	resp.KVs = []*store.KeyValue{{Key: found.String, Value: value, CreateRevision: create.Int64, ModRevision: mod.Int64, Version: version.Int64}}
+	return resp, nil
 }
 
 // Range reads keys from the local applied state.
@@ -329,10 +386,13 @@ func (s *State) Range(ctx context.Context, key string, opts store.RangeOptions) 
 	if key == "" {
 		return nil, fmt.Errorf("%w: empty key", store.ErrInvalidRequest)
 	}
+	if opts.End == "" && !opts.CountOnly {
+		return s.get(ctx, key, opts.KeysOnly)
+	}
 	resp := &store.RangeResponse{}
 	err := s.ReadTx(ctx, func(tx *sql.Tx, rev int64) error {
 		resp.Header.Revision = rev
-		r, err := rangeIn(ctx, tx, store.Op{Type: store.OpRange, Key: key, End: opts.End, Limit: opts.Limit, CountOnly: opts.CountOnly, KeysOnly: opts.KeysOnly})
+		r, err := rangeIn(ctx, s.txStmt(ctx, tx, s.rq), store.Op{Type: store.OpRange, Key: key, End: opts.End, Limit: opts.Limit, CountOnly: opts.CountOnly, KeysOnly: opts.KeysOnly})
 		if err != nil {
 			return err
 		}
@@ -345,10 +405,19 @@ func (s *State) Range(ctx context.Context, key string, opts store.RangeOptions) 
 	return resp, nil
 }
 
-// querier is what both *sql.Tx and *sql.Conn offer.
-type querier interface {
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+// prepareFunc returns the statement for a query text, bound to the
+// transaction the caller reads in.
+type prepareFunc func(query string) (*sql.Stmt, error)
+
+// txStmt prepares through c and binds to tx.
+func (s *State) txStmt(ctx context.Context, tx *sql.Tx, c *stmtCache) prepareFunc {
+	return func(query string) (*sql.Stmt, error) {
+		st, err := c.get(query)
+		if err != nil {
+			return nil, err
+		}
+		return tx.StmtContext(ctx, st), nil
+	}
 }
 
 func rangeWhere(op store.Op) (string, []any) {
@@ -362,24 +431,40 @@ func rangeWhere(op store.Op) (string, []any) {
 	}
 }
 
-func rangeIn(ctx context.Context, q querier, op store.Op) (store.OpResponse, error) {
+func countQuery(where string) string { return "SELECT count(*) FROM kv WHERE " + where }
+
+// selectQuery takes the limit as its last argument, so one prepared text
+// serves every limit.
+func selectQuery(where string, keysOnly bool) string {
+	cols := "key, value, create_revision, mod_revision, version"
+	if keysOnly {
+		cols = "key, NULL, create_revision, mod_revision, version"
+	}
+	return "SELECT " + cols + " FROM kv WHERE " + where + " ORDER BY key LIMIT ?"
+}
+
+func rangeIn(ctx context.Context, prep prepareFunc, op store.Op) (store.OpResponse, error) {
 	var out store.OpResponse
 	where, args := rangeWhere(op)
-	if err := q.QueryRowContext(ctx, "SELECT count(*) FROM kv WHERE "+where, args...).Scan(&out.Count); err != nil {
+	count, err := prep(countQuery(where))
+	if err != nil {
+		return out, err
+	}
+	if err := count.QueryRowContext(ctx, args...).Scan(&out.Count); err != nil {
 		return out, err
 	}
 	if op.CountOnly || out.Count == 0 {
 		return out, nil
 	}
-	cols := "key, value, create_revision, mod_revision, version"
-	if op.KeysOnly {
-		cols = "key, NULL, create_revision, mod_revision, version"
-	}
-	query := "SELECT " + cols + " FROM kv WHERE " + where + " ORDER BY key"
+	limit := int64(-1) // SQLite's "no limit"
 	if op.Limit > 0 {
-		query += fmt.Sprintf(" LIMIT %d", op.Limit)
+		limit = op.Limit
 	}
-	rows, err := q.QueryContext(ctx, query, args...)
+	sel, err := prep(selectQuery(where, op.KeysOnly))
+	if err != nil {
+		return out, err
+	}
+	rows, err := sel.QueryContext(ctx, append(args, limit)...)
 	if err != nil {
 		return out, err
 	}

@@ -185,6 +185,37 @@ func TestPutDeleteRangeResults(t *testing.T) {
 	}
 }
 
+// A single key is read in one statement with the revision it was read at.
+func TestPointReadCarriesItsRevision(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	rr, err := h.s.Range(ctx, "/k", store.RangeOptions{})
+	if err != nil || rr.Header.Revision != 0 || rr.Count != 0 || len(rr.KVs) != 0 {
+		t.Fatalf("before any write: %+v, %v", rr, err)
+	}
+	h.txn(store.TxnRequest{Then: []store.Op{store.Put("/k", []byte("v1"))}})
+	h.txn(store.TxnRequest{Then: []store.Op{store.Put("/k", []byte("v2")), store.Put("/other", []byte("x"))}})
+	rr, err = h.s.Range(ctx, "/k", store.RangeOptions{})
+	if err != nil || rr.Header.Revision != 2 || rr.Count != 1 || len(rr.KVs) != 1 {
+		t.Fatalf("read: %+v, %v", rr, err)
+	}
+	if kv := rr.KVs[0]; kv.Key != "/k" || string(kv.Value) != "v2" || kv.CreateRevision != 1 || kv.ModRevision != 2 || kv.Version != 2 {
+		t.Fatalf("kv = %+v", kv)
+	}
+	rr, _ = h.s.Range(ctx, "/k", store.RangeOptions{KeysOnly: true})
+	if len(rr.KVs) != 1 || rr.KVs[0].Value != nil || rr.KVs[0].Version != 2 {
+		t.Fatalf("keys only = %+v", rr.KVs)
+	}
+	rr, _ = h.s.Range(ctx, "/k", store.RangeOptions{CountOnly: true})
+	if rr.Count != 1 || len(rr.KVs) != 0 || rr.Header.Revision != 2 {
+		t.Fatalf("count only = %+v", rr)
+	}
+	rr, _ = h.s.Range(ctx, "/missing", store.RangeOptions{})
+	if rr.Header.Revision != 2 || rr.Count != 0 || len(rr.KVs) != 0 {
+		t.Fatalf("missing key = %+v", rr)
+	}
+}
+
 func TestInvalidCommandsChangeNothing(t *testing.T) {
 	h := newHarness(t)
 	h.txn(store.TxnRequest{Then: []store.Op{store.Put("/a", []byte("1"))}})

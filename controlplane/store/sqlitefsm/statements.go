@@ -2,6 +2,9 @@ package sqlitefsm
 
 import (
 	"database/sql"
+	"fmt"
+
+	"github.com/svcplatform/svc/controlplane/store"
 )
 
 // statements are the apply path's SQL, prepared once per writer connection
@@ -50,5 +53,51 @@ func prepare(db *sql.DB, specs []IndexSpec) (*statements, error) {
 func (st *statements) close() {
 	for _, s := range st.all {
 		s.Close()
+	}
+}
+
+// stmtCache holds the read path's statements, prepared on a pool when it
+// opens: database/sql then prepares each once per connection and reuses it
+// inside transactions, instead of SQLite parsing the text for every read.
+// They are prepared up front because the writer pool has a single
+// connection, which an apply transaction holds.
+type stmtCache struct {
+	m map[string]*sql.Stmt
+}
+
+// readQueries are every text the read path runs: the revision, the point
+// read, and rangeIn's shapes.
+func readQueries() []string {
+	q := []string{selectRevision, getAtRevision}
+	for _, op := range []store.Op{{Key: "k"}, {Key: "k", End: "\x00"}, {Key: "k", End: "l"}} {
+		where, _ := rangeWhere(op)
+		q = append(q, countQuery(where), selectQuery(where, false), selectQuery(where, true))
+	}
+	return q
+}
+
+func newStmtCache(db *sql.DB) (*stmtCache, error) {
+	c := &stmtCache{m: map[string]*sql.Stmt{}}
+	for _, q := range readQueries() {
+		st, err := db.Prepare(q)
+		if err != nil {
+			c.close()
+			return nil, err
+		}
+		c.m[q] = st
+	}
+	return c, nil
+}
+
+func (c *stmtCache) get(query string) (*sql.Stmt, error) {
+	if st, ok := c.m[query]; ok {
+		return st, nil
+	}
+	return nil, fmt.Errorf("sqlitefsm: query not prepared: %s", query)
+}
+
+func (c *stmtCache) close() {
+	for _, st := range c.m {
+		st.Close()
 	}
 }
