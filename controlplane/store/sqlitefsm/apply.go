@@ -280,15 +280,38 @@ func (a *applier) applyTxn(index uint64, raw []byte, req *store.TxnRequest) (*st
 	wrote := false
 	seq := 0
 	resp := &store.TxnResponse{Succeeded: succeeded, Responses: make([]store.OpResponse, len(ops))}
+	// Consecutive puts of distinct keys are written together; a range, a
+	// delete or a second put of a key first writes the run before it, so
+	// every op sees the ones before it.
+	var run []int
+	inRun := map[string]bool{}
+	flush := func() error {
+		if len(run) == 0 {
+			return nil
+		}
+		err := a.putRun(next, &seq, ops, run, resp.Responses)
+		run = run[:0]
+		clear(inRun)
+		return err
+	}
 	for i, op := range ops {
+		if op.Type == store.OpPut {
+			if inRun[op.Key] {
+				if err := flush(); err != nil {
+					return nil, err
+				}
+			}
+			run, inRun[op.Key], wrote = append(run, i), true, true
+			continue
+		}
+		if err := flush(); err != nil {
+			return nil, err
+		}
 		var r store.OpResponse
 		var err error
 		switch op.Type {
 		case store.OpRange:
 			r, err = rangeIn(a.ctx, a.prepared, op)
-		case store.OpPut:
-			r, err = a.put(next, &seq, op)
-			wrote = true
 		case store.OpDelete:
 			r, err = a.delete(next, &seq, op)
 			wrote = wrote || r.Deleted > 0
@@ -297,6 +320,9 @@ func (a *applier) applyTxn(index uint64, raw []byte, req *store.TxnRequest) (*st
 			return nil, err
 		}
 		resp.Responses[i] = r
+	}
+	if err := flush(); err != nil {
+		return nil, err
 	}
 	if wrote {
 		a.rev = next
@@ -317,49 +343,90 @@ func (a *applier) applyTxn(index uint64, raw []byte, req *store.TxnRequest) (*st
 	return resp, nil
 }
 
-func (a *applier) specFor(key string) *IndexSpec {
+// specIndex is the position in a.specs of the index that covers key, or -1.
+func (a *applier) specIndex(key string) int {
 	for i := range a.specs {
 		if strings.HasPrefix(key, a.specs[i].Prefix) {
-			return &a.specs[i]
+			return i
+		}
+	}
+	return -1
+}
+
+// putRun writes the puts ops[run[0]], ops[run[1]], ... (distinct keys) at
+// revision rev: their previous versions are read, and the kv, history and
+// index rows written, each with multi-row statements.
+func (a *applier) putRun(rev int64, seq *int, ops []store.Op, run []int, resps []store.OpResponse) error {
+	keys := make([]any, len(run))
+	for i, o := range run {
+		keys[i] = ops[o].Key
+	}
+	prevs := make(map[string]*store.KeyValue, len(run))
+	err := chunks(len(keys), func(off, n int) error {
+		rows, err := a.bound(a.st.getMany[n]).QueryContext(a.ctx, keys[off:off+n]...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			kv := &store.KeyValue{}
+			if err := rows.Scan(&kv.Key, &kv.Value, &kv.CreateRevision, &kv.ModRevision, &kv.Version); err != nil {
+				return err
+			}
+			prevs[kv.Key] = kv
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return err
+	}
+	kvRows := make([]any, 0, 5*len(run))
+	historyRows := make([]any, 0, 10*len(run))
+	indexRows := make([][]any, len(a.specs))
+	for _, o := range run {
+		op := ops[o]
+		create, version := rev, int64(1)
+		var pv []byte
+		var pc, pm, pver int64
+		if prev := prevs[op.Key]; prev != nil {
+			create, version = prev.CreateRevision, prev.Version+1
+			pv, pc, pm, pver = prev.Value, prev.CreateRevision, prev.ModRevision, prev.Version
+			if op.PrevKV {
+				resps[o].PrevKVs = []*store.KeyValue{prev}
+			}
+		}
+		value := op.Value
+		if value == nil {
+			value = []byte{}
+		}
+		kvRows = append(kvRows, op.Key, value, create, rev, version)
+		a.touch(op.Key)
+		*seq++
+		historyRows = append(historyRows, rev, *seq, op.Key, value, create, version, pv, pc, pm, pver)
+		if i := a.specIndex(op.Key); i >= 0 {
+			indexRows[i] = append(indexRows[i], op.Key, rev, string(value))
+		}
+	}
+	if err := a.execRows(a.st.upsertKVMany, 5, kvRows); err != nil {
+		return err
+	}
+	if err := a.execRows(a.st.historyPutMany, 10, historyRows); err != nil {
+		return err
+	}
+	for i, rows := range indexRows {
+		if err := a.execRows(a.st.indexUpsertMany[a.specs[i].Name], 3, rows); err != nil {
+			return fmt.Errorf("index %s: %w", a.specs[i].Name, err)
 		}
 	}
 	return nil
 }
 
-func (a *applier) put(rev int64, seq *int, op store.Op) (store.OpResponse, error) {
-	var r store.OpResponse
-	prev, err := a.get(op.Key)
-	if err != nil {
-		return r, err
-	}
-	create, version := rev, int64(1)
-	var pv []byte
-	var pc, pm, pver int64
-	if prev != nil {
-		create, version = prev.CreateRevision, prev.Version+1
-		pv, pc, pm, pver = prev.Value, prev.CreateRevision, prev.ModRevision, prev.Version
-		if op.PrevKV {
-			r.PrevKVs = []*store.KeyValue{prev}
-		}
-	}
-	value := op.Value
-	if value == nil {
-		value = []byte{}
-	}
-	if _, err := a.exec(a.st.upsertKV, op.Key, value, create, rev, version); err != nil {
-		return r, err
-	}
-	a.touch(op.Key)
-	*seq++
-	if _, err := a.exec(a.st.historyPut, rev, *seq, op.Key, value, create, version, pv, pc, pm, pver); err != nil {
-		return r, err
-	}
-	if spec := a.specFor(op.Key); spec != nil {
-		if _, err := a.exec(a.st.indexUpsert[spec.Name], op.Key, rev, string(value)); err != nil {
-			return r, fmt.Errorf("index %s: %w", spec.Name, err)
-		}
-	}
-	return r, nil
+// execRows writes rows given as one flat list of width arguments each.
+func (a *applier) execRows(stmts map[int]*sql.Stmt, width int, args []any) error {
+	return chunks(len(args)/width, func(off, n int) error {
+		_, err := a.exec(stmts[n], args[off*width:(off+n)*width]...)
+		return err
+	})
 }
 
 // touch records the area of a written key.
@@ -385,8 +452,8 @@ func (a *applier) delete(rev int64, seq *int, op store.Op) (store.OpResponse, er
 		if _, err := a.exec(a.st.historyDelete, rev, *seq, kv.Key, kv.Value, kv.CreateRevision, kv.ModRevision, kv.Version); err != nil {
 			return r, err
 		}
-		if spec := a.specFor(kv.Key); spec != nil {
-			if _, err := a.exec(a.st.indexDelete[spec.Name], kv.Key); err != nil {
+		if i := a.specIndex(kv.Key); i >= 0 {
+			if _, err := a.exec(a.st.indexDelete[a.specs[i].Name], kv.Key); err != nil {
 				return r, err
 			}
 		}

@@ -81,16 +81,24 @@ func (s IndexSpec) createDDL() []string {
 	return ddl
 }
 
-// upsertSQL writes one index row from a kv value; values that are not valid
-// JSON index as NULL columns instead of failing the transaction.
-func (s IndexSpec) upsertSQL() string {
+// upsertSQL writes rows index rows from kv values, each given as three
+// arguments (key, mod revision, value); values that are not valid JSON
+// index as NULL columns instead of failing the transaction.
+func (s IndexSpec) upsertSQL(rows int) string {
 	names := []string{"key", "mod_revision"}
-	vals := []string{"?1", "?2"}
 	for _, c := range s.Columns {
 		names = append(names, c.Name)
-		vals = append(vals, fmt.Sprintf("CASE WHEN json_valid(?3) THEN json_extract(?3, '%s') END", c.Path))
 	}
-	return fmt.Sprintf("INSERT OR REPLACE INTO %s (%s) VALUES (%s)", s.Table(), strings.Join(names, ", "), strings.Join(vals, ", "))
+	tuples := make([]string, rows)
+	for r := range tuples {
+		k, m, v := 3*r+1, 3*r+2, 3*r+3
+		vals := []string{fmt.Sprintf("?%d", k), fmt.Sprintf("?%d", m)}
+		for _, c := range s.Columns {
+			vals = append(vals, fmt.Sprintf("CASE WHEN json_valid(?%d) THEN json_extract(?%d, '%s') END", v, v, c.Path))
+		}
+		tuples[r] = "(" + strings.Join(vals, ", ") + ")"
+	}
+	return fmt.Sprintf("INSERT OR REPLACE INTO %s (%s) VALUES %s", s.Table(), strings.Join(names, ", "), strings.Join(tuples, ", "))
 }
 
 func (s IndexSpec) backfillSQL() string {

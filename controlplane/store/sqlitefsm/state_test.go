@@ -326,6 +326,60 @@ func TestCompactionAndWatchFromCompacted(t *testing.T) {
 	}
 }
 
+// A Txn's puts are written in multi-row runs; a delete or a second put of
+// a key inside the Txn still sees everything written before it.
+func TestLongTxnWritesInOrder(t *testing.T) {
+	spec := IndexSpec{Name: "ev", Prefix: "/ev/", Columns: []IndexColumn{{Name: "n", Type: "INTEGER", Path: "$.n"}}}
+	h := newHarness(t, spec)
+	h.txn(store.TxnRequest{Then: []store.Op{store.Put("/ev/00", []byte(`{"n":-1}`))}})
+	var ops []store.Op
+	for i := 0; i < 45; i++ {
+		ops = append(ops, store.Put(fmt.Sprintf("/ev/%02d", i), []byte(fmt.Sprintf(`{"n":%d}`, i))))
+	}
+	ops = append(ops, store.Op{Type: store.OpPut, Key: "/ev/07", Value: []byte(`{"n":700}`), PrevKV: true},
+		store.Delete("/ev/08"), store.Put("/ev/08", []byte(`{"n":800}`)), store.Op{Type: store.OpPut, Key: "/ev/00", Value: []byte(`{"n":0}`), PrevKV: true})
+	r := h.txn(store.TxnRequest{Then: ops})
+	if pk := r.Responses[45].PrevKVs; len(pk) != 1 || string(pk[0].Value) != `{"n":7}` || pk[0].Version != 1 {
+		t.Fatalf("second put of /ev/07 saw %+v", pk)
+	}
+	if pk := r.Responses[48].PrevKVs; len(pk) != 1 || string(pk[0].Value) != `{"n":0}` || pk[0].Version != 2 {
+		t.Fatalf("second put of /ev/00 saw %+v", pk)
+	}
+	if r.Responses[46].Deleted != 1 {
+		t.Fatalf("delete = %+v", r.Responses[46])
+	}
+	rev := h.s.Revision()
+	for key, want := range map[string]struct {
+		value           string
+		create, version int64
+	}{"/ev/00": {`{"n":0}`, 1, 3}, "/ev/07": {`{"n":700}`, rev, 2}, "/ev/08": {`{"n":800}`, rev, 1}, "/ev/44": {`{"n":44}`, rev, 1}} {
+		kv := h.get(key)
+		if kv == nil || string(kv.Value) != want.value || kv.CreateRevision != want.create || kv.Version != want.version || kv.ModRevision != rev {
+			t.Fatalf("%s = %+v, want %+v at %d", key, kv, want, rev)
+		}
+	}
+	var rows, sum int64
+	err := h.s.ReadTx(context.Background(), func(tx *sql.Tx, _ int64) error {
+		return tx.QueryRow(`SELECT count(*), sum(n) FROM idx_ev`).Scan(&rows, &sum)
+	})
+	// 45 keys; 07 and 08 carry their second values.
+	if wantSum := int64(44*45/2 - 7 - 8 + 700 + 800); err != nil || rows != 45 || sum != wantSum {
+		t.Fatalf("index rows %d sum %d (want 45, %d), %v", rows, sum, wantSum, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	resp := <-h.s.Watch(ctx, "/ev/", rev)
+	if resp.Err != nil || len(resp.Events) != 49 {
+		t.Fatalf("history of the Txn: %d events, %v", len(resp.Events), resp.Err)
+	}
+	for i, ev := range resp.Events {
+		want := ops[i]
+		if ev.KV.Key != want.Key || (want.Type == store.OpDelete) != (ev.Type == store.EventDelete) {
+			t.Fatalf("event %d = %v %s, want op %v %s", i, ev.Type, ev.KV.Key, want.Type, want.Key)
+		}
+	}
+}
+
 func TestIndexTablesFollowKV(t *testing.T) {
 	spec := IndexSpec{Name: "users", Prefix: "/users/", Columns: []IndexColumn{
 		{Name: "username", Type: "TEXT", Path: "$.username"},

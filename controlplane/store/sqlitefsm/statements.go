@@ -3,20 +3,59 @@ package sqlitefsm
 import (
 	"database/sql"
 	"fmt"
+	"strings"
 
 	"github.com/svcplatform/svc/controlplane/store"
 )
 
 // statements are the apply path's SQL, prepared once per writer connection
-// instead of parsed for every put.
+// instead of parsed for every put. A run of puts is written with
+// multi-row statements (see rowSizes): with the pure-Go driver, the cost of
+// executing a statement is most of the cost of a small write.
 type statements struct {
-	get, upsertKV, historyPut, historyDelete, deleteKV, revisionHash, saveMeta *sql.Stmt
-	indexUpsert, indexDelete                                                   map[string]*sql.Stmt
-	all                                                                        []*sql.Stmt
+	get, historyDelete, deleteKV, revisionHash, saveMeta *sql.Stmt
+	// by rows, then (index) by index name
+	getMany, upsertKVMany, historyPutMany map[int]*sql.Stmt
+	indexUpsertMany                       map[string]map[int]*sql.Stmt
+	indexDelete                           map[string]*sql.Stmt
+	all                                   []*sql.Stmt
+}
+
+// rowSizes are the row counts of the multi-row statements, largest first:
+// n rows are written in n/32 + n%32/8 + n%8 executions.
+var rowSizes = []int{32, 8, 1}
+
+// chunks calls fn for consecutive pieces of n rows, each of a size in
+// rowSizes.
+func chunks(n int, fn func(off, size int) error) error {
+	for off := 0; off < n; {
+		size := 1
+		for _, s := range rowSizes {
+			if s <= n-off {
+				size = s
+				break
+			}
+		}
+		if err := fn(off, size); err != nil {
+			return err
+		}
+		off += size
+	}
+	return nil
+}
+
+// valuesList is n copies of a row's placeholders, comma-separated.
+func valuesList(n int, row func(r int) string) string {
+	rows := make([]string, n)
+	for r := range rows {
+		rows[r] = row(r)
+	}
+	return strings.Join(rows, ", ")
 }
 
 func prepare(db *sql.DB, specs []IndexSpec) (*statements, error) {
-	st := &statements{indexUpsert: map[string]*sql.Stmt{}, indexDelete: map[string]*sql.Stmt{}}
+	st := &statements{getMany: map[int]*sql.Stmt{}, upsertKVMany: map[int]*sql.Stmt{}, historyPutMany: map[int]*sql.Stmt{},
+		indexUpsertMany: map[string]map[int]*sql.Stmt{}, indexDelete: map[string]*sql.Stmt{}}
 	var err error
 	p := func(q string) *sql.Stmt {
 		if err != nil {
@@ -30,18 +69,26 @@ func prepare(db *sql.DB, specs []IndexSpec) (*statements, error) {
 		return stmt
 	}
 	st.get = p(`SELECT value, create_revision, mod_revision, version FROM kv WHERE key = ?`)
-	st.upsertKV = p(`INSERT INTO kv (key, value, create_revision, mod_revision, version) VALUES (?, ?, ?, ?, ?)
-		ON CONFLICT(key) DO UPDATE SET value = excluded.value, mod_revision = excluded.mod_revision, version = excluded.version`)
-	st.historyPut = p(`INSERT INTO history (revision, seq, type, key, value, create_revision, version, prev_value, prev_create, prev_mod, prev_version)
-		VALUES (?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?)`)
 	st.historyDelete = p(`INSERT INTO history (revision, seq, type, key, value, create_revision, version, prev_value, prev_create, prev_mod, prev_version)
 		VALUES (?, ?, 1, ?, NULL, 0, 0, ?, ?, ?, ?)`)
 	st.deleteKV = p(`DELETE FROM kv WHERE key = ?`)
 	st.revisionHash = p(`INSERT INTO revision_hashes (revision, log_index, hash) VALUES (?, ?, ?)`)
 	st.saveMeta = p(`INSERT INTO meta (name, num, text) VALUES (?, ?, ?) ON CONFLICT(name) DO UPDATE SET num = excluded.num, text = excluded.text`)
 	for _, spec := range specs {
-		st.indexUpsert[spec.Name] = p(spec.upsertSQL())
+		st.indexUpsertMany[spec.Name] = map[int]*sql.Stmt{}
 		st.indexDelete[spec.Name] = p("DELETE FROM " + spec.Table() + " WHERE key = ?")
+	}
+	for _, n := range rowSizes {
+		st.getMany[n] = p(`SELECT key, value, create_revision, mod_revision, version FROM kv WHERE key IN (` +
+			valuesList(n, func(int) string { return "?" }) + `)`)
+		st.upsertKVMany[n] = p(`INSERT INTO kv (key, value, create_revision, mod_revision, version) VALUES ` +
+			valuesList(n, func(int) string { return "(?, ?, ?, ?, ?)" }) +
+			` ON CONFLICT(key) DO UPDATE SET value = excluded.value, mod_revision = excluded.mod_revision, version = excluded.version`)
+		st.historyPutMany[n] = p(`INSERT INTO history (revision, seq, type, key, value, create_revision, version, prev_value, prev_create, prev_mod, prev_version) VALUES ` +
+			valuesList(n, func(int) string { return "(?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?)" }))
+		for _, spec := range specs {
+			st.indexUpsertMany[spec.Name][n] = p(spec.upsertSQL(n))
+		}
 	}
 	if err != nil {
 		st.close()
