@@ -511,3 +511,32 @@ func TestDatabaseFilesArePrivate(t *testing.T) {
 		}
 	}
 }
+
+// The checkpointer reads the frames waiting in the WAL from the WAL index;
+// a checkpoint copies them and the count drops to zero.
+func TestPendingFramesFollowTheWAL(t *testing.T) {
+	h := newHarness(t)
+	shm := h.s.Path() + "-shm"
+	before, err := pendingFrames(shm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 20; i++ {
+		h.txn(store.TxnRequest{Then: []store.Op{store.Put(fmt.Sprintf("/f/%d", i), bytes.Repeat([]byte("x"), 8000))}})
+	}
+	after, err := pendingFrames(shm)
+	if err != nil || after < before+20 {
+		t.Fatalf("pending frames %d -> %d after 20 commits of 8 KB (%v)", before, after, err)
+	}
+	db, err := sql.Open("sqlite", "file:"+h.s.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec("PRAGMA wal_checkpoint(PASSIVE)"); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := pendingFrames(shm); err != nil || n != 0 {
+		t.Fatalf("pending frames after a checkpoint = %d (%v)", n, err)
+	}
+}
