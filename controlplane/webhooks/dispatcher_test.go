@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/svcplatform/svc/controlplane/events"
+	"github.com/svcplatform/svc/controlplane/store"
 )
 
 const secretA = "a-secret-of-plan-A-0123456789"
@@ -246,5 +247,59 @@ func TestRedactionBeforeSending(t *testing.T) {
 	n := body.Data.Nested
 	if body.Data.RawJson != raw || n.APIKey != "[REDACTED]" || n.Keep != "v" || n.List[0]["Cookie"] != "[REDACTED]" {
 		t.Fatalf("sent data = %s", got[0].Body)
+	}
+}
+
+// TestIdleFanoutMovesTheCursorOncePerSecond: outbox entries no plan takes
+// move the fan-out cursor at most once a second, not once per batch, and a
+// plan created later takes only the events committed after it.
+func TestIdleFanoutMovesTheCursorOncePerSecond(t *testing.T) {
+	clock := newManualClock()
+	e := newEnv(t, clock)
+	ctx := context.Background()
+	revisionOf := func(ev events.Envelope) int64 {
+		kv, _, err := store.Get(ctx, e.node, events.OutboxPrefix+ev.EventID, store.Local)
+		if err != nil || kv == nil {
+			t.Fatalf("outbox entry of %s: %v", ev.EventID, err)
+		}
+		return kv.ModRevision
+	}
+	waitCursor := func(atLeast int64) int64 {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			cur, _, err := readCursor(ctx, e.node)
+			if err == nil && cur >= atLeast {
+				return cur
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("cursor %d never reached %d (%v)", cur, atLeast, err)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	first := e.emit(events.MediaServerStarted, map[string]any{"NodeId": "n1"})
+	at := waitCursor(revisionOf(first))
+	var quiet []events.Envelope
+	for i := 0; i < 5; i++ {
+		quiet = append(quiet, e.emit(events.MediaServerStarted, map[string]any{"NodeId": "n1"}))
+		time.Sleep(20 * time.Millisecond) // separate fan-out batches
+	}
+	time.Sleep(200 * time.Millisecond)
+	if cur, _, _ := readCursor(ctx, e.node); cur != at {
+		t.Fatalf("the cursor moved from %d to %d within a second with nothing delivered", at, cur)
+	}
+	clock.Set(clock.Now().Add(idleCursorEvery))
+	last := e.emit(events.MediaServerStarted, map[string]any{"NodeId": "n1"})
+	waitCursor(revisionOf(last))
+
+	rcv := newReceiver(t, secretA, clock.Now, nil)
+	p := e.plan("after", rcv.url, secretA, 3, "media.*")
+	ev := e.emit(events.MediaServerStarted, map[string]any{"NodeId": "n1"})
+	e.waitDelivery(ev.EventID, p.ID, "Completed", inState(StateCompleted))
+	for _, old := range append(quiet, first, last) {
+		if d, _, err := e.svc.GetDelivery(ctx, NewDeliveryID(old.EventID, p.ID)); err == nil && d != nil {
+			t.Fatalf("event %s from before the plan was delivered to it", old.EventID)
+		}
 	}
 }

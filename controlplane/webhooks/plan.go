@@ -392,6 +392,9 @@ func (s *Service) ListPlans(ctx context.Context, includeArchived bool) ([]Plan, 
 type planAt struct {
 	Plan
 	rev int64
+	// created is the revision the plan was created at: only events
+	// committed after it are delivered to it.
+	created int64
 }
 
 func listPlans(ctx context.Context, st store.Store) ([]planAt, error) {
@@ -403,7 +406,7 @@ func listPlans(ctx context.Context, st store.Store) ([]planAt, error) {
 	for _, kv := range resp.KVs {
 		var p Plan
 		if json.Unmarshal(kv.Value, &p) == nil {
-			out = append(out, planAt{Plan: p, rev: kv.ModRevision})
+			out = append(out, planAt{Plan: p, rev: kv.ModRevision, created: kv.CreateRevision})
 		}
 	}
 	return out, nil
