@@ -1,6 +1,7 @@
 package agentport
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -45,17 +46,21 @@ func (s *Server) handleHook(w http.ResponseWriter, r *http.Request, rec *nodes.R
 		writeError(w, http.StatusRequestEntityTooLarge, agentapi.CodeInvalid, "hook body too large")
 		return
 	}
-	var fields struct {
-		App    string `json:"app"`
-		Stream string `json:"stream"`
-	}
-	if err := json.Unmarshal(body, &fields); err != nil {
+	if trimmed := bytes.TrimLeft(body, " \t\r\n"); len(trimmed) == 0 || trimmed[0] != '{' || !json.Valid(body) {
 		writeError(w, http.StatusBadRequest, agentapi.CodeInvalid, "the hook body must be a JSON object")
 		return
 	}
 	// Every hook is kept as an engine.webhook event (the webhook inbox);
-	// the log line is for debugging, not a second record.
-	s.d.Log.Debug("engine hook", zap.String("agentNode", rec.NodeID), zap.String("hook", name), zap.String("app", fields.App), zap.String("stream", fields.Stream))
+	// the log line is for debugging, not a second record, and its fields
+	// are decoded only when it is written.
+	if ce := s.d.Log.Check(zap.DebugLevel, "engine hook"); ce != nil {
+		var fields struct {
+			App    string `json:"app"`
+			Stream string `json:"stream"`
+		}
+		json.Unmarshal(body, &fields)
+		ce.Write(zap.String("agentNode", rec.NodeID), zap.String("hook", name), zap.String("app", fields.App), zap.String("stream", fields.Stream))
+	}
 	inbox := s.hooks.Load()
 	if inbox == nil {
 		// Nothing decides yet (a node still starting): the engine fails

@@ -101,8 +101,11 @@ func (s *Service) EngineHookOp(hookName, mediaServerID string, raw []byte) (Inbo
 	if len(raw) > MaxHookBody {
 		return InboxEntry{}, store.Op{}, fmt.Errorf("%w: hook body of %d bytes exceeds %d", ErrInvalid, len(raw), MaxHookBody)
 	}
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
+	var fields struct {
+		App    json.RawMessage `json:"app"`
+		Stream json.RawMessage `json:"stream"`
+	}
+	if trimmed := bytes.TrimLeft(raw, " \t\r\n"); len(trimmed) == 0 || trimmed[0] != '{' || json.Unmarshal(raw, &fields) != nil {
 		return InboxEntry{}, store.Op{}, fmt.Errorf("%w: hook body must be a JSON object", ErrInvalid)
 	}
 	id, err := uuid.NewV7()
@@ -111,7 +114,7 @@ func (s *Service) EngineHookOp(hookName, mediaServerID string, raw []byte) (Inbo
 	}
 	now := s.now()
 	in := InboxEntry{ID: id.String(), HookName: hook, ReceivedHookName: hookName, MediaServerID: mediaServerID,
-		App: stringField(fields, "app"), Stream: stringField(fields, "stream"), ReceivedAt: now, RawJSON: string(bytes.TrimSpace(raw))}
+		App: stringField(fields.App), Stream: stringField(fields.Stream), ReceivedAt: now, RawJSON: string(bytes.TrimSpace(raw))}
 	data := EngineHookData{HookName: hook, MediaServerID: &in.MediaServerID, App: in.App, Stream: in.Stream,
 		RawJSON: in.RawJSON, ReceivedAt: now.Format(offsetLayout)}
 	ev, err := New(EngineWebhookPrefix+hook, SourceEngine, s.NodeID, data)
@@ -126,10 +129,10 @@ func (s *Service) EngineHookOp(hookName, mediaServerID string, raw []byte) (Inbo
 	return in, op, nil
 }
 
-// stringField returns a top-level string property, or nil.
-func stringField(fields map[string]json.RawMessage, name string) *string {
+// stringField returns a property that is a string, or nil.
+func stringField(raw json.RawMessage) *string {
 	var v string
-	if raw, ok := fields[name]; ok && json.Unmarshal(raw, &v) == nil {
+	if len(raw) > 0 && raw[0] == '"' && json.Unmarshal(raw, &v) == nil {
 		return &v
 	}
 	return nil
