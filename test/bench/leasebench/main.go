@@ -52,6 +52,7 @@ func main() {
 	validations := flag.Int("validations", 10000, "on_play validations to send at 1,000/s")
 	flag.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the on_play validations to this file")
 	hookload := flag.String("hookload", "", "internal: run as the on_play load process for this job file")
+	oneNode := flag.Bool("one-node", false, "measure one node only and print the figures without writing the document (for comparing changes)")
 	flag.Parse()
 	if *hookload != "" {
 		if err := hookLoad(*hookload); err != nil {
@@ -60,7 +61,7 @@ func main() {
 		}
 		return
 	}
-	if err := run(*out, *n, *clients, *validations); err != nil {
+	if err := run(*out, *n, *clients, *validations, *oneNode); err != nil {
 		fmt.Fprintln(os.Stderr, "leasebench:", err)
 		os.Exit(1)
 	}
@@ -466,7 +467,7 @@ func buildSvc() (string, error) {
 	return bin, nil
 }
 
-func run(out string, n, clients, validations int) error {
+func run(out string, n, clients, validations int, oneNode bool) error {
 	bin, err := buildSvc()
 	if err != nil {
 		return err
@@ -474,7 +475,11 @@ func run(out string, n, clients, validations int) error {
 	defer os.RemoveAll(filepath.Dir(bin))
 	var results []result
 	var val hookResult
-	for _, size := range []int{1, 3} {
+	sizes := []int{1, 3}
+	if oneNode {
+		sizes = sizes[:1]
+	}
+	for _, size := range sizes {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		p, err := startPlatform(ctx, size, bin)
 		cancel()
@@ -499,6 +504,9 @@ func run(out string, n, clients, validations int) error {
 	}
 	valLat, denied := val.Latencies, val.Denied
 	fmt.Printf("on_play validation at 1,000/s: p50 %s p99 %s (%d denied, load process at nice %d)\n", pct(valLat, .5), pct(valLat, .99), denied, val.Nice)
+	if oneNode {
+		return nil
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "## Playback leases\n\n")
 	fmt.Fprintf(&b, "- Machine: %s; measured %s.\n", benchdoc.Machine(), time.Now().UTC().Format("2006-01-02"))
