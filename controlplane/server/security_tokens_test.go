@@ -58,7 +58,8 @@ func TestAPITokenLifecycle(t *testing.T) {
 	checkErrorBody(t, ts.get("/api/v2/system/info", tok.Token), 403, "permission_denied")
 
 	// A one-character typo fails the checksum before any lookup.
-	typo := tok.Token[:len(tok.Token)-1] + string("ab"[strings.IndexByte("ab", tok.Token[len(tok.Token)-1])+1&1])
+	// ('a' becomes 'b', anything else 'a'.)
+	typo := tok.Token[:len(tok.Token)-1] + string("ab"[(strings.IndexByte("ab", tok.Token[len(tok.Token)-1])+1)&1])
 	checkErrorBody(t, ts.get("/api/v2/security/permissions", typo), 401, "api_token_required")
 
 	// Reveal gives back the same value; a non-revealable token refuses.
