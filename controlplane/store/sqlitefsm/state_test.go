@@ -540,3 +540,35 @@ func TestPendingFramesFollowTheWAL(t *testing.T) {
 		t.Fatalf("pending frames after a checkpoint = %d (%v)", n, err)
 	}
 }
+
+// A watch on one area skips the history reads while other areas change,
+// and still delivers every change of its own, live or replayed.
+func TestWatchOfOneAreaSeesOnlyItsChanges(t *testing.T) {
+	h := newHarness(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	live := h.s.Watch(ctx, "/a/b/", 0)
+	for i := 0; i < 5; i++ {
+		h.txn(store.TxnRequest{Then: []store.Op{store.Put(fmt.Sprintf("/x/y/%d", i), []byte("other"))}})
+	}
+	h.txn(store.TxnRequest{Then: []store.Op{store.Put("/a/b/k", []byte("mine"))}})
+	mine := h.s.Revision()
+	h.txn(store.TxnRequest{Then: []store.Op{store.Put("/a/bc", []byte("next door"))}})
+	h.txn(store.TxnRequest{Then: []store.Op{store.Delete("/a/b/k")}})
+	var got []store.Event
+	for len(got) < 2 {
+		select {
+		case resp := <-live:
+			got = append(got, resp.Events...)
+		case <-ctx.Done():
+			t.Fatalf("live watch gave %d events", len(got))
+		}
+	}
+	if got[0].KV.Key != "/a/b/k" || got[0].KV.ModRevision != mine || got[1].Type != store.EventDelete || len(got) != 2 {
+		t.Fatalf("live events = %+v", got)
+	}
+	replay := <-h.s.Watch(ctx, "/a/b/", 1)
+	if len(replay.Events) != 2 || replay.Events[0].KV.ModRevision != mine {
+		t.Fatalf("replayed events = %+v", replay)
+	}
+}

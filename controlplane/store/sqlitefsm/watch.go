@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/svcplatform/svc/controlplane/store"
 )
@@ -19,14 +20,19 @@ const watchWindow = 512
 func (s *State) Watch(ctx context.Context, prefix string, from int64) <-chan store.WatchResponse {
 	out := make(chan store.WatchResponse, 16)
 	s.watchers.Add(1)
+	// "From now" is the revision at the call, not whenever the goroutine
+	// first runs: a change applied in between must not be missed.
+	next := from
+	if next <= 0 {
+		next = s.Revision() + 1
+	}
 	go func() {
 		defer close(out)
 		defer s.watchers.Add(-1)
-		next := from
-		if next <= 0 {
-			next = s.Revision() + 1
-		}
 		end := store.PrefixEnd(prefix)
+		// A prefix inside one area can tell from the area's revision that
+		// nothing under it changed, and skip reading the history.
+		oneArea := strings.Count(area(prefix), "/") == 3 && strings.HasPrefix(prefix, area(prefix))
 		for {
 			ch := s.changed()
 			if comp := s.CompactRevision(); next <= comp {
@@ -37,6 +43,9 @@ func (s *State) Watch(ctx context.Context, prefix string, from int64) <-chan sto
 				return
 			}
 			cur := s.Revision()
+			if oneArea && next <= cur && s.AreaRevision(prefix) < next {
+				next = cur + 1 // areas are marked before the revision moves
+			}
 			for next <= cur {
 				upto := min(next+watchWindow-1, cur)
 				events, err := s.history(ctx, prefix, end, next, upto)
