@@ -1,7 +1,7 @@
 // Package benchdoc is what the benchmark programs share: a control node to
-// measure with an API token, the machine line of a report, a CPU profile of
-// a measured phase, and writing a program's own section of
-// docs/benchmarks.md between its markers.
+// measure with an API token, the machine line of a report, how often the
+// machine pauses a running thread, a CPU profile of a measured phase, and
+// writing a program's own section of docs/benchmarks.md between its markers.
 package benchdoc
 
 import (
@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"strings"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -119,4 +120,70 @@ func CPUProfile(path string) (stop func(), err error) {
 		return func() {}, err
 	}
 	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}
+
+// Pauses is what HostPauses saw.
+type Pauses struct {
+	CPUs         int
+	Window       time.Duration
+	Count        int           // gaps over a millisecond, all CPUs together
+	Total, Max   time.Duration // their sum and the longest
+	Simultaneous int           // gaps that overlapped one on another CPU
+}
+
+func (p Pauses) String() string {
+	return fmt.Sprintf("with a busy thread on each of the %d CPUs and nothing else running, %d pauses over 1 ms in %s (%s in all, longest %s; %d of them on two CPUs at once)",
+		p.CPUs, p.Count, p.Window, p.Total.Round(100*time.Microsecond), p.Max.Round(100*time.Microsecond), p.Simultaneous)
+}
+
+// HostPauses measures how often the machine stops a running thread: one
+// thread per CPU reads the clock in a loop for window, and every gap over a
+// millisecond between two reads is a moment that thread was not running
+// although it had work (the host took the virtual CPU, or the kernel ran
+// something else). Latency percentiles measured on the machine cannot be
+// steadier than this. Call it while nothing else runs.
+func HostPauses(window time.Duration) Pauses {
+	type gap struct{ at, d time.Duration }
+	n := runtime.NumCPU()
+	gaps := make([][]gap, n)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for c := 0; c < n; c++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			last := time.Since(start)
+			for last < window {
+				now := time.Since(start)
+				if d := now - last; d > time.Millisecond {
+					gaps[c] = append(gaps[c], gap{last, d})
+				}
+				last = now
+			}
+		}()
+	}
+	wg.Wait()
+	p := Pauses{CPUs: n, Window: window}
+	for c, gs := range gaps {
+		for _, g := range gs {
+			p.Count++
+			p.Total += g.d
+			p.Max = max(p.Max, g.d)
+		overlap:
+			for o, other := range gaps {
+				if o == c {
+					continue
+				}
+				for _, h := range other {
+					if g.at < h.at+h.d && h.at < g.at+g.d {
+						p.Simultaneous++
+						break overlap
+					}
+				}
+			}
+		}
+	}
+	return p
 }
