@@ -44,3 +44,26 @@ func BenchmarkApplyEvents(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkApplySmallTxns applies Txns of one compare and two puts (a
+// record and an index-less marker), the shape of most API writes.
+func BenchmarkApplySmallTxns(b *testing.B) {
+	s, err := Open(filepath.Join(b.TempDir(), "state.db"), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	value := []byte(strings.Repeat("v", 400))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		key := fmt.Sprintf("/r/%08d", i)
+		req := store.TxnRequest{Compares: []store.Compare{store.Absent(key)}, Then: []store.Op{store.Put(key, value), store.Put("/m/last", []byte(key))}}
+		data, err := Command{Kind: CommandTxn, Txn: &req}.Encode()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if res := s.ApplyBatch([]Entry{{Index: uint64(i + 1), Data: data}})[0]; res == nil {
+			b.Fatal("no result")
+		}
+	}
+}
