@@ -262,10 +262,17 @@ func (a *applier) applyTxn(index uint64, raw []byte, req *store.TxnRequest) (*st
 		return nil, err
 	}
 	succeeded := true
+	// What the compares read is the state the Txn's first puts replace:
+	// putRun takes it from here instead of reading the keys again.
+	read := map[string]*store.KeyValue{}
 	for _, c := range req.Compares {
-		kv, err := a.get(c.Key)
-		if err != nil {
-			return nil, err
+		kv, seen := read[c.Key]
+		if !seen {
+			var err error
+			if kv, err = a.get(c.Key); err != nil {
+				return nil, err
+			}
+			read[c.Key] = kv
 		}
 		if !compareHolds(c, kv) {
 			succeeded = false
@@ -289,9 +296,10 @@ func (a *applier) applyTxn(index uint64, raw []byte, req *store.TxnRequest) (*st
 		if len(run) == 0 {
 			return nil
 		}
-		err := a.putRun(next, &seq, ops, run, resp.Responses)
+		err := a.putRun(next, &seq, ops, run, resp.Responses, read)
 		run = run[:0]
 		clear(inRun)
+		clear(read) // written now: later runs read the keys again
 		return err
 	}
 	for i, op := range ops {
@@ -306,6 +314,9 @@ func (a *applier) applyTxn(index uint64, raw []byte, req *store.TxnRequest) (*st
 		}
 		if err := flush(); err != nil {
 			return nil, err
+		}
+		if op.Type == store.OpDelete {
+			clear(read)
 		}
 		var r store.OpResponse
 		var err error
@@ -354,14 +365,21 @@ func (a *applier) specIndex(key string) int {
 }
 
 // putRun writes the puts ops[run[0]], ops[run[1]], ... (distinct keys) at
-// revision rev: their previous versions are read, and the kv, history and
-// index rows written, each with multi-row statements.
-func (a *applier) putRun(rev int64, seq *int, ops []store.Op, run []int, resps []store.OpResponse) error {
-	keys := make([]any, len(run))
-	for i, o := range run {
-		keys[i] = ops[o].Key
-	}
+// revision rev: their previous versions are read (except those in known,
+// read already: nil for a missing key), and the kv, history and index rows
+// written, each with multi-row statements.
+func (a *applier) putRun(rev int64, seq *int, ops []store.Op, run []int, resps []store.OpResponse, known map[string]*store.KeyValue) error {
+	keys := make([]any, 0, len(run))
 	prevs := make(map[string]*store.KeyValue, len(run))
+	for _, o := range run {
+		if kv, ok := known[ops[o].Key]; ok {
+			if kv != nil {
+				prevs[kv.Key] = kv
+			}
+			continue
+		}
+		keys = append(keys, ops[o].Key)
+	}
 	err := chunks(len(keys), func(off, n int) error {
 		rows, err := a.bound(a.st.getMany[n]).QueryContext(a.ctx, keys[off:off+n]...)
 		if err != nil {

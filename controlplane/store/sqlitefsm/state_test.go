@@ -572,3 +572,36 @@ func TestWatchOfOneAreaSeesOnlyItsChanges(t *testing.T) {
 		t.Fatalf("replayed events = %+v", replay)
 	}
 }
+
+// The compares' reads stand in for the previous versions of the first
+// puts, and only until something is written.
+func TestComparedKeysArePutOnWhatTheCompareRead(t *testing.T) {
+	h := newHarness(t)
+	h.txn(store.TxnRequest{Then: []store.Op{store.Put("/k", []byte("v1"))}})
+	r := h.txn(store.TxnRequest{Compares: []store.Compare{store.ModRevisionIs("/k", 1), store.Absent("/new")},
+		Then: []store.Op{{Type: store.OpPut, Key: "/k", Value: []byte("v2"), PrevKV: true}, {Type: store.OpPut, Key: "/new", Value: []byte("n"), PrevKV: true}}})
+	if pk := r.Responses[0].PrevKVs; !r.Succeeded || len(pk) != 1 || string(pk[0].Value) != "v1" || len(r.Responses[1].PrevKVs) != 0 {
+		t.Fatalf("rmw = %+v", r)
+	}
+	if kv := h.get("/k"); kv.Version != 2 || kv.CreateRevision != 1 || kv.ModRevision != 2 {
+		t.Fatalf("/k = %+v", kv)
+	}
+	// Compare, delete, put again: the put creates the key anew.
+	r = h.txn(store.TxnRequest{Compares: []store.Compare{store.ModRevisionIs("/k", 2)},
+		Then: []store.Op{store.Delete("/k"), {Type: store.OpPut, Key: "/k", Value: []byte("v3"), PrevKV: true}}})
+	if !r.Succeeded || len(r.Responses[1].PrevKVs) != 0 {
+		t.Fatalf("delete then put = %+v", r)
+	}
+	if kv := h.get("/k"); kv.Version != 1 || kv.CreateRevision != 3 {
+		t.Fatalf("/k after delete and put = %+v", kv)
+	}
+	// A failed compare's Else branch puts on the same reads.
+	r = h.txn(store.TxnRequest{Compares: []store.Compare{store.ModRevisionIs("/k", 99)},
+		Else: []store.Op{{Type: store.OpPut, Key: "/k", Value: []byte("v4"), PrevKV: true}}})
+	if r.Succeeded || len(r.Responses[0].PrevKVs) != 1 || string(r.Responses[0].PrevKVs[0].Value) != "v3" {
+		t.Fatalf("else branch = %+v", r)
+	}
+	if kv := h.get("/k"); kv.Version != 2 || string(kv.Value) != "v4" {
+		t.Fatalf("/k after else = %+v", kv)
+	}
+}
