@@ -563,7 +563,7 @@ func run(out string, n, clients, validations int, oneNode bool) error {
 		pct(valLat, .5).Round(10*time.Microsecond), pct(valLat, .99).Round(10*time.Microsecond), benchdoc.Verdict(pct(valLat, .99) < 2*time.Millisecond))
 	fmt.Fprintf(&b, "Each creation is one replicated write of the lease (after reading the channel and its stream session); a renewal is a read-modify-write with a compare. "+
 		"A validation checks the ticket's MAC, reads the lease and the creating token's state (each cached until a lease, or a token, user or role, changes: the store keeps a revision per key area) and queues the hook's engine.webhook event, which is also its webhook inbox entry. "+
-		"The events are written in batches that wait up to 50 ms for company, so at 1,000 hooks/s the store applies about 20 Txns of 50 events a second; validations that meet one of those applies make most of the tail. "+
+		"The events are written in batches that wait up to 50 ms for company, so at 1,000 hooks/s the store applies about 20 Txns of 50 events a second; the tail is validations that meet one of those applies, and the host's pauses (counted below). "+
 		"The validations cycle through the %d leases, so a lease's first validation reads it from the store. "+
 		"They are sent by a separate process, as an engine would send them, one every millisecond over %d kept-alive TLS connections, at nice %d: it stands for an engine on another host, so its own wait for one of the two cores it shares with the control node is kept out of the answer time. "+
 		"A validation's time runs from the moment the hook is handed to the connections, so a hook that waits for a free connection counts that wait, to its answer decoded. "+
