@@ -397,7 +397,7 @@ func (s *State) Range(ctx context.Context, key string, opts store.RangeOptions) 
 	resp := &store.RangeResponse{}
 	err := s.ReadTx(ctx, func(tx *sql.Tx, rev int64) error {
 		resp.Header.Revision = rev
-		r, err := rangeIn(ctx, s.txStmt(ctx, tx, s.rq), store.Op{Type: store.OpRange, Key: key, End: opts.End, Limit: opts.Limit, CountOnly: opts.CountOnly, KeysOnly: opts.KeysOnly})
+		r, err := rangeIn(ctx, txStmt(ctx, tx, s.rq), store.Op{Type: store.OpRange, Key: key, End: opts.End, Limit: opts.Limit, CountOnly: opts.CountOnly, KeysOnly: opts.KeysOnly})
 		if err != nil {
 			return err
 		}
@@ -415,7 +415,7 @@ func (s *State) Range(ctx context.Context, key string, opts store.RangeOptions) 
 type prepareFunc func(query string) (*sql.Stmt, error)
 
 // txStmt prepares through c and binds to tx.
-func (s *State) txStmt(ctx context.Context, tx *sql.Tx, c *stmtCache) prepareFunc {
+func txStmt(ctx context.Context, tx *sql.Tx, c *stmtCache) prepareFunc {
 	return func(query string) (*sql.Stmt, error) {
 		st, err := c.get(query)
 		if err != nil {
