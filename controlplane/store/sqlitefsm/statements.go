@@ -113,9 +113,9 @@ type stmtCache struct {
 }
 
 // readQueries are every text the read path runs: the revision, the point
-// read, and rangeIn's shapes.
+// read, the watch's history, and rangeIn's shapes.
 func readQueries() []string {
-	q := []string{selectRevision, getAtRevision}
+	q := []string{selectRevision, getAtRevision, selectCompactRevision, selectHistory}
 	for _, op := range []store.Op{{Key: "k"}, {Key: "k", End: "\x00"}, {Key: "k", End: "l"}} {
 		where, _ := rangeWhere(op)
 		q = append(q, countQuery(where), selectQuery(where, false), selectQuery(where, true))

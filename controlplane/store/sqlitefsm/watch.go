@@ -77,20 +77,35 @@ func (s *State) Watch(ctx context.Context, prefix string, from int64) <-chan sto
 	return out
 }
 
+// The history reads, prepared with the rest of the read path (readQueries).
+const (
+	selectCompactRevision = `SELECT num FROM meta WHERE name = '` + metaCompactRevision + `'`
+	selectHistory         = `SELECT revision, type, key, value, create_revision, version, prev_value, prev_create, prev_mod, prev_version
+			FROM history WHERE revision >= ? AND revision <= ? AND key >= ? AND key < ? ORDER BY revision, seq`
+)
+
 func (s *State) history(ctx context.Context, prefix, end string, from, to int64) ([]store.Event, error) {
 	var events []store.Event
 	err := s.ReadTx(ctx, func(tx *sql.Tx, _ int64) error {
+		prep := txStmt(ctx, tx, s.rq)
 		// Compaction may have run since the caller checked; within this
 		// read transaction the answer is final.
+		compact, err := prep(selectCompactRevision)
+		if err != nil {
+			return err
+		}
 		var comp int64
-		if err := tx.QueryRowContext(ctx, `SELECT num FROM meta WHERE name = ?`, metaCompactRevision).Scan(&comp); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		if err := compact.QueryRowContext(ctx).Scan(&comp); err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
 		if from <= comp {
 			return fmt.Errorf("%w: revision %d (compacted up to %d)", store.ErrCompacted, from, comp)
 		}
-		rows, err := tx.QueryContext(ctx, `SELECT revision, type, key, value, create_revision, version, prev_value, prev_create, prev_mod, prev_version
-			FROM history WHERE revision >= ? AND revision <= ? AND key >= ? AND key < ? ORDER BY revision, seq`, from, to, prefix, end)
+		hist, err := prep(selectHistory)
+		if err != nil {
+			return err
+		}
+		rows, err := hist.QueryContext(ctx, from, to, prefix, end)
 		if err != nil {
 			return err
 		}
