@@ -1,7 +1,6 @@
 package agentport
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -46,7 +45,7 @@ func (s *Server) handleHook(w http.ResponseWriter, r *http.Request, rec *nodes.R
 		writeError(w, http.StatusRequestEntityTooLarge, agentapi.CodeInvalid, "hook body too large")
 		return
 	}
-	if trimmed := bytes.TrimLeft(body, " \t\r\n"); len(trimmed) == 0 || trimmed[0] != '{' || !json.Valid(body) {
+	if !engineapi.OpensObject(body) || !json.Valid(body) {
 		writeError(w, http.StatusBadRequest, agentapi.CodeInvalid, "the hook body must be a JSON object")
 		return
 	}

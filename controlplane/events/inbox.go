@@ -12,6 +12,7 @@ import (
 
 	"github.com/svcplatform/svc/controlplane/store"
 	"github.com/svcplatform/svc/controlplane/store/sqlitefsm"
+	"github.com/svcplatform/svc/shared/engineapi"
 )
 
 // LegacyInboxPrefix held a copy of every engine hook before the inbox
@@ -105,7 +106,7 @@ func (s *Service) EngineHookOp(hookName, mediaServerID string, raw []byte) (Inbo
 		App    json.RawMessage `json:"app"`
 		Stream json.RawMessage `json:"stream"`
 	}
-	if trimmed := bytes.TrimLeft(raw, " \t\r\n"); len(trimmed) == 0 || trimmed[0] != '{' || json.Unmarshal(raw, &fields) != nil {
+	if !engineapi.OpensObject(raw) || json.Unmarshal(raw, &fields) != nil {
 		return InboxEntry{}, store.Op{}, fmt.Errorf("%w: hook body must be a JSON object", ErrInvalid)
 	}
 	id, err := uuid.NewV7()

@@ -1,6 +1,9 @@
 package engineapi
 
-import "time"
+import (
+	"bytes"
+	"time"
+)
 
 // Hook names: the engine posts each as JSON to <hooks.url>/<name>. The
 // meanings follow ZLMediaKit's hooks of the same names.
@@ -16,6 +19,14 @@ const (
 	// credentials sealed and answers over the node's mutual TLS.
 	HookOnRTSPAuth = "on_rtsp_auth"
 )
+
+// OpensObject reports whether a hook body, after leading white space, opens
+// a JSON object. With a decode that succeeds (or json.Valid) the body is
+// one; the check keeps out `null`, which decodes into any struct.
+func OpensObject(body []byte) bool {
+	t := bytes.TrimLeft(body, " \t\r\n")
+	return len(t) > 0 && t[0] == '{'
+}
 
 // RTSPUserParam is the hook parameter that carries the RTSP user the
 // engine's RTSP server authenticated (Digest) for a player or publisher; the
