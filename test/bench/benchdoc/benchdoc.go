@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"strings"
 	"sync"
 	"time"
@@ -120,6 +121,25 @@ func CPUProfile(path string) (stop func(), err error) {
 		return func() {}, err
 	}
 	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}
+
+// ExecutionTrace starts a runtime execution trace written to path and
+// returns what stops it; with an empty path it does nothing. The trace
+// shows what each goroutine waited for (go tool trace -pprof=sched), which
+// a CPU profile cannot: a latency tail is mostly time not running.
+func ExecutionTrace(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return func() {}, err
+	}
+	if err := trace.Start(f); err != nil {
+		f.Close()
+		return func() {}, err
+	}
+	return func() { trace.Stop(); f.Close() }, nil
 }
 
 // Pauses is what HostPauses saw.

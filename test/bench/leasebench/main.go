@@ -51,6 +51,7 @@ func main() {
 	clients := flag.Int("clients", 32, "concurrent API clients")
 	validations := flag.Int("validations", 10000, "on_play validations to send at 1,000/s")
 	flag.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the on_play validations to this file")
+	flag.StringVar(&traceFile, "trace", "", "write an execution trace of the on_play validations to this file")
 	hookload := flag.String("hookload", "", "internal: run as the on_play load process for this job file")
 	oneNode := flag.Bool("one-node", false, "measure one node only and print the figures without writing the document (for comparing changes)")
 	flag.Parse()
@@ -69,6 +70,9 @@ func main() {
 
 // cpuProfile, when set, is where the validations' CPU profile goes.
 var cpuProfile string
+
+// traceFile, when set, is where the validations' execution trace goes.
+var traceFile string
 
 // platform is control nodes, one media host and the demo channel.
 type platform struct {
@@ -533,7 +537,12 @@ func run(out string, n, clients, validations int, oneNode bool) error {
 			if perr != nil {
 				fmt.Fprintln(os.Stderr, "leasebench: cpu profile:", perr)
 			}
+			stopTrace, terr := benchdoc.ExecutionTrace(traceFile)
+			if terr != nil {
+				fmt.Fprintln(os.Stderr, "leasebench: trace:", terr)
+			}
 			val, err = validate(p, r.leases, validations)
+			stopTrace()
 			stop()
 		}
 		p.stop()
