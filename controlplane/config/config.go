@@ -59,6 +59,10 @@ type Config struct {
 	CommandVisibility time.Duration `flag:"command-visibility" env:"SVC_COMMAND_VISIBILITY" yaml:"commandVisibility" usage:"delivery deadline of a node command before it is handed out again"`
 	// MonitoringRetention bounds the in-memory history of node figures.
 	MonitoringRetention time.Duration `flag:"monitoring-retention" env:"SVC_MONITORING_RETENTION" yaml:"monitoringRetention" usage:"how much heartbeat history each control node keeps in memory"`
+	// GCHeapFloorMiB is the heap size the process grows to before the Go
+	// garbage collector runs (package gcfloor); 0 keeps Go's default. A
+	// GOGC in the environment overrides it.
+	GCHeapFloorMiB int `flag:"gc-heap-floor-mib" env:"SVC_GC_HEAP_FLOOR_MIB" yaml:"gcHeapFloorMiB" usage:"heap size in MiB below which the garbage collector does not run (0: Go's default; GOGC overrides)"`
 
 	// PlaybackMaxLinkSeconds bounds the lifetime of one-time playback URLs.
 	PlaybackMaxLinkSeconds int `flag:"playback-max-link-seconds" env:"SVC_PLAYBACK_MAX_LINK_SECONDS" yaml:"playbackMaxLinkSeconds" usage:"longest lifetime of a one-time playback URL, in seconds (at least 30)"`
@@ -118,6 +122,7 @@ func Defaults() Config {
 		NodeHeartbeatTTL:       15 * time.Second,
 		CommandVisibility:      30 * time.Second,
 		MonitoringRetention:    24 * time.Hour,
+		GCHeapFloorMiB:         256,
 
 		EventOutboxRetention:  7 * 24 * time.Hour,
 		EventOutboxMaxEntries: 100000,
@@ -164,6 +169,9 @@ func (c *Config) Validate() error {
 	}
 	if c.CommandVisibility < time.Second || c.CommandVisibility > time.Hour {
 		return bad("command-visibility", "%s is outside 1s..1h", c.CommandVisibility)
+	}
+	if c.GCHeapFloorMiB < 0 || c.GCHeapFloorMiB > 1<<20 {
+		return bad("gc-heap-floor-mib", "%d is outside 0..1048576", c.GCHeapFloorMiB)
 	}
 	if c.MonitoringRetention < time.Minute || c.MonitoringRetention > 7*24*time.Hour {
 		return bad("monitoring-retention", "%s is outside 1m..168h", c.MonitoringRetention)

@@ -20,6 +20,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/httpapi"
 	"github.com/svcplatform/svc/controlplane/keyring"
 	"github.com/svcplatform/svc/controlplane/store"
+	"github.com/svcplatform/svc/shared/gcfloor"
 	"github.com/svcplatform/svc/shared/logging"
 )
 
@@ -110,6 +111,7 @@ func run(cfg config.Config, stdout io.Writer, afterStart func(context.Context, *
 		return err
 	}
 	defer log.Sync()
+	defer gcfloor.Start(uint64(cfg.GCHeapFloorMiB) << 20)()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	s, err := Start(ctx, cfg, log)

@@ -41,6 +41,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/server"
 	"github.com/svcplatform/svc/controlplane/store"
 	"github.com/svcplatform/svc/shared/agentapi"
+	"github.com/svcplatform/svc/shared/gcfloor"
 	"github.com/svcplatform/svc/shared/pki"
 	"github.com/svcplatform/svc/test/bench/benchdoc"
 )
@@ -82,6 +83,8 @@ func run(outPath string, dur time.Duration, nAgents, inflight int) error {
 	cfg := config.Defaults()
 	cfg.NodeID, cfg.DataDir, cfg.HTTPAddr, cfg.RaftAddr, cfg.AgentAddr, cfg.LogLevel = "bench", filepath.Join(dir, "cp"), freeAddr(), freeAddr(), freeAddr(), "error"
 	ctx := context.Background()
+	// The control node runs in this process: it takes svc's collector floor.
+	defer gcfloor.Start(uint64(cfg.GCHeapFloorMiB) << 20)()
 	s, err := server.Start(ctx, cfg, zap.NewNop())
 	if err != nil {
 		return err

@@ -42,6 +42,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/store"
 	"github.com/svcplatform/svc/shared/agentapi"
 	"github.com/svcplatform/svc/shared/engineapi"
+	"github.com/svcplatform/svc/shared/gcfloor"
 	"github.com/svcplatform/svc/test/bench/benchdoc"
 )
 
@@ -518,6 +519,9 @@ func run(out string, n, clients, validations int, oneNode bool) error {
 	defer os.RemoveAll(filepath.Dir(bin))
 	pauses := benchdoc.HostPauses(5 * time.Second)
 	fmt.Println("host:", pauses)
+	// The control nodes run in this process, so it takes their garbage
+	// collector floor as svc does.
+	defer gcfloor.Start(uint64(config.Defaults().GCHeapFloorMiB) << 20)()
 	var results []result
 	var val hookResult
 	sizes := []int{1, 3}
