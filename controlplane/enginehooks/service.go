@@ -189,31 +189,46 @@ func streamChange(h agentport.Hook, req engineapi.StreamChangedHook) streams.Cha
 	return c
 }
 
-// Run writes queued hooks to the inbox in batches until ctx ends.
+// Run writes queued hooks to the inbox in batches until ctx ends. After a
+// batch's first hook it sleeps out the linger instead of taking the hooks
+// one by one as they come: a hook queued meanwhile wakes no goroutine, so
+// at a thousand hooks a second the decisions do not share their CPU with a
+// thousand wake-ups of the writer. A batch already full is written at once.
 func (s *Service) Run(ctx context.Context) {
 	batch := make([]queued, 0, batchSize)
+	linger := time.NewTimer(batchLinger)
+	linger.Stop()
+	defer linger.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case q := <-s.queue:
-			batch = append(batch[:0], q)
-			linger := time.NewTimer(batchLinger)
-		fill:
-			for len(batch) < batchSize {
-				select {
-				case q := <-s.queue:
-					batch = append(batch, q)
-				case <-linger.C:
-					break fill
-				case <-ctx.Done():
-					break fill
-				}
+			batch = s.drain(append(batch[:0], q))
+		}
+		if len(batch) < batchSize {
+			linger.Reset(batchLinger)
+			select {
+			case <-linger.C:
+			case <-ctx.Done():
 			}
-			linger.Stop()
-			s.write(ctx, batch)
+			batch = s.drain(batch)
+		}
+		s.write(ctx, batch)
+	}
+}
+
+// drain adds the hooks already queued to batch, up to batchSize.
+func (s *Service) drain(batch []queued) []queued {
+	for len(batch) < batchSize {
+		select {
+		case q := <-s.queue:
+			batch = append(batch, q)
+		default:
+			return batch
 		}
 	}
+	return batch
 }
 
 func (s *Service) write(ctx context.Context, batch []queued) {

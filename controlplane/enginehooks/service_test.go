@@ -1,0 +1,80 @@
+package enginehooks
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/svcplatform/svc/controlplane/agentport"
+	"github.com/svcplatform/svc/controlplane/events"
+	"github.com/svcplatform/svc/controlplane/store/storetest"
+)
+
+// TestInboxWritesHooksInBatches sends hooks faster than one store write
+// each and checks that every one is kept, in few Txns: a burst fills whole
+// batches at once, and hooks trickling in during a batch's linger join it.
+func TestInboxWritesHooksInBatches(t *testing.T) {
+	node := storetest.SingleNode(t, events.OutboxIndex)
+	ev := &events.Service{Store: node, Reader: node.State(), NodeID: "cp1"}
+	s := New(Deps{Events: ev, Store: node, Log: zap.NewNop()})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); s.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	kept := func() int64 {
+		_, total, err := ev.ListInbox(context.Background(), events.InboxQuery{HookName: "on_flow_report", Page: 1, PageSize: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return total
+	}
+	waitKept := func(want int64) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for kept() < want {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d hooks kept, want %d", kept(), want)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	send := func(i int) {
+		body := fmt.Appendf(nil, `{"app":"live","stream":"s%d","totalBytes":%d}`, i, i)
+		ans, err := s.Receive(context.Background(), agentport.Hook{NodeID: "n1", MediaServerID: "ms-1", HookName: "on_flow_report", Body: body})
+		if err != nil || !ans.Allow {
+			t.Fatalf("hook %d: %+v %v", i, ans, err)
+		}
+	}
+
+	t.Run("a burst is written in full batches", func(t *testing.T) {
+		before := node.Revision()
+		for i := range 300 {
+			send(i)
+		}
+		waitKept(300)
+		// 300 hooks: two full batches of 128 and one of 44.
+		if txns := node.Revision() - before; txns < 3 || txns > 6 {
+			t.Fatalf("300 hooks took %d Txns, want 3 to 6", txns)
+		}
+	})
+	t.Run("hooks trickling in join the batch of the first", func(t *testing.T) {
+		before := node.Revision()
+		for i := range 20 {
+			send(1000 + i)
+			time.Sleep(time.Millisecond)
+		}
+		waitKept(320)
+		// 20 hooks over about 20 ms, within one 50 ms linger; a slow host
+		// may split them once or twice.
+		if txns := node.Revision() - before; txns > 3 {
+			t.Fatalf("20 hooks a millisecond apart took %d Txns, want at most 3", txns)
+		}
+	})
+	if d := s.Dropped(); d != 0 {
+		t.Fatalf("%d hooks dropped", d)
+	}
+}
