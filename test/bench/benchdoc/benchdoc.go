@@ -7,6 +7,7 @@ package benchdoc
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"regexp"
@@ -109,18 +110,7 @@ func WriteSection(path, name, section string) error {
 // it (and closes the file); with an empty path it does nothing. The
 // returned stop is never nil.
 func CPUProfile(path string) (stop func(), err error) {
-	if path == "" {
-		return func() {}, nil
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return func() {}, err
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		f.Close()
-		return func() {}, err
-	}
-	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+	return record(path, pprof.StartCPUProfile, pprof.StopCPUProfile)
 }
 
 // ExecutionTrace starts a runtime execution trace written to path and
@@ -128,6 +118,12 @@ func CPUProfile(path string) (stop func(), err error) {
 // shows what each goroutine waited for (go tool trace -pprof=sched), which
 // a CPU profile cannot: a latency tail is mostly time not running.
 func ExecutionTrace(path string) (stop func(), err error) {
+	return record(path, trace.Start, trace.Stop)
+}
+
+// record runs a recorder (a profile, a trace) into the file at path until
+// the returned stop, which is never nil; an empty path records nothing.
+func record(path string, start func(io.Writer) error, end func()) (stop func(), err error) {
 	if path == "" {
 		return func() {}, nil
 	}
@@ -135,11 +131,11 @@ func ExecutionTrace(path string) (stop func(), err error) {
 	if err != nil {
 		return func() {}, err
 	}
-	if err := trace.Start(f); err != nil {
+	if err := start(f); err != nil {
 		f.Close()
 		return func() {}, err
 	}
-	return func() { trace.Stop(); f.Close() }, nil
+	return func() { end(); f.Close() }, nil
 }
 
 // Pauses is what HostPauses saw.
