@@ -354,7 +354,8 @@ func (c *Client) Play(ctx context.Context, onFrame func(*media.Frame)) error {
 
 // Run receives the stream until ctx ends or the stream fails: no media
 // for ReadTimeout (over UDP: none at all within UDPTimeout is
-// ErrUDPTimeout), or the connection breaks. It sends keepalives within
+// ErrUDPTimeout), a video track that gave frames giving none for ReadTimeout
+// (ErrTrackStalled), or the connection breaks. It sends keepalives within
 // the session timeout and RTCP receiver reports, and waits for its
 // goroutines before returning.
 func (c *Client) Run(ctx context.Context) error {
@@ -479,6 +480,14 @@ func (c *Client) housekeeping(ctx context.Context, cancel context.CancelCauseFun
 				last != 0 && now.Sub(time.Unix(0, last)) > c.cfg.ReadTimeout:
 				cancel(fmt.Errorf("%w for %v", ErrTimeout, c.cfg.ReadTimeout))
 				return
+			}
+			for i, t := range c.tracks {
+				if t.stalled(now, c.cfg.ReadTimeout) {
+					s := t.depack.Stats().Snapshot()
+					cancel(fmt.Errorf("%w: track %d (%s) gave no frame for %v (packets %d, lost %d, malformed %d, units dropped %d)",
+						ErrTrackStalled, i, t.track.Codec, c.cfg.ReadTimeout, s.Packets, s.Lost, s.Malformed, s.Dropped))
+					return
+				}
 			}
 			if now.Sub(lastKeepalive) >= keepalive {
 				lastKeepalive = now

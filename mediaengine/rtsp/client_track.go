@@ -30,6 +30,30 @@ type clientTrack struct {
 	deliver func([]byte, time.Time)
 	// onPacket notes media arrival (the client's liveness watch).
 	onPacket func(time.Time)
+
+	// The frame watch, owned by the client's housekeeping goroutine: the
+	// depacketiser's frame count when it last moved, and when.
+	framesSeen  uint64
+	framesMoved time.Time
+}
+
+// stalled reports whether the track is video that, having delivered frames
+// in this session, has delivered none for limit: its packets stopped, or
+// they still come and decode to nothing (every access unit broken or
+// malformed). The session's packet watch sees neither while audio keeps
+// flowing, and readers wait for a keyframe that never comes. Audio is not
+// watched: a source with voice activity detection may stop sending it in
+// silence.
+func (t *clientTrack) stalled(now time.Time, limit time.Duration) bool {
+	if t.depack == nil || t.track.Kind() != media.KindVideo {
+		return false
+	}
+	n := t.depack.Stats().Frames.Load()
+	if n != t.framesSeen || t.framesMoved.IsZero() {
+		t.framesSeen, t.framesMoved = n, now
+		return false
+	}
+	return n > 0 && now.Sub(t.framesMoved) > limit
 }
 
 // rtpPacket decodes one RTP packet in sequence order.

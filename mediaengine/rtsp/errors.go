@@ -19,6 +19,7 @@ var (
 	ErrNoTracks        = errors.New("rtsp: no playable track")
 	ErrUDPTimeout      = errors.New("rtsp: no packets over UDP")
 	ErrTimeout         = errors.New("rtsp: no data from the peer")
+	ErrTrackStalled    = errors.New("rtsp: a track stopped giving frames")
 	ErrClosed          = errors.New("rtsp: closed")
 
 	// errTransportRefused: the server answered SETUP with another

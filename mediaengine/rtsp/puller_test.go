@@ -8,11 +8,13 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -337,4 +339,122 @@ func TestPullerFollowsRedirect(t *testing.T) {
 	if n := log.count(media.KindVideo); n < 25 {
 		t.Fatalf("%d frames through the redirect; errors %v", n, log.lastErrs)
 	}
+}
+
+// startVideoCuttingProxy forwards RTSP over TCP to GStreamer and, once cut
+// is set, stops passing the interleaved channel it names while the other
+// tracks and the RTSP answers flow on: a camera whose video encoder died
+// while its audio goes on.
+func startVideoCuttingProxy(t *testing.T, upstream string, cut *atomic.Int32) string {
+	t.Helper()
+	return serveTCP(t, func(c net.Conn) {
+		up, err := net.Dial("tcp", upstream)
+		if err != nil {
+			return
+		}
+		defer up.Close()
+		go io.Copy(up, c)
+		r := bufio.NewReader(up)
+		for {
+			b, err := r.Peek(1)
+			if err != nil {
+				return
+			}
+			var msg []byte
+			if b[0] == '$' {
+				head := make([]byte, 4)
+				if _, err := io.ReadFull(r, head); err != nil {
+					return
+				}
+				msg = make([]byte, 4+(int(head[2])<<8|int(head[3])))
+				copy(msg, head)
+				if _, err := io.ReadFull(r, msg[4:]); err != nil {
+					return
+				}
+				if int32(head[1]) == cut.Load() {
+					continue
+				}
+			} else {
+				length := 0
+				for {
+					line, err := r.ReadString('\n')
+					if err != nil {
+						return
+					}
+					msg = append(msg, line...)
+					if k, v, ok := strings.Cut(line, ":"); ok && strings.EqualFold(strings.TrimSpace(k), "Content-Length") {
+						fmt.Sscan(strings.TrimSpace(v), &length)
+					}
+					if strings.TrimSpace(line) == "" {
+						break
+					}
+				}
+				body := make([]byte, length)
+				if _, err := io.ReadFull(r, body); err != nil {
+					return
+				}
+				msg = append(msg, body...)
+			}
+			if _, err := c.Write(msg); err != nil {
+				return
+			}
+		}
+	})
+}
+
+// The video of a source stops while its audio goes on: the session's
+// packet watch stays content, so the client watches each video track's
+// frames and ends the session with ErrTrackStalled (saying what the
+// depacketiser saw); the Puller reconnects and video comes back.
+func TestPullerEndsSessionWhoseVideoStalls(t *testing.T) {
+	t.Parallel() // real-time media: mostly waiting
+	g := startGStreamer(t)
+	u, err := url.Parse(g.url("", "h264"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cut atomic.Int32
+	cut.Store(-1)
+	addr := startVideoCuttingProxy(t, u.Host, &cut)
+	var log frameLog
+	p, _ := rtsp.NewPuller(log.config("rtsp://"+addr+u.Path, rtsp.TransportTCP))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { p.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	waitFor(t, 10*time.Second, "frames", func() bool { return log.count(media.KindVideo) > 10 && log.count(media.KindAudio) > 10 })
+	log.mu.Lock()
+	video := -1
+	for i, tr := range log.tracks[0] {
+		if tr.Kind() == media.KindVideo {
+			video = i
+		}
+	}
+	log.mu.Unlock()
+	if video < 0 {
+		t.Fatal("no video track")
+	}
+	// The client asks for channels 2i and 2i+1 and GStreamer keeps them.
+	cut.Store(int32(2 * video))
+	audioAtCut := log.count(media.KindAudio)
+	var stalled error
+	waitFor(t, 10*time.Second, "the session to end", func() bool {
+		log.mu.Lock()
+		defer log.mu.Unlock()
+		for _, err := range log.lastErrs {
+			if errors.Is(err, rtsp.ErrTrackStalled) {
+				stalled = err
+			}
+		}
+		return stalled != nil
+	})
+	if !strings.Contains(stalled.Error(), "lost ") {
+		t.Errorf("the error does not say what the depacketiser saw: %v", stalled)
+	}
+	if log.count(media.KindAudio) < audioAtCut+25 {
+		t.Errorf("audio stopped too: %d frames after the cut", log.count(media.KindAudio)-audioAtCut)
+	}
+	cut.Store(-1)
+	before := log.count(media.KindVideo)
+	waitFor(t, 15*time.Second, "video after the reconnection", func() bool { return log.count(media.KindVideo) > before+25 })
 }
