@@ -2,6 +2,7 @@ package playback
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"time"
@@ -22,15 +23,16 @@ const SweepInterval = time.Second
 const keepEnded = 24 * time.Hour
 
 // RunSweeper ends and cuts leases until ctx ends; it runs on the leader.
-// A tick reads every Active lease only when something could have changed
-// a verdict since the last full look: a lease or token changed (their
-// areas' revisions moved), or a lease or token reached its expiry.
+// A tick looks for leases to end (endLeases) only when something could
+// have changed a verdict since the last look: a lease or token changed
+// (their areas' revisions moved), or a lease or token reached its expiry.
 // Otherwise it only looks for cuts still to make.
 func (s *Service) RunSweeper(ctx context.Context, log *zap.Logger) {
 	t := time.NewTicker(SweepInterval)
 	defer t.Stop()
 	lastPrune := time.Time{}
 	var last sweepMark
+	stamped := false
 	for {
 		select {
 		case <-ctx.Done():
@@ -39,8 +41,13 @@ func (s *Service) RunSweeper(ctx context.Context, log *zap.Logger) {
 		}
 		var err error
 		if mark := s.sweepMark(); !last.covers(mark, s.now()) {
-			var due time.Time
-			if due, err = s.endLeases(ctx); err == nil {
+			var stampErr error
+			if !stamped {
+				stampErr = s.stampUnindexed(ctx)
+				stamped = stampErr == nil
+			}
+			due, endErr := s.endLeases(ctx, last.tokensMoved(mark))
+			if err = errors.Join(stampErr, endErr); err == nil {
 				mark.due, mark.ok = due, true
 			}
 			last = mark
@@ -57,7 +64,7 @@ func (s *Service) RunSweeper(ctx context.Context, log *zap.Logger) {
 	}
 }
 
-// sweepMark is what a full look at the leases depended on: the leases'
+// sweepMark is what a look at the leases depended on: the leases'
 // and the tokens' area revisions (taken before the look) and the earliest
 // expiry among what it saw.
 type sweepMark struct {
@@ -74,7 +81,19 @@ func (s *Service) sweepMark() sweepMark {
 	return m
 }
 
-// covers tells whether the last full look still decides every lease now.
+// tokensMoved tells whether the tokens must be checked again: a token
+// changed, or the last look did not check them. A token's own expiry
+// needs no check: a lease never outlives its token (AbsoluteExpiresAt),
+// so the lease's expiry ends it first. A lease created in the moment
+// between its request's authentication and its write, while a revocation
+// was being checked, is not found; it has no player to cut, because
+// on_play checks the token of every new player. (A renewed lease was
+// Active before too, so the check finds it.)
+func (m sweepMark) tokensMoved(now sweepMark) bool {
+	return !m.ok || m.tokens < 0 || now.tokens != m.tokens
+}
+
+// covers tells whether the last look still decides every lease now.
 func (m sweepMark) covers(now sweepMark, at time.Time) bool {
 	return m.ok && m.leases >= 0 && m.tokens >= 0 && now.leases == m.leases && now.tokens == m.tokens && at.Before(m.due)
 }
@@ -83,55 +102,128 @@ func (m sweepMark) covers(now sweepMark, at time.Time) bool {
 // valid or lost the lease's permission, then asks the media servers to cut
 // the players of every lease that must be cut.
 func (s *Service) Sweep(ctx context.Context) error {
-	_, err := s.endLeases(ctx)
-	return errors.Join(err, s.cutPending(ctx))
+	stampErr := s.stampUnindexed(ctx)
+	_, endErr := s.endLeases(ctx, true)
+	return errors.Join(stampErr, endErr, s.cutPending(ctx))
 }
 
 // farFuture stands for "no expiry seen".
 var farFuture = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // endLeases ends the Active leases that must end and returns the earliest
-// time a remaining one (or its token) expires.
-func (s *Service) endLeases(ctx context.Context) (time.Time, error) {
-	due := farFuture
-	active, _, err := sqlitefsm.IndexPage[Lease](ctx, s.Reader, "idx_"+LeaseIndex.Name, []string{"i.state = ?"}, []any{StateActive}, "i.key", 1, 1<<30)
-	if err != nil {
-		return due, err
-	}
+// time a remaining one expires. It reads only what can end, so its cost
+// follows the leases ending, not the leases alive (players renew all the
+// time on a busy platform, so a look that decoded every Active lease would
+// run at nearly every tick): the ends_at_ms index finds the leases whose
+// time has come. With tokens set it also checks each distinct (token,
+// permission) pair of the Active leases once, and reads the leases of a
+// pair that fails.
+func (s *Service) endLeases(ctx context.Context, tokens bool) (time.Time, error) {
 	now := s.now()
-	tokens := map[string]TokenState{}
+	table := "idx_" + LeaseIndex.Name
 	var errs []error
-	for i := range active {
-		l := &active[i]
-		reason, state := "", ""
+	// "+i.state" keeps SQLite on the ends_at_ms index: the state index
+	// would walk every Active lease.
+	candidates, _, err := sqlitefsm.IndexPage[Lease](ctx, s.Reader, table,
+		[]string{"i.ends_at_ms <= ?", "+i.state = ?"}, []any{now.UnixMilli(), StateActive}, "i.ends_at_ms", 1, 1<<30)
+	if err != nil {
+		return farFuture, err
+	}
+	for _, l := range candidates {
 		switch {
 		case !now.Before(l.AbsoluteExpiresAt):
-			reason, state = "reached its absolute lifetime", StateExpired
+			errs = append(errs, s.end(ctx, l.LeaseID, StateExpired, "reached its absolute lifetime"))
 		case !now.Before(l.ExpiresAt):
-			reason, state = "expired without renewal", StateExpired
-		default:
-			ts, ok := tokens[l.TokenID]
-			if !ok {
-				if ts, err = s.Tokens(ctx, l.TokenID); err != nil {
-					errs = append(errs, err)
-					continue
-				}
-				tokens[l.TokenID] = ts
-			}
-			if !ts.Valid || !s.Grants(ts.Permissions, l.Permission) {
-				reason, state = "its API token was revoked, expired or lost "+l.Permission, StateRevoked
-			} else {
-				due = earliest(due, l.ExpiresAt, l.AbsoluteExpiresAt)
-				if ts.ExpiresAt != nil {
-					due = earliest(due, *ts.ExpiresAt)
-				}
-			}
-		}
-		if state != "" {
-			errs = append(errs, s.end(ctx, l.LeaseID, state, reason))
+			errs = append(errs, s.end(ctx, l.LeaseID, StateExpired, "expired without renewal"))
 		}
 	}
-	return due, errors.Join(errs...)
+	if tokens {
+		errs = append(errs, s.endTokenless(ctx, table))
+	}
+	due := farFuture
+	err = s.Reader.ReadTx(ctx, func(tx *sql.Tx, _ int64) error {
+		var first sql.NullInt64
+		if err := tx.QueryRowContext(ctx, "SELECT min(ends_at_ms) FROM "+table).Scan(&first); err != nil {
+			return err
+		}
+		if first.Valid {
+			due = time.UnixMilli(first.Int64).UTC()
+		}
+		return nil
+	})
+	return due, errors.Join(append(errs, err)...)
+}
+
+// endTokenless ends the Active leases whose token is no longer valid or
+// lost the lease's permission, checking each distinct (token, permission)
+// pair once.
+func (s *Service) endTokenless(ctx context.Context, table string) error {
+	type pair struct{ token, permission string }
+	var pairs []pair
+	err := s.Reader.ReadTx(ctx, func(tx *sql.Tx, _ int64) error {
+		rows, err := tx.QueryContext(ctx, "SELECT DISTINCT coalesce(token_id, ''), coalesce(permission, '') FROM "+table+" WHERE state = ?", StateActive)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var p pair
+			if err := rows.Scan(&p.token, &p.permission); err != nil {
+				return err
+			}
+			pairs = append(pairs, p)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return err
+	}
+	var errs []error
+	tokens := map[string]TokenState{}
+	for _, p := range pairs {
+		ts, ok := tokens[p.token]
+		if !ok {
+			if ts, err = s.Tokens(ctx, p.token); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			tokens[p.token] = ts
+		}
+		if ts.Valid && s.Grants(ts.Permissions, p.permission) {
+			continue
+		}
+		lost, _, err := sqlitefsm.IndexPage[Lease](ctx, s.Reader, table, []string{"i.state = ?", "i.token_id = ?", "i.permission = ?"},
+			[]any{StateActive, p.token, p.permission}, "i.key", 1, 1<<30)
+		errs = append(errs, err)
+		for _, l := range lost {
+			errs = append(errs, s.end(ctx, l.LeaseID, StateRevoked, "its API token was revoked, expired or lost "+l.Permission))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// stampUnindexed rewrites the Active leases stored without EndsAtMs (by a
+// version before it was kept), so the expiry index finds them; the
+// sweeper runs it once when it starts.
+func (s *Service) stampUnindexed(ctx context.Context) error {
+	old, _, err := sqlitefsm.IndexPage[Lease](ctx, s.Reader, "idx_"+LeaseIndex.Name, []string{"i.state = ?", "i.ends_at_ms IS NULL"},
+		[]any{StateActive}, "i.key", 1, 1<<30)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, l := range old {
+		_, err := store.Update(ctx, s.Store, LeasesPrefix+l.LeaseID, func(kv *store.KeyValue) ([]byte, []store.Op, []store.Compare, error) {
+			l, err := decodeLease(kv)
+			if err != nil {
+				return nil, nil, nil, err
+			}
+			b, err := json.Marshal(l)
+			return b, nil, nil, err
+		})
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
 }
 
 func earliest(t time.Time, more ...time.Time) time.Time {

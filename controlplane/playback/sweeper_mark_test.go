@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// TestSweepMarkCovers: the sweeper skips its full look only while neither
+// TestSweepMarkCovers: the sweeper skips its look only while neither
 // area moved, both are known, and nothing it saw has expired.
 func TestSweepMarkCovers(t *testing.T) {
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -28,6 +28,27 @@ func TestSweepMarkCovers(t *testing.T) {
 	for _, c := range cases {
 		if got := c.last.covers(c.now, c.at); got != c.want {
 			t.Errorf("%s: covers = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// TestSweepMarkTokensMoved: the tokens are checked again only when a token
+// changed or the last look did not check them.
+func TestSweepMarkTokensMoved(t *testing.T) {
+	last := sweepMark{leases: 5, tokens: 7, due: farFuture, ok: true}
+	for _, c := range []struct {
+		name string
+		last sweepMark
+		now  sweepMark
+		want bool
+	}{
+		{"only leases moved", last, sweepMark{leases: 9, tokens: 7}, false},
+		{"a token changed", last, sweepMark{leases: 5, tokens: 8}, true},
+		{"the last look failed", sweepMark{leases: 5, tokens: 7}, sweepMark{leases: 5, tokens: 7}, true},
+		{"no token revision", sweepMark{leases: 5, tokens: -1, ok: true}, sweepMark{leases: 5, tokens: -1}, true},
+	} {
+		if got := c.last.tokensMoved(c.now); got != c.want {
+			t.Errorf("%s: tokensMoved = %v, want %v", c.name, got, c.want)
 		}
 	}
 }
