@@ -483,9 +483,7 @@ func (c *Client) housekeeping(ctx context.Context, cancel context.CancelCauseFun
 			}
 			for i, t := range c.tracks {
 				if t.stalled(now, c.cfg.ReadTimeout) {
-					s := t.depack.Stats().Snapshot()
-					cancel(fmt.Errorf("%w: track %d (%s) gave no frame for %v (packets %d, lost %d, malformed %d, units dropped %d)",
-						ErrTrackStalled, i, t.track.Codec, c.cfg.ReadTimeout, s.Packets, s.Lost, s.Malformed, s.Dropped))
+					cancel(fmt.Errorf("%w: track %d (%s) gave no frame for %v: %s", ErrTrackStalled, i, t.track.Codec, c.cfg.ReadTimeout, t.stallReport(now)))
 					return
 				}
 			}

@@ -1,7 +1,9 @@
 package rtsp
 
 import (
+	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pion/rtcp"
@@ -30,11 +32,17 @@ type clientTrack struct {
 	deliver func([]byte, time.Time)
 	// onPacket notes media arrival (the client's liveness watch).
 	onPacket func(time.Time)
+	// arrived is when the track's last packet came off the network (Unix
+	// ns), before any lock: the frame watch's report tells a source that
+	// stopped from packets that came but gave nothing.
+	arrived atomic.Int64
 
 	// The frame watch, owned by the client's housekeeping goroutine: the
-	// depacketiser's frame count when it last moved, and when.
-	framesSeen  uint64
-	framesMoved time.Time
+	// depacketiser's frame and packet counts when frames last moved, and
+	// when.
+	framesSeen    uint64
+	packetsAtMove uint64
+	framesMoved   time.Time
 }
 
 // stalled reports whether the track is video that, having delivered frames
@@ -50,10 +58,30 @@ func (t *clientTrack) stalled(now time.Time, limit time.Duration) bool {
 	}
 	n := t.depack.Stats().Frames.Load()
 	if n != t.framesSeen || t.framesMoved.IsZero() {
-		t.framesSeen, t.framesMoved = n, now
+		t.framesSeen, t.packetsAtMove, t.framesMoved = n, t.depack.Stats().Packets.Load(), now
 		return false
 	}
 	return n > 0 && now.Sub(t.framesMoved) > limit
+}
+
+// stallReport says what a stalled track received since its last frame.
+func (t *clientTrack) stallReport(now time.Time) string {
+	s := t.depack.Stats().Snapshot()
+	last := "never"
+	if ns := t.arrived.Load(); ns != 0 {
+		last = now.Sub(time.Unix(0, ns)).Round(time.Millisecond).String() + " ago"
+	}
+	report := fmt.Sprintf("%d packets decoded since its last frame, the last packet received %s; in the session: packets %d, lost %d, malformed %d, units dropped %d",
+		s.Packets-t.packetsAtMove, last, s.Packets, s.Lost, s.Malformed, s.Dropped)
+	switch {
+	case t.reorder == nil:
+	case t.mu.TryLock(): // a receiver stuck inside would hold it
+		report += fmt.Sprintf(", given up by the reorder buffer %d, late or duplicate %d", t.reorder.Lost(), t.reorder.Late())
+		t.mu.Unlock()
+	default:
+		report += ", the track's receiver busy"
+	}
+	return report
 }
 
 // rtpPacket decodes one RTP packet in sequence order.
@@ -73,6 +101,7 @@ func (t *clientTrack) received(raw []byte, arrival time.Time) {
 		return // before its SETUP was answered: a server that sends early
 	}
 	t.onPacket(arrival)
+	t.arrived.Store(arrival.UnixNano())
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.reorder != nil {

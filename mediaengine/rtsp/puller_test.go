@@ -341,11 +341,10 @@ func TestPullerFollowsRedirect(t *testing.T) {
 	}
 }
 
-// startVideoCuttingProxy forwards RTSP over TCP to GStreamer and, once cut
-// is set, stops passing the interleaved channel it names while the other
-// tracks and the RTSP answers flow on: a camera whose video encoder died
-// while its audio goes on.
-func startVideoCuttingProxy(t *testing.T, upstream string, cut *atomic.Int32) string {
+// startFilteringProxy forwards RTSP over TCP to upstream (GStreamer) and
+// passes each interleaved packet only if pass says so, given its channel;
+// the RTSP answers always pass.
+func startFilteringProxy(t *testing.T, upstream string, pass func(channel byte) bool) string {
 	t.Helper()
 	return serveTCP(t, func(c net.Conn) {
 		up, err := net.Dial("tcp", upstream)
@@ -371,7 +370,7 @@ func startVideoCuttingProxy(t *testing.T, upstream string, cut *atomic.Int32) st
 				if _, err := io.ReadFull(r, msg[4:]); err != nil {
 					return
 				}
-				if int32(head[1]) == cut.Load() {
+				if !pass(head[1]) {
 					continue
 				}
 			} else {
@@ -402,6 +401,35 @@ func startVideoCuttingProxy(t *testing.T, upstream string, cut *atomic.Int32) st
 	})
 }
 
+// Single video packets lost here and there (every 37th, so each position in
+// an access unit is hit: a fragment's start, middle and end, the parameter
+// sets, a whole slice): each costs at most its access unit, and video
+// keeps coming in every second.
+func TestPullerVideoSurvivesSingleLosses(t *testing.T) {
+	t.Parallel() // real-time media: mostly waiting
+	g := startGStreamer(t)
+	u, err := url.Parse(g.url("", "h264"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n atomic.Int64
+	addr := startFilteringProxy(t, u.Host, func(ch byte) bool { return ch != 0 || n.Add(1)%37 != 0 })
+	var log frameLog
+	p, _ := rtsp.NewPuller(log.config("rtsp://"+addr+u.Path, rtsp.TransportTCP))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { p.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	waitFor(t, 10*time.Second, "frames", func() bool { return log.count(media.KindVideo) > 10 })
+	for i := 0; i < 10; i++ {
+		before := log.count(media.KindVideo)
+		time.Sleep(time.Second)
+		if got := log.count(media.KindVideo) - before; got < 10 {
+			t.Fatalf("second %d: %d video frames (%d packets dropped so far); errors %v", i, got, n.Load()/37, log.lastErrs)
+		}
+	}
+}
+
 // The video of a source stops while its audio goes on: the session's
 // packet watch stays content, so the client watches each video track's
 // frames and ends the session with ErrTrackStalled (saying what the
@@ -415,7 +443,7 @@ func TestPullerEndsSessionWhoseVideoStalls(t *testing.T) {
 	}
 	var cut atomic.Int32
 	cut.Store(-1)
-	addr := startVideoCuttingProxy(t, u.Host, &cut)
+	addr := startFilteringProxy(t, u.Host, func(ch byte) bool { return int32(ch) != cut.Load() })
 	var log frameLog
 	p, _ := rtsp.NewPuller(log.config("rtsp://"+addr+u.Path, rtsp.TransportTCP))
 	ctx, cancel := context.WithCancel(context.Background())
@@ -448,8 +476,10 @@ func TestPullerEndsSessionWhoseVideoStalls(t *testing.T) {
 		}
 		return stalled != nil
 	})
-	if !strings.Contains(stalled.Error(), "lost ") {
-		t.Errorf("the error does not say what the depacketiser saw: %v", stalled)
+	// The proxy drops the video: nothing decoded since the last frame, and
+	// nothing received either.
+	if !strings.Contains(stalled.Error(), " 0 packets decoded since its last frame") || !strings.Contains(stalled.Error(), "lost ") {
+		t.Errorf("the error does not say what the track received: %v", stalled)
 	}
 	if log.count(media.KindAudio) < audioAtCut+25 {
 		t.Errorf("audio stopped too: %d frames after the cut", log.count(media.KindAudio)-audioAtCut)
