@@ -488,3 +488,96 @@ func TestPullerEndsSessionWhoseVideoStalls(t *testing.T) {
 	before := log.count(media.KindVideo)
 	waitFor(t, 15*time.Second, "video after the reconnection", func() bool { return log.count(media.KindVideo) > before+25 })
 }
+
+// startUDPLossProxy forwards RTSP to GStreamer and puts itself in the UDP
+// path: each SETUP's client ports are replaced by a pair of its own, and
+// what GStreamer sends there is passed on to the client's ports unless
+// drop says no, given the track's index and the packet's number on it.
+func startUDPLossProxy(t *testing.T, port int, drop func(track int, n int64) bool) string {
+	t.Helper()
+	re := regexp.MustCompile(`client_port=(\d+)-(\d+)`)
+	var mu sync.Mutex
+	tracks := 0
+	relay := func(track int, to int, rtp bool) int {
+		pc, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { pc.Close() })
+		out := &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: to}
+		go func() {
+			buf := make([]byte, 65536)
+			var n int64
+			for {
+				k, _, err := pc.ReadFromUDP(buf)
+				if err != nil {
+					return
+				}
+				if rtp {
+					n++
+					if drop(track, n) {
+						continue
+					}
+				}
+				pc.WriteToUDP(buf[:k], out)
+			}
+		}()
+		return pc.LocalAddr().(*net.UDPAddr).Port
+	}
+	return serveTCP(t, func(c net.Conn) {
+		up, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			return
+		}
+		defer up.Close()
+		go io.Copy(c, up)
+		buf := make([]byte, 64<<10)
+		for {
+			n, err := c.Read(buf)
+			if err != nil {
+				return
+			}
+			// Requests arrive whole on loopback; rewrite in place.
+			req := re.ReplaceAllFunc(buf[:n], func(m []byte) []byte {
+				var a, b int
+				fmt.Sscanf(string(m), "client_port=%d-%d", &a, &b)
+				mu.Lock()
+				track := tracks
+				tracks++
+				mu.Unlock()
+				rtpPort := relay(track, a, true)
+				rtcpPort := relay(track, b, false)
+				return fmt.Appendf(nil, "client_port=%d-%d", rtpPort, rtcpPort)
+			})
+			if _, err := up.Write(req); err != nil {
+				return
+			}
+		}
+	})
+}
+
+// Over UDP, single video packets lost here and there (every 37th) cost at
+// most their access units, through the reorder buffer: video keeps coming
+// in every second.
+func TestPullerVideoSurvivesSingleLossesOverUDP(t *testing.T) {
+	t.Parallel() // real-time media: mostly waiting
+	g := startGStreamer(t)
+	addr := startUDPLossProxy(t, g.Port, func(track int, n int64) bool { return track == 0 && n%37 == 0 })
+	var log frameLog
+	p, _ := rtsp.NewPuller(log.config("rtsp://"+addr+"/h264", rtsp.TransportUDP))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { p.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	waitFor(t, 10*time.Second, "frames", func() bool { return log.count(media.KindVideo) > 10 })
+	for i := 0; i < 10; i++ {
+		before := log.count(media.KindVideo)
+		time.Sleep(time.Second)
+		if got := log.count(media.KindVideo) - before; got < 10 {
+			t.Fatalf("second %d: %d video frames; errors %v", i, got, log.lastErrs)
+		}
+	}
+	if st := p.Status(); st.Transport != rtsp.TransportUDP || st.Attempts != 1 {
+		t.Errorf("the session did not stay on UDP: %+v", st)
+	}
+}
