@@ -29,12 +29,16 @@ type Timeline struct {
 }
 
 // Jumps larger than these (compared with the time that passed between
-// arrivals) are discontinuities. Backwards movement within a few seconds is
-// B-frame reordering; forward bursts within ten seconds are a server
-// sending its GOP cache quickly.
+// arrivals) are discontinuities. Backwards movement within a second is
+// B-frame reordering (four B-frames at 5 fps stay inside it); a live
+// source whose clock goes back further (GStreamer's shared media did, by
+// 2 s, under load) is repaired, because taking it for reordering would
+// teach the DTS estimator a reorder depth of many frames and hold its
+// DTS a tick apart until the presentation times caught up. Forward bursts
+// within ten seconds are a server sending its GOP cache quickly.
 const (
 	maxForwardJump  = 10 * time.Second
-	maxBackwardJump = 3 * time.Second
+	maxBackwardJump = time.Second
 )
 
 // NewTimeline returns the timeline of a track with the given RTP clock
