@@ -20,6 +20,11 @@ type ReorderBuffer struct {
 	started  bool
 	held     int
 	maxDelay time.Duration
+	// behind counts the packets in a row that came behind next, each
+	// following the one before: a source that restarted its numbering a
+	// little lower (see restartRun).
+	behind  int
+	lastOld uint16
 
 	lost, late uint64
 }
@@ -34,6 +39,14 @@ type reorderSlot struct {
 // seqReset is how far a sequence number may be from the expected one before
 // the source is taken to have restarted its numbering.
 const seqReset = 1000
+
+// restartRun is how many packets in a row, each following the one before,
+// may come behind the expected number before the source is taken to have
+// restarted its numbering lower (a payloader reset mid-session). Late
+// packets come one at a time; without this, a restart fewer than seqReset
+// numbers back would make every packet late until the numbers caught up,
+// which at 50 packets a second is up to 20 s without video.
+const restartRun = 8
 
 // NewReorderBuffer returns a buffer holding up to size packets (rounded up
 // to a power of two, at most 1024) for at most maxDelay.
@@ -62,15 +75,25 @@ func (b *ReorderBuffer) Push(raw []byte, arrival time.Time, deliver func(pkt []b
 		b.started, b.next = true, seq
 	}
 	diff := int16(seq - b.next)
-	switch {
-	case diff < -seqReset || diff > seqReset:
+	if diff < 0 && diff >= -seqReset {
+		if b.behind > 0 && seq == b.lastOld+1 {
+			b.behind++
+		} else {
+			b.behind = 1
+		}
+		b.lastOld = seq
+		if b.behind < restartRun {
+			b.late++
+			return
+		}
+		diff = seqReset + 1 // a run: the source restarted lower
+	}
+	b.behind = 0
+	if diff < -seqReset || diff > seqReset {
 		// The source restarted its numbering: give up what is held.
 		b.drain(deliver)
 		b.next = seq
 		diff = 0
-	case diff < 0:
-		b.late++
-		return
 	}
 	if diff == 0 && b.held == 0 {
 		b.next++

@@ -22,6 +22,10 @@ func TestReorderBuffer(t *testing.T) {
 		{"loss given up after the delay", []uint16{1, 3, 4, 5}, 2, []uint16{1, 3, 4, 5}, 1, 0},
 		{"loss given up when the window fills", []uint16{1, 3, 4, 5, 6, 7, 8, 9, 10, 11}, -1, []uint16{1, 3, 4, 5, 6, 7, 8, 9, 10, 11}, 1, 0},
 		{"source restarts numbering", []uint16{100, 101, 40000, 40001}, -1, []uint16{100, 101, 40000, 40001}, 0, 0},
+		{"source restarts numbering a little lower", []uint16{500, 501, 100, 101, 102, 103, 104, 105, 106, 107, 108},
+			-1, []uint16{500, 501, 107, 108}, 0, 7},
+		{"late packets not in a run stay late", []uint16{500, 501, 100, 502, 101, 503, 102, 504, 103, 505, 104, 506, 105, 507, 106, 508, 107},
+			-1, []uint16{500, 501, 502, 503, 504, 505, 506, 507, 508}, 0, 8},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -44,5 +48,29 @@ func TestReorderBuffer(t *testing.T) {
 				t.Errorf("lost %d late %d, want %d %d", b.Lost(), b.Late(), tt.lost, tt.late)
 			}
 		})
+	}
+}
+
+func TestSequenceTrackerRestartsLower(t *testing.T) {
+	var s sequenceTracker
+	for seq := uint16(500); seq < 510; seq++ {
+		if lost, ok := s.advance(seq); !ok || lost != 0 {
+			t.Fatalf("%d: lost %d ok %v", seq, lost, ok)
+		}
+	}
+	// A duplicate, then a payloader restarted 400 numbers lower.
+	if _, ok := s.advance(505); ok {
+		t.Fatal("a duplicate was taken")
+	}
+	for seq := uint16(100); seq < 100+restartRun-1; seq++ {
+		if _, ok := s.advance(seq); ok {
+			t.Fatalf("%d taken before the run was long enough", seq)
+		}
+	}
+	if lost, ok := s.advance(100 + restartRun - 1); !ok || lost != 1 {
+		t.Fatalf("the run's last packet: lost %d ok %v, want a restart", lost, ok)
+	}
+	if lost, ok := s.advance(100 + restartRun); !ok || lost != 0 {
+		t.Fatalf("after the restart: lost %d ok %v", lost, ok)
 	}
 }

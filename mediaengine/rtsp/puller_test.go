@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -489,11 +490,12 @@ func TestPullerEndsSessionWhoseVideoStalls(t *testing.T) {
 	waitFor(t, 15*time.Second, "video after the reconnection", func() bool { return log.count(media.KindVideo) > before+25 })
 }
 
-// startUDPLossProxy forwards RTSP to GStreamer and puts itself in the UDP
+// startUDPProxy forwards RTSP to GStreamer and puts itself in the UDP
 // path: each SETUP's client ports are replaced by a pair of its own, and
-// what GStreamer sends there is passed on to the client's ports unless
-// drop says no, given the track's index and the packet's number on it.
-func startUDPLossProxy(t *testing.T, port int, drop func(track int, n int64) bool) string {
+// each RTP packet GStreamer sends there is handed to pass, with the track's
+// index and the packet's number on it, which may rewrite it and says
+// whether to pass it on to the client's ports.
+func startUDPProxy(t *testing.T, port int, pass func(track int, n int64, pkt []byte) bool) string {
 	t.Helper()
 	re := regexp.MustCompile(`client_port=(\d+)-(\d+)`)
 	var mu sync.Mutex
@@ -515,7 +517,7 @@ func startUDPLossProxy(t *testing.T, port int, drop func(track int, n int64) boo
 				}
 				if rtp {
 					n++
-					if drop(track, n) {
+					if !pass(track, n, buf[:k]) {
 						continue
 					}
 				}
@@ -562,7 +564,7 @@ func startUDPLossProxy(t *testing.T, port int, drop func(track int, n int64) boo
 func TestPullerVideoSurvivesSingleLossesOverUDP(t *testing.T) {
 	t.Parallel() // real-time media: mostly waiting
 	g := startGStreamer(t)
-	addr := startUDPLossProxy(t, g.Port, func(track int, n int64) bool { return track == 0 && n%37 == 0 })
+	addr := startUDPProxy(t, g.Port, func(track int, n int64, _ []byte) bool { return track != 0 || n%37 != 0 })
 	var log frameLog
 	p, _ := rtsp.NewPuller(log.config("rtsp://"+addr+"/h264", rtsp.TransportUDP))
 	ctx, cancel := context.WithCancel(context.Background())
@@ -579,5 +581,40 @@ func TestPullerVideoSurvivesSingleLossesOverUDP(t *testing.T) {
 	}
 	if st := p.Status(); st.Transport != rtsp.TransportUDP || st.Attempts != 1 {
 		t.Errorf("the session did not stay on UDP: %+v", st)
+	}
+}
+
+// The source's video sequence numbers restart 300 lower in the middle of
+// the session (a payloader reset): the reorder buffer and the
+// depacketiser take the run of "old" numbers as a restart within a few
+// packets, instead of discarding every packet as late until the numbers
+// catch up (six seconds here).
+func TestPullerFollowsSequenceRestartedLower(t *testing.T) {
+	t.Parallel() // real-time media: mostly waiting
+	g := startGStreamer(t)
+	var restartAt atomic.Int64
+	addr := startUDPProxy(t, g.Port, func(track int, n int64, pkt []byte) bool {
+		if at := restartAt.Load(); track == 0 && at > 0 && n >= at && len(pkt) >= 12 {
+			binary.BigEndian.PutUint16(pkt[2:], binary.BigEndian.Uint16(pkt[2:])-300)
+		}
+		return true
+	})
+	var log frameLog
+	p, _ := rtsp.NewPuller(log.config("rtsp://"+addr+"/h264", rtsp.TransportUDP))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { p.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	waitFor(t, 10*time.Second, "frames", func() bool { return log.count(media.KindVideo) > 25 })
+	restartAt.Store(1) // from the next packet on
+	for i := 0; i < 4; i++ {
+		before := log.count(media.KindVideo)
+		time.Sleep(time.Second)
+		if got := log.count(media.KindVideo) - before; got < 10 {
+			t.Fatalf("second %d after the restart: %d video frames; errors %v", i, got, log.lastErrs)
+		}
+	}
+	if st := p.Status(); st.Attempts != 1 {
+		t.Errorf("the session was not kept: %+v", st)
 	}
 }
