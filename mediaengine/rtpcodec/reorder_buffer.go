@@ -20,11 +20,7 @@ type ReorderBuffer struct {
 	started  bool
 	held     int
 	maxDelay time.Duration
-	// behind counts the packets in a row that came behind next, each
-	// following the one before: a source that restarted its numbering a
-	// little lower (see restartRun).
-	behind  int
-	lastOld uint16
+	lower    lowerRestart
 
 	lost, late uint64
 }
@@ -39,14 +35,6 @@ type reorderSlot struct {
 // seqReset is how far a sequence number may be from the expected one before
 // the source is taken to have restarted its numbering.
 const seqReset = 1000
-
-// restartRun is how many packets in a row, each following the one before,
-// may come behind the expected number before the source is taken to have
-// restarted its numbering lower (a payloader reset mid-session). Late
-// packets come one at a time; without this, a restart fewer than seqReset
-// numbers back would make every packet late until the numbers caught up,
-// which at 50 packets a second is up to 20 s without video.
-const restartRun = 8
 
 // NewReorderBuffer returns a buffer holding up to size packets (rounded up
 // to a power of two, at most 1024) for at most maxDelay.
@@ -76,19 +64,13 @@ func (b *ReorderBuffer) Push(raw []byte, arrival time.Time, deliver func(pkt []b
 	}
 	diff := int16(seq - b.next)
 	if diff < 0 && diff >= -seqReset {
-		if b.behind > 0 && seq == b.lastOld+1 {
-			b.behind++
-		} else {
-			b.behind = 1
-		}
-		b.lastOld = seq
-		if b.behind < restartRun {
+		if !b.lower.behind(seq) {
 			b.late++
 			return
 		}
 		diff = seqReset + 1 // a run: the source restarted lower
 	}
-	b.behind = 0
+	b.lower.run = 0
 	if diff < -seqReset || diff > seqReset {
 		// The source restarted its numbering: give up what is held.
 		b.drain(deliver)

@@ -5,10 +5,34 @@ package rtpcodec
 type sequenceTracker struct {
 	next    uint16
 	started bool
-	// behind and lastOld follow a run of packets behind next, as in
-	// ReorderBuffer.
-	behind  int
-	lastOld uint16
+	lower   lowerRestart
+}
+
+// restartRun is how many packets in a row, each following the one before,
+// may come behind the expected number before the source is taken to have
+// restarted its numbering lower (a payloader reset mid-session). Late
+// packets come one at a time; without this, a restart fewer than seqReset
+// numbers back would make every packet late until the numbers caught up,
+// which at 50 packets a second is up to 20 s without video.
+const restartRun = 8
+
+// lowerRestart follows the packets that come behind the expected number,
+// to tell a source that restarted its numbering lower from late packets.
+type lowerRestart struct {
+	run  int
+	last uint16
+}
+
+// behind records seq, which came behind the expected number, and reports
+// whether it completes a run of restartRun, each following the one before.
+func (r *lowerRestart) behind(seq uint16) bool {
+	if r.run > 0 && seq == r.last+1 {
+		r.run++
+	} else {
+		r.run = 1
+	}
+	r.last = seq
+	return r.run >= restartRun
 }
 
 // advance records seq. It returns how many packets were missing before it,
@@ -23,18 +47,12 @@ func (s *sequenceTracker) advance(seq uint16) (lost int, ok bool) {
 	}
 	gap := int16(seq - s.next)
 	if gap < 0 && gap >= -seqReset {
-		if s.behind > 0 && seq == s.lastOld+1 {
-			s.behind++
-		} else {
-			s.behind = 1
-		}
-		s.lastOld = seq
-		if s.behind < restartRun {
+		if !s.lower.behind(seq) {
 			return 0, false
 		}
 		gap = -seqReset - 1 // a run: the source restarted lower
 	}
-	s.behind = 0
+	s.lower.run = 0
 	s.next = seq + 1
 	if gap < 0 || gap > seqReset {
 		return 1, true
