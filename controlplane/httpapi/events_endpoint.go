@@ -202,12 +202,17 @@ var errCredentialGone = errors.New("credential no longer valid")
 // server ends; at every keep-alive it calls recheck, which re-authenticates
 // the connection's request.
 func (e *eventEndpoints) stream(ctx context.Context, conn *websocket.Conn, stream *events.RuntimeStream, hello events.RuntimeMessage, recheck func() error) error {
+	// Writes are bounded by writeTimeout only: the library drops the
+	// connection, without a close frame, when a write's context ends
+	// mid-write, and a server going away must still say so. The loop
+	// stops at ctx's end between writes.
+	wctxBase := context.WithoutCancel(ctx)
 	write := func(m events.RuntimeMessage) error {
 		b, err := json.Marshal(m)
 		if err != nil {
 			return err
 		}
-		wctx, cancel := context.WithTimeout(ctx, writeTimeout)
+		wctx, cancel := context.WithTimeout(wctxBase, writeTimeout)
 		defer cancel()
 		return conn.Write(wctx, websocket.MessageText, b)
 	}
@@ -249,7 +254,7 @@ func (e *eventEndpoints) stream(ctx context.Context, conn *websocket.Conn, strea
 			if err := recheck(); err != nil {
 				return err
 			}
-			pctx, cancel := context.WithTimeout(ctx, writeTimeout)
+			pctx, cancel := context.WithTimeout(wctxBase, writeTimeout)
 			err := conn.Ping(pctx)
 			cancel()
 			if err != nil {
