@@ -1,21 +1,22 @@
 package server
 
 import (
-	"sync"
-
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 	"io"
 	"net"
 	"net/http"
 	"path/filepath"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest"
 
 	"github.com/svcplatform/svc/controlplane/apitoken"
@@ -31,6 +32,22 @@ type testServer struct {
 	t   *testing.T
 	s   *Server
 	url string
+}
+
+// withFreePorts runs start, which takes its ports from freePort, again (up
+// to three times) when one of them was taken by another process between
+// freePort closing it and start binding it: the packages' tests run in
+// parallel on one machine.
+func withFreePorts(t *testing.T, start func() error) error {
+	t.Helper()
+	var err error
+	for range 3 {
+		if err = start(); err == nil || !errors.Is(err, syscall.EADDRINUSE) {
+			return err
+		}
+		t.Logf("a port was taken meanwhile, trying others: %v", err)
+	}
+	return err
 }
 
 func freePort(t *testing.T) string {
@@ -73,21 +90,6 @@ func (b *logBuffer) String() string {
 // (at debug level, so nothing escapes the grep).
 func startServerWith(t *testing.T, id, join, keyFile string, tune func(*config.Config), logs *logBuffer) *testServer {
 	t.Helper()
-	cfg := config.Defaults()
-	cfg.NodeID = id
-	cfg.DataDir = t.TempDir()
-	cfg.HTTPAddr = freePort(t)
-	cfg.RaftAddr = freePort(t)
-	cfg.AgentAddr = freePort(t)
-	cfg.Join = join
-	cfg.ClusterKeyFile = keyFile
-	cfg.ShutdownGrace = 2 * time.Second
-	if tune != nil {
-		tune(&cfg)
-	}
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	log := zaptest.NewLogger(t).Named(id)
@@ -95,7 +97,27 @@ func startServerWith(t *testing.T, id, join, keyFile string, tune func(*config.C
 		enc := zapcore.NewJSONEncoder(zap.NewDevelopmentEncoderConfig())
 		log = zap.New(zapcore.NewTee(log.Core(), zapcore.NewCore(enc, logs, zapcore.DebugLevel))).Named(id)
 	}
-	s, err := Start(ctx, cfg, log)
+	var s *Server
+	err := withFreePorts(t, func() error {
+		cfg := config.Defaults()
+		cfg.NodeID = id
+		cfg.DataDir = t.TempDir()
+		cfg.HTTPAddr = freePort(t)
+		cfg.RaftAddr = freePort(t)
+		cfg.AgentAddr = freePort(t)
+		cfg.Join = join
+		cfg.ClusterKeyFile = keyFile
+		cfg.ShutdownGrace = 2 * time.Second
+		if tune != nil {
+			tune(&cfg)
+		}
+		if err := cfg.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		var err error
+		s, err = Start(ctx, cfg, log)
+		return err
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,16 +213,18 @@ func startServerExpectError(t *testing.T, id, join, keyFile string) error {
 	if _, err := keyring.LoadOrCreate(keyFile, true); err != nil {
 		t.Fatal(err)
 	}
-	cfg := config.Defaults()
-	cfg.NodeID, cfg.DataDir, cfg.HTTPAddr, cfg.RaftAddr, cfg.Join, cfg.ClusterKeyFile = id, t.TempDir(), freePort(t), freePort(t), join, keyFile
-	cfg.AgentAddr = freePort(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	s, err := Start(ctx, cfg, zaptest.NewLogger(t).Named(id))
-	if err == nil {
-		s.Shutdown()
-	}
-	return err
+	return withFreePorts(t, func() error {
+		cfg := config.Defaults()
+		cfg.NodeID, cfg.DataDir, cfg.HTTPAddr, cfg.RaftAddr, cfg.Join, cfg.ClusterKeyFile = id, t.TempDir(), freePort(t), freePort(t), join, keyFile
+		cfg.AgentAddr = freePort(t)
+		s, err := Start(ctx, cfg, zaptest.NewLogger(t).Named(id))
+		if err == nil {
+			s.Shutdown()
+		}
+		return err
+	})
 }
 
 func bytesReader(s string) *bytes.Reader { return bytes.NewReader([]byte(s)) }
