@@ -4,11 +4,13 @@ import (
 	"bufio"
 	"context"
 	"io"
+	"math"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -320,5 +322,24 @@ func TestAcceptanceSourceLossAndReturn(t *testing.T) {
 	r := mediaprobe.Probe(t, viewer.fetch(after), 10)
 	r.Check(t, mediaprobe.Want{VideoCodec: "h264", Width: 320, Height: 240, FPS: 25, AudioCodec: "aac", SampleRate: 44100,
 		Channels: 1, AudioFrameSamples: 1024, MinSeconds: 1})
+	// Time goes on across the outage, for players that ignore the
+	// discontinuity tag: the new publisher's segments start after the old
+	// one's, although its clock started again near zero.
+	old := mediaprobe.Probe(t, viewer.fetch(before[len(before)-1]), 10)
+	pts := func(r mediaprobe.Result, pick func(a, b float64) float64) float64 {
+		v := math.NaN()
+		for _, p := range r.Packets {
+			if x, err := strconv.ParseFloat(p.PTSTime, 64); err == nil {
+				if math.IsNaN(v) {
+					v = x
+				}
+				v = pick(v, x)
+			}
+		}
+		return v
+	}
+	if end, start := pts(old, math.Max), pts(r, math.Min); !(start > end) {
+		t.Fatalf("the segment after the outage starts at %.3f s, not after the last one before it (%.3f s)", start, end)
+	}
 	t.Logf("proxy retried %d times over %v (%s); HLS resumed with %s (%s)", retried.Attempts, outage, retried.LastError, after.uri, r.Describe())
 }

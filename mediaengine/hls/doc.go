@@ -10,5 +10,7 @@
 // Viewers that stop asking for the playlist expire after
 // hls.sessionTimeout; a segmenter without sessions stops. A segmenter
 // outlives a publisher change: it subscribes again and marks the next
-// segment as a discontinuity, so HLS players resume by themselves.
+// segment as a discontinuity, so HLS players resume by themselves, and it
+// moves the new publisher's timestamps to continue after the old one's
+// (a reconnected source starts again near zero).
 package hls

@@ -37,6 +37,47 @@ type Segmenter struct {
 	updated  chan struct{} // closed and replaced on every change
 	bitrate  float64       // bits per second of the last segment
 	firstErr error
+
+	shift timeShift // owned by run's goroutine
+}
+
+// timeShift keeps the segments' timestamps going forward across publisher
+// changes: a source that reconnects starts again near zero, and a player
+// that ignores the discontinuity tag (ffmpeg's HLS reader does) would see
+// time jump back. Each publisher's frames are moved to start shiftGap after
+// the latest DTS written before; a publisher already ahead is left as it
+// is.
+type timeShift struct {
+	by   time.Duration // added to the current publisher's timestamps
+	last time.Duration // the latest DTS written, shifted
+	seen bool
+}
+
+// shiftGap separates two publishers' frames; it is wider than any audio
+// lead over the first video keyframe, so no track steps back.
+const shiftGap = time.Second
+
+// start begins a publisher whose first frame has DTS first.
+func (t *timeShift) start(first time.Duration) {
+	t.by = 0
+	if t.seen && first <= t.last {
+		t.by = t.last + shiftGap - first
+	}
+}
+
+// frame returns f with the shift applied (a copy: frames are shared with
+// the hub's other readers) and notes its DTS.
+func (t *timeShift) frame(f *media.Frame) *media.Frame {
+	if t.by != 0 {
+		c := *f
+		c.PTS += t.by
+		c.DTS += t.by
+		f = &c
+	}
+	if !t.seen || f.DTS > t.last {
+		t.last, t.seen = f.DTS, true
+	}
+	return f
 }
 
 func newSegmenter(h *hub.Hub, path media.Path, cfg Config, log *zap.Logger) *Segmenter {
@@ -124,10 +165,13 @@ func (s *Segmenter) segment(ctx context.Context, rd *hub.Reader) error {
 				if !boundary {
 					continue
 				}
+				s.shift.start(f.DTS)
+				f = s.shift.frame(f)
 				started, segStart = true, f.DTS
 				w.write(f, false)
 				continue
 			}
+			f = s.shift.frame(f)
 			cut := boundary && f.DTS-segStart >= s.target
 			if data := w.write(f, cut); data != nil {
 				s.add(gen, data, f.DTS-segStart)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/svcplatform/svc/mediaengine/internal/mediatest"
+	"github.com/svcplatform/svc/mediaengine/media"
 )
 
 // TestMediaPlaylistAcrossPublishers renders the playlist of a segmenter
@@ -39,5 +40,37 @@ func TestMediaPlaylistAcrossPublishers(t *testing.T) {
 func TestCodecsAttribute(t *testing.T) {
 	if got := codecs(mediatest.Tracks()); got != "avc1.64001E,mp4a.40.2" {
 		t.Fatalf("codecs %q", got)
+	}
+}
+
+// A publisher that starts again near zero after another is moved to start
+// shiftGap after it; the frames handed out are copies, and a publisher
+// already ahead is left alone.
+func TestTimeShiftAcrossPublishers(t *testing.T) {
+	var ts timeShift
+	ms := func(v int) time.Duration { return time.Duration(v) * time.Millisecond }
+	first := []*media.Frame{{DTS: ms(10000), PTS: ms(10000)}, {DTS: ms(10040), PTS: ms(10080)}, {DTS: ms(28960), PTS: ms(28960)}}
+	ts.start(first[0].DTS)
+	for _, f := range first {
+		if g := ts.frame(f); g != f {
+			t.Fatal("the first publisher's frames were copied")
+		}
+	}
+	second := &media.Frame{DTS: ms(10000), PTS: ms(10040)}
+	ts.start(second.DTS)
+	g := ts.frame(second)
+	if g == second || second.DTS != ms(10000) {
+		t.Fatal("a shared frame was changed in place")
+	}
+	if want := ms(28960) + shiftGap; g.DTS != want || g.PTS != want+ms(40) {
+		t.Fatalf("second publisher's first frame at DTS %v PTS %v, want %v", g.DTS, g.PTS, want)
+	}
+	if g := ts.frame(&media.Frame{DTS: ms(10040)}); g.DTS != ms(28960)+shiftGap+ms(40) {
+		t.Fatalf("second frame at %v", g.DTS)
+	}
+	ahead := &media.Frame{DTS: ms(60000)}
+	ts.start(ahead.DTS)
+	if g := ts.frame(ahead); g != ahead {
+		t.Fatal("a publisher already ahead was shifted")
 	}
 }
