@@ -62,6 +62,36 @@ func (l *frameLog) count(kind media.Kind) int {
 	return n
 }
 
+// videoEverySecond fails unless at least 10 video frames (of 25 a second)
+// arrive in each of the next seconds; after names the moment they follow.
+func (l *frameLog) videoEverySecond(t *testing.T, seconds int, after string) {
+	t.Helper()
+	for i := 0; i < seconds; i++ {
+		before := l.count(media.KindVideo)
+		time.Sleep(time.Second)
+		if got := l.count(media.KindVideo) - before; got < 10 {
+			l.mu.Lock()
+			errs := l.lastErrs
+			l.mu.Unlock()
+			t.Fatalf("second %d%s: %d video frames; errors %v", i, after, got, errs)
+		}
+	}
+}
+
+// runPuller runs a Puller of cfg until the test ends.
+func runPuller(t *testing.T, cfg rtsp.PullerConfig) *rtsp.Puller {
+	t.Helper()
+	p, err := rtsp.NewPuller(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { p.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return p
+}
+
 // check verifies the frames of one session: the codecs, keyframes with
 // parameter sets, video at 25 fps with monotonic DTS never after PTS,
 // audio present, and (through ffprobe) that the video decodes as the
@@ -263,11 +293,7 @@ func TestPullerReconnects(t *testing.T) {
 	t.Parallel() // real-time media: mostly waiting
 	g := startGStreamer(t)
 	var log frameLog
-	p, _ := rtsp.NewPuller(log.config(g.url("", "h264"), rtsp.TransportTCP))
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { p.Run(ctx); close(done) }()
-	defer func() { cancel(); <-done }()
+	p := runPuller(t, log.config(g.url("", "h264"), rtsp.TransportTCP))
 	waitFor(t, 10*time.Second, "frames", func() bool { return log.count(media.KindVideo) > 10 })
 	g.stop()
 	waitFor(t, 10*time.Second, "the Puller to notice", func() bool { return p.Status().State == rtsp.PullerWaiting })
@@ -295,6 +321,14 @@ func TestPullerReconnects(t *testing.T) {
 func startUDPBreakingProxy(t *testing.T, port int) string {
 	t.Helper()
 	re := regexp.MustCompile(`client_port=\d+-\d+`)
+	return startRequestRewritingProxy(t, port, func(req []byte) []byte { return re.ReplaceAll(req, []byte("client_port=9-10")) })
+}
+
+// startRequestRewritingProxy forwards RTSP to GStreamer's port, passing
+// each request through rewrite; the answers and interleaved data come
+// back as they are.
+func startRequestRewritingProxy(t *testing.T, port int, rewrite func(req []byte) []byte) string {
+	t.Helper()
 	return serveTCP(t, func(c net.Conn) {
 		up, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
 		if err != nil {
@@ -309,7 +343,7 @@ func startUDPBreakingProxy(t *testing.T, port int) string {
 				return
 			}
 			// Requests arrive whole on loopback; rewrite in place.
-			if _, err := up.Write(re.ReplaceAll(buf[:n], []byte("client_port=9-10"))); err != nil {
+			if _, err := up.Write(rewrite(buf[:n])); err != nil {
 				return
 			}
 		}
@@ -416,19 +450,9 @@ func TestPullerVideoSurvivesSingleLosses(t *testing.T) {
 	var n atomic.Int64
 	addr := startFilteringProxy(t, u.Host, func(ch byte) bool { return ch != 0 || n.Add(1)%37 != 0 })
 	var log frameLog
-	p, _ := rtsp.NewPuller(log.config("rtsp://"+addr+u.Path, rtsp.TransportTCP))
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { p.Run(ctx); close(done) }()
-	defer func() { cancel(); <-done }()
+	runPuller(t, log.config("rtsp://"+addr+u.Path, rtsp.TransportTCP))
 	waitFor(t, 10*time.Second, "frames", func() bool { return log.count(media.KindVideo) > 10 })
-	for i := 0; i < 10; i++ {
-		before := log.count(media.KindVideo)
-		time.Sleep(time.Second)
-		if got := log.count(media.KindVideo) - before; got < 10 {
-			t.Fatalf("second %d: %d video frames (%d packets dropped so far); errors %v", i, got, n.Load()/37, log.lastErrs)
-		}
-	}
+	log.videoEverySecond(t, 10, "")
 }
 
 // The video of a source stops while its audio goes on: the session's
@@ -446,11 +470,7 @@ func TestPullerEndsSessionWhoseVideoStalls(t *testing.T) {
 	cut.Store(-1)
 	addr := startFilteringProxy(t, u.Host, func(ch byte) bool { return int32(ch) != cut.Load() })
 	var log frameLog
-	p, _ := rtsp.NewPuller(log.config("rtsp://"+addr+u.Path, rtsp.TransportTCP))
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { p.Run(ctx); close(done) }()
-	defer func() { cancel(); <-done }()
+	runPuller(t, log.config("rtsp://"+addr+u.Path, rtsp.TransportTCP))
 	waitFor(t, 10*time.Second, "frames", func() bool { return log.count(media.KindVideo) > 10 && log.count(media.KindAudio) > 10 })
 	log.mu.Lock()
 	video := -1
@@ -526,35 +546,16 @@ func startUDPProxy(t *testing.T, port int, pass func(track int, n int64, pkt []b
 		}()
 		return pc.LocalAddr().(*net.UDPAddr).Port
 	}
-	return serveTCP(t, func(c net.Conn) {
-		up, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
-		if err != nil {
-			return
-		}
-		defer up.Close()
-		go io.Copy(c, up)
-		buf := make([]byte, 64<<10)
-		for {
-			n, err := c.Read(buf)
-			if err != nil {
-				return
-			}
-			// Requests arrive whole on loopback; rewrite in place.
-			req := re.ReplaceAllFunc(buf[:n], func(m []byte) []byte {
-				var a, b int
-				fmt.Sscanf(string(m), "client_port=%d-%d", &a, &b)
-				mu.Lock()
-				track := tracks
-				tracks++
-				mu.Unlock()
-				rtpPort := relay(track, a, true)
-				rtcpPort := relay(track, b, false)
-				return fmt.Appendf(nil, "client_port=%d-%d", rtpPort, rtcpPort)
-			})
-			if _, err := up.Write(req); err != nil {
-				return
-			}
-		}
+	return startRequestRewritingProxy(t, port, func(req []byte) []byte {
+		return re.ReplaceAllFunc(req, func(m []byte) []byte {
+			var a, b int
+			fmt.Sscanf(string(m), "client_port=%d-%d", &a, &b)
+			mu.Lock()
+			track := tracks
+			tracks++
+			mu.Unlock()
+			return fmt.Appendf(nil, "client_port=%d-%d", relay(track, a, true), relay(track, b, false))
+		})
 	})
 }
 
@@ -566,19 +567,9 @@ func TestPullerVideoSurvivesSingleLossesOverUDP(t *testing.T) {
 	g := startGStreamer(t)
 	addr := startUDPProxy(t, g.Port, func(track int, n int64, _ []byte) bool { return track != 0 || n%37 != 0 })
 	var log frameLog
-	p, _ := rtsp.NewPuller(log.config("rtsp://"+addr+"/h264", rtsp.TransportUDP))
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { p.Run(ctx); close(done) }()
-	defer func() { cancel(); <-done }()
+	p := runPuller(t, log.config("rtsp://"+addr+"/h264", rtsp.TransportUDP))
 	waitFor(t, 10*time.Second, "frames", func() bool { return log.count(media.KindVideo) > 10 })
-	for i := 0; i < 10; i++ {
-		before := log.count(media.KindVideo)
-		time.Sleep(time.Second)
-		if got := log.count(media.KindVideo) - before; got < 10 {
-			t.Fatalf("second %d: %d video frames; errors %v", i, got, log.lastErrs)
-		}
-	}
+	log.videoEverySecond(t, 10, "")
 	if st := p.Status(); st.Transport != rtsp.TransportUDP || st.Attempts != 1 {
 		t.Errorf("the session did not stay on UDP: %+v", st)
 	}
@@ -600,20 +591,10 @@ func TestPullerFollowsSequenceRestartedLower(t *testing.T) {
 		return true
 	})
 	var log frameLog
-	p, _ := rtsp.NewPuller(log.config("rtsp://"+addr+"/h264", rtsp.TransportUDP))
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { p.Run(ctx); close(done) }()
-	defer func() { cancel(); <-done }()
+	p := runPuller(t, log.config("rtsp://"+addr+"/h264", rtsp.TransportUDP))
 	waitFor(t, 10*time.Second, "frames", func() bool { return log.count(media.KindVideo) > 25 })
 	restartAt.Store(1) // from the next packet on
-	for i := 0; i < 4; i++ {
-		before := log.count(media.KindVideo)
-		time.Sleep(time.Second)
-		if got := log.count(media.KindVideo) - before; got < 10 {
-			t.Fatalf("second %d after the restart: %d video frames; errors %v", i, got, log.lastErrs)
-		}
-	}
+	log.videoEverySecond(t, 4, " after the restart")
 	if st := p.Status(); st.Attempts != 1 {
 		t.Errorf("the session was not kept: %+v", st)
 	}
