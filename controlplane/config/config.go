@@ -250,6 +250,9 @@ func (c *Config) APIURL() string {
 	return "http://" + net.JoinHostPort(host, port)
 }
 
+// GCHeapFloorBytes is GCHeapFloorMiB in bytes, as gcfloor.Start takes it.
+func (c *Config) GCHeapFloorBytes() uint64 { return uint64(c.GCHeapFloorMiB) << 20 }
+
 // AgentURL is the agent port's URL as agents should use it.
 func (c *Config) AgentURL() string {
 	if c.AdvertiseAgent != "" {

@@ -111,7 +111,7 @@ func run(cfg config.Config, stdout io.Writer, afterStart func(context.Context, *
 		return err
 	}
 	defer log.Sync()
-	defer gcfloor.Start(uint64(cfg.GCHeapFloorMiB) << 20)()
+	defer gcfloor.Start(cfg.GCHeapFloorBytes())()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	s, err := Start(ctx, cfg, log)

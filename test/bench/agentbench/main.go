@@ -84,7 +84,7 @@ func run(outPath string, dur time.Duration, nAgents, inflight int) error {
 	cfg.NodeID, cfg.DataDir, cfg.HTTPAddr, cfg.RaftAddr, cfg.AgentAddr, cfg.LogLevel = "bench", filepath.Join(dir, "cp"), freeAddr(), freeAddr(), freeAddr(), "error"
 	ctx := context.Background()
 	// The control node runs in this process: it takes svc's collector floor.
-	defer gcfloor.Start(uint64(cfg.GCHeapFloorMiB) << 20)()
+	defer gcfloor.Start(cfg.GCHeapFloorBytes())()
 	s, err := server.Start(ctx, cfg, zap.NewNop())
 	if err != nil {
 		return err

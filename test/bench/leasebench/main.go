@@ -523,7 +523,8 @@ func run(out string, n, clients, validations int, oneNode bool) error {
 	fmt.Println("host:", pauses)
 	// The control nodes run in this process, so it takes their garbage
 	// collector floor as svc does.
-	defer gcfloor.Start(uint64(config.Defaults().GCHeapFloorMiB) << 20)()
+	defaults := config.Defaults()
+	defer gcfloor.Start(defaults.GCHeapFloorBytes())()
 	var results []result
 	var val hookResult
 	sizes := []int{1, 3}
