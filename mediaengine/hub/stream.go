@@ -57,6 +57,13 @@ func (s *Stream) Tracks() []*media.Track { return s.tracks }
 // Ready is closed once every track is complete and a reader can start.
 func (s *Stream) Ready() <-chan struct{} { return s.readyCh }
 
+// IsReady says whether the stream has become ready (and not ended).
+func (s *Stream) IsReady() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ready && !s.closed
+}
+
 // Done is closed when the stream ends.
 func (s *Stream) Done() <-chan struct{} { return s.done }
 
@@ -291,7 +298,7 @@ func (s *Stream) Info() engineapi.StreamInfo {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	info := engineapi.StreamInfo{Vhost: s.path.Vhost, App: s.path.App, Stream: s.path.Stream, Origin: s.origin.Kind,
-		OriginURL: s.origin.URL, OriginAddr: s.origin.RemoteAddr, Readers: s.readers, StartedAt: s.startedAt.UTC(),
+		OriginURL: s.origin.URL, OriginAddr: s.origin.RemoteAddr, Ready: s.ready && !s.closed, Readers: s.readers, StartedAt: s.startedAt.UTC(),
 		UptimeSec: time.Since(s.startedAt).Seconds(), Tracks: make([]engineapi.TrackInfo, 0, len(s.tracks))}
 	for i, t := range s.tracks {
 		st := s.stats[i]
