@@ -66,6 +66,13 @@ type Config struct {
 	// NoReaderTimeout is how long a stream may have no reader before
 	// on_stream_none_reader is sent.
 	NoReaderTimeout Duration `yaml:"noReaderTimeout" json:"noReaderTimeout"`
+	// ContinueGrace keeps HTTP-FLV and HTTP-fMP4 players attached for this
+	// long when a stream's source drops (a camera reconnecting, a pusher
+	// restarting): a publisher of the same path within it continues the
+	// stream, its timestamps going on from where they stopped, and the
+	// players carry on without reconnecting (ZLMediaKit's
+	// continue_push_ms). 0 ends the players with their source.
+	ContinueGrace Duration `yaml:"continueGrace" json:"continueGrace"`
 	// DemoFile, when set, is looped as the live stream DemoPath (the dev
 	// demo's file source).
 	DemoFile string `yaml:"demoFile,omitempty" json:"demoFile,omitempty"`
@@ -151,6 +158,7 @@ func Defaults() Config {
 		GOPCacheMaxFrames: 600,
 		ReaderQueueFrames: 256,
 		NoReaderTimeout:   Duration(30 * time.Second),
+		ContinueGrace:     Duration(15 * time.Second),
 	}
 }
 
@@ -202,6 +210,9 @@ func (c *Config) Validate() error {
 	}
 	if c.GOPCacheMaxFrames < 1 || c.ReaderQueueFrames < 8 {
 		return errors.New("gopCacheMaxFrames must be >= 1 and readerQueueFrames >= 8")
+	}
+	if c.ContinueGrace < 0 || c.ContinueGrace.D() > 10*time.Minute {
+		return fmt.Errorf("continueGrace: %s is not within 0-10m", c.ContinueGrace.D())
 	}
 	if c.MergeWrite < 0 || c.MergeWrite.D() > 500*time.Millisecond {
 		return fmt.Errorf("mergeWrite: %s is not within 0-500ms", c.MergeWrite.D())
