@@ -41,7 +41,7 @@ func (e *Engine) apply(next engineapi.Config) (engineapi.ConfigResult, error) {
 			res.RestartRequired = append(res.RestartRequired, field.Tag.Get("json"))
 		}
 	}
-	if next.Hooks != cur.Hooks {
+	if !reflect.DeepEqual(next.Hooks, cur.Hooks) {
 		hc, err := hooks.New(next, e.log)
 		if err != nil {
 			return engineapi.ConfigResult{}, err

@@ -85,6 +85,11 @@ type HookConfig struct {
 	// disables hooks, and then on_play and on_publish allow everything, which
 	// only tests and a stand-alone engine use.
 	URL string `yaml:"url" json:"url"`
+	// FallbackURLs are the same hooks on the other control nodes: when the
+	// node behind URL does not answer (down, or unreachable), a hook goes
+	// to the next one within the same Timeout, and later hooks go first to
+	// the one that answered.
+	FallbackURLs []string `yaml:"fallbackUrls,omitempty" json:"fallbackUrls,omitempty"`
 	// ClientCertFile and ClientKeyFile authenticate the engine with the
 	// node's certificate (mTLS to the agent port); CAFile pins the cluster
 	// CA.
@@ -192,6 +197,17 @@ func (c *Config) Validate() error {
 	}
 	if c.Hooks.URL != "" && !strings.HasPrefix(c.Hooks.URL, "http://") && !strings.HasPrefix(c.Hooks.URL, "https://") {
 		return fmt.Errorf("hooks.url: %q is not an http(s) URL", c.Hooks.URL)
+	}
+	if len(c.Hooks.FallbackURLs) > 0 && c.Hooks.URL == "" {
+		return errors.New("hooks.fallbackUrls: needs hooks.url")
+	}
+	if len(c.Hooks.FallbackURLs) > 16 {
+		return fmt.Errorf("hooks.fallbackUrls: %d URLs, at most 16", len(c.Hooks.FallbackURLs))
+	}
+	for i, u := range c.Hooks.FallbackURLs {
+		if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
+			return fmt.Errorf("hooks.fallbackUrls[%d]: %q is not an http(s) URL", i, u)
+		}
 	}
 	if (c.Hooks.ClientCertFile == "") != (c.Hooks.ClientKeyFile == "") {
 		return errors.New("hooks.clientCertFile and hooks.clientKeyFile go together")
