@@ -34,6 +34,7 @@ bench:
 	$(GO) run ./test/bench/leasebench -out docs/benchmarks.md
 	$(GO) run ./test/bench/fanoutbench -out docs/benchmarks.md
 	$(GO) run ./test/bench/latencybench -out docs/benchmarks.md
+	$(GO) run ./test/bench/crashbench -out docs/benchmarks.md
 
 ## generate: regenerate api/contract from api/openapi.yaml
 generate:
