@@ -110,11 +110,16 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err := CheckPeers(o.Log); err != nil {
 		return nil, err
 	}
-	cam, err := peers.StartCamera("cam", "camPa55word")
-	if err != nil {
-		return nil, err
+	// The camera is for the scenarios; the first-load figures need none.
+	camPort := 0
+	if o.Mode != "bench" {
+		cam, err := peers.StartCamera("cam", "camPa55word")
+		if err != nil {
+			return nil, err
+		}
+		defer cam.Stop()
+		camPort = cam.Port
 	}
-	defer cam.Stop()
 	secret := randomHex(16)
 	rcv, err := startReceiver(secret)
 	if err != nil {
@@ -126,7 +131,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	defer dev.stop()
-	fmt.Fprintf(o.Log, "console: svc dev at %s (media %s), camera on port %d, receiver %s\n", dev.api, dev.media, cam.Port, rcv.url)
+	fmt.Fprintf(o.Log, "console: svc dev at %s (media %s), camera on port %d, receiver %s\n", dev.api, dev.media, camPort, rcv.url)
 
 	out, err := os.MkdirTemp("", "svc-console-result-")
 	if err != nil {
@@ -144,7 +149,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		"SVC_URL="+dev.api,
 		"SVC_ADMIN_PASSWORD="+dev.password,
 		"MEDIA_ORIGIN="+dev.media,
-		fmt.Sprintf("CAMERA_URL=rtsp://127.0.0.1:%d/h264", cam.Port),
+		fmt.Sprintf("CAMERA_URL=rtsp://127.0.0.1:%d/h264", camPort),
 		"CAMERA_USER=cam", "CAMERA_PASSWORD=camPa55word",
 		"RECEIVER_URL="+rcv.url, "WEBHOOK_SECRET="+secret,
 		"RESULT_FILE="+resultFile, "SCREENSHOT_DIR="+o.Screenshots, "CHROMIUM="+Chromium)
