@@ -219,6 +219,10 @@ export async function adminRun(browser, results) {
   await expectPlaying(watcher, tile0, 'after the lease renewal')
   await watcher.close()
 
+  // The access cookie (one minute in this test) was refreshed before it
+  // expired, with no 401 on the way (the monitor would have reported it).
+  assert(log.responses.some((r) => r.method === 'POST' && r.url === '/api/v2/auth/refresh' && r.status === 200), 'the console refreshed its session')
+
   // Sign out: the cookies go, the old session cannot be refreshed.
   const csrf = await page.evaluate(() => sessionStorage.getItem('svc.csrf'))
   await page.click('[data-test=logout]')

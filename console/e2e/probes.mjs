@@ -2,7 +2,7 @@
 // (missing or wrong token, a cross-site request carrying the cookies), the
 // Content-Security-Policy refusing inline and foreign scripts, framing
 // refused, and the caching headers.
-import { assert, env } from './lib.mjs'
+import { assert, env, until } from './lib.mjs'
 
 export async function probeHeaders(page) {
   const doc = await page.request.get(env.base + '/channels')
@@ -42,6 +42,7 @@ export async function probeCookies(context, page) {
 export async function probeCSRF(context) {
   const page = await context.newPage()
   await page.goto(env.base + '/')
+  await page.getByRole('heading', { level: 1, name: 'Dashboard' }).waitFor()
   const out = await page.evaluate(async () => {
     const csrf = sessionStorage.getItem('svc.csrf') ?? ''
     const post = (headers) =>
@@ -110,4 +111,34 @@ export async function probeCSP(context) {
   const framedTitle = framed ? await framed.evaluate(() => document.title).catch(() => '') : ''
   assert(!framedTitle.includes('svc console'), 'the console rendered inside a frame')
   await page.close()
+}
+
+/**
+ * probeCaptcha runs last (the failures it makes put this client address
+ * under the captcha for 15 minutes): repeated wrong passwords make the
+ * server ask for a captcha; the form shows it, the error shows the
+ * contract's message, code and trace id, and "Another picture" replaces it.
+ */
+export async function probeCaptcha(browser) {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 720 } })
+  const page = await context.newPage()
+  await page.goto(env.base + '/login')
+  let shown = false
+  for (let i = 0; i < 8 && !shown; i++) {
+    await page.fill('#l-user', 'admin')
+    await page.fill('#l-pass', `wrong-password-${i}`)
+    await page.getByRole('button', { name: 'Sign in' }).click()
+    await page.getByRole('alert').waitFor()
+    shown = (await page.locator('.captcha img').count()) > 0
+  }
+  assert(shown, 'no captcha after repeated failures')
+  const alert = await page.getByRole('alert').textContent()
+  assert(/(invalid_credentials|captcha_required)/.test(alert) && /trace id [0-9a-f]{32}/.test(alert), `the error shows its code and trace id: ${alert}`)
+  const img = page.locator('.captcha img')
+  await until('the captcha image', () => img.evaluate((i) => i.complete && i.naturalWidth > 0))
+  const first = await img.getAttribute('src')
+  await page.getByRole('button', { name: 'Another picture' }).click()
+  await until('another captcha', async () => (await img.getAttribute('src')) !== first)
+  await until('the new captcha image', () => img.evaluate((i) => i.complete && i.naturalWidth > 0))
+  await context.close()
 }

@@ -8,6 +8,7 @@ import { adminRun } from './admin.mjs'
 import { launch, problems } from './lib.mjs'
 import { measureLogin, reloadTimed, signInTimed } from './measure.mjs'
 import { viewerRun } from './viewer.mjs'
+import { probeCaptcha } from './probes.mjs'
 import { env } from './lib.mjs'
 
 const mode = process.argv[2] ?? 'full'
@@ -33,6 +34,7 @@ try {
   } else {
     await adminRun(browser, results)
     await viewerRun(browser, results)
+    await probeCaptcha(browser)
     for (const log of results.logs) results.problems.push(...problems(log))
     if (results.a11y.length) failure = new Error(`axe found ${results.a11y.length} serious or critical violations`)
     if (results.problems.length) failure ??= new Error(`the pages reported ${results.problems.length} problems`)

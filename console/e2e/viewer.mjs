@@ -8,7 +8,8 @@ import { viewer } from './admin.mjs'
 const changing = /^(New |Delete|Edit|Start|Stop|Pause|Retry|Activate|Return to pending|Send test|Import|Enroll|Run…|Rotate|Reveal|Revoke|Reset password|End sessions|Archive|Schedule|Plan the change|Apply|Restart|Reload|Cancel the command|Deliver again|Change password$)/
 
 export async function viewerRun(browser, results) {
-  const context = await browser.newContext({ viewport: { width: 1280, height: 720 } })
+  // This browser lives in Tokyo: the console shows times in its zone.
+  const context = await browser.newContext({ viewport: { width: 1280, height: 720 }, timezoneId: 'Asia/Tokyo', locale: 'en-GB' })
   const page = await context.newPage()
   const log = watch(page, 'viewer')
   results.logs.push(log)
@@ -37,6 +38,16 @@ export async function viewerRun(browser, results) {
     }
   }
   results.viewerPages = seen
+
+  // Times are the browser's: Tokyo's wall clock for the stored UTC instant.
+  await nav(page, 'Channels')
+  const times = await page.$$eval('main time', (els) =>
+    els.map((e) => ({
+      shown: e.textContent,
+      tokyo: new Intl.DateTimeFormat('en-GB', { dateStyle: 'medium', timeStyle: 'medium', timeZone: 'Asia/Tokyo' }).format(new Date(e.dateTime)),
+    })),
+  )
+  assert(times.length > 0 && times.every((t) => t.shown === t.tokyo), `times in the browser's zone: ${JSON.stringify(times.slice(0, 2))}`)
 
   // A viewer plays live video (streams.play).
   await nav(page, 'Channels')

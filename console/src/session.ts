@@ -33,6 +33,10 @@ const csrfKey = 'svc.csrf'
 // Whether this browser signed in and has not signed out since: without it
 // the console does not ask /auth/me, which could only answer 401.
 const signedInKey = 'svc.signedIn'
+// The tabs of one browser share the cookies, so they share when the access
+// cookie expires and when it was last refreshed.
+const expiresKey = 'svc.accessExpiresAt'
+const refreshedKey = 'svc.refreshedAt'
 
 let onEnded: () => void = () => {}
 export function whenSessionEnds(fn: () => void) {
@@ -63,6 +67,7 @@ function adopt(s: Schemas['ConsoleSession']) {
   session.endedMessage = ''
   sessionStorage.setItem(csrfKey, s.csrfToken)
   localStorage.setItem(signedInKey, '1')
+  localStorage.setItem(expiresKey, String(session.accessExpiresAt))
   schedule()
 }
 
@@ -76,6 +81,7 @@ function forget(message = '') {
   session.endedMessage = message
   sessionStorage.removeItem(csrfKey)
   localStorage.removeItem(signedInKey)
+  localStorage.removeItem(expiresKey)
 }
 
 // Refresh at about 70% of the access cookie's life, before it expires.
@@ -83,21 +89,47 @@ function schedule() {
   clearTimeout(refreshTimer)
   if (!session.accessExpiresAt) return
   const wait = Math.max(5_000, (session.accessExpiresAt - Date.now()) * 0.7)
-  refreshTimer = setTimeout(() => void refresh(), wait)
+  refreshTimer = setTimeout(() => {
+    // Another tab may have refreshed meanwhile: then follow its cookie.
+    const shared = Number(localStorage.getItem(expiresKey) ?? 0)
+    if (shared > session.accessExpiresAt) {
+      session.accessExpiresAt = shared
+      schedule()
+      return
+    }
+    void refresh()
+  }, wait)
 }
 
 let refreshing: Promise<boolean> | null = null
 
-/** refresh rotates the session's tokens; one at a time. */
+/**
+ * refresh rotates the session's tokens, one refresh at a time in this
+ * browser: tabs take a lock, and a tab that waited while another refreshed
+ * uses the new cookies instead of presenting the old refresh token again
+ * (which the server would take for a stolen token and end the session).
+ */
 export function refresh(): Promise<boolean> {
   refreshing ??= (async () => {
-    const csrf = session.csrf || sessionStorage.getItem(csrfKey) || ''
-    if (!csrf) return false
+    const started = Date.now()
+    const rotate = async () => {
+      if (Number(localStorage.getItem(refreshedKey) ?? 0) >= started) {
+        session.accessExpiresAt = Number(localStorage.getItem(expiresKey) ?? 0)
+        schedule()
+        return true
+      }
+      const csrf = session.csrf || sessionStorage.getItem(csrfKey) || ''
+      if (!csrf) return false
+      try {
+        adopt(await call(api.POST('/api/v2/auth/refresh', { headers: { 'X-Svc-Csrf-Token': csrf } })))
+        localStorage.setItem(refreshedKey, String(Date.now()))
+        return true
+      } catch {
+        return false
+      }
+    }
     try {
-      adopt(await call(api.POST('/api/v2/auth/refresh', { headers: { 'X-Svc-Csrf-Token': csrf } })))
-      return true
-    } catch {
-      return false
+      return navigator.locks ? await navigator.locks.request('svc.refresh', rotate) : await rotate()
     } finally {
       refreshing = null
     }
@@ -130,6 +162,8 @@ export async function restore(): Promise<boolean> {
     session.permissions = data.permissions
     session.csrf = data.csrfToken ?? sessionStorage.getItem(csrfKey) ?? ''
     if (session.csrf) sessionStorage.setItem(csrfKey, session.csrf)
+    session.accessExpiresAt = Number(localStorage.getItem(expiresKey) ?? 0)
+    schedule()
     return true
   }
   if (response.status === 401 && sessionStorage.getItem(csrfKey)) {

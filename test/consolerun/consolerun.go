@@ -204,7 +204,9 @@ func startDev(ctx context.Context, bin string) (*dev, error) {
 	d := &dev{dir: dir, api: "http://" + addrs[0], media: "http://" + addrs[3], out: &syncBuffer{}, done: make(chan struct{})}
 	d.cmd = exec.Command(bin, "dev", "--data-dir", filepath.Join(dir, "data"), "--http-addr", addrs[0], "--raft-addr", addrs[1],
 		"--agent-addr", addrs[2], "--media-http-addr", addrs[3], "--media-rtsp-addr", addrs[4], "--media-control-addr", addrs[5],
-		"--webhook-allow-private-targets", "--log-level", "warn")
+		// A one-minute access cookie makes the console refresh it (at 70%,
+		// 42 s) during the run.
+		"--webhook-allow-private-targets", "--session-access-ttl", "1m", "--log-level", "warn")
 	d.cmd.Stdout, d.cmd.Stderr = d.out, d.out
 	if err := d.cmd.Start(); err != nil {
 		os.RemoveAll(dir)
