@@ -86,6 +86,18 @@ export async function adminRun(browser, results) {
   await expectPlaying(page, '.tile[data-tile="1"]', 'wall tile 2')
   await shot(page, 'live-wall')
 
+  // A broken connection heals by itself: the channel stops (its players
+  // lose the stream) and starts again; the tiles reconnect with their lease.
+  const csrf0 = await page.evaluate(() => sessionStorage.getItem('svc.csrf'))
+  const post = (p) => page.request.post(env.base + p, { headers: { 'X-Svc-Csrf-Token': csrf0 ?? '' } })
+  log.mediaOutage = watcherLog.mediaOutage = true
+  assert((await post(`/api/v2/channels/${channelId}/stop`)).ok(), 'stopping the channel')
+  await until('the tile notices the outage', async () => (await page.getAttribute(`${tile0} .player`, 'data-phase')) !== 'playing', 30_000)
+  assert((await post(`/api/v2/channels/${channelId}/start`)).ok(), 'starting the channel again')
+  await expectPlaying(page, tile0, 'after the source came back')
+  await expectPlaying(watcher, tile0, 'the other tab after the source came back')
+  log.mediaOutage = watcherLog.mediaOutage = false
+
   // The channel's page: snapshots on a schedule, the runtime log.
   await nav(page, 'Channels')
   await page.locator('tr[data-channel="Gate camera"]').getByRole('link', { name: 'Gate camera' }).click()
