@@ -23,7 +23,7 @@ func TestEngineHooksSurviveTheirControlNode(t *testing.T) {
 	cp := startControlNode(t, func(c *config.Config) { dataDir1 = c.DataDir })
 	keyFile := filepath.Join(dataDir1, "cluster.key")
 	type member struct {
-		proc             *process
+		proc           *process
 		api, agentAddr string
 	}
 	join := func(id string) member {
