@@ -25,6 +25,27 @@ import (
 	openapi_types "github.com/oapi-codegen/runtime/types"
 )
 
+// Defines values for ActionResultAction.
+const (
+	ActionResultActionDeleted         ActionResultAction = "deleted"
+	ActionResultActionLoggedOut       ActionResultAction = "logged-out"
+	ActionResultActionPasswordChanged ActionResultAction = "password-changed"
+)
+
+// Valid indicates whether the value is a known member of the ActionResultAction enum.
+func (e ActionResultAction) Valid() bool {
+	switch e {
+	case ActionResultActionDeleted:
+		return true
+	case ActionResultActionLoggedOut:
+		return true
+	case ActionResultActionPasswordChanged:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ApiTokenState.
 const (
 	ApiTokenStateActive      ApiTokenState = "active"
@@ -2392,6 +2413,21 @@ func (e GetDocsUiParamsFormat) Valid() bool {
 	}
 }
 
+// ActionResult The answer of an operation that changed something and has no resource left to return: a deletion, a password change, a logout. Success is HTTP 200 with this body (contract A: success is HTTP 200 unless stated).
+type ActionResult struct {
+	// Action What was done.
+	Action ActionResultAction `json:"action"`
+
+	// Message What happened, in words.
+	Message string `json:"message"`
+
+	// Target What it was done to: the user, role or channel id, the group key, `mediaServerId/username` of an RTSP credential, or the session id.
+	Target string `json:"target"`
+}
+
+// ActionResultAction What was done.
+type ActionResultAction string
+
 // ApiToken One API token as stored; it never holds the token value, only facts that identify it.
 type ApiToken struct {
 	// AllowedIps Client address ranges (CIDR) the token may be used from; empty when any address is allowed.
@@ -3712,6 +3748,11 @@ type DocumentationAuditItemKind string
 // DocumentationAuditItemProblem Problem found, or none.
 type DocumentationAuditItemProblem string
 
+// EngineConfigApplyAnswer The result of writing the engine configuration, or the node command to follow when the node agent has not finished within the wait (it carries `commandType`).
+type EngineConfigApplyAnswer struct {
+	union json.RawMessage
+}
+
 // EngineConfigApplyRequest Settings to write into the engine configuration.
 type EngineConfigApplyRequest struct {
 	// ExpectedSha256 Refuse when the file no longer has this digest.
@@ -3723,7 +3764,7 @@ type EngineConfigApplyRequest struct {
 	// Settings Settings to change, as a JSON merge patch of the settings object.
 	Settings map[string]interface{} `json:"settings"`
 
-	// WaitSeconds Seconds to wait for the node agent to finish before answering 202 with the command; 0 answers at once.
+	// WaitSeconds Seconds to wait for the node agent to finish before answering with the node command to follow (`NodeCommandAccepted`) instead of its result; 0 answers at once.
 	WaitSeconds *int32 `json:"waitSeconds,omitempty"`
 }
 
@@ -3909,7 +3950,7 @@ type EngineCoreSettingsUpdateRequest struct {
 	// Settings Core settings to change; omitted ones stay.
 	Settings EngineCoreSettingsPatch `json:"settings"`
 
-	// WaitSeconds Seconds to wait for the node agent to finish before answering 202 with the command; 0 answers at once.
+	// WaitSeconds Seconds to wait for the node agent to finish before answering with the node command to follow (`NodeCommandAccepted`) instead of its result; 0 answers at once.
 	WaitSeconds *int32 `json:"waitSeconds,omitempty"`
 }
 
@@ -4087,12 +4128,17 @@ type EngineNodeVersion struct {
 	StartedAt *time.Time `json:"startedAt"`
 }
 
+// EngineProcessActionAnswer The result of an engine process action, or the node command to follow when the node agent has not finished within the wait (it carries `commandType`).
+type EngineProcessActionAnswer struct {
+	union json.RawMessage
+}
+
 // EngineProcessActionRequest Options of an engine process action.
 type EngineProcessActionRequest struct {
 	// Reason Reason recorded in the audit trail.
 	Reason *string `json:"reason,omitempty"`
 
-	// WaitSeconds Seconds to wait for the node agent to finish before answering 202 with the command; 0 answers at once.
+	// WaitSeconds Seconds to wait for the node agent to finish before answering with the node command to follow (`NodeCommandAccepted`) instead of its result; 0 answers at once.
 	WaitSeconds *int32 `json:"waitSeconds,omitempty"`
 }
 
@@ -4348,6 +4394,11 @@ type HostMetrics struct {
 
 	// UptimeSeconds Seconds since the host booted.
 	UptimeSeconds int64 `json:"uptimeSeconds"`
+}
+
+// HostTuningApplyAnswer The host tuning result, or the node command to follow when the node agent has not finished within the wait (it carries `commandType`).
+type HostTuningApplyAnswer struct {
+	union json.RawMessage
 }
 
 // HostTuningApplyRequest Request to apply host tuning values.
@@ -4608,6 +4659,21 @@ type MediaServerList struct {
 	Rows []MediaServer `json:"rows"`
 }
 
+// MediaServerPage One page of media servers (engines) of the cluster.
+type MediaServerPage struct {
+	// Page Number of this page, starting at 1.
+	Page int32 `json:"page"`
+
+	// PageSize Maximum rows per page.
+	PageSize int32 `json:"pageSize"`
+
+	// Rows The media servers of this page, by id.
+	Rows []MediaServer `json:"rows"`
+
+	// Total Media servers in all pages.
+	Total int64 `json:"total"`
+}
+
 // MediaServerReferenceGroup References of one kind.
 type MediaServerReferenceGroup struct {
 	// Blocking Whether this kind blocks retirement unless forced.
@@ -4697,7 +4763,7 @@ type MediaServiceRawConfigurationApplyRequest struct {
 	// Reason Reason recorded in the audit trail.
 	Reason string `json:"reason"`
 
-	// WaitSeconds Seconds to wait for the node agent to finish before answering 202 with the command; 0 answers at once.
+	// WaitSeconds Seconds to wait for the node agent to finish before answering with the node command to follow (`NodeCommandAccepted`) instead of its result; 0 answers at once.
 	WaitSeconds *int32 `json:"waitSeconds,omitempty"`
 }
 
@@ -5973,6 +6039,11 @@ type RtpPortLeaseDirection string
 // RtpPortLeaseStatus Lease state.
 type RtpPortLeaseStatus string
 
+// RtpPortLeaseAnswer The RTP port lease, or the node command to follow when the node agent has not finished within the wait (it carries `commandType`).
+type RtpPortLeaseAnswer struct {
+	union json.RawMessage
+}
+
 // RtpPortLeaseList RTP port leases of one media host.
 type RtpPortLeaseList struct {
 	// NodeId Media host.
@@ -6008,7 +6079,7 @@ type RtpPortLeaseRequest struct {
 	// TtlSeconds Lease lifetime; the port is reclaimed when it passes unreleased. Default 300.
 	TtlSeconds *int32 `json:"ttlSeconds,omitempty"`
 
-	// WaitSeconds Seconds to wait for the node agent to finish before answering 202 with the command; 0 answers at once.
+	// WaitSeconds Seconds to wait for the node agent to finish before answering with the node command to follow (`NodeCommandAccepted`) instead of its result; 0 answers at once.
 	WaitSeconds *int32 `json:"waitSeconds,omitempty"`
 }
 
@@ -6020,7 +6091,7 @@ type RtpPortReleaseRequest struct {
 	// Reason Why it is released.
 	Reason *string `json:"reason,omitempty"`
 
-	// WaitSeconds Seconds to wait for the node agent to finish before answering 202 with the command; 0 answers at once.
+	// WaitSeconds Seconds to wait for the node agent to finish before answering with the node command to follow (`NodeCommandAccepted`) instead of its result; 0 answers at once.
 	WaitSeconds *int32 `json:"waitSeconds,omitempty"`
 }
 
@@ -7079,7 +7150,7 @@ type ThirdPartyLivePlaybackRequest struct {
 
 // ThirdPartyPlaybackLeaseRequest Request for a renewable playback lease.
 type ThirdPartyPlaybackLeaseRequest struct {
-	// AbsoluteLifetimeSeconds Total lifetime in seconds; not shorter than leaseSeconds, at most 43200, and never beyond the API token's expiry; 43200 when omitted.
+	// AbsoluteLifetimeSeconds Total lifetime in seconds; not shorter than leaseSeconds, at most 43200, and never beyond the API token's expiry (the token's expiry wins when it comes first); 43200 when omitted (our choice, the documents name only the bound).
 	AbsoluteLifetimeSeconds *int32 `json:"absoluteLifetimeSeconds,omitempty"`
 
 	// LeaseSeconds Sliding lease period in seconds; default 120.
@@ -8269,6 +8340,12 @@ type ListThirdPartyChannelsParams struct {
 type ListThirdPartyMediaServersParams struct {
 	// ClusterId Identifier of the cluster; defaults to the cluster of the node that answers.
 	ClusterId *ClusterId `form:"clusterId,omitempty" json:"clusterId,omitempty"`
+
+	// Page Number of the page to return, starting at 1.
+	Page *Page `form:"page,omitempty" json:"page,omitempty"`
+
+	// PageSize Maximum number of rows per page.
+	PageSize *PageSize `form:"pageSize,omitempty" json:"pageSize,omitempty"`
 }
 
 // DeleteThirdPartyPlaybackLeaseParams defines parameters for DeleteThirdPartyPlaybackLease.
@@ -8468,6 +8545,254 @@ type CreateThirdPartyLivePlaybackLeaseJSONRequestBody = ThirdPartyPlaybackLeaseR
 
 // RenewThirdPartyPlaybackLeaseJSONRequestBody defines body for RenewThirdPartyPlaybackLease for application/json ContentType.
 type RenewThirdPartyPlaybackLeaseJSONRequestBody = RenewThirdPartyPlaybackLeaseRequest
+
+// AsEngineConfigApplyResult returns the union data inside the EngineConfigApplyAnswer as a EngineConfigApplyResult
+func (t EngineConfigApplyAnswer) AsEngineConfigApplyResult() (EngineConfigApplyResult, error) {
+	var body EngineConfigApplyResult
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromEngineConfigApplyResult overwrites any union data inside the EngineConfigApplyAnswer as the provided EngineConfigApplyResult
+func (t *EngineConfigApplyAnswer) FromEngineConfigApplyResult(v EngineConfigApplyResult) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeEngineConfigApplyResult performs a merge with any union data inside the EngineConfigApplyAnswer, using the provided EngineConfigApplyResult
+func (t *EngineConfigApplyAnswer) MergeEngineConfigApplyResult(v EngineConfigApplyResult) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsNodeCommandAccepted returns the union data inside the EngineConfigApplyAnswer as a NodeCommandAccepted
+func (t EngineConfigApplyAnswer) AsNodeCommandAccepted() (NodeCommandAccepted, error) {
+	var body NodeCommandAccepted
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromNodeCommandAccepted overwrites any union data inside the EngineConfigApplyAnswer as the provided NodeCommandAccepted
+func (t *EngineConfigApplyAnswer) FromNodeCommandAccepted(v NodeCommandAccepted) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeNodeCommandAccepted performs a merge with any union data inside the EngineConfigApplyAnswer, using the provided NodeCommandAccepted
+func (t *EngineConfigApplyAnswer) MergeNodeCommandAccepted(v NodeCommandAccepted) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t EngineConfigApplyAnswer) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *EngineConfigApplyAnswer) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsEngineProcessActionResult returns the union data inside the EngineProcessActionAnswer as a EngineProcessActionResult
+func (t EngineProcessActionAnswer) AsEngineProcessActionResult() (EngineProcessActionResult, error) {
+	var body EngineProcessActionResult
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromEngineProcessActionResult overwrites any union data inside the EngineProcessActionAnswer as the provided EngineProcessActionResult
+func (t *EngineProcessActionAnswer) FromEngineProcessActionResult(v EngineProcessActionResult) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeEngineProcessActionResult performs a merge with any union data inside the EngineProcessActionAnswer, using the provided EngineProcessActionResult
+func (t *EngineProcessActionAnswer) MergeEngineProcessActionResult(v EngineProcessActionResult) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsNodeCommandAccepted returns the union data inside the EngineProcessActionAnswer as a NodeCommandAccepted
+func (t EngineProcessActionAnswer) AsNodeCommandAccepted() (NodeCommandAccepted, error) {
+	var body NodeCommandAccepted
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromNodeCommandAccepted overwrites any union data inside the EngineProcessActionAnswer as the provided NodeCommandAccepted
+func (t *EngineProcessActionAnswer) FromNodeCommandAccepted(v NodeCommandAccepted) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeNodeCommandAccepted performs a merge with any union data inside the EngineProcessActionAnswer, using the provided NodeCommandAccepted
+func (t *EngineProcessActionAnswer) MergeNodeCommandAccepted(v NodeCommandAccepted) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t EngineProcessActionAnswer) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *EngineProcessActionAnswer) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsHostTuningApplyResult returns the union data inside the HostTuningApplyAnswer as a HostTuningApplyResult
+func (t HostTuningApplyAnswer) AsHostTuningApplyResult() (HostTuningApplyResult, error) {
+	var body HostTuningApplyResult
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromHostTuningApplyResult overwrites any union data inside the HostTuningApplyAnswer as the provided HostTuningApplyResult
+func (t *HostTuningApplyAnswer) FromHostTuningApplyResult(v HostTuningApplyResult) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeHostTuningApplyResult performs a merge with any union data inside the HostTuningApplyAnswer, using the provided HostTuningApplyResult
+func (t *HostTuningApplyAnswer) MergeHostTuningApplyResult(v HostTuningApplyResult) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsNodeCommandAccepted returns the union data inside the HostTuningApplyAnswer as a NodeCommandAccepted
+func (t HostTuningApplyAnswer) AsNodeCommandAccepted() (NodeCommandAccepted, error) {
+	var body NodeCommandAccepted
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromNodeCommandAccepted overwrites any union data inside the HostTuningApplyAnswer as the provided NodeCommandAccepted
+func (t *HostTuningApplyAnswer) FromNodeCommandAccepted(v NodeCommandAccepted) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeNodeCommandAccepted performs a merge with any union data inside the HostTuningApplyAnswer, using the provided NodeCommandAccepted
+func (t *HostTuningApplyAnswer) MergeNodeCommandAccepted(v NodeCommandAccepted) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t HostTuningApplyAnswer) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *HostTuningApplyAnswer) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsRtpPortLease returns the union data inside the RtpPortLeaseAnswer as a RtpPortLease
+func (t RtpPortLeaseAnswer) AsRtpPortLease() (RtpPortLease, error) {
+	var body RtpPortLease
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromRtpPortLease overwrites any union data inside the RtpPortLeaseAnswer as the provided RtpPortLease
+func (t *RtpPortLeaseAnswer) FromRtpPortLease(v RtpPortLease) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeRtpPortLease performs a merge with any union data inside the RtpPortLeaseAnswer, using the provided RtpPortLease
+func (t *RtpPortLeaseAnswer) MergeRtpPortLease(v RtpPortLease) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsNodeCommandAccepted returns the union data inside the RtpPortLeaseAnswer as a NodeCommandAccepted
+func (t RtpPortLeaseAnswer) AsNodeCommandAccepted() (NodeCommandAccepted, error) {
+	var body NodeCommandAccepted
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromNodeCommandAccepted overwrites any union data inside the RtpPortLeaseAnswer as the provided NodeCommandAccepted
+func (t *RtpPortLeaseAnswer) FromNodeCommandAccepted(v NodeCommandAccepted) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeNodeCommandAccepted performs a merge with any union data inside the RtpPortLeaseAnswer, using the provided NodeCommandAccepted
+func (t *RtpPortLeaseAnswer) MergeNodeCommandAccepted(v NodeCommandAccepted) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t RtpPortLeaseAnswer) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *RtpPortLeaseAnswer) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
 
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
@@ -13736,6 +14061,22 @@ func (siw *ServerInterfaceWrapper) ListThirdPartyMediaServers(c *gin.Context) {
 		return
 	}
 
+	// ------------- Optional query parameter "page" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "page", c.Request.URL.Query(), &params.Page, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter page: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "pageSize" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "pageSize", c.Request.URL.Query(), &params.PageSize, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter pageSize: %w", err), http.StatusBadRequest)
+		return
+	}
+
 	for _, middleware := range siw.HandlerMiddlewares {
 		middleware(c)
 		if c.IsAborted() {
@@ -14140,16 +14481,16 @@ type BootstrapAdminResponseObject interface {
 	VisitBootstrapAdminResponse(w http.ResponseWriter) error
 }
 
-type BootstrapAdmin201JSONResponse User
+type BootstrapAdmin200JSONResponse User
 
-func (response BootstrapAdmin201JSONResponse) VisitBootstrapAdminResponse(w http.ResponseWriter) error {
+func (response BootstrapAdmin200JSONResponse) VisitBootstrapAdminResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(201)
+	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -14463,12 +14804,18 @@ type ChangeOwnPasswordResponseObject interface {
 	VisitChangeOwnPasswordResponse(w http.ResponseWriter) error
 }
 
-type ChangeOwnPassword204Response struct {
-}
+type ChangeOwnPassword200JSONResponse ActionResult
 
-func (response ChangeOwnPassword204Response) VisitChangeOwnPasswordResponse(w http.ResponseWriter) error {
-	w.WriteHeader(204)
-	return nil
+func (response ChangeOwnPassword200JSONResponse) VisitChangeOwnPasswordResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
 }
 
 type ChangeOwnPassword400JSONResponse struct{ BadRequestJSONResponse }
@@ -14726,12 +15073,18 @@ type LogoutResponseObject interface {
 	VisitLogoutResponse(w http.ResponseWriter) error
 }
 
-type Logout204Response struct {
-}
+type Logout200JSONResponse ActionResult
 
-func (response Logout204Response) VisitLogoutResponse(w http.ResponseWriter) error {
-	w.WriteHeader(204)
-	return nil
+func (response Logout200JSONResponse) VisitLogoutResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
 }
 
 type Logout401JSONResponse struct{ UnauthorizedJSONResponse }
@@ -15072,16 +15425,16 @@ type CreateChannelResponseObject interface {
 	VisitCreateChannelResponse(w http.ResponseWriter) error
 }
 
-type CreateChannel201JSONResponse Channel
+type CreateChannel200JSONResponse Channel
 
-func (response CreateChannel201JSONResponse) VisitCreateChannelResponse(w http.ResponseWriter) error {
+func (response CreateChannel200JSONResponse) VisitCreateChannelResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(201)
+	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -15517,16 +15870,16 @@ type CreateChannelGroupResponseObject interface {
 	VisitCreateChannelGroupResponse(w http.ResponseWriter) error
 }
 
-type CreateChannelGroup201JSONResponse ChannelGroup
+type CreateChannelGroup200JSONResponse ChannelGroup
 
-func (response CreateChannelGroup201JSONResponse) VisitCreateChannelGroupResponse(w http.ResponseWriter) error {
+func (response CreateChannelGroup200JSONResponse) VisitCreateChannelGroupResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(201)
+	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -15654,12 +16007,18 @@ type DeleteChannelGroupResponseObject interface {
 	VisitDeleteChannelGroupResponse(w http.ResponseWriter) error
 }
 
-type DeleteChannelGroup204Response struct {
-}
+type DeleteChannelGroup200JSONResponse ActionResult
 
-func (response DeleteChannelGroup204Response) VisitDeleteChannelGroupResponse(w http.ResponseWriter) error {
-	w.WriteHeader(204)
-	return nil
+func (response DeleteChannelGroup200JSONResponse) VisitDeleteChannelGroupResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
 }
 
 type DeleteChannelGroup400JSONResponse struct{ BadRequestJSONResponse }
@@ -16078,12 +16437,18 @@ type DeleteChannelResponseObject interface {
 	VisitDeleteChannelResponse(w http.ResponseWriter) error
 }
 
-type DeleteChannel204Response struct {
-}
+type DeleteChannel200JSONResponse ActionResult
 
-func (response DeleteChannel204Response) VisitDeleteChannelResponse(w http.ResponseWriter) error {
-	w.WriteHeader(204)
-	return nil
+func (response DeleteChannel200JSONResponse) VisitDeleteChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
 }
 
 type DeleteChannel400JSONResponse struct{ BadRequestJSONResponse }
@@ -16695,16 +17060,16 @@ type ControlChannelPtzResponseObject interface {
 	VisitControlChannelPtzResponse(w http.ResponseWriter) error
 }
 
-type ControlChannelPtz202JSONResponse ChannelPtzCommandAccepted
+type ControlChannelPtz200JSONResponse ChannelPtzCommandAccepted
 
-func (response ControlChannelPtz202JSONResponse) VisitControlChannelPtzResponse(w http.ResponseWriter) error {
+func (response ControlChannelPtz200JSONResponse) VisitControlChannelPtzResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(202)
+	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -20707,7 +21072,15 @@ type ApplyEngineConfigResponseObject interface {
 	VisitApplyEngineConfigResponse(w http.ResponseWriter) error
 }
 
-type ApplyEngineConfig200JSONResponse EngineConfigApplyResult
+type ApplyEngineConfig200JSONResponse EngineConfigApplyAnswer
+
+func (t ApplyEngineConfig200JSONResponse) MarshalJSON() ([]byte, error) {
+	return EngineConfigApplyAnswer(t).MarshalJSON()
+}
+
+func (t *ApplyEngineConfig200JSONResponse) UnmarshalJSON(b []byte) error {
+	return (*EngineConfigApplyAnswer)(t).UnmarshalJSON(b)
+}
 
 func (response ApplyEngineConfig200JSONResponse) VisitApplyEngineConfigResponse(w http.ResponseWriter) error {
 
@@ -20717,20 +21090,6 @@ func (response ApplyEngineConfig200JSONResponse) VisitApplyEngineConfigResponse(
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(200)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type ApplyEngineConfig202JSONResponse NodeCommandAccepted
-
-func (response ApplyEngineConfig202JSONResponse) VisitApplyEngineConfigResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(202)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -21188,7 +21547,15 @@ type ApplyEngineRawConfigResponseObject interface {
 	VisitApplyEngineRawConfigResponse(w http.ResponseWriter) error
 }
 
-type ApplyEngineRawConfig200JSONResponse EngineConfigApplyResult
+type ApplyEngineRawConfig200JSONResponse EngineConfigApplyAnswer
+
+func (t ApplyEngineRawConfig200JSONResponse) MarshalJSON() ([]byte, error) {
+	return EngineConfigApplyAnswer(t).MarshalJSON()
+}
+
+func (t *ApplyEngineRawConfig200JSONResponse) UnmarshalJSON(b []byte) error {
+	return (*EngineConfigApplyAnswer)(t).UnmarshalJSON(b)
+}
 
 func (response ApplyEngineRawConfig200JSONResponse) VisitApplyEngineRawConfigResponse(w http.ResponseWriter) error {
 
@@ -21198,20 +21565,6 @@ func (response ApplyEngineRawConfig200JSONResponse) VisitApplyEngineRawConfigRes
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(200)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type ApplyEngineRawConfig202JSONResponse NodeCommandAccepted
-
-func (response ApplyEngineRawConfig202JSONResponse) VisitApplyEngineRawConfigResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(202)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -21669,7 +22022,15 @@ type UpdateEngineCoreSettingsResponseObject interface {
 	VisitUpdateEngineCoreSettingsResponse(w http.ResponseWriter) error
 }
 
-type UpdateEngineCoreSettings200JSONResponse EngineConfigApplyResult
+type UpdateEngineCoreSettings200JSONResponse EngineConfigApplyAnswer
+
+func (t UpdateEngineCoreSettings200JSONResponse) MarshalJSON() ([]byte, error) {
+	return EngineConfigApplyAnswer(t).MarshalJSON()
+}
+
+func (t *UpdateEngineCoreSettings200JSONResponse) UnmarshalJSON(b []byte) error {
+	return (*EngineConfigApplyAnswer)(t).UnmarshalJSON(b)
+}
 
 func (response UpdateEngineCoreSettings200JSONResponse) VisitUpdateEngineCoreSettingsResponse(w http.ResponseWriter) error {
 
@@ -21679,20 +22040,6 @@ func (response UpdateEngineCoreSettings200JSONResponse) VisitUpdateEngineCoreSet
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(200)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type UpdateEngineCoreSettings202JSONResponse NodeCommandAccepted
-
-func (response UpdateEngineCoreSettings202JSONResponse) VisitUpdateEngineCoreSettingsResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(202)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -21970,7 +22317,15 @@ type ReloadEngineProcessResponseObject interface {
 	VisitReloadEngineProcessResponse(w http.ResponseWriter) error
 }
 
-type ReloadEngineProcess200JSONResponse EngineProcessActionResult
+type ReloadEngineProcess200JSONResponse EngineProcessActionAnswer
+
+func (t ReloadEngineProcess200JSONResponse) MarshalJSON() ([]byte, error) {
+	return EngineProcessActionAnswer(t).MarshalJSON()
+}
+
+func (t *ReloadEngineProcess200JSONResponse) UnmarshalJSON(b []byte) error {
+	return (*EngineProcessActionAnswer)(t).UnmarshalJSON(b)
+}
 
 func (response ReloadEngineProcess200JSONResponse) VisitReloadEngineProcessResponse(w http.ResponseWriter) error {
 
@@ -21980,20 +22335,6 @@ func (response ReloadEngineProcess200JSONResponse) VisitReloadEngineProcessRespo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(200)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type ReloadEngineProcess202JSONResponse NodeCommandAccepted
-
-func (response ReloadEngineProcess202JSONResponse) VisitReloadEngineProcessResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(202)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -22150,7 +22491,15 @@ type RestartEngineProcessResponseObject interface {
 	VisitRestartEngineProcessResponse(w http.ResponseWriter) error
 }
 
-type RestartEngineProcess200JSONResponse EngineProcessActionResult
+type RestartEngineProcess200JSONResponse EngineProcessActionAnswer
+
+func (t RestartEngineProcess200JSONResponse) MarshalJSON() ([]byte, error) {
+	return EngineProcessActionAnswer(t).MarshalJSON()
+}
+
+func (t *RestartEngineProcess200JSONResponse) UnmarshalJSON(b []byte) error {
+	return (*EngineProcessActionAnswer)(t).UnmarshalJSON(b)
+}
 
 func (response RestartEngineProcess200JSONResponse) VisitRestartEngineProcessResponse(w http.ResponseWriter) error {
 
@@ -22160,20 +22509,6 @@ func (response RestartEngineProcess200JSONResponse) VisitRestartEngineProcessRes
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(200)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type RestartEngineProcess202JSONResponse NodeCommandAccepted
-
-func (response RestartEngineProcess202JSONResponse) VisitRestartEngineProcessResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(202)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -22330,7 +22665,15 @@ type StartEngineProcessResponseObject interface {
 	VisitStartEngineProcessResponse(w http.ResponseWriter) error
 }
 
-type StartEngineProcess200JSONResponse EngineProcessActionResult
+type StartEngineProcess200JSONResponse EngineProcessActionAnswer
+
+func (t StartEngineProcess200JSONResponse) MarshalJSON() ([]byte, error) {
+	return EngineProcessActionAnswer(t).MarshalJSON()
+}
+
+func (t *StartEngineProcess200JSONResponse) UnmarshalJSON(b []byte) error {
+	return (*EngineProcessActionAnswer)(t).UnmarshalJSON(b)
+}
 
 func (response StartEngineProcess200JSONResponse) VisitStartEngineProcessResponse(w http.ResponseWriter) error {
 
@@ -22340,20 +22683,6 @@ func (response StartEngineProcess200JSONResponse) VisitStartEngineProcessRespons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(200)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type StartEngineProcess202JSONResponse NodeCommandAccepted
-
-func (response StartEngineProcess202JSONResponse) VisitStartEngineProcessResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(202)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -22510,7 +22839,15 @@ type StopEngineProcessResponseObject interface {
 	VisitStopEngineProcessResponse(w http.ResponseWriter) error
 }
 
-type StopEngineProcess200JSONResponse EngineProcessActionResult
+type StopEngineProcess200JSONResponse EngineProcessActionAnswer
+
+func (t StopEngineProcess200JSONResponse) MarshalJSON() ([]byte, error) {
+	return EngineProcessActionAnswer(t).MarshalJSON()
+}
+
+func (t *StopEngineProcess200JSONResponse) UnmarshalJSON(b []byte) error {
+	return (*EngineProcessActionAnswer)(t).UnmarshalJSON(b)
+}
 
 func (response StopEngineProcess200JSONResponse) VisitStopEngineProcessResponse(w http.ResponseWriter) error {
 
@@ -22520,20 +22857,6 @@ func (response StopEngineProcess200JSONResponse) VisitStopEngineProcessResponse(
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(200)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type StopEngineProcess202JSONResponse NodeCommandAccepted
-
-func (response StopEngineProcess202JSONResponse) VisitStopEngineProcessResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(202)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -22825,7 +23148,15 @@ type CreateRtpPortLeaseResponseObject interface {
 	VisitCreateRtpPortLeaseResponse(w http.ResponseWriter) error
 }
 
-type CreateRtpPortLease200JSONResponse RtpPortLease
+type CreateRtpPortLease200JSONResponse RtpPortLeaseAnswer
+
+func (t CreateRtpPortLease200JSONResponse) MarshalJSON() ([]byte, error) {
+	return RtpPortLeaseAnswer(t).MarshalJSON()
+}
+
+func (t *CreateRtpPortLease200JSONResponse) UnmarshalJSON(b []byte) error {
+	return (*RtpPortLeaseAnswer)(t).UnmarshalJSON(b)
+}
 
 func (response CreateRtpPortLease200JSONResponse) VisitCreateRtpPortLeaseResponse(w http.ResponseWriter) error {
 
@@ -22835,20 +23166,6 @@ func (response CreateRtpPortLease200JSONResponse) VisitCreateRtpPortLeaseRespons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(200)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type CreateRtpPortLease202JSONResponse NodeCommandAccepted
-
-func (response CreateRtpPortLease202JSONResponse) VisitCreateRtpPortLeaseResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(202)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -23006,7 +23323,15 @@ type ReleaseRtpPortLeaseResponseObject interface {
 	VisitReleaseRtpPortLeaseResponse(w http.ResponseWriter) error
 }
 
-type ReleaseRtpPortLease200JSONResponse RtpPortLease
+type ReleaseRtpPortLease200JSONResponse RtpPortLeaseAnswer
+
+func (t ReleaseRtpPortLease200JSONResponse) MarshalJSON() ([]byte, error) {
+	return RtpPortLeaseAnswer(t).MarshalJSON()
+}
+
+func (t *ReleaseRtpPortLease200JSONResponse) UnmarshalJSON(b []byte) error {
+	return (*RtpPortLeaseAnswer)(t).UnmarshalJSON(b)
+}
 
 func (response ReleaseRtpPortLease200JSONResponse) VisitReleaseRtpPortLeaseResponse(w http.ResponseWriter) error {
 
@@ -23016,20 +23341,6 @@ func (response ReleaseRtpPortLease200JSONResponse) VisitReleaseRtpPortLeaseRespo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(200)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type ReleaseRtpPortLease202JSONResponse NodeCommandAccepted
-
-func (response ReleaseRtpPortLease202JSONResponse) VisitReleaseRtpPortLeaseResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(202)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -23187,7 +23498,15 @@ type ReleaseRtpPortResponseObject interface {
 	VisitReleaseRtpPortResponse(w http.ResponseWriter) error
 }
 
-type ReleaseRtpPort200JSONResponse RtpPortLease
+type ReleaseRtpPort200JSONResponse RtpPortLeaseAnswer
+
+func (t ReleaseRtpPort200JSONResponse) MarshalJSON() ([]byte, error) {
+	return RtpPortLeaseAnswer(t).MarshalJSON()
+}
+
+func (t *ReleaseRtpPort200JSONResponse) UnmarshalJSON(b []byte) error {
+	return (*RtpPortLeaseAnswer)(t).UnmarshalJSON(b)
+}
 
 func (response ReleaseRtpPort200JSONResponse) VisitReleaseRtpPortResponse(w http.ResponseWriter) error {
 
@@ -23197,20 +23516,6 @@ func (response ReleaseRtpPort200JSONResponse) VisitReleaseRtpPortResponse(w http
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(200)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type ReleaseRtpPort202JSONResponse NodeCommandAccepted
-
-func (response ReleaseRtpPort202JSONResponse) VisitReleaseRtpPortResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(202)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -24243,16 +24548,16 @@ type CreateApiTokenResponseObject interface {
 	VisitCreateApiTokenResponse(w http.ResponseWriter) error
 }
 
-type CreateApiToken201JSONResponse CreatedApiToken
+type CreateApiToken200JSONResponse CreatedApiToken
 
-func (response CreateApiToken201JSONResponse) VisitCreateApiTokenResponse(w http.ResponseWriter) error {
+func (response CreateApiToken200JSONResponse) VisitCreateApiTokenResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(201)
+	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -25074,16 +25379,16 @@ type CreateRoleResponseObject interface {
 	VisitCreateRoleResponse(w http.ResponseWriter) error
 }
 
-type CreateRole201JSONResponse Role
+type CreateRole200JSONResponse Role
 
-func (response CreateRole201JSONResponse) VisitCreateRoleResponse(w http.ResponseWriter) error {
+func (response CreateRole200JSONResponse) VisitCreateRoleResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(201)
+	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -25211,12 +25516,18 @@ type DeleteRoleResponseObject interface {
 	VisitDeleteRoleResponse(w http.ResponseWriter) error
 }
 
-type DeleteRole204Response struct {
-}
+type DeleteRole200JSONResponse ActionResult
 
-func (response DeleteRole204Response) VisitDeleteRoleResponse(w http.ResponseWriter) error {
-	w.WriteHeader(204)
-	return nil
+func (response DeleteRole200JSONResponse) VisitDeleteRoleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
 }
 
 type DeleteRole401JSONResponse struct{ UnauthorizedJSONResponse }
@@ -25464,12 +25775,18 @@ type DeleteRtspAuthCredentialResponseObject interface {
 	VisitDeleteRtspAuthCredentialResponse(w http.ResponseWriter) error
 }
 
-type DeleteRtspAuthCredential204Response struct {
-}
+type DeleteRtspAuthCredential200JSONResponse ActionResult
 
-func (response DeleteRtspAuthCredential204Response) VisitDeleteRtspAuthCredentialResponse(w http.ResponseWriter) error {
-	w.WriteHeader(204)
-	return nil
+func (response DeleteRtspAuthCredential200JSONResponse) VisitDeleteRtspAuthCredentialResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
 }
 
 type DeleteRtspAuthCredential400JSONResponse struct{ BadRequestJSONResponse }
@@ -26011,16 +26328,16 @@ type CreateUserResponseObject interface {
 	VisitCreateUserResponse(w http.ResponseWriter) error
 }
 
-type CreateUser201JSONResponse User
+type CreateUser200JSONResponse User
 
-func (response CreateUser201JSONResponse) VisitCreateUserResponse(w http.ResponseWriter) error {
+func (response CreateUser200JSONResponse) VisitCreateUserResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(201)
+	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -26148,12 +26465,18 @@ type DeleteUserResponseObject interface {
 	VisitDeleteUserResponse(w http.ResponseWriter) error
 }
 
-type DeleteUser204Response struct {
-}
+type DeleteUser200JSONResponse ActionResult
 
-func (response DeleteUser204Response) VisitDeleteUserResponse(w http.ResponseWriter) error {
-	w.WriteHeader(204)
-	return nil
+func (response DeleteUser200JSONResponse) VisitDeleteUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
 }
 
 type DeleteUser401JSONResponse struct{ UnauthorizedJSONResponse }
@@ -26388,12 +26711,18 @@ type ResetUserPasswordResponseObject interface {
 	VisitResetUserPasswordResponse(w http.ResponseWriter) error
 }
 
-type ResetUserPassword204Response struct {
-}
+type ResetUserPassword200JSONResponse ActionResult
 
-func (response ResetUserPassword204Response) VisitResetUserPasswordResponse(w http.ResponseWriter) error {
-	w.WriteHeader(204)
-	return nil
+func (response ResetUserPassword200JSONResponse) VisitResetUserPasswordResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
 }
 
 type ResetUserPassword400JSONResponse struct{ BadRequestJSONResponse }
@@ -27179,16 +27508,16 @@ type StartStreamProxyResponseObject interface {
 	VisitStartStreamProxyResponse(w http.ResponseWriter) error
 }
 
-type StartStreamProxy202JSONResponse StreamProxyCommand
+type StartStreamProxy200JSONResponse StreamProxyCommand
 
-func (response StartStreamProxy202JSONResponse) VisitStartStreamProxyResponse(w http.ResponseWriter) error {
+func (response StartStreamProxy200JSONResponse) VisitStartStreamProxyResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(202)
+	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -27344,16 +27673,16 @@ type StopStreamProxyResponseObject interface {
 	VisitStopStreamProxyResponse(w http.ResponseWriter) error
 }
 
-type StopStreamProxy202JSONResponse StreamProxyCommand
+type StopStreamProxy200JSONResponse StreamProxyCommand
 
-func (response StopStreamProxy202JSONResponse) VisitStopStreamProxyResponse(w http.ResponseWriter) error {
+func (response StopStreamProxy200JSONResponse) VisitStopStreamProxyResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(202)
+	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -29724,7 +30053,15 @@ type ApplyHostTuningResponseObject interface {
 	VisitApplyHostTuningResponse(w http.ResponseWriter) error
 }
 
-type ApplyHostTuning200JSONResponse HostTuningApplyResult
+type ApplyHostTuning200JSONResponse HostTuningApplyAnswer
+
+func (t ApplyHostTuning200JSONResponse) MarshalJSON() ([]byte, error) {
+	return HostTuningApplyAnswer(t).MarshalJSON()
+}
+
+func (t *ApplyHostTuning200JSONResponse) UnmarshalJSON(b []byte) error {
+	return (*HostTuningApplyAnswer)(t).UnmarshalJSON(b)
+}
 
 func (response ApplyHostTuning200JSONResponse) VisitApplyHostTuningResponse(w http.ResponseWriter) error {
 
@@ -29734,20 +30071,6 @@ func (response ApplyHostTuning200JSONResponse) VisitApplyHostTuningResponse(w ht
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(200)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type ApplyHostTuning202JSONResponse NodeCommandAccepted
-
-func (response ApplyHostTuning202JSONResponse) VisitApplyHostTuningResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(202)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -30862,16 +31185,16 @@ type CreateWebhookSubscriptionResponseObject interface {
 	VisitCreateWebhookSubscriptionResponse(w http.ResponseWriter) error
 }
 
-type CreateWebhookSubscription201JSONResponse OutboundWebhookSubscription
+type CreateWebhookSubscription200JSONResponse OutboundWebhookSubscription
 
-func (response CreateWebhookSubscription201JSONResponse) VisitCreateWebhookSubscriptionResponse(w http.ResponseWriter) error {
+func (response CreateWebhookSubscription200JSONResponse) VisitCreateWebhookSubscriptionResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(201)
+	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -31367,16 +31690,16 @@ type TestWebhookSubscriptionResponseObject interface {
 	VisitTestWebhookSubscriptionResponse(w http.ResponseWriter) error
 }
 
-type TestWebhookSubscription202JSONResponse OutboundWebhookTestResult
+type TestWebhookSubscription200JSONResponse OutboundWebhookTestResult
 
-func (response TestWebhookSubscription202JSONResponse) VisitTestWebhookSubscriptionResponse(w http.ResponseWriter) error {
+func (response TestWebhookSubscription200JSONResponse) VisitTestWebhookSubscriptionResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(202)
+	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -31518,16 +31841,16 @@ type TestWebhookResponseObject interface {
 	VisitTestWebhookResponse(w http.ResponseWriter) error
 }
 
-type TestWebhook202JSONResponse OutboundWebhookTestResult
+type TestWebhook200JSONResponse OutboundWebhookTestResult
 
-func (response TestWebhook202JSONResponse) VisitTestWebhookResponse(w http.ResponseWriter) error {
+func (response TestWebhook200JSONResponse) VisitTestWebhookResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(202)
+	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -32100,16 +32423,16 @@ type CreateThirdPartyLivePlaybackLeaseResponseObject interface {
 	VisitCreateThirdPartyLivePlaybackLeaseResponse(w http.ResponseWriter) error
 }
 
-type CreateThirdPartyLivePlaybackLease201JSONResponse PlaybackLease
+type CreateThirdPartyLivePlaybackLease200JSONResponse PlaybackLease
 
-func (response CreateThirdPartyLivePlaybackLease201JSONResponse) VisitCreateThirdPartyLivePlaybackLeaseResponse(w http.ResponseWriter) error {
+func (response CreateThirdPartyLivePlaybackLease200JSONResponse) VisitCreateThirdPartyLivePlaybackLeaseResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(201)
+	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -32479,7 +32802,7 @@ type ListThirdPartyMediaServersResponseObject interface {
 	VisitListThirdPartyMediaServersResponse(w http.ResponseWriter) error
 }
 
-type ListThirdPartyMediaServers200JSONResponse MediaServerList
+type ListThirdPartyMediaServers200JSONResponse MediaServerPage
 
 func (response ListThirdPartyMediaServers200JSONResponse) VisitListThirdPartyMediaServersResponse(w http.ResponseWriter) error {
 
@@ -38839,1085 +39162,1103 @@ func (sh *strictHandler) GetHealth(ctx *gin.Context) {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7P3tdtw2tieM3wqW/jMrci/KsZ1Opsf6chTZaXvajvWX5M6Zc6ZHgkhUFY5YAAOAkiu9clHPLTxX9izs",
-	"DYAgCyBZJdmd0ydfEqtI4nVjY7/+9t8PSrlupGDC6IOXfz9oqKJrZpiCv05XVAhWn5SG31HDpbgw1LAf",
-	"eG2Yss8rpkvFG/vk4OXBB1FvCLXvMiIVkfbPhomKiyUpsSX99KA44Pbln1umNgfFgaBrdvDygPa7OCgO",
-	"dLlia2p7+W+KLQ5eHvz/vu6G+jU+1V+nR3jw669FNPiW1vhzesh+bIQLYlZc2zm0tCbafjMy4NDs7oMN",
-	"n8YDbZqpAd5zs3JDbBpiR5IdXtP0hrWmn94xsTSrg5ff/bE4MJvGvqWN4mLZG0Rr5Dkrpaomx7KSmhHa",
-	"Gnmk4AOi77kpV2RFNY7xjtZtfoBdR/E43cBupKwZFcOR/ZVXTO4wsKata3JI/ZdPdh8i9jhvhK+Y5opV",
-	"s0it28kKvxqntipuekdy6w2rN9w7XjL3x9tqlxHbD/0Twity+OfvX/zp+Z+eh99KWQEP+PDjX9/+QBol",
-	"F7xmT/Kz648kQ7jPX/xphHJxOtPzkIveLA5xiO4vXtlR+9n4icpqauz7Dvq1oDc1m3nWGL68GxG7j2aS",
-	"8J+VbJu/sM32gP7CNrh03cYv7csFoZqUdnyC3K+YINyQe/uTYtSwKgyroWbVjWrp+ykOFPu5tfR58NKo",
-	"lu3Ds/ygR++lrf2HIeRWLRrf/uO5T3LRU6rZEReaCc3hqjTskyEL2YoKLyCGQyO3dsXVKJe/dZ3sRXtv",
-	"qD5pKz6Tn66oPqL29d3Ib+U7mUd/b6g+M7/MH9HZ5b/tPB7bwbzRpJjJ24oJwxecqcFxgIOgmGmVYFXq",
-	"KNjNrLnOH4oyYoCzTsX4/r7VFyuqPFudt6baflGRQ977dsd7s//xzLV+yHmx/RYk+qyw8lFBtFGMrouO",
-	"uWu7B9299VmO1Tu5/EHJdWa9mTCKM02osUOhC8MUrqjha0YO8ZLla/aLFPk7Z2Hbjwe3kGpNjb2NqGFH",
-	"9vuD8RF+UFWKU/7I7pk2YZALrrQhh3aJK7agbW2egGBfV/YteJobooQO4jG6Fg5eHgjo5aA4YKJdH7z8",
-	"9+4HbPngb+ODv5SzFveGLaRiu6+ukQ9Y2/es4vSCqTumpkURqjVfWm5hJA5zbb8mGj7PDW/d62EvEv1R",
-	"ntV0w9T3itHbeYzhlrEGxGkulkd2HWVrjhpoRZNDETe4I7fofTuTWfwoqxmSHo48XlOiWqGJdGqekNXI",
-	"qKq9hbozJY0sZT1XEmnc+7mx+Oe7Cv5hHNHYzlthSfidXP6Fi2pUYvKnyQ/zlos8x+Si2nV4/aHEg7yQ",
-	"rSrZRzX30oLXycfzd3jEZWvsnQsXNa31E1JKYSgXjhrt/VGQcnCt1Jvj+CN/tQDpEqoY4UshFcuugA5j",
-	"ztDMi2d/HCOaC7ir5itheLeNSof4yl4iLI5mF6UwGg/eGNr+i2pyjU+un4wPM3/YRgf615XUZu5Bu+MK",
-	"DDv2m9xo7qDBHc993WqTZvgJcRFfPvZXqkbuHx749ywHImZFDaFC3zOVNZ2VoffdRm3X6EzJm5qt9fbA",
-	"z0GSRSMeN2ytcSwrescItSzLfpe9/eOmk0LAgtaaFSkWf0aXCevJj+36plubhi6ZXTYUt62gR5XhYmlv",
-	"/udZNmobTg7medHd8lyYb14cFAdrLvjaiifPwyi5MGzJVBjlBf8lMdL39JP9kIgwYiXvNWmYgmGPjQ4a",
-	"TI7w22epIWJPlrU8mxzwuazZPAJVsmYPV2YU9jemyWyT5EV7E8Y2b7AVq/kdUxvS1FQ8fNS8ephF4pKq",
-	"JTMTQuD7WCKxk5ANU2C8JrQ0Vj4pCBfaMFrZaaIockzWdENuGJFrboyfXsw3rLjFPtHS1BsiBfvswiTO",
-	"NSeK4SQtM7XiYWW1ryfpyRKzUrJdrgg3KJMRumTCfJ4Jj8t1332TnKi8ZTPJ8eTsLTH29UlSzBCgcX3t",
-	"dm4+6rm3T6uZevgxabWjl/mD/NW+rBspNIPb5ntanbOfW4a3t5XQmIB/0qapeQkU8vV/aDuNv8+UK18r",
-	"JdX3stpgd/2luFwxArQAqqGsNoRbIe+O1rwihwupLCmtm5qRa/frFbx+bd8PP9kPr58ck1IqxUoDS8pF",
-	"05r4wCpmFSN7HXFDWmHFkKVdSispSLGoefkF56xwka0MDD0HmY2RslWKCYOeB3J47V+BKVOyttqzbljJ",
-	"F7xEI/gxUXaOIN7BR17HVjBduqRcwDx/kOqGVxUTX26iJa1rpkhNy1uN95ijTXv1rrnWluVIRRRz+oIu",
-	"ZWOn3T2+qpjgrLKi6q/FwVthmBK0hp6/3DzcvbCgvGYVaQX71LDSsKrekMNr7sZ0DVvRSIUkaBQF+xaM",
-	"+0dpfpCtqL7ckLlnM1W3upVklpsbwj5xDfYYjn/fcc1vahakXty2w2shzRVY9dzyn9FNLWl1KeU7e9F8",
-	"+RMDTIJ9KhmrkKA0/4WRmq+5sVSDw7syUl7VdoBu2PYy5SX7KOgd5TW9qb/QyE9IxRomKiZKYG2GrRup",
-	"qOL1hrTdYMjhdfTX+Ek3aoPM4oaWt3KxgPldSvmeio3j3fqLn2/cEFYRSpTlQH4/7B9X8Ic9wMfknnJD",
-	"LFuH88HXjCz5nb3pBLk+t1M7OlkYpq7tDbditHIRD9GjMSVEs1KKClQ36MjxQVgzLpZPR6/GvK7xLCG6",
-	"w/0uaGtWUvFf2Bc61j9KgldjZxMBCaFRTDNhZYTDazsm+wh7v/ITxhuTNvwKhJnudzwgH4VuG8u5WAUy",
-	"4iVM+B9yuB1Huh72dw2nJAzzCgTLK7szMIdf/WYCxZw0HATElBEiEgitzKWNVKw6tmKBYJbJr2TteAu+",
-	"A9amApXuBYjHoHQ7/moVcUtZjbIytOEoSNG6lvesetsklPjTmtsLnlaVYloTZQURTQ5P3746fxJ16wTt",
-	"VrOKLJRcHxO2bswGRUMqNqEBronrDgRD4ywHA1kvEDFVim7s306uPElYai7t0eyGEkuhhx8vT8FqNMcE",
-	"Hzr5PuG8Pu2IGBbU9xD6LUgsAYJUB6IctXKTlrW9loMEYX8X0qyY6rb3aWpEFV8ybc4UW/BPiZmvmPOw",
-	"PH9BVuwTrVjJ17Qm5YoqWhqmtJfaL96cHL349juCDfpf8x2zTw1XTGfXmxpyv+LlKlp49wku+jERbV0H",
-	"1SC6y+1L2S2xH+GNhyxva1w11eajnk0I9nWkSiNJxG2YZf7uIKfGa7/FA2Y/3n+4qO1s3QJ0zaa3QEjz",
-	"PVwKmZnac7a1Cegr4VVyVuEhfAokzKXYf3byXjCV0xzt7+R+JYm8F3piqp0AnWBBZ53w3UguTMzuSqoU",
-	"Z3o3XtK0qpE6saw/2ZPdW0tkaFIFUwKwteQcFLtjNIhrw4YZHHYqCBOl2jSWdZSygQvkljWmIFoiY0G9",
-	"wzYV2TlKKoheyfvYoYCa0rYBFEYib2cfEfd2jmDsoXWv7E8oSpqZ3BsnF46u+3DijLq39h+fTgfcnfbU",
-	"2/jAFqRiit+52w7sTnCyuL3zuKjkPaGigoUrwyHzzmoMcD3wTBatILDCB3DqrzbMXEFzCT92EQw8M2w1",
-	"+RMHT2bdK9t3SeK+u9Z35VVDzdXJzWl13VEztaqzdhSsWCmXgmvmpJBtK1Qn8f57ZMcCJtod2z7f6U9l",
-	"cGP2OUsRSzoxf42vu95B9pQRyx+xmBCftZjKe/dUt4fy5j9Yaezye5HvHU/7npyDQi46+UBvC27NpKOD",
-	"a2go4d/YUiGGakPRORT28VDMaN9+kyY+nHBwswevh2fxYwJ8kKYTnN9IQ+vRFcOOgXbX1LirdQFObl0Q",
-	"abkNrWsYkR5O87s/HiQdJzFVOxdS5KvBMbnVSNJKW3FzumLlbcrHptsaxDkpGKH2TVLaV7eJZc20TtLL",
-	"609NTQVeNN6BA82mpZJJiSb0n5Bo0pb+H9FR6T4lii0stzHymNAbqysCq3E2+6N7XrkXdVqWoFqn4mH9",
-	"Hdz1g2+m71BtLxZuEprAhXuCwv2C8rpVLJy2MHnP7LlYyIPi4J4qYQdYHDAwBv5tiv15poeziQZUhJ3M",
-	"Eks+/J4R2jRMVEegIGpWtjAVJBwMwk/oh6WRM50D9moTy0jl94qg3UEqpNisZavhbtQbbdiaQOPpnYRH",
-	"XrkfxBJzAdpVOVDL7EVV9e7ahh/BobZ8GxWxI6eI2fvAj8guMIwneePC8sx0fYY13NYuQZU+QUV4UtMO",
-	"7YGSEi9jt3D2Vktrb3dMmPTK/YQ+eEsFrOpf4p4cnqLYELlywpMtS3ey+yyredOuqThSjFZgSWQpzpNd",
-	"P1mCu2FcisRVCRPc1QIgW1PKFIPrGG3XyzHBNSBrRoVGWcdrKoGTgQaB8o6nSd2WpSWB4sBxDyu2QEtp",
-	"eQ+8pCPaipuzlYfpjWxNf1ep12aqnlHG8kKGAj7BHtJyoqLplIhL5zAYEGpB2M+tPY0ShOLrfz2CF4/e",
-	"VtfEe+8IWkt3oukBd/QnMib1bvdi1lEE9jU8gd3kerQVFnw2o50W4pKMVhcEw1a7ONj/IuKdm39Pvtte",
-	"jHnSXnTf7SPw+aH8piS+72l5u1SyFdUl1bcZ0mKKy4qX4FrBl4mhOiH49b7NmzyovgUzXZINgNfwjtYX",
-	"6LVI3ITuBXLDzD1jAuNkufB+jpk0Y9WmVy1aPd4nuvHPPNdBI0ELTpk1r2ue6S65UdhdcM4OpGL787Cb",
-	"HgflhgAnZ1XmGrRfnbcidV9d2PO6NYmUlWNFnQ2mFWSDTHpPyykw3Q+i3ozLxkAILsoZwmJQYpYQ6Npq",
-	"gu2kpea0cmCJOISZbtuGWnEqW2FGT6kdjuaixEu+UdJeoMj1Bnaf/GarVoAIPj37WsrGXo3ui61w70TM",
-	"YUJ0jzvpLX83lO2DFVPN1nGICTZauGkWkr6hvu9zDk0UW3KrYzHIi7EapZ9xn6Pk9LihOLy9ZLFJMH87",
-	"hFEMeJuefS0MOOjWzTDcMR/TlWfJUhptFG1OqjUXUdwRrSpuB0/rs2iNXHDqUIZEh4ORzn3krhqlLSex",
-	"tyu1jXPbj5Eqwcm5bmq6+TGvguuVvBc+8tzpO31fHCjUTzH2cyw8D1XPdELVmXsSxOF42MfINyjRtLbq",
-	"w4rqlX0RzcnowBz0/+Lb78CF3Y0nMZxWM5XmL+/kkgtgMMfIElyEEiU1MxAPrUjFl9yA3glut3tuxVDw",
-	"neI7usBX7P+l/W8rKqZ0KRXThZWqNF8KVFxXm2blzHGDaM5oCt/Y9bMN2wH+338/Ofo3evTLs6P/+bfu",
-	"n0+v/uXob39/UXz3za//bVLgDbOP9mWUTi8MNa0eZ3ZIer3dI9rwusbEG0luWBxs2CfGG9/TeRjmto7Q",
-	"MiQ7IQfdQEyPtjeaMxYzEhqMHB9c2z+EHYtlypYfEJTi9QxGvD3E1JKdUlFiQtCpXK+pqPY73dgMoRiA",
-	"WmJT28umGNUpQewcfnfyKKuiGDtotw5ehIjmvk0clF+TM2zoDa+52ZxSw5ZSbdIyZemeOu6tqqOGKrMh",
-	"pf/eudoG5qE4TGnE5kYh9ctpo3j2rGAd6Y+DWDudFjLK7Bz87Fw6Z6wF1/yOQbaZJaHCJ3Yc6Y0oMaTP",
-	"LjsXy7T4O0+EjpZvwTI2LT/Ns908ngIjlowkrWa9znZxfQ6OR1jIoaySGmQR7XP6FDWmXNHTFa1rJlKK",
-	"64nV8Cwt2ffsDuCL2wTlXpmQMIwkmokKEoTCF9fduantrbBrbMNPIULcD8/eWI0mNwy067JkzZincVtx",
-	"WtNlOg/tnNkzfYdZZ10iuOsVvpu2g3RLFXUVzzC5VRBO7C/xB8symhnL9dg98TdTYkvRk3qWFSm8q7UZ",
-	"iBb23jsmssFhkRVTrCA3rKT2HFAxuFUU08ygHcSF19jvv9JdsyEQxZ4oZ5cbSiLbfgt2nx+5FVnjyX8e",
-	"+WcosEYjym1xMmX/hNzxiknPAJ+S65B2eO286S6mIs5lfEmu//CHP/zLtRWvRKXtnQ550WwDiY04qQKk",
-	"o+sV1Zh92YVM6Wui6QY+89cBfJh0NfRQmPbEbip64Ep7YCr1GhhlFDHSE2ryLlp/V9Nz1OF5Rkb4abXp",
-	"wadA/gHYWXujOBxGosGwwO/0JO1oSeFGnTh8KH8SXXrmIaQ3fk2b5mv3C9ekFfznlgW9Az11mb5G4KHw",
-	"d5AYmc9s6jr5IGouWFom8K3eMbU5s7xhxAFo311Tw0u49SH1C2yQYKk/vNngP8HtYWTzhLTC8BoTKtkn",
-	"gxoGygxGbfLDySBNnXhUqePeVjq9hWqipYRQT+QXDgzNniwP3mP/zbUfvBcVXYS1A4RwjoWcBLUHOAk5",
-	"/Pjx7asnYGq+qS3dK6n7eANpiWckcvPURaA5cIUvEqwZY63cclG95NXuIt8PigUUEeXUFal0T9O2l4zO",
-	"eFWqAc7XzhhcxRbi1dYYZwFqdUmQtrWt8buw5puaZaaRBcyaBYkVe4CamnJBzi8vzlw2fsazmYO7esU1",
-	"Ho+Qs11SYedww2I74fZhWO4AWPWVA30a2oHRSCvSq7TKoiTF6pFLevGXLwIl2QdMLLkAy05bVyEpIT2X",
-	"VQb8qK+HrZmiMOSGiiPDa3P0i5TrbItbt3m+fT+JCAWhkw/IYYh9PPaBey6F8Em6cz6BP9QP6Qh3ooMg",
-	"ArbYNu4CaWpqLGPJsER7RTr1P80WtykBblXXulP3Q8BKQI4J9j1/a9g7JeM03yXllxpiLxEdj8lTJV5Y",
-	"UoB7F4HVdgjleYVGxrzBXoxjv/yFsYY4nJcu4xYWC9FeSM3oHdNxvqNdlAaMAysG32bcC2PxQ94W6RFx",
-	"4pupvzL+lXT4UAS9shNCihXQDVol5kCXwLv2I6ObS0WFbqQycz/uffNrEUGHbHuaOmgTNIqKjT+P8TFd",
-	"U33LUJkGST9mzYObJM2YdQZ95KKPMpL57m1GsYoxQSDi2RlmA2gX8TYdjCnC12uurRII4dvJTtumGo1H",
-	"jh1zKM6Tm41VN/1Vv6uw4jqcEFa2u50UU+7S6CV/jXBK+gL8Mbm+unKoEAB9cnV1TVpRgz+NzYjLjTHm",
-	"kp6uGGwogrRJ3iRD+i8CeoqDnw0ANB3EyxBxIDhvIiDNbTzQCI+xA7SM8Vl7cLIR6OAQXSrg/22B1G0j",
-	"EA9AV/uIv9sK31DrTOo1ns/kY5I76o4Jb8RMcLKtdQ8Nkn0MZhRDnLrnAJqPuumTRsoaDuSWDHZMTlCj",
-	"icW0ODjKdXVQHOCLyZCoOcDMwSzbaZCV5GL5lHxYLKwmSQ6FNCs7LXvjsOpJQS58GM0hdTc2KLeW4dzT",
-	"zZPC6aDkEC8Xq58pxe+4WD4pyLlL3UTwIjjE1BjLRl0q9nGnRFoppVyxqsV+z5zyyf2rsHgBGbmvoz4p",
-	"yA/40uD9e17XxC23pRHuBCu/tG7eB8WBn+cBYPjgb374B8VBoDTsZ2wLxhGLO9N4kJogdp/gbQOJNbjO",
-	"mC1h1AbMiefoHy9AMLC/aHJhRYR+bOd58KK7h2MDBUjVlD0MoVLlone9DayX+GQyTKEPA846gNgZkS+/",
-	"ITWZm0fSjmfrw7N0MAcW7JCCbzZg+IIx99ShB8u3ewgHvw1pYHBRRzde8p7uUfUj3iZw0qZjInsY0P+V",
-	"kltwwr0pzI5r6TGzfeIdXecQ6egVLgx2/EKxjV4mW1t5761h68ytweEFjL7yeNYR9K6PVNx2H6Q4EtJz",
-	"QZB+C6JveUMOA7AOYNKCfZwcOpyeY6KZvUWtXNa7RLGpcBasaHrLm5G8jglza894saKAL3yPIRh3af50",
-	"m+KTf/aA34VtYMtG3zdepJvlIjHA4cLHSwHPOkaSnLvKuzL6DnpMZF5wVlfas1W7FEALAWdpmus5HNFb",
-	"4HuOHsIwJglyP2foiXDkijlBxqozC6ZIJct27cKtPpOfy3cxs4VLN7RX/jOweLA7zu57aIEYQzpQAmrq",
-	"0BxB2FTcMOIl6B7C8zGBVULrMUMTVbwUE1E7YUozdkvDaFNctoHRLqzS7vbm0E30SUdXzsJtRelSigVX",
-	"6yeJvcJXxs2PftCYhYFfZJwveLcmeAFgZAboCunMfPdg971hT2ZePKgQpCK0Mfcf7pljxKWwM+7MQn6/",
-	"3KbO7C/cW9tXPRNWoLcXJ7IR0Agdq/OOh4gudrkBo/sjleEfk3R6y7jGrSLu3WwqPdfJK+XCIFwPPkdF",
-	"2JKcbXRNK0aoAVYckvodFTZKVm05O2jZXi5NnloibLhZm+UEuGxz+Hhf4htKB24XinCEOurvhtLNMdCu",
-	"J4Vo/Ud4wWxR87+SkLkNEb6HmLmXhBl6TsiY+ssKmXkY9TcOS8N7haykV67cXYVWy2NyrYxurp2fJYqT",
-	"Kci1FHd8ARltsr7zn6GoBYAQnU+1INfLG7CfX1shhht/IaIbFPKLLt6exXKV7fagOIA+DooD9/mYcePM",
-	"/HIaxWgmDHiX/9aL4nTIRMEqg6PJWj5y5vkxeXIhy1T88SkVXryDNzKeP8XHvwWOqnjm84aK9NcNzWCm",
-	"ACqZ0WOE7V6Jd++WsWZuapNiC8X0Km1YCOFErmFMCWKIHmYfrHe1MRiekozsGtgn6UX4Raaqjthvcg7i",
-	"Ed+A3QM3DNeypwm3vd2i9xdn7ECbX5yT9sRFYiYseiKEaRIg+1wktn8rux8OYya0tqvlLX923HRclgaM",
-	"D7oC37GR6TgafC9zEF0jui9iz3Dh+GaLeD1mbcGeulK8KcdkLe8YyM2lFIaLlmnvpEXbr59YBMMo24RC",
-	"lV2dV1yxEiv6WCIskOsUwDxif7xnvqDRVvIec7YWgOvClyu0fh25X9rmyP9oX/U/w7/9A9vbERf+X7I1",
-	"/gAcCUZV+GMB/7bDOZIN4BTAv8sasW7s+JKsXzfMk38E8T4QUhuGuVwNU6Vd5V64z1cOzy/JwAI0/PMp",
-	"aHh7yGFXfMKmx8R/9mxrQO/9druoajDisnoR1zFaW11kLJmzP77vnj3rj/DZs0mRwlPLOJ1fYCxx5jp1",
-	"kcb9q/RRb1CnoLHq+81JHOac5nm9QOjwKZw2AN8YBmCBfB/CoR0UMM/cDPjNObw0HWLkegj319nlv6Wb",
-	"zUZzvacC4lmhDNBxzDIwosgDK9yvMIhtsePltDWf2CucXfd55LIfX4zq0IGajGMIWT9DbjeXMk6dkv84",
-	"ZDC1X90kZuyHb2xkVc99Ws4Fo6pcdXlMefprmDryNoaQ1UM0fO/yCMDnDGB+FYcIfZYMRZ9Oa4rbX1Nh",
-	"eOk74hjeROs6ZwayfY+3HkKDR8aes1rk48eFNEUIy9o4B/0MwI2wGtHQ59hVz31QVCIMOvi2ffByzEqP",
-	"g2sbnegu6OAF0aSS7Q2El7UNMZJ8S9ZcFGjH+n//nxfP/jv5D26cR2Owp66phM9y0BcXhFqVPMo69/sR",
-	"wAldMIATTfwcAH+2ZlTNNsrshELQX5Qs7gB8OKppJAIUJiTcabRT9snAfo92DAEQvmOuSdUyj3zgoied",
-	"vxgDGEOcxL7jGlKyp4Exoh0G5Q0Tju/tTedfcGZmiF3GyH7aGkmw9tnHV2fA0Be0rjUQiSXZy9MzAqn/",
-	"EAvZR6xqoXygKa0g2lbNmN7fFUB7LUwuqxOtsAOFX+GXpJbLDOBXagclKakDNIp90eQQ8XtePn36NCCm",
-	"B9MKSnjpbJAZOpIjfpjFmGKUauOiF53btQOROwiVxO3ebTKx5kZt5iVJYKuQInH3PyCjmVeaaEscNxvQ",
-	"Wp7kgbp2AunyAqMzpBYu9ecKi387a3ARtN6QT2zvfscz8LCnjTbJuqNnit1x2WrML8LxYKoR9qdHHYp7",
-	"FPKbDyFGy1K2nWID67kzethPIYx/P9QwI5OFUHdbrl2RtlzMTnces5S8JXchWRc9idj5TZEgu/V38Fl9",
-	"iKwxztnfySxwH/Uc6KiWSzw+L1HoXZLDQNvOR1CQitUM/oFeFAiC63yohU9885XwIXouSokr+rF0hb+s",
-	"n4SDQg77kfz6SREy3nwGBv4JK2QfQwzgkYvIP8Sgcqvb9sMFYEq94NAYVTYYX0Kga9zqPNY/7f8YLnUy",
-	"jf+f1hUyrEK6jydkeNHu4xjx4/jH+0UuBG30Sqbk4JNIRtDuNXBSeB/po1k3Knkvakmr2cnxNTWW7UGa",
-	"uwd4+e7ZERqJiG+OGF7eMtOXJSOww0ySVlazDalNfs0woykWShNZUwyMgNuXF/yemtBcZ/sUDpt7EGDY",
-	"wrBn6yJ2TBOKQ7wPVBNDb5mYWPB5F6nzGD8SSdim9iQHzX9h329MypVmz9oDdhAZvYu6npPR9pXeyoEm",
-	"QmbiFe55ZVaJZu3Pew96xI7WGc22gcx6Mx3jRvY2yYXyxN4cuHaOk1nhHquu9DUcIS6f5WO5d/CAR66F",
-	"sS9Q13C+kdyiRXf+6IrIZt6CoO/ioTMUHfZRNr2u06FA6sQsVW4cWiH6bCquG3u5IVucX3Vh9rKGsDcd",
-	"/zqesIkpBD3hblpGHrY/XKNIhNsKftzaTh90F+Wx7uQw6xgBSpMeAxNsVFvBhsdW3AMO66TiYNw1it6l",
-	"XBSj8A8JmLNJTId+heaM4U9VI6biLQiFySYbS4ZjDY5H4Q7ADhDgxDmA2SfUOY6hVAuRIaIQLpOFYmwW",
-	"nt68nIlhU89e/DGbeT+S/f/KZdn7rGgwAJQOjHHGUHOJ/a/ilP7Z7fWkq5EQ09cO4mJsH/O5IiEGeg7N",
-	"9rPyR8b0huojzMYfG1Uu895+Pe4V2TXHHswcn3xwvOYVS+XzHgZwHld1C7Xm/fLsLzChfmwOO2Svz6KY",
-	"ebk7083skqvOzUq2Pks9F1n0gPTwL5bpXWylczuGFlPIPQvIDEM4qmd//NP+Gd5TB29GxvKMrc1Uy+hS",
-	"j3v5wzMu51dRIP0Ot3Ok5ZKSGlrLZcsIBBbfMaW5FKxKJASQbrNQofQbJqot9Ax7gLko67ZKwXD6cMus",
-	"AV3vausYiiu/wma8xRZePIvCK4Ltw/OXqVAq/96uBlb/1paQUt/TjYbqU09DkC/Vmpkjv+bXc2gSs6Ly",
-	"PoguR22fhQzZWt0yfptaxZ2CzXEpXQU3WhFqZkaUO7JMMFefwuDeOEZzmTNw2k50l/mhZxr+BufUvd+N",
-	"Iqx90VHyjNMasnl3EqQxCyEtNu+Im7+jvDY/wXUOuT7K5TiRLZrcBAR2g8v8jdQmY3BFDdwyck0OAQ2X",
-	"LsFmHqRsbIfcbEBFabXLjLev1lxjNvhaCm6kggxAjwesoQSzizEylKdC+iNJROfMLDB4cr+SOuArccC7",
-	"52KuHUe6ZPptl71QsrZC7CrqBBYAvNm8dsQ2p48Zw8eWMW4Hca9d8vmKUWVuGDVx0OQcQ70DYMj1itlC",
-	"hME0XehmhQh1QrrhDAsVjEVFmzR29Dk+wFWc2VjGBP8+osdbIe9FqByPdFgQNwoiBeASdXftrvzNW+Cl",
-	"R1WQAXOhCcAWfs5FilZHz936JlVUHKCb3ZFawzvbp2LFaI2WwdGLK+7oDX5iFRRjmmzdqpN+wSocwFea",
-	"vLm8PCMnZ2/TISpQDWFcycGWoBK93SsHEDtafmJmXQIWLdN2xipdmMnJ+rqwUV0Mo+hiwcu0OZnVi10m",
-	"K7AgHrWcUFtBPVelrl0sVNJvl2j7Tho0iHrf5F+lYeqgOPhRijv453RRulAnIVqkPn1Egwrb7Bag8FQ4",
-	"SeNvArUO/Sf2dxfL0qN4QM5kYI5x6TfpNUymdr4VFUuUQX1HtSG1XBJun4dUUSeAdSQ0q9AMOA6TuTmd",
-	"hzDyzw6I4oatuAtg6Q7AzAI3p1IYWppUOZ33UZR1FOmGkBP4WQeovdOEd6k2iTJABi6dlqtpbHlPA+OH",
-	"JVMRoSOq/iz9MZG3EDC8VLTCxEWRQkKPFNycgP09F1RtvHjd77AHldKKMO9pU3W3RGGKRZ+we+Q3pIlY",
-	"FB+rd+bPZ5DK8hjeYKJGhzuD8E7hBAQXeAqqbmEnzxVZcW0cjP3gbLrNTKKkSGGUrBNn/Nh1WcZvYLEB",
-	"IDW6Zn58mSKNMM2Z0Lj4chrShgkrtE6ke+GwQYtrWkOMXAJRz9eM3fIlqBofQBiFXYQCcDSgnAD8dtOW",
-	"t8ydbg2hZfP12x9lxTpCcD2lYiLc6L6HvrI+6+CdpJ4a/Oi6+mHH5FmoJOJfguQsDyQ1U0R0375OxSa9",
-	"FsEPELqAWt5xSa5Z/e8UNeuaAzfoRKWwLzksSzR6+pB7+tqTeKaLVIQD2T9TRcwg/GgHi9nb7gw1dkdo",
-	"hOvliumcBukPOW9fMhmIJFE1rMeSQqImZ9zJj8bbSrleczM2XnzDsCoaeaR67TZulHiynukuMrKvIwzQ",
-	"x9yvVpqCkeRBeINpY5aqFD6Az+1dnizuGwurO1gSe5rfr7vYDP1B1X3b4R50Y5ha59uPNCCm1vsEssVH",
-	"POy163ZLlIlpL5p+t/bJY4yV0Pxpbtdrmqwf1N+lFUfIEtRaBlXVRoLi8P3N+xwxdAK/68iJMLBNTpiL",
-	"Ot7MDd36ksdkcmrlNsXPMgftYAL3O7CzEXxAf342xXDneuQ4DkXiCEy2wiTvCft7kPgpFwAdATD38+mK",
-	"NvxS3jIxuu4nZ2+xxNbcGqh5B1LXaK9mjJ6tAnbGrfFDMCghMaPtjHDSNQovzGys1RMjhBf2oSxsuYh2",
-	"LlrvwQr5SY2Q14UrXJ+K2nXU42rbW9kjJirNIFrrKbmEkjVQPRUhVwF3wVGMixDCYDouyBtjmg/236WU",
-	"t1CVQFQOuZ+7a+RGVps0tILWr2fU2XJjcSXK8Tc/B+yVuGJWx2GwHbi+2AGNQasF7EHC9UzrloW8pet/",
-	"Pbq4K49OtVocwQfXrl55p89CXBVkmS65WIaEDNraIRleAobSzSYxmWNyg9VMpXeuue0SVYflZD/1gBhp",
-	"LbUZqx73erFgiLHcbNWRi6pq7VI4rjhwAx3Z0pMbLevWMMI6Ncp9dezS+7kJvVu5ELMsl5TvsI2uxXky",
-	"rF/dQ1q7GpOdb93eh47esCi7FVShtI4g13Ynv16z63TSlh3/lOD2USfYQTd410h/J2MiLbbOUGIPxlhF",
-	"Tsb54C9NLBUr+5fPSq5ZSJAYBBrghT4psSZFrcfVPvwlO2cc+PKUQQaAfYFkcMAgUoQvdg1XuKdKpIEj",
-	"vNDs3xipH4RB6hgAIthDyjxmNWi/pWFNo6EnaQvysk7cZfZYRZCp6ISWxFVS1/KeVW+T4RlQCZZQ55QB",
-	"MBNgKqdvX50TIY2DzV4xd8Gs6YbcMOe9UXJ9jLiH7vuoQDIAwtq96K17XKIvJRWH8I7Iax/HyORYJ1Af",
-	"NQ4DtRtuuPm4cdeu+2VYy3keWYp83Wh37MIeDGMHJmYupPkeLuXM3MACMpwd18RB7SIwJTUYwL/X3Jrd",
-	"6ql2o3Ch7MfEal5k3WqAz6fx3ekuDgBWAVPyTkTBhSOK5wmcylY1Uo8B54el8h7HGSWAQVdhNAKvGIue",
-	"hhhIcOi74kyklM2mRxFYodmNCNuOajSXVMBlAnCq9jY/doHRAAILsiQEbPAlpJ1oiKKeX0Y/3tk8U4qB",
-	"sfcFpoLytHHE128lJug4WaQ8rlEeFSaP0jPTVdDHC5c/f7R4o9FG94k+ijf6Efb4c1YfHcuo+Efv5i7Z",
-	"Gg+ryLlr/kYoBtJVwdyuf1k4xRVSuXu1L3PQVbsXcnykJIxeqcXCA8W8eHYEO0eSFRoPQyF0OyKH/fnk",
-	"gVkbg3KM+aFExRkfMpK5+R6fr2ijvdA+YRkwF/ZpJLpY41qB4lEzRabKOU5njoydkjk1HKGkEWyXMrrZ",
-	"IdtjdscPq7K4U41DCZkZBAORIe5Fm6NaUkAz8VmfUY1DK0Ai/xhIkI+QbEIOnx89f/EnO39FS2TeQoYo",
-	"g+7nJ3tJz1tJKpMC24wCi//pEljOY35jOyOH9r8vv/6auB/0y6+/fnKMvFrc8RjMEsjG/t9rc4crY5qC",
-	"2P9qgPyn/ub6eP42Lm/oONtTEqVfYV1tcthqpl76yu7/8gTU8U5Q7syhvpDpo2XSHGOoSkdYBOsKPN2u",
-	"7eF1llYgFIwYWlB2Ew9m5OckawjudugeIX8HxMEfZcVOlkyY1yEe+WF2CQRJlAJVzWGY87bMaEwejOEd",
-	"XzATlYyCazWOaXFrSP7ns2fk8Dng2LWG6SfjiKd/+u6PPcTT79KApyMr9kAEXytEiygpPAvHewlD2PaG",
-	"uVTyTePCkmB9pMbo/8527kLzsasYvbxX4R5Czp9C+Vj7K3zztFGyZFo/xbiMJ3PueV6xdSMNE+UmKVlg",
-	"GTaxRCW3i4uEg3prxQ7R/Q1jRq6gozLAPos+qn1LYTmdiW/yqlrTTydZEMNXrOZ3DAQO5yPhGP2viWxN",
-	"R27fTCH+TgH+NnRjL+I84aTEo7fCyl/hKDgAaG5AlGgsH2+YqLRfRttrdIV1ZJxDt8QimiQgnoUN8ovu",
-	"rPudyd8oyutZBhWXQpE96a8YrVAiGUzPL/l3z57tdqiT635PuZmEfjEyVAnvTd9IcM04ysDoKS6W3Rif",
-	"TQEtR8ObjbEMLGCcf1s2WW7Kmn3wNqV9GVPtW4rMU0YS1YKjg0aZSdssK5c88L73TcxEvknBzPl+czY9",
-	"SSoZRxcjvzrSLmAt/Cmb7i/FBo8Vg+NXHADvi56Xdj4L8EAeKSbY/U5FuYYnaN5h2cXOExIIunUaB5EF",
-	"IvmomXo0b0Nwfg4seyjt/5i3kaPDrB+t0fPY7KBxeJEyVaaJg3vSvxG7bI9d+S2iaQ3AxVRD3CzH1LJk",
-	"Lve33/V3KGkuljV7m2IpnWMuuI7tu7pz44I93Add923mG7JUVJggn9qLHpXXumaPbUmPg/ud8oTmvGHd",
-	"y26Fu5DN2CUeYFjDx85GkTxJ9qu09vhOLrnworw9nTpjwINrSVoN+55rH6ueshDq2ESoC1B3+VLoyFqo",
-	"x8X9byzh2YbtAP/vv58c/Rs9+uXZ0f/8W/fPp1f/cvS3v78ovvvm1/82mXoQZh8RdEdN+fNceRdiKpJF",
-	"sPt6E8qgWcVPGvhncBKGMHlcUStB3NG6ZfmIqSllNYwHkgiTA7u0Mlxb124I0OHANnut78qrhpqr62N/",
-	"JDuWwbUP9rdnGCBiMTKTmwGcV4wrestmhjoEz934jvkW/TS70KT0dqG7+qNO5epdurMMhcG7uAqQsozG",
-	"AwXxRsAo3MY46F3wsVoBpQtXQw/Tit5Z4Rm/gVrRCeUidDYzmGBrkAXWDwrMtSOtDm17EFH1NFNc2bU4",
-	"jnaaHkWP3TT8yG+J6/nI9ZyuKZoPZ/oBNNjB8HHGSLVwY+h8oBMQJyUoZIA/EJsqqQh2d95B6vW38bPE",
-	"K+GVAZDTTCykKjEAHm8dF361WzwTXGMJCSh9uw2jMiB+ejuKaozF2JZTA9k7mGhAe0X/WAwji3C+qTP+",
-	"ihp6zoz9UorTmlHRNme5+okXpWwYaq0VNZZG3IcAeS/ahijZQqKXA9MB4F5QmsUmVJWchTZ+Yn/uZNEA",
-	"K75VrjE6FNSwpUxnWbqZEQ0zaJjCCbhPNvP3MSyV+zK1qfNijdxUHhZrNFeWH6zfsY+FCVEuEw7afuqN",
-	"w4R2nfdWfi6NnbcPjyBCxY6N0uJDCU61IqjIOiAHAEOaJeqPEmV4BhqKHfYxoXVNuo+mo5Kmed0/TN0b",
-	"0eyyJJGGvcTfLef5Avu9M3N5hfDkIXnbspeHcxa3FokdXXDBc6UEoyxGWI/PzVBy6zU7lcOX/mLuspCz",
-	"Uxeci/hkKm1yj3XYwgP1PfUWP8EJo4ykGUzxhmp2Aft/Yk9dirLCXwG/V5agvdpFrFwb20SPlqJEg+4L",
-	"ZyjvF5e41j/X3LDr5IbCwqtk8aXudHZm+680+bnl5S0J35FyxcrbglzLW+cuihKcti1psFApOyesF3HP",
-	"Q0m7aCVmHTds5kPYjq3YPIernoGBDusIIPua/wKenZuNmZ12ggP5aw4twE3TowUMuXQ83zmw0zNmsuD1",
-	"PjPZKi+xRMCb/vxi+hkubjy8buOTZ4br2/fMKF5mSo6vZSssJ8a5QFWaVBTfHS8TZ+P7Wpa3US3cRHkU",
-	"lltF+DmAwc7Y/oVOe8d+6EY+9IHE9sMUPMp7KIUCqlPGnmBoPQZrviMFt5pVo8vBhVWSdmjtDOtUZiBI",
-	"XXsFeXb0fOBPgZJgER/HYhKJmglmFcr/HYRN6C1NPK94y/sjTFKnw5IDwzYwdChQn0XaQwcFylsKWSiG",
-	"NjDCaqyT2RkjjKJlwm1xO2p4cM304Ewiy3tDFV0zTAFwavT3strAX7qRQnfn2Inlm6Q1wl5JOacHw1St",
-	"MCOuB3fOn19fkq9pw7++e/E10v3XXCzktZV2r7FzcgG/vxUL+dQxxOtMYup82JlGyZuardPnC5+lSiHB",
-	"A7JANVeqkJ3h19f+bcVmq3uL5ZVLKIl+iRucRFwKKxsq9PihjcO1vAYuDNUflydNU2/207V8TUtwKipu",
-	"7BF0KpBzzvcgyRNiyKeGlYZVFyv64tvvUpLDotWsC2MCvi0kqaVYMgURbmA7xejxOW78L6jtFAc6KhE7",
-	"3xMeryrm/BUIGfu/Lj78SNZMLa1YYcpVl8jma83CBifd4lu+YV+G99tipqO4g2q0j1DM3XIXkxfPXmy5",
-	"1o/JM/eG9mkcj+pLDss86ixM0PyUMmlp2pfimUfQDo5gHI9KsHukZKgDSpqalhjDHPUTqjjkiq3e0PK2",
-	"baw4kAqh6VI0Gl+dzfaYrbK3ZBl82yWrAn3NFp7jpcZGUiJ0uXtNiSqEmS4zIhivWdpJe9orjpBdjOwV",
-	"0Su6l/x0XohAgiOhIX0C0x3JQjEobheYYa7Cq8aqKf6M5Fqmbi2JYAzwe7t+MFbWcnN6ywgDK3ymNwA0",
-	"/Z6Wt+NT6FGiQ2Vw2PQ3DCrV9WeKNZz9gZG5VAKduTteYUaROwbu5riftmWGIIQyqucR6Cogjhz0jmAY",
-	"RrSfvZXZ3pS4ip4/glN8yx2mNMZn/7Ru86YFZ3WqCia+b6+UVZqu2T3kwCfEnZoKwSrnOKIabqi0ul5X",
-	"mTZ8zut0G7OpOmajsFmacOOCIww4t6DILLQ2I9MM1y2aQ7Qk26Oa2sIYST5VjW77lvFmzS48CbGjOqY8",
-	"3Of5PNCH02W505oKumTVD3YNdJZ4NDhjQ2RmJCoccvA6mU0RwuE1KxUzBVlJeav9vcdVjGz/5LhjTShQ",
-	"QkaR4wm9eyhPzH1FAnp72qp0ubnh3bRLKgJ/1OtgP5nxNSJPuNnfbIDK+1R0yzbksKRrVp9SzVCYhAq8",
-	"jkP+75P374AmniQFyBybvXhzcvTi2+9iPnsM4Un2zEFBY0T2j+R88M2gZB92mUds2nOyNaMCSvjvwLT7",
-	"G9dj3IFDR/Jin7ynzq7ld5n6t/aGWkQXaH/tcUbHREjwcsLlZ4VLk8ppd9MfubWds5Tcy7autsWhQVmj",
-	"f4hsh1z94qF3c3FQ8UUCHPmj4AsrDtqncTNfXCjcuFgeLiBNvXCpJKjWPyZfaPCunVjRsJxIGit6xx52",
-	"lz6KhAhLM35fOwMXh9IokPCfU7im8sI9J4hOfp8ah2tZhBPnR5oSzRwl7n7hW6bxcPOKPYlUsUi3dnLT",
-	"b9XQ8o+xfZBDAD1VbC3vmP0uXImutL69F53xI3XP5SwLY5us2EU01yGDUfEYh4LcV9pnpIwVqvgHSiBz",
-	"boJu/iAT6x2khXIO/5171W/f7/N27czS045Hs7+vgViPiXTAplArQhuagD9byuaUliv2nn76QdF16nbG",
-	"37GgYICshxzOW7ZZKIg3ly43yGV1uihiD5NyWFPIVcJ0JG3Imq2l2jyZyu159mw6z2RV6x8yJZfevLsg",
-	"mi3XLvJvTXvOhcW6AeeOTroJVrW+wE+zSSxx81VU6NKlzI1P7sWcibkRJFULfOKz0JyFuIbQxJpu7M/j",
-	"A/gmHsCL5ABcqYTcmYWqGdC/CJmsbz5cXL48+3B+OYcr13L5jt2lqvjhuQCcs5q5QqB+3yp20y7BR7uQ",
-	"DgXKPlVKpovQC3kOoaKXE3lR3tTswwGpJ2ZnVpbiClM8r4QU7EolaxvskSiFDf3/W9ayiRNIia5lOGNr",
-	"uiELWte+4IIbZi21vWLgXOodD9ifkuMzzZlU5j3NASifX56RRqoJevvu22+/+TZeixioItEdT4ULQ2Li",
-	"Y/enM1R+fnnxEPr+dRa//9hU1LD9RDLUeEgZs/+XKLBS48oWoPBkBQ5WkbaB30Re3fsv5APbTZrAe/l3",
-	"31WSiJ2oNWZE7MROD1zjdbl1MsXxd7nkd7nkd7nkd7nkd7nkM8glMc8Ppynqsjfb3krHfC3FjPrsoUiw",
-	"8RRhZQ9DdBbzN9GPssp5IZ1Gz6oYnyMRKGEv41zhlIte7m13ecdnvyuYmKim6GsoJnPj0A2V3uh3Ujbo",
-	"tOjXLeysbODCyhUunMUnXdPpyodUmze+NOc4NDpIM3D3YnlPVvUq/rA79oDyPp/R+jQoN5GPi3gQs3l0",
-	"brIzuxjb5lyxOXfZOXgaRJKPib4VUHUDoI9k04DJ2mcZW7JvhcB/lYrqVff4akF5HWIW5GKxW2k6Nyz3",
-	"/CEmulCBLjr+cY25+HAWOzPK4ekZZ2AnDU/zsA4dJHv6yWHtOQUmbEPKV8IB/iTB+kJ9wFkRDK6OVSdq",
-	"u4IzkC6xB6glBDJxQyqZKR+wZmYlEwcXmBc+3CHq/IyaVYQjDws4djQwunoqJGzTMA2uNuCCi1aUWADa",
-	"xYrVdT9uLkOnbqZFF/jd9RhGUhykCjpmCOod1yZ7fmL6iYpWO6/A6HX5YGYq7zPKYjeQHV3A/ghNAcx3",
-	"VWHtGMZX8DSC8cpQbueBdMBfwkHmDJzoVFy2YuKIIfXYJmjT1BuMrTGtcOFTCXd6h1qkZ5Fo14tqByu8",
-	"XaOl+3BWjApEtKQKcctbHXMQzZxJJD6CTU0HZQOG47HNB/Tmf2TAzFwa9/CAOtd9eCFYebjyvIjtSv4e",
-	"+jKQbDLV+zcvxHz+O7+73LsNGpwkT8tjd7s/0OMMZJT/QgWlRA2RPudIs0orFzRQsCz2ne7ILid55QwW",
-	"mc0IdA90Pw7JF9cFxzdyIm95S7KDhJaW7fHHzqqaJxMn09HSTI0cd4ZruB/jlKacCndmBz2v1djMGxf/",
-	"TTaPS/fXeSdjUJp5pCoeNeWK6dNo7HNuJ3tv9LbKDvsrnVjxPZGUPxM3Hsm+Djqs01fCRYWf9AvXGv/W",
-	"vsrsXD7V3/WiT/tpmtum7fQ2x6uRP91nqPWdlPtjHH5ozDYL8NokLdOxQY/rDkqUO/rn8t7M272p1KL5",
-	"27N3mkzX4G8gy8XNcrZsZV8OBTP0LDthBDfs7SVnwUj4imuIGwMjyHmwk1y0ZckYZmv84G0kl3zNqg+t",
-	"OSgOTqkoWRreb07aSLB3+OnPScvszX7MwecpJ5kf0N33aB7UTiPe2wzr4tUe3xq74MuzpOngdSqUelbW",
-	"wue08ZZNm81DPz37SFrNohxiu0EFZPnhN36zSqnYrBT1vZxvWdsysqeMLuKC4R3jIIdwaRVEG9kUPt63",
-	"cMBvBaGtkR5b9km2w9fgjEv3hwHEUnmLFjju8oW3HyjPsE8GYF9GJRLdNkzdcS2D49qXrXJANJQsKK9b",
-	"xZyUEqA5H1ZKfx+OmgqpdryDcLj6RkWovE6IXkWdzPeyD+wRERCzMrtuMzooZjg0/KuuAKrlgbE8GErd",
-	"Vbzaf8Ud1erkBY3brrkoWTSuqN7MnAlrnUG+OGcaMqJc3MOAU8zEwvjP7hqZwax2UR8id8ln0B9+q94a",
-	"jEDQuTohGvlh9ZuxA2V8Pw3vG4liLK1wTnuXV3yx9Pl6dPB693S3WB1z64keD3U8RQxuVK4bWgzTIEU9",
-	"Y2VPWUgIcHiGUtVF4jMWV7TpzKBOjLKHW2VT6iuuWEZq4FizQRHZmqbtCYTwyEqB8CRJwL0yYBNesL4M",
-	"iF/qLDZCXMVo637EVRV0PUA3g5JCVhgxpjla1HfTpB7Vo+kWqQhb0s0wTxM/sZuVlLdvxY389FoYlSEJ",
-	"sMU30lc/8aUKskSRKjAItd2bpoNaDnK9vIVC7QWyzEYxD1Q/yRntt+nMujfee2Bl35IaWsslppsefhDI",
-	"oVwKYlp25LOwm5ldsoKwn1taew8Hu2PCvK08jrFbo3tcaHy6j4xpl2/dq0BmVWW3JzzjdaP3/ytpWrmM",
-	"191SYGnqDQFEhJLxO1aRQ0h4MuxTRrb2L45ekD3rbtc2N7vgPeJHb2bsNB26ncDPfNhFy5VjO54re3XZ",
-	"FZV8PNIdnGS4gwIxJ2a9fZ31KlD19qPb93nnPu2zAIcDXQZd0hMwt59sH/kmac75EZTIYFi3L0UlQ6kh",
-	"z+eqBA6RL6GloOmMiNCVkveIceorxc8RGLP+aQeaWhDB7qECl5VHd/S9bHPZhKsOMN7GlhAsu2iuhiHt",
-	"A3/YYFJpWE7f7Zh33Ao6gLu2DaNnuYdcOKRz4BigQzubZ8qWWCW30M4LkWXsmXGN2Jf7V6RLcr7CI+f/",
-	"+rlllgnT1qwsf0ZEsis/64LQhl8B+nv0Wwc/flUxwe1PQporh5tmb/ual6YgrpTUlZHyqqbKkm8rdNug",
-	"uHUFh/IKK4UpathVzdcc8jDsBihBa3ujtyJEcBwHuPpaLrnQVj4KE4kAKApS0saUKxqN2f8SUr0deP4V",
-	"ll2vCqLYQjG9CrMFABsqKlJqtbhS7D+C0uxW9ODlwdZKJGUwZiivR3Jp/576po9wZxQl6+FOL2hpNKE3",
-	"0tU+hZ0viG7LlWfn3NUhc9O316yW9R0LCP8R8j1VLCDebRFy1uj8pl1TEVFfB8YHiAmAAwGm/xvLEpXO",
-	"WKYVM2ozHlelWOOqtIVSbA7YkNTUuEhqjTbh/vy2PXuRvGkUTVfWvbQPIm+Z62wgsVz/6xG8ePS2uiYe",
-	"WtFVW5iWQuFMxxnrfjRJZnIHxRDvWC2bjHH5psdUKiwatyGH3tVFTgryf7AhwlxL/+fgCZ6sds2UJkbW",
-	"AAdPGFAdAOgA1FlFDU0ArlJDd4Y7EeZIN6zkC166DorO/QMSlaVYbmjNdS+Yz8/jK43CIMKFG0s4SbJ1",
-	"8mRCM4avgRHA14SWSmorwyHMNxSVw58sQetjd5xCHUFyyza9S6RtefL4wxBGak95adi+ZkUhXq6IZjUA",
-	"IAOhQwU9uQjrP9sGeRo5ne1B8Gidd4g3z5dcYFkCe05pX0DmGUFPloBdUJ2Yj6bMFVK0qikfTA0xuuGm",
-	"8L9jQDWWPJwv1E5gK59RBYkTd/0IAk/shcdeqDfk+bFVzqMrKXwEda1csWpkWlZzW7YMYD7n4jJDOdyE",
-	"cAgr31ucWPl2NWvBSlF62RWFVKmcnyYAMcvW3Nhr98hJmEeGaTPt7xriN/tjElPrcK/DhIrOTASHP8Wq",
-	"3oBT4HTFUrhyfcD/YUTsEElhPuorwpAMa7pgy4RrIm/Tx2fybA6jdaeti33U9PB9AOq9hYDVpXJYc5GQ",
-	"M8NZ6RCRvBFuzCn5RmqTBdW2DwkmfAQ/ZDqCtWzaU6mSYZNBwrYyWUlrcnr2Uc88ITt44+5XskafIZF3",
-	"zrwEAdUgK97RehfkaKj8lgq/fL8NMT4/tDAGME+oKDDQBS2Tq8jMvVSIp4/vzO71rf9kpGsrhT9PaqlH",
-	"WJaY2DcIvWNqqPXllxAa/Tblc1gYxsQDW042fPeQ8a7ZOkts79GfszsGOTR7OYK9/lZog9kF69DHLjjs",
-	"a7b+mIdi7417Z4j3xl6xk3mUnTMNTt+NlAlX2hz1uWfTDxxluIKDKff2zVOyJ5FAhMPJ+APeO3U5/ngJ",
-	"MeMPQNKOqhZthaIjNKbeMSngHipmQzPcJ35X26WKsFzIegqi9gsCBtyFzPY9Vd1XTFt6cctmpa4AZG8l",
-	"7mP7Hx3qjt6vuGEuddo+mAaFcgMcTdjfIorJeLDejiMNRKXr9kGZ7qLm3PugkdwxhdB5oeKfHs11mFdE",
-	"UWQi0fQUYHMm/eAVXyyYYpZtNKC3w0rgFs2+17pNsM1BsYXEzTb3FN3TcIx28IJ2aMFxXBgOf5xwwpjH",
-	"FueGmXvmhVSHCOeRxKv4HHjhzK3fjoiTXXXICvrWHfqD7zWLz+xemAX/OxXX5aaUaes8UEko+LrVwm2q",
-	"dv9ZzB/2rhzRt5XerzYIZdiyCB8y2fgseMTe1AAnERDi0YrnAmX7o88hJNolGGzLYGXHEBHHiTasZNqh",
-	"ETPbmN8FBp1K5HKFFEd2LS6mFjA9eM2OVlRUNWa7o3hsV6ds7Als7r5LByTuR649lZFDUplT/hWjVY6Y",
-	"J7I0ITKomyXaYvSedF3A+ZcLstBPYXHW9FNBBDNPIRZRyzX9VEohot/Umq2v+q/d937izd0fn/LmCqSI",
-	"q0Yqc6UQtDE8NWVzZe7RGD74ecHFlUH0gcGTNf10pTfi6oaWt7VchqffPS2lWDyldf3UFd6+sr8SjGqA",
-	"CCohszCuVk5Zr5moshwEfibRe3C0UDqy5GNlRT3N/d0J85S7ddi2BtInhokjNgVCHB8sh16aY/mj2jiI",
-	"SXgBIrkP4YZnqOf/ya53BFnd5X7v4GHn3On7Y8FGCoIvDDtrn3fREdzs91QS/rPI7eM7lIm6/2nq4pqw",
-	"foFA/7Ez0Z1nNKqfVhu/l9EV4oTI3h1TUgGqhd05ozLSjn8pL1xEnUU9EbNSsl2uCB3E+2+LdzkCy+gI",
-	"fZLDT25YDlDAL27aUxWTQPfuHvyjk1pmJ7OHlS1ye9sbf4rotsxuSZFJDO16x+Dptse1Z8TUVuy0JOmt",
-	"mdtECJadc1be5QryhQghNNjcSGlmGoKg6YukYQybBk/qzs1WSjb6bdLy4Eba0PKWGU3sm80+I4cuPrSp",
-	"ooJ2yA9uHzzqY3NAn7vet+Xc0Ku92007MwK15jEB3FqlKezMLeT+NOaaT1OZb34/OlOsvPueG33GFNr/",
-	"8rsFfm0uyA03GOWEGH8zTb12eBMdwd49pJe0r6c7/PFpTU09Ncr+5vb3IqLxmCi70xsdshQffGeli/NW",
-	"gPVV0EavpEkBUtR8uTJEuzfG87rjhIotP9SO6VuR+TqUsPKjeGBq17I83ZR1sj6HXDdYNXxJ1Q0FzNm6",
-	"xhjjudb5pcy6uP8M1fHBwz6Wur+USraGi2Qmi8u+6N6ZqROsGG1O6lqWo8Vh5QIhLO3bvprzzHnbTy42",
-	"uQycN7bBG+zjxlAurJbnrVldTeA5jDIj+lwOsvXTLuN2fdq0qezEzgdKWtBxPapUJkkos8yyYeIHniSu",
-	"Dw1ziZT+d6n0MTl6vhXrNCc0dDwP7beRMTUnnWiQRjQ/nGQnL1ioOrar7yuInpgxE+fJDD1X0bHdOm6D",
-	"45FPmenoJ+JTgW5j7pJm6ku+p6p70o/RjMN7hqZBiEg8gRsgcwxXVNES9DO9kvfCu6jKFa1rBoWn1hAU",
-	"bfsRG1IzgwZFTOiMXFfPv0vqVzCCtP4TQjdc4GTX5w0DJ49DdjsmfptdjilGKVq2hKmmmhxqxsi1iwJ9",
-	"Gnq9DqWPIGHMtfhkDuBuQ7W+lyp1dN0T33ar0Swbtfji2+8m3Xj2s7QkCaSBGQNRF+TQLvoRF5oJzQ2/",
-	"Y0927nVwYsIQoummaPV9F9o/lpGFYW0ve+B8sZfN5w6nzDD/8Dx7HHBuBO9iGNEhvMAXzmvcB2v60P54",
-	"9MO7vxbw+Gjx/uyPBXnz7uLJ7yirE6Bpj5/rDUSYXVVuXOlXeM0tZitqpsOPD0jsnkqMtlvo16SX9vgo",
-	"WdIPa/0RUqaThxs5BYFKihFRc03ck0HpaUCcAsgw7SIrN8d+a8INZf9aD5jTjixpMoG5l0ym7mYrGHeP",
-	"ity1hRnazwMLYlkmv7nHeONE5yET2j3rOJXU3B2/iZsunXUWsxxNDnHw+smeoHnDnEldQGnSaraJNr6Z",
-	"98bOixo5Z87t9Gcl2yZZawWfB3P+LUery8CSWsvy1lLHiNOea/iYwLs6OjKe2y2kKnuW717wTZsyULyR",
-	"92RNxWbmQbD9Z1zLii0wUwP2Nd6k3olumDiyFH7koleAvksrnR0p0xxZhndUM6pZ9KAjy3B3HHUEahQV",
-	"upQVU0dWrK+pYemyG2DQTimEHxvIQYLHF/wXSKlwrgbdxXH7jRzBOO27KKSIPpuBeTr0+XKBUT4tAg64",
-	"0RcdrcylzZRJpNX2HOpoXhAqmMhIjujM+WvbpOokzuHFsVyp0NCabshSErpitApFMYB809S7tKdLjx6v",
-	"m004WrtygsEh/jxgtNmAnwss7Rpibnxxnc8inWVyUi9aqNpModKld6QD5c27IudeaT431e1nEZHNeEBQ",
-	"b7fs+3MCICOC8y5uqYaPkqQMEG2nnkOlzV1xhCK4O+Ejb1rrdzCDtX5OEuuB8Nk18MV87S+fCToZ1nvi",
-	"OrNyO1bR9xuUPv6qx8l2PdU60iLGg+J6zM9j3KLeDHmo952W0cWoWsJZ8BL8K6GiPJHC5Ttm7La5WLrs",
-	"0fEr2k2l2KbU3lLNPFG8ZOf0vle4ehQkMIGeRzUAS6TSw4VJOkZ+gLLs+JQc/u+T9++efJ5K2/uWrJ1d",
-	"btak4T/mFJF2ixN623WbHpAecAIV1fI7aiTUF2QvI/3uhlqxs23wlqqhJG2Br+kCohK1q88vKqJkXbs/",
-	"Q9JbKPRtj0gaPjJLMN595Qr6b1FObNb77sXzP6ZMlP/khRH/masadmdlJEdi7KzsHyg346hka6nLFJjS",
-	"PxWNZ/YpuT186fiWJfNzsH5OZalqY2lv7b/EE5IKPmVlKncSesJUV31MGqrt1Yx/ouCB0dWirNuKneHj",
-	"KPxtliIBfWBWcUJzcAaOeQFtMDs7ws4qkt/g8ZRzfBySx2FPb7iwiga2MNf2tWQCoBeSBthLvmZO3AVT",
-	"pRXowgeYXT/f64nbk5fQnDwFmdP4bk5a1Lxq057ftYQYLw/a5l8tCGgkKL43ii34p2HK9gCMZBZpnGPz",
-	"WbVS77SHw9sCzsY+6llHk/3tLbZz8JPEFraq8AcvWvTkyZeCG2n3+UzydK4rFcOs7xW3E9yQm7a8ZYYc",
-	"wtVB4a6quL4tBu77UN2qcoprqlAW2JPOTfMOLUyJXOsImpSgHYqsWD3XV5GqFHuBoMQ4SpzM/DMxFlwE",
-	"iwaBry7MaPd084+aVdn23/DlimnjA5io2MQ56DN7wW05nZrGIFCq7zDcqauznP8J9taZDbc8AXM3GL85",
-	"z8aW+DVT6RiTkXmNhGVin84JOgfcUlFBqlZ5WKKO6LaZpfcmZDwnsGg64z6Zu2iZVH/YeNnP93+UvHl/",
-	"LNza75M+P5rfPmgfM90fLzAUOlBxdCgEZkMNuh4Ww5zw0JzNOziKtL9OEqxpBEdmOuwUpqFD7Om+cxjc",
-	"XbRvC+8FGPWy8gcZ+z5Jf2506pA7JjjZFjcYHtXh6RqyqGLrQkpdnvnSuKCuTTnSsni+J2dvycfzdw6L",
-	"LbJSFUjdPp6GTuXppJ1CvkV7Xw/bxwbxSVRkQrUCwWjToSqujQA/9LcHBWJAH704DLD2eSHE+bE6rde+",
-	"/4iRGjWAsc1IuOc63l+C3znwNLegqMs8eYzKTcMNj2Gee13uYzXeJ8gADPbg/LeksQpc6zgapAZ/Eq01",
-	"AvphRJP9Mgr/eHC8UzYG4HvUqjpNy21cF96zT1RAMBg6N2AXDBDAoCPPPxLTNqbsnPq1UHZzmbxKA5NB",
-	"mxCYN+whicI8/LRDTNcu9d6GFdXQzAjr6VfNWZ+YULKu1zmo5YcW5ySHSko3QQomTQiT/toKal/rjc6c",
-	"rcj2/xogO3WK5cCjIAKCf9rEboNjHJkmigl2T6gh5t5yH64q7UGna754QEGQqLMLpnjSAwi/e9DdwxX7",
-	"9CQ/YsK1blkVmOQyuy971NXrZV0YrNCKca0jtfXmxSECkQbTko+urBJi+ZeJTESqnlXGxL/qrqDksdiP",
-	"OOwxEBkgbi8GbJdT2e18zr+WfUFqfJUoRsuVL94SU0a/JodlRkpFWWDcTEbdP2owpQtsejLHNzrTtzoJ",
-	"oTQeFtklyH624Mjc1X3iC9yYVr8M9/EhBQBoGA/yj4IIOSBvsmHmSeEumCJc/Y98l+PQXLmA8fJNGEkN",
-	"VBlh9cwz3ri78f0D63QCqrC/Zx2G8mTx0Zx/ebqaSuAHMytWjsyyx+G2lz0Vsrh9VWWu2a1ASC8DTIUs",
-	"BnnndeBZqeRAKXBjI9aG9ItqSycWFS4RRIqSHaNXwd7Y6EAhUHNKOsJNhfDDDnxUdbo8/oVX0Tq6ANPk",
-	"8GLACtQZ2egN1ak6+h3eq1cuTk8Kco3O6JfXIYp3xT6RyO9tJ3fRwnKetTc1L//CNm/FQh73bgl08Qb+",
-	"iFn6pyce7ikjLVQZCOmwGSWwfm4APEWHQhd27WG8sPytMLwmzJNKpi/wW2YiHQDt+Vrflb1FJk+fPr0O",
-	"oGTAmAykPXrcngmWzfIyYlRhowLLfqNhimNlpna+WLr9uecgQ3Rsl+pdIEoQIJxFZ9ERWTEk6m6hR49i",
-	"Ona4KwetHxAv3J1UjBYWnTI6y4nT6Ud7BwzbJk5zBBeUrKjc6IBRYL5aAvUGsdQ500RLsqBqLsbtLkh8",
-	"0bByp+hy07ARxCl/YirJdB/TzNXS8YK3K8+V7koxaqbTQNxrO3hY8IO/cjoBVo4ghPh2rj5PFYrCTo0T",
-	"5VwKkFCxGtWT7/cXzbqBzJxYPB5uiGzNiLb1Y4bRRGXxYymYHEJ1Agyle1u9BPee17mYgnfS4V/MF/uc",
-	"OqDudGENt3FW+4rRCs0XkHmC4PbcADq89hOfRzsYITO+2QDK9Ui7GkH9/yUFz/YXtuldwmtmtXlgDpQo",
-	"duRqL7AqHEkQMmUuPn1NP50g79GjzIfWtbxnlVcGs4uZ50jTYXo9TuKGvQ+27JLfMRFQ9QYsI9EYeAyr",
-	"OQK7N1Ng8r8VkzrnHxWEUVVbthoKYHChDaOg7/nCk742bC6wwaGafb9JVjlwtWb6nGqKhc9JZO9VLCX8",
-	"sZhUTn/8KZSF8PsNeJfBEFZuypp9qarcxcEd1/ymZh+tVJk9BhtSeb6CeXFUuGVbSahVYl6GRAfB7rWL",
-	"Ewci5NpzXvsUCOCxigFvhWd1kLFBnOvx9P6dHqmFA97Tp8Zw6oogrPS5R3x/9+7cwZ05vLn6sAQRvx1s",
-	"S18aDad2Qhg7AcTT1Ok+CWV8BnGRK+qBUkFq9pqgJ9SbFmt0+JHCnjsH6z21J6exikRM26itcG/rsk0a",
-	"ptZc0DpnVX9EJOUIEno36c7+mupij8wEI0kliXAR5HuEcM++G3Icx6Ow6t9Q/f/kWc0czrFA/4jeXwHe",
-	"w7QK0nl6oOpq4cqxgobtwrJ+11J+11J+11J+11JSDiXkEMn6ZmrjeSxa0wsi62r3KpzRYl4qCvAuUiQL",
-	"3PyuMU3fiq4m5m4V895iqe4t7pshj+4++l0/20k/UyHRdf7efMDrur85wfnnxE0mEHl8csN+1xB/1xD/",
-	"aTXEjvuFo9bdYBPi9Gt/729DbtNAmBgIUgB/x+2TCtmao6i5RZVfhxrKexcU2bn268QCTBca7yXJb5fc",
-	"nlNy/Mw2hXFJD64tfv6olcT9vPYRW3YoGP7elwmP+/sCdcKj0V4YapKYsi345jxuOJaIZVV/2xOqIhbJ",
-	"e+XyKN/nouzB5Qu3dRlquEqXhgD3cjCzJJcmHxZ/sznt64S5CgNz8L63lwRILJhcNk26DvDNpota+wz9",
-	"Ozn7kMVSN9ekUUwz0VNlopLa9NPYrryTAqIaJjeGbm3NzPwIVAfcdX2yZO/T8UVetnHag19rIQ3ZMBNd",
-	"lsfkWRckNnMMn/Mc+lMXNn9IjEXidAz3JblME0c40pOSHLunlvmkgKxDOi0KztdJp4xFGyv13LBaiqUm",
-	"Rs7GUMmaGTcFkkEu/DovazowTSYMG8SffW6hcpZJ5F5Jw9KWnmGB5RBCbnpS2B1IUVNXfgjTyiHvXEKo",
-	"kA/c3ArYJP/RQrUZeeuDiOS9CLEyzZDr3VNVsepSjtUTklhwpJcJYXqjsHKWy/qeTUR2SHMqfUS1bR+E",
-	"222Z8ahu5VNS7kHnobfzz1kugMd1WfQW2s08t//vvFr1AfCpknzkRAT0qqMFLS2vDNqYewKB3qKXY1I4",
-	"h0QVJf9kWc+IUfjHrKODP8hYS/Ut1u367ZrcsozvQ2tKuYYAWrBSEvfmY2LlyDxBgHGda1K5y9dzTlQo",
-	"j0BzC/rlkTay6f5yZvb4B6engdYcPY/iQ48ghyLJT8Mw5zkUwut7BxlkPtzBRgSUt89l9ZtwYMULHhkT",
-	"OnKJbAJ9U0HPEhAZJMIN1lPzp26ubc6V1lvfbbOqSZU1rxx2beykHibY7IPCDtNTRUt8In/05eA6taw0",
-	"SrTbNe5SF4P2djfzP2z6HfJE3uk7wJ1I11tDHjQ1YHQtuVoVWPkNy4e4CPflLqXNe/e+r3LUFdXoZb1s",
-	"hqASWdV3D/FmPMHX17P8fKm6mYXIJABt2AOSoR4zg/VHDOW2Dx8ha2VufmgCBTpBftPn5U3Oi+cejB+X",
-	"fdaxkVyYJFYtVuLC7EyEZQFoLQfZu6cPcQhKM7tSnxtnagk/NEycNBwgodKlthGRCi3NEGQANXQ70VgR",
-	"JdtUzM8c+25UyuamRoiWhKhoVrJKZ5sQfDgu5aW2NVxWhFdxyngrKlm2a6s7VzgxnfFAmlSGCjUr4jGd",
-	"098xteY6k1bqq5RffzrSd+VR9+51LyUbfsQ0iwSMKSxkshyRfUAWshVVYbdNDERc+7flf9j6FUz+oDiI",
-	"VyT86F+KptP9GBb+Cstmu5/XsmprNs0o3H67NS4GUlmvRz/bcZEqpvEciNspAOJx7UnS2wJoaTqQPMWW",
-	"XINRJSKNbag8+9HsDHIPoOa+S9cg+2KIZgB1Imh9bqd3mkZg78wZW+thjw9T5Ppr387X14WLBKGKEfYJ",
-	"YOuiYmNlWPaHVVP+IBixj8COvM2cXJabIxeNx8j+dOZ/2RVDb4tvJrwjYRyTC9mJ3qE6U0QPcxxIOI/J",
-	"jmBuHjUgYrqzvEo7kkQDuXbRSdkZ9W1wlobYb4P17Q0xScqDdRorWP2hNTeWU/7EblZS3p5SQ2u5fH2X",
-	"RZ3QhoqKqoqwuyRGdzphHRqEjPWCUE0AiJkLuzc1FV9pbCxT60S2qmQ54OM7VsuGfaUJvubKlyNsKtfd",
-	"ILfx1hVfLtM4L2CfgixJ8JvczcMRxsRc32wY94xF95b19IJD/0EgseuF+ZzOO25PNCDeYLJrNvozVffn",
-	"w8WlJmtqhWEI/yzQYYh+KW8vJIoZNbcMxZThzg48hPFEIUS78m8wmTl8/oRcaheXVUQ7AP9DashaakO+",
-	"ff4iqhMX4WhYGRUrsHkJBKP7dFuWuSI8sDE54zLuGjd+tiNNpFG0f4yKpuWpmM+ymPkVzyJAuFiPafwH",
-	"SzI+mKgPeIHqoBPz90ResgqSMU0OMgQE4X4gOAwKw8f6aqf7kZR2GTcZ9LTMiOJYPvZpcnEo+Ylyw8Xy",
-	"3B6UKEpNk6r1cBhcOKcIJA7ohwVeTVo7Bowl2Dt0exOGn6Ncy2G2fXyJSpjV/JMeozQ4rJedDvyA12JV",
-	"zP5cuvMYH6uiY39b9OXXsm/V7OY14DJDYhienB0Y/XR0TrgYqxCZOjcqp5NR4AZsoOalR8axWvrzBwfr",
-	"vEescI9JZMWhRw3f6SYdrLzuFtzJjpC7ZucH+HRrufYhBv0N+QLBPoNZgCTlxLT06vUlNFLiuwFIeZuO",
-	"cjV8UGhb0DWvOdP7Lju0kgFaHqyOG8jcVchU9jrBIYMdDOXKLvzpZgNS1D2vq5KqxFr0mspmpLgOuCb0",
-	"JpvqAF2ntwi/78m9+yxtT1pPULXI1OdYr6VwYNpdWVk7ouRE/GKlp3KN7Tz9w7VbZemqU+Ff2kmTSItT",
-	"naVl6rjTaDhhiWfQy0UWEGmp2NLeRwGBLFxalgOjn6U78x5PpI8+mcOzPrMtJOttAoAQNQ643P6/XPH5",
-	"uL3+9UwHJ+4xTmFmm90kx/hgtBRcEEbLVS4VMrgjx7ItuuJMDFQuu7hcoQwCHv7MumTiw0Ip/dFO0YgE",
-	"zgpFaHkr5H3NqqXLCSUvPn2a2Z1vM+XDivpzZgiQnbk9eHKp5oNMO1fvaAeA4eMlHWeCWtFWg5ROu9gP",
-	"gOMEfc4uwtzi994zPToEFIGJAaTPsqZ8PXvXYvF5VieuKgpXkJoaVw3f9T6OnO7dXsZ0NBhd5HlPuNs7",
-	"9hMi4dUHcbniOg0VHGfCdF/4jKAEoyGHoPQAqOiTHGy4VR+q3VkPcDr39UyWsaBCtuac3fFMmQSoEaLc",
-	"cyhQJJ2ZFAI5LI/+BInbN4wJsqBCuEh8I9O8K0NBXPxQ8+XK5Gwc0anLc/A5qV3skwFCGAf3s0Q5QydM",
-	"R7/upA2ifw2MtCYZteJCgPl6GJh71oHxJof6eGMElLXZROL9BaPbM+dox1fw4FgML9De5TdY1P6mZ052",
-	"RIFbp2K4AHOklUi1Tcm3PRGFUA9kVxDFKgpy7iGaBDH0v1TMpGpu1LW8t/pwnjFRQVbGNISJCnyrIPFi",
-	"gmSa+/h1HT0fW7c7GgMCxUEKFuzeA4B1Zxgiwzj2NEK6z3bNKbTdprO/Z+keaJ/RPuwxkWINlD5+20Aj",
-	"TgZKWN979wlufVr692LUV5p8PH+3sx6EWoEuZcMKIuyi19xVDwr60ERt3uJgRfUF0PgIHbtTAKCPzJBD",
-	"Wt/TDbrCHGykpl5gfnIcnRvCjWb1orOyK2ZaJXL0P88em6WA0SRl/wTsLIEFdHnKXBMUTuZeZpN25+w4",
-	"cW0+zjABulW0p8wuvFQO2V+afU5cMH72e0NmYRuP9QXv78enEdNPBj3ZLmVrslFg4H72yeHeGxO0iJLW",
-	"dWHFDI3fz9yCOUZUOKo9A+qOi+Y6mcOmet2MUEDKHptU1gP36PhS4AhFdANtrf8wBdWbarvDvk2FyURV",
-	"CFuNjbrdcvSuqx2v5bQJ9zI2egcBdm5cJnywZ8zUmASxd5zmSKP7VmzcEl38zSgVcTszKam46pnpHuyr",
-	"W3JLEZfJqKGUoKyhW8EMAtZK0bNIRTx952u5cJpO39uYqhv6eJf3sVUg6U0NIr3zEwNgDup4iwUrDXqg",
-	"9FPyE4pYYcz4KcB+s3tvM/X64c8tax3L4ybUXpYNE7ExCKqVHppgqrcyKa9rspR4nW4gsm7NAn4E117Z",
-	"HANumC190Bst69Yw2HcQRsghkAAWkwQLjKeiJ0VI5y8DA9SFnSnkYyqnFy0UXXrg/LjC57M//mmy5GtO",
-	"6nkNAMYshENo2xGaUO1eok7GBbl++ofrKHwIDb3HpGZLWm6IFvSWXZVUM2IPpmsJdywpREXDf/5ievRr",
-	"+uktfvr8GZaD9X8mKvDvLLMU5PnR82fHzsXuLFVYQ9TINTW8dDYqJio0wPZMWC0UjsjFJIQ6ts/jOrbP",
-	"9xeACtIK/nPLCF1LV7atyVtRYG4v/pQ/93OWX2fE2TfvT069RCUX5Pl3gPzddVUQz9aJFI6zHhOwvFjO",
-	"ClgqENxgJaUbbWkQ42VuGWt0rz6u6wUWH7gCvohyG+RtkdeiVBtE24O4WXx7W0qOj863330m0evF0TfP",
-	"RoWvQBffxHTxYtKM4MSacUFmVHiZcbNeMm32vVE7nhtDBs4MUb5kn0xI8qOaVNTQp+5tfwi6DmZdYbNj",
-	"DIyEpo87okVcFYzq5CV2HILfCjRQ/txaYVW6ECizIrzCOwXhifwT9J67gKjJQsnz9iefXRvtgb8g45ib",
-	"oYsRn6Sz3XwObscsjSQLCWINF/HkIry/+bFJb0MVE1cs9B5n+LS/y7tEKp2gLp1oL6077hCDwsM6hDzh",
-	"cU2kiwGJVjkXKwLTyZ7OTyNBkM5yzYRRm2M4NHaowfpGweI8FrphP9kNOQpGc6QbVvIFL8mCs7rSKMh0",
-	"HXeduNIXVJPrfz9//erk9PL1q79dJ5ElsrSC/n9eQfjIDRjllMTyNAiVJlIexrYFdfDxY91ymSu9zPv7",
-	"gD/lPM6KL7nIopTJEi686sR8NOVMAzo2vKvlYryg9BlV2kp+d/2oeR/fWvh7ud7MDt/Jxc1+gBUZTGZ5",
-	"8+JPz//0vCDKlK4KZOHKWnOxLBzaYoGE34rqyB3zI3vM09iLhqolMxcTp/0HML51zKdAHwVEsaeZgDMT",
-	"Awwoahrd05tNbFJ8ujPG1laV7WRIWZ9owkpHmbRwvDNLMMFwpmPDOtfZf6GQMLfVvmA+TmGYATzfUvIp",
-	"GzMzGQnmRuLu4m4jvlQo2CfwRY1JI9JDCyxQT4JNFuHSSsftj4V/vDVxIGKn+HgfYlDgHzssbzrEeg+R",
-	"gGfK+Z5Rxc1mNHsKV31YnKmBDzHFKZEphYX4M/mG+PTYY6Hgn85oAZYSAalEZ/h41+wd6OPUtplaXTf+",
-	"eagLIYGrq/OTgnNuqGJV3tnrYs+Ct5eaKB4AQ7BWVK98SrFvcGYYwJfLH3NotImLnKkjfEgqwPS2e4u4",
-	"Xtu7iqjfuydlIaW+h24ccnhie5Gk8qZEDMwDinPkN6NKXUczwyylrc0PIyj8Gcifut5cUtKRPWBuQX1+",
-	"sz9+uNwJq3HT1HyMGN9h+VTdD0Bwn3WVw1L4hjnEN2roDdXsrf3JjnmMhVyfnZ/8+f0J+bnl5e0VLNF1",
-	"v9deNiy88Mp1AJZmWuvd4GK2T3U3uxSQSrlC0WnMGO2IPVEJNjLjTki/GAKCLw1F4PT652Rey0HSRfUu",
-	"AnMh5Ypy4QxavV5IBzgPpByI4unBA+pOTy11Lpu924C4ovRQRB1SebwIKYJMnsGRZO0PCLLunhMMAwEJ",
-	"QMnaKYFG3jIBwZxgS0rYPEpq2DIJWnDqnqBlo+uoSz/pQ/6jmYFIRTQrWzulh8RSdP2BfTFTPN0praMs",
-	"ObQESkLGihiWoT/A8T1JawQndb21L7t5G1Mfz7t+OnLZ27U4WK9EkNNwfL3E0W3kACDEpaIAaGBkRJ0n",
-	"Z28dhb6ETQegwbh554dZ9BKSv9KEtmZlGWaJNgDV1kwXTvDnikhVMfWUfM80d/h2mhXk+g/XcJ/7OtZR",
-	"RwW5tk3C8xWrEVVNbOJ+rIBF6xoYakWuMbX4mqwpuCi77GlwvxlJqJBis5atdp/pY2IgGNisFGPBOwHr",
-	"AiYc3Gq067uHNde23xVTPZgEZ8+74+zeMhX8q5RiwZfpH9dUoErT/1nR+61HtVzqQSPwU/K9St4Lhy/m",
-	"fgbAs+G7hurbYaP4G/vESoRz8M0GIPLBGMLvw8bbZqloNXzf/xreBigl/xL+EZ6VKyoEq8Pj8HfXl1GM",
-	"rrs5uD+3njc1RQ5yx8uuO/9neN3/0EH++F8MrW/hgnH2ndBG9EtoJvrNdRz9Eu1N/CurGa63Z9F4/sLM",
-	"Bj93M/QPUJcavg5nOvPrdhvK6Gb7Zfvj9rutZmq7Zfy1W1Cu7Qoc3dO6Dqse/9atmSn7fySWuv+rX9r+",
-	"r2F5UxFLZzXd3NDy9h2jmqULZQl2j6fevYqMICEqO+/563zZkzeQUSaC+6C2ve4ZMTkdq7xrOriozjO4",
-	"f4D5LhDT0Q0a/r1rHeDX3dSDj7TmYP5QshU7a5AwlHlCOrw6y8YOb+b9qPZOcmNumOKywvv0ZuNIpXa2",
-	"nUrCxSDALC/YbIzf+VX54XoEs6l2IiXNFdMX7P5kYdJIDXgJwjsFpuKR//HsvxMunBtwr52B5jIAIOd+",
-	"nXaql6UYznXedvu3MdnDXROEo+u75nfsSa4cCXz2lyQmXBB58QhYhtDDPqsxRDLwnqMFB8WjbM3Rmqkl",
-	"O8JKY+mq/biTaYr7eP5Ou3yOTUFa4cMLXRIPDugrrA4yXwR1DO0CTe8J60cmVPQEQ0UxyJwbQqs1NxoG",
-	"B9ITckBMhjlnd/KWoaC04ILW8YKd+KhS98VBceDen0Z+8md/sGk9Qklnp/crZYSjUSQ4eI+QB6yh27Kk",
-	"bO4W90xJI0tZJ6Vzf6M07qV4bVbGNEeL+u6gcP9cN3+0/6716EV2kfNYCUbu6cYTEaG5a+zGqhtM/Uhh",
-	"a7JmC/ca7jpgCbtoMEr+F72jF/CJIwlyGGLE37y7sML/BV1QxTPZV1bWYsKkC9ohBzRReUa0mvQV3Os7",
-	"XjH59Se7gNfwxC9n8tivktFxb+R9WC4XtXfvCjqyTw3L4G810YbPOX2BQH4tDlqVohMflffx/F2/FD/e",
-	"A0VXz/Ba35VXhpe3zFwfQ5kAqL0VwjnsXlBN+Ixy+GEaOKr+rhQDKnErmDwHiBZ6LusMUbq6g6BrhsAP",
-	"l0jsHFVj6cHjhjVolOtQ4UrI+2OX+ncElmSn4SqfLIP2ZbfK+OJDAlqh/0pmcAFnBar6KfhATx4tylcA",
-	"PAcAokMw52ioOI0Pot7M6MnlTXaLUEqhmdCtHl0Oldxfu+sOsCo+nU6ZOmpqKlhBFF2YoztpgJSdS7zL",
-	"ECuI5s2R5ktB69oFlSJEtg8nmyZmGF0cdBYtSdHlNkyZk87pwrzidCmkNrxMVozxaxUy4ccIGK2Ob0XF",
-	"PiVkGvtzD6IHImWCad2dauxoTcsVn10BpJTrNTez+8XXDatwBDM7sZ+eSmFoaZIVcHhdc72FCuw6hM86",
-	"LEXcrmPybPtkzhzJO7mcPd9aLnee6YWgjV7J8UUtZYiwCJ1p9+HcvmDiI9izQ/3KL13kBBHS/WrZSr5i",
-	"iGjXZyzpnxvWqLiTEAPh/Hm7uBkmj1CfcbzDYUtFfoBgvozXxTC1zgNidwzNvrdP1IEXKqGfAX31T1fR",
-	"P+QpWon2NFrz4flJsiNGKy6Y1uicHvGSYayvexudYInghZHKSL46T6AucHhyQdbRMZ5JwrtA/SKS8KhD",
-	"IR8FF+a5HbF2O34Txv7cY6JvedN0cQUl1KAKpVcyzjr8Zk439xTzS1QrYgSPUKLdJ5b063zkfMvOSSJv",
-	"D7pBFPHejsPfBpqaF73RERVWjaeWj2foC36eCCtwS6yo2NkqlokQeSsqfserltbDEzDfVzM4aCmQoNnO",
-	"4q60kZ1kN+ec+7jaTAUfeMFwxyAEbDsuvh72ZzTW4Jyt5R2rvNpyzjSvWnZq+2ib/eLv3VdQKR+s3kRh",
-	"J0ExtozAdpOKAlab81b0ktqSRWOtSItHF/xXbKODygqdcsxLWafPs88uSmFlu7wjI0lpXz9GRB9Isblh",
-	"UGgZxu7BojB0phMD1nzpmGsIfupSjiZSjMZyiiaKuKCVyisULjaJGEV5nUpRGB3Jlu7oFisMYg9CSofm",
-	"deynW9cSP7FiQaU2lo8mI/OYYdVf2GZUngGycO8C7jkWIZNtXdm9dE8QdTfqa05US0Sm6fuAa8RziBve",
-	"hRChHJd9Dc6NI0ovQnNl54YHYBfGByucAZ6zu7sbIAkeNOnAd72IGt5CEIFd1nVAeG6Ri952F316HEEQ",
-	"AcP0/8fevyjHbSxpo+irVDAmQtQc8KKLtWwxTvyHpiSbs2SJQ1LLc2bZoy4C1ewaolFYqAJbbYcj9tPs",
-	"B9tPsqMyswqF7gIaTZHUrf8/YpbMBgp1y3vml+cTWWUnvDLzVmzoozkbOBKxXhSdfj4i0b6p/eGHN2K2",
-	"GH5oCuZpW10QSAsDXA0BzNGE6y/rerYf1nU9249ueGTbglsS60HvoN6hphaZoJm4Lnouw8daJaq4tI/N",
-	"YiXfV2K+ElD8qvkWNooAVL1hBIoPx3voNwMtu+3BMonzlTO0WqKzimU04li+Ewz1jFoHyCPKiLeSZvPi",
-	"195YLUUVR90JRsRioSTAWRRQsuOycW6UrrTsGppxk052Jq4JC0H97ky49n+Nu9JyeSkv8tWY89awd/h1",
-	"TnAgf0edY+BtuRKihLBBd2bkS/rSrLKUV1ClLtz5Jk+ystejNGu1j+3UoNvgVG5LyG/UhgdybYWkbp6j",
-	"WJI7N8AUKxTEkrXh01J/LMTWuvhV0YXcpOVtqXKZRvNI6eYzfMJbjm4LZMFmqsoG+MuDrDT62uKlDI5v",
-	"aUNiF2oQqXbpSS9I0kKNxe0Ra0eaIAjbwaRHz99EwLdy/4KvduyVrMQvTUD9ZiL8xN5KMWMI4i8r4bt7",
-	"Yvgl2t/VReD6UDZwflCBwawdcjlhF7lKryAbQoxFJYpUaCY+SG0OSIdzvZmBcYQt9qOKImTJDDKMXDo/",
-	"2KUwr6kVTcgYM3VA2hsM0xEAuLG1EdQug5pkvz6gSDquiVwLnovssJTn6koUcSXZJy1bE8K+AOk9PsNx",
-	"+UBN91hjy07hdxrWV4SB5g0BuZKb96O4o9K+OMxv4KfWz4bciDR2nDA6Y3GVykXCOJB6hlhT4+UcV1Te",
-	"IK+LTVQewZq5qGVujothgS14mMniAP+1IwuKyqW8KBTY0C7dQVUh84hEjrtTo5rKFQVqxgJgXSgYsVwS",
-	"XHJ0ayFt1qop7RneXB6uET1EOJwDQJ29EOjHX8Mh+g5xN4rAL2qHXdFvLF6Us3QNaIqQSaDXA5yzLw5M",
-	"5emabg/w1/JpL4N/LRw5uGEBd4OeuvnpWtJYKQ2RfoCULBH52SZw88BQJ6h8cDlgGuUNRCZtdAe2mKPU",
-	"9uGHS+jq7NDFWboz7T3NDM2u9y8Mc1ZYtnbjXPpTU56oynTkgVrmeHp+wkBKYvbXQpvviEo1rP82jJYN",
-	"d3RnshJpnHEQnAtwKpwZdA2l+mSshccSdC2KLHhMGvhLK5mNBsN+6vHk2Z5MT2zqUrC6qASu0OWN4js+",
-	"0wN2FEyiGN71rWd/3qArOFOzQjrQIlV1ZP1EgyXn7tMZe/fiZO/86MSPMKRQvK5KpUVf6Q1tHuClhWY0",
-	"QRHs5IT/Goks5OjV6k74dU3c+95febv96YP6TEd8qyC1WlcR0Imzs9MjytJqyhDtdi1Ewk1PALyr8y3w",
-	"iAaxfwki063ZpxrGqQcrEWJ37wx+aU6YGv0PnnpnpmTQ5LVCHGbHS5rbRjsazC9ov9udRumvw+LdWsVs",
-	"4/KizWx9uWofv71hf3/7lV/4h1hlqzY4B6eIWLVgKO3aUWWEsl7JamFYO7MHGsTLOl+Ii03YUn1DVIeW",
-	"DFyjYTAutdnKZJiYvZk9jtTH2bgSgUz29aHurB/oZjcXQkGrBSgURhbZmuIwLgMOmccbWrpMB84tz0qZ",
-	"Xmm3qq5ygcZP/913T74Lkfn2Hz/9aAkSAflaBbG3Hutd+MCTx7fBFIeB45m8M6KC9ymXY2ElzkFrV7zE",
-	"8lYChNd1oNbsshfoFmFP9vf7T+37Z09b8ZVH+7Ezm3HZRvEj382j75KOnvpGIXKoKwaAFANIkQTYM1lI",
-	"PXEQ101LgMf7j5sEO/IrHbB9ekJbjVEV6aqLGK5nf3V8LiJverjEqRMkNwu9ocLJiwXNPWKB9GtBslFj",
-	"Bt22r+0EI8ejy8PaTBrk6y6L6ewkQIdtmiwc2G1FY9vavpqACLWeqVg/sQnXJ/RjHzy9GwAA6uk74cBr",
-	"wtCvKMWK4UAExVnYTgh2gP6CGVLaxWhpU7ryfvJIBuMLeSkAt5XnyAhbwxeFqsFjLAuwrNIJz3NRXAad",
-	"fFd8dohDJTjOWRt5GjHpRZnz9E7x1Ts/KU3bCLLTxYRYDkmfKhdMC3RhKTg1XrTdvlFPTodfTYuq5VVr",
-	"NsaD3ZaiWgoVrGpnH9654PvuTiQtYugCZf99ENF2e2oWCJfcVNC+kXrU5g6Vd6gvJxhtDX10ic98hH8H",
-	"x+pDIQ1yG4U2hPi1sBcxYPVLVUkz6SZY/wSUioZa5S8vvttKts5+Ptx5/N2zqFLJazNRlfwDUjp+hkzh",
-	"jg2mdltsRF/d3d0dscPwdTbB/GmMVKDf3cNjI8dsmKW9vKevjtjjZ4/+hpV8r47Y3549egbMG9k2ByyY",
-	"hDWNckImHvG1FLHSNLzvDH5FiwinSXIsYUL6oIE1AhGklkTluBJ6YrXpTE2d4rx+vm/DYghDzGH2Jnj1",
-	"CYyCJpa6fDDcQigM4y4F1imLlE4Zly3/UpFMmf+seS4NBKHLShnUlODKHGCwfioQMruZCOrArFDsX6oM",
-	"L5Z9fgtvT/RaDZEwMcammxCely9dwD5WOK7IgCbZVYkd2q7W+WtPf06owsYD7obb60FJ0eoqYKB4C5OA",
-	"bvE84rQWrKSLrZxN1ZWwfOVHyyBvpq2eUR23UUzb4XZMFIPas81IUTqOkMC1hdLgGrCYOCRwrMVz/YLc",
-	"Wlpo9o/7wewX25rAY0O3Ls6XITSJvNlyJVwpgMi4HHmEkYko9valrugC/njTnYGprhRHNIGV678hcLkj",
-	"D6x1X3F5Vii054sqLGGLg4g4aCBloffvQkrhIjb/2vD0PwLIAHGc2cSqaohrTtYTe7S/BiJ9tFOBqXih",
-	"O4oa7CZCPRHzTx1AJwWGKSvvXpwA2xnzPNcM0jeNYudHJy0HcG2U5UWp5SV1VkYZb7TEtzK6fL63B05y",
-	"o0tt//3u9HXS0sFIrbcqIZPFWDE5DiAgWCEEGlLTVa02vl+lhdo5DrixcWIF15Ln2/ZpukX2hCPaU51J",
-	"daQyEfEkHR4eJezk6JdD+L/v7Pa8LWud4PUL1j6xosIOFM9P6ils+lnNIO20Aek3Sl217RZVI34cDYzo",
-	"vBD/qipVdboNxtBHLPGuo0zGtaJxrG34q8qaFhXUdgqua2hH4ZSscQVgWwQhWy319u2e8UTEO3zaA8gY",
-	"/no7SCXL3CSseekEtu/T1Di7EnNYu1s1qCKylZYW1mCZaJnZrx7dHBGzAdRmO1VFIVKTMHz4AoKkpi4T",
-	"wtxQFctU0QEbYudwrsC1Dwe3suA10Lp54xOm+0cmVqWNX/DA4+1hcdBhwf1MCDUe8hsParvOoIjCpGV8",
-	"mVHe5Vo3iAwACiJNgeL6ocxEF93//PjZUzuRnx8/+66jm3pmJl23GH4cdIkjbM9VzhlCq2pYR5Qh1sUZ",
-	"oJidc3318RUCdUGNjCDhkDuYRsN1pJwult8X/cJSgh9cNa6vgvQ+eBFr/8kNabXl2870+9i6or5iorqw",
-	"RNhbnU/PsKx5yMUV4wX6w6CQw+EIcDnPMfixphPsUnWiu/4E1wOmTwUTu/ERpvxDWanY8v/h0h5/evvL",
-	"4X+dnL49OhvI6i9VpWoji/6u9s1TgyXIlDKOe9VuXPYv+PAatZYB7sKymClF8Urm4gWNoFaUuZeiYGOZ",
-	"C5Y1L/j+VghgcsB2HjWKSZlzY7egaR9HFCiHyteKj83KvVkApHCNole9B+n2rRe7grtteOrmgrauWuuG",
-	"xDfXnzYtzE20h5Z/8dejkxRwTEjFkLCQCA2nJ7zW4lwZnr+JWYL2B3bJqwt+6UkXkhyxENt+Rhas4IVa",
-	"r8z9Mj0RVRrtfvPT8tewy4U1b+0r9sftn97+dPSwuVWuDHzg9ZkIXh7muUp/nJsY3cKfwQduH+IIXspL",
-	"hscwdJH2lbO5XvUNGJkOS10YLguRNToQQbIWl6790bBvF/X0p7SPap1HNIsdL0CUDl2m7lwiXp8Lt9Db",
-	"XeMCUS4c6cLuB7N0e5Ms3v7wVvZQ3klUgwSwJshgqPB/IYWh1XiMs6nK6jyGdZNlldA6ivOdMfr1oOms",
-	"N9rfhf+P4F08z5ndlWrM04/BUsLZBWhKHYBJUhtR2IH7W4hSlgBPTc3zfM4unIkbCyauBr1Yjl5d2M0B",
-	"KzPe6RqWEzE1cJkuTV/72ba/wEuJ4EsJxppdh6KdiTFlAp4IAF+y/wTDYCYuKpOukf9oLxJ1s0m8w76V",
-	"AMXXzqp6GUNmbOVqcZdc4/vcwS/UolwWl7lYKw2zE8Hv3NtTMQC/Pj/QYtgPDzIJUdccxfhkPbf4Fo6V",
-	"v6krYD0awo5H/ewveqmJoIOWwPmt0JZvQy+Lxw9P3bRKmCW0TPMMaA0HbsDdBme3dQcUcTRoifCKT2UM",
-	"Xe2woFZaY3gAEiCEKFxSFKkxO4jh9au4OFPplYh4bsue3gJBXUYhROaqqDCRDQgOvv3ANTnusMa1XNml",
-	"IiUAtiBa5rI3uAnKhOIccCbzLOVVh6uoPUlEk4eqG+4qxt37q4Po/kthUcNWs8iVp1nxaQcCrJWB6IEK",
-	"ESgHn+OKsh+yHfAD0t6VIoCdlK2ct44Cm06jD4x+O2eaka919f4lDzwq8ly5bm2Ipzov0tVMzCAy5EoQ",
-	"vWCnf+mSinaf/+Ps7RtmxAdDG7LuZqd1pWPu2bclh+QMpcFHw7ZHpy//cXx2/PbN7vGbFy//a/fs5X+O",
-	"HoLY4FrbO4g9rXE8pC7owl3Jy4kJy7r9Vsb7Nq7iT9BO7SV1K+yXPG8LBseUOAsUUXIclsK2vk53Wxu1",
-	"e/2oC/E47s15WzA8+ITNJnPyVUIGZiXAadlZGGD3Juub8iwMAOOYqSqMLGpSVayMIYAQu+OpPX2rSXf5",
-	"owZWlTe0VYlxvoaVo8W/4k0XqduiNNr17Nt+lLDHCXuSsP/n//q/vTP0kpf6ABFraqisjK0aR5DF5cMD",
-	"RKy1uwXk7w7CgwbSx2o9uKtXnDu88qzsgD4H2hl8yYuuinixn0gQfmndCH2LXMRueeJIeBVsS8BRPD84",
-	"LsaqE9LXQ6wN5SXtLiYd404Eo2YWPi4t9UJjkoCba4gQ1VgMpbuwDEEwRhsKvmw0Cwlx/3Y/GgChgqBg",
-	"Ql/tleRaiCZ6uI46FSpAkTpPwDXIo0C9btMoQIT902WGALEF2umacfsyrCATxhItywTPLI+Iy0FSg8/n",
-	"ZRdIUiPAdYLbxGPCRk94KVhEXN1sh7xSEe0yFwtnnHAzcVLP382EVSIH1GUXKTo8OWbQzowshh62HD8D",
-	"ztJcIhCTfUiTSOPgyoeDaK4tcQDIRIoXTdmbH03zOg95HDQCgl0W/+rqcN0t/vxusOCxZh1TPvcUuH0m",
-	"0h3//I5DG3t4EF49LUAcQNEaZDaMxwt92LqQzuzBtSebLDKLhSsZbJE/lpBMApKPMbszfi1ejaeluDwX",
-	"0zLnRty45721XlMFsEQ0FGDYQXot1utBYi22UAietpoOzOBhRzj/R2kqbsTfL2KR7XP0dMKD7EIaDHLL",
-	"gl1dSLOnD9g+ywWlSYsCv5hOlNIrEtmxBqYvlT3pTTZ4C60ZaF72s+kBS1U5J74EycRFWZtQyNnf7YHz",
-	"FNzeUCJXptP3POcz+ue0xn9DQt7vN4YC8CcUrdWJ4WMkW+KDqfhhdRlLL6grRJCkDVYlMVtN/9zDHFHs",
-	"LZSwXE4l9QTbAdwqk7AdUxcisf+txjIXz68TtpOLa5EnbOcyYTtXYi4L834qi4TtXIwTtpNW9v9O+YcK",
-	"kH13Luqxln/AGPLD+/HUDsor+39S4Dg7On1vJpXQDmWiI/0NusmXhvK6g5lHSpqW5YVPbAsKkjxnBmlw",
-	"GkUqpgsz9pka9upGLkvPlX28v+rGdiVs0MfxZ0s9pfwgcr32FJ4+WT2HdXvSLNxV59WlZuPVfCknfnX2",
-	"GI34ZiXEhdW4KVHKty8vuTGisk/+zz8Pd/6b7/yxv/PD780/d9/v/P7nfvLsyV//1pmpMISlwYO3y9Ls",
-	"/1t1PH2ZFHRNcGbrMbXJYzAlJo+ffdfHvjpSMejD8OtHXM+/Pft+vQqz1k1p7U2L+3dJ1lOVfzzSI0lQ",
-	"juAjzmWAshQ94CLPnDN1bSdRDBsmqAvnF5o6eq+UD2sDxqxXHfpxaDLg/KOuihdz9tPLc7bHS7l3/XjP",
-	"tZbbC76wBLobWELO4nHVZreEsBsH3g5X3XnLlupabu3OLdWrRO4fJPC6ukHNpwuJelby1q66ae0s4v6y",
-	"uANMeCNcWm7ZokFA/0xeUo8d6Ckwk1qQdxmf0Qk+Yv9X2f8LgJo6VQ5MZDIvJ6LQMXnSPuOB4uDR47/F",
-	"5UHZWYro6rKa2jwySHJ1Cfm7dtUHVFJK9TaiSKs5Vo34Uk7qyX0l5rCy5WLFngV+31/sQYliW/o63Upu",
-	"Vl4YqSYMSoIKxf5VKwiHVyyXhWAXleBXa57L//y29dtv1W+/Fb//+Sh59Pj7+EkMqc5beRR+2qnKVYEb",
-	"rthsIo1guuTpas7Xmvjz337Te3bWz57GJj283s9fsygXAQ/DkcrraUe76RR+w3AoNQXH1yOBu+gW4uDd",
-	"qI+FMm/qPF8RMsJBpGZv3p6zN+9ev+4CK5RTXs3/LuZDxyuDvFl62xJMfPi49/OFSHPoUE6j2qcGtBbn",
-	"TfJeswutJXSf2Fv87+iJQW/hhMkiEx8SZip5eYms8VqKWSS8AZPWXQeHuT04qBvEx+DhG37hmkph4a+h",
-	"tk5zGB5hbV3LiJ8ryyL35cWL1wimMxWFicEiyyLN60y8yHKow6tqdAeaqi7QqWoUm/IPL7L8aMKruFsq",
-	"y/Jz93z/FbPTmXHdDB+/UnGiwfPtJppKzVYCw1Vqphe2AQ7DnuTQiAU8HLeWzuFGgB6Ak22axAcZE8A7",
-	"258dGHGkLXDE5LMhqAm/pKY3dLdARxez1XGBNtk160s8ISwccpQIsfobe0yurgKu7HNQBpznrnKc6Moy",
-	"6mWapGdeliqddGC3U/25sI84/mUHQ7WgsHqcdrj9aC3bWaSUIGTvvZ+I1LoWGSGL8wLgkisamUPga7xG",
-	"hMhOYphCB8oh4hv4uRBkOfTuXM1D6VtJe8OiJ0a9kg7TNJo+dugbaEFJqNYM2x/G2wXGLCoH7uvaRK/b",
-	"09iH7fHDVq8rNZupyt6c4bnf+HZHeYVEzz/klzm3v+tpC6xwgjhqHVnh0bqNUxdGgLaSrv0ZlKDIKSRL",
-	"8qqaO+C7ZldXhO9wGYnbbtc9stnA1ad8Q4c2Hb/q7M/ddwH0RM3IKwGLl0UOQInuVnhQFWmoLpkbw9PJ",
-	"lIxtx+ZcR/O+nuO9aESEQ+RTNmA/mzLIZ/vrdHB4tNphQrvSdypn2EciSn10Cx/ohg6tMhBPAqWHu8rF",
-	"6OebpXe6zyM0tuFXoiCAwSBQLTV7Cwcbl+mQYnrNu0/H4fVcCDMTomg+OjCVsAdgxbMRt30txNqhfGQR",
-	"Lt1veJg0uLjMIWd/M5o8gtkDUfIhF6TzlM/5lQiO+BMfbFN0PIjcljcXqlZfqLS27ANE+2GdSdPVc631",
-	"pE9rh05mLqMSWqrymHVHwArH8dBJo3aCgh+iVgwpDBpUIOVqz7hm/oV1S6M6Ij9HhBoBPx+gslxW6iK3",
-	"a8FQbpHPT9xfyHwYbM8sH5HdxmgEHz+xUrnHXSbvF700cLPNavtlqipBn4C2AcxMeGFtI9RpNRR7zAa1",
-	"h2sX/rQu0cJqw5klPXgPZ4ZXBlH8Tir1YX7TuHVZ57ndug/QzBz8idHeuhFxVZY5ReUhva++yKWeMFkY",
-	"tZaTx7sK3+/u/P7/+bd4FsraWAuwLtcb6+ZIC8gRO/ETZRYund/UX9q98i8MZgERBA6WkRZAjwC8m8YH",
-	"Sz5bVbFcXV4uwwGuRlpItq4nKpaA/w9ZmRoyqqnbh1f5em5AJKAdrWm21OBvRpw2VXkHpImYROtR5vqB",
-	"pjVp7c4JbDVJfeJLMeQ6VP211GdNf3MQ8DnlNwKFrGjcbwUtT43IuvtBuV9YXQI45kSmE+a6ggHuoBtj",
-	"aPtFbvgF1+JM/iE6SvnsT75RIT2ORb+ywAq/gd/qTkh2Lah1KzF54LAzng+c/aySRuzwieAZNDNfc/4z",
-	"bLzfqy0i2Dlzj94EbqFqml8t34jYiS1sQTDR+B221/sIYVGjjiOE3gCuXhJKZGPNwtu77NShGXDNTkSR",
-	"+c4+SIzaLobSh9FUOwjNkkzqEufITF0huILVNhhHiFcCbfW4ryGbeqCxKq/PkdFf4x2s/xBfgT7JnTb4",
-	"EXmUAjjZIN1sueMyPjLMZ+gz3nHY7Xfvjl/ECxIGts3wMBNrGhLDMHsMgD6rGu4H8JvlXltBjjYA9PbP",
-	"uRLcmr2Ms7EseI4RjxWTX9n7YL3MLG4cwocL8tSFkTlLJ0p34J/aW3rUfc5vwkuM4KyESCgRe7ihgK5q",
-	"EWpyOQT4lesrgbQiDaSHXMkie96BqoQ9+tehERBpQ7w0kFwGx7fcVOimjhq/x0nLaeO9qLic9oat05kn",
-	"xg06oLsWaZXrKx3L5Qh1cuClCOoQ18db34+XoEJ9Ob/ErPDWFCKwDmW0bKyRT6B+2IeSpiMbN+zR0Jpf",
-	"fgmCJ0JT6PuBKB2gEZb8I1s2nDfs9qaNG9qyLuKeMMrEQLqPXDtBgPZ1vv4A3XddiIISYZP89rkv99TR",
-	"RmiwW9tcvJwJG6s8VzM7dajCChjSATur0xRKYhP2ihj7uWXsb2vMNDoipg6mHrDl8E6TuN9Ktl54JrYF",
-	"1UZUcO2H30q2cPytZMt9YCvZcsP3EMRJzucxQN9DQB0DqFkowMAg96rGk0NMq6WJXPRhd7hcwkENzlVZ",
-	"igzqXLoA7TSjp9iFSLmrwqKlVlZdNUoxnatZPh/42XH/99ZYQGc7qXOaY9O1GzpB5Ny1dU6YHDNezHdv",
-	"wxOE2WHhuccBF2DTukZEIIcHmvDPm12Oj9VZaDMxptwZ59cJw39Ny6cJm+TauVA6hPpUGXGYZVX3XqJ+",
-	"iwVLVpQ3zcmwEk2aLqlerVAOm51bUzNc2XqkQ9MYYLsPKCRyx5ks5YSF1jo23GlKjYKtdpTsSWKRJMPd",
-	"62bEyJHiEro5PKopXFQJCAogkxlAXjVljUNR4mn0NQUfcdGI3KsL0Lt5FNvgl1Uzd/CSSWPyYbl0a34L",
-	"Iaxe+2J5Zz6WX6zfUwBnGLsBq5H12zvac4sq9WHeaXufuxYnLdOBMoPJIEfkB/Uh0qv6dmBXP36fV5pH",
-	"i+s8QBknDeXsuIR2+8xeqOvGOPSH+TBLG92vlPa+cgU6rnAtzvyBs3h86TdRyIw3MnYFh6MlLDO49i66",
-	"OXVfLsriivt0gFOrIugWd6va0rAUBrzQakZo/TirA6rNcEBEONVC+Zeg15Rm2y6Jv6z1JHFk8PBWlIt2",
-	"yLxjjWo8zmUh+oQsGL4zu5i3+PC6wlYVgz4B0A8Y2V/7C5W8lD2l+rQNiCSs2XZZ5zmCXtHGj2XeAfdL",
-	"0idSAECSOTx2UhRBgmDeQpOpMLxdMiXKDcRXwuTRVLS9bweMW/MSSAOqZRDc0KpMVlVeSqC4kTOFiNM7",
-	"UwZoVa5oD9jKCvozFU+vujogwIAPNMOHund79SrO7QhRhaLbN/SamhGpyqx7V29FhWyuyDKLxQ9EdEnn",
-	"VxriPaKjHey9ccmhX733JlzoGpfMybHh/pozl277yf01LTKPXAbg2OABDhpRi+zAywsHm+TZJEgTPuPz",
-	"0AeDA20lW/RajysFSTZ6L0UOtQUcoGKR67csTiRa30wmmrQYy35EqAD6feAtSrshzxMAPE9YR9uDj2se",
-	"4BH9YMXbUBj78Ba7BkSH7N6Gqyi8GtYpW/XINXNo8mozoVwNb7ydMoBaxkv1zxDw0pVl//wH24aBhs52",
-	"Nd78WstfIELYC3czoiR3nf4seG4mL4ThMo/W/BRaFLrGUkgML2f4sNMBrJYdq64JqmOjaEVYH0eotfFS",
-	"JBDaIjuG0o64XEz9BDEgnYkPjF5zCe1oYEy5ZWxioM8O8tIi+3FcZPJaZiA8YecwsXE4h8b9hvTCGH+m",
-	"Es1hFpmr5/QpEUHJzW5HY/ssPjgE3BqfXkr5BPjCQn9w+qs91e4e57cC2snHpkMQNPdSNwkjwViOvF+7",
-	"ZluvwJ0P/zziRSYzVE/OJrXJ1Kzo6GW2Kt/CQ8B1JKzcRHR6hNDmLoRbEZxi0iaQpJX5gBe4l+pdLnZE",
-	"auDd9pnVvfisWcM8enWTRWbT0wn/7bWoeO5pLOA04eFCR41MADIaFLkW/JrLfMGF1GodFz/OH2VhZbhD",
-	"OVz43Art2LWwd6NHtxy43Mspl/nNm3IFVflaFBnj2NelUJaeKPtUTKkdxkL9WN1RH3qGPzRhWACUsgad",
-	"SwijVy21Q9JiNxjE4/39mGGlYllYqSyhajqAFvN0AmtYXRCkhu30qlo8Tck3a+xmX98nTE6HKhF3TrJg",
-	"06BHz0AJREcRT7+An3aOX3g7HNDJGhS5CHpaYfrLU89+OV/oKCyy8E50tEKCFyL3KhyNojGuZnCVtQmp",
-	"3zRwq1NOuCndZx8HaPyRa5lCezO78/Zw+YWqTdMVGzNBsBgroolUscLLo5N3zP4ijUhNXQlIHvFKP2nG",
-	"TVuJuOPvTiV+qqZTGaN77G+GPztIeE45kE0D1931u8kYpfJ0wmXh2Wl09JnEXkpLo0+UNvEa6J+VNi34",
-	"mECluxP9Q8Uk00K/hZsceVmprI5x4xP8oa/MO4/2yoGQdLttDGDe+H4ES5mza3gIu0OjvhLHfZOeXb9J",
-	"N8BZriqi0tI18l343kCWOlD+Dwo5wAE2Q3pKa/eyiepy/obDDUuQt4T7vLgh7ty7ed6pykUH/n7rNtwD",
-	"zn70gh7mOdoK7ds52GqiVdhlroOw379p51x3+HWARe3IImyUBjarz9C7KboWjJSpDuCDnGvzMh6EhD83",
-	"5dQaUi5bhpm0uholDnWO3qUPndVTQDpZ8YEJp55TdcHmwnR/pi5i/OIsbErovoHM4oAVdZ73fehmmaxo",
-	"LL0t8hUAMHAwgPIF3fLIfdE4F2CYDpzwuij4yiYH8IGUF+wC4KHZlBfQ3KV7zJV9YmBIqRk9zAo169DS",
-	"6hI6XJyErf2GTJR6ARKIlNWXphyAKzA3VXeg4nB91YURoq9QhIcNv2HHUa4O4b5++LaBFBzE8opbF6HZ",
-	"3vC2tggkpMV+DtKd0RLjInqdpJXOAYbFAhomNygFo3+Zp3Wx2pZqdZZcaDvZ6zeIW8F/rgC1heu0o0uR",
-	"WpPNdfIGmFZtVbEFNapZVl9e/cumXbRnTsM1mXI1hUmNTf3DjYn2mO3Sulpc9AZz9FKinw/YkWMCpcVX",
-	"QGpEpjhRlRVHXqgAxrdddmb1D+U67l8I+EM8Iruai6zFK0rPCkJNK7gK4c40a0v8Pe0mkE57iH5o2Z2B",
-	"d2mF0WnpP3sR9X/+aH/CODsHlWRaioxxAzyDftg+PnvLvn+2/yhhKGFHdQFKGPY+qwv3Gryj78J+vOE3",
-	"EXJg5a7STh6eHHuYAqQvmouclhig05/AjgX/L+KWdX4Gf170Oy5VPYZrEh/KWIORjvjSrVk8oZ3TPp3A",
-	"8mnua9sKimxFjJbAX3f7CKbg1uOuxHoRxZRfclnoprG8g/e32j7hVqYTnueCmsktuIXyS1VJM1kAwfzl",
-	"xXddIJj+De/SCUd3nm0c4Oznw53H3z2L+rI/Ci0VP9xsQtuJdLcop1NhJipr79eLl2dHp8c/vlzaNDgS",
-	"fKOhDjigdsdBN0DCzl6evzuxAubk9eH/f3E1z1qLebK0mN//fJI8ehafd6GizScO3ZbC71BMAey8PT9o",
-	"PAROYWjcyQELtTn6A8bZuBJ6wipeZGpKg612uQ8pAf+XKtu7zWvoLdFex3/WPJfYvKuslKFmpot39MDO",
-	"TBDzZpxNMBLojIN/qTJhKU4ewA1ScI+dvjpij589+huihCDQK2LKIXZqq78PAIJjr4sOAAYZ15Zb5Pvu",
-	"9DhxyRgE0FrWhupkw3uEULK88MbIqK7kCKG03fIn3vgLt961hejb+yFAsm6PPTl+IlxYu7FRtjyRVXbC",
-	"KzM/4iW/kLmMujwaH4drAmTlMnRLAGsyU5EUGG6EZYex4fzH5qx5bKnhUDM+Ff0MbzPUfOAIx4+2GfpI",
-	"ZcR3glmhi/TgAIKT1WrPgFUQbjAunl6NulF8k3B86OZulBtgrrdnuQyQvtLxDC8OjIuE3xpgFdDIMW0m",
-	"XGl4Lkl4W/vp5LW8FidU1xV1MMK2s3enrzXlbEMrKoIGWB9yqJWM+xHZ5TdGqISVANrBhYBYqosfrmmZ",
-	"rtsQBL4LV47xjrousFM6Wrtgy94dyznenb7GtM2g3+4wzzSdMxpE8fjJrSYq43Cr6lnD/MfWKQGeKgK8",
-	"RvIhf79ZDvHKG9gDH7hGRnGz8DZhukMeTpUfZ1SA/uKoGEjXV3HaPV6m4JzAN1dGuCB73t5FbaAIFDrz",
-	"NyCdjx7vJ1YU5IJrw57gf0yVNs5bPZaXmJQJgK7bDbjn/sN+wMHvnz1tIQ4+2e/rWN1foaDwfnn+dgAw",
-	"x2ZSiWVQpLVozH1jobtSxLnZcw3cYK8F1+Lj74FV5QsxA+zrdi1vhJFfaJXXRrxedR2w+b+7NVYzpdyR",
-	"AxDmeqIqzALgBX6LRmruw9Mnj/f3kwBh7ELMFRVWer3sgUa9YH6Azy+dTn97p/C+PNvvrHzuvvS5hMwb",
-	"rHwuRSVV1lprcO3XAad99hF3dyJoOqm6FpX+LK6ub5DnGvPFrNBI071NE72Pb6I3EDSIHhuu6Wya822a",
-	"822a833GzflWYzXdCEfbD7wClyrMkcBP7G5aCH5dLQQXDZ92LkNXg0G3Ks8kQm4VuRDJstAPZUQX1Fd4",
-	"T38fpJR05EEsqyXDUyDcC2Esf5DWFVGZbpwC8Q724bCU51a2fHw/PSBmxotGDT9wWqVr4Givob2FksRa",
-	"LO4EcNvHMYp/I2bO5e0yrytEy5cFOzp+cWptCGr7gt37XL2nq/pRhbCab0EsPJcQtwLXPS/mYc7+4G6H",
-	"XtwG0tiL2x4Xk12MWXKAthyfw1lv3BNvPxE64mM6xJA4S6HMj2KsKtGzCoj+LK5DanvMcg0Z0uuNtR8r",
-	"Fz2y/Ud97y0uk62yrkqlO/aKfuw7kZjy+1cn+RIC6U+VqsubkfAr31uVs0s7TEPMN6DfXvX/lbU2jfhg",
-	"ohGngbf6hdRlzhu+udZlXrmRH7+HHtDkI3axyzEeW/QAuG9eG4WwvNGKJVVhJBbcKX1NQew4/4Cy4khl",
-	"t1E7ZZ3n8TeHXQv0P0K+pKr0sEuSiWuZutOL6fNv3/zj+BUjq84aVD/9+Pj7R98/akBkKOV7pdqOn+r+",
-	"Bv4OxabNV+iPgz/S2dDlhdRY8ODK51nKi0IBZwuqBZb3Hog62ify72JOjQyh94VlofCwM3EMvxK61ToL",
-	"8H3HYI/Ak0Ms0gnXUPffn5SnKe+K0HB9OfvyeiZcn5g/VnS95FNRcUi2LnmxY2Rudv5QrbKfsNmNPpvw",
-	"yl2iFSPTTkjN9AR6YQJOTV022DXGyrqODOK1jM+gwwUpLM6gcV8JLJqVN+sO2KnVDRBK7sdK8KvYDRMl",
-	"LAJQwF28Bow/wrDMBb/uSrcOURZ7A954JqErsjK6PA/7agx4/7T1jo+xvYs1xoDOhHhl352+PqCqLQe3",
-	"PGXbo3//93///40eBpYX5WkFbTMSxiEm4rJMwo4alZiqa6S+abRpxrpdFm4mOgbi7Ky4fN1i950W1a2Z",
-	"HtQWcn2lBWngTb8WrSdqVrhkmlQVWuUiMCZwrSzNBa8cGudKmqxULo6zDl0XG9b7lIAVqi5324A9JbVv",
-	"PPlAN00nOYKM35qy21XmDuQBv7U7dq47Sd/BBponbCX2qFA+/j7skulYDS92e4YDbDqJovqD2B3WGHTd",
-	"pKGzRSTDp9t/7osHse1n40VfN2ug/15238kpn1utAO5lZyXTa3Upi9XTB16NvXvsd5ZycfyDuH/+yY/I",
-	"yKGNx1Z4K8oz3SHZXW5hy6uKgWM/mj1kn8b5usexAhPOabG/yFqT7yToJrXHkwRWLvoNvEEiURf5NV1T",
-	"lkkQcGyoGYn9C+iRhDHTT3KWA+fCdMBz9/iVlwni5m0A1m27u7teG3ygipbXxD6bsBqd8nyqqLkxbh02",
-	"2rYMmbYGmPEa7XyDNMWQ2pMGfcPdqG6HZkjNMfL5vYMxroalg0V+hmB0Rav19+3B0uGhuopyN+QgzyxI",
-	"muG4dM1m4TehXgYw6kKAuoQpwJnIc5jMfQHW/SouJkpdvRC5vBbVfHWLgYyeZNs+Q/QwYb/hI5p6z/NC",
-	"g26nf9t62NE1AIfB/ziipp2WSn7l0l6iU2Ggbsm3DujpFwAQHmldSTOHAg0qPBK8EtVhHYueNFm9RPmg",
-	"yI/0dfq+5Ob97u4ulvpc1FpCJ9ELnl6JItO77NCrE66lNoyzDS9revmh3YNra7gDCyah7dqbp0pdSXGA",
-	"gCdQRYdzda5UwKmh/uRocj7df8RGvJTv4Yn37sxHdm/hVoI1BYM0t2RiTBmgox7BV+MoVHY57dkxK08J",
-	"CSIHRumLW9n26P37n5U2O7BkfG2EAhfM2Qyv8s/n5ydnDw+w1nwHJIDlDpSzvoimdgH41DzXihWCUFtG",
-	"/7Vzdp3uHOlqvAORi5FL1ofWK0zzqdhBKFs2OhPpzith0snOmTRiZLWC0Vv4bZQwbCE1Dzu/u519wkap",
-	"rsbvK/G/gIwPmyrtzuBObDlzeitYbrPLvJR/F/Otv/6CTrox1BbLbdAws8s/ceb8majQh2QvAIS8drR/",
-	"yq6vEjwHybiTqum0Llym7JQX/BLSsBvfQNO/CO5TUH3l0FbsiPim9m6lBOPZO776IxM68RlgCbWRksUl",
-	"PCmAuVdKTbXDt5cV49lUFlIbvBsHyE4zag1rFyeNxo6aKdwIn1iOiV3I78xE09FQ23VCvYMrxKDXnAsD",
-	"YT8mdzUzUeZqLqpd9hKY0n+cvX3DAALdYXDXmhSvERRC/6iy+YjpCS8FG/2ZqkwkDhwoAWhccZzZhZtq",
-	"bjWh/5M4pMD/89cIZ4yJADS682HRbT23A+wcZyOrkJaq0MJXl9hpU4KH+Fdtzf4RfW6UMK2oipIA2iFc",
-	"4erXp9hdpYHZp+PK1aXeZSfc6lUQ3vIUqj0AuXtFFNciV7BmFNZORiQMREQC0vWfv9tFBv2jp6D+FKX/",
-	"hlcwqUZ6qqAbdyVMXRWUZ2ZvhSiwZylCuY/s4KNd9pKnk4CPFID4Yu+HY2hh1MbS9AfLYnaaP448gAV9",
-	"uHkI/zBqWi/QLolirKpU6OhgxlfQQGTrYg4Y9Gh0S83gpN1dplMSTWWE+xIJgqq2Oj55arNKjg3jJa/M",
-	"LoPmDc3KRv8+YlPBC810DfqM/ylh4kMqSgMY7c1p4t2wrNHet7lfClDVc+jajOeWTihtnfFCFfOpqjVF",
-	"voKeFOFMLA8eWSqdiBx4MN3uFmvGEXbZ22ZGU15dicxNpHFmPWe8lDsGeTVNBUSgl7iaeJvlwWB8K/C3",
-	"BoV8XuLZBy2FRkXfQbhB3dMhYb3jxVQ4qbQt+lpTCybsBUUzoWYP32eikFZqhNuD1B5eZs1GeFyjVQeJ",
-	"bLH3FDtXnquU5zt2bX6wcLlYqOaawNhrrlzmU65UCWm/0A1+zKn4bemc3F6A3SONNY+3eoTb4clxADD0",
-	"fOvR7v7u/u6jZz8ANFUpCl7KredbT+wfMd9pAsqba/5gL+LehVLGChgIlJVRJ+UR2EuaFOpKGyKtQDoh",
-	"8oyrUZSFNjzPkRFFnLK77K3dMr8tbu+slHKVIVCcRwdwMe88AxJ0zVXHvIZlHe+JZzE8TVVdGJAAcHQX",
-	"AhsgiAzD71DRp7SxvFDkYztbOLGFBUOsR7dKBZc/+8MBMPWZYhU6HL2GJj7w1LhOwBIhvP3ds3b51o/u",
-	"aA7td5sWfFbMYjfbwhBqX1ATsve/GoODaFGtsrfaH3EuZNC44nadFSxJ4zCy258FsQ+v9HddlN2t0K6y",
-	"hwiGFkp0uJ+P9x/d2vLQnIyvJnaLW7m6fyVbT/f3uz7h57z3I8/8xtlXnqx+5ZWqLmSWiQLf+GH1G0eq",
-	"GOcSDcunjwZ84oTPc8Wzc6Ve8+pS4HvfrX7vXUHYOCKDMNq51cXty48HzPJcqV944dp4A4Trd0O28Nhy",
-	"xoLnCKgTWp1bz//551+/B1AixI/6b5nloPxSU9d2KBRe5CDO9xiqOFvPt374Ycv9rZExW8+3UI40v+F/",
-	"4gX+K+lgqjuNZ/FSRJFxAITIV6wWKs5k5sI0imzgowYmpifUWMR/Fk1uy4YF90XKaGnCL6qI8upddmyI",
-	"Aetl8eg75xXqQmXzwN3JLiCtqfn+Mi/7SRjPac68S65N9fu3z9ToUx0MoNkvPKbdz+qanwv0tPuQOV72",
-	"9v3QRuY5xOeNAkGGvKvz+t/qNU95adIJ3/tTZn/1XHFrpmhqfU81cfRmgxsAssPDY8oMTe2TNz8xOeWX",
-	"YpcdQteGsbVfyYyD++zqY+umWt7+50J6I6V/j+XYCFGwqSxqIyBsjEQBmW2oNbrPO/MDbT1QbqCQL0A6",
-	"gDMJ5uIeRtOrBYsAthQZu7u0+GOr1x4Gz+TQDgiW6GeIDRl1HWwOXgP8IvID6nvsdCEAC2JP959iGwzM",
-	"gswShIqAeE6Z8xTTXJao9AgnB/pixafCQDv2fw6osA5hSsDFYxXOxsEjsyXBnwTk7N2xdQ1PLrohf1/J",
-	"LuCi7JWIiRcZGPFxIkNHeUNwdFMAvEbPIUW7OPaVvqmC8HT1K2+UeaVq7Kn72bAkpGVPNqm/K/fMbPYq",
-	"AdKr22Y5LiBj1tstyF78oTZN+lDAIulAVapuelUlIXOZTZTzP2C/2CBzgHiUvTcqzyz/sMKxUCxXxSXU",
-	"VhJZimyXHRaMIK/sg8jA55higV8OZqmVZWaBrOf6ylUXO6m7wBOWqfoUN+vjKdvKGGIeNyPy/hS3ATR+",
-	"c5WAVn/k1tJF960D2L2hPv/50Csc1iLBonG6cNnuiYohmrrjzMcepwPih7azE4JQMrsQE0lC2oF7hKhd",
-	"oC5Ajwv7y4go9YRG8h49GfhHJ6ISbJuzWaWKS6CwRpY+YSOJLOV94MgYPUSitxvpJwnKxFQI0557qXKZ",
-	"ztn20/39ZqwL9JhDm77J/OEuO8zzxmMWLhc9+NfqykryJlweLh84FnrHMLqCHhXIpIpJe9zit7PC7cod",
-	"uRjwO+4jK1wMjqU6BSzc2iGug6cd7X3DBBeXMNFEHFx8LtzxGeC2w47fXNI/GmJvW8pQlfxDZBv/we1x",
-	"xcZfgKlyIalQqhzgjTeX/4b8Dx5f4nTAcfv4m0ivdCDdaUpgw9iL2fKwqRKc++6eItchc0NDMvNMsZ+N",
-	"Kd8W+TxhZ3wqzqQR/98zU8nUOHbwPBIpDyJfE1WZHWuEZNHwOzn5Id4bD1LbkUZnVhqJUdDiixYodSSC",
-	"7emcNDo3K/wm/dF/E8feaf8UFKGPwhOwzPmNkGg+w0J4WWJSKUF1qmyOO0n+jCbceHR2+opeAhOLuEQ0",
-	"2L4ca4/sMggF1+ylN/y+y34F+RMmMdNJQ6ZCTAx5J7vmc8oQ914D4GWo5S5Z0XUl0IBusg/JhA5g8fqN",
-	"6MC1VAgBOixpGc9DA1pqnD391oSa2LY9WvdnWtyI5LeTxTjIQ7phy3a0nbaXhm1ttYAtfY2+AhCi3Ah/",
-	"Z8omZOCWaS9ksxXbTx//QJ+FrJkd2EF7tQ5ZWimtd7Q0TQBgeyFT4nnw0AhdE1Znl5eFz594GAtWLKVN",
-	"UAhe1SZVU6ClWSWNwSZCeN9QCYSKDzAFlgU+7MIdCXkYe0D4gGH8oKUa8cJ1TXfXIiFujepq07N+lfS/",
-	"RXsBuZbvlNoRQiAqnwFChihIqZAQCEQVDPC0NHYoQAqHuZ4Js9OVNXS+zD+62KTl+zTqQ5+wxCNJr7CA",
-	"z1iF+aYjGm9LK50WQ+b3Y5Hl6lLVpltROQ0qDJz65NXlIsgGAW+FvfmkPFCIG64rBfsBAXCmqis0V0is",
-	"Qs6Hyl27Ku/UaESHhhQRyBDAspALZRwNYNogViAvSeKwip5ahvjJG8WgSV6RsUurQj3d/4GNUtKSR1Hu",
-	"aTdqqMURsgYyI+K8wdtnn7PB8Kl095eLJv5tkUhcacdU9o44hqmrQg90QKAAu5J0wVzjVG5az9i7IMZj",
-	"gVUESzX5Ddd3FQ5z6JiPnddAc218g3kO4MWoOFF0QLFMpDIT5OyA3GfoOjhRM3wfViI1gUeDLhgk58CE",
-	"J/xaWLqBR9WsQEm8HDhAwx0C7ncpl4PPdLkQIu4gIjysZLhHQvtUdPMCduVCdPrHgg25bSJa6Zw/FTzT",
-	"EXXGFeZBNCt0UrbECDaathwbf4zZsy66HdqxVk60B7KSSEOQ7LlrT01+NLz50IUlrwTP5qxSBoQK5hY6",
-	"VDdVSkhVIjqdTcJkbxkwfizFY9tgBNEsfNadVf3BpCisRBKZH2GbysBUbZLG++cDeqryZ+h8Wg8Dn+Uj",
-	"NqKB3tMro132Wl4JL3fthu20hSZ2S8bRklZyE5p3gW37QN9aEnln0OLM8/nPSNOn8+sS6GF8dQ2NP3KX",
-	"QxXqphr/V8nnuiMeQKYt3tIwDUSdRa4RcoY7V7RdTUCncvEasnya0gGVZ4AfKyttEmRpSLNY0ORxbyay",
-	"ynZKXhEIk+VeZV4jlSIITZNHbeQ1ZmQCiR+42iirUVzIghjn4ZsXu+zMF+Rr1DcgSxPL8p8zrMi3oxQZ",
-	"ZC5Vou2sqnyNPqDLqsbQlxqWQSntsZiE3Ygjt1tLkcrYPWke2TvhYBQOeg5quAY8S5P5u5iDk3j4GwGK",
-	"wtBXfmmBWgx/7w02tBz+wguHwLLuKw0+zPA3/wHQB8OfPyzLNZ7G/Oi1X1hrBS8JS2aNNXiEn/XeIXSh",
-	"dY4+xA0Z/t7PDkxmrVdOzB9rvHDchoNZ565pq61gveQaG5iamufrvnXmwUmGv/MTQQG9Aha63hSJC8M0",
-	"3ft3mviAX4Yi5YhuE5YpO/nzuYc7P5VRZffQwZE2MsqpDv5Py+rD/ndx9cFvOPQd/CtZUYDRgKKFiX7O",
-	"VLJ66Mg3ThjtsqNAKFv928PwjFBGl7k0TI3HCRNFWs2hH4ePBrrSxisxD0DiveBmI0C0Ge2NeFmO9kZY",
-	"XTnyGIF1EfZvdYNto48N5/ge33nvXW4PKR3S4UI5cIUit5raiLdpByqrRlT0PAIAGXwh8S3N3VgYv/Go",
-	"ayOsptceUMlbZxx/cY0xUjWdot5I1ZoiexhJo4DTcVzujlIowm+siLJQVo998oEmcKXELQlhcAyeqZ5J",
-	"k06wHP7+SjK8POhMvMRDu41KjE36xWeQfoHlGrzNOW+JcWLV9VbM2NrjWguzA4AJY1HtiQ8Owyxqgr38",
-	"gKUY5BuhW9gYUZ71Qkk5Ft0JwmMYi6opy97GjGNAPNj1E21PZpT4np6PHrYNLsuaCQENPrtgWVGvLjjf",
-	"A1bVBSbUo9vGd/NChIRlXoWLdMqIndKd1mHQh85p1S9oi7pIf2kvvwlXLZ4J3jQdXrXbVS4GUIicOgqJ",
-	"6yG/ghylNskjKMBk24gUAH1YHtq7N7EStclPaGWBUKIjN013Z2LxCSMknoTpK1mWrlIB8x8Saus332UL",
-	"cwBIO0QrCGAR4MYKAEDYUdWOn1WBvl27Xp4ipAJvXkTPcTFnlIXCpBHTWE0nG+FONfkZ/tgukQDt53YZ",
-	"4L0RGo1HBkVNAiDLva6D+Q4AvABq1R4vyz2U2AesLly+IgDooO6GewQhV+jqVGH+ywwwUtvzcOkh0N1H",
-	"TsUue9NoCJrlQWvLErWpncBZVCqV96tgYNOIiAv3eBpnNneTYWq1XvjgCvVomWHbDYASOsXwXAl18B6T",
-	"Tdrzhy76HdMvc16wbbr/D6FRug9V4K3faEtfsrZ0gidrD5YI21o2xJnvXmdCKTTMT+1ElizASrT2UYOK",
-	"IqsAGLqmrqadvt6f8LOfkcPXuXjQ63sPDhr44BAvDe76xkfT46NpX9B79tEQ9Lc0GshiwSPSdoHAs6EH",
-	"pN+7AHfkPlwMrT4IHZII5v4AFpk0aevBc5/ErYBb1DfljWfhq/MstOj93qTk3p+uJcBfyA9yEcN3fAF/",
-	"101bEEyqglxEN+IBwtfMpBYswiAKZd4DCvEodJE6NGRS3slVQU3FLT1OFei3VAORQ7w2yK/ECbNt326m",
-	"gKIADVol/IsQcJ67FqHKTJY5FK5vgUOtJ8cXZG5M3nZkWTYUTcCxnz1Fr1v7/cWkauI9aIDc75Iok62y",
-	"7ika5V44uXqW4LlBwPbtK77cI+iWrvjti/HudkYdMpE2wcP/fxLLt1dqk2fIdUr5yuj7m5LYeDs/gcRe",
-	"9mwNzMViM8RMRiiIxi+2jSY5+ikzqaEdtMgetnO34kYvBS2/2TynxfSJzyT9ge7IJg1iiInd4y6+87CF",
-	"h07e0YJXKWDD8AuZQ0ZoB1WfYegB62L9AEyLKS+MTBmO5GCBwfV2WVeuRNS17SJE+zZo2mkwGgwiMQhH",
-	"T4ksgG8Lq5omqhDa5HM24tdcQj+M5xjQGMUrLFz4nz53Bl87atZ+92TU/e3OWgz3xDcRy3MdztyFoQvh",
-	"+6hXgolMGmh9ctdU8qfPBRponmqjIPAWJhmNK0Ew0ouBqdASBZNWanZaF4UsLhN2Ru0qEuqDaIUk1E9T",
-	"cHA5ouYM3gqHGB1gsaB0gpQdG82quoBod64Qxb2dp6OZNhxRpu0G+8J2qIheYbfeVJ8/ztYwVsPUlo25",
-	"+pmYq3ealpL01xKqQrST1CyhZZj9SlDV0B4OsjsSxmujdqzsIpT8DBLz1Xh8ELZ+fHf62pIY5pD0CZLb",
-	"vfP795wg9tVRzqcihFPBszsiAx8yqVcgfF3Ka1GQK2K1f4adkaYedIsMs1uhXOU2GkYi9o6rjWk/RYWK",
-	"0FeS/erbOjhyrupCY4Gv676Z+FzMRVEKnxlR1urIoQxSh7/tqHh8+HxBPvb7rD6a1O/YUfUl+KhWuae+",
-	"Vr60iUEN8mjdd3ZroN7vkQEuulP3zqEFNV9sQN1jxWNL1vUy6WM2gSugpmz+XuW/UOY9TSdiAlPxjPiy",
-	"1Rd3VhuG8clNAHehGF/0/d0z/Za81j3Ee8Kh0ZYluyk3MmXOBnjOCoX9tAAlJ50IO7OMWTM5J/jMD4aK",
-	"WiCf1lRzS6SkdzgaJSMdVSZSMQ4CbhH6wK1KA6Pidy9EqqZCM5hjxNyAv38VBgflB7dssJJWvaHgT5Qt",
-	"CQ0pWmdy36Rr/ugm3F+sJZGwP6CtH3RrUKVD0pqKigcI23a8A8LLxKoz6DiIlOw8c0B+kMStrQTfZafn",
-	"ZydNqMrDRP7ARqX5A8SpV5dGB+ztm38cvwJj46cfH3//6PtH3a/WhfdJjxp2IiuWCWysWBhxSa3mGod4",
-	"FGUY0b1ctMj88RnaIs3kjnDzV9gjJ+f/7Y5piCny+O4mekjtsjp5F10myA+nZzfs6puyUM4A5S68sx/H",
-	"IpED6F2C7RvEIpsIHbW+XgmxBtMNXqKMNWA+laDQu/PwO036S+CHjf/VUnG4LZ+3drQ42z7WGDy3YTaf",
-	"1K+7eBz3GXVcIvzVyHCH+qpF6c7gWOIG/JLL4ougd9d95Sum+QYPbUP9nw/1I/rZ7TKAG8l+LYyRxeUw",
-	"uY9feLBA8nOPYzblRc1zckwSgsWXJ/fP3JZ89vTvZ9oj790Bb6j9k8t63VysOw/gngnT6OotgkREfyu8",
-	"HYER40CPY6YYtlGDYuuT8/9GoNFWZ8sH2tW/InE1nU/RczLhmskvwwPSinTeJvHfpSPETXKAJ6Q589aR",
-	"fZIg7YZjbVwhKztB3QGjHOouhqBJT1cobG+AWYtG7ZR1nrskL7ZNzWa5MWJaEjx8EIoxcioeJqwSup5S",
-	"uGiHtdLFKFob5qkUauYgs2PYZ7vsdDFaa9m6C5dt+9At/eV9E0UePXTN4TGG3Dzr/jR6GOTaL9tNppp/",
-	"GYEjyHbth+0Ic2qtQYt77X3IG73pEzEES2/YDIyIDCG3LTkVanb/zKGuih1L90hNPSHh2sRStiHzTRbU",
-	"E6oLzidopGLvIi0d8PEx9huiMA5J1YZemZTn4VjD8vMRFhEl+7oqHHCYolKpLztynACXpeVviP3TGUn2",
-	"agVpDW0yuc3apcEUjwUNO7nqcY8EN+mBpv5u9q1cFuK5L1VC+ibsryQoVUw6M8qDp7syy5OlGoug7kJc",
-	"291PWCFmvuLRY4UBHBAihGFF5Ag7zuTqEtvpUwVEUytj+Fz76o1euKBT3LbX6uOMqORTVlo2a/i7LLK1",
-	"kaRfq8tXlZqu98a5Wu/5t/YM74WDNrsxpFIzIBsmClN9jZ7mT1rdyQOGExRd3Wv0SBe81BNlhvmNA8Rj",
-	"es+beImv+0TNG4GQXdYb+p5ybiwLg0b+DzSwV+R08g+B6JMEuYc2jZoV1iJGxFZs68Uryzmpiy7DNrpG",
-	"plfCsO1n+wTAqB+yC3vCKHqkbgN6p8iuoen/RaVm0NeHF9CuC2YJ0/NVC9TcrilL6HM6n/ndvEn/f8xT",
-	"jbb89yc2tPP/o8ffJ1tTWfj/TpY619yHzeb3o6vhj7tGVibak9/dsIu+RmM8QoIf6V1BUtW7Zc7na/CL",
-	"Pezt05OWR8nwRJ7dFEkK4gixZlXFRo7yR55aESp2bH80Jj9DMh+x7Uf7O8/29xOHjcue7T9sGoW9O33t",
-	"qCvkPA0rkVB1iz70hhnAzwAoVyjDJirH0Ra4AKhZtDZsHK6KfN5a3QONH9RU4ZTPKZeGG1rYCiQ6Rz6H",
-	"uNVfCk+5fY95eyNWeMtxa2HPczkWgMZ7r17yhWPrgsjFu+N8Ve9OX29Qd75kt/dPFS9MvL//58S2wzyB",
-	"aMDxHLS9UlRSZTJtpstUYZmzc99pikvKCoJ01TXPgR0/ebbf6GGRms0HncohtjS8rPgF1mxfifnYsjtm",
-	"JpWqL7FjytSeNfVCRhg+bpoJ2Ik1JanE9P/j5OVPy4z2jF8vstnukOE3x2gHBiZdMcwgtLf7Z8CrgpSa",
-	"WzJ1i9iw3y87AdtE2aw/3nt2OjYc90+dK/PXIPvasirHU+xbbHuETGyEPHKqtGGVSKEDg1UtH+6yY0M1",
-	"BzqipjJVJZA1ITg0x7baLijbqH2M0Eno94ok1iWIMtRVG3X2OeNOSfe6CzbHaqxmSQydh0q8e1pD+yhj",
-	"eDqBviNBHWtgbeNA82D4p/tPhxjdXwLbTpa6fQAsLKz5gLnDtqJx8bhVITrmaS9K7xRFUU/ttcfR7aVf",
-	"Oa3DpTvhTJ1x607Yy8UApMHt6bKzBKb8rxqrxmjOONpW30auniPmEi1eK7bt26u153LgjdEH2hkJ2Lld",
-	"N8DAD7tm7K5za85kdm49B0AxP+cLpXLBi0E+Fjj6vf8txWVbvmF/IzuYLDgW3C12Ho6JNOAgMObGV3tb",
-	"in2XZIFtvlct3vC+zkGHJAYoyeS5D0lhHMrjhrXjUJjJQt1/OnrzucZ8ltgoWOzLgkKN3BLWJbJ2mAsv",
-	"LGMo8vlzwohpK/5sNhEFDcCrSl4LvctORSk4FEJLw2ZkPnAT9gmsi7EsJPUGb0QQwHH7lBo3z1Z6TJOI",
-	"CC3Eu4LukSA6wscsJddEDAu7gZuUmk2U/U61XTgG31rzEyEqaKPKbnZ01tRhOwWyzZDOMK8miZb7s22t",
-	"QLD7DL0gXaZQuHjLAC65LB4mnnM5NmEfsUpkJnXJjbUBWGrZUR6yOlUO4HS77C3Etazqa1lNW3lkuaLe",
-	"aITYGGEIqvxS+IEq+9kBbNnXSv2fjphVudB2uLxXyAVsHLw3VYU0qqKUuNXB4LqqrL49sVaKnbQoLq1Q",
-	"R0xfoBNs81moTGCxAsh7ziZSG1XN2UwWmZpZggZouoQ8Ru5nfi0qDi35CqPYRW1Vd73LXtH4qZoKNq7U",
-	"lE0Er8yF4E1jUaycwi9PVJ5B/6ypmKpqjqHfwk+rrT8AOsTcNwElVDtq/lEJJDDgYKoScasUd/OXZjPX",
-	"JnocgZJnFnDTwURyPGhhI0njKdQM7LKpLGoj9AGTlwUsA7af3kEJ4rZ+l+1T22nomELPdNlC9PMvOH7L",
-	"IvJmiyzMk8dbiTXr5NTan4/297/fB/sY/3vfWzRQ5CGqmI13Kqy5k5rWao0C/7A9vxUzfKMycZx1mZnP",
-	"ngywMnGfovu94uPwZnxzMm4EtJTdGjCDl0UW//6BD3sWKyfzsshuYSo/Ag2ymczMxN4w8vM3E0knSovC",
-	"oXDTtZxYE92gN+PR431Pyf0zxm9RqHfgHfv+2dP98I49ityxO5WjS7QfkaNHxDcdn4TOmI7gNiL11mx2",
-	"1w+/EWto6dFeh/IUn4yJ0ydxcWp5TyzFakmS7pGUvH2JmninacCtV0sjun0fI5Q+NwraUM1tUg3t7TL1",
-	"3BPB5Crl+Q7lQ64kG85yeTkxrBIEzN1klI2DThBQbhEqhWWlUqH1c3apKlUbWQidWD2yhNIumdktcPri",
-	"0ck7zOApAT45FzpKaq/txCnF9i67RITf8bGPFfl130RfCHt9IThhT/iBdmfsN+EuL7A23NQDk2jtSgpd",
-	"a2ZENbWaeiY+CJfzr8AxeS3tZ72rgWgRRAIIgKmYXrg+wOCWq8djayuhMiF4biaMa6aFvbHWRPL7ssve",
-	"wsVVlWbWxpQGEJ+pCzLmprlcDGinrimfjls1030455eaXYiJLLI+sXOGu/J5yxqaZJcDlPYeD3gjam6V",
-	"VpvtbYhCuztz67SK2tQe/LqiMRnRqWtPRHoYvJmA8Vla0QiBC6usxetoXsJbb+Bzd3iNm890VXXYexwu",
-	"YfebaaAVrjq4Uvjn2I16euMbtfdnAd6Gv+yPQ+6XvzDepYzDPdAsV6qEKlOnsxyeHCPSMPisLq12Umuh",
-	"V927QzuTFWkR9jkms6U5uHsdyTgonFtleFrEfRYftNbfRxPNCWz4+q0WNhUh4SHIjLvG90aFA8EwS+XA",
-	"GpCdu0YiOmkIzgWH7CXWvrxgotQVkG57uVF9qLmS/cB03w5pDoG8+6pB7j5ZLRG1UY1QaRzB7m7J9FpU",
-	"uq9RbEihNF2I3oIMpJeRCp1w5LKg1pmO7ZQ5t3SzgjL/QTP5honSbUEHPbrt3tDibaaWLZLhtb+Hd0SB",
-	"M3FhZdeOLC7UhwGKKgq6RkTiMJqVShvh6/daxNaGK0iY4OmE+bzMuqSsi/84e/uGcQ05rvJaZLvsJbg3",
-	"7BeZ1OxKlJA3bC2uEX52l2a/+1u9v/8k/Vmpqzd8KuC/xAjREtg2Uqap5g+0pVXKp8UfZfaQZLjULJca",
-	"cs30RM3sQ0oLj7iACSgwDJQaazuVXBWX9n+b8VRtLtSHB3YVlhalKqgGRWI8ujAHLBeXPJ0zXfAr8T7l",
-	"GjcVGudrCjZXU55LSHwZqeI9btB7xI7IRr4DyOhtcQY/HdEvD/tsgF9xr47hoO+lAfYinEA+b/Qk9EHx",
-	"qWDbQkJKzVhV086M2wkdbWf49umAiGUwA7quF1SkGeYtdk0BnjmDR7rDyJ+IX4dnOwjOgWgMd2PTdjvO",
-	"ke121kWGt2OHGDPsWMiPgUGswY/1XBsx3c3VZYwrw2h7yEYGsGN83ukf+Fqb3zo2qg0vMl5ljvFpNquk",
-	"MaJwPBtfduktkD+LHmhT8UK7QlrX4LEBs3El1JCoJ03SsHZRXItclYKJDzw1+ZwBgqj9dCYsD62AweFN",
-	"Jm1jlLARTPA48/+0dG//Q6UQj8oOzTuT2j9glMf+C5Uq+6+MGz56uMtOKssHAblcjenPwG+CBJ6MFmX5",
-	"vn0KpBZPDTsENmzFAKx49M/Tly8Oj85fvvh9lMAiCrcCa4ywF341BI1CGcVTBZWfYyOqRSdiIx62cZFv",
-	"YfdP3Z/94vHvv/APL3HoTh7fPHwPzP0uORouAtYzhJXRtUVC2HCyrq5Nl+3S2VBbGcTMHt+cmVH4dk8W",
-	"Y9XJ0hyqBfIXBzeEfOZXcXGm0ithnmN7V24mCdP1RdPndSq0hiXOS2GVNbt3RSpYUU8vMOCL+by6ntrB",
-	"c0DgKjI2g4or3Iwxn8rc9T1JOWZTB9VzM5nnTAursFgFFh6fs0KITBOomdsX4jMTUYmHUTvTBWzt6vzi",
-	"ju323CFddX+0w8Jz28uCnz4iWvDJ8VJ6LpZf6yBaeBSnBbvevvs/63Y9visvK54JwgdopgWileqC2ghy",
-	"ZNZExP9DK6HAmDLig2FQNq/Z9ig8/1+QXkYPEzYGHDSnC+PNh+KdZm0aAU4QbQ7L8KVmo4nIczU6QHsO",
-	"pdWIfnaAKnyRFHFFl5U1sC7mvtOzqg275KWmZPxRWldaVaNddgjCk0MqflGI1CSs5NpnSGlVNagufnJe",
-	"u7Wym4aiwLaRRS1YBWkiKJilaRQWUHo8zzjAHFmYsUu2hMA52H12Wg6uHF9GHAItikyzUSX0vLBaivMQ",
-	"p7m0XKYSPGsneOGxhsz58OSYXYgxRv/zueVDqgiLpqgXy2FtJpY5pR4THXBVBa/sRqsrASANLs1A5XaO",
-	"yKBSpa6kSFg6EemVPXv8GtrjcBWfs6f7j5pSXALdadhhwp7uP3EbJJiq5KUs0PXmsHMIk8DVaIChhZtk",
-	"X95vXl54MCQAmo1fBx45NNvPrcEYQ39/W4oiyuxWefOOli+UEyz+SgGYDBO8yiVGqu2lRD3u9OU/js+O",
-	"377ZPX7z4uV/7Z69/E9LX0Z5udO6dV1mJi6xz84tubHcbuv51v/8c3/nh9//fJQ8+uGv337b7fyvf9ta",
-	"bZQ+Qqa+kPAMQPMA1elCIdgysTkhupJWyY5xGMd/xirP1WyjoHUIKXtn+wTUrcoltGeRFIcEp0PviGbb",
-	"zuWn61JU1+CmupgH0Wj90HNUWQHsUjpPc0HJHAlDHz5AMimexc2ZXxpny2ebMhTMsS+w3Nq9jbf8NmPL",
-	"ra29iyyhFqXs/dlyAf61V4mxqKxy001ER6q2CtrM6hDwOKl4LeiibUgmDaPLOmGn5ydAKSwXXINRg2pg",
-	"wsqcz0WlE3TMpCqz0l5MS4B0eIj1FhxiCYqy+wDT8n/r7FKAKmVkJaaYM13F8pV+EiH9nTarXCE/fwkX",
-	"JbOOANiiH/XmcbDko6qnGggQ9PyLDBK5riiNMSabNZ+WObpAosgPj/aT/qKnFSVP98StghPt7i9HT2wY",
-	"1m0yrGZfl9nAp+BflhN0F23/aqW4Q+Hdxl5xcNMfUicpz9g8R5mpOs9YpqhOeia1oJ91BLKNcATs5J9j",
-	"Rn0Del6JoEa7yb4RlaXZ1CpHQasEVcSKPQOrBjP/G2usoMC9NTnsm0wUlWpqyHfZj7lKr6ziGxwZfo1M",
-	"lmbJDjGCcNjHqkphclqYaLcFWYmAGL9opnpHyHNLm9QDPXdC91NVdChBAKISXN93W6zWrO18+ovoy2b6",
-	"7Xu1wdP4piDrlq7x7UuHSLW//WHP8dwVlmBLP213oPAE5yJoDzT5FTuykiHpz332U+Ui+LW4dIR2Dn9M",
-	"ASw+voY8/umFnNHYt4XPzLrVGUA0VGpf09Kh+bpCjGUkuaZh0AsPr7KVbBHC1FaydVanqRAZ/PUVNFTb",
-	"SrbO5VRkb2uzlWwdkZgfBEYX3z77WqdDDR8GCv/o7BH/5RSwuZsMkiBQtG1NiOcy60xmIZEpsh/nnXkk",
-	"z/ZvPCVVsQkvMvuv2ji3frz0sWuGUHdpR18P4W7gBLmxc3RxcYnNH7qmMq7U9BbQCjpOz2mIKyZh1J1N",
-	"gbIRwNs8UXXVTYKySMXP9omhAAh/+/7puhgbR1yLHQnlV9LIa4ExJJqjzBKqNrcDJc5vb/Vq1LTssQor",
-	"3LrWcCXmM1V9PtlTgRwakmvgDm/jxe6xcVt6QqC2YN3VR5u0LZUFC8QHuLDbyssNOOVCUlVUq4Fi7M9L",
-	"tfm8pfuGtL8s0kZNJ6CKB/p+yd1e1JXO9mV6N5C9APYI0yIXKRA73nrmirnIb5DVvgww4hcPbtUZzGWF",
-	"92ZjaGwMjY2hsTE0NobGxtBoyY2uKlcQYRslpKN5uN2d+9U4/qR/HWeru3Y4IEpfI95A8jSqhr+2fbrF",
-	"DdpXOBzeePsKt4jPtu40XHwnbWyghm+/l0F4Ye+RmPYwuNsdfEZlTTPeIC5AIi7HJFFh9Y5ddlhQ9bdr",
-	"hu/66WOdkVE5aAEQZbYChqdXhZrlIrvE4K0LQVcQpAtCygcY2pbNyFR+6bJU6yKjNiwLTRth3l8GLd9+",
-	"5HZp9SuahrkI7V+fmLWQZbBpZvBNBl/x1t42M1wVb22xw0wYLvOPUDFkUdYmsZZYWZsAHZBUD+Req/SO",
-	"FziLb1n7oC3o10GwAtQ+uNFG7kwbaTb5jvQSgsDAstwe0nMVO+Q7c2W8WHUDJS+NQ88X8liaBNUkQfBN",
-	"7D7ZAztzhNNYN2RwblmvIW/dgNABPv9LK1/sHhAKcHUvVFpbvaubvIKt3Qjhe6RF+9aAHbBXRqbiXeFr",
-	"3zqwPGO0cgcoNst0vGdv6rwnqbWShpJRHVFiQzK0Iy54eqVZXbqYgUgAJ4Gaw2P1nsTHEjBGgsVWwqpD",
-	"YDNgtbFRLu/VPl+XTcmbf8MaG5rKwdqM4dCu4zNhDbdvKIQLg5Wu6i5MZ+UzeD9Fbmdk0qv6pVHvxcf7",
-	"j+9CWcHOeqLTrgkgQp3h7LvlBXobaJHke51xaQ6oXK9VHNsSzV8xWubGVLoj0QCc9w6FQ5e91RYPZc6L",
-	"nj51AP0Frh/L9mVx2ZIUVN+AhE0BY84yOR47S8iKDIKWEABrFawXsSI4SAZemQNLj1Bc24DxLIuBk5wX",
-	"34QUsAsdKgSgmH9a8kp8OgFg59uZ1Z/zjfq6YYwDGaPL/W/QH9smJrKb+2KQFZ/d1BYG5rdoEFsdWXww",
-	"PZbvKZ99rcav/5RMm2U6idfBPOwubpjHV2b7wql+DAkT0hYOulvxmSfnZKusuw1diJ+VuTCxCXVavirP",
-	"mCq88essX+hDAMatynP6zxvatJ8D0d++QtNH70PMXK8+bkzcjYm70eS+LhP3DmXASpVuhd17hNbUCnER",
-	"FHoSeJkqxLpm7LfH+AdYtrC7G6t2wwu/Hav2EzDDSuw4F9JwE9c7nZTvlUjA11OlzXOEM0vCXkE5N6JI",
-	"516P+/n8/IQSM3rjv5U4c7P7aqPAwRpXOPk2nOZrMIGr5kBvK/zbYe/+g+cy44ux3aRt10Z0GjAOXIi3",
-	"hcOKVsV2Gx7WGsI7LTsY/wNVp3B0CERHAKDflXaanxXR351nv1keLnsT5t3YwBu972vW+45cV5C7kgIr",
-	"1Dzq9D2o/TZN0DUHj4QufBofFs4h7h00OulR5U5oCl+pFkfLA5znnuYB9pkN2/jUTbXbV/yOU/DoK3uY",
-	"Cdftbvp5MXFux6pVQGxtHaoBoKekCbY9UYYy7R5iXwLq4iP1Qv7wQVCPzLBjGsQqJFUPOcw9Kwqhq0AM",
-	"TP4UvvS5kPVd6Wm0skPYyUElO6CgTdQMe+AZBbt4t3U80an2KWZ4MR646q6NhrbR0DYamudpdyIdhulm",
-	"e8TMe/LwjKJuMPBgTFu7F+YPX99w/w3333D/Dff/Wrg/KtKfkP2vZP4dLJ9tc1/gT79IzXIxNr616H3Y",
-	"BGcbobARChuhsBEKX49QOPv0IkGVq8yB5ekhO3eNyFTFMiWQlJy7SBpWF0bmBAgDf2y6fNyDqFDlRlJs",
-	"JMVGUmwkxdciKVR5r4KiMuUe9sAbgPO90DUv6Dk1Udo8cLG8icozDfilIs+guWth8nmygAqcyQqbu8bh",
-	"vk9NeaIq8xrnNgQImCYVIuGKGwDhWtZ0LSAlAkbMtpIt8aGE5IjB0LY0Fwds21prbD7+geiUqD+u/U0U",
-	"XbP40qOf4YH3dfzErd2w1C+QuwHM+QITuSX0oaRDtz3UV518aqwqxnEuagzhUTu3ihIsOKi040oI1x8c",
-	"sxYIqH2qAOJw+8KeIEGSIL+ATPOJSK8ewp+xA14A5WxmMhVsNpE5XeaIZnsEsMIhSXxVqm24sBU6LewQ",
-	"m/HC4D7dX6Jaa/f7ZrfRXjfa60Z7tfwdaJUXnsffGcpjo7bu/Qn/ix1X4Z/djo5TQXoZR8I9AKYPAuBC",
-	"oBMC+L1RxHbQkRFLWwHO1cueV6E6EuuIYjrSku641egXICHcTnfLiF8nc/I+Ofl7t66OIVLBawIb8bAR",
-	"DxvxEGTGLAoIpJA7FRNQQbb3p/2fdUSEIS/ltVNBVUHGQsIUPM3zfM6Utfad59ohFl7Ka1H0OTjaAmSV",
-	"7PCKZgbf75AZJG+7BUZ3i5Fn33335Lugx8ijIT1GwM9RuSN1m/Q1Ojw20m0j3TbSbSPdhkk3r9tjwcud",
-	"mkGm4oVOVSaqHSOmZc7Naj++f4Vtj8fTUlw+ZP7dhFH7852ZzKzIE+CrJyzGacgbE2YmChepCtHqph53",
-	"6J/7D5/7qQ5x6/vJgb8u6PCHH2PbWMxo52IfQFz+8InOBm6t9Xw2zayW96nPG+53Z9PVqq+1ZnPpTXD5",
-	"7tLxjB5czXjs4wf2z/Rv5w+A+md7M12fNviDTlUpgs45SIlP93/o8hkvX5+tu9Fhzvi1eAUMxH1ohSfX",
-	"Lfh+vbiR/Vg5v89c5G8keF+3GaCCONndqxze+9P98w2fir+QQ+TCiGVe8QL+3sErHH9AoxL4wTLt4whR",
-	"2u+VsHZq7gMhfUbsy3A1H+uY3Ij5NfgS3prsy+FPX0pTHCSaO2YVHXgqp6LMedqtH4BJGigDlhY9bMeF",
-	"yuZsWmvD+GUlRBcIypfBDn7fqCdfl3qyLvl/U+oJ0f396ierfAIoTO2Tzx2Ok+8trtk2+QTYVEwvRKUf",
-	"ej7U5NRoVtUFu5gHLjmdeOearFzi38WcTQSvzIXgxsMQyYpdi0qjuy3mOngDa7jjDnV9Vjbu7jdjLhe0",
-	"3+4y0gW4ncZwek+LfLznr0F3LOacX7lATLTt/QONKVmAaGFFqWGqSBFzDEoG4OUpMwpRt6FjSOtuJ0wW",
-	"2gieWaE349iSZEylB9DSthSVVJlMm2u7fEXPK3l5KaozkY9/9qu649vqP9SfZ+9nzQy/EsU3cYXttUED",
-	"wl0SvwmFmt3Cte7isnt/FhBt+ss3Ie2+2/9Zi1osFsVQRuJyqiLV0mC1jNRhcOMAuay9vGciVUVGpZr0",
-	"tMiQJsJwiCgwPbtdX6Oh37PMxLRUiLB5JeZsCjTIWSVMJUXGUjSvK4B5op48lTZhj9KYV2qNjs2/+NV3",
-	"aJ64yZ9lf+bFta5QOYNNuz+N8xvuBb/xnA3ynN11n2Yt0rqSZm7/e8eoK1GsUlAPT44ZPhjqlPAXqiW5",
-	"FNqwshJj+cGK9WYiOmHXPJeZNHM2k0WmZg74xJnZOMw1z2vBpLHKCXShh7RtaDIJvXLLnMvCMuhpkNWN",
-	"bFBkbCIqscte8nTCRGGoMTTWNILW4WL414JD7DDxCeZhJzP8vYk+s5QXTE8gUq1phlRbeSqu1RXkmsOu",
-	"8Epgpb6qDauLXGjNZJHmdSbck1ZsVLWIa9iHpTzHg1g3zfwEvRyDnjuTf+CzMf8fLkTN7HZezFGA11pU",
-	"B4znOfy9ohpRfqGtTOxw98GT7/Tazr6laR3mWrFcAi5huNldH27vd+vbmRhzq6U9H/NcC//tC6VyAYjw",
-	"d+lpdGfbZeC8LQQr+SU4fhpC28QTewykZpsC/ujYWoxFPu5AWadXdmnPB4YUi2YCpDJe1FoWlugveHol",
-	"fEEKYnFa5jGu85yN9HX6vuTm/cixO6qVI81SFfmcir7R6X4lRKnZ/9bawCBnPx/uPP7uGbHbhJU51PIx",
-	"UaTVvDRWPVQlpcM1vM5zHvYS/AykeYks4NLozbyAlAPUVe1aVYW1hAnabjNJ6RU0QiQs+iRhWjFOe2PZ",
-	"JzLqy4oXhk1VBZU95FIVlVYFm00Um/LM8n5Us/Fd2eJFgqU8z611aFmSd4DALKm+vRKpqjIUFriFeLaM",
-	"15mEELTMu9RjR6Jbd6mXuo+sUEotN1sQoDzLKnu5KmG5JaTtofNmUbKS67gQM9zFIZrto1teZuY3s8uR",
-	"Cuc745qMmTYWARavenmbsNlEphPQCJQBYVygDPZCyh/o584yv0ltNuCVt8urhym2e3/C/x5nvQFg1Bm0",
-	"Z1wOJ18BfCvSgyAgfeBw6LENfVlBZzg2rtQUHbRYpGhazgNQnkCBTD3zGsuC5wfEXC0fs3+8EiUlSII2",
-	"69Ug5yALGRsqpJZB8oLxvBI8m7f1JkJy176hEQcxZWfVaPVOpycnBqzVcV9g5xewIUC2TPOxyOex7Gr7",
-	"2YCnrlk4iQe2dS9KWS+TSlhhdf+ivf+7m2BuNLBiN+ce6L0joHtEt9s0IrSuSqWXZGmeq5nInEwV4ImL",
-	"yFHHChxGM1AP9AFzoumAqak0lhDGUlihZbU1F0+xD+yyN2IWfj3UsrSnK7G+lrXLDheJmxdWPl4IVkPs",
-	"GTXQSN5awi5EymuN13mBA3VFsm+Jlm9fs2pPb2UbMjgmKA+3l2X1Ad6rY3AVS3IHS5rdxjf4DWlTeM8/",
-	"I21qD+3L7gDLCwE2KfUrQjceWKcBbwUfXGAIIJMKLFdLcnFTmowDUE+4sRvjGpiBmuJw9q1VSeaCY+SV",
-	"MtwgI7dsdGEmlom62YTuQlC5uPMiWsabxLgrTDa16uAIBn5fKPO+GWfU2ODgabyx2XoK73/eKhbOcbU9",
-	"iK4Ql/Wk7jtM+vU2yTibqBlsqt9hHhJX48MCAvnU/ERBw5WewlBK2FtYUKOlMQ6OD2uzIbiLFedOY5NZ",
-	"suxZIdbSOFWSFrNxrpSYrw5dVSrP6FcNGI4zVaENRpkQqohYiuQiywVvqW9kWtlFZg2zEo6TuYUE01/W",
-	"AgfVKZzCTn/evGM9V5Jdqt0bf1hBYOkYtOC6QJUv27CW27H24A59Kn3ESsYVEcsFMYpSVif2ighIWaq0",
-	"SZiu0wnjuu0gSYhJOvaA9BT4ygFcijo0gHyGdI+yFEW2o4p8DgROX4TIIPrA6QZaVcKnlAf9GA9PjnfZ",
-	"Oy3YhRirKuhGrVLoR50dGg9dgs26wE+khVVfFEaQoFmjG3Qirdo1J2ZoaaOZUyWvOyKRZ7Rxh7DJnyoa",
-	"6Wbq6tnFNfjR5qVIsPzgA5+WeaMt4bXZ9Q5lnufw9KCIJQwOKv7Hl1G4idPpSc1UbVI1FRRGxf8YFkjF",
-	"Z6MF+rpOCZdyzGVeV/apTBRyHYxEN1XQa90lc7cPpm7ktBPBEZ/bigIcWFtlx768db81HXBnT2FZQ4Kt",
-	"PaxhE33tq+bsMFNuSQLAiMu5q579BxrQoLzqgHOXShamFWAt1MwlSkN/Nm7EpWWaAFsABp9Bl6FujM1K",
-	"5YKSpzFpgrQ32E0rK5z/f7rLDgu7RWYiCkNBBHL5Tfkcuu2SG9DwXF1ai9Z55+BmohgCjBNLdvhRa6LO",
-	"JooiZfCZKCc/CfbpDomu+UwXzR3m+dIhfEPZ3BTrbi//42jFbkicOOBuDiIL+2Rz8ZcmmCzkTl3UMjdM",
-	"FomHN5/yYg7heA1X0cfvIWVHaqanVuJRqL5CsWLvrmW/WQfoMMz+Ln0SKhd91xS279u5mhXt922wbdy6",
-	"oUX5cPuATy7dPLhAmPjx08tz1sf/nTutL5HlZhEWMtJhmuunsRxi7aDzGLp4LNQArAMmYK/rHcIH2OEH",
-	"ZaMEf8fqjsCHEuSc2N2635QT2KAunCRgcI13eYMr8FVkR1dIE7fHsvpcDfDE3p/2f1akkDQYAnDvgPQL",
-	"helqwHx22Y9WhO7IIlAg8V/ayDxniGRtFHNyFXwHy/Fbp4a60bXMAeCf5UoLzSp5OTH6gE3VtaCCfRTS",
-	"RlEJFn6U7Jw4kgExnvWM/1PYpZhj8GmkuCykUPKHbJxzt1tXf2eksqqo3gyVHEQtkKswhborI/I5kwVk",
-	"ZICugNZaW9jghXZGEJMGqMI52JACmJUqc+eKX6K+JmHCvQb5UFGK45oaKFmh3hbmF9ZUbMjq7hSSrtSM",
-	"j6fUT6dbiNlw/WKobrF/L7qFy8XAWW1SMb7BVIx7VkSMLnfA7B+gg2CvoLMTq/kC7jnPkdmCvgBcDNB0",
-	"Q/ieRq9o2h890DgMOctchis8latLWXhPV8FUYc2e4IPwlO9YJz6QV8CXxRJje4pOA1jSR2Xyk+JidHlY",
-	"m8mRn8j6yPAt3CMqM3CruhC5Ki6tMjUU7mh4lexUFv6/7aSNvYRbz7f+55+HO//Nd/7Y3/nh9+afu+93",
-	"fv9zP3n0+G9//dvWAJ//u+bsxwur6lqKvS7FGvgyz572LeJ/nv/2m977/c9HybOn0SkP1huD81jWHje4",
-	"TLelPxaLTOS2uJ3RZaBKrmx61pqDbpgU0imyKv0gZFWacYAuhljhCyxOBYaFpaltCrcKh2eMyI1KrvWM",
-	"svApd62psfKBWYfLciXmLtu2XZZ6wERTkQpe/IWyVIU9nrW4BdfpEuMbBu8a7qyLtobbg3HL8C+Dgpc3",
-	"B31LVk6zia36Y8NZ+v8cNMWAu30ekHTLR9jnqo7TxZSbdEK4ELk9900ks8f/vbiHt8nghnnCb6aqqcql",
-	"ikGhzgwVsMY2BW2Lstk61TlMY2mzR0wFhHLTW+WEzi5GW/vmSh5YljEV787M2KWPrTBq2wflTzFpdhKz",
-	"ing+jSti99lgbWkjuwBJmsvJ3T04sDePmuu5SLRf5KYU8/NznTdM455Uu147ds8I3YM99mMt3Z0iBnVI",
-	"Z44VSxPBAbkPkv9ZmkvX+FYWl2HJgae6marzjGlRNPWTiOg7FWaikCrfnR6Ds+/01RF7/OzR3+CP9j/+",
-	"9uzRM5aJsbT6mvF81aUC4jRoSuIDT00+Z1x3s15rFrcwpRoKwlFc2XPKq0oKSgHhbML1JIA/CSmusd+l",
-	"CRNSuLe1Z7RXfCoqbm9DmfO5qGBP9A2N98RlpEBFqdTemUpV+/aQI4BtIqav3hEXj39sFTJUsBUKVuFl",
-	"KZyjc9RCuceE57mApqXKZYd/Ej4OK+2Fo8Nu7w3CrDYNSGSLpKxZDRkfG7TTL5nzn+Md/VTMHsI0K5KR",
-	"UlVolfuQziJiaRIES9HlaORU6IOGsWfc8JjCae/7lZjDM2AVkbbtzD6HwJdJbRkhaWlaLdWSjSUUyjOe",
-	"pqoujK/NuCrUrCkv2WUvKKkbV9KDCOUeJFwWOxGCZ5XemdUkAnrPKILBBBABMRyAqG/gHZzDp8rl9sE6",
-	"3d78cOOhQMZaHpR4LD6YxqQfZM3TUd+Cq6F1E6mRfa1xOvjvYf6FIT3uM6n5RQ5oVXTwg/K3G2isLLx0",
-	"K5Cx6N59PshY9l4OSdSmxW0cGZ2OjJoo/DbYOu720ES+kH+7MryWqcuxyaRBMBWViwjCFam3muf2LoOW",
-	"SzpKa6iQxWtwUSxF2yFDr9E/G6wrFCO3mR1YKBgGyo092I0TEpAjWKqZqMZ17pMFZcXUDAJlnhFGcwQT",
-	"EhVWvFzYnQnJPFkng9CS2J2iWtkPrFCm3VrtqiTo1I3R0pa+jawngRgkF9pR7je5EPauZ02b5MKvLrmw",
-	"RnK5PTa6Uj3e+7MGrMze5MIzNTY7mc8wtG887wWLqr0iGdMSE68IY26zYrkqLkVlNWyf4i+hijIolA5A",
-	"YDFNCiuPfYIVqBfO/QIlitS/V9elqBjPprKQ2qBiHUWmCTMQypwbRHvNZ3yuSVBoNRVY4K1g6m5QKFPo",
-	"ygkgHrie9ksIpsOD0p4jbJIZ7ySZ8c5IcwCg1IKNSLLJZdL6eM0ARKgjByPlcto8EjyNWhEUnaPQBxrd",
-	"b/adhhyR5qjQOKvTJusR4EidWeHVEatVMDEei9QsJFr69gtEd9B1ASztfu3K5fvru05w/HjqvSvYqQGq",
-	"z2cOOdWr4VCKI+pdGy/gV5Cx+Am1mz2n8neHfM6E0YTh4q0+RFcmGPJiQYeohBbGIJQlpmATw2x8gy6C",
-	"UQjASIGQDzKpuqpEAUbpLjvM8wiTDXLNQ4UHmO5sogTWDwuE2FF51oqV5+oSsB5q4xWkCIiTFuCbO3F7",
-	"85mxORSBbnYDsrlDaz1hCn7meT5PlvZ8AJv7f9n71uc2bmzPfwWl2q1It1oP2/HsjlT3g2I7tmucWGs5",
-	"kw93sybYDZK4agI9AFoUJ5X/fQvnHKDRZDcfjijbET9MZSx2N94/nOfv9MhZjUeP21bsfnJjxjWcCbPI",
-	"27kHsW+0cJsVrm0SinLXl8K0sM1OcYf1Q9s7PQ56G0ACZGDPJn5zDr0QlhvBbfAl0FeZqHQ+CY5grAOE",
-	"mdvhAWlt3TB2SBfSZrppp5BcJkQL8fiVKZ+zCb8VbCiEYtbpUqiLtoKIamHCo9fUx24CPrpZgD1CXYvI",
-	"QnBfOtj9iUDUOeztau9pJ6p0kJcHi1VrIfeswatYg8uyde8+0LF2RvCpbVULWxOMbB03jgyUugpFeqDP",
-	"/ipSorTfMfpum1HmHGOBQ0AHHHTg0Dq8EgoMvbVysqRW/AdA6wTHpWETToXFqJZeGmUWipRlGJLyMrxV",
-	"ZOxDrZRUYzTocOT4Zdd1ngtR+N9/5LL0//0op6J4XzuvPb7gKhelKI7w0m7VR5MO3JJTkS0nSsRYQ7/M",
-	"uIgj+DzKWFe6LCF2pgkaxAn7jiYiY3zk/HdwknvYqWBmXoQF+2LFciYU6oL9D9ugz/9GT95LIDRMDqj5",
-	"FFCuq952ObAathpdCYXp5F7iu73x2GHnB1pEWMNVrlDxef24dliTd8VCpNvw2ypC3hrpJp5QQoZmw+19",
-	"or0+UZqrUo5EPs/LiGItPylCdde18rznWsE3Ovip6DbBqLr+y+TS3uBdolUplVhIrTgka6BWmEFdHEUD",
-	"Pn3YC3VK5C6Y/JjSs3NWGe10rsuMGTHVXttHfvuMDeeOfGojA6kRFu4K+kdhdFWBEInRJk1DoF/ZUs+y",
-	"+EegFywFRznS/8WyWkG4IlyJUuUCxMsTdrmYRZfGE5K05G8CL1ayEQhLVDwz8r9IxQa1Mv7aBO7k1Fjp",
-	"b5ZgRZ1NMIU8BN713RpXtDCbZMU8AK50A1pY5JCKk2BLL8pX1Q4axu3cD+j+1x00295mfc3Dj/3z/bfv",
-	"vwSM4/5aVcaaBrtH7XVsaUtI1yH27hjGgzqykVIAryznJKJebQTaUTIA9aAUdqYh3k60dae8qqgb54me",
-	"PhTIHPoerw2Q/kCVx68gp6tlh62gc7oDjRij1VRqheXj349G8Bn4QqJzjD1G8xmfn7C3LmorDplu8xvL",
-	"DnNdiNxfM1aXtf8g3SXMgBBvkZjV/4M0iHA1pZNFl4e/AfAhbeRYKnZY1WWZsaq2k4yNZBm+oWcKqo+j",
-	"IB11DYgFXYX5n216uFdN4UtcJAmIM1nsHMej9r4zfYCWcgN9IFEsqVf3q5jt/iqhsW6hETQj3d8t6zQC",
-	"24DCLi+Qqb4Rx86PALKe+q3Db7hdyPBEFAeI1wGkBy2EGECBTPQlH4WLEhNQKNNI1yYXGRaYDyoE1oq/",
-	"EXNEbA+jU8FtbQRlB+Elcs5uZSE0WwP1vC5kfIiuCGX9ZUdJJNrcJL4ZD9bhIseOwMeIR11Yh4XxSSsY",
-	"+Md1HYrqD9ghhSqzJ2cZ445NtXXs2dnRBRma/CAw95sMdWPhLyuYmMAwNPQXlHB1lcEFdBT7ZgS3Wp2w",
-	"JHs+JKb+8uEduP8gWKGJQsX8siw6+pLUg2VTuLPVtd8OH/1p242vrtXGGlcd7o2Q2fTwyUpJP/vs7b+G",
-	"ODDYGCNdq+KC6RtmQWwg+gSebGXYufuS+X95p6B/a4MhepyUufhF8Vsuod7NYnGcCM8LkHkvt8IKb8Pi",
-	"vXA65C6frCh8UyvL6sqf1qdnDN6GQ2EzfywMg6ROD5YZsY2080+tVONSJDXtwY6vClEJVYA3HsMcIIDC",
-	"gsJB6OBPoAdW2xhu/D/haehzK4O1jOoQJhlG/NSmaKiVCPnWQOQPMCMPgJPQ0EZgab8CtKTe9kHmexUT",
-	"PL1yGQQAqXAJ9in5X1E0Q4I+1osTvEwhyO4cgxw37rgy+m7eDzxNjk/LB0g0M1guuSW0et19AUyZVE4v",
-	"mTUypmtnZSGA6jYo9YcY7AWTAv9PK3GsRyNmhJfV0MbsxVm7YDL270W+Ej8mChb3/QHvJ1TR8nKgVGP0",
-	"Pw55fqNHo4ycrkhxbx3Ywk/YJZBHcazgVc7PWaXLlmc2arv4OppkTtglqzg4N7lLiOIYj0PsiHq/YMHs",
-	"3vKHGhfM3R0kKP5nsjnCEu6I/mShmc2ESiycIQyIl1U9LKWdUGz+Oth8et8GWd9rcq71Rq0tbW1ysLqw",
-	"mfYi5V6k3FCkxOAQxEEEoiXupt0ju67+DLBjHcPWGOBABMRKbo41eHxBMS6NWTnYnEN2UTDze+26kDZa",
-	"+0/YtUdiCOylPgTCc8pTQn4rZjGSxXZBpK4eAiFbrawBSBqJhjn+lvBQV3s43MPhZ8Chrr4UGs6tE1Mo",
-	"NFvovN+H90EU0oicrvuh0TMrTLBRQhKUhzqHPkjpp4lSGgud11OhHKrUFR+TGZNiOto/gweIKzTDtvhO",
-	"LpaTKttJUaStOzFGcLNRWtQEphDiy/MV4uJr4S4r+dLPwwLEPEOI6Z6TMA1rhn2QHSBxEHzxnUZ86g7d",
-	"p5iUYAxY/lrGBgtL6JfvuJaDk5UcxIsemj8egUdj1Tr5XdWa3fSgwcQ25yyhBTo/oN15TArOwfJhfNJz",
-	"GOGrHd4QXEavb42Nx9xjx+3NJl71ShipC5mz5l0G75I3G3jIgrexMjr3OyvlD8onwnc62vipnibtPmmo",
-	"jGqtwNU9EWUF2hrS/bBS66q5ACtR+CfBCa0DawUFIXX7n3+Ivf4IA96hkajd1KoAlKWpDGE3kCDwqGJM",
-	"kk20OCsrDsufPQd0vk5jh3ovpqYEub71N62Xryd6pvwlCtYCukcmeorO4PPIwjoV06EwdiIrrNUneOkm",
-	"GYNM4Ai+Uy4VePbQuglEdpSfNePGb3RiKKTX8HbiTXFLIJOkmpbgDAsZxCHehRlxKy0Fri1dSS+w/9c0",
-	"EbusJd5uqY/xj+YzzPajOA2vKaVqcfA7PAEFd/zYCL+sfinzUnBVV6eV3yxituJA+E1F9O2xSqse4bVH",
-	"Ce3ABZc1xSmFcjF8KTbJKl3KfE6EoEZAnax4R5QFOqKdmTMO+fKiyCLlWxEoLriaA+XlCXtPVHGQue9P",
-	"KeRIQEZWuDA4o1EyAJnl43CFr77kjn8I3XyBr6yLVv0Z3PGBS5l8Pjx3OrpcaGYvGPnPbRAYME9/Re6A",
-	"Nn8uMOhHI8SxE3eO3OtNP2MOCHWurxP4Xl8vnj95+rDBOV0LRGvXCyu08nGg+/CcLiCiWUS1gDueHNc8",
-	"HoQ/C0m5ViM53haZTK2OtcrFGg8tUIGlx7zFsxECcKwoUZkkCJPCAps7uD7KMvkzBv0oYHU3xFWcpSHw",
-	"My4BiuKnSd4tUKRNi+pYNvZH3uh6POm5ugn/yJmLV3gATrzF/T/mmPqY6ymxWPAuV26tepBsFza4rqY+",
-	"1Godv28zz07jui3EAvWxaz6c77d3ZJsz/C7cO3sH8NeTzl5jxYZusMMFuz/I6zeR+faH3Ipj3HXHsNs3",
-	"0M4dH5Yeu6QqxJ3/P87I8Ris+apgHmLbyuV3lpU65yXhTWg2VdhzXdZTBYy/s6h1AI+ECnEjGT368uU7",
-	"UNp5CQRIDVjF76LNDOpJQGbSv0XIpI+KPrGjQ/dCOX9WSD5W2go2lWRyY5XRw1JMbaca85IavIbpu4TZ",
-	"W1dwDNlYkdv+5TuMlJ5SKA5l+MPXmB7+t8jdOlbXotyO0XVJTvuJ38lpPWWq9nqj74XvVj7hhud+DDGy",
-	"EYRv7NRFcMXE3qOK6EytciRE7Ilz53cvi/LFhBvb3e3vz87OsoORNlPuYJTu2dODzL/nO3lw/uTsDJ6Y",
-	"SoV/OItjhEUHRqNdS4GLS96DxnE70oLC6drLgH1MbxiiS8Z3DxYL87dLtRTtzGsNMlyxNx9/eofh92Ae",
-	"NEIVUF4ZUg+CNX7J1A9iHqDdAPf2f875tBygxMFnzZvBbsuks6IcnbAftJvA2QKfSWKAAQKO+HhCqotV",
-	"GjUTaqRNLtJyqkSyKOaBV7EpGFWIqtRzUbBbYcBs4xFW2tZQQuALlMmYcojvHs7ZYNGUfM4WLMmDcz91",
-	"0dvRRQDHBk0/PxVCSVEMsi0cIHYiwU4blUsjMFf1cODXWldC8UqewLQfdYO5zu0vch1+X6KMjKt4wQYT",
-	"59ex2QY9jg1cbpMY9tJl74NLwsFOpDzwLR9kkVWc/ukb6mIR3w4T4SstTOwQNvmMva+E8su6tH9PuopS",
-	"Hjhx506ho2u+Daes29+05O3phN6ONSCJvnXcMLciPZJ7fO6JWZzo2dfvaZJqpNeieGV0UecugxonRcYm",
-	"OtRyIRO6hI66eSSg1gXBPWrINo1mzpjTY8xIAOyRzrK6gnQX/02hkIsz+Kiw2G9iOKwxnx5EUjWSZkqS",
-	"6lAqbijMBv5AvfDg7UUtXt5ADrzuBLNrmI+3fjp2ma/WtNJxEH/gVubML4k/XhB9PtS1e2Q+p9fCseG6",
-	"mdihbBMZME6BJ2gT5yvsNHw6VdEovIH4ekhOIOeRME6OwKjUk5H7sy7EJXZghxsytrLKD4ojezwOz2Q5",
-	"72Gfxf208Y47/d334G3xx6lQRpfllJa525761toawhO1EscAo7nvPxUx80A4sLc5jofhBwf03yYmHSEd",
-	"z9bbIrgyC6y3S45UYFDGOnFYgcICd/IY62Jpc2NjNo1/GNH8rpJG2CQd8TmbSlU7YY9O2KUX8KT/IEy5",
-	"LLap1RC37qtmkta5f6gVEPZNiFKnsUeZsuJu0oiUOCMb1/R+1iNJ7qqgRMcsrDPmkn1JjoTfLXCsd48v",
-	"ySKt6Bcmxr64ZJVsLMwxvlKDrX5fOuKvUDqiwVjWgBzsgXuF3H5TbgO6EVzWXfUNN1bzSpu2MOHrWyjJ",
-	"kgYKQ+Ih1PepvTiwQgB4F1p83/RxE0Kmpn8YABNZNTzW9SnPEek2RrZl26iH0qTxNMm7k5lITmWPuv58",
-	"pVnzecum+eSBbZrdS7NKhGrmZK8vr5C8uk7YDkSwbJVrmnf1gh0iSRBmdIAcVAHVAySxAJ2BB+iMII1+",
-	"yFI5nxmhxIyXR2lgd5C7FpJL/P8wajIpr3g84rnXYKmKjR51FnFpxILlHXqwa0lkuck1wkjs+8M6i3um",
-	"Z10n/UqFqJx9Zsej80B3IsMDiSvRwbrG5/wiKbEN8Rj+jIgiuNTiZ1JXhlaCHDJko/BqG+R5xLQmdLSC",
-	"+xqd2eB2DoVipbPsRsyPoSaL/2XZ3YyRg0WkN/MQKYta2OBo5gYK0BJFJquMGMm7xX41OW16Fr0zONJ5",
-	"KOONsVHEPgMRAqJgddVp9fspTEePK3oNndkLtH++LTr4zILfmhjeYGgjbWgmafQ0zDU+62v4hL13v3Xa",
-	"tRiGXEFA0ya9w9eBzq2zZ0/WOabXSHC9U5qWka+4taK4QMcEzAUaJ4hMmx6F8sLAk7pmqq/gc93jQbX/",
-	"QUu+tvcnRvX23VJNCAbGYOGK/uWuqS91AcAKUDxOgqIeZAKU7dAovQD/pwSnxwFOj0MfQiBmv70QS8TZ",
-	"LIY4gibahDjOjHRkiEnw2P8ToioXwEEk0EFVZBc2IhoTk1JmnBUeAWsVCn0XZu6vV2nxAPeUFTfA/iGa",
-	"eHXoHcaljzXQSUCPkrsPlizS8WA/UdoOg+gsrIgXEqUyWmwnfjSkfYQryTpZlnAddcjiFIaIi3VFa/Wh",
-	"2S47oezpbC12ZaU4vrS2Ti/G/H8t8Z5rhrl91GeTA0Dbc29p/KYtjRClXFf9kudDBIwqTeo/FD4SUy7L",
-	"UyesW1XXDSqkKOLymwprMXiqiUfHVmsjCnb908erEMcUhGEdXeVQbJuc5IlVrtUpNvP4hYSAKLaTy/77",
-	"s78jJoIfaNB66ZPS7lPTjQGKX9AZiWCb9NEjx/OzZw15ctppRF+o0JFz5d8EEZ7nky5qSD85H4V1r/xE",
-	"7oqmAlYOWtiAHNKIXFbSXwhot4ll3JitYzzqw6HiUudX4WBrg838vQhMTs1NnizUHgwfKy+FgARv2Csp",
-	"BjBBZ3BXIi9FIK6zd2BYOuX+Jm6P0UKIaRPnqGsnltPimwTEhGE+WC+SD4fkRo4fysL34t/VAntk8i6M",
-	"HetwSJPEmWbJKxLYcXHyTlhY1NAKCuODU0l/Px2AbivuQHtFrNVYcahWQA701pElGRIIkWHMK8ZhXoJc",
-	"J70yn7BweMlWdFtNIIixkp9nM3mvyvkV5QjstlZd2s3VqnMzGd+Q5vxlFWHXmrYxl2qZKQD37A4houJG",
-	"uvk2CEHJ/lhwLYQvjsB/A4VzZCndPAuxhKTjUdhLsKEGzQ8ufDKvhrQ/jMDO0yYrYY5jViAWsZtwO2H5",
-	"hEuFfLTxZ16WsYtQDYO+f8J+BUlsIvKblzFpJ5hYa4qQvv4/76QTbHD14fL1T5fsX7XMbz7BO4OmyCV+",
-	"HnChEKjgkvJPSq6VpVCunLNC3gozFoV/0SMkyJ+53yDK1jZNJJoSa8K8Ey6uYJXu38J6SYNPx94kMsG4",
-	"F4d9gZeCEZwKT2I1pJg4AYuHZmRb6ll/IYRkHf6kWTbNb/JbBTvq1wbIhCVQ2cOOGKxLbcJX7qk/j8fI",
-	"muzP1dcEws3evLpL86qHR5rnoXAzIdQiUcsO7xOPC1IJu4ICLWBtfDTs/jR9syU7xmifGO1e1OTzZq2s",
-	"N0SsSpiRNlPLOFpij4FGhvh2jKxWZqaD6VQ6Vhl9K+jwNoiN6p3F76Lp2ivcGkvBkH0zxN1Ly3gJNoGE",
-	"tlxa9vTsDHEAcTWE61Pn/cm2QePPFqofkwF2qIt51lgDFIWZoomWF/MV8fkf4gKtiYK6wln8rEn8E6jf",
-	"g17ZcmYFGAT87V8KbqHIe7vCIYWbYNT/iv68gue2w/zfdmqWpRVaDaVh0WHBL/r3UrGXwpc1+i+xUPF0",
-	"YgVvf4b9n5OzHfAQT3lGpSupwLF//qQjpKINpbxhEoc9sEuo16VYF++JuzJNRMKxo3Jwo/QMohcwlwlJ",
-	"0cMWDlGX8TZoP0ZOpHLOMDHshH3w/Qk5oiVQRB5jlL0R9FAoYiehH+HjtAgNyuPLwYsl7qrSK2dsNpkn",
-	"q+XHQoJu6PKwdkwWpW+GjXRZ6hkUX+ysFodgrEthd58t5ZtZWSYyTRR7xBR9/fOwy2NUKyen4pSIIJxc",
-	"SR+L6YSvQWvDGixTMdVmnqVCigosO+g/sL1JhSfsGq2sXmwcjZLEQFtpx8ba6NpB8UdD7bCx0TM3yVjJ",
-	"x2MMpYx7k4q++yeg7gGIDXzi5YZSjztlkg84ipfJ2Hd5sy631nEi6CmWLMjjOxOvhQtbrHciHuBQgPy/",
-	"CXcr6Al+/8FuNlyNwUCNTqPgjAk4jb3rUDjCFRMVDi/C567mZTlHxVwtcPAtpNL648ZG0ogZh9wwzLkB",
-	"htfQaCxzhFVmh7KLoM+PjPbhFUzB7k+Fb2flJeEn1s/BY74gyFwX9owSogDXhnqAs+Bqv/k2OAyziXSC",
-	"apq/k6q+wxh5fJ81Sl+LC4liclDtzvV0KlQhCgbxqJbKrTuo4hAOCUwDcnhg5hFXYGzFAjtj2OqoIqa5",
-	"SifsPclgsY8QHQQ+GHRnc/Df+OvDCUV2W66CcpekPfnBYgcxPz2WQ/bj/c4yPVMZfo8AAHvQdRG90dZ9",
-	"xAleoxf/1GQdzCbainRCA2ftMvclCJ4pEz2RQwT/mi4DaxV9GVV7Q5oDZXiJohnC/eQf7VKRbeY01NDt",
-	"BJZ0c1IR30fEhNt9NO8NTrKDqu4NkWkiEtPjSCeKNm5y3EiKdNyMhYOOx8hz8LGQIwMhhNwDUyC79h+7",
-	"FUaO5i1bWFrtu5W8I4s0Lp2IYzGIEdSqxaRW6Q+anwOIGoE9xH5FOst0AA1ChfJXY5HyanTFMpI3qhBs",
-	"AB/5VDd+/sEylFz6z7fAZBcBNk0D0N6aABtaMBWzg5sVxtn42gITl4a3KgSHlrEr+Ca5dfxJuM8CNz/r",
-	"QlBlm0tqdaX9BzfghFNZS6kwhoBqD8OtzaW7SPd3eiL2sUPfciAl7OIW0uMJvAeUh2zk/uDJtux4WpVc",
-	"rSjTlfrc8V4gpIhOiCAmwliC6NV4apAt/UbMW0Y9DDCnc5qqWRGLPPDe8lJisA3Wu26ESLwkL2IyVpKc",
-	"jaHpaNIYOWFCrCY5h/7hJctQ+rElGncVvznrIEovuXpANPfNbQ7mEbcLYUHNxQX5UljtO9/baxJwSq72",
-	"rMBfETIFGvQUm+jg7R6csBTIcYvNbYvcTPQtNFCwFK84gTwVGiwZJ5PPIdfvLEYFXQXp+1IVaGj9yMeQ",
-	"5BMbiwJ6FkVGdMWG2UY9GYOcKuP75sDJUxDVaHHCXvMqKIpN0k9JZaw60zFH8s4/hTUeeFKAyzbRiN0e",
-	"X5jgl+n83kfEYXcYUXA5hpdaUwS083FLdswSPBBd6SnXwwrPbfeK3XuSp3Ri2hBxXCQ1Z6DSGjqcIg8x",
-	"6u5TDTGlsp8rZMrvULC1fewd61mJvyCBR9/eWu0LbZNk7mNFt4kVbc+d/1ApnFBJfbuADDs0Rm5aTG1Y",
-	"y9IdSwVln5xQ4JGGl7NU/GtSzmv/qEJLuzahfIkosijlYGRTRzG1X6INHgztaKOwN8wftACbOYfS3CFK",
-	"vc2a0eee3XkhtaaZlUXUwlziGuA0Pi7De+cU3MM2x6lcudlPf/f/+ZlPxR9enVpTlcXLG1W410OnYTci",
-	"+1+ztS2b+Ys+6keFxpujCmWdrL9TGiEfPkIft/EjJ+wSfwGpASLOIMYkpGKQmZk7Nq3xvIR6bhjksBQM",
-	"QSlkEMydPJd12saCtCKD0oaB1DOZx+JsECyBLHkddVuaA7BR3alogbQ3jFsKlQX5qX1me4gIw0KupCKs",
-	"uPMb8uD84P/9Fz/+99nx33+j/x7/9vtZ9rdnf/yPgwdjKGxN0QrN8NcAqTruHw2rkX11xr1kPNvVloG9",
-	"a76VwlZ78qD7L18TF9/DbHMR3Ns9IO5EXrtOXZUyVjaqn7mY+tJK9AmpL9I1+WI2kXE6smRa/nb2Apwh",
-	"NlaT6fx6Y7ALv4CwNdFlkbGhyHltgUJSzNBmhs9M+TxqqmnSHVdQp9CEvL6S5zd2RYzxP2mydo4ioaEO",
-	"/PhnmOeEAftRRvF0VdrYoYIwE8OJ1jf2NOeOl3qTeAXruCq4wSwpZ9nY6LrCe33Ep7Kck5UGRBL8y3eW",
-	"DYha6T8GbCbLIuemwKMGX2FoXCJzs5dFQrko+Ao8A4QnJVf+Y9j0gDl+gzZnK0B/sFhFBb9vL0JQOQwR",
-	"rDj+oYIN8O8nNPqT/1ufnT3L32gN8gb8q8tb+Fq4X/GNV779FzRlu8zorN3QXzldzfbcwjiftJyP4tj4",
-	"UYdN2N6cYRqSA4Q7ZwcHqBClvBVGCnv6uyz+ODXCYQHnbvXjJ8hX4exHDC2jt+fR/34lVAFhmRBO46Gf",
-	"sjn0iNVVcPfTeSAzE/Oy8LRylqJ22t+WGELnXwk+GKhu5v+bT+StKBpCOWekKNihVxoGoWtAgQGjAme6",
-	"P2kDWw/joD6FzwyY9tLtTFrRUUfng/8C7eeX9Om1JdGg3MZIioaxht7sUR3k5vzl3z9slM3CiY4z0GeB",
-	"o98zpvQsbIqTv5Zk/MWEVL8TIW501D6E9wAXa3lyIm5ovyHutsAM9G0s4gadC/waod+hH1slDJz5bNXJ",
-	"P1rEnRN2GVlxvm9S1/C7lB1DkRDUpL+6V+JFU7AWjPQ2xSVpaUCr8QIOzx3cgusgo7kKZcEOUWB4WwyO",
-	"FidKuW8VRO5gZlar5MkUx3UPNwtwGOyh5B6hBE/maPlkwqZPTuaDAgzy8q9gi4BKqrG7iBKHmIGVhSD8",
-	"LIEKf9KTjTWch4I/oBaLsrStkJFC2gpoc8neSAZNDCr0GxEMmYfStX4OOdBk99SqnB+tksivcZQPd3NT",
-	"g70VhMZGjLkTjyhG9rI9Zr/xF3ZVe+c8hFSeCqibOMLaHc7AkBJqXSwmhhtR8NyJ4pxJxyyfN9ueMyty",
-	"I+CmtMKFKCowI4EjDIM2iozs8Fib079xwi6DME5TZgQrxch5/Aj0ocQqEZ8k30O3byxs19ZErCthWVrN",
-	"KO4q7c0amovQoa8nOXvxzCaTsDJ5Bge7d3H3evna5+TeTnJfnQosuABMumnD53CzClVUWirX8E3omWJv",
-	"frp8QYcqC0amXFciA/cWEpcVpOpaPNrggZaW1Ur+qxaMTzW5oFdIzvhm7IIE8ysfWl3WTrCJc5Vlv3x4",
-	"xw79/6WEZlDpy1LP3jhXHUUitab+pc0YnDCvY48MH0+FchexEY88Vpe3WNyRlVpXXnrPWCnVzTFWRtaG",
-	"5aWui+OpcByKyPOiMALJKhZjKQcEl58wWhEEd+if1+UJc+DKLqZSSeuQpBiesKwy8tajPb5r2WH42qX/",
-	"/Qp//Yg/Do5O2Dsx5vmcWcVvxKecW7TOkfXO1vmEcbtkoNPqk3VG8OknQk5kgbPcQ1PH8+/VNTz+gp7G",
-	"VWpAWajczCH2nGPtEuQGoYympoRPV6WRDizZUaTpCvRaE3bqN+xFMt6YWjkRSPexzoH45CEGsar3kCGQ",
-	"w4RTDBddvBNdFliAQSL7n3TNVcxGUpSF3cff/yVKprWw/mF1plRaAtsMWGXqTldiVfKcIt9x+yHZHuzi",
-	"hkseaSggpzjsbAh6v1RMTCsHWM+HFu4pPLcNi2WI48cfLsgeHIqPYJ5nI0NGxxn0wF85J+wFhedTPhUl",
-	"i4k7F2zG/qUYoqsa+6rvX0sITFiLCYvJTtxtC+5Q2n6pil4Y3S7QNX35bXGwq7COz8dhv0zNngiixMNG",
-	"cHwGANewQsU3kQCwj9y4V/DFw/mVge8pwUm/aZxUTxtwd6QNG2tNurnTFdQxExKEZhxCBpJDtIaqgv3K",
-	"pZNqjMa81MIlcj0V7AVXuSiJc1hpN/HvQeQ4qPnKhWitaZbat+dsIq3TBjILbkTlsii2UMir/7plIyME",
-	"fAHRPQDFQsIqjnNn4Pn1YFDr0tmbqe/HQodz+rWd7sQkuLGFjrzZ4OEC7xZVpUVNf6E2rTTRRE3SDrCF",
-	"Z2iMe/Px41WoXotpR7BXRUFUbjR/qENWCPT++IpyBK4w0BqxZnhQr3rNcC9T6+efO6/Z2jeuYC02ew6q",
-	"mi2n10AcQeqoI5o3smr31EkD/ohsQ2xY8IQH8okv4ITvMwm+95uMj1OLthR2z4R7T6j0cvGeTM71g/sI",
-	"EJFWV6x5q6wAAis2oDaC3cm/Nwjed4ppG2jabcf01DE8dUQWM7RBtfW1jA3nFcfSCRJ5GRvzJZZdQef8",
-	"07OnTfAoPpX4WOZMFmTajH9x4Mo3/FaUkde3ZBV3E3aILsqM5SWX04xZOVbc1aYxmWbBXnoUqQ9kjAOg",
-	"WKRFqeeEXbJCWqTyCgqk1x79LHRZ2T6KTqfFN6Icrqmgc5nUywmFaJBXJVblcPEau2C2NQbiEIZc/wwz",
-	"RMS/al7i9PsllMUmuuXT3Q5+bQUe3KgzbgNr1EVbXpbgBfZ/mvH5Xv98VPpnWn0H94nT93kbbC6orqla",
-	"5lU3blPkgz5HLEu4wAH1kKGD24UzHU498Asftuz0R+drbhg6MMhMiHULosVvFawefA1IGA39vu/BA8OX",
-	"4XEPaHtA+8sBWkQFzEdIMGCnEOcm0hTHFTdufprzCqv/rFK70zwpWWRJBS9UlcVdJZvg05C1fXn1ljl9",
-	"I4izowIyOGptznLuxBg4kKkCTPwi5KWKwi6wDklLX0PXH7LWlSXWCot1iX3j/gtYNzdkl+vaEendSIAs",
-	"a5s89tp25ZtPKXg+DsISIznShmUewolEYjhnA1yGxnV/znglj+HFwQXSf1hdCmaFxQSnpbzcJylnXSU/",
-	"wbufAuR1p6F89At55dfxRbqMO1SZe1rsY3lLnlncHTC+RxEQ9zIk581SasT2CfEbsdDJqU/OaHP0m/11",
-	"cH4QN9jBEjI86UEGP4X9SDDhSomyHwUCb58SJUSF+RGMtKHaU3j+FkufjGSJHKuqYEbPbJCV0u+sPmnd",
-	"drRkH4Zub6sYfpZZbF3ZLuzMP8R8pk2xxRuhnPMWr8C9dg25nW+3aepnpJvd/IWX4lbmn/MK/WOrN/85",
-	"0SDnbPr8ZVVt8TSGA239wlYjeIWh0tuMoXb6n7IQest3Poh8u132s74q+VyYH4zgN1u894bby7qQertX",
-	"rty/t3jhrb2ecBP2zFZ7DXj0yGC8+QQCQ/y2byGB0i9mmw6+Nrqu/iHmPwIWbtdFeQu4B90M7+/SJE4t",
-	"b2ICD/fFPkB2RYBsmCR2mFy1R7u+5+PSLBm9uy7809/zANR/rFUBtIqX93nwpsUK8/6WR7p0PVPC2Ims",
-	"tr3c21ItgcHW1TObi+cBDssqjmMlyr2D6N6yq7hXoYPo+I2cqNOq5PMhz29WOJKsrYVldgI1faQal+LY",
-	"a6W/fHhnI/UPffE7y0p5KxjGQWcs5HaSJU8UzWk89Kqwmxgh0GEwCL/YAZiiptI5URydsFc8n0B0Oi+m",
-	"4Ge647kr58HeOqei4KDlC0ucvYNSjoSTU3Etcq0KO2CHlOPBnjw9y5oSf8/wH1NtY/VkLLlSoIP9CEIe",
-	"8bcIE99ZMioQWT0416UNGTiAKVz5/0oVJoNB4LmftHOwII5G8GPYLzxmsv6dDSiMHHNTeTEfYDBOdOM7",
-	"biIluUSrwgn7URuaD5uwc90IUcGfvT4EFZVzrZTIXUaByxiMBHsApkQwqawTvDe0vAHAd/JWXIX9s3V2",
-	"fASgzrzWuEW3SW+dShX++eTB+LS652OFUTloU6h3ho0apsXvkIeNvexZ0J57QytxDP3Fju7NxI/ITPxa",
-	"uGb9I2rEi6CBvOQS2PXdh63YE9+dz7v6jgH2VnDYx7wuI5SYef15ETJ7Rx/yt0A69bfXAAMu7CCjUj8w",
-	"ezk3QCfNBvY2/+RkfiPcAC8gtMRLSy0hqxcEN/nvX0TMaFHcRwpGQa/5LlGUBf7BlrLAvOgB/KG5J/92",
-	"dvy3s7OMJfflkb8BgeQIZ6AMRVqkZUUNvIwD+OXSX74DdsiHunbsf539TyYVeRKAGOYII0OgUkyIfoW3",
-	"QzLaK7zFL92AHcY/vlu4y5PruxlhJYzURXOZf//sqR8FzspQzDXRoS1f4hf4LIohjdzxXoWiLpAGEYzC",
-	"YAz1t3KGk+Ev1UKUwiXTTZVims6RcELMmUufBHv7rb4RUKWq1FbYIATgxh5kTFjHiZib0RWOHg4jWF67",
-	"UPbjObM4S5AUEaSMuBlXCRkXGGTopwJKIChNJavZrSyEZtwY2EVbyQXvBJZlfvTCQWtCNpEOstbGRs9z",
-	"SNkMQsPDZsm117RHPmhgysMdod1eTnhUcgJsEIS/5CqEhLOg7zhNiocwX6+EAIrWinyOpjA2BkQG1XTB",
-	"jQSfOWeVLksiJ4QOsVo5WZLQsK0l6tp/81uzRUGn15feQn2YAMS/8s2UrPrLJmXAyn1x89a6aJHuM6yr",
-	"FRFykHXlFjZexWsvgvn9x2unj43INRLc9Z5wXV2gXD7lc8ZHI5E7ZBhkUHPA2EXJZuvzrqtv77jravVp",
-	"9/P2lz3cX+6s6uprP6rghzlG7udNEqrSMrd2MWWqtlnKHKIK5sUoCIIavH71kYUOtBodgJKTUTLjsLYS",
-	"yp54+VYoinviqjmg6yI9koCH7aM9XiCR2K7PZdLHVcxCrcneH8v7LjzSmt5dH0ilC7HGL9S2g9nT3+G/",
-	"5G5F00aXx/VWE611UPkc1CM5h8Tg1EIRGY/ATJUQ+5ywV4lR483Hj1fHP777Z4b/b/TT1fdwlt+8u259",
-	"ruXRIOKfQSEtPTMITGMZk4rMVDmpI/NV1pJogsHhNAwSRtwiiVKfRQg57sEEJDtKgb+En3osAdubRtqm",
-	"xx4LCS3hSvtILARW18AiumgSWcqz/HUyT21aqrAZ5Io3UXWNNTTWA+nLv8TaIX11xZ8+/9sGHcIicXX0",
-	"3DVGMapYE7YJdTBYUfv61Oyir4cdbiOjS2vr7hH73lz6flaXHKQPEwebrQ92h958Z0Ogy0BE43nWssdn",
-	"Xfb18AhQqw6ivl2rQJgTTHcN7DUBweBfJuKr5OB7IPQHj0nij0AqOfBFAMWFLMsmQB4Y4nwb39kkwv6C",
-	"nClzUp+oUHvTSLRNQylEdvj92fdHayJ1vhXE/eI4kuLHHgy64nu+BBRsK7edwsFeZfTgmBnuJTVbSuCW",
-	"iYUbuv2BF4ngoxWzwoEA1PKZLXjbOkEn9Yc6Ip9KgAt+T7ErcXCC6xNcowB58yaO3+oY+QLSIaqGiUCA",
-	"DGbQSoFRMMl9iWFKQWSA0nN22dUCvjue4l8ZYoaaJWt72MICfYJmPuVkyBucN6E3fvjkMlwlXaKnsUu4",
-	"/OB/+UaRbge17VbMxgYsaKnD7cJr/0R6N/xvkXdR3WklHjZUZ0NhUInZX1YY3HveVt9SCkrZfUXXFHm7",
-	"1hj5yEdIGYi2xyx3TuGd4BUCRrRg5szQvYZUwSAQ/yc61gbsMFTCa4JUKfgBam2gF67xy4H9YCKAUcTf",
-	"bj1hkifskpxTkDhdzqPx3l8hEAl6kX41MKhRjBBW9AZLUG9cRdvAeE3z+CCZZB0ES+jdSGxXvVXIW6lf",
-	"PQr+k6f/ewMFv2k4rE3Rz+dEuVB/vsG4CXdAJIWreI0tPASNVKvBTTJnFk7iPoFmhTk3CW+wDxXG0Nhy",
-	"J4KXfmuvSYrhzE65V7zhcWYVr+xEuyDE8oINeclVHjJhp1pJp6HqSc5Vg6sL9O9JkBvp6BLcpRP/ew6W",
-	"Af81VPcTmitMqY+94KXVoViEhUx0oSyR3GHp0kI4LkvbKrUJ0plUt7yUINDDNKXxdI6ME9x/Sav5VNeW",
-	"GU7Z+hDC54W6wI3fFMzASMAQPQllXzzA32Cc39jwggb2/OzZYj5xHNRQF/MsVtMAtn5+y2XJh6XotFW8",
-	"waXcJQ7c5tjINXWyVxDuH7LfDoD9IaED0eE5ntov081kZi8akhppm1VZ2PcZlkZQRJzoHz/Bsy3y2kg3",
-	"95eqvxmGghthLr1sc/5fv3mQTuUsL/VBG/T5dHf+mVqo/9H8uR6WMielYrGDi73Lfj8gxH6h9Y0UocvU",
-	"jyUTAJY6TirZZjSQDCx4IHVlaMG3GZty6dcWQp2grjEdbSz/HtIXOFVJwjGysydglwvXJE7E8pX7ixXG",
-	"ZszoUtgsCYjI2IeP11ftghPEHw6zkJYbj8WOqZZmDf1J9HKqSRG79rTVtTCvy537IHAjiyIWe5qK6RCz",
-	"B4kTIyAWFhSKTTxLm6CXO1qA1OqYiZlFtz0UC7WBfwT4f495TLllldZllkaYuSboMixJqcdNd563uhNo",
-	"CZb78zNU7MeQDFiDKwZbHY1MONGGK5trII0X06qE6Hg9IuHQ7wo/DiKM87cGJCoJaXB/8LForUVrosBf",
-	"2dGtxi9N5XL1CCPSm0aR0LgyOoe9GzK5cL4QvhrCD7+nFR+D+droejxp4B7613Tv+7R72HhH/14pZ+Zh",
-	"m6EDLMoAixwU5JMM6koSAwR6RGj5Sev8pDJF9/QgcU/gRwyEjoxIuVaXucpCOXy/cY5xO/0qhtc6v6HS",
-	"UMCuo/CTtAThy/7Pd+kkISfQci9/0NpZZ3gV7E3Ig7NQsiU0BsfeLRH3NIAQZ+rvf09nCrXR3/74/wEA",
-	"AP//",
+	"7P3tdtw2tieM3wqW/jMrci+WY7s7nh7ry1Fkp+1pO9ZfkrvPnJ4eCSJRVThiAQwAqlzplYt6buG5smdh",
+	"bwAEWQCLVZLdOefkS2IVSbxubOzX3/7HUSlXjRRMGH306h9HDVV0xQxT8NfZkgrB6tPS8HtquBSXhhr2",
+	"A68NU/Z5xXSpeGOfHL06+ijqDaH2XUakItL+2TBRcbEgJbaknx4VR9y+/FPL1OaoOBJ0xY5eHdF+F0fF",
+	"kS6XbEVtL/9NsfnRq6P/37fdUL/Fp/rb9AiPfvmliAbf0hp/Tg/Zj41wQcySazuHltZE229GBhya3X+w",
+	"4dN4oE2za4BrbpZuiE1D7Eiyw2ua3rBW9PN7JhZmefTq5R+KI7Np7FvaKC4WvUG0Rl6wUqpq51iWUjNC",
+	"WyNnCj4ges1NuSRLqnGM97Ru8wPsOorH6QZ2K2XNqBiO7C+8YnKPgTVtXZNj6r98sv8QscdpI3zNNFes",
+	"mkRq3U5W+NU4tVVx03uSW29YveHe85K5P95V+4zYfuifEF6R4z99/+KPz//4PPxWygp4wMcf//LuB9Io",
+	"Oec1e5KfXX8kGcJ9/uKPI5SL09k9DznvzeIYh+j+4pUdtZ+Nn6isdo390EG/EfS2ZhPPGsOX9yNi99FE",
+	"Ev6Tkm3zZ7bZHtCf2QaXrtv4hX25IFST0o5PkPWSCcINWdufFKOGVWFYDTXLblQL309xpNhPraXPo1dG",
+	"tewQnuUHPXovbe0/DCG3atH4Dh/POslFz6hmMy40E5rDVWnYZ0PmshUVXkAMh0bu7IqrUS5/5zo5iPbe",
+	"Un3aVnwiP11SPaP29f3Ib+k7mUZ/b6k+Nz9PH9H51b/tPR7bwbTRpJjJu4oJw+ecqcFxgIOgmGmVYFXq",
+	"KNjNrLnOH4oyYoCTTsX4/r7Tl0uqPFudtqbaflGRY977ds97s//xxLV+yHmx/RYk+qyw8lFBtFGMroqO",
+	"uWu7B9299UWO1Xu5+EHJVWa9mTCKM02osUOhc8MUrqjhK0aO8ZLlK/azFPk7Z27bjwc3l2pFjb2NqGEz",
+	"+/3R+Ag/qirFKX9ka6ZNGOScK23IsV3iis1pW5snINjXlX0LnuaGKKGDeIyuhaNXRwJ6OSqOmGhXR6/+",
+	"1v2ALR/9fXzwV3LS4t6yuVRs/9U18gFr+4FVnF4ydc/UblGEas0XllsYicNc2a+Jhs9zw1v1ejiIRH+U",
+	"5zXdMPW9YvRuGmO4Y6wBcZqLxcyuo2zNrIFWNDkWcYN7covetxOZxY+ymiDp4cjjNSWqFZpIp+YJWY2M",
+	"qjpYqDtX0shS1lMlkca9nxuLf76v4B/GEY3tohWWhN/LxZ+5qEYlJn+a/DDvuMhzTC6qfYfXH0o8yEvZ",
+	"qpJ9UlMvLXidfLp4j0dctsbeuXBR01o/IaUUhnLhqNHeHwUpB9dKvTmJP/JXC5AuoYoRvhBSsewK6DDm",
+	"DM28ePaHMaK5hLtquhKGd9uodIivHCTC4mj2UQqj8eCNoe2/qCY3+OTmyfgw84dtdKB/WUptph60e67A",
+	"sGO/yY3mHhrc89zXrTZphp8QF/HlE3+lauT+4YF/z3IgYpbUECr0mqms6awMve83artG50re1myltwd+",
+	"AZIsGvG4YSuNY1nSe0aoZVn2u+ztHzedFALmtNasSLH4c7pIWE9+bFe33do0dMHssqG4bQU9qgwXC3vz",
+	"P8+yUdtwcjDPi+6W58L8/sVRcbTigq+sePI8jJILwxZMhVFe8p8TI/1AP9sPiQgjVnKtScMUDHtsdNBg",
+	"coTfPUsNEXuyrOXZzgFfyJpNI1Ala/ZwZUZhf2OazDZJXra3YWzTBluxmt8ztSFNTcXDR82rh1kkrqha",
+	"MLNDCPwQSyR2ErJhCozXhJbGyicF4UIbRis7TRRFTsiKbsgtI3LFjfHTi/mGFbfYZ1qaekOkYF9cmMS5",
+	"5kQxnKRlplY8rKz29SQ9WWKWSraLJeEGZTJCF0yYLzPhcbnu5e+TE5V3bCI5np6/I8a+vpMUMwRoXF/7",
+	"nZtPeurt02qmHn5MWu3oZfogf7Ev60YKzeC2+Z5WF+ynluHtbSU0JuCftGlqXgKFfPvv2k7jHxPlyjdK",
+	"SfW9rDbYXX8prpaMAC2AaiirDeFWyLunNa/I8VwqS0qrpmbkxv16Da/f2PfDT/bDmycnpJRKsdLAknLR",
+	"tCY+sIpZxcheR9yQVlgxZGGX0koKUsxrXn7FOStcZCsDQ89BZmOkbJViwqDngRzf+FdgypSsrPasG1by",
+	"OS/RCH5ClJ0jiHfwkdexFUyXLigXMM8fpLrlVcXE15toSeuaKVLT8k7jPeZo0169K661ZTlSEcWcvqBL",
+	"2dhpd4+vKyY4q6yo+ktx9E4YpgStoeevNw93L8wpr1lFWsE+N6w0rKo35PiGuzHdwFY0UiEJGkXBvgXj",
+	"/lGaH2Qrqq83ZO7ZTNWtbiWZ5eaGsM9cgz2G49/3XPPbmgWpF7ft+EZIcw1WPbf853RTS1pdSfneXjRf",
+	"/8QAk2CfS8YqJCjNf2ak5ituLNXg8K6NlNe1HaAbtr1Meck+CXpPeU1v66808lNSsYaJiokSWJthq0Yq",
+	"qni9IW03GHJ8E/01ftKN2iCzuKXlnZzPYX5XUn6gYuN4t/7q5xs3hFWEEmU5kN8P+8c1/GEP8AlZU26I",
+	"ZetwPviKkQW/tzedIDcXdmqz07lh6sbecEtGKxfxED0aU0I0K6WoQHWDjhwfhDXjYvF09GrM6xrPEqI7",
+	"3O+CtmYpFf+ZfaVj/aMkeDV2NhGQEBrFNBNWRji+sWOyj7D3az9hvDFpw69BmOl+xwPySei2sZyLVSAj",
+	"XsGE/ymH23Gkm2F/N3BKwjCvQbC8tjsDc/jFbyZQzGlpv7tgGhS1fyT6RP3dkg0VkfgL+rQTDoiWK2aW",
+	"cImKCiRbITtmWrO56fTdV4RavYc5TwdpqNZrqSrXmP2plgvZmqfksi1LprWd6durq3Py4tmzyGYDi3Bs",
+	"F17R0pDTV0Qn3m9FbX+CC78CK06j7CwMR0mOljjX4dT/audnaaaSAtReb+6HsYNL2o985pbhqDiq5WLB",
+	"qplsU26A4mjFtE4aCP6K1ommYYJVVn8itmEwmmw1YkBzybTBu0ETI19FUrNVafsOpKLvri3ITU+h+tZ+",
+	"Z0XmG7f5F1eX59GJKojjT5qheIIuqW35vuMlf/PLHWbRrUm3XvL231lp7FRPGw7qS8pEFqkrViPQRipW",
+	"ndgFEMyKIEtZu5sP3wFbaIEmoTkob0DC7vbfEG4SxFHXcs2qd03CxHRWcyt+0qpSlsCUJQFNjs/evb54",
+	"EnXr1MBWs4rMlVydELZqzAYVFyo2oQGuiesO1Bbj7Frb248/UKXoxv7ttJ7T1PG1F0c3lFhHOv50dQan",
+	"YYqDKHTyfSK04qxjscgTXA+h34LE+gnoHKBoUCvVa0uVnoCkYzPSLJnqtjd5Ciq+YNqcKzbnn9OMC/1/",
+	"z1+QJftMK1byFa0t9VtuwZT2OuXl29PZi+9eEmzQ/5rvmH1uuGI6u96WbSx5uYwW3n2Ci35CRFvXQXGN",
+	"JE37UnZL7Ecoj+GFvDWummrzSU8mBPs6UqWRJLoLmRVN3DWTGq/9Fg+Y/fjw4aIuviWj0BXbvQVCmu9B",
+	"ZMnM1J6zrU1ATx6vkrMKD+FTIGEuxeGzk2vBVM6uYX8n66Ukci30jql26l2CBZ13qmEjuTAxuyupUpzp",
+	"/XhJ06pG6tz91FtLZGhSBUMXsLXkHBS7ZzQoE8OGGRx2KggTpdo0lnWUsgHx5o41piBaImNBrdg2FYkh",
+	"JRVEL+U6dnehHr9tnoeRyLvJR8S9nSMYe2jdK4cTipJmIvfGyYWj6z7ccUbdW4ePT6fDQc96xpf4wBak",
+	"Yorfu9sOrKJwsri987io5BpkRLtwZThkXrbC8Osjz2TRRgcrfASn/nrDzDU0lxSvzHRTZ/7EwZNJ98r2",
+	"XZK47270fXndUHN9entW3XTUTEnDlHYUrFgpF4Jr5qSQcRmqs7ICE+2ObZ/v9KcyuDH7nKWIJZ2Yv8bX",
+	"Xe8ge8qI5Y9YTIjPWkzlvXtqTOR7z9OeUec+k/NOPtDbgluz0w3HNTSU8L5tKbhDpbbo3F2H+M8mtG+/",
+	"SRMfTjgEgQSfnGfxY+plkKYTnN9IQ+vRFcOOgXZX1LirdQ4hGLog0nIbWtcwIj2c5ss/HCXdejFVOwdn",
+	"5EnEMbnVSNJKW3FztmTlXcoDbFVaO3KrClH7Jintq9vEktXK3nxuairwovHuRWg2LZXslGhC/wmJJu2H",
+	"+hHd6O5TotjcchsjTwi91ZYBW1bjPEqzNa/ci2nF0eqrqWhtfwd3/eCb6TtU24uFm4QmcOmeoHA/p7xu",
+	"FQunLUzeM3su5vKoOFpTJewAiyMGpuq/72J/nunhbKIB7dAlLQnkk0MYAe27moGCqFnZwlSQcDBFJGk8",
+	"kBNdV/ZqE4tIffaKoN1BKqTYrGSr4W7UG23YikDj6Z2ER970NIh05wK0q3KgltmLqurdtQ2fwaG2fBsV",
+	"sZlTxOx94EdkFxjGk7xxYXkmOubDGm5rl6BKn6IivFPTDu2BkhIvY7dw9lZLa2/3TJj0yg1sMPEl7snh",
+	"KYoNkaMxPNnywyS7z7Kat+2KiplitAI7N0txnuz6yRKcYeNSJK5KmOC+FgDZmlKmGFzHaLteTgiuAVkx",
+	"KjTKOl5TCZwMNAiUdzxNOgOeHRRyDyu2QEtpeW/MEhbN2crD9Fa2pr+r1GszVc8oY3khQwGfYA9pOVHR",
+	"dMLOlXNnDQi1IOyn1p5GCULxzb/O4MXZu+qGeN8yQVv+XjQ9NLC5ExmTerd7MesoAvsansBucj3ammq0",
+	"6xjtbiEuyWh1QTCouovS/i8i3rn59+S77cWYJu1F990hAp8fyq9K4vuelncLJVtRXVF9lyEtpriseAmO",
+	"P3yZGKoTgl/v27zJg+o7MNMl2QD4tO9pfYk+tcRN6F4gt8ysGRMYxc2F98JNpBmrNr1u0erxIdGNf+a5",
+	"DhoJWnAZrnhd80x3yY3C7kLowEAqtj8Pu+lxUG7QFcOqzDVov7poReq+urTndWsSKSsHupnw+QaZ9IGW",
+	"U2C6H0W9GZeNgRBcDD4EbaHELCEMu9UE20lLzWnlwBJxCILetg214ky2woyeUjsczUWJl3yjZOncXWpo",
+	"98lvtmoFiOC7Z19L2dir0X2xlYyQiIhNiO5xJ73l74ayfbBiqtk6DjHBRgu3m4Wkb6jv+5xDE8UW3OpY",
+	"DLK2rEbpZ9znKDk9bigOby9ZbBLM3w5hFAPepidfCwMOunUzDHfMRxzmWbKURhtFm9NqxUUUFUeritvB",
+	"0/o8WiMXOj2UIdHhYKRzH7mrRmnLSeztSm3j3PZjpEpwcq6bmm5+zKvgeinXwudFOH2n74sDhfopRiaP",
+	"BY92jt+ERd47s704HA/7BPkGJZrWVn1YUr20L6I5GR2Yg/5ffPcSAiy68SSG4/2028N5LxdcAIM5QZbg",
+	"4ucoqZmBaH1FKr7gBvROcLutuRVDwXeK7+gCX7H/l/a/raiY0qVUTBdWqtJ8IVBxXW6apTPHDWKNoyn8",
+	"3q6fbdgO8P/+7XT2b3T287PZ//x798+n1/8y+/s/XhQvf//Lf9sp8IbZR/sySqeXhppWjzM7JL3e7hFt",
+	"eF1jWpgktywOhe0T463v6SIMc1tHaBmSnZCDbiDiTNsbzRmLGQkNRo4Pru0fwo7FMmXLDwhK8XoCI94e",
+	"YmrJzqgoMV3tTK5WVFSHnW5shlAMjy6xqe1lU4zqlCB2Ab87eZRVUQQotFsHL0JEc98lDsovyRk29JbX",
+	"3GzOqGELqTZpmbJ0Tx33VtWsocpsSOm/d662gXkoDqIbsblRSEx02iiePStYR/rjIBJUp4WMMjsHPzuX",
+	"bBxrwTW/Z5ALaUmo8OEhM70RJQac2mXnYpEWf6eJ0NHyzVnGpuWneb6fx1NgPJ2RpNWs19k+rs/B8QgL",
+	"OZRVUoMson1On6LGlEt6tqR1zURKcT21Gp6lJfue3QF8cZug3Cs7JAwjiWaigvS18MVNd25qeyvsG9vw",
+	"15C/4Idnb6xGk1sG2nVZsmbM07itOK3oIp0lecHsmb7HnMgOpsD1Ct/ttoN0SxV1Fc8wuVUQyOUv8QfL",
+	"MpoZy/XYOgS5JbYUPannWZHCu1qbgWhh770TIhscFlkyxQpyy0pqzwEVg1tFMc0M2kFceI39/hvdNRsC",
+	"UeyJcna5oSSy7bdg6/zIrcgaT/7LyD9DgTUaUW6Lk4ASp+SeV0x6BviU3ISk2BvnTXcxFXGm7Sty87vf",
+	"/e5fbqx4JSpt73TI2mcbSLvFSRUgHd0sqcbc4C5kSt8QTTfwmb8O4MN0nGKMEXYgsljRg/46APGr18Ao",
+	"o4hxyFCT9+Gie5qeow4vMjLCX5ebHrgPZMeAnbU3iuNhJBoMC/xOT9KOlhSq2alDL/Mn0SUPH0Py7be0",
+	"ab51v3BNWsF/alnQO9BTl+lrBLwMfweJkfm8u66Tj6LmgqVlAt/qPVObc8sbRhyA9t0VNbyEWx8SE8EG",
+	"CZb649sN/hPcHkY2T0grDK8x3Zd9NqhhoMxg1CY/nAwO2qnHPDvpbaXTW6gmWkoI9UR+4aD67Mny0FL2",
+	"31z7wXtR0cX/O7gS51jISVAHQOeQ40+f3r1+Aqbm29rSvZK6j4aRlnhGIjfPXASag/74KsGaMRLQHRfV",
+	"K17tL/L9oFjAuFFOXZFK9zRte8nojFelGqDQ7Y0QV2zhsW2NcRLcW5eia1vbGr8Lur+tWWYaWTi3SYBt",
+	"sQeoqSl3wdd4I2U8mzkwttdc4/EIiAIlFXYOtyy2E24fhsUecGrfOEiyoR0YjbQivUrLLIZXrB65LAJ/",
+	"+SKMl33AxIILsOy0dRVSZtJzWWagufp62IopCkNuqJgZXpvZz1Kusi1u3eb59v0kIoyOTj4gxyH28cQH",
+	"7rkE1yfpzvkOdKx+SEe4Ex1AFrDFtnEXSFNTYxlLhiXaK9Kp/2m2uE0JcKu61p26HwJWAq5RsO/5W8Pe",
+	"KRmn+T4J6dQQe4noeEyeKvHCkgLcuwj7t0coz2s0MuYN9mIcmejPjDXEoRB1+eCwWIhFRGpG75mOs3Ht",
+	"ojRgHFgy+DbjXhiLH/K2SI/XFN9M/ZXxr6TDhyJgoL3we6yAbtAqMQVYB961HxndXCkqdCOVmfpx75tf",
+	"igjYZtvT1AHvoFFUbPx5jI/piuo7hso0SPoxax7cJGnGrDPYOJd9DJzMd+8yilWMWAMRz84wGyDliLfp",
+	"YEwRvl5zbZVACN9Odto21Wg8cuyYQ3Ge3G66zDCp9hVWXIc7hJXtbneKKfdpbJ2/RCg6fQH+hNxcXzvM",
+	"EgDmub6+CeljbEJcboyAmPR0xVBYEeBS8iYZ0n8RsH0cOHKAR+oAiIZ4GMF5E8G8bqPVRmihHdxqjB7c",
+	"AzuOIDGH2GcBnXILQnEbH3sACdzHo95W+IZaZ1Kv8XwmH5PcUXdMeCNmgtNtrXtokOwjhKMY4tQ9Bx8+",
+	"66ZPGilrOJBbMtgJOUWNJhbT4uAo19VRcYQvJkOipsCGB7Nsp0FWkovFU/JxPreaJDkWEtM57Y3DqicF",
+	"ufRhNMfU3dig3FqGs6abJ4XTQckxXi5WP1OK33OxeFKQC5dYjNBacIipMZaNOqCAk06JtFJKuWRVi/2e",
+	"O+WT+1dh8QJud19HfVKQH/ClwftrXtfELbelEe4EK7+0bt5HxZGf5xEgTOFvfvhHxVGgNOxnbAvG8bQ7",
+	"03iQmiB2n+BtA4k1uM6YLWHUBsyJF+gfL0AwsL9ocmlFhH5s50XworuHYwMFwN+UPQwzQ+W8d70NrJf4",
+	"ZGeYQh+knnXwxRMiX35FajI3j6QdT9aHJ+lgDsra4VjfbsDwBWPuqUMPlm8PEA5+HdLA4KKObrzkPd2j",
+	"6ke8TeCk7Y6J7CGU/1dKbsEJ96YwOa6lx8wOiXd0nUOko1e4MNjxK8U2eplsZeW9d4atcin+8AJGX/n0",
+	"/Siv30cqToM5QHouCNJvQfQdb8hxgH0CxGSwj5NjhyJ1QjSzt6iVy3qXKDYVzoIVTe94M5LXscPc2jNe",
+	"LCmgX68xBOM+zZ/uUnzyTx2+gVRky0bfN16km+UiMcDhwsdLAc86RpKcu8q7MvoOekxknnNWV9qzVbsU",
+	"QAsBBWw313Mot3fA9wIOgxvGToI8zBl6Khy5Yk6QserMnClSybJduXCrL+Tn8l1MbOHKDe21/wwsHuye",
+	"s3UPyxJjSAdKQE0d1igIm4obRrwE3cMfPyGwSmg9ZmiiipdiR9ROmNKE3coDujQwWkD0cHtz7Cb6pKMr",
+	"Z+G2onQpxZyrVQo7BV8ZNz/6QWMWBn6Rcb7g3ZrgBYDgGqArpDPzrcHue8ueTLx4UCFIRWhj7j/cMyeI",
+	"S2Fn3JmF/H65TZ3YX7i3tq96JqxAby9OZCOgETpW5x0PEV3scwNG90cqwz8m6fSWcY1bRdy72VR6rpNX",
+	"yqVBMCl8joqwJTnb6IpWjFDjoGOcCuSosFGyasvJQcv2cmny1BIhF07aLCfAZZvDx4cS31A6cLtQhCPU",
+	"UX83lG6OgXY9KUTrP8ILJoua/5WEzG0A+wPEzIMkzNBzQsbUX1fIzIP8v3VYGt4rZCW9cunuKrRanpAb",
+	"ZXRz4/wsUZxMQW6kuOdzyGiT9b3/DEUtAITofKoFuVncgv38xgox3PgLEd2gkF90+e48lqtst0fFEfRx",
+	"VBy5z8eMG+fm57MoRjNhwLv6t14Up0MmClYZHE3W8pEzz4/Jk3NZpuKPz6jw4h28kfH8KT7+LXBUxTOf",
+	"N1Skv25oBjMFMPOMHiNs90q8e3eMNVNTmxSbK6aXacNCCCdyDWNKEENsO/tgta+NwfCUZGTXwD5JL8LP",
+	"MlUTx36TcxCP+AbsHrhhuJY9Tbjt7Ra9vzhjB9r87Jy0py4SM2HREyFMkwDZ5yKx/VvZ/XAYM6G1fS1v",
+	"+bPjpuOyNGB80BX4jo1Mx9Hge5mD6BrRfRF7ggvHN1vE6zFpCw7UleJNOSErec9Abi6lMFy0THsnLdp+",
+	"/cQikFDZJhSq7Oq85oqViMJoibBArlMA84j98Z75gkZbyTXmbM0B14Uvlmj9mrlf2mbmf7Sv+p/h3/6B",
+	"7W3Ghf+XbI0/ADPBqAp/zOHfdjgz2QBOAfy7rBHrxo4vyfp1wzz5RwUIBkJqwzCXq2GqtKvcC/f5xuH5",
+	"JRlYKFzwfFfhAnvIYVd8wqav2PDs2daAPvjtdlHVYMRl9TyusrWyushYMmd/fC+fPeuP8NmznSKFp5Zx",
+	"Or/EWOLMdeoijftX6aPeoE5BY9X3m9M4zDnN83qB0OFTOG0AvjEMwAL5PoRDO6BqnrkZ8JsLeGl3iJHr",
+	"Idxf51f/lm42G831gQqIZ4UiVScxy8CIIg+ssF5iENt8z8tpaz6xVzi77tPI5TC+GFVJBDUZxxCyfobc",
+	"biplnDkl/3HIYNd+dZOYsB++sZFVvfBpOZeMqnLZ5THl6a9hauZtDCGrh2j43uURgM8ZwPwqDhH6LBmK",
+	"vjutKW5/RYXhpe+IY3gTreucGcj2Pd56CA0eGXvOapGPHxfSFCEsa+Mc9BMAN8JqREOfYle98EFRiTDo",
+	"4Nv2wcsxKz0Jrm10oruggxdEk0q2txBe1jbESPIdWXFRoB3r//1/Xjz77+TfuXEejcGeuqYSPstBX1wQ",
+	"alXyKOvc70cAJ3TBAE408XMA/NmaUTXZKLMXCkF/UbK4A/DhqKaRCFDYIeHuRjtlnw3s92jHEADhO+aa",
+	"VC3zyAcuetL5izGAMcRJHDquISV7Ghgj2mFQ3jDheG1vOv9CDByNkf20NZJgZb5Pr8+Boc9pXWsgEkuy",
+	"V2fnBFL/IRayj1jVQnFLU1pBtK2aMb2/K8/3RphcVidaYQcKv8IvSS0XGcCv1A5KUlIHaBT7oskx4ve8",
+	"evr0acDzD6YVlPDS2SATdCRH/DCLMcUo1cZlLzq3awcidxAqidu922RizY3aTEuSwFYhReL+f0BGM680",
+	"0ZY4bjegtTzJA3XtBdLlBUZnSC1c6s81lqZ31uAiaL0hn9je/Y5n4GFPG22SVXHPFbvnsnX48jgeTDXC",
+	"/vSoQ/GAMpPTIcRoWcq2U2xgPfdGD/trCOM/DDXMyGSZ3v2Wa1+kLRez053HLCVvyV1I1kVPInZ+UyTI",
+	"bv0dfFYfImuMc/Z3MgvcRz0HmtVygcfnFQq9C3IcaNv5CAriyhEUzosCQXCdD7XwiW8u3hKj56KUuKIf",
+	"S1f4y/pJOCjkuB/Jr58UIePNZ2Dgn7BC9jHEAM5cRP4xBpVb3bYfLgBT6gWHxqiywfgSAl3jVqex/t3+",
+	"j+FSJ9P4/9O6QoY1cg/xhAwv2kMcI34c/3y/yKWgjV7KlBx8GskI2r0GTgrvI30060Yl16KWtJqcHF9T",
+	"Y9kepLl7gJeXz2ZoJCK+OWJ4ecdMX5aMwA4zSVpZzTakNvk1w4ymWChNZE0xMAJuX17we2pCU53tu3DY",
+	"3IMAwxaGPVkXsWPaoTjE+0A1MfSOiR0LPu0idR7jRyIJ29SB5KD5z+z7jUm50uxZe8AOIqN3UddTMtq+",
+	"0Vs50ETITLzCmldmmWjW/nzwoEfsaJ3RbBvIrDfTMW5kb5NcKE/szYFr5ySZFe6x6kpfYRTi8lk+lnsP",
+	"D3jkWhj7AnUN5xvJLVp054+uiGymLQj6Lh46Q9FhH2XT6zodCqROzFLlxqEVos+m4rqxlxuyxelVFyYv",
+	"awh70/Gv4wmbmELQE+52y8jD9odrFIlwW8GPW9vpg+6iPNa9HGYdI0Bp0mNggo1qK9jwxIp7wGGdVByM",
+	"u0bR+5SLYhT+IQFzthPToV8/PGP4U9WIqXgLQmFnk40lw7EGx6NwB2AHCHDiHMDsM+ocJ1CqhcgQUQiX",
+	"yVwxNglPb1rOxLCpZy/+kM28H8n+f+2y7EMZNIjhdWCME4aaS+x/Haf0T26vJ12NhJi+cRAXY/uYzxUJ",
+	"MdBTaLaflT8yprdUzzAbf2xUucx7+/W4V2TfHHswc3z2wfGaVyyVz3scwHlc1S3Umg/Ls7/EhPqxOeyR",
+	"vT6JYqbl7uxuZp9cdW6WsvVZ6rnIogekh3+1TO9iK53bMbSYQtYsIDMM4aie/eGPh2d47zp4EzKWJ2xt",
+	"plpGl3rcyx+ecDm/jgLp97idIy2XlNTQWi5aRiCw+J4pzaVgVSIhgHSbhQql3zBRbaFn2APMRVm3VQqG",
+	"04dbZg3oel9bx1Bc+QU24x228OJZFF4RbB+ev+wKpfLv7Wtg9W9tCSn1mm40VJ96GoJ8qdbMzPya30yh",
+	"ScyKyvsguhy1QxYyZGt1y/hdahX3CjbHpXQV3GhFqJkYUe7IMsFcfQqDe+MEzWXOwGk70V3mh55o+Buc",
+	"U/d+N4qw9kVHyRNOa8jm3UuQxiyEtNi8J27+nvLa9ATXKeT6KJfjjmzR5CYgsBtc5m+lNhmDK2rglpFr",
+	"cgxouHQBNvMgZWM75HYDKkqrXWa8fbXmGrPBV1JwIxVkAHo8YA0Fwl2MkaE8FdIfSSI6Z2aBwZP1UuqA",
+	"r8QB756LqXYc6ZLpt132QsnaCrHLqBNYAPBm89oR25Q+JgwfW8a4HcS9dsnnS0aVuWXUxEGTUwz1DoAh",
+	"1ytmCxEG03ShmxUi1AnphjMsVDAWFW3S2NEX+ABXcWJjGRP8h4ge74RcA5x0RIcFcaMgUgAuUXfX7svf",
+	"vAVeelQFGTAXmgBs4edcpGh19NytblMl7wG62R2pFbyzfSqWjNZoGRy9uOKO3uInVkExpsnWrTrtF6zC",
+	"AXzjapOfnr9Lh6hANYRxJQdbsocG9soBxI6Wn5hYl4BFy7SdsUrnZudkfV3YqC6GUXQ+52XanMzq+T6T",
+	"FVgQjxpXlz5bpa6dz1Wm1PpW2/fSoEHU+yb/Ig1TR8XRj1Lcwz93F6ULdRKiRerTRzSosM1uAQpPhTtp",
+	"/G2g1qH/xP7uYll6FA/ImQzMMS79Jr2GydTOd6JiiTKo76k2pJYLwu3zkCrqBLCOhCYVmgHHYTI3p/MQ",
+	"Rv7ZAVHcsiV3ASzdAZhY4OZMCkNLkyqn8yGKso4i3RByAj/rALX3mvA+1SZRBsjApdNyuRtb3tPA+GHJ",
+	"VEToiKo/S39M5B0EDC8UrTBxUaSQ0CMFNydgf88FVRsvXvc77EGltCLMe7epuluiMMWiT9g98hvSRCyK",
+	"j9U78+czSGV5DG8wUaPDnUF4p3ACggs8BVW3sJPniiy5Ng7GfnA23WYmUVKkMErWiTN+4ros4zew2ACQ",
+	"Gl0xP75MkUaY5kRoXHw5DWnDhBVad6R74bBBi2taQ4xcAFFP14zd8iWoGh9AGIVdhAJwNKCcAPx225Z3",
+	"zJ1uDaFl0/XbH2XFOkJwPaViItzovoe+sj7r4J2knhr86Lr6YSfkWagk4l+C5CwPJDVRRHTfvknFJr0R",
+	"wQ8QuoBa3nFJrkn97xU165oDN+iOSmFfc1iWaPTuQ+7p60Di2V2kIhzI/pkqYgbhRztYzN52Z6ixO0Ij",
+	"XC9XTOcsSH/IefuSyUAkiaphPZYUEjU54U5+NN5WytWKm7Hx4huGVdHII9Vrv3GjxJP1THeRkX0dYYA+",
+	"5n610hSMJA/CG0wbk1Sl8AF8bu/yZHHfWFjdw5LY0/x+2cdm6A+q7tsOD6Abw9Qq336kATG1OiSQLT7i",
+	"Ya9dt1uiTEx70fS7tU8eY6yE5k9zu1rRZP2g/i4tOUKWoNYyqKo2EhSH728+5IihE/hdR06EgW1ywlzU",
+	"8WZq6NbXPCY7p1ZuU/wkc9AeJnC/A3sbwQf052dTDHeuR47jUCSOwGQrTPKesL8HiZ9yAdARAHM/na5o",
+	"w6/kHROj6356/g5LbE2tgZp3IHWN9mrG6MkqYGfcGj8EgxISE9rOCCddo/DCxMZavWOE8MIhlIUtF9HO",
+	"Res9WCE/qRHyunSF61NRu456XG17K3vERKUZRGs9JVdQsgaqpyLkKuAuOIpxEUIYTMcFeWtM89H+u5Ty",
+	"DqoSiMoh93N3jdzKapOGVtD6zYQ6W24srkQ5/ubngL0SV8zqJAy2A9cXe6AxaDWHPUi4nmndspC3dPOv",
+	"s8v7cnam1XwGH9y4euWdPgtxVZBluuBiERIyaGuHZHgJGEq3m8RkTsgtVjOV3rnmtktUHZaT/dQDYqS1",
+	"1Gasetyb+ZwhxnKzVUcuqqq1T+G44sgNdGRLT2+1rFvDCOvUKPfViUvv5yb0buVCzLJcUL7HNroWp8mw",
+	"fnWPae1qTHa+dXsfOnrDouxWUIXSOoLc2J38dsVu0klbdvy7BLdPOsEOusG7Rvo7GRNpsXWGEnswxipy",
+	"Ms5Hf2liqVjZv3yWcsVCgsQg0AAv9J0Sa1LUelztw1+yU8aBL+8yyACwL5AMDhhEivDFvuEKa6pEGjjC",
+	"C83+jZH6QRikjgEggj2kzGNWg/ZbGtY0GnqStiAv69RdZo9VBJmKTmhJXCV1LdesepcMz4BKsIQ6pwyA",
+	"mQBTOXv3+oIIaRxs9pK5C2ZFN+SWOe+NkqsTxD1030cFkgEQ1u5Fb93jEn0pqTiEd0Re+zhGJsc6gfqo",
+	"cRio3XDDzceNu3bdL8NaztPIUuTrRrtjF/ZgGDuwY+ZCmu/hUs7MDSwgw9lxTRzULgJTUoMB/AfNrdmv",
+	"nmo3ChfKfkKs5kVWrQb4fBrfne7iAGAVMCXvRRRcOKJ4nsCpbFUj9Rhwflgq73GcUAIYdBVGI/CKsehp",
+	"iIEEh74rzkRK2Wx6FIEVmt2IsO2oRnNJBVwmAKdqb/MTFxgNILAgS0LABl9A2omGKOrpZfTjnc0zpRgY",
+	"+1BgKihPG0d8/Vpigk6SRcrjGuVRYfIoPTNdBX28cPnzR4s3Gm30kOijeKMfYY+/ZPXRsYyKf/Zu7pOt",
+	"8bCKnPvmb4RiIF0VzO36l4VTXCGVu1f7MgddtX8hx0dKwuiVWiw8UMyLZzPYOZKs0HgcCqHbETnszycP",
+	"zNoYlGPMDyUqzviQkUzN9/hyRRvthfYZy4C5sE8j0cUa1woUj5opsquc4+7MkbFTMqWGI5Q0gu1SRjd7",
+	"ZHtM7vhhVRb3qnEoITODYCAyxL1oM6slBTQTn/UZ1Ti0AiTyj4EE+QjJJuT4+ez5iz/a+StaIvMWMkQZ",
+	"dD8/OUh63kpS2SmwTSiw+B8ugeUi5je2M3Js//vq22+J+0G/+vbbJyfIq8U9j8EsgWzs/702d7w0pimI",
+	"/a8GyH/qb65PF+/i8oaOsz0lUfoV1tUmx61m6pWv7P4vT0Ad7wTlzhzqC5k+WibNCYaqdIRFsK7A0+3a",
+	"Hl5naQVCwYihBWU/8WBCfk6yhuB+h+4R8ndAHPxRVux0wYR5E+KRH2aXQJBEKVDVHIY5b8uMxuTBGN7z",
+	"OTNRySi4VuOYFreG5H8+e0aOnwOOXWuYfjKOePrHl3/oIZ6+TAOejqzYAxF8rRAtoqTwLBzvFQxh2xvm",
+	"Usk3jQtLgvWRGqP/O9u5C83HrmL08l6Fewg5fwrlY+2v8M3TRsmSaf0U4zKeTLnnecVWjTRMlJukZIFl",
+	"2MQCldwuLhIO6p0VO0T3N4wZuYKOygD7LPqo9i2F5XQmvp1X1Yp+Ps2CGL5mNb9nIHA4HwnH6H9NZGs6",
+	"cvv9LsTfXYC/Dd3YizhPOCnx6J2w8lc4Cg4AmhsQJRrLxxsmKu2X0fYaXWEdGefQLbGIJgmIZ2GD/KI7",
+	"635n8jeK8nqSQcWlUGRP+mtGK5RIBtPzS/7y2bP9DnVy3deUm53QL0aGKuG96RsJrhlHGRg9xcWiG+Oz",
+	"XUDL0fAmYywDCxjn35ZNlpuyZh+9TelQxlT7liLzlJFEteDooFFm0jbLyiUPfOh9EzOR36dg5ny/OZue",
+	"JJWMo4uRX820C1gLf8qm+0uxwWPF4PgVR8D7ouelnc8cPJAzxQRb71WUa3iCph2Wfew8IYGgW6dxEFkg",
+	"kk+aqUfzNgTn58Cyh9L+j3kbOTrM+tEaPY/NHhqHFylTZZo4uCf9G7HL9sSV3yKa1gBcTDXEzXJMLUvm",
+	"cn/3sr9DSXOxrNm7FEvpHHPBdWzf1Z0bF+zhPui6bzPfkIWiwgT51F70qLzWNXtsS3oc3O+UJzTnDete",
+	"divchWzGLvEAwxo+djaK5EmyX6W1x/dywYUX5e3p1BkDHlxL0mrYa659rHrKQqhjE6EuQN3lC6Eja6Ee",
+	"F/d/bwnPNmwH+H//djr7Nzr7+dnsf/69++fT63+Z/f0fL4qXv//lv+1MPQizjwi6o6b8ea68CzEVySLY",
+	"ut6EMmhW8ZMG/hmchCFMHlfUShD3tG5ZPmJql7IaxgNJhMmBXVkZrq1rNwTocGCbvdH35XVDzfXNiT+S",
+	"Hcvg2gf72zMMELEYmcnNAM4rxhW9YxNDHYLnbnzHfIt+ml1oUnq70F39Sady9a7cWYbC4F1cBUhZRuOB",
+	"gngjYBRuYxz0LvhYrYDShauhh2lJ763wjN9AreiEchE6mxhMsDXIAusHBebakVaHtj2IqHqaKa7sWhxH",
+	"O02PosduGj7zW+J6nrme0zVF8+FMP4AGOxg+zhipFm4MnQ90AuKkBIUM8AdiUyUVwe7OO0i9/jZ+kXgl",
+	"vDIAcpqJuVQlBsDjrePCr/aLZ4JrLCEBpW+3YVQGxE9vR1GNsRjbcmogBwcTDWiv6B+LYWQRzjd1xl9T",
+	"Qy+YsV9KcVYzKtrmPFc/8bKUDUOttaLG0oj7ECDvRdsQJVtI9HJgOgDcC0qz2ISqkpPQxk/tz50sGmDF",
+	"t8o1RoeCGraQ6SxLNzOiYQYNUzgB98lm+j6GpXJfpjZ1WqyRm8rDYo2myvKD9TvxsTAhymWHg7afeuMw",
+	"oV3nvZWfSmMX7cMjiFCxY6O0+FCCU60IKrIOyAHAkCaJ+qNEGZ6BhmKHfUJoXZPuo91RSbt53T9N3RvR",
+	"7LIkkYa9xN8t5/kK+703c3mN8OQheduyl4dzFrcWiR2dc8FzpQSjLEZYjy/NUHLrNTmVw5f+Yu6ykJNT",
+	"F5yL+HRX2uQB67CFB+p76i1+ghNGGUkTmOIt1ewS9v/UnroUZYW/An6vLEF7tYtYuTa2iR4tRYkG3RfO",
+	"UN4vLnGjf6q5YTfJDYWFV8niS93p7Mz232jyU8vLOxK+I+WSlXcFuZF3zl0UJThtW9JgoVJ2Tlgv4p6H",
+	"knbRSkw6btjMx7AdW7F5Dlc9AwMd1hFA9jX/GTw7txszOe0EB/KXHFqAm6ZHCxhy6Xi+U2CnJ8xkzutD",
+	"ZrJVXmKBgDf9+cX0M1zceHjdxifPDNd3H5hRvMyUHF/JVlhOjHOBqjSpKL57XibOxve1LO+iWriJ8igs",
+	"t4rwcwCDnbD9c532jv3QjXzoA4nthyl4lA9QCgVUp4w9wdB6DNZ8TwpuNatGl4MLqyTt0do51qnMQJC6",
+	"9grybPZ84E+BkmARH8diEomaCWYZyv8dhU3oLU08r3jL+yNMUqfDkgPDNjB0KFCfRdpDBwXKWwpZKIY2",
+	"MMJqrJPZGSOMomXCbXE3anhwzfTgTCLLe0MVXTFMAXBq9Pey2sBfupFCd+fYieWbpDXCXkk5pwfDVK0w",
+	"I64Hd86f3lyRb2nDv71/8S3S/bdczOWNlXZvsHNyCb+/E3P51DHEm0xi6nTYmUbJ25qt0ucLn6VKIcED",
+	"Mkc1V6qQneHX1/5txWare4vFtUsoiX6JG9yJuBRWNlTo8UMbh2t5A1wYqj8uTpum3pyC8TFtxVPh+l4r",
+	"bnxpEud972GOh8hB0cOEl2Qu61quu3CkDvYPotQgLM3JTTFIHTgqj3mHKH8TuQ0x/UoK9nF+9Opv47f5",
+	"1nyD8LwbjWJYUvqXv6cW8DBl1RcFBa+s4sbyMKdDptY3Icd9blhpWHW5pC++e5kSveatZt3Cw8UnJKml",
+	"WDAFiw/GZwy/nxIH8RXVxeJIRzV2p4cSxKuKSZMFYu7+r8uPP5IVUwsrl5ly2WUC+mK9cEKScQVbznVf",
+	"x/i7YqKnPSJ6eySA3rf87V1cQuYMHd8kiPLmSRwzwo12h/aEPHNNa59A86he/LA/o27a3OkbURR2cZos",
+	"TMo4EphgazwCUIGVNDUtMXo86ifUz8iVub2l5V3bWEEsFbzUJcc0vi6e7TFb33DBMsjCC1YFwpystsRL",
+	"jY2klJdy/2oeVQjwXWSEX16ztHv8rFeWIrsY2cu5V+4w+em04IwEK0MXxg40fSQLxaCsYOCiudq6GuvV",
+	"+DOSa5m6tSSCMUBO7vrBKGV7DdA7Rhj4PzK9AZTs97S8G59CjxIdHoarCnDLoEZgf6ZYPdsfGJlL4tCZ",
+	"S+c15nK5Y+CunPVuK3II/yijSiqBrgLWy1HvCIZhRPvZW5ntTYnrF/ojuItvucOURlftn9Zt3jTnrE7V",
+	"H8X37V20TNM1WwP6QELQrKkQrHIuO6rhaksbSuoq04bPNt7dxmSqjtkobJYm3LiwFAP3EpT3hdYm5Pjh",
+	"ukVziJZke1S7tjDG8E/VAdy+ZbxBuQsMQ9SujikP93k6D/SBjFnutKKCLlj1g10DnSUeDW7wEBMbyRjH",
+	"HPx9ZlOERATNSsVMQZZS3ml/73EV1xR4ctKxJpREIZfL8YTePZQn5r4KB709bVW60N/wbtonCYQ/6nVw",
+	"mLD5BjE/3OxvN0DlfSq6YxtyXNIVq8+oZiiFQu1jxyH/9+mH90ATT5KSZ47NXr49nb347mXMZ08gMMye",
+	"OSgljTUVIgUBvGKoEoRd5hGb9pxsxahYL/kUgNHAtPsb12PcgUNH8mKfvHedXcvvMpWH7Q01jy7Q/trj",
+	"jE6siglVNe3lZ4VLk0ITcNMfubWdm5qsZVtX2+LQoKDUP0W2Q65++dC7uTiq+DwBS/1J8LkVB+3TuJmv",
+	"LhRuXBQVFwAQULgkHjSoPCZfaPCu3bGiYTmRNJb0nj3sLn0UCRGWZvy+duYdDkVpAGohp3Dtysj3nCA6",
+	"+X1qHK5lEU6cH2lKNHOUuP+Fb5nGw+0y9iRSxaKEASc3/VotNP8cowk5BrhZxVbyntnvwpVobyIj4V50",
+	"VpPUPZezLIxtsmKX0VyHDEbFYxwKct9onws0ViLknyiBTLkJuvmDTKz3kBbKKfx36lW/fb9P27VzS097",
+	"Hs3+vgZiPSHSQcpClQ5taAJ4biGbM1ou2Qf6+QdFV6nbGX/HUo6hWABkz96xzVxBpL90WVkun9bFb3uA",
+	"muOaQpYYJoJpQ1ZsJdXmya6sqmfPdmf4LGv9Q6bY1dv3l0SzxcrFXK5oz60zXzXgVtNJB82y1pf4aTZ9",
+	"KG6+ikqMumTF8cm9mDIxN4KkaoFPfP6fMy3XEBRa0439eXwAv48H8CI5AFekIndmoV4J9C9CDvHbj5dX",
+	"r84/XlxN4cq1XLxn96n6iXguAGGuZq4Eq9+3it22C/COz6XD37JPlZLp8v9CXkCQ7tWOjDRvo/aBmNQT",
+	"s7NHS3GNybXXQgp2rZJVJQ5IUcOG/v8ta9mOE0iJrmU4Yyu6IXNa177UhRtmLbW9YuBc6j0P2B+T4zPN",
+	"uVTmA81BV19cnZNGqh309vK7737/XbwWMURIojueCtSGlNDH7k9nqPzi6vIh9P3LJH7/qamoYYeJZKjx",
+	"kDJm/69QYKXGFYxA4ckKHKwibQO/iby691/IebafNIH38m9Or8dwem3JaGPWx05e9VhDXglcJbNSfxNo",
+	"fhNofhNofhNofhNovoBAE/P8cJqiLnuz7a10zNdSzKjPHooEG08RVvYwRGcxfxPZCzTjvnSmAFbFkCqJ",
+	"CAt7i+dq3Vz20qW7Wz8++12Ny0QBTF/2MpnOiP6r9Ea/l7JBb0e/1GRnngPfV67W5CQ+6ZpOF6uk2rz1",
+	"1VTH0exBDIK7FyuysqpXpIndswdUZPqCZqtBhZB8QMWDmM2jc5O92cXYNufqA7rLziEKIfh/TPStgEIp",
+	"gFYlmwZs3T4x3JJ9KwT+q1RUL7vH13PK6xDsIOfz/aoJumG55w+x7YWigdHxj8sCxoez2JtRDk/POAM7",
+	"bXiah3WALtnTT45rzykwxx6y9BKe8ycJ1hdKOk4KfXClxzpR29UIggyXA3BIIQKKG1LJTMWHFTNLmTi4",
+	"wLzw4R6JAufULCPof1jAsaOBAfG7Ysk2DdPgowMuOG9FiTW7XZBZXfcD7jJ06mZadLH6XY9hJMVRqgZn",
+	"hqDec22y5yemn6jOuHMnjF6XD2amcp1RFruB7Ok79kdoV02ArpCvHcP4Cp5FyGsZyu1clw6rTTiUo4H3",
+	"nYqrVuw4Ykg9tgnaNPUGg3JMK1zcVcIP30WM60kk2vWi2sEKb5fV6T6cFNwCoTCp2unyTsccRDNnS4mP",
+	"YFPTQaWH4Xhs8wFw+58ZaTOVxj2io851H14IJiKuPC9i+5K/RysNJJvMzv/VCzFf/s7vLvdugwYnydPy",
+	"2N3uD/Q4Axnlv1D0KlH2pc850qzSygUN1JiLna57ssudvHICi8wmcboHuh/A5Oshg0kTOZG3vCXZQUJL",
+	"y/b4Y2eOzZOJk+loaXaNHHeGa7gf4yy0nAp3bgc9rdXYPhzXa042j0v3l2knY1BNe6SQITXlkumzaOxT",
+	"bid7b/S2yg77G51Y8QPBr78QNx5JmA86rNNXwkWFn/RrDRv/1qHK7FQ+1d/1ok/7aZrbpu30NserkT/d",
+	"56j1nYIoOy2HrjvnXmWk5X+A3LneTB8ne27Q5CFOwY+N2eaf/XVN3BaP6oRLlPf6zWc25hBOUdJIJtj0",
+	"fT04q6lr8FeQlORmOVmitS+HyjJ6knU2wuX2VqrzYJp9zTWE+YHp6SJYpy7bsmQMk2t+8JapK75i1cfW",
+	"HBVHZ1SULI2DOSXLJ1iZ/PSn5C/3Zj/mVvWUk0zn6KQsNMpqZ4c42Pjtwgsf3wY+54vzpMHmTSryfVKS",
+	"yZe0rJdNmwVsODv/RFrNomR7u0EFJGXiN36zSqnYJCyHg1yeWYs+sqeMBuhyFxzjIMcgKhREG9kUPjy7",
+	"cAiJBaGtkR6E+Um2wzfgAk33h/HeUnk7IrhL8xXqHyhFss8G8JFG5UDdNkzdcy1DuICv7+YQmyiZU163",
+	"ijnZMGDYHu7hOJSjpiLgHe8gvLJX36jgmtfE0Zerk+l59oE9IgJCjCYXOEe30AQ3kn/VVQq2PDCWwkNN",
+	"yIpXh6+4o1qdvKBx2zUXJYvGFRVmmjJhrTMQMRdMQwKbizYZcIqJoDH/0R1SE5jVPkpb5KT6Alrbr9VH",
+	"hnEfOldQRyM/rH411reMx63hfdNcDDoXzmnv8oovlj5fjw5e757uFqtjbj3R46HuvojBjcp1QzttGs2r",
+	"ZyLuKQsJAQ7PUKoMT3zG4tJPnfHZiVH2cKssAkLFFctIDRyLmygiW9O0PYEQHlkpEJ4kCbhXL2+H77Ev",
+	"A+KXOgtlEZf72rofcVUFXQ1gAKH2lhVGjGlm8/p+N6lHhZu6RSrClnQzzNPEX9ntUsq7d+JWfn4jjMqQ",
+	"BHhAGunLBPmaHlmiSFXitIoDbZoOkzzI9fKO3MpqUyDLbBTzFR12ckb7bToR8q332VjZt6SG1nKB2cHH",
+	"HwVyKJcxmpYd+SSQc2aXrCDsp5bW3q/E7pkw74IhwK3RGhcanx4iY9rlW/VK9VlV2e0Jz/g66fp/JW0y",
+	"V/G6WwosTb0hAGBRMn7PKnIM+WmGfc7I1v7F0QuyZ1Pv2uZmH2BU/OjthJ2mQ2cfePePuxjFcmzHc/Xh",
+	"rrrqq49HuoOTDHdQIObErLevs16ptt5+dPs+7dynPUXg5qGLoEt6Aub2k+0j3yTNOT+CEhncGfalqLYu",
+	"NeT5VJXAQVcmtBQ0nRERulJyjWDA9qOpAmM2KsChCxdEsDWUqrPy6J4er20um3CQAhji2BKCPR2dBDCk",
+	"Q3BCG8wBDsvpux2LSbCCDgAUbuNNWu4h564kAHAM0KGdzTNlS6ySW2jnhUBA9sy4RuzL/SvS5aRf45Hz",
+	"f/3UMsuEaWuWlj8jdN+1n3VBaMOvoUxC9FuH039dMcHtT0KaawcwaG/7mpemIK7m2rWR8rqmypJvK3Tb",
+	"oLh1DYfyGkvqKWrYdc1XHNJm7AYoQWt7o7cixM2chLoOtVxwoa18FCYS4YUUpKSNKZc0GrP/JWTmuyoT",
+	"1+xzg28oNldML8NsAW+IioqUWs2vFfv3oDS7FT16dbS1EkkZjBnK65HU53+kvulDQRpFyWq403NaGk3o",
+	"rXRFgmHnC6LbcunZOXcF+9z07TWrZX3PQimMqEQEVSxAQ24Rctbo/LZdURFRX4daCQAXANsBPoNbyxKV",
+	"zlimFTNqMx7NpljjyhmGmoUOAZTU1Lj4dY024f78tv2pkbxpFE2XoL6yDyIfpetsILHc/OsMXpy9q26I",
+	"xyB1ZUl2S6FwpmOAAT+aJDO5h6qh96yWTca4fNtjKhVWV9yQY+9gJKcF+T/YEGGupf9z9ARPVrtiShMj",
+	"a6ibQBhQHeAdATJdRQ1NIBNTQ/dGpxFmphtW8jkvXQdF5zsCicpSLDe05roXQunn8Y1GYRBx9Y0lnCTZ",
+	"OnkyoRnD18AI4GtCSyW1leEQDx+qL+JPlqD1iTtOoeAmuWOb3iXStjx5/GEII0XavDRsX7OiEC+XRLMa",
+	"kMKB0KHUpJyH9Z9sgzyLXP32IHhY23sszMAXXGD9DntOaV9A5hlBT5YANVGdmk+mzFUctaopH0wNwezh",
+	"pvC/Yxg71gadLtTuACE/pwrSVe77cRue2AsPlVFvyPMTq5xHV1L4CArAuaruyLSs5rZoGeDhTgUwh7rR",
+	"CeEQVr63OLHy7Yo7g5Wi9LIrCqlSOT9NQCyXrbm11+7MSZgzw7TZ7e8aAp37YxJT63Cvw4SKzkwEhz/F",
+	"qt6CU+BsyVIwgP3KGMM45CHwxXR4ZO827hc/wpYJ10TepY/PzrM5jJHebV3slxcI3wdE6zsIE14oBw0Y",
+	"CTkTnJUOwMob4cackm+lNln0efuQYJpN8EOm44bLpj2TKhmsGiRsK5OVtCZn55/0xBOyhzduvZQ1+gyJ",
+	"vHfmJQhjB1nxntb7QKxDicRU0OuHbSz+6QGdMdJ/QkWBgc5pmVxFZtZSYeEJfGdyr+/8JyNdWyn8eVJL",
+	"nWH9bmLfIPSeqaHWl19CaPS7lM9hbhgTD2w52fD9Q8a7YqsssX1Af87+YP3Q7NVIkYJ3QhvM6ViFPvYp",
+	"WLBiq0/5mgW9ce9dC6GxV+zO7NXOmQan71bKhCttivrcs+kHjjJcwcGUe/vmKdmTSCDC4WT8Ae+duhx/",
+	"vIJI/Z2Q81FUv7tpfrXhcYNZPTQ0bqu5B9ZA28qSQLhXvWe+yhrq70Mz3GMSVNuFz7D40GoX7PJXBMG4",
+	"D6ALB9oDXjNtD5VbNiuahrIYVi05sf/RoYrxeskNc1n99sFuoDM3wFEsiTSNjQXN9XYcaSAqhHkIcnp3",
+	"rNz7oLbdM4VwkKF+qB5Nw5lWklVkwvX0LhDyTGbMaz6fM8Usb23AuAErgVs0+fLvNsE2B6VbEtf/1FO0",
+	"puEY7eEq7hCw4+A5HP444YQxjy3OLTNr5iV5h3Lo0fGr+Bx4Cdat354oql2t2Qr61h0wie81iznuXpgE",
+	"ab0r+M1NKdPWRaCSUD56q4U7tklqxR1/OLgOTd+gvF5uEJ6zZRHmabLxSZCfvakB9ifcQmjqdDdtf/Q5",
+	"1E+7BINtGazsGMrnONGGlUx7fWJmG/O7wKBTOYauLOvIrsWlGQPcDK/ZbElFVSMQA+oQdnXKxp7A5v5l",
+	"OmrzMHLt6dUgpAhnIVGMVjli3pFADOFT3SzRYKUPpOsCzr+ck7l+Couzop8LIph5CgGbWq7o51IKEf2m",
+	"Vmx13X9t3fuJN/d/eMqba5AirhupzLVCINLw1JTNtVmjx2Dw85yLa4PAGIMnK/r5Wm/E9S0t72q5CE9f",
+	"Pi2lmD+ldf3UlfG/tr8SDP2AMDMhs9DEVk5ZrZioshwEfibRe3C0UDqy5GMFar2b+7sT5il367BtDaRP",
+	"DDuO2C5g7fhgOUTeHMsfNVmAmIQXIJL7EEJ7gg3jP9j1jsDB+9zvHeTxlDv9cHzjSEHwZaYn7fM+OoKb",
+	"/YFKwn8UuX18hzKpCX/ddXHtMBGCQP+ps2NeZDSqvy43fi+jK8QJkb07pqQCVAu7c0ZlpB3/Ul64iDqL",
+	"eiJmqWS7WBI6SIrYFu9yBJbREfokh5/cshzWhV/ctM0hJoHu3QP4Rye1TMZZCCtb5Pa2N/4U0W3ZJpMi",
+	"kxgaP08gHMAe156lV1ux05KkN/luEyGYvy5YeZ8r7xnCqNCqdSulmWgtg6Yvk9ZDbBrczXs3WynZ6HdJ",
+	"y4MbaUPLO2Y0sW82h4wcuvjYpkqU2iE/uH0IOxibAwYm6ENbzg29OrjdtMcnUGsersKtVZrCzt1CHk5j",
+	"rvk0lfnmD6Mzxcr777nR50yhkTS/W+D854LccoOhYAg/OdEeboe3oyPYu4f0knaIdYc/Pq2pqadG2d/c",
+	"/l5ENB4TZXd6o0OW4oPvrXRx0QowUQva6KU0KayUmi+Whmj3xjjkQJx1suWs2zPHLbLxh7JsfhQPzH9b",
+	"lGebsk7WnJGrpmb2ZltQdUsBR7muMRB7qgtjIbNxAH+SROGKj6JKLKSSreEime7jUlS6dybqBEtGm9O6",
+	"luVoqWk5R3RV+7avDT9x3vaTy00uTemtbfAW+7g1lAur5XlrVldhfAqjzIg+VwMgibRfvV2dNW0qhbNz",
+	"FJMWdFwPeJbJpMoss2yY+IEnietjw1y2qf9dKn1CZs+3AsKmxM+OJ+v9OtLKpuRcDXKtpsfc7OUqDJX0",
+	"9nUQBtET04riZKKhey86tlvHbXA88nlFHf1EfCrQbcxd0kx9wQ9UdU/7gaxxDNTQNAhhm2NuyXJJFS1B",
+	"P9NLuRbeRVUuaV0zKKa2gshx24/YkJoZNChi1mvkunr+MqlfwQjS+k+Ib3HRpV2ftwycPA508IT4bXaJ",
+	"uBjKadkS5uNqcqwZIzcuVPZp6PUmlPOCrDrX4pMpWNAN1XotVerouie+7VajWTZq8cV3L3e68exnaUkS",
+	"SAPTKqIuyLFd9BkXmgnNDb9nT/budXBiwhCi6aZo9UOX/zCWtoaxf696uJGxl80nWKfMMP90MAIccG4E",
+	"72OE2yEGw1dO/jwEBv3Y/jj74f1fCng8m384/0NB3r6/fPIbAPAOPL/HT4gHIsyuKjeunDG85hazFTXT",
+	"4ccHZL/vyh63W+jXpJcb+iip5A9r/RHyypOHGzkFgeqgEVFzTdyTQTl1AEMDNDvtwk83J35rwg1l/1oN",
+	"mNOeLGlnlncv407dT1Yw7h8VVG4LzrafLBfEskwSeI/xxtngQya0f2p2KvO7O347brp0al7McjQ5xsHr",
+	"JwfiOQ4TS3UB5XarySba+GY+GNYxauSc5iqC+3zE1YEL8E9PUnzc1MT+MvTH/4hbmE1N7NOhFc7rGrr/",
+	"WqmJ0bAvmPNV/knJtkkWncLnwQd0x9FUNzC/17K8syxlJNKDa/iYwLs64rP+ipxLVfbcJb2IrTZl1Xor",
+	"12RFxWYiUdj+M/EIis0xBwrOQkwjvWugYWJm2eLMhTwBUyytSD9TppnZW3JWM6pZ9KDjZUHgmHVczSgq",
+	"dCkrpmZWF6ypYekyQuAFSVkRPjWQ3QePLQ0QHvxTusuQ8Bs5gtnc92tJEX02AcN5GCjABYaGtQjl4UZf",
+	"dLQylTZTdrRWW96lo3lBfGki1z+iM+fkb5P6triAF8eyEENDK7ohC0noktEqFPkB8k1T78KeLj16vG43",
+	"4Wjty3sGh/jLgGtno8QuscZ1CNTyxcK+iEifYamXLZSvp1Dy10dfAOVNk6umykGetbr9LCKyGY8i6+2W",
+	"fX9K1GxEcD4uQqrhoyQpA/jhmedQaRtpHNYKPnL4yNtj+x1MYK1fksR68JZ2DXxVc/vLF4KCh/XecZ1Z",
+	"ZU+KekOo36D08Vc9TrbvqdaR6jkeSdljfh6zG40tkOG97lTTLrDZEs6cl+CUA34K6e9SuEzijLE/F4CZ",
+	"PTp+RbupFNuU2luqiSeKl+yCrnsV/EfhNxO4lFQDZEsKeEGYpDftB/uZe0qO//fph/dpa0woPp9K0d1d",
+	"8vrw2t2T626bNLDOlGr6bnFCb/tu0wNySk6hQmR+R42EQqvsVWQUuKVW7GwbvKVqqM1d4Gu6gFBWjeXh",
+	"7clRsq7dnyGZx9sQ4IikgVmzBON9nji8bcqJbcEvXzz/Q8qu/Z+8QuxvUNWp1LlwyEYycsYO2eFhmRPO",
+	"mAur7JZ0kDHxn/hwZPYpuT184RiePR8XYGvflTiujSXalf8Sj1Yq1JmVqXRm6Amzz/UJaai2dzr+iRIL",
+	"xvKLsm4rdo6Po2DLSRoI9IGJ/gmVw1mTpoVPwuzsCDsTVH6Dx1Eg8HHAc4A9veXCaijYwlRL64IJQENJ",
+	"mvuv+Io5ORkM41YSDB8g4MV0HztuT160c4IYgBnguzkxU/OqTccZrCREFHocRf9qQUCVQbm/UWzOPw9R",
+	"FAb4QJNI4wKbz+qjeq89HF4zcDYO0es6muxvb7ENi5EktrBVhT940aInT74U3Ei7z+eSp9PPqRgCMSy5",
+	"neCG3LblHTPkGK4OCpdcxfVdMQgWCWX+KqfxpioGgiHqwjTv0TSVgD+I0IIJGrDIktVTPWOpktmXiBOO",
+	"o8TJTD8TY6FssGgQZu2C2vZHgPikWZVt/y1fLJk2PlyOik0MCzGxF9yWs13TGITl9d3Te3V1nvN2wt46",
+	"e+OW32nqBuM3F9lIJr9mKh3RNDKvkSBg7NO53KfgzSoqSNUqjxTWEd02s/S+q4yfDhZNZ5x1Uxctg74B",
+	"Gy/7EByPAmXhj4Vb+0MQLUYhJwbtI/jE44UhQwcqjkWGNAAoxtmDR5kSjJwzlge3pPbXSYI1jUA77Q5y",
+	"hmnoEOl86BwGdxftG9F74Ww9oIwBiIbHzZgaCz3kjglOtsUNhkd1eLqGLKrYupBSl2e+Rjgobru8llmI",
+	"7dPzd+TTxXsHjxiZtwqkbh+9RXdlhaW9Sb5Fe18P28cG8UlU90W1AvGh04FRro2ACPb3B4X9QB+9qB9Q",
+	"Z70Q4hxgnbps33/EuKAa8BEnwDtwHe8vwe8cnqFbUNRlnjxGCbvhhsfI670uDzE3HxLSApZ+CDWxpLEM",
+	"XOskGqQGRxStNWJsYvyc/TIKNnpwdF024uR71Ko6TcttXBdMdkgMSrA0Ov9hF3oS8NmjOBMkpm2Y5ymF",
+	"vKH+8CJ5lQYmg8YkMG/YQxIFFflphwjCfQpfDktLon0S1tOvmjNbMaFkXa9y6OcPrVJMjpWUboIUbKEQ",
+	"lP+tFdS+1RudOVuR0+ANoOjqFMuBR0EEBMe2if0NJzgyTRQTbE2oIWZtuQ9XlfZWtprPH1CjJ+rskime",
+	"dB3C7x4H+3jJPj/Jj5hwrVtWBSa5yO7LAQVGezk+BktVYxT1SJHRaVGvQKTBtORjeauEWP514mCRqidV",
+	"FvKvuisoeSwOIw57DEQGG9+LAdsVjvY7n9OvZV+ZH18litFy6espxZTRL5NjmZFSUc4hNztzPB41dNdF",
+	"kT2Z4lSd6JTdCdg1HoTbpWN/sVDc3NV96mtOmVa/CvfxMQVMdhgP8o+CCDkgb7Jh5knhLpgiXP2PfJfj",
+	"0FwFj/GKahi3D1QZIUNNM964u/HDAwsWA9C3v2cdrPnOKsw5x/TuAkeBH0ws3Tsyyx6H2172VIDs9lWV",
+	"uWa3wm69DLArQDbIO28Cz0qlokqBGxuxNqRfVFs6sahwaUdSlOwEvQr2xkYHCoEycNIRbiphBHbgk0pc",
+	"yW+vrs4vvYrW0QWYJocXA5biz8hGb6lO1Kc87yCYvXJxdlqQG/Riv7oJMeNL9plEDnM7ucsWlvO8va15",
+	"+We2eSfm8qR3S6BvOPBHxIQ4O/XgYhlpocqguofNKIH1cwNQPTrUnrFrD+OF5W+F4TVhnlQyfYFfMxMi",
+	"AQDsN/q+7C0yefr06U3wlAJjMpBk61GidrBslpcRo6I3FVj2Gw1THKv8tvfF0u3PmoMM0bFdqvcBxEHM",
+	"fhadRUdkxZCou4UePYrpSPWuLr5+QHR6d1IxNl10yugkJ06nHx0cnh450keUrKgC8IBRYHZkAmMJyxtw",
+	"pomWZE7VVNjpfXAfo2HlTtHVpmEj+Gb+xFSS6T6Cnitv5QVvVzEv3ZVi1OxOOnKv7eFhwQ/+wumO+gEI",
+	"eYlv50pmVaFO865xopxLAYAsVqN68v3holk3kIkTi8fDDZGtGdG2fswwGpd8E9slQck+hoIhGIP3rnoF",
+	"7j2vczEF76TjxpivvzsRthfLKo6z2teMVmi+gDwnrDfBDRRs0H7i02jHYxiPbTZAwD3SrkbVN/6cAgP8",
+	"M9v0LuEVs9o8MAdKFJu5ciisCkcShEyZC2xf0c+nyHv0KPOhdS3XrPLKYHYx8xxpd3xfj5O4YR+CZLzg",
+	"90wEDMcBy0g0Bh7DaorA7s0UCDVhxaTO+UcFYVTVlq2GmjRRIJWvBevLNecCGxyG3vebZOERV/6pz6l2",
+	"sfApsAm9IsKEPxaTyumPfw2VWvx+A7pqMISVm7JmX6tQfnF0zzW/rdknK1Vmj8GGVJ6vYBYmFR7wXEL5",
+	"IPMqZEgIttYuwByIkGvPee1TIIDHqs+9FZ7VARQHca7H0/t3eqQWDnhPnxrDqSuCsNLnHvH93btzB3fm",
+	"8Obqg2BE/HawLX1pNJzaHcJYQHlP6H++slYCvp66z6wyTvvhk7etGUW3PyGNVSRi2kZthXtbl23SMLXi",
+	"gtY5q/oj4nZHAOT7SXf211QXB6Q0GEkqSYQLPT8g9nvy3ZDjOB7zV/dgGqIZfQ1OM+WsZg7nWIZARO+v",
+	"AV1ktwrSeXqgEHLhKiSDhu3Csn7TUn7TUn7TUn7TUlIOJeQQyZKDauN5LFrTCyLrav/CuNFiXikKYEJS",
+	"JGtO/aYx7b4VXZna/YpYvsPq+VvcN0Me3X30m362l36mQobs9L35iNd1f3OC88+Jm0wgzv3ODftNQ/xN",
+	"Q/xPqyF23C8cte4G2yFOv/H3/jbAOw2EiYEgBfB33D6pkK05ippa5/xNKGt+cPmavcsx71iA3bX/e9n1",
+	"21XwpwDsnNumMC7pwUg6F4+KoOPndYjYsg9Qjq/cH/f3FfBxotFeGmqSCMYt+OY8Sj1WbWZVf9sTqiLW",
+	"rXzt8ig/5KLsweULt3UZyipLl4YA93IwsySXJh8Wf7s56+uEuXoWU9Dlt5cESCyYXDZNujT37aaLWvsC",
+	"/Ts5+5jFUjfXpFFMM9FTZaIq9/Tz2K68lwKiGnZuDN3amon5EagOuOv6dME+pOOLvGzjtAe/1kIasmEm",
+	"uixPyLMuSGziGL7kOfSnLmz+kBiLxOkY7ktymXYc4UhPSnLsnlrmkwKyDum0KDhdJ91lLNpYqeeW1VIs",
+	"NDFyMvhK1sy4KZAMcuHXeVnTQbcyYdgg/uxLC5WTTCJrJQ1LW3qGNc9DCLnpSWH3IEXtuvJDmFYOsgdK",
+	"xIbAza2ATfLvLdQ2knc+iEiuRYiVaYZcb01VxaorOQa4J7G8TS8TwvRGYeUsl/U9mYjskKbUlYnKTT8I",
+	"Jd4y41HdyqekrEHnoXfTz1kugMd1WfQW2s08t//vvVr1EYCtknzkVATYq9mclpZXBm3MPYFAb9HLMSmc",
+	"Q6KKkn+yrGfEKPxj1tHBH2SspfoOq8T9ek1uWcb3sTWlXEEALVgpiXvzMUF2ZJ4gwLjONanc5es5JyqU",
+	"M9Dcgn4500Y23V/OzB7/4PQ00Jqj51F86AxyKJL8NAxzmkMhvH5wkEHmwz1sREB5h1xWvwoHVrzgkTGh",
+	"I5fIJtA3FfQsAZFBItxgPTV/1821zbnSeuv7bVa1U2XNK4ddG3uphwk2+6Cww/RU0RKfyB99NbhOLSuN",
+	"Eu32jbvUxaC9/c38D5t+hzyRd/oOcCfS1f2QB+0aMLqWXGUUrDOIxWpchPtiagmRrXvf19TqSrj0sl42",
+	"Q1CJrOp7gHgznuDrq6d+uVTdzEJkEoA27AHJUI+ZwfojhnLbh4+QtTI1PzSBOZ4gv93n5W3Oi+cejB+X",
+	"Q9axkVyYJMgt1n3D7EyEZQFoLYf1e6APcQhKM7kupBtnagk/NkycNhwgodKF3RGRCi3NEGQAFZs70VgR",
+	"JdtUzM8U+25UOOm2RoiWhKholrJKZ5sQfDgu5aW2NVxWhFdxyngrKlm2K6s7VzgxnfFAmlSGCjVL4sGg",
+	"098xteI6k1bqa+LffJ7p+3LWvXvTS8mGHzHNIoF/CguZLH5lH5C5bEVV2G0TAxHX/m35H7Z+DZM/Ko7i",
+	"FQk/+pei6XQ/hoW/xiLt7ueVrNqa7WYUbr/dGhcDqazXo5/tuEgV03gOxO0MAPG49iTpbQG0NB1InmIL",
+	"rsGoEpHGNlSe/WhyBrkHUHPfpSvefTVEM4A6EbS+sNM7S0O3d+aMrfWwx4cpcvOtb+fbm8JFglDFCPsM",
+	"sHVRabsyLPvDand/FIzYR2BH3mZOLsvNkYvGY2R/Ove/7Iuht8U3E96RMI6dC9mJ3qEWWEQPUxxIOI+d",
+	"HcHcPGpAxHQneZX2JIkGcu2ik7I36tvgLA2x3wbr2xtikpQH6zRWHv1ja24tp/wru11KeXdGDa3l4s19",
+	"FnVCGyoqqirC7pPg3umEdWgQMtYLQjUBBGcu7N7UVHyjsbFMZR3ZqpLlEJPvWS0b9o0m+Jorlo94q1x3",
+	"g9wGald8sUjjvIB9CrIkwW9yPw2AGBNzfbNh3BMW3VvW0wsO/QeBxK4X5nM677g90YB4g8mu2ejPVJWp",
+	"j5dXmqyoFYYh/LNAhyH6pby9kChm1NT6FbsMd3bgIYwnCiHal3+DycwB+yfkUru4rCLaIf8fU0NWUhvy",
+	"3fMXUVXCCEfDyqhY789LIBjdp9uyzJV8go3JGZdx17jxsx1pIg2//WNUoi9PxXySxcyveBYBwsV67MZ/",
+	"sCTjg4n6gBeoDjox/0DkJasgGdPkIENAEO4HgsOgMHysr3a6H0lpl3GTQU/LjCiO5WOfdy4OJX+l3HCx",
+	"uLAHJYpS06RqPRwGF84pAokD+mGBVzutHQPGEuwdur0Nw89RruUw2z6+RN3VavpJj1EaHNbLXgd+wGux",
+	"Bmt/Lt15jI9V0bG/Lfrya9m3anbzGnCZITEMT84ejH53dE64GKsQmforLHslOnHoUcN3ukkHK6+7Bfey",
+	"I+Su2ekBPt1arnyIQX9DvkKwz2AWIEk5MS29en0JjZT4bgBS3qajXPEfFNrmdMVrzvShyw6tZICWB6vj",
+	"BjJ1FTIlwU5xyGAHQ7myC3+63YAUteZ1VVKVWIteU9mMFNcB14TeZlMdoOv0FuH3Pbn3kKXtSesJqhaZ",
+	"wh6rlRQOTLsrYmxHlJyIX6z0VG6wnae/u3GrLF1ZK/xLO2kSaXFXZ2mZOu40Gk5Y4gn0cpkFRFootrD3",
+	"UUAgC5eW5cDoZ+nOvMcT6aNP5vCsz20LyequACBEjQMut/8vl3w6bq9/PdPBqXuMU5jYZjfJMT4YLQUX",
+	"hNFymUuFDO7IsWyLrqoTA5XLLi5XKIOAhz+zLpn4MF+nYbxTNCKBs0IRWt4Jua5ZtXA5oeTF588Tu/Nt",
+	"pnxYUX/ODAGyM7cHTy7UdJBp5+od7QAwfLyk40xQS9pqkNJpF/sBcJygz9lFWE0cgfdMjw4BRWBiAOmz",
+	"rClfTd61WHye1Ikrp8IVpKbGNer3vY8jp3u3lzEdDUYXed4T7vaO/YRIePVRXC25TkMFx5kw3Rc+IyjB",
+	"aMgxKD0AKvokBxtu1Ydqf9YDnM59PZFlzKmQrblg9zxTJgFqhCj3HCobSWcmhUAOy6M/Q+L2LWOCzKkQ",
+	"LhLfyDTvylAQFz/UfLE0ORtHdOryHHxKahf7bIAQxsH9LFFO0AnT0a97aYPoXwMjrUlGrbgQYL4aBuae",
+	"d2C8yaE+3hgBZW0ykXh/wej2TDna8RU8OBbDC7R3+Q0Wtb/pmZMdUeDWqRguwBRpJVJtU/JtT0Qh1APZ",
+	"FUSxioKce4wmQQz9LxUzqZobdS3XVh/OMyYqyNKYhjBRgW8VJF5MkExzH7+uo+dj63ZHY0CgOEjBgt17",
+	"ALDuBENkGMeBRkj32b45hbbbdPb3JN0D7TPahz0mUqyB0sdvG2jEyUAJ63vvPsGtT0v/Xoz6RpNPF+/3",
+	"1oNQK9ClbFhBhF30mrvqQUEf2lHUtzhaUn0JND5Cx+4UAOgjM+SY1mu6QVeYg43U1AvMT06ic0O40aye",
+	"d1Z2xUyrRI7+p9ljsxQwmqTsn4CdJbCALk+Za4LCydTLbKfdOTtOXJtPE0yAbhXtKbMLL5VD9pfmkBMX",
+	"jJ/93pBZ2MZjfcH7+/FpxPSTQU+2S9mabBQYuJ99crj3xgQtoqR1XVgxQ+P3E7dgihEVjmrPgLrnorlO",
+	"prCpXjcjFJCyxyaV9cA9Or4UOEIR3UBb6z9MQfWm2u6wb1NhMlEVwlZjo263HL3ras9rOW3CvYqN3kGA",
+	"nRqXCR8cGDM1JkEcHKc50uihFRu3RBd/M0pF3M7slFRc2c10D1Ahcyi3FHGZjBpKCcoauhXMIGCtFD2L",
+	"VMTT976WC6fp9L2NqYKjj3d5n1gFkt7WINI7PzEA5qCON5+z0qAHSj8lf0URK4wZPwXYb7b2NlOvH/7U",
+	"staxPG5C0WbZMBEbg6DM6bEJpnork/K6JguJ1+kGIutWLOBHcO2VzTHghsnSB73Vsm4Ng30HYYQcAwlg",
+	"MUmwwHgqelKEdP4yMEBd2JlCPqZyetFc0YUHzo8rfD77wx931orNST1vAMCYhXAIbTtCE6rdS9TJuCA3",
+	"T393E4UPoaH3hNRsQcsN0YLeseuSakbswXQt4Y4lhaho+M9f7B79in5+h58+f4blYP2fidL9e8ssBXk+",
+	"e/7sxLnYnaUKa4gauaKGl85GxUSFBtieCauFwhG5mIRQx/Z5XMf2+eECUEFawX9qGaEr6cq2NXkrCszt",
+	"xR/z537K8usgzlKx+Tg/evW3bR0Q3ynI85cA/z3oL2r/5S/FFhGuGrMpCJhkKjB7i3pTkDvGGt2rkoud",
+	"DGbw7Je/D7nu2w+nZ17Uk/PtMRXE3ze2U2T5J1H/VLioCyvC3WrbNQby5IaEVAHsCl9EgRISysgbUaoN",
+	"wgBCQC++vS2+x2f6u5dfSCZ8Mfv9s1GpMBDs72OCfbHTvuHkrXEJa1SqmnDlXzFtDr3qu8sgxjKcGDt9",
+	"xT6bkH1INamooU/d2/50dh1MulsnBz8YCU2fdESLgC8YbspL7DhE5RVoOf2ptVK0dLFZZkl4hZcd4ib5",
+	"J+jWd5FaOys4T9uffNpvtAf+5o6DgYa+T3ySTsPzycEdF+8qknMRTy4CIpweNPUulFdxVUzXOMOn/V3e",
+	"J4TqFJX8RHtppXaP4Bge1iEkMI+rSF1wSrTKuSAWmE72dH4eic50JnUmjNqcwKGxQw1mQQqm8LGYEvvJ",
+	"fpBWMJqZbljJ57wkc87qSqOE1XXcdeJqclBNbv528eb16dnVm9d/v0lCXmRpBQMTeAVxLbdgLVQS6+Yg",
+	"hptIuT7bFvTUxw/Cy6XU9CAB1gEYy7nCFV9wkYVPkyVceNWp+WTKiZZ9bHhfk8p4petzqrQVSe/74fw+",
+	"8Lbw93K9mRxXlAvo/QgrMpjM4vbFH5//8XlBlCldecrC1dvmYlE4GMgCCb8V1cwd85k95mlQSEPVgpnL",
+	"Haf9B7AKdsynQOcJhNenmYCzXwM+KapA3dPbTWzrfLo3+NdW+e9krFufaMJKRym+cLwzS7CD4ewOWut8",
+	"ev+FYtXcVvtK/jiFYWrydBPO52wwz84QNTcSdxd3G/G1YtQ+g5NsTBqRHvNgjgocbLIIl1Y6oWAsLuWd",
+	"iSMkO43MOzeDZeGx4wV3x34fIBLwTJ3hc6q42YymdeGqD6tGNfAh5l4lUriWrLzTuURIfHriQVrwT2dN",
+	"AROOgBync3y8b1oR9HFm20ytrhv/NDiIkFnWFSBK4Uw3VLEq74V2QXHBDU1NFKiAsWFLqpc+19k3ODE+",
+	"4esltjmY3MRFztQMH5IKwMbt3iLg2PauIhz5/tliSKkfoBsHaZ7YXiSpvI0TIwaB4hz5TSif19HMMH1q",
+	"a/PDCAp/BvKnrjeXlHRkD5hbUJ947Y8fLnfCnN00NR8jxvdY11X3IyPcZ11JsxTwYg6Kjhp6SzV7Z3+y",
+	"Yx5jITfnF6d/+nBKfmp5eXcNS3TT77WXpgsvvHYdgAmc1no/HJvtU93NLoXwUi5RdBqzkjtiT5SojezL",
+	"O6RfjE3Bl4YicHr9czKv5SDpan+XgbmQckm5cAatXi+kQ8IHUg5E8fToAQWxdy11Ls2+24C41PVQRB1S",
+	"ebwIKYJMnsGRLPKPiP7unhOMTwEJQMnaKYFG3jEBUaZgS0rYPEpq2CKJpnDmnqBlo+uoy4vp1yJAMwOR",
+	"imhWtnZKDwny6PoD+2KmqrtTWkdZcmgJlISMFTEsQ3+A43uS1ghO63prX/Zzg6Y+nnb9dORysM9zsF6J",
+	"6Kvh+HoZrduQBkCIC0UBacHIiDpPz985Cn0Fmw4IiHHzzkE072VKf6MJbc3SMswSbQCqrZkunODPFZGq",
+	"Yuop+Z5p7oD3NCvIze9u4D73BbajjgpyY5uE50tWI9yb2MT9WAGL1jUw1IrcYM7zDVlR8J12ad3gFzSS",
+	"UCHFZiVb7T7TJ8RAlLJZKsaC2wTWBUw4uNVo13cPa65tv0umevgNzp53z9naMhX8q5RizhfpH1dUoErT",
+	"/1nR9dajWi70oBH4KfleJdfCAZ+5nwGJbfiuofpu2Cj+xj6zEnEmfLMBIX0whvD7sPG2WShaDd/3v4a3",
+	"AePJv4R/hGflkgrB6vA4/N31ZRSjq24O7s+t501NkYPc87Lrzv8ZXvc/dFhE/hdD6zu4YJx9J7QR/RKa",
+	"iX5zHUe/RHsT/8pqhuvtWTSevzCzwc/dDP0D1KWGr8OZzvy63YYyutl+2f64/W6rmdpuGX/tFpRruwKz",
+	"Na3rsOrxb92ambL/R2Kp+7/6pe3/GpY3FUp1XtPNLS3v3jOqWbqCl2BrPPXuVWQECVHZufXf5OuxvIVU",
+	"NxHcB7Xt9cBQzt1B1PvmqYvqIgNICGD0AsEm3aDh3/sWKH7TTT34SGsO5g8lW7G3BglDmSakw6uTbOzw",
+	"Zt6Pau8kN+aGKS4rvE9vN45UamfbqSRcDALM8oJNBh+OC6pnQDRdOWy4HsFsqp1ISXNV/gVbn85NGkIC",
+	"L0F4p8AcQfI/nv13woVzAx60M9BcBpnkwq/TXoW8FMO5Tttu/zZmobhrgnB0fdf8nj3J1UmBz/6cBKsL",
+	"Ii8eAcsQeqBsNcZuBt4zm3NQPMrWzFZMLdgMS6AlOZHbyTTFfbp4r12iyaYgrfBxjy67CAf0DZYtmS6C",
+	"OoZ2iab3hPUjE8N6ijGsGP3ODaHVihsNgwPpCTkgZulcsHt5x1BQmnNB63jBTn24q/viqDhy7++GpPJn",
+	"f7BpPUJJp833S3iEo1EkOHiPkAesoduypGzuFvdcSSNLWSelc3+jNO6leG2WxjSzeX1/VLh/rpo/2H/X",
+	"evQiu8x5rAQja7rxRERo7hq7teoGUz9S2Jqs2cK9hrsOIMcuTI2S/0Xv6SV84kiCHIfg9bfvL63wf0nn",
+	"VPFMWpiVtZgw6Up7yAFNVDcSrSZ9BffmnldMfvvZLuANPPHLmTz2y2TY3lu5DsvlwgnXrtIk+9ywDDBY",
+	"E234lNMXCOSX4qhVKTrx4YKfLt53pq3uHii6Qos3+r68Nry8Y+bmBOoXQFGwEM5h94JqwifU6Q/TwFH1",
+	"d6UYUIlbweQ5QBjTC1lniNIVRARdMwR+uAxn56gay1seN6xBo1yH0ltCrk9cTuIMLMlOw1U+iwfty26V",
+	"8cWHRNpC/5XMABZOiqD1U/ARqDxalG8AEQ+QTYco09FQcRofRb2Z0JNL6OwWoZRCM6FbPbocKrm/dtcd",
+	"klZ8Op0yNWtqKlhBFJ2b2b00QMrOJd6lrhVE82am+ULQunbRrojd7cPJdhMzjC4OOouWpOiSLnaZky7o",
+	"3LzmdCGkNrxMlrLxaxVS9McIGK2O70TFPidkGvtzDzsIImWCad2dauxoRcsln1yapJSrFTeT+8XXDatw",
+	"BBM7sZ+eSWFoaZKleXhdc70FV+w6hM86kEfcrhPybPtkThzJe7mYPN9aLvae6aWgjV7K8UUtZYiwCJ1p",
+	"9+HUvmDiI6C4Q/3KL13kBBHS/WrZSr6UiWhX5yzpnxsWz7iXEAPh/Hn7uBl2HqE+43iPw5aK/ADBfBmv",
+	"i2FqlUfq7hiafe+QqAMvVEI/A/rqn66if8hTtBLtabTmw/OTZEeMVlwwrdE5PeIlw1hf9zY6wRLBCyMl",
+	"m3zZoEBd4PDkgqyiYzyRhPfBIEaI41GHQj4KLsxzO2LtbvwmjP25J0Tf8abp4gpKKI4VasJknHX4zZRu",
+	"1vT/Y+9flOM2lrRR9FUqGBMhcg54kSxr2WKc+A9NyTZnyRKHpJbnzLJHXQSq2TVEo7BQBbbaDkfsp9kP",
+	"tp9kR2VmFQrdBTSaIqlb/3/ELJkNFOqSmZXXL7HwpaqLEFrE9453FS/tBiRdsWUKkqjrrWYSSXi2/bi8",
+	"nqaGZW80RIXt7LmV4x30BX9ekVZAW1zxYm2vWEeGyEmRyRuZ1Txf5IDhsZoFRouhFw0OFjc9l+wimzV3",
+	"hY+z+arkA6cYrpmEgGOHXeH9+fTmGpyJqboRmTNbzoSWWS2O7Tfq8nb59/QWtPAHrzer8CPeMLaCwH4m",
+	"lgVczc/qolVtF+1ma1VaZF2IX4m59iYrfFRiwcw0zs+u7CkG4k0FUUax1D5+iFBDUPtzKaADNMzdoVhh",
+	"6kyjBkzlFQlXn/zU1EKtqH3qK3Za0V0GvVTOoKDcJGYqLvNYiULvTJZsR9osP4lbEFI8Na8RP82+pviK",
+	"VQuyam7laDQzTxiR/V3Me/UZIAt6FgDZsTuaqvPMniX9gnDAwbeGZLUEZBq/D6RGoIlw4HUIEfqE2ceA",
+	"b4gonQotK7s2ZIB1BB/scAcinj3d9ZBSkNEUoQI7FdU/hegG6+zrAuHRJiet407a9NgDbQKO6YuJrLJT",
+	"Xpl5Kzb0wZINHIlYyIpOPx+RaFNqf/jhtZgthh+aSn7aVhcE0sKAVENkdTTh+su6nh2EdV3PDqIbHtm2",
+	"gEpizfEdBj0U+6IQNBPX3s9l+FirRBVX9rFZrBb9WsxXIp1fN9/CDhYA9zeMQfHheHP/ZqBltz1YJnG5",
+	"co5WS3RWsYxGHMu3qKFmVusgjEQF8VbSbF6c7I3VUlRx3J1gRCIWSgKcRQElOy4b51bpSsuuoRk36WR3",
+	"4rrDEAbx7oRr/9e4Ky2XV/IyXw2Gbw17B6znLg6U76hzDKSWayFKCBt0Z0a+pC/NKst5BZUQA803eZKV",
+	"JY/SrNXXtlODbqNmuS0hv1Ebt8j1O5K6eY5iSe7cAOysUBBL1oZPS/2h2F/rAmtFF3KbXrylymUazSMl",
+	"ymf4hLcc3RbIgs1UlQ3wlwdZafS1RaIMjm9pQ2IENYhVu/SkF3TTQo3F3TFrR5ogXLaDWY+ev80F38r9",
+	"C77asVeyEr80AfXbXeGnlirFjGF3AVkJ33YUwy/RxrMuAtcH/4HzgwoMZu2Qqwm7zFV6DdkQYiwqUaRC",
+	"M/FeanNIOpxrGg2CI+z9H1UUIUtmkGHk0vnBLoV5Te3VhIIxU4ekvcEwHQGAW1sbQe0yqEn26wOKpOOa",
+	"yI3guciOSnmhrkURV5J90rI1IewLkN7jMxyXD9R0jzW24hR+p2F9RRho3hCQK7l5N4o7Ku2Lw/wGfmr9",
+	"YsiNSGPHGaMzFlepXCSMA6tnCII1Xs5xReUN8rrYROUREJzLWubmpBgW2IKHmSwO8V+7sqCoXMqLQoEN",
+	"7dIdVBUKj0jkuDs1qqlcUaBmLCDphRcjlkuCS46oFtJmrZrSnuHt78M1ooeI03MIcLiXAv34azhE3yIg",
+	"SBH4Re2wKxqhxYtylsiApgiZBHo9JDz74sBUnq7p9iCSLZ/2MirZwpGDGxZwN+ip25+uZY2VtyHyD7CS",
+	"ZSI/2wQoDwx1wvAHlwOmUd7iyqSN7gA9c5zaPvxwCV0tJ7okS3emveeZodn1/oVhzgor1m6dS39mylNV",
+	"mY48UCsczy5OGdySmP210H88olINawwOo2XDHd2ZrEQaFxwE5wKSCmcG7UypPhlr4bEEXYsiCx6TBv7S",
+	"SmajwbDRezx5tifTE7vNFKwuKoErdHmj+I7P9IAdBZMoBsR959mft2hXztSskA5NSVUdWT/RYMmF+3TG",
+	"3r443b84PvUjDCkUr6tSadFXekObB0BuoRlNUAS7OQHTRiILOXq1uhN+XXf5vvdXUrc/fVCf6YjvFD1X",
+	"6yoCOnF+fnZMWVpNGaLdroVIuOkJgHe15AUZ0bQSWMLudGv2qYZx7sFKhBjtncMvzQkjtpAePPXOTMmg",
+	"+2yFANFOljTURjsazC/oC9ydRunJYZG2VgnbI0jfi/NOW+QmzkMBMTQyhQJkn5kHNbe/Q44Q+TAMc73e",
+	"QS0nGwRxAKXfXzaiMS/mpRhB7FEVgjDNem+e8O74K1ndjvwYv3MEMVORbf31+8KmxC/R9nb4Gt6+S2i1",
+	"eOsUZ7/w97FyX21wDk47s7rSUIFmR5URcfOjrBaGtTN7pIEA1vlCXJeALdW3hLpYONzB7Z1xqc1WJsN0",
+	"j9s5KVAkcTauRMA1vmjWnfUj3ezmQnxstVYB1aJFtqaOEL8Yj5gHYVoipkMXq2ClTK+1W1VXDUUTvPj2",
+	"22++DXEUD548/eBrNYJ8tgoQcb37aOED3zy5i5tiGGKgyTvDTEhPuRwLew0ftnbFX+PedIKcAx3oenvs",
+	"BfqK2DcHB/2n9t2zp62g0+OD2JlZUd2aLDm0Hn+7yAn0FHTvsPJ9HN4ZeCfYGwOuAwdI3jRw8BmHHVfM",
+	"9igivkc7TBbaCO5x5zBt6ZAd0NDa6t+qSFdRcLgRB6ujnZHbu0e8nLlr+XaBTFTfebFwKUfsuX6dUjZK",
+	"4SAy3Rx9Z9zV6PKoNpMGGb3LcD0/DdCDmyYch/Y80OcxUXmmCQ9S65mK9ZubcH1KP/a1L3ADQAMD+k44",
+	"8JptClZUxMXgOIIaOWw3BTtAf8FENe1C5bQpXelXeSSR9IW8EoDry3MUva3hi0LV4LiXBRBEOuF5Loqr",
+	"oNPzis8O8WsFxzlrI5NjzwJR5jy9V/z9zk9K07ZF7XQxL5lD7q3KBdMCPYkKTo0Xbe971KHW4d7Uomo5",
+	"N5uN8WDIpaiWIjb9FlOb5oLvO5pIWszQBdr/+yCm7XaYLTAueQuhvSf1MM4divJQl1ow2hoa8JKc+QA3",
+	"G47VBwYbpJgKbQh4bWEvYsD7V6qSZtLNsP4JqNgN9dhfXny7lWyd/3y0++TbZ1E1ltdmoir5B2TW/AwJ",
+	"2x0bTO3Y2Ii+ure3N2JH4etsgmnsGDDC8IeHT0eJ2QhLS7xnPx6zJ88e/w0LKn88Zn979vgZCG8U2xwg",
+	"eRLWNFIKhXjE5VXEKgSR3hn8ijYYTpPusYQJ6WM31uxErGC6Y8eV0BOrv2dq6lT19dOuGxFDUG4OOjlB",
+	"0idMEJpY6tLycAuhPo+7TGSnnlJWa/xu+ZeKJCz9Z81zaSAXoKyUQRULSOYQcyamAiHVm4mQ/6BQ7F+q",
+	"DAnLPr+F1BMlqyE3TEyw6SaS6u+XLnwlezmuSESnu6sSu7RdrfPXnv/cpQobD/Anbq8H5aar60CAIhUm",
+	"Ad/iecR5LVhJl1g5n6prYeXKD1ZA3k7NPadyeqOYtsPtmigUuBebEWwAHCEBsoUK7RogsTjk0awlc/2C",
+	"3Fpa3Q6e9Dc7WGx7A48N3bq4XIYIMcpmK5VwpYDl40oVEM0nYhHYl7qCPPjjbXcGprryOqIJrFz/LfHj",
+	"HXsg5MAK4lmh0F4sqrAE8Q5XxGGD7Au9oRcyOxd7N6zdJeAHwHogiTObWFUN4eXJ7GKPD9ZoDBDtZGEq",
+	"XuiO2hK7iVDWxfxTh9Bpg2Hm0NsXpyB2xjzPNYMsWqPYxfFpyw9fG2VlUWplSZ2VUcEbrbSujC6f7+9D",
+	"rMLoUtt/vz17lbR0MFLrrUrIZDFWTI4DJA5WCIGG1HRVK5bvVmmhdo4DKDbOrODM8nLbPk1UZE84oj3V",
+	"mVTHKhMR39XR0XHCTo9/OYL/+9Zuz5uy1knjcKe1T+xVYQeKp4n11Jf9rGaQ/dv0SjBKXbftFlUjjB8N",
+	"jCDJEIasKlV1+hvG0Gcu8c6qTMa1onGsrfyPlTUtKiixFVzX0BXEKVnjCjDPCMm3Wur93D3jiYh3gLUH",
+	"kDH89W4AY5alSVh61NlfoE9T4+xazGHtbtWgishWdmBYCmei1X6/epB5BC4HbKHtVBWFSE3C8OFLiFWb",
+	"ukwI+kRVLFNFB3qLncOFgmACHNzKuuNA6+aNF5roj0ysShu/4IHH2yPioNGF+5mAgjzyOh7Udp1BLYtJ",
+	"y/gyo7LLddAQGeBERJpGxfVDmYkuvv/5ybOndiI/P3n2bUe3/cxMuqgYfhxExBGx5woYDYGGNaIjKhDr",
+	"4hzA5C64vv7wQo26oEZXkPfJHVqm4TpS1RhLs4x+YSnPEkiN6+sgyxJeRAgG8l9abfmuEy4/tLyrr6ar",
+	"LiwT9oIk0DMsax5ykcw4TsIwROpwOMK9znMMt6zpBLtSnSC7PwF5wPSpbmUvPsKUvy8rFVv+P1z26U9v",
+	"fjn6r9OzN8fnA0X9lapUbWQhekvYmqcG3yBTSvzuVbtx2b/gw2uUvAbwF8vXTCmKH2UuXtAIagXaQCkK",
+	"Npa5YFnzgu9/hjgyh2z3caOYlDk3dgua9oLEgXLo/VrxsVm5Nwu4IK6R+Kr3oOqh9WJXOLmNEt4QaIvU",
+	"WhQS31x/2rQwN9EeXv7Fk0cnK+CYkBEjYSERHk5Pea3FhTI8fx2zBO0P7IpXl/zKsy7kmmI9vP2MLFjB",
+	"C7Ue2sBVeiqqNNqE6Kflr2GzEWve2lfsj9s/vfnpeKehKleNP5B8JoKXR3mu0h/mJsa38GfwgduHOGLI",
+	"8pLhMQxdpH3lfK5XfQNGpsNSl4bLQmSNDkTIuMWV60I17NtFPf0p7eNa5xHNYscLSLFDl6k7l4jkc+kW",
+	"erdrXGDKhSNd2P1glm5vkkXqD6myh/NOoxokYGZBzkSF/wtJE63+b5xNVVbnMcihLKuE1lG49YzRr4dN",
+	"g8PRwR78f8RQ43nO7K5UY55+CKQVzi4AterArZLaiMIO3N9ilvISeGpqnudzdulM3FgwcTX2yHL06tJu",
+	"DliZ8U7osJyIqYHLdNUS2s+2/QVeSsTASjBI7RpF7U6MKRPwRAAGlv0nGAYzcVmZdI00VEtI1FTI59CN",
+	"WylXfO08rpcxgMxWdhh36Ty+3SD8Qi3sZXGVi7WyYTuBFC+8PRXDUezzAy2G/fAgkxD8znGMz5l0i2/B",
+	"iXlKXYGu0jB2POpnf9FLvRwdwgfOb4W2fBd6WTx+eOamVcIsoXOdF0BrOHAD6TY4n647oIijQWeKH/lU",
+	"xkDujgrqaDaGByABQojCpWGRGrOLUGq/istzlV6LiOe27GnxEJTHFEJkrpgNU+eA4eDbj1wT7A5rXMuV",
+	"zUJSwsELomUue4OboForLgFnMs9SXnW4itqTRFB/KH7irnDfvb86iO6/FNaWbDWLXHmaFZ92APHaOxA9",
+	"UCEQ6OBzXFF9RbYDfkBaWikC9E/ZyrLrqHPqNPrA6Ldzphn5kmPvX/L4ryLPlWuah7C28yJdLcQMAnSu",
+	"xDIMdvqXrlvR7vN/nL95zYx4b2hD1t3stK50zD37puSQnKE0+GjY9ujs5T9Ozk/evN47ef3i5X/tnb/8",
+	"z9EOXBtca0uD2PMcx0Pugi7tlbyamLC63m9lvH3mKvkEXe1eUtPI/pvnTcHgmBJngSJYkYO02NY36V5r",
+	"o/ZuHncBT8e9OW8KhgefsNlkTr5KyPmsBDgtO+sz7N5kfVOehQFgHDNVhZFFTaqKvWMIp8XueGpP32rS",
+	"Xf6ogcX9DW9VYpyvYeVo8a9470tqeimNdq0Ttx8n7EnCvknY//N//d/eGXrFS32IwEE1FLjGVo0jyOJq",
+	"5xCBg+1uAfu7g/DYjfSxWg9urhaXDj96UXZInwPtDL7kr66KZLGfSBB+aVGEvkMpYrc8cSy8Cj0nkChe",
+	"HpwUY9WJrOyR7obKknYzmY5xJ4JRTxEfl5Z6oT9MIM01RIhqrEnTXZCScDFG+zq+bDQLCXH/dlsgwAKD",
+	"oGBCX+29ybUQTfRwHXUqVIAi5bYAL5FH8ZLdplGACNvYywxxegu00zXj9mVYQSaMZVqWQdZr0XEPkhp8",
+	"MS+7sKqaC1wnuE08dtnoCS8Fi1xXt9shr1REm/3Fwhmn3EzcredpM2GVyAH82kWKjk5PGHSVI4uhRyzH",
+	"z4CzNJeIh2Uf0nSlcXDlw0E0ZEsSADKR4rVrlvKjaV4XoYyDfkywy+JfXY3Gu68/vxsseKxZx5TPPQdu",
+	"n4t01z+/60Dfdg5D0tMCrgOoHYTMhvF4oR1eF+CcPbj2ZJNFYbFAksEW+WMJ2SRg+ZiwO+c34sfxtBRX",
+	"F2Ja5tzcMq/+CKOBqQJ0KBoKoAQhvRbLJiGxFjtZBE9bTQdmsNMRzv9Bmoob8ffLWGT7Aj2d8CC7lAaD",
+	"3LJg15fS7OtDdsByQWnSosAvphOl9IpEdqy66UtlT3qTDd5Ahwyal/1seshSVc5JLkEycVHWJrzk7O/2",
+	"wHkKbm+oVCzT6Tue8xn9c1rjvyEh7/dbIzL4E4pWB8VgSpIt8d5U/Ki6iqUX1BUCedIGq5KEraZ/7mOO",
+	"KLZ4Slgup5Jas+0CfJhJ2K6pC5HY/1ZjmYvnNwnbzcWNyBO2e5Ww3Wsxl4V5N5VFwnYvxwnbTSv7f6f8",
+	"fQUAy7uX9VjLP2AM+f7deGoH5ZX9PylInF2dvjOTSmgH9tGR/gZN/UtDed3BzCNFVMv3hU9sC0qgvGSG",
+	"2+AsChhNBDP2mRqWdCPE0kOyTw5WUWxXwgZ9HH+23FPK9yLXa0/h6Ter57Bua6AFWnVeXer5Xs2XcuJX",
+	"Z4/RiK9XIo1QlS20cnBd5EtujKjsk//zz6Pd/+a7fxzsfv9788+9d7u//3mQPPvmr3/rzFQYItLgwbsV",
+	"afb/rTqevkwKIhOc2XpCbfIETInJk2ff9omvjlQM+jD8+gHk+bdn361XmtailNbetKR/1816pvIPB9yk",
+	"G5QjBoxzGeBdih5wkWfOmbq2kygG0ROU5/NLTY3VV94Pa+P2rFeP+mGgPuD8o+aWl3P208sLts9LuX/z",
+	"ZN91+NsPvrCEfRxYQs7icdVmdwR0HMc/D1fdSWVLdS13RnNL9SoR+oMEXld0qPl0IVHP3ry1q25aO4u4",
+	"vyzuEBPeCB6YW7FosK9CJq+o1RG0dphJLci7jM/oBB+x/6vs/wVcU50qh+kymZcTUejYfdI+44HXweMn",
+	"f4vfB2VnKaKry2pq88ggydUV5O/aVR9SLSrV24gireZYNeKOxLVGvxZzWNlysWLPAr/rL/agRLEtfZNu",
+	"JbcrL4xUEwYlQYVi/6oVhMMrlstCsMtK8Os1z+V/ftv67bfqt9+K3/98nDx+8l38JIZU5608Cj/tVOWq",
+	"wA1XbDaRRjBd8nS15GtN/Plvv+l9O+tnT2OTHl7v58ksKkXAw3Cs8nra0fU7hd8wHEq92fH1SOAuuoU4",
+	"eDf4ZqHM6zrPV4SMcBCp2es3F+z121evujAj5ZRX87+L+dDxyiBvlt62DBMfPu79fCHSHBrF06j2qQEd",
+	"3nmTvNfsQmsJ3Sf2Bv87emLQ4jlhssjE+4SZSl5doWi8kWIWCW/ApHXXwWFuDw7qBvExePiGX7imUlj4",
+	"a6it0xyGR1hbZBnxc2VZhF5evHiFmEZTUZgYOrUs0rzOxIsshzq8qkZ3oKnqAp2qRrEpf/8iy48nvIq7",
+	"pbIsv3DP95OYnc6M62b4OEnFmQbPt5tpKjVbic9XqZle2AY4DHuSQyMW8HDcWroAigA9ACfb9OoPMiZA",
+	"drY/OzDiSFvgmMlnQ3DMWZfUe4hoC3R0MVsdF2izXbO+xDPCwiFHmRCrv7HV5+oq4Mo+B2XAee4qx4mv",
+	"rKBe5kl65mWp0kkHhD7Vnwv7iJNfdjBUCwqrx2nXPgGtZTuLlBKELN37iUita5ERwDsvALW6opE5BL7G",
+	"a0SI7CSGKXSgHCK+gZ8LIcdDC9XVMpS+lbQ3LHpi1LLqKE2j6WNHvo8ZlIRqzbALZbxrY8yichjLrlv3",
+	"uq2lfdgeP2z1ulKzmaos5QzP/ca3O8orJHr+Ib/Muf1da2EQhROEs+vICo/WbZy5MAJ093Rd6KAERU4h",
+	"WZJX1dzhDza7uiJ8h8tI3Ha7Jp7NBq4+5Vs6tOn4VWeb9D4C0BM1I68ELF4WOeBVOqrwoCrSUF0yN4an",
+	"kykZ207Mucbyfa3fe/GPCPnIp2zAfjZlkM8O1mmk8Xi1w4R2pe9UzrGdR5T7iAof6YYPrTIQTwKlh7vK",
+	"xejn26V3us8jQrnh16IgnMcgUC01ewMHG7/TIcX0hnefjgP6uRRmJkTRfHRgKmEPwIoXI277WsDBQ+XI",
+	"Imq93/AwaXBxmUPO/nY8eQyzB6bkQwik85Qv+LUIjvgjH2xTdDyI3ZY3F6pWX6i0tuIDrvajOpOmq/Vd",
+	"60mf1g4N5VxGJXS25THrjoAVTuKhk0btBAU/RK0YUhg0qEDK1Z5xzfwL65ZGdUR+jgk1An4+RGW5rNRl",
+	"bteCodwin5+6v5D5MNieWT4iu43RCD5+YqVyj7tM3i96aeBmm9X2y1RVgj4B3RuYmfDC2kao02oo9pgN",
+	"6tLXLvxpEdHCasOZJT14D+eGVwZxA08r9X5+27h1Wee53br30FMe/InRFseR66osc4rKQ3pffZlLPWGy",
+	"MGotJ493Fb7b2/39//Nv8SyUtbEWYF2uRdntkRZQInYiNsosXDq/rb+0e+WfGcwCIggcLiMtgB4BeDeN",
+	"D5Z8tqpiubq6WsYRXI20kGzdTFQsAf8fsjI1ZFRT0xWv8vVQQCSgHa1pttzgKSPOm6q8B9ZETKL1OHP9",
+	"QNOavHbvDLaapT4yUQwhh6q/lvq8aTMPF3xO+Y3AIVjf0Nl+3l60PDUi627L5X5hdQmomhOZTphrzga4",
+	"g26MoV0wueGXXItz+YfoKOWzP/l+kfQ4Fv3KAiv8Bn6rOyHZdQLXrcTkgcPOeD5w9rNKGrHLJ4Jn0FN+",
+	"zflDK7wV/dcRc565R28Dt1A1PciWKSJ2YgtbEEw0TsOWvAk2Neo4QugNkOoloUQ21iy8vcfOHJoB1+xU",
+	"FFkLsDUT2i6G0ofRVDsMzZJM6hLnyExdIbiC1TYYb4O9OsDYUEw90liV1+fI6K/xDtZ/hK9Au+pOG/yY",
+	"PEoYaMGZNelmy42v8ZFhPkOf8Y7Dbr99e/IiXpAwsHuJh5lY05AYhtljAGZa1UAfIG+WW54FOdqE8d83",
+	"50pwa/Yyzsay4DlGPFZMfmULivUys7hxCB8uyFMXRuYsnSjdgX9aNMjDsQ+8biEWAzgrIRJKxB5uOKCr",
+	"WoR6jQ4BfuX6WiCvSAPpIdeyyJ53oCrB/q7FI3ClDfHSQHIZHN9yb6fbOmr8Hictp433ouJy2hu2ToOk",
+	"mDTogO5a5FWur3UslyPUyUGWIqhDXB9vfT9eggr15fwKs8JbU4jAOpTRsrHmfgL1wz6UNI3xuGGPh9b8",
+	"8iu4eCI8hb4fiNIBGmHJP7BJxEUjbm/bKqJ910XcE0aZGEj3sevqCNC+ztcfoPuuC1FQImyS3z735Z46",
+	"2ggPdmubi8SZEEi6nTpUYQUC6ZCd12kKJbEJ+5EE+4UV7G9qzDQ6JqEOph6I5ZCm6brfSrZeeCG2BdVG",
+	"VHDth99KtnD8rWTLfWAr2XLD9zDEac7nMUDfI0AdA6hZKMDAIPeq/p9DTKuliVz2YXe4XMJBfeZVWYoM",
+	"6ly6AO00o6fYpUi5q8KipVZWXTVKMZ2rWT4f+Nlx//fWWEBnV68LmmPTPB16T+TcdddOmBwzXsz37sIT",
+	"hNlh4bnHARdg07pGRCCHR5rwz5tdjo/VWWgzMabcHec3CcN/TcunCZvk2rlQOi71qTLiKMuq7r1E/RYL",
+	"luxV3vSIw0o0abpu9WqFctjs3Jqa4cpmJx2axgDbfUAhkTvOZCknLLTWscVPU2oUbLXjZM8SiywZ7l63",
+	"IEaJFL+hm8OjmsJFlYCgADKZAeRVU9Y4FCWeRl/z4iMpGrn36gL0bh7FNvhl1cwdvGTSmHxYLt2a30II",
+	"q9e+WN6ZD5UX6/cUwBnGKGA1sn57R3uoqFLv552298VSsxO795QZTAY5Ij+o95GW4XcDu/rh+7zSPFpc",
+	"5yHecdJQzo5LaLfP7Ie6bkxCv58Ps7TR/Upp7ytXoOMK1+LMHzmLx5d+E4fMeHPHrpBwtIRlAdfeRTen",
+	"buKiLK64TwcktSqC/nR3qi0NS2FAglYzQuvHWR1SbYYDIsKpFsq/BN2tNNt2SfxlrSeJY4OdO1Eu2iHz",
+	"jjWq8TiXhei7ZMHwndnFvMGH171sVTHoEwD9gJH9tb9QySvZU6pP24BIwpptl3WeI+gVbfxY5h1wv3T7",
+	"RAoA6GYOj50URbhBMG+hyVQY3rWaEuUG4ith8mgq2t63Q8ateQmsAdUyCG5oVSarKi8lUNzKmULM6Z0p",
+	"A7SqsDUmX8F/puLpdVcHBBjwkWb4UPdur17FhR0hqlB0+4ZeUTMiVZl1afVOVMiGRJZFLH4goks6v9IQ",
+	"7xEd7WDvjUsO/eK9N+FC1yAyd48N99ecu3Tbj+6vabF5hBhAYoMHOOgHLrJDf1842CQvJuE24TM+D30w",
+	"ONBWskWv9bhSkGWjdClyqC3gABWLUr9lcSLT+mYy0aTFWPYjQgXQ7wOpKO2GPE8A8DxhHW0PPqx5gEf0",
+	"gxVvQ2Hszh12DYgO2b0N11F4NaxTtuqRa+bQ5NVmQrka3nhXawC1jJfqnyPgpSvL/vkPtg0DDZ3tarz5",
+	"tZa/wISwF44yoix3k/4seG4mL4ThMo/W/BRaFLrGUkgML2f4sNMBrJYdq64JqmOjaEVYH0eotfFSJLi0",
+	"RXYCpR3xezH1E8SAdCbeM3rNJbSjgTHlVrCJgT47yEuL7MdJkckbmcHlCTuHiY3DJTTuN6QXxuQzlWgO",
+	"s8hcPadPiQhKbqJMnUPrqc6AW+PTSymfAF9YaNNOf7Wn2t1q/k5AO/nYdFwEDV3qJmEkGMux9yvXbOtH",
+	"cOfDP495kckM1ZPzSW0yNSs6epmtyrfwEHAdCSu3uTo9QmhDC+FWBKeYtBkkaWU+IAH3cr3LxY7cGkjb",
+	"PrO6F581a4RHr26yKGz+8m34ly/XG1Hx3PNYIGnCw4WOGpkAZDQoci34DZf5ggup1Toufpw/yMLe4Q7l",
+	"cOFzK7RjXEIzenTLQcq9nHKZ374pV1CVr0WRMY59XQpl+YmyT8WU2mEs1I/VHfWh5/hDE4YFQClr0LmE",
+	"MHrVcjskLXaDQTw5OIgZViqWhZXKEqqmA2gxzyewhtUFQWrYTq+qxdOUfLPGbvb1fcLkdKgSceckCzYN",
+	"evQMvIHoKOLpF/DT7skLb4cDOlmDIhdBTytMf3nq+S8XCx2FRRbSREcrJHghQlfhaBSNcTWDq6xNSP2m",
+	"gVudcsJN6T77OEDjD1zLFNqb2Z23h8svVW2a/tiYCYLFWBFNpIoVXh6fvmX2F2lEaupKQPKIV/pJM27a",
+	"SsQdf/d646dqOpUxvsf+Zvizg4TnlAPZNHDdW7+bjFEqTydcFl6cRkefSeyltDT6RGkTr4H+WWnTgo8J",
+	"VLp70T9U7GZa6LdwmyMvK5XVMWl8ij/0lXnn0V45EJJut40BzBvfj2Apc3YND2F3aNRX4rhv0rPrN+kG",
+	"OMtVRVRauka+C98bKFIH3v+DQg5wgM2QntPavWyiupyncKCwBGVLuM+LG+LOvVvmnalcdODvt6jhAXD2",
+	"owR6lOdoK7Spc7DVRKuwy1wHYb9/0y647vDrgIjalUXYKA1sVp+hd1t0LRgpUx3ABznX5mU8CAl/bsqp",
+	"NaRctgwzaXU1ShzqHL1LHzqvp4B0suIDE049p+qCzYXp/kxdxOTFediU0H0DhcUhK+o87/vQ7TJZ0Vh6",
+	"U+QrAGDgYADlC7rlkfuicS7AMB044XVR8JVNDuADKS/YJcBDsykvoLlL95gr+8TAkFIzepgVatahpdUl",
+	"dLg4DVv7DZko9QIkECmrL005AFdgbqruQMXh+roLI0Rf4xUeNvyGHcd7dYj09cO3DaTgIJZX3CKEZntD",
+	"am0xSMiL/RKkO6MlJkX0OkkrnQMMiwU0Qm5QCkb/Ms/qYrUt1eosudB2stdvELeC/1wBagvktKtLkVqT",
+	"zXXyBphWbVWxBTWqWVZfXv3Lpl20F07DNZlyNYdJjU39w42J9pjt0rpaUvQWc/S3RL8csCPHLpSWXIFb",
+	"IzLFiarsdeQvFcD4tsvOrP6hXMf9SwF/iEdkV0uRtWRF6UVBqGkFpBDuTLO2xNNpN4N02kP0Q8vuDLxL",
+	"K4xOy//Zi6j/8wf7E8bZOagk01JkjBuQGfTD9sn5G/bds4PHCcMbdlQXoIRh77O6cK/BO/o+7MdbfhMh",
+	"B1buKu3k0emJhylA/qK5yGmJATr9EexY8P8iblnnZ/DnRb/jUtVjuCbxvow1GOmIL92ZxRPaOe3TCSyf",
+	"hl7bVlBkK2K8BP66u0cwBbcedyXWiyim/IrLQjeN5R28v9X2CbcynfA8F9RMbsEtlF+pSprJAgjmLy++",
+	"7QLB9G94l044uvNs4wDnPx/tPvn2WdSX/UFoqfjhZhPaTqT7RTmdCjNRWXu/Xrw8Pz47+eHl0qbBkeAb",
+	"DXfAAbU7DroBEnb+8uLtqb1gTl8d/f8XV/OstZhvlhbz+5/fJI+fxeddqGjziSO3pfA7FFOAOG/PDxoP",
+	"gVMYGndywEJtjv6QcTauhJ6wiheZmtJgq13uQ0rA/6XK9m7zGnpLtNfxnzXPJTbvKitlqJnpIo0e2pkJ",
+	"Et6MswlGAp1x8C9VJizFyQO4QQrusbMfj9mTZ4//highCPSKmHKIndrq7wOA4NjrogOAQca15Rb7vj07",
+	"SVwyBgG0lrWhOtmQjhBKlhfeGBnVlRwhlLZb/sQbf+HWu7YQfXs/BEjW7bFnx4+EC2s3NiqWJ7LKTnll",
+	"5se85Jcyl1GXR+PjcE2A7L0M3RLAmsxUJAWGG2HFYWw4/7E5ax5bajjUjE9FP8PbDDUfOMbxo22GPlAZ",
+	"8Z1gVugiPTiA4GS12jNgFYQbjIunV6NuFN8kHB+6vRvlFpjr7VkuA6SvdDzDiwPjIuG3BlgFNHJMmwlX",
+	"Gp5LElJrP5+8kjfilOq6og5G2Hb29uyVppxtaEVF0ADrQw61knE/ILv81giVsBJAO7gUEEt18cM1LdN1",
+	"G4LAd4HkGO+o6wI7paO1C7bs3bWS4+3ZK0zbDPrtDvNM0zmjQRSPn9xpojIOt6qeNcx/bJ0S4KkiwGsk",
+	"H/L32+UQr6TAHvjANTKKm4W3GdMd8nCu/DCjAvQXx8XAur6K0+7xMgfnBL7ZinCROga9euLxLsilt5Sp",
+	"DZSEQp/+BrLTvmkvhlxwbdg3+B9TpY3zXY/lFaZoArzrdgP1ebDTDz/43bOnLfzBbw76+lf31ysopDYv",
+	"7Q4B9NhMKrEMkbQWx7lvLPRairg6e4jCDfZKcC0+nCqsYl+IGSBhtyt7I2L9Uqu8NuJVD3E8/QaSahYk",
+	"tjI8Z46mrN5KmSWHcNXriaowR4AX+G0auaEPHDbAH7sUc0Vll15re6RRa5hTn7b232ay0F7NwDoPgBbY",
+	"OcTRW2fLtlUNnYlkKrCfZEYAiJp04CLHyDmQ6s7q1lIhdT476Ky6HspwuYQcIKzBLkUlVdba14Dl1oHJ",
+	"ffYBfDMRNJ1U3YhKfxJs41v1uRaBMXs40v5v087vw9v5DYQvoseG61ybNoGbNoGbNoGfcJvA1ahRt0L0",
+	"9gOvQMgKszXwE3ubZoZfVjPDRROsnVXR1erQrcoLiVBaRQgiWb70wzuiC3QspNPfByklHRkZy2rJ8GQM",
+	"90KYVTBI64qoTLdOxngL+3BUygt7t3x4Zz9gZsaLRuU/9Ao7tZK0ZGipUNK1FouAAfD3SYzjX4uZc767",
+	"HPAKcftlwY5PXpxZe4Ua0GAfQVd56uqPVCGs5luQCM8lRNAgiMCLeVg9MLjvor9ug9vYX7c9zi67GLPk",
+	"im25YIeL3nhMwH4iDAnEdIghEZ9CmR/EWFWiZxUQh1pch9T2mOUad0ivX9h+rFz0Dfcf9YM320y2yroq",
+	"le7YK/qx70Riyu9fnexLWKg/Vaoub8fCP/our5xd2WEaZr4F//aq/z9aa9OI9yYa+xpI1S+kLnPeyM21",
+	"iHnlRn74HnpolQ/YxS4XfWzRA4DHeW0UAgRHa6dUhTFhcN30tSex4/wDCpwjNeZG7ZZ1nsffHEYW6AmF",
+	"zE1V6WFEkokbmbrTi+nzb17/4+RHRladNah++uHJd4+/e9zA2VDy+Uq1HT/V/Q38Hcpem6/QHwd/pLO1",
+	"zAupsfTCFfKzlBeFAskW1C0s7z0wdbRj5d/FnFoqQhcOK0LhYWfiGH4tdKuJFyANj8EegSeHWKQTrgGB",
+	"oD89UFMGGOHy+sL65fVMuD41f6zov8mnouKQ9l3yYtfI3Oz+oVoFSGHbHX0+4ZUjohUj005IzfQEunIC",
+	"Yk5dNig6xt51HbnMaxmfQa8NUlicQeO+Elg0KynrHsSp1Q0Q1O6HSvDrGIWJEhYBeOQucgTGH6Fp5oLf",
+	"dCV+h3iPvaF3PJPQFVkZXV6EHT4GvH/WesdH+97GWnRAj0Qk2bdnrw6pfswBP0/Z9ujf//3f/3+jncDy",
+	"ooyxoIFHwjjEY1y+S9jboxJTdYPcN42271i338Ptro6BiD8riK/72n2rRXVnpgc1qFxfaUEeeN2vReuJ",
+	"mhUurSdVhVa5CIwJXCtLc8Erhwu6kicrlYuTrEPXxdb5PjlhharL3TZgd0vtW2A+0k37S45w53em7HYV",
+	"3AN7wG/t3qHrTtL30oE2DluJPSq8H38fRmQ6Vk2MfafhAJuepqj+IIqINQZdX2vosRHJNer2n/syRmxA",
+	"2njR181f6KfLbpqc8rnVCoAuO2uqXqkrWayePshq7CJkv7OUFeQfxP3zT35AbhBtPDblW1Eo6g7J7nIL",
+	"5V5VDBz70Twm+zTO1z2OtaBwToudTtaafCdDN0lGniWwhtJv4C1SmrrYr+nfssyCEBultij2L6BHEtpN",
+	"P8tZCZwL0wEU3uNXXmaI2zckWLcB8N56DfmBK1peE/tswmp0yvOpojbLuHXY8tsKZNoaEMZrNBYOEiZD",
+	"bk8aHBBHUd0OzZCbY+zze4dgXA2QB4v8BGHxilYT8rsDyMNDdbXtbshBnlm4aYYj5DWbhd+Eyh1Aywuh",
+	"8hKmAPEiz2EyDwWd96u4nCh1/ULk8kZU89XNDjJ6km37XNWjhP2Gj2jqgs8LDbqd/m1rp6N/AQ6D/3FM",
+	"7UMtl/zKpSWiM2Gggso3MejpXABgImldSTOHUhEqgRK8EtVRHYueNPnFxPmgyI/0Tfqu5Obd3t4eFh1d",
+	"1lpCT9NLnl6LItN77MirE665N4yzDS9rennH7sGNNdxBBNOl7Rqtp0pdS3GI0CtQz4dzda5UQMyhTulo",
+	"cj49eMxGvJTv4Il37sxHdm+BKsGagkEaKpkYUwY4rcfw1Tgell1Oe3bM3qeESZGDoPRltmx79O7dz0qb",
+	"XVgyvjbCCxfM2QxJ+eeLi9PznUOset+FG8BKB8qeX8R1uwSkbJ5rxQpB+DGj/9o9v0l3j3U13oXIxciV",
+	"DUATGKb5VOwiqC4bnYt090dh0snuuTRiZLWC0Rv4bZQwbGY1D3vQu539ho1SXY3fVeJ/AaMfNlXancGd",
+	"2HLm9Faw3GaXeSn/LuZbf/0FPX1j+DFW2qBhZpd/6sz5c1GhD8kSAIS8drV/yq6vEjyHm3E3VdNpXbic",
+	"3Skv+BUkhDe+gaaTEtBTUAfmcF/siPim9m6lBOPZu74OJRM68dlnCTW0ksUVPClAuFdKTbVD2pcV49lU",
+	"FlIbpI1DFKcuR8suThqNvT1ToAif4o5JZCjvzETT0VADeMLfAxJi0PXOhYGwM5QjzUyUuZqLao+9BKH0",
+	"H+dvXjMAY3do4LUmxWsEJdk/qGw+YnrCS8FGf6YqE4mDKUoApFecZHbhpppbTej/JA6z8P/8NcIZYyIA",
+	"je58WEStF3aA3ZNsZBXSUhVa+DoXO21K8BD/qq3ZP6LPjRKmFdVzElQ8hCtcJf0U+7w0gP90XLm60nvs",
+	"lFu9CsJbnkO1h0J3r4jiRuQK1oyXtbsjEgZXRAK36z9/t4sMOllPQf0pSv8Nr2BStfZUQV/wSpi6KijP",
+	"zFKFKLB7KoLKj+zgoz32kqeTQI4UgD1j6cMJtDBqY3n6vRUxu80fRx5Kgz7cPIR/GDVNIGiXRDFWVSp0",
+	"dDDja3kgsnU5BzR8NLqlZnDSjpbplERTo+G+RBdBVVsdnzy1WSXHhvGSV2aPQRuJZmWjfx+xqeCFZroG",
+	"fcb/lDDxPhWlAbT45jSRNqxotPQ290sBrnoO/aPx3NIJJdAzXqhiPlW1pshX0B0jnImVwSPLpRORgwwm",
+	"6m6JZhxhj71pZjTl1bXI3EQaZ9Zzxku5a1BW01TgCvQ3ribZZmUwGN8K/K1BSaG/8eyDlkOjV99huEHd",
+	"06HLetdfU+Gk0vbV15paMGF/UTQTavbwXSYKaW+NcHuQ20Ni1myExzVadZAoFntPsXPluUp5vmvX5gcL",
+	"l4slc64djSVz5TKfcqVKSDmGvvRjTmV4S+fk9sIJXKh713pc575BiUY5j3nCTRt4doSagGbbv23Ra+HD",
+	"rC5yAmYyIvttaydsigvfdi+RqdtOBkYwT8ikDnWVCRYtsMcHj31LSwLYoh6Zv4rLc5VeC8PqEvAg99gb",
+	"n3IMicqVWPiWvaq0zEVhnuMcm/NQ4+by+4E6gaE4glw7K7O2f3AbUShaGSUJ4+navbBTpRxe8lPsHLYX",
+	"hu0c0MC3R4zXPgqzbUIkFDcgt3jQBNn+1+nFf7OpuhHJQs/PHYcnAFOg7gAEvuDrchB/d2ZvaFqdtKIR",
+	"fCqcPXn/3tEBSjj3XgIJ5qlT9NvWAzZ2z3F7Hu8QkRcEcjDjVuCP7P9QUvaIOi4SkB30JF2eu1ls6bI9",
+	"et209TiiiXnB6a7yET1+MS/FaCfoLgJfcehCDvyBFJFi4XRgAoUyE8wNH4Pvmm7JbY4eBJD3vPFroY/E",
+	"/ilXV6o2kePgBRthp0REThlZe+RftWXEkld8KhyAeTMTX8eXiTTnyAwLGvBBINhkAWkc72DQkb2isY8d",
+	"3H6cWXlWityQ1UqeNTdPrpkE9aASWC0EJb9BBv9hLIN/8ZtgePEM09ew24U0ufDhjagWfXR6EmCqPd96",
+	"vHewd7D3+Nn3gMZXioKXcuv51jf2j5hYOQEr0fW7sTfe/qVSxmqyEJEvo9GQY3DMaLLcK23oDg/UYATb",
+	"cmXZstCG53lDFgvRnz32xjKxl79OSNujapiHe0l/Oe8U9qRRN3cqJlAtH/g3XpfhaarqwoCqCcLkUmDP",
+	"F5Fhng8UMSttLLeJfGxnC1fDwoIhqKxb1dHLn/3+ELTHmWIVRja8KSje89S45ucSuxZ4Ej7Jtp5v/eCO",
+	"5sh+t+k6avV5bOBdGAIqDcrg9v9XYxYCum5WOXbaH3GxKjDt4g4kS79Jw8F2+7MgyOq9C12EsrcVOnDs",
+	"IYJHB00HoM8nBwd3tjz0W8VXE6PiVlHAX8nWU5xL7BN+zvs/8MxvnH3lm9Wv/KiqS5llosA3vl/9xrEq",
+	"xrlED9bTxwM+ccrnueLZhVKveHUl8L1vV7/3tiA4MJFBvN5eCvDykwGzvFDqF17MaTsAtfrbIVt4YlWw",
+	"gueIIRa6t7ae//PPv34P0JNIHvVTmZWg/EqDp5+wERYliAtyhLbU1vOt77/fcn9rlNmt51uosDa/4X8i",
+	"Af+VdAjV3SaEcSWiYGCAu+aL9AsVFzJzYRqLOQiGgRDTE9K3/GfRt2fFsOAelwFdWvCLKqKyeo+dmEa1",
+	"WtTDfbPQQl2qbB7EVdgl5E8231+WZT8J4yXNuff93xfXL36qQwA0+4XHtPdJkfmFwJCez81BYm/ThzYy",
+	"z0FDMwouMpRdneR/p2Se8tKkE77/p8z+6iHxIsMQgGjKgOnNBioF7g6PCCwz9Omdvv6JySm/EnvsCBrV",
+	"jOWNcP4ioGcHCVA3ACH2PxfyqKnOZCzHRoiCTWVRG6FJ7ZQFptCieeo+7/wcqNiDcgO1ywG4C5xJMBf3",
+	"MPp4Wkgw4LQhr9oeLf4kA1W2eSaHDmiwRD9D7EGr62BzkAzwiygPqNW704VQMX168BQ7/2C6dZYgOg4E",
+	"jsucp5hPt8Slxzg50BdJu7ZkNABUIkRmAl+yVTgbT7LMli7+JGBnH/epa3hyMd7x+0pxAYSyXyIMaGRg",
+	"hASLDB2VDcHRTQHjH0MUFFbn2Er/tgrC09WvvFbmR1VjG/FPRiQhL3u2ST2tPLCw2a8E3F7dNssJ2lfe",
+	"bkHx4g+16UuKFyyyDpTe66Y9XxIKl9lEOUcntsgOUpRIRlm6UXlm5Ye9HAvFclVcQcE4saXI9thRwQjl",
+	"zz6IAnyOuVz45WCWYICGdz3X1w5Qwd26CzJhmavPcLM+nLPRoAfhcTsm78+lHcDjt1cJaPXHbi1dfN86",
+	"gL1b6vOfDr/CYS0yLDlW2mt9IC4Gh8+uMx97nA4ImdxOgwpyVtilmEi6pB2eUQhUCOoCtPWxv4yIU09p",
+	"JO8Bk0EgBnw425zNKlVcAYc1d+k3jcsmcGSMdpDp7Ub6SYIyMRXCtOdeqlymc7b99OCgGesSQ3PQmXQy",
+	"39ljR3neuObD5WKo8EZd25u8ycsJlw8SC93wGMZFjwqkbMZue9ziN7PC7co9uRjwO+4jK1wMTqQ6BSzc",
+	"2od1HYROx67ZthL0XMJXEzF1+QXhQc6gAwYc5O0ViMdDzHjLcKqSf4hs45a4O2HbuCEw1TfkQEr1hc4N",
+	"DU/dUqzC40sCFAR5n9gU6bUOlAaaEphGljBbjjtVQnDS0SkKM7JiNBRjzBT72ZjyTZHPE3bOp+JcGvH/",
+	"PTeVTI2TMs8jmT5B5H6iKrNrbZssmj5EQUrIV4kn2diRRuf2khOjoFkiLVDqSAaOFx+kKLpZ4Tfpj/6b",
+	"OPZu+6cARGMUnoCV+a+FRKscFsLLEpPiCfRYZXPcSXKTNOkSx+dnP9JLYLmRlIgmCy3nCkV2Ge4a1zar",
+	"N31oj/0K11pYhEEnDZlWsdvN++41n1OFi3dGgCxD5XnJOK8roX3ksWWZBwCj/bZ54LEqhADVmJSX56Fd",
+	"LjXOnn5rQuVs2x6t+zMtbkRqgbvicZAdorBl89yFgiJKcAFb+gpdEHA3cyM8zZRNJMIt0xJksxXbT598",
+	"T5+FrL9d2EFLWkcsrZTWu1qaJq6wvZDp9Tx4aIQeD2sKyKvC53/txGIgS2lfFNFWtUnVFHhpVkljsB0b",
+	"0hvqllCxBhbGsh4Bu3BPugOMPSAqwTAs0dK4eJGRnefIIiFpjVowHv/DKhWUeeh7TndEJojLZ4DwIwpS",
+	"KiQkMqBmB7FGjb1ekMNhrufC7HZlPV4sy48uMWnlPo264xMueSRpHxbwCaswX3Wg5E1pb6fFlJ+HMfQw",
+	"nt+tqJwFFVJOffLqchFks4ETxFI+KQ+UogPkSslKgKU6U9U1WkF0rUK2hcpd4z/vK2muDo2pIkXmytou",
+	"lXE8gGnPiKCwdBOHKCCUHuEnbxSDdqNFxq6sCvX04Hs2SklLHkWlp92oj2zIhBKHrJO4yPHW5Kdsh3ws",
+	"k+DlokPirjgvbgtghU9H1MXUVaEHukvwXryWRLeuszU3rWcsLYjxWGBx1RJUSXOZuMKvOUBdYmtMUIgb",
+	"T2aeA7o86mMUy1AsE6nMBLlmoCQE2sJO1Azfh5VITej+oGIGOYsw4Qm/EZYd4VE1K/CCXw5zoJsB0gPu",
+	"87oPPtPl8Ig4r4jxsMDrARntY/HNC9iVS9HpzQs25K6ZaGUo4UzwTEe0JFevDLG30KXaup1g7mBL448x",
+	"M9nF4kPz2F4/7YHsBachpPecAapjYcjr53IGNeN5JXg2Z5WCjFJKSHRgl6qUkFhFfDqbhDUwMhD8WKHM",
+	"tsG2oln4ZGRrUYClUtiLTmR+hG2qjlW1SRpfpQ8/UvoiMCa5ynYCD+tjNqKB3tEroz32Sl4Lf53bDdtt",
+	"38WYzuqyCMNULLQaA5P5kb6z2prOEMu5l/OfkAFB59d1oYfR4DUMiQgth5rZbQ2JL1LOdcdngE1bsqUR",
+	"GggEjlIjlAz3rr+7UqlO5eIV5CQ1FVUqzwDSW1baJCjSkGcpY9bBgU1kle2WvCJsOiu9ypyy2hGbqykv",
+	"MfIG80eBxQ9dyajVKC5lQYLz6PWLPXbucUo06huQU4poJc8ZApXYUYrMZba3fGCVhy4BgG/V+A+khmVQ",
+	"DnMsgmI34tjt1lJcNUYnzSP7pxxszUHPQWnrgGdpMn8Xc/A9D38jAJcZ+sovLayf4e+9xo7Dw1944YCp",
+	"1n2lgc0a/uY/ABFm+PNHZbnG05jNvfYLa63gJUFsrbEGD3y23jsEurbO0YdwSsPf+9lhbK31yqn5Y40X",
+	"TtooWevQmrbaCpaRr7GBqal5vu5b5x6zafg7PxFC2o8gQtebIklhmKZ7/17TNPDLgN0Q0W1C9AZ3/3zq",
+	"UdSPZVTZPXQozc0d5VQH/6dl9eHg27j64DccGsP+lawoF2mwIsO0RGcqQX2T72wz2mPHwaVs9W+PTjbC",
+	"O7rMpWFqPE6YKNJqDoVZPsjoKr6vxTzo0+EvbjYCoK/R/oiX5Wh/hEXnIw+dWhdhg2032Da67nCO7/Cd",
+	"d96Tt0PJmw4uz2HOYEXfiLd5BwpOR4QFMYLKKXzBLqcFfEhhIQ9GOUKQEe1x5rx1xvEX17nIlXyBIWcF",
+	"s8DWIAtJH3A6TsrdU8JH+I0VwRvKQbJPPtKEOZe4JSE6mMEz1TNp0gmihDxgwMbdB51ponhod1E3ssnq",
+	"+ASyOrC4hLcl5x0JTgSj2IoZW/tca2F2AUdmLKp98d5BO0ZNsJfvsXCEfCNEhY0R5UUvIG1giaAgmJqx",
+	"qJqC3W3MjwYgmD0/0fZkRolvuvx4p21wWdFMwJDw2QXLipopwvkesqouMP0f3Ta+TBOBY5ZlFS7SKSN2",
+	"SvdaNUIfuqBVv6At6mL9pb38Kly1eCZIaToktbtVLgZwiJw6DonrIb/CPUp97EdQLoq9uajyfMcXKzdp",
+	"D63kEkrL5KZpv08iPmEEUJYwfS3L0tVVYFpFQn1X53tsYQ6A9NmqBwbNwVKsAFyYXVXt+lkV6Nu16+Up",
+	"Is3w5kUqjp4zSm5h0ohprAKVjXCnmrQPf2xXyID2c3sMYDAJpMsDJqMmAZ0cvK6DaRSARwNq1T4vy328",
+	"sQ9ZXbg0SMAVQ90N9wgiudBor8K0mhlAR7fn4bJOoMGanIo99rrREDTLg97DJWpTu4GzqFQq71fBwKYR",
+	"ERfuyTQubO4nH9ZqvfDBFerRssAOwAjwXAmM9cFVIjf/3vzYnBdsm+h/xzJJg66AVL/Rlj5nbekUT9Ye",
+	"LDG2tWxIMt+/zoS30DA/tbuyZAFWorWPGrAoWQV4+TW1ne709f6En/2EHL7OxYNe3wdw0MAHh3hpcNc3",
+	"PpoeH02bQB/YR0MdEaTRwBYLHpG2CwSeDT0g/d4FoJGHcDG02sN03EQw90ewyKTJhg+e+yh3KG5R35Q3",
+	"noUvzrPQ4vcHuyX3/3SdUv5CeZCLGOztC/i7brolYVIVpDi6EQ8RbGcmtWARAVEo8w7A2Uehi9SBxJPy",
+	"Tq4K0wCFTRXot1RakUO8NkjbxAmzbd+Fq4BaAw1aJfyL8Hqeuy7NykyWJRSub0FCrXePL9y593vfDkne",
+	"bAQFwXR/8oJi3QL4zyYDFMmraZtxn7yebJV1T+Us93eeq74JnhvURqTNOcsd2e6Ic+5eO+huHtfBQbQJ",
+	"vtnKp6cMkMPJ9aX6wvj7q1IEkDo/giKw7DAbmOIFeJSyuEI8jMbdto2WPro/M6mh+b7IdtopYXFbmmKh",
+	"X2361GJWxieSVUE0ssmuGGK593ih7z0a4oHqd7XgVQoAOfxS5pBo2sHV5xjRwCpePwDTYsoLI1OGIzkQ",
+	"dvDoXdWVK2h1TRKpf0gbOe4sGA0GkRjbo6dEFmDYhTVYE1UIbfI5G/EbLqH70HOMk4zihRsuq4A+dw5f",
+	"O27Wfv9s1P3tzhIP98RXESJ0/SQdwRBBqJJw+ivBRCYNNJq6by7506cYDbR6tVEQzwtzl8aVIND+xXhX",
+	"aOCCpSw1O6uLQhZXCTun5kAJdZ21lyRUe1PMcTlQ5+zoCocYHWJpo3QXKTsx2kF5A/Yi5MW00n8AFRwx",
+	"/e0G+zJ8qN9eYQ7fVp8/yT6+DRwm4mys4E/ECr7XJJqkv/JRFaKdUmf5N8NcXeo3AD0+IRclYbw2atde",
+	"idTqJIMyAjUeH4b9e9+evbKcixkvfffTp8pKw9LZvjjO+ViMcCZ4dk9s4AM89Qr0tCt5IwrycKx2+7Bz",
+	"MgCClr9hLi4U19xF11/f8ACYs/0UlVVCc2D2q+/N49i5qguN5ciuhXLiM0cXb2j4zIhybEcOwZHatG5H",
+	"b92d5wvXbr8r7INZ/Z79X5+D62uV1+tLlUubiNkgR9lD5+IGVsM+2fWiO9Hwgl+3yh2s1KOSxw7nAPbV",
+	"Xi/vP2ZquHJvqj3otSkKZd7RdCKWNZX6iM9bfXFntREYH90EcATF+KJL8YH5t+S17mHeUw7dEi3bTbmR",
+	"KXM2wHNWKGyKCFBB6UTYmWXMWt85QZO+N1SCA9m/pprvQccv0Dscj5LtjyoTqRiHgbQIXevQ3smOit+9",
+	"FKmaCs1gjhFzA/7+RRgclM3cssFKWvWGgz9Sbic0+2idyUOzrvmjm3F/sZZEwv6A3qzQCUOVDk5sKioe",
+	"oJfb8Q4JNBRr5KBtLHKyc/gB+0HKubY3+B47uzg/bSJgHivzezYqzR9wnXp1aXTI3rz+x8mPYGz89MOT",
+	"7x5/97j71brwru5RI05kxTKB3XELI66olVnjZ48iOCPEmQtCmT8+QVukmRx1oVthj5xe/Lc7po9iijQT",
+	"de3yOmUXEVPYK3Ajrr4qC+UcoP5Cmv0wEYkSQO8RduEgEdkE/qTQgwDhYLrBS5RfB8KnEhTRd4EDp0l/",
+	"DvKw8b9aLg635dPWjhZn2ycag+c2wuaj+nUXj+Mhg5lLjL8ax+5IX7c43RkcS9KAX3FZfBb87jrbfME8",
+	"36C3bbj/0+F+xGq7WwFwq7tfC2NkcTXs3scvPFpg+blHXZvyouY5OSYJb+Pzu/fP3ZZ88vzvZ9pz37sD",
+	"3nD7R7/rdUNY9x7APRem0dVbDIltDezl7RiMBAd6HDPFsEUdlIafXvw3wqK2uoY+0q5aN+irH3hOJlwz",
+	"+Xl4QFqRzrtk/vt0hLhJDvCENGfeOrKP5RnZSKyNK6S/HdY9CMqh7mIImvS0xsIeD5gMadRuWee5S/Ji",
+	"29TIlxsjpiWB2QehGCOnYidhldD1lMJFu6yVLkbR2jBPpVAzB/AdQ2rbY2eL0Vor1l24bNuHbukv75oo",
+	"8mjHNd7HGHLzrPvTaCdI4V+2m0w1/zwCR5BEOyz108Fb4157H/JGb/pIAsHyG3ZEIyZDgHDLToWaPbxw",
+	"qKti1/I9clNPSLg2sUxwyHyTBTXG6gIfCrrJWFqkpQOaP8Z+Q8zIIRng0IeU8jycaFh+PiIiomxfV4WD",
+	"OVNUgfV5R44TkLK0/A2zfzwjyZJWkNbQZpO7LIkazPFYJ7Gbqx73SEBJjzQ1ubNv5bIQz30FFPI3IZUl",
+	"QQVk0plRHjzdlVmeLJVuBOUc4sbufsIKMfOFlB7ZDMCLEM8MCy1H2B8nV1dMjRl3FRBNCY7hc+2LQnrB",
+	"jc5w216pDzOiko9ZwNms4e+yyNbGvX6lrn6s1HS9Ny7Ues+/sWf4IBK02Y0hBaAB2zBRmOpL9DR/1KJR",
+	"HgicoJbrQaNHuuClnigzzG8c4DPTe97ES3w5KWreCNvsst7Q95RzY0WYnPIr8UiDeEVJJ/8QiJVJAIFo",
+	"06hZYS1ixJfFJmS8spKTWgkz7CVsZHotDNt+dkBwkXqHXdoTxqtH6jb8eIriWivG2WWlZtCFiBfQXAxm",
+	"CdPzVQvU4a8pS+hzOp/73VwSmO1NPYHBxrLpieLzVJMtCS1auJlsJVsFn4rmVE+yJXdP2Elnyt+/EsWV",
+	"mWw9f/zku2RrKgv/38lSn52HsNn8fnS1J3JkZO9Ee/J7G3HR1xaNR1jwA70ryKp6r8z5fA15sY+diHrS",
+	"8igZntizmyNJQRwhMq6q2Mhx/shzKwLbju2PxuTnyOYjtv34YPfZwUHikHzZs4Odpq3Z27NXjrtCydOI",
+	"EgnFvOhDb4QB/Azwd4UybKJyHG1BCoCaRWvD7umqyOet1T3S+EFNFU75nHJpuKGFrcDNc+xzhFv9uciU",
+	"u/eYtzdihbcctxb2PJdjAdjBD+olXzi2LkBfpB3nq3p79moD5vM5u71/qnhhSDNBxcT3avuUxHaYJxAN",
+	"OF6AtleKSqpMps10mSqscHbuO01xSVlBkK664TmI42+eHTR6WKRm81GncogNGK8qfok129diPrbijplJ",
+	"peor7O8ytWdNDaERNJCbZgJ2Yk1JKgn9/zh9+dOyoD3nN4titjtk+NUJ2oGBSVcMMwhE7uEF8KogpeaW",
+	"Td0iNuL3807ANlEx64/3gZ2OjcT9U+fK/DXIvraiyskU+xbbHqEQG6GMnCptWCVS6BdhVcudPXZiqOZA",
+	"R9RUpqoEsiYEh1beVtsFZRu1jxE6Cf1e0Y11BVcZ6qqNOvuccaeke90FW3k1VrMkgc5DJd49raHZlTE8",
+	"nUCXlKCONbC2caB5MPzTg6dDjO7PQWwnS71JAMQW1nzI3GHbq3HxuFUhOuZpCaV3iqKop5bscXRL9Cun",
+	"dbREE87UGbdowhIXA5AGt6fLzhKY8r9qrBqjOeNoW30buXqOmEu0SFZs2zeDa8/l0Bujj7QzErDPvG5g",
+	"jHe6ZuzIuTVnMju3ngNOmZ/zpVK54MUgHwsc/f7/luKqfb9hNyY7mCw4Ftwt9kmOXWkgQWDMja/2rhT7",
+	"rpsFtvlBtXjD+/ocHdE1QEkmz31ICuNQHo6sHYfCTBbqVdTRSdC1EbTMRsFiXxYUauSWsa5QtMNceGEF",
+	"Q5HPnxNGTFvxZ7OJKGgAXlXyRug9diZKwaEQWho2I/OBm7CrYV2MZSGpk3lzBQF4uE+pcfNspcc0iYjQ",
+	"8Lwr6B4JoiN8zFJyTcSwsBu4SanZRNnvVduFY/CNQD8SooI2quwWR+dNHbZTINsC6RzzapJouT/b1gou",
+	"dp+hF6TLFAoXbwXAFZfFTuIllxMT9hGrRGZSl9xYG4ClVhzloahT5QBJt8feQFzLqr5W1LSVR5Yr6uRG",
+	"QJARgaDKz0UeqLJfHMCWfanc//GYWZULTZLLB4VcwDbH+1NVSKMqSolbHQyuq8rq2xNrpdhJi+LKXuoI",
+	"FQx8gk1JC5UJLFaA+56zidRGVXM2k0WmZpahAZouIY+R+5nfiIpDA8HCKHZZW9Vd77EfafxUTQUbV2rK",
+	"JoJX5lLwpg0qVk7hlycqz6Db11RMVTXH0G/hp9XWHwAdYu5blhKqHbUqqQQyGEgwVYm4VYq7+UuzmWsz",
+	"PY5AyTMLcOxgIjkZtLCRpPEUagZ22VQWtRH6kMmrApYB20/v4A3itn6PHVCTbOjvQs902UL08y84fssi",
+	"8maLLMw3T7YSa9bJqbU/Hx8cfHcA9jH+94G3aKDIQ1QxG+9MWHMnNa3VGgX+YXt+K2b4WmXiJOsyM599",
+	"M8DKxH2K7veKj8Ob8c3JuBHQAHdrwAxeFln8+4c+7FmsnMzLIruDqfwAPMhmMjMTS2Hk528mkk6UFoUD",
+	"9yaynFgT3aA34/GTA8/J/TPGb1GodyCNfffs6UFIY48jNHav9+gS70fu0WOSm05OQh9Px3CbK/XObHbX",
+	"vb+51tDSo70O71N8MnadfhO/Tq3siaVYLd2k+3RL3v2NmninaSCtV99GRH0fcil9ahy04Zq75Bra22Xu",
+	"eSCGyVXK813Kh1zJNpzl8mpiWCUImLvJKBsHDSag3CJUCstKpULr5+xKVao2shA6sXpkCaVdMrNb4PTF",
+	"49O3mMFTAnxyLnSU1V7ZiVOK7X02nwi/42MfK/Lrvop2E5Z8IThhT/iRdmfsN+E+CVgbbuqBSbR2JYWu",
+	"NTOimlpNPRPvhcv5V+CYvJH2s97VQLwIVwJcAFMxvXRdi8EtV4/H1lZCZULw3EwY10wLS7HWRPL7ssfe",
+	"AOGqSjNrY0oDiM/Usxlz01wuBjR/15RPx62a6T6c8yvNLsVEFlnftXOOu/Jp3zU0yS4HKO09HvDmqrlT",
+	"Xm22t2EK7WjmznkVtal9+HVFvzPiU9f1iPQweDMB47O0VyMELqyyFq+jeQlvvYbP3SMZN5/pquqwdBwu",
+	"Ye+r6csVrjogKfxzjKKe3pqi9v8swNvwl/1xCH15gvEuZRzukWa5UiVUmTqd5ej0BJGGwWd1ZbWTWgu9",
+	"iu6O7ExWpEXY55jMlubg6DqScVA4t8rwtIiHLD5orb+PJ5oT2Mj1Oy1sKkLGQ5AZR8YPxoUDwTBL5cAa",
+	"UJy7RiI6aRjOBYcsEWtfXjBR6hpYt73cqD7UkGQ/MN3Xw5pDIO++aJC7j1ZLRN1ZI1waR7C7Xza9EZXu",
+	"6z8bcihNF6K3cAfSy8iF7nLksqCOnE7slDm3fLOCM/9BM/mKmdJtQQc/uu3e8OJdppYtsuGNp8N74sCZ",
+	"uLR3164sLtX7AYoqXnTNFYnDaFYqbYSv32sxWxuuIGGCpxPm8zLrkrIu/uP8zWvGNeS4yhuR7bGX4N6w",
+	"X2RSs2tRQt6wtbhG+Nk9mv3eb/XBwTfpz0pdv+ZTAf8lRoiWwLaRM001f6Qtr1I+Lf4osx26w6VmudSQ",
+	"a6YnamYfUlp4xAVMQIFhoNRY26nkqriy/9uMp2pzqd4/squwvChVQTUoEuPRhTlkubji6Zzpgl+LdynX",
+	"uKnQj19TsLma8lxC4stIFe9wg94hdkQ28h1ARm+Kc/jpmH7Z6bMBfsW9OoGDfpC+2otwAvm80ZPQB8Wn",
+	"gm0LCSk1Y1VNOzNuJ3S0neHbpwMilsEMiFwvqUgzzFvsmgI8cw6PdIeRP5K8Ds92EJwD8Rjuxqabd1wi",
+	"2+2siwypY5cEM+xYKI9BQKwhj/VcGzHdy9VVTCrDaPsoRgaIY3ze6R/4WlveOjGqDS8yXmVO8Gk2q6Qx",
+	"onAyG1926S2QP4seaFPxQrtCWtfgsQGzcSXUkKgnTdKIdlHciFyVgon3PDX5nAGCqP10JqwMrUDAISWT",
+	"tjFK2AgmeJL5f1q+t/+hUohHZUfmrUntHzDKY/+FSpX9V8YNH+3ssdPKykFALldj+jPImyCBJ6NFWblv",
+	"n4Jbi6eGHYEYttcArHj0z7OXL46OL16++H2UwCIKtwJrjLAXfjUEjUIZxVMFlZ9jI6pFJ2JzPWzjIt/A",
+	"7p+5P/vF499/4e9f4tCdMr55+AGE+31KNFwErGeIKCOyRUbYSLKurk1X7dLZUFsZJMye3F6YUfh2XxZj",
+	"1SnSHKoFyhcHN4Ry5ldxea7Sa2GeY3tXbiYJ0/Vl0+d1KrSGJc5LYZU1u3dFKlhRTy8x4Iv5vLqe2sFz",
+	"QOAqMjaDiivcjDGfytz1PUk5ZlMH1XMzmedMC6uwWAUWHp+zQohME6iZ2xeSMxNRiZ2onekCtnZ1fnEn",
+	"dnvuka+6P9ph4bntZcFPHxAt+Oh4KT2E5dc6iBcex3nBrreP/mfdrse35VXFM0H4AM204GqluqA2ghyZ",
+	"NZHrf8feUGBMGfHeMCib12x7FJ7/L8gvo52EjQEHzenCSPlQvNOsTSPACaLNYRm+1Gw0EXmuRodoz+Ft",
+	"NaKfHaAKX2RFXNFVZQ2sy7nv9Kxqw654qSkZf5TWlVbVaI8dweXJIRW/KERqElZy7TOktKoaVBc/Oa/d",
+	"2rubhqLAtpFFLVgFaSJ4MUvTKCyg9HiZcYg5sjBjl2wJgXOw++y0HFw5vow4BFoUmWajSuh5YbUU5yFO",
+	"c2mlTCV41k7wwmMNhfPR6Qm7FGOM/udzK4dUERZNUS+Wo9pMrHBKPSY64KoKXtmNVtcCQBpcmoHK7RxR",
+	"QKVKXUuRsHQi0mt79vg1tMeBFJ+zpwePm1JcAt1pxGHCnh584zZIMFXJK1mg681h5xAmgavRAEMLN8m+",
+	"fNC8vPBgyAA0G78OPHJotp9bgzGG/v6mFEVU2K3y5h0vE5S7WDxJAZgME7zKJUaqLVGiHnf28h8n5ydv",
+	"Xu+dvH7x8r/2zl/+p+Uvo/y906K6LjMTl9hn55bcWGm39Xzrf/55sPv9738+Th5//9dvv+11/te/ba02",
+	"Sh+jUF9IeAageYDqdKEQbJnYnBCRpFWyYxLGyZ+xynM12yhoHZeUpdm+C+pO7yW0Z5EVhwSnQ++IZtvO",
+	"5afrUlQ34Ka6nAfRaL3jJaqsAHYpnae5oGSOhKEPHyCZFM/i5swvjbPlk00ZCubYF1hu7d7GW36XseXW",
+	"1t5HllCLU/b/bLkA/9qvxFhUVrnpZqJjVVsFbWZ1CHicVLwWdNE2JJOG0WWdsLOLU+AUlguuwahBNTBh",
+	"Zc7notIJOmZSldnbXkxLgHTYwXoLDrEERdl9gGn5v3V2JUCVMrISU8yZrmL5Sj+JkP/OmlWuuD9/CRcl",
+	"s44A2KIf9fZxsOSDqqcaCBD0/IsMErmuKY0xdjdrPi1zdIFEkR8eHyT9RU8rSp4eSFoFJ9rdX46e2Ais",
+	"uxRYzb4ui4GPIb+sJOgu2v7V3uIOhXcbe8UBpe9QJykv2LxEmak6z1imqE56JrWgn3UEso1wBOzkn2NG",
+	"fQN6XomgRrvJvhGV5dnUKkdBqwRVxIo9A6sGM/8ba6ygwL01OeybTBSVamrI99gPuUqvreIbHBl+jUyW",
+	"ZskOMYJw2MeqSmFyWphotwVZiYAZP2uhek/Ic0ub1AM9d0r0qSo6lCAAUQmuH7otVmvWdj79RfRlM/02",
+	"XW3wNL4qyLolMr772yFS7W9/2Hcyd4Ul2NJP2x0oPMO5CNojTX7FjqxkSPpzn/1YuQh+LS4doZ3DH1MA",
+	"iw+vIY9/eiFnNPZt4TOz7nQGEA2V2te0dGi+rhBjGUmuaRj0wsOrbCVbhDC1lWyd12kqRAZ//REaqm0l",
+	"WxdyKrI3tdlKto7pmh8ERhffPvtap0MNHwYO/+DsEf/lFLC5mwySIFC0bU2I5zLrTGahK1NkP8w780ie",
+	"Hdx6SqpiE15k9l+1cW79eOlj1wyh7tKOvh7C3cAJcmPn6OLiEps/dE1lXKnpHaAVdJye0xBXTMKoe5sC",
+	"ZSOAt3mi6qqbBWWRip/tE0MBEP723dN1MTaOuRa7EsqvpJE3AmNINEeZJVRtbgdKnN/e6tWoadljFfZy",
+	"61rDtZjPVPXpZE8F99CQXAN3eBsvdo+N29ITArUF664+2KRtqSxYID7Ahd1WXm4hKReSqqJaDRRjf1qq",
+	"zad9u29Y+/NibdR0Aq54pB+W3S2hrnS2L/O7gewFsEeYFrlIgdmR6pkr5iK/QVb7MsCIXzygqnOYywrv",
+	"zcbQ2BgaG0NjY2hsDI2NodG6N7qqXOEK2yghHc3D7e48rMbxJ/3rJFvdtcMBUfoa8QaSp1E1PNn26Ra3",
+	"aF/hcHjj7SvcIj7ZutNw8Z28sYEavvteBiHBPiAz7WNwtzv4jMqaZrxBXIBEXI5JosLqHXvsqKDqb9cM",
+	"3/XTxzojo3LQAiDKbC8Ynl4XapaL7AqDty4EXUGQLggpH2JoWzYjU/mly1Kti4zasCw0bYR5fx68fPeR",
+	"26XVr2ga5iK0f31k0UKWwaaZwVcZfEWqvWthuCre2hKHmTBc5h+gYsiirE1iLbGyNgE6IKkeKL1W6R0v",
+	"cBZfs/ZBW9Cvg2AFqH1wo43cmzbSbPI96SUEgYFluT2s5yp2yHfmynix6gZKXhqHni/ksTwJqkmC4JvY",
+	"fbIHduYYp7FuyODCil5D3roBoQN8/pdWvtgDIBTg6l6otLZ6Vzd7BVu7uYQfkBftWwN2wJKMTMXbwte+",
+	"dWB5xnjlHlBslvl431LqvCeptZKGklEdU2JDMrQjLnl6rVldupiBSAAngZrDY/WexMcSMEaCxVbCqkNg",
+	"M2C1sVEu79U+X5dNyZt/wxobmsrB2oLhyK7jExENd28ohAuDla7qLkxn5TN4P0Zu59Kkse1kX7+0K3EI",
+	"fVf9yQeonc6W9Q3srDJHLtAZd+1Z26iDiirp2PYoUFqww57IRglUyl4V2JKOXc7hHhoFoYnRzkaufunG",
+	"zV0Jc5CV9yjOuyyktkAvc170dJYDsC5w1lhBLYurlmynigRkRQrxcpbJ8djZLlbIExiEACCqYL2I7sBB",
+	"lvPKHFp2hXLYBj5nWXCf5rz4KuS2XehQsQ3l99OSV+LjiWw73848/JxvFM6NYBwoGF22foPX2DYKUdw8",
+	"lICs+Oy21isIv0UT1mq14r3psVXP+OxLNVf9p2TaLNPdeB3Cw+7iRnh8YdYqnOqHsDBhY+GgexWfeXZO",
+	"tsq62zSFiFeZCxObUKetqvKMqcKbq85Whc4BYI6qPKf/vKUV+ikw/d0rNH38PsQw9erjxijdGKUb3etj",
+	"G6X3KLVXKmErLNVjtH9WCPigmJIAwlQh1jU8vz5RPcAWhd3d2KEbWfj12KEfQRhWYtc5fYYbpd5NpHw/",
+	"QgKXniptniNkWBL248m5EUU695rXzxcXp5T80BtjrcS5m90XG2kN1rjCLbeRNF+C0Vo1B3pXIdYOC/Uf",
+	"PJcZX4yfJm1LNKLTgHvdhVFbWKdodGy3IVit6brbslzxP1B1CkeHYG8EZPltaaf5STH9/fnim+Xhsjeh",
+	"1I3VutHUPi2hfex6ZdyX3F6hmFH/60FNqWmCrmV2JDzgk9uwnAzR4KD9R4/ydUpT+EL1LloeoB/3QOrb",
+	"ZzZi42O3mm6T+D0nptFX9jE/rNtB9PNiOtmuVYSA2dpaTwPLTokJbHuiDOWf7SBaP/W2kXohq/YwqNJl",
+	"2EcMLlRJNTUOic7emoC1H4NYP4MvfSpsfV+aFa3sCHZyUCELttxXM+wMZxTs4v1Wt0Sm2q9KIWE8cjVP",
+	"G51qo1N9pjoVSqF7kefDtKl9Er892WlGUVcTeDCmXz2IuIavb+T1Rl5v5PVGXn88eY3K6kcU2CvFdYeQ",
+	"Ztvcl5bTL1KzXIyNb2r5EHr3+UaMb8T4RoxvxPjHFOPnH1+Iq3KVyr08PRTArmmVqlimBHKac6JIw+rC",
+	"yJzAQ+CPTUeIBxDuqtzI9o1s38j2jWz/eLJdlQ8q2itT7mOHswEozgs90YKOQhOlzSMXk5qoPNOATiny",
+	"DFp3FiafJwuYr5mssHVnHMz5zJSnqjKvcG5DYF5pUiHOqbgFzKkVJjcCgvEwYraVbIn3JYTlBwOX0lwc",
+	"bGlrrbH5+AeiU6Lup/Y3UXTN4nOP4oUH3tfPEbd2I1I/Q+kGINYLQuSOsGWSDm30SF93yqmxqhjHuagx",
+	"XNt2bhUlCnBQQseVEK77M0bfCYZ7qgDAbvvSniABTqC8gBzniUivd+DP2N8sAOo1M5kKNpvInIg5oose",
+	"A2hsyBJflDIaLmyFFgo7xGa8MLhPD5ciFU6yX/+EOW60zo3W+bnKZeAxXnjZfG/Ye426uf8n/C/2wYR/",
+	"drsUzgTpU9yxmqV2ENyXAs19kNNGkbhAl0EsbQIkTq9YXYW1B0N0IO3Rku65AeRnINndTnfL9l8nc/Lz",
+	"uHvzfp0Kw6W5v8c3Yn0j1j/z/IxFwY40fa/iHWqF9v+0/7OOaDfkx7txKp8qSDlPmIKneZ7PmbLWtfPt",
+	"Ovy3K3kjij6HQlvwr5L5XqXL4Psdsp7uyW5B392w4dm3337zbdCx4fGQjg3gV6jckbpN+hIdDJtbaXMr",
+	"bW6lL/1W8ro0Fjjcq9lhKl7oVGWi2jViWubcrPZ3+1fY9ng8LcXVDvPvJoyaQO/OZGavKgE+bcK3azWD",
+	"t/ymcJGqaDfgjzu+L/yHL/xUh7i//eTArxX0OaPe9dtYbmbnYh9AdPLwic42VovN7T8NzPDlferzGvvd",
+	"2fT26Wsw2BC9CYjvPh206Om0pn3k44f2z/RvZ39DhaqlTNetCv6gU1WKoH8IcuLTg++7fKvL5LN1P7rH",
+	"Ob8RP4IAcR9a4fF0C35Yb2dkP1bO7xO/8jc3eF/PDeCCONs96D28/6f752s+FX+hhMiFEcuy4gX8vUNW",
+	"OPmAxiDIg2XexxGivN97w9qpuQ+E/BmxC8PVfKgjcHPNryGXkGqyz0c+fS6tQZBp7llUdCBenIky52m3",
+	"fgDGbKAMWF70wAqXKpuzaa0N41eVEF0wFZ+HOPh9o558WerJuuz/VaknxPcPq5+s8gngZWqffO6QdnyH",
+	"Zc22ySfApmJ6KSq94+VQk3uiWVUX7HIeeOx04iEHZeUS5C7nbCJ4ZS4FNx4oRlbsRlQ63hzdzvA1rOGe",
+	"+3T1Wdm4u1+NuVzQfjtiJAK4m/ZYel+LfLzvyaA7hnLBr10AJdr8+5HG1CVAMLBXqWGqSBEVCpLh4eUp",
+	"MwqRjKELQ4u2EyYLbQTP7KU349jmYUxJ9dDYsxSVVJlMG7JdJtGLSl5diepc5OOf/arumVr9h84gNbyL",
+	"cP2smeHXovgqSNiSDRoQjkj8JhRqdgdk3SVl9/8sIEr0l2/F2E3b/1mLWiyWe1Dm3nJKH1WJYB2I1GFv",
+	"xEOUspZ4z0WqiozKBulpkSFPBG8wUWAac7tyREPXW5mJaakQA/FazNkUeJCzSphKioy6vtv/rKuC+pxU",
+	"2oSdGmNeqTX61v7iV9+heeImf5JdahfXukLlDDbt4TTOr7gj9sZzNshzdt/darVI60qauf3vXaOuRbFK",
+	"QT06PWH4YKhTwl+o5uJKaMPKSozle3utNxPRCbvhucykmbOZLDI1c7AZzszGYW54XgsmjVVOoBc3pDdD",
+	"qz3oGFrmXBZWQE+D7GcUgyJjE1GJPfaSpxMmCkPtcbFaD7QOF3u/ERxih4lPxA67Q+HvzAtQlvKC6Yma",
+	"QWAaZ0hVg2fiRl1DTjbsCq8EVo2r2rC6yIXWTBZpXmfCPWmvjaoWcQ37qJQXeBDrpmOfopdj0HPn8g98",
+	"Nub/w4Womd3Oyzle4LUW1SHjeQ5/r6j6kV9qeyd2uPvgybd6bWff0rSOcq1YLgGHLtzsrg+397v17UyM",
+	"udXSno95roX/9qVSuQDM7vv0NLqz7TJw3hSClfwKHD8No23iiT0GUrNNgXx0Yi0mIp904GDTK3u05wND",
+	"ikUzAVIZL2stC8v0lzy9Fr5wA7EXrfAY13nORvomfVdy827kxB3VlJFmqYp8TuXM6HS/FqLU7H9rbWCQ",
+	"85+Pdp98+4zEbcLKHGremCjSal4a6HNfUhpbI+u85GEvwc9AmpfIAimN3sxLSDlAXdWuVVVYc5eg7TaT",
+	"lF5BI0TCot8kTCvGaW+s+ERBfVXxwrCpqqAChlyqotKqYLOJYlOeWdmPaja+K1uySLCU57m1Dq1I8g4Q",
+	"mCVVblciVVWGlwVuIZ4t43UmIQQt8y712LHo1n3qpe4jK5RSK80WLlCeZZUlrkpYaQnpdui8WbxZyXVc",
+	"iBnu4sNqtrjMzG9mlyMVznfGNRkz7Sp7LPL0923CZhOZTkAjUAYu4wLvYH9J+QP91EXmV6nNBrLybmX1",
+	"MMV2/0/435OsNwCMOoP2gsshmSuA60R+EAR1DhIOPbahLyvotsXGlZqigxaL+UzLeQDKEyiQqRdeY1nw",
+	"/JCEq5Vj9o/XojQoWEGb9WqQc5CFgg0VUisgecF4Xgmezdt6E2Fta99yhsM1ZWfVaPVOpycnBqzVSV8Q",
+	"55ewIcC2TPOxyOexrGj72UCmrllgiAe29SBKWa+QSlhhdf+ivf97m2BuNLBiN+cB+L0joHtM1G2aK7Su",
+	"SqWX7tI8VzORuTtVgCcuco86UeAweYF7oFOTu5oOmZpKYxlhLIW9tKy25uIp9oE99lrMwq+HWpb2fCXW",
+	"17L22NEic/PC3o+XgtUQe0YNNJK3lrBLkfJaIzkvSKCuSPYd8fLda1bt6a1sFAXHBGXU1HZgxQE+qPq0",
+	"SiS5gyXNbuMb/Iq0KaTzT0ib2kf7sjvA8kKATUodZdCNB9ZpIFvBBxcYAiikAsvVslzclCbjANQTbuzG",
+	"uBZToKY4XHVrVZK54AR5pQw3KMitGF2YiRWibjahuxBULu68iFbwJjHpCpNNrTo4goHfFcq8a8YZNTY4",
+	"eBpvbbaewfuftoqFc1xtD6IrxGU9qYcOk365TRHOJ2oGm+p3mIfM1fiwgEE+tjxR0GCjp6CTEvYWFtRo",
+	"aYyD48PabAiCYq9zp7HJLFn2rJBoaZwqSUvYOFdKzFeHriqVZ/SrBnTCmarQBqNMCFVELEVykeWCt9Q3",
+	"Mq3sIrNGWAknydxCgukva4GD6hTOYKc/bdmxnivJLtXujT+sILB0AlpwXaDKl21Ey91Ye0BDH0sfsTfj",
+	"iojlwjWKt6xOLIkISFmqtEmYrtMJ47rtIElISDrxgPwU+MoBhInw/eF+hnSPshRFtquKfA4MTl+EyCD6",
+	"wIkCrSrhU8qDjnlHpyd77K0W7FKMVRX0C1YpdAzOjoyHCsHmTOAn0sKqLwojSNBOzw06kVbtmpMwtLzR",
+	"zKmSNx2RyHPauCPY5I8VjXQzdXXo4gb8aPNSJFh+8J5Py7zRlpBs9rxDmec5PD0oYgmDg4r/4WUUbuJ0",
+	"elIzVZtUTQWFUfE/hgVS8dloYb2uU8JvHHOZ15V9KhOFXAdL0E0V9FpHZI76YOpGTjuRDvG5rSgwgbVV",
+	"du3LWw9b0wE0ewbLGhJs7RENm+hrXzVnh5lyRzcAjLicu+rFf6ABDcqrDiR3qWRhWgHWQs1cojT04+JG",
+	"XFmhCZ1NweAz6DLUjbFZqVxQ8jQmTZD2Brtp7wrn/5/usaPCbpGZiMJQEIFcflM+h36o5AY0PFdX1qJ1",
+	"3jmgTLyGAJvEsh1+1Jqos4miSBl8JirJT4N9ukemaz7TxXNHeb50CF9RNjfFutvL/zBesRsSZw6gzUFs",
+	"YZ9sCH9pgslC7tRlLXPDZJF44O4pL+YQjtdAij5+Dyk7UjM9tTceheorvFYs7Vrxm3WA88Ls79MnoXLR",
+	"R6awfV8PaVa033chtnHrhhblA/WBnFyiPCAgTPz46eUF65P/zp3Wl8hyuwgLGekwzfXTWI6wdtB5DF08",
+	"FmoA1gETsOR6j/ABdvhB2SjB37G6I/ChBDkndrceGEtV5Z0FeyjgGu/yBlfgi8iOrpAn7k5k9bka4In9",
+	"P+3/rEghaTAEgO6A9QuF6WogfPbYD/YK3ZVFoEDiv7SRec4Q8dko5u5V8B0sx2+dGupG1zIHIHyWKy00",
+	"q+TVxOhDNlU3ggr28ZI2ikqw8KNk58SRDEjwrGf8n8Eu3XPeBnUY6Su68oxPbpaNz+9uy/XvjQNX1eqb",
+	"oRcSMSGkQEyhnMuIfM5kAYkeoIKgEdi+w5BPnG3FpAFmc347ZCxmaXfuPPxLTN3kYbjXIM0qyshcU8ch",
+	"qyu0dYRLa4E23Hp/ek5XxseHC4CPp7KI2XC15dNSWVyKB85qk+HxFWZ4PLB+Y3S5C96EAaoNtuo5P7UK",
+	"NcCX8xyFLaghIMUAXDdEBWrUlab70CONw5APziXOwlO5upKFd6AVTBXWmgo+CE/5Fm/iPTkbfLUtCban",
+	"6IuAJX1QgQDpQ0aXR7WZHPuJrA/w3oJTouoFt6pLkaviyupoQ1GUhhffTmXh/9tO2lgi3Hq+9T//PNr9",
+	"b777x8Hu9783/9x7t/v7nwfJ4yd/++vftgaEEt42Zz9eWFXXUiy5FGvA1jx72reI/3n+2296//c/HyfP",
+	"nkan/LHV0eCYl5XSDYrUXamlxaJsuishanQZaKgrW5m15qAb2YfsjxJQPwoloGYcIJEhsvkCS2lBDmIh",
+	"bVtwWD3Gy1sUciXXekY1A5Rp11SE+TCyQ5G5FnOXG9wuoj1koqmfhZjDQhGtwu7IWtyBo3dJng4Dow13",
+	"1sWGw+3BKGv4l0Gh1ttD1CUrp9lEgv2x4Sz9fw6aYiA0Pw0AveUj7HOsx/liyk06IRSL3J77Ju7a461f",
+	"3MO7FHDD/Pa30wBV5RLboKxohnpdY/KCEke5d51aIibdtMUjJi5CceydSkJnbqMJf3vdEQzWmOZ4b9bx",
+	"0sdW2Mrtg/KnmDQ7iTlQPJ/G9buHbJu2tJGrFS7u6ODQUh61zHNxc7/ITeHop+fob4TGA6l2vebxvhG6",
+	"Bynth1o6miIBdURnjvVVE/H/svetz23b2r7/CiZz78Q+Qz/StN1323M+uEmbZHba+MbJ7odzeyOIhCQc",
+	"UwA3AFrW7vR/P4O1FkBQIvVoLNtp9KGT2iZBPH9Yz9/iwDMIqQosL2UoZyvVOE2QiKdupuuyYFaoJtsT",
+	"+Yenwk00nsqP79+ADfH9Ty/YN98/+xv80v/wt++ffc8KMZJeXnMRV0PgInaDuiRuee7KOeO2H3q9tt1i",
+	"wGpOELYSkrRzbowUFLDC2YTbSULWkp64xiwgXRo+w6MKP6O54lNhuN8NVcnnwsCc2D9pE8hC/Azkv0ob",
+	"bbTEMeAXuYNeTnTJqztC8e6PreOxSqZCwyjiXQrrGOy/kJwy4WUpoBSpDrHsD4LjMNLVfhz4a8OHa11D",
+	"adk6Ul6thviUPTfrl4z8H3CPPhTYg/dnTehUrpXVZfQULfKrZolrFy2ZTk6FPW+AveCOdwmcfr9fizk8",
+	"A1oRSdtB7Qt8gYW0HghJSrN6KfNtJCGtn/E817VyMZPkWulZkwxzzF5SCDqOZAV/VXiQWGR8R4hMVkZj",
+	"VhO2GA2uSF2TEBp0sRZ02gY+wjo8VOR59AHa9uSnEw/pPF7zoDBpcesalX4jbZ6W+g5MDa2dSOXpa4vd",
+	"wf/fzL6wSeX6Ait1FRBsDgu/UbR5Q+RVpJtuDY8X7bvHw+Pl9+UmYeU0uL0ho9eQUdMJvwtYx9neNOww",
+	"xe+QNNhSdTmWsnRI/aJL0cHHReKt5aXfyyDlkozSaiqFeAsmiiUnPsQTNvJnw8yF18hdxjIqDc1AcnSk",
+	"5gmXBEQ0VnomzKguY2ijNEzPwP8WgbAzojGjq8JfL0M/M+kxz7aJd/RHbKccXP4Da4TpMFY/KgkydaO0",
+	"tG/f5q6nCzEJhfSt3K9cDXO3Ykz7UMi/XChkjcfl7mB0rXh88nsNzJ4rQyGv9MgdFTEe0r9xtpLaqo6C",
+	"ZJeUmEVBGCOxNSu1GgvjJeyYkCAh5zNJ604oazH6CvOkY9wWiBfB/AIJlVQl2NaVMIwXU6mkdShYd/Lo",
+	"pIENVckdctOWMz63dFFYPRWYjq6h66FRSKroCzUgDNxO+iW+1Qf3dUeg2Yde7iT0cmcnfgNWrQXVk668",
+	"EE4c3UAb0GK9CFxaIQIv0uFTq4b4+MLBf2rRquffaU45HmXKti7qvInRBE7WoK1EKccLK0yMRiJ3C2Gh",
+	"sQYFHWcoPQEK/GqhLSQ92F2HY34+KOyKe2sDieqR826tFJwoIBPFub1x8S8QX/mAQtNJ0CT6PUlXwlki",
+	"sonKJFJMExe7WhBNjLDCOeTzxIBxAszG5BgcI0oAUQx4khCkamOEAl33mF2UZQfIJpHxqRwFoDubaIFJ",
+	"1AJ5hnRZtFzwpR4D4UXtotzVwWRlBZj8LsPcPDKYwysw9G6D2PPUCJAxDX/mZTnPlub8fukFNxDfGv8j",
+	"t60EhuQijltjJswiJ+oeG7/QonhWuLYBK4pzDwWVYZud4A7rR8y3ehy0TEAayG6fTfzmHHrZLjeC2+D5",
+	"oFaZqHQ+CW5rrLGEWfHhAWlt3bChSBdyh7opvZC4J8Q28djKlM/ZhN8INhRCMet0KdR5W51FJTbhKGxq",
+	"jzfhKd0Myx74rkRkeHh8GiN1Dnu7Gnk6UaWDGD7Y11oLuWdkXsXIXJat6/yejrUzgk9tqxLbmtBp67hx",
+	"ZE7VVSiABH32V5ESpX3KqN02W88ZRi6H8BM46MBPdnApFJila+VkSV/xDYAyC25WwyacirZRncI0Ji4U",
+	"gMswgOZleKvI2PtaKanGaH7iyJ/Mruo8F6Lwf/+Jy9L/+0FORfGudl4pfcFVLkpRHKIs0Ko9Jx04Uaci",
+	"W84WiZGRfplxEUfQPIpul7osIdKnCXHECXtKE5ExPnK+HZzkHuYvmJkXYcEerBDRhAJzsP9hG/R5C+nJ",
+	"OwnbhskB6wGFv+uq97scxKnWR1dCYTq5KIr1R4+HnR8oJ2ENVzluxZ/rx5XDescrFiLdhl9WgffWSDfx",
+	"2xIyNBtu78Ht9eDSXJVyJPJ5XkYUa3l1Eaq7rpXveq4VfKOD+4tuE4wB7L9MLuw13iValVKJhUSQAzIy",
+	"aoVp5MVhdDdQw16oUyJ3wZLIlJ6dscpop3NdZsyIqXYi1A7I2HDuyAM4MpDIYeGuoB8Ko6sKhEiMjWk+",
+	"BPqVLfUsi78E6sZScJQj/W8sqxUEV8KVKFUuQLw8ZheLqYRp9CNJS/4m8GIlG4GwRIVJI7eOVGxQK+Ov",
+	"TeClTm2g/mYJxtnZBPPoQ5hg361xSQuzSQ7PPeBKN6CFRQ6JQwm29KJ8Ve3gw7id+wHd/3UHn21vs77P",
+	"wx/75/v7bx8CxnF/rSoRToPdo/Y6JrolpOsQe3cM40Ed2UgpgFeWMyhRrzYC7SgZgHpQCjuTJm8m2roT",
+	"XlXUjbNETx8KZGV9h9cGSH+gymMryJdr2UErRJ7uQCPGaIyVWmFp/nejETQDLSQ6x9hjNJ/x+TF746K2",
+	"4pBFOL+27CDXhcj9NWN1WfsG6S5hBoR4i6S3/gfSIMLVlE4WXR7+BsCHtJFjqdhBVZdlxqraTjI2kmVo",
+	"Q88UVHZHQTrqGhC5ugrz/7Tp4U41hYe4SBIQZ7LYOY5H7X1n+gAt5Qb6QKJYUq/uVjHb/VVCY91CI2hG",
+	"ur9b1mkEtgGFXV4gU30tjpwfAeRo9VuHX3O7kI+KKA4QrwNID1oIMYDio+iiPgwXJabLUF6Urk0uMize",
+	"H1QIrMN/LeaI2B5Gp4Lb2gjKZcJL5IzdyEJotgbqeV3I+BBdEcr6y45SXrS5TnwzHqzDRY4dgcaIo15Y",
+	"x4QiVnIv+vvHde2uUC8YsAMKrGbPTjPGHZtq69jz08NzMjT5QWCmOhnqxsJfVjAxgWZp6C8o4eoqgwvo",
+	"MPbNCG61OmZJrn9Io/34/i14FSEGoomZxWy4LPoPk0SJZVO4s9WV3w4f/GnbjQuw9Y01HkDcGyEP6/5T",
+	"q5J+9tnbfw1Ra7AxRrpWxTnT18yC2EBkDzzZyrBziz0h1V/dKejf2mCIHidlLj4qfsMl1BJaLDwU4XkB",
+	"Mu/kVljhbVi8F06G3OWTFUWFamVZXfnT+s0pg7fhUNjMHwvDIAXVg2VG3CjtbFkr1bgUTQFijERVhaiE",
+	"KsDJj9ETEJdhQeEgdPAn0AOrbQw3/kd4GvrcyrctozqEKZERP7UpGn4pQr41EPkDzMg94CR8aCOwtI8A",
+	"Lam3fZD5TsV0VK9cBgFAKlyCPYHAI4pmSNDHenGClykE2Z1jkOPGHVVG3877gafJSGr5AIkUB0tRt4RW",
+	"r7svgCmTyukls0bGdO2sLATQCAel/gBjyGBS4P+0Ekd6NGJGeFkNbcxenLULJmP/XmRX8WOi0HbfH/B+",
+	"QoUyLwdKNUb/45Dn13o0ysjpiuUDrANb+DG7AKorjtXRyvkZq3TZ8sxGbRdfR5PMMbtgFQfnJncJWx7j",
+	"cYgdMfrnLJjdW/5Q44K5u4Oyxf+ZbI6whDsia1n4zGZCJRYlEQbEy6oeltJOKJPg/mAz6TU513qD4Za2",
+	"NjlYXdhMe5FyL1JuKFJicAjiIALREtPU7pFdV58D7FgjsjUGOBABsZKbYw0en1OMS2NWDjbnkAsVzPxe",
+	"uy6kjdb+Y3blkRjihakPgUyesqqQjYtZjGSxXRCpq/tAyNZX1gAkjUTDHH9JeKirPRzu4fBPwKGuHgoN",
+	"59aJKRTxLXTe78N7LwppRE7X/dDomRUm2Cght8pDnUMfpPTTRAmYhc7rqVAOVeqKj8mMSTEd7T+DB4gr",
+	"NMO22FnOl1NA27lWpK07MUZws1Fa1ASmEOLL8xXi4ivhLir50s/DAsQ8P/2mf07CNKwZ9pPsCdIcQYtv",
+	"NeLTcrNgKsCYlGAMWG4tY4OFJfTLd1TLwfFKIuZFD80fX4FHY9U6+V3Vmt30oMHENucsITE6e0K784gU",
+	"nCfLh/FZz2GEVju8IbiMXt8aG4+5R47b60286pUwUhcyZ827DN4lbzawpgVvY2V07ndWynaUT4TvdLTx",
+	"U61S2n3SUInaWoGreyLKCrQ1JCdipdZVcwFWovBPghNaB44NCkLq9j//EHv9AQa8w9u9/alVAShLUxnC",
+	"biBB4KuKMUk20eKsrDgsn3sO6HydxA71XkxNeXd9429aL19P9Ez5SxSsBXSPTPQUncFnkTN2KqZDYexE",
+	"VlgHUfDSTTIGCcYRfKdcKvDsoXUTaPco7WvGjd/oxKdIr+HtxJvCoUB9SfVCwRkWEpNDvAsz4kZaClxb",
+	"upJeYP+vaCJ2Wae9/aU+fkKazzDbX8VpeEUpVYuD3+EJKLjjR0b4ZfVLmZeCq7o6qfxmEbMVB8JvKiKb",
+	"jxVw9QivPcqTB+a6rCn8KZSL4Uvxk6zSpcznRF9qBNQgi3dEWaAj2pk545CGL4osEtQVgZCDqzkQdB6z",
+	"d0RsB4QA/pRCjgRkZIULgzMaJQOQWT4Ol/jqS+74+9DNF/jKumjVX8AdH5ifyefDc6ejy4Vm9pyR/9wG",
+	"gQHT/1fkDmjzeYFBPxkhjpy4deReb/oZc0Coc32dwPf6evHds2/uNzina4Fo7XphhVY+DnQfntMFRDSL",
+	"qBZwx5PjmseD8LmQlGs1kuNtkcnU6kirXKzx0AJxWXrMW/QdIQDHihKVSYIwKSxwz4ProyyTX2PQjwIO",
+	"ekPMylkaAj/jEqAoNk3yboEibVpZyLKxP/JG1+NJz9VN+EfOXLzCA3DiLe5/mGPqY66nRI7Bu1y5tepB",
+	"sl3Y4Lo+9b5W69iIm3l2GtdtIRaojwv0/ox2vSPbnI944d7ZO4AfTzp7jfUlusEOF+zuIK/fROa/P+RW",
+	"HOGuO4LdvoF27viw9NglVSFu/f84I8djsOargnmIbSuXTy0rdc5Lwpvw2VRhz3VZTxXwE8+i1gH0FCrE",
+	"jWT06MuXb0Fp5yXwKjVgFdtFmxlUv4DMpH+LkEkfFX3icofuYbedZoXkY6WtYFNJJjdWGT0sxdR2qjEv",
+	"6YNXMH0XMHvrqq4hdywy8b98i5HSUwrFoQx/aI3p4X+L3K3joC3K7fhnl+S0n/mtnNZTpmqvN/pe+G7l",
+	"E2547scQIxtB+MZOnQdXTOw9qojO1CpH+saeOHd++7IoX0y4sd3d/vb09DR7MtJmyh2M0j3/5knm3/Od",
+	"fHL27PQUnphKhb84jWOERQeipF1LgYtL3oPGcTvSgsLp2suAfQRyGKJLxncPFgvzt0u1FO3Maw0yXLHX",
+	"H35+i+H3YB40QhVQuhpSD4I1fsnUD2IeoN0A9/Z/zvm0HKDEwWfNm8Fuy6Szohwdsx+0m8DZAp9JYoAB",
+	"Ao74eEIBjKUqNRNqpE0u0pqyRAkp5oEFsilvVYiq1HNRsBthwGzjEVba1lBC4AsU9ZhyiO8eztlg0ZR8",
+	"xhYsyYMzP3XR29HFK8cGTT8/FUJJUQyyLRwgdiLBThuVSyMwV/Vg4NdaV0LxSh7DtB92g7nO7Ue5Dr8v",
+	"UEbGVTxng4nz69hsgx7HBi63SQx76bL3wSXhYCdSPvFffpJFDnT60X+oi/N8O0yEVlqY2CFs8hl7Vwnl",
+	"l3Vp/x53VeZ84sStO4GOrmkbTlm3v2nJ29MJvR1rQBJ967hhbkV6JPf43BOzONGzx+9pkmqk16J4ZXRR",
+	"5y6DiixFxiY6VJ4hE7qEjrp5pMvWBcE9asg2jWbOmNNjzEgA7JHOsrqCdBffplBI8Rl8VFjxODEc1phP",
+	"DyKpGkkzJUl1KBU3FGYDv6BeePD2ohYvryEHXneC2RXMxxs/HbuMLGm+0nEQf+BW5swviT9eEH0+1LX7",
+	"ynxOr4Rjw3UzsUPZJjJgnABP0CbOV9hp+HSqolF4A/H1kJxAziNhnByBUaknI/cXXYgL7MAON2T8yio/",
+	"KI7s63F4Jst5B/ss7qeNd9zJ774Hb4o/ToQyuiyntMzd9tQ31tYQnqiVOAIYzX3/qeSaB8KBvclxPAwb",
+	"HNC/TUw6QjqerTdFcGUWWB2YHKlAzIxV7bBehgVK5jFW8dLm2sZsGv8wovltJY2wSTrid2wqVe2EPTxm",
+	"F17Ak75BmHJZbFNZIm7dH5tJWuf+oa+AsG9ClDqNPcqUFXeTRqTEGdm4sPnzHklyV+UvOmZhnTGX7Ety",
+	"JPxugWO9e3xJFmlFvzAx9sUFq2RjYY7xlRps9ftCF3+FQhcNxrIG5GAP3Cnk9ptyG9CN4LLuqm+4sZpX",
+	"2rSFCV/fQgGZNFAYEg+hGlHtxYEVAsDb8MV3TR83IWRq+ocBMJFVw2Ndn/IckW5jZFu2jXooTT6eJnl3",
+	"MhPJqexR179badb8rmXTfHbPNs3upVklQjVzsteXV0heXSdsByJYtso1zbt6wQ6QJAgzOkAOqoDqAZJY",
+	"gM7AA3RGkEZ/yFI5nxmhxIyXh2lgd5C7FpJL/H8YNZkUgzwa8dxrsFRzR486S840YsHyDn2ya0lk+ZNr",
+	"hJHY9/t1FvdMz7pO+pUKUTn7zI6vzgPdiQz3JK5EB+san/OLpCA4xGP4MyKK4FKLzaSuDK0EOWTIRuHV",
+	"NsjziGlN6GgF9zU6s8HtHMraSmfZtZgfQakX/5dldzNGDhaR3sxDpCxqYYOjmRsol0sUmawyYiRvF/vV",
+	"5LTpWfTO4Ejnoeg4xkYR+wxECIiC1VWn1e/nMB09rug1dGYv0P75pujgMwt+a2J4g6GNtKGZpNHTMNf4",
+	"rK+gCXvnfuu0azEMuYKApk16h68DnVtnz56tc0yvkeB6pzQtel9xa0Vxjo4JmAs0ThCZNj0KxZCBJ3XN",
+	"VF9Cc93jQbX/XgvUtvcnRvX23VJNCAbGYOGK/uWuqYe6AGAFKB4nQVEPMgHKdmiUXoD/E4LTowCnR6EP",
+	"IRCz316IledsFkMcQRNtQhxnRjoyxCR47H+EqMoFcBAJdFDN24WNiMbEpEIaZ4VHwFqFsuSFmfvrVVo8",
+	"wD1F0A2wf4gmXh16h3HpYw10EtCj5O6DJYt0PNhPlLbDIDrLQOKFRKmMFr8TGw1pH+FKsk6WJVxHHbI4",
+	"hSHiYl3SWr1vtstOKHs6vxa7slIcX1pbpxdj/h9LvOeaYW4f9dnkAND23Fsav2hLI0Qp11W/5HkfAaNK",
+	"k/oPhY/ElMvyxAnrVpWLgwopirj8psJaDJ5q4tHxq7URBbv6+cNliGMKwrCOrnIoDU5O8sQq1+oUm3n8",
+	"QkJAFNvJZf/t6d8RE8EPNGi99Elp96npxgDFL+iMRLBN+uiR47vT5w15ctppRF+o0JFz5d8EEZ7nky5q",
+	"SD85H4R1P/qJ3BVNBawcfGEDckgjcllJfyGg3SZWh2O2jvGo90hdsdj5VTjY2mAzfy8Ck1NzkycLtQfD",
+	"r5WXQkCCN+yVFAOYoDO4K5GXIhDX2TswLJ1yfxO3x2ghxLSJc9S1E8tp8U0CYsIwH6wXScMhuZFjQ1lo",
+	"L/5eLbBHJu/C2LEOhzRJnGmWvCKBHRcn75iFRQ1fQWF8cCLp9ycD0G3FLWiviLUaKw7VCsiB3jiyJEMC",
+	"ITKMecU4zEuQ66RX5hMWDi/Zim6rCQQxVvLP2UzeqXJ+STkCu61Vl3ZztercTMYXpDk/rCLsWtM25lIt",
+	"MwXgnt0hRFTcSDffBiEo2R8LroXwxRH4b6Bwjiylm2chlpB0PAp7CTbUoPnBhU/m1ZD2hxHYefrJSpij",
+	"mBWIRewm3E5YPuFSIR9t/DMvy9hFqIZB7R+zX0ESm4j8+mVM2gkm1poipK/+71vpBBtcvr949fMF+1ct",
+	"8+tP8M6gKXKJzQMuFAIVXFL+Scm1shTKlXNWyBthxqLwL3qEBPkz9xtE2dqmiURTYk2Yd8LFJazS3VtY",
+	"L2jw6dibRCYY9+Kwz/FSMIJT4UmshhQTJ2Dx0IxsSz3rL4SQrMNnmmXT/Ca/VbCjfm2ATFgClT3siMG6",
+	"1CZ85Y768/UYWZP9ufqaQLjZm1d3aV718EjzPBRuJoRaJGrZ4X3icUEqYVdQoAWsjY+G3Z+mb7Zkxxjt",
+	"E6Pdi5p83qyV9YaIVQkz0mZqGUdL7BHQyBDfjpHVysx0MJ1KxyqjbwQd3gaxUb2z2C6arr3CrbEUDNk3",
+	"Q9y9tIyXYBNIaMulZd+cniIOIK6GcH3qvD/ZNmj82UL1YzLADnUxzxprgKIwUzTR8mK+Ij7/fVygNVFQ",
+	"lziLf2oSPwP1e9ArW86sAIOAv/1LwS3Ujm9XOKRwE4z6X9GfH+G57TD/t52aZWmFVkNpWHRY8PP+vVTs",
+	"pfBljf4hFiqeTqzg7c+w/3VytgMe4inPqHQlFTj2zx93hFS0oZQ3TOKwB3YJ9boU6+I9cVemiUg4dlQO",
+	"rpWeQfQC5jIhKXrYwiHqMt4G7cfIiVTOGSaGHbP3vj8hR7QEisgjjLI3gh4KRewk9CM0TovQoDy+HLxY",
+	"4rYqvXLGZpN5slp+LCTohi4Pa8dkUfrPsJEuSz2D4oud1eIQjHUp7O6zpfxnVpaJTBPFvmKKvv552OUx",
+	"qpWTU3FCRBBOrqSPxXTCV6C1YQ2WqZhqM89SIUUFlh30H9jepMJjdoVWVi82jkZJYqCttGNjbXTtoPij",
+	"oe+wsdEzN8lYycdjDKWMe5OKvvsnoO4BiA184uWGUo87ZZL3OIqXydh3ebMuf63jRNBTLFmQr+9MvBIu",
+	"bLHeibiHQwHy/ybcraAn+P0Hu9lwNQYDNTqNgjMm4DT2rkPhCFdMVDi8CJ+7mpflHBVztcDBt5BK648b",
+	"G0kjZhxywzDnBhhew0djmSOsMjuUXQR9fmS0Dy9hCnZ/Kvx3Vl4SfmL9HHzNFwSZ68KeUUIU4NpQ93AW",
+	"XO033waHYTaRTlBN87dS1bcYI4/vs0bpa3EhUUwOqt25nk6FKkTBIB7VUrl1B1UcwiGBaUAOD8w84gqM",
+	"rVhgZwxbHVXENFfpmL0jGSz2EaKDwAeD7mwO/ht/fTihyG7LVVDukrQnP1jsIOanx3LIfrxPLdMzlWF7",
+	"BADYg66L6LW27gNO8Bq9+Ocm62A20VakExo4a5e5L0HwTJnoiRwi+Nd0GVirqGVU7Q1pDpThJYpmCHeT",
+	"f7RLRbaZ01BDtxNY0s1JRXy/Iibc7qN5Z3CSPanq3hCZJiIxPY50omjjJseNpEjHzVg46HiMPAcfCzky",
+	"EELIPTAFsmvf2I0wcjRv2cLSat+t5B1ZpHHpRByLQYygVi0mtUp/0PwcQNQI7CH2K9JZpgNoECqUvxqL",
+	"lFejK5aRvFGFYANo5FPd+PkHy1By4ZtvgckuAmyaD8D31gTY0IKpmB3crDDOxmMLTFwYHvIf9XqecRm7",
+	"gm+apT9n2iwaTHFPTDhVmpQK3fpUDhguUi6RAXChSo0O2/Bg8IsuBFW4uaCvD7D+21hJC2kewznszwG9",
+	"/mFeicHhPhjoS46MhG3Zgm48UncA25Be3B8N2RYGT6qSqxV1t1InOgI9Hf3oVQhyH4wlyFKN6wXpz6/F",
+	"vGWlw4hxOnip3hTBxSPpDS8lRs9gAetGKsRb7zxmVyXZ1hhrjjaKkRMmBF+St+cfXlQMtRxbsm5XNZvT",
+	"Dubzkqt7hGf/uc3ROQJxISzorbggDwW+vvO9vSaJpeRqT/P7iJAp8Jqn2EQHb/fghLU9jlr0bFskW6Kz",
+	"oIGCpQDECSSe0GDJ2pg0h+S9sxjmcxnE6QtVoOX0Ax9D1k78WJS4sygDom81zDYqvhi1VBnfNwdem1De",
+	"vzhmr3gVNL8mi6ekulSd+ZUjeeufwqINPKmoZZvwwm4XLkzwy3R+7yKEsDsuKPgQw0utKQIe+bglO2YJ",
+	"Hoi+8ZS8YYUrtnvF7jxrUzoxbZg1zpMiMlA6DT1IkVgYxcaphiBR2U/+MeW3GCxu++g41tMMPyAjR9/e",
+	"Wu3cbLNe7oM/twn+bM+db6gUTqikYF1Ahh1aFzetjjasZemOpII6Tk4ocDHDy1kq/jU55LV/VKHpXJtQ",
+	"j0QUWZRyMFSpozrax2hUB8s5Gh3sNfMHLcBmzqHWdgg7b9Ng9Plbd14ZrfnMyqpoYS5xDXAavy5LeucU",
+	"3ME2x6lcudlPfvf//MKn4g+vTq0ps+LljSrc66HTsBuRzq/Z2pbN/EUf9aNC481RhTpN1t8pjZAPjVDj",
+	"NjZyzC7wLyA1QAgZBI2E3AqyG3PHpjWel1CgDaMWlqIbKCcMorOT57JOY1eQVmRQ2jAyeibzWG0Noh+Q",
+	"9q6jEEtzADYqJBVNivaacUuxryA/tc9sD7NgWMiV3IIVd35DPjl78v//ix/9+/To77/Rv0e//X6aff/8",
+	"j//15N4oB1tTtEIz/DVAqo77R8NqZI/OWpeMZ7tiMbB3zZdSqWrPBnT39Wji4nuYbS6CO7sHxK3Ia9ep",
+	"q1IKykYFMRdzWVqZOyGXRbomAcwmMk5H2kvLgc5egHfDxvIwna03BrvwFxC2JrosMjYUOa8tcEKKGdrM",
+	"8Jkpn0dNNc2i4woKD5qQqFfy/NquCBr+J03WzlEkfKgDP/4Z5jmhtP4qw3K6SmfsUEGYieFE62t7knPH",
+	"S71JAIJ1XBXcYNqTs2xsdF3hvT7iU1nOyUoDIgn+5qllA+JK+o8Bm8myyLkp8KhBKwyNS2Ru9rJIqP8E",
+	"rcAzwGBScuUbw08PmOPXaHO2AvQHi2VRsH17HqLEYYhgxfEPFWyAvz+m0R//v/r09Hn+WmuQN+CnLvff",
+	"K+F+xTd+9N9/QVO2yxTN2g39ldP12Z5bGOeTlvOrODZ+1GETtjdnmIbkAOHO2cEBKkQpb4SRwp78Los/",
+	"ToxwWJG5W/34GRJQOPsJY8Xo7Xl0qF8KVUCcJcTHeOin9Aw9YnUV/Pd0HsjMxLwsPK2cpTCcdtsSY+L8",
+	"K8EHA+XK/L/5RN6IomGIc0aKgh14pWEQugacFjAq8I77kzaw9TAO6lNoZsC0l25n0oqOwjjvfQu0n19S",
+	"02trnEH9jJEUDQUNvdmjOsjNCcm/vd+wmYUTHWegzwJHf8+Y0rOwKY7/WpLxgwmpfidCIOiofQjvAC7W",
+	"Et9E3NB+Q9xugRno21jEDToX2Bqh34EfWyUMnPls1ck/XMSdY3YRaW6+bUIrsF1Kd6E4Cvqkv7pX4kVT",
+	"gRaM9DbFJWlpQKvxAg7PLdyC6yCjuQplwQ5QYHhTDA4XJ0q5LxVEbmFmVqvkyRTHdQ83C5AS7KHkDqEE",
+	"T+Zo+WTCpk9O5r0CDBLtr6B/gNKosbuIEgeYUpWFqPosgQp/0pONNZyHCj6gFouytK2QkULaCnhwyd5I",
+	"Bk2MEvQbEQyZB9K1/hySmsnuqVU5P1wlkV/hKO/v5qYP9pYEGhsx5k58RUGvF+0x+42/sKvaO+c+pPJU",
+	"QN3EEdbucAaGlFC8YjHT24iC504UZ0w6Zvm82facWZEbATelFS5EUYEZCRxhGLRRZGSHx2Kb/o1jdhGE",
+	"cZoyI1gpRs7jR+ADJZqI+CT5Hrp9Y2G7tiZiXU3K0mpGcVdpb9bwVoQOPZ5s68Uzm0zCymwYHOzexd3r",
+	"5Wufkzs7yX2FJ7CCAlDjph8+g5tVqKLSUrmGQELPFHv988ULOlRZMDLluhIZuLeQiawgVdfi0QYPtLSs",
+	"VvJftWB8qskFvUJyxjdjFySYX/nQ6rJ2gk2cqyz7+P4tO/D/SxnKoNKXpZ69dq46jMxoTUFLmzE4YV7H",
+	"Hhk+nkKQc/iIRx6ryxus1shKrSsvvWeslOr6CEsda8PyUtfF0VQ4DlXheVEYgewTi7GUA4LLTxitCII7",
+	"9M/r8oQ5cGUXU6mkdcg6DE9YVhl549Ee37XsILR24f9+iX/9gH8cHB6zt2LM8zmzil+LTzm3aJ0j652t",
+	"8wnjdslAp9Un64zg00+EnEjrZrmHpo7n36krePwFPY2r1ICyULmZQzA5x2IkSPZBKUpNTZ6u0iEdWLKj",
+	"SNMV6LUm7NRv2PNkvDFXciKQv+P+HIgrBrGq9xDyn8OEUwwXXbwTXRZYUUEinZ90zVXMRlKUhd3H3/8l",
+	"aqC1sP5+daZUWgLbDFhl6k5XYlXynCLfcfshex7s4oYcHnklIEk47GwIer9QTEwrB1jPhxbuKTy3DS1l",
+	"iOPHP5yTPThUE8HEzUaGjI4z6IG/co7ZCwrPpwQpyv4Sty7YjP1LMURXNfZV37+WEJjQEBMWk5242xbc",
+	"obR9rIpeGN0u0DV9+U3xZFdhHX8eh/0yNXsiiBKPHoBrWKHii0gA2Edu3Cn44uF8ZOB7QnDSbxon1dMG",
+	"3B1pw8Zak27udAWFyYQEoRmHkIHkEK2hqmC/cumkGqMxL7VwiVxPBXvBVS5KIhFW2k38exA5Dmq+ciFa",
+	"a5ql9u05m0jrtIHMgmtRuSyKLRTy6lu3bGSEgBYQ3QNQLGSg4jh3Bp6PB4Nal87eTH03Fjqc08d2uhOT",
+	"4MYWOvJmg4cLvFtUZhY1/YVis9JEEzVJO0D/naEx7vWHD5ehHC2mHcFeFQVxs9H8oQ5ZIdD74yvKEbjC",
+	"QGvEIuBBveo1w71MrZ+fd16ztW9cwlps9hyUKVtOr4E4gtRRR7xtZNXuKXwGhBDZhtiw4AkPbBIP4ITv",
+	"Mwm+85uMj1OLthR2T217R6j0cvGeTM71vfsIEJFWl6B5o6wARio2oG8Eu5N/bxC87xTTNtC0247oqSN4",
+	"6pAsZmiDautrGRvOK461ECQSLTbmS6yjgs75GDiKTyT+lTmTBZk1428cuPENvxFlJOktWcXdhB2gezJj",
+	"ecnlNGNWjhV3tWnMpVmwlR6eB4IEGWMAKA5pUeI5ZhesQKKERnn0mqOfgS4L2wfR6bD4QhTDNeVwLpLi",
+	"N6GqDJKkxBIbLl5h58y2xkD8FpDnn2F2iPhXzUucfr+EsnhQvXLDcjq4UWfcBgqo87asLMED7H814/O9",
+	"7vlV6Z5pKR3cJ07f5U2wuZC6pgSZV9u4TZEP+hyxLCH2BtRDdg5uF850OPVAFnzQstEfnq25XejAIM0g",
+	"FiGI1r5VsPrkMSBhNPL7vgfvC1+Gxz2g7QHtLwdoERUwFyHBgJ1CnJtIUxxV3Lj5Sc4rLOWzSuVOc6Rk",
+	"kSXluFBNFreVbAJPQ8b2xeUb5vS1IL6OCpjd6GtzlnMnxkBoTOVcYouQkyoKu8A4JC21hm4/pKArSyz8",
+	"FYsM+4/7FrAIbsgs17UjBruRAFnWNjnste3KNZ9S4HwchCV6ceT+yjyEE4HEcM4GuAyN2/6M8UoewYuD",
+	"c6T+sLoUzAqLyU1LObnPUgK6Sn6Cdz8FyOtOQfngF/LSr+OLdBl3CIw9X+yjbEueWdwdML6vIhjuZUjM",
+	"m6U8h+0T4jdioZNTn5zR5ug3++vJ2ZO4wZ4sIcOzHmTwU9iPBBOulCj7USCQ8ClRQkSYH8FIGyokhedv",
+	"sY7JSJZImKoKZvTMBlkpbWf1Seu2oSX7MHR7W8XwT5nE1tXgws78Q8xn2hRbvBFqM2/xCtxrV5DX+Wab",
+	"T/2C3LGbv/BS3Mj8z7xCP2z15j8nGuScTZ+/qKotnsZQoK1f2GoEP2KY9DZjqJ3+pyyE3vKd9yLfbpf9",
+	"oi9LPhfmByP49Rbvveb2oi6k3u6VS/fvLV54Y68m3IQ9s9VeAw49MhZvPoFA977tW0ie9NFs08FXRtfV",
+	"P8T8J8DC7boobwD3oJvh/V2aw+nLm5i/w32xD45dERwbJokdJFft4a7v+bg0Swbvrgv/5Pc8APUfa1UA",
+	"reLlfRY8abFcvL/lkftcz5QwdiKrbS/3tlRLYLB1Kczm4rmHw7KKsFiJcu8curPMKu5V6CA6fiEn6qQq",
+	"+XzI8+sVTiRra2GZnUCBHqnGpTjyWunH929tpP2hFp9aVsobwTAGOmMhr5MseaJoTuOBV4XdxAiBDoNB",
+	"+IsdgClqKp0TxeEx+5HnE4hM58UUfEy3PHflPNhb51ThG7R8YYmvd1DKkXByKq5ErlVhB+yA8jvYs29O",
+	"s6Ze33P8YaptLIWM9VMKdK4fQrgj/i3CxFNLRgVingfHurQh+wYwhSv/r1RhMhgEnftJOwML4mgEfwz7",
+	"hccs1r+zAYWQY14qL+YDDMSJLnzHTeQXl2hVOGY/aUPzYRNmrmshKvi114egPHKulRK5yyhoGQORYA/A",
+	"lAgmlXWC94aVNwD4Vt6Iy7B/ts6MjwDUmdMat+g2qa1TqcKPz+6NS6t7PlYYlYM2hXpn2KhhWvwOuV9z",
+	"cs+C9twbWokj6C92dG8m/orMxK+Ea9Y/oka8CBrISy6BXd99+BV77Lvz566+I4C9Ffz1MafLCCVmUE1h",
+	"ATJ7Rx9yt0A6hfoLGGxhBxnV7YHZy7kBKmk2sDf5Jyfza+EGeAGhJV5a+hIyekFgk2//PGJGi94+0i8K",
+	"es13iaIs8Be2lAXmRA/gF809+f3p0fenpxlL7stDfwMCwRHOQBkqrkjLiho4GQfwlwt/+Q7YAR/q2rG/",
+	"nf5vJhV5EoAU5hCjQqDsS4h8hbdDItqPeItfuAE7iL98u3CXJ9d3M8JKGKmL5jL/9vk3fhQ4K0Mx10SF",
+	"tnyJn+OzKIY0csc7FSq0QApEMAqDMdTfyhlOhr9UC1EKl0w3lX1pOkfCCbFmLjUJ9vYbfS2g5FSprbBB",
+	"CMCNPciYsI4TKTejKxw9HEawvHahYMh3zOIsQUJEkDLiZlwlZJxjgKGfCih/oDTVn2Y3shCacWNgF20l",
+	"F7wVWGP5qxcOWhOyiXSQtTY2ep5DumYQGu5XUGivaY980MCUhztCu72c8FXJCbBBEP6SqxCSzYK+4zQp",
+	"HsI8XgkBFK0VuRxNlWsMhgyq6YIbCZo5Y5UuSyImhA6xWjlZktCwrSXqyrf5pdmioNOrQ1UafZgAxL8S",
+	"al7tYeTBAkRgGR7avLUuWqT7DOtqRYQcZFy5hY1X8dqLYH7/8drpIyNyjeR2vSdcV+col0/5nPHRSOQO",
+	"2QUZ1BswdlGy2fq86+rLO+66Wn3a/bz9ZQ/3w51VXT32owp+mCPkfd4kmSqtWWsX06Vqm6WsIapgXoyC",
+	"IKjBqx8/sNCB1kcHoORklMg4rK2EkidevhWK4p64ag5oxqRqKK1/eIplAphQN6LUlWCD3ys+Fhk4IK/k",
+	"v0XGnHZeUzZ6Zv8YsANtCkFVwNPRMFmcs4F/C628g9AAMofo2vixSSCaJlU6VGyxT9mA6MfedCawt2NR",
+	"kpCM7eNRXoTv7Cafa5dolIwbO7bac9zaantQuuuSK63p3TUcKV2INV6xthXQnvwO/5KzGQ07Xf7mG02E",
+	"3kHhdVCJ5QxSolP7TOR6AiNdQml0zH5MTDqvP3y4PPrp7T8z/L/Rz5ffAhy8fnvVaq7lzyHKo0EhLT0z",
+	"CBxrAFdopMtJGZuvshVFAxQOp+HOMOIG6aP67GHI7g8GMImlmEuomxQDYYEFqja5eGqTSFp28O3pczZo",
+	"fvGpEEquI2V+CR/qsapsb2Zqm3F7rE20IVbammJBtboGNtZF89JSvuqvk3lqH1SFzSDnvolQbCzLsa5K",
+	"Xx4r1mDpK7j+zXffb9AhLLZXRy9oY2Ckyj9h01EHg0W6r0/Nnnw8LHsbGbBaB2GP/3cWHuFndcnZfD8x",
+	"xdn6xAHozVMbgoYGIjoispZvI+vyVYRHgKJ2EG0XtQrEQ8EM2oBoE1wNvnoiEEsOvodVf/AAVH2LSMkX",
+	"0NU6WZafgbEqh2ZKbR2TDlJlDeNqTkor1bpvuhM9AlB80jf87eGa+KgvBZt/exQm8+M9bPRHVT0EaGwr",
+	"L54ABKwyNXHMxfcSoi0lsPnEUhndXtjzRODSilnhQPBqeSoXfJyd8JR6oR3RfSUQh4pngnKJWxkczuCQ",
+	"BnCcN9kTVsd4I5BKUSFPRAfkjIOvFBh7lNys4AvVSkT5Aur92WUfV9Z2W4b5/wStfMrJOjo4a+KZ/OjI",
+	"D7tKaEX3bTe8rgHWM8ZT9CYUxRCvPsg9aBkPIJUKbQ/woBonzZ8HP3uQw8WtE7CEOIHNk511S5SYfaEo",
+	"vINKhytmYwNOvNQFe854pEAc/rfIu4gPtXqMPlnYTX9ZkXbvi119gyoobPiIrlDyf64x+5LXmHJSbY+h",
+	"9owCfsFPCPx4wfCdocMViaNBrP9PdLUO2EGoi9iELVM4DFReQb9s46kFm8pEAMeMv3l7AmeP2QW5KyGV",
+	"vpxHd46/2yA2+DxtNfDpUdQY1ncH61hvpE3boHtF83gvuYUddFvo70rseb016VvJgD1mimff/J8NzBTN",
+	"h8PaFP3sXpQd9/kfjJtwB7RiuIpX+IX7IBVrfXCTXKqFk7hPqVph4k4CXux9BbY09u2J4KXf2mvSpDiz",
+	"U16WDB9nVvHKTrQLwiwv2JCXXOUhN3qqlXQaauDkXDW4ulAMIAl7JPuBBAf6xP89B/uGbw1l64T0DEkW",
+	"Yi94aXUoHWKBm0AoS5SHWMi2EI7L0rYKr4J0JtUNLyUoG0GqjhGWjkws3Lek1Xyqa8sMJ/4GCOr0Ql2o",
+	"lNCUT8HY0BBPC0WAPMBfY+Tn2PCCBvbd6fPFDPM4qKEu5lmsrQK1G/gNlyUflqLTjvIal3KXOHCT40eu",
+	"qJO9gnD/kP12AOwPKT6IDt/hqX2YbiYze97QFknbrMrCvs+wUIYiGk3/+DGebZHXRrq5v1T9zTAU3Ahz",
+	"4WWbs//6zYN0Kmd5qQ++Qc2nu/NzKuP+R/PreljKnJSKxQ4u9i77/Qkh9gutr6UIXaZ+LJknsPB1Utc4",
+	"o4FkYIcEqStDP4TN2JRLv7YQ/AZVruloW6iOFRJaONXMwjGy02egr4ZrEidi+cr9aIWxGTO6FDZLQmQy",
+	"9v7D1WW7/AixycMspMXnY+lrqqxaQ38S0yhVKIld+6bVtTCvy517L3AjiyKW/pqK6RDzSYklJSAWlpeK",
+	"n3iefoJe7vgCJNvH3NwsBnJA6VgbGGmADfqIxyRsVmldZmnMoWvCcMOSlHrcdOe7VncCUcVyf37xS0hB",
+	"OrAGlwy2OhrAcKINVzbXUEJATKsS8iWiL93vCj8OohD0twakrglpcH/wsWitRWuiwIfb0a0P0ZlMxZP1",
+	"CHMUmo8ivXVldA57N+T24XwhfDUUMH5PKz4GI7zR9XjSwD30r+net2n38OMd/ftROTMP2wzdeFEGWGQl",
+	"IT9tUFeSqDDQI8KXn7XOTypTdE8PUjkFxsxA78mIpm110TPcZ7RxjnA7/SqGVzq/pkJhwLeksElagtCy",
+	"//VtOknIErXcyx+0dtYZXgV7EzIjLRTwCR+DY++WqJwaQIgz9fe/pzOF2uhvf/xPAAAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

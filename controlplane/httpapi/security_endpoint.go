@@ -92,7 +92,7 @@ func (e *securityEndpoints) CreateApiToken(ctx context.Context, r contract.Creat
 	if err != nil {
 		return nil, tokenError(err)
 	}
-	return contract.CreateApiToken201JSONResponse{TokenId: rec.TokenID, Token: tok, ApiToken: toAPIToken(rec, time.Now())}, nil
+	return contract.CreateApiToken200JSONResponse{TokenId: rec.TokenID, Token: tok, ApiToken: toAPIToken(rec, time.Now())}, nil
 }
 
 func (e *securityEndpoints) UpdateApiToken(ctx context.Context, r contract.UpdateApiTokenRequestObject) (contract.UpdateApiTokenResponseObject, error) {

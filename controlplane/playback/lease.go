@@ -87,6 +87,10 @@ var (
 	ErrNotFound       = errors.New("not found")
 	ErrStreamNotReady = errors.New("the stream is not online")
 	ErrLeaseConflict  = errors.New("the lease is expired, revoked or at its absolute lifetime")
+	// ErrPermissionDenied is the creating token asking about its lease
+	// without the lease's permission any more (contract B: 403
+	// permission_denied; renewal cannot extend revoked permission).
+	ErrPermissionDenied = errors.New("permission denied")
 )
 
 // Lease is a renewable grant to play one resource with some protocols.

@@ -212,6 +212,15 @@ func TestRevokeAndTokenLoss(t *testing.T) {
 	f.mu.Lock()
 	f.tokens["tokA"] = TokenState{Valid: true, Permissions: []string{"channels.view"}}
 	f.mu.Unlock()
+	// Asked by the creating token, now without streams.play: 403, not a
+	// lease conflict and not a missing lease.
+	lostA := Caller{TokenID: "tokA", Permissions: []string{"channels.view"}}
+	if _, _, err := f.s.Renew(ctx, lostA, l2.LeaseID, nil); !errors.Is(err, ErrPermissionDenied) {
+		t.Fatalf("renewal by the token that lost streams.play: %v", err)
+	}
+	if _, _, err := f.s.ReadLease(ctx, lostA, l2.LeaseID); !errors.Is(err, ErrPermissionDenied) {
+		t.Fatalf("read by the token that lost streams.play: %v", err)
+	}
 	_, params2 := ticketOf(t, srcs2[0])
 	if d := play(f, "cam1", "http-flv", params2); d.Allow {
 		t.Fatal("a lease played after its token lost streams.play")

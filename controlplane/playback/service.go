@@ -184,14 +184,20 @@ func (l *Lease) round(now time.Time, secs int) {
 }
 
 // owned reads a lease the caller created; any other caller gets
-// ErrNotFound, so a lease id alone reveals nothing.
+// ErrNotFound, so a lease id alone reveals nothing. The creating token
+// that no longer holds the lease's permission gets ErrPermissionDenied:
+// the documents' code for a missing permission, which a renewal cannot
+// work around.
 func (s *Service) owned(ctx context.Context, c Caller, id string) (*Lease, int64, error) {
 	l, rev, err := s.Get(ctx, id)
 	if err != nil {
 		return nil, 0, err
 	}
-	if l.TokenID != c.TokenID || !s.Grants(c.Permissions, l.Permission) {
+	if l.TokenID != c.TokenID {
 		return nil, 0, fmt.Errorf("%w: lease %q", ErrNotFound, id)
+	}
+	if !s.Grants(c.Permissions, l.Permission) {
+		return nil, 0, fmt.Errorf("%w: the lease needs %s, which this API token no longer holds", ErrPermissionDenied, l.Permission)
 	}
 	return l, rev, nil
 }

@@ -184,7 +184,7 @@ func TestLiveFlowEndToEnd(t *testing.T) {
 	src := fmt.Sprintf("rtsp://cam:camPa55word@127.0.0.1:%d/h264", cam.port)
 	var ch struct{ ChannelID string }
 	if st := cp.call("POST", "/api/v2/channels", map[string]any{"name": "Gate camera", "protocol": "rtsp", "sourceUrl": src,
-		"app": "live", "stream": "gate", "mediaServerId": "media-1"}, &ch); st != 201 {
+		"app": "live", "stream": "gate", "mediaServerId": "media-1"}, &ch); st != 200 {
 		t.Fatalf("create channel: %d", st)
 	}
 	be := backend{t: t, api: cp.api, token: cp.newToken("channels.view", "streams.view", "streams.play", "channels.manage")}
@@ -293,7 +293,7 @@ func TestLiveFlowEndToEnd(t *testing.T) {
 	}
 	// 4. Lease it and play every source.
 	var l lease
-	if st, body := be.call("POST", "/api/v2/third-party/channels/"+ch.ChannelID+"/playback-lease", map[string]any{"leaseSeconds": 60}, &l); st != 201 || len(l.Sources) != 3 {
+	if st, body := be.call("POST", "/api/v2/third-party/channels/"+ch.ChannelID+"/playback-lease", map[string]any{"leaseSeconds": 60}, &l); st != 200 || len(l.Sources) != 3 {
 		t.Fatalf("lease: %d %s", st, body)
 	}
 	if l.RenewAfter.Sub(time.Now()) > 45*time.Second || l.RenewAfter.Before(time.Now().Add(30*time.Second)) {
@@ -370,7 +370,7 @@ func TestLiveFlowEndToEnd(t *testing.T) {
 	}
 	leaseFor := func(b backend) lease {
 		var l lease
-		if st, body := b.call("POST", "/api/v2/third-party/channels/"+ch.ChannelID+"/playback-lease", map[string]any{"protocols": []string{"http-flv"}}, &l); st != 201 {
+		if st, body := b.call("POST", "/api/v2/third-party/channels/"+ch.ChannelID+"/playback-lease", map[string]any{"protocols": []string{"http-flv"}}, &l); st != 200 {
 			t.Fatalf("lease: %d %s", st, body)
 		}
 		return l
