@@ -72,6 +72,13 @@ func TestHooksGatePlayersAndReportStreams(t *testing.T) {
 	if !changed.Registered || changed.Stream != "demo" || len(changed.Tracks) != 2 || changed.MediaServerID != "n1" || len(changed.Schemas) != 3 {
 		t.Fatalf("on_stream_changed %+v", changed)
 	}
+	// The frame rate is there at registration, from the clip's SPS (the
+	// hub has not measured a second of frames yet).
+	for _, tr := range changed.Tracks {
+		if tr.Kind == "video" && tr.FPS != 25 {
+			t.Fatalf("on_stream_changed reports the video track at %v fps, want 25", tr.FPS)
+		}
+	}
 	waitFor(t, "on_stream_none_reader", 5*time.Second, func() bool { return rc.count(engineapi.HookOnStreamNoneReader) > 0 })
 
 	for _, tc := range []struct {
