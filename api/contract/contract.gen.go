@@ -1533,6 +1533,7 @@ const (
 	PlaybackProtocolHls      PlaybackProtocol = "hls"
 	PlaybackProtocolHttpFlv  PlaybackProtocol = "http-flv"
 	PlaybackProtocolHttpFmp4 PlaybackProtocol = "http-fmp4"
+	PlaybackProtocolRtsp     PlaybackProtocol = "rtsp"
 )
 
 // Valid indicates whether the value is a known member of the PlaybackProtocol enum.
@@ -1543,6 +1544,8 @@ func (e PlaybackProtocol) Valid() bool {
 	case PlaybackProtocolHttpFlv:
 		return true
 	case PlaybackProtocolHttpFmp4:
+		return true
+	case PlaybackProtocolRtsp:
 		return true
 	default:
 		return false
@@ -5744,7 +5747,7 @@ type PlaybackLease struct {
 	// RenewCount Renewals so far.
 	RenewCount int32 `json:"renewCount"`
 
-	// ResourceId Identifier of the resource (the channel id for live).
+	// ResourceId Identifier of the resource; for live, the channel id, or for a lease on a stream locator `{mediaServerId}/{vhost}/{app}/{streamId}`.
 	ResourceId string `json:"resourceId"`
 
 	// ResourceKind What the lease plays.
@@ -5763,12 +5766,12 @@ type PlaybackLeaseResourceKind string
 // PlaybackLeaseState Active while it admits players; Expired and Revoked are final.
 type PlaybackLeaseState string
 
-// PlaybackProtocol A playback protocol.
+// PlaybackProtocol A playback protocol: the documents' `http-flv`, `http-fmp4` and `hls`, and `rtsp`, our addition for VLC and NVR software (RTP over TCP or UDP; its URL carries the same `svc_ticket`, which the media server checks at DESCRIBE through the same play hook, in place of RTSP credentials).
 type PlaybackProtocol string
 
 // PlaybackSource One way to play a grant.
 type PlaybackSource struct {
-	// BrowserNative Whether browsers play it without a JavaScript player (true for HLS in Safari).
+	// BrowserNative Whether browsers play it without a JavaScript player (HLS in Safari, HTTP-fMP4 in Chromium-based browsers; never HTTP-FLV or RTSP).
 	BrowserNative bool `json:"browserNative"`
 
 	// ContentType Media type of the answer, for example `video/x-flv` for http-flv.
@@ -5777,7 +5780,7 @@ type PlaybackSource struct {
 	// Hint How to play it and what to expect.
 	Hint string `json:"hint"`
 
-	// Protocol A playback protocol.
+	// Protocol A playback protocol: the documents' `http-flv`, `http-fmp4` and `hls`, and `rtsp`, our addition for VLC and NVR software (RTP over TCP or UDP; its URL carries the same `svc_ticket`, which the media server checks at DESCRIBE through the same play hook, in place of RTSP credentials).
 	Protocol PlaybackProtocol `json:"protocol"`
 
 	// Url Absolute URL on the media server, with its `svc_ticket`; hand it to the player as is.
@@ -7144,7 +7147,7 @@ type ThirdPartyLivePlaybackRequest struct {
 	// LifetimeSeconds Seconds each URL stays usable; default 120, at least 30, at most the configured bound (default 600).
 	LifetimeSeconds *int32 `json:"lifetimeSeconds,omitempty"`
 
-	// Protocols Protocols to issue URLs for; all three when omitted.
+	// Protocols Protocols to issue URLs for; all of them when omitted (the documents' http-flv, http-fmp4 and hls, then our rtsp).
 	Protocols *[]PlaybackProtocol `json:"protocols,omitempty"`
 }
 
@@ -7156,8 +7159,32 @@ type ThirdPartyPlaybackLeaseRequest struct {
 	// LeaseSeconds Sliding lease period in seconds; default 120.
 	LeaseSeconds *int32 `json:"leaseSeconds,omitempty"`
 
-	// Protocols Protocols the lease covers; all three when omitted.
+	// Protocols Protocols the lease covers; all of them when omitted (the documents' http-flv, http-fmp4 and hls, then our rtsp).
 	Protocols *[]PlaybackProtocol `json:"protocols,omitempty"`
+}
+
+// ThirdPartyStreamPlaybackLeaseRequest Request for a renewable playback lease of a live stream named by its locator.
+type ThirdPartyStreamPlaybackLeaseRequest struct {
+	// AbsoluteLifetimeSeconds Total lifetime in seconds; not shorter than leaseSeconds, at most 43200, and never beyond the API token's expiry; 43200 when omitted.
+	AbsoluteLifetimeSeconds *int32 `json:"absoluteLifetimeSeconds,omitempty"`
+
+	// App Application of the stream, for example `live`.
+	App string `json:"app"`
+
+	// LeaseSeconds Sliding lease period in seconds; default 120.
+	LeaseSeconds *int32 `json:"leaseSeconds,omitempty"`
+
+	// MediaServerId The media server the stream is on; omitted, the one media server where it is Online.
+	MediaServerId *string `json:"mediaServerId,omitempty"`
+
+	// Protocols Protocols the lease covers; all of them when omitted (the documents' http-flv, http-fmp4 and hls, then our rtsp).
+	Protocols *[]PlaybackProtocol `json:"protocols,omitempty"`
+
+	// StreamId Stream id within the application.
+	StreamId string `json:"streamId"`
+
+	// Vhost Virtual host of the stream; the default one when omitted.
+	Vhost *string `json:"vhost,omitempty"`
 }
 
 // TranscoderTemplate A transcoder template.
@@ -8546,6 +8573,9 @@ type CreateThirdPartyLivePlaybackLeaseJSONRequestBody = ThirdPartyPlaybackLeaseR
 // RenewThirdPartyPlaybackLeaseJSONRequestBody defines body for RenewThirdPartyPlaybackLease for application/json ContentType.
 type RenewThirdPartyPlaybackLeaseJSONRequestBody = RenewThirdPartyPlaybackLeaseRequest
 
+// CreateThirdPartyStreamPlaybackLeaseJSONRequestBody defines body for CreateThirdPartyStreamPlaybackLease for application/json ContentType.
+type CreateThirdPartyStreamPlaybackLeaseJSONRequestBody = ThirdPartyStreamPlaybackLeaseRequest
+
 // AsEngineConfigApplyResult returns the union data inside the EngineConfigApplyAnswer as a EngineConfigApplyResult
 func (t EngineConfigApplyAnswer) AsEngineConfigApplyResult() (EngineConfigApplyResult, error) {
 	var body EngineConfigApplyResult
@@ -9285,6 +9315,9 @@ type ServerInterface interface {
 	// ListThirdPartyStreams List live streams
 	// (GET /api/v2/third-party/streams)
 	ListThirdPartyStreams(c *gin.Context, params ListThirdPartyStreamsParams)
+	// CreateThirdPartyStreamPlaybackLease Lease a live stream named by its locator to a player
+	// (POST /api/v2/third-party/streams/playback-lease)
+	CreateThirdPartyStreamPlaybackLease(c *gin.Context)
 	// GetHealth Report the health of this node
 	// (GET /health)
 	GetHealth(c *gin.Context)
@@ -14240,6 +14273,19 @@ func (siw *ServerInterfaceWrapper) ListThirdPartyStreams(c *gin.Context) {
 	siw.Handler.ListThirdPartyStreams(c, params)
 }
 
+// CreateThirdPartyStreamPlaybackLease operation middleware
+func (siw *ServerInterfaceWrapper) CreateThirdPartyStreamPlaybackLease(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateThirdPartyStreamPlaybackLease(c)
+}
+
 // GetHealth operation middleware
 func (siw *ServerInterfaceWrapper) GetHealth(c *gin.Context) {
 
@@ -14325,6 +14371,7 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 	router.PUT(options.BaseURL+"/api/v2/security/roles/:roleId", wrapper.UpdateRole)
 	router.POST(options.BaseURL+"/api/v2/third-party/channels/:channelId/playback", wrapper.CreateThirdPartyLivePlayback)
 	router.POST(options.BaseURL+"/api/v2/third-party/channels/:channelId/playback-lease", wrapper.CreateThirdPartyLivePlaybackLease)
+	router.POST(options.BaseURL+"/api/v2/third-party/streams/playback-lease", wrapper.CreateThirdPartyStreamPlaybackLease)
 	router.DELETE(options.BaseURL+"/api/v2/third-party/playback-leases/:leaseId", wrapper.DeleteThirdPartyPlaybackLease)
 	router.GET(options.BaseURL+"/api/v2/third-party/playback-leases/:leaseId", wrapper.GetThirdPartyPlaybackLease)
 	router.POST(options.BaseURL+"/api/v2/third-party/playback-leases/:leaseId/renew", wrapper.RenewThirdPartyPlaybackLease)
@@ -33347,6 +33394,143 @@ func (response ListThirdPartyStreams500JSONResponse) VisitListThirdPartyStreamsR
 	return err
 }
 
+type CreateThirdPartyStreamPlaybackLeaseRequestObject struct {
+	Body *CreateThirdPartyStreamPlaybackLeaseJSONRequestBody
+}
+
+type CreateThirdPartyStreamPlaybackLeaseResponseObject interface {
+	VisitCreateThirdPartyStreamPlaybackLeaseResponse(w http.ResponseWriter) error
+}
+
+type CreateThirdPartyStreamPlaybackLease200JSONResponse PlaybackLease
+
+func (response CreateThirdPartyStreamPlaybackLease200JSONResponse) VisitCreateThirdPartyStreamPlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyStreamPlaybackLease400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateThirdPartyStreamPlaybackLease400JSONResponse) VisitCreateThirdPartyStreamPlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyStreamPlaybackLease401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateThirdPartyStreamPlaybackLease401JSONResponse) VisitCreateThirdPartyStreamPlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyStreamPlaybackLease403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateThirdPartyStreamPlaybackLease403JSONResponse) VisitCreateThirdPartyStreamPlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyStreamPlaybackLease409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateThirdPartyStreamPlaybackLease409JSONResponse) VisitCreateThirdPartyStreamPlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyStreamPlaybackLease413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response CreateThirdPartyStreamPlaybackLease413JSONResponse) VisitCreateThirdPartyStreamPlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyStreamPlaybackLease415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response CreateThirdPartyStreamPlaybackLease415JSONResponse) VisitCreateThirdPartyStreamPlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyStreamPlaybackLease429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateThirdPartyStreamPlaybackLease429JSONResponse) VisitCreateThirdPartyStreamPlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyStreamPlaybackLease500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateThirdPartyStreamPlaybackLease500JSONResponse) VisitCreateThirdPartyStreamPlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetHealthRequestObject struct {
 }
 
@@ -33873,6 +34057,9 @@ type StrictServerInterface interface {
 	// ListThirdPartyStreams List live streams
 	// (GET /api/v2/third-party/streams)
 	ListThirdPartyStreams(ctx context.Context, request ListThirdPartyStreamsRequestObject) (ListThirdPartyStreamsResponseObject, error)
+	// CreateThirdPartyStreamPlaybackLease Lease a live stream named by its locator to a player
+	// (POST /api/v2/third-party/streams/playback-lease)
+	CreateThirdPartyStreamPlaybackLease(ctx context.Context, request CreateThirdPartyStreamPlaybackLeaseRequestObject) (CreateThirdPartyStreamPlaybackLeaseResponseObject, error)
 	// GetHealth Report the health of this node
 	// (GET /health)
 	GetHealth(ctx context.Context, request GetHealthRequestObject) (GetHealthResponseObject, error)
@@ -39133,6 +39320,48 @@ func (sh *strictHandler) ListThirdPartyStreams(ctx *gin.Context, params ListThir
 	}
 }
 
+// CreateThirdPartyStreamPlaybackLease operation middleware
+func (sh *strictHandler) CreateThirdPartyStreamPlaybackLease(ctx *gin.Context) {
+	var request CreateThirdPartyStreamPlaybackLeaseRequestObject
+
+	var body CreateThirdPartyStreamPlaybackLeaseJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateThirdPartyStreamPlaybackLease(ctx, request.(CreateThirdPartyStreamPlaybackLeaseRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateThirdPartyStreamPlaybackLease")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateThirdPartyStreamPlaybackLeaseResponseObject); ok {
+		if err := validResponse.VisitCreateThirdPartyStreamPlaybackLeaseResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // GetHealth operation middleware
 func (sh *strictHandler) GetHealth(ctx *gin.Context) {
 	var request GetHealthRequestObject
@@ -39585,680 +39814,695 @@ var swaggerSpec = []string{
 	"Na3rsOrxb92ambL/R2Kp+7/6pe3/GpY3FUp1XtPNLS3v3jOqWbqCl2BrPPXuVWQECVHZufXf5OuxvIVU",
 	"NxHcB7Xt9cBQzt1B1PvmqYvqIgNICGD0AsEm3aDh3/sWKH7TTT34SGsO5g8lW7G3BglDmSakw6uTbOzw",
 	"Zt6Pau8kN+aGKS4rvE9vN45UamfbqSRcDALM8oJNBh+OC6pnQDRdOWy4HsFsqp1ISXNV/gVbn85NGkIC",
-	"L0F4p8AcQfI/nv13woVzAx60M9BcBpnkwq/TXoW8FMO5Tttu/zZmobhrgnB0fdf8nj3J1UmBz/6cBKsL",
-	"Ii8eAcsQeqBsNcZuBt4zm3NQPMrWzFZMLdgMS6AlOZHbyTTFfbp4r12iyaYgrfBxjy67CAf0DZYtmS6C",
-	"OoZ2iab3hPUjE8N6ijGsGP3ODaHVihsNgwPpCTkgZulcsHt5x1BQmnNB63jBTn24q/viqDhy7++GpPJn",
-	"f7BpPUJJp833S3iEo1EkOHiPkAesoduypGzuFvdcSSNLWSelc3+jNO6leG2WxjSzeX1/VLh/rpo/2H/X",
-	"evQiu8x5rAQja7rxRERo7hq7teoGUz9S2Jqs2cK9hrsOIMcuTI2S/0Xv6SV84kiCHIfg9bfvL63wf0nn",
-	"VPFMWpiVtZgw6Up7yAFNVDcSrSZ9BffmnldMfvvZLuANPPHLmTz2y2TY3lu5DsvlwgnXrtIk+9ywDDBY",
-	"E234lNMXCOSX4qhVKTrx4YKfLt53pq3uHii6Qos3+r68Nry8Y+bmBOoXQFGwEM5h94JqwifU6Q/TwFH1",
-	"d6UYUIlbweQ5QBjTC1lniNIVRARdMwR+uAxn56gay1seN6xBo1yH0ltCrk9cTuIMLMlOw1U+iwfty26V",
-	"8cWHRNpC/5XMABZOiqD1U/ARqDxalG8AEQ+QTYco09FQcRofRb2Z0JNL6OwWoZRCM6FbPbocKrm/dtcd",
-	"klZ8Op0yNWtqKlhBFJ2b2b00QMrOJd6lrhVE82am+ULQunbRrojd7cPJdhMzjC4OOouWpOiSLnaZky7o",
-	"3LzmdCGkNrxMlrLxaxVS9McIGK2O70TFPidkGvtzDzsIImWCad2dauxoRcsln1yapJSrFTeT+8XXDatw",
-	"BBM7sZ+eSWFoaZKleXhdc70FV+w6hM86kEfcrhPybPtkThzJe7mYPN9aLvae6aWgjV7K8UUtZYiwCJ1p",
-	"9+HUvmDiI6C4Q/3KL13kBBHS/WrZSr6UiWhX5yzpnxsWz7iXEAPh/Hn7uBl2HqE+43iPw5aK/ADBfBmv",
-	"i2FqlUfq7hiafe+QqAMvVEI/A/rqn66if8hTtBLtabTmw/OTZEeMVlwwrdE5PeIlw1hf9zY6wRLBCyMl",
-	"m3zZoEBd4PDkgqyiYzyRhPfBIEaI41GHQj4KLsxzO2LtbvwmjP25J0Tf8abp4gpKKI4VasJknHX4zZRu",
-	"1vT/Y+9flOM2lrRR9FUqGBMhcg54kSxr2WKc+A9NyTZnyRKHpJbnzLJHXQSq2TVEo7BQBbbaDkfsp9kP",
-	"tp9kR2VmFQrdBTSaIqlb/3/ELJkNFOqSmZXXL7HwpaqLEFrE9453FS/tBiRdsWUKkqjrrWYSSXi2/bi8",
-	"nqaGZW80RIXt7LmV4x30BX9ekVZAW1zxYm2vWEeGyEmRyRuZ1Txf5IDhsZoFRouhFw0OFjc9l+wimzV3",
-	"hY+z+arkA6cYrpmEgGOHXeH9+fTmGpyJqboRmTNbzoSWWS2O7Tfq8nb59/QWtPAHrzer8CPeMLaCwH4m",
-	"lgVczc/qolVtF+1ma1VaZF2IX4m59iYrfFRiwcw0zs+u7CkG4k0FUUax1D5+iFBDUPtzKaADNMzdoVhh",
-	"6kyjBkzlFQlXn/zU1EKtqH3qK3Za0V0GvVTOoKDcJGYqLvNYiULvTJZsR9osP4lbEFI8Na8RP82+pviK",
-	"VQuyam7laDQzTxiR/V3Me/UZIAt6FgDZsTuaqvPMniX9gnDAwbeGZLUEZBq/D6RGoIlw4HUIEfqE2ceA",
-	"b4gonQotK7s2ZIB1BB/scAcinj3d9ZBSkNEUoQI7FdU/hegG6+zrAuHRJiet407a9NgDbQKO6YuJrLJT",
-	"Xpl5Kzb0wZINHIlYyIpOPx+RaFNqf/jhtZgthh+aSn7aVhcE0sKAVENkdTTh+su6nh2EdV3PDqIbHtm2",
-	"gEpizfEdBj0U+6IQNBPX3s9l+FirRBVX9rFZrBb9WsxXIp1fN9/CDhYA9zeMQfHheHP/ZqBltz1YJnG5",
-	"co5WS3RWsYxGHMu3qKFmVusgjEQF8VbSbF6c7I3VUlRx3J1gRCIWSgKcRQElOy4b51bpSsuuoRk36WR3",
-	"4rrDEAbx7oRr/9e4Ky2XV/IyXw2Gbw17B6znLg6U76hzDKSWayFKCBt0Z0a+pC/NKst5BZUQA803eZKV",
-	"JY/SrNXXtlODbqNmuS0hv1Ebt8j1O5K6eY5iSe7cAOysUBBL1oZPS/2h2F/rAmtFF3KbXrylymUazSMl",
-	"ymf4hLcc3RbIgs1UlQ3wlwdZafS1RaIMjm9pQ2IENYhVu/SkF3TTQo3F3TFrR5ogXLaDWY+ev80F38r9",
-	"C77asVeyEr80AfXbXeGnlirFjGF3AVkJ33YUwy/RxrMuAtcH/4HzgwoMZu2Qqwm7zFV6DdkQYiwqUaRC",
-	"M/FeanNIOpxrGg2CI+z9H1UUIUtmkGHk0vnBLoV5Te3VhIIxU4ekvcEwHQGAW1sbQe0yqEn26wOKpOOa",
-	"yI3guciOSnmhrkURV5J90rI1IewLkN7jMxyXD9R0jzW24hR+p2F9RRho3hCQK7l5N4o7Ku2Lw/wGfmr9",
-	"YsiNSGPHGaMzFlepXCSMA6tnCII1Xs5xReUN8rrYROUREJzLWubmpBgW2IKHmSwO8V+7sqCoXMqLQoEN",
-	"7dIdVBUKj0jkuDs1qqlcUaBmLCDphRcjlkuCS46oFtJmrZrSnuHt78M1ooeI03MIcLiXAv34azhE3yIg",
-	"SBH4Re2wKxqhxYtylsiApgiZBHo9JDz74sBUnq7p9iCSLZ/2MirZwpGDGxZwN+ip25+uZY2VtyHyD7CS",
-	"ZSI/2wQoDwx1wvAHlwOmUd7iyqSN7gA9c5zaPvxwCV0tJ7okS3emveeZodn1/oVhzgor1m6dS39mylNV",
-	"mY48UCsczy5OGdySmP210H88olINawwOo2XDHd2ZrEQaFxwE5wKSCmcG7UypPhlr4bEEXYsiCx6TBv7S",
-	"SmajwbDRezx5tifTE7vNFKwuKoErdHmj+I7P9IAdBZMoBsR959mft2hXztSskA5NSVUdWT/RYMmF+3TG",
-	"3r443b84PvUjDCkUr6tSadFXekObB0BuoRlNUAS7OQHTRiILOXq1uhN+XXf5vvdXUrc/fVCf6YjvFD1X",
-	"6yoCOnF+fnZMWVpNGaLdroVIuOkJgHe15AUZ0bQSWMLudGv2qYZx7sFKhBjtncMvzQkjtpAePPXOTMmg",
-	"+2yFANFOljTURjsazC/oC9ydRunJYZG2VgnbI0jfi/NOW+QmzkMBMTQyhQJkn5kHNbe/Q44Q+TAMc73e",
-	"QS0nGwRxAKXfXzaiMS/mpRhB7FEVgjDNem+e8O74K1ndjvwYv3MEMVORbf31+8KmxC/R9nb4Gt6+S2i1",
-	"eOsUZ7/w97FyX21wDk47s7rSUIFmR5URcfOjrBaGtTN7pIEA1vlCXJeALdW3hLpYONzB7Z1xqc1WJsN0",
-	"j9s5KVAkcTauRMA1vmjWnfUj3ezmQnxstVYB1aJFtqaOEL8Yj5gHYVoipkMXq2ClTK+1W1VXDUUTvPj2",
-	"22++DXEUD548/eBrNYJ8tgoQcb37aOED3zy5i5tiGGKgyTvDTEhPuRwLew0ftnbFX+PedIKcAx3oenvs",
-	"BfqK2DcHB/2n9t2zp62g0+OD2JlZUd2aLDm0Hn+7yAn0FHTvsPJ9HN4ZeCfYGwOuAwdI3jRw8BmHHVfM",
-	"9igivkc7TBbaCO5x5zBt6ZAd0NDa6t+qSFdRcLgRB6ujnZHbu0e8nLlr+XaBTFTfebFwKUfsuX6dUjZK",
-	"4SAy3Rx9Z9zV6PKoNpMGGb3LcD0/DdCDmyYch/Y80OcxUXmmCQ9S65mK9ZubcH1KP/a1L3ADQAMD+k44",
-	"8JptClZUxMXgOIIaOWw3BTtAf8FENe1C5bQpXelXeSSR9IW8EoDry3MUva3hi0LV4LiXBRBEOuF5Loqr",
-	"oNPzis8O8WsFxzlrI5NjzwJR5jy9V/z9zk9K07ZF7XQxL5lD7q3KBdMCPYkKTo0Xbe971KHW4d7Uomo5",
-	"N5uN8WDIpaiWIjb9FlOb5oLvO5pIWszQBdr/+yCm7XaYLTAueQuhvSf1MM4divJQl1ow2hoa8JKc+QA3",
-	"G47VBwYbpJgKbQh4bWEvYsD7V6qSZtLNsP4JqNgN9dhfXny7lWyd/3y0++TbZ1E1ltdmoir5B2TW/AwJ",
-	"2x0bTO3Y2Ii+ure3N2JH4etsgmnsGDDC8IeHT0eJ2QhLS7xnPx6zJ88e/w0LKn88Zn979vgZCG8U2xwg",
-	"eRLWNFIKhXjE5VXEKgSR3hn8ijYYTpPusYQJ6WM31uxErGC6Y8eV0BOrv2dq6lT19dOuGxFDUG4OOjlB",
-	"0idMEJpY6tLycAuhPo+7TGSnnlJWa/xu+ZeKJCz9Z81zaSAXoKyUQRULSOYQcyamAiHVm4mQ/6BQ7F+q",
-	"DAnLPr+F1BMlqyE3TEyw6SaS6u+XLnwlezmuSESnu6sSu7RdrfPXnv/cpQobD/Anbq8H5aar60CAIhUm",
-	"Ad/iecR5LVhJl1g5n6prYeXKD1ZA3k7NPadyeqOYtsPtmigUuBebEWwAHCEBsoUK7RogsTjk0awlc/2C",
-	"3Fpa3Q6e9Dc7WGx7A48N3bq4XIYIMcpmK5VwpYDl40oVEM0nYhHYl7qCPPjjbXcGprryOqIJrFz/LfHj",
-	"HXsg5MAK4lmh0F4sqrAE8Q5XxGGD7Au9oRcyOxd7N6zdJeAHwHogiTObWFUN4eXJ7GKPD9ZoDBDtZGEq",
-	"XuiO2hK7iVDWxfxTh9Bpg2Hm0NsXpyB2xjzPNYMsWqPYxfFpyw9fG2VlUWplSZ2VUcEbrbSujC6f7+9D",
-	"rMLoUtt/vz17lbR0MFLrrUrIZDFWTI4DJA5WCIGG1HRVK5bvVmmhdo4DKDbOrODM8nLbPk1UZE84oj3V",
-	"mVTHKhMR39XR0XHCTo9/OYL/+9Zuz5uy1knjcKe1T+xVYQeKp4n11Jf9rGaQ/dv0SjBKXbftFlUjjB8N",
-	"jCDJEIasKlV1+hvG0Gcu8c6qTMa1onGsrfyPlTUtKiixFVzX0BXEKVnjCjDPCMm3Wur93D3jiYh3gLUH",
-	"kDH89W4AY5alSVh61NlfoE9T4+xazGHtbtWgishWdmBYCmei1X6/epB5BC4HbKHtVBWFSE3C8OFLiFWb",
-	"ukwI+kRVLFNFB3qLncOFgmACHNzKuuNA6+aNF5roj0ysShu/4IHH2yPioNGF+5mAgjzyOh7Udp1BLYtJ",
-	"y/gyo7LLddAQGeBERJpGxfVDmYkuvv/5ybOndiI/P3n2bUe3/cxMuqgYfhxExBGx5woYDYGGNaIjKhDr",
-	"4hzA5C64vv7wQo26oEZXkPfJHVqm4TpS1RhLs4x+YSnPEkiN6+sgyxJeRAgG8l9abfmuEy4/tLyrr6ar",
-	"LiwT9oIk0DMsax5ykcw4TsIwROpwOMK9znMMt6zpBLtSnSC7PwF5wPSpbmUvPsKUvy8rFVv+P1z26U9v",
-	"fjn6r9OzN8fnA0X9lapUbWQhekvYmqcG3yBTSvzuVbtx2b/gw2uUvAbwF8vXTCmKH2UuXtAIagXaQCkK",
-	"Npa5YFnzgu9/hjgyh2z3caOYlDk3dgua9oLEgXLo/VrxsVm5Nwu4IK6R+Kr3oOqh9WJXOLmNEt4QaIvU",
-	"WhQS31x/2rQwN9EeXv7Fk0cnK+CYkBEjYSERHk5Pea3FhTI8fx2zBO0P7IpXl/zKsy7kmmI9vP2MLFjB",
-	"C7Ue2sBVeiqqNNqE6Kflr2GzEWve2lfsj9s/vfnpeKehKleNP5B8JoKXR3mu0h/mJsa38GfwgduHOGLI",
-	"8pLhMQxdpH3lfK5XfQNGpsNSl4bLQmSNDkTIuMWV60I17NtFPf0p7eNa5xHNYscLSLFDl6k7l4jkc+kW",
-	"erdrXGDKhSNd2P1glm5vkkXqD6myh/NOoxokYGZBzkSF/wtJE63+b5xNVVbnMcihLKuE1lG49YzRr4dN",
-	"g8PRwR78f8RQ43nO7K5UY55+CKQVzi4AterArZLaiMIO3N9ilvISeGpqnudzdulM3FgwcTX2yHL06tJu",
-	"DliZ8U7osJyIqYHLdNUS2s+2/QVeSsTASjBI7RpF7U6MKRPwRAAGlv0nGAYzcVmZdI00VEtI1FTI59CN",
-	"WylXfO08rpcxgMxWdhh36Ty+3SD8Qi3sZXGVi7WyYTuBFC+8PRXDUezzAy2G/fAgkxD8znGMz5l0i2/B",
-	"iXlKXYGu0jB2POpnf9FLvRwdwgfOb4W2fBd6WTx+eOamVcIsoXOdF0BrOHAD6TY4n647oIijQWeKH/lU",
-	"xkDujgrqaDaGByABQojCpWGRGrOLUGq/istzlV6LiOe27GnxEJTHFEJkrpgNU+eA4eDbj1wT7A5rXMuV",
-	"zUJSwsELomUue4OboForLgFnMs9SXnW4itqTRFB/KH7irnDfvb86iO6/FNaWbDWLXHmaFZ92APHaOxA9",
-	"UCEQ6OBzXFF9RbYDfkBaWikC9E/ZyrLrqHPqNPrA6Ldzphn5kmPvX/L4ryLPlWuah7C28yJdLcQMAnSu",
-	"xDIMdvqXrlvR7vN/nL95zYx4b2hD1t3stK50zD37puSQnKE0+GjY9ujs5T9Ozk/evN47ef3i5X/tnb/8",
-	"z9EOXBtca0uD2PMcx0Pugi7tlbyamLC63m9lvH3mKvkEXe1eUtPI/pvnTcHgmBJngSJYkYO02NY36V5r",
-	"o/ZuHncBT8e9OW8KhgefsNlkTr5KyPmsBDgtO+sz7N5kfVOehQFgHDNVhZFFTaqKvWMIp8XueGpP32rS",
-	"Xf6ogcX9DW9VYpyvYeVo8a9470tqeimNdq0Ttx8n7EnCvknY//N//d/eGXrFS32IwEE1FLjGVo0jyOJq",
-	"5xCBg+1uAfu7g/DYjfSxWg9urhaXDj96UXZInwPtDL7kr66KZLGfSBB+aVGEvkMpYrc8cSy8Cj0nkChe",
-	"HpwUY9WJrOyR7obKknYzmY5xJ4JRTxEfl5Z6oT9MIM01RIhqrEnTXZCScDFG+zq+bDQLCXH/dlsgwAKD",
-	"oGBCX+29ybUQTfRwHXUqVIAi5bYAL5FH8ZLdplGACNvYywxxegu00zXj9mVYQSaMZVqWQdZr0XEPkhp8",
-	"MS+7sKqaC1wnuE08dtnoCS8Fi1xXt9shr1REm/3Fwhmn3EzcredpM2GVyAH82kWKjk5PGHSVI4uhRyzH",
-	"z4CzNJeIh2Uf0nSlcXDlw0E0ZEsSADKR4rVrlvKjaV4XoYyDfkywy+JfXY3Gu68/vxsseKxZx5TPPQdu",
-	"n4t01z+/60Dfdg5D0tMCrgOoHYTMhvF4oR1eF+CcPbj2ZJNFYbFAksEW+WMJ2SRg+ZiwO+c34sfxtBRX",
-	"F2Ja5tzcMq/+CKOBqQJ0KBoKoAQhvRbLJiGxFjtZBE9bTQdmsNMRzv9Bmoob8ffLWGT7Aj2d8CC7lAaD",
-	"3LJg15fS7OtDdsByQWnSosAvphOl9IpEdqy66UtlT3qTDd5Ahwyal/1seshSVc5JLkEycVHWJrzk7O/2",
-	"wHkKbm+oVCzT6Tue8xn9c1rjvyEh7/dbIzL4E4pWB8VgSpIt8d5U/Ki6iqUX1BUCedIGq5KEraZ/7mOO",
-	"KLZ4Slgup5Jas+0CfJhJ2K6pC5HY/1ZjmYvnNwnbzcWNyBO2e5Ww3Wsxl4V5N5VFwnYvxwnbTSv7f6f8",
-	"fQUAy7uX9VjLP2AM+f7deGoH5ZX9PylInF2dvjOTSmgH9tGR/gZN/UtDed3BzCNFVMv3hU9sC0qgvGSG",
-	"2+AsChhNBDP2mRqWdCPE0kOyTw5WUWxXwgZ9HH+23FPK9yLXa0/h6Ter57Bua6AFWnVeXer5Xs2XcuJX",
-	"Z4/RiK9XIo1QlS20cnBd5EtujKjsk//zz6Pd/+a7fxzsfv9788+9d7u//3mQPPvmr3/rzFQYItLgwbsV",
-	"afb/rTqevkwKIhOc2XpCbfIETInJk2ff9omvjlQM+jD8+gHk+bdn361XmtailNbetKR/1816pvIPB9yk",
-	"G5QjBoxzGeBdih5wkWfOmbq2kygG0ROU5/NLTY3VV94Pa+P2rFeP+mGgPuD8o+aWl3P208sLts9LuX/z",
-	"ZN91+NsPvrCEfRxYQs7icdVmdwR0HMc/D1fdSWVLdS13RnNL9SoR+oMEXld0qPl0IVHP3ry1q25aO4u4",
-	"vyzuEBPeCB6YW7FosK9CJq+o1RG0dphJLci7jM/oBB+x/6vs/wVcU50qh+kymZcTUejYfdI+44HXweMn",
-	"f4vfB2VnKaKry2pq88ggydUV5O/aVR9SLSrV24gireZYNeKOxLVGvxZzWNlysWLPAr/rL/agRLEtfZNu",
-	"JbcrL4xUEwYlQYVi/6oVhMMrlstCsMtK8Os1z+V/ftv67bfqt9+K3/98nDx+8l38JIZU5608Cj/tVOWq",
-	"wA1XbDaRRjBd8nS15GtN/Plvv+l9O+tnT2OTHl7v58ksKkXAw3Cs8nra0fU7hd8wHEq92fH1SOAuuoU4",
-	"eDf4ZqHM6zrPV4SMcBCp2es3F+z121evujAj5ZRX87+L+dDxyiBvlt62DBMfPu79fCHSHBrF06j2qQEd",
-	"3nmTvNfsQmsJ3Sf2Bv87emLQ4jlhssjE+4SZSl5doWi8kWIWCW/ApHXXwWFuDw7qBvExePiGX7imUlj4",
-	"a6it0xyGR1hbZBnxc2VZhF5evHiFmEZTUZgYOrUs0rzOxIsshzq8qkZ3oKnqAp2qRrEpf/8iy48nvIq7",
-	"pbIsv3DP95OYnc6M62b4OEnFmQbPt5tpKjVbic9XqZle2AY4DHuSQyMW8HDcWroAigA9ACfb9OoPMiZA",
-	"drY/OzDiSFvgmMlnQ3DMWZfUe4hoC3R0MVsdF2izXbO+xDPCwiFHmRCrv7HV5+oq4Mo+B2XAee4qx4mv",
-	"rKBe5kl65mWp0kkHhD7Vnwv7iJNfdjBUCwqrx2nXPgGtZTuLlBKELN37iUita5ERwDsvALW6opE5BL7G",
-	"a0SI7CSGKXSgHCK+gZ8LIcdDC9XVMpS+lbQ3LHpi1LLqKE2j6WNHvo8ZlIRqzbALZbxrY8yichjLrlv3",
-	"uq2lfdgeP2z1ulKzmaos5QzP/ca3O8orJHr+Ib/Muf1da2EQhROEs+vICo/WbZy5MAJ093Rd6KAERU4h",
-	"WZJX1dzhDza7uiJ8h8tI3Ha7Jp7NBq4+5Vs6tOn4VWeb9D4C0BM1I68ELF4WOeBVOqrwoCrSUF0yN4an",
-	"kykZ207Mucbyfa3fe/GPCPnIp2zAfjZlkM8O1mmk8Xi1w4R2pe9UzrGdR5T7iAof6YYPrTIQTwKlh7vK",
-	"xejn26V3us8jQrnh16IgnMcgUC01ewMHG7/TIcX0hnefjgP6uRRmJkTRfHRgKmEPwIoXI277WsDBQ+XI",
-	"Imq93/AwaXBxmUPO/nY8eQyzB6bkQwik85Qv+LUIjvgjH2xTdDyI3ZY3F6pWX6i0tuIDrvajOpOmq/Vd",
-	"60mf1g4N5VxGJXS25THrjoAVTuKhk0btBAU/RK0YUhg0qEDK1Z5xzfwL65ZGdUR+jgk1An4+RGW5rNRl",
-	"bteCodwin5+6v5D5MNieWT4iu43RCD5+YqVyj7tM3i96aeBmm9X2y1RVgj4B3RuYmfDC2kao02oo9pgN",
-	"6tLXLvxpEdHCasOZJT14D+eGVwZxA08r9X5+27h1Wee53br30FMe/InRFseR66osc4rKQ3pffZlLPWGy",
-	"MGotJ493Fb7b2/39//Nv8SyUtbEWYF2uRdntkRZQInYiNsosXDq/rb+0e+WfGcwCIggcLiMtgB4BeDeN",
-	"D5Z8tqpiubq6WsYRXI20kGzdTFQsAf8fsjI1ZFRT0xWv8vVQQCSgHa1pttzgKSPOm6q8B9ZETKL1OHP9",
-	"QNOavHbvDLaapT4yUQwhh6q/lvq8aTMPF3xO+Y3AIVjf0Nl+3l60PDUi627L5X5hdQmomhOZTphrzga4",
-	"g26MoV0wueGXXItz+YfoKOWzP/l+kfQ4Fv3KAiv8Bn6rOyHZdQLXrcTkgcPOeD5w9rNKGrHLJ4Jn0FN+",
-	"zflDK7wV/dcRc565R28Dt1A1PciWKSJ2YgtbEEw0TsOWvAk2Neo4QugNkOoloUQ21iy8vcfOHJoB1+xU",
-	"FFkLsDUT2i6G0ofRVDsMzZJM6hLnyExdIbiC1TYYb4O9OsDYUEw90liV1+fI6K/xDtZ/hK9Au+pOG/yY",
-	"PEoYaMGZNelmy42v8ZFhPkOf8Y7Dbr99e/IiXpAwsHuJh5lY05AYhtljAGZa1UAfIG+WW54FOdqE8d83",
-	"50pwa/Yyzsay4DlGPFZMfmULivUys7hxCB8uyFMXRuYsnSjdgX9aNMjDsQ+8biEWAzgrIRJKxB5uOKCr",
-	"WoR6jQ4BfuX6WiCvSAPpIdeyyJ53oCrB/q7FI3ClDfHSQHIZHN9yb6fbOmr8Hictp433ouJy2hu2ToOk",
-	"mDTogO5a5FWur3UslyPUyUGWIqhDXB9vfT9eggr15fwKs8JbU4jAOpTRsrHmfgL1wz6UNI3xuGGPh9b8",
-	"8iu4eCI8hb4fiNIBGmHJP7BJxEUjbm/bKqJ910XcE0aZGEj3sevqCNC+ztcfoPuuC1FQImyS3z735Z46",
-	"2ggPdmubi8SZEEi6nTpUYQUC6ZCd12kKJbEJ+5EE+4UV7G9qzDQ6JqEOph6I5ZCm6brfSrZeeCG2BdVG",
-	"VHDth99KtnD8rWTLfWAr2XLD9zDEac7nMUDfI0AdA6hZKMDAIPeq/p9DTKuliVz2YXe4XMJBfeZVWYoM",
-	"6ly6AO00o6fYpUi5q8KipVZWXTVKMZ2rWT4f+Nlx//fWWEBnV68LmmPTPB16T+TcdddOmBwzXsz37sIT",
-	"hNlh4bnHARdg07pGRCCHR5rwz5tdjo/VWWgzMabcHec3CcN/TcunCZvk2rlQOi71qTLiKMuq7r1E/RYL",
-	"luxV3vSIw0o0abpu9WqFctjs3Jqa4cpmJx2axgDbfUAhkTvOZCknLLTWscVPU2oUbLXjZM8SiywZ7l63",
-	"IEaJFL+hm8OjmsJFlYCgADKZAeRVU9Y4FCWeRl/z4iMpGrn36gL0bh7FNvhl1cwdvGTSmHxYLt2a30II",
-	"q9e+WN6ZD5UX6/cUwBnGKGA1sn57R3uoqFLv552298VSsxO795QZTAY5Ij+o95GW4XcDu/rh+7zSPFpc",
-	"5yHecdJQzo5LaLfP7Ie6bkxCv58Ps7TR/Upp7ytXoOMK1+LMHzmLx5d+E4fMeHPHrpBwtIRlAdfeRTen",
-	"buKiLK64TwcktSqC/nR3qi0NS2FAglYzQuvHWR1SbYYDIsKpFsq/BN2tNNt2SfxlrSeJY4OdO1Eu2iHz",
-	"jjWq8TiXhei7ZMHwndnFvMGH171sVTHoEwD9gJH9tb9QySvZU6pP24BIwpptl3WeI+gVbfxY5h1wv3T7",
-	"RAoA6GYOj50URbhBMG+hyVQY3rWaEuUG4ith8mgq2t63Q8ateQmsAdUyCG5oVSarKi8lUNzKmULM6Z0p",
-	"A7SqsDUmX8F/puLpdVcHBBjwkWb4UPdur17FhR0hqlB0+4ZeUTMiVZl1afVOVMiGRJZFLH4goks6v9IQ",
-	"7xEd7WDvjUsO/eK9N+FC1yAyd48N99ecu3Tbj+6vabF5hBhAYoMHOOgHLrJDf1842CQvJuE24TM+D30w",
-	"ONBWskWv9bhSkGWjdClyqC3gABWLUr9lcSLT+mYy0aTFWPYjQgXQ7wOpKO2GPE8A8DxhHW0PPqx5gEf0",
-	"gxVvQ2Hszh12DYgO2b0N11F4NaxTtuqRa+bQ5NVmQrka3nhXawC1jJfqnyPgpSvL/vkPtg0DDZ3tarz5",
-	"tZa/wISwF44yoix3k/4seG4mL4ThMo/W/BRaFLrGUkgML2f4sNMBrJYdq64JqmOjaEVYH0eotfFSJLi0",
-	"RXYCpR3xezH1E8SAdCbeM3rNJbSjgTHlVrCJgT47yEuL7MdJkckbmcHlCTuHiY3DJTTuN6QXxuQzlWgO",
-	"s8hcPadPiQhKbqJMnUPrqc6AW+PTSymfAF9YaNNOf7Wn2t1q/k5AO/nYdFwEDV3qJmEkGMux9yvXbOtH",
-	"cOfDP495kckM1ZPzSW0yNSs6epmtyrfwEHAdCSu3uTo9QmhDC+FWBKeYtBkkaWU+IAH3cr3LxY7cGkjb",
-	"PrO6F581a4RHr26yKGz+8m34ly/XG1Hx3PNYIGnCw4WOGpkAZDQoci34DZf5ggup1Toufpw/yMLe4Q7l",
-	"cOFzK7RjXEIzenTLQcq9nHKZ374pV1CVr0WRMY59XQpl+YmyT8WU2mEs1I/VHfWh5/hDE4YFQClr0LmE",
-	"MHrVcjskLXaDQTw5OIgZViqWhZXKEqqmA2gxzyewhtUFQWrYTq+qxdOUfLPGbvb1fcLkdKgSceckCzYN",
-	"evQMvIHoKOLpF/DT7skLb4cDOlmDIhdBTytMf3nq+S8XCx2FRRbSREcrJHghQlfhaBSNcTWDq6xNSP2m",
-	"gVudcsJN6T77OEDjD1zLFNqb2Z23h8svVW2a/tiYCYLFWBFNpIoVXh6fvmX2F2lEaupKQPKIV/pJM27a",
-	"SsQdf/d646dqOpUxvsf+Zvizg4TnlAPZNHDdW7+bjFEqTydcFl6cRkefSeyltDT6RGkTr4H+WWnTgo8J",
-	"VLp70T9U7GZa6LdwmyMvK5XVMWl8ij/0lXnn0V45EJJut40BzBvfj2Apc3YND2F3aNRX4rhv0rPrN+kG",
-	"OMtVRVRauka+C98bKFIH3v+DQg5wgM2QntPavWyiupyncKCwBGVLuM+LG+LOvVvmnalcdODvt6jhAXD2",
-	"owR6lOdoK7Spc7DVRKuwy1wHYb9/0y647vDrgIjalUXYKA1sVp+hd1t0LRgpUx3ABznX5mU8CAl/bsqp",
-	"NaRctgwzaXU1ShzqHL1LHzqvp4B0suIDE049p+qCzYXp/kxdxOTFediU0H0DhcUhK+o87/vQ7TJZ0Vh6",
-	"U+QrAGDgYADlC7rlkfuicS7AMB044XVR8JVNDuADKS/YJcBDsykvoLlL95gr+8TAkFIzepgVatahpdUl",
-	"dLg4DVv7DZko9QIkECmrL005AFdgbqruQMXh+roLI0Rf4xUeNvyGHcd7dYj09cO3DaTgIJZX3CKEZntD",
-	"am0xSMiL/RKkO6MlJkX0OkkrnQMMiwU0Qm5QCkb/Ms/qYrUt1eosudB2stdvELeC/1wBagvktKtLkVqT",
-	"zXXyBphWbVWxBTWqWVZfXv3Lpl20F07DNZlyNYdJjU39w42J9pjt0rpaUvQWc/S3RL8csCPHLpSWXIFb",
-	"IzLFiarsdeQvFcD4tsvOrP6hXMf9SwF/iEdkV0uRtWRF6UVBqGkFpBDuTLO2xNNpN4N02kP0Q8vuDLxL",
-	"K4xOy//Zi6j/8wf7E8bZOagk01JkjBuQGfTD9sn5G/bds4PHCcMbdlQXoIRh77O6cK/BO/o+7MdbfhMh",
-	"B1buKu3k0emJhylA/qK5yGmJATr9EexY8P8iblnnZ/DnRb/jUtVjuCbxvow1GOmIL92ZxRPaOe3TCSyf",
-	"hl7bVlBkK2K8BP66u0cwBbcedyXWiyim/IrLQjeN5R28v9X2CbcynfA8F9RMbsEtlF+pSprJAgjmLy++",
-	"7QLB9G94l044uvNs4wDnPx/tPvn2WdSX/UFoqfjhZhPaTqT7RTmdCjNRWXu/Xrw8Pz47+eHl0qbBkeAb",
-	"DXfAAbU7DroBEnb+8uLtqb1gTl8d/f8XV/OstZhvlhbz+5/fJI+fxeddqGjziSO3pfA7FFOAOG/PDxoP",
-	"gVMYGndywEJtjv6QcTauhJ6wiheZmtJgq13uQ0rA/6XK9m7zGnpLtNfxnzXPJTbvKitlqJnpIo0e2pkJ",
-	"Et6MswlGAp1x8C9VJizFyQO4QQrusbMfj9mTZ4//highCPSKmHKIndrq7wOA4NjrogOAQca15Rb7vj07",
-	"SVwyBgG0lrWhOtmQjhBKlhfeGBnVlRwhlLZb/sQbf+HWu7YQfXs/BEjW7bFnx4+EC2s3NiqWJ7LKTnll",
-	"5se85Jcyl1GXR+PjcE2A7L0M3RLAmsxUJAWGG2HFYWw4/7E5ax5bajjUjE9FP8PbDDUfOMbxo22GPlAZ",
-	"8Z1gVugiPTiA4GS12jNgFYQbjIunV6NuFN8kHB+6vRvlFpjr7VkuA6SvdDzDiwPjIuG3BlgFNHJMmwlX",
-	"Gp5LElJrP5+8kjfilOq6og5G2Hb29uyVppxtaEVF0ADrQw61knE/ILv81giVsBJAO7gUEEt18cM1LdN1",
-	"G4LAd4HkGO+o6wI7paO1C7bs3bWS4+3ZK0zbDPrtDvNM0zmjQRSPn9xpojIOt6qeNcx/bJ0S4KkiwGsk",
-	"H/L32+UQr6TAHvjANTKKm4W3GdMd8nCu/DCjAvQXx8XAur6K0+7xMgfnBL7ZinCROga9euLxLsilt5Sp",
-	"DZSEQp/+BrLTvmkvhlxwbdg3+B9TpY3zXY/lFaZoArzrdgP1ebDTDz/43bOnLfzBbw76+lf31ysopDYv",
-	"7Q4B9NhMKrEMkbQWx7lvLPRairg6e4jCDfZKcC0+nCqsYl+IGSBhtyt7I2L9Uqu8NuJVD3E8/QaSahYk",
-	"tjI8Z46mrN5KmSWHcNXriaowR4AX+G0auaEPHDbAH7sUc0Vll15re6RRa5hTn7b232ay0F7NwDoPgBbY",
-	"OcTRW2fLtlUNnYlkKrCfZEYAiJp04CLHyDmQ6s7q1lIhdT476Ky6HspwuYQcIKzBLkUlVdba14Dl1oHJ",
-	"ffYBfDMRNJ1U3YhKfxJs41v1uRaBMXs40v5v087vw9v5DYQvoseG61ybNoGbNoGbNoGfcJvA1ahRt0L0",
-	"9gOvQMgKszXwE3ubZoZfVjPDRROsnVXR1erQrcoLiVBaRQgiWb70wzuiC3QspNPfByklHRkZy2rJ8GQM",
-	"90KYVTBI64qoTLdOxngL+3BUygt7t3x4Zz9gZsaLRuU/9Ao7tZK0ZGipUNK1FouAAfD3SYzjX4uZc767",
-	"HPAKcftlwY5PXpxZe4Ua0GAfQVd56uqPVCGs5luQCM8lRNAgiMCLeVg9MLjvor9ug9vYX7c9zi67GLPk",
-	"im25YIeL3nhMwH4iDAnEdIghEZ9CmR/EWFWiZxUQh1pch9T2mOUad0ivX9h+rFz0Dfcf9YM320y2yroq",
-	"le7YK/qx70Riyu9fnexLWKg/Vaoub8fCP/our5xd2WEaZr4F//aq/z9aa9OI9yYa+xpI1S+kLnPeyM21",
-	"iHnlRn74HnpolQ/YxS4XfWzRA4DHeW0UAgRHa6dUhTFhcN30tSex4/wDCpwjNeZG7ZZ1nsffHEYW6AmF",
-	"zE1V6WFEkokbmbrTi+nzb17/4+RHRladNah++uHJd4+/e9zA2VDy+Uq1HT/V/Q38Hcpem6/QHwd/pLO1",
-	"zAupsfTCFfKzlBeFAskW1C0s7z0wdbRj5d/FnFoqQhcOK0LhYWfiGH4tdKuJFyANj8EegSeHWKQTrgGB",
-	"oD89UFMGGOHy+sL65fVMuD41f6zov8mnouKQ9l3yYtfI3Oz+oVoFSGHbHX0+4ZUjohUj005IzfQEunIC",
-	"Yk5dNig6xt51HbnMaxmfQa8NUlicQeO+Elg0KynrHsSp1Q0Q1O6HSvDrGIWJEhYBeOQucgTGH6Fp5oLf",
-	"dCV+h3iPvaF3PJPQFVkZXV6EHT4GvH/WesdH+97GWnRAj0Qk2bdnrw6pfswBP0/Z9ujf//3f/3+jncDy",
-	"ooyxoIFHwjjEY1y+S9jboxJTdYPcN42271i338Ptro6BiD8riK/72n2rRXVnpgc1qFxfaUEeeN2vReuJ",
-	"mhUurSdVhVa5CIwJXCtLc8Erhwu6kicrlYuTrEPXxdb5PjlhharL3TZgd0vtW2A+0k37S45w53em7HYV",
-	"3AN7wG/t3qHrTtL30oE2DluJPSq8H38fRmQ6Vk2MfafhAJuepqj+IIqINQZdX2vosRHJNer2n/syRmxA",
-	"2njR181f6KfLbpqc8rnVCoAuO2uqXqkrWayePshq7CJkv7OUFeQfxP3zT35AbhBtPDblW1Eo6g7J7nIL",
-	"5V5VDBz70Twm+zTO1z2OtaBwToudTtaafCdDN0lGniWwhtJv4C1SmrrYr+nfssyCEBultij2L6BHEtpN",
-	"P8tZCZwL0wEU3uNXXmaI2zckWLcB8N56DfmBK1peE/tswmp0yvOpojbLuHXY8tsKZNoaEMZrNBYOEiZD",
-	"bk8aHBBHUd0OzZCbY+zze4dgXA2QB4v8BGHxilYT8rsDyMNDdbXtbshBnlm4aYYj5DWbhd+Eyh1Aywuh",
-	"8hKmAPEiz2EyDwWd96u4nCh1/ULk8kZU89XNDjJ6km37XNWjhP2Gj2jqgs8LDbqd/m1rp6N/AQ6D/3FM",
-	"7UMtl/zKpSWiM2Gggso3MejpXABgImldSTOHUhEqgRK8EtVRHYueNPnFxPmgyI/0Tfqu5Obd3t4eFh1d",
-	"1lpCT9NLnl6LItN77MirE665N4yzDS9rennH7sGNNdxBBNOl7Rqtp0pdS3GI0CtQz4dzda5UQMyhTulo",
-	"cj49eMxGvJTv4Il37sxHdm+BKsGagkEaKpkYUwY4rcfw1Tgell1Oe3bM3qeESZGDoPRltmx79O7dz0qb",
-	"XVgyvjbCCxfM2QxJ+eeLi9PznUOset+FG8BKB8qeX8R1uwSkbJ5rxQpB+DGj/9o9v0l3j3U13oXIxciV",
-	"DUATGKb5VOwiqC4bnYt090dh0snuuTRiZLWC0Rv4bZQwbGY1D3vQu539ho1SXY3fVeJ/AaMfNlXancGd",
-	"2HLm9Faw3GaXeSn/LuZbf/0FPX1j+DFW2qBhZpd/6sz5c1GhD8kSAIS8drV/yq6vEjyHm3E3VdNpXbic",
-	"3Skv+BUkhDe+gaaTEtBTUAfmcF/siPim9m6lBOPZu74OJRM68dlnCTW0ksUVPClAuFdKTbVD2pcV49lU",
-	"FlIbpI1DFKcuR8suThqNvT1ToAif4o5JZCjvzETT0VADeMLfAxJi0PXOhYGwM5QjzUyUuZqLao+9BKH0",
-	"H+dvXjMAY3do4LUmxWsEJdk/qGw+YnrCS8FGf6YqE4mDKUoApFecZHbhpppbTej/JA6z8P/8NcIZYyIA",
-	"je58WEStF3aA3ZNsZBXSUhVa+DoXO21K8BD/qq3ZP6LPjRKmFdVzElQ8hCtcJf0U+7w0gP90XLm60nvs",
-	"lFu9CsJbnkO1h0J3r4jiRuQK1oyXtbsjEgZXRAK36z9/t4sMOllPQf0pSv8Nr2BStfZUQV/wSpi6KijP",
-	"zFKFKLB7KoLKj+zgoz32kqeTQI4UgD1j6cMJtDBqY3n6vRUxu80fRx5Kgz7cPIR/GDVNIGiXRDFWVSp0",
-	"dDDja3kgsnU5BzR8NLqlZnDSjpbplERTo+G+RBdBVVsdnzy1WSXHhvGSV2aPQRuJZmWjfx+xqeCFZroG",
-	"fcb/lDDxPhWlAbT45jSRNqxotPQ290sBrnoO/aPx3NIJJdAzXqhiPlW1pshX0B0jnImVwSPLpRORgwwm",
-	"6m6JZhxhj71pZjTl1bXI3EQaZ9Zzxku5a1BW01TgCvQ3ribZZmUwGN8K/K1BSaG/8eyDlkOjV99huEHd",
-	"06HLetdfU+Gk0vbV15paMGF/UTQTavbwXSYKaW+NcHuQ20Ni1myExzVadZAoFntPsXPluUp5vmvX5gcL",
-	"l4slc64djSVz5TKfcqVKSDmGvvRjTmV4S+fk9sIJXKh713pc575BiUY5j3nCTRt4doSagGbbv23Ra+HD",
-	"rC5yAmYyIvttaydsigvfdi+RqdtOBkYwT8ikDnWVCRYtsMcHj31LSwLYoh6Zv4rLc5VeC8PqEvAg99gb",
-	"n3IMicqVWPiWvaq0zEVhnuMcm/NQ4+by+4E6gaE4glw7K7O2f3AbUShaGSUJ4+navbBTpRxe8lPsHLYX",
-	"hu0c0MC3R4zXPgqzbUIkFDcgt3jQBNn+1+nFf7OpuhHJQs/PHYcnAFOg7gAEvuDrchB/d2ZvaFqdtKIR",
-	"fCqcPXn/3tEBSjj3XgIJ5qlT9NvWAzZ2z3F7Hu8QkRcEcjDjVuCP7P9QUvaIOi4SkB30JF2eu1ls6bI9",
-	"et209TiiiXnB6a7yET1+MS/FaCfoLgJfcehCDvyBFJFi4XRgAoUyE8wNH4Pvmm7JbY4eBJD3vPFroY/E",
-	"/ilXV6o2kePgBRthp0REThlZe+RftWXEkld8KhyAeTMTX8eXiTTnyAwLGvBBINhkAWkc72DQkb2isY8d",
-	"3H6cWXlWityQ1UqeNTdPrpkE9aASWC0EJb9BBv9hLIN/8ZtgePEM09ew24U0ufDhjagWfXR6EmCqPd96",
-	"vHewd7D3+Nn3gMZXioKXcuv51jf2j5hYOQEr0fW7sTfe/qVSxmqyEJEvo9GQY3DMaLLcK23oDg/UYATb",
-	"cmXZstCG53lDFgvRnz32xjKxl79OSNujapiHe0l/Oe8U9qRRN3cqJlAtH/g3XpfhaarqwoCqCcLkUmDP",
-	"F5Fhng8UMSttLLeJfGxnC1fDwoIhqKxb1dHLn/3+ELTHmWIVRja8KSje89S45ucSuxZ4Ej7Jtp5v/eCO",
-	"5sh+t+k6avV5bOBdGAIqDcrg9v9XYxYCum5WOXbaH3GxKjDt4g4kS79Jw8F2+7MgyOq9C12EsrcVOnDs",
-	"IYJHB00HoM8nBwd3tjz0W8VXE6PiVlHAX8nWU5xL7BN+zvs/8MxvnH3lm9Wv/KiqS5llosA3vl/9xrEq",
-	"xrlED9bTxwM+ccrnueLZhVKveHUl8L1vV7/3tiA4MJFBvN5eCvDykwGzvFDqF17MaTsAtfrbIVt4YlWw",
-	"gueIIRa6t7ae//PPv34P0JNIHvVTmZWg/EqDp5+wERYliAtyhLbU1vOt77/fcn9rlNmt51uosDa/4X8i",
-	"Af+VdAjV3SaEcSWiYGCAu+aL9AsVFzJzYRqLOQiGgRDTE9K3/GfRt2fFsOAelwFdWvCLKqKyeo+dmEa1",
-	"WtTDfbPQQl2qbB7EVdgl5E8231+WZT8J4yXNuff93xfXL36qQwA0+4XHtPdJkfmFwJCez81BYm/ThzYy",
-	"z0FDMwouMpRdneR/p2Se8tKkE77/p8z+6iHxIsMQgGjKgOnNBioF7g6PCCwz9Omdvv6JySm/EnvsCBrV",
-	"jOWNcP4ioGcHCVA3ACH2PxfyqKnOZCzHRoiCTWVRG6FJ7ZQFptCieeo+7/wcqNiDcgO1ywG4C5xJMBf3",
-	"MPp4Wkgw4LQhr9oeLf4kA1W2eSaHDmiwRD9D7EGr62BzkAzwiygPqNW704VQMX168BQ7/2C6dZYgOg4E",
-	"jsucp5hPt8Slxzg50BdJu7ZkNABUIkRmAl+yVTgbT7LMli7+JGBnH/epa3hyMd7x+0pxAYSyXyIMaGRg",
-	"hASLDB2VDcHRTQHjH0MUFFbn2Er/tgrC09WvvFbmR1VjG/FPRiQhL3u2ST2tPLCw2a8E3F7dNssJ2lfe",
-	"bkHx4g+16UuKFyyyDpTe66Y9XxIKl9lEOUcntsgOUpRIRlm6UXlm5Ye9HAvFclVcQcE4saXI9thRwQjl",
-	"zz6IAnyOuVz45WCWYICGdz3X1w5Qwd26CzJhmavPcLM+nLPRoAfhcTsm78+lHcDjt1cJaPXHbi1dfN86",
-	"gL1b6vOfDr/CYS0yLDlW2mt9IC4Gh8+uMx97nA4ImdxOgwpyVtilmEi6pB2eUQhUCOoCtPWxv4yIU09p",
-	"JO8Bk0EgBnw425zNKlVcAYc1d+k3jcsmcGSMdpDp7Ub6SYIyMRXCtOdeqlymc7b99OCgGesSQ3PQmXQy",
-	"39ljR3neuObD5WKo8EZd25u8ycsJlw8SC93wGMZFjwqkbMZue9ziN7PC7co9uRjwO+4jK1wMTqQ6BSzc",
-	"2od1HYROx67ZthL0XMJXEzF1+QXhQc6gAwYc5O0ViMdDzHjLcKqSf4hs45a4O2HbuCEw1TfkQEr1hc4N",
-	"DU/dUqzC40sCFAR5n9gU6bUOlAaaEphGljBbjjtVQnDS0SkKM7JiNBRjzBT72ZjyTZHPE3bOp+JcGvH/",
-	"PTeVTI2TMs8jmT5B5H6iKrNrbZssmj5EQUrIV4kn2diRRuf2khOjoFkiLVDqSAaOFx+kKLpZ4Tfpj/6b",
-	"OPZu+6cARGMUnoCV+a+FRKscFsLLEpPiCfRYZXPcSXKTNOkSx+dnP9JLYLmRlIgmCy3nCkV2Ge4a1zar",
-	"N31oj/0K11pYhEEnDZlWsdvN++41n1OFi3dGgCxD5XnJOK8roX3ksWWZBwCj/bZ54LEqhADVmJSX56Fd",
-	"LjXOnn5rQuVs2x6t+zMtbkRqgbvicZAdorBl89yFgiJKcAFb+gpdEHA3cyM8zZRNJMIt0xJksxXbT598",
-	"T5+FrL9d2EFLWkcsrZTWu1qaJq6wvZDp9Tx4aIQeD2sKyKvC53/txGIgS2lfFNFWtUnVFHhpVkljsB0b",
-	"0hvqllCxBhbGsh4Bu3BPugOMPSAqwTAs0dK4eJGRnefIIiFpjVowHv/DKhWUeeh7TndEJojLZ4DwIwpS",
-	"KiQkMqBmB7FGjb1ekMNhrufC7HZlPV4sy48uMWnlPo264xMueSRpHxbwCaswX3Wg5E1pb6fFlJ+HMfQw",
-	"nt+tqJwFFVJOffLqchFks4ETxFI+KQ+UogPkSslKgKU6U9U1WkF0rUK2hcpd4z/vK2muDo2pIkXmytou",
-	"lXE8gGnPiKCwdBOHKCCUHuEnbxSDdqNFxq6sCvX04Hs2SklLHkWlp92oj2zIhBKHrJO4yPHW5Kdsh3ws",
-	"k+DlokPirjgvbgtghU9H1MXUVaEHukvwXryWRLeuszU3rWcsLYjxWGBx1RJUSXOZuMKvOUBdYmtMUIgb",
-	"T2aeA7o86mMUy1AsE6nMBLlmoCQE2sJO1Azfh5VITej+oGIGOYsw4Qm/EZYd4VE1K/CCXw5zoJsB0gPu",
-	"87oPPtPl8Ig4r4jxsMDrARntY/HNC9iVS9HpzQs25K6ZaGUo4UzwTEe0JFevDLG30KXaup1g7mBL448x",
-	"M9nF4kPz2F4/7YHsBachpPecAapjYcjr53IGNeN5JXg2Z5WCjFJKSHRgl6qUkFhFfDqbhDUwMhD8WKHM",
-	"tsG2oln4ZGRrUYClUtiLTmR+hG2qjlW1SRpfpQ8/UvoiMCa5ynYCD+tjNqKB3tEroz32Sl4Lf53bDdtt",
-	"38WYzuqyCMNULLQaA5P5kb6z2prOEMu5l/OfkAFB59d1oYfR4DUMiQgth5rZbQ2JL1LOdcdngE1bsqUR",
-	"GggEjlIjlAz3rr+7UqlO5eIV5CQ1FVUqzwDSW1baJCjSkGcpY9bBgU1kle2WvCJsOiu9ypyy2hGbqykv",
-	"MfIG80eBxQ9dyajVKC5lQYLz6PWLPXbucUo06huQU4poJc8ZApXYUYrMZba3fGCVhy4BgG/V+A+khmVQ",
-	"DnMsgmI34tjt1lJcNUYnzSP7pxxszUHPQWnrgGdpMn8Xc/A9D38jAJcZ+sovLayf4e+9xo7Dw1944YCp",
-	"1n2lgc0a/uY/ABFm+PNHZbnG05jNvfYLa63gJUFsrbEGD3y23jsEurbO0YdwSsPf+9lhbK31yqn5Y40X",
-	"TtooWevQmrbaCpaRr7GBqal5vu5b5x6zafg7PxFC2o8gQtebIklhmKZ7/17TNPDLgN0Q0W1C9AZ3/3zq",
-	"UdSPZVTZPXQozc0d5VQH/6dl9eHg27j64DccGsP+lawoF2mwIsO0RGcqQX2T72wz2mPHwaVs9W+PTjbC",
-	"O7rMpWFqPE6YKNJqDoVZPsjoKr6vxTzo0+EvbjYCoK/R/oiX5Wh/hEXnIw+dWhdhg2032Da67nCO7/Cd",
-	"d96Tt0PJmw4uz2HOYEXfiLd5BwpOR4QFMYLKKXzBLqcFfEhhIQ9GOUKQEe1x5rx1xvEX17nIlXyBIWcF",
-	"s8DWIAtJH3A6TsrdU8JH+I0VwRvKQbJPPtKEOZe4JSE6mMEz1TNp0gmihDxgwMbdB51ponhod1E3ssnq",
-	"+ASyOrC4hLcl5x0JTgSj2IoZW/tca2F2AUdmLKp98d5BO0ZNsJfvsXCEfCNEhY0R5UUvIG1giaAgmJqx",
-	"qJqC3W3MjwYgmD0/0fZkRolvuvx4p21wWdFMwJDw2QXLipopwvkesqouMP0f3Ta+TBOBY5ZlFS7SKSN2",
-	"SvdaNUIfuqBVv6At6mL9pb38Kly1eCZIaToktbtVLgZwiJw6DonrIb/CPUp97EdQLoq9uajyfMcXKzdp",
-	"D63kEkrL5KZpv08iPmEEUJYwfS3L0tVVYFpFQn1X53tsYQ6A9NmqBwbNwVKsAFyYXVXt+lkV6Nu16+Up",
-	"Is3w5kUqjp4zSm5h0ohprAKVjXCnmrQPf2xXyID2c3sMYDAJpMsDJqMmAZ0cvK6DaRSARwNq1T4vy328",
-	"sQ9ZXbg0SMAVQ90N9wgiudBor8K0mhlAR7fn4bJOoMGanIo99rrREDTLg97DJWpTu4GzqFQq71fBwKYR",
-	"ERfuyTQubO4nH9ZqvfDBFerRssAOwAjwXAmM9cFVIjf/3vzYnBdsm+h/xzJJg66AVL/Rlj5nbekUT9Ye",
-	"LDG2tWxIMt+/zoS30DA/tbuyZAFWorWPGrAoWQV4+TW1ne709f6En/2EHL7OxYNe3wdw0MAHh3hpcNc3",
-	"PpoeH02bQB/YR0MdEaTRwBYLHpG2CwSeDT0g/d4FoJGHcDG02sN03EQw90ewyKTJhg+e+yh3KG5R35Q3",
-	"noUvzrPQ4vcHuyX3/3SdUv5CeZCLGOztC/i7brolYVIVpDi6EQ8RbGcmtWARAVEo8w7A2Uehi9SBxJPy",
-	"Tq4K0wCFTRXot1RakUO8NkjbxAmzbd+Fq4BaAw1aJfyL8Hqeuy7NykyWJRSub0FCrXePL9y593vfDkne",
-	"bAQFwXR/8oJi3QL4zyYDFMmraZtxn7yebJV1T+Us93eeq74JnhvURqTNOcsd2e6Ic+5eO+huHtfBQbQJ",
-	"vtnKp6cMkMPJ9aX6wvj7q1IEkDo/giKw7DAbmOIFeJSyuEI8jMbdto2WPro/M6mh+b7IdtopYXFbmmKh",
-	"X2361GJWxieSVUE0ssmuGGK593ih7z0a4oHqd7XgVQoAOfxS5pBo2sHV5xjRwCpePwDTYsoLI1OGIzkQ",
-	"dvDoXdWVK2h1TRKpf0gbOe4sGA0GkRjbo6dEFmDYhTVYE1UIbfI5G/EbLqH70HOMk4zihRsuq4A+dw5f",
-	"O27Wfv9s1P3tzhIP98RXESJ0/SQdwRBBqJJw+ivBRCYNNJq6by7506cYDbR6tVEQzwtzl8aVIND+xXhX",
-	"aOCCpSw1O6uLQhZXCTun5kAJdZ21lyRUe1PMcTlQ5+zoCocYHWJpo3QXKTsx2kF5A/Yi5MW00n8AFRwx",
-	"/e0G+zJ8qN9eYQ7fVp8/yT6+DRwm4mys4E/ECr7XJJqkv/JRFaKdUmf5N8NcXeo3AD0+IRclYbw2atde",
-	"idTqJIMyAjUeH4b9e9+evbKcixkvfffTp8pKw9LZvjjO+ViMcCZ4dk9s4AM89Qr0tCt5IwrycKx2+7Bz",
-	"MgCClr9hLi4U19xF11/f8ACYs/0UlVVCc2D2q+/N49i5qguN5ciuhXLiM0cXb2j4zIhybEcOwZHatG5H",
-	"b92d5wvXbr8r7INZ/Z79X5+D62uV1+tLlUubiNkgR9lD5+IGVsM+2fWiO9Hwgl+3yh2s1KOSxw7nAPbV",
-	"Xi/vP2ZquHJvqj3otSkKZd7RdCKWNZX6iM9bfXFntREYH90EcATF+KJL8YH5t+S17mHeUw7dEi3bTbmR",
-	"KXM2wHNWKGyKCFBB6UTYmWXMWt85QZO+N1SCA9m/pprvQccv0Dscj5LtjyoTqRiHgbQIXevQ3smOit+9",
-	"FKmaCs1gjhFzA/7+RRgclM3cssFKWvWGgz9Sbic0+2idyUOzrvmjm3F/sZZEwv6A3qzQCUOVDk5sKioe",
-	"oJfb8Q4JNBRr5KBtLHKyc/gB+0HKubY3+B47uzg/bSJgHivzezYqzR9wnXp1aXTI3rz+x8mPYGz89MOT",
-	"7x5/97j71brwru5RI05kxTKB3XELI66olVnjZ48iOCPEmQtCmT8+QVukmRx1oVthj5xe/Lc7po9iijQT",
-	"de3yOmUXEVPYK3Ajrr4qC+UcoP5Cmv0wEYkSQO8RduEgEdkE/qTQgwDhYLrBS5RfB8KnEhTRd4EDp0l/",
-	"DvKw8b9aLg635dPWjhZn2ycag+c2wuaj+nUXj+Mhg5lLjL8ax+5IX7c43RkcS9KAX3FZfBb87jrbfME8",
-	"36C3bbj/0+F+xGq7WwFwq7tfC2NkcTXs3scvPFpg+blHXZvyouY5OSYJb+Pzu/fP3ZZ88vzvZ9pz37sD",
-	"3nD7R7/rdUNY9x7APRem0dVbDIltDezl7RiMBAd6HDPFsEUdlIafXvw3wqK2uoY+0q5aN+irH3hOJlwz",
-	"+Xl4QFqRzrtk/vt0hLhJDvCENGfeOrKP5RnZSKyNK6S/HdY9CMqh7mIImvS0xsIeD5gMadRuWee5S/Ji",
-	"29TIlxsjpiWB2QehGCOnYidhldD1lMJFu6yVLkbR2jBPpVAzB/AdQ2rbY2eL0Vor1l24bNuHbukv75oo",
-	"8mjHNd7HGHLzrPvTaCdI4V+2m0w1/zwCR5BEOyz108Fb4157H/JGb/pIAsHyG3ZEIyZDgHDLToWaPbxw",
-	"qKti1/I9clNPSLg2sUxwyHyTBTXG6gIfCrrJWFqkpQOaP8Z+Q8zIIRng0IeU8jycaFh+PiIiomxfV4WD",
-	"OVNUgfV5R44TkLK0/A2zfzwjyZJWkNbQZpO7LIkazPFYJ7Gbqx73SEBJjzQ1ubNv5bIQz30FFPI3IZUl",
-	"QQVk0plRHjzdlVmeLJVuBOUc4sbufsIKMfOFlB7ZDMCLEM8MCy1H2B8nV1dMjRl3FRBNCY7hc+2LQnrB",
-	"jc5w216pDzOiko9ZwNms4e+yyNbGvX6lrn6s1HS9Ny7Ues+/sWf4IBK02Y0hBaAB2zBRmOpL9DR/1KJR",
-	"HgicoJbrQaNHuuClnigzzG8c4DPTe97ES3w5KWreCNvsst7Q95RzY0WYnPIr8UiDeEVJJ/8QiJVJAIFo",
-	"06hZYS1ixJfFJmS8spKTWgkz7CVsZHotDNt+dkBwkXqHXdoTxqtH6jb8eIriWivG2WWlZtCFiBfQXAxm",
-	"CdPzVQvU4a8pS+hzOp/73VwSmO1NPYHBxrLpieLzVJMtCS1auJlsJVsFn4rmVE+yJXdP2Elnyt+/EsWV",
-	"mWw9f/zku2RrKgv/38lSn52HsNn8fnS1J3JkZO9Ee/J7G3HR1xaNR1jwA70ryKp6r8z5fA15sY+diHrS",
-	"8igZntizmyNJQRwhMq6q2Mhx/shzKwLbju2PxuTnyOYjtv34YPfZwUHikHzZs4Odpq3Z27NXjrtCydOI",
-	"EgnFvOhDb4QB/Azwd4UybKJyHG1BCoCaRWvD7umqyOet1T3S+EFNFU75nHJpuKGFrcDNc+xzhFv9uciU",
-	"u/eYtzdihbcctxb2PJdjAdjBD+olXzi2LkBfpB3nq3p79moD5vM5u71/qnhhSDNBxcT3avuUxHaYJxAN",
-	"OF6AtleKSqpMps10mSqscHbuO01xSVlBkK664TmI42+eHTR6WKRm81GncogNGK8qfok129diPrbijplJ",
-	"peor7O8ytWdNDaERNJCbZgJ2Yk1JKgn9/zh9+dOyoD3nN4titjtk+NUJ2oGBSVcMMwhE7uEF8KogpeaW",
-	"Td0iNuL3807ANlEx64/3gZ2OjcT9U+fK/DXIvraiyskU+xbbHqEQG6GMnCptWCVS6BdhVcudPXZiqOZA",
-	"R9RUpqoEsiYEh1beVtsFZRu1jxE6Cf1e0Y11BVcZ6qqNOvuccaeke90FW3k1VrMkgc5DJd49raHZlTE8",
-	"nUCXlKCONbC2caB5MPzTg6dDjO7PQWwnS71JAMQW1nzI3GHbq3HxuFUhOuZpCaV3iqKop5bscXRL9Cun",
-	"dbREE87UGbdowhIXA5AGt6fLzhKY8r9qrBqjOeNoW30buXqOmEu0SFZs2zeDa8/l0Bujj7QzErDPvG5g",
-	"jHe6ZuzIuTVnMju3ngNOmZ/zpVK54MUgHwsc/f7/luKqfb9hNyY7mCw4Ftwt9kmOXWkgQWDMja/2rhT7",
-	"rpsFtvlBtXjD+/ocHdE1QEkmz31ICuNQHo6sHYfCTBbqVdTRSdC1EbTMRsFiXxYUauSWsa5QtMNceGEF",
-	"Q5HPnxNGTFvxZ7OJKGgAXlXyRug9diZKwaEQWho2I/OBm7CrYV2MZSGpk3lzBQF4uE+pcfNspcc0iYjQ",
-	"8Lwr6B4JoiN8zFJyTcSwsBu4SanZRNnvVduFY/CNQD8SooI2quwWR+dNHbZTINsC6RzzapJouT/b1gou",
-	"dp+hF6TLFAoXbwXAFZfFTuIllxMT9hGrRGZSl9xYG4ClVhzloahT5QBJt8feQFzLqr5W1LSVR5Yr6uRG",
-	"QJARgaDKz0UeqLJfHMCWfanc//GYWZULTZLLB4VcwDbH+1NVSKMqSolbHQyuq8rq2xNrpdhJi+LKXuoI",
-	"FQx8gk1JC5UJLFaA+56zidRGVXM2k0WmZpahAZouIY+R+5nfiIpDA8HCKHZZW9Vd77EfafxUTQUbV2rK",
-	"JoJX5lLwpg0qVk7hlycqz6Db11RMVTXH0G/hp9XWHwAdYu5blhKqHbUqqQQyGEgwVYm4VYq7+UuzmWsz",
-	"PY5AyTMLcOxgIjkZtLCRpPEUagZ22VQWtRH6kMmrApYB20/v4A3itn6PHVCTbOjvQs902UL08y84fssi",
-	"8maLLMw3T7YSa9bJqbU/Hx8cfHcA9jH+94G3aKDIQ1QxG+9MWHMnNa3VGgX+YXt+K2b4WmXiJOsyM599",
-	"M8DKxH2K7veKj8Ob8c3JuBHQAHdrwAxeFln8+4c+7FmsnMzLIruDqfwAPMhmMjMTS2Hk528mkk6UFoUD",
-	"9yaynFgT3aA34/GTA8/J/TPGb1GodyCNfffs6UFIY48jNHav9+gS70fu0WOSm05OQh9Px3CbK/XObHbX",
-	"vb+51tDSo70O71N8MnadfhO/Tq3siaVYLd2k+3RL3v2NmninaSCtV99GRH0fcil9ahy04Zq75Bra22Xu",
-	"eSCGyVXK813Kh1zJNpzl8mpiWCUImLvJKBsHDSag3CJUCstKpULr5+xKVao2shA6sXpkCaVdMrNb4PTF",
-	"49O3mMFTAnxyLnSU1V7ZiVOK7X02nwi/42MfK/Lrvop2E5Z8IThhT/iRdmfsN+E+CVgbbuqBSbR2JYWu",
-	"NTOimlpNPRPvhcv5V+CYvJH2s97VQLwIVwJcAFMxvXRdi8EtV4/H1lZCZULw3EwY10wLS7HWRPL7ssfe",
-	"AOGqSjNrY0oDiM/Usxlz01wuBjR/15RPx62a6T6c8yvNLsVEFlnftXOOu/Jp3zU0yS4HKO09HvDmqrlT",
-	"Xm22t2EK7WjmznkVtal9+HVFvzPiU9f1iPQweDMB47O0VyMELqyyFq+jeQlvvYbP3SMZN5/pquqwdBwu",
-	"Ye+r6csVrjogKfxzjKKe3pqi9v8swNvwl/1xCH15gvEuZRzukWa5UiVUmTqd5ej0BJGGwWd1ZbWTWgu9",
-	"iu6O7ExWpEXY55jMlubg6DqScVA4t8rwtIiHLD5orb+PJ5oT2Mj1Oy1sKkLGQ5AZR8YPxoUDwTBL5cAa",
-	"UJy7RiI6aRjOBYcsEWtfXjBR6hpYt73cqD7UkGQ/MN3Xw5pDIO++aJC7j1ZLRN1ZI1waR7C7Xza9EZXu",
-	"6z8bcihNF6K3cAfSy8iF7nLksqCOnE7slDm3fLOCM/9BM/mKmdJtQQc/uu3e8OJdppYtsuGNp8N74sCZ",
-	"uLR3164sLtX7AYoqXnTNFYnDaFYqbYSv32sxWxuuIGGCpxPm8zLrkrIu/uP8zWvGNeS4yhuR7bGX4N6w",
-	"X2RSs2tRQt6wtbhG+Nk9mv3eb/XBwTfpz0pdv+ZTAf8lRoiWwLaRM001f6Qtr1I+Lf4osx26w6VmudSQ",
-	"a6YnamYfUlp4xAVMQIFhoNRY26nkqriy/9uMp2pzqd4/squwvChVQTUoEuPRhTlkubji6Zzpgl+LdynX",
-	"uKnQj19TsLma8lxC4stIFe9wg94hdkQ28h1ARm+Kc/jpmH7Z6bMBfsW9OoGDfpC+2otwAvm80ZPQB8Wn",
-	"gm0LCSk1Y1VNOzNuJ3S0neHbpwMilsEMiFwvqUgzzFvsmgI8cw6PdIeRP5K8Ds92EJwD8Rjuxqabd1wi",
-	"2+2siwypY5cEM+xYKI9BQKwhj/VcGzHdy9VVTCrDaPsoRgaIY3ze6R/4WlveOjGqDS8yXmVO8Gk2q6Qx",
-	"onAyG1926S2QP4seaFPxQrtCWtfgsQGzcSXUkKgnTdKIdlHciFyVgon3PDX5nAGCqP10JqwMrUDAISWT",
-	"tjFK2AgmeJL5f1q+t/+hUohHZUfmrUntHzDKY/+FSpX9V8YNH+3ssdPKykFALldj+jPImyCBJ6NFWblv",
-	"n4Jbi6eGHYEYttcArHj0z7OXL46OL16++H2UwCIKtwJrjLAXfjUEjUIZxVMFlZ9jI6pFJ2JzPWzjIt/A",
-	"7p+5P/vF499/4e9f4tCdMr55+AGE+31KNFwErGeIKCOyRUbYSLKurk1X7dLZUFsZJMye3F6YUfh2XxZj",
-	"1SnSHKoFyhcHN4Ry5ldxea7Sa2GeY3tXbiYJ0/Vl0+d1KrSGJc5LYZU1u3dFKlhRTy8x4Iv5vLqe2sFz",
-	"QOAqMjaDiivcjDGfytz1PUk5ZlMH1XMzmedMC6uwWAUWHp+zQohME6iZ2xeSMxNRiZ2onekCtnZ1fnEn",
-	"dnvuka+6P9ph4bntZcFPHxAt+Oh4KT2E5dc6iBcex3nBrreP/mfdrse35VXFM0H4AM204GqluqA2ghyZ",
-	"NZHrf8feUGBMGfHeMCib12x7FJ7/L8gvo52EjQEHzenCSPlQvNOsTSPACaLNYRm+1Gw0EXmuRodoz+Ft",
-	"NaKfHaAKX2RFXNFVZQ2sy7nv9Kxqw654qSkZf5TWlVbVaI8dweXJIRW/KERqElZy7TOktKoaVBc/Oa/d",
-	"2rubhqLAtpFFLVgFaSJ4MUvTKCyg9HiZcYg5sjBjl2wJgXOw++y0HFw5vow4BFoUmWajSuh5YbUU5yFO",
-	"c2mlTCV41k7wwmMNhfPR6Qm7FGOM/udzK4dUERZNUS+Wo9pMrHBKPSY64KoKXtmNVtcCQBpcmoHK7RxR",
-	"QKVKXUuRsHQi0mt79vg1tMeBFJ+zpwePm1JcAt1pxGHCnh584zZIMFXJK1mg681h5xAmgavRAEMLN8m+",
-	"fNC8vPBgyAA0G78OPHJotp9bgzGG/v6mFEVU2K3y5h0vE5S7WDxJAZgME7zKJUaqLVGiHnf28h8n5ydv",
-	"Xu+dvH7x8r/2zl/+p+Uvo/y906K6LjMTl9hn55bcWGm39Xzrf/55sPv9738+Th5//9dvv+11/te/ba02",
-	"Sh+jUF9IeAageYDqdKEQbJnYnBCRpFWyYxLGyZ+xynM12yhoHZeUpdm+C+pO7yW0Z5EVhwSnQ++IZtvO",
-	"5afrUlQ34Ka6nAfRaL3jJaqsAHYpnae5oGSOhKEPHyCZFM/i5swvjbPlk00ZCubYF1hu7d7GW36XseXW",
-	"1t5HllCLU/b/bLkA/9qvxFhUVrnpZqJjVVsFbWZ1CHicVLwWdNE2JJOG0WWdsLOLU+AUlguuwahBNTBh",
-	"Zc7notIJOmZSldnbXkxLgHTYwXoLDrEERdl9gGn5v3V2JUCVMrISU8yZrmL5Sj+JkP/OmlWuuD9/CRcl",
-	"s44A2KIf9fZxsOSDqqcaCBD0/IsMErmuKY0xdjdrPi1zdIFEkR8eHyT9RU8rSp4eSFoFJ9rdX46e2Ais",
-	"uxRYzb4ui4GPIb+sJOgu2v7V3uIOhXcbe8UBpe9QJykv2LxEmak6z1imqE56JrWgn3UEso1wBOzkn2NG",
-	"fQN6XomgRrvJvhGV5dnUKkdBqwRVxIo9A6sGM/8ba6ygwL01OeybTBSVamrI99gPuUqvreIbHBl+jUyW",
-	"ZskOMYJw2MeqSmFyWphotwVZiYAZP2uhek/Ic0ub1AM9d0r0qSo6lCAAUQmuH7otVmvWdj79RfRlM/02",
-	"XW3wNL4qyLolMr772yFS7W9/2Hcyd4Ul2NJP2x0oPMO5CNojTX7FjqxkSPpzn/1YuQh+LS4doZ3DH1MA",
-	"iw+vIY9/eiFnNPZt4TOz7nQGEA2V2te0dGi+rhBjGUmuaRj0wsOrbCVbhDC1lWyd12kqRAZ//REaqm0l",
-	"WxdyKrI3tdlKto7pmh8ERhffPvtap0MNHwYO/+DsEf/lFLC5mwySIFC0bU2I5zLrTGahK1NkP8w780ie",
-	"Hdx6SqpiE15k9l+1cW79eOlj1wyh7tKOvh7C3cAJcmPn6OLiEps/dE1lXKnpHaAVdJye0xBXTMKoe5sC",
-	"ZSOAt3mi6qqbBWWRip/tE0MBEP723dN1MTaOuRa7EsqvpJE3AmNINEeZJVRtbgdKnN/e6tWoadljFfZy",
-	"61rDtZjPVPXpZE8F99CQXAN3eBsvdo+N29ITArUF664+2KRtqSxYID7Ahd1WXm4hKReSqqJaDRRjf1qq",
-	"zad9u29Y+/NibdR0Aq54pB+W3S2hrnS2L/O7gewFsEeYFrlIgdmR6pkr5iK/QVb7MsCIXzygqnOYywrv",
-	"zcbQ2BgaG0NjY2hsDI2NodG6N7qqXOEK2yghHc3D7e48rMbxJ/3rJFvdtcMBUfoa8QaSp1E1PNn26Ra3",
-	"aF/hcHjj7SvcIj7ZutNw8Z28sYEavvteBiHBPiAz7WNwtzv4jMqaZrxBXIBEXI5JosLqHXvsqKDqb9cM",
-	"3/XTxzojo3LQAiDKbC8Ynl4XapaL7AqDty4EXUGQLggpH2JoWzYjU/mly1Kti4zasCw0bYR5fx68fPeR",
-	"26XVr2ga5iK0f31k0UKWwaaZwVcZfEWqvWthuCre2hKHmTBc5h+gYsiirE1iLbGyNgE6IKkeKL1W6R0v",
-	"cBZfs/ZBW9Cvg2AFqH1wo43cmzbSbPI96SUEgYFluT2s5yp2yHfmynix6gZKXhqHni/ksTwJqkmC4JvY",
-	"fbIHduYYp7FuyODCil5D3roBoQN8/pdWvtgDIBTg6l6otLZ6Vzd7BVu7uYQfkBftWwN2wJKMTMXbwte+",
-	"dWB5xnjlHlBslvl431LqvCeptZKGklEdU2JDMrQjLnl6rVldupiBSAAngZrDY/WexMcSMEaCxVbCqkNg",
-	"M2C1sVEu79U+X5dNyZt/wxobmsrB2oLhyK7jExENd28ohAuDla7qLkxn5TN4P0Zu59Kkse1kX7+0K3EI",
-	"fVf9yQeonc6W9Q3srDJHLtAZd+1Z26iDiirp2PYoUFqww57IRglUyl4V2JKOXc7hHhoFoYnRzkaufunG",
-	"zV0Jc5CV9yjOuyyktkAvc170dJYDsC5w1lhBLYurlmynigRkRQrxcpbJ8djZLlbIExiEACCqYL2I7sBB",
-	"lvPKHFp2hXLYBj5nWXCf5rz4KuS2XehQsQ3l99OSV+LjiWw73848/JxvFM6NYBwoGF22foPX2DYKUdw8",
-	"lICs+Oy21isIv0UT1mq14r3psVXP+OxLNVf9p2TaLNPdeB3Cw+7iRnh8YdYqnOqHsDBhY+GgexWfeXZO",
-	"tsq62zSFiFeZCxObUKetqvKMqcKbq85Whc4BYI6qPKf/vKUV+ikw/d0rNH38PsQw9erjxijdGKUb3etj",
-	"G6X3KLVXKmErLNVjtH9WCPigmJIAwlQh1jU8vz5RPcAWhd3d2KEbWfj12KEfQRhWYtc5fYYbpd5NpHw/",
-	"QgKXniptniNkWBL248m5EUU695rXzxcXp5T80BtjrcS5m90XG2kN1rjCLbeRNF+C0Vo1B3pXIdYOC/Uf",
-	"PJcZX4yfJm1LNKLTgHvdhVFbWKdodGy3IVit6brbslzxP1B1CkeHYG8EZPltaaf5STH9/fnim+Xhsjeh",
-	"1I3VutHUPi2hfex6ZdyX3F6hmFH/60FNqWmCrmV2JDzgk9uwnAzR4KD9R4/ydUpT+EL1LloeoB/3QOrb",
-	"ZzZi42O3mm6T+D0nptFX9jE/rNtB9PNiOtmuVYSA2dpaTwPLTokJbHuiDOWf7SBaP/W2kXohq/YwqNJl",
-	"2EcMLlRJNTUOic7emoC1H4NYP4MvfSpsfV+aFa3sCHZyUCELttxXM+wMZxTs4v1Wt0Sm2q9KIWE8cjVP",
-	"G51qo1N9pjoVSqF7kefDtKl9Er892WlGUVcTeDCmXz2IuIavb+T1Rl5v5PVGXn88eY3K6kcU2CvFdYeQ",
-	"Ztvcl5bTL1KzXIyNb2r5EHr3+UaMb8T4RoxvxPjHFOPnH1+Iq3KVyr08PRTArmmVqlimBHKac6JIw+rC",
-	"yJzAQ+CPTUeIBxDuqtzI9o1s38j2jWz/eLJdlQ8q2itT7mOHswEozgs90YKOQhOlzSMXk5qoPNOATiny",
-	"DFp3FiafJwuYr5mssHVnHMz5zJSnqjKvcG5DYF5pUiHOqbgFzKkVJjcCgvEwYraVbIn3JYTlBwOX0lwc",
-	"bGlrrbH5+AeiU6Lup/Y3UXTN4nOP4oUH3tfPEbd2I1I/Q+kGINYLQuSOsGWSDm30SF93yqmxqhjHuagx",
-	"XNt2bhUlCnBQQseVEK77M0bfCYZ7qgDAbvvSniABTqC8gBzniUivd+DP2N8sAOo1M5kKNpvInIg5oose",
-	"A2hsyBJflDIaLmyFFgo7xGa8MLhPD5ciFU6yX/+EOW60zo3W+bnKZeAxXnjZfG/Ye426uf8n/C/2wYR/",
-	"drsUzgTpU9yxmqV2ENyXAs19kNNGkbhAl0EsbQIkTq9YXYW1B0N0IO3Rku65AeRnINndTnfL9l8nc/Lz",
-	"uHvzfp0Kw6W5v8c3Yn0j1j/z/IxFwY40fa/iHWqF9v+0/7OOaDfkx7txKp8qSDlPmIKneZ7PmbLWtfPt",
-	"Ovy3K3kjij6HQlvwr5L5XqXL4Psdsp7uyW5B392w4dm3337zbdCx4fGQjg3gV6jckbpN+hIdDJtbaXMr",
-	"bW6lL/1W8ro0Fjjcq9lhKl7oVGWi2jViWubcrPZ3+1fY9ng8LcXVDvPvJoyaQO/OZGavKgE+bcK3azWD",
-	"t/ymcJGqaDfgjzu+L/yHL/xUh7i//eTArxX0OaPe9dtYbmbnYh9AdPLwic42VovN7T8NzPDlferzGvvd",
-	"2fT26Wsw2BC9CYjvPh206Om0pn3k44f2z/RvZ39DhaqlTNetCv6gU1WKoH8IcuLTg++7fKvL5LN1P7rH",
-	"Ob8RP4IAcR9a4fF0C35Yb2dkP1bO7xO/8jc3eF/PDeCCONs96D28/6f752s+FX+hhMiFEcuy4gX8vUNW",
-	"OPmAxiDIg2XexxGivN97w9qpuQ+E/BmxC8PVfKgjcHPNryGXkGqyz0c+fS6tQZBp7llUdCBenIky52m3",
-	"fgDGbKAMWF70wAqXKpuzaa0N41eVEF0wFZ+HOPh9o558WerJuuz/VaknxPcPq5+s8gngZWqffO6QdnyH",
-	"Zc22ySfApmJ6KSq94+VQk3uiWVUX7HIeeOx04iEHZeUS5C7nbCJ4ZS4FNx4oRlbsRlQ63hzdzvA1rOGe",
-	"+3T1Wdm4u1+NuVzQfjtiJAK4m/ZYel+LfLzvyaA7hnLBr10AJdr8+5HG1CVAMLBXqWGqSBEVCpLh4eUp",
-	"MwqRjKELQ4u2EyYLbQTP7KU349jmYUxJ9dDYsxSVVJlMG7JdJtGLSl5diepc5OOf/arumVr9h84gNbyL",
-	"cP2smeHXovgqSNiSDRoQjkj8JhRqdgdk3SVl9/8sIEr0l2/F2E3b/1mLWiyWe1Dm3nJKH1WJYB2I1GFv",
-	"xEOUspZ4z0WqiozKBulpkSFPBG8wUWAac7tyREPXW5mJaakQA/FazNkUeJCzSphKioy6vtv/rKuC+pxU",
-	"2oSdGmNeqTX61v7iV9+heeImf5JdahfXukLlDDbt4TTOr7gj9sZzNshzdt/darVI60qauf3vXaOuRbFK",
-	"QT06PWH4YKhTwl+o5uJKaMPKSozle3utNxPRCbvhucykmbOZLDI1c7AZzszGYW54XgsmjVVOoBc3pDdD",
-	"qz3oGFrmXBZWQE+D7GcUgyJjE1GJPfaSpxMmCkPtcbFaD7QOF3u/ERxih4lPxA67Q+HvzAtQlvKC6Yma",
-	"QWAaZ0hVg2fiRl1DTjbsCq8EVo2r2rC6yIXWTBZpXmfCPWmvjaoWcQ37qJQXeBDrpmOfopdj0HPn8g98",
-	"Nub/w4Womd3Oyzle4LUW1SHjeQ5/r6j6kV9qeyd2uPvgybd6bWff0rSOcq1YLgGHLtzsrg+397v17UyM",
-	"udXSno95roX/9qVSuQDM7vv0NLqz7TJw3hSClfwKHD8No23iiT0GUrNNgXx0Yi0mIp904GDTK3u05wND",
-	"ikUzAVIZL2stC8v0lzy9Fr5wA7EXrfAY13nORvomfVdy827kxB3VlJFmqYp8TuXM6HS/FqLU7H9rbWCQ",
-	"85+Pdp98+4zEbcLKHGremCjSal4a6HNfUhpbI+u85GEvwc9AmpfIAimN3sxLSDlAXdWuVVVYc5eg7TaT",
-	"lF5BI0TCot8kTCvGaW+s+ERBfVXxwrCpqqAChlyqotKqYLOJYlOeWdmPaja+K1uySLCU57m1Dq1I8g4Q",
-	"mCVVblciVVWGlwVuIZ4t43UmIQQt8y712LHo1n3qpe4jK5RSK80WLlCeZZUlrkpYaQnpdui8WbxZyXVc",
-	"iBnu4sNqtrjMzG9mlyMVznfGNRkz7Sp7LPL0923CZhOZTkAjUAYu4wLvYH9J+QP91EXmV6nNBrLybmX1",
-	"MMV2/0/435OsNwCMOoP2gsshmSuA60R+EAR1DhIOPbahLyvotsXGlZqigxaL+UzLeQDKEyiQqRdeY1nw",
-	"/JCEq5Vj9o/XojQoWEGb9WqQc5CFgg0VUisgecF4Xgmezdt6E2Fta99yhsM1ZWfVaPVOpycnBqzVSV8Q",
-	"55ewIcC2TPOxyOexrGj72UCmrllgiAe29SBKWa+QSlhhdf+ivf97m2BuNLBiN+cB+L0joHtM1G2aK7Su",
-	"SqWX7tI8VzORuTtVgCcuco86UeAweYF7oFOTu5oOmZpKYxlhLIW9tKy25uIp9oE99lrMwq+HWpb2fCXW",
-	"17L22NEic/PC3o+XgtUQe0YNNJK3lrBLkfJaIzkvSKCuSPYd8fLda1bt6a1sFAXHBGXU1HZgxQE+qPq0",
-	"SiS5gyXNbuMb/Iq0KaTzT0ib2kf7sjvA8kKATUodZdCNB9ZpIFvBBxcYAiikAsvVslzclCbjANQTbuzG",
-	"uBZToKY4XHVrVZK54AR5pQw3KMitGF2YiRWibjahuxBULu68iFbwJjHpCpNNrTo4goHfFcq8a8YZNTY4",
-	"eBpvbbaewfuftoqFc1xtD6IrxGU9qYcOk365TRHOJ2oGm+p3mIfM1fiwgEE+tjxR0GCjp6CTEvYWFtRo",
-	"aYyD48PabAiCYq9zp7HJLFn2rJBoaZwqSUvYOFdKzFeHriqVZ/SrBnTCmarQBqNMCFVELEVykeWCt9Q3",
-	"Mq3sIrNGWAknydxCgukva4GD6hTOYKc/bdmxnivJLtXujT+sILB0AlpwXaDKl21Ey91Ye0BDH0sfsTfj",
-	"iojlwjWKt6xOLIkISFmqtEmYrtMJ47rtIElISDrxgPwU+MoBhInw/eF+hnSPshRFtquKfA4MTl+EyCD6",
-	"wIkCrSrhU8qDjnlHpyd77K0W7FKMVRX0C1YpdAzOjoyHCsHmTOAn0sKqLwojSNBOzw06kVbtmpMwtLzR",
-	"zKmSNx2RyHPauCPY5I8VjXQzdXXo4gb8aPNSJFh+8J5Py7zRlpBs9rxDmec5PD0oYgmDg4r/4WUUbuJ0",
-	"elIzVZtUTQWFUfE/hgVS8dloYb2uU8JvHHOZ15V9KhOFXAdL0E0V9FpHZI76YOpGTjuRDvG5rSgwgbVV",
-	"du3LWw9b0wE0ewbLGhJs7RENm+hrXzVnh5lyRzcAjLicu+rFf6ABDcqrDiR3qWRhWgHWQs1cojT04+JG",
-	"XFmhCZ1NweAz6DLUjbFZqVxQ8jQmTZD2Brtp7wrn/5/usaPCbpGZiMJQEIFcflM+h36o5AY0PFdX1qJ1",
-	"3jmgTLyGAJvEsh1+1Jqos4miSBl8JirJT4N9ukemaz7TxXNHeb50CF9RNjfFutvL/zBesRsSZw6gzUFs",
-	"YZ9sCH9pgslC7tRlLXPDZJF44O4pL+YQjtdAij5+Dyk7UjM9tTceheorvFYs7Vrxm3WA88Ls79MnoXLR",
-	"R6awfV8PaVa033chtnHrhhblA/WBnFyiPCAgTPz46eUF65P/zp3Wl8hyuwgLGekwzfXTWI6wdtB5DF08",
-	"FmoA1gETsOR6j/ABdvhB2SjB37G6I/ChBDkndrceGEtV5Z0FeyjgGu/yBlfgi8iOrpAn7k5k9bka4In9",
-	"P+3/rEghaTAEgO6A9QuF6WogfPbYD/YK3ZVFoEDiv7SRec4Q8dko5u5V8B0sx2+dGupG1zIHIHyWKy00",
-	"q+TVxOhDNlU3ggr28ZI2ikqw8KNk58SRDEjwrGf8n8Eu3XPeBnUY6Su68oxPbpaNz+9uy/XvjQNX1eqb",
-	"oRcSMSGkQEyhnMuIfM5kAYkeoIKgEdi+w5BPnG3FpAFmc347ZCxmaXfuPPxLTN3kYbjXIM0qyshcU8ch",
-	"qyu0dYRLa4E23Hp/ek5XxseHC4CPp7KI2XC15dNSWVyKB85qk+HxFWZ4PLB+Y3S5C96EAaoNtuo5P7UK",
-	"NcCX8xyFLaghIMUAXDdEBWrUlab70CONw5APziXOwlO5upKFd6AVTBXWmgo+CE/5Fm/iPTkbfLUtCban",
-	"6IuAJX1QgQDpQ0aXR7WZHPuJrA/w3oJTouoFt6pLkaviyupoQ1GUhhffTmXh/9tO2lgi3Hq+9T//PNr9",
-	"b777x8Hu9783/9x7t/v7nwfJ4yd/++vftgaEEt42Zz9eWFXXUiy5FGvA1jx72reI/3n+2296//c/HyfP",
-	"nkan/LHV0eCYl5XSDYrUXamlxaJsuishanQZaKgrW5m15qAb2YfsjxJQPwoloGYcIJEhsvkCS2lBDmIh",
-	"bVtwWD3Gy1sUciXXekY1A5Rp11SE+TCyQ5G5FnOXG9wuoj1koqmfhZjDQhGtwu7IWtyBo3dJng4Dow13",
-	"1sWGw+3BKGv4l0Gh1ttD1CUrp9lEgv2x4Sz9fw6aYiA0Pw0AveUj7HOsx/liyk06IRSL3J77Ju7a461f",
-	"3MO7FHDD/Pa30wBV5RLboKxohnpdY/KCEke5d51aIibdtMUjJi5CceydSkJnbqMJf3vdEQzWmOZ4b9bx",
-	"0sdW2Mrtg/KnmDQ7iTlQPJ/G9buHbJu2tJGrFS7u6ODQUh61zHNxc7/ITeHop+fob4TGA6l2vebxvhG6",
-	"Bynth1o6miIBdURnjvVVE/H/svetz23b2r7/CiZz78Q+Qz/StN1323M+uEmbZHba+MbJ7odzeyOIhCQc",
-	"UwA3AFrW7vR/P4O1FkBQIvVoLNtp9KGT2iZBPH9Yz9/iwDMIqQosL2UoZyvVOE2QiKdupuuyYFaoJtsT",
-	"+Yenwk00nsqP79+ADfH9Ty/YN98/+xv80v/wt++ffc8KMZJeXnMRV0PgInaDuiRuee7KOeO2H3q9tt1i",
-	"wGpOELYSkrRzbowUFLDC2YTbSULWkp64xiwgXRo+w6MKP6O54lNhuN8NVcnnwsCc2D9pE8hC/Azkv0ob",
-	"bbTEMeAXuYNeTnTJqztC8e6PreOxSqZCwyjiXQrrGOy/kJwy4WUpoBSpDrHsD4LjMNLVfhz4a8OHa11D",
-	"adk6Ul6thviUPTfrl4z8H3CPPhTYg/dnTehUrpXVZfQULfKrZolrFy2ZTk6FPW+AveCOdwmcfr9fizk8",
-	"A1oRSdtB7Qt8gYW0HghJSrN6KfNtJCGtn/E817VyMZPkWulZkwxzzF5SCDqOZAV/VXiQWGR8R4hMVkZj",
-	"VhO2GA2uSF2TEBp0sRZ02gY+wjo8VOR59AHa9uSnEw/pPF7zoDBpcesalX4jbZ6W+g5MDa2dSOXpa4vd",
-	"wf/fzL6wSeX6Ait1FRBsDgu/UbR5Q+RVpJtuDY8X7bvHw+Pl9+UmYeU0uL0ho9eQUdMJvwtYx9neNOww",
-	"xe+QNNhSdTmWsnRI/aJL0cHHReKt5aXfyyDlkozSaiqFeAsmiiUnPsQTNvJnw8yF18hdxjIqDc1AcnSk",
-	"5gmXBEQ0VnomzKguY2ijNEzPwP8WgbAzojGjq8JfL0M/M+kxz7aJd/RHbKccXP4Da4TpMFY/KgkydaO0",
-	"tG/f5q6nCzEJhfSt3K9cDXO3Ykz7UMi/XChkjcfl7mB0rXh88nsNzJ4rQyGv9MgdFTEe0r9xtpLaqo6C",
-	"ZJeUmEVBGCOxNSu1GgvjJeyYkCAh5zNJ604oazH6CvOkY9wWiBfB/AIJlVQl2NaVMIwXU6mkdShYd/Lo",
-	"pIENVckdctOWMz63dFFYPRWYjq6h66FRSKroCzUgDNxO+iW+1Qf3dUeg2Yde7iT0cmcnfgNWrQXVk668",
-	"EE4c3UAb0GK9CFxaIQIv0uFTq4b4+MLBf2rRquffaU45HmXKti7qvInRBE7WoK1EKccLK0yMRiJ3C2Gh",
-	"sQYFHWcoPQEK/GqhLSQ92F2HY34+KOyKe2sDieqR826tFJwoIBPFub1x8S8QX/mAQtNJ0CT6PUlXwlki",
-	"sonKJFJMExe7WhBNjLDCOeTzxIBxAszG5BgcI0oAUQx4khCkamOEAl33mF2UZQfIJpHxqRwFoDubaIFJ",
-	"1AJ5hnRZtFzwpR4D4UXtotzVwWRlBZj8LsPcPDKYwysw9G6D2PPUCJAxDX/mZTnPlub8fukFNxDfGv8j",
-	"t60EhuQijltjJswiJ+oeG7/QonhWuLYBK4pzDwWVYZud4A7rR8y3ehy0TEAayG6fTfzmHHrZLjeC2+D5",
-	"oFaZqHQ+CW5rrLGEWfHhAWlt3bChSBdyh7opvZC4J8Q28djKlM/ZhN8INhRCMet0KdR5W51FJTbhKGxq",
-	"jzfhKd0Myx74rkRkeHh8GiN1Dnu7Gnk6UaWDGD7Y11oLuWdkXsXIXJat6/yejrUzgk9tqxLbmtBp67hx",
-	"ZE7VVSiABH32V5ESpX3KqN02W88ZRi6H8BM46MBPdnApFJila+VkSV/xDYAyC25WwyacirZRncI0Ji4U",
-	"gMswgOZleKvI2PtaKanGaH7iyJ/Mruo8F6Lwf/+Jy9L/+0FORfGudl4pfcFVLkpRHKIs0Ko9Jx04Uaci",
-	"W84WiZGRfplxEUfQPIpul7osIdKnCXHECXtKE5ExPnK+HZzkHuYvmJkXYcEerBDRhAJzsP9hG/R5C+nJ",
-	"OwnbhskB6wGFv+uq97scxKnWR1dCYTq5KIr1R4+HnR8oJ2ENVzluxZ/rx5XDescrFiLdhl9WgffWSDfx",
-	"2xIyNBtu78Ht9eDSXJVyJPJ5XkYUa3l1Eaq7rpXveq4VfKOD+4tuE4wB7L9MLuw13iValVKJhUSQAzIy",
-	"aoVp5MVhdDdQw16oUyJ3wZLIlJ6dscpop3NdZsyIqXYi1A7I2HDuyAM4MpDIYeGuoB8Ko6sKhEiMjWk+",
-	"BPqVLfUsi78E6sZScJQj/W8sqxUEV8KVKFUuQLw8ZheLqYRp9CNJS/4m8GIlG4GwRIVJI7eOVGxQK+Ov",
-	"TeClTm2g/mYJxtnZBPPoQ5hg361xSQuzSQ7PPeBKN6CFRQ6JQwm29KJ8Ve3gw7id+wHd/3UHn21vs77P",
-	"wx/75/v7bx8CxnF/rSoRToPdo/Y6JrolpOsQe3cM40Ed2UgpgFeWMyhRrzYC7SgZgHpQCjuTJm8m2roT",
-	"XlXUjbNETx8KZGV9h9cGSH+gymMryJdr2UErRJ7uQCPGaIyVWmFp/nejETQDLSQ6x9hjNJ/x+TF746K2",
-	"4pBFOL+27CDXhcj9NWN1WfsG6S5hBoR4i6S3/gfSIMLVlE4WXR7+BsCHtJFjqdhBVZdlxqraTjI2kmVo",
-	"Q88UVHZHQTrqGhC5ugrz/7Tp4U41hYe4SBIQZ7LYOY5H7X1n+gAt5Qb6QKJYUq/uVjHb/VVCY91CI2hG",
-	"ur9b1mkEtgGFXV4gU30tjpwfAeRo9VuHX3O7kI+KKA4QrwNID1oIMYDio+iiPgwXJabLUF6Urk0uMize",
-	"H1QIrMN/LeaI2B5Gp4Lb2gjKZcJL5IzdyEJotgbqeV3I+BBdEcr6y45SXrS5TnwzHqzDRY4dgcaIo15Y",
-	"x4QiVnIv+vvHde2uUC8YsAMKrGbPTjPGHZtq69jz08NzMjT5QWCmOhnqxsJfVjAxgWZp6C8o4eoqgwvo",
-	"MPbNCG61OmZJrn9Io/34/i14FSEGoomZxWy4LPoPk0SJZVO4s9WV3w4f/GnbjQuw9Y01HkDcGyEP6/5T",
-	"q5J+9tnbfw1Ra7AxRrpWxTnT18yC2EBkDzzZyrBziz0h1V/dKejf2mCIHidlLj4qfsMl1BJaLDwU4XkB",
-	"Mu/kVljhbVi8F06G3OWTFUWFamVZXfnT+s0pg7fhUNjMHwvDIAXVg2VG3CjtbFkr1bgUTQFijERVhaiE",
-	"KsDJj9ETEJdhQeEgdPAn0AOrbQw3/kd4GvrcyrctozqEKZERP7UpGn4pQr41EPkDzMg94CR8aCOwtI8A",
-	"Lam3fZD5TsV0VK9cBgFAKlyCPYHAI4pmSNDHenGClykE2Z1jkOPGHVVG3877gafJSGr5AIkUB0tRt4RW",
-	"r7svgCmTyukls0bGdO2sLATQCAel/gBjyGBS4P+0Ekd6NGJGeFkNbcxenLULJmP/XmRX8WOi0HbfH/B+",
-	"QoUyLwdKNUb/45Dn13o0ysjpiuUDrANb+DG7AKorjtXRyvkZq3TZ8sxGbRdfR5PMMbtgFQfnJncJWx7j",
-	"cYgdMfrnLJjdW/5Q44K5u4Oyxf+ZbI6whDsia1n4zGZCJRYlEQbEy6oeltJOKJPg/mAz6TU513qD4Za2",
-	"NjlYXdhMe5FyL1JuKFJicAjiIALREtPU7pFdV58D7FgjsjUGOBABsZKbYw0en1OMS2NWDjbnkAsVzPxe",
-	"uy6kjdb+Y3blkRjihakPgUyesqqQjYtZjGSxXRCpq/tAyNZX1gAkjUTDHH9JeKirPRzu4fBPwKGuHgoN",
-	"59aJKRTxLXTe78N7LwppRE7X/dDomRUm2Cght8pDnUMfpPTTRAmYhc7rqVAOVeqKj8mMSTEd7T+DB4gr",
-	"NMO22FnOl1NA27lWpK07MUZws1Fa1ASmEOLL8xXi4ivhLir50s/DAsQ8P/2mf07CNKwZ9pPsCdIcQYtv",
-	"NeLTcrNgKsCYlGAMWG4tY4OFJfTLd1TLwfFKIuZFD80fX4FHY9U6+V3Vmt30oMHENucsITE6e0K784gU",
-	"nCfLh/FZz2GEVju8IbiMXt8aG4+5R47b60286pUwUhcyZ827DN4lbzawpgVvY2V07ndWynaUT4TvdLTx",
-	"U61S2n3SUInaWoGreyLKCrQ1JCdipdZVcwFWovBPghNaB44NCkLq9j//EHv9AQa8w9u9/alVAShLUxnC",
-	"biBB4KuKMUk20eKsrDgsn3sO6HydxA71XkxNeXd9429aL19P9Ez5SxSsBXSPTPQUncFnkTN2KqZDYexE",
-	"VlgHUfDSTTIGCcYRfKdcKvDsoXUTaPco7WvGjd/oxKdIr+HtxJvCoUB9SfVCwRkWEpNDvAsz4kZaClxb",
-	"upJeYP+vaCJ2Wae9/aU+fkKazzDbX8VpeEUpVYuD3+EJKLjjR0b4ZfVLmZeCq7o6qfxmEbMVB8JvKiKb",
-	"jxVw9QivPcqTB+a6rCn8KZSL4Uvxk6zSpcznRF9qBNQgi3dEWaAj2pk545CGL4osEtQVgZCDqzkQdB6z",
-	"d0RsB4QA/pRCjgRkZIULgzMaJQOQWT4Ol/jqS+74+9DNF/jKumjVX8AdH5ifyefDc6ejy4Vm9pyR/9wG",
-	"gQHT/1fkDmjzeYFBPxkhjpy4deReb/oZc0Coc32dwPf6evHds2/uNzina4Fo7XphhVY+DnQfntMFRDSL",
-	"qBZwx5PjmseD8LmQlGs1kuNtkcnU6kirXKzx0AJxWXrMW/QdIQDHihKVSYIwKSxwz4ProyyTX2PQjwIO",
-	"ekPMylkaAj/jEqAoNk3yboEibVpZyLKxP/JG1+NJz9VN+EfOXLzCA3DiLe5/mGPqY66nRI7Bu1y5tepB",
-	"sl3Y4Lo+9b5W69iIm3l2GtdtIRaojwv0/ox2vSPbnI944d7ZO4AfTzp7jfUlusEOF+zuIK/fROa/P+RW",
-	"HOGuO4LdvoF27viw9NglVSFu/f84I8djsOargnmIbSuXTy0rdc5Lwpvw2VRhz3VZTxXwE8+i1gH0FCrE",
-	"jWT06MuXb0Fp5yXwKjVgFdtFmxlUv4DMpH+LkEkfFX3icofuYbedZoXkY6WtYFNJJjdWGT0sxdR2qjEv",
-	"6YNXMH0XMHvrqq4hdywy8b98i5HSUwrFoQx/aI3p4X+L3K3joC3K7fhnl+S0n/mtnNZTpmqvN/pe+G7l",
-	"E2547scQIxtB+MZOnQdXTOw9qojO1CpH+saeOHd++7IoX0y4sd3d/vb09DR7MtJmyh2M0j3/5knm3/Od",
-	"fHL27PQUnphKhb84jWOERQeipF1LgYtL3oPGcTvSgsLp2suAfQRyGKJLxncPFgvzt0u1FO3Maw0yXLHX",
-	"H35+i+H3YB40QhVQuhpSD4I1fsnUD2IeoN0A9/Z/zvm0HKDEwWfNm8Fuy6Szohwdsx+0m8DZAp9JYoAB",
-	"Ao74eEIBjKUqNRNqpE0u0pqyRAkp5oEFsilvVYiq1HNRsBthwGzjEVba1lBC4AsU9ZhyiO8eztlg0ZR8",
-	"xhYsyYMzP3XR29HFK8cGTT8/FUJJUQyyLRwgdiLBThuVSyMwV/Vg4NdaV0LxSh7DtB92g7nO7Ue5Dr8v",
-	"UEbGVTxng4nz69hsgx7HBi63SQx76bL3wSXhYCdSPvFffpJFDnT60X+oi/N8O0yEVlqY2CFs8hl7Vwnl",
-	"l3Vp/x53VeZ84sStO4GOrmkbTlm3v2nJ29MJvR1rQBJ967hhbkV6JPf43BOzONGzx+9pkmqk16J4ZXRR",
-	"5y6DiixFxiY6VJ4hE7qEjrp5pMvWBcE9asg2jWbOmNNjzEgA7JHOsrqCdBffplBI8Rl8VFjxODEc1phP",
-	"DyKpGkkzJUl1KBU3FGYDv6BeePD2ohYvryEHXneC2RXMxxs/HbuMLGm+0nEQf+BW5swviT9eEH0+1LX7",
-	"ynxOr4Rjw3UzsUPZJjJgnABP0CbOV9hp+HSqolF4A/H1kJxAziNhnByBUaknI/cXXYgL7MAON2T8yio/",
-	"KI7s63F4Jst5B/ss7qeNd9zJ774Hb4o/ToQyuiyntMzd9tQ31tYQnqiVOAIYzX3/qeSaB8KBvclxPAwb",
-	"HNC/TUw6QjqerTdFcGUWWB2YHKlAzIxV7bBehgVK5jFW8dLm2sZsGv8wovltJY2wSTrid2wqVe2EPTxm",
-	"F17Ak75BmHJZbFNZIm7dH5tJWuf+oa+AsG9ClDqNPcqUFXeTRqTEGdm4sPnzHklyV+UvOmZhnTGX7Ety",
-	"JPxugWO9e3xJFmlFvzAx9sUFq2RjYY7xlRps9ftCF3+FQhcNxrIG5GAP3Cnk9ptyG9CN4LLuqm+4sZpX",
-	"2rSFCV/fQgGZNFAYEg+hGlHtxYEVAsDb8MV3TR83IWRq+ocBMJFVw2Ndn/IckW5jZFu2jXooTT6eJnl3",
-	"MhPJqexR179badb8rmXTfHbPNs3upVklQjVzsteXV0heXSdsByJYtso1zbt6wQ6QJAgzOkAOqoDqAZJY",
-	"gM7AA3RGkEZ/yFI5nxmhxIyXh2lgd5C7FpJL/H8YNZkUgzwa8dxrsFRzR486S840YsHyDn2ya0lk+ZNr",
-	"hJHY9/t1FvdMz7pO+pUKUTn7zI6vzgPdiQz3JK5EB+san/OLpCA4xGP4MyKK4FKLzaSuDK0EOWTIRuHV",
-	"NsjziGlN6GgF9zU6s8HtHMraSmfZtZgfQakX/5dldzNGDhaR3sxDpCxqYYOjmRsol0sUmawyYiRvF/vV",
-	"5LTpWfTO4Ejnoeg4xkYR+wxECIiC1VWn1e/nMB09rug1dGYv0P75pujgMwt+a2J4g6GNtKGZpNHTMNf4",
-	"rK+gCXvnfuu0azEMuYKApk16h68DnVtnz56tc0yvkeB6pzQtel9xa0Vxjo4JmAs0ThCZNj0KxZCBJ3XN",
-	"VF9Cc93jQbX/XgvUtvcnRvX23VJNCAbGYOGK/uWuqYe6AGAFKB4nQVEPMgHKdmiUXoD/E4LTowCnR6EP",
-	"IRCz316IledsFkMcQRNtQhxnRjoyxCR47H+EqMoFcBAJdFDN24WNiMbEpEIaZ4VHwFqFsuSFmfvrVVo8",
-	"wD1F0A2wf4gmXh16h3HpYw10EtCj5O6DJYt0PNhPlLbDIDrLQOKFRKmMFr8TGw1pH+FKsk6WJVxHHbI4",
-	"hSHiYl3SWr1vtstOKHs6vxa7slIcX1pbpxdj/h9LvOeaYW4f9dnkAND23Fsav2hLI0Qp11W/5HkfAaNK",
-	"k/oPhY/ElMvyxAnrVpWLgwopirj8psJaDJ5q4tHxq7URBbv6+cNliGMKwrCOrnIoDU5O8sQq1+oUm3n8",
-	"QkJAFNvJZf/t6d8RE8EPNGi99Elp96npxgDFL+iMRLBN+uiR47vT5w15ctppRF+o0JFz5d8EEZ7nky5q",
-	"SD85H4R1P/qJ3BVNBawcfGEDckgjcllJfyGg3SZWh2O2jvGo90hdsdj5VTjY2mAzfy8Ck1NzkycLtQfD",
-	"r5WXQkCCN+yVFAOYoDO4K5GXIhDX2TswLJ1yfxO3x2ghxLSJc9S1E8tp8U0CYsIwH6wXScMhuZFjQ1lo",
-	"L/5eLbBHJu/C2LEOhzRJnGmWvCKBHRcn75iFRQ1fQWF8cCLp9ycD0G3FLWiviLUaKw7VCsiB3jiyJEMC",
-	"ITKMecU4zEuQ66RX5hMWDi/Zim6rCQQxVvLP2UzeqXJ+STkCu61Vl3ZztercTMYXpDk/rCLsWtM25lIt",
-	"MwXgnt0hRFTcSDffBiEo2R8LroXwxRH4b6Bwjiylm2chlpB0PAp7CTbUoPnBhU/m1ZD2hxHYefrJSpij",
-	"mBWIRewm3E5YPuFSIR9t/DMvy9hFqIZB7R+zX0ESm4j8+mVM2gkm1poipK/+71vpBBtcvr949fMF+1ct",
-	"8+tP8M6gKXKJzQMuFAIVXFL+Scm1shTKlXNWyBthxqLwL3qEBPkz9xtE2dqmiURTYk2Yd8LFJazS3VtY",
-	"L2jw6dibRCYY9+Kwz/FSMIJT4UmshhQTJ2Dx0IxsSz3rL4SQrMNnmmXT/Ca/VbCjfm2ATFgClT3siMG6",
-	"1CZ85Y768/UYWZP9ufqaQLjZm1d3aV718EjzPBRuJoRaJGrZ4X3icUEqYVdQoAWsjY+G3Z+mb7Zkxxjt",
-	"E6Pdi5p83qyV9YaIVQkz0mZqGUdL7BHQyBDfjpHVysx0MJ1KxyqjbwQd3gaxUb2z2C6arr3CrbEUDNk3",
-	"Q9y9tIyXYBNIaMulZd+cniIOIK6GcH3qvD/ZNmj82UL1YzLADnUxzxprgKIwUzTR8mK+Ij7/fVygNVFQ",
-	"lziLf2oSPwP1e9ArW86sAIOAv/1LwS3Ujm9XOKRwE4z6X9GfH+G57TD/t52aZWmFVkNpWHRY8PP+vVTs",
-	"pfBljf4hFiqeTqzg7c+w/3VytgMe4inPqHQlFTj2zx93hFS0oZQ3TOKwB3YJ9boU6+I9cVemiUg4dlQO",
-	"rpWeQfQC5jIhKXrYwiHqMt4G7cfIiVTOGSaGHbP3vj8hR7QEisgjjLI3gh4KRewk9CM0TovQoDy+HLxY",
-	"4rYqvXLGZpN5slp+LCTohi4Pa8dkUfrPsJEuSz2D4oud1eIQjHUp7O6zpfxnVpaJTBPFvmKKvv552OUx",
-	"qpWTU3FCRBBOrqSPxXTCV6C1YQ2WqZhqM89SIUUFlh30H9jepMJjdoVWVi82jkZJYqCttGNjbXTtoPij",
-	"oe+wsdEzN8lYycdjDKWMe5OKvvsnoO4BiA184uWGUo87ZZL3OIqXydh3ebMuf63jRNBTLFmQr+9MvBIu",
-	"bLHeibiHQwHy/ybcraAn+P0Hu9lwNQYDNTqNgjMm4DT2rkPhCFdMVDi8CJ+7mpflHBVztcDBt5BK648b",
-	"G0kjZhxywzDnBhhew0djmSOsMjuUXQR9fmS0Dy9hCnZ/Kvx3Vl4SfmL9HHzNFwSZ68KeUUIU4NpQ93AW",
-	"XO033waHYTaRTlBN87dS1bcYI4/vs0bpa3EhUUwOqt25nk6FKkTBIB7VUrl1B1UcwiGBaUAOD8w84gqM",
-	"rVhgZwxbHVXENFfpmL0jGSz2EaKDwAeD7mwO/ht/fTihyG7LVVDukrQnP1jsIOanx3LIfrxPLdMzlWF7",
-	"BADYg66L6LW27gNO8Bq9+Ocm62A20VakExo4a5e5L0HwTJnoiRwi+Nd0GVirqGVU7Q1pDpThJYpmCHeT",
-	"f7RLRbaZ01BDtxNY0s1JRXy/Iibc7qN5Z3CSPanq3hCZJiIxPY50omjjJseNpEjHzVg46HiMPAcfCzky",
-	"EELIPTAFsmvf2I0wcjRv2cLSat+t5B1ZpHHpRByLQYygVi0mtUp/0PwcQNQI7CH2K9JZpgNoECqUvxqL",
-	"lFejK5aRvFGFYANo5FPd+PkHy1By4ZtvgckuAmyaD8D31gTY0IKpmB3crDDOxmMLTFwYHvIf9XqecRm7",
-	"gm+apT9n2iwaTHFPTDhVmpQK3fpUDhguUi6RAXChSo0O2/Bg8IsuBFW4uaCvD7D+21hJC2kewznszwG9",
-	"/mFeicHhPhjoS46MhG3Zgm48UncA25Be3B8N2RYGT6qSqxV1t1InOgI9Hf3oVQhyH4wlyFKN6wXpz6/F",
-	"vGWlw4hxOnip3hTBxSPpDS8lRs9gAetGKsRb7zxmVyXZ1hhrjjaKkRMmBF+St+cfXlQMtRxbsm5XNZvT",
-	"Dubzkqt7hGf/uc3ROQJxISzorbggDwW+vvO9vSaJpeRqT/P7iJAp8Jqn2EQHb/fghLU9jlr0bFskW6Kz",
-	"oIGCpQDECSSe0GDJ2pg0h+S9sxjmcxnE6QtVoOX0Ax9D1k78WJS4sygDom81zDYqvhi1VBnfNwdem1De",
-	"vzhmr3gVNL8mi6ekulSd+ZUjeeufwqINPKmoZZvwwm4XLkzwy3R+7yKEsDsuKPgQw0utKQIe+bglO2YJ",
-	"Hoi+8ZS8YYUrtnvF7jxrUzoxbZg1zpMiMlA6DT1IkVgYxcaphiBR2U/+MeW3GCxu++g41tMMPyAjR9/e",
-	"Wu3cbLNe7oM/twn+bM+db6gUTqikYF1Ahh1aFzetjjasZemOpII6Tk4ocDHDy1kq/jU55LV/VKHpXJtQ",
-	"j0QUWZRyMFSpozrax2hUB8s5Gh3sNfMHLcBmzqHWdgg7b9Ng9Plbd14ZrfnMyqpoYS5xDXAavy5LeucU",
-	"3ME2x6lcudlPfvf//MKn4g+vTq0ps+LljSrc66HTsBuRzq/Z2pbN/EUf9aNC481RhTpN1t8pjZAPjVDj",
-	"NjZyzC7wLyA1QAgZBI2E3AqyG3PHpjWel1CgDaMWlqIbKCcMorOT57JOY1eQVmRQ2jAyeibzWG0Noh+Q",
-	"9q6jEEtzADYqJBVNivaacUuxryA/tc9sD7NgWMiV3IIVd35DPjl78v//ix/9+/To77/Rv0e//X6aff/8",
-	"j//15N4oB1tTtEIz/DVAqo77R8NqZI/OWpeMZ7tiMbB3zZdSqWrPBnT39Wji4nuYbS6CO7sHxK3Ia9ep",
-	"q1IKykYFMRdzWVqZOyGXRbomAcwmMk5H2kvLgc5egHfDxvIwna03BrvwFxC2JrosMjYUOa8tcEKKGdrM",
-	"8Jkpn0dNNc2i4woKD5qQqFfy/NquCBr+J03WzlEkfKgDP/4Z5jmhtP4qw3K6SmfsUEGYieFE62t7knPH",
-	"S71JAIJ1XBXcYNqTs2xsdF3hvT7iU1nOyUoDIgn+5qllA+JK+o8Bm8myyLkp8KhBKwyNS2Ru9rJIqP8E",
-	"rcAzwGBScuUbw08PmOPXaHO2AvQHi2VRsH17HqLEYYhgxfEPFWyAvz+m0R//v/r09Hn+WmuQN+CnLvff",
-	"K+F+xTd+9N9/QVO2yxTN2g39ldP12Z5bGOeTlvOrODZ+1GETtjdnmIbkAOHO2cEBKkQpb4SRwp78Los/",
-	"ToxwWJG5W/34GRJQOPsJY8Xo7Xl0qF8KVUCcJcTHeOin9Aw9YnUV/Pd0HsjMxLwsPK2cpTCcdtsSY+L8",
-	"K8EHA+XK/L/5RN6IomGIc0aKgh14pWEQugacFjAq8I77kzaw9TAO6lNoZsC0l25n0oqOwjjvfQu0n19S",
-	"02trnEH9jJEUDQUNvdmjOsjNCcm/vd+wmYUTHWegzwJHf8+Y0rOwKY7/WpLxgwmpfidCIOiofQjvAC7W",
-	"Et9E3NB+Q9xugRno21jEDToX2Bqh34EfWyUMnPls1ck/XMSdY3YRaW6+bUIrsF1Kd6E4Cvqkv7pX4kVT",
-	"gRaM9DbFJWlpQKvxAg7PLdyC6yCjuQplwQ5QYHhTDA4XJ0q5LxVEbmFmVqvkyRTHdQ83C5AS7KHkDqEE",
-	"T+Zo+WTCpk9O5r0CDBLtr6B/gNKosbuIEgeYUpWFqPosgQp/0pONNZyHCj6gFouytK2QkULaCnhwyd5I",
-	"Bk2MEvQbEQyZB9K1/hySmsnuqVU5P1wlkV/hKO/v5qYP9pYEGhsx5k58RUGvF+0x+42/sKvaO+c+pPJU",
-	"QN3EEdbucAaGlFC8YjHT24iC504UZ0w6Zvm82facWZEbATelFS5EUYEZCRxhGLRRZGSHx2Kb/o1jdhGE",
-	"cZoyI1gpRs7jR+ADJZqI+CT5Hrp9Y2G7tiZiXU3K0mpGcVdpb9bwVoQOPZ5s68Uzm0zCymwYHOzexd3r",
-	"5Wufkzs7yX2FJ7CCAlDjph8+g5tVqKLSUrmGQELPFHv988ULOlRZMDLluhIZuLeQiawgVdfi0QYPtLSs",
-	"VvJftWB8qskFvUJyxjdjFySYX/nQ6rJ2gk2cqyz7+P4tO/D/SxnKoNKXpZ69dq46jMxoTUFLmzE4YV7H",
-	"Hhk+nkKQc/iIRx6ryxus1shKrSsvvWeslOr6CEsda8PyUtfF0VQ4DlXheVEYgewTi7GUA4LLTxitCII7",
-	"9M/r8oQ5cGUXU6mkdcg6DE9YVhl549Ee37XsILR24f9+iX/9gH8cHB6zt2LM8zmzil+LTzm3aJ0j652t",
-	"8wnjdslAp9Un64zg00+EnEjrZrmHpo7n36krePwFPY2r1ICyULmZQzA5x2IkSPZBKUpNTZ6u0iEdWLKj",
-	"SNMV6LUm7NRv2PNkvDFXciKQv+P+HIgrBrGq9xDyn8OEUwwXXbwTXRZYUUEinZ90zVXMRlKUhd3H3/8l",
-	"aqC1sP5+daZUWgLbDFhl6k5XYlXynCLfcfshex7s4oYcHnklIEk47GwIer9QTEwrB1jPhxbuKTy3DS1l",
-	"iOPHP5yTPThUE8HEzUaGjI4z6IG/co7ZCwrPpwQpyv4Sty7YjP1LMURXNfZV37+WEJjQEBMWk5242xbc",
-	"obR9rIpeGN0u0DV9+U3xZFdhHX8eh/0yNXsiiBKPHoBrWKHii0gA2Edu3Cn44uF8ZOB7QnDSbxon1dMG",
-	"3B1pw8Zak27udAWFyYQEoRmHkIHkEK2hqmC/cumkGqMxL7VwiVxPBXvBVS5KIhFW2k38exA5Dmq+ciFa",
-	"a5ql9u05m0jrtIHMgmtRuSyKLRTy6lu3bGSEgBYQ3QNQLGSg4jh3Bp6PB4Nal87eTH03Fjqc08d2uhOT",
-	"4MYWOvJmg4cLvFtUZhY1/YVis9JEEzVJO0D/naEx7vWHD5ehHC2mHcFeFQVxs9H8oQ5ZIdD74yvKEbjC",
-	"QGvEIuBBveo1w71MrZ+fd16ztW9cwlps9hyUKVtOr4E4gtRRR7xtZNXuKXwGhBDZhtiw4AkPbBIP4ITv",
-	"Mwm+85uMj1OLthR2T217R6j0cvGeTM71vfsIEJFWl6B5o6wARio2oG8Eu5N/bxC87xTTNtC0247oqSN4",
-	"6pAsZmiDautrGRvOK461ECQSLTbmS6yjgs75GDiKTyT+lTmTBZk1428cuPENvxFlJOktWcXdhB2gezJj",
-	"ecnlNGNWjhV3tWnMpVmwlR6eB4IEGWMAKA5pUeI5ZhesQKKERnn0mqOfgS4L2wfR6bD4QhTDNeVwLpLi",
-	"N6GqDJKkxBIbLl5h58y2xkD8FpDnn2F2iPhXzUucfr+EsnhQvXLDcjq4UWfcBgqo87asLMED7H814/O9",
-	"7vlV6Z5pKR3cJ07f5U2wuZC6pgSZV9u4TZEP+hyxLCH2BtRDdg5uF850OPVAFnzQstEfnq25XejAIM0g",
-	"FiGI1r5VsPrkMSBhNPL7vgfvC1+Gxz2g7QHtLwdoERUwFyHBgJ1CnJtIUxxV3Lj5Sc4rLOWzSuVOc6Rk",
-	"kSXluFBNFreVbAJPQ8b2xeUb5vS1IL6OCpjd6GtzlnMnxkBoTOVcYouQkyoKu8A4JC21hm4/pKArSyz8",
-	"FYsM+4/7FrAIbsgs17UjBruRAFnWNjnste3KNZ9S4HwchCV6ceT+yjyEE4HEcM4GuAyN2/6M8UoewYuD",
-	"c6T+sLoUzAqLyU1LObnPUgK6Sn6Cdz8FyOtOQfngF/LSr+OLdBl3CIw9X+yjbEueWdwdML6vIhjuZUjM",
-	"m6U8h+0T4jdioZNTn5zR5ug3++vJ2ZO4wZ4sIcOzHmTwU9iPBBOulCj7USCQ8ClRQkSYH8FIGyokhedv",
-	"sY7JSJZImKoKZvTMBlkpbWf1Seu2oSX7MHR7W8XwT5nE1tXgws78Q8xn2hRbvBFqM2/xCtxrV5DX+Wab",
-	"T/2C3LGbv/BS3Mj8z7xCP2z15j8nGuScTZ+/qKotnsZQoK1f2GoEP2KY9DZjqJ3+pyyE3vKd9yLfbpf9",
-	"oi9LPhfmByP49Rbvveb2oi6k3u6VS/fvLV54Y68m3IQ9s9VeAw49MhZvPoFA977tW0ie9NFs08FXRtfV",
-	"P8T8J8DC7boobwD3oJvh/V2aw+nLm5i/w32xD45dERwbJokdJFft4a7v+bg0Swbvrgv/5Pc8APUfa1UA",
-	"reLlfRY8abFcvL/lkftcz5QwdiKrbS/3tlRLYLB1Kczm4rmHw7KKsFiJcu8curPMKu5V6CA6fiEn6qQq",
-	"+XzI8+sVTiRra2GZnUCBHqnGpTjyWunH929tpP2hFp9aVsobwTAGOmMhr5MseaJoTuOBV4XdxAiBDoNB",
-	"+IsdgClqKp0TxeEx+5HnE4hM58UUfEy3PHflPNhb51ThG7R8YYmvd1DKkXByKq5ErlVhB+yA8jvYs29O",
-	"s6Ze33P8YaptLIWM9VMKdK4fQrgj/i3CxFNLRgVingfHurQh+wYwhSv/r1RhMhgEnftJOwML4mgEfwz7",
-	"hccs1r+zAYWQY14qL+YDDMSJLnzHTeQXl2hVOGY/aUPzYRNmrmshKvi114egPHKulRK5yyhoGQORYA/A",
-	"lAgmlXWC94aVNwD4Vt6Iy7B/ts6MjwDUmdMat+g2qa1TqcKPz+6NS6t7PlYYlYM2hXpn2KhhWvwOuV9z",
-	"cs+C9twbWokj6C92dG8m/orMxK+Ea9Y/oka8CBrISy6BXd99+BV77Lvz566+I4C9Ffz1MafLCCVmUE1h",
-	"ATJ7Rx9yt0A6hfoLGGxhBxnV7YHZy7kBKmk2sDf5Jyfza+EGeAGhJV5a+hIyekFgk2//PGJGi94+0i8K",
-	"es13iaIs8Be2lAXmRA/gF809+f3p0fenpxlL7stDfwMCwRHOQBkqrkjLiho4GQfwlwt/+Q7YAR/q2rG/",
-	"nf5vJhV5EoAU5hCjQqDsS4h8hbdDItqPeItfuAE7iL98u3CXJ9d3M8JKGKmL5jL/9vk3fhQ4K0Mx10SF",
-	"tnyJn+OzKIY0csc7FSq0QApEMAqDMdTfyhlOhr9UC1EKl0w3lX1pOkfCCbFmLjUJ9vYbfS2g5FSprbBB",
-	"CMCNPciYsI4TKTejKxw9HEawvHahYMh3zOIsQUJEkDLiZlwlZJxjgKGfCih/oDTVn2Y3shCacWNgF20l",
-	"F7wVWGP5qxcOWhOyiXSQtTY2ep5DumYQGu5XUGivaY980MCUhztCu72c8FXJCbBBEP6SqxCSzYK+4zQp",
-	"HsI8XgkBFK0VuRxNlWsMhgyq6YIbCZo5Y5UuSyImhA6xWjlZktCwrSXqyrf5pdmioNOrQ1UafZgAxL8S",
-	"al7tYeTBAkRgGR7avLUuWqT7DOtqRYQcZFy5hY1X8dqLYH7/8drpIyNyjeR2vSdcV+col0/5nPHRSOQO",
-	"2QUZ1BswdlGy2fq86+rLO+66Wn3a/bz9ZQ/3w51VXT32owp+mCPkfd4kmSqtWWsX06Vqm6WsIapgXoyC",
-	"IKjBqx8/sNCB1kcHoORklMg4rK2EkidevhWK4p64ag5oxqRqKK1/eIplAphQN6LUlWCD3ys+Fhk4IK/k",
-	"v0XGnHZeUzZ6Zv8YsANtCkFVwNPRMFmcs4F/C628g9AAMofo2vixSSCaJlU6VGyxT9mA6MfedCawt2NR",
-	"kpCM7eNRXoTv7Cafa5dolIwbO7bac9zaantQuuuSK63p3TUcKV2INV6xthXQnvwO/5KzGQ07Xf7mG02E",
-	"3kHhdVCJ5QxSolP7TOR6AiNdQml0zH5MTDqvP3y4PPrp7T8z/L/Rz5ffAhy8fnvVaq7lzyHKo0EhLT0z",
-	"CBxrAFdopMtJGZuvshVFAxQOp+HOMOIG6aP67GHI7g8GMImlmEuomxQDYYEFqja5eGqTSFp28O3pczZo",
-	"fvGpEEquI2V+CR/qsapsb2Zqm3F7rE20IVbammJBtboGNtZF89JSvuqvk3lqH1SFzSDnvolQbCzLsa5K",
-	"Xx4r1mDpK7j+zXffb9AhLLZXRy9oY2Ckyj9h01EHg0W6r0/Nnnw8LHsbGbBaB2GP/3cWHuFndcnZfD8x",
-	"xdn6xAHozVMbgoYGIjoispZvI+vyVYRHgKJ2EG0XtQrEQ8EM2oBoE1wNvnoiEEsOvodVf/AAVH2LSMkX",
-	"0NU6WZafgbEqh2ZKbR2TDlJlDeNqTkor1bpvuhM9AlB80jf87eGa+KgvBZt/exQm8+M9bPRHVT0EaGwr",
-	"L54ABKwyNXHMxfcSoi0lsPnEUhndXtjzRODSilnhQPBqeSoXfJyd8JR6oR3RfSUQh4pngnKJWxkczuCQ",
-	"BnCcN9kTVsd4I5BKUSFPRAfkjIOvFBh7lNys4AvVSkT5Aur92WUfV9Z2W4b5/wStfMrJOjo4a+KZ/OjI",
-	"D7tKaEX3bTe8rgHWM8ZT9CYUxRCvPsg9aBkPIJUKbQ/woBonzZ8HP3uQw8WtE7CEOIHNk511S5SYfaEo",
-	"vINKhytmYwNOvNQFe854pEAc/rfIu4gPtXqMPlnYTX9ZkXbvi119gyoobPiIrlDyf64x+5LXmHJSbY+h",
-	"9owCfsFPCPx4wfCdocMViaNBrP9PdLUO2EGoi9iELVM4DFReQb9s46kFm8pEAMeMv3l7AmeP2QW5KyGV",
-	"vpxHd46/2yA2+DxtNfDpUdQY1ncH61hvpE3boHtF83gvuYUddFvo70rseb016VvJgD1mimff/J8NzBTN",
-	"h8PaFP3sXpQd9/kfjJtwB7RiuIpX+IX7IBVrfXCTXKqFk7hPqVph4k4CXux9BbY09u2J4KXf2mvSpDiz",
-	"U16WDB9nVvHKTrQLwiwv2JCXXOUhN3qqlXQaauDkXDW4ulAMIAl7JPuBBAf6xP89B/uGbw1l64T0DEkW",
-	"Yi94aXUoHWKBm0AoS5SHWMi2EI7L0rYKr4J0JtUNLyUoG0GqjhGWjkws3Lek1Xyqa8sMJ/4GCOr0Ql2o",
-	"lNCUT8HY0BBPC0WAPMBfY+Tn2PCCBvbd6fPFDPM4qKEu5lmsrQK1G/gNlyUflqLTjvIal3KXOHCT40eu",
-	"qJO9gnD/kP12AOwPKT6IDt/hqX2YbiYze97QFknbrMrCvs+wUIYiGk3/+DGebZHXRrq5v1T9zTAU3Ahz",
-	"4WWbs//6zYN0Kmd5qQ++Qc2nu/NzKuP+R/PreljKnJSKxQ4u9i77/Qkh9gutr6UIXaZ+LJknsPB1Utc4",
-	"o4FkYIcEqStDP4TN2JRLv7YQ/AZVruloW6iOFRJaONXMwjGy02egr4ZrEidi+cr9aIWxGTO6FDZLQmQy",
-	"9v7D1WW7/AixycMspMXnY+lrqqxaQ38S0yhVKIld+6bVtTCvy517L3AjiyKW/pqK6RDzSYklJSAWlpeK",
-	"n3iefoJe7vgCJNvH3NwsBnJA6VgbGGmADfqIxyRsVmldZmnMoWvCcMOSlHrcdOe7VncCUcVyf37xS0hB",
-	"OrAGlwy2OhrAcKINVzbXUEJATKsS8iWiL93vCj8OohD0twakrglpcH/wsWitRWuiwIfb0a0P0ZlMxZP1",
-	"CHMUmo8ivXVldA57N+T24XwhfDUUMH5PKz4GI7zR9XjSwD30r+net2n38OMd/ftROTMP2wzdeFEGWGQl",
-	"IT9tUFeSqDDQI8KXn7XOTypTdE8PUjkFxsxA78mIpm110TPcZ7RxjnA7/SqGVzq/pkJhwLeksElagtCy",
-	"//VtOknIErXcyx+0dtYZXgV7EzIjLRTwCR+DY++WqJwaQIgz9fe/pzOF2uhvf/xPAAAA//8=",
+	"L0F4p8AcQfI/nv13woVzAx60M9BcBpnkwq/TXoW8FMO5Tttu//YJyL01v2doFHcXBjhkpHLxtEjRACiL",
+	"1wOpZQkBHDf/6G3IL9/+497em798+w/aNL98+w98/V31y02u7AqM4s9J7LsgQWP/lr/0MN5qDAUNrGw2",
+	"56DHlK2ZrZhasBlWVEsyNkcYaQL+dPFeu7yVTUFa4cMoXbISDugbrIIyXaJ1/PESLfkJY0omJPYUQ2Ix",
+	"mJ4bQqsVNxoGB8IYMlRM+rlg9/KOodw154LW8YKd+uhZ98VRceTe341w5VnJYNN6dJfOwu9XBAknrUhc",
+	"CL1zMeA03ZYlRX23uOdKGlnKOins+wuqcS+hqO6hwvQ35GZpTDOb1/c3hf/3qvkDiv03y1rfYHzAjb3g",
+	"bwoiW0W8cxVo4y/vz+CFH/9yQbScm7XdhuOLq3MEY7k6O7eH6tPr8xNwv3+6eN8rE6ktL7zR9+W14eUd",
+	"MwGIqit771ibM+FSQ16/uTy7ePf9GyuMy3ax7Bqy04WQMlAnmpqWYIm4uLo8j2PlnsQU4ud/VByF6dt/",
+	"1xrkBt2MCgmXOW+gYGRNN/5EEZoTEW6tKsfUjxToNGsScq/hEQAAaRcCSMn/ovf0Ej5x54Mcv31/aRfg",
+	"ks6p4gV5e3V1Ppt/OP+D/fFsqeSKt6vZLYVLyjV84iKM4N0f3v/F7ppdt0yenhV+mTDp0od4JZmokCea",
+	"sfoWh5t7XjH57WcgPnjityLJOJfJOMq3ch3W2MV3rl3pT/a5YRmktiY6MlP4VzhivxRHrUqdNB+/aek7",
+	"2Bo76i26ypcxsZ9AQQmo0hbia+wGUk243m3SCtPAUfV3pRiQllvBJCdBXNkLWWco2VWoBOU/ROK4lHPn",
+	"ORxLJB+3dEKjXIdaaEKuT1yS6AxM+87koHxaFRr83Srjiw8JfYb+K5lBkJwU0uyn4EOCebQo3wBEIUDN",
+	"DmG/o6HiND6KejOhJ5dh2y1CKYVmQrd6dDlUcn/trjtos/h0Ou121tRUsIIoOjeze2mAlF2MQpdLWBDN",
+	"m5nmC0Hr2oUfI5i6j+/bTcwwujgKMFqSosuC2WXfu6Bz85rThZDa8DJZW8ivVcBMGCNgNAO/ExX7nBAy",
+	"7c89MCcIXQq+DneqsaMVLf8/9t5FOW5jSRt8lQrGHyFyFrxIljU+Ymz8S1OSzTmyxCGp49kZe9RFoJpd",
+	"QzQKB1Vgq+1wxD7NPtg+yUZlZhUK3QU0miKpW/9/xByZDaBumVl5/XIiB/eKSdV0Ks3gcfFxIzKcwcBB",
+	"7KvHqjA8NdFeSTLPpV7Cj6YB4bUGdROP65AdLHPmwJm8VleD15urq7VXel7wUk9U/6amyqe8+ME0vTh0",
+	"LFh4D0rxosHrti6IShWK/mrFSndvmaKenopowHSxm8mNgqQUCrCuE/dZyUJtwfEap60q9gqyKzvCYEZU",
+	"027o9Eag2edukwbi1HIYZ4G+2tyVtJk8RivBmQZ7vsg/UXEkeCYLoTVmC/SELTH5mp5GbTeSTdLTQ8v1",
+	"cfLUBRFoWbBpwMYDSXgdUGjEnO6N8HSnJfp1LqcQXvffhGGA/ZDpa1mWTaJHCt3KfJOejugpvjNkmBnH",
+	"SqSqLkKsF9/M35UgtTvCdAX7KWqlrreaSSTh2fYDJXuaGpZO0xAVT1NRGm7leAd9wZ9X5HnQFle8WNtN",
+	"2ZGyc1Jk8kZmNc8XOWB48GyB0WJwUoOj900TLLvIZs1d8fxsviobxCmGa2aF4LfDNv3+fHqTP87EVN2I",
+	"zJktZ0LLrBbHdoy6vF1BBL1lVRoMQ7AKB/GuBSsI7DCxtOxqflYXrfLHaHthq9Ii60JAUcy1t3NhUIkV",
+	"TNM4P7s6tBiqOlWoGcVS+/ghYj9BMdalgJbcMHcHK4a5TI0aMJVXJFx9NlpTnLaiGK2v+mxFux/08zmD",
+	"gpLFmKm4zGM1I70zWbIdabP8JG5BSPFcyUb8NPua4itWLciquZWj0VRJYUT2dzHv1WeALOhZ8NhiuzpV",
+	"55k9S/oF8ZmDsYakGQVkGr8PpEbkj/DD6xAiNG6zjwHfEFE6FVpWdm3IAOsIPtjhDohCe7rrQdcgoymC",
+	"aXYqqn8K3ePr7OsC4dEmJ63jTtr02IM1A5GCi4msslNemXkrWPfRkg1csVhZjG5THyJqU2p/POiNmC3G",
+	"gxpoBdpWF5XTwoBUQ6h7NOH66+yeHYSFds8Oohse2baASpZmbM+AmgJA9TUKQTNx/RZdypW1SlRxZR+b",
+	"xcABrsV8JfT8dTMWthQB/MVhDIoPR+cffGg58AGWSVyunKPVEp1VLMUUv+V7BlF3sXUgX6KCeCtpNi9O",
+	"9sZqKao47s74IhELNRrOooAaKpcedav8sWXX0IybdLI7ce16CBR6d8K1/2vclZbLK3mZr+5OYA17FyBw",
+	"FwfKd9Q5BlLLtRAlBF66U1Vf0kizynJeQTXdQPNN4mplyaM0azUa7tSg2zBmbkvIb9QGknINqKRunqNo",
+	"nDs3QJ8rFAT3teHTUn8sGNu6SGfRhdymOXKpcplGE3uJ8hk+4S1HtwWyYDNVZQP85UGaII22SJTB8S1t",
+	"SIygBrFql570gm5aKHq5O2btyNuEy3Yw69Hzt7ngW8mYwagdeyUr8UsTUL/dFX5qqVLMGLZ7kJXwfWAx",
+	"/BLtBOzCdn14LDg/KIlh1g65mrDLXKXXkJ4ixqISRSo0Ex+kNoekw7ku3iA4HEJsp6IIaUuDDCNXXwF2",
+	"Kcxraq8mFIyZOiTtDT7TEQC4tbURFJODmmRHH1C1HtdEbgTPRXZUygt1LYq4kuyzyK0JYV+AfCufcrp8",
+	"oKb7W2MrTuF3+qwv0QPNGwJyJTfv4wkb8OIwv4GfWr8Ycl+kb8cZozMWV6lcJIwDq2eISjZeTjpG5Q0S",
+	"7dhE5RFUosta5uakGBbYgoeZLA7xX7uyoKhcyotCgQ3tEkZUFQqPSOS4O1etKSVSoGYsQBuGFyPWr4JL",
+	"jqgW8pitmtKe4e3vwzWihwicdAj4xJcC/fhrOETfIUJLEfhF7WdXdKaLV0ktkQFNEdIP9HrQhPbFgblV",
+	"XdPtgYhbPu1lmLiFIwc3rMBsEHjq9qdrWWPlbYj8A6xkmcjPNgHKA0OdmiqAywHzWm9xZdJGd6DQOU5t",
+	"H364hK4eIF2Spbv0wfPM0HIH/8IwZ4UVa7cubjgz5amqTEdirhWOZxenDG7JIH9v2uoyvqBSDevUDl/L",
+	"hju6M1mJNC44CF8HJBXODPrLUsE4ghMgJoAWRRY8Jg38pZUOSB/DzvvxbOae1Fts/1OwuqgErtAl8uI7",
+	"PtMDdhRMohgy+p2n496ifzxTs0I6eCtVdWT9RIMlF27ojL17cbp/cXzqvzCkcr+uSqVFXy0UbR4g64Vm",
+	"NGFD7OaEFByJLOTo1erOwHbt/vveX0nd/vRBfaYjvlM4Y62rCArI+fnZMWVpNXWhdrsWIuGmJwDe1SMZ",
+	"ZETT22EJTNWt2SdrxrnHJfPGrGHICvYnTEmNg6femWsatAOuELHbyZKG2mhHg/kFjZq7E1E9OSzS1iph",
+	"ewTpe3HeaYvcxHkoIIZGplAAtTTzKPP2d8gRIh+GYa75PqjlZIMgMKP0+8tG9M2LeSlGEHtUhSCQud6b",
+	"J7w7/kpW94c/xnGOIGYqsq2/fl/YlPgl2t4OX1TddwmtFm+d4uwX/iFWf60NzsFpZ1ZXGirQ7FdlRNy8",
+	"ktXCZ+3MHmkggHVGiOsSsKX6ltgjC4c7uN82LrXZymSY7nE7JwWKJM7GlQi4xlcxu7N+pJvdXIiPrdYq",
+	"oHy3yNbUEeIX4xHzqFhLxHToYhWslJCVjavqKmppghfff//d9yGw5cGTpx99rUag6FYhVK53Hy0M8N2T",
+	"u7gphkE4mrwzzIT0lMuxsNfwYWtX/DXuTSfIOdCBrrfHXqCviH13cNB/aj88e9oKOj0+iJ2ZFdWtyZJD",
+	"6/H3i5xAT0E7FSvfx+GdgXeCvTHgOnAI8U1HDZ9x2HHFbI8i4nu0w2ShjeAeCBDTlg7ZAX0aSgtUka6i",
+	"4HAjDlZHOyO3d494OXPX8u0Cmai+82LhUo7Yc/06pWyUwkFkujn6zrir0eVRbSYNVH2X4doqUWm6ohza",
+	"80Cfx0TlmSaATq1nKtYAcML1Kf3Y10/CfQA6StA44YfX7BuxokQxho8SVPZg/y/YAfoLJqppFyqnTelK",
+	"v8ojiaQv5JUAoGWeo+htfb4oVA2Oe1kAQaQTnueiuApab68YdohfKzjOWRsqHptICChQus+GCJ1DStO2",
+	"Re10MS+ZQ+6tygXTAj2JCk6NF23ve9Sh1uHe1KJqOTebjfHo1KWoliI2/RZTm+aC8R1NJC1m6Oqi8Psg",
+	"pu12mC3WluHGQ79VaiqdO1jroS614GtraMBLcuYj3Gz4rT503iDFVGhDSHgLexHrhHClKmkm3Qzrn4AS",
+	"6lCP/eXF91vJ1vnPR7tPvn8WVWN5bSaqkn9AZs3PkLDdscHUH4+NaNS9vb0ROwpfZxNMY8eAEYY/PJ49",
+	"SsxGWFriPXt1zJ48e/yvWJL66pj967PHz0B4o9jmgJGUsKazVSjEIy6vIlZWiPTO4Fe0wXCadI8lTEgf",
+	"u7FmJ4I30x07roSeWP09U1Onqq+fdt2IGMLWc1jWCZI+gbTQxFKXlodbCPV53GUiO/WUslrjd8s/VSRh",
+	"6d9rnksDuQBlpQyqWEAyh5gzMRWIcd9MhPwHhWL/VGVIWPb5LaSeKFkNuWFigk03kVR/v3QBXtnLcUUi",
+	"Ot1dldil7Wqdv/b85y5V2HjAo3F7PSg3XV0HAhSpMAn4Fs8jzmvBSrrEyvlUXQsrV360AvJ2au454RsY",
+	"xbT93K6JYrN7sRkBa8AvJEC2UONeA0YZhzyatWSuX5BbS6v9xJP+7hOLfYjgsaFbF5fLECFG2WylEq4U",
+	"qqFdqQLCK0UsAvtSV5AHf7ztzsBUV15HNIGV678loL9jD9iRVcSzQqG9WFRhCXMfrojDBmoZmnUvZHYu",
+	"NtNYu23DjwC+QRJnNrGqGuL9k9nFHh+s0akh2lrEVLzQHbUldhOhrIv5pw6h9QnDzKF3L05B7Ix5nmsG",
+	"WbRGsYvj05YfvjbKyqLUypI6i9fYRyutK6PL5/v7EKswutT23+/OXictHYzUeqsSMlmMFZPjABqFFUKg",
+	"ITVd1Rvnh1VaqJ3jAIqNMys4s7zctk8TFdkTjmhPdSbVscpExHd1dHScsNPjX47g/76z2/O2rHXSONxp",
+	"7RN7VdgPxdPEeurLflYzyP5tmlcYpa7bdouqEVeRPoyo1RCGrCpVdfobxtD4L/HOqkzGtaJxrM//q8qa",
+	"FhWU2Aqua2jT4pSscQUgdAStXC014+6e8UTEW/LaA8gY/no3CD7L0iQsPeps+NCnqXF2LeawdrdqUEVk",
+	"KzswLIUz0Wq/Xz3qPyLJA9jTdqqKQqQmYfjwJcSqTV0mBB6jKpapQnTA18upuFAQTICDW1l3HGjdvPFC",
+	"E/2RiVVp4xc88Hh7RBx0HnE/E3KTh8LHg9quM6hlMWkZX2ZUdrmWJiIDnIhIF6+4figz0cX3Pz959tRO",
+	"5Ocnz76PvjyTmZl0UTH8OIiII2LPFTAaQnFrREdUINbFOaD7XXB9/fGFGnVBnccg75M7+FLDdaSqMZZm",
+	"GR1hKc8SSI3r6yDLEl5ECAbyX1pt+a4TLj+2vKuvpqsuLBP2giTQMyxrHnKRzDhOwjCI8PBzBESe5xhu",
+	"WdMJdqU6UY9/AvKA6VPdyl78C1P+oaxUbPn/cNmnP7395eg/Ts/eHp8PFPVXqlK1kYXoLWFrnhp8g0wp",
+	"8btX7cZl/4IPr1HyGsBfLF8zpSheyVy8oC+oFWgDpSjYWOaCZc0LviEd4sgcst3HjWJS5tzYLWj6PRIH",
+	"yqH3a8XHZuXeLOCCuM7uq96DqofWi13h5DZse0OgLVJrUUh8c/1p08LcRHt4+RdPHp2sgN+EjBgJC4nw",
+	"cHrKay0ulOH5m5glaH9gV7y65FeedSHXFOvh7TCyYAUv1HpoA1fpqajSaFeon5ZHw+4v1ry1r9gft396",
+	"+9PxTkNVrhp/IPlMBC+P8lylP85NjG/hz+ADzwEEENQ/XjI8hqGLtK+cz/WqMeDLdFjq0nBZiKzRgQiq",
+	"uLhybcGGjV3U05/SPq51HtEsdrwA3Tt0mbpziUg+l26hd7vGBaZcONKF3Q9m6fYmWaT+kCp7OO80qkEC",
+	"ZhbkTFT4v5A00WrIx9lUZXUegxzKskpoHcW/zxj9eth0nBwd7MH/Rww1nufM7ko15unHQFrh7AJQqw7c",
+	"KqmNKOyH+3v+Ul4CT03N83zOLp2JGwsmrsYeWY5eXdrNASsz3poelhMxNXCZrlpC+9m2R+ClRAysBIPU",
+	"rnPX7sSYMgFPBGBg2X+CYTATl5VJ10hDtYREXZ58Dt24lXLF187jehmDGG1lh3GXzuP7P8IvWOStZXGV",
+	"i7WyYTuhKC+8PeWeCd1BfX6gxbAfHmQSgt85jvE5k27xLTgxT6kr0FUaxo5H/ewveqm5pkP4wPmt0Jbv",
+	"Qi+Lxw/P3LRKmCW0EvQCaA0HbiDdBufTdQcU8WvQKuQVn8oYyN1RQS3mxvAAJEAIUbg0LFJjdhFK7Vdx",
+	"ea7SaxHx3JY9PTeC8phCiMwVs2HqHDAcjP3IdSXvsMa1XNm9JSUcvCBa5rI3uAmqteIScCbzLOVVh6uo",
+	"PUnssgDFT9wV7rv3VwfR/UhhbclWs8iVp1nxaQeUsb0D0QMVAoEOPscV1VdkO+AA0tJKEaB/ylaWXUed",
+	"U6fRB0a/nTPNyJcce/+Sx44Vea5cF0MEBp4X6WohZhCgcyWWYbDTv3Tdinaf/+387RtmxAdDG7LuZqd1",
+	"pWPu2bclh+QMpRHwd3t09vIfJ+cnb9/snbx58fI/9s5f/vtoB64NrrWlQWxCj99D7oK2+ZW8mpiwut5v",
+	"Zbyf6Sr5BG0GX1IXz/6b523B4JgSZ4EiWJGDtNjWN+lea6P2bh7vdKUa6XgrH4YHn7DZZE6+Ssj5rAQ4",
+	"LTvrM+zeZH1TnoUBYPxmqgoji5pUFXvHEE6L3fHUnr7VpLv8UQOL+xveqsQ4X8PK0eKf8Wak1IVUGu16",
+	"WW4/TtiThH2XsP/v//l/vTP0ipf6EIGDaihwja0avyCLqx0Ec4fdAvZ3B+GxG2mwWg/udheXDq+8KDuk",
+	"4UA7g5H81VWRLPYTCcIvLYrQdyhF7JYnjoVXoecEEsXLg5NirDqRlT3S3VBZ0u7u0/HdiWDU5MXHpaVe",
+	"aNgTSHMNEaIaa9J0F6QkXIzRRpsvG81CQty/3acJsMAgKJjQqL03uRaiiR6uo06FClCk3BbgJfIoXrLb",
+	"NAoQ2Sc1kxni9BZop2vG7cuwgkwYy7Qsg6zXouMeJDX4Yl52YVU1F7hOcJt47LLRE14KFrmubrdDXqmI",
+	"dl+MhTNOuZm4W8/TZsIqkQP4tYsUHZ2eMGjzRxZDj1iOnwFnaS4RD8s+pOlK4+DKh4NoyJYkAGQixWvX",
+	"LOVH07wuQhkHDbJgl8U/uzq/d19/fjdY8Fizjimfew7cPhfprn9+14G+7RyGpKcFXAdQOwiZDePxQn/C",
+	"LsA5e3DtySaLwmKBJIMt8scSsknA8jFhd85vxKvxtBRXF2Ja5tzcMq/+CKOBqQJ0KPoUQAlCei2WTWKz",
+	"gW3jYof4tNV0YAY7HeH8H6WpuBF/v4xFti/Q0wkPsktpMMgtC3Z9Kc2+PmQHLBeUJi0KHDGdKKVXJLJj",
+	"1U1fKnvSm2zwFnqM0LzssOkhS1U5J7kEycRFWZvwkrO/2wPnKbi9oVKxTKfvec5n9M9pjf+GhLzfb43I",
+	"4E8oWh0UgylJtsQHU/Gj6iqWXlBXCORJG6xKEraa/rmPOaLYcythuZxK6pW3C/BhJmG7pi5EYv9bjWUu",
+	"nt8kbDcXNyJP2O5VwnavxVwW5v1UFgnbvRwnbDet7P+d8g8VACzvXtZjLf+Ab8gP78dT+1Fe2f+TgsTZ",
+	"1el7M6mEdmAfHelv1lrAaVuyDWYeKaJavi98YltQAuUlM9wGZ1HAaCKYsc/UsKQbIZYekn1ysIpiuxI2",
+	"aHD8GfqCyA8i12tP4el3q+ewbq+mBVp1Xl1qwl/Nl3LiV2eP0RffrEQaoSpbaOXg2vqX3BhR2Sf/+7+O",
+	"dv+T7/5xsPu335t/7r3f/f3Pg+TZd3/9r85MhSEiDR68W5Fm/9+q4+nLpCAywZmtJ9QmT8CUmDx59n2f",
+	"+OpIxaCB4dePIM9/ffbDeqVpLUpp7U1L+nfdrGcq/3jATbpBOWLAOJcB3qXoARd55pypazuJYhA9QXk+",
+	"v9TU6X7l/bA2bs969agfB+oDzj/qNno5Zz+9vGD7vJT7N0/2XcvF/WCEJezjwBJyFo+rNrsjoOM4/nm4",
+	"6k4qW6pruTOaW6pXidAfJPC6okNoMdVK1LM3b+2qm9bOIu4vizvEhDeCB+ZWLBrsq5DJK2p1BK0dZlIL",
+	"8i7jMzrBR+z/Kvt/AddUp8phukzm5UQUOnaftM944HXw+Mm/xu+DsrMU0dVlNbV5ZJDk6gryd+2qD6kW",
+	"leptRJFWc6wacUfietVfizmsbLlYsWeBP/QXe1Ci2Ja+SbeS25UXRqoJg5KgQrF/1grC4RXLZSHYZSX4",
+	"9Zrn8t+/bf32W/Xbb8Xvfz5OHj/5IX4SQ6rzVh6Fn3aqclXghis2m0gjmC55ulrytSb+/Lff9L6d9bOn",
+	"sUkPr/fzZBaVIuBhOFZ5Pe1ow57CbxgOpWb5+HokcBfdQvx4N/hmocybOs9XhIzwI1KzN28v2Jt3r193",
+	"YUbKKa/mfxfzod8rg7xZetsyTPzzce/nC5Hm0LmfvmqfGtBynzfJe80utJbQfWJv8b+jJwY9txMmi0x8",
+	"SJip5NUVisYbKWaR8AZMWncdHOb24EfdR3wMHsbwC9dUCgt/DbV1msPwCGuLLCN+riyL0MuLF68R02gq",
+	"ChNDp5ZFmteZeJHlUIdX1egONFVdoFPVKDblH15k+fGEV3G3VJblF+75fhKz05lx3Xw+TlJxpsHz7Waa",
+	"Ss1W4vNVaqYXtgEOw57k0IgFPBy3li6AIkAPwMleilwVV5oZFWRMgOxsDzsw4khb4JjJZ0NwzFmX1HuI",
+	"aAt0dDFbHRdos12zvsQzwsIhR5kQq7+xWerqKuDKPgdlwHnuKseJr6ygXuZJeuZlqdJJB4Q+1Z8L+4iT",
+	"X/ZjqBYUVo/Trn0CWst2FiklCFm69xORWtciI4B3XgBqdUVf5hD4Gq8RIbKTGKbQgXKI+AZ+LoQcD01o",
+	"V8tQGitpb1j0xKhl1VGaRtPHjnwfMygJ1ZphF8p418aYReUwll379HV7ffuwPQ5s9bpSs5mqLOUMz/3G",
+	"tzvKKyR6/iG/zLn9XYdnEIUThLPryAqP1m2cuTACdPd0XeigBEVOIVmSV9Xc4Q82u7oifIfLSNx2uyae",
+	"zQauPuVbOrTp+FVn3/o+AtATNSOvBCxeFjngVTqq8KAq0lBdMjeGp5MpGdtOzLlO/329+Hvxjwj5yKds",
+	"wH42ZZDPDtZppPF4tcOEdqXvVM6xnUeU+4gKH+mGD60yEE8CpYe7ysXo59uld7rhEaHc8GtREM5jEKiW",
+	"mr2Fg43f6ZBiesO7T8cB/VwKMxOiaAYdmErYA7DixYjbvhZw8FA5soha7zc8TBpcXOaQs78dTx7D7IEp",
+	"+RAC6TzlC34tgiP+xAfbFB0PYrflzYWq1RfUrxyu9qM6k6ar9V3rSZ/WDg3lXEYldLblMeuOgBVO4qGT",
+	"Ru0EBT9ErRhSGDSoQMrVnnHN/AvrlkZ1RH6OCTUCfj5EZbms1GVu14Kh3CKfn7q/kPkw2J5ZPiK7jdEI",
+	"Pg6xUrnHXSbvF700cLPNavtlqipBQ0D3BmYmvLC2Eeq0Goo9ZoO69LULf1pEtLDacGZJD97DueGVQdzA",
+	"00p9mN82bl3WeW637gM0ogd/YrTFceS6KsucovKQ3ldf5lJPmCyMWsvJ412F7/d2f/8//lc8C2VtrAVY",
+	"l2tRdnukBZSInYiNMguXzm/rL+1e+RcGs4AIAofLSAugRwDeTeODJZ+tqliurq6WcQRXIy0kWzcTFUvA",
+	"/4esTA0Z1dR0xat8PRQQCWhHa5otN3jKiPOmKu+BNRGTaD3OXD/QtCav3TuDrWapT0wUQ8ih6q+lPm/a",
+	"zMMFn1N+I3AI1jd0tp+3Fy1Pjci623K5X1hdAqrmRKYT5pqzAe6g+8bQLpjc8Euuxbn8Q3SU8tmffL9I",
+	"ehyLfmWBFX4Dx+pOSHadwHUrMXngZ2c8Hzj7WSWN2OUTwTPoKb/m/KEV3or+64g5z9yjt4FbqJoeZMsU",
+	"ETuxhS0IJhqnYUveBJsadRwh9AZI9ZJQIhtrFt7eY2cOzYBrdiqKrAXYmgltF0Ppw2iqHYZmSSZ1iXNk",
+	"pq4QXMFqG4y3wV4dYGwoph5prMrrc2T013gH6z/CV6BddacNfkweJQy04MyadLPlxtf4yDCfoc94x89u",
+	"v3t38iJekDCwe4mHmVjTkBiG2WMAZlrVQB8gb5ZbngU52oTx3zfnSnBr9jLOxrLgOUY8Vkx+ZQuK9TKz",
+	"uHEIHy7IUxdG5iydKN2Bf1o0yMOxAd60EIsBnJUQCSViDzcc0FUtQr1GhwC/cn0tkFekgfSQa1lkzztQ",
+	"lWB/1+IRuNKGeGkguQyOb7m3020dNX6Pk5bTxntRcTntDVunQVJMGnRAdy3yKtfXOpbLEerkIEsR1CGu",
+	"j7fGj5egQn05v8Ks8NYUIrAOZbRsrLmfQP2wDyVNYzxu2OOhNb/8Ci6eCE+h7weidIBGWPKPbBJx0Yjb",
+	"27aKaN91EfeEUSYG0n3sujoCtK/z9QfovutCFJQIm+S3z43cU0cb4cFubXOROBMCSbdThyqsQCAdsvM6",
+	"TaEkNmGvSLBfWMH+tsZMo2MS6mDqgVgOaZqu+61k64UXYltQbUQF1/7zW8kWfn8r2XIDbCVb7vM9DHGa",
+	"83kM0PcIUMcAahYKMDDIvar/5xDTamkil33YHS6XcFCfeVWWIoM6ly5AO83oKXYpUu6qsGiplVVXjVJM",
+	"52qWzwcOO+4fb40FdHb1uqA5Ns3TofdEzl137YTJMePFfO8uPEGYHRaeexxwATat64sI5PBIE/55s8vx",
+	"b3UW2kyMKXfH+U3C8F/T8mnCJrl2LpSOS32qjDjKsqp7L1G/xYIle5U3PeKwEk2arlu9WqEcNju3pma4",
+	"stlJh6YxwHYfUEjkjjNZygkLrXVs8dOUGgVb7TjZs8QiS4a71y2IUSLFb+jm8KimcFElICiATGYAedWU",
+	"NQ5Fiaevr3nxkRSN3Ht1AXo3j2Ib/LJq5g5eMmlMPiyXbs1vIYTVa18s78zHyov1ewrgDGMUsBpZv72j",
+	"PVRUqQ/zTtv7YqnZid17ygwmgxyRH9SHSMvwu4Fd/fh9XmkeLa7zEO84aShnxyW022f2Q103JqE/zIdZ",
+	"2uh+pbT3lSvQcYVrceaPnMXjS7+JQ2a8uWNXSDhawrKAa++im1M3cVEWV9ynA5JaFUF/ujvVloalMCBB",
+	"qxmh9eOsDqk2wwER4VQL5V+C7laabbsk/rLWk8Sxwc6dKBftkHnHGtV4nMtC9F2yYPjO7GLe4sPrXraq",
+	"GDQEQD9gZH/tESp5JXtK9WkbEElYs+2yznMEvaKNH8u8A+6Xbp9IAQDdzOGxk6IINwjmLTSZCsO7VlOi",
+	"3EB8JUweTUXb+3bIuDUvgTWgWgbBDa3KZFXlpQSKWzlTiDm9M2WAVhW2xuQr+M9UPL3u6oAAH3ykGT7U",
+	"vdurV3FhvxBVKLp9Q6+pGZGqzLq0eicqZEMiyyIWB4joks6vNMR7REc72HvjkkO/eu9NuNA1iMzdY8P9",
+	"Necu3faT+2tabB4hBpDY4AEO+oGL7NDfFw42yYtJuE34jM9DHwx+aCvZotd6XCnIslG6FDnUFnCAikWp",
+	"37I4kWl9M5lo0mIs+xGhAuj3gVSUdkOeJwB4nrCOtgcf1zzAI/rBirehMHbnDrsGRD/ZvQ3XUXg1rFO2",
+	"6pFr5tDk1WZCuRreeFdrALWMl+qfI+ClK8v++Q+2DR8aOtvVePNrLX+BCWEvHGVEWe4m/Vnw3ExeCMNl",
+	"Hq35KbQodI2lkBhezvBhpwNYLTtWXRNUx0bRirA+jlBr46VIcGmL7ARKO+L3YuoniAHpTHxg9JpLaEcD",
+	"Y8qtYBMDfXaQlxbZj5Mikzcyg8sTdg4TG4dLaNxvSC+MyWcq0Rxmkbl6Tp8SEZTcRJk6h9ZTnQG3xqeX",
+	"Uj4BvrDQpp3+ak+1u9X8nYB28rHpuAgautRNwkjwLcfer12zrVfgzod/HvMikxmqJ+eT2mRqVnT0MluV",
+	"b+Eh4DoSVm5zdXqE0IYWwq0ITjFpM0jSynxAAu7lepeLHbk1kLZ9ZnUvPmvWCI9e3WRR2Pzl2/AvX643",
+	"ouK557FA0oSHCx01MgHIaFDkWvAbLvMFF1KrdVz8OH+Uhb3DHcrhwnArtGNcQvP16JaDlHs55TK/fVOu",
+	"oCpfiyJjHPu6FMryE2Wfiim1w1ioH6s76kPP8YcmDAuAUtagcwlh9Krldkha7AaDeHJwEDOsVCwLK5Ul",
+	"VE0H0GKeT2ANqwuC1LCdXlWLpyn5Zo3d7Ov7hMnpUCXizkkWbBr06Bl4A9FRxNMv4KfdkxfeDgd0sgZF",
+	"LoKeVpj+8tTzXy4WOgqLLKSJjlZI8EKErsKvUTTG1QyusjYh9Zs+3OqUE25K99nHARp/5Fqm0N7M7rw9",
+	"XH6patP0x8ZMECzGimgiVazw8vj0HbO/SCNSU1cCkke80k+acdNWIu74u9cbP1XTqYzxPfY3w58dJDyn",
+	"HMimgeve+t1kjFJ5OuGy8OI0+vWZxF5KS1+fKG3iNdA/K21a8DGBSncv+oeK3UwL/RZuc+RlpbI6Jo1P",
+	"8Ye+Mu882isHQtLttjGAeeP7ESxlzq7hIewOjfpKHDcmPbt+k26As1xVRKWla+S7MN5AkTrw/h8UcoAD",
+	"bD7pOa3dyyaqy3kKBwpLULaE+7y4Ie7cu2XemcpFB/5+ixoeAGc/SqBHeY62Qps6B1tNtAq7zHUQ9vs3",
+	"7YLrDr8OiKhdWYSN0sBm9Rl6t0XXgi9lqgP4IOfavIwHIeHPTTm1hpTLlmEmra5GiUOdX+/Sh87rKSCd",
+	"rBhgwqnnVF2wuTDdw9RFTF6ch00J3RgoLA5ZUed530C3y2RFY+ltka8AgIGDAZQv6JZH7ovGuQCf6cAJ",
+	"r4uCr2xyAAOkvGCXAA/NpryA5i7d31zZJwY+KTWjh1mhZh1aWl1Ch4vTsLXfkIlSL0ACkbL60pQDcAXm",
+	"puoOVByur7swQvQ1XuFhw2/YcbxXh0hf//m2gRQcxPKKW4TQbG9IrS0GCXmxX4J0Z7TEpIheJ2ml8wPD",
+	"YgGNkBuUgtG/zLO6WG1LtTpLLrSd7PUbxK3gP1eA2gI57epSpNZkc528AaZVW1VsQY1qltWXV/+yaRft",
+	"hdNwTaZczWFSY1P/cGOiPWa7tK6WFL3FHP0t0S8H7JdjF0pLrsCtEZniRFX2OvKXCmB822VnVv9QruP+",
+	"pYA/xCOyq6XIWrKi9KIg1LQCUgh3pllb4um0m0E67SH6oWV3Bt6lFUan5f/sRdT/+aP9CePsHFSSaSky",
+	"xg3IDPph++T8Lfvh2cHjhOENO6oLUMKw91lduNfgHX0f9uMtx0TIgZW7Sjt5dHriYQqQv2guclpigE5/",
+	"AjsW/L+IW9Y5DP686HdcqnoM1yQ+lLEGIx3xpTuzeEI7p306geXT0GvbCopsRYyXwF939wim4NbjrsR6",
+	"EcWUX3FZ6KaxvIP3t9o+4VamE57ngprJLbiF8itVSTNZAMH85cX3XSCY/g3v0gm/7jzb+IHzn492n3z/",
+	"LOrL/ii0VBy42YS2E+l+UU6nwkxU1t6vFy/Pj89Ofny5tGlwJPhGwx1wQO2Og+4DCTt/efHu1F4wp6+P",
+	"/u/F1TxrLea7pcX8/ud3yeNn8XkXKtp84shtKfwOxRQgztvzg8ZD4BSGxp0csFCboz9knI0roSes4kWm",
+	"pvSx1S73ISXg/1Rle7d5Db0l2uv495rnEpt3lZUy1Mx0kUYP7cwECW/G2QQjgc44+KcqE5bi5AHcIAX3",
+	"2NmrY/bk2eN/RZQQBHpFTDnETm319wFAcOx10QHAIOPacot9352dJC4ZgwBay9pQnWxIRwglywtvjIzq",
+	"So4QStstf+KNv3DrXVuIvr0fAiTr9tiz4yfChbUbGxXLE1llp7wy82Ne8kuZy6jLo/FxuCZA9l6Gbglg",
+	"TWYqkgLDjbDiMPY5P9icNY8tNRxqvk9FP8PbDDUDHOP3o22GPlIZ8Z1gVugiPTiA4GS12jNgFYQbjIun",
+	"V6NuFN8kHB+6vRvlFpjr7VkuA6SvdDzDiwPjIuFYA6wC+nJMmwlXGp5LElJrP5+8ljfilOq6og5G2Hb2",
+	"7uy1ppxtaEVF0ADrQw61knE/Irv81giVsBJAO7gUEEt18cM1LdN1G4LAuEByjHfUdYGd0tHaBVv27lrJ",
+	"8e7sNaZtBv12h3mm6ZzRIIrHT+40URk/t6qeNcx/bJ0S4KkiwGskH/L32+UQr6TAHvjANTKKm4W3GdMd",
+	"8nCu/DijAvQXx8XAur6K0+7xMgfnBL7ZinCROga9euLxLsilt5SpDZSEQp/+BrLTvmkvhlxwbdh3+B9T",
+	"pY3zXY/lFaZoArzrdgP1ebDTDz/4w7OnLfzB7w76+lf31ysopDYv7Q4B9BgJZtqCG8J+YBlB4+lHLFIk",
+	"ipmDuaZOkqrGctGdtfnVzbDdqelpxFHaQ1LuY68F1+LjacqaBYWYAY52uy44cilcapXXRrzuIa2n30FK",
+	"zoK8V4bnzFGk1XopL+UQFAU9URVmGPACx6YvN9SFnw3Qyy7FXFHRptf5HmnUOebU5a39t5kstFdSsEoE",
+	"gAl2DvHrC3RhjzmdKJkK7EbpaYQ06CLHuDsQ+s7qxlQhbT876KzZHsquuYQMIqzgLkUlVdba14Bh1wHZ",
+	"ffYRXDcRNJ1U3YhKf01M15TmPgjrYVwjUNCA5iDVQxrNcpVyo6ovmEFjLHcXLLSe2tr2l4zsfo9u4ez4",
+	"fPn2YysqD93ZJL7XUuv52QQ0O9OGLF4JOvgNiJOPVcHvHnJxsXwyBGC8BXRkDwpjR6bkhW+66pq9xjyb",
+	"kUaum8asH9+YdSAQHT023HreNHzdNHzdNHz9jBu+rsb/u1VvBv/hFViHYd4dDrG3aUv7dbWlXXSmtfPj",
+	"uprWulV5IRFKqwhBJMuXfnhHdMFHhnQ6TCnpyK1bVkuGp9W5F8L8sEFKZ0RlunVa3TvYh6NSXti75eN7",
+	"tAIzM1401p23FlxTYEuGlgolXWuxXAZo4XAS4/g3YubCqK6ap8IOLLJgxycvzqxpSq3EsCOswxBwlaSq",
+	"ENZsKEiE5xJyISAczIt5WAc2uIOuv26fRVT+nrCFXYxZCqq1gmnDRW88umuHCIO7MR1iiC1RKPOjGKtK",
+	"9KwCMgoW1yG1PWa5xh3SG+Gzg5WLUb7+o37wtsnJVllXpdIde0U/9p1ITPn9q5N9CdX6p0rV5e1Y+JXv",
+	"183Zlf1Mw8y34N9e9f9VJaw69cFEsxgGUvULqcucN3JzLWJeuZEfv4ceJOsjdrHLaxVb9IAWErw2CqHe",
+	"o1WwqsLsHvDS9TWast/5B0BVRNBCjNot6zyPvzmMLDCmBTn4qtLDiCQTNzJ1pxfT59+++cfJK0ZWnTWo",
+	"fvrxyQ+Pf3jcAJNRGdFKtR2H6h4DfwcAg2YU+uPgQTqbhL2QGovoHCQLS3lRKJBsQQXa8t4DU0d7D/9d",
+	"zKk5LvRTsiIUHnYmjuHXQrfaMQJm/BjsEXhyiEU64RqwZPoTvTXl8hLCuodIWV7PhOtT88eKTsp8KioO",
+	"BTwlL3aNzM3uH6pVSho2UNPnE145IlrxZdoJqZmeQH9lwD6rywYPzdi7rqMqZS3jM+iaRAqLM2jcKIFF",
+	"s5Ky7kGcWt0A4Ul/rAS/jlGYKGER0FnC5QCA8Ue4yLngN10lPCFyb28SFZ5J6ImtjC4vwl5NA94/a73j",
+	"8zbexZotQbdbJNl3Z68PqRLYQfhP2fboX/7lX/6v0U5geVHub9CKKWEcIusuczHs0lSJqbpB7ptGGzGt",
+	"27nndlfHQOy21b7hjmv3nRbVnZke1Gp4faUFeeBNvxatJ2pWuATNVBVa5SIwJnCtLM0FrxzC80qerFQu",
+	"TrIOXdf+yKRPM1uh6nK3DdinWPtmxo9008iYY+OKO1N2u6BTgD3gt3YX6HUn6buiQUOercQeFd6Pvw8j",
+	"Mh3DhXhb+ANsulOj+oN4UNYYLLnWM6saZdzwSNZot//cF6RjK+nGi75uJlo/XXbT5JTPrVYAdNlZHfta",
+	"Xcli9fRBVmM/ODvOUn6nfxD3zz/5EVmetPHYXnVFyb87JLvLrX4lqmLg2I9mpNqncb7ucazqh3Na7Fm1",
+	"1uQ7GbpJF/UsgdXwfgNvkZzaxX5NJ65lFoQ8FWpwZf8CeiThlvWznJXAuTAdLR96/MrLDHH71jLrtnLf",
+	"21orIx64ouU1sc8mrEanPJ8qapiPWyeLNK8hfk9bA8J4jRbxQep7yO1Jg+jkKKrboRlyc4x9fu8QjKuh",
+	"TmGRnyHAaeGHuluoUzxUh1LiPjnIMws3zXCs02azcEyowQTc0xD0NGEKsIvyHCbzUCCov4rLiVLXL0Qu",
+	"b0Q1X922JqMn2bavOjhK2G/4CNZLQBgfdDv929ZORyca/Az+xzE1grZc8iuXlojOhIFaWN+OpqcHDcBC",
+	"pXUlzRyK/qiYVfBKVEd1LHrSVIoQ54MiP9I36fuSm/d7e3tYPnpZawndqS95ei2KTO+xI69OcNen335n",
+	"G17W9PKO3YMba7iDCKZLm7Qelip1LcUhgmhBZTbO1blSIaWmEmOsxbIm59ODx2zES/kennjvzhwSloAq",
+	"wZqCjzRUMjGmDBC3j2HUOLKhXU57dszep4QulIOg9IAJbHv0/v3PSptdWDK+NsILF8zZDEn554uL0/Od",
+	"Q8Qv2YUbwEoHqoNaROiE9DbGc61YIQgJbPQfu+c36e6xrsa7ELkYuQIwaOfFNJ+KXYRHZ6Nzke6+Eiad",
+	"7J5LI0ZWKxi9hd9GCcO2hHPoj7Sws9+xUaqr8ftK/A90W4FNlXZncCe2nDm9FSy32WVeyr+L+dZff0F3",
+	"9hgSmJU2aJjZ5Z86c/5cVOhDsgQAIa9d7Z+y66sEz+Fm3E3VdFoXLo1tygt+BaU9jW+g6YkH9BRU9DoE",
+	"L/tFfFN7t1KC8exdX1GYCZ34dMSEWhPK4gqeFCDcK6Wm2vVMkRXj2VQWUhukjUMUpy4fyy5OGo1dmlOg",
+	"CF+shPmCKO/MRNPR5By0FUJSBRJi0L/UhYGwx58jzUyUuZqLao+9BKH0b+dv3zBoq+H6OtSaFK8RgGv8",
+	"qLL5iOkJLwUb/ZmqTCQOcC4BuHVxktmFm2puNaH/nTj02f/91whnjIkA9HXnwyJqvbAf2D3JRlYhLVWh",
+	"ha9YtNOmBA/xz9qa/SMabpQwragyn5p+QLjCYaJMsWNX07qFjitXV3qPnXKrV0F4y3Oo9k0t3CuiuBG5",
+	"gjXjZe3uiITBFZHA7fpfv9tFIto8DDQF9aco/RhewSTcjanK6tyem6mrAg4TqUIU2Acb24OM7MdHe+wl",
+	"TyeBHCkARczShxNoYdTG8vQHK2J2mz+OPCgSDdw8hH8YNe18aJdEMVZVKnT0Y8ZXZUJk63IOfU3Q6Jaa",
+	"wUk7WqZTEk21nRuJLoKqtjo+eWqzSo4N4yWvzB6DhkDNykb/MmJTwQvNdA36jP8pYeJDKkoDfT+a00Ta",
+	"sKLR0tvcLwW46jmz9gmeWzqhUijGC1XMp6rWFPkK+hyFM7EyeGS5dCJykMFE3S3RjF/YY2+bGU15dS0y",
+	"N5HGmfWc8VLuGpTVNBW4Av2Nq0m2WRkMxrcCf2tQHO5vPPug5dDo1XcYblD3dOiy3vXXVDiptH31taYW",
+	"TNhfFM2Emj18n4lC2lsj3B7k9pCYNRvhcY1WHSSKxd5T7Fx5rlKe79q1+Y+Fy8XiZ9dYzJK5cplPuVIl",
+	"5KBb3bIacyqoXjontxdO4AKCidbjOvetpjTKeUwJ1w27HKEmoNn2b1v0Wvgwq4ucIPaMyH7b2gnbm8PY",
+	"7iUydduFGQjLDKn1oa6CScqaPT547JsTE1QidTv+VVyeq/RaGFaXgOy7x9768g9Nac7tsexVpWUuCvMc",
+	"59ichxo3l9+P1NMRxRHk2lmZtf2j24hC0cooFxdP1+6FnSolQJOfYuewvTBszIMGvj1ivPZRmG0Ttqy4",
+	"AbnFg3b29r9OL/6TTdWNSBa6N+84ZBiYAvV5IRgdX2GJSOoze0PT6qQVjeBT4ezJhw+ODlDCufcSqCVI",
+	"naLfth6uRCEqnuP2PN4hIi8IrmbGrcAf2f+hRPsR9c4lSFLoLr08d7PYnGt79KZp0HREE/OC013lI3r8",
+	"Yl6K0U7QJwpGcThxDsaHFJFi4XRgAoUyE8z3H4Pvmm7JbY4eBJD3vPFroY/E/ilXV6o2kePgBRthz1vE",
+	"wBpZe+SftWXEkld8KlwrimYmviI7E2nOkRkWNOCDQLDJAtI43sNHR/aKxo6kcPtxZuVZKXJDVit51tw8",
+	"uWYS1INKYN0ngDcE1VSHsWqqxTHB8OIZpq9h3yJpcuHDG1Et+uj0JEDHfL71eO9g72Dv8bO/Aa5qKQpe",
+	"yq3nW9/ZP2Ji5QSsRNe5zN54+5dKGavJQkS+jEZDjsExo8lyr7ShOzxQgxE20QFsyEIbnucNWSxEf/bY",
+	"W8vEXv46IW2PqmEe7iX95bxT2JNG3dypmEC1fODfeV2Gp6mqCwOqJgiTS4Hdu0SGeT4AR6G0sdwm8rGd",
+	"LVwNCwuGoLJu4VwsD/u3Q9AeZ4pVGNnwpqD4wFNj5XwhoFRvD5LdiYRPsq3nWz+6ozmy4zb9o60+Dz56",
+	"VRiCnA6qKfb/R2MWArpuVjl22oO4WBWYdnEHkqXfpOFgu/1ZEGT13oUuQtnbCh049hDBo4OmA9Dnk4OD",
+	"O1se+q3iq4lRcaso4K9k6ynOJTaEn/P+jzzzG2df+W71K69UdSmzTBT4xt9Wv3GsinEu0YP19PGAIU75",
+	"PFc8u1DqNa+uBL73/er33hUE7CgyiNfbSwFefjJglhdK/cKLOW0H9B/4fsgWnlgVrOA5okGG7q2t5//1",
+	"51+/Bzh4JI/6qcxKUH6lwdNPKDeLEsQFOUJbauv51t/+tuX+1iizW8+3UGFtfsP/RAL+K+kQqrtNCONK",
+	"RGEdAUHTw60UKi5k5sI0FnMQDAMhpiekb/lh0bdnxbDgHmEHXVrwiyqisnqPnZhGtVrUw33b50Jdqmwe",
+	"xFXYJeRPNuMvy7KfhPGS5tz7/u+L6xeH6hAAzX7hMe19VmR+ITCk53NzkNjb9KGNzHPQ0IyCiwxlVyf5",
+	"3ymZp7w06YTv/ymzv3pIvMgwBCAaQAd6swG9agp+IYs/Q5/e6ZufmJzyK7HHjqDl2FjeCOcvAnp24C51",
+	"A/Vk/3Mhj5rqTMZybIQo2FQWtRGa1E5ZYAotmqdueOfnQMW+qU8OYLrgTIK5uIfRx9PC9AKnDXnV9mjx",
+	"Jxmoss0zOfSyhCX6GWI3cV0Hm4NkgCOiPAAdXjrvIimmTw+eYg83TLfOEsQ5g8BxmfMU8+mWuPQYJwf6",
+	"ImnXlowGwAOFGHvgS7YKZ+NJltnSxZ8E7OzjPnUNTy7GO35fKS6AUPZLBHSOfBjBHSOfjsqG4Oim0K0F",
+	"QxQUVufp5GMUhKerX3mjzCtVF9lnJZKQlz3bpJ5WHljY7FcCbq9um+UE7Stvt6B48YfadJjGCxZZB0BU",
+	"dNNoNQmFy2yinKMTGkGHKUokoyzdqDyz8sNejoViuSquABuA2FJke+yoYITXah9EAT7HXC4cOZglGKDh",
+	"Xc/1tYPGcbfugkxY5uoz3KyP52w06EF43I7J+3NpB/D47VUCWv2xW0sX37cOYO+W+vznw69wWIsMS46V",
+	"9lofiIvB4bPrzMcepwOC37fToIKcFXYpJpIuaYdMF0LOgroADdrsLyPi1FP6kveAySAQAz6cbc5mlSqu",
+	"gMOau/S7xmUTODJGO8j0diP9JEGZmAph2nMvVS7TOdt+enDQfOsSQ3PQY3oy39ljR3neuObD5WKo8EZd",
+	"25u8ycsJlw8SC93wGMZFjwqkbMZue9zit7PC7co9uRhwHDfICheDE6lOAQu39mFdB6HTsWu2rQQ9l/DV",
+	"RExdfkF4kDPoZQQHeXsF4vEQM94ynKrkHyLbuCXuTtg2bghM9Q05kFJ9oQdPw1O3FKvw+JIABUHeJzZF",
+	"eq0DpYGmBKaRJcyW406VEJx0dIrCjKwYDcUYM8V+NqZ8W+TzhJ3zqTiXRvyf56aSqXFS5nkk0yeI3E9U",
+	"ZXatbZNF04coSAn5KvEkG/ul0bm95MQoaHtLC5Q6koHjxQcpim5WOCb90Y+J395t/xSAaIzCE7Ay/42Q",
+	"aJXDQnhZYlI8wderbI47SW6SJl3i+PzsFb0ElhtJiWiy0HKuUGSX4a5xDRB704f22K9wrYVFGHTSkGkV",
+	"u928717zOVW4eGcEyDJUnpeM87oS2kceW5Z5ABXdb5sHHqtCCFCNSXl5HtrlUuPs6bcmVM627dG6P9Pi",
+	"RqQWuCseP7JDFLZsnrtQUEQJLmBLX6MLAu5mboSnmbKJRLhlWoJstmL76ZO/0bCQ9bcLO2hJ64illdJ6",
+	"V0vTxBW2FzK9ngcPjdDjYU0BeVX4/K+dWAxkKe2LItqqNqmaAi/NKmkMNtZEekPdEirWwMJY1iNgF+5J",
+	"d4BvD4hKMAxLtDQuXmRk5zmySEhaoxaMx/+wSgVlHlIH/s7IBHH5DBB+REFKhYREBtTsINaosWsXcjjM",
+	"9VyY3a6sx4tl+dElJq3cp6/u+IRLHknahwV8xirMNx0oeVva22kx5edhDD2M53crKmdBhZRTn7y6XATZ",
+	"bOAEsZRPygOl6AC5UrISoGLPVHWNVhBdq5BtoXLXwtX7SpqrQ2OqSJG5srZLZRwPYNozIigs3cQhCgil",
+	"R/jJG8WgcXSRsSurQj09+BsbpaQlj6LS027UJzZkQolD1klc5Hhr8nO2Qz6VSfBy0SFxV5wXtwWwwqcj",
+	"6mLqqtAD3SV4L15LoltJnhZuWs9YWhDjscDiqiWokuYycYVfc4AdxibHoBA3nsw8hz4hqI9RLEOxTKQy",
+	"E+SagZIQaPA9UTN8H1YiNfVpARUzyFmECU/4jbDsCI+qWYEX/HKYA90MkB5wn9d9MEyXwyPivCLGwwKv",
+	"B2S0T8U3L2BXLkWnNy/YkLtmopWhhDPBMx3Rkly9MsTeQpdq63aCuYMtjT/GzGQXiw/NY3v9tD9kLzgN",
+	"Ib3nDFAdC0NeP5czqBnPK8GzOasUZJRSQqIDu1SlhMQq4tPZJKyBkYHgxwpltg22Fc3CJyNbiwIslcJe",
+	"dCLzX9im6lhVm6TxVfrwI6UvAmOSq2wn8LA+ZiP60Ht6ZbTHXstr4a9zu2G77bsY01ldFmGYioVWY2Ay",
+	"P9J3VlvTGWI593L+MzIg6Py6LvQwGryGIRGh5VAzu60h8VXKue74DLBpS7Y0QgNbOqDUCCXDvevvrlSq",
+	"U7l4DTlJTUWVyjPAeJeVNgmKNORZyph1cGATWWW7Ja8Im85KrzKnrHbE5mrKS4y8wfxRYPFDVzJqNYpL",
+	"WZDgPHrzYo+de5wSjfoG5JQiWslzhkAl9itF5jLbWz6wykOXAJa7avwHUsMyKIc5FkGxG3Hsdmsprhqj",
+	"k+aR/VMOtuag56C0dcCzNJm/izn4noe/EYDLDH3llxbWz/D33mDv+OEvvHDAVOu+0sBmDX/zH4AIM/z5",
+	"o7Jc42nM5l77hbVW8JIgttZYgwc+W+8dAl1b5+hDOKXh7/3sMLbWeuXU/LHGCydtlKx1aE1bbQXLyNfY",
+	"wNTUPF/3rXOP2TT8nZ8IIe0ViND1pkhSGKbp3r/XNA0cGbAbIrpNiN7g7p/PPYr6qYwqu4cOpbm5o5zq",
+	"4P+0rD4cfB9XH/yGQ4vvv5IV5SINVmSYluhMJahv8j3KRnvsOLiUrf7t0clGeEeXuTRMjccJE0VazaEw",
+	"ywcZXcX3tZgHLVn8xc1GAPQ12h/xshztj7DofOShU+sCwiQOaIg+to2uO5zje3znvffk7VDypoPLc5gz",
+	"WNE34m3egYLTEWFBjKByCl+wy2kBH1JYyINRjhBkRHucOW+dcfzFdTBxJV9gyFnBLLBN00LSB5yOk3L3",
+	"lPARjrEieEM5SPbJR5ow5xLflAUowuCZ6pk06QRRQh4wYOPug840UTy0u6gb2WR1fAZZHVhcwtuS844E",
+	"J4JRbMWMrX2utTC7gCMzFtW++OCgHaMm2MsPWDhCvhGiwsaI8qIXkDawRFAQTM1YVE3B7jbmRwMQzJ6f",
+	"aHsyo8S3z3+80za4rGgmYEgYdsGyora4cL6HrKoLTP9Ht40v00TgmGVZhYt0yoid0r1WjdBAF7TqF7RF",
+	"Xay/tJffhKsWzwQpTYekdrfKxQAOkVPHIXE95Fe4R8tK2C+OoFyUOmdh5fmOL1Zu0h5aySWUlskNm6k6",
+	"z4LymoQRQFnC9LUsS1dXgWkVCXXQnu+xhTkA0merHhg0B0uxAnBhdlW162dVoG/XrpeniDTDmxepOHrO",
+	"KLmFSSOmsQpUNsKdatI+/LFdIQPa4fYYwGASSJcHTEZNAjo5eF0no6Zil3MGatU+L8t912arLlwaJOCK",
+	"oe6GewSRXGiZWmFazQygo9vzcFkn0EtPTsUee9NoCJrlQRf5ErWp3cBZVCqV96tgYNOIiAv3ZBoXNveT",
+	"D2u1XhhwhXq0LLADMAI8VwJjfXCVyM2/Nz825wXbJvrfsUzSoCsg1W+0pS9ZWzrFk7UHS4xtLRuSzPev",
+	"M+EtNMxP7a4sWYCVaO2jBixKVgFefl0Y3evr/QmH/Ywcvs7Fg17fB3DQwIBDvDS46xsfTY+Ppk2gD+yj",
+	"oY4I0mhgiwWPSNsFAs+GHpB+7wLQyEO4GFrtYTpuIpj7I1hk0mTDB899kjsUt6hvyhvPwlfnWWjx+4Pd",
+	"kvt/uk4pf6E8yEUM9vYF/F033ZIwqQpSHN0XDxFsZya1YBEBUSjzHsDZR6GL1IHEk/JOrgrTAIVNFei3",
+	"VFqRQ7w2SNvECbNt34WrgFoDDVol/Ivwep67htzKTJYlFK5vQUKtd48v3Ln3e98OSd5sBAXBdH/2gmLd",
+	"AvgvJgMUyatpm3GfvJ5slXVP5Sz3d56rvgmeG9RGpM05yx3Z7ohz7l476G4e18FBtAm+2crnpwyQw8n1",
+	"pfrK+PubUgSQOj+BIrDsMBuY4gV4lLK4QjyMxt22jZY+uj8zqVN1IyqR7bRTwuK2NMVCv9n0qcWsjM8k",
+	"q4JoZJNdMcRy7/FC33s0xAPV72rBqxQAcvilzCHRtIOrzzGigVW8/gNMiykvjEwZfsmBsINH76quXEGr",
+	"a5JI/UPayHFnwdfgIxJje/SUyAIMu7AGa6IKoU0+ZyN+wyV0H3qOcZJRvHDDZRXQcOcw2nGz9vtno+6x",
+	"O0s83BPfRIjQ9ZN0BEMEoUrC6a8EE5k00GjqvrnkT59iNNDq1UZBPC/MXRpXgkD7F+NdoYELlrLU7Kwu",
+	"CllcJeycmgMl1HXWXpJQ7U0xx+VAnbOjK/zE6BBLG6W7SNmJ0Q7KG7AXIS+mlf4DqOCI6W832JfhQ/32",
+	"CnP4tvr8SfbpbeAwEWdjBX8mVvC9JtEk/ZWPqhDtlDrLvxnm6lK/AejxCbkoCeO1Ubv2SqRWJxmUEajx",
+	"+DDs3/vu7LXlXMx46bufPldWGpbO9tVxzqdihDPBs3tiAx/gqVegp13JG1GQh2O124edkwEQtPwNc3Gh",
+	"uOYuuv76hgfAnO2nqKwSmgOzX31vHsfOVV1oLEd2LZQTnzm6eEPDMCPKsR05BEdq07odvXV3ni9cu/2u",
+	"sI9m9Xv2f30Jrq9VXq+vVS5tImaDHGUPnYsbWA37ZNeL7kTDC37dKnewUo9KHjucA9hXe728/5ip4cq9",
+	"qfag16YolHlP04lY1lTqI75s9cWd1UZgfHITwBEU44suxQfm35LXuod5Tzl0S7RsN+VGpszZAM9ZobAp",
+	"IkAFpRNhZ5Yxa33nBE36wVAJDmT/mmq+Bx2/QO9wPEq2P6pMpGIcBtIidK1Deyf7VRz3UqRqKjSDOUbM",
+	"Dfj7V2FwUDZzywYradUbDv5EuZ3Q7KN1Jg/NuuaPbsb9xVoSCfsDerNCJwxVOjixqah4gF5uv3dIoKFY",
+	"IwdtY5GTncMP2A9SzrW9wffY2cX5aRMB81iZf2Oj0vwB16lXl0aH7O2bf5y8AmPjpx+f/PD4h8fdr9aF",
+	"d3WPGnEiK5YJ7I5bGHFFrcwaP3sUwRkhzlwQyvzxGdoizeSoC90Ke+T04j/dMX0SU6SZqGuX1ym7iJjC",
+	"XoEbcfVNWSjnAPUX0uzHiUiUAHqPsAsHicgm8CeFHgQIB9MNXqL8OhA+laCIvgscOE36S5CHjf/VcnG4",
+	"LZ+3drQ42z7RGDy3ETaf1K+7eBwPGcxcYvzVOHZH+rrF6c7gWJIG/IrL4ovgd9fZ5ivm+Qa9bcP9nw/3",
+	"I1bb3QqAW939Whgji6th9z6O8GiB5ecedW3Ki5rn5JgkvI0v794/d1vy2fO/n2nPfe8OeMPtn/yu1w1h",
+	"3XsA91yYRldvMSS2NbCXt2MwEhzoccwUwxZ1UBp+evGfCIva6hr6SLtq3aCvfuA5mXDN5JfhAWlFOu+S",
+	"+e/TEeImOcAT0px568g+lWdkI7E2rpD+dlj3ICiHuoshaNLTGgt7PGAypFG7ZZ3nLsmLbVMjX26MmJYE",
+	"Zh+EYoycip2EVULXUwoX7bJWuhhFa8M8lULNHMB3DKltj50tRmutWHfhsm0fuqW/vG+iyKMd13gfY8jN",
+	"s+5Po50ghX/ZbjLV/MsIHEES7bDUTwdvjXvtfcgbvekTCQTLb9gRjZgMAcItOxVq9vDCoa6KXcv3yE09",
+	"IeHaxDLBIfNNFtQYqwt8KOgmY2mRlg5o/hj7DTEjh2SAQx9SyvNwomH5+YiIiLJ9XRUO5kxRBdaXHTlO",
+	"QMrS8jfM/umMJEtaQVpDm03usiRqMMdjncRurnrcIwElPdLU5M6+lctCPPcVUMjfhFSWBBWQSWdGefB0",
+	"V2Z5slS6EZRziBu7+wkrxMwXUnpkMwAvQjwzLLQcYX+cXF0xNWbcVUA0JTiGz7UvCukFNzrDbXutPs6I",
+	"Sj5lAWezhr/LIlsb9/q1unpVqel6b1yo9Z5/a8/wQSRosxtDCkADtmGiMNXX6Gn+pEWjPBA4QS3Xg0aP",
+	"dMFLPVFmmN84wGem97yJl/hyUtS8EbbZZb2h7ynnxoowOeVX4pEG8YqSTv4hECuTAALRplGzwlrEiC+L",
+	"Tch4ZSUntRJm2EvYyPRaGLb97IDgIvUOu7QnjFeP1G348RTFtVaMs8tKzaALES+guRjMEqbnqxaow19T",
+	"ltDndD73u7kkMNubegIfG8umJ4rPU022JLRo4WaylWwVfCqaUz3Jltw9YSedKf/wWhRXZrL1/PGTH5Kt",
+	"qSz8fydLfXYewmbz+9HVnsiRkb0T7cnvbcRFX1s0HmHBj/SuIKvqvTLn8zXkxT52IupJy6NkeGLPbo4k",
+	"BXGEyLiqYiPH+SPPrQhsO7Y/GpOfI5uP2Pbjg91nBweJQ/Jlzw52mrZm785eO+4KJU8jSiQU86IPvREG",
+	"8DPA3xXKsInK8WsLUgDULFobdk9XRT5vre6RxgE1VTjlc8ql4YYWtgI3z7HPEW71lyJT7t5j3t6IFd5y",
+	"3FrY81yOBWAHP6iXfOHYugB9kXacr+rd2esNmM+X7Pb+qeKFIc0EFRPfq+1zEtthnkA04HgB2l4pKqky",
+	"mTbTZaqwwtm57zTFJWUFQbrqhucgjr97dtDoYZGazUedyiE2YLyq+CXWbF+L+diKO2YmlaqvsL/L1J41",
+	"NYRG0EBumgnYiTUlqST0/+305U/Lgvac3yyK2e6Q4TcnaAcGJl0xzCAQuYcXwKuClJpbNnWL2IjfLzsB",
+	"20TFrD/eB3Y6NhL3T50r89cg+9qKKidT7Ftse4RCbIQycqq0YZVIoV+EVS139tiJoZoDHVFTmaoSyJoQ",
+	"HFp5W20XlG3UPkboJPR7RTfWFVxlqKs26uxzxp2S7nUXbOXVWM2SBDoPlXj3tIZmV8bwdAJdUoI61sDa",
+	"xg/Ng88/PXg6xOj+EsR2stSbBEBsYc2HzB22vRoXj1sVomOellB6pyiKemrJHr9uiX7ltI6WaMKZOuMW",
+	"TVjiYgDS4PZ02VkCU/5njVVjNGf82lbfRq6eI+YSLZIV2/bN4NpzOfTG6CPtjATsM68bGOOdrhk7cm7N",
+	"mczOreeAU+bnfKlULngxyMcCR7//P6W4at9v2I3JfkwWHAvuFvskx640kCDwzY2v9q4U+66bBbb5QbV4",
+	"w/v6HB3RNUBJJs99SArjUB6OrB2HwkwW6lXU0UnQtRG0zEbBYl8WFGrklrGuULTDXHhhBUORz58TRkxb",
+	"8WeziSjoA7yq5I3Qe+xMlIJDIbQ0bEbmAzdhV8O6GMtCUifz5goC8HCfUuPm2UqPaRIRoeF5V9A9EkRH",
+	"+Jil5JqIYWE3cJNSs4my36u2C8fgG4F+IkQFbVTZLY7Omzpsp0C2BdI55tUk0XJ/tq0VXOw+Qy9IlykU",
+	"Lt4KgCsui53ESy4nJuwjVonMpC65sTYAS604ykNRp8oBkm6PvYW4llV9rahpK48sV9TJjYAgIwJBlV+K",
+	"PFBlvziALftauf/TMbMqF5oklw8KuYBtjvenqpBGVZQStzoYXFeV1bcn1kqxkxbFlb3UESoY+ASbkhYq",
+	"E1isAPc9ZxOpjarmbCaLTM0sQwM0XUIeI/czvxEVhwaChVHssraqu95jr+j7qZoKNq7UlE0Er8yl4E0b",
+	"VKycwpEnKs+g29dUTFU1x9Bv4afV1h8AHWLuW5YSqh21KqkEMhhIMFWJuFWKu/lLs5lrMz1+gZJnFuDY",
+	"wURyMmhhI0njKdQM7LKpLGoj9CGTVwUsA7af3sEbxG39HjugJtnQ34We6bKF6Odf8Psti8ibLbIw3z3Z",
+	"SqxZJ6fW/nx8cPDDAdjH+N8H3qKBIg9RxWy8M2HNndS0VmsU+Ift+a2Y4RuViZOsy8x89t0AKxP3Kbrf",
+	"KwaHN+Obk3EjoAHu1oAZvCyy+PiHPuxZrJzMyyK7g6n8CDzIZjIzE0th5OdvJpJOlBaFA/cmspxYE92g",
+	"N+PxkwPPyf0zxrEo1DuQxn549vQgpLHHERq713t0ifcj9+gxyU0nJ6GPp2O4zZV6Zza7697fXGto6dFe",
+	"h/cpPhm7Tr+LX6dW9sRSrJZu0n26Je/+Rk280zSQ1qtvI6K+j7mUPjcO2nDNXXIN7e0y9zwQw+Qq5fku",
+	"5UOuZBvOcnk1MawSBMzdZJSNgwYTUG4RKoVlpVKh9XN2pSpVG1kInVg9soTSLpnZLXD64vHpO8zgKQE+",
+	"ORc6ymqv7cQpxfY+m0+E4/jYx4r8um+i3YQlXwhO2BN+pN0Z+024TwLWhpt6YBKtXUmha82MqKZWU8/E",
+	"B+Fy/hU4Jm+kHda7GogX4UqAC2AqppeuazG45erx2NpKqEwInpsJ45ppYSnWmkh+X/bYWyBcVWlmbUxp",
+	"APGZejZjbprLxYDm75ry6bhVM93AOb/S7FJMZJH1XTvnuCuf911Dk+xygNLe4wFvrpo75dVmexum0I5m",
+	"7pxXUZvah19X9DsjPnVdj0gPgzcTMD5LezVC4MIqa/E6mpfw1hsY7h7JuBmmq6rD0nG4hL1vpi9XuOqA",
+	"pPDPMYp6emuK2v+zAG/DX/bHIfTlCca7lPFzjzTLlSqhytTpLEenJ4g0DD6rK6ud1FroVXR3ZGeyIi3C",
+	"PsdktjQHR9eRjIPCuVWGp0U8ZPFBa/19PNGcwEau32lhUxEyHoLMODJ+MC4cCIZZKgfWgOLcNRLRScNw",
+	"LjhkiVj78oKJUtfAuu3lRvWhhiT7gem+HdYcAnn3VYPcfbJaIurOGuHSOILd/bLpjah0X//ZkENpuhC9",
+	"hTuQXkYudJcjlwV15HRip8y55ZsVnPkPmsk3zJRuCzr40W33hhfvMrVskQ1vPB3eEwfOxKW9u3Zlcak+",
+	"DFBU8aJrrkj8jGal0kb4+r0Ws7XhChImeDphPi+zLinr4t/O375hXEOOq7wR2R57Ce4NOyKTml2LEvKG",
+	"rcU1wmH3aPZ7v9UHB9+lPyt1/YZPBfyXGCFaAttGzjTV/JG2vEr5tPijzHboDpea5VJDrpmeqJl9SGnh",
+	"ERcwAQU+A6XG2k4lV8WV/d/me6o2l+rDI7sKy4tSFVSDIjEeXZhDlosrns6ZLvi1eJ9yjZsK/fg1BZur",
+	"Kc8lJL6MVPEeN+g9YkdkI98BZPS2OIefjumXnT4b4FfcqxM46Afpq70IJ5DPGz0JfVB8Kti2kJBSM1bV",
+	"tDPjdkJH2xm+fTogYhnMgMj1koo0w7zFrinAM+fwSHcY+RPJ6/BsB8E5EI/hbmy6ecclst3OusiQOnZJ",
+	"MMOOhfIYBMQa8ljPtRHTvVxdxaQyfG0fxcgAcYzPO/0DX2vLWydGteFFxqvMCT7NZpU0RhROZuPLLr0F",
+	"8mfRA20qXmhXSOsaPDZgNq6EGhL1pEka0S6KG5GrUjDxgacmnzNAELVDZ8LK0AoEHFIyaRujhI1ggieZ",
+	"/6fle/sfKoV4VHZk3pnU/gGjPPZfqFTZf2Xc8NHOHjutrBwE5HI1pj+DvAkSeDJalJX79im4tXhq2BGI",
+	"YXsNwIpH/3X28sXR8cXLF7+PElhE4VZgjRH2wq+GoFEoo3iqoPJzbES16ERsrodtXORb2P0z92e/ePz7",
+	"L/zDS/x0p4xvHn4A4X6fEg0XAesZIsqIbJERNpKsq2vTVbt0NtRWBgmzJ7cXZhS+3ZfFWHWKNIdqgfLF",
+	"wQ2hnPlVXJ6r9FqY59jelZtJwnR92fR5nQqtYYnzUlhlze5dkQpW1NNLDPhiPq+up/bjOSBwFRmbQcUV",
+	"bsaYT2Xu+p6kHLOpg+q5mcxzpoVVWKwCC4/PWSFEpgnUzO0LyZmJqMRO1M50AVu7Or+4E7s998hX3YN2",
+	"WHhue1nw00dECz45XkoPYfm1DuKFx3FesOvto/9Zt+vxXXlV8UwQPkAzLbhaqS6ojSBHZk3k+t+xNxQY",
+	"U0Z8MAzK5jXbHoXn/wvyy2gnYWPAQXO6MFI+FO80a9MIcIJoc1iGLzUbTUSeq9Eh2nN4W43oZweowhdZ",
+	"EVd0VVkD63LuOz2r2rArXmpKxh+ldaVVNdpjR3B5ckjFLwqRmoSVXPsMKa2qBtXFT85rt/bupk9RYNvI",
+	"ohasgjQRvJilaRQWUHq8zDjEHFmYsUu2hMA52H12Wg6uHF9GHAItikyzUSX0vLBaivMQp7m0UqYSPGsn",
+	"eOGxhsL56PSEXYoxRv/zuZVDqgiLpqgXy1FtJlY4pR4THXBVBa/sRqtrASANLs1A5XaOKKBSpa6lSFg6",
+	"Eem1PXscDe1xIMXn7OnB46YUl0B3GnGYsKcH37kNEkxV8koW6Hpz2DmESeBqNMDQwk2yLx80Ly88GDIA",
+	"zcavA48cmu3n1mCMob+/LUURFXarvHnHywTlLhZPUgAmwwSvcomRakuUqMedvfzHyfnJ2zd7J29evPyP",
+	"vfOX/275yyh/77SorsvMxCX22bklN1babT3f+u//Otj92+9/Pk4e/+2v337b6/yv/7W12ih9jEJ9IeEZ",
+	"gOYBqtOFQrBlYnNCRJJWyY5JGCd/xirP1WyjoHVcUpZm+y6oO72X0J5FVhwSnA69I5ptO5efrktR3YCb",
+	"6nIeRKP1jpeosgLYpXSe5oKSORKGPnyAZFI8i5szvzTOls82ZSiYY19gubV7G2/5XcaWW1t7H1lCLU7Z",
+	"/7PlAvxrvxJjUVnlppuJjlVtFbSZ1SHgcVLxWtBF25BMGkaXdcLOLk6BU1guuAajBtXAhJU5n4tKJ+iY",
+	"SVVmb3sxLQHSYQfrLTjEEhRl9wGm5f/U2ZUAVcrISkwxZ7qK5Sv9JEL+O2tWueL+/CVclMw6AmCLftTb",
+	"x8GSj6qeaiBA0PMvMkjkuqY0xtjdrPm0zNEFEkV+eHyQ9Bc9rSh5eiBpFZxod385emIjsO5SYDX7uiwG",
+	"PoX8spKgu2j7V3uLOxTebewVB5S+Q52kvGDzEmWm6jxjmaI66ZnUgn7WEcg2whGwk3+OGfUN6Hklghrt",
+	"JvtGVJZnU6scBa0SVBEr9gysGsz8b6yxggL31uSwbzJRVKqpId9jP+YqvbaKb3BkOBqZLM2SHWIE4bCP",
+	"VZXC5LQw0W4LshIBM37RQvWekOeWNqkHeu6U6FNVdChBAKISXD90W6zWrO18+ovoy2b6bbra4Gl8U5B1",
+	"S2R897dDpNrf/rDvZO4KS7Cln7Y7UHiGcxG0R5r8ih1ZyZD054b9VLkIfi0uHaGdwx9TAIuPryGPD72Q",
+	"MxobW/jMrDudAURDpfY1LR2aryvEWEaSaxoGvfDwKlvJFiFMbSVb53WaCpHBX19BQ7WtZOtCTkX2tjZb",
+	"ydYxXfODwOji22df63So4cPA4R+dPeJHTgGbu8kgCQJF29aEeC6zzmQWujJF9uO8M4/k2cGtp6QqNuFF",
+	"Zv9VG+fWj5c+ds0Q6i7t19dDuBs4QW7sHF1cXGLzh66pjCs1vQO0go7TcxriikkYdW9ToGwE8DZPVF11",
+	"s6AsUvGzfWIoAMK//vB0XYyNY67FroTyK2nkjcAYEs1RZglVm9sPJc5vb/Vq1LTssQp7uXWt4VrMZ6r6",
+	"fLKngntoSK6BO7yNF7vHxm3pCYHagnVXH23StlQWLBAf4MJuKy+3kJQLSVVRrQaKsT8v1ebzvt03rP1l",
+	"sTZqOgFXPNIPy+6WUFc625f53UD2AtgjTItcpMDsSPXMFXOR3yCrfRlgxC8eUNU5zGWF92ZjaGwMjY2h",
+	"sTE0NobGxtBo3RtdVa5whW2UkI7m4XZ3Hlbj+JP+dZKt7trhgCh9jXgDydOoGp5s+3SLW7SvcDi88fYV",
+	"bhGfbd1puPhO3thADd99L4OQYB+QmfYxuNsdfEZlTTPeIC5AIi7HJFFh9Y49dlRQ9bdrhu/66WOdkVE5",
+	"aAEQZbYXDE+vCzXLRXaFwVsXgq4gSBeElA8xtC2bL1P5pctSrYuM2rAsNG2EeX8ZvHz3kdul1a9oGuYi",
+	"tH99YtFClsGmmcE3GXxFqr1rYbgq3toSh5kwXOYfoWLIoqxNYi2xsjYBOiCpHii9VukdL3AW37L2QVvQ",
+	"r4NgBah9cKON3Js20mzyPeklBIGBZbk9rOcqdsh35sp4seoGSl4ah54v5LE8CapJguCb2H2yB3bmGKex",
+	"bsjgwopeQ966AaEDfP6XVr7YAyAU4OpeqLS2elc3ewVbu7mEH5AX7VsDdsCSjEzFu8LXvnVgecZ45R5Q",
+	"bJb5eN9S6rwnqbWShpJRHVNiQzK0Iy55eq1ZXbqYgUgAJ4Gaw2P1nsTHEjBGgsVWwqpDYDNgtbFRLu/V",
+	"Pl+XTcmbf8MaG5rKwdqC4ciu4zMRDXdvKIQLg5Wu6i5MZ+UzeD9FbufSpLHtZF+/tCtxCH1X/ckHqJ3O",
+	"lvUN7KwyRy7QGXftWduog4oq6dj2KFBasMOeyEYJVMpeFdiSjl3O4R4aBaGJ0c5Grn7txs1dCXOQlfco",
+	"zrsspLZAL3Ne9HSWA7AucNZYQS2Lq5Zsp4oEZEUK8XKWyfHY2S5WyBMYhAAgqmC9iO7AQZbzyhxadoVy",
+	"2AY+Z1lwn+a8+Cbktl3oULEN5ffTklfi04lsO9/OPPycbxTOjWAcKBhdtn6D19g2ClHcPJSArPjsttYr",
+	"CL9FE9ZqteKD6bFVz/jsazVX/VAybZbpbrwO4WF3cSM8vjJrFU71Y1iYsLHwo3sVn3l2TrbKuts0hYhX",
+	"mQsTm1CnraryjKnCm6vOVoXOAWCOqjyn/7ylFfo5MP3dKzR9/D7EMPXq48Yo3RilG93rUxul9yi1Vyph",
+	"KyzVY7R/Vgj4oJiSAMJUIdY1PL89UT3AFoXd3dihG1n47dihn0AYVmLXOX2GG6XeTaR8P0ICl54qbZ4j",
+	"ZFgS9uPJuRFFOvea188XF6eU/NAbY63EuZvdVxtpDda4wi23kTRfg9FaNQd6VyHWDgv1HzyXGV+MnyZt",
+	"SzSi04B73YVRW1inaHRstyFYrem627Jc8T9QdQq/DsHeCMjyu9JO87Ni+vvzxTfLw2VvQqkbq3WjqX1e",
+	"QvvY9cq4L7m9QjGj/teDmlLTBF3L7Eh4wCe3YTkZosFB+48e5euUpvCV6l20PEA/7oHUt89sxManbjXd",
+	"JvF7TkyjUfYxP6zbQfTzYjrZrlWEgNnaWk8Dy06JCWx7ogzln+0gWj/1tpF6Iav2MKjSZdhHDC5USTU1",
+	"DonO3pqAtR+DWD+DkT4Xtr4vzYpWdgQ7OaiQBVvuqxl2hjMKdvF+q1siU+1XpZAwHrmap41OtdGpvlCd",
+	"CqXQvcjzYdrUPonfnuw0o6irCTwY068eRFzD6Bt5vZHXG3m9kdefTl6jsvoJBfZKcd0hpNk296Xl9IvU",
+	"LBdj45taPoTefb4R4xsxvhHjGzH+KcX4+acX4qpcpXIvTw8FsGtapSqWKYGc5pwo0rC6MDIn8BD4Y9MR",
+	"4gGEuyo3sn0j2zeyfSPbP51sV+WDivbKlPvY4WwAivNCT7Sgo9BEafPIxaQmKs80oFOKPIPWnYXJ58kC",
+	"5msmK2zdGQdzPjPlqarMa5zbEJhXmlSIcypuAXNqhcmNgGA8fDHbSrbEhxLC8oOBS2kuDra0tdbYfPwD",
+	"0SlR91P7myi6ZvGlR/HCA+/r54hbuxGpX6B0AxDrBSFyR9gySYc2eqSvO+XUWFWM41zUGK5tO7eKEgU4",
+	"KKHjSgjX/Rmj7wTDPVUAYLd9aU+QACdQXkCO80Sk1zvwZ+xvFgD1mplMBZtNZE7EHNFFjwE0NmSJr0oZ",
+	"DRe2QguFHWIzXhjcp4dLkQon2a9/whw3WudG6/xS5TLwGC+8bL437L1G3dz/E/4X+2DCP7tdCmeC9Cnu",
+	"WM1SOwjuS4HmPshpo0hcoMsgljYBEqdXrK7C2oNPdCDt0ZLuuQHkFyDZ3U53y/ZfJ3Py87h7836dCsOl",
+	"ub/HN2J9I9a/8PyMRcGONH2v4h1qhfb/tP+zjmg35Me7cSqfKkg5T5iCp3mez5my1rXz7Tr8tyt5I4o+",
+	"h0Jb8K+S+V6ly2D8DllP92S3oO9u2PDs+++/+z7o2PB4SMcG8CtU7kjdJn2NDobNrbS5lTa30td+K3ld",
+	"Ggsc7tXsMBUvdKoyUe0aMS1zblb7u/0rbHs8npbiaof5dxNGTaB3ZzKzV5UAnzbh27WawVt+U7hIVbQb",
+	"8Mcd3xd+4As/1SHubz858GsFfc6od/02lpvZudgHEJ08fKKzjdVic/vPAzN8eZ/6vMZ+dza9ffoaDDZE",
+	"bwLiu08HLXo6rWkfGfzQ/pn+7exvqFC1lOm6VcEfdKpKEfQPQU58evC3Lt/qMvls3Y/ucc5vxCsQIG6g",
+	"FR5Pt+CH9XZG9mPl/D7zK39zg/f13AAuiLPdg97D+3+6f77hU/EXSohcGLEsK17A3ztkhZMPaAyCPFjm",
+	"ffxClPd7b1g7NTdAyJ8RuzBczcc6AjfX/BpyCakm+3Lk05fSGgSZ5p5FRQfixZkoc5526wdgzAbKgOVF",
+	"D6xwqbI5m9baMH5VCdEFU/FliIPfN+rJ16WerMv+35R6Qnz/sPrJKp8AXqb2yecOacd3WNZsm3wCbCqm",
+	"l6LSO14ONbknmlV1wS7ngcdOJx5yUFYuQe5yziaCV+ZScOOBYmTFbkSl483R7QzfwBruuU9Xn5WNu/vN",
+	"mMsF7bcjRiKAu2mPpfe1yMf7ngy6YygX/NoFUKLNvx9pTF0CBAN7lRqmihRRoSAZHl6eMqMQyRi6MLRo",
+	"O2Gy0EbwzF56M45tHsaUVA+NPUtRSZXJtCHbZRK9qOTVlajORT7+2a/qnqnVD3QGqeFdhOtnzQy/FsU3",
+	"QcKWbNCAcETiN6FQszsg6y4pu/9nAVGiv3wrxm7a/vda1GKx3IMy95ZT+qhKBOtApA57Ix6ilLXEey5S",
+	"VWRUNkhPiwx5IniDiQLTmNuVIxq63spMTEuFGIjXYs6mwIOcVcJUUmTU9d3+Z10V1Oek0ibs1BjzSq3R",
+	"t/YXv/oOzRM3+bPsUru41hUqZ7BpD6dxfsMdsTees0Ges/vuVqtFWlfSzO1/7xp1LYpVCurR6QnDB0Od",
+	"Ev5CNRdXQhtWVmIsP9hrvZmITtgNz2UmzZzNZJGpmYPNcGY2fuaG57Vg0ljlBHpxQ3oztNqDjqFlzmVh",
+	"BfQ0yH5GMSgyNhGV2GMveTphojDUHher9UDrcLH3G8Ehdpj4ROywOxT+zrwAZSkvmJ6oGQSmcYZUNXgm",
+	"btQ15GTDrvBKYNW4qg2ri1xozWSR5nUm3JP22qhqEdewj0p5gQexbjr2KXo5Bj13Lv/AZ2P+P1yImtnt",
+	"vJzjBV5rUR0ynufw94qqH/mltndih7sPnnyn13b2LU3rKNeK5RJw6MLN7hq4vd+tsTMx5lZLez7muRZ+",
+	"7EulcgGY3ffpaXRn22XgvC0EK/kVOH4aRtvEE3sMpGabAvnoxFpMRD7pwMGmV/ZozweGFItmAqQyXtZa",
+	"FpbpL3l6LXzhBmIvWuExrvOcjfRN+r7k5v3IiTuqKSPNUhX5nMqZ0el+LUSp2f/U2sBHzn8+2n3y/TMS",
+	"twkrc6h5Y6JIq3lpoM99SWlsjazzkoe9BD8DaV4iC6Q0ejMvIeUAdVW7VlVhzV2CtttMUnoFfSESFv0u",
+	"YVoxTntjxScK6quKF4ZNVQUVMORSFZVWBZtNFJvyzMp+VLPxXdmSRYKlPM+tdWhFkneAwCypcrsSqaoy",
+	"vCxwC/FsGa8zCSFomXepx45Ft+5TL3WDrFBKrTRbuEB5llWWuCphpSWk26HzZvFmJddxIWa4iw+r2eIy",
+	"M7+ZXY5UON8Z12TMtKvsscjT37cJm01kOgGNQBm4jAu8g/0l5Q/0cxeZ36Q2G8jKu5XVwxTb/T/hf0+y",
+	"3gAw6gzaCy6HZK4ArhP5QRDUOUg49NiGvqyg2xYbV2qKDlos5jMt5wEoT6BApl54jWXB80MSrlaO2T9e",
+	"i9KgYAVt1qtBzkEWCjZUSK2A5AXjeSV4Nm/rTYS1rX3LGQ7XlJ1Vo9U7nZ6cGLBWJ31BnF/ChgDbMs3H",
+	"Ip/HsqLtsIFMXbPAEA9s60GUsl4hlbDC6v5Fe//3NsHcaGDFbs4D8HtHQPeYqNs0V2hdlUov3aV5rmYi",
+	"c3eqAE9c5B51osBh8gL3QKcmdzUdMjWVxjLCWAp7aVltzcVT7AN77I2YhaOHWpb2fCXW17L22NEic/PC",
+	"3o+XgtUQe0YNNJK3lrBLkfJaIzkvSKCuSPYd8fLda1bt6a1sFAXHBGXU1HZgxQE+qPq0SiS5gyXNbuMb",
+	"/Ia0KaTzz0ib2kf7sjvA8kKATUodZdCNB9ZpIFvBBxcYAiikAsvVslzclCbjANQTbuzGuBZToKY4XHVr",
+	"VZK54AR5pQw3KMitGF2YiRWibjahuxBULu68iFbwJjHpCpNNrTo4gg+/L5R533xn1Njg4Gm8tdl6Bu9/",
+	"3ioWznG1PYiuEJf1pB46TPr1NkU4n6gZbKrfYR4yV+PDAgb51PJEQYONnoJOSthbWFCjpTEOjg9rsyEI",
+	"ir3OncYms2TZs0KipXGqJC1h41wpMV8duqpUntGvGtAJZ6pCG4wyIVQRsRTJRZYL3lLfyLSyi8waYSWc",
+	"JHMLCaa/rAUOqlM4g53+vGXHeq4ku1S7N/6wgsDSCWjBdYEqX7YRLXdj7QENfSp9xN6MKyKWC9co3rI6",
+	"sSQiIGWp0iZhuk4njOu2gyQhIenEA/JT4CsHECbC94f7GdI9ylIU2a4q8jkwOI0IkUH0gRMFWlXCp5QH",
+	"HfOOTk/22Dst2KUYqyroF6xS6BicHRkPFYLNmcBPpIVVXxRGkKCdnvvoRFq1a07C0PJGM6dK3nREIs9p",
+	"445gkz9VNNLN1NWhixvwo81LkWD5wQc+LfNGW0Ky2fMOZZ7n8PSgiCV8HFT8jy+jcBOn05Oaqdqkaioo",
+	"jIr/MSyQis9GC+t1nRJ+45jLvK7sU5ko5DpYgm6qoNc6InPUB1M3ctqJdIjPbUWBCaytsmtf3nrYmg6g",
+	"2TNY1pBga49o2ERf+6o5O8yUO7oB4IvLuate/Aca0KC86kByl0oWphVgLdTMJUpDPy5uxJUVmtDZFAw+",
+	"gy5D3RiblcoFJU9j0gRpb7Cb9q5w/v/pHjsq7BaZiSgMBRHI5Tflc+iHSm5Aw3N1ZS1a550DysRrCLBJ",
+	"LNvhoNZEnU0URcpgmKgkPw326R6Zrhmmi+eO8nzpEL6hbG6KdbeX/3G8YjckzhxAm4PYwj7ZEP7SBJOF",
+	"3KnLWuaGySLxwN1TXswhHK+BFH38HlJ2pGZ6am88CtVXeK1Y2rXiN+sA54XZ36dPQuWij0xh+74d0qxo",
+	"v+9CbOPWDS3KB+oDOblEeUBAmPjx08sL1if/nTutL5HldhEWMtJhmuunsRxh7aDzGLp4LNQArAMmYMn1",
+	"HuED7OcHZaMEf8fqjsCHEuSc2N16YCxVlXcW7KGAa7zLG1yBryI7ukKeuDuR1edqgCf2/7T/syKFpMEQ",
+	"ALoD1i8UpquB8NljP9ordFcWgQKJ/9JG5jlDxGejmLtXwXewHL91aqj7upY5AOGzXGmhWSWvJkYfsqm6",
+	"EVSwj5e0UVSChYOSnRNHMiDBs57xfwa7dM95G9RhpK/oyjM+uVk2Pr+7Lde/Nw5cVatvhl5IxISQAjGF",
+	"ci4j8jmTBSR6gAqCRmD7DkM+cbYVkwaYzfntkLGYpd258/AvMXWTh+FegzSrKCNzTR2HrK7Q1hEurQXa",
+	"cOv96TldGR8fLwA+ncoiZsPVls9LZXEpHjirTYbHN5jh8cD6jdHlLngTBqg22Krn/NQq1ABfznMUtv8/",
+	"e+/eHLet5A1/FZRq37K0RV3sODkbqbbeUuxcXMeJ9Vj2SdVzNuuBSMwMVhyAS4AazXH5uz+F7saFM+Rc",
+	"HI0kx/NHypFEgrg2+vLrX4MaAlIMyHVTVqCorsTqQ08MNkM+OA+chadKPZIqONAU08pZU8kH4alQ4k3c",
+	"krMhZNuSYHuOvggY0p9KECB9yJrqvLHjF6EjmxO8t+iUKHvBj+pKlFqNnI62LovS+sm3E6nCz67T1m3C",
+	"vdO9//7n+eH/5Yf/Ojn8/o/4v0cfDv/4eJI9ffa3T/+2t0Yo4X1c++HcqPqG4raL2oC25rvnywbx36f/",
+	"9V/m+I+PT7Pvnnd2+aHV0WSZF5XSHYvUXamlal423ZUQtaZKNNSVpcxafTBR9uHxRwlonqQS0DAOlMgQ",
+	"2XyJqbQgBzGRti04nB4T5C0KuYobM6WcAULaxYywEEb2LDLXYuaxwe0k2jMmYv4sxBzmkmg1Vkc24g4c",
+	"vQvydD0y2nRmfWw4nR6Msqa/WSvU+vkUddnKbsZIcFg27GX4ca0uJkLzcRDoLS7hMsd697mYcJuPicWi",
+	"dOu+i7su8dbPz+FdCrj1/PafpwHq2gPbIK1oinpdNHlBiSPsXa+WiKCbtnhE4CIkx96pJPTmNprwn687",
+	"gsHapTluzTpe+NgKW7m9UGEVsziTiIHi5aRbv7vPsmkLE7la4eJ+H5y5nUcl83zcPAxylzj6+Bz9UWjc",
+	"k2q31Dw+tsIsYUr7oZF+T5GAOqc1x/yqseDAMwipCiwvpS9nK9UoTZAIp26qm7JgRqiY7Yn8wxNhxxpP",
+	"5fu3r8CH+PanF+zZd0//Br90P/ztu6ffsUIMpdPXbJCrHriI3aAuiVue23LGuOkXvc7abjFgxROErfgk",
+	"7ZzXtRQEWOFszM04IWtJT1x0C0ibwmd4MOGnNFd8ImrudkNV8pmoYU7MZ/oEMo+fgfxXaYKPljgG3CJ3",
+	"0MuJLn11S1K8+2OreKySqdAwinCXwjp6/y8kp4x5WQooRao9lv1B5DiMdHkcB/4a+XCNjZSWrSPlzGrA",
+	"p+y4Wb9kyf8O9+hDCXuI/qyATuVaGV2GSNE8v2qWhHbRk2nlRJizKNgLbnmXwun2+7WYwTNgFZG27c0+",
+	"zxdYSOMEIWlpRi9kvg0lpPUznue6UTZkklwrPY3JMEfsJUHQcSRL+Kv8g8Qi4zpCZLIyOLMibDE4XJG6",
+	"JiE06GIt6PQNvId1eCjkeYgBmvbkpxMP6TzO8iCYtLi10aRfy5qnpb4DV0NrJ1J5+sZgd/D/1/MvrFO5",
+	"vsBKXQWAzWHh10KbRyKvIt10K3i8aN89Hh4vty/XgZXT4HaOjF5HRkMn/C7EOs72urDDVH77pMGWqcux",
+	"lKVF6hddig4+LlJvDS/dXgYtl3SUVlOpiDfgolgI4gOeMOqfkZkLr5G7xDIqDc1AcnSg5vGXBCAaKz0V",
+	"9bApA7RR1kxPIf4WBGEnojGjq8JdL1duZtJjnm2Cd3RHbKscXO4DK5RpP1Y3Kgk6dTRa2rdvvOvpQkyg",
+	"kK6V+9WrYe6WjGkHhfzLQSEbPC53J0ZXqsfHHxtg9lwKhbzUQ3tYBDyke+N0KbVVExTJLi0xC4owIrE1",
+	"K7Uaidpp2CEhQULOZ5LWnVDWIvoK86QDbgvUC+9+gYRKqhJsmkrUjBcTqaSxqFh38uikwIaq5Ba5acsp",
+	"nxm6KIyeCExH19B13ygkVfRBDUgGbqb9Et/qg8e6g6DZQS+3Ar3c2olfg1VrzvSkK8/DiUMYaA1arBee",
+	"S8sj8AIdPrVaEx+fP/hPDHr13DvxlONRpmzroskjRhM4Wb21ErQcp6wwMRyK3M7BQkMNCjrOUHoCDPjl",
+	"SptPejDbhmP+eaGwLe6tNTSqR867tVRxIkAmqnM75+JfAF/5gErTsbck+iNJl8IaIrIJxiRSTBMXu5pT",
+	"TWphhLXI54mAcRKY0eXoAyNKAFEMRJJQSDV1LRTYukfsvCw7hGyCjE/1KBC607EWmEQtkGdIl0UrBF/q",
+	"ERBeNDboXR1MVkaAy+/Cz80jE3N4BfrerYE9T50AGdPwZ16Ws2xhzu+XXnAN9S3GH7lpJTAkF3HYGlNR",
+	"z3Oi7mTjF1oUzwjbdmAFde6hRKXfZse4w/ol5ms98lYmSBrIbp+O3ea8crpdXgtufOSDWmWi0vnYh62x",
+	"xhJmxfsHpDFNZEOR1ucOdVN6IXGPxzbx0MqEz9iY3wh2JYRixupSqLO2OYtGbMJRGGuPR3hKN8OyE3yX",
+	"IjA8PD6LkTqHvV0ueTqlSgcxvPevtRZyx8i8jJG5LFvX+T0da1sLPjGtSmwroNPG8tqSO1VXvgAS9Nld",
+	"RUqU5gmjdttsPaeIXPbwEzjowE+2fyEUuKUbZWVJX3ENgDELYdaajTkVbaM6hSkmzheAyxBA89K/VWTs",
+	"baOUVCN0P3HkT2aXTZ4LUbi//8Rl6f59JyeieNNYZ5S+4CoXpSgOUBdo1Z6TFoKoE5EtZosEZKRbZlzE",
+	"ITSPqtuFLktA+kSII07YE5qIjPGhde3gJPcwf8HMvPAL9mCFiMYEzMH++23QFy2kJ+8Etg2TA94Dgr/r",
+	"qve7HNSp1keXisJ0clEV60eP+53vKSdhDZcFbsXn9ePSYr3jJQuRbsMvq8B7a6TrxG1JMsQNt4vg9kZw",
+	"aa5KORT5LC+DFGtFdVFUd10r3/ZcK/hGB/cX3SaIAey/TM7NNd4lWpVSiblEkH1yMmqFaeTFQQg3UMNO",
+	"qVMit96TyJSenrKq1lbnusxYLSbaCl87IGNXM0sRwGENiRwG7gr6oah1VYESidiY+CGwr0ypp1n4JVA3",
+	"loKjHul+Y1ijAFwJV6JUuQD18oidz6cSpuhH0pbcTeDUSjYEZYkKkwZuHanYoFG1uzaBlzr1gbqbxTtn",
+	"p2PMo/cwwb5b44IWZp0cnnuQK90CzS+yTxxKZEuvlK+qLXwYt3O/QHd/3cJn29us7/Pwx/75/u75Q4hx",
+	"3F/LSoTTYHdSexUT3YKk61B7tyzGvTmyllEAryxmUKJdXQv0o2Qg1L1R2Jk0eTPWxh7zqqJunCZ2+pVA",
+	"VtY3eG2A9gemPLaCfLmG7bcg8nQH1mKEzlipFZbmfzMcQjPQQmJzjJyM5lM+O2KvbLBWLLII59eG7ee6",
+	"ELm7ZowuG9cg3SWsBiXeIOmt+4EsCH81pZNFl4e7AfAhXcuRVGy/asoyY1VjxhkbytK3oacKKrujIh1s",
+	"DUCuLpP5n+16uFNL4SEukkSIM1lsXY4H631r9gAt5Rr2QGJYUq/u1jDb/lVCY93AIogj3d0tqywCE4XC",
+	"Ni+Qib4Wh9aNAHK0+r3Dv3Azl4+KUhxEvPZCetCSEAMoPooh6gN/UWK6DOVF6abORYbF+70JgXX4r8UM",
+	"JbYToxPBTVMLymXCS+SU3chCaLZC1POmkOEhuiKUcZcdpbzo+jqJzThh7S9y7Ag0Rhz1wlgmFLGSO9Xf",
+	"Pa4be4l2wYDtE7CaPT3JGLdsoo1l35wcnJGjyQ0CM9XJUTcS7rKCifE0S1fughK2qTK4gA5C32rBjVZH",
+	"LMn192m079++hqgiYCAiZhaz4bIQP0wSJRZd4dZUl247vHOnbTshwNY3VkQAcW/4PKz7T61K+tnnb//d",
+	"o9ZgYwx1o4ozpq+ZAbWByB54spVh5xY7Qqq/elDQvbXGEJ2clLl4r/gNl1BLaL7wUBDPcyLzTm6FJdGG",
+	"+Xvh+IrbfLykqFCjDGsqd1qfnTB4Gw6FydyxqBmkoDphmRE3Sjtb1kg1KkUsQIxIVFWISqgCgvyIngBc",
+	"hgGDg6SDO4FOsJrouHE/wtPQ51a+bRnMIUyJDPJT10XklyLJt0JE/gAzcg9yEj60lrA0j0BaUm/7ROYb",
+	"FdJRnXHpFQCpcAl2BAKPCM2QSB/j1AlepiLIbF0GWV7bw6rWt7N+wRMzkloxQCLFwVLULaXV2e5zwpRJ",
+	"ZfWCWyNjurFGFgJohL1Rv48YMpgU+D+txKEeDlktnK6GPmanzpo5l7F7L7CruDERtN31B6KfUKHM6YFS",
+	"jTD+eMXzaz0cZhR0xfIBxoIv/IidA9UVx+po5eyUVbpsRWaDtYuvo0vmiJ2zikNwk9uELY/xMMQOjP4Z",
+	"8273Vjy0tt7d3UHZ4v5MPkdYwi2Rtcx9Zj2lEouSiBrUy6q5KqUZUybB/YnNpNcUXOsFwy1sbQqwWr+Z",
+	"dirlTqVcU6VEcAjKQRREC0xT25fsuvozgh1rRLbGAAfCS6zk5lghj88I4xLdyt7n7HOhvJvfWdeFNMHb",
+	"f8QunSQGvDD1wZPJU1YVsnExg0gW0yUidXUfErL1lRUCkkaiYY6/JHmoq5043InDzxCHunooaTgzVkyg",
+	"iG+h8/4Y3ltRyFrkdN1f1XpqRO19lJBb5USdxRikdNNECZiFzpuJUBZN6oqPyI1JmI72nyECxBW6YVvs",
+	"LGeLKaDtXCuy1q0YoXAzQVvUJEwB4svzJeriz8KeV/Klm4c5EfPNybP+OfHTsGLYe9ke0hxBi681yqfF",
+	"ZsFVgJgU7wxYbC1jg7kldMt32MjB0VIi5vkIzaevIKKxbJ3crmrNbnrQYGLjOUtIjE73aHcekoGzt3gY",
+	"n/YcRmi1IxqCy+jsrVHtZO6h5eZ6nah6JWqpC5mz+C6DdymaDaxpPtpY1Tp3OytlO8rHwnU6+PipVint",
+	"PllTidpGQah7LMoKrDUkJ2Kl1lW8ACtRuCchCK09xwaBkLrjzz+EXr+DAW/xdm9/ahkAZWEqPewGEgS+",
+	"KoxJsonmZ2XJYfmz54DO13HoUO/FFMu76xt30zr9eqynyl2i4C2ge2SsJxgMPg2csRMxuRK1GcsK6yAK",
+	"XtpxxiDBOAjfCZcKInvo3QTaPUr7mvLabXTiU6TX8HbisXAoUF9SvVAIhvnEZI93YbW4kYaAawtX0gvs",
+	"/yVNxDbrtLe/1MdPSPPpZ/urOA0/U0rV/OC3eAIKbvlhLdyyuqXMS8FVUx1XbrOI6ZID4TYVkc2HCrh6",
+	"iNce5ckDc10WC38KZQN8KXySVbqU+YzoS2sBNcjCHVEWGIi29YxxSMMXRRYI6gpPyMHVDAg6j9gbIrYD",
+	"QgB3SiFHAjKy/IXBGY2SgZBZPA4X+OpLbvlb380X+MoqtOpvEI73zM8U8+G51SHkQjN7xih+brzCgOn/",
+	"S3IHdP3ngEE/1UIcWnFrKbwe+xlyQKhzfZ3A9/p68e3TZ/cLzulaIFq7XrFCKx8GuoPndAkimkU0C7jl",
+	"yXHNw0H4syIp12ooR5tKprpRh1rlYkWEFojL0mPeou/wABwjSjQmSYRJYYB7HkIfZZn8GkE/Cjjoa2JW",
+	"zlII/JRLEEWhadJ3C1Rp08pCho3cka91Mxr3XN0k/yiYi1e4F5x4i7sfZpj6mOsJkWPwrlBuo3ok2TZ8",
+	"cF2fetuoVWzEcZ6txnWbwwL1cYHen9Oud2Tr8xHP3Tu7APDjSWdvsL5Et7DDBbs7kdfvInPfv+JGHOKu",
+	"O4TdvoZ1bvlV6WSXVIW4df9jazkagTdfFcyJ2LZx+cSwUue8JHnjP5sa7Lkum4kCfuJpsDqAnkJ53EhG",
+	"j758+RqMdl4Cr1IUVqFd9JlB9QvITPqX8Jn0wdAnLnfoHnbbalZIPlLaCDaR5HJjVa2vSjExnWbMS/rg",
+	"JUzfOczeqqpryB2LTPwvXyNSekJQHMrwh9aYvvofkdtVHLRFuRn/7IKe9iu/lZNmwlTj7EbXC9etfMxr",
+	"nrsxBGQjKN/YqTMfigm9RxPR1o3Kkb6xB+fOb18W5Ysxr013t5+fnJxke0NdT7iFUdpvnu1l7j3Xyb3T",
+	"pycn8MREKvzFSRgjLDoQJW1bC5xf8h5pHLYjLSicrp0O2EcghxBdcr47YTE3f9s0S9HPvNIhwxX75d2v",
+	"rxF+D+7BWqgCSldD6oH3xi+4+kHNA2k3wL39nzM+KQeocfBpfNP7bZm0RpTDI/aDtmM4WxAzSRwwQMAR",
+	"Hk8ogLFUpWZCDXWdi7SmLFFCiplngYzlrQpRlXomCnYjanDbOAkrTWsoHvgCRT0mHPDdVzM2mHcln7I5",
+	"T/Lg1E1diHZ08cqxQeznh0IoKYpBtkEAxIwl+GmDcVkLzFXdH7i11pVQvJJHMO0H3cJc5+a9XCW/z1FH",
+	"xlU8Y4OxdesYt0FPYAOXu04ce+my94lLkoOdknLPfXkvCxzo9KP7UBfn+WYyEVppycQOZZNP2ZtKKLes",
+	"C/v3qKsy554Vt/YYOrqibThl3fGmhWhPp+jtWAPS6FvHDXMr0iO5k889mMWxnj7+SJNUQ71Sile1Lprc",
+	"ZlCRpcjYWPvKM+RCl9BROwt02bogcY8WsknRzBmzeoQZCSB7pDWsqSDdxbUpFFJ8+hgVVjxOHIcN5tOD",
+	"SqqGsp6QpnolFa8JZgO/oF444e1ULV5eQw687hRmlzAfr9x0bBNZEr/ScRB/4EbmzC2JO16APr/Sjf3K",
+	"Yk4/C8uuVs3EFnWbwIBxDDxB6wRfYafh06mJRvAG4ushPYGCR6K2cghOpZ6M3N90Ic6xA1vckOEry+Kg",
+	"OLKvJ+CZLOcd7LOwn9becccfXQ9eFZ+Ohap1WU5ombv9qa+MaQCeqJU4BDGau/5TyTUnCAfmJsfxMGxw",
+	"QP9GTDqKdDxbrwofyiywOjAFUoGYGavaYb0MA5TMI6zipetrE7Jp3MMozW8rWQuTpCN+yyZSNVaYgyN2",
+	"7hQ86RqEKZfFJpUlwtb9MU7SqvAPfQWU/dqj1GnsQaesuB1HlRJnZO3C5t/0aJLbKn/RMQurnLnkX5JD",
+	"4XYLHOvty5dkkZb0CxNjX5yzSkYPc8BXavDV7wpd/BUKXUQZy6KQgz1wpyK335UbhW4QLquu+siNFV9p",
+	"0xYmfH1zBWRSoDAkHkI1osapA0sUgNf+i29iH9chZIr9QwBMYNVwsq7PeA6Sbm3JtugbdaI0+Xia5N3J",
+	"TCQnssdc/3apW/Pblk/z6T37NLuXZpkKFedkZy8v0by6TtgWVLBsWWiad/WC7SNJEGZ0gB5UAdUDJLEA",
+	"nYET0BmJNPpDlur5rBZKTHl5kAK7vd41l1zi/kPUZFIM8nDIc2fBUs0dPewsORPVgsUdurdtTWTxkyuU",
+	"kdD3+w0W90zPqk66lfKonF1mx1cXge6UDPekroQA64qY84ukIDjgMdwZEYUPqYVm0lCGVoICMuSjcGYb",
+	"5HmEtCYMtEL4GoPZEHb2ZW2lNexazA6h1Iv7y2K4GZGDRaA3cyJSFo0wPtDMayiXSxSZrKrFUN7O9yvm",
+	"tOlpiM7gSGe+6Dhio4h9BhAComBN1en1+9VPR08oegWd2Qv0f74qOvjMfNyaGN5gaENd00zS6GmYK2LW",
+	"l9CEufO4ddq1AEOuANC0Tu/wdaBz6+zZ01WB6RUaXO+UpkXvK26MKM4wMAFzgc4JItOmR6EYMvCkrpjq",
+	"C2iuezxo9t9rgdr2/kRUb98tFSEYiMHCFf3LXVMPdQHAChAeJ5GiTsh4UbZFp/Sc+D8mcXroxemh74MH",
+	"Yvb7C7HynMkCxBEs0QhxnNbSkiMmkcfuR0BVzgkHkYgOqnk7txHRmZhUSOOscBKwUb4seVHP3PUqDR7g",
+	"niLoNbB/iIhXh94hLn2kgU4CepTcfbBkgY4H+4nath9EZxlIvJAoldHgd0KjPu3DX0nGyrKE66hDFycY",
+	"Ii7WBa3V27hdtkLZ0/m10JWl6vjC2lo9j/l/LHjPFcPcHPUZcwBoe+48jV+0pxFQyk3Vr3neB2BUaTL/",
+	"ofCRmHBZHlth7LJycVAhRRGX30QYg+CpiEfHrza1KNjlr+8uPI7JK8M6hMqhNDgFyROvXKtTbOrkFxIC",
+	"otpOIfvnJ9+jTIQ40KD10gel7YfYjQGqX9AZicI26aOTHN+efBPJk9NOo/SFCh05V+5NUOF5Pu6ihnST",
+	"804Y+6ObyG3RVMDKwRfWIIesRS4r6S4E9NuE6nDMNAGPeo/UFfOdXyYHWxts6u5FYHKKN3myUDth+LXy",
+	"UghI8Ia9ksoAJugMbkvlJQTiKn8HwtIp9zcJewznIKYR56gbKxbT4mMCYsIw770XScM+uZFjQ5lvL/xe",
+	"zbFHJu/C2LEOh6wTnGmWvCKBHRcn74j5RfVfQWV8cCzp98cDsG3FLVivKGs1VhxqFJADvbLkSYYEQmQY",
+	"c4axnxev10lnzCcsHE6zFd1eEwAxVvLzfCZvVDm7oByB7daqS7u53HSOk/EFWc4Pawjb1rSNuFSLTAG4",
+	"Z7coIipeSzvbREJQsj8WXPPwxSHEb6BwjiylnWUeS0g2HsFevA/VW35w4ZN71af9IQI7Tz9ZifowZAVi",
+	"EbsxN2OWj7lUyEcb/szLMnQRqmFQ+0fsd9DExiK/fhmSdryLtSGE9OX/eS2tYIOLt+c//3rO/reR+fUH",
+	"eGcQi1xi8yAXCoEGLhn/ZOQaWQplyxkr5I2oR6JwLzoJCfpn7jaIMo1JE4kmxJow6xQXF7BKd+9hPafB",
+	"p2OPiUww7vlhn+GlUAtOhSexGlJInIDFQzeyKfW0vxBCsg5/0i2b5je5rYIddWsDZMISqOxhRwxWpTbh",
+	"K3fUn6/HyZrsz+XXBIqbnXt1m+5VJx5pnq+EnQqh5olatnifOLkglTBLKNC8rA2P+t2fpm+2dMeA9glo",
+	"96KhmDdrZb2hxKpEPdT1xDCOnthDoJEhvp1aVksz08F1Ki2ran0j6PBGiY3mncF20XXtDG6NpWDIv+lx",
+	"99IwXoJPIKEtl4Y9OzlBOYBy1cP1qfPuZBtv8Wdz1Y/JAXuli1kWvQGKYKboouXFbAk+/21YoBUoqAuc",
+	"xc+axD8h9XukV7aYWQEOAXf7l4IbqB3frnBIcBNE/S/pz4/w3GYy/4+tumVphZaLUr/osOBn/Xup2Gnh",
+	"ixb9QyxUOJ1YwdudYffr5Gx7eYinPKPSlVTg2D1/1AGpaItSHpnEYQ9sU9TrUqzCe+KuTBORcOxoHFwr",
+	"PQX0AuYyISm638IedRlug/ZjFEQqZwwTw47YW9cfnyNaAkXkIaLsa0EP+SJ2EvrhG6dFiFIeX/ZRLHFb",
+	"lc44Y9PxLFktNxZSdH2XrxrLZFG6z7ChLks9heKLndXiUBjrUpjtZ0u5zywtE5kmin3FFH3987DNY9Qo",
+	"KyfimIggrFxKH4vphD+D1YY1WCZioutZliopyrPsYPzA9CYVHrFL9LI6tXE4TBIDTaUtG+laNxaKP9b0",
+	"HTaq9dSOM1by0QihlGFvUtF39wTUPQC1gY+d3lDqUadO8hZH8TIZ+zZv1sWvdZwIeoolC/L1nYmfhfVb",
+	"rHci7uFQgP6/Dncr2Alu/8FurrkagYMag0Y+GOPlNPauw+DwV0wwOJwKn9uGl+UMDXM1x8E3l0rrjhsb",
+	"ylpMOeSGYc4NMLz6j4YyR1hl9kp2EfS5kdE+vIAp2P6pcN9Zekm4iXVz8DVfEOSu83tGCVFAaEPdw1mw",
+	"jdt8axyG6VhaQTXNX0vV3CJGHt9n0ehrcSERJgfN7lxPJkIVomCARzVUbt1CFQd/SGAakMMDM4+4Amcr",
+	"FtgZwVZHEzHNVTpib0gHC30EdBDEYDCczSF+464PKxT5bbnyxl2S9uQGix3E/PRQDtmN94lheqoybI8E",
+	"APag6yL6RRv7Did4hV38a8w6mI61EemEes7aRe5LUDxTJnoih/DxNV161ipqGU37miwHyvASRRzC3eQf",
+	"bdOQjXPqa+h2CpZ0c1IR36+ICbf7aN6ZOMn2qqYXIhMRielxpBNFGzc5bqRFWl6PhIWOB+Q5xFgokIEi",
+	"hMIDEyC7do3diFoOZy1fWFrtu5W8I4sUl07EsQhiBLNqPqlVuoPm5gBQI7CH2O9IZ5kOIEooX/5qJFJe",
+	"jS4sI0WjCsEG0MiHJsb5B4ui5Nw13xIm2wDYxA/A91YAbGjBVMgOjiuMs/HYgIlzw0P+o97IMy5jF/gm",
+	"Lv0Z0/W8wxT3xJhTpUmpMKxP5YDhIuUSGQDnqtRovw33B7/pQlCFm3P6+gDrv42UNJDmcTWD/Tmg19/N",
+	"KjE42IGBvmRkJGzLlujGI3UHYhvSi/vRkG1l8LgquVpSdysNoqOgp6Mfogpe74OxeF0qhl6Q/vxazFpe",
+	"OkSM08FL7aYgXJwkveGlRPQMFrCOWiHeemchuyrJtkasOfoohlbUHnxJ0Z6/O1XR13Js6bpd1WxOOpjP",
+	"S67uUTy7z60vnYMgLoQBuxUX5KGEr+t8b69JYym52tH8PiLJ5HnNU9lEB2/7wglrexy26Nk2SLbEYEEU",
+	"BQsAxDEkntBgyduYNIfkvdMA87nw6vS5KtBz+o6PIGsnfCxo3FnQATG26mcbDV9ELVW165uFqI0v718c",
+	"sZ955S2/mMVTUl2qzvzKobx1T2HRBp5U1DIRXtgdwoUJfpnO711ACLtxQT6G6F9qTRHwyIct2TFL8ECI",
+	"jafkDUtCsd0rdudZm9KKSWTWOEuKyEDpNIwgBWJhVBsnGkCisp/8Y8JvESxu+ug4VtMMPyAjR9/eWh7c",
+	"bLNe7sCfm4A/23PnGiqFFSopWOclwxa9i+tWR7tqZGkPpYI6TlYoCDHDy1mq/sUc8sY9qtB1rmtfj0QU",
+	"WdByEKrUUR3tfXCqg+ccnQ7mmrmD5sVmzqHWtoedt2kw+uKtW6+MFj+ztCqan0tcA5zGr8uT3jkFd7DN",
+	"cSqXbvbjj+6f3/hEfHLm1IoyK07fqPy97jsNuxHp/OLWNmzqLvpgHxUab47K12ky7k6JSj40Qo2b0MgR",
+	"O8e/gNYAEDIAjfjcCvIbc8smDZ4XX6ANUQsL6AbKCQN0dvJc1uns8tqK9EYbIqOnMg/V1gD9gLR3HYVY",
+	"4gFYq5BUcCmaa8YNYV9Bf2qf2R5mQb+QS7kFK27dhtw73fvvf/LDf50cfv8H/Xv4x8eT7LtvPv3b3r1R",
+	"DramaIll+LsXqTrsHw2rkT06b10yns2KxcDerb+USlU7NqC7r0cTFt+J2XgR3Nk9IG5F3thOW5VSUNYq",
+	"iDmfy9LK3PG5LNLGBDCT6DgdaS+tADp7AdENE8rDdLYeHXb+L6BsjXVZZOxK5LwxwAkppugzw2cmfBYs",
+	"1TSLjisoPFj7RL2S59dmCWj4HzRZW5ci/kMd8uMffp4TSuuvEpbTVTpjiwbCVFyNtb42xzm3vNTrABCM",
+	"5argNaY9WcNGtW4qvNeHfCLLGXlpQCXB3zwxbEBcSf8+YFNZFjmvCzxq0ApD5xK5m50u4us/QSvwDDCY",
+	"lFy5xvDTA2b5NfqcjQD7wWBZFGzfnHmUOAwRvDjuoYIN8PdHNPqj/2pOTr7Jf9Ea9A34qSv897Owv+Mb",
+	"P7rvv6Ap22aKZmOv3JXT9dmeWxjnk5bzqzg2btR+E7Y3p5+G5ADhztnCASpEKW9ELYU5/iiLT8e1sFiR",
+	"udv8+BUSUDj7CbFi9PYsBNQvhCoAZwn4GCf6KT1DD1lT+fg9nQdyMzGnC08qawiG025bIibOveJjMFCu",
+	"zP2bj+WNKCJDnK2lKNi+MxoGvmvAaQGjgui4O2kD01yFQX3wzQyYdtrtVBrRURjnrWuB9vNLanpljTOo",
+	"nzGUIlLQ0Js9poNcn5D8+f3CZuZOdJiBPg8c/T1jSk/9pjj6a2nGD6akup0IQNBh+xDegbhYSXwT5IZ2",
+	"G+J2A5mBsY15uUHnAlsj6bfvxlaJGs58tuzkH8zLnSN2HmhunkdoBbZL6S6Eo6BPuqt7qbyIFWjBSW9S",
+	"uSQNDWi5vIDDcwu34CqREa9CWbB9VBheFYOD+YlS9ksVIrcwM8tN8mSKw7r7mwVICXai5A5FCZ7M4eLJ",
+	"hE2fnMx7FTBItL+E/gFKo4buopTYx5SqzKPqs0RUuJOebKyrma/gA2axKEvTgowU0lTAg0v+RnJoIkrQ",
+	"bURwZO5L2/qzT2omv6dW5exgmUZ+iaO8v5ubPthbEmhUixG34isCvZ63x+w2/tyuau+c+9DKUwV1nUBY",
+	"u8MZOFJ88Yr5TO9aFDy3ojhl0jLDZ3Hbc2ZEXgu4KY2wHkUFbiQIhCFoo8jID4/FNt0bR+zcK+M0ZbVg",
+	"pRhaJz88HyjRRIQnKfbQHRvz27U1EatqUpZGM8Jdpb1ZwVvhO/R4sq3nz2wyCUuzYXCwuxB3b5SvfU7u",
+	"7CT3FZ7ACgpAjZt++BRuVqGKSktlI4GEnir2y6/nL+hQZd7JlOtKZBDeQiaygkxdg0cbItDSsEbJ/20E",
+	"4xNNIeglmjO+Gbogwf3Kr4wuGyvY2NrKsPdvX7N997+UoQwmfVnq6S/WVgeBGS0WtDQZgxPmbOxhzUcT",
+	"ADn7jzjJY3R5g9UaWal15bT3jJVSXR9iqWNds7zUTXE4EZZDVXheFLVA9ol5LOWAxOUHRCuC4g79c7Y8",
+	"yRy4souJVNJYZB2GJwyrannjpD2+a9i+b+3c/f0C//oO/zg4OGKvxYjnM2YUvxYfcm7QO0feO9PkY8bN",
+	"goNOqw/G1oJPPpDkRFo3w51o6nj+jbqEx1/Q07hKUSgLldczAJNzLEaCZB+UohRr8nSVDumQJVtCmi6R",
+	"Xitgp27DniXjDbmSY4H8HfcXQFwyiGW9B8h/DhNOGC66eMe6LLCigkQ6P2njVcyGUpSF2eHv/xI10Fqy",
+	"/n5tplRbAt8MeGWazlBiVfKckO+4/ZA9D3ZxJIdHXglIEvY7G0Dv54qJSWVB1vMrA/cUnttIS+lx/PiH",
+	"M/IH+2oimLgZdcgQOIMeuCvniL0geD4lSFH2l7i13mfsXgoQXRX9q65/LSUwoSEmWUx+4m5fcIfR9r4q",
+	"esXoZkDX9OVXxd62YB2fL4fdMsU94VWJRy+AG1ih4otIANghN+5U+OLhfGTC95jESb9rnExP4+XuUNds",
+	"pDXZ5lZXUJhMSFCacQgZaA7BG6oK9juXVqoROvNSD5fI9USwF1zloiQSYaXt2L0HyHEw85X1aK1Jlvq3",
+	"Z2wsjdU1ZBZci8pmQW0hyKtr3bBhLQS0gNLdC4q5DFQc59aE5+ORQa1LZ+emvhsPHc7pYzvdiUtwbQ8d",
+	"RbMhwgXRLSozi5b+XLFZWQcXNWk7QP+doTPul3fvLnw5Wkw7gr0qCuJmo/lDG7JCQe+OryiHEAoDqxGL",
+	"gHvzqtcN9zL1fv6585qtfOMC1mK956BM2WJ6DeAI0kAd8baRV7un8BkQQmRryoa5SLhnk3iAIHyfS/CN",
+	"22R8lHq0pTA7ats7kkov5+/J5Fzfe4wAJdLyEjSvlBHASMUG9A3vd3LvDXz0nTBtA0277ZCeOoSnDshj",
+	"hj6otr2WsatZxbEWgkSixei+xDoqGJwPwFF8IomvzJgsyK0ZfmMhjF/zG1EGkt6SVdyO2T6GJzOWl1xO",
+	"MmbkSHHb1NFdmnlf6cGZJ0iQAQNAOKR5jeeInbMCiRKi8egsRzcDXR62d6IzYPGFGIYryuGcJ8VvfFUZ",
+	"JEkJJTZsuMLOmGmNgfgtIM8/w+wQ8b8NL3H63RLK4kHtyjXL6eBGnXLjKaDO2rqyhAiw+9WUz3a251dl",
+	"e6aldHCfWH2XN8H6SuqKEmTObOMmlXzQ5yDLEmJvkHrIzsHN3Jn2px7IgvdbPvqD0xW3Cx0YpBnEIgTB",
+	"27dMrO49BkkYnPyu7z76whfF406g7QTaX06gBamAuQiJDNiqiLNjWReHFa/t7DjnFZbyWWZypzlSssiS",
+	"clxoJovbSkbgqc/YPr94xay+FsTXUQGzG31txnJuxQgIjamcS2gRclJFYeYYh6Sh1jDshxR0ZYmFv0KR",
+	"Yfdx1wIWwfWZ5bqxxGA3FKDLmpjD3piuXPMJAefDIAzRiyP3V+ZEOBFIXM3YAJchhu1PGa/kIbw4OEPq",
+	"D6NLwYwwmNy0kJP7NCWgq+QHePeDF3ndKSjv3EJeuHV8kS7jFgVjzxf7KNuSZ+Z3B4zvqwDDvfSJedOU",
+	"57B9QtxGLHRy6pMzGo9+3F97p3thg+0tSIanPZLBTWG/JBhzpUTZLwU8CZ8SJSDC3AiGuqZCUnj+5uuY",
+	"DGWJhKmqYLWeGq8rpe0sP2ndPrRkH/pub2oYfpZLbFUNLuzM38Vsqutigzd8beYNXoF77RLyOl9t8qnf",
+	"kDt2/RdeihuZf84r9MNGb/5jrEHPWff586ra4GmEAm38wkYj+BFh0puMobH6H7IQesN33op8s132m74o",
+	"+UzUP9SCX2/w3i/cnDeF1Ju9cmH/tcELr8zlmNd+z2y014BDj5zF608g0L1v+haSJ72vN+ngz7Vuqr+L",
+	"2U8gCzfrorwBuQfd9O9v0x1OX17H/e3vix04dgk41k8S20+u2oNt3/NhaRYc3l0X/vHH3AvqTytNAK3C",
+	"5X3qI2mhXLy75ZH7XE+VqM1YVpte7m2tloTBxqUw48VzD4dlGWGxEuUuOHRnmVXcmdBedfxCTtRxVfLZ",
+	"Fc+vlwSRjGmEYWYMBXqkGpXi0Fml79++NoH2h1p8YlgpbwRDDHTGfF4nefJEEU/jvjOF0eqaYMhg4P9m",
+	"BuCMmkhrRXFwxH7k+Riw6byYQJTplue2nHmP64xqfIOdLwwx9g5KORRWTsSlyLUqzIDtU4YHe/rsJIsV",
+	"+77BHybahGLIWEGlwPD6AQAe8W9BUDwx5FYg7nkIrUvj829AqnDl/pXKTwcD2LmbtlPwIQ6H8Ee/Y3jI",
+	"Y/2eDQhEjpmpvJgNEIoTgviW14FhXKJf4Yj9pGuaD5Nwc10LUcGvnUUEBZJzrZTIbUawZYQiwS6AKRFM",
+	"KmMF7wWWRxH4Wt6IC7+DNs6NDyKoM6s1bNJNklsnUvkfn94bm1b3fCxxK3t7Ci1Pv1H9tLgdcr8O5Z4F",
+	"7bk5tBKH0F/s6M5R/BU5in8WNq5/kBrhKogiL7kGtn374VfMkevO511+hyD2ljDYh6yuWigxhXoKcyKz",
+	"d/Q+ewv0U6jAgHALM8iocg/MXs5rIJNmA3OTf7AyvxZ2gBcQ+uKloS8hpxdAm1z7Z0FmtAjuAwGjoNdc",
+	"lwhngb8wpSwwK3oAv4j35Hcnh9+dnGQsuS8P3A0IFEc4A6WvuSINKxpgZRzAX87d5Ttg+/xKN5b97eT/",
+	"Y1JRLAFoYQ4QFwKFXzz2Fd72qWg/4i1+bgdsP/zy9dxdnlzfcYSVqKUu4mX+/JtnbhQ4K1dipokMbfES",
+	"P8NnUQ2Jescb5Wu0QBKEdwuDO9TdyhlOhrtUC1EKm0w3FX6JnSPlhHgzF5oEj/uNvhZQdKrURhivBODG",
+	"HmRMGMuJlpvRFY4xjlqwvLG+ZMi3zOAsQUqE1zLCZlymZJwhxNBNBRRAUJoqULMbWQjNeF3DLtpIL3gt",
+	"sMryV68ctCZkHe0ga21sjD37hE2vNNyvotBe0x79IIopJ+5I2u30hK9KT4ANguIvuQoh3czbO1aT4SHq",
+	"x6shgKG1JJsj1rlGOKQ3TecCSdDMKat0WRI1IXSINcrKkpSGTX1Rl67NL80bBZ1eDlaJ9jAJEPeKr3q1",
+	"EyMPBhGBZXhoB9cqvEj3GdbVEowc5FzZuY1X8capYG7/8cbqw1rkGuntek+4rs5QL5/wGePDocgt8gsy",
+	"qDhQm3nNZuPzrqsv77jravlpd/P2lz3cD3dWdfXYjypEYg6R+XmddKq0aq2ZT5hqTJbyhqiCOTUKYFCD",
+	"n398x3wHWh8dgJGTUSrjVWMkFD1x+q1QhHziKh7QjEkVSa1/eIKFAphQN6LUlWCDjxUfiQxCkJfyXyJj",
+	"VltnKdd6aj4N2L6uC0F1wNPRMFmcsYF7C728A98AcofopnZjk0A1Taa0r9linrABEZC96kxhb6NRElDG",
+	"5oiUF/4728no2qY0SsaNHVseO25ttZ1QuuuiK63p3bY4UroQK+JibS+gOf4I/1K4GR07XRHnG02U3t7g",
+	"tVCL5RSSolP/TGB7AiddQmp0xH5MXDq/vHt3cfjT639k+H/DXy+egzj45fVlq7lWPIdIjwaFNPTMwLOs",
+	"gbhCJ11Oxthsma8oOKBwOJE9oxY3SCDV5w9Dfn9wgEksxlxC5aQAhQUeqKbOxROTYGnZ/vOTb9gg/uJD",
+	"IZRcRcv8Ej7U41XZ3M3UduP2eJtoQyz1NYWSak0DfKzz7qWFjNXfx7PUP6gKk0HWfcQoRs9yqKzSl8mK",
+	"VVj6Sq4/+/a7NTqE5faaEAWNDkaq/eM3HXXQe6T7+hT35OPh2VvLgdU6CDv5f2cACTerC8Hm+0EVZ6tT",
+	"B6A3T4yHDQ1ECERkrdhG1hWr8I8ASe0g+C4a5amHvBs0CtEIr4ZYPVGIJQffiVV38ECouhaRlM9LV2Nl",
+	"Wf4JGatyaKbUxjJpIVm2ZlzNyGilavexOyEiAOUnXcPPD1YgpL4U2fzHo3CZH+3ERj+u6iGExqb64jGI",
+	"gGWuJo7Z+E5DNKUEPp9QLKM7CnuWKFxaMSMsKF6tSOVcjLNTPKVRaEuEX4mIQ8MzkXJJWBkCzhCQBuE4",
+	"i/kTRge8EWilaJAnqgOyxsFXCsQeJTcrxEK1EkG/gIp/ZjHGlbXDln7+P0ArH3Lyjg5OI57JjY7isMuU",
+	"VgzfdovXFYL1lPFUepMURYhXn8jdbzkPIJkKfQ/woBolzZ/5OLvXw8WtFbCEOIHxyc7KJUpMv1ApvIVa",
+	"h0tmYw1WvDQEe8Z4IEG8+h+Rd1EfavUYY7Kwm/6yKu0uFrv8BlVQ2vARXaEU/1zh9qWoMWWlmh5H7SkB",
+	"fiFOCAx53vGdYcAVqaNBrf9PDLUO2L6vjBiBywSHgdorGJeNkVrwqYwFsMy4m7cHOHvEzilcCcn05SyE",
+	"c9zdBtjgs7RVz6hHqDGs8A7esV6kTduhe0nzeC/ZhR2EWxjvSvx5vVXpW+mAPW6Kp8/+Yw03RfywX5ui",
+	"n9+L8uP+/AfDJtwCsRiu4iV+4T5oxVofXCebau4k7pKqlri4E8CLuS9gy1L/Nj10h2jXGAUv5bWYk6Pz",
+	"j6LUTmFAyCdxNSN4B/yu1DmQ9e8PWqJikLHBzVgb8LDwqnL/JHKaEhVawCKnmVOjWAiBFZDvyxChK5RT",
+	"vGtWNWYsDKKQWtG4/bfvLi/gz3hzYByzYPDrpPTBQebkf1OWrKr17QysGZ7MA/YBEbdDYCEz89HDG/pL",
+	"zEoniaYYcHXPIQZOMeCYAoj2W+HNjlX///1s/efREZQPffZd6yY8CFkgwdOTsTFYg+Sy+ucfR01dDhJG",
+	"kJmoPfR1Dvd7xOaWD8ysK+FN1VigLd6rdPlpBbZg6zKJaGV3P3s77O9SFRDlGLgZjM628ID7LoyG9hQH",
+	"tl1uxxkbfGz179PxR9hdn44/8qr6dPzRz9anAdsHuLObTGcGH7r3D4XJeSWKgzOglDMpCpjodjEOUrR4",
+	"lZJTl5Q/juy6YGWDAT3V9TWa9x68XTUYH0rydgzEtUvtVB2ziPA+b+1+KoFHk7wK/utWIK6HETeiBpKj",
+	"+dC7buzCSse2T9zCOQ3IjxXUoSSMfZocBOy8CbmoGQy0LqQaoevh5x+e/cfT/3gaLh+cNyzDkeykZLEh",
+	"WlKCmLbujMEZ92AIuUZaE96P83bzdtHBHd9cYZ36JDvYJhEzPA+ID0XAd9jhXZWMB4MCL9EA/Ml9UEDw",
+	"WPDSmQQrEsw5MxNelgwfZ0bxyoy19U5AXrArXnKVe1aZiVbSaqgemHMV7dG5MkpJugjFXSQAD8fu7znE",
+	"hVxr6JNM6GLxtIde8NJoX3QNlA0jlCGyaGN1LVghLJelaZWsB6+WVDe8lOCk9d7IkJliKTTl7lGl1Wyi",
+	"G8NqTsxXkAzzPyK3vsZULDyHOTX+KoPyie4muMaMmVHNCxrYtyffzHPzhEFd6WKWhap0UPWK33BZOr20",
+	"M/70Cy7lNu2nmxw/ckmd7HUg9g/ZbQe4Un1yNIq5b1H8PEw3k5k9i4SP0sRVmdv3GZYYU0RA7h4/wuMv",
+	"8qaWdrZ3+s+PzqK+ErwW9Xnjjtg//3DGbeqfcuIKvkHNp7szEQW48Tfgmvv3+GunRuV0yc13cL532cc9",
+	"UjZeaH0the8y9WMhrAPdYlKhgxtoNXEgGSiI4K3KEL9hMjbh0q0tJA1Ybq4NHW0DdUV9IjCnaqM4Rnby",
+	"FPz83r2AE7HoqnhvRO00KF0KkyXQ4mzBesl8HR6YBewcszWXZdAXqCZ9A/1JQspU2y107Vmra35eFzv3",
+	"VuBGFkUomjoRkytk4iB+OS+xsDBn+MQ36Sfo5Y4vAE1Rokl6nQ+K7hvP5Qd1NA55oK9hldZlluZq2KiC",
+	"+CUp9Sh259tWdzzF12J/fnNLSOBmWIMLBludVF6Y6JorgxapFZOqBMs7YBDdrnDjIPJld2tAyr+QNe4P",
+	"PhKttWhNFGDfOrr1LoDwsBodlFRyxk78KBYGqWqdw971nAg4Xyi+InleFmxkO651MxpHcQ/9i917nnYP",
+	"P97Rvx+VrWd+myH8KegA83xuhG/zbt4ETQ/+V//lp63zk+oU3dODJJiea9wTozMiuF1eLhb3GW2cQ9xO",
+	"v4urS51fU4lVYKpU2CQtgW/Z/fo2nSTk11zs5Q9aW2NrXnknAXJKzpU+9B+DY28XSDCjQAgz9f336Uyh",
+	"F/+PT/8vAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

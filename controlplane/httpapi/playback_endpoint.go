@@ -107,6 +107,17 @@ func (e *playbackEndpoints) CreateThirdPartyLivePlaybackLease(ctx context.Contex
 	return contract.CreateThirdPartyLivePlaybackLease200JSONResponse(toLease(l, srcs)), nil
 }
 
+func (e *playbackEndpoints) CreateThirdPartyStreamPlaybackLease(ctx context.Context, r contract.CreateThirdPartyStreamPlaybackLeaseRequestObject) (contract.CreateThirdPartyStreamPlaybackLeaseResponseObject, error) {
+	b := r.Body
+	l, srcs, err := e.playback.CreateStreamLease(requestContext(ctx), caller(ctx),
+		playback.StreamLocator{MediaServerID: deref(b.MediaServerId, ""), Vhost: deref(b.Vhost, ""), App: b.App, Stream: b.StreamId},
+		playback.LeaseRequest{Protocols: protocolNames(b.Protocols), LeaseSeconds: intPtr(b.LeaseSeconds), AbsoluteLifetimeSeconds: intPtr(b.AbsoluteLifetimeSeconds)})
+	if err != nil {
+		return nil, playbackError(err)
+	}
+	return contract.CreateThirdPartyStreamPlaybackLease200JSONResponse(toLease(l, srcs)), nil
+}
+
 func (e *playbackEndpoints) GetThirdPartyPlaybackLease(ctx context.Context, r contract.GetThirdPartyPlaybackLeaseRequestObject) (contract.GetThirdPartyPlaybackLeaseResponseObject, error) {
 	l, srcs, err := e.playback.ReadLease(requestContext(ctx), caller(ctx), r.LeaseId.String())
 	if err != nil {
