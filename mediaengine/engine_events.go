@@ -14,7 +14,7 @@ import (
 // schemas lists the protocols a ready stream is playable with, for
 // on_stream_changed.
 func (e *Engine) schemas() []string {
-	return []string{"http-flv", "http-fmp4", "hls"}
+	return []string{"http-flv", "http-fmp4", "hls", "rtsp"}
 }
 
 // streamChanged sends on_stream_changed for a stream that became ready or

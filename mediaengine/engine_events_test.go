@@ -69,7 +69,7 @@ func TestHooksGatePlayersAndReportStreams(t *testing.T) {
 	waitFor(t, "on_stream_changed for the demo stream", 5*time.Second, func() bool { return rc.count(engineapi.HookOnStreamChanged) > 0 })
 	var changed engineapi.StreamChangedHook
 	rc.last(engineapi.HookOnStreamChanged, &changed)
-	if !changed.Registered || changed.Stream != "demo" || len(changed.Tracks) != 2 || changed.MediaServerID != "n1" || len(changed.Schemas) != 3 {
+	if !changed.Registered || changed.Stream != "demo" || len(changed.Tracks) != 2 || changed.MediaServerID != "n1" || len(changed.Schemas) != 4 {
 		t.Fatalf("on_stream_changed %+v", changed)
 	}
 	// The frame rate is there at registration, from the clip's SPS (the
