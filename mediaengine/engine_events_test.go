@@ -125,3 +125,55 @@ func TestHooksGatePlayersAndReportStreams(t *testing.T) {
 	}
 	waitFor(t, "on_server_keepalive", 12*time.Second, func() bool { return rc.count(engineapi.HookOnServerKeepalive) > 0 })
 }
+
+// A track whose parameter sets declare no frame rate the engine reads (our
+// H.265 SPS parser stops before the VUI) is registered without one, then
+// reported again once the hub has measured it.
+func TestStreamChangedReportsMeasuredFrameRate(t *testing.T) {
+	var mu sync.Mutex
+	var changes []engineapi.StreamChangedHook
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ans := engineapi.HookAnswer{Allow: true}
+		switch r.URL.Path {
+		case "/hooks/" + engineapi.HookOnRTSPAuth:
+			ans.Password = "pw"
+		case "/hooks/" + engineapi.HookOnStreamChanged:
+			var h engineapi.StreamChangedHook
+			json.NewDecoder(r.Body).Decode(&h)
+			mu.Lock()
+			if h.Stream == "h265" {
+				changes = append(changes, h)
+			}
+			mu.Unlock()
+		}
+		json.NewEncoder(w).Encode(ans)
+	}))
+	t.Cleanup(srv.Close)
+	te := startEngine(t, func(c *engineapi.Config) {
+		noDemo(c)
+		c.Hooks.URL = srv.URL + "/hooks"
+		c.Hooks.FlowReportInterval = engineapi.Duration(time.Hour)
+	})
+	ffmpegPublish(t, "hevc", "tcp", "rtsp://cam:pw@"+te.RTSPAddr().String()+"/live/h265", 10)
+	videoFPS := func(h engineapi.StreamChangedHook) float64 {
+		for _, tr := range h.Tracks {
+			if tr.Kind == "video" {
+				return tr.FPS
+			}
+		}
+		return -1
+	}
+	waitFor(t, "a second on_stream_changed with the measured frame rate", 10*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(changes) >= 2
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if !changes[0].Registered || videoFPS(changes[0]) != 0 {
+		t.Fatalf("first registration %+v", changes[0])
+	}
+	if fps := videoFPS(changes[1]); !changes[1].Registered || fps < 23 || fps > 27 {
+		t.Fatalf("the second registration reports %v fps, want about 25: %+v", fps, changes[1])
+	}
+}
