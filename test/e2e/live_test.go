@@ -175,16 +175,7 @@ func TestLiveFlowEndToEnd(t *testing.T) {
 	bin := svcbin.Build(t)
 	cp := startControlNode(t, nil)
 	cam := startCamera(t)
-	en := cp.enroll("media-1", nil)
-	dataDir := filepath.Join(t.TempDir(), "agent")
-	if out, err := runProcess(bin, "agent", "enroll", "--server", en.AgentServerUrl, "--code", en.Code, "--ca-hash", en.CaHash, "--data-dir", dataDir); err != nil {
-		t.Fatalf("enroll: %v %s", err, out)
-	}
-	startProcess(t, bin, agentArgs(t, dataDir)...)
-	eventually(t, 60*time.Second, "the media server online", func() bool {
-		m := cp.mediaServer("media-1")
-		return m.AgentStatus == "online" && m.EngineStatus == "running"
-	})
+	cp.startMediaHost(bin, "media-1")
 
 	// The operator registers the camera; its credentials are sealed.
 	src := fmt.Sprintf("rtsp://cam:camPa55word@127.0.0.1:%d/h264", cam.port)

@@ -3,7 +3,6 @@ package e2e
 import (
 	"fmt"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -36,16 +35,7 @@ func pushStream(t *testing.T, url string, seconds int) *exec.Cmd {
 func TestPushedStreamLeaseEndToEnd(t *testing.T) {
 	bin := svcbin.Build(t)
 	cp := startControlNode(t, nil)
-	en := cp.enroll("media-1", nil)
-	dataDir := filepath.Join(t.TempDir(), "agent")
-	if out, err := runProcess(bin, "agent", "enroll", "--server", en.AgentServerUrl, "--code", en.Code, "--ca-hash", en.CaHash, "--data-dir", dataDir); err != nil {
-		t.Fatalf("enroll: %v %s", err, out)
-	}
-	startProcess(t, bin, agentArgs(t, dataDir)...)
-	eventually(t, 60*time.Second, "the media server online", func() bool {
-		m := cp.mediaServer("media-1")
-		return m.AgentStatus == "online" && m.EngineStatus == "running"
-	})
+	cp.startMediaHost(bin, "media-1")
 	be := backend{t: t, api: cp.api, token: cp.newToken("streams.view", "streams.play", "nodes.view")}
 	// The media servers, in contract B's list envelope.
 	var servers struct {

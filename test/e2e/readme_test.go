@@ -1,10 +1,14 @@
-package readme
+package e2e
+
+// The README test runs the README's command blocks as a reader would, one
+// after the other in one shell, against a `svc dev` the test starts on
+// ports of its own: every ```sh block must run as written on one machine,
+// except the ones that say `# illustrative:` on their first line.
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -14,7 +18,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -136,50 +139,6 @@ make() {
 }
 `
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
-var (
-	rtpMu   sync.Mutex
-	rtpNext = 42000 + 100*int(time.Now().UnixNano()%60)
-)
-
-// freeRTPRange is 100 ports whose first pair (the engine binds them for
-// RTSP over UDP) is free, below the kernel's ephemeral ports.
-func freeRTPRange(t *testing.T) int {
-	t.Helper()
-	rtpMu.Lock()
-	defer rtpMu.Unlock()
-	for tries := 0; tries < 100; tries++ {
-		p := rtpNext
-		rtpNext += 100
-		if rtpNext > 48900 {
-			rtpNext = 42000
-		}
-		ok := true
-		for _, q := range []int{p, p + 1} {
-			c, err := net.ListenPacket("udp", "127.0.0.1:"+strconv.Itoa(q))
-			if err != nil {
-				ok = false
-				break
-			}
-			c.Close()
-		}
-		if ok {
-			return p
-		}
-	}
-	t.Fatal("no free RTP range")
-	return 0
-}
-
 // TestReadmeCommandsRun runs every ```sh block of README.md, in order, in
 // one shell, against a svc dev started here on free ports (the reader's
 // `make run` in another terminal), and fails on a command that fails or an
@@ -230,7 +189,7 @@ func TestReadmeCommandsRun(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	dev := startDev(t, work, ports)
+	startDev(t, work, ports)
 	script := preamble
 	for i, b := range run {
 		script += fmt.Sprintf("\n# README.md:%d\nSVC_README_BLOCK=%d\necho '=== README.md:%d'\n%s", b.line, i, b.line, runnable(b.text, ports, func() int { return freeRTPRange(t) }, tmp))
@@ -253,7 +212,6 @@ func TestReadmeCommandsRun(t *testing.T) {
 	if err != nil || len(failed) > 0 {
 		t.Errorf("the README's commands failed: %v\n%s", err, failed)
 		t.Logf("output:\n%s", tail(string(out), 6000))
-		t.Logf("svc dev:\n%s", tail(dev.String(), 3000))
 	}
 	// Every block ran to its end.
 	for _, b := range run {
@@ -263,36 +221,11 @@ func TestReadmeCommandsRun(t *testing.T) {
 	}
 }
 
-func tail(s string, n int) string {
-	if len(s) > n {
-		return "..." + s[len(s)-n:]
-	}
-	return s
-}
-
-// syncBuffer collects a process's output.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // startDev starts `svc dev` in work (data in work/.svc-dev, where the
 // README's commands find its token) on the test's ports, and waits until
 // the platform is as `make run` leaves it: the demo channel's stream
 // Online.
-func startDev(t *testing.T, work string, ports map[int]int) *syncBuffer {
+func startDev(t *testing.T, work string, ports map[int]int) {
 	t.Helper()
 	args := []string{"dev", "--data-dir", filepath.Join(work, ".svc-dev")}
 	names := make([]string, 0, len(svcDevPorts))
@@ -305,28 +238,12 @@ func startDev(t *testing.T, work string, ports map[int]int) *syncBuffer {
 	}
 	rtp := freeRTPRange(t)
 	args = append(args, "--engine-rtp-port-min", strconv.Itoa(rtp), "--engine-rtp-port-max", strconv.Itoa(rtp+99))
-	out := &syncBuffer{}
-	cmd := exec.Command(filepath.Join(work, "bin", "svc"), args...)
-	cmd.Dir, cmd.Stdout, cmd.Stderr = work, out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(20 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
-	})
+	startProcess(t, filepath.Join(work, "bin", "svc"), args...)
 	api := "http://127.0.0.1:" + strconv.Itoa(ports[svcDevPorts["http-addr"]])
 	deadline := time.Now().Add(90 * time.Second)
 	for {
 		if time.Now().After(deadline) {
-			t.Fatalf("svc dev's demo stream did not come Online within 90 s:\n%s", tail(out.String(), 4000))
+			t.Fatalf("svc dev's demo stream did not come Online within 90 s")
 		}
 		time.Sleep(500 * time.Millisecond)
 		tok, err := os.ReadFile(filepath.Join(work, ".svc-dev", "dev-api-token"))
@@ -343,7 +260,7 @@ func startDev(t *testing.T, work string, ports map[int]int) *syncBuffer {
 		json.NewDecoder(resp.Body).Decode(&list)
 		resp.Body.Close()
 		if list.Total == 1 {
-			return out
+			return
 		}
 	}
 }
@@ -377,4 +294,11 @@ cat /scratch/tmp/engine.yaml
 	if got != want {
 		t.Fatalf("got\n%s\nwant\n%s", got, want)
 	}
+}
+
+// freePort is a TCP port on 127.0.0.1 that was free a moment ago.
+func freePort(t *testing.T) int {
+	addr := freeAddr(t)
+	p, _ := strconv.Atoi(addr[strings.LastIndexByte(addr, ':')+1:])
+	return p
 }
