@@ -137,7 +137,7 @@ func (d *Dispatcher) mark(ctx context.Context, cmd channels.StreamCommand, st ch
 func (d *Dispatcher) start(ctx context.Context, cmd channels.StreamCommand, ch *channels.Channel) {
 	fail := func(cause string) {
 		d.mark(ctx, cmd, channels.CommandFailed, "", cause)
-		if _, err := d.Channels.RecordFailedAttempt(ctx, system, ch.ChannelID, cause); err != nil && ctx.Err() == nil {
+		if _, err := d.Channels.RecordFailedStart(ctx, system, ch.ChannelID, cmd.CommandID, cause); err != nil && ctx.Err() == nil {
 			d.Log.Warn("recording a failed start failed", zap.String("channel", string(ch.ChannelID)), zap.Error(err))
 		}
 	}
@@ -157,16 +157,19 @@ func (d *Dispatcher) start(ctx context.Context, cmd channels.StreamCommand, ch *
 	}
 	req := engineapi.AddProxyRequest{ID: string(ch.ChannelID), URL: src, Vhost: ch.Vhost, App: ch.App, Stream: ch.Stream,
 		Transport: string(ch.RTSPTransport), Retry: engineapi.RetryPolicy{InitialBackoff: engineapi.Duration(time.Second), MaxBackoff: engineapi.Duration(30 * time.Second)}}
+	// Starting is recorded before the engine can report media: written
+	// after the node command, it raced the engine's Online and sometimes
+	// replaced it while the stream played.
+	if _, err := d.Channels.SetCommandState(ctx, system, ch.ChannelID, cmd.CommandID, channels.ActualStarting,
+		"pulling on media server "+rec.MediaServerID+"; waiting for media"); err != nil && ctx.Err() == nil {
+		d.Log.Warn("recording Starting failed", zap.String("channel", string(ch.ChannelID)), zap.Error(err))
+	}
 	res, err := d.node(ctx, cmd, rec, agentapi.TypeEngineProxyAdd, req, "start channel "+string(ch.ChannelID))
 	if err != nil && !isCode(res, engineapi.CodeProxyExists) {
 		fail(err.Error())
 		return
 	}
 	d.mark(ctx, cmd, channels.CommandSucceeded, res.CommandID, "")
-	if _, err := d.Channels.SetActualState(ctx, system, ch.ChannelID, channels.ActualStarting,
-		"pulling on media server "+rec.MediaServerID+"; waiting for media"); err != nil && ctx.Err() == nil {
-		d.Log.Warn("recording Starting failed", zap.String("channel", string(ch.ChannelID)), zap.Error(err))
-	}
 }
 
 func (d *Dispatcher) stop(ctx context.Context, cmd channels.StreamCommand, ch *channels.Channel) {
@@ -185,7 +188,7 @@ func (d *Dispatcher) stop(ctx context.Context, cmd channels.StreamCommand, ch *c
 		return
 	}
 	d.mark(ctx, cmd, channels.CommandSucceeded, res.CommandID, "")
-	if _, err := d.Channels.SetActualState(ctx, system, ch.ChannelID, channels.ActualOffline, "stopped"); err != nil && ctx.Err() == nil {
+	if _, err := d.Channels.SetCommandState(ctx, system, ch.ChannelID, cmd.CommandID, channels.ActualOffline, "stopped"); err != nil && ctx.Err() == nil {
 		d.Log.Warn("recording Offline failed", zap.String("channel", string(ch.ChannelID)), zap.Error(err))
 	}
 }

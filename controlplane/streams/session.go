@@ -83,7 +83,19 @@ type Change struct {
 	Origin        string
 	Tracks        []Track
 	At            time.Time
+	// Cause says why, when the report does not come from the engine's own
+	// hook (the reconciler: the engine restarted, the engine does not list
+	// the stream); it goes into the channel's runtime log.
+	Cause string
+	// IfModRevision, when set, applies the change only while the session's
+	// mod revision is still this one (0: no session yet); otherwise Apply
+	// answers ErrSessionChanged. The reconciler decides from what it read
+	// at that revision, and a hook that landed since knows better.
+	IfModRevision *int64
 }
+
+// ErrSessionChanged answers a guarded change whose session moved on.
+var ErrSessionChanged = errors.New("streams: the session changed since it was read")
 
 // Service keeps stream sessions.
 type Service struct {
@@ -135,6 +147,15 @@ func (s *Service) Apply(ctx context.Context, c Change) (*Session, error) {
 	var out *Session
 	changed := false
 	_, err := store.Update(ctx, s.Store, key, func(kv *store.KeyValue) ([]byte, []store.Op, []store.Compare, error) {
+		if c.IfModRevision != nil {
+			var rev int64
+			if kv != nil {
+				rev = kv.ModRevision
+			}
+			if rev != *c.IfModRevision {
+				return nil, nil, nil, ErrSessionChanged
+			}
+		}
 		sess := &Session{}
 		if kv != nil {
 			if err := json.Unmarshal(kv.Value, sess); err != nil {
@@ -184,8 +205,12 @@ func (s *Service) Apply(ctx context.Context, c Change) (*Session, error) {
 		}
 		ops := []store.Op{op}
 		if ch != nil {
+			msg, actor := fmt.Sprintf("media server %s reports %s/%s %s", c.MediaServerID, c.App, c.Stream, state), "engine:"+c.MediaServerID
+			if c.Cause != "" {
+				msg, actor = fmt.Sprintf("%s/%s %s on media server %s: %s", c.App, c.Stream, state, c.MediaServerID, c.Cause), "system:stream-reconciler"
+			}
 			lop, err := channels.LogOp(channels.LogEntry{ChannelID: ch.ChannelID, Kind: channels.LogStream, Event: "stream." + map[bool]string{true: "online", false: "offline"}[c.Online],
-				Message: fmt.Sprintf("media server %s reports %s/%s %s", c.MediaServerID, c.App, c.Stream, state), Actor: "engine:" + c.MediaServerID, OccurredAt: c.At})
+				Message: msg, Actor: actor, OccurredAt: c.At})
 			if err != nil {
 				return nil, nil, nil, err
 			}
@@ -214,7 +239,11 @@ func (s *Service) followChannel(ctx context.Context, ch *channels.Channel, c Cha
 		return err
 	}
 	if ch.DesiredState == channels.DesiredRunning {
-		_, err := s.Channels.RecordFailedAttempt(ctx, a, ch.ChannelID, "the stream went offline on "+c.MediaServerID)
+		cause := "the stream went offline on " + c.MediaServerID
+		if c.Cause != "" {
+			cause = c.Cause
+		}
+		_, err := s.Channels.RecordFailedAttempt(ctx, a, ch.ChannelID, cause)
 		return err
 	}
 	_, err := s.Channels.SetActualState(ctx, a, ch.ChannelID, channels.ActualOffline, "stopped")
