@@ -44,6 +44,10 @@ case "${1:-}" in
     # TestHostTuningThroughAgentInNetworkNamespace).
     # iproute2: ip link set lo up inside that namespace (test/e2e).
     packages+=(systemd util-linux iproute2)
+    # curl and git: test/e2e TestReadmeCommandsRun runs the README's command
+    # blocks (curl, ffmpeg, ffprobe, python3 as their webhook receiver);
+    # test TestNoTrackedFileRefersOutsideTheRepository lists files with git.
+    packages+=(curl git)
     # ffmpeg (ffprobe) also serves mediaengine's TestOutputsPlayInFFprobe,
     # which reads every output of the engine (HTTP-FLV, HTTP-fMP4, HLS).
     # ffmpeg, ffprobe and the GStreamer peer above also serve mediaengine's

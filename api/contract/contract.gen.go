@@ -25,6 +25,27 @@ import (
 	openapi_types "github.com/oapi-codegen/runtime/types"
 )
 
+// Defines values for ActionResultAction.
+const (
+	ActionResultActionDeleted         ActionResultAction = "deleted"
+	ActionResultActionLoggedOut       ActionResultAction = "logged-out"
+	ActionResultActionPasswordChanged ActionResultAction = "password-changed"
+)
+
+// Valid indicates whether the value is a known member of the ActionResultAction enum.
+func (e ActionResultAction) Valid() bool {
+	switch e {
+	case ActionResultActionDeleted:
+		return true
+	case ActionResultActionLoggedOut:
+		return true
+	case ActionResultActionPasswordChanged:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ApiTokenState.
 const (
 	ApiTokenStateActive      ApiTokenState = "active"
@@ -1318,6 +1339,153 @@ func (e OutboundWebhookSubscriptionState) Valid() bool {
 	}
 }
 
+// Defines values for PermissionName.
+const (
+	PermissionNameChannelsManage        PermissionName = "channels.manage"
+	PermissionNameChannelsView          PermissionName = "channels.view"
+	PermissionNameDevicesControl        PermissionName = "devices.control"
+	PermissionNameDevicesManage         PermissionName = "devices.manage"
+	PermissionNameDevicesTalk           PermissionName = "devices.talk"
+	PermissionNameDevicesView           PermissionName = "devices.view"
+	PermissionNameDisplayWallManage     PermissionName = "display-wall.manage"
+	PermissionNameDisplayWallView       PermissionName = "display-wall.view"
+	PermissionNameNodesManage           PermissionName = "nodes.manage"
+	PermissionNameNodesView             PermissionName = "nodes.view"
+	PermissionNameRecordingsDelete      PermissionName = "recordings.delete"
+	PermissionNameRecordingsDownload    PermissionName = "recordings.download"
+	PermissionNameRecordingsManage      PermissionName = "recordings.manage"
+	PermissionNameRecordingsPlay        PermissionName = "recordings.play"
+	PermissionNameRecordingsView        PermissionName = "recordings.view"
+	PermissionNameRtcManage             PermissionName = "rtc.manage"
+	PermissionNameRtcRecordingsDownload PermissionName = "rtc.recordings.download"
+	PermissionNameRtcRecordingsPlay     PermissionName = "rtc.recordings.play"
+	PermissionNameRtcRecordingsView     PermissionName = "rtc.recordings.view"
+	PermissionNameSecurityAuditView     PermissionName = "security.audit.view"
+	PermissionNameSecurityRolesManage   PermissionName = "security.roles.manage"
+	PermissionNameSecurityRolesView     PermissionName = "security.roles.view"
+	PermissionNameSecurityRtspManage    PermissionName = "security.rtsp.manage"
+	PermissionNameSecurityRtspView      PermissionName = "security.rtsp.view"
+	PermissionNameSecurityTokensManage  PermissionName = "security.tokens.manage"
+	PermissionNameSecurityTokensView    PermissionName = "security.tokens.view"
+	PermissionNameSecurityUsersManage   PermissionName = "security.users.manage"
+	PermissionNameSecurityUsersView     PermissionName = "security.users.view"
+	PermissionNameStreamsManage         PermissionName = "streams.manage"
+	PermissionNameStreamsPlay           PermissionName = "streams.play"
+	PermissionNameStreamsView           PermissionName = "streams.view"
+	PermissionNameSystemConfigManage    PermissionName = "system.config.manage"
+	PermissionNameSystemConfigRawManage PermissionName = "system.config.raw.manage"
+	PermissionNameSystemConfigView      PermissionName = "system.config.view"
+	PermissionNameSystemHostManage      PermissionName = "system.host.manage"
+	PermissionNameSystemLifecycleManage PermissionName = "system.lifecycle.manage"
+	PermissionNameSystemLifecycleView   PermissionName = "system.lifecycle.view"
+	PermissionNameSystemLogsDownload    PermissionName = "system.logs.download"
+	PermissionNameSystemLogsManage      PermissionName = "system.logs.manage"
+	PermissionNameSystemLogsView        PermissionName = "system.logs.view"
+	PermissionNameSystemTasksExecute    PermissionName = "system.tasks.execute"
+	PermissionNameSystemTasksView       PermissionName = "system.tasks.view"
+	PermissionNameSystemUpgradeManage   PermissionName = "system.upgrade.manage"
+	PermissionNameSystemUpgradeView     PermissionName = "system.upgrade.view"
+	PermissionNameSystemView            PermissionName = "system.view"
+)
+
+// Valid indicates whether the value is a known member of the PermissionName enum.
+func (e PermissionName) Valid() bool {
+	switch e {
+	case PermissionNameChannelsManage:
+		return true
+	case PermissionNameChannelsView:
+		return true
+	case PermissionNameDevicesControl:
+		return true
+	case PermissionNameDevicesManage:
+		return true
+	case PermissionNameDevicesTalk:
+		return true
+	case PermissionNameDevicesView:
+		return true
+	case PermissionNameDisplayWallManage:
+		return true
+	case PermissionNameDisplayWallView:
+		return true
+	case PermissionNameNodesManage:
+		return true
+	case PermissionNameNodesView:
+		return true
+	case PermissionNameRecordingsDelete:
+		return true
+	case PermissionNameRecordingsDownload:
+		return true
+	case PermissionNameRecordingsManage:
+		return true
+	case PermissionNameRecordingsPlay:
+		return true
+	case PermissionNameRecordingsView:
+		return true
+	case PermissionNameRtcManage:
+		return true
+	case PermissionNameRtcRecordingsDownload:
+		return true
+	case PermissionNameRtcRecordingsPlay:
+		return true
+	case PermissionNameRtcRecordingsView:
+		return true
+	case PermissionNameSecurityAuditView:
+		return true
+	case PermissionNameSecurityRolesManage:
+		return true
+	case PermissionNameSecurityRolesView:
+		return true
+	case PermissionNameSecurityRtspManage:
+		return true
+	case PermissionNameSecurityRtspView:
+		return true
+	case PermissionNameSecurityTokensManage:
+		return true
+	case PermissionNameSecurityTokensView:
+		return true
+	case PermissionNameSecurityUsersManage:
+		return true
+	case PermissionNameSecurityUsersView:
+		return true
+	case PermissionNameStreamsManage:
+		return true
+	case PermissionNameStreamsPlay:
+		return true
+	case PermissionNameStreamsView:
+		return true
+	case PermissionNameSystemConfigManage:
+		return true
+	case PermissionNameSystemConfigRawManage:
+		return true
+	case PermissionNameSystemConfigView:
+		return true
+	case PermissionNameSystemHostManage:
+		return true
+	case PermissionNameSystemLifecycleManage:
+		return true
+	case PermissionNameSystemLifecycleView:
+		return true
+	case PermissionNameSystemLogsDownload:
+		return true
+	case PermissionNameSystemLogsManage:
+		return true
+	case PermissionNameSystemLogsView:
+		return true
+	case PermissionNameSystemTasksExecute:
+		return true
+	case PermissionNameSystemTasksView:
+		return true
+	case PermissionNameSystemUpgradeManage:
+		return true
+	case PermissionNameSystemUpgradeView:
+		return true
+	case PermissionNameSystemView:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for PlaybackLeaseResourceKind.
 const (
 	PlaybackLeaseResourceKindCutMergeOutput PlaybackLeaseResourceKind = "cut-merge-output"
@@ -1365,6 +1533,7 @@ const (
 	PlaybackProtocolHls      PlaybackProtocol = "hls"
 	PlaybackProtocolHttpFlv  PlaybackProtocol = "http-flv"
 	PlaybackProtocolHttpFmp4 PlaybackProtocol = "http-fmp4"
+	PlaybackProtocolRtsp     PlaybackProtocol = "rtsp"
 )
 
 // Valid indicates whether the value is a known member of the PlaybackProtocol enum.
@@ -1375,6 +1544,8 @@ func (e PlaybackProtocol) Valid() bool {
 	case PlaybackProtocolHttpFlv:
 		return true
 	case PlaybackProtocolHttpFmp4:
+		return true
+	case PlaybackProtocolRtsp:
 		return true
 	default:
 		return false
@@ -2244,6 +2415,21 @@ func (e GetDocsUiParamsFormat) Valid() bool {
 		return false
 	}
 }
+
+// ActionResult The answer of an operation that changed something and has no resource left to return: a deletion, a password change, a logout. Success is HTTP 200 with this body (contract A: success is HTTP 200 unless stated).
+type ActionResult struct {
+	// Action What was done.
+	Action ActionResultAction `json:"action"`
+
+	// Message What happened, in words.
+	Message string `json:"message"`
+
+	// Target What it was done to: the user, role or channel id, the group key, `mediaServerId/username` of an RTSP credential, or the session id.
+	Target string `json:"target"`
+}
+
+// ActionResultAction What was done.
+type ActionResultAction string
 
 // ApiToken One API token as stored; it never holds the token value, only facts that identify it.
 type ApiToken struct {
@@ -3565,6 +3751,11 @@ type DocumentationAuditItemKind string
 // DocumentationAuditItemProblem Problem found, or none.
 type DocumentationAuditItemProblem string
 
+// EngineConfigApplyAnswer The result of writing the engine configuration, or the node command to follow when the node agent has not finished within the wait (it carries `commandType`).
+type EngineConfigApplyAnswer struct {
+	union json.RawMessage
+}
+
 // EngineConfigApplyRequest Settings to write into the engine configuration.
 type EngineConfigApplyRequest struct {
 	// ExpectedSha256 Refuse when the file no longer has this digest.
@@ -3576,7 +3767,7 @@ type EngineConfigApplyRequest struct {
 	// Settings Settings to change, as a JSON merge patch of the settings object.
 	Settings map[string]interface{} `json:"settings"`
 
-	// WaitSeconds Seconds to wait for the node agent to finish before answering 202 with the command; 0 answers at once.
+	// WaitSeconds Seconds to wait for the node agent to finish before answering with the node command to follow (`NodeCommandAccepted`) instead of its result; 0 answers at once.
 	WaitSeconds *int32 `json:"waitSeconds,omitempty"`
 }
 
@@ -3762,7 +3953,7 @@ type EngineCoreSettingsUpdateRequest struct {
 	// Settings Core settings to change; omitted ones stay.
 	Settings EngineCoreSettingsPatch `json:"settings"`
 
-	// WaitSeconds Seconds to wait for the node agent to finish before answering 202 with the command; 0 answers at once.
+	// WaitSeconds Seconds to wait for the node agent to finish before answering with the node command to follow (`NodeCommandAccepted`) instead of its result; 0 answers at once.
 	WaitSeconds *int32 `json:"waitSeconds,omitempty"`
 }
 
@@ -3940,12 +4131,17 @@ type EngineNodeVersion struct {
 	StartedAt *time.Time `json:"startedAt"`
 }
 
+// EngineProcessActionAnswer The result of an engine process action, or the node command to follow when the node agent has not finished within the wait (it carries `commandType`).
+type EngineProcessActionAnswer struct {
+	union json.RawMessage
+}
+
 // EngineProcessActionRequest Options of an engine process action.
 type EngineProcessActionRequest struct {
 	// Reason Reason recorded in the audit trail.
 	Reason *string `json:"reason,omitempty"`
 
-	// WaitSeconds Seconds to wait for the node agent to finish before answering 202 with the command; 0 answers at once.
+	// WaitSeconds Seconds to wait for the node agent to finish before answering with the node command to follow (`NodeCommandAccepted`) instead of its result; 0 answers at once.
 	WaitSeconds *int32 `json:"waitSeconds,omitempty"`
 }
 
@@ -4201,6 +4397,11 @@ type HostMetrics struct {
 
 	// UptimeSeconds Seconds since the host booted.
 	UptimeSeconds int64 `json:"uptimeSeconds"`
+}
+
+// HostTuningApplyAnswer The host tuning result, or the node command to follow when the node agent has not finished within the wait (it carries `commandType`).
+type HostTuningApplyAnswer struct {
+	union json.RawMessage
 }
 
 // HostTuningApplyRequest Request to apply host tuning values.
@@ -4461,6 +4662,21 @@ type MediaServerList struct {
 	Rows []MediaServer `json:"rows"`
 }
 
+// MediaServerPage One page of media servers (engines) of the cluster.
+type MediaServerPage struct {
+	// Page Number of this page, starting at 1.
+	Page int32 `json:"page"`
+
+	// PageSize Maximum rows per page.
+	PageSize int32 `json:"pageSize"`
+
+	// Rows The media servers of this page, by id.
+	Rows []MediaServer `json:"rows"`
+
+	// Total Media servers in all pages.
+	Total int64 `json:"total"`
+}
+
 // MediaServerReferenceGroup References of one kind.
 type MediaServerReferenceGroup struct {
 	// Blocking Whether this kind blocks retirement unless forced.
@@ -4550,7 +4766,7 @@ type MediaServiceRawConfigurationApplyRequest struct {
 	// Reason Reason recorded in the audit trail.
 	Reason string `json:"reason"`
 
-	// WaitSeconds Seconds to wait for the node agent to finish before answering 202 with the command; 0 answers at once.
+	// WaitSeconds Seconds to wait for the node agent to finish before answering with the node command to follow (`NodeCommandAccepted`) instead of its result; 0 answers at once.
 	WaitSeconds *int32 `json:"waitSeconds,omitempty"`
 }
 
@@ -5489,8 +5705,8 @@ type Permission struct {
 	// Description What the permission allows.
 	Description string `json:"description"`
 
-	// Name Permission name as used in `x-svc-permission`, for example security.tokens.view.
-	Name string `json:"name"`
+	// Name A permission point, as used in `x-svc-permission` and granted to roles and API tokens: the known permission names of the contract's authentication rules, in their order. Besides these, `*` is the super permission, `auth` is held by any authenticated caller and `public` marks operations open to anonymous callers; those three are not grantable points and are not listed here.
+	Name PermissionName `json:"name"`
 }
 
 // PermissionList All permission points.
@@ -5498,6 +5714,9 @@ type PermissionList struct {
 	// Rows The permission points.
 	Rows []Permission `json:"rows"`
 }
+
+// PermissionName A permission point, as used in `x-svc-permission` and granted to roles and API tokens: the known permission names of the contract's authentication rules, in their order. Besides these, `*` is the super permission, `auth` is held by any authenticated caller and `public` marks operations open to anonymous callers; those three are not grantable points and are not listed here.
+type PermissionName string
 
 // PlaybackLease A renewable playback grant.
 type PlaybackLease struct {
@@ -5528,7 +5747,7 @@ type PlaybackLease struct {
 	// RenewCount Renewals so far.
 	RenewCount int32 `json:"renewCount"`
 
-	// ResourceId Identifier of the resource (the channel id for live).
+	// ResourceId Identifier of the resource; for live, the channel id, or for a lease on a stream locator `{mediaServerId}/{vhost}/{app}/{streamId}`.
 	ResourceId string `json:"resourceId"`
 
 	// ResourceKind What the lease plays.
@@ -5547,12 +5766,12 @@ type PlaybackLeaseResourceKind string
 // PlaybackLeaseState Active while it admits players; Expired and Revoked are final.
 type PlaybackLeaseState string
 
-// PlaybackProtocol A playback protocol.
+// PlaybackProtocol A playback protocol: the documents' `http-flv`, `http-fmp4` and `hls`, and `rtsp`, our addition for VLC and NVR software (RTP over TCP or UDP; its URL carries the same `svc_ticket`, which the media server checks at DESCRIBE through the same play hook, in place of RTSP credentials).
 type PlaybackProtocol string
 
 // PlaybackSource One way to play a grant.
 type PlaybackSource struct {
-	// BrowserNative Whether browsers play it without a JavaScript player (true for HLS in Safari).
+	// BrowserNative Whether browsers play it without a JavaScript player (HLS in Safari, HTTP-fMP4 in Chromium-based browsers; never HTTP-FLV or RTSP).
 	BrowserNative bool `json:"browserNative"`
 
 	// ContentType Media type of the answer, for example `video/x-flv` for http-flv.
@@ -5561,7 +5780,7 @@ type PlaybackSource struct {
 	// Hint How to play it and what to expect.
 	Hint string `json:"hint"`
 
-	// Protocol A playback protocol.
+	// Protocol A playback protocol: the documents' `http-flv`, `http-fmp4` and `hls`, and `rtsp`, our addition for VLC and NVR software (RTP over TCP or UDP; its URL carries the same `svc_ticket`, which the media server checks at DESCRIBE through the same play hook, in place of RTSP credentials).
 	Protocol PlaybackProtocol `json:"protocol"`
 
 	// Url Absolute URL on the media server, with its `svc_ticket`; hand it to the player as is.
@@ -5823,6 +6042,11 @@ type RtpPortLeaseDirection string
 // RtpPortLeaseStatus Lease state.
 type RtpPortLeaseStatus string
 
+// RtpPortLeaseAnswer The RTP port lease, or the node command to follow when the node agent has not finished within the wait (it carries `commandType`).
+type RtpPortLeaseAnswer struct {
+	union json.RawMessage
+}
+
 // RtpPortLeaseList RTP port leases of one media host.
 type RtpPortLeaseList struct {
 	// NodeId Media host.
@@ -5858,7 +6082,7 @@ type RtpPortLeaseRequest struct {
 	// TtlSeconds Lease lifetime; the port is reclaimed when it passes unreleased. Default 300.
 	TtlSeconds *int32 `json:"ttlSeconds,omitempty"`
 
-	// WaitSeconds Seconds to wait for the node agent to finish before answering 202 with the command; 0 answers at once.
+	// WaitSeconds Seconds to wait for the node agent to finish before answering with the node command to follow (`NodeCommandAccepted`) instead of its result; 0 answers at once.
 	WaitSeconds *int32 `json:"waitSeconds,omitempty"`
 }
 
@@ -5870,7 +6094,7 @@ type RtpPortReleaseRequest struct {
 	// Reason Why it is released.
 	Reason *string `json:"reason,omitempty"`
 
-	// WaitSeconds Seconds to wait for the node agent to finish before answering 202 with the command; 0 answers at once.
+	// WaitSeconds Seconds to wait for the node agent to finish before answering with the node command to follow (`NodeCommandAccepted`) instead of its result; 0 answers at once.
 	WaitSeconds *int32 `json:"waitSeconds,omitempty"`
 }
 
@@ -6923,20 +7147,44 @@ type ThirdPartyLivePlaybackRequest struct {
 	// LifetimeSeconds Seconds each URL stays usable; default 120, at least 30, at most the configured bound (default 600).
 	LifetimeSeconds *int32 `json:"lifetimeSeconds,omitempty"`
 
-	// Protocols Protocols to issue URLs for; all three when omitted.
+	// Protocols Protocols to issue URLs for; all of them when omitted (the documents' http-flv, http-fmp4 and hls, then our rtsp).
 	Protocols *[]PlaybackProtocol `json:"protocols,omitempty"`
 }
 
 // ThirdPartyPlaybackLeaseRequest Request for a renewable playback lease.
 type ThirdPartyPlaybackLeaseRequest struct {
-	// AbsoluteLifetimeSeconds Total lifetime in seconds; not shorter than leaseSeconds, at most 43200, and never beyond the API token's expiry; 43200 when omitted.
+	// AbsoluteLifetimeSeconds Total lifetime in seconds; not shorter than leaseSeconds, at most 43200, and never beyond the API token's expiry (the token's expiry wins when it comes first); 43200 when omitted (our choice, the documents name only the bound).
 	AbsoluteLifetimeSeconds *int32 `json:"absoluteLifetimeSeconds,omitempty"`
 
 	// LeaseSeconds Sliding lease period in seconds; default 120.
 	LeaseSeconds *int32 `json:"leaseSeconds,omitempty"`
 
-	// Protocols Protocols the lease covers; all three when omitted.
+	// Protocols Protocols the lease covers; all of them when omitted (the documents' http-flv, http-fmp4 and hls, then our rtsp).
 	Protocols *[]PlaybackProtocol `json:"protocols,omitempty"`
+}
+
+// ThirdPartyStreamPlaybackLeaseRequest Request for a renewable playback lease of a live stream named by its locator.
+type ThirdPartyStreamPlaybackLeaseRequest struct {
+	// AbsoluteLifetimeSeconds Total lifetime in seconds; not shorter than leaseSeconds, at most 43200, and never beyond the API token's expiry; 43200 when omitted.
+	AbsoluteLifetimeSeconds *int32 `json:"absoluteLifetimeSeconds,omitempty"`
+
+	// App Application of the stream, for example `live`.
+	App string `json:"app"`
+
+	// LeaseSeconds Sliding lease period in seconds; default 120.
+	LeaseSeconds *int32 `json:"leaseSeconds,omitempty"`
+
+	// MediaServerId The media server the stream is on; omitted, the one media server where it is Online.
+	MediaServerId *string `json:"mediaServerId,omitempty"`
+
+	// Protocols Protocols the lease covers; all of them when omitted (the documents' http-flv, http-fmp4 and hls, then our rtsp).
+	Protocols *[]PlaybackProtocol `json:"protocols,omitempty"`
+
+	// StreamId Stream id within the application.
+	StreamId string `json:"streamId"`
+
+	// Vhost Virtual host of the stream; the default one when omitted.
+	Vhost *string `json:"vhost,omitempty"`
 }
 
 // TranscoderTemplate A transcoder template.
@@ -8119,6 +8367,12 @@ type ListThirdPartyChannelsParams struct {
 type ListThirdPartyMediaServersParams struct {
 	// ClusterId Identifier of the cluster; defaults to the cluster of the node that answers.
 	ClusterId *ClusterId `form:"clusterId,omitempty" json:"clusterId,omitempty"`
+
+	// Page Number of the page to return, starting at 1.
+	Page *Page `form:"page,omitempty" json:"page,omitempty"`
+
+	// PageSize Maximum number of rows per page.
+	PageSize *PageSize `form:"pageSize,omitempty" json:"pageSize,omitempty"`
 }
 
 // DeleteThirdPartyPlaybackLeaseParams defines parameters for DeleteThirdPartyPlaybackLease.
@@ -8318,6 +8572,257 @@ type CreateThirdPartyLivePlaybackLeaseJSONRequestBody = ThirdPartyPlaybackLeaseR
 
 // RenewThirdPartyPlaybackLeaseJSONRequestBody defines body for RenewThirdPartyPlaybackLease for application/json ContentType.
 type RenewThirdPartyPlaybackLeaseJSONRequestBody = RenewThirdPartyPlaybackLeaseRequest
+
+// CreateThirdPartyStreamPlaybackLeaseJSONRequestBody defines body for CreateThirdPartyStreamPlaybackLease for application/json ContentType.
+type CreateThirdPartyStreamPlaybackLeaseJSONRequestBody = ThirdPartyStreamPlaybackLeaseRequest
+
+// AsEngineConfigApplyResult returns the union data inside the EngineConfigApplyAnswer as a EngineConfigApplyResult
+func (t EngineConfigApplyAnswer) AsEngineConfigApplyResult() (EngineConfigApplyResult, error) {
+	var body EngineConfigApplyResult
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromEngineConfigApplyResult overwrites any union data inside the EngineConfigApplyAnswer as the provided EngineConfigApplyResult
+func (t *EngineConfigApplyAnswer) FromEngineConfigApplyResult(v EngineConfigApplyResult) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeEngineConfigApplyResult performs a merge with any union data inside the EngineConfigApplyAnswer, using the provided EngineConfigApplyResult
+func (t *EngineConfigApplyAnswer) MergeEngineConfigApplyResult(v EngineConfigApplyResult) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsNodeCommandAccepted returns the union data inside the EngineConfigApplyAnswer as a NodeCommandAccepted
+func (t EngineConfigApplyAnswer) AsNodeCommandAccepted() (NodeCommandAccepted, error) {
+	var body NodeCommandAccepted
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromNodeCommandAccepted overwrites any union data inside the EngineConfigApplyAnswer as the provided NodeCommandAccepted
+func (t *EngineConfigApplyAnswer) FromNodeCommandAccepted(v NodeCommandAccepted) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeNodeCommandAccepted performs a merge with any union data inside the EngineConfigApplyAnswer, using the provided NodeCommandAccepted
+func (t *EngineConfigApplyAnswer) MergeNodeCommandAccepted(v NodeCommandAccepted) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t EngineConfigApplyAnswer) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *EngineConfigApplyAnswer) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsEngineProcessActionResult returns the union data inside the EngineProcessActionAnswer as a EngineProcessActionResult
+func (t EngineProcessActionAnswer) AsEngineProcessActionResult() (EngineProcessActionResult, error) {
+	var body EngineProcessActionResult
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromEngineProcessActionResult overwrites any union data inside the EngineProcessActionAnswer as the provided EngineProcessActionResult
+func (t *EngineProcessActionAnswer) FromEngineProcessActionResult(v EngineProcessActionResult) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeEngineProcessActionResult performs a merge with any union data inside the EngineProcessActionAnswer, using the provided EngineProcessActionResult
+func (t *EngineProcessActionAnswer) MergeEngineProcessActionResult(v EngineProcessActionResult) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsNodeCommandAccepted returns the union data inside the EngineProcessActionAnswer as a NodeCommandAccepted
+func (t EngineProcessActionAnswer) AsNodeCommandAccepted() (NodeCommandAccepted, error) {
+	var body NodeCommandAccepted
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromNodeCommandAccepted overwrites any union data inside the EngineProcessActionAnswer as the provided NodeCommandAccepted
+func (t *EngineProcessActionAnswer) FromNodeCommandAccepted(v NodeCommandAccepted) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeNodeCommandAccepted performs a merge with any union data inside the EngineProcessActionAnswer, using the provided NodeCommandAccepted
+func (t *EngineProcessActionAnswer) MergeNodeCommandAccepted(v NodeCommandAccepted) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t EngineProcessActionAnswer) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *EngineProcessActionAnswer) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsHostTuningApplyResult returns the union data inside the HostTuningApplyAnswer as a HostTuningApplyResult
+func (t HostTuningApplyAnswer) AsHostTuningApplyResult() (HostTuningApplyResult, error) {
+	var body HostTuningApplyResult
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromHostTuningApplyResult overwrites any union data inside the HostTuningApplyAnswer as the provided HostTuningApplyResult
+func (t *HostTuningApplyAnswer) FromHostTuningApplyResult(v HostTuningApplyResult) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeHostTuningApplyResult performs a merge with any union data inside the HostTuningApplyAnswer, using the provided HostTuningApplyResult
+func (t *HostTuningApplyAnswer) MergeHostTuningApplyResult(v HostTuningApplyResult) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsNodeCommandAccepted returns the union data inside the HostTuningApplyAnswer as a NodeCommandAccepted
+func (t HostTuningApplyAnswer) AsNodeCommandAccepted() (NodeCommandAccepted, error) {
+	var body NodeCommandAccepted
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromNodeCommandAccepted overwrites any union data inside the HostTuningApplyAnswer as the provided NodeCommandAccepted
+func (t *HostTuningApplyAnswer) FromNodeCommandAccepted(v NodeCommandAccepted) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeNodeCommandAccepted performs a merge with any union data inside the HostTuningApplyAnswer, using the provided NodeCommandAccepted
+func (t *HostTuningApplyAnswer) MergeNodeCommandAccepted(v NodeCommandAccepted) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t HostTuningApplyAnswer) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *HostTuningApplyAnswer) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsRtpPortLease returns the union data inside the RtpPortLeaseAnswer as a RtpPortLease
+func (t RtpPortLeaseAnswer) AsRtpPortLease() (RtpPortLease, error) {
+	var body RtpPortLease
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromRtpPortLease overwrites any union data inside the RtpPortLeaseAnswer as the provided RtpPortLease
+func (t *RtpPortLeaseAnswer) FromRtpPortLease(v RtpPortLease) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeRtpPortLease performs a merge with any union data inside the RtpPortLeaseAnswer, using the provided RtpPortLease
+func (t *RtpPortLeaseAnswer) MergeRtpPortLease(v RtpPortLease) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsNodeCommandAccepted returns the union data inside the RtpPortLeaseAnswer as a NodeCommandAccepted
+func (t RtpPortLeaseAnswer) AsNodeCommandAccepted() (NodeCommandAccepted, error) {
+	var body NodeCommandAccepted
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromNodeCommandAccepted overwrites any union data inside the RtpPortLeaseAnswer as the provided NodeCommandAccepted
+func (t *RtpPortLeaseAnswer) FromNodeCommandAccepted(v NodeCommandAccepted) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeNodeCommandAccepted performs a merge with any union data inside the RtpPortLeaseAnswer, using the provided NodeCommandAccepted
+func (t *RtpPortLeaseAnswer) MergeNodeCommandAccepted(v NodeCommandAccepted) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t RtpPortLeaseAnswer) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *RtpPortLeaseAnswer) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
 
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
@@ -8810,6 +9315,9 @@ type ServerInterface interface {
 	// ListThirdPartyStreams List live streams
 	// (GET /api/v2/third-party/streams)
 	ListThirdPartyStreams(c *gin.Context, params ListThirdPartyStreamsParams)
+	// CreateThirdPartyStreamPlaybackLease Lease a live stream named by its locator to a player
+	// (POST /api/v2/third-party/streams/playback-lease)
+	CreateThirdPartyStreamPlaybackLease(c *gin.Context)
 	// GetHealth Report the health of this node
 	// (GET /health)
 	GetHealth(c *gin.Context)
@@ -13586,6 +14094,22 @@ func (siw *ServerInterfaceWrapper) ListThirdPartyMediaServers(c *gin.Context) {
 		return
 	}
 
+	// ------------- Optional query parameter "page" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "page", c.Request.URL.Query(), &params.Page, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter page: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "pageSize" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "pageSize", c.Request.URL.Query(), &params.PageSize, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter pageSize: %w", err), http.StatusBadRequest)
+		return
+	}
+
 	for _, middleware := range siw.HandlerMiddlewares {
 		middleware(c)
 		if c.IsAborted() {
@@ -13749,6 +14273,19 @@ func (siw *ServerInterfaceWrapper) ListThirdPartyStreams(c *gin.Context) {
 	siw.Handler.ListThirdPartyStreams(c, params)
 }
 
+// CreateThirdPartyStreamPlaybackLease operation middleware
+func (siw *ServerInterfaceWrapper) CreateThirdPartyStreamPlaybackLease(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateThirdPartyStreamPlaybackLease(c)
+}
+
 // GetHealth operation middleware
 func (siw *ServerInterfaceWrapper) GetHealth(c *gin.Context) {
 
@@ -13834,6 +14371,7 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 	router.PUT(options.BaseURL+"/api/v2/security/roles/:roleId", wrapper.UpdateRole)
 	router.POST(options.BaseURL+"/api/v2/third-party/channels/:channelId/playback", wrapper.CreateThirdPartyLivePlayback)
 	router.POST(options.BaseURL+"/api/v2/third-party/channels/:channelId/playback-lease", wrapper.CreateThirdPartyLivePlaybackLease)
+	router.POST(options.BaseURL+"/api/v2/third-party/streams/playback-lease", wrapper.CreateThirdPartyStreamPlaybackLease)
 	router.DELETE(options.BaseURL+"/api/v2/third-party/playback-leases/:leaseId", wrapper.DeleteThirdPartyPlaybackLease)
 	router.GET(options.BaseURL+"/api/v2/third-party/playback-leases/:leaseId", wrapper.GetThirdPartyPlaybackLease)
 	router.POST(options.BaseURL+"/api/v2/third-party/playback-leases/:leaseId/renew", wrapper.RenewThirdPartyPlaybackLease)
@@ -13990,16 +14528,16 @@ type BootstrapAdminResponseObject interface {
 	VisitBootstrapAdminResponse(w http.ResponseWriter) error
 }
 
-type BootstrapAdmin201JSONResponse User
+type BootstrapAdmin200JSONResponse User
 
-func (response BootstrapAdmin201JSONResponse) VisitBootstrapAdminResponse(w http.ResponseWriter) error {
+func (response BootstrapAdmin200JSONResponse) VisitBootstrapAdminResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(201)
+	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -14313,12 +14851,18 @@ type ChangeOwnPasswordResponseObject interface {
 	VisitChangeOwnPasswordResponse(w http.ResponseWriter) error
 }
 
-type ChangeOwnPassword204Response struct {
-}
+type ChangeOwnPassword200JSONResponse ActionResult
 
-func (response ChangeOwnPassword204Response) VisitChangeOwnPasswordResponse(w http.ResponseWriter) error {
-	w.WriteHeader(204)
-	return nil
+func (response ChangeOwnPassword200JSONResponse) VisitChangeOwnPasswordResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
 }
 
 type ChangeOwnPassword400JSONResponse struct{ BadRequestJSONResponse }
@@ -14576,12 +15120,18 @@ type LogoutResponseObject interface {
 	VisitLogoutResponse(w http.ResponseWriter) error
 }
 
-type Logout204Response struct {
-}
+type Logout200JSONResponse ActionResult
 
-func (response Logout204Response) VisitLogoutResponse(w http.ResponseWriter) error {
-	w.WriteHeader(204)
-	return nil
+func (response Logout200JSONResponse) VisitLogoutResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
 }
 
 type Logout401JSONResponse struct{ UnauthorizedJSONResponse }
@@ -14922,16 +15472,16 @@ type CreateChannelResponseObject interface {
 	VisitCreateChannelResponse(w http.ResponseWriter) error
 }
 
-type CreateChannel201JSONResponse Channel
+type CreateChannel200JSONResponse Channel
 
-func (response CreateChannel201JSONResponse) VisitCreateChannelResponse(w http.ResponseWriter) error {
+func (response CreateChannel200JSONResponse) VisitCreateChannelResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(201)
+	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -15367,16 +15917,16 @@ type CreateChannelGroupResponseObject interface {
 	VisitCreateChannelGroupResponse(w http.ResponseWriter) error
 }
 
-type CreateChannelGroup201JSONResponse ChannelGroup
+type CreateChannelGroup200JSONResponse ChannelGroup
 
-func (response CreateChannelGroup201JSONResponse) VisitCreateChannelGroupResponse(w http.ResponseWriter) error {
+func (response CreateChannelGroup200JSONResponse) VisitCreateChannelGroupResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(201)
+	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -15504,12 +16054,18 @@ type DeleteChannelGroupResponseObject interface {
 	VisitDeleteChannelGroupResponse(w http.ResponseWriter) error
 }
 
-type DeleteChannelGroup204Response struct {
-}
+type DeleteChannelGroup200JSONResponse ActionResult
 
-func (response DeleteChannelGroup204Response) VisitDeleteChannelGroupResponse(w http.ResponseWriter) error {
-	w.WriteHeader(204)
-	return nil
+func (response DeleteChannelGroup200JSONResponse) VisitDeleteChannelGroupResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
 }
 
 type DeleteChannelGroup400JSONResponse struct{ BadRequestJSONResponse }
@@ -15928,12 +16484,18 @@ type DeleteChannelResponseObject interface {
 	VisitDeleteChannelResponse(w http.ResponseWriter) error
 }
 
-type DeleteChannel204Response struct {
-}
+type DeleteChannel200JSONResponse ActionResult
 
-func (response DeleteChannel204Response) VisitDeleteChannelResponse(w http.ResponseWriter) error {
-	w.WriteHeader(204)
-	return nil
+func (response DeleteChannel200JSONResponse) VisitDeleteChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
 }
 
 type DeleteChannel400JSONResponse struct{ BadRequestJSONResponse }
@@ -16545,16 +17107,16 @@ type ControlChannelPtzResponseObject interface {
 	VisitControlChannelPtzResponse(w http.ResponseWriter) error
 }
 
-type ControlChannelPtz202JSONResponse ChannelPtzCommandAccepted
+type ControlChannelPtz200JSONResponse ChannelPtzCommandAccepted
 
-func (response ControlChannelPtz202JSONResponse) VisitControlChannelPtzResponse(w http.ResponseWriter) error {
+func (response ControlChannelPtz200JSONResponse) VisitControlChannelPtzResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(202)
+	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -20557,7 +21119,15 @@ type ApplyEngineConfigResponseObject interface {
 	VisitApplyEngineConfigResponse(w http.ResponseWriter) error
 }
 
-type ApplyEngineConfig200JSONResponse EngineConfigApplyResult
+type ApplyEngineConfig200JSONResponse EngineConfigApplyAnswer
+
+func (t ApplyEngineConfig200JSONResponse) MarshalJSON() ([]byte, error) {
+	return EngineConfigApplyAnswer(t).MarshalJSON()
+}
+
+func (t *ApplyEngineConfig200JSONResponse) UnmarshalJSON(b []byte) error {
+	return (*EngineConfigApplyAnswer)(t).UnmarshalJSON(b)
+}
 
 func (response ApplyEngineConfig200JSONResponse) VisitApplyEngineConfigResponse(w http.ResponseWriter) error {
 
@@ -20567,20 +21137,6 @@ func (response ApplyEngineConfig200JSONResponse) VisitApplyEngineConfigResponse(
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(200)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type ApplyEngineConfig202JSONResponse NodeCommandAccepted
-
-func (response ApplyEngineConfig202JSONResponse) VisitApplyEngineConfigResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(202)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -21038,7 +21594,15 @@ type ApplyEngineRawConfigResponseObject interface {
 	VisitApplyEngineRawConfigResponse(w http.ResponseWriter) error
 }
 
-type ApplyEngineRawConfig200JSONResponse EngineConfigApplyResult
+type ApplyEngineRawConfig200JSONResponse EngineConfigApplyAnswer
+
+func (t ApplyEngineRawConfig200JSONResponse) MarshalJSON() ([]byte, error) {
+	return EngineConfigApplyAnswer(t).MarshalJSON()
+}
+
+func (t *ApplyEngineRawConfig200JSONResponse) UnmarshalJSON(b []byte) error {
+	return (*EngineConfigApplyAnswer)(t).UnmarshalJSON(b)
+}
 
 func (response ApplyEngineRawConfig200JSONResponse) VisitApplyEngineRawConfigResponse(w http.ResponseWriter) error {
 
@@ -21048,20 +21612,6 @@ func (response ApplyEngineRawConfig200JSONResponse) VisitApplyEngineRawConfigRes
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(200)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type ApplyEngineRawConfig202JSONResponse NodeCommandAccepted
-
-func (response ApplyEngineRawConfig202JSONResponse) VisitApplyEngineRawConfigResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(202)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -21519,7 +22069,15 @@ type UpdateEngineCoreSettingsResponseObject interface {
 	VisitUpdateEngineCoreSettingsResponse(w http.ResponseWriter) error
 }
 
-type UpdateEngineCoreSettings200JSONResponse EngineConfigApplyResult
+type UpdateEngineCoreSettings200JSONResponse EngineConfigApplyAnswer
+
+func (t UpdateEngineCoreSettings200JSONResponse) MarshalJSON() ([]byte, error) {
+	return EngineConfigApplyAnswer(t).MarshalJSON()
+}
+
+func (t *UpdateEngineCoreSettings200JSONResponse) UnmarshalJSON(b []byte) error {
+	return (*EngineConfigApplyAnswer)(t).UnmarshalJSON(b)
+}
 
 func (response UpdateEngineCoreSettings200JSONResponse) VisitUpdateEngineCoreSettingsResponse(w http.ResponseWriter) error {
 
@@ -21529,20 +22087,6 @@ func (response UpdateEngineCoreSettings200JSONResponse) VisitUpdateEngineCoreSet
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(200)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type UpdateEngineCoreSettings202JSONResponse NodeCommandAccepted
-
-func (response UpdateEngineCoreSettings202JSONResponse) VisitUpdateEngineCoreSettingsResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(202)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -21820,7 +22364,15 @@ type ReloadEngineProcessResponseObject interface {
 	VisitReloadEngineProcessResponse(w http.ResponseWriter) error
 }
 
-type ReloadEngineProcess200JSONResponse EngineProcessActionResult
+type ReloadEngineProcess200JSONResponse EngineProcessActionAnswer
+
+func (t ReloadEngineProcess200JSONResponse) MarshalJSON() ([]byte, error) {
+	return EngineProcessActionAnswer(t).MarshalJSON()
+}
+
+func (t *ReloadEngineProcess200JSONResponse) UnmarshalJSON(b []byte) error {
+	return (*EngineProcessActionAnswer)(t).UnmarshalJSON(b)
+}
 
 func (response ReloadEngineProcess200JSONResponse) VisitReloadEngineProcessResponse(w http.ResponseWriter) error {
 
@@ -21830,20 +22382,6 @@ func (response ReloadEngineProcess200JSONResponse) VisitReloadEngineProcessRespo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(200)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type ReloadEngineProcess202JSONResponse NodeCommandAccepted
-
-func (response ReloadEngineProcess202JSONResponse) VisitReloadEngineProcessResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(202)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -22000,7 +22538,15 @@ type RestartEngineProcessResponseObject interface {
 	VisitRestartEngineProcessResponse(w http.ResponseWriter) error
 }
 
-type RestartEngineProcess200JSONResponse EngineProcessActionResult
+type RestartEngineProcess200JSONResponse EngineProcessActionAnswer
+
+func (t RestartEngineProcess200JSONResponse) MarshalJSON() ([]byte, error) {
+	return EngineProcessActionAnswer(t).MarshalJSON()
+}
+
+func (t *RestartEngineProcess200JSONResponse) UnmarshalJSON(b []byte) error {
+	return (*EngineProcessActionAnswer)(t).UnmarshalJSON(b)
+}
 
 func (response RestartEngineProcess200JSONResponse) VisitRestartEngineProcessResponse(w http.ResponseWriter) error {
 
@@ -22010,20 +22556,6 @@ func (response RestartEngineProcess200JSONResponse) VisitRestartEngineProcessRes
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(200)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type RestartEngineProcess202JSONResponse NodeCommandAccepted
-
-func (response RestartEngineProcess202JSONResponse) VisitRestartEngineProcessResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(202)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -22180,7 +22712,15 @@ type StartEngineProcessResponseObject interface {
 	VisitStartEngineProcessResponse(w http.ResponseWriter) error
 }
 
-type StartEngineProcess200JSONResponse EngineProcessActionResult
+type StartEngineProcess200JSONResponse EngineProcessActionAnswer
+
+func (t StartEngineProcess200JSONResponse) MarshalJSON() ([]byte, error) {
+	return EngineProcessActionAnswer(t).MarshalJSON()
+}
+
+func (t *StartEngineProcess200JSONResponse) UnmarshalJSON(b []byte) error {
+	return (*EngineProcessActionAnswer)(t).UnmarshalJSON(b)
+}
 
 func (response StartEngineProcess200JSONResponse) VisitStartEngineProcessResponse(w http.ResponseWriter) error {
 
@@ -22190,20 +22730,6 @@ func (response StartEngineProcess200JSONResponse) VisitStartEngineProcessRespons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(200)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type StartEngineProcess202JSONResponse NodeCommandAccepted
-
-func (response StartEngineProcess202JSONResponse) VisitStartEngineProcessResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(202)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -22360,7 +22886,15 @@ type StopEngineProcessResponseObject interface {
 	VisitStopEngineProcessResponse(w http.ResponseWriter) error
 }
 
-type StopEngineProcess200JSONResponse EngineProcessActionResult
+type StopEngineProcess200JSONResponse EngineProcessActionAnswer
+
+func (t StopEngineProcess200JSONResponse) MarshalJSON() ([]byte, error) {
+	return EngineProcessActionAnswer(t).MarshalJSON()
+}
+
+func (t *StopEngineProcess200JSONResponse) UnmarshalJSON(b []byte) error {
+	return (*EngineProcessActionAnswer)(t).UnmarshalJSON(b)
+}
 
 func (response StopEngineProcess200JSONResponse) VisitStopEngineProcessResponse(w http.ResponseWriter) error {
 
@@ -22370,20 +22904,6 @@ func (response StopEngineProcess200JSONResponse) VisitStopEngineProcessResponse(
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(200)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type StopEngineProcess202JSONResponse NodeCommandAccepted
-
-func (response StopEngineProcess202JSONResponse) VisitStopEngineProcessResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(202)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -22675,7 +23195,15 @@ type CreateRtpPortLeaseResponseObject interface {
 	VisitCreateRtpPortLeaseResponse(w http.ResponseWriter) error
 }
 
-type CreateRtpPortLease200JSONResponse RtpPortLease
+type CreateRtpPortLease200JSONResponse RtpPortLeaseAnswer
+
+func (t CreateRtpPortLease200JSONResponse) MarshalJSON() ([]byte, error) {
+	return RtpPortLeaseAnswer(t).MarshalJSON()
+}
+
+func (t *CreateRtpPortLease200JSONResponse) UnmarshalJSON(b []byte) error {
+	return (*RtpPortLeaseAnswer)(t).UnmarshalJSON(b)
+}
 
 func (response CreateRtpPortLease200JSONResponse) VisitCreateRtpPortLeaseResponse(w http.ResponseWriter) error {
 
@@ -22685,20 +23213,6 @@ func (response CreateRtpPortLease200JSONResponse) VisitCreateRtpPortLeaseRespons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(200)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type CreateRtpPortLease202JSONResponse NodeCommandAccepted
-
-func (response CreateRtpPortLease202JSONResponse) VisitCreateRtpPortLeaseResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(202)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -22856,7 +23370,15 @@ type ReleaseRtpPortLeaseResponseObject interface {
 	VisitReleaseRtpPortLeaseResponse(w http.ResponseWriter) error
 }
 
-type ReleaseRtpPortLease200JSONResponse RtpPortLease
+type ReleaseRtpPortLease200JSONResponse RtpPortLeaseAnswer
+
+func (t ReleaseRtpPortLease200JSONResponse) MarshalJSON() ([]byte, error) {
+	return RtpPortLeaseAnswer(t).MarshalJSON()
+}
+
+func (t *ReleaseRtpPortLease200JSONResponse) UnmarshalJSON(b []byte) error {
+	return (*RtpPortLeaseAnswer)(t).UnmarshalJSON(b)
+}
 
 func (response ReleaseRtpPortLease200JSONResponse) VisitReleaseRtpPortLeaseResponse(w http.ResponseWriter) error {
 
@@ -22866,20 +23388,6 @@ func (response ReleaseRtpPortLease200JSONResponse) VisitReleaseRtpPortLeaseRespo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(200)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type ReleaseRtpPortLease202JSONResponse NodeCommandAccepted
-
-func (response ReleaseRtpPortLease202JSONResponse) VisitReleaseRtpPortLeaseResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(202)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -23037,7 +23545,15 @@ type ReleaseRtpPortResponseObject interface {
 	VisitReleaseRtpPortResponse(w http.ResponseWriter) error
 }
 
-type ReleaseRtpPort200JSONResponse RtpPortLease
+type ReleaseRtpPort200JSONResponse RtpPortLeaseAnswer
+
+func (t ReleaseRtpPort200JSONResponse) MarshalJSON() ([]byte, error) {
+	return RtpPortLeaseAnswer(t).MarshalJSON()
+}
+
+func (t *ReleaseRtpPort200JSONResponse) UnmarshalJSON(b []byte) error {
+	return (*RtpPortLeaseAnswer)(t).UnmarshalJSON(b)
+}
 
 func (response ReleaseRtpPort200JSONResponse) VisitReleaseRtpPortResponse(w http.ResponseWriter) error {
 
@@ -23047,20 +23563,6 @@ func (response ReleaseRtpPort200JSONResponse) VisitReleaseRtpPortResponse(w http
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(200)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type ReleaseRtpPort202JSONResponse NodeCommandAccepted
-
-func (response ReleaseRtpPort202JSONResponse) VisitReleaseRtpPortResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(202)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -24093,16 +24595,16 @@ type CreateApiTokenResponseObject interface {
 	VisitCreateApiTokenResponse(w http.ResponseWriter) error
 }
 
-type CreateApiToken201JSONResponse CreatedApiToken
+type CreateApiToken200JSONResponse CreatedApiToken
 
-func (response CreateApiToken201JSONResponse) VisitCreateApiTokenResponse(w http.ResponseWriter) error {
+func (response CreateApiToken200JSONResponse) VisitCreateApiTokenResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(201)
+	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -24924,16 +25426,16 @@ type CreateRoleResponseObject interface {
 	VisitCreateRoleResponse(w http.ResponseWriter) error
 }
 
-type CreateRole201JSONResponse Role
+type CreateRole200JSONResponse Role
 
-func (response CreateRole201JSONResponse) VisitCreateRoleResponse(w http.ResponseWriter) error {
+func (response CreateRole200JSONResponse) VisitCreateRoleResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(201)
+	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -25061,12 +25563,18 @@ type DeleteRoleResponseObject interface {
 	VisitDeleteRoleResponse(w http.ResponseWriter) error
 }
 
-type DeleteRole204Response struct {
-}
+type DeleteRole200JSONResponse ActionResult
 
-func (response DeleteRole204Response) VisitDeleteRoleResponse(w http.ResponseWriter) error {
-	w.WriteHeader(204)
-	return nil
+func (response DeleteRole200JSONResponse) VisitDeleteRoleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
 }
 
 type DeleteRole401JSONResponse struct{ UnauthorizedJSONResponse }
@@ -25314,12 +25822,18 @@ type DeleteRtspAuthCredentialResponseObject interface {
 	VisitDeleteRtspAuthCredentialResponse(w http.ResponseWriter) error
 }
 
-type DeleteRtspAuthCredential204Response struct {
-}
+type DeleteRtspAuthCredential200JSONResponse ActionResult
 
-func (response DeleteRtspAuthCredential204Response) VisitDeleteRtspAuthCredentialResponse(w http.ResponseWriter) error {
-	w.WriteHeader(204)
-	return nil
+func (response DeleteRtspAuthCredential200JSONResponse) VisitDeleteRtspAuthCredentialResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
 }
 
 type DeleteRtspAuthCredential400JSONResponse struct{ BadRequestJSONResponse }
@@ -25861,16 +26375,16 @@ type CreateUserResponseObject interface {
 	VisitCreateUserResponse(w http.ResponseWriter) error
 }
 
-type CreateUser201JSONResponse User
+type CreateUser200JSONResponse User
 
-func (response CreateUser201JSONResponse) VisitCreateUserResponse(w http.ResponseWriter) error {
+func (response CreateUser200JSONResponse) VisitCreateUserResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(201)
+	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -25998,12 +26512,18 @@ type DeleteUserResponseObject interface {
 	VisitDeleteUserResponse(w http.ResponseWriter) error
 }
 
-type DeleteUser204Response struct {
-}
+type DeleteUser200JSONResponse ActionResult
 
-func (response DeleteUser204Response) VisitDeleteUserResponse(w http.ResponseWriter) error {
-	w.WriteHeader(204)
-	return nil
+func (response DeleteUser200JSONResponse) VisitDeleteUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
 }
 
 type DeleteUser401JSONResponse struct{ UnauthorizedJSONResponse }
@@ -26238,12 +26758,18 @@ type ResetUserPasswordResponseObject interface {
 	VisitResetUserPasswordResponse(w http.ResponseWriter) error
 }
 
-type ResetUserPassword204Response struct {
-}
+type ResetUserPassword200JSONResponse ActionResult
 
-func (response ResetUserPassword204Response) VisitResetUserPasswordResponse(w http.ResponseWriter) error {
-	w.WriteHeader(204)
-	return nil
+func (response ResetUserPassword200JSONResponse) VisitResetUserPasswordResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
 }
 
 type ResetUserPassword400JSONResponse struct{ BadRequestJSONResponse }
@@ -27029,16 +27555,16 @@ type StartStreamProxyResponseObject interface {
 	VisitStartStreamProxyResponse(w http.ResponseWriter) error
 }
 
-type StartStreamProxy202JSONResponse StreamProxyCommand
+type StartStreamProxy200JSONResponse StreamProxyCommand
 
-func (response StartStreamProxy202JSONResponse) VisitStartStreamProxyResponse(w http.ResponseWriter) error {
+func (response StartStreamProxy200JSONResponse) VisitStartStreamProxyResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(202)
+	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -27194,16 +27720,16 @@ type StopStreamProxyResponseObject interface {
 	VisitStopStreamProxyResponse(w http.ResponseWriter) error
 }
 
-type StopStreamProxy202JSONResponse StreamProxyCommand
+type StopStreamProxy200JSONResponse StreamProxyCommand
 
-func (response StopStreamProxy202JSONResponse) VisitStopStreamProxyResponse(w http.ResponseWriter) error {
+func (response StopStreamProxy200JSONResponse) VisitStopStreamProxyResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(202)
+	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -29574,7 +30100,15 @@ type ApplyHostTuningResponseObject interface {
 	VisitApplyHostTuningResponse(w http.ResponseWriter) error
 }
 
-type ApplyHostTuning200JSONResponse HostTuningApplyResult
+type ApplyHostTuning200JSONResponse HostTuningApplyAnswer
+
+func (t ApplyHostTuning200JSONResponse) MarshalJSON() ([]byte, error) {
+	return HostTuningApplyAnswer(t).MarshalJSON()
+}
+
+func (t *ApplyHostTuning200JSONResponse) UnmarshalJSON(b []byte) error {
+	return (*HostTuningApplyAnswer)(t).UnmarshalJSON(b)
+}
 
 func (response ApplyHostTuning200JSONResponse) VisitApplyHostTuningResponse(w http.ResponseWriter) error {
 
@@ -29584,20 +30118,6 @@ func (response ApplyHostTuning200JSONResponse) VisitApplyHostTuningResponse(w ht
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(200)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type ApplyHostTuning202JSONResponse NodeCommandAccepted
-
-func (response ApplyHostTuning202JSONResponse) VisitApplyHostTuningResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(202)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -30712,16 +31232,16 @@ type CreateWebhookSubscriptionResponseObject interface {
 	VisitCreateWebhookSubscriptionResponse(w http.ResponseWriter) error
 }
 
-type CreateWebhookSubscription201JSONResponse OutboundWebhookSubscription
+type CreateWebhookSubscription200JSONResponse OutboundWebhookSubscription
 
-func (response CreateWebhookSubscription201JSONResponse) VisitCreateWebhookSubscriptionResponse(w http.ResponseWriter) error {
+func (response CreateWebhookSubscription200JSONResponse) VisitCreateWebhookSubscriptionResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(201)
+	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -31217,16 +31737,16 @@ type TestWebhookSubscriptionResponseObject interface {
 	VisitTestWebhookSubscriptionResponse(w http.ResponseWriter) error
 }
 
-type TestWebhookSubscription202JSONResponse OutboundWebhookTestResult
+type TestWebhookSubscription200JSONResponse OutboundWebhookTestResult
 
-func (response TestWebhookSubscription202JSONResponse) VisitTestWebhookSubscriptionResponse(w http.ResponseWriter) error {
+func (response TestWebhookSubscription200JSONResponse) VisitTestWebhookSubscriptionResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(202)
+	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -31368,16 +31888,16 @@ type TestWebhookResponseObject interface {
 	VisitTestWebhookResponse(w http.ResponseWriter) error
 }
 
-type TestWebhook202JSONResponse OutboundWebhookTestResult
+type TestWebhook200JSONResponse OutboundWebhookTestResult
 
-func (response TestWebhook202JSONResponse) VisitTestWebhookResponse(w http.ResponseWriter) error {
+func (response TestWebhook200JSONResponse) VisitTestWebhookResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(202)
+	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -31950,16 +32470,16 @@ type CreateThirdPartyLivePlaybackLeaseResponseObject interface {
 	VisitCreateThirdPartyLivePlaybackLeaseResponse(w http.ResponseWriter) error
 }
 
-type CreateThirdPartyLivePlaybackLease201JSONResponse PlaybackLease
+type CreateThirdPartyLivePlaybackLease200JSONResponse PlaybackLease
 
-func (response CreateThirdPartyLivePlaybackLease201JSONResponse) VisitCreateThirdPartyLivePlaybackLeaseResponse(w http.ResponseWriter) error {
+func (response CreateThirdPartyLivePlaybackLease200JSONResponse) VisitCreateThirdPartyLivePlaybackLeaseResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(201)
+	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -32329,7 +32849,7 @@ type ListThirdPartyMediaServersResponseObject interface {
 	VisitListThirdPartyMediaServersResponse(w http.ResponseWriter) error
 }
 
-type ListThirdPartyMediaServers200JSONResponse MediaServerList
+type ListThirdPartyMediaServers200JSONResponse MediaServerPage
 
 func (response ListThirdPartyMediaServers200JSONResponse) VisitListThirdPartyMediaServersResponse(w http.ResponseWriter) error {
 
@@ -32874,6 +33394,143 @@ func (response ListThirdPartyStreams500JSONResponse) VisitListThirdPartyStreamsR
 	return err
 }
 
+type CreateThirdPartyStreamPlaybackLeaseRequestObject struct {
+	Body *CreateThirdPartyStreamPlaybackLeaseJSONRequestBody
+}
+
+type CreateThirdPartyStreamPlaybackLeaseResponseObject interface {
+	VisitCreateThirdPartyStreamPlaybackLeaseResponse(w http.ResponseWriter) error
+}
+
+type CreateThirdPartyStreamPlaybackLease200JSONResponse PlaybackLease
+
+func (response CreateThirdPartyStreamPlaybackLease200JSONResponse) VisitCreateThirdPartyStreamPlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyStreamPlaybackLease400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateThirdPartyStreamPlaybackLease400JSONResponse) VisitCreateThirdPartyStreamPlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyStreamPlaybackLease401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateThirdPartyStreamPlaybackLease401JSONResponse) VisitCreateThirdPartyStreamPlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyStreamPlaybackLease403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateThirdPartyStreamPlaybackLease403JSONResponse) VisitCreateThirdPartyStreamPlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyStreamPlaybackLease409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateThirdPartyStreamPlaybackLease409JSONResponse) VisitCreateThirdPartyStreamPlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyStreamPlaybackLease413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response CreateThirdPartyStreamPlaybackLease413JSONResponse) VisitCreateThirdPartyStreamPlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyStreamPlaybackLease415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response CreateThirdPartyStreamPlaybackLease415JSONResponse) VisitCreateThirdPartyStreamPlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyStreamPlaybackLease429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateThirdPartyStreamPlaybackLease429JSONResponse) VisitCreateThirdPartyStreamPlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyStreamPlaybackLease500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateThirdPartyStreamPlaybackLease500JSONResponse) VisitCreateThirdPartyStreamPlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetHealthRequestObject struct {
 }
 
@@ -33400,6 +34057,9 @@ type StrictServerInterface interface {
 	// ListThirdPartyStreams List live streams
 	// (GET /api/v2/third-party/streams)
 	ListThirdPartyStreams(ctx context.Context, request ListThirdPartyStreamsRequestObject) (ListThirdPartyStreamsResponseObject, error)
+	// CreateThirdPartyStreamPlaybackLease Lease a live stream named by its locator to a player
+	// (POST /api/v2/third-party/streams/playback-lease)
+	CreateThirdPartyStreamPlaybackLease(ctx context.Context, request CreateThirdPartyStreamPlaybackLeaseRequestObject) (CreateThirdPartyStreamPlaybackLeaseResponseObject, error)
 	// GetHealth Report the health of this node
 	// (GET /health)
 	GetHealth(ctx context.Context, request GetHealthRequestObject) (GetHealthResponseObject, error)
@@ -38660,6 +39320,48 @@ func (sh *strictHandler) ListThirdPartyStreams(ctx *gin.Context, params ListThir
 	}
 }
 
+// CreateThirdPartyStreamPlaybackLease operation middleware
+func (sh *strictHandler) CreateThirdPartyStreamPlaybackLease(ctx *gin.Context) {
+	var request CreateThirdPartyStreamPlaybackLeaseRequestObject
+
+	var body CreateThirdPartyStreamPlaybackLeaseJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateThirdPartyStreamPlaybackLease(ctx, request.(CreateThirdPartyStreamPlaybackLeaseRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateThirdPartyStreamPlaybackLease")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateThirdPartyStreamPlaybackLeaseResponseObject); ok {
+		if err := validResponse.VisitCreateThirdPartyStreamPlaybackLeaseResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // GetHealth operation middleware
 func (sh *strictHandler) GetHealth(ctx *gin.Context) {
 	var request GetHealthRequestObject
@@ -38689,1081 +39391,1120 @@ func (sh *strictHandler) GetHealth(ctx *gin.Context) {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7P3tdtw2li+M3wqW/uesSLNYju10fHqsL6PITtvTftFfkjtzZk4fCUWiqjBiAQwBqlzplYt6buG5smdh",
-	"bwAEWQDJKsnuTE++JFaRxOvGxn797b8d5XJdScGEVkcv/3ZU0ZqumWY1/HW+okKw8izX/J5qLsWVppr9",
-	"yEvNavO8YCqveWWeHL08+ijKLaHmXUZkTaT5s2Ki4GJJcmxJPTnKjrh5+eeG1duj7EjQNTt6eUS7XRxl",
-	"RypfsTU1vfyPmi2OXh79/75th/otPlXfxkd49OuvWTD4hpb4c3zIbmyEC6JXXJk5NLQkynwzMGDf7P6D",
-	"9Z+GA62qsQFuuF7ZIVYVMSNJDq+qOsNa08/vmFjq1dHLF3/IjvS2Mm8pXXOx7Ayi0fKS5bIuRseykooR",
-	"2mg5q+EDojZc5yuyogrHeE/LJj3AtqNwnHZgcylLRkV/ZH/hBZN7DKxqypIcU/flyf5DxB6njfAVU7xm",
-	"xSRSa3eywK+Gqa0Im96T3DrD6gz3nufM/vG22GfE5kP3hPCCHP/ph+d/fPbHZ/63XBbAAz5++MvbH0lV",
-	"ywUv2Ul6dt2RJAj32fM/DlAuTmd8HnLRmcUxDtH+xQszajcbN1FZjI390EG/FnResolnjeHL+xGx/Wgi",
-	"Cf+plk31Z7bdHdCf2RaXrt34pXk5I1SR3IxPkM2KCcI12ZifakY1K/ywKqpX7aiWrp/sqGY/N4Y+j17q",
-	"umGH8Cw36MF7aWf/YQipVQvGd/h4NlEuek4Vm3GhmFAcrkrNPmuykI0o8AJiODRyZ1a8HuTyd7aTg2jv",
-	"DVVnTcEn8tMVVTNqXt+P/Fauk2n094aqC/3L9BFdXP/73uMxHUwbTYyZvC2Y0HzBWd07DnAQaqabWrAi",
-	"dhTMZpZcpQ9FHjDASadieH/fqqsVrR1bnbamynxRkGPe+XbPe7P78cS1fsh5Mf1mJPgsM/JRRpSuGV1n",
-	"LXNXZg/ae+uLHKt3cvljLdeJ9WZC15wpQrUZCl1oVuOKar5m5BgvWb5mv0iRvnMWpv1wcAtZr6k2txHV",
-	"bGa+Pxoe4ce6iHHKD2zDlPaDXPBaaXJslrhgC9qU+gQE+7Iwb8HT1BAldBCO0bZw9PJIQC9H2RETzfro",
-	"5X+0P2DLR38dHvy1nLS4c7aQNdt/dbV8wNq+ZwWnV6y+Z/W4KEKV4kvDLbTEYa7N10TB56nhrTs9HESi",
-	"H+RFSbes/qFm9G4aY7hjrAJxmovlzKyjbPSsglYUORZhg3tyi863E5nFB1lMkPRw5OGakroRikir5glZ",
-	"DIyqOFiou6illrksp0oilX0/NRb3fF/B348jGNtlIwwJv5PLP3NRDEpM7jS5Yd5xkeaYXBT7Dq87lHCQ",
-	"V7Kpc/apnnppwevk0+U7POKy0ebOhYualuqE5FJoyoWlRnN/ZCTvXSvl9jT8yF0tQLqE1ozwpZA1S66A",
-	"8mNO0Mzzp38YIporuKumK2F4tw1Kh/jKQSIsjmYfpTAYD94YyvyLKnKLT25PhoeZPmyDA/3LSio99aDd",
-	"8xoMO+ab1GjuocE9z33ZKB1n+BFxEV8+dVeqQu7vH7j3DAciekU1oUJtWJ00neW+9/1Gbdboopbzkq3V",
-	"7sAvQZJFIx7XbK1wLCt6zwg1LMt8l7z9w6ajQsCCloplMRZ/QZcR68mHZj1v16aiS2aWDcVtI+jRWnOx",
-	"NDf/syQbNQ1HB/Msa295LvR3z4+yozUXfG3Ek2d+lFxotmS1H+UV/yUy0vf0s/mQCD/iWm4UqVgNwx4a",
-	"HTQYHeH3T2NDxJ4Ma3k6OuBLWbJpBFrLkj1cmamxvyFNZpckr5q5H9u0wRas5Pes3pKqpOLho+bFwywS",
-	"17ReMj0iBL4PJRIzCVmxGozXhObayCcZ4UJpRgszTRRFTsmabsmcEbnmWrvphXzDiFvsM811uSVSsC8u",
-	"TOJcU6IYTtIwUyMeFkb7OolPluhVLZvlinCNMhmhSyb0l5nwsFz34rvoROUdm0iOZxdviTavj5JiggC1",
-	"7Wu/c/NJTb19GsXqhx+TRll6mT7IX83LqpJCMbhtfqDFJfu5YXh7GwmNCfgnraqS50Ah3/6nMtP420S5",
-	"8nVdy/oHWWyxu+5SXK8YAVoA1VAWW8KNkHdPS16Q44WsDSmtq5KRW/vrDbx+a973P5kPb09OSS7rmuUa",
-	"lpSLqtHhga2ZUYzMdcQ1aYQRQ5ZmKY2kIMWi5PlXnHONi2xkYOjZy2yM5E1dM6HR80COb90rMGVK1kZ7",
-	"VhXL+YLnaAQ/JbWZI4h38JHTsWuYLl1SLmCeP8p6zouCia830ZyWJatJSfM7hfeYpU1z9a65UoblyJrU",
-	"zOoLKpeVmXb7+KZggrPCiKq/ZkdvhWa1oCX0/PXmYe+FBeUlK0gj2OeK5ZoV5ZYc33I7plvYikrWSIK6",
-	"pmDfgnF/kPpH2Yji6w2ZOzZTtKtbSGa4uSbsM1dgj+H49z1XfF4yL/Xith3fCqlvwKpnl/+CbktJi2sp",
-	"35mL5uufGGAS7HPOWIEEpfgvjJR8zbWhGhzejZbypjQDtMM2lynP2SdB7ykv6bz8SiM/IwWrmCiYyIG1",
-	"abauZE1rXm5J0w6GHN8Gfw2fdF1vkVnMaX4nFwuY37WU76nYWt6tvvr5xg1hBaGkNhzI7Yf54wb+MAf4",
-	"lGwo18SwdTgffM3Ikt+bm06Q20sztdnZQrP61txwK0YLG/EQPBpSQhTLpShAdYOOLB+ENeNi+WTwakzr",
-	"Gk8jojvc74I2eiVr/gv7Ssf6gyR4NbY2EZAQqpopJoyMcHxrxmQeYe83bsJ4Y9KK34Aw0/6OB+STUE1l",
-	"OBcrQEa8hgn/XQ635Ui3/f5u4ZT4Yd6AYHljdgbm8KvbTKCYs4qDgBgzQgQCoZG5lJY1K06NWCCYYfIr",
-	"WVregu+AtSlDpXsB4jEo3Za/GkXcUFZVGxlacxSkaFnKDSveVhEl/rzk5oKnRVEzpUhtBBFFjs/fvro8",
-	"Cbq1gnajWEEWtVyfErau9BZFQyq2vgGuiO0OBENtLQc9Wc8TMa1rujV/W7nyLGKpuTZHsx1KKIUef7o+",
-	"B6vRFBO87+SHiPP6vCViWFDXg+83I6EECFIdiHLUyE1KluZa9hKE+V1IvWJ1u71PYiMq+JIpfVGzBf8c",
-	"mfmKWQ/Ls+dkxT7TguV8TUuSr2hNc81q5aT2qzdns+ffvyDYoPs13TH7XPGaqeR6U002K56vgoW3n+Ci",
-	"nxLRlKVXDYK73LyU3BLzEd54yPJ2xlVSpT+pyYRgXkeq1JIE3IYZ5m8Pcmy85ls8YObjw4eL2s7OLUDX",
-	"bHwLhNQ/wKWQmKk5ZzubgL4SXkRn5R/Cp0DCXIrDZyc3gtUpzdH8TjYrSeRGqJGptgJ0hAVdtMJ3JbnQ",
-	"IbvLaV1zpvbjJVVTV1JFlvUnc7I7a4kMTdbelABsLTqHmt0z6sW1fsMMDjsVhIm83laGdeSyggvkjlU6",
-	"I0oiY0G9wzQV2DlyKohayU3oUEBNadcACiORd5OPiH07RTDm0NpXDieUWuqJ3Bsn54+u/XDkjNq3Dh+f",
-	"igfcnXfU2/DAZqRgNb+3tx3YneBkcXPncVHIDaGigIXL/SFzzmoMcD1yTBatILDCR3Dqb7ZM30BzET92",
-	"5g08E2w16RMHTybdK7t3SeS+u1X3+U1F9c3Z/Ly4bamZGtVZWQquWS6XgitmpZBdK1Qr8f5HYMcCJtoe",
-	"2y7f6U6ld2N2OUsWSjohfw2vu85BdpQRyh+hmBCetZDKO/dUu4dy/p8s12b5ncj3jsd9T9ZBIRetfKB2",
-	"Bbdq1NHBFTQU8W/sqBB9tSFrHQqHeCgmtG++iRMfTti72b3Xw7H4IQHeS9MRzq+lpuXgimHHQLtrqu3V",
-	"ugAnt8qINNyGliWMSPWn+eIPR1HHSUjV1oUU+GpwTHY1orTSFFyfr1h+F/OxqaYEcU4KRqh5k+Tm1V1i",
-	"WTOlovTy+nNVUoEXjXPgQLNxqWRUovH9RySauKX/Azoq7aekZgvDbbQ8JXRudEVgNdZmP9vwwr6o4rIE",
-	"VSoWD+vu4LYffDN+hypzsXAd0QSu7BMU7heUl03N/Gnzk3fMnouFPMqONrQWZoDZEQNj4F/H2J9jejib",
-	"YECZ38kksaTD7xmhVcVEMQMFUbG8gakg4WAQfkQ/zLWc6BwwV5tYBiq/UwTNDlIhxXYtGwV3o9oqzdYE",
-	"Go/vJDxyyn0vlpgL0K7ynlpmLqqic9dWfAaH2vBtVMRmVhEz94EbkVlgGE/0xoXlmej69Gu4q12CKn2G",
-	"ivCopu3bAyUlXMZ24cytFtfe7pnQ8ZX7CX3whgpY0b3EHTk8QbEhcOX4JzuW7mj3SVbzpllTMasZLcCS",
-	"yGKcJ7l+Mgd3w7AUiaviJ7ivBUA2OpcxBtcy2raXU4JrQNaMCoWyjtNUPCcDDQLlHUeTqslzQwLZkeUe",
-	"RmyBluLyHnhJB7QVO2cjD9O5bHR3V6nTZoqOUcbwQoYCPsEe4nJiTeMpEdfWYdAj1IywnxtzGiUIxbf/",
-	"NoMXZ2+LW+K8dwStpXvRdI87uhMZknq7eyHryDz76p/AdnId2vILPpnRjgtxUUarMoJhq20c7H8T8c7O",
-	"vyPf7S7GNGkvuO8OEfjcUH5TEt8PNL9b1rIRxTVVdwnSYjWXBc/BtYIvE01VRPDrfJs2eVB1B2a6KBsA",
-	"r+E9La/QaxG5Ce0LZM70hjGBcbJcOD/HRJoxatOrBq0e7yPduGeO66CRoAGnzJqXJU90F90o7M47Z3tS",
-	"sfm5302Hg3JNgJOzInENmq8uGxG7r67Med2ZRMzKsaLWBtMIskUmfaDlFJjuR1Fuh2VjIAQb5QxhMSgx",
-	"Swh0bRTBduJSc1w5METsw0x3bUONOJeN0IOn1AxHcZHjJV/V0lygyPV6dp/0ZteNABF8fPallJW5Gu0X",
-	"O+HekZjDiOgedtJZ/nYouwcrpJqd4xASbLBw4ywkfkP90OUcitRsyY2OxSAvxmiUbsZdjpLS4/ri8O6S",
-	"hSbB9O3gR9HjbWrytdDjoDs3Q3/HXExXmiVLqZWuaXVWrLkI4o5oUXAzeFpeBGtkg1P7MiQ6HLS07iN7",
-	"1dTKcBJzu1LTODf9aFlHODlXVUm3H9IquFrJjXCR51bf6friQKF+grGfQ+F5qHrGE6ou7BMvDofDPkW+",
-	"QYmipVEfVlStzItoTkYHZq//59+/ABd2O57IcBrF6jh/eSeXXACDOUWWYCOUKCmZhnjomhR8yTXoneB2",
-	"23AjhoLvFN9RGb5i/i/NfxtRsFrlsmYqM1KV4kuBiutqW62sOa4XzRlM4TuzfqZhM8D/+x9ns3+ns1+e",
-	"zv75r+0/n9z8y+yvf3uevfju1/8xKvD62Qf7MkinV5rqRg0zOyS9zu4RpXlZYuKNJHMWBht2iXHuerr0",
-	"w9zVERqGZCdkrxuI6VHmRrPGYkZ8g4HjgyvzhzBjMUzZ8AOCUryawIh3hxhbsnMqckwIOpfrNRXFYacb",
-	"myEUA1BzbGp32WpGVUwQu4TfrTzKiiDGDtotvRchoLnvIwfl1+gMKzrnJdfbc6rZUtbbuEyZ26eWe9fF",
-	"rKK13pLcfW9dbT3zUBimNGBzo5D6ZbVRPHtGsA70x16snYoLGXlyDm52Np0z1IJLfs8g28yQUOYSO2Zq",
-	"K3IM6TPLzsUyLv5OE6GD5VuwhE3LTfNiP4+nwIglLUmjWKezfVyfvePhF7Ivq8QGmQX7HD9Flc5X9HxF",
-	"y5KJmOJ6ZjQ8Q0vmPbMD+OIuQdlXRiQMLYliooAEIf/FbXtuSnMr7Bvb8JOPEHfDMzdWpcicgXad56wa",
-	"8jTuKk5ruoznoV0yc6bvMeusTQS3vcJ343aQdqmCrsIZRrcKwondJf5gWUYxbbge2xB3M0W2FD2pF0mR",
-	"wrlaq55oYe69UyIrHBZZsZplZM5yas4BFb1bpWaKabSD2PAa8/03qm3WB6KYE2Xtcn1JZNdvwTbpkRuR",
-	"NZz8l5F/+gJrMKLUFkdT9s/IPS+YdAzwCbn1aYe31ptuYyrCXMaX5Paf/umf/uXWiFeiUOZOh7xotoXE",
-	"RpxUBtLR7YoqzL5sQ6bULVF0C5+56wA+jLoaOihMB2I3ZR1wpQMwlToNDDKKEOkJNXkbrb+v6Tno8DIh",
-	"I/y02nbgUyD/AOysnVEc9yPRYFjgdzqJO1piuFFnFh/KnUSbnnkM6Y3f0qr61v7CFWkE/7lhXu9AT12i",
-	"rwF4KPwdJEbmMpvaTj6KkgsWlwlcq/es3l4Y3jDgADTvrqnmOdz6kPoFNkiw1B/Pt/hPcHtoWZ2QRmhe",
-	"YkIl+6xRw0CZQdfb9HASSFNnDlXqtLOVVm+hiigpIdQT+YUFQzMny4H3mH9z5QbvREUbYW0BIaxjISVB",
-	"HQBOQo4/fXr76gRMzfPS0H0tVRdvIC7xDERuntsINAuu8FWCNUOslTsuipe82F/k+7FmHkWktuqKrFVH",
-	"0zaXjEp4VYoeztfeGFzZDuLVzhgnAWq1SZCmtZ3x27DmeckS00gCZk2CxAo9QFVJuSCX11cXNhs/4dlM",
-	"wV294gqPh8/Zzqkwc5iz0E64exiWewBWfWNBn/p2YDTSivgqrZIoSaF6ZJNe3OWLQEnmARNLLsCy05SF",
-	"T0qIz2WVAD/q6mFrVlMYckXFTPNSz36Rcp1scec2T7fvJhGgILTyATn2sY+nLnDPphCexDvnI/hD3ZAO",
-	"fydaCCJgi01lL5CqpNowlgRLNFekVf/jbHGXEuBWta1bdd8HrHjkGG/fc7eGuVMSTvN9Un6pJuYSUeGY",
-	"HFXihSUFuHcRWG2PUJ5XaGRMG+zFMPbLnxmriMV5aTNuYbEQ7YWUjN4zFeY7mkWpwDiwYvBtwr0wFD/k",
-	"bJEOESe8mbor416Jhw8F0Ct7IaQYAV2jVWIKdAm8az7SqrquqVCVrPXUjzvf/JoF0CG7nqYW2gSNomLr",
-	"zmN4TNdU3TFUpkHSD1lz7yaJM2aVQB+56qKMJL57m1CsQkwQiHi2hlkP2kWcTQdjivD1kiujBEL4drTT",
-	"pioG45FDxxyK82S+Neqmu+r3FVZshyPCym63o2LKfRy95C8BTklXgD8ltzc3FhUCoE9ubm5JI0rwp7EJ",
-	"cbkhxlzU0xWCDQWQNtGbpE//mUdPsfCzHoCmhXjpIw54500ApLmLBxrgMbaAliE+awdONgAd7KNLefy/",
-	"HZC6XQTiHuhqF/F3V+Hra51RvcbxmXRMckvdIeENmAnOdrXuvkGyi8GMYohV9yxA86ydPqmkLOFA7shg",
-	"p+QMNZpQTAuDo2xXR9kRvhgNiZoCzOzNsq0GWUgulk/Ix8XCaJLkWEi9MtMyNw4rTjJy5cJojqm9sUG5",
-	"NQxnQ7cnmdVByTFeLkY/q2t+z8XyJCOXNnUTwYvgEFOtDRu1qdinrRJppJR8xYoG+72wyid3r8LieWTk",
-	"ro56kpEf8aXe+xtelsQut6ERbgUrt7R23kfZkZvnEWD44G9u+EfZkac07GdoC4YRi1vTuJeaIHaf4G0D",
-	"iTW4zpgtoestmBMv0T+egWBgflHkyogI3djOS+9Ftw+HBgqQqjF7GEKlykXneutZL/HJaJhCFwactQCx",
-	"EyJffkNqMtePpB1P1ocn6WAWLNgiBc+3YPiCMXfUoQfLtwcIB78NaaB3UQc3XvSe7lD1I94mcNLGYyI7",
-	"GND/nZJbcMKdKUyOa+kws0PiHW3nEOnoFC4MdvxKsY1OJlsbee+tZuvErcHhBYy+cnjWAfSui1TcdR/E",
-	"OBLSc0aQfjOi7nhFjj2wDmDSgn2cHFucnlOimLlFjVzWuUSxKX8WjGh6x6uBvI4Rc2vHeLGigC+8wRCM",
-	"+zh/uovxyT85wO/MNLBjo+8aL+LNchEZYH/hw6WAZy0jic69Trsyug56TGRecFYWyrFVsxRACx5naZzr",
-	"WRzRO+B7lh78MEYJ8jBn6Jmw5Io5QdqoMwtWk0LmzdqGW30hP5frYmIL13Zor9xnYPFg95xtOmiBGEPa",
-	"UwJKatEcQdisuWbESdAdhOdTAquE1mOGJqpwKUaidvyUJuyWgtHGuGwFo10Ypd3uzbGd6ElLV9bCbUTp",
-	"XIoFr9cnkb3CV4bNj27QmIWBXyScL3i3RngBYGR66AppzXwbsPvO2cnEiwcVgliENub+wz1zirgUZsat",
-	"Wcjtl93Uif35e2v3qmfCCPTm4kQ2AhqhZXXO8RDQxT43YHB/xDL8Q5KObxlXuFXEvptMpecqeqVcaYTr",
-	"weeoCBuSM42uacEI1cCKfVK/pcKqlkWTTw5aNpdLlaaWABtu0mZZAS7ZHD4+lPj60oHdhcwfoZb626G0",
-	"c/S060ghWP8BXjBZ1PzvJGTuQoQfIGYeJGH6niMypvq6QmYaRv2NxdJwXiEj6eUre1eh1fKU3NZaVbfW",
-	"zxLEyWTkVop7voCMNlneu89Q1AJAiNanmpHb5Rzs57dGiOHaXYjoBoX8oqu3F6FcZbo9yo6gj6PsyH4+",
-	"ZNy40L+cBzGaEQPe9b93ojgtMpG3yuBokpaPlHl+SJ5cyDwWf3xOhRPv4I2E56/mw98CR6154vOKivjX",
-	"FU1gpgAqmVZDhG1fCXfvjrFqampTzRY1U6u4YcGHE9mGMSWIIXqYebDe18ageUwyMmtgnsQX4RcZqzpi",
-	"vkk5iAd8A2YP7DBsy44m7Pa2i95dnKEDrX+xTtozG4kZsegJH6ZJgOxTkdjureR+WIwZ39q+lrf02bHT",
-	"sVkaMD7oCnzHWsbjaPC9xEG0jaiuiD3BheOazcL1mLQFB+pK4aackrW8ZyA351JoLhqmnJMWbb9uYgEM",
-	"o2wiClVydV7xmuVY0ccQYYZcJwPmEfrjHfMFjbaQG8zZWgCuC1+u0Po1s7801cz9aF51P8O/3QPT24wL",
-	"9y/ZaHcAZoLR2v+xgH+b4cxkBTgF8O+8RKwbM74o61cVc+QfQLz3hNSKYS5XxercrHIn3Ocbi+cXZWAe",
-	"Gv7ZGDS8OeSwKy5h02HiP326M6D3brttVDUYcVm5COsYrY0uMpTM2R3fi6dPuyN8+nRUpHDUMkznVxhL",
-	"nLhObaRx9yp91BvUKmis+GF7FoY5x3leJxDafwqnDcA3+gFYIN/7cGgLBcwTNwN+cwkvjYcY2R78/XVx",
-	"/e/xZpPRXO+pgHhWKAN0GrIMjChywAqbFQaxLfa8nHbmE3qFk+s+jVwO44tBHTpQk3EMPuunz+2mUsa5",
-	"VfIfhwzG9qudxIT9cI0NrOqlS8u5YrTOV20eU5r+KlbPnI3BZ/UQBd/bPALwOQOYX8EhQp9FQ9HH05rC",
-	"9tdUaJ67jjiGN9GyTJmBTN/DrfvQ4IGxp6wW6fhxIXXmw7K21kE/AXDDr0Yw9Cl21UsXFBUJg/a+bRe8",
-	"HLLSU+/aRie6DTp4ThQpZDOH8LKmIlqS78maiwztWP/v//P86f8k/8m19Wj09tQ2FfFZ9vriglCjkgdZ",
-	"524/PDihDQawoombA+DPlozWk40ye6EQdBcliTsAHw5qGpEAhREJdxztlH3WsN+DHUMAhOuYK1I0zCEf",
-	"2OhJ6y/GAEYfJ3HouPqU7GhgiGj7QXn9hOONuencC9bMDLHLGNlPGy0J1j779OoCGPqClqUCIjEke31+",
-	"QSD1H2Ihu4hVDZQP1LkRRJuiGtL72wJor4VOZXWiFban8Nf4JSnlMgH4FdtBSXJqAY1CXzQ5Rvyel0+e",
-	"PPGI6d60ghJePBtkgo5kiR9mMaQYxdq46kTntu1A5A5CJXGzd9tErLmut9OSJLBVSJG4/1+Q0cwLRZQh",
-	"jvkWtJaTNFDXXiBdTmC0htTMpv7cYPFvaw3OvNbr84nN3W95Bh72uNEmWnf0omb3XDYK84twPJhqhP2p",
-	"QYfiAYX8pkOI0TyXTavYwHrujR72kw/jPww1TMtoIdT9lmtfpC0bs9OexyQl78hdSNZZRyK2flMkyHb9",
-	"LXxWFyJriHN2dzIJ3EcdB5qVconH5yUKvUty7Gnb+ggyUrCSwT/QiwJBcK0PNXOJb64SPkTPBSlxWTeW",
-	"LnOX9Yk/KOS4G8mvTjKf8eYyMPBPWCHzGGIAZzYi/xiDyo1u2w0XgCl1gkNDVFlvfPGBrmGr01j/uP+j",
-	"v9TRNP5/WFdIvwrpIZ6Q/kV7iGPEjePv7xe5ErRSKxmTg88CGUHZ18BJ4Xykj2bdKORGlJIWk5PjS6oN",
-	"24M0dwfw8uLpDI1ExDVHNM/vmO7KkgHYYSJJK6nZ+tQmt2aY0RQKpZGsKQZGwN3LC36PTWiqs30Mh80+",
-	"8DBsftiTdREzphHFIdwHqoimd0yMLPi0i9R6jB+JJExTB5KD4r+wH7Y65kozZ+0BO4iM3kZdT8lo+0bt",
-	"5EATIRPxChte6FWkWfPzwYMesKO1RrNdILPOTIe4kblNUqE8oTcHrp3TaFa4w6rLXQ1HiMtn6VjuPTzg",
-	"gWth6AvUNaxvJLVowZ0/uCKymrYg6Lt46AxFi32UTK9rdSiQOjFLlWuLVog+m4KrylxuyBanV12YvKw+",
-	"7E2Fvw4nbGIKQUe4G5eR++331ygQ4XaCH3e20wXdBXmseznMWkaA0qTDwAQb1U6w4akR94DDWqnYG3d1",
-	"Te9jLopB+IcIzNkopkO3QnPC8FcXA6biHQiF0SYrQ4ZDDQ5H4fbADhDgxDqA2WfUOU6hVAuRPqIQLpNF",
-	"zdgkPL1pORP9pp4+/0My834g+/+VzbJ3WdFgAMgtGOOEoaYS+1+FKf2T2+tIVwMhpq8txMXQPqZzRXwM",
-	"9BSa7WblD4zpDVUzzMYfGlUq8958PewV2TfHHswcn11wvOIFi+XzHntwHlt1C7Xmw/LsrzChfmgOe2Sv",
-	"T6KYabk7483sk6vO9Uo2Lks9FVn0gPTwr5bpne2kc1uGFlLIhnlkhj4c1dM//PHwDO+xgzchY3nC1iaq",
-	"ZbSpx5384QmX86sgkH6P2znQcklONS3lsmEEAovvWa24FKyIJASQdrNQoXQbJood9AxzgLnIy6aIwXC6",
-	"cMukAV3ta+voiyu/wma8xRaePw3CK7ztw/GXsVAq996+Blb31o6QUm7oVkH1qSc+yJcqxfTMrfntFJrE",
-	"rKi0D6LNUTtkIX22VruM38dWca9gc1xKW8GNFoTqiRHlliwjzNWlMNg3TtFcZg2cphPVZn6oiYa/3jm1",
-	"77ej8GuftZQ84bT6bN69BGnMQoiLzXvi5u8pr01PcJ1Cro9yOY5ki0Y3AYHd4DJ/I5VOGFxRAzeMXJFj",
-	"QMOlS7CZeykb2yHzLagojbKZ8ebVkivMBl9LwbWsIQPQ4QErKMFsY4w05bGQ/kASUSkzCwyebFZSeXwl",
-	"Dnj3XEy140ibTL/rshe1LI0Quwo6gQUAbzYvLbFN6WPC8LFljNtB3GubfL5itNZzRnUYNDnFUG8BGFK9",
-	"YrYQYTBNG7pZIEKdkHY4/UIFQ1HROo4dfYkPcBUnNpYwwb8P6PFOyI3wleORDjNiR0GkAFyi9q7dl785",
-	"C7x0qArSYy5UHtjCzTmL0erguVvPY0XFAbrZHqk1vLN7KlaMlmgZHLy4wo7e4CdGQdG6StatOusWrMIB",
-	"fKPIm+vrC3J28TYeogLVEIaVHGwJKtGbvbIAsYPlJybWJWDBMu1mrNKFHp2sqwsb1MXQNV0seB43J7Ny",
-	"sc9kBRbEo4YTKiOop6rUNYtFHfXbRdq+lxoNos43+RepWX2UHX2Q4h7+OV6UztdJCBapSx/BoPw22wXI",
-	"HBWO0vgbT619/4n53caydCgekDMZmGNs+k18DaOpnW9FwSJlUN9RpUkpl4Sb5z5V1ApgLQlNKjQDjsNo",
-	"bk7rIQz8sz2imLMVtwEs7QGYWODmXApNcx0rp/M+iLIOIt0QcgI/awG195rwPtUmUQZIwKXTfDWOLe9o",
-	"YPiwJCoitETVnaU7JvIOAoaXNS0wcVHEkNADBTclYP/ABa23TrzudtiBSmmEn/e4qbpdIj/FrEvYHfLr",
-	"00Qoig/VO3Pn00tlaQxvMFGjw51BeKewAoINPAVVNzOT5zVZcaUtjH3vbNrNjKKkSKFrWUbO+KntMg/f",
-	"wGIDQGp0zdz4EkUaYZoToXHx5TikDRNGaB1J98JhgxZXNZpouQSinq4Z2+WLUDU+gDAKswgZ4GhAOQH4",
-	"bd7kd8yebgWhZdP12w+yYC0h2J5iMRF2dD9AX0mftfdOUkcNbnRt/bBT8tRXEnEvQXKWA5KaKCLab1/H",
-	"YpNeC+8H8F1ALe+wJNek/veKmrXNgRt0pFLY1xyWIRo1fsgdfR1IPONFKvyB7J6pLGQQbrS9xexsd4Ia",
-	"2yM0wPVSxXTOvfSHnLcrmfREkqAa1mNJIUGTE+7kR+NtuVyvuR4aL76hWRGMPFC99hs3SjxJz3QbGdnV",
-	"EXroY/ZXI03BSNIgvN60MUlV8h/A5+Yujxb3DYXVPSyJHc3v131shu6gqq7t8AC60axep9sPNCBWrw8J",
-	"ZAuPuN9r2+2OKBPSXjD9du2jxxgrobnT3KzXNFo/qLtLK46QJai19KqqDQTF4fvb9yliaAV+25EVYWCb",
-	"rDAXdLydGrr1NY/J6NTyXYqfZA7awwTudmBvI3iP/txssv7OdchxGIrEEphshI7eE+Z3L/FTLgA6AmDu",
-	"p9MVrfi1vGNicN3PLt5iia2pNVDTDqS20U7NGDVZBWyNW8OHoFdCYkLbCeGkbRRemNhYo0ZGCC8cQlnY",
-	"chbsXLDevRVykxogrytbuD4WtWupx9a2N7JHSFSKQbTWE3INJWugeipCrgLugqUYGyGEwXRckDdaVx/N",
-	"v3Mp76AqgSgscj+318hcFts4tIJSryfU2bJjsSXK8Tc3B+yV2GJWp36wLbi+2AONQdUL2IOI65mWDfN5",
-	"S7f/Nru6z2fnql7M4INbW6+81WchrgqyTJdcLH1CBm3MkDTPAUNpvo1M5pTMsZqpdM41u12iaLGczKcO",
-	"ECOupVZD1eNeLxYMMZarnTpyQVWtfQrHZUd2oANbejZXsmw0I6xVo+xXpza9n2vfu5ELMctySfke22hb",
-	"nCbDutU9pqWtMdn61s19aOkNi7IbQRVK6whya3by2zW7jSdtmfGPCW6fVIQdtIO3jXR3MiTSbOcMRfZg",
-	"iFWkZJyP7tLEUrGye/ms5Jr5BIleoAFe6KMSa1TUelztw12yU8aBL48ZZADYF0gGBwwihf9i33CFDa1F",
-	"HDjCCc3ujYH6QRikjgEggj2kzGNSg3Zb6tc0GHqUtiAv68xeZo9VBJmKVmiJXCVlKTeseBsNz4BKsIRa",
-	"pwyAmQBTOX/76pIIqS1s9orZC2ZNt2TOrPemlutTxD203wcFkgEQ1uxFZ93DEn0xqdiHdwRe+zBGJsU6",
-	"gfqothio7XD9zce1vXbtL/1aztPIUqTrRttj5/egHzswMnMh9Q9wKSfmBhaQ/uy4IhZqF4EpqcYA/oPm",
-	"Vu1XT7UdhQ1lPyVG8yLrRgF8Pg3vTntxALAKmJL3IgouLFE8i+BUNnUl1RBwvl8q53GcUAIYdBVGA/CK",
-	"oehpiIEEh74tzkRyWW07FIEVmu2IsO2gRnNOBVwmAKdqbvNTGxgNILAgS0LABl9C2omCKOrpZfTDnU0z",
-	"pRAY+1BgKihPG0Z8/VZigk6jRcrDGuVBYfIgPTNeBX24cPmzR4s3Gmz0kOijcKMfYY+/ZPXRoYyKv/du",
-	"7pOt8bCKnPvmb/hiIG0VzN36l5lVXCGVu1P7MgVdtX8hx0dKwuiUWswcUMzzpzPYORKt0HjsC6GbEVns",
-	"z5MHZm30yjGmhxIUZ3zISKbme3y5oo3mQvuMZcBs2KeW6GINawWKR80UGSvnOJ45MnRKptRwhJJGsF21",
-	"VtUe2R6TO35YlcW9ahxKyMwgGIgMcS9Kz0pJAc3EZX0GNQ6NAIn8oydBPkKyCTl+Nnv2/I9m/jXNkXkL",
-	"6aMM2p9PDpKed5JURgW2CQUW/8slsFyG/MZ0Ro7Nf19++y2xP6iX3357coq8WtzzEMwSyMb832lzxyut",
-	"q4yY/yqA/Kfu5vp0+TYsb2g52xMSpF9hXW1y3ChWv3SV3f/lBNTxVlBuzaGukOmjZdKcYqhKS1gE6wo8",
-	"2a3t4XSWRiAUjOhbUPYTDybk50RrCO536B4hfwfEwQ+yYGdLJvRrH4/8MLsEgiRKgapmP8x5V2bUOg3G",
-	"8I4vmA5KRsG1Gsa02DUk//z0KTl+Bjh2jWbqZBjx9I8v/tBBPH0RBzwdWLEHIvgaIVoESeFJON5rGMKu",
-	"N8ymkm8rG5YE6yMVRv+3tnMbmo9dhejlnQr3EHL+BMrHml/hmydVLXOm1BOMyziZcs/zgq0rqZnIt1HJ",
-	"AsuwiSUquW1cJBzUOyN2iPZvGDNyBRWUAXZZ9EHtWwrLaU18o1fVmn4+S4IYvmIlv2cgcFgfCcfof0Vk",
-	"o1ty+24M8XcM8LeiW3MRpwknJh69FUb+8kfBAkBzDaJEZfh4xUSh3DKaXoMrrCXjFLolFtEkHvHMb5Bb",
-	"dGvdb03+uqa8nGRQsSkUyZP+itECJZLe9NySv3j6dL9DHV33DeV6FPpFS18lvDN9LcE1YykDo6e4WLZj",
-	"fDoGtBwMbzLGMrCAYf5t2GS+zUv20dmUDmVMpWspME9pSeoGHB00yEzaZVmp5IH3nW9CJvJdDGbO9Zuy",
-	"6UlSyDC6GPnVTNmANf+nrNq/atZ7XDM4ftkR8L7geW7mswAP5Kxmgm32KsrVP0HTDss+dh6fQNCu0zCI",
-	"LBDJJ8XqR/M2eOdnz7KH0v6HtI0cHWbdaI2Ox2YPjcOJlLEyTRzck+6N0GV7astvEUVLAC6mCuJmOaaW",
-	"RXO5v3/R3aGouViW7G2MpbSOOe86Nu+q1o0L9nAXdN21mW/JsqZCe/nUXPSovJYle2xLehjcb5UnNOf1",
-	"6162K9yGbIYucQ/D6j+2NoroSTJfxbXHd3LJhRPlzelUCQMeXEvSaNgbrlysesxCqEITocpA3eVLoQJr",
-	"oRoW978zhGcaNgP8v/9xNvt3Ovvl6eyf/9r+88nNv8z++rfn2Yvvfv0fo6kHfvYBQbfUlD7PhXMhxiJZ",
-	"BNuUW18GzSh+UsM/vZPQh8njihoJ4p6WDUtHTI0pq348kEQYHdi1keGasrRDgA57ttlbdZ/fVFTf3J66",
-	"I9myDK5csL85wwARi5GZXPfgvEJc0Ts2MdTBe+6Gd8y16KbZhibFtwvd1Z9ULFfv2p5lKAzexlWAlKUV",
-	"HiiINwJGYTfGQu+Cj9UIKG24GnqYVvTeCM/4DdSKjigXvrOJwQQ7g8ywfpBnri1ptWjbvYiqJ4niyrbF",
-	"YbTT+Cg67KbiM7cltueZ7TleUzQdzvQjaLC94eOMkWrhxlDpQCcgTkpQyAB/IDaVU+Ht7ryF1Otu4xeJ",
-	"V8IrAyCnmVjIOscAeLx1bPjVfvFMcI1FJKD47daPyoD46d0oqiEWY1qODeTgYKIe7WXdY9GPLML5xs74",
-	"K6rpJdPmSynOS0ZFU12k6ide5bJiqLUWVBsasR8C5L1oKlLLBhK9LJgOAPeC0iy2vqrkJLTxM/NzK4t6",
-	"WPGdco3BoaCaLWU8y9LOjCiYQcVqnID9ZDt9H/1S2S9jmzot1shO5WGxRlNl+d76nbpYGB/lMuKg7abe",
-	"WExo23ln5afS2GXz8AgiVOzYIC0+lODqRngVWXnkAGBIk0T9QaL0z0BDMcM+JbQsSfvReFTSOK/7u6l7",
-	"A5pdkiTisJf4u+E8X2G/92YurxCe3CdvG/bycM5i1yKyowsueKqUYJDFCOvxpRlKar0mp3K40l/MXhZy",
-	"cuqCdRGfjaVNHrAOO3igrqfO4kc4YZCRNIEpzqliV7D/Z+bUxSjL/+Xxe2UO2qtZxMK2sUv0aCmKNGi/",
-	"sIbybnGJW/VzyTW7jW4oLHwdLb7Uns7WbP+NIj83PL8j/juSr1h+l5FbeWfdRUGC064lDRYqZueE9SL2",
-	"uS9pF6zEpOOGzXz027ETm2dx1RMw0H4dAWRf8V/AszPf6slpJziQv6TQAuw0HVpAn0uH850COz1hJgte",
-	"HjKTnfISSwS86c4vpJ/+4obDazc+ema4unvPdM3zRMnxtWyE4cQ4F6hKE4viu+d55Gz8UMr8LqiFGymP",
-	"wlKrCD97MNgJ279Qce/Yj+3I+z6Q0H4Yg0d5D6VQQHVK2BM0LYdgzfek4EaxYnA5uDBK0h6tXWCdygQE",
-	"qW0vI09nz3r+FCgJFvBxLCYRqZmgV77835HfhM7ShPMKt7w7wih1Wiw5MGwDQ4cC9UmkPXRQoLxVIwvF",
-	"0AZGWIl1MltjhK5pHnFb3A0aHmwzHTiTwPJe0ZquGaYAWDX6B1ls4S9VSaHac2zF8m3UGmGupJTTg2Gq",
-	"lp8RV70750+vr8m3tOLf3j//Fun+Wy4W8tZIu7fYObmC39+KhXxiGeJtIjF1OuxMVct5ydbx84XPYqWQ",
-	"4AFZoJora5+d4dbX/G3EZqN7i+WNTSgJfgkbHEVc8ivrK/S4oQ3DtbwGLgzVH5dnVVVuD9O1XE1LcCrW",
-	"XJsjaFUg65zvQJJHxJDPFcs1K65W9Pn3L2KSw6JRrA1jAr4tJCmlWLIaItzAdorR41Pc+F9R28mOVFAi",
-	"dronPFxVzPnLEDL2X68+fiBrVi+NWKHzVZvI5mrNwgZH3eI7vmFXhvf7bKKjuIVqNI9QzN1xF5PnT5/v",
-	"uNZPyVP7hnJpHI/qS/bLPOgsjND8mDJpaNqV4plG0BaOYBiPSrANUjLUASVVSXOMYQ768VUcUsVW5zS/",
-	"ayojDsRCaNoUjcpVZzM9JqvsLVkC33bJCk9fk4XncKmxkZgIne9fU6LwYabLhAjGSxZ30p53iiMkFyN5",
-	"RXSK7kU/nRYiEOFIaEgfwXRHsqgZFLfzzDBV4VVh1RR3RlItU7uWRDAG+L1tPxgra7g5vWOEgRU+0RsA",
-	"mv5A87vhKXQo0aIyWGz6OYNKdd2ZYg1nd2BkKpVAJe6OV5hRZI+BvTk247ZMH4SQB/U8PF15xJGjzhH0",
-	"wwj2s7Myu5sSVtFzR3CMb9nDFMf47J7WXd604KyMVcHE982VsorTNdtADnxE3CmpEKywjiOq4IaKq+tl",
-	"kWjD5byOtzGZqkM2CpulCNc2OEKDcwuKzEJrEzLNcN2COQRLsjuqsS0MkeRj1eh2bxln1mzDkxA7qmXK",
-	"/X2ezgNdOF2SO62poEtW/GjWQCWJR4Ez1kdmBqLCMQevk95mPhxesbxmOiMrKe+Uu/d4HSLbn5y2rAkF",
-	"Ssgosjyhcw+libmrSEBvT5o6Xm6ufzftk4rAH/U6OExmfI3IE3b28y1QeZeK7tiWHOd0zcpzqhgKk1CB",
-	"13LI/332/h3QxElUgEyx2as3Z7Pn378I+ewphCeZMwcFjRHZP5DzwTeDkr3fZR6wacfJ1owKKOG/B9Pu",
-	"blyHcXsOHciLXfIeO7uG3yXq35obahFcoN21xxmdEiHBywmXnxEudSyn3U5/4Na2zlKykU1Z7IpDvbJG",
-	"fxfZDrn61UPv5uyo4IsIOPInwRdGHDRPw2a+ulC4tbE8XECaemZTSVCtf0y+UOFdO7KifjmRNFb0nj3s",
-	"Ln0UCRGWZvi+tgYuDqVRIOE/pXCN5YU7ThCc/C419tcy8yfOjTQmmllK3P/CN0zj4eYVcxJpzQLd2spN",
-	"v1VDy9/H9kGOAfS0Zmt5z8x3/kq0pfXNvWiNH7F7LmVZGNrkml0Fc+0zmDocY1+Q+0a5jJShQhV/Rwlk",
-	"yk3Qzh9kYrWHtJBP4b9Tr/rd+33arl0YetrzaHb31RPrKZEW2BRqRShNI/BnS1md03zF3tPPP9Z0Hbud",
-	"8XcsKOgh6yGH845tFzXEm0ubG2SzOm0UsYNJOS4p5CphOpLSZM3Wst6ejOX2PH06nmeyKtWPiZJLb95d",
-	"EcWWaxv5t6Yd58JiXYFzR0XdBKtSXeGnySSWsPkiKHRpU+aGJ/d8ysTsCKKqBT5xWWjWQlxCaGJJt+bn",
-	"4QF8Fw7geXQAtlRC6sxC1QzoX/hM1jcfr65fXny8vJ7ClUu5fMfuY1X88FwAzlnJbCFQt28FmzdL8NEu",
-	"pEWBMk/rWsaL0At5CaGi1yN5Uc7U7MIBqSNma1aW4gZTPG+EFOymjtY2OCBRChv6/zesYSMnkBJVSn/G",
-	"1nRLFrQsXcEFO8xSKnPFwLlUex6wP0bHp6sLWev3NAWgfHl9QSpZj9Dbi++//+77cC1CoIpIdzwWLgyJ",
-	"iY/dn0pQ+eX11UPo+9dJ/P5TVVDNDhPJUOMhecj+X6LASrUtW4DCkxE4WEGaCn4TaXXvv5EPbD9pAu/l",
-	"331XUSK2otaQEbEVOx1wjdPl1tEUx9/lkt/lkt/lkt/lkt/lki8gl4Q835+moMvObDsrHfK1GDPqsocs",
-	"wsZjhJU8DMFZTN9EH2SR8kJajZ4VIT5HJFDCXMapwilXndzb9vIOz35bMDFSTdHVUIzmxqEbKr7R76Ss",
-	"0GnRrVvYWtnAhZUqXDiJT9qm45UPqdJvXGnOYWh0kGbg7sXynqzoVPxh9+wB5X2+oPWpV24iHRfxIGbz",
-	"6Nxkb3YxtM2pYnP2srPwNIgkHxJ9I6DqBkAfyaoCk7XLMjZk3wiB/8prqlbt45sF5aWPWZCLxX6l6eyw",
-	"7POHmOh8Bbrg+Ic15sLDme3NKPunZ5iBnVU8zsNadJDk6SfHpeMUmLANKV8RB/hJhPX5+oCTIhhsHatW",
-	"1LYFZyBd4gBQSwhk4poUMlE+YM30SkYOLjAvfLhH1PkF1asARx4WcOhoYHT1WEjYtmIKXG3ABReNyLEA",
-	"tI0VK8tu3FyCTu1Mszbwu+3RjyQ7ihV0TBDUO6508vyE9BMUrbZegcHr8sHMVG4SymI7kD1dwO4IjQHM",
-	"t1VhzRiGV/A8gPFKUG7rgbTAX8JC5vSc6FRcN2LkiCH1mCZoVZVbjK3RjbDhUxF3eotapCaRaNtL3fRW",
-	"eLdGS/vhpBgViGiJFeKWdyrkIIpZk0h4BKuS9soG9MdjmvfozX/PgJmpNO7gAVWqe/+Ct/Lw2vEiti/5",
-	"O+hLT7LRVO/fvBDz5e/89nJvN6h3khwtD93t7kAPM5BB/gsVlCI1RLqcI84qjVxQQcGy0He6J7sc5ZUT",
-	"WGQyI9A+UN04JFdcFxzfyImc5S3KDiJaWrLHD61VNU0mVqajuR4bOe4MV3A/hilNKRXuwgx6WquhmTcs",
-	"/httHpfuL9NORq8080BVPKrzFVPnwdin3E7m3uhslRn2Nyqy4gciKX8hbjyQfe11WKuv+IsKP+kWrtXu",
-	"rUOV2al8qrvrWZf24zS3S9vxbQ5XI326L1DrO8sPxzj8WOldFuC0SZrHY4Me1x0UKXf0j+W9mbZ7Y6lF",
-	"07fn4DSZtsHfQJaLneVk2cq87AtmqEl2wgBu2NlLLryR8BVXEDcGRpBLbye5avKcMczW+NHZSK75mhUf",
-	"G32UHZ1TkbM4vN+UtBFv73DTn5KW2Zn9kIPPUU40P6C979E8qKxGfLAZ1sarPb41dsGXF1HTwetYKPWk",
-	"rIUvaePNqyaZh35+8Yk0igU5xGaDMsjyw2/cZuWyZpNS1A9yviVty8ieErqIDYa3jIMcw6WVEaVllbl4",
-	"38wCv2WENlo6bNmTZIevwRkX7w8DiGXtLFrguEsX3n6gPMM+a4B9GZRIVFOx+p4r6R3XrmyVBaKhZEF5",
-	"2dTMSikemvNhpfQP4aixkGrLOwiHq29QhErrhOhVVNF8L/PAHBEBMSuT6zajg2KCQ8O9agugGh4YyoO+",
-	"1F3Bi8NX3FKtil7QuO2Ki5wF4wrqzUyZsFIJ5ItLpiAjysY99DjFRCyM/+qukQnMah/1IXCXfAH94bfq",
-	"rcEIBJWqE6KQHxa/GTtQwvdT8a6RKMTS8ue0c3mFF0uXrwcHr3NPt4vVMreO6PFQx1PA4Ablur7FMA5S",
-	"1DFWdpSFiACHZyhWXSQ8Y2FFm9YMasUoc7jrZEp9wWuWkBo41myoiWx01XQEQnhkpEB4EiXgThmwES9Y",
-	"VwbEL1USGyGsYrRzP+KqCrruoZtBSSEjjGhdzRbl/TipB/Vo2kXK/Ja0M0zTxE9svpLy7q2Yy8+vha4T",
-	"JAG2+Eq66ieuVEGSKGIFBqG2e1W1UMterpd3UKg9Q5ZZ1cwB1Y9yRvNtPLPujfMeGNk3p5qWconppscf",
-	"BXIom4IYlx35JOxmZpYsI+znhpbOw8HumdBvC4djbNdogwuNTw+RMc3yrTsVyIyqbPeEJ7xudPOvUdPK",
-	"dbjuhgJzXW4JICLkjN+zghxDwpNmnxOytXtx8ILsWHfbtrneB+8RP3ozYadp3+0EfubjNlouH9rxVNmr",
-	"67ao5OORbu8kwx3kiTky693rrFOBqrMf7b5PO/dxnwU4HOjS65KOgLn5ZPfIV1FzzgdQIr1h3bwUlAyl",
-	"mjybqhJYRL6IloKmMyJ8V7XcIMapqxQ/RWBM+qctaGpGBNtABS4jj+7pe9nlshFXHWC8DS0hWHbRXA1D",
-	"OgT+sMKkUr+crtsh77gRdAB3bRdGz3APubBI58AxQIe2Ns+YLbGIbqGZFyLLmDNjGzEvd69Im+R8g0fO",
-	"/fVzwwwTpo1eGf6MiGQ3btYZoRW/AfT34LcWfvymYIKbn4TUNxY3zdz2Jc91RmwpqRst5U1Ja0O+jVBN",
-	"heLWDRzKG6wUVlPNbkq+5pCHYTagFrQ0N3ojfATHqYerL+WSC2XkIz+RAIAiIzmtdL6iwZjdLz7V24Ln",
-	"32DZ9SIjNVvUTK38bAHAhoqC5Kpe3NTsP73SbFf06OXRzkpEZTCmKS8Hcmn/Fvumi3Cna0rW/Z1e0Fwr",
-	"QufS1j6Fnc+IavKVY+fc1iGz0zfXrJLlPfMI/wHyPa2ZR7zbIeSk0flNs6YioL4WjA8QEwAHAkz/c8MS",
-	"a5WwTNdM19vhuKqaVbZKmy/FZoENSUm1jaRWaBPuzm/XsxfIm7qm8cq61+ZB4C2znfUkltt/m8GLs7fF",
-	"LXHQirbawrgUCmc6zFh3o4kyk3sohnjPSlkljMvzDlMpsGjclhw7Vxc5y8j/wYYIsy39n6MTPFnNmtWK",
-	"aFkCHDxhQHUAoANQZwXVNAK4SjXdG+5E6JmqWM4XPLcdZK37ByQqQ7Fc05KrTjCfm8c3CoVBhAvXhnCi",
-	"ZGvlyYhmDF8DI4CvCc1rqYwMhzDfUFQOfzIErU7tcfJ1BMkd23Yukabh0eMPQxioPeWkYfOaEYV4viKK",
-	"lQCADIQOFfTkwq//ZBvkeeB0NgfBoXXeI948X3KBZQnMOaVdAZknBD2ZA3ZBcaY/6TxVSNGoprw3NcTo",
-	"hpvC/Y4B1VjycLpQO4KtfEFrSJy470YQOGLPHPZCuSXPTo1yHlxJ/iOoa2WLVSPTMprbsmEA8zkVlxnK",
-	"4UaEQ1j5zuKEyretWQtWitzJriikytr6aTwQs2z03Fy7MythzjRTetzf1cdvdsckpNb+XvsJZa2ZCA5/",
-	"jFW9AafA+YrFcOW6gP/9iNg+ksJ01FeEIenXdMGWCVdE3sWPz+jZ7EfrjlsXu6jp/nsP1HsHAavL2mLN",
-	"BULOBGelRURyRrghp+QbqXQSVNs8JJjw4f2Q8QjWvGrOZR0Nm/QStpHJclqS84tPauIJ2cMbt1nJEn2G",
-	"RN5b8xIEVIOseE/LfZCjofJbLPzy/S7E+PTQwhDAPKKiwEAXNI+uItMbWSOePr4zude37pOBro0U/iyq",
-	"pc6wLDExbxB6z+q+1pdeQmj0+5jPYaEZEw9sOdrw/UPGu2brJLG9R3/O/hjk0Oz1APb6W6E0ZhesfR/7",
-	"4LCv2fpTGoq9M+69Id4rc8WO5lG2zjQ4fXMpI660Kepzx6bvOUp/BXtT7uybo2RHIp4I+5NxB7xz6lL8",
-	"8Rpixh+ApB1ULdoJRUdoTLVnUsAGKmZDM9wlfhe7pYqwXMh6DKL2KwIG3PvM9gNV3VdMGXqxy2akLg9k",
-	"byTuU/Mf5euOblZcM5s6bR6Mg0LZAQ4m7O8QxWg8WGfHkQaC0nWHoEy3UXP2fdBI7lmN0Hm+4p8azHWY",
-	"VkRRJCLR1BhgcyL94BVfLFjNDNuoQG+HlcAtmnyvtZtgmoNiC5Gbbeop2lB/jPbwgrZowWFcGA5/mHD8",
-	"mIcWZ870hjkh1SLCOSTxIjwHTjiz67cn4mRbHbKAvlWL/uB6TeIz2xcmwf+OxXXZKSXauvRU4gu+7rRw",
-	"F6vdfxHyh4MrR3RtpZvVFqEMGxbgQ0YbnwSP2Jka4CQCQjxa8WygbHf0KYREswS9bemt7BAi4jDR+pWM",
-	"OzRCZhvyO8+gY4lctpDiwK6FxdQ8pgcv2WxFRVFitjuKx2Z18sqcwOr+RTwg8TBy7aiMHJLKrPJfM1qk",
-	"iHkkSxMig9pZoi1GHUjXGZx/uSAL9QQWZ00/Z0Qw/QRiEZVc08+5FCL4rV6z9U33tU3nJ17d/+EJr25A",
-	"iripZK1vagRt9E91Xt3oDRrDez8vuLjRiD7Qe7Kmn2/UVtzMaX5XyqV/+uJJLsXiCS3LJ7bw9o35lWBU",
-	"A0RQCZmEcTVyynrNRJHkIPAzCd6Do4XSkSEfIyuqce5vT5ij3J3DtjOQLjGMHLExEOLwYFn00hTLH9TG",
-	"QUzCCxDJvQ83PEE9/y92vSPI6j73ewsPO+VOPxwLNlAQXGHYSfu8j45gZ3+gkvBfRW4f3qFE1P1PYxfX",
-	"iPULBPpPrYnuMqFR/bTaur0MrhArRHbumJwKUC3Mzuk6Ie24l9LCRdBZ0BPRq1o2yxWhvXj/XfEuRWAJ",
-	"HaFLcvjJnKUABdzixj1VIQm07x7AP1qpZXIyu1/ZLLW3nfHHiG7H7BYVmUTfrncKnm5zXDtGTGXETkOS",
-	"zpq5S4Rg2blk+X2qIJ+PEEKDzVxKPdEQBE1fRQ1j2DR4Uvdutqhlpd5GLQ92pBXN75hWxLxZHTJy6OJj",
-	"EysqaIb84PbBoz40B/S5q0NbTg29OLjduDPDU2saE8CuVZzCLuxCHk5jtvk4lbnmD6OzmuX3P3CtLliN",
-	"9r/0boFfmwsy5xqjnBDjb6Kp1wxvpCPYu4f0Evf1tIc/PK2xqcdG2d3c7l4ENB4SZXt6g0MW44PvjHRx",
-	"2QiwvgpaqZXUMUCKki9Xmij7xnBed5hQseOH2jN9KzBf+xJWbhQPTO1a5ufbvIzW55DrCquGL2k9p4A5",
-	"W5YYYzzVOr+USRf3n6A6PnjYh1L3l7KWjeYimslisy/adybqBCtGq7OylPlgcVi5QAhL87ar5jxx3uaT",
-	"q20qA+eNaXCOfcw15cJoec6a1dYEnsIoE6LPdS9bP+4ybtbnVRPLTmx9oKQBHdehSiWShBLLLCsmfuRR",
-	"4vpYMZtI6X6XtTols2c7sU5TQkOH89B+GxlTU9KJemlE08NJ9vKC+apj+/q+vOiJGTNhnkzfcxUc253j",
-	"1jse6ZSZln4CPuXpNuQucaa+5AequmfdGM0wvKdvGoSIxDO4ARLHcEVrmoN+plZyI5yLKl/RsmRQeGoN",
-	"QdGmH7ElJdNoUMSEzsB19exFVL+CEcT1Hx+6YQMn2z7nDJw8FtntlLhttjmmGKVo2BKmmipyrBgjtzYK",
-	"9Inv9daXPoKEMdviyRTA3YoqtZF17OjaJ67tRqFZNmjx+fcvRt145rO4JAmkgRkDQRfk2Cz6jAvFhOKa",
-	"37OTvXvtnRg/hGC6MVp934b2D2VkYVjbyw44X+hlc7nDMTPM3z3PHgecGsG7EEa0Dy/wlfMaD8GaPjY/",
-	"zn5895cMHs8W7y/+kJE3765OfkdZHQFNe/xcbyDC5KpybUu/wmt2MRtRMuV/fEBi91hitNlCtyadtMdH",
-	"yZJ+WOuPkDIdPdzIKQhUUgyImitin/RKTwPiFECGKRtZuT11W+NvKPPXusec9mRJownMnWSy+n6ygnH/",
-	"qMhdO5ih3TwwL5Yl8ps7jDdMdO4zof2zjmNJze3xG7np4llnIctR5BgHr04OBM3r50yqDEqTFpNNtOHN",
-	"fDB2XtDIJbNupz/VsqmitVbwuTfn33G0uvQsqaXM7wx1DDjtuYKPCbyrgiPjuN1C1nnH8t0JvmliBoo3",
-	"ckPWVGwnHgTTf8K1XLMFZmrAvoab1DnRFRMzQ+EzG70C9J0b6WxW62pmGN6sZFSx4EFLlv7umLUEqmsq",
-	"VC4LVs+MWF9SzeJlN8CgHVMIP1WQgwSPr/gvkFJhXQ2qjeN2GzmAcdp1UUgRfDYB87Tv8+UCo3waBByw",
-	"o89aWplKmzGTSKPMOVTBvCBUMJKRHNCZ9dc2UdVJXMKLQ7lSvqE13ZKlJHTFaOGLYgD5xql3aU6XGjxe",
-	"860/Wvtygt4h/jJgtMmAnyss7epjblxxnS8inSVyUq8aqNpModKlc6QD5U27IqdeaS431e5nFpDNcEBQ",
-	"Z7fM+1MCIAOCcy5uWfcfRUkZINrOHYeKm7vCCEVwd8JHzrTW7WACa/2SJNYB4TNr4Ir5ml++EHQyrPfI",
-	"dWbkdqyi7zYofvzrDifb91SrQIsYDorrMD+HcYt6M+Shbloto41RNYSz4Dn4V3xFeSKFzXdM2G1TsXTJ",
-	"o+NWtJ1KtkupnaWaeKJ4zi7pplO4ehAkMIKeRxUAS8TSw4WOOkZ+hLLs+JQc/++z9+9Ovkyl7UNL1k4u",
-	"N6vj8B9TikjbxfG97btND0gPOIOKaukd1RLqC7KXgX43p0bsbCq8pUooSZvhayqDqERl6/OLgtSyLO2f",
-	"PunNF/o2RyQOH5kkGOe+sgX9dygnNOu9eP7sDzET5T94YcR/5KqG7VkZyJEYOiuHB8pNOCrJWuoyBqb0",
-	"D0XjiX2Kbg9fWr5lyPwSrJ9jWapKG9pbuy/xhMSCT1key52EnjDVVZ2SiipzNeOfKHhgdLXIy6ZgF/g4",
-	"CH+bpEhAH5hVHNEcrIFjWkAbzM6MsLWKpDd4OOUcH/vkcdjTORdG0cAWptq+lkwA9ELUAHvN18yKu2Cq",
-	"NAKd/wCz66d7PXF70hKalacgcxrfTUmLihdN3PO7lhDj5UDb3KsZAY0ExfeqZgv+uZ+y3QMjmUQal9h8",
-	"Uq1Ue+1h/7aAs3GIetbSZHd7s90c/Cix+a3K3MELFj168qXgWpp9vpA8nutKRT/re8XNBLdk3uR3TJNj",
-	"uDoo3FUFV3dZz33vq1sVVnGNFcoCe9Klrt6hhSmSax1AkxK0Q5EVK6f6KmKVYq8QlBhHiZOZfiaGgotg",
-	"0SDw1YYZ7Z9u/kmxItn+G75cMaVdABMV2zAHfWIvuC3nY9PoBUp1HYZ7dXWR8j/B3lqz4Y4nYOoG4zeX",
-	"ydgSt2Z1PMZkYF4DYZnYp3WCTgG3rKkgRVM7WKKW6HaZpfMmJDwnsGgq4T6ZumiJVH/YeNnN93+UvHl3",
-	"LOzaH5I+P5jf3msfM90fLzAUOqjD6FAIzIYadB0shinhoSmbt3cUKXedRFjTAI7MeNgpTEP52NND59C7",
-	"u2jXFt4JMOpk5fcy9l2S/tTo1D53jHCyHW7QP6r909VnUdnOhRS7PNOlcUFdG3OkJfF8zy7ekk+X7ywW",
-	"W2ClypC6XTwNHcvTiTuFXIvmvu63jw3ik6DIRN0IBKONh6rYNjz80F8fFIgBfXTiMMDa54QQ68dqtV7z",
-	"/iNGapQAxjYh4Z6rcH8JfmfB0+yCoi5z8hiVm/obHsI8d7o8xGp8SJABGOzB+W9IY+W51mkwSAX+JFoq",
-	"BPTDiCbzZRD+8eB4p2QMwA+oVbWalt24NrznkKgAbzC0bsA2GMCDQQeefySmXUzZKfVroezmMnqVeiaD",
-	"NiEwb5hDEoR5uGn7mK596r31K6qhmRHW062atT4xUcuyXKeglh9anJMc11LaCVIwaUKY9LdGUPtWbVXi",
-	"bAW2/9cA2aliLAceeREQ/NM6dBuc4sgUqZlgG0I10RvDfXhdKAc6XfLFAwqCBJ1dsZpHPYDwuwPdPV6x",
-	"zyfpEROuVMMKzySXyX05oK5eJ+tCY4VWjGsdqK03LQ4RiNSbllx0ZRERy79OZCJS9aQyJu5VewVFj8Vh",
-	"xGGOgUgAcTsxYLecyn7nc/q17ApS46ukZjRfueItIWV0a3IYZlTXQRYY16NR948aTGkDm06m+EYn+lZH",
-	"IZSGwyLbBNkvFhyZurrPXIEb3aiX/j4+pgAADeNB/pERIXvkTbZMn2T2gsn81f/IdzkOzZYLGC7fhJHU",
-	"QJUBVs804429G98/sE4noAq7e9ZiKI8WH035l8erqXh+MLFi5cAsOxxud9ljIYu7V1Ximt0JhHQywFjI",
-	"opd3XnueFUsOlAI3NmBtSL+otrRiUWYTQaTI2Sl6FcyNjQ4UAjWnpCXcWAg/7MCnuoyXx79yKlpLF2Ca",
-	"7F8MWIE6IRu9oSpWR7/Fe3XKxflZRm7RGf3y1kfxrthnEvi9zeSuGljOi2Ze8vzPbPtWLORp55ZAF6/n",
-	"j5ilf37m4J4S0kKRgJD2m5ED6+cawFOUL3Rh1h7GC8vfCM1LwhypJPoCv2Ui0gHQnm/Vfd5ZZPLkyZNb",
-	"D0oGjElD2qPD7Rlh2SwtIwYVNgqw7FcKpjhUZmrvi6Xdnw0HGaJlu1TtA1GCAOEsOIuWyLI+UbcLPXgU",
-	"47HDbTlo9YB44fakYrSwaJXRSU6cVj86OGDYNHGeIjivZAXlRnuMAvPVIqg3iKXOmSJKkgWtp2Lc7oPE",
-	"FwwrdYqutxUbQJxyJ6aQTHUxzWwtHSd42/Jc8a5qRvV4Goh9bQ8PC37wF05HwMoRhBDfTtXnKXxR2LFx",
-	"opxLARIqVKM68v3holk7kIkTC8fDNZGNHtC2PiQYTVAWP5SCyTFUJ8BQurfFS3DvOZ2L1fBOPPyLuWKf",
-	"YwfUni6s4TbMal8xWqD5AjJPENyea0CHV27i02gHI2SGNxtAuR5pVwOo/z/H4Nn+zLadS3jNjDYPzIGS",
-	"ms1s7QVW+CMJQqZMxaev6ecz5D1qkPnQspQbVjhlMLmYaY40HqbX4SR22Idgyy75PRMeVa/HMiKNgcew",
-	"mCKwOzMFJv8bMal1/lFBGK1Lw1Z9AQwulGYU9D1XeNLVhk0FNlhUsx+20SoHttZMl1ONsfApieydiqWE",
-	"PxaTSumPP/myEG6/Ae/SG8LybV6yr1WVOzu654rPS/bJSJXJY7AlheMrmBdHhV22lYRaJfqlT3QQbKNs",
-	"nDgQIVeO85qnQACPVQx4JzyrhYz14lyHp3fv9EAt7PGeLjX6U5d5YaXLPcL7u3Pn9u7M/s3VhSUI+G1v",
-	"W7rSqD+1I8LYGSCexk73mS/j04uLXFEHlApSs9MEHaHOG6zR4UYKe24drBtqTk5lFImQtlFb4c7WZZrU",
-	"rF5zQcuUVf0RkZQDSOj9pDvza6yLAzITtCSFJMJGkB8Qwj35bkhxHIfCqn5D9f+jZzVxOIcC/QN6fwV4",
-	"D+MqSOvpgaqrmS3HChq2Dcv6XUv5XUv5XUv5XUuJOZSQQ0Trm9Vbx2PRmp4RWRb7V+EMFvO6pgDvIkW0",
-	"wM3vGtP4rWhrYu5XMe8tlure4b4J8mjvo9/1s730s9onuk7fm494XXc3xzv/rLjJBCKPj27Y7xri7xri",
-	"P6yG2HI/f9TaG2xEnH7t7v1dyG3qCRMDQTLg77h9ska2ZilqalHl176G8sEFRfau/TqyAOOFxjtJ8rsl",
-	"t6eUHL8wTWFc0oNri18+aiVxN69DxJY9Coa/d2XCw/6+Qp3wYLRXmuoopmwDvjmHG44lYlnR3faIqohF",
-	"8l7ZPMr3qSh7cPnCbZ37Gq7SpiHAvezNLNGlSYfFz7fnXZ0wVWFgCt737pIAiXmTy7aK1wGeb9uotS/Q",
-	"v5Wzj1kodXNFqpopJjqqTFBSm34e2pV3UkBUw+jG0J2tmZgfgeqAva7Plux9PL7IyTZWe3BrLaQmW6aD",
-	"y/KUPG2DxCaO4UueQ3fq/Ob3iTGLnI7+vkSXaeQIB3pSlGN31DKXFJB0SMdFwek66ZixaGuknjkrpVgq",
-	"ouVkDJWkmXGbIRmkwq/TsqYF02RCs1782ZcWKieZRDa11Cxu6ekXWPYh5Lojhd2DFDV25fswrRTyzjWE",
-	"CrnAzZ2ATfKfDVSbkXcuiEhuhI+Vqfpcb0PrghXXcqiekMSCI51MCN0ZhZGzbNb3ZCIyQ5pS6SOobfsg",
-	"3G7DjAd1K5eSsgGdh95NP2epAB7bZdZZaDvz1P6/c2rVR8CnivKRM+HRq2YLmhte6bUx+wQCvUUnxySz",
-	"DokiSP5Jsp4Bo/CHpKODP8hYS9Ud1u367ZrckozvY6NzuYYAWrBSEvvmY2LlyDRBgHGdK1LYy9dxTlQo",
-	"Z6C5ef1yprSs2r+smT38weppoDUHz4P40BnkUET5qR/mNIeCf/3gIIPEh3vYiIDyDrmsfhMOrHDBA2NC",
-	"Sy6BTaBrKuhYAgKDhL/BOmr+2M21y7nieuu7XVY1qrKmlcO2jb3UwwibfVDYYXyqaImP5I++7F2nhpUG",
-	"iXb7xl2qrNfe/mb+h02/RZ5IO317uBPxemvIg8YGjK4lW6sCK79h+RAb4b7cp7R55953VY7aohqdrJdt",
-	"H1QiqfoeIN4MJ/i6epZfLlU3sRCJBKAte0Ay1GNmsH7AUG7z8BGyVqbmh0ZQoCPkN35e3qS8ePbB8HE5",
-	"ZB0ryYWOYtViJS7MzkRYFoDWspC9B/oQ+6A0kyv12XHGlvBjxcRZxQESKl5qGxGp0NIMQQZQQ7cVjWtS",
-	"yyYW8zPFvhuUspmXCNESERX1ShbxbBOCD4elvNi2+suK8CJMGW9EIfNmbXTnAiemEh5IHctQoXpFHKZz",
-	"/DtWr7lKpJW6KuW3n2fqPp+17952UrLhR0yziMCYwkJGyxGZB2QhG1FkZttET8Q1fxv+h63fwOSPsqNw",
-	"RfyP7qVgOu2PfuFvsGy2/Xkti6Zk44zC7rdd46wnlXV6dLMdFqlCGk+BuJ0DIB5XjiSdLYDmugXJq9mS",
-	"KzCqBKSxC5VnPpqcQe4A1Ox38RpkXw3RDKBOBC0vzfTO4wjsrTljZz3M8WE1uf3WtfPtbWYjQWjNCPsM",
-	"sHVBsbHcL/vDqil/FIyYR2BH3mVONsvNkovCY2R+unC/7Iuht8M3I94RP47RhWxFb1+dKaCHKQ4knMdo",
-	"RzA3hxoQMN1JXqU9SaKCXLvgpOyN+tY7S33st976doYYJeXeOg0VrP7Y6LnhlD+x+UrKu3OqaSmXr++T",
-	"qBNKU1HQuiDsPorRHU9YhwYhYz0jVBEAYubC7E1JxTcKG0vUOpFNnbMU8PE9K2XFvlEEX7PlyxE2lat2",
-	"kLt46zVfLuM4L2CfgixJ8JvcT8MRxsRc16wf94RFd5b1+IJD/14gMeuF+ZzWO25ONCDeYLJrMvozVvfn",
-	"49W1ImtqhGEI/8zQYYh+KWcvJDXT9dQyFGOGOzNwH8YThBDty7/BZGbx+SNyqVlcVhBlAfyPqSZrqTT5",
-	"/tnzoE5cgKNhZFSswOYkEIzuU02ep4rwwMakjMu4a1y72Q40EUfR/hAUTUtTMZ9kMXMrnkSAsLEe4/gP",
-	"hmRcMFEX8ALVQSvmH4i8ZBQkrasUZAgIwt1AcBgUho911U77I8nNMm4T6GmJEYWxfOzz6OJQ8hPlmovl",
-	"pTkoQZSaIkXj4DC4sE4RSBxQDwu8GrV29BiLt3eoZu6Hn6Jcw2F2fXyRSpjF9JMeojRYrJe9DnyP12JV",
-	"zO5c2vMYHqusZX879OXWsmvVbOfV4zJ9YuifnD0Y/Xh0jr8YCx+ZOjUqp5VR4AasoOalQ8YxWvqzBwfr",
-	"vEescIdJZMShRw3faSftrbz2FtzLjpC6ZqcH+LRruXYhBt0N+QrBPr1ZgCRlxbT46nUlNJLjux5IeZeO",
-	"UjV8UGhb0DUvOVOHLju0kgBa7q2OHcjUVUhU9jrDIYMdDOXKNvxpvgUpasPLIqd1ZC06TSUzUmwHXBE6",
-	"T6Y6QNfxLcLvO3LvIUvbkdYjVC0S9TnWayksmHZbVtaMKDoRt1jxqdxiO0/+6dausrTVqfAvZaVJpMWx",
-	"zuIyddhpMBy/xBPo5SoJiLSs2dLcRx6BzF9ahgOjn6U98w5PpIs+mcKzvjAtROttAoAQ1Ra43Pw/X/Hp",
-	"uL3u9UQHZ/YxTmFim+0kh/hgsBRcEEbzVSoV0rsjh7It2uJMDFQus7i8RhkEPPyJdUnEh/lS+oOdohEJ",
-	"nBU1ofmdkJuSFUubE0qef/48sTvXZsyHFfRnzRAgO3Nz8OSyng4ybV29gx0Aho+TdKwJakUbBVI6bWM/",
-	"AI4T9DmzCFOL3zvP9OAQUAQmGpA+85Ly9eRdC8XnSZ3Yqii8htTUsGr4vvdx4HRv9zKko97oAs97xN3e",
-	"sh8fCV9/FNcrruJQwWEmTPuFywiKMBpyDEoPgIqepGDDjfpQ7M96gNPZryeyjAUVstGX7J4nyiRAjZDa",
-	"PocCRdKaSSGQw/Doz5C4PWdMkAUVwkbiaxnnXQkK4uLHki9XOmXjCE5dmoNPSe1inzUQwjC4nyHKCTph",
-	"PPp1L20Q/WtgpNXRqBUbAszX/cDcixaMNzrUxxsjoKxNJhLnLxjcnilHO7yCe8eif4F2Lr/eonY3PXGy",
-	"AwrcORX9BZgirQSqbUy+7YgohDogu4zUrKAg5x6jSRBD//Oa6VjNjbKUG6MPpxkTFWSldUWYKMC3ChIv",
-	"JkjGuY9b18HzsXO7ozHAUxykYMHuPQBYd4Ih0o/jQCOk/WzfnELTbTz7e5LugfYZ5cIeIynWQOnDtw00",
-	"YmWgiPW9c5/g1selfydGfaPIp8t3e+tBqBWoXFYsI8Iseslt9SCvD43U5s2OVlRdAY0P0LE9BQD6yDQ5",
-	"puWGbtEVZmEjFXUC88lpcG4I14qVi9bKXjPd1CJF/9PssUkKGExSdk/AzuJZQJunzBVB4WTqZTZqd06O",
-	"E9fm0wQToF1Fc8rMwsvaIvtLfciJ88bPbm/ILEzjob7g/P34NGD60aAn06VsdDIKDNzPLjnceWO8FpHT",
-	"ssyMmKHw+4lbMMWICke1Y0Ddc9FsJ1PYVKebAQqI2WOjyrrnHi1f8hwhC26gnfXvp6A6U2172HepMJqo",
-	"CmGroVG3XY7OdbXntRw34V6HRm8vwE6Ny4QPDoyZGpIgDo7THGj00IqNO6KLuxllTezOjEoqtnpmvAfz",
-	"6o7ckoVlMkooJShL6FYwjYC1UnQsUgFP3/tazqym0/U2xuqGPt7lfWoUSDovQaS3fmIAzEEdb7FguUYP",
-	"lHpCfkIRy48ZPwXYb7ZxNlOnH/7csMayPK597WVZMREag6Ba6bH2pnojk/KyJEuJ1+kWIuvWzONHcOWU",
-	"zSHghsnSB50rWTaawb6DMEKOgQSwmCRYYBwVnWQ+nT/3DFBlZqaQj1lbvWhR06UDzg8rfD79wx9HS76m",
-	"pJ7XAGDMfDiEMh2hCdXsJepkXJDbJ/90G4QPoaH3lJRsSfMtUYLesZucKkbMwbQt4Y5Fhahg+M+ej49+",
-	"TT+/xU+fPcVysO7PSAX+vWWWjDybPXt6al3s1lKFNUS1XFPNc2ujYqJAA2zHhNVA4YhUTIKvY/ssrGP7",
-	"7HABKCON4D83jNC1tGXbqrQVBeb2/I/pcz9l+VVCnH3z/uzcSVRyQZ69AOTvtquMOLZOpLCc9ZSA5cVw",
-	"VsBSgeAGIynNlaFBjJe5Y6xSnfq4thdYfOAK+CLKbZC3RV6LvN4i2h7EzeLbu1JyeHS+f/GFRK/ns++e",
-	"Dgpfni6+C+ni+agZwYo1w4LMoPAy4Wa9ZkofeqO2PDeEDJwYonzNPmuf5EcVKaimT+zb7hC0HUy6wibH",
-	"GGgJTZ+2RIu4KhjVyXPs2Ae/ZWig/Lkxwqq0IVB6RXiBdwrCE7kn6D23AVGjhZKn7U86uzbYA3dBhjE3",
-	"fRcjPolnu7kc3JZZakkWEsQaLsLJBXh/02OT3voqJrZY6AZn+KS7y/tEKp2hLh1pL6477hGDwv06+Dzh",
-	"YU2kjQEJVjkVKwLTSZ7OzwNBkNZyzYSut6dwaMxQvfWNgsV5KHTDfLIfchSMZqYqlvMFz8mCs7JQKMi0",
-	"Hbed2NIXVJHb/7h8/ers/Pr1q7/eRpElkrSC/n9eQPjIHIxytcTyNAiVJmIexqYBdfDxY91SmSudzPuN",
-	"x5+yHueaL7lIopTJHC684kx/0vlEAzo2vK/lYrig9AWtlZH87rtR8y6+NXP3crmdHL6Tipv9CCvSm8xy",
-	"/vyPz/74LCO1zm0VyMyWteZimVm0xQwJvxHFzB7zmTnmcexFTesl01cjp/1HML61zCdDHwVEsceZgDUT",
-	"Awwoahrt0/k2NCk+2Rtja6fKdjSkrEs0fqWDTFo43oklGGE447Fhrevsv1FImN1qVzAfp9DPAJ5uKfmc",
-	"jJkZjQSzI7F3cbsRXysU7DP4ooakEemgBRaoJ8EmC39pxeP2h8I/3uowELFVfJwP0Svwjx2WNx5ifYBI",
-	"wBPlfC9ozfV2MHsKV71fnKmCDzHFKZIphYX4E/mG+PTUYaHgn9ZoAZYSAalEF/h43+wd6OPctBlbXTv+",
-	"aagLPoGrrfMTg3OuaM2KtLPXxp55by/VQTwAhmCtqFq5lGLX4MQwgK+XP2bRaCMXOatn+JAUgOlt9hZx",
-	"vXZ3FVG/90/KQkp9D91Y5PDI9iJJpU2JGJgHFGfJb0KVupZm+llKO5vvR5C5M5A+dZ25xKQjc8Dsgrr8",
-	"Znf8cLkjVuOqKvkQMb7D8qmqG4BgP2srh8XwDVOIb1TTOVXsrfnJjHmIhdxeXJ796f0Z+bnh+d0NLNFt",
-	"t9dONiy88Mp2AJZmWqr94GJ2T3U7uxiQSr5C0WnIGG2JPVIJNjDjjki/GAKCL/VF4Pj6p2Rew0HiRfWu",
-	"PHMh+YpyYQ1anV5ICzgPpOyJ4snRA+pOjy11Kpu93YCwonRfRO1TebgIMYKMnsGBZO2PCLJunxMMAwEJ",
-	"oJalVQK1vGMCgjnBlhSxeeRUs2UUtODcPkHLRttRm37ShfxHMwORNVEsb8yUHhJL0fYH9sVE8fSo0tou",
-	"GlbiDdIad/Pae3NwI8eFe3LP2WZyNLRfyu4kh/c1rlWcleXO3u7nsYx9PO0Ka0nuYPfkRUm3c5rfvWNU",
-	"sXilGME2YLmo7KtkWdOY9OvcRwPFwt9ASoXw9rPS9HpgyNB4sN6++ZCiuEwAXwHosUBQMzto+Pe+hTBf",
-	"t1P3ToKSg/xfG3F+3yHDUKbdUvDqJCMTvJl2JBgh0465YjWXBR7Z+daSSmmVm0KCUwfOdQSdNAlyOb0s",
-	"Nci7YDdQlqfSVDVpwTZnCx1PVUaLN7yTYS4K+V9P/yfhwtrBD9oZaC6RAX/p1mmvgjE1w7lO2273NkY7",
-	"5ysqBCsJR9+PUeFOUnj88Nmfo6BInufjETAMoQP+U2KMkLd5zRYcbt680bM1q5dshqV24mWrcSfjFPfp",
-	"8p2yAc3bjDTCxdfYKHYc0DcIjz+df1qGdoW2p4j4n4iVOsNYKYyy5JrQYs21gsGxWp0S5IAYDX7J7uWd",
-	"+XfNyIILWoYLdubCquwXR9mRfX8c+sSd/d6mdQglnp7ZhYr3RyOLcPAOIfdYQ7tlQxfLRS21zGUZu1v8",
-	"jVLZl8K1WWldzRbl/VFm/7mujMKwKlWUfHqbGZXBNnTriIjQ1DU2N3clqz9Q2Jqk3G5fw10HME0bDkHJ",
-	"v9J7egWfWJIgxz5I8s27KyPdXNEFrXki/SCXQjOh4xWdkAPqoD4Zqg1d6ej2nhdMfvvZLOAtPHHLGT32",
-	"q2h4yBu58ctlw1Y2tqIZ+1yxBABNFWz4lNPnCeTX7KiJVQo/c2EpUCw8rEWN90DWFvS6Vff5jeb5HdO3",
-	"p4CTDcVnvD/T7AUU6B+XFP00cFTdXcl6VGJXMHoOEC7vUpYJorSFt0AV8J5Pm0lnLbVD+XHDmiU0ypUv",
-	"8SLk5tTmvszAlGIVkNpFi6OBxa4yvviQiC7ov5AJYKxJkVpuCi7SiQeL8g0gLwGCXh/NNBgqTuOjKLcT",
-	"erKJQ+0i5FIoJlSjBpejju6v2XWL2BKeThtEN6tKKlhGarrQs3upgZStT6hNkciI4tVM8aWgZWmjqhAj",
-	"1sVTjBMzjC6MugiWJGuDe8d0oUu60K84XQqpNM+jJRPcWvlU0CECRrX7rSjY54hMY37uYFSAq9jbluyp",
-	"xo7WNF/xyRD4uVyvuZ7cL76uWYEjmNiJ+fRcCk1zHS0BwcuSqx1YTNshfNaCieF2nZKnuydz4kjeyeXk",
-	"+ZZyufdMrwSt1EoOL2ouvYvRd6bsh1P7gokPgC/29Su3dIEVUEj7q2Erach80awvWNRA3Qdpv5fgBLQG",
-	"7X3sbKNHqMs43uGwZU1+hGiWhNlRs3qdRoRtGZp57xC3mxMqoZ8efXVPV9Y95DFaCfY0WPP++YmyI0YL",
-	"LphS6J0ZMBNjsJt9G63AEe/dQGkQV57CUxdY/Lkg6+AYTyThfbAuEUpzD4taGAbi57kbsnE3fBOGDo1T",
-	"ou54VbWOtRyKsPjaAwlrNX4zpZsNxQDruhFhCruvUewiq7tA9ynnirXwybujdhBZuLfD+I+epqa5L1ui",
-	"wrLJ1PDxBH3BzyN+NbvENRV7W8USLtK3ouD3vGho2T8B0w2NvYMWQ8mY7C1pa3uYSbZzTvlPiu2Y980J",
-	"hnt64bDtsPqw359BZ9slW8t7Vji15ZIpXjTs3PTRVIcFoF66atySFKxk2tAVdOIVY8MITDexMLh6e9mI",
-	"TlZHtGqiEWnx6JpFv2Nb5VVW6JRjYPY6fp5deH0MLNYG3mtJcvP6KUJaQIz5nEGlURi7Q0tB33ErBqz5",
-	"0jJX7/1vY+5HYuyHgupHqhiglcopFNY5T3RNeRmL0R0cyY7uaBfLD+IAQorHprTsp13XHD8xYkFRbw0f",
-	"jYamMM2KP7PtoDwDZGHfBeBfrMIjm7Iwe2mfIOxk0NcUt25ApvH7gCtMaA4b3ocQoR6NeQ3OjSVKJ0Lz",
-	"2swND8A+jA9WOIG8ZHZ3v4x8PGjSok86EdW/hVm0+6xrj/DsImed7c669DiQQg+G6esVr4sLWuttxzf0",
-	"YM4GhkRMmEKjn/dIdCl12P3wgW367oc2Y9Quq3MCKaaBqyGCL6pww3kNL56GiQ0vnkYXPLJsAZXEijA7",
-	"rGNIKkMmqFeujJRzcRutRIqleW0Ty3m8Y9tRRN27ti9ESgdYqWkHFF+OF5FuG9o124NmEucrV6i1REcV",
-	"C+nBtnwpBFs0ZZ9M9igjPsraxYuTvTZSihTnaQ+7ZbEQE+s0CohZd67kg/z1u6ahDdX5arZyVQgs1uVs",
-	"RZX/NW5KK/mSz8tx0GWj2DsAJ3dxIH9HmWMitdwxVoHbIB0a9Nr2tKnNyRM2VQ1ovg0Uqg15VHqv+olJ",
-	"CbqLzuKWxNqNuvgYrq4GV+171pfk9g1AdYTE2uWariv1UIyZfQFcohM5pOZjJUueRwOpLOUTfMNrjm4J",
-	"uCAbWRcT7OVBSIXtrU+UwfbtLEiMoCYd1ZSc9MretBBk/HiHNREnA5ft5KNn3z/kgu8ErgS9JtaK1+x9",
-	"61A/7Aq/MFTJNgRRrHnNfHk7dL9ECxw6D9xQmjmOD0KQidFDlisyL2V+B9EQbMFqJnKmCPvMlT61Mpwr",
-	"TgqMI6wxHRUUzbinKUYunhX0UhjX2lxNyBgLeWqlN2gmVR7//2PvX5TjNpa0UfRVKhgTIWoOeNHFWrYY",
-	"J/5DU5LNWbLEIanlObPsUReBanYN0SgsVIGttsMR+2n2g+0n2VGZWYVCdwGNpkjq1v8fMUtmA4W65T3z",
-	"y5taG0HxHqhJ9usDqgTjmsi14LnIDkt5rq5EEVeSfdaeNSHsC5Dec3hyjEloywdquscaW3YKv9OwviQC",
-	"NG8IyJXcvB/FHZX2xWF+Az+1fjbkRqSx44TRGYurVC4SxoHUMwRbGS8naKHyVkP0d6LyCNjCRS1zc1wM",
-	"C2zBw0wWB/ivHVlQVC7lRaHAhnbpDqoKmUckctydGtWkbitQMxYQm0LBiPVC4JKjWwsNB6ya0p7hzeXh",
-	"GtFDxIM4ANjFC4F+/DUcou+w8LwI/KJ22BUNd3RvrqK/BjRFyCTQ6yEu2RcHpvJ0TbcH+Wb5tJfRbxaO",
-	"HNywUHhOT938dC1prJSGSD9ASpaI/GwTuHlgqBNWNLgc4PGbiEza6A5wHUep7cMPl9AFbd7FWbrTRD3N",
-	"DE0N9S8Mc1ZYtnbjRNBTU56oynTkgVrmeHp+wkBKYvbXQp/biEo1rAEtjJYNd3RnshJpnHEQngFwKpwZ",
-	"tM2jAj0sBsUaTC2KLHhMGvhLK5mNBsOGwnG8q55MT+xqULC6qASu0OWN4js+0wN2FEyiGODrrWd/3qAt",
-	"LlOzQjrUDlV1ZP1EgyXn7tMZe/fiZO/86MSPMKRSsq5KpUVf7jltHgAGhWY01eLu5ASAGIks5OjV6k74",
-	"dV2M+95febv96YP6TEd8qyiNWleRquuzs9MjytJq6nDsdi1Ews0NesYDj2ggq5cw4tyafaphnHq0qQSf",
-	"xu7eGfzSnDB1uh489c5MyaDLYYVApI6XNLeNdjSYX9B/sjuN0l+Hxbu1itnG5UWb2fp6rT5+e8MG1/Yr",
-	"v/APsdIubXAOThGxasFQ2rWjyghlvZLVwrB2Zg80iJd1vhAXm7Cl+oZlzS0ZuEbHTFxqs5XJMDF7M3sc",
-	"qY+zcSUCmewLpNxZP9DNbi6EglYLUKgMarfWHiAO4zLgkHnAjaXLdODc8qyU6ZV2q+oqF2j89N999+S7",
-	"EJpq//HTj5YgEZSbVRhT67HehQ88eXwbTHEYOpTJOyMqeJ9yORZW4hy0dsVLLG8lQHhdB2rNLnuBbhH2",
-	"ZH+//9S+f/a0FV95tB87sxmXbRgr8t08+i7paCptFELnuWIASDGAFEnA/YFu6g7jtcHEfrz/uEmwI7/S",
-	"AdunJ7TVGFWRrrqI4Xr2V8fnIvKmh0ucOkFys9AbKpy8WNDcIxZIvxYkGzVm0G372k4wcjy6PKzNpIF+",
-	"7bKYzk4CeMQGZfzAbisa29b21YTEpfVMxRrqTLg+oR/78JndAIDQTN8JB14Th3lFKVasEDoozsJ+GrAD",
-	"9BfMkNIuRkub0pX3k0cyGF/ISwHAhTxHRtgavihUDR5jWYBllU54noviMmhlueKzQxwqwXHO2tCrCMos",
-	"ypyndwow3PlJadpGkJ0uJsRySPpUUDaLLiwFp8aLtts36snp8KtpUbW8as3GeLTHUlRLoYJV/ZzDOxd8",
-	"392JpEUMXajEvw8i2m5PzQLhkpsK+pdRk8bcwVIO9eUEo62hjy7xmY/w7+BYfTB8QW6j0IYgbxb2IoYs",
-	"fKkqaSbdBOufgFLRUKv85cV3W8nW2c+HO4+/exZVKnltJqqSf0BKx8+QKdyxwdRvho3oq7u7uyN2GL7O",
-	"Jpg/jZEK9Lt7fFjkmA2ztJf39NURe/zs0d+wku/VEfvbs0fPgHkj2+YAhpCwplNEyMQjvpYiVpqG953B",
-	"r2gR4TRJjiVMSB80sEYgojSSqBxXQk+sNp2pqVOc18/3bVgMgeg40MoEr77U4cRSlw+GWwiFYdylwDpl",
-	"kdIp47LlXyqSKfOfNc+lgSB0WSmDmhJcmQMM1k8FYsY2E0EdmBWK/UuVkQb19vZEr9UQCRNjbLoJ4Xn5",
-	"0oVsYYXjigxokl2V2KHtap2/9vTnhCpsPADKur0elBQN2dCOgeItTAK6xfOI01qwki62cjZVV8LylR8t",
-	"g7yZtnpGddxGMW2H2zFRENaOlu7nTSV4AtcWSoNrACPhkMCxFs/1C3JracE5P+5Hc17E9e9sGx7bujhf",
-	"htAk8mbLlXCl0CrB5cirKotF4vGlrugC/njTnYGprhRHNIGV678hcq8jD6x1X3F5Vii054sqLIHrgog4",
-	"aDAVofnlQkrhIjj12vjM0G7bcZzZxKpqCOxL1hN7tL8GJHMUqttUvNAdRQ12E6GeiPmnDgBKnGHKyrsX",
-	"J8B2xjzPNYP0TaPY+dFJywFcG2V5UWp5SZ2VUcYbLfGtjC6f7+2Bk9zoUtt/vzt9nbR0MFLrrUrIZDFW",
-	"TI4DCAhWCIGG1HQV1vz3q7RQO8cBNzZOrOBa8nzbPk23yJ5wRHuqM6mOVCYinqTDw6OEnRz9cgj/953d",
-	"nrdlrRO8fsHaJ1ZU2IHi+Uk9hU0/qxmknTYo1Uapq7bdomoEUKKBEZ7Sd5DvdBuMoZFO4l1HmYxrReNY",
-	"39xXlTUtKqjtFFzXgMfulKxxBVj9hKFYLTW37J7xRMRb3NkDyBj+ejtIJcvcJKx56UR27tPUOLsSc1i7",
-	"WzWoIrKVlhbWYJlomdmvHt4XIWMB1GY7VUUhUpMwfPgCgqSmLhPC3FAVy1TRARti53CuwLUPB7ey4DXQ",
-	"unnjE6b71/TB9wseeLw9LA4gxt3PhFDjMW/xoLbrDIooTFrGlxnlXQ67XGQAUBDpihHXD2Umuuj+58fP",
-	"ntqJ/Pz42Xcd7YQzM+m6xfDjoEscYXuucs4gsmrAOqIMsS7OAEvsnOurj68QqAvq5AEJh9zhlBmuI+V0",
-	"sfy+6BeWEvzgqnF9FaT3wYtY+09uSKst33am38fWFfUVE9WFJcLe6nx6hmXNQy6uGC/QH4YFGg5HiKM5",
-	"tQpf0wl2qTrhDX+C6wHTp4KJ3fgIU/6hrFRs+f9waY8/vf3l8L9OTt8enQ1k9ZeqUrWRRX9b5+apwRJk",
-	"ShnHvWo3LvsXfHiNWssAd2FZzJSieCVz8YJGUCvK3EtRsLHMBcuaF3yDFwQwOWA7jxrFpMy5sVvQ9E8i",
-	"CpRD5WvFx2bl3iwAUrhOqaveg3T71otdwd02PmtzQVtXrXVD4pvrT5sW5ibaQ8u/+OvRSQo4JqRiSFhI",
-	"hIbTE15rca4Mz9/ELEH7A7vk1QW/9KQLSY5YiG0/IwtW8EKtV+Z+mZ6IKo22f/hp+WsI827NW/uK/XH7",
-	"p7c/HT1sbpUrAx94fSaCl4d5rtIf5yZGt/Bn8IHbh8Chbl9heAxDF2lfOZvrVd+Akemw1IXhshBZowNR",
-	"e5bi0vX/GPbtop7+lPZRrfOIZrHjTedpLoYuU3cuEa/PhVvo7a5xgSgXjnRh94NZur1JFm9/eCt7KO8k",
-	"qkECWBNkMFT4v5DC0Oq8w9lUZXUew7rJskpoHQW6zRj9etC0lhrt78L/R/AunufM7ko15unHYCnh7AI0",
-	"pQ7AJKmNKKLt6ls99ChLgKem5nk+ZxfOxI0FE1eDXixHry7s5oCVGW/1CsuJmBq4TJemr/1s21/gpUTw",
-	"pQRjza5Fx87EmDIBTwSAL9l/gmEwExeVSdfIf7QXido5JN5h30qA4mtnVb2MITO2crW4S67xjZ7gF+rR",
-	"K4vLXKyVhtmJ4Hfu7akYgF+fH2gx7IcHmYSoa45ifLKeW3wLx8rf1BWwHg1hx6N+9he91EXLQUvg/FZo",
-	"y7ehl8Xjh6duWiXMEnoGeQa0hgM34G6Ds9u6A4o4GmCCv+JTGUNXOyyol8wYHoAECCEKlxRFaswOYnj9",
-	"Ki7OVHolIp7bsgdcO8SQFiJzVVSYyAYEB99+EGnRHVrjWq6EaU8JgC2IlrnsDW6CMqE4B5zJPEt51eEq",
-	"ak8Sm1FC1Q13FePu/dVBdP+lsKhhq1nkytOs+LQDAdbKQPRAhQiUg89xRdkP2Q74AWgzXgSwk7KV89ZR",
-	"YNNp9IHRb+dMM/K1rt6/5IFHRZ4r164I8VTnRbqaiRlEhlwJohfs9C9dUtHu83+cvX3DjPhgaEPW3ey0",
-	"rnTMPfu25JCcoTT4aNj26PTlP47Pjt++2T1+8+Llf+2evfzP0UMQG1xrewexqSuOh9QFbWgreTkxYVm3",
-	"38p447JV/An6Cb2kdl39kudtweCYEmeBIkqOw1LY1tfpbmujdq8fdSEex705bwuGB5+w2WROvkrIwKwE",
-	"OC07CwPs3mR9U56FAWAcM1WFkUVNqoqVMQQQYnc8tadvNekuf9TAqvKGtioxztewcrT4V7zrGLUbk0a7",
-	"plXbjxL2OGFPEvb//F//t3eGXvJSHyBiTQ2VlbFV4wiyuHx4gIi1dreA/N1BeNBA+litB7e1iXOHV56V",
-	"HdDnQDuDL3nRVREv9hMJwi+tG6FvkYvYLU8cCa+CbQk4iucHx8VYdUL6eoi1obyE13ZHjEx5nHfDuBPB",
-	"6vKy4lmD3Watg+ZVgsQmbq4hQlRjMZTuwjIEwRjtqPWy0SwkxP3bzRQAhAqCggl9tVeSayGa6OE66lSo",
-	"AEXqPAHXII8C9bpNowARNhCWGQLEFmina8bty7CCTBhLtCwTPLM8Ii4HSQ0+n5ddIEmNANcJbhOPCRs9",
-	"4aVgEXF1sx3ySkW0zVIsnHHCzcRJPX83E1aJHFCXXaTo8OSYQT8fshh62HL8DDhLc4lATPYhTSKNgysf",
-	"DqK5tsQBIBMpXjRlb340zes85HGsshaq3WXxr64Wr93iz+8GCx5r1jHlc0+B22ci3fHP7zi0Mewo766e",
-	"FiAOoGgNMhvG44VGRF1IZ/bg2pNNFpnFwpUMtsgfS0gmAcnHmN0ZvxavxtNSXJ6LaZlzI27c9Nlar6kC",
-	"WCIaCjDsIL0W6/UgsRZbKARPW00HZvCwI5z/ozQVN+LvF7HI9jl6OuFBdiENBrllwa4upNnTB2yf5YLS",
-	"pEWBX0wnSmmxqlf746f9qexJb7LBW2jNQPOyn00PWKrKedDYXBZlbUIhZ3+3B85TcHtDiVyZTt/znM/o",
-	"n9Ma/w0Jeb/fGArAn1C0VifeRVt8MBU/rC5j6QV1hQiStMGqJGar6Z97mCOKzYUSlsspdO4ziu0AbpVJ",
-	"2I6pC5HY/1ZjmYvn1wnbycW1yBO2c5mwnSsxl4V5P5VFwnYuxgnbSSv7f6f8QwXIvjsX9VjLP2AM+eH9",
-	"eGoH5ZX9PylwnB2dvjeTSmiHMtGR/gbtlEtDed3BzFc37g4T24KCJM+ZQRqcRpGK6cKMfaaGvbqRy9Jz",
-	"ZR/vr7qxXQkb9HH82VJPKT+IXK89hadPVs9h3Z40C3fVeXWp2241X8qJX509RiO+WQlxYTVuSpTy/XtL",
-	"boyo7JP/88/Dnf/mO3/s7/zwe/PP3fc7v/+5nzx78te/dWYqDGFp8ODtsjT7/1YdT18mBV0TnNl6TG3y",
-	"GEyJyeNn3/Wxr45UDPow/PoR1/Nvz75fr8KsdVNae9Pi/l2S9VTlH4/0SBKUI/iIcxmgLEUPuMgz50xd",
-	"20kUw4YJ6sL5haaWtivlw9qAMetVh34cmgw4/8C9Dd7on16esz1eyr3rx3uu9d1e8IUl0N3AEnIWj6s2",
-	"uyWE3Tjwdrjqzlu2VNdya3duqV4lcv8ggdfVDWo+XUjUs5K3dtVNa2cR95fFHWDCG+HScssWDQL6Z/KS",
-	"euxAT4GZ1IK8y/iMTvAR+7/K/l8A1NSpcmAik3k5EYWOyZP2GQ8UB48e/y0uD8rOUkRXl9XU5pFBkqtL",
-	"yN+1qz6gklKqtxFFWs2xasSXclJT2isxh5UtFyv2LPD7/mIPShTb0tfpVnKz8sJINWFQElQo9q9aQTi8",
-	"YrksBLuoBL9a81z+57et336rfvut+P3PR8mjx9/HT2JIdd7Ko/DTTlWuCtxwxWYTaQTTJU9Xc77WxJ//",
-	"9pves7N+9jQ26eH1fv6aRbkIeBiOVF5PO/qtpvAbhkOpKy6+HgncRbcQB+9GfSyUeVPn+YqQEQ4iNXvz",
-	"9py9eff6dRdYoZzyav53MR86XhnkzdLblmDiw8e9ny9EmkOLXhrVPjW4hSr5Kd0utJbQfWJv8b+jJ2b4",
-	"RQ5VLZn4kDBTyctLZI2utetCeAMmrbsODnN7cFA3iI/Bwzf8wjWVwsJfQ22d5jA8wtq6lhE/V5ZF7suL",
-	"F68RTGcqCtPX6TzLXZdz7Bhc1QU6VY1iU/7hRZYfTXgVd0tlWX7unu+/YnY6M66b4eNXKk40eL7dRFOp",
-	"2UpguErNFhu+w2HYkxwasYCH49bSOdwI0ANwsk2X5CBjAnhn+7MDI460BY6YfDYEdaGW1PSG7hbo6GK2",
-	"Oi7QJrtmfYknhIVDjhIhVn9jj8nVVcCVfQ7KgPPcVY4TXVlGvUyT9MzLUqWTDux2qj8X9hHHv+xgqBYU",
-	"Vo/TDrcfrWU7i5QShOy99xORWtciI2RxXgBcckUjcwh8jdeIENlJDFPoQDlEfAM/F4Ish96dq3kofStp",
-	"b1j0xKhX0mGaRtPHDn0DLSgJ1Zph+8N4u8CYReXAfTM1K3LF1+5p7MP2+GGr15WazVRlb87w3G98u6O8",
-	"QqLnH/LLnNvf9bQFVjhBHLWOrPBo3capCyNAW0nX/gxKUOQUkiV5Vc0d8F2zqyvCd7iMxG236x7ZbODq",
-	"U76hQ5uOX3X25+67AHqiZuSVgMXLIgegRHcrPKiKNFSXzI3h6WRKxrZjc8DMki33WtRl0otGRDhEPmUD",
-	"9rMpg3y2v04Hh0erHSa0K32ncoZ9JKLUR7fwgW7o0CoD8SRQerirXIx+vll6p/s8QmMbfiUKAhgMAtVS",
-	"s7dwsHGZDimm17z7dBxez4UwMyGK5qMDUwl7AFY8G3Hb10KsHcpHFuHS/YaHSYOLyxxy9jejySOYPRAl",
-	"H3JBOk/5nF+J4Ig/8cE2RceDyG15c6Fq9YVKa8s+QLQf1pk0XT3XWk/6tHboZOYyKqGlKo9ZdwSscBwP",
-	"nTRqJyj4IWrFkMKgQQVSrvaMa+ZfWLc0qiPyc0SoEfDzASrLZaUucrsWDOUW+fzE/YXMh8H2zPIR2W2M",
-	"RvDxEyuVe9xl8n7RSwM326y2X6aqEvQJaBvAzIQX1jZCnVZDscdsUHu4duFP6xItrDacWdKD93BmeGUQ",
-	"xe+kUh/mN41bl3We2637AM3MwZ8Y7a0bEVdlmVNUHtL76otc6gmThVFrOXm8q/D97s7v/59/i2ehrI21",
-	"AOtyvbFujrSAHLETP1Fm4dL5Tf2l3Sv/wmAWEEHgYBlpAfQIwLtpfLDks1UVy9Xl5TIc4GqkhWTreqJi",
-	"Cfj/kJWpIaOaun14la/nBkQC2tGaZksN/mbEaVOVd0CaiEm0HmWuH2hak9bunMBWk9QnvhRDrkPVX0t9",
-	"1vQ3BwGfU34jUMiKxv1W0PLUiKy7H5T7hdUlgGNOZDphrisY4A66MYa2X+SGX3AtzuQfoqOUz/7kGxXS",
-	"41j0Kwus8Bv4re6EZNeCWrcSkwcOO+P5wNnPKmnEDp8InkEz8zXnP8PG+73aIoKdM/foTeAWqqb51fKN",
-	"iJ3YwhYEE43fYXu9jxAWNeo4QugN4OoloUQ21iy8vctOHZoB1+xEFJnv7IPEqO1iKH0YTbWD0CzJpC5x",
-	"jszUFYIrWG2DcYR4JdBWj/sasqkHGqvy+hwZ/TXewfoP8RXok9xpgx+RRymAkw3SzZY7LuMjw3yGPuMd",
-	"h91+9+74RbwgYWDbDA8zsaYhMQyzxwDos6rhfgC/We61FeRoA0Bv/5wrwa3Zyzgby4LnGPFYMfmVvQ/W",
-	"y8zixiF8uCBPXRiZs3SidAf+qb2lR93n/Ca8xAjOSoiEErGHGwroqhahJpdDgF+5vhJIK9JAesiVLLLn",
-	"HahK2KN/HRoBkTbESwPJZXB8y02Fbuqo8XuctJw23ouKy2lv2DqdeWLcoAO6a5FWub7SsVyOUCcHXoqg",
-	"DnF9vPX9eAkq1JfzS8wKb00hAutQRsvGGvkE6od9KGk6snHDHg2t+eWXIHgiNIW+H4jSARphyT+yZcN5",
-	"w25v2rihLesi7gmjTAyk+8i1EwRoX+frD9B914UoKBE2yW+f+3JPHW2EBru1zcXLmbCxynM1s1OHKqyA",
-	"IR2wszpNoSQ2Ya+IsZ9bxv62xkyjI2LqYOoBWw7vNIn7rWTrhWdiW1BtRAXXfvitZAvH30q23Ae2ki03",
-	"fA9BnOR8HgP0PQTUMYCahQIMDHKvajw5xLRamshFH3aHyyUc1OBclaXIoM6lC9BOM3qKXYiUuyosWmpl",
-	"1VWjFNO5muXzgZ8d939vjQV0tpM6pzk2XbuhE0TOXVvnhMkx48V89zY8QZgdFp57HHABNq1rRARyeKAJ",
-	"/7zZ5fhYnYU2E2PKnXF+nTD817R8mrBJrp0LpUOoT5URh1lWde8l6rdYsGRFedOcDCvRpOmS6tUK5bDZ",
-	"uTU1w5WtRzo0jQG2+4BCInecyVJOWGitY8OdptQo2GpHyZ4kFkky3L1uRowcKS6hm8OjmsJFlYCgADKZ",
-	"AeRVU9Y4FCWeRl9T8BEXjci9ugC9m0exDX5ZNXMHL5k0Jh+WS7fmtxDC6rUvlnfmY/nF+j0FcIaxG7Aa",
-	"Wb+9oz23qFIf5p2297lrcdIyHSgzmAxyRH5QHyK9qm8HdvXj93mlebS4zgOUcdJQzo5LaLfP7IW6boxD",
-	"f5gPs7TR/Upp7ytXoOMK1+LMHziLx5d+E4XMeCNjV3A4WsIyg2vvoptT9+WiLK64Twc4tSqCbnG3qi0N",
-	"S2HAC61mhNaPszqg2gwHRIRTLZR/CXpNabbtkvjLWk8SRwYPb0W5aIfMO9aoxuNcFqJPyILhO7OLeYsP",
-	"rytsVTHoEwD9gJH9tb9QyUvZU6pP24BIwpptl3WeI+gVbfxY5h1wvyR9IgUAJJnDYydFESQI5i00mQrD",
-	"2yVTotxAfCVMHk1F2/t2wLg1L4E0oFoGwQ2tymRV5aUEihs5U4g4vTNlgFblivaAraygP1Px9KqrAwIM",
-	"+EAzfKh7t1ev4tyOEFUoun1Dr6kZkarMunf1VlTI5ooss1j8QESXdH6lId4jOtrB3huXHPrVe2/Cha5x",
-	"yZwcG+6vOXPptp/cX9Mi88hlAI4NHuCgEbXIDry8cLBJnk2CNOEzPg99MDjQVrJFr/W4UpBko/dS5FBb",
-	"wAEqFrl+y+JEovXNZKJJi7HsR4QKoN8H3qK0G/I8AcDzhHW0Pfi45gEe0Q9WvA2FsQ9vsWtAdMjubbiK",
-	"wqthnbJVj1wzhyavNhPK1fDG2ykDqGW8VP8MAS9dWfbPf7BtGGjobFfjza+1/AUihL1wNyNKctfpz4Ln",
-	"ZvJCGC7zaM1PoUWhayyFxPByhg87HcBq2bHqmqA6NopWhPVxhFobL0UCoS2yYyjtiMvF1E8QA9KZ+MDo",
-	"NZfQjgbGlFvGJgb67CAvLbIfx0Umr2UGwhN2DhMbh3No3G9IL4zxZyrRHGaRuXpOnxIRlNzsdjS2z+KD",
-	"Q8Ct8emllE+ALyz0B6e/2lPt7nF+K6CdfGw6BEFzL3WTMBKM5cj7tWu29Qrc+fDPI15kMkP15GxSm0zN",
-	"io5eZqvyLTwEXEfCyk1Ep0cIbe5CuBXBKSZtAklamQ94gXup3uViR6QG3m2fWd2Lz5o1zKNXN1lkNj2d",
-	"8N9ei4rnnsYCThMeLnTUyAQgo0GRa8GvucwXXEit1nHx4/xRFlaGO5TDhc+t0I5dC3s3enTLgcu9nHKZ",
-	"37wpV1CVr0WRMY59XQpl6YmyT8WU2mEs1I/VHfWhZ/hDE4YFQClr0LmEMHrVUjskLXaDQTze348ZViqW",
-	"hZXKEqqmA2gxTyewhtUFQWrYTq+qxdOUfLPGbvb1fcLkdKgSceckCzYNevQMlEB0FPH0C/hp5/iFt8MB",
-	"naxBkYugpxWmvzz17JfzhY7CIgvvREcrJHghcq/C0Sga42oGV1mbkPpNA7c65YSb0n32cYDGH7mWKbQ3",
-	"sztvD5dfqNo0XbExEwSLsSKaSBUrvDw6ecfsL9KI1NSVgOQRr/STZty0lYg7/u5U4qdqOpUxusf+Zviz",
-	"g4TnlAPZNHDdXb+bjFEqTydcFp6dRkefSeyltDT6RGkTr4H+WWnTgo8JVLo70T9UTDIt9Fu4yZGXlcrq",
-	"GDc+wR/6yrzzaK8cCEm328YA5o3vR7CUObuGh7A7NOorcdw36dn1m3QDnOWqIiotXSPfhe8NZKkD5f+g",
-	"kAMcYDOkp7R2L5uoLudvONywBHlLuM+LG+LOvZvnnapcdODvt27DPeDsRy/oYZ6jrdC+nYOtJlqFXeY6",
-	"CPv9m3bOdYdfB1jUjizCRmlgs/oMvZuia8FImeoAPsi5Ni/jQUj4c1NOrSHlsmWYSaurUeJQ5+hd+tBZ",
-	"PQWkkxUfmHDqOVUXbC5M92fqIsYvzsKmhO4byCwOWFHned+HbpbJisbS2yJfAQADBwMoX9Atj9wXjXMB",
-	"hunACa+Lgq9scgAfSHnBLgAemk15Ac1dusdc2ScGhpSa0cOsULMOLa0uocPFSdjab8hEqRcggUhZfWnK",
-	"AbgCc1N1ByoO11ddGCH6CkV42PAbdhzl6hDu64dvG0jBQSyvuHURmu0Nb2uLQEJa7Ocg3RktMS6i10la",
-	"6RxgWCygYXKDUjD6l3laF6ttqVZnyYW2k71+g7gV/OcKUFu4Tju6FKk12Vwnb4Bp1VYVW1CjmmX15dW/",
-	"bNpFe+Y0XJMpV1OY1NjUP9yYaI/ZLq2rxUVvMEcvJfr5gB05JlBafAWkRmSKE1VZceSFCmB822VnVv9Q",
-	"ruP+hYA/xCOyq7nIWryi9Kwg1LSCqxDuTLO2xN/TbgLptIfoh5bdGXiXVhidlv6zF1H/54/2J4yzc1BJ",
-	"pqXIGDfAM+iH7eOzt+z7Z/uPEoYSdlQXoIRh77O6cK/BO/ou7McbfhMhB1buKu3k4cmxhylA+qK5yGmJ",
-	"ATr9CexY8P8iblnnZ/DnRb/jUtVjuCbxoYw1GOmIL92axRPaOe3TCSyf5r62raDIVsRoCfx1t49gCm49",
-	"7kqsF1FM+SWXhW4ayzt4f6vtE25lOuF5LqiZ3IJbKL9UlTSTBRDMX1581wWC6d/wLp1wdOfZxgHOfj7c",
-	"efzds6gv+6PQUvHDzSa0nUh3i3I6FWaisvZ+vXh5dnR6/OPLpU2DI8E3GuqAA2p3HHQDJOzs5fm7Eytg",
-	"Tl4f/v8XV/OstZgnS4v5/c8nyaNn8XkXKtp84tBtKfwOxRTAztvzg8ZD4BSGxp0csFCboz9gnI0roSes",
-	"4kWmpjTYapf7kBLwf6myvdu8ht4S7XX8Z81zic27ykoZama6eEcP7MwEMW/G2QQjgc44+JcqE5bi5AHc",
-	"IAX32OmrI/b42aO/IUoIAr0iphxip7b6+wAgOPa66ABgkHFtuUW+706PE5eMQQCtZW2oTja8Rwglywtv",
-	"jIzqSo4QStstf+KNv3DrXVuIvr0fAiTr9tiT4yfChbUbG2XLE1llJ7wy8yNe8guZy6jLo/FxuCZAVi5D",
-	"twSwJjMVSYHhRlh2GBvOf2zOmseWGg4141PRz/A2Q80HjnD8aJuhj1RGfCeYFbpIDw4gOFmt9gxYBeEG",
-	"4+Lp1agbxTcJx4du7ka5AeZ6e5bLAOkrHc/w4sC4SPitAVYBjRzTZsKVhueShLe1n05ey2txQnVdUQcj",
-	"bDt7d/paU842tKIiaID1IYdaybgfkV1+Y4RKWAmgHVwIiKW6+OGalum6DUHgu3DlGO+o6wI7paO1C7bs",
-	"3bGc493pa0zbDPrtDvNM0zmjQRSPn9xqojIOt6qeNcx/bJ0S4KkiwGskH/L3m+UQr7yBPfCBa2QUNwtv",
-	"E6Y75OFU+XFGBegvjoqBdH0Vp93jZQrOCXxzZYQLsuftXdQGikChM38D0vno8X5iRUEuuDbsCf7HVGnj",
-	"vNVjeYlJmQDout2Ae+4/7Acc/P7Z0xbi4JP9vo7V/RUKCu+X528HAHNsJpVYBkVai8bcNxa6K0Wcmz3X",
-	"wA32WnAtPv4eWFW+EDPAvm7X8kYY+YVWeW3E61XXAZv/u1tjNVPKHTkAYa4nqsIsAF7gt2ik5j48ffJ4",
-	"fz8JEMYuxFxRYaXXyx5o1AvmB/j80un0t3cK78uz/c7K5+5Ln0vIvMHK51JUUmWttQbXfh1w2mcfcXcn",
-	"gqaTqmtR6c/i6voGea4xX8wKjTTd2zTR+/gmegNBg+ix4ZrOpjnfpjnfpjnfZ9ycbzVW041wtP3AK3Cp",
-	"whwJ/MTupoXg19VCcNHwaecydDUYdKvyTCLkVpELkSwL/VBGdEF9hff090FKSUcexLJaMjwFwr0QxvIH",
-	"aV0RlenGKRDvYB8OS3luZcvH99MDYma8aNTwA6dVugaO9hraWyhJrMXiTgC3fRyj+Ddi5lzeLvO6QrR8",
-	"WbCj4xen1oagti/Yvc/Ve7qqH1UIq/kWxMJzCXErcN3zYh7m7A/udujFbSCNvbjtcTHZxZglB2jL8Tmc",
-	"9cY98fYToSM+pkMMibMUyvwoxqoSPauA6M/iOqS2xyzXkCG93lj7sXLRI9t/1Pfe4jLZKuuqVLpjr+jH",
-	"vhOJKb9/dZIvIZD+VKm6vBkJv/K9VTm7tMM0xHwD+u1V/19Za9OIDyYacRp4q19IXea84ZtrXeaVG/nx",
-	"e+gBTT5iF7sc47FFD4D75rVRCMsbrVhSFUZiwZ3S1xTEjvMPKCuOVHYbtVPWeR5/c9i1QP8j5EuqSg+7",
-	"JJm4lqk7vZg+//bNP45fMbLqrEH104+Pv3/0/aMGRIZSvleq7fip7m/g71Bs2nyF/jj4I50NXV5IjQUP",
-	"rnyepbwoFHC2oFpgee+BqKN9Iv8u5tTIEHpfWBYKDzsTx/AroVutswDfdwz2CDw5xCKdcA11//1JeZry",
-	"rggN15ezL69nwvWJ+WNF10s+FRWHZOuSFztG5mbnD9Uq+wmb3eizCa/cJVoxMu2E1ExPoBcm4NTUZYNd",
-	"Y6ys68ggXsv4DDpckMLiDBr3lcCiWXmz7oCdWt0AoeR+rAS/it0wUcIiAAXcxWvA+CMMy1zw66506xBl",
-	"sTfgjWcSuiIro8vzsK/GgPdPW+/4GNu7WGMM6EyIV/bd6esDqtpycMtTtj3693//9//f6GFgeVGeVtA2",
-	"I2EcYiIuyyTsqFGJqbpG6ptGm2as22XhZqJjIM7OisvXLXbfaVHdmulBbSHXV1qQBt70a9F6omaFS6ZJ",
-	"VaFVLgJjAtfK0lzwyqFxrqTJSuXiOOvQdbFhvU8JWKHqcrcN2FNS+8aTD3TTdJIjyPitKbtdZe5AHvBb",
-	"u2PnupP0HWygecJWYo8K5ePvwy6ZjtXwYrdnOMCmkyiqP4jdYY1B100aOltEMny6/ee+eBDbfjZe9HWz",
-	"BvrvZfednPK51QrgXnZWMr1Wl7JYPX3g1di7x35nKRfHP4j755/8iIwc2nhshbeiPNMdkt3lFra8qhg4",
-	"9qPZQ/ZpnK97HCsw4ZwW+4usNflOgm5SezxJYOWi38AbJBJ1kV/TNWWZBAHHhpqR2L+AHkkYM/0kZzlw",
-	"LkwHPHePX3mZIG7eBmDdtru767XBB6poeU3sswmr0SnPp4qaG+PWYaNty5Bpa4AZr9HON0hTDKk9adA3",
-	"3I3qdmiG1Bwjn987GONqWDpY5GcIRle0Wn/fHiwdHqqrKHdDDvLMgqQZjkvXbBZ+E+plAKMuBKhLmAKc",
-	"iTyHydwXYN2v4mKi1NULkctrUc1XtxjI6Em27TNEDxP2Gz6iqfc8LzTodvq3rYcdXQNwGPyPI2raaank",
-	"Vy7tJToVBuqWfOuAnn4BAOGR1pU0cyjQoMIjwStRHdax6EmT1UuUD4r8SF+n70tu3u/u7mKpz0WtJXQS",
-	"veDplSgyvcsOvTrhWmrDONvwsqaXH9o9uLaGO7BgEtquvXmq1JUUBwh4AlV0OFfnSgWcGupPjibn0/1H",
-	"bMRL+R6eeO/OfGT3Fm4lWFMwSHNLJsaUATrqEXw1jkJll9OeHbPylJAgcmCUvriVbY/ev/9ZabMDS8bX",
-	"RihwwZzN8Cr/fH5+cvbwAGvNd0ACWO5AOeuLaGoXgE/Nc61YIQi1ZfRfO2fX6c6RrsY7ELkYuWR9aL3C",
-	"NJ+KHYSyZaMzke68Eiad7JxJI0ZWKxi9hd9GCcMWUvOw87vb2SdslOpq/L4S/wvI+LCp0u4M7sSWM6e3",
-	"guU2u8xL+Xcx3/rrL+ikG0NtsdwGDTO7/BNnzp+JCn1I9gJAyGtH+6fs+irBc5CMO6maTuvCZcpOecEv",
-	"IQ278Q00/YvgPgXVVw5txY6Ib2rvVkownr3jqz8yoROfAZZQGylZXMKTAph7pdRUO3x7WTGeTWUhtcG7",
-	"cYDsNKPWsHZx0mjsqJnCjfCJ5ZjYhfzOTDQdDbVdJ9Q7uEIMes25MBD2Y3JXMxNlruai2mUvgSn9x9nb",
-	"Nwwg0B0Gd61J8RpBIfSPKpuPmJ7wUrDRn6nKROLAgRKAxhXHmV24qeZWE/o/iUMK/D9/jXDGmAhAozsf",
-	"Ft3WczvAznE2sgppqQotfHWJnTYleIh/1dbsH9HnRgnTiqooCaAdwhWufn2K3VUamH06rlxd6l12wq1e",
-	"BeEtT6HaA5C7V0RxLXIFa0Zh7WREwkBEJCBd//m7XWTQP3oK6k9R+m94BZNqpKcKunFXwtRVQXlm9laI",
-	"AnuWIpT7yA4+2mUveToJ+EgBiC/2fjiGFkZtLE1/sCxmp/njyANY0Iebh/APo6b1Au2SKMaqSoWODmZ8",
-	"BQ1Eti7mgEGPRrfUDE7a3WU6JdFURrgvkSCoaqvjk6c2q+TYMF7yyuwyaN7QrGz07yM2FbzQTNegz/if",
-	"EiY+pKI0gNHenCbeDcsa7X2b+6UAVT2Hrs14bumE0tYZL1Qxn6paU+Qr6EkRzsTy4JGl0onIgQfT7W6x",
-	"Zhxhl71tZjTl1ZXI3EQaZ9Zzxku5Y5BX01RABHqJq4m3WR4MxrcCf2tQyOclnn3QUmhU9B2EG9Q9HRLW",
-	"O15MhZNK26KvNbVgwl5QNBNq9vB9JgpppUa4PUjt4WXWbITHNVp1kMgWe0+xc+W5Snm+Y9fmBwuXi4Vq",
-	"rgmMvebKZT7lSpWQ9gvd4Mecit+WzsntBdg90ljzeKtHuB2eHAcAQ8+3Hu3u7+7vPnr2A0BTlaLgpdx6",
-	"vvXE/hHznSagvLnmD/Yi7l0oZayAgUBZGXVSHoG9pEmhrrQh0gqkEyLPuBpFWWjD8xwZUcQpu8ve2i3z",
-	"2+L2zkopVxkCxXl0ABfzzjMgQddcdcxrWNbxnngWw9NU1YUBCQBHdyGwAYLIMPwOFX1KG8sLRT62s4UT",
-	"W1gwxHp0q1Rw+bM/HABTnylWocPRa2jiA0+N6wQsEcLb3z1rl2/96I7m0H63acFnxSx2sy0MofYFNSF7",
-	"/6sxOIgW1Sp7q/0R50IGjStu11nBkjQOI7v9WRD78Ep/10XZ3QrtKnuIYGihRIf7+Xj/0a0tD83J+Gpi",
-	"t7iVq/tXsvV0f7/rE37Oez/yzG+cfeXJ6ldeqepCZpko8I0fVr9xpIpxLtGwfPpowCdO+DxXPDtX6jWv",
-	"LgW+993q994VhI0jMgijnVtd3L78eMAsz5X6hReujTdAuH43ZAuPLWcseI6AOqHVufX8n3/+9XsAJUL8",
-	"qP+WWQ7KLzV1bYdC4UUO4nyPoYqz9Xzrhx+23N8aGbP1fAvlSPMb/ide4L+SDqa603gWL0UUGQdAiHzF",
-	"aqHiTGYuTKPIBj5qYGJ6Qo1F/GfR5LZsWHBfpIyWJvyiiiiv3mXHhhiwXhaPvnNeoS5UNg/cnewC0pqa",
-	"7y/zsp+E8ZzmzLvk2lS/f/tMjT7VwQCa/cJj2v2srvm5QE+7D5njZW/fD21knkN83igQZMi7Oq//rV7z",
-	"lJcmnfC9P2X2V88Vt2aKptb3VBNHbza4ASA7PDymzNDUPnnzE5NTfil22SF0bRhb+5XMOLjPrj62bqrl",
-	"7X8upDdS+vdYjo0QBZvKojYCwsZIFJDZhlqj+7wzP9DWA+UGCvkCpAM4k2Au7mE0vVqwCGBLkbG7S4s/",
-	"tnrtYfBMDu2AYIl+htiQUdfB5uA1wC8iP6C+x04XArAg9nT/KbbBwCzILEGoCIjnlDlPMc1liUqPcHKg",
-	"L1Z8Kgy0Y//ngArrEKYEXDxW4WwcPDJbEvxJQM7eHVvX8OSiG/L3lewCLspeiZh4kYERHycydJQ3BEc3",
-	"BcBr9BxStItjX+mbKghPV7/yRplXqsaeup8NS0Ja9mST+rtyz8xmrxIgvbptluMCMma93YLsxR9q06QP",
-	"BSySDlSl6qZXVRIyl9lEOf8D9osNMgeIR9l7o/LM8g8rHAvFclVcQm0lkaXIdtlhwQjyyj6IDHyOKRb4",
-	"5WCWWllmFsh6rq9cdbGTugs8YZmqT3GzPp6yrYwh5nEzIu9PcRtA4zdXCWj1R24tXXTfOoDdG+rznw+9",
-	"wmEtEiwapwuX7Z6oGKKpO8587HE6IH5oOzshCCWzCzGRJKQduEeI2gXqAvS4sL+MiFJPaCTv0ZOBf3Qi",
-	"KsG2OZtVqrgECmtk6RM2kshS3geOjNFDJHq7kX6SoExMhTDtuZcql+mcbT/d32/GukCPObTpm8wf7rLD",
-	"PG88ZuFy0YN/ra6sJG/C5eHygWOhdwyjK+hRgUyqmLTHLX47K9yu3JGLAb/jPrLCxeBYqlPAwq0d4jp4",
-	"2tHeN0xwcQkTTcTBxefCHZ8Bbjvs+M0l/aMh9ralDFXJP0S28R/cHlds/AWYKheSCqXKAd54c/lvyP/g",
-	"8SVOBxy3j7+J9EoH0p2mBDaMvZgtD5sqwbnv7ilyHTI3NCQzzxT72ZjybZHPE3bGp+JMGvH/PTOVTI1j",
-	"B88jkfIg8jVRldmxRkgWDb+Tkx/ivfEgtR1pdGalkRgFLb5ogVJHItiezkmjc7PCb9If/Tdx7J32T0ER",
-	"+ig8Acuc3wiJ5jMshJclJpUSVKfK5riT5M9owo1HZ6ev6CUwsYhLRIPty7H2yC6DUHDNXnrD77vsV5A/",
-	"YRIznTRkKsTEkHeyaz6nDHHvNQBehlrukhVdVwIN6Cb7kEzoABav34gOXEuFEKDDkpbxPDSgpcbZ029N",
-	"qIlt26N1f6bFjUh+O1mMgzykG7ZsR9tpe2nY1lYL2NLX6CsAIcqN8HembEIGbpn2QjZbsf308Q/0Wcia",
-	"2YEdtFfrkKWV0npHS9MEALYXMiWeBw+N0DVhdXZ5Wfj8iYexYMVS2gSF4FVtUjUFWppV0hhsIoT3DZVA",
-	"qPgAU2BZ4MMu3JGQh7EHhA8Yxg9aqhEvXNd0dy0S4taorjY961dJ/1u0F5Br+U6pHSEEovIZIGSIgpQK",
-	"CYFAVMEAT0tjhwKkcJjrmTA7XVlD58v8o4tNWr5Poz70CUs8kvQKC/iMVZhvOqLxtrTSaTFkfj8WWa4u",
-	"VW26FZXToMLAqU9eXS6CbBDwVtibT8oDhbjhulKwHxAAZ6q6QnOFxCrkfKjctavyTo1GdGhIEYEMASwL",
-	"uVDG0QCmDWIF8pIkDqvoqWWIn7xRDJrkFRm7tCrU0/0f2CglLXkU5Z52o4ZaHCFrIDMizhu8ffY5Gwyf",
-	"Snd/uWji3xaJxJV2TGXviGOYuir0QAcECrArSRfMNU7lpvWMvQtiPBZYRbBUk99wfVfhMIeO+dh5DTTX",
-	"xjeY5wBejIoTRQcUy0QqM0HODsh9hq6DEzXD92ElUhN4NOiCQXIOTHjCr4WlG3hUzQqUxMuBAzTcIeB+",
-	"l3I5+EyXCyHiDiLCw0qGeyS0T0U3L2BXLkSnfyzYkNsmopXO+VPBMx1RZ1xhHkSzQidlS4xgo2nLsfHH",
-	"mD3rotuhHWvlRHsgK4k0BMmeu/bU5EfDmw9dWPJK8GzOKmVAqGBuoUN1U6WEVCWi09kkTPaWAePHUjy2",
-	"DUYQzcJn3VnVH0yKwkokkfkRtqkMTNUmabx/PqCnKn+Gzqf1MPBZPmIjGug9vTLaZa/llfBy127YTlto",
-	"YrdkHC1pJTeheRfYtg/0rSWRdwYtzjyf/4w0fTq/LoEexlfX0PgjdzlUoW6q8X+VfK474gFk2uItDdNA",
-	"1FnkGiFnuHNF29UEdCoXryHLpykdUHkG+LGy0iZBloY0iwVNHvdmIqtsp+QVgTBZ7lXmNVIpgtA0edRG",
-	"XmNGJpD4gauNshrFhSyIcR6+ebHLznxBvkZ9A7I0sSz/OcOKfDtKkUHmUiXazqrK1+gDuqxqDH2pYRmU",
-	"0h6LSdiNOHK7tRSpjN2T5pG9Ew5G4aDnoIZrwLM0mb+LOTiJh78RoCgMfeWXFqjF8PfeYEPL4S+8cAgs",
-	"677S4MMMf/MfAH0w/PnDslzjacyPXvuFtVbwkrBk1liDR/hZ7x1CF1rn6EPckOHv/ezAZNZ65cT8scYL",
-	"x204mHXumrbaCtZLrrGBqal5vu5bZx6cZPg7PxEU0CtgoetNkbgwTNO9f6eJD/hlKFKO6DZhmbKTP597",
-	"uPNTGVV2Dx0caSOjnOrg/7SsPux/F1cf/IZD38G/khUFGA0oWpjo50wlq4eOfOOE0S47CoSy1b89DM8I",
-	"ZXSZS8PUeJwwUaTVHPpx+GigK228EvMAJN4LbjYCRJvR3oiX5WhvhNWVI48RWBdh/1Y32Db62HCO7/Gd",
-	"997l9pDSIR0ulANXKHKrqY14m3agsmpERc8jAJDBFxLf0tyNhfEbj7o2wmp67QGVvHXG8RfXGCNV0ynq",
-	"jVStKbKHkTQKOB3H5e4ohSL8xoooC2X12CcfaAJXStySEAbH4JnqmTTpBMvh768kw8uDzsRLPLTbqMTY",
-	"pF98BukXWK7B25zzlhgnVl1vxYytPa61MDsAmDAW1Z744DDMoibYyw9YikG+EbqFjRHlWS+UlGPRnSA8",
-	"hrGomrLsbcw4BsSDXT/R9mRGie/p+ehh2+CyrJkQ0OCzC5YV9eqC8z1gVV1gQj26bXw3L0RIWOZVuEin",
-	"jNgp3WkdBn3onFb9graoi/SX9vKbcNXimeBN0+FVu13lYgCFyKmjkLge8ivIUWqTPIICTLaNSAHQh+Wh",
-	"vXsTK1Gb/IRWFgglOnLTdHcmFp8wQuJJmL6SZekqFTD/IaG2fvNdtjAHgLRDtIIAFgFurAAAhB1V7fhZ",
-	"FejbtevlKUIq8OZF9BwXc0ZZKEwaMY3VdLIR7lSTn+GP7RIJ0H5ulwHeG6HReGRQ1CQAstzrOpjvAMAL",
-	"oFbt8bLcQ4l9wOrC5SsCgA7qbrhHEHKFrk4V5r/MACO1PQ+XHgLdfeRU7LI3jYagWR60tixRm9oJnEWl",
-	"Unm/CgY2jYi4cI+ncWZzNxmmVuuFD65Qj5YZtt0AKKFTDM+VUAfvMdmkPX/oot8x/TLnBdum+/8QGqX7",
-	"UAXe+o229CVrSyd4svZgibCtZUOc+e51JpRCw/zUTmTJAqxEax81qCiyCoCha+pq2unr/Qk/+xk5fJ2L",
-	"B72+9+CggQ8O8dLgrm98ND0+mvYFvWcfDUF/S6OBLBY8Im0XCDwbekD6vQtwR+7DxdDqg9AhiWDuD2CR",
-	"SZO2Hjz3SdwKuEV9U954Fr46z0KL3u9NSu796VoC/IX8IBcxfMcX8HfdtAXBpCrIRXQjHiB8zUxqwSIM",
-	"olDmPaAQj0IXqUNDJuWdXBXUVNzS41SBfks1EDnEa4P8Spww2/btZgooCtCgVcK/CAHnuWsRqsxkmUPh",
-	"+hY41HpyfEHmxuRtR5ZlQ9EEHPvZU/S6td9fTKom3oMGyP0uiTLZKuueolHuhZOrZwmeGwRs377iyz2C",
-	"bumK374Y725n1CETaRM8/P8nsXx7pTZ5hlynlK+Mvr8piY238xNI7GXP1sBcLDZDzGSEgmj8YttokqOf",
-	"MpMa2kGL7GE7dytu9FLQ8pvNc1pMn/hM0h/ojmzSIIaY2D3u4jsPW3jo5B0teJUCNgy/kDlkhHZQ9RmG",
-	"HrAu1g/AtJjywsiU4UgOFhhcb5d15UpEXdsuQrRvg6adBqPBIBKDcPSUyAL4trCqaaIKoU0+ZyN+zSX0",
-	"w3iOAY1RvMLChf/pc2fwtaNm7XdPRt3f7qzFcE98E7E81+HMXRi6EL6PeiWYyKSB1id3TSV/+lyggeap",
-	"NgoCb2GS0bgSBCO9GJgKLVEwaaVmp3VRyOIyYWfUriKhPohWSEL9NAUHlyNqzuCtcIjRARYLSidI2bHR",
-	"rKoLiHbnClHc23k6mmnDEWXabrAvbIeK6BV26031+eNsDWM1TG3ZmKufibl6p2kpSX8toSpEO0nNElqG",
-	"2a8EVQ3t4SC7I2G8NmrHyi5Cyc8gMV+Nxwdh68d3p68tiWEOSZ8gud07v3/PCWJfHeV8KkI4FTy7IzLw",
-	"IZN6BcLXpbwWBbkiVvtn2Blp6kG3yDC7FcpVbqNhJGLvuNqY9lNUqAh9Jdmvvq2DI+eqLjQW+Lrum4nP",
-	"xVwUpfCZEWWtjhzKIHX4246Kx4fPF+Rjv8/qo0n9jh1VX4KPapV76mvlS5sY1CCP1n1ntwbq/R4Z4KI7",
-	"de8cWlDzxQbUPVY8tmRdL5M+ZhO4AmrK5u9V/gtl3tN0IiYwFc+IL1t9cWe1YRif3ARwF4rxRd/fPdNv",
-	"yWvdQ7wnHBptWbKbciNT5myA56xQ2E8LUHLSibAzy5g1k3OCz/xgqKgF8mlNNbdESnqHo1Ey0lFlIhXj",
-	"IOAWoQ/cqjQwKn73QqRqKjSDOUbMDfj7V2FwUH5wywYradUbCv5E2ZLQkKJ1JvdNuuaPbsL9xVoSCfsD",
-	"2vpBtwZVOiStqah4gLBtxzsgvEysOoOOg0jJzjMH5AdJ3NpK8F12en520oSqPEzkD2xUmj9AnHp1aXTA",
-	"3r75x/ErMDZ++vHx94++f9T9al14n/SoYSeyYpnAxoqFEZfUaq5xiEdRhhHdy0WLzB+foS3STO4IN3+F",
-	"PXJy/t/umIaYIo/vbqKH1C6rk3fRZYL8cHp2w66+KQvlDFDuwjv7cSwSOYDeJdi+QSyyidBR6+uVEGsw",
-	"3eAlylgD5lMJCr07D7/TpL8Eftj4Xy0Vh9vyeWtHi7PtY43Bcxtm80n9uovHcZ9RxyXCX40Md6ivWpTu",
-	"DI4lbsAvuSy+CHp33Ve+Yppv8NA21P/5UD+in90uA7iR7NfCGFlcDpP7+IUHCyQ/9zhmU17UPCfHJCFY",
-	"fHly/8xtyWdP/36mPfLeHfCG2j+5rNfNxbrzAO6ZMI2u3iJIRPS3wtsRGDEO9DhmimEbNSi2Pjn/bwQa",
-	"bXW2fKBd/SsSV9P5FD0nE66Z/DI8IK1I520S/106QtwkB3hCmjNvHdknCdJuONbGFbKyE9QdMMqh7mII",
-	"mvR0hcL2Bpi1aNROWee5S/Ji29RslhsjpiXBwwehGCOn4mHCKqHrKYWLdlgrXYyitWGeSqFmDjI7hn22",
-	"y04Xo7WWrbtw2bYP3dJf3jdR5NFD1xweY8jNs+5Po4dBrv2y3WSq+ZcROIJs137YjjCn1hq0uNfeh7zR",
-	"mz4RQ7D0hs3AiMgQctuSU6Fm988c6qrYsXSP1NQTEq5NLGUbMt9kQT2huuB8gkYq9i7S0gEfH2O/IQrj",
-	"kFRt6JVJeR6ONSw/H2ERUbKvq8IBhykqlfqyI8cJcFla/obYP52RZK9WkNbQJpPbrF0aTPFY0LCTqx73",
-	"SHCTHmjq72bfymUhnvtSJaRvwv5KglLFpDOjPHi6K7M8WaqxCOouxLXd/YQVYuYrHj1WGMABIUIYVkSO",
-	"sONMri6xnT5VQDS1MobPta/e6IULOsVte60+zohKPmWlZbOGv8siWxtJ+rW6fFWp6XpvnKv1nn9rz/Be",
-	"OGizG0MqNQOyYaIw1dfoaf6k1Z08YDhB0dW9Ro90wUs9UWaY3zhAPKb3vImX+LpP1LwRCNllvaHvKefG",
-	"sjBo5P9AA3tFTif/EIg+SZB7aNOoWWEtYkRsxbZevLKck7roMmyja2R6JQzbfrZPAIz6IbuwJ4yiR+o2",
-	"oHeK7Bqa/l9UagZ9fXgB7bpgljA9X7VAze2asoQ+p/OZ382b9P/HPNVoy39/YkM7/z96/H2yNZWF/+9k",
-	"qXPNfdhsfj+6Gv64a2Rloj353Q276Gs0xiMk+JHeFSRVvVvmfL4Gv9jD3j49aXmUDE/k2U2RpCCOEGtW",
-	"VWzkKH/kqRWhYsf2R2PyMyTzEdt+tL/zbH8/cdi47Nn+w6ZR2LvT1466Qs7TsBIJVbfoQ2+YAfwMgHKF",
-	"MmyichxtgQuAmkVrw8bhqsjnrdU90PhBTRVO+Zxyabihha1AonPkc4hb/aXwlNv3mLc3YoW3HLcW9jyX",
-	"YwFovPfqJV84ti6IXLw7zlf17vT1BnXnS3Z7/1TxwsT7+39ObDvME4gGHM9B2ytFJVUm02a6TBWWOTv3",
-	"naa4pKwgSFdd8xzY8ZNn+40eFqnZfNCpHGJLw8uKX2DN9pWYjy27Y2ZSqfoSO6ZM7VlTL2SE4eOmmYCd",
-	"WFOSSkz/P05e/rTMaM/49SKb7Q4ZfnOMdmBg0hXDDEJ7u38GvCpIqbklU7eIDfv9shOwTZTN+uO9Z6dj",
-	"w3H/1Lkyfw2yry2rcjzFvsW2R8jERsgjp0obVokUOjBY1fLhLjs2VHOgI2oqU1UCWROCQ3Nsq+2Cso3a",
-	"xwidhH6vSGJdgihDXbVRZ58z7pR0r7tgc6zGapbE0HmoxLunNbSPMoanE+g7EtSxBtY2DjQPhn+6/3SI",
-	"0f0lsO1kqdsHwMLCmg+YO2wrGhePWxWiY572ovROURT11F57HN1e+pXTOly6E87UGbfuhL1cDEAa3J4u",
-	"O0tgyv+qsWqM5oyjbfVt5Oo5Yi7R4rVi2769WnsuB94YfaCdkYCd23UDDPywa8buOrfmTGbn1nMAFPNz",
-	"vlAqF7wY5GOBo9/731JctuUb9jeyg8mCY8HdYufhmEgDDgJjbny1t6XYd0kW2OZ71eIN7+scdEhigJJM",
-	"nvuQFMahPG5YOw6FmSzU/aejN59rzGeJjYLFviwo1MgtYV0ia4e58MIyhiKfPyeMmLbiz2YTUdAAvKrk",
-	"tdC77FSUgkMhtDRsRuYDN2GfwLoYy0JSb/BGBAEct0+pcfNspcc0iYjQQrwr6B4JoiN8zFJyTcSwsBu4",
-	"SanZRNnvVNuFY/CtNT8RooI2quxmR2dNHbZTINsM6QzzapJouT/b1goEu8/QC9JlCoWLtwzgksviYeI5",
-	"l2MT9hGrRGZSl9xYG4Cllh3lIatT5QBOt8veQlzLqr6W1bSVR5Yr6o1GiI0RhqDKL4UfqLKfHcCWfa3U",
-	"/+mIWZULbYfLe4VcwMbBe1NVSKMqSolbHQyuq8rq2xNrpdhJi+LSCnXE9AU6wTafhcoEFiuAvOdsIrVR",
-	"1ZzNZJGpmSVogKZLyGPkfubXouLQkq8wil3UVnXXu+wVjZ+qqWDjSk3ZRPDKXAjeNBbFyin88kTlGfTP",
-	"moqpquYY+i38tNr6A6BDzH0TUEK1o+YflUACAw6mKhG3SnE3f2k2c22ixxEoeWYBNx1MJMeDFjaSNJ5C",
-	"zcAum8qiNkIfMHlZwDJg++kdlCBu63fZPrWdho4p9EyXLUQ//4Ljtywib7bIwjx5vJVYs05Orf35aH//",
-	"+32wj/G/971FA0UeoorZeKfCmjupaa3WKPAP2/NbMcM3KhPHWZeZ+ezJACsT9ym63ys+Dm/GNyfjRkBL",
-	"2a0BM3hZZPHvH/iwZ7FyMi+L7Bam8iPQIJvJzEzsDSM/fzORdKK0KBwKN13LiTXRDXozHj3e95TcP2P8",
-	"FoV6B96x75893Q/v2KPIHbtTObpE+xE5ekR80/FJ6IzpCG4jUm/NZnf98BuxhpYe7XUoT/HJmDh9Ehen",
-	"lvfEUqyWJOkeScnbl6iJd5oG3Hq1NKLb9zFC6XOjoA3V3CbV0N4uU889EUyuUp7vUD7kSrLhLJeXE8Mq",
-	"QcDcTUbZOOgEAeUWoVJYVioVWj9nl6pStZGF0InVI0so7ZKZ3QKnLx6dvMMMnhLgk3Oho6T22k6cUmzv",
-	"sktE+B0f+1iRX/dN9IWw1xeCE/aEH2h3xn4T7vICa8NNPTCJ1q6k0LVmRlRTq6ln4oNwOf8KHJPX0n7W",
-	"uxqIFkEkgACYiumF6wMMbrl6PLa2EioTgudmwrhmWtgba00kvy+77C1cXFVpZm1MaQDxmbogY26ay8WA",
-	"duqa8um4VTPdh3N+qdmFmMgi6xM7Z7grn7esoUl2OUBp7/GAN6LmVmm12d6GKLS7M7dOq6hN7cGvKxqT",
-	"EZ269kSkh8GbCRifpRWNELiwylq8juYlvPUGPneH17j5TFdVh73H4RJ2v5kGWuGqgyuFf47dqKc3vlF7",
-	"fxbgbfjL/jjkfvkL413KONwDzXKlSqgydTrL4ckxIg2Dz+rSaie1FnrVvTu0M1mRFmGfYzJbmoO715GM",
-	"g8K5VYanRdxn8UFr/X000ZzAhq/famFTERIegsy4a3xvVDgQDLNUDqwB2blrJKKThuBccMheYu3LCyZK",
-	"XQHptpcb1YeaK9kPTPftkOYQyLuvGuTuk9USURvVCJXGEezulkyvRaX7GsWGFErThegtyEB6GanQCUcu",
-	"C2qd6dhOmXNLNyso8x80k2+YKN0WdNCj2+4NLd5matkiGV77e3hHFDgTF1Z27cjiQn0YoKiioGtEJA6j",
-	"Wam0Eb5+r0VsbbiChAmeTpjPy6xLyrr4j7O3bxjXkOMqr0W2y16Ce8N+kUnNrkQJecPW4hrhZ3dp9ru/",
-	"1fv7T9Kflbp6w6cC/kuMEC2BbSNlmmr+QFtapXxa/FFmD0mGS81yqSHXTE/UzD6ktPCIC5iAAsNAqbG2",
-	"U8lVcWn/txlP1eZCfXhgV2FpUaqCalAkxqMLc8ByccnTOdMFvxLvU65xU6FxvqZgczXluYTEl5Eq3uMG",
-	"vUfsiGzkO4CM3hZn8NMR/fKwzwb4FffqGA76XhpgL8IJ5PNGT0IfFJ8Kti0kpNSMVTXtzLid0NF2hm+f",
-	"DohYBjOg63pBRZph3mLXFOCZM3ikO4z8ifh1eLaD4ByIxnA3Nm234xzZbmddZHg7dogxw46F/BgYxBr8",
-	"WM+1EdPdXF3GuDKMtodsZAA7xued/oGvtfmtY6Pa8CLjVeYYn2azShojCsez8WWX3gL5s+iBNhUvtCuk",
-	"dQ0eGzAbV0INiXrSJA1rF8W1yFUpmPjAU5PPGSCI2k9nwvLQChgc3mTSNkYJG8EEjzP/T0v39j9UCvGo",
-	"7NC8M6n9A0Z57L9QqbL/yrjho4e77KSyfBCQy9WY/gz8JkjgyWhRlu/bp0Bq8dSwQ2DDVgzAikf/PH35",
-	"4vDo/OWL30cJLKJwK7DGCHvhV0PQKJRRPFVQ+Tk2olp0IjbiYRsX+RZ2/9T92S8e//4L//ASh+7k8c3D",
-	"98Dc75Kj4SJgPUNYGV1bJIQNJ+vq2nTZLp0NtZVBzOzxzZkZhW/3ZDFWnSzNoVogf3FwQ8hnfhUXZyq9",
-	"EuY5tnflZpIwXV80fV6nQmtY4rwUVlmze1ekghX19AIDvpjPq+upHTwHBK4iYzOouMLNGPOpzF3fk5Rj",
-	"NnVQPTeTec60sAqLVWDh8TkrhMg0gZq5fSE+MxGVeBi1M13A1q7OL+7Ybs8d0lX3RzssPLe9LPjpI6IF",
-	"nxwvpedi+bUOooVHcVqw6+27/7Nu1+O78rLimSB8gGZaIFqpLqiNIEdmTUT8P7QSCowpIz4YBmXzmm2P",
-	"wvP/Bell9DBhY8BBc7ow3nwo3mnWphHgBNHmsAxfajaaiDxXowO051BajehnB6jCF0kRV3RZWQPrYu47",
-	"PavasEteakrGH6V1pVU12mWHIDw5pOIXhUhNwkqufYaUVlWD6uIn57VbK7tpKApsG1nUglWQJoKCWZpG",
-	"YQGlx/OMA8yRhRm7ZEsInIPdZ6fl4MrxZcQh0KLINBtVQs8Lq6U4D3GaS8tlKsGzdoIXHmvInA9PjtmF",
-	"GGP0P59bPqSKsGiKerEc1mZimVPqMdEBV1Xwym60uhIA0uDSDFRu54gMKlXqSoqEpRORXtmzx6+hPQ5X",
-	"8Tl7uv+oKcUl0J2GHSbs6f4Tt0GCqUpeygJdbw47hzAJXI0GGFq4Sfbl/eblhQdDAqDZ+HXgkUOz/dwa",
-	"jDH097elKKLMbpU372j5QjnB4q8UgMkwwatcYqTaXkrU405f/uP47Pjtm93jNy9e/tfu2cv/tPRllJc7",
-	"rVvXZWbiEvvs3JIby+22nm/9zz/3d374/c9HyaMf/vrtt93O//q3rdVG6SNk6gsJzwA0D1CdLhSCLROb",
-	"E6IraZXsGIdx/Ges8lzNNgpah5Cyd7ZPQN2qXEJ7FklxSHA69I5otu1cfrouRXUNbqqLeRCN1g89R5UV",
-	"wC6l8zQXlMyRMPThAyST4lncnPmlcbZ8tilDwRz7Asut3dt4y28zttza2rvIEmpRyt6fLRfgX3uVGIvK",
-	"KjfdRHSkaqugzawOAY+TiteCLtqGZNIwuqwTdnp+ApTCcsE1GDWoBiaszPlcVDpBx0yqMivtxbQESIeH",
-	"WG/BIZagKLsPMC3/t84uBahSRlZiijnTVSxf6ScR0t9ps8oV8vOXcFEy6wiALfpRbx4HSz6qeqqBAEHP",
-	"v8ggkeuK0hhjslnzaZmjCySK/PBoP+kvelpR8nRP3Co40e7+cvTEhmHdJsNq9nWZDXwK/mU5QXfR9q9W",
-	"ijsU3m3sFQc3/SF1kvKMzXOUmarzjGWK6qRnUgv6WUcg2whHwE7+OWbUN6DnlQhqtJvsG1FZmk2tchS0",
-	"SlBFrNgzsGow87+xxgoK3FuTw77JRFGppoZ8l/2Yq/TKKr7BkeHXyGRpluwQIwiHfayqFCanhYl2W5CV",
-	"CIjxi2aqd4Q8t7RJPdBzJ3Q/VUWHEgQgKsH1fbfFas3azqe/iL5spt++Vxs8jW8Ksm7pGt++dIhU+9sf",
-	"9hzPXWEJtvTTdgcKT3AugvZAk1+xIysZkv7cZz9VLoJfi0tHaOfwxxTA4uNryOOfXsgZjX1b+MysW50B",
-	"REOl9jUtHZqvK8RYRpJrGga98PAqW8kWIUxtJVtndZoKkcFfX0FDta1k61xORfa2NlvJ1hGJ+UFgdPHt",
-	"s691OtTwYaDwj84e8V9OAZu7ySAJAkXb1oR4LrPOZBYSmSL7cd6ZR/Js/8ZTUhWb8CKz/6qNc+vHSx+7",
-	"Zgh1l3b09RDuBk6QGztHFxeX2PyhayrjSk1vAa2g4/SchrhiEkbd2RQoGwG8zRNVV90kKItU/GyfGAqA",
-	"8Lfvn66LsXHEtdiRUH4ljbwWGEOiOcosoWpzO1Di/PZWr0ZNyx6rsMKtaw1XYj5T1eeTPRXIoSG5Bu7w",
-	"Nl7sHhu3pScEagvWXX20SdtSWbBAfIALu6283IBTLiRVRbUaKMb+vFSbz1u6b0j7yyJt1HQCqnig75fc",
-	"7UVd6WxfpncD2QtgjzAtcpECseOtZ66Yi/wGWe3LACN+8eBWncFcVnhvNobGxtDYGBobQ2NjaGwMjZbc",
-	"6KpyBRG2UUI6mofb3blfjeNP+tdxtrprhwOi9DXiDSRPo2r4a9unW9ygfYXD4Y23r3CL+GzrTsPFd9LG",
-	"Bmr49nsZhBf2HolpD4O73cFnVNY04w3iAiTickwSFVbv2GWHBVV/u2b4rp8+1hkZlYMWAFFmK2B4elWo",
-	"WS6ySwzeuhB0BUG6IKR8gKFt2YxM5ZcuS7UuMmrDstC0Eeb9ZdDy7Udul1a/ommYi9D+9YlZC1kGm2YG",
-	"32TwFW/tbTPDVfHWFjvMhOEy/wgVQxZlbRJriZW1CdABSfVA7rVK73iBs/iWtQ/agn4dBCtA7YMbbeTO",
-	"tJFmk+9ILyEIDCzL7SE9V7FDvjNXxotVN1Dy0jj0fCGPpUlQTRIE38Tukz2wM0c4jXVDBueW9Rry1g0I",
-	"HeDzv7Tyxe4BoQBX90KltdW7uskr2NqNEL5HWrRvDdgBe2VkKt4VvvatA8szRit3gGKzTMd79qbOe5Ja",
-	"K2koGdURJTYkQzvigqdXmtWlixmIBHASqDk8Vu9JfCwBYyRYbCWsOgQ2A1YbG+XyXu3zddmUvPk3rLGh",
-	"qRyszRgO7To+E9Zw+4ZCuDBY6aruwnRWPoP3U+R2Ria9ql8a9V58vP/4LpQV7KwnOu2aACLUGc6+W16g",
-	"t4EWSb7XGZfmgMr1WsWxLdH8FaNlbkylOxINwHnvUDh02Vtt8VDmvOjpUwfQX+D6sWxfFpctSUH1DUjY",
-	"FDDmLJPjsbOErMggaAkBsFbBehErgoNk4JU5sPQIxbUNGM+yGDjJefFNSAG70KFCAIr5pyWvxKcTAHa+",
-	"nVn9Od+orxvGOJAxutz/Bv2xbWIiu7kvBlnx2U1tYWB+iwax1ZHFB9Nj+Z7y2ddq/PpPybRZppN4HczD",
-	"7uKGeXxlti+c6seQMCFt4aC7FZ95ck62yrrb0IX4WZkLE5tQp+Wr8oypwhu/zvKFPgRg3Ko8p/+8oU37",
-	"ORD97Ss0ffQ+xMz16uPGxN2YuBtN7usyce9QBqxU6VbYvUdoTa0QF0GhJ4GXqUKsa8Z+e4x/gGULu7ux",
-	"aje88Nuxaj8BM6zEjnMhDTdxvdNJ+V6JBHw9Vdo8RzizJOwVlHMjinTu9bifz89PKDGjN/5biTM3u682",
-	"ChyscYWTb8NpvgYTuGoO9LbCvx327j94LjO+GNtN2nZtRKcB48CFeFs4rGhVbLfhYa0hvNOyg/E/UHUK",
-	"R4dAdAQA+l1pp/lZEf3defab5eGyN2HejQ280fu+Zr3vyHUFuSspsELNo07fg9pv0wRdc/BI6MKn8WHh",
-	"HOLeQaOTHlXuhKbwlWpxtDzAee5pHmCf2bCNT91Uu33F7zgFj76yh5lw3e6mnxcT53asWgXE1tahGgB6",
-	"Sppg2xNlKNPuIfYloC4+Ui/kDx8E9cgMO6ZBrEJS9ZDD3LOiELoKxMDkT+FLnwtZ35WeRis7hJ0cVLID",
-	"CtpEzbAHnlGwi3dbxxOdap9ihhfjgavu2mhoGw1to6F5nnYn0mGYbrZHzLwnD88o6gYDD8a0tXth/vD1",
-	"DfffcP8N999w/6+F+6Mi/QnZ/0rm38Hy2Tb3Bf70i9QsF2PjW4veh01wthEKG6GwEQobofD1CIWzTy8S",
-	"VLnKHFieHrJz14hMVSxTAknJuYukYXVhZE6AMPDHpsvHPYgKVW4kxUZSbCTFRlJ8LZJClfcqKCpT7mEP",
-	"vAE43wtd84KeUxOlzQMXy5uoPNOAXyryDJq7FiafJwuowJmssLlrHO771JQnqjKvcW5DgIBpUiESrrgB",
-	"EK5lTdcCUiJgxGwr2RIfSkiOGAxtS3NxwLattcbm4x+ITon649rfRNE1iy89+hkeeF/HT9zaDUv9Arkb",
-	"wJwvMJFbQh9KOnTbQ33VyafGqmIc56LGEB61c6sowYKDSjuuhHD9wTFrgYDapwogDrcv7AkSJAnyC8g0",
-	"n4j06iH8GTvgBVDOZiZTwWYTmdNljmi2RwArHJLEV6XahgtbodPCDrEZLwzu0/0lqrV2v292G+11o71u",
-	"tFfL34FWeeF5/J2hPDZq696f8L/YcRX+2e3oOBWkl3Ek3ANg+iAALgQ6IYDfG0VsBx0ZsbQV4Fy97HkV",
-	"qiOxjiimIy3pjluNfgESwu10t4z4dTIn75OTv3fr6hgiFbwmsBEPG/GwEQ9BZsyigEAKuVMxARVke3/a",
-	"/1lHRBjyUl47FVQVZCwkTMHTPM/nTFlr33muHWLhpbwWRZ+Doy1AVskOr2hm8P0OmUHytltgdLcYefbd",
-	"d0++C3qMPBrSYwT8HJU7UrdJX6PDYyPdNtJtI9020m2YdPO6PRa83KkZZCpe6FRlotoxYlrm3Kz24/tX",
-	"2PZ4PC3F5UPm300YtT/fmcnMijwBvnrCYpyGvDFhZqJwkaoQrW7qcYf+uf/wuZ/qELe+nxz464IOf/gx",
-	"to3FjHYu9gHE5Q+f6Gzg1lrPZ9PManmf+rzhfnc2Xa36Wms2l94El+8uHc/owdWMxz5+YP9M/3b+AKh/",
-	"tjfT9WmDP+hUlSLonIOU+HT/hy6f8fL12bobHeaMX4tXwEDch1Z4ct2C79eLG9mPlfP7zEX+RoL3dZsB",
-	"KoiT3b3K4b0/3T/f8Kn4CzlELoxY5hUv4O8dvMLxBzQqgR8s0z6OEKX9Xglrp+Y+ENJnxL4MV/OxjsmN",
-	"mF+DL+Gtyb4c/vSlNMVBorljVtGBp3Iqypyn3foBmKSBMmBp0cN2XKhszqa1NoxfVkJ0gaB8Gezg9416",
-	"8nWpJ+uS/zelnhDd369+ssongMLUPvnc4Tj53uKabZNPgE3F9EJU+qHnQ01OjWZVXbCLeeCS04l3rsnK",
-	"Jf5dzNlE8MpcCG48DJGs2LWoNLrbYq6DN7CGO+5Q12dl4+5+M+ZyQfvtLiNdgNtpDKf3tMjHe/4adMdi",
-	"zvmVC8RE294/0JiSBYgWVpQapooUMcegZABenjKjEHUbOoa07nbCZKGN4JkVejOOLUnGVHoALW1LUUmV",
-	"ybS5tstX9LySl5eiOhP5+Ge/qju+rf5D/Xn2ftbM8CtRfBNX2F4bNCDcJfGbUKjZLVzrLi6792cB0aa/",
-	"fBPS7rv9n7WoxWJRDGUkLqcqUi0NVstIHQY3DpDL2st7JlJVZFSqSU+LDGkiDIeIAtOz2/U1Gvo9y0xM",
-	"S4UIm1dizqZAg5xVwlRSZCxF87oCmCfqyVNpE/YojXml1ujY/ItffYfmiZv8WfZnXlzrCpUz2LT70zi/",
-	"4V7wG8/ZIM/ZXfdp1iKtK2nm9r93jLoSxSoF9fDkmOGDoU4Jf6FakkuhDSsrMZYfrFhvJqITds1zmUkz",
-	"ZzNZZGrmgE+cmY3DXPO8Fkwaq5xAF3pI24Ymk9Art8y5LCyDngZZ3cgGRcYmohK77CVPJ0wUhhpDY00j",
-	"aB0uhn8tOMQOE59gHnYyw9+b6DNLecH0BCLVmmZItZWn4lpdQa457AqvBFbqq9qwusiF1kwWaV5nwj1p",
-	"xUZVi7iGfVjKczyIddPMT9DLMei5M/kHPhvz/+FC1Mxu58UcBXitRXXAeJ7D3yuqEeUX2srEDncfPPlO",
-	"r+3sW5rWYa4VyyXgEoab3fXh9n63vp2JMbda2vMxz7Xw375QKheACH+XnkZ3tl0GzttCsJJfguOnIbRN",
-	"PLHHQGq2KeCPjq3FWOTjDpR1emWX9nxgSLFoJkAq40WtZWGJ/oKnV8IXpCAWp2Ue4zrP2Uhfp+9Lbt6P",
-	"HLujWjnSLFWRz6noG53uV0KUmv1vrQ0Mcvbz4c7j754Ru01YmUMtHxNFWs1LY9VDVVI6XMPrPOdhL8HP",
-	"QJqXyAIujd7MC0g5QF3VrlVVWEuYoO02k5ReQSNEwqJPEqYV47Q3ln0io76seGHYVFVQ2UMuVVFpVbDZ",
-	"RLEpzyzvRzUb35UtXiRYyvPcWoeWJXkHCMyS6tsrkaoqQ2GBW4hny3idSQhBy7xLPXYkunWXeqn7yAql",
-	"1HKzBQHKs6yyl6sSlltC2h46bxYlK7mOCzHDXRyi2T665WVmfjO7HKlwvjOuyZhpYxFg8aqXtwmbTWQ6",
-	"AY1AGRDGBcpgL6T8gX7uLPOb1GYDXnm7vHqYYrv3J/zvcdYbAEadQXvG5XDyFcC3Ij0IAtIHDoce29CX",
-	"FXSGY+NKTdFBi0WKpuU8AOUJFMjUM6+xLHh+QMzV8jH7xytRUoIkaLNeDXIOspCxoUJqGSQvGM8rwbN5",
-	"W28iJHftGxpxEFN2Vo1W73R6cmLAWh33BXZ+ARsCZMs0H4t8Hsuutp8NeOqahZN4YFv3opT1MqmEFVb3",
-	"L9r7v7sJ5kYDK3Zz7oHeOwK6R3S7TSNC66pUekmW5rmaiczJVAGeuIgcdazAYTQD9UAfMCeaDpiaSmMJ",
-	"YSyFFVpWW3PxFPvALnsjZuHXQy1Le7oS62tZu+xwkbh5YeXjhWA1xJ5RA43krSXsQqS81nidFzhQVyT7",
-	"lmj59jWr9vRWtiGDY4LycHtZVh/gvToGV7Ekd7Ck2W18g9+QNoX3/DPSpvbQvuwOsLwQYJNSvyJ044F1",
-	"GvBW8MEFhgAyqcBytSQXN6XJOAD1hBu7Ma6BGagpDmffWpVkLjhGXinDDTJyy0YXZmKZqJtN6C4ElYs7",
-	"L6JlvEmMu8JkU6sOjmDg94Uy75txRo0NDp7GG5utp/D+561i4RxX24PoCnFZT+q+w6Rfb5OMs4mawab6",
-	"HeYhcTU+LCCQT81PFDRc6SkMpYS9hQU1Whrj4PiwNhuCu1hx7jQ2mSXLnhViLY1TJWkxG+dKifnq0FWl",
-	"8ox+1YDhOFMV2mCUCaGKiKVILrJc8Jb6RqaVXWTWMCvhOJlbSDD9ZS1wUJ3CKez058071nMl2aXavfGH",
-	"FQSWjkELrgtU+bINa7kdaw/u0KfSR6xkXBGxXBCjKGV1Yq+IgJSlSpuE6TqdMK7bDpKEmKRjD0hPga8c",
-	"wKWoQwPIZ0j3KEtRZDuqyOdA4PRFiAyiD5xuoFUlfEp50I/x8OR4l73Tgl2IsaqCbtQqhX7U2aHx0CXY",
-	"rAv8RFpY9UVhBAmaNbpBJ9KqXXNihpY2mjlV8rojEnlGG3cIm/ypopFupq6eXVyDH21eigTLDz7waZk3",
-	"2hJem13vUOZ5Dk8PiljC4KDif3wZhZs4nZ7UTNUmVVNBYVT8j2GBVHw2WqCv65RwKcdc5nVln8pEIdfB",
-	"SHRTBb3WXTJ3+2DqRk47ERzxua0owIG1VXbsy1v3W9MBd/YUljUk2NrDGjbR175qzg4z5ZYkAIy4nLvq",
-	"2X+gAQ3Kqw44d6lkYVoB1kLNXKI09GfjRlxapgmwBWDwGXQZ6sbYrFQuKHkakyZIe4PdtLLC+f+nu+yw",
-	"sFtkJqIwFEQgl9+Uz6HbLrkBDc/VpbVonXcObiaKIcA4sWSHH7Um6myiKFIGn4ly8pNgn+6Q6JrPdNHc",
-	"YZ4vHcI3lM1Nse728j+OVuyGxIkD7uYgsrBPNhd/aYLJQu7URS1zw2SReHjzKS/mEI7XcBV9/B5SdqRm",
-	"emolHoXqKxQr9u5a9pt1gA7D7O/SJ6Fy0XdNYfu+natZ0X7fBtvGrRtalA+3D/jk0s2DC4SJHz+9PGd9",
-	"/N+50/oSWW4WYSEjHaa5fhrLIdYOOo+hi8dCDcA6YAL2ut4hfIAdflA2SvB3rO4IfChBzondrftNOYEN",
-	"6sJJAgbXeJc3uAJfRXZ0hTRxeyyrz9UAT+z9af9nRQpJgyEA9w5Iv1CYrgbMZ5f9aEXojiwCBRL/pY3M",
-	"c4ZI1kYxJ1fBd7Acv3VqqBtdyxwA/lmutNCskpcTow/YVF0LKthHIW0UlWDhR8nOiSMZEONZz/g/hV2K",
-	"OQafRorLQgolf8jGOXe7dfV3RiqriurNUMlB1AK5ClOouzIinzNZQEYG6AporbWFDV5oZwQxaYAqnIMN",
-	"KYBZqTJ3rvgl6msSJtxrkA8VpTiuqYGSFeptYX5hTcWGrO5OIelKzfh4Sv10uoWYDdcvhuoW+/eiW7hc",
-	"DJzVJhXjG0zFuGdFxOhyB8z+AToI9go6O7GaL+Ce8xyZLegLwMUATTeE72n0iqb90QONw5CzzGW4wlO5",
-	"upSF93QVTBXW7Ak+CE/5jnXiA3kFfFksMban6DSAJX1UJj8pLkaXh7WZHPmJrI8M38I9ojIDt6oLkavi",
-	"0ipTQ+GOhlfJTmXh/9tO2thLuPV863/+ebjz33znj/2dH35v/rn7fuf3P/eTR4//9te/bQ3w+b9rzn68",
-	"sKqupdjrUqyBL/Psad8i/uf5b7/pvd//fJQ8exqd8mC9MTiPZe1xg8t0W/pjschEbovbGV0GquTKpmet",
-	"OeiGSSGdIqvSD0JWpRkH6GKIFb7A4lRgWFia2qZwq3B4xojcqORazygLn3LXmhorH5h1uCxXYu6ybdtl",
-	"qQdMNBWp4MVfKEtV2ONZi1twnS4xvmHwruHOumhruD0Ytwz/Mih4eXPQt2TlNJvYqj82nKX/z0FTDLjb",
-	"5wFJt3yEfa7qOF1MuUknhAuR23PfRDJ7/N+Le3ibDG6YJ/xmqpqqXKoYFOrMUAFrbFPQtiibrVOdwzSW",
-	"NnvEVEAoN71VTujsYrS1b67kgWUZU/HuzIxd+tgKo7Z9UP4Uk2YnMauI59O4InafDdaWNrILkKS5nNzd",
-	"gwN786i5notE+0VuSjE/P9d5wzTuSbXrtWP3jNA92GM/1tLdKWJQh3TmWLE0ERyQ+yD5n6W5dI1vZXEZ",
-	"lhx4qpupOs+YFkVTP4mIvlNhJgqp8t3pMTj7Tl8dscfPHv0N/mj/42/PHj1jmRhLq68Zz1ddKiBOg6Yk",
-	"PvDU5HPGdTfrtWZxC1OqoSAcxZU9p7yqpKAUEM4mXE8C+JOQ4hr7XZowIYV7W3tGe8WnouL2NpQ5n4sK",
-	"9kTf0HhPXEYKVJRK7Z2pVLVvDzkC2CZi+uodcfH4x1YhQwVboWAVXpbCOTpHLZR7THieC2haqlx2+Cfh",
-	"47DSXjg67PbeIMxq04BEtkjKmtWQ8bFBO/2SOf853tFPxewhTLMiGSlVhVa5D+ksIpYmQbAUXY5GToU+",
-	"aBh7xg2PKZz2vl+JOTwDVhFp287scwh8mdSWEZKWptVSLdlYQqE842mq6sL42oyrQs2a8pJd9oKSunEl",
-	"PYhQ7kHCZbETIXhW6Z1ZTSKg94wiGEwAERDDAYj6Bt7BOXyqXG4frNPtzQ83HgpkrOVBicfig2lM+kHW",
-	"PB31LbgaWjeRGtnXGqeD/x7mXxjS4z6Tml/kgFZFBz8of7uBxsrCS7cCGYvu3eeDjGXv5ZBEbVrcxpHR",
-	"6cioicJvg63jbg9N5Av5tyvDa5m6HJtMGgRTUbmIIFyReqt5bu8yaLmko7SGClm8BhfFUrQdMvQa/bPB",
-	"ukIxcpvZgYWCYaDc2IPdOCEBOYKlmolqXOc+WVBWTM0gUOYZYTRHMCFRYcXLhd2ZkMyTdTIILYndKaqV",
-	"/cAKZdqt1a5Kgk7dGC1t6dvIehKIQXKhHeV+kwth73rWtEku/OqSC2skl9tjoyvV470/a8DK7E0uPFNj",
-	"s5P5DEP7xvNesKjaK5IxLTHxijDmNiuWq+JSVFbD9in+Eqoog0LpAAQW06Sw8tgnWIF64dwvUKJI/Xt1",
-	"XYqK8WwqC6kNKtZRZJowA6HMuUG013zG55oEhVZTgQXeCqbuBoUyha6cAOKB62m/hGA6PCjtOcImmfFO",
-	"khnvjDQHAEot2Igkm1wmrY/XDECEOnIwUi6nzSPB06gVQdE5Cn2g0f1m32nIEWmOCo2zOm2yHgGO1JkV",
-	"Xh2xWgUT47FIzUKipW+/QHQHXRfA0u7Xrly+v77rBMePp967gp0aoPp85pBTvRoOpTii3rXxAn4FGYuf",
-	"ULvZcyp/d8jnTBhNGC7e6kN0ZYIhLxZ0iEpoYQxCWWIKNjHMxjfoIhiFAIwUCPkgk6qrShRglO6ywzyP",
-	"MNkg1zxUeIDpziZKYP2wQIgdlWetWHmuLgHroTZeQYqAOGkBvrkTtzefGZtDEehmNyCbO7TWE6bgZ57n",
-	"82RpzwewuQ49q4nocd3K3Q8kpj/DmagWcTs3TOwLbdymhWm7hLze9al4mrtme3jDulnba3Xp7DZgCVCB",
-	"PZvYy3lhlbC0Ely7WAKNykSp0okLBGMfIKzcdg9IresGsUMaVzYTh51CcBmXLcT9KFM+ZxN+LdiFEAXT",
-	"RuWiOGgbiGgWBjh6TX/sJuEjjgJsOdSZ8CgEt2WD3Z4KRJPD2fZHT6NcJQJe7jxWrYPcoAb3oQbneUvu",
-	"3hNZm0rwqW51C1uRjKwNrww5KFXpmvTAnK0oKkSuHzAat40o8xxzgV1CBxA6YGhtn4gCHL11YWROX7ED",
-	"gNUJgcuKTTg1FqNeemGWmWtSlmBKygv3Vpaw07ooZHGJDh2OGL/srE5TITL7+ysuc/u/53Iqsre1sdbj",
-	"ES9SkYvsIQrtVn80aSAsORXJcqGEzzW0x4yHOIbhUcc6UXkOuTNN0iBu2APaiITxsbHj4CZ3oFPBzhy5",
-	"A/tkzXImlOqC83fXoCv+Rk/eSiI0bA6Y+ZRQrsrO73JANWx9tJcVhpt7iO925mO7m+9gEeEM+0Kh4mbz",
-	"ODPYk7fnIMJr+P+y963Pbdvavv8KxnPv1D5D2c6r99ae88FN0iSz08Y3TtsPZ/dGEAlJOKYAbgK0rN3p",
-	"/34Gay2AoERSUmM5D+vDnu5YJPH+YT1/6+sqQt4Y6SaeUEKGesPtfaKdPlGaq1yORbpI84BiDT8pQnXb",
-	"tfKs41rBN1r4qeg2wai67svkwlzjXaJVLpVYSq04JGugVphBnR0FAz592Al1SqTWm/yY0vMzVpTa6lTn",
-	"CSvFTDttH/ntEzZaWPKpjUtIjTBwV9A/slIXBQiRGG1SNwT6lcn1PAl/BHrBXHCUI91fDKsUhCvClShV",
-	"KkC8PGYXy1l0cTwhSUvuJnBiJRuDsETFMwP/i1RsWKnSXZvAnRwbK93N4q2o8ymmkPvAu65b45IWZpOs",
-	"mHvAlXZA84vsU3EibOlE+aLYQcO4nbsB3f26g2ab26yrefixe76/f/o5YBz3V18ZaxrsHrXXsaWtIF2L",
-	"2LtjGPfqyEZKAbyympOIenUp0I6SAKh7pbA1DfFmqo094UVB3TiL9PSRQObQd3htgPQHqjx+BTldDTts",
-	"BJ3THViKCVpNpVZYPv7deAyfgS9EOsfEYTSf88Uxe2ODtmKR6Ta9Nuww1ZlI3TVjdF65D9JdwkoQ4g0S",
-	"s7p/kAbhr6Z4sujycDcAPqRLOZGKHRZVniesqMw0YWOZ+2/ouYLq4yhIB10DYkH7MP9vmx7uVFP4HBdJ",
-	"BOJMZjvH8aC970wfoKXcQB+IFEvq1d0qZru/SmisW2gE9Uj3d8s6jcDUoLDLC2Smr8XAuhFA1lO3dfg1",
-	"N0sZnojiAPHag/SwgRBDKJCJvuQjf1FiAgplGumqTEWCBea9CoG14q/FAhHbwehMcFOVgrKD8BI5Yzcy",
-	"E5qtgXpeZTI8RFeEMu6yoyQSXV5HvhkH1v4ix47Ax4hHXRiLhfFJKxi6x3Xli+oP2SGFKrNHpwnjls20",
-	"sezJ6dE5GZrcIDD3mwx1E+EuK5gYzzA0cheUsFWRwAV0FPpWCm60OmZR9rxPTP31/Vtw/0GwQh2Fivll",
-	"SXD0RakHq6Zwa4ortx0+uNO2G19do401rjrcGz6z6f6TlaJ+dtnbf/dxYLAxxrpS2TnT18yA2ED0CTza",
-	"yrBz9yXzv3mnoHtrgyE6nJSp+FXxGy6h3s1ycZwAz0uQeSe3Qo+3YfleOBlxm057Ct9UyrCqcKf18SmD",
-	"t+FQmMQdi5JBUqcDy4TYRpr5p0aqSS6imvZgx1eZKITKwBuPYQ4QQGFA4SB0cCfQAaupDTfun/A09LmR",
-	"wZoHdQiTDAN+6jKrqZUI+dZA5I8wI/eAk9DQRmBpvgC0pN52QeY7FRI8nXLpBQCpcAn2KflfUDRDhD7G",
-	"iRM8jyHI7ByDLC/toCj17aIbeOocn4YPkGhmsFxyQ2h1uvsSmDKprF4xayRMV9bITADVrVfqDzHYCyYF",
-	"/p9WYqDHY1YKJ6uhjdmJs2bJZOzeC3wlbkwULO76A95PqKLl5ECpJuh/HPH0Wo/HCTldkeLeWLCFH7ML",
-	"II/iWMErX5yxQucNz2zQdvF1NMkcswtWcHBuchsRxTEehtgS9X7OvNm94Q8trTd3t5CguJ/J5ghLuCP6",
-	"k6VmNhMqsXCGKEG8LKpRLs2UYvPXwebjuzbIul6Tc60zam1la5OD1frNtBcp9yLlhiIlBocgDiIQrXA3",
-	"7R7ZdfEpwI51DBtjgAPhESu6Odbg8TnFuNRmZW9z9tlF3szvtOtMmmDtP2ZXDokhsJf64AnPKU8J+a2Y",
-	"wUgW0waRurgPhGy0sgYgaSQa5vhrwkNd7OFwD4d/Aw518bnQcGGsmEGh2Uyn3T689yKTpUjpuh+Vem5E",
-	"6W2UkATloM6iD1K6aaKUxkyn1Uwoiyp1wSdkxqSYjubP4AHiCs2wDb6T89WkymZSFGnrVkwQ3EyQFjWB",
-	"KYT48rRHXHwl7EUhX7h5WIKYJwgx7XPip2HNsA+SAyQOgi++1YhP7aH7FJPijQGrX0vYcGkJ3fINKjk8",
-	"7uUgXvbQ/PUAPBp96+R2VWN244MGE1ufs4gW6OyAdueAFJyD1cP4qOMwwldbvCG4jE7fmpQOcweWm+tN",
-	"vOqFKKXOZMrqdxm8S95s4CHz3sai1KnbWTF/UDoVrtPBxk/1NGn3yZLKqFYKXN1TkRegrSHdD8u1LuoL",
-	"sBCZexKc0NqzVlAQUrv/+cfQ6w8w4B0aiZpN9QWgrEylD7uBBIEHFWMSbaLlWek5LJ96Duh8nYQOdV5M",
-	"dQlyfeNuWidfT/VcuUsUrAV0j0z1DJ3BZ4GFdSZmI1GaqSywVp/guZ0mDDKBA/jOuFTg2UPrJhDZUX7W",
-	"nJduoxNDIb2GtxOvi1sCmSTVtARnmM8g9vEurBQ30lDg2sqV9Bz7f0UTscta4s2Wuhj/aD79bD+I0/CK",
-	"UqqWB7/DE5BxywelcMvqljLNBVdVcVK4zSLmPQfCbSqibw9VWvUYrz1KaAcuuKQuTimUDeFLoUlW6Fym",
-	"CyIELQXUyQp3RJ6hI9qWC8YhX15kSaB8yzzFBVcLoLw8Zu+IKg4y990phRwJyMjyFwZnNEoGILN6HC7x",
-	"1Rfc8ve+m8/xlXXRqr+AO95zKZPPh6dWB5cLzew5I/+58QID5un35A7o8tMCg34qhRhYcWvJvV73M+SA",
-	"UOe6OoHvdfXi2aPH9xuc07ZAtHadsEIrHwa6D89pAyKaRVQLuOXRcU3DQfhUSEq1GsvJtshUVmqgVSrW",
-	"eGiBCiw+5g2eDR+AY0SOyiRBmBQG2NzB9ZHn0Z8x6EcBq3tJXMVJHAI/5xKgKHya5N0MRdq4qI5hE3fk",
-	"S11Nph1XN+EfOXPxCvfAibe4+8cCUx9TPSMWC97myq1UB5LtwgbX1tT7Sq3j963n2Wpct6VYoC52zfvz",
-	"/XaObHOG36V7Z+8A/nLS2Sus2NAOdrhgdwd53SYy1/6IGzHAXTeA3b6Bdm75KHfYJVUmbt3/saWcTMCa",
-	"rzLmILapXH5nWK5TnhPe+GZjhT3VeTVTwPg7D1oH8EgoHzeS0KMvXrwFpZ3nQIBUg1X4LtrMoJ4EZCb9",
-	"W/hM+qDoEzs6dM+X82eZ5BOljWAzSSY3VpR6lIuZaVVjXlCDVzB9FzB76wqOIRsrctu/eIuR0jMKxaEM",
-	"f/ga06P/Fqldx+qa5dsxuq7IaT/zWzmrZkxVTm90vXDdSqe85KkbQ4hsBOEbO3XuXTGh96gi2rJSKRIi",
-	"dsS589sXWf58ykvT3u2np6enycFYlzNuYZT2yeODxL3nOnlw9uj0FJ6YSYV/OA1jhEUHRqNdS4HLS96B",
-	"xmE70oLC6drLgF1MbxiiS8Z3BxZL87dLtRTtzGsNMlyx1x9+fovh92AeLIXKoLwypB54a/yKqR/EPEC7",
-	"Ie7t/1zwWT5EiYPP6ze93ZZJa0Q+PmY/ajuFswU+k8gAAwQc4fGIVBerNGom1FiXqYjLqRLJolh4XsW6",
-	"YFQmilwvRMZuRAlmG4ew0jSG4gNfoEzGjEN892jBhsum5DO2ZEkenrmpC96ONgI4Nqz7+TETSopsmGzh",
-	"ADFTCXbaoFyWAnNVD4durXUhFC/kMUz7UTuY69T8Ktfh9wXKyLiK52w4tW4d623Q4djA5S4jw1687F1w",
-	"STjYipQHruWDJLCK0z9dQ20s4tthInylgYktwiafs3eFUG5ZV/bvcVtRygMrbu0JdHTNt+GUtfubVrw9",
-	"rdDbsgYk0TeOG+ZWxEdyj88dMYtTPf/yPU1SjfVaFC9KnVWpTaDGSZawqfa1XMiELqGjdhEIqHVGcI8a",
-	"somjmRNm9QQzEgB7pDWsKiDdxX1TKOTi9D4qLPYbGQ4rzKcHkVSNZTkjSXUkFS8pzAb+QL1w4O1ELZ5f",
-	"Qw68bgWzK5iPN246dpmvVrfSchB/5EamzC2JO14QfT7SlX1gPqdXwrLRupnYoWwTGDBOgCdoE+cr7DR8",
-	"OlbRKLyB+HpITiDnkSitHINRqSMj9xediQvswA43ZGilzw+KI3s4Ds9oOe9gn4X9tPGOO/nT9eBN9teJ",
-	"UKXO8xktc7s99Y0xFYQnaiUGAKOp6z8VMXNAODQ3KY6H4QeH9N86Jh0hHc/Wm8y7MjOst0uOVGBQxjpx",
-	"WIHCAHfyBOti6fLahGwa9zCi+W0hS2GidMRnbCZVZYU5OmYXTsCT7oMw5TLbplZD2Lov60la5/6hVkDY",
-	"L32UOo09yJQFt9NapMQZ2bim95MOSXJXBSVaZmGdMZfsS3Is3G6BY717fIkWqadfmBj7/IIVsrYwh/hK",
-	"Dbb6femIb6F0RI2xrAY52AN3CrndptwadAO4rLvqa26s+pUmbWHE17dUkiUOFIbEQ6jvUzlxoEcAeOtb",
-	"fFf3cRNCprp/GAATWDUc1nUpzwHpNka2Vduog9Ko8TjJu5WZSM5kh7r+rNes+axh03x0zzbN9qXpE6Hq",
-	"Odnryz2SV9sJ24EIlvS5pnlbL9ghkgRhRgfIQQVQPUASC9AZOIBOCNLohySW81kplJjz/CgO7PZy11Jy",
-	"ifsfRk1G5RUHY546DZaq2OhxaxGXWixY3aEHu5ZEVptcI4yEvt+vs7hjetZ10q2Uj8rZZ3Y8OA90KzLc",
-	"k7gSHKxrfM7PoxLbEI/hzojIvEstfCZ2ZWglyCFDNgqntkGeR0hrQkcruK/RmQ1uZ18oVlrDrsViADVZ",
-	"3C+r7maMHMwCvZmDSJlVwnhHMy+hAC1RZLKiFGN5u9yvOqdNz4N3Bke68GW8MTaK2GcgQkBkrCparX4/",
-	"++nocEWvoTN7jvbPN1kLn5n3WxPDGwxtrEuaSRo9DXONz/oKPmHu3G8ddy2EIRcQ0LRJ7/B1oHNr7dmj",
-	"dY7pNRJc55TGZeQLbozIztExAXOBxgki06ZHobww8KSumepL+Fz7eFDtv9eSr839iVG9XbdUHYKBMVi4",
-	"ot/cNfW5LgBYAYrHiVDUgYyHsh0apZfg/4TgdODhdOD74AMxu+2FWCLOJCHEETTROsRxXkpLhpgIj90/",
-	"IapyCRxEBB1URXZpI6IxMSplxlnmELBSvtB3Vi7c9SoNHuCOsuIlsH+IOl4deodx6RMNdBLQo+jugyUL",
-	"dDzYT5S2/SBaCyvihUSpjAbbCR/1aR/+SjJW5jlcRy2yOIUh4mJd0lq9r7fLTih7WlsLXekVx1fW1url",
-	"mP8vJd5zzTC3j/qscwBoe+4tjV+1pRGilKuiW/K8j4BRpUn9h8JHYsZlfmKFsX113aBCiiIuv5kwBoOn",
-	"6nh0bLUqRcaufv5w6eOYvDCsg6scim2TkzyyyjU6xeYOv5AQEMV2ctk/Pf0BMRH8QMPGSx+Vth/rbgxR",
-	"/ILOSATbqI8OOZ6dPqnJk+NOI/pChY6UK/cmiPA8nbZRQ7rJ+SCMfekmclc0FbBy0MIG5JClSGUh3YWA",
-	"dptQxo2ZKsSj3h8qrnS+DwcbG2zu7kVgcqpv8mih9mD4UHkpBCR4w16JMYAJOoO7EnkpAnGdvQPD0in3",
-	"N3J7jJdCTOs4R11ZsZoWXycgRgzz3noRfdgnN3L8UOK/F/6ultgjo3dh7FiHQ5ZRnGkSvSKBHRcn75j5",
-	"RfWtoDA+PJH095Mh6LbiFrRXxFqNFYcqBeRAbyxZkiGBEBnGnGLs58XLddIp8xELh5NsRbvVBIIYC/n3",
-	"bCbvVL64pByB3daqi7vZrzrXk/EVac6fVxG2jWmbcKlWmQJwz+4QIgpeSrvYBiEo2R8LrvnwxTH4b6Bw",
-	"jsylXSQ+lpB0PAp78TZUr/nBhU/mVZ/2hxHYadxkIcpByArEInZTbqYsnXKpkI82/MzzPHQRqmHQ94/Z",
-	"7yCJTUV6/SIk7XgTa0UR0lf/7620gg0v31+8+vmC/auS6fVHeGdYF7nEzwMuZAIVXFL+Sck1MhfK5guW",
-	"yRtRTkTmXnQICfJn6jaIMpWJE4lmxJqwaIWLS1ilu7ewXtDg47HXiUww7uVhn+OlUApOhSexGlJInIDF",
-	"QzOyyfW8uxBCtA6faJaN85vcVsGOurUBMmEJVPawI4brUpvwlTvqz8Mxskb7s/+aQLjZm1d3aV518Ejz",
-	"PBJ2LoRaJmrZ4X3icEEqYXoo0DzWhkf97o/TNxuyY4j2CdHuWUU+b9bIekPEKkQ51uXMMI6W2AHQyBDf",
-	"TimL3sx0MJ1Ky4pS3wg6vDVio3pn8LtounYKt8ZSMGTf9HH30jCeg00goi2Xhj0+PUUcQFz14frUeXey",
-	"jdf4k6Xqx2SAHelskdTWAEVhpmii5dmiJz7/fVigNVFQlziLf2sSPwH1O9ArWc2sAIOAu/1zwQ0UeW9W",
-	"OKRwE4z67+nPS3huO8z/Y6dmWVqhfij1iw4Lft69l7K9FL6q0X+OhQqnEyt4uzPs/hydbY+HeMoTKl1J",
-	"BY7d88ctIRVNKOU1kzjsgV1Cvc7FunhP3JVxIhKOHZWDa6XnEL2AuUxIiu63sI+6DLdB8zFyIuULholh",
-	"x+y964/PEc2BInKAUfaloId8ETsJ/fAfp0WoUR5f9l4scVvkTjlj8+kiWi03FhJ0fZdHlWUyy10zbKzz",
-	"XM+h+GJrtTgEY50Ls/tsKddMb5nIOFHsAVP0dc/DLo9RpayciRMigrCylz4W0wlfgdaGNVhmYqbLRRIL",
-	"Kcqz7KD/wHQmFR6zK7SyOrFxPI4SA02hLZvoUlcWij+W1A6blHpupwnL+WSCoZRhb1LRd/cE1D0AsYFP",
-	"ndyQ60mrTPIeR/EiGvsub9bV1lpOBD3FogV5eGfilbB+i3VOxD0cCpD/N+FuBT3B7T/YzSVXEzBQo9PI",
-	"O2M8TmPvWhQOf8UEhcOJ8KmteJ4vUDFXSxx8S6m07rixsSzFnENuGObcAMOrbzSUOcIqsyPZRtDnRkb7",
-	"8BKmYPenwrXTe0m4iXVz8JAvCDLX+T2jhMjAtaHu4SzYym2+DQ7DfCqtoJrmb6WqbjFGHt9ntdLX4EKi",
-	"mBxUu1M9mwmViYxBPKqhcusWqjj4QwLTgBwemHnEFRhbscDOBLY6qohxrtIxe0cyWOgjRAeBDwbd2Rz8",
-	"N+76sEKR3ZYrr9xFaU9usNhBzE8P5ZDdeL8zTM9Vgt8jAMAetF1Er7WxH3CC1+jFP9dZB/OpNiKeUM9Z",
-	"u8p9CYJnzERP5BDev6Zzz1pFX0bVviTNgTK8RFYP4W7yj3apyNZz6mvotgJLvDmpiO8DYsJtP5p3BifJ",
-	"QVF1hsjUEYnxcaQTRRs3Om4kRVpeToSFjofIc/CxkCMDIYTcAzMgu3YfuxGlHC8atrC42ncjeUdmcVw6",
-	"EcdiECOoVctJrdIdNDcHEDUCe4j9jnSW8QBqhPLlryYi5tVoi2Ukb1Qm2BA+8rGq/fzDVSi5cJ9vgMku",
-	"AmzqBqC9NQE2tGAqZAfXK4yz8aUFJq4Mry8Eh5axLfgmunXcSbjLAje/6ExQZZsLarXX/oMbcMqprKVU",
-	"GENAtYfh1ubSnsf7Oz4R+9ihrzmQEnZxA+nxBN4BykM2cnfwZFN2PClyrnrKdMU+d7wXCCmCE8KLiTAW",
-	"L3rVnhpkS78Wi4ZRDwPM6ZzGalbAIge8NzyXGGyD9a5rIRIvyfOQjBUlZ2NoOpo0xlaUPlaTnEP/cJKl",
-	"L/3YEI3bit+cthCl51zdI5q75jYH84DbmTCg5uKCfC6sdp3v7DUJODlXe1bgLwiZPA16jE108HYPTlgK",
-	"ZNBgc9siNxN9CzUUrMQrTiFPhQZLxsnoc8j1Ow9RQZde+r5QGRpaP/AJJPmExoKAngSREV2xfrZRT8Yg",
-	"p6J0fbPg5MmIajQ7Zq944RXFOuknpzJWremYY3nrnsIaDzwqwGXqaMR2jy9M8It4fu8i4rA9jMi7HP1L",
-	"jSkC2vmwJVtmCR4IrvSY66HHc9u+Ynee5CmtmNVEHOdRzRmotIYOp8BDjLr7TENMqezmCpnxWxRsTRd7",
-	"x3pW4s9I4NG1t/p9oU2SzH2s6Daxos25cx/KhRUqqm/nkWGHxshNi6mNKpnbgVRQ9skKBR5peDmJxb86",
-	"5bxyjyq0tOvSly8RWRKkHIxsaimm9muwwYOhHW0U5pq5g+ZhM+VQmttHqTdZM7rcszsvpFY301tEzc8l",
-	"rgFO48MyvLdOwR1sc5zK3s1+8qf7zy98Jv5y6tSaqixO3ij8ve47DbsR2f/qrW3Y3F30QT/KNN4chS/r",
-	"ZNydUgv58BH6uAkfOWYX+AtIDRBxBjEmPhWDzMzcslmF58XXc8Mgh5VgCEohg2Du6Lmk1TbmpRXplTYM",
-	"pJ7LNBRng2AJZMlrqdtSH4CN6k4FC6S5ZtxQqCzIT80z20FE6Beyl4qw4NZtyIOzg///X3zw79PBD3/Q",
-	"fwd//HmafP/kr/91cG8MhY0p6tEMf/eQqsP+0bAayRdn3IvGs11tGdi75ddS2GpPHnT35WvC4juYrS+C",
-	"O7sHxK1IK9uqq1LGykb1M5dTXxqJPj71Rdo6X8xEMk5LlkzD386egzPEhGoyrV+vDXb+FxC2pjrPEjYS",
-	"Ka8MUEiKOdrM8JkZXwRNNU664wrqFJY+ry/n6bXpiTH+jSZr5yjiG2rBj9/8PEcM2A8yiqet0sYOFYS5",
-	"GE21vjYnKbc815vEKxjLVcZLzJKyhk1KXRV4r4/5TOYLstKASIJ/+c6wIVEr/ceQzWWepbzM8KjBVxga",
-	"l8jc7GQRXy4KvgLPAOFJzpX7GDY9ZJZfo83ZCNAfDFZRwe+bcx9UDkMEK457KGND/Psxjf74n9Xp6ZP0",
-	"tdYgb8C/2ryFr4T9Hd946dp/TlO2y4zOyo7cldPWbMctjPNJy/kgjo0btd+Ezc3ppyE6QLhzdnCAMpHL",
-	"G1FKYU7+lNlfJ6WwWMC5Xf34GfJVOPsJQ8vo7UXwv18KlUFYJoTTOOinbA49ZlXh3f10HsjMxJwsPCus",
-	"oaid5rclhtC5V7wPBqqbuf+mU3kjsppQzpZSZOzQKQ1D3zWgwIBRgTPdnbShqUZhUB/9Z4ZMO+l2Lo1o",
-	"qaPz3n2B9vML+vTakmhQbmMsRc1YQ292qA5yc/7yp/cbZbN0osMMdFng6PeEKT33m+L425KMP5uQ6nYi",
-	"xI2Om4fwDuBiLU9OwA3tNsTtFpiBvo1l3KBzgV8j9Dt0YytECWc+6Tv5R8u4c8wuAivO0zp1Db9L2TEU",
-	"CUFNuqu7Fy/qgrVgpDcxLklDA+rHCzg8t3ALroOM+iqUGTtEgeFNNjxanihlv1YQuYWZ6VfJoykO6+5v",
-	"FuAw2EPJHUIJnszx6smETR+dzHsFGOTl72GLgEqqobuIEoeYgZX4IPwkggp30qONNVr4gj+gFos8N42Q",
-	"kUyaAmhzyd5IBk0MKnQbEQyZh9I2fvY50GT31CpfHPVJ5Fc4yvu7uanBzgpCk1JMuBUPKEb2ojlmt/GX",
-	"dlVz59yHVB4LqJs4wpodTsCQ4mtdLCeGlyLjqRXZGZOWGb6otz1nRqSlgJvSCOujqMCMBI4wDNrIErLD",
-	"Y21O98Yxu/DCOE1ZKVguxtbhh6cPJVaJ8CT5Htp9Y367NiZiXQnL3GhGcVdxb9bQXPgOfTnJ2ctnNpqE",
-	"3uQZHOzexd3p5Wuekzs7yV11KrDgAjDpxg2fwc0qVFZoqWzNN6Hnir3++eI5HarEG5lSXYgE3FtIXJaR",
-	"qmvwaIMHWhpWKfmvSjA+0+SC7pGc8c3QBQnmVz4yOq+sYFNrC8N+ff+WHbr/SwnNoNLnuZ6/trY4CkRq",
-	"df1LkzA4YU7HHpd8MhPKnodGHPIYnd9gcUeWa1046T1huVTXA6yMrEuW5rrKBjNhORSR51lWCiSrWI6l",
-	"HBJcfsRoRRDcoX9OlyfMgSs7m0kljUWSYnjCsKKUNw7t8V3DDv3XLtzvl/jrB/xxeHTM3ooJTxfMKH4t",
-	"PqbcoHWOrHemSqeMmxUDnVYfjS0Fn30k5EQWOMMdNLU8/05dwePP6WlcpRqUhUrLBcSec6xdgtwglNFU",
-	"l/BpqzTSgiU7ijTtQa81Yaduw55H4w2plVOBdB/rHIiP7mMQfb2HDIEUJpxiuOjineo8wwIMEtn/pK2v",
-	"YjaWIs/MPv7+myiZ1sD6+9WZYmkJbDNglalaXYlFzlOKfMfth2R7sItrLnmkoYCcYr+zIej9QjExKyxg",
-	"PR8ZuKfw3NYslj6OH384J3uwLz6CeZ61DBkcZ9ADd+Ucs+cUnk/5VJQsJm6ttxm7l0KIrqrtq65/DSEw",
-	"Yi0mLCY7cbstuEVp+7XIOmF0u0DX+OU32cGuwjr+Pg67Zar3hBcl7jeC428AcAUrlH0VCQD7yI07BV88",
-	"nF8Y+J4QnHSbxkn1NB53x7pkE61JN7e6gDpmQoLQjENIQHII1lCVsd+5tFJN0JgXW7hEqmeCPecqFTlx",
-	"Dittp+49iBwHNV9ZH601S2L79oJNpbG6hMyCa1HYJIgtFPLqvm7YuBQCvoDo7oFiKWEVx7kz8PxyMKhx",
-	"6ezN1HdjocM5/dJOd2QS3NhCR95s8HCBd4uq0qKmv1SbVpbBRE3SDrCFJ2iMe/3hw6WvXotpR7BXRUZU",
-	"bjR/qEMWCPTu+Ip8DK4w0BqxZrhXrzrNcC9i6+ennddk7RuXsBabPQdVzVbTayCOIHbUEc0bWbU76qQB",
-	"f0SyITYsecI9+cRncMJ3mQTfuU3GJ7FFWwqzZ8K9I1R6sXxPRuf63n0EiEj9FWveKCOAwIoNqQ1vd3Lv",
-	"Db33nWLahpp224CeGsBTR2QxQxtUU19L2GhRcCydIJGXsTZfYtkVdM4/Pn1cB4/iU5GPZcFkRqbN8BcL",
-	"rvyS34g88PrmrOB2yg7RRZmwNOdyljAjJ4rbqqxNpom3lx4F6gMZ4gAoFmlZ6jlmFyyTBqm8vALptEc3",
-	"C21Wtg+i1WnxlSiHayroXET1cnwhGuRVCVU5bLjGzplpjIE4hCHXP8EMEfGviuc4/W4JZbaJbvl4t4Nf",
-	"W4EHN+qcG88add6UlyV4gd2f5nyx1z8flP4ZV9/BfWL1Xd4Gmwuqa6qWOdWNmxj5oM8ByyIucEA9ZOjg",
-	"ZulM+1MP/MKHDTv90dmaG4YODDITYt2CYPHrg9WDLwEJg6Hf9d17YPgqPO4BbQ9o3xygBVTAfIQIA3YK",
-	"cXYqy2xQ8NIuTlJeYPWfPrU7zpOSWRJV8EJVWdwWsg4+9VnbF5dvmNXXgjg7CiCDo9YWLOVWTIADmSrA",
-	"hC9CXqrIzBLrkDT0NXT9IWtdnmOtsFCX2DXuvoB1c312ua4skd6NBciyps5jr0xbvvmMgufDIAwxkiNt",
-	"WOIgnEgkRgs2xGWoXfdnjBdyAC8Oz5H+w+hcMCMMJjit5OU+ijnrCvkR3v3oIa89DeWDW8hLt47P42Xc",
-	"ocrc0WIXy1v0zPLugPE9iIC4Fz45bx5TIzZPiNuImY5OfXRG66Nf76+Ds4OwwQ5WkOFRBzK4KexGgilX",
-	"SuTdKOB5+5TIISrMjWCsS6o9hedvufTJWObIsaoyVuq58bJS/J3+k9ZuR4v2oe/2torh3zKLrSvbhZ35",
-	"h1jMdZlt8YYv57zFK3CvXUFu55ttmvoF6WY3f+GFuJHp33mF/rHVm79NNcg5mz5/URRbPI3hQFu/sNUI",
-	"XmKo9DZjqKz+TWZCb/nOe5Fut8t+0Zc5X4jyx1Lw6y3ee83NRZVJvd0rl/bfW7zwxlxNeen3zFZ7DXj0",
-	"yGC8+QQCQ/y2byGB0q/lNh18Veqq+IdY/ARYuF0X5Q3gHnTTv79Lkzi1vIkJ3N8X+wDZngBZP0nsMLpq",
-	"j3Z9z4elWTF6t134J3+mHqj/WqsCaBUu7zPvTQsV5t0tj3Tpeq5Eaaay2PZyb0q1BAZbV8+sL557OCx9",
-	"HMdK5HsH0Z1lV3GnQnvR8Ss5USdFzhcjnl73OJKMqYRhZgo1faSa5GLgtNJf3781gfqHvvidYbm8EQzj",
-	"oBPmczvJkiey+jQeOlXYTksh0GEw9L+YIZiiZtJakR0ds5c8nUJ0Os9m4Ge65anNF97euqCi4KDlC0Oc",
-	"vcNcjoWVM3ElUq0yM2SHlOPBHj0+TeoSf0/wHzNtQvVkLLmSoYP9CEIe8bcAE98ZMioQWT0416XxGTiA",
-	"KVy5/0rlJ4NB4LmbtDOwII7H8KPfLzxksv7AhhRGjrmpPFsMMRgnuPEtLwMluUSrwjH7SZc0HyZi57oW",
-	"ooA/O30IKiqnWimR2oQClzEYCfYATIlgUhkreGdoeQ2Ab+WNuPT7Z+vs+ABArXmtYYtuk946k8r/89G9",
-	"8Wm1z0ePUdlrU6h3+o3qp8XtkPuNvexY0I57QysxgP5iR/dm4gdkJn4lbL3+ATXCRVBDXnQJ7Pruw1bM",
-	"sevO37v6BgB7PRz2Ia+rFErMnf68DJmdo/f5WyCduttriAEXZphQqR+YvZSXQCfNhuYm/Whlei3sEC8g",
-	"tMRLQy0hqxcEN7nvnwfMaFDcBwpGQa+5LlGUBf7B5DLDvOgh/KG+J78/HXx/epqw6L48cjcgkBzhDOS+",
-	"SIs0LKuAl3EIv1y4y3fIDvlIV5b9n9P/zaQiTwIQwxxhZAhUivHRr/C2T0Z7ibf4hR2yw/DHt0t3eXR9",
-	"1yMsRCl1Vl/mT588dqPAWRmJhSY6tNVL/ByfRTGkljveKV/UBdIgvFEYjKHuVk5wMtylmolc2Gi6qVJM",
-	"3TkSTog5c+WTYG+/0dcCqlTl2gjjhQDc2MOECWM5EXMzusLRw1EKllbWl/14xgzOEiRFeCkjbMY+IeMc",
-	"gwzdVEAJBKWpZDW7kZnQjJcl7qKLFYfBjC/8/jRsLnKQfwWbi5F/1EuGTkI9OoumBmJ9RiLXamKCi5i+",
-	"m7B/HqxO1z8PGB+5bs1EyHgML2DUMu6wwAjiuwnDOsz1hMKEbogiPQniHMcirE6U4sbMdemLTBxtJw69",
-	"FViN+sHLRI0J2UQoShrnGR3uPlPVy0r3mxzYXNMOsahGZ4fyBPJ78ehBiUdvPaA1JADIs/NqntWkb4ly",
-	"nWC0Q8kHFMiePJW64DcGenqVe8k9Bp85Y4XOcyJdhA6xSlmZkzC0rYXtyn3za7OxQafXlxRDPZ8Qwr3y",
-	"1ZTi+maTTWDlPrvZbl0UTPsZ1kVP5B9kk9mljVfwyomWbv/xyupBKVKNxH2dJ1wX56hvOBGPj8citcic",
-	"CJKcEyaXRJetz7suvr7jrov+0+7m7Zs93J/vrOriSz+q4F8aIKf1Jolicfles5wKVpkkZkRRGXNyEgR3",
-	"DV+9/MB8BxqNDkHLSShJc1QZCeVcnAArFMVzcVUf0HURLFEgx/ZRLM+RIG3X5zLqYx9jUmOy98fyrguq",
-	"NKZ31wdS6Uys8Xc17Xvm5E/4L7mR0WTT5km+0UTX7XU6C3VWziDhOba8BCYnML9FhEXH7GVkrHn94cPl",
-	"4Ke3vyX4/8Y/Xz6Fs/z67VXjcw1PDREaDTNp6JmhZ1BLmFRkfktJ31j0WYGCaQmHUzNjlOIGyaG6LF3I",
-	"3Q+mLQnM5vQFJLxho0V76Ci+Qu6p2jbDeK5VS+LpC3i8w2KwvQmlaZntsKTQTui1o4Q6aVUFJKvLppOV",
-	"NNTfp4vY5Kcyk0AqfR10WBuLQ7mUrvRULK3SVXb98bPvN+gQ1tCrgmOzthlSQR+/26iD3sjc1ad6M345",
-	"5HkbGWcaJ2AP/HcW8eBmdcV//Ml2DYwDTtYH+0Nz3xkf6DMUwXmQNPwRSZt/wT8C1LLDoJdXyhMGeRte",
-	"DY91QDTgmsfB+mQ7wHQni0niz0AqPfDFAMWHzPM6QQAY8lwb35kow+CcnEkLUrOoUH3dSLDNQylIdvj0",
-	"9OnR5uAM3dsQmRvRTl8LLH92sIlBZo8YbTFSO8GLbYXAEzj9fRYUjunzTuwzuQQCnlDdot1peh5JUVox",
-	"IyxIUw3H4pJLshWZYqexJYauCN3g9xjgIi8w+IfBfwy4uKiTHYwO4UEgaqKeGYkFSPMGrWQYKhTdmhjL",
-	"5QUHqM9nVh0z4ODkMUjmPrCqXrKmG9Iv0Edo5mNKVsHhWR2f5IZPftU+URXdsdtIqvBGl6SaeAql2HtM",
-	"T3xnnHzXVgdAiflXipk7qDTYMxsbcNLFfsBzxgMF4ei/RdpGPEh32P0FTm0oe+Ie+zZlz71DsP++U1BY",
-	"8D4vPHLCrbE9km+S4Mx0WAvPKJoWnFVAQOetrwl6/ZCZGeTv/0R/35Ad+sKDdUwwxZpAaRN0DtbuQjBr",
-	"TAUQuLh7siMq1YE6+swgTz1fBJ+Cu4wg8PY8/qonrKOQLCygDgYqH8ayxu55RfN4L4l7LXxW6HSJTGqd",
-	"Rd8bmXYdBoNHj//vBgaDumG/Nlk3fRalnn16g2ET7oC3C1fxClu4D9auRoObJCotncR9vlKPlTkKqzD3",
-	"FVdam5ingudua6/JQeLMzLjT8+FxZhQvzFRbLw479ZvnXKU+8XimlbQaisykXNW4usS2H8UUkklAghd3",
-	"6n5PQcx1X0PrQsQqhgwGoRc8N9rX5jAgEwtliFMQK8VmwnKZm0ZlUxC/pLrhuQTVAKYpDl+0JGlz9yWt",
-	"FjNdGVZyIkeAiEkntflSBHV9Egy89MGqUGXHAfw1hlVOSp7RwJ6dPllO3w6DGulskYTiJVAcgd9wmfNR",
-	"3m7WeI1LuUscuEmxkSvqZKek2z1ktx0A+33+DKLDMzy1n6eb0cye15xA0tSrsrTvE6xEoYin0j1+jGdb",
-	"pFUp7cJdqu5mGAleivLCyTZn//WHA+lYkHJiHbRBn49356eUnv2P+s/VKJcpaQ3LHVzuXfLnASH2c62v",
-	"pfBdpn6sGBOwsnRUODihgSRgkQOpK0GPgEnYjEu3thCBBWWk6WhjtX2fLcKpKBWOkZ0+ghhVf03iRKxe",
-	"ub8aUZoEwlxNEsVpJOz9h6vLZn0PomuHWYiru4fa0lS6tIL+RBo+lQAJXXvc6Jqf19XOvRe4kUUWamvN",
-	"xGyEyZpEQeIRC+s3hSaexE3Qyy0tQCZ7SHxNQjQB1GY1nu4F6JYHPGQ4s0LrPIkD32wd7OmXJNeTujvP",
-	"Gt3xLBCr/fnFLSFFisAaXDLY6miuwokuuTKpBo5+MStySEbQYxIO3a5w4yB+PndrgDlDyBL3B5+Ixlo0",
-	"JgrcqC3dqt3lVJ1YjzEBoG4U+aOLUqewd33iHM4XwlfNr+L2tOITsJaXuppMa7iH/tXdexp3Dxtv6d9L",
-	"ZcuF32boUAsywDLlB7lKvboShSaBHuFbftQ4P7FM0T49yJPk6Sg9fyYjDrT+qmK4z2jjDHA7/S5GVzq9",
-	"pkpcQGak8JO0BP7L7s+38SQhBdNqL3/U2hpb8sIblJB2aKlCjm8Mjr1d4UmqASHM1A8/xDOF2ugff/1P",
-	"AAAA//8=",
+	"7P3tdtw2tieM3wqW/jMrci+WY7s7nh7ry1Fkp+1pO9ZfkrvPnJ4eCSJRVThiAQwAqlzplYt6buG5smdh",
+	"bwAEWQCLVZLdOefkS2IVSbxubOzX3/7HUSlXjRRMGH306h9HDVV0xQxT8NfZkgrB6tPS8HtquBSXhhr2",
+	"A68NU/Z5xXSpeGOfHL06+ijqDaH2XUakItL+2TBRcbEgJbaknx4VR9y+/FPL1OaoOBJ0xY5eHdF+F0fF",
+	"kS6XbEVtL/9NsfnRq6P/37fdUL/Fp/rb9AiPfvmliAbf0hp/Tg/Zj41wQcySazuHltZE229GBhya3X+w",
+	"4dN4oE2za4BrbpZuiE1D7Eiyw2ua3rBW9PN7JhZmefTq5R+KI7Np7FvaKC4WvUG0Rl6wUqpq51iWUjNC",
+	"WyNnCj4ges1NuSRLqnGM97Ru8wPsOorH6QZ2K2XNqBiO7C+8YnKPgTVtXZNj6r98sv8QscdpI3zNNFes",
+	"mkRq3U5W+NU4tVVx03uSW29YveHe85K5P95V+4zYfuifEF6R4z99/+KPz//4PPxWygp4wMcf//LuB9Io",
+	"Oec1e5KfXX8kGcJ9/uKPI5SL09k9DznvzeIYh+j+4pUdtZ+Nn6isdo390EG/EfS2ZhPPGsOX9yNi99FE",
+	"Ev6Tkm3zZ7bZHtCf2QaXrtv4hX25IFST0o5PkPWSCcINWdufFKOGVWFYDTXLblQL309xpNhPraXPo1dG",
+	"tewQnuUHPXovbe0/DCG3atH4Dh/POslFz6hmMy40E5rDVWnYZ0PmshUVXkAMh0bu7IqrUS5/5zo5iPbe",
+	"Un3aVnwiP11SPaP29f3Ib+k7mUZ/b6k+Nz9PH9H51b/tPR7bwbTRpJjJu4oJw+ecqcFxgIOgmGmVYFXq",
+	"KNjNrLnOH4oyYoCTTsX4/r7Tl0uqPFudtqbaflGRY977ds97s//xxLV+yHmx/RYk+qyw8lFBtFGMroqO",
+	"uWu7B9299UWO1Xu5+EHJVWa9mTCKM02osUOhc8MUrqjhK0aO8ZLlK/azFPk7Z27bjwc3l2pFjb2NqGEz",
+	"+/3R+Ag/qirFKX9ka6ZNGOScK23IsV3iis1pW5snINjXlX0LnuaGKKGDeIyuhaNXRwJ6OSqOmGhXR6/+",
+	"1v2ALR/9fXzwV3LS4t6yuVRs/9U18gFr+4FVnF4ydc/UblGEas0XllsYicNc2a+Jhs9zw1v1ejiIRH+U",
+	"5zXdMPW9YvRuGmO4Y6wBcZqLxcyuo2zNrIFWNDkWcYN7covetxOZxY+ymiDp4cjjNSWqFZpIp+YJWY2M",
+	"qjpYqDtX0shS1lMlkca9nxuLf76v4B/GEY3tohWWhN/LxZ+5qEYlJn+a/DDvuMhzTC6qfYfXH0o8yEvZ",
+	"qpJ9UlMvLXidfLp4j0dctsbeuXBR01o/IaUUhnLhqNHeHwUpB9dKvTmJP/JXC5AuoYoRvhBSsewK6DDm",
+	"DM28ePaHMaK5hLtquhKGd9uodIivHCTC4mj2UQqj8eCNoe2/qCY3+OTmyfgw84dtdKB/WUptph60e67A",
+	"sGO/yY3mHhrc89zXrTZphp8QF/HlE3+lauT+4YF/z3IgYpbUECr0mqms6awMve83artG50re1myltwd+",
+	"AZIsGvG4YSuNY1nSe0aoZVn2u+ztHzedFALmtNasSLH4c7pIWE9+bFe33do0dMHssqG4bQU9qgwXC3vz",
+	"P8+yUdtwcjDPi+6W58L8/sVRcbTigq+sePI8jJILwxZMhVFe8p8TI/1AP9sPiQgjVnKtScMUDHtsdNBg",
+	"coTfPUsNEXuyrOXZzgFfyJpNI1Ala/ZwZUZhf2OazDZJXra3YWzTBluxmt8ztSFNTcXDR82rh1kkrqha",
+	"MLNDCPwQSyR2ErJhCozXhJbGyicF4UIbRis7TRRFTsiKbsgtI3LFjfHTi/mGFbfYZ1qaekOkYF9cmMS5",
+	"5kQxnKRlplY8rKz29SQ9WWKWSraLJeEGZTJCF0yYLzPhcbnu5e+TE5V3bCI5np6/I8a+vpMUMwRoXF/7",
+	"nZtPeurt02qmHn5MWu3oZfogf7Ev60YKzeC2+Z5WF+ynluHtbSU0JuCftGlqXgKFfPvv2k7jHxPlyjdK",
+	"SfW9rDbYXX8prpaMAC2AaiirDeFWyLunNa/I8VwqS0qrpmbkxv16Da/f2PfDT/bDmycnpJRKsdLAknLR",
+	"tCY+sIpZxcheR9yQVlgxZGGX0koKUsxrXn7FOStcZCsDQ89BZmOkbJViwqDngRzf+FdgypSsrPasG1by",
+	"OS/RCH5ClJ0jiHfwkdexFUyXLigXMM8fpLrlVcXE15toSeuaKVLT8k7jPeZo0169K661ZTlSEcWcvqBL",
+	"2dhpd4+vKyY4q6yo+ktx9E4YpgStoeevNw93L8wpr1lFWsE+N6w0rKo35PiGuzHdwFY0UiEJGkXBvgXj",
+	"/lGaH2Qrqq83ZO7ZTNWtbiWZ5eaGsM9cgz2G49/3XPPbmgWpF7ft+EZIcw1WPbf853RTS1pdSfneXjRf",
+	"/8QAk2CfS8YqJCjNf2ak5ituLNXg8K6NlNe1HaAbtr1Meck+CXpPeU1v66808lNSsYaJiokSWJthq0Yq",
+	"qni9IW03GHJ8E/01ftKN2iCzuKXlnZzPYX5XUn6gYuN4t/7q5xs3hFWEEmU5kN8P+8c1/GEP8AlZU26I",
+	"ZetwPviKkQW/tzedIDcXdmqz07lh6sbecEtGKxfxED0aU0I0K6WoQHWDjhwfhDXjYvF09GrM6xrPEqI7",
+	"3O+CtmYpFf+ZfaVj/aMkeDV2NhGQEBrFNBNWRji+sWOyj7D3az9hvDFpw69BmOl+xwPySei2sZyLVSAj",
+	"XsGE/ymH23Gkm2F/N3BKwjCvQbC8tjsDc/jFbyZQzGlpv7tgGhS1fyT6RP3dkg0VkfgL+rQTDoiWK2aW",
+	"cImKCiRbITtmWrO56fTdV4RavYc5TwdpqNZrqSrXmP2plgvZmqfksi1LprWd6durq3Py4tmzyGYDi3Bs",
+	"F17R0pDTV0Qn3m9FbX+CC78CK06j7CwMR0mOljjX4dT/audnaaaSAtReb+6HsYNL2o985pbhqDiq5WLB",
+	"qplsU26A4mjFtE4aCP6K1ommYYJVVn8itmEwmmw1YkBzybTBu0ETI19FUrNVafsOpKLvri3ITU+h+tZ+",
+	"Z0XmG7f5F1eX59GJKojjT5qheIIuqW35vuMlf/PLHWbRrUm3XvL231lp7FRPGw7qS8pEFqkrViPQRipW",
+	"ndgFEMyKIEtZu5sP3wFbaIEmoTkob0DC7vbfEG4SxFHXcs2qd03CxHRWcyt+0qpSlsCUJQFNjs/evb54",
+	"EnXr1MBWs4rMlVydELZqzAYVFyo2oQGuiesO1Bbj7Frb248/UKXoxv7ttJ7T1PG1F0c3lFhHOv50dQan",
+	"YYqDKHTyfSK04qxjscgTXA+h34LE+gnoHKBoUCvVa0uVnoCkYzPSLJnqtjd5Ciq+YNqcKzbnn9OMC/1/",
+	"z1+QJftMK1byFa0t9VtuwZT2OuXl29PZi+9eEmzQ/5rvmH1uuGI6u96WbSx5uYwW3n2Ci35CRFvXQXGN",
+	"JE37UnZL7Ecoj+GFvDWummrzSU8mBPs6UqWRJLoLmRVN3DWTGq/9Fg+Y/fjw4aIuviWj0BXbvQVCmu9B",
+	"ZMnM1J6zrU1ATx6vkrMKD+FTIGEuxeGzk2vBVM6uYX8n66Ukci30jql26l2CBZ13qmEjuTAxuyupUpzp",
+	"/XhJ06pG6tz91FtLZGhSBUMXsLXkHBS7ZzQoE8OGGRx2KggTpdo0lnWUsgHx5o41piBaImNBrdg2FYkh",
+	"JRVEL+U6dnehHr9tnoeRyLvJR8S9nSMYe2jdK4cTipJmIvfGyYWj6z7ccUbdW4ePT6fDQc96xpf4wBak",
+	"Yorfu9sOrKJwsri987io5BpkRLtwZThkXrbC8Osjz2TRRgcrfASn/nrDzDU0lxSvzHRTZ/7EwZNJ98r2",
+	"XZK47270fXndUHN9entW3XTUTEnDlHYUrFgpF4Jr5qSQcRmqs7ICE+2ObZ/v9KcyuDH7nKWIJZ2Yv8bX",
+	"Xe8ge8qI5Y9YTIjPWkzlvXtqTOR7z9OeUec+k/NOPtDbgluz0w3HNTSU8L5tKbhDpbbo3F2H+M8mtG+/",
+	"SRMfTjgEgQSfnGfxY+plkKYTnN9IQ+vRFcOOgXZX1LirdQ4hGLog0nIbWtcwIj2c5ss/HCXdejFVOwdn",
+	"5EnEMbnVSNJKW3FztmTlXcoDbFVaO3KrClH7Jintq9vEktXK3nxuairwovHuRWg2LZXslGhC/wmJJu2H",
+	"+hHd6O5TotjcchsjTwi91ZYBW1bjPEqzNa/ci2nF0eqrqWhtfwd3/eCb6TtU24uFm4QmcOmeoHA/p7xu",
+	"FQunLUzeM3su5vKoOFpTJewAiyMGpuq/72J/nunhbKIB7dAlLQnkk0MYAe27moGCqFnZwlSQcDBFJGk8",
+	"kBNdV/ZqE4tIffaKoN1BKqTYrGSr4W7UG23YikDj6Z2ER970NIh05wK0q3KgltmLqurdtQ2fwaG2fBsV",
+	"sZlTxOx94EdkFxjGk7xxYXkmOubDGm5rl6BKn6IivFPTDu2BkhIvY7dw9lZLa2/3TJj0yg1sMPEl7snh",
+	"KYoNkaMxPNnywyS7z7Kat+2KiplitAI7N0txnuz6yRKcYeNSJK5KmOC+FgDZmlKmGFzHaLteTgiuAVkx",
+	"KjTKOl5TCZwMNAiUdzxNOgOeHRRyDyu2QEtpeW/MEhbN2crD9Fa2pr+r1GszVc8oY3khQwGfYA9pOVHR",
+	"dMLOlXNnDQi1IOyn1p5GCULxzb/O4MXZu+qGeN8yQVv+XjQ9NLC5ExmTerd7MesoAvsansBucj3ammq0",
+	"6xjtbiEuyWh1QTCouovS/i8i3rn59+S77cWYJu1F990hAp8fyq9K4vuelncLJVtRXVF9lyEtpriseAmO",
+	"P3yZGKoTgl/v27zJg+o7MNMl2QD4tO9pfYk+tcRN6F4gt8ysGRMYxc2F98JNpBmrNr1u0erxIdGNf+a5",
+	"DhoJWnAZrnhd80x3yY3C7kLowEAqtj8Pu+lxUG7QFcOqzDVov7poReq+urTndWsSKSsHupnw+QaZ9IGW",
+	"U2C6H0W9GZeNgRBcDD4EbaHELCEMu9UE20lLzWnlwBJxCILetg214ky2woyeUjsczUWJl3yjZOncXWpo",
+	"98lvtmoFiOC7Z19L2dir0X2xlYyQiIhNiO5xJ73l74ayfbBiqtk6DjHBRgu3m4Wkb6jv+5xDE8UW3OpY",
+	"DLK2rEbpZ9znKDk9bigOby9ZbBLM3w5hFAPepidfCwMOunUzDHfMRxzmWbKURhtFm9NqxUUUFUeritvB",
+	"0/o8WiMXOj2UIdHhYKRzH7mrRmnLSeztSm3j3PZjpEpwcq6bmm5+zKvgeinXwudFOH2n74sDhfopRiaP",
+	"BY92jt+ERd47s704HA/7BPkGJZrWVn1YUr20L6I5GR2Yg/5ffPcSAiy68SSG4/2028N5LxdcAIM5QZbg",
+	"4ucoqZmBaH1FKr7gBvROcLutuRVDwXeK7+gCX7H/l/a/raiY0qVUTBdWqtJ8IVBxXW6apTPHDWKNoyn8",
+	"3q6fbdgO8P/+7XT2b3T287PZ//x798+n1/8y+/s/XhQvf//Lf9sp8IbZR/sySqeXhppWjzM7JL3e7hFt",
+	"eF1jWpgktywOhe0T463v6SIMc1tHaBmSnZCDbiDiTNsbzRmLGQkNRo4Pru0fwo7FMmXLDwhK8XoCI94e",
+	"YmrJzqgoMV3tTK5WVFSHnW5shlAMjy6xqe1lU4zqlCB2Ab87eZRVUQQotFsHL0JEc98lDsovyRk29JbX",
+	"3GzOqGELqTZpmbJ0Tx33VtWsocpsSOm/d662gXkoDqIbsblRSEx02iiePStYR/rjIBJUp4WMMjsHPzuX",
+	"bBxrwTW/Z5ALaUmo8OEhM70RJQac2mXnYpEWf6eJ0NHyzVnGpuWneb6fx1NgPJ2RpNWs19k+rs/B8QgL",
+	"OZRVUoMson1On6LGlEt6tqR1zURKcT21Gp6lJfue3QF8cZug3Cs7JAwjiWaigvS18MVNd25qeyvsG9vw",
+	"15C/4Idnb6xGk1sG2nVZsmbM07itOK3oIp0lecHsmb7HnMgOpsD1Ct/ttoN0SxV1Fc8wuVUQyOUv8QfL",
+	"MpoZy/XYOgS5JbYUPannWZHCu1qbgWhh770TIhscFlkyxQpyy0pqzwEVg1tFMc0M2kFceI39/hvdNRsC",
+	"UeyJcna5oSSy7bdg6/zIrcgaT/7LyD9DgTUaUW6Lk4ASp+SeV0x6BviU3ISk2BvnTXcxFXGm7Sty87vf",
+	"/e5fbqx4JSpt73TI2mcbSLvFSRUgHd0sqcbc4C5kSt8QTTfwmb8O4MN0nGKMEXYgsljRg/46APGr18Ao",
+	"o4hxyFCT9+Gie5qeow4vMjLCX5ebHrgPZMeAnbU3iuNhJBoMC/xOT9KOlhSq2alDL/Mn0SUPH0Py7be0",
+	"ab51v3BNWsF/alnQO9BTl+lrBLwMfweJkfm8u66Tj6LmgqVlAt/qPVObc8sbRhyA9t0VNbyEWx8SE8EG",
+	"CZb649sN/hPcHkY2T0grDK8x3Zd9NqhhoMxg1CY/nAwO2qnHPDvpbaXTW6gmWkoI9UR+4aD67Mny0FL2",
+	"31z7wXtR0cX/O7gS51jISVAHQOeQ40+f3r1+Aqbm29rSvZK6j4aRlnhGIjfPXASag/74KsGaMRLQHRfV",
+	"K17tL/L9oFjAuFFOXZFK9zRte8nojFelGqDQ7Y0QV2zhsW2NcRLcW5eia1vbGr8Lur+tWWYaWTi3SYBt",
+	"sQeoqSl3wdd4I2U8mzkwttdc4/EIiAIlFXYOtyy2E24fhsUecGrfOEiyoR0YjbQivUrLLIZXrB65LAJ/",
+	"+SKMl33AxIILsOy0dRVSZtJzWWagufp62IopCkNuqJgZXpvZz1Kusi1u3eb59v0kIoyOTj4gxyH28cQH",
+	"7rkE1yfpzvkOdKx+SEe4Ex1AFrDFtnEXSFNTYxlLhiXaK9Kp/2m2uE0JcKu61p26HwJWAq5RsO/5W8Pe",
+	"KRmn+T4J6dQQe4noeEyeKvHCkgLcuwj7t0coz2s0MuYN9mIcmejPjDXEoRB1+eCwWIhFRGpG75mOs3Ht",
+	"ojRgHFgy+DbjXhiLH/K2SI/XFN9M/ZXxr6TDhyJgoL3we6yAbtAqMQVYB961HxndXCkqdCOVmfpx75tf",
+	"igjYZtvT1AHvoFFUbPx5jI/piuo7hso0SPoxax7cJGnGrDPYOJd9DJzMd+8yilWMWAMRz84wGyDliLfp",
+	"YEwRvl5zbZVACN9Odto21Wg8cuyYQ3Ge3G66zDCp9hVWXIc7hJXtbneKKfdpbJ2/RCg6fQH+hNxcXzvM",
+	"EgDmub6+CeljbEJcboyAmPR0xVBYEeBS8iYZ0n8RsH0cOHKAR+oAiIZ4GMF5E8G8bqPVRmihHdxqjB7c",
+	"AzuOIDGH2GcBnXILQnEbH3sACdzHo95W+IZaZ1Kv8XwmH5PcUXdMeCNmgtNtrXtokOwjhKMY4tQ9Bx8+",
+	"66ZPGilrOJBbMtgJOUWNJhbT4uAo19VRcYQvJkOipsCGB7Nsp0FWkovFU/JxPreaJDkWEtM57Y3DqicF",
+	"ufRhNMfU3dig3FqGs6abJ4XTQckxXi5WP1OK33OxeFKQC5dYjNBacIipMZaNOqCAk06JtFJKuWRVi/2e",
+	"O+WT+1dh8QJud19HfVKQH/ClwftrXtfELbelEe4EK7+0bt5HxZGf5xEgTOFvfvhHxVGgNOxnbAvG8bQ7",
+	"03iQmiB2n+BtA4k1uM6YLWHUBsyJF+gfL0AwsL9ocmlFhH5s50XworuHYwMFwN+UPQwzQ+W8d70NrJf4",
+	"ZGeYQh+knnXwxRMiX35FajI3j6QdT9aHJ+lgDsra4VjfbsDwBWPuqUMPlm8PEA5+HdLA4KKObrzkPd2j",
+	"6ke8TeCk7Y6J7CGU/1dKbsEJ96YwOa6lx8wOiXd0nUOko1e4MNjxK8U2eplsZeW9d4atcin+8AJGX/n0",
+	"/Siv30cqToM5QHouCNJvQfQdb8hxgH0CxGSwj5NjhyJ1QjSzt6iVy3qXKDYVzoIVTe94M5LXscPc2jNe",
+	"LCmgX68xBOM+zZ/uUnzyTx2+gVRky0bfN16km+UiMcDhwsdLAc86RpKcu8q7MvoOekxknnNWV9qzVbsU",
+	"QAsBBWw313Mot3fA9wIOgxvGToI8zBl6Khy5Yk6QserMnClSybJduXCrL+Tn8l1MbOHKDe21/wwsHuye",
+	"s3UPyxJjSAdKQE0d1igIm4obRrwE3cMfPyGwSmg9ZmiiipdiR9ROmNKE3coDujQwWkD0cHtz7Cb6pKMr",
+	"Z+G2onQpxZyrVQo7BV8ZNz/6QWMWBn6Rcb7g3ZrgBYDgGqArpDPzrcHue8ueTLx4UCFIRWhj7j/cMyeI",
+	"S2Fn3JmF/H65TZ3YX7i3tq96JqxAby9OZCOgETpW5x0PEV3scwNG90cqwz8m6fSWcY1bRdy72VR6rpNX",
+	"yqVBMCl8joqwJTnb6IpWjFDjoGOcCuSosFGyasvJQcv2cmny1BIhF07aLCfAZZvDx4cS31A6cLtQhCPU",
+	"UX83lG6OgXY9KUTrP8ILJoua/5WEzG0A+wPEzIMkzNBzQsbUX1fIzIP8v3VYGt4rZCW9cunuKrRanpAb",
+	"ZXRz4/wsUZxMQW6kuOdzyGiT9b3/DEUtAITofKoFuVncgv38xgox3PgLEd2gkF90+e48lqtst0fFEfRx",
+	"VBy5z8eMG+fm57MoRjNhwLv6t14Up0MmClYZHE3W8pEzz4/Jk3NZpuKPz6jw4h28kfH8KT7+LXBUxTOf",
+	"N1Skv25oBjMFMPOMHiNs90q8e3eMNVNTmxSbK6aXacNCCCdyDWNKEENsO/tgta+NwfCUZGTXwD5JL8LP",
+	"MlUTx36TcxCP+AbsHrhhuJY9Tbjt7Ra9vzhjB9r87Jy0py4SM2HREyFMkwDZ5yKx/VvZ/XAYM6G1fS1v",
+	"+bPjpuOyNGB80BX4jo1Mx9Hge5mD6BrRfRF7ggvHN1vE6zFpCw7UleJNOSErec9Abi6lMFy0THsnLdp+",
+	"/cQikFDZJhSq7Oq85oqViMJoibBArlMA84j98Z75gkZbyTXmbM0B14Uvlmj9mrlf2mbmf7Sv+p/h3/6B",
+	"7W3Ghf+XbI0/ADPBqAp/zOHfdjgz2QBOAfy7rBHrxo4vyfp1wzz5RwUIBkJqwzCXq2GqtKvcC/f5xuH5",
+	"JRlYKFzwfFfhAnvIYVd8wqav2PDs2daAPvjtdlHVYMRl9TyusrWyushYMmd/fC+fPeuP8NmznSKFp5Zx",
+	"Or/EWOLMdeoijftX6aPeoE5BY9X3m9M4zDnN83qB0OFTOG0AvjEMwAL5PoRDO6BqnrkZ8JsLeGl3iJHr",
+	"Idxf51f/lm42G831gQqIZ4UiVScxy8CIIg+ssF5iENt8z8tpaz6xVzi77tPI5TC+GFVJBDUZxxCyfobc",
+	"biplnDkl/3HIYNd+dZOYsB++sZFVvfBpOZeMqnLZ5THl6a9hauZtDCGrh2j43uURgM8ZwPwqDhH6LBmK",
+	"vjutKW5/RYXhpe+IY3gTreucGcj2Pd56CA0eGXvOapGPHxfSFCEsa+Mc9BMAN8JqREOfYle98EFRiTDo",
+	"4Nv2wcsxKz0Jrm10oruggxdEk0q2txBe1jbESPIdWXFRoB3r//1/Xjz77+TfuXEejcGeuqYSPstBX1wQ",
+	"alXyKOvc70cAJ3TBAE408XMA/NmaUTXZKLMXCkF/UbK4A/DhqKaRCFDYIeHuRjtlnw3s92jHEADhO+aa",
+	"VC3zyAcuetL5izGAMcRJHDquISV7Ghgj2mFQ3jDheG1vOv9CDByNkf20NZJgZb5Pr8+Boc9pXWsgEkuy",
+	"V2fnBFL/IRayj1jVQnFLU1pBtK2aMb2/K8/3RphcVidaYQcKv8IvSS0XGcCv1A5KUlIHaBT7oskx4ve8",
+	"evr0acDzD6YVlPDS2SATdCRH/DCLMcUo1cZlLzq3awcidxAqidu922RizY3aTEuSwFYhReL+f0BGM680",
+	"0ZY4bjegtTzJA3XtBdLlBUZnSC1c6s81lqZ31uAiaL0hn9je/Y5n4GFPG22SVXHPFbvnsnX48jgeTDXC",
+	"/vSoQ/GAMpPTIcRoWcq2U2xgPfdGD/trCOM/DDXMyGSZ3v2Wa1+kLRez053HLCVvyV1I1kVPInZ+UyTI",
+	"bv0dfFYfImuMc/Z3MgvcRz0HmtVygcfnFQq9C3IcaNv5CAriyhEUzosCQXCdD7XwiW8u3hKj56KUuKIf",
+	"S1f4y/pJOCjkuB/Jr58UIePNZ2Dgn7BC9jHEAM5cRP4xBpVb3bYfLgBT6gWHxqiywfgSAl3jVqex/t3+",
+	"j+FSJ9P4/9O6QoY1cg/xhAwv2kMcI34c/3y/yKWgjV7KlBx8GskI2r0GTgrvI30060Yl16KWtJqcHF9T",
+	"Y9kepLl7gJeXz2ZoJCK+OWJ4ecdMX5aMwA4zSVpZzTakNvk1w4ymWChNZE0xMAJuX17we2pCU53tu3DY",
+	"3IMAwxaGPVkXsWPaoTjE+0A1MfSOiR0LPu0idR7jRyIJ29SB5KD5z+z7jUm50uxZe8AOIqN3UddTMtq+",
+	"0Vs50ETITLzCmldmmWjW/nzwoEfsaJ3RbBvIrDfTMW5kb5NcKE/szYFr5ySZFe6x6kpfYRTi8lk+lnsP",
+	"D3jkWhj7AnUN5xvJLVp054+uiGymLQj6Lh46Q9FhH2XT6zodCqROzFLlxqEVos+m4rqxlxuyxelVFyYv",
+	"awh70/Gv4wmbmELQE+52y8jD9odrFIlwW8GPW9vpg+6iPNa9HGYdI0Bp0mNggo1qK9jwxIp7wGGdVByM",
+	"u0bR+5SLYhT+IQFzthPToV8/PGP4U9WIqXgLQmFnk40lw7EGx6NwB2AHCHDiHMDsM+ocJ1CqhcgQUQiX",
+	"yVwxNglPb1rOxLCpZy/+kM28H8n+f+2y7EMZNIjhdWCME4aaS+x/Haf0T26vJ12NhJi+cRAXY/uYzxUJ",
+	"MdBTaLaflT8yprdUzzAbf2xUucx7+/W4V2TfHHswc3z2wfGaVyyVz3scwHlc1S3Umg/Ls7/EhPqxOeyR",
+	"vT6JYqbl7uxuZp9cdW6WsvVZ6rnIogekh3+1TO9iK53bMbSYQtYsIDMM4aie/eGPh2d47zp4EzKWJ2xt",
+	"plpGl3rcyx+ecDm/jgLp97idIy2XlNTQWi5aRiCw+J4pzaVgVSIhgHSbhQql3zBRbaFn2APMRVm3VQqG",
+	"04dbZg3oel9bx1Bc+QU24x228OJZFF4RbB+ev+wKpfLv7Wtg9W9tCSn1mm40VJ96GoJ8qdbMzPya30yh",
+	"ScyKyvsguhy1QxYyZGt1y/hdahX3CjbHpXQV3GhFqJkYUe7IMsFcfQqDe+MEzWXOwGk70V3mh55o+Buc",
+	"U/d+N4qw9kVHyRNOa8jm3UuQxiyEtNi8J27+nvLa9ATXKeT6KJfjjmzR5CYgsBtc5m+lNhmDK2rglpFr",
+	"cgxouHQBNvMgZWM75HYDKkqrXWa8fbXmGrPBV1JwIxVkAHo8YA0Fwl2MkaE8FdIfSSI6Z2aBwZP1UuqA",
+	"r8QB756LqXYc6ZLpt132QsnaCrHLqBNYAPBm89oR25Q+JgwfW8a4HcS9dsnnS0aVuWXUxEGTUwz1DoAh",
+	"1ytmCxEG03ShmxUi1AnphjMsVDAWFW3S2NEX+ABXcWJjGRP8h4ge74RcA5x0RIcFcaMgUgAuUXfX7svf",
+	"vAVeelQFGTAXmgBs4edcpGh19NytblMl7wG62R2pFbyzfSqWjNZoGRy9uOKO3uInVkExpsnWrTrtF6zC",
+	"AXzjapOfnr9Lh6hANYRxJQdbsocG9soBxI6Wn5hYl4BFy7SdsUrnZudkfV3YqC6GUXQ+52XanMzq+T6T",
+	"FVgQjxpXlz5bpa6dz1Wm1PpW2/fSoEHU+yb/Ig1TR8XRj1Lcwz93F6ULdRKiRerTRzSosM1uAQpPhTtp",
+	"/G2g1qH/xP7uYll6FA/ImQzMMS79Jr2GydTOd6JiiTKo76k2pJYLwu3zkCrqBLCOhCYVmgHHYTI3p/MQ",
+	"Rv7ZAVHcsiV3ASzdAZhY4OZMCkNLkyqn8yGKso4i3RByAj/rALX3mvA+1SZRBsjApdNyuRtb3tPA+GHJ",
+	"VEToiKo/S39M5B0EDC8UrTBxUaSQ0CMFNydgf88FVRsvXvc77EGltCLMe7epuluiMMWiT9g98hvSRCyK",
+	"j9U78+czSGV5DG8wUaPDnUF4p3ACggs8BVW3sJPniiy5Ng7GfnA23WYmUVKkMErWiTN+4ros4zew2ACQ",
+	"Gl0xP75MkUaY5kRoXHw5DWnDhBVad6R74bBBi2taQ4xcAFFP14zd8iWoGh9AGIVdhAJwNKCcAPx225Z3",
+	"zJ1uDaFl0/XbH2XFOkJwPaViItzovoe+sj7r4J2knhr86Lr6YSfkWagk4l+C5CwPJDVRRHTfvknFJr0R",
+	"wQ8QuoBa3nFJrkn97xU165oDN+iOSmFfc1iWaPTuQ+7p60Di2V2kIhzI/pkqYgbhRztYzN52Z6ixO0Ij",
+	"XC9XTOcsSH/IefuSyUAkiaphPZYUEjU54U5+NN5WytWKm7Hx4huGVdHII9Vrv3GjxJP1THeRkX0dYYA+",
+	"5n610hSMJA/CG0wbk1Sl8AF8bu/yZHHfWFjdw5LY0/x+2cdm6A+q7tsOD6Abw9Qq336kATG1OiSQLT7i",
+	"Ya9dt1uiTEx70fS7tU8eY6yE5k9zu1rRZP2g/i4tOUKWoNYyqKo2EhSH728+5IihE/hdR06EgW1ywlzU",
+	"8WZq6NbXPCY7p1ZuU/wkc9AeJnC/A3sbwQf052dTDHeuR47jUCSOwGQrTPKesL8HiZ9yAdARAHM/na5o",
+	"w6/kHROj6356/g5LbE2tgZp3IHWN9mrG6MkqYGfcGj8EgxISE9rOCCddo/DCxMZavWOE8MIhlIUtF9HO",
+	"Res9WCE/qRHyunSF61NRu456XG17K3vERKUZRGs9JVdQsgaqpyLkKuAuOIpxEUIYTMcFeWtM89H+u5Ty",
+	"DqoSiMoh93N3jdzKapOGVtD6zYQ6W24srkQ5/ubngL0SV8zqJAy2A9cXe6AxaDWHPUi4nmndspC3dPOv",
+	"s8v7cnam1XwGH9y4euWdPgtxVZBluuBiERIyaGuHZHgJGEq3m8RkTsgtVjOV3rnmtktUHZaT/dQDYqS1",
+	"1Gasetyb+ZwhxnKzVUcuqqq1T+G44sgNdGRLT2+1rFvDCOvUKPfViUvv5yb0buVCzLJcUL7HNroWp8mw",
+	"fnWPae1qTHa+dXsfOnrDouxWUIXSOoLc2J38dsVu0klbdvy7BLdPOsEOusG7Rvo7GRNpsXWGEnswxipy",
+	"Ms5Hf2liqVjZv3yWcsVCgsQg0AAv9J0Sa1LUelztw1+yU8aBL+8yyACwL5AMDhhEivDFvuEKa6pEGjjC",
+	"C83+jZH6QRikjgEggj2kzGNWg/ZbGtY0GnqStiAv69RdZo9VBJmKTmhJXCV1LdesepcMz4BKsIQ6pwyA",
+	"mQBTOXv3+oIIaRxs9pK5C2ZFN+SWOe+NkqsTxD1030cFkgEQ1u5Fb93jEn0pqTiEd0Re+zhGJsc6gfqo",
+	"cRio3XDDzceNu3bdL8NaztPIUuTrRrtjF/ZgGDuwY+ZCmu/hUs7MDSwgw9lxTRzULgJTUoMB/AfNrdmv",
+	"nmo3ChfKfkKs5kVWrQb4fBrfne7iAGAVMCXvRRRcOKJ4nsCpbFUj9Rhwflgq73GcUAIYdBVGI/CKsehp",
+	"iIEEh74rzkRK2Wx6FIEVmt2IsO2oRnNJBVwmAKdqb/MTFxgNILAgS0LABl9A2omGKOrpZfTjnc0zpRgY",
+	"+1BgKihPG0d8/Vpigk6SRcrjGuVRYfIoPTNdBX28cPnzR4s3Gm30kOijeKMfYY+/ZPXRsYyKf/Zu7pOt",
+	"8bCKnPvmb4RiIF0VzO36l4VTXCGVu1f7MgddtX8hx0dKwuiVWiw8UMyLZzPYOZKs0HgcCqHbETnszycP",
+	"zNoYlGPMDyUqzviQkUzN9/hyRRvthfYZy4C5sE8j0cUa1woUj5opsquc4+7MkbFTMqWGI5Q0gu1SRjd7",
+	"ZHtM7vhhVRb3qnEoITODYCAyxL1oM6slBTQTn/UZ1Ti0AiTyj4EE+QjJJuT4+ez5iz/a+StaIvMWMkQZ",
+	"dD8/OUh63kpS2SmwTSiw+B8ugeUi5je2M3Js//vq22+J+0G/+vbbJyfIq8U9j8EsgWzs/702d7w0pimI",
+	"/a8GyH/qb65PF+/i8oaOsz0lUfoV1tUmx61m6pWv7P4vT0Ad7wTlzhzqC5k+WibNCYaqdIRFsK7A0+3a",
+	"Hl5naQVCwYihBWU/8WBCfk6yhuB+h+4R8ndAHPxRVux0wYR5E+KRH2aXQJBEKVDVHIY5b8uMxuTBGN7z",
+	"OTNRySi4VuOYFreG5H8+e0aOnwOOXWuYfjKOePrHl3/oIZ6+TAOejqzYAxF8rRAtoqTwLBzvFQxh2xvm",
+	"Usk3jQtLgvWRGqP/O9u5C83HrmL08l6Fewg5fwrlY+2v8M3TRsmSaf0U4zKeTLnnecVWjTRMlJukZIFl",
+	"2MQCldwuLhIO6p0VO0T3N4wZuYKOygD7LPqo9i2F5XQmvp1X1Yp+Ps2CGL5mNb9nIHA4HwnH6H9NZGs6",
+	"cvv9LsTfXYC/Dd3YizhPOCnx6J2w8lc4Cg4AmhsQJRrLxxsmKu2X0fYaXWEdGefQLbGIJgmIZ2GD/KI7",
+	"635n8jeK8nqSQcWlUGRP+mtGK5RIBtPzS/7y2bP9DnVy3deUm53QL0aGKuG96RsJrhlHGRg9xcWiG+Oz",
+	"XUDL0fAmYywDCxjn35ZNlpuyZh+9TelQxlT7liLzlJFEteDooFFm0jbLyiUPfOh9EzOR36dg5ny/OZue",
+	"JJWMo4uRX820C1gLf8qm+0uxwWPF4PgVR8D7ouelnc8cPJAzxQRb71WUa3iCph2Wfew8IYGgW6dxEFkg",
+	"kk+aqUfzNgTn58Cyh9L+j3kbOTrM+tEaPY/NHhqHFylTZZo4uCf9G7HL9sSV3yKa1gBcTDXEzXJMLUvm",
+	"cn/3sr9DSXOxrNm7FEvpHHPBdWzf1Z0bF+zhPui6bzPfkIWiwgT51F70qLzWNXtsS3oc3O+UJzTnDete",
+	"divchWzGLvEAwxo+djaK5EmyX6W1x/dywYUX5e3p1BkDHlxL0mrYa659rHrKQqhjE6EuQN3lC6Eja6Ee",
+	"F/d/bwnPNmwH+H//djr7Nzr7+dnsf/69++fT63+Z/f0fL4qXv//lv+1MPQizjwi6o6b8ea68CzEVySLY",
+	"ut6EMmhW8ZMG/hmchCFMHlfUShD3tG5ZPmJql7IaxgNJhMmBXVkZrq1rNwTocGCbvdH35XVDzfXNiT+S",
+	"Hcvg2gf72zMMELEYmcnNAM4rxhW9YxNDHYLnbnzHfIt+ml1oUnq70F39Sady9a7cWYbC4F1cBUhZRuOB",
+	"gngjYBRuYxz0LvhYrYDShauhh2lJ763wjN9AreiEchE6mxhMsDXIAusHBebakVaHtj2IqHqaKa7sWhxH",
+	"O02PosduGj7zW+J6nrme0zVF8+FMP4AGOxg+zhipFm4MnQ90AuKkBIUM8AdiUyUVwe7OO0i9/jZ+kXgl",
+	"vDIAcpqJuVQlBsDjrePCr/aLZ4JrLCEBpW+3YVQGxE9vR1GNsRjbcmogBwcTDWiv6B+LYWQRzjd1xl9T",
+	"Qy+YsV9KcVYzKtrmPFc/8bKUDUOttaLG0oj7ECDvRdsQJVtI9HJgOgDcC0qz2ISqkpPQxk/tz50sGmDF",
+	"t8o1RoeCGraQ6SxLNzOiYQYNUzgB98lm+j6GpXJfpjZ1WqyRm8rDYo2myvKD9TvxsTAhymWHg7afeuMw",
+	"oV3nvZWfSmMX7cMjiFCxY6O0+FCCU60IKrIOyAHAkCaJ+qNEGZ6BhmKHfUJoXZPuo91RSbt53T9N3RvR",
+	"7LIkkYa9xN8t5/kK+703c3mN8OQheduyl4dzFrcWiR2dc8FzpQSjLEZYjy/NUHLrNTmVw5f+Yu6ykJNT",
+	"F5yL+HRX2uQB67CFB+p76i1+ghNGGUkTmOIt1ewS9v/UnroUZYW/An6vLEF7tYtYuTa2iR4tRYkG3RfO",
+	"UN4vLnGjf6q5YTfJDYWFV8niS93p7Mz232jyU8vLOxK+I+WSlXcFuZF3zl0UJThtW9JgoVJ2Tlgv4p6H",
+	"knbRSkw6btjMx7AdW7F5Dlc9AwMd1hFA9jX/GTw7txszOe0EB/KXHFqAm6ZHCxhy6Xi+U2CnJ8xkzutD",
+	"ZrJVXmKBgDf9+cX0M1zceHjdxifPDNd3H5hRvMyUHF/JVlhOjHOBqjSpKL57XibOxve1LO+iWriJ8igs",
+	"t4rwcwCDnbD9c532jv3QjXzoA4nthyl4lA9QCgVUp4w9wdB6DNZ8TwpuNatGl4MLqyTt0do51qnMQJC6",
+	"9grybPZ84E+BkmARH8diEomaCWYZyv8dhU3oLU08r3jL+yNMUqfDkgPDNjB0KFCfRdpDBwXKWwpZKIY2",
+	"MMJqrJPZGSOMomXCbXE3anhwzfTgTCLLe0MVXTFMAXBq9Pey2sBfupFCd+fYieWbpDXCXkk5pwfDVK0w",
+	"I64Hd86f3lyRb2nDv71/8S3S/bdczOWNlXZvsHNyCb+/E3P51DHEm0xi6nTYmUbJ25qt0ucLn6VKIcED",
+	"Mkc1V6qQneHX1/5txWare4vFtUsoiX6JG9yJuBRWNlTo8UMbh2t5A1wYqj8uTpum3pyC8TFtxVPh+l4r",
+	"bnxpEud972GOh8hB0cOEl2Qu61quu3CkDvYPotQgLM3JTTFIHTgqj3mHKH8TuQ0x/UoK9nF+9Opv47f5",
+	"1nyD8LwbjWJYUvqXv6cW8DBl1RcFBa+s4sbyMKdDptY3Icd9blhpWHW5pC++e5kSveatZt3Cw8UnJKml",
+	"WDAFiw/GZwy/nxIH8RXVxeJIRzV2p4cSxKuKSZMFYu7+r8uPP5IVUwsrl5ly2WUC+mK9cEKScQVbznVf",
+	"x/i7YqKnPSJ6eySA3rf87V1cQuYMHd8kiPLmSRwzwo12h/aEPHNNa59A86he/LA/o27a3OkbURR2cZos",
+	"TMo4EphgazwCUIGVNDUtMXo86ifUz8iVub2l5V3bWEEsFbzUJcc0vi6e7TFb33DBMsjCC1YFwpystsRL",
+	"jY2klJdy/2oeVQjwXWSEX16ztHv8rFeWIrsY2cu5V+4w+em04IwEK0MXxg40fSQLxaCsYOCiudq6GuvV",
+	"+DOSa5m6tSSCMUBO7vrBKGV7DdA7Rhj4PzK9AZTs97S8G59CjxIdHoarCnDLoEZgf6ZYPdsfGJlL4tCZ",
+	"S+c15nK5Y+CunPVuK3II/yijSiqBrgLWy1HvCIZhRPvZW5ntTYnrF/ojuItvucOURlftn9Zt3jTnrE7V",
+	"H8X37V20TNM1WwP6QELQrKkQrHIuO6rhaksbSuoq04bPNt7dxmSqjtkobJYm3LiwFAP3EpT3hdYm5Pjh",
+	"ukVziJZke1S7tjDG8E/VAdy+ZbxBuQsMQ9SujikP93k6D/SBjFnutKKCLlj1g10DnSUeDW7wEBMbyRjH",
+	"HPx9ZlOERATNSsVMQZZS3ml/73EV1xR4ctKxJpREIZfL8YTePZQn5r4KB709bVW60N/wbtonCYQ/6nVw",
+	"mLD5BjE/3OxvN0DlfSq6YxtyXNIVq8+oZiiFQu1jxyH/9+mH90ATT5KSZ47NXr49nb347mXMZ08gMMye",
+	"OSgljTUVIgUBvGKoEoRd5hGb9pxsxahYL/kUgNHAtPsb12PcgUNH8mKfvHedXcvvMpWH7Q01jy7Q/trj",
+	"jE6siglVNe3lZ4VLk0ITcNMfubWdm5qsZVtX2+LQoKDUP0W2Q65++dC7uTiq+DwBS/1J8LkVB+3TuJmv",
+	"LhRuXBQVFwAQULgkHjSoPCZfaPCu3bGiYTmRNJb0nj3sLn0UCRGWZvy+duYdDkVpAGohp3Dtysj3nCA6",
+	"+X1qHK5lEU6cH2lKNHOUuP+Fb5nGw+0y9iRSxaKEASc3/VotNP8cowk5BrhZxVbyntnvwpVobyIj4V50",
+	"VpPUPZezLIxtsmKX0VyHDEbFYxwKct9onws0ViLknyiBTLkJuvmDTKz3kBbKKfx36lW/fb9P27VzS097",
+	"Hs3+vgZiPSHSQcpClQ5taAJ4biGbM1ou2Qf6+QdFV6nbGX/HUo6hWABkz96xzVxBpL90WVkun9bFb3uA",
+	"muOaQpYYJoJpQ1ZsJdXmya6sqmfPdmf4LGv9Q6bY1dv3l0SzxcrFXK5oz60zXzXgVtNJB82y1pf4aTZ9",
+	"KG6+ikqMumTF8cm9mDIxN4KkaoFPfP6fMy3XEBRa0439eXwAv48H8CI5AFekIndmoV4J9C9CDvHbj5dX",
+	"r84/XlxN4cq1XLxn96n6iXguAGGuZq4Eq9+3it22C/COz6XD37JPlZLp8v9CXkCQ7tWOjDRvo/aBmNQT",
+	"s7NHS3GNybXXQgp2rZJVJQ5IUcOG/v8ta9mOE0iJrmU4Yyu6IXNa177UhRtmLbW9YuBc6j0P2B+T4zPN",
+	"uVTmA81BV19cnZNGqh309vK7737/XbwWMURIojueCtSGlNDH7k9nqPzi6vIh9P3LJH7/qamoYYeJZKjx",
+	"kDJm/69QYKXGFYxA4ckKHKwibQO/iby691/IebafNIH38m9Or8dwem3JaGPWx05e9VhDXglcJbNSfxNo",
+	"fhNofhNofhNofhNovoBAE/P8cJqiLnuz7a10zNdSzKjPHooEG08RVvYwRGcxfxPZCzTjvnSmAFbFkCqJ",
+	"CAt7i+dq3Vz20qW7Wz8++12Ny0QBTF/2MpnOiP6r9Ea/l7JBb0e/1GRnngPfV67W5CQ+6ZpOF6uk2rz1",
+	"1VTH0exBDIK7FyuysqpXpIndswdUZPqCZqtBhZB8QMWDmM2jc5O92cXYNufqA7rLziEKIfh/TPStgEIp",
+	"gFYlmwZs3T4x3JJ9KwT+q1RUL7vH13PK6xDsIOfz/aoJumG55w+x7YWigdHxj8sCxoez2JtRDk/POAM7",
+	"bXiah3WALtnTT45rzykwxx6y9BKe8ycJ1hdKOk4KfXClxzpR29UIggyXA3BIIQKKG1LJTMWHFTNLmTi4",
+	"wLzw4R6JAufULCPof1jAsaOBAfG7Ysk2DdPgowMuOG9FiTW7XZBZXfcD7jJ06mZadLH6XY9hJMVRqgZn",
+	"hqDec22y5yemn6jOuHMnjF6XD2amcp1RFruB7Ok79kdoV02ArpCvHcP4Cp5FyGsZyu1clw6rTTiUo4H3",
+	"nYqrVuw4Ykg9tgnaNPUGg3JMK1zcVcIP30WM60kk2vWi2sEKb5fV6T6cFNwCoTCp2unyTsccRDNnS4mP",
+	"YFPTQaWH4Xhs8wFw+58ZaTOVxj2io851H14IJiKuPC9i+5K/RysNJJvMzv/VCzFf/s7vLvdugwYnydPy",
+	"2N3uD/Q4Axnlv1D0KlH2pc850qzSygUN1JiLna57ssudvHICi8wmcboHuh/A5Oshg0kTOZG3vCXZQUJL",
+	"y/b4Y2eOzZOJk+loaXaNHHeGa7gf4yy0nAp3bgc9rdXYPhzXa042j0v3l2knY1BNe6SQITXlkumzaOxT",
+	"bid7b/S2yg77G51Y8QPBr78QNx5JmA86rNNXwkWFn/RrDRv/1qHK7FQ+1d/1ok/7aZrbpu30NserkT/d",
+	"56j1nYIoOy2HrjvnXmWk5X+A3LneTB8ne27Q5CFOwY+N2eaf/XVN3BaP6oRLlPf6zWc25hBOUdJIJtj0",
+	"fT04q6lr8FeQlORmOVmitS+HyjJ6knU2wuX2VqrzYJp9zTWE+YHp6SJYpy7bsmQMk2t+8JapK75i1cfW",
+	"HBVHZ1SULI2DOSXLJ1iZ/PSn5C/3Zj/mVvWUk0zn6KQsNMpqZ4c42Pjtwgsf3wY+54vzpMHmTSryfVKS",
+	"yZe0rJdNmwVsODv/RFrNomR7u0EFJGXiN36zSqnYJCyHg1yeWYs+sqeMBuhyFxzjIMcgKhREG9kUPjy7",
+	"cAiJBaGtkR6E+Um2wzfgAk33h/HeUnk7IrhL8xXqHyhFss8G8JFG5UDdNkzdcy1DuICv7+YQmyiZU163",
+	"ijnZMGDYHu7hOJSjpiLgHe8gvLJX36jgmtfE0Zerk+l59oE9IgJCjCYXOEe30AQ3kn/VVQq2PDCWwkNN",
+	"yIpXh6+4o1qdvKBx2zUXJYvGFRVmmjJhrTMQMRdMQwKbizYZcIqJoDH/0R1SE5jVPkpb5KT6Alrbr9VH",
+	"hnEfOldQRyM/rH411reMx63hfdNcDDoXzmnv8oovlj5fjw5e757uFqtjbj3R46HuvojBjcp1QzttGs2r",
+	"ZyLuKQsJAQ7PUKoMT3zG4tJPnfHZiVH2cKssAkLFFctIDRyLmygiW9O0PYEQHlkpEJ4kCbhXL2+H77Ev",
+	"A+KXOgtlEZf72rofcVUFXQ1gAKH2lhVGjGlm8/p+N6lHhZu6RSrClnQzzNPEX9ntUsq7d+JWfn4jjMqQ",
+	"BHhAGunLBPmaHlmiSFXitIoDbZoOkzzI9fKO3MpqUyDLbBTzFR12ckb7bToR8q332VjZt6SG1nKB2cHH",
+	"HwVyKJcxmpYd+SSQc2aXrCDsp5bW3q/E7pkw74IhwK3RGhcanx4iY9rlW/VK9VlV2e0Jz/g66fp/JW0y",
+	"V/G6WwosTb0hAGBRMn7PKnIM+WmGfc7I1v7F0QuyZ1Pv2uZmH2BU/OjthJ2mQ2cfePePuxjFcmzHc/Xh",
+	"rrrqq49HuoOTDHdQIObErLevs16ptt5+dPs+7dynPUXg5qGLoEt6Aub2k+0j3yTNOT+CEhncGfalqLYu",
+	"NeT5VJXAQVcmtBQ0nRERulJyjWDA9qOpAmM2KsChCxdEsDWUqrPy6J4er20um3CQAhji2BKCPR2dBDCk",
+	"Q3BCG8wBDsvpux2LSbCCDgAUbuNNWu4h564kAHAM0KGdzTNlS6ySW2jnhUBA9sy4RuzL/SvS5aRf45Hz",
+	"f/3UMsuEaWuWlj8jdN+1n3VBaMOvoUxC9FuH039dMcHtT0KaawcwaG/7mpemIK7m2rWR8rqmypJvK3Tb",
+	"oLh1DYfyGkvqKWrYdc1XHNJm7AYoQWt7o7cixM2chLoOtVxwoa18FCYS4YUUpKSNKZc0GrP/JWTmuyoT",
+	"1+xzg28oNldML8NsAW+IioqUWs2vFfv3oDS7FT16dbS1EkkZjBnK65HU53+kvulDQRpFyWq403NaGk3o",
+	"rXRFgmHnC6LbcunZOXcF+9z07TWrZX3PQimMqEQEVSxAQ24Rctbo/LZdURFRX4daCQAXANsBPoNbyxKV",
+	"zlimFTNqMx7NpljjyhmGmoUOAZTU1Lj4dY024f78tv2pkbxpFE2XoL6yDyIfpetsILHc/OsMXpy9q26I",
+	"xyB1ZUl2S6FwpmOAAT+aJDO5h6qh96yWTca4fNtjKhVWV9yQY+9gJKcF+T/YEGGupf9z9ARPVrtiShMj",
+	"a6ibQBhQHeAdATJdRQ1NIBNTQ/dGpxFmphtW8jkvXQdF5zsCicpSLDe05roXQunn8Y1GYRBx9Y0lnCTZ",
+	"OnkyoRnD18AI4GtCSyW1leEQDx+qL+JPlqD1iTtOoeAmuWOb3iXStjx5/GEII0XavDRsX7OiEC+XRLMa",
+	"kMKB0KHUpJyH9Z9sgzyLXP32IHhY23sszMAXXGD9DntOaV9A5hlBT5YANVGdmk+mzFUctaopH0wNwezh",
+	"pvC/Yxg71gadLtTuACE/pwrSVe77cRue2AsPlVFvyPMTq5xHV1L4CArAuaruyLSs5rZoGeDhTgUwh7rR",
+	"CeEQVr63OLHy7Yo7g5Wi9LIrCqlSOT9NQCyXrbm11+7MSZgzw7TZ7e8aAp37YxJT63Cvw4SKzkwEhz/F",
+	"qt6CU+BsyVIwgP3KGMM45CHwxXR4ZO827hc/wpYJ10TepY/PzrM5jJHebV3slxcI3wdE6zsIE14oBw0Y",
+	"CTkTnJUOwMob4cackm+lNln0efuQYJpN8EOm44bLpj2TKhmsGiRsK5OVtCZn55/0xBOyhzduvZQ1+gyJ",
+	"vHfmJQhjB1nxntb7QKxDicRU0OuHbSz+6QGdMdJ/QkWBgc5pmVxFZtZSYeEJfGdyr+/8JyNdWyn8eVJL",
+	"nWH9bmLfIPSeqaHWl19CaPS7lM9hbhgTD2w52fD9Q8a7YqsssX1Af87+YP3Q7NVIkYJ3QhvM6ViFPvYp",
+	"WLBiq0/5mgW9ce9dC6GxV+zO7NXOmQan71bKhCttivrcs+kHjjJcwcGUe/vmKdmTSCDC4WT8Ae+duhx/",
+	"vIJI/Z2Q81FUv7tpfrXhcYNZPTQ0bqu5B9ZA28qSQLhXvWe+yhrq70Mz3GMSVNuFz7D40GoX7PJXBMG4",
+	"D6ALB9oDXjNtD5VbNiuahrIYVi05sf/RoYrxeskNc1n99sFuoDM3wFEsiTSNjQXN9XYcaSAqhHkIcnp3",
+	"rNz7oLbdM4VwkKF+qB5Nw5lWklVkwvX0LhDyTGbMaz6fM8Usb23AuAErgVs0+fLvNsE2B6VbEtf/1FO0",
+	"puEY7eEq7hCw4+A5HP444YQxjy3OLTNr5iV5h3Lo0fGr+Bx4Cdat354oql2t2Qr61h0wie81iznuXpgE",
+	"ab0r+M1NKdPWRaCSUD56q4U7tklqxR1/OLgOTd+gvF5uEJ6zZRHmabLxSZCfvakB9ifcQmjqdDdtf/Q5",
+	"1E+7BINtGazsGMrnONGGlUx7fWJmG/O7wKBTOYauLOvIrsWlGQPcDK/ZbElFVSMQA+oQdnXKxp7A5v5l",
+	"OmrzMHLt6dUgpAhnIVGMVjli3pFADOFT3SzRYKUPpOsCzr+ck7l+Couzop8LIph5CgGbWq7o51IKEf2m",
+	"Vmx13X9t3fuJN/d/eMqba5AirhupzLVCINLw1JTNtVmjx2Dw85yLa4PAGIMnK/r5Wm/E9S0t72q5CE9f",
+	"Pi2lmD+ldf3UlfG/tr8SDP2AMDMhs9DEVk5ZrZioshwEfibRe3C0UDqy5GMFar2b+7sT5il367BtDaRP",
+	"DDuO2C5g7fhgOUTeHMsfNVmAmIQXIJL7EEJ7gg3jP9j1jsDB+9zvHeTxlDv9cHzjSEHwZaYn7fM+OoKb",
+	"/YFKwn8UuX18hzKpCX/ddXHtMBGCQP+ps2NeZDSqvy43fi+jK8QJkb07pqQCVAu7c0ZlpB3/Ul64iDqL",
+	"eiJmqWS7WBI6SIrYFu9yBJbREfokh5/cshzWhV/ctM0hJoHu3QP4Rye1TMZZCCtb5Pa2N/4U0W3ZJpMi",
+	"kxgaP08gHMAe156lV1ux05KkN/luEyGYvy5YeZ8r7xnCqNCqdSulmWgtg6Yvk9ZDbBrczXs3WynZ6HdJ",
+	"y4MbaUPLO2Y0sW82h4wcuvjYpkqU2iE/uH0IOxibAwYm6ENbzg29OrjdtMcnUGsersKtVZrCzt1CHk5j",
+	"rvk0lfnmD6Mzxcr777nR50yhkTS/W+D854LccoOhYAg/OdEeboe3oyPYu4f0knaIdYc/Pq2pqadG2d/c",
+	"/l5ENB4TZXd6o0OW4oPvrXRx0QowUQva6KU0KayUmi+Whmj3xjjkQJx1suWs2zPHLbLxh7JsfhQPzH9b",
+	"lGebsk7WnJGrpmb2ZltQdUsBR7muMRB7qgtjIbNxAH+SROGKj6JKLKSSreEime7jUlS6dybqBEtGm9O6",
+	"luVoqWk5R3RV+7avDT9x3vaTy00uTemtbfAW+7g1lAur5XlrVldhfAqjzIg+VwMgibRfvV2dNW0qhbNz",
+	"FJMWdFwPeJbJpMoss2yY+IEnietjw1y2qf9dKn1CZs+3AsKmxM+OJ+v9OtLKpuRcDXKtpsfc7OUqDJX0",
+	"9nUQBtET04riZKKhey86tlvHbXA88nlFHf1EfCrQbcxd0kx9wQ9UdU/7gaxxDNTQNAhhm2NuyXJJFS1B",
+	"P9NLuRbeRVUuaV0zKKa2gshx24/YkJoZNChi1mvkunr+MqlfwQjS+k+Ib3HRpV2ftwycPA508IT4bXaJ",
+	"uBjKadkS5uNqcqwZIzcuVPZp6PUmlPOCrDrX4pMpWNAN1XotVerouie+7VajWTZq8cV3L3e68exnaUkS",
+	"SAPTKqIuyLFd9BkXmgnNDb9nT/budXBiwhCi6aZo9UOX/zCWtoaxf696uJGxl80nWKfMMP90MAIccG4E",
+	"72OE2yEGw1dO/jwEBv3Y/jj74f1fCng8m384/0NB3r6/fPIbAPAOPL/HT4gHIsyuKjeunDG85hazFTXT",
+	"4ccHZL/vyh63W+jXpJcb+iip5A9r/RHyypOHGzkFgeqgEVFzTdyTQTl1AEMDNDvtwk83J35rwg1l/1oN",
+	"mNOeLGlnlncv407dT1Yw7h8VVG4LzrafLBfEskwSeI/xxtngQya0f2p2KvO7O347brp0al7McjQ5xsHr",
+	"JwfiOQ4TS3UB5XarySba+GY+GNYxauSc5iqC+3zE1YEL8E9PUnzc1MT+MvTH/4hbmE1N7NOhFc7rGrr/",
+	"WqmJ0bAvmPNV/knJtkkWncLnwQd0x9FUNzC/17K8syxlJNKDa/iYwLs64rP+ipxLVfbcJb2IrTZl1Xor",
+	"12RFxWYiUdj+M/EIis0xBwrOQkwjvWugYWJm2eLMhTwBUyytSD9TppnZW3JWM6pZ9KDjZUHgmHVczSgq",
+	"dCkrpmZWF6ypYekyQuAFSVkRPjWQ3QePLQ0QHvxTusuQ8Bs5gtnc92tJEX02AcN5GCjABYaGtQjl4UZf",
+	"dLQylTZTdrRWW96lo3lBfGki1z+iM+fkb5P6triAF8eyEENDK7ohC0noktEqFPkB8k1T78KeLj16vG43",
+	"4Wjty3sGh/jLgGtno8QuscZ1CNTyxcK+iEifYamXLZSvp1Dy10dfAOVNk6umykGetbr9LCKyGY8i6+2W",
+	"fX9K1GxEcD4uQqrhoyQpA/jhmedQaRtpHNYKPnL4yNtj+x1MYK1fksR68JZ2DXxVc/vLF4KCh/XecZ1Z",
+	"ZU+KekOo36D08Vc9TrbvqdaR6jkeSdljfh6zG40tkOG97lTTLrDZEs6cl+CUA34K6e9SuEzijLE/F4CZ",
+	"PTp+RbupFNuU2luqiSeKl+yCrnsV/EfhNxO4lFQDZEsKeEGYpDftB/uZe0qO//fph/dpa0woPp9K0d1d",
+	"8vrw2t2T626bNLDOlGr6bnFCb/tu0wNySk6hQmR+R42EQqvsVWQUuKVW7GwbvKVqqM1d4Gu6gFBWjeXh",
+	"7clRsq7dnyGZx9sQ4IikgVmzBON9nji8bcqJbcEvXzz/Q8qu/Z+8QuxvUNWp1LlwyEYycsYO2eFhmRPO",
+	"mAur7JZ0kDHxn/hwZPYpuT184RiePR8XYGvflTiujSXalf8Sj1Yq1JmVqXRm6Amzz/UJaai2dzr+iRIL",
+	"xvKLsm4rdo6Po2DLSRoI9IGJ/gmVw1mTpoVPwuzsCDsTVH6Dx1Eg8HHAc4A9veXCaijYwlRL64IJQENJ",
+	"mvuv+Io5ORkM41YSDB8g4MV0HztuT160c4IYgBnguzkxU/OqTccZrCREFHocRf9qQUCVQbm/UWzOPw9R",
+	"FAb4QJNI4wKbz+qjeq89HF4zcDYO0es6muxvb7ENi5EktrBVhT940aInT74U3Ei7z+eSp9PPqRgCMSy5",
+	"neCG3LblHTPkGK4OCpdcxfVdMQgWCWX+KqfxpioGgiHqwjTv0TSVgD+I0IIJGrDIktVTPWOpktmXiBOO",
+	"o8TJTD8TY6FssGgQZu2C2vZHgPikWZVt/y1fLJk2PlyOik0MCzGxF9yWs13TGITl9d3Te3V1nvN2wt46",
+	"e+OW32nqBuM3F9lIJr9mKh3RNDKvkSBg7NO53KfgzSoqSNUqjxTWEd02s/S+q4yfDhZNZ5x1Uxctg74B",
+	"Gy/7EByPAmXhj4Vb+0MQLUYhJwbtI/jE44UhQwcqjkWGNAAoxtmDR5kSjJwzlge3pPbXSYI1jUA77Q5y",
+	"hmnoEOl86BwGdxftG9F74Ww9oIwBiIbHzZgaCz3kjglOtsUNhkd1eLqGLKrYupBSl2e+Rjgobru8llmI",
+	"7dPzd+TTxXsHjxiZtwqkbh+9RXdlhaW9Sb5Fe18P28cG8UlU90W1AvGh04FRro2ACPb3B4X9QB+9qB9Q",
+	"Z70Q4hxgnbps33/EuKAa8BEnwDtwHe8vwe8cnqFbUNRlnjxGCbvhhsfI670uDzE3HxLSApZ+CDWxpLEM",
+	"XOskGqQGRxStNWJsYvyc/TIKNnpwdF024uR71Ko6TcttXBdMdkgMSrA0Ov9hF3oS8NmjOBMkpm2Y5ymF",
+	"vKH+8CJ5lQYmg8YkMG/YQxIFFflphwjCfQpfDktLon0S1tOvmjNbMaFkXa9y6OcPrVJMjpWUboIUbKEQ",
+	"lP+tFdS+1RudOVuR0+ANoOjqFMuBR0EEBMe2if0NJzgyTRQTbE2oIWZtuQ9XlfZWtprPH1CjJ+rskime",
+	"dB3C7x4H+3jJPj/Jj5hwrVtWBSa5yO7LAQVGezk+BktVYxT1SJHRaVGvQKTBtORjeauEWP514mCRqidV",
+	"FvKvuisoeSwOIw57DEQGG9+LAdsVjvY7n9OvZV+ZH18litFy6espxZTRL5NjmZFSUc4hNztzPB41dNdF",
+	"kT2Z4lSd6JTdCdg1HoTbpWN/sVDc3NV96mtOmVa/CvfxMQVMdhgP8o+CCDkgb7Jh5knhLpgiXP2PfJfj",
+	"0FwFj/GKahi3D1QZIUNNM964u/HDAwsWA9C3v2cdrPnOKsw5x/TuAkeBH0ws3Tsyyx6H2172VIDs9lWV",
+	"uWa3wm69DLArQDbIO28Cz0qlokqBGxuxNqRfVFs6sahwaUdSlOwEvQr2xkYHCoEycNIRbiphBHbgk0pc",
+	"yW+vrs4vvYrW0QWYJocXA5biz8hGb6lO1Kc87yCYvXJxdlqQG/Riv7oJMeNL9plEDnM7ucsWlvO8va15",
+	"+We2eSfm8qR3S6BvOPBHxIQ4O/XgYhlpocqguofNKIH1cwNQPTrUnrFrD+OF5W+F4TVhnlQyfYFfMxMi",
+	"AQDsN/q+7C0yefr06U3wlAJjMpBk61GidrBslpcRo6I3FVj2Gw1THKv8tvfF0u3PmoMM0bFdqvcBxEHM",
+	"fhadRUdkxZCou4UePYrpSPWuLr5+QHR6d1IxNl10yugkJ06nHx0cnh450keUrKgC8IBRYHZkAmMJyxtw",
+	"pomWZE7VVNjpfXAfo2HlTtHVpmEj+Gb+xFSS6T6Cnitv5QVvVzEv3ZVi1OxOOnKv7eFhwQ/+wumO+gEI",
+	"eYlv50pmVaFO865xopxLAYAsVqN68v3holk3kIkTi8fDDZGtGdG2fswwGpd8E9slQck+hoIhGIP3rnoF",
+	"7j2vczEF76TjxpivvzsRthfLKo6z2teMVmi+gDwnrDfBDRRs0H7i02jHYxiPbTZAwD3SrkbVN/6cAgP8",
+	"M9v0LuEVs9o8MAdKFJu5ciisCkcShEyZC2xf0c+nyHv0KPOhdS3XrPLKYHYx8xxpd3xfj5O4YR+CZLzg",
+	"90wEDMcBy0g0Bh7DaorA7s0UCDVhxaTO+UcFYVTVlq2GmjRRIJWvBevLNecCGxyG3vebZOERV/6pz6l2",
+	"sfApsAm9IsKEPxaTyumPfw2VWvx+A7pqMISVm7JmX6tQfnF0zzW/rdknK1Vmj8GGVJ6vYBYmFR7wXEL5",
+	"IPMqZEgIttYuwByIkGvPee1TIIDHqs+9FZ7VARQHca7H0/t3eqQWDnhPnxrDqSuCsNLnHvH93btzB3fm",
+	"8Obqg2BE/HawLX1pNJzaHcJYQHlP6H++slYCvp66z6wyTvvhk7etGUW3PyGNVSRi2kZthXtbl23SMLXi",
+	"gtY5q/oj4nZHAOT7SXf211QXB6Q0GEkqSYQLPT8g9nvy3ZDjOB7zV/dgGqIZfQ1OM+WsZg7nWIZARO+v",
+	"AV1ktwrSeXqgEHLhKiSDhu3Csn7TUn7TUn7TUn7TUlIOJeQQyZKDauN5LFrTCyLrav/CuNFiXikKYEJS",
+	"JGtO/aYx7b4VXZna/YpYvsPq+VvcN0Me3X30m362l36mQobs9L35iNd1f3OC88+Jm0wgzv3ODftNQ/xN",
+	"Q/xPqyF23C8cte4G2yFOv/H3/jbAOw2EiYEgBfB33D6pkK05ippa5/xNKGt+cPmavcsx71iA3bX/e9n1",
+	"21XwpwDsnNumMC7pwUg6F4+KoOPndYjYsg9Qjq/cH/f3FfBxotFeGmqSCMYt+OY8Sj1WbWZVf9sTqiLW",
+	"rXzt8ig/5KLsweULt3UZyipLl4YA93IwsySXJh8Wf7s56+uEuXoWU9Dlt5cESCyYXDZNujT37aaLWvsC",
+	"/Ts5+5jFUjfXpFFMM9FTZaIq9/Tz2K68lwKiGnZuDN3amon5EagOuOv6dME+pOOLvGzjtAe/1kIasmEm",
+	"uixPyLMuSGziGL7kOfSnLmz+kBiLxOkY7ktymXYc4UhPSnLsnlrmkwKyDum0KDhdJ91lLNpYqeeW1VIs",
+	"NDFyMvhK1sy4KZAMcuHXeVnTQbcyYdgg/uxLC5WTTCJrJQ1LW3qGNc9DCLnpSWH3IEXtuvJDmFYOsgdK",
+	"xIbAza2ATfLvLdQ2knc+iEiuRYiVaYZcb01VxaorOQa4J7G8TS8TwvRGYeUsl/U9mYjskKbUlYnKTT8I",
+	"Jd4y41HdyqekrEHnoXfTz1kugMd1WfQW2s08t//vvVr1EYCtknzkVATYq9mclpZXBm3MPYFAb9HLMSmc",
+	"Q6KKkn+yrGfEKPxj1tHBH2SspfoOq8T9ek1uWcb3sTWlXEEALVgpiXvzMUF2ZJ4gwLjONanc5es5JyqU",
+	"M9Dcgn4500Y23V/OzB7/4PQ00Jqj51F86AxyKJL8NAxzmkMhvH5wkEHmwz1sREB5h1xWvwoHVrzgkTGh",
+	"I5fIJtA3FfQsAZFBItxgPTV/1821zbnSeuv7bVa1U2XNK4ddG3uphwk2+6Cww/RU0RKfyB99NbhOLSuN",
+	"Eu32jbvUxaC9/c38D5t+hzyRd/oOcCfS1f2QB+0aMLqWXGUUrDOIxWpchPtiagmRrXvf19TqSrj0sl42",
+	"Q1CJrOp7gHgznuDrq6d+uVTdzEJkEoA27AHJUI+ZwfojhnLbh4+QtTI1PzSBOZ4gv93n5W3Oi+cejB+X",
+	"Q9axkVyYJMgt1n3D7EyEZQFoLYf1e6APcQhKM7kupBtnagk/NkycNhwgodKF3RGRCi3NEGQAFZs70VgR",
+	"JdtUzM8U+25UOOm2RoiWhKholrJKZ5sQfDgu5aW2NVxWhFdxyngrKlm2K6s7VzgxnfFAmlSGCjVL4sGg",
+	"098xteI6k1bqa+LffJ7p+3LWvXvTS8mGHzHNIoF/CguZLH5lH5C5bEVV2G0TAxHX/m35H7Z+DZM/Ko7i",
+	"FQk/+pei6XQ/hoW/xiLt7ueVrNqa7WYUbr/dGhcDqazXo5/tuEgV03gOxO0MAPG49iTpbQG0NB1InmIL",
+	"rsGoEpHGNlSe/WhyBrkHUHPfpSvefTVEM4A6EbS+sNM7S0O3d+aMrfWwx4cpcvOtb+fbm8JFglDFCPsM",
+	"sHVRabsyLPvDand/FIzYR2BH3mZOLsvNkYvGY2R/Ove/7Iuht8U3E96RMI6dC9mJ3qEWWEQPUxxIOI+d",
+	"HcHcPGpAxHQneZX2JIkGcu2ik7I36tvgLA2x3wbr2xtikpQH6zRWHv1ja24tp/wru11KeXdGDa3l4s19",
+	"FnVCGyoqqirC7pPg3umEdWgQMtYLQjUBBGcu7N7UVHyjsbFMZR3ZqpLlEJPvWS0b9o0m+Jorlo94q1x3",
+	"g9wGald8sUjjvIB9CrIkwW9yPw2AGBNzfbNh3BMW3VvW0wsO/QeBxK4X5nM677g90YB4g8mu2ejPVJWp",
+	"j5dXmqyoFYYh/LNAhyH6pby9kChm1NT6FbsMd3bgIYwnCiHal3+DycwB+yfkUru4rCLaIf8fU0NWUhvy",
+	"3fMXUVXCCEfDyqhY789LIBjdp9uyzJV8go3JGZdx17jxsx1pIg2//WNUoi9PxXySxcyveBYBwsV67MZ/",
+	"sCTjg4n6gBeoDjox/0DkJasgGdPkIENAEO4HgsOgMHysr3a6H0lpl3GTQU/LjCiO5WOfdy4OJX+l3HCx",
+	"uLAHJYpS06RqPRwGF84pAokD+mGBVzutHQPGEuwdur0Nw89RruUw2z6+RN3VavpJj1EaHNbLXgd+wGux",
+	"Bmt/Lt15jI9V0bG/Lfrya9m3anbzGnCZITEMT84ejH53dE64GKsQmforLHslOnHoUcN3ukkHK6+7Bfey",
+	"I+Su2ekBPt1arnyIQX9DvkKwz2AWIEk5MS29en0JjZT4bgBS3qajXPEfFNrmdMVrzvShyw6tZICWB6vj",
+	"BjJ1FTIlwU5xyGAHQ7myC3+63YAUteZ1VVKVWIteU9mMFNcB14TeZlMdoOv0FuH3Pbn3kKXtSesJqhaZ",
+	"wh6rlRQOTLsrYmxHlJyIX6z0VG6wnae/u3GrLF1ZK/xLO2kSaXFXZ2mZOu40Gk5Y4gn0cpkFRFootrD3",
+	"UUAgC5eW5cDoZ+nOvMcT6aNP5vCsz20LyequACBEjQMut/8vl3w6bq9/PdPBqXuMU5jYZjfJMT4YLQUX",
+	"hNFymUuFDO7IsWyLrqoTA5XLLi5XKIOAhz+zLpn4MF+nYbxTNCKBs0IRWt4Jua5ZtXA5oeTF588Tu/Nt",
+	"pnxYUX/ODAGyM7cHTy7UdJBp5+od7QAwfLyk40xQS9pqkNJpF/sBcJygz9lFWE0cgfdMjw4BRWBiAOmz",
+	"rClfTd61WHye1Ikrp8IVpKbGNer3vY8jp3u3lzEdDUYXed4T7vaO/YRIePVRXC25TkMFx5kw3Rc+IyjB",
+	"aMgxKD0AKvokBxtu1Ydqf9YDnM59PZFlzKmQrblg9zxTJgFqhCj3HCobSWcmhUAOy6M/Q+L2LWOCzKkQ",
+	"LhLfyDTvylAQFz/UfLE0ORtHdOryHHxKahf7bIAQxsH9LFFO0AnT0a97aYPoXwMjrUlGrbgQYL4aBuae",
+	"d2C8yaE+3hgBZW0ykXh/wej2TDna8RU8OBbDC7R3+Q0Wtb/pmZMdUeDWqRguwBRpJVJtU/JtT0Qh1APZ",
+	"FUSxioKce4wmQQz9LxUzqZobdS3XVh/OMyYqyNKYhjBRgW8VJF5MkExzH7+uo+dj63ZHY0CgOEjBgt17",
+	"ALDuBENkGMeBRkj32b45hbbbdPb3JN0D7TPahz0mUqyB0sdvG2jEyUAJ63vvPsGtT0v/Xoz6RpNPF+/3",
+	"1oNQK9ClbFhBhF30mrvqQUEf2lHUtzhaUn0JND5Cx+4UAOgjM+SY1mu6QVeYg43U1AvMT06ic0O40aye",
+	"d1Z2xUyrRI7+p9ljsxQwmqTsn4CdJbCALk+Za4LCydTLbKfdOTtOXJtPE0yAbhXtKbMLL5VD9pfmkBMX",
+	"jJ/93pBZ2MZjfcH7+/FpxPSTQU+2S9mabBQYuJ99crj3xgQtoqR1XVgxQ+P3E7dgihEVjmrPgLrnorlO",
+	"prCpXjcjFJCyxyaV9cA9Or4UOEIR3UBb6z9MQfWm2u6wb1NhMlEVwlZjo263HL3ras9rOW3CvYqN3kGA",
+	"nRqXCR8cGDM1JkEcHKc50uihFRu3RBd/M0pF3M7slFRc2c10D1Ahcyi3FHGZjBpKCcoauhXMIGCtFD2L",
+	"VMTT976WC6fp9L2NqYKjj3d5n1gFkt7WINI7PzEA5qCON5+z0qAHSj8lf0URK4wZPwXYb7b2NlOvH/7U",
+	"staxPG5C0WbZMBEbg6DM6bEJpnork/K6JguJ1+kGIutWLOBHcO2VzTHghsnSB73Vsm4Ng30HYYQcAwlg",
+	"MUmwwHgqelKEdP4yMEBd2JlCPqZyetFc0YUHzo8rfD77wx931orNST1vAMCYhXAIbTtCE6rdS9TJuCA3",
+	"T393E4UPoaH3hNRsQcsN0YLeseuSakbswXQt4Y4lhaho+M9f7B79in5+h58+f4blYP2fidL9e8ssBXk+",
+	"e/7sxLnYnaUKa4gauaKGl85GxUSFBtieCauFwhG5mIRQx/Z5XMf2+eECUEFawX9qGaEr6cq2NXkrCszt",
+	"xR/z537K8usgzlKx+Tg/evW3bR0Q3ynI85cA/z3oL2r/5S/FFhGuGrMpCJhkKjB7i3pTkDvGGt2rkoud",
+	"DGbw7Je/D7nu2w+nZ17Uk/PtMRXE3ze2U2T5J1H/VLioCyvC3WrbNQby5IaEVAHsCl9EgRISysgbUaoN",
+	"wgBCQC++vS2+x2f6u5dfSCZ8Mfv9s1GpMBDs72OCfbHTvuHkrXEJa1SqmnDlXzFtDr3qu8sgxjKcGDt9",
+	"xT6bkH1INamooU/d2/50dh1MulsnBz8YCU2fdESLgC8YbspL7DhE5RVoOf2ptVK0dLFZZkl4hZcd4ib5",
+	"J+jWd5FaOys4T9uffNpvtAf+5o6DgYa+T3ySTsPzycEdF+8qknMRTy4CIpweNPUulFdxVUzXOMOn/V3e",
+	"J4TqFJX8RHtppXaP4Bge1iEkMI+rSF1wSrTKuSAWmE72dH4eic50JnUmjNqcwKGxQw1mQQqm8LGYEvvJ",
+	"fpBWMJqZbljJ57wkc87qSqOE1XXcdeJqclBNbv528eb16dnVm9d/v0lCXmRpBQMTeAVxLbdgLVQS6+Yg",
+	"hptIuT7bFvTUxw/Cy6XU9CAB1gEYy7nCFV9wkYVPkyVceNWp+WTKiZZ9bHhfk8p4petzqrQVSe/74fw+",
+	"8Lbw93K9mRxXlAvo/QgrMpjM4vbFH5//8XlBlCldecrC1dvmYlE4GMgCCb8V1cwd85k95mlQSEPVgpnL",
+	"Haf9B7AKdsynQOcJhNenmYCzXwM+KapA3dPbTWzrfLo3+NdW+e9krFufaMJKRym+cLwzS7CD4ewOWut8",
+	"ev+FYtXcVvtK/jiFYWrydBPO52wwz84QNTcSdxd3G/G1YtQ+g5NsTBqRHvNgjgocbLIIl1Y6oWAsLuWd",
+	"iSMkO43MOzeDZeGx4wV3x34fIBLwTJ3hc6q42YymdeGqD6tGNfAh5l4lUriWrLzTuURIfHriQVrwT2dN",
+	"AROOgBync3y8b1oR9HFm20ytrhv/NDiIkFnWFSBK4Uw3VLEq74V2QXHBDU1NFKiAsWFLqpc+19k3ODE+",
+	"4esltjmY3MRFztQMH5IKwMbt3iLg2PauIhz5/tliSKkfoBsHaZ7YXiSpvI0TIwaB4hz5TSif19HMMH1q",
+	"a/PDCAp/BvKnrjeXlHRkD5hbUJ947Y8fLnfCnN00NR8jxvdY11X3IyPcZ11JsxTwYg6Kjhp6SzV7Z3+y",
+	"Yx5jITfnF6d/+nBKfmp5eXcNS3TT77WXpgsvvHYdgAmc1no/HJvtU93NLoXwUi5RdBqzkjtiT5SojezL",
+	"O6RfjE3Bl4YicHr9czKv5SDpan+XgbmQckm5cAatXi+kQ8IHUg5E8fToAQWxdy11Ls2+24C41PVQRB1S",
+	"ebwIKYJMnsGRLPKPiP7unhOMTwEJQMnaKYFG3jEBUaZgS0rYPEpq2CKJpnDmnqBlo+uoy4vp1yJAMwOR",
+	"imhWtnZKDwny6PoD+2KmqrtTWkdZcmgJlISMFTEsQ3+A43uS1ghO63prX/Zzg6Y+nnb9dORysM9zsF6J",
+	"6Kvh+HoZrduQBkCIC0UBacHIiDpPz985Cn0Fmw4IiHHzzkE072VKf6MJbc3SMswSbQCqrZkunODPFZGq",
+	"Yuop+Z5p7oD3NCvIze9u4D73BbajjgpyY5uE50tWI9yb2MT9WAGL1jUw1IrcYM7zDVlR8J12ad3gFzSS",
+	"UCHFZiVb7T7TJ8RAlLJZKsaC2wTWBUw4uNVo13cPa65tv0umevgNzp53z9naMhX8q5RizhfpH1dUoErT",
+	"/1nR9dajWi70oBH4KfleJdfCAZ+5nwGJbfiuofpu2Cj+xj6zEnEmfLMBIX0whvD7sPG2WShaDd/3v4a3",
+	"AePJv4R/hGflkgrB6vA4/N31ZRSjq24O7s+t501NkYPc87Lrzv8ZXvc/dFhE/hdD6zu4YJx9J7QR/RKa",
+	"iX5zHUe/RHsT/8pqhuvtWTSevzCzwc/dDP0D1KWGr8OZzvy63YYyutl+2f64/W6rmdpuGX/tFpRruwKz",
+	"Na3rsOrxb92ambL/R2Kp+7/6pe3/GpY3FUp1XtPNLS3v3jOqWbqCl2BrPPXuVWQECVHZufXf5OuxvIVU",
+	"NxHcB7Xt9cBQzt1B1PvmqYvqIgNICGD0AsEm3aDh3/sWKH7TTT34SGsO5g8lW7G3BglDmSakw6uTbOzw",
+	"Zt6Pau8kN+aGKS4rvE9vN45UamfbqSRcDALM8oJNBh+OC6pnQDRdOWy4HsFsqp1ISXNV/gVbn85NGkIC",
+	"L0F4p8AcQfI/nv13woVzAx60M9BcBpnkwq/TXoW8FMO5Tttu//YJyL01v2doFHcXBjhkpHLxtEjRACiL",
+	"1wOpZQkBHDf/6G3IL9/+497em798+w/aNL98+w98/V31y02u7AqM4s9J7LsgQWP/lr/0MN5qDAUNrGw2",
+	"56DHlK2ZrZhasBlWVEsyNkcYaQL+dPFeu7yVTUFa4cMoXbISDugbrIIyXaJ1/PESLfkJY0omJPYUQ2Ix",
+	"mJ4bQqsVNxoGB8IYMlRM+rlg9/KOodw154LW8YKd+uhZ98VRceTe341w5VnJYNN6dJfOwu9XBAknrUhc",
+	"CL1zMeA03ZYlRX23uOdKGlnKOins+wuqcS+hqO6hwvQ35GZpTDOb1/c3hf/3qvkDiv03y1rfYHzAjb3g",
+	"bwoiW0W8cxVo4y/vz+CFH/9yQbScm7XdhuOLq3MEY7k6O7eH6tPr8xNwv3+6eN8rE6ktL7zR9+W14eUd",
+	"MwGIqit771ibM+FSQ16/uTy7ePf9GyuMy3ax7Bqy04WQMlAnmpqWYIm4uLo8j2PlnsQU4ud/VByF6dt/",
+	"1xrkBt2MCgmXOW+gYGRNN/5EEZoTEW6tKsfUjxToNGsScq/hEQAAaRcCSMn/ovf0Ej5x54Mcv31/aRfg",
+	"ks6p4gV5e3V1Ppt/OP+D/fFsqeSKt6vZLYVLyjV84iKM4N0f3v/F7ppdt0yenhV+mTDp0od4JZmokCea",
+	"sfoWh5t7XjH57WcgPnjityLJOJfJOMq3ch3W2MV3rl3pT/a5YRmktiY6MlP4VzhivxRHrUqdNB+/aek7",
+	"2Bo76i26ypcxsZ9AQQmo0hbia+wGUk243m3SCtPAUfV3pRiQllvBJCdBXNkLWWco2VWoBOU/ROK4lHPn",
+	"ORxLJB+3dEKjXIdaaEKuT1yS6AxM+87koHxaFRr83Srjiw8JfYb+K5lBkJwU0uyn4EOCebQo3wBEIUDN",
+	"DmG/o6HiND6KejOhJ5dh2y1CKYVmQrd6dDlUcn/trjtos/h0Ou121tRUsIIoOjeze2mAlF2MQpdLWBDN",
+	"m5nmC0Hr2oUfI5i6j+/bTcwwujgKMFqSosuC2WXfu6Bz85rThZDa8DJZW8ivVcBMGCNgNAO/ExX7nBAy",
+	"7c89MCcIXQq+DneqsaMVLf8/9t5FOW5jSRt8lQrGHyFyFrxIljU+Ymz8S1OSzTmyxCGp49kZe9RFoJpd",
+	"QzQKB1Vgq+1wxD7NPtg+yUZlZhUK3QU0miKpW/9/xByZDaBumVl5/XIiB/eKSdV0Ks3gcfFxIzKcwcBB",
+	"7KvHqjA8NdFeSTLPpV7Cj6YB4bUGdROP65AdLHPmwJm8VleD15urq7VXel7wUk9U/6amyqe8+ME0vTh0",
+	"LFh4D0rxosHrti6IShWK/mrFSndvmaKenopowHSxm8mNgqQUCrCuE/dZyUJtwfEap60q9gqyKzvCYEZU",
+	"027o9Eag2edukwbi1HIYZ4G+2tyVtJk8RivBmQZ7vsg/UXEkeCYLoTVmC/SELTH5mp5GbTeSTdLTQ8v1",
+	"cfLUBRFoWbBpwMYDSXgdUGjEnO6N8HSnJfp1LqcQXvffhGGA/ZDpa1mWTaJHCt3KfJOejugpvjNkmBnH",
+	"SqSqLkKsF9/M35UgtTvCdAX7KWqlrreaSSTh2fYDJXuaGpZO0xAVT1NRGm7leAd9wZ9X5HnQFle8WNtN",
+	"2ZGyc1Jk8kZmNc8XOWB48GyB0WJwUoOj900TLLvIZs1d8fxsviobxCmGa2aF4LfDNv3+fHqTP87EVN2I",
+	"zJktZ0LLrBbHdoy6vF1BBL1lVRoMQ7AKB/GuBSsI7DCxtOxqflYXrfLHaHthq9Ii60JAUcy1t3NhUIkV",
+	"TNM4P7s6tBiqOlWoGcVS+/ghYj9BMdalgJbcMHcHK4a5TI0aMJVXJFx9NlpTnLaiGK2v+mxFux/08zmD",
+	"gpLFmKm4zGM1I70zWbIdabP8JG5BSPFcyUb8NPua4itWLciquZWj0VRJYUT2dzHv1WeALOhZ8NhiuzpV",
+	"55k9S/oF8ZmDsYakGQVkGr8PpEbkj/DD6xAiNG6zjwHfEFE6FVpWdm3IAOsIPtjhDohCe7rrQdcgoymC",
+	"aXYqqn8K3ePr7OsC4dEmJ63jTtr02IM1A5GCi4msslNemXkrWPfRkg1csVhZjG5THyJqU2p/POiNmC3G",
+	"gxpoBdpWF5XTwoBUQ6h7NOH66+yeHYSFds8Oohse2baASpZmbM+AmgJA9TUKQTNx/RZdypW1SlRxZR+b",
+	"xcABrsV8JfT8dTMWthQB/MVhDIoPR+cffGg58AGWSVyunKPVEp1VLMUUv+V7BlF3sXUgX6KCeCtpNi9O",
+	"9sZqKao47s74IhELNRrOooAaKpcedav8sWXX0IybdLI7ce16CBR6d8K1/2vclZbLK3mZr+5OYA17FyBw",
+	"FwfKd9Q5BlLLtRAlBF66U1Vf0kizynJeQTXdQPNN4mplyaM0azUa7tSg2zBmbkvIb9QGknINqKRunqNo",
+	"nDs3QJ8rFAT3teHTUn8sGNu6SGfRhdymOXKpcplGE3uJ8hk+4S1HtwWyYDNVZQP85UGaII22SJTB8S1t",
+	"SIygBrFql570gm5aKHq5O2btyNuEy3Yw69Hzt7ngW8mYwagdeyUr8UsTUL/dFX5qqVLMGLZ7kJXwfWAx",
+	"/BLtBOzCdn14LDg/KIlh1g65mrDLXKXXkJ4ixqISRSo0Ex+kNoekw7ku3iA4HEJsp6IIaUuDDCNXXwF2",
+	"Kcxraq8mFIyZOiTtDT7TEQC4tbURFJODmmRHH1C1HtdEbgTPRXZUygt1LYq4kuyzyK0JYV+AfCufcrp8",
+	"oKb7W2MrTuF3+qwv0QPNGwJyJTfv4wkb8OIwv4GfWr8Ycl+kb8cZozMWV6lcJIwDq2eISjZeTjpG5Q0S",
+	"7dhE5RFUosta5uakGBbYgoeZLA7xX7uyoKhcyotCgQ3tEkZUFQqPSOS4O1etKSVSoGYsQBuGFyPWr4JL",
+	"jqgW8pitmtKe4e3vwzWihwicdAj4xJcC/fhrOETfIUJLEfhF7WdXdKaLV0ktkQFNEdIP9HrQhPbFgblV",
+	"XdPtgYhbPu1lmLiFIwc3rMBsEHjq9qdrWWPlbYj8A6xkmcjPNgHKA0OdmiqAywHzWm9xZdJGd6DQOU5t",
+	"H364hK4eIF2Spbv0wfPM0HIH/8IwZ4UVa7cubjgz5amqTEdirhWOZxenDG7JIH9v2uoyvqBSDevUDl/L",
+	"hju6M1mJNC44CF8HJBXODPrLUsE4ghMgJoAWRRY8Jg38pZUOSB/DzvvxbOae1Fts/1OwuqgErtAl8uI7",
+	"PtMDdhRMohgy+p2n496ifzxTs0I6eCtVdWT9RIMlF27ojL17cbp/cXzqvzCkcr+uSqVFXy0UbR4g64Vm",
+	"NGFD7OaEFByJLOTo1erOwHbt/vveX0nd/vRBfaYjvlM4Y62rCArI+fnZMWVpNXWhdrsWIuGmJwDe1SMZ",
+	"ZETT22EJTNWt2SdrxrnHJfPGrGHICvYnTEmNg6femWsatAOuELHbyZKG2mhHg/kFjZq7E1E9OSzS1iph",
+	"ewTpe3HeaYvcxHkoIIZGplAAtTTzKPP2d8gRIh+GYa75PqjlZIMgMKP0+8tG9M2LeSlGEHtUhSCQud6b",
+	"J7w7/kpW94c/xnGOIGYqsq2/fl/YlPgl2t4OX1TddwmtFm+d4uwX/iFWf60NzsFpZ1ZXGirQ7FdlRNy8",
+	"ktXCZ+3MHmkggHVGiOsSsKX6ltgjC4c7uN82LrXZymSY7nE7JwWKJM7GlQi4xlcxu7N+pJvdXIiPrdYq",
+	"oHy3yNbUEeIX4xHzqFhLxHToYhWslJCVjavqKmppghfff//d9yGw5cGTpx99rUag6FYhVK53Hy0M8N2T",
+	"u7gphkE4mrwzzIT0lMuxsNfwYWtX/DXuTSfIOdCBrrfHXqCviH13cNB/aj88e9oKOj0+iJ2ZFdWtyZJD",
+	"6/H3i5xAT0E7FSvfx+GdgXeCvTHgOnAI8U1HDZ9x2HHFbI8i4nu0w2ShjeAeCBDTlg7ZAX0aSgtUka6i",
+	"4HAjDlZHOyO3d494OXPX8u0Cmai+82LhUo7Yc/06pWyUwkFkujn6zrir0eVRbSYNVH2X4doqUWm6ohza",
+	"80Cfx0TlmSaATq1nKtYAcML1Kf3Y10/CfQA6StA44YfX7BuxokQxho8SVPZg/y/YAfoLJqppFyqnTelK",
+	"v8ojiaQv5JUAoGWeo+htfb4oVA2Oe1kAQaQTnueiuApab68YdohfKzjOWRsqHptICChQus+GCJ1DStO2",
+	"Re10MS+ZQ+6tygXTAj2JCk6NF23ve9Sh1uHe1KJqOTebjfHo1KWoliI2/RZTm+aC8R1NJC1m6Oqi8Psg",
+	"pu12mC3WluHGQ79VaiqdO1jroS614GtraMBLcuYj3Gz4rT503iDFVGhDSHgLexHrhHClKmkm3Qzrn4AS",
+	"6lCP/eXF91vJ1vnPR7tPvn8WVWN5bSaqkn9AZs3PkLDdscHUH4+NaNS9vb0ROwpfZxNMY8eAEYY/PJ49",
+	"SsxGWFriPXt1zJ48e/yvWJL66pj967PHz0B4o9jmgJGUsKazVSjEIy6vIlZWiPTO4Fe0wXCadI8lTEgf",
+	"u7FmJ4I30x07roSeWP09U1Onqq+fdt2IGMLWc1jWCZI+gbTQxFKXlodbCPV53GUiO/WUslrjd8s/VSRh",
+	"6d9rnksDuQBlpQyqWEAyh5gzMRWIcd9MhPwHhWL/VGVIWPb5LaSeKFkNuWFigk03kVR/v3QBXtnLcUUi",
+	"Ot1dldil7Wqdv/b85y5V2HjAo3F7PSg3XV0HAhSpMAn4Fs8jzmvBSrrEyvlUXQsrV360AvJ2au454RsY",
+	"xbT93K6JYrN7sRkBa8AvJEC2UONeA0YZhzyatWSuX5BbS6v9xJP+7hOLfYjgsaFbF5fLECFG2WylEq4U",
+	"qqFdqQLCK0UsAvtSV5AHf7ztzsBUV15HNIGV678loL9jD9iRVcSzQqG9WFRhCXMfrojDBmoZmnUvZHYu",
+	"NtNYu23DjwC+QRJnNrGqGuL9k9nFHh+s0akh2lrEVLzQHbUldhOhrIv5pw6h9QnDzKF3L05B7Ix5nmsG",
+	"WbRGsYvj05YfvjbKyqLUypI6i9fYRyutK6PL5/v7EKswutT23+/OXictHYzUeqsSMlmMFZPjABqFFUKg",
+	"ITVd1Rvnh1VaqJ3jAIqNMys4s7zctk8TFdkTjmhPdSbVscpExHd1dHScsNPjX47g/76z2/O2rHXSONxp",
+	"7RN7VdgPxdPEeurLflYzyP5tmlcYpa7bdouqEVeRPoyo1RCGrCpVdfobxtD4L/HOqkzGtaJxrM//q8qa",
+	"FhWU2Aqua2jT4pSscQUgdAStXC014+6e8UTEW/LaA8gY/no3CD7L0iQsPeps+NCnqXF2LeawdrdqUEVk",
+	"KzswLIUz0Wq/Xz3qPyLJA9jTdqqKQqQmYfjwJcSqTV0mBB6jKpapQnTA18upuFAQTICDW1l3HGjdvPFC",
+	"E/2RiVVp4xc88Hh7RBx0HnE/E3KTh8LHg9quM6hlMWkZX2ZUdrmWJiIDnIhIF6+4figz0cX3Pz959tRO",
+	"5Ocnz76PvjyTmZl0UTH8OIiII2LPFTAaQnFrREdUINbFOaD7XXB9/fGFGnVBnccg75M7+FLDdaSqMZZm",
+	"GR1hKc8SSI3r6yDLEl5ECAbyX1pt+a4TLj+2vKuvpqsuLBP2giTQMyxrHnKRzDhOwjCI8PBzBESe5xhu",
+	"WdMJdqU6UY9/AvKA6VPdyl78C1P+oaxUbPn/cNmnP7395eg/Ts/eHp8PFPVXqlK1kYXoLWFrnhp8g0wp",
+	"8btX7cZl/4IPr1HyGsBfLF8zpSheyVy8oC+oFWgDpSjYWOaCZc0LviEd4sgcst3HjWJS5tzYLWj6PRIH",
+	"yqH3a8XHZuXeLOCCuM7uq96DqofWi13h5DZse0OgLVJrUUh8c/1p08LcRHt4+RdPHp2sgN+EjBgJC4nw",
+	"cHrKay0ulOH5m5glaH9gV7y65FeedSHXFOvh7TCyYAUv1HpoA1fpqajSaFeon5ZHw+4v1ry1r9gft396",
+	"+9PxTkNVrhp/IPlMBC+P8lylP85NjG/hz+ADzwEEENQ/XjI8hqGLtK+cz/WqMeDLdFjq0nBZiKzRgQiq",
+	"uLhybcGGjV3U05/SPq51HtEsdrwA3Tt0mbpziUg+l26hd7vGBaZcONKF3Q9m6fYmWaT+kCp7OO80qkEC",
+	"ZhbkTFT4v5A00WrIx9lUZXUegxzKskpoHcW/zxj9eth0nBwd7MH/Rww1nufM7ko15unHQFrh7AJQqw7c",
+	"KqmNKOyH+3v+Ul4CT03N83zOLp2JGwsmrsYeWY5eXdrNASsz3poelhMxNXCZrlpC+9m2R+ClRAysBIPU",
+	"rnPX7sSYMgFPBGBg2X+CYTATl5VJ10hDtYREXZ58Dt24lXLF187jehmDGG1lh3GXzuP7P8IvWOStZXGV",
+	"i7WyYTuhKC+8PeWeCd1BfX6gxbAfHmQSgt85jvE5k27xLTgxT6kr0FUaxo5H/ewveqm5pkP4wPmt0Jbv",
+	"Qi+Lxw/P3LRKmCW0EvQCaA0HbiDdBufTdQcU8WvQKuQVn8oYyN1RQS3mxvAAJEAIUbg0LFJjdhFK7Vdx",
+	"ea7SaxHx3JY9PTeC8phCiMwVs2HqHDAcjP3IdSXvsMa1XNm9JSUcvCBa5rI3uAmqteIScCbzLOVVh6uo",
+	"PUnssgDFT9wV7rv3VwfR/UhhbclWs8iVp1nxaQeUsb0D0QMVAoEOPscV1VdkO+AA0tJKEaB/ylaWXUed",
+	"U6fRB0a/nTPNyJcce/+Sx44Vea5cF0MEBp4X6WohZhCgcyWWYbDTv3Tdinaf/+387RtmxAdDG7LuZqd1",
+	"pWPu2bclh+QMpRHwd3t09vIfJ+cnb9/snbx58fI/9s5f/vtoB64NrrWlQWxCj99D7oK2+ZW8mpiwut5v",
+	"Zbyf6Sr5BG0GX1IXz/6b523B4JgSZ4EiWJGDtNjWN+lea6P2bh7vdKUa6XgrH4YHn7DZZE6+Ssj5rAQ4",
+	"LTvrM+zeZH1TnoUBYPxmqgoji5pUFXvHEE6L3fHUnr7VpLv8UQOL+xveqsQ4X8PK0eKf8Wak1IVUGu16",
+	"WW4/TtiThH2XsP/v//l/vTP0ipf6EIGDaihwja0avyCLqx0Ec4fdAvZ3B+GxG2mwWg/udheXDq+8KDuk",
+	"4UA7g5H81VWRLPYTCcIvLYrQdyhF7JYnjoVXoecEEsXLg5NirDqRlT3S3VBZ0u7u0/HdiWDU5MXHpaVe",
+	"aNgTSHMNEaIaa9J0F6QkXIzRRpsvG81CQty/3acJsMAgKJjQqL03uRaiiR6uo06FClCk3BbgJfIoXrLb",
+	"NAoQ2Sc1kxni9BZop2vG7cuwgkwYy7Qsg6zXouMeJDX4Yl52YVU1F7hOcJt47LLRE14KFrmubrdDXqmI",
+	"dl+MhTNOuZm4W8/TZsIqkQP4tYsUHZ2eMGjzRxZDj1iOnwFnaS4RD8s+pOlK4+DKh4NoyJYkAGQixWvX",
+	"LOVH07wuQhkHDbJgl8U/uzq/d19/fjdY8Fizjimfew7cPhfprn9+14G+7RyGpKcFXAdQOwiZDePxQn/C",
+	"LsA5e3DtySaLwmKBJIMt8scSsknA8jFhd85vxKvxtBRXF2Ja5tzcMq/+CKOBqQJ0KPoUQAlCei2WTWKz",
+	"gW3jYof4tNV0YAY7HeH8H6WpuBF/v4xFti/Q0wkPsktpMMgtC3Z9Kc2+PmQHLBeUJi0KHDGdKKVXJLJj",
+	"1U1fKnvSm2zwFnqM0LzssOkhS1U5J7kEycRFWZvwkrO/2wPnKbi9oVKxTKfvec5n9M9pjf+GhLzfb43I",
+	"4E8oWh0UgylJtsQHU/Gj6iqWXlBXCORJG6xKEraa/rmPOaLYcythuZxK6pW3C/BhJmG7pi5EYv9bjWUu",
+	"nt8kbDcXNyJP2O5VwnavxVwW5v1UFgnbvRwnbDet7P+d8g8VACzvXtZjLf+Ab8gP78dT+1Fe2f+TgsTZ",
+	"1el7M6mEdmAfHelv1lrAaVuyDWYeKaJavi98YltQAuUlM9wGZ1HAaCKYsc/UsKQbIZYekn1ysIpiuxI2",
+	"aHD8GfqCyA8i12tP4el3q+ewbq+mBVp1Xl1qwl/Nl3LiV2eP0RffrEQaoSpbaOXg2vqX3BhR2Sf/+7+O",
+	"dv+T7/5xsPu335t/7r3f/f3Pg+TZd3/9r85MhSEiDR68W5Fm/9+q4+nLpCAywZmtJ9QmT8CUmDx59n2f",
+	"+OpIxaCB4dePIM9/ffbDeqVpLUpp7U1L+nfdrGcq/3jATbpBOWLAOJcB3qXoARd55pypazuJYhA9QXk+",
+	"v9TU6X7l/bA2bs969agfB+oDzj/qNno5Zz+9vGD7vJT7N0/2XcvF/WCEJezjwBJyFo+rNrsjoOM4/nm4",
+	"6k4qW6pruTOaW6pXidAfJPC6okNoMdVK1LM3b+2qm9bOIu4vizvEhDeCB+ZWLBrsq5DJK2p1BK0dZlIL",
+	"8i7jMzrBR+z/Kvt/AddUp8phukzm5UQUOnaftM944HXw+Mm/xu+DsrMU0dVlNbV5ZJDk6gryd+2qD6kW",
+	"leptRJFWc6wacUfietVfizmsbLlYsWeBP/QXe1Ci2Ja+SbeS25UXRqoJg5KgQrF/1grC4RXLZSHYZSX4",
+	"9Zrn8t+/bf32W/Xbb8Xvfz5OHj/5IX4SQ6rzVh6Fn3aqclXghis2m0gjmC55ulrytSb+/Lff9L6d9bOn",
+	"sUkPr/fzZBaVIuBhOFZ5Pe1ow57CbxgOpWb5+HokcBfdQvx4N/hmocybOs9XhIzwI1KzN28v2Jt3r193",
+	"YUbKKa/mfxfzod8rg7xZetsyTPzzce/nC5Hm0LmfvmqfGtBynzfJe80utJbQfWJv8b+jJwY9txMmi0x8",
+	"SJip5NUVisYbKWaR8AZMWncdHOb24EfdR3wMHsbwC9dUCgt/DbV1msPwCGuLLCN+riyL0MuLF68R02gq",
+	"ChNDp5ZFmteZeJHlUIdX1egONFVdoFPVKDblH15k+fGEV3G3VJblF+75fhKz05lx3Xw+TlJxpsHz7Waa",
+	"Ss1W4vNVaqYXtgEOw57k0IgFPBy3li6AIkAPwMleilwVV5oZFWRMgOxsDzsw4khb4JjJZ0NwzFmX1HuI",
+	"aAt0dDFbHRdos12zvsQzwsIhR5kQq7+xWerqKuDKPgdlwHnuKseJr6ygXuZJeuZlqdJJB4Q+1Z8L+4iT",
+	"X/ZjqBYUVo/Trn0CWst2FiklCFm69xORWtciI4B3XgBqdUVf5hD4Gq8RIbKTGKbQgXKI+AZ+LoQcD01o",
+	"V8tQGitpb1j0xKhl1VGaRtPHjnwfMygJ1ZphF8p418aYReUwll379HV7ffuwPQ5s9bpSs5mqLOUMz/3G",
+	"tzvKKyR6/iG/zLn9XYdnEIUThLPryAqP1m2cuTACdPd0XeigBEVOIVmSV9Xc4Q82u7oifIfLSNx2uyae",
+	"zQauPuVbOrTp+FVn3/o+AtATNSOvBCxeFjngVTqq8KAq0lBdMjeGp5MpGdtOzLlO/329+Hvxjwj5yKds",
+	"wH42ZZDPDtZppPF4tcOEdqXvVM6xnUeU+4gKH+mGD60yEE8CpYe7ysXo59uld7rhEaHc8GtREM5jEKiW",
+	"mr2Fg43f6ZBiesO7T8cB/VwKMxOiaAYdmErYA7DixYjbvhZw8FA5soha7zc8TBpcXOaQs78dTx7D7IEp",
+	"+RAC6TzlC34tgiP+xAfbFB0PYrflzYWq1RfUrxyu9qM6k6ar9V3rSZ/WDg3lXEYldLblMeuOgBVO4qGT",
+	"Ru0EBT9ErRhSGDSoQMrVnnHN/AvrlkZ1RH6OCTUCfj5EZbms1GVu14Kh3CKfn7q/kPkw2J5ZPiK7jdEI",
+	"Pg6xUrnHXSbvF700cLPNavtlqipBQ0D3BmYmvLC2Eeq0Goo9ZoO69LULf1pEtLDacGZJD97DueGVQdzA",
+	"00p9mN82bl3WeW637gM0ogd/YrTFceS6KsucovKQ3ldf5lJPmCyMWsvJ412F7/d2f/8//lc8C2VtrAVY",
+	"l2tRdnukBZSInYiNMguXzm/rL+1e+RcGs4AIAofLSAugRwDeTeODJZ+tqliurq6WcQRXIy0kWzcTFUvA",
+	"/4esTA0Z1dR0xat8PRQQCWhHa5otN3jKiPOmKu+BNRGTaD3OXD/QtCav3TuDrWapT0wUQ8ih6q+lPm/a",
+	"zMMFn1N+I3AI1jd0tp+3Fy1Pjci623K5X1hdAqrmRKYT5pqzAe6g+8bQLpjc8Euuxbn8Q3SU8tmffL9I",
+	"ehyLfmWBFX4Dx+pOSHadwHUrMXngZ2c8Hzj7WSWN2OUTwTPoKb/m/KEV3or+64g5z9yjt4FbqJoeZMsU",
+	"ETuxhS0IJhqnYUveBJsadRwh9AZI9ZJQIhtrFt7eY2cOzYBrdiqKrAXYmgltF0Ppw2iqHYZmSSZ1iXNk",
+	"pq4QXMFqG4y3wV4dYGwoph5prMrrc2T013gH6z/CV6BddacNfkweJQy04MyadLPlxtf4yDCfoc94x89u",
+	"v3t38iJekDCwe4mHmVjTkBiG2WMAZlrVQB8gb5ZbngU52oTx3zfnSnBr9jLOxrLgOUY8Vkx+ZQuK9TKz",
+	"uHEIHy7IUxdG5iydKN2Bf1o0yMOxAd60EIsBnJUQCSViDzcc0FUtQr1GhwC/cn0tkFekgfSQa1lkzztQ",
+	"lWB/1+IRuNKGeGkguQyOb7m3020dNX6Pk5bTxntRcTntDVunQVJMGnRAdy3yKtfXOpbLEerkIEsR1CGu",
+	"j7fGj5egQn05v8Ks8NYUIrAOZbRsrLmfQP2wDyVNYzxu2OOhNb/8Ci6eCE+h7weidIBGWPKPbBJx0Yjb",
+	"27aKaN91EfeEUSYG0n3sujoCtK/z9QfovutCFJQIm+S3z43cU0cb4cFubXOROBMCSbdThyqsQCAdsvM6",
+	"TaEkNmGvSLBfWMH+tsZMo2MS6mDqgVgOaZqu+61k64UXYltQbUQF1/7zW8kWfn8r2XIDbCVb7vM9DHGa",
+	"83kM0PcIUMcAahYKMDDIvar/5xDTamkil33YHS6XcFCfeVWWIoM6ly5AO83oKXYpUu6qsGiplVVXjVJM",
+	"52qWzwcOO+4fb40FdHb1uqA5Ns3TofdEzl137YTJMePFfO8uPEGYHRaeexxwATat64sI5PBIE/55s8vx",
+	"b3UW2kyMKXfH+U3C8F/T8mnCJrl2LpSOS32qjDjKsqp7L1G/xYIle5U3PeKwEk2arlu9WqEcNju3pma4",
+	"stlJh6YxwHYfUEjkjjNZygkLrXVs8dOUGgVb7TjZs8QiS4a71y2IUSLFb+jm8KimcFElICiATGYAedWU",
+	"NQ5Fiaevr3nxkRSN3Ht1AXo3j2Ib/LJq5g5eMmlMPiyXbs1vIYTVa18s78zHyov1ewrgDGMUsBpZv72j",
+	"PVRUqQ/zTtv7YqnZid17ygwmgxyRH9SHSMvwu4Fd/fh9XmkeLa7zEO84aShnxyW022f2Q103JqE/zIdZ",
+	"2uh+pbT3lSvQcYVrceaPnMXjS7+JQ2a8uWNXSDhawrKAa++im1M3cVEWV9ynA5JaFUF/ujvVloalMCBB",
+	"qxmh9eOsDqk2wwER4VQL5V+C7laabbsk/rLWk8Sxwc6dKBftkHnHGtV4nMtC9F2yYPjO7GLe4sPrXraq",
+	"GDQEQD9gZH/tESp5JXtK9WkbEElYs+2yznMEvaKNH8u8A+6Xbp9IAQDdzOGxk6IINwjmLTSZCsO7VlOi",
+	"3EB8JUweTUXb+3bIuDUvgTWgWgbBDa3KZFXlpQSKWzlTiDm9M2WAVhW2xuQr+M9UPL3u6oAAH3ykGT7U",
+	"vdurV3FhvxBVKLp9Q6+pGZGqzLq0eicqZEMiyyIWB4joks6vNMR7REc72HvjkkO/eu9NuNA1iMzdY8P9",
+	"Necu3faT+2tabB4hBpDY4AEO+oGL7NDfFw42yYtJuE34jM9DHwx+aCvZotd6XCnIslG6FDnUFnCAikWp",
+	"37I4kWl9M5lo0mIs+xGhAuj3gVSUdkOeJwB4nrCOtgcf1zzAI/rBirehMHbnDrsGRD/ZvQ3XUXg1rFO2",
+	"6pFr5tDk1WZCuRreeFdrALWMl+qfI+ClK8v++Q+2DR8aOtvVePNrLX+BCWEvHGVEWe4m/Vnw3ExeCMNl",
+	"Hq35KbQodI2lkBhezvBhpwNYLTtWXRNUx0bRirA+jlBr46VIcGmL7ARKO+L3YuoniAHpTHxg9JpLaEcD",
+	"Y8qtYBMDfXaQlxbZj5Mikzcyg8sTdg4TG4dLaNxvSC+MyWcq0Rxmkbl6Tp8SEZTcRJk6h9ZTnQG3xqeX",
+	"Uj4BvrDQpp3+ak+1u9X8nYB28rHpuAgautRNwkjwLcfer12zrVfgzod/HvMikxmqJ+eT2mRqVnT0MluV",
+	"b+Eh4DoSVm5zdXqE0IYWwq0ITjFpM0jSynxAAu7lepeLHbk1kLZ9ZnUvPmvWCI9e3WRR2Pzl2/AvX643",
+	"ouK557FA0oSHCx01MgHIaFDkWvAbLvMFF1KrdVz8OH+Uhb3DHcrhwnArtGNcQvP16JaDlHs55TK/fVOu",
+	"oCpfiyJjHPu6FMryE2Wfiim1w1ioH6s76kPP8YcmDAuAUtagcwlh9Krldkha7AaDeHJwEDOsVCwLK5Ul",
+	"VE0H0GKeT2ANqwuC1LCdXlWLpyn5Zo3d7Ov7hMnpUCXizkkWbBr06Bl4A9FRxNMv4KfdkxfeDgd0sgZF",
+	"LoKeVpj+8tTzXy4WOgqLLKSJjlZI8EKErsKvUTTG1QyusjYh9Zs+3OqUE25K99nHARp/5Fqm0N7M7rw9",
+	"XH6patP0x8ZMECzGimgiVazw8vj0HbO/SCNSU1cCkke80k+acdNWIu74u9cbP1XTqYzxPfY3w58dJDyn",
+	"HMimgeve+t1kjFJ5OuGy8OI0+vWZxF5KS1+fKG3iNdA/K21a8DGBSncv+oeK3UwL/RZuc+RlpbI6Jo1P",
+	"8Ye+Mu882isHQtLttjGAeeP7ESxlzq7hIewOjfpKHDcmPbt+k26As1xVRKWla+S7MN5AkTrw/h8UcoAD",
+	"bD7pOa3dyyaqy3kKBwpLULaE+7y4Ie7cu2XemcpFB/5+ixoeAGc/SqBHeY62Qps6B1tNtAq7zHUQ9vs3",
+	"7YLrDr8OiKhdWYSN0sBm9Rl6t0XXgi9lqgP4IOfavIwHIeHPTTm1hpTLlmEmra5GiUOdX+/Sh87rKSCd",
+	"rBhgwqnnVF2wuTDdw9RFTF6ch00J3RgoLA5ZUed530C3y2RFY+ltka8AgIGDAZQv6JZH7ovGuQCf6cAJ",
+	"r4uCr2xyAAOkvGCXAA/NpryA5i7d31zZJwY+KTWjh1mhZh1aWl1Ch4vTsLXfkIlSL0ACkbL60pQDcAXm",
+	"puoOVByur7swQvQ1XuFhw2/YcbxXh0hf//m2gRQcxPKKW4TQbG9IrS0GCXmxX4J0Z7TEpIheJ2ml8wPD",
+	"YgGNkBuUgtG/zLO6WG1LtTpLLrSd7PUbxK3gP1eA2gI57epSpNZkc528AaZVW1VsQY1qltWXV/+yaRft",
+	"hdNwTaZczWFSY1P/cGOiPWa7tK6WFL3FHP0t0S8H7JdjF0pLrsCtEZniRFX2OvKXCmB822VnVv9QruP+",
+	"pYA/xCOyq6XIWrKi9KIg1LQCUgh3pllb4um0m0E67SH6oWV3Bt6lFUan5f/sRdT/+aP9CePsHFSSaSky",
+	"xg3IDPph++T8Lfvh2cHjhOENO6oLUMKw91lduNfgHX0f9uMtx0TIgZW7Sjt5dHriYQqQv2guclpigE5/",
+	"AjsW/L+IW9Y5DP686HdcqnoM1yQ+lLEGIx3xpTuzeEI7p306geXT0GvbCopsRYyXwF939wim4NbjrsR6",
+	"EcWUX3FZ6KaxvIP3t9o+4VamE57ngprJLbiF8itVSTNZAMH85cX3XSCY/g3v0gm/7jzb+IHzn492n3z/",
+	"LOrL/ii0VBy42YS2E+l+UU6nwkxU1t6vFy/Pj89Ofny5tGlwJPhGwx1wQO2Og+4DCTt/efHu1F4wp6+P",
+	"/u/F1TxrLea7pcX8/ud3yeNn8XkXKtp84shtKfwOxRQgztvzg8ZD4BSGxp0csFCboz9knI0roSes4kWm",
+	"pvSx1S73ISXg/1Rle7d5Db0l2uv495rnEpt3lZUy1Mx0kUYP7cwECW/G2QQjgc44+KcqE5bi5AHcIAX3",
+	"2NmrY/bk2eN/RZQQBHpFTDnETm319wFAcOx10QHAIOPacot9352dJC4ZgwBay9pQnWxIRwglywtvjIzq",
+	"So4QStstf+KNv3DrXVuIvr0fAiTr9tiz4yfChbUbGxXLE1llp7wy82Ne8kuZy6jLo/FxuCZA9l6Gbglg",
+	"TWYqkgLDjbDiMPY5P9icNY8tNRxqvk9FP8PbDDUDHOP3o22GPlIZ8Z1gVugiPTiA4GS12jNgFYQbjIun",
+	"V6NuFN8kHB+6vRvlFpjr7VkuA6SvdDzDiwPjIuFYA6wC+nJMmwlXGp5LElJrP5+8ljfilOq6og5G2Hb2",
+	"7uy1ppxtaEVF0ADrQw61knE/Irv81giVsBJAO7gUEEt18cM1LdN1G4LAuEByjHfUdYGd0tHaBVv27lrJ",
+	"8e7sNaZtBv12h3mm6ZzRIIrHT+40URk/t6qeNcx/bJ0S4KkiwGskH/L32+UQr6TAHvjANTKKm4W3GdMd",
+	"8nCu/DijAvQXx8XAur6K0+7xMgfnBL7ZinCROga9euLxLsilt5SpDZSEQp/+BrLTvmkvhlxwbdh3+B9T",
+	"pY3zXY/lFaZoArzrdgP1ebDTDz/4w7OnLfzB7w76+lf31ysopDYv7Q4B9BgJZtqCG8J+YBlB4+lHLFIk",
+	"ipmDuaZOkqrGctGdtfnVzbDdqelpxFHaQ1LuY68F1+LjacqaBYWYAY52uy44cilcapXXRrzuIa2n30FK",
+	"zoK8V4bnzFGk1XopL+UQFAU9URVmGPACx6YvN9SFnw3Qyy7FXFHRptf5HmnUOebU5a39t5kstFdSsEoE",
+	"gAl2DvHrC3RhjzmdKJkK7EbpaYQ06CLHuDsQ+s7qxlQhbT876KzZHsquuYQMIqzgLkUlVdba14Bh1wHZ",
+	"ffYRXDcRNJ1U3YhKf01M15TmPgjrYVwjUNCA5iDVQxrNcpVyo6ovmEFjLHcXLLSe2tr2l4zsfo9u4ez4",
+	"fPn2YysqD93ZJL7XUuv52QQ0O9OGLF4JOvgNiJOPVcHvHnJxsXwyBGC8BXRkDwpjR6bkhW+66pq9xjyb",
+	"kUaum8asH9+YdSAQHT023HreNHzdNHzdNHz9jBu+rsb/u1VvBv/hFViHYd4dDrG3aUv7dbWlXXSmtfPj",
+	"uprWulV5IRFKqwhBJMuXfnhHdMFHhnQ6TCnpyK1bVkuGp9W5F8L8sEFKZ0RlunVa3TvYh6NSXti75eN7",
+	"tAIzM1401p23FlxTYEuGlgolXWuxXAZo4XAS4/g3YubCqK6ap8IOLLJgxycvzqxpSq3EsCOswxBwlaSq",
+	"ENZsKEiE5xJyISAczIt5WAc2uIOuv26fRVT+nrCFXYxZCqq1gmnDRW88umuHCIO7MR1iiC1RKPOjGKtK",
+	"9KwCMgoW1yG1PWa5xh3SG+Gzg5WLUb7+o37wtsnJVllXpdIde0U/9p1ITPn9q5N9CdX6p0rV5e1Y+JXv",
+	"183Zlf1Mw8y34N9e9f9VJaw69cFEsxgGUvULqcucN3JzLWJeuZEfv4ceJOsjdrHLaxVb9IAWErw2CqHe",
+	"o1WwqsLsHvDS9TWast/5B0BVRNBCjNot6zyPvzmMLDCmBTn4qtLDiCQTNzJ1pxfT59+++cfJK0ZWnTWo",
+	"fvrxyQ+Pf3jcAJNRGdFKtR2H6h4DfwcAg2YU+uPgQTqbhL2QGovoHCQLS3lRKJBsQQXa8t4DU0d7D/9d",
+	"zKk5LvRTsiIUHnYmjuHXQrfaMQJm/BjsEXhyiEU64RqwZPoTvTXl8hLCuodIWV7PhOtT88eKTsp8KioO",
+	"BTwlL3aNzM3uH6pVSho2UNPnE145IlrxZdoJqZmeQH9lwD6rywYPzdi7rqMqZS3jM+iaRAqLM2jcKIFF",
+	"s5Ky7kGcWt0A4Ul/rAS/jlGYKGER0FnC5QCA8Ue4yLngN10lPCFyb28SFZ5J6ImtjC4vwl5NA94/a73j",
+	"8zbexZotQbdbJNl3Z68PqRLYQfhP2fboX/7lX/6v0U5geVHub9CKKWEcIusuczHs0lSJqbpB7ptGGzGt",
+	"27nndlfHQOy21b7hjmv3nRbVnZke1Gp4faUFeeBNvxatJ2pWuATNVBVa5SIwJnCtLM0FrxzC80qerFQu",
+	"TrIOXdf+yKRPM1uh6nK3DdinWPtmxo9008iYY+OKO1N2u6BTgD3gt3YX6HUn6buiQUOercQeFd6Pvw8j",
+	"Mh3DhXhb+ANsulOj+oN4UNYYLLnWM6saZdzwSNZot//cF6RjK+nGi75uJlo/XXbT5JTPrVYAdNlZHfta",
+	"Xcli9fRBVmM/ODvOUn6nfxD3zz/5EVmetPHYXnVFyb87JLvLrX4lqmLg2I9mpNqncb7ucazqh3Na7Fm1",
+	"1uQ7GbpJF/UsgdXwfgNvkZzaxX5NJ65lFoQ8FWpwZf8CeiThlvWznJXAuTAdLR96/MrLDHH71jLrtnLf",
+	"21orIx64ouU1sc8mrEanPJ8qapiPWyeLNK8hfk9bA8J4jRbxQep7yO1Jg+jkKKrboRlyc4x9fu8QjKuh",
+	"TmGRnyHAaeGHuluoUzxUh1LiPjnIMws3zXCs02azcEyowQTc0xD0NGEKsIvyHCbzUCCov4rLiVLXL0Qu",
+	"b0Q1X922JqMn2bavOjhK2G/4CNZLQBgfdDv929ZORyca/Az+xzE1grZc8iuXlojOhIFaWN+OpqcHDcBC",
+	"pXUlzRyK/qiYVfBKVEd1LHrSVIoQ54MiP9I36fuSm/d7e3tYPnpZawndqS95ei2KTO+xI69OcNen335n",
+	"G17W9PKO3YMba7iDCKZLm7Qelip1LcUhgmhBZTbO1blSIaWmEmOsxbIm59ODx2zES/kennjvzhwSloAq",
+	"wZqCjzRUMjGmDBC3j2HUOLKhXU57dszep4QulIOg9IAJbHv0/v3PSptdWDK+NsILF8zZDEn554uL0/Od",
+	"Q8Qv2YUbwEoHqoNaROiE9DbGc61YIQgJbPQfu+c36e6xrsa7ELkYuQIwaOfFNJ+KXYRHZ6Nzke6+Eiad",
+	"7J5LI0ZWKxi9hd9GCcO2hHPoj7Sws9+xUaqr8ftK/A90W4FNlXZncCe2nDm9FSy32WVeyr+L+dZff0F3",
+	"9hgSmJU2aJjZ5Z86c/5cVOhDsgQAIa9d7Z+y66sEz+Fm3E3VdFoXLo1tygt+BaU9jW+g6YkH9BRU9DoE",
+	"L/tFfFN7t1KC8exdX1GYCZ34dMSEWhPK4gqeFCDcK6Wm2vVMkRXj2VQWUhukjUMUpy4fyy5OGo1dmlOg",
+	"CF+shPmCKO/MRNPR5By0FUJSBRJi0L/UhYGwx58jzUyUuZqLao+9BKH0b+dv3zBoq+H6OtSaFK8RgGv8",
+	"qLL5iOkJLwUb/ZmqTCQOcC4BuHVxktmFm2puNaH/nTj02f/91whnjIkA9HXnwyJqvbAf2D3JRlYhLVWh",
+	"ha9YtNOmBA/xz9qa/SMabpQwragyn5p+QLjCYaJMsWNX07qFjitXV3qPnXKrV0F4y3Oo9k0t3CuiuBG5",
+	"gjXjZe3uiITBFZHA7fpfv9tFIto8DDQF9aco/RhewSTcjanK6tyem6mrAg4TqUIU2Acb24OM7MdHe+wl",
+	"TyeBHCkARczShxNoYdTG8vQHK2J2mz+OPCgSDdw8hH8YNe18aJdEMVZVKnT0Y8ZXZUJk63IOfU3Q6Jaa",
+	"wUk7WqZTEk21nRuJLoKqtjo+eWqzSo4N4yWvzB6DhkDNykb/MmJTwQvNdA36jP8pYeJDKkoDfT+a00Ta",
+	"sKLR0tvcLwW46jmz9gmeWzqhUijGC1XMp6rWFPkK+hyFM7EyeGS5dCJykMFE3S3RjF/YY2+bGU15dS0y",
+	"N5HGmfWc8VLuGpTVNBW4Av2Nq0m2WRkMxrcCf2tQHO5vPPug5dDo1XcYblD3dOiy3vXXVDiptH31taYW",
+	"TNhfFM2Emj18n4lC2lsj3B7k9pCYNRvhcY1WHSSKxd5T7Fx5rlKe79q1+Y+Fy8XiZ9dYzJK5cplPuVIl",
+	"5KBb3bIacyqoXjontxdO4AKCidbjOvetpjTKeUwJ1w27HKEmoNn2b1v0Wvgwq4ucIPaMyH7b2gnbm8PY",
+	"7iUydduFGQjLDKn1oa6CScqaPT547JsTE1QidTv+VVyeq/RaGFaXgOy7x9768g9Nac7tsexVpWUuCvMc",
+	"59ichxo3l9+P1NMRxRHk2lmZtf2j24hC0cooFxdP1+6FnSolQJOfYuewvTBszIMGvj1ivPZRmG0Ttqy4",
+	"AbnFg3b29r9OL/6TTdWNSBa6N+84ZBiYAvV5IRgdX2GJSOoze0PT6qQVjeBT4ezJhw+ODlDCufcSqCVI",
+	"naLfth6uRCEqnuP2PN4hIi8IrmbGrcAf2f+hRPsR9c4lSFLoLr08d7PYnGt79KZp0HREE/OC013lI3r8",
+	"Yl6K0U7QJwpGcThxDsaHFJFi4XRgAoUyE8z3H4Pvmm7JbY4eBJD3vPFroY/E/ilXV6o2kePgBRthz1vE",
+	"wBpZe+SftWXEkld8KlwrimYmviI7E2nOkRkWNOCDQLDJAtI43sNHR/aKxo6kcPtxZuVZKXJDVit51tw8",
+	"uWYS1INKYN0ngDcE1VSHsWqqxTHB8OIZpq9h3yJpcuHDG1Et+uj0JEDHfL71eO9g72Dv8bO/Aa5qKQpe",
+	"yq3nW9/ZP2Ji5QSsRNe5zN54+5dKGavJQkS+jEZDjsExo8lyr7ShOzxQgxE20QFsyEIbnucNWSxEf/bY",
+	"W8vEXv46IW2PqmEe7iX95bxT2JNG3dypmEC1fODfeV2Gp6mqCwOqJgiTS4Hdu0SGeT4AR6G0sdwm8rGd",
+	"LVwNCwuGoLJu4VwsD/u3Q9AeZ4pVGNnwpqD4wFNj5XwhoFRvD5LdiYRPsq3nWz+6ozmy4zb9o60+Dz56",
+	"VRiCnA6qKfb/R2MWArpuVjl22oO4WBWYdnEHkqXfpOFgu/1ZEGT13oUuQtnbCh049hDBo4OmA9Dnk4OD",
+	"O1se+q3iq4lRcaso4K9k6ynOJTaEn/P+jzzzG2df+W71K69UdSmzTBT4xt9Wv3GsinEu0YP19PGAIU75",
+	"PFc8u1DqNa+uBL73/er33hUE7CgyiNfbSwFefjJglhdK/cKLOW0H9B/4fsgWnlgVrOA5okGG7q2t5//1",
+	"51+/Bzh4JI/6qcxKUH6lwdNPKDeLEsQFOUJbauv51t/+tuX+1iizW8+3UGFtfsP/RAL+K+kQqrtNCONK",
+	"RGEdAUHTw60UKi5k5sI0FnMQDAMhpiekb/lh0bdnxbDgHmEHXVrwiyqisnqPnZhGtVrUw33b50Jdqmwe",
+	"xFXYJeRPNuMvy7KfhPGS5tz7/u+L6xeH6hAAzX7hMe19VmR+ITCk53NzkNjb9KGNzHPQ0IyCiwxlVyf5",
+	"3ymZp7w06YTv/ymzv3pIvMgwBCAaQAd6swG9agp+IYs/Q5/e6ZufmJzyK7HHjqDl2FjeCOcvAnp24C51",
+	"A/Vk/3Mhj5rqTMZybIQo2FQWtRGa1E5ZYAotmqdueOfnQMW+qU8OYLrgTIK5uIfRx9PC9AKnDXnV9mjx",
+	"Jxmoss0zOfSyhCX6GWI3cV0Hm4NkgCOiPAAdXjrvIimmTw+eYg83TLfOEsQ5g8BxmfMU8+mWuPQYJwf6",
+	"ImnXlowGwAOFGHvgS7YKZ+NJltnSxZ8E7OzjPnUNTy7GO35fKS6AUPZLBHSOfBjBHSOfjsqG4Oim0K0F",
+	"QxQUVufp5GMUhKerX3mjzCtVF9lnJZKQlz3bpJ5WHljY7FcCbq9um+UE7Stvt6B48YfadJjGCxZZB0BU",
+	"dNNoNQmFy2yinKMTGkGHKUokoyzdqDyz8sNejoViuSquABuA2FJke+yoYITXah9EAT7HXC4cOZglGKDh",
+	"Xc/1tYPGcbfugkxY5uoz3KyP52w06EF43I7J+3NpB/D47VUCWv2xW0sX37cOYO+W+vznw69wWIsMS46V",
+	"9lofiIvB4bPrzMcepwOC37fToIKcFXYpJpIuaYdMF0LOgroADdrsLyPi1FP6kveAySAQAz6cbc5mlSqu",
+	"gMOau/S7xmUTODJGO8j0diP9JEGZmAph2nMvVS7TOdt+enDQfOsSQ3PQY3oy39ljR3neuObD5WKo8EZd",
+	"25u8ycsJlw8SC93wGMZFjwqkbMZue9zit7PC7co9uRhwHDfICheDE6lOAQu39mFdB6HTsWu2rQQ9l/DV",
+	"RExdfkF4kDPoZQQHeXsF4vEQM94ynKrkHyLbuCXuTtg2bghM9Q05kFJ9oQdPw1O3FKvw+JIABUHeJzZF",
+	"eq0DpYGmBKaRJcyW406VEJx0dIrCjKwYDcUYM8V+NqZ8W+TzhJ3zqTiXRvyf56aSqXFS5nkk0yeI3E9U",
+	"ZXatbZNF04coSAn5KvEkG/ul0bm95MQoaHtLC5Q6koHjxQcpim5WOCb90Y+J395t/xSAaIzCE7Ay/42Q",
+	"aJXDQnhZYlI8wderbI47SW6SJl3i+PzsFb0ElhtJiWiy0HKuUGSX4a5xDRB704f22K9wrYVFGHTSkGkV",
+	"u928717zOVW4eGcEyDJUnpeM87oS2kceW5Z5ABXdb5sHHqtCCFCNSXl5HtrlUuPs6bcmVM627dG6P9Pi",
+	"RqQWuCseP7JDFLZsnrtQUEQJLmBLX6MLAu5mboSnmbKJRLhlWoJstmL76ZO/0bCQ9bcLO2hJ64illdJ6",
+	"V0vTxBW2FzK9ngcPjdDjYU0BeVX4/K+dWAxkKe2LItqqNqmaAi/NKmkMNtZEekPdEirWwMJY1iNgF+5J",
+	"d4BvD4hKMAxLtDQuXmRk5zmySEhaoxaMx/+wSgVlHlIH/s7IBHH5DBB+REFKhYREBtTsINaosWsXcjjM",
+	"9VyY3a6sx4tl+dElJq3cp6/u+IRLHknahwV8xirMNx0oeVva22kx5edhDD2M53crKmdBhZRTn7y6XATZ",
+	"bOAEsZRPygOl6AC5UrISoGLPVHWNVhBdq5BtoXLXwtX7SpqrQ2OqSJG5srZLZRwPYNozIigs3cQhCgil",
+	"R/jJG8WgcXSRsSurQj09+BsbpaQlj6LS027UJzZkQolD1klc5Hhr8nO2Qz6VSfBy0SFxV5wXtwWwwqcj",
+	"6mLqqtAD3SV4L15LoltJnhZuWs9YWhDjscDiqiWokuYycYVfc4AdxibHoBA3nsw8hz4hqI9RLEOxTKQy",
+	"E+SagZIQaPA9UTN8H1YiNfVpARUzyFmECU/4jbDsCI+qWYEX/HKYA90MkB5wn9d9MEyXwyPivCLGwwKv",
+	"B2S0T8U3L2BXLkWnNy/YkLtmopWhhDPBMx3Rkly9MsTeQpdq63aCuYMtjT/GzGQXiw/NY3v9tD9kLzgN",
+	"Ib3nDFAdC0NeP5czqBnPK8GzOasUZJRSQqIDu1SlhMQq4tPZJKyBkYHgxwpltg22Fc3CJyNbiwIslcJe",
+	"dCLzX9im6lhVm6TxVfrwI6UvAmOSq2wn8LA+ZiP60Ht6ZbTHXstr4a9zu2G77bsY01ldFmGYioVWY2Ay",
+	"P9J3VlvTGWI593L+MzIg6Py6LvQwGryGIRGh5VAzu60h8VXKue74DLBpS7Y0QgNbOqDUCCXDvevvrlSq",
+	"U7l4DTlJTUWVyjPAeJeVNgmKNORZyph1cGATWWW7Ja8Im85KrzKnrHbE5mrKS4y8wfxRYPFDVzJqNYpL",
+	"WZDgPHrzYo+de5wSjfoG5JQiWslzhkAl9itF5jLbWz6wykOXAJa7avwHUsMyKIc5FkGxG3Hsdmsprhqj",
+	"k+aR/VMOtuag56C0dcCzNJm/izn4noe/EYDLDH3llxbWz/D33mDv+OEvvHDAVOu+0sBmDX/zH4AIM/z5",
+	"o7Jc42nM5l77hbVW8JIgttZYgwc+W+8dAl1b5+hDOKXh7/3sMLbWeuXU/LHGCydtlKx1aE1bbQXLyNfY",
+	"wNTUPF/3rXOP2TT8nZ8IIe0ViND1pkhSGKbp3r/XNA0cGbAbIrpNiN7g7p/PPYr6qYwqu4cOpbm5o5zq",
+	"4P+0rD4cfB9XH/yGQ4vvv5IV5SINVmSYluhMJahv8j3KRnvsOLiUrf7t0clGeEeXuTRMjccJE0VazaEw",
+	"ywcZXcX3tZgHLVn8xc1GAPQ12h/xshztj7DofOShU+sCwiQOaIg+to2uO5zje3znvffk7VDypoPLc5gz",
+	"WNE34m3egYLTEWFBjKByCl+wy2kBH1JYyINRjhBkRHucOW+dcfzFdTBxJV9gyFnBLLBN00LSB5yOk3L3",
+	"lPARjrEieEM5SPbJR5ow5xLflAUowuCZ6pk06QRRQh4wYOPug840UTy0u6gb2WR1fAZZHVhcwtuS844E",
+	"J4JRbMWMrX2utTC7gCMzFtW++OCgHaMm2MsPWDhCvhGiwsaI8qIXkDawRFAQTM1YVE3B7jbmRwMQzJ6f",
+	"aHsyo8S3z3+80za4rGgmYEgYdsGyora4cL6HrKoLTP9Ht40v00TgmGVZhYt0yoid0r1WjdBAF7TqF7RF",
+	"Xay/tJffhKsWzwQpTYekdrfKxQAOkVPHIXE95Fe4R8tK2C+OoFyUOmdh5fmOL1Zu0h5aySWUlskNm6k6",
+	"z4LymoQRQFnC9LUsS1dXgWkVCXXQnu+xhTkA0merHhg0B0uxAnBhdlW162dVoG/XrpeniDTDmxepOHrO",
+	"KLmFSSOmsQpUNsKdatI+/LFdIQPa4fYYwGASSJcHTEZNAjo5eF0no6Zil3MGatU+L8t912arLlwaJOCK",
+	"oe6GewSRXGiZWmFazQygo9vzcFkn0EtPTsUee9NoCJrlQRf5ErWp3cBZVCqV96tgYNOIiAv3ZBoXNveT",
+	"D2u1XhhwhXq0LLADMAI8VwJjfXCVyM2/Nz825wXbJvrfsUzSoCsg1W+0pS9ZWzrFk7UHS4xtLRuSzPev",
+	"M+EtNMxP7a4sWYCVaO2jBixKVgFefl0Y3evr/QmH/Ywcvs7Fg17fB3DQwIBDvDS46xsfTY+Ppk2gD+yj",
+	"oY4I0mhgiwWPSNsFAs+GHpB+7wLQyEO4GFrtYTpuIpj7I1hk0mTDB899kjsUt6hvyhvPwlfnWWjx+4Pd",
+	"kvt/uk4pf6E8yEUM9vYF/F033ZIwqQpSHN0XDxFsZya1YBEBUSjzHsDZR6GL1IHEk/JOrgrTAIVNFei3",
+	"VFqRQ7w2SNvECbNt34WrgFoDDVol/Ivwep67htzKTJYlFK5vQUKtd48v3Ln3e98OSd5sBAXBdH/2gmLd",
+	"AvgvJgMUyatpm3GfvJ5slXVP5Sz3d56rvgmeG9RGpM05yx3Z7ohz7l476G4e18FBtAm+2crnpwyQw8n1",
+	"pfrK+PubUgSQOj+BIrDsMBuY4gV4lLK4QjyMxt22jZY+uj8zqVN1IyqR7bRTwuK2NMVCv9n0qcWsjM8k",
+	"q4JoZJNdMcRy7/FC33s0xAPV72rBqxQAcvilzCHRtIOrzzGigVW8/gNMiykvjEwZfsmBsINH76quXEGr",
+	"a5JI/UPayHFnwdfgIxJje/SUyAIMu7AGa6IKoU0+ZyN+wyV0H3qOcZJRvHDDZRXQcOcw2nGz9vtno+6x",
+	"O0s83BPfRIjQ9ZN0BEMEoUrC6a8EE5k00GjqvrnkT59iNNDq1UZBPC/MXRpXgkD7F+NdoYELlrLU7Kwu",
+	"CllcJeycmgMl1HXWXpJQ7U0xx+VAnbOjK/zE6BBLG6W7SNmJ0Q7KG7AXIS+mlf4DqOCI6W832JfhQ/32",
+	"CnP4tvr8SfbpbeAwEWdjBX8mVvC9JtEk/ZWPqhDtlDrLvxnm6lK/AejxCbkoCeO1Ubv2SqRWJxmUEajx",
+	"+DDs3/vu7LXlXMx46bufPldWGpbO9tVxzqdihDPBs3tiAx/gqVegp13JG1GQh2O124edkwEQtPwNc3Gh",
+	"uOYuuv76hgfAnO2nqKwSmgOzX31vHsfOVV1oLEd2LZQTnzm6eEPDMCPKsR05BEdq07odvXV3ni9cu/2u",
+	"sI9m9Xv2f30Jrq9VXq+vVS5tImaDHGUPnYsbWA37ZNeL7kTDC37dKnewUo9KHjucA9hXe728/5ip4cq9",
+	"qfag16YolHlP04lY1lTqI75s9cWd1UZgfHITwBEU44suxQfm35LXuod5Tzl0S7RsN+VGpszZAM9ZobAp",
+	"IkAFpRNhZ5Yxa33nBE36wVAJDmT/mmq+Bx2/QO9wPEq2P6pMpGIcBtIidK1Deyf7VRz3UqRqKjSDOUbM",
+	"Dfj7V2FwUDZzywYradUbDv5EuZ3Q7KN1Jg/NuuaPbsb9xVoSCfsDerNCJwxVOjixqah4gF5uv3dIoKFY",
+	"IwdtY5GTncMP2A9SzrW9wffY2cX5aRMB81iZf2Oj0vwB16lXl0aH7O2bf5y8AmPjpx+f/PD4h8fdr9aF",
+	"d3WPGnEiK5YJ7I5bGHFFrcwaP3sUwRkhzlwQyvzxGdoizeSoC90Ke+T04j/dMX0SU6SZqGuX1ym7iJjC",
+	"XoEbcfVNWSjnAPUX0uzHiUiUAHqPsAsHicgm8CeFHgQIB9MNXqL8OhA+laCIvgscOE36S5CHjf/VcnG4",
+	"LZ+3drQ42z7RGDy3ETaf1K+7eBwPGcxcYvzVOHZH+rrF6c7gWJIG/IrL4ovgd9fZ5ivm+Qa9bcP9nw/3",
+	"I1bb3QqAW939Whgji6th9z6O8GiB5ecedW3Ki5rn5JgkvI0v794/d1vy2fO/n2nPfe8OeMPtn/yu1w1h",
+	"3XsA91yYRldvMSS2NbCXt2MwEhzoccwUwxZ1UBp+evGfCIva6hr6SLtq3aCvfuA5mXDN5JfhAWlFOu+S",
+	"+e/TEeImOcAT0px568g+lWdkI7E2rpD+dlj3ICiHuoshaNLTGgt7PGAypFG7ZZ3nLsmLbVMjX26MmJYE",
+	"Zh+EYoycip2EVULXUwoX7bJWuhhFa8M8lULNHMB3DKltj50tRmutWHfhsm0fuqW/vG+iyKMd13gfY8jN",
+	"s+5Po50ghX/ZbjLV/MsIHEES7bDUTwdvjXvtfcgbvekTCQTLb9gRjZgMAcItOxVq9vDCoa6KXcv3yE09",
+	"IeHaxDLBIfNNFtQYqwt8KOgmY2mRlg5o/hj7DTEjh2SAQx9SyvNwomH5+YiIiLJ9XRUO5kxRBdaXHTlO",
+	"QMrS8jfM/umMJEtaQVpDm03usiRqMMdjncRurnrcIwElPdLU5M6+lctCPPcVUMjfhFSWBBWQSWdGefB0",
+	"V2Z5slS6EZRziBu7+wkrxMwXUnpkMwAvQjwzLLQcYX+cXF0xNWbcVUA0JTiGz7UvCukFNzrDbXutPs6I",
+	"Sj5lAWezhr/LIlsb9/q1unpVqel6b1yo9Z5/a8/wQSRosxtDCkADtmGiMNXX6Gn+pEWjPBA4QS3Xg0aP",
+	"dMFLPVFmmN84wGem97yJl/hyUtS8EbbZZb2h7ynnxoowOeVX4pEG8YqSTv4hECuTAALRplGzwlrEiC+L",
+	"Tch4ZSUntRJm2EvYyPRaGLb97IDgIvUOu7QnjFeP1G348RTFtVaMs8tKzaALES+guRjMEqbnqxaow19T",
+	"ltDndD73u7kkMNubegIfG8umJ4rPU022JLRo4WaylWwVfCqaUz3Jltw9YSedKf/wWhRXZrL1/PGTH5Kt",
+	"qSz8fydLfXYewmbz+9HVnsiRkb0T7cnvbcRFX1s0HmHBj/SuIKvqvTLn8zXkxT52IupJy6NkeGLPbo4k",
+	"BXGEyLiqYiPH+SPPrQhsO7Y/GpOfI5uP2Pbjg91nBweJQ/Jlzw52mrZm785eO+4KJU8jSiQU86IPvREG",
+	"8DPA3xXKsInK8WsLUgDULFobdk9XRT5vre6RxgE1VTjlc8ql4YYWtgI3z7HPEW71lyJT7t5j3t6IFd5y",
+	"3FrY81yOBWAHP6iXfOHYugB9kXacr+rd2esNmM+X7Pb+qeKFIc0EFRPfq+1zEtthnkA04HgB2l4pKqky",
+	"mTbTZaqwwtm57zTFJWUFQbrqhucgjr97dtDoYZGazUedyiE2YLyq+CXWbF+L+diKO2YmlaqvsL/L1J41",
+	"NYRG0EBumgnYiTUlqST0/+305U/Lgvac3yyK2e6Q4TcnaAcGJl0xzCAQuYcXwKuClJpbNnWL2IjfLzsB",
+	"20TFrD/eB3Y6NhL3T50r89cg+9qKKidT7Ftse4RCbIQycqq0YZVIoV+EVS139tiJoZoDHVFTmaoSyJoQ",
+	"HFp5W20XlG3UPkboJPR7RTfWFVxlqKs26uxzxp2S7nUXbOXVWM2SBDoPlXj3tIZmV8bwdAJdUoI61sDa",
+	"xg/Ng88/PXg6xOj+EsR2stSbBEBsYc2HzB22vRoXj1sVomOellB6pyiKemrJHr9uiX7ltI6WaMKZOuMW",
+	"TVjiYgDS4PZ02VkCU/5njVVjNGf82lbfRq6eI+YSLZIV2/bN4NpzOfTG6CPtjATsM68bGOOdrhk7cm7N",
+	"mczOreeAU+bnfKlULngxyMcCR7//P6W4at9v2I3JfkwWHAvuFvskx640kCDwzY2v9q4U+66bBbb5QbV4",
+	"w/v6HB3RNUBJJs99SArjUB6OrB2HwkwW6lXU0UnQtRG0zEbBYl8WFGrklrGuULTDXHhhBUORz58TRkxb",
+	"8WeziSjoA7yq5I3Qe+xMlIJDIbQ0bEbmAzdhV8O6GMtCUifz5goC8HCfUuPm2UqPaRIRoeF5V9A9EkRH",
+	"+Jil5JqIYWE3cJNSs4my36u2C8fgG4F+IkQFbVTZLY7Omzpsp0C2BdI55tUk0XJ/tq0VXOw+Qy9IlykU",
+	"Lt4KgCsui53ESy4nJuwjVonMpC65sTYAS604ykNRp8oBkm6PvYW4llV9rahpK48sV9TJjYAgIwJBlV+K",
+	"PFBlvziALftauf/TMbMqF5oklw8KuYBtjvenqpBGVZQStzoYXFeV1bcn1kqxkxbFlb3UESoY+ASbkhYq",
+	"E1isAPc9ZxOpjarmbCaLTM0sQwM0XUIeI/czvxEVhwaChVHssraqu95jr+j7qZoKNq7UlE0Er8yl4E0b",
+	"VKycwpEnKs+g29dUTFU1x9Bv4afV1h8AHWLuW5YSqh21KqkEMhhIMFWJuFWKu/lLs5lrMz1+gZJnFuDY",
+	"wURyMmhhI0njKdQM7LKpLGoj9CGTVwUsA7af3sEbxG39HjugJtnQ34We6bKF6Odf8Psti8ibLbIw3z3Z",
+	"SqxZJ6fW/nx8cPDDAdjH+N8H3qKBIg9RxWy8M2HNndS0VmsU+Ift+a2Y4RuViZOsy8x89t0AKxP3Kbrf",
+	"KwaHN+Obk3EjoAHu1oAZvCyy+PiHPuxZrJzMyyK7g6n8CDzIZjIzE0th5OdvJpJOlBaFA/cmspxYE92g",
+	"N+PxkwPPyf0zxrEo1DuQxn549vQgpLHHERq713t0ifcj9+gxyU0nJ6GPp2O4zZV6Zza7697fXGto6dFe",
+	"h/cpPhm7Tr+LX6dW9sRSrJZu0n26Je/+Rk280zSQ1qtvI6K+j7mUPjcO2nDNXXIN7e0y9zwQw+Qq5fku",
+	"5UOuZBvOcnk1MawSBMzdZJSNgwYTUG4RKoVlpVKh9XN2pSpVG1kInVg9soTSLpnZLXD64vHpO8zgKQE+",
+	"ORc6ymqv7cQpxfY+m0+E4/jYx4r8um+i3YQlXwhO2BN+pN0Z+024TwLWhpt6YBKtXUmha82MqKZWU8/E",
+	"B+Fy/hU4Jm+kHda7GogX4UqAC2AqppeuazG45erx2NpKqEwInpsJ45ppYSnWmkh+X/bYWyBcVWlmbUxp",
+	"APGZejZjbprLxYDm75ry6bhVM93AOb/S7FJMZJH1XTvnuCuf911Dk+xygNLe4wFvrpo75dVmexum0I5m",
+	"7pxXUZvah19X9DsjPnVdj0gPgzcTMD5LezVC4MIqa/E6mpfw1hsY7h7JuBmmq6rD0nG4hL1vpi9XuOqA",
+	"pPDPMYp6emuK2v+zAG/DX/bHIfTlCca7lPFzjzTLlSqhytTpLEenJ4g0DD6rK6ud1FroVXR3ZGeyIi3C",
+	"PsdktjQHR9eRjIPCuVWGp0U8ZPFBa/19PNGcwEau32lhUxEyHoLMODJ+MC4cCIZZKgfWgOLcNRLRScNw",
+	"LjhkiVj78oKJUtfAuu3lRvWhhiT7gem+HdYcAnn3VYPcfbJaIurOGuHSOILd/bLpjah0X//ZkENpuhC9",
+	"hTuQXkYudJcjlwV15HRip8y55ZsVnPkPmsk3zJRuCzr40W33hhfvMrVskQ1vPB3eEwfOxKW9u3Zlcak+",
+	"DFBU8aJrrkj8jGal0kb4+r0Ws7XhChImeDphPi+zLinr4t/O375hXEOOq7wR2R57Ce4NOyKTml2LEvKG",
+	"rcU1wmH3aPZ7v9UHB9+lPyt1/YZPBfyXGCFaAttGzjTV/JG2vEr5tPijzHboDpea5VJDrpmeqJl9SGnh",
+	"ERcwAQU+A6XG2k4lV8WV/d/me6o2l+rDI7sKy4tSFVSDIjEeXZhDlosrns6ZLvi1eJ9yjZsK/fg1BZur",
+	"Kc8lJL6MVPEeN+g9YkdkI98BZPS2OIefjumXnT4b4FfcqxM46Afpq70IJ5DPGz0JfVB8Kti2kJBSM1bV",
+	"tDPjdkJH2xm+fTogYhnMgMj1koo0w7zFrinAM+fwSHcY+RPJ6/BsB8E5EI/hbmy6ecclst3OusiQOnZJ",
+	"MMOOhfIYBMQa8ljPtRHTvVxdxaQyfG0fxcgAcYzPO/0DX2vLWydGteFFxqvMCT7NZpU0RhROZuPLLr0F",
+	"8mfRA20qXmhXSOsaPDZgNq6EGhL1pEka0S6KG5GrUjDxgacmnzNAELVDZ8LK0AoEHFIyaRujhI1ggieZ",
+	"/6fle/sfKoV4VHZk3pnU/gGjPPZfqFTZf2Xc8NHOHjutrBwE5HI1pj+DvAkSeDJalJX79im4tXhq2BGI",
+	"YXsNwIpH/3X28sXR8cXLF7+PElhE4VZgjRH2wq+GoFEoo3iqoPJzbES16ERsrodtXORb2P0z92e/ePz7",
+	"L/zDS/x0p4xvHn4A4X6fEg0XAesZIsqIbJERNpKsq2vTVbt0NtRWBgmzJ7cXZhS+3ZfFWHWKNIdqgfLF",
+	"wQ2hnPlVXJ6r9FqY59jelZtJwnR92fR5nQqtYYnzUlhlze5dkQpW1NNLDPhiPq+up/bjOSBwFRmbQcUV",
+	"bsaYT2Xu+p6kHLOpg+q5mcxzpoVVWKwCC4/PWSFEpgnUzO0LyZmJqMRO1M50AVu7Or+4E7s998hX3YN2",
+	"WHhue1nw00dECz45XkoPYfm1DuKFx3FesOvto/9Zt+vxXXlV8UwQPkAzLbhaqS6ojSBHZk3k+t+xNxQY",
+	"U0Z8MAzK5jXbHoXn/wvyy2gnYWPAQXO6MFI+FO80a9MIcIJoc1iGLzUbTUSeq9Eh2nN4W43oZweowhdZ",
+	"EVd0VVkD63LuOz2r2rArXmpKxh+ldaVVNdpjR3B5ckjFLwqRmoSVXPsMKa2qBtXFT85rt/bupk9RYNvI",
+	"ohasgjQRvJilaRQWUHq8zDjEHFmYsUu2hMA52H12Wg6uHF9GHAItikyzUSX0vLBaivMQp7m0UqYSPGsn",
+	"eOGxhsL56PSEXYoxRv/zuZVDqgiLpqgXy1FtJlY4pR4THXBVBa/sRqtrASANLs1A5XaOKKBSpa6lSFg6",
+	"Eem1PXscDe1xIMXn7OnB46YUl0B3GnGYsKcH37kNEkxV8koW6Hpz2DmESeBqNMDQwk2yLx80Ly88GDIA",
+	"zcavA48cmu3n1mCMob+/LUURFXarvHnHywTlLhZPUgAmwwSvcomRakuUqMedvfzHyfnJ2zd7J29evPyP",
+	"vfOX/275yyh/77SorsvMxCX22bklN1babT3f+u//Otj92+9/Pk4e/+2v337b6/yv/7W12ih9jEJ9IeEZ",
+	"gOYBqtOFQrBlYnNCRJJWyY5JGCd/xirP1WyjoHVcUpZm+y6oO72X0J5FVhwSnA69I5ptO5efrktR3YCb",
+	"6nIeRKP1jpeosgLYpXSe5oKSORKGPnyAZFI8i5szvzTOls82ZSiYY19gubV7G2/5XcaWW1t7H1lCLU7Z",
+	"/7PlAvxrvxJjUVnlppuJjlVtFbSZ1SHgcVLxWtBF25BMGkaXdcLOLk6BU1guuAajBtXAhJU5n4tKJ+iY",
+	"SVVmb3sxLQHSYQfrLTjEEhRl9wGm5f/U2ZUAVcrISkwxZ7qK5Sv9JEL+O2tWueL+/CVclMw6AmCLftTb",
+	"x8GSj6qeaiBA0PMvMkjkuqY0xtjdrPm0zNEFEkV+eHyQ9Bc9rSh5eiBpFZxod385emIjsO5SYDX7uiwG",
+	"PoX8spKgu2j7V3uLOxTebewVB5S+Q52kvGDzEmWm6jxjmaI66ZnUgn7WEcg2whGwk3+OGfUN6Hklghrt",
+	"JvtGVJZnU6scBa0SVBEr9gysGsz8b6yxggL31uSwbzJRVKqpId9jP+YqvbaKb3BkOBqZLM2SHWIE4bCP",
+	"VZXC5LQw0W4LshIBM37RQvWekOeWNqkHeu6U6FNVdChBAKISXD90W6zWrO18+ovoy2b6bbra4Gl8U5B1",
+	"S2R897dDpNrf/rDvZO4KS7Cln7Y7UHiGcxG0R5r8ih1ZyZD054b9VLkIfi0uHaGdwx9TAIuPryGPD72Q",
+	"MxobW/jMrDudAURDpfY1LR2aryvEWEaSaxoGvfDwKlvJFiFMbSVb53WaCpHBX19BQ7WtZOtCTkX2tjZb",
+	"ydYxXfODwOji22df63So4cPA4R+dPeJHTgGbu8kgCQJF29aEeC6zzmQWujJF9uO8M4/k2cGtp6QqNuFF",
+	"Zv9VG+fWj5c+ds0Q6i7t19dDuBs4QW7sHF1cXGLzh66pjCs1vQO0go7TcxriikkYdW9ToGwE8DZPVF11",
+	"s6AsUvGzfWIoAMK//vB0XYyNY67FroTyK2nkjcAYEs1RZglVm9sPJc5vb/Vq1LTssQp7uXWt4VrMZ6r6",
+	"fLKngntoSK6BO7yNF7vHxm3pCYHagnVXH23StlQWLBAf4MJuKy+3kJQLSVVRrQaKsT8v1ebzvt03rP1l",
+	"sTZqOgFXPNIPy+6WUFc625f53UD2AtgjTItcpMDsSPXMFXOR3yCrfRlgxC8eUNU5zGWF92ZjaGwMjY2h",
+	"sTE0NobGxtBo3RtdVa5whW2UkI7m4XZ3Hlbj+JP+dZKt7trhgCh9jXgDydOoGp5s+3SLW7SvcDi88fYV",
+	"bhGfbd1puPhO3thADd99L4OQYB+QmfYxuNsdfEZlTTPeIC5AIi7HJFFh9Y49dlRQ9bdrhu/66WOdkVE5",
+	"aAEQZbYXDE+vCzXLRXaFwVsXgq4gSBeElA8xtC2bL1P5pctSrYuM2rAsNG2EeX8ZvHz3kdul1a9oGuYi",
+	"tH99YtFClsGmmcE3GXxFqr1rYbgq3toSh5kwXOYfoWLIoqxNYi2xsjYBOiCpHii9VukdL3AW37L2QVvQ",
+	"r4NgBah9cKON3Js20mzyPeklBIGBZbk9rOcqdsh35sp4seoGSl4ah54v5LE8CapJguCb2H2yB3bmGKex",
+	"bsjgwopeQ966AaEDfP6XVr7YAyAU4OpeqLS2elc3ewVbu7mEH5AX7VsDdsCSjEzFu8LXvnVgecZ45R5Q",
+	"bJb5eN9S6rwnqbWShpJRHVNiQzK0Iy55eq1ZXbqYgUgAJ4Gaw2P1nsTHEjBGgsVWwqpDYDNgtbFRLu/V",
+	"Pl+XTcmbf8MaG5rKwdqC4ciu4zMRDXdvKIQLg5Wu6i5MZ+UzeD9FbufSpLHtZF+/tCtxCH1X/ckHqJ3O",
+	"lvUN7KwyRy7QGXftWduog4oq6dj2KFBasMOeyEYJVMpeFdiSjl3O4R4aBaGJ0c5Grn7txs1dCXOQlfco",
+	"zrsspLZAL3Ne9HSWA7AucNZYQS2Lq5Zsp4oEZEUK8XKWyfHY2S5WyBMYhAAgqmC9iO7AQZbzyhxadoVy",
+	"2AY+Z1lwn+a8+Cbktl3oULEN5ffTklfi04lsO9/OPPycbxTOjWAcKBhdtn6D19g2ClHcPJSArPjsttYr",
+	"CL9FE9ZqteKD6bFVz/jsazVX/VAybZbpbrwO4WF3cSM8vjJrFU71Y1iYsLHwo3sVn3l2TrbKuts0hYhX",
+	"mQsTm1CnraryjKnCm6vOVoXOAWCOqjyn/7ylFfo5MP3dKzR9/D7EMPXq48Yo3RilG93rUxul9yi1Vyph",
+	"KyzVY7R/Vgj4oJiSAMJUIdY1PL89UT3AFoXd3dihG1n47dihn0AYVmLXOX2GG6XeTaR8P0ICl54qbZ4j",
+	"ZFgS9uPJuRFFOvea188XF6eU/NAbY63EuZvdVxtpDda4wi23kTRfg9FaNQd6VyHWDgv1HzyXGV+MnyZt",
+	"SzSi04B73YVRW1inaHRstyFYrem627Jc8T9QdQq/DsHeCMjyu9JO87Ni+vvzxTfLw2VvQqkbq3WjqX1e",
+	"QvvY9cq4L7m9QjGj/teDmlLTBF3L7Eh4wCe3YTkZosFB+48e5euUpvCV6l20PEA/7oHUt89sxManbjXd",
+	"JvF7TkyjUfYxP6zbQfTzYjrZrlWEgNnaWk8Dy06JCWx7ogzln+0gWj/1tpF6Iav2MKjSZdhHDC5USTU1",
+	"DonO3pqAtR+DWD+DkT4Xtr4vzYpWdgQ7OaiQBVvuqxl2hjMKdvF+q1siU+1XpZAwHrmap41OtdGpvlCd",
+	"CqXQvcjzYdrUPonfnuw0o6irCTwY068eRFzD6Bt5vZHXG3m9kdefTl6jsvoJBfZKcd0hpNk296Xl9IvU",
+	"LBdj45taPoTefb4R4xsxvhHjGzH+KcX4+acX4qpcpXIvTw8FsGtapSqWKYGc5pwo0rC6MDIn8BD4Y9MR",
+	"4gGEuyo3sn0j2zeyfSPbP51sV+WDivbKlPvY4WwAivNCT7Sgo9BEafPIxaQmKs80oFOKPIPWnYXJ58kC",
+	"5msmK2zdGQdzPjPlqarMa5zbEJhXmlSIcypuAXNqhcmNgGA8fDHbSrbEhxLC8oOBS2kuDra0tdbYfPwD",
+	"0SlR91P7myi6ZvGlR/HCA+/r54hbuxGpX6B0AxDrBSFyR9gySYc2eqSvO+XUWFWM41zUGK5tO7eKEgU4",
+	"KKHjSgjX/Rmj7wTDPVUAYLd9aU+QACdQXkCO80Sk1zvwZ+xvFgD1mplMBZtNZE7EHNFFjwE0NmSJr0oZ",
+	"DRe2QguFHWIzXhjcp4dLkQon2a9/whw3WudG6/xS5TLwGC+8bL437L1G3dz/E/4X+2DCP7tdCmeC9Cnu",
+	"WM1SOwjuS4HmPshpo0hcoMsgljYBEqdXrK7C2oNPdCDt0ZLuuQHkFyDZ3U53y/ZfJ3Py87h7836dCsOl",
+	"ub/HN2J9I9a/8PyMRcGONH2v4h1qhfb/tP+zjmg35Me7cSqfKkg5T5iCp3mez5my1rXz7Tr8tyt5I4o+",
+	"h0Jb8K+S+V6ly2D8DllP92S3oO9u2PDs+++/+z7o2PB4SMcG8CtU7kjdJn2NDobNrbS5lTa30td+K3ld",
+	"Ggsc7tXsMBUvdKoyUe0aMS1zblb7u/0rbHs8npbiaof5dxNGTaB3ZzKzV5UAnzbh27WawVt+U7hIVbQb",
+	"8Mcd3xd+4As/1SHubz858GsFfc6od/02lpvZudgHEJ08fKKzjdVic/vPAzN8eZ/6vMZ+dza9ffoaDDZE",
+	"bwLiu08HLXo6rWkfGfzQ/pn+7exvqFC1lOm6VcEfdKpKEfQPQU58evC3Lt/qMvls3Y/ucc5vxCsQIG6g",
+	"FR5Pt+CH9XZG9mPl/D7zK39zg/f13AAuiLPdg97D+3+6f77hU/EXSohcGLEsK17A3ztkhZMPaAyCPFjm",
+	"ffxClPd7b1g7NTdAyJ8RuzBczcc6AjfX/BpyCakm+3Lk05fSGgSZ5p5FRQfixZkoc5526wdgzAbKgOVF",
+	"D6xwqbI5m9baMH5VCdEFU/FliIPfN+rJ16WerMv+35R6Qnz/sPrJKp8AXqb2yecOacd3WNZsm3wCbCqm",
+	"l6LSO14ONbknmlV1wS7ngcdOJx5yUFYuQe5yziaCV+ZScOOBYmTFbkSl483R7QzfwBruuU9Xn5WNu/vN",
+	"mMsF7bcjRiKAu2mPpfe1yMf7ngy6YygX/NoFUKLNvx9pTF0CBAN7lRqmihRRoSAZHl6eMqMQyRi6MLRo",
+	"O2Gy0EbwzF56M45tHsaUVA+NPUtRSZXJtCHbZRK9qOTVlajORT7+2a/qnqnVD3QGqeFdhOtnzQy/FsU3",
+	"QcKWbNCAcETiN6FQszsg6y4pu/9nAVGiv3wrxm7a/vda1GKx3IMy95ZT+qhKBOtApA57Ix6ilLXEey5S",
+	"VWRUNkhPiwx5IniDiQLTmNuVIxq63spMTEuFGIjXYs6mwIOcVcJUUmTU9d3+Z10V1Oek0ibs1BjzSq3R",
+	"t/YXv/oOzRM3+bPsUru41hUqZ7BpD6dxfsMdsTees0Ges/vuVqtFWlfSzO1/7xp1LYpVCurR6QnDB0Od",
+	"Ev5CNRdXQhtWVmIsP9hrvZmITtgNz2UmzZzNZJGpmYPNcGY2fuaG57Vg0ljlBHpxQ3oztNqDjqFlzmVh",
+	"BfQ0yH5GMSgyNhGV2GMveTphojDUHher9UDrcLH3G8Ehdpj4ROywOxT+zrwAZSkvmJ6oGQSmcYZUNXgm",
+	"btQ15GTDrvBKYNW4qg2ri1xozWSR5nUm3JP22qhqEdewj0p5gQexbjr2KXo5Bj13Lv/AZ2P+P1yImtnt",
+	"vJzjBV5rUR0ynufw94qqH/mltndih7sPnnyn13b2LU3rKNeK5RJw6MLN7hq4vd+tsTMx5lZLez7muRZ+",
+	"7EulcgGY3ffpaXRn22XgvC0EK/kVOH4aRtvEE3sMpGabAvnoxFpMRD7pwMGmV/ZozweGFItmAqQyXtZa",
+	"FpbpL3l6LXzhBmIvWuExrvOcjfRN+r7k5v3IiTuqKSPNUhX5nMqZ0el+LUSp2f/U2sBHzn8+2n3y/TMS",
+	"twkrc6h5Y6JIq3lpoM99SWlsjazzkoe9BD8DaV4iC6Q0ejMvIeUAdVW7VlVhzV2CtttMUnoFfSESFv0u",
+	"YVoxTntjxScK6quKF4ZNVQUVMORSFZVWBZtNFJvyzMp+VLPxXdmSRYKlPM+tdWhFkneAwCypcrsSqaoy",
+	"vCxwC/FsGa8zCSFomXepx45Ft+5TL3WDrFBKrTRbuEB5llWWuCphpSWk26HzZvFmJddxIWa4iw+r2eIy",
+	"M7+ZXY5UON8Z12TMtKvsscjT37cJm01kOgGNQBm4jAu8g/0l5Q/0cxeZ36Q2G8jKu5XVwxTb/T/hf0+y",
+	"3gAw6gzaCy6HZK4ArhP5QRDUOUg49NiGvqyg2xYbV2qKDlos5jMt5wEoT6BApl54jWXB80MSrlaO2T9e",
+	"i9KgYAVt1qtBzkEWCjZUSK2A5AXjeSV4Nm/rTYS1rX3LGQ7XlJ1Vo9U7nZ6cGLBWJ31BnF/ChgDbMs3H",
+	"Ip/HsqLtsIFMXbPAEA9s60GUsl4hlbDC6v5Fe//3NsHcaGDFbs4D8HtHQPeYqNs0V2hdlUov3aV5rmYi",
+	"c3eqAE9c5B51osBh8gL3QKcmdzUdMjWVxjLCWAp7aVltzcVT7AN77I2YhaOHWpb2fCXW17L22NEic/PC",
+	"3o+XgtUQe0YNNJK3lrBLkfJaIzkvSKCuSPYd8fLda1bt6a1sFAXHBGXU1HZgxQE+qPq0SiS5gyXNbuMb",
+	"/Ia0KaTzz0ib2kf7sjvA8kKATUodZdCNB9ZpIFvBBxcYAiikAsvVslzclCbjANQTbuzGuBZToKY4XHVr",
+	"VZK54AR5pQw3KMitGF2YiRWibjahuxBULu68iFbwJjHpCpNNrTo4gg+/L5R533xn1Njg4Gm8tdl6Bu9/",
+	"3ioWznG1PYiuEJf1pB46TPr1NkU4n6gZbKrfYR4yV+PDAgb51PJEQYONnoJOSthbWFCjpTEOjg9rsyEI",
+	"ir3OncYms2TZs0KipXGqJC1h41wpMV8duqpUntGvGtAJZ6pCG4wyIVQRsRTJRZYL3lLfyLSyi8waYSWc",
+	"JHMLCaa/rAUOqlM4g53+vGXHeq4ku1S7N/6wgsDSCWjBdYEqX7YRLXdj7QENfSp9xN6MKyKWC9co3rI6",
+	"sSQiIGWp0iZhuk4njOu2gyQhIenEA/JT4CsHECbC94f7GdI9ylIU2a4q8jkwOI0IkUH0gRMFWlXCp5QH",
+	"HfOOTk/22Dst2KUYqyroF6xS6BicHRkPFYLNmcBPpIVVXxRGkKCdnvvoRFq1a07C0PJGM6dK3nREIs9p",
+	"445gkz9VNNLN1NWhixvwo81LkWD5wQc+LfNGW0Ky2fMOZZ7n8PSgiCV8HFT8jy+jcBOn05Oaqdqkaioo",
+	"jIr/MSyQis9GC+t1nRJ+45jLvK7sU5ko5DpYgm6qoNc6InPUB1M3ctqJdIjPbUWBCaytsmtf3nrYmg6g",
+	"2TNY1pBga49o2ERf+6o5O8yUO7oB4IvLuate/Aca0KC86kByl0oWphVgLdTMJUpDPy5uxJUVmtDZFAw+",
+	"gy5D3RiblcoFJU9j0gRpb7Cb9q5w/v/pHjsq7BaZiSgMBRHI5Tflc+iHSm5Aw3N1ZS1a550DysRrCLBJ",
+	"LNvhoNZEnU0URcpgmKgkPw326R6Zrhmmi+eO8nzpEL6hbG6KdbeX/3G8YjckzhxAm4PYwj7ZEP7SBJOF",
+	"3KnLWuaGySLxwN1TXswhHK+BFH38HlJ2pGZ6am88CtVXeK1Y2rXiN+sA54XZ36dPQuWij0xh+74d0qxo",
+	"v+9CbOPWDS3KB+oDOblEeUBAmPjx08sL1if/nTutL5HldhEWMtJhmuunsRxh7aDzGLp4LNQArAMmYMn1",
+	"HuED7OcHZaMEf8fqjsCHEuSc2N16YCxVlXcW7KGAa7zLG1yBryI7ukKeuDuR1edqgCf2/7T/syKFpMEQ",
+	"ALoD1i8UpquB8NljP9ordFcWgQKJ/9JG5jlDxGejmLtXwXewHL91aqj7upY5AOGzXGmhWSWvJkYfsqm6",
+	"EVSwj5e0UVSChYOSnRNHMiDBs57xfwa7dM95G9RhpK/oyjM+uVk2Pr+7Lde/Nw5cVatvhl5IxISQAjGF",
+	"ci4j8jmTBSR6gAqCRmD7DkM+cbYVkwaYzfntkLGYpd258/AvMXWTh+FegzSrKCNzTR2HrK7Q1hEurQXa",
+	"cOv96TldGR8fLwA+ncoiZsPVls9LZXEpHjirTYbHN5jh8cD6jdHlLngTBqg22Krn/NQq1ABfznMUtv8/",
+	"e+/e3LaR7A1/lSnVecvSKehix8melerUW4qdi2udRI/lbKqe3RxzCAzJOQJnsJiBKK7L3/2p6e65gAR4",
+	"cURZjvlHypEEDOba05df/xrUEJBiQK6bsgJFdSVWH3pisBnywXngLDxV6rFUwYGmmFbOmko+CE+FEm/i",
+	"jpwNIduWBNtz9EXAkP5QggDpQ9ZUl42dvAgd2Z7gvUWnRNkLflRDUWo1djrapixKmyffTqUKP7tOW7cJ",
+	"D84P/ucfl8f/lx//++z4r7/H/z15d/z7+7Ps6bO/fPiPgw1CCb/GtR8tjKpvKG67qC1oa755vmoQ/3P+",
+	"z3+a09/fP82+ed7Z5U+tjibLvKyU7lmk7kstVYuy6b6EqDVVoqGuLWXW6oOJsg+PP0pA8ySVgIZxoESG",
+	"yOZLTKUFOYiJtG3B4fSYIG9RyFXcmBnlDBDSLmaEhTCyZ5G5EXOPDW4n0V4wEfNnIeawkESrsTqyEffg",
+	"6F2Sp5uR0aYz62PD6fRglDX9zUah1o+nqMvWdjNGgsOyYS/Djxt1MRGaj4NAb3kJVznWu8/FlNt8QiwW",
+	"pVv3fdx1hbd+cQ7vU8Bt5rf/OA1Q1x7YBmlFM9TroskLShxh73q1RATdtMUjAhchOfZeJaE3t9GE/3jd",
+	"EQzWLs1xZ9bx0sfW2MrthQqrmMWZRAwUL6fd+t1Dlk1bmsj1Chf3++DC7Twqmefj5mGQ+8TRx+foj0Lj",
+	"gVS7lebxqRVmBVPat430e4oE1CWtOeZXTQQHnkFIVWB5KX05W6nGaYJEOHUz3ZQFM0LFbE/kH54KO9F4",
+	"Kn998wp8iG++f8GeffP0L/BL98Nfvnn6DSvESDp9zQa56oGL2A3qkrjjuS3njJt+0eus7RYDVjxB2IpP",
+	"0s55XUtBgBXOJtxMErKW9MRFt4C0KXyGBxN+RnPFp6LmbjdUJZ+LGubEfKRPIPP4Gch/lSb4aIljwC1y",
+	"B72c6NJXdyTFuz+2jscqmQoNowh3Kayj9/9CcsqEl6WAUqTaY9k/iRyHka6O48BfIx+usZHSsnWknFkN",
+	"+JQ9N+vnLPnf4h79VMIeoj9roFO5VkaXIVK0yK+aJaFd9GRaORXmIgr2glvepXC6/X4j5vAMWEWkbXuz",
+	"z/MFFtI4QUhamtFLmW8jCWn9jOe5bpQNmSQ3Ss9iMswJe0kQdBzJCv4q/yCxyLiOEJmsDM6sCFsMDlek",
+	"rkkIDbpYCzp9A7/COnwq5HmIAZr25KcTD+k8zvIgmLS4s9Gk38iap6W+B1dDaydSefrGYHfw/zfzL2xS",
+	"ub7ASl0FgM1h4TdCm0ciryLddGt4vGjfPR4eL7cvN4GV0+D2joxeR0ZDJ/w+xDrO9qaww1R++6TBlqnL",
+	"sZSlReoXXYoOPi5Sbw0v3V4GLZd0lFZTqYg34KJYCuIDnjDqn5GZC6+R+8QyKg3NQHJ0oObxlwQgGis9",
+	"E/WoKQO0UdZMzyD+FgRhJ6Ixo6vCXS9DNzPpMc+2wTu6I7ZTDi73gTXKtB+rG5UEnToaLe3bN971dCEm",
+	"UEjXysPq1TB3K8a0h0L+6aCQDR6X+xOja9Xj0/cNMHuuhEJe65E9LgIe0r1xvpLaqgmKZJeWmAVFGJHY",
+	"mpVajUXtNOyQkCAh5zNJ604oaxF9hXnSAbcF6oV3v0BCJVUJNk0lasaLqVTSWFSsO3l0UmBDVXKL3LTl",
+	"jM8NXRRGTwWmo2voum8Ukir6oAYkA7fTfolv9ZPHuoOg2UMvdwK93NmJ34BVa8H0pCvPw4lDGGgDWqwX",
+	"nkvLI/ACHT61WhMfnz/4Twx69dw78ZTjUaZs66LJI0YTOFm9tRK0HKesMDEaidwuwEJDDQo6zlB6Agz4",
+	"1UqbT3owu4Zj/nGhsCvurQ00qkfOu7VScSJAJqpze+finwBf+QmVplNvSfRHkq6FNURkE4xJpJgmLna1",
+	"oJrUwghrkc8TAeMkMKPL0QdGlACiGIgkoZBq6loosHVP2GVZdgjZBBmf6lEgdGcTLTCJWiDPkC6LVgi+",
+	"1GMgvGhs0Ls6mKyMAJfflZ+bRybm8Ar0vdsAe546ATKm4c+8LOfZ0pw/LL3gBupbjD9y00pgSC7isDVm",
+	"ol7kRN3Lxs+0KJ4Rtu3ACurcpxKVfpud4g7rl5iv9dhbmSBpILt9NnGbc+h0u7wW3PjIB7XKRKXziQ9b",
+	"Y40lzIr3D0hjmsiGIq3PHeqm9ELiHo9t4qGVKZ+zCb8VbCiEYsbqUqiLtjmLRmzCURhrj0d4SjfDshN8",
+	"1yIwPDw+i5E6h71dLXk6pUoHMbz3r7UWcs/IvIqRuSxb1/kDHWtbCz41rUpsa6DTxvLakjtVV74AEvTZ",
+	"XUVKlOYJo3bbbD3niFz28BM46MBPdnglFLilG2VlSV9xDYAxC2HWmk04FW2jOoUpJs4XgMsQQPPSv1Vk",
+	"7E2jlFRjdD9x5E9m102eC1G4v3/PZen+fSunovilsc4ofcFVLkpRHKEu0Ko9Jy0EUaciW84WCchIt8y4",
+	"iCNoHlW3K12WgPSJEEecsCc0ERnjI+vawUnuYf6CmXnhF+yTFSKaEDAH+++3QV+0kJ68F9g2TA54Dwj+",
+	"rqve73JQp1ofXSkK08lFVawfPe53vqechDVcFbgVH9ePa4v1jlcsRLoNP68C762RbhK3JckQN9w+gtsb",
+	"waW5KuVI5PO8DFKsFdVFUd11rXzdc63gGx3cX3SbIAaw/zK5NDd4l2hVSiUWEkEOycmoFaaRF0ch3EAN",
+	"O6VOidx6TyJTenbOqlpbnesyY7WYait87YCMDeeWIoCjGhI5DNwV9ENR66oCJRKxMfFDYF+ZUs+y8Eug",
+	"biwFRz3S/cawRgG4Eq5EqXIB6uUJu1xMJUzRj6QtuZvAqZVsBMoSFSYN3DpSsUGjandtAi916gN1N4t3",
+	"zs4mmEfvYYJ9t8YVLcwmOTwPIFe6BZpfZJ84lMiWXilfVTv4MG7nfoHu/rqDz7a3Wd/n4Y/98/3N808h",
+	"xnF/rSoRToPdS+11THRLkq5D7d2xGPfmyEZGAbyynEGJdnUt0I+SgVD3RmFn0uTtRBt7yquKunGe2OlD",
+	"gaysv+C1AdofmPLYCvLlGnbYgsjTHViLMTpjpVZYmv+X0QiagRYSm2PsZDSf8fkJe2WDtWKRRTi/Meww",
+	"14XI3TVjdNm4BukuYTUo8QZJb90PZEH4qymdLLo83A2AD+lajqVih1VTlhmrGjPJ2EiWvg09U1DZHRXp",
+	"YGsAcnWVzP9o18O9Wgqf4iJJhDiTxc7leLDed2YP0FJuYA8khiX16n4Ns91fJTTWLSyCONL93bLOIjBR",
+	"KOzyApnqG3Fs3QggR6vfO/wjNwv5qCjFQcRrL6QHLQkxgOKjGKI+8hclpstQXpRu6lxkWLzfmxBYh/9G",
+	"zFFiOzE6Fdw0taBcJrxEztmtLIRma0Q9bwoZHqIrQhl32VHKi65vktiME9b+IseOQGPEUS+MZUIRK7lT",
+	"/d3jurHXaBcM2CEBq9nTs4xxy6baWPbV2dEFOZrcIDBTnRx1Y+EuK5gYT7M0dBeUsE2VwQV0FPpWC260",
+	"OmFJrr9Po/31zWuIKgIGImJmMRsuC/HDJFFi2RVuTXXttsNbd9p2EwJsfWNNBBD3hs/DevjUqqSfff72",
+	"3zxqDTbGSDequGD6hhlQG4jsgSdbGXZusSek+rMHBd1bGwzRyUmZi18Vv+USagktFh4K4nlBZN7LrbAi",
+	"2rB4L5wOuc0nK4oKNcqwpnKn9dkZg7fhUJjMHYuaQQqqE5YZcaO0s2WNVONSxALEiERVhaiEKiDIj+gJ",
+	"wGUYMDhIOrgT6ASriY4b9yM8DX1u5duWwRzClMggP3VdRH4pknxrROS3MCMPICfhQxsJS/MIpCX1tk9k",
+	"/qJCOqozLr0CIBUuwZ5A4BGhGRLpY5w6wctUBJmdyyDLa3tc1fpu3i94YkZSKwZIpDhYirqltDrbfUGY",
+	"MqmsXnJrZEw31shCAI2wN+oPEUMGkwL/p5U41qMRq4XT1dDH7NRZs+Aydu8FdhU3JoK2u/5A9BMqlDk9",
+	"UKoxxh+HPL/Ro1FGQVcsH2As+MJP2CVQXXGsjlbOz1mly1ZkNli7+Dq6ZE7YJas4BDe5TdjyGA9D7MDo",
+	"XzDvdm/FQ2vr3d0dlC3uz+RzhCXcEVnLwmc2UyqxKImoQb2smmEpzYQyCR5ObCa9puBaLxhuaWtTgNX6",
+	"zbRXKfcq5YYqJYJDUA6iIFpimtq9ZNfVHxHsWCOyNQY4EF5iJTfHGnl8QRiX6Fb2PmefC+Xd/M66LqQJ",
+	"3v4Tdu0kMeCFqQ+eTJ6yqpCNixlEspguEamrh5CQra+sEZA0Eg1z/DnJQ13txeFeHH6EONTVp5KGc2PF",
+	"FIr4Fjrvj+G9EYWsRU7X/bDWMyNq76OE3Con6izGIKWbJkrALHTeTIWyaFJXfExuTMJ0tP8MESCu0A3b",
+	"Yme5WE4BbedakbVuxRiFmwnaoiZhChBfnq9QF38Q9rKSL908LIiYr86e9c+Jn4Y1wz7IDpDmCFp8rVE+",
+	"LTcLrgLEpHhnwHJrGRssLKFbvuNGDk5WEjEvRmg+fAERjVXr5HZVa3bTgwYTG89ZQmJ0fkC785gMnIPl",
+	"w/i05zBCqx3REFxGZ2+Naydzjy03N5tE1StRS13InMV3GbxL0WxgTfPRxqrWudtZKdtRPhGu08HHT7VK",
+	"affJmkrUNgpC3RNRVmCtITkRK7Wu4gVYicI9CUFo7Tk2CITUHX/+NvT6LQx4h7d7+1OrAChLU+lhN5Ag",
+	"8EVhTJJNtDgrKw7LHz0HdL5OQ4d6L6ZY3l3fupvW6dcTPVPuEgVvAd0jEz3FYPB54IydiulQ1GYiK6yD",
+	"KHhpJxmDBOMgfKdcKojsoXcTaPco7WvGa7fRiU+RXsPbicfCoUB9SfVCIRjmE5M93oXV4lYaAq4tXUkv",
+	"sP/XNBG7rNPe/lIfPyHNp5/tL+I0/EApVYuD3+EJKLjlx7Vwy+qWMi8FV011WrnNImYrDoTbVEQ2Hyrg",
+	"6hFee5QnD8x1WSz8KZQN8KXwSVbpUuZzoi+tBdQgC3dEWWAg2tZzxiENXxRZIKgrPCEHV3Mg6DxhvxCx",
+	"HRACuFMKORKQkeUvDM5olAyEzPJxuMJXX3LL3/huvsBX1qFVf4ZwvGd+ppgPz60OIRea2QtG8XPjFQZM",
+	"/1+RO6DrPwYM+r4W4tiKO0vh9djPkANCnevrBL7X14uvnz57WHBO1wLR2vWKFVr5MNA9PKdLENEsolnA",
+	"LU+Oax4Owh8VSblWIzneVjLVjTrWKhdrIrRAXJYe8xZ9hwfgGFGiMUkiTAoD3PMQ+ijL5NcI+lHAQV8T",
+	"s3KWQuBnXIIoCk2TvlugSptWFjJs7I58rZvxpOfqJvlHwVy8wr3gxFvc/TDH1MdcT4kcg3eFchvVI8l2",
+	"4YPr+tSbRq1jI47zbDWu2wIWqI8L9OGcdr0j25yPeOHe2QeAH086e4P1JbqFHS7Y/Ym8fheZ+/6QG3GM",
+	"u+4YdvsG1rnlw9LJLqkKcef+x9ZyPAZvviqYE7Ft4/KJYaXOeUnyxn82NdhzXTZTBfzEs2B1AD2F8riR",
+	"jB59+fI1GO28BF6lKKxCu+gzg+oXkJn0b+Ez6YOhT1zu0D3sttWskHystBFsKsnlxqpaD0sxNZ1mzEv6",
+	"4DVM3yXM3rqqa8gdi0z8L18jUnpKUBzK8IfWmB7+r8jtOg7aotyOf3ZJT/uJ38lpM2WqcXaj64XrVj7h",
+	"Nc/dGAKyEZRv7NSFD8WE3qOJaOtG5Ujf2INz53cvi/LFhNemu9vPz87OsoORrqfcwijtV88OMvee6+TB",
+	"+dOzM3hiKhX+4iyMERYdiJJ2rQUuLnmPNA7bkRYUTtdeB+wjkEOILjnfnbBYmL9dmqXoZ17rkOGK/fj2",
+	"p9cIvwf3YC1UAaWrIfXAe+OXXP2g5oG0G+De/u85n5YD1Dj4LL7p/bZMWiPK0Qn7VtsJnC2ImSQOGCDg",
+	"CI8nFMBYqlIzoUa6zkVaU5YoIcXcs0DG8laFqEo9FwW7FTW4bZyElaY1FA98gaIeUw747uGcDRZdyeds",
+	"wZM8OHdTF6IdXbxybBD7+a4QSopikG0RADETCX7aYFzWAnNVDwdurXUlFK/kCUz7Ubcw17n5Va6T35eo",
+	"I+MqXrDBxLp1jNugJ7CBy10njr102fvEJcnBTkl54L58kAUOdPrRfaiL83w7mQittGRih7LJZ+yXSii3",
+	"rEv796SrMueBFXf2FDq6pm04Zd3xpqVoT6fo7VgD0uhbxw1zK9IjuZfPPZjFiZ49/kiTVCO9VopXtS6a",
+	"3GZQkaXI2ET7yjPkQpfQUTsPdNm6IHGPFrJJ0cwZs3qMGQkge6Q1rKkg3cW1KRRSfPoYFVY8ThyHDebT",
+	"g0qqRrKekqY6lIrXBLOBX1AvnPB2qhYvbyAHXncKs2uYj1duOnaJLIlf6TiI33Ijc+aWxB0vQJ8PdWO/",
+	"sJjTD8Ky4bqZ2KFuExgwToEnaJPgK+w0fDo10QjeQHw9pCdQ8EjUVo7AqdSTkfuzLsQldmCHGzJ8ZVUc",
+	"FEf25QQ8k+W8h30W9tPGO+70vevBq+LDqVC1LsspLXO3P/WVMQ3AE7USxyBGc9d/KrnmBOHA3OY4HoYN",
+	"DujfiElHkY5n61XhQ5kFVgemQCoQM2NVO6yXYYCSeYxVvHR9Y0I2jXsYpfldJWthknTEr9lUqsYKc3TC",
+	"Lp2CJ12DMOWy2KayRNi638VJWhf+oa+Asl97lDqNPeiUFbeTqFLijGxc2PyrHk1yV+UvOmZhnTOX/Ety",
+	"JNxugWO9e/mSLNKKfmFi7ItLVsnoYQ74Sg2++n2hiz9DoYsoY1kUcrAH7lXk9rtyo9ANwmXdVR+5seIr",
+	"bdrChK9voYBMChSGxEOoRtQ4dWCFAvDaf/GX2MdNCJli/xAAE1g1nKzrM56DpNtYsi37Rp0oTT6eJnl3",
+	"MhPJqewx179e6db8uuXTfPrAPs3upVmlQsU52dvLKzSvrhO2AxUsWxWa5l29YIdIEoQZHaAHVUD1AEks",
+	"QGfgBHRGIo3+kKV6PquFEjNeHqXAbq93LSSXuP8QNZkUgzwe8dxZsFRzR486S85EtWB5hx7sWhNZ/uQa",
+	"ZST0/WGDxT3Ts66TbqU8Kmef2fHFRaA7JcMDqSshwLom5vwiKQgOeAx3RkThQ2qhmTSUoZWggAz5KJzZ",
+	"BnkeIa0JA60QvsZgNoSdfVlbaQ27EfNjKPXi/rIcbkbkYBHozZyIlEUjjA808xrK5RJFJqtqMZJ3i/2K",
+	"OW16FqIzONK5LzqO2ChinwGEgChYU3V6/X7y09ETil5DZ/YC/Z+vig4+Mx+3JoY3GNpI1zSTNHoa5pqY",
+	"9TU0Ye49bp12LcCQKwA0bdI7fB3o3Dp79nRdYHqNBtc7pWnR+4obI4oLDEzAXKBzgsi06VEohgw8qWum",
+	"+gqa6x4Pmv0PWqC2vT8R1dt3S0UIBmKwcEX/dNfUp7oAYAUIj5NIUSdkvCjboVN6Qfyfkjg99uL02PfB",
+	"AzH7/YVYec5kAeIIlmiEOM5qackRk8hj9yOgKheEg0hEB9W8XdiI6ExMKqRxVjgJ2Chflryo5+56lQYP",
+	"cE8R9BrYP0TEq0PvEJc+1kAnAT1K7j5YskDHg/1EbdsPorMMJF5IlMpo8DuhUZ/24a8kY2VZwnXUoYsT",
+	"DBEX64rW6k3cLjuh7On8WujKSnV8aW2tXsT8Pxa855phbo/6jDkAtD33nsbP2tMIKOWm6tc8HwIwqjSZ",
+	"/1D4SEy5LE+tMHZVuTiokKKIy28qjEHwVMSj41ebWhTs+qe3Vx7H5JVhHULlUBqcguSJV67VKTZz8gsJ",
+	"AVFtp5D987O/okyEONCg9dI7pe272I0Bql/QGYnCNumjkxxfn30VyZPTTqP0hQodOVfuTVDheT7pooZ0",
+	"k/NWGPudm8hd0VTAysEXNiCHrEUuK+kuBPTbhOpwzDQBj/qA1BWLnV8lB1sbbObuRWByijd5slB7Yfil",
+	"8lIISPCGvZLKACboDO5K5SUE4jp/B8LSKfc3CXuMFiCmEeeoGyuW0+JjAmLCMO+9F0nDPrmRY0OZby/8",
+	"Xi2wRybvwtixDoesE5xplrwigR0XJ++E+UX1X0FlfHAq6fenA7BtxR1YryhrNVYcahSQA72y5EmGBEJk",
+	"GHOGsZ8Xr9dJZ8wnLBxOsxXdXhMAMVby43wmv6hyfkU5ArutVZd2c7XpHCfjM7KcP60hbFvTNuZSLTMF",
+	"4J7doYioeC3tfBsJQcn+WHDNwxdHEL+BwjmylHaeeSwh2XgEe/E+VG/5wYVP7lWf9ocI7Dz9ZCXq45AV",
+	"iEXsJtxMWD7hUiEfbfgzL8vQRaiGQe2fsN9AE5uI/OZlSNrxLtaGENLX/+e1tIINrt5c/vDTJftXI/Ob",
+	"d/DOIBa5xOZBLhQCDVwy/snINbIUypZzVshbUY9F4V50EhL0z9xtEGUakyYSTYk1Yd4pLq5gle7fw3pJ",
+	"g0/HHhOZYNyLw77AS6EWnApPYjWkkDgBi4duZFPqWX8hhGQd/qBbNs1vclsFO+rWBsiEJVDZw44YrEtt",
+	"wlfuqT9fjpM12Z+rrwkUN3v36i7dq0480jwPhZ0JoRaJWnZ4nzi5IJUwKyjQvKwNj/rdn6ZvtnTHgPYJ",
+	"aPeioZg3a2W9ocSqRD3S9dQwjp7YY6CRIb6dWlYrM9PBdSotq2p9K+jwRomN5p3BdtF17QxujaVgyL/p",
+	"cffSMF6CTyChLZeGPTs7QzmActXD9anz7mQbb/FnC9WPyQE71MU8i94ARTBTdNHyYr4Cn/8mLNAaFNQV",
+	"zuJHTeIfkPo90itbzqwAh4C7/UvBDdSOb1c4JLgJov5X9Oc7eG47mf/7Tt2ytEKrRalfdFjwi/69VOy1",
+	"8GWL/lMsVDidWMHbnWH36+Rse3mIpzyj0pVU4Ng9f9IBqWiLUh6ZxGEP7FLU61Ksw3virkwTkXDsaBzc",
+	"KD0D9ALmMiEput/CHnUZboP2YxREKucME8NO2BvXH58jWgJF5DGi7GtBD/kidhL64RunRYhSHl/2USxx",
+	"V5XOOGOzyTxZLTcWUnR9l4eNZbIo3WfYSJelnkHxxc5qcSiMdSnM7rOl3GdWlolME8W+YIq+/nnY5TFq",
+	"lJVTcUpEEFaupI/FdMIfwGrDGixTMdX1PEuVFOVZdjB+YHqTCk/YNXpZndo4GiWJgabSlo11rRsLxR9r",
+	"+g4b13pmJxkr+XiMUMqwN6nou3sC6h6A2sAnTm8o9bhTJ3mDo3iZjH2XN+vy1zpOBD3FkgX58s7ED8L6",
+	"LdY7EQ9wKED/34S7FewEt/9gN9dcjcFBjUEjH4zxchp712Fw+CsmGBxOhc9tw8tyjoa5WuDgW0ildceN",
+	"jWQtZhxywzDnBhhe/UdDmSOsMjuUXQR9bmS0D69gCnZ/Ktx3Vl4SbmLdHHzJFwS56/yeUUIUENpQD3AW",
+	"bOM23waHYTaRVlBN89dSNXeIkcf3WTT6WlxIhMlBszvX06lQhSgY4FENlVu3UMXBHxKYBuTwwMwjrsDZ",
+	"igV2xrDV0URMc5VO2C+kg4U+AjoIYjAYzuYQv3HXhxWK/LZceeMuSXtyg8UOYn56KIfsxvvEMD1TGbZH",
+	"AgB70HUR/aiNfYsTvMYu/ilmHcwm2oh0Qj1n7TL3JSieKRM9kUP4+JouPWsVtYymfU2WA2V4iSIO4X7y",
+	"j3ZpyMY59TV0OwVLujmpiO8XxITbfTTvTZxkB1XTC5GJiMT0ONKJoo2bHDfSIi2vx8JCxwPyHGIsFMhA",
+	"EULhgSmQXbvGbkUtR/OWLyyt9t1K3pFFiksn4lgEMYJZtZjUKt1Bc3MAqBHYQ+w3pLNMBxAllC9/NRYp",
+	"r0YXlpGiUYVgA2jkXRPj/INlUXLpmm8Jk10AbOIH4HtrADa0YCpkB8cVxtl4bMDEheEh/1Fv5BmXsQt8",
+	"E5f+gul60WGKe2LCqdKkVBjWp3LAcJFyiQyAC1VqtN+Gh4OfdSGows0lfX2A9d/GShpI8xjOYX8O6PW3",
+	"80oMjvZgoM8ZGQnbsiW68Ujdg9iG9OJ+NGRbGTytSq5W1N1Kg+go6Onoh6iC1/tgLF6XiqEXpD+/EfOW",
+	"lw4R43TwUrspCBcnSW95KRE9gwWso1aIt95FyK5Ksq0Ra44+ipEVtQdfUrTnb05V9LUcW7puVzWbsw7m",
+	"85KrBxTP7nObS+cgiAthwG7FBflUwtd1vrfXpLGUXO1pfh+RZPK85qlsooO3e+GEtT2OW/RsWyRbYrAg",
+	"ioIlAOIEEk9osORtTJpD8t5ZgPlceXX6UhXoOX3Lx5C1Ez4WNO4s6IAYW/WzjYYvopaq2vXNQtTGl/cv",
+	"TtgPvPKWX8ziKakuVWd+5UjeuaewaANPKmqZCC/sDuHCBL9M5/c+IITduCAfQ/QvtaYIeOTDluyYJXgg",
+	"xMZT8oYVodjuFbv3rE1pxTQya1wkRWSgdBpGkAKxMKqNUw0gUdlP/jHldwgWN310HOtphj8hI0ff3lod",
+	"3GyzXu7Bn9uAP9tz5xoqhRUqKVjnJcMOvYubVkcbNrK0x1JBHScrFISY4eUsVf9iDnnjHlXoOte1r0ci",
+	"iixoOQhV6qiO9mtwqoPnHJ0O5oa5g+bFZs6h1raHnbdpMPrirTuvjBY/s7Iqmp9LXAOcxi/Lk945Bfew",
+	"zXEqV2720/fun5/5VHxw5tSaMitO36j8ve47DbsR6fzi1jZs5i76YB8VGm+OytdpMu5OiUo+NEKNm9DI",
+	"CbvEv4DWABAyAI343AryG3PLpg2eF1+gDVELS+gGygkDdHbyXNbp7PLaivRGGyKjZzIP1dYA/YC0dx2F",
+	"WOIB2KiQVHApmhvGDWFfQX9qn9keZkG/kCu5BStu3YY8OD/4n3/w43+fHf/1d/r3+Pf3Z9k3X334j4MH",
+	"oxxsTdEKy/A3L1J12D8aViN7dN66ZDzbFYuBvVt/LpWq9mxA91+PJiy+E7PxIri3e0DcibyxnbYqpaBs",
+	"VBBzMZellbnjc1mkjQlgJtFxOtJeWgF09gKiGyaUh+lsPTrs/F9A2ZrossjYUOS8McAJKWboM8Nnpnwe",
+	"LNU0i44rKDxY+0S9kuc3ZgVo+O80WTuXIv5DHfLj736eE0rrLxKW01U6Y4cGwkwMJ1rfmNOcW17qTQAI",
+	"xnJV8BrTnqxh41o3Fd7rIz6V5Zy8NKCS4G+eGDYgrqT/HLCZLIuc1wUeNWiFoXOJ3M1OF/H1n6AVeAYY",
+	"TEquXGP46QGz/AZ9zkaA/WCwLAq2by48ShyGCF4c91DBBvj7Exr9yT+bs7Ov8h+1Bn0DfuoK//0g7G/4",
+	"xnfu+y9oynaZotnYobtyuj7bcwvjfNJyfhHHxo3ab8L25vTTkBwg3Dk7OECFKOWtqKUwp+9l8eG0FhYr",
+	"MnebHz9BAgpn3yNWjN6eh4D6lVAF4CwBH+NEP6Vn6BFrKh+/p/NAbibmdOFpZQ3BcNptS8TEuVd8DAbK",
+	"lbl/84m8FUVkiLO1FAU7dEbDwHcNOC1gVBAddydtYJphGNQ738yAaafdzqQRHYVx3rgWaD+/pKbX1jiD",
+	"+hkjKSIFDb3ZYzrIzQnJnz8sbGbhRIcZ6PPA0d8zpvTMb4qTP5dm/MmUVLcTAQg6ah/CexAXa4lvgtzQ",
+	"bkPcbSEzMLaxKDfoXGBrJP0O3dgqUcOZz1ad/KNFuXPCLgPNzfMIrcB2Kd2FcBT0SXd1r5QXsQItOOlN",
+	"KpekoQGtlhdweO7gFlwnMuJVKAt2iArDq2JwtDhRyn6uQuQOZma1SZ5McVh3f7MAKcFelNyjKMGTOVo+",
+	"mbDpk5P5oAIGifZX0D9AadTQXZQSh5hSlXlUfZaICnfSk401nPsKPmAWi7I0LchIIU0FPLjkbySHJqIE",
+	"3UYER+ahtK0/+6Rm8ntqVc6PVmnk1zjKh7u56YO9JYHGtRhzK74g0Otle8xu4y/sqvbOeQitPFVQNwmE",
+	"tTucgSPFF69YzPSuRcFzK4pzJi0zfB63PWdG5LWAm9II61FU4EaCQBiCNoqM/PBYbNO9ccIuvTJOU1YL",
+	"VoqRdfLD84ESTUR4kmIP3bExv11bE7GuJmVpNCPcVdqbNbwVvkOPJ9t68cwmk7AyGwYHuw9x90b52ufk",
+	"3k5yX+EJrKAA1Ljph8/hZhWqqLRUNhJI6JliP/50+YIOVeadTLmuRAbhLWQiK8jUNXi0IQItDWuU/Fcj",
+	"GJ9qCkGv0JzxzdAFCe5XPjS6bKxgE2srw35985oduv+lDGUw6ctSz360tjoKzGixoKXJGJwwZ2OPaj6e",
+	"AsjZf8RJHqPLW6zWyEqtK6e9Z6yU6uYYSx3rmuWlborjqbAcqsLzoqgFsk8sYikHJC7fIVoRFHfon7Pl",
+	"SebAlV1MpZLGIuswPGFYVctbJ+3xXcMOfWuX7u9X+Ne3+MfB0Ql7LcY8nzOj+I14l3OD3jny3pkmnzBu",
+	"lhx0Wr0zthZ8+o4kJ9K6Ge5EU8fzv6hrePwFPY2rFIWyUHk9BzA5x2IkSPZBKUqxJk9X6ZAOWbIjpOkK",
+	"6bUGduo27EUy3pArORHI3/FwAcQVg1jVe4D85zDhhOGii3eiywIrKkik85M2XsVsJEVZmD3+/k9RA60l",
+	"6x/WZkq1JfDNgFem6QwlViXPCfmO2w/Z82AXR3J45JWAJGG/swH0fqmYmFYWZD0fGrin8NxGWkqP48c/",
+	"XJA/2FcTwcTNqEOGwBn0wF05J+wFwfMpQYqyv8Sd9T5j91KA6KroX3X9aymBCQ0xyWLyE3f7gjuMtl+r",
+	"oleMbgd0TV9+VRzsCtbx8XLYLVPcE16VePQCuIEVKj6LBIA9cuNehS8ezkcmfE9JnPS7xsn0NF7ujnTN",
+	"xlqTbW51BYXJhASlGYeQgeYQvKGqYL9xaaUaozMv9XCJXE8Fe8FVLkoiEVbaTtx7gBwHM19Zj9aaZql/",
+	"e84m0lhdQ2bBjahsFtQWgry61g0b1UJACyjdvaBYyEDFce5MeD4eGdS6dPZu6vvx0OGcPrbTnbgEN/bQ",
+	"UTQbIlwQ3aIys2jpLxSblXVwUZO2A/TfGTrjfnz79sqXo8W0I9iroiBuNpo/tCErFPTu+IpyBKEwsBqx",
+	"CLg3r3rdcC9T7+cfO6/Z2jeuYC02ew7KlC2n1wCOIA3UEW8bebV7Cp8BIUS2oWxYiIR7NolPEITvcwn+",
+	"4jYZH6cebSnMntr2nqTSy8V7MjnXDx4jQIm0ugTNK2UEMFKxAX3D+53cewMffSdM20DTbjump47hqSPy",
+	"mKEPqm2vZWw4rzjWQpBItBjdl1hHBYPzATiKTyTxlTmTBbk1w28shPFrfivKQNJbsorbCTvE8GTG8pLL",
+	"acaMHCtumzq6SzPvKz268AQJMmAACIe0qPGcsEtWIFFCNB6d5ehmoMvD9lZ0Biw+E8NwTTmcy6T4ja8q",
+	"gyQpocSGDVfYBTOtMRC/BeT5Z5gdIv7V8BKn3y2hLD6pXblhOR3cqDNuPAXURVtXlhABdr+a8fne9vyi",
+	"bM+0lA7uE6vv8ybYXEldU4LMmW3cpJIP+hxkWULsDVIP2Tm4WTjT/tQDWfBhy0d/dL7mdqEDgzSDWIQg",
+	"ePtWidWDxyAJg5Pf9d1HX/iyeNwLtL1A+9MJtCAVMBchkQE7FXF2IuviuOK1nZ/mvMJSPqtM7jRHShZZ",
+	"Uo4LzWRxV8kIPPUZ25dXr5jVN4L4OipgdqOvzVnOrRgDoTGVcwktQk6qKMwC45A01BqG/ZCCriyx8Fco",
+	"Muw+7lrAIrg+s1w3lhjsRgJ0WRNz2BvTlWs+JeB8GIQhenHk/sqcCCcCieGcDXAZYtj+nPFKHsOLgwuk",
+	"/jC6FMwIg8lNSzm5T1MCukq+g3ffeZHXnYLy1i3klVvHF+ky7lAw9nyxj7IteWZxd8D4vggw3EufmDdL",
+	"eQ7bJ8RtxEInpz45o/Hox/11cH4QNtjBkmR42iMZ3BT2S4IJV0qU/VLAk/ApUQIizI1gpGsqJIXnb7GO",
+	"yUiWSJiqClbrmfG6UtrO6pPW7UNL9qHv9raG4Ue5xNbV4MLO/E3MZ7outnjD12be4hW4164hr/PVNp/6",
+	"GbljN3/hpbiV+ce8Qj9s9ebfJxr0nE2fv6yqLZ5GKNDWL2w1gu8QJr3NGBqr/y4Lobd8543It9tlP+ur",
+	"ks9F/W0t+M0W7/3IzWVTSL3dK1f231u88MpcT3jt98xWew049MhZvPkEAt37tm8hedKv9TYd/KHWTfU3",
+	"Mf8eZOF2XZS3IPegm/79XbrD6cubuL/9fbEHx64Ax/pJYofJVXu063s+LM2Sw7vrwj99n3tB/WGtCaBV",
+	"uLzPfSQtlIt3tzxyn+uZErWZyGrby72t1ZIw2LoUZrx4HuCwrCIsVqLcB4fuLbOKOxPaq46fyYk6rUo+",
+	"H/L8ZkUQyZhGGGYmUKBHqnEpjp1V+uub1ybQ/lCLTwwr5a1giIHOmM/rJE+eKOJpPHSmMFpdUwwZDPzf",
+	"zACcUVNprSiOTth3PJ8ANp0XU4gy3fHclnPvcZ1TjW+w84Uhxt5BKUfCyqm4FrlWhRmwQ8rwYE+fnWWx",
+	"Yt9X+MNUm1AMGSuoFBhePwLAI/4tCIonhtwKxD0PoXVpfP4NSBWu3L9S+elgADt303YOPsTRCP7odwwP",
+	"eax/ZQMCkWNmKi/mA4TihCC+5XVgGJfoVzhh3+ua5sMk3Fw3QlTwa2cRQYHkXCslcpsRbBmhSLALYEoE",
+	"k8pYwXuB5VEEvpa34srvoK1z44MI6sxqDZt0m+TWqVT+x6cPxqbVPR8r3MrenkLL029UPy1uhzysQ7ln",
+	"QXtuDq3EMfQXO7p3FH9BjuIfhI3rH6RGuAqiyEuugV3ffvgVc+K683GX3zGIvRUM9iGrqxZKzKCewoLI",
+	"7B29z94C/RQqMCDcwgwyqtwDs5fzGsik2cDc5u+szG+EHeAFhL54aehLyOkF0CbX/kWQGS2C+0DAKOg1",
+	"1yXCWeAvTCkLzIoewC/iPfnN2fE3Z2cZS+7LI3cDAsURzkDpa65Iw4oGWBkH8JdLd/kO2CEf6sayv5z9",
+	"f0wqiiUALcwR4kKg8IvHvsLbPhXtO7zFL+2AHYZfvl64y5PrO46wErXURbzMn3/1zI0CZ2Uo5prI0JYv",
+	"8Qt8FtWQqHf8onyNFkiC8G5hcIe6WznDyXCXaiFKYZPppsIvsXOknBBv5lKT4HG/1TcCik6V2gjjlQDc",
+	"2IOMCWM50XIzusIxxlELljfWlwz5mhmcJUiJ8FpG2IyrlIwLhBi6qYACCEpTBWp2KwuhGa9r3EWXSyGD",
+	"KZ/7/WnYTJSgAQs2E0P/qNcNnY56dJ5MDaB9hqLUamxCkJjazdg/D5an658HjA9dt6Yi5DuGFxCzjDss",
+	"8IH4bsKwDks9JqDQLRGkZ0Gd41hT1alS3JiZrn2JiaPt1KHXAotLf/E6UWtCNlGKstZ5xpC7z1P1utLD",
+	"6kftNe1Ri6J0dlKehPxePfqi1KPXXqC1NADIsvNmntVkb4l6nWK0Q80HDMgVWSqxfjfCPL3JvRAgg2bO",
+	"WaXLkigXoUOsUVaWpAxt62O7dm1+bl426PRqEE6080lCuFd8Na+9nPhk0BdYhk/tuFuHg+k+w7pagf2D",
+	"XDK7sPEq3jjV0u0/3lh9XItcI21f7wnX1QXaG07F46ORyC3yJoIm55TJBdVl6/Ouq8/vuOtq9Wl38/an",
+	"Pdyf7qzq6rEfVYgwHSOj9SZpYmk1XrOYCNaYLOVDUQVzehLAuwY/fPeW+Q60PjoAKyejFM1hYyQUc3EK",
+	"rFCE6OIqHtCMSRXJur99ggUQmFC3otSVYIP3FR+LDEKr1/LfImNWW15mAJn5MGCHui4E1TdPR8NkccEG",
+	"7i30Xg98A8iJopvajU0ChTa5CHwtGvOEDYhY7VVnan4bZZOATbZH2rzw39lNptoupVEybuzY6ph4a6vt",
+	"hdJ9F5NpTe+uxZHShVgT72t7N83pe/iXwujosOqKpN9qoir3Fq2FGjPnkOyd+p0CixU4HxOyphP2XeKq",
+	"+vHt26vj71//PcP/G/109RzEwY+vr1vNteJUROY0KKShZwaePQ7EFTofc7K25qt8YMGxhsOJrCC1uEVi",
+	"rD4/H9YtAMeexCLTJVSEChBf4Ldydv4Tk2CE2eHzs6/YIP7iXSGUXKCbZpe+P0gd5IRnJxAXO0Chvujn",
+	"YrzUqiOF9yU83uN92d4d1fZy93ilaF+t9EmFinNNA3S1i26opYTe3ybz1H2qCpMBKUGEcEbHeyg805fo",
+	"i0Vq+irSP/v6mw06hNUImxAkjv5XKo3k9y510Dvs+/oUt/bjoSHcyNHVOk/7a+Te8CNuVpdi8X/YR4So",
+	"6mx96gR87onxsKmBCIGYrBXbybpiNf4RIOkdBB9Hozz1kveHRmEb4eUg17wcjCfbiV93skD4uhaRlNBL",
+	"YWNlWf4BWaxyaKbUxjJpIVm4ZlzNybilav+xOyEiAuU3XcPPtxDjMJANZXgLZfa5CPDfH4X//WQvW/qx",
+	"aTuRLNsqn6cgJ1b5rThSFjh105QSSI9CRZHuUPVFor1pxYywoMW1wrkLgeBOGZaG6i2xoiVyEK3YRBQm",
+	"sXeIykPUHiToPCaZGB1AWaDionWfKBBIrQdfKRCgldyvEDDWSgQtA8oimuWIWNaO7fr5fwetvMvJ1To4",
+	"j6AvNzoKVq/SgDHG3S2D10jfc8ZTEU+iFnFwfXL5sOWJgIwzdGTAg2qcNH/hwQheqRd3VsAS4gTGJ7cS",
+	"1ErM+vTtzFNqpXgCeuKJcVpqV10IJWafqTzfQeXJFbOxAUdhGhm+YDxQUg7/V+RdRJR0vz6yULHfY39O",
+	"DXofIl59FysoNPmQlzGFZdd4oylaTeLM9PiPzwlfDeFLICT0/vgM48DI1A1WxH9jBHjADn0hyogTJ/QR",
+	"lLrBcHEMIIOrZyKA1Mfd4T04ZSfUMYoK3AXlPESZ3C0JUOyLtFVPYEggPSyoD047D2xa42e+pnl8kGTO",
+	"Dn4zDMMlbsY+38K0lX3Z4/Z4+uy/NnB7xA/7tSn66dQoHfGPfzBswh3wuOEqXuMXHoLFrfXBTZLXFk7i",
+	"Podthec9AdqYh0Iar3S700P3CC6OwflS3ogFObr4KErtFH6E9B3DOaFO4HelzqE2wuGgJSoGGRvcTrQB",
+	"hw6vKvdPIqcpL6QFaHI6PjWKdSdYAenVDAHRQjkVvmZVYybCIPqpFSQ8fPP2+gr+jDcHhlcLBr9OKk0c",
+	"ZU7+N2XJqlrfzcEu4sk8YB8Q4DwC0jezGNS8pb9EEgCSaIoBNfoCkOEc46AprumwFXXtWPX/38/Wf5+c",
+	"QLXWZ9+0bsKjkHQTHEsZm4BdSR6yf/x+0tTlICFgmYvaI40XYNYnbGH5wGAbCm/0JvjXcK/S5acVWJWt",
+	"yySCw9397C26v0lVQPBl4GYw+vbCA+67MBraUxzIjbmdZGzwvtW/D6fvYXd9OH3Pq+rD6Xs/Wx8G7BDQ",
+	"5W4ynUF97N4/FibnlSiOLoDBz6Sga2I39tGRlMYqOXVJtelIZgz2OpjiM13foKPAY+WrBsNWSZqUgXB7",
+	"qZ2qY5YB9Zet3U8VB2mS16Gt3QrE9TDiVtTAKbWICNCNXVrp2PaZWzinAfmxgjqURNfPk4OAnTch9TeD",
+	"gdaFVGN0Yvzw7bP/evpfT8PlQyYvVD1JdlKy2BB9KUFMW3fG4Ix7jIbcIIsM78dFw3i3qOSOb64xP31O",
+	"I2yTiFVezD8INdf3mOV9UZJPBkFeoQH4k7sFEPn+M7QmgpfOJFiTz8+ZmfKyZPg4M4pXZqKtdyfygg15",
+	"yVXuSXymWkmroVhjzlW0RxeqViXZORTmkYCHnLi/5+AedK2hdzNh58XTHnrBS6N9jTtQNoxQhri5jdW1",
+	"YIWwXJYmFDpRuhDgtpLqlpcS3L3erxkSgSx5KN09qrSaT3VjWM2JaAxyj/5X5NaX9Ip1/jCFyV9lUK3S",
+	"3QQ3mKA0rnlBA/v67KtFKqQwqKEu5lkoAghFxvgtl6XTSztDVT/iUu7SfrrN8SPX1MleD2H/kN12gCvV",
+	"56KjmPsaxc+n6WYysxeRX1OauCoL+z7Dim6K+N7d4yd4/EXe1NLOD87/8d5Z1EPBa1FfNu6I/eN3Z9ym",
+	"DignruAb1Hy6OxNRgBt/C2q//4y/dmpUTpfcYgcXe5e9PyBl44XWN1L4LlM/lgJE0C0mFXqwIXkLB5KB",
+	"ggjeqgzxICZjUy7d2kIug+XmxtDRNlDG1eddcyruimNkZ08Bc+jdCzgRy66KX42onQalS2GyBPGcLVkv",
+	"mS97BLOAnWO25rIM+kLOLS/1uIH+JBFsKqUXuvas1TU/r8udeyNwI4si1KidiukQiU+Izs9LLKyDGj7x",
+	"VfoJernjC8AKlWiSXucb17qpjKdOhLIlxzywBbFK6zJLU0hsVEH8kpR6HLvzdas7nlFtuT8/uyUkzDWs",
+	"wRWDrU4qL0x0zZVBi9SKaVWC5R2gkW5XuHEQ17W7NSAMJGSN+4OPRWstWhMFkLyObr0N2EAs/gcVrJyx",
+	"Ez+KdViqWuewdz0FBc4Xiq/IVZgFG9lOat2MJ1HcQ/9i956n3cOPd/TvO2Xrud9mCKcKOsAifR7B7ryb",
+	"NwH5g//Vf/lp6/ykOkX39CDnqKd29zz0jPiEV1fnxX1GG+cYt9NvYnit8xuqaAvEoAqbpCXwLbtf36WT",
+	"hHSmy738VmtrbM0r7yRACs+FSpP+Y3Ds7RLnaBQIYab++td0ptCL//uH/xcAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -7,11 +7,9 @@ import (
 
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
@@ -76,80 +74,25 @@ func DevDefaults() config.Config {
 	c.Bootstrap = true
 	// Everything of svc dev stays on this machine.
 	c.AgentAddr = "127.0.0.1:8443"
+	c.DevEngineHTTPAddr, c.DevEngineRTSPAddr, c.DevEngineControlAddr = "127.0.0.1:8088", "127.0.0.1:8554", "127.0.0.1:8089"
+	c.DevEngineRTPPortMin, c.DevEngineRTPPortMax = 30000, 30999
+	// Webhook receivers on this machine are what a developer tries first;
+	// svc dev is a loopback sandbox, so it lets plans target loopback
+	// (svc server keeps the SSRF guard on unless told otherwise).
+	c.WebhookAllowPrivateTargets = true
 	return c
 }
 
 // LocalRoles starts further roles of `svc dev` beside the control node (the
 // node agent and its engine); they run until ctx ends, and the returned
 // wait blocks until they have stopped.
-type LocalRoles func(ctx context.Context, s *Server, media DevMedia, stdout io.Writer) (wait func(), err error)
-
-// DevMedia are the addresses of `svc dev`'s local engine: flags of svc dev
-// alone (svc server has no local engine), so that two development
-// platforms can run side by side.
-type DevMedia struct {
-	HTTPAddr, RTSPAddr, ControlAddr string
-}
-
-// devMediaFlags are svc dev's own flags, taken out of the arguments before
-// the control node's configuration reads the rest.
-var devMediaFlags = []struct {
-	name, usage string
-	field       func(*DevMedia) *string
-}{
-	{"media-http-addr", "HOST:PORT of the local engine's media HTTP (HTTP-FLV, fMP4, HLS)", func(m *DevMedia) *string { return &m.HTTPAddr }},
-	{"media-rtsp-addr", "HOST:PORT of the local engine's RTSP server", func(m *DevMedia) *string { return &m.RTSPAddr }},
-	{"media-control-addr", "HOST:PORT of the local engine's loopback control API", func(m *DevMedia) *string { return &m.ControlAddr }},
-}
-
-// splitDevFlags takes svc dev's own flags (-name value, -name=value, with
-// one or two dashes) out of args.
-func splitDevFlags(args []string) ([]string, DevMedia, error) {
-	media := DevMedia{HTTPAddr: "127.0.0.1:8088", RTSPAddr: "127.0.0.1:8554", ControlAddr: "127.0.0.1:8089"}
-	var rest []string
-next:
-	for i := 0; i < len(args); i++ {
-		name, value, hasValue := strings.Cut(strings.TrimLeft(args[i], "-"), "=")
-		for _, f := range devMediaFlags {
-			if !strings.HasPrefix(args[i], "-") || name != f.name {
-				continue
-			}
-			if !hasValue {
-				if i+1 >= len(args) {
-					return nil, media, fmt.Errorf("flag -%s needs a value", f.name)
-				}
-				i++
-				value = args[i]
-			}
-			if _, _, err := net.SplitHostPort(value); err != nil {
-				return nil, media, fmt.Errorf("flag -%s: %q is not HOST:PORT", f.name, value)
-			}
-			*f.field(&media) = value
-			continue next
-		}
-		if args[i] == "--" {
-			rest = append(rest, args[i:]...)
-			break
-		}
-		rest = append(rest, args[i])
-	}
-	return rest, media, nil
-}
+type LocalRoles func(ctx context.Context, s *Server, stdout io.Writer) (wait func(), err error)
 
 // RunDev is `svc dev`: a single-node control plane that founds its own
 // cluster and, on first start, creates a development API token; local
 // (may be nil) adds the local media host.
 func RunDev(args []string, stdout, stderr io.Writer, local LocalRoles) error {
-	args, media, err := splitDevFlags(args)
-	if err != nil {
-		return err
-	}
 	cfg, err := config.Load(args, os.LookupEnv, DevDefaults(), stderr)
-	if errors.Is(err, config.ErrHelp) {
-		for _, f := range devMediaFlags {
-			fmt.Fprintf(stderr, "  -%s string\n    \t%s (svc dev only)\n", f.name, f.usage)
-		}
-	}
 	if err != nil {
 		return err
 	}
@@ -158,7 +101,7 @@ func RunDev(args []string, stdout, stderr io.Writer, local LocalRoles) error {
 		if err := devToken(ctx, s, stdout); err != nil || local == nil {
 			return err
 		}
-		wait, err = local(ctx, s, media, stdout)
+		wait, err = local(ctx, s, stdout)
 		return err
 	}, func() {
 		if wait != nil {

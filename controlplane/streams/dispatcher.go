@@ -5,10 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
-	"net/url"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -312,32 +309,4 @@ func (d *Dispatcher) reconcile(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// MediaURLs answers the public base URL of a media server's HTTP media
-// port for playback URLs.
-type MediaURLs struct {
-	Nodes *nodes.Service
-}
-
-// BaseURL implements playback.MediaURLs: the engine's HTTP address as the
-// agent reported it; an unspecified host (0.0.0.0) is replaced by the
-// host's name, which players on the network can resolve.
-func (m MediaURLs) BaseURL(ctx context.Context, mediaServerID string) (string, error) {
-	rec, err := m.Nodes.Resolve(ctx, "", mediaServerID)
-	if err != nil {
-		return "", err
-	}
-	host, port, err := net.SplitHostPort(rec.Engine.HTTPAddr)
-	if err != nil {
-		return "", fmt.Errorf("media server %s has not reported its media address yet", mediaServerID)
-	}
-	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
-		host = rec.Hostname
-		if host == "" {
-			host = "127.0.0.1"
-		}
-	}
-	u := url.URL{Scheme: "http", Host: net.JoinHostPort(strings.Trim(host, "[]"), port)}
-	return u.String(), nil
 }

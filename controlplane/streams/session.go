@@ -285,6 +285,46 @@ func (s *Service) Locate(ctx context.Context, channelID string) (playback.Stream
 	return loc, nil
 }
 
+// LocateStream implements playback.Streams: the Online stream of a
+// locator, on the media server it names or, when it names none, on the one
+// media server where it is Online. A stream that is not Online anywhere it
+// is looked for is not ready (contract B's 409 stream_not_ready: "stream
+// ... not yet playable"), whether it never came or went away.
+func (s *Service) LocateStream(ctx context.Context, l playback.StreamLocator) (playback.StreamLocation, error) {
+	if l.Vhost == "" {
+		l.Vhost = channels.DefaultVhost
+	}
+	notReady := fmt.Errorf("%w: %s/%s is not Online; publish it, then poll the streams until it is", playback.ErrStreamNotReady, l.App, l.Stream)
+	var found []Session
+	if l.MediaServerID != "" {
+		sess, err := s.Session(ctx, l.MediaServerID, l.Vhost, l.App, l.Stream)
+		if err != nil {
+			return playback.StreamLocation{}, err
+		}
+		if sess != nil {
+			found = append(found, *sess)
+		}
+	} else {
+		rows, _, err := s.Sessions(ctx, SessionQuery{Stream: l.Stream, State: StateOnline, Page: 1, PageSize: 100})
+		if err != nil {
+			return playback.StreamLocation{}, err
+		}
+		for _, r := range rows {
+			if r.App == l.App && r.Vhost == l.Vhost {
+				found = append(found, r)
+			}
+		}
+	}
+	switch {
+	case len(found) > 1:
+		return playback.StreamLocation{}, fmt.Errorf("%w: %s/%s is Online on %d media servers; name mediaServerId", playback.ErrInvalid, l.App, l.Stream, len(found))
+	case len(found) == 0 || found[0].State != StateOnline:
+		return playback.StreamLocation{}, notReady
+	}
+	f := found[0]
+	return playback.StreamLocation{ChannelID: f.ChannelID, MediaServerID: f.MediaServerID, Vhost: f.Vhost, App: f.App, Stream: f.Stream, Online: true}, nil
+}
+
 // SessionQuery filters the session listing; zero values do not filter.
 type SessionQuery struct {
 	MediaServerID, Stream, State, ChannelID string

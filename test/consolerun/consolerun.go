@@ -203,7 +203,7 @@ func startDev(ctx context.Context, bin string) (*dev, error) {
 	}
 	d := &dev{dir: dir, api: "http://" + addrs[0], media: "http://" + addrs[3], out: &syncBuffer{}, done: make(chan struct{})}
 	d.cmd = exec.Command(bin, "dev", "--data-dir", filepath.Join(dir, "data"), "--http-addr", addrs[0], "--raft-addr", addrs[1],
-		"--agent-addr", addrs[2], "--media-http-addr", addrs[3], "--media-rtsp-addr", addrs[4], "--media-control-addr", addrs[5],
+		"--agent-addr", addrs[2], "--engine-http-addr", addrs[3], "--engine-rtsp-addr", addrs[4], "--engine-control-addr", addrs[5],
 		// A one-minute access cookie makes the console refresh it (at 70%,
 		// 42 s) during the run.
 		"--webhook-allow-private-targets", "--session-access-ttl", "1m", "--log-level", "warn")

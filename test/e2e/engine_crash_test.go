@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -22,23 +21,14 @@ func TestEngineCrashHeals(t *testing.T) {
 	bin := svcbin.Build(t)
 	cp := startControlNode(t, nil)
 	cam := startCamera(t)
-	en := cp.enroll("media-1", nil)
-	dataDir := filepath.Join(t.TempDir(), "agent")
-	if out, err := runProcess(bin, "agent", "enroll", "--server", en.AgentServerUrl, "--code", en.Code, "--ca-hash", en.CaHash, "--data-dir", dataDir); err != nil {
-		t.Fatalf("enroll: %v %s", err, out)
-	}
-	startProcess(t, bin, agentArgs(t, dataDir)...)
-	eventually(t, 60*time.Second, "the media server online", func() bool {
-		m := cp.mediaServer("media-1")
-		return m.AgentStatus == "online" && m.EngineStatus == "running"
-	})
+	cp.startMediaHost(bin, "media-1")
 	be := backend{t: t, api: cp.api, token: cp.newToken("channels.view", "streams.view", "streams.play", "channels.manage")}
 	var ids []string
 	for i := 0; i < 3; i++ {
 		var ch struct{ ChannelID string }
 		if st := cp.call("POST", "/api/v2/channels", map[string]any{"name": fmt.Sprintf("cam %d", i), "protocol": "rtsp",
 			"sourceUrl": fmt.Sprintf("rtsp://cam:camPa55word@127.0.0.1:%d/h264", cam.port), "app": "live", "stream": fmt.Sprintf("crash%d", i),
-			"mediaServerId": "media-1"}, &ch); st != 201 {
+			"mediaServerId": "media-1"}, &ch); st != 200 {
 			t.Fatalf("create channel: %d", st)
 		}
 		if st, body := be.call("POST", "/api/v2/third-party/channels/"+ch.ChannelID+"/start", nil, nil); st != 200 {

@@ -64,7 +64,7 @@ func TestEngineHooksSurviveTheirControlNode(t *testing.T) {
 
 	var ch struct{ ChannelID string }
 	if st := cp.call("POST", "/api/v2/channels", map[string]any{"name": "Door", "protocol": "rtsp", "mediaServerId": "media-1",
-		"sourceUrl": fmt.Sprintf("rtsp://cam:camPa55word@127.0.0.1:%d/h264", cam.port), "app": "live", "stream": "door"}, &ch); st != 201 {
+		"sourceUrl": fmt.Sprintf("rtsp://cam:camPa55word@127.0.0.1:%d/h264", cam.port), "app": "live", "stream": "door"}, &ch); st != 200 {
 		t.Fatalf("create channel: %d", st)
 	}
 	be := backend{t: t, api: cp.api, token: cp.newToken("channels.view", "streams.view", "streams.play", "channels.manage")}

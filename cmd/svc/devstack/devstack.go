@@ -26,7 +26,7 @@ import (
 const NodeID = "dev-media"
 
 // LocalAgent enrolls the development agent once and runs it until ctx ends.
-func LocalAgent(ctx context.Context, s *server.Server, media server.DevMedia, stdout io.Writer) (func(), error) {
+func LocalAgent(ctx context.Context, s *server.Server, stdout io.Writer) (func(), error) {
 	dataDir := filepath.Join(s.Config.DataDir, "agent")
 	if _, err := os.Stat(filepath.Join(dataDir, "agent.json")); errors.Is(err, os.ErrNotExist) {
 		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -47,7 +47,9 @@ func LocalAgent(ctx context.Context, s *server.Server, media server.DevMedia, st
 	o.DataDir = dataDir
 	// svc dev keeps its media ports on loopback and its host tuning inside
 	// the data directory, away from /etc.
-	o.EngineHTTPAddr, o.EngineRTSPAddr, o.EngineControlAddr = media.HTTPAddr, media.RTSPAddr, media.ControlAddr
+	c := s.Config
+	o.EngineHTTPAddr, o.EngineRTSPAddr, o.EngineControlAddr = c.DevEngineHTTPAddr, c.DevEngineRTSPAddr, c.DevEngineControlAddr
+	o.RTPPortMin, o.RTPPortMax = c.DevEngineRTPPortMin, c.DevEngineRTPPortMax
 	o.EngineDemoFile, o.EngineDemoPath = "builtin", DemoSourcePath
 	o.SysctlDir = filepath.Join(dataDir, "sysctl.d")
 	var wg sync.WaitGroup
@@ -65,7 +67,7 @@ func LocalAgent(ctx context.Context, s *server.Server, media server.DevMedia, st
 			return
 		}
 	}()
-	fmt.Fprintf(stdout, "local media server %s: node agent data in %s; engine media HTTP http://%s, RTSP rtsp://%s\n", NodeID, dataDir, media.HTTPAddr, media.RTSPAddr)
+	fmt.Fprintf(stdout, "local media server %s: node agent data in %s; engine media HTTP http://%s, RTSP rtsp://%s\n", NodeID, dataDir, o.EngineHTTPAddr, o.EngineRTSPAddr)
 	wg.Add(1)
 	go func() {
 		defer wg.Done()

@@ -160,6 +160,7 @@ export const operationRules: Readonly<Record<string, OperationRule>> = {
   "POST /api/v2/third-party/channels/{channelId}/start": { permission: "channels.manage", credential: "api-token" },
   "POST /api/v2/third-party/channels/{channelId}/stop": { permission: "channels.manage", credential: "api-token" },
   "POST /api/v2/third-party/playback-leases/{leaseId}/renew": { permission: "auth" },
+  "POST /api/v2/third-party/streams/playback-lease": { permission: "streams.play", credential: "api-token" },
   "PUT /api/v2/channels/groups/{groupKey}": { permission: "channels.manage" },
   "PUT /api/v2/channels/{channelId}": { permission: "channels.manage" },
   "PUT /api/v2/channels/{channelId}/ptz/settings": { permission: "channels.manage" },

@@ -763,7 +763,7 @@ export interface paths {
         put?: never;
         /**
          * Get one-time playback URLs for an Online live stream
-         * @description Issues short single-use URLs for the channel's live stream, one per requested protocol (all three when `protocols` is omitted). Each URL admits exactly one player and expires after `lifetimeSeconds` (default 120, at least 30, at most the configured bound) or at the API token's expiry, whichever is first. Only an Online stream gets URLs: an offline channel answers 409 `stream_not_ready` and is never started by this call. For players that must keep playing or reconnect, create a playback lease instead.
+         * @description Issues short single-use URLs for the channel's live stream, one per requested protocol (all of them when `protocols` is omitted). Each URL admits exactly one player and expires after `lifetimeSeconds` (default 120, at least 30, at most the configured bound) or at the API token's expiry, whichever is first. Only an Online stream gets URLs: an offline channel answers 409 `stream_not_ready` and is never started by this call. For players that must keep playing or reconnect, create a playback lease instead.
          */
         post: operations["createThirdPartyLivePlayback"];
         delete?: never;
@@ -792,6 +792,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v2/third-party/streams/playback-lease": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Lease a live stream named by its locator to a player
+         * @description Creates a renewable playback lease, exactly like the channel's playback lease, for a live stream named by its stream locator (`mediaServerId`, `vhost`, `app`, `streamId`) instead of a channel: a stream that a device or an encoder pushes to a media server (RTSP push with managed RTSP credentials), a pull proxy, or a channel's stream. The flow is contract B's live flow with the stream in place of the channel: list the streams (`GET /api/v2/third-party/streams?streamId=...&state=Online`), create the lease, hand `sources[].url` to the player, renew at `renewAfter`. `mediaServerId` may be omitted when the stream is Online on one media server. The lease's `resourceKind` is `live` and its `resourceId` the locator as a path, `{mediaServerId}/{vhost}/{app}/{streamId}` (each part URL-path-escaped); it is read, renewed and deleted with the playback-lease operations, and its URLs keep working while the publisher reconnects, as long as the lease lives. A stream that is not Online answers 409 `stream_not_ready`; one Online on several media servers without `mediaServerId` answers 400. This operation is our addition: contract B leases channels, recordings and GB28181 sessions, and names the stream locator as the alternative to a channel id.
+         */
+        post: operations["createThirdPartyStreamPlaybackLease"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v2/third-party/playback-leases/{leaseId}": {
         parameters: {
             query?: never;
@@ -801,14 +821,14 @@ export interface paths {
         };
         /**
          * Read a playback lease
-         * @description Returns the lease's state, `expiresAt`, `renewAfter`, `absoluteExpiresAt`, `renewCount` and its unchanged sources. Only the API token that created the lease may read it, and only while it still holds the resource's permission; for any other caller the lease does not exist (404). A lease created by a console session is read by that session alone.
+         * @description Returns the lease's state, `expiresAt`, `renewAfter`, `absoluteExpiresAt`, `renewCount` and its unchanged sources. Only the API token that created the lease may read it, and only while it still holds the resource's permission (403 `permission_denied` once it lost it); for any other caller the lease does not exist (404). A lease created by a console session is read by that session alone.
          */
         get: operations["getThirdPartyPlaybackLease"];
         put?: never;
         post?: never;
         /**
          * Revoke a playback lease
-         * @description Revokes the lease at once: new connections with its URLs are refused. Established HTTP-FLV, HTTP-fMP4 and HLS connections keep playing unless `disconnect` is true, in which case they are cut within 5 seconds. A revoked lease cannot be revived. Only the creating token may delete it. A lease created by a console session is deleted by that session alone.
+         * @description Revokes the lease at once: new connections with its URLs are refused. Established HTTP-FLV, HTTP-fMP4 and HLS connections keep playing unless `disconnect` is true, in which case they are cut within 5 seconds. A revoked lease cannot be revived. Only the creating token may delete it, while it holds the resource's permission (403 `permission_denied` otherwise). A lease created by a console session is deleted by that session alone.
          */
         delete: operations["deleteThirdPartyPlaybackLease"];
         options?: never;
@@ -827,7 +847,7 @@ export interface paths {
         put?: never;
         /**
          * Renew a playback lease
-         * @description Starts a new sliding round of `leaseSeconds` (60-600; the creation setting when omitted), never beyond `absoluteExpiresAt`, and returns the new `expiresAt` and `renewAfter`; the URLs and tickets stay the same so players keep their connections. An expired or revoked lease, one already at its absolute lifetime, or a token that lost the permission answers 409 `playback_lease_conflict`: create a new lease. Only the creating token may renew it. A lease created by a console session is renewed by that session alone, and not beyond the session's end.
+         * @description Starts a new sliding round of `leaseSeconds` (60-600; the creation setting when omitted), never beyond `absoluteExpiresAt`, and returns the new `expiresAt` and `renewAfter`; the URLs and tickets stay the same so players keep their connections. An expired or revoked lease, or one already at its absolute lifetime, answers 409 `playback_lease_conflict`: create a new lease. Only the creating token may renew it, and only while it holds the resource's permission: a token that lost it gets 403 `permission_denied` (contract B's code for a missing permission; renewal cannot extend revoked permission). A lease created by a console session is renewed by that session alone, and not beyond the session's end.
          */
         post: operations["renewThirdPartyPlaybackLease"];
         delete?: never;
@@ -945,7 +965,7 @@ export interface paths {
         };
         /**
          * List the media servers
-         * @description Lists the media servers with their status, addresses and load, as `GET /api/v2/media-servers` does, for a business backend with an API token.
+         * @description Lists the media servers with their status, addresses and load, as `GET /api/v2/media-servers` does, for a business backend with an API token, in contract B's list envelope `{page, pageSize, total, rows}` (ordered by media server id; `page` and `pageSize` are our addition to the documents' `clusterId`).
          */
         get: operations["listThirdPartyMediaServers"];
         put?: never;
@@ -2807,7 +2827,7 @@ export interface paths {
         put?: never;
         /**
          * Send a test event to one plan
-         * @description Inserts a `system.webhook.test` event (source `outbound-webhook-test`) targeted at this plan only, bypassing its event scope, and answers 202 with the event and delivery ids. The delivery then travels the real path (outbox, claim, signature, timeout, retries); follow it in the plan's delivery history. A disabled plan can be tested.
+         * @description Inserts a `system.webhook.test` event (source `outbound-webhook-test`) targeted at this plan only, bypassing its event scope, and answers with the event and delivery ids. The delivery then travels the real path (outbox, claim, signature, timeout, retries); follow it in the plan's delivery history. A disabled plan can be tested.
          */
         post: operations["testWebhookSubscription"];
         delete?: never;
@@ -4088,13 +4108,17 @@ export interface components {
         };
         /** @description One permission point that roles and tokens can carry. */
         Permission: {
-            /** @description Permission name as used in `x-svc-permission`, for example security.tokens.view. */
-            name: string;
+            name: components["schemas"]["PermissionName"];
             /** @description Category the permission belongs to, for example system or security. */
             category: string;
             /** @description What the permission allows. */
             description: string;
         };
+        /**
+         * @description A permission point, as used in `x-svc-permission` and granted to roles and API tokens: the known permission names of the contract's authentication rules, in their order. Besides these, `*` is the super permission, `auth` is held by any authenticated caller and `public` marks operations open to anonymous callers; those three are not grantable points and are not listed here.
+         * @enum {string}
+         */
+        PermissionName: "system.view" | "system.config.view" | "system.config.manage" | "system.config.raw.manage" | "system.logs.view" | "system.logs.manage" | "system.logs.download" | "system.host.manage" | "system.tasks.view" | "system.tasks.execute" | "system.lifecycle.view" | "system.lifecycle.manage" | "system.upgrade.view" | "system.upgrade.manage" | "nodes.view" | "nodes.manage" | "channels.view" | "channels.manage" | "streams.view" | "streams.manage" | "streams.play" | "devices.view" | "devices.manage" | "devices.control" | "devices.talk" | "recordings.view" | "recordings.manage" | "recordings.play" | "recordings.download" | "recordings.delete" | "security.tokens.view" | "security.tokens.manage" | "security.audit.view" | "security.roles.view" | "security.roles.manage" | "security.rtsp.view" | "security.rtsp.manage" | "security.users.view" | "security.users.manage" | "display-wall.view" | "display-wall.manage" | "rtc.manage" | "rtc.recordings.view" | "rtc.recordings.play" | "rtc.recordings.download";
         /** @description One page of users. */
         UserList: {
             /**
@@ -4436,6 +4460,26 @@ export interface components {
             /** @description Binary version of the member; empty when unreachable. */
             version: string;
             /** @description Explanation of the status. */
+            message: string;
+        };
+        /** @description The host tuning result, or the node command to follow when the node agent has not finished within the wait (it carries `commandType`). */
+        HostTuningApplyAnswer: components["schemas"]["HostTuningApplyResult"] | components["schemas"]["NodeCommandAccepted"];
+        /** @description The RTP port lease, or the node command to follow when the node agent has not finished within the wait (it carries `commandType`). */
+        RtpPortLeaseAnswer: components["schemas"]["RtpPortLease"] | components["schemas"]["NodeCommandAccepted"];
+        /** @description The result of writing the engine configuration, or the node command to follow when the node agent has not finished within the wait (it carries `commandType`). */
+        EngineConfigApplyAnswer: components["schemas"]["EngineConfigApplyResult"] | components["schemas"]["NodeCommandAccepted"];
+        /** @description The result of an engine process action, or the node command to follow when the node agent has not finished within the wait (it carries `commandType`). */
+        EngineProcessActionAnswer: components["schemas"]["EngineProcessActionResult"] | components["schemas"]["NodeCommandAccepted"];
+        /** @description The answer of an operation that changed something and has no resource left to return: a deletion, a password change, a logout. Success is HTTP 200 with this body (contract A: success is HTTP 200 unless stated). */
+        ActionResult: {
+            /**
+             * @description What was done.
+             * @enum {string}
+             */
+            action: "deleted" | "password-changed" | "logged-out";
+            /** @description What it was done to: the user, role or channel id, the group key, `mediaServerId/username` of an RTSP credential, or the session id. */
+            target: string;
+            /** @description What happened, in words. */
             message: string;
         };
         /** @description A request the node agent has accepted as a node command but not finished within the wait; poll the command until it reaches a terminal state. */
@@ -4931,6 +4975,26 @@ export interface components {
             /** @description The media servers, by id. */
             rows: components["schemas"]["MediaServer"][];
         };
+        /** @description One page of media servers (engines) of the cluster. */
+        MediaServerPage: {
+            /**
+             * Format: int32
+             * @description Number of this page, starting at 1.
+             */
+            page: number;
+            /**
+             * Format: int32
+             * @description Maximum rows per page.
+             */
+            pageSize: number;
+            /**
+             * Format: int64
+             * @description Media servers in all pages.
+             */
+            total: number;
+            /** @description The media servers of this page, by id. */
+            rows: components["schemas"]["MediaServer"][];
+        };
         /** @description One media server: the engine a node agent supervises. */
         MediaServer: {
             /** @description Media server id. */
@@ -5406,7 +5470,7 @@ export interface components {
             port?: number;
             /**
              * Format: int32
-             * @description Seconds to wait for the node agent to finish before answering 202 with the command; 0 answers at once.
+             * @description Seconds to wait for the node agent to finish before answering with the node command to follow (`NodeCommandAccepted`) instead of its result; 0 answers at once.
              * @default 15
              */
             waitSeconds?: number;
@@ -5417,7 +5481,7 @@ export interface components {
             reason?: string;
             /**
              * Format: int32
-             * @description Seconds to wait for the node agent to finish before answering 202 with the command; 0 answers at once.
+             * @description Seconds to wait for the node agent to finish before answering with the node command to follow (`NodeCommandAccepted`) instead of its result; 0 answers at once.
              * @default 15
              */
             waitSeconds?: number;
@@ -5623,7 +5687,7 @@ export interface components {
             reason?: string;
             /**
              * Format: int32
-             * @description Seconds to wait for the node agent to finish before answering 202 with the command; 0 answers at once.
+             * @description Seconds to wait for the node agent to finish before answering with the node command to follow (`NodeCommandAccepted`) instead of its result; 0 answers at once.
              * @default 15
              */
             waitSeconds?: number;
@@ -5681,7 +5745,7 @@ export interface components {
             reason: string;
             /**
              * Format: int32
-             * @description Seconds to wait for the node agent to finish before answering 202 with the command; 0 answers at once.
+             * @description Seconds to wait for the node agent to finish before answering with the node command to follow (`NodeCommandAccepted`) instead of its result; 0 answers at once.
              * @default 15
              */
             waitSeconds?: number;
@@ -5773,7 +5837,7 @@ export interface components {
             reason: string;
             /**
              * Format: int32
-             * @description Seconds to wait for the node agent to finish before answering 202 with the command; 0 answers at once.
+             * @description Seconds to wait for the node agent to finish before answering with the node command to follow (`NodeCommandAccepted`) instead of its result; 0 answers at once.
              * @default 15
              */
             waitSeconds?: number;
@@ -5901,7 +5965,7 @@ export interface components {
             reason: string;
             /**
              * Format: int32
-             * @description Seconds to wait for the node agent to finish before answering 202 with the command; 0 answers at once.
+             * @description Seconds to wait for the node agent to finish before answering with the node command to follow (`NodeCommandAccepted`) instead of its result; 0 answers at once.
              * @default 15
              */
             waitSeconds?: number;
@@ -6788,26 +6852,54 @@ export interface components {
         };
         /** @description Request for one-time live playback URLs. */
         ThirdPartyLivePlaybackRequest: {
-            /** @description Protocols to issue URLs for; all three when omitted. */
+            /** @description Protocols to issue URLs for; all of them when omitted (the documents' http-flv, http-fmp4 and hls, then our rtsp). */
             protocols?: components["schemas"]["PlaybackProtocol"][];
             /**
              * Format: int32
              * @description Seconds each URL stays usable; default 120, at least 30, at most the configured bound (default 600).
+             * @default 120
              */
             lifetimeSeconds?: number;
         };
         /** @description Request for a renewable playback lease. */
         ThirdPartyPlaybackLeaseRequest: {
-            /** @description Protocols the lease covers; all three when omitted. */
+            /** @description Protocols the lease covers; all of them when omitted (the documents' http-flv, http-fmp4 and hls, then our rtsp). */
             protocols?: components["schemas"]["PlaybackProtocol"][];
             /**
              * Format: int32
              * @description Sliding lease period in seconds; default 120.
+             * @default 120
+             */
+            leaseSeconds?: number;
+            /**
+             * Format: int32
+             * @description Total lifetime in seconds; not shorter than leaseSeconds, at most 43200, and never beyond the API token's expiry (the token's expiry wins when it comes first); 43200 when omitted (our choice, the documents name only the bound).
+             * @default 43200
+             */
+            absoluteLifetimeSeconds?: number;
+        };
+        /** @description Request for a renewable playback lease of a live stream named by its locator. */
+        ThirdPartyStreamPlaybackLeaseRequest: {
+            /** @description The media server the stream is on; omitted, the one media server where it is Online. */
+            mediaServerId?: string;
+            /** @description Virtual host of the stream; the default one when omitted. */
+            vhost?: string;
+            /** @description Application of the stream, for example `live`. */
+            app: string;
+            /** @description Stream id within the application. */
+            streamId: string;
+            /** @description Protocols the lease covers; all of them when omitted (the documents' http-flv, http-fmp4 and hls, then our rtsp). */
+            protocols?: components["schemas"]["PlaybackProtocol"][];
+            /**
+             * Format: int32
+             * @description Sliding lease period in seconds; default 120.
+             * @default 120
              */
             leaseSeconds?: number;
             /**
              * Format: int32
              * @description Total lifetime in seconds; not shorter than leaseSeconds, at most 43200, and never beyond the API token's expiry; 43200 when omitted.
+             * @default 43200
              */
             absoluteLifetimeSeconds?: number;
         };
@@ -6820,10 +6912,10 @@ export interface components {
             leaseSeconds?: number;
         };
         /**
-         * @description A playback protocol.
+         * @description A playback protocol: the documents' `http-flv`, `http-fmp4` and `hls`, and `rtsp`, our addition for VLC and NVR software (RTP over TCP or UDP; its URL carries the same `svc_ticket`, which the media server checks at DESCRIBE through the same play hook, in place of RTSP credentials).
          * @enum {string}
          */
-        PlaybackProtocol: "http-flv" | "http-fmp4" | "hls";
+        PlaybackProtocol: "http-flv" | "http-fmp4" | "hls" | "rtsp";
         /** @description One way to play a grant. */
         PlaybackSource: {
             protocol: components["schemas"]["PlaybackProtocol"];
@@ -6831,7 +6923,7 @@ export interface components {
             url: string;
             /** @description Media type of the answer, for example `video/x-flv` for http-flv. */
             contentType: string;
-            /** @description Whether browsers play it without a JavaScript player (true for HLS in Safari). */
+            /** @description Whether browsers play it without a JavaScript player (HLS in Safari, HTTP-fMP4 in Chromium-based browsers; never HTTP-FLV or RTSP). */
             browserNative: boolean;
             /** @description How to play it and what to expect. */
             hint: string;
@@ -6848,7 +6940,7 @@ export interface components {
              * @enum {string}
              */
             resourceKind: "live" | "recording-file" | "cut-merge-output";
-            /** @description Identifier of the resource (the channel id for live). */
+            /** @description Identifier of the resource; for live, the channel id, or for a lease on a stream locator `{mediaServerId}/{vhost}/{app}/{streamId}`. */
             resourceId: string;
             /**
              * @description Active while it admits players; Expired and Revoked are final.
@@ -7597,7 +7689,7 @@ export interface components {
             /** @description The receiver's absolute https URL (http only with allowHttp), without credentials, query string or fragment. */
             endpoint: string;
             /** @description HMAC secret of 16-256 characters, required on create; on update an empty or absent value keeps the current secret and a new value rotates it. Encrypted at rest and never returned. */
-            secret?: string;
+            secret?: string | unknown | unknown;
             /** @description Whether the plan receives events; disabling one plan does not affect others. While a plan is disabled, new events are not queued for it and its open deliveries wait (test events still go); they resume when it is enabled again. */
             enabled: boolean;
             /** @description Exact event names or prefixes ending in `.*` from the catalog; legacy snake_case hook names are normalised. */
@@ -8644,22 +8736,13 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The change was accepted by the node agent. */
+            /** @description The change was accepted by the node agent; or, when the node agent has not finished within the wait, the node command to follow (`NodeCommandAccepted`, recognisable by its `commandType`). */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HostTuningApplyResult"];
-                };
-            };
-            /** @description The node agent has not finished within the wait; follow the node command. */
-            202: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["NodeCommandAccepted"];
+                    "application/json": components["schemas"]["HostTuningApplyAnswer"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -8787,7 +8870,7 @@ export interface operations {
         };
         responses: {
             /** @description The token was created; the answer holds its value, which is not shown again by this operation. */
-            201: {
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9038,7 +9121,7 @@ export interface operations {
         };
         responses: {
             /** @description The user was created. */
-            201: {
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9105,11 +9188,13 @@ export interface operations {
         requestBody?: never;
         responses: {
             /** @description The user was deleted. */
-            204: {
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["ActionResult"];
+                };
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -9137,11 +9222,13 @@ export interface operations {
         };
         responses: {
             /** @description The password was changed and the user's sessions were revoked. */
-            204: {
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["ActionResult"];
+                };
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
@@ -9220,7 +9307,7 @@ export interface operations {
         };
         responses: {
             /** @description The role was created. */
-            201: {
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9288,11 +9375,13 @@ export interface operations {
         requestBody?: never;
         responses: {
             /** @description The role was deleted. */
-            204: {
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["ActionResult"];
+                };
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -9357,7 +9446,7 @@ export interface operations {
         };
         responses: {
             /** @description The lease and its sources. */
-            201: {
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9369,6 +9458,39 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    createThirdPartyStreamPlaybackLease: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The stream, the protocols, the lease period and the absolute lifetime. */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ThirdPartyStreamPlaybackLeaseRequest"];
+            };
+        };
+        responses: {
+            /** @description The lease and its sources. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PlaybackLease"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -9600,7 +9722,7 @@ export interface operations {
         };
         responses: {
             /** @description The node command that starts the proxy. */
-            202: {
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9635,7 +9757,7 @@ export interface operations {
         };
         responses: {
             /** @description The node command that stops the proxy. */
-            202: {
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9660,6 +9782,10 @@ export interface operations {
             query?: {
                 /** @description Identifier of the cluster; defaults to the cluster of the node that answers. */
                 clusterId?: components["parameters"]["ClusterId"];
+                /** @description Number of the page to return, starting at 1. */
+                page?: components["parameters"]["Page"];
+                /** @description Maximum number of rows per page. */
+                pageSize?: components["parameters"]["PageSize"];
             };
             header?: never;
             path?: never;
@@ -9667,13 +9793,13 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The media servers. */
+            /** @description One page of media servers. */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["MediaServerList"];
+                    "application/json": components["schemas"]["MediaServerPage"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -10000,11 +10126,13 @@ export interface operations {
         requestBody?: never;
         responses: {
             /** @description The credential was deleted. */
-            204: {
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["ActionResult"];
+                };
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
@@ -10635,22 +10763,13 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The lease. */
+            /** @description The lease; or, when the node agent has not finished within the wait, the node command to follow (`NodeCommandAccepted`, recognisable by its `commandType`). */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["RtpPortLease"];
-                };
-            };
-            /** @description The node agent has not finished the command within the wait; follow it with the node command operations. */
-            202: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["NodeCommandAccepted"];
+                    "application/json": components["schemas"]["RtpPortLeaseAnswer"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -10687,22 +10806,13 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The released lease. */
+            /** @description The released lease; or, when the node agent has not finished within the wait, the node command to follow (`NodeCommandAccepted`, recognisable by its `commandType`). */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["RtpPortLease"];
-                };
-            };
-            /** @description The node agent has not finished the command within the wait; follow it with the node command operations. */
-            202: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["NodeCommandAccepted"];
+                    "application/json": components["schemas"]["RtpPortLeaseAnswer"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -10741,22 +10851,13 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The released lease. */
+            /** @description The released lease; or, when the node agent has not finished within the wait, the node command to follow (`NodeCommandAccepted`, recognisable by its `commandType`). */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["RtpPortLease"];
-                };
-            };
-            /** @description The node agent has not finished the command within the wait; follow it with the node command operations. */
-            202: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["NodeCommandAccepted"];
+                    "application/json": components["schemas"]["RtpPortLeaseAnswer"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -10992,22 +11093,13 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The change. */
+            /** @description The change; or, when the node agent has not finished within the wait, the node command to follow (`NodeCommandAccepted`, recognisable by its `commandType`). */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["EngineConfigApplyResult"];
-                };
-            };
-            /** @description The node agent has not finished the command within the wait; follow it with the node command operations. */
-            202: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["NodeCommandAccepted"];
+                    "application/json": components["schemas"]["EngineConfigApplyAnswer"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -11074,22 +11166,13 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The change. */
+            /** @description The change; or, when the node agent has not finished within the wait, the node command to follow (`NodeCommandAccepted`, recognisable by its `commandType`). */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["EngineConfigApplyResult"];
-                };
-            };
-            /** @description The node agent has not finished the command within the wait; follow it with the node command operations. */
-            202: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["NodeCommandAccepted"];
+                    "application/json": components["schemas"]["EngineConfigApplyAnswer"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -11196,22 +11279,13 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The change. */
+            /** @description The change; or, when the node agent has not finished within the wait, the node command to follow (`NodeCommandAccepted`, recognisable by its `commandType`). */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["EngineConfigApplyResult"];
-                };
-            };
-            /** @description The node agent has not finished the command within the wait; follow it with the node command operations. */
-            202: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["NodeCommandAccepted"];
+                    "application/json": components["schemas"]["EngineConfigApplyAnswer"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -11277,22 +11351,13 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The action's result. */
+            /** @description The action's result; or, when the node agent has not finished within the wait, the node command to follow (`NodeCommandAccepted`, recognisable by its `commandType`). */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["EngineProcessActionResult"];
-                };
-            };
-            /** @description The node agent has not finished the command within the wait; follow it with the node command operations. */
-            202: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["NodeCommandAccepted"];
+                    "application/json": components["schemas"]["EngineProcessActionAnswer"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -11326,22 +11391,13 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The action's result. */
+            /** @description The action's result; or, when the node agent has not finished within the wait, the node command to follow (`NodeCommandAccepted`, recognisable by its `commandType`). */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["EngineProcessActionResult"];
-                };
-            };
-            /** @description The node agent has not finished the command within the wait; follow it with the node command operations. */
-            202: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["NodeCommandAccepted"];
+                    "application/json": components["schemas"]["EngineProcessActionAnswer"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -11375,22 +11431,13 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The action's result. */
+            /** @description The action's result; or, when the node agent has not finished within the wait, the node command to follow (`NodeCommandAccepted`, recognisable by its `commandType`). */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["EngineProcessActionResult"];
-                };
-            };
-            /** @description The node agent has not finished the command within the wait; follow it with the node command operations. */
-            202: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["NodeCommandAccepted"];
+                    "application/json": components["schemas"]["EngineProcessActionAnswer"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -11424,22 +11471,13 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The action's result. */
+            /** @description The action's result; or, when the node agent has not finished within the wait, the node command to follow (`NodeCommandAccepted`, recognisable by its `commandType`). */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["EngineProcessActionResult"];
-                };
-            };
-            /** @description The node agent has not finished the command within the wait; follow it with the node command operations. */
-            202: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["NodeCommandAccepted"];
+                    "application/json": components["schemas"]["EngineProcessActionAnswer"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -11802,7 +11840,7 @@ export interface operations {
         };
         responses: {
             /** @description The channel was created. */
-            201: {
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11899,11 +11937,13 @@ export interface operations {
         requestBody?: never;
         responses: {
             /** @description The channel was deleted. */
-            204: {
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["ActionResult"];
+                };
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
@@ -12111,7 +12151,7 @@ export interface operations {
         };
         responses: {
             /** @description The command was accepted. */
-            202: {
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -12403,7 +12443,7 @@ export interface operations {
         };
         responses: {
             /** @description The group was created. */
-            201: {
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -12470,11 +12510,13 @@ export interface operations {
         requestBody?: never;
         responses: {
             /** @description The group was deleted. */
-            204: {
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["ActionResult"];
+                };
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
@@ -12744,7 +12786,7 @@ export interface operations {
         };
         responses: {
             /** @description The super administrator was created. */
-            201: {
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -12884,11 +12926,13 @@ export interface operations {
         requestBody?: never;
         responses: {
             /** @description The session was revoked and its cookies were cleared. */
-            204: {
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["ActionResult"];
+                };
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -12912,11 +12956,13 @@ export interface operations {
         };
         responses: {
             /** @description The password was changed and every session of the user was revoked. */
-            204: {
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["ActionResult"];
+                };
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
@@ -13122,7 +13168,7 @@ export interface operations {
         };
         responses: {
             /** @description The plan was created; the answer holds its id and its redacted fields. */
-            201: {
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -13224,7 +13270,7 @@ export interface operations {
         };
         responses: {
             /** @description The test event was written; its delivery is on its way. */
-            202: {
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -13352,7 +13398,7 @@ export interface operations {
         };
         responses: {
             /** @description The test event was written; its delivery is on its way. */
-            202: {
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
