@@ -60,8 +60,7 @@ console:
 console-check:
 	scripts/install-deps.sh console
 	cd console && npm ci --no-audit --no-fund
-	cd console && npx openapi-typescript ../api/openapi.yaml --default-non-nullable false -o src/api/schema.d.ts --check \
-		|| { echo "console/src/api/schema.d.ts is stale: run make console and commit the result"; exit 1; }
+	cd console && npm run --silent check-types || { echo "console/src/api/schema.d.ts is stale: run make console and commit the result"; exit 1; }
 	@cd console && out=$$(mktemp -d) && npx vue-tsc --noEmit -p tsconfig.json && npx vite build --outDir $$out --emptyOutDir --logLevel warn \
 		&& if diff -r $$out dist; then rm -rf $$out; else rm -rf $$out; echo "console/dist differs from its sources: run make console and commit the result"; exit 1; fi
 

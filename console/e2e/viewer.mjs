@@ -41,6 +41,7 @@ export async function viewerRun(browser, results) {
 
   // Times are the browser's: Tokyo's wall clock for the stored UTC instant.
   await nav(page, 'Channels')
+  await page.locator('tr[data-channel="Gate camera"] time').first().waitFor()
   const times = await page.$$eval('main time', (els) =>
     els.map((e) => ({
       shown: e.textContent,
