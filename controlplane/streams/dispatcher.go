@@ -158,9 +158,7 @@ func (d *Dispatcher) start(ctx context.Context, cmd channels.StreamCommand, ch *
 		fail("reading the source URL: " + err.Error())
 		return
 	}
-	req := engineapi.AddProxyRequest{ID: string(ch.ChannelID), URL: src, Vhost: ch.Vhost, App: ch.App, Stream: ch.Stream,
-		Transport: string(ch.RTSPTransport), Retry: engineapi.RetryPolicy{InitialBackoff: engineapi.Duration(time.Second), MaxBackoff: engineapi.Duration(30 * time.Second)}}
-	res, err := d.node(ctx, cmd, rec, agentapi.TypeEngineProxyAdd, req, "start channel "+string(ch.ChannelID))
+	res, err := d.node(ctx, cmd, rec, agentapi.TypeEngineProxyAdd, proxyAddRequest(ch, src), "start channel "+string(ch.ChannelID))
 	if err != nil && !isCode(res, engineapi.CodeProxyExists) {
 		fail(err.Error())
 		return

@@ -195,7 +195,9 @@ func TestPullerFromGStreamer(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			g := startGStreamer(t, tt.auth...)
 			var log frameLog
-			p, err := rtsp.NewPuller(log.config(g.url(tt.userinfo, tt.mount), tt.transport))
+			cfg := log.config(g.url(tt.userinfo, tt.mount), tt.transport)
+			cfg.Client.AllowBasicAuth = tt.name == "Basic auth"
+			p, err := rtsp.NewPuller(cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -221,6 +223,21 @@ func TestPullerFromGStreamer(t *testing.T) {
 				t.Errorf("auto transport used %s", st.Transport)
 			}
 		})
+	}
+}
+
+// A server that asks only for Basic over plain rtsp:// gets no password
+// unless the source opted in; the Puller reports why.
+func TestPullerRefusesBasicOverPlainRTSP(t *testing.T) {
+	t.Parallel() // real-time media: mostly waiting
+	g := startGStreamer(t, "--user", "cam", "--password", "s3cret", "--auth", "basic")
+	var log frameLog
+	p, _ := rtsp.NewPuller(log.config(g.url("cam:s3cret", "h264"), rtsp.TransportTCP))
+	runFor(1500*time.Millisecond, func(ctx context.Context) { p.Run(ctx) })
+	log.mu.Lock()
+	defer log.mu.Unlock()
+	if len(log.frames) != 0 || len(log.lastErrs) == 0 || !errors.Is(log.lastErrs[0], rtsp.ErrBasicRefused) {
+		t.Fatalf("frames %d, errors %v", len(log.frames), log.lastErrs)
 	}
 }
 
@@ -351,7 +368,8 @@ func startRequestRewritingProxy(t *testing.T, port int, rewrite func(req []byte)
 }
 
 // A server that redirects DESCRIBE elsewhere (a load balancer in front of
-// GStreamer): the Puller follows it, credentials included.
+// GStreamer on another port of the same host): the Puller follows it,
+// credentials included; to another host they would not go along.
 func TestPullerFollowsRedirect(t *testing.T) {
 	t.Parallel() // real-time media: mostly waiting
 	g := startGStreamer(t, "--user", "cam", "--password", "s3cret")
