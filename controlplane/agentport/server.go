@@ -77,6 +77,7 @@ func Start(d Deps, ln net.Listener, certs *clusterca.ServerCertificates) *Server
 	mux.Handle("POST "+agentapi.PathPoll, s.node(s.handlePoll))
 	mux.Handle("POST "+agentapi.PathCommandRunning, s.node(s.handleRunning))
 	mux.Handle("POST "+agentapi.PathCommandResult, s.node(s.handleResult))
+	mux.Handle("POST "+agentapi.PathCommandSecret, s.node(s.handleSecret))
 	mux.Handle("POST "+agentapi.PathHeartbeat, s.node(s.handleHeartbeat))
 	mux.Handle("POST "+agentapi.PathEngineTransition, s.node(s.handleTransition))
 	mux.Handle("POST "+agentapi.PathEngineHooks+"/{hookName}", s.node(s.handleHook))

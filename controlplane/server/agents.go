@@ -63,7 +63,7 @@ func newAgentSide(cfg config.Config, node *raftnode.Node, keys *keyring.Keyring,
 	a.authority = &clusterca.Authority{Store: node, Keys: keys}
 	a.nodes = &nodes.Service{Store: node, LocalNodeID: cfg.NodeID, Propagated: node.WaitMembersApplied,
 		RecordsRevision: areaRevision(node.State(), nodes.RecordPrefix)}
-	a.commands = &nodecommand.Service{Store: node, Reader: node.State(), LocalNodeID: cfg.NodeID, Visibility: cfg.CommandVisibility}
+	a.commands = &nodecommand.Service{Store: node, Reader: node.State(), LocalNodeID: cfg.NodeID, Visibility: cfg.CommandVisibility, Keys: keys}
 	a.presence = nodes.NewPresence(cfg.MonitoringRetention)
 	a.templates = &transcoder.Service{Store: node}
 	a.servers = &mediaserver.Service{Nodes: a.nodes, Commands: a.commands, Presence: a.presence, Templates: a.templates.Scoped}
@@ -105,7 +105,17 @@ func (a *agentSide) background(s *Server, bg context.Context, system *system.Ser
 	s.background(bg, func(ctx context.Context) {
 		a.node.Leadership().Run(ctx, func(ctx context.Context) {
 			var wg sync.WaitGroup
-			wg.Add(3)
+			wg.Add(4)
+			go func() {
+				defer wg.Done()
+				retryEverySecond(ctx, a.log, "scrubbing secrets of older node commands", func(ctx context.Context) error {
+					n, err := a.commands.ScrubSecrets(ctx)
+					if n > 0 {
+						a.log.Info("sealed the source credentials older node commands held in clear", zap.Int("commands", n))
+					}
+					return err
+				})
+			}()
 			go func() {
 				defer wg.Done()
 				retryEverySecond(ctx, a.log, "making the cluster CA", func(ctx context.Context) error {
