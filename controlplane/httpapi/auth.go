@@ -103,7 +103,8 @@ func (a APITokenAuth) Authenticate(r *http.Request, clientIP net.IP) (*identity.
 		// A token never does more than its owner may do now.
 		perms = permission.Intersect(perms, owner.perms)
 	}
-	return &identity.Identity{Kind: identity.KindAPIToken, Subject: rec.OwnerUserID, CredentialID: rec.TokenID, Permissions: perms, ExpiresAt: rec.ExpiresAt}, nil
+	return &identity.Identity{Kind: identity.KindAPIToken, Subject: rec.OwnerUserID, CredentialID: rec.TokenID, Permissions: perms, ExpiresAt: rec.ExpiresAt,
+		AllowedIPs: rec.AllowedIPs}, nil
 }
 
 // resolve finds the token's record and its owner's state, from the cache

@@ -49,6 +49,9 @@ func actor(raw context.Context) apitoken.Actor {
 	}
 	if id := identity.From(requestContext(raw)); id != nil {
 		a.Type, a.ID, a.UserID, a.Permissions = string(id.Kind), id.CredentialID, id.Subject, id.Permissions
+		if id.Kind == identity.KindAPIToken {
+			a.Token = &apitoken.Limits{ExpiresAt: id.ExpiresAt, AllowedIPs: id.AllowedIPs}
+		}
 	}
 	return a
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/nodecommand"
 	"github.com/svcplatform/svc/controlplane/nodes"
 	"github.com/svcplatform/svc/controlplane/playback"
+	"github.com/svcplatform/svc/controlplane/ratelimit"
 	"github.com/svcplatform/svc/controlplane/rtspauth"
 	"github.com/svcplatform/svc/controlplane/session"
 	"github.com/svcplatform/svc/controlplane/snapshots"
@@ -129,9 +130,9 @@ func NewEngine(d Deps) (*gin.Engine, error) {
 		accountEndpoints:  &accountEndpoints{accounts: d.Accounts, csrf: d.Sessions.CSRFToken},
 		rtspAuthEndpoints: &rtspAuthEndpoints{creds: d.RTSPAuth},
 		sessionEndpoints: &sessionEndpoints{sessions: d.Sessions, accounts: d.Accounts, proxies: d.Proxies,
-			byAddress: NewLimiter(float64(d.LoginRatePerMinute), d.LoginRatePerMinute),
-			byUser:    NewLimiter(float64(d.LoginRatePerMinute), d.LoginRatePerMinute),
-			captchas:  NewLimiter(float64(3*d.LoginRatePerMinute), 3*d.LoginRatePerMinute)},
+			byAddress: ratelimit.New(float64(d.LoginRatePerMinute), d.LoginRatePerMinute),
+			byUser:    ratelimit.New(float64(d.LoginRatePerMinute), d.LoginRatePerMinute),
+			captchas:  ratelimit.New(float64(3*d.LoginRatePerMinute), 3*d.LoginRatePerMinute)},
 		channelEndpoints: &channelEndpoints{channels: d.Channels},
 		eventEndpoints:   &eventEndpoints{events: d.Events, auth: d.Auth, sockets: d.Sockets, log: d.Log},
 		webhookEndpoints: &webhookEndpoints{plans: d.Webhooks, dispatcher: d.Dispatcher},
