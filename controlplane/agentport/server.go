@@ -22,6 +22,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/svcplatform/svc/controlplane/clusterca"
+	"github.com/svcplatform/svc/controlplane/connguard"
 	"github.com/svcplatform/svc/controlplane/nodecommand"
 	"github.com/svcplatform/svc/controlplane/nodes"
 	"github.com/svcplatform/svc/controlplane/store"
@@ -46,6 +47,9 @@ type Deps struct {
 	// BaseContext ends every request's context when canceled, so long polls
 	// return at shutdown.
 	BaseContext context.Context
+	// BodyTimeout is the time a client has to send a request body
+	// (connguard.BodyDeadline); 0 leaves it unbounded.
+	BodyTimeout time.Duration
 }
 
 // Server is the running agent port.
@@ -98,7 +102,7 @@ func Start(d Deps, ln net.Listener, certs *clusterca.ServerCertificates) *Server
 		},
 	}
 	s.ln = tls.NewListener(ln, tlsCfg)
-	s.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 5 * time.Minute,
+	s.http = &http.Server{Handler: connguard.BodyDeadline(mux, d.BodyTimeout), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 5 * time.Minute,
 		ErrorLog: zap.NewStdLog(d.Log.Named("tls")), BaseContext: func(net.Listener) context.Context { return base }}
 	go func() {
 		defer close(s.done)

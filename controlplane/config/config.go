@@ -36,6 +36,12 @@ type Config struct {
 	MaxBodyBytes   int64         `flag:"max-body-bytes" env:"SVC_MAX_BODY_BYTES" yaml:"maxBodyBytes" usage:"largest accepted JSON request body in bytes"`
 	TrustedProxies []string      `flag:"trusted-proxies" env:"SVC_TRUSTED_PROXIES" yaml:"trustedProxies" usage:"comma-separated CIDRs of reverse proxies whose X-Forwarded-For is believed"`
 	ShutdownGrace  time.Duration `flag:"shutdown-grace" env:"SVC_SHUTDOWN_GRACE" yaml:"shutdownGrace" usage:"how long a graceful shutdown waits for requests and leadership transfer"`
+	// MaxConnectionsPerClient and RequestBodyTimeout bound what one client
+	// can hold of the API and the agent port (package connguard): open
+	// connections per address (trusted proxies exempt), and the time to send
+	// a request body (WebSockets and long polls have none still arriving).
+	MaxConnectionsPerClient int           `flag:"max-connections-per-client" env:"SVC_MAX_CONNECTIONS_PER_CLIENT" yaml:"maxConnectionsPerClient" usage:"open connections one client address may hold on the API and on the agent port (trusted proxies exempt)"`
+	RequestBodyTimeout      time.Duration `flag:"request-body-timeout" env:"SVC_REQUEST_BODY_TIMEOUT" yaml:"requestBodyTimeout" usage:"time a client has to send a request body before its connection is closed"`
 	// HistoryRetention is how many revisions of watch history are kept
 	// before the retention task compacts them.
 	HistoryRetention int64 `flag:"history-retention" env:"SVC_HISTORY_RETENTION" yaml:"historyRetention" usage:"revisions of watch history kept before compaction"`
@@ -104,25 +110,27 @@ func Defaults() Config {
 		host = "node-1"
 	}
 	return Config{
-		NodeID:                 host,
-		DataDir:                "/var/lib/svc",
-		HTTPAddr:               "127.0.0.1:8080",
-		RaftAddr:               "127.0.0.1:8300",
-		LogLevel:               "info",
-		MaxBodyBytes:           1 << 20,
-		ShutdownGrace:          10 * time.Second,
-		HistoryRetention:       100000,
-		SessionAccessTTL:       10 * time.Minute,
-		SessionTTL:             12 * time.Hour,
-		LoginRatePerMinute:     20,
-		PlaybackMaxLinkSeconds: 600,
-		SMTPPort:               587,
-		SMTPStartTLS:           true,
-		AgentAddr:              "0.0.0.0:8443",
-		NodeHeartbeatTTL:       15 * time.Second,
-		CommandVisibility:      30 * time.Second,
-		MonitoringRetention:    24 * time.Hour,
-		GCHeapFloorMiB:         256,
+		NodeID:                  host,
+		DataDir:                 "/var/lib/svc",
+		HTTPAddr:                "127.0.0.1:8080",
+		RaftAddr:                "127.0.0.1:8300",
+		LogLevel:                "info",
+		MaxBodyBytes:            1 << 20,
+		ShutdownGrace:           10 * time.Second,
+		MaxConnectionsPerClient: 256,
+		RequestBodyTimeout:      30 * time.Second,
+		HistoryRetention:        100000,
+		SessionAccessTTL:        10 * time.Minute,
+		SessionTTL:              12 * time.Hour,
+		LoginRatePerMinute:      20,
+		PlaybackMaxLinkSeconds:  600,
+		SMTPPort:                587,
+		SMTPStartTLS:            true,
+		AgentAddr:               "0.0.0.0:8443",
+		NodeHeartbeatTTL:        15 * time.Second,
+		CommandVisibility:       30 * time.Second,
+		MonitoringRetention:     24 * time.Hour,
+		GCHeapFloorMiB:          256,
 
 		EventOutboxRetention:  7 * 24 * time.Hour,
 		EventOutboxMaxEntries: 100000,
@@ -191,6 +199,12 @@ func (c *Config) Validate() error {
 		if _, _, err := net.ParseCIDR(p); err != nil {
 			return bad("trusted-proxies", "%q is not a CIDR", p)
 		}
+	}
+	if c.MaxConnectionsPerClient < 8 || c.MaxConnectionsPerClient > 1_000_000 {
+		return bad("max-connections-per-client", "%d is outside 8..1000000", c.MaxConnectionsPerClient)
+	}
+	if c.RequestBodyTimeout < time.Second || c.RequestBodyTimeout > 10*time.Minute {
+		return bad("request-body-timeout", "%s is outside 1s..10m", c.RequestBodyTimeout)
 	}
 	if c.ShutdownGrace < 0 || c.ShutdownGrace > 5*time.Minute {
 		return bad("shutdown-grace", "%s is outside 0..5m", c.ShutdownGrace)

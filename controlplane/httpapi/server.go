@@ -77,6 +77,10 @@ type Deps struct {
 	AgentURL string
 	// NodeTTL is the heartbeat silence after which a node is offline.
 	NodeTTL time.Duration
+	// BootstrapCode stands in for a loopback connection on the bootstrap
+	// (BootstrapCodeHeader); the node prints it while no administrator
+	// exists.
+	BootstrapCode string
 }
 
 // endpoints is the one strict-server implementation, assembled from the
@@ -164,7 +168,8 @@ func NewEngine(d Deps) (*gin.Engine, error) {
 		HandlerErrorFunc:         func(c *gin.Context, err error) { abortWithError(c, err) },
 		ResponseErrorHandlerFunc: func(c *gin.Context, err error) { abortWithError(c, err) },
 	})
-	api := e.Group("", guard(guardConfig{ops: d.Ops, auth: d.Auth, maxBody: d.MaxBodyBytes, barrier: d.Node.LinearizableBarrier, denials: d.Denials}))
+	api := e.Group("", guard(guardConfig{ops: d.Ops, auth: d.Auth, maxBody: d.MaxBodyBytes, barrier: d.Node.LinearizableBarrier, denials: d.Denials,
+		local: NewLocalAccess(d.Proxies, d.BootstrapCode)}))
 	contract.RegisterHandlersWithOptions(api, strict, contract.GinServerOptions{
 		ErrorHandler: func(c *gin.Context, err error, status int) {
 			abortWithError(c, &Error{Status: status, Code: "invalid_query", Message: err.Error(), Retryable: retryable(false)})

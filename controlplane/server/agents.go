@@ -13,6 +13,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/audit"
 	"github.com/svcplatform/svc/controlplane/clusterca"
 	"github.com/svcplatform/svc/controlplane/config"
+	"github.com/svcplatform/svc/controlplane/connguard"
 	"github.com/svcplatform/svc/controlplane/httpapi"
 	"github.com/svcplatform/svc/controlplane/keyring"
 	"github.com/svcplatform/svc/controlplane/mediaserver"
@@ -59,7 +60,7 @@ func newAgentSide(cfg config.Config, node *raftnode.Node, keys *keyring.Keyring,
 	if err != nil {
 		return nil, err
 	}
-	a := &agentSide{cfg: cfg, log: log.Named("agents"), node: node, keys: keys, ln: ln}
+	a := &agentSide{cfg: cfg, log: log.Named("agents"), node: node, keys: keys, ln: connguard.Limit(ln, cfg.MaxConnectionsPerClient, nil)}
 	a.authority = &clusterca.Authority{Store: node, Keys: keys}
 	a.nodes = &nodes.Service{Store: node, LocalNodeID: cfg.NodeID, Propagated: node.WaitMembersApplied,
 		RecordsRevision: areaRevision(node.State(), nodes.RecordPrefix)}
@@ -89,7 +90,7 @@ func (a *agentSide) start() {
 	a.port = agentport.Start(agentport.Deps{Log: a.log, Authority: a.authority, Nodes: a.nodes, Commands: a.commands, Presence: a.presence,
 		ServerURLs: a.serverURLs, Broadcast: func(id string, hb agentapi.Heartbeat, at time.Time) {
 			go a.broadcast(context.Background(), id, hb, at)
-		}, BaseContext: a.pollCtx}, a.ln, certs)
+		}, BaseContext: a.pollCtx, BodyTimeout: a.cfg.RequestBodyTimeout}, a.ln, certs)
 }
 
 // background lists the loops a control node runs for the agent side.

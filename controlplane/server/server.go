@@ -31,6 +31,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/audit"
 	"github.com/svcplatform/svc/controlplane/channels"
 	"github.com/svcplatform/svc/controlplane/config"
+	"github.com/svcplatform/svc/controlplane/connguard"
 	"github.com/svcplatform/svc/controlplane/enginehooks"
 	"github.com/svcplatform/svc/controlplane/events"
 	"github.com/svcplatform/svc/controlplane/httpapi"
@@ -97,6 +98,10 @@ type Server struct {
 	wg               sync.WaitGroup
 	denials          *httpapi.DenialAuditor
 	agents           *agentSide
+	// bootstrapCode stands in for a loopback connection on the bootstrap
+	// until an administrator exists (printed in the log, see
+	// announceBootstrap).
+	bootstrapCode string
 }
 
 // AgentAddr is the agent port's bound address.
@@ -139,9 +144,15 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, er
 			node.Shutdown()
 		}
 	}()
-	if s.ln, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
+	proxies, err := httpapi.NewProxyTrust(cfg.TrustedProxies)
+	if err != nil {
 		return nil, err
 	}
+	ln, err := net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		return nil, err
+	}
+	s.ln = connguard.Limit(ln, cfg.MaxConnectionsPerClient, proxies.Contains)
 	defer func() {
 		if !ok {
 			s.ln.Close()
@@ -189,6 +200,9 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, er
 		}
 	}()
 	s.denials = httpapi.NewDenialAuditor(bg, node, log.Named("audit"))
+	if s.bootstrapCode, err = newBootstrapCode(); err != nil {
+		return nil, err
+	}
 	accounts := &account.Service{Store: node, Reader: node.State(), Propagated: node.WaitMembersApplied}
 	s.Accounts = accounts
 	owner := func(ctx context.Context, userID string) ([]string, bool, bool, error) {
@@ -197,10 +211,6 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, er
 			return nil, false, false, nil
 		}
 		return perms, active, err == nil, err
-	}
-	proxies, err := httpapi.NewProxyTrust(cfg.TrustedProxies)
-	if err != nil {
-		return nil, err
 	}
 	inContact := func() bool { return node.InContact(authContactWindow) }
 	sessions := &session.Service{Store: node, Accounts: accounts, MACKeys: keys.SubKeys("console-session"), Propagated: node.WaitMembersApplied,
@@ -232,13 +242,13 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, er
 		Events: s.Events, Webhooks: s.Webhooks, Dispatcher: s.Dispatcher.Running, Sockets: s.sockets,
 		Nodes: s.agents.nodes, Presence: s.agents.presence, Commands: s.agents.commands, MediaServers: s.agents.servers,
 		Templates: s.agents.templates, Monitor: s.agents.monitor, Authority: s.agents.authority, AgentURL: cfg.AgentURL(),
-		NodeTTL: cfg.NodeHeartbeatTTL,
+		NodeTTL: cfg.NodeHeartbeatTTL, BootstrapCode: s.bootstrapCode,
 	})
 	if err != nil {
 		return nil, err
 	}
 	routes = func() []system.Route { return httpapi.Routes(engine) }
-	s.http = &http.Server{Handler: engine, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second}
+	s.http = &http.Server{Handler: connguard.BodyDeadline(engine, cfg.RequestBodyTimeout), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second}
 
 	go func() {
 		defer close(s.done)
@@ -263,6 +273,7 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, er
 		registerSelf(ctx, node, raftnode.MemberRecord{NodeID: cfg.NodeID, RaftAddress: node.RaftAddress(), HTTPAddress: cfg.APIURL()}, log)
 	})
 	s.background(bg, tasks.Loop)
+	s.background(bg, s.announceBootstrap)
 	s.background(bg, func(ctx context.Context) {
 		node.Leadership().Run(ctx, func(ctx context.Context) { sweepSessions(ctx, sessions, log.Named("session")) })
 	})
