@@ -81,6 +81,15 @@ type Config struct {
 	SMTPPasswordFile string `flag:"smtp-password-file" env:"SVC_SMTP_PASSWORD_FILE" yaml:"smtpPasswordFile" usage:"file holding the SMTP password"`
 	SMTPStartTLS     bool   `flag:"smtp-starttls" env:"SVC_SMTP_STARTTLS" yaml:"smtpStartTls" usage:"require STARTTLS with the SMTP server"`
 
+	// AuditRetention and AuditMaxEntries bound the security audit log: the
+	// leader removes records older than the first, and the oldest beyond
+	// the second in number. AuditDenialWindow sums up the permission
+	// denials of one credential: the first is recorded as it happens, the
+	// rest in one record per window.
+	AuditRetention    time.Duration `flag:"audit-retention" env:"SVC_AUDIT_RETENTION" yaml:"auditRetention" usage:"how long security audit records are kept"`
+	AuditMaxEntries   int           `flag:"audit-max-entries" env:"SVC_AUDIT_MAX_ENTRIES" yaml:"auditMaxEntries" usage:"most security audit records kept (the oldest go first)"`
+	AuditDenialWindow time.Duration `flag:"audit-denial-window" env:"SVC_AUDIT_DENIAL_WINDOW" yaml:"auditDenialWindow" usage:"window over which one credential's permission denials are summed up in one audit record"`
+
 	// WebhookAllowPrivateTargets lets delivery plans target loopback,
 	// link-local and cloud-metadata addresses; off, such endpoints are
 	// refused when a plan is saved and on every connection (SSRF guard).
@@ -134,6 +143,10 @@ func Defaults() Config {
 
 		EventOutboxRetention:  7 * 24 * time.Hour,
 		EventOutboxMaxEntries: 100000,
+
+		AuditRetention:    365 * 24 * time.Hour,
+		AuditMaxEntries:   1_000_000,
+		AuditDenialWindow: time.Minute,
 	}
 }
 
@@ -237,6 +250,15 @@ func (c *Config) Validate() error {
 	}
 	if c.EventOutboxMaxEntries < 100 {
 		return bad("event-outbox-max-entries", "%d is below 100", c.EventOutboxMaxEntries)
+	}
+	if c.AuditRetention < time.Hour {
+		return bad("audit-retention", "%s is below 1h", c.AuditRetention)
+	}
+	if c.AuditMaxEntries < 1000 {
+		return bad("audit-max-entries", "%d is below 1000", c.AuditMaxEntries)
+	}
+	if c.AuditDenialWindow < time.Second || c.AuditDenialWindow > time.Hour {
+		return bad("audit-denial-window", "%s is outside 1s..1h", c.AuditDenialWindow)
 	}
 	if (c.WebhookLegacyEndpoint == "") != (c.WebhookLegacySecretFile == "") {
 		return bad("webhook-legacy-endpoint", "needs webhook-legacy-secret-file, and the other way round")

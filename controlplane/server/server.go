@@ -192,6 +192,7 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, er
 		HistoryRetention: cfg.HistoryRetention, OwnedPrefixes: OwnedPrefixes,
 	})
 	s.System.RegisterBuiltinTasks()
+	registerAuditRetention(tasks, node, audit.Retention{MaxAge: cfg.AuditRetention, MaxEntries: cfg.AuditMaxEntries})
 	bg, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
 	defer func() {
@@ -199,7 +200,7 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, er
 			cancel()
 		}
 	}()
-	s.denials = httpapi.NewDenialAuditor(bg, node, log.Named("audit"))
+	s.denials = httpapi.NewDenialAuditor(bg, node, log.Named("audit"), cfg.AuditDenialWindow)
 	if s.bootstrapCode, err = newBootstrapCode(); err != nil {
 		return nil, err
 	}
