@@ -25,6 +25,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/connguard"
 	"github.com/svcplatform/svc/controlplane/nodecommand"
 	"github.com/svcplatform/svc/controlplane/nodes"
+	"github.com/svcplatform/svc/controlplane/ratelimit"
 	"github.com/svcplatform/svc/controlplane/store"
 	"github.com/svcplatform/svc/shared/agentapi"
 )
@@ -59,6 +60,11 @@ type Server struct {
 	http  *http.Server
 	done  chan struct{}
 	ln    net.Listener
+	// enrollments limits enrollment attempts per client address, and
+	// refusals writes one log line per window instead of one per attempt:
+	// the port is open to anyone who reaches it.
+	enrollments *ratelimit.Limiter
+	refusals    refusalLog
 }
 
 // SetHooks hands the engines' hooks to an inbox from now on.
@@ -66,7 +72,8 @@ func (s *Server) SetHooks(h HookInbox) { s.hooks.Store(&h) }
 
 // Start serves the agent port on ln with certificates from certs.
 func Start(d Deps, ln net.Listener, certs *clusterca.ServerCertificates) *Server {
-	s := &Server{d: d, done: make(chan struct{})}
+	s := &Server{d: d, done: make(chan struct{}), enrollments: ratelimit.New(enrollPerMinute, enrollBurst),
+		refusals: refusalLog{log: d.Log, window: time.Minute}}
 	if d.Hooks != nil {
 		s.SetHooks(d.Hooks)
 	}

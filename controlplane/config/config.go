@@ -31,11 +31,16 @@ type Config struct {
 	ConfigFile    string `flag:"config" env:"SVC_CONFIG" yaml:"-" usage:"YAML configuration file"`
 	// ClusterKeyFile is the keyring shared by every control node; it
 	// authenticates the internal link and encrypts secrets at rest.
-	ClusterKeyFile string        `flag:"cluster-key-file" env:"SVC_CLUSTER_KEY_FILE" yaml:"clusterKeyFile" usage:"cluster keyring file, the same on every control node (default <data-dir>/cluster.key, created when missing)"`
-	LogLevel       string        `flag:"log-level" env:"SVC_LOG_LEVEL" yaml:"logLevel" usage:"debug, info, warn or error"`
-	MaxBodyBytes   int64         `flag:"max-body-bytes" env:"SVC_MAX_BODY_BYTES" yaml:"maxBodyBytes" usage:"largest accepted JSON request body in bytes"`
-	TrustedProxies []string      `flag:"trusted-proxies" env:"SVC_TRUSTED_PROXIES" yaml:"trustedProxies" usage:"comma-separated CIDRs of reverse proxies whose X-Forwarded-For is believed"`
-	ShutdownGrace  time.Duration `flag:"shutdown-grace" env:"SVC_SHUTDOWN_GRACE" yaml:"shutdownGrace" usage:"how long a graceful shutdown waits for requests and leadership transfer"`
+	ClusterKeyFile string   `flag:"cluster-key-file" env:"SVC_CLUSTER_KEY_FILE" yaml:"clusterKeyFile" usage:"cluster keyring file, the same on every control node (default <data-dir>/cluster.key, created when missing)"`
+	LogLevel       string   `flag:"log-level" env:"SVC_LOG_LEVEL" yaml:"logLevel" usage:"debug, info, warn or error"`
+	MaxBodyBytes   int64    `flag:"max-body-bytes" env:"SVC_MAX_BODY_BYTES" yaml:"maxBodyBytes" usage:"largest accepted JSON request body in bytes"`
+	TrustedProxies []string `flag:"trusted-proxies" env:"SVC_TRUSTED_PROXIES" yaml:"trustedProxies" usage:"comma-separated CIDRs of reverse proxies whose X-Forwarded-For is believed"`
+	// ClientIPHeaders are the headers, in order, a trusted proxy's client
+	// address is read from. X-Real-IP is not among them unless configured:
+	// a proxy that sets X-Forwarded-For but passes a client's X-Real-IP on
+	// would let the client choose its own address.
+	ClientIPHeaders []string      `flag:"client-ip-headers" env:"SVC_CLIENT_IP_HEADERS" yaml:"clientIpHeaders" usage:"comma-separated headers a trusted proxy's client address is read from, in order (X-Forwarded-For, X-Real-IP)"`
+	ShutdownGrace   time.Duration `flag:"shutdown-grace" env:"SVC_SHUTDOWN_GRACE" yaml:"shutdownGrace" usage:"how long a graceful shutdown waits for requests and leadership transfer"`
 	// MaxConnectionsPerClient and RequestBodyTimeout bound what one client
 	// can hold of the API and the agent port (package connguard): open
 	// connections per address (trusted proxies exempt), and the time to send
@@ -89,6 +94,9 @@ type Config struct {
 	AuditRetention    time.Duration `flag:"audit-retention" env:"SVC_AUDIT_RETENTION" yaml:"auditRetention" usage:"how long security audit records are kept"`
 	AuditMaxEntries   int           `flag:"audit-max-entries" env:"SVC_AUDIT_MAX_ENTRIES" yaml:"auditMaxEntries" usage:"most security audit records kept (the oldest go first)"`
 	AuditDenialWindow time.Duration `flag:"audit-denial-window" env:"SVC_AUDIT_DENIAL_WINDOW" yaml:"auditDenialWindow" usage:"window over which one credential's permission denials are summed up in one audit record"`
+	// TokenUsageInterval is how often a control node writes when API
+	// tokens were last used (lastUsedAt), in one Txn for all of them.
+	TokenUsageInterval time.Duration `flag:"token-usage-interval" env:"SVC_TOKEN_USAGE_INTERVAL" yaml:"tokenUsageInterval" usage:"how often API tokens' lastUsedAt is written (batched, never per request)"`
 
 	// WebhookAllowPrivateTargets lets delivery plans target loopback,
 	// link-local and cloud-metadata addresses; off, such endpoints are
@@ -126,6 +134,7 @@ func Defaults() Config {
 		LogLevel:                "info",
 		MaxBodyBytes:            1 << 20,
 		ShutdownGrace:           10 * time.Second,
+		ClientIPHeaders:         []string{"X-Forwarded-For"},
 		MaxConnectionsPerClient: 256,
 		RequestBodyTimeout:      30 * time.Second,
 		HistoryRetention:        100000,
@@ -144,9 +153,10 @@ func Defaults() Config {
 		EventOutboxRetention:  7 * 24 * time.Hour,
 		EventOutboxMaxEntries: 100000,
 
-		AuditRetention:    365 * 24 * time.Hour,
-		AuditMaxEntries:   1_000_000,
-		AuditDenialWindow: time.Minute,
+		AuditRetention:     365 * 24 * time.Hour,
+		AuditMaxEntries:    1_000_000,
+		AuditDenialWindow:  time.Minute,
+		TokenUsageInterval: time.Minute,
 	}
 }
 
@@ -213,6 +223,11 @@ func (c *Config) Validate() error {
 			return bad("trusted-proxies", "%q is not a CIDR", p)
 		}
 	}
+	for _, h := range c.ClientIPHeaders {
+		if !strings.EqualFold(h, "X-Forwarded-For") && !strings.EqualFold(h, "X-Real-IP") {
+			return bad("client-ip-headers", "%q is not X-Forwarded-For or X-Real-IP", h)
+		}
+	}
 	if c.MaxConnectionsPerClient < 8 || c.MaxConnectionsPerClient > 1_000_000 {
 		return bad("max-connections-per-client", "%d is outside 8..1000000", c.MaxConnectionsPerClient)
 	}
@@ -259,6 +274,9 @@ func (c *Config) Validate() error {
 	}
 	if c.AuditDenialWindow < time.Second || c.AuditDenialWindow > time.Hour {
 		return bad("audit-denial-window", "%s is outside 1s..1h", c.AuditDenialWindow)
+	}
+	if c.TokenUsageInterval < time.Second || c.TokenUsageInterval > time.Hour {
+		return bad("token-usage-interval", "%s is outside 1s..1h", c.TokenUsageInterval)
 	}
 	if (c.WebhookLegacyEndpoint == "") != (c.WebhookLegacySecretFile == "") {
 		return bad("webhook-legacy-endpoint", "needs webhook-legacy-secret-file, and the other way round")

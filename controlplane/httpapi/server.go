@@ -42,20 +42,22 @@ type Deps struct {
 	Registry       *prometheus.Registry
 	MaxBodyBytes   int64
 	TrustedProxies []string
-	System         *system.Service
-	Node           *raftnode.Node
-	LinkKeys       [][]byte
-	ContractYAML   []byte
-	Denials        *DenialAuditor
-	Tokens         *apitoken.Service
-	Accounts       *account.Service
-	RTSPAuth       *rtspauth.Service
-	Sessions       *session.Service
-	Playback       *playback.Service
-	Streams        *streams.Service
-	Snapshots      *snapshots.Service
-	Proxies        *ProxyTrust
-	Channels       *channels.Service
+	// ClientIPHeaders are read, in order, for a trusted proxy's client.
+	ClientIPHeaders []string
+	System          *system.Service
+	Node            *raftnode.Node
+	LinkKeys        [][]byte
+	ContractYAML    []byte
+	Denials         *DenialAuditor
+	Tokens          *apitoken.Service
+	Accounts        *account.Service
+	RTSPAuth        *rtspauth.Service
+	Sessions        *session.Service
+	Playback        *playback.Service
+	Streams         *streams.Service
+	Snapshots       *snapshots.Service
+	Proxies         *ProxyTrust
+	Channels        *channels.Service
 	// LoginRatePerMinute bounds logins per client address and per user name.
 	LoginRatePerMinute int
 	Events             *events.Service
@@ -115,6 +117,12 @@ func NewEngine(d Deps) (*gin.Engine, error) {
 	if err := e.SetTrustedProxies(d.TrustedProxies); err != nil {
 		return nil, fmt.Errorf("trusted proxies: %w", err)
 	}
+	// Only the configured headers name a trusted proxy's client (gin would
+	// also believe X-Real-IP).
+	e.RemoteIPHeaders = d.ClientIPHeaders
+	if len(e.RemoteIPHeaders) == 0 {
+		e.RemoteIPHeaders = []string{"X-Forwarded-For"}
+	}
 	metrics := NewMetrics(d.Registry)
 	e.Use(withTrace(), accessLog(d.Log, metrics), recovery(d.Log))
 	e.NoRoute(func(c *gin.Context) {
@@ -129,7 +137,8 @@ func NewEngine(d Deps) (*gin.Engine, error) {
 		return nil, err
 	}
 	handlers := endpoints{
-		systemEndpoints:   &systemEndpoints{svc: d.System, nodes: d.Nodes, yaml: d.ContractYAML, docs: docs},
+		systemEndpoints: &systemEndpoints{svc: d.System, nodes: d.Nodes, yaml: d.ContractYAML, docs: docs,
+			emails: ratelimit.New(testEmailsPerMinute, testEmailsPerMinute), emailsAll: ratelimit.New(testEmailsPerNodeMinute, testEmailsPerNodeMinute)},
 		securityEndpoints: &securityEndpoints{tokens: d.Tokens, audit: d.Node.State()},
 		accountEndpoints:  &accountEndpoints{accounts: d.Accounts, csrf: d.Sessions.CSRFToken},
 		rtspAuthEndpoints: &rtspAuthEndpoints{creds: d.RTSPAuth},

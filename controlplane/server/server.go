@@ -214,6 +214,7 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, er
 		return perms, active, err == nil, err
 	}
 	inContact := func() bool { return node.InContact(authContactWindow) }
+	usage := &apitoken.Usage{Store: node}
 	sessions := &session.Service{Store: node, Accounts: accounts, MACKeys: keys.SubKeys("console-session"), Propagated: node.WaitMembersApplied,
 		Catchup: node.LinearizableBarrier, Config: session.Config{AccessTTL: cfg.SessionAccessTTL, SessionTTL: cfg.SessionTTL}}
 	s.Sessions = sessions
@@ -227,7 +228,7 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, er
 	engine, err := httpapi.NewEngine(httpapi.Deps{
 		Ops: ops, Auth: httpapi.Credentials{
 			Tokens: httpapi.APITokenAuth{Reader: node.State(), Owner: owner, Cache: &httpapi.AuthCache{}, InContact: inContact,
-				Revision: areaRevision(node.State(), tokenAreas...)},
+				Revision: areaRevision(node.State(), tokenAreas...), Usage: usage},
 			Sessions: &httpapi.SessionAuth{Sessions: sessions, Permissions: accounts.Permissions, Proxies: proxies, InContact: inContact,
 				Revision: areaRevision(node.State(), session.SessionsPrefix, account.UsersPrefix, account.RolesPrefix)},
 			Snapshots: s.Snapshots.CheckTicket,
@@ -235,7 +236,7 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, er
 		Sessions: sessions, Proxies: proxies, LoginRatePerMinute: cfg.LoginRatePerMinute,
 		Accounts:     accounts,
 		RTSPAuth:     rtspCreds,
-		MaxBodyBytes: cfg.MaxBodyBytes, TrustedProxies: cfg.TrustedProxies, System: s.System, Node: node,
+		MaxBodyBytes: cfg.MaxBodyBytes, TrustedProxies: cfg.TrustedProxies, ClientIPHeaders: cfg.ClientIPHeaders, System: s.System, Node: node,
 		LinkKeys: keys.LinkKeys(), ContractYAML: api.OpenAPIYAML,
 		Denials:  s.denials,
 		Tokens:   tokens,
@@ -275,6 +276,9 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, er
 	})
 	s.background(bg, tasks.Loop)
 	s.background(bg, s.announceBootstrap)
+	s.background(bg, func(ctx context.Context) {
+		usage.Run(ctx, cfg.TokenUsageInterval, func(err error) { log.Warn("writing API token use times failed", zap.Error(err)) })
+	})
 	s.background(bg, func(ctx context.Context) {
 		node.Leadership().Run(ctx, func(ctx context.Context) { sweepSessions(ctx, sessions, log.Named("session")) })
 	})
