@@ -25,6 +25,9 @@ case "${1:-}" in
     # TestHostTuningThroughAgentInNetworkNamespace).
     # iproute2: ip link set lo up inside that namespace (test/e2e).
     packages+=(systemd util-linux iproute2)
+    # nginx: the reverse proxy on the same host that forwards a remote
+    # client's bootstrap (test/adversarial TestAttack06BootstrapBehindAReverseProxy).
+    packages+=(nginx)
     # ffmpeg (ffprobe) also serves mediaengine's TestOutputsPlayInFFprobe,
     # which reads every output of the engine (HTTP-FLV, HTTP-fMP4, HLS).
     # ffmpeg, ffprobe and the GStreamer peer above also serve mediaengine's

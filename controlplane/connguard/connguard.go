@@ -114,22 +114,30 @@ func BodyDeadline(h http.Handler, d time.Duration) http.Handler {
 			h.ServeHTTP(w, r)
 			return
 		}
-		r.Body = &deadlineBody{ReadCloser: r.Body, lift: func() { rc.SetReadDeadline(time.Time{}) }}
+		r.Body = &deadlineBody{ReadCloser: r.Body, lift: func() { rc.SetReadDeadline(time.Time{}) }, header: w.Header()}
 		h.ServeHTTP(w, r)
 	})
 }
 
-// deadlineBody lifts the read deadline once the body ends.
+// deadlineBody lifts the read deadline once the body ends. When the
+// deadline cut the body short, the answer (whatever the handler makes of
+// the error) closes the connection: otherwise the server would keep it
+// waiting for a next request until its idle timeout.
 type deadlineBody struct {
 	io.ReadCloser
-	once sync.Once
-	lift func()
+	once   sync.Once
+	lift   func()
+	header http.Header
 }
 
 func (b *deadlineBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
-	if errors.Is(err, io.EOF) {
+	var ne net.Error
+	switch {
+	case errors.Is(err, io.EOF):
 		b.once.Do(b.lift)
+	case errors.As(err, &ne) && ne.Timeout():
+		b.header.Set("Connection", "close")
 	}
 	return n, err
 }

@@ -271,4 +271,3 @@ func reason(re *openapi3filter.RequestError) string {
 	}
 	return strings.TrimSpace(msg)
 }
-

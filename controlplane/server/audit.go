@@ -15,7 +15,7 @@ import (
 func registerAuditRetention(tasks *system.Tasks, st store.Store, r audit.Retention) {
 	tasks.Register(system.Task{
 		Name: "audit-retention", Description: "remove security audit records older than --audit-retention or beyond --audit-max-entries",
-		LeaderOnly: true, Interval: time.Minute,
+		LeaderOnly: true, Interval: time.Minute, Preview: true,
 		Run: func(ctx context.Context, preview bool) (string, map[string]string, error) {
 			if preview {
 				n, err := audit.Excess(ctx, st, r, time.Now())

@@ -38,7 +38,9 @@ func TestEveryValidationRuleRejects(t *testing.T) {
 			return []netip.Addr{netip.MustParseAddr("203.0.113.7"), netip.MustParseAddr("127.0.0.1")}, nil
 		}
 		return []netip.Addr{netip.MustParseAddr("203.0.113.10")}, nil
-	}}, OwnAddrs: func() []netip.Addr { return []netip.Addr{netip.MustParseAddr("198.51.100.4"), netip.MustParseAddr("2001:db8::4")} }}
+	}}, OwnAddrs: func() []netip.Addr {
+		return []netip.Addr{netip.MustParseAddr("198.51.100.4"), netip.MustParseAddr("2001:db8::4")}
+	}}
 	if _, err := e.svc.Create(context.Background(), testActor, validInput()); err != nil {
 		t.Fatalf("a valid plan was refused: %v", err)
 	}
