@@ -13,10 +13,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -24,11 +22,11 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest"
 
-	"github.com/svcplatform/svc/controlplane/apitoken"
 	"github.com/svcplatform/svc/controlplane/clusterca"
 	"github.com/svcplatform/svc/controlplane/config"
 	"github.com/svcplatform/svc/controlplane/server"
 	"github.com/svcplatform/svc/controlplane/store"
+	"github.com/svcplatform/svc/test/testkit"
 )
 
 // node is a real control node in this process with its log captured.
@@ -42,34 +40,9 @@ type node struct {
 }
 
 // logBuffer keeps every log line of a node (debug level included).
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
+type logBuffer = testkit.Output
 
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) Sync() error { return nil }
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-func freeAddr(t testing.TB) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
+func freeAddr(t testing.TB) string { return testkit.FreeAddr(t) }
 
 // startNode starts a control node; join is a member's API URL or "", with
 // that member's key file.
@@ -78,11 +51,8 @@ func startNode(t *testing.T, id, join, keyFile string, tune func(*config.Config)
 	logs := &logBuffer{}
 	enc := zapcore.NewJSONEncoder(zap.NewDevelopmentEncoderConfig())
 	log := zap.New(zapcore.NewTee(zaptest.NewLogger(t, zaptest.Level(zapcore.WarnLevel)).Core(), zapcore.NewCore(enc, logs, zapcore.DebugLevel))).Named(id)
-	cfg := config.Defaults()
-	cfg.NodeID, cfg.DataDir, cfg.Join, cfg.ClusterKeyFile = id, t.TempDir(), join, keyFile
-	cfg.HTTPAddr, cfg.RaftAddr, cfg.AgentAddr = freeAddr(t), freeAddr(t), freeAddr(t)
-	cfg.ShutdownGrace = 2 * time.Second
-	cfg.NodeHeartbeatTTL, cfg.CommandVisibility = 3*time.Second, 2*time.Second
+	cfg := testkit.NodeConfig(t, id)
+	cfg.Join, cfg.ClusterKeyFile = join, keyFile
 	if tune != nil {
 		tune(&cfg)
 	}
@@ -117,23 +87,8 @@ func (n *node) token(perms ...string) string {
 // user's own session would create it.
 func (n *node) tokenOwnedBy(owner string, perms ...string) string {
 	n.t.Helper()
-	tok, err := apitoken.New()
-	if err != nil {
-		n.t.Fatal(err)
-	}
-	id := fmt.Sprintf("setup-%d", time.Now().UnixNano())
+	tok, id := testkit.WriteToken(n.t, n.s.Node, owner, perms...)
 	n.tokenIDs[tok] = id
-	op, _ := apitoken.Put(apitoken.Record{TokenID: id, Name: "setup", OwnerUserID: owner,
-		Digest: apitoken.Digest(tok), TokenPrefix: tok[:12], Permissions: perms, CreatedAt: time.Now()})
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	resp, err := n.s.Node.Txn(ctx, store.TxnRequest{Then: []store.Op{op}})
-	if err != nil {
-		n.t.Fatal(err)
-	}
-	if err := n.s.Node.WaitMembersApplied(ctx, resp.Header.Revision); err != nil {
-		n.t.Fatal(err)
-	}
 	return tok
 }
 
@@ -299,13 +254,7 @@ func (c *console) do(method, path string, body any) answer {
 // eventually polls cond until it holds or the time is up.
 func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s did not happen within %s", what, within)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testkit.Eventually(t, within, what, cond)
 }
 
 // auditRows lists the audit records of an event type through the API.

@@ -56,6 +56,8 @@ http {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(bin, "-p", dir, "-c", path, "-e", filepath.Join(dir, "error.log"))
+	// If this test binary dies before its cleanups, nginx goes with it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	// The workers inherit stdout and stderr: a pipe would keep Wait
 	// waiting for them, so nginx writes to its error log only.
 	if err := cmd.Start(); err != nil {

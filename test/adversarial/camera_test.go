@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/svcplatform/svc/controlplane/httpapi"
+	"github.com/svcplatform/svc/test/testkit"
 )
 
 // startChannel starts a channel and waits for its first outcome.
@@ -144,7 +145,7 @@ func TestAttack04CameraPasswordNeverLeaks(t *testing.T) {
 	}
 	// The pulled channel, with the credentials in the userinfo.
 	var ch channel
-	if a := call("POST", "/api/v2/channels", map[string]any{"name": "Gate", "protocol": "rtsp", "sourceUrl": cam.url("h264"), "app": "live",
+	if a := call("POST", "/api/v2/channels", map[string]any{"name": "Gate", "protocol": "rtsp", "sourceUrl": cam.URL("h264"), "app": "live",
 		"stream": "gate", "mediaServerId": mediaServerID}); a.status != 201 {
 		t.Fatalf("channel: %s", a)
 	} else {
@@ -153,20 +154,20 @@ func TestAttack04CameraPasswordNeverLeaks(t *testing.T) {
 	call("POST", "/api/v2/channels/"+ch.ChannelID+"/start", nil)
 	eventually(t, 60*time.Second, "the channel Online (the agent fetched the URL)", func() bool { return h.channel(ch.ChannelID).ActualState == "Online" })
 	// The same credentials in the query and in the path (item 5's forms).
-	query := "rtsp://127.0.0.1:" + fmt.Sprint(cam.port) + "/h264?user=cam&password=" + url.QueryEscape(cam.password)
+	query := "rtsp://127.0.0.1:" + fmt.Sprint(cam.Port) + "/h264?user=cam&password=" + url.QueryEscape(cam.Password)
 	if a := call("POST", "/api/v2/channels", map[string]any{"name": "Q", "protocol": "rtsp", "sourceUrl": query, "app": "live", "stream": "q"}); a.status != 201 {
 		t.Fatalf("query channel: %s", a)
 	}
 	// An ad hoc pull, a smoke test and a generic node command.
-	if a := call("POST", "/api/v2/streams/start-proxy", map[string]any{"mediaServerId": mediaServerID, "app": "adhoc", "stream": "s1", "url": cam.url("h264")}); a.status != 202 {
+	if a := call("POST", "/api/v2/streams/start-proxy", map[string]any{"mediaServerId": mediaServerID, "app": "adhoc", "stream": "s1", "url": cam.URL("h264")}); a.status != 202 {
 		t.Fatalf("start-proxy: %s", a)
 	}
-	if a := call("POST", "/api/v2/streams/smoke-tests/rtsp", map[string]any{"mediaServerId": mediaServerID, "url": cam.url("h264"), "timeoutSeconds": 15}); a.status != 200 || !strings.Contains(string(a.body), `"ok":true`) {
+	if a := call("POST", "/api/v2/streams/smoke-tests/rtsp", map[string]any{"mediaServerId": mediaServerID, "url": cam.URL("h264"), "timeoutSeconds": 15}); a.status != 200 || !strings.Contains(string(a.body), `"ok":true`) {
 		t.Fatalf("smoke test: %s", a)
 	}
 	var generic struct{ CommandID string }
 	if a := call("POST", "/api/v2/nodes/"+mediaServerID+"/commands", map[string]any{"commandType": "engine.proxy.add", "waitSeconds": 10,
-		"payload": map[string]any{"id": "generic", "url": cam.url("h264"), "app": "generic", "stream": "s2"}}); a.status != 200 {
+		"payload": map[string]any{"id": "generic", "url": cam.URL("h264"), "app": "generic", "stream": "s2"}}); a.status != 200 {
 		t.Fatalf("generic command: %s", a)
 	} else {
 		a.decode(t, &generic)
@@ -227,7 +228,7 @@ func TestAttack04CameraPasswordNeverLeaks(t *testing.T) {
 	if f := containsAny([]byte(h.logs.String()), forms); f != "" {
 		t.Fatalf("the control node's log holds the password (%q)", f)
 	}
-	if f := containsAny([]byte(h.agentOut.String()), forms); f != "" {
+	if f := containsAny([]byte(h.agent.Out.String()), forms); f != "" {
 		t.Fatalf("the agent's and engine's output holds the password (%q)", f)
 	}
 	snapshots := 0
@@ -276,9 +277,9 @@ func expand(path string, param *regexp.Regexp, ids map[string][]string) []string
 
 // secretForms are the ways the camera's password could be written down:
 // as is, URL-escaped, inside a Basic header, and as user:password.
-func secretForms(c *camera) []string {
-	return []string{c.password, url.QueryEscape(c.password), url.PathEscape(c.password),
-		base64.StdEncoding.EncodeToString([]byte(c.user + ":" + c.password)), c.user + ":" + c.password}
+func secretForms(c *testkit.Camera) []string {
+	return []string{c.Password, url.QueryEscape(c.Password), url.PathEscape(c.Password),
+		base64.StdEncoding.EncodeToString([]byte(c.User + ":" + c.Password)), c.User + ":" + c.Password}
 }
 
 func containsAny(b []byte, forms []string) string {

@@ -9,18 +9,14 @@ import (
 	"net"
 	"os/exec"
 	"path/filepath"
-	"runtime"
-	"strconv"
-	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/svcplatform/svc/agent/rtpport"
 	"github.com/svcplatform/svc/controlplane/config"
 	"github.com/svcplatform/svc/mediaengine/rtsp"
 	"github.com/svcplatform/svc/test/svcbin"
+	"github.com/svcplatform/svc/test/testkit"
 )
 
 // mediaHost is a control node with one enrolled media host: `svc agent
@@ -29,7 +25,7 @@ type mediaHost struct {
 	*node
 	super    string
 	agentDir string
-	agentOut *logBuffer
+	agent    *testkit.Process
 }
 
 const mediaServerID = "media-1"
@@ -40,7 +36,7 @@ func startMediaHost(t *testing.T, id string) *mediaHost {
 	t.Helper()
 	bin := svcbin.Build(t)
 	n := startNode(t, id, "", "", func(c *config.Config) { c.RequestBodyTimeout = time.Second })
-	h := &mediaHost{node: n, super: n.token("*"), agentDir: filepath.Join(t.TempDir(), "agent"), agentOut: &logBuffer{}}
+	h := &mediaHost{node: n, super: n.token("*"), agentDir: filepath.Join(t.TempDir(), "agent")}
 	var en struct{ Code, CaHash, AgentServerUrl string }
 	if a := n.call("POST", "/api/v2/system/lifecycle/agents/"+mediaServerID+"/enrollment", h.super, nil); a.status != 200 {
 		t.Fatalf("enrollment code: %s", a)
@@ -50,26 +46,7 @@ func startMediaHost(t *testing.T, id string) *mediaHost {
 	if out, err := exec.Command(bin, "agent", "enroll", "--server", en.AgentServerUrl, "--code", en.Code, "--ca-hash", en.CaHash, "--data-dir", h.agentDir).CombinedOutput(); err != nil {
 		t.Fatalf("enroll: %v %s", err, out)
 	}
-	rtp := freeRTPRange(t)
-	cmd := exec.Command(bin, "agent", "run", "--data-dir", h.agentDir, "--log-level", "debug",
-		"--engine-control-addr", freeAddr(t), "--engine-http-addr", freeAddr(t), "--engine-rtsp-addr", freeAddr(t),
-		"--rtp-port-min", strconv.Itoa(rtp), "--rtp-port-max", strconv.Itoa(rtp+99), "--sysctl-dir", filepath.Join(h.agentDir, "sysctl.d"),
-		"--heartbeat-interval", "500ms", "--poll-wait", "5s", "--engine-backoff-min", "500ms")
-	cmd.Stdout, cmd.Stderr = h.agentOut, h.agentOut
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(15 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
-	})
+	h.agent = testkit.StartProcess(t, bin, testkit.AgentArgs(t, h.agentDir)...)
 	eventually(t, 60*time.Second, "the media server online", func() bool {
 		var list struct {
 			Rows []struct{ MediaServerID, AgentStatus, EngineStatus string }
@@ -83,21 +60,6 @@ func startMediaHost(t *testing.T, id string) *mediaHost {
 		return false
 	})
 	return h
-}
-
-func freeRTPRange(t *testing.T) int {
-	// Below the kernel's ephemeral ports, which other tests' connections take.
-	for start := 26000; start < 32700; start += 100 {
-		ok := true
-		for p := start; p < start+100 && ok; p += 9 {
-			ok = rtpport.PortFree(p)
-		}
-		if ok {
-			return start
-		}
-	}
-	t.Fatal("no free RTP range")
-	return 0
 }
 
 // channel is what a channel answer holds for these tests.
@@ -114,13 +76,6 @@ func (h *mediaHost) channel(id string) channel {
 	return ch
 }
 
-// camera is the GStreamer RTSP server of test/peers standing in for an IP
-// camera, with Digest authentication and a password of its own.
-type camera struct {
-	port           int
-	user, password string
-}
-
 func randomPassword(t *testing.T) string {
 	b := make([]byte, 9)
 	if _, err := rand.Read(b); err != nil {
@@ -129,47 +84,11 @@ func randomPassword(t *testing.T) string {
 	return "Cam-" + hex.EncodeToString(b)
 }
 
-func startCamera(t *testing.T) *camera {
+// startCamera runs GStreamer's RTSP server as a Digest camera with a
+// password of its own.
+func startCamera(t *testing.T) *testkit.Camera {
 	t.Helper()
-	const python = "/usr/bin/python3"
-	if _, err := exec.LookPath(python); err != nil {
-		t.Fatalf("%s with gi is required for the camera peer (scripts/install-deps.sh test): %v", python, err)
-	}
-	_, file, _, _ := runtime.Caller(0)
-	script := filepath.Join(filepath.Dir(file), "..", "peers", "gst_rtsp_server.py")
-	addr := freeAddr(t)
-	port, _ := strconv.Atoi(addr[strings.LastIndexByte(addr, ':')+1:])
-	cam := &camera{port: port, user: "cam", password: randomPassword(t)}
-	cmd := exec.Command(python, script, "--port", strconv.Itoa(port), "--user", cam.user, "--password", cam.password, "--auth", "digest")
-	stdout, _ := cmd.StdoutPipe()
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting the camera: %v", err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	ready := make(chan bool, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if strings.HasPrefix(sc.Text(), "ready") {
-				ready <- true
-				break
-			}
-		}
-		io.Copy(io.Discard, stdout)
-	}()
-	select {
-	case <-ready:
-	case <-time.After(20 * time.Second):
-		t.Fatalf("the camera did not start: %s", stderr.String())
-	}
-	return cam
-}
-
-// url is the camera's stream URL with its credentials.
-func (c *camera) url(mount string) string {
-	return "rtsp://" + c.user + ":" + c.password + "@127.0.0.1:" + strconv.Itoa(c.port) + "/" + mount
+	return testkit.StartCamera(t, "cam", randomPassword(t), "digest")
 }
 
 // trap is an RTSP server that answers every request with a Basic
