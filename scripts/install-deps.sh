@@ -28,6 +28,10 @@ case "${1:-}" in
     # nginx: the reverse proxy on the same host that forwards a remote
     # client's bootstrap (test/adversarial TestAttack06BootstrapBehindAReverseProxy).
     packages+=(nginx)
+    # curl and git: test/e2e TestReadmeCommandsRun runs the README's command
+    # blocks (curl, ffmpeg, ffprobe, python3 as their webhook receiver);
+    # test TestNoTrackedFileRefersOutsideTheRepository lists files with git.
+    packages+=(curl git)
     # ffmpeg (ffprobe) also serves mediaengine's TestOutputsPlayInFFprobe,
     # which reads every output of the engine (HTTP-FLV, HTTP-fMP4, HLS).
     # ffmpeg, ffprobe and the GStreamer peer above also serve mediaengine's

@@ -25,6 +25,27 @@ import (
 	openapi_types "github.com/oapi-codegen/runtime/types"
 )
 
+// Defines values for ActionResultAction.
+const (
+	ActionResultActionDeleted         ActionResultAction = "deleted"
+	ActionResultActionLoggedOut       ActionResultAction = "logged-out"
+	ActionResultActionPasswordChanged ActionResultAction = "password-changed"
+)
+
+// Valid indicates whether the value is a known member of the ActionResultAction enum.
+func (e ActionResultAction) Valid() bool {
+	switch e {
+	case ActionResultActionDeleted:
+		return true
+	case ActionResultActionLoggedOut:
+		return true
+	case ActionResultActionPasswordChanged:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ApiTokenState.
 const (
 	ApiTokenStateActive      ApiTokenState = "active"
@@ -1318,6 +1339,153 @@ func (e OutboundWebhookSubscriptionState) Valid() bool {
 	}
 }
 
+// Defines values for PermissionName.
+const (
+	PermissionNameChannelsManage        PermissionName = "channels.manage"
+	PermissionNameChannelsView          PermissionName = "channels.view"
+	PermissionNameDevicesControl        PermissionName = "devices.control"
+	PermissionNameDevicesManage         PermissionName = "devices.manage"
+	PermissionNameDevicesTalk           PermissionName = "devices.talk"
+	PermissionNameDevicesView           PermissionName = "devices.view"
+	PermissionNameDisplayWallManage     PermissionName = "display-wall.manage"
+	PermissionNameDisplayWallView       PermissionName = "display-wall.view"
+	PermissionNameNodesManage           PermissionName = "nodes.manage"
+	PermissionNameNodesView             PermissionName = "nodes.view"
+	PermissionNameRecordingsDelete      PermissionName = "recordings.delete"
+	PermissionNameRecordingsDownload    PermissionName = "recordings.download"
+	PermissionNameRecordingsManage      PermissionName = "recordings.manage"
+	PermissionNameRecordingsPlay        PermissionName = "recordings.play"
+	PermissionNameRecordingsView        PermissionName = "recordings.view"
+	PermissionNameRtcManage             PermissionName = "rtc.manage"
+	PermissionNameRtcRecordingsDownload PermissionName = "rtc.recordings.download"
+	PermissionNameRtcRecordingsPlay     PermissionName = "rtc.recordings.play"
+	PermissionNameRtcRecordingsView     PermissionName = "rtc.recordings.view"
+	PermissionNameSecurityAuditView     PermissionName = "security.audit.view"
+	PermissionNameSecurityRolesManage   PermissionName = "security.roles.manage"
+	PermissionNameSecurityRolesView     PermissionName = "security.roles.view"
+	PermissionNameSecurityRtspManage    PermissionName = "security.rtsp.manage"
+	PermissionNameSecurityRtspView      PermissionName = "security.rtsp.view"
+	PermissionNameSecurityTokensManage  PermissionName = "security.tokens.manage"
+	PermissionNameSecurityTokensView    PermissionName = "security.tokens.view"
+	PermissionNameSecurityUsersManage   PermissionName = "security.users.manage"
+	PermissionNameSecurityUsersView     PermissionName = "security.users.view"
+	PermissionNameStreamsManage         PermissionName = "streams.manage"
+	PermissionNameStreamsPlay           PermissionName = "streams.play"
+	PermissionNameStreamsView           PermissionName = "streams.view"
+	PermissionNameSystemConfigManage    PermissionName = "system.config.manage"
+	PermissionNameSystemConfigRawManage PermissionName = "system.config.raw.manage"
+	PermissionNameSystemConfigView      PermissionName = "system.config.view"
+	PermissionNameSystemHostManage      PermissionName = "system.host.manage"
+	PermissionNameSystemLifecycleManage PermissionName = "system.lifecycle.manage"
+	PermissionNameSystemLifecycleView   PermissionName = "system.lifecycle.view"
+	PermissionNameSystemLogsDownload    PermissionName = "system.logs.download"
+	PermissionNameSystemLogsManage      PermissionName = "system.logs.manage"
+	PermissionNameSystemLogsView        PermissionName = "system.logs.view"
+	PermissionNameSystemTasksExecute    PermissionName = "system.tasks.execute"
+	PermissionNameSystemTasksView       PermissionName = "system.tasks.view"
+	PermissionNameSystemUpgradeManage   PermissionName = "system.upgrade.manage"
+	PermissionNameSystemUpgradeView     PermissionName = "system.upgrade.view"
+	PermissionNameSystemView            PermissionName = "system.view"
+)
+
+// Valid indicates whether the value is a known member of the PermissionName enum.
+func (e PermissionName) Valid() bool {
+	switch e {
+	case PermissionNameChannelsManage:
+		return true
+	case PermissionNameChannelsView:
+		return true
+	case PermissionNameDevicesControl:
+		return true
+	case PermissionNameDevicesManage:
+		return true
+	case PermissionNameDevicesTalk:
+		return true
+	case PermissionNameDevicesView:
+		return true
+	case PermissionNameDisplayWallManage:
+		return true
+	case PermissionNameDisplayWallView:
+		return true
+	case PermissionNameNodesManage:
+		return true
+	case PermissionNameNodesView:
+		return true
+	case PermissionNameRecordingsDelete:
+		return true
+	case PermissionNameRecordingsDownload:
+		return true
+	case PermissionNameRecordingsManage:
+		return true
+	case PermissionNameRecordingsPlay:
+		return true
+	case PermissionNameRecordingsView:
+		return true
+	case PermissionNameRtcManage:
+		return true
+	case PermissionNameRtcRecordingsDownload:
+		return true
+	case PermissionNameRtcRecordingsPlay:
+		return true
+	case PermissionNameRtcRecordingsView:
+		return true
+	case PermissionNameSecurityAuditView:
+		return true
+	case PermissionNameSecurityRolesManage:
+		return true
+	case PermissionNameSecurityRolesView:
+		return true
+	case PermissionNameSecurityRtspManage:
+		return true
+	case PermissionNameSecurityRtspView:
+		return true
+	case PermissionNameSecurityTokensManage:
+		return true
+	case PermissionNameSecurityTokensView:
+		return true
+	case PermissionNameSecurityUsersManage:
+		return true
+	case PermissionNameSecurityUsersView:
+		return true
+	case PermissionNameStreamsManage:
+		return true
+	case PermissionNameStreamsPlay:
+		return true
+	case PermissionNameStreamsView:
+		return true
+	case PermissionNameSystemConfigManage:
+		return true
+	case PermissionNameSystemConfigRawManage:
+		return true
+	case PermissionNameSystemConfigView:
+		return true
+	case PermissionNameSystemHostManage:
+		return true
+	case PermissionNameSystemLifecycleManage:
+		return true
+	case PermissionNameSystemLifecycleView:
+		return true
+	case PermissionNameSystemLogsDownload:
+		return true
+	case PermissionNameSystemLogsManage:
+		return true
+	case PermissionNameSystemLogsView:
+		return true
+	case PermissionNameSystemTasksExecute:
+		return true
+	case PermissionNameSystemTasksView:
+		return true
+	case PermissionNameSystemUpgradeManage:
+		return true
+	case PermissionNameSystemUpgradeView:
+		return true
+	case PermissionNameSystemView:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for PlaybackLeaseResourceKind.
 const (
 	PlaybackLeaseResourceKindCutMergeOutput PlaybackLeaseResourceKind = "cut-merge-output"
@@ -1365,6 +1533,7 @@ const (
 	PlaybackProtocolHls      PlaybackProtocol = "hls"
 	PlaybackProtocolHttpFlv  PlaybackProtocol = "http-flv"
 	PlaybackProtocolHttpFmp4 PlaybackProtocol = "http-fmp4"
+	PlaybackProtocolRtsp     PlaybackProtocol = "rtsp"
 )
 
 // Valid indicates whether the value is a known member of the PlaybackProtocol enum.
@@ -1375,6 +1544,8 @@ func (e PlaybackProtocol) Valid() bool {
 	case PlaybackProtocolHttpFlv:
 		return true
 	case PlaybackProtocolHttpFmp4:
+		return true
+	case PlaybackProtocolRtsp:
 		return true
 	default:
 		return false
@@ -2244,6 +2415,21 @@ func (e GetDocsUiParamsFormat) Valid() bool {
 		return false
 	}
 }
+
+// ActionResult The answer of an operation that changed something and has no resource left to return: a deletion, a password change, a logout. Success is HTTP 200 with this body (contract A: success is HTTP 200 unless stated).
+type ActionResult struct {
+	// Action What was done.
+	Action ActionResultAction `json:"action"`
+
+	// Message What happened, in words.
+	Message string `json:"message"`
+
+	// Target What it was done to: the user, role or channel id, the group key, `mediaServerId/username` of an RTSP credential, or the session id.
+	Target string `json:"target"`
+}
+
+// ActionResultAction What was done.
+type ActionResultAction string
 
 // ApiToken One API token as stored; it never holds the token value, only facts that identify it.
 type ApiToken struct {
@@ -3574,6 +3760,11 @@ type DocumentationAuditItemKind string
 // DocumentationAuditItemProblem Problem found, or none.
 type DocumentationAuditItemProblem string
 
+// EngineConfigApplyAnswer The result of writing the engine configuration, or the node command to follow when the node agent has not finished within the wait (it carries `commandType`).
+type EngineConfigApplyAnswer struct {
+	union json.RawMessage
+}
+
 // EngineConfigApplyRequest Settings to write into the engine configuration.
 type EngineConfigApplyRequest struct {
 	// ExpectedSha256 Refuse when the file no longer has this digest.
@@ -3585,7 +3776,7 @@ type EngineConfigApplyRequest struct {
 	// Settings Settings to change, as a JSON merge patch of the settings object.
 	Settings map[string]interface{} `json:"settings"`
 
-	// WaitSeconds Seconds to wait for the node agent to finish before answering 202 with the command; 0 answers at once.
+	// WaitSeconds Seconds to wait for the node agent to finish before answering with the node command to follow (`NodeCommandAccepted`) instead of its result; 0 answers at once.
 	WaitSeconds *int32 `json:"waitSeconds,omitempty"`
 }
 
@@ -3771,7 +3962,7 @@ type EngineCoreSettingsUpdateRequest struct {
 	// Settings Core settings to change; omitted ones stay.
 	Settings EngineCoreSettingsPatch `json:"settings"`
 
-	// WaitSeconds Seconds to wait for the node agent to finish before answering 202 with the command; 0 answers at once.
+	// WaitSeconds Seconds to wait for the node agent to finish before answering with the node command to follow (`NodeCommandAccepted`) instead of its result; 0 answers at once.
 	WaitSeconds *int32 `json:"waitSeconds,omitempty"`
 }
 
@@ -3949,12 +4140,17 @@ type EngineNodeVersion struct {
 	StartedAt *time.Time `json:"startedAt"`
 }
 
+// EngineProcessActionAnswer The result of an engine process action, or the node command to follow when the node agent has not finished within the wait (it carries `commandType`).
+type EngineProcessActionAnswer struct {
+	union json.RawMessage
+}
+
 // EngineProcessActionRequest Options of an engine process action.
 type EngineProcessActionRequest struct {
 	// Reason Reason recorded in the audit trail.
 	Reason *string `json:"reason,omitempty"`
 
-	// WaitSeconds Seconds to wait for the node agent to finish before answering 202 with the command; 0 answers at once.
+	// WaitSeconds Seconds to wait for the node agent to finish before answering with the node command to follow (`NodeCommandAccepted`) instead of its result; 0 answers at once.
 	WaitSeconds *int32 `json:"waitSeconds,omitempty"`
 }
 
@@ -4210,6 +4406,11 @@ type HostMetrics struct {
 
 	// UptimeSeconds Seconds since the host booted.
 	UptimeSeconds int64 `json:"uptimeSeconds"`
+}
+
+// HostTuningApplyAnswer The host tuning result, or the node command to follow when the node agent has not finished within the wait (it carries `commandType`).
+type HostTuningApplyAnswer struct {
+	union json.RawMessage
 }
 
 // HostTuningApplyRequest Request to apply host tuning values.
@@ -4470,6 +4671,21 @@ type MediaServerList struct {
 	Rows []MediaServer `json:"rows"`
 }
 
+// MediaServerPage One page of media servers (engines) of the cluster.
+type MediaServerPage struct {
+	// Page Number of this page, starting at 1.
+	Page int32 `json:"page"`
+
+	// PageSize Maximum rows per page.
+	PageSize int32 `json:"pageSize"`
+
+	// Rows The media servers of this page, by id.
+	Rows []MediaServer `json:"rows"`
+
+	// Total Media servers in all pages.
+	Total int64 `json:"total"`
+}
+
 // MediaServerReferenceGroup References of one kind.
 type MediaServerReferenceGroup struct {
 	// Blocking Whether this kind blocks retirement unless forced.
@@ -4559,7 +4775,7 @@ type MediaServiceRawConfigurationApplyRequest struct {
 	// Reason Reason recorded in the audit trail.
 	Reason string `json:"reason"`
 
-	// WaitSeconds Seconds to wait for the node agent to finish before answering 202 with the command; 0 answers at once.
+	// WaitSeconds Seconds to wait for the node agent to finish before answering with the node command to follow (`NodeCommandAccepted`) instead of its result; 0 answers at once.
 	WaitSeconds *int32 `json:"waitSeconds,omitempty"`
 }
 
@@ -5498,8 +5714,8 @@ type Permission struct {
 	// Description What the permission allows.
 	Description string `json:"description"`
 
-	// Name Permission name as used in `x-svc-permission`, for example security.tokens.view.
-	Name string `json:"name"`
+	// Name A permission point, as used in `x-svc-permission` and granted to roles and API tokens: the known permission names of the contract's authentication rules, in their order. Besides these, `*` is the super permission, `auth` is held by any authenticated caller and `public` marks operations open to anonymous callers; those three are not grantable points and are not listed here.
+	Name PermissionName `json:"name"`
 }
 
 // PermissionList All permission points.
@@ -5507,6 +5723,9 @@ type PermissionList struct {
 	// Rows The permission points.
 	Rows []Permission `json:"rows"`
 }
+
+// PermissionName A permission point, as used in `x-svc-permission` and granted to roles and API tokens: the known permission names of the contract's authentication rules, in their order. Besides these, `*` is the super permission, `auth` is held by any authenticated caller and `public` marks operations open to anonymous callers; those three are not grantable points and are not listed here.
+type PermissionName string
 
 // PlaybackLease A renewable playback grant.
 type PlaybackLease struct {
@@ -5537,7 +5756,7 @@ type PlaybackLease struct {
 	// RenewCount Renewals so far.
 	RenewCount int32 `json:"renewCount"`
 
-	// ResourceId Identifier of the resource (the channel id for live).
+	// ResourceId Identifier of the resource; for live, the channel id, or for a lease on a stream locator `{mediaServerId}/{vhost}/{app}/{streamId}`.
 	ResourceId string `json:"resourceId"`
 
 	// ResourceKind What the lease plays.
@@ -5556,12 +5775,12 @@ type PlaybackLeaseResourceKind string
 // PlaybackLeaseState Active while it admits players; Expired and Revoked are final.
 type PlaybackLeaseState string
 
-// PlaybackProtocol A playback protocol.
+// PlaybackProtocol A playback protocol: the documents' `http-flv`, `http-fmp4` and `hls`, and `rtsp`, our addition for VLC and NVR software (RTP over TCP or UDP; its URL carries the same `svc_ticket`, which the media server checks at DESCRIBE through the same play hook, in place of RTSP credentials).
 type PlaybackProtocol string
 
 // PlaybackSource One way to play a grant.
 type PlaybackSource struct {
-	// BrowserNative Whether browsers play it without a JavaScript player (true for HLS in Safari).
+	// BrowserNative Whether browsers play it without a JavaScript player (HLS in Safari, HTTP-fMP4 in Chromium-based browsers; never HTTP-FLV or RTSP).
 	BrowserNative bool `json:"browserNative"`
 
 	// ContentType Media type of the answer, for example `video/x-flv` for http-flv.
@@ -5570,7 +5789,7 @@ type PlaybackSource struct {
 	// Hint How to play it and what to expect.
 	Hint string `json:"hint"`
 
-	// Protocol A playback protocol.
+	// Protocol A playback protocol: the documents' `http-flv`, `http-fmp4` and `hls`, and `rtsp`, our addition for VLC and NVR software (RTP over TCP or UDP; its URL carries the same `svc_ticket`, which the media server checks at DESCRIBE through the same play hook, in place of RTSP credentials).
 	Protocol PlaybackProtocol `json:"protocol"`
 
 	// Url Absolute URL on the media server, with its `svc_ticket`; hand it to the player as is.
@@ -5832,6 +6051,11 @@ type RtpPortLeaseDirection string
 // RtpPortLeaseStatus Lease state.
 type RtpPortLeaseStatus string
 
+// RtpPortLeaseAnswer The RTP port lease, or the node command to follow when the node agent has not finished within the wait (it carries `commandType`).
+type RtpPortLeaseAnswer struct {
+	union json.RawMessage
+}
+
 // RtpPortLeaseList RTP port leases of one media host.
 type RtpPortLeaseList struct {
 	// NodeId Media host.
@@ -5867,7 +6091,7 @@ type RtpPortLeaseRequest struct {
 	// TtlSeconds Lease lifetime; the port is reclaimed when it passes unreleased. Default 300.
 	TtlSeconds *int32 `json:"ttlSeconds,omitempty"`
 
-	// WaitSeconds Seconds to wait for the node agent to finish before answering 202 with the command; 0 answers at once.
+	// WaitSeconds Seconds to wait for the node agent to finish before answering with the node command to follow (`NodeCommandAccepted`) instead of its result; 0 answers at once.
 	WaitSeconds *int32 `json:"waitSeconds,omitempty"`
 }
 
@@ -5879,7 +6103,7 @@ type RtpPortReleaseRequest struct {
 	// Reason Why it is released.
 	Reason *string `json:"reason,omitempty"`
 
-	// WaitSeconds Seconds to wait for the node agent to finish before answering 202 with the command; 0 answers at once.
+	// WaitSeconds Seconds to wait for the node agent to finish before answering with the node command to follow (`NodeCommandAccepted`) instead of its result; 0 answers at once.
 	WaitSeconds *int32 `json:"waitSeconds,omitempty"`
 }
 
@@ -6932,20 +7156,44 @@ type ThirdPartyLivePlaybackRequest struct {
 	// LifetimeSeconds Seconds each URL stays usable; default 120, at least 30, at most the configured bound (default 600).
 	LifetimeSeconds *int32 `json:"lifetimeSeconds,omitempty"`
 
-	// Protocols Protocols to issue URLs for; all three when omitted.
+	// Protocols Protocols to issue URLs for; all of them when omitted (the documents' http-flv, http-fmp4 and hls, then our rtsp).
 	Protocols *[]PlaybackProtocol `json:"protocols,omitempty"`
 }
 
 // ThirdPartyPlaybackLeaseRequest Request for a renewable playback lease.
 type ThirdPartyPlaybackLeaseRequest struct {
-	// AbsoluteLifetimeSeconds Total lifetime in seconds; not shorter than leaseSeconds, at most 43200, and never beyond the API token's expiry; 43200 when omitted.
+	// AbsoluteLifetimeSeconds Total lifetime in seconds; not shorter than leaseSeconds, at most 43200, and never beyond the API token's expiry (the token's expiry wins when it comes first); 43200 when omitted (our choice, the documents name only the bound).
 	AbsoluteLifetimeSeconds *int32 `json:"absoluteLifetimeSeconds,omitempty"`
 
 	// LeaseSeconds Sliding lease period in seconds; default 120.
 	LeaseSeconds *int32 `json:"leaseSeconds,omitempty"`
 
-	// Protocols Protocols the lease covers; all three when omitted.
+	// Protocols Protocols the lease covers; all of them when omitted (the documents' http-flv, http-fmp4 and hls, then our rtsp).
 	Protocols *[]PlaybackProtocol `json:"protocols,omitempty"`
+}
+
+// ThirdPartyStreamPlaybackLeaseRequest Request for a renewable playback lease of a live stream named by its locator.
+type ThirdPartyStreamPlaybackLeaseRequest struct {
+	// AbsoluteLifetimeSeconds Total lifetime in seconds; not shorter than leaseSeconds, at most 43200, and never beyond the API token's expiry; 43200 when omitted.
+	AbsoluteLifetimeSeconds *int32 `json:"absoluteLifetimeSeconds,omitempty"`
+
+	// App Application of the stream, for example `live`.
+	App string `json:"app"`
+
+	// LeaseSeconds Sliding lease period in seconds; default 120.
+	LeaseSeconds *int32 `json:"leaseSeconds,omitempty"`
+
+	// MediaServerId The media server the stream is on; omitted, the one media server where it is Online.
+	MediaServerId *string `json:"mediaServerId,omitempty"`
+
+	// Protocols Protocols the lease covers; all of them when omitted (the documents' http-flv, http-fmp4 and hls, then our rtsp).
+	Protocols *[]PlaybackProtocol `json:"protocols,omitempty"`
+
+	// StreamId Stream id within the application.
+	StreamId string `json:"streamId"`
+
+	// Vhost Virtual host of the stream; the default one when omitted.
+	Vhost *string `json:"vhost,omitempty"`
 }
 
 // TranscoderTemplate A transcoder template.
@@ -8137,6 +8385,12 @@ type ListThirdPartyChannelsParams struct {
 type ListThirdPartyMediaServersParams struct {
 	// ClusterId Identifier of the cluster; defaults to the cluster of the node that answers.
 	ClusterId *ClusterId `form:"clusterId,omitempty" json:"clusterId,omitempty"`
+
+	// Page Number of the page to return, starting at 1.
+	Page *Page `form:"page,omitempty" json:"page,omitempty"`
+
+	// PageSize Maximum number of rows per page.
+	PageSize *PageSize `form:"pageSize,omitempty" json:"pageSize,omitempty"`
 }
 
 // DeleteThirdPartyPlaybackLeaseParams defines parameters for DeleteThirdPartyPlaybackLease.
@@ -8336,6 +8590,257 @@ type CreateThirdPartyLivePlaybackLeaseJSONRequestBody = ThirdPartyPlaybackLeaseR
 
 // RenewThirdPartyPlaybackLeaseJSONRequestBody defines body for RenewThirdPartyPlaybackLease for application/json ContentType.
 type RenewThirdPartyPlaybackLeaseJSONRequestBody = RenewThirdPartyPlaybackLeaseRequest
+
+// CreateThirdPartyStreamPlaybackLeaseJSONRequestBody defines body for CreateThirdPartyStreamPlaybackLease for application/json ContentType.
+type CreateThirdPartyStreamPlaybackLeaseJSONRequestBody = ThirdPartyStreamPlaybackLeaseRequest
+
+// AsEngineConfigApplyResult returns the union data inside the EngineConfigApplyAnswer as a EngineConfigApplyResult
+func (t EngineConfigApplyAnswer) AsEngineConfigApplyResult() (EngineConfigApplyResult, error) {
+	var body EngineConfigApplyResult
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromEngineConfigApplyResult overwrites any union data inside the EngineConfigApplyAnswer as the provided EngineConfigApplyResult
+func (t *EngineConfigApplyAnswer) FromEngineConfigApplyResult(v EngineConfigApplyResult) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeEngineConfigApplyResult performs a merge with any union data inside the EngineConfigApplyAnswer, using the provided EngineConfigApplyResult
+func (t *EngineConfigApplyAnswer) MergeEngineConfigApplyResult(v EngineConfigApplyResult) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsNodeCommandAccepted returns the union data inside the EngineConfigApplyAnswer as a NodeCommandAccepted
+func (t EngineConfigApplyAnswer) AsNodeCommandAccepted() (NodeCommandAccepted, error) {
+	var body NodeCommandAccepted
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromNodeCommandAccepted overwrites any union data inside the EngineConfigApplyAnswer as the provided NodeCommandAccepted
+func (t *EngineConfigApplyAnswer) FromNodeCommandAccepted(v NodeCommandAccepted) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeNodeCommandAccepted performs a merge with any union data inside the EngineConfigApplyAnswer, using the provided NodeCommandAccepted
+func (t *EngineConfigApplyAnswer) MergeNodeCommandAccepted(v NodeCommandAccepted) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t EngineConfigApplyAnswer) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *EngineConfigApplyAnswer) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsEngineProcessActionResult returns the union data inside the EngineProcessActionAnswer as a EngineProcessActionResult
+func (t EngineProcessActionAnswer) AsEngineProcessActionResult() (EngineProcessActionResult, error) {
+	var body EngineProcessActionResult
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromEngineProcessActionResult overwrites any union data inside the EngineProcessActionAnswer as the provided EngineProcessActionResult
+func (t *EngineProcessActionAnswer) FromEngineProcessActionResult(v EngineProcessActionResult) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeEngineProcessActionResult performs a merge with any union data inside the EngineProcessActionAnswer, using the provided EngineProcessActionResult
+func (t *EngineProcessActionAnswer) MergeEngineProcessActionResult(v EngineProcessActionResult) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsNodeCommandAccepted returns the union data inside the EngineProcessActionAnswer as a NodeCommandAccepted
+func (t EngineProcessActionAnswer) AsNodeCommandAccepted() (NodeCommandAccepted, error) {
+	var body NodeCommandAccepted
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromNodeCommandAccepted overwrites any union data inside the EngineProcessActionAnswer as the provided NodeCommandAccepted
+func (t *EngineProcessActionAnswer) FromNodeCommandAccepted(v NodeCommandAccepted) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeNodeCommandAccepted performs a merge with any union data inside the EngineProcessActionAnswer, using the provided NodeCommandAccepted
+func (t *EngineProcessActionAnswer) MergeNodeCommandAccepted(v NodeCommandAccepted) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t EngineProcessActionAnswer) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *EngineProcessActionAnswer) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsHostTuningApplyResult returns the union data inside the HostTuningApplyAnswer as a HostTuningApplyResult
+func (t HostTuningApplyAnswer) AsHostTuningApplyResult() (HostTuningApplyResult, error) {
+	var body HostTuningApplyResult
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromHostTuningApplyResult overwrites any union data inside the HostTuningApplyAnswer as the provided HostTuningApplyResult
+func (t *HostTuningApplyAnswer) FromHostTuningApplyResult(v HostTuningApplyResult) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeHostTuningApplyResult performs a merge with any union data inside the HostTuningApplyAnswer, using the provided HostTuningApplyResult
+func (t *HostTuningApplyAnswer) MergeHostTuningApplyResult(v HostTuningApplyResult) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsNodeCommandAccepted returns the union data inside the HostTuningApplyAnswer as a NodeCommandAccepted
+func (t HostTuningApplyAnswer) AsNodeCommandAccepted() (NodeCommandAccepted, error) {
+	var body NodeCommandAccepted
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromNodeCommandAccepted overwrites any union data inside the HostTuningApplyAnswer as the provided NodeCommandAccepted
+func (t *HostTuningApplyAnswer) FromNodeCommandAccepted(v NodeCommandAccepted) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeNodeCommandAccepted performs a merge with any union data inside the HostTuningApplyAnswer, using the provided NodeCommandAccepted
+func (t *HostTuningApplyAnswer) MergeNodeCommandAccepted(v NodeCommandAccepted) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t HostTuningApplyAnswer) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *HostTuningApplyAnswer) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsRtpPortLease returns the union data inside the RtpPortLeaseAnswer as a RtpPortLease
+func (t RtpPortLeaseAnswer) AsRtpPortLease() (RtpPortLease, error) {
+	var body RtpPortLease
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromRtpPortLease overwrites any union data inside the RtpPortLeaseAnswer as the provided RtpPortLease
+func (t *RtpPortLeaseAnswer) FromRtpPortLease(v RtpPortLease) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeRtpPortLease performs a merge with any union data inside the RtpPortLeaseAnswer, using the provided RtpPortLease
+func (t *RtpPortLeaseAnswer) MergeRtpPortLease(v RtpPortLease) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsNodeCommandAccepted returns the union data inside the RtpPortLeaseAnswer as a NodeCommandAccepted
+func (t RtpPortLeaseAnswer) AsNodeCommandAccepted() (NodeCommandAccepted, error) {
+	var body NodeCommandAccepted
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromNodeCommandAccepted overwrites any union data inside the RtpPortLeaseAnswer as the provided NodeCommandAccepted
+func (t *RtpPortLeaseAnswer) FromNodeCommandAccepted(v NodeCommandAccepted) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeNodeCommandAccepted performs a merge with any union data inside the RtpPortLeaseAnswer, using the provided NodeCommandAccepted
+func (t *RtpPortLeaseAnswer) MergeNodeCommandAccepted(v NodeCommandAccepted) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t RtpPortLeaseAnswer) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *RtpPortLeaseAnswer) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
 
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
@@ -8828,6 +9333,9 @@ type ServerInterface interface {
 	// ListThirdPartyStreams List live streams
 	// (GET /api/v2/third-party/streams)
 	ListThirdPartyStreams(c *gin.Context, params ListThirdPartyStreamsParams)
+	// CreateThirdPartyStreamPlaybackLease Lease a live stream named by its locator to a player
+	// (POST /api/v2/third-party/streams/playback-lease)
+	CreateThirdPartyStreamPlaybackLease(c *gin.Context)
 	// GetHealth Report the health of this node
 	// (GET /health)
 	GetHealth(c *gin.Context)
@@ -13631,6 +14139,22 @@ func (siw *ServerInterfaceWrapper) ListThirdPartyMediaServers(c *gin.Context) {
 		return
 	}
 
+	// ------------- Optional query parameter "page" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "page", c.Request.URL.Query(), &params.Page, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter page: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "pageSize" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "pageSize", c.Request.URL.Query(), &params.PageSize, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter pageSize: %w", err), http.StatusBadRequest)
+		return
+	}
+
 	for _, middleware := range siw.HandlerMiddlewares {
 		middleware(c)
 		if c.IsAborted() {
@@ -13794,6 +14318,19 @@ func (siw *ServerInterfaceWrapper) ListThirdPartyStreams(c *gin.Context) {
 	siw.Handler.ListThirdPartyStreams(c, params)
 }
 
+// CreateThirdPartyStreamPlaybackLease operation middleware
+func (siw *ServerInterfaceWrapper) CreateThirdPartyStreamPlaybackLease(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateThirdPartyStreamPlaybackLease(c)
+}
+
 // GetHealth operation middleware
 func (siw *ServerInterfaceWrapper) GetHealth(c *gin.Context) {
 
@@ -13879,6 +14416,7 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 	router.PUT(options.BaseURL+"/api/v2/security/roles/:roleId", wrapper.UpdateRole)
 	router.POST(options.BaseURL+"/api/v2/third-party/channels/:channelId/playback", wrapper.CreateThirdPartyLivePlayback)
 	router.POST(options.BaseURL+"/api/v2/third-party/channels/:channelId/playback-lease", wrapper.CreateThirdPartyLivePlaybackLease)
+	router.POST(options.BaseURL+"/api/v2/third-party/streams/playback-lease", wrapper.CreateThirdPartyStreamPlaybackLease)
 	router.DELETE(options.BaseURL+"/api/v2/third-party/playback-leases/:leaseId", wrapper.DeleteThirdPartyPlaybackLease)
 	router.GET(options.BaseURL+"/api/v2/third-party/playback-leases/:leaseId", wrapper.GetThirdPartyPlaybackLease)
 	router.POST(options.BaseURL+"/api/v2/third-party/playback-leases/:leaseId/renew", wrapper.RenewThirdPartyPlaybackLease)
@@ -14036,16 +14574,16 @@ type BootstrapAdminResponseObject interface {
 	VisitBootstrapAdminResponse(w http.ResponseWriter) error
 }
 
-type BootstrapAdmin201JSONResponse User
+type BootstrapAdmin200JSONResponse User
 
-func (response BootstrapAdmin201JSONResponse) VisitBootstrapAdminResponse(w http.ResponseWriter) error {
+func (response BootstrapAdmin200JSONResponse) VisitBootstrapAdminResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(201)
+	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -14359,12 +14897,18 @@ type ChangeOwnPasswordResponseObject interface {
 	VisitChangeOwnPasswordResponse(w http.ResponseWriter) error
 }
 
-type ChangeOwnPassword204Response struct {
-}
+type ChangeOwnPassword200JSONResponse ActionResult
 
-func (response ChangeOwnPassword204Response) VisitChangeOwnPasswordResponse(w http.ResponseWriter) error {
-	w.WriteHeader(204)
-	return nil
+func (response ChangeOwnPassword200JSONResponse) VisitChangeOwnPasswordResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
 }
 
 type ChangeOwnPassword400JSONResponse struct{ BadRequestJSONResponse }
@@ -14622,12 +15166,18 @@ type LogoutResponseObject interface {
 	VisitLogoutResponse(w http.ResponseWriter) error
 }
 
-type Logout204Response struct {
-}
+type Logout200JSONResponse ActionResult
 
-func (response Logout204Response) VisitLogoutResponse(w http.ResponseWriter) error {
-	w.WriteHeader(204)
-	return nil
+func (response Logout200JSONResponse) VisitLogoutResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
 }
 
 type Logout401JSONResponse struct{ UnauthorizedJSONResponse }
@@ -14968,16 +15518,16 @@ type CreateChannelResponseObject interface {
 	VisitCreateChannelResponse(w http.ResponseWriter) error
 }
 
-type CreateChannel201JSONResponse Channel
+type CreateChannel200JSONResponse Channel
 
-func (response CreateChannel201JSONResponse) VisitCreateChannelResponse(w http.ResponseWriter) error {
+func (response CreateChannel200JSONResponse) VisitCreateChannelResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(201)
+	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -15413,16 +15963,16 @@ type CreateChannelGroupResponseObject interface {
 	VisitCreateChannelGroupResponse(w http.ResponseWriter) error
 }
 
-type CreateChannelGroup201JSONResponse ChannelGroup
+type CreateChannelGroup200JSONResponse ChannelGroup
 
-func (response CreateChannelGroup201JSONResponse) VisitCreateChannelGroupResponse(w http.ResponseWriter) error {
+func (response CreateChannelGroup200JSONResponse) VisitCreateChannelGroupResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(201)
+	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -15550,12 +16100,18 @@ type DeleteChannelGroupResponseObject interface {
 	VisitDeleteChannelGroupResponse(w http.ResponseWriter) error
 }
 
-type DeleteChannelGroup204Response struct {
-}
+type DeleteChannelGroup200JSONResponse ActionResult
 
-func (response DeleteChannelGroup204Response) VisitDeleteChannelGroupResponse(w http.ResponseWriter) error {
-	w.WriteHeader(204)
-	return nil
+func (response DeleteChannelGroup200JSONResponse) VisitDeleteChannelGroupResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
 }
 
 type DeleteChannelGroup400JSONResponse struct{ BadRequestJSONResponse }
@@ -15974,12 +16530,18 @@ type DeleteChannelResponseObject interface {
 	VisitDeleteChannelResponse(w http.ResponseWriter) error
 }
 
-type DeleteChannel204Response struct {
-}
+type DeleteChannel200JSONResponse ActionResult
 
-func (response DeleteChannel204Response) VisitDeleteChannelResponse(w http.ResponseWriter) error {
-	w.WriteHeader(204)
-	return nil
+func (response DeleteChannel200JSONResponse) VisitDeleteChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
 }
 
 type DeleteChannel400JSONResponse struct{ BadRequestJSONResponse }
@@ -16591,16 +17153,16 @@ type ControlChannelPtzResponseObject interface {
 	VisitControlChannelPtzResponse(w http.ResponseWriter) error
 }
 
-type ControlChannelPtz202JSONResponse ChannelPtzCommandAccepted
+type ControlChannelPtz200JSONResponse ChannelPtzCommandAccepted
 
-func (response ControlChannelPtz202JSONResponse) VisitControlChannelPtzResponse(w http.ResponseWriter) error {
+func (response ControlChannelPtz200JSONResponse) VisitControlChannelPtzResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(202)
+	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -20603,7 +21165,15 @@ type ApplyEngineConfigResponseObject interface {
 	VisitApplyEngineConfigResponse(w http.ResponseWriter) error
 }
 
-type ApplyEngineConfig200JSONResponse EngineConfigApplyResult
+type ApplyEngineConfig200JSONResponse EngineConfigApplyAnswer
+
+func (t ApplyEngineConfig200JSONResponse) MarshalJSON() ([]byte, error) {
+	return EngineConfigApplyAnswer(t).MarshalJSON()
+}
+
+func (t *ApplyEngineConfig200JSONResponse) UnmarshalJSON(b []byte) error {
+	return (*EngineConfigApplyAnswer)(t).UnmarshalJSON(b)
+}
 
 func (response ApplyEngineConfig200JSONResponse) VisitApplyEngineConfigResponse(w http.ResponseWriter) error {
 
@@ -20613,20 +21183,6 @@ func (response ApplyEngineConfig200JSONResponse) VisitApplyEngineConfigResponse(
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(200)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type ApplyEngineConfig202JSONResponse NodeCommandAccepted
-
-func (response ApplyEngineConfig202JSONResponse) VisitApplyEngineConfigResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(202)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -21084,7 +21640,15 @@ type ApplyEngineRawConfigResponseObject interface {
 	VisitApplyEngineRawConfigResponse(w http.ResponseWriter) error
 }
 
-type ApplyEngineRawConfig200JSONResponse EngineConfigApplyResult
+type ApplyEngineRawConfig200JSONResponse EngineConfigApplyAnswer
+
+func (t ApplyEngineRawConfig200JSONResponse) MarshalJSON() ([]byte, error) {
+	return EngineConfigApplyAnswer(t).MarshalJSON()
+}
+
+func (t *ApplyEngineRawConfig200JSONResponse) UnmarshalJSON(b []byte) error {
+	return (*EngineConfigApplyAnswer)(t).UnmarshalJSON(b)
+}
 
 func (response ApplyEngineRawConfig200JSONResponse) VisitApplyEngineRawConfigResponse(w http.ResponseWriter) error {
 
@@ -21094,20 +21658,6 @@ func (response ApplyEngineRawConfig200JSONResponse) VisitApplyEngineRawConfigRes
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(200)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type ApplyEngineRawConfig202JSONResponse NodeCommandAccepted
-
-func (response ApplyEngineRawConfig202JSONResponse) VisitApplyEngineRawConfigResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(202)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -21565,7 +22115,15 @@ type UpdateEngineCoreSettingsResponseObject interface {
 	VisitUpdateEngineCoreSettingsResponse(w http.ResponseWriter) error
 }
 
-type UpdateEngineCoreSettings200JSONResponse EngineConfigApplyResult
+type UpdateEngineCoreSettings200JSONResponse EngineConfigApplyAnswer
+
+func (t UpdateEngineCoreSettings200JSONResponse) MarshalJSON() ([]byte, error) {
+	return EngineConfigApplyAnswer(t).MarshalJSON()
+}
+
+func (t *UpdateEngineCoreSettings200JSONResponse) UnmarshalJSON(b []byte) error {
+	return (*EngineConfigApplyAnswer)(t).UnmarshalJSON(b)
+}
 
 func (response UpdateEngineCoreSettings200JSONResponse) VisitUpdateEngineCoreSettingsResponse(w http.ResponseWriter) error {
 
@@ -21575,20 +22133,6 @@ func (response UpdateEngineCoreSettings200JSONResponse) VisitUpdateEngineCoreSet
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(200)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type UpdateEngineCoreSettings202JSONResponse NodeCommandAccepted
-
-func (response UpdateEngineCoreSettings202JSONResponse) VisitUpdateEngineCoreSettingsResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(202)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -21866,7 +22410,15 @@ type ReloadEngineProcessResponseObject interface {
 	VisitReloadEngineProcessResponse(w http.ResponseWriter) error
 }
 
-type ReloadEngineProcess200JSONResponse EngineProcessActionResult
+type ReloadEngineProcess200JSONResponse EngineProcessActionAnswer
+
+func (t ReloadEngineProcess200JSONResponse) MarshalJSON() ([]byte, error) {
+	return EngineProcessActionAnswer(t).MarshalJSON()
+}
+
+func (t *ReloadEngineProcess200JSONResponse) UnmarshalJSON(b []byte) error {
+	return (*EngineProcessActionAnswer)(t).UnmarshalJSON(b)
+}
 
 func (response ReloadEngineProcess200JSONResponse) VisitReloadEngineProcessResponse(w http.ResponseWriter) error {
 
@@ -21876,20 +22428,6 @@ func (response ReloadEngineProcess200JSONResponse) VisitReloadEngineProcessRespo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(200)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type ReloadEngineProcess202JSONResponse NodeCommandAccepted
-
-func (response ReloadEngineProcess202JSONResponse) VisitReloadEngineProcessResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(202)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -22046,7 +22584,15 @@ type RestartEngineProcessResponseObject interface {
 	VisitRestartEngineProcessResponse(w http.ResponseWriter) error
 }
 
-type RestartEngineProcess200JSONResponse EngineProcessActionResult
+type RestartEngineProcess200JSONResponse EngineProcessActionAnswer
+
+func (t RestartEngineProcess200JSONResponse) MarshalJSON() ([]byte, error) {
+	return EngineProcessActionAnswer(t).MarshalJSON()
+}
+
+func (t *RestartEngineProcess200JSONResponse) UnmarshalJSON(b []byte) error {
+	return (*EngineProcessActionAnswer)(t).UnmarshalJSON(b)
+}
 
 func (response RestartEngineProcess200JSONResponse) VisitRestartEngineProcessResponse(w http.ResponseWriter) error {
 
@@ -22056,20 +22602,6 @@ func (response RestartEngineProcess200JSONResponse) VisitRestartEngineProcessRes
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(200)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type RestartEngineProcess202JSONResponse NodeCommandAccepted
-
-func (response RestartEngineProcess202JSONResponse) VisitRestartEngineProcessResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(202)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -22226,7 +22758,15 @@ type StartEngineProcessResponseObject interface {
 	VisitStartEngineProcessResponse(w http.ResponseWriter) error
 }
 
-type StartEngineProcess200JSONResponse EngineProcessActionResult
+type StartEngineProcess200JSONResponse EngineProcessActionAnswer
+
+func (t StartEngineProcess200JSONResponse) MarshalJSON() ([]byte, error) {
+	return EngineProcessActionAnswer(t).MarshalJSON()
+}
+
+func (t *StartEngineProcess200JSONResponse) UnmarshalJSON(b []byte) error {
+	return (*EngineProcessActionAnswer)(t).UnmarshalJSON(b)
+}
 
 func (response StartEngineProcess200JSONResponse) VisitStartEngineProcessResponse(w http.ResponseWriter) error {
 
@@ -22236,20 +22776,6 @@ func (response StartEngineProcess200JSONResponse) VisitStartEngineProcessRespons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(200)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type StartEngineProcess202JSONResponse NodeCommandAccepted
-
-func (response StartEngineProcess202JSONResponse) VisitStartEngineProcessResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(202)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -22406,7 +22932,15 @@ type StopEngineProcessResponseObject interface {
 	VisitStopEngineProcessResponse(w http.ResponseWriter) error
 }
 
-type StopEngineProcess200JSONResponse EngineProcessActionResult
+type StopEngineProcess200JSONResponse EngineProcessActionAnswer
+
+func (t StopEngineProcess200JSONResponse) MarshalJSON() ([]byte, error) {
+	return EngineProcessActionAnswer(t).MarshalJSON()
+}
+
+func (t *StopEngineProcess200JSONResponse) UnmarshalJSON(b []byte) error {
+	return (*EngineProcessActionAnswer)(t).UnmarshalJSON(b)
+}
 
 func (response StopEngineProcess200JSONResponse) VisitStopEngineProcessResponse(w http.ResponseWriter) error {
 
@@ -22416,20 +22950,6 @@ func (response StopEngineProcess200JSONResponse) VisitStopEngineProcessResponse(
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(200)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type StopEngineProcess202JSONResponse NodeCommandAccepted
-
-func (response StopEngineProcess202JSONResponse) VisitStopEngineProcessResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(202)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -22721,7 +23241,15 @@ type CreateRtpPortLeaseResponseObject interface {
 	VisitCreateRtpPortLeaseResponse(w http.ResponseWriter) error
 }
 
-type CreateRtpPortLease200JSONResponse RtpPortLease
+type CreateRtpPortLease200JSONResponse RtpPortLeaseAnswer
+
+func (t CreateRtpPortLease200JSONResponse) MarshalJSON() ([]byte, error) {
+	return RtpPortLeaseAnswer(t).MarshalJSON()
+}
+
+func (t *CreateRtpPortLease200JSONResponse) UnmarshalJSON(b []byte) error {
+	return (*RtpPortLeaseAnswer)(t).UnmarshalJSON(b)
+}
 
 func (response CreateRtpPortLease200JSONResponse) VisitCreateRtpPortLeaseResponse(w http.ResponseWriter) error {
 
@@ -22731,20 +23259,6 @@ func (response CreateRtpPortLease200JSONResponse) VisitCreateRtpPortLeaseRespons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(200)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type CreateRtpPortLease202JSONResponse NodeCommandAccepted
-
-func (response CreateRtpPortLease202JSONResponse) VisitCreateRtpPortLeaseResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(202)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -22902,7 +23416,15 @@ type ReleaseRtpPortLeaseResponseObject interface {
 	VisitReleaseRtpPortLeaseResponse(w http.ResponseWriter) error
 }
 
-type ReleaseRtpPortLease200JSONResponse RtpPortLease
+type ReleaseRtpPortLease200JSONResponse RtpPortLeaseAnswer
+
+func (t ReleaseRtpPortLease200JSONResponse) MarshalJSON() ([]byte, error) {
+	return RtpPortLeaseAnswer(t).MarshalJSON()
+}
+
+func (t *ReleaseRtpPortLease200JSONResponse) UnmarshalJSON(b []byte) error {
+	return (*RtpPortLeaseAnswer)(t).UnmarshalJSON(b)
+}
 
 func (response ReleaseRtpPortLease200JSONResponse) VisitReleaseRtpPortLeaseResponse(w http.ResponseWriter) error {
 
@@ -22912,20 +23434,6 @@ func (response ReleaseRtpPortLease200JSONResponse) VisitReleaseRtpPortLeaseRespo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(200)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type ReleaseRtpPortLease202JSONResponse NodeCommandAccepted
-
-func (response ReleaseRtpPortLease202JSONResponse) VisitReleaseRtpPortLeaseResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(202)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -23083,7 +23591,15 @@ type ReleaseRtpPortResponseObject interface {
 	VisitReleaseRtpPortResponse(w http.ResponseWriter) error
 }
 
-type ReleaseRtpPort200JSONResponse RtpPortLease
+type ReleaseRtpPort200JSONResponse RtpPortLeaseAnswer
+
+func (t ReleaseRtpPort200JSONResponse) MarshalJSON() ([]byte, error) {
+	return RtpPortLeaseAnswer(t).MarshalJSON()
+}
+
+func (t *ReleaseRtpPort200JSONResponse) UnmarshalJSON(b []byte) error {
+	return (*RtpPortLeaseAnswer)(t).UnmarshalJSON(b)
+}
 
 func (response ReleaseRtpPort200JSONResponse) VisitReleaseRtpPortResponse(w http.ResponseWriter) error {
 
@@ -23093,20 +23609,6 @@ func (response ReleaseRtpPort200JSONResponse) VisitReleaseRtpPortResponse(w http
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(200)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type ReleaseRtpPort202JSONResponse NodeCommandAccepted
-
-func (response ReleaseRtpPort202JSONResponse) VisitReleaseRtpPortResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(202)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -24139,16 +24641,16 @@ type CreateApiTokenResponseObject interface {
 	VisitCreateApiTokenResponse(w http.ResponseWriter) error
 }
 
-type CreateApiToken201JSONResponse CreatedApiToken
+type CreateApiToken200JSONResponse CreatedApiToken
 
-func (response CreateApiToken201JSONResponse) VisitCreateApiTokenResponse(w http.ResponseWriter) error {
+func (response CreateApiToken200JSONResponse) VisitCreateApiTokenResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(201)
+	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -24970,16 +25472,16 @@ type CreateRoleResponseObject interface {
 	VisitCreateRoleResponse(w http.ResponseWriter) error
 }
 
-type CreateRole201JSONResponse Role
+type CreateRole200JSONResponse Role
 
-func (response CreateRole201JSONResponse) VisitCreateRoleResponse(w http.ResponseWriter) error {
+func (response CreateRole200JSONResponse) VisitCreateRoleResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(201)
+	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -25107,12 +25609,18 @@ type DeleteRoleResponseObject interface {
 	VisitDeleteRoleResponse(w http.ResponseWriter) error
 }
 
-type DeleteRole204Response struct {
-}
+type DeleteRole200JSONResponse ActionResult
 
-func (response DeleteRole204Response) VisitDeleteRoleResponse(w http.ResponseWriter) error {
-	w.WriteHeader(204)
-	return nil
+func (response DeleteRole200JSONResponse) VisitDeleteRoleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
 }
 
 type DeleteRole401JSONResponse struct{ UnauthorizedJSONResponse }
@@ -25360,12 +25868,18 @@ type DeleteRtspAuthCredentialResponseObject interface {
 	VisitDeleteRtspAuthCredentialResponse(w http.ResponseWriter) error
 }
 
-type DeleteRtspAuthCredential204Response struct {
-}
+type DeleteRtspAuthCredential200JSONResponse ActionResult
 
-func (response DeleteRtspAuthCredential204Response) VisitDeleteRtspAuthCredentialResponse(w http.ResponseWriter) error {
-	w.WriteHeader(204)
-	return nil
+func (response DeleteRtspAuthCredential200JSONResponse) VisitDeleteRtspAuthCredentialResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
 }
 
 type DeleteRtspAuthCredential400JSONResponse struct{ BadRequestJSONResponse }
@@ -25907,16 +26421,16 @@ type CreateUserResponseObject interface {
 	VisitCreateUserResponse(w http.ResponseWriter) error
 }
 
-type CreateUser201JSONResponse User
+type CreateUser200JSONResponse User
 
-func (response CreateUser201JSONResponse) VisitCreateUserResponse(w http.ResponseWriter) error {
+func (response CreateUser200JSONResponse) VisitCreateUserResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(201)
+	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -26044,12 +26558,18 @@ type DeleteUserResponseObject interface {
 	VisitDeleteUserResponse(w http.ResponseWriter) error
 }
 
-type DeleteUser204Response struct {
-}
+type DeleteUser200JSONResponse ActionResult
 
-func (response DeleteUser204Response) VisitDeleteUserResponse(w http.ResponseWriter) error {
-	w.WriteHeader(204)
-	return nil
+func (response DeleteUser200JSONResponse) VisitDeleteUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
 }
 
 type DeleteUser401JSONResponse struct{ UnauthorizedJSONResponse }
@@ -26284,12 +26804,18 @@ type ResetUserPasswordResponseObject interface {
 	VisitResetUserPasswordResponse(w http.ResponseWriter) error
 }
 
-type ResetUserPassword204Response struct {
-}
+type ResetUserPassword200JSONResponse ActionResult
 
-func (response ResetUserPassword204Response) VisitResetUserPasswordResponse(w http.ResponseWriter) error {
-	w.WriteHeader(204)
-	return nil
+func (response ResetUserPassword200JSONResponse) VisitResetUserPasswordResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
 }
 
 type ResetUserPassword400JSONResponse struct{ BadRequestJSONResponse }
@@ -27075,16 +27601,16 @@ type StartStreamProxyResponseObject interface {
 	VisitStartStreamProxyResponse(w http.ResponseWriter) error
 }
 
-type StartStreamProxy202JSONResponse StreamProxyCommand
+type StartStreamProxy200JSONResponse StreamProxyCommand
 
-func (response StartStreamProxy202JSONResponse) VisitStartStreamProxyResponse(w http.ResponseWriter) error {
+func (response StartStreamProxy200JSONResponse) VisitStartStreamProxyResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(202)
+	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -27240,16 +27766,16 @@ type StopStreamProxyResponseObject interface {
 	VisitStopStreamProxyResponse(w http.ResponseWriter) error
 }
 
-type StopStreamProxy202JSONResponse StreamProxyCommand
+type StopStreamProxy200JSONResponse StreamProxyCommand
 
-func (response StopStreamProxy202JSONResponse) VisitStopStreamProxyResponse(w http.ResponseWriter) error {
+func (response StopStreamProxy200JSONResponse) VisitStopStreamProxyResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(202)
+	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -29620,7 +30146,15 @@ type ApplyHostTuningResponseObject interface {
 	VisitApplyHostTuningResponse(w http.ResponseWriter) error
 }
 
-type ApplyHostTuning200JSONResponse HostTuningApplyResult
+type ApplyHostTuning200JSONResponse HostTuningApplyAnswer
+
+func (t ApplyHostTuning200JSONResponse) MarshalJSON() ([]byte, error) {
+	return HostTuningApplyAnswer(t).MarshalJSON()
+}
+
+func (t *ApplyHostTuning200JSONResponse) UnmarshalJSON(b []byte) error {
+	return (*HostTuningApplyAnswer)(t).UnmarshalJSON(b)
+}
 
 func (response ApplyHostTuning200JSONResponse) VisitApplyHostTuningResponse(w http.ResponseWriter) error {
 
@@ -29630,20 +30164,6 @@ func (response ApplyHostTuning200JSONResponse) VisitApplyHostTuningResponse(w ht
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(200)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type ApplyHostTuning202JSONResponse NodeCommandAccepted
-
-func (response ApplyHostTuning202JSONResponse) VisitApplyHostTuningResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(202)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -30758,16 +31278,16 @@ type CreateWebhookSubscriptionResponseObject interface {
 	VisitCreateWebhookSubscriptionResponse(w http.ResponseWriter) error
 }
 
-type CreateWebhookSubscription201JSONResponse OutboundWebhookSubscription
+type CreateWebhookSubscription200JSONResponse OutboundWebhookSubscription
 
-func (response CreateWebhookSubscription201JSONResponse) VisitCreateWebhookSubscriptionResponse(w http.ResponseWriter) error {
+func (response CreateWebhookSubscription200JSONResponse) VisitCreateWebhookSubscriptionResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(201)
+	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -31263,16 +31783,16 @@ type TestWebhookSubscriptionResponseObject interface {
 	VisitTestWebhookSubscriptionResponse(w http.ResponseWriter) error
 }
 
-type TestWebhookSubscription202JSONResponse OutboundWebhookTestResult
+type TestWebhookSubscription200JSONResponse OutboundWebhookTestResult
 
-func (response TestWebhookSubscription202JSONResponse) VisitTestWebhookSubscriptionResponse(w http.ResponseWriter) error {
+func (response TestWebhookSubscription200JSONResponse) VisitTestWebhookSubscriptionResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(202)
+	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -31414,16 +31934,16 @@ type TestWebhookResponseObject interface {
 	VisitTestWebhookResponse(w http.ResponseWriter) error
 }
 
-type TestWebhook202JSONResponse OutboundWebhookTestResult
+type TestWebhook200JSONResponse OutboundWebhookTestResult
 
-func (response TestWebhook202JSONResponse) VisitTestWebhookResponse(w http.ResponseWriter) error {
+func (response TestWebhook200JSONResponse) VisitTestWebhookResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(202)
+	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -31996,16 +32516,16 @@ type CreateThirdPartyLivePlaybackLeaseResponseObject interface {
 	VisitCreateThirdPartyLivePlaybackLeaseResponse(w http.ResponseWriter) error
 }
 
-type CreateThirdPartyLivePlaybackLease201JSONResponse PlaybackLease
+type CreateThirdPartyLivePlaybackLease200JSONResponse PlaybackLease
 
-func (response CreateThirdPartyLivePlaybackLease201JSONResponse) VisitCreateThirdPartyLivePlaybackLeaseResponse(w http.ResponseWriter) error {
+func (response CreateThirdPartyLivePlaybackLease200JSONResponse) VisitCreateThirdPartyLivePlaybackLeaseResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(201)
+	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -32375,7 +32895,7 @@ type ListThirdPartyMediaServersResponseObject interface {
 	VisitListThirdPartyMediaServersResponse(w http.ResponseWriter) error
 }
 
-type ListThirdPartyMediaServers200JSONResponse MediaServerList
+type ListThirdPartyMediaServers200JSONResponse MediaServerPage
 
 func (response ListThirdPartyMediaServers200JSONResponse) VisitListThirdPartyMediaServersResponse(w http.ResponseWriter) error {
 
@@ -32920,6 +33440,143 @@ func (response ListThirdPartyStreams500JSONResponse) VisitListThirdPartyStreamsR
 	return err
 }
 
+type CreateThirdPartyStreamPlaybackLeaseRequestObject struct {
+	Body *CreateThirdPartyStreamPlaybackLeaseJSONRequestBody
+}
+
+type CreateThirdPartyStreamPlaybackLeaseResponseObject interface {
+	VisitCreateThirdPartyStreamPlaybackLeaseResponse(w http.ResponseWriter) error
+}
+
+type CreateThirdPartyStreamPlaybackLease200JSONResponse PlaybackLease
+
+func (response CreateThirdPartyStreamPlaybackLease200JSONResponse) VisitCreateThirdPartyStreamPlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyStreamPlaybackLease400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateThirdPartyStreamPlaybackLease400JSONResponse) VisitCreateThirdPartyStreamPlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyStreamPlaybackLease401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateThirdPartyStreamPlaybackLease401JSONResponse) VisitCreateThirdPartyStreamPlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyStreamPlaybackLease403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateThirdPartyStreamPlaybackLease403JSONResponse) VisitCreateThirdPartyStreamPlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyStreamPlaybackLease409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateThirdPartyStreamPlaybackLease409JSONResponse) VisitCreateThirdPartyStreamPlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyStreamPlaybackLease413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response CreateThirdPartyStreamPlaybackLease413JSONResponse) VisitCreateThirdPartyStreamPlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyStreamPlaybackLease415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response CreateThirdPartyStreamPlaybackLease415JSONResponse) VisitCreateThirdPartyStreamPlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyStreamPlaybackLease429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateThirdPartyStreamPlaybackLease429JSONResponse) VisitCreateThirdPartyStreamPlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyStreamPlaybackLease500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateThirdPartyStreamPlaybackLease500JSONResponse) VisitCreateThirdPartyStreamPlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetHealthRequestObject struct {
 }
 
@@ -33446,6 +34103,9 @@ type StrictServerInterface interface {
 	// ListThirdPartyStreams List live streams
 	// (GET /api/v2/third-party/streams)
 	ListThirdPartyStreams(ctx context.Context, request ListThirdPartyStreamsRequestObject) (ListThirdPartyStreamsResponseObject, error)
+	// CreateThirdPartyStreamPlaybackLease Lease a live stream named by its locator to a player
+	// (POST /api/v2/third-party/streams/playback-lease)
+	CreateThirdPartyStreamPlaybackLease(ctx context.Context, request CreateThirdPartyStreamPlaybackLeaseRequestObject) (CreateThirdPartyStreamPlaybackLeaseResponseObject, error)
 	// GetHealth Report the health of this node
 	// (GET /health)
 	GetHealth(ctx context.Context, request GetHealthRequestObject) (GetHealthResponseObject, error)
@@ -38708,6 +39368,48 @@ func (sh *strictHandler) ListThirdPartyStreams(ctx *gin.Context, params ListThir
 	}
 }
 
+// CreateThirdPartyStreamPlaybackLease operation middleware
+func (sh *strictHandler) CreateThirdPartyStreamPlaybackLease(ctx *gin.Context) {
+	var request CreateThirdPartyStreamPlaybackLeaseRequestObject
+
+	var body CreateThirdPartyStreamPlaybackLeaseJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateThirdPartyStreamPlaybackLease(ctx, request.(CreateThirdPartyStreamPlaybackLeaseRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateThirdPartyStreamPlaybackLease")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateThirdPartyStreamPlaybackLeaseResponseObject); ok {
+		if err := validResponse.VisitCreateThirdPartyStreamPlaybackLeaseResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // GetHealth operation middleware
 func (sh *strictHandler) GetHealth(ctx *gin.Context) {
 	var request GetHealthRequestObject
@@ -38737,1095 +39439,1134 @@ func (sh *strictHandler) GetHealth(ctx *gin.Context) {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L39chw3lif6Kgje3TDZkZQlua3tFWPjDk3JLW3rg5ek2rMz20uCmagqDLOAdALJUnnCD3Vf4T7ZDZwD",
-	"IJFZQH4UKbWnx//YYmUmPg8Ozufv/PtBLteVFExodfDy3w8qWtM106yGv85WVAhWnuaa31PNpbjUVLMf",
-	"ealZbZ4XTOU1r8yTg5cHH0W5JdS8y4isiTR/VkwUXCxJji2pJwfZATcv/9ywenuQHQi6ZgcvD2i3i4Ps",
-	"QOUrtqaml/9Ss8XBy4P/69t2qN/iU/VtfIQHv/6aBYNvaIk/x4fsxka4IHrFlZlDQ0uizDcDA/bNzh+s",
-	"/zQcaFWNDXDD9coOsaqIGUlyeFXVGdaafn7HxFKvDl6++GN2oLeVeUvpmotlZxCNlhcsl3UxOpaVVIzQ",
-	"RsvjGj4gasN1viIrqnCM97Rs0gNsOwrHaQd2K2XJqOiP7K+8YHLGwKqmLMkhdV8ezR8i9jhthK+Y4jUr",
-	"JpFau5MFfjVMbUXY9Exy6wyrM9x7njP7x9tizojNh+4J4QU5/PMPz//07E/P/G+5LIAHfPzw17c/kqqW",
-	"C16yo/TsuiNJEO6z538aoFyczvg85KIzi0Mcov2LF2bUbjZuorIYG/u+g34t6G3JJp41hi/PI2L70UQS",
-	"/nMtm+ovbLs7oL+wLS5du/FL83JGqCK5GZ8gmxUThGuyMT/VjGpW+GFVVK/aUS1dP9lBzX5uDH0evNR1",
-	"w/bhWW7Qg/fSzv7DEFKrFoxv//Fsolz0jCp2zIViQnG4KjX7rMlCNqLAC4jh0MidWfF6kMvf2U72or03",
-	"VJ02BZ/IT1dUHVPz+jzyW7lOptHfG6rO9S/TR3R+9S+zx2M6mDaaGDN5WzCh+YKzuncc4CDUTDe1YEXs",
-	"KJjNLLlKH4o8YICTTsXw/r5VlytaO7Y6bU2V+aIgh7zz7cx7s/vxxLV+yHkx/WYk+Cwz8lFGlK4ZXWct",
-	"c1dmD9p764scq3dy+WMt14n1ZkLXnClCtRkKXWhW44pqvmbkEC9Zvma/SJG+cxam/XBwC1mvqTa3EdXs",
-	"2Hx/MDzCj3UR45Qf2IYp7Qe54LXS5NAsccEWtCn1EQj2ZWHegqepIUroIByjbeHg5YGAXg6yAyaa9cHL",
-	"f21/wJYP/jY8+Cs5aXFv2ULWbP7qavmAtX3PCk4vWX3P6nFRhCrFl4ZbaInDXJuviYLPU8Nbd3rYi0Q/",
-	"yPOSbln9Q83o3TTGcMdYBeI0F8tjs46y0ccVtKLIoQgbnMktOt9OZBYfZDFB0sORh2tK6kYoIq2aJ2Qx",
-	"MKpib6HuvJZa5rKcKolU9v3UWNzzuYK/H0cwtotGGBJ+J5d/4aIYlJjcaXLDvOMizTG5KOYOrzuUcJCX",
-	"sqlz9qmeemnB6+TTxTs84rLR5s6Fi5qW6ojkUmjKhaVGc39kJO9dK+X2JPzIXS1AuoTWjPClkDVLroDy",
-	"Y07QzPOnfxwimku4q6YrYXi3DUqH+MpeIiyOZo5SGIwHbwxl/kUVucEnN0fDw0wftsGB/nUllZ560O55",
-	"DYYd801qNPfQ4MxzXzZKxxl+RFzEl0/claqQ+/sH7j3DgYheUU2oUBtWJ01nue993qjNGp3X8rZka7U7",
-	"8AuQZNGIxzVbKxzLit4zQg3LMt8lb/+w6agQsKClYlmMxZ/TZcR68qFZ37ZrU9ElM8uG4rYR9GituVia",
-	"m/9Zko2ahqODeZa1tzwX+rvnB9nBmgu+NuLJMz9KLjRbstqP8pL/Ehnpe/rZfEiEH3EtN4pUrIZhD40O",
-	"GoyO8PunsSFiT4a1PB0d8IUs2TQCrWXJHq7M1NjfkCazS5KXza0f27TBFqzk96zekqqk4uGj5sXDLBJX",
-	"tF4yPSIEvg8lEjMJWbEajNeE5trIJxnhQmlGCzNNFEVOyJpuyS0jcs21dtML+YYRt9hnmutyS6RgX1yY",
-	"xLmmRDGcpGGmRjwsjPZ1FJ8s0ataNssV4RplMkKXTOgvM+Fhue7Fd9GJyjs2kRxPz98SbV4fJcUEAWrb",
-	"17xz80lNvX0axeqHH5NGWXqZPshfzcuqkkIxuG1+oMUF+7lheHsbCY0J+CetqpLnQCHf/psy0/j3iXLl",
-	"67qW9Q+y2GJ33aW4WjECtACqoSy2hBsh756WvCCHC1kbUlpXJSM39tdreP3GvO9/Mh/eHJ2QXNY1yzUs",
-	"KRdVo8MDWzOjGJnriGvSCCOGLM1SGklBikXJ86845xoX2cjA0LOX2RjJm7pmQqPngRzeuFdgypSsjfas",
-	"KpbzBc/RCH5CajNHEO/gI6dj1zBduqRcwDx/lPUtLwomvt5Ec1qWrCYlze8U3mOWNs3Vu+ZKGZYja1Iz",
-	"qy+oXFZm2u3j64IJzgojqv6aHbwVmtWCltDz15uHvRcWlJesII1gnyuWa1aUW3J4w+2YbmArKlkjCeqa",
-	"gn0Lxv1B6h9lI4qvN2Tu2EzRrm4hmeHmmrDPXIE9huPf91zx25J5qRe37fBGSH0NVj27/Od0W0paXEn5",
-	"zlw0X//EAJNgn3PGCiQoxX9hpORrrg3V4PCutZTXpRmgHba5THnOPgl6T3lJb8uvNPJTUrCKiYKJHFib",
-	"ZutK1rTm5ZY07WDI4U3w1/BJ1/UWmcUtze/kYgHzu5LyPRVby7vVVz/fuCGsIJTUhgO5/TB/XMMf5gCf",
-	"kA3lmhi2DueDrxlZ8ntz0wlyc2Gmdny60Ky+MTfcitHCRjwEj4aUEMVyKQpQ3aAjywdhzbhYPhm8GtO6",
-	"xtOI6A73u6CNXsma/8K+0rH+IAleja1NBCSEqmaKCSMjHN6YMZlH2Pu1mzDemLTi1yDMtL/jAfkkVFMZ",
-	"zsUKkBGvYMJ/l8NtOdJNv78bOCV+mNcgWF6bnYE5/Oo2EyjmtOIgIMaMEIFAaGQupWXNihMjFghmmPxK",
-	"lpa34DtgbcpQ6V6AeAxKt+WvRhE3lFXVRobWHAUpWpZyw4q3VUSJPyu5ueBpUdRMKVIbQUSRw7O3ry6O",
-	"gm6toN0oVpBFLdcnhK0rvUXRkIqtb4ArYrsDwVBby0FP1vNETOuabs3fVq48jVhqrszRbIcSSqGHn67O",
-	"wGo0xQTvO/kh4rw+a4kYFtT14PvNSCgBglQHohw1cpOSpbmWvQRhfhdSr1jdbu+T2IgKvmRKn9dswT9H",
-	"Zr5i1sPy7DlZsc+0YDlf05LkK1rTXLNaOan98s3p8fPvXxBs0P2a7ph9rnjNVHK9qSabFc9XwcLbT3DR",
-	"T4hoytKrBsFdbl5Kbon5CG88ZHk74yqp0p/UZEIwryNVakkCbsMM87cHOTZe8y0eMPPx/sNFbWfnFqBr",
-	"Nr4FQuof4FJIzNScs51NQF8JL6Kz8g/hUyBhLsX+s5MbweqU5mh+J5uVJHIj1MhUWwE6woLOW+G7klzo",
-	"kN3ltK45U/N4SdXUlVSRZf3JnOzOWiJDk7U3JQBbi86hZveMenGt3zCDw04FYSKvt5VhHbms4AK5Y5XO",
-	"iJLIWFDvME0Fdo6cCqJWchM6FFBT2jWAwkjk3eQjYt9OEYw5tPaV/Qmllnoi98bJ+aNrPxw5o/at/cen",
-	"4gF3Zx31NjywGSlYze/tbQd2JzhZ3Nx5XBRyQ6goYOFyf8icsxoDXA8ck0UrCKzwAZz66y3T19BcxI+d",
-	"eQPPBFtN+sTBk0n3yu5dErnvbtR9fl1RfX16e1bctNRMjeqsLAXXLJdLwRWzUsiuFaqVeP81sGMBE22P",
-	"bZfvdKfSuzG7nCULJZ2Qv4bXXecgO8oI5Y9QTAjPWkjlnXuq3UN5+28s12b5ncj3jsd9T9ZBIRetfKB2",
-	"Bbdq1NHBFTQU8W/sqBB9tSFrHQr7eCgmtG++iRMfTti72b3Xw7H4IQHeS9MRzq+lpuXgimHHQLtrqu3V",
-	"ugAnt8qINNyGliWMSPWn+eKPB1HHSUjV1oUU+GpwTHY1orTSFFyfrVh+F/OxqaYEcU4KRqh5k+Tm1V1i",
-	"WTOlovTy+nNVUoEXjXPgQLNxqWRUovH9RySauKX/Azoq7aekZgvDbbQ8IfTW6IrAaqzN/njDC/uiissS",
-	"VKlYPKy7g9t+8M34HarMxcJ1RBO4tE9QuF9QXjY186fNT94xey4W8iA72NBamAFmBwyMgX8bY3+O6eFs",
-	"ggFlfieTxJIOv2eEVhUTxTEoiIrlDUwFCQeD8CP6Ya7lROeAudrEMlD5nSJodpAKKbZr2Si4G9VWabYm",
-	"0Hh8J+GRU+57scRcgHaV99Qyc1EVnbu24sdwqA3fRkXs2Cpi5j5wIzILDOOJ3riwPBNdn34Nd7VLUKVP",
-	"UREe1bR9e6CkhMvYLpy51eLa2z0TOr5yP6EP3lABK7qXuCOHJyg2BK4c/2TH0h3tPslq3jRrKo5rRguw",
-	"JLIY50mun8zB3TAsReKq+AnOtQDIRucyxuBaRtv2ckJwDciaUaFQ1nGaiudkoEGgvONoUjV5bkggO7Dc",
-	"w4gt0FJc3gMv6YC2Yuds5GF6Kxvd3VXqtJmiY5QxvJChgE+wh7icWNN4SsSVdRj0CDUj7OfGnEYJQvHN",
-	"Px/Di8dvixvivHcEraWzaLrHHd2JDEm93b2QdWSeffVPYDu5Dm35BZ/MaMeFuCijVRnBsNU2DvY/iXhn",
-	"59+R73YXY5q0F9x3+wh8bii/KYnvB5rfLWvZiOKKqrsEabGay4Ln4FrBl4mmKiL4db5NmzyougMzXZQN",
-	"gNfwnpaX6LWI3IT2BXLL9IYxgXGyXDg/x0SaMWrTqwatHu8j3bhnjuugkaABp8yalyVPdBfdKOzOO2d7",
-	"UrH5ud9Nh4NyTYCTsyJxDZqvLhoRu68uzXndmUTMyrGi1gbTCLJFJr2n5RSY7kdRbodlYyAEG+UMYTEo",
-	"MUsIdG0UwXbiUnNcOTBE7MNMd21DjTiTjdCDp9QMR3GR4yVf1dJcoMj1enaf9GbXjQARfHz2pZSVuRrt",
-	"Fzvh3pGYw4joHnbSWf52KLsHK6SaneMQEmywcOMsJH5D/dDlHIrUbMmNjsUgL8ZolG7GXY6S0uP64vDu",
-	"koUmwfTt4EfR421q8rXQ46A7N0N/x1xMV5olS6mVrml1Wqy5COKOaFFwM3hangdrZINT+zIkOhy0tO4j",
-	"e9XUynASc7tS0zg3/WhZRzg5V1VJtx/SKrhayY1wkedW3+n64kChfoKxn0Pheah6xhOqzu0TLw6Hwz5B",
-	"vkGJoqVRH1ZUrcyLaE5GB2av/+ffvwAXdjueyHAaxeo4f3knl1wAgzlBlmAjlCgpmYZ46JoUfMk16J3g",
-	"dttwI4aC7xTfURm+Yv4vzX8bUbBa5bJmKjNSleJLgYrralutrDmuF80ZTOE7s36mYTPA//Ovp8f/Qo9/",
-	"eXr83//W/vPJ9T8d/+3fn2cvvvv1v4wKvH72wb4M0umlprpRw8wOSa+ze0RpXpaYeCPJLQuDDbvEeOt6",
-	"uvDD3NURGoZkJ2SvG4jpUeZGs8ZiRnyDgeODK/OHMGMxTNnwA4JSvJrAiHeHGFuyMypyTAg6k+s1FcV+",
-	"pxubIRQDUHNsanfZakZVTBC7gN+tPMqKIMYO2i29FyGgue8jB+XX6AwrestLrrdnVLOlrLdxmTK3Ty33",
-	"rovjitZ6S3L3vXW19cxDYZjSgM2NQuqX1Ubx7BnBOtAfe7F2Ki5k5Mk5uNnZdM5QCy75PYNsM0NCmUvs",
-	"OFZbkWNIn1l2LpZx8XeaCB0s34IlbFpumufzPJ4CI5a0JI1inc7muD57x8MvZF9WiQ0yC/Y5fooqna/o",
-	"2YqWJRMxxfXUaHiGlsx7ZgfwxV2Csq+MSBhaEsVEAQlC/oub9tyU5laYG9vwk48Qd8MzN1alyC0D7TrP",
-	"WTXkadxVnNZ0Gc9Du2DmTN9j1lmbCG57he/G7SDtUgVdhTOMbhWEE7tL/MGyjGLacD22Ie5mimwpelLP",
-	"kyKFc7VWPdHC3HsnRFY4LLJiNcvILcupOQdU9G6Vmimm0Q5iw2vM99+otlkfiGJOlLXL9SWRXb8F26RH",
-	"bkTWcPJfRv7pC6zBiFJbHE3ZPyX3vGDSMcAn5ManHd5Yb7qNqQhzGV+Smz/84Q//dGPEK1Eoc6dDXjTb",
-	"QmIjTioD6ehmRRVmX7YhU+qGKLqFz9x1AB9GXQ0dFKY9sZuyDrjSHphKnQYGGUWI9ISavI3Wn2t6Djq8",
-	"SMgIP622HfgUyD8AO2tnFIf9SDQYFvidjuKOlrKUmx+o4vlpo1cf71l9XlIuLrSqhu/0Tmb0mm5toqG9",
-	"oNaspt8oAg2TbqhnwOnAwlaZ/shNrVX18ttvbzIb12QYvLL5evYAe+eBloSKrVFSrYlCML2R9R2pqF49",
-	"IR8XC3K7dSmSL/FQvsLoN67sQFkBNEvtYNEKiLc3foBjX1DuMlUNy+nOBNY1LqnQGB7XqcXdchzOpr0e",
-	"Qtrot7SqvrW/cEUawX9umNfn0AOa2MMB2C38HSRx5jLG2k4+ipILlpiBbfWe1dtzw3MHHKvm3TXVPAdp",
-	"ClLqwLYLHpDD2y3+E9xJWlZHpBGal3bnPmvU3FAW0/U2PZwEgtepQ+s66RwRqw9SRZSUEEKLfNiCzJnd",
-	"d6BI5t9cucE7EdxGrlugDeuwSUmme4C+kMNPn96+OgITviFrmtdSdXEc4pLkQETsmY3ss6AVXyUINsSw",
-	"ueOieMmL+aL0jzXz6Cy1VQNlrToWDHN5q4S3qujhp83GNst2kMR2xjgJqKxNLjWt7YzfhovfliwxjSQQ",
-	"2SSosdCzhpz14ury3KIcJDzGKRixV1zh8fC58DkVZg63LLS/7h6G5QwgsG8smFbfvo7GbxFfpVUSfSq8",
-	"omwykRNqEIDKPGBiyQVYzJqy8Mke8bmsEqBSXf0WrhAz5IqKY81LffyLlOtkiztSUrp9N4kAXaKVu8ih",
-	"jyk9cQGRNjXzKN45H8F16obKeFnDQjsBW2wqe4FUJdWGsSRYohE9rFklzhZ3KQGkFdu6NaP4QCCPyOPt",
-	"pu7WMHdKIhhhTio11cRcIiock6NKvLCMxMEdYN2MEKlXaLxNO0LEMKbOXxiriMXPaTOZYbEQRYeUjN4z",
-	"FeaRmkWpwOhiRKimLBNum6G4LGfjdUhD4c3UXRn3SjwsK4C0mYU8YxQfjdaeKZAw8K75SKvqqqZCVbLW",
-	"Uz/ufPNrFkCy7HrwWsgYKxhu3XkMj+maqjtWeP0JFScKailKgUbq8MLtBtTbG/Pgf/zhD3/ovW+4uXvT",
-	"o+y6/fGZySgt6xXEg3TTkv9v04xp+H83T58+f+Eag64yyLn6Nv0G/mKPxP94dmPE7n9+b68ddRTeOb0r",
-	"Mn7jqARczWUXlibx3duEJh6CyECIvLXke5Q34oyAGISGr5dcaS6WEO8f7bSpisEA9tCTi/qfUT6o8DLM",
-	"XCnMdjgihe12Oyp/3cfhbv4aANt0NZMTcnN9bdUowMq5vr4hjSjBAcsmBHKHoIRR12iIThVgIEWvyP7B",
-	"zjzcjsUr9ohFLSZQH6LCe/sC5NVdANkAwLNFQA0BfTv4wwFKZR+OzANG7qAaDundWQTQuofh2wWQ3rUf",
-	"9I0YUXXOsdd0iHtL+yFZDlidTneNOH37dhfSG6Uvq+VavO/jdvqkkrKE47ojep6QU1TkQuk0jLWzXR1k",
-	"B/hiNMJuCs63t/K3inMhuViCpcEo0ORQSL0y0zIXLSuOMnLporIOqRVUQKc37GhDt0eZVb3JId6pRi2t",
-	"a37PxfIoIxc2ExixsOCIU60Nk7WZ/Set7myEs3zFigb7Pbc6N3evopXDAW13VfOjjPyIL/Xe3/CyJHa5",
-	"DY1wK0+6pbXzPsgO3DwPABIKf3PDP8gOPKVhP0NbMAyA3XpavLAIqSAELlnM08J1xuQbXW/BOn2B4RYZ",
-	"yEPmF0UujWTUDRW+8EEZ9uHQQAGhN2ZeReRduehcfj1jOD4ZjXrposqzFm94QiDVb8g6wPUjGQUmmwEm",
-	"qZ4We9oCT99uwY4KY+5ogQ8W6/cQHX4bskLvGg/uw+gt3qHqR7xN4KSNh9h2IMX/M+VK4YQ7U5gcJtVh",
-	"ZvuEz9rOIXDW6ZkYO/uVQmWdxLY20uBbzdaJW4PDCxjM5+DRAyRnF/i6642KcSSk54wg/WZE3fGKHHqc",
-	"JoA4BrcAObSwTydEMXOLGrmsc4liU/4sGMH1jlcDaUIjVuaOzWZFAa56gxE993H+dBfjk392+PGgFu64",
-	"Jro2m3izXEQG2F/4cCngWctIonOv056xbrwH+o8WnJWFcmzVLAXQgoftGud6Fpb2DviepQc/jFGC3M+3",
-	"fiosuWKKmTbKzoLVpJB5s7bRe1/Ibeq6mNjClR3aK/cZGHrYPWebDvgkhiT3lICSWnBQEDZrrhlxEnQH",
-	"MPyEwCqh0ZyhZS5cipEgMD+lCbulYLQxLlvBaBdGpbd7c2gnetTSlTXsG1E6l2LB6/VRZK/wlWGrqxs0",
-	"JvXgFwmfE96tEV4AkKseCUVa6+YGzN237GjixYMKQSzgH6Ek4J45QZgTM+PWGub2y27qxP78vbV71TNh",
-	"BHpzcSIbAY3QsjrnbwnoYs4NGNwfMcCIkKTjW8YVbhWx7yaRGbiKXimXGtGf8DkqwobkTKNrWjBCdUbc",
-	"HgK6DFJhVcuiySfHwJvLpUpTSwA1OGmzrACXbA4f70t8fenA7kLmj1BL/e1Q2jl62nWkEKz/AC+YLGr+",
-	"ZxIydxHn9xAz95Iwfc8RGVN9XSEzjcr/xkKzOGeYkfTylb2r0KZ5gtEtN9a9FIRdZeRGinu+gARJWd67",
-	"z1DUAnyR1pWckZvlLVjXb4wQw7W7ENH7C8E0l2/PQ7mqRnMi9HGQHdjPh4wb5/qXsyDkN2LAu/qXTlCw",
-	"BbryVhkcTdLykTLeD8mTC5nHwtnPqHDiHbyRcHjWfPhb4Kg1T3xeURH/uqIJCB4AudNqiLDtK+Hu3TFW",
-	"Tc2Uq9miZmoVNyz46DTbMGaYMQSjMw/Wc20MmsckI7MG5kl8EX6RsSI25puUX3zAc2D2wA7Dtuxowm5v",
-	"u+jdxRk60PoX65s+tYG9EYue8FG/BMg+Fdjv3kruh4Us8q3Ntbylz46djk36gfFBV+Ay1zIePoTvJQ6i",
-	"bUR1RewJDh7XbBaux6Qt2FNXCjflhKzlPQO5OZdCc9Ew5XzTaPt1EwtQPWUTUaiSq/OK1yzHAlGGCDPk",
-	"OhkwjzAMwTFf0GgLucEUwAXABPHlCq1fx/aXpjp2P5pX3c/wb/fA9HbMhfuXbLQ7AMeC0dr/sYB/m+Ec",
-	"ywpgL+DfeYnQSWZ8UdavKubIP6gY0BNSK4apgRWrc7PKnSinbyw8ZJSB+UoDz8YqDZhDDrvi8n9diYWn",
-	"T3cG9N5ttw3SByMuKxdhWay10UWGcoO743vx9Gl3hE+fjooUjlqG6fwSQ9MT16kNXO9epY96g1oFjRU/",
-	"bE/DqPk4z+vE1ftP4bQBlks/7gzkex9db5GleeJmwG8u4KXxyCrbg7+/zq/+Jd5sMojtPRUQHg1VpU5C",
-	"loGBVA6nY7PC2L3FzMtpZz6hzzi57tPIZT++GJQ1BDUZx+CTyPrcbiplnFkl/3HIYGy/2klM2A/X2MCq",
-	"Xrgsr0tG63zVpsWl6a9i9bGzMfgkMaLge5uWAj5nwIYsOCR8sGhmw3iWXNj+mgrNc9cRx6guWpYpM5Dp",
-	"e7h1HxE9MPaU1SKdjiCkznw02tY66Cfgt/jVCIY+xa564WLBItHf3rftYrZDVnriXdvoRLdBB8+JIoVs",
-	"biGqrqmIluR7suYiQzvW//f/Pn/6X8m/cW09Gr09tU1FfJa9vrgg1KjkAYiB2w+PdWmDAaxo4uYAcMYl",
-	"o/Vko8wsUIvuoiRhLODDQU0jEqAwIuGOg+eyzxr2e7BjCIBwHXNFioY5IA0bNGr9xRi36eMk9h1Xn5Id",
-	"DQwRbT8WsZ+/Djkz7gVrZoaQbUxooI2WBEvpfXp1Dgx9QctSAZEYkr06OyeAJAEhoF0AtAaqUercCKJN",
-	"UQ3p/W09vddCp5KE0QrbU/hr/JKUcpnAj4vtoCQ5tfhYoS+aHCIc1MsnT554AH5vWkEJL54EM0FHssQP",
-	"sxhSjGJtXHaCktt2IHIHkbe42bttIsRe19tpuSHYKmSG3P83SJDnhSLKEMftFrSWozTu2yzMNycwWkNq",
-	"ZjPJrrGWvLUGZ17r9enp5u63PAMPe9xoEy1je16zey4bhelqOB7MXMP+1KBDcY+6kNMR6Wiey6ZVbGA9",
-	"Z4PR/eSzF/YDodMyWld33nLNBW6zMTvteUxS8o7chWSddSRi6zdFgmzX36KxdRHXhjhndyeTOJDUcaDj",
-	"Ui7x+LxEoXdJDj1tWx9BRgpWMvgHelEgCK71oWYuj9LGW2L0XJBhmXVj6TJ3WR/5g0IOuwkM6ijziX4u",
-	"8QT/hBUyjyEG8NgmIhxiLL3RbbvhAjClTnBoCFLsjS8+DDZsdRrrH/d/9Jc6igrxD+sK6Re13ccT0r9o",
-	"93GMuHH8/f0il4JWaiVjcvBpICMo+xo4KZyP9NGsG4XciFLSYjLWQkk15AKvDVVbvKAXT4/RSERcc0Tz",
-	"/I7priwZYGcmctOSmq3P6HJrholcoVAaSRZjYATcvbzg99iEpjrbx2D97AOP6ueHPVkXMWMaURzCfaCK",
-	"aHrHxMiCT7tIrcf4kUjCNLUnOSj+C/thq2OuNHPWHrCDyOht1PWURL5v1E7qNxEyEa+w4YVeRZo1P+89",
-	"6AE7Wms028XF68x0iBuZ2yQVyhN6c+DaOYkmwzvow9xBHEBcPkvHcs/wgAeuhaEvUNewvpHUogV3/uCK",
-	"yGragqDv4qEzFC2UVjKrsNWhQOrE5FyuLfgl+mwKripzuSFbnF7EY/Ky+rA3Ff46nKeKKQQd4W5cRu63",
-	"31+jQITbCX7c2U4XdBek785ymLWMAKVJB6kKNqqdYMMTI+4Bh7VSsTfu6prex1wUo2gi3QLefUxKxfMo",
-	"JkhYN2wm1EYEqm8UP2NokN7aWBcD9ukduIrRJitD+0MNDof+9oAlMHfUep3ZZ1R0TqDcEJE+jBFusEXN",
-	"2CRMyGmJGv2mnj7/YxLlYABp4ZVFNHAZ6GB1yC2g6IShpkAUXoXwCZPb64h0A3Gtry2cyNA+phNUfOD1",
-	"FJrtIiAMjOkNVceIfDA0qhTKgfl62BUzF88AbCufXUS+4gWL5U4feoApWzkOVfX9MA0uEbxgaA4zkAIm",
-	"Ucy0hKHxZubgAnC9ko1DBEiFMz0gFf+rZdVnNnUe8P3C5PmQQjbMo2D0IdWe/vFP+yedjx28CUnUE7Y2",
-	"UfGlzYbupDRPkAheBdH7M0SCQLUmOdW0lMuGEYhmvme14lKwIpKFQNrNQi3WbZgodpBKzAHmIi+bIgYl",
-	"62I8k1Z7NdfA0peRfoXNeIstPH8axHR4g4vjL2PxW+69uVZd99aOkFJu6FZBBbUnPrKYKsX0sVvzmyk0",
-	"ialYacdHmxi3z0L6FLF2Gb+PreKsCHdcSluFkBaE6olh7JYsI8zV5U3YN07QRmetqqYT1aabqInWxt45",
-	"te+3o/Brn7WUPOG0+hTiWdI7pj7EZfWZtR9mymvTs2qnkOujXI4jKarRTUAQPbjM30ilE1ZeVPsNI1fk",
-	"EBCd6RIM9V7KxnbI7Rb0okbZdHzzaskVpqCvpeBa1pB26DCtFZQRt4FNmvJYHkEgiaiUbQcGTzYrqTyW",
-	"FQfUQi6mGo+kzeDfjRMQtSyNELsKOoEFABc6Ly2xTeljwvCxZQwWQpxFm/G+YrTWt4zqMFJzinfAoj6k",
-	"erVIjgymaeNFC8TiEdIOp19sYygUW8fxzy/wAa7ixMYSdv/3AT3eCbkBSPSADjNiR0GkAAyo9q6dy9+c",
-	"2V86KAfpgR4qj6bh5pzFaHXw3K1vY4XxAX7cHqk1vLN7KlaMlmiOHLy4wo7e4CdGQdG6StZeO+0WXcMB",
-	"fKPIm6urc3J6/jYeFwMVPcYAUsFdwy2emAU5HiyhMrG2BguWaTdNli706GRdbeOgtouu6WLB87gNm5WL",
-	"OZMVWNSRao+1mqi02CwWddRZGGn7Xmq0wjqH6F+lZvVBdvBBinv453hhRV/rI1ikLn0Eg/LbbBcgc1Q4",
-	"SuNvPLX2nTbmdxtA06F4QCllYI6xOT/xNYzmk74VBYuU8n1HlSalXBJunvv8VCuAtSQ0qVgSeCujCUGt",
-	"WzJwCveI4patuI2aaQ/AxCJNZ1JomutYSaj3QWh3EF6HOBf4WQsKP2vCcyqmogyQgPyn+Wq8PoKjgeHD",
-	"kqjq0RJVd5bumMg7iFJe1rTAbEkRQ/MPFNyUgP0DF7TeOvG622EHn6URft7j9vF2ifwUsy5hd8ivTxOh",
-	"KD5Us8+dTy+VpXHowS6OXn4GMaXCCgg22hVU3cxMntdkxZW2pRh6Z9NuZhSaRQpdyzJyxk9sl3n4BhbM",
-	"AFKja+bGlyg0CtOcCEOML8dxdJgwQutIjpnF/DZaXNVoouUSiHq6ZmyXL0LV+ABiN8wiZADeASUx4Lfb",
-	"Jr9j9nQriGebrt9+kAVrCcH2FAvEsKP7AfpKOsq9S5Q6anCja2vgnZCnvhqOewkywhx61UQR0X77OhYQ",
-	"9Vp4P4DvAurRh2XlJvU/K1TXNge+15Fqd19zWIZo1Pghd/S1J/GMF1rxB7J7prKQQbjR9hazs90JamyP",
-	"0ADXSxWEOvPSH3LermTSE0mCim6PJYUETU64kx+Nt+VyveZ6aLz4hmZFMPJA9Zo3bpR4ku7wNhyzqyP0",
-	"IM/sr0aagpGkAY+9aWOSquQ/gM/NXR4tUB0KqzMsiR3N79c5NkN3UFXXdrgH3WhWr9PtBxoQq9f7RM+F",
-	"R9zvte12R5QJaS+Yfrv20WOM1fzcaW7WaxqtgdXdpRVHnBTUWnqVAQci8fD97fsUMbQCv+3IijCwTVaY",
-	"CzreTo0X+5rHZHRq+S7FTzIHzTCBux2YbQTv0Z+bTdbfuQ45DuOfWAKTjdDRe8L87iV+ygXgVUBJgel0",
-	"RSt+Je+YGFz30/O3WCZuah3ftAOpbbRT90hNVgFb49bwIeiV65jQdkI4aRuFFyY21qiREcIL+1AWtpwF",
-	"Oxesd2+F3KQGyOuSqfjhOPXUo/AVI3uERKUYhIg9IVdQdgkqACPOK4A9WIqxYUkYwccFeaN19dH8O5fy",
-	"DipAiMJWSeD2GrmVxTaO56DU6wm14uxYbJl9/M3NAXsltiDbiR9sW8hAzICAUPUC9iDieqZlw3yy1M0/",
-	"H1/e58dnql4cwwc3tuZ+q89CMBekti65WPoskKC4ESsg2WhnMifkFivySudcs9slihZAynzqUDjiWmo1",
-	"VAHx9WLBENi52qmFGFSGm1P8MDuwAx3Y0tNbJctGM8JaNcp+dWIxBbj2vRu5EFM7l5TP2Ebb4jQZ1q3u",
-	"IS1tndTWt27uQ0tvtCk4ithQxkiQG7OT367ZTTxTzIx/THD7pCLsoB28baS7kyGRZjtnKLIHQ6wiJeN8",
-	"dJcmljuW3ctnJdfMZ2X0Ag3wQh+VWKOi1uNqH+6SnTIOfHnMIANowkAyOGAQKfwXc8MVNrQWcbQKJzS7",
-	"NwZqNWFkPAaACPaQUqVJDdptqV/TYOhR2oJksFN7mT1WIW8qWqElERHLirfR8AyoZkyodcoAggowlbO3",
-	"ry6IkNpida+YvWDWdEtumfXe1HJ9gmCL9vugyDeg0Jq96Kx7WGYyJhX78I7Aax/GyKRYJ1Af1RZ4tR2u",
-	"v/m4tteu/aVfj3waWYp07XN77Pwe9GMHRmYupP4BLuXE3MAC0p8dV8Ti+yIaJtWYNbDX3Kp5NYHbUdj4",
-	"+RNiNC+ybhRg9tPw7rQXB6C5gCl5FlFwYYniWQQcs6krqYbQ+v1SOY/jhDLWoKswGiBmDEVPQwwkOPRt",
-	"ISySy2rboQisMm5HhG0HdcZzKuAyAQxXc5uf2MBoQJ4FWRICNnz9yDtWTQGfdTF9wc6mmVKIxr0vGhaU",
-	"WA4jvn4rMUEn0UL7YZ39oLh+kBMar+Q/XHz/2aPFGw02uk/0UbjRj7DHX7KC7kPSON4xvVsg1jqKqK2q",
-	"OlwCFjGgfb0r1OrgYgQ0lKMTIheLLFXWdY8kkb83gc5JQHlYQde5KSm+qEpbRHW3fGpmdXFIie+UTk1B",
-	"gM2vA/pIeSWdSp2ZA9x5/vQYdo5EC3weupMOI7IYqkcPTETpVfNMDyWo7fmQkUxNYflyNT/NHf0Zi63Z",
-	"SFYt0WsclpoUj5r8MlYNdDwZZuiUTCkBCqWhYLsMd5uRwDK544cV6ZxVIlNCsgnB2GoI5VH6uJQUUGFc",
-	"9mxQItPIxMg/ekLxI+TPkMNnx8+e/8nMv6Y5Mm8hfeBE+/PRXgrBTt7NqAw6oT7nf7icnIuQ35jOyKG9",
-	"pIn9Qb389tujE+TV4p6HoKBANub/TkE9XGldZcT8V0HpBOpurk8Xb8MikpazPSFBRhmWuyeHjWL1Sycb",
-	"/BNePWCR61TT9DUyVbpIpmryFaQYYW3MJ096hS+fPLkJCmNGHvfLYh6BuaNVRFpzsyvK+2iZSicYCtRS",
-	"OcFiEU92C7Y4nbARiO8j+haqebLKhPynaNnIeRzgEfKjQNz+IAt2umRCv/bx3g+z+yDypRSoyvfDyHdl",
-	"cq3TCBvv+ILpoA4Y3PFhzJBdQ/Lfnz4lh88AnLDRTB0Nw9j+6cUfOzC2L+IotgMr9kBYZqOkiCDTP4mx",
-	"fAVD2PU2WnyAbWXDvmB9pMLsitY3YVMfsKsQkr5T+hZC+p9AKWTzK3zzpKplzpR6gnEvR1OEDl6wdSU1",
-	"E/k2KuZgbT2xRCNCG3cKB/XOyECi/RvGjFxBBSWtHTRCUMeZwnJaE+rovbmmn0+TyJSvWMnvGUg/1gfF",
-	"MbtCEdnolty+G4NxHkNxrujWSAVpwonJam+FEQb9UbCo3lyDXFOZS6ViolBuGU2vwX3aknEKshQroxIP",
-	"Y+c3yC269Z60LhVdU15OMljZFJXkSX/FaIHiUW96bslfPH0671BH131DuR7F89HSV7zvTF9LcH1ZykBt",
-	"motlO8anY+jZwfAmA2cDCxjm34ZN5tu8ZB+dzW5fxlS6lgLzn5akbsCRRIPMr12WlUrOeN/5JmQi38Ww",
-	"A12/KZupJIUMo7eRXx0rGxDo/5RV+1fNeo9rBscvOwDeFzzPzXwW4OE9rplgm1mV1vonaNphmWNH8wka",
-	"7ToNIwMDkXxSrH40b453Lvcsp6h6fEj7INAh2Y2G6XjEZqg/TsiM1d7i4P71km7gEj+xNdWIoiWgUVMF",
-	"cckcU/eiufLfv+juUNQcL0v2NsZSWsenF7PNu6p1k4O/wQW1d30SW7KsqdBePjUXPWrSZcke21MRJk9Y",
-	"TQ7Npf1ipu0KtyGxYciBx9b1H1uDSfQkma/iquw7ueTCifLmdKqENRGuJWnU/Q1XLhcgZq5Uob1SZaB7",
-	"86VQgelSDYv73xnCMw2bAf6ffz09/hd6/MvT4//+t/afT67/6fhv//48e/Hdr/9lNLXDzz4g6Jaa0ue5",
-	"cC7aWKSQYJty62vbGS1Uavind8L6NARcUSNB3NOyYemItDHN2Y8HkjSjA7syMlxTlnYI0GHPUHyj7vPr",
-	"iurrmxN3JFuW4Q3YcIYB9xcjX7nuYbSFYLF3bGIoifeMDu+Ya9FNsw39im8XhgN8UrFcyCt7lqHaexu3",
-	"AlKWVnigIJ4LGIXdGIunDD5sI6C04YDowVvReyM84zdQADyiXPjOJgZr7Awyw6JQnrm2pNVCqPci1p4k",
-	"KmbbFochbOOj6LCbih+7LbE9H9ue44Vi0+FiP4IG2xs+zhipFm4MlQ4kA+KkBIUM8LdiUzkV3gnAW5zE",
-	"7jZ+kXgwvDIAR5yJhaxzTDDAW8eGt82LF4NrLCIBxW+3ftQLxKfvRqkNsRjTcmwgewdr9Wgv6x6LfuQW",
-	"zjd2xl9RTS+YNl9KcVYyKprqPFUU8zKXFUOttaDa0Ij9EDx3oqlILRtIpLNgRYDGDEqz2PpSoZMg5E/N",
-	"z60s6rHid2pwBoeCaraU8SxWOzOiYAYVq3EC9pPt9H30S2W/jG3qtFguO5WHxXJNleV763fiYo18FNGI",
-	"A7yb2mSBvm3nnZWfSmMXzcMjtFCxY4O0+FCCqxvhVWTlkRmAIU0S9QeJ0j8DDcUM+4TQsiTtR+NRX+O8",
-	"7u+m7g1odkmSiGOZ4u+G83yF/Z7NXF4h5rxPjjfs5eGcxa5FZEcXXPBUfcggSxTW40szlNR6TU6VcfXc",
-	"mL0s5OTUEOuvPh1LS91jHXZAXl1PncWPcMIg42sCU7ylil3C/p+aUxejLP+XB2WWOWivZhEL28Yu0aOl",
-	"KNKg/cIayrsVQ27UzyXX7Ca6obDwdbSiVns6W7P9N4r83PD8jvjvSL5i+V1GbuSddRcFCWS7ljRYqJid",
-	"E9aL2Oe+TmGwEpOOGzbz0W/HTuyjBctPYHv7dYTKCYr/Ap6d262enNaDA/lrCo3BTtOhMfS5dDjfKVji",
-	"E2ay4OU+M9mpGbJEQKHu/EL66S9uOLx246Nnhqu790zXPE/UkV/LRhhOjHOBUkOxKMl7nkfOxg+lzO+C",
-	"AseRmjcstYrwswfbnbD9CxX3jv3YjrzvAwnthzH4mfdQ3wZUp4Q9QdNyCKt+JgU3ihWDy8GFUZJmtHaO",
-	"xUcTEK+2vYw8PX7W86dAnbeAj2OFkEghDL3yNR0P/CZ0liacV7jl3RFGqdNi9YFhGxj6W83WaSRDdFCg",
-	"vFUjC8U4C0ZYicVPW2OErmkecVvcDRoebDMduJjA8u6jKA5wmZjSP8hiC3+pSgrVnmMrlm+j1ghzJaWc",
-	"HgxT4fyMuOrdOX9+fUW+pRX/9v75t0j333KxkBibgZ2TS/j9rVjIJ5Yh3iQSf6fD+lS1vC3ZOn6+8Fms",
-	"vhU8IAtUc2Xts1/c+pq/jdhsdG+xvLYJO8EvYYOjiFZ+ZX3ZJTe0YTic18CFoaTn8rSqyu1+upYrVApO",
-	"xZprcwStCmSd8x2c+YgY8rliuWbF5Yo+//5FTHJYNIq1MVXAt4UkpRRLVkO4HdhOMTp/ihv/K2o72YEK",
-	"6v5O94SHq4o5lRlC8v7Py48fyJrVS4hgyldtoqArIAwbHHWL7/iGXW3l77OJjuIWCtM8QjF3x11Mnj99",
-	"vuNaPyFP7RvKpck8qi/ZL/OgszBC82PKpKFpV19pGkFbuIdhvC/BNkjJUNyVVCXNMaA66MeX5khV0L2l",
-	"+V1TGXEgFkLTpsBUruSe6TFZOnHJEvjBS1Z4+posPIdLjY3EROh8fqGQwse8LhMiGC9Z3El71ql4kVyM",
-	"5BXRqaQY/XRaiECEI6EhfQQzH8miZlCx0DPDVNlehaVw3BlJtUztWhLBGOAjt/1g4K7h5vSOEQZW+ERv",
-	"ABj7A83vhqfQoUSLemGx/28ZlB/szhQLc7sDI1N5DSpxd9jUEHsM7M2xGbdl+iCEPCjS4unKI7ocdI6g",
-	"H0awn52V2d2UsDSiO4JjfMsepjiGave07vKmBWdlrLQpvg9BsXG6ZhvAGIiIOyUVghXWcUQV3FBxdb0s",
-	"Em24nOLxNiZTdchGYbMU4doGR2hwbkHlYGhtQiYfrlswh2BJdkc1toUhUn+sxODuLePMmm14EmJztUy5",
-	"v8/TeaALp0typzUVdMmKH80aqCTxKHDG+sjMQFQ45OB10tvMx+YrltdMZ2Ql5Z1y9x6vw8oBRycta0KB",
-	"EtKbLE/o3ENpYu4qEtDbk6aO1xDs301z8iL4o14H+8mMrxHZw87+dgtU3qWiO7Ylhzlds/KMKobCJJRV",
-	"thzyf52+fwc0cRQVIFNs9vLN6fHz71+EfPYEwpPMmYMq1Vg5IZDzwTeDkr3fZR6wacfJ1oyKzYpPgRH1",
-	"TLu7cR3G7Tl0IC92yXvs7Bp+lyhqbG6oRXCBdtceZ3RChAQvJ1x+RrjUMcwAO/2BW9s6S8lGNmWxKw71",
-	"ykb9XWQ75OqXD72bs4OCLyLg058EXxhx0DwNm/nqQuHWxvJwATAAmc1rQbX+MflChXftyIr65UTSWNF7",
-	"9rC79FEkRFia4fvaGrg4lJ4BQIWUwjWWd+84QXDyu9TYX8vMnzg30phoZilx/oVvmMbDzSvmJNKaBbq1",
-	"lZt+q4aWv4/tgxwCqGzN1vKeme/8lWhuIi3hXrTGj9g9l7IsDG1yzS6DufYZTB2OsS/IfaNcRspQIZC/",
-	"owQy5SZo5w8ysZohLeRT+O/Uq373fp+2a+eGnmYeze6+emI9IdICx0ItDqVpBF5uKaszmq/Ye/r5x5qu",
-	"Y7cz/o4FG31JAEgovWPbRQ3x5tLmBtkUUxtF7GBoDksKuUqYjqQ0WbO1rLdHY7k9T5+O55msSvVjoqTV",
-	"m3eXRLHl2kb+rWnHubBYV+DcUVE3wapUl/hpMoklbL4IqpfalLnhyT2fMjE7gqhqgU9cFpq1EJcQmljS",
-	"rfl5eADfhQN4Hh2ALUWROrNQlQT6Fz6t9s3Hy6uX5x8vrqZw5VIu37H7WJVEPBeAI1cyW93V7VvBbpsl",
-	"+GgX0qJsmad1LevoTgp5AaGiVyN5Uc7U7MIBqSNma1aW4hpTPK+FFOy6jtaO2CNRChv6fxrWsJETSIkq",
-	"pT9ja7olC1qWrqCFHWYplbli4FyqmQfsT9Hx6epc1vo9TQFUX1ydk0rWI/T24vvvv/s+XIsQNSPSHY+F",
-	"C0Ni4mP3pxJUfnF1+RD6/nUSv/9UFVSz/UQy1HhIHrL/lyiwUm3LQqDwZAQOVpCmgt9EWt37T+QDmydN",
-	"4L38u+8qSsRW1BoyIrZip0PRcbrcOpri+Ltc8rtc8rtc8rtc8rtc8gXkkpDn+9MUdNmZbWelQ74WY0Zd",
-	"9pBF2HiMsJKHITiL6ZvogyxSXkir0bMixOeIBEqYyzhVmOayk3vbXt7h2W8LUkaqVboaldHcOHRDxTf6",
-	"nZQVOi26dSFbKxu4sFKFISfxSdt0vLIkVfqNK306DD0P0gzcvVg+lRWdikrsnj2gfNIXtD71ynmk4yIe",
-	"xGwenZvMZhdD25wq5mcvOwtPg0j9IdE3AqqaAPSRrCowWbssY0P2jRD4r7ymatU+vl5QXvqYBblYzCv9",
-	"Z4dlnz/EROcr/AXHP6zhFx7ObDaj7J+eYQZ2WvE4D2vRQZKnnxyWjlNgwjakfEUc4EcR1ufrL06KYLC4",
-	"pq2obQv6QLrEHgibEMjENSlkojzDmumVjBxcYF74cEbU+TnVqwCnHxZw6GhgdPVYSNi2YgpcbcAFF43I",
-	"scC2jRUry27cXIJO7UyzNvC77dGPJDuIFcxMENQ7rnTy/IT0ExQFt16BwevywcxUbhLKYjuQmS5gd4TG",
-	"APzbqrtmDMMreBbAeCUot/VAWuAvYSFzek50Kq4aMXLEkHpME7Sqyi3G1uhG2PCpiDu9RS1Sk0i07aVu",
-	"eiu8WwOn/XBSjApEtMQKncs7FXIQxaxJJDyCVUl7ZRn64zHNe3Tsv2fAzFQad/CAKtW9f8FbeXjteBGb",
-	"S/4Oh9OTbDTV+zcvxHz5O7+93NsN6p0kR8tDd7s70MMMZJD/QoWqSI2WLueIs0ojF1RQEC70nc5kl6O8",
-	"cgKLTGYE2geqG4fkiheD4xs5kbO8RdlBREtL9vihtaqmycTKdDTXYyPHneEK7scwpSmlwp2bQU9rNTTz",
-	"hsWVo83j0v112snolb4eqDpIdb5i6iwY+5Tbydwbna0yw/5GRVZ8T1jnL8SNB7KvvQ5r9RV/UeEn3cLA",
-	"2r21rzI7lU91dz3r0n6c5nZpO77N4WqkT/c5an2n+f4Yhx8rvcsCnDZJ83hs0OO6gyLlpP6xvDfTdm8s",
-	"tWj69uydJtM2+BvIcrGznCxbmZd9QRI1yU4YwA07e8m5NxK+4grixsAIcuHtJJdNnjOG2Ro/OhvJFV+z",
-	"4mOjD7KDMypyFof3m5I24u0dbvpT0jI7sx9y8DnKieYHtPc9mgeV1Yj3NsPaeLXHt8Yu+PI8ajp4HQul",
-	"npS18CVtvHnVJPPQz84/kUaxIIfYbFAGWX74jdusXNZsUor6Xs63pG0Z2VNCF7HB8JZxkEO4tDKitKwy",
-	"F++bWeC3jNBGS4cte5Ts8DU44+L9YQCxrJ1FCxx36cLmD5Rn2GcNsC+DEolqKlbfcyW949qVBbNANJQs",
-	"KC+bmlkpxUNz7m9r35ejxkKqLe8gHK6+QREqrROiV1FF873MA3NEBMSsTK6LjQ6KCQ4N96otMGt4YCgP",
-	"+lKCBS/2X3FLtSp6QeO2Ky5yFowrKH4zZcJKJZAvLpiCjCgb99DjFBOxMP6ju0YmMKs56kPgLvkC+sNv",
-	"1VuDEQgqVSdEIT8sfjN2oITvp+JdI1GIpeXPaefyCi+WLl8PDl7nnm4Xq2VuHdHjoY6ngMENynV9i2Ec",
-	"pKhjrOwoCxEBDs9QrLpIeMbC8jqtGdSKUeZw18mU+oLXLCE1cKzZUBPZ6KrpCITwyEiB8CRKwJ2aZCNe",
-	"sK4MiF+qJDZCWFJp537EVRV03UM3g/pGRhjRujpelPfjpB7Uo2kXKfNb0s4wTRM/sduVlHdvxa38/Fro",
-	"OkESYIuvpKt+4koVJIkiVu0QaudXVQu17OV6eQeF8DNkmVXNHFD9KGc038Yz69447wHUbaSalnKJ6aaH",
-	"HwVyKJuCGJcd+STsZmaWLCPs54aWzsPB7pnQbwuHY2zXaIMLjU/3kTGv+jUtQd+2e8ITXje6+Z9R08pV",
-	"uO6GAnNdbgkgIuSM37OCHELCk2afE7K1e3HwguxYd9u2uZ6D94gfvZmw07TvdgI/82EbLZcP7Xiq7NVV",
-	"W+Hy8Ui3d5LhDvLEHJn17nXWqUDV2Y9236ed+7jPAhwOdOl1SUfA3Hyye+SrqDnnAyiR3rBuXgrql1JN",
-	"nk1VCSwiX0RLQdMZEb6rWm4Q49RV4p8iMCb90xY0NSOCbaACl5FHZ/pedrlsxFUHGG9DSwiWXTRXw5D2",
-	"gT+sMKnUL6frdsg7bgQdwF3bhdEz3EMuLNI5cAzQoa3NM2ZLLKJbaOaFyDLmzNhGzMvdK9ImOV/jkXN/",
-	"QWk9sAesDH9GRLJrN+uM0IpfA/p78FsLP35dMMHNT0Lqa4ubZm77kuc6I7aU1LWW8rqktSHfRqimQnHr",
-	"Gg7lNVYKq6lm1yVfc8jDMBtQC1qaG70RPoLjxMPVl3LJhTLykZ9IAECRkZxWOl/RYMzuF5/qbcHzr7Gs",
-	"fZGRmi1qplZ+tgBgQ0VBclUvrmv2b15ptit68PJgZyWiMhjTlJcDubT/Hvumi3Cna0rW/Z1e0FwrQm+l",
-	"LcQKO5/52ohtHQTqpm+uWSXLe+YR/gPke1ozj3i3Q8hJo/ObZk1FQH0tGB8gJgAOBJj+bw1LrFXCMl0z",
-	"XW+H46pqVtkqbb4UmwU2JCXVNpJaoU24O79dz14gb+qaxsv8XpkHgbfMdtaTWG7++RhePH5b3BAHrWir",
-	"LYxLoXCmw4x1N5ooM7mHYoj3rJRVwrh822EqBRaN25JD5+oipxn539gQYbal/31whCerWbNaES1LgIMn",
-	"DKgOAHQA6qygmkYAV6mms+FOhD5WFcv5gue2g6x1/4BEZSiWa1py1Qnmc/P4RqEwiHDh2hBOlGytPBnR",
-	"jOFrYATwNaF5LZWR4RDmG4rK4U+GoNWJPU6+jiC5Y9vOJdI0PHr8YQgDtaecNGxeM6IQz1dEsRIAkIHQ",
-	"oYKeXPj1n2yDPAuczuYgOLTOe8Sb50susCyBOae0KyDzhKAnc8AuKE71J52nCika1ZT3poYY3XBTuN8x",
-	"oBpLHk4Xakewlc9pDYkT990IAkfsmcNeKLfk2YlRzoMryX8Eda1s5WxkWkZzWzYMYD6n4jJDbd6IcAgr",
-	"31mcUPm2BXTBSpE72RWFVFlbP40HYpaNvjXX7rGVMI81U3rc39XHb3bHJKTW/l77CWWtmQgOf4xVvQGn",
-	"wNmKxXDluoD//YjYPpLCdNRXhCHp13TBlglXRN7Fj8/o2exH645bF7uo6f57D9R7BwGry9pizQVCzgRn",
-	"pUVEcka4IafkG6l0ElTbPCSY8OH9kPEI1rxqzmQdDZv0EraRyXJakrPzT2riCZnhjdusZIk+QyLvrXkJ",
-	"AqpBVryn5RzkaKj8Fgu/fL8LMT49tDAEMI+oKDDQBc2jq8j0RtaIp4/vTO71rftkoGsjhT+LaqnHWJaY",
-	"mDcIvWd1X+tLLyE0+n3M57DQjIkHthxt+P4h412zdZLY3qM/Zz4GOTR7NYC9/lYojdkFa9/HHBz2NVt/",
-	"SkOxd8Y9G+K9MlfsaB5l60yD03crZcSVNkV97tj0PUfpr2Bvyp19c5TsSMQTYX8y7oB3Tl2KP15BzPgD",
-	"kLSDqkU7oegIjalmJgVsoGI2NMNd4nexW6oIy4WsxyBqvyJgwL3PbN9T1X3FlKEXu2xG6vJA9kbiPjH/",
-	"Ub7u6GbFNbOp0+bBOCiUHeBgwv4OUYzGg3V2HGkgKF23D8p0GzVn3weN5J7VCJ3nK/6pwVyHaUUURSIS",
-	"TY0BNifSD17xxYLVzLCNCvR2WAncosn3WrsJpjkothC52aaeog31x2iGF7RFCw7jwnD4w4Tjxzy0OLdM",
-	"b5gTUi0inEMSL8Jz4IQzu34zESfb6pAF9K1a9AfXaxKf2b4wCf53LK7LTinR1oWnEl/wdaeFu1jt/vOQ",
-	"P+xdOaJrK92stghl2LAAHzLa+CR4xM7UACcREOLRimcDZbujTyEkmiXobUtvZYcQEYeJ1q9k3KERMtuQ",
-	"33kGHUvksoUUB3YtLKbmMT14yY5XVBQlZrujeGxWJ6/MCazuX8QDEvcj147KyCGpzCr/NaNFiphHsjQh",
-	"MqidJdpi1J50ncH5lwuyUE9gcdb0c0YE008gFlHJNf2cSyGC3+o1W193X9t0fuLV/R+f8OoapIjrStb6",
-	"ukbQRv9U59W13qAxvPfzgotrjegDvSdr+vlabcX1Lc3vSrn0T188yaVYPKFl+cQW3r42vxKMaoAIKiGT",
-	"MK5GTlmvmSiSHAR+JsF7cLRQOjLkY2RFNc797QlzlLtz2HYG0iWGkSM2BkIcHiyLXppi+YPaOIhJeAEi",
-	"uffhhieo5//BrncEWZ1zv7fwsFPu9P2xYAMFwRWGnbTPc3QEO/s9lYT/KHL78A4lou5/Gru4RqxfINB/",
-	"ak10FwmN6qfV1u1lcIVYIbJzx+RUgGphdk7XCWnHvZQWLoLOgp6IXtWyWa4I7cX774p3KQJL6AhdksNP",
-	"blkKUMAtbtxTFZJA++4e/KOVWiYns/uVzVJ72xl/jOh2zG5RkUn07Xon4Ok2x7VjxFRG7DQk6ayZu0QI",
-	"lp0Llt+nCvL5CCE02NxKqScagqDpy6hhDJsGT+rsZotaVupt1PJgR1rR/I5pRcyb1T4jhy4+NrGigmbI",
-	"D24fPOpDc0Cfu9q35dTQi73bjTszPLWmMQHsWsUp7Nwu5P40ZpuPU5lrfj86q1l+/wPX6pzVaP9L7xb4",
-	"tbkgt1xjlBNi/E009ZrhjXQEe/eQXuK+nvbwh6c1NvXYKLub292LgMZDomxPb3DIYnzwnZEuLhoB1ldB",
-	"K7WSOgZIUfLlShNl3xjO6w4TKnb8UDPTtwLztS9h5UbxwNSuZX62zctofQ65rrBq+JLWtxQwZ8sSY4yn",
-	"WueXMuni/jNUxwcP+1Dq/lLWstFcRDNZbPZF+85EnWDFaHValjIfLA4rFwhhad521Zwnztt8crlNZeC8",
-	"MQ3eYh+3mnJhtDxnzWprAk9hlAnR56qXrR93GTfrs6qJZSe2PlDSgI7rUKUSSUKJZZYVEz/yKHF9rJhN",
-	"pHS/y1qdkONnO7FOU0JDh/PQfhsZU1PSiXppRNPDSWZ5wXzVsbm+Ly96YsZMmCfT91wFx3bnuPWORzpl",
-	"pqWfgE95ug25S5ypL/mequ5pN0YzDO/pmwYhIvEUboDEMVzRmuagn6mV3AjnospXtCwZFJ5aQ1C06Uds",
-	"Sck0GhQxoTNwXT17EdWvYARx/ceHbtjAybbPWwZOHovsdkLcNtscU4xSNGwJU00VOVSMkRsbBfrE93rj",
-	"Sx9Bwpht8WgK4G5FldrIOnZ07RPXdqPQLBu0+Pz7F6NuPPNZXJIE0sCMgaALcmgW/ZgLxYTimt+zo9m9",
-	"9k6MH0Iw3Ritvm9D+4cysjCs7WUHnC/0srnc4ZgZ5u+eZ48DTo3gXQgj2ocX+Mp5jftgTR+aH49/fPfX",
-	"DB4fL96f/zEjb95dHv2OsjoCmvb4ud5AhMlV5dqWfoXX7GI2omTK//iAxO6xxGizhW5NOmmPj5Il/bDW",
-	"HyFlOnq4kVMQqKQYEDVXxD7plZ4GxCmADFM2snJ74rbG31Dmr3WPOc1kSaMJzJ1ksvp+soJx/6jIXTuY",
-	"od08MC+WJfKbO4w3THTuM6H5WcexpOb2+I3cdPGss5DlKHKIg1dHe4Lm9XMmVQalSYvJJtrwZt4bOy9o",
-	"5IJZt9Ofa9lU0Vor+Nyb8+84Wl16ltRS5neGOgac9lzBxwTeVcGRcdxuIeu8Y/nuBN80MQPFG7khayq2",
-	"Ew+C6T/hWq7ZAjM1YF/DTeqc6IqJY0PhxzZ6Beg7N9LZca2rY8PwjktGFQsetGTp747jlkB1TYXKZcHq",
-	"YyPWl1SzeNkNMGjHFMJPFeQgweNL/gukVFhXg2rjuN1GDmCcdl0UUgSfTcA87ft8ucAonwYBB+zos5ZW",
-	"ptJmzCTSKHMOVTAvCBWMZCQHdGb9tU1UdRIX8OJQrpRvaE23ZCkJXTFa+KIYQL5x6l2a06UGj9ft1h+t",
-	"uZygd4i/DBhtMuDnEku7+pgbV1zni0hniZzUywaqNlOodOkc6UB5067IqVeay021+5kFZDMcENTZLfP+",
-	"lADIgOCci1vW/UdRUgaItjPHoeLmrjBCEdyd8JEzrXU7mMBavySJdUD4zBq4Yr7mly8EnQzrPXKdGbkd",
-	"q+i7DYof/7rDyeaeahVoEcNBcR3m5zBuUW+GPNRNq2W0MaqGcBY8B/+KryhPpLD5jgm7bSqWLnl03Iq2",
-	"U8l2KbWzVBNPFM/ZBd10ClcPggRG0POoAmCJWHq40FHHyI9Qlh2fksP/dfr+3dGXqbS9b8nayeVmdRz+",
-	"Y0oRabs4vre52/SA9IBTqKiW3lEtob4gexnod7fUiJ1NhbdUCSVpM3xNZRCVqGx9flGQWpal/dMnvflC",
-	"3+aIxOEjkwTj3Fe2oP8O5YRmvRfPn/0xZqL8By+M+I9c1bA9KwM5EkNnZf9AuQlHJVlLXcbAlP6haDyx",
-	"T9Ht4UvLtwyZX4D1cyxLVWlDe2v3JZ6QWPApy2O5k9ATprqqE1JRZa5m/BMFD4yuFnnZFOwcHwfhb5MU",
-	"CegDs4ojmoM1cEwLaIPZmRG2VpH0Bg+nnONjnzwOe3rLhVE0sIWptq8lEwC9EDXAXvE1s+IumCqNQOc/",
-	"wOz66V5P3J60hGblKcicxndT0qLiRRP3/K4lxHg50Db3akZAI0HxvarZgn/up2z3wEgmkcYFNp9UK9Ws",
-	"PezfFnA29lHPWprsbm+2m4MfJTa/VZk7eMGiR0++FFxLs8/nksdzXanoZ32vuJngltw2+R3T5BCuDgp3",
-	"VcHVXdZz3/vqVoVVXGOFssCedKGrd2hhiuRaB9CkBO1QZMXKqb6KWKXYSwQlxlHiZKafiaHgIlg0CHy1",
-	"YUbz080/KVYk23/DlyumtAtgomIb5qBP7AW35WxsGr1Aqa7DcFZX5yn/E+ytNRvueAKmbjB+c5GMLXFr",
-	"VsdjTAbmNRCWiX1aJ+gUcMuaClI0tYMlaolul1k6b0LCcwKLphLuk6mLlkj1h42X3Xz/R8mbd8fCrv0+",
-	"6fOD+e299jHT/fECQ6GDOowOhcBsqEHXwWKYEh6asnl7R5Fy10mENQ3gyIyHncI0lI893XcOvbuLdm3h",
-	"nQCjTlZ+L2PfJelPjU7tc8cIJ9vhBv2j2j9dfRaV7VxIscszXRoX1LUxR1oSz/f0/C35dPHOYrEFVqoM",
-	"qdvF09CxPJ24U8i1aO7rfvvYID4JikzUjUAw2nioim3Dww/97UGBGNBHJw4DrH1OCLF+rFbrNe8/YqRG",
-	"CWBsExLuuQr3l+B3FjzNLijqMkePUbmpv+EhzHOny32sxvsEGYDBHpz/hjRWnmudBINU4E+ipUJAP4xo",
-	"Ml8G4R8PjndKxgD8gFpVq2nZjWvDe/aJCvAGQ+sGbIMBPBh04PlHYtrFlJ1SvxbKbi6jV6lnMmgTAvOG",
-	"OSRBmIebto/pmlPvrV9RDc2MsJ5u1az1iYlaluU6BbX80OKc5LCW0k6QgkkTwqS/NYLat2qrEmcrsP2/",
-	"BshOFWM58MiLgOCf1qHb4ARHpkjNBNsQqoneGO7D60I50OmSLx5QECTo7JLVPOoBhN8d6O7hin0+So+Y",
-	"cKUaVngmuUzuyx519TpZFxortGJc60BtvWlxiECk3rTkoiuLiFj+dSITkaonlTFxr9orKHos9iMOcwxE",
-	"AojbiQG75VTmnc/p17IrSI2vkprRfOWKt4SU0a3JYZhRXQdZYFyPRt0/ajClDWw6muIbnehbHYVQGg6L",
-	"bBNkv1hwZOrqPnUFbnSjXvr7+JACADSMB/lHRoTskTfZMn2U2Qsm81f/I9/lODRbLmC4fBNGUgNVBlg9",
-	"04w39m58/8A6nYAq7O5Zi6E8Wnw05V8er6bi+cHEipUDs+xwuN1lj4Us7l5ViWt2JxDSyQBjIYte3nnt",
-	"eVYsOVAK3NiAtSH9otrSikWZTQSRImcn6FUwNzY6UAjUnJKWcGMh/LADn+oyXh7/0qloLV2AabJ/MWAF",
-	"6oRs9IaqWB39Fu/VKRdnpxm5QWf0yxsfxbtin0ng9zaTu2xgOc+b25Lnf2Hbt2IhTzq3BLp4PX/ELP2z",
-	"Uwf3lJAWigSEtN+MHFg/1wCeonyhC7P2MF5Y/kZoXhLmSCXRF/gtE5EOgPZ8o+7zziKTJ0+e3HhQMmBM",
-	"GtIeHW7PCMtmaRkxqLBRgGW/UjDFoTJTsy+Wdn82HGSIlu1SNQeiBAHCWXAWLZFlfaJuF3rwKMZjh9ty",
-	"0OoB8cLtScVoYdEqo5OcOK1+tHfAsGniLEVwXskKyo32GAXmq0VQbxBLnTNFlCQLWk/FuJ2DxBcMK3WK",
-	"rrYVG0CcciemkEx1Mc1sLR0neNvyXPGuakb1eBqIfW2GhwU/+CunI2DlCEKIb6fq8xS+KOzYOFHOpQAJ",
-	"FapRHfl+f9GsHcjEiYXj4ZrIRg9oWx8SjCYoix9KweQQqhNgKN3b4iW495zOxWp4Jx7+xVyxz7EDak8X",
-	"1nAbZrWvGC3QfAGZJwhuzzWgwys38Wm0gxEyw5sNoFyPtKsB1P9fYvBsf2HbziW8ZkabB+ZASc2Obe0F",
-	"VvgjCUKmTMWnr+nnU+Q9apD50LKUG1Y4ZTC5mGmONB6m1+Ekdtj7YMsu+T0THlWvxzIijYHHsJgisDsz",
-	"BSb/GzGpdf5RQRitS8NWfQEMLpRmFPQ9V3jS1YZNBTZYVLMfttEqB7bWTJdTjbHwKYnsnYqlhD8Wk0rp",
-	"jz/5shBuvwHv0hvC8m1esq9VlTs7uOeK35bsk5Eqk8dgSwrHVzAvjgq7bCsJtUr0S5/oINhG2ThxIEKu",
-	"HOc1T4EAHqsY8E54VgsZ68W5Dk/v3umBWtjjPV1q9Kcu88JKl3uE93fnzu3dmf2bqwtLEPDb3rZ0pVF/",
-	"akeEsVNAPI2d7lNfxqcXF7miDigVpGanCTpCvW2wRocbKey5dbBuqDk5lVEkQtpGbYU7W5dpUrN6zQUt",
-	"U1b1R0RSDiCh50l35tdYF3tkJmhJCkmEjSDfI4R78t2Q4jgOhVX9hur/R89q4nAOBfoH9P4K8B7GVZDW",
-	"0wNVVzNbjhU0bBuW9buW8ruW8ruW8ruWEnMoIYeI1jert47HojU9I7Is5lfhDBbzqqYA7yJFtMDN7xrT",
-	"+K1oa2LOq5j3Fkt173DfBHm099Hv+tks/az2ia7T9+YjXtfdzfHOPytuMoHI46Mb9ruG+LuG+A+rIbbc",
-	"zx+19gYbEadfu3t/F3KbesLEQJAM+Dtun6yRrVmKmlpU+bWvobx3QZHZtV9HFmC80HgnSX635PaUkuPn",
-	"pimMS3pwbfGLR60k7ua1j9gyo2D4e1cmPOzvK9QJD0Z7qamOYso24JtzuOFYIpYV3W2PqIpYJO+VzaN8",
-	"n4qyB5cv3Na5r+EqbRoC3MvezBJdmnRY/O32rKsTpioMTMH73l0SIDFvctlW8TrAt9s2au0L9G/l7EMW",
-	"St1ckapmiomOKhOU1Kafh3blnRQQ1TC6MXRnaybmR6A6YK/r0yV7H48vcrKN1R7cWgupyZbp4LI8IU/b",
-	"ILGJY/iS59CdOr/5fWLMIqejvy/RZRo5woGeFOXYHbXMJQUkHdJxUXC6TjpmLNoaqeeWlVIsFdFyMoZK",
-	"0sy4zZAMUuHXaVnTgmkyoVkv/uxLC5WTTCKbWmoWt/T0Cyz7EHLdkcLuQYoau/J9mFYKeecKQoVc4OZO",
-	"wCb5twaqzcg7F0QkN8LHylR9rrehdcGKKzlUT0hiwZFOJoTujMLIWTbrezIRmSFNqfQR1LZ9EG63YcaD",
-	"upVLSdmAzkPvpp+zVACP7TLrLLSdeWr/3zm16iPgU0X5yKnw6FXHC5obXum1MfsEAr1FJ8cksw6JIkj+",
-	"SbKeAaPwh6Sjgz/IWEvVHdbt+u2a3JKM72Ojc7mGAFqwUhL75mNi5cg0QYBxnStS2MvXcU5UKI9Bc/P6",
-	"5bHSsmr/smb28Aerp4HWHDwP4kOPIYciyk/9MKc5FPzrewcZJD6cYSMCytvnsvpNOLDCBQ+MCS25BDaB",
-	"rqmgYwkIDBL+Buuo+WM31y7niuut73ZZ1ajKmlYO2zZmqYcRNvugsMP4VNESH8kffdm7Tg0rDRLt5sZd",
-	"qqzX3nwz/8Om3yJPpJ2+PdyJeL015EFjA0bXkq1VgZXfsHyIjXBfzilt3rn3XZWjtqhGJ+tl2weVSKq+",
-	"e4g3wwm+rp7ll0vVTSxEIgFoyx6QDPWYGawfMJTbPHyErJWp+aERFOgI+Y2flzcpL559MHxc9lnHSnKh",
-	"o1i1WIkLszMRlgWgtSxk754+xD4ozeRKfXacsSX8WDFxWnGAhIqX2kZEKrQ0Q5AB1NBtReOa1LKJxfxM",
-	"se8GpWxuS4RoiYiKeiWLeLYJwYfDUl5sW/1lRXgRpow3opB5sza6c4ETUwkPpI5lqFC9Ig7TOf4dq9dc",
-	"JdJKXZXym8/H6j4/bt+96aRkw4+YZhGBMYWFjJYjMg/IQjaiyMy2iZ6Ia/42/A9bv4bJH2QH4Yr4H91L",
-	"wXTaH/3CX2PZbPvzWhZNycYZhd1vu8ZZTyrr9OhmOyxShTSeAnE7A0A8rhxJOlsAzXULklezJVdgVAlI",
-	"Yxcqz3w0OYPcAajZ7+I1yL4aohlAnQhaXpjpncUR2Ftzxs56mOPDanLzrWvn25vMRoLQmhH2GWDrgmJj",
-	"uV/2h1VT/igYMY/AjrzLnGyWmyUXhcfI/HTufpmLobfDNyPeET+O0YVsRW9fnSmghykOJJzHaEcwN4ca",
-	"EDDdSV6lmSRRQa5dcFJmo771zlIf+623vp0hRkm5t05DBas/NvrWcMqf2O1Kyrszqmkpl6/vk6gTSlNR",
-	"0Log7D6K0R1PWIcGIWM9I1QRAGLmwuxNScU3ChtL1DqRTZ2zFPDxPStlxb5RBF+z5csRNpWrdpC7eOs1",
-	"Xy7jOC9gn4IsSfCb3E/DEcbEXNesH/eERXeW9fiCQ/9eIDHrhfmc1jtuTjQg3mCyazL6M1b35+PllSJr",
-	"aoRhCP/M0GGIfilnLyQ10/XUMhRjhjszcB/GE4QQzeXfYDKz+PwRudQsLiuIsgD+h1STtVSafP/seVAn",
-	"LsDRMDIqVmBzEghG96kmz1NFeGBjUsZl3DWu3WwHmoijaH8IiqalqZhPspi5FU8iQNhYj3H8B0MyLpio",
-	"C3iB6qAV8/dEXjIKktZVCjIEBOFuIDgMCsPHumqn/ZHkZhm3CfS0xIjCWD72eXRxKPmJcs3F8sIclCBK",
-	"TZGicXAYXFinCCQOqIcFXo1aO3qMxds7VHPrh5+iXMNhdn18kUqYxfSTHqI0WKyXWQe+x2uxKmZ3Lu15",
-	"DI9V1rK/Hfpya9m1arbz6nGZPjH0T84MRj8eneMvxsJHpk6NymllFLgBK6h56ZBxjJb+7MHBOu8RK9xh",
-	"Ehlx6FHDd9pJeyuvvQVn2RFS1+z0AJ92LdcuxKC7IV8h2Kc3C5CkrJgWX72uhEZyfNcDKe/SUaqGDwpt",
-	"C7rmJWdq32WHVhJAy73VsQOZugqJyl6nOGSwg6Fc2YY/3W5BitrwsshpHVmLTlPJjBTbAVeE3iZTHaDr",
-	"+Bbh9x25d5+l7UjrEaoWifoc67UUFky7LStrRhSdiFus+FRusJ0nf7ixqyxtdSr8S1lpEmlxrLO4TB12",
-	"GgzHL/EEerlMAiIta7Y095FHIPOXluHA6Gdpz7zDE+miT6bwrM9NC9F6mwAgRLUFLjf/z1d8Om6vez3R",
-	"wal9jFOY2GY7ySE+GCwFF4TRfJVKhfTuyKFsi7Y4EwOVyywur1EGAQ9/Yl0S8WG+lP5gp2hEAmdFTWh+",
-	"J+SmZMXS5oSS558/T+zOtRnzYQX9WTMEyM7cHDy5rKeDTFtX72AHgOHjJB1rglrRRoGUTtvYD4DjBH3O",
-	"LMLU4vfOMz04BBSBiQakz7ykfD1510LxeVIntioKryE1NawaPvc+Dpzu7V6GdNQbXeB5j7jbW/bjI+Hr",
-	"j+JqxVUcKjjMhGm/cBlBEUZDDkHpAVDRoxRsuFEfivmsBzid/Xoiy1hQIRt9we55okwC1Aip7XMoUCSt",
-	"mRQCOQyP/gyJ27eMCbKgQthIfC3jvCtBQVz8WPLlSqdsHMGpS3PwKald7LMGQhgG9zNEOUEnjEe/ztIG",
-	"0b8GRlodjVqxIcB83Q/MPW/BeKNDfbwxAsraZCJx/oLB7ZlytMMruHcs+hdo5/LrLWp30xMnO6DAnVPR",
-	"X4Ap0kqg2sbk246IQqgDsstIzQoKcu4hmgQx9D+vmY7V3ChLuTH6cJoxUUFWWleEiQJ8qyDxYoJknPu4",
-	"dR08Hzu3OxoDPMVBChbs3gOAdScYIv049jRC2s/m5hSabuPZ35N0D7TPKBf2GEmxBkofvm2gESsDRazv",
-	"nfsEtz4u/Tsx6htFPl28m60HoVagclmxjAiz6CW31YO8PjRSmzc7WFF1CTQ+QMf2FADoI9PkkJYbukVX",
-	"mIWNVNQJzEcnwbkhXCtWLlore810U4sU/U+zxyYpYDBJ2T0BO4tnAW2eMlcEhZOpl9mo3Tk5TlybTxNM",
-	"gHYVzSkzCy9ri+wv9T4nzhs/u70hszCNh/qC8/fj04DpR4OeTJey0ckoMHA/u+Rw543xWkROyzIzYobC",
-	"7yduwRQjKhzVjgF15qLZTqawqU43AxQQs8dGlXXPPVq+5DlCFtxAO+vfT0F1ptr2sO9SYTRRFcJWQ6Nu",
-	"uxyd62rmtRw34V6FRm8vwE6Ny4QP9oyZGpIg9o7THGh034qNO6KLuxllTezOjEoqtnpmvAfz6o7ckoVl",
-	"MkooJShL6FYwjYC1UnQsUgFPn30tZ1bT6XobY3VDH+/yPjEKJL0tQaS3fmIAzEEdb7FguUYPlHpCfkIR",
-	"y48ZPwXYb7ZxNlOnH/7csMayPK597WVZMREag6Ba6aH2pnojk/KyJEuJ1+kWIuvWzONHcOWUzSHghsnS",
-	"B71Vsmw0g30HYYQcAglgMUmwwDgqOsp8On/uGaDKzEwhH7O2etGipksHnB9W+Hz6xz+NlnxNST2vAcCY",
-	"+XAIZTpCE6rZS9TJuCA3T/5wE4QPoaH3hJRsSfMtUYLeseucKkbMwbQt4Y5Fhahg+M+ej49+TT+/xU+f",
-	"PcVysO7PSAX+2TJLRp4dP3t6Yl3s1lKFNUS1XFPNc2ujYqJAA2zHhNVA4YhUTIKvY/ssrGP7bH8BKCON",
-	"4D83jNC1tGXbqrQVBeb2/E/pcz9l+VVCnH3z/vTMSVRyQZ69AOTvtquMOLZOpLCc9YSA5cVwVsBSgeAG",
-	"IyndKkODGC9zx1ilOvVxbS+w+MAV8EWU2yBvi7wWeb1FtD2Im8W3d6Xk8Oh8/+ILiV7Pj797Oih8ebr4",
-	"LqSL56NmBCvWDAsyg8LLhJv1iim9743a8twQMnBiiPIV+6x9kh9VpKCaPrFvu0PQdjDpCpscY6AlNH3S",
-	"Ei3iqmBUJ8+xYx/8lqGB8ufGCKvShkDpFeEF3ikIT+SeoPfcBkSNFkqetj/p7NpgD9wFGcbc9F2M+CSe",
-	"7eZycFtmqSVZSBBruAgnF+D9TY9NeuurmNhioRuc4ZPuLs+JVDpFXTrSXlx3nBGDwv06+DzhYU2kjQEJ",
-	"VjkVKwLTSZ7OzwNBkNZyzYSutydwaMxQvfWNgsV5KHTDfDIPOQpGc6wqlvMFz8mCs7JQKMi0Hbed2NIX",
-	"VJGbf714/er07Or1q7/dRJElkrSC/n9eQPjILRjlaonlaRAqTcQ8jE0D6uDjx7qlMlc6mfcbjz9lPc41",
-	"X3KRRCmTOVx4xan+pPOJBnRseK7lYrig9DmtlZH87rtR8y6+NXP3crmdHL6Tipv9CCvSm8zy9vmfnv3p",
-	"WUZqndsqkJkta83FMrNoixkSfiOKY3vMj80xj2Mvalovmb4cOe0/gvGtZT4Z+iggij3OBKyZGGBAUdNo",
-	"n95uQ5Pik9kYWztVtqMhZV2i8SsdZNLC8U4swQjDGY8Na11n/4lCwuxWu4L5OIV+BvB0S8nnZMzMaCSY",
-	"HYm9i9uN+FqhYJ/BFzUkjUgHLbBAPQk2WfhLKx63PxT+8VaHgYit4uN8iF6Bf+ywvPEQ6z1EAp4o53tO",
-	"a663g9lTuOr94kwVfIgpTpFMKSzEn8g3xKcnDgsF/7RGC7CUCEglOsfHc7N3oI8z02Zsde34p6Eu+ASu",
-	"ts5PDM65ojUr0s5eG3vmvb1UB/EAGIK1omrlUopdgxPDAL5e/phFo41c5Kw+xoekAExvs7eI67W7q4j6",
-	"PT8pCyn1PXRjkcMj24sklTYlYmAeUJwlvwlV6lqa6Wcp7Wy+H0HmzkD61HXmEpOOzAGzC+rym93xw+WO",
-	"WI2rquRDxPgOy6eqbgCC/aytHBbDN0whvlFNb6lib81PZsxDLOTm/OL0z+9Pyc8Nz++uYYluur12smHh",
-	"hVe2A7A001LNg4vZPdXt7GJAKvkKRachY7Ql9kgl2MCMOyL9YggIvtQXgePrn5J5DQeJF9W79MyF5CvK",
-	"hTVodXohLeA8kLIniicHD6g7PbbUqWz2dgPCitJ9EbVP5eEixAgyegYHkrU/Isi6fU4wDAQkgFqWVgnU",
-	"8o4JCOYEW1LE5pFTzZZR0IIz+wQtG21HbfpJF/IfzQxE1kSxvDFTekgsRdsf2BcTxdOjSmu7aFiJN0hr",
-	"3M1r783BjRwX7sk9Z5vJ0dB+KbuTHN7XuFZxWpY7ezvPYxn7eNoV1pLc3u7J85Jub2l+945RxeKVYgTb",
-	"gOWisq+SZU1j0q9zHw0UC38DKRXC289K0+ueIUPjwXpz8yFFcZEAvgLQY4GgZnbQ8O+5hTBft1P3ToKS",
-	"g/xfG3F+7pBhKNNuKXh1kpEJ3kw7EoyQacdcsZrLAo/s7daSSmmVm0KCUwfOdQSdNAlyOb0sNci7YDdQ",
-	"lqfSVDVpwTanCx1PVUaLN7yTYS4K+W9P/yvhwtrB99oZaC6RAX/h1mlWwZia4Vynbbd7G6Od8xUVgpWE",
-	"o+/HqHBHKTx++OwvUVAkz/PxCBiG0AH/KTFGyNu8jhccbt680cdrVi/ZMZbaiZetxp2MU9yni3fKBjRv",
-	"M9IIF19jo9hxQN8gPP50/mkZ2iXaniLifyJW6hRjpTDKkmtCizXXCgbHanVCkANiNPgFu5d35t81Iwsu",
-	"aBku2KkLq7JfHGQH9v1x6BN39nub1iGUeHpmFyreH40swsE7hNxjDe2WDV0s57XUMpdl7G7xN0plXwrX",
-	"ZqV1dbwo7w8y+891ZRSGVami5NPbzKgMtqFbR0SEpq6xW3NXsvoDha1Jyu32Ndx1ANO04RCU/E96Ty/h",
-	"E0sS5NAHSb55d2mkm0u6oDVPpB/kUmgmdLyiE3JAHdQnQ7WhKx3d3POCyW8/mwW8gSduOaPHfhUND3kj",
-	"N365bNjKxlY0Y58rlgCgqYINn3L6PIH8mh00sUrhpy4sBYqFh7Wo8R7I2oJeN+o+v9Y8v2P65gRwsqH4",
-	"jPdnmr2AAv3jkqKfBo6quytZj0rsCkbPAcLlXcgyQZS28BaoAt7zaTPprKV2KD9uWLOERrnyJV6E3JzY",
-	"3JdjMKVYBaR20eJoYLGrjC8+JKIL+i9kAhhrUqSWm4KLdOLBonwDyEuAoNdHMw2GitP4KMrthJ5s4lC7",
-	"CLkUignVqMHlqKP7a3bdIraEp9MG0R1XJRUsIzVd6ON7qYGUrU+oTZHIiOLVseJLQcvSRlUhRqyLpxgn",
-	"ZhhdGHURLEnWBveO6UIXdKFfcboUUmmeR0smuLXyqaBDBIxq91tRsM8Rmcb83MGoAFexty3ZU40drWm+",
-	"4pMh8HO5XnM9uV98XbMCRzCxE/PpmRSa5jpaAoKXJVc7sJi2Q/isBRPD7TohT3dP5sSRvJPLyfMt5XL2",
-	"TC8FrdRKDi9qLr2L0Xem7IdT+4KJD4Av9vUrt3SBFVBI+6thK2nIfNGsz1nUQN0Hab+X4AS0Bu05drbR",
-	"I9RlHO9w2LImP0I0S8LsqFm9TiPCtgzNvLeP280JldBPj766pyvrHvIYrQR7Gqx5//xE2RGjBRdMKfTO",
-	"DJiJMdjNvo1W4Ij3bqA0iCtP4akLLP5ckHVwjCeS8BysS4TSnGFRC8NA/Dx3Qzbuhm/C0KFxQtQdr6rW",
-	"sZZDERZfeyBhrcZvpnSzoRhgXTciTGH3NYpdZHUX6D7lXLEWPnl30A4iC/d2GP/R09Q092VLVFg2mRo+",
-	"nqAv+HnEr2aXuKZitlUs4SJ9Kwp+z4uGlv0TMN3Q2DtoMZSMyd6StraHmWQ755T/pNiOed+cYDjTC4dt",
-	"h9WH/f4MOtsu2Fres8KpLRdM8aJhZ6aPptovAPXCVeOWpGAl04auoBOvGBtGYLqJhcHV24tGdLI6olUT",
-	"jUiLR9cs+h3bKq+yQqccA7PX8fPswutjYLE28F5LkpvXTxDSAmLMbxlUGoWxO7QU9B23YsCaLy1z9d7/",
-	"NuZ+JMZ+KKh+pIoBWqmcQmGd80TXlJexGN3Bkezojnax/CD2IKR4bErLftp1zfETIxYU9dbw0WhoCtOs",
-	"+AvbDsozQBb2XQD+xSo8sikLs5f2CcJOBn1NcesGZBq/D7jChOaw4TmECPVozGtwbixROhGa12ZueADm",
-	"MD5Y4QTyktndeRn5eNCkRZ90Iqp/C7No56xrj/DsImed7c669DiQQg+G6asVr4tzWuttxzf0YM4GhkRM",
-	"mEKjn/dIdCl12P3wgW367oc2Y9Quq3MCKaaBqyGCL6pww3kNL56GiQ0vnkYXPLJsAZXEijA7rGNIKkMm",
-	"qFeujJRzcRutRIqleW0Ty3m8Y9tRRN27ti9ESgdYqWkHFF+OF5FuG9o124NmEucrl6i1REcVC+nBtnwp",
-	"BFs0ZU4me5QRH2Tt4sXJXhspRYqztIfdsliIiXUaBcSsO1fy/8/e2yi3jWvpoq+Cck1V7H0p20mns3vH",
-	"depct5N0eyadeGxn77kz3RPBJCRhTBHcBGhF3dVV92nug90nOYW1FkBQAiXKsZ0/nVM1O22RIP7W/1rf",
-	"ulW8ftk1NOMmnQwmrgsBYV0OJlz7v8Zdabkcy6t8PeiyNewdgJMTHMjfUefoeVuuhSghbNCdGvSSvjSr",
-	"LOUVVKoGd75JFKrs9SjNRv0TOzXoNjqL2xLyG7XxMVxfDamb5yiW5M4NQHUKhb3LDZ+W+mMxZjYFcIku",
-	"5DY9H0uVyzSaSEU3n+ET3nJ0WyALNlNV1sNfHqRU0NcWL2VwfEsbErtQvUi1S096QZIWkozvjlg78mRA",
-	"2PYmPXr+NgK+lbgSfLVjr2QlfmkC6rcT4Wf2VooZQxRrWQnf3g7DL9EGhy4Ct6rMHOcHKcjM2iHjCbvK",
-	"VXoN2RBiJCpRpEIz8UFqc0Q6nGtOCowj7DEdVRTtvPsZRi6fFexSmNfUiiZkjJk6Iu0Nhulqj39bayMo",
-	"3gM1yX69R5VgXBO5ETwX2XEpL9W1KOJKss/asyaEfQHSe47PTjEJbflATfdYI8tO4Xca1pdEgOYNAbmS",
-	"m/fDuKPSvtjPb+CntpoNuRFp7DhhdMbiKpWLhHEg9QzBVkbLCVqovNUQ/Z2oPAK2cFXL3JwW/QJb8DCT",
-	"xRH+ayALisqlvCgU2NAu3UFVIfOIRI67U6Oa1G0FasYCYlMoGLFeCFxydGuh4YBVU9ozvL083CB6iHgQ",
-	"RwC7eCXQj7+BQ/QdFp4XgV/UDrum4Y5emavorwFNETIJ9GaIS/bFnqk8XdNdgXyzfNrL6DcLRw5uWCg8",
-	"p6duf7qWNNZKQ6QfICVLRH62Cdw8MNQJKxpcDvD4bUQmbXQHuI6j1Pbhh0vogjbv4izdaaKeZvqmhvoX",
-	"+jkrLFu7dSLouSnPVGU68kAtczy/PGMgJTH7a6HPbUSl6teAFkbL+ju6M1mJNM44CM8AOBXODNrmUYEe",
-	"FoNiDaYWRRY8Jg38pZXMRoNhQ+E43tWKTE/salCwuqgErtDljeI7PtMDdhRMohjg651nf96iLS5Ts0I6",
-	"1A5VdWT9RIMll+7TGXv34uzg8uTMj9CnUrKuSqXFqtxz2jwADArNaKrFHeQEgBiJLOTo1epO+HVdjFe9",
-	"v/Z2+9MH9ZmO+E5RGrWuIlXXFxfnJ5Sl1dTh2O1aiISbW/SMBx7RQFYvYcS5NftUwzj1aFMJPo3dvQv4",
-	"pTlh6nTde+qdmZJBl8MKgUgdL2luG+1oML+g/2R3GqW/Dot3ax2zjcuLNrP19Vqr+O0tG1zbr/zCP8RK",
-	"u7TBOThFxKoFfWnXjiojlPVKVgvD2pk90iBeNvlCXGzClupbljW3ZOAGHTNxqc1WJv3E7O3scaQ+zkaV",
-	"CGSyL5ByZ/1IN7u5EApaL0ChMqjdWruHOIzLgGPmATeWLtORc8uzUqbX2q2qq1yg8dN///1334fQVIdP",
-	"nn60BImg3KzDmNqM9S584Lsnd8EU+6FDmbwzooL3KZcjYSXOUWtXvMTyVgKE13Wg1uyzF+gWYd8dHq4+",
-	"tR+ePW3FVx4fxs5sxmUbxop8N4+/TzqaShuF0HmuGABSDCBFEnB/oJu6w3htMLGfHD5pEuzIr3TEDukJ",
-	"bTVGVaTrLmK4nsP18bmIvFnBJc6dILld6A0VTl4saO4RC2S1FiQbNabXbfvaTjByPLo8rs2kgX7tspgu",
-	"zgJ4xAZl/MhuKxrb1vbVhMSl9UzFGupMuD6jH1fhM7sBAKGZvhMOvCEO85pSrFghdFCchf00YAfoL5gh",
-	"pV2MljalK+8nj2QwvpBjAcCFPEdG2Bq+KFQNHmNZgGWVTniei2IctLJc89k+DpXgOGdt6FUEZRZlztN7",
-	"BRju/KQ0bSPIThcTYjkkfSoom0UXloJT40Xb7Rv15HT41bSoWl61ZmM82mMpqqVQwbp+zuGdC77v7kTS",
-	"IoYuVOLfehFtt6dmgXDJTQX9y6hJY+5gKfv6coLRNtBHl/jMR/h3cKxVMHxBbqPQhiBvFvYihiw8VpU0",
-	"k26C9U9AqWioVf7y4vudZOfi5+PBk++fRZVKXpuJquTvkNLxM2QKd2ww9ZthQ/rq/v7+kB2Hr7MJ5k9j",
-	"pAL97h4fFjlmwyzt5T1/dcKePHv8V6zke3XC/vrs8TNg3si2OYAhJKzpFBEy8YivpYiVpuF9Z/ArWkQ4",
-	"TZJjCRPSBw2sEYgojSQqR5XQE6tNZ2rqFOfN830bFkMgOg60MsGrL3U4sdTlg+EWQmEYdymwTlmkdMq4",
-	"bPmnimTK/HvNc2kgCF1WyqCmBFfmCIP1U4GYsc1EUAdmhWL/VGWkQb29PdFr1UfCxBibbkJ4Xr50IVtY",
-	"4bgmA5pkVyUGtF2t89ee/pxQhY0HQFm3172SoiEb2jFQvIVJQLd4HnFaC1bSxVYupupaWL7yo2WQt9NW",
-	"L6iO2yim7XADEwVh7WjpftlUgidwbaE0uAYwEg4JHBvxXL8gt5YWnPOT1WjOi7j+nW3DY1sX58sQmkTe",
-	"bLkSrhRaJbgceVVlsUg8vtQVXcAfb7szMNW14ogmsHb9t0TudeSBte5rLs8ahfZyUYUlcF0QEUcNpiI0",
-	"v1xIKVwEp94YnxnabTuOM5tYVQ2Bfcl6Yo8PN4BkjkJ1m4oXuqOowW4i1BMx/9QRQIkzTFl59+IM2M6I",
-	"57lmkL5pFLs8OWs5gGujLC9KLS+pszLKeKMlvpXR5fODA3CSG11q++9356+Tlg5Gar1VCZksRorJUQAB",
-	"wQoh0JCarsOa/2GdFmrn2OPGxokVXEueb9un6RbZE45oT3Um1YnKRMSTdHx8krCzk1+O4f++s9vztqx1",
-	"gtcvWPvEigo7UDw/aUVh089qBmmnDUq1Ueq6bbeoGgGUaGCEp/Qd5DvdBiNopJN411Em41rRKNY391Vl",
-	"TYsKajsF1zXgsTsla1QBVj9hKFZLzS27ZzwR8RZ39gAyhr/eDVLJMjcJa146kZ1XaWqcXYs5rN2tGlQR",
-	"2UpLC2uwTLTM7B8e3hchYwHUZjdVRSFSkzB8+AqCpKYuE8LcUBXLVNEBG2LncKnAtQ8Ht7bgNdC6eeMT",
-	"pvvX9MH3C+55vCtYHECMu58JocZj3uJB7dYZFFGYtIwvM8q7HHa5yACgINIVI64fykx00f3PT549tRP5",
-	"+cmz7zvaCWdm0nWL4cdelzjC9lzlnEFk1YB1RBliXVwAltgl19cfXyFQF9TJAxIOucMpM1xHyuli+X3R",
-	"Lywl+MFV4/o6SO+DF7H2n9yQVlu+60y/j60rWlVMVBeWCFdW59MzLGsecnHFeIF+PyzQcDhCHM2pVfiG",
-	"TrCx6oQ3/AmuB0yfCib24yNM+YeyUrHl/92lPf709pfj/zg7f3ty0ZPVj1WlaiOL1W2dm6d6S5ApZRyv",
-	"VLtx2b/gwxvUWga4C8tiphTFK5mLFzSCWlPmXoqCjWQuWNa84Bu8IIDJERs8bhSTMufGbkHTP4koUPaV",
-	"rxUfmbV7swBI4TqlrnsP0u1bL3YFd9v4rM0FbV211g2Jb64/bVqYm+gKWv7FX49OUsAxIRVDwkIiNJye",
-	"8VqLS2V4/iZmCdof2JhXV3zsSReSHLEQ235GFqzghdqszH2cnokqjbZ/+Gn5awjzbs1b+4r9cfentz+d",
-	"7DW3ypWB97w+E8HL4zxX6Y9zE6Nb+DP4wO1D4FC3rzA8hr6LtK9czPW6b8DIdFjqynBZiKzRgag9SzF2",
-	"/T/6fbuopz+lq6jWeUSz2PGm8zQXfZepO5eI1+fKLfRu17hAlAtHurD7wSzd3iSLtz+8lSso7yyqQQJY",
-	"E2QwVPi/kMLQ6rzD2VRldR7DusmySmgdBbrNGP161LSWGh7uw/9H8C6e58zuSjXi6cdgKeHsAjSlDsAk",
-	"qY0oou3qWz30KEuAp6bmeT5nV87EjQUT14NeLEevruzmgJUZb/UKy4mYGrhMl6av/WzbX+ClRPClBGPN",
-	"rkXHYGJMmYAnAsCX7D/BMJiJq8qkG+Q/2otE7RwS77BvJUDxjbOqXsaQGVu5Wtwl1/hGT/AL9eiVxTgX",
-	"G6VhdiL4XXp7Kgbgt8oPtBj2w4NMQtQ1RzE+Wc8tvoVj5W/qGliPhrDjUT/7i17qouWgJXB+a7Tlu9DL",
-	"4vHDczetEmYJPYM8A9rAgRtwt97Zbd0BRRwNMMFf8amMoasdF9RLZgQPQAKEEIVLiiI1ZoAYXv8QVxcq",
-	"vRYRz225Alw7xJAWInNVVJjIBgQH334UadEdWuNaroVpTwmALYiWuewNboIyoTgHnMk8S3nV4SpqTxKb",
-	"UULVDXcV4+799UF0/6WwqGGnWeTa06z4tAMB1spA9ECFCJS9z3FN2Q/ZDvgBaDNeBLCTspXz1lFg02n0",
-	"gdFv50wz8rWu3r/kgUdFnivXrgjxVOdFup6JGUSGXAuiF+z0L11S0e7zv168fcOM+GBoQzbd7LSudMw9",
-	"+7bkkJyhNPho2O7w/OXfTy9O377ZP33z4uV/7F+8/PfhHogNrrW9g9jUFcdD6oI2tJUcT0xY1u23Mt64",
-	"bB1/gn5CL6ld12rJ87ZgcEyJs0ARJcdhKezqm3S/tVH7N4+7EI/j3py3BcODT9hsMidfJWRgVgKclp2F",
-	"AXZvslVTnoUBYBwzVYWRRU2qipUxBBBidzy1p2816S5/VM+q8oa2KjHKN7BytPhnvOsYtRuTRrumVbuP",
-	"E/YkYd8l7P//f/8/7wwd81IfIWJNDZWVsVXjCLIY7x0hYq3dLSB/dxAeNJA+VuvebW3i3OGVZ2VH9DnQ",
-	"zuBLXnRVxIv9RILwS+tG6DvkInbLE0fC62BbAo7i+cFpMVKdkL4eYq0vL+G13REjUx7n3TDuRLC6HFc8",
-	"a7DbrHXQvEqQ2MTNNUSIaiyG0l1YhiAYox21XjaahYS4f7uZAoBQQVAwoa+ulORaiCZ6uIk6FSpAkTpP",
-	"wDXIo0C9btMoQIQNhGWGALEF2umacfsyrCATxhItywTPLI+Iy0FSgy/nZRdIUiPAdYLbxGPCRk94KVhE",
-	"XN1uh7xSEW2zFAtnnHEzcVLP382EVSIH1GUXKTo+O2XQz4cshhVsOX4GnKW5RCAm+5AmkcbBlQ8H0Vxb",
-	"4gCQiRQvmrI3P5rmdRnyOFZZC9XusvhnV4vXbvHnd4MFjzXrmPK5p8DdC5EO/PMDhzaGHeXd1dMCxAEU",
-	"rUFmw2i00IioC+nMHlx7sskis1i4ksEW+WMJySQg+Rizu+A34tVoWorxpZiWOTfi1k2frfWaKoAloqEA",
-	"ww7Sa7FeDxJrsYVC8LTVdGAGex3h/B+lqbgR/3YVi2xfoqcTHmRX0mCQWxbs+kqaA33EDlkuKE1aFPjF",
-	"dKKUFut6tT95ujqVPVmZbPAWWjPQvOxn0yOWqnIeNDaXRVmbUMjZ3+2B8xTc3lAiV6bT9zznM/rntMZ/",
-	"Q0Leb7eGAvAnFK3ViXfRFh9MxY+rcSy9oK4QQZI2WJXEbDX98wBzRLG5UMJyOYXOfUaxAeBWmYQNTF2I",
-	"xP63GslcPL9J2CAXNyJP2GCcsMG1mMvCvJ/KImGDq1HCBmll/++Uf6gA2XdwVY+0/B3GkB/ej6Z2UF7Z",
-	"/5MCxxno9L2ZVEI7lImO9Ddop1wayusOZr6+cXeY2BYUJHnODNLgPIpUTBdm5DM17NWNXJYVV/bJ4bob",
-	"25WwQR/Hny31lPKDyPXGU3j63fo5bNqTZuGuOq8uddut5ks58euzx2jEN2shLqzGTYlSvn9vyY0RlX3y",
-	"v//rePCffPD74eBvvzX/3H8/+O2Pw+TZd3/+S2emQh+WBg/eLUuz/2/d8azKpKBrgjPbjKlNnoApMXny",
-	"7PtV7KsjFYM+DL9+xPX867MfNqswa92U1t60uH+XZD1X+ccjPZIE5Qg+4lwGKEvRAy7yzDlTN3YSxbBh",
-	"grpwfqWppe1a+bAxYMxm1aEfhyYDzj9wb4M3+qeXl+yAl/Lg5smBa313EHxhCXQ3sIScxeOqze4IYTcO",
-	"vB2uuvOWLdW13NmdW6pXidw/SOB1dYOaTxcS9azkrV1108ZZxKvL4o4w4Y1wablliwYB/TM5ph470FNg",
-	"JrUg7zI+oxN8xP6vsv8XADV1qhyYyGReTkShY/KkfcY9xcHjJ3+Ny4OysxTR1WU1tXlkkORqDPm7dtVH",
-	"VFJK9TaiSKs5Vo34Uk5qSnst5rCy5WLFFQv8YXWxByWK7eibdCe5XXlhpJowKAkqFPtnrSAcXrFcFoJd",
-	"VYJfb3gu//3rzq+/Vr/+Wvz2x+Pk8ZMf4ifRpzpv7VH4aacqVwVuuGKziTSC6ZKn6zlfa+LPf/1VH9hZ",
-	"P3sam3T/ej9/zaJcBDwMJyqvpx39VlP4DcOh1BUXX48E7qJbiIN3oz4Wyryp83xNyAgHkZq9eXvJ3rx7",
-	"/boLrFBOeTX/NzHvO14Z5M3S25Zg4sPHvZ8vRJpDi14a1T7Vu4Uq+SndLrSW0H1ib/G/oydm+FUOVS2Z",
-	"+JAwU8nxGFmja+26EN6ASeuug8PcHhzUDeJj8PANv3BNpbDw11Bbpzn0j7C2rmXEz5Vlkfvy4sVrBNOZ",
-	"isKs6nSe5a7LOXYMruoCnapGsSn/8CLLTya8irulsiy/dM+vvmJ2OjOum+HjVypONHi+3URTqdlaYLhK",
-	"zRYbvsNh2JPsG7GAh+PW0iXcCNADcLJNl+QgYwJ4Z/uzPSOOtAWOmHw2BHWhltT0hu4W6Ohitj4u0Ca7",
-	"Zn2JJ4SFQ44SIVZ/Y4/J9VXAlX0OyoDz3FWOE11ZRr1Mk/TMy1Klkw7sdqo/F/YRx7/sYKgWFFaP0w63",
-	"H61lO4uUEoTsvfcTkVrXIiNkcV4AXHJFI3MIfI02iBDZSfRT6EA5RHwDPxeCLIfenet5KH0raW9Y9MSo",
-	"V9JxmkbTx459Ay0oCdWaYfvDeLvAmEXlwH0zNStyxTfuaezD9vhhq9eVms1UZW9O/9xvfLujvEKi5x/y",
-	"y5zb3/W0BVY4QRy1jqzwaN3GuQsjQFtJ1/4MSlDkFJIleVXNHfBds6trwne4jMRtt+se2Wzg+lO+pUOb",
-	"jl919udedQH0RM3IKwGLl0UOQInuVnhQFWmoLpkbw9PJlIxtx+aAmSU77rWoy2QlGhHhEPmUDdjPpgzy",
-	"2eEmHRwer3eY0K6sOpUL7CMRpT66hY90Q4dWGYgngdLDXeVi9PPt0jvd5xEa2/BrURDAYBColpq9hYON",
-	"y3RIMb3h3afj8HquhJkJUTQf7ZlKuAJgxbMRt30txNq+fGQRLt1veJg0uLjMPmd/O5o8gdkDUfI+F6Tz",
-	"lC/5tQiO+BMfbFN03IvcljcXqlZfqLS27ANE+3GdSdPVc631pE9rh05mLqMSWqrymHVHwAqn8dBJo3aC",
-	"gh+iVvQpDOpVIOVqz7hm/oVNS6M6Ij8nhBoBPx+hslxW6iq3a8FQbpHPz9xfyHzobc8sH5HdxmgEHz+x",
-	"VrnHXSbvF73Uc7PNevtlqipBn4C2AcxMeGFtI9RpNRR7zHq1h2sX/rQu0cJqw5klK/AeLgyvDKL4nVXq",
-	"w/y2ceuyznO7dR+gmTn4E6O9dSPiqixzispDel99lUs9YbIwaiMnj3cVvt8f/PZ//Us8C2VjrAVYl+uN",
-	"dXukBeSInfiJMguXzm/rL+1e+RcGs4AIAkfLSAugRwDeTeODJZ+tqliuxuNlOMD1SAvJzs1ExRLw/y4r",
-	"U0NGNXX78CrfihsQCWhHa5otNfibEadNVd4DaSIm0WaUuXmgaUNau3cCW09Sn/hS9LkO1epa6oumvzkI",
-	"+JzyG4FC1jTut4KWp0Zk3f2g3C+sLgEccyLTCXNdwQB30I3Rt/0iN/yKa3EhfxcdpXz2J9+okB7Hol9Z",
-	"YIVfz291JyS7FtS6lZjcc9gZz3vOflZJIwZ8IngGzcw3nP8MG++v1BYR7Jy5R28Dt1A1za+Wb0TsxBa2",
-	"IJho/A7b632CsKhRxxFCbwBXLwklsrFm4e19du7QDLhmZ6LIfGcfJEZtF0Ppw2iqHYVmSSZ1iXNkpq4Q",
-	"XMFqG4wjxCuBtnrc15BNPdJYlbfKkbG6xjtY/zG+An2SO23wE/IoBXCyQbrZcsdlfKSfz9BnvOOwu+/e",
-	"nb6IFyT0bJvhYSY2NCT6YfYYAH1WNdwP4DfLvbaCHG0A6F0950pwa/Yyzkay4DlGPNZMfm3vg80ys7hx",
-	"CB8uyFMXRuYsnSjdgX9qb+lJ9zm/CS8xgrMSIqFE7OGGArqqRajJZR/gV66vBdKKNJAeci2L7HkHqhL2",
-	"6N+ERkCk9fHSQHIZHN9yU6HbOmr8Hictp433ouJy2hu2SWeeGDfogO5apFWur3UslyPUyYGXIqhDXB9v",
-	"fT9eggr15XyMWeGtKURgHcpo2Vgjn0D9sA8lTUc2btjjvjW/fAyCJ0JT6PuBKB2gEZb8I1s2XDbs9raN",
-	"G9qyLuKeMMrEQLpPXDtBgPZ1vv4A3XdTiIISYZP89rkvr6ijjdBgt7a5eDkTNlJ5rmZ26lCFFTCkI3ZR",
-	"pymUxCbsFTH2S8vY39aYaXRCTB1MPWDL4Z0mcb+T7LzwTGwHqo2o4NoPv5Ps4Pg7yY77wE6y44ZfQRBn",
-	"OZ/HAH2PAXUMoGahAAOD3OsaT/YxrZYmcrUKu8PlEvZqcK7KUmRQ59IFaKcZPcWuRMpdFRYttbLqqlGK",
-	"6VzN8nnPz45Wf2+DBXS2k7qkOTZdu6ETRM5dW+eEyRHjxXz/LjxBmB0WnnsccAE2rWtEBHJ4pAn/vNnl",
-	"+FidhTYTY8rBKL9JGP5rWj5N2CTXzoXSIdSnyojjLKu69xL1WyxYsqK8aU6GlWjSdEn1ao1y2Ozchprh",
-	"2tYjHZpGD9u9RyGRO85kKScstNax4U5TahRstaNkTxKLJBnuXjcjRo4Ul9DN4VFN4aJKQFAAmcwA8qop",
-	"a+yLEk+jbyj4iItG5F5dgN7No9gGv6ybuYOXTBqTD8ulW/NbCGGttC+Wd+Zj+cXmPQVwhrEbsB5Zv72j",
-	"K25RpT7MO23vS9fipGU6UGYwGeSI/KA+RHpV3w3s6sfv81rzaHGdRyjjpKGcHZfQbp85CHXdGIf+MO9n",
-	"aaP7ldLe165AxxWuxZk/chaPL/0mCpnxRsau4XC0hGUG195FN6fuy0VZXHGfDnBqVQTd4u5UW+qXwoAX",
-	"Ws0IrR9ndUS1GQ6ICKdaKP8S9JrSbNcl8Ze1niSODPbuRLloh8w71qhGo1wWYpWQBcN3ZhfzFh/eVNiq",
-	"otcnAPoBI/sbf6GSY7miVJ+2AZGENdst6zxH0Cva+JHMO+B+SfpECgBIMofHTooiSBDMW2gyFfq3S6ZE",
-	"uZ74Spg8moq29+2IcWteAmlAtQyCG1qVyarKSwkUt3KmEHF6Z0oPrcoV7QFbWUN/puLpdVcHBBjwkWb4",
-	"UPdur1/FpR0hqlB0+4ZeUzMiVZlN7+qdqJDNFVlmsfiBiC7p/Ep9vEd0tL29Ny459Kv33oQL3eCSOTnW",
-	"319z4dJtP7m/pkXmkcsAHBs8wEEjapEdeXnhYJM8mwRpwmd8HvpgcKCdZIdeW+FKQZKN3kuRQ20BB6hY",
-	"5PotixOJ1jeTiSYtxrIfESqAfu95i9JuyPMEAM8T1tH24OOaB3hEP1jxLhTG7t1h14DokN3bcB2FV8M6",
-	"ZaseuWYOTV5tJpSr4Y23UwZQy3ip/gUCXrqy7J9/Z7swUN/Zrseb32j5C0QIe+FuRpTkbtKfBc/N5IUw",
-	"XObRmp9Ci0LXWAqJ4eUMH3Y6gNWyY9U1QXVsFK0I6+MItTZeigRCW2SnUNoRl4upnyAGpDPxgdFrLqEd",
-	"DYwpt4xN9PTZQV5aZD9Oi0zeyAyEJ+wcJjb259C435BeGOPPVKLZzyJz9Zw+JSIoudnvaGyfxQeHgFvj",
-	"00spnwBfWOgPTn+1p9rd4/xOQDv5yHQIguZe6iZhJBjLkfdr12zrFbjz4Z8nvMhkhurJxaQ2mZoVHb3M",
-	"1uVbeAi4joSV24hOjxDa3IVwK4JTTNoEkrQyH/ACr6R6l4sdkRp4t31m9Up81qxhHit1k0Vms6IT/tsb",
-	"UfHc01jAacLDhY4amQBkNChyLfgNl/mCC6nVOi5+nD/Kwspwh3K48Lk12rFrYe9Gj245cLmXUy7z2zfl",
-	"CqrytSgyxrGvS6EsPVH2qZhSO4yF+rG6oz70An9owrAAKGUNOpcQRq9aaoekxW4wiCeHhzHDSsWysFJZ",
-	"QtV0AC3m6QTWsL4gSPXb6XW1eJqSbzbYzVV9nzA5HapE3DnJgk2DHj09JRAdRTz9An4anL7wdjigkzUo",
-	"chH0tMKsLk+9+OVyoaOwyMI70dEKCV6I3KtwNIrGuJrBddYmpH7TwK1OOeGmdJ99HKDxR65lCu3N7M7b",
-	"w+VXqjZNV2zMBMFirIgmUsUKL0/O3jH7izQiNXUlIHnEK/2kGTdtJeKOv3uV+KmaTmWM7rG/Gf7sIOE5",
-	"5UA2DVz3N+8mY5TK0wmXhWen0dFnEnspLY0+UdrEa6B/Vtq04GMCle5e9A8Vk0wL/RZuc+RlpbI6xo3P",
-	"8IdVZd55tFcOhKTbbWMA88b3I1jKnN3AQ9gdGvWVOO6b9OzmTboBznJdEZWWrpHvwvd6stSe8r9XyAEO",
-	"sBnSU1q7l01Ul/M3HG5Ygrwl3OfFDXHn3s3zzlUuOvD3W7fhAXD2oxf0OM/RVmjfzt5WE63CLnMThP3V",
-	"m3bJdYdfB1jUQBZhozSwWX2G3m3RtWCkTHUAH+Rcm5fxICT8uSmn1pBy2TLMpNXVKHGoc/QufeiingLS",
-	"yZoPTDj1nKoLNhem+zN1EeMXF2FTQvcNZBZHrKjzfNWHbpfJisbS2yJfAwADBwMoX9Atj9wXjXMBhunA",
-	"Ca+Lgq9tcgAfSHnBrgAemk15Ac1dusdc2ycGhpSa0cOsULMOLa0uocPFWdjar89EqRcggUhZfWnKAbgC",
-	"c1N1ByoO19ddGCH6GkV42PAbdhzlah/u64dvG0jBQSyvuHURmu0Nb2uLQEJaXM1BujNaYlxEb5K00jlA",
-	"v1hAw+R6pWCsXuZ5Xay3pVqdJRfaTq70G8St4D/WgNrCdRroUqTWZHOdvAGmVVtVbEGNapa1Kq/+ZdMu",
-	"2jOn/ppMuZ7CpMam/uHGRHvMdmldLS56izl6KbGaD9iRYwKlxVdAakSmOFGVFUdeqADGt112ZvUP5Tru",
-	"Xwn4Qzwiu56LbMQrSs8KQk0ruArhzjRrS/w97SaQTnuIfmjZnYF3aY3Raek/exH1f/5of8I4OweVZFqK",
-	"jHEDPIN+2D29eMt+eHb4OGEoYYd1AUoY9j6rC/cavKPvw3685TcRcmDtrtJOHp+depgCpC+ai5yWGKDT",
-	"n8COBf8v4pZ1fgZ/XvQ7LlU9hmsSH8pYg5GO+NKdWTyhndM+ncDyae5r2wqKbEWMlsBfd/cIpuDW467E",
-	"ehHFlI+5LHTTWN7B+1ttn3Ar0wnPc0HN5BbcQvlYVdJMFkAwf3nxfRcIpn/Du3TC0Z1nGwe4+Pl48OT7",
-	"Z1Ff9kehpeKHm01oO5HuF+V0KsxEZe39evHy4uT89MeXS5sGR4JvNNQBB9TuOOgGSNjFy8t3Z1bAnL0+",
-	"/n8WV/OstZjvlhbz2x/fJY+fxeddqGjziWO3pfA7FFMAO2/PDxoPgVMYGndywEJtjv6IcTaqhJ6wiheZ",
-	"mtJg613ufUrA/6nK9m7zGnpLtNfx7zXPJTbvKitlqJnp4h09sjMTxLwZZxOMBDrj4J+qTFiKkwdwgxTc",
-	"Y+evTtiTZ4//iighCPSKmHKIndrq7wOA4NjrogOAQca15Rb5vjs/TVwyBgG0lrWhOtnwHiGULC+8MTKs",
-	"KzlEKG23/Ik3/sKtd20hVu19HyBZt8eeHD8RLqzd2ChbnsgqO+OVmZ/wkl/JXEZdHo2PwzUBsnIZuiWA",
-	"NZmpSAoMN8Kyw9hw/mNz1jy21HCoGZ+Kfvq3GWo+cILjR9sMfaQy4jvBrNFFVuAAgpPVas+AVRBuMC6e",
-	"Xo26UXyTcHzo9m6UW2Cut2e5DJC+1vEML/aMi4Tf6mEV0MgxbSZcaXguSXhbV9PJa3kjzqiuK+pghG1n",
-	"785fa8rZhlZUBA2wOeRQKxn3I7LLb41QCSsBtIMrAbFUFz/c0DLdtCEIfBeuHOMddV1gp3S0dsGWvQPL",
-	"Od6dv8a0zaDfbj/PNJ0zGkTx+MmdJirjcOvqWcP8x9YpAZ4qArxG8iF/u10O8dobuAI+cIOM4mbhbcJ0",
-	"h9yfKj/OqAD9xVExkK6v4rR7vEzBOYFvro1wQfa8vYvaQBEodOZvQDofPzlMrCjIBdeGfYf/MVXaOG/1",
-	"SI4xKRMAXXcbcM/DvdWAgz88e9pCHPzucFXH6tUVCgrvl+dvRwBzbCaVWAZF2ojG3DcWuitFnJsrroEb",
-	"7LXgWnz8PbCqfCFmgH3druWNMPIrrfLaiNfrrgM2/3e3xmqmlDtyBMJcT1SFWQC8wG/RSM19ePrdk8PD",
-	"JEAYuxJzRYWVXi97pFEvmB/h80uns7q9U3hfnh12Vj53X/pcQuYNVj6XopIqa601uPabgNM++4i7OxE0",
-	"nVTdiEp/FlfXN8hzjfliVmik6d62id7HN9HrCRpEj/XXdLbN+bbN+bbN+T7j5nzrsZpuhaPtB16DSxXm",
-	"SOAn9rctBL+uFoKLhk87l6GrwaBblWcSIbeKXIhkWeiHMqIL6iu8p7/1Uko68iCW1ZL+KRDuhTCW30vr",
-	"iqhMt06BeAf7cFzKSytbPr6fHhAz40Wjhh85rdI1cLTX0N5CSWItFncCuO3TGMW/ETPn8naZ1xWi5cuC",
-	"nZy+OLc2BLV9we59rt7TVf2oQljNtyAWnkuIW4HrnhfzMGe/d7dDL24DaezF7QoXk12MWXKAthyf/Vlv",
-	"3BNvPxE64mM6RJ84S6HMj2KkKrFiFRD9WVyH1PaY5QYyZKU31n6sXPTIrj7qB29xmeyUdVUq3bFX9OOq",
-	"E4kpv392ki8hkP5Uqbq8HQm/8r1VORvbYRpivgX9rlT/X1lr04gPJhpx6nmrX0hd5rzhmxtd5rUb+fF7",
-	"6AFNPmIXgSdBYcdxbSZvb0R1lnNZnBsdcZi/FmY5Dk5gM5xheYiPczJr/bPSjsaGhO4+3GeXdVUgIiBT",
-	"rgtMiO/OK+HyDAohMlAlplicA3kGlgMP0Vv5rsqHbPfp4SEbygLI//2VyubDpkvpXjznqisaEDvpHhjn",
-	"vDYKsYijZVqqwvAz+JBWdUKx4/wdaqkj5exGDco6z+Nv9qMFdLpCkqiqdD/KyMSNTN2VjRkxb9/8/fQV",
-	"I1PWWpE//fjkh8c/PG6QcyjPfa2tgp/q/gb+DhW2zVfoj70/0tnF5oXUWOXhMANYyotCATsPSiSW9x44",
-	"WbQ55r+JOXVvhIYf9tbDw86uM/xa6Fa/MAA1HoERBk/2McMnXAPYwepMRE3JZgQB7Gv4l9cz4frM/L6m",
-	"1SefiopDhnnJi4GRuRn8rlq1TmGHH30x4ZW7RGtGpp2QmukJNAAFcJ66bAB7jBXwHWnTG1ncQVsP0tKc",
-	"Fee+Ephxa2/WPcgQqxAhft6PleDXsRsmSlgEQJ+7IBVYvATcmQt+05VjHkJLrozy45mE/lfLzy/DZiI9",
-	"3j9vveMDi+9i3UCgHSNe2Xfnr/cZgGV5jOkp2x3+5S9/+b+HCRvajf1ff/nLX4Z7gelJAiSQKwm7qj2y",
-	"gm9QZScoEoy/8SJjgA+kDZ/79tvPGccmfAXjhcJuZpSs5KRTS3w1ggoaukKqT0RE7e2zYxjXpf2EY1Ri",
-	"qm6QM0yjXUw2bXtxO7HWE/hoDWF060HvtKjuzBakPp2ba5FIn29WmzV6omaFy25KVaFVLgLrDtfK0lzw",
-	"ysGjruUXlcrFadZhfECzfelzNNbYHtxtAzb51L4T6CPddAHliPp+Z9ZHF+4AkC781m6huukkfUsh6Gax",
-	"k9ijQtn9W79LpmNF1dh+Gw6wae2KqhmCqVjr3LX3hlYjkZSr7oCGr+bEPqxNWGPTNI7V97L7Tk753Gos",
-	"cC87S8teq7Es1k8f5Ag2U7LfWUqO8g/i/vknPyJFijYeexOuqZd1h2R3uQX2ryoGkZZoOpd9GufrHseS",
-	"WDinxYYvG02+k6CbXCtPElhK6jfwFpldXeTXtLFZJkEQf9Qdxv4FdFwC/VlNcpYD58J04KWvcPQvE8Tt",
-	"+zJs2gd5f2ejdFKgipYbyz6bsBqjJHyqqNs0bh12PrcMmbYGmPEG/ZWDvNGQ2pMGDsXdqG4Pc0jNMfL5",
-	"rYMxrscJhEV+huiARasX+93hBOKhuhJ/N2QvVzlImv5Agc1m4TehgAlAA0PEwAT9J/a+2ck8FILgP8TV",
-	"RKnrFyKXN6Kar+/5kNGTbNen7B4n7Fd8BJONIa8CdDv9685eRxsHHAb/44S6qFoq+QeX9hKdCwOFZL6X",
-	"w4oGDoCpktaVNHOomKFKMMErUR3XsXBWk2ZNlA9GxlDfpO9Lbt7v7+9j7dVVrSW0dr3i6bUoMm3VeKdO",
-	"uB7nMM4uvKzp5T27Bzci18iCSWi7fvOpUtdSHJHtoBlnOFfn2wbgIGoYj+bw08PHbMhL+R6eeO/OfGj3",
-	"Fo0aa+nBIM0tmRhTBnC1J/DVOCyYXU57dszKU4LmyIFR+mpjtjt8//5npc0AloyvDVHggq2U4VX++fLy",
-	"7GLvCIv/ByABLHegIoJFeLsrAAznuVZgaWFdwX8MLm7SwYmuRgMIJQ1d9QT0wgGDbYDYwmx4IdLBK2HS",
-	"yeBCGjG0WsHwLfw2BNPMTMQ8bMXvdvY7Nkx1NXpfif+BVgWwqdLuDO7EjjP1d4LlNrvMS/lvYr7z55/Q",
-	"2jgGo2O5DRpmdvlnztVwISr0b9kLADHIgfZP2fVVgucgGQepmk7rwqUuT3nBx5AX3/gtmoZScJ+CcjgH",
-	"f2NHxDe1d3kl6Nkd+HKcTOjEp+Ql1NdLFmN4UgBzr5SaatdwQFaMZ1NZSG3wbhwhO82oV69dnDQaW5ym",
-	"cCN8pj9m2iG/MxNNR0N98AmGEK4Qg+Z/Li6HDbLc1cxEmau5qPbZS2BK/3rx9g0DTHrnp641KV5DqEz/",
-	"ERzGesJLwYZ/pCoTiUNrSgCrWJxmduGmmltN6H8nDrrxf/85xBljZgaN7vxrdFsv7QCD02xoFdJSFVr4",
-	"ch87bcq4Ef+srdk/pM8NE6YVlbUSYj7EjxygwBTb3TR9D+i4cjXW++yMW70K4o2eQrVHhHeviOJG5ArW",
-	"jMLayYiEgYhIQLr+1292kYG/ZArqT1H6b3gFk4rWpwrao1fC1FVBiX/2VogCm8gitv7QDj7cZy95Ogn4",
-	"SAEQPPZ+OIYWhtEsTX+wLGbQ/HHoEUXow81D+Idh0wuDdkkUI1WlQkcHM76kCUKNV3NoCoBGt9QMTtrd",
-	"ZTol0ZSquC+RIKhqq+OTFzmr5MgwXvLKoDcrWNnwL0M2FbzQTNegz/ifEiY+pKKEUElwmng3LGu0923u",
-	"lwJU9RzaaOO5pROqI2C8UMV8qmpNocigSUg4E8uDh5ZKJyIHHky3u8WacYR99raZ0ZRX1yJzE2mcWc8Z",
-	"L+XAIK+mqYAI9BJXE2+zPBiMb3SyBZWVXuLZBy2FRkXfUbhB3dMhYT3wYiqcVNoWfa2pBRP2gqKZULOH",
-	"7zNRSCs1wu1Bag8vs2ZDPK7huoNEtrjyFDtXnquU5wO7Nj9YuFysHHRdeew1Vy4VLVeqhDxsaM8/4lSN",
-	"uHRObi/A7pHGmsc7K4Tb8dlpgPj0fOfx/uH+4f7jZ38DrLBSFLyUO893vrN/xAS0CShvrhuHvYgHV0oZ",
-	"K2AgiFdGnZQnYC9pUqgrbYi0AumEUECuaFQW2vA8R0YUccrus7fhllFYHxzH0miRj0BeuaIdqJuko7ia",
-	"d57Gc8c/CqoVhfyBVLksB94cgxN3QPoSC9K4HUVbiqwsmWrXX2R3OBjQLwP7Fyn0cC/xq7KHN1LVjIMo",
-	"dwJpd/gK/yasABr+x8D/5+Av+Idzq3+cntn/+LvkQ88/cnkt9o5C2sXMmWWl9TvgmbzdBsUqbbiRxCon",
-	"AR9VdWGwuxp2U6Kx99krVcFLulkWg/1leiLyPMF8DGDNKkegiLKCujre1J34i4RUTOmPuRqTzCvUwoWB",
-	"OJ4mTd3KGlRIf3TjDE5UZlmvBP9LkUG+kGsg688yOPBdzmaVKsY4AUKxwJ2qRImeQ1UIzZ4++duevYNA",
-	"h9FZtSpyl/f+b0cgqmeKVehG9nq3+MBT4xpuS0TK9xzlNNt5vuPXd2y/C3RZ8akw0If4v6KwO+2dhdvs",
-	"ZSUdyCPY6oRKQOjShPd7mci8Kj5xmMSkisfOwdlCHDzda6IUv/n2nVYjxE7YhSHEz6Ce7OB/NMbYm6FX",
-	"uQbaO+eiHWAcxF0Qdj1J49u0pJAFIURvn3bxtP2d0AVguQz4BFD5BFb65PDxnS0PPR/x1cQYbivP/89k",
-	"5+nhYdcn/JwPfuSZ3zj7ynfrX3mlqiuZZaLAN/62/o0TVYxyiT6Qp497fOKMz3PFs0ulXvNqLPC979e/",
-	"964gXC2RQTT60l5E+/KTHrO8VOoXXsxpOwD++fs+W3hqhXjBcwTjCh0kln7t5fcwRCQ6V98yK+z5WIOv",
-	"mEAGFkWcc5OH2vjO852//W3H/a1Rh3ae76DK0/yG/4kX+M+kQ/4PGif4WERRtQDAzFe7d/BzNhemsbmC",
-	"cApYXHpCTYkangYqjdUYBPcAB+gUgV9UEVUr9tmpIQ1BL2tyvutmoa5UNg888+wKUiKb7y8z6J+E8Zzm",
-	"wnuP21R/ePdMjT7VwQCa/cJj2v+srvmlwKCQzzzBy96+H9rIPIc0F6Os6U28q/P63+k1T3lp0gk/+ENm",
-	"f6644taiRuHv9Rp6M8jFs7LDQ+vKDL1CZ29+YnLKx2KfHUPHl5G8Ec7jAPfZ1dbXDdJGIKudTkqlIyM5",
-	"MkIUbCqL2ghrmhBRoFYLBo77vNPw0C0BejgUAQcoKXAmwVzcw+glaEGqgCpGfpl9WvypNcGOg2dyaCUG",
-	"S/QzxGauug42B68BfhH5AfVMJ/+UV9GeYgsdzKDOEoSZgdBjmfMUs8WWqPQEJ7dOhYqgM4QQR6ACWduo",
-	"UYBktiT4Q/XHRw7qGp6Mqj8r2QVclIMS8TQjAyO2VmToKG8Ijm4KYPno5KbALMee9LdVEJ6uf+WNMq9U",
-	"jf24PxuWhLTsySb1d+WBmc1BJUB6dZvXp5jL5E1sZC/+UJsGnyhgkXSgol03fe6SkLnMJsrZf9hrOkhy",
-	"IR5l743KM8s/rHAsFMtVMYa6bCJLke2z44IRXJ59EBn4HLOB8MvBLMEYDWU919cOmcBJ3QWesEzV57hZ",
-	"H0/ZVsYQ87gdka/OFO1B47dXCWj1J24tXXTfOoD9W+rznw+9wmEtEixa3AuX7YGoGAL/A2c+rvCPIfZw",
-	"O5Gm0WTHIhvYBQWJUtQUDnriyGLMhkSdZ/S2dzjLwH0/EZVofByqaLk4mpTIwM823AM1GQtglxyycb/a",
-	"Kv/u81aZWMwnFXPeEmvIBb+G2m0HkFUIiR4uzGSTRjM1KyCFze9ioSpmqiaJzG5yperxhEljNRLci6Xt",
-	"Y+DrsormjFdZmBznlKW21vVIk3Y0oMtnX7c7i6wWMrwh72zoLvC+m9F7nP4wYao24G0c2qHqSgz3jlCr",
-	"geBohY1IvXHjK8oTh13tdLKnT/7GhhU34j3Vuw9ZXRgJ0R82k0WmZpQsrrVl0o4V+E0DFXEqqL7E/7lU",
-	"uUzn0RoPDY1bJ/O9fXac543LPkjdoRDijbq2+lmTrxOiXYEcQvc8hncx8AipnDEdDgnn7axwB7dzP44j",
-	"/I77yBrHkROU7qaEW9vHIfS0o+F7mGHnMraakKdLEAh3fAadPGDHb6+/Pe7jRbH8TlXyd5FtvUJ3J+sa",
-	"LxByuJBUiB1BB4rm8selWsOSIW+ixZN3eos+GHNJyAEzWiXaRHqtA8WO5g3mKyT5h85VVUII0l1mZE3E",
-	"1TSUg8wU+9mY8m2RzxN2wafiQhrxvy5MJVPjeMbzSD5PEJ+fqMoMrP2ZRZOESFRBVko8lcaONLywfFwM",
-	"g86QtECpI3k2nhmQMu9mhd+kP/pv4tiD9k8BdskwPAEro9+QJMSF8LLE1HdCeFbZHHeSXFlNUsTJxfkr",
-	"egmsa2Il0ZSg5YygyC6D5HA9wlYmCe2zf2CoJaw2JPl1+DiujfjokuZzqrHxDiNgeGjgLDlQ6kpoH/hp",
-	"eU+WJXmH/yQQvFhqwp2C+Tz0nUiNs6ffmoA427VH6/5MixuSGudUMhxkj27YsgvFTtuLzLahUsCWvkY3",
-	"EUhaboS/M2UTB3TLtBey2YpdqzPgZyG3bwA7iIUxaaW0HmhpmoDW7kI+1/PgoSF6pay5JseFz/Lai2t7",
-	"C8ldlCjkNCGp2aySxmDvObxvqD6hRmVPZFkrgF24J00Axu4ROWIYOmrpT7zIyBZ31yIhlo6WCh5/HxXh",
-	"Dk1F5Fq+wXZH9IiofAbASqIgzUNCugLqaQDDqLGxDVI4zPVCmEFXbuPlMv/oYpOW79Ooe/utUOKSg+vz",
-	"1nO+6WDW29JKp0U78mGM8VyNVW26FZXzoA7K6Vhepy6CnDWwRu3NJ+WBEnHgulJKEgDHzlR1jTYNidVW",
-	"+kPgz2pEh4ZENshjwuK1K2UcDWByMwJXLEnillWNnab85I1i0Fu1yNjYqlBPD//Ghimp0sMo97Qb1dcs",
-	"CVkD2Rpx3uCNuM/ZqvhUCv5L51Wgm3dnJBJX2rHgpiOEZeqqCKqhrsRELs7O62QowK4lXTDXb5ub1jP2",
-	"LojRSGCt0xKUS8P1XR3WvEm7Qs21cQvnOWDeo+JEnhDFMpHKTJDPCyo0oFntRM3wfViJ1NRzAHTBIIUQ",
-	"JjzhN5BjBI+CHykeM0LrHnIt7lMuB5/p8jMsnYYnPKy3ekBC+1R08wJ25Up0XM/Whtw1Ea2Ny5wLnumI",
-	"OuPKhyGQGfqnW2IE5g5GL/4Ys2ddYkNox1o50R7ISiINnsTnDFAvC0PONrz50LwrrwTP5qxSBoQKZkA7",
-	"MFBVSkijJDqdTcKSFBkwfiwYZrtgBNEsfG6wVf3BpCisRBKZH2GXilVVbZLGRehjuaryZ+gcX3uB6/ox",
-	"G9JA7+mV4T57La+Fl7t2wwZtoYlN9nG0pJWs1yAJ0KiP9J2VunTGqy48n/+MNH06vy6BHobWN9D4I3c5",
-	"VKFuq/F/lXyuO9gFZNriLQ3TQLBy5BohZ7h3RdtVLnUqF68hwaspcFJ5BrDjstIGU6KJZrHs0sOlTWSV",
-	"DUpeEXaf5V5lXiOVInZZk6Vs5A3mjQOJH7kKTqtRXMmCGOfxmxf77MJDmmjUNyAfGIFNnjPENHGZwzMI",
-	"nnVAYwEouWoMfalhGVR4Ewtc2I04cbu1FKSO3ZPmkYMzDkZhr+eg0rTHszSZfxNz8CT3fyPAoen7yi8t",
-	"WKD+773BPsj9X3jhMKw2faVB2Or/5t8BoKX/88dlucHTWMWx8QsbreAloXFtsAaPkbbZO4TPtsnRh8hL",
-	"/d/72cFxbfTKmfl9gxdO24Bam9w1bbUVrOreYANTU/N807cuPLxT/3d+IjC1V8BCN5sicWGYpnv/XnNe",
-	"8MsApRDRbUIwBSd/PveY6KcyquweOhTrRkY51cH/aVl9OPw+rj74DYd2tX8ma8rEGizNMMfTmUpWDx36",
-	"fjvDfXYSCOUFOEqQ0WUuDVOjUcJEkVZzaOPko4GuAPtazIPeIl5wsyHgbg0PhrwshwdDrAEfemjZugjb",
-	"frvBdtHHhnN8j++89y63PcqEdch6DgKmyK2mNuRt2oH6zyFBMwwB5gpfsMtpYSRS/MbjVg4R80N7SDpv",
-	"nXH8xfVTStV0SnkqWFMusr1IrgWcjuNy95RnEX5jTZSFErrsk480wdMlbkkI1mXwTPVMmnSCoB0PV43j",
-	"5UFnzi0e2l0U4WxzND6DHA2s1OFtznlHjBOxIXZixtYB11qYAcC6jER1ID44FMioCfbyA1bhkG+EbmFj",
-	"RHnWC8AXWBosCDVmJKoGPGIXk80Bl2XfT7Q9mWHiW0E/3msbXJY1E4YkfHbBsqIWj3C+R6yqC6ylQLeN",
-	"bwKJOC7LvAoX6ZQRO6V7LcGhD13Sql/QFnWR/tJefhOuWjwTvGk6vGp3q1z0oBA5dRQS10P+AXKUuusP",
-	"oTic7SKeCbTv2rN3bwKw2T4/oZUFQtmQ3LCZqvMsqFVKGOGFJUxfy7J0RSqY/5BQN9j5PluYAwBvIqZK",
-	"AN4CN1YATMtAVQM/qwJ9u3a9PEXgF968iJ7jYs4oC4VJI6axGmU2xJ1q8jP8sY2RAO3n9hmgUhJmlsdW",
-	"Rk0COl14XQfzHQAeBtSqA16WByixj1hduKRGgPlC3Q33CEKu0AywwvyXGaBMt+fh0kOgKZycin32ptEQ",
-	"NMuDjsglalODwFlUKpWvVsHAphERF+7pNM5s7icN1Wq98ME16tEyw7YbANWTiuG5EjbqAyabtOev67xz",
-	"+mXOC7ZL93/PEsnMhyrw1m+1pS9ZWzrDk2VYVmAJ21o2xJnvX2dCKdTPT+1ElizASrT2UYPdJKsAWr+m",
-	"Ztidvt6f8LOfkcPXuXjQ6/sADhr4YB8vDe761kezwkfTvqAP7KOh5gnSaCCLBY9I2wUCz4YekNXeBbgj",
-	"D+FiaLXP6ZBEMPdHsMikSVsPnvskbgXcolVT3noWvjrPQoveH0xKHvzhmqr8ifwgFzEU2hfwd910k8Kk",
-	"KshFdCMeNc2AWIRBFMq8B6z0YegidZjtpLyTq8I0cFVTBfot1UDkEK8N8itxwmzXdykroChAg1YJ/yI8",
-	"o+eus7Qyk2UOhetb4FCbyfEFmRuTtx1Zlg1FE7z1Z0/Rm5b9fzGpmngPmnYT90mUyU5Zr6gX5l44uXqW",
-	"4Lle7TfaV3y5tdwdXfG7F+PdXfA6ZCJtgm9S8kks35VSmzxDrtfUV0bf35TExtv5CST2smerZy4WmyGy",
-	"O6KANH6xXTTJ0U+ZSZ2qG1GJbK+duxU3eilo+c3mOS2mT3wm6Q90R7ZpEH1M7BXu4nsPW3iA94EWvEoB",
-	"FohfyRwyQjuo+gJDD1gX6wdgWkx5YWTKcCQHXg6ut3FduRJR1/iQ+m608fLOg9FgEAIGpadEFiD3hVVN",
-	"E1UIbfI5G/IbLqFrz3MMaAzjFRYu/E+fu4CvnTRrv38y6v52Zy2Ge+KbiOW5HpHuwtCFUCXh21eCiUwa",
-	"aNB031Tyh88F6mmeaqMg8BYmGY0qQWD3i4Gp0BJ1cLjndVHIYpywC2qqk1AnWSskoX6agoPLETVn8FY4",
-	"xPAIiwWlE6Ts1GhW1QVEu3OFvSbaeToaeyJWgmd2g31hO1REr7Fbb6vPn2YbGKthasvWXP1MzNV7TUtJ",
-	"VtcSqkK0k9QsoWWY/UqA+tDEErI7EsZrowZWdlEvjwwS89VodBQ2z313/tqSGOaQrBIkd3vnDx84Qeyr",
-	"o5xPRQjngmf3RAY+ZFKvAXcbyxtRkCtivX+GXZCmbpp+u2F2K5SrrG6zy3u1tUXsHVcb036KChWh+y37",
-	"h28+48i5qguNBb6uf3HiczEXRSl8ZkhZq0MHMEnobbtR8bj3fEE+rvZZfTSp37Oj6kvwUa1zT32tfGkb",
-	"g+rl0Xro7NZAvT8gA1x0p+5dQhN/vtjCf4UVj42jN8ukj9kEroCasvlXKv+FMu9pOhETmIpnxJetvriz",
-	"2jKMT24CuAvF+KLv74Hpt+S1XkG8ZxzaAVqym3IjU+ZsgOesUNj1D1By0omwM8sCVNNCfDBU1AL5tKaa",
-	"WyIlvcPRKBnpqDKRinEUcIvQB25VGhgVv3slUjUVmsEcI+YG/P2rMDgoP7hlg5W06i0Ff6JsSehF0jqT",
-	"hyZd83s34f5iLYmE/Q7NR6FRhyodktZUVDwAV7fjHRFeJladQV9UpGTnmQPygyRubSX4Pju/vDhrQlUe",
-	"JvJvbFia30GcenVpeMTevvn76SswNn768ckPj3943P1qXXifdACSLCuWCWz/WhgxpoaYjUM8CkWM6F4u",
-	"WmR+/wxtkWZyJ7j5a+yRs8v/dMfUxxR5cn8TPaZWfp28iy4T5IfTs1t29U1ZKBeAchfe2Y9jkcgB9D7B",
-	"9vVikU2Ejhr0r4VYg+kGL1HGGjCfSlDo3Xn4nSb9JfDDxv9qqTjcls9bO1qc7SrWGDy3ZTaf1K+7eBwP",
-	"GXVcIvz1yHDH+rpF6c7gWOIGfMxl8UXQu2u88xXTfIOHtqX+z4f6Ef3sbhnArWS/FsbIYtxP7uMXHi2Q",
-	"/NzjmE15UfOcHJOEYPHlyf0LtyWfPf37ma6Q9+6At9T+yWW9bi7WvQdwL4RpdPUWQSKivxXejsCIcaDH",
-	"MVMMO+hBsfXZ5X8i0Girqekj7epfkbiaprfoOZlwDZ2qvgDKb0U675L479MR4ibZwxPSnHnryD5JkHbL",
-	"sbaukLXtou6BUfZ1F0PQZEVXKGxvgFmLRg3KOs9dkhfbpT7D3BgxLQkePgjFGDkVewmrhK6nFC4asFa6",
-	"GEVrwzyVQs0cZHYM+2yfnS9Gay1bd+GyXR+6pb+8b6LIQ2zulEmNMeTmWfen4V6Qa79sN5lq/mUEjiDb",
-	"dTVsR5hTaw1a3GvvQ97qTZ+IIVh6w2ZgRGQIuW3JqVCzh2cOdVUMLN0jNa0ICdcmlrINmW+yoJ5QXXA+",
-	"QSMVexdp6YCPj7HfEIWxT6o2tEylPA/HGpafj7CIKNnXVeGAwxSVSn3ZkeMEuCwtf0vsn85IslcrSGto",
-	"k8ld1i71pngsaBjkaoV7JLhJj6hjLsj6XBbiuS9VQvom7K8kKFVMOjPKg6e7MsuTpRqLoO5C3NjdT1gh",
-	"Zr7i0WOFARwQIoRhReQQO87kaszUiHFXAdHUyhg+1756YyVc0Dlu22v1cUZU8ikrLZs1/Jssso2RpF+r",
-	"8atKTTd741Jt9vxbe4YPwkGb3ehTqRmQDROFqb5GT/Mnre7kAcMJiq4eNHqkC17qiTL9/MYB4jG95028",
-	"xNd9ouaNQMgu6w19Tzk3loXJKR+LRxrYK3I6+btA9EmC3EObRs0KaxEjYiu29eKV5ZzURZdhG10j02th",
-	"2O6zQwJg1Hvsyp4wih6p24DeKbJraOp+VakZ9PXhBbTrglnC9HzVAjW3a8oSVjmdL/xuLjHM9qaewmAj",
-	"2XQZ8XmqyY6EpifcTHaSnYJPRXOqp9mSuyfsTTPlH16LYmwmO88fP/kh2ZnKwv93stS55iFsNr8fXQ1/",
-	"3DWyMtGe/P6WXaxqNMYjJPiR3hUkVb1f5ny+Ab84wN4+K9LyKBmeyLObIklBHCLWrKrY0FH+0FMrQsWO",
-	"7I/G5BdI5kO2+/hw8OzwMHHYuOzZ4V7TKOzd+WtHXSHnaViJhKpb9KE3zAB+BkC5Qhk2UTmOtsAFQM2i",
-	"tWHjcFXk89bqHmn8oKYKp3xOuTTc0MLWINE58jnGrf5SeMrde8zbG7HGW45bC3uey5EANN4H9ZIvHFsX",
-	"RC7eHeerenf+eou68yW7vX+qeGHi/f0/J7Yd5glEA46XoO2VopIqk2kzXaYKy5yd+05TXFJWEKSrbngO",
-	"7Pi7Z4eNHhap2XzUqRxiS8Nxxa+wZvtazEeW3TEzqVQ9xo4pU3vW1AsZYfi4aSZgJ9aUpBLT/9ezlz8t",
-	"M9oLfrPIZrtDht8co+0ZmHTFML3Q3h6eAa8LUmpuydQtYst+v+wEbBNls/54H9jp2HDcP3SuzJ+97GvL",
-	"qhxPsW+x3SEysSHyyKnShlUihQ4MVrXc22enhmoOdERNZapKIGtCcGiObbVdULZR+xiik9DvFUmsMYgy",
-	"1FUbdfY5405J97oLNsdqrGZJDJ2HSrx7WkP7KGN4OoG+I0Eda2Bt40DzYPinh0/7GN1fAttOlrp9ACws",
-	"rPmIucO2onHxuFUhOuZpL8rKKYqintprj6PbS792WsdLd8KZOqPWnbCXiwFIg9vTZWcJTPmfNVaN0Zxx",
-	"tJ1VG7l+jphLtHit2K5vr9aey5E3Rh9pZyRg53bdAAPvdc3YXefWnMns3HkOgGJ+zldK5YIXvXwscPQH",
-	"/1OKcVu+YX8jO5gsOBbcLXYejok04CAw5tZXe1eKfZdkgW1+UC3e8FWdg45JDFCSyXMfksI4lMcNa8eh",
-	"MJOFuv909OZzjfkssVGw2JcFhRq5JawxsnaYCy8sYyjy+XPCiGkr/mw2EQUNwKtK3gi9z85FKTgUQkvD",
-	"ZmQ+cBP2CayLkSwk9QZvRBDAcfuUGjfPVnpMk4gILcS7gu6RIDrCxywl10QMC7uB25SabZT9XrVdOAbf",
-	"WvMTISpoo8pudnTR1GE7BbLNkC4wryaJlvuzXa1AsPsMvSBdplC4eMsAxlwWe4nnXI5N2EesEplJXXJj",
-	"bQCWWnaUh6xOlT043T57C3Etq/paVtNWHlmuqDcaITZGGIIqvxR+oMrV7AC27Gul/k9HzKpcaDtcPijk",
-	"AjYOPpiqQhpVUUrc+mBwXVVW355YK8VOWhRjK9QR0xfoBNt8FioTWKwA8p6zidRGVXM2k0WmZpagAZou",
-	"IY+R+5nfiIpDS77CKHZVW9Vd77NXNH6qpoKNKjVlE8ErcyV401gUK6fwyxOVZ9A/ayqmqppj6Lfw02rr",
-	"D4AOMfdNQAnVjpp/VAIJDDiYqkTcKsXd/KXZzI2JHkeg5JkF3HQwkRwPWthI0ngKNQO7bCqL2gh9xOS4",
-	"gGXA9tM7KEHc1u+zQ2o7DR1T6JkuW4h+/gXHb1lE3myRhfnuyU5izTo5tfbn48PDHw7BPsb/PvQWDRR5",
-	"iCpm450La+6kprVao8A/bM9vzQzfqEycZl1m5rPveliZuE/R/V7zcXgzvjkZNwJayu70mMHLIot//8iH",
-	"PYu1k3lZZHcwlR+BBtlMZmZibxj5+ZuJpBOlReFQuOlaTqyJbtCb8fjJoafk1TPGb1Got+cd++HZ08Pw",
-	"jj2O3LF7laNLtB+RoyfENx2fhM6YjuC2IvXObHbXD78Ra2jp0V6H8hSfjInT7+Li1PKeWIrVkiQ9ICl5",
-	"9xI18U7TgFuvl0Z0+z5GKH1uFLSlmrukGtrbZep5IILJVcrzAeVDriUbznI5nhhWCQLmbjLKRkEnCCi3",
-	"CJXCslKp0Po5G6tK1UYWQidWjyyhtEtmdgucvnhy9g4zeEqAT86FjpLaaztxSrG9zy4R4Xd87GNNft03",
-	"0RfCXl8ITtgTfqTdGftNuM8LrA03dc8kWruSQteaGVFNraaeiQ/C5fwrcEzeSPtZ72ogWgSRAAJgKqZX",
-	"rg8wuOXq0cjaSqhMCJ6bCeOaaWFvrDWR/L7ss7dwcVWlmbUxpQHEZ+qCjLlpLhcD2qlryqfjVs10H875",
-	"WLMrMZFFtkrsXOCufN6yhibZ5QClvccD3oqaO6XVZnsbotDuztw5raI2dQC/rmlMRnTq2hORHgZvJmB8",
-	"llY0QuDCKmvxOpqX8NYb+Nw9XuPmM11VHfYeh0vY/2YaaIWrDq4U/jl2o57e+kYd/FGAt+FP+2Of++Uv",
-	"jHcp43CPNMuVKqHK1Oksx2eniDQMPqux1U5qLfS6e3dsZ7ImLcI+x2S2NAd3ryMZB4Vzq/RPi3jI4oPW",
-	"+lfRRHMCW75+p4VNRUh4CDLjrvGDUWFPMMxSObAGZOeukYhOGoJzwSF7ibUvL5godQ2k215uVB9qruRq",
-	"YLpvhzT7QN591SB3n6yWiNqoRqg0jmB3v2R6Iyq9qlFsSKE0XYjeggykl5EKnXDksqDWmY7tlDm3dLOG",
-	"Mv9OM/mGidJtQQc9uu3e0uJdppYtkuGNv4f3RIEzcWVl10AWV+pDD0UVBV0jInEYzUqljfD1ey1ia8MV",
-	"JEzwdMJ8XmZdUtbFv168fcO4hhxXeSOyffYS3Bv2i0xqdi1KyBu2FtcQP7tPs9//tT48/C79WanrN3wq",
-	"4L/EENES2C5Spqnmj7SlVcqnxR9ltkcyXGqWSw25ZnqiZvYhpYVHXMAEFBgGSo21nUquirH932Y8VZsr",
-	"9eGRXYWlRakKqkGRGI8uzBHLxZinc6YLfi3ep1zjpkLjfE3B5mrKcwmJL0NVvMcNeo/YEdnQdwAZvi0u",
-	"4KcT+mVvlQ3wD9yrUzjoB2mAvQgnkM8bPQl9UHwq2K6QkFIzUtW0M+N2QkfbGb592iNiGcyArusVFWmG",
-	"eYtdU4BnLuCR7jDyJ+LX4dn2gnMgGsPd2LbdjnNku511keHtGBBjhh0L+TEwiA34sZ5rI6b7uRrHuDKM",
-	"doBspAc7xued/oGvtfmtY6Pa8CLjVeYYn2azShojCsez8WWX3gL5s+iBNhUvtCukdQ0eGzAbV0INiXrS",
-	"JA1rF8WNyFUpmPjAU5PPGSCI2k9nwvLQChgc3mTSNoYJG8IETzP/T0v39j9UCvGo7Ni8M6n9A0Z57L9Q",
-	"qbL/yrjhw719dlZZPgjI5WpEfwZ+EyTwZLQoy/ftUyC1eGrYMbBhKwZgxcP/On/54vjk8uWL34YJLKJw",
-	"K7DGCHvhV0PQKJRRPFVQ+Tkyolp0IjbiYRcX+RZ2/9z92S8e//4L//ASh+7k8c3DD8Dc75Oj4SJgPX1Y",
-	"GV1bJIQtJ+vq2jRul86G2kovZvbk9syMwrcHshipTpbmUC2Qvzi4IeQz/xBXFyq9FuY5tnflZpIwXV81",
-	"fV6nQmtY4rwUVlmze1ekghX19AoDvpjPq+upHTwHBK4iYzOouMLNGPGpzF3fk5RjNnVQPTeTec60sAqL",
-	"VWDh8TkrhMg0gZq5fSE+MxGV2IvamS5ga1fnF3dqt+ce6ar7ox0WntteFvz0EdGCT46XsuJi+bX2ooXH",
-	"cVqw6111/2fdrsd35bjimSB8gGZaIFqpLqiNIEdmTUT871kJBcaUER8Mg7J5zXaH4fn/gvQy3EvYCHDQ",
-	"nC6MNx+Kd5q1aQQ4QbQ5LMOXmg0nIs/V8AjtOZRWQ/rZAarwRVLEFY0ra2BdzX2nZ1UbNualpmT8YVpX",
-	"WlXDfXYMwpNDKn5RiNQkrOTaZ0hpVTWoLn5yXru1spuGosC2kUUtWAVpIiiYpWkUFlB6PM84whxZmLFL",
-	"toTAOdh9dloOrhxfRhwCLYpMs2El9LywWorzEKe5tFymEjxrJ3jhsYbM+fjslF2JEUb/87nlQ6oIi6ao",
-	"F8txbSaWOaUeEx1wVQWv7EarawEgDS7NQOV2jsigUqWupUhYOhHptT17/Bra43AVn7Onh4+bUlwC3WnY",
-	"YcKeHn7nNkgwVcmxLND15rBzCJPA1WiAoYWbZF8+bF5eeDAkAJqNXwceOTTbz63BGEN/f1uKIsrs1nnz",
-	"TpYvlBMs/koBmAwTvMolRqrtpUQ97vzl308vTt++2T998+Llf+xfvPx3S19GebnTunVdZiYucZWdW3Jj",
-	"ud3O853//q/Dwd9+++Nx8vhvf/76637nf/3Lznqj9DEy9YWEZwCaB6hOFwrBlonNCdGVtEp2jMM4/jNS",
-	"ea5mWwWtQ0jZO7tKQN2pXEJ7FkmxT3A69I5otutcfrouRXUDbqqreRCN1nueo8oKYJfSeZoLSuZIGPrw",
-	"AZJJ8SxuzvzSOFs+25ShYI6rAsut3dt6y+8yttza2vvIEmpRysEfLRfgnweVGInKKjfdRHSiaqugzawO",
-	"AY+TiteCLtqFZNIwuqwTdn55BpTCcsE1GDWoBiaszPlcVDpBx0yqMivtxbQESIc9rLfgEEtQlN0HmJb/",
-	"U2djAaqUkZWYYs50FctX+kmE9HferHKN/PwlXJTMOgJgi37U28fBko+qnmogQNDzLzJI5LqmNMaYbNZ8",
-	"WuboAokiPzw+TFYXPa0peXogbhWcaHd/OXpiy7DukmE1+7rMBj4F/7KcoLto+x9WijsU3l3sFQc3fY86",
-	"SXnG5jnKTNV5xjJFddIzqQX9rCOQbYQjYCf/HDPqG9DzSgQ12k32jagszaZWOQpaJagiVuwZWDWY+d9Y",
-	"YwUF7q3JYd9koqhUU0O+z37MVXptFd/gyPBrZLI0S3aIEYTDPlJVCpPTwkS7LchKBMT4RTPVe0KeW9qk",
-	"FdBzZ3Q/VUWHEgQgKsH1Q7fFas3azmd1EX3ZTL99r7Z4Gt8UZN3SNb576RCp9rc/HDieu8YSbOmn7Q4U",
-	"nuBcBO2RJr9iR1YyJP25z36qXAS/FpeO0M7hjymAxcfXkMc/vZAzGvu28JlZdzoDiIZK7WtaOjRfV4ix",
-	"jCTXNAx64eFVdpIdQpjaSXYu6jQVIoO/voKGajvJzqWciuxtbXaSnRMS873A6OLbZ1/rdKjhw0DhH509",
-	"4r+cAjZ3k0ESBIp2rQnxXGadySwkMkX247wzj+TZ4a2npCo24UVm/1Ub59aPlz52zRDqLu3omyHc9Zwg",
-	"N3aOLi4usflD11RGlZreAVpBx+k5DXHNJIy6tylQNgJ4myeqrrpJUBap+Nk+0RcA4a8/PN0UY+OEazGQ",
-	"UH4ljbwRGEOiOcosoWpzO1Di/PZWr0ZNyx6rsMKtaw3XYj5T1eeTPRXIoT65Bu7wtl7sFTZuS08I1Bas",
-	"u/pok7alsmCBeA8Xdlt5uQWnXEiqimo1UIz9eak2n7d035L2l0XaqOkEVPFIPyy524u61tm+TO8GshfA",
-	"HmFa5CIFYsdbz1wxF/kNstqXAUb84sGtuoC5rPHebA2NraGxNTS2hsbW0NgaGi250VXlCiJsq4R0NA+3",
-	"u/OwGscf9K/TbH3XDgdE6WvEG0ieRtXw13aVbnGL9hUOhzfevsIt4rOtOw0X30kbW6jhu+9lEF7YBySm",
-	"AwzudgefUVnTjDeIC5CIyzFJVFi9Y58dF1T97Zrhu376WGdkVA5aAESZrYDh6XWhZrnIxhi8dSHoCoJ0",
-	"QUj5CEPbshmZyi9dlmpdZNSGZaFpI8z7y6Dlu4/cLq1+TdMwF6H98xOzFrIMts0MvsngK97au2aG6+Kt",
-	"LXaYCcNl/hEqhizK2iTWEitrE6ADkuqB3Gud3vECZ/Etax+0Bat1EKwAtQ9utZF700aaTb4nvYQgMLAs",
-	"dwXpuYod8p25Ml6suoGSl8ah5wt5LE2CapIg+CZ2n1wBO3OC09g0ZHBpWa8hb12P0AE+/0srX+wBEApw",
-	"dS9UWlu9q5u8gq3dCuEHpEX7Vo8dsFdGpuJd4WvfOrA8Y7RyDyg2y3R8YG/qfEVSayUNJaM6osSGZGhH",
-	"XPH0WrO6dDEDkQBOAjWHx+o9iY8lYIwEi62EVYfAZsBqY6Nc3qt9vi6bkjf/hjU2NJWDtRnDsV3HZ8Ia",
-	"7t5QCBcGK13XXZjOymfwforczsik1/VLo96LTw6f3Ieygp31RKddE0CEOsPZd8sL9DbQIsn3OuPSHFG5",
-	"Xqs4tiWav2K0zK2pdE+iATjvPQqHLnurLR7KnBcr+tQB9Be4fizbl8W4JSmovgEJmwLGnGVyNHKWkBUZ",
-	"BC0hANYqWC9iRXCQDLwyR5Yeobi2AeNZFgNnOS++CSlgF9pXCEAx/7Tklfh0AsDOtzOrP+db9XXLGHsy",
-	"Rpf736A/tk1MZDcPxSArPrutLQzMb9Egtjqy+GBWWL7nfPa1Gr/+UzJtlukkXgfzsLu4ZR5fme0Lp/ox",
-	"JExIWzjofsVnnpyTnbLuNnQhflbmwsQm1Gn5qjxjqvDGr7N8oQ8BGLcqz+k/b2nTfg5Ef/cKzSp672Pm",
-	"evVxa+JuTdytJvd1mbj3KAPWqnRr7N4TtKbWiIug0JPAy1QhNjVjvz3G38Oyhd3dWrVbXvjtWLWfgBlW",
-	"YuBcSP1NXO90Ur5XIgFfT5U2zxHOLAl7BeXciCKdez3u58vLM0rMWBn/rcSFm91XGwUO1rjGybflNF+D",
-	"CVw1B3pX4d8Oe/fvPJcZX4ztJm27NqLTgHHgQrwtHFa0Knbb8LDWEB607GD8D1SdwtEhEB0BgH5X2ml+",
-	"VkR/f579Znm47G2Yd2sDb/W+r1nvO3FdQe5LCqxR86jTd6/22zRB1xw8ErrwaXxYOIe4d9DoZIUqd0ZT",
-	"+Eq1OFoe4DyvaB5gn9myjU/dVLt9xe85BY++coCZcN3upp8XE+cGVq0CYmvrUA0APSVNsN2JMpRpt4d9",
-	"CaiLj9QL+cNHQT0yw45pEKuQVD3kMPesKISuAjEw+XP40udC1velp9HKjmEne5XsgII2UTPsgWcU7OL9",
-	"1vFEp7pKMcOL8chVd201tK2GttXQPE+7F+nQTzc7IGa+Ig/PKOoGAw/GtLUHYf7w9S3333L/Lfffcv+v",
-	"hfujIv0J2f9a5t/B8tku9wX+9IvULBcj41uLPoRNcLEVCluhsBUKW6Hw9QiFi08vElS5zhxYnh6yc9eI",
-	"TFUsUwJJybmLpGF1YWROgDDwx6bLxwOIClVuJcVWUmwlxVZSfC2SQpUPKigqUx5gD7weON8LXfOCnlMT",
-	"pc0jF8ubqDzTgF8q8gyauxYmnycLqMCZrLC5axzu+9yUZ6oyr3FufYCAaVIhEq64BRCuZU03AlIiYMRs",
-	"J9kRH0pIjugNbUtzccC2rbXG5uMfiE6J+uPa30TRNYsvPfoZHviqjp+4tVuW+gVyN4A5X2Aid4Q+lHTo",
-	"tsf6upNPjVTFOM5FjSA8audWUYIFB5V2VAnh+oNj1gIBtU8VQBzuXtkTJEgS5BeQaT4R6fUe/Bk74AVQ",
-	"zmYmU8FmE5nTZY5oticAKxySxFel2oYLW6PTwg6xGS8M7tPDJaq1dn/V7Lba61Z73Wqvlr8DrfLC8/h7",
-	"Q3ls1NaDP+B/seMq/LPb0XEuSC/jSLhHwPRBAFwJdEIAvzeK2A46MmJpK8C5VrLndaiOxDqimI60pHtu",
-	"NfoFSAi3090y4h+TOXmfnPy9X1dHH6ngNYGteNiKh614CDJjFgUEUsi9igmoIDv4w/7PJiLCkJfyxqmg",
-	"qiBjIWEKnuZ5PmfKWvvOc+0QC8fyRhSrHBxtAbJOdnhFM4Pvd8gMkrfdAqO7xciz77//7vugx8jjPj1G",
-	"wM9RuSN1m/Q1Ojy20m0r3bbSbSvd+kk3r9tjwcu9mkGm4oVOVSaqgRHTMudmvR/fv8J2R6NpKcZ7zL+b",
-	"MGp/PpjJzIo8Ab56wmKchrwxYWaicJGqEK1u6nGH/qX/8KWfah+3vp8c+OuCDn/4MbaLxYx2LvYBxOUP",
-	"n+hs4NZaz2fTzGp5n1Z5w/3ubLtarWqt2Vx6E1y++3Q8owdXMx77+JH9M/3b+QOg/tneTNenDf6gU1WK",
-	"oHMOUuLTw791+YyXr8/O/egwF/xGvAIG4j60xpPrFvywXtzIfqyd32cu8rcSfFW3GaCCONk9qBw++MP9",
-	"8w2fij+RQ+TCiGVe8QL+3sErHH9AoxL4wTLt4whR2l8pYe3U3AdC+ozYl+FqPtYxuRXzG/AlvDXZl8Of",
-	"vpSmOEg098wqOvBUzkWZ87RbPwCTNFAGLC162I4rlc3ZtNaG8XElRBcIypfBDn7bqidfl3qyKfl/U+oJ",
-	"0f3D6ifrfAIoTO2Tzx2Ok+8trtku+QTYVEyvRKX3PB9qcmo0q+qCXc0Dl5xOvHNNVi7x72rOJoJX5kpw",
-	"42GIZMVuRKXR3RZzHbyBNdxzh7pVVjbu7jdjLhe03+4y0gW4m8Zw+kCLfHTgr0F3LOaSX7tATLTt/SON",
-	"KVmAaGFFqWGqSBFzDEoG4OUpMwpRt6FjSOtuJ0wW2gieWaE349iSZESlB9DSthSVVJlMm2u7fEUvKzke",
-	"i+pC5KOf/aru+bb6D63Os/ezZoZfi+KbuML22qAB4S6J34RCze7gWndx2YM/Cog2/embkHbf7X+vRS0W",
-	"i2IoI3E5VZFqabBaRuowuHGEXNZe3guRqiKjUk16WmRIE2E4RBSYnt2ur9HQ71lmYloqRNi8FnM2BRrk",
-	"rBKmkiJjKZrXFcA8UU+eSpuwR2nMK7VBx+Zf/Oo7NE/c5M+yP/PiWteonMGmPZzG+Q33gt96znp5zu67",
-	"T7MWaV1JM7f/PTDqWhTrFNTjs1OGD4Y6JfyFaknGQhtWVmIkP1ix3kxEJ+yG5zKTZs5mssjUzAGfODMb",
-	"h7nheS2YNFY5gS70kLYNTSahV26Zc1lYBj0NsrqRDYqMTUQl9tlLnk6YKAw1hsaaRtA6XAz/RnCIHSY+",
-	"wTzsZIa/N9FnlvKC6QlEqjXNkGorz8WNuoZcc9gVXgms1Fe1YXWRC62ZLNK8zoR70oqNqhZxDfu4lJd4",
-	"EJummZ+hl6PXcxfyd3w25v/DhaiZ3c6rOQrwWovqiPE8h79XVCPKr7SViR3uPnjynd7Y2bc0reNcK5ZL",
-	"wCUMN7vrw+39bn07EyNutbTnI55r4b99pVQuABH+Pj2N7my7DJy3hWAlH4PjpyG0bTxxhYHUbFPAHx1b",
-	"i7HIJx0o6/TKPu15z5Bi0UyAVMarWsvCEv0VT6+FL0hBLE7LPEZ1nrOhvknfl9y8Hzp2R7VypFmqIp9T",
-	"0Tc63a+FKDX7n1obGOTi5+PBk++fEbtNWJlDLR8TRVrNS2PVQ1VSOlzD6zznYS/Bz0Cal8gCLo3ezCtI",
-	"OUBd1a5VVVhLmKDtNpOUXkEjRMKi3yVMK8Zpbyz7REY9rnhh2FRVUNlDLlVRaVWw2USxKc8s70c1G9+V",
-	"LV4kWMrz3FqHliV5BwjMkurbK5GqKkNhgVuIZ8t4nUkIQcu8Sz12JLpzn3qp+8gapdRyswUByrOssper",
-	"EpZbQtoeOm8WJSu5jgsxw13so9k+vuNlZn4zuxypcL4zrsmYaWMRYPGql7cJm01kOgGNQBkQxgXKYC+k",
-	"/IF+7izzm9RmA155t7y6n2J78Af872m2MgCMOoP2jMvh5CuAb0V6EASkDxwOPbahLyvoDMdGlZqigxaL",
-	"FE3LeQDKEyiQqWdeI1nw/IiYq+Vj9o/XoqQESdBmvRrkHGQhY0OF1DJIXjCeV4Jn87beREju2jc04iCm",
-	"7Kward7p9OTEgLU67gvs/Ao2BMiWaT4S+TyWXW0/G/DUDQsn8cB2HkQpW8mkElZY3b9o7//+NpgbDazY",
-	"zXkAeu8I6J7Q7TaNCK2rUuklWZrnaiYyJ1MFeOIictSxAofRDNQDfcCcaDpiaiqNJYSRFFZoWW3NxVPs",
-	"A/vsjZiFXw+1LO3pSmyuZe2z40Xi5oWVj1eC1RB7Rg00kreWsCuR8lrjdV7gQF2R7Dui5bvXrNrTW9uG",
-	"DI4JysPtZVl/gA/qGFzHktzBkma39Q1+Q9oU3vPPSJs6QPuyO8DyQoBNSv2K0I0H1mnAW8EHFxgCyKQC",
-	"y9WSXNyUJuMA1BNu7Ma4BmagpjicfWtVkrngGHmlDDfIyC0bXZiJZaJuNqG7EFQu7ryIlvEmMe4Kk02t",
-	"OjiEgd8Xyrxvxhk2Njh4Gm9ttp7D+5+3ioVzXG8PoivEZT2phw6Tfr1NMi4magab6neYh8TV+LCAQD41",
-	"P1HQcGVFYSgl7C0sqNHSGAfHh7XZENzFinOnscksWfasEGtpnCpJi9k4V0rMV4euKpVn9KsGDMeZqtAG",
-	"o0wIVUQsRXKR5YK31Dcyrewis4ZZCcfJ3EKC6S9rgb3qFM5hpz9v3rGZK8ku1e6NP6wgsHQKWnBdoMqX",
-	"bVnL3Vh7cIc+lT5iJeOaiOWCGEUpqxN7RQSkLFXaJEzX6YRx3XaQJMQkHXtAegp85QAuRR0aQD5DukdZ",
-	"iiIbqCKfA4HTFyEyiD5wuoFWlfAp5UE/xuOz0332Tgt2JUaqCrpRqxT6UWfHxkOXYLMu8BNpYdUXhREk",
-	"aNboBp1Iq3bNiRla2mjmVMmbjkjkBW3cMWzyp4pGupm6enZxA360eSkSLD/4wKdl3mhLeG32vUOZ5zk8",
-	"3StiCYODiv/xZRRu4nR6UjNVm1RNBYVR8T/6BVLx2WiBvq5TwqUccZnXlX0qE4XcBCPRTRX0WnfJ3O2D",
-	"qRs57URwxOd2ogAH1lYZ2Jd3HramA+7sOSyrT7B1BWvYRl9XVXN2mCl3JAFgxOXcVc/+Aw2oV151wLlL",
-	"JQvTCrAWauYSpaE/GzdibJkmwBaAwWfQZagbY7NSuaDkaUyaIO0NdtPKCuf/n+6z48JukZmIwlAQgVx+",
-	"Uz6HbrvkBjQ8V2Nr0TrvHNxMFEOAcWLJDj9qTdTZRFGkDD4T5eRnwT7dI9E1n+miueM8XzqEbyibm2Ld",
-	"7eV/HK3YDYkTB9zNXmRhn2wu/tIEk4Xcqata5obJIvHw5lNezCEcr+Eq+vg9pOxIzfTUSjwK1VcoVuzd",
-	"tew36wAdhtnfp09C5WLVNYXt+3auZkX7fRdsG7eub1E+3D7gk0s3Dy4QJn789PKSreL/zp22KpHldhEW",
-	"MtJhmpunsRxj7aDzGLp4LNQAbAImYK/rPcIH2OF7ZaMEf8fqjsCHEuSc2N162JQT2KAunCRgcI13eYsr",
-	"8FVkR1dIE3fHsla5GuCJgz/s/6xJIWkwBODeAekXCtPVgPnssx+tCB3IIlAg8V/ayDxniGRtFHNyFXwH",
-	"y/Fbp4a60bXMAeCf5UoLzSo5nhh9xKbqRlDBPgppo6gECz9Kdk4cyYAYz2bG/znsUswx+DRSXBZSKPlD",
-	"ts65u62rvzdSWVdUb/pKDqIWyFWYQt2VEfmcyQIyMkBXQGutLWzwQjsjiEkDVOEcbEgBzEqVuXPFL1Ff",
-	"kzDhXoN8qCjFcU0NlKxQbwvzK2sqNmR1fwpJV2rGx1Pqp9MtxKy/ftFXtzh8EN3C5WLgrLapGN9gKsYD",
-	"KyJGlwMw+3voINgr6OLMar6Ae85zZLagLwAXAzTdEL6n0Sua9kePNA5DzjKX4QpP5WosC+/pKpgqrNkT",
-	"fBCe8h3rxAfyCviyWGJsT9FpAEv6qEx+UlyMLo9rMznxE9kcGb6Fe0RlBm5VVyJXxdgqU33hjvpXyU5l",
-	"4f/bTtrYS7jzfOe//+t48J988Pvh4G+/Nf/cfz/47Y/D5PGTv/75Lzs9fP7vmrMfLayqayn2uhQb4Ms8",
-	"e7pqEf/9/Ndf9cFvfzxOnj2NTrm33hicx7L2uMVluiv9sVhkInfF7YwuA1VybdOz1hx0w6SQTpFV6Uch",
-	"q9KMA3QxxApfYHEqMCwsTW1TuFU4PGNEblRyrWeUhU+5a02NlQ/MOlyWazF32bbtstQjJpqKVPDiL5Sl",
-	"KuzxrMUduE6XGF8/eNdwZ120NdwejFuGf+kVvLw96FuydppNbNUfG87S/2evKQbc7fOApFs+wlWu6jhd",
-	"TLlJJ4QLkdtz30YyV/i/F/fwLhlcP0/47VQ1VblUMSjUmaEC1timoG1RNlunOodpLG32iKmAUG56p5zQ",
-	"2cVoa99eyQPLMqbi3ZsZu/SxNUZt+6D8KSbNTmJWEc+ncUXsIRusLW1kFyBJczm5uwdH9uZRcz0XifaL",
-	"3JZifn6u84ZpPJBqt9KOPTBCr8Ae+7GW7k4RgzqmM8eKpYnggNwHyf8szaVrfCuLcVhy4Klupuo8Y1oU",
-	"Tf0kIvpOhZkopMp356fg7Dt/dcKePHv8V/ij/Y+/Pnv8jGViJK2+ZjxfdamAOA2akvjAU5PPGdfdrNea",
-	"xS1MqYaCcBRX9pzyqpKCUkA4m3A9CeBPQopr7HdpwoQU7m3tGe0Vn4qK29tQ5nwuKtgTfUvjPXEZKVBR",
-	"KrV3plLVvj3kCGCbiOmr98TF4x9bhwwVbIWCVXhZCufoHLVQ7jHheS6gaaly2eGfhI/DSlfC0WG39wZh",
-	"VpsGJLJFUtashoyPLdrpl8z5L/GOfipmD2GaNclIqSq0yn1IZxGxNAmCpehyNHIq9FHD2DNueEzhtPf9",
-	"WszhGbCKSNt2Zp9D4MuktoyQtDStlmrJRhIK5RlPU1UXxtdmXBdq1pSX7LMXlNSNK1mBCOUeJFwWOxGC",
-	"Z5XemdUkAnrPKILBBBABMRyAqG/gHZzDp8rl9sE63d78cOOhQMZaHpR4LD6YxqTvZc3TUd+Bq6F1E6mR",
-	"fa1xOvjvfv6FPj3uM6n5VQ5oVXTwvfK3G2is7P+w97XNbePYmn8F5dqt2Lco23mb3bbrfnAn3Ulq0h1v",
-	"nJ7+cHc2gkhIwjUFcAjQsqar//sWzjkAQYmkpI7lOLE+TPXEIkG8HpyX5zwn3nRrmLFo3z0cZiy3LzcB",
-	"atPg9o6MTkdGRSf8LsQ6zvamQL5Yfvs0vIapy7HIpEUyFZ2LFoYrUm8Nz91eBi2XdJRGU7GIN+CiWIm2",
-	"A0Kv1j9rriu8Ru4SHag0NAPpxoHsxl8SgBEs9FyU4yoPYEFZMj2HQFkQhK0YwYSuCne9jNzMxMc82QZB",
-	"6I7YTlmt3AfWKNN+rG5UEnTq2mhp3r71XU8XYgQudK3cL7gQ5q5nTHtw4XcHLqzwuNydGF2rHp/8UQFX",
-	"Zi+48EqP7SALCEP3xlkvWVQVFMk2LTEJijBimzXLtZqI0mnYAeIvIYsySpSOSGARJoWZxwFgBeqFd79A",
-	"iiLV7zVVIUrGs5lU0lhUrFuZaWIEQpFzi2yv+ZwvDF0URs8EJnhr6LpvFNIUujABJAO3036JwXTzoHSQ",
-	"CHsw407AjDs7mhsQSi3ZiHQ3eSRtiNdswAj1ytNIeUxbYIKnVkuiovMn9IlB95t7pz6OeOYo0Tir0hr1",
-	"CHSk3qwI6ojTKpgYj0Vql4CWofwCnTuougCWdr925fH+ZtcAxy8/vbuindpA9XnglFO9Gg5BHFHv2nsB",
-	"vwPE4lfUbk68yt8d8rkS1hCHS7D6kF2ZaMjVkg5RCiOsRSpLhGCTwKx9gz6CoQRwpEDIB4VUVZZCgVF6",
-	"zC7yvEXIRljzWOEBoTufaoH5wwIpdnSeNWLluZ4A10Nlg4LUQuJkBPjmLv3cPDAxh1eg790GaO7YWk+Y",
-	"hp95ni+SlTnfQMx16Fl1RI+bBnY/ujHDGs5FuczbuRdi32jhNiNs0yUU9K6vJdP8NjvBHdYt2t7ribfb",
-	"QCRABvZ86jbnyClhaSm48bEEapWJQqdTHwjGOkCYue0fkMZUNWOHtD5tpp12CsllPFqIh1ZmfMGm/Eaw",
-	"kRCKGatzoc6bBiKahRGPXl0fuwZ8tLMAOwl1JQILwV3ZYHenAlHnsLf90dNWqdJCXu49Vo2F3LMG97EG",
-	"53nj3r2nY21LwWemUS1sDRjZWF5aclDqwhfpgT67q0iJ3Dxh1G6TUeYMscAe0AEHHTi0Di+FAkdvpazM",
-	"6SuuAbA6IXBZsimnwmJUSy9GmfkiZQlCUl77t7KEfayUkmqCDh2OHL/sqkpTITL3+89c5u6/n+RMZB8q",
-	"66zHV1ylIhfZEV7ajfpo0kJYciaS1USJgDV0y4yLOIbmUce61HkO2JkaNIgT9oQmImF8bF07OMkd7FQw",
-	"M6/8gn21YjlTgrpg//026Iq/0ZN3AoSGyQEznwDluuj8LgdWw8ZHe0VhPLkX+G4nHtvvfE+LCGvYFwoV",
-	"f60fVxZr8vYsRLwNv60i5I2RbhIJJclQb7h9TLQzJkpzlcuxSBdpHqRYI06KorrtWnnZca3gGy38VHSb",
-	"IKqu+zK5MNd4l2iVSyWWUisOyRuoFWZQZ0fBgU8NO6VOidR6lx9Ten7GilJbneo8YaWYaWftI799wkYL",
-	"SzG1cQmpEQbuCvpHVuqiACUS0Sb1h8C+MrmeJ+GPQC+YC456pPuLYZUCuCJciVKlAtTLY3axnEUX4wlJ",
-	"W3I3gVMr2RiUJSqeGfhfpGLDSpXu2gTu5NhZ6W4W70WdTzGF3APvum6NS1qYTbJi7kGutAs0v8g+FSeS",
-	"LZ1Svih28GHczt0C3f26g882t1nX5+HH7vn+24uvIcZxf/WVsabB7qX2Ora0FUnXovbuWIx7c2QjowBe",
-	"Wc1JRLu6FOhHSUCoe6OwNQ3xZqqNPeFFQd04i+z0kUDm0A94bYD2B6Y8toKcroYdNkDndAeWYoJeU6kV",
-	"lo//MB5DM9BCZHNMnIzmc744Zu9ssFYsMt2m14YdpjoTqbtmjM4r1yDdJawEJd4gMav7B1kQ/mqKJ4su",
-	"D3cD4EO6lBOp2GFR5XnCispMEzaWuW9DzxVUH0dFOtgagAXtk/l/2fVwp5bC17hIIiHOZLZzOR6s953Z",
-	"A7SUG9gDkWFJvbpbw2z3VwmNdQuLoB7p/m5ZZxGYWijs8gKZ6WsxsG4EkPXU7R1+y81ShidKcRDx2gvp",
-	"YUNCDKFAJsaSj/xFiQkolGmkqzIVCRaY9yYE1oq/FguU2E6MzgQ3VSkoOwgvkTN2IzOh2RpRz6tMhofo",
-	"ilDGXXaURKLL6yg244S1v8ixI9AY8agLY7EwPlkFQ/e4rnxR/SE7JKgye3qaMG7ZTBvLnp8enZOjyQ0C",
-	"c7/JUTcR7rKCifEMQyN3QQlbFQlcQEehb6XgRqtjFmXP+8TU3z6+h/AfgBVqFCrmlyUh0BelHqy6wq0p",
-	"rtx2+ORO225idY1vrAnV4d7wmU33n6wU9bPL3/67x4HBxhjrSmXnTF8zA2oD0SfwaCvDzt2XzP/ug4Lu",
-	"rQ2G6OSkTMVvit9wCfVulovjBPG8JDLv5FboiTYs3wsnI27TaU/hm0oZVhXutD47ZfA2HAqTuGNRMkjq",
-	"dMIyIbaRZv6pkWqSi6imPfjxVSYKoTKIxiPMAQAUBgwOkg7uBDrBamrHjfsnPA19bmSw5sEcwiTDID91",
-	"mdXUSiT51ojIH2FG7kFOwoc2EpbmAUhL6m2XyPygQoKnMy69AiAVLsE+Jf8BoRki6WOcOsHzWASZncsg",
-	"y0s7KEp9u+gWPHWOTyMGSDQzWC65obQ6231JmDKprF5xayRMV9bITADVrTfqDxHsBZMC/08rMdDjMSuF",
-	"09XQx+zUWbPkMnbvBb4SNyYCi7v+QPQTqmg5PVCqCcYfRzy91uNxQkFXpLg3Fnzhx+wCyKM4VvDKF2es",
-	"0HkjMhusXXwdXTLH7IIVHIKb3EZEcYyHIbag3s+Zd7s34qGl9e7uFhIU9zP5HGEJd0R/svSZzZRKLJwh",
-	"SlAvi2qUSzMlbP46sfnsrh2yrtcUXOtEra1sbQqwWr+Z9irlXqXcUKVEcAjKQRREK9xNu5fsuvgSwY51",
-	"DBtjgAPhJVZ0c6yRx+eEcandyt7n7LOLvJvfWdeZNMHbf8yunCQGYC/1wROeU54S8lsxg0gW0yYidXEf",
-	"ErLxlTUCkkaiYY6/JXmoi7043IvDvyAOdfG1pOHCWDGDQrOZTrtjeB9FJkuR0nU/KvXciNL7KCEJyok6",
-	"izFI6aaJUhoznVYzoSya1AWfkBuTMB3NnyECxBW6YRt8J+erSZXNpCiy1q2YoHAzQVvUJEwB4svTHnXx",
-	"jbAXhXzt5mFJxDxHEdM+J34a1gz7IDlA4iBo8b1G+dQO3SdMincGrLaWsOHSErrlG1RyeNzLQbwcofnz",
-	"EUQ0+tbJ7arG7MYHDSa2PmcRLdDZAe3OARk4B6uH8WnHYYRWW6IhuIzO3pqUTuYOLDfXm0TVC1FKncmU",
-	"1e8yeJei2cBD5qONRalTt7Ni/qB0Klyng4+f6mnS7pMllVGtFIS6pyIvwFpDuh+Wa13UF2AhMvckBKG1",
-	"Z60gEFJ7/PnH0OtPMOAdOoman+oDoKxMpYfdQILAo8KYRJtoeVZ6DsuXngM6XyehQ50XU12CXN+4m9bp",
-	"11M9V+4SBW8B3SNTPcNg8FlgYZ2J2UiUZioLrNUneG6nCYNM4CB8Z1wqiOyhdxOI7Cg/a85Lt9GJoZBe",
-	"w9uJ18UtgUySalpCMMxnEHu8CyvFjTQEXFu5kl5h/69oInZZS7z5pS7GP5pPP9uP4jS8oZSq5cHv8ARk",
-	"3PJBKdyyuqVMc8FVVZwUbrOIec+BcJuK6NtDlVY9xmuPEtqBCy6pi1MKZQN8KXySFTqX6YIIQUsBdbLC",
-	"HZFnGIi25YJxyJcXWRIo3zJPccHVAigvj9kHooqDzH13SiFHAjKy/IXBGY2SgZBZPQ6X+OprbvlH381X",
-	"+Mo6tOqvEI73XMoU8+Gp1SHkQjN7zih+brzCgHn6PbkDuvwyYNDPpRADK24thdfrfoYcEOpcVyfwva5e",
-	"vHz67H7BOW0LRGvXKVZo5cNA9/CcNkFEs4hmAbc8Oq5pOAhfKpJSrcZysq1kKis10CoVayK0QAUWH/MG",
-	"z4YH4BiRozFJIkwKA2zuEPrI8+jPCPpRwOpeEldxEkPg51yCKApNk76boUobF9UxbOKOfKmrybTj6ib5",
-	"R8FcvMK94MRb3P1jgamPqZ4RiwVvC+VWqkOS7cIH1/apj5Vax+9bz7PVuG5LWKAuds37i/12jmxzht+l",
-	"e2cfAH446ewVVmxoF3a4YHcn8rpdZO77I27EAHfdAHb7Bta55aPcyS6pMnHr/o8t5WQC3nyVMSdim8bl",
-	"E8NynfKc5I3/bGywpzqvZgoYf+fB6gAeCeVxIwk9+vr1ezDaeQ4ESLWwCu2izwzqSUBm0r+Fz6QPhj6x",
-	"o0P3fDl/lkk+UdoINpPkcmNFqUe5mJlWM+Y1ffAKpu8CZm9dwTFkY0Vu+9fvESk9IygOZfhDa0yP/luk",
-	"dh2ra5Zvx+i6oqf9wm/lrJoxVTm70fXCdSud8pKnbgwB2QjKN3bq3IdiQu/RRLRlpVIkROzAufPb11n+",
-	"aspL097tF6enp8nBWJczbmGU9vmzg8S95zp5cPb09BSemEmFfzgNY4RFB0ajXWuBy0veIY3DdqQFhdO1",
-	"1wG7mN4QokvOdycsluZvl2Yp+pnXOmS4Ym8//fIe4ffgHiyFyqC8MqQeeG/8iqsf1DyQdkPc2/+54LN8",
-	"iBoHn9dver8tk9aIfHzMftR2CmcLYiaRAwYIOMLjEakuVmnUTKixLlMRl1MlkkWx8LyKdcGoTBS5XoiM",
-	"3YgS3DZOwkrTGIoHvkCZjBkHfPdowYbLruQztuRJHp65qQvRjjYCODas+/k5E0qKbJhsEQAxUwl+2mBc",
-	"lgJzVQ+Hbq11IRQv5DFM+1G7MNep+U2uk98XqCPjKp6z4dS6day3QUdgA5e7jBx78bJ3iUuSg62S8sB9",
-	"+SAJrOL0T/ehNhbx7WQitNKQiS3KJp+zD4VQbllX9u9xW1HKAytu7Ql0dE3bcMra400r0Z5W0duyBqTR",
-	"N44b5lbER3Ivnzswi1M9f/iRJqnGeq0UL0qdValNoMZJlrCp9rVcyIUuoaN2EQiodUbiHi1kE6OZE2b1",
-	"BDMSQPZIa1hVQLqLa1Mo5OL0MSos9hs5DivMpweVVI1lOSNNdSQVLwlmA3+gXjjh7VQtnl9DDrxuFWZX",
-	"MB/v3HTsMl+t/krLQfyRG5kytyTueAH6fKQr+8hiTm+EZaN1M7FD3SYwYJwAT9AmwVfYafh0bKIRvIH4",
-	"ekhPoOCRKK0cg1OpIyP3V52JC+zADjdk+EpfHBRH9ngCntFy3sE+C/tp4x138ofrwbvszxOhSp3nM1rm",
-	"dn/qO2MqgCdqJQYgRlPXfypi5gTh0NykOB6GDQ7pvzUmHUU6nq13mQ9lZlhvlwKpwKCMdeKwAoUB7uQJ",
-	"1sXS5bUJ2TTuYZTmt4UshYnSEV+ymVSVFebomF04BU+6BmHKZbZNrYawdX+qJ2ld+Ie+Asp+6VHqNPag",
-	"UxbcTmuVEmdk45rezzs0yV0VlGiZhXXOXPIvybFwuwWO9e7lS7RIPf3CxNhXF6yQtYc54Cs1+Or3pSO+",
-	"h9IRtYxltZCDPXCnIrfblVsL3SBc1l31NTdW/UqTtjDi61sqyRIDhSHxEOr7VE4d6FEA3vsvfqj7uAkh",
-	"U90/BMAEVg0n67qM5yDpNpZsq75RJ0qjj8dJ3q3MRHImO8z1l71uzZcNn+bTe/Zpti9NnwpVz8neXu7R",
-	"vNpO2A5UsKQvNM3besEOkSQIMzpADyqA6gGSWIDOwAnohEQa/ZDEej4rhRJznh/FwG6vdy0ll7j/IWoy",
-	"Kq84GPPUWbBUxUaPW4u41GrB6g492LUmsvrJNcpI6Pv9Bos7pmddJ91KeVTOPrPj0UWgWyXDPakrIcC6",
-	"Jub8KiqxDXgMd0ZE5kNqoZk4lKGVoIAM+Sic2QZ5HiGtCQOtEL7GYDaEnX2hWGkNuxaLAdRkcb+shpsR",
-	"OZgFejMnImVWCeMDzbyEArREkcmKUozl7XK/6pw2PQ/RGRzpwpfxRmwUsc8AQkBkrCpavX6/+OnoCEWv",
-	"oTN7hf7Pd1kLn5mPWxPDGwxtrEuaSRo9DXNNzPoKmjB3HreOuxZgyAUAmjbpHb4OdG6tPXu6LjC9RoPr",
-	"nNK4jHzBjRHZOQYmYC7QOUFk2vQolBcGntQ1U30JzbWPB83+ey352tyfiOrtuqVqCAZisHBFv7tr6mtd",
-	"ALAChMeJpKgTMl6U7dApvST+T0icDrw4Hfg+eCBmt78QS8SZJEAcwRKtIY7zUlpyxETy2P0TUJVLwkFE",
-	"ooOqyC5tRHQmRqXMOMucBKyUL/SdlQt3vUqDB7ijrHgJ7B+ixqtD7xCXPtFAJwE9iu4+WLJAx4P9RG3b",
-	"D6K1sCJeSJTKaPA7oVGf9uGvJGNlnsN11KKLEwwRF+uS1upjvV12QtnT+rXQlV51fGVtrV7G/D8UvOea",
-	"YW6P+qxzAGh77j2N37SnEVDKVdGted4HYFRpMv+h8JGYcZmfWGFsX103qJCiiMtvJoxB8FSNR8evVqXI",
-	"2NUvny49jskrwzqEyqHYNgXJI69co1Ns7uQXEgKi2k4h+xenP6BMhDjQsPHSZ6Xt57obQ1S/oDMShW3U",
-	"Ryc5Xp4+r8mT406j9IUKHSlX7k1Q4Xk6BWYL4MiXnkEJjytiDoxQGZsBw5rGYneNbGlM13liWDrVEoi9",
-	"sKydYcO2tRsicsoAV+cA3JIiOyOmDloDgyzUEL3CxKqA0IC34U9RCSl2+OLZD2zoWvxMLQ4J0/ZR2HIx",
-	"uBhbUQ7ZSCw02VktQCu3Hz4JY39yY90VMwfMCHxhAz7MUqSykO4ORFdVqFzHTBUguPd3Eax0vk/0N87U",
-	"3KkCQF5VKy/R3tzL/8dKxSEgpx32Siz2mKAzuPNrg9CX63w9CMmnvOco5DNegtfWGE9dWbFKCVAnX0bs",
-	"+t5zEzXsEzs5NpT49sLf1RJzZvQuTALWIJFlhLFNolckMAPjLB4zv7r+K2iIDE8k/f1kCHa9uAXLHe8Z",
-	"jdWWKgXESO8sedEheRLZ1URWz4vXaeWsyEXEQOK0etHuMQIAZyH/mr/og8oXl5Qfsds6fXE3+90G9WR8",
-	"Q16Dr+sEsI1pm3CpVlkScM/u0CNQ8FLaxTYSgogOsNicV6PGELuCokEyl3aReBwl2bcE+fH+Y2/1ws1P",
-	"rmWf8ojo8zT+ZCHKQciIxAJ+U26mLJ1yqZCLN/zM8zx0ESqBUPvH7HfQQqcivX4dEpa8e7kidPjV/3kv",
-	"rWDDy48Xb365YP+qZHr9Gd4Z1gU+sXmQC5lA454cH2TgG5kLZfMFy+SNKCcicy86CQm6d+o2iDKViZOo",
-	"ZsQYsWgVF5ewSnfvXb6gwcdjr5O4YNzLwz7HS6EUnIpuYiWokDQCi4cudJPreXcRiGgdvtAlHed2ua2C",
-	"HXVrA0TKEmj8YUcM16V14St31J/H42CO9mf/NYHiZu9a3qVr2YlHmueRsHMh1DJJzQ7vEycXpBKmh/7N",
-	"y9rwqN/9cepqQ3cMSKeA9M8qivezRsYfSqxClGNdzgzj6IUeAIUOcQ2VsujNyge3sbSsKPWNoMNbS2y0",
-	"8wy2i257pS0e5eDb9TkH0jCegz8komyXhj07PUU5gHLVpypQ593JNt7bkSxVfibn80hni6T2hCiC2KJ7",
-	"mmeLntyEj2GB1iDALnEW/9IkfoHU75BeyWpWCXgG3O2fC26gwH2zuiNBbTDjoac/P8Fz28n8f+7UJU0r",
-	"1C9K/aLDgp9376Vsr4WvmvZfY6HC6cTq5e4Muz9HZ9vLQzzlCZXtpOLO7vnjFjhJU5TymkUd9sAuRb3O",
-	"xTqsK+7KOAkLx47GwbXSc0BuYB4XEsL7LewRp+E2aD5GAbR8wTAp7ph9dP3x+bE50GMOMMOgFPSQL+An",
-	"oR++cVqEWsrjyz6CJ26L3BlnbD5dRKvlxkKKru/yqLJMZrn7DBvrPNdzKDzZWikPhbHOhdl9ppj7TG+J",
-	"zDhJ7hHTE3bPwy6PUaWsnIkTIsGwspc6F1Mp34DVhvVnZmKmy0USKynKMwxh7MR0JlQesyt0tzq1cTyO",
-	"kiJNoS2b6FJXFgpflvQdNin13E4TlvPJBGGkYW9SwXv3BNR8ALWBT53ekOtJq07yEUfxOhr7Lm/W1a+1",
-	"nAh6ikUL8vjOxBth/RbrnIh7OBSg/2/CWwt2AoTP3G4uuZqAgxqjRz4q4+U09q7F4PBXTDA4nAqf2orn",
-	"+QINc7XEP7iURuyOGxvLUsw55MVhvhGw2/qPhhJPWGF3JNvICd3IaB9ewhTs/lS47/ReEm5i3Rw85guC",
-	"3HV+z2AoWBdC3cNZsJXbfBschvlUWkH13N9LVd1ifgC+z2qjr8EDRXgkNLtTPZsJlYmMARbXUKl5CxUs",
-	"/CGBaUD+Esy64gqcrVhcaAJbHU3EOE/rmH0gHSz0EZBREIPBUD6H+I27PqxQ5Lflyht3UcqXGyx2EHPz",
-	"QyloN94nhum5SrA9EgDYg7aL6K029hNO8Bq7+Jc642I+1UbEE+r5eld5P0HxjFn4iRjDx9co2P/E+JbR",
-	"tC/JcqDsNpHVQ7ib3KtdGrL1nPr6wa2CJd6cVMD4EbEAtx/NOxMnyUFRdcKDajRmfBzpRNHGjY4baZGW",
-	"lxNhoeMBdQ8xFgpkoAih8MAMiL5dYzeilONFwxcWVzpvJC7JLMbkEwoHAZxgVi0n9Ep30NwcAHwE9hD7",
-	"Hak84wHUEsqX/pqImFOkDcdJ0ahMsCE08rmqA/7DVVFy4ZpvCJNdIG3qD8D31iBtaMFUyIyuVxhn46GB",
-	"MleG14fFoWVsQ+FEt447CXdZ3OdXnQmq6nNBX+31/+AGnHIq6SkVYgio7jLc2lza83h/xydiDyL6lkGk",
-	"sIsbkh5P4B1IecjE7kYANXXHkyLnqqdEWRxzx3uBJEUIQng1EcbiVa86UoNM8ddi0XDqIbiezmlsZgVZ",
-	"5ATvDc8lgm2w1netROIleR4S0aLEdITlo0tjbBE5OZbE9nPM/u40S1/2sqEatxX+OW0hic+5ukdp7j63",
-	"uTAPcjsTBsxcXJCvJatd5zt7TQpOztWeEfkBSSZPAR/LJjp4uxdOWAZl0GCy2yIvFWMLtShYwStOIUeH",
-	"BkvOyag55DmeB1TQpde+L1SGjtZPfAIJTuFjQUFPgsqIoVg/22gnI8ipKF3fLAR5MqJZzY7ZG154Q7FO",
-	"eMqphFdrKupY3rqnsL4Fj4qPmRqN2B7xhQl+Hc/vXSAO22FEPuToX2pMEVDuhy3ZMkvwQAilxzwXPZHb",
-	"9hW78wRXacWsJiE5j+rtQJU5DDgFDma03WcaMKWymydlxm9RsTVdzCXrGZm/InlJ197qj4U2CUL3WNFt",
-	"sKLNuXMN5cIKFWerkGTYoTNy00Jyo0rmdiAVlLyyQkFEGl5OYvWvTrev3KMKPe269KVbRJYELQeRTS2F",
-	"5H4LPnhwtKOPwlwzd9C82Ew5lCX3KPUmY0hXeHbnReTqz/QWkPNziWuA0/i4HO+tU3AH2xynsnezn/zh",
-	"/vMrn4k/nTm1piKN0zcKf6/7TsNuRObDemsbNncXfbCPMo03R+FLWhl3p9RKPjRCjZvQyDG7wF9AawDE",
-	"GWBMfCoGuZm5ZbMKz4uvZYcghxUwBKXPAZg7ei5p9Y15bUV6ow2B1HOZhsJ0AJZAhsCWmjX1Adio5lbw",
-	"QJprxg1BZUF/ap7ZDhJGv5C9NIwFt25DHpwd/L//4oN/nw5++Cf9d/DPP06Tvz3/838c3Bs7Y2OKeizD",
-	"371I1WH/aFiN5ME596LxbFdXB/Zu+a0U9doTJ9196Z6w+E7M1hfBnd0D4laklW21VSljZaPaocupL41E",
-	"H5/6Im2dL2YiHaclS6YRb2evIBhiQiWd1tZrh53/BZStqc6zhI1EyisD9Jli7rON3TMzvgiWapx0xxXU",
-	"aCx9Xl/O02vTgzH+B03WzqWI/1CL/PiHn+eI/ftRonjaqozs0ECYi9FU62tzknLLc70JXsFYrjJeYpaU",
-	"NWxS6qrAe33MZzJfkJcGVBL8yxPDhkQr9R9DNpd5lvIyw6MGrTB0LpG72ekivlQWtALPANlLzpVrDD89",
-	"ZNYzBBgB9oPBCjLYvjn3oHIYInhx3EMZG+Lfj2n0x/+3Oj19nr7VGvQN+FdbtPCNsL/jGz+577+iKdtl",
-	"RmdlR+7Kaftsxy2M80nL+SiOjRu134TNzemnITpAuHN2cIAykcsbUUphTv6Q2Z8npbBYvLrd/PgF8lU4",
-	"+xmhZfT2IsTfL4XKAJYJcBon+imbQ49ZVfhwP50HcjMxpwvPCmsItdNsWyKEzr3iYzBQ2c39N53KG5HV",
-	"ZHq2lCJjh85oGPquAf0HjAqC6e6kDU01CoP67JsZMu2027k0ooXaAlgwaD+/pqbXloMDxo2xFDVbD73Z",
-	"YTrIzbnbX9wvymbpRIcZ6PLA0e8JU3ruN8Xx96UZfzUl1e1EwI2Om4fwDsTFWrKHIDe02xC3W8gMjG0s",
-	"yw06F9gaSb9DN7ZClHDmk76Tf7Qsd47ZRWAEelGnrmG7lB1DSAj6pLu6e+VFXawXnPQmlkvS0ID65QUc",
-	"nlu4BdeJjPoqlBk7RIXhXTY8Wp4oZb9VIXILM9NvkkdTHNbd3yzAYbAXJXcoSvBkjldPJmz66GTeq4DB",
-	"mgQ9bBFQRTZ0F6XEIWZgJR6En0Siwp30aGONFr7YEZjFIs9NAzKSSVMAZTD5G8mhiaBCtxGRNkvaxs8+",
-	"B5r8nlrli6M+jfwKR3l/Nzd9sLN60qQUE27FI8LIXjTH7Db+0q5q7pz70MpjBXWTQFizwwk4Unydj+XE",
-	"8FJkPAXGOGmZ4Yt623NmRFoKuCmNsB5FBW4kCIQhaCNLyA+PdUndG8fswivjNGWlYLkYWyc/PHUqsUqE",
-	"Jyn20B4b89u1MRHrynfmRjPCXcW9WUNz4Tv0cJKzl89sNAm9yTM42H2IuzPK1zwnd3aSu2p0YLEJYBGO",
-	"P3wGN6tQWaGlsjXfhJ4r9vaXi1d0qBLvZEp1IRIIbyFxWUamrsGjDRFoaVil5L8qwfhMUwi6R3PGN0MX",
-	"JLhf+cjovLKCTa0tDPvt43t26P4vJTSDSZ/nev7W2uIoEKnVzJImYXDCnI09LvlkJpQ9Dx9xksfo/AYL",
-	"W7Jc68Jp7wnLpboeYFVoXbI011U2mAnLoYA+UWUKs4qlHJK4/IxoRVDcoX/OlieZA1d2NpNKGosEzfCE",
-	"YUUpb5y0x3cNO/StXbjfL/HXT/jj8OiYvRcTni6YUfxafE65Qe8cee9MlU4ZNysOOq0+G1sKPvtMkhNZ",
-	"4Ax3oqnl+Q/qCh5/RU/jKtVCWai0XAD2nGPdFuQGoYymunxRW5WVFlmyI6Rpj/RaAzt1G/Y8Gm9IrZwK",
-	"pPtYF0B8eh+D6Os9ZAikMOGE4aKLd6rzDItPSGT/k7a+itlYijwze/z9d1EuriHr79dmirUl8M2AV6Zq",
-	"DSUWOU8J+Y7bD8n2YBfXPPpIQwE5xX5nA+j9QjExKyzIej4ycE/hua1ZLD2OH384J3+wL7yCeZ61DhkC",
-	"Z9ADd+Ucs1cEz6d8KkoWE7fW+4zdSwGiq2r/qutfQwmMGJtJFpOfuN0X3GK0/VZknWJ0O6Br/PK77GBX",
-	"sI6/LofdMtV7wqsS94vg+AsCuIIVyr6JBIA9cuNOhS8ezgcmfE9InHS7xsn0NF7ujnXJJlqTbW51ATXc",
-	"hASlGYeQgOYQvKEqY79zaaWaoDMv9nCJVM8Ee8VVKnLiHFbaTt17gBwHM19Zj9aaJbF/e8Gm0lhdQmbB",
-	"tShsEtQWgry61g0bl0JACyjdvaBYSljFce5MeD4cGdS4dPZu6rvx0OGcPrTTHbkEN/bQUTQbIlwQ3aKK",
-	"vGjpL9XllWVwUZO2A2zhCTrj3n76dOkr92LaEexVkRGVG80f2pAFCnp3fEU+hlAYWI1YL92bV51uuNex",
-	"9/PLzmuy9o1LWIvNnoOKbqvpNYAjiAN1RPNGXu2OGnHAH5FsKBuWIuGefOIrBOG7XIIf3Cbjk9ijLYXZ",
-	"M+HekVR6vXxPRuf63mMEKJH6q/W8U0YAgVUoK+P9Tu69oY++E6ZtqGm3DeipATx1RB4z9EE17bWEjRYF",
-	"x9IJEnkZa/cl1l/B4Pyz02c1eBSfimIsCyYzcm2Gv1gI5Zf8RuSB1zdnBbdTdoghyoSlOZezhBk5UdxW",
-	"Ze0yTby/9ChQH8iAAyAs0rLWc8wuWCYNUnl5A9JZj24W2rxsn0Rr0OIbMQ7XlNK5iArn+Io0yKsSqnLY",
-	"cI2dM9MYA3EIQ65/ghki4l8Vz3H63RLKbBPb8tluB7+2FA9u1Dk3njXqvKkvS4gCuz/N+WJvfz4q+zMu",
-	"w4P7xOq7vA02V1TXVGxzphs3seSDPgdZFnGBg9RDhg5uls60P/XAL3zY8NMfna25YejAIDMh1i0IHr8+",
-	"sXrwECRhcPS7vvsIDF8Vj3uBthdo351AC1IB8xEiGbBTEWensswGBS/t4iTlBVb/6TO74zwpmSVRBS80",
-	"lcVtIWvwqc/avrh8x6y+FsTZASUS/dcWLOVWTIADmSrAhBZDtcYm65A01BqG/pC1Ls+xVlioyew+7lrA",
-	"msE+u1xXlkjvxgJ0WVPnsVemLd98RuD5MAhDjORIG5Y4EU4kEqMFG+Iy1KH7M8YLOYAXh+dI/2F0LpgR",
-	"BhOcVvJyn8acdYX8DO9+9iKvPQ3lk1vIS7eOr+Jl3KHJ3PHFLpa36Jnl3QHjexSAuNc+OW8eUyM2T4jb",
-	"iJmOTn10RuujX++vg7ODsMEOViTD0w7J4KawWxJMuVIi75YCnrdPiRxQYW4EY11S7Sk8f8ulT8YyR45V",
-	"lbFSz43XleJ2+k9aux8t2oe+29sahn/JLbaubBd25u9iMddltsUbvpT1Fq/AvXYFuZ3vtvnUr0g3u/kL",
-	"r8WNTP/KK/SPrd78x1SDnrPp8xdFscXTCAfa+oWtRvATQqW3GUNl9T9kJvSW73wU6Xa77Fd9mfOFKH8s",
-	"Bb/e4r233FxUmdTbvXJp/73FC+/M1ZSXfs9stdeAR48cxptPIDDEb/sWEij9Vm7TwTelroq/i8XPIAu3",
-	"66K8AbkH3fTv79IlTl/exAXu74s9QLYHIOsniR1GV+3Rru/5sDQrTu+2C//kj9QL6j/XmgBahcv7zEfT",
-	"QnV9d8sjXbqeK1GaqSy2vdybWi0Jg62rZ9YXzz0clj6OYyXyfYDozrKruDOhver4jZyokyLnixFPr3sC",
-	"ScZUwjAzhZo+Uk1yMXBW6W8f35tA/UMtPjEslzeCIQ46YT63kzx5IqtP46Ezhe20FAIDBkP/ixmCK2om",
-	"rRXZ0TH7iadTQKfzbAZxplue2nzh/a0LKgoOVr4wxNk7zOVYWDkTVyLVKjNDdkg5Huzps9OkLvH3HP8x",
-	"0yZUT8aSKxkG2I8A8oi/BTHxxJBTgcjqIbgujc/AAZnClfuvVH4yGADP3aSdgQdxPIYf/X7hIZP1BzYk",
-	"GDnmpvJsMUQwTgjjW14GSnKJXoVj9rMuaT5MxM51LUQBf3b2EFRUTrVSIrUJAZcRjAR7AKZEMKmMFbwT",
-	"Wl4LwPfyRlz6/bN1dnwQQK15rWGLbpPeOpPK//PpvfFptc9Hj1PZW1Nod/qN6qfF7ZD7xV52LGjHvaGV",
-	"GEB/saN7N/EjchO/EbZe/yA1wkVQi7zoEtj13YdfMceuO3/t6huA2OvhsA95XaVQYu7s52WR2Tl6n78F",
-	"2qm7vYYIuDDDhEr9wOylvAQ6aTY0N+lnK9NrYYd4AaEnXhr6ErJ6AbjJtX8eZEaD4j5QMAp6zXWJUBb4",
-	"B5PLDPOih/CH+p782+ngb6enCYvuyyN3AwLJEc5A7ou0SMOyCngZh/DLhbt8h+yQj3Rl2f86/Z9MKook",
-	"ADHMESJDoFKMR7/C2z4Z7Se8xS/skB2GP75fusuj67seYSFKqbP6Mn/x/JkbBc7KSCw00aGtXuLn+Cyq",
-	"IbXe8UH5oi6QBuGdwuAMdbdygpPhLtVM5MJG002VYurOkXJCzJkrTYK//UZfC6hSlWsjjFcCcGMPEyaM",
-	"5UTMzegKxwhHKVhaWV/24yUzOEuQFOG1jLAZ+5SMcwQZuqmAEghKU8lqdiMzoRkvS9hFW+kF7wWWZX70",
-	"ykFjQjbRDpLGxsbIs0/Z9ErD/WbJNde0Qz+oxZQTdyTt9nrCo9ITYIOg+IuuQkg48/aO1WR4iPLhaghg",
-	"aPXkc9SFsREQ6U3TpTASNHPGCp3nRE4IHWKVsjInpWFbT9SVa/Nb80VBp9eX3kJ7mASIe+WbKVn13SZl",
-	"wMp9dffWOrRI+xnWRQ9CDrKu7NLGK3jlVDC3/3hl9aAUqUaCu84Trotz1MtnfMH4eCxSiwyDDGoOlGZZ",
-	"s9n6vOvi2zvuuug/7W7evtvD/fXOqi4e+lGFOMwAuZ83SaiKy9ya5ZSpyiQxc4jKmFOjAAQ1fPPTJ+Y7",
-	"0PjoEIychJIZR5WRUPbE6bdCEe6Jq/qArkN6RICH7dEer5BIbNfnMupjH7NQY7L3x/KuC480pnfXB1Lp",
-	"TKyJCzX9YObkD/gvhVvRtdEWcb3RRGvtTT4L9UjOIDE49lAExiNwU0XEPsfsp8ip8fbTp8vBz+//keD/",
-	"G/9y+QLO8tv3V43mGhENIv4ZZtLQM0PPNJYwqchNlZI5sujzlgQXDA6nZpAoxQ2SKHV5hJDjHlxAsqUU",
-	"+Gv4qcMTsL1rpOl67PCQ0BL2+kdCIbCqAhbRZZfISp7l79NF7NNSmUkgV7xG1dXe0FAPpCv/EmuHdNUV",
-	"f/bybxt0CIvEVSFyVzvFqGKN3ybUQe9F7epTvYseDjvcRk6XxtbdS+w7C+m7WV0JkN4PDjZZD3aH3jwx",
-	"HugyFMF5njT88Umbf90/AtSqw2BvV8oT5njXXS32akAwxJeJ+Co6+E4QuoPHJPFHIJUcxCKA4kLmeQ2Q",
-	"B4Y4940nJkLYn1MwZUHmExVqrz8SfNNQCpEdvjh9cbQGqfOtSNyvLkdi+bEXBm34nq8hCrbV207gYPc5",
-	"PThmhjtNzeQSuGVC4Yb2eOB5pPhoxYywoAA1YmZL0bZWoRPHQy2RT0WCC36PZVcU4ITQJ4RGQeQtahy/",
-	"0QH5AtohmoaRQoAMZvCVDFEw0X2JMCWvMkDpObMaaoHYHY/lX+4xQ/WSNSNsfoE+w2c+p+TIG57V0Bs3",
-	"fAoZ9mmXGGlsUy4/ul++UUm3g9p2PbOxAQtaHHA7d9Y/kd6N/lukbVR3Won7hepsqAwqMf9ulcF95K3/",
-	"llJQyu4BXVMU7Vrj5KMYIWUgmg633BnBOyEqBIxo3s2ZYHgNqYJBIf5PDKwN2aGvhFeDVAn8ALU2MApX",
-	"x+XAfzAVwCjibrcOmOQxu6DgFCRO54vgvHdXCCBBz+NWPYMaYYSwojd4gjpxFU0H4xXN471kkrUQLGF0",
-	"I/JddVYhb6R+dRj4T5/97w0M/PrDfm2ybj4nyoX68g+GTbgDIilcxSv8wn3QSDU+uEnmzNJJ3CfQ9Lhz",
-	"I3iDuS8YQ+3LnQqeu629JimGMzPjzvCGx5lRvDBTbb0SyzM24jlXqc+EnWklrYaqJylXtVxdon+PQG5k",
-	"o0sIl07d7yl4BlxraO5HNFeYUh96wXOjfbEIA5noQhkiucPSpZmwXOamUWoTtDOpbnguQaGHaYrxdJac",
-	"E9y1pNVipivDSk7Z+gDhc0qd58avC2YgEtCjJ6HsixPw14jzm5Q8o4G9PH2+nE8cBjXS2SIJ1TSArZ/f",
-	"cJnzUS5afRVvcSl3KQduUvzIFXWyUxHuHrLbDiD7fUIHSoeXeGq/TjejmT2vSWqkqVdlad8nWBpBEXGi",
-	"e/wYz7ZIq1LahbtU3c0wErwU5YXTbc7+659OSMd6ltP64BvUfLw7v6QW6n/Uf65GuUzJqFju4HLvkj8O",
-	"SGK/0vpaCt9l6seKCwBLHUeVbBMaSAIePNC6EvTgm4TNuHRrC1AnqGtMRxvLv/v0BU5VknCM7PQp+OX8",
-	"NYkTsXrl/mZEaRJW6lyYJAJEJOzjp6vLZsEJ4g+HWYjLjYdix1RLs4L+RHY51aQIXXvW6Jqf19XOfRS4",
-	"kUUWij3NxGyE2YPEieElFhYUCp94Hn+CXm75AqRWh0zMJITtoVio8fwjwP874CHllhVa50mMMLM16NIv",
-	"Sa4ndXdeNrrjaQlW+/MrVOxHSAaswSWDrY5OJpzokiuTaiCNF7MiB3S8HpNy6HaFGwcRxrlbAxKVhCxx",
-	"f/CJaKxFY6IgXtnSrTouTeVy9RgR6fVHkdC4KHUKe9dncuF8ofiqCT/cnlZ8Au7rUleTaS3uoX91917E",
-	"3cOPt/TvJ2XLhd9mGAALOsAyBwXFJL25EmGAwI7wX37aOD+xTtE+PUjc4/kRPaEjI1Ku/jJXiS+H7zbO",
-	"ALfT72J0pdNrKg0F7DoKm6Ql8C27P9/Gk4ScQKu9/FFra2zJC+9vQh6cpZIt/mNw7O0KcU8tEMJM/fBD",
-	"PFNojf7zz/8fAAD//w==",
+	"7L39ctw4lif6Kgjd3Sipg/JXd3l7rdi4o5JdbU/bZV1J7pqdnl4JIpGZGDEBFgAqndVRD3Vf4T7ZDZwD",
+	"gCATYDJTsrtmpv6pspIkPg8Ozufv/P2glMtGCiaMPnj194OGKrpkhin462xBhWD1aWn4PTVciktDDfue",
+	"14Yp+7xiulS8sU8OXh18FPWaUPsuI1IRaf9smKi4mJMSW9JPDooDbl/+qWVqfVAcCLpkB68OaL+Lg+JA",
+	"lwu2pLaX/6bY7ODVwf/1tBvqU3yqn6ZHePDLL0U0+JbW+HN6yH5shAtiFlzbObS0Jtp+MzLg0Ozugw2f",
+	"xgNtmm0DXHGzcENsGmJHkh1e0/SGtaSf3zMxN4uDVy//UByYdWPf0kZxMe8NojXygpVSVVvHspCaEdoa",
+	"eazgA6JX3JQLsqAax3hP6zY/wK6jeJxuYLdS1oyK4cj+wismdxhY09Y1OaT+y6Pdh4g9Thvha6a5YtUk",
+	"Uut2ssKvxqmtipvekdx6w+oN956XzP3xrtplxPZD/4Twihz+6bsXf3z+x+fht1JWwAM+/vCXd9+TRskZ",
+	"r9lRfnb9kWQI9/mLP45QLk5n+zzkrDeLQxyi+4tXdtR+Nn6isto29n0H/UbQ25pNPGsMX96NiN1HE0n4",
+	"T0q2zZ/ZenNAf2ZrXLpu4+f25YJQTUo7PkFWCyYIN2Rlf1KMGlaFYTXULLpRzX0/xYFiP7WWPg9eGdWy",
+	"fXiWH/TovbSx/zCE3KpF49t/PKskFz2jmh1zoZnQHK5Kwz4bMpOtqPACYjg0cmdXXI1y+TvXyV6095bq",
+	"07biE/npgupjal/fjfwWvpNp9PeW6nPz8/QRnV/9687jsR1MG02KmbyrmDB8xpkaHAc4CIqZVglWpY6C",
+	"3cya6/yhKCMGOOlUjO/vO325oMqz1Wlrqu0XFTnkvW93vDf7H09c64ecF9tvQaLPCisfFUQbxeiy6Ji7",
+	"tnvQ3Vtf5Fi9l/PvlVxm1psJozjThBo7FDozTOGKGr5k5BAvWb5kP0uRv3Nmtv14cDOpltTY24gadmy/",
+	"Pxgf4UdVpTjlD2zFtAmDnHGlDTm0S1yxGW1rcwSCfV3Zt+BpbogSOojH6Fo4eHUgoJeD4oCJdnnw6q/d",
+	"D9jywd/GB38lJy3uLZtJxXZfXSMfsLYfWMXpJVP3TG0XRajWfG65hZE4zKX9mmj4PDe8Za+HvUj0B3le",
+	"0zVT3ylG76YxhjvGGhCnuZgf23WUrTluoBVNDkXc4I7covftRGbxg6wmSHo48nhNiWqFJtKpeUJWI6Oq",
+	"9hbqzpU0spT1VEmkce/nxuKf7yr4h3FEY7tohSXh93L+Zy6qUYnJnyY/zDsu8hyTi2rX4fWHEg/yUraq",
+	"ZJ/U1EsLXiefLt7jEZetsXcuXNS01keklMJQLhw12vujIOXgWqnXJ/FH/moB0iVUMcLnQiqWXQEdxpyh",
+	"mRfP/jBGNJdwV01XwvBuG5UO8ZW9RFgczS5KYTQevDG0/RfV5Aaf3ByNDzN/2EYH+peF1GbqQbvnCgw7",
+	"9pvcaO6hwR3Pfd1qk2b4CXERXz7xV6pG7h8e+PcsByJmQQ2hQq+YyprOytD7bqO2a3Su5G3Nlnpz4Bcg",
+	"yaIRjxu21DiWBb1nhFqWZb/L3v5x00khYEZrzYoUiz+n84T15Id2edutTUPnzC4bittW0KPKcDG3N//z",
+	"LBu1DScH87zobnkuzO9fHBQHSy740oonz8MouTBszlQY5SX/OTHSD/Sz/ZCIMGIlV5o0TMGwx0YHDSZH",
+	"+O2z1BCxJ8tanm0d8IWs2TQCVbJmD1dmFPY3pslskuRlexvGNm2wFav5PVNr0tRUPHzUvHqYReKKqjkz",
+	"W4TAD7FEYichG6bAeE1oaax8UhAutGG0stNEUeSELOma3DIil9wYP72Yb1hxi32mpanXRAr2xYVJnGtO",
+	"FMNJWmZqxcPKal9H6ckSs1CynS8INyiTETpnwnyZCY/LdS9/n5yovGMTyfH0/B0x9vWtpJghQOP62u3c",
+	"fNJTb59WM/XwY9JqRy/TB/mLfVk3UmgGt813tLpgP7UMb28roTEB/6RNU/MSKOTpv2s7jb9PlCvfKCXV",
+	"d7JaY3f9pbhaMAK0AKqhrNaEWyHvnta8IoczqSwpLZuakRv36zW8fmPfDz/ZD2+OTkgplWKlgSXlomlN",
+	"fGAVs4qRvY64Ia2wYsjcLqWVFKSY1bz8inNWuMhWBoaeg8zGSNkqxYRBzwM5vPGvwJQpWVrtWTes5DNe",
+	"ohH8hCg7RxDv4COvYyuYLp1TLmCe30t1y6uKia830ZLWNVOkpuWdxnvM0aa9epdca8typCKKOX1Bl7Kx",
+	"0+4eX1dMcFZZUfWX4uCdMEwJWkPPX28e7l6YUV6zirSCfW5YaVhVr8nhDXdjuoGtaKRCEjSKgn0Lxv2D",
+	"NN/LVlRfb8jcs5mqW91KMsvNDWGfuQZ7DMe/77nmtzULUi9u2+GNkOYarHpu+c/pupa0upLyvb1ovv6J",
+	"ASbBPpeMVUhQmv/MSM2X3FiqweFdGymvaztAN2x7mfKSfRL0nvKa3tZfaeSnpGINExUTJbA2w5aNVFTx",
+	"ek3abjDk8Cb6a/ykG7VGZnFLyzs5m8H8rqT8QMXa8W791c83bgirCCXKciC/H/aPa/jDHuATsqLcEMvW",
+	"4XzwJSNzfm9vOkFuLuzUjk9nhqkbe8MtGK1cxEP0aEwJ0ayUogLVDTpyfBDWjIv5k9GrMa9rPEuI7nC/",
+	"C9qahVT8Z/aVjvUPkuDV2NlEQEJoFNNMWBnh8MaOyT7C3q/9hPHGpA2/BmGm+x0PyCeh28ZyLlaBjHgF",
+	"E/6HHG7HkW6G/d3AKQnDvAbB8truDMzhF7+ZQDGnpf3ugmlQ1P6e6BP1d0s2VETiL+jTTjggWi6ZWcAl",
+	"KiqQbIXsmGnNZqbTd18RavUe5jwdpKFar6SqXGP2p1rOZWuekMu2LJnWdqZvr67OyYtnzyKbDSzCoV14",
+	"RUtDTl8RnXi/FbX9CS78Cqw4jbKzMBwlOVriXIdT/9HOz9JMJQWovd7cD2MHl7Qf+bFbhoPioJbzOauO",
+	"ZZtyAxQHS6Z10kDwI1onmoYJVln9idiGwWiy0YgBzSXTBu8GTYx8FUnNVqXtO5CKvru2IDc9heqp/c6K",
+	"zDdu8y+uLs+jE1UQx580Q/EEXVKb8n3HS/7qlzvMoluTbr3k7b+z0tipnjYc1JeUiSxSV6xGoI1UrDqx",
+	"CyCYFUEWsnY3H74DttACTUIzUN6AhN3tvybcJIijruWKVe+ahInprOZW/KRVpSyBKUsCmhyevXt9cRR1",
+	"69TAVrOKzJRcnhC2bMwaFRcq1qEBronrDtQW4+xam9uPP1Cl6Nr+7bSe09TxtRdHN5RYRzr8dHUGp2GK",
+	"gyh08l0itOKsY7HIE1wPod+CxPoJ6BygaFAr1WtLlZ6ApGMz0iyY6rY3eQoqPmfanCs245/TjAv9f89f",
+	"kAX7TCtW8iWtLfVbbsGU9jrl5dvT4xffviTYoP813zH73HDFdHa9LdtY8HIRLbz7BBf9hIi2roPiGkma",
+	"9qXsltiPUB7DC3ljXDXV5pOeTAj2daRKI0l0FzIrmrhrJjVe+y0eMPvx/sNFXXxDRqFLtn0LhDTfgciS",
+	"mak9ZxubgJ48XiVnFR7Cp0DCXIr9ZydXgqmcXcP+TlYLSeRK6C1T7dS7BAs671TDRnJhYnZXUqU407vx",
+	"kqZVjdS5+6m3lsjQpAqGLmBryTkods9oUCaGDTM47FQQJkq1bizrKGUD4s0da0xBtETGglqxbSoSQ0oq",
+	"iF7IVezuQj1+0zwPI5F3k4+IeztHMPbQulf2JxQlzUTujZMLR9d9uOWMurf2H59Oh4Oe9Ywv8YEtSMUU",
+	"v3e3HVhF4WRxe+dxUckVyIh24cpwyLxsheHXB57Joo0OVvgATv31mplraC4pXpnpps78iYMnk+6Vzbsk",
+	"cd/d6PvyuqHm+vT2rLrpqJmShintKFixUs4F18xJIeMyVGdlBSbaHds+3+lPZXBj9jlLEUs6MX+Nr7ve",
+	"QfaUEcsfsZgQn7WYynv31JjI956nPaPOfSZnnXygNwW3ZqsbjmtoKOF921Bwh0pt0bm79vGfTWjffpMm",
+	"PpxwCAIJPjnP4sfUyyBNJzi/kYbWoyuGHQPtLqlxV+sMQjB0QaTlNrSuYUR6OM2XfzhIuvViqnYOzsiT",
+	"iGNyq5Gklbbi5mzByruUB9iqtHbkVhWi9k1S2lc3iSWrlb353NRU4EXj3YvQbFoq2SrRhP4TEk3aD/UD",
+	"utHdp0SxmeU2Rp4QeqstA7asxnmUjle8ci+mFUerr6aitf0d3PWDb6bvUG0vFm4SmsCle4LC/YzyulUs",
+	"nLYwec/suZjJg+JgRZWwAywOGJiq/7aN/Xmmh7OJBrRFl7QkkE8OYQS07+oYFETNyhamgoSDKSJJ44Gc",
+	"6LqyV5uYR+qzVwTtDlIhxXopWw13o15rw5YEGk/vJDzypqdBpDsXoF2VA7XMXlRV765t+DEcasu3URE7",
+	"doqYvQ/8iOwCw3iSNy4sz0THfFjDTe0SVOlTVIS3atqhPVBS4mXsFs7eamnt7Z4Jk165gQ0mvsQ9OTxB",
+	"sSFyNIYnG36YZPdZVvO2XVJxrBitwM7NUpwnu36yBGfYuBSJqxImuKsFQLamlCkG1zHarpcTgmtAlowK",
+	"jbKO11QCJwMNAuUdT5POgGcHhdzDii3QUlreG7OERXO28jC9la3p7yr12kzVM8pYXshQwCfYQ1pOVDSd",
+	"sHPl3FkDQi0I+6m1p1GCUHzzL8fw4vG76oZ43zJBW/5OND00sLkTGZN6t3sx6ygC+xqewG5yPdqaarTr",
+	"GO12IS7JaHVBMKi6i9L+LyLeufn35LvNxZgm7UX33T4Cnx/Kr0ri+46Wd3MlW1FdUX2XIS2muKx4CY4/",
+	"fJkYqhOCX+/bvMmD6jsw0yXZAPi072l9iT61xE3oXiC3zKwYExjFzYX3wk2kGas2vW7R6vEh0Y1/5rkO",
+	"GglacBkueV3zTHfJjcLuQujAQCq2Pw+76XFQbtAVw6rMNWi/umhF6r66tOd1YxIpKwe6mfD5Gpn0npZT",
+	"YLofRb0el42BEFwMPgRtocQsIQy71QTbSUvNaeXAEnEIgt60DbXiTLbCjJ5SOxzNRYmXfKNk6dxdamj3",
+	"yW+2agWI4NtnX0vZ2KvRfbGRjJCIiE2I7nEnveXvhrJ5sGKq2TgOMcFGC7edhaRvqO/6nEMTxebc6lgM",
+	"srasRuln3OcoOT1uKA5vLllsEszfDmEUA96mJ18LAw66cTMMd8xHHOZZspRGG0Wb02rJRRQVR6uK28HT",
+	"+jxaIxc6PZQh0eFgpHMfuatGactJ7O1KbePc9mOkSnByrpuarn/Iq+B6IVfC50U4fafviwOF+glGJo8F",
+	"j3aO34RF3juzvTgcD/sE+QYlmtZWfVhQvbAvojkZHZiD/l98+xICLLrxJIbj/bSbw3kv51wAgzlBluDi",
+	"5yipmYFofUUqPucG9E5wu624FUPBd4rv6AJfsf+X9r+tqJjSpVRMF1aq0nwuUHFdrJuFM8cNYo2jKfze",
+	"rp9t2A7w//z19Phf6fHPz47/59+6fz65/qfjv/39RfHy97/8t60Cb5h9tC+jdHppqGn1OLND0uvtHtGG",
+	"1zWmhUlyy+JQ2D4x3vqeLsIwN3WEliHZCTnoBiLOtL3RnLGYkdBg5Pjg2v4h7FgsU7b8gKAUrycw4s0h",
+	"ppbsjIoS09XO5HJJRbXf6cZmCMXw6BKb2lw2xahOCWIX8LuTR1kVRYBCu3XwIkQ0923ioPySnGFDb3nN",
+	"zfqMGjaXap2WKUv31HFvVR03VJk1Kf33ztU2MA/FQXQjNjcKiYlOG8WzZwXrSH8cRILqtJBRZufgZ+eS",
+	"jWMtuOb3DHIhLQkVPjzkWK9FiQGndtm5mKfF32kidLR8M5axaflpnu/m8RQYT2ckaTXrdbaL63NwPMJC",
+	"DmWV1CCLaJ/Tp6gx5YKeLWhdM5FSXE+thmdpyb5ndwBf3CQo98oWCcNIopmoIH0tfHHTnZva3gq7xjb8",
+	"GPIX/PDsjdVocstAuy5L1ox5GjcVpyWdp7MkL5g90/eYE9nBFLhe4bvtdpBuqaKu4hkmtwoCufwl/mBZ",
+	"RjNjuR5bhSC3xJaiJ/U8K1J4V2szEC3svXdCZIPDIgumWEFuWUntOaBicKsopplBO4gLr7Hff6O7ZkMg",
+	"ij1Rzi43lEQ2/RZslR+5FVnjyX8Z+WcosEYjym1xElDilNzziknPAJ+Qm5AUe+O86S6mIs60fUVufve7",
+	"3/3TjRWvRKXtnQ5Z+2wNabc4qQKko5sF1Zgb3IVM6Rui6Ro+89cBfJiOU4wxwvZEFit60F97IH71Ghhl",
+	"FDEOGWryPlx0R9Nz1OFFRkb4cbHugftAdgzYWXujOBxGosGwwO90lHa01LVcfUc1L09bs/h4z9R5Tbm4",
+	"MLoZv9N7eftLuvZhtHhBLZmi32gCDZN+IHLE6cDC1tj+yI0yunn19OlN4eKaLIPXLpvUHeDgPDCSULG2",
+	"SqozUQhmVlLdkYaaxRPycTYjt2ufwPsKD+VrjH7j2g2UVUCz1A0WrYB4e+MHOPYZ5T6P2rKc/kxgXdOS",
+	"Ck2hxZ06VDjP4VxS9iEkNT+lTfPU/cI1aQX/qWVBn0MPaGYPR0Dh8HeQxJnPZ+w6+ShqLlhmBq7Ve6bW",
+	"55bnjjhW7btLangJ0hQkfIJtFzwgh7dr/Ce4k4xsjkgrDK/dzn02qLmhLGbUOj+cDL7cqceSO+kdEacP",
+	"Uk20lBBCi3zYQSDa3feQXfbfXPvBexHc5VU4GBjnsMlJpntAEpHDT5/evT4CE74la1oqqfsoI2lJciQi",
+	"9sxF9jlIla8SBBsjLN1xUb3i1e6i9PeKBewg5dRAqXTPgmEvb53xVlUDdL+dkfeKDZy7jTFOgtHrUp9t",
+	"axvjd8kMtzXLTCMLkzcJCC/2rCFnhaB2vOkzHuMcyN1rrvF4BKSGkgo7h1sW2183D8N8B5i6bxzU29C+",
+	"jsZvkV6lRRYbLb6iXHaGF2oQHs0+YGLOBVjM2roKqUjpuSwykGd9/RauEDvkhopjw2tz/LOUy2yLG1JS",
+	"vn0/iQj7pJO7yGGIKT3xAZEucfgo3TnfgjrWD5UJsoYDHgO22DbuAmlqaixjybBEK3o4s0qaLW5SAkgr",
+	"rnVnRgmBQAEvKthN/a1h75RMMMIuif7UEHuJ6HhMnirxwrISB/dwijuESL1G423eESLGEZ/+zFhDHLpT",
+	"l2cPi4UYT6Rm9J7pOMvZLkoDRhcrQrV1nXHbjMVleRuvx8GKb6b+yvhX0mFZEeDSTrhIVvExaO2ZAlgE",
+	"79qPjG6uFBW6kcpM/bj3zS9FBBi06cHrAI2cYLj25zE+pkuq71gV9CdUnCiopSgFWqkjCLcrUG9v7IP/",
+	"9bvf/W7wvuXm/s2AAe33J+TNo7RsFhAP0k+a/79tM7bhf2ufPXvx0jcGXUGe083T/Bv4izsS/+v5jRW7",
+	"/+WDu3b0UXznDK7I9I2jM2BKl33QpMx37zKaeAxxBCHyzpIfMAiJNwJiEBq+XnNtuJhDvH+y07apRgPY",
+	"Y08u6n9W+QiphFLtKoW5DrdIYZvdbpW/7tNgTH+JYJf6mskJubm+dmoUIDldX9+EfEM2IZA7hsxMukZj",
+	"7LQIoSt5RQ4PdhHAoByadsDT6hCrhgAqwdsX4QJvwhtH8LIdPm8MN91Dx44wVIdgeQHOdANzc0zvLhJw",
+	"6wOE6T68+ab9YGjESKpznr3mQ9w72o/JcsTqdLppxBnat/uA8yh9OS3XodEfd9MnjZQ1HNcN0fOEnKIi",
+	"F0uncayd6+qgOMAXkxF2U1Dog5W/U5wrycUcLA1WgSaHQmJ2sL1oWXVUkEsflXVInaACOr1lRyu6Piqc",
+	"6k0O8U61aqlS/J6L+VFBLlyeOiK1wRGnxlgm63AnTjrd2Qpn5YJVLfZ77nRu7l9FK4eHge+r5kcF+R5f",
+	"Gry/4nVN3HJbGuFOnvRL6+Z9UBz4eR4AYBn+5od/UBwESsN+xrZgHJ6987QEYRFSQQhcspinheuMyTdG",
+	"rcE6fYHhFgXIQ/YXTS6tZNQPFb4IQRnu4dhAAT86ZV7FRGM5611+A2M4Ptka9dKvecA6NOwJgVS/IusA",
+	"N49kFJhsBpikejpkdAeLfrsGOyqMuacFPlis30N0+HXICoNrPLoPk7d4j6of8TaBk7Y9xLYHeP9fKVcK",
+	"J9ybwuQwqR4z2yd81nUOgbNez8TY2a8UKusltqWVBt8ZtswhRsALGMzn0SAimAgf+DoNNQPpuSBIvwXR",
+	"d7whhwFFDAC4wS1ADh0o2QnRzN6iVi7rXaLYVDgLVnC9481ImtAWK3PPZrOgAKa+woie+zR/ukvxyT91",
+	"cBlSkQ3XRN9mk26Wi8QAhwsfLwU86xhJcu4q7xnrx3ug/2jGWV1pz1btUgAtBFC57VzPgSbfAd8LsB5u",
+	"GFsJcj/f+qlw5IopZsYqOzOmSCXLdumi976Q29R3MbGFKze01/4zMPSwe85WPWhUDEkeKAE1ddC1IGwq",
+	"bhjxEnQPzv6EwCqh0ZyhZS5eii1BYGFKE3Yrjw/UwGgBIMbtzaGb6FFHV86wb0XpUooZV8sUFA++Mm51",
+	"9YPGpB78IuNzwrs1wQsAEDggoUhn3VyBufuWHU28eFAhSAX8I5QE3DMnCHNiZ9xZw/x+uU2d2F+4tzav",
+	"eiasQG8vTmQjoBE6Vuf9LRFd7HIDRvdHCjAiJun0lnGNW0Xcu1lkBq6TV8qlQWwyfI6KsCU52+iSVoxQ",
+	"45CInArkqLBRsmrLyTHw9nJp8tQSAWFO2iwnwGWbw8f7Et9QOnC7UIQj1FF/N5RujoF2PSlE6z/CCyaL",
+	"mv+VhMzNegh7iJl7SZih54SMqb+ukJmvGfHWQbN4Z5iV9MqFu6vQpnmC0S03zr0UhV0V5EaKez6DBElZ",
+	"3/vPUNQCfJHOlVyQm/ktWNdvrBDDjb8Q0fsLwTSX785juUqhORH6OCgO3Odjxo1z8/NZFPKbMOBd/Wsv",
+	"KNgBXQWrDI4ma/nIGe/H5MmZLFPh7GdUePEO3sg4PBUf/xY4quKZzxsq0l83NAPBAxCMRo8Rtnsl3r07",
+	"xpqpmXKKzRTTi7RhIUSnuYYxw4whVKJ9sNzVxmB4SjKya2CfpBfhZ5kqsWS/yfnFRzwHdg/cMFzLnibc",
+	"9naL3l+csQNtfna+6VMX2Juw6IkQ9UuA7HOB/f6t7H44yKLQ2q6Wt/zZcdNxST8wPugKXOZGpsOH8L3M",
+	"QXSN6L6IPcHB45st4vWYtAV76krxppyQpbxnIDeXUhguWqa9bxptv35iEeasbBMKVXZ1XnPFSgT1tERY",
+	"INcpgHnEYQie+YJGW8kVpgDOACaIzxdo/Tp2v7TNsf/Rvup/hn/7B7a3Yy78v2Rr/AE4Foyq8McM/m2H",
+	"cywbgL2Af5c1QifZ8SVZv26YJ/+onsVASG0YpgY2TJV2lXtRTt84eMgkAwt1MJ5vq4NhDznsis//9QVA",
+	"nj3bGNAHv90uSB+MuKyexUXbllYXGcsN7o/v5bNn/RE+e7ZVpPDUMk7nlxianrlOXeB6/yp91BvUKWis",
+	"+m59GkfNp3leL64+fAqnDbBchnFnIN+H6HqHe84zNwN+cwEvbY+scj2E++v86l/TzWaD2D5QAeHRUPPs",
+	"JGYZGEjlcTpWC4zdm+14OW3MJ/YZZ9d9GrnsxxejopugJuMYQhLZkNtNpYwzp+Q/Dhls269uEhP2wzc2",
+	"sqoXPsvrklFVLrq0uDz9NUwdextDSBIjGr53aSngcwZsyIpDwgdLZjZsz5KL219SYXjpO+IY1UXrOmcG",
+	"sn2Ptx4iokfGnrNa5NMRhDRFiEZbOwf9BPyWsBrR0KfYVS98LFgi+jv4tn3MdsxKT4JrG53oLujgBdGk",
+	"ku0tRNW1DTGSfEuWXBRox/r//t8Xz/47+XdunEdjsKeuqYTPctAXF4RalTwCMfD7EbAuXTCAE038HADO",
+	"uGZUTTbK7ARq0V+ULIwFfDiqaSQCFLZIuNvBc9lnA/s92jEEQPiOuSZVyzyQhgsadf5ijNsMcRL7jmtI",
+	"yZ4Gxoh2GIs4zF+HnBn/QoxDjgkNtDWSYKHHT6/PgaHPaF1rIBJLsldn5wSQJCAEtA+A1kKtVFNaQbSt",
+	"mjG9v6v2+EaYXJIwWmEHCr/CL0kt5xn8uNQOSlJSh48V+6LJIcJBvXry5EkoDxFMKyjhpZNgJuhIjvhh",
+	"FmOKUaqNy15QctcORO4g8ha3e7fOhNgbtZ6WG4KtQmbI/f+ABHleaaItcdyuQWs5yuO+7YT55gVGZ0gt",
+	"XCbZNWSSPXHW4CJovSE93d79jmfgYU8bbZJFls8Vu+eydeUKcDyYuYb96VGH4h5VS6cj0tGylG2n2MB6",
+	"7gxG92PIXtgPhM7IZNXn3ZZrV+A2F7PTnccsJW/IXUjWRU8idn5TJMhu/R0aWx9xbYxz9ncyiwNJPQc6",
+	"ruUcj88rFHrn5DDQtvMRFMRVtyicFwWC4DofauHzKF28JUbPRRmWRT+WrvCX9VE4KOSwn8Cgj4qQ6OcT",
+	"T/BPWCH7GGIAj10iwiHG0lvdth8uAFPqBYfGIMXB+BLCYONWp7H+7f6P4VInUSH+07pChiWX9/GEDC/a",
+	"fRwjfhz/eL/IpaCNXsiUHHwayQjavQZOCu8jfTTrRiVXopa0moy1UFMDucBLS9UOL+jls2M0EhHfHDG8",
+	"vGOmL0tG2JmZ3LSsZhsyuvyaYSJXLJQmksUYGAE3Ly/4PTWhqc72bbB+7kFA9QvDnqyL2DFtURzifaCa",
+	"GHrHxJYFn3aROo/xI5GEbWpPctD8Z/bd2qRcafasPWAHkdG7qOspiXzf6I3UbyJkJl5hxSuzSDRrf957",
+	"0CN2tM5otomL15vpGDeyt0kulCf25sC1c5JMhvfQh6WHOIC4fJaP5d7BAx65Fsa+QF3D+UZyixbd+aMr",
+	"IptpC4K+i4fOUHRQWtmswk6HAqkTk3O5ceCX6LOpuG7s5YZscXoRj8nLGsLedPzreJ4qphD0hLvtMvKw",
+	"/eEaRSLcRvDjxnb6oLsofXcnh1nHCFCa9JCqYKPaCDY8seIecFgnFQfjrlH0PuWi2Iom0i8vP8Sk1LxM",
+	"YoLEdcN2hNpIQPVtxc8YG2SwNqpqxD69AVextcnG0v5Yg+OhvwNgCcwddV5n9hkVnRMoN0RkCGOEG2ym",
+	"GJuECTktUWPY1LMXf8iiHIwgLbx2iAahlB8EDjtA0QlDzYEovI7hEya31xPpRuJa3zg4kbF9zCeohMDr",
+	"KTTbR0AYGdNbqo8R+WBsVDmUA/v1uCtmVzwDsK189hH5mlcslTt9GACmXOU4VNX3wzS4RPCCsTnsgBQw",
+	"iWKmJQxtb2YXXABuFrL1iAC5cKYHpOJ/taz6wqXOA75fnDwfU8iKBRSMIaTasz/8cf+k820Hb0IS9YSt",
+	"zVR86bKheynNEySC11H0/g4iQaRak5IaWst5ywhEM98zpbkUrEpkIZBus1CL9Rsmqg2kEnuAuSjrtkpB",
+	"yfoYz6zVXu9qYBnKSL/AZrzDFl48i2I6gsHF85dt8Vv+vV2tuv6tDSGlXtG1hgpqT0JkMdWamWO/5jdT",
+	"aBJTsfKOjy4xbp+FDCli3TJ+m1rFnSLccSldFUJaEWomhrE7skwwV5834d44QRuds6raTnSXbqInWhsH",
+	"59S9340irH3RUfKE0xpSiHeS3jH1IS2r71j7YUd5bXpW7RRyfZTLcUuKanITEEQPLvO3UpuMlRfVfsvI",
+	"NTkERGc6B0N9kLKxHXK7Br2o1S4d375ac40p6EspuJEK0g49prWGIvcusMlQnsojiCQRnbPtwODJaiF1",
+	"wLLigFrIxVTjkXQZ/JtxAkLJ2gqxi6gTWABwofPaEduUPiYMH1vGYCHEWXQZ7wtGlbll1MSRmlO8Aw71",
+	"IderQ3JkME0XL1ohFo+QbjjDYhtjodgmjX9+gQ9wFSc2lrH7f4jo8U7IFUCiR3RYEDcKIgVgQHV37a78",
+	"zZv9pYdykAHooQloGn7ORYpWR8/d8papDPy4O1JLeGfzVCwYrdEcOXpxxR29xU+sgmJMk629dtovuoYD",
+	"+MbV1z89f5eOi4GKHtsAUsFdwx2emAM5Hi2hMrG2BouWaTNNls7M1sn62sZRbRej6GzGy7QNm9WzXSYr",
+	"sKgjNQFrNVNpsZ3NVNJZmGj7Xhq0wnqH6F+kYeqgOPhBinv45/bCiqHWR7RIffqIBhW22S1A4alwK42/",
+	"DdQ6dNrY310ATY/iAaWUgTnG5fyk1zCZT/pOVCxRyvc91YbUck64fR7yU50A1pHQpGJJ4K1MJgR1bsnI",
+	"KTwgilu24C5qpjsAE4s0nUlhaGlSJaE+RKHdUXgd4lzgZx0o/E4T3qViKsoAGch/Wi6210fwNDB+WDJV",
+	"PTqi6s/SHxN5B1HKc0UrzJYUKTT/SMHNCdjfcUHV2ovX/Q57+CytCPPebh/vlihMsegTdo/8hjQRi+Jj",
+	"Nfv8+QxSWR6HHuzi6OVnEFMqnIDgol1B1S3s5LkiC66NK8UwOJtuM5PQLFIYJevEGT9xXZbxG1gwA0iN",
+	"LpkfX6bQKExzIgwxvpzG0WHCCq1bcswc5rfV4prWECPnQNTTNWO3fAmqxgcQu2EXoQDwDiiJAb/dtuUd",
+	"c6dbQzzbdP32B1mxjhBcT6lADDe676CvrKM8uESppwY/uq4G3gl5Fqrh+JcgI8yjV00UEd23b1IBUW9E",
+	"8AOELqAefVxWblL/O4XquubA97ql2t3XHJYlGr39kHv62pN4thdaCQeyf6aKmEH40Q4Ws7fdGWrsjtAI",
+	"18sVhDoL0h9y3r5kMhBJoopujyWFRE1OuJMfjbeVcrnkZmy8+IZhVTTySPXabdwo8WTd4V04Zl9HGECe",
+	"uV+tNAUjyQMeB9PGJFUpfACf27s8WaA6FlZ3sCT2NL9fdrEZ+oOq+7bDPejGMLXMtx9pQEwt94mei494",
+	"2GvX7YYoE9NeNP1u7ZPHGKv5+dPcLpc0WQOrv0sLjjgpqLUMKgOOROLh++sPOWLoBH7XkRNhYJucMBd1",
+	"vJ4aL/Y1j8nWqZWbFD/JHLSDCdzvwM5G8AH9+dkUw53rkeM4/okjMNkKk7wn7O9B4qdcAF4FlBSYTle0",
+	"4VfyjonRdT89f4dl4qbW8c07kLpGe3WP9GQVsDNujR+CQbmOCW1nhJOuUXhhYmOt3jJCeGEfysKWi2jn",
+	"ovUerJCf1Ah5XTKdPhyngXo0vmJlj5ioNIMQsSfkCsouQQVgxHkFsAdHMS4sCSP4uCBvjWk+2n+XUt5B",
+	"BQhRuSoJ3F0jt7Jap/EctH4zoVacG4srs4+/+Tlgr8QVZDsJg+0KGYgdICC0msEeJFzPtG5ZSJa6+Zfj",
+	"y/vy+Eyr2TF8cONq7nf6LARzQWrrnIt5yAKJihuxCpKNNiZzQm6xIq/0zjW3XaLqAKTspx6FI62lNmMV",
+	"EN/MZgyBnZuNWohRZbhdih8WB26gI1t6eqtl3RpGWKdGua9OHKYAN6F3Kxdiauec8h220bU4TYb1q3tI",
+	"a1cntfOt2/vQ0RttK44iNpQxEuTG7uTTJbtJZ4rZ8W8T3D7pBDvoBu8a6e9kTKTFxhlK7MEYq8jJOB/9",
+	"pYnljmX/8lnIJQtZGYNAA7zQt0qsSVHrcbUPf8lOGQe+vM0gA2jCQDI4YBApwhe7hiusqBJptAovNPs3",
+	"Rmo1YWQ8BoAI9pBSpVkN2m9pWNNo6EnagmSwU3eZPVYhbyo6oSUTEcuqd8nwDKhmTKhzygCCCjCVs3ev",
+	"L4iQxmF1L5i7YJZ0TW6Z894ouTxBsEX3fVTkG1Bo7V701j0uM5mSikN4R+S1j2NkcqwTqI8aB7zaDTfc",
+	"fNy4a9f9MqxHPo0sRb72uTt2YQ+GsQNbZi6k+Q4u5czcwAIynB3XxOH7IhomNZg1sNfcmt1qAnejcPHz",
+	"J8RqXmTZasDsp/Hd6S4OQHMBU/JORMGFI4rnCXDMVjVSj6H1h6XyHscJZaxBV2E0QswYi56GGEhw6LtC",
+	"WKSUzbpHEVhl3I0I247qjJdUwGUCGK72Nj9xgdGAPAuyJARshPqRd6yZAj7rY/qinc0zpRiNe180LCix",
+	"HEd8/Vpigk6ShfbjOvtRcf0oJzRdyX+8+P7zR4s3Gm10n+ijeKMfYY+/ZAXdh6RxvGdms0CscxRRV1V1",
+	"vAQsYkCHeleo1cHFCGgoRydEzmZFrqzrHkki/2gC3SUB5WEFXXdNSQlFVboiqpvlUwuni0NKfK90ag4C",
+	"bPc6oI+UV9Kr1Fl4wJ0Xz45h50iywOehP+kwIoehevTARJRBNc/8UKLang8ZydQUli9X89Pe0Z+x2JqL",
+	"ZDUSvcZxqUnxqMkv26qBbk+GGTslU0qAQmko2C7L3XZIYJnc8cOKdO5UIlNCsgnB2GoI5dHmuJYUUGF8",
+	"9mxUItPKxMg/BkLxI+TPkMPnx89f/NHOX9ESmbeQIXCi+/loL4VgI+9mqww6oT7nf7icnIuY39jOyKG7",
+	"pIn7Qb96+vToBHm1uOcxKCiQjf2/V1APF8Y0BbH/1VA6gfqb69PFu7iIpONsT0iUUYbl7slhq5l65WWD",
+	"f8KrByxyvWqaoUamzhfJ1G25gBQjrI355Mmg8OWTJzdRYczE42FZzCMwd3SKSGdu9kV5Hy1T6QRDgToq",
+	"J1gs4slmwRavE7YC8X3E0EK1m6wyIf8pWTZyNw7wCPlRIG7/ICt2OmfCvAnx3g+z+yDypRSoyg/DyDdl",
+	"cmPyCBvv+YyZqA4Y3PFxzJBbQ/I/nz0jh88BnLA1TB+Nw9j+8eUfejC2L9MotiMr9kBYZqukiCjTP4ux",
+	"fAVD2PQ2OnyAdePCvmB9pMbsis434VIfsKsYkr5X+hZC+p9AKWT7K3zzpFGyZFo/wbiXoylCB6/YspGG",
+	"iXKdFHOwtp6YoxGhizuFg3pnZSDR/Q1jRq6go5LWHhohquNMYTmdCXXrvbmkn0+zyJSvWc3vGUg/zgfF",
+	"MbtCE9majtx+vw3GeRuKc0PXVirIE05KVnsnrDAYjoJD9eYG5JrGXioNE5X2y2h7je7TjoxzkKVYGZUE",
+	"GLuwQX7Rnfekc6kYRXk9yWDlUlSyJ/01oxWKR4Pp+SV/+ezZboc6ue4rys1WPB8jQ8X73vSNBNeXowzU",
+	"prmYd2N8tg09OxreZOBsYAHj/NuyyXJd1uyjt9nty5hq31Jk/jOSqBYcSTTK/NpkWbnkjA+9b2Im8vsU",
+	"dqDvN2czlaSScfQ28qtj7QICw5+y6f5SbPBYMTh+xQHwvuh5aeczAw/vsWKCrXaqtDY8QdMOyy52tJCg",
+	"0a3TODIwEMknzdSjeXOCc3lgOUXV44e8DwIdkv1omJ5HbAf1xwuZqdpbHNy/QdKNXOInrqYa0bQGNGqq",
+	"IS6ZY+peMlf+25f9HUqa42XN3qVYSuf4DGK2fVd3bnLwN/ig9r5PYk3migoT5FN70aMmXdfssT0VcfKE",
+	"0+TQXDosZtqtcBcSG4ccBGzd8LEzmCRPkv0qrcq+l3MuvChvT6fOWBPhWpJW3V9x7XMBUuZKHdsrdQG6",
+	"N58LHZku9bi4/3tLeLZhO8D/89fT43+lxz8/O/6ff+v++eT6n47/9vcXxcvf//LftqZ2hNlHBN1RU/48",
+	"V95Fm4oUEmxVr0NtO6uFSgP/DE7YkIaAK2oliHtatywfkbZNcw7jgSTN5MCurAzX1rUbAnQ4MBTf6Pvy",
+	"uqHm+ubEH8mOZQQDNpxhwP3FyFduBhhtMVjsHZsYShI8o+M75lv00+xCv9LbheEAn3QqF/LKnWWo9t7F",
+	"rYCUZTQeKIjnAkbhNsbhKYMP2wooXTggevAW9N4Kz/gNFABPKBehs4nBGhuDLLAoVGCuHWl1EOqDiLUn",
+	"mYrZrsVxCNv0KHrspuHHfktcz8eu53Sh2Hy42PegwQ6GjzNGqoUbQ+cDyYA4KUEhA/yt2FRJRXAC8A4n",
+	"sb+NXyQeDK8MwBFnYiZViQkGeOu48Lbd4sXgGktIQOnbbRj1AvHpm1FqYyzGtpwayN7BWgPaK/rHYhi5",
+	"hfNNnfHX1NALZuyXUpzVjIq2Oc8VxbwsZcNQa62osTTiPgTPnWgbomQLiXQOrAjQmEFpFutQKnQShPyp",
+	"/bmTRQNW/EYNzuhQUMPmMp3F6mZGNMygYQon4D5ZT9/HsFTuy9SmTovlclN5WCzXVFl+sH4nPtYoRBFt",
+	"cYD3U5sc0LfrvLfyU2nson14hBYqdmyUFh9KcKoVQUXWAZkBGNIkUX+UKMMz0FDssE8IrWvSfbQ96ms7",
+	"r/uHqXsjml2WJNJYpvi75TxfYb93Zi6vEXM+JMdb9vJwzuLWIrGjMy54rj5klCUK6/GlGUpuvSanyvh6",
+	"bsxdFnJyaojzV59uS0vdYx02QF59T73FT3DCKONrAlO8pZpdwv6f2lOXoqzwVwBlliVor3YRK9fGJtGj",
+	"pSjRoPvCGcr7FUNu9E81N+wmuaGw8CpZUas7nZ3Z/htNfmp5eUfCd6RcsPKuIDfyzrmLogSyTUsaLFTK",
+	"zgnrRdzzUKcwWolJxw2b+Ri2YyP20YHlZ7C9wzpC5QTNfwbPzu3aTE7rwYH8JYfG4Kbp0RiGXDqe7xQs",
+	"8QkzmfF6n5ls1AyZI6BQf34x/QwXNx5et/HJM8P13QdmFC8zdeSXshWWE+NcoNRQKkrynpeJs/FdLcu7",
+	"qMBxouYNy60i/BzAdids/0ynvWPfdyMf+kBi+2EKfuYD1LcB1SljTzC0HsOq35GCW82q0eXgwipJO7R2",
+	"jsVHMxCvrr2CPDt+PvCnQJ23iI9jhZBEIQyzCDUdD8Im9JYmnle85f0RJqnTYfWBYRsY+jvDlnkkQ3RQ",
+	"oLylkIVinAUjrMbip50xwihaJtwWd6OGB9dMDy4msryHKIoDXCamzXeyWsNfupFCd+fYieXrpDXCXkk5",
+	"pwfDVLgwI64Hd86f3lyRp7ThT+9fPEW6f8rFTGJsBnZOLuH3d2ImnziGeJNJ/J0O69MoeVuzZfp84bNU",
+	"fSt4QGao5koVsl/8+tq/rdhsdW8xv3YJO9EvcYNbEa3CyoayS35o43A4b4ALQ0nP+WnT1OtTMD6mrXgq",
+	"XN8rxY2vN+O87z0g+RDGKHpA/5LMZF3LVRcb1cEqQsgcxMg5uSkGAQRH5SHvygTcRG5DTG+Tgn2cHbz6",
+	"6/htvjHfIDxvR/sY1gn/5W+pBdxPWfWVXsErq7ixPMzpkKn1TchxnxtWGlZdLuiLb1+mRK9Zq1m38HDx",
+	"CUlqKeZMweKD8RnTG6bEQXxFdbE40FHh5OmhBPGqYlJqgZjG/3z58QeyZGoOIWDlosu09BWY4YQk4wo2",
+	"nOu+OPW3xURPe0T09kgAvW/427u4hMwZOrxJEOXNURwzwo12h/aEPHNNa5+g9Khe/LA/o27a3OkbURS2",
+	"cZosDM040ppgKzwCUFaXNDUtMZQ96icURcnVLr6l5V3bWEEsFbzUJR81vtih7TFbtHLOMsjNc1YFwpys",
+	"tsRLjY2klJdy9xItVYg2nmeEX16ztHv8rFdrJLsY2cu5V8My+em04IwEK0MXxpZqBUgWikGtyMBFcwWT",
+	"NRYh8mck1zJ1a0kEY4BM3fWDIdP2GqB3jDDwf2R6A6je72h5Nz6FHiU6vBFXdeGWQeHH/kyxJLo/MDKX",
+	"UaIzl45LynHHwF05q+1W5BD+UUblcQJdBSydg94RDMOI9rO3MpubEhel9EdwG99yhymNXts/rZu8acZZ",
+	"nSoqi+9DOHKartkK0B0SgmZNhWCVc9lRDVdb2lBSV5k2fDb39jYmU3XMRmGzNOHGhaUYuJegZjO0NiGH",
+	"EtctmkO0JJuj2raFcY2EVHHHzVvGG5S7wDBEReuY8nCfp/NAH8iY5U5LKuicVd/bNdBZ4tHgBg8xsZGM",
+	"ccjB32fWRciK0KxUzBRkIeWd9vceV3HNhqOTjjWhJAqJZY4n9O6hPDH3VTjo7Umr0tUbh3fTLhkp/FGv",
+	"g/2EzTeIqeJmf7sGKu9T0R1bk8OSLll9RjVDKRQKWjsO+b9PP7wHmjhKSp45Nnv59vT4xbcvYz57AoFh",
+	"9sxBfXCsWREpCOAVQ5Ug7DKP2LTnZEtGxWrBpwC4Bqbd37ge4w4cOpIX++S97exafpcpJ21vqFl0gfbX",
+	"Hmd0YlVMKJVqLz8rXJoUWoOb/sit7dzUZCXbutoUhwYFu/4hsh1y9cuH3s3FQcVnCdjvT4LPrDhon8bN",
+	"fHWhcO2iqLgAAIbCZRShQeUx+UKDd+2WFQ3LiaSxoPfsYXfpo0iIsDTj97Uz73Ao+gNQFjmFaxvigecE",
+	"0cnvU+NwLYtw4vxIU6KZo8TdL3zLNB5ul7EnkSoWJQw4uenXaqH5xxhNyCHA+Sq2lPfMfheuRHsTGQn3",
+	"orOapO65nGVhbJMVu4zmOmQwKh7jUJD7RvtcoLESLP9ACWTKTdDNH2RivYO0UE7hv1Ov+s37fdqunVt6",
+	"2vFo9vc1EOsJkQ6yF6qgaEMTwH5z2ZzRcsE+0M/fK7pM3c74O5bKDMUYIJX3jq1nCiL9pcvKcsm9Ln7b",
+	"AwAd1hSyxDARTBuyZEup1kfbsqqePdue4bOo9feZYmJv318SzeZLF3O5pD23zmzZgFtNJx00i1pf4qfZ",
+	"9KG4+SqqG+uSFccn92LKxNwIkqoFPvH5f860XENQaE3X9ufxAfw+HsCL5ABcEZDcmYV6MNC/CAnNbz9e",
+	"Xr06/3hxNYUr13L+nt2n6lPiuQAEv5q5urp+3yp2287BOz6TDt/MPlVKquROCnkBQbpXWzLSvI3aB2JS",
+	"T8zOHi3FNSbXXgsp2LVKVu3YI0UNG/p/WtayLSeQEl3LcMaWdE1mtK59KRE3zFpqe8XAudQ7HrA/Jsdn",
+	"mnOpzAeagwa/uDonjVRb6O3lt9/+/tt4LWK8kkR3PBWoDSmhj92fzlD5xdXlQ+j7l0n8/lNTUcP2E8lQ",
+	"4yFlzP5focBKjSvIgcKTFThYRdoGfhN5de+/kPNsN2kC7+XfnF6P4fTakNHGrI+dvOqBj7wSuExmpf4m",
+	"0Pwm0Pwm0Pwm0Pwm0HwBgSbm+eE0RV32Zttb6ZivpZhRnz0UCTaeIqzsYYjOYv4mshdoxn3pTAGsiiFV",
+	"EhEW9hbP1RK67KVLd7d+fPa7GqKJAqO+rGgynRH9V+mNfi9lg96OfinPzjwHvq9cLc9JfNI1nS4GSrV5",
+	"66vVjlcLADEI7l6seMuqXhEsds8eUPHqC5qtBhVY8gEVD2I2j85NdmYXY9ucq7/oLjuHKITFFWKibwUU",
+	"ogG0Ktk0YOv2ieGW7Fsh8F+lonrRPb6eUV6HYAc5m+1WrdENyz1/iG0vFGWMjn9cdjE+nMXOjHJ4esYZ",
+	"2GnD0zysA3TJnn5yWHtOgTn2kKWX8JwfJVhfKJk5KfTBQdF2orarwQQZLnuAokIEFDekkpmKGktmFjJx",
+	"cIF54cMdEgXOqVlEpRVgAceOBgbEb4slWzdMg48OuOCsFSXWRHdBZnXdD7jL0KmbadHF6nc9hpEUB6ka",
+	"pxmCes+1yZ6fmH6iOu7OnTB6XT6YmcpVRlnsBrKj79gfoW01F7pCyXYM4yt4FiGvZSi3c106rDbhUI4G",
+	"3ncqrlqx5Ygh9dgmaNPUawzKMa1wcVcJP3wXMa4nkWjXi2oHK7xZtqj7cFJwC4TCpGrTyzsdcxDNnC0l",
+	"PoJNTQeVNIbjsc0HQPN/ZKTNVBr3iI461314IZiIuPK8iO1K/h46NZBsMjv/Vy/EfPk7v7vcuw0anCRP",
+	"y2N3uz/Q4wxklP9CUbFEWZ0+50izSisXNFDDL3a67sgut/LKCSwym8TpHuh+AJOvNw0mTeRE3vKWZAcJ",
+	"LS3b4w+dOTZPJk6mo6XZNnLcGa7hfoyz0HIq3Lkd9LRWY/twXA872Twu3V+mnYxBtfKRQpHUlAumz6Kx",
+	"T7md7L3R2yo77G90YsX3ROL+Qtx4JGE+6LBOXwkXFX7Sr+Vs/Fv7KrNT+VR/14s+7adpbpO209scr0b+",
+	"dJ+j1ncKouy0HLrunHuVkZb/AXLnejN9nOy5QZP7OAU/NmaTf/bXNXFbPKoTLlE+7Tef2ZhDOEVJI5lg",
+	"0/d176ymrsFfQVKSm+Vkida+HCr36EnW2QiX21upzoNp9jXXEOYHpqeLYJ26bMuSMUyu+d5bpq74klUf",
+	"W3NQHJxRUbI0DuaULJ9gZfLTn5K/3Jv9mFvVU04ynaOTstAoq50dYm/jtwsvfHwb+IzPz5MGmzepyPdJ",
+	"SSZf0rJeNm0WsOHs/BNpNYuS7e0GFZCUid/4zSqlYpOwHPZyeWYt+sieMhqgy11wjIMcgqhQEG1kU/jw",
+	"7MIhJBaEtkZ6EOajbIdvwAWa7g/jvaXydkRwl2b41cOlSPbZAD7SqByo24ape65lCBfw9fMcYhMlM8rr",
+	"VjEnGwYM2/09HPty1FQEvOMdhFf26hsVXPOaOPpydTI9zz6wR0RAiNHkAvLoFprgRvKvukrMlgfGUnio",
+	"uVnxav8Vd1Srkxc0brvmomTRuKIqUVMmrHUGIuaCaUhgc9EmA04xETTmP7pDagKz2kVpi5xUX0Br+7X6",
+	"yDDuQ+cK6mjkh9WvxvqW8bg1vG+ai0HnwjntXV7xxdLn69HB693T3WJ1zK0nejzU3RcxuFG5bminTaN5",
+	"9UzEPWUhIcDhGUqV4YnPWFyHqjM+OzHKHm6VRUCouGIZqYFjcRNFZGuaticQwiMrBcKTJAH3ivdt8T32",
+	"ZUD8UmehLOLaYxv3I66qoMsBDCAUArPCiDHN8ay+307qUeGmbpGKsCXdDPM08SO7XUh5907cys9vhFEZ",
+	"kgAPSCN9mSBf0yNLFKmyoFZxoE3TYZIHuV7ekVtZrQtkmY1ivqLDVs5ov00nQr71PhsocEoNreUcs4MP",
+	"PwrkUC5jNC078kkg58wuWUHYTy2tvV+J3TNh3gVDgFujFS40Pt1HxrwaFn8FfdvtCc/4Ounqn5M2mat4",
+	"3S0FlqZeEwCwKBm/ZxU5hPw0wz5nZGv/4ugF2bOpd21zswswKn70dsJO06GzD7z7h12MYjm247n6cFdd",
+	"KdjHI93BSYY7KBBzYtab11mvVFtvP7p9n3bu054icPPQedAlPQFz+8nmkW+S5pwfQIkM7gz7UlTolxry",
+	"fKpK4KArE1oKms6ICF0puUIwYPvRVIExGxXg0IULItgKStVZeXRHj9cml004SAEMcWwJwZ6OTgIY0j44",
+	"oQ3mAIfl9N2OxSRYQQcACjfxJi33kDNXEgA4BujQzuaZsiVWyS2080IgIHtmXCP25f4V6XLSr/HI+b+g",
+	"BiXYAxaWPyN037WfdUFow6+hTEL0W4fTf10xwe1PQpprBzBob/ual6YgrubatZHyuqbKkm8rdNuguHUN",
+	"h/IaS+opath1zZcc0mbsBihBa3ujtyLEzZyEug61nHOhrXwUJhLhhRSkpI0pFzQas/8lZOa7KhPX7HOD",
+	"byg2U0wvwmwBb4iKipRaza4V+/egNLsVPXh1sLESSRmMGcrrkdTnv6e+6UNBGkXJcrjTM1oaTeitdBWL",
+	"YeeLUES0KxhC/fTtNatlfc9CKYyoRARVLEBDbhBy1uj8tl1SEVFfh1oJABcA2wE+g1vLEpXOWKYVM2o9",
+	"Hs2mWOPKGYaahQ4BlNTUuPh1jTbh/vw2/amRvGkUTdfDvrIPIh+l62wgsdz8yzG8ePyuuiEeg9SVJdku",
+	"hcKZjgEG/GiSzOQeqobes1o2GePybY+pVFhdcU0OvYORnBbk37AhwlxL/3ZwhCerXTKliZE11E0gDKgO",
+	"8I4Ama6ihiaQiamhO6PTCHOsG1byGS9dB0XnOwKJylIsN7TmuhdC6efxjUZhEHH1jSWcJNk6eTKhGcPX",
+	"wAjga0JLJbWV4RAPH6ov4k+WoPWJO06h4Ca5Y+veJdK2PHn8YQgjRdq8NGxfs6IQLxdEsxqQwoHQodSk",
+	"nIX1n2yDPItc/fYgeFjbeyzMwOdcYP0Oe05pX0DmGUFPlgA1UZ2aT6bMVRy1qikfTA3B7OGm8L9jGDvW",
+	"Bp0u1G4BIT+nCtJV7vtxG57YCw+VUa/J8xOrnEdXUvgICsC5EvPItKzmNm8Z4OFOBTCHItYJ4RBWvrc4",
+	"sfLtKk2DlaL0sisKqVI5P01ALJetubXX7rGTMI8N02a7v2sIdO6PSUytw70OEyo6MxEc/hSregtOgbMF",
+	"S8EA9itjDOOQh8AX0+GRvdu4X/wIWyZcE3mXPj5bz+YwRnq7dbFfXiB8HxCt7yBMeK4cNGAk5ExwVjoA",
+	"K2+EG3NKvpXaZNHn7UOCaTbBD5mOGy6b9kyqZLBqkLCtTFbSmpydf9ITT8gO3rjVQtboMyTy3pmXIIwd",
+	"ZMV7Wu8CsQ4lElNBrx82sfinB3TGSP8JFQUGOqNlchWZWUmFhSfwncm9vvOfjHRtpfDnSS31GOt3E/sG",
+	"ofdMDbW+/BJCo9+mfA4zw5h4YMvJhu8fMt4lW2aJ7QP6c3YH64dmr0aKFLwT2mBOxzL0sUvBgiVbfsrX",
+	"LOiNe+daCI29Yrdmr3bONDh9t1ImXGlT1OeeTT9wlOEKDqbc2zdPyZ5EAhEOJ+MPeO/U5fjjFUTqb4Wc",
+	"j6L63U3zqw2PG8zqoaFxG809sAbaRpYEwr3qHfNVVlB/H5rhHpOg2ix8hsWHlttgl78iCMZ9AF3Y0x7w",
+	"mml7qNyyWdE0lMWwasmJ/Y8OVYxXC26Yy+q3D7YDnbkBjmJJpGlsLGiut+NIA1EhzH2Q07tj5d4Hte2e",
+	"KYSDDPVD9WgazrSSrCITrqe3gZBnMmNe89mMKWZ5awPGDVgJ3KLJl3+3CbY5KN2SuP6nnqIVDcdoB1dx",
+	"h4AdB8/h8McJJ4x5bHFumVkxL8k7lEOPjl/F58BLsG79dkRR7WrNVtC37oBJfK9ZzHH3wiRI623Bb25K",
+	"mbYuApWE8tEbLdyxdVIr7vjD3nVo+gbl1WKN8JwtizBPk41PgvzsTQ2wP+EWQlOnu2n7o8+hftolGGzL",
+	"YGXHUD7HiTasZNrrEzPbmN8FBp3KMXRlWUd2LS7NGOBmeM2OF1RUNQIxoA5hV6ds7Als7l+mozb3I9ee",
+	"Xg1CinAWEsVolSPmLQnEED7VzRINVnpPui7g/MsZmeknsDhL+rkggpknELCp5ZJ+LqUQ0W9qyZbX/ddW",
+	"vZ94c/+HJ7y5BiniupHKXCsEIg1PTdlcmxV6DAY/z7i4NgiMMXiypJ+v9Vpc39Lyrpbz8PTlk1KK2RNa",
+	"109cGf9r+yvB0A8IMxMyC01s5ZTlkokqy0HgZxK9B0cLpSNLPlag1tu5vzthnnI3DtvGQPrEsOWIbQPW",
+	"jg+WQ+TNsfxRkwWISXgBIrkPIbQn2DD+g13vCBy8y/3eQR5PudP3xzeOFARfZnrSPu+iI7jZ76kk/EeR",
+	"28d3KJOa8OO2i2uLiRAE+k+dHfMio1H9uFj7vYyuECdE9u6YkgpQLezOGZWRdvxLeeEi6izqiZiFku18",
+	"QeggKWJTvMsRWEZH6JMcfnLLclgXfnHTNoeYBLp39+AfndQyGWchrGyR29ve+FNEt2GbTIpMYmj8PIFw",
+	"AHtce5ZebcVOS5Le5LtJhGD+umDlfa68ZwijQqvWrZRmorUMmr5MWg+xaXA379xspWSj3yUtD26kDS3v",
+	"mNHEvtnsM3Lo4mObKlFqh/zg9iHsYGwOGJig9205N/Rq73bTHp9ArXm4CrdWaQo7dwu5P4255tNU5pvf",
+	"j84UK++/40afM4VG0vxugfOfC3LLDYaCIfzkRHu4Hd6WjmDvHtJL2iHWHf74tKamnhplf3P7exHReEyU",
+	"3emNDlmKD7630sVFK8BELWijF9KksFJqPl8Yot0b45ADcdbJhrNuxxy3yMYfyrL5UTww/21enq3LOllz",
+	"Ri6bmtmbbU7VLQUc5brGQOypLoy5zMYB/EkShSs+iioxl0q2hotkuo9LUenemagTLBhtTutalqOlpuUM",
+	"0VXt2742/MR5208u17k0pbe2wVvs49ZQLqyW561ZXYXxKYwyI/pcDYAk0n71dnnWtKkUzs5RTFrQcT3g",
+	"WSaTKrPMsmHie54kro8Nc9mm/nep9Ak5fr4REDYlfnY8We/XkVY2JedqkGs1PeZmJ1dhqKS3q4MwiJ6Y",
+	"VhQnEw3de9Gx3Thug+ORzyvq6CfiU4FuY+6SZupzvqeqe9oPZI1joIamQQjbHHNLlguqaAn6mV7IlfAu",
+	"qnJB65pBMbUlRI7bfsSa1MygQRGzXiPX1fOXSf0KRpDWf0J8i4su7fq8ZeDkcaCDJ8Rvs0vExVBOy5Yw",
+	"H1eTQ80YuXGhsk9CrzehnBdk1bkWj6ZgQTdU65VUqaPrnvi2W41m2ajFF9++3OrGs5+lJUkgDUyriLog",
+	"h3bRj7nQTGhu+D072rnXwYkJQ4imm6LVD13+w1jaGsb+verhRsZeNp9gnTLD/MPBCHDAuRG8jxFuhxgM",
+	"Xzn5cx8Y9EP74/H37/9SwOPj2YfzPxTk7fvLo98AgLfg+T1+QjwQYXZVuXHljOE1t5itqJkOPz4g+31b",
+	"9rjdQr8mvdzQR0klf1jrj5BXnjzcyCkIVAeNiJpr4p4MyqkDGBqg2WkXfro+8VsTbij713LAnHZkSVuz",
+	"vHsZd+p+soJx/6igchtwtv1kuSCWZZLAe4w3zgYfMqHdU7NTmd/d8dty06VT82KWo8khDl4f7YnnOEws",
+	"1QWU260mm2jjm3lvWMeokXOaqwju8xGXey7APzxJ8XFTE/vL0B//I25hNjWxT4dWOK9r6P5rpSZGw75g",
+	"zlf5JyXbJll0Cp8HH9AdR1PdwPxey/LOspSRSA+u4WMC7+qIz/orciZV2XOX9CK22pRV661ckSUV64lE",
+	"YfvPxCMoNsMcKDgLMY30roGGiWPLFo9dyBMwxdKK9MfKNMf2ljyuGdUsetDxsiBwHHdczSgqdCkrpo6t",
+	"LlhTw9JlhMALkrIifGoguw8eWxogPPindJch4TdyBLO579eSIvpsAobzMFCACwwNaxHKw42+6GhlKm2m",
+	"7GittrxLR/OC+NJErn9EZ87J3yb1bXEBL45lIYaGlnRN5pLQBaNVKPID5Jum3rk9XXr0eN2uw9HalfcM",
+	"DvGXAdfORoldYo3rEKjli4V9EZE+w1IvWyhfT6Hkr4++AMqbJldNlYM8a3X7WURkMx5F1tst+/6UqNmI",
+	"4HxchFTDR0lSBvDDM8+h0jbSOKwVfOTwkbfH9juYwFq/JIn14C3tGviq5vaXLwQFD+u95Tqzyp4U9ZpQ",
+	"v0Hp4696nGzXU60j1XM8krLH/DxmNxpbIMN71ammXWCzJZwZL8EpB/wU0t+lcJnEGWN/LgAze3T8inZT",
+	"KTYptbdUE08UL9kFXfUq+I/CbyZwKakGyJYU8IIwSW/a9/Yz95Qc/u/TD+/T1phQfD6Voru95PX+tbsn",
+	"1902aWCdKdX03eKE3nbdpgfklJxChcj8jhoJhVbZq8gocEut2Nk2eEvVUJu7wNd0AaGsGsvD25OjZF27",
+	"P0Myj7chwBFJA7NmCcb7PHF4m5QT24Jfvnj+h5Rd+z95hdjfoKpTqXPhkI1k5Iwdsv3DMiecMRdW2S3p",
+	"IGPiP/HhyOxTcnv43DE8ez4uwNa+LXFcG0u0S/8lHq1UqDMrU+nM0BNmn+sT0lBt73T8EyUWjOUXZd1W",
+	"7BwfR8GWkzQQ6AMT/RMqh7MmTQufhNnZEXYmqPwGj6NA4OOA5wB7esuF1VCwhamW1jkTgIaSNPdf8SVz",
+	"cjIYxq0kGD5AwIvpPnbcnrxo5wQxADPAd3NipuZVm44zWEqIKPQ4iv7VgoAqg3J/o9iMfx6iKAzwgSaR",
+	"xgU2n9VH9U57OLxm4Gzso9d1NNnf3mITFiNJbGGrCn/wokVPnnwpuJF2n88lT6efUzEEYlhwO8E1uW3L",
+	"O2bIIVwdFC65iuu7YhAsEsr8VU7jTVUMBEPUhWneo2kqAX8QoQUTNGCRBaunesZSJbMvESccR4mTmX4m",
+	"xkLZYNEgzNoFte2OAPFJsyrb/ls+XzBtfLgcFesYFmJiL7gtZ9umMQjL67und+rqPOfthL119sYNv9PU",
+	"DcZvLrKRTH7NVDqiaWReI0HA2KdzuU/Bm1VUkKpVHimsI7pNZul9Vxk/HSyazjjrpi5aBn0DNl72ITge",
+	"BcrCHwu39vsgWoxCTgzaR/CJxwtDhg5UHIsMaQBQjLMHjzIlGDlnLA9uSe2vkwRrGoF22h7kDNPQIdJ5",
+	"3zkM7i7aN6L3wtl6QBkDEA2PmzE1FnrIHROcbIMbDI/q8HQNWVSxcSGlLs98jXBQ3LZ5LbMQ26fn78in",
+	"i/cOHjEybxVI3T56i27LCkt7k3yL9r4eto8N4pOo7otqBeJDpwOjXBsBEexvDwr7gT56UT+gznohxDnA",
+	"OnXZvv+IcUE14CNOgHfgOt5fgt85PEO3oKjLHD1GCbvhhsfI670u9zE37xPSApZ+CDWxpLEIXOskGqQG",
+	"RxStNWJsYvyc/TIKNnpwdF024uQ71Ko6TcttXBdMtk8MSrA0Ov9hF3oS8NmjOBMkpk2Y5ymFvKH+8Dx5",
+	"lQYmg8YkMG/YQxIFFflphwjCXQpfDktLon0S1tOvmjNbMaFkXS9z6OcPrVJMDpWUboIUbKEQlP/UCmpP",
+	"9VpnzlbkNHgDKLo6xXLgURABwbFtYn/DCY5ME8UEWxFqiFlZ7sNVpb2VreazB9ToiTq7ZIonXYfwu8fB",
+	"Plywz0f5EROudcuqwCTn2X3Zo8BoL8fHYKlqjKIeKTI6LeoViDSYlnwsb5UQy79OHCxS9aTKQv5VdwUl",
+	"j8V+xGGPgchg43sxYLPC0W7nc/q17Cvz46tEMVoufD2lmDL6ZXIsM1IqyjnkZmuOx6OG7roosqMpTtWJ",
+	"TtmtgF3jQbhdOvYXC8XNXd2nvuaUafWrcB8fUsBkh/Eg/yiIkAPyJmtmjgp3wRTh6n/kuxyH5ip4jFdU",
+	"w7h9oMoIGWqa8cbdjR8eWLAYgL79PetgzbdWYc45prcXOAr8YGLp3pFZ9jjc5rKnAmQ3r6rMNbsRdutl",
+	"gG0BskHeeRN4VioVVQrc2Ii1If2i2tKJRYVLO5KiZCfoVbA3NjpQCJSBk45wUwkjsAOfVOJKfnt1dX7p",
+	"VbSOLsA0ObwYsBR/RjZ6S3WiPuV5B8HslYuz04LcoBf71U2IGV+wzyRymNvJXbawnOftbc3LP7P1OzGT",
+	"J71bAn3DgT8iJsTZqQcXy0gLVQbVPWxGCayfG4Dq0aH2jF17GC8sfysMrwnzpJLpC/yamRAJAGC/0fdl",
+	"b5HJkydPboKnFBiTgSRbjxK1hWWzvIwYFb2pwLLfaJjiWOW3nS+Wbn9WHGSIju1SvQsgDmL2s+gsOiIr",
+	"hkTdLfToUUxHqnd18fUDotO7k4qx6aJTRic5cTr9aO/w9MiRPqJkRRWAB4wCsyMTGEtY3oAzTbQkM6qm",
+	"wk7vgvsYDSt3iq7WDRvBN/MnppJM9xH0XHkrL3i7innprhSjZnvSkXttBw8LfvAXTrfUD0DIS3w7VzKr",
+	"CnWat40T5VwKAGSxGtWT7/cXzbqBTJxYPB5uiGzNiLb1Q4bRuOSb2C4JSvYhFAzBGLx31Stw73mdiyl4",
+	"Jx03xnz93YmwvVhWcZzVvma0QvMF5DlhvQluoGCD9hOfRjsew3hsswEC7pF2Naq+8ecUGOCf2bp3CS+Z",
+	"1eaBOVCi2LErh8KqcCRByJS5wPYl/XyKvEePMh9a13LFKq8MZhczz5G2x/f1OIkb9j5IxnN+z0TAcByw",
+	"jERj4DGspgjs3kyBUBNWTOqcf1QQRlVt2WqoSRMFUvlasL5ccy6wwWHofbdOFh5x5Z/6nGobC58Cm9Ar",
+	"Ikz4YzGpnP74Y6jU4vcb0FWDIaxclzX7WoXyi4N7rvltzT5ZqTJ7DNak8nwFszCp8IDnEsoHmVchQ0Kw",
+	"lXYB5kCEXHvOa58CATxWfe6N8KwOoDiIcz2e3r/TI7VwwHv61BhOXRGElT73iO/v3p07uDOHN1cfBCPi",
+	"t4Nt6Uuj4dRuEcYCyntC//OVtRLw9dR9ZpVx2g+fvG3NKLr9CWmsIhHTNmor3Nu6bJOGqSUXtM5Z1R8R",
+	"tzsCIN9NurO/prrYI6XBSFJJIlzo+R6x35PvhhzH8Zi/ugfTEM3oa3CaKWc1czjHMgQien8N6CLbVZDO",
+	"0wOFkAtXIRk0bBeW9ZuW8puW8puW8puWknIoIYdIlhxUa89j0ZpeEFlXuxfGjRbzSlEAE5IiWXPqN41p",
+	"+63oytTuVsTyHVbP3+C+GfLo7qPf9LOd9DMVMmSn781HvK77mxOcf07cZAJx7rdu2G8a4m8a4n9aDbHj",
+	"fuGodTfYFnH6jb/3NwHeaSBMDAQpgL/j9kmFbM1R1NQ6529CWfO9y9fsXI55ywJsr/3fy67frII/BWDn",
+	"3DaFcUkPRtK5eFQEHT+vfcSWXYByfOX+uL+vgI8TjfbSUJNEMG7BN+dR6rFqM6v6255QFbFu5WuXR/kh",
+	"F2UPLl+4rctQVlm6NAS4l4OZJbk0+bD42/VZXyfM1bOYgi6/uSRAYsHksm7Spblv113U2hfo38nZhyyW",
+	"urkmjWKaiZ4qE1W5p5/HduW9FBDVsHVj6MbWTMyPQHXAXdenc/YhHV/kZRunPfi1FtKQNTPRZXlCnnVB",
+	"YhPH8CXPoT91YfOHxFgkTsdwX5LLtOUIR3pSkmP31DKfFJB1SKdFwek66TZj0dpKPbeslmKuiZGTwVey",
+	"ZsZ1gWSQC7/Oy5oOupUJwwbxZ19aqJxkElkpaVja0jOseR5CyE1PCrsHKWrblR/CtHKQPVAiNgRubgRs",
+	"kn9vobaRvPNBRHIlQqxMM+R6K6oqVl3JMcA9ieVtepkQpjcKK2e5rO/JRGSHNKWuTFRu+kEo8ZYZj+pW",
+	"PiVlBToPvZt+znIBPK7LorfQbua5/X/v1aqPAGyV5COnIsBeHc9oaXll0MbcEwj0Fr0ck8I5JKoo+SfL",
+	"ekaMwj9kHR38QcZaqu+wStyv1+SWZXwfW1PKJQTQgpWSuDcfE2RH5gkCjOtck8pdvp5zokJ5DJpb0C+P",
+	"tZFN95czs8c/OD0NtOboeRQfegw5FEl+GoY5zaEQXt87yCDz4Q42IqC8fS6rX4UDK17wyJjQkUtkE+ib",
+	"CnqWgMggEW6wnpq/7eba5FxpvfX9JqvaqrLmlcOujZ3UwwSbfVDYYXqqaIlP5I++GlynlpVGiXa7xl3q",
+	"YtDe7mb+h02/Q57IO30HuBPp6n7Ig7YNGF1LrjIK1hnEYjUuwn0+tYTIxr3va2p1JVx6WS/rIahEVvXd",
+	"Q7wZT/D11VO/XKpuZiEyCUBr9oBkqMfMYP0BQ7ntw0fIWpmaH5rAHE+Q3/bz8jbnxXMPxo/LPuvYSC5M",
+	"EuQW675hdibCsgC0lsP63dOHOASlmVwX0o0ztYQfGyZOGw6QUOnC7ohIhZZmCDKAis2daKyIkm0q5meK",
+	"fTcqnHRbI0RLQlQ0C1mls00IPhyX8lLbGi4rwqs4ZbwVlSzbpdWdK5yYznggTSpDhZoF8WDQ6e+YWnKd",
+	"SSv1NfFvPh/r+/K4e/eml5INP2KaRQL/FBYyWfzKPiAz2YqqsNsmBiKu/dvyP2z9GiZ/UBzEKxJ+9C9F",
+	"0+l+DAt/jUXa3c9LWbU1284o3H67NS4GUlmvRz/bcZEqpvEciNsZAOJx7UnS2wJoaTqQPMXmXINRJSKN",
+	"Tag8+9HkDHIPoOa+S1e8+2qIZgB1Imh9Yad3loZu78wZG+thjw9T5Oapb+fpTeEiQahihH0G2LqotF0Z",
+	"lv1htbs/CkbsI7AjbzInl+XmyEXjMbI/nftfdsXQ2+CbCe9IGMfWhexE71ALLKKHKQ4knMfWjmBuHjUg",
+	"YrqTvEo7kkQDuXbRSdkZ9W1wlobYb4P17Q0xScqDdRorj/6xNbeWU/7IbhdS3p1RQ2s5f3OfRZ3QhoqK",
+	"qoqw+yS4dzphHRqEjPWCUE0AwZkLuzc1Fd9obCxTWUe2qmQ5xOR7VsuGfaMJvuaK5SPeKtfdIDeB2hWf",
+	"z9M4L2CfgixJ8JvcTwMgxsRc32wY94RF95b19IJD/0EgseuF+ZzOO25PNCDeYLJrNvozVWXq4+WVJktq",
+	"hWEI/yzQYYh+KW8vJIoZNbV+xTbDnR14COOJQoh25d9gMnPA/gm51C4uq4h2yP+H1JCl1IZ8+/xFVJUw",
+	"wtGwMirW+/MSCEb36bYscyWfYGNyxmXcNW78bEeaSMNv/xCV6MtTMZ9kMfMrnkWAcLEe2/EfLMn4YKI+",
+	"4AWqg07M3xN5ySpIxjQ5yBAQhPuB4DAoDB/rq53uR1LaZVxn0NMyI4pj+djnrYtDyY+UGy7mF/agRFFq",
+	"mlSth8PgwjlFIHFAPyzwaqu1Y8BYgr1Dt7dh+DnKtRxm08eXqLtaTT/pMUqDw3rZ6cAPeC3WYO3PpTuP",
+	"8bEqOva3QV9+LftWzW5eAy4zJIbhydmB0W+PzgkXYxUiU3+FZa9EJw49avhON+lg5XW34E52hNw1Oz3A",
+	"p1vLpQ8x6G/IVwj2GcwCJCknpqVXry+hkRLfDUDKm3SUK/6DQtuMLnnNmd532aGVDNDyYHXcQKauQqYk",
+	"2CkOGexgKFd24U+3a5CiVryuSqoSa9FrKpuR4jrgmtDbbKoDdJ3eIvy+J/fus7Q9aT1B1SJT2GO5lMKB",
+	"aXdFjO2IkhPxi5Weyg228+R3N26VpStrhX9pJ00iLW7rLC1Tx51GwwlLPIFeLrOASHPF5vY+Cghk4dKy",
+	"HBj9LN2Z93giffTJHJ71uW0hWd0VAISoccDl9v/lgk/H7fWvZzo4dY9xChPb7CY5xgejpeCCMFoucqmQ",
+	"wR05lm3RVXVioHLZxeUKZRDw8GfWJRMf5us0jHeKRiRwVihCyzshVzWr5i4nlLz4/Hlid77NlA8r6s+Z",
+	"IUB25vbgybmaDjLtXL2jHQCGj5d0nAlqQVsNUjrtYj8AjhP0ObsIy4kj8J7p0SGgCEwMIH2WNeXLybsW",
+	"i8+TOnHlVLiC1NS4Rv2u93HkdO/2Mqajwegiz3vC3d6xnxAJrz6KqwXXaajgOBOm+8JnBCUYDTkEpQdA",
+	"RY9ysOFWfah2Zz3A6dzXE1nGjArZmgt2zzNlEqBGiHLPobKRdGZSCOSwPPozJG7fMibIjArhIvGNTPOu",
+	"DAVx8X3N5wuTs3FEpy7PwaekdrHPBghhHNzPEuUEnTAd/bqTNoj+NTDSmmTUigsB5sthYO55B8abHOrj",
+	"jRFQ1iYTifcXjG7PlKMdX8GDYzG8QHuX32BR+5ueOdkRBW6ciuECTJFWItU2Jd/2RBRCPZBdQRSrKMi5",
+	"h2gSxND/UjGTqrlR13Jl9eE8Y6KCLIxpCBMV+FZB4sUEyTT38es6ej42bnc0BgSKgxQs2L0HAOtOMESG",
+	"cexphHSf7ZpTaLtNZ39P0j3QPqN92GMixRooffy2gUacDJSwvvfuE9z6tPTvxahvNPl08X5nPQi1Al3K",
+	"hhVE2EWvuaseFPShLUV9i4MF1ZdA4yN07E4BgD4yQw5pvaJrdIU52EhNvcB8dBKdG8KNZvWss7IrZlol",
+	"cvQ/zR6bpYDRJGX/BOwsgQV0ecpcExROpl5mW+3O2XHi2nyaYAJ0q2hPmV14qRyyvzT7nLhg/Oz3hszC",
+	"Nh7rC97fj08jpp8MerJdytZko8DA/eyTw703JmgRJa3rwooZGr+fuAVTjKhwVHsG1B0XzXUyhU31uhmh",
+	"gJQ9NqmsB+7R8aXAEYroBtpY/2EKqjfVdod9kwqTiaoQthobdbvl6F1XO17LaRPuVWz0DgLs1LhM+GDP",
+	"mKkxCWLvOM2RRvet2LghuvibUSridmarpOLKbqZ7gAqZQ7mliMtk1FBKUNbQrWAGAWul6FmkIp6+87Vc",
+	"OE2n721MFRx9vMv7xCqQ9LYGkd75iQEwB3W82YyVBj1Q+gn5EUWsMGb8FGC/2crbTL1++FPLWsfyuAlF",
+	"m2XDRGwMgjKnhyaY6q1MyuuazCVep2uIrFuygB/BtVc2x4AbJksf9FbLujUM9h2EEXIIJIDFJMEC46no",
+	"qAjp/GVggLqwM4V8TOX0opmicw+cH1f4fPaHP26tFZuTet4AgDEL4RDadoQmVLuXqJNxQW6e/O4mCh9C",
+	"Q+8JqdmclmuiBb1j1yXVjNiD6VrCHUsKUdHwn7/YPvol/fwOP33+DMvB+j8Tpft3llkK8vz4+bMT52J3",
+	"liqsIWrkkhpeOhsVExUaYHsmrBYKR+RiEkId2+dxHdvn+wtABWkF/6llhC6lK9vW5K0oMLcXf8yf+ynL",
+	"r4M4S8X64+zg1V83dUB8pyDPXwL896C/qP2XvxQbRLhszLogYJKpwOwt6nVB7hhrdK9KLnYymMGzX/42",
+	"5LpvP5yeeVFPzjbHVBB/39hOkeWfRP1T4aIurAh3q23XGMiTGxJSBbArfBEFSkgoI29EqdYIAwgBvfj2",
+	"pvgen+lvX34hmfDF8e+fjUqFgWB/HxPsi632DSdvjUtYo1LVhCv/immz71XfXQYxluHE2Okr9tmE7EOq",
+	"SUUNfeLe9qez62DS3To5+MFIaPqkI1oEfMFwU15ixyEqr0DL6U+tlaKli80yC8IrvOwQN8k/Qbe+i9Ta",
+	"WsF52v7k036jPfA3dxwMNPR94pN0Gp5PDu64eFeRnIt4chEQ4fSgqXehvIqrYrrCGT7p7/IuIVSnqOQn",
+	"2ksrtTsEx/CwDiGBeVxF6oJTolXOBbHAdLKn8/NIdKYzqTNh1PoEDo0dajALUjCFj8WU2E92g7SC0Rzr",
+	"hpV8xksy46yuNEpYXcddJ64mB9Xk5q8Xb16fnl29ef23myTkRZZWMDCBVxDXcgvWQiWxbg5iuImU67Nt",
+	"QU99/CC8XEpNDxJgFYCxnCtc8TkXWfg0WcKFV52aT6acaNnHhnc1qYxXuj6nSluR9L4fzu8Dbwt/L9fr",
+	"yXFFuYDej7Aig8nMb1/88fkfnxdEmdKVpyxcvW0u5oWDgSyQ8FtRHbtjfmyPeRoU0lA1Z+Zyy2n/HqyC",
+	"HfMp0HkC4fVpJuDs14BPiipQ9/R2Hds6n+wM/rVR/jsZ69YnmrDSUYovHO/MEmxhONuD1jqf3n+hWDW3",
+	"1b6SP05hmJo83YTzORvMszVEzY3E3cXdRnytGLXP4CQbk0akxzyYoQIHmyzCpZVOKBiLS3ln4gjJTiPz",
+	"zs1gWXjseMHtsd97iAQ8U2f4nCpu1qNpXbjqw6pRDXyIuVeJFK4FK+90LhESn554kBb801lTwIQjIMfp",
+	"HB/vmlYEfZzZNlOr68Y/DQ4iZJZ1BYhSONMNVazKe6FdUFxwQ1MTBSpgbNiC6oXPdfYNToxP+HqJbQ4m",
+	"N3GRM3WMD0kFYON2bxFwbHNXEY5892wxpNQP0I2DNE9sL5JU3saJEYNAcY78JpTP62hmmD61sflhBIU/",
+	"A/lT15tLSjqyB8wtqE+89scPlzthzm6amo8R43us66r7kRHus66kWQp4MQdFRw29pZq9sz/ZMY+xkJvz",
+	"i9M/fTglP7W8vLuGJbrp99pL04UXXrsOwAROa70bjs3mqe5ml0J4KRcoOo1ZyR2xJ0rURvblLdIvxqbg",
+	"S0MROL3+OZnXcpB0tb/LwFxIuaBcOINWrxfSIeEDKQeieHLwgILY25Y6l2bfbUBc6nooog6pPF6EFEEm",
+	"z+BIFvlHRH93zwnGp4AEoGTtlEAj75iAKFOwJSVsHiU1bJ5EUzhzT9Cy0XXU5cX0axGgmYFIRTQrWzul",
+	"hwR5dP2BfTFT1d0praMsObQESkLGihiWoT/A8T1JawSndb2xL7u5QVMfT7t+OnLZ2+c5WK9E9NVwfL2M",
+	"1k1IAyDEuaKAtGBkRJ2n5+8chb6CTQcExLh55yCa9TKlv9GEtmZhGWaJNgDV1kwXTvDnikhVMfWEfMc0",
+	"d8B7mhXk5nc3cJ/7AttRRwW5sU3C8wWrEe5NrON+rIBF6xoYakVuMOf5hiwp+E67tG7wCxpJqJBivZSt",
+	"dp/pE2IgStksFGPBbQLrAiYc3Gq067uHNde23wVTPfwGZ8+752xlmQr+VUox4/P0j0sqUKXp/6zoauNR",
+	"Led60Aj8lHyvkivhgM/cz4DENnzXUH03bBR/Y59ZiTgTvtmAkD4YQ/h92HjbzBWthu/7X8PbgPHkX8I/",
+	"wrNyQYVgdXgc/u76MorRZTcH9+fG86amyEHuedl15/8Mr/sfOiwi/4uh9R1cMM6+E9qIfgnNRL+5jqNf",
+	"or2Jf2U1w/X2LBrPX5jZ4Oduhv4B6lLD1+FMZ37dbEMZ3Wy+bH/cfLfVTG22jL92C8q1XYHjFa3rsOrx",
+	"b92ambL/R2Kp+7/6pe3/GpY3FUp1XtP1LS3v3jOqWbqCl2ArPPXuVWQECVHZufXf5OuxvIVUNxHcB7Xt",
+	"dc9Qzu1B1LvmqYvqIgNICGD0AsEm3aDh37sWKH7TTT34SGsO5g8lW7GzBglDmSakw6uTbOzwZt6Pau8k",
+	"N+aGKS4rvE9v145UamfbqSRcDALM8oJNBh+OC6pnQDRdOWy4HsFsqp1ISXNV/gVbnc5MGkICL0F4p8Ac",
+	"QfI/nv13woVzA+61M9BcBpnkwq/TToW8FMO5Tttu//YJyL01v2doFHcXBjhkpHLxtEjRACiL1wOpZQkB",
+	"HDd/723IL0//fm/vzV+e/p02zS9P/46vv6t+ucmVXYFR/DmJfRckaOzf8pcexluNoaCBlR3POOgxZWuO",
+	"l0zN2TFWVEsyNkcYaQL+dPFeu7yVdUFa4cMoXbISDugbrIIyXaJ1/PESLfkJY0omJPYUQ2IxmJ4bQqsl",
+	"NxoGB8IYMlRM+rlg9/KOodw144LW8YKd+uhZ98VBceDe345w5VnJYNN6dJfOwu9XBAknrUhcCL1zMeA0",
+	"3ZYlRX23uOdKGlnKOins+wuqcS+hqO6hwvQ35GZhTHM8q+9vCv/vZfMHFPtvFrW+wfiAG3vB3xREtop4",
+	"5yrQxl/en8ELP/zlgmg5Myu7DYcXV+cIxnJ1dm4P1afX5yfgfv908b5XJlJbXnij78trw8s7ZgIQVVf2",
+	"3rE2Z8Klhrx+c3l28e67N1YYl+180TVkpwshZaBONDUtwRJxcXV5HsfKHcUU4ud/UByE6dt/1xrkBt2M",
+	"CgmXOW+gYGRF1/5EEZoTEW6tKsfUDxToNGsScq/hEQAAaRcCSMk/03t6CZ+480EO376/tAtwSWdU8YK8",
+	"vbo6P559OP+D/fFsoeSSt8vjWwqXlGv4xEUYwbvfv/+L3TW7bpk8PSv8MmHSpQ/xSjJRIU80Y/UtDjf3",
+	"vGLy6WcgPnjityLJOBfJOMq3chXW2MV3rlzpT/a5Yf8/e/+jHLetrIujr4JSnSpL61Ky7DjeiVWnzlVk",
+	"O9Fejq0tyWvtu3dyPBCJ0WCLA3ARoMaTVKru09wHu0/yK3Q3QHAGnOHIkmwnOqdqL0dDgvjXje5G9/f1",
+	"ILVVkcgM0V9BxP7Itpo6JWk+f9Pt7xBrbHdv1jJfxpv9AAglgKUt5Ne4BeSGSbM+pBWGgb3qrkq2sLVo",
+	"BpOaBHFlT3XZs5OJoRKc/5CJQyXndHO4qpB8daQTGpUmcKEpPTugItFdCO1TyKH2ZVUY8KdZxgc/JfUZ",
+	"vl/oHgTJQSnNfgg+JVhGk/IIIAoBanYR9jvqKg7jnSrnA75EFbbtJORaGaFMY1ZOR51cX7fqBG0WSyd5",
+	"t7tVyZXIWM3HdvdaW9jKlKPQ1hJmzMhq18hLxcuS0o8RTN3n963fzNC7OAswmpKsrYJZF9875WP7UvJL",
+	"pY2VeZJbyM9VwExYtYExDHysCvExYWS6P3fAnCB1Kdx1kFTjh6Y8n8jBXDG5nk6lHfxdfNyKAnsw8CPu",
+	"1SOtLM9tkitJlqU0S/jR9EF4rUXdxOU6YPvLkjmwJ2/05eDxlvpy45GeKV6ZiV49qbkOKS/hY4ZeHPot",
+	"GPgKlOJFh9dPXXQrpTT91amVfm4Z1UxPRPLCdJHN5FpDUgpdsG5y77NWhLqK4w12W9fsNWRX9lyDWVFP",
+	"+6HTW4XmnrtJGog3y+E7C/urK11ZV8hTeyVa02jOF+UnqY4EL6QSxmC2wIprS0y+pqfR2k1kk6zg0PI8",
+	"TmF3wQ20VGwaifHALbwJKDRiTq+84elPSwzjXE4hvFp9EsYX7AfMXMmqahM9cmArCyQ9Pben+M6Qz8w4",
+	"ViLVjYqxXgKZvy9B6jLC9F32062VvtpqO5HFa7saKDnsqWHpNO2m4nkuKsudHu/ZX/DnNXkeNMU1VxuH",
+	"KXtSdo5VIa9l0fByUQKGX54tCFoKTmrw7X1LguUG2Y657z6/mK/LBvGG4YZZIdh2TNMf1mdl8sepmOpr",
+	"UXi35VQYWTTiyH2jqW5WEEFvOZMGryFYjR8JoQWnCNxnUmnZ9fy0UZ3yxyS9sDNpUXThQlHMTfBz4aMS",
+	"K5imaXn2dWgpVHWqULOa5e7xA8R+gmKsCwGU3NB3DyuGuUytGTCVl6RcQzZaW5y2phhtVfXZGrofjPN5",
+	"h4KSxZituSxTNSMre7LkO9JkhU7cYCOlcyVb9dPOa46vOLOgqOdOjyZTJYUVxd/FfKU9A9uCnoWILdLV",
+	"6aYs3FrSL4jPHH1rSJpRtE3T54E0iPwRN7zJRgTiNvcYyA1tSm9Cy9qNDQVgE8UHM9wDUehWdzPoGhQ0",
+	"TTDN3kQNT2F4fJN5Xdh4NMlZZ7mz7n5cgTUDNwXnE1kXJ7y2885l3SdrNgjFYmUxhk3DFVF3p66+D3or",
+	"Zov3QS20Ak2rv5UzwoJWQ6h7dOFW19k9348L7Z7vJyc8MW3RLlnqsVsDIgWA6mtUgnbi+RZ9ypXzSrS6",
+	"dI/NUuAAV2K+Fnr+qv0WUooA/uIwAcWHk/2PGlq++ADPJK1XztBrSfYqlWKKbQXOIGIX2wTyJamIt7J2",
+	"8tLb3jorRauj/owvUrFQo+E9Cqih8ulRN8ofWw4NzbjNJ7sTT9dDoNC7E27CX9OhtFJeyotyPTuBc+z9",
+	"BYE/OFC/o80xcLdcCVHBxUt/quor+tKsdpKnqKYb9nybuFq77VHZjYiGey3oLoyZnxKKG3WBpDwBlTTt",
+	"c3Qb59cN0OeUhst9Y/m0Mp8KxrYp0llyIDchR650KfNkYi/tfIZPBM/RT4FUbKbrYkC8PEoTpK8tbspo",
+	"+ZYmJLWhBolqn530kk5aKHq5PWHtyduEw3aw6NHzNzngO8mY0Vd75krW4uf2Qv1mR/iJ25VixpDuQdYi",
+	"8MDi9UuSCdhf263CY8H+QUkMc37I5YRdlDq/gvQUMRa1ULkwTHyUxh6QDedZvEFxeITYXkMR0pYGOUa+",
+	"vgL8UujX1B1NqBgLfUDWGzTTcwFwY28jKiYHM8l9fUDVetoSuRa8FMVhJc/1lVBpIzlkkTsXwr0A+VYh",
+	"5XR5QW1/W2OnTuF3ajaU6IHlDRdyFbcf0gkb8OKwuEHo2mo15FukttOC0XsXV+tSZIyDqBeISjZeTjpG",
+	"4w0S7dhElwlUootGlvZYDbvYgoeZVAf4r12p6FYu50pp8KF9woiuY+WRuDnuz1VrS4k0mBkL0IbxwYj1",
+	"qxCSo10LeczOTOn28Obn4Qa3hwicdAD4xBcC4/gbBETfI0KLiuKirtk1zHTpKqmlbUBdhPQDsxk0oXtx",
+	"YG5VX3dXQMQtr/YyTNzCkkMYVmA2CDx189V1orH2NET5AVFyQhR6m8HOA0edSBUg5IB5rTc4Mmmie1Do",
+	"vKR2Fz8eQh8HSJ9m6S99CDIztNwhvDAsWOHU2o2LG05tdaJr25OY65Tj6fkJg1Myyt+bdljGF0yqYUzt",
+	"0FoxPNBdyFrkacVB+DqgqbBnwC9LBeMIToCYAEaoInpMWvhLJx2QGkPm/XQ284rUW6T/UaxRtcAR+kRe",
+	"fCdkesCMgkuUQka/9XTcG/DHMz1T0sNb6bon6yd5WXLuP12w9y9PHp8fnYQWhlTuN3WljVhVC0WTB8h6",
+	"sRtN2BC7JSEFJ24WSoxq9Wdge7r/Ve+v3d1h9cF8piW+VThjY+oECsjZ2ekRZWm1daFuuhZuwu2KC/A+",
+	"jmTQES23wxKYqh9zSNZMS49P5k15w5AVHFaYkhoHd7031zSiA64Rsdvrkna30YxG/YuImvsTUcN2WNxb",
+	"65TtIaTvpWWnq3IzH6GAOzRyhSKopVlAmXe/Q44QxTAs8+T7YJaTD4LAjDLMLxtRm+fzSozg7lErQSBz",
+	"K0+e+Oz4I1vPD3+E3zmEO1NRbP3x68KkpA/R7nSEoupVh9B69darzn7mH1P118ZiH7x15myloQrNtSoT",
+	"6ua1rBeadT17ZGADbPKFtC0BU2puiD2ysLiD+bZxqO1UZsNsj5sFKVAlcTauRSQ1oYrZr/Uj087mwv3Y",
+	"eqsCyndVsaGNkD4YD1lAxVraTAf+roJVErKycVR9RS3t5cW3337zbQxsuf/02ScfqwkounUIlZudRwsf",
+	"+ObpbZwUwyAcbdl7zYT7qZRj4Y7hg86shGM8uE6Qc2AiW2+PvcRYEftmf3/1qn33/Fnn0unJfmrNnKru",
+	"dJYCWk++XZQEegroVJx+H8dnBp4J7sSA48AjxLeMGiHjsOeI2R4l1Pdoh0llrOABCBDTlg7YPjUNpQVa",
+	"5et2cDwR++tvOxOn9wr1cuqP5ZtdZKL5ztXCoZzw51bblLI1Cgdt04el7713taY6bOykharvc1w7JSot",
+	"K8qBWw+MeUx0WRgC6DRmplMEgBNuTujHVXwSvgFglKDvxA1vyBuxpkQxhY8SVfYg/xfMAP0FE9WMvyqn",
+	"SelLvyoTiaQv5aUAoGVeourtNK+UbiBwLxVsiHzCy1Koy4h6e81nh8S1ouWcdaHikURCQIHSXRIi9H5S",
+	"2q4v6rqLeckccm91KZgRGEnUsGpcdaPvyYBaT3jTiLoT3GwnJqBTV6JeurFZ7TF191z0fb8nso4w9LEo",
+	"/DpIaPsDZou1ZTjxwLdKpNKlh7UeGlKLWtvAAl7SM58QZsO2VqHzRimmwlhCwluYixQTwqWupZ30C2x4",
+	"AkqoYzv255ffbmVbZz8d7j799nnSjOWNneha/gaZNT9BwnbPBBM/HhvRV/f29kbsMH6dTTCNHS+M8Poj",
+	"4NmjxmyVpdu8p6+P2NPnT/4NS1JfH7F/e/7kOShvVNscMJIy1jJbxUo8EfJSqbJC3O8MfkUfDLtJ51jG",
+	"hAx3N87tRPBmOmPHtTATZ78XeupN9c3TrlsVQ9h6Hss6w61PIC3Usdyn5eEUQn0e95nI3jylrNb02fIv",
+	"nUhY+o+Gl9JCLkBVa4smFmyZA8yZmArEuG87QvEDpdm/dBVvLPf8Fu6e5LYacsKkFJtpb1LD+dIHeOUO",
+	"xzWJ6HR21WKXpquz/ibInz9UYeIBj8bP9aDcdH0VKVDchVkkt7geaVmLRtKnVs6m+ko4vfKDU5A3M3PP",
+	"CN/AamZcc7s2ic0e1GYCrAFbyGDbQo17AxhlHPJoNtK5YUB+LB36iaer2ScWeYjgsaFTl9bLcEOMutlp",
+	"JRwpVEP7UgWEV0p4BO6lvkse/PGmMwNdXXscUQfWjv+GgP5ePGBG1m2eNQbt+aIJS5j7cEQctFDLQNa9",
+	"kNm5SKaxMW3DDwC+QRpnNnGmGuL9k9vFnuxvwNSQpBaxNVemp7bETSKUdbHw1AFQnzDMHHr/8gTUzpiX",
+	"pWGQRWs1Oz866cThG6udLsqdLmmKdI19stK6tqZ68fgx3FVYUxn37/enb7KODUZmvTMJmVRjzeQ4gkZh",
+	"Sgh0pKbruHG+W2eFuj4O2LFpYYVgVtDb7mnaRW6FE9ZTU0h9pAuRiF0dHh5l7OTo50P4v+/d9LyrGpO1",
+	"AXca+8QdFa6hdJrYivqyn/QMsn9b8gqr9VXXb9EN4ipSw4haDdeQda3r3njDGIj/shCsKmTaKhqneP5f",
+	"1861qKHEVnDTAE2LN7LGNYDQEbRyvUTG3d/jiUhT8roFKBj+ejsIPsvaJC496iV8WGWpcXYl5jB2P2ow",
+	"RWQnOzAuhbPJar9/BtR/RJIHsKftXCslcpsxfPgC7qptU2UEHqNrVmgleuDr5VSca7hMgIVbW3ccWd28",
+	"jULT/iMXqzY2DHjg8q5QccA84n8m5KYAhY8Ltd0UUMti8yo9zKTu8pQmogCciASLV9o+lIXok/ufnj5/",
+	"5jry09Pn3yZfnsnCTvp2Mfw4aBMn1J4vYLSE4taqjqRCbNQZoPudc3P16YUajSLmMcj75B6+1HKTqGpM",
+	"pVkmv7CUZwlbjZurKMsSXkQIBopfOmv5thMuP7W8a1VNV6OcEK4ESaBnWNE+5G8y0zgJwyDC4+YIiLws",
+	"8bplwyDYpe5FPf4Rtgd0n+pW9tItTPnHqtap4f/DZ5/++O7nw/88OX13dDZQ1V/qWjdWKrGyhK19avAJ",
+	"MqXE75VmNw77Z3x4g5LXCP5i+ZiphHotS/GSWtBr0AYqodhYloIV7QuBkA5xZA7Y7pPWMKlKbt0UtHyP",
+	"JIFy6Pla87FdOzcLuCCe2X3de1D10Hmx7zq5C9vebtDOVuvskPTkhtWmgfmOrpDln8P26BUFbBMyYiQM",
+	"JCHD+QlvjDjXlpdvU56g+4Fd8vqCXwbRhVxTrId3n5GKKa70ZmgDl/mJqPMkK9SPy19D9hfn3rpX3I/b",
+	"P7778Win3VW+Gn/g9pkIXh2Wpc5/mNuU3MKfIQZeAgggmH+8YrgMQwfpXjmbm3XfgJZpsfSF5VKJorWB",
+	"CKpYXXpasGHfVs30x3yV1PqIaJFaXoDuHTpM0ztE3D4XfqC3O8YFoVxY0oXZj3rp5yZb3P3xrlwheSdJ",
+	"CxIwsyBnosb/haSJDiEfZ1NdNGUKcqgoamFMEv++YPTrQcs4Odrfg/+PGGq8LJmblXrM80+BtMLeRaBW",
+	"PbhV0lihXMOrOX8pL4HntuFlOWcX3sVNXSauxx5Zvr26cJMDXmaamh6Gk3A1cJi+WsKE3na/wCuJGFgZ",
+	"XlJ75q7dibVVBpEIwMBy/wTHYCYuaptvkIbqNhKxPIUcunEn5YpvnMf1KgUx2skO4z6dJ/A/wi9Y5G2k",
+	"uizFRtmwvVCU58Gf8s/E4aBVcaDFaz9cyCwGv/MSE3Im/eA7cGJhp65BV2kFO33r534xS+SaHuED+7fG",
+	"Wr4Nuyx9f3jqu1VBL4FKMCigDQK4kXYbnE/Xf6GIrQFVyGs+lSmQu0NFFHNjeAASIIRQPg2LzJhdhFL7",
+	"p7g40/mVSERuqxWcG1F5jBKi8MVsmDoHAgfffuRZyXu8cSPXsrfkhIMX3Zb57A1uo2qttAacybLIed0T",
+	"Kup2ElkWoPiJ+8J9//76S/Twpbi2ZKsd5NrVrPm0B8rYnYEYgYqBQAev45rqK/Id8APS7RUVoX/KTpZd",
+	"T51Tr9MHTr/rM/UolByH+FLAjhVlqT2LIQIDz1W+XolZBOhci2UYzfTPfaeim+d/P3v3llnx0dKEbDrZ",
+	"eVObVHj2XcUhOUMbBPzdHp2++sfx2fG7t3vHb1+++s+9s1f/MdqBY4Mb4/YgktBjeyhdQJtfy8uJjavr",
+	"w1Sm+UzX6SegGXxFLJ6rT553isEyZd4DRbAiD2mxba7zvc5E7V0/2elLNTJpKh+GC5+x2WROsUrI+awF",
+	"BC176zPc3BSrujyLL4CxzVwrK1VDpoo7Ywinxc147lbfWdJ98aiBxf2tbNViXG7g5RjxrzQZKbGQSms8",
+	"l+X2k4w9zdg3Gfv//3//fyEYeskrc4DAQQ0UuKZGjS1IdbmDYO4wWyD+fiECdiN9rDGD2e7S2uF1UGUH",
+	"9DmwzuBL4eiqSReHjkTXL50dYW5Ri7gpz7wIr0PPiTRK0AfHaqx7kZUD0t1QXdJl9+lpdyIYkbyEe2lp",
+	"Fgh7Im1u4IaowZo00wcpCQdjkmjzVWtZSLj37/I0ARYYXApm9NWVJ7kRor093MScig2gRLktwEuUSbxk",
+	"P2l0QeSeNEwWiNOr0E83jLuXYQSFsE5oWQFZr6rnHCQz+Hxe9WFVtQe4yXCaeOqwMRNeCZY4rm42Q8Go",
+	"SLIvpq4zTrid+FMv7M2M1aIE8Gt/U3R4csyA5o88hhVqOb0GnOWlRDws95ChI41DKB8Wot22pAEgEyld",
+	"u+Z2fjLN6zzWcUCQBbMs/tXH/N5//IXZYNFj7TimfB4kcPtM5Lvh+V0P+rZzEG89I+A4gNpByGwYjxf4",
+	"CfsA59zCdTubLSqLhS0ZTVFYllhMIpFPKbszfi1ej6eVuDwX06rk9oZ59Yd4G5hrQIeipgBKENJrsWwS",
+	"yQa2rb87xKedpQM92Om5zv9B2ppb8feL1M32OUY64UF2IS1eckvFri6kfWwO2D4rBaVJC4VfzCdamzWJ",
+	"7Fh1syqVPVuZbPAOOEaoX+6z+QHLdTUnvQTJxKpqbHzIud/dgvMcwt5QqVjl0w+85DP657TBf0NC3q83",
+	"RmQIK5SsDkrBlGRb4qOt+WF9mUovaGoE8qQJ1hUpW0P/fIw5osi5lbFSTiVx5e0CfJjN2K5tlMjcf+ux",
+	"LMWL64ztluJalBnbvczY7pWYS2U/TKXK2O7FOGO7ee3+75R/rAFgefeiGRv5G7QhP34YT12jvHb/JweN",
+	"s2vyD3ZSC+PBPnrS35y3gN122zbqeaKIavm8CIltUQlU0MxwGpwmAaNpw4xDpobbuonNsmLLPt1ft2P7",
+	"Ejbo4/gz8ILIj6I0G3fh2Tfr+7ApV9PCXvVRXSLhr+dLOfHrs8eoxbdrkUaoyhaoHDytf8WtFbV78v/+",
+	"9+Huf/Hd3/Z3v/+1/efeh91ff9/Pnn/zx//qzVQYotLgwdtVae7/rVueVZkUtE2wZ5sptclTcCUmT59/",
+	"u0p99aRi0Ifh10/Ynv/2/LvNStM6O6UzNx3t33eynury0wE36QTliAHjQwZ4lmIEXJSFD6ZuHCRKQfRE",
+	"5fn8whDT/drzYWPcns3qUT8N1AeCf8Q2ejFnP746Z495JR9fP33sKRcfR19Ywj6OPCHv8fhqs1sCOk7j",
+	"n8ej7t1lS3Utt7bnlupVEvsPEnh90SFQTHUS9dzJ2/jqpo2ziFeXxR1gwhvBA3OnFi3yKhTykqiOgNph",
+	"Jo2g6DI+YzJ8xP2vdv8XcE1Nrj2my2ReTYQyqfOku8YDj4MnT/8tfR5UvaWIvi6rrc0jh6TUl5C/60Z9",
+	"QLWoVG8jVF7PsWrEL4nnqr8ScxjZcrHiigF+t7rYgxLFtsx1vpXdrLwwUU0YlQQpzf7VaLgOr1kplWAX",
+	"teBXG67L//1l65df6l9+Ub/+/iR78vS79EoMqc5buxSh27kutcIJ12w2kVYwU/F8vebrdPzFL7+Yx67X",
+	"z5+lOj283i9ss6QWgQjDkS6baQ8New6/4XUokeXj64mLu+QUYuP94JtK27dNWa65MsJGpGFv352zt+/f",
+	"vOnDjJRTXs//LuZD26uivFl62wlMuvl09POlyEtg7qdW3VMDKPd5m7zXzkJnCP0r9g7/O7liwLmdMakK",
+	"8TFjtpaXl6gar6WYJa43oNOmb+Ewtwcb9Y2EO3j4Rhi4oVJY+GtsrVMfht+wdrZlIs5VFIn98vLlG8Q0",
+	"mgplU+jUUuVlU4iXRQl1eHWD4UBbNwqDqlazKf/4siiPJrxOh6WKojz3z6/eYq47M27a5tNbKi00uL79",
+	"QlPr2Vp8vlrPzMI0wGK4lRx6YwEPp72lc9gRYAdgZy9EqdWlYVZHGROgO7ufHXjjSFPghSlkQ3DMWZfE",
+	"PUR7C2x0MVt/L9AVu3Z8WRCEhUVOCiFWfyNZ6voq4No9B2XAZekrx0munKJelkl65lWl80kPhD7Vnwv3",
+	"iNdfrjE0C5Sz44ynT0Bv2fUipwQht+9DR6QxjSgI4J0rQK2uqWUOF1/jDW6IXCeGGXRgHCK+QegLIccD",
+	"Ce16HUrfyroTllwxoqw6zPNk+thh4DGDklBjGLJQplkbUx6Vx1j29Ombcn2Ha3v8sLPrKsNmunY7Z3ju",
+	"N77dU14hMfIP+WU+7O8ZnkEVThDOricrPFm3ceqvEYDd07PQQQmKnEKyJK/ruccfbGd1zfUdDiPz0+1J",
+	"PNsJXL/KNwxo0/LrXt76VRvATPSMohIweKlKwKv0uyKAqkhLdcncWp5PpuRsezXnmf5XcfGvxD8i5KOQ",
+	"sgHz2ZZBPt/fhEjjyfqACc3KqlU5QzqPpPTRLnxkWjl0xkA6CZQe7isXo59vlt7pP48I5ZZfCUU4j9FF",
+	"tTTsHSxs+kyHFNNr3r86HujnQtiZEKr96MBUwhUAK0GN+OnrAAcP1SOLqPVhwuOkwcVhDln7m8nkEfQe",
+	"hJIP2SC9q3zOr0S0xJ95Ydui40Hitjy5ULX6kvjK4Wg/bApp+6jvOk+GtHYglPMZlcBsy1PeHQErHKev",
+	"TlqzEwz8GLViSGHQoAIpX3vGDQsvbFoa1XPzc0SoEfDzARrLVa0vSjcWvMpV5fzE/4Xch8H+zPISuWlM",
+	"3uDjJ9Ya9zjLFP2ilwZOtl3vv0x1LegTwN7A7IQr5xuhTWug2GM2iKWvW/jT2UQLo417lq3AezizvLaI",
+	"G3hS64/zm95bV01Zuqn7CET0EE9MUhwnjquqKulWHtL7motSmgmTyuqNgjwhVPhhb/fX/9f/SmehbIy1",
+	"AOPyFGU3R1pAjdiL2CiLeOj8pvHS/pF/ZTALiCBwsIy0AHYE4N20MViK2eqalfrychlHcD3SQrZ1PdGp",
+	"BPx/yNo2kFFNpCvB5FuxAxIX2smaZicNYWekZVNXdyCaiEm0mWRuftG0oazduYCtF6nPvCmGbId6dS31",
+	"WUszDwd8SfmNICFY39BLP+8OWp5bUfTTcvlfWFMBquZE5hPmydkAd9C3MZQFk1t+wY04k7+JnlI+91Pg",
+	"i6THsehXKqzwG/it/oRkzwRuOonJA5ud8XJg72e1tGKXTwQvgFN+w/4DFd4a/nXEnGf+0ZvALdQtB9ny",
+	"jkit2MIURB1N72G3vQk2NRk4QugN0OoVoUS23iy8vcdOPZoBN+xEqKID2FoI4wZD6cPoqh3EbkkhTYV9",
+	"ZLapEVzBWRuMd8FePWBsrKYeGazKWxXIWF3jHY3/EF8BuupeH/yIIkp40YI9a9PNlomv8ZFhMcOQ8Y7N",
+	"br9/f/wyXZAwkL0kwExs6EgMw+yxADOtG9gfoG+WKc+iHG3C+F/V51pw5/YyzsZS8RJvPNZ0fi0FxWaZ",
+	"Wdx6hA9/ydMoK0uWT7TpwT9VLfJw6gNvO4jFAM5KiIQSsYdbCeirFiGu0SHAr9xcCZQVaSE95Eqq4kUP",
+	"qhLM70YyAkfakCgNJJfB8i1zO900UBPmOOsEbUIUFYfTnbBNCJJS2qAHumtRVrm5MqlcjtgmB12KoA5p",
+	"e7zz/XQJKtSX80vMCu90IQHrUCXLxtrzCcwP91DWEuNxy54Mrfnll3DwJGQKYz9wSwdohBX/RJKI81bd",
+	"3pQqonvWJcITVtsUSPeRZ3UEaF8f64/QfTeFKKgQNilMn//yijrahAz2W5uLmzMjkHTXdajCihTSATtr",
+	"8hxKYjP2mhT7uVPs7xrMNDoipQ6uHqjleE/Tcb+Vbb0MSmwLqo2o4Do0v5VtYftb2Zb/wFa25ZtfIRAn",
+	"JZ+nAH0PAXUMoGahAAMvudfxfw5xrZY6crEKu8PnEg7imddVJQqoc+kDtDOMnmIXIue+CouGWjtz1WrN",
+	"TKln5XzgZ8erv7fBAHpZvc6pjy15OnBPlNyza2dMjhlX873biARhdli87mnABZi0vhYRyOGRIfzzdpbT",
+	"bfUW2kysrXbH5XXG8F/T6lnGJqXxIZSeQ32qrTgsirp/LtG+xYIld5S3HHFYiSZt36lerzEO25nb0DJc",
+	"S3bSY2kM8N0HFBL55cyWcsJibx0pftpSo2iqvSQHkVgUyXj2+hUxaqT0Cd0uHtUULpoEBAVQyAIgr9qy",
+	"xqEo8dT6hgcfadHEudcosLt5Etvg53U99/CSWevyYbl0p38LV1gr/YvlmflUfbE5pwD2MLUD1iPrd2d0",
+	"xS6q9cd5r+99vkR24uaeMoPJIUfkB/0xQRl+O7Crnz7Pa92jxXEe4BknLeXs+IR298zj2NZNaeiP82Ge",
+	"NoZfKe197QhM2uBa7Pkj7/GE0m+SkBlvz9g1Go6GsKzgurPo+9S/uSiLKx3TAU2tVcRPd6vW0rAUBtzQ",
+	"ekZo/dirA6rN8EBE2FWlw0vAbmXYtk/irxozybwY7NyKcdG9Mu8Zox6PS6nEqkMWHN+ZG8w7fHjTw1ar",
+	"QZ8A6Ae82d/4C7W8lCtK9WkaEEnYsO2qKUsEvaKJH8uyB+6XTp9EAQCdzPGyk6EIJwjmLbSZCsNZqylR",
+	"biC+EiaP5qIbfTtg3LmXIBpQLYPghs5kcqbyUgLFjYIpJJwhmDLAqoqpMfka+bM1z6/6GBCgwUeG4UP9",
+	"s71+FOeuhaRB0R8bekNkRLq2m+7VWzEh2y2yrGLxAwlb0seVhkSPaGkHR298cuifPnoTD3SDTebPseHx",
+	"mjOfbvvZ4zUdMU9sBtDYEAGO+MBFcRDOCw+bFNQknCZ8xudxDAYb2sq26LUVoRQU2eS+FCXUFnCAikWt",
+	"3/E4UWgDmUwyaTGV/YhQAfT7wF2U90OeZwB4nrEe2oNPIw8IiH4w4m0ojN25RdaAZJP903CVhFfDOmVn",
+	"HnkyhzavthDa1/CmWa0B1DJdqn+GgJe+LPun39g2NDS0t+vx5jca/oIQwlz4nZEUuev8J8FLO3kpLJdl",
+	"suZHGaFMg6WQeL1c4MPeBnBWdqq6JqqOTaIVYX0codamS5Hg0BbFMZR2pM/FPHQQL6QL8ZHRaz6hHR2M",
+	"KXeKTQyM2UFeWmI+jlUhr2UBhyfMHCY2DtfQON+QXpjSz1SiOcwj8/WcISUiKrlJCnUJ1FO9F25tTC+n",
+	"fAJ8YYGmnf7qVrWfav5WQDv52PYcBO2+NG3CSNSWF+83nmzrNYTz4Z9HXBWyQPPkbNLYQs9UD5fZunyL",
+	"AAHXk7Byk6MzIIS2eyGeimgVs66AZJ3MB9zAK6Xe52InTg3c2yGzeiU+a9Eqj5W2yaKy+SPQ8C8frtei",
+	"5mWQsUjTxIsLjBqFAGQ0KHJV/JrLciGE1KGOSy/nD1K5M9yjHC58bo11jENoW09OOWi5V1Muy5uTckVV",
+	"+UaognHkdVHayRNln4op0WEs1I81PfWhZ/hDew0LgFLOofMJYfSqk3ZIWuwHg3i6v59yrHQqCyuXFVRN",
+	"R9BiQU5gDOsLgvSwmV5Xi2co+WaD2VzF+4TJ6VAl4tdJKjaNOHoGnkC0FOn0C/hp9/hl8MMBnaxFkUug",
+	"pym7ujz17OfzBUZhUcR7oocKCV5I7Ku4NbqN8TWD67xNSP2mhjtMOfGk9K99GqDxB25kDvRmbubd4vIL",
+	"3diWHxszQbAYK2GJ1KnCy6OT98z9Iq3IbVMLSB4JRj9Zxi2tRDrwd6cnfq6nU5mSe+Q3w589JDynHMiW",
+	"wHVvczYZq3WZT7hUQZ0mW59J5FJaan2ijU3XQP+kje3Ax0Qm3Z3YHzp1Mi3wLdxkyataF01KG5/gD6vK",
+	"vMskVw5cSXdpYwDzJvARLGXObhAh7L8aDZU4/pv07OYk3QBnua6IykhP5LvwvYEqdeD5P+jKARawbTJI",
+	"WpfLJmnLhR0OOyxD3RLP8+KE+HXv13mnuhQ9+Pud3XAPOPvJDXpYlugrdHfnYK+JRuGGuQnC/upJO+em",
+	"J64DKmpXqpgoDXzWkKF3U3QtaKnQPcAHJTf2VfoSEv7cllMbSLnsOGbS2WqUONTbep89dNZMAelkzQcm",
+	"nDinGsXmwvZ/plEpfXEWkxL6b6CyOGCqKctVH7pZJis6S+9UuQYABhYGUL6ALY/CF21wAZrpwQlvlOJr",
+	"SQ7gAzlX7ALgodmUKyB36W9zLU8MNCkNo4eZ0rMeK62pgOHiJKb2G9JR4gIkEClnL005AFdgbqrpQcXh",
+	"5qoPI8Rc4REeE37DjOO5OkT7hua7DlK0EMsj7myEdnrj3doRkFgWV2uQ/oyWlBYxmySt9DYw7C6gVXKD",
+	"UjBWD/O0Uet9qQ6z5ALt5Mq4QdoL/n0NqC1sp11Tidy5bJ7JG2BajTPFFsyodlir8upftXTRQTkNt2Sq",
+	"9RImDZL6xxOT5Jjts7o6WvQGfQynxGo94FpOHSgdvQKnRqKLE1274ygcKoDx7YZdOPtDe8b9CwF/SN/I",
+	"rtciG+mKKqiC2NKKtkI8M+3YsrBP+wWk1x+iHzp+ZxRdWuN0OvkvXibjnz+4n/CenYNJMq1EwbgFnUE/",
+	"bB+fvWPfPd9/kjE8YUeNAiMMuc8a5V+Dd8xd+I83/CZCDqydVZrJw5PjAFOA8kV9kdMKL+jMZ/BjIf6L",
+	"uGW9n8GfF+OOS1WP8ZjExypFMNJzv3RrHk/s53RXJ/J82v3a9YISU5GSJYjX3T6CKYT1uC+xXkQx5Zdc",
+	"KtMSy3t4f2ftE25lPuFlKYhMbiEsVF7qWtrJAgjmzy+/7QPBDG+EkE7cuo9sYwNnPx3uPv32eTKW/Ulo",
+	"qfjhdhK6QaS7RTmdCjvRRXe+Xr46Ozo9/uHV0qTBkuAbrXTAAnUZB30DGTt7df7+xB0wJ28O/z+Lo3ne",
+	"Gcw3S4P59fdvsifP0/1WOkk+ceinFH6HYgpQ593+AfEQBIWBuJMDFmq79AeMs3EtzITVXBV6So2tD7kP",
+	"KQH/l666s80b4JbojuM/Gl5KJO+qam2JzHRxjx64nglS3oyzCd4EeufgX7rKWI6dB3CDHMJjp6+P2NPn",
+	"T/4NUUIQ6BUx5RA7tcPvA4DgyHXRA8Ag09ZyR3zfnx5nPhmDAFqrxlKdbLyPEEqWq+CMjJpajhBK2w9/",
+	"Epy/eOo9LcSquR8CJOvnOIjjZ8KFdRObVMsTWRcnvLbzI17xC1nKZMijjXF4EiB3LgNbAniThU6kwHAr",
+	"nDpMNRc+NmftY0uEQ237VPQznGao/cARtp+kGfpEYyQwwayxRVbgAEKQ1VnPgFUQTzAOnl5NhlECSTg+",
+	"dPMwyg0w17u9XAZIXxt4hhcH3ovE3xrgFVDLKWsmHmm8Llm8W1fLyRt5LU6orisZYIRpZ+9P3xjK2QYq",
+	"KoIG2BxyqJOM+wnZ5TdGqISRANrBhYC7VH9/uKFnuikhCHwXthzjPXVd4Kf0ULsgZe+u0xzvT99g2mbE",
+	"tzssMk3rjA5R+v7kVhOVsbl19axx/mNnlQBPFQFeE/mQv94sh3jtDlwBH7hBRnE78K5g+kUeLpWf5lSA",
+	"/eKlGEQ3VHG6OV6W4JLANzs3XGSOAVdP+r4LcundzjQWSkKBp7+F7HRvuoOhFNxY9g3+x1Qb62PXY3mJ",
+	"KZoA77rdQn3u76yGH/zu+bMO/uA3+6v4q1fXK2jcbUHbHQDoMW6YaQduCPnACoLGM49YokgUMwdLQ0yS",
+	"usFy0Z2N5dX3sMvU9CwRKF2xpXxjbwQ34tP3lHMLlJgBjna3LjhxKFwYXTZWvFmxtZ59Ayk5C/peW14y",
+	"vyOd1Ut5KQdgKJiJrjHDgCv8NrXc7i5sNkIvuxBzTUWbweZ7ZNDmmBPLW/dvM6lMMFKwSgSACXYOsPWF",
+	"feGWOZ9omQtkowx7hCxoVeK9O2z0nfXEVPHefr7fW7M9VFxLCRlEWMFdiVrqojOvkcBuArL7/BOkbiKo",
+	"O7m+FrX5MwldW5p7L6KH9xqRgQZ7DlI9pDWs1Dm3uv6KBTQlcrchQpuZrd14ycjN9+gGwY4vV24/taLy",
+	"wK9NFriWOs/PJmDZ2S5k8VrQwb+AOvlUE/z2IRcXyydjAMYbQEeuQGHsyZQ8D6Srnuw1FdlMELk+ELN+",
+	"OjHrQCA6emy49/xA+PpA+PpA+PoFE76ux/+7ETdDaHgN1mGcd4ef2Hugpf1z0dIuBtO6+XF9pLV+VEFJ",
+	"xNoqsSGy5UM/PiP64CPjfTrMKOnJrVs2S4an1fkX4vywQUZnwmS6cVrde5iHw0qeu7Pl0zlaQZgZV613",
+	"F7wFTwrstqHbhZKOtVQuA1A4HKck/q2Y+WtUX81TIwOLVOzo+OWpc02JSgwZYT2GgK8k1Uo4t0GRCi8l",
+	"5ELAdTBX87gObDCDbjhunydM/hXXFm4wdulSrXOZNlz1pm933Sfiy92UDTHEl1Da/iDGuhYrRgEZBYvj",
+	"kMYts9zgDFl5w+c+Vi3e8q1e6nunTc62qqautOmZK/px1YqkjN8/esWXUK1/rHVT3UyEXwe+bs4uXTOt",
+	"MN9Aflea/69r4cypjzaZxTBwV7+Upip5qzc32sxrJ/LT5zCAZH3CLIJOgmLBw8ZO3l2L+qTkUp1ak4hm",
+	"vRF2ObeKAMw4w5LDkDvDtPu1cq2xETGGjPbYeVMrRJll2jOLxZwhvBY+d00JURiMuUDBJ+SuOQ08whuw",
+	"93U5YtvP9vfZSCoQ/w8XupiPWubrnXQeb1+oLrXSA3gzeGM14tsnS391jSlNEJpcxa7l2vkH4HMkIFKs",
+	"3q2asky/OUwW8CIPCg90bYZJRiGuZe63bMqJeff2H8evGbmyzov88Yen3z357kmLxka1U2t9FfxU/zfw",
+	"d0BtaL9Cfxz8kV5mtJfSYOWgx6FhOVdKgzqPyu6W5x40WZJw+e9iTozAQCLldj087P06y6+E6XBQAlD+",
+	"GJwweHKIGz7hBgB0Vme3G0pgJlj5gAuzPJ4JNyf2tzX00Xwqag5VSxVXu1aWdvc33amfjVnjzNmE134T",
+	"rWmZZkIaZiZAKg2Ab03VgsBZd8D3lOJs5HFHVFFkpXkvzn8lcuPW7qw7OEOcQYSYrD/Ugl+ldpioYBBA",
+	"p+ETH8DjJTDoUvDrvrqlGK54ZeYYrkkcfnb6/DwmqBrw/mnnnZCs8j7FMAUUv7hl35++2WNwXRB4C6Zs",
+	"e/S3v/3t/z3K2MhN7P/+29/+NtqJXE86QKJzJWMXTUDrCaSHroMiwxg1VwUDzDljOV6vGj4VLxhHYlfF",
+	"uNLIkEkJsP506hxf7UEFJOGQPpo4onb22CG061NJ4zZqMdXXqBmmSWasTamUbnasDQTTWx+s77GD3htR",
+	"35ovSNzPm1uRKJ9vV7s1ZqJnymfM5loZXYrIu8OxsrwUvPaQ22v1Ra1LcVz0OB/uRyZD3t8a34P7aUDi",
+	"aBPYpR+ZllmaI5PIrXkffVg2ILrwW5eWe9NOBpo6YEjaytxS4dn967BNZlJAHe9UWMCWLhxNMwToct55",
+	"xY2ZObOt4JYn0nj7LzQCQgBye7fXGpumBq7el/17csrnzmKBfdlbrvxGX0q1vvtwjiBBn/vOUsJteBDn",
+	"Lzz5CWm3NPHId7sGg8EvkpvlDoGMrhnctCRThN3T2F//OMIswDotkoht1PlegW7zd4NIIDxBmMAbZAv3",
+	"iV9LjbYsgnD8EeOY+wvYuAQkt1rknAYuhe3h4FgR6F8WiJtz/WzKrb+3tVGJAkhFJ4zlns1Yg7ckfKrV",
+	"JSQC4NRJlZcNJFTQ1IAy3oCzP6pFiKU9ayG2/I7qjzDH0pwSn197FON67FkY5BeIOKvCp24XexYX1cPG",
+	"+CYHhcrhpBkOPttOFn4TimIBiDZGoc0wfuL2m+vMfaHS/lNcTLS+eilKeS3q+XoeoYKeZNuhDOQwY7/g",
+	"I1jAAnkVYNuZX7Z2eqiBsBn8jyNi5nZS8k8u3SY6FRaKkwM/0ApSIMDpypta2jlUYVJ1seC1qA+b1HVW",
+	"W7pDkg9Oxshc5x8qbj/s7e1hPe9FYyTQhV/w/Eqowjgz3psTPAekF2xnG1429PKOm4NrURpUwXRok9XD",
+	"cq2vpDgg38EwzrCvPrYNOU61GGNxnHOHn+0/YSNeyQ/wxAe/5pBBhk6N8/SgkXaXTKytIgj0I/hqGmrS",
+	"DafbO+bOU4J7KkFRBgQLtj368OEnbewuDBlfG+GBC75SgVv5p/Pzk7OdAwSU2YUTwGkHKkxbhEyFfEPG",
+	"S6PB08Jatf/cPbvOd49MPd6Fq6SRr8gDfjVw2HYRr56NzkS++1rYfLJ7Jq0YOatg9A5+G4FrZidiDtHG",
+	"hZn9ho1yU48/1OJ/gP4GJlW6mcGZ2PKu/lY03HaWeSX/LuZbf/wBdPkpaDanbdAxc8M/8aGGM1FjfMtt",
+	"ALiD3DXhKTe+WvASTsbdXE+njfJ5hVOu+CXUWrVxi5akEPZTVGLtIdVci/imCSGvDCO7u6HEsxAmC/mh",
+	"GXFFSnUJTwpQ7rXWU+NJbGTNeDGVShqLe+MA1alPkHODk9YgbXYOOyJUj2ECJ+o7OzG0NCUHa4WgbWEL",
+	"MSCU9fdySLrot2YhqlLPRb3HXoFS+vezd28Z8Jz4OHVjyPAaAdrJDxAwNhNeCTb6PdeFyDwCYAb49+K4",
+	"cAO39dxZQv8n83DA/+ePEfYYMzOodR9fo9167hrYPS5GziCttDIilJC6blPGjfhX49z+EX1ulDGjCSqB",
+	"WFjg/siD1EyRQq3l0qHlKvWl2WMn3NlVcN8YJNQElhH/ilDXotQwZjys/RmRMTgiMjhd//tXN8goXjIF",
+	"80dV4RvBwCQglKkumtKtm21qBYuJu0IoJCZHvpaRa3y0x17xfBLpEQWwbm5/eIUWX6M5mf7oVMxu+8dR",
+	"QKmiD7cP4R9GLb8SzZJQY13nwiQbs6FMFq4aL+ZANINOtzQMVtrvZVol0ZY/+i/RQVA3zsanKHJRy7Fl",
+	"vOK1xWhWNLLR30ZsKrgyzDRgz4SfMiY+5qKCq5JoNXFvONXo9ts8DAWk6gVz/gmuWz6h2jTGlVbzqW4M",
+	"XUVGxFNxT5wOHjkpnYgSdDDt7o5qxhb22Lu2R1NeX4nCd6QNZr1gvJK7FnU1dQWOwHDiGtJtTgeD841B",
+	"tqhaP5x47kEnocmj7yCeoP7u0GG9G46puFN59+jrdC3qcDgo2g61c/ihEEq6UyOeHpT2eDMbNsLlGq1b",
+	"SFSLK1exd+Slznm568YWGouHi9XonunNbXPtU9FKrSsoCnC2ZT3mVOG+tE5+LrzCBUgZY8ZNGbi/DOp5",
+	"zNE3rbgcoiVg2PYvW/Ra/DBrVEmYh1YUv2ztxHzzGIill8jV7VbKIE421DrEtgpmjRv2ZP9JYIsm7Eqi",
+	"n/6nuDjT+ZWwrKkAanmPvQv1OIbyzrvfgjtLWQplX2Af2/XQ4/bw+4FINkNwGVQE2/7BT4TSNDJKjsbV",
+	"dXPhukoZ6RSn2DnoDgyZktDBd0uMxz4qs20C+xXXoLc43nsAHZL7r5Pz/2JTfS2yBTrtHQ/VA10g4h3C",
+	"NQolrwhtP3MnNI1OOtUIMRXOnn786PcBajj/XgbFHbk39Lvew6VQouYlTs+THdrkivCDZtwp/JH7H6p8",
+	"GBGZMWHEAt33ct/tIlva9uhty5h1SB0LitMf5SN6/HxeidFORNwFX/HAfR5XiQwRtbA60AGl7QQLMMYQ",
+	"u6ZTcptjBAH0PW/jWhgjcX8q9aVubGI5uGIjJCFGULKR80f+1ThBrHjNp8Jzg7Q9CSXyhchLjsKwYAHv",
+	"R4rN31pAoyN3ROPlPZx+nDl9VonSktdKkTXfT26YBPOgFliIi9chbXnbQaq8bfGb4HjxAvMJ8UZf2lKE",
+	"642kFX14chzBlb7YerK3v7e/9+T59wB0WwnFK7n1Yusb90fMdJ2Al+ip5NyJ9/hCa+ssWcgWqJK3IUcQ",
+	"mDHkudfG0hkemcGIY+kRT6Qylpdluy0Wbn/22LtYN1P+ENxQSWtEOQZt04oRDzr/Yt6r9l94Q0UR0Akk",
+	"KuXap1PxVt97uxpETeJW4a4V48S0dutrPDne9mh3l37ZdX+Rwox2sjAqd0qMdT3j4DN4y3d79Br/BrI2",
+	"+s/d8J+7f8M/nDpH5/jE/cc/JB8FQ6WUVwLUXjASMEVveQd/Q9uzw+EHGhcmkmyySWSw6UZZpAZGKlBq",
+	"e4+91jW8ZNphQRFcycxElGWGiV+gvXSJ+qWqARSCt0XTYSOhVFGedakvybhWemHDQMKAoZCAM2rR8/3B",
+	"t7N7pAtn40kI9KoCEhP9eRbWMlrwbc5mtVaX2AEvoDBTtajwikIrYdizp9/vuD0IB36yVx04meW5//4A",
+	"fIKZZjXeVwUHX3zkuXWntxJQEbsHNSWkmI6LrRdbYXyH7rsgl6TFzNaL/05iRnZnFnZzMMppQR7BVGdU",
+	"+EibJt7fy0IWfP6JJ9Qgnz+1Dj7owuFKbc116K+Be965nnCdpJUluPqoEuvx/xhM5mmbXhWD7M6cv1aF",
+	"KEQ61unGk7WHjROFIspVCIGwPp22txXHGp2WgeAjermgSp/u79/a8DDEmh5NSuF2Cor+yLaeYV9Snwh9",
+	"fvwDL8LEuVe+Wf/Ka11fyKIQCt/4fv0bR1qNS4nB1mdPBnzihM9LzYtzrd/w+lLge9+uf++9IlBYUUDa",
+	"i7Nf4OWnA3p5rvXPXM1pOoC75NshU3jsvAXFS0SSjSOxTn7d5g8YmnR0rt5l7rDnlwYupQgha/GI8/dx",
+	"sdu/9WLr+++3/N9av2vrxRb6Vu1v+J+4gf/Ies7/3fa27VIkIWEBfTdANfXoczYXtg3uRPe2ENoxE3IN",
+	"Wp0GJo2zGAQP6FwYfYVftEqaFXvs2LZewKLLGCjjlb7QxTy6AmQXkHvdfn9ZQf8obNA0Z+Ga6q6kfvFT",
+	"PQqgnS9cpr0vapufC7x9DiluuNm7+8NYWZbgTFjNLoTXXb3b/1a3ec4rm0/4499l8ceKLa4KvK0SrV1D",
+	"b0ZJvwEsACqACgw/n7z9kckpvxR77BDoCsfyWvjQJuxnDwzVtDBx0VntbVKqURvLsRVCsalUjRWGPCTp",
+	"rVqIpPjPewsPfdAW2yCC+IM1ifriH8ZwZAcPEEwxCgDv0eCPC/C62mdK4MGFIYYeSoh7mCaaHNwG+EXU",
+	"B+BuSh8IDybaM+R/xFKNIkOMRMhxqEqeY1rqkpQeYefWmVAJaLEYnxNMIOcbtQaQLJYO/tj8CVeUTQNP",
+	"Js2fleoCNsrjCsHgEw0jMGyi6aRuiJZuCkxPeJtGGSA8n3yKgfBs/StvtX2tG1V8USoJZTmITR72yj0r",
+	"m8e1gNOr370+xlBAcLFRvYRFbdnp8YBF0QEAJtOSNGexcplNtPf/gEQ+zqYjHeX2jS4Lpz/c4ag0K7W6",
+	"BFwREktR7LFDxQjr2T2ICnyOaYf45aiX4IzGZz03Vx5Wy5+6CzphWapPcbI+XbIx9gTK42ZCvjolfYCM",
+	"39wkoNEf+bH0yX1nAfZuaM9/OfIKi7UosBQD7I71nqQYYpO73n1cER9D4oxuxl5ryV6KYtcNKMrIJEZj",
+	"IHSU6pKNSDpP6O0QoJXRPSGEGEOMQ6tOiKONKEZxttEOmMlYab9085OOq626SHrRqUdNxaRSt0SkGkrB",
+	"rwAkwqO7KiExwoUps9IapmcKcmXDLCpdM1u32apukmvdXE6YtM4iwblYmj4GsS5naM54XcRZuN5Y6lpd",
+	"jwxZR7u0+dzrEN0FVQulJBDBH/kNvOd79AG7P8qYbixEG0euqaYWo50DtGogC6NGFv3g3AToiswTr3ib",
+	"7NnT79mo5lZ8IGCNEWuUlXDNzGZSFXpGVSnGOCXtVUGYNDARp4IK2cKfK13KfJ4sJjN87hy7+c4eOyzL",
+	"9m4wyhGkXIVrfeXsszYxMIZqhXMI7wExjwSvjSBnPGXDoeC8mym/cFt3EzjC7/iPrAkc+YPS75R4au83",
+	"IBTfevT1tpMh7DNO25QNn+AUL+QM2O1gIW9uFj4ZEpxxalTX8jdRPASbbu8IbYNLqDhjCSQtB6xsrUyl",
+	"D8tW00PeV0fVbw0+UaHNpbMTdNyqE1PkVyayF6nf4BVDkVIcs9UVpFD4zYwaj5SlgXK2mWY/WVu9U+U8",
+	"Y2d8Ks6kFf/7zNYyt14VvUjkI0b5RRNd213n1hbJJEc6ASGrLp0K6FoanbnjQYwitnQaoDSJPMGgY8hH",
+	"8L3Cb9Ifwzex7d3uTxH20iheAXf0v6UDFgfCqwpLd4j1RBdznEmKkLVJXUdnp6/pJXDaSZUkUxqXMxoT",
+	"swwHkufNXZnkuMf+iTc4cbU0HYv7T9JGTri0MnxONYIhDgUKD/2mpbhMUwsT7pM6QZllA6EnLBOd51gq",
+	"x73d+iIOyUiDvaff2oQetu2W1v+ZBjci69BbetjIDu2w5ciMv7BO+D8KpvQNRp/gAOdWhD1TtdeLfphu",
+	"Q7ZTse1MEfws5CbvwgxiYV9ea2N2jbTtPdn2Qj7qi+ihEQa7nBcoL1XIUt1JG5ELyamUd+MNLGnYrJbW",
+	"Ih8z7je0ytBQcyuybGzALNyRgQFtD7iQYngj1THLuCrIxffbIiOVjg4QLv/9Wh6UH31Gh0HfpRRJ+QyA",
+	"4YQiy0NCuhWaf5ARYZDsESUc+nom7G5fbvb5sv7oU5NO71OrO3udG8qluNmXbef8pe/I3lXudFp0T+/H",
+	"x8eso35D5TSq4/Q2VrCpVZRzC06u2/lkPFAiIWxXSqkEMoWZrq/QVaJjtZNVEYXJ2qPDYEKbKnzx7YW2",
+	"XgawOAOBd5ZO4o6zjklcofNWM6FQXi+dCfVs/3s2ysmUHiW1p5uoz+ztxBqHXJi0ygku55fsrHwuv+GV",
+	"j4HQhr41yUv7AliH2HPhZptaRUWiF2IiF3sXTD08F68k7VtJQTZuO8+4vSDGY4EloEsIV+1h4stT522S",
+	"GBrEbRC7LIFeCu0xittoVohcFoIidFC45v5qJnqG78NIpCF6LzAxo8xq6PCEX0NGFDwKUa/0DRfGIiAz",
+	"5C6P++gzfVGRpdUIgodlqPcoaJ9Lbl7CrFyInu3ZmZDbFqK1t0inghcmYSV5VAW4do2j6Z3TCfoOvjT+",
+	"mHKTfRpG7B6746fbkDvgDMQ9XzAAA1aWQoM+s9kwXtaCF3NWa8h7p7Rpj5GsKwlJnySns0lcqScjxY84",
+	"CmwbfCvqRSiZcB4FeCrKHXSiCC1sUw2/bmzWBjTDzTMlWYNgUjxtJwq0P2EjaugDvTLaY2/klQjHuZuw",
+	"3e5ZjEn3Ptc5Ti1sAVao1Ufm1ioAe2/XzoKe/4IcCFq/vgM9TgTYwJFI7OXYMrupI/Gn1HP9V3Mgph3d",
+	"0ioNZAJCrRFrhju3331BZ69x8QbS0dq6T10WQA0ia2MxgZtklvL6PYrkRNbFbsVrgjR12qsqqfYGIR3b",
+	"nGorrzHLHUT8wBe2O4viQipSnIdvX+6xs4D0ZNDegOxlxHt6wRDqyec5Y/1ND2IgUIDoNn4gDQyDKi1S",
+	"1yxuIo78bC1dqaf2SfvI4xMOvuag56AAf8Cz1Jm/izkEqIe/EcFzDX3l5w5a2vD33upCbPTCSw/tt+kr",
+	"LfDg8Df/AbhVw58/rKoNnsaak41f2GgErwikcIMxBOjIzd4h2MpNlj4GpBv+3k8epXCjV07sbxu8cNzF",
+	"GdxkrxlnrSDYxQYTmNuGl5u+dRZQ74a/8yNhTL4GFbpZF0kLQzf9+3eaoYNfBoSZhG0TY8z48+dLv2r9",
+	"XE6Vm0MP7t+eUd50CH9aNh/2v02bD2HCr6WYAd7OyqK2FmI4zkj1rhJUYQZqy9EeO4oO5QWUXjijq1Ja",
+	"psfjjAmV13MoHw2XjB6X4krMIyavcHCzEcARjh6PeFWNHo8QGmMUELcbBdckHg6NGtvG0B328QO+8yFE",
+	"8nYob9cDjnpkLKw7HvGu7EBZ/IgQa0ZQ34kvuOF0oGPpWijA+Y4QCskEpM7gnXH8xRNf+cJUcOScYhbI",
+	"7reQGQKr47XcHWWFxN9Yc3lD6WfuyUeGUDuzwOUFO8LimpqZtPkEsYzu8cLGnwe9GcK4aLdRMvSQ+vEF",
+	"pH5gXRHvas5bUpwImbOVcrYec2OE3QW0q7GoH4uPHhw36YK9+og1QxQboV3YOlFB9QIeEBYyCwLTGou6",
+	"hRXYxtR4gKvaCx3tdmaU+SbYk52uw+VUM0HrwmcXPCtiU4f1PWB1o7DyA8M2oZgc4a2WdRUO0hsjrkt3",
+	"WjBEHzqnUb+kKeoT/aW5/EuEanFNcKeZeKvdrnExQELk1EtI2g75J5yjVS1ciyMoZSfCRcTH2AmQCm3a",
+	"Qye5hHI3uWUz3ZRFVFmVMYJRzJi5klXlS2owrQIjrLPJfI8t9AHwiDuoBWA5uB0rAL1qV9e7oVcKY7tu",
+	"vDxHPCzevkgQDnNGyS1MWjFNVVSzEc5Um/YRlu0SBdB9bo8BWC9BCQbIebQkgAAo2DoFcVFezBmYVY95",
+	"VT327IyN8rmSgH6IthvOEdzkAtN2jWk1MwDf7/bDZ50ABaucij32trUQDCt5m+tUoTW1GwWLKq3L1SYY",
+	"+DQiEcI9nqaVzd0kzTqrFz64xjxaVtgRZAquK0FG37tJ5Pu/Mom25Ipt0/7fcULSYsDgrn+wlr5ma+kE",
+	"V5ZhEYQTbOfZkGa+e5sJT6FhcWp/ZEkFXqLzj1pIO1lHjCONsmZlrPdH/OwXFPD1IR6M+t5DgAY+OCRK",
+	"g7P+EKNZEaPpbtB7jtEQp4y0BsRiISLSDYHAs3EEZHV0AfbIfYQYOqxiPScR9P0RDDJrs+Gj5z7LGYpT",
+	"tKrLD5GFP11koSPv93ZKPv7dc039gfqgFClw7pfwd9OS7GFSFaQ4+hYPWo40llAQStsPQCExikOknsqC",
+	"jHcKVdgWXGuqwb6l0ooS7mujtE3sMNsO5I0Kag0MWJXwL0JfekHR3wttJ8saCse3oKE2O8cXzty7PW+H",
+	"JG+2ioLIBL54RbEp9sFXkwGK26sl97lLWc+2qmZF0TQPZ56vvomeG0R21JWcZSLPW5Kc27cO+jlHeySI",
+	"JiFQQn15xgAFnDyz359Mvv9ShgDuzs9gCCwHzAameAFqrlSXCIXShtu20dPH8GchTa6vRS2KnW5KWNqX",
+	"prvQv2z61GJWxheSVUF75CG7YojnviIKfee3IYFOY9cIXueAjcQvZAmJpj1SfYY3GljFGxpgRky5sjJn",
+	"2JKnioCI3mVT+4JWTzNLLEdd0MDTqDVohNBR6SlRRPCFcQ3WRCthbDlnI37NJXCkvcB7klG6cMNnFdDn",
+	"zuBrR+3Y716M+r/dW+Lhn/hLXBF6Rl6/YWhD6IrYRGrBRCEt0OHdtZT8HlKMBnq9xmq4z4tzl8a1IGqR",
+	"xfuu2MH1mMCnjVJSXWbsjCjMMuLtdockVHvTnePyRZ33o2tsYnSApY3SH6Ts2BpPOACwm5AX00n/MchA",
+	"WwteuAkOZfhQv73GHb6pPX9cfH4fOE7EefCCvxAv+E6TaLLVlY9aiW5KnZPfAnN1iRUFmIghFyVjvLF6",
+	"1x2JRMhUQBmBHo8PYgb096dvnORixsuq8+lLFaVh6Wx/Osn5XIJwKnhxR2IQLniaNcB5l/JaKIpwrA/7",
+	"sDNyAGxLmh7n4kJxzWqudD6ImzzQsoBwdp+iskqgMGf/DAxiXpzrRhksR/Yk9FnIHF08oeEzI8qxHXnw",
+	"TkLG206eujsvFo7d1aGwTxb1O45/fQ2hr3VRrz+rXnq4MRsUKLvvXNzIa3hMfr3oTzQ851edcgen9ajk",
+	"sSc4gOz/m+X9p1wNX+5NtQcrfQql7QfqTsKzplIf8XWbL36tHhTGZ3cB/IZifDGkeM/yW/HGrBDeEw6c",
+	"rk7sptzKnHkf4AVTGqlbASoonwjXsyJCjFXio6USHMj+tfV8D3gJwe7wMkq+P5pMZGIcRNoiDq0DCZ1r",
+	"Fb97IXI9FYZBHxPuBvz9T+FwUDZzxweraNQPEvyZcjuB56WzJvctuva3fsH92XkSGfsNGKSBBEVXHk5s",
+	"KmoeAde79g4INBRr5IDcGiXZB/xA/CDl3LgTfI+dnp+dtDdgASvzezaq7G9wnAZzaXTA3r39x/FrcDZ+",
+	"/OHpd0++e9L/aqNCqDsCoJY1KwRyeCsrLolwsY2zJ2GeEeLMX0LZ375AX6TtHHFlrvFHTs7/yy/TZ3FF",
+	"2o56Us9e3UWbKWY0fVBXfykP5Qyg/uI9+2kqEjWA2SPswkEqsr34k8IMAoSD7kYvUX4dKJ9a0I2+vzjw",
+	"lvTXoA/b+KuT4nhavmzraLG3q1Rj9NyDsvmscd3F5bjPy8wlwV+PY3dorjqS7h2OJW3AL7lUX4W8e1Kj",
+	"P7HMt+htD9L/5Ug/YrXdrgK40dlvhLVSXQ479/ELjxZEfh5Q16ZcNbykwCThbXx95/6Zn5IvXv5DT1ec",
+	"936BH6T9s5/1pt1Yd36BeyZsa6t3BBJpDdzh7QWMFAdGHAvNkJ0QSsNPzv8LYVE7hLGPjK/WReFqCYUx",
+	"cjLhBljAvgLJ79x03qbw32UgxHdyQCSkXfPOkn2uyMiDxnoIhazmzLoDRTk0XAyXJiuosZDjAZMhrd6t",
+	"mrL0SV5smzicubViWhGYfXQVY+VU7GSsFqaZ0nXRLuuki9FtbZynovTMA3ynkNr22Oniba1T6/66bDtc",
+	"3dJfPrS3yCNkuCqkwTvk9ln/p9FOlMK/7DfZev51XBxBEu2w1E8Pb41zHWLID3bTZ1IITt6QEY2EDAHC",
+	"nTgpPbt/5dDUatfJPUrTiivhxqYywSHzTSoixuoDH4rYZNxepKEDmj/e/caYkUMywIGOlvI8vGpYfj6h",
+	"IpJi39TKw5xpqsD6um+OM9CyNPwHYf98TpLbWlFaQ1dMbrMkarDEY53EbqlXhEeinfSI2IjhrC+lEi9C",
+	"BRTKNyGVZVEFZNabUR493ZdZni2VbkTlHOLazX7GlJiFQsqAbAbgRYhnhoWWI+THKfUl02PGfQVEW4Jj",
+	"+dyEopCV4EanOG1v9Kc5UdnnLOBsx/B3qYqNca/f6MvXtZ5u9sa53uz5d24N70WDtrMxpAA0EhsmlK3/",
+	"jJHmz1o0yiOFE9Vy3evtkVG8MhNth8WNI3xmei+4eFkoJ0XLG2GbfdYbxp5Kbp0Kk1N+KR4ZUK+o6eRv",
+	"ArEyCSAQfRo9U84jRnxZJCHjtdOcRCXMkEvYyvxKWLb9fJ/gIs0Ou3ArjEePNF348RzVNRDmX9R6BixE",
+	"XAG5GPQSuheqFojhry1LWBV0PguzuaQwu5N6DI2NZcuJEvJUsy0JFC3cTrayLcWnol3V42Ip3BMz6Uz5",
+	"xzdCXdrJ1osnT7/LtqZShf/Olnh27sNnC/PRR0/kt5E7E93K7z2oi1W0aDwhgp8YXUFRNXtVyecb6IvH",
+	"yES0Ii2PkuFJPPslkgzEESLj6pqNvOSPgrQisO3Y/WhteYZiPmLbT/Z3n+/vZx7Jlz3f32lpzd6fvvHS",
+	"FWueVpVIKObFGHqrDOBngL9T2rKJLrG1BS0AZhaNDdnTtSrnndE9MvhBQxVO5Zxyabilga3BzfPic4hT",
+	"/bXolNuPmHcnYk20HKcW5ryUYwHYwfcaJV9Ytj5AX9w7Plb1/vTNA5jP1xz2/rHmypJlgoZJ4Gr7ktR2",
+	"nCeQvHA8B2uvErXUhczb7jKtnHL24TtD95Kyhku6+pqXoI6/eb7f2mGJms1HvcYhEjBe1vwCa7avxHzs",
+	"1B2zk1o3l8jvMnVrTYTQCBrIbdsB17G2JJWU/r+fvPpxWdGe8etFNdt/ZfiXU7QDLyZ9McwgELn7V8Dr",
+	"LikNd2LqB/Ggfr/uBGybVLNhee856Nhq3N9Nqe0fg/xrp6q8TnFvse0RKrER6sipNpbVIge+CGda7uyx",
+	"Y0s1ByZhpjJdZ5A1IThQeTtrF4xttD5GGCQMc0Un1iUcZWirtubsC8a9kR5sF6Tyar1mSQqdx0a8f9oA",
+	"2ZW1PJ8AS0pUxxp529jQPGr+2f6zIU7316C2syVuEgCxhTEfML/Y7mhcXG6tRE8/3UZZ2UWhmqnb9ti6",
+	"2/Rru3W4tCe8qzPu7Am3uRiANPg5XQ6WQJf/1WDVGPUZW9taNZHr+4i5RIvbim0HMrhuXw6CM/rIeCcB",
+	"eeZNC2O809djv507fSa3c+sF4JSFPl9oXQquBsVYYOkf/08lLrvnG7Ixucak4lhwt8iTnDrSQINAmw+x",
+	"2tsy7PtOFpjme7XiLV/Fc3RIxwAlmbwIV1J4DxXgyLr3UJjJQlxFPUyCnkbQCRtdFoeyoNgid4J1iaod",
+	"+sKVUwyqnL8gjJiu4c9mE6GoAV7X8lqYPXYqKsGhEFpaNiP3gduY1bBRY6kkMZm3RxCAh4eUGt/PTnpM",
+	"m4gIhOd9l+6JS3SEj1lKrkk4Fm4CH1JqHm7Z79TahWUIRKCfCVHBWF31q6Oztg7bG5BdhXSGeTVZstyf",
+	"bRsNB3vI0IvSZZTGwTsFcMml2smC5vJqwj3ijMhCmopb5wOw3KmjMlZ1uhqg6fbYO7jXcqavUzVd45GV",
+	"mpjcCAgyoRB09bXoA12tVgcwZX9W6f98wqyrBZLk6l4hF5Dm+PFUK2l1TSlx6y+Dm7p29vbEeSmu00Jd",
+	"ukMdoYJBTpCUVOlCYLECnPecTaSxup6zmVSFnjmBBmi6jCJG/md+LWoOBILKanbRONPd7LHX1H6up4KN",
+	"az1lE8FreyF4S4OKlVP45YkuC2D7moqprud49atCt7r2A6BDzANlKaHaEVVJLVDAQIPpWqS9UpzNn9vJ",
+	"3FjosQVKnlmAYwcXyeughYkki0fpGfhlU6kaK8wBk5cKhgHTT+/gCeKnfo/tE0k28LvQM32+EP38M7bf",
+	"8YiC2yKV/ebpVubcOjl1/ueT/f3v9sE/xv/eDx4NFHmIOuXjnQrn7uS2M1qrIT7s1m9ND9/qQhwXfW7m",
+	"828GeJk4T8n5XvNxeDM9OQW3Aghwtwb04JUq0t8/CNeeam1nXqniFrryA8ggm8nCTtwOozh/25F8oo1Q",
+	"HtybtuXEuegWoxlPnu4HSV7dY/wWXfUO3GPfPX+2H++xJ4k9dqfn6JLsJ87RI9KbXk8Cj6cXuIcj9dZ8",
+	"ds/e3x5r6OnRXMfnKT6ZOk6/SR+nTvekUqyWTtLHdEre/omahaBppK3Xn0a0+z7lUPrSJOhBam5Tamhu",
+	"l6XnngSm1Dkvdykfcq3YcFbKy4lltSBg7jajbBwRTEC5RWwUVrXOhTEv2KWudWOlEiZzdmQFpV2ycFPg",
+	"7cWjk/eYwVMBfHIpTFLU3riOU4rtXZJPxN8Jdx9r8uv+EnQTbvvC5YRb4UfGr3GYhLvcwMZy2wxMonUj",
+	"UaYxzIp66iz1QnwUPudfQ2DyWrrPhlADySIcCXAATMX0wrMWQ1iuGY+dr4TGhOClnTBumBFuxzoXKczL",
+	"HnsHG1fXhjkfU1pAfCbOZsxN87kYQP5uKJ+OOzPTf7jkl4ZdiIlUxapj5wxn5cs+a6iTfQFQmntc4Iej",
+	"5lZltZ3eViiM3zO3LqtoTT2GX9fwnZGcetYjssPgzQycz8odjXBx4Yy1dB3NK3jrLXzuDrdx+5m+qg63",
+	"j+Mh7P1leLniUUdbCv+c2lHPbryjHv+uINrwh/txyP4KGyaElLG5R4aVWldQZeptlsOTY0QahpjVpbNO",
+	"GiPMun136HqyJi3CPcdksdQHv68TGQfKh1WGp0XcZ/FBZ/yrZKJdgQe9fquFTSoWPASZ8dv43qRwIBhm",
+	"pT1YA6pzTyRislbg/OWQ28QmlBdMtL4C0e0ON2kPtVtyNTDdX0c0h0De/alB7j5bLRGxsyakNI1gd7di",
+	"ei1qs4p/NpZQ6i7c3sIZSC+jFPrDkUtFjJxe7VQld3KzRjL/QT35Cwuln4IeefTT/SCLt5latiiG12Ef",
+	"3pEEzsSFO7t2pbrQHwcYqnjQtUckNmNYpY0VoX6vI2xduIKMCZ5PWMjLbCrKuvj3s3dvGTeQ4yqvRbHH",
+	"XkF4w32RScOuRAV5w87jGuFn96j3e780+/vf5D9pffWWTwX8lxghWgLbRsm09fyRcbJK+bT4oyx26AyX",
+	"hpXSQK6ZmeiZe0gbERAXMAEFmoFSY+O6Ump16f63bU839kJ/fORG4WRRakU1KBLvo5U9YKW45PmcGcWv",
+	"xIecG5xU4OM3dNlcT3kpIfFlpNUHnKAPiB1RjAIDyOidOoOfjuiXnVU+wD9xro5hoe+FV3sRTqCct3YS",
+	"xqD4VLBtISGlZqzraW/G7YSWtvf69tmAG8uoB7RdL6hIM85b7OsCPHMGj/RfI38mfR2v7SA4B5IxnI0H",
+	"Nu+0RnbT2agCd8cuKWaYsVgfg4LYQB+bubFiulfqy5RWhtYeoxoZoI7xeW9/4GtdfevVqLFcFbwuvOIz",
+	"bFZLa4XyOhtf9uktkD+LEWhbc2V8Ia0neGzBbHwJNSTqSZu1ql2oa1HqSjDxkee2nDNAEHWfLoTToTUo",
+	"ONzJZG2MMjaCDh4X4Z9O7t1/6Bzuo4pD+97m7g94y+P+hUaV+1fBLR/t7LGT2ulBQC7XY/oz6Jsogaeg",
+	"QTm9756CU4vnlh2CGnbHAIx49N+nr14eHp2/evnrKINBKD8C54ywl2E0BI1CGcVTDZWfYyvqxSBiezxs",
+	"4yDfweyf+j+HwePff+YfX2HTvTq+ffgelPtdajQcBIxniCqjbYuC8KDJ+libLruls7G1MkiZPb25MqPr",
+	"28dSjXWvSvOoFqhfPNwQ6pl/iosznV8J+wLpXbmdZMw0Fy3P61QYA0OcV8IZa27uVC6YaqYXeOGL+bym",
+	"mbrGS0DgUgWbQcUVTsaYT2XpeU9yjtnUUfXcTJYlM8IZLM6AhcfnTAlRGAI18/NCemYiarGT9DP9ha0b",
+	"XRjcsZueO5Sr/o/2eHh+eln00yfcFnx2vJQVGyuMdZAsPEnLghvvqv0/6w89vq8ua14IwgdouwVHK9UF",
+	"dRHkyK1JHP877oQCZ8qKj5ZB2bxh26N4/X9GeRntZGwMOGjeFsadD8U77dgMApwg2hyW4UvDRhNRlnp0",
+	"gP4cnlYj+tkDqvBFUcQRXdbOwbqYB6Zn3Vh2yStDyfijvKmNrkd77BAOTw6p+EqJ3Gas4iZkSBldt6gu",
+	"oXPBunVnNzVFF9tWqkawGtJE8GCWtjVYwOgJOuMAc2Shxz7ZEi7Owe9z3fJw5fgy4hAYoQrDRrUwc+Ws",
+	"FB8hzkvptEwteNFN8MJljZXz4ckxuxBjvP0v504PaRUXTREXy2FjJ0455QETHXBVBa/dROsrASANPs1A",
+	"l66PqKByra+kyFg+EfmVW3v8GvrjsBVfsGf7T9pSXALdadVhxp7tf+MnSDBdy0upMPTmsXMIk8DXaICj",
+	"hZPkXt5vX154MBYA6k0YBy45kO2XzmFMob+/q4RKKrt10byj5Q3lD5awpQBMhglelxJvqt2mRDvu9NU/",
+	"js+O373dO3778tV/7p29+g8nX1aHc6ez6/rcTBziKj+34tZpu60XW//3v/d3v//19yfZk+//+OWXvd7/",
+	"+l9b653SJ6jUFxKeAWgeoDr9VQhSJrYrRFvSGdkpDeP1z1iXpZ49GGg9h5Tbs6sOqFs9l9CfRVEccjkd",
+	"R0cM2/YhP9NUor6GMNXFPLqNNjtBo8oaYJfyeV4KSubIGMbwAZJJ8yLtzvzcBlu+2JShqI+rLpY7s/cQ",
+	"Lb/Nu+XO1N5FllBHUh7/3gkB/vG4FmNRO+OmX4iOdOMMtJmzIeBxMvE60EXbkEwa3y6bjJ2en4CksFJw",
+	"A04NmoEZq0o+F7XJMDCT68Kd9mJaAaTDDtZbcLhL0JTdB5iW/9MUlwJMKStrMcWc6TqVr/SjiOXvtB3l",
+	"mvPz53hQsui5AFuMo978Hiz7pOqpFgIEI/+igESuK0pjTJ3Nhk+rEkMgSeSHJ/vZ6qKnNSVP96StohXt",
+	"55ejJx4U1m0qrHZel9XA59BfThP0F23/053iHoV3G7niYKfvEJNUUGxBo8x0Uxas0FQnPZNG0M8mAdlG",
+	"OAKu8y8wo74FPa9FVKPdZt+I2sls7oyjiCpBq1SxZ+TVYOZ/640purh3Lod7kwlV67aGfI/9UOr8yhm+",
+	"0ZLh18hlaYfsESMIh32s6xw6Z4RNsi3IWkTC+FUr1TtCnluapBXQcye0P3VNixJdQNSCm/umxer02vVn",
+	"dRF91Xa/u68e8DT+UpB1S9v49k+HRLW/++Gx17lrPMGOfdploAgC52/QHhmKK/ZkJUPSn//s58pFCGPx",
+	"6QjdHP6UAag+vYY8/emFnNHUt0XIzLrVHsBtqDShpqXH8vWFGMtIci1h0MsAr7KVbRHC1Fa2ddbkuRAF",
+	"/PU1EKptZVvnciqKd43dyraO6JgfBEaXnj73Wm9ADR8GCf/k7JHw5RywudsMkuiiaNu5EC9k0ZvMQkem",
+	"KH6Y9+aRPN+/cZd0zSZcFe5fjfVh/XTpY18Poe7Stb4Zwt3ADnLr+ujvxSWSP/R1ZVzr6S2gFfSsnrcQ",
+	"13TC6jvrAmUjQLR5opu6XwSlysVP7omhAAj/9t2zTTE2jrgRuxLKr6SV1wLvkKiPssio2tw1lPm4vbOr",
+	"0dJyyyrc4dY3hisxn+n6y8meis6hIbkGfvEeotgrfNyOnRCZLVh39ckubcdkwQLxASHsrvFyA025kFSV",
+	"tGqgGPvLMm2+7NP9QbS/LtFGSyeSikfmfsXdbdS1wfZlebeQvQD+CDOiFDkIO+565ou5KG5QNKEMMBEX",
+	"j3bVGfRlTfTmwdF4cDQeHI0HR+PB0XhwNDrnRl+VKxxhD0ZID3m4m537tTh+p38dF+tZOzwQZagRbyF5",
+	"WlMjbNtVtsUN6Cs8Dm+avsIP4outO40H3ysbD1DDt89lEG/YexSmx3i523/5jMaaYbxFXIBEXI5JosLZ",
+	"HXvsUFH1tyfD93z6WGdkdQlWANwyuwOG51dKz0pRXOLlrb+CruGSLrpSPsCrbdm2TOWXPku1UQXRsCyQ",
+	"NkK/vw5Zvv2b26XRryEN8ze0f3xm1UKewQOZwV/y8hV37W0rw3X3rR11WAjLZfkJJoZUVWMz54lVjY3Q",
+	"Acn0QO21zu54ib34K1sfNAWrbRCsAHUPPlgjd2aNtJN8R3YJQWBgWe4K0fMVOxQ782W8WHUDJS9tQC8U",
+	"8jiZBNMkQ/BNZJ9cATtzhN3Y9Mrg3KleS9G6AVcH+PzPnXyxe0AowNG91Hnj7K5+8Yqm9uEQvkdZdG8N",
+	"mAG3ZWQu3qtQ+9aD5ZmSlTtAsVmW48dup85XJLXW0lIyqhdKJCRDP+KC51eGNZW/MxAZ4CQQOTxW70l8",
+	"LANnJBpsLZw5BD4DVhtb7fNe3fNN1Za8hTecs2GoHKyrGA7dOL4Q1XD7jkI8MBjpOnZhWquQwfs5cjuX",
+	"Oo20k6v40i7FAfCuhpWPUDu9LxsI7JwxRyHQGff0rF3UQU2VdGx7FBktyLAnilEGlbKXCinp2MUczqFR",
+	"dDUx2nnQq3925+a2lDnoyjtU530eUlehVyVXK5jlAKwLgjVOUUt12dHtVJGAokhXvJwVcjz2votT8gQG",
+	"IQCIKhovojtw0OW8tgdOXKEctoXPWVbcJyVXfwm97QY6VG1D+f204rX4fCrb9bc3D7/kDwbng2IcqBh9",
+	"tn6L19h1ClHd3JeCrPnspt4rKL9FF9ZZteKjXeGrnvLZn9VdDZ+SeTtMf+L1KA83iw/K40/mrcKqfooI",
+	"EzYWNrpX81kQ52yravpdU7jxqkphUx3q9VV1WTCtgrvqfVVgDgB3VJcl/ecNvdAvQehv36BZJe9DHNNg",
+	"Pj44pQ9O6YPt9bmd0jvU2muNsDWe6hH6P2sUfFRMSQBhWolNHc+/nqoe4IvC7D74oQ+68K/jh34GZViL",
+	"XR/0Ge6UhjCRDnyEBC491ca+QMiwLObjKbkVKp8Hy+un8/MTSn5YecdaizPfuz/tTWs0xjVhuQdN82dw",
+	"Wut2QW/rirXHQ/0HL2XBF+9Ps64nmrBpILzur1E7WKfodGx3IVid67rb8VzxP9B0iluHy94EyPL7ynXz",
+	"ixL6u4vFt8PDYT9cpT54rQ+W2peltI88V8Zd6e01hhnxXw8ipaYOesrsxPVASG7DcjJEgwP6jxXG1wl1",
+	"4U9qd9HwAP14BaS+e+ZBbXxuqunuFr/jxDT6ymPMD+sPEP20mE626wwhELau1dPCslNiAtueaEv5ZzuI",
+	"1k/cNtIsZNUeRFW6DHnE4ECVVFPjkejcqQlY+ymI9VP40pci1ndlWdHIDmEmBxWyIOW+niEznNUwi3db",
+	"3ZLo6mpTCjfGI1/z9GBTPdhUX6lNhVroTvT5MGvqManfFdlpVhOrCTyYsq/uRV3D1x/09YO+ftDXD/r6",
+	"8+lrNFY/o8Jeq657lDTb5qG0nH6RhpVibAOp5X3Y3WcPavxBjT+o8Qc1/jnV+NnnV+K6WmdyL3cPFbAn",
+	"rdI1K7RASfNBFGlZo6wsCTwE/tgyQtyDctfVg25/0O0Puv1Bt38+3a6re1Xtta0eI8PZABTnBU60iFFo",
+	"oo195O+kJrosDKBTirIA6k5ly3m2gPlayBqpO9Ngzqe2OtG1fYN9GwLzSp2KcU7FDWBOnTK5FnAZDy0W",
+	"W9mW+FjBtfxg4FLqi4ct7Yw11Z/wQLJLxH7qfhOqrxdf+y1evOCr+Bxxah9U6leo3QDEekGJ3BK2TNZj",
+	"jR6aq149NdY149gXPYZj2/WtpkQBDkbouBbCsz/j7TvBcE81ANhtX7gVJMAJ1BeQ4zwR+dUO/Bn5zSKg",
+	"XjuTuWCziSxpMyds0SMAjY1F4k9ljMYDW2OFwgyxGVcW5+n+UqTiTq62P6GPD1bng9X5teplkDGugm6+",
+	"M+y91tx8/Dv8L/Jgwj/7Qwqnguwp7kXN7XZQ3BcC3X3Q01aTusCQQSptAjTOSrW6DmsPmuhB2qMh3TEB",
+	"5Feg2f1M9+v2f07mFOfx5+bdBhWGa/Nwjj+o9Qe1/pXnZywqdtzTd6reoVbo8e/ufzZR7ZbieNfe5NOK",
+	"jPOMaXial+Wcaedd+9iux3+7lNdCrQoodBX/Op0fTLoCvt+j6+mc7Ff0/YQNz7/99ptvI8aGJ0MYGyCu",
+	"UPsl9ZP0ZwwwPJxKD6fSw6n0Zz+Vgi2NBQ536nbYmiuT60LUu1ZMq5Lb9fHu8ArbHo+nlbjcYeHdjBEJ",
+	"9O5MFu6oEhDTJny7Dhm8kzeNg9SqS8CfDnyfhw+fh64OCX+HzkFcK+I5I+76bSw3c31xDyA6efxEL43V",
+	"Irn9l4EZvjxPq6LGYXYeuH1WEQy2m95Gm+8uA7QY6XSufeLjB+7P9G/vf0OFqtuZnq0K/mByXYmIPwQl",
+	"8dn+932x1eXts3U3tscZvxavQYH4D62JePoB32+0MzEfa/v3hR/5Dyf4Ks4NkIK02N3rOfz4d//Pt3wq",
+	"/kANUQorlnXFS/h7j67w+gGdQdAHy7KPLSRlf+UJ67rmPxDLZ8IvjEfzqYHAh2N+A72Eu6b4evTT10IN",
+	"gkJzx6qiB/HiVFQlz/vtA3BmI2PAyWIAVrjQxZxNG2MZv6yF6IOp+DrUwa8P5smfyzzZVPz/UuYJyf39",
+	"2ifrYgJ4mLonX3ikncCwbNg2xQTYVEwvRG12gh5qc08MqxvFLuZRxM5kAXJQ1j5B7mLOJoLX9kJwG4Bi",
+	"ZM2uRW3S5Oiuh29hDHfM07XKy8bZ/cu4y4rm229G2gC3Q49lHhtRjh+HbdB/h3LOr/wFSpL8+5HB1CVA",
+	"MHBHqWVa5YgKBcnw8PKUWY1IxsDC0NnbGZPKWMELd+jNONI8jCmpHog9K1FLXci83bbLW/S8lpeXoj4T",
+	"5finMKo73q3hQ6eQGt63cUOvmeVXQv0ltrDbNuhA+E0SJkHp2S1s6z4t+/h3BbdEfwQqxv69/R+NaMRi",
+	"uQdl7i2n9FGVCNaBSBNzIx6glnWb90zkWhVUNkhPiwJlInqDCYVpzN3KEQOst7IQ00ojBuKVmLMpyCBn",
+	"tbC1FAWxvrv/bGpFPCe1sTFTYyoqtQFv7c9h9D2WJ07yF8lSuzjWNSZnNGn3Z3H+hRmxHyJngyJnd81W",
+	"a0Te1NLO3X/vWn0l1DoD9fDkmOGDsU0Jf6Gai0thLKtqMZYf3bHedsRk7JqXspB2zmZSFXrmYTO8m43N",
+	"XPOyEUxaZ5wAFzekNwPVHjCGViWXyinoaZT9jGpQFGwiarHHXvF8woSyRI+L1Xpgdfi792vB4e4wC4nY",
+	"MTsU/s6CAmU5V8xM9AwuprGHVDV4Kq71FeRkw6zwWmDVuG4sa1QpjGFS5WVTCP+kOzbqRqQt7MNKnuNC",
+	"bJqOfYJRjkHPncnf8NlU/A8HomduOi/meIA3RtQHjJcl/L2m6kd+YdyZ2BPugyffm42DfUvdOiyNZqUE",
+	"HLp4svs+3J3vzrcLMebOSnsx5qUR4dsXWpcCMLvvMtLo17bPwXmnBKv4JQR+WkF7uE9c4SC10xTpR6/W",
+	"UiryaQ8ONr2yR3M+8EpRtR0gk/GiMVI5ob/g+ZUIhRuIveiUx7gpSzYy1/mHitsPI6/uqKaMLEutyjmV",
+	"M2PQ/UqIyrD/aYyFRs5+Otx9+u1zUrcZq0qoeWNC5fW8ssBzX1EaW6vrguZhryDOQJaXKCItjdHMC0g5",
+	"QFvVjVXXWHOXoe82k5ReQS0krkW/yZjRjNPcOPWJivqy5sqyqa6hAoZCqqI2WrHZRLMpL5zuRzMb35Ud",
+	"XSRYzsvSeYdOJYUACPSSKrdrkeu6wMMCpxDXlvGmkHAFLcs+89iL6NZd2qX+I2uMUqfNFg5QXhS121y1",
+	"cNoS0u0weLN4slLoWIkZzuL9WrY4zCJMZl8gFdZ3xg05M90qeyzyDOdtxmYTmU/AItAWDmOFZ3A4pMKC",
+	"fukq8y9pzUa68nZ19TDD9vHv8L/HxcoLYLQZTFBcHslcA1wnyoMgqHPQcBixjWNZEdsWG9d6igFaLOaz",
+	"neABGE9gQOZBeY2l4uUBKVenx9wfr0RlUbGCNRvMIB8gixUbGqROQXLFeFkLXsy7dhNhbZtAOcPhmHK9",
+	"aq16b9NTEAPG6rUvqPMLmBAQW2b4WJTzVFa0+2ykUzcsMMQF27oXo2ylksqYcra/6s7/3sNlbvJixU3O",
+	"Pch7z4XuEe1u2x6hTV1ps3SWlqWeicKfqQIicYlz1KsCj8kL0gNMTf5oOmB6Kq0ThLEU7tBy1pq/T3EP",
+	"7LG3YhZ/PbayTJArsbmVtccOF4WbK3c+XgjWwN0zWqCJvLWMXYicNwa384IG6rvJviVZvn3Lqtu9tURR",
+	"sExQRk20A2sW8F7Np3UqyS8sWXYPscG/kDWF+/wLsqYeo3/Zf8HyUoBPSowyGMYD7zTSrRCDixwBVFKR",
+	"5+pELu1Kk3MA5gm3bmI8xRSYKR5X3XmV5C54RV5ryy0qcqdGF3rilKjvTRwuBJOL+yiiU7xZSrtCZ3Nn",
+	"Do6g4Q9K2w9tO6PWB4dI443d1lN4/8s2sbCP6/1BDIX4rCd939ekf15ShLOJnsGkhhnmsXC1MSwQkM+t",
+	"TzQQbKwo6KSEvYUBtVYa4xD4cD4bgqC449xbbLLIliMrpFraoEr2/7D39s9t21re+L+C8ex3Yu9QtpOm",
+	"vVt7dr7jJn3J3LT1Eye3M8/dbgSRkIQ1BXAJ0LJuJv/7MzjnAAQlkpISy3Ya/dBJbZMgXg/Oy+d8TkPY",
+	"eFdKm68OXVU6z+ivBtgJ57pEG4yQEFq1WIrkIssFb6hvZFq5QWa1sBJekvmBRN1f1QI3ylN4AzP9uGXH",
+	"dq4kN1Q3N2GxosDSK9CCK4UqX7YXLXdj7cEeeih9xN2MayKWS9co3rImcVtEAGSpNDZhpkqnjJumgyQh",
+	"IenFA56nyFcOJEzE7w/3M8A9ikKobKBVvoADTl+EyCD6wGkHOlUiQMqjinkXl6+O2Tsj2EiMdRnVC9Yp",
+	"VAzOLmygCsHiTOAnMsKpLxojSFBOzzc6lU7tWpAwdGej7lMpbzoikVc0cRcwyQ8VjfQ99Xno4gb8aItC",
+	"JJh+cMtnRV5rS7htjoNDmec5PL1RxBIaBxX/89MofMdp9aRhurKpngkKo+IPmwVS8dnWxHpTpcTfOOYy",
+	"r0r3VCaU3IZL0HcV9Fq/yfzug65bOetkOsTnDlqJCZytMnAvH9xvTgfs2TcwrE2CrT2iYR997cvm7DBT",
+	"7ugGgBZXsatB/Eca0Ea46khyF1oq2wiwKj33QGmox8WtmDihCZVNweCz6DI0tbFZ6lwQeBpBE6S9wWy6",
+	"u8L7/2fH7EK5KbJToSwFEcjlN+MLqIdKbkDLcz1xFq33zsHOxGsIuEncscOPOhN1PtUUKYPPtEryy2ie",
+	"dnjo6s90nbmLPF9ZhK8IzU2x7ubwP++suAlpPxywNzc6Fu7JeuOvdDBZwk6NKplbJlUSiLtnXC0gHG9g",
+	"K4b4PUB2pGFm5m48CtWXeK24vevEb9ZBzgu936VPQueib5vC9H09W7Ok+b4LsY1Tt2lSPuw+kJMrOw82",
+	"EAI/fv7xLeuT/96d1gdk+bQICxnp0M3tYSwXmDvoPYY+Hgs5ANuQCbjtukP6ANf8RmiU6PeY3RH5UCLM",
+	"iZute+ZS1Xlnwh4KuNq7vOcV+Eugo0s8E3cnsvpcDfDEyQf3zxoISc0hAPsOjr7SCFcD4XPMfnBX6ECq",
+	"SIHE/zNW5jlDxmermb9XwXewGr/1aqhv3cgciPBZro0wrJSTqTXnbKZvBCXs4yVtNaVg4UfJzmlnMiDB",
+	"s53x/wZmace4Daow0pd0FQ4+uVn2Pr+7Tdff2Qlcl6tvN72Q6BACBGIG6VxW5AsmFQA9QAVBI7B5h+E5",
+	"8bYVkxYOm/fb4cFibu8uvId/5VDXOAz/GsCsWg8yN1RxyOkKTR1h5CzQ+rTuTs/pQnx8vgB4OJVFzDdX",
+	"Wx6XyuIhHtirPcLjK0R43LN+Y00xAG/CBqoNluq5unQKNdCX8xyFLaghIMWAXDdmBarVlbr60BODzZAP",
+	"zgNn4alcT6QKDjTFtHLWVPRBeCqUeBO35GwI2bYk2J6jLwKG9FkJAqQPWVNcVHb6InRke4L3Bp0SZS/4",
+	"UY1ErtXE6Wibsihtnnw7kyr87Dpt3SY8ODv4739eDP4vH/zrdPD9n/X/Hr8f/PnhNHn67G8f/+1gg1DC",
+	"u3rtx0uj6hqK2y5qC9qa7573DeK/z/7rv8zJnx+eJt89b+3yQ6uj0TKvKqV7Fqm7UkvVsmy6KyFqTRFp",
+	"qGtLmTX6YGrZh8cfJaB5EktAwzhQIkNk8yWm0oIcxETapuBwekyQtyjkCm7MnHIGCGlXZ4SFMLJnkbkW",
+	"C48NbibRnjNR589CzGEpiVZjdWQj7sDRuyJPNyOjjWfWx4bj6cEoa/ybjUKtn05Rl6ztZh0JDsuGvQw/",
+	"btTFSGg+DgK91SXsc6y3n4sZt+mUWCxyt+77uGuPt355Du9SwG3mt/80DVCXHtgGaUVz1OtqkxeUOMLe",
+	"dWqJCLppikcELkJy7J1KQm9uown/6bojGKxtmuPOrOOVj62xlZsLFVYxqWcSMVA8n7Xrd/dZNm1lItcr",
+	"XNzvg3O386hkno+bh0HuE0cfn6O/Fhr3pNr1mscnVpgeprQfKun3FAmoC1pzzK+aCg48g5CqwNJc+nK2",
+	"Uk3iBIlw6ua6yjNmhKqzPZF/eCbsVOOpfPfmFfgQ3/z0gj377unf4Jfuh7999/Q7lomxdPqaDXLVAxex",
+	"G9QlcctTmy8YN92i11nbDQas+gRhKz5JO+VlKQUBVjibcjONyFriE1e7BaSN4TM8mPBzmis+EyV3u6HI",
+	"+UKUMCfmE30CicfPQP6rNMFHSxwDbpFb6OVEm766Iyne/rF1PFbRVGgYRbhLYR29/xeSU6Y8zwWUItUe",
+	"y/4gchxG2h/Hgb/WfLjG1pSWjSPlzGrAp+y5Wb9kyf8W9+hDCXuI/qyBTqVaGZ2HSNEyv2oShXbRk2nl",
+	"TJjzWrBn3PI2hdPt92uxgGfAKiJt25t9ni8wk8YJQtLSjF7JfBtLSOtnPE11pWzIJLlWel4nwxyzlwRB",
+	"x5H08Ff5B4lFxnWEyGRlcGbVsMXgcEXqmojQoI21oNU38A7W4aGQ5yEGaJqTH088pPM4y4Ng0uLW1ib9",
+	"RtY8LfUduBoaO5HK01cGu4P/v5l/YZPK9RlW6soAbA4LvxHavCbyyuJNt4bHi/bd4+HxcvtyE1g5DW7v",
+	"yOh0ZFR0wu9CrONsbwo7jOW3TxpsmLocS1lapH7RuWjh4yL11vDc7WXQcklHaTQVi3gDLoqVID7gCWv9",
+	"s2bmwmvkLrGMSkMzkBwdqHn8JQGIxkLPRTmu8gBtlCXTc4i/BUHYimhM6Kpw18vIzUx8zJNt8I7uiO2U",
+	"g8t9YI0y7cfqRiVBp66NlubtW9/1dCFGUEjXyv3q1TB3PWPaQyH/clDICo/L3YnRterxyYcKmD17oZBX",
+	"emwHWcBDujfOeqmtqqBItmmJSVCEEYmtWa7VRJROww4JCRJyPqO07oiyFtFXmCcdcFugXnj3CyRUUpVg",
+	"UxWiZDybSSWNRcW6lUcnBjYUObfITZvP+cLQRWH0TGA6uoau+0YhqaILakAycDvtl/hWHzzWHQTNHnq5",
+	"E+jlzk78BqxaS6YnXXkeThzCQBvQYr3wXFoegRfo8KnVkvj4/MF/YtCr596pTzkeZcq2zqq0xmgCJ6u3",
+	"VoKW45QVJsZjkdolWGioQUHHGUpPgAHfr7T5pAezazjm5wuFXXFvbaBRPXLerV7FiQCZqM7tnYt/AXzl",
+	"AypNJ96S6I4kXQlriMgmGJNIMU1c7GpJNSmFEdYinycCxklg1i5HHxhRAohiIJKEQqoqS6HA1j1mF3ne",
+	"ImQjZHysR4HQnU+1wCRqgTxDOs8aIfhcT4DworJB72phsjICXH6Xfm4emZjDK9D3bgPseewESJiGP/M8",
+	"XyQrc36/9IIbqG91/JGbRgJDdBGHrTEX5TIn6l42fqFF8YywTQdWUOceSlT6bXaCO6xbYr7WE29lgqSB",
+	"7Pb51G3OkdPt0lJw4yMf1CoThU6nPmyNNZYwK94/II2pajYUaX3uUDulFxL3eGwTD63M+IJN+Y1gIyEU",
+	"M1bnQp03zVk0YiOOwrr2eA1PaWdYdoLvSgSGh8dnMVLnsLf9kqdVqrQQw3v/WmMh94zMfYzMed64zu/p",
+	"WNtS8JlpVGJbA502lpeW3Km68AWQoM/uKlIiN08Ytdtk6zlD5LKHn8BBB36yw0uhwC1dKStz+oprAIxZ",
+	"CLOWbMqpaBvVKYwxcb4AXIIAmpf+rSxhbyqlpJqg+4kjfzK7qtJUiMz9/Scuc/fvWzkT2e+VdUbpC65S",
+	"kYvsCHWBRu05aSGIOhPJarZIQEa6ZcZFHEPzqLpd6jwHpE8NccQJe0ITkTA+tq4dnOQO5i+YmRd+wR6s",
+	"ENGUgDnYf78NuqKF9OSdwLZhcsB7QPB3XXR+l4M61fhoryiMJxdVsW70uN/5nnIS1rAvcCs+rR9XFusd",
+	"9yxEvA2/rALvjZFuErclyVBvuH0EtzOCS3OVy7FIF2kepFgjqouiuu1a+bbjWsE3Wri/6DZBDGD3ZXJh",
+	"rvEu0SqXSiwlghySk1ErTCPPjkK4gRp2Sp0SqfWeRKb0/IwVpbY61XnCSjHTVvjaAQkbLSxFAMclJHIY",
+	"uCvoh6zURQFKJGJj6g+BfWVyPU/CL4G6MRcc9Uj3G8MqBeBKuBKlSgWol8fsYjmVMEY/krbkbgKnVrIx",
+	"KEtUmDRw60jFhpUq3bUJvNSxD9TdLN45O59iHr2HCXbdGpe0MJvk8NyDXGkXaH6RfeJQJFs6pXxR7ODD",
+	"uJ27Bbr76w4+29xmXZ+HP3bP93fPH0KM4/7qKxFOg91L7XVMdCuSrkXt3bEY9+bIRkYBvLKaQYl2dSnQ",
+	"j5KAUPdGYWvS5M1UG3vCi4K6cRbZ6SOBrKy/47UB2h+Y8tgK8uUadtiAyNMdWIoJOmOlVlia//fxGJqB",
+	"FiKbY+JkNJ/zxTF7ZYO1YpFFOL027DDVmUjdNWN0XrkG6S5hJSjxBklv3Q9kQfirKZ4sujzcDYAP6VJO",
+	"pGKHRZXnCSsqM03YWOa+DT1XUNkdFelgawBytU/mf7Lr4U4thYe4SCIhzmS2czkerPed2QO0lBvYA5Fh",
+	"Sb26W8Ns91cJjXULi6Ae6f5uWWcRmFoo7PICmelrMbBuBJCj1e0d/oWbpXxUlOIg4rUX0sOGhBhC8VEM",
+	"UR/5ixLTZSgvSldlKhIs3u9NCKzDfy0WKLGdGJ0JbqpSUC4TXiJn7EZmQrM1op5XmQwP0RWhjLvsKOVF",
+	"l9dRbMYJa3+RY0egMeKoF8YyoYiV3Kn+7nFd2Su0C4bskIDV7OlpwrhlM20s++b06JwcTW4QmKlOjrqJ",
+	"cJcVTIynWRq5C0rYqkjgAjoKfSsFN1odsyjX36fRvnvzGqKKgIGoMbOYDZeE+GGUKLHqCremuHLb4a07",
+	"bbsJATa+sSYCiHvD52Hdf2pV1M8uf/sfHrUGG2OsK5WdM33NDKgNRPbAo60MOzfbE1L91YOC7q0Nhujk",
+	"pEzFO8VvuIRaQsuFh4J4XhKZd3Ir9EQblu+FkxG36bSnqFClDKsKd1qfnTJ4Gw6FSdyxKBmkoDphmRA3",
+	"SjNb1kg1yUVdgBiRqCoThVAZBPkRPQG4DAMGB0kHdwKdYDW148b9CE9Dnxv5tnkwhzAlMshPXWY1vxRJ",
+	"vjUi8geYkXuQk/ChjYSleQTSknrbJTJ/VyEd1RmXXgGQCpdgTyDwiNAMkfQxTp3geSyCzM5lkOWlHRSl",
+	"vl10C546I6kRAyRSHCxF3VBane2+JEyZVFavuDUSpitrZCaARtgb9YeIIYNJgf/TSgz0eMxK4XQ19DE7",
+	"ddYsuYzde4FdxY2JoO2uPxD9hAplTg+UaoLxxxFPr/V4nFDQFcsHGAu+8GN2AVRXHKuj5YszVui8EZkN",
+	"1i6+ji6ZY3bBCg7BTW4jtjzGwxBbMPrnzLvdG/HQ0np3dwtli/sz+RxhCXdE1rL0mc2USixKIkpQL4tq",
+	"lEszpUyC+xObUa8puNYJhlvZ2hRgtX4z7VXKvUq5oUqJ4BCUgyiIVpimdi/ZdfE5gh1rRDbGAAfCS6zo",
+	"5lgjj88J41K7lb3P2edCeTe/s64zaYK3/5hdOUkMeGHqgyeTp6wqZONiBpEspk1E6uI+JGTjK2sEJI1E",
+	"wxx/SfJQF3txuBeHnyAOdfFQ0nBhrJhBEd9Mp90xvDcik6VI6boflXpuROl9lJBb5USdxRikdNNECZiZ",
+	"TquZUBZN6oJPyI1JmI7mnyECxBW6YRvsLOerKaDNXCuy1q2YoHAzQVvUJEwB4svTHnXxZ2EvCvnSzcOS",
+	"iPnm9Fn3nPhpWDPsg+QAaY6gxdca5dNqs+AqQEyKdwastpaw4dISuuUbVHJ43EvEvByh+fgVRDT61snt",
+	"qsbsxgcNJrY+ZxGJ0dkB7c4BGTgHq4fxacdhhFZboiG4jM7empRO5g4sN9ebRNULUUqdyZTV7zJ4l6LZ",
+	"wJrmo41FqVO3s2K2o3QqXKeDj59qldLukyWVqK0UhLqnIi/AWkNyIpZrXdQXYCEy9yQEobXn2CAQUnv8",
+	"+YfQ67cw4B3e7s1P9QFQVqbSw24gQeCrwphEm2h5VnoOy+eeAzpfJ6FDnRdTXd5d37ib1unXUz1X7hIF",
+	"bwHdI1M9w2DwWeCMnYnZSJRmKgusgyh4bqcJgwTjIHxnXCqI7KF3E2j3KO1rzku30YlPkV7D24nXhUOB",
+	"+pLqhUIwzCcme7wLK8WNNARcW7mSXmD/r2gidlmnvfmlLn5Cmk8/21/FafiZUqqWB7/DE5BxywelcMvq",
+	"ljLNBVdVcVK4zSLmPQfCbSoimw8VcPUYrz3KkwfmuqQu/CmUDfCl8ElW6FymC6IvLQXUIAt3RJ5hINqW",
+	"C8YhDV9kSSCoyzwhB1cLIOg8Zr8TsR0QArhTCjkSkJHlLwzOaJQMhMzqcbjEV19yy9/4br7AV9ahVX+D",
+	"cLxnfqaYD0+tDiEXmtlzRvFz4xUGTP/vyR3Q5ecBg34qhRhYcWspvF73M+SAUOe6OoHvdfXi26fP7hec",
+	"07ZAtHadYoVWPgx0D89pE0Q0i2gWcMuj45qGg/C5IinVaiwn20qmslIDrVKxJkILxGXxMW/Qd3gAjhE5",
+	"GpMkwqQwwD0PoY88j36NoB8FHPQlMSsnMQR+ziWIotA06bsZqrRxZSHDJu7Il7qaTDuubpJ/FMzFK9wL",
+	"TrzF3Q8LTH1M9YzIMXhbKLdSHZJsFz64tk+9qdQ6NuJ6nq3GdVvCAnVxgd6f065zZJvzES/dO/sA8ONJ",
+	"Z6+wvkS7sMMFuzuR1+0ic98fcSMGuOsGsNs3sM4tH+VOdkmViVv3P7aUkwl481XGnIhtGpdPDMt1ynOS",
+	"N/6zscGe6ryaKeAnngerA+gplMeNJPToy5evwWjnOfAq1cIqtIs+M6h+AZlJ/xI+kz4Y+sTlDt3DblvN",
+	"MsknShvBZpJcbqwo9SgXM9NqxrykD17B9F3A7K2ruobcscjE//I1IqVnBMWhDH9ojenR/4jUruOgzfLt",
+	"+GdX9LRf+a2cVTOmKmc3ul64bqVTXvLUjSEgG0H5xk6d+1BM6D2aiLasVIr0jR04d377MstfTHlp2rv9",
+	"/PT0NDkY63LGLYzSfvPsIHHvuU4enD09PYUnZlLhL07DGGHRgShp11rg8pJ3SOOwHWlB4XTtdcAuAjmE",
+	"6JLz3QmLpfnbpVmKfua1Dhmu2C9vf32N8HtwD5ZCZVC6GlIPvDd+xdUPah5IuyHu7f9c8Fk+RI2Dz+s3",
+	"vd+WSWtEPj5mP2g7hbMFMZPIAQMEHOHxiAIYS1VqJtRYl6mIa8oSJaRYeBbIurxVJopcL0TGbkQJbhsn",
+	"YaVpDMUDX6Cox4wDvnu0YMNlV/IZW/IkD8/c1IVoRxuvHBvW/XyfCSVFNky2CICYqQQ/bTAuS4G5qodD",
+	"t9a6EIoX8him/ahdmOvUvJPr5PcF6si4iudsOLVuHett0BHYwOUuI8devOxd4pLkYKukPHBfPkgCBzr9",
+	"6D7Uxnm+nUyEVhoysUXZ5HP2eyGUW9aV/XvcVpnzwIpbewIdXdM2nLL2eNNKtKdV9LasAWn0jeOGuRXx",
+	"kdzL5w7M4lTPH3+kSaqxXivFi1JnVWoTqMiSJWyqfeUZcqFL6KhdBLpsnZG4RwvZxGjmhFk9wYwEkD3S",
+	"GlYVkO7i2hQKKT59jAorHkeOwwrz6UElVWNZzkhTHUnFS4LZwC+oF054O1WL59eQA69bhdkVzMcrNx27",
+	"RJbUX2k5iD9wI1PmlsQdL0Cfj3Rlv7KY08/CstG6mdihbhMYME6AJ2iT4CvsNHw6NtEI3kB8PaQnUPBI",
+	"lFaOwanUkZH7m87EBXZghxsyfKUvDooj+3oCntFy3sE+C/tp4x138sH14FX28USoUuf5jJa53Z/6ypgK",
+	"4IlaiQGI0dT1n0quOUE4NDcpjodhg0P6t8ako0jHs/Uq86HMDKsDUyAViJmxqh3WyzBAyTzBKl66vDYh",
+	"m8Y9jNL8tpClMFE64rdsJlVlhTk6ZhdOwZOuQZhymW1TWSJs3R/rSVoX/qGvgLJfepQ6jT3olAW301ql",
+	"xBnZuLD5Nx2a5K7KX7TMwjpnLvmX5Fi43QLHevfyJVqknn5hYuyLC1bI2sMc8JUafPX7Qhd/hUIXtYxl",
+	"tZCDPXCnIrfblVsL3SBc1l31NTdW/UqTtjDi61sqIBMDhSHxEKoRVU4d6FEAXvsv/l73cRNCprp/CIAJ",
+	"rBpO1nUZz0HSbSzZVn2jTpRGH4+TvFuZieRMdpjr3/a6Nb9t+DSf3rNPs31p+lSoek729nKP5tV2wnag",
+	"giV9oWne1gt2iCRBmNEBelABVA+QxAJ0Bk5AJyTS6A9JrOezUigx5/lRDOz2etdScon7D1GTUTHIwZin",
+	"zoKlmjt63FpyplYLVnfowa41kdVPrlFGQt/vN1jcMT3rOulWyqNy9pkdX10EulUy3JO6EgKsa2LOL6KC",
+	"4IDHcGdEZD6kFpqJQxlaCQrIkI/CmW2Q5xHSmjDQCuFrDGZD2NmXtZXWsGuxGECpF/eX1XAzIgezQG/m",
+	"RKTMKmF8oJmXUC6XKDJZUYqxvF3uV53TpuchOoMjXfii44iNIvYZQAiIjFVFq9fvVz8dHaHoNXRmL9D/",
+	"+Spr4TPzcWtieIOhjXVJM0mjp2GuiVlfQRPmzuPWcdcCDLkAQNMmvcPXgc6ttWdP1wWm12hwnVMaF70v",
+	"uDEiO8fABMwFOieITJsehWLIwJO6Zqovobn28aDZf68Fapv7E1G9XbdUDcFADBau6F/umnqoCwBWgPA4",
+	"kRR1QsaLsh06pZfE/wmJ04EXpwPfBw/E7PYXYuU5kwSII1iiNcRxXkpLjphIHrsfAVW5JBxEJDqo5u3S",
+	"RkRnYlQhjbPMScBK+bLkWblw16s0eIA7iqCXwP4harw69A5x6RMNdBLQo+jugyULdDzYT9S2/SBay0Di",
+	"hUSpjAa/Exr1aR/+SjJW5jlcRy26OMEQcbEuaa3e1NtlJ5Q9rV8LXelVx1fW1uplzP9jwXuuGeb2qM86",
+	"B4C2597T+EV7GgGlXBXdmud9AEaVJvMfCh+JGZf5iRXG9pWLgwopirj8ZsIYBE/VeHT8alWKjF39+vbS",
+	"45i8MqxDqBxKg1OQPPLKNTrF5k5+ISEgqu0Usn9++j3KRIgDDRsvvVfavq+7MUT1CzojUdhGfXSS49vT",
+	"b2ry5LjTKH2hQkfKlXsTVHieToHZAjjypWdQwuOKmAMjVMZmwLCmsYZeI1sa03WeGJZOtQRiL6yWZ9iw",
+	"be2GiJwywNU5ALekyM6IqYPWwCALNUSvMLEqIDTgbfhVVEKKHT5/9j0buhbfU4tDwrS9EbZcDC7GVpRD",
+	"NhILTXZWC9DK7Ye3wtgf3Vh3xcwBMwJf2IAPsxSpLKS7A9FVFQriMVMFCO49snUsd75P9DfO1NypAkBe",
+	"VSsv0d7cy/+vlYpDQE477JVY7DFBZ3Dn1wahL9f5ehCST3nPUchnvASvrTGeurJilRKgTr6M2PW95yZq",
+	"2Cd2cmwo8e2F36sl5szoXZgErEEiywhjm0SvSGAGxlk8Zn51/VfQEBmeSPr9yRDsenELljveMxqrLVUK",
+	"iJFeWfKiQ/IksquJrJ4Xr9PKWZGLiIHEafWi3WMEAM5Cfpq/6HeVLy4pP2K3dfribva7DerJ+IK8Bg/r",
+	"BLCNaZtwqVZZEnDP7tAjUPBS2sU2EoKIDrDYnFejxhC7gqJBMpd2kXgcJdm3BPnx/mNv9cLNT65ln/KI",
+	"6PM0/mQhykHIiMQCflNupiydcqmQizf8med56CJUAqH2j9kfoIVORXr9MiQsefdyRejwq//zWlrBhpdv",
+	"Ln7+9YL9byXT6/fwzrAu8InNg1zIBBr35PggA9/IXCibL1gmb0Q5EZl70UlI0L1Tt0GUqUycRDUjxohF",
+	"q7i4hFW6e+/yBQ0+HnudxAXjXh72OV4KpeBUdBMrQYWkEVg8dKGbXM+7i0BE6/CZLuk4t8ttFeyoWxsg",
+	"UpZA4w87YrgurQtfuaP+fD0O5mh/9l8TKG72ruVdupadeKR5Hgk7F0Itk9Ts8D5xckEqYXro37ysDY/6",
+	"3R+nrjZ0x4B0Ckj/rKJ4P2tk/KHEKkQ51uXMMI5e6AFQ6BDXUCmL3qx8cBtLy4pS3wg6vLXERjvPYLvo",
+	"tlfa4lEOvl2fcyAN4zn4QyLKdmnYs9NTlAMoV32qAnXenWzjvR3JUuVncj6PdLZIak+IIogtuqd5tujJ",
+	"TXgTFmgNAuwSZ/GTJvEzpH6H9EpWs0rAM+Bu/1xwA3Xzm9UdCWqDGQ89/fkRnttO5v+5U5c0rVC/KPWL",
+	"Dgt+3r2Xsr0WvmraP8RChdOJ1cvdGXa/js62l4d4yhMq20nFnd3zxy1wkqYo5TWLOuyBXYp6nYt1WFfc",
+	"lXESFo4djYNrpeeA3MA8LiSE91vYI07DbdB8jAJo+YJhUtwxe+P64/Njc6DHHGCGQSnoIV/AT0I/fOO0",
+	"CLWUx5d9BE/cFrkzzth8uohWy42FFF3f5VFlmcxy9xk21nmu51B4srVSHgpjnQuz+0wx95neEplxktxX",
+	"TE/YPQ+7PEaVsnImTogEw8pe6lxMpfwZrDasPzMTM10uklhJUZ5hCGMnpjOh8phdobvVqY3jcZQUaQpt",
+	"2USXurJQ+LKk77BJqed2mrCcTyYIIw17kwreuyeg5gOoDXzq9IZcT1p1kjc4ipfR2Hd5s65+reVE0FMs",
+	"WpCv70z8LKzfYp0TcQ+HAvT/TXhrwU6A8JnbzSVXE3BQY/TIR2W8nMbetRgc/ooJBodT4VNb8TxfoGGu",
+	"lvgHl9KI3XFjY1mKOYe8OMw3AnZb/9FQ4gkr7I5kGzmhGxntw0uYgt2fCved3kvCTaybg6/5giB3nd8z",
+	"GArWhVD3cBZs5TbfBodhPpVWUD3311JVt5gfgO+z2uhr8EARHgnN7lTPZkJlImOAxTVUat5CBQt/SGAa",
+	"kL8Es664AmcrFheawFZHEzHO0zpmv5MOFvoIyCiIwWAon0P8xl0fVijy23Lljbso5csNFjuIufmhFLQb",
+	"7xPD9Fwl2B4JAOxB20X0izb2LU7wGrv41zrjYj7VRsQT6vl6V3k/QfGMWfiJGMPH1yjY/8T4ltG0L8ly",
+	"oOw2kdVDuJvcq10asvWc+vrBrYIl3pxUwPgrYgFuP5p3Jk6Sg6LqhAfVaMz4ONKJoo0bHTfSIi0vJ8JC",
+	"xwPqHmIsFMhAEULhgRkQfbvGbkQpx4uGLyyudN5IXJJZjMknFA4COMGsWk7ole6guTkA+AjsIfYHUnnG",
+	"A6gllC/9NRExp0gbjpOiUZlgQ2jkfVUH/IerouTCNd8QJrtA2tQfgO+tQdrQgqmQGV2vMM7GYwNlLg0P",
+	"uZ86I8+4jG0onHrpz5kulx2muCemnKpsSoVhfSqFDBcpl8h+uFShR/tteDj8TWeCqvtc0NeHWPtuoqSB",
+	"FJfRAvbnkF5/uyjE8GiPCvqSUaGwLRuiG4/UHYhtSK3uhvQ0lcGTIueqp+ZYHERHQU9HP0QVvN4HY/G6",
+	"VB16Qer3a7FoeOkQLU8HL7abgnBxkvSG5xLRM1i8u9YK8dY7D5llUaY54uzRRzG2CIUcS6LvOWZ/d6qi",
+	"r2PZ0HXbKvmctrC+51zdo3h2n9tcOgdBnAkDdisuyEMJX9f5zl6TxpJztac4fkSSyXO6x7KJDt7uhRPW",
+	"NRk0qOm2SDTFYEEtClYAiFNIuqHBkrcxag6Ji+cB5nPp1ekLlaHn9C2fQMZS+FjQuJOgA2Js1c82Gr6I",
+	"WipK1zcLUZuMeFOzY/YzL7zlV2cw5VSTqzW3dCxv3VNYsIJH1cRMDS9sD+HCBL+M5/cuIITtuCAfQ/Qv",
+	"NaYIOPTDlmyZJXggxMZj4oqeUGz7it15xqq0YlazipxHBXSgbBxGkAKpMqqNMw0gUdlNfDLjt4gaN11U",
+	"JOsplh+QjaRrb/UHN5uMn3vw5zbgz+bcuYZyYYWK009IMuzQu7hpZbhRJXM7kApqWFmhIMQMLyex+lfn",
+	"z1fuUYWuc136WiwiS4KWg1Cllspw74JTHTzn6HQw18wdNC82Uw51xj3svEkB0hVv3XlVuPozvRXh/Fzi",
+	"GuA0fl2e9NYpuINtjlPZu9lPPrh/fuMz8dGZU2tKzDh9o/D3uu807EakMqy3tmFzd9EH+yjTeHMUvkaV",
+	"cXdKreRDI9S4CY0cswv8C2gNACED0IjPrSC/MbdsVuF58cXpELWwgm6gfDhAZ0fPJa3OLq+tSG+0ITJ6",
+	"LtNQaQ7QD0j511KEpj4AGxXRCi5Fc824Iewr6E/NM9vBqugXspdXseDWbciDs4P//icf/Ot08P2f9O/g",
+	"zw+nyXfffPy3g3ujW2xMUY9l+IcXqTrsHw2rkTw6b100nu0K5cDeLb+UKl17JqS7r8UTFt+J2foiuLN7",
+	"QNyKtLKttiqloGxUDHQ5l6WRueNzWaStE8BMpOO0pL00AujsBUQ3TCiN09p67bDzfwFla6rzLGEjkfLK",
+	"AB+mmPv0YffMjC+CpRpn0XEFRRdLn6iX8/Ta9ICG/0GTtXMp4j/UIj/+4ec5ovP+KmE5bWVDdmggzMVo",
+	"qvW1OUm55bneBIBgLFcZLzHtyRo2KXVV4L0+5jOZL8hLAyoJ/uaJYUPiifr3IZvLPEt5meFRg1YYOpfI",
+	"3ex0EV/7ClqBZ4C9JefKNYafHjLrU/6NAPvBYEkYbN+ce5Q4DBG8OO6hjA3x98c0+uP/qk5Pv0l/0Rr0",
+	"DfipLfz3s7B/4Bs/uu+/oCnbZYpmZUfuymn7bMctjPNJy/lVHBs3ar8Jm5vTT0N0gHDn7OAAZSKXN6KU",
+	"wpx8kNnHk1JYrEbdbn78CgkonP2EWDF6exEC6pdCZYCzBHyME/2UnqHHrCp8/J7OA7mZmNOFZ4U1BMNp",
+	"ti0RE+de8TEYKNXm/k2n8kZkNTueLaXI2KEzGoa+a8DnAaOC6Lg7aUNTjcKg3vtmhkw77XYujWjhqgBa",
+	"C9rPL6nptfXdgEJjLEVNv0NvdpgOcnMy9uf3C5tZOtFhBro8cPT3hCk995vi+K+lGT+Ykup2IgBBx81D",
+	"eAfiYi17Q5Ab2m2I2y1kBsY2luUGnQtsjaTfoRtbIUo480nfyT9aljvH7CJQ/DyvoRXYLqW7EI6CPumu",
+	"7l55UVffBSe9ieWSNDSgfnkBh+cWbsF1IqO+CmXGDlFheJUNj5YnStkvVYjcwsz0m+TRFId19zcLkBLs",
+	"RckdihI8mePVkwmbPjqZ9ypgsMhAD/0DlIUN3UUpcYgpVYlH1SeRqHAnPdpYo4WvXgRmschz04CMZNIU",
+	"wAFM/kZyaCJK0G1E5MGStvFnn9RMfk+t8sVRn0Z+haO8v5ubPthZDmlSigm34isCvV40x+w2/tKuau6c",
+	"+9DKYwV1k0BYs8MJOFJ84Y7lTO9SZDwFCjhpmeGLettzZkRaCrgpjbAeRQVuJAiEIWgjS8gPj4VG3RvH",
+	"7MIr4zRlpWC5GFsnPzwXKtFEhCcp9tAeG/PbtTER6+px5kYzwl3FvVnDW+E79HiyrZfPbDQJvdkwONh9",
+	"iLszytc8J3d2kruKbmD1CKAFjj98BjerUFmhpbI1gYSeK/bLrxcv6FAl3smU6kIkEN5CJrKMTF2DRxsi",
+	"0NKwSsn/rQTjM00h6B7NGd8MXZDgfuUjo/PKCja1tjDs3ZvX7ND9L2Uog0mf53r+i7XFUWBGq6kiTcLg",
+	"hDkbe1zyyQxAzv4jTvIYnd9gpUqWa1047T1huVTXAyzzrEuW5rrKBjNhOVTEJ+5LYVaxlEMSl+8RrQiK",
+	"O/TP2fIkc+DKzmZSSWORcRmeMKwo5Y2T9viuYYe+tQv390v861v84/DomL0WE54umFH8WrxPuUHvHHnv",
+	"TJVOGTcrDjqt3htbCj57T5ITad0Md6Kp5fnf1RU8/oKexlWqhbJQabkAMDnHQixI9kEpSnU9orayKS2y",
+	"ZEdI0x7ptQZ26jbseTTekCs5FcjfcX8BxJ5B9PUeIP8pTDhhuOjineo8w2oSEun8pK2vYjaWIs/MHn//",
+	"l6j/1pD192szxdoS+GbAK1O1hhKLnKeEfMfth+x5sItrYnzklYAkYb+zAfR+oZiYFRZkPR8ZuKfw3Na0",
+	"lB7Hj384J3+wr6SCiZu1DhkCZ9ADd+UcsxcEz6cEKcr+ErfW+4zdSwGiq2r/qutfQwmMKJhJFpOfuN0X",
+	"3GK0vSuyTjG6HdA1fvlVdrArWMeny2G3TPWe8KrEoxfAFaxQ9kUkAOyRG3cqfPFwPjLhe0LipNs1Tqan",
+	"8XJ3rEs20Zpsc6sLKMomJCjNOIQENIfgDVUZ+4NLK9UEnXmxh0ukeibYC65SkROJsNJ26t4D5DiY+cp6",
+	"tNYsif3bCzaVxuoSMguuRWGToLYQ5NW1bti4FAJaQOnuBcVSBiqOc2fC8/HIoMals3dT342HDuf0sZ3u",
+	"yCW4sYeOotkQ4YLoFpXYRUt/qdCuLIOLmrQdoP9O0Bn3y9u3l74UL6YdwV4VGXGz0fyhDVmgoHfHV+Rj",
+	"CIWB1YgF0L151emGexl7Pz/vvCZr37iEtdjsOSjRtppeAziCOFBHvG3k1e4o+gaEEMmGsmEpEu7ZJB4g",
+	"CN/lEvzdbTI+iT3aUpg9te0dSaWXy/dkdK7vPUaAEqm//M4rZQQwUoU6Md7v5N4b+ug7YdqGmnbbgJ4a",
+	"wFNH5DFDH1TTXkvYaFFwrIUgkWixdl9iQRUMzgfgKD4RxVcWTGbk1gy/sRDGL/mNyANJb84KbqfsEMOT",
+	"CUtzLmcJM3KiuK3K2l2aeF/p0bknSJABA0A4pGWN55hdsAyJEmrj0VmObgbaPGxvRWvA4gsxDNfUxbmI",
+	"quD48jJIkhJKbNhwhZ0z0xgD8VtAnn+C2SHifyue4/S7JZTZg9qVG9bVwY0658ZTQJ03dWUJEWD3qzlf",
+	"7G3Pr8r2jGvq4D6x+i5vgs2V1DXl15zZxk0s+aDPQZZFxN4g9ZCdg5ulM+1PPZAFHzZ89Edna24XOjBI",
+	"M4hFCIK3r0+sHjwGSRic/K7vPvrCV8XjXqDtBdpfTqAFqYC5CJEM2KmIs1NZZoOCl3ZxkvICS/n0mdxx",
+	"jpTMkqgcF5rJ4raQNfDUZ2xfXL5iVl8L4uuAeof+awuWcismQGhM5VxCi6H0YpNxSBpqDcN+SEGX51j4",
+	"KxRYdh93LWABYJ9ZritLDHZjAbqsqXPYK9OWaz4j4HwYhCF6ceT+SpwIJwKJ0YINcRnqsP0Z44UcwIvD",
+	"c6T+MDoXzAiDyU0rOblPYwK6Qr6Hd997kdeegvLWLeSlW8cX8TLuUDB2fLGLsi16Znl3wPi+CjDcS5+Y",
+	"N495DpsnxG3ETEenPjqj9dGv99fB2UHYYAcrkuFph2RwU9gtCaZcKZF3SwFPwqdEDogwN4KxLqmQFJ6/",
+	"5TomY5kjYarKWKnnxutKcTv9J63dhxbtQ9/tbQ3DT3KJravBhZ35u1jMdZlt8YavS73FK3CvXUFe56tt",
+	"PvUbcsdu/sJLcSPTT3mFftjqzX9MNeg5mz5/URRbPI1QoK1f2GoEPyJMepsxVFb/Q2ZCb/nOG5Fut8t+",
+	"05c5X4jyh1Lw6y3e+4WbiyqTertXLu2/tnjhlbma8tLvma32GnDokbN48wkEuvdt30LypHflNh38udRV",
+	"8Xex+Alk4XZdlDcg96Cb/v1dusPpy5u4v/19sQfH9oBj/SSxw+iqPdr1PR+WZsXh3Xbhn3xIvaD+uNYE",
+	"0Cpc3mc+khZK5btbHrnP9VyJ0kxlse3l3tRqSRhsXQqzvnju4bD0ERYrke+DQ3eWWcWdCe1Vxy/kRJ0U",
+	"OV+MeHrdE0QyphKGmSkU6JFqkouBs0rfvXltAu0PtfjEsFzeCIYY6IT5vE7y5ImsPo2HzhRGq2uGIYOh",
+	"/5sZgjNqJq0V2dEx+5GnU8Cm82wGUaZbntp84T2uC6rxDXa+MMTYO8zlWFg5E1ci1SozQ3ZIGR7s6bPT",
+	"pK7Y9w3+MNMmFEPGCioZhtePAPCIfwuC4okhtwJxz0NoXRqffwNShSv3r1R+OhjAzt20nYEPcTyGP/od",
+	"w0Me6/dsSCByzEzl2WKIUJwQxLe8DAzjEv0Kx+wnXdJ8mIib61qIAn7tLCIokJxqpURqE4ItIxQJdgFM",
+	"iWBSGSt4J7C8FoGv5Y249Dto69z4IIJas1rDJt0muXUmlf/x6b2xabXPR49b2dtTaHn6jeqnxe2Q+3Uo",
+	"dyxox82hlRhAf7Gje0fxV+Qo/lnYev2D1AhXQS3yomtg17cffsUcu+582uU3ALHXw2AfsrpKocQc6iks",
+	"iczO0fvsLdBPoQIDwi3MMKHKPTB7KS+BTJoNzU363sr0WtghXkDoi5eGvoScXgBtcu2fB5nRILgPBIyC",
+	"XnNdIpwF/sLkMsOs6CH8or4nvzsdfHd6mrDovjxyNyBQHOEM5L7mijQsq4CVcQh/uXCX75Ad8pGuLPvb",
+	"6f/HpKJYAtDCHCEuBAq/eOwrvO1T0X7EW/zCDtlh+OXrpbs8ur7rERailDqrL/Pn3zxzo8BZGYmFJjK0",
+	"1Uv8HJ9FNaTWO35XvkYLJEF4tzC4Q92tnOBkuEs1E7mw0XRT4Ze6c6ScEG/mSpPgcb/R1wKKTuXaCOOV",
+	"ANzYw4QJYznRcjO6wjHGUQqWVtaXDPmWGZwlSInwWkbYjH1KxjlCDN1UQAEEpakCNbuRmdCMlyXsoq30",
+	"gtcCqyx/9cpBY0I20Q6SxsbG2LNP2PRKw/0qCs017dAPajHlxB1Ju72e8FXpCbBBUPxFVyGkm3l7x2oy",
+	"PET5eDUEMLR6sjnqOtcIh/Sm6VIgCZo5Y4XOc6ImhA6xSlmZk9KwrS/qyrX5pXmjoNP9YJXaHiYB4l7x",
+	"Va/2YuTBICKwDA/t4FqHF2k/w7rowchBzpVd2ngFr5wK5vYfr6welCLVSG/XecJ1cY56+YwvGB+PRWqR",
+	"X5BBxYHSLGs2W593XXx5x10X/afdzdtf9nA/3FnVxWM/qhCJGSDz8ybpVHHVWrOcMFWZJOYNURlzahTA",
+	"oIY///iW+Q40PjoEIyehVMZRZSQUPXH6rVCEfOKqPqAJk6omtf7hCRYKYELdiFwXgg0/FHwiEghBXsl/",
+	"iYRZbZ2lXOq5+Thkh7rMBNUBj0fDZHbOhu4t9PIOfQPIHaKr0o1NAtU0mdK+Zot5woZEQPaqNYW9iUaJ",
+	"QBnbI1Je+O/sJqNrl9IoGjd2rD923Nhqe6F010VXGtO7a3GkdCbWxMWaXkBz8gH+pXAzOnbaIs43mii9",
+	"vcFroRbLGSRFx/6ZwPYETrqI1OiY/Ri5dH55+/Zy8NPrfyT4f+NfL5+DOPjl9VWjuUY8h0iPhpk09MzQ",
+	"s6yBuEInXUrG2KLPVxQcUDicmj2jFDdIINXlD0N+f3CASSzGnEPlpACFBR6oqkzFExNhadnh89Nv2LD+",
+	"xftMKLmOlvklfKjDq7K9m6npxu3wNtGG6PU1hZJqVQV8rMvupZWM1T+mi9g/qDKTQNZ9jVGsPcuhskpX",
+	"JitWYekquf7s2+826BCW26tCFLR2MFLtH7/pqIPeI93Vp3pPPh6evY0cWI2DsJf/dwaQcLO6Emy+H1Rx",
+	"sj51AHrzxHjY0FCEQETSiG0kbbEK/wiQ1A6D76JSnnrIu0FrIVrDqyFWTxRi0cF3YtUdPBCqrkUk5fPS",
+	"1ViZ558hY1UKzeTaWCYtJMuWjKsFGa1U7b7uTogIQPlJ1/DzozUIqS9FNv/5KFzmx3ux0Y2regihsa2+",
+	"eAIioM/VxDEb32mIJpfA5xOKZbRHYc8jhUsrZoQFxasRqVyKcbaKpzgKbYnwKxJxaHhGUi4KK0PAGQLS",
+	"IBwXdf6E0QFvBFopGuSR6oCscfCVDLFH0c0KsVCtRNAvoOKfWY1xJc2wpZ//99DK+5S8o8OzGs/kRkdx",
+	"2D6lFcO37eJ1jWA9YzyW3iRFEeLVJXIPG84DSKZC3wM8qCZR8+c+zu71cHFrBSwhTmD9ZGvlEiXmX6gU",
+	"3kGtw57Z2IAVLw7BnjMeSBBH/yPSNupDrR5jTBZ2019Wpd3HYvtvUAWlDR/RFUrxzzVuX4oaU1aq6XDU",
+	"nhHgF+KEwJDnHd8JBlyROhrU+v/EUOuQHfrKiDVwmeAwUHsF47J1pBZ8KlMBLDPu5u0Azh6zCwpXQjJ9",
+	"vgjhHHe3ATb4PG7VM+oRagwrvIN3rBNp03ToXtE83kt2YQvhFsa7In9eZ1X6Rjpgh5vi6bP/2MBNUX/Y",
+	"r03Wze9F+XGf/8GwCXdALIareIVfuA9ascYHN8mmWjqJ+6SqHhd3BHgx9wVs6fVv00N3iHato+C5vBZL",
+	"cnT5UZTaMQwI+SRGC4J3wO9ynQJZ/+GwISqGCRveTLUBDwsvCvdPJKcpUaEBLHKaOTWKhRBYBvm+DBG6",
+	"QjnFu2RFZabCIAqpEY07fPP26hL+jDcHxjEzBr+OSh8cJU7+V3nOilLfLsCa4dE8YB8QcTsGFjKzHD28",
+	"ob/UWekk0RQDru4lxMAZBhxjANFhI7zZsur/v5+t/zw+hvKhz75r3IRHIQskeHoSNgVrkFxW//zzuCrz",
+	"YcQIshClh74u4X6P2dLygZk1Et5UrQu01fcqXX5agS3YuExqtLK7n70d9nepMohyDN0M1s628ID7LoyG",
+	"9hQHtl1upwkbfmj07+PJB9hdH08+8KL4ePLBz9bHITsEuLObTGcGD9z7A2FSXojs6Bwo5UyMAia6XYyD",
+	"ZA1epejUReWPa3ZdsLLBgJ7r8hrNew/eLiqMD0V5Owbi2rl2qo5ZRXhfNHY/lcCjSV4H/3UrUK+HETei",
+	"BJKj5dC7ruzKStdtn7qFcxqQHyuoQ1EY+yw6CNh5E3JRExhomUk1QdfDzz88+4+n//E0XD44b1iGI9pJ",
+	"0WJDtCQHMW3dGYMz7sEQcoO0Jrwfl+3m3aKDW765xjr1SXawTWrM8DIgPhQB32OH91UyHgwK3KMB+JP7",
+	"oIDgqeC5MwnWJJhzZmY8zxk+zozihZlq652APGMjnnOVelaZmVbSaqgemHJV26NLZZSidBGKu0gAHk7d",
+	"31OIC7nW0CcZ0cXiaQ+94LnRvugaKBtGKENk0cbqUrBMWC5z0yhZD14tqW54LsFJ672RITPFUmjK3aNK",
+	"q8VMV4aVnJivIBnmf0RqfY2puvAc5tT4qwzKJ7qb4BozZiYlz2hg355+s8zNEwY10tkiCVXpoOoVv+Ey",
+	"d3ppa/zpF1zKXdpPNyl+5Io62elA7B6y2w5wpfrkaBRz36L4eZhuRjN7XhM+SlOvytK+T7DEmCICcvf4",
+	"MR5/kValtIuDs39+cBb1SPBSlBeVO2L//NMZt7F/yokr+AY1H+/OSBTgxt+Ca+7f6187NSqlS265g8u9",
+	"Sz4ckLLxQutrKXyXqR8rYR3oFpMKHdxAq4kDSUBBBG9VgvgNk7AZl25tIWnAcnNt6GgbqCvqE4E5VRvF",
+	"MbLTp+Dn9+4FnIhVV8U7I0qnQelcmCSCFicr1kvi6/DALGDnmC25zIO+QDXpK+hPFFKm2m6ha88aXfPz",
+	"utq5NwI3sshC0dSZmI2QiYP45bzEwsKc4RPfxJ+gl1u+ADRFkSbpdT4oum88lx/U0RjwQF/DCq3zJM7V",
+	"sLUK4pck15O6O982uuMpvlb785tbQgI3wxpcMtjqpPLCRJdcGbRIrZgVOVjeAYPodoUbB5Evu1sDUv6F",
+	"LHF/8IlorEVjogD71tKttwGEh9XooKSSM3bqj2JhkKLUKexdz4mA84XiqybPS4KNbKelribTWtxD/+ru",
+	"PY+7hx9v6d+PypYLv80Q/hR0gGU+N8K3eTdvhKYH/6v/8tPG+Yl1ivbpQRJMzzXuidEZEdz2l4vFfUYb",
+	"Z4Db6Q8xutLpNZVYBaZKhU3SEviW3a9v40lCfs3VXv6gtTW25IV3EiCn5FLpQ/8xOPZ2hQSzFghhpr7/",
+	"Pp4p9OL/+fH/BQAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -88,6 +88,7 @@ type Server struct {
 	Snapshots        *snapshots.Service
 	Hooks            *enginehooks.Service
 	streamDispatcher *streams.Dispatcher
+	streamReconciler *streams.Reconciler
 	HTTPAddr         string // the bound address
 	sockets          *httpapi.RuntimeSockets
 	legacyWebhook    webhooks.LegacyEndpoint
