@@ -191,6 +191,16 @@ func (s *Service) Create(ctx context.Context, actor Actor, in Input) (*Record, s
 	if in.AllowedIPs != nil {
 		r.AllowedIPs = append([]string(nil), *in.AllowedIPs...)
 	}
+	if l := actor.Token; l != nil {
+		// A token's child inherits the limits it does not name; naming
+		// wider ones is refused (withinLimits).
+		if r.ExpiresAt == nil {
+			r.ExpiresAt = l.ExpiresAt
+		}
+		if len(r.AllowedIPs) == 0 {
+			r.AllowedIPs = append([]string(nil), l.AllowedIPs...)
+		}
+	}
 	if err := s.validate(actor, r); err != nil {
 		return nil, "", err
 	}

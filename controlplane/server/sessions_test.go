@@ -125,7 +125,7 @@ func bootstrapAdminWithCode(t *testing.T, ts *testServer) {
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("X-Svc-Bootstrap-Code", ts.s.bootstrapCode)
 	resp, err := http.DefaultClient.Do(req)
-	if err != nil || resp.StatusCode != 201 {
+	if err != nil || resp.StatusCode != 200 {
 		t.Fatalf("bootstrap with the code: %v %v", resp, err)
 	}
 	resp.Body.Close()

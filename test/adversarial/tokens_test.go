@@ -46,13 +46,26 @@ func TestAttack08TokensLiftingTheirLimits(t *testing.T) {
 			}
 			return attacker("POST", "/api/v2/security/api-tokens", body)
 		}
-		refused(t, "a child without expiry", child(map[string]any{"allowedIps": []string{"127.0.0.1/32"}}), 403, "permission_denied")
 		refused(t, "a child outliving its creator", child(map[string]any{"allowedIps": []string{"127.0.0.1/32"}, "expiresAt": expires.Add(time.Hour)}), 403, "permission_denied")
-		refused(t, "a child without an allow-list", child(map[string]any{"expiresAt": expires.Add(-time.Minute)}), 403, "permission_denied")
 		refused(t, "a child usable from anywhere", child(map[string]any{"expiresAt": expires.Add(-time.Minute), "allowedIps": []string{"0.0.0.0/0"}}), 403, "permission_denied")
 		refused(t, "a child from a wider range", child(map[string]any{"expiresAt": expires.Add(-time.Minute), "allowedIps": []string{"127.0.0.0/7"}}), 403, "permission_denied")
 		if a := child(map[string]any{"expiresAt": expires.Add(-time.Minute), "allowedIps": []string{"127.0.0.1/32"}}); a.status != 200 {
 			t.Fatalf("a child within the limits: %s", a)
+		}
+		// A child that names no limits takes its creator's.
+		var inherited struct {
+			ApiToken struct {
+				ExpiresAt  *time.Time
+				AllowedIps []string
+			}
+		}
+		if a := child(nil); a.status != 200 {
+			t.Fatalf("a child naming no limits: %s", a)
+		} else {
+			a.decode(t, &inherited)
+		}
+		if e := inherited.ApiToken.ExpiresAt; e == nil || !e.Equal(expires) || len(inherited.ApiToken.AllowedIps) != 1 || inherited.ApiToken.AllowedIps[0] != "127.0.0.0/8" {
+			t.Fatalf("the child's limits: %+v", inherited.ApiToken)
 		}
 	})
 	t.Run("another user's * token", func(t *testing.T) {
