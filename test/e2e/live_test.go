@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -9,8 +8,6 @@ import (
 	"io"
 	"net/http"
 	"os/exec"
-	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -20,50 +17,18 @@ import (
 	"github.com/svcplatform/svc/controlplane/playback"
 	"github.com/svcplatform/svc/controlplane/store"
 	"github.com/svcplatform/svc/test/svcbin"
+	"github.com/svcplatform/svc/test/testkit"
 )
 
 // camera is the GStreamer RTSP server of test/peers standing in for an IP
 // camera, with Digest authentication.
 type camera struct {
-	cmd  *exec.Cmd
 	port int
 }
 
 func startCamera(t *testing.T) *camera {
 	t.Helper()
-	const python = "/usr/bin/python3"
-	if _, err := exec.LookPath(python); err != nil {
-		t.Fatalf("%s with gi is required for the camera peer (scripts/install-deps.sh test): %v", python, err)
-	}
-	_, file, _, _ := runtime.Caller(0)
-	script := filepath.Join(filepath.Dir(file), "..", "peers", "gst_rtsp_server.py")
-	addr := freeAddr(t)
-	port, _ := strconv.Atoi(addr[strings.LastIndexByte(addr, ':')+1:])
-	cmd := exec.Command(python, script, "--port", strconv.Itoa(port), "--user", "cam", "--password", "camPa55word", "--auth", "digest")
-	stdout, _ := cmd.StdoutPipe()
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting the camera: %v", err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	ready := make(chan bool, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if strings.HasPrefix(sc.Text(), "ready") {
-				ready <- true
-				break
-			}
-		}
-		io.Copy(io.Discard, stdout)
-	}()
-	select {
-	case <-ready:
-	case <-time.After(20 * time.Second):
-		t.Fatalf("the camera did not start: %s", stderr.String())
-	}
-	return &camera{cmd: cmd, port: port}
+	return &camera{port: testkit.StartCamera(t, "cam", "camPa55word", "digest").Port}
 }
 
 // backend is a business backend calling the third-party API with its own
