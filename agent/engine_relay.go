@@ -17,9 +17,13 @@ import (
 func (a *agent) engineRelays() map[string]commands.Handler {
 	call := a.engine.Call
 	return map[string]commands.Handler{
-		agentapi.TypeEngineProxyAdd: with(func(ctx context.Context, in engineapi.AddProxyRequest) (any, error) {
+		agentapi.TypeEngineProxyAdd: with(func(ctx context.Context, in agentapi.ProxyAdd) (any, error) {
+			req := in.AddProxyRequest
+			if err := a.secretURL(ctx, in.SecretURL, &req.URL); err != nil {
+				return nil, err
+			}
 			var out engineapi.ProxyInfo
-			return out, call(ctx, http.MethodPost, engineapi.PathProxies, in, &out)
+			return out, call(ctx, http.MethodPost, engineapi.PathProxies, req, &out)
 		}),
 		agentapi.TypeEngineProxyRemove: with(func(ctx context.Context, in agentapi.ProxyRef) (any, error) {
 			if in.ID == "" {
@@ -58,15 +62,39 @@ func (a *agent) engineRelays() map[string]commands.Handler {
 			var out engineapi.KickResult
 			return out, call(ctx, http.MethodPost, engineapi.PathPlayersKick, in, &out)
 		}),
-		agentapi.TypeEngineSmokeTestRTSP: with(func(ctx context.Context, in engineapi.SmokeTestRequest) (any, error) {
+		agentapi.TypeEngineSmokeTestRTSP: with(func(ctx context.Context, in agentapi.SmokeTest) (any, error) {
+			req := in.SmokeTestRequest
+			if err := a.secretURL(ctx, in.SecretURL, &req.URL); err != nil {
+				return nil, err
+			}
 			var out engineapi.SmokeTestResult
-			return out, call(ctx, http.MethodPost, engineapi.PathSmokeTestRTSP, in, &out)
+			return out, call(ctx, http.MethodPost, engineapi.PathSmokeTestRTSP, req, &out)
 		}),
 		agentapi.TypeEngineStats: noPayload(func(ctx context.Context) (any, error) {
 			var out engineapi.Stats
 			return out, call(ctx, http.MethodGet, engineapi.PathStats, nil, &out)
 		}),
 	}
+}
+
+// secretURL replaces *target with the full URL (credentials included) the
+// control plane keeps sealed for the running command, when the payload
+// says so. The URL goes only to the engine's loopback control API: it is
+// neither logged nor journaled (the journal keeps results, not payloads).
+func (a *agent) secretURL(ctx context.Context, mark agentapi.SecretURL, target *string) error {
+	if !mark.SecretURL {
+		return nil
+	}
+	cmd, ok := commands.Running(ctx)
+	if !ok {
+		return commands.Errorf(agentapi.CodeInternal, "no running command to fetch the source credentials for")
+	}
+	var resp agentapi.CommandSecretResponse
+	if err := a.client.Post(ctx, agentapi.PathCommandSecret, agentapi.CommandSecretRequest{CommandID: cmd.CommandID, Attempt: cmd.Attempt}, &resp); err != nil {
+		return commands.Errorf(agentapi.CodeUnavailable, "fetching the source credentials from the control plane: %v", err)
+	}
+	*target = resp.URL
+	return nil
 }
 
 func withQuery(path string, q url.Values) string {

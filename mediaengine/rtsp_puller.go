@@ -32,7 +32,7 @@ func (r rtspPuller) Pull(ctx context.Context, src proxy.Source, publish func([]*
 		w  proxy.FrameWriter
 	)
 	cfg := rtsp.PullerConfig{URL: src.URL, Log: r.log,
-		Client: rtsp.ClientConfig{Transport: rtsp.TransportMode(src.Transport), UDPPorts: r.udpPorts, Log: r.log},
+		Client: rtsp.ClientConfig{Transport: rtsp.TransportMode(src.Transport), UDPPorts: r.udpPorts, AllowBasicAuth: src.AllowBasicAuth, Log: r.log},
 		OnTracks: func(tracks []*media.Track) {
 			pw, err := publish(tracks)
 			mu.Lock()

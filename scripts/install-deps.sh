@@ -44,6 +44,9 @@ case "${1:-}" in
     # TestHostTuningThroughAgentInNetworkNamespace).
     # iproute2: ip link set lo up inside that namespace (test/e2e).
     packages+=(systemd util-linux iproute2)
+    # nginx: the reverse proxy on the same host that forwards a remote
+    # client's bootstrap (test/adversarial TestAttack06BootstrapBehindAReverseProxy).
+    packages+=(nginx)
     # curl and git: test/e2e TestReadmeCommandsRun runs the README's command
     # blocks (curl, ffmpeg, ffprobe, python3 as their webhook receiver);
     # test TestNoTrackedFileRefersOutsideTheRepository lists files with git.

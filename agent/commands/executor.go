@@ -194,7 +194,16 @@ func (x *Executor) run(ctx context.Context, cmd agentapi.Command) (out any, err 
 		}
 	}()
 	x.Log.Info("running node command", zap.String("command", cmd.CommandID), zap.String("type", cmd.Type), zap.Int("attempt", cmd.Attempt))
-	return h(ctx, cmd.Payload)
+	return h(context.WithValue(ctx, commandKey{}, cmd), cmd.Payload)
+}
+
+type commandKey struct{}
+
+// Running is the command a handler runs for (from its context): a handler
+// that needs the command's sealed secret asks for it by id and attempt.
+func Running(ctx context.Context) (agentapi.Command, bool) {
+	cmd, ok := ctx.Value(commandKey{}).(agentapi.Command)
+	return cmd, ok
 }
 
 // acknowledge marks a command Running once it has run for AckAfter and

@@ -60,3 +60,21 @@ func (s *Server) handleResult(w http.ResponseWriter, r *http.Request, rec *nodes
 	}
 	writeJSON(w, http.StatusOK, struct{}{})
 }
+
+// handleSecret answers the sealed secret (a camera URL with credentials)
+// of a command this node's agent is running, and only then; the answer is
+// never cached or logged.
+func (s *Server) handleSecret(w http.ResponseWriter, r *http.Request, rec *nodes.Record) {
+	var req agentapi.CommandSecretRequest
+	if err := readJSON(w, r, &req); err != nil {
+		s.fail(w, err)
+		return
+	}
+	secret, err := s.d.Commands.Secret(r.Context(), rec.NodeID, req.CommandID, req.Attempt)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusOK, agentapi.CommandSecretResponse{URL: secret})
+}

@@ -2,12 +2,15 @@ package agentport
 
 import (
 	"crypto/x509"
+	"math"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"go.uber.org/zap"
 
 	"github.com/svcplatform/svc/controlplane/nodes"
+	"github.com/svcplatform/svc/controlplane/ratelimit"
 	"github.com/svcplatform/svc/shared/agentapi"
 	"github.com/svcplatform/svc/shared/pki"
 )
@@ -26,7 +29,20 @@ func (s *Server) handleCA(w http.ResponseWriter, r *http.Request) {
 	w.Write(ca.CertPEM)
 }
 
+// Enrollment attempts one client address may make: an agent enrolls once,
+// and an operator retrying a typo needs a handful.
+const (
+	enrollPerMinute = 10
+	enrollBurst     = 5
+)
+
 func (s *Server) handleEnroll(w http.ResponseWriter, r *http.Request) {
+	if ok, wait := s.enrollments.Allow(ratelimit.ClientKey(clientIP(r))); !ok {
+		s.refusals.note(clientIP(r), errRateLimited)
+		w.Header().Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(wait.Seconds())))))
+		writeError(w, http.StatusTooManyRequests, agentapi.CodeRateLimited, "too many enrollment attempts from this address; try again later")
+		return
+	}
 	var req agentapi.EnrollRequest
 	if err := readJSON(w, r, &req); err != nil {
 		s.fail(w, err)
@@ -44,7 +60,7 @@ func (s *Server) handleEnroll(w http.ResponseWriter, r *http.Request) {
 	rec, certPEM, err := s.d.Nodes.Enroll(r.Context(), ca, nodes.EnrollRequest{Code: req.Code, CSR: req.CSR, Hostname: req.Hostname,
 		AgentVersion: req.AgentVersion, ClientAddress: clientIP(r)})
 	if err != nil {
-		s.d.Log.Warn("enrollment refused", zap.String("client", clientIP(r)), zap.Error(err))
+		s.refusals.note(clientIP(r), err)
 		s.fail(w, err)
 		return
 	}

@@ -22,8 +22,10 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/svcplatform/svc/controlplane/clusterca"
+	"github.com/svcplatform/svc/controlplane/connguard"
 	"github.com/svcplatform/svc/controlplane/nodecommand"
 	"github.com/svcplatform/svc/controlplane/nodes"
+	"github.com/svcplatform/svc/controlplane/ratelimit"
 	"github.com/svcplatform/svc/controlplane/store"
 	"github.com/svcplatform/svc/shared/agentapi"
 )
@@ -46,6 +48,9 @@ type Deps struct {
 	// BaseContext ends every request's context when canceled, so long polls
 	// return at shutdown.
 	BaseContext context.Context
+	// BodyTimeout is the time a client has to send a request body
+	// (connguard.BodyDeadline); 0 leaves it unbounded.
+	BodyTimeout time.Duration
 }
 
 // Server is the running agent port.
@@ -55,6 +60,11 @@ type Server struct {
 	http  *http.Server
 	done  chan struct{}
 	ln    net.Listener
+	// enrollments limits enrollment attempts per client address, and
+	// refusals writes one log line per window instead of one per attempt:
+	// the port is open to anyone who reaches it.
+	enrollments *ratelimit.Limiter
+	refusals    refusalLog
 }
 
 // SetHooks hands the engines' hooks to an inbox from now on.
@@ -62,7 +72,8 @@ func (s *Server) SetHooks(h HookInbox) { s.hooks.Store(&h) }
 
 // Start serves the agent port on ln with certificates from certs.
 func Start(d Deps, ln net.Listener, certs *clusterca.ServerCertificates) *Server {
-	s := &Server{d: d, done: make(chan struct{})}
+	s := &Server{d: d, done: make(chan struct{}), enrollments: ratelimit.New(enrollPerMinute, enrollBurst),
+		refusals: refusalLog{log: d.Log, window: time.Minute}}
 	if d.Hooks != nil {
 		s.SetHooks(d.Hooks)
 	}
@@ -77,6 +88,7 @@ func Start(d Deps, ln net.Listener, certs *clusterca.ServerCertificates) *Server
 	mux.Handle("POST "+agentapi.PathPoll, s.node(s.handlePoll))
 	mux.Handle("POST "+agentapi.PathCommandRunning, s.node(s.handleRunning))
 	mux.Handle("POST "+agentapi.PathCommandResult, s.node(s.handleResult))
+	mux.Handle("POST "+agentapi.PathCommandSecret, s.node(s.handleSecret))
 	mux.Handle("POST "+agentapi.PathHeartbeat, s.node(s.handleHeartbeat))
 	mux.Handle("POST "+agentapi.PathEngineTransition, s.node(s.handleTransition))
 	mux.Handle("POST "+agentapi.PathEngineHooks+"/{hookName}", s.node(s.handleHook))
@@ -97,7 +109,7 @@ func Start(d Deps, ln net.Listener, certs *clusterca.ServerCertificates) *Server
 		},
 	}
 	s.ln = tls.NewListener(ln, tlsCfg)
-	s.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 5 * time.Minute,
+	s.http = &http.Server{Handler: connguard.BodyDeadline(mux, d.BodyTimeout), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 5 * time.Minute,
 		ErrorLog: zap.NewStdLog(d.Log.Named("tls")), BaseContext: func(net.Listener) context.Context { return base }}
 	go func() {
 		defer close(s.done)

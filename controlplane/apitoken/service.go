@@ -32,7 +32,19 @@ type Actor struct {
 	audit.Actor
 	UserID      string
 	Permissions []string
+	// Token is set when the actor is an API token: what it creates or
+	// changes stays within its own expiry and address ranges.
+	Token *Limits
 }
+
+// Limits are an API token's validity end and address ranges.
+type Limits struct {
+	ExpiresAt  *time.Time
+	AllowedIPs []string
+}
+
+// isSelf reports whether the actor is the token id itself.
+func (a Actor) isSelf(id string) bool { return a.Token != nil && a.ID == id }
 
 // Service manages tokens in the replicated store.
 type Service struct {
@@ -97,7 +109,52 @@ func (s *Service) validate(actor Actor, r *Record) error {
 	if r.ExpiresAt != nil && !r.ExpiresAt.After(s.now()) && r.RevokedAt == nil {
 		return fmt.Errorf("%w: expiresAt is in the past", ErrInvalid)
 	}
+	return withinLimits(actor.Token, r)
+}
+
+// withinLimits keeps what a token creates or changes inside the token's
+// own limits: it expires no later, and is used only from addresses the
+// token may be used from. Without this a token could mint a child free of
+// its own expiry and allow-list.
+func withinLimits(l *Limits, r *Record) error {
+	if l == nil {
+		return nil
+	}
+	if l.ExpiresAt != nil && (r.ExpiresAt == nil || r.ExpiresAt.After(*l.ExpiresAt)) {
+		return fmt.Errorf("%w: expiresAt must be at most %s, the expiry of the token you use", ErrBeyondCreator, l.ExpiresAt.UTC().Format(time.RFC3339))
+	}
+	if len(l.AllowedIPs) == 0 {
+		return nil
+	}
+	if len(r.AllowedIPs) == 0 {
+		return fmt.Errorf("%w: allowedIps must be within the address ranges of the token you use (%s)", ErrBeyondCreator, strings.Join(l.AllowedIPs, ", "))
+	}
+	for _, c := range r.AllowedIPs {
+		if !cidrWithin(c, l.AllowedIPs) {
+			return fmt.Errorf("%w: allowedIps %q is not within the address ranges of the token you use (%s)", ErrBeyondCreator, c, strings.Join(l.AllowedIPs, ", "))
+		}
+	}
 	return nil
+}
+
+// cidrWithin reports whether range c lies inside one of parents.
+func cidrWithin(c string, parents []string) bool {
+	_, child, err := net.ParseCIDR(c)
+	if err != nil {
+		return false
+	}
+	cones, cbits := child.Mask.Size()
+	for _, p := range parents {
+		_, parent, err := net.ParseCIDR(p)
+		if err != nil {
+			continue
+		}
+		pones, pbits := parent.Mask.Size()
+		if pbits == cbits && pones <= cones && parent.Contains(child.IP) {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *Service) mint(r *Record) (string, error) {
@@ -133,6 +190,16 @@ func (s *Service) Create(ctx context.Context, actor Actor, in Input) (*Record, s
 	}
 	if in.AllowedIPs != nil {
 		r.AllowedIPs = append([]string(nil), *in.AllowedIPs...)
+	}
+	if l := actor.Token; l != nil {
+		// A token's child inherits the limits it does not name; naming
+		// wider ones is refused (withinLimits).
+		if r.ExpiresAt == nil {
+			r.ExpiresAt = l.ExpiresAt
+		}
+		if len(r.AllowedIPs) == 0 {
+			r.AllowedIPs = append([]string(nil), l.AllowedIPs...)
+		}
 	}
 	if err := s.validate(actor, r); err != nil {
 		return nil, "", err
@@ -215,6 +282,9 @@ func (s *Service) change(ctx context.Context, actor Actor, id, event string, fn 
 
 // Update changes the given fields of an active token.
 func (s *Service) Update(ctx context.Context, actor Actor, id string, in Input) (*Record, error) {
+	if actor.isSelf(id) {
+		return nil, fmt.Errorf("%w: a token cannot change itself; use another credential", ErrBeyondCreator)
+	}
 	r, rev, err := s.change(ctx, actor, id, "security.token.updated", func(r *Record) (string, error) {
 		if r.RevokedAt != nil {
 			return "", fmt.Errorf("%w: a revoked token cannot be changed", ErrRevokedConflict)
@@ -257,6 +327,9 @@ func (s *Service) propagate(ctx context.Context, rev int64) error {
 // Revoke ends a token on every control node before it returns.
 func (s *Service) Revoke(ctx context.Context, actor Actor, id string) (*Record, error) {
 	r, rev, err := s.change(ctx, actor, id, "security.token.revoked", func(r *Record) (string, error) {
+		if err := mayTouch(actor, r, "revoking"); err != nil {
+			return "", err
+		}
 		if r.RevokedAt == nil {
 			now := s.now()
 			r.RevokedAt, r.Sealed = &now, ""
@@ -279,6 +352,9 @@ func (s *Service) Rotate(ctx context.Context, actor Actor, id string) (*Record, 
 		if _, ok := permission.Within(actor.Permissions, r.Permissions); !ok {
 			return "", fmt.Errorf("%w: rotating hands out the token's permissions again", ErrBeyondCreator)
 		}
+		if err := mayTouch(actor, r, "rotating"); err != nil {
+			return "", err
+		}
 		now := s.now()
 		r.RotatedAt = &now
 		var err error
@@ -289,6 +365,18 @@ func (s *Service) Rotate(ctx context.Context, actor Actor, id string) (*Record, 
 		return nil, "", err
 	}
 	return r, tok, s.propagate(ctx, rev)
+}
+
+// mayTouch refuses revealing, rotating or revoking another user's token
+// to a caller that does not hold all of its permissions (a `*` token is
+// touched only by a holder of `*`).
+func mayTouch(actor Actor, r *Record, what string) error {
+	if r.OwnerUserID != actor.UserID || actor.UserID == "" {
+		if missing, ok := permission.Within(actor.Permissions, r.Permissions); !ok {
+			return fmt.Errorf("%w: %s another user's token needs every permission it carries; you do not hold %q", ErrBeyondCreator, what, missing)
+		}
+	}
+	return nil
 }
 
 // Reveal shows a revealable token again and records that it did.
@@ -302,6 +390,9 @@ func (s *Service) Reveal(ctx context.Context, actor Actor, id string) (string, e
 	}
 	if _, ok := permission.Within(actor.Permissions, r.Permissions); !ok {
 		return "", fmt.Errorf("%w: revealing hands out the token's permissions", ErrBeyondCreator)
+	}
+	if err := mayTouch(actor, r, "revealing"); err != nil {
+		return "", err
 	}
 	tok, err := s.Keys.Open(r.Sealed, []byte(KeyPrefix+r.TokenID))
 	if err != nil {

@@ -7,6 +7,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/svcplatform/svc/shared/credurl"
 )
 
 // ChannelID identifies a channel (a UUIDv7 chosen at creation).
@@ -91,6 +93,10 @@ type Config struct {
 	NoPlayerBreak   bool          `json:"noPlayerBreak"`
 	HasPTZ          bool          `json:"hasPtz"`
 	IsShareChannel  bool          `json:"isShareChannel"`
+	// AllowBasicAuthOverPlainRTSP lets the engine answer the camera's Basic
+	// challenge over plain rtsp://, which sends the password readable to
+	// anyone on the path; off (the default) only Digest is answered.
+	AllowBasicAuthOverPlainRTSP bool `json:"allowBasicAuthOverPlainRtsp,omitempty"`
 }
 
 // defaultConfig is what a new channel starts from.
@@ -107,9 +113,14 @@ type Channel struct {
 	// NodeID is the node of the assigned media server, set by placement.
 	NodeID string `json:"nodeId"`
 
-	// SealedCredentials is "user:password" of the source, sealed; empty
-	// when the source needs none.
+	// SealedCredentials are the source's credentials (credurl.Credentials:
+	// the userinfo and any user or password parameters of the query or the
+	// path), sealed; empty when the source needs none.
 	SealedCredentials string `json:"sealedCredentials,omitempty"`
+	// CredentialsOnlyInParams is set when the sealed credentials have no
+	// userinfo (they sit in parameters, masked in SourceURL itself), so the
+	// masked URL gets no "***@".
+	CredentialsOnlyInParams bool `json:"credentialsOnlyInParams,omitempty"`
 
 	Activation         Activation   `json:"activationState"`
 	DesiredState       DesiredState `json:"desiredState"`
@@ -144,8 +155,11 @@ type RetryState struct {
 func (c *Channel) HasCredentials() bool { return c.SealedCredentials != "" }
 
 // MaskedSourceURL is the source URL as callers see it: "***@" stands where
-// credentials are stored, so a caller sending it back keeps them.
-func (c *Channel) MaskedSourceURL() string { return maskURL(c.SourceURL, c.HasCredentials()) }
+// userinfo credentials are stored and "name=***" where a user or password
+// parameter is, so a caller sending it back keeps them.
+func (c *Channel) MaskedSourceURL() string {
+	return credurl.Masked(c.SourceURL, c.HasCredentials() && !c.CredentialsOnlyInParams)
+}
 
 // Running reports whether the channel is, or is meant to be, streaming;
 // such a channel cannot be deleted, disabled or renamed on the media path.
@@ -182,6 +196,8 @@ type Input struct {
 	NoPlayerBreak   *bool
 	HasPTZ          *bool
 	IsShareChannel  *bool
+	// AllowBasicAuthOverPlainRTSP: see Config.
+	AllowBasicAuthOverPlainRTSP *bool
 	// Activation on create; default Active.
 	Activation *Activation
 }

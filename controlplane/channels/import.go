@@ -309,8 +309,9 @@ func transferInput(tc *TransferChannel, existing *Channel) (Input, string, error
 		return Input{}, "", err
 	}
 	in := tc.Config.input()
-	if src.keep && (existing == nil || !existing.HasCredentials()) {
-		in.SourceURL, note = &src.bare, "source credentials are not exported; set them with PUT /api/v2/channels/{channelId}"
+	if src.keeps() && (existing == nil || !existing.HasCredentials()) {
+		bare := withoutMasks(src.bare)
+		in.SourceURL, note = &bare, "source credentials are not exported; set them with PUT /api/v2/channels/{channelId}"
 	}
 	if *in.RTSPTransport == "" {
 		*in.RTSPTransport = TransportAuto
@@ -324,5 +325,5 @@ func (c Config) input() Input {
 		Vhost: &c.Vhost, App: &c.App, Stream: &c.Stream, MediaServerID: &c.MediaServerID, DeviceID: &c.DeviceID,
 		DeviceChannelID: &c.DeviceChannelID, GroupKey: &c.GroupKey, Enabled: &c.Enabled, AutoVideo: &c.AutoVideo,
 		AutoRecord: &c.AutoRecord, HasAudio: &c.HasAudio, NoPlayerBreak: &c.NoPlayerBreak, HasPTZ: &c.HasPTZ,
-		IsShareChannel: &c.IsShareChannel}
+		IsShareChannel: &c.IsShareChannel, AllowBasicAuthOverPlainRTSP: &c.AllowBasicAuthOverPlainRTSP}
 }

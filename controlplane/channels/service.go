@@ -311,42 +311,25 @@ func (s *Service) apply(ch *Channel, in Input, create bool) ([]string, error) {
 	setBool("noPlayerBreak", &ch.NoPlayerBreak, in.NoPlayerBreak)
 	setBool("hasPtz", &ch.HasPTZ, in.HasPTZ)
 	setBool("isShareChannel", &ch.IsShareChannel, in.IsShareChannel)
+	allowedBasic := ch.AllowBasicAuthOverPlainRTSP
+	setBool("allowBasicAuthOverPlainRtsp", &ch.AllowBasicAuthOverPlainRTSP, in.AllowBasicAuthOverPlainRTSP)
 	if create && in.Activation != nil {
 		ch.Activation = *in.Activation
 	}
+	sent := false
 	if in.SourceURL != nil {
-		src, err := splitSource(*in.SourceURL)
+		c, sentNow, err := s.setSource(ch, *in.SourceURL)
 		if err != nil {
 			return nil, err
 		}
-		if src.keep && !ch.HasCredentials() {
-			return nil, fmt.Errorf("%w: sourceUrl has the masked credentials %q but none are stored; send the real user name and password", ErrInvalid, maskUser+"@")
-		}
-		if src.bare != ch.SourceURL {
-			ch.SourceURL, changed = src.bare, append(changed, "sourceUrl")
-		}
-		switch {
-		case src.keep:
-		case src.user == "":
-			if ch.HasCredentials() {
-				ch.SealedCredentials, changed = "", append(changed, "sourceCredentials")
-			}
-		case ch.HasCredentials() && s.sameCredentials(ch, src.user, src.password):
-			// The same credentials sent again change nothing.
-		default:
-			sealed, err := sealCredentials(s.Keys, ch.ChannelID, src.user, src.password)
-			if err != nil {
-				return nil, err
-			}
-			ch.SealedCredentials, changed = sealed, append(changed, "sourceCredentials")
-		}
+		changed, sent = append(changed, c...), sentNow
+	}
+	if ch.AllowBasicAuthOverPlainRTSP && !allowedBasic && ch.HasCredentials() && !sent {
+		// Opting in exposes the stored password on the network; whoever
+		// does it must know it.
+		return nil, fmt.Errorf("%w: turning allowBasicAuthOverPlainRtsp on needs the source credentials sent again in sourceUrl", ErrInvalid)
 	}
 	return changed, ch.validate()
-}
-
-func (s *Service) sameCredentials(ch *Channel, user, password string) bool {
-	cr, err := openCredentials(s.Keys, ch)
-	return err == nil && cr.User == user && cr.Password == password
 }
 
 // Update changes the given fields. While a channel runs, its media
@@ -366,7 +349,7 @@ func (s *Service) Update(ctx context.Context, a Actor, id ChannelID, in Input) (
 		if old.Running() {
 			for _, f := range changed {
 				switch f {
-				case "protocol", "sourceUrl", "sourceCredentials", "vhost", "app", "stream", "enabled":
+				case "protocol", "sourceUrl", "sourceCredentials", "allowBasicAuthOverPlainRtsp", "vhost", "app", "stream", "enabled":
 					return fmt.Errorf("%w: %s cannot change while the channel is %s/%s; stop it first (POST /api/v2/channels/%s/stop)",
 						ErrRunning, f, old.DesiredState, old.ActualState, id)
 				}

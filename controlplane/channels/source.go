@@ -9,24 +9,31 @@ import (
 	"unicode"
 
 	"github.com/svcplatform/svc/controlplane/keyring"
+	"github.com/svcplatform/svc/shared/credurl"
 )
 
 // maskUser is what stands in a returned URL where credentials are stored.
-const maskUser = "***"
+const maskUser = credurl.Mask
 
 // maxSourceURL bounds a source URL (credentials included).
 const maxSourceURL = 2048
 
 // source is a caller's source URL taken apart: the URL without
-// credentials, and what the caller said about credentials.
+// credentials (user and password parameters masked, see package credurl),
+// the new credentials it carried, and which stored ones the caller asked
+// to keep by sending the mask back.
 type source struct {
 	bare string
-	// keep is set when the caller sent the masked form back: the stored
-	// credentials stay.
-	keep bool
-	// user and password are new credentials; both empty means none.
-	user, password string
+	// creds are the new credentials (masks left out).
+	creds credurl.Credentials
+	// keepUser is set when the userinfo was the mask ("***@"); keepParams
+	// lists the parameters sent as "name=***".
+	keepUser   bool
+	keepParams []string
 }
+
+// keeps reports whether the caller asked to keep stored credentials.
+func (s source) keeps() bool { return s.keepUser || len(s.keepParams) > 0 }
 
 // splitSource parses a source URL from the network. Its errors never quote
 // the URL, which may hold a password.
@@ -55,24 +62,38 @@ func splitSource(raw string) (source, error) {
 	if u.Fragment != "" || strings.Contains(raw, "#") {
 		return source{}, fmt.Errorf("%w: sourceUrl must not have a fragment", ErrInvalid)
 	}
-	var s source
-	if u.User != nil {
-		user := u.User.Username()
-		pass, hasPass := u.User.Password()
-		switch {
-		case user == maskUser && !hasPass:
-			s.keep = true
-		case user == "":
-			return source{}, fmt.Errorf("%w: sourceUrl has credentials without a user name", ErrInvalid)
-		case len(user) > 256 || len(pass) > 256:
-			return source{}, fmt.Errorf("%w: sourceUrl credentials must be at most 256 characters each", ErrInvalid)
-		default:
-			s.user, s.password = user, pass
-		}
-		u.User = nil
-	}
 	u.Scheme = strings.ToLower(u.Scheme)
-	s.bare = u.String()
+	bare, creds, err := credurl.Split(u.String())
+	if err != nil {
+		return source{}, fmt.Errorf("%w: sourceUrl is not a valid URL", ErrInvalid)
+	}
+	s := source{bare: bare}
+	if creds.HasUser {
+		_, hasPass := u.User.Password()
+		switch {
+		case creds.User == maskUser && !hasPass:
+			s.keepUser = true
+			creds.User, creds.HasUser = "", false
+		case creds.User == "":
+			return source{}, fmt.Errorf("%w: sourceUrl has credentials without a user name", ErrInvalid)
+		case len(creds.User) > 256 || len(creds.Password) > 256:
+			return source{}, fmt.Errorf("%w: sourceUrl credentials must be at most 256 characters each", ErrInvalid)
+		}
+	}
+	for k, v := range creds.Params {
+		switch {
+		case v == maskUser:
+			s.keepParams = append(s.keepParams, k)
+			delete(creds.Params, k)
+		case len(v) > 256:
+			return source{}, fmt.Errorf("%w: sourceUrl credentials must be at most 256 characters each", ErrInvalid)
+		}
+	}
+	slices.Sort(s.keepParams)
+	if len(creds.Params) == 0 {
+		creds.Params = nil
+	}
+	s.creds = creds
 	return s, nil
 }
 
@@ -90,6 +111,14 @@ func parsePort(p string) (int, error) {
 	return n, nil
 }
 
+// sameServer reports whether two credential-free URLs have the same
+// scheme, host and port: stored credentials may follow a URL only that far.
+func sameServer(a, b string) bool {
+	ua, errA := url.Parse(a)
+	ub, errB := url.Parse(b)
+	return errA == nil && errB == nil && strings.EqualFold(ua.Scheme, ub.Scheme) && strings.EqualFold(ua.Hostname(), ub.Hostname()) && ua.Port() == ub.Port()
+}
+
 // checkSourceScheme accepts a credential-free URL whose scheme is one of
 // schemes.
 func checkSourceScheme(bare string, schemes ...string) error {
@@ -100,29 +129,10 @@ func checkSourceScheme(bare string, schemes ...string) error {
 	return nil
 }
 
-// maskURL puts the mask where credentials are stored (url.User would
-// percent-encode the asterisks).
-func maskURL(bare string, hasCredentials bool) string {
-	if !hasCredentials || bare == "" {
-		return bare
-	}
-	scheme, rest, ok := strings.Cut(bare, "://")
-	if !ok {
-		return ""
-	}
-	return scheme + "://" + maskUser + "@" + rest
-}
-
-// credentials is the sealed payload.
-type credentials struct {
-	User     string `json:"u"`
-	Password string `json:"p"`
-}
-
-// sealCredentials seals user and password bound to the channel's key, so a
+// sealCredentials seals the credentials bound to the channel's key, so a
 // sealed value copied onto another channel does not open.
-func sealCredentials(keys *keyring.Keyring, id ChannelID, user, password string) (string, error) {
-	raw, err := json.Marshal(credentials{User: user, Password: password})
+func sealCredentials(keys *keyring.Keyring, id ChannelID, cr credurl.Credentials) (string, error) {
+	raw, err := json.Marshal(cr)
 	if err != nil {
 		return "", err
 	}
@@ -130,8 +140,8 @@ func sealCredentials(keys *keyring.Keyring, id ChannelID, user, password string)
 }
 
 // openCredentials opens the channel's sealed credentials.
-func openCredentials(keys *keyring.Keyring, c *Channel) (credentials, error) {
-	var cr credentials
+func openCredentials(keys *keyring.Keyring, c *Channel) (credurl.Credentials, error) {
+	var cr credurl.Credentials
 	raw, err := keys.Open(c.SealedCredentials, []byte(channelKey(c.ChannelID)))
 	if err != nil {
 		return cr, fmt.Errorf("opening the source credentials of channel %s: %w", c.ChannelID, err)
@@ -139,6 +149,7 @@ func openCredentials(keys *keyring.Keyring, c *Channel) (credentials, error) {
 	if err := json.Unmarshal(raw, &cr); err != nil {
 		return cr, fmt.Errorf("source credentials of channel %s: %w", c.ChannelID, err)
 	}
+	cr.HasUser = cr.User != ""
 	return cr, nil
 }
 
@@ -151,21 +162,16 @@ func fullURL(keys *keyring.Keyring, c *Channel) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	u, err := url.Parse(c.SourceURL)
+	full, err := credurl.Join(c.SourceURL, cr)
 	if err != nil {
 		return "", fmt.Errorf("source URL of channel %s: %w", c.ChannelID, err)
 	}
-	if cr.Password == "" {
-		u.User = url.User(cr.User)
-	} else {
-		u.User = url.UserPassword(cr.User, cr.Password)
-	}
-	return u.String(), nil
+	return full, nil
 }
 
-// stripCredentials removes any userinfo from a filter value, so searching
-// by a URL copied with its password still matches and the password is not
-// used in a query.
+// stripCredentials removes any credentials from a filter value, so
+// searching by a URL copied with its password still matches and the
+// password is not used in a query.
 func stripCredentials(v string) string {
 	if s, err := splitSource(v); err == nil && s.bare != "" {
 		return s.bare
@@ -176,4 +182,87 @@ func stripCredentials(v string) string {
 		}
 	}
 	return v
+}
+
+// withoutMasks empties the masked credential parameters of a bare URL (a
+// channel imported without its credentials keeps their places).
+func withoutMasks(bare string) string {
+	_, masked, err := credurl.Split(bare)
+	if err != nil || len(masked.Params) == 0 {
+		return bare
+	}
+	for k := range masked.Params {
+		masked.Params[k] = ""
+	}
+	full, err := credurl.Join(bare, credurl.Credentials{Params: masked.Params})
+	if err != nil {
+		return bare
+	}
+	return full
+}
+
+// setSource applies a caller's source URL to ch: the URL without
+// credentials, and the sealed credentials it carried, kept or removed.
+// Stored credentials are kept (the caller sent the mask back) only while
+// the scheme, host and port stay the same: pointing a channel at another
+// server needs the credentials again, so nobody who may edit a channel can
+// have its camera password sent to a server of their choice.
+//
+// sent reports whether the caller sent credentials itself (not the mask).
+func (s *Service) setSource(ch *Channel, raw string) (changed []string, sent bool, err error) {
+	src, err := splitSource(raw)
+	if err != nil {
+		return nil, false, err
+	}
+	stored := credurl.Credentials{}
+	if ch.HasCredentials() {
+		if stored, err = openCredentials(s.Keys, ch); err != nil {
+			return nil, false, err
+		}
+	}
+	sent = !src.creds.Empty()
+	next := src.creds
+	if src.keeps() {
+		if !ch.HasCredentials() {
+			return nil, false, fmt.Errorf("%w: sourceUrl has masked credentials (%q) but none are stored; send the real user name and password", ErrInvalid, maskUser)
+		}
+		if !sameServer(ch.SourceURL, src.bare) {
+			return nil, false, fmt.Errorf("%w: stored source credentials are kept only while the scheme, host and port stay the same; "+
+				"with a URL on another server send the credentials again, or none", ErrInvalid)
+		}
+		if src.keepUser {
+			if !stored.HasUser {
+				return nil, false, fmt.Errorf("%w: sourceUrl has masked user credentials (%q@) but none are stored", ErrInvalid, maskUser)
+			}
+			next.User, next.Password, next.HasUser = stored.User, stored.Password, true
+		}
+		for _, k := range src.keepParams {
+			v, ok := stored.Params[k]
+			if !ok {
+				return nil, false, fmt.Errorf("%w: sourceUrl has a masked credential parameter that is not stored; send its value", ErrInvalid)
+			}
+			if next.Params == nil {
+				next.Params = map[string]string{}
+			}
+			next.Params[k] = v
+		}
+	}
+	if src.bare != ch.SourceURL {
+		ch.SourceURL, changed = src.bare, append(changed, "sourceUrl")
+	}
+	switch {
+	case next.Empty():
+		if ch.HasCredentials() {
+			ch.SealedCredentials, ch.CredentialsOnlyInParams, changed = "", false, append(changed, "sourceCredentials")
+		}
+	case ch.HasCredentials() && stored.Equal(next):
+		// The same credentials sent again change nothing.
+	default:
+		sealed, err := sealCredentials(s.Keys, ch.ChannelID, next)
+		if err != nil {
+			return nil, false, err
+		}
+		ch.SealedCredentials, ch.CredentialsOnlyInParams, changed = sealed, !next.HasUser, append(changed, "sourceCredentials")
+	}
+	return changed, sent, nil
 }

@@ -27,7 +27,7 @@ func FuzzTransferDocument(f *testing.F) {
 			if err != nil {
 				continue
 			}
-			if src, err := splitSource(*in.SourceURL); err == nil && src.keep {
+			if src, err := splitSource(*in.SourceURL); err == nil && src.keeps() {
 				t.Fatalf("a masked source reached a new channel: %q", *in.SourceURL)
 			}
 		}

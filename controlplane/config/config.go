@@ -31,11 +31,22 @@ type Config struct {
 	ConfigFile    string `flag:"config" env:"SVC_CONFIG" yaml:"-" usage:"YAML configuration file"`
 	// ClusterKeyFile is the keyring shared by every control node; it
 	// authenticates the internal link and encrypts secrets at rest.
-	ClusterKeyFile string        `flag:"cluster-key-file" env:"SVC_CLUSTER_KEY_FILE" yaml:"clusterKeyFile" usage:"cluster keyring file, the same on every control node (default <data-dir>/cluster.key, created when missing)"`
-	LogLevel       string        `flag:"log-level" env:"SVC_LOG_LEVEL" yaml:"logLevel" usage:"debug, info, warn or error"`
-	MaxBodyBytes   int64         `flag:"max-body-bytes" env:"SVC_MAX_BODY_BYTES" yaml:"maxBodyBytes" usage:"largest accepted JSON request body in bytes"`
-	TrustedProxies []string      `flag:"trusted-proxies" env:"SVC_TRUSTED_PROXIES" yaml:"trustedProxies" usage:"comma-separated CIDRs of reverse proxies whose X-Forwarded-For is believed"`
-	ShutdownGrace  time.Duration `flag:"shutdown-grace" env:"SVC_SHUTDOWN_GRACE" yaml:"shutdownGrace" usage:"how long a graceful shutdown waits for requests and leadership transfer"`
+	ClusterKeyFile string   `flag:"cluster-key-file" env:"SVC_CLUSTER_KEY_FILE" yaml:"clusterKeyFile" usage:"cluster keyring file, the same on every control node (default <data-dir>/cluster.key, created when missing)"`
+	LogLevel       string   `flag:"log-level" env:"SVC_LOG_LEVEL" yaml:"logLevel" usage:"debug, info, warn or error"`
+	MaxBodyBytes   int64    `flag:"max-body-bytes" env:"SVC_MAX_BODY_BYTES" yaml:"maxBodyBytes" usage:"largest accepted JSON request body in bytes"`
+	TrustedProxies []string `flag:"trusted-proxies" env:"SVC_TRUSTED_PROXIES" yaml:"trustedProxies" usage:"comma-separated CIDRs of reverse proxies whose X-Forwarded-For is believed"`
+	// ClientIPHeaders are the headers, in order, a trusted proxy's client
+	// address is read from. X-Real-IP is not among them unless configured:
+	// a proxy that sets X-Forwarded-For but passes a client's X-Real-IP on
+	// would let the client choose its own address.
+	ClientIPHeaders []string      `flag:"client-ip-headers" env:"SVC_CLIENT_IP_HEADERS" yaml:"clientIpHeaders" usage:"comma-separated headers a trusted proxy's client address is read from, in order (X-Forwarded-For, X-Real-IP)"`
+	ShutdownGrace   time.Duration `flag:"shutdown-grace" env:"SVC_SHUTDOWN_GRACE" yaml:"shutdownGrace" usage:"how long a graceful shutdown waits for requests and leadership transfer"`
+	// MaxConnectionsPerClient and RequestBodyTimeout bound what one client
+	// can hold of the API and the agent port (package connguard): open
+	// connections per address (trusted proxies exempt), and the time to send
+	// a request body (WebSockets and long polls have none still arriving).
+	MaxConnectionsPerClient int           `flag:"max-connections-per-client" env:"SVC_MAX_CONNECTIONS_PER_CLIENT" yaml:"maxConnectionsPerClient" usage:"open connections one client address may hold on the API and on the agent port (trusted proxies exempt)"`
+	RequestBodyTimeout      time.Duration `flag:"request-body-timeout" env:"SVC_REQUEST_BODY_TIMEOUT" yaml:"requestBodyTimeout" usage:"time a client has to send a request body before its connection is closed"`
 	// HistoryRetention is how many revisions of watch history are kept
 	// before the retention task compacts them.
 	HistoryRetention int64 `flag:"history-retention" env:"SVC_HISTORY_RETENTION" yaml:"historyRetention" usage:"revisions of watch history kept before compaction"`
@@ -74,6 +85,18 @@ type Config struct {
 	// SMTPPasswordFile keeps the password out of flags, environment and logs.
 	SMTPPasswordFile string `flag:"smtp-password-file" env:"SVC_SMTP_PASSWORD_FILE" yaml:"smtpPasswordFile" usage:"file holding the SMTP password"`
 	SMTPStartTLS     bool   `flag:"smtp-starttls" env:"SVC_SMTP_STARTTLS" yaml:"smtpStartTls" usage:"require STARTTLS with the SMTP server"`
+
+	// AuditRetention and AuditMaxEntries bound the security audit log: the
+	// leader removes records older than the first, and the oldest beyond
+	// the second in number. AuditDenialWindow sums up the permission
+	// denials of one credential: the first is recorded as it happens, the
+	// rest in one record per window.
+	AuditRetention    time.Duration `flag:"audit-retention" env:"SVC_AUDIT_RETENTION" yaml:"auditRetention" usage:"how long security audit records are kept"`
+	AuditMaxEntries   int           `flag:"audit-max-entries" env:"SVC_AUDIT_MAX_ENTRIES" yaml:"auditMaxEntries" usage:"most security audit records kept (the oldest go first)"`
+	AuditDenialWindow time.Duration `flag:"audit-denial-window" env:"SVC_AUDIT_DENIAL_WINDOW" yaml:"auditDenialWindow" usage:"window over which one credential's permission denials are summed up in one audit record"`
+	// TokenUsageInterval is how often a control node writes when API
+	// tokens were last used (lastUsedAt), in one Txn for all of them.
+	TokenUsageInterval time.Duration `flag:"token-usage-interval" env:"SVC_TOKEN_USAGE_INTERVAL" yaml:"tokenUsageInterval" usage:"how often API tokens' lastUsedAt is written (batched, never per request)"`
 
 	// WebhookAllowPrivateTargets lets delivery plans target loopback,
 	// link-local and cloud-metadata addresses; off, such endpoints are
@@ -114,28 +137,36 @@ func Defaults() Config {
 		host = "node-1"
 	}
 	return Config{
-		NodeID:                 host,
-		DataDir:                "/var/lib/svc",
-		HTTPAddr:               "127.0.0.1:8080",
-		RaftAddr:               "127.0.0.1:8300",
-		LogLevel:               "info",
-		MaxBodyBytes:           1 << 20,
-		ShutdownGrace:          10 * time.Second,
-		HistoryRetention:       100000,
-		SessionAccessTTL:       10 * time.Minute,
-		SessionTTL:             12 * time.Hour,
-		LoginRatePerMinute:     20,
-		PlaybackMaxLinkSeconds: 600,
-		SMTPPort:               587,
-		SMTPStartTLS:           true,
-		AgentAddr:              "0.0.0.0:8443",
-		NodeHeartbeatTTL:       15 * time.Second,
-		CommandVisibility:      30 * time.Second,
-		MonitoringRetention:    24 * time.Hour,
-		GCHeapFloorMiB:         256,
+		NodeID:                  host,
+		DataDir:                 "/var/lib/svc",
+		HTTPAddr:                "127.0.0.1:8080",
+		RaftAddr:                "127.0.0.1:8300",
+		LogLevel:                "info",
+		MaxBodyBytes:            1 << 20,
+		ShutdownGrace:           10 * time.Second,
+		ClientIPHeaders:         []string{"X-Forwarded-For"},
+		MaxConnectionsPerClient: 256,
+		RequestBodyTimeout:      30 * time.Second,
+		HistoryRetention:        100000,
+		SessionAccessTTL:        10 * time.Minute,
+		SessionTTL:              12 * time.Hour,
+		LoginRatePerMinute:      20,
+		PlaybackMaxLinkSeconds:  600,
+		SMTPPort:                587,
+		SMTPStartTLS:            true,
+		AgentAddr:               "0.0.0.0:8443",
+		NodeHeartbeatTTL:        15 * time.Second,
+		CommandVisibility:       30 * time.Second,
+		MonitoringRetention:     24 * time.Hour,
+		GCHeapFloorMiB:          256,
 
 		EventOutboxRetention:  7 * 24 * time.Hour,
 		EventOutboxMaxEntries: 100000,
+
+		AuditRetention:     365 * 24 * time.Hour,
+		AuditMaxEntries:    1_000_000,
+		AuditDenialWindow:  time.Minute,
+		TokenUsageInterval: time.Minute,
 	}
 }
 
@@ -212,6 +243,17 @@ func (c *Config) Validate() error {
 			return bad("trusted-proxies", "%q is not a CIDR", p)
 		}
 	}
+	for _, h := range c.ClientIPHeaders {
+		if !strings.EqualFold(h, "X-Forwarded-For") && !strings.EqualFold(h, "X-Real-IP") {
+			return bad("client-ip-headers", "%q is not X-Forwarded-For or X-Real-IP", h)
+		}
+	}
+	if c.MaxConnectionsPerClient < 8 || c.MaxConnectionsPerClient > 1_000_000 {
+		return bad("max-connections-per-client", "%d is outside 8..1000000", c.MaxConnectionsPerClient)
+	}
+	if c.RequestBodyTimeout < time.Second || c.RequestBodyTimeout > 10*time.Minute {
+		return bad("request-body-timeout", "%s is outside 1s..10m", c.RequestBodyTimeout)
+	}
 	if c.ShutdownGrace < 0 || c.ShutdownGrace > 5*time.Minute {
 		return bad("shutdown-grace", "%s is outside 0..5m", c.ShutdownGrace)
 	}
@@ -243,6 +285,18 @@ func (c *Config) Validate() error {
 	}
 	if c.EventOutboxMaxEntries < 100 {
 		return bad("event-outbox-max-entries", "%d is below 100", c.EventOutboxMaxEntries)
+	}
+	if c.AuditRetention < time.Hour {
+		return bad("audit-retention", "%s is below 1h", c.AuditRetention)
+	}
+	if c.AuditMaxEntries < 1000 {
+		return bad("audit-max-entries", "%d is below 1000", c.AuditMaxEntries)
+	}
+	if c.AuditDenialWindow < time.Second || c.AuditDenialWindow > time.Hour {
+		return bad("audit-denial-window", "%s is outside 1s..1h", c.AuditDenialWindow)
+	}
+	if c.TokenUsageInterval < time.Second || c.TokenUsageInterval > time.Hour {
+		return bad("token-usage-interval", "%s is outside 1s..1h", c.TokenUsageInterval)
 	}
 	if (c.WebhookLegacyEndpoint == "") != (c.WebhookLegacySecretFile == "") {
 		return bad("webhook-legacy-endpoint", "needs webhook-legacy-secret-file, and the other way round")

@@ -37,6 +37,8 @@ type APITokenAuth struct {
 	// whether that user is active; found is false when the owner is not a
 	// console user (a token created before users existed, or by svc dev).
 	Owner func(ctx context.Context, userID string) (perms []string, active, found bool, err error)
+	// Usage notes each use of a token (lastUsedAt), written in batches.
+	Usage *apitoken.Usage
 }
 
 // ownerState is what a token's owner may do now.
@@ -84,9 +86,10 @@ func (a APITokenAuth) Authenticate(r *http.Request, clientIP net.IP) (*identity.
 	if a.Now != nil {
 		now = a.Now
 	}
+	at := now()
 	entry, err := a.resolve(r.Context(), cred)
 	if err == nil {
-		err = apitoken.CheckUsable(entry.rec, clientIP, now())
+		err = apitoken.CheckUsable(entry.rec, clientIP, at)
 	}
 	if err != nil {
 		if refusal(err) {
@@ -103,7 +106,9 @@ func (a APITokenAuth) Authenticate(r *http.Request, clientIP net.IP) (*identity.
 		// A token never does more than its owner may do now.
 		perms = permission.Intersect(perms, owner.perms)
 	}
-	return &identity.Identity{Kind: identity.KindAPIToken, Subject: rec.OwnerUserID, CredentialID: rec.TokenID, Permissions: perms, ExpiresAt: rec.ExpiresAt}, nil
+	a.Usage.Touch(rec.TokenID, at)
+	return &identity.Identity{Kind: identity.KindAPIToken, Subject: rec.OwnerUserID, CredentialID: rec.TokenID, Permissions: perms, ExpiresAt: rec.ExpiresAt,
+		AllowedIPs: rec.AllowedIPs}, nil
 }
 
 // resolve finds the token's record and its owner's state, from the cache

@@ -66,8 +66,9 @@ func toChannel(c *channels.Channel) contract.Channel {
 		Vhost: c.Vhost, App: c.App, Stream: c.Stream, StreamId: c.Stream, MediaServerId: c.MediaServerID, NodeId: c.NodeID,
 		DeviceId: c.DeviceID, DeviceChannelId: c.DeviceChannelID, GroupKey: string(c.GroupKey), Enabled: c.Enabled,
 		AutoVideo: c.AutoVideo, AutoRecord: c.AutoRecord, HasAudio: c.HasAudio, NoPlayerBreak: c.NoPlayerBreak, HasPtz: c.HasPTZ,
-		IsShareChannel: c.IsShareChannel, ActivationState: contract.ChannelActivationState(c.Activation),
-		DesiredState: contract.ChannelDesiredState(c.DesiredState), ActualState: contract.ChannelActualState(c.ActualState),
+		IsShareChannel: c.IsShareChannel, AllowBasicAuthOverPlainRtsp: c.AllowBasicAuthOverPlainRTSP,
+		ActivationState: contract.ChannelActivationState(c.Activation),
+		DesiredState:    contract.ChannelDesiredState(c.DesiredState), ActualState: contract.ChannelActualState(c.ActualState),
 		ActualStateReason: c.ActualStateReason, ActualStateAt: c.ActualStateAt, AutoRecoveryPaused: c.AutoRecoveryPaused,
 		Retry: contract.ChannelRetry{Attempts: int32(c.Retry.Attempts), NextRetryAt: c.Retry.NextRetryAt,
 			LastErrorAt: c.Retry.LastErrorAt},
@@ -179,6 +180,7 @@ func (e *channelEndpoints) CreateChannel(ctx context.Context, r contract.CreateC
 		MediaServerID: b.MediaServerId, DeviceID: b.DeviceId, DeviceChannelID: b.DeviceChannelId, GroupKey: typedPtr[channels.GroupKey](b.GroupKey),
 		Enabled: b.Enabled, AutoVideo: b.AutoVideo, AutoRecord: b.AutoRecord, HasAudio: b.HasAudio, NoPlayerBreak: b.NoPlayerBreak,
 		HasPTZ: b.HasPtz, IsShareChannel: b.IsShareChannel, Activation: enumPtr[channels.Activation](b.ActivationState),
+		AllowBasicAuthOverPlainRTSP: b.AllowBasicAuthOverPlainRtsp,
 	})
 	if err != nil {
 		return nil, channelError(err)
@@ -201,7 +203,7 @@ func (e *channelEndpoints) UpdateChannel(ctx context.Context, r contract.UpdateC
 		RTSPTransport: enumPtr[channels.RTSPTransport](b.RtspTransport), Vhost: b.Vhost, App: b.App, Stream: b.Stream,
 		MediaServerID: b.MediaServerId, DeviceID: b.DeviceId, DeviceChannelID: b.DeviceChannelId, GroupKey: typedPtr[channels.GroupKey](b.GroupKey),
 		Enabled: b.Enabled, AutoVideo: b.AutoVideo, AutoRecord: b.AutoRecord, HasAudio: b.HasAudio, NoPlayerBreak: b.NoPlayerBreak,
-		HasPTZ: b.HasPtz, IsShareChannel: b.IsShareChannel,
+		HasPTZ: b.HasPtz, IsShareChannel: b.IsShareChannel, AllowBasicAuthOverPlainRTSP: b.AllowBasicAuthOverPlainRtsp,
 	})
 	if err != nil {
 		return nil, channelError(err)

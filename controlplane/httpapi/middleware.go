@@ -138,6 +138,8 @@ type guardConfig struct {
 	maxBody int64
 	barrier func(context.Context) error
 	denials *DenialAuditor
+	// local tells a request from this host (see LocalAccess).
+	local *LocalAccess
 }
 
 func guard(g guardConfig) gin.HandlerFunc {
@@ -150,9 +152,11 @@ func guard(g guardConfig) gin.HandlerFunc {
 			return
 		}
 		c.Set(ctxOp, op)
-		if op.LocalOnly && !socketIsLoopback(c.Request) {
-			abortWithError(c, &Error{Status: http.StatusForbidden, Code: "permission_denied", Message: "this operation is accepted only from the server itself (loopback)", Retryable: retryable(false)})
-			return
+		if op.LocalOnly {
+			if err := g.local.check(c); err != nil {
+				abortWithError(c, err)
+				return
+			}
 		}
 		id, err := auth.Authenticate(c.Request, net.ParseIP(c.ClientIP()))
 		if err != nil && !op.Public {
@@ -278,15 +282,4 @@ func reason(re *openapi3filter.RequestError) string {
 		msg = msg[:i]
 	}
 	return strings.TrimSpace(msg)
-}
-
-// socketIsLoopback looks at the connection's own peer address: forwarded
-// headers, even from a trusted proxy, cannot make a request local.
-func socketIsLoopback(r *http.Request) bool {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return false
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }

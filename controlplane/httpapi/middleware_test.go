@@ -8,12 +8,34 @@ import (
 	"github.com/svcplatform/svc/controlplane/apitoken"
 )
 
-func TestSocketIsLoopbackIgnoresForwardedHeaders(t *testing.T) {
-	cases := map[string]bool{"127.0.0.1:5000": true, "[::1]:5000": true, "10.1.2.3:5000": false, "192.0.2.1:1": false, "garbage": false}
-	for addr, want := range cases {
-		r := &http.Request{RemoteAddr: addr, Header: http.Header{"X-Forwarded-For": {"127.0.0.1"}, "X-Real-Ip": {"127.0.0.1"}}}
-		if got := socketIsLoopback(r); got != want {
-			t.Errorf("%s: %v, want %v", addr, got, want)
+func TestLocalMeansLoopbackWithoutProxy(t *testing.T) {
+	trusted, _ := NewProxyTrust([]string{"127.0.0.2"})
+	cases := []struct {
+		addr   string
+		header http.Header
+		want   bool
+	}{
+		{"127.0.0.1:5000", nil, true},
+		{"[::1]:5000", nil, true},
+		{"10.1.2.3:5000", nil, false},
+		{"garbage", nil, false},
+		// Forwarded headers never make a remote peer local...
+		{"192.0.2.1:1", http.Header{"X-Forwarded-For": {"127.0.0.1"}, "X-Real-Ip": {"127.0.0.1"}}, false},
+		// ...and make a loopback peer (a proxy on this host) remote.
+		{"127.0.0.1:5000", http.Header{"X-Forwarded-For": {"203.0.113.9"}}, false},
+		{"127.0.0.1:5000", http.Header{"X-Real-Ip": {"203.0.113.9"}}, false},
+		{"127.0.0.1:5000", http.Header{"Forwarded": {"for=203.0.113.9"}}, false},
+		{"127.0.0.1:5000", http.Header{"Via": {"1.1 nginx"}}, false},
+		// A trusted proxy's own connections are never local.
+		{"127.0.0.2:5000", nil, false},
+	}
+	for _, tc := range cases {
+		r := &http.Request{RemoteAddr: tc.addr, Header: tc.header}
+		if r.Header == nil {
+			r.Header = http.Header{}
+		}
+		if got := local(r, trusted); got != tc.want {
+			t.Errorf("%s %v: %v, want %v", tc.addr, tc.header, got, tc.want)
 		}
 	}
 }

@@ -40,8 +40,10 @@ func toNodeCommandDetail(r *nodecommand.Record) contract.NodeCommandDetail {
 		Attempt: c.Attempt, MaxAttempts: c.MaxAttempts, CreatedAt: c.CreatedAt, CreatedVia: c.CreatedVia, DispatchedAt: c.DispatchedAt,
 		DispatchedVia: c.DispatchedVia, StartedAt: c.StartedAt, FinishedAt: c.FinishedAt, VisibleUntil: c.VisibleUntil, ExpiresAt: c.ExpiresAt,
 		Replayed: c.Replayed, Error: c.Error, History: []contract.NodeCommandTransition{}}
-	d.Payload = rawObject(r.Payload)
-	d.Result = rawObject(r.Result)
+	// Payloads hold no secrets (they are sealed apart), and answers redact
+	// whatever looks like one anyway: results, and older records.
+	d.Payload = rawObject(nodecommand.RedactData(r.Payload))
+	d.Result = rawObject(nodecommand.RedactData(r.Result))
 	for _, h := range r.History {
 		d.History = append(d.History, contract.NodeCommandTransition{Status: contract.NodeCommandTransitionStatus(h.Status), At: h.At,
 			Attempt: int32(h.Attempt), Via: h.Via, Message: h.Message})

@@ -49,8 +49,18 @@ func actor(raw context.Context) apitoken.Actor {
 	}
 	if id := identity.From(requestContext(raw)); id != nil {
 		a.Type, a.ID, a.UserID, a.Permissions = string(id.Kind), id.CredentialID, id.Subject, id.Permissions
+		if id.Kind == identity.KindAPIToken {
+			a.Token = &apitoken.Limits{ExpiresAt: id.ExpiresAt, AllowedIPs: id.AllowedIPs}
+		}
 	}
 	return a
+}
+
+// toAPIToken is a token as answers show it, with when it was last used.
+func (e *securityEndpoints) toAPIToken(ctx context.Context, r *apitoken.Record, now time.Time) contract.ApiToken {
+	out := toAPIToken(r, now)
+	out.LastUsedAt = e.tokens.LastUsed(ctx, r.TokenID)
+	return out
 }
 
 func toAPIToken(r *apitoken.Record, now time.Time) contract.ApiToken {
@@ -77,7 +87,7 @@ func (e *securityEndpoints) ListApiTokens(ctx context.Context, r contract.ListAp
 	out := contract.ListApiTokens200JSONResponse{Page: int32(page), PageSize: int32(size), Total: total, Rows: []contract.ApiToken{}}
 	now := time.Now()
 	for i := range recs {
-		out.Rows = append(out.Rows, toAPIToken(&recs[i], now))
+		out.Rows = append(out.Rows, e.toAPIToken(ctx, &recs[i], now))
 	}
 	return out, nil
 }
@@ -92,7 +102,7 @@ func (e *securityEndpoints) CreateApiToken(ctx context.Context, r contract.Creat
 	if err != nil {
 		return nil, tokenError(err)
 	}
-	return contract.CreateApiToken200JSONResponse{TokenId: rec.TokenID, Token: tok, ApiToken: toAPIToken(rec, time.Now())}, nil
+	return contract.CreateApiToken200JSONResponse{TokenId: rec.TokenID, Token: tok, ApiToken: e.toAPIToken(requestContext(ctx), rec, time.Now())}, nil
 }
 
 func (e *securityEndpoints) UpdateApiToken(ctx context.Context, r contract.UpdateApiTokenRequestObject) (contract.UpdateApiTokenResponseObject, error) {
@@ -103,7 +113,7 @@ func (e *securityEndpoints) UpdateApiToken(ctx context.Context, r contract.Updat
 	if err != nil {
 		return nil, tokenError(err)
 	}
-	return contract.UpdateApiToken200JSONResponse(toAPIToken(rec, time.Now())), nil
+	return contract.UpdateApiToken200JSONResponse(e.toAPIToken(requestContext(ctx), rec, time.Now())), nil
 }
 
 func (e *securityEndpoints) RevokeApiToken(ctx context.Context, r contract.RevokeApiTokenRequestObject) (contract.RevokeApiTokenResponseObject, error) {
@@ -111,7 +121,7 @@ func (e *securityEndpoints) RevokeApiToken(ctx context.Context, r contract.Revok
 	if err != nil {
 		return nil, tokenError(err)
 	}
-	return contract.RevokeApiToken200JSONResponse(toAPIToken(rec, time.Now())), nil
+	return contract.RevokeApiToken200JSONResponse(e.toAPIToken(requestContext(ctx), rec, time.Now())), nil
 }
 
 func (e *securityEndpoints) RevealApiToken(ctx context.Context, r contract.RevealApiTokenRequestObject) (contract.RevealApiTokenResponseObject, error) {
@@ -127,7 +137,7 @@ func (e *securityEndpoints) RotateApiToken(ctx context.Context, r contract.Rotat
 	if err != nil {
 		return nil, tokenError(err)
 	}
-	return contract.RotateApiToken200JSONResponse{TokenId: rec.TokenID, Token: tok, ApiToken: toAPIToken(rec, time.Now())}, nil
+	return contract.RotateApiToken200JSONResponse{TokenId: rec.TokenID, Token: tok, ApiToken: e.toAPIToken(requestContext(ctx), rec, time.Now())}, nil
 }
 
 func (e *securityEndpoints) ListSecurityAudit(ctx context.Context, r contract.ListSecurityAuditRequestObject) (contract.ListSecurityAuditResponseObject, error) {

@@ -24,6 +24,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/nodecommand"
 	"github.com/svcplatform/svc/controlplane/nodes"
 	"github.com/svcplatform/svc/controlplane/playback"
+	"github.com/svcplatform/svc/controlplane/ratelimit"
 	"github.com/svcplatform/svc/controlplane/rtspauth"
 	"github.com/svcplatform/svc/controlplane/session"
 	"github.com/svcplatform/svc/controlplane/snapshots"
@@ -42,20 +43,22 @@ type Deps struct {
 	Registry       *prometheus.Registry
 	MaxBodyBytes   int64
 	TrustedProxies []string
-	System         *system.Service
-	Node           *raftnode.Node
-	LinkKeys       [][]byte
-	ContractYAML   []byte
-	Denials        *DenialAuditor
-	Tokens         *apitoken.Service
-	Accounts       *account.Service
-	RTSPAuth       *rtspauth.Service
-	Sessions       *session.Service
-	Playback       *playback.Service
-	Streams        *streams.Service
-	Snapshots      *snapshots.Service
-	Proxies        *ProxyTrust
-	Channels       *channels.Service
+	// ClientIPHeaders are read, in order, for a trusted proxy's client.
+	ClientIPHeaders []string
+	System          *system.Service
+	Node            *raftnode.Node
+	LinkKeys        [][]byte
+	ContractYAML    []byte
+	Denials         *DenialAuditor
+	Tokens          *apitoken.Service
+	Accounts        *account.Service
+	RTSPAuth        *rtspauth.Service
+	Sessions        *session.Service
+	Playback        *playback.Service
+	Streams         *streams.Service
+	Snapshots       *snapshots.Service
+	Proxies         *ProxyTrust
+	Channels        *channels.Service
 	// LoginRatePerMinute bounds logins per client address and per user name.
 	LoginRatePerMinute int
 	Events             *events.Service
@@ -77,6 +80,10 @@ type Deps struct {
 	AgentURL string
 	// NodeTTL is the heartbeat silence after which a node is offline.
 	NodeTTL time.Duration
+	// BootstrapCode stands in for a loopback connection on the bootstrap
+	// (BootstrapCodeHeader); the node prints it while no administrator
+	// exists.
+	BootstrapCode string
 	// Console serves the web console for every GET or HEAD that no route
 	// takes outside the API, internal, health and metrics paths (nil: none).
 	Console http.Handler
@@ -114,6 +121,12 @@ func NewEngine(d Deps) (*gin.Engine, error) {
 	if err := e.SetTrustedProxies(d.TrustedProxies); err != nil {
 		return nil, fmt.Errorf("trusted proxies: %w", err)
 	}
+	// Only the configured headers name a trusted proxy's client (gin would
+	// also believe X-Real-IP).
+	e.RemoteIPHeaders = d.ClientIPHeaders
+	if len(e.RemoteIPHeaders) == 0 {
+		e.RemoteIPHeaders = []string{"X-Forwarded-For"}
+	}
 	metrics := NewMetrics(d.Registry)
 	e.Use(withTrace(), accessLog(d.Log, metrics), recovery(d.Log))
 	e.NoRoute(func(c *gin.Context) {
@@ -132,14 +145,15 @@ func NewEngine(d Deps) (*gin.Engine, error) {
 		return nil, err
 	}
 	handlers := endpoints{
-		systemEndpoints:   &systemEndpoints{svc: d.System, nodes: d.Nodes, yaml: d.ContractYAML, docs: docs},
+		systemEndpoints: &systemEndpoints{svc: d.System, nodes: d.Nodes, yaml: d.ContractYAML, docs: docs,
+			emails: ratelimit.New(testEmailsPerMinute, testEmailsPerMinute), emailsAll: ratelimit.New(testEmailsPerNodeMinute, testEmailsPerNodeMinute)},
 		securityEndpoints: &securityEndpoints{tokens: d.Tokens, audit: d.Node.State()},
 		accountEndpoints:  &accountEndpoints{accounts: d.Accounts, csrf: d.Sessions.CSRFToken},
 		rtspAuthEndpoints: &rtspAuthEndpoints{creds: d.RTSPAuth},
 		sessionEndpoints: &sessionEndpoints{sessions: d.Sessions, accounts: d.Accounts, proxies: d.Proxies,
-			byAddress: NewLimiter(float64(d.LoginRatePerMinute), d.LoginRatePerMinute),
-			byUser:    NewLimiter(float64(d.LoginRatePerMinute), d.LoginRatePerMinute),
-			captchas:  NewLimiter(float64(3*d.LoginRatePerMinute), 3*d.LoginRatePerMinute)},
+			byAddress: ratelimit.New(float64(d.LoginRatePerMinute), d.LoginRatePerMinute),
+			byUser:    ratelimit.New(float64(d.LoginRatePerMinute), d.LoginRatePerMinute),
+			captchas:  ratelimit.New(float64(3*d.LoginRatePerMinute), 3*d.LoginRatePerMinute)},
 		channelEndpoints: &channelEndpoints{channels: d.Channels},
 		eventEndpoints:   &eventEndpoints{events: d.Events, auth: d.Auth, sockets: d.Sockets, log: d.Log},
 		webhookEndpoints: &webhookEndpoints{plans: d.Webhooks, dispatcher: d.Dispatcher},
@@ -171,7 +185,8 @@ func NewEngine(d Deps) (*gin.Engine, error) {
 		HandlerErrorFunc:         func(c *gin.Context, err error) { abortWithError(c, err) },
 		ResponseErrorHandlerFunc: func(c *gin.Context, err error) { abortWithError(c, err) },
 	})
-	api := e.Group("", guard(guardConfig{ops: d.Ops, auth: d.Auth, maxBody: d.MaxBodyBytes, barrier: d.Node.LinearizableBarrier, denials: d.Denials}))
+	api := e.Group("", guard(guardConfig{ops: d.Ops, auth: d.Auth, maxBody: d.MaxBodyBytes, barrier: d.Node.LinearizableBarrier, denials: d.Denials,
+		local: NewLocalAccess(d.Proxies, d.BootstrapCode)}))
 	contract.RegisterHandlersWithOptions(api, strict, contract.GinServerOptions{
 		ErrorHandler: func(c *gin.Context, err error, status int) {
 			abortWithError(c, &Error{Status: status, Code: "invalid_query", Message: err.Error(), Retryable: retryable(false)})

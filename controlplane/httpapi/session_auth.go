@@ -215,16 +215,20 @@ func NewProxyTrust(list []string) (*ProxyTrust, error) {
 }
 
 func (p *ProxyTrust) trusted(r *http.Request) bool {
-	if p == nil {
-		return false
-	}
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
 		return false
 	}
-	ip := net.ParseIP(host)
+	return p.Contains(net.ParseIP(host))
+}
+
+// Contains reports whether ip is a trusted proxy's address.
+func (p *ProxyTrust) Contains(ip net.IP) bool {
+	if p == nil || ip == nil {
+		return false
+	}
 	for _, n := range p.nets {
-		if ip != nil && n.Contains(ip) {
+		if n.Contains(ip) {
 			return true
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/account"
 	"github.com/svcplatform/svc/controlplane/audit"
 	"github.com/svcplatform/svc/controlplane/identity"
+	"github.com/svcplatform/svc/controlplane/ratelimit"
 	"github.com/svcplatform/svc/controlplane/session"
 )
 
@@ -23,9 +24,10 @@ type sessionEndpoints struct {
 	sessions *session.Service
 	accounts *account.Service
 	proxies  *ProxyTrust
-	// byAddress and byUser rate-limit logins; captchas share byAddress's
-	// limits in their own buckets.
-	byAddress, byUser, captchas *Limiter
+	// byAddress and byUser rate-limit logins (by client, see
+	// ratelimit.ClientKey, and by user name); captchas limit captcha
+	// images and new captchas per client.
+	byAddress, byUser, captchas *ratelimit.Limiter
 }
 
 func sessionError(err error) error {
@@ -59,11 +61,38 @@ func ginContext(ctx context.Context) *gin.Context {
 	return c
 }
 
-func (e *sessionEndpoints) limit(l *Limiter, key string) error {
+func (e *sessionEndpoints) limit(l *ratelimit.Limiter, key string) error {
 	if ok, wait := l.Allow(key); !ok {
 		return rateLimited(wait)
 	}
 	return nil
+}
+
+// limitUser applies the per-user-name login limit. It holds for every
+// client, so whoever hammers a name would lock its owner out; a login that
+// carries a solved captcha therefore still passes (and the login then
+// consumes the captcha), and a refused one gets a captcha to solve. It
+// reports whether the login must present its captcha.
+func (e *sessionEndpoints) limitUser(c *gin.Context, username, captchaID, answer string) (bool, error) {
+	client := ratelimit.ClientKey(c.ClientIP())
+	ok, wait := e.byUser.AllowFor(strings.ToLower(username), client)
+	if ok {
+		return false, nil
+	}
+	if captchaID != "" && e.sessions.CaptchaSolved(captchaID, answer) {
+		return true, nil
+	}
+	limited := rateLimited(wait)
+	if ok, _ := e.captchas.Allow(client); !ok {
+		return false, limited
+	}
+	id, err := e.sessions.NewCaptcha(requestContext(c), "", c.ClientIP(), audit.Actor{Type: "anonymous", ClientAddress: c.ClientIP(), TraceID: traceID(c)})
+	if err != nil {
+		return false, err
+	}
+	limited.Message = "too many logins for this user name; solve the captcha and send captchaId and captchaAnswer, or wait"
+	limited.Details["captchaId"], limited.Details["captchaRequired"] = id, "true"
+	return false, limited
 }
 
 // setCookies hands the tokens to the browser: HttpOnly, SameSite=Strict,
@@ -104,14 +133,16 @@ func (e *sessionEndpoints) Login(ctx context.Context, r contract.LoginRequestObj
 	if err := e.proxies.SameOrigin(c.Request); err != nil {
 		return nil, err
 	}
-	if err := e.limit(e.byAddress, c.ClientIP()); err != nil {
+	if err := e.limit(e.byAddress, ratelimit.ClientKey(c.ClientIP())); err != nil {
 		return nil, err
 	}
-	if err := e.limit(e.byUser, strings.ToLower(r.Body.Username)); err != nil {
+	captchaID, answer := deref(r.Body.CaptchaId, ""), deref(r.Body.CaptchaAnswer, "")
+	needCaptcha, err := e.limitUser(c, r.Body.Username, captchaID, answer)
+	if err != nil {
 		return nil, err
 	}
-	in := session.LoginInput{Username: r.Body.Username, Password: r.Body.Password, CaptchaID: deref(r.Body.CaptchaId, ""),
-		CaptchaAnswer: deref(r.Body.CaptchaAnswer, ""), ClientAddress: c.ClientIP(), UserAgent: c.Request.UserAgent(), TraceID: traceID(c)}
+	in := session.LoginInput{Username: r.Body.Username, Password: r.Body.Password, CaptchaID: captchaID, CaptchaAnswer: answer,
+		RequireCaptcha: needCaptcha, ClientAddress: c.ClientIP(), UserAgent: c.Request.UserAgent(), TraceID: traceID(c)}
 	is, err := e.sessions.Login(requestContext(ctx), in)
 	if err != nil {
 		return nil, sessionError(err)
@@ -126,7 +157,7 @@ func (e *sessionEndpoints) Login(ctx context.Context, r contract.LoginRequestObj
 
 func (e *sessionEndpoints) RefreshSession(ctx context.Context, _ contract.RefreshSessionRequestObject) (contract.RefreshSessionResponseObject, error) {
 	c := ginContext(ctx)
-	if err := e.limit(e.byAddress, c.ClientIP()); err != nil {
+	if err := e.limit(e.byAddress, ratelimit.ClientKey(c.ClientIP())); err != nil {
 		return nil, err
 	}
 	_, refreshName := cookieNames(e.proxies.Secure(c.Request))
@@ -188,21 +219,26 @@ func (e *sessionEndpoints) ChangeOwnPassword(ctx context.Context, r contract.Cha
 	if err != nil {
 		return nil, accountError(err)
 	}
-	if r.Body.CurrentPassword == nil || !account.VerifyPassword(u.PasswordHash, *r.Body.CurrentPassword) {
+	wait, err := e.sessions.CheckCurrentPassword(rctx, session.PasswordCheck{User: u, Current: deref(r.Body.CurrentPassword, ""),
+		ClientAddress: c.ClientIP(), TraceID: traceID(c)})
+	switch {
+	case errors.Is(err, session.ErrTooManyFailures):
+		return nil, rateLimited(wait)
+	case errors.Is(err, session.ErrBadCredentials):
 		return nil, &Error{Status: http.StatusForbidden, Code: "invalid_credentials", Message: "currentPassword is missing or wrong", Retryable: retryable(false)}
+	case err != nil:
+		return nil, err
 	}
 	if err := e.accounts.SetPassword(rctx, accountActor(ctx), u.UserID, r.Body.NewPassword); err != nil {
 		return nil, accountError(err)
 	}
-	if id.Kind == identity.KindSession {
-		e.clearCookies(c)
-	}
+	e.clearCookies(c)
 	return contract.ChangeOwnPassword200JSONResponse(done(contract.ActionResultActionPasswordChanged, u.UserID, "the password was changed and every session of the user was revoked")), nil
 }
 
 func (e *sessionEndpoints) GetCaptcha(ctx context.Context, r contract.GetCaptchaRequestObject) (contract.GetCaptchaResponseObject, error) {
 	c := ginContext(ctx)
-	if err := e.limit(e.captchas, c.ClientIP()); err != nil {
+	if err := e.limit(e.captchas, ratelimit.ClientKey(c.ClientIP())); err != nil {
 		return nil, err
 	}
 	img, err := e.sessions.CaptchaPNG(requestContext(ctx), r.Id.String())
@@ -218,7 +254,7 @@ func (e *sessionEndpoints) RefreshCaptcha(ctx context.Context, r contract.Refres
 	if err := e.proxies.SameOrigin(c.Request); err != nil {
 		return nil, err
 	}
-	if err := e.limit(e.captchas, c.ClientIP()); err != nil {
+	if err := e.limit(e.captchas, ratelimit.ClientKey(c.ClientIP())); err != nil {
 		return nil, err
 	}
 	id, err := e.sessions.NewCaptcha(requestContext(ctx), r.Id, c.ClientIP(), audit.Actor{Type: "anonymous", ClientAddress: c.ClientIP(), TraceID: traceID(c)})

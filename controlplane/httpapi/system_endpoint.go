@@ -11,6 +11,7 @@ import (
 	"github.com/svcplatform/svc/api/contract"
 	"github.com/svcplatform/svc/controlplane/identity"
 	"github.com/svcplatform/svc/controlplane/nodes"
+	"github.com/svcplatform/svc/controlplane/ratelimit"
 	"github.com/svcplatform/svc/controlplane/system"
 )
 
@@ -21,7 +22,16 @@ type systemEndpoints struct {
 	nodes *nodes.Service
 	yaml  []byte
 	docs  []byte // rendered docs page
+	// emails limits test e-mails per credential, and emailsAll on this
+	// node: each one is a message to an address the caller chooses.
+	emails, emailsAll *ratelimit.Limiter
 }
+
+// Test e-mails allowed per minute per credential, and per node.
+const (
+	testEmailsPerMinute     = 3
+	testEmailsPerNodeMinute = 20
+)
 
 // mediaHosts counts the media hosts by status for the cluster status.
 func mediaHosts(ctx context.Context, n *nodes.Service) (*contract.ClusterMediaHosts, error) {
@@ -230,6 +240,14 @@ func (e *systemEndpoints) ListRuntimePorts(ctx context.Context, _ contract.ListR
 
 func (e *systemEndpoints) SendTestEmail(ctx context.Context, r contract.SendTestEmailRequestObject) (contract.SendTestEmailResponseObject, error) {
 	ctx = requestContext(ctx)
+	for _, l := range []struct {
+		lim *ratelimit.Limiter
+		key string
+	}{{e.emails, identity.From(ctx).CredentialID}, {e.emailsAll, "node"}} {
+		if ok, wait := l.lim.Allow(l.key); !ok {
+			return nil, rateLimited(wait)
+		}
+	}
 	res, err := e.svc.SendTestEmail(string(r.Body.To), deref(r.Body.Subject, ""), actorOf(ctx))
 	return contract.SendTestEmail200JSONResponse(res), systemError(err)
 }

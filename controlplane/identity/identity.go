@@ -30,6 +30,9 @@ type Identity struct {
 	// ExpiresAt is when the credential stops working, if it has an end
 	// (an API token's expiry); grants made with it never outlive it.
 	ExpiresAt *time.Time
+	// AllowedIPs are the address ranges an API token is limited to (empty:
+	// any); tokens it creates are limited to them too.
+	AllowedIPs []string
 }
 
 // Has reports whether the identity holds permission p, by the catalogue's

@@ -81,8 +81,11 @@ func (s *Service) where(f Filter) ([]string, []any, error) {
 }
 
 // from is the FROM clause of the listings: the index joined with the
-// records its conditions may read.
-const from = " FROM idx_node_commands i JOIN kv ON kv.key = i.key"
+// records its conditions may read. CROSS JOIN keeps SQLite's planner from
+// scanning kv first, where json_extract would meet values of other kinds
+// that are not JSON (the statistics query with a filter on a record field
+// failed with "malformed JSON").
+const from = " FROM idx_node_commands i CROSS JOIN kv ON kv.key = i.key"
 
 func whereClause(where []string) string {
 	if len(where) == 0 {

@@ -93,12 +93,17 @@ type Record struct {
 	NodeID       string `json:"nodeId"`
 	EngineNodeID string `json:"engineNodeId"`
 	CommandType  string `json:"commandType"`
-	// Payload is the command's input (JSON object).
-	Payload        json.RawMessage `json:"payload,omitempty"`
-	Status         string          `json:"status"`
-	IdempotencyKey string          `json:"idempotencyKey"`
-	RequestedBy    string          `json:"requestedBy"`
-	Reason         string          `json:"reason,omitempty"`
+	// Payload is the command's input (JSON object). It holds no secret:
+	// a URL's credentials are sealed into SealedSecret (see sealURL).
+	Payload json.RawMessage `json:"payload,omitempty"`
+	// SealedSecret is the full URL of a payload whose credentials were
+	// taken out, sealed with the cluster keyring for this command and
+	// node; only the node's agent gets it opened, while running it.
+	SealedSecret   string `json:"sealedSecret,omitempty"`
+	Status         string `json:"status"`
+	IdempotencyKey string `json:"idempotencyKey"`
+	RequestedBy    string `json:"requestedBy"`
+	Reason         string `json:"reason,omitempty"`
 	// Attempt counts deliveries; MaxAttempts bounds them.
 	Attempt     int `json:"attempt"`
 	MaxAttempts int `json:"maxAttempts"`

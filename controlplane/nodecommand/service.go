@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/svcplatform/svc/controlplane/audit"
+	"github.com/svcplatform/svc/controlplane/keyring"
 	"github.com/svcplatform/svc/controlplane/store"
 	"github.com/svcplatform/svc/controlplane/store/sqlitefsm"
 	"github.com/svcplatform/svc/shared/agentapi"
@@ -34,7 +35,9 @@ type Service struct {
 	LocalNodeID string
 	// Visibility is the delivery deadline new commands get (tests shorten it).
 	Visibility time.Duration
-	Now        func() time.Time
+	// Keys seals the secrets commands carry (see sealURL).
+	Keys *keyring.Keyring
+	Now  func() time.Time
 
 	hubOnce sync.Once
 	hub     *hub
@@ -140,11 +143,23 @@ func (s *Service) create(ctx context.Context, req CreateRequest, id uuid.UUID) (
 	if req.IdempotencyKey != "" {
 		key = req.IdempotencyKey
 	}
+	payload, secret, err := sealURL(req.Type, req.Payload)
+	if err != nil {
+		return nil, false, err
+	}
 	exp := now.Add(timeout)
-	rec := &Record{CommandID: id.String(), NodeID: req.NodeID, EngineNodeID: req.EngineNodeID, CommandType: req.Type, Payload: req.Payload,
+	rec := &Record{CommandID: id.String(), NodeID: req.NodeID, EngineNodeID: req.EngineNodeID, CommandType: req.Type, Payload: payload,
 		IdempotencyKey: key, RequestedBy: req.Actor.Type + ":" + req.Actor.ID, Reason: req.Reason, MaxAttempts: attempts, Visibility: s.visibility(),
 		CreatedAt: now, CreatedAtMs: now.UnixMilli(), CreatedVia: s.LocalNodeID, ExpiresAt: exp, ExpiresAtMs: exp.UnixMilli()}
 	rec.transition(Pending, now, s.LocalNodeID, "created")
+	if secret != "" {
+		if s.Keys == nil {
+			return nil, false, ErrNoKeys
+		}
+		if rec.SealedSecret, err = s.Keys.Seal([]byte(secret), secretAAD(rec.CommandID, rec.NodeID)); err != nil {
+			return nil, false, err
+		}
+	}
 	val, err := json.Marshal(rec)
 	if err != nil {
 		return nil, false, err

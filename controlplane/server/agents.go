@@ -13,6 +13,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/audit"
 	"github.com/svcplatform/svc/controlplane/clusterca"
 	"github.com/svcplatform/svc/controlplane/config"
+	"github.com/svcplatform/svc/controlplane/connguard"
 	"github.com/svcplatform/svc/controlplane/httpapi"
 	"github.com/svcplatform/svc/controlplane/keyring"
 	"github.com/svcplatform/svc/controlplane/mediaserver"
@@ -59,11 +60,11 @@ func newAgentSide(cfg config.Config, node *raftnode.Node, keys *keyring.Keyring,
 	if err != nil {
 		return nil, err
 	}
-	a := &agentSide{cfg: cfg, log: log.Named("agents"), node: node, keys: keys, ln: ln}
+	a := &agentSide{cfg: cfg, log: log.Named("agents"), node: node, keys: keys, ln: connguard.Limit(ln, cfg.MaxConnectionsPerClient, nil)}
 	a.authority = &clusterca.Authority{Store: node, Keys: keys}
 	a.nodes = &nodes.Service{Store: node, LocalNodeID: cfg.NodeID, Propagated: node.WaitMembersApplied,
 		RecordsRevision: areaRevision(node.State(), nodes.RecordPrefix)}
-	a.commands = &nodecommand.Service{Store: node, Reader: node.State(), LocalNodeID: cfg.NodeID, Visibility: cfg.CommandVisibility}
+	a.commands = &nodecommand.Service{Store: node, Reader: node.State(), LocalNodeID: cfg.NodeID, Visibility: cfg.CommandVisibility, Keys: keys}
 	a.presence = nodes.NewPresence(cfg.MonitoringRetention)
 	a.templates = &transcoder.Service{Store: node}
 	a.servers = &mediaserver.Service{Nodes: a.nodes, Commands: a.commands, Presence: a.presence, Templates: a.templates.Scoped}
@@ -89,7 +90,7 @@ func (a *agentSide) start() {
 	a.port = agentport.Start(agentport.Deps{Log: a.log, Authority: a.authority, Nodes: a.nodes, Commands: a.commands, Presence: a.presence,
 		ServerURLs: a.serverURLs, Broadcast: func(id string, hb agentapi.Heartbeat, at time.Time) {
 			go a.broadcast(context.Background(), id, hb, at)
-		}, BaseContext: a.pollCtx}, a.ln, certs)
+		}, BaseContext: a.pollCtx, BodyTimeout: a.cfg.RequestBodyTimeout}, a.ln, certs)
 }
 
 // background lists the loops a control node runs for the agent side.
@@ -105,7 +106,17 @@ func (a *agentSide) background(s *Server, bg context.Context, system *system.Ser
 	s.background(bg, func(ctx context.Context) {
 		a.node.Leadership().Run(ctx, func(ctx context.Context) {
 			var wg sync.WaitGroup
-			wg.Add(3)
+			wg.Add(4)
+			go func() {
+				defer wg.Done()
+				retryEverySecond(ctx, a.log, "scrubbing secrets of older node commands", func(ctx context.Context) error {
+					n, err := a.commands.ScrubSecrets(ctx)
+					if n > 0 {
+						a.log.Info("sealed the source credentials older node commands held in clear", zap.Int("commands", n))
+					}
+					return err
+				})
+			}()
 			go func() {
 				defer wg.Done()
 				retryEverySecond(ctx, a.log, "making the cluster CA", func(ctx context.Context) error {

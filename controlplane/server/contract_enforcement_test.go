@@ -108,7 +108,7 @@ func TestBadInputEverywhere(t *testing.T) {
 	ts := startServer(t, "bad", "", "")
 	ops, _ := httpapi.LoadOperations()
 	tok := ts.token("*")
-	session := ts.sessionWith(t, "*")
+	session := ts.sessionWith(t, "*") // for console-session operations
 	rev := ts.s.Node.Revision()
 	for _, op := range ops.All() {
 		op := op
@@ -145,12 +145,16 @@ func TestBadInputEverywhere(t *testing.T) {
 			continue
 		}
 		t.Run(op.Method+" "+op.Path+" malformed", func(t *testing.T) {
-			checkErrorBody(t, ts.do(op.Method, path, tok, "application/json", []byte(`{"reason": `)), http.StatusBadRequest, "invalid_body")
-			checkErrorBody(t, ts.do(op.Method, path, tok, "application/json", []byte(`[1,2]`)), http.StatusBadRequest, "invalid_body")
-			checkErrorBody(t, ts.do(op.Method, path, tok, "application/json", []byte(`{"unknownField": 1, "reason": 7}`)), http.StatusBadRequest, "invalid_body")
-			checkErrorBody(t, ts.do(op.Method, path, tok, "text/plain", []byte(`{}`)), http.StatusUnsupportedMediaType, "unsupported_media_type")
+			send := func(ct string, body []byte) response { return ts.do(op.Method, path, tok, ct, body) }
+			if op.Credential == "console-session" {
+				send = func(ct string, body []byte) response { return session.doRaw(op.Method, path, ct, body) }
+			}
+			checkErrorBody(t, send("application/json", []byte(`{"reason": `)), http.StatusBadRequest, "invalid_body")
+			checkErrorBody(t, send("application/json", []byte(`[1,2]`)), http.StatusBadRequest, "invalid_body")
+			checkErrorBody(t, send("application/json", []byte(`{"unknownField": 1, "reason": 7}`)), http.StatusBadRequest, "invalid_body")
+			checkErrorBody(t, send("text/plain", []byte(`{}`)), http.StatusUnsupportedMediaType, "unsupported_media_type")
 			big := []byte(`{"reason":"` + strings.Repeat("a", 2<<20) + `"}`)
-			checkErrorBody(t, ts.do(op.Method, path, tok, "application/json", big), http.StatusRequestEntityTooLarge, "payload_too_large")
+			checkErrorBody(t, send("application/json", big), http.StatusRequestEntityTooLarge, "payload_too_large")
 		})
 	}
 	// Domain validation beyond the schema.
@@ -163,6 +167,18 @@ func TestBadInputEverywhere(t *testing.T) {
 		t.Fatalf("a misplaced filter: %d %s", r.status, r.body)
 	}
 	checkErrorBody(t, ts.get("/api/v2/no/such/route", tok), 404, "not_found")
+	// Every filter of the command statistics (each once answered 500 when
+	// it read a record field), and a bad one.
+	for _, q := range []string{"nodeId=n1", "engineNodeId=n1", "status=Pending", "commandType=agent.ping", "requestedBy=api-token:x",
+		"localOnly=true", "from=2026-01-01T00:00:00Z&to=2026-02-01T00:00:00Z", "sinceHours=2", "keyword=nightly"} {
+		if r := ts.get("/api/v2/node/commands/stats?"+q, tok); r.status != 200 {
+			t.Fatalf("stats?%s: %d %s", q, r.status, r.body)
+		}
+		if r := ts.get("/api/v2/node/commands?"+q, tok); r.status != 200 {
+			t.Fatalf("commands?%s: %d %s", q, r.status, r.body)
+		}
+	}
+	checkErrorBody(t, ts.get("/api/v2/node/commands/stats?status=Sleeping", tok), 400, "invalid_query")
 	checkErrorBody(t, ts.do("DELETE", "/api/v2/system/info", tok, "", nil), 405, "method_not_allowed")
 	if got := ts.s.Node.Revision(); got != rev {
 		t.Fatalf("bad input changed the store: revision %d -> %d", rev, got)

@@ -31,6 +31,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/audit"
 	"github.com/svcplatform/svc/controlplane/channels"
 	"github.com/svcplatform/svc/controlplane/config"
+	"github.com/svcplatform/svc/controlplane/connguard"
 	"github.com/svcplatform/svc/controlplane/enginehooks"
 	"github.com/svcplatform/svc/controlplane/events"
 	"github.com/svcplatform/svc/controlplane/httpapi"
@@ -98,6 +99,10 @@ type Server struct {
 	wg               sync.WaitGroup
 	denials          *httpapi.DenialAuditor
 	agents           *agentSide
+	// bootstrapCode stands in for a loopback connection on the bootstrap
+	// until an administrator exists (printed in the log, see
+	// announceBootstrap).
+	bootstrapCode string
 }
 
 // AgentAddr is the agent port's bound address.
@@ -140,9 +145,15 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, er
 			node.Shutdown()
 		}
 	}()
-	if s.ln, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
+	proxies, err := httpapi.NewProxyTrust(cfg.TrustedProxies)
+	if err != nil {
 		return nil, err
 	}
+	ln, err := net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		return nil, err
+	}
+	s.ln = connguard.Limit(ln, cfg.MaxConnectionsPerClient, proxies.Contains)
 	defer func() {
 		if !ok {
 			s.ln.Close()
@@ -182,6 +193,7 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, er
 		HistoryRetention: cfg.HistoryRetention, OwnedPrefixes: OwnedPrefixes, Engines: s.runningEngines,
 	})
 	s.System.RegisterBuiltinTasks()
+	registerAuditRetention(tasks, node, audit.Retention{MaxAge: cfg.AuditRetention, MaxEntries: cfg.AuditMaxEntries})
 	bg, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
 	defer func() {
@@ -189,7 +201,10 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, er
 			cancel()
 		}
 	}()
-	s.denials = httpapi.NewDenialAuditor(bg, node, log.Named("audit"))
+	s.denials = httpapi.NewDenialAuditor(bg, node, log.Named("audit"), cfg.AuditDenialWindow)
+	if s.bootstrapCode, err = newBootstrapCode(); err != nil {
+		return nil, err
+	}
 	accounts := &account.Service{Store: node, Reader: node.State(), Propagated: node.WaitMembersApplied}
 	s.Accounts = accounts
 	owner := func(ctx context.Context, userID string) ([]string, bool, bool, error) {
@@ -199,11 +214,8 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, er
 		}
 		return perms, active, err == nil, err
 	}
-	proxies, err := httpapi.NewProxyTrust(cfg.TrustedProxies)
-	if err != nil {
-		return nil, err
-	}
 	inContact := func() bool { return node.InContact(authContactWindow) }
+	usage := &apitoken.Usage{Store: node}
 	sessions := &session.Service{Store: node, Accounts: accounts, MACKeys: keys.SubKeys("console-session"), Propagated: node.WaitMembersApplied,
 		Catchup: node.LinearizableBarrier, Config: session.Config{AccessTTL: cfg.SessionAccessTTL, SessionTTL: cfg.SessionTTL}}
 	s.Sessions = sessions
@@ -221,7 +233,7 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, er
 	engine, err := httpapi.NewEngine(httpapi.Deps{
 		Ops: ops, Auth: httpapi.Credentials{
 			Tokens: httpapi.APITokenAuth{Reader: node.State(), Owner: owner, Cache: &httpapi.AuthCache{}, InContact: inContact,
-				Revision: areaRevision(node.State(), tokenAreas...)},
+				Revision: areaRevision(node.State(), tokenAreas...), Usage: usage},
 			Sessions: &httpapi.SessionAuth{Sessions: sessions, Permissions: accounts.Permissions, Proxies: proxies, InContact: inContact,
 				Revision: areaRevision(node.State(), session.SessionsPrefix, account.UsersPrefix, account.RolesPrefix)},
 			Snapshots: s.Snapshots.CheckTicket,
@@ -229,7 +241,7 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, er
 		Sessions: sessions, Proxies: proxies, LoginRatePerMinute: cfg.LoginRatePerMinute,
 		Accounts:     accounts,
 		RTSPAuth:     rtspCreds,
-		MaxBodyBytes: cfg.MaxBodyBytes, TrustedProxies: cfg.TrustedProxies, System: s.System, Node: node,
+		MaxBodyBytes: cfg.MaxBodyBytes, TrustedProxies: cfg.TrustedProxies, ClientIPHeaders: cfg.ClientIPHeaders, System: s.System, Node: node,
 		LinkKeys: keys.LinkKeys(), ContractYAML: api.OpenAPIYAML,
 		Denials:  s.denials,
 		Tokens:   tokens,
@@ -237,13 +249,13 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, er
 		Events: s.Events, Webhooks: s.Webhooks, Dispatcher: s.Dispatcher.Running, Sockets: s.sockets,
 		Nodes: s.agents.nodes, Presence: s.agents.presence, Commands: s.agents.commands, MediaServers: s.agents.servers,
 		Templates: s.agents.templates, Monitor: s.agents.monitor, Authority: s.agents.authority, AgentURL: cfg.AgentURL(),
-		NodeTTL: cfg.NodeHeartbeatTTL, Console: web,
+		NodeTTL: cfg.NodeHeartbeatTTL, BootstrapCode: s.bootstrapCode, Console: web,
 	})
 	if err != nil {
 		return nil, err
 	}
 	routes = func() []system.Route { return httpapi.Routes(engine) }
-	s.http = &http.Server{Handler: engine, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second}
+	s.http = &http.Server{Handler: connguard.BodyDeadline(engine, cfg.RequestBodyTimeout), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second}
 
 	go func() {
 		defer close(s.done)
@@ -268,6 +280,10 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, er
 		registerSelf(ctx, node, raftnode.MemberRecord{NodeID: cfg.NodeID, RaftAddress: node.RaftAddress(), HTTPAddress: cfg.APIURL()}, log)
 	})
 	s.background(bg, tasks.Loop)
+	s.background(bg, s.announceBootstrap)
+	s.background(bg, func(ctx context.Context) {
+		usage.Run(ctx, cfg.TokenUsageInterval, func(err error) { log.Warn("writing API token use times failed", zap.Error(err)) })
+	})
 	s.background(bg, func(ctx context.Context) {
 		node.Leadership().Run(ctx, func(ctx context.Context) { sweepSessions(ctx, sessions, log.Named("session")) })
 	})

@@ -33,14 +33,23 @@ func newConsole(t *testing.T, ts *testServer) *console {
 
 func (c *console) do(method, path string, body any) response {
 	c.t.Helper()
+	if body == nil {
+		return c.doRaw(method, path, "", nil)
+	}
+	b, _ := json.Marshal(body)
+	return c.doRaw(method, path, "application/json", b)
+}
+
+// doRaw sends body as it is, with contentType when not empty.
+func (c *console) doRaw(method, path, contentType string, body []byte) response {
+	c.t.Helper()
 	var rd io.Reader
 	if body != nil {
-		b, _ := json.Marshal(body)
-		rd = bytes.NewReader(b)
+		rd = bytes.NewReader(body)
 	}
 	req, _ := http.NewRequest(method, c.ts.url+path, rd)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
 	}
 	for k, v := range c.header {
 		req.Header[k] = v
@@ -108,13 +117,30 @@ func bootstrapAdmin(t *testing.T, ts *testServer) {
 	}
 }
 
+// bootstrapAdminWithCode bootstraps with the node's one-time code, for a
+// node whose loopback peers are trusted proxies (and so not local).
+func bootstrapAdminWithCode(t *testing.T, ts *testServer) {
+	t.Helper()
+	req, _ := http.NewRequest("POST", ts.url+"/api/v2/auth/bootstrap", strings.NewReader(`{"username":"admin","password":"`+adminPassword+`"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Svc-Bootstrap-Code", ts.s.bootstrapCode)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("bootstrap with the code: %v %v", resp, err)
+	}
+	resp.Body.Close()
+}
+
 // sessionWith logs in a fresh user whose one custom role grants perms
 // ("*" uses the super administrator role).
 func (ts *testServer) sessionWith(t *testing.T, perms ...string) *console {
 	t.Helper()
 	admin := ts.token("*")
 	roleID := "super-admin"
-	if len(perms) != 1 || perms[0] != "*" {
+	switch {
+	case len(perms) == 1 && perms[0] == "auth":
+		roleID = "viewer" // any identity holds "auth"
+	case len(perms) != 1 || perms[0] != "*":
 		var role struct{ RoleID string }
 		body, _ := json.Marshal(map[string]any{"name": fmt.Sprintf("role-%d", time.Now().UnixNano()), "permissions": perms})
 		ts.do("POST", "/api/v2/security/roles", admin, "application/json", body).json(t, &role)
@@ -262,7 +288,7 @@ func TestConsoleSessionCookiesAndCSRF(t *testing.T) {
 
 func TestSessionCookiesBehindTLSProxy(t *testing.T) {
 	ts := startServerWith(t, "tls", "", "", func(c *config.Config) { c.TrustedProxies = []string{"127.0.0.1/32"} }, nil)
-	bootstrapAdmin(t, ts)
+	bootstrapAdminWithCode(t, ts)
 	c := newConsole(t, ts)
 	c.header = http.Header{"X-Forwarded-Proto": {"https"}}
 	if r := c.login("admin", adminPassword); r.status != 200 {

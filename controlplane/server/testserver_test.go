@@ -5,12 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"path/filepath"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -19,12 +17,12 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest"
 
-	"github.com/svcplatform/svc/controlplane/apitoken"
 	"github.com/svcplatform/svc/controlplane/clusterca"
 	"github.com/svcplatform/svc/controlplane/config"
 	"github.com/svcplatform/svc/controlplane/keyring"
 	"github.com/svcplatform/svc/controlplane/store"
 	"github.com/svcplatform/svc/controlplane/store/raftnode"
+	"github.com/svcplatform/svc/test/testkit"
 )
 
 // testServer is a real control node on loopback ports.
@@ -67,24 +65,7 @@ func startServer(t *testing.T, id, join, keyFile string) *testServer {
 }
 
 // logBuffer collects every log line of a node, for tests that grep them.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) Sync() error { return nil }
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+type logBuffer = testkit.Output
 
 // startServerWith lets a test adjust the configuration and capture logs
 // (at debug level, so nothing escapes the grep).
@@ -147,21 +128,7 @@ func (ts *testServer) keyFile() string { return filepath.Join(ts.s.Config.DataDi
 // module will, and returns the token.
 func (ts *testServer) token(perms ...string) string {
 	ts.t.Helper()
-	tok, err := apitoken.New()
-	if err != nil {
-		ts.t.Fatal(err)
-	}
-	op, _ := apitoken.Put(apitoken.Record{TokenID: fmt.Sprintf("t-%d", time.Now().UnixNano()), Name: "test", OwnerUserID: "test",
-		Digest: apitoken.Digest(tok), Permissions: perms, CreatedAt: time.Now()})
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	resp, err := ts.s.Node.Txn(ctx, store.TxnRequest{Then: []store.Op{op}})
-	if err != nil {
-		ts.t.Fatal(err)
-	}
-	if err := ts.s.Node.WaitMembersApplied(ctx, resp.Header.Revision); err != nil {
-		ts.t.Fatal(err)
-	}
+	tok, _ := testkit.WriteToken(ts.t, ts.s.Node, "test", perms...)
 	return tok
 }
 

@@ -21,6 +21,9 @@ import (
 type LoginInput struct {
 	Username, Password       string
 	CaptchaID, CaptchaAnswer string
+	// RequireCaptcha asks for the captcha even below the failure threshold
+	// (the per-user-name rate limit let the login through because of it).
+	RequireCaptcha           bool
 	ClientAddress, UserAgent string
 	TraceID                  string
 }
@@ -94,12 +97,12 @@ func (s *Service) Login(ctx context.Context, in LoginInput) (*Issued, error) {
 		target = target[:64]
 	}
 	fail := func(reason error, captchaCmps []store.Compare, captchaOps []store.Op, userID string) error {
-		return s.recordFailure(ctx, in, reason, userID, target, captchaCmps, captchaOps)
+		return s.recordFailure(ctx, in, eventLogin, reason, userID, target, captchaCmps, captchaOps)
 	}
 
 	var captchaCmps []store.Compare
 	var captchaOps []store.Op
-	if uf.active(now, cfg.FailureWindow) >= cfg.FailureThreshold || af.active(now, cfg.FailureWindow) >= cfg.FailureThreshold {
+	if in.RequireCaptcha || uf.active(now, cfg.FailureWindow) >= cfg.FailureThreshold || af.active(now, cfg.FailureWindow) >= cfg.FailureThreshold {
 		if in.CaptchaID == "" {
 			id, err := s.NewCaptcha(ctx, "", in.ClientAddress, actor)
 			if err != nil {
@@ -147,7 +150,7 @@ func (s *Service) Login(ctx context.Context, in LoginInput) (*Issued, error) {
 		if err != nil {
 			return nil, err
 		}
-		rec, err := audit.Op(audit.Record{EventType: "security.login", Outcome: audit.Success, ActorType: "user", ActorID: u.UserID,
+		rec, err := audit.Op(audit.Record{EventType: eventLogin, Outcome: audit.Success, ActorType: "user", ActorID: u.UserID,
 			ClientAddress: in.ClientAddress, TraceID: in.TraceID, Target: target, Message: "session " + issued.Session.SessionID + " opened"})
 		if err != nil {
 			return nil, err
@@ -179,12 +182,13 @@ func (s *Service) Login(ctx context.Context, in LoginInput) (*Issued, error) {
 	return nil, fmt.Errorf("%w: the user changed repeatedly during login", store.ErrContended)
 }
 
-// recordFailure counts a failed attempt for the user name and the client
+// recordFailure counts a failed attempt (a login, or a password check
+// before a password change: event) for the user name and the client
 // address, consumes the captcha that was tried, audits the failure, and
-// issues the next captcha once the threshold is reached, all in one Txn,
-// retried when a concurrent attempt moved a counter first (so parallel
-// guessing is counted too).
-func (s *Service) recordFailure(ctx context.Context, in LoginInput, reason error, userID, target string, captchaCmps []store.Compare, captchaOps []store.Op) error {
+// issues the next login captcha once the threshold is reached, all in one
+// Txn, retried when a concurrent attempt moved a counter first (so
+// parallel guessing is counted too).
+func (s *Service) recordFailure(ctx context.Context, in LoginInput, event string, reason error, userID, target string, captchaCmps []store.Compare, captchaOps []store.Op) error {
 	cfg, now := s.cfg(), s.now()
 	userKey, addrKey := failureKeys(in.Username, in.ClientAddress)
 	for try := 0; try < maxLoginTxnTries; try++ {
@@ -208,14 +212,14 @@ func (s *Service) recordFailure(ctx context.Context, in LoginInput, reason error
 			}
 			ops = append(ops, store.Put(kf.key, b))
 		}
-		rec, err := audit.Op(audit.Record{EventType: "security.login", Outcome: audit.Failure, ActorType: "user", ActorID: userID,
+		rec, err := audit.Op(audit.Record{EventType: event, Outcome: audit.Failure, ActorType: "user", ActorID: userID,
 			ClientAddress: in.ClientAddress, TraceID: in.TraceID, Target: target, Message: reason.Error()})
 		if err != nil {
 			return err
 		}
 		ops = append(ops, rec)
 		next := ""
-		if uf.Count >= cfg.FailureThreshold || af.Count >= cfg.FailureThreshold {
+		if event == eventLogin && (uf.Count >= cfg.FailureThreshold || af.Count >= cfg.FailureThreshold) {
 			id, op, err := s.captchaOp(in.ClientAddress, now)
 			if err != nil {
 				return err

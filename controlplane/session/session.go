@@ -46,6 +46,15 @@ var (
 	ErrMalformed = errors.New("the session token is malformed")
 	// ErrNotFound: no such captcha.
 	ErrNotFound = errors.New("not found")
+	// ErrTooManyFailures: the user's recent failed logins and password
+	// checks reached the threshold; password changes wait for the window.
+	ErrTooManyFailures = errors.New("too many wrong passwords for this user recently; try again later")
+)
+
+// Audited events of password checks.
+const (
+	eventLogin          = "security.login"
+	eventPasswordChange = "security.password_change"
 )
 
 // CaptchaError carries the id of the captcha the caller must solve next.

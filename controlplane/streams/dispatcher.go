@@ -155,8 +155,6 @@ func (d *Dispatcher) start(ctx context.Context, cmd channels.StreamCommand, ch *
 		fail("reading the source URL: " + err.Error())
 		return
 	}
-	req := engineapi.AddProxyRequest{ID: string(ch.ChannelID), URL: src, Vhost: ch.Vhost, App: ch.App, Stream: ch.Stream,
-		Transport: string(ch.RTSPTransport), Retry: engineapi.RetryPolicy{InitialBackoff: engineapi.Duration(time.Second), MaxBackoff: engineapi.Duration(30 * time.Second)}}
 	// Starting is recorded before the engine can report media: written
 	// after the node command, it raced the engine's Online and sometimes
 	// replaced it while the stream played.
@@ -164,7 +162,7 @@ func (d *Dispatcher) start(ctx context.Context, cmd channels.StreamCommand, ch *
 		"pulling on media server "+rec.MediaServerID+"; waiting for media"); err != nil && ctx.Err() == nil {
 		d.Log.Warn("recording Starting failed", zap.String("channel", string(ch.ChannelID)), zap.Error(err))
 	}
-	res, err := d.node(ctx, cmd, rec, agentapi.TypeEngineProxyAdd, req, "start channel "+string(ch.ChannelID))
+	res, err := d.node(ctx, cmd, rec, agentapi.TypeEngineProxyAdd, proxyAddRequest(ch, src), "start channel "+string(ch.ChannelID))
 	if err != nil && !isCode(res, engineapi.CodeProxyExists) {
 		fail(err.Error())
 		return

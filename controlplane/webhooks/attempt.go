@@ -3,12 +3,16 @@ package webhooks
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strconv"
+	"strings"
+	"syscall"
 	"time"
 
 	"go.uber.org/zap"
@@ -76,9 +80,9 @@ func (s *session) post(ctx context.Context, res *result, event []byte, p Plan) {
 		case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
 			res.err = fmt.Sprintf("timeout: no answer within %d s", p.TimeoutSeconds)
 		case errors.Is(err, ErrTargetRefused):
-			res.err = "refused: " + err.Error()
+			res.err = "refused: the endpoint resolves to an address plans may not target"
 		default:
-			res.err = "network error: " + err.Error()
+			res.err = networkSummary(err)
 		}
 		return
 	}
@@ -88,13 +92,33 @@ func (s *session) post(ctx context.Context, res *result, event []byte, p Plan) {
 		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // lets the connection be reused
 		return
 	}
-	snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 256))
+	// The receiver's answer is not kept: its body (and the details of a
+	// network error) would show anyone who reads the delivery history what
+	// the receiver, or whatever else answers at that address, says.
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-	res.err = fmt.Sprintf("HTTP %d", resp.StatusCode)
-	if len(bytes.TrimSpace(snippet)) > 0 {
-		res.err += ": " + string(bytes.TrimSpace(snippet))
-	}
+	res.err = strings.TrimSpace(fmt.Sprintf("HTTP %d %s", resp.StatusCode, http.StatusText(resp.StatusCode)))
 	res.retry = retryAfter(resp.Header.Get("Retry-After"), s.d.Clock.Now())
+}
+
+// networkSummary is a fixed description of a failed connection, without
+// the error's own text (addresses, ports, TLS details).
+func networkSummary(err error) string {
+	var dns *net.DNSError
+	var op *net.OpError
+	var cert *tls.CertificateVerificationError
+	switch {
+	case errors.As(err, &dns):
+		return "network error: the endpoint's host name does not resolve"
+	case errors.As(err, &cert):
+		return "network error: the endpoint's TLS certificate is not trusted"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "network error: connection refused"
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "network error: the connection was closed before an answer"
+	case errors.As(err, &op) && op.Op == "dial":
+		return "network error: the endpoint cannot be reached"
+	}
+	return "network error"
 }
 
 // retryAfter reads a Retry-After header (seconds or an HTTP date).

@@ -38,7 +38,9 @@ func TestEveryValidationRuleRejects(t *testing.T) {
 			return []netip.Addr{netip.MustParseAddr("203.0.113.7"), netip.MustParseAddr("127.0.0.1")}, nil
 		}
 		return []netip.Addr{netip.MustParseAddr("203.0.113.10")}, nil
-	}}}
+	}}, OwnAddrs: func() []netip.Addr {
+		return []netip.Addr{netip.MustParseAddr("198.51.100.4"), netip.MustParseAddr("2001:db8::4")}
+	}}
 	if _, err := e.svc.Create(context.Background(), testActor, validInput()); err != nil {
 		t.Fatalf("a valid plan was refused: %v", err)
 	}
@@ -66,6 +68,14 @@ func TestEveryValidationRuleRejects(t *testing.T) {
 		{"metadata by name", func(p *PlanInput) { p.Endpoint = "https://metadata.internal/latest" }, ErrTargetRefused},
 		{"metadata outside link-local", func(p *PlanInput) { p.Endpoint = "https://100.100.100.200/" }, ErrTargetRefused},
 		{"name resolving to loopback among others", func(p *PlanInput) { p.Endpoint = "https://rebind.example.com/" }, ErrTargetRefused},
+		{"the node's own address", func(p *PlanInput) { p.Endpoint = "https://198.51.100.4:8080/" }, ErrTargetRefused},
+		{"the node's own IPv6 address", func(p *PlanInput) { p.Endpoint = "https://[2001:db8::4]/" }, ErrTargetRefused},
+		{"loopback through NAT64", func(p *PlanInput) { p.Endpoint = "https://[64:ff9b::7f00:1]/" }, ErrTargetRefused},
+		{"metadata through local-use NAT64", func(p *PlanInput) { p.Endpoint = "https://[64:ff9b:1::a9fe:a9fe]/" }, ErrTargetRefused},
+		{"loopback through 6to4", func(p *PlanInput) { p.Endpoint = "https://[2002:7f00:1::1]/" }, ErrTargetRefused},
+		{"metadata through 6to4", func(p *PlanInput) { p.Endpoint = "https://[2002:a9fe:a9fe::]/" }, ErrTargetRefused},
+		{"loopback through Teredo", func(p *PlanInput) { p.Endpoint = "https://[2001:0:4136:e378:8000:63bf:80ff:fffe]/" }, ErrTargetRefused},
+		{"IPv4-compatible loopback", func(p *PlanInput) { p.Endpoint = "https://[::7f00:1]/" }, ErrTargetRefused},
 		{"missing secret", func(p *PlanInput) { p.Secret = "" }, ErrInvalid},
 		{"secret of 15 characters", func(p *PlanInput) { p.Secret = strings.Repeat("s", 15) }, ErrInvalid},
 		{"secret of 257 characters", func(p *PlanInput) { p.Secret = strings.Repeat("s", 257) }, ErrInvalid},

@@ -20,10 +20,11 @@ var metadataAddrs = []netip.Addr{
 
 // TargetGuard keeps delivery plans from turning the control plane into a
 // proxy into its own network (SSRF): endpoints that resolve to loopback,
-// link-local, unspecified, multicast or cloud-metadata addresses are
-// refused when a plan is saved and again, after DNS resolution, on every
-// connection, so a name that later resolves elsewhere (DNS rebinding) is
-// caught too. AllowPrivate is the administrator's switch for receivers on
+// link-local, unspecified, multicast or cloud-metadata addresses, to one
+// of the node's own addresses, or to an IPv6 address embedding such an
+// IPv4 address (NAT64, 6to4, Teredo), are refused when a plan is saved and
+// again, after DNS resolution, on every connection, so a name that later
+// resolves elsewhere (DNS rebinding) is caught too. AllowPrivate is the administrator's switch for receivers on
 // such addresses (and for tests on loopback).
 type TargetGuard struct {
 	AllowPrivate bool
@@ -31,6 +32,10 @@ type TargetGuard struct {
 	Resolver interface {
 		LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
 	}
+	// OwnAddrs lists this host's addresses (its interfaces' when nil): a
+	// plan must not make the control node call itself on an address that
+	// is not loopback, where its own services listen too.
+	OwnAddrs func() []netip.Addr
 }
 
 // refusal says why ip may not be a delivery target, or "" when it may.
@@ -39,6 +44,16 @@ func (g *TargetGuard) refusal(ip netip.Addr) string {
 		return ""
 	}
 	ip = ip.Unmap()
+	if v4, how, ok := embeddedIPv4(ip); ok {
+		if why := g.refusal(v4); why != "" {
+			return why + " embedded in " + how
+		}
+	}
+	for _, own := range g.ownAddrs() {
+		if own.Unmap() == ip {
+			return "an address of this control node"
+		}
+	}
 	switch {
 	case ip.IsLoopback():
 		return "a loopback address"
@@ -55,6 +70,62 @@ func (g *TargetGuard) refusal(ip netip.Addr) string {
 		}
 	}
 	return ""
+}
+
+// IPv6 prefixes that carry an IPv4 address a router or relay turns into
+// an IPv4 connection: NAT64 (RFC 6052 well-known and RFC 8215 local-use),
+// 6to4 (RFC 3056) and Teredo (RFC 4380).
+var (
+	nat64WellKnown = netip.MustParsePrefix("64:ff9b::/96")
+	nat64Local     = netip.MustParsePrefix("64:ff9b:1::/48")
+	sixToFour      = netip.MustParsePrefix("2002::/16")
+	teredo         = netip.MustParsePrefix("2001::/32")
+)
+
+// embeddedIPv4 is the IPv4 address an IPv6 address stands for on the way
+// (so ::ffff:127.0.0.1's cousins 64:ff9b::7f00:1 and 2002:7f00:1:: are
+// refused like 127.0.0.1), with the mechanism's name.
+func embeddedIPv4(ip netip.Addr) (netip.Addr, string, bool) {
+	if !ip.Is6() {
+		return netip.Addr{}, "", false
+	}
+	b := ip.As16()
+	switch {
+	case nat64WellKnown.Contains(ip), nat64Local.Contains(ip):
+		return netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]}), "a NAT64 address", true
+	case sixToFour.Contains(ip):
+		return netip.AddrFrom4([4]byte{b[2], b[3], b[4], b[5]}), "a 6to4 address", true
+	case teredo.Contains(ip):
+		// The client's address, inverted (the server's, bits 32-63, is a
+		// public relay).
+		return netip.AddrFrom4([4]byte{^b[12], ^b[13], ^b[14], ^b[15]}), "a Teredo address", true
+	case b[0]|b[1]|b[2]|b[3]|b[4]|b[5]|b[6]|b[7]|b[8]|b[9]|b[10]|b[11] == 0 && !ip.IsUnspecified() && !ip.IsLoopback():
+		return netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]}), "an IPv4-compatible address", true
+	}
+	return netip.Addr{}, "", false
+}
+
+// ownAddrs are this host's addresses.
+func (g *TargetGuard) ownAddrs() []netip.Addr {
+	if g.OwnAddrs != nil {
+		return g.OwnAddrs()
+	}
+	return interfaceAddrs()
+}
+
+// interfaceAddrs lists the addresses of this host's interfaces.
+func interfaceAddrs() []netip.Addr {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return nil
+	}
+	var out []netip.Addr
+	for _, a := range addrs {
+		if p, err := netip.ParsePrefix(a.String()); err == nil {
+			out = append(out, p.Addr().Unmap())
+		}
+	}
+	return out
 }
 
 // ParseEndpoint checks an endpoint's form: an absolute http(s) URL without

@@ -109,6 +109,9 @@ func New(cfg engineapi.Config, log *zap.Logger) (*Client, error) {
 	tr.DialContext = dialer.DialContext
 	tr.TLSHandshakeTimeout = dialer.Timeout
 	tr.MaxIdleConnsPerHost = 16
+	// A burst of players must not open a connection each: the agent port
+	// caps the connections one client address holds.
+	tr.MaxConnsPerHost = 64
 	c.http = &http.Client{Transport: tr, Timeout: hc.Timeout.D(),
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	for i := 0; i < eventWorkers; i++ {

@@ -103,7 +103,7 @@ func (p *Proxy) session(parent context.Context) (bool, error) {
 	live := false
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
-	err := p.puller.Pull(ctx, Source{URL: p.req.URL, Transport: p.req.Transport}, func(tracks []*media.Track) (FrameWriter, error) {
+	err := p.puller.Pull(ctx, Source{URL: p.req.URL, Transport: p.req.Transport, AllowBasicAuth: p.req.AllowBasicAuth}, func(tracks []*media.Track) (FrameWriter, error) {
 		var err error
 		pub, err = p.hub.Publish(p.path, hub.Origin{Kind: "pull", URL: engineapi.RedactURL(p.req.URL)}, tracks)
 		if err != nil {

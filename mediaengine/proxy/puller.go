@@ -16,6 +16,8 @@ type Source struct {
 	URL string
 	// Transport is "tcp", "udp" or "" (automatic) for RTSP.
 	Transport string
+	// AllowBasicAuth lets an RTSP source's Basic challenge be answered.
+	AllowBasicAuth bool
 }
 
 // Puller runs one pull session: it connects to the source, calls publish

@@ -58,7 +58,7 @@ func (r *Registry) Add(req engineapi.AddProxyRequest) (engineapi.ProxyInfo, erro
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if p, ok := r.proxies[req.ID]; ok {
-		if p.req.URL == req.URL && p.path == path {
+		if p.req.URL == req.URL && p.req.AllowBasicAuth == req.AllowBasicAuth && p.path == path {
 			return p.Info(), nil
 		}
 		return engineapi.ProxyInfo{}, ErrExists

@@ -19,6 +19,7 @@ import (
 
 	"github.com/svcplatform/svc/mediaengine/media"
 	"github.com/svcplatform/svc/mediaengine/rtpcodec"
+	"github.com/svcplatform/svc/shared/credurl"
 )
 
 // Client is one RTSP connection that pulls a stream: Dial, Describe,
@@ -59,6 +60,7 @@ func Dial(ctx context.Context, rawURL string, cfg ClientConfig) (*Client, error)
 		return nil, fmt.Errorf("rtsp: bad URL %q", redact(rawURL))
 	}
 	c := &Client{cfg: cfg, sessionTimeout: 60 * time.Second}
+	c.auth.allowBasic = cfg.AllowBasicAuth
 	if u.User != nil {
 		c.auth.user = u.User.Username()
 		c.auth.password, _ = u.User.Password()
@@ -79,8 +81,9 @@ func Dial(ctx context.Context, rawURL string, cfg ClientConfig) (*Client, error)
 	return c, nil
 }
 
-// redact hides a URL's password and query (cameras and our own tickets
-// put secrets there) in errors and logs.
+// redact hides a URL's credentials (userinfo, and user and password in
+// the path) and its whole query (cameras and our own tickets put secrets
+// there) in errors and logs.
 func redact(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {
@@ -89,7 +92,7 @@ func redact(raw string) string {
 	if u.RawQuery != "" {
 		u.RawQuery = "redacted"
 	}
-	return u.Redacted()
+	return credurl.Redact(u.String())
 }
 
 // Close closes the connection (and UDP sockets) at once.

@@ -9,10 +9,14 @@ import (
 )
 
 // clientAuth answers a server's 401 challenge: Digest (MD5 or SHA-256,
-// with or without qop=auth) when offered, Basic otherwise. The strongest
-// offered scheme wins, whatever order the server lists them in.
+// with or without qop=auth) when offered, Basic otherwise, and Basic only
+// when allowBasic is set: over plain rtsp:// it hands the password to
+// whoever answers (a server the URL was changed to point at, or anyone on
+// the path). The strongest offered scheme wins, whatever order the server
+// lists them in.
 type clientAuth struct {
 	user, password string
+	allowBasic     bool
 	basic          bool
 	challenge      *digest.Challenge
 	count          int
@@ -55,6 +59,8 @@ func (a *clientAuth) challenged(values []string) error {
 	switch {
 	case best != nil:
 		a.challenge, a.basic, a.count = best, false, 0
+	case basic && !a.allowBasic:
+		return ErrBasicRefused
 	case basic:
 		a.challenge, a.basic = nil, true
 	default:

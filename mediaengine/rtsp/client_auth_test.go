@@ -11,16 +11,18 @@ func TestClientAuthChoosesStrongest(t *testing.T) {
 		challenges []string
 		want       string // "basic", or the digest algorithm
 		err        error
+		allowBasic bool
 	}{
-		{"SHA-256 over MD5 whatever the order", []string{`Digest realm="r", nonce="n", algorithm=MD5`, `Digest realm="r", nonce="n", algorithm=SHA-256, qop="auth"`}, "SHA-256", nil},
-		{"Digest over Basic", []string{`Basic realm="r"`, `Digest realm="r", nonce="n"`}, "", nil},
-		{"Basic alone", []string{`Basic realm="cam"`}, "basic", nil},
-		{"unknown algorithm skipped", []string{`Digest realm="r", nonce="n", algorithm=MD5-sess`, `Digest realm="r", nonce="n", algorithm=MD5`}, "MD5", nil},
-		{"nothing usable", []string{`Bearer x`, `Digest realm="r", nonce="n", qop="auth-conf"`}, "", ErrUnauthorized},
+		{"SHA-256 over MD5 whatever the order", []string{`Digest realm="r", nonce="n", algorithm=MD5`, `Digest realm="r", nonce="n", algorithm=SHA-256, qop="auth"`}, "SHA-256", nil, false},
+		{"Digest over Basic", []string{`Basic realm="r"`, `Digest realm="r", nonce="n"`}, "", nil, true},
+		{"Basic alone, opted in", []string{`Basic realm="cam"`}, "basic", nil, true},
+		{"Basic alone is refused over plain rtsp", []string{`Basic realm="cam"`}, "", ErrBasicRefused, false},
+		{"unknown algorithm skipped", []string{`Digest realm="r", nonce="n", algorithm=MD5-sess`, `Digest realm="r", nonce="n", algorithm=MD5`}, "MD5", nil, false},
+		{"nothing usable", []string{`Bearer x`, `Digest realm="r", nonce="n", qop="auth-conf"`}, "", ErrUnauthorized, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			a := clientAuth{user: "u", password: "p"}
+			a := clientAuth{user: "u", password: "p", allowBasic: tt.allowBasic}
 			err := a.challenged(tt.challenges)
 			if tt.err != nil {
 				if !errors.Is(err, tt.err) {
@@ -45,9 +47,10 @@ func TestClientAuthChoosesStrongest(t *testing.T) {
 
 func TestRedact(t *testing.T) {
 	for in, want := range map[string]string{
-		"rtsp://u:secret@cam/live?token=abc": "rtsp://u:xxxxx@cam/live?redacted",
-		"rtsp://cam/live":                    "rtsp://cam/live",
-		"::bad":                              "(unparsable URL)",
+		"rtsp://u:secret@cam/live?token=abc":       "rtsp://***@cam/live?redacted",
+		"rtsp://cam/user=u&password=secret&chan=1": "rtsp://cam/user=***&password=***&chan=1",
+		"rtsp://cam/live":                          "rtsp://cam/live",
+		"::bad":                                    "(unparsable URL)",
 	} {
 		if got := redact(in); got != want {
 			t.Errorf("redact(%q) = %q, want %q", in, got, want)

@@ -33,7 +33,12 @@ type ClientConfig struct {
 	// DialTimeout bounds the TCP connect (default 5 s).
 	DialTimeout time.Duration
 	UserAgent   string
-	Log         *zap.Logger
+	// AllowBasicAuth lets the client answer a Basic challenge, which sends
+	// the password in clear over plain rtsp://. Off, a server that offers
+	// only Basic gets no credentials and the attempt fails with
+	// ErrBasicRefused; Digest is always answered.
+	AllowBasicAuth bool
+	Log            *zap.Logger
 }
 
 func (c *ClientConfig) setDefaults() error {

@@ -16,11 +16,16 @@ var (
 	ErrNotFound        = errors.New("rtsp: stream not found")
 	ErrForbidden       = errors.New("rtsp: forbidden")
 	ErrUnauthorized    = errors.New("rtsp: authentication failed")
-	ErrNoTracks        = errors.New("rtsp: no playable track")
-	ErrUDPTimeout      = errors.New("rtsp: no packets over UDP")
-	ErrTimeout         = errors.New("rtsp: no data from the peer")
-	ErrTrackStalled    = errors.New("rtsp: a track stopped giving frames")
-	ErrClosed          = errors.New("rtsp: closed")
+	// ErrBasicRefused: the server asks only for Basic authentication, which
+	// would send the password readable to anyone on the path of a plain
+	// rtsp:// connection, and the source did not opt in (AllowBasicAuth).
+	ErrBasicRefused = fmt.Errorf("%w: the server asks for Basic authentication, which sends the password in clear over plain rtsp://; "+
+		"the source must opt in to allow it", ErrUnauthorized)
+	ErrNoTracks     = errors.New("rtsp: no playable track")
+	ErrUDPTimeout   = errors.New("rtsp: no packets over UDP")
+	ErrTimeout      = errors.New("rtsp: no data from the peer")
+	ErrTrackStalled = errors.New("rtsp: a track stopped giving frames")
+	ErrClosed       = errors.New("rtsp: closed")
 
 	// errTransportRefused: the server answered SETUP with another
 	// transport than asked for (some force TCP).

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -135,8 +136,9 @@ func (p *Puller) backoff(failures int) time.Duration {
 const maxRedirects = 3
 
 // connect dials, asks OPTIONS and DESCRIBE, and follows redirects (a
-// server handing the stream to another host), keeping the credentials of
-// the configured URL when the new one has none.
+// server handing the stream to another path, port or host). The
+// credentials of the configured URL go along only to the same host: a
+// redirect elsewhere must not collect the camera's password.
 func (p *Puller) connect(ctx context.Context) (*Client, error) {
 	target := p.cfg.URL
 	for hops := 0; ; hops++ {
@@ -160,7 +162,7 @@ func (p *Puller) connect(ctx context.Context) (*Client, error) {
 		if perr != nil || next.Scheme != "rtsp" {
 			return nil, err
 		}
-		if orig, _ := url.Parse(p.cfg.URL); next.User == nil && orig != nil {
+		if orig, _ := url.Parse(p.cfg.URL); next.User == nil && orig != nil && strings.EqualFold(orig.Hostname(), next.Hostname()) {
 			next.User = orig.User
 		}
 		p.cfg.Log.Info("rtsp pull redirected", zap.String("from", redact(target)), zap.String("to", redact(next.String())))

@@ -195,7 +195,9 @@ func TestPullerFromGStreamer(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			g := startGStreamer(t, tt.auth...)
 			var log frameLog
-			p, err := rtsp.NewPuller(log.config(g.url(tt.userinfo, tt.mount), tt.transport))
+			cfg := log.config(g.url(tt.userinfo, tt.mount), tt.transport)
+			cfg.Client.AllowBasicAuth = tt.name == "Basic auth"
+			p, err := rtsp.NewPuller(cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -224,20 +226,33 @@ func TestPullerFromGStreamer(t *testing.T) {
 	}
 }
 
-// Wrong credentials: the Puller reports the 401 and keeps retrying.
-func TestPullerWrongPassword(t *testing.T) {
+// Refused credentials: a wrong password is reported as the 401 and the
+// Puller keeps retrying; a server that asks only for Basic over plain
+// rtsp:// gets no password unless the source opted in, and the Puller says
+// why.
+func TestPullerRefusedCredentials(t *testing.T) {
 	t.Parallel() // real-time media: mostly waiting
-	g := startGStreamer(t, "--user", "cam", "--password", "s3cret")
-	var log frameLog
-	p, _ := rtsp.NewPuller(log.config(g.url("cam:wrong", "h264"), rtsp.TransportTCP))
-	runFor(1500*time.Millisecond, func(ctx context.Context) { p.Run(ctx) })
-	log.mu.Lock()
-	defer log.mu.Unlock()
-	if len(log.frames) != 0 || len(log.lastErrs) == 0 || !errors.Is(log.lastErrs[0], rtsp.ErrUnauthorized) {
-		t.Fatalf("frames %d, errors %v", len(log.frames), log.lastErrs)
-	}
-	if st := p.Status(); st.Attempts < 2 || !strings.Contains(st.LastError, "401") {
-		t.Fatalf("status %+v", st)
+	for _, tc := range []struct {
+		name, auth, userinfo string
+		want                 error
+	}{
+		{"wrong password", "digest", "cam:wrong", rtsp.ErrUnauthorized},
+		{"Basic over plain rtsp", "basic", "cam:s3cret", rtsp.ErrBasicRefused},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := startGStreamer(t, "--user", "cam", "--password", "s3cret", "--auth", tc.auth)
+			var log frameLog
+			p, _ := rtsp.NewPuller(log.config(g.url(tc.userinfo, "h264"), rtsp.TransportTCP))
+			runFor(1500*time.Millisecond, func(ctx context.Context) { p.Run(ctx) })
+			log.mu.Lock()
+			defer log.mu.Unlock()
+			if len(log.frames) != 0 || len(log.lastErrs) == 0 || !errors.Is(log.lastErrs[0], tc.want) {
+				t.Fatalf("frames %d, errors %v", len(log.frames), log.lastErrs)
+			}
+			if st := p.Status(); st.Attempts < 2 || !strings.Contains(st.LastError, "401") && tc.want == rtsp.ErrUnauthorized {
+				t.Fatalf("status %+v", st)
+			}
+		})
 	}
 }
 
@@ -351,7 +366,8 @@ func startRequestRewritingProxy(t *testing.T, port int, rewrite func(req []byte)
 }
 
 // A server that redirects DESCRIBE elsewhere (a load balancer in front of
-// GStreamer): the Puller follows it, credentials included.
+// GStreamer on another port of the same host): the Puller follows it,
+// credentials included; to another host they would not go along.
 func TestPullerFollowsRedirect(t *testing.T) {
 	t.Parallel() // real-time media: mostly waiting
 	g := startGStreamer(t, "--user", "cam", "--password", "s3cret")

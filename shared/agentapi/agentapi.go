@@ -58,6 +58,9 @@ const (
 	CodeNotFound       = "not_found"
 	CodeConflict       = "conflict"
 	CodeUnavailable    = "unavailable"
+	// CodeRateLimited: too many attempts from this address (enrollment);
+	// Retry-After says when to try again.
+	CodeRateLimited = "rate_limited"
 	// Codes of failed node commands beyond the ones above.
 	CodeRTPPortsExhausted = "rtp_ports_exhausted"
 	CodeNotPermitted      = "not_permitted"

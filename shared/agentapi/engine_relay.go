@@ -5,9 +5,10 @@ package agentapi
 // engine's port. Payloads and results are the engine's own control API
 // types (shared/engineapi) unless named here. Values are append-only.
 const (
-	// TypeEngineProxyAdd starts a pull proxy: engineapi.AddProxyRequest in,
-	// engineapi.ProxyInfo out. An existing proxy with the same id answers
-	// with code proxy_exists.
+	// TypeEngineProxyAdd starts a pull proxy: ProxyAdd (an
+	// engineapi.AddProxyRequest whose URL may be sealed away, see
+	// PathCommandSecret) in, engineapi.ProxyInfo out. An existing proxy
+	// with the same id answers with code proxy_exists.
 	TypeEngineProxyAdd = "engine.proxy.add"
 	// TypeEngineProxyRemove stops one pull proxy: ProxyRef in.
 	TypeEngineProxyRemove = "engine.proxy.remove"
@@ -27,7 +28,8 @@ const (
 	// TypeEngineStats reads engine statistics: engineapi.Stats out.
 	TypeEngineStats = "engine.stats"
 	// TypeEngineSmokeTestRTSP runs an RTSP smoke test from the engine:
-	// engineapi.SmokeTestRequest in, engineapi.SmokeTestResult out.
+	// SmokeTest (an engineapi.SmokeTestRequest whose URL may be sealed
+	// away) in, engineapi.SmokeTestResult out.
 	TypeEngineSmokeTestRTSP = "engine.smoke-test.rtsp"
 )
 

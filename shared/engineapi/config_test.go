@@ -46,9 +46,11 @@ func TestParseNamesTheWrongField(t *testing.T) {
 
 func TestRedactURL(t *testing.T) {
 	for in, want := range map[string]string{
-		"rtsp://admin:hunter2@10.0.0.5:554/stream1": "rtsp://admin:xxxxx@10.0.0.5:554/stream1",
-		"file:///clips/demo.ts":                     "file:///clips/demo.ts",
-		"::not a url":                               "(unparsable URL)",
+		"rtsp://admin:hunter2@10.0.0.5:554/stream1":             "rtsp://***@10.0.0.5:554/stream1",
+		"rtsp://10.0.0.5/live?user=admin&password=hunter2":      "rtsp://10.0.0.5/live?user=***&password=***",
+		"rtsp://10.0.0.5/user=admin&password=hunter2&channel=1": "rtsp://10.0.0.5/user=***&password=***&channel=1",
+		"file:///clips/demo.ts":                                 "file:///clips/demo.ts",
+		"::not a url":                                           "(unparsable URL)",
 	} {
 		if got := RedactURL(in); got != want {
 			t.Errorf("RedactURL(%q) = %q, want %q", in, got, want)

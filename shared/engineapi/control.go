@@ -1,8 +1,9 @@
 package engineapi
 
 import (
-	"net/url"
 	"time"
+
+	"github.com/svcplatform/svc/shared/credurl"
 )
 
 // Control API paths on the engine's loopback ControlAddr. Every call carries
@@ -190,6 +191,10 @@ type AddProxyRequest struct {
 	// Transport is "tcp", "udp", or "auto" (or empty) for automatic, for RTSP sources.
 	Transport string      `json:"transport,omitempty"`
 	Retry     RetryPolicy `json:"retry"`
+	// AllowBasicAuth lets an RTSP source's Basic challenge be answered,
+	// which sends the password in clear over plain rtsp:// (the channel's
+	// allowBasicAuthOverPlainRtsp); off, only Digest is answered.
+	AllowBasicAuth bool `json:"allowBasicAuth,omitempty"`
 }
 
 // ProxyInfo describes one pull proxy.
@@ -250,11 +255,6 @@ type Stats struct {
 	HookFailures uint64 `json:"hookFailures"`
 }
 
-// RedactURL removes the password from a URL for listings and logs.
-func RedactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(unparsable URL)"
-	}
-	return u.Redacted()
-}
+// RedactURL masks every credential of a URL (userinfo, and user and
+// password parameters in the query or the path) for listings and logs.
+func RedactURL(raw string) string { return credurl.Redact(raw) }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/svcplatform/svc/test/svcbin"
+	"github.com/svcplatform/svc/test/testkit"
 )
 
 // TestConsoleInABrowser is issue 20's "must hold": Playwright drives
@@ -24,7 +25,8 @@ func TestConsoleInABrowser(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	shots := os.Getenv("SVC_CONSOLE_SCREENSHOTS")
-	res, err := Run(ctx, Options{Bin: bin, Mode: "full", Screenshots: shots, Log: testWriter{t}})
+	cam := testkit.StartCamera(t, "cam", "camPa55word", "digest")
+	res, err := Run(ctx, Options{Bin: bin, Mode: "full", Screenshots: shots, Log: testWriter{t}, Camera: cam})
 	if err != nil {
 		if res != nil {
 			t.Logf("svc dev output:\n%s", tail(res.Platform, 6000))

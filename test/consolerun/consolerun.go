@@ -1,7 +1,7 @@
 // Package consolerun runs the web console's browser scenarios
 // (console/e2e, Playwright driving Debian's Chromium) against a real `svc
-// dev` on free ports with its own data directory, a GStreamer camera and a
-// webhook receiver that checks every delivery's signature. The console test
+// dev` on free ports with its own data directory, a GStreamer camera (the
+// test's, from testkit) and a webhook receiver that checks every delivery's signature. The console test
 // (make test) and the console benchmark (make bench) both use it. A missing
 // peer (node, chromium, the camera's python) is an error, never a skip.
 package consolerun
@@ -29,7 +29,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/svcplatform/svc/test/peers"
+	"github.com/svcplatform/svc/test/testkit"
 )
 
 // Chromium is Debian's browser (package chromium).
@@ -47,6 +47,8 @@ type Options struct {
 	Screenshots string
 	// Log receives progress lines.
 	Log io.Writer
+	// Camera is the GStreamer camera the scenarios use; bench needs none.
+	Camera *testkit.Camera
 }
 
 // Result is what the browser reported, with the receiver's deliveries and
@@ -110,15 +112,12 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err := CheckPeers(o.Log); err != nil {
 		return nil, err
 	}
-	// The camera is for the scenarios; the first-load figures need none.
-	camPort := 0
-	if o.Mode != "bench" {
-		cam, err := peers.StartCamera("cam", "camPa55word")
-		if err != nil {
-			return nil, err
+	cam := o.Camera
+	if cam == nil {
+		if o.Mode != "bench" {
+			return nil, errors.New("the scenarios need a camera (Options.Camera)")
 		}
-		defer cam.Stop()
-		camPort = cam.Port
+		cam = &testkit.Camera{}
 	}
 	secret := randomHex(16)
 	rcv, err := startReceiver(secret)
@@ -131,7 +130,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	defer dev.stop()
-	fmt.Fprintf(o.Log, "console: svc dev at %s (media %s), camera on port %d, receiver %s\n", dev.api, dev.media, camPort, rcv.url)
+	fmt.Fprintf(o.Log, "console: svc dev at %s (media %s), camera on port %d, receiver %s\n", dev.api, dev.media, cam.Port, rcv.url)
 
 	out, err := os.MkdirTemp("", "svc-console-result-")
 	if err != nil {
@@ -149,8 +148,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		"SVC_URL="+dev.api,
 		"SVC_ADMIN_PASSWORD="+dev.password,
 		"MEDIA_ORIGIN="+dev.media,
-		fmt.Sprintf("CAMERA_URL=rtsp://127.0.0.1:%d/h264", camPort),
-		"CAMERA_USER=cam", "CAMERA_PASSWORD=camPa55word",
+		fmt.Sprintf("CAMERA_URL=rtsp://127.0.0.1:%d/h264", cam.Port),
+		"CAMERA_USER="+cam.User, "CAMERA_PASSWORD="+cam.Password,
 		"RECEIVER_URL="+rcv.url, "WEBHOOK_SECRET="+secret,
 		"RESULT_FILE="+resultFile, "SCREENSHOT_DIR="+o.Screenshots, "CHROMIUM="+Chromium)
 	var nodeOut bytes.Buffer
@@ -175,7 +174,7 @@ type dev struct {
 	dir        string
 	api, media string
 	password   string
-	out        *syncBuffer
+	out        *testkit.Output
 	done       chan struct{}
 }
 
@@ -201,7 +200,7 @@ func startDev(ctx context.Context, bin string) (*dev, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &dev{dir: dir, api: "http://" + addrs[0], media: "http://" + addrs[3], out: &syncBuffer{}, done: make(chan struct{})}
+	d := &dev{dir: dir, api: "http://" + addrs[0], media: "http://" + addrs[3], out: &testkit.Output{}, done: make(chan struct{})}
 	d.cmd = exec.Command(bin, "dev", "--data-dir", filepath.Join(dir, "data"), "--http-addr", addrs[0], "--raft-addr", addrs[1],
 		"--agent-addr", addrs[2], "--engine-http-addr", addrs[3], "--engine-rtsp-addr", addrs[4], "--engine-control-addr", addrs[5],
 		// A one-minute access cookie makes the console refresh it (at 70%,
@@ -314,23 +313,6 @@ func (r *receiver) close() {
 	if err := r.srv.Shutdown(ctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		r.srv.Close()
 	}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func randomHex(n int) string {

@@ -18,7 +18,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/svcplatform/svc/agent/rtpport"
 	"github.com/svcplatform/svc/controlplane/agentport"
 	"github.com/svcplatform/svc/controlplane/clusterca"
 	"github.com/svcplatform/svc/controlplane/nodes"
@@ -27,6 +26,7 @@ import (
 	"github.com/svcplatform/svc/shared/engineapi"
 	"github.com/svcplatform/svc/shared/pki"
 	"github.com/svcplatform/svc/test/svcbin"
+	"github.com/svcplatform/svc/test/testkit"
 )
 
 type enrollment struct {
@@ -69,28 +69,7 @@ func (c *controlNode) startMediaHost(bin, nodeID string) {
 }
 
 // agentArgs runs an agent on loopback ports of its own.
-func agentArgs(t *testing.T, dataDir string) []string {
-	rtp := freeRTPRange(t)
-	return []string{"agent", "run", "--data-dir", dataDir, "--log-level", "debug",
-		"--engine-control-addr", freeAddr(t), "--engine-http-addr", freeAddr(t), "--engine-rtsp-addr", freeAddr(t),
-		"--rtp-port-min", strconv.Itoa(rtp), "--rtp-port-max", strconv.Itoa(rtp + 99), "--sysctl-dir", filepath.Join(dataDir, "sysctl.d"),
-		"--heartbeat-interval", "500ms", "--poll-wait", "5s", "--engine-backoff-min", "500ms"}
-}
-
-func freeRTPRange(t *testing.T) int {
-	// Below the kernel's ephemeral ports, which other tests' connections take.
-	for start := 26000; start < 32700; start += 100 {
-		ok := true
-		for p := start; p < start+100 && ok; p += 9 {
-			ok = rtpport.PortFree(p)
-		}
-		if ok {
-			return start
-		}
-	}
-	t.Fatal("no free RTP range")
-	return 0
-}
+func agentArgs(t *testing.T, dataDir string) []string { return testkit.AgentArgs(t, dataDir) }
 
 type mediaServer struct {
 	MediaServerID, NodeID, Status, AgentStatus, EngineStatus string
@@ -437,7 +416,7 @@ func TestAgentEndToEnd(t *testing.T) {
 	t.Run("agent killed while holding a command gets it again and runs it once", func(t *testing.T) {
 		// Freeze the agent inside its long poll: the control node hands
 		// the command to the frozen connection, then the agent dies.
-		agent.cmd.Process.Signal(syscall.SIGSTOP)
+		agent.Cmd.Process.Signal(syscall.SIGSTOP)
 		var cmd nodeCommand
 		cp.call("POST", "/api/v2/nodes/media-1/commands", map[string]any{"commandType": agentapi.TypeRTPLease, "idempotencyKey": "once-1",
 			"payload": map[string]any{"direction": "receive", "purpose": "e2e-once", "ttlSeconds": 600}}, &cmd)
@@ -445,8 +424,8 @@ func TestAgentEndToEnd(t *testing.T) {
 			cp.call("GET", "/api/v2/node/commands/"+cmd.CommandID, nil, &cmd)
 			return cmd.Status == "Dispatched"
 		})
-		agent.cmd.Process.Kill()
-		<-agent.done
+		agent.Cmd.Process.Kill()
+		<-agent.Done
 		// After its deadline the command is handed out again, to the
 		// restarted agent, and runs once.
 		agent = startProcess(whole, bin, agentArgs(t, dataDir)...)
@@ -492,13 +471,13 @@ func TestAgentEndToEnd(t *testing.T) {
 			t.Fatalf("retired node's certificate: %d %s", st, code)
 		}
 		select {
-		case <-agent.done:
+		case <-agent.Done:
 		case <-time.After(20 * time.Second):
 			t.Fatal("the agent of a retired node kept running")
 		}
 		var ee *exec.ExitError
-		if !errors.As(agent.err, &ee) || ee.ExitCode() != 78 {
-			t.Fatalf("agent exit: %v", agent.err)
+		if !errors.As(agent.Err, &ee) || ee.ExitCode() != 78 {
+			t.Fatalf("agent exit: %v", agent.Err)
 		}
 		if st := cp.call("POST", "/api/v2/system/lifecycle/agents/media-1/enrollment", nil, nil); st != 409 {
 			t.Fatalf("enrolling a retired node id again: %d", st)

@@ -4,40 +4,27 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"os"
 	"os/exec"
-	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"go.uber.org/zap/zaptest"
 
 	"github.com/svcplatform/svc/controlplane/account"
-	"github.com/svcplatform/svc/controlplane/apitoken"
 	"github.com/svcplatform/svc/controlplane/audit"
 	"github.com/svcplatform/svc/controlplane/clusterca"
 	"github.com/svcplatform/svc/controlplane/config"
 	"github.com/svcplatform/svc/controlplane/events"
 	"github.com/svcplatform/svc/controlplane/server"
 	"github.com/svcplatform/svc/controlplane/store"
+	"github.com/svcplatform/svc/test/testkit"
 )
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
+func freeAddr(t *testing.T) string { return testkit.FreeAddr(t) }
 
 // controlNode is a real control node in this process.
 type controlNode struct {
@@ -49,11 +36,7 @@ type controlNode struct {
 
 func startControlNode(t *testing.T, tune func(*config.Config)) *controlNode {
 	t.Helper()
-	cfg := config.Defaults()
-	cfg.NodeID, cfg.DataDir = "cp1", t.TempDir()
-	cfg.HTTPAddr, cfg.RaftAddr, cfg.AgentAddr = freeAddr(t), freeAddr(t), freeAddr(t)
-	cfg.ShutdownGrace = 2 * time.Second
-	cfg.NodeHeartbeatTTL, cfg.CommandVisibility = 3*time.Second, 2*time.Second
+	cfg := testkit.NodeConfig(t, "cp1")
 	if tune != nil {
 		tune(&cfg)
 	}
@@ -79,15 +62,7 @@ func startControlNode(t *testing.T, tune func(*config.Config)) *controlNode {
 
 // newToken writes an API token record the way the security module does.
 func (c *controlNode) newToken(perms ...string) string {
-	tok, err := apitoken.New()
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	op, _ := apitoken.Put(apitoken.Record{TokenID: fmt.Sprintf("t-%d", time.Now().UnixNano()), Name: "e2e", OwnerUserID: "e2e",
-		Digest: apitoken.Digest(tok), Permissions: perms, CreatedAt: time.Now()})
-	if _, err := c.s.Node.Txn(context.Background(), store.TxnRequest{Then: []store.Op{op}}); err != nil {
-		c.t.Fatal(err)
-	}
+	tok, _ := testkit.WriteToken(c.t, c.s.Node, "e2e", perms...)
 	return tok
 }
 
@@ -147,72 +122,18 @@ func (c *controlNode) events(name string) []events.Envelope {
 // eventually polls cond until it holds or the time is up.
 func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s did not happen within %s", what, within)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testkit.Eventually(t, within, what, cond)
 }
 
 // process is a child svc process with its output collected.
-type process struct {
-	cmd  *exec.Cmd
-	out  *syncBuffer
-	done chan struct{}
-	err  error
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+type process = testkit.Process
 
 func startProcess(t *testing.T, bin string, args ...string) *process {
 	t.Helper()
-	p := &process{cmd: exec.Command(bin, args...), out: &syncBuffer{}, done: make(chan struct{})}
-	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		p.err = p.cmd.Wait()
-		close(p.done)
-	}()
-	t.Cleanup(func() {
-		p.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-p.done:
-		case <-time.After(15 * time.Second):
-			p.cmd.Process.Kill()
-			<-p.done
-		}
-		if t.Failed() {
-			t.Logf("output of %s:\n%s", strings.Join(args, " "), tail(p.out.String(), 8000))
-		}
-	})
-	return p
+	return testkit.StartProcess(t, bin, args...)
 }
 
-func tail(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[len(s)-n:]
-}
+func tail(s string, n int) string { return testkit.Tail(s, n) }
 
 func runProcess(bin string, args ...string) (string, error) {
 	out, err := exec.Command(bin, args...).CombinedOutput()

@@ -88,10 +88,10 @@ func TestEngineHooksSurviveTheirControlNode(t *testing.T) {
 	}
 
 	killed := time.Now()
-	if err := n2.proc.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+	if err := n2.proc.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	<-n2.proc.done
+	<-n2.proc.Done
 	url := leaseURL() // through n1, which is alive
 	var played time.Duration
 	for time.Since(killed) < 20*time.Second {

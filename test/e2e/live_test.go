@@ -16,8 +16,8 @@ import (
 	"github.com/svcplatform/svc/controlplane/apitoken"
 	"github.com/svcplatform/svc/controlplane/playback"
 	"github.com/svcplatform/svc/controlplane/store"
-	"github.com/svcplatform/svc/test/peers"
 	"github.com/svcplatform/svc/test/svcbin"
+	"github.com/svcplatform/svc/test/testkit"
 )
 
 // camera is the GStreamer RTSP server of test/peers standing in for an IP
@@ -28,12 +28,7 @@ type camera struct {
 
 func startCamera(t *testing.T) *camera {
 	t.Helper()
-	c, err := peers.StartCamera("cam", "camPa55word")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Stop)
-	return &camera{port: c.Port}
+	return &camera{port: testkit.StartCamera(t, "cam", "camPa55word", "digest").Port}
 }
 
 // backend is a business backend calling the third-party API with its own

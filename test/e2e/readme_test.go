@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/svcplatform/svc/test/svcbin"
+	"github.com/svcplatform/svc/test/testkit"
 )
 
 // block is one ```sh block of the README.
@@ -192,7 +193,7 @@ func TestReadmeCommandsRun(t *testing.T) {
 	startDev(t, work, ports)
 	script := preamble
 	for i, b := range run {
-		script += fmt.Sprintf("\n# README.md:%d\nSVC_README_BLOCK=%d\necho '=== README.md:%d'\n%s", b.line, i, b.line, runnable(b.text, ports, func() int { return freeRTPRange(t) }, tmp))
+		script += fmt.Sprintf("\n# README.md:%d\nSVC_README_BLOCK=%d\necho '=== README.md:%d'\n%s", b.line, i, b.line, runnable(b.text, ports, func() int { return testkit.FreeRTPRange(t) }, tmp))
 	}
 	os.WriteFile(filepath.Join(work, "readme.sh"), []byte(script), 0o600)
 	failures := filepath.Join(work, "failures")
@@ -236,7 +237,7 @@ func startDev(t *testing.T, work string, ports map[int]int) {
 	for _, name := range names {
 		args = append(args, "--"+name, "127.0.0.1:"+strconv.Itoa(ports[svcDevPorts[name]]))
 	}
-	rtp := freeRTPRange(t)
+	rtp := testkit.FreeRTPRange(t)
 	args = append(args, "--engine-rtp-port-min", strconv.Itoa(rtp), "--engine-rtp-port-max", strconv.Itoa(rtp+99))
 	startProcess(t, filepath.Join(work, "bin", "svc"), args...)
 	api := "http://127.0.0.1:" + strconv.Itoa(ports[svcDevPorts["http-addr"]])

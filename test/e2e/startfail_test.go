@@ -46,7 +46,7 @@ func TestEngineThatCannotStart(t *testing.T) {
 		t.Fatalf("%d start_failed events: one per failure streak, not per attempt", n)
 	}
 	// Backoff 0.5 s, 1 s, 2 s, ...: a handful of attempts, not a storm.
-	if attempts := strings.Count(agent.out.String(), "engine start failed"); attempts < 2 || attempts > 5 {
+	if attempts := strings.Count(agent.Out.String(), "engine start failed"); attempts < 2 || attempts > 5 {
 		t.Fatalf("%d start attempts in about 3.5 s", attempts)
 	}
 	// Between attempts the engine is start_failed, during one starting.

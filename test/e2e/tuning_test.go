@@ -17,6 +17,7 @@ import (
 	"github.com/svcplatform/svc/agent/hosttune"
 	"github.com/svcplatform/svc/shared/hosttuning"
 	"github.com/svcplatform/svc/test/svcbin"
+	"github.com/svcplatform/svc/test/testkit"
 )
 
 // Environment of the network namespace child.
@@ -107,7 +108,7 @@ func tuningInNamespace(t *testing.T, reportPath string) {
 	o := agent.DefaultOptions()
 	o.DataDir, o.EngineBinary, o.SysctlDir, o.HeartbeatInterval, o.PollWait = dataDir, os.Getenv(netnsBinaryEnv), filepath.Join(dataDir, "sysctl.d"), 500*time.Millisecond, 5*time.Second
 	o.EngineControlAddr, o.EngineHTTPAddr, o.EngineRTSPAddr = freeAddr(t), freeAddr(t), freeAddr(t)
-	o.RTPPortMin = freeRTPRange(t)
+	o.RTPPortMin = testkit.FreeRTPRange(t)
 	o.RTPPortMax = o.RTPPortMin + 99
 	var wg sync.WaitGroup
 	wg.Add(1)

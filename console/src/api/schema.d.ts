@@ -479,7 +479,7 @@ export interface paths {
         put?: never;
         /**
          * Send a test notification email
-         * @description Sends one test message through the configured SMTP server so that operators can confirm operations notifications will arrive. It answers 409 with code `notifications_not_configured` when SMTP is not configured and 503 when the SMTP server refuses or cannot be reached.
+         * @description Sends one test message through the configured SMTP server so that operators can confirm operations notifications will arrive. It answers 409 with code `notifications_not_configured` when SMTP is not configured and 503 when the SMTP server refuses or cannot be reached. Since it makes the cluster send mail to an address of the caller's choice, it needs `system.config.manage` and is rate-limited: a few messages per minute per credential and per control node (429 `rate_limited` with `Retry-After` beyond that).
          */
         post: operations["sendTestEmail"];
         delete?: never;
@@ -503,7 +503,7 @@ export interface paths {
         put?: never;
         /**
          * Create an API token
-         * @description Creates an API token for a business backend and returns its full `svc_pat_` value in this answer only; the server keeps just its SHA-256 digest, plus an encrypted copy when revealable is true. Every requested permission must be one the creator holds, otherwise the request is refused with 403, so a token can never grant more than the person who made it. The token is owned by the calling user and the creation is recorded in the security audit trail.
+         * @description Creates an API token for a business backend and returns its full `svc_pat_` value in this answer only; the server keeps just its SHA-256 digest, plus an encrypted copy when revealable is true. Every requested permission must be one the creator holds, otherwise the request is refused with 403, so a token can never grant more than the person who made it. Created with an API token, the new token also stays within that token's limits: it expires no later and is usable only from addresses within its `allowedIps` (an omitted `expiresAt` or `allowedIps` takes the creating token's; wider ones are refused with 403), and a token never updates itself. The token is owned by the calling user and the creation is recorded in the security audit trail.
          */
         post: operations["createApiToken"];
         delete?: never;
@@ -2503,7 +2503,7 @@ export interface paths {
         put?: never;
         /**
          * Create the first super administrator
-         * @description Creates the first super administrator of a fresh installation without credentials. Only loopback clients are accepted, as marked by `x-svc-local-only: true`, and any other client is refused with 403, so the account can only be claimed from the host itself. Once an administrator exists the request is refused with 409; of two racing requests exactly one wins.
+         * @description Creates the first super administrator of a fresh installation without credentials. Only clients on the host itself are accepted, as marked by `x-svc-local-only: true`: the connection must come from a loopback address that is not a trusted reverse proxy (`--trusted-proxies`), without any forwarding header (`Forwarded`, `X-Forwarded-*`, `X-Real-IP`, `Via` and the like); any other client is refused with 403, so a proxy on the same host cannot hand the account to a remote client. For hosts without a local shell, each control node prints a one-time bootstrap code in its log while no administrator exists; sent in `X-Svc-Bootstrap-Code`, it stands in for the loopback connection (a wrong code answers 403, repeated ones 429). Once an administrator exists the request is refused with 409; of two racing requests exactly one wins.
          */
         post: operations["bootstrapAdmin"];
         delete?: never;
@@ -2623,7 +2623,7 @@ export interface paths {
         put?: never;
         /**
          * Change the calling user's own password
-         * @description Changes the password of the user behind the calling credential after checking `currentPassword`, which is required here (a wrong one answers 403 `invalid_credentials`). The new password must meet the password policy (400 `invalid_body` says why). All sessions of the user are revoked, including the calling one, whose cookies are cleared.
+         * @description Changes the password of the logged-in console user after checking `currentPassword`, which is required here (a wrong one answers 403 `invalid_credentials`). It is for console sessions, as marked by `x-svc-credential: console-session`: an API token is refused with 403 `permission_denied`, so a leaked token can neither change its owner's password nor try passwords through it. A wrong `currentPassword` counts toward the user's and the client address's failed-login counters and is audited (`security.password_change`, outcome `failure`); once they reach the login threshold, changes answer 429 `rate_limited` until the window has passed. The new password must meet the password policy (400 `invalid_body` says why). All sessions of the user are revoked, including the calling one, whose cookies are cleared.
          */
         post: operations["changeOwnPassword"];
         delete?: never;
@@ -6215,7 +6215,7 @@ export interface components {
             /** @description Free text for operators; empty when not set. */
             description: string;
             protocol: components["schemas"]["ChannelProtocol"];
-            /** @description Source URL with any stored credentials masked as `***@`; empty for GB28181 channels. */
+            /** @description Source URL with any stored credentials masked: `***@` where a user name and password were, `name=***` where a user or password parameter of the query or the path was (for example `?user=***&password=***`, or `/user=***&password=***&channel=1` on XM devices); empty for GB28181 channels. */
             sourceUrl: string;
             /** @description Whether source credentials are stored (encrypted; never returned). */
             hasSourceCredentials: boolean;
@@ -6252,6 +6252,8 @@ export interface components {
             hasPtz: boolean;
             /** @description Whether the channel is shared with upstream platforms. */
             isShareChannel: boolean;
+            /** @description Whether the media server may answer the camera's Basic authentication challenge over plain `rtsp://`, which sends the password readable to anyone on the network path. Off by default: only Digest is answered and a camera that offers only Basic fails with an authentication error. */
+            allowBasicAuthOverPlainRtsp: boolean;
             activationState: components["schemas"]["ChannelActivationState"];
             desiredState: components["schemas"]["ChannelDesiredState"];
             actualState: components["schemas"]["ChannelActualState"];
@@ -6329,7 +6331,7 @@ export interface components {
             /** @description Free text for operators. */
             description?: string;
             protocol: components["schemas"]["ChannelProtocol"];
-            /** @description Required for rtsp (rtsp:// or rtsps://); for onvif the device service address (http, https) or a stream URI; empty for gb28181. Credentials in it (user:password@) are encrypted and never returned. */
+            /** @description Required for rtsp (rtsp:// or rtsps://); for onvif the device service address (http, https) or a stream URI; empty for gb28181. Credentials in it (user:password@, and user and password parameters of the query or the path such as `?user=..&password=..` or `/user=..&password=..&channel=1`) are encrypted and never returned. */
             sourceUrl?: string;
             rtspTransport?: components["schemas"]["ChannelRtspTransport"];
             /** @description Virtual host; `__defaultVhost__` when absent. */
@@ -6381,6 +6383,11 @@ export interface components {
              * @default false
              */
             isShareChannel?: boolean;
+            /**
+             * @description Let the media server answer a Basic challenge over plain `rtsp://` (the password travels in clear); off, only Digest is answered.
+             * @default false
+             */
+            allowBasicAuthOverPlainRtsp?: boolean;
             activationState?: components["schemas"]["ChannelActivationState"];
         };
         /** @description Fields of a channel to change; omitted fields keep their value. */
@@ -6390,7 +6397,7 @@ export interface components {
             /** @description Free text for operators. */
             description?: string;
             protocol?: components["schemas"]["ChannelProtocol"];
-            /** @description New source URL; the masked form (`***@`) keeps the stored credentials, a URL without credentials removes them. */
+            /** @description New source URL. The masked form (`***@`, `name=***`) keeps the stored credentials, but only while the scheme, host and port stay the same: a URL on another server needs the credentials sent again, or none (400 `invalid_body`). A URL without credentials removes them. */
             sourceUrl?: string;
             rtspTransport?: components["schemas"]["ChannelRtspTransport"];
             /** @description Virtual host. */
@@ -6421,6 +6428,8 @@ export interface components {
             hasPtz?: boolean;
             /** @description Whether the channel is shared with upstream platforms. */
             isShareChannel?: boolean;
+            /** @description Let the media server answer a Basic challenge over plain `rtsp://`. Turning it on while credentials are stored needs them sent again in `sourceUrl` (400 `invalid_body` otherwise). */
+            allowBasicAuthOverPlainRtsp?: boolean;
         };
         /** @description A start or stop of a channel's stream. Recorded as Pending with the desired-state change; the stream dispatcher turns it into a node command for the media server's agent. */
         StreamCommand: {
@@ -6750,6 +6759,11 @@ export interface components {
             hasPtz?: boolean;
             /** @description Shared switch. */
             isShareChannel?: boolean;
+            /**
+             * @description Basic over plain `rtsp://` allowed.
+             * @default false
+             */
+            allowBasicAuthOverPlainRtsp?: boolean;
         };
         /** @description An import of a transfer document. */
         ChannelImportRequest: {
@@ -12774,7 +12788,10 @@ export interface operations {
     bootstrapAdmin: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The bootstrap code from the control node's log, for a client that is not on the host itself. */
+                "X-Svc-Bootstrap-Code"?: string;
+            };
             path?: never;
             cookie?: never;
         };

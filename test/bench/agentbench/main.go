@@ -82,6 +82,8 @@ func run(outPath string, dur time.Duration, nAgents, inflight int) error {
 	defer os.RemoveAll(dir)
 	cfg := config.Defaults()
 	cfg.NodeID, cfg.DataDir, cfg.HTTPAddr, cfg.RaftAddr, cfg.AgentAddr, cfg.LogLevel = "bench", filepath.Join(dir, "cp"), freeAddr(), freeAddr(), freeAddr(), "error"
+	// The load comes from one address but stands for many hosts and clients.
+	cfg.MaxConnectionsPerClient = 1 << 20
 	ctx := context.Background()
 	// The control node runs in this process: it takes svc's collector floor.
 	defer gcfloor.Start(cfg.GCHeapFloorBytes())()

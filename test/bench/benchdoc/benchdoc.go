@@ -43,6 +43,8 @@ func Node(ctx context.Context, name string, loopbackOnly bool, perms ...string) 
 	}
 	cfg := config.Defaults()
 	cfg.NodeID, cfg.DataDir, cfg.HTTPAddr, cfg.RaftAddr, cfg.LogLevel = "bench", dir, FreeAddr(), FreeAddr(), "error"
+	// The load comes from one address but stands for many hosts and clients.
+	cfg.MaxConnectionsPerClient = 1 << 20
 	if s, err = server.Start(ctx, cfg, zap.NewNop()); err != nil {
 		os.RemoveAll(dir)
 		return nil, "", nil, err

@@ -112,6 +112,8 @@ func startPlatform(ctx context.Context, size int, bin string) (*platform, error)
 		cfg.NodeID, cfg.DataDir, cfg.LogLevel = fmt.Sprintf("n%d", i+1), dir, "error"
 		cfg.HTTPAddr, cfg.RaftAddr, cfg.AgentAddr = benchdoc.FreeAddr(), benchdoc.FreeAddr(), benchdoc.FreeAddr()
 		cfg.Join, cfg.ClusterKeyFile = join, keyFile
+		// The load comes from one address but stands for many hosts and clients.
+		cfg.MaxConnectionsPerClient = 1 << 20
 		s, err := server.Start(ctx, cfg, zap.NewNop())
 		if err != nil {
 			return nil, err
