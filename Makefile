@@ -8,7 +8,7 @@ LDFLAGS := -X $(PKG)/shared/buildinfo.Version=$(VERSION) -X $(PKG)/shared/buildi
 # The whole suite stays well under this on a 2-core machine.
 TEST_TIMEOUT ?= 30m
 
-.PHONY: build run test bench generate vet tidy-check fmt-check contract-docs-check
+.PHONY: build run test bench generate vet tidy-check fmt-check contract-docs-check console console-check
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/svc ./cmd/svc
@@ -17,8 +17,9 @@ build:
 run: build
 	./bin/svc dev
 
-## test: install test dependencies, check formatting, tidiness and vet, run every test with -race
-test: fmt-check tidy-check vet
+## test: install test dependencies, check formatting, tidiness and vet, check that the committed
+## console build matches its sources, run every test with -race
+test: fmt-check tidy-check vet console-check
 	scripts/install-deps.sh test
 	$(GO) test -race -timeout $(TEST_TIMEOUT) ./...
 
@@ -35,6 +36,7 @@ bench:
 	$(GO) run ./test/bench/fanoutbench -out docs/benchmarks.md
 	$(GO) run ./test/bench/latencybench -out docs/benchmarks.md
 	$(GO) run ./test/bench/crashbench -out docs/benchmarks.md
+	$(GO) run ./test/bench/consolebench -out docs/benchmarks.md
 
 ## contract-docs-check: compare api/openapi.yaml with the contract documents it was written
 ## from, which live outside this repository: make contract-docs-check CONTRACT_DOCS=/path/to/spec
@@ -43,9 +45,24 @@ contract-docs-check:
 	@if [ -z "$(CONTRACT_DOCS)" ]; then echo "usage: make contract-docs-check CONTRACT_DOCS=/path/to/spec (the directory holding contract-a.md and operations.tsv)"; exit 2; fi
 	CONTRACT_DOCS="$(abspath $(CONTRACT_DOCS))" $(GO) test -count=1 -tags contractdocs -run 'MatchContractA|MatchTheDocuments' -v ./api/contract/
 
-## generate: regenerate api/contract from api/openapi.yaml
+## generate: regenerate api/contract and the console's permission table from api/openapi.yaml
+## (the console's TypeScript types come with make console)
 generate:
-	$(GO) generate ./api/...
+	$(GO) generate ./api/... ./console/...
+
+## console: rebuild the web console into console/dist (committed, embedded in svc) with Node.js
+console:
+	scripts/install-deps.sh console
+	cd console && npm ci --no-audit --no-fund && npm run generate && npm run build
+
+## console-check: rebuild the console in a scratch directory and fail when the committed
+## console/dist or its generated types differ from what the sources give
+console-check:
+	scripts/install-deps.sh console
+	cd console && npm ci --no-audit --no-fund
+	cd console && npm run --silent check-types || { echo "console/src/api/schema.d.ts is stale: run make console and commit the result"; exit 1; }
+	@cd console && out=$$(mktemp -d) && npx vue-tsc --noEmit -p tsconfig.json && npx vite build --outDir $$out --emptyOutDir --logLevel warn \
+		&& if diff -r $$out dist; then rm -rf $$out; else rm -rf $$out; echo "console/dist differs from its sources: run make console and commit the result"; exit 1; fi
 
 vet:
 	$(GO) vet ./...

@@ -1,8 +1,27 @@
 #!/usr/bin/env bash
 # Installs the Debian packages a make target needs, once, on a fresh Debian
-# machine. Usage: scripts/install-deps.sh test|bench
+# machine. Usage: scripts/install-deps.sh test|bench|console
 # Each package is listed with the test or benchmark that uses it.
 set -euo pipefail
+
+# node_packages names Debian's nodejs and npm when the node or npm command
+# is missing; a Node.js already installed (another packaging of it included)
+# is kept.
+node_packages() {
+  if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+    echo nodejs npm
+  fi
+}
+
+# check_node fails when Node.js is older than the console's build tools
+# need (Vite 8: 20.19 or later).
+check_node() {
+  command -v node >/dev/null 2>&1 || return 0
+  if ! node -e 'const [a,b]=process.versions.node.split(".").map(Number); process.exit(a>20||(a===20&&b>=19)?0:1)'; then
+    echo "Node.js $(node --version) is too old for the console's build (Vite 8 needs 20.19 or later)" >&2
+    exit 1
+  fi
+}
 
 case "${1:-}" in
   test)
@@ -37,17 +56,30 @@ case "${1:-}" in
     # ffmpeg, ffprobe and the GStreamer peer above also serve mediaengine's
     # TestAcceptance* (the whole engine with real publishers, sources and
     # players: mediaengine/acceptance_*_test.go).
+    # chromium: the web console's browser test (test/consolerun
+    # TestConsoleInABrowser drives it with Playwright; node and npm come
+    # from the console mode below).
+    packages+=(chromium)
+    packages+=($(node_packages))
+    ;;
+  console)
+    # Node.js and npm build the web console (make console, and make test's
+    # console-check that rebuilds it and compares with console/dist).
+    packages=($(node_packages))
     ;;
   bench)
+    # chromium (and Node.js): consolebench measures the console's first
+    # load in the browser.
+    packages=(chromium $(node_packages))
     # etcd-server: the store benchmark compares against etcd on loopback.
     # wrk: the load generator of the authentication benchmark.
-    packages=(etcd-server wrk)
+    packages+=(etcd-server wrk)
     # ffmpeg: rtspbench encodes its clip and publishes it into the RTSP server.
     # ffmpeg: fanoutbench encodes its 200 kbps and 2 Mbps clips with it.
     packages+=(ffmpeg)
     ;;
   *)
-    echo "usage: $0 test|bench" >&2
+    echo "usage: $0 test|bench|console" >&2
     exit 2
     ;;
 esac
@@ -56,7 +88,10 @@ missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
+if [ ${#missing[@]} -eq 0 ]; then
+  check_node
+  exit 0
+fi
 
 SUDO=""
 [ "$(id -u)" -ne 0 ] && SUDO="sudo"
@@ -67,3 +102,4 @@ DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recomme
 if [[ " ${missing[*]} " == *" etcd-server "* ]] && command -v systemctl >/dev/null 2>&1; then
   $SUDO systemctl disable --now etcd >/dev/null 2>&1 || true
 fi
+check_node

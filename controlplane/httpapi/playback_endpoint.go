@@ -39,7 +39,11 @@ func playbackError(err error) error {
 
 func caller(ctx context.Context) playback.Caller {
 	id := identity.From(requestContext(ctx))
-	return playback.Caller{TokenID: id.CredentialID, Permissions: id.Permissions, ExpiresAt: id.ExpiresAt}
+	cred := id.CredentialID
+	if id.Kind == identity.KindSession {
+		cred = playback.SessionCredential + cred
+	}
+	return playback.Caller{TokenID: cred, Permissions: id.Permissions, ExpiresAt: id.ExpiresAt}
 }
 
 func protocolNames(in *[]contract.PlaybackProtocol) []string {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -83,6 +84,9 @@ type Deps struct {
 	// (BootstrapCodeHeader); the node prints it while no administrator
 	// exists.
 	BootstrapCode string
+	// Console serves the web console for every GET or HEAD that no route
+	// takes outside the API, internal, health and metrics paths (nil: none).
+	Console http.Handler
 }
 
 // endpoints is the one strict-server implementation, assembled from the
@@ -126,6 +130,10 @@ func NewEngine(d Deps) (*gin.Engine, error) {
 	metrics := NewMetrics(d.Registry)
 	e.Use(withTrace(), accessLog(d.Log, metrics), recovery(d.Log))
 	e.NoRoute(func(c *gin.Context) {
+		if d.Console != nil && consoleRequest(c.Request) {
+			d.Console.ServeHTTP(c.Writer, c.Request)
+			return
+		}
 		abortWithError(c, newError(http.StatusNotFound, "not_found", "no such endpoint"))
 	})
 	e.NoMethod(func(c *gin.Context) {
@@ -213,4 +221,19 @@ func Routes(e *gin.Engine) []system.Route {
 		out = append(out, system.Route{Method: r.Method, Path: r.Path})
 	}
 	return out
+}
+
+// consoleRequest tells a browser's page or asset request from a call to an
+// unknown API path, which keeps its JSON 404.
+func consoleRequest(r *http.Request) bool {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		return false
+	}
+	p := r.URL.Path
+	for _, prefix := range []string{"/api/", "/internal/"} {
+		if strings.HasPrefix(p, prefix) {
+			return false
+		}
+	}
+	return p != "/api" && p != "/internal" && p != "/health" && p != "/metrics"
 }

@@ -115,7 +115,8 @@ func (a *SessionAuth) Authenticate(r *http.Request, _ net.IP) (*identity.Identit
 			return nil, err
 		}
 	}
-	return &identity.Identity{Kind: identity.KindSession, Subject: rs.res.User.UserID, CredentialID: claims.SessionID, Permissions: rs.perms}, nil
+	end := rs.res.Session.ExpiresAt
+	return &identity.Identity{Kind: identity.KindSession, Subject: rs.res.User.UserID, CredentialID: claims.SessionID, Permissions: rs.perms, ExpiresAt: &end}, nil
 }
 
 func (a *SessionAuth) resolve(ctx context.Context, tok string, claims session.AccessClaims, now time.Time) (resolvedSession, error) {

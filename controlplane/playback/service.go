@@ -73,7 +73,11 @@ type Cutter interface {
 	Cut(ctx context.Context, mediaServerID, leaseID string) error
 }
 
-// Caller is the API token asking.
+// SessionCredential prefixes the TokenID of a grant a console session made
+// (the console's live view): its state is the session's, not a token's.
+const SessionCredential = "session:"
+
+// Caller is the API token (or console session) asking.
 type Caller struct {
 	TokenID     string
 	Permissions []string

@@ -221,3 +221,22 @@ func (s *Server) LocalEnrollment(ctx context.Context, nodeID string) (url, code,
 	}
 	return s.Config.AgentURL(), en.Code, pki.Hash(ca.Cert), nil
 }
+
+// runningEngines counts the enrolled media servers and those whose engine
+// runs now, for the readiness check.
+func (s *Server) runningEngines(ctx context.Context) (running, enrolled int, err error) {
+	recs, err := s.agents.nodes.List(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, r := range recs {
+		if r.Status == nodes.StatusRetired || r.Status == nodes.StatusPending {
+			continue
+		}
+		enrolled++
+		if r.Status == nodes.StatusOnline && r.Engine.Process == agentapi.EngineRunning {
+			running++
+		}
+	}
+	return running, enrolled, nil
+}

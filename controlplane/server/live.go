@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/svcplatform/svc/controlplane/account"
@@ -15,6 +16,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/permission"
 	"github.com/svcplatform/svc/controlplane/playback"
 	"github.com/svcplatform/svc/controlplane/rtspauth"
+	"github.com/svcplatform/svc/controlplane/session"
 	"github.com/svcplatform/svc/controlplane/snapshots"
 	"github.com/svcplatform/svc/controlplane/store/revcache"
 	"github.com/svcplatform/svc/controlplane/store/sqlitefsm"
@@ -34,12 +36,12 @@ func (s *Server) startLive(cfg config.Config, keys *keyring.Keyring, tokens *api
 	// The caches of the hooks' answers follow the areas their values come
 	// from, not every write: the hook inbox's own writes leave them warm.
 	st := node.State()
-	tokensRev := areaRevision(st, tokenAreas...)
+	tokensRev := areaRevision(st, append(tokenAreas, session.SessionsPrefix)...)
 	s.RTSPAuth = rtspCreds
 	s.Streams = &streams.Service{Store: node, Reader: node.State(), Channels: s.Channels, NodeID: cfg.NodeID}
 	s.Playback = &playback.Service{Store: node, Reader: node.State(), MACKeys: keys.SubKeys("playback-ticket"),
 		Streams: s.Streams, Media: streams.MediaURLs{Nodes: s.agents.nodes}, Grants: permission.Grants,
-		Tokens: tokenState(tokens, owner, tokensRev), TokensRevision: tokensRev, Cutter: leaseCutter{servers: s.agents.servers}, MaxLinkSeconds: cfg.PlaybackMaxLinkSeconds,
+		Tokens: grantState(tokenState(tokens, owner, tokensRev), s.Sessions), TokensRevision: tokensRev, Cutter: leaseCutter{servers: s.agents.servers}, MaxLinkSeconds: cfg.PlaybackMaxLinkSeconds,
 		Revision: areaRevision(st, playback.LeasesPrefix), Catchup: node.LinearizableBarrier}
 	s.Snapshots = &snapshots.Service{Store: node, Channels: s.Channels, Playback: s.Playback, MACKeys: keys.SubKeys("snapshot-ticket"),
 		Log: s.Log.Named("snapshots")}
@@ -96,6 +98,30 @@ func tokenState(tokens *apitoken.Service, owner ownerFunc, revision func() int64
 			cache.Put(id, rev, ts)
 		}
 		return ts, err
+	}
+}
+
+// grantState answers for the credential behind a playback grant: an API
+// token, or the console session of the live view.
+func grantState(tokens func(ctx context.Context, id string) (playback.TokenState, error), sessions *session.Service) func(ctx context.Context, id string) (playback.TokenState, error) {
+	return func(ctx context.Context, id string) (playback.TokenState, error) {
+		sid, ok := strings.CutPrefix(id, playback.SessionCredential)
+		if !ok {
+			return tokens(ctx, id)
+		}
+		r, err := sessions.Standing(ctx, sid, time.Now())
+		if errors.Is(err, session.ErrSessionEnded) {
+			return playback.TokenState{}, nil
+		}
+		if err != nil {
+			return playback.TokenState{}, err
+		}
+		perms, err := sessions.Accounts.Permissions(ctx, r.User.RoleIDs)
+		if err != nil {
+			return playback.TokenState{}, err
+		}
+		end := r.Session.ExpiresAt
+		return playback.TokenState{Valid: true, ExpiresAt: &end, Permissions: perms}, nil
 	}
 }
 

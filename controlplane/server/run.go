@@ -124,7 +124,7 @@ func run(cfg config.Config, stdout io.Writer, afterStart func(context.Context, *
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "svc control node %s is serving the API at %s (data in %s)\n", cfg.NodeID, cfg.APIURL(), cfg.DataDir)
+	fmt.Fprintf(stdout, "svc control node %s is serving the API and the web console at %s (data in %s)\n", cfg.NodeID, cfg.APIURL(), cfg.DataDir)
 	if afterStart != nil {
 		if err := afterStart(ctx, s); err != nil {
 			s.Shutdown()

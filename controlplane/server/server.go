@@ -190,7 +190,7 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, er
 		Node: node, NodeID: cfg.NodeID, APIURL: cfg.APIURL(), StartedAt: time.Now(), Spec: ops.Spec,
 		Routes: func() []system.Route { return routes() }, Tasks: tasks, Ports: ports(cfg, s.HTTPAddr, node.RaftAddress(), s.agents.agentAddr()),
 		SMTP:             system.SMTP{Host: cfg.SMTPHost, Port: cfg.SMTPPort, From: cfg.SMTPFrom, Username: cfg.SMTPUsername, Password: smtpPassword, StartTLS: cfg.SMTPStartTLS},
-		HistoryRetention: cfg.HistoryRetention, OwnedPrefixes: OwnedPrefixes,
+		HistoryRetention: cfg.HistoryRetention, OwnedPrefixes: OwnedPrefixes, Engines: s.runningEngines,
 	})
 	s.System.RegisterBuiltinTasks()
 	registerAuditRetention(tasks, node, audit.Retention{MaxAge: cfg.AuditRetention, MaxEntries: cfg.AuditMaxEntries})
@@ -226,6 +226,10 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, er
 	tokens := &apitoken.Service{Store: node, Reader: node.State(), Keys: keys, Propagated: node.WaitMembersApplied}
 	rtspCreds := &rtspauth.Service{Store: node, Keys: keys}
 	s.startLive(cfg, keys, tokens, owner, rtspCreds)
+	web, err := newWebConsole(s.agents.nodes)
+	if err != nil {
+		return nil, err
+	}
 	engine, err := httpapi.NewEngine(httpapi.Deps{
 		Ops: ops, Auth: httpapi.Credentials{
 			Tokens: httpapi.APITokenAuth{Reader: node.State(), Owner: owner, Cache: &httpapi.AuthCache{}, InContact: inContact,
@@ -245,7 +249,7 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, er
 		Events: s.Events, Webhooks: s.Webhooks, Dispatcher: s.Dispatcher.Running, Sockets: s.sockets,
 		Nodes: s.agents.nodes, Presence: s.agents.presence, Commands: s.agents.commands, MediaServers: s.agents.servers,
 		Templates: s.agents.templates, Monitor: s.agents.monitor, Authority: s.agents.authority, AgentURL: cfg.AgentURL(),
-		NodeTTL: cfg.NodeHeartbeatTTL, BootstrapCode: s.bootstrapCode,
+		NodeTTL: cfg.NodeHeartbeatTTL, BootstrapCode: s.bootstrapCode, Console: web,
 	})
 	if err != nil {
 		return nil, err

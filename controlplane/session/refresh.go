@@ -145,11 +145,26 @@ func (s *Service) Resolve(ctx context.Context, c AccessClaims, now time.Time) (*
 }
 
 func (s *Service) resolve(ctx context.Context, c AccessClaims, now time.Time) (*Resolved, error) {
-	sess, _, err := s.Get(ctx, c.SessionID)
+	r, err := s.Standing(ctx, c.SessionID, now)
 	if err != nil {
 		return nil, err
 	}
-	if sess == nil || !sess.Live(now) || c.Generation < sess.Generation-1 || c.Generation > sess.Generation {
+	if c.Generation < r.Session.Generation-1 || c.Generation > r.Session.Generation {
+		return nil, ErrSessionEnded
+	}
+	return r, nil
+}
+
+// Standing is a session's state now, for what was granted through it (a
+// playback lease of the console's live view): its live session and active
+// user, or ErrSessionEnded once it was logged out, revoked or expired, or
+// its user changed.
+func (s *Service) Standing(ctx context.Context, sessionID string, now time.Time) (*Resolved, error) {
+	sess, _, err := s.Get(ctx, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	if sess == nil || !sess.Live(now) {
 		return nil, ErrSessionEnded
 	}
 	u, _, err := s.Accounts.User(ctx, sess.UserID)

@@ -191,16 +191,21 @@ func (s *Service) Readiness(ctx context.Context, checkDatabase, checkEngine bool
 
 	if checkEngine {
 		start = time.Now()
-		r, err := s.d.Node.Range(ctx, "/media-servers/", store.RangeOptions{End: store.PrefixEnd("/media-servers/"), CountOnly: true})
+		running, enrolled, err := 0, 0, error(nil)
+		if s.d.Engines != nil {
+			running, enrolled, err = s.d.Engines(ctx)
+		}
 		c := contract.ReadinessCheck{Name: "engine", DurationMs: time.Since(start).Milliseconds()}
 		switch {
 		case err != nil:
 			c.Message = err.Error()
-		case r.Count == 0:
-			c.Message = "no media engine node is registered; enroll a media host first"
+		case enrolled == 0:
+			c.Message = "no media server is enrolled; enroll a media host first"
+		case running == 0:
+			c.Message = fmt.Sprintf("none of the %d enrolled media servers has its engine running", enrolled)
 		default:
 			c.Ok = true
-			c.Message = fmt.Sprintf("%d media engine node(s) registered", r.Count)
+			c.Message = fmt.Sprintf("%d of %d enrolled media servers have their engine running", running, enrolled)
 		}
 		add(c)
 	} else {

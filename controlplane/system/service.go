@@ -80,6 +80,9 @@ type Deps struct {
 	// OwnedPrefixes are the key prefixes this version owns; any other key
 	// is a residue of a removed feature or protocol.
 	OwnedPrefixes []string
+	// Engines counts the media servers whose engine runs now and those
+	// enrolled (not retired), for the readiness check.
+	Engines func(ctx context.Context) (running, enrolled int, err error)
 }
 
 // Service implements the system operations.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/cookiejar"
 	"os"
 	"os/exec"
 	"testing"
@@ -13,6 +14,8 @@ import (
 
 	"go.uber.org/zap/zaptest"
 
+	"github.com/svcplatform/svc/controlplane/account"
+	"github.com/svcplatform/svc/controlplane/audit"
 	"github.com/svcplatform/svc/controlplane/clusterca"
 	"github.com/svcplatform/svc/controlplane/config"
 	"github.com/svcplatform/svc/controlplane/events"
@@ -143,4 +146,61 @@ func fileMode(t *testing.T, path string) os.FileMode {
 		t.Fatal(err)
 	}
 	return fi.Mode().Perm()
+}
+
+// consoleSession is a browser's console login: its cookies and the CSRF
+// token the login answer gave.
+type consoleSession struct {
+	t    *testing.T
+	api  string
+	http *http.Client
+	csrf string
+}
+
+// consoleLogin creates an administrator and logs in as a browser would.
+func consoleLogin(t *testing.T, c *controlNode) *consoleSession {
+	t.Helper()
+	const password = "e2e-console-Pa55word"
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := c.s.Accounts.Bootstrap(ctx, account.Actor{Actor: audit.Actor{Type: "system", ID: "e2e"}}, "admin", password, "e2e administrator"); err != nil {
+		t.Fatal(err)
+	}
+	jar, _ := cookiejar.New(nil)
+	s := &consoleSession{t: t, api: c.api, http: &http.Client{Jar: jar, Timeout: 90 * time.Second}}
+	var body struct{ CsrfToken string }
+	if st, data := s.call("POST", "/api/v2/auth/login", map[string]string{"username": "admin", "password": password}, &body); st != 200 {
+		t.Fatalf("console login: %d %s", st, data)
+	}
+	s.csrf = body.CsrfToken
+	return s
+}
+
+// call sends one JSON request with the session's cookies and CSRF header.
+func (s *consoleSession) call(method, path string, body, out any) (int, []byte) {
+	s.t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequest(method, s.api+path, rd)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if s.csrf != "" {
+		req.Header.Set("X-Svc-Csrf-Token", s.csrf)
+	}
+	resp, err := s.http.Do(req)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	if out != nil && resp.StatusCode < 300 {
+		if err := json.Unmarshal(data, out); err != nil {
+			s.t.Fatalf("%s %s: %d %s: %v", method, path, resp.StatusCode, data, err)
+		}
+	}
+	return resp.StatusCode, data
 }

@@ -378,13 +378,38 @@ func TestLiveFlowEndToEnd(t *testing.T) {
 		op, _ := apitoken.Put(*rec)
 		cp.s.Node.Txn(context.Background(), store.TxnRequest{Then: []store.Op{op}})
 	})
+	// A console session (the web console's live view) leases too: the lease
+	// is that session's alone, and its end cuts the players.
+	sess := consoleLogin(t, cp)
+	var sl lease
+	if st, body := sess.call("POST", "/api/v2/third-party/channels/"+ch.ChannelID+"/playback-lease", map[string]any{"protocols": []string{"http-flv"}}, &sl); st/100 != 2 || len(sl.Sources) != 1 {
+		t.Fatalf("a console session's lease: %d %s", st, body)
+	}
+	if st, _ := be.call("GET", "/api/v2/third-party/playback-leases/"+sl.LeaseID, nil, nil); st != 404 {
+		t.Fatalf("an API token read a console session's lease: %d", st)
+	}
+	if st, body := sess.call("POST", "/api/v2/third-party/playback-leases/"+sl.LeaseID+"/renew", map[string]any{}, nil); st != 200 {
+		t.Fatalf("the session renews its lease: %d %s", st, body)
+	}
+	if r, err := probe(t, sl.Sources[0].URL, 2); err != nil || r.codec != "h264" {
+		t.Fatalf("a console session's lease plays: %+v %v", r, err)
+	}
+	cutWithin("console logout", watch(sl.Sources[0].URL), func() {
+		if st, body := sess.call("POST", "/api/v2/auth/logout", nil, nil); st/100 != 2 {
+			t.Fatalf("logout: %d %s", st, body)
+		}
+	})
+	if _, err := probe(t, sl.Sources[0].URL, 1); err == nil {
+		t.Fatal("a logged-out session's lease still plays")
+	}
+
 	// The players listing shows nothing left of the cut leases.
 	var players struct {
 		Rows []struct{ LeaseID string }
 	}
 	cp.call("GET", "/api/v2/streams/players?mediaServerId=media-1", nil, &players)
 	for _, p := range players.Rows {
-		if p.LeaseID == expiring.LeaseID || p.LeaseID == revoked.LeaseID {
+		if p.LeaseID == expiring.LeaseID || p.LeaseID == revoked.LeaseID || p.LeaseID == sl.LeaseID {
 			t.Fatalf("a cut lease still has a player: %+v", players)
 		}
 	}
