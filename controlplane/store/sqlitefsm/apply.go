@@ -11,6 +11,12 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/svcplatform/svc/controlplane/store"
 )
@@ -64,21 +70,104 @@ type Entry struct {
 // applied index recorded in the database are skipped, which makes
 // re-application after a restart harmless.
 //
-// Any other failure (a SQLite I/O error, a full disk, a failed commit) is
-// local to this replica. Carrying on would leave this replica without
-// entries the others have, so ApplyBatch panics instead: the process
-// restarts and raft applies the entries again.
+// Any other failure (a full disk, a SQLite I/O error, a failed commit) is
+// local to this replica, and skipping the entries would leave it without
+// what the others have. ApplyBatch therefore halts: it rolls the batch back,
+// reports the failure (Stalled), and tries the same batch again with a
+// growing pause until it succeeds, for instance once disk space is freed.
+// Only StopApplying (the node shutting down) ends the wait; the batch's
+// results are then store.ErrClosed and the entries are applied again after
+// the next start, from the raft log.
 func (s *State) ApplyBatch(entries []Entry) []any {
+	wait := haltFirstPause
+	var lastLog time.Time
+	for {
+		results, err := s.tryApply(entries)
+		if err == nil {
+			if failed, since := s.Stalled(); failed != nil {
+				s.stall.Store(nil)
+				s.logger().Info("applying committed entries again after a local failure",
+					zap.Uint64("from", entries[0].Index), zap.Duration("halted", time.Since(since)))
+			}
+			return results
+		}
+		if errors.Is(err, store.ErrClosed) {
+			return closedResults(len(entries))
+		}
+		if failed, _ := s.Stalled(); failed == nil {
+			s.stall.Store(&stall{err: err, since: time.Now()})
+		} else {
+			s.stall.Store(&stall{err: err, since: s.stall.Load().since})
+		}
+		if time.Since(lastLog) >= haltLogEvery {
+			lastLog = time.Now()
+			s.logger().Error("cannot apply committed entries; this node halts applying and retries (nothing is skipped)",
+				zap.Uint64("from", entries[0].Index), zap.Uint64("to", entries[len(entries)-1].Index),
+				zap.Bool("diskFull", IsDiskFull(err)), zap.Error(err))
+		}
+		select {
+		case <-s.stopApplying:
+			return closedResults(len(entries))
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, haltMaxPause)
+	}
+}
+
+// Pauses between attempts of a halted batch, and how often the halt is
+// logged again.
+const (
+	haltFirstPause = 100 * time.Millisecond
+	haltMaxPause   = 2 * time.Second
+	haltLogEvery   = time.Minute
+)
+
+// stall is a local failure that halted applying.
+type stall struct {
+	err   error
+	since time.Time
+}
+
+// Stalled reports the failure that currently halts applying and since when
+// it does; nil when applying works.
+func (s *State) Stalled() (error, time.Time) {
+	if st := s.stall.Load(); st != nil {
+		return st.err, st.since
+	}
+	return nil, time.Time{}
+}
+
+// StopApplying makes a halted ApplyBatch give up instead of retrying, so a
+// shutting-down node is not held by a batch it cannot apply.
+func (s *State) StopApplying() {
+	s.stopOnce.Do(func() { close(s.stopApplying) })
+}
+
+// IsDiskFull reports whether err is SQLite's or the OS's "no space left".
+func IsDiskFull(err error) bool {
+	var se *sqlite.Error
+	if errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_FULL {
+		return true
+	}
+	return errors.Is(err, syscall.ENOSPC)
+}
+
+func closedResults(n int) []any {
+	out := make([]any, n)
+	for i := range out {
+		out[i] = store.ErrClosed
+	}
+	return out
+}
+
+// tryApply is one attempt at a batch.
+func (s *State) tryApply(entries []Entry) ([]any, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.wdb == nil {
-		panic("sqlitefsm: apply on a closed state")
+		return nil, store.ErrClosed
 	}
-	results, err := s.applyBatch(entries)
-	if err != nil {
-		panic(fmt.Sprintf("sqlitefsm: cannot apply committed entries %d..%d: %v", entries[0].Index, entries[len(entries)-1].Index, err))
-	}
-	return results
+	return s.applyBatch(entries)
 }
 
 func (s *State) applyBatch(entries []Entry) ([]any, error) {

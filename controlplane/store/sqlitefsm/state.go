@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"go.uber.org/zap"
 	_ "modernc.org/sqlite" // registers the pure-Go "sqlite" driver
 
 	"github.com/svcplatform/svc/controlplane/store"
@@ -43,6 +44,21 @@ type State struct {
 
 	notifyMu sync.Mutex
 	notify   chan struct{} // closed and replaced after every applied batch
+
+	log          atomic.Pointer[zap.Logger]
+	stall        atomic.Pointer[stall]
+	stopApplying chan struct{}
+	stopOnce     sync.Once
+}
+
+// SetLogger sets where a halted apply reports itself.
+func (s *State) SetLogger(l *zap.Logger) { s.log.Store(l) }
+
+func (s *State) logger() *zap.Logger {
+	if l := s.log.Load(); l != nil {
+		return l
+	}
+	return zap.NewNop()
 }
 
 // Open opens (creating if needed) the state database at path with the given
@@ -69,7 +85,7 @@ func Open(path string, specs []IndexSpec) (*State, error) {
 	if err := os.Chmod(path, 0o600); err != nil {
 		return nil, err
 	}
-	s := &State{path: path, specs: sorted, notify: make(chan struct{})}
+	s := &State{path: path, specs: sorted, notify: make(chan struct{}), stopApplying: make(chan struct{})}
 	if err := s.open(); err != nil {
 		return nil, err
 	}
@@ -225,6 +241,7 @@ func (s *State) loadMeta() error {
 
 // Close releases the database handles.
 func (s *State) Close() error {
+	s.StopApplying()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.closeHandles()

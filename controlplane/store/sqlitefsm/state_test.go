@@ -469,33 +469,98 @@ func TestSnapshotRestore(t *testing.T) {
 // (a trigger only this replica has): the state machine must not report the
 // entry as failed and move on, because the other replicas applied it; it
 // halts, and the state is unchanged.
+// A local failure (here a trigger; in production a full disk) halts the
+// batch: nothing of it is applied or skipped, the failure is reported, and
+// the same batch is applied once the failure is gone.
 func TestLocalWriteFailureHaltsInsteadOfSkipping(t *testing.T) {
 	h := newHarness(t)
 	db, err := sql.Open("sqlite", "file:"+h.s.Path())
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer db.Close()
 	if _, err := db.Exec(`CREATE TRIGGER boom BEFORE INSERT ON kv WHEN NEW.key = '/boom' BEGIN SELECT RAISE(ABORT, 'boom'); END`); err != nil {
 		t.Fatal(err)
 	}
-	db.Close()
 	enc := func(req store.TxnRequest) []byte {
 		b, _ := Command{Kind: CommandTxn, Txn: &req}.Encode()
 		return b
 	}
-	defer func() {
-		r := recover()
-		if r == nil || !strings.Contains(fmt.Sprint(r), "boom") {
-			t.Fatalf("recovered %v, want a halt naming the failure", r)
-		}
-		if h.get("/a") != nil || h.get("/ok") != nil || h.s.Revision() != 0 || h.s.AppliedIndex() != 0 {
-			t.Fatalf("state changed by a failed batch: rev=%d idx=%d", h.s.Revision(), h.s.AppliedIndex())
-		}
+	done := make(chan []any, 1)
+	go func() {
+		done <- h.s.ApplyBatch([]Entry{
+			{Index: 1, Data: enc(store.TxnRequest{Then: []store.Op{store.Put("/a", []byte("1"))}})},
+			{Index: 2, Data: enc(store.TxnRequest{Then: []store.Op{store.Put("/ok", []byte("2")), store.Put("/boom", []byte("3"))}})},
+		})
 	}()
-	h.s.ApplyBatch([]Entry{
-		{Index: 1, Data: enc(store.TxnRequest{Then: []store.Op{store.Put("/a", []byte("1"))}})},
-		{Index: 2, Data: enc(store.TxnRequest{Then: []store.Op{store.Put("/ok", []byte("2")), store.Put("/boom", []byte("3"))}})},
-	})
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if failed, _ := h.s.Stalled(); failed != nil {
+			if !strings.Contains(failed.Error(), "boom") {
+				t.Fatalf("stalled on %v, want the failure named", failed)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the failing batch was not reported as stalled")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	select {
+	case <-done:
+		t.Fatal("ApplyBatch returned while its batch cannot be applied")
+	case <-time.After(300 * time.Millisecond):
+	}
+	if h.get("/a") != nil || h.get("/ok") != nil || h.s.Revision() != 0 || h.s.AppliedIndex() != 0 {
+		t.Fatalf("state changed by a failed batch: rev=%d idx=%d", h.s.Revision(), h.s.AppliedIndex())
+	}
+	if _, err := db.Exec(`DROP TRIGGER boom`); err != nil {
+		t.Fatal(err)
+	}
+	var results []any
+	select {
+	case results = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the batch was not applied after the failure went away")
+	}
+	if _, ok := results[1].(*store.TxnResponse); !ok {
+		t.Fatalf("result %v", results[1])
+	}
+	if h.get("/boom") == nil || h.s.AppliedIndex() != 2 || h.s.Revision() != 2 {
+		t.Fatalf("after resuming: rev=%d idx=%d", h.s.Revision(), h.s.AppliedIndex())
+	}
+	if failed, _ := h.s.Stalled(); failed != nil {
+		t.Fatalf("still reported stalled: %v", failed)
+	}
+}
+
+// StopApplying releases a halted batch with store.ErrClosed results.
+func TestStopApplyingReleasesAHaltedBatch(t *testing.T) {
+	h := newHarness(t)
+	db, err := sql.Open("sqlite", "file:"+h.s.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`CREATE TRIGGER boom BEFORE INSERT ON kv BEGIN SELECT RAISE(ABORT, 'boom'); END`); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := Command{Kind: CommandTxn, Txn: &store.TxnRequest{Then: []store.Op{store.Put("/a", []byte("1"))}}}.Encode()
+	done := make(chan []any, 1)
+	go func() { done <- h.s.ApplyBatch([]Entry{{Index: 1, Data: b}}) }()
+	time.Sleep(200 * time.Millisecond)
+	h.s.StopApplying()
+	select {
+	case r := <-done:
+		if !errors.Is(r[0].(error), store.ErrClosed) {
+			t.Fatalf("result %v", r[0])
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("StopApplying did not release the halted batch")
+	}
+	if h.s.AppliedIndex() != 0 {
+		t.Fatal("entry recorded as applied")
+	}
 }
 
 func TestDatabaseFilesArePrivate(t *testing.T) {
