@@ -65,7 +65,7 @@ type StorageStatus struct {
 	// SegmentBytes is the raft log's segment size.
 	SegmentBytes int `json:"segmentBytes"`
 	// Full is set while writes are refused for lack of space.
-	Full bool `json:"full"`
+	Full bool   `json:"full"`
 	Err  string `json:"error,omitempty"`
 }
 

@@ -20,6 +20,11 @@ type cpuUse struct {
 	Machine float64 // all processes on the machine (user+system+irq+steal)
 	IOWait  float64 // machine-wide iowait
 	Cores   int
+	// SelfWrite and ServerWrite are the bytes this process and the server
+	// process sent to storage in the window (write_bytes of /proc/PID/io:
+	// pages dirtied in the page cache, so a page written and synced again
+	// counts again, as the device sees it).
+	SelfWrite, ServerWrite int64
 }
 
 type cpuSample struct {
@@ -30,6 +35,8 @@ type cpuSample struct {
 	iowait  float64 // ticks
 	cores   int
 	okProcs bool
+	// write_bytes of this process and of the server process
+	selfWrite, serverWrite int64
 }
 
 func sampleCPU(pid int) cpuSample {
@@ -38,8 +45,10 @@ func sampleCPU(pid int) cpuSample {
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err == nil {
 		s.self = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 	}
+	s.selfWrite = procWriteBytes("self")
 	if pid > 0 {
 		s.server = procTicks(pid)
+		s.serverWrite = procWriteBytes(strconv.Itoa(pid))
 	}
 	b, err := os.ReadFile("/proc/stat")
 	if err != nil {
@@ -87,6 +96,21 @@ func procTicks(pid int) float64 {
 	return u + st
 }
 
+// procWriteBytes is write_bytes of /proc/<pid>/io (pid may be "self").
+func procWriteBytes(pid string) int64 {
+	b, err := os.ReadFile("/proc/" + pid + "/io")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "write_bytes: "); ok {
+			n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
 // measureWindow samples CPU use and raft metrics from from to to.
 func measureWindow(ctx context.Context, from, to time.Time, pid int) (cpuUse, map[string]sampleStat) {
 	if !sleepUntil(ctx, from) {
@@ -108,6 +132,9 @@ func measureWindow(ctx context.Context, from, to time.Time, pid int) (cpuUse, ma
 		Machine: (b.busy - a.busy) / userHZ / wall,
 		IOWait:  (b.iowait - a.iowait) / userHZ / wall,
 		Cores:   b.cores,
+
+		SelfWrite:   b.selfWrite - a.selfWrite,
+		ServerWrite: b.serverWrite - a.serverWrite,
 	}, stats
 }
 

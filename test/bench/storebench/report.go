@@ -56,20 +56,41 @@ func (r *report) rows() [][]string {
 	var rows [][]string
 	for _, res := range r.Results {
 		if res.Failed != "" {
-			rows = append(rows, []string{r.caseLabel(res.Case), strconv.Itoa(res.Writers), "failed", "-", "-", "-"})
+			rows = append(rows, []string{r.caseLabel(res.Case), strconv.Itoa(res.Writers), "failed", "-", "-", "-", "-"})
 			continue
 		}
 		rows = append(rows, []string{
 			r.caseLabel(res.Case), strconv.Itoa(res.Writers),
 			fmt.Sprintf("%.0f", res.putsPerSec()),
 			fmt.Sprintf("%.2f", ms(res.P50)), fmt.Sprintf("%.2f", ms(res.P99)),
-			strconv.Itoa(res.Errors),
+			strconv.Itoa(res.Errors), res.writtenPerPut(),
 		})
 	}
 	return rows
 }
 
-var header = []string{"case", "writers", "puts/s", "p50 ms", "p99 ms", "errors"}
+var header = []string{"case", "writers", "puts/s", "p50 ms", "p99 ms", "errors", "bytes written per put"}
+
+// writtenPerPut is what the serving process wrote to storage per put in the
+// measured window ("-" when it could not be measured).
+func (r result) writtenPerPut() string {
+	if !r.CPU.Valid || r.Ops == 0 {
+		return "-"
+	}
+	return strconv.FormatInt(r.bytesPerPut(), 10)
+}
+
+// bytesPerPut counts the store's own process, or etcd's.
+func (r result) bytesPerPut() int64 {
+	if r.Ops == 0 {
+		return 0
+	}
+	w := r.CPU.SelfWrite
+	if r.Case == "etcd" {
+		w = r.CPU.ServerWrite
+	}
+	return w / int64(r.Ops)
+}
 
 func (r *report) textTable() string {
 	rows := append([][]string{header}, r.rows()...)
@@ -132,7 +153,7 @@ func (r *report) markdown() string {
 		valueSize, keysPerWrt, os.TempDir(), r.Duration)
 	fmt.Fprintln(&b)
 	fmt.Fprintln(&b, "| "+strings.Join(header, " | ")+" |")
-	fmt.Fprintln(&b, "|---|--:|--:|--:|--:|--:|")
+	fmt.Fprintln(&b, "|---|--:|--:|--:|--:|--:|--:|")
 	for _, row := range r.rows() {
 		fmt.Fprintln(&b, "| "+strings.Join(row, " | ")+" |")
 	}
