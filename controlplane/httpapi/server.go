@@ -111,7 +111,7 @@ func NewEngine(d Deps) (*gin.Engine, error) {
 		return nil, fmt.Errorf("trusted proxies: %w", err)
 	}
 	metrics := NewMetrics(d.Registry)
-	e.Use(withTrace(), accessLog(d.Log, metrics), recovery(d.Log))
+	e.Use(withTrace(), staleMark(d.Node.InContact), accessLog(d.Log, metrics), recovery(d.Log))
 	e.NoRoute(func(c *gin.Context) {
 		abortWithError(c, newError(http.StatusNotFound, "not_found", "no such endpoint"))
 	})

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -70,4 +71,26 @@ func LockDataDir(dir string) (release func() error, err error) {
 func (l *dirLock) release() error {
 	unix.Flock(int(l.f.Fd()), unix.LOCK_UN)
 	return l.f.Close()
+}
+
+// storeFiles are the data directory's entries that hold this node's copy of
+// the replicated state; everything else (the cluster key above all) stays.
+var storeFiles = []string{"raft", "state.db", "state.db-wal", "state.db-shm"}
+
+// MoveAside moves this node's raft log, snapshots and state database out of
+// the way into a new directory inside dataDir, named after the time, and
+// returns that directory. The node then starts as a new member with no
+// state. The caller holds the data directory's lock (LockDataDir).
+func MoveAside(dataDir string, now time.Time) (string, error) {
+	aside := filepath.Join(dataDir, "unreadable-"+now.UTC().Format("20060102T150405Z"))
+	if err := os.Mkdir(aside, 0o700); err != nil {
+		return "", err
+	}
+	for _, name := range storeFiles {
+		err := os.Rename(filepath.Join(dataDir, name), filepath.Join(aside, name))
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return aside, err
+		}
+	}
+	return aside, nil
 }
