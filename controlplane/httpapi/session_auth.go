@@ -75,7 +75,7 @@ type SessionAuth struct {
 	// Fresh: see APITokenAuth.Fresh.
 	Fresh func() bool
 	Now   func() time.Time
-	cache       revcache.Cache[resolvedSession]
+	cache revcache.Cache[resolvedSession]
 }
 
 type resolvedSession struct {
