@@ -1,30 +1,56 @@
 package sqlitefsm
 
 import (
+	"context"
 	"database/sql"
 	"encoding/binary"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
 // checkpointer copies WAL frames into the database file from its own
 // connection, so the apply goroutine's commits never wait for a checkpoint.
-// It runs only PASSIVE checkpoints, which never block the writer or readers
-// (a TRUNCATE would block new writers while it waits for readers), once
-// walCheckpointFrames frames wait to be copied. SQLite restarts the WAL from
-// its beginning by itself once every frame is checkpointed and no reader
-// still uses it, so the WAL file keeps its size: its size says nothing about
-// the frames waiting, which the WAL index header does (see pendingFrames).
+// It runs PASSIVE checkpoints, which never block the writer or readers, once
+// walCheckpointBytes wait to be copied. SQLite restarts the WAL from its
+// beginning by itself once every frame is checkpointed and no reader still
+// uses it, and journal_size_limit then cuts the file back to walKeepBytes;
+// the WAL file's size says nothing about the frames waiting, which the WAL
+// index header does (see walFrames).
+//
+// Under sustained writes with readers always present, the WAL never starts
+// over (a reader always uses it) and would grow without bound, however well
+// passive checkpoints keep up. Once it holds walRestartBytes the
+// checkpointer raises tooBig, and the apply goroutine runs a RESTART
+// checkpoint itself before its next batch: it waits (up to the writer's
+// busy timeout) for readers to move to the newest snapshot, copies every
+// frame, and its next write starts the WAL over. The writer is slowed for
+// that moment rather than the WAL growing. (A RESTART from the
+// checkpointer's own connection would wait for the write lock, which the
+// apply goroutine takes again at once after each commit.)
 type checkpointer struct {
-	db   *sql.DB
-	done chan struct{}
-	wg   sync.WaitGroup
+	db       *sql.DB
+	conn     *sql.Conn
+	pageSize int
+	// checkpointAt and restartAt are walCheckpointBytes and
+	// walRestartBytes when the checkpointer started.
+	checkpointAt, restartAt int64
+	tooBig                  atomic.Bool
+	done                    chan struct{}
+	wg                      sync.WaitGroup
 }
 
 const (
-	checkpointEvery     = 250 * time.Millisecond
-	walCheckpointFrames = 1024 // 4 MiB of 4 KiB pages
+	checkpointEvery = 50 * time.Millisecond
+	walKeepBytes    = 8 << 20
+)
+
+// The WAL sizes that start a passive checkpoint and a restart (variables
+// so that a test can make them small).
+var (
+	walCheckpointBytes int64 = 4 << 20
+	walRestartBytes    int64 = 32 << 20
 )
 
 func startCheckpointer(path string) (*checkpointer, error) {
@@ -33,7 +59,15 @@ func startCheckpointer(path string) (*checkpointer, error) {
 		return nil, err
 	}
 	db.SetMaxOpenConns(1)
-	c := &checkpointer{db: db, done: make(chan struct{})}
+	conn, err := db.Conn(context.Background())
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	c := &checkpointer{db: db, conn: conn, done: make(chan struct{}), checkpointAt: walCheckpointBytes, restartAt: walRestartBytes}
+	if err := conn.QueryRowContext(context.Background(), "PRAGMA page_size").Scan(&c.pageSize); err != nil || c.pageSize <= 0 {
+		c.pageSize = 4096
+	}
 	c.wg.Add(1)
 	go c.loop(path)
 	return c, nil
@@ -43,46 +77,83 @@ func (c *checkpointer) loop(path string) {
 	defer c.wg.Done()
 	t := time.NewTicker(checkpointEvery)
 	defer t.Stop()
+	ctx := context.Background()
 	for {
 		select {
 		case <-c.done:
 			return
 		case <-t.C:
 		}
-		if n, err := pendingFrames(path + "-shm"); err == nil && n < walCheckpointFrames {
-			continue
+		total, pending, err := walFrames(path + "-shm")
+		if err == nil {
+			c.tooBig.Store(int64(total)*int64(c.pageSize) >= c.restartAt)
 		}
-		// A busy or partial checkpoint is simply retried at the next tick.
-		c.db.Exec("PRAGMA wal_checkpoint(PASSIVE)")
+		switch {
+		case err == nil && int64(pending)*int64(c.pageSize) < c.checkpointAt:
+			continue
+		default:
+			// A busy or partial checkpoint is simply retried at the next tick.
+			c.conn.ExecContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)")
+		}
 	}
 }
+
+// restartIfTooBig runs, on the writer's connection and outside a
+// transaction, the RESTART checkpoint the checkpointer asked for. A passive
+// checkpoint running at that moment makes it answer busy at once; it is
+// tried again shortly, so the writer waits a little rather than going on.
+func (c *checkpointer) restartIfTooBig(wdb *sql.DB) {
+	if !c.tooBig.Load() {
+		return
+	}
+	for try := 0; try < restartTries; try++ {
+		var busy, frames, copied int
+		if err := wdb.QueryRow("PRAGMA wal_checkpoint(RESTART)").Scan(&busy, &frames, &copied); err != nil {
+			return // a failing checkpoint is the apply's own failure to report
+		}
+		if busy == 0 {
+			c.tooBig.Store(false)
+			return
+		}
+		time.Sleep(restartPause)
+	}
+}
+
+// How often, and how far apart, the writer tries its RESTART checkpoint
+// while a passive one is running.
+const (
+	restartTries = 100
+	restartPause = 5 * time.Millisecond
+)
 
 func (c *checkpointer) stop() error {
 	close(c.done)
 	c.wg.Wait()
+	c.conn.Close()
 	return c.db.Close()
 }
 
-// pendingFrames reads how many WAL frames are not yet copied into the
-// database: mxFrame minus nBackfill of the WAL index in the -shm file
-// (https://www.sqlite.org/walformat.html, "the WAL-index header" and "the
-// checkpoint information"; both are 32-bit words in the host's byte order,
-// little-endian on the platforms we build for). The read is not locked, so
+// walFrames reads how many frames the WAL holds (mxFrame of the WAL index
+// in the -shm file) and how many of them are not yet copied into the
+// database (mxFrame minus nBackfill); see
+// https://www.sqlite.org/walformat.html, "the WAL-index header" and "the
+// checkpoint information". Both are 32-bit words in the host's byte order,
+// little-endian on the platforms we build for. The read is not locked, so
 // the answer may be a moment old; it only decides when to checkpoint.
-func pendingFrames(shm string) (uint32, error) {
+func walFrames(shm string) (total, pending uint32, err error) {
 	f, err := os.Open(shm)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer f.Close()
 	var hdr [100]byte
 	if _, err := f.ReadAt(hdr[:], 0); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	mxFrame := binary.LittleEndian.Uint32(hdr[16:20])
 	nBackfill := binary.LittleEndian.Uint32(hdr[96:100])
 	if nBackfill > mxFrame {
-		return 0, nil // the WAL was just restarted
+		return mxFrame, 0, nil // the WAL was just restarted
 	}
-	return mxFrame - nBackfill, nil
+	return mxFrame, mxFrame - nBackfill, nil
 }

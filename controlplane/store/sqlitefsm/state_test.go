@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -582,14 +583,14 @@ func TestDatabaseFilesArePrivate(t *testing.T) {
 func TestPendingFramesFollowTheWAL(t *testing.T) {
 	h := newHarness(t)
 	shm := h.s.Path() + "-shm"
-	before, err := pendingFrames(shm)
+	_, before, err := walFrames(shm)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < 20; i++ {
 		h.txn(store.TxnRequest{Then: []store.Op{store.Put(fmt.Sprintf("/f/%d", i), bytes.Repeat([]byte("x"), 8000))}})
 	}
-	after, err := pendingFrames(shm)
+	_, after, err := walFrames(shm)
 	if err != nil || after < before+20 {
 		t.Fatalf("pending frames %d -> %d after 20 commits of 8 KB (%v)", before, after, err)
 	}
@@ -601,7 +602,7 @@ func TestPendingFramesFollowTheWAL(t *testing.T) {
 	if _, err := db.Exec("PRAGMA wal_checkpoint(PASSIVE)"); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := pendingFrames(shm); err != nil || n != 0 {
+	if _, n, err := walFrames(shm); err != nil || n != 0 {
 		t.Fatalf("pending frames after a checkpoint = %d (%v)", n, err)
 	}
 }
@@ -669,4 +670,55 @@ func TestComparedKeysArePutOnWhatTheCompareRead(t *testing.T) {
 	if kv := h.get("/k"); kv.Version != 2 || string(kv.Value) != "v4" {
 		t.Fatalf("/k after else = %+v", kv)
 	}
+}
+
+// Under sustained writes with a reader always present, passive checkpoints
+// alone never let the WAL start over; the checkpointer then holds writers
+// off for a moment instead, so the WAL stays bounded.
+func TestWALStaysBoundedUnderSustainedWrites(t *testing.T) {
+	c, r := walCheckpointBytes, walRestartBytes
+	t.Cleanup(func() { walCheckpointBytes, walRestartBytes = c, r })
+	walCheckpointBytes, walRestartBytes = 1<<20, 4<<20
+	h := newHarness(t)
+	stop := make(chan struct{})
+	var readers sync.WaitGroup
+	for r := 0; r < 2; r++ {
+		readers.Add(1)
+		go func(r int) {
+			defer readers.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				h.s.ReadTx(context.Background(), func(tx *sql.Tx, _ int64) error {
+					time.Sleep(time.Duration(3+r) * time.Millisecond)
+					return nil
+				})
+			}
+		}(r)
+	}
+	value := bytes.Repeat([]byte("w"), 3000)
+	var largest int64
+	for b := 0; b < 300; b++ {
+		var es []Entry
+		for j := 0; j < 20; j++ {
+			req := store.TxnRequest{Then: []store.Op{store.Put(fmt.Sprintf("/w/%04d", (b*20+j)%5000), value)}}
+			d, _ := Command{Kind: CommandTxn, Txn: &req}.Encode()
+			h.index++
+			es = append(es, Entry{Index: h.index, Data: d})
+		}
+		h.s.ApplyBatch(es)
+		if _, wal := h.s.FileSizes(); wal > largest {
+			largest = wal
+		}
+	}
+	close(stop)
+	readers.Wait()
+	// About 35 MB went through the WAL.
+	if bound := 3 * walRestartBytes; largest > bound {
+		t.Fatalf("the WAL grew to %d MiB under sustained writes (bound %d MiB)", largest>>20, bound>>20)
+	}
+	t.Logf("largest WAL %d MiB", largest>>20)
 }
