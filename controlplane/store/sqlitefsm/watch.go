@@ -74,4 +74,3 @@ func (s *State) Watch(ctx context.Context, prefix string, from int64) <-chan sto
 	}()
 	return out
 }
-
