@@ -105,4 +105,3 @@ func diskUsage(dir string) (allocated, size int64) {
 	})
 	return allocated, size
 }
-
