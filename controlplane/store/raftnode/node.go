@@ -145,6 +145,7 @@ func Open(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	n.state.SetLogger(n.log)
+	n.state.SetWALLimit(n.storage.walLimit())
 	hlog := logging.HCLog(cfg.Logger, "raft")
 	// raft-wal closes its meta store only once it opened; the node closes
 	// it too, for an open that failed half-way (closing twice is harmless).

@@ -55,6 +55,13 @@ func autoReserve(total uint64) uint64 {
 	return min(max(total/reserveShare, minReserve), maxReserve)
 }
 
+// walLimit bounds the state database's WAL on this volume: 1/16 of it,
+// between 4 and 32 MiB, so that on a small volume the WAL does not eat
+// the room the reserve keeps.
+func (g *storageGuard) walLimit() int64 {
+	return int64(min(max(g.total/16, 4<<20), 32<<20))
+}
+
 // StorageStatus is what the storage guard last saw.
 type StorageStatus struct {
 	Dir        string `json:"dir"`

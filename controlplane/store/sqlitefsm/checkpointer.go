@@ -33,9 +33,9 @@ type checkpointer struct {
 	db       *sql.DB
 	conn     *sql.Conn
 	pageSize int
-	// checkpointAt and restartAt are walCheckpointBytes and
-	// walRestartBytes when the checkpointer started.
-	checkpointAt, restartAt int64
+	// checkpointAt and restartAt start as walCheckpointBytes and
+	// walRestartBytes; SetWALLimit scales them to the volume.
+	checkpointAt, restartAt atomic.Int64
 	tooBig                  atomic.Bool
 	done                    chan struct{}
 	wg                      sync.WaitGroup
@@ -64,7 +64,9 @@ func startCheckpointer(path string) (*checkpointer, error) {
 		db.Close()
 		return nil, err
 	}
-	c := &checkpointer{db: db, conn: conn, done: make(chan struct{}), checkpointAt: walCheckpointBytes, restartAt: walRestartBytes}
+	c := &checkpointer{db: db, conn: conn, done: make(chan struct{})}
+	c.checkpointAt.Store(walCheckpointBytes)
+	c.restartAt.Store(walRestartBytes)
 	if err := conn.QueryRowContext(context.Background(), "PRAGMA page_size").Scan(&c.pageSize); err != nil || c.pageSize <= 0 {
 		c.pageSize = 4096
 	}
@@ -78,6 +80,8 @@ func (c *checkpointer) loop(path string) {
 	t := time.NewTicker(checkpointEvery)
 	defer t.Stop()
 	ctx := context.Background()
+	var lastTotal uint32
+	var sameSince time.Time
 	for {
 		select {
 		case <-c.done:
@@ -85,17 +89,36 @@ func (c *checkpointer) loop(path string) {
 		case <-t.C:
 		}
 		total, pending, err := walFrames(path + "-shm")
-		if err == nil {
-			c.tooBig.Store(int64(total)*int64(c.pageSize) >= c.restartAt)
+		if err != nil {
+			continue
+		}
+		c.tooBig.Store(int64(total)*int64(c.pageSize) >= c.restartAt.Load())
+		if total != lastTotal {
+			lastTotal, sameSince = total, time.Now()
 		}
 		switch {
-		case err == nil && int64(pending)*int64(c.pageSize) < c.checkpointAt:
-			continue
-		default:
+		case int64(pending)*int64(c.pageSize) >= c.checkpointAt.Load():
 			// A busy or partial checkpoint is simply retried at the next tick.
 			c.conn.ExecContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)")
+		case total > 0 && time.Since(sameSince) >= idleTruncate:
+			// Nothing was written for a while: copy what is left and give
+			// the WAL file's space back, which only a write would do
+			// otherwise. A node that refuses writes for lack of space
+			// gets it back this way. Busy (a reader) is tried again later.
+			c.conn.ExecContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)")
 		}
 	}
+}
+
+// idleTruncate is how long the WAL must go without new frames before the
+// checkpointer empties its file.
+const idleTruncate = time.Second
+
+// setLimit makes restart the WAL size that holds writers off for a
+// restart, with passive checkpoints from an eighth of it.
+func (c *checkpointer) setLimit(restart int64) {
+	c.restartAt.Store(restart)
+	c.checkpointAt.Store(max(restart/8, 256<<10))
 }
 
 // restartIfTooBig runs, on the writer's connection and outside a

@@ -46,10 +46,26 @@ type State struct {
 	notifyMu sync.Mutex
 	notify   chan struct{} // closed and replaced after every applied batch
 
+	walLimit     atomic.Int64
 	log          atomic.Pointer[zap.Logger]
 	stall        atomic.Pointer[stall]
 	stopApplying chan struct{}
 	stopOnce     sync.Once
+}
+
+// SetWALLimit bounds the WAL: past limit bytes the writer waits for a
+// checkpoint that lets the WAL start over (see checkpointer). A node on a
+// small volume sets it from the volume's size; the default is 32 MiB.
+func (s *State) SetWALLimit(limit int64) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	s.walLimit.Store(limit)
+	if s.ckpt != nil {
+		s.ckpt.setLimit(limit)
+	}
+	if s.wdb != nil {
+		s.wdb.Exec(fmt.Sprintf("PRAGMA journal_size_limit=%d", min(limit/4, walKeepBytes)))
+	}
 }
 
 // SetLogger sets where a halted apply reports itself.
@@ -193,6 +209,11 @@ func (s *State) open() error {
 	if s.ckpt, err = startCheckpointer(s.path); err != nil {
 		s.closeHandles()
 		return err
+	}
+	if limit := s.walLimit.Load(); limit > 0 {
+		// A restore reopens the database: keep the node's limit.
+		s.ckpt.setLimit(limit)
+		s.wdb.Exec(fmt.Sprintf("PRAGMA journal_size_limit=%d", min(limit/4, walKeepBytes)))
 	}
 	return s.loadMeta()
 }
