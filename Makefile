@@ -8,7 +8,7 @@ LDFLAGS := -X $(PKG)/shared/buildinfo.Version=$(VERSION) -X $(PKG)/shared/buildi
 # The whole suite stays well under this on a 2-core machine.
 TEST_TIMEOUT ?= 30m
 
-.PHONY: build run test bench generate vet tidy-check fmt-check
+.PHONY: build run test bench soak generate vet tidy-check fmt-check
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/svc ./cmd/svc
@@ -34,6 +34,13 @@ bench:
 	$(GO) run ./test/bench/leasebench -out docs/benchmarks.md
 	$(GO) run ./test/bench/fanoutbench -out docs/benchmarks.md
 	$(GO) run ./test/bench/latencybench -out docs/benchmarks.md
+
+## soak: the long variant of the store's fault suite (test/faults repeats each
+## fault many times; the raft leader-kill and suffix-truncation tests run 5 times)
+soak:
+	scripts/install-deps.sh test
+	SVC_SOAK=1 $(GO) test -race -count=1 -timeout 90m ./test/faults/
+	$(GO) test -race -count=5 -timeout 60m -run 'TestLeaderKilledWhileClientsWrite|TestRestartAfterSuffixTruncation' ./controlplane/store/raftnode/
 
 ## generate: regenerate api/contract from api/openapi.yaml
 generate:

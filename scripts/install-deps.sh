@@ -24,6 +24,8 @@ case "${1:-}" in
     # tuning tests (agent/hosttune TestApplyInNetworkNamespace, test/e2e
     # TestHostTuningThroughAgentInNetworkNamespace).
     # iproute2: ip link set lo up inside that namespace (test/e2e).
+    # util-linux also gives unshare --mount to the fault suite (test/faults),
+    # whose disk-full tests mount small tmpfs volumes in a private namespace.
     packages+=(systemd util-linux iproute2)
     # ffmpeg (ffprobe) also serves mediaengine's TestOutputsPlayInFFprobe,
     # which reads every output of the engine (HTTP-FLV, HTTP-fMP4, HLS).
