@@ -21,9 +21,10 @@ type cpuUse struct {
 	IOWait  float64 // machine-wide iowait
 	Cores   int
 	// SelfWrite and ServerWrite are the bytes this process and the server
-	// process sent to storage in the window (write_bytes of /proc/PID/io:
-	// pages dirtied in the page cache, so a page written and synced again
-	// counts again, as the device sees it).
+	// process handed to write system calls in the window (wchar of
+	// /proc/PID/io). write_bytes, the page-cache accounting, is no measure
+	// on kernels whose page cache uses large folios (ext4 on Linux 6.x):
+	// a 24-byte write into a clean 2 MiB folio counts 2 MiB.
 	SelfWrite, ServerWrite int64
 }
 
@@ -96,14 +97,15 @@ func procTicks(pid int) float64 {
 	return u + st
 }
 
-// procWriteBytes is write_bytes of /proc/<pid>/io (pid may be "self").
+// procWriteBytes is wchar of /proc/<pid>/io (pid may be "self"): the bytes
+// the process passed to write system calls.
 func procWriteBytes(pid string) int64 {
 	b, err := os.ReadFile("/proc/" + pid + "/io")
 	if err != nil {
 		return 0
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "write_bytes: "); ok {
+		if v, ok := strings.CutPrefix(line, "wchar: "); ok {
 			n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
 			return n
 		}

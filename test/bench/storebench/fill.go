@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -19,7 +20,10 @@ type fillResult struct {
 	Puts            int64
 	Took            time.Duration
 	Allocated, Size int64
-	Failed          string
+	// Parts is the allocated size of each top-level part of the data
+	// directory, two levels deep (raft/wal, member/snap, state.db, ...).
+	Parts  map[string]int64
+	Failed string
 }
 
 // fillWriters is the concurrency of the fill; the keys are those of the
@@ -40,7 +44,7 @@ func runFill(ctx context.Context, c string, puts int64) fillResult {
 			res.Failed = err.Error()
 			return res
 		}
-		t, dir = st, st.dir
+		t, dir = st, filepath.Join(st.dir, "n1")
 	case "etcd":
 		et, err := startEtcd(ctx)
 		if err != nil {
@@ -84,7 +88,31 @@ func runFill(ctx context.Context, c string, puts int64) fillResult {
 		return res
 	}
 	res.Allocated, res.Size = diskUsage(dir)
+	res.Parts = partsUsage(dir)
 	return res
+}
+
+// partsUsage sums allocated blocks per path prefix of at most two elements
+// under dir, with the database's -wal and -shm files counted apart.
+func partsUsage(dir string) map[string]int64 {
+	parts := map[string]int64{}
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return nil
+		}
+		rel, _ := filepath.Rel(dir, p)
+		elems := strings.Split(rel, string(filepath.Separator))
+		if len(elems) > 2 {
+			elems = elems[:2]
+		}
+		if fi, err := d.Info(); err == nil {
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+				parts[strings.Join(elems, "/")] += st.Blocks * 512
+			}
+		}
+		return nil
+	})
+	return parts
 }
 
 // diskUsage sums the allocated blocks and the sizes of the files under dir.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -155,8 +156,8 @@ func (r *report) fillText() string {
 			fmt.Fprintf(&b, "%s after %d puts: failed: %s\n", r.caseLabel(f.Case), f.Puts, f.Failed)
 			continue
 		}
-		fmt.Fprintf(&b, "%s after %d puts: %.1f MiB allocated (%d bytes per put), files %.1f MiB, in %s\n", r.caseLabel(f.Case), f.Puts,
-			float64(f.Allocated)/(1<<20), f.Allocated/f.Puts, float64(f.Size)/(1<<20), f.Took.Round(time.Second))
+		fmt.Fprintf(&b, "%s after %d puts: %.1f MiB allocated (%d bytes per put), files %.1f MiB, in %s; %s\n", r.caseLabel(f.Case), f.Puts,
+			float64(f.Allocated)/(1<<20), f.Allocated/f.Puts, float64(f.Size)/(1<<20), f.Took.Round(time.Second), partsText(f.Parts))
 	}
 	return b.String()
 }
@@ -167,17 +168,33 @@ func (r *report) fillMarkdown(w *strings.Builder) {
 	}
 	fmt.Fprintf(w, "On-disk size of a fresh data directory after %d puts from %d writers (same keys as the 64-writer runs: 64,000 distinct keys); "+
 		"allocated counts preallocated raft-wal and etcd WAL segments in full, files is what the files hold:\n\n", r.Fills[0].Puts, fillWriters)
-	fmt.Fprintln(w, "| case | puts | allocated MiB | allocated bytes per put | files MiB | took |")
-	fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|")
+	fmt.Fprintln(w, "| case | puts | allocated MiB | allocated bytes per put | files MiB | took | where (allocated MiB) |")
+	fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|---|")
 	for _, f := range r.Fills {
 		if f.Failed != "" {
-			fmt.Fprintf(w, "| %s | %d | failed: %s | | | |\n", r.caseLabel(f.Case), f.Puts, oneLine(f.Failed))
+			fmt.Fprintf(w, "| %s | %d | failed: %s | | | | |\n", r.caseLabel(f.Case), f.Puts, oneLine(f.Failed))
 			continue
 		}
-		fmt.Fprintf(w, "| %s | %d | %.1f | %d | %.1f | %s |\n", r.caseLabel(f.Case), f.Puts, float64(f.Allocated)/(1<<20), f.Allocated/f.Puts,
-			float64(f.Size)/(1<<20), f.Took.Round(time.Second))
+		fmt.Fprintf(w, "| %s | %d | %.1f | %d | %.1f | %s | %s |\n", r.caseLabel(f.Case), f.Puts, float64(f.Allocated)/(1<<20), f.Allocated/f.Puts,
+			float64(f.Size)/(1<<20), f.Took.Round(time.Second), partsText(f.Parts))
 	}
 	fmt.Fprintln(w)
+}
+
+// partsText lists the parts of a data directory, largest first.
+func partsText(parts map[string]int64) string {
+	names := make([]string, 0, len(parts))
+	for n, b := range parts {
+		if b >= 1<<20 {
+			names = append(names, n)
+		}
+	}
+	sort.Slice(names, func(i, j int) bool { return parts[names[i]] > parts[names[j]] })
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = fmt.Sprintf("%s %.1f", n, float64(parts[n])/(1<<20))
+	}
+	return strings.Join(out, ", ")
 }
 
 func passMiss(ok bool) string {
@@ -212,7 +229,7 @@ func (r *report) markdown() string {
 	fmt.Fprintln(&b)
 	fmt.Fprintln(&b, "Target: "+r.targetLine()+".")
 	fmt.Fprintln(&b)
-	fmt.Fprintln(&b, "Target: "+r.bytesLine()+". Bytes written per put is write_bytes of /proc/PID/io of the serving process (this one for the store, etcd's for etcd) over the measured window divided by the puts: pages dirtied in the page cache, so a page written again after an fsync counts again, as the device sees it.")
+	fmt.Fprintln(&b, "Target: "+r.bytesLine()+". Bytes written per put is wchar of /proc/PID/io of the serving process (this one for the store, etcd's for etcd) over the measured window divided by the puts: the bytes handed to write system calls, file writes of both and, for etcd, also the gRPC answers it sends its clients. The 3-node case counts its three replicas. The kernel's own count of bytes sent to storage (write_bytes) is not used: with large page-cache folios (ext4 on this kernel) a 24-byte write into a clean folio counts the whole folio, up to 2 MiB.")
 	fmt.Fprintln(&b)
 	r.fillMarkdown(&b)
 	for _, res := range r.Results {
