@@ -291,36 +291,22 @@ func (c *cluster) adminToken(n *node) string {
 	if st, _, body := do(n.url(), "", "POST", "/api/v2/auth/bootstrap", map[string]string{"username": "admin", "password": adminPassword}, nil); st != 201 {
 		c.t.Fatalf("bootstrap: %d %s", st, body)
 	}
-	req, _ := http.NewRequest("POST", n.url()+"/api/v2/auth/login", strings.NewReader(`{"username":"admin","password":"`+adminPassword+`"}`))
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := client.Do(req)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != 200 {
-		c.t.Fatalf("login: %d %s", resp.StatusCode, body)
+	st, h, body := do(n.url(), "", "POST", "/api/v2/auth/login", map[string]string{"username": "admin", "password": adminPassword}, nil)
+	if st != 200 {
+		c.t.Fatalf("login: %d %s", st, body)
 	}
 	var session struct {
 		CsrfToken string `json:"csrfToken"`
 	}
 	json.Unmarshal(body, &session)
-	raw, _ := json.Marshal(map[string]any{"name": "fault suite", "permissions": []string{"*"}})
-	req, _ = http.NewRequest("POST", n.url()+"/api/v2/security/api-tokens", bytes.NewReader(raw))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-Svc-Csrf-Token", session.CsrfToken)
-	for _, ck := range resp.Cookies() {
-		req.AddCookie(&http.Cookie{Name: ck.Name, Value: ck.Value})
+	var cookies []string
+	for _, ck := range (&http.Response{Header: h}).Cookies() {
+		cookies = append(cookies, ck.Name+"="+ck.Value)
 	}
-	resp, err = client.Do(req)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	body, _ = io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != 201 {
-		c.t.Fatalf("create API token: %d %s", resp.StatusCode, body)
+	st, _, body = do(n.url(), "", "POST", "/api/v2/security/api-tokens", map[string]any{"name": "fault suite", "permissions": []string{"*"}},
+		map[string]string{"X-Svc-Csrf-Token": session.CsrfToken, "Cookie": strings.Join(cookies, "; ")})
+	if st != 201 {
+		c.t.Fatalf("create API token: %d %s", st, body)
 	}
 	var tok struct {
 		Token string `json:"token"`

@@ -473,16 +473,24 @@ func TestSnapshotRestore(t *testing.T) {
 // A local failure (here a trigger; in production a full disk) halts the
 // batch: nothing of it is applied or skipped, the failure is reported, and
 // the same batch is applied once the failure is gone.
-func TestLocalWriteFailureHaltsInsteadOfSkipping(t *testing.T) {
-	h := newHarness(t)
+// withTrigger creates a trigger (a way to make an apply fail locally) from
+// another connection, which it returns for dropping the trigger again.
+func withTrigger(t *testing.T, h *harness, ddl string) *sql.DB {
+	t.Helper()
 	db, err := sql.Open("sqlite", "file:"+h.s.Path())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
-	if _, err := db.Exec(`CREATE TRIGGER boom BEFORE INSERT ON kv WHEN NEW.key = '/boom' BEGIN SELECT RAISE(ABORT, 'boom'); END`); err != nil {
+	t.Cleanup(func() { db.Close() })
+	if _, err := db.Exec(ddl); err != nil {
 		t.Fatal(err)
 	}
+	return db
+}
+
+func TestLocalWriteFailureHaltsInsteadOfSkipping(t *testing.T) {
+	h := newHarness(t)
+	db := withTrigger(t, h, `CREATE TRIGGER boom BEFORE INSERT ON kv WHEN NEW.key = '/boom' BEGIN SELECT RAISE(ABORT, 'boom'); END`)
 	enc := func(req store.TxnRequest) []byte {
 		b, _ := Command{Kind: CommandTxn, Txn: &req}.Encode()
 		return b
@@ -538,14 +546,7 @@ func TestLocalWriteFailureHaltsInsteadOfSkipping(t *testing.T) {
 // StopApplying releases a halted batch with store.ErrClosed results.
 func TestStopApplyingReleasesAHaltedBatch(t *testing.T) {
 	h := newHarness(t)
-	db, err := sql.Open("sqlite", "file:"+h.s.Path())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if _, err := db.Exec(`CREATE TRIGGER boom BEFORE INSERT ON kv BEGIN SELECT RAISE(ABORT, 'boom'); END`); err != nil {
-		t.Fatal(err)
-	}
+	withTrigger(t, h, `CREATE TRIGGER boom BEFORE INSERT ON kv BEGIN SELECT RAISE(ABORT, 'boom'); END`)
 	b, _ := Command{Kind: CommandTxn, Txn: &store.TxnRequest{Then: []store.Op{store.Put("/a", []byte("1"))}}}.Encode()
 	done := make(chan []any, 1)
 	go func() { done <- h.s.ApplyBatch([]Entry{{Index: 1, Data: b}}) }()
