@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/binary"
 	"os"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -37,6 +38,7 @@ type checkpointer struct {
 	// walRestartBytes; SetWALLimit scales them to the volume.
 	checkpointAt, restartAt atomic.Int64
 	tooBig                  atomic.Bool
+	restartAfter            time.Time // only the writer reads and sets it
 	done                    chan struct{}
 	wg                      sync.WaitGroup
 }
@@ -123,30 +125,36 @@ func (c *checkpointer) setLimit(restart int64) {
 
 // restartIfTooBig runs, on the writer's connection and outside a
 // transaction, the RESTART checkpoint the checkpointer asked for. A passive
-// checkpoint running at that moment makes it answer busy at once; it is
-// tried again shortly, so the writer waits a little rather than going on.
+// checkpoint running at that moment makes it answer busy at once, and a
+// reader still on an old snapshot makes it wait; it is tried for at most
+// restartBudget, and after a failure not again for restartBackoff, so a
+// long reader (a snapshot being copied) slows the writer down by a quarter
+// at most instead of stopping it.
 func (c *checkpointer) restartIfTooBig(wdb *sql.DB) {
-	if !c.tooBig.Load() {
+	if !c.tooBig.Load() || time.Now().Before(c.restartAfter) {
 		return
 	}
-	for try := 0; try < restartTries; try++ {
+	wdb.Exec("PRAGMA busy_timeout=" + strconv.Itoa(int(restartPause.Milliseconds())))
+	defer wdb.Exec("PRAGMA busy_timeout=" + strconv.Itoa(int(writerBusyTimeout.Milliseconds())))
+	for start := time.Now(); time.Since(start) < restartBudget; time.Sleep(restartPause) {
 		var busy, frames, copied int
 		if err := wdb.QueryRow("PRAGMA wal_checkpoint(RESTART)").Scan(&busy, &frames, &copied); err != nil {
-			return // a failing checkpoint is the apply's own failure to report
+			break // a failing checkpoint is the apply's own failure to report
 		}
 		if busy == 0 {
 			c.tooBig.Store(false)
 			return
 		}
-		time.Sleep(restartPause)
 	}
+	c.restartAfter = time.Now().Add(restartBackoff)
 }
 
-// How often, and how far apart, the writer tries its RESTART checkpoint
-// while a passive one is running.
+// How long the writer tries its RESTART checkpoint, how far apart the
+// tries are, and how long it leaves the WAL alone after failing.
 const (
-	restartTries = 100
-	restartPause = 5 * time.Millisecond
+	restartBudget  = 250 * time.Millisecond
+	restartPause   = 5 * time.Millisecond
+	restartBackoff = time.Second
 )
 
 func (c *checkpointer) stop() error {

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"go.uber.org/zap"
 	_ "modernc.org/sqlite" // registers the pure-Go "sqlite" driver
@@ -112,6 +113,9 @@ func Open(path string, specs []IndexSpec) (*State, error) {
 	return s, nil
 }
 
+// writerBusyTimeout is how long a connection waits for a lock.
+const writerBusyTimeout = 10 * time.Second
+
 // pageSize is the page size of new databases. A put of a small record
 // rewrites one kv leaf page and its part of the revisions page, in the WAL
 // and again when checkpointed: 2 KiB pages write a third less per put than
@@ -142,7 +146,7 @@ func initPageSize(path string) error {
 
 func dsn(path string, readOnly bool) string {
 	q := url.Values{}
-	q.Add("_pragma", "busy_timeout(10000)")
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", writerBusyTimeout.Milliseconds()))
 	q.Add("_pragma", "foreign_keys(0)")
 	if readOnly {
 		q.Add("_pragma", "query_only(1)")
