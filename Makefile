@@ -8,7 +8,7 @@ LDFLAGS := -X $(PKG)/shared/buildinfo.Version=$(VERSION) -X $(PKG)/shared/buildi
 # The whole suite stays well under this on a 2-core machine.
 TEST_TIMEOUT ?= 30m
 
-.PHONY: build run test bench soak generate vet tidy-check fmt-check
+.PHONY: build run test bench soak generate vet tidy-check fmt-check contract-docs-check
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/svc ./cmd/svc
@@ -34,6 +34,14 @@ bench:
 	$(GO) run ./test/bench/leasebench -out docs/benchmarks.md
 	$(GO) run ./test/bench/fanoutbench -out docs/benchmarks.md
 	$(GO) run ./test/bench/latencybench -out docs/benchmarks.md
+	$(GO) run ./test/bench/crashbench -out docs/benchmarks.md
+
+## contract-docs-check: compare api/openapi.yaml with the contract documents it was written
+## from, which live outside this repository: make contract-docs-check CONTRACT_DOCS=/path/to/spec
+## (the directory holding contract-a.md and operations.tsv)
+contract-docs-check:
+	@if [ -z "$(CONTRACT_DOCS)" ]; then echo "usage: make contract-docs-check CONTRACT_DOCS=/path/to/spec (the directory holding contract-a.md and operations.tsv)"; exit 2; fi
+	CONTRACT_DOCS="$(abspath $(CONTRACT_DOCS))" $(GO) test -count=1 -tags contractdocs -run 'MatchContractA|MatchTheDocuments' -v ./api/contract/
 
 ## soak: the long variant of the store's fault suite (test/faults repeats each
 ## fault many times; the raft leader-kill and suffix-truncation tests run 5 times)

@@ -131,10 +131,10 @@ func (id *identity) servers() []string {
 }
 
 // setServers remembers the control nodes' agent URLs a control node
-// reported.
-func (id *identity) setServers(urls []string) {
+// reported, and says whether they changed.
+func (id *identity) setServers(urls []string) bool {
 	if len(urls) == 0 {
-		return
+		return false
 	}
 	id.mu.Lock()
 	changed := fmt.Sprint(id.st.ServerURLs) != fmt.Sprint(urls)
@@ -145,6 +145,7 @@ func (id *identity) setServers(urls []string) {
 		b, _ := json.MarshalIndent(st, "", "  ")
 		writeFile0600(filepath.Join(id.dir, stateFile), append(b, '\n'))
 	}
+	return changed
 }
 
 // storeRenewed saves a renewed key pair and starts using it.

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -116,7 +117,14 @@ func Run(ctx context.Context, o Options, log *zap.Logger) error {
 		Managed: func(c *engineapi.Config) {
 			servers := id.servers()
 			c.NodeID, c.ControlSecretFile = id.nodeID(), secret
+			// Hooks go to the control node the agent talks to, and to the
+			// others when it does not answer.
 			c.Hooks.URL = servers[0] + agentapi.PathEngineHooks
+			c.Hooks.FallbackURLs = nil
+			others := slices.Sorted(slices.Values(servers[1:]))
+			for _, u := range others {
+				c.Hooks.FallbackURLs = append(c.Hooks.FallbackURLs, u+agentapi.PathEngineHooks)
+			}
 			c.Hooks.ClientCertFile, c.Hooks.ClientKeyFile, c.Hooks.CAFile = id.certPath(), id.keyPath(), id.caPath()
 		},
 		Reload: func(ctx context.Context) error {
@@ -228,7 +236,9 @@ func (a *agent) heartbeats(ctx context.Context) error {
 		case err != nil && ctx.Err() == nil:
 			a.log.Warn("heartbeat failed", zap.Error(err))
 		case err == nil:
-			a.id.setServers(resp.ServerURLs)
+			if a.id.setServers(resp.ServerURLs) {
+				a.refreshHooks(ctx)
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -236,6 +246,24 @@ func (a *agent) heartbeats(ctx context.Context) error {
 		case <-t.C:
 		}
 	}
+}
+
+// refreshHooks writes the control nodes the engine's hooks go to into its
+// configuration when they changed, and has the running engine take them.
+func (a *agent) refreshHooks(ctx context.Context) {
+	wrote, err := a.config.Refresh()
+	if err != nil {
+		a.log.Warn("updating the engine's hook addresses failed", zap.Error(err))
+		return
+	}
+	if !wrote {
+		return
+	}
+	if _, err := a.engine.Reload(ctx); err != nil && !errors.Is(err, supervisor.ErrNotRunning) {
+		a.log.Warn("the engine did not reload its hook addresses", zap.Error(err))
+		return
+	}
+	a.log.Info("the engine's hooks now know every control node", zap.Strings("servers", a.id.servers()))
 }
 
 // engineState is the supervisor's view with the process's own figures.

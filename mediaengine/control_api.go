@@ -52,7 +52,19 @@ func (e *Engine) authorized(next http.Handler) http.Handler {
 func (e *Engine) health(w http.ResponseWriter, _ *http.Request) {
 	cfg := e.cfg.Load()
 	writeJSON(w, http.StatusOK, engineapi.Health{Status: "ok", PID: os.Getpid(), Version: buildinfo.Version,
-		MediaServerID: cfg.MediaServerID, StartedAt: e.startedAt, Streams: len(e.hub.Streams()), Players: e.players.Len()})
+		MediaServerID: cfg.MediaServerID, StartedAt: e.startedAt, Streams: e.readyStreams(), Players: e.players.Len(), Proxies: e.proxies.Len()})
+}
+
+// readyStreams counts the streams on_stream_changed has reported: the
+// control plane compares it with the sessions it holds Online.
+func (e *Engine) readyStreams() int {
+	n := 0
+	for _, s := range e.hub.Streams() {
+		if s.IsReady() {
+			n++
+		}
+	}
+	return n
 }
 
 func (e *Engine) reload(w http.ResponseWriter, _ *http.Request) {

@@ -97,7 +97,7 @@ func Start(ctx context.Context, path string, cfg engineapi.Config, log *zap.Logg
 	e.flows = newFlowReporter(e)
 	e.players.OnLeave = e.flows.left
 	e.hub = hub.New(hub.Config{ReaderQueueFrames: cfg.ReaderQueueFrames, GOPCacheMaxFrames: cfg.GOPCacheMaxFrames,
-		NoReaderTimeout: cfg.NoReaderTimeout.D(), MergeWindow: cfg.MergeWrite.D(), OnStreamChanged: e.streamChanged, OnNoneReader: e.noneReader}, log.Named("hub"))
+		NoReaderTimeout: cfg.NoReaderTimeout.D(), ContinueGrace: cfg.ContinueGrace.D(), MergeWindow: cfg.MergeWrite.D(), OnStreamChanged: e.streamChanged, OnNoneReader: e.noneReader}, log.Named("hub"))
 	// The first even pair of the RTP range serves RTSP over UDP; pulls
 	// take their pairs from the rest.
 	pulls := rtspPuller{udpPorts: [2]int{cfg.RTPPortMin + 2, cfg.RTPPortMax}, log: log.Named("rtsp-pull")}
@@ -145,7 +145,8 @@ const rtspRealm = "svc"
 // startRTSP serves RTSP publishers and players on rtspAddr. With hooks
 // configured every client authenticates with Digest against the RTSP
 // credentials the control plane keeps for this media server (asked with
-// on_rtsp_auth); a stand-alone engine is open.
+// on_rtsp_auth), or plays with a playback ticket checked by on_play; a
+// stand-alone engine is open.
 func (e *Engine) startRTSP(cfg engineapi.Config) error {
 	host, _, err := net.SplitHostPort(cfg.RTSPAddr)
 	if err != nil {
@@ -154,6 +155,9 @@ func (e *Engine) startRTSP(cfg engineapi.Config) error {
 	sc := rtsp.ServerConfig{Addr: cfg.RTSPAddr, UDPRTPAddr: net.JoinHostPort(host, strconv.Itoa(cfg.RTPPortMin+cfg.RTPPortMin%2)),
 		Realm: rtspRealm, Log: e.log.Named("rtsp")}
 	if e.hooks.Load().Enabled() {
+		// A player with a playback URL's ticket needs no credentials:
+		// on_play checks the ticket as it does for HTTP players.
+		sc.TicketParam = player.ParamTicket
 		sc.Credentials = func(user string) (string, bool) {
 			ctx, cancel := context.WithTimeout(e.ctx, e.cfg.Load().Hooks.Timeout.D())
 			defer cancel()

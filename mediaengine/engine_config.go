@@ -26,7 +26,7 @@ func (e *Engine) Reload() (engineapi.ConfigResult, error) {
 // listeners, identity, hub bounds and demo source. A changed value is
 // stored and reported, and takes effect at the next start.
 var restartFields = []string{"NodeID", "MediaServerID", "ControlAddr", "ControlSecretFile", "HTTPAddr", "RTSPAddr",
-	"RTPPortMin", "RTPPortMax", "DataDir", "LogLevel", "GOPCacheMaxFrames", "ReaderQueueFrames", "NoReaderTimeout", "MergeWrite", "DemoFile", "DemoPath"}
+	"RTPPortMin", "RTPPortMax", "DataDir", "LogLevel", "GOPCacheMaxFrames", "ReaderQueueFrames", "NoReaderTimeout", "ContinueGrace", "MergeWrite", "DemoFile", "DemoPath"}
 
 // apply makes next the running configuration: hooks are switched to a new
 // client at once, HLS settings apply to new sessions, and the rest is
@@ -41,7 +41,7 @@ func (e *Engine) apply(next engineapi.Config) (engineapi.ConfigResult, error) {
 			res.RestartRequired = append(res.RestartRequired, field.Tag.Get("json"))
 		}
 	}
-	if next.Hooks != cur.Hooks {
+	if !reflect.DeepEqual(next.Hooks, cur.Hooks) {
 		hc, err := hooks.New(next, e.log)
 		if err != nil {
 			return engineapi.ConfigResult{}, err

@@ -69,8 +69,15 @@ func TestHooksGatePlayersAndReportStreams(t *testing.T) {
 	waitFor(t, "on_stream_changed for the demo stream", 5*time.Second, func() bool { return rc.count(engineapi.HookOnStreamChanged) > 0 })
 	var changed engineapi.StreamChangedHook
 	rc.last(engineapi.HookOnStreamChanged, &changed)
-	if !changed.Registered || changed.Stream != "demo" || len(changed.Tracks) != 2 || changed.MediaServerID != "n1" || len(changed.Schemas) != 3 {
+	if !changed.Registered || changed.Stream != "demo" || len(changed.Tracks) != 2 || changed.MediaServerID != "n1" || len(changed.Schemas) != 4 {
 		t.Fatalf("on_stream_changed %+v", changed)
+	}
+	// The frame rate is there at registration, from the clip's SPS (the
+	// hub has not measured a second of frames yet).
+	for _, tr := range changed.Tracks {
+		if tr.Kind == "video" && tr.FPS != 25 {
+			t.Fatalf("on_stream_changed reports the video track at %v fps, want 25", tr.FPS)
+		}
 	}
 	waitFor(t, "on_stream_none_reader", 5*time.Second, func() bool { return rc.count(engineapi.HookOnStreamNoneReader) > 0 })
 
@@ -117,4 +124,56 @@ func TestHooksGatePlayersAndReportStreams(t *testing.T) {
 		t.Fatalf("flow report %+v", flow)
 	}
 	waitFor(t, "on_server_keepalive", 12*time.Second, func() bool { return rc.count(engineapi.HookOnServerKeepalive) > 0 })
+}
+
+// A track whose parameter sets declare no frame rate the engine reads (our
+// H.265 SPS parser stops before the VUI) is registered without one, then
+// reported again once the hub has measured it.
+func TestStreamChangedReportsMeasuredFrameRate(t *testing.T) {
+	var mu sync.Mutex
+	var changes []engineapi.StreamChangedHook
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ans := engineapi.HookAnswer{Allow: true}
+		switch r.URL.Path {
+		case "/hooks/" + engineapi.HookOnRTSPAuth:
+			ans.Password = "pw"
+		case "/hooks/" + engineapi.HookOnStreamChanged:
+			var h engineapi.StreamChangedHook
+			json.NewDecoder(r.Body).Decode(&h)
+			mu.Lock()
+			if h.Stream == "h265" {
+				changes = append(changes, h)
+			}
+			mu.Unlock()
+		}
+		json.NewEncoder(w).Encode(ans)
+	}))
+	t.Cleanup(srv.Close)
+	te := startEngine(t, func(c *engineapi.Config) {
+		noDemo(c)
+		c.Hooks.URL = srv.URL + "/hooks"
+		c.Hooks.FlowReportInterval = engineapi.Duration(time.Hour)
+	})
+	ffmpegPublish(t, "hevc", "tcp", "rtsp://cam:pw@"+te.RTSPAddr().String()+"/live/h265", 10)
+	videoFPS := func(h engineapi.StreamChangedHook) float64 {
+		for _, tr := range h.Tracks {
+			if tr.Kind == "video" {
+				return tr.FPS
+			}
+		}
+		return -1
+	}
+	waitFor(t, "a second on_stream_changed with the measured frame rate", 10*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(changes) >= 2
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if !changes[0].Registered || videoFPS(changes[0]) != 0 {
+		t.Fatalf("first registration %+v", changes[0])
+	}
+	if fps := videoFPS(changes[1]); !changes[1].Registered || fps < 23 || fps > 27 {
+		t.Fatalf("the second registration reports %v fps, want about 25: %+v", fps, changes[1])
+	}
 }

@@ -27,6 +27,10 @@ case "${1:-}" in
     # util-linux also gives unshare --mount to the fault suite (test/faults),
     # whose disk-full tests mount small tmpfs volumes in a private namespace.
     packages+=(systemd util-linux iproute2)
+    # curl and git: test/e2e TestReadmeCommandsRun runs the README's command
+    # blocks (curl, ffmpeg, ffprobe, python3 as their webhook receiver);
+    # test TestNoTrackedFileRefersOutsideTheRepository lists files with git.
+    packages+=(curl git)
     # ffmpeg (ffprobe) also serves mediaengine's TestOutputsPlayInFFprobe,
     # which reads every output of the engine (HTTP-FLV, HTTP-fMP4, HLS).
     # ffmpeg, ffprobe and the GStreamer peer above also serve mediaengine's

@@ -39,7 +39,7 @@ var (
 var ErrNotRunning = errors.New("the engine is not running")
 
 // ManagedFields are owned by the agent; operators cannot change them.
-var ManagedFields = []string{"nodeId", "controlSecretFile", "hooks.url", "hooks.clientCertFile", "hooks.clientKeyFile", "hooks.caFile"}
+var ManagedFields = []string{"nodeId", "controlSecretFile", "hooks.url", "hooks.fallbackUrls", "hooks.clientCertFile", "hooks.clientKeyFile", "hooks.caFile"}
 
 // restartFields take effect only when the engine starts again.
 var restartFields = map[string]bool{"controlAddr": true, "httpAddr": true, "rtspAddr": true, "rtpPortMin": true, "rtpPortMax": true, "dataDir": true}
@@ -89,23 +89,44 @@ func (f *File) Ensure(initial engineapi.Config) (engineapi.Config, error) {
 	if err != nil {
 		return engineapi.Config{}, err
 	}
+	cfg, _, err := f.putManaged(cur)
+	return cfg, err
+}
+
+// Refresh puts the managed fields back into the file when they changed
+// since (the control nodes the hooks go to moved) and says whether it
+// wrote; the caller has the engine reload.
+func (f *File) Refresh() (bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	cur, err := os.ReadFile(f.Path)
+	if err != nil {
+		return false, err
+	}
+	_, wrote, err := f.putManaged(cur)
+	return wrote, err
+}
+
+// putManaged writes cur with the managed fields as the agent says, when
+// they differ; called under f.mu.
+func (f *File) putManaged(cur []byte) (engineapi.Config, bool, error) {
 	cfg, err := engineapi.Parse(cur)
 	if err != nil {
-		return engineapi.Config{}, err
+		return engineapi.Config{}, false, err
 	}
 	want := cfg
 	f.Managed(&want)
 	if managedDiff(cfg, want) == "" {
-		return cfg, nil
+		return cfg, false, nil
 	}
 	data, err := want.Marshal()
 	if err != nil {
-		return engineapi.Config{}, err
+		return engineapi.Config{}, false, err
 	}
 	if _, err := f.backup(cur); err != nil {
-		return engineapi.Config{}, err
+		return engineapi.Config{}, false, err
 	}
-	return want, writeAtomic(f.Path, data)
+	return want, true, writeAtomic(f.Path, data)
 }
 
 // Load reads the current file.

@@ -359,7 +359,9 @@ func (s *Supervisor) awaitHealthy(p *process) error {
 		}
 		h, err := s.health(p)
 		if err == nil && h.PID == p.pid {
-			s.setState(func(st *agentapi.EngineState) { st.Version, st.Streams, st.Players = h.Version, h.Streams, h.Players })
+			s.setState(func(st *agentapi.EngineState) {
+				st.Version, st.Streams, st.Players, st.Proxies = h.Version, h.Streams, h.Players, h.Proxies
+			})
 			return nil
 		}
 	}
@@ -502,7 +504,9 @@ func (s *Supervisor) checkHealth() {
 	h, err := s.health(p)
 	if err == nil && h.PID == p.pid {
 		s.healthBad = 0
-		s.setState(func(st *agentapi.EngineState) { st.Streams, st.Players, st.Version = h.Streams, h.Players, h.Version })
+		s.setState(func(st *agentapi.EngineState) {
+			st.Streams, st.Players, st.Proxies, st.Version = h.Streams, h.Players, h.Proxies, h.Version
+		})
 		return
 	}
 	s.healthBad++

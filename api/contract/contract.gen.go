@@ -25,6 +25,27 @@ import (
 	openapi_types "github.com/oapi-codegen/runtime/types"
 )
 
+// Defines values for ActionResultAction.
+const (
+	ActionResultActionDeleted         ActionResultAction = "deleted"
+	ActionResultActionLoggedOut       ActionResultAction = "logged-out"
+	ActionResultActionPasswordChanged ActionResultAction = "password-changed"
+)
+
+// Valid indicates whether the value is a known member of the ActionResultAction enum.
+func (e ActionResultAction) Valid() bool {
+	switch e {
+	case ActionResultActionDeleted:
+		return true
+	case ActionResultActionLoggedOut:
+		return true
+	case ActionResultActionPasswordChanged:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ApiTokenState.
 const (
 	ApiTokenStateActive      ApiTokenState = "active"
@@ -1318,6 +1339,153 @@ func (e OutboundWebhookSubscriptionState) Valid() bool {
 	}
 }
 
+// Defines values for PermissionName.
+const (
+	PermissionNameChannelsManage        PermissionName = "channels.manage"
+	PermissionNameChannelsView          PermissionName = "channels.view"
+	PermissionNameDevicesControl        PermissionName = "devices.control"
+	PermissionNameDevicesManage         PermissionName = "devices.manage"
+	PermissionNameDevicesTalk           PermissionName = "devices.talk"
+	PermissionNameDevicesView           PermissionName = "devices.view"
+	PermissionNameDisplayWallManage     PermissionName = "display-wall.manage"
+	PermissionNameDisplayWallView       PermissionName = "display-wall.view"
+	PermissionNameNodesManage           PermissionName = "nodes.manage"
+	PermissionNameNodesView             PermissionName = "nodes.view"
+	PermissionNameRecordingsDelete      PermissionName = "recordings.delete"
+	PermissionNameRecordingsDownload    PermissionName = "recordings.download"
+	PermissionNameRecordingsManage      PermissionName = "recordings.manage"
+	PermissionNameRecordingsPlay        PermissionName = "recordings.play"
+	PermissionNameRecordingsView        PermissionName = "recordings.view"
+	PermissionNameRtcManage             PermissionName = "rtc.manage"
+	PermissionNameRtcRecordingsDownload PermissionName = "rtc.recordings.download"
+	PermissionNameRtcRecordingsPlay     PermissionName = "rtc.recordings.play"
+	PermissionNameRtcRecordingsView     PermissionName = "rtc.recordings.view"
+	PermissionNameSecurityAuditView     PermissionName = "security.audit.view"
+	PermissionNameSecurityRolesManage   PermissionName = "security.roles.manage"
+	PermissionNameSecurityRolesView     PermissionName = "security.roles.view"
+	PermissionNameSecurityRtspManage    PermissionName = "security.rtsp.manage"
+	PermissionNameSecurityRtspView      PermissionName = "security.rtsp.view"
+	PermissionNameSecurityTokensManage  PermissionName = "security.tokens.manage"
+	PermissionNameSecurityTokensView    PermissionName = "security.tokens.view"
+	PermissionNameSecurityUsersManage   PermissionName = "security.users.manage"
+	PermissionNameSecurityUsersView     PermissionName = "security.users.view"
+	PermissionNameStreamsManage         PermissionName = "streams.manage"
+	PermissionNameStreamsPlay           PermissionName = "streams.play"
+	PermissionNameStreamsView           PermissionName = "streams.view"
+	PermissionNameSystemConfigManage    PermissionName = "system.config.manage"
+	PermissionNameSystemConfigRawManage PermissionName = "system.config.raw.manage"
+	PermissionNameSystemConfigView      PermissionName = "system.config.view"
+	PermissionNameSystemHostManage      PermissionName = "system.host.manage"
+	PermissionNameSystemLifecycleManage PermissionName = "system.lifecycle.manage"
+	PermissionNameSystemLifecycleView   PermissionName = "system.lifecycle.view"
+	PermissionNameSystemLogsDownload    PermissionName = "system.logs.download"
+	PermissionNameSystemLogsManage      PermissionName = "system.logs.manage"
+	PermissionNameSystemLogsView        PermissionName = "system.logs.view"
+	PermissionNameSystemTasksExecute    PermissionName = "system.tasks.execute"
+	PermissionNameSystemTasksView       PermissionName = "system.tasks.view"
+	PermissionNameSystemUpgradeManage   PermissionName = "system.upgrade.manage"
+	PermissionNameSystemUpgradeView     PermissionName = "system.upgrade.view"
+	PermissionNameSystemView            PermissionName = "system.view"
+)
+
+// Valid indicates whether the value is a known member of the PermissionName enum.
+func (e PermissionName) Valid() bool {
+	switch e {
+	case PermissionNameChannelsManage:
+		return true
+	case PermissionNameChannelsView:
+		return true
+	case PermissionNameDevicesControl:
+		return true
+	case PermissionNameDevicesManage:
+		return true
+	case PermissionNameDevicesTalk:
+		return true
+	case PermissionNameDevicesView:
+		return true
+	case PermissionNameDisplayWallManage:
+		return true
+	case PermissionNameDisplayWallView:
+		return true
+	case PermissionNameNodesManage:
+		return true
+	case PermissionNameNodesView:
+		return true
+	case PermissionNameRecordingsDelete:
+		return true
+	case PermissionNameRecordingsDownload:
+		return true
+	case PermissionNameRecordingsManage:
+		return true
+	case PermissionNameRecordingsPlay:
+		return true
+	case PermissionNameRecordingsView:
+		return true
+	case PermissionNameRtcManage:
+		return true
+	case PermissionNameRtcRecordingsDownload:
+		return true
+	case PermissionNameRtcRecordingsPlay:
+		return true
+	case PermissionNameRtcRecordingsView:
+		return true
+	case PermissionNameSecurityAuditView:
+		return true
+	case PermissionNameSecurityRolesManage:
+		return true
+	case PermissionNameSecurityRolesView:
+		return true
+	case PermissionNameSecurityRtspManage:
+		return true
+	case PermissionNameSecurityRtspView:
+		return true
+	case PermissionNameSecurityTokensManage:
+		return true
+	case PermissionNameSecurityTokensView:
+		return true
+	case PermissionNameSecurityUsersManage:
+		return true
+	case PermissionNameSecurityUsersView:
+		return true
+	case PermissionNameStreamsManage:
+		return true
+	case PermissionNameStreamsPlay:
+		return true
+	case PermissionNameStreamsView:
+		return true
+	case PermissionNameSystemConfigManage:
+		return true
+	case PermissionNameSystemConfigRawManage:
+		return true
+	case PermissionNameSystemConfigView:
+		return true
+	case PermissionNameSystemHostManage:
+		return true
+	case PermissionNameSystemLifecycleManage:
+		return true
+	case PermissionNameSystemLifecycleView:
+		return true
+	case PermissionNameSystemLogsDownload:
+		return true
+	case PermissionNameSystemLogsManage:
+		return true
+	case PermissionNameSystemLogsView:
+		return true
+	case PermissionNameSystemTasksExecute:
+		return true
+	case PermissionNameSystemTasksView:
+		return true
+	case PermissionNameSystemUpgradeManage:
+		return true
+	case PermissionNameSystemUpgradeView:
+		return true
+	case PermissionNameSystemView:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for PlaybackLeaseResourceKind.
 const (
 	PlaybackLeaseResourceKindCutMergeOutput PlaybackLeaseResourceKind = "cut-merge-output"
@@ -1365,6 +1533,7 @@ const (
 	PlaybackProtocolHls      PlaybackProtocol = "hls"
 	PlaybackProtocolHttpFlv  PlaybackProtocol = "http-flv"
 	PlaybackProtocolHttpFmp4 PlaybackProtocol = "http-fmp4"
+	PlaybackProtocolRtsp     PlaybackProtocol = "rtsp"
 )
 
 // Valid indicates whether the value is a known member of the PlaybackProtocol enum.
@@ -1375,6 +1544,8 @@ func (e PlaybackProtocol) Valid() bool {
 	case PlaybackProtocolHttpFlv:
 		return true
 	case PlaybackProtocolHttpFmp4:
+		return true
+	case PlaybackProtocolRtsp:
 		return true
 	default:
 		return false
@@ -2262,6 +2433,21 @@ func (e GetDocsUiParamsFormat) Valid() bool {
 		return false
 	}
 }
+
+// ActionResult The answer of an operation that changed something and has no resource left to return: a deletion, a password change, a logout. Success is HTTP 200 with this body (contract A: success is HTTP 200 unless stated).
+type ActionResult struct {
+	// Action What was done.
+	Action ActionResultAction `json:"action"`
+
+	// Message What happened, in words.
+	Message string `json:"message"`
+
+	// Target What it was done to: the user, role or channel id, the group key, `mediaServerId/username` of an RTSP credential, or the session id.
+	Target string `json:"target"`
+}
+
+// ActionResultAction What was done.
+type ActionResultAction string
 
 // ApiToken One API token as stored; it never holds the token value, only facts that identify it.
 type ApiToken struct {
@@ -3583,6 +3769,11 @@ type DocumentationAuditItemKind string
 // DocumentationAuditItemProblem Problem found, or none.
 type DocumentationAuditItemProblem string
 
+// EngineConfigApplyAnswer The result of writing the engine configuration, or the node command to follow when the node agent has not finished within the wait (it carries `commandType`).
+type EngineConfigApplyAnswer struct {
+	union json.RawMessage
+}
+
 // EngineConfigApplyRequest Settings to write into the engine configuration.
 type EngineConfigApplyRequest struct {
 	// ExpectedSha256 Refuse when the file no longer has this digest.
@@ -3594,7 +3785,7 @@ type EngineConfigApplyRequest struct {
 	// Settings Settings to change, as a JSON merge patch of the settings object.
 	Settings map[string]interface{} `json:"settings"`
 
-	// WaitSeconds Seconds to wait for the node agent to finish before answering 202 with the command; 0 answers at once.
+	// WaitSeconds Seconds to wait for the node agent to finish before answering with the node command to follow (`NodeCommandAccepted`) instead of its result; 0 answers at once.
 	WaitSeconds *int32 `json:"waitSeconds,omitempty"`
 }
 
@@ -3780,7 +3971,7 @@ type EngineCoreSettingsUpdateRequest struct {
 	// Settings Core settings to change; omitted ones stay.
 	Settings EngineCoreSettingsPatch `json:"settings"`
 
-	// WaitSeconds Seconds to wait for the node agent to finish before answering 202 with the command; 0 answers at once.
+	// WaitSeconds Seconds to wait for the node agent to finish before answering with the node command to follow (`NodeCommandAccepted`) instead of its result; 0 answers at once.
 	WaitSeconds *int32 `json:"waitSeconds,omitempty"`
 }
 
@@ -3958,12 +4149,17 @@ type EngineNodeVersion struct {
 	StartedAt *time.Time `json:"startedAt"`
 }
 
+// EngineProcessActionAnswer The result of an engine process action, or the node command to follow when the node agent has not finished within the wait (it carries `commandType`).
+type EngineProcessActionAnswer struct {
+	union json.RawMessage
+}
+
 // EngineProcessActionRequest Options of an engine process action.
 type EngineProcessActionRequest struct {
 	// Reason Reason recorded in the audit trail.
 	Reason *string `json:"reason,omitempty"`
 
-	// WaitSeconds Seconds to wait for the node agent to finish before answering 202 with the command; 0 answers at once.
+	// WaitSeconds Seconds to wait for the node agent to finish before answering with the node command to follow (`NodeCommandAccepted`) instead of its result; 0 answers at once.
 	WaitSeconds *int32 `json:"waitSeconds,omitempty"`
 }
 
@@ -4219,6 +4415,11 @@ type HostMetrics struct {
 
 	// UptimeSeconds Seconds since the host booted.
 	UptimeSeconds int64 `json:"uptimeSeconds"`
+}
+
+// HostTuningApplyAnswer The host tuning result, or the node command to follow when the node agent has not finished within the wait (it carries `commandType`).
+type HostTuningApplyAnswer struct {
+	union json.RawMessage
 }
 
 // HostTuningApplyRequest Request to apply host tuning values.
@@ -4479,6 +4680,21 @@ type MediaServerList struct {
 	Rows []MediaServer `json:"rows"`
 }
 
+// MediaServerPage One page of media servers (engines) of the cluster.
+type MediaServerPage struct {
+	// Page Number of this page, starting at 1.
+	Page int32 `json:"page"`
+
+	// PageSize Maximum rows per page.
+	PageSize int32 `json:"pageSize"`
+
+	// Rows The media servers of this page, by id.
+	Rows []MediaServer `json:"rows"`
+
+	// Total Media servers in all pages.
+	Total int64 `json:"total"`
+}
+
 // MediaServerReferenceGroup References of one kind.
 type MediaServerReferenceGroup struct {
 	// Blocking Whether this kind blocks retirement unless forced.
@@ -4568,7 +4784,7 @@ type MediaServiceRawConfigurationApplyRequest struct {
 	// Reason Reason recorded in the audit trail.
 	Reason string `json:"reason"`
 
-	// WaitSeconds Seconds to wait for the node agent to finish before answering 202 with the command; 0 answers at once.
+	// WaitSeconds Seconds to wait for the node agent to finish before answering with the node command to follow (`NodeCommandAccepted`) instead of its result; 0 answers at once.
 	WaitSeconds *int32 `json:"waitSeconds,omitempty"`
 }
 
@@ -5507,8 +5723,8 @@ type Permission struct {
 	// Description What the permission allows.
 	Description string `json:"description"`
 
-	// Name Permission name as used in `x-svc-permission`, for example security.tokens.view.
-	Name string `json:"name"`
+	// Name A permission point, as used in `x-svc-permission` and granted to roles and API tokens: the known permission names of the contract's authentication rules, in their order. Besides these, `*` is the super permission, `auth` is held by any authenticated caller and `public` marks operations open to anonymous callers; those three are not grantable points and are not listed here.
+	Name PermissionName `json:"name"`
 }
 
 // PermissionList All permission points.
@@ -5516,6 +5732,9 @@ type PermissionList struct {
 	// Rows The permission points.
 	Rows []Permission `json:"rows"`
 }
+
+// PermissionName A permission point, as used in `x-svc-permission` and granted to roles and API tokens: the known permission names of the contract's authentication rules, in their order. Besides these, `*` is the super permission, `auth` is held by any authenticated caller and `public` marks operations open to anonymous callers; those three are not grantable points and are not listed here.
+type PermissionName string
 
 // PlaybackLease A renewable playback grant.
 type PlaybackLease struct {
@@ -5546,7 +5765,7 @@ type PlaybackLease struct {
 	// RenewCount Renewals so far.
 	RenewCount int32 `json:"renewCount"`
 
-	// ResourceId Identifier of the resource (the channel id for live).
+	// ResourceId Identifier of the resource; for live, the channel id, or for a lease on a stream locator `{mediaServerId}/{vhost}/{app}/{streamId}`.
 	ResourceId string `json:"resourceId"`
 
 	// ResourceKind What the lease plays.
@@ -5565,12 +5784,12 @@ type PlaybackLeaseResourceKind string
 // PlaybackLeaseState Active while it admits players; Expired and Revoked are final.
 type PlaybackLeaseState string
 
-// PlaybackProtocol A playback protocol.
+// PlaybackProtocol A playback protocol: the documents' `http-flv`, `http-fmp4` and `hls`, and `rtsp`, our addition for VLC and NVR software (RTP over TCP or UDP; its URL carries the same `svc_ticket`, which the media server checks at DESCRIBE through the same play hook, in place of RTSP credentials).
 type PlaybackProtocol string
 
 // PlaybackSource One way to play a grant.
 type PlaybackSource struct {
-	// BrowserNative Whether browsers play it without a JavaScript player (true for HLS in Safari).
+	// BrowserNative Whether browsers play it without a JavaScript player (HLS in Safari, HTTP-fMP4 in Chromium-based browsers; never HTTP-FLV or RTSP).
 	BrowserNative bool `json:"browserNative"`
 
 	// ContentType Media type of the answer, for example `video/x-flv` for http-flv.
@@ -5579,7 +5798,7 @@ type PlaybackSource struct {
 	// Hint How to play it and what to expect.
 	Hint string `json:"hint"`
 
-	// Protocol A playback protocol.
+	// Protocol A playback protocol: the documents' `http-flv`, `http-fmp4` and `hls`, and `rtsp`, our addition for VLC and NVR software (RTP over TCP or UDP; its URL carries the same `svc_ticket`, which the media server checks at DESCRIBE through the same play hook, in place of RTSP credentials).
 	Protocol PlaybackProtocol `json:"protocol"`
 
 	// Url Absolute URL on the media server, with its `svc_ticket`; hand it to the player as is.
@@ -5841,6 +6060,11 @@ type RtpPortLeaseDirection string
 // RtpPortLeaseStatus Lease state.
 type RtpPortLeaseStatus string
 
+// RtpPortLeaseAnswer The RTP port lease, or the node command to follow when the node agent has not finished within the wait (it carries `commandType`).
+type RtpPortLeaseAnswer struct {
+	union json.RawMessage
+}
+
 // RtpPortLeaseList RTP port leases of one media host.
 type RtpPortLeaseList struct {
 	// NodeId Media host.
@@ -5876,7 +6100,7 @@ type RtpPortLeaseRequest struct {
 	// TtlSeconds Lease lifetime; the port is reclaimed when it passes unreleased. Default 300.
 	TtlSeconds *int32 `json:"ttlSeconds,omitempty"`
 
-	// WaitSeconds Seconds to wait for the node agent to finish before answering 202 with the command; 0 answers at once.
+	// WaitSeconds Seconds to wait for the node agent to finish before answering with the node command to follow (`NodeCommandAccepted`) instead of its result; 0 answers at once.
 	WaitSeconds *int32 `json:"waitSeconds,omitempty"`
 }
 
@@ -5888,7 +6112,7 @@ type RtpPortReleaseRequest struct {
 	// Reason Why it is released.
 	Reason *string `json:"reason,omitempty"`
 
-	// WaitSeconds Seconds to wait for the node agent to finish before answering 202 with the command; 0 answers at once.
+	// WaitSeconds Seconds to wait for the node agent to finish before answering with the node command to follow (`NodeCommandAccepted`) instead of its result; 0 answers at once.
 	WaitSeconds *int32 `json:"waitSeconds,omitempty"`
 }
 
@@ -6941,20 +7165,44 @@ type ThirdPartyLivePlaybackRequest struct {
 	// LifetimeSeconds Seconds each URL stays usable; default 120, at least 30, at most the configured bound (default 600).
 	LifetimeSeconds *int32 `json:"lifetimeSeconds,omitempty"`
 
-	// Protocols Protocols to issue URLs for; all three when omitted.
+	// Protocols Protocols to issue URLs for; all of them when omitted (the documents' http-flv, http-fmp4 and hls, then our rtsp).
 	Protocols *[]PlaybackProtocol `json:"protocols,omitempty"`
 }
 
 // ThirdPartyPlaybackLeaseRequest Request for a renewable playback lease.
 type ThirdPartyPlaybackLeaseRequest struct {
-	// AbsoluteLifetimeSeconds Total lifetime in seconds; not shorter than leaseSeconds, at most 43200, and never beyond the API token's expiry; 43200 when omitted.
+	// AbsoluteLifetimeSeconds Total lifetime in seconds; not shorter than leaseSeconds, at most 43200, and never beyond the API token's expiry (the token's expiry wins when it comes first); 43200 when omitted (our choice, the documents name only the bound).
 	AbsoluteLifetimeSeconds *int32 `json:"absoluteLifetimeSeconds,omitempty"`
 
 	// LeaseSeconds Sliding lease period in seconds; default 120.
 	LeaseSeconds *int32 `json:"leaseSeconds,omitempty"`
 
-	// Protocols Protocols the lease covers; all three when omitted.
+	// Protocols Protocols the lease covers; all of them when omitted (the documents' http-flv, http-fmp4 and hls, then our rtsp).
 	Protocols *[]PlaybackProtocol `json:"protocols,omitempty"`
+}
+
+// ThirdPartyStreamPlaybackLeaseRequest Request for a renewable playback lease of a live stream named by its locator.
+type ThirdPartyStreamPlaybackLeaseRequest struct {
+	// AbsoluteLifetimeSeconds Total lifetime in seconds; not shorter than leaseSeconds, at most 43200, and never beyond the API token's expiry; 43200 when omitted.
+	AbsoluteLifetimeSeconds *int32 `json:"absoluteLifetimeSeconds,omitempty"`
+
+	// App Application of the stream, for example `live`.
+	App string `json:"app"`
+
+	// LeaseSeconds Sliding lease period in seconds; default 120.
+	LeaseSeconds *int32 `json:"leaseSeconds,omitempty"`
+
+	// MediaServerId The media server the stream is on; omitted, the one media server where it is Online.
+	MediaServerId *string `json:"mediaServerId,omitempty"`
+
+	// Protocols Protocols the lease covers; all of them when omitted (the documents' http-flv, http-fmp4 and hls, then our rtsp).
+	Protocols *[]PlaybackProtocol `json:"protocols,omitempty"`
+
+	// StreamId Stream id within the application.
+	StreamId string `json:"streamId"`
+
+	// Vhost Virtual host of the stream; the default one when omitted.
+	Vhost *string `json:"vhost,omitempty"`
 }
 
 // TranscoderTemplate A transcoder template.
@@ -8143,6 +8391,12 @@ type ListThirdPartyChannelsParams struct {
 type ListThirdPartyMediaServersParams struct {
 	// ClusterId Identifier of the cluster; defaults to the cluster of the node that answers.
 	ClusterId *ClusterId `form:"clusterId,omitempty" json:"clusterId,omitempty"`
+
+	// Page Number of the page to return, starting at 1.
+	Page *Page `form:"page,omitempty" json:"page,omitempty"`
+
+	// PageSize Maximum number of rows per page.
+	PageSize *PageSize `form:"pageSize,omitempty" json:"pageSize,omitempty"`
 }
 
 // DeleteThirdPartyPlaybackLeaseParams defines parameters for DeleteThirdPartyPlaybackLease.
@@ -8342,6 +8596,257 @@ type CreateThirdPartyLivePlaybackLeaseJSONRequestBody = ThirdPartyPlaybackLeaseR
 
 // RenewThirdPartyPlaybackLeaseJSONRequestBody defines body for RenewThirdPartyPlaybackLease for application/json ContentType.
 type RenewThirdPartyPlaybackLeaseJSONRequestBody = RenewThirdPartyPlaybackLeaseRequest
+
+// CreateThirdPartyStreamPlaybackLeaseJSONRequestBody defines body for CreateThirdPartyStreamPlaybackLease for application/json ContentType.
+type CreateThirdPartyStreamPlaybackLeaseJSONRequestBody = ThirdPartyStreamPlaybackLeaseRequest
+
+// AsEngineConfigApplyResult returns the union data inside the EngineConfigApplyAnswer as a EngineConfigApplyResult
+func (t EngineConfigApplyAnswer) AsEngineConfigApplyResult() (EngineConfigApplyResult, error) {
+	var body EngineConfigApplyResult
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromEngineConfigApplyResult overwrites any union data inside the EngineConfigApplyAnswer as the provided EngineConfigApplyResult
+func (t *EngineConfigApplyAnswer) FromEngineConfigApplyResult(v EngineConfigApplyResult) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeEngineConfigApplyResult performs a merge with any union data inside the EngineConfigApplyAnswer, using the provided EngineConfigApplyResult
+func (t *EngineConfigApplyAnswer) MergeEngineConfigApplyResult(v EngineConfigApplyResult) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsNodeCommandAccepted returns the union data inside the EngineConfigApplyAnswer as a NodeCommandAccepted
+func (t EngineConfigApplyAnswer) AsNodeCommandAccepted() (NodeCommandAccepted, error) {
+	var body NodeCommandAccepted
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromNodeCommandAccepted overwrites any union data inside the EngineConfigApplyAnswer as the provided NodeCommandAccepted
+func (t *EngineConfigApplyAnswer) FromNodeCommandAccepted(v NodeCommandAccepted) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeNodeCommandAccepted performs a merge with any union data inside the EngineConfigApplyAnswer, using the provided NodeCommandAccepted
+func (t *EngineConfigApplyAnswer) MergeNodeCommandAccepted(v NodeCommandAccepted) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t EngineConfigApplyAnswer) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *EngineConfigApplyAnswer) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsEngineProcessActionResult returns the union data inside the EngineProcessActionAnswer as a EngineProcessActionResult
+func (t EngineProcessActionAnswer) AsEngineProcessActionResult() (EngineProcessActionResult, error) {
+	var body EngineProcessActionResult
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromEngineProcessActionResult overwrites any union data inside the EngineProcessActionAnswer as the provided EngineProcessActionResult
+func (t *EngineProcessActionAnswer) FromEngineProcessActionResult(v EngineProcessActionResult) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeEngineProcessActionResult performs a merge with any union data inside the EngineProcessActionAnswer, using the provided EngineProcessActionResult
+func (t *EngineProcessActionAnswer) MergeEngineProcessActionResult(v EngineProcessActionResult) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsNodeCommandAccepted returns the union data inside the EngineProcessActionAnswer as a NodeCommandAccepted
+func (t EngineProcessActionAnswer) AsNodeCommandAccepted() (NodeCommandAccepted, error) {
+	var body NodeCommandAccepted
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromNodeCommandAccepted overwrites any union data inside the EngineProcessActionAnswer as the provided NodeCommandAccepted
+func (t *EngineProcessActionAnswer) FromNodeCommandAccepted(v NodeCommandAccepted) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeNodeCommandAccepted performs a merge with any union data inside the EngineProcessActionAnswer, using the provided NodeCommandAccepted
+func (t *EngineProcessActionAnswer) MergeNodeCommandAccepted(v NodeCommandAccepted) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t EngineProcessActionAnswer) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *EngineProcessActionAnswer) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsHostTuningApplyResult returns the union data inside the HostTuningApplyAnswer as a HostTuningApplyResult
+func (t HostTuningApplyAnswer) AsHostTuningApplyResult() (HostTuningApplyResult, error) {
+	var body HostTuningApplyResult
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromHostTuningApplyResult overwrites any union data inside the HostTuningApplyAnswer as the provided HostTuningApplyResult
+func (t *HostTuningApplyAnswer) FromHostTuningApplyResult(v HostTuningApplyResult) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeHostTuningApplyResult performs a merge with any union data inside the HostTuningApplyAnswer, using the provided HostTuningApplyResult
+func (t *HostTuningApplyAnswer) MergeHostTuningApplyResult(v HostTuningApplyResult) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsNodeCommandAccepted returns the union data inside the HostTuningApplyAnswer as a NodeCommandAccepted
+func (t HostTuningApplyAnswer) AsNodeCommandAccepted() (NodeCommandAccepted, error) {
+	var body NodeCommandAccepted
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromNodeCommandAccepted overwrites any union data inside the HostTuningApplyAnswer as the provided NodeCommandAccepted
+func (t *HostTuningApplyAnswer) FromNodeCommandAccepted(v NodeCommandAccepted) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeNodeCommandAccepted performs a merge with any union data inside the HostTuningApplyAnswer, using the provided NodeCommandAccepted
+func (t *HostTuningApplyAnswer) MergeNodeCommandAccepted(v NodeCommandAccepted) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t HostTuningApplyAnswer) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *HostTuningApplyAnswer) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsRtpPortLease returns the union data inside the RtpPortLeaseAnswer as a RtpPortLease
+func (t RtpPortLeaseAnswer) AsRtpPortLease() (RtpPortLease, error) {
+	var body RtpPortLease
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromRtpPortLease overwrites any union data inside the RtpPortLeaseAnswer as the provided RtpPortLease
+func (t *RtpPortLeaseAnswer) FromRtpPortLease(v RtpPortLease) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeRtpPortLease performs a merge with any union data inside the RtpPortLeaseAnswer, using the provided RtpPortLease
+func (t *RtpPortLeaseAnswer) MergeRtpPortLease(v RtpPortLease) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsNodeCommandAccepted returns the union data inside the RtpPortLeaseAnswer as a NodeCommandAccepted
+func (t RtpPortLeaseAnswer) AsNodeCommandAccepted() (NodeCommandAccepted, error) {
+	var body NodeCommandAccepted
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromNodeCommandAccepted overwrites any union data inside the RtpPortLeaseAnswer as the provided NodeCommandAccepted
+func (t *RtpPortLeaseAnswer) FromNodeCommandAccepted(v NodeCommandAccepted) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeNodeCommandAccepted performs a merge with any union data inside the RtpPortLeaseAnswer, using the provided NodeCommandAccepted
+func (t *RtpPortLeaseAnswer) MergeNodeCommandAccepted(v NodeCommandAccepted) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t RtpPortLeaseAnswer) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *RtpPortLeaseAnswer) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
 
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
@@ -8834,6 +9339,9 @@ type ServerInterface interface {
 	// ListThirdPartyStreams List live streams
 	// (GET /api/v2/third-party/streams)
 	ListThirdPartyStreams(c *gin.Context, params ListThirdPartyStreamsParams)
+	// CreateThirdPartyStreamPlaybackLease Lease a live stream named by its locator to a player
+	// (POST /api/v2/third-party/streams/playback-lease)
+	CreateThirdPartyStreamPlaybackLease(c *gin.Context)
 	// GetHealth Report the health of this node
 	// (GET /health)
 	GetHealth(c *gin.Context)
@@ -13610,6 +14118,22 @@ func (siw *ServerInterfaceWrapper) ListThirdPartyMediaServers(c *gin.Context) {
 		return
 	}
 
+	// ------------- Optional query parameter "page" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "page", c.Request.URL.Query(), &params.Page, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter page: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "pageSize" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "pageSize", c.Request.URL.Query(), &params.PageSize, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter pageSize: %w", err), http.StatusBadRequest)
+		return
+	}
+
 	for _, middleware := range siw.HandlerMiddlewares {
 		middleware(c)
 		if c.IsAborted() {
@@ -13773,6 +14297,19 @@ func (siw *ServerInterfaceWrapper) ListThirdPartyStreams(c *gin.Context) {
 	siw.Handler.ListThirdPartyStreams(c, params)
 }
 
+// CreateThirdPartyStreamPlaybackLease operation middleware
+func (siw *ServerInterfaceWrapper) CreateThirdPartyStreamPlaybackLease(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateThirdPartyStreamPlaybackLease(c)
+}
+
 // GetHealth operation middleware
 func (siw *ServerInterfaceWrapper) GetHealth(c *gin.Context) {
 
@@ -13858,6 +14395,7 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 	router.PUT(options.BaseURL+"/api/v2/security/roles/:roleId", wrapper.UpdateRole)
 	router.POST(options.BaseURL+"/api/v2/third-party/channels/:channelId/playback", wrapper.CreateThirdPartyLivePlayback)
 	router.POST(options.BaseURL+"/api/v2/third-party/channels/:channelId/playback-lease", wrapper.CreateThirdPartyLivePlaybackLease)
+	router.POST(options.BaseURL+"/api/v2/third-party/streams/playback-lease", wrapper.CreateThirdPartyStreamPlaybackLease)
 	router.DELETE(options.BaseURL+"/api/v2/third-party/playback-leases/:leaseId", wrapper.DeleteThirdPartyPlaybackLease)
 	router.GET(options.BaseURL+"/api/v2/third-party/playback-leases/:leaseId", wrapper.GetThirdPartyPlaybackLease)
 	router.POST(options.BaseURL+"/api/v2/third-party/playback-leases/:leaseId/renew", wrapper.RenewThirdPartyPlaybackLease)
@@ -14016,16 +14554,16 @@ type BootstrapAdminResponseObject interface {
 	VisitBootstrapAdminResponse(w http.ResponseWriter) error
 }
 
-type BootstrapAdmin201JSONResponse User
+type BootstrapAdmin200JSONResponse User
 
-func (response BootstrapAdmin201JSONResponse) VisitBootstrapAdminResponse(w http.ResponseWriter) error {
+func (response BootstrapAdmin200JSONResponse) VisitBootstrapAdminResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(201)
+	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -14339,12 +14877,18 @@ type ChangeOwnPasswordResponseObject interface {
 	VisitChangeOwnPasswordResponse(w http.ResponseWriter) error
 }
 
-type ChangeOwnPassword204Response struct {
-}
+type ChangeOwnPassword200JSONResponse ActionResult
 
-func (response ChangeOwnPassword204Response) VisitChangeOwnPasswordResponse(w http.ResponseWriter) error {
-	w.WriteHeader(204)
-	return nil
+func (response ChangeOwnPassword200JSONResponse) VisitChangeOwnPasswordResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
 }
 
 type ChangeOwnPassword400JSONResponse struct{ BadRequestJSONResponse }
@@ -14602,12 +15146,18 @@ type LogoutResponseObject interface {
 	VisitLogoutResponse(w http.ResponseWriter) error
 }
 
-type Logout204Response struct {
-}
+type Logout200JSONResponse ActionResult
 
-func (response Logout204Response) VisitLogoutResponse(w http.ResponseWriter) error {
-	w.WriteHeader(204)
-	return nil
+func (response Logout200JSONResponse) VisitLogoutResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
 }
 
 type Logout401JSONResponse struct{ UnauthorizedJSONResponse }
@@ -14948,16 +15498,16 @@ type CreateChannelResponseObject interface {
 	VisitCreateChannelResponse(w http.ResponseWriter) error
 }
 
-type CreateChannel201JSONResponse Channel
+type CreateChannel200JSONResponse Channel
 
-func (response CreateChannel201JSONResponse) VisitCreateChannelResponse(w http.ResponseWriter) error {
+func (response CreateChannel200JSONResponse) VisitCreateChannelResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(201)
+	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -15393,16 +15943,16 @@ type CreateChannelGroupResponseObject interface {
 	VisitCreateChannelGroupResponse(w http.ResponseWriter) error
 }
 
-type CreateChannelGroup201JSONResponse ChannelGroup
+type CreateChannelGroup200JSONResponse ChannelGroup
 
-func (response CreateChannelGroup201JSONResponse) VisitCreateChannelGroupResponse(w http.ResponseWriter) error {
+func (response CreateChannelGroup200JSONResponse) VisitCreateChannelGroupResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(201)
+	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -15530,12 +16080,18 @@ type DeleteChannelGroupResponseObject interface {
 	VisitDeleteChannelGroupResponse(w http.ResponseWriter) error
 }
 
-type DeleteChannelGroup204Response struct {
-}
+type DeleteChannelGroup200JSONResponse ActionResult
 
-func (response DeleteChannelGroup204Response) VisitDeleteChannelGroupResponse(w http.ResponseWriter) error {
-	w.WriteHeader(204)
-	return nil
+func (response DeleteChannelGroup200JSONResponse) VisitDeleteChannelGroupResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
 }
 
 type DeleteChannelGroup400JSONResponse struct{ BadRequestJSONResponse }
@@ -15954,12 +16510,18 @@ type DeleteChannelResponseObject interface {
 	VisitDeleteChannelResponse(w http.ResponseWriter) error
 }
 
-type DeleteChannel204Response struct {
-}
+type DeleteChannel200JSONResponse ActionResult
 
-func (response DeleteChannel204Response) VisitDeleteChannelResponse(w http.ResponseWriter) error {
-	w.WriteHeader(204)
-	return nil
+func (response DeleteChannel200JSONResponse) VisitDeleteChannelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
 }
 
 type DeleteChannel400JSONResponse struct{ BadRequestJSONResponse }
@@ -16571,16 +17133,16 @@ type ControlChannelPtzResponseObject interface {
 	VisitControlChannelPtzResponse(w http.ResponseWriter) error
 }
 
-type ControlChannelPtz202JSONResponse ChannelPtzCommandAccepted
+type ControlChannelPtz200JSONResponse ChannelPtzCommandAccepted
 
-func (response ControlChannelPtz202JSONResponse) VisitControlChannelPtzResponse(w http.ResponseWriter) error {
+func (response ControlChannelPtz200JSONResponse) VisitControlChannelPtzResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(202)
+	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -20583,7 +21145,15 @@ type ApplyEngineConfigResponseObject interface {
 	VisitApplyEngineConfigResponse(w http.ResponseWriter) error
 }
 
-type ApplyEngineConfig200JSONResponse EngineConfigApplyResult
+type ApplyEngineConfig200JSONResponse EngineConfigApplyAnswer
+
+func (t ApplyEngineConfig200JSONResponse) MarshalJSON() ([]byte, error) {
+	return EngineConfigApplyAnswer(t).MarshalJSON()
+}
+
+func (t *ApplyEngineConfig200JSONResponse) UnmarshalJSON(b []byte) error {
+	return (*EngineConfigApplyAnswer)(t).UnmarshalJSON(b)
+}
 
 func (response ApplyEngineConfig200JSONResponse) VisitApplyEngineConfigResponse(w http.ResponseWriter) error {
 
@@ -20593,20 +21163,6 @@ func (response ApplyEngineConfig200JSONResponse) VisitApplyEngineConfigResponse(
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(200)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type ApplyEngineConfig202JSONResponse NodeCommandAccepted
-
-func (response ApplyEngineConfig202JSONResponse) VisitApplyEngineConfigResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(202)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -21064,7 +21620,15 @@ type ApplyEngineRawConfigResponseObject interface {
 	VisitApplyEngineRawConfigResponse(w http.ResponseWriter) error
 }
 
-type ApplyEngineRawConfig200JSONResponse EngineConfigApplyResult
+type ApplyEngineRawConfig200JSONResponse EngineConfigApplyAnswer
+
+func (t ApplyEngineRawConfig200JSONResponse) MarshalJSON() ([]byte, error) {
+	return EngineConfigApplyAnswer(t).MarshalJSON()
+}
+
+func (t *ApplyEngineRawConfig200JSONResponse) UnmarshalJSON(b []byte) error {
+	return (*EngineConfigApplyAnswer)(t).UnmarshalJSON(b)
+}
 
 func (response ApplyEngineRawConfig200JSONResponse) VisitApplyEngineRawConfigResponse(w http.ResponseWriter) error {
 
@@ -21074,20 +21638,6 @@ func (response ApplyEngineRawConfig200JSONResponse) VisitApplyEngineRawConfigRes
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(200)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type ApplyEngineRawConfig202JSONResponse NodeCommandAccepted
-
-func (response ApplyEngineRawConfig202JSONResponse) VisitApplyEngineRawConfigResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(202)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -21545,7 +22095,15 @@ type UpdateEngineCoreSettingsResponseObject interface {
 	VisitUpdateEngineCoreSettingsResponse(w http.ResponseWriter) error
 }
 
-type UpdateEngineCoreSettings200JSONResponse EngineConfigApplyResult
+type UpdateEngineCoreSettings200JSONResponse EngineConfigApplyAnswer
+
+func (t UpdateEngineCoreSettings200JSONResponse) MarshalJSON() ([]byte, error) {
+	return EngineConfigApplyAnswer(t).MarshalJSON()
+}
+
+func (t *UpdateEngineCoreSettings200JSONResponse) UnmarshalJSON(b []byte) error {
+	return (*EngineConfigApplyAnswer)(t).UnmarshalJSON(b)
+}
 
 func (response UpdateEngineCoreSettings200JSONResponse) VisitUpdateEngineCoreSettingsResponse(w http.ResponseWriter) error {
 
@@ -21555,20 +22113,6 @@ func (response UpdateEngineCoreSettings200JSONResponse) VisitUpdateEngineCoreSet
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(200)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type UpdateEngineCoreSettings202JSONResponse NodeCommandAccepted
-
-func (response UpdateEngineCoreSettings202JSONResponse) VisitUpdateEngineCoreSettingsResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(202)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -21846,7 +22390,15 @@ type ReloadEngineProcessResponseObject interface {
 	VisitReloadEngineProcessResponse(w http.ResponseWriter) error
 }
 
-type ReloadEngineProcess200JSONResponse EngineProcessActionResult
+type ReloadEngineProcess200JSONResponse EngineProcessActionAnswer
+
+func (t ReloadEngineProcess200JSONResponse) MarshalJSON() ([]byte, error) {
+	return EngineProcessActionAnswer(t).MarshalJSON()
+}
+
+func (t *ReloadEngineProcess200JSONResponse) UnmarshalJSON(b []byte) error {
+	return (*EngineProcessActionAnswer)(t).UnmarshalJSON(b)
+}
 
 func (response ReloadEngineProcess200JSONResponse) VisitReloadEngineProcessResponse(w http.ResponseWriter) error {
 
@@ -21856,20 +22408,6 @@ func (response ReloadEngineProcess200JSONResponse) VisitReloadEngineProcessRespo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(200)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type ReloadEngineProcess202JSONResponse NodeCommandAccepted
-
-func (response ReloadEngineProcess202JSONResponse) VisitReloadEngineProcessResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(202)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -22026,7 +22564,15 @@ type RestartEngineProcessResponseObject interface {
 	VisitRestartEngineProcessResponse(w http.ResponseWriter) error
 }
 
-type RestartEngineProcess200JSONResponse EngineProcessActionResult
+type RestartEngineProcess200JSONResponse EngineProcessActionAnswer
+
+func (t RestartEngineProcess200JSONResponse) MarshalJSON() ([]byte, error) {
+	return EngineProcessActionAnswer(t).MarshalJSON()
+}
+
+func (t *RestartEngineProcess200JSONResponse) UnmarshalJSON(b []byte) error {
+	return (*EngineProcessActionAnswer)(t).UnmarshalJSON(b)
+}
 
 func (response RestartEngineProcess200JSONResponse) VisitRestartEngineProcessResponse(w http.ResponseWriter) error {
 
@@ -22036,20 +22582,6 @@ func (response RestartEngineProcess200JSONResponse) VisitRestartEngineProcessRes
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(200)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type RestartEngineProcess202JSONResponse NodeCommandAccepted
-
-func (response RestartEngineProcess202JSONResponse) VisitRestartEngineProcessResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(202)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -22206,7 +22738,15 @@ type StartEngineProcessResponseObject interface {
 	VisitStartEngineProcessResponse(w http.ResponseWriter) error
 }
 
-type StartEngineProcess200JSONResponse EngineProcessActionResult
+type StartEngineProcess200JSONResponse EngineProcessActionAnswer
+
+func (t StartEngineProcess200JSONResponse) MarshalJSON() ([]byte, error) {
+	return EngineProcessActionAnswer(t).MarshalJSON()
+}
+
+func (t *StartEngineProcess200JSONResponse) UnmarshalJSON(b []byte) error {
+	return (*EngineProcessActionAnswer)(t).UnmarshalJSON(b)
+}
 
 func (response StartEngineProcess200JSONResponse) VisitStartEngineProcessResponse(w http.ResponseWriter) error {
 
@@ -22216,20 +22756,6 @@ func (response StartEngineProcess200JSONResponse) VisitStartEngineProcessRespons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(200)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type StartEngineProcess202JSONResponse NodeCommandAccepted
-
-func (response StartEngineProcess202JSONResponse) VisitStartEngineProcessResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(202)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -22386,7 +22912,15 @@ type StopEngineProcessResponseObject interface {
 	VisitStopEngineProcessResponse(w http.ResponseWriter) error
 }
 
-type StopEngineProcess200JSONResponse EngineProcessActionResult
+type StopEngineProcess200JSONResponse EngineProcessActionAnswer
+
+func (t StopEngineProcess200JSONResponse) MarshalJSON() ([]byte, error) {
+	return EngineProcessActionAnswer(t).MarshalJSON()
+}
+
+func (t *StopEngineProcess200JSONResponse) UnmarshalJSON(b []byte) error {
+	return (*EngineProcessActionAnswer)(t).UnmarshalJSON(b)
+}
 
 func (response StopEngineProcess200JSONResponse) VisitStopEngineProcessResponse(w http.ResponseWriter) error {
 
@@ -22396,20 +22930,6 @@ func (response StopEngineProcess200JSONResponse) VisitStopEngineProcessResponse(
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(200)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type StopEngineProcess202JSONResponse NodeCommandAccepted
-
-func (response StopEngineProcess202JSONResponse) VisitStopEngineProcessResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(202)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -22701,7 +23221,15 @@ type CreateRtpPortLeaseResponseObject interface {
 	VisitCreateRtpPortLeaseResponse(w http.ResponseWriter) error
 }
 
-type CreateRtpPortLease200JSONResponse RtpPortLease
+type CreateRtpPortLease200JSONResponse RtpPortLeaseAnswer
+
+func (t CreateRtpPortLease200JSONResponse) MarshalJSON() ([]byte, error) {
+	return RtpPortLeaseAnswer(t).MarshalJSON()
+}
+
+func (t *CreateRtpPortLease200JSONResponse) UnmarshalJSON(b []byte) error {
+	return (*RtpPortLeaseAnswer)(t).UnmarshalJSON(b)
+}
 
 func (response CreateRtpPortLease200JSONResponse) VisitCreateRtpPortLeaseResponse(w http.ResponseWriter) error {
 
@@ -22711,20 +23239,6 @@ func (response CreateRtpPortLease200JSONResponse) VisitCreateRtpPortLeaseRespons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(200)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type CreateRtpPortLease202JSONResponse NodeCommandAccepted
-
-func (response CreateRtpPortLease202JSONResponse) VisitCreateRtpPortLeaseResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(202)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -22882,7 +23396,15 @@ type ReleaseRtpPortLeaseResponseObject interface {
 	VisitReleaseRtpPortLeaseResponse(w http.ResponseWriter) error
 }
 
-type ReleaseRtpPortLease200JSONResponse RtpPortLease
+type ReleaseRtpPortLease200JSONResponse RtpPortLeaseAnswer
+
+func (t ReleaseRtpPortLease200JSONResponse) MarshalJSON() ([]byte, error) {
+	return RtpPortLeaseAnswer(t).MarshalJSON()
+}
+
+func (t *ReleaseRtpPortLease200JSONResponse) UnmarshalJSON(b []byte) error {
+	return (*RtpPortLeaseAnswer)(t).UnmarshalJSON(b)
+}
 
 func (response ReleaseRtpPortLease200JSONResponse) VisitReleaseRtpPortLeaseResponse(w http.ResponseWriter) error {
 
@@ -22892,20 +23414,6 @@ func (response ReleaseRtpPortLease200JSONResponse) VisitReleaseRtpPortLeaseRespo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(200)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type ReleaseRtpPortLease202JSONResponse NodeCommandAccepted
-
-func (response ReleaseRtpPortLease202JSONResponse) VisitReleaseRtpPortLeaseResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(202)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -23063,7 +23571,15 @@ type ReleaseRtpPortResponseObject interface {
 	VisitReleaseRtpPortResponse(w http.ResponseWriter) error
 }
 
-type ReleaseRtpPort200JSONResponse RtpPortLease
+type ReleaseRtpPort200JSONResponse RtpPortLeaseAnswer
+
+func (t ReleaseRtpPort200JSONResponse) MarshalJSON() ([]byte, error) {
+	return RtpPortLeaseAnswer(t).MarshalJSON()
+}
+
+func (t *ReleaseRtpPort200JSONResponse) UnmarshalJSON(b []byte) error {
+	return (*RtpPortLeaseAnswer)(t).UnmarshalJSON(b)
+}
 
 func (response ReleaseRtpPort200JSONResponse) VisitReleaseRtpPortResponse(w http.ResponseWriter) error {
 
@@ -23073,20 +23589,6 @@ func (response ReleaseRtpPort200JSONResponse) VisitReleaseRtpPortResponse(w http
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(200)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type ReleaseRtpPort202JSONResponse NodeCommandAccepted
-
-func (response ReleaseRtpPort202JSONResponse) VisitReleaseRtpPortResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(202)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -24119,16 +24621,16 @@ type CreateApiTokenResponseObject interface {
 	VisitCreateApiTokenResponse(w http.ResponseWriter) error
 }
 
-type CreateApiToken201JSONResponse CreatedApiToken
+type CreateApiToken200JSONResponse CreatedApiToken
 
-func (response CreateApiToken201JSONResponse) VisitCreateApiTokenResponse(w http.ResponseWriter) error {
+func (response CreateApiToken200JSONResponse) VisitCreateApiTokenResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(201)
+	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -24950,16 +25452,16 @@ type CreateRoleResponseObject interface {
 	VisitCreateRoleResponse(w http.ResponseWriter) error
 }
 
-type CreateRole201JSONResponse Role
+type CreateRole200JSONResponse Role
 
-func (response CreateRole201JSONResponse) VisitCreateRoleResponse(w http.ResponseWriter) error {
+func (response CreateRole200JSONResponse) VisitCreateRoleResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(201)
+	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -25087,12 +25589,18 @@ type DeleteRoleResponseObject interface {
 	VisitDeleteRoleResponse(w http.ResponseWriter) error
 }
 
-type DeleteRole204Response struct {
-}
+type DeleteRole200JSONResponse ActionResult
 
-func (response DeleteRole204Response) VisitDeleteRoleResponse(w http.ResponseWriter) error {
-	w.WriteHeader(204)
-	return nil
+func (response DeleteRole200JSONResponse) VisitDeleteRoleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
 }
 
 type DeleteRole401JSONResponse struct{ UnauthorizedJSONResponse }
@@ -25340,12 +25848,18 @@ type DeleteRtspAuthCredentialResponseObject interface {
 	VisitDeleteRtspAuthCredentialResponse(w http.ResponseWriter) error
 }
 
-type DeleteRtspAuthCredential204Response struct {
-}
+type DeleteRtspAuthCredential200JSONResponse ActionResult
 
-func (response DeleteRtspAuthCredential204Response) VisitDeleteRtspAuthCredentialResponse(w http.ResponseWriter) error {
-	w.WriteHeader(204)
-	return nil
+func (response DeleteRtspAuthCredential200JSONResponse) VisitDeleteRtspAuthCredentialResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
 }
 
 type DeleteRtspAuthCredential400JSONResponse struct{ BadRequestJSONResponse }
@@ -25887,16 +26401,16 @@ type CreateUserResponseObject interface {
 	VisitCreateUserResponse(w http.ResponseWriter) error
 }
 
-type CreateUser201JSONResponse User
+type CreateUser200JSONResponse User
 
-func (response CreateUser201JSONResponse) VisitCreateUserResponse(w http.ResponseWriter) error {
+func (response CreateUser200JSONResponse) VisitCreateUserResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(201)
+	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -26024,12 +26538,18 @@ type DeleteUserResponseObject interface {
 	VisitDeleteUserResponse(w http.ResponseWriter) error
 }
 
-type DeleteUser204Response struct {
-}
+type DeleteUser200JSONResponse ActionResult
 
-func (response DeleteUser204Response) VisitDeleteUserResponse(w http.ResponseWriter) error {
-	w.WriteHeader(204)
-	return nil
+func (response DeleteUser200JSONResponse) VisitDeleteUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
 }
 
 type DeleteUser401JSONResponse struct{ UnauthorizedJSONResponse }
@@ -26264,12 +26784,18 @@ type ResetUserPasswordResponseObject interface {
 	VisitResetUserPasswordResponse(w http.ResponseWriter) error
 }
 
-type ResetUserPassword204Response struct {
-}
+type ResetUserPassword200JSONResponse ActionResult
 
-func (response ResetUserPassword204Response) VisitResetUserPasswordResponse(w http.ResponseWriter) error {
-	w.WriteHeader(204)
-	return nil
+func (response ResetUserPassword200JSONResponse) VisitResetUserPasswordResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
 }
 
 type ResetUserPassword400JSONResponse struct{ BadRequestJSONResponse }
@@ -27055,16 +27581,16 @@ type StartStreamProxyResponseObject interface {
 	VisitStartStreamProxyResponse(w http.ResponseWriter) error
 }
 
-type StartStreamProxy202JSONResponse StreamProxyCommand
+type StartStreamProxy200JSONResponse StreamProxyCommand
 
-func (response StartStreamProxy202JSONResponse) VisitStartStreamProxyResponse(w http.ResponseWriter) error {
+func (response StartStreamProxy200JSONResponse) VisitStartStreamProxyResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(202)
+	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -27220,16 +27746,16 @@ type StopStreamProxyResponseObject interface {
 	VisitStopStreamProxyResponse(w http.ResponseWriter) error
 }
 
-type StopStreamProxy202JSONResponse StreamProxyCommand
+type StopStreamProxy200JSONResponse StreamProxyCommand
 
-func (response StopStreamProxy202JSONResponse) VisitStopStreamProxyResponse(w http.ResponseWriter) error {
+func (response StopStreamProxy200JSONResponse) VisitStopStreamProxyResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(202)
+	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -29600,7 +30126,15 @@ type ApplyHostTuningResponseObject interface {
 	VisitApplyHostTuningResponse(w http.ResponseWriter) error
 }
 
-type ApplyHostTuning200JSONResponse HostTuningApplyResult
+type ApplyHostTuning200JSONResponse HostTuningApplyAnswer
+
+func (t ApplyHostTuning200JSONResponse) MarshalJSON() ([]byte, error) {
+	return HostTuningApplyAnswer(t).MarshalJSON()
+}
+
+func (t *ApplyHostTuning200JSONResponse) UnmarshalJSON(b []byte) error {
+	return (*HostTuningApplyAnswer)(t).UnmarshalJSON(b)
+}
 
 func (response ApplyHostTuning200JSONResponse) VisitApplyHostTuningResponse(w http.ResponseWriter) error {
 
@@ -29610,20 +30144,6 @@ func (response ApplyHostTuning200JSONResponse) VisitApplyHostTuningResponse(w ht
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(200)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type ApplyHostTuning202JSONResponse NodeCommandAccepted
-
-func (response ApplyHostTuning202JSONResponse) VisitApplyHostTuningResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(202)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -30738,16 +31258,16 @@ type CreateWebhookSubscriptionResponseObject interface {
 	VisitCreateWebhookSubscriptionResponse(w http.ResponseWriter) error
 }
 
-type CreateWebhookSubscription201JSONResponse OutboundWebhookSubscription
+type CreateWebhookSubscription200JSONResponse OutboundWebhookSubscription
 
-func (response CreateWebhookSubscription201JSONResponse) VisitCreateWebhookSubscriptionResponse(w http.ResponseWriter) error {
+func (response CreateWebhookSubscription200JSONResponse) VisitCreateWebhookSubscriptionResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(201)
+	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -31243,16 +31763,16 @@ type TestWebhookSubscriptionResponseObject interface {
 	VisitTestWebhookSubscriptionResponse(w http.ResponseWriter) error
 }
 
-type TestWebhookSubscription202JSONResponse OutboundWebhookTestResult
+type TestWebhookSubscription200JSONResponse OutboundWebhookTestResult
 
-func (response TestWebhookSubscription202JSONResponse) VisitTestWebhookSubscriptionResponse(w http.ResponseWriter) error {
+func (response TestWebhookSubscription200JSONResponse) VisitTestWebhookSubscriptionResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(202)
+	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -31394,16 +31914,16 @@ type TestWebhookResponseObject interface {
 	VisitTestWebhookResponse(w http.ResponseWriter) error
 }
 
-type TestWebhook202JSONResponse OutboundWebhookTestResult
+type TestWebhook200JSONResponse OutboundWebhookTestResult
 
-func (response TestWebhook202JSONResponse) VisitTestWebhookResponse(w http.ResponseWriter) error {
+func (response TestWebhook200JSONResponse) VisitTestWebhookResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(202)
+	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -31976,16 +32496,16 @@ type CreateThirdPartyLivePlaybackLeaseResponseObject interface {
 	VisitCreateThirdPartyLivePlaybackLeaseResponse(w http.ResponseWriter) error
 }
 
-type CreateThirdPartyLivePlaybackLease201JSONResponse PlaybackLease
+type CreateThirdPartyLivePlaybackLease200JSONResponse PlaybackLease
 
-func (response CreateThirdPartyLivePlaybackLease201JSONResponse) VisitCreateThirdPartyLivePlaybackLeaseResponse(w http.ResponseWriter) error {
+func (response CreateThirdPartyLivePlaybackLease200JSONResponse) VisitCreateThirdPartyLivePlaybackLeaseResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(201)
+	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -32355,7 +32875,7 @@ type ListThirdPartyMediaServersResponseObject interface {
 	VisitListThirdPartyMediaServersResponse(w http.ResponseWriter) error
 }
 
-type ListThirdPartyMediaServers200JSONResponse MediaServerList
+type ListThirdPartyMediaServers200JSONResponse MediaServerPage
 
 func (response ListThirdPartyMediaServers200JSONResponse) VisitListThirdPartyMediaServersResponse(w http.ResponseWriter) error {
 
@@ -32900,6 +33420,143 @@ func (response ListThirdPartyStreams500JSONResponse) VisitListThirdPartyStreamsR
 	return err
 }
 
+type CreateThirdPartyStreamPlaybackLeaseRequestObject struct {
+	Body *CreateThirdPartyStreamPlaybackLeaseJSONRequestBody
+}
+
+type CreateThirdPartyStreamPlaybackLeaseResponseObject interface {
+	VisitCreateThirdPartyStreamPlaybackLeaseResponse(w http.ResponseWriter) error
+}
+
+type CreateThirdPartyStreamPlaybackLease200JSONResponse PlaybackLease
+
+func (response CreateThirdPartyStreamPlaybackLease200JSONResponse) VisitCreateThirdPartyStreamPlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyStreamPlaybackLease400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateThirdPartyStreamPlaybackLease400JSONResponse) VisitCreateThirdPartyStreamPlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyStreamPlaybackLease401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateThirdPartyStreamPlaybackLease401JSONResponse) VisitCreateThirdPartyStreamPlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyStreamPlaybackLease403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateThirdPartyStreamPlaybackLease403JSONResponse) VisitCreateThirdPartyStreamPlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyStreamPlaybackLease409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateThirdPartyStreamPlaybackLease409JSONResponse) VisitCreateThirdPartyStreamPlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyStreamPlaybackLease413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response CreateThirdPartyStreamPlaybackLease413JSONResponse) VisitCreateThirdPartyStreamPlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyStreamPlaybackLease415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response CreateThirdPartyStreamPlaybackLease415JSONResponse) VisitCreateThirdPartyStreamPlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyStreamPlaybackLease429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateThirdPartyStreamPlaybackLease429JSONResponse) VisitCreateThirdPartyStreamPlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyStreamPlaybackLease500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateThirdPartyStreamPlaybackLease500JSONResponse) VisitCreateThirdPartyStreamPlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetHealthRequestObject struct {
 }
 
@@ -33426,6 +34083,9 @@ type StrictServerInterface interface {
 	// ListThirdPartyStreams List live streams
 	// (GET /api/v2/third-party/streams)
 	ListThirdPartyStreams(ctx context.Context, request ListThirdPartyStreamsRequestObject) (ListThirdPartyStreamsResponseObject, error)
+	// CreateThirdPartyStreamPlaybackLease Lease a live stream named by its locator to a player
+	// (POST /api/v2/third-party/streams/playback-lease)
+	CreateThirdPartyStreamPlaybackLease(ctx context.Context, request CreateThirdPartyStreamPlaybackLeaseRequestObject) (CreateThirdPartyStreamPlaybackLeaseResponseObject, error)
 	// GetHealth Report the health of this node
 	// (GET /health)
 	GetHealth(ctx context.Context, request GetHealthRequestObject) (GetHealthResponseObject, error)
@@ -38686,6 +39346,48 @@ func (sh *strictHandler) ListThirdPartyStreams(ctx *gin.Context, params ListThir
 	}
 }
 
+// CreateThirdPartyStreamPlaybackLease operation middleware
+func (sh *strictHandler) CreateThirdPartyStreamPlaybackLease(ctx *gin.Context) {
+	var request CreateThirdPartyStreamPlaybackLeaseRequestObject
+
+	var body CreateThirdPartyStreamPlaybackLeaseJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateThirdPartyStreamPlaybackLease(ctx, request.(CreateThirdPartyStreamPlaybackLeaseRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateThirdPartyStreamPlaybackLease")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateThirdPartyStreamPlaybackLeaseResponseObject); ok {
+		if err := validResponse.VisitCreateThirdPartyStreamPlaybackLeaseResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // GetHealth operation middleware
 func (sh *strictHandler) GetHealth(ctx *gin.Context) {
 	var request GetHealthRequestObject
@@ -38715,1092 +39417,1132 @@ func (sh *strictHandler) GetHealth(ctx *gin.Context) {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7P3tdtw2li+M3wqW/uesyLNYju10cnqsL6PITtvTdqy/JHfmzJw+EopEVWHEAhgCrHKlVy7quYXnyp6F",
-	"vQEQZAEkqyS7Mz35klhFEq8bG/v1t/92kst1JQUTWp28/NvJitGC1fDP601+rWnJzL8LpvKaV5pLcfLy",
-	"5E7XDbsjUhC2YfWOUKG2rCZyQSgRsmBEr6gmK6pIKZUmuRSa5ppsuV4RvWIkLxulWU1K6Owl/GbbyOWa",
-	"KbKo5ZroFVfQ3FeKyK0gSlNt3ivImu5ISfN7kq+oWDJF1hQ6rWWzXBGpV6yGDxVRXOTsKTmfKyY02a54",
-	"yaA3GCVXhIv90eGonp5kJypfsTU182eiWZ+8/I8TM/GTv2Ynelexk5cnStdcLE9+/fXX7KSiNV0zbRfv",
-	"YkWFYOV5rvmGmmW7NqP/gZea1fsL+kGUO0LNu4zImkjzZ8VEwcUS5ihYqcyAuHn554bVu5PsRNC1GQPt",
-	"dtEZ9v+o2eLk5cn/7+t2k7/Gp+rr+AhPzFTaRw0t8ef4kN3YzDrCdlH4BLdqYMC+2cMH6z8NB1pVYwO0",
-	"u2uGWFXEjCQ5vKrqDGtNP71jYqlXJy+/+8P+zreDaLS8Yrmsi9GxrKRihDZazmr4gKgt1/kKTgyMcUPL",
-	"Jj3AtqNwnHZgcylLRkV/ZH/hBZMHDKxqypKcUvflk8OHiD1OG+ErpnjNikmk1u5kgV8NU1sRNn0guXWG",
-	"1RnuhufM/vG2OGTE5kP3hPCCnP7p+xd/fP7H5/633HAmWZMPP/7l7Q+kquWCl+xJenbdkSQI9/mLPw5Q",
-	"Lk5nfB5y0ZnFKQ7R/sULM2o3GzdRWYyN/dhBvxZ0XrKJZ43hy4cRsf1oIgn/qZZN9We22x/Qn9kOl67d",
-	"+KV5OSNUkdyMT5DtignCNdman2pGNSv8sCqqV+2olq6f7KRmPzeGPk9emmvpGJ7lBj14L+3tPwwhtWrB",
-	"+I4fzzbKRS+oYjMuFBOKw1Wp2SdNFrIRBV5ADIdG7s2K14Nc/t52chTtvaHqvCn4RH66ompGzeuHkd/K",
-	"dTKN/t5Qdal/mT6iy5t/P3g8poNpo4kxk7cFE5ovOEqKwXGAg1Az3dSCFbGjYDaz5Cp9KPKAAU46FcP7",
-	"+1Zdr2jt2Oq0NVXmi4Kc8s63B96b3Y8nrvVDzovpNyPBZ5mRjzKidM3oOmuZuzJ70N5bn+VYvZPLH2q5",
-	"Tqw3E7rmTBGqzVDowigQsKKarxk5xUuWr9kvUqTvHKNYdAa3kPWaanMbUc1m5vuT4RF+qIsYp/yRbZnS",
-	"fpALXitNTs0SF2xBm1I/AcG+LMxb8DQ1RAkdhGO0LZy8PBHQy0nm9RH/A7YcU03Cwd/ISYs7ZwtZs8NX",
-	"V8sHrO17VnB6zeoNq8dFEaoUXxpuoSUOc22+Jgo+Tw1v3enhKBL9UV6WdMfq72tG76cxhnvGKhCnuVjO",
-	"zDrKRs8qaEWRUxE2eCC36Hw7kVn8KIsJkh6OPFxTUjdCGY3fa+XpURVHC3WXtdQyl+VUSaSy76fG4p4f",
-	"Kvj7cQRju2qEIeF3cvlnLopBicmdJjfMey7SHJOL4tDhdYcSDvJaNnXOPtZTLy14nXy8eodHXDba3Llw",
-	"UdNSPUHjCBeWGs39kZG8d62Uu7PwI3e1AOkSWjPCl0LWLLkCyo85QTMvnv1hiGiu4a6aroTh3TYoHeIr",
-	"R4mwOJpDlMJgPHhjKPMvqsgdPrl7MjzM9GEbHOhfVlLpqQdtw2sw7JhvUqPZQIMHnnu0BE4UF/HlM3el",
-	"KuT+rT3RvteaINGomDSd5b73w0Zt1uiylvOSrdX+wK9AkkUjHtdsrZw5dMMINSzLfJe8/cOmo0LAgpaK",
-	"ZTEWf0mXEevJj8163q5NRZfMLBuK20bQo7XmYmlu/udJNmoajg7medbe8lzob16cZCdrLvjaiCfP/Si5",
-	"0GzJaj/Ka/5LZKTv6SfzIRF+xLXcKlKxGoY9NDpoMDrCb5/Fhog9GdbybHTAV7Jk0wi0liV7uDJTY39D",
-	"msw+SV43cz+2aYMtWMnBel+VVDx81Lx4mEXiepNfSKFMFyKPWFF+qJlaCaYUuhlqRoun5K6UOS3veoK2",
-	"PfXOi8Cs58BLLiBe0aoqOSvOyF3JBaM1/4XOS3ZnJfdcigWv4eg6hwB4HvArhX4PvQL7vFyvuTZL5MVm",
-	"RsxCGEmf1jXfsCKDjxeUO8b/7bNvyF0j6IbyEvt11y91/gdynuesgqV3fhZZsRpM9WdkW3Nt5PWaEVpu",
-	"6U6RcBp+j9Cd0+7Sv82uN/ksXOi4ogHrGugZ7u+wk7iycUPrJdMjwvz7ULI06+VnRmiujZyZES6UZrQw",
-	"240i5Rn4feaMSLveQKYh/zf7yj7RXJc7IgX77EoBzjUlUuMkzaVoxPzCaNFP4pP1riuuLYXSJRP680x4",
-	"WD7/7pvoROU9m8hWzi/fEm1eH2UpCUaibV+H8b+PaqoU0ShWP5zdNcrSy/RB/mpeVpUUioHU8D0trpBN",
-	"mL+MpM0E/BOYTA4U8vV/KjONv03UD17Xtay/l8UOu+suxc2KEaAFUPFlsUMH6IaWvCCnC1kbUlpXJSN3",
-	"9tdbeP3OvO9/Mh/ePTkjuaxrlmtYUi6qRocHtmZGwTXckWvSCHTTFk9PjMQnxaLk+Recs+PFue1ZBY7o",
-	"pq6Z0PaCOL1zr8CUKVkbdq4qlvMFz9GZcQY3T3CrOKZfw3TpknIB8/xB1nNeFEx8uYnmtCxZDZ5x5W8h",
-	"8JBVrF5zpQzLkTWpmdX7VC4rM+328W3BBGeFUTl+zU7eCtUsFjznTOhrLWsrX36Z2bRSfM1yZm5RmBNc",
-	"fJmZxn4kQWYoes5KuQVOuqgZm6mK5mYlgCnCNVyzRaPC1tweWhaAPllWkNM7hZO+XTRleZcZjlHvzNUH",
-	"ZKDNSRJmGaELjh0WdmzI0KlooxGQz4BaAKKIYdhG/VvJWptDA83YddesFrSENfpyK27vYyOmsII0gn2q",
-	"WK5ZUe7I6R23Y7qDuVdmzGYBdQ1zx7P9o9Q/yEYUX27I3LH3oqXqQjJzi2rCPnEF9kyOf2+44vOSea0R",
-	"j8vpnZD6Fqziluwv6a6UtLiR8p254L88pwLmzD7ljBV4kBX/hZGSr7k2pxWHd6ulvC3NAO2wjRDDc/ax",
-	"lSq/zMjPScEqJgojThKwEq0rWdOalzsSiLjktCvwDnFYc7SASc9pfi8XC5jfjZTvqdjZO1N9cb6KG8IK",
-	"o30Yzu/2w/xxC38YxnlGtpRrsrAMCsznS74xEoYgd1dmarPzhWb1nZEsgnCr4NGQEq9YLkUBpg/oyPIu",
-	"WDMulk8HRZK0rv4sovqCXCVoo1ey5r+wL3Ssf5QERZLWpghsuTI8XGjgy2ZM5hH2fusmjJIKrfgtCJHt",
-	"73hAPgrVVIZzsQJk8xuY8N/lcFuOdNfv7w5OiR/mLQj0t2ZnYA6/us0EijmvOAjmMSNeIIgbWddcZEbZ",
-	"5ZoIo0uSlSwtb8F3wFqb4e20ALUErl7LX3eEg9mvqo3uojkKsLQs5ZYVb6uIEeyiNEIDoUVRG529xji9",
-	"04u3r66eBN1aBQfuY6OunxG2rvQOr0oqdr4BrojtDgRybS1vPRnbEzGta7ozf1t5/jxi6bwxR7MdSij9",
-	"n368uQCr6xQXlu/k+4jZ4qIlYlhQ14PvNyOh5A3SdIEmjlwKJUtzLXvJzfxuJQq/vU9jIyr4kil9WbMF",
-	"/xSZ+YpZO8fzF2TFPtGC5XxNS5KvaE1zzWrltKXrN+ezF99+R7BB92u6Y/ap4jVTyfWmEIWZr4KFt5/g",
-	"op8R0ZSlV8mCu9y8lNwS8xHeeMjy9sZVUqU/qsmEYF5HqtSSBNyGgekJD3JsvOZbPGDm4+OHi1rm3i1A",
-	"12x8C4TU38OlkJgpmMX6m4C+Rl5EZ+UfwqdAwlyK42cnt4LVKY3d/E62K0nkVqiRqbaKS4QFXbZKTyW5",
-	"0CG7y2ldc6YO4yVVU1dSRZb1J3OyO2uJDE3W3oQDbC06h5ptGPXiWr9hBoedCsJEXu/AHJjLCi6Qe1bp",
-	"jCiJjAX1PdNUYF/KqTD6xTZ0yKGGuu9AgJHI+8lHxL6dIhhzaO0rxxNKLfVE7o2T80fXfjhyRu1bx49P",
-	"xQNWLzpmhfDAZqRgYBHGo2S0VDhZ3Nx5XBRya1XUjcz9IXNGWAwQP3FMFq1PsMIncOpvd0zfQnMR02zm",
-	"DWsTbGTpEwdPJt0r+3dJ5L67U5v8tqL69nx+Udy11ExJxWplKdgo5EvBFbNSyL71r5V4/yOwHwITbY9t",
-	"l+90p9K7MbucJQslnZC/htdd5yA7ygjlj1BMCM9aSOWde6rdQzn/T5Zrs/xO5HvH475b6+CTi1Y+UPuC",
-	"WzXqKOQKGor4B/dUiL7akLUOuWM8fBPaN9/EiQ8n7MNUvNfQsfghAd5L0xHOr6Wm5eCKYcdAu2uq7dW6",
-	"gCARlRFpuA0tSxiR6k/zuz+cRB2PIVVbF2zg68Qx2dWI0kpTcH2xYvl9zEetmhLEOSkYoeZNkptX94ll",
-	"zZSK0svrT1VJBV40zgEKzcalklGJxvcfkWjiHpYf0URoPyU1Wxhuo+UZoZjwY1iNNRHOtrywL6q4LEGV",
-	"isWTuzu47QffjN+hylwsXEc0gWv7BIX7BeVlUzN/2vzkHbPnYiFPspMtrYUZYHbCwBj41zH255geziYY",
-	"UOZ3Mkks6fQVRmhVMVHMQEFULG9gKkg4aDCN6Ie5lhOdMuZqE8tA5XeKoNlBKqTYrWWj4G5UO6XZmkDj",
-	"8Z2ER06578XicwHaVd5Ty8xFVXTu2orP4FAbvo2K2MwqYuY+cCMyCwzjid64sDwTQwf8Gu5rl6BKn6Mi",
-	"PKpp+/ZASQmXsV04c6vFtbcNEzq+cj9hDIuhAlZ0L3FHDk9RbAhcaP7Jnoch2n2S1bxp1lTMakYLsCSy",
-	"GOdJrp/Mwc0zLEXiqvgJHmoBkI3OZYzBtYy27eWM4BqQNaNCoazjNBXPyUCDQHnH0aRq8tyQQHZiuYcR",
-	"W6CluLwH3ukBbcXO2cjDdC4b3d1V6rSZomOUMbyQoYBPsIe4nFjTeErRjXUY9Ag1I+znxpxGCULx3b/N",
-	"4MXZ2+KOOK8pQWvpQTTd447uRIak3u5eyDoyz776J7CdXIe2/IJPZrTjQlyU0aqMYNh3G0f+30S8s/Pv",
-	"yHf7izFN2gvuu2MEPjeU35TE9z3N75e1bERxQ9V9grRYzWXBc3Ct4MtEUxUR/Drfpk0eVN2DmS7KBsBr",
-	"uKHlNXotIjehfYHMmd4yJjDOnAvn55hIM0ZtetWg1eN9pBv3zHEdNBI04JRZ87Lkie6iG4XdeedsTyo2",
-	"P/e76XBQrglwclYkrkHz1VUjYvfVtTmve5OIWTlW1NpgGkF2yKSPtJwC0/0gyt2wbAyEYLMEIBwJJWYJ",
-	"geKNCtLq96XmuHJgiNiHae/bhhpxIRuhB0+pGQ5gAGDway3NBYpcr2f3SW923QgQwcdnX0pZmavRfrGX",
-	"LhGJ2Y2I7mEnneVvh7J/sEKq2TsOIcEGCzfOQuI31PddzqFIzZbc6FgM8sqMRulm3OUoKT2uLw7vL1lo",
-	"EkzfDn4UPd6mJl8LPQ66dzP0d8zF0qVZspRa6ZpW58WaiyDeixYFN4On5WWwRja4uy9DosNBS+s+sldN",
-	"rQwnMbcrNY1z04+WdYSTc1WVdPdjWgVXK7kVLnPD6jtdXxwo1E8xdnooLBJVz3hC4qV94sXhcNhnyDco",
-	"UbQ06sOKqpV5Ec3J6MDs9f/i2+/Ahd2OJzKcRrE6zl/eySUXwGDOkCXYyDBKSqYhn6AmBV9yDXonuN22",
-	"3Iih4DvFd1SGr5j/S/PfRhSsVrmsmcqMVKX4UqDiutpVK2uO60VDB1P4xqyfadgM8P/+x/ns3+nsl2ez",
-	"f/5r+8+nt/8y++vfXmTfffPr/xgVeP3sg30ZpNNrTXWjhpkdkl5n94jSvCwxcU2SOQuDPLvEOHc9Xflh",
-	"7usIjY2WErLXDcT0KHOjWWMxI77BwPHBlflDmLEYpjwHsBiQ4tUERrw/xNiSXVCRY0LdhVyvqSiOO93Y",
-	"jEPOybGp/WWrGVUxQewKfm+D1trYRmi39F6EgOa+jRyUX6MzrOicl1zvLqhmS1nv4jJlbp9a7l0Xs4rW",
-	"ekdy9711tfXMQ2GY0oDNjULqpNVG8ewZwTrQH3sxjiouZOTJObjZ2XToUAsu+YZBtqYhocwlRs3UTuQY",
-	"SmmWnYtlXPydJkIHy7dgCZuWm+blYR5PgRFLWpJGsU5nh7g+e8fDL2RfVokNMgv2OX6KKp2v6MWKliUT",
-	"McX13Gh4hpbMe2YH8MV9grKvjEgYWhLFRAEJdv6LuwD+ydwKh8Y2/OQj893wzI1VKTJnoF3bVI7pBiW+",
-	"pst4HucVM2d6g1mbLZCC7RW+G7eDtEsVdBXOMLpVEMbtLvEHyzKKacP12Ja4mymypehJvUyKFM7VWvVE",
-	"C3PvnRFZ4bDIitUsI3OWU3MOqOjdKjVTTKMdxIbXmO+/Um2zPhDFnChrl+tLIvt+C7ZNjxxinIPJfx75",
-	"py+wBiNKbXEU8uKcbHjBpGOAT8mdT9u9s950G1MR5gK/JHf/9E//9C93RrwShTJ3OiZI7SBzCSeFyVF3",
-	"K6owe7kNmVJ3RNEdfOauA/gw6mrooJgdiX2WdcDJjsAk6zQwyChCpDTU5G2WxKGm56DDq4SM8NNq14Ef",
-	"QuA7rrt4bd0cEG9gAL/Tk7ijJYa7dm7x1dxJtOnNp5Ae/DWtqq/tL1yRRvCfG+b1DvTUJfoagFfD30Fi",
-	"ZC6jrO3kgyi5YHGZwLW6YfXu0vCGAQegeXdNNc/h1oeEPLBBgqX+dL7Df4LbQ8vqCWmE5iUmJLNPGjUM",
-	"lBl0vUsPJ4HUdu5Q2c46W2n1FqqIkhJCPZFfWDBBc7Ic+JX5N1du8E5UtBHWFlDFOhZSEtQR4D7k9OPH",
-	"t6+egKl5Xhq6r6Xq4nXEJZ6ByM0LG4FmwUm+SLBmiFV0z0XxkheHi3w/1Myj8NRWXZG16mja5pJRCa9K",
-	"0cPJOxjDLttDjNsb4yRAujaJ2LS2N34b1mwzUSPTSALOTYKUCz1AVUm5IFc315cWzSLh2UzBxb3iCo+H",
-	"xzzIqTBzmLPQTrh/GJYHAL59ZUHT+nZgNNKK+CqtkihjoXpkk17c5YtAY+YBE0suwLLTlIVPSojPZZUA",
-	"D+vqYWtWUxhyRcVM81LPfpFynWxx7zZPt+8mEaCItPIBOfWxj2cucM+mbj6Jd85H8Lu6IR3+TrQQXsAW",
-	"m8peIFVJtWEsCZZorkir/sfZ4j4lwK1qW7fqvg9YCVLIrX3P3RrmTkk4zQ9JtaaamEtEhWNyVIkXlk1L",
-	"Q2DCA0J5XqGRMW2wF8PYSX9mrCIWJ6nNdIbFQrQkUjK6YSrMMzWLUoFxYMXg24R7YSh+yNkiHaJUeDN1",
-	"V8a9Eg8fCqCLDkIYMgK6RqvEFOgfeNd8pFV1U1OhKlnrqR93vvk1C6B39j1NLTQQGkXFzp3H8Jiuqbpn",
-	"qEyDpB+y5t5NEmfMKoHec91F6Ul89zahWIWYOhDxbA2zHvSOOJsOxhTh6yVXRgmE8O1op01VDMYjh445",
-	"FOfJfGfUTXfVHyqs2A5HhJX9bkfFlE0c/ecvAc5PV4A/I3e3txYgAqCDbm/vSCNK8KexCXG5IUZj1NMV",
-	"gnUFkFDRm6RP/5lHH7LwzR7AqYVI6iM9eOdNAES7j6cb4Jm2gLAhvnEHjjkA7eyjs3n8zD2Qx30E7x5o",
-	"cRcxe1/h62udUb3G8Zl0THJL3SHhDZgJzve17r5BsothjmKIVfcswPmsnT6ppCzhQO7JYGfkHDWaUEwL",
-	"g6NsVyfZCb4YDYmaAmzuzbKtBllILpZPyYfFwmiS5FRIhH4xNw4rnmTk2oXRnFJ7Y4NyaxjOlu6eZFYH",
-	"Jad4uRj9rK75hovlk4xc2dRNRLGBQ0y1NmzUpmKftUqkkVLyFSsa7PfSKp/cvYogNQ5ZvKujPsnID/hS",
-	"7/0tL0til9vQCLeClVtaO++T7MTN8wQwsPA3N/yT7MRTGvYztAXDiN+tadxLTRC7T/C2gcQaXGfMltD1",
-	"DsyJV+gfz0AwML8ocm1EhG5s55X3otuHQwMFSOKYPQyhhuWic731rJf4ZDRMoQujz1qA5QmRL78hNZnr",
-	"R9KOJ+vDk3QwC7ZtkbbnOzB8wZg76tCD5dsjhIPfhjTQu6iDGy96T3eo+hFvEzhp4zGRHQz1/07JLTjh",
-	"zhQmx7V0mNkx8Y62c4h0dAoXBjt+odhGJ5Otjbz3VrN14tbg8AJGXzk8+AC62kUq7rsPYhwJ6TkjSL8Z",
-	"Ufe8Iqce0AgwncE+Tk4tPtIZUczcokYu61yi2JQ/C0Y0vefVQF7HiLm1Y7xYUcDn3mIIxibOn+5jfPJP",
-	"DjAfYGv2bPRd40W8WS4iA+wvfLgU8KxlJNG512lXRtdBj4nMC87KQjm2apYCaMHjW41zPYvDew98z9KD",
-	"H8YoQR7nDD0XllwxJ0gbdWbBalLIvFnbcKvP5OdyXUxs4cYO7ZX7DCwebMPZtgMciDGkPSWgpBb2CIRN",
-	"QFxyEnQHuPGMwCp5kEV4FizFSNSOn9KE3VIw2hiXrWC0C6O02705tRN90tKVdvCR5NQiRT6J7BW+Mmx+",
-	"dIPGLAz8IuF8wbs1wgsAY9ZDV0hr5tuC3XfOnky8eFAhiEVoY+4/3DNniEthZtyahdx+2U2d2J+/t/av",
-	"eiaMQG8uTmQjoBFaVuccDwFdHHIDBvdHLMM/JOn4lnGFW0Xsu8lUeq6iV8q1RrgefI6KsCE50yiUMaPa",
-	"IohZFchSYVXLosknBy2by6VKU0uAyTdps6wAl2wOHx9LfH3pwO5C5o9QS/3tUNo5etp1pBCs/wAvmCxq",
-	"/ncSMvch9o8QM4+SMH3PERlTfVkhM12G4I3F0nBeISPp5St7V6HV8ozc1VpVd9bPEsTJZOROig1fQEab",
-	"LDfuMxS1PFox2iAzcrecg/38zggxgPbbPsX8ouu3l6FcZbo9yU6gj5PsxH4+ZNy41L9cBDGaEQPezb93",
-	"ojgtMpG3yuBokpaPlHl+SJ5cyDwWf3xBhRPv4I2E56/mw98CR6154vOKivjXFU1gpgAqmVZDhG1fCXfv",
-	"nrFqampTzRY1U6u4YcGHE9mGMSWIIXqYebA+1MageUwyMmtgnsQX4RcZq9pjvkk5iAd8A2YP7DBsy44m",
-	"7Pa2i95dnKEDrX+xTloHqh2x6AkfpkmA7FOR2O6t5H5YjBnf2qGWt/TZsdOxWRowPugKfMdaxuNo8L3E",
-	"QbSNqK6IPcGF45rNwvWYtAVH6krhppyRtdwwkJtzKTQXDVPOSYu2XzexAIZRNhGFKrk6r3jNcqyIZYgw",
-	"Q66TAfMI/fGO+YJGW8gt5mwtANeFL1do/ZrZX5pq5n40r7qf4d/ugeltxoX7l2y0OwAzwWjt/1jAv81w",
-	"ZrICnAL4d14i1o0ZX5T1q4o58g9KJPSE1IphLlfF6tyscifc5yuL5xdlYL60wvOx0grmkMOuuIRNV1Pi",
-	"2bO9Ab13222jqsGIy8pFWAdsbXSRoWTO7vi+e/asO8Jnz0ZFCkctw3R+jbHEievURhp3r9JHvUGtgsaK",
-	"73fnYZhznOd1AqH9p3DaAHyjH4AF8r0Ph7ZQwDxxM+A3V/DSeIiR7cHfX5c3/x5vNhnN9Z4KiGeFMlpn",
-	"IcvAiCIHrICVoAFZ9qDLaW8+oVc4ue7TyOU4vhjUcQQ1Gcfgs3763G4qZVxYJf9xyGBsv9pJTNgP19jA",
-	"ql65tJxrRut81eYxpemvYvXM2Rh8Vg9R8L3NIwCfM4D5FRwi9Fk0FH08rSlsf02F5rnriGN4Ey3LlBnI",
-	"9D3cug8NHhh7ymqRjh8XUmc+LGtnHfQTADf8agRDn2JXvXJBUZEwaO/bdsHLISs9865tdKLboIMXRJFC",
-	"NnMIL2sqoiX5lqy5yNCO9f/+Py+e/U/yn1xbj0ZvT21TEZ9lry8uCDUqeZB17vbDgxPaYAArmrg5AP5s",
-	"yWg92ShzEApBd1GSuAPw4aCmEQlQGJFwx9FO2ScN+z3YMQRAuI65IkXDHPIBdfX9wV9scfVdnMSx4+pT",
-	"sqOBIaLtB+X1E4635qZzL1gzM8QuY2Q/bbQkWDvw46tLWzSoLBUQiSHZm4tLAqn/EAvZRaxqoPymzo0g",
-	"2hTVkN7fFhB8LXQqqxOtsD2Fv8YvSSmXCcCv2A5KklMLaBT6oskp4ve8fPr0qUdM96YVlPDi2SATdCRL",
-	"/DCLIcUo1sZ1Jzq3bQcidxAqiZu92yVizXW9m5Ykga1CisTmf0FGMy8UUYY45jvQWp6kgboOAulyAqM1",
-	"pGY29ecWi+dba3DmtV6fT2zufssz8LDHjTbRur2XNdtw2SjML8LxYKoR9qcGHYpHFMKcDiFG81w2rWID",
-	"63kwethPPoz/ONQwLaOFhA9brkORtmzMTnsek5S8J3chWWcdidj6TZEg2/W38FldiKwhztndySRwH3Uc",
-	"aFbKJR6flyj0Lsmpp23rI8hIwUoG/0AvCgTBtT7UzCW+2XhLjJ4LUuKybixd5i7rJ/6gkNNuJL96kvmM",
-	"N5eBgX/CCpnHEAM4sxH5pxhUbnTbbrgATKkTHBqiynrjiw90DVudxvrH/R/9pY6m8f/DukL6VXyP8YT0",
-	"L9pjHCNuHH9/v8i1oJVayZgcfB7ICMq+Bk4K5yN9NOtGIbeilLSYnBxfUm3YHqS5O4CX757N0EhEXHNE",
-	"8/ye6a4sGYAdJpK0kpqtT21ya4YZTaFQGsmaYmAE3L+84PfYhKY628dw2OwDD8Pmhz1ZFzFjGlEcwn2g",
-	"imh6z8TIgk+7SK3H+JFIwjR1JDko/gv7fqdjrjRz1h6wg8jobdT1lIy2r9ReDjQRMhGvsOWFXkWaNT8f",
-	"PegBO1prNNsHMuvMdIgbmdskFcoTenPg2jmLZoU7rLrc1c7Egq3pWO4DPOCBa2HoC9Q1rG8ktWjBnT+4",
-	"IrKatiDou3joDEWLfZRMr2t1KJA6MUuVa4tWiD6bgqvKXG7IFqdXXZi8rD7sTYW/DidsYgpBR7gbl5H7",
-	"7ffXKBDh9oIf97bTBd0FeawHOcxaRoDSpMPABBvVXrDhmRH3gMNaqdgbd3VNNzEXxSD8QwTmbBTToVvh",
-	"PGH4q4sBU/EehMJok5Uhw6EGh6Nwe2AHCHBiHcDsE+ocZ1CqhUgfUQiXyaJmbBKe3rSciX5Tz178IZl5",
-	"P5D9/8pm2busaDAA5BaMccJQU4n9r8KU/sntdaSrgRDT1xbiYmgf07kiPgZ6Cs12s/IHxvSGqhlm4w+N",
-	"KpV5b74e9oocmmMPZo5PLjhe8YLF8nlPPTiPrbqFWvNxefbXmFA/NIcDstcnUcy03J3xZg7JVbeV2zFL",
-	"PRVZ9ID08C+W6Z3tpXNbhhZSyJZ5ZIY+HNWzP/zx+AzvsYM3IWN5wtYmqmW0qced/OEJl/OrIJD+gNs5",
-	"0HJJTjUt5bJhBAKLN6xWXApWRBICSLtZqFC6DRPFHnqGOcBc5GVTxGA4Xbhl0oCuDrV19MWVX2Ez3mIL",
-	"L54F4RXe9uH4y1golXvvUAOre2tPSCm3dKeg+tRTH+RLlWJ65tb8bgpNYlZU2gfR5qgds5A+W6tdxm9j",
-	"q3hQsDkupa3gRgtC9cSIckuWEebqUhjsG2doLrMGTtOJajM/1ETDX++c2vfbUfi1z1pKnnBafTbvQYI0",
-	"ZiHExeYDcfMPlNemJ7hOIddHuRxHskWjm4DAbnCZv5FKJwyuqIEbRq7IKaDh0iXYzL2Ubau9z3egojTK",
-	"ZsabV0uuMBt8LQXXsoYMQIcHrKAEs40x0pTHQvoDSUSlzCwweLJdSeXxlaCQuwOYm2DHkTaZft9lL2pZ",
-	"GiF2FXQCCwDebF5aYpvSx4ThY8sYt4O41zb5fMVoreeM6jBocoqh3gIwpHrFbCHCYJo2dLNAhDoh7XD6",
-	"hQqGoqJ1HDv6Ch/gKk5sLGGCfx/Q472QW+ErxyMdZsSOgkgBuETtXXsof3MWeOlQFaTHXKg8sIWbcxaj",
-	"1cFzt57HiooDdLM9Umt4Z/9UrBgt0TI4eHGFHb3BT4yConWVrFt13i1YhQP4SpE3NzeX5PzybTxEBaoh",
-	"DCs52BJUojd7ZQFiB8tPTKxLwIJl2s9YpQs9OllXFzaoi6FruljwPG5OZuXikMkKLIhHDSdURlBPValr",
-	"Fos66reLtL2RGg2izjf5F6lZfZKd/CjFBv45XpTO10kIFqlLH8Gg/DbbBcgcFY7S+BtPrX3/ifndxrJ0",
-	"KB6QMxmYY2z6TXwNo6mdb0XBImVQ31GlSSmXhJvnPlXUCmAtCU0qNAOOw2huTushDPyzPaKYsxW3ASzt",
-	"AZhY4OZCCk1zHSun8z6Isg4i3RByAj9rAbUPmvAh1SZRBkjApdN8NY4t72hg+LAkKiK0RNWdpTsm8h4C",
-	"hpc1LTBxUcSQ0AMFNyVgf88FrXdOvO522IFKaYSf97ipul0iP8WsS9gd8uvTRCiKD9U7c+fTS2VpDG8w",
-	"UaPDnUF4p7ACgg08BVU3M5PnNVlxpS2Mfe9s2s2MoqRIoWtZRs74me0yD9/AYgNAanTN3PgSRRphmhOh",
-	"cfHlOKQNE0ZoHUn3wmGDFlc1mmi5BKKerhnb5YtQNT6AMAqzCBngaEA5Afht3uT3zJ5uBaFl0/XbH2XB",
-	"WkKwPcViIuzovoe+kj5r752kjhrc6Nr6YWfkma8k4l6C5CwHJDVRRLTfvo7FJr0W3g/gu4Ba3mFJrkn9",
-	"HxQ1a5sDN+hIpbAvOSxDNGr8kDv6OpJ4xotU+APZPVNZyCDcaHuL2dnuBDW2R2iA66WK6Vx46Q85b1cy",
-	"6YkkQTWsx5JCgiYn3MmPxttyuV5zPTRefEOzIhh5oHodNm6UeJKe6TYysqsj9NDH7K9GmoKRpEF4vWlj",
-	"kqrkP4DPzV0eLe4bCqsHWBI7mt+vh9gM3UFVXdvhEXSjWb1Otx9oQKxeHxPIFh5xv9e22z1RJqS9YPrt",
-	"2kePMVZCc6e5Wa9ptH5Qd5dWHCFLUGvpVVUbCIrD93fvU8TQCvy2IyvCwDZZYS7oeDc1dOtLHpPRqeX7",
-	"FD/JHHSACdztwMFG8B79udlk/Z3rkOMwFIklMNkIHb0nzO9e4qdcAHQEwNxPpyta8Rt5z8Tgup9fvsUS",
-	"W1NroKYdSG2jnZoxarIK2Bq3hg9Br4TEhLYTwknbKLwwsbFGjYwQXjiGsrDlLNi5YL17K+QmNUBe17Zw",
-	"fSxq11KPrW1vZI+QqBSDaK2n5AZK1kD1VIRcBdwFSzE2QgiD6bggb7SuPph/51LeQ1UCUVjkfm6vkbks",
-	"dnFoBaVeT6izZcdiS5Tjb24O2CuxxazO/GBbcH1xABqDqhewBxHXMy0b5vOW7v5tdr3JZxeqXszggztb",
-	"r7zVZyGuCrJMl1wsfUIGbcyQNM8BQ2m+i0zmjMyxmql0zjW7XaJosZzMpw4QI66lVkPV414vFgwxlqu9",
-	"OnJBVa1DCsdlJ3agA1t6PleybDQjrFWj7FdnNr2fa9+7kQsxy3JJ+QHbaFucJsO61T2lpa0x2frWzX1o",
-	"6Q2LshtBFUrrCHJndvLrNbuLJ22Z8Y8Jbh9VhB20g7eNdHcyJNJs7wxF9mCIVaRknA/u0sRSsbJ7+azk",
-	"mvkEiV6gAV7ooxJrVNR6XO3DXbJTxoEvjxlkANgXSAYHDCKF/+LQcIUtrUUcOMIJze6NgfpBGKSOASCC",
-	"PaTMY1KDdlvq1zQYepS2IC/r3F5mj1UEmYpWaIlcJWUpt6x4Gw3PgEqwhFqnDICZAFO5ePvqigipLWz2",
-	"itkLZk13ZM6s96aW6zPEPbTfBwWSARDW7EVn3cMSfTGp2Id3BF77MEYmxTqB+qi2GKjtcP3Nx7W9du0v",
-	"/VrO08hSpOtG22Pn96AfOzAycyH193ApJ+YGFpD+7LgiFmoXgSmpxgD+o+ZWHVZPtR2FDWU/I0bzIutG",
-	"AXw+De9Oe3EAsAqYkg8iCi4sUTyP4FQ2dSXVEHC+XyrncZxQAhh0FUYD8Iqh6GmIgQSHvi3ORHJZ7ToU",
-	"gRWa7Yiw7aBGc04FXCYAp2pu8zMbGA0gsCBLQsAGX0LaiYIo6ull9MOdTTOlEBj7WGAqKE8bRnz9VmKC",
-	"zqJFysMa5UFh8iA9M14Ffbhw+fNHizcabPSY6KNwox9hjz9n9dGhjIq/924ekq3xsIqch+Zv+GIgbRXM",
-	"/fqXmVVcIZW7U/syBV11eCHHR0rC6JRazBxQzItnM9g5Eq3QeOoLoZsRWezPJw/M2uiVY0wPJSjO+JCR",
-	"TM33+HxFG82F9gnLgNmwTy3RxRrWChSPmikyVs5xPHNk6JRMqeEIJY1gu2qtqgOyPSZ3/LAqiwfVOJSQ",
-	"mUEwEBniXpSelZICmonL+gxqHBoBEvlHT4J8hGQTcvp89vzFH838a5oj8xbSRxm0Pz85SnreS1IZFdgm",
-	"FFj8L5fAchXyG9MZOTX/ffn118T+oF5+/fWTM+TVYsNDMEsgG/N/p82drrSuMmL+qwDyn7qb6+PV27C8",
-	"oeVsT0mQfoV1tclpo1j90lV2/5cnoI63gnJrDnWFTB8tk+YMQ1VawiJYV+Dpfm0Pp7M0AqFgRN+Ccph4",
-	"MCE/J1pD8LBD9wj5OyAO/igLdr5kQr/28cgPs0sgSKIUqGr2w5z3ZUat02AM7/iC6aBkFFyrYUyLXUPy",
-	"z8+ekdPngGPXaKaeDCOe/vG7P3QQT7+LA54OrNgDEXyNEC2CpPAkHO8NDGHfG2ZTyXeVDUuC9ZEKo/9b",
-	"27kNzceuQvTyToV7CDl/CuVjza/wzdOqljlT6inGZTyZcs/zgq0rqZnId1HJAsuwiSUquW1cJBzUeyN2",
-	"iPZvGDNyBRWUAXZZ9EHtWwrLaU18o1fVmn46T4IYvmIl3zAQOKyPhGP0vyKy0S25fTOG+DsG+FvRnbmI",
-	"04QTE4/eCiN/+aNgAaC5BlGiMny8YqJQbhlNr8EV1pJxCt0Si2gSj3jmN8gturXutyZ/XVNeTjKo2BSK",
-	"5El/xWiBEklvem7Jv3v27LBDHV33LeV6FPpFS18lvDN9LcE1YykDo6e4WLZjfDYGtBwMbzLGMrCAYf5t",
-	"2GS+y0v2wdmUjmVMpWspME9pSeoGHB00yEzaZ1mp5IH3nW9CJvJNDGbO9Zuy6UlSyDC6GPnVTNmANf+n",
-	"rNq/atZ7XDM4ftkJ8L7geW7mswAP5Kxmgm0PKsrVP0HTDsshdh6fQNCu0zCILBDJR8XqR/M2eOdnz7KH",
-	"0v6PaRs5Osy60Rodj80BGocTKWNlmji4J90bocv2zJbfIoqWAFxMFcTNckwti+Zyf/tdd4ei5mJZsrcx",
-	"ltI65rzr2LyrWjcu2MNd0HXXZr4jy5oK7eVTc9Gj8lqW7LEt6WFwv1We0JzXr3vZrnAbshm6xD0Mq//Y",
-	"2iiiJ8l8Fdce38klF06UN6dTJQx4cC1Jo2FvuXKx6jELoQpNhCoDdZcvhQqshWpY3P/GEJ5p2Azw//7H",
-	"+ezf6eyXZ7N//mv7z6e3/zL7699eZN998+v/GE098LMPCLqlpvR5LpwLMRbJIti23PkyaEbxkxr+6Z2E",
-	"PkweV9RIEBtaNiwdMTWmrPrxQBJhdGA3RoZrytIOATrs2Wbv1Ca/rai+vTtzR7JlGVy5YH9zhgEiFiMz",
-	"ue7BeYW4ovdsYqiD99wN75hr0U2zDU2Kbxe6qz+qWK7ejT3LUBi8jasAKUsrPFAQbwSMwm6Mhd4FH6sR",
-	"UNpwNfQwrejGCM/4DdSKjigXvrOJwQR7g8ywfpBnri1ptWjbvYiqp4niyrbFYbTT+Cg67KbiM7cltueZ",
-	"7TleUzQdzvQDaLC94eOMkWrhxlDpQCcgTkpQyAB/IDaVU+Ht7ryF1Otu42eJV8IrAyCnmVjIOscAeLx1",
-	"bPjVYfFMcI1FJKD47daPyoD46f0oqiEWY1qODeToYKIe7WXdY9GPLML5xs74K6rpFdPmSykuSkZFU12m",
-	"6ide57JiqLUWVBsasR8C5L1oKlLLBhK9LJgOAPeC0ix2vqrkJLTxc/NzK4t6WPG9co3BoaCaLWU8y9LO",
-	"jCiYQcVqnID9ZDd9H/1S2S9jmzot1shO5WGxRlNl+d76nblYGB/lMuKg7abeWExo23ln5afS2FXz8Agi",
-	"VOzYIC0+lODqRngVWXnkAGBIk0T9QaL0z0BDMcM+I7QsSfvReFTSOK/7u6l7A5pdkiTisJf4u+E8X2C/",
-	"D2YurxCe3CdvG/bycM5i1yKyowsueKqUYJDFCOvxuRlKar0mp3K40l/MXhZycuqCdRGfj6VNHrEOe3ig",
-	"rqfO4kc4YZCRNIEpzqli17D/5+bUxSjL/+Xxe2UO2qtZxMK2sU/0aCmKNGi/sIbybnGJO/VzyTW7i24o",
-	"LHwdLb7Uns7WbP+VIj83PL8n/juSr1h+n5E7eW/dRUGC074lDRYqZueE9SL2uS9pF6zEpOOGzXzw27EX",
-	"m2dx1RMw0H4dAWRf8V/AszPf6clpJziQv6TQAuw0HVpAn0uH850COz1hJgteHjOTvfISSwS86c4vpJ/+",
-	"4obDazc+ema4un/PdM3zRMnxtWyE4cQ4F6hKE4vi2/A8cja+L2V+H9TCjZRHYalVhJ89GOyE7V+ouHfs",
-	"h3bkfR9IaD+MwaO8h1IooDol7AmalkOw5gdScKNYMbgcXBgl6YDWLrFOZQKC1LaXkWez5z1/CpQEC/g4",
-	"FpOI1EzQK1/+78RvQmdpwnmFW94dYZQ6LZYcGLaBoUOB+iTSHjooUN6qkYViaAMjrMQ6ma0xQtc0j7gt",
-	"7gcND7aZDpxJYHmvaE3XDFMArBr9vSx28JeqpFDtObZi+S5qjTBXUsrpwTBVy8+Iq96d86fXN+RrWvGv",
-	"Ny++Rrr/mouFvDPS7h12Tq7h97diIZ9ahniXSEydDjtT1XJesnX8fOGzWCkkeEAWqObK2mdnuPU1fxux",
-	"2ejeYnlrE0qCX8IGRxGX/Mr6Cj1uaMNwLa+BC0P1x+V5VZW743QtV9MSnIo11+YIWhXIOuc7kOQRMeRT",
-	"xXLNiusVffHtdzHJYdEo1oYxAd8WkpRSLFkNEW5gO8Xo8Slu/C+o7WQnKigRO90THq4q5vxlCBn7r9cf",
-	"fiRrVi+NWKHzVZvI5mrNwgZH3eJ7vmFXhvfbbKKjuIVqNI9QzN1zF5MXz17sudbPyDP7hnJpHI/qS/bL",
-	"POgsjND8mDJpaNqV4plG0BaOYBiPSrAtUjLUASVVSXOMYQ768VUcUsVW5zS/byojDsRCaNoUjcpVZzM9",
-	"JqvsLVkC33bJCk9fk4XncKmxkZgInR9eU6LwYabLhAjGSxZ30l50iiMkFyN5RXSK7kU/nRYiEOFIaEgf",
-	"wXRHsqgZFLfzzDBV4VVh1RR3RlItU7uWRDAG+L1tPxgra7g5vWeEgRU+0RsAmn5P8/vhKXQo0aIyWGz6",
-	"OYNKdd2ZYg1nd2BkKpVAJe6OV5hRZI+BvTm247ZMH4SQB/U8PF15xJGTzhH0wwj2s7My+5sSVtFzR3CM",
-	"b9nDFMf47J7Wfd604KyMVcHE982VsorTNdtCDnxE3CmpEKywjiOq4IaKq+tlkWjD5byOtzGZqkM2Cpul",
-	"CNc2OEKDcwuKzEJrEzLNcN2COQRLsj+qsS0MkeRj1ej2bxln1mzDkxA7qmXK/X2ezgNdOF2SO62poEtW",
-	"/GDWQCWJR4Ez1kdmBqLCKQevk95lPhxesbxmOiMrKe+Vu/d4HSLbPzlrWRMKlJBRZHlC5x5KE3NXkYDe",
-	"njZ1vNxc/246JBWBP+p1cJzM+BqRJ+zs5zug8i4V3bMdOc3pmpUXVDEUJqECr+WQ//v8/TugiSdRATLF",
-	"Zq/fnM9efPtdyGfPIDzJnDkoaIzI/oGcD74ZlOz9LvOATTtOtmZUQAn/A5h2d+M6jNtz6EBe7JL32Nk1",
-	"/C5R/9bcUIvgAu2uPc7ojAgJXk64/IxwqWM57Xb6A7e2dZaSrWzKYl8c6pU1+rvIdsjVrx96N2cnBV9E",
-	"wJE/Cr4w4qB5GjbzxYXCnY3l4QLS1DObSoJq/WPyhQrv2pEV9cuJpLGiG/awu/RRJERYmuH72hq4OJRG",
-	"gYT/lMI1lhfuOEFw8rvU2F/LzJ84N9KYaGYp8fAL3zCNh5tXzEmkNQt0ays3/VYNLX8f2wc5BdDTmq3l",
-	"hpnv/JVoS+ube9EaP2L3XMqyMLTJNbsO5tpnMHU4xr4g95VyGSlDhSr+jhLIlJugnT/IxOoAaSGfwn+n",
-	"XvX79/u0Xbs09HTg0ezuqyfWMyItsCnUilCaRuDPlrK6oPmKvaeffqjpOnY74+9YUNBD1kMO5z3bLWqI",
-	"N5c2N8hmddooYgeTclpSyFXCdCSlyZqtZb17Mpbb8+zZeJ7JqlQ/JEouvXl3TRRbrm3k35p2nAuLdQXO",
-	"HRV1E6xKdY2fJpNYwuaLoNClTZkbntyLKROzI4iqFvjEZaFZC3EJoYkl3ZmfhwfwTTiAF9EB2FIJqTML",
-	"VTOgf+EzWd98uL55efnh6mYKVy7l8h3bxKr44bkAnLOS2UKgbt8KNm+W4KNdSIsCZZ7WtYwXoRfyCkJF",
-	"b0byopyp2YUDUkfM1qwsxS2meN4KKdhtHa1tcESiFDb0/29Yw0ZOICWqlP6MremOLGhZuoILdpilVOaK",
-	"gXOpDjxgf4yOT1eXstbvaQpA+ermklSyHqG377799ptvw7UIgSoi3fFYuDAkJj52fypB5Vc31w+h718n",
-	"8fuPVUE1O04kQ42H5CH7f4kCK9W2bAEKT0bgYAVpKvhNpNW9/0Y+sMOkCbyXf/ddRYnYilpDRsRW7HTA",
-	"NU6XW0dTHH+XS36XS36XS36XS36XSz6DXBLyfH+agi47s+2sdMjXYsyoyx6yCBuPEVbyMARnMX0T/SiL",
-	"lBfSavSsCPE5IoES5jJOFU657uTetpd3ePbbgomRaoquhmI0Nw7dUPGNfidlhU6Lbt3C1soGLqxU4cJJ",
-	"fNI2Ha98SJV+40pzDkOjgzQDdy+W92RFp+IP27AHlPf5jNanXrmJdFzEg5jNo3OTg9nF0Danis3Zy87C",
-	"0yCSfEj0jYCqGwB9JKsKTNYuy9iQfSME/iuvqVq1j28XlJc+ZkEuFoeVprPDss8fYqLzFeiC4x/WmAsP",
-	"Z3Ywo+yfnmEGdl7xOA9r0UGSp5+clo5TYMI2pHxFHOBPIqzP1wecFMFg61i1orYtOAPpEkeAWkIgE9ek",
-	"kInyAWumVzJycIF54cMDos4vqV4FOPKwgENHA6Orx0LCdhVT4GoDLrhoRI4FoG2sWFl24+YSdGpnmrWB",
-	"322PfiTZSaygY4Kg3nGlk+cnpJ+gaLX1Cgxelw9mpnKbUBbbgRzoAnZHaAxgvq0Ka8YwvIIXAYxXgnJb",
-	"D6QF/hIWMqfnRKfiphEjRwypxzRBq6rcYWyNboQNn4q401vUIjWJRNte6qa3wvs1WtoPJ8WoQERLrBC3",
-	"vFchB1HMmkTCI1iVtFc2oD8e07xHb/57BsxMpXEHD6hS3fsXvJWH144XsUPJ30FfepKNpnr/5oWYz3/n",
-	"t5d7u0G9k+Roeehudwd6mIEM8l+ooBSpIdLlHHFWaeSCCgqWhb7TA9nlKK+cwCKTGYH2gerGIbniuuD4",
-	"Rk7kLG9RdhDR0pI9/thaVdNkYmU6muuxkePOcAX3Y5jSlFLhLs2gp7UamnnD4r/R5nHp/jLtZPRKMw9U",
-	"xaM6XzF1EYx9yu1k7o3OVplhf6UiK34kkvJn4sYD2ddeh7X6ir+o8JNu4Vrt3jpWmZ3Kp7q7nnVpP05z",
-	"+7Qd3+ZwNdKn+xK1vvP8eIzDD5XeZwFOm6R5PDbocd1BkXJH/1jem2m7N5ZaNH17jk6TaRv8DWS52FlO",
-	"lq3My75ghppkJwzghp295NIbCV9xBXFjYAS58naS6ybPGcNsjR+cjeSGr1nxodEn2ckFFTmLw/tNSRvx",
-	"9g43/SlpmZ3ZDzn4HOVE8wPa+x7Ng8pqxEebYW282uNbYxd8eRk1HbyOhVJPylr4nDbevGqSeegXlx9J",
-	"o1iQQ2w2KIMsP/zGbVYuazYpRf0o51vStozsKaGL2GB4yzjIKVxaGVFaVpmL980s8FtGaKOlw5Z9kuzw",
-	"NTjj4v1hALGsnUULHHfpwtsPlGfYJw2wL4MSiWoqVm+4kt5x7cpWWSAaShaUl03NrJTioTkfVkr/GI4a",
-	"C6m2vINwuPoGRai0ToheRRXN9zIPzBERELMyuW4zOigmODTcq7YAquGBoTzoS90VvDh+xS3VqugFjduu",
-	"uMhZMK6g3syUCSuVQL64YgoyomzcQ49TTMTC+K/uGpnArA5RHwJ3yWfQH36r3hqMQFCpOiEK+WHxm7ED",
-	"JXw/Fe8aiUIsLX9OO5dXeLF0+Xpw8Dr3dLtYLXPriB4PdTwFDG5QrutbDOMgRR1jZUdZiAhweIZi1UXC",
-	"MxZWtGnNoFaMMoe7TqbUF7xmCamBY82GmshGV01HIIRHRgqEJ1EC7pQBG/GCdWVA/FIlsRHCKkZ79yOu",
-	"qqDrHroZlBQywojW1WxRbsZJPahH0y5S5reknWGaJn5i85WU92/FXH56LXSdIAmwxVfSVT9xpQqSRBEr",
-	"MAi13auqhVr2cr28h0LtGbLMqmYOqH6UM5pv45l1b5z3wMi+OdW0lEtMNz39IJBD2RTEuOzIJ2E3M7Nk",
-	"GWE/N7R0Hg62YUK/LRyOsV2jLS40Pj1GxjTLt+5UIDOqst0TnvC60e2/Rk0rN+G6GwrMdbkjgIiQM75h",
-	"BTmFhCfNPiVka/fi4AXZse62bXN9CN4jfvRmwk7TvtsJ/MynbbRcPrTjqbJXN21Ryccj3d5JhjvIE3Nk",
-	"1vvXWacCVWc/2n2fdu7jPgtwONCl1yUdAXPzyf6Rr6LmnB9BifSGdfNSUDKUavJ8qkpgEfkiWgqazojw",
-	"XdVyixinrlL8FIEx6Z+2oKkZEWwLFbiMPHqg72Wfy0ZcdYDxNrSEYNlFczUM6Rj4wwqTSv1yum6HvONG",
-	"0AHctX0YPcM95MIinQPHAB3a2jxjtsQiuoVmXogsY86MbcS83L0ibZLzLR4599fPDTNMmDZ6ZfgzIpLd",
-	"ullnhFb8FtDfg99a+PHbgglufhJS31rcNHPblzzXGbGlpG61lLclrQ35NkI1FYpbt3Aob7FSWE01uy35",
-	"mkMehtmAWtDS3OiN8BEcZx6uvpRLLpSRj/xEAgCKjOS00vmKBmN2v/hUbwuef4tl14uM1GxRM7XyswUA",
-	"GyoKkqt6cVuz//RKs13Rk5cneysRlcGYprwcyKX9W+ybLsKdrilZ93d6QXOtCJ1LW/sUdj4jqslXjp1z",
-	"W4fMTt9cs0qWG+YR/gPke1ozj3i3R8hJo/ObZk1FQH0tGB8gJgAOBJj+54Yl1iphma6ZrnfDcVU1q2yV",
-	"Nl+KzQIbkpJqG0mt0Cbcnd++Zy+QN3VN45V1b8yDwFtmO+tJLHf/NoMXZ2+LO+KgFW21hXEpFM50mLHu",
-	"RhNlJhsohrhhpawSxuV5h6kUWDRuR06dq4ucZ+T/YEOE2Zb+z8kTPFnNmtWKaFkCHDxhQHUAoANQZwXV",
-	"NAK4SjU9GO5E6JmqWM4XPLcdZK37ByQqQ7Fc05KrTjCfm8dXCoVBhAvXhnCiZGvlyYhmDF8DI4CvCc1r",
-	"qYwMhzDfUFQOfzIErc7scfJ1BMk923Uukabh0eMPQxioPeWkYfOaEYV4viKKlQCADIQOFfTkwq//ZBvk",
-	"ReB0NgfBoXVuEG+eL7nAsgTmnNKugMwTgp7MAbugONcfdZ4qpGhUU96bGmJ0w03hfseAaix5OF2oHcFW",
-	"vqQ1JE5suhEEjtgzh71Q7sjzM6OcB1eS/wjqWtli1ci0jOa2bBjAfE7FZYZyuBHhEFa+szih8m1r1oKV",
-	"IneyKwqpsrZ+Gg/ELBs9N9fuzEqYM82UHvd39fGb3TEJqbW/135CWWsmgsMfY1VvwClwsWIxXLku4H8/",
-	"IraPpDAd9RVhSPo1XbBlwhWR9/HjM3o2+9G649bFLmq6/94D9d5DwOqytlhzgZAzwVlpEZGcEW7IKflG",
-	"Kp0E1TYPCSZ8eD9kPII1r5oLWUfDJr2EbWSynJbk4vKjmnhCDvDGbVeyRJ8hkRtrXoKAapAVN7Q8BDka",
-	"Kr/Fwi/f70OMTw8tDAHMIyoKDHRB8+gqMr2VNeLp4zuTe33rPhno2kjhz6Na6gzLEhPzBqEbVve1vvQS",
-	"QqPfxnwOC82YeGDL0YY3Dxnvmq2TxPYe/TmHY5BDszcD2OtvhdKYXbD2fRyCw75m649pKPbOuA+GeK/M",
-	"FTuaR9k60+D0zaWMuNKmqM8dm77nKP0V7E25s2+Okh2JeCLsT8Yd8M6pS/HHG4gZfwCSdlC1aC8UHaEx",
-	"1YFJAVuomA3NcJf4XeyXKsJyIesxiNovCBiw8ZntR6q6r5gy9GKXzUhdHsjeSNxn5j/K1x3drrhmNnXa",
-	"PBgHhbIDHEzY3yOK0Xiwzo4jDQSl645BmW6j5uz7oJFsWI3Qeb7inxrMdZhWRFEkItHUGGBzIv3gFV8s",
-	"WM0M26hAb4eVwC2afK+1m2Cag2ILkZtt6inaUn+MDvCCtmjBYVwYDn+YcPyYhxZnzvSWOSHVIsI5JPEi",
-	"PAdOOLPrdyDiZFsdsoC+VYv+4HpN4jPbFybB/47FddkpJdq68lTiC77utXAfq91/GfKHoytHdG2l29UO",
-	"oQwbFuBDRhufBI/YmRrgJAJCPFrxbKBsd/QphESzBL1t6a3sECLiMNH6lYw7NEJmG/I7z6BjiVy2kOLA",
-	"roXF1DymBy/ZbEVFUWK2O4rHZnXyypzAavNdPCDxOHLtqIwcksqs8l8zWqSIeSRLEyKD2lmiLUYdSdcZ",
-	"nH+5IAv1FBZnTT9lRDD9FGIRlVzTT7kUIvitXrP1bfe1becnXm3+8JRXtyBF3Fay1rc1gjb6pzqvbvUW",
-	"jeG9nxdc3GpEH+g9WdNPt2onbuc0vy/l0j/97mkuxeIpLcuntvD2rfmVYFQDRFAJmYRxNXLKes1EkeQg",
-	"8DMJ3oOjhdKRIR8jK6px7m9PmKPcvcO2N5AuMYwcsTEQ4vBgWfTSFMsf1MZBTMILEMm9Dzc8QT3/L3a9",
-	"I8jqIfd7Cw875U4/Hgs2UBBcYdhJ+3yIjmBnf6SS8F9Fbh/eoUTU/U9jF9eI9QsE+o+tie4qoVH9tNq5",
-	"vQyuECtEdu6YnApQLczO6Toh7biX0sJF0FnQE9GrWjbLFaG9eP998S5FYAkdoUty+MmcpQAF3OLGPVUh",
-	"CbTvHsE/WqllcjK7X9kstbed8ceIbs/sFhWZRN+udwaebnNcO0ZMZcROQ5LOmrlPhGDZuWL5JlWQz0cI",
-	"ocFmLqWeaAiCpq+jhjFsGjypBzdb1LJSb6OWBzvSiub3TCti3qyOGTl08aGJFRU0Q35w++BRH5oD+tzV",
-	"sS2nhl4c3W7cmeGpNY0JYNcqTmGXdiGPpzHbfJzKXPPH0VnN8s33XKtLVqP9L71b4Nfmgsy5xignxPib",
-	"aOo1wxvpCPbuIb3EfT3t4Q9Pa2zqsVF2N7e7FwGNh0TZnt7gkMX44DsjXVw1AqyvglZqJXUMkKLky5Um",
-	"yr4xnNcdJlTs+aEOTN8KzNe+hJUbxQNTu5b5xS4vo/U55LrCquFLWs8pYM6WJcYYT7XOL2XSxf0nqI4P",
-	"Hvah1P2lrGWjuYhmstjsi/adiTrBitHqvCxlPlgcVi4QwtK87ao5T5y3+eR6l8rAeWManGMfc025MFqe",
-	"s2a1NYGnMMqE6HPTy9aPu4yb9UXVxLITWx8oaUDHdahSiSShxDLLiokfeJS4PlTMJlK632Wtzsjs+V6s",
-	"05TQ0OE8tN9GxtSUdKJeGtH0cJKDvGC+6tihvi8vemLGTJgn0/dcBcd277j1jkc6Zaaln4BPeboNuUuc",
-	"qS/5karueTdGMwzv6ZsGISLxHG6AxDFc0ZrmoJ+pldwK56LKV7QsGRSeWkNQtOlH7EjJNBoUMaEzcF09",
-	"/y6qX8EI4vqPD92wgZNtn3MGTh6L7HZG3DbbHFOMUjRsCVNNFTlVjJE7GwX61Pd650sfQcKYbfHJFMDd",
-	"iiq1lXXs6Nonru1GoVk2aPHFt9+NuvHMZ3FJEkgDMwaCLsipWfQZF4oJxTXfsCcH99o7MX4IwXRjtPq+",
-	"De0fysjCsLaXHXC+0MvmcodjZpi/e549Djg1gnchjGgfXuAL5zUegzV9an6c/fDuLxk8ni3eX/4hI2/e",
-	"XT/5HWV1BDTt8XO9gQiTq8q1Lf0Kr9nFbETJlP/xAYndY4nRZgvdmnTSHh8lS/phrT9CynT0cCOnIFBJ",
-	"MSBqroh90is9DYhTABmmbGTl7sxtjb+hzF/rHnM6kCWNJjB3ksnqzWQFY/OoyF17mKHdPDAvliXymzuM",
-	"N0x07jOhw7OOY0nN7fEbueniWWchy1HkFAevnhwJmtfPmVQZlCYtJptow5v5aOy8oJErZt1Of6plU0Vr",
-	"reBzb86/52h16VlSS5nfG+oYcNpzBR8TeFcFR8Zxu4Ws847luxN808QMFG/klqyp2E08CKb/hGu5ZgvM",
-	"1IB9DTepc6IrJmaGwmc2egXoOzfS2azW1cwwvFnJqGLBg5Ys/d0xawlU11SoXBasnhmxvqSaxctugEE7",
-	"phB+rCAHCR5f818gpcK6GlQbx+02cgDjtOuikCL4bALmad/nywVG+TQIOGBHn7W0MpU2YyaRRplzqIJ5",
-	"QahgJCM5oDPrr22iqpO4gheHcqV8Q2u6I0tJ6IrRwhfFAPKNU+/SnC41eLzmO3+0DuUEvUP8ecBokwE/",
-	"11ja1cfcuOI6n0U6S+SkXjdQtZlCpUvnSAfKm3ZFTr3SXG6q3c8sIJvhgKDObpn3pwRABgTnXNyy7j+K",
-	"kjJAtF04DhU3d4URiuDuhI+caa3bwQTW+jlJrAPCZ9bAFfM1v3wm6GRY75HrzMjtWEXfbVD8+NcdTnbo",
-	"qVaBFjEcFNdhfg7jFvVmyEPdtlpGG6NqCGfBc/Cv+IryRAqb75iw26Zi6ZJHx61oO5Vsn1I7SzXxRPGc",
-	"XdFtp3D1IEhgBD2PKgCWiKWHCx11jPwAZdnxKTn93+fv3z35PJW2jy1ZO7ncrI7Df0wpIm0Xx/d26DY9",
-	"ID3gHCqqpXdUS6gvyF4G+t2cGrGzqfCWKqEkbYavqQyiEpWtzy8KUsuytH/6pDdf6NsckTh8ZJJgnPvK",
-	"FvTfo5zQrPfdi+d/iJko/8ELI/4jVzVsz8pAjsTQWTk+UG7CUUnWUpcxMKV/KBpP7FN0e/jS8i1D5ldg",
-	"/RzLUlXa0N7afYknJBZ8yvJY7iT0hKmu6oxUVJmrGf9EwQOjq0VeNgW7xMdB+NskRQL6wKziiOZgDRzT",
-	"AtpgdmaErVUkvcHDKef42CePw57OuTCKBrYw1fa1ZAKgF6IG2Bu+ZlbcBVOlEej8B5hdP93riduTltCs",
-	"PAWZ0/huSlpUvGjint+1hBgvB9rmXs0IaCQovlc1W/BP/ZTtHhjJJNK4wuaTaqU6aA/7twWcjWPUs5Ym",
-	"u9ub7efgR4nNb1XmDl6w6NGTLwXX0uzzpeTxXFcq+lnfK24muCPzJr9nmpzC1UHhriq4us967ntf3aqw",
-	"imusUBbYk6509Q4tTJFc6wCalKAdiqxYOdVXEasUe42gxDhKnMz0MzEUXASLBoGvNszo8HTzj4oVyfbf",
-	"8OWKKe0CmKjYhTnoE3vBbbkYm0YvUKrrMDyoq8uU/wn21poN9zwBUzcYv7lKxpa4NavjMSYD8xoIy8Q+",
-	"rRN0CrhlTQUpmtrBErVEt88snTch4TmBRVMJ98nURUuk+sPGy26+/6PkzbtjYdf+mPT5wfz2XvuY6f54",
-	"gaHQQR1Gh0JgNtSg62AxTAkPTdm8vaNIueskwpoGcGTGw05hGsrHnh47h97dRbu28E6AUScrv5ex75L0",
-	"p0an9rljhJPtcYP+Ue2frj6LyvYupNjlmS6NC+ramCMtied7fvmWfLx6Z7HYAitVhtTt4mnoWJ5O3Cnk",
-	"WjT3db99bBCfBEUm6kYgGG08VMW24eGH/vqgQAzooxOHAdY+J4RYP1ar9Zr3HzFSowQwtgkJ91yF+0vw",
-	"OwueZhcUdZknj1G5qb/hIcxzp8tjrMbHBBmAwR6c/4Y0Vp5rnQWDVOBPoqVCQD+MaDJfBuEfD453SsYA",
-	"fI9aVatp2Y1rw3uOiQrwBkPrBmyDATwYdOD5R2Lax5SdUr8Wym4uo1epZzJoEwLzhjkkQZiHm7aP6Tqk",
-	"3lu/ohqaGWE93apZ6xMTtSzLdQpq+aHFOclpLaWdIAWTJoRJf20Eta/VTiXOVmD7fw2QnSrGcuCRFwHB",
-	"P61Dt8EZjkyRmgm2JVQTvTXch9eFcqDTJV88oCBI0Nk1q3nUAwi/O9Dd0xX79CQ9YsKValjhmeQyuS9H",
-	"1NXrZF1orNCKca0DtfWmxSECkXrTkouuLCJi+ZeJTESqnlTGxL1qr6DosTiOOMwxEAkgbicG7JdTOex8",
-	"Tr+WXUFqfJXUjOYrV7wlpIxuTQ7DjOo6yALjejTq/lGDKW1g05MpvtGJvtVRCKXhsMg2QfazBUemru5z",
-	"V+BGN+qlv49PKQBAw3iQf2REyB55kx3TTzJ7wWT+6n/kuxyHZssFDJdvwkhqoMoAq2ea8cbeje8fWKcT",
-	"UIXdPWsxlEeLj6b8y+PVVDw/mFixcmCWHQ63v+yxkMX9qypxze4FQjoZYCxk0cs7rz3PiiUHSoEbG7A2",
-	"pF9UW1qxKLOJIFLk7Ay9CubGRgcKgZpT0hJuLIQfduBjXcbL4187Fa2lCzBN9i8GrECdkI3eUBWro9/i",
-	"vTrl4uI8I3fojH5556N4V+wTCfzeZnLXDSznZTMvef5ntnsrFvKsc0ugi9fzR8zSvzh3cE8JaaFIQEj7",
-	"zciB9XMN4CnKF7owaw/jheVvhOYlYY5UEn2B3zIR6QBoz3dqk3cWmTx9+vTOg5IBY9KQ9uhwe0ZYNkvL",
-	"iEGFjQIs+5WCKQ6VmTr4Ymn3Z8tBhmjZLlWHQJQgQDgLzqIlsqxP1O1CDx7FeOxwWw5aPSBeuD2pGC0s",
-	"WmV0khOn1Y+ODhg2TVykCM4rWUG50R6jwHy1COoNYqlzpoiSZEHrqRi3hyDxBcNKnaKbXcUGEKfciSkk",
-	"U11MM1tLxwnetjxXvKuaUT2eBmJfO8DDgh/8hdMRsHIEIcS3U/V5Cl8UdmycKOdSgIQK1aiOfH+8aNYO",
-	"ZOLEwvFwTWSjB7StHxOMJiiLH0rB5BSqE2Ao3dviJbj3nM7FangnHv7FXLHPsQNqTxfWcBtmta8YLdB8",
-	"AZknCG7PNaDDKzfxabSDETLDmw2gXI+0qwHU/59j8Gx/ZrvOJbxmRpsH5kBJzWa29gIr/JEEIVOm4tPX",
-	"9NM58h41yHxoWcotK5wymFzMNEcaD9PrcBI77GOwZZd8w4RH1euxjEhj4DEspgjszkyByf9GTGqdf1QQ",
-	"RuvSsFVfAIMLpRkFfc8VnnS1YVOBDRbV7PtdtMqBrTXT5VRjLHxKInunYinhj8WkUvrjT74shNtvwLv0",
-	"hrB8l5fsS1Xlzk42XPF5yT4aqTJ5DHakcHwF8+KosMu2klCrRL/0iQ6CbZWNEwci5MpxXvMUCOCxigHv",
-	"hWe1kLFenOvw9O6dHqiFPd7TpUZ/6jIvrHS5R3h/d+7c3p3Zv7m6sAQBv+1tS1ca9ad2RBg7B8TT2Ok+",
-	"92V8enGRK+qAUkFqdpqgI9R5gzU63Ehhz62DdUvNyamMIhHSNmor3Nm6TJOa1WsuaJmyqj8iknIACX2Y",
-	"dGd+jXVxRGaClqSQRNgI8iNCuCffDSmO41BY1W+o/n/0rCYO51Cgf0DvrwDvYVwFaT09UHU1s+VYQcO2",
-	"YVm/aym/aym/aym/aykxhxJyiGh9s3rneCxa0zMiy+LwKpzBYt7UFOBdpIgWuPldYxq/FW1NzMMq5r3F",
-	"Ut173DdBHu199Lt+dpB+VvtE1+l78wGv6+7meOefFTeZQOTx0Q37XUP8XUP8h9UQW+7nj1p7g42I06/d",
-	"vb8PuU09YWIgSAb8HbdP1sjWLEVNLar82tdQPrqgyMG1X0cWYLzQeCdJfr/k9pSS45emKYxLenBt8atH",
-	"rSTu5nWM2HJAwfD3rkx42N8XqBMejPZaUx3FlG3AN+dww7FELCu62x5RFbFI3iubR/k+FWUPLl+4rXNf",
-	"w1XaNAS4l72ZJbo06bD4+e6iqxOmKgxMwfveXxIgMW9y2VXxOsDzXRu19hn6t3L2KQulbq5IVTPFREeV",
-	"CUpq009Du/JOCohqGN0Yurc1E/MjUB2w1/X5kr2Pxxc52cZqD26thdRkx3RwWZ6RZ22Q2MQxfM5z6E6d",
-	"3/w+MWaR09Hfl+gyjRzhQE+KcuyOWuaSApIO6bgoOF0nHTMW7YzUM2elFEtFtJyMoZI0M+4yJINU+HVa",
-	"1rRgmkxo1os/+9xC5SSTyLaWmsUtPf0Cyz6EXHeksA1IUWNXvg/TSiHv3ECokAvc3AvYJP/ZQLUZee+C",
-	"iORW+FiZqs/1trQuWHEjh+oJSSw40smE0J1RGDnLZn1PJiIzpCmVPoLatg/C7TbMeFC3cikpW9B56P30",
-	"c5YK4LFdZp2FtjNP7f87p1Z9AHyqKB85Fx69aragueGVXhuzTyDQW3RyTDLrkCiC5J8k6xkwCv+YdHTw",
-	"BxlrqbrHul2/XZNbkvF9aHQu1xBAC1ZKYt98TKwcmSYIMK5zRQp7+TrOiQrlDDQ3r1/OlJZV+5c1s4c/",
-	"WD0NtObgeRAfOoMciig/9cOc5lDwrx8dZJD48AAbEVDeMZfVb8KBFS54YExoySWwCXRNBR1LQGCQ8DdY",
-	"R80fu7n2OVdcb323z6pGVda0cti2cZB6GGGzDwo7jE8VLfGR/NGXvevUsNIg0e7QuEuV9do73Mz/sOm3",
-	"yBNpp28PdyJebw150NiA0bVka1Vg5TcsH2Ij3JeHlDbv3PuuylFbVKOT9bLrg0okVd8jxJvhBF9Xz/Lz",
-	"peomFiKRALRjD0iGeswM1h8xlNs8fISslan5oREU6Aj5jZ+XNykvnn0wfFyOWcdKcqGjWLVYiQuzMxGW",
-	"BaC1LGTvkT7EPijN5Ep9dpyxJfxQMXFecYCEipfaRkQqtDRDkAHU0G1F45rUsonF/Eyx7walbOYlQrRE",
-	"REW9kkU824Tgw2EpL7at/rIivAhTxhtRyLxZG925wImphAdSxzJUqF4Rh+kc/47Va64SaaWuSvndp5na",
-	"5LP23btOSjb8iGkWERhTWMhoOSLzgCxkI4rMbJvoibjmb8P/sPVbmPxJdhKuiP/RvRRMp/3RL/wtls22",
-	"P69l0ZRsnFHY/bZrnPWksk6PbrbDIlVI4ykQtwsAxOPKkaSzBdBctyB5NVtyBUaVgDT2ofLMR5MzyB2A",
-	"mv0uXoPsiyGaAdSJoOWVmd5FHIG9NWfsrYc5Pqwmd1+7dr6+y2wkCK0ZYZ8Ati4oNpb7ZX9YNeUPghHz",
-	"COzI+8zJZrlZclF4jMxPl+6XQzH09vhmxDvixzG6kK3o7aszBfQwxYGE8xjtCObmUAMCpjvJq3QgSVSQ",
-	"axeclINR33pnqY/91lvfzhCjpNxbp6GC1R8aPTec8ic2X0l5f0E1LeXy9SaJOqE0FQWtC8I2UYzueMI6",
-	"NAgZ6xmhigAQMxdmb0oqvlLYWKLWiWzqnKWAjzeslBX7ShF8zZYvR9hUrtpB7uOt13y5jOO8gH0KsiTB",
-	"b7KZhiOMibmuWT/uCYvuLOvxBYf+vUBi1gvzOa133JxoQLzBZNdk9Ges7s+H6xtF1tQIwxD+maHDEP1S",
-	"zl5IaqbrqWUoxgx3ZuA+jCcIITqUf4PJzOLzR+RSs7isIMoC+J9STdZSafLt8xdBnbgAR8PIqFiBzUkg",
-	"GN2nmjxPFeGBjUkZl3HXuHazHWgijqL9Y1A0LU3FfJLFzK14EgHCxnqM4z8YknHBRF3AC1QHrZh/JPKS",
-	"UZC0rlKQISAIdwPBYVAYPtZVO+2PJDfLuEugpyVGFMbysU+ji0PJT5RrLpZX5qAEUWqKFI2Dw+DCOkUg",
-	"cUA9LPBq1NrRYyze3qGauR9+inINh9n38UUqYRbTT3qI0mCxXg468D1ei1Uxu3Npz2N4rLKW/e3Rl1vL",
-	"rlWznVePy/SJoX9yDmD049E5/mIsfGTq1KicVkaBG7CCmpcOGcdo6c8fHKzzHrHCHSaREYceNXynnbS3",
-	"8tpb8CA7QuqanR7g067l2oUYdDfkCwT79GYBkpQV0+Kr15XQSI7veiDlfTpK1fBBoW1B17zkTB277NBK",
-	"Ami5tzp2IFNXIVHZ6xyHDHYwlCvb8Kf5DqSoLS+LnNaRteg0lcxIsR1wReg8meoAXce3CL/vyL3HLG1H",
-	"Wo9QtUjU51ivpbBg2m1ZWTOi6ETcYsWncoftPP2nO7vK0lanwr+UlSaRFsc6i8vUYafBcPwST6CX6yQg",
-	"0rJmS3MfeQQyf2kZDox+lvbMOzyRLvpkCs/60rQQrbcJAEJUW+By8/98xafj9rrXEx2c28c4hYlttpMc",
-	"4oPBUnBBGM1XqVRI744cyrZoizMxULnM4vIaZRDw8CfWJREf5kvpD3aKRiRwVtSE5vdCbktWLG1OKHnx",
-	"6dPE7lybMR9W0J81Q4DszM3Bk8t6Osi0dfUOdgAYPk7SsSaoFW0USOm0jf0AOE7Q58wiTC1+7zzTg0NA",
-	"EZhoQPrMS8rXk3ctFJ8ndWKrovAaUlPDquGH3seB073dy5COeqMLPO8Rd3vLfnwkfP1B3Ky4ikMFh5kw",
-	"7RcuIyjCaMgpKD0AKvokBRtu1IficNYDnM5+PZFlLKiQjb5iG54okwA1Qmr7HAoUSWsmhUAOw6M/QeL2",
-	"nDFBFlQIG4mvZZx3JSiIix9KvlzplI0jOHVpDj4ltYt90kAIw+B+hign6ITx6NeDtEH0r4GRVkejVmwI",
-	"MF/3A3MvWzDe6FAfb4yAsjaZSJy/YHB7phzt8AruHYv+Bdq5/HqL2t30xMkOKHDvVPQXYIq0Eqi2Mfm2",
-	"I6IQ6oDsMlKzgoKce4omQQz9z2umYzU3ylJujT6cZkxUkJXWFWGiAN8qSLyYIBnnPm5dB8/H3u2OxgBP",
-	"cZCCBbv3AGDdCYZIP44jjZD2s0NzCk238ezvSboH2meUC3uMpFgDpQ/fNtCIlYEi1vfOfYJbH5f+nRj1",
-	"lSIfr94drAehVqByWbGMCLPoJbfVg7w+NFKbNztZUXUNND5Ax/YUAOgj0+SUllu6Q1eYhY1U1AnMT86C",
-	"c0O4VqxctFb2mummFin6n2aPTVLAYJKyewJ2Fs8C2jxlrggKJ1Mvs1G7c3KcuDYfJ5gA7SqaU2YWXtYW",
-	"2V/qY06cN352e0NmYRoP9QXn78enAdOPBj2ZLmWjk1Fg4H52yeHOG+O1iJyWZWbEDIXfT9yCKUZUOKod",
-	"A+qBi2Y7mcKmOt0MUEDMHhtV1j33aPmS5whZcAPtrX8/BdWZatvDvk+F0URVCFsNjbrtcnSuqwOv5bgJ",
-	"9yY0ensBdmpcJnxwZMzUkARxdJzmQKPHVmzcE13czShrYndmVFKx1TPjPZhX9+SWLCyTUUIpQVlCt4Jp",
-	"BKyVomORCnj6wddyZjWdrrcxVjf08S7vM6NA0nkJIr31EwNgDup4iwXLNXqg1FPyE4pYfsz4KcB+s62z",
-	"mTr98OeGNZblce1rL8uKidAYBNVKT7U31RuZlJclWUq8TncQWbdmHj+CK6dsDgE3TJY+6FzJstEM9h2E",
-	"EXIKJIDFJMEC46joSebT+XPPAFVmZgr5mLXVixY1XTrg/LDC57M//HG05GtK6nkNAMbMh0Mo0xGaUM1e",
-	"ok7GBbl7+k93QfgQGnrPSMmWNN8RJeg9u82pYsQcTNsS7lhUiAqG//zF+OjX9NNb/PT5MywH6/6MVOA/",
-	"WGbJyPPZ82dn1sVuLVVYQ1TLNdU8tzYqJgo0wHZMWA0UjkjFJPg6ts/DOrbPjxeAMtII/nPDCF1LW7at",
-	"SltRYG4v/pg+91OWXyXE2Tfvzy+cRCUX5Pl3gPzddpURx9aJFJaznhGwvBjOClgqENxgJKW5MjSI8TL3",
-	"jFWqUx/X9gKLD1wBX0S5DfK2yGuR1ztE24O4WXx7X0oOj863330m0evF7Jtng8KXp4tvQrp4MWpGsGLN",
-	"sCAzKLxMuFlvmNLH3qgtzw0hAyeGKN+wT9on+VFFCqrpU/u2OwRtB5OusMkxBlpC02ct0SKuCkZ18hw7",
-	"9sFvGRoof26MsCptCJReEV7gnYLwRO4Jes9tQNRooeRp+5POrg32wF2QYcxN38WIT+LZbi4Ht2WWWpKF",
-	"BLGGi3ByAd7f9Nikt76KiS0WusUZPu3u8iGRSueoS0fai+uOB8SgcL8OPk94WBNpY0CCVU7FisB0kqfz",
-	"00AQpLVcM6Hr3RkcGjNUb32jYHEeCt0wnxyGHAWjmamK5XzBc7LgrCwUCjJtx20ntvQFVeTuP65evzq/",
-	"uHn96q93UWSJJK2g/58XED4yB6NcLbE8DUKliZiHsWlAHXz8WLdU5kon837r8aesx7nmSy6SKGUyhwuv",
-	"ONcfdT7RgI4NH2q5GC4ofUlrZSS/TTdq3sW3Zu5eLneTw3dScbMfYEV6k1nOX/zx+R+fZ6TWua0Cmdmy",
-	"1lwsM4u2mCHhN6KY2WM+M8c8jr2oab1k+nrktP8AxreW+WToo4Ao9jgTsGZigAFFTaN9Ot+FJsWnB2Ns",
-	"7VXZjoaUdYnGr3SQSQvHO7EEIwxnPDasdZ39NwoJs1vtCubjFPoZwNMtJZ+SMTOjkWB2JPYubjfiS4WC",
-	"fQJf1JA0Ih20wAL1JNhk4S+teNz+UPjHWx0GIraKj/MhegX+scPyxkOsjxAJeKKc7yWtud4NZk/hqveL",
-	"M1XwIaY4RTKlsBB/It8Qn545LBT80xotwFIiIJXoEh8fmr0DfVyYNmOra8c/DXXBJ3C1dX5icM4VrVmR",
-	"dvba2DPv7aU6iAfAEKwVVSuXUuwanBgG8OXyxywabeQiZ/UMH5ICML3N3iKu1/6uIur34UlZSKnvoRuL",
-	"HB7ZXiSptCkRA/OA4iz5TahS19JMP0tpb/P9CDJ3BtKnrjOXmHRkDphdUJff7I4fLnfEalxVJR8ixndY",
-	"PlV1AxDsZ23lsBi+YQrxjWo6p4q9NT+ZMQ+xkLvLq/M/vT8nPzc8v7+FJbrr9trJhoUXXtkOwNJMS3UY",
-	"XMz+qW5nFwNSyVcoOg0Zoy2xRyrBBmbcEekXQ0Dwpb4IHF//lMxrOEi8qN61Zy4kX1EurEGr0wtpAeeB",
-	"lD1RPD15QN3psaVOZbO3GxBWlO6LqH0qDxchRpDRMziQrP0BQdbtc4JhICAB1LK0SqCW90xAMCfYkiI2",
-	"j5xqtoyCFlzYJ2jZaDtq00+6kP9oZiCyJorljZnSQ2Ip2v7Avpgonh5VWttFw0q8QVrjfl57bw5u5Lhw",
-	"TzecbSdHQ/ul7E5yeF/jWsV5We7t7WEey9jH066wluSOdk9elnQ3p/n9O0YVi1eKEWwLlovKvkqWNY1J",
-	"v859NFAs/A2kVAhvPytNr0eGDI0H6x2aDymKqwTwFYAeCwQ1s4OGfx9aCPN1O3XvJCg5yP+1EecPHTIM",
-	"ZdotBa9OMjLBm2lHghEy7ZgrVnNZ4JGd7yyplFa5KSQ4deBcR9BJkyCX08tSg7wLdgNleSpNVZMWbHu+",
-	"0PFUZbR4wzsZ5qKQ//XsfxIurB38qJ2B5hIZ8FdunQ4qGFMznOu07XZvY7RzvqJCsJJw9P0YFe5JCo8f",
-	"PvtzFBTJ83w8AoYhdMB/SowR8jav2YLDzZs3erZm9ZLNsNROvGw17mSc4j5evVM2oHmXkUa4+BobxY4D",
-	"+grh8afzT8vQrtH2FBH/E7FS5xgrhVGWXBNarLlWMDhWqzOCHBCjwa/YRt6bf9eMLLigZbhg5y6syn5x",
-	"kp3Y98ehT9zZ721ah1Di6ZldqHh/NLIIB+8Qco81tFs2dLFc1lLLXJaxu8XfKJV9KVybldbVbFFuTjL7",
-	"z3VlFIZVqaLk09vMqAy2pTtHRISmrrG5uStZ/SOFrUnK7fY13HUA07ThEJT8K93Qa/jEkgQ59UGSb95d",
-	"G+nmmi5ozRPpB7kUmgkdr+iEHFAH9clQbehKR3cbXjD59SezgHfwxC1n9NivouEhb+TWL5cNW9naimbs",
-	"U8USADRVsOFTTp8nkF+zkyZWKfzchaVAsfCwFjXeA1lb0OtObfJbzfN7pu/OACcbis94f6bZCyjQPy4p",
-	"+mngqLq7kvWoxK5g9BwgXN6VLBNEaQtvgSrgPZ82k85aaofy44Y1S2iUK1/iRcjtmc19mYEpxSogtYsW",
-	"RwOLXWV88SERXdB/IRPAWJMitdwUXKQTDxblK0BeAgS9PpppMFScxgdR7ib0ZBOH2kXIpVBMqEYNLkcd",
-	"3V+z6xaxJTydNohuVpVUsIzUdKFnG6mBlK1PqE2RyIji1UzxpaBlaaOqECPWxVOMEzOMLoy6CJYka4N7",
-	"x3ShK7rQrzhdCqk0z6MlE9xa+VTQIQJGtfutKNiniExjfu5gVICr2NuW7KnGjtY0X/HJEPi5XK+5ntwv",
-	"vq5ZgSOY2In59EIKTXMdLQHBy5KrPVhM2yF81oKJ4XadkWf7J3PiSN7J5eT5lnJ58EyvBa3USg4vai69",
-	"i9F3puyHU/uCiQ+AL/b1K7d0gRVQSPurYStpyHzRrC9Z1EDdB2nfSHACWoP2IXa20SPUZRzvcNiyJj9A",
-	"NEvC7KhZvU4jwrYMzbx3jNvNCZXQT4++uqcr6x7yGK0Eexqsef/8RNkRowUXTCn0zgyYiTHYzb6NVuCI",
-	"926gNIgrT+GpCyz+XJB1cIwnkvAhWJcIpXmARS0MA/Hz3A/ZuB++CUOHxhlR97yqWsdaDkVYfO2BhLUa",
-	"v5nSzZZigHXdiDCF3dcodpHVXaD7lHPFWvjk/Uk7iCzc22H8R09T09yXLVFh2WRq+HiCvuDnEb+aXeKa",
-	"ioOtYgkX6VtR8A0vGlr2T8B0Q2PvoMVQMiZ7S9raHmaS7ZxT/pNiN+Z9c4LhgV44bDusPuz3Z9DZdsXW",
-	"csMKp7ZcMcWLhl2YPprquADUK1eNW5KClUwbuoJOvGJsGIHpJhYGV++uGtHJ6ohWTTQiLR5ds+j3bKe8",
-	"ygqdcgzMXsfPswuvj4HF2sB7LUluXj9DSAuIMZ8zqDQKY3doKeg7bsWANV9a5uq9/23M/UiM/VBQ/UgV",
-	"A7RSOYXCOueJrikvYzG6gyPZ0x3tYvlBHEFI8diUlv2065rjJ0YsKOqd4aPR0BSmWfFnthuUZ4As7LsA",
-	"/ItVeGRTFmYv7ROEnQz6muLWDcg0fh9whQnNYcOHECLUozGvwbmxROlEaF6bueEBOITxwQonkJfM7h6W",
-	"kY8HTVr0SSei+rcwi/aQde0Rnl3krLPdWZceB1LowTB9s+J1cUlrvev4hh7M2cCQiAlTaPTzHokupQ67",
-	"H35k27774f9j71+U4zaWtFH0VSoYEyFqDnjRxVq2GCf+Q1OSzVmyxCGp5Tmz7FEXgWp2DdEoLFSBrbbD",
-	"Eftp9oPtJ9lRmVmFQnehgaZI6tb/HzFLZgOFuuU988umYpS21QWBtDDA1RDBF0241XUNz/bDwoZn+9EN",
-	"j2xbcEtiTZgd1jEUlSETNBPXRsqFuK1VoopL+9gsVvN4Jea9iLpXzbcQKR1gpYYRKD4cbyLdDLTstgfL",
-	"JM5XztBqic4qltKDY/lWCNQ0ZZ1K9igj3kqazYtfe2O1FFUcdUfYicVCTqyzKCBn3YWSbxSvX3YNzbhJ",
-	"JzsT14WAsC53Jlz7v8Zdabm8lBd5P+iyNewdgJMTHMjfUecYeFuuhCghbNCdGvSSvjSrLOUVVKoGd75J",
-	"FKrs9SjNWv0TOzXoNjqL2xLyG7XxMVxfDamb5yiW5M4NQHUKhb3LDZ+W+mMxZtYFcIku5CY9H0uVyzSa",
-	"SEU3n+ET3nJ0WyALNlNVNsBfHqRU0NcWL2VwfEsbErtQg0i1S096QZIWkoxvj1g78mRA2A4mPXr+JgK+",
-	"lbgSfLVjr2QlfmkC6jcT4Sf2VooZQxRrWQnf3g7DL9EGhy4Ct6rMHOcHKcjM2iGXE3aRq/QKsiHEWFSi",
-	"SIVm4oPU5oB0ONecFBhH2GM6qijaeQ8zjFw+K9ilMK+pFU3IGDN1QNobDNPVHv+m1kZQvAdqkv36gCrB",
-	"uCZyLXgussNSnqsrUcSVZJ+1Z00I+wKk9xyeHGMS2vKBmu6xxpadwu80rC+JAM0bAnIlN+9HcUelfXGY",
-	"38BPbTUbciPS2HHC6IzFVSoXCeNA6hmCrYyXE7RQeash+jtReQRs4aKWuTkuhgW24GEmiwP8144sKCqX",
-	"8qJQYEO7dAdVhcwjEjnuTo1qUrcVqBkLiE2hYMR6IXDJ0a2FhgNWTWnP8ObycI3oIeJBHADs4oVAP/4a",
-	"DtF3WHheBH5RO2xPwx29MlfRXwOaImQS6PUQl+yLA1N5uqa7Avlm+bSX0W8WjhzcsFB4Tk/d/HQtafRK",
-	"Q6QfICVLRH62Cdw8MNQJKxpcDvD4TUQmbXQHuI6j1Pbhh0vogjbv4izdaaKeZoamhvoXhjkrLFu7cSLo",
-	"qSlPVGU68kAtczw9P2EgJTH7a6HPbUSlGtaAFkbLhju6M1mJNM44CM8AOBXODNrmUYEeFoNiDaYWRRY8",
-	"Jg38pZXMRoNhQ+E43tWKTE/salCwuqgErtDljeI7PtMDdhRMohjg661nf96gLS5Ts0I61A5VdWT9RIMl",
-	"5+7TGXv34mTv/OjEjzCkUrKuSqXFqtxz2jwADArNaKrF3ckJADESWcjRq9Wd8Ou6GK96v/d2+9MH9ZmO",
-	"+FZRGrWuIlXXZ2enR5Sl1dTh2O1aiISbG/SMBx7RQFYvYcS5NftUwzj1aFMJPo3dvTP4pTlh6nQ9eOqd",
-	"mZJBl8MKgUgdL2luG+1oML+g/2R3GqW/Dot3q4/ZxuVFm9n6eq1V/PaGDa7tV37hH2KlXdrgHJwiYtWC",
-	"obRrR5URynolq4Vh7cweaBAv63whLjZhS/UNy5pbMnCNjpm41GYrk2Fi9mb2OFIfZ+NKBDLZF0i5s36g",
-	"m91cCAX1C1CoDGq31h4gDuMy4JB5wI2ly3Tg3PKslOmVdqvqKhdo/PTffffkuxCaav/x04+WIBGUmz6M",
-	"qfVY78IHnjy+DaY4DB3K5J0RFbxPuRwLK3EOWrviJZa3EiC8rgO1Zpe9QLcIe7K/v/rUvn/2tBVfebQf",
-	"O7MZl20YK/LdPPou6WgqbRRC57liAEgxgBRJwP2BbuoO47XBxH68/7hJsCO/0gHbpye01RhVkfZdxHA9",
-	"+/3xuYi8WcElTp0guVnoDRVOXixo7hELZLUWJBs1ZtBt+9pOMHI8ujyszaSBfu2ymM5OAnjEBmX8wG4r",
-	"GtvW9tWExKX1TMUa6ky4PqEfV+EzuwEAoZm+Ew68Jg5zTylWrBA6KM7CfhqwA/QXzJDSLkZLm9KV95NH",
-	"MhhfyEsBwIU8R0bYGr4oVA0eY1mAZZVOeJ6L4jJoZdnz2SEOleA4Z23oVQRlFmXO0zsFGO78pDRtI8hO",
-	"FxNiOSR9KiibRReWglPjRdvtG/XkdPjVtKhaXrVmYzzaYymqpVBBXz/n8M4F33d3ImkRQxcq8e+DiLbb",
-	"U7NAuOSmgv5l1KQxd7CUQ305wWhr6KNLfOYj/Ds41ioYviC3UWhDkDcLexFDFr5UlTSTboL1T0CpaKhV",
-	"/vLiu61k6+znw53H3z2LKpW8NhNVyT8gpeNnyBTu2GDqN8NG9NXd3d0ROwxfZxPMn8ZIBfrdPT4scsyG",
-	"WdrLe/rqiD1+9uhvWMn36oj97dmjZ8C8kW1zAENIWNMpImTiEV9LEStNw/vO4Fe0iHCaJMcSJqQPGlgj",
-	"EFEaSVSOK6EnVpvO1NQpzuvn+zYshkB0HGhlgldf6nBiqcsHwy2EwjDuUmCdskjplHHZ8i8VyZT5z5rn",
-	"0kAQuqyUQU0JrswBBuunAjFjm4mgDswKxf6lykiDent7otdqiISJMTbdhPC8fOlCtrDCsScDmmRXJXZo",
-	"u1rnrz39OaEKGw+Asm6vByVFQza0Y6B4C5OAbvE84rQWrKSLrZxN1ZWwfOVHyyBvpq2eUR23UUzb4XZM",
-	"FIS1o6X7eVMJnsC1hdLgGsBIOCRwrMVz/YLcWlpwzo9Xozkv4vp3tg2PbV2cL0NoEnmz5Uq4UmiV4HLk",
-	"VZXFIvH4Uld0AX+86c7AVHvFEU2gd/03RO515IG17j2Xp0ehPV9UYQlcF0TEQYOpCM0vF1IKF8Gp18Zn",
-	"hnbbjuPMJlZVQ2Bfsp7Yo/01IJmjUN2m4oXuKGqwmwj1RMw/dQBQ4gxTVt69OAG2M+Z5rhmkbxrFzo9O",
-	"Wg7g2ijLi1LLS+qsjDLeaIlvZXT5fG8PnORGl9r++93p66Slg5Fab1VCJouxYnIcQECwQgg0pKZ9WPPf",
-	"92mhdo4DbmycWMG15Pm2fZpukT3hiPZUZ1IdqUxEPEmHh0cJOzn65RD+7zu7PW/LWid4/YK1T6yosAPF",
-	"85NWFDb9rGaQdtqgVBulrtp2i6oRQIkGRnhK30G+020whkY6iXcdZTKuFY1jfXNfVda0qKC2U3BdAx67",
-	"U7LGFWD1E4ZitdTcsnvGExFvcWcPIGP46+0glSxzk7DmpRPZeZWmxtmVmMPa3apBFZGttLSwBstEy8x+",
-	"9fC+CBkLoDbbqSoKkZqE4cMXECQ1dZkQ5oaqWKaKDtgQO4dzBa59OLjegtdA6+aNT5juX9MH3y944PGu",
-	"YHEAMe5+JoQaj3mLB7VdZ1BEYdIyvswo73LY5SIDgIJIV4y4figz0UX3Pz9+9tRO5OfHz77raCecmUnX",
-	"LYYfB13iCNtzlXMGkVUD1hFliHVxBlhi51xffXyFQF1QJw9IOOQOp8xwHSmni+X3Rb+wlOAHV43rqyC9",
-	"D17E2n9yQ1pt+bYz/T62rmhVMVFdWCJcWZ1Pz7CsecjFFeMF+sOwQMPhCHE0p1bhazrBLlUnvOFPcD1g",
-	"+lQwsRsfYco/lJWKLf8fLu3xp7e/HP7Xyenbo7OBrP5SVao2sljd1rl5arAEmVLG8Uq1G5f9Cz68Rq1l",
-	"gLuwLGZKUbySuXhBI6ieMvdSFGwsc8Gy5gXf4AUBTA7YzqNGMSlzbuwWNP2TiALlUPla8bHp3ZsFQArX",
-	"KbXvPUi3b73YFdxt47M2F7R11Vo3JL65/rRpYW6iK2j5F389OkkBx4RUDAkLidBwesJrLc6V4fmbmCVo",
-	"f2CXvLrgl550IckRC7HtZ2TBCl6o9crcL9MTUaXR9g8/LX8NYd6teWtfsT9u//T2p6OHza1yZeADr89E",
-	"8PIwz1X649zE6Bb+DD5w+xA41O0rDI9h6CLtK2dz3fcNGJkOS10YLguRNToQtWcpLl3/j2HfLurpT+kq",
-	"qnUe0Sx2vOk8zcXQZerOJeL1uXALvd01LhDlwpEu7H4wS7c3yeLtD2/lCso7iWqQANYEGQwV/i+kMLQ6",
-	"73A2VVmdx7BusqwSWkeBbjNGvx40raVG+7vw/xG8i+c5s7tSjXn6MVhKOLsATakDMElqI4pou/pWDz3K",
-	"EuCpqXmez9mFM3FjwcR+0Ivl6NWF3RywMuOtXmE5EVMDl+nS9LWfbfsLvJQIvpRgrNm16NiZGFMm4IkA",
-	"8CX7TzAMZuKiMuka+Y/2IlE7h8Q77FsJUHztrKqXMWTGVq4Wd8k1vtET/EI9emVxmYu10jA7EfzOvT0V",
-	"A/Bb5QdaDPvhQSYh6pqjGJ+s5xbfwrHyN7UH1qMh7HjUz/6il7poOWgJnF+Ptnwbelk8fnjqplXCLKFn",
-	"kGdAazhwA+42OLutO6CIowEm+Cs+lTF0tcOCesmM4QFIgBCicElRpMbsIIbXr+LiTKVXIuK5LVeAa4cY",
-	"0kJkrooKE9mA4ODbDyItukNrXMtemPaUANiCaJnL3uAmKBOKc8CZzLOUVx2uovYksRklVN1wVzHu3u8P",
-	"ovsvhUUNW80ie0+z4tMOBFgrA9EDFSJQDj7HnrIfsh3wA9BmvAhgJ2Ur562jwKbT6AOj386ZZuRrXb1/",
-	"yQOPijxXrl0R4qnOi7SfiRlEhuwF0Qt2+pcuqWj3+T/O3r5hRnwwtCHrbnZaVzrmnn1bckjOUBp8NGx7",
-	"dPryH8dnx2/f7B6/efHyv3bPXv7n6CGIDa61vYPY1BXHQ+qCNrSVvJyYsKzbb2W8cVkff4J+Qi+pXddq",
-	"yfO2YHBMibNAESXHYSls6+t0t7VRu9ePuhCP496ctwXDg0/YbDInXyVkYFYCnJadhQF2b7JVU56FAWAc",
-	"M1WFkUVNqoqVMQQQYnc8tadvNekuf9TAqvKGtioxztewcrT4V7zrGLUbk0a7plXbjxL2OGFPEvb//F//",
-	"t3eGXvJSHyBiTQ2VlbFV4wiyuHx4gIi1dreA/N1BeNBA+litB7e1iXOHV56VHdDnQDuDL3nRVREv9hMJ",
-	"wi+tG6FvkYvYLU8cCffBtgQcxfOD42KsOiF9PcTaUF7Ca7sjRqY8zrth3IlgdXlZ8azBbrPWQfMqQWIT",
-	"N9cQIaqxGEp3YRmCYIx21HrZaBYS4v7tZgoAQgVBwYS+ulKSayGa6OE66lSoAEXqPAHXII8C9bpNowAR",
-	"NhCWGQLEFmina8bty7CCTBhLtCwTPLM8Ii4HSQ0+n5ddIEmNANcJbhOPCRs94aVgEXF1sx3ySkW0zVIs",
-	"nHHCzcRJPX83E1aJHFCXXaTo8OSYQT8fshhWsOX4GXCW5hKBmOxDmkQaB1c+HERzbYkDQCZSvGjK3vxo",
-	"mtd5yONYZS1Uu8viX10tXrvFn98NFjzWrGPK554Ct89EuuOf33FoY9hR3l09LUAcQNEaZDaMxwuNiLqQ",
-	"zuzBtSebLDKLhSsZbJE/lpBMApKPMbszfi1ejaeluDwX0zLnRty46bO1XlMFsEQ0FGDYQXot1utBYi22",
-	"UAietpoOzOBhRzj/R2kqbsTfL2KR7XP0dMKD7EIaDHLLgl1dSLOnD9g+ywWlSYsCv5hOlNKir1f746er",
-	"U9mTlckGb6E1A83LfjY9YKkq50Fjc1mUtQmFnP3dHjhPwe0NJXJlOn3Pcz6jf05r/Dck5P1+YygAf0LR",
-	"Wp14F23xwVT8sLqMpRfUFSJI0garkpitpn/uYY4oNhdKWC6n0LnPKLYDuFUmYTumLkRi/1uNZS6eXyds",
-	"JxfXIk/YzmXCdq7EXBbm/VQWCdu5GCdsJ63s/53yDxUg++5c1GMt/4Ax5If346kdlFf2/6TAcXZ0+t5M",
-	"KqEdykRH+hu0Uy4N5XUHM+9v3B0mtgUFSZ4zgzQ4jSIV04UZ+0wNe3Ujl2XFlX2833djuxI26OP4s6We",
-	"Un4QuV57Ck+f9M9h3Z40C3fVeXWp2241X8qJ788eoxHf9EJcWI2bEqV8/96SGyMq++T//PNw57/5zh/7",
-	"Oz/83vxz9/3O73/uJ8+e/PVvnZkKQ1gaPHi7LM3+v77jWZVJQdcEZ7YeU5s8BlNi8vjZd6vYV0cqBn0Y",
-	"fv2I6/m3Z9+vV2HWuimtvWlx/y7Jeqryj0d6JAnKEXzEuQxQlqIHXOSZc6au7SSKYcMEdeH8QlNL2175",
-	"sDZgzHrVoR+HJgPOP3Bvgzf6p5fnbI+Xcu/68Z5rfbcXfGEJdDewhJzF46rNbglhNw68Ha6685Yt1bXc",
-	"2p1bqleJ3D9I4HV1g5pPFxL1rOStXXXT2lnEq8viDjDhjXBpuWWLBgH9M3lJPXagp8BMakHeZXxGJ/iI",
-	"/V9l/y8AaupUOTCRybyciELH5En7jAeKg0eP/xaXB2VnKaKry2pq88ggydUl5O/aVR9QSSnV24gireZY",
-	"NeJLOakp7ZWYw8qWixVXLPD71cUelCi2pa/TreRm5YWRasKgJKhQ7F+1gnB4xXJZCHZRCX615rn8z29b",
-	"v/1W/fZb8fufj5JHj7+Pn8SQ6rzeo/DTTlWuCtxwxWYTaQTTJU/7OV9r4s9/+03v2Vk/exqb9PB6P3/N",
-	"olwEPAxHKq+nHf1WU/gNw6HUFRdfjwTuoluIg3ejPhbKvKnzvCdkhINIzd68PWdv3r1+3QVWKKe8mv9d",
-	"zIeOVwZ5s/S2JZj48HHv5wuR5tCil0a1Tw1uoUp+SrcLrSV0n9hb/O/oiRl+kUNVSyY+JMxU8vISWaNr",
-	"7boQ3oBJ666Dw9weHNQN4mPw8A2/cE2lsPDXUFunOQyPsLauZcTPlWWR+/LixWsE05mKwqzqdJ7lrss5",
-	"dgyu6gKdqkaxKf/wIsuPJryKu6WyLD93z6++YnY6M66b4eNXKk40eL7dRFOpWS8wXKVmiw3f4TDsSQ6N",
-	"WMDDcWvpHG4E6AE42aZLcpAxAbyz/dmBEUfaAkdMPhuCulBLanpDdwt0dDHrjwu0ya5ZX+IJYeGQo0SI",
-	"1d/YY7K/Criyz0EZcJ67ynGiK8uol2mSnnlZqnTSgd1O9efCPuL4lx0M1YLC6nHa4fajtWxnkVKCkL33",
-	"fiJS61pkhCzOC4BLrmhkDoGv8RoRIjuJYQodKIeIb+DnQpDl0Luzn4fSt5L2hkVPjHolHaZpNH3s0DfQ",
-	"gpJQrRm2P4y3C4xZVA7cN1OzIld87Z7GPmyPH7Z6XanZTFX25gzP/ca3O8orJHr+Ib/Muf1dT1tghRPE",
-	"UevICo/WbZy6MAK0lXTtz6AERU4hWZJX1dwB3zW72hO+w2Ukbrtd98hmA/tP+YYObTp+1dmfe9UF0BM1",
-	"I68ELF4WOQAlulvhQVWkobpkbgxPJ1Myth2bA2aWbLnXoi6TlWhEhEPkUzZgP5syyGf763RweNTvMKFd",
-	"WXUqZ9hHIkp9dAsf6IYOrTIQTwKlh7vKxejnm6V3us8jNLbhV6IggMEgUC01ewsHG5fpkGJ6zbtPx+H1",
-	"XAgzE6JoPjowlXAFwIpnI277Woi1Q/nIIly63/AwaXBxmUPO/mY0eQSzB6LkQy5I5ymf8ysRHPEnPtim",
-	"6HgQuS1vLlStvlBpbdkHiPbDOpOmq+da60mf1g6dzFxGJbRU5THrjoAVjuOhk0btBAU/RK0YUhg0qEDK",
-	"1Z5xzfwL65ZGdUR+jgg1An4+QGW5rNRFbteCodwin5+4v5D5MNieWT4iu43RCD5+ole5x10m7xe9NHCz",
-	"Tb/9MlWVoE9A2wBmJrywthHqtBqKPWaD2sO1C39al2hhteHMkhV4D2eGVwZR/E4q9WF+07h1Wee53boP",
-	"0Mwc/InR3roRcVWWOUXlIb2vvsilnjBZGLWWk8e7Ct/v7vz+//m3eBbK2lgLsC7XG+vmSAvIETvxE2UW",
-	"Lp3f1F/avfIvDGYBEQQOlpEWQI8AvJvGB0s+W1WxXF1eLsMB9iMtJFvXExVLwP+HrEwNGdXU7cOrfCtu",
-	"QCSgHa1pttTgb0acNlV5B6SJmETrUeb6gaY1ae3OCayfpD7xpRhyHarVtdRnTX9zEPA55TcChfQ07reC",
-	"lqdGZN39oNwvrC4BHHMi0wlzXcEAd9CNMbT9Ijf8gmtxJv8QHaV89iffqJAex6JfWWCF38BvdSckuxbU",
-	"upWYPHDYGc8Hzn5WSSN2+ETwDJqZrzn/GTbeX6ktItg5c4/eBG6happfLd+I2IktbEEw0fgdttf7CGFR",
-	"o44jhN4Arl4SSmRjzcLbu+zUoRlwzU5EkfnOPkiM2i6G0ofRVDsIzZJM6hLnyExdIbiC1TYYR4hXAm31",
-	"uK8hm3qgsSpvlSNjdY13sP5DfAX6JHfa4EfkUQrgZIN0s+WOy/jIMJ+hz3jHYbffvTt+ES9IGNg2w8NM",
-	"rGlIDMPsMQD6rGq4H8BvlnttBTnaANC7es6V4NbsZZyNZcFzjHj0TL6398F6mVncOIQPF+SpCyNzlk6U",
-	"7sA/tbf0qPuc34SXGMFZCZFQIvZwQwFd1SLU5HII8CvXVwJpRRpID7mSRfa8A1UJe/SvQyMg0oZ4aSC5",
-	"DI5vuanQTR01fo+TltPGe1FxOe0NW6czT4wbdEB3LdIq11c6lssR6uTASxHUIa6Pt74fL0GF+nJ+iVnh",
-	"rSlEYB3KaNlYI59A/bAPJU1HNm7Yo6E1v/wSBE+EptD3A1E6QCMs+Ue2bDhv2O1NGze0ZV3EPWGUiYF0",
-	"H7l2ggDt63z9AbrvuhAFJcIm+e1zX15RRxuhwW5tc/FyJmys8lzN7NShCitgSAfsrE5TKIlN2Cti7OeW",
-	"sb+tMdPoiJg6mHrAlsM7TeJ+K9l64ZnYFlQbUcG1H34r2cLxt5It94GtZMsNv4IgTnI+jwH6HgLqGEDN",
-	"QgEGBrn7Gk8OMa2WJnKxCrvD5RIOanCuylJkUOfSBWinGT3FLkTKXRUWLbWy6qpRiulczfL5wM+OV39v",
-	"jQV0tpM6pzk2XbuhE0TOXVvnhMkx48V89zY8QZgdFp57HHABNq1rRARyeKAJ/7zZ5fhYnYU2E2PKnXF+",
-	"nTD817R8mrBJrp0LpUOoT5URh1lWde8l6rdYsGRFedOcDCvRpOmS6lWPctjs3JqaYW/rkQ5NY4DtPqCQ",
-	"yB1nspQTFlrr2HCnKTUKttpRsieJRZIMd6+bESNHikvo5vCopnBRJSAogExmAHnVlDUORYmn0dcUfMRF",
-	"I3KvLkDv5lFsg1/6Zu7gJZPG5MNy6db8FkJYK+2L5Z35WH6xfk8BnGHsBvQj67d3dMUtqtSHeaftfe5a",
-	"nLRMB8oMJoMckR/Uh0iv6tuBXf34fe41jxbXeYAyThrK2XEJ7faZvVDXjXHoD/Nhlja6XyntvXcFOq5w",
-	"Lc78gbN4fOk3UciMNzK2h8PREpYZXHsX3Zy6LxdlccV9OsCpVRF0i7tVbWlYCgNeaDUjtH6c1QHVZjgg",
-	"IpxqofxL0GtKs22XxF/WepI4Mnh4K8pFO2TesUY1HueyEKuELBi+M7uYt/jwusJWFYM+AdAPGNlf+wuV",
-	"vJQrSvVpGxBJWLPtss5zBL2ijR/LvAPul6RPpACAJHN47KQoggTBvIUmU2F4u2RKlBuIr4TJo6loe98O",
-	"GLfmJZAGVMsguKFVmayqvJRAcSNnChGnd6YM0Kpc0R6wlR76MxVPr7o6IMCADzTDh7p3u38V53aEqELR",
-	"7Rt6Tc2IVGXWvau3okI2V2SZxeIHIrqk8ysN8R7R0Q723rjk0K/eexMudI1L5uTYcH/NmUu3/eT+mhaZ",
-	"Ry4DcGzwAAeNqEV24OWFg03ybBKkCZ/xeeiDwYG2ki16bYUrBUk2ei9FDrUFHKBikeu3LE4kWt9MJpq0",
-	"GMt+RKgA+n3gLUq7Ic8TADxPWEfbg49rHuAR/WDF21AY+/AWuwZEh+zehqsovBrWKVv1yDVzaPJqM6Fc",
-	"DW+8nTKAWsZL9c8Q8NKVZf/8B9uGgYbOth9vfq3lLxAh7IW7GVGSu05/Fjw3kxfCcJlHa34KLQpdYykk",
-	"hpczfNjpAFbLjlXXBNWxUbQirI8j1Np4KRIIbZEdQ2lHXC6mfoIYkM7EB0avuYR2NDCm3DI2MdBnB3lp",
-	"kf04LjJ5LTMQnrBzmNg4nEPjfkN6YYw/U4nmMIvM1XP6lIig5Ga3o7F9Fh8cAm6NTy+lfAJ8YaE/OP3V",
-	"nmp3j/NbAe3kY9MhCJp7qZuEkWAsR96vXbOtV+DOh38e8SKTGaonZ5PaZGpWdPQy68u38BBwHQkrNxGd",
-	"HiG0uQvhVgSnmLQJJGllPuAFXkn1Lhc7IjXwbvvM6pX4rFnDPFbqJovMZkUn/LfXouK5p7GA04SHCx01",
-	"MgHIaFDkWvBrLvMFF1KrdVz8OH+UhZXhDuVw4XM92rFrYe9Gj245cLmXUy7zmzflCqrytSgyxrGvS6Es",
-	"PVH2qZhSO4yF+rG6oz70DH9owrAAKGUNOpcQRq9aaoekxW4wiMf7+zHDSsWysFJZQtV0AC3m6QTW0F8Q",
-	"pIbtdF8tnqbkmzV2c1XfJ0xOhyoRd06yYNOgR89ACURHEU+/gJ92jl94OxzQyRoUuQh6WmFWl6ee/XK+",
-	"0FFYZOGd6GiFBC9E7lU4GkVjXM1gn7UJqd80cKtTTrgp3WcfB2j8kWuZQnszu/P2cPmFqk3TFRszQbAY",
-	"K6KJVLHCy6OTd8z+Io1ITV0JSB7xSj9pxk1bibjj704lfqqmUxmje+xvhj87SHhOOZBNA9fd9bvJGKXy",
-	"dMJl4dlpdPSZxF5KS6NPlDbxGuiflTYt+JhApbsT/UPFJNNCv4WbHHlZqayOceMT/GFVmXce7ZUDIel2",
-	"2xjAvPH9CJYyZ9fwEHaHRn0ljvsmPbt+k26As+wrotLSNfJd+N5AljpQ/g8KOcABNkN6Smv3sonqcv6G",
-	"ww1LkLeE+7y4Ie7cu3neqcpFB/5+6zbcA85+9IIe5jnaCu3bOdhqolXYZa6DsL9608657vDrAIvakUXY",
-	"KA1sVp+hd1N0LRgpUx3ABznX5mU8CAl/bsqpNaRctgwzaXU1ShzqHL1LHzqrp4B00vOBCaeeU3XB5sJ0",
-	"f6YuYvziLGxK6L6BzOKAFXWer/rQzTJZ0Vh6W+Q9ADBwMIDyBd3yyH3ROBdgmA6c8LooeG+TA/hAygt2",
-	"AfDQbMoLaO7SPWZvnxgYUmpGD7NCzTq0tLqEDhcnYWu/IROlXoAEImX1pSkH4ArMTdUdqDhcX3VhhOgr",
-	"FOFhw2/YcZSrQ7ivH75tIAUHsbzi1kVotje8rS0CCWlxNQfpzmiJcRG9TtJK5wDDYgENkxuUgrF6mad1",
-	"0W9LtTpLLrSdXOk3iFvBf/aA2sJ12tGlSK3J5jp5A0yrtqrYghrVLGtVXv3Lpl20Z07DNZmyn8Kkxqb+",
-	"4cZEe8x2aV0tLnqDOXopsZoP2JFjAqXFV0BqRKY4UZUVR16oAMa3XXZm9Q/lOu5fCPhDPCLbz0XW4hWl",
-	"ZwWhphVchXBnmrUl/p52E0inPUQ/tOzOwLvUY3Ra+s9eRP2fP9qfMM7OQSWZliJj3ADPoB+2j8/esu+f",
-	"7T9KGErYUV2AEoa9z+rCvQbv6LuwH2/4TYQc6N1V2snDk2MPU4D0RXOR0xIDdPoT2LHg/0Xcss7P4M+L",
-	"fselqsdwTeJDGWsw0hFfujWLJ7Rz2qcTWD7NfW1bQZGtiNES+OtuH8EU3HrclVgvopjySy4L3TSWd/D+",
-	"Vtsn3Mp0wvNcUDO5BbdQfqkqaSYLIJi/vPiuCwTTv+FdOuHozrONA5z9fLjz+LtnUV/2R6Gl4oebTWg7",
-	"ke4W5XQqzERl7f168fLs6PT4x5dLmwZHgm801AEH1O446AZI2NnL83cnVsCcvD78/y+u5llrMU+WFvP7",
-	"n0+SR8/i8y5UtPnEodtS+B2KKYCdt+cHjYfAKQyNOzlgoTZHf8A4G1dCT1jFi0xNabB+l/uQEvB/qbK9",
-	"27yG3hLtdfxnzXOJzbvKShlqZrp4Rw/szAQxb8bZBCOBzjj4lyoTluLkAdwgBffY6asj9vjZo78hSggC",
-	"vSKmHGKntvr7ACA49rroAGCQcW25Rb7vTo8Tl4xBAK1lbahONrxHCCXLC2+MjOpKjhBK2y1/4o2/cOtd",
-	"W4hVez8ESNbtsSfHT4QLazc2ypYnsspOeGXmR7zkFzKXUZdH4+NwTYCsXIZuCWBNZiqSAsONsOwwNpz/",
-	"2Jw1jy01HGrGp6Kf4W2Gmg8c4fjRNkMfqYz4TjA9usgKHEBwslrtGbAKwg3GxdOrUTeKbxKOD93cjXID",
-	"zPX2LJcB0nsdz/DiwLhI+K0BVgGNHNNmwpWG55KEt3U1nbyW1+KE6rqiDkbYdvbu9LWmnG1oRUXQAOtD",
-	"DrWScT8iu/zGCJWwEkA7uBAQS3XxwzUt03UbgsB34cox3lHXBXZKR2sXbNm7YznHu9PXmLYZ9Nsd5pmm",
-	"c0aDKB4/udVEZRyur541zH9snRLgqSLAayQf8veb5RD33sAV8IFrZBQ3C28Tpjvk4VT5cUYF6C+OioF0",
-	"fRWn3eNlCs4JfLM3wgXZ8/YuagNFoNCZvwHpfPR4P7GiIBdcG/YE/2OqtHHe6rG8xKRMAHTdbsA99x+u",
-	"Bhz8/tnTFuLgk/1VHatXVygovF+evx0AzLGZVGIZFGktGnPfWOiuFHFurrgGbrDXgmvx8ffAqvKFmAH2",
-	"dbuWN8LIL7TKayNe910HbP7vbo3VTCl35ACEuZ6oCrMAeIHfopGa+/D0yeP9/SRAGLsQc0WFlV4ve6BR",
-	"L5gf4PNLp7O6vVN4X57td1Y+d1/6XELmDVY+l6KSKmutNbj264DTPvuIuzsRNJ1UXYtKfxZX1zfIc435",
-	"YlZopOneponexzfRGwgaRI8N13Q2zfk2zfk2zfk+4+Z8/VhNN8LR9gP34FKFORL4id1NC8Gvq4XgouHT",
-	"zmXoajDoVuWZRMitIhciWRb6oYzogvoK7+nvg5SSjjyIZbVkeAqEeyGM5Q/SuiIq041TIN7BPhyW8tzK",
-	"lo/vpwfEzHjRqOEHTqt0DRztNbS3UJJYi8WdAG77OEbxb8TMubxd5nWFaPmyYEfHL06tDUFtX7B7n6v3",
-	"dFU/qhBW8y2IhecS4lbguufFPMzZH9zt0IvbQBp7cbvCxWQXY5YcoC3H53DWG/fE20+EjviYDjEkzlIo",
-	"86MYq0qsWAVEfxbXIbU9ZrmGDFnpjbUfKxc9squP+t5bXCZbZV2VSnfsFf246kRiyu9fneRLCKQ/Vaou",
-	"b0bCr3xvVc4u7TANMd+Afleq/6+stWnEBxONOA281S+kLnPe8M21LnPvRn78HnpAk4/YxS7HeGzRA+C+",
-	"eW0UwvJGK5ZUhZFYcKesagpix/kHlBVHKruN2inrPI+/OexaoP8R8iVVpYddkkxcy9SdXkyff/vmH8ev",
-	"GFl11qD66cfH3z/6/lEDIkMp371qO36q+xv4OxSbNl+hPw7+SGdDlxdSY8GDK59nKS8KBZwtqBZY3nsg",
-	"6mifyL+LOTUyhN4XloXCw87EMfxK6FbrLMD3HYM9Ak8OsUgnXEPd/+qkPE15V4SG68vZl9cz4frE/NHT",
-	"9ZJPRcUh2brkxY6Rudn5Q7XKfsJmN/pswit3iXpGpp2QmukJ9MIEnJq6bLBrjJV1HRnEaxmfQYcLUlic",
-	"QeO+Elg0vTfrDtip1Q0QSu7HSvCr2A0TJSwCUMBdvAaMP8KwzAW/7kq3DlEWVwa88UxCV2RldHke9tUY",
-	"8P5p6x0fY3sXa4wBnQnxyr47fX1AVVsObnnKtkf//u///v8bPQwsL8rTCtpmJIxDTMRlmYQdNSoxVddI",
-	"fdNo04x1uyzcTHQMxNnpuXzdYvedFtWtmR7UFnJ9pQVp4M1qLVpP1KxwyTSpKrTKRWBM4FpZmgteOTTO",
-	"XpqsVC6Osw5dFxvW+5SAHlWXu23AnpLaN558oJumkxxBxm9N2e0qcwfygN/aHTvXnaTvYAPNE7YSe1Qo",
-	"H38fdsl0rIYXuz3DATadRFH9QewOawy6btLQ2SKS4dPtP/fFg9j2s/Gir5s1sPpedt/JKZ9brQDuZWcl",
-	"02t1KYv+6QOvxt499jtLuTj+Qdw//+RHZOTQxmMrvJ7yTHdIdpdb2PKqYuDYj2YP2adxvu5xrMCEc1rs",
-	"L7LW5DsJuknt8SSBlYt+A2+QSNRFfk3XlGUSBBwbakZi/wJ6JGHMrCY5y4FzYTrguVf4lZcJ4uZtANZt",
-	"u7u7Xht8oIqW18Q+m7AanfJ8qqi5MW4dNtq2DJm2BpjxGu18gzTFkNqTBn3D3ahuh2ZIzTHy+b2DMfbD",
-	"0sEiP0MwuqLV+vv2YOnwUF1FuRtykGcWJM1wXLpms/CbUC8DGHUhQF3CFOBM5DlM5r4A634VFxOlrl6I",
-	"XF6Lat7fYiCjJ9m2zxA9TNhv+Iim3vO80KDb6d+2HnZ0DcBh8D+OqGmnpZJfubSX6FQYqFvyrQNW9AsA",
-	"CI+0rqSZQ4EGFR4JXonqsI5FT5qsXqJ8UORH+jp9X3Lzfnd3F0t9LmotoZPoBU+vRJHpXXbo1QnXUhvG",
-	"2YaXNb380O7BtTXcgQWT0HbtzVOlrqQ4QMATqKLDuTpXKuDUUH9yNDmf7j9iI17K9/DEe3fmI7u3cCvB",
-	"moJBmlsyMaYM0FGP4KtxFCq7nPbsmJWnhASRA6P0xa1se/T+/c9Kmx1YMr42QoEL5myGV/nn8/OTs4cH",
-	"WGu+AxLAcgfKWV9EU7sAfGqea8UKQagto//aObtOd450Nd6ByMXIJetD6xWm+VTsIJQtG52JdOeVMOlk",
-	"50waMbJawegt/DZKGLaQmoed393OPmGjVFfj95X4X0DGh02VdmdwJ7acOb0VLLfZZV7Kv4v51l9/QSfd",
-	"GGqL5TZomNnlnzhz/kxU6EOyFwBCXjvaP2XXVwmeg2TcSdV0WhcuU3bKC34JadiNb6DpXwT3Kai+cmgr",
-	"dkR8U3u3UoLx7B1f/ZEJnfgMsITaSMniEp4UwNwrpaba4dvLivFsKgupDd6NA2SnGbWGtYuTRmNHzRRu",
-	"hE8sx8Qu5HdmouloqO06od7BFWLQa86FgbAfk7uamShzNRfVLnsJTOk/zt6+YQCB7jC4a02K1wgKoX9U",
-	"2XzE9ISXgo3+TFUmEgcOlAA0rjjO7MJNNbea0P9JHFLg//lrhDPGRAAa3fmw6Lae2wF2jrORVUhLVWjh",
-	"q0vstCnBQ/yrtmb/iD43SphWVEVJAO0QrnD161PsrtLA7NNx5epS77ITbvUqCG95CtUegNy9IoprkStY",
-	"MwprJyMSBiIiAen6z9/tIoP+0VNQf4rSf8MrmFQjPVXQjbsSpq4KyjOzt0IU2LMUodxHdvDRLnvJ00nA",
-	"RwpAfLH3wzG0MGpjafqDZTE7zR9HHsCCPtw8hH8YNa0XaJdEMVZVKnR0MOMraCCydTEHDHo0uqVmcNLu",
-	"LtMpiaYywn2JBEFVWx2fPLVZJceG8ZJXZpdB84ZmZaN/H7Gp4IVmugZ9xv+UMPEhFaUBjPbmNPFuWNZo",
-	"79vcLwWo6jl0bcZzSyeUts54oYr5VNWaIl9BT4pwJpYHjyyVTkQOPJhud4s14wi77G0zoymvrkTmJtI4",
-	"s54zXsodg7yapgIi0EtcTbzN8mAwvhX4W4NCPi/x7IOWQqOi7yDcoO7pkLDe8WIqnFTaFn2tqQUT9oKi",
-	"mVCzh+8zUUgrNcLtQWoPL7NmIzyuUd9BIltceYqdK89VyvMduzY/WLhcLFRzTWDsNVcu8ylXqoS0X+gG",
-	"P+ZU/LZ0Tm4vdtmp4BlybWQ2IsPI8FL1r1Ud3fVqF41XIhWSPJ+OEpFaHFkS93SKgCq01EYU6XzEtkte",
-	"8amwsm10dp2Gvz0kX7lmEzWjokSO7SUoQPycjWCvRknYODZxZezOL3XARrksBK/kH1YajLDzGCapV1Pd",
-	"gjPLG81kxi2Lwv6BfsUTK5kJ1BWozABGNRYegwYEgfdWXR8BQyfU91nmdBm/23+yCGTqUFmwk6LVU5t9",
-	"tp/OFU7cWM7l5cLC5NGDjZuAupo9YzhWuyI1K/A8E/ck3C7vpAy7RNuvWvFuh5i7zvnhGnOl6TrbO6zb",
-	"cjVoKdOWo3QTzgzPhbvj2+63s+sUfhg9fB624ZjyOcvt3SbAFzblsDOVqi8ndK9B90HX0C77tZLWlvF6",
-	"qEOQdc57qIS16qQ9kuZEGvYQgHh6xgw6PakV/niQUWTccJbJSqRGVfMHGrorkISVGiqbZ3AA40qIHV1a",
-	"6qwECDiiUI1tbf31+FswGW1UxS/F+3Gd5yO27Xd0dFzoejyWqeUKZ/jQ6GGg/CBEOX5O4scz1KRx53jR",
-	"7B0k9cOFnnGcjBFF4sU1XKSEjfYQDHXkFNwMzSvw2zfXDn+EXgEkcDFUAM4WaXLhQx1Rjfrw5DhANXu+",
-	"9Wh3f3d/99GzHwAPrxQFL+XW860n9o+YZDkBi9F1nLHSb+9CKWO1WojOl9HIyBE4aTRZ8ZYxoDwPVGKE",
-	"u3KF0bLQhuc5aj+RSNAue2v5tOfFjmEDk6VyNKgIJq5/Me9k/KRdN/IVk6mWDcsnXq/haarqwgAnAXlx",
-	"IbDrSsjZoVJKGi3ysZ0tiImFBUOAucXTI5/94QA0yZliFUY5vFkoPvDUuPbjEvsGeIF3nG093/rRHc2h",
-	"/W7T99Pq9thCuzAEFRoUou39r8aMBHTj9Dl52h9xcSsw8+LOJKvNJo2X2m5/FgRcvaeh66LsboXOHHuI",
-	"4N1BYoX7+Xj/0a0tD31Y8dXEbnGrQOCvZOvp/n7XJ/yc937kmd84+8qT/ldeqepCZpko8I0f+t84UsU4",
-	"l+jNevpowCdO+DxXPDtX6jWvLgW+913/e+8KAuQSGcTuz+clvvx4wCzPlfqFF3PaDsCN/m7IFh5bdazg",
-	"OaJ4ha6uref//POv3wP8IuJHq2+Z5aD8UoPXn9AJFjmIC3iEdtXW860ffthyf2sU263nW6i8Nr/hf+IF",
-	"/ivpYKo7TTjjUkThuAD5zJfJFyrOZObCNNZzEBgDJqYn1M3Ifxb9fJYNW13Q5aeDewt+UUWUV++yY0MM",
-	"WC/r5L5dZ6EulNV1fIzFqTv++8u87CdhPKc583GANtXv3z5To091MIBmv/CYdj+ra34uMLzn83Twsrfv",
-	"hzYyz0HxNQoEGfKuzut/q9c85aVJJ3zvT5n9teKKFxmGA0RTiEtvNmAlIDu86SQz9O+dvPmJySm/tIok",
-	"tIoZy2vhfEdwn11Rft1AdNj/XMipppqTsRwbIQo2lUVtBOSqIFGAtYSmqvu883mgag3KDVQPB/AqcCbB",
-	"XNzD6O9pYbGAA4c8bLu0+GNrTB8Gz+RgI8IS/QyxC6yug83Ba4BfRH5AzdadLoSm3dP9p6jYYup1liA+",
-	"DQSRy5ynmFu3RKVHODnQF8nutNdoAKxDiI0EfmWrcDZeZZktCf4kIGcfA6preHIx9vF7L7uAi7JXIhBn",
-	"ZGAE5YoMHeUNwdFNAWUfwxUUYkfj88YKwtP+V94o80rV2Mj7s2FJSMuebFJ/V+6Z2exVAqRXt81yXECa",
-	"vrdbkL34Q206g6KAJQtO61ropkFeEjKX2UQ5pyc2qQ7SlYhH2Xuj8szyDyscC8VyVVxCQbd3Hu2yw4IR",
-	"zp59EBn4HPO68MvBLLWyzCyQ9VxfOUiD0MkQ8IRlqj7Fzfp4yrYyhpjHzYh8dV7tABq/uUpAqz9ya+mi",
-	"+9YB7N5Qn/986BUOa5Fg0ThduGz3RMXgmtpx5uMKpwP5sFopUUH+CrsQE0lC2iEKhVCBoC6AO87+MiJK",
-	"PaGR2t4qCspMRCXYNmezShWXQGGNLH3CRhJZyvvAkTF6iERvN9JPEpSJqRCmPfdS5TKds+2n+/vNWBcY",
-	"poPeoJP5w112mOeNmz5cLoYNr9WVleRNjk64fOBY6GnDkC56VCB9MybtcYvfzgq3K3fkYsDvuI/0uBgc",
-	"S3UKWLi1Q1wHTzt6iodZdS5LqwlzuqSAcMdn0CwCdvzmkv7REHvbUoaq5B8i2/gPbo8rNv4CzM8NSYXy",
-	"c6HJQXP5b8j/4PElTgccdxV/E+mVDqQ7TQlsGHsxWx42VUJE0d1T5DpkbmiooJgp9rMx5dsinyfsjE/F",
-	"mTTi/3tmKpkaxw6eR9JzgnD7RFVmxxohWTTnhyKLkGQSz4yxI43OrDQSo6CvIC1Q6kjajKdz0ujcrPCb",
-	"9Ef/TRx7p/1TgHwxCk/AMuc3QqL5DAvhZYmZ7IQPrLI57iT5M5och6Oz01f0EphYxCWiGT7LCT6RXQah",
-	"4DpMrcz52WW/gvwJo0x00pAeFRND3smu+ZzKUrzXAHgZarlLVnRdCTSgm5RnMqEDLM7VRnTgWiqEAB2W",
-	"tIxWbEpqnD391sS32bY9WvdnWtyI5LeTxTjIQ7phy3a0nbaXhm1ttYAtfY2+AhCi3Ah/Z8omZOCWaS9k",
-	"sxXbTx//QJ+FVL0d2EF7tQ5ZWimtd7Q0TQBgeyE963nw0AhdE1Znl5eFT9p6GAtWLOVqUd6Pqk2qpkBL",
-	"FHvyjTNJCYQyMzAFlgU+7MIdCXkYe0D4gGH8oKUa8SIjg8xdi4S4NaqrePxDpP8t2gvItXx75o4QAlH5",
-	"DGB5REFKhYTsA1TBAMRPY1sUpHCY65kwO12piufL/KOLTVq+T6M+9FmSPJJpDwv4jFWYbzqi8ba00mkx",
-	"T+d+LLJcXaradCsqp0FZk1OfvLpcBClo4K2wN5+UB8qrgetKGUYAOzpT1RWaKyRWIdFM5a5HnndqNKJD",
-	"Q14ahPqxFu1CGUcDmKuMsAdLkjiE7qA+RX7yRjHozFlk7NKqUE/3f2CjlLTkUZR72o0aanGErIHMiDhv",
-	"8PbZ52wwfCrd/eWiiX9bJBJX2rF+piOOYeqq0AMdECjAriRdMNetmZvWM/YuiPFYYOnSEhBIw/VdWZUl",
-	"FoImQc218Q3mmI2EihNFBxTLRCoh/0amEyy4gFanEzXD92ElUhNiPeiCQUYgZVVdC0s38KiaFSiJlwMH",
-	"aLhDwP0u5XLwmS4XQsQdRISH5VP3SGifim5ewK5ciE7/WLAht01Evc55TKlcVmdcNTBEs0InZUuMYHd7",
-	"y7Hxx5g966LboR1r5UR7ICuJNATJnrue+ORHw5sPrZ8os69SBoQKJjQ7KElVSpe2aJczm4QVJjJg/Jhn",
-	"ybbBCKJZ+FRfq/qDSVFYiSQyP8I21Z6q2iSN988H9FTlz9D5tB4GPstHbEQDvadXRrvstbwSXu7aDdtp",
-	"C03MY8XRklZyE5p3gW37QN9a5Upn0OLM8/nPSNOn8+sS6GF8dQ2NP3KXQxXqphr/V8nnuiMeQKYt3tIw",
-	"DYS6Rq4RcoY7V7RdIVKncvEasnyaeiWVZwBaLSttEmRpSLNYRenBtiayynZKXhHym+VeZV4jlSLyVVO8",
-	"YeQ1ZmQCiR+4gkyrUVzIghjn4ZsXu+zMo4Bo1DcgSxOxQJ4zhAGxoxQZZC5V7ZRoXnlgEIC0Vo2hLzH9",
-	"mepoYjEJuxFHbreWIpWxe9I8snfCwSgc9BwUjg54libzdzEHJ/HwNwLolqGv/NJC0hn+3hvsojv8hRcO",
-	"9mndVxpQquFv/gPwVoY/f1iWazyN+dFrv7DWCl4SgNUaa/CwYuu9Q5Bm6xx9CFY0/L2fHYLVWq+cmD/W",
-	"eOG4jUG1zl3TVlvBIu01NjA1Nc/XfevMIyINf+cnwh97BSx0vSkSF4ZpuvfvNPEBvwzICBHdJsRGcPLn",
-	"cw93fiqjyu6hw0BuZJRTHfyfltWH/e/i6oPfcGh2+lfSU4DRIDGGiX7OVLJ66Mh3axntsqOwTqlgI4/9",
-	"NUIZXebSMDUeJ0wUaTWHJkBLFVNXYh50pvCCm40ARmu0N+JlOdobYUn3yAOT1kXYNNoNto0+Npzje3zn",
-	"vXe5PaR0SAdG5xBditxqaiPeph0o5xwR0sIIUKvwBbucFqwgxW881OMIITy0R3Hz1hnHX1w3nlRNp6g3",
-	"Uom4yB5G0ijgdByXu6MUivAbPVEWyuqxTz7QhOiWuCUh9pbBM9UzadIJYnDcX0mGlwediZd4aLdRibFJ",
-	"v/gM0i+wXIO3OectMU6EetiKGVt7XGthdgClZSyqPfHBASdGTbCXH7AUg3wjdAsbI8qzXsCxwKI7QSAw",
-	"Y1E1WBDbmHEMMCu7fqLtyYwS30j40cO2wWVZM8EuwmcXLCtqEAjne8CqusCEenTb+BaCCMuyzKtwkU4Z",
-	"sVO60zoM+tA5rfoFbVEX6S/t5TfhqsUzwZumw6t2u8rFAAqRU0chcT3kV5Cj1Jt9BAWYbDuoK3/oi2Ob",
-	"/IRWFgglOnLTtJQnFp8wgv9KmL6SZekqFTD/IaFeovNdtjAHwNHE2vYAi8XVn/M831HVjp9Vgb5du16e",
-	"Io4Lb15Ez3ExZ5SFwiQVJi/WdLIR7lSTn+GP7RIJ0H5ulwHIJEFgeThi1CSgT4LXdTDfAdBeQK3a42W5",
-	"hxL7gNWFy1cE1C7U3XCPIORKVfqQ/zIDYOb2PFx6CLQUk1Oxy940GoJmedBPt0RtaidwFpVK5atVMLBp",
-	"RMSFezyNM5u7yTC1Wi98sEc9WmbYdgOghE4xPFeCOr3HZJP2/HWdd06/zHnBtun+P7REMvOhCrz1G23p",
-	"S9aWTvBk7cESYVvLhjjz3etMKIWG+amdyJIFWInWPmoQLWQVoNHX1Eq509f7E372M3L4OhcPen3vwUED",
-	"HxzipcFd3/hoVvho2hf0nn001G9AGg1kseARabtA4NnQA7LauwB35D5cDK3mKx2SCOb+ABaZNGnrwXOf",
-	"xK2AW7RqyhvPwlfnWWjR+71Jyb0/XR+Sv5Af5CIGKvsC/q6bXkQOqqpo3MgHCF8zk1qwCIMolHkP0Oej",
-	"0EXqINhJeSdXBZadaUuPUwX6LdVA5BCvDfIrccJs2/e4KhB7C7RKROFCBJznri+xMpNlDoXrW+BQ68nx",
-	"BZkbk7cdWZYNRRNa9WdP0evWfn8xqZp4D5ruEXdJlMlWWa8oGuVeOLl6luC5Qd002ld8uTHZLV3x2xfj",
-	"3T3UOmQibYLvOfJJLN+VUps8Q64901dG39+UxMbb+Qkk9rJna2AuFoBcyuISoSAav9g2muTop8ykhh70",
-	"InvYzt2KG70UtPxm85wW0yc+k/QHuiObNIghJvYKd/Gdhy08XvuOFrxKARuGX8gcMkI7qPoMQw9YF+sH",
-	"YFpMeWFkynAkBy8LrrfLunIloq5XILXRaIOmnQajwSASg3D0lMgC+LawqmmiCqFNPmcjj6L6HAMao3iF",
-	"hQv/0+fO4GtHzdrvnoy6v91Zi+Ge+CZiea6torswdCFUSXD1lWAikwb6Ld01lfzpc4EGmqfaKAi8hUlG",
-	"40oQdv1iYCq0RMGklZqd1kUhi8uEnVGPnISar1ohCfXTFBxcjqg5g7fCIUYHWCwonSBlx0azqi4g2p0r",
-	"BM9t5+lopg1HaHuA9XWF7VAR3WO33lSfP87WMFbD1JaNufqZmKt3mpaSrK4lVIVoJ6lZQssw+5Xw8aEn",
-	"JYGR89qoHSu7CEI8g8R8NR4fhP1m352+tiSGOSSrBMnt3vn9e04Q++oo51MRwqng2R2RgQ+Z1D0IX5fy",
-	"WhTkiuj3z7Az0tSDFrVhdiuUq9xGl1rE3nG1Me2nqFARmtmyX30vGUfOVV1oLPB1LX8Tn4u5KErhMyPK",
-	"Wh05lEFqK7odFY8Pny/Ix9U+q48m9Tt2VH0JPqo+99TXypc2MahBHq37zm4N1Ps9MsBFd+reOfS954td",
-	"71dY8dgHer1M+phN4AqoKZt/pfJfKPOephMxgal4RnzZ6os7qw3D+OQmgLtQjC/6/u6Zfkte6xXEe8Kh",
-	"9Y0luyk3MmXOBnjOCoV9bAAlJ50IO7MsbMkkPhgqaoF8WlPNLZGS3uFolIx0VJlIxTgIuEXoA7cqDYyK",
-	"370QqZoKzWCOEXMD/v5VGByUH9yywUpa9YaCP1G2JDSkaJ3JfZOu+aObcH+xlkTC/oBeotCtQZUOSWsq",
-	"Kh4gbNvxDggvE6vOoM0pUrLzzAH5QRK3thJ8l52en500oSoPE/kDG5XmDxCnXl0aHbC3b/5x/AqMjZ9+",
-	"fPz9o+8fdb8advZq2ImsWCawm2thxCX1t2wc4lGUYUT3ctEi88dnaIs0kzvCze+xR07O/9sd0xBT5PHd",
-	"TfSQ2mV18i66TJAfTs9u2NU3ZaGcAcpdeGc/jkUiB9C7BNs3iEU2ETrqt98LsQbTDV6ijDVgPtgzT2Te",
-	"w+806S+BHzb+V0vF4bZ83trR4mxXscbguQ2z+aR+3cXjuM+o4xLh9yPDHeqrFqU7g2OJG/BLLosvgt5d",
-	"95WvmOYbPLQN9X8+1I/oZ7fLAG4k+7UwRhaXw+Q+fuHBAsnPPY7ZlBc1z8kxSQgWX57cP3Nb8tnTv5/p",
-	"CnnvDnhD7Z9c1uvmYt15APdMmEZXbxEkIvpb4e0IjBgHehwzxbCNGhRbn5z/NwKNtjpbPtCu/hWJq+l8",
-	"ip6TCddMfhkekFak8zaJ/y4dIW6SAzwhzZm3juyTBGk3HGvjCuntBHUHjHKouxiCJiu6QmF7A8xaNGqn",
-	"rPPcJXmxbWo2y40R05Lg4YNQjJFT8TBhldD1lMJFO6yVLkbR2jBPpVAzB5kdwz7bZaeL0VrL1l24bNuH",
-	"bukv75so8uihaw6PMeTmWfen0cMg137ZbjLV/MsIHEG262rYjjCn1hq0uNfeh7zRmz4RQ7D0hs3AiMgQ",
-	"ctuSU6Fm988c6qrYsXSP1LQiJFybWMo2ZL7JgnpCdcH5BI1U7F2kpQM+PsZ+QxTGIana0CuT8jwca1h+",
-	"PsIiomRfV4UDDlNUKvVlR44T4LK0/A2xfzojyV6tIK2hTSa3Wbs0mOKxoGEnVyvcI8FNeqCpv5t9K5eF",
-	"eO5LlZC+CfsrCUoVk86M8uDprszyZKnGIqi7ENd29xNWiJmvePRYYQAHhAhhWBE5wo4zubrEdvpUAdHU",
-	"yhg+1756YyVc0Clu22v1cUZU8ikrLZs1/F0W2dpI0q/V5atKTdd741yt9/xbe4b3wkGb3RhSqRmQDROF",
-	"qb5GT/Mnre7kAcMJiq7uNXqkC17qiTLD/MYB4jG95028xNd9ouaNQMgu6w19Tzk3loVBI/8HGtgrcjr5",
-	"h0D0SYLcQ5tGzQprESNiK7b14pXlnNRFl2EbXSPTK2HY9rN9AmDUD9mFPWEUPVK3Ab1TZNfQ9P+iUjPo",
-	"68MLaNcFs4Tp+aoFam7XlCWscjqf+d28Sf9/zFONtvz3Jza08/+jx98nW1NZ+P9OljrX3IfN5vejq+GP",
-	"u0ZWJtqT392wi1WNxniEBD/Su4KkqnfLnM/X4Bd72NtnRVoeJcMTeXZTJCmII8SaVRUbOcofeWpFqNix",
-	"/dGY/AzJfMS2H+3vPNvfTxw2Lnu2/7BpFPbu9LWjrpDzNKxEQtUt+tAbZgA/A6BcoQybqBxHW+ACoGbR",
-	"2rBxuCryeWt1DzR+UFOFUz6nXBpuaGE9SHSOfA5xq78UnnL7HvP2RvR4y3FrYc9zORaAxnuvXvKFY+uC",
-	"yMW743xV705fb1B3vmS3908VL0y8v//nxLbDPIFowPEctL1SVFJlMm2my1RhmbNz32mKS8oKgnTVNc+B",
-	"HT95tt/oYZGazQedyiG2NLys+AXWbF+J+diyO2YmlaovsWPK1J419UJGGD5umgnYiTUlqcT0/+Pk5U/L",
-	"jPaMXy+y2e6Q4TfHaAcGJl0xzCC0t/tnwH1BSs0tmbpFbNjvl52AbaJs1h/vPTsdG477p86V+WuQfW1Z",
-	"leMp9i22PUImNkIeOVXasEqk0IHBqpYPd9mxoZoDHVFTmaoSyJoQHJpjW20XlG3UPkboJPR7RRLrEkQZ",
-	"6qqNOvuccaeke90Fm2M1VrMkhs5DJd49raF9lDE8nUDfkaCONbC2caB5MPzT/adDjO4vgW0nS90+ABYW",
-	"1nzA3GFb0bh43KoQHfO0F2XlFEVRT+21x9Htpe+d1uHSnXCmzrh1J+zlYgDS4PZ02VkCU/5XjVVjNGcc",
-	"bWvVRvbPEXOJFq8V2/bt1dpzOfDG6APtjATs3K4bYOCHXTN217k1ZzI7t54DoJif84VSueDFIB8LHP3e",
-	"/5bisi3fsL+RHUwWHAvuFjsPx0QacBAYc+OrvS3FvkuywDbfqxZv+KrOQYckBijJ5LkPSWEcyuOGteNQ",
-	"mMlC3X86evO5xnyW2ChY7MuCQo3cEtYlsnaYCy8sYyjy+XPCiGkr/mw2EQUNwKtKXgu9y05FKTgUQkvD",
-	"ZmQ+cBP2CayLsSwk9QZvRBDAcfuUGjfPVnpMk4gILcS7gu6RIDrCxywl10QMC7uBm5SaTZT9TrVdOAbf",
-	"WvMTISpoo8pudnTW1GE7BbLNkM4wryaJlvuzba1AsPsMvSBdplC4eMsALrksHiaeczk2YR+xSmQmdcmN",
-	"tQFYatlRHrI6VQ7gdLvsLcS1rOprWU1beWS5ot5ohNgYYQiq/FL4gSpXswPYsq+V+j8dMatyoe1wea+Q",
-	"C9g4eG+qCmlURSlx/cHguqqsvj2xVoqdtCgurVBHTF+gE2zzWahMYLECyHvOJlIbVc3ZTBaZmlmCBmi6",
-	"hDxG7md+LSoOLfkKo9hFbVV3vcte0fipmgo2rtSUTQSvzIXgTWNRrJzCL09UnkH/rKmYqmqOod/CT6ut",
-	"PwA6xNw3ASVUO2r+UQkkMOBgqhJxqxR385dmM9cmehyBkmcWcNPBRHI8aGEjSeMp1AzssqksaiP0AZOX",
-	"BSwDtp/eQQnitn6X7VPbaeiYQs902UL08y84fssi8maLLMyTx1uJNevk1Nqfj/b3v98H+xj/e99bNFDk",
-	"IaqYjXcqrLmTmtZqjQL/sD2/nhm+UZk4zrrMzGdPBliZuE/R/e75OLwZ35yMGwEtZbcGzOBlkcW/f+DD",
-	"nkXvZF4W2S1M5UegQTaTmZnYG0Z+/mYi6URpUTgUbrqWE2uiG/RmPHq87yl59YzxWxTqHXjHvn/2dD+8",
-	"Y48id+xO5egS7Ufk6BHxTccnoTOmI7iNSL01m931w2/EGlp6tNehPMUnY+L0SVycWt4TS7FakqR7JCVv",
-	"X6Im3mkacOt+aUS372OE0udGQRuquU2qob1dpp57IphcpTzfoXzIXrLhLJeXE8MqQcDcTUbZOOgEAeUW",
-	"oVJYVioVWj9nl6pStZGF0InVI0so7ZKZ3QKnLx6dvMMMnhLgk3Oho6T22k6cUmzvsktE+B0f++jJr/sm",
-	"+kLY6wvBCXvCD7Q7Y78Jd3mBteGmHphEa1dS6FozI6qp1dQz8UG4nH8FjslraT/rXQ1EiyASQABMxfTC",
-	"9QEGt1w9HltbCZUJwXMzYVwzLeyNtSaS35dd9hYurqo0szamNID4TF2QMTfN5WJAO3VN+XTcqpnuwzm/",
-	"1OxCTGSRrRI7Z7grn7esoUl2OUBp7/GAN6LmVmm12d6GKLS7M7dOq6hN7cGvPY3JiE5deyLSw+DNBIzP",
-	"0opGCFxYZS1eR/MS3noDn7vDa9x8pquqw97jcAm730wDrXDVwZXCP8du1NMb36i9PwvwNvxlfxxyv/yF",
-	"8S5lHO6BZrlSJVSZOp3l8OQYkYbBZ3VptZNaC9137w7tTHrSIuxzTGZLc3D3OpJxUDi3yvC0iPssPmit",
-	"fxVNNCew4eu3WthUhISHIDPuGt8bFQ4EwyyVA2tAdu4aieikITgXHLKXWPvygolSV0C67eVG9aHmSq4G",
-	"pvt2SHMI5N1XDXL3yWqJqI1qhErjCHZ3S6bXotKrGsWGFErThegtyEB6GanQCUcuC2qd6dhOmXNLNz2U",
-	"+Q+ayTdMlG4LOujRbfeGFm8ztWyRDK/9PbwjCpyJCyu7dmRxoT4MUFRR0DUiEofRrFTaCF+/1yK2NlxB",
-	"wgRPJ8znZdYlZV38x9nbN4xryHGV1yLbZS/BvWG/yKRmV6KEvGFrcY3ws7s0+93f6v39J+nPSl294VMB",
-	"/yVGiJbAtpEyTTV/oC2tUj4t/iizhyTDpWa51JBrpidqZh9SWnjEBUxAgWGg1FjbqeSquLT/24ynanOh",
-	"Pjywq7C0KFVBNSgS49GFOWC5uOTpnOmCX4n3Kde4qdA4X1OwuZryXELiy0gV73GD3iN2RDbyHUBGb4sz",
-	"+OmIfnm4ygb4FffqGA76XhpgL8IJ5PNGT0IfFJ8Kti0kpNSMVTXtzLid0NF2hm+fDohYBjOg63pBRZph",
-	"3mLXFOCZM3ikO4z8ifh1eLaD4ByIxnA3Nm234xzZbmddZHg7dogxw46F/BgYxBr8WM+1EdPdXF3GuDKM",
-	"todsZAA7xued/oGvtfmtY6Pa8CLjVeYYn2azShojCsez8WWX3gL5s+iBNhUvtCukdQ0eGzAbV0INiXrS",
-	"JA1rF8W1yFUpmPjAU5PPGSCI2k9nwvLQChgc3mTSNkYJG8EEjzP/T0v39j9UCvGo7NC8M6n9A0Z57L9Q",
-	"qbL/yrjho4e77KSyfBCQy9WY/gz8JkjgyWhRlu/bp0Bq8dSwQ2DDVgzAikf/PH354vDo/OWL30cJLKJw",
-	"K7DGCHvhV0PQKJRRPFVQ+Tk2olp0IjbiYRsX+RZ2/9T92S8e//4L//ASh+7k8c3D98Dc75Kj4SJgPUNY",
-	"GV1bJIQNJ+vq2nTZLp0NtZVBzOzxzZkZhW/3ZDFWnSzNoVogf3FwQ8hnfhUXZyq9EuY5tnflZpIwXV80",
-	"fV6nQmtY4rwUVlmze1ekghX19AIDvpjPq+upHTwHBK4iYzOouMLNGPOpzF3fk5RjNnVQPTeTec60sAqL",
-	"VWDh8TkrhMg0gZq5fSE+MxGVeBi1M13A1q7OL+7Ybs8d0lX3RzssPLe9LPjpI6IFnxwvZcXF8msdRAuP",
-	"4rRg17vq/s+6XY/vysuKZ4LwAZppgWiluqA2ghyZNRHx/9BKKDCmjPhgGJTNa7Y9Cs//F6SX0cOEjQEH",
-	"zenCePOheKdZm0aAE0SbwzJ8qdloIvJcjQ7QnkNpNaKfHaAKXyRFXNFlZQ2si7nv9Kxqwy55qSkZf5TW",
-	"lVbVaJcdgvDkkIpfFCI1CSu59hlSWlUNqoufnNdureymoSiwbWRRC1ZBmggKZmkahQWUHs8zDjBHFmbs",
-	"ki0hcA52n52WgyvHlxGHQIsi02xUCT0vrJbiPMRpLi2XqQTP2gleeKwhcz48OWYXYozR/3xu+ZAqwqIp",
-	"6sVyWJuJZU6px0QHXFXBK7vR6koASINLM1C5nSMyqFSpKykSlk5EemXPHr+G9jhcxefs6f6jphSXQHca",
-	"dpiwp/tP3AYJpip5KQt0vTnsHMIkcDUaYGjhJtmX95uXFx4MCYBm49eBRw7N9nNrMMbQ39+Woogyuz5v",
-	"3tHyhXKCxV8pAJNhgle5xEi1vZSox52+/Mfx2fHbN7vHb168/K/ds5f/aenLKC93Wreuy8zEJa6yc0tu",
-	"LLfber71P//c3/nh9z8fJY9++Ou333Y7/+vftvqN0kfI1BcSngFoHqA6XSgEWyY2J0RX0irZMQ7j+M9Y",
-	"5bmabRS0DiFl7+wqAXWrcgntWSTFIcHp0Dui2bZz+em6FNU1uKku5kE0Wj/0HFVWALuUztNcUDJHwtCH",
-	"D5BMimdxc+aXxtny2aYMBXNcFVhu7d7GW36bseXW1t5FllCLUvb+bLkA/9qrxFhUVrnpJqIjVVsFbWZ1",
-	"CHicVLwWdNE2JJOG0WWdsNPzE6AUlguuwahBNTBhZc7notIJOmZSlVlpL6YlQDo8xHoLDrEERdl9gGn5",
-	"v3V2KUCVMrISU8yZrmL5Sj+JkP5Om1X2yM9fwkXJrCMAtuhHvXkcLPmo6qkGAgQ9/yKDRK4rSmOMyWbN",
-	"p2WOLpAo8sOj/WR10VNPydM9cavgRLv7y9ETG4Z1mwyr2ddlNvAp+JflBN1F279aKe5QeLexVxzc9IfU",
-	"ScozNs9RZqrOM5YpqpOeSS3oZx2BbCMcATv555hR34CeVyKo0W6yb0RlaTa1ylHQKkEVsWLPwKrBzP/G",
-	"GisocG9NDvsmE0WlmhryXfZjrtIrq/gGR4ZfI5OlWbJDjCAc9rGqUpicFibabUFWIiDGL5qp3hHy3NIm",
-	"rYCeO6H7qSo6lCAAUQmu77stVmvWdj6ri+jLZvrte7XB0/imIOuWrvHtS4dItb/9Yc/x3B5LsKWftjtQ",
-	"eIJzEbQHmvyKHVnJkPTnPvupchH8Wlw6QjuHP6YAFh9fQx7/9ELOaOzbwmdm3eoMIBoqta9p6dB8XSHG",
-	"MpJc0zDohYdX2Uq2CGFqK9k6q9NUiAz++goaqm0lW+dyKrK3tdlKto5IzA8Co4tvn32t06GGDwOFf3T2",
-	"iP9yCtjcTQZJECjatibEc5l1JrOQyBTZj/POPJJn+zeekqrYhBeZ/VdtnFs/XvrYNUOou7Sjr4dwN3CC",
-	"3Ng5uri4xOYPXVMZV2p6C2gFHafnNMSeSRh1Z1OgbATwNk9UXXWToCxS8bN9YigAwt++f7ouxsYR12JH",
-	"QvmVNPJaYAyJ5iizhKrN7UCJ89tbvRo1LXuswgq3rjVciflMVZ9P9lQgh4bkGrjD23ixV9i4LT0hUFuw",
-	"7uqjTdqWyoIF4gNc2G3l5QacciGpKqrVQDH256XafN7SfUPaXxZpo6YTUMUDfb/kbi9qr7N9md4NZC+A",
-	"PcK0yEUKxI63nrliLvIbZLUvA4z4xYNbdQZz6fHebAyNjaGxMTQ2hsbG0NgYGi250VXlCiJso4R0NA+3",
-	"u3O/Gsef9K/jrL9rhwOi9DXiDSRPo2r4a7tKt7hB+wqHwxtvX+EW8dnWnYaL76SNDdTw7fcyCC/sPRLT",
-	"HgZ3u4PPqKxpxhvEBUjE5ZgkKqzescsOC6r+ds3wXT99rDMyKgctAKLMVsDw9KpQs1xklxi8dSHoCoJ0",
-	"QUj5AEPbshmZyi9dlmpdZNSGZaFpI8z7y6Dl24/cLq2+p2mYi9D+9YlZC1kGm2YG32TwFW/tbTPDvnhr",
-	"ix1mwnCZf4SKIYuyNom1xMraBOiApHog9+rTO17gLL5l7YO2YLUOghWg9sGNNnJn2kizyXeklxAEBpbl",
-	"riA9V7FDvjNXxotVN1Dy0jj0fCGPpUlQTRIE38TukytgZ45wGuuGDM4t6zXkrRsQOsDnf2nli90DQgGu",
-	"7oVKa6t3dZNXsLUbIXyPtGjfGrAD9srIVLwrfO1bB5ZnjFbuAMVmmY737E2dr0hqraShZFRHlNiQDO2I",
-	"C55eaVaXLmYgEsBJoObwWL0n8bEEjJFgsZWw6hDYDFhtbJTLe7XP12VT8ubfsMaGpnKwNmM4tOv4TFjD",
-	"7RsK4cJgpX3dhemsfAbvp8jtjEy6r18a9V58vP/4LpQV7KwnOu2aACLUGc6+W16gt4EWSb7XGZfmgMr1",
-	"WsWxLdH8FaNlbkylOxINwHnvUDh02Vtt8VDmvFjRpw6gv8D1Y9m+LC5bkoLqG5CwKWDMWSbHY2cJWZFB",
-	"0BICYK2C9SJWBAfJwCtzYOkRimsbMJ5lMXCS8+KbkAJ2oUOFABTzT0teiU8nAOx8O7P6c75RXzeMcSBj",
-	"dLn/Dfpj28REdnNfDLLis5vawsD8Fg1iqyOLD2aF5XvKZ1+r8es/JdNmmU7idTAPu4sb5vGV2b5wqh9D",
-	"woS0hYPuVnzmyTnZKutuQxfiZ2UuTGxCnZavyjOmCm/8OssX+hCAcavynP7zhjbt50D0t6/QrKL3IWau",
-	"Vx83Ju7GxN1ocl+XiXuHMqBXpeuxe4/QmuoRF0GhJ4GXqUKsa8Z+e4x/gGULu7uxaje88Nuxaj8BM6zE",
-	"jnMhDTdxvdNJ+V6JBHw9Vdo8RzizJOwVlHMjinTu9bifz89PKDFjZfy3Emdudl9tFDhYY4+Tb8NpvgYT",
-	"uGoO9LbCvx327j94LjO+GNtN2nZtRKcB48CFeFs4rGhVbLfhYa0hvNOyg/E/UHUKR4dAdAQA+l1pp/lZ",
-	"Ef3defab5eGyN2HejQ280fu+Zr3vyHUFuSsp0KPmUafvQe23aYKuOXgkdOHT+LBwDnHvoNHJClXuhKbw",
-	"lWpxtDzAeV7RPMA+s2Ebn7qpdvuK33EKHn1lDzPhut1NPy8mzu1YtQqIra1DNQD0lDTBtifKUKbdQ+xL",
-	"QF18pF7IHz4I6pEZdkyDWIWk6iGHuWdFIXQViIHJn8KXPheyvis9jVZ2CDs5qGQHFLSJmmEPPKNgF++2",
-	"jic61VWKGV6MB666a6OhbTS0jYbmedqdSIdhutkeMfMVeXhGUTcYeDCmrd0L84evb7j/hvtvuP+G+38t",
-	"3B8V6U/I/nuZfwfLZ9vcF/jTL1KzXIyNby16HzbB2UYobITCRihshMLXIxTOPr1IUGWfObA8PWTnrhGZ",
-	"qlimBJKScxdJw+rCyJwAYeCPTZePexAVqtxIio2k2EiKjaT4WiSFKu9VUFSm3MMeeANwvhe65gU9pyZK",
-	"mwculjdReaYBv1TkGTR3LUw+TxZQgTNZYXPXONz3qSlPVGVe49yGAAHTpEIkXHEDIFzLmq4FpETAiNlW",
-	"siU+lJAcMRjalubigG1ba43Nxz8QnRL1x7W/iaJrFl969DM88FUdP3FrNyz1C+RuAHO+wERuCX0o6dBt",
-	"D/VVJ58aq4pxnIsaQ3jUzq2iBAsOKu24EsL1B8esBQJqnyqAONy+sCdIkCTILyDTfCLSq4fwZ+yAF0A5",
-	"m5lMBZtNZE6XOaLZHgGscEgSX5VqGy6sR6eFHWIzXhjcp/tLVGvt/qrZbbTXjfa60V4tfwda5YXn8XeG",
-	"8tiorXt/wv9ix1X4Z7ej41SQXsaRcA+A6YMAuBDohAB+bxSxHXRkxNJWgHOtZM99qI7EOqKYjrSkO241",
-	"+gVICLfT3TLi18mcvE9O/t6tq2OIVPCawEY8bMTDRjwEmTGLAgIp5E7FBFSQ7f1p/2cdEWHIS3ntVFBV",
-	"kLGQMAVP8zyfM2Wtfee5doiFl/JaFKscHG0B0ic7vKKZwfc7ZAbJ226B0d1i5Nl33z35Lugx8mhIjxHw",
-	"c1TuSN0mfY0Oj41020i3jXTbSLdh0s3r9ljwcqdmkKl4oVOViWrHiGmZc9Pvx/evsO3xeFqKy4fMv5sw",
-	"an++M5OZFXkCfPWExTgNeWPCzEThIlUhWt3U4w79c//hcz/VIW59Pznw1wUd/vBjbBuLGe1c7AOIyx8+",
-	"0dnArbWez6aZ1fI+rfKG+93ZdLVa1VqzufQmuHx36XhGD65mPPbxA/tn+rfzB0D9s72Zrk8b/EGnqhRB",
-	"5xykxKf7P3T5jJevz9bd6DBn/Fq8AgbiPtTjyXULvl8vbmQ/euf3mYv8jQRf1W0GqCBOdvcqh/f+dP98",
-	"w6fiL+QQuTBimVe8gL938ArHH9CoBH6wTPs4QpT2V0pYOzX3gZA+I/ZluJqPdUxuxPwafAlvTfbl8Kcv",
-	"pSkOEs0ds4oOPJVTUeY87dYPwCQNlAFLix6240JlczattWH8shKiCwTly2AHv2/Uk69LPVmX/L8p9YTo",
-	"/n71kz6fAApT++Rzh+Pke4trtk0+ATYV0wtR6YeeDzU5NZpVdcEu5oFLTifeuSYrl/h3MWcTwStzIbjx",
-	"MESyYtei0uhui7kO3sAa7rhD3SorG3f3mzGXC9pvdxnpAtxOYzi9p0U+3vPXoDsWc86vXCAm2vb+gcaU",
-	"LEC0sKLUMFWkiDkGJQPw8pQZhajb0DGkdbcTJgttBM+s0JtxbEkyptIDaGlbikqqTKbNtV2+oueVvLwU",
-	"1ZnIxz/7Vd3xbfUfWp1n72fNDL8SxTdxhe21QQPCXRK/CYWa3cK17uKye38WEG36yzch7b7b/1mLWiwW",
-	"xVBG4nKqItXSYLWM1GFw4wC5rL28ZyJVRUalmvS0yJAmwnCIKDA9u11fo6Hfs8zEtFSIsHkl5mwKNMhZ",
-	"JUwlRcZSNK8rgHminjyVNmGP0phXao2Ozb/41XdonrjJn2V/5sW19qicwabdn8b5DfeC33jOBnnO7rpP",
-	"sxZpXUkzt/+9Y9SVKPoU1MOTY4YPhjol/IVqSS6FNqysxFh+sGK9mYhO2DXPZSbNnM1kkamZAz5xZjYO",
-	"c83zWjBprHICXeghbRuaTEKv3DLnsrAMehpkdSMbFBmbiErsspc8nTBRGGoMjTWNoHW4GP614BA7THyC",
-	"edjJDH9vos8s5QXTE4hUa5oh1Vaeimt1BbnmsCu8Elipr2rD6iIXWjNZpHmdCfekFRtVLeIa9mEpz/Eg",
-	"1k0zP0Evx6DnzuQf+GzM/4cLUTO7nRdzFOC1FtUB43kOf6+oRpRfaCsTO9x98OQ7vbazb2lah7lWLJeA",
-	"SxhudteH2/vd+nYmxtxqac/HPNfCf/tCqVwAIvxdehrd2XYZOG8LwUp+CY6fhtA28cQVBlKzTQF/dGwt",
-	"xiIfd6Cs0yu7tOcDQ4pFMwFSGS9qLQtL9Bc8vRK+IAWxOC3zGNd5zkb6On1fcvN+5Ngd1cqRZqmKfE5F",
-	"3+h0vxKi1Ox/a21gkLOfD3cef/eM2G3Cyhxq+Zgo0mpeGqseqpLS4Rpe5zkPewl+BtK8RBZwafRmXkDK",
-	"Aeqqdq2qwlrCBG23maT0ChohEhZ9kjCtGKe9sewTGfVlxQvDpqqCyh5yqYpKq4LNJopNeWZ5P6rZ+K5s",
-	"8SLBUp7n1jq0LMk7QGCWVN9eiVRVGQoL3EI8W8brTEIIWuZd6rEj0a271EvdR3qUUsvNFgQoz7LKXq5K",
-	"WG4JaXvovFmUrOQ6LsQMd3GIZvvolpeZ+c3scqTC+c64JmOmjUWAxate3iZsNpHpBDQCZUAYFyiDvZDy",
-	"B/q5s8xvUpsNeOXt8uphiu3en/C/x9nKADDqDNozLoeTrwC+FelBEJA+cDj02Ia+rKAzHBtXaooOWixS",
-	"NC3nAShPoECmnnmNZcHzA2Kulo/ZP16JkhIkQZv1apBzkIWMDRVSyyB5wXheCZ7N23oTIblr39CIg5iy",
-	"s2q0eqfTkxMD1uq4L7DzC9gQIFum+Vjk81h2tf1swFPXLJzEA9u6F6VsJZNKWGF1/6K9/7ubYG40sGI3",
-	"5x7ovSOge0S32zQitK5KpZdkaZ6rmcicTBXgiYvIUccKHEYzUA/0AXOi6YCpqTSWEMZSWKFltTUXT7EP",
-	"7LI3YhZ+PdSytKcrsb6WtcsOF4mbF1Y+XghWQ+wZNdBI3lrCLkTKa43XeYEDdUWyb4mWb1+zak+vtw0Z",
-	"HBOUh9vL0n+A9+oY7GNJ7mBJs9v4Br8hbQrv+WekTe2hfdkdYHkhwCalfkXoxgPrNOCt4IMLDAFkUoHl",
-	"akkubkqTcQDqCTd2Y1wDM1BTHM6+tSrJXHCMvFKGG2Tklo0uzMQyUTeb0F0IKhd3XkTLeJMYd4XJplYd",
-	"HMHA7wtl3jfjjBobHDyNNzZbT+H9z1vFwjn224PoCnFZT+q+w6Rfb5OMs4mawab6HeYhcTU+LCCQT81P",
-	"FDRcWVEYSgl7CwtqtDTGwfFhbTYEd7Hi3GlsMkuWPSvEWhqnStJiNs6VEvPVoatK5Rn9qgHDcaYqtMEo",
-	"E0IVEUuRXGS54C31jUwru8isYVbCcTK3kGD6y1rgoDqFU9jpz5t3rOdKsku1e+MPKwgsHYMWXBeo8mUb",
-	"1nI71h7coU+lj1jJ2BOxXBCjKGV1Yq+IgJSlSpuE6TqdMK7bDpKEmKRjD0hPga8cwKWoQwPIZ0j3KEtR",
-	"ZDuqyOdA4PRFiAyiD5xuoFUlfEp50I/x8OR4l73Tgl2IsaqCbtQqhX7U2aHx0CXYrAv8RFpY9UVhBAma",
-	"NbpBJ9KqXXNihpY2mjlV8rojEnlGG3cIm/ypopFupq6eXVyDH21eigTLDz7waZk32hJem13vUOZ5Dk8P",
-	"iljC4KDif3wZhZs4nZ7UTNUmVVNBYVT8j2GBVHw2WqCv65RwKcdc5nVln8pEIdfBSHRTBb3WXTJ3+2Dq",
-	"Rk47ERzxua0owIG1VXbsy1v3W9MBd/YUljUk2LqCNWyir6uqOTvMlFuSADDicu6qZ/+BBjQorzrg3KWS",
-	"hWkFWAs1c4nS0J+NG3FpmSbAFoDBZ9BlqBtjs1K5oORpTJog7Q1208oK5/+f7rLDwm6RmYjCUBCBXH5T",
-	"Poduu+QGNDxXl9aidd45uJkohgDjxJIdftSaqLOJokgZfCbKyU+CfbpDoms+00Vzh3m+dAjfUDY3xbrb",
-	"y/84WrEbEicOuJuDyMI+2Vz8pQkmC7lTF7XMDZNF4uHNp7yYQzhew1X08XtI2ZGa6amVeBSqr1Cs2Ltr",
-	"2W/WAToMs79Ln4TKxaprCtv37VzNivb7Ntg2bt3Qony4fcAnl24eXCBM/Pjp5Tlbxf+dO21VIsvNIixk",
-	"pMM0109jOcTaQecxdPFYqAFYB0zAXtc7hA+www/KRgn+jtUdgQ8lyDmxu3W/KSewQV04ScDgGu/yBlfg",
-	"q8iOrpAmbo9lrXI1wBN7f9r/6UkhaTAE4N4B6RcK09WA+eyyH60I3ZFFoEDiv7SRec4Qydoo5uQq+A6W",
-	"47dODXWja5kDwD/LlRaaVfJyYvQBm6prQQX7KKSNohIs/CjZOXEkA2I86xn/p7BLMcfg00hxWUih5A/Z",
-	"OOdut67+zkilr6jeDJUcRC2QqzCFuisj8jmTBWRkgK6A1lpb2OCFdkYQkwaowjnYkAKYlSpz54pfor4m",
-	"YcK9BvlQUYrjmhooWaHeFuYX1lRsyOruFJKu1IyPp9RPp1uI2XD9YqhusX8vuoXLxcBZbVIxvsFUjHtW",
-	"RIwud8DsH6CDYK+gsxOr+QLuOc+R2YK+AFwM0HRD+J5Gr2jaHz3QOAw5y1yGKzyVq0tZeE9XwVRhzZ7g",
-	"g/CU71gnPpBXwJfFEmN7ik4DWNJHZfKT4mJ0eVibyZGfyPrI8C3cIyozcKu6ELkqLq0yNRTuaHiV7FQW",
-	"/r/tpI29hFvPt/7nn4c7/813/tjf+eH35p+773d+/3M/efT4b3/929YAn/+75uzHC6vqWoq9LsUa+DLP",
-	"nq5axP88/+03vff7n4+SZ0+jUx6sNwbnsaw9bnCZbkt/LBaZyG1xO6PLQJXsbXrWmoNumBTSKbIq/SBk",
-	"VZpxgC6GWOELLE4FhoWlqW0KtwqHZ4zIjUqu9Yyy8Cl3ramx8oFZh8tyJeYu27ZdlnrARFORCl78hbJU",
-	"hT2etbgF1+kS4xsG7xrurIu2htuDccvwL4OClzcHfUt6p9nEVv2x4Sz9fw6aYsDdPg9IuuUjXOWqjtPF",
-	"lJt0QrgQuT33TSRzhf97cQ9vk8EN84TfTFVTlUsVg0KdGSpgjW0K2hZls3Wqc5jG0maPmAoI5aa3ygmd",
-	"XYy29s2VPLAsYyrenZmxSx/rMWrbB+VPMWl2ErOKeD6NK2L32WBtaSO7AEmay8ndPTiwN4+a67lItF/k",
-	"phTz83OdN0zjnlS7lXbsnhF6BfbYj7V0d4oY1CGdOVYsTQQH5D5I/mdpLl3jW1lchiUHnupmqs4zpkXR",
-	"1E8iou9UmIlCqnx3egzOvtNXR+zxs0d/gz/a//jbs0fPWCbG0uprxvNVlwqI06ApiQ88Nfmccd3Neq1Z",
-	"3MKUaigIR3FlzymvKikoBYSzCdeTAP4kpLjGfpcmTEjh3tae0V7xqai4vQ1lzueigj3RNzTeE5eRAhWl",
-	"UntnKlXt20OOALaJmL56R1w8/rE+ZKhgKxSswstSOEfnqIVyjwnPcwFNS5XLDv8kfBxWuhKODru9Nwiz",
-	"2jQgkS2SsmY1ZHxs0E6/ZM5/jnf0UzF7CNP0JCOlqtAq9yGdRcTSJAiWosvRyKnQBw1jz7jhMYXT3vcr",
-	"MYdnwCoibduZfQ6BL5PaMkLS0rRaqiUbSyiUZzxNVV0YX5txVahZU16yy15QUjeuZAUilHuQcFnsRAie",
-	"VXpnVpMI6D2jCAYTQATEcACivoF3cA6fKpfbB+t0e/PDjYcCGWt5UOKx+GAak36QNU9HfQuuhtZNpEb2",
-	"tcbp4L+H+ReG9LjPpOYXOaBV0cEPyt9uoLGy8NL1IGPRvft8kLHsvRySqE2L2zgyOh0ZNVH4bbB13O2h",
-	"iXwh/3ZleC1Tl2OTSYNgKioXEYQrUm81z+1dBi2XdJTWUCGL1+CiWIq2Q4Zeo382WFcoRm4zO7BQMAyU",
-	"G3uwGyckIEewVDNRjevcJwvKiqkZBMo8I4zmCCYkKqx4+X/Z+9bntnFsz38F5dqt2Lco23nN7th1P7iT",
-	"dJKadMcbp6c/3O2NIBKScE0BHAK0rOnq/30L5xyAoERSUmI5D+vDVE8skngfnMfv/M7IzUx8zJNtEITu",
-	"iO2U1co1sEaZ9mN1o5KgU9dGS/P2re96uhAjcKH7yv2CC2Huesa0Bxf+cODCCo/L3YnRterxyZ8VcGX2",
-	"gguv9NgOsoAwdG+c9ZJFVUGRbNMSk6AII7ZZs1yriSidhh0g/hKyKKNE6YgEFmFSmHkcAFagXnj3C6Qo",
-	"Uv1eUxWiZDybSSWNRcW6lZkmRiAUObfI9prP+cLQRWH0TGCCt4au+49CmkIXJoBk4HbaLzGYbh6UDhJh",
-	"D2bcCZhxZ0dzA0KpJRuR7iaPpA3xmg0YoV54GimPaQtM8PTVkqjo/Al9ZND95t6pjyOeOUo0zqq0Rj0C",
-	"Hak3K4I64rQKJsZjkdoloGUov0DnDqougKXdr115vL/ZNcDxy0/vrminNlB9vnHKqV4NhyCOqHftvYA/",
-	"AGLxK2o3J17l7w75XAlriMMlWH3Irkw05GpJhyiFEdYilSVCsElg1r5BH8FQAjhSIOSDQqoqS6HAKD1m",
-	"F3neImQjrHms8IDQnU+1wPxhgRQ7Os8asfJcT4DrobJBQWohcTICfHOXfm6+MTGHV6Dv3QZo7thaT5iG",
-	"n3meL5KVOd9AzHXoWXVEj5sGdj+6McMazkW5zNu5F2LfaeE2I2zTJRT0rq8l0/w2O8Ed1i3a3umJt9tA",
-	"JEAG9nzqNufIKWFpKbjxsQT6KhOFTqc+EIx1gDBz2z8gjalqxg5pfdpMO+0Ukst4tBAPX5nxBZvyG8FG",
-	"QihmrM6FOm8aiGgWRjx6dX3sGvDRzgLsJNSVCCwEd2WD3Z0KRJ3D3vZHT1ulSgt5ufdYNRZyzxrcxxqc",
-	"5417956OtS0Fn5lGtbA1YGRjeWnJQakLX6QH+uyuIiVy84jRd5uMMmeIBfaADjjowKF1eCkUOHorZWVO",
-	"rbgPgNUJgcuSTTkVFqNaejHKzBcpSxCS8tK/lSXsQ6WUVBN06HDk+GVXVZoKkbnff+Yyd//9KGcie19Z",
-	"Zz2+4CoVuciO8NJu1EeTFsKSM5GsJkoErKFbZlzEMXwedaxLneeAnalBgzhhj2giEsbH1n0HJ7mDnQpm",
-	"5oVfsK9WLGdKUBfsv98GXfE3evJOgNAwOWDmE6BcF53tcmA1bDTaKwrjyb3Adzvx2H7ne1pEWMO+UKj4",
-	"vH5cWazJ27MQ8Tb8voqQN0a6SSSUJEO94fYx0c6YKM1VLsciXaR5kGKNOCmK6rZr5XnHtYJvtPBT0W2C",
-	"qLruy+TCXONdolUulVhKrTgkb6BWmEGdHQUHPn3YKXVKpNa7/JjS8zNWlNrqVOcJK8VMO2sf+e0TNlpY",
-	"iqmNS0iNMHBX0D+yUhcFKJGINqkbAvvK5HqehD8CvWAuOOqR7i+GVQrginAlSpUKUC+P2cVyFl2MJyRt",
-	"yd0ETq1kY1CWqHhm4H+Rig0rVbprE7iTY2elu1m8F3U+xRRyD7zrujUuaWE2yYq5B7nSLtD8IvtUnEi2",
-	"dEr5othBw7iduwW6+3UHzTa3WVfz8GP3fP/t2dcQ47i/+spY02D3UnsdW9qKpGtRe3csxr05spFRAK+s",
-	"5iSiXV0K9KMkINS9Udiahngz1cae8KKgbpxFdvpIIHPoe7w2QPsDUx6/gpyuhh02QOd0B5Zigl5TqRWW",
-	"j38/HsNn4AuRzTFxMprP+eKYvbXBWrHIdJteG3aY6kyk7poxOq/cB+kuYSUo8QaJWd0/yILwV1M8WXR5",
-	"uBsAH9KlnEjFDosqzxNWVGaasLHM/Tf0XEH1cVSkg60BWNA+mf/Zroc7tRS+xkUSCXEms53L8WC978we",
-	"oKXcwB6IDEvq1d0aZru/SmisW1gE9Uj3d8s6i8DUQmGXF8hMX4uBdSOArKdu7/AbbpYyPFGKg4jXXkgP",
-	"GxJiCAUyMZZ85C9KTEChTCNdlalIsMC8NyGwVvy1WKDEdmJ0JripSkHZQXiJnLEbmQnN1oh6XmUyPERX",
-	"hDLusqMkEl1eR7EZJ6z9RY4dgY8Rj7owFgvjk1UwdI/ryhfVH7JDgiqzx6cJ45bNtLHs6enROTma3CAw",
-	"95scdRPhLiuYGM8wNHIXlLBVkcAFdBT6VgputDpmUfa8T0z97cM7CP8BWKFGoWJ+WRICfVHqwaor3Jri",
-	"ym2Hj+607SZW12hjTagO94bPbLr/ZKWon13+9t89Dgw2xlhXKjtn+poZUBuIPoFHWxl27r5k/g8fFHRv",
-	"bTBEJydlKn5T/IZLqHezXBwniOclkXknt0JPtGH5XjgZcZtOewrfVMqwqnCn9ckpg7fhUJjEHYuSQVKn",
-	"E5YJsY0080+NVJNcRDXtwY+vMlEIlUE0HmEOAKAwYHCQdHAn0AlWUztu3D/haehzI4M1D+YQJhkG+anL",
-	"rKZWIsm3RkT+BDNyD3ISGtpIWJpvQFpSb7tE5nsVEjydcekVAKlwCfYp+d8QmiGSPsapEzyPRZDZuQyy",
-	"vLSDotS3i27BU+f4NGKARDOD5ZIbSquz3ZeEKZPK6hW3RsJ0ZY3MBFDdeqP+EMFeMCnw/7QSAz0es1I4",
-	"XQ19zE6dNUsuY/de4CtxYyKwuOsPRD+hipbTA6WaYPxxxNNrPR4nFHRFintjwRd+zC6APIpjBa98ccYK",
-	"nTcis8HaxdfRJXPMLljBIbjJbUQUx3gYYgvq/Zx5t3sjHlpa7+5uIUFxP5PPEZZwR/QnS81splRi4QxR",
-	"gnpZVKNcmilh89eJzSd37ZB1vabgWidqbWVrU4DV+s20Vyn3KuWGKiWCQ1AOoiBa4W7avWTXxZcIdqxj",
-	"2BgDHAgvsaKbY408PieMS+1W9j5nn13k3fzOus6kCd7+Y3blJDEAe6kPnvCc8pSQ34oZRLKYNhGpi/uQ",
-	"kI1W1ghIGomGOf6e5KEu9uJwLw4/Qxzq4mtJw4WxYgaFZjOddsfwPohMliKl635U6rkRpfdRQhKUE3UW",
-	"Y5DSTROlNGY6rWZCWTSpCz4hNyZhOpo/QwSIK3TDNvhOzleTKptJUWStWzFB4WaCtqhJmALEl6c96uJr",
-	"YS8K+dLNw5KIeYoipn1O/DSsGfZBcoDEQfDFdxrlUzt0nzAp3hmw+rWEDZeW0C3foJLD414O4uUIzV8P",
-	"IKLRt05uVzVmNz5oMLH1OYtogc4OaHcOyMA5WD2MjzsOI3y1JRqCy+jsrUnpZO7AcnO9SVS9EKXUmUxZ",
-	"/S6DdymaDTxkPtpYlDp1OyvmD0qnwnU6+PipnibtPllSGdVKQah7KvICrDWk+2G51kV9ARYic09CEFp7",
-	"1goCIbXHn38Kvf4IA96hk6jZVB8AZWUqPewGEgQeFMYk2kTLs9JzWL70HND5Ogkd6ryY6hLk+sbdtE6/",
-	"nuq5cpcoeAvoHpnqGQaDzwIL60zMRqI0U1lgrT7BcztNGGQCB+E741JBZA+9m0BkR/lZc166jU4MhfQa",
-	"3k68Lm4JZJJU0xKCYT6D2ONdWClupCHg2sqV9AL7f0UTscta4s2Wuhj/aD79bD+I0/CaUqqWB7/DE5Bx",
-	"ywelcMvqljLNBVdVcVK4zSLmPQfCbSqibw9VWvUYrz1KaAcuuKQuTimUDfCl0CQrdC7TBRGClgLqZIU7",
-	"Is8wEG3LBeOQLy+yJFC+ZZ7igqsFUF4es/dEFQeZ++6UQo4EZGT5C4MzGiUDIbN6HC7x1Zfc8g++my/w",
-	"lXVo1V8hHO+5lCnmw1OrQ8iFZvacUfzceIUB8/R7cgd0+WXAoJ9LIQZW3FoKr9f9DDkg1LmuTuB7Xb14",
-	"/vjJ/YJz2haI1q5TrNDKh4Hu4TltgohmEc0Cbnl0XNNwEL5UJKVajeVkW8lUVmqgVSrWRGiBCiw+5g2e",
-	"DQ/AMSJHY5JEmBQG2Nwh9JHn0Z8R9KOA1b0kruIkhsDPuQRRFD5N+m6GKm1cVMewiTvypa4m046rm+Qf",
-	"BXPxCveCE29x948Fpj6mekYsFrwtlFupDkm2Cx9cW1MfKrWO37eeZ6tx3ZawQF3smvcX++0c2eYMv0v3",
-	"zj4A/O2ks1dYsaFd2OGC3Z3I63aRufZH3IgB7roB7PYNrHPLR7mTXVJl4tb9H1vKyQS8+SpjTsQ2jctH",
-	"huU65TnJG99sbLCnOq9mChh/58HqAB4J5XEjCT368uU7MNp5DgRItbAK30WfGdSTgMykfwufSR8MfWJH",
-	"h+75cv4sk3yitBFsJsnlxopSj3IxM61mzEtq8Aqm7wJmb13BMWRjRW77l+8QKT0jKA5l+MPXmB79t0jt",
-	"OlbXLN+O0XVFT/uF38pZNWOqcnaj64XrVjrlJU/dGAKyEZRv7NS5D8WE3qOJaMtKpUiI2IFz57cvs/zF",
-	"lJemvdvPTk9Pk4OxLmfcwijt0ycHiXvPdfLg7PHpKTwxkwr/cBrGCIsOjEa71gKXl7xDGoftSAsKp2uv",
-	"A3YxvSFEl5zvTlgszd8uzVL0M691yHDF3nz85R3C78E9WAqVQXllSD3w3vgVVz+oeSDthri3/3PBZ/kQ",
-	"NQ4+r9/0flsmrRH5+Jj9pO0UzhbETCIHDBBwhMcjUl2s0qiZUGNdpiIup0oki2LheRXrglGZKHK9EBm7",
-	"ESW4bZyElaYxFA98gTIZMw747tGCDZddyWdsyZM8PHNTF6IdbQRwbFj381MmlBTZMNkiAGKmEvy0wbgs",
-	"BeaqHg7dWutCKF7IY5j2o3ZhrlPzm1wnvy9QR8ZVPGfDqXXrWG+DjsAGLncZOfbiZe8SlyQHWyXlgWv5",
-	"IAms4vRP11Abi/h2MhG+0pCJLcomn7P3hVBuWVf273FbUcoDK27tCXR0zbfhlLXHm1aiPa2it2UNSKNv",
-	"HDfMrYiP5F4+d2AWp3r+7UeapBrrtVK8KHVWpTaBGidZwqba13IhF7qEjtpFIKDWGYl7tJBNjGZOmNUT",
-	"zEgA2SOtYVUB6S7um0IhF6ePUWGx38hxWGE+PaikaizLGWmqI6l4STAb+AP1wglvp2rx/Bpy4HWrMLuC",
-	"+XjrpmOX+Wp1Ky0H8SduZMrckrjjBejzka7sA4s5vRaWjdbNxA51m8CAcQI8QZsEX2Gn4dOxiUbwBuLr",
-	"IT2BgkeitHIMTqWOjNxfdSYusAM73JChlb44KI7s4QQ8o+W8g30W9tPGO+7kT9eDt9lfJ0KVOs9ntMzt",
-	"/tS3xlQAT9RKDECMpq7/VMTMCcKhuUlxPAw/OKT/1ph0FOl4tt5mPpSZYb1dCqQCgzLWicMKFAa4kydY",
-	"F0uX1yZk07iHUZrfFrIUJkpHfM5mUlVWmKNjduEUPOk+CFMus21qNYSt+6qepHXhH2oFlP3So9Rp7EGn",
-	"LLid1iolzsjGNb2fdmiSuyoo0TIL65y55F+SY+F2Cxzr3cuXaJF6+oWJsS8uWCFrD3PAV2rw1e9LR/wI",
-	"pSNqGctqIQd74E5Fbrcrtxa6Qbisu+prbqz6lSZtYcTXt1SSJQYKQ+Ih1PepnDrQowC88y2+r/u4CSFT",
-	"3T8EwARWDSfruoznIOk2lmyrvlEnSqPG4yTvVmYiOZMd5vrzXrfm84ZP8/E9+zTbl6ZPharnZG8v92he",
-	"bSdsBypY0hea5m29YIdIEoQZHaAHFUD1AEksQGfgBHRCIo1+SGI9n5VCiTnPj2Jgt9e7lpJL3P8QNRmV",
-	"VxyMeeosWKpio8etRVxqtWB1hx7sWhNZbXKNMhL6fr/B4o7pWddJt1IelbPP7HhwEehWyXBP6koIsK6J",
-	"Ob+ISmwDHsOdEZH5kFr4TBzK0EpQQIZ8FM5sgzyPkNaEgVYIX2MwG8LOvlCstIZdi8UAarK4X1bDzYgc",
-	"zAK9mRORMquE8YFmXkIBWqLIZEUpxvJ2uV91Tpueh+gMjnThy3gjNorYZwAhIDJWFa1ev1/8dHSEotfQ",
-	"mb1A/+fbrIXPzMetieENhjbWJc0kjZ6GuSZmfQWfMHcet467FmDIBQCaNukdvg50bq09e7wuML1Gg+uc",
-	"0riMfMGNEdk5BiZgLtA5QWTa9CiUFwae1DVTfQmfax8Pmv33WvK1uT8R1dt1S9UQDMRg4Yr+cNfU17oA",
-	"YAUIjxNJUSdkvCjboVN6SfyfkDgdeHE68H3wQMxufyGWiDNJgDiCJVpDHOeltOSIieSx+yegKpeEg4hE",
-	"B1WRXdqI6EyMSplxljkJWClf6DsrF+56lQYPcEdZ8RLYP0SNV4feIS59ooFOAnoU3X2wZIGOB/uJ2rYf",
-	"RGthRbyQKJXRYDvhoz7tw19Jxso8h+uoRRcnGCIu1iWt1Yd6u+yEsqe1tdCVXnV8ZW2tXsb8fyt4zzXD",
-	"3B71WecA0Pbcexq/a08joJSrolvzvA/AqNJk/kPhIzHjMj+xwti+um5QIUURl99MGIPgqRqPjq1WpcjY",
-	"1S8fLz2OySvDOoTKodg2Bckjr1yjU2zu5BcSAqLaTiH7Z6d/R5kIcaBh46VPSttPdTeGqH5BZyQK26iP",
-	"TnI8P31akyfHnUbpCxU6Uq7cm6DC83TaRg3pJuejMPaVm8hd0VTAykELG5BDliKVhXQXAvptQhk3ZqqA",
-	"R70/qbjS+T452Nhgc3cvApNTfZNHC7UXhg+Vl0JAgjfslVgGMEFncFcqLyEQ1/k7EJZOub9R2GO8BDGt",
-	"cY66smI1Lb5OQIwY5r33IvqwT27k+KHEfy/8XS2xR0bvwtixDocsI5xpEr0igR0XJ++Y+UX1raAyPjyR",
-	"9PeTIdi24hasV5S1GisOVQrIgd5a8iRDAiEyjDnD2M+L1+ukM+YjFg6n2Yp2rwmAGAv5eT6T9ypfXFKO",
-	"wG5r1cXd7Ded68n4jiznr2sI28a0TbhUq0wBuGd3KCIKXkq72EZCULI/Flzz8MUxxG+gcI7MpV0kHktI",
-	"Nh7BXrwP1Vt+cOGTe9Wn/SECO42bLEQ5CFmBWMRuys2UpVMuFfLRhp95nocuQjUM+v4x+x00salIr1+G",
-	"pB3vYq0IIX31f95JK9jw8sPF618u2L8qmV5/gneGdZFL/DzIhUyggUvGPxm5RuZC2XzBMnkjyonI3ItO",
-	"QoL+mboNokxl4kSiGbEmLFrFxSWs0t17WC9o8PHY60QmGPfysM/xUigFp8KTWA0pJE7A4qEb2eR63l0I",
-	"IVqHL3TLxvlNbqtgR93aAJmwBCp72BHDdalN+Mod9efhOFmj/dl/TaC42btXd+ledeKR5nkk7FwItUzU",
-	"ssP7xMkFqYTpoUDzsjY86nd/nL7Z0B0D2ieg3bOKYt6skfWGEqsQ5ViXM8M4emIHQCNDfDulLHoz08F1",
-	"Ki0rSn0j6PDWEhvNO4PfRde1M7g1loIh/6bH3UvDeA4+gYi2XBr25PQU5QDKVQ/Xp867k228xZ8sVT8m",
-	"B+xIZ4uk9gYogpmii5Znix58/oewQGtQUJc4i581iV8g9TukV7KaWQEOAXf754IbKPLerHBIcBNE/ff0",
-	"5xU8t53M/2OnbllaoX5R6hcdFvy8ey9ley181aL/GgsVTidW8HZn2P05OtteHuIpT6h0JRU4ds8ft0Aq",
-	"mqKU10zisAd2Kep1LtbhPXFXxolIOHY0Dq6VngN6AXOZkBTdb2GPugy3QfMxCiLlC4aJYcfsg+uPzxHN",
-	"gSJygCj7UtBDvoidhH74j9Mi1FIeX/ZRLHFb5M44Y/PpIlotNxZSdH2XR5VlMstdM2ys81zPofhia7U4",
-	"FMY6F2b32VKumd4ykXGi2AOm6Oueh10eo0pZORMnRARhZS99LKYTvgarDWuwzMRMl4skVlKUZ9nB+IHp",
-	"TCo8ZlfoZXVq43gcJQaaQls20aWuLBR/LKkdNin13E4TlvPJBKGUYW9S0Xf3BNQ9ALWBT53ekOtJq07y",
-	"AUfxMhr7Lm/W1dZaTgQ9xaIFeXhn4rWwfot1TsQ9HArQ/zfhbgU7we0/2M0lVxNwUGPQyAdjvJzG3rUY",
-	"HP6KCQaHU+FTW/E8X6BhrpY4+JZSad1xY2NZijmH3DDMuQGGV99oKHOEVWZHso2gz42M9uElTMHuT4Vr",
-	"p/eScBPr5uAhXxDkrvN7RgmRQWhD3cNZsJXbfBschvlUWkE1zd9JVd0iRh7fZ7XR1+BCIkwOmt2pns2E",
-	"ykTGAI9qqNy6hSoO/pDANCCHB2YecQXOViywM4GtjiZinKt0zN6TDhb6COggiMFgOJtD/MZdH1Yo8tty",
-	"5Y27KO3JDRY7iPnpoRyyG+8jw/RcJfg9EgDYg7aL6I029iNO8Bq7+Jc662A+1UbEE+o5a1e5L0HxjJno",
-	"iRzCx9d07lmr6Mto2pdkOVCGl8jqIdxN/tEuDdl6Tn0N3VbBEm9OKuL7gJhw24/mnYmT5KCoOiEyNSIx",
-	"Po50omjjRseNtEjLy4mw0PGAPIcYCwUyUIRQeGAGZNfuYzeilONFwxcWV/tuJO/ILMalE3EsghjBrFpO",
-	"apXuoLk5ANQI7CH2O9JZxgOoJZQvfzURMa9GG5aRolGZYEP4yKeqjvMPV0XJhft8Q5jsAmBTNwDtrQHY",
-	"0IKpkB1crzDOxrcGTFwZXh8Eh5axDXwT3TruJNxlgZtfdSaoss0Ftdrr/8ENOOVU1lIqxBBQ7WG4tbm0",
-	"5/H+jk/EHjv0PQMpYRc3JD2ewDuQ8pCN3A2ebOqOJ0XOVU+ZrjjmjvcCSYoQhPBqIozFq151pAbZ0q/F",
-	"ouHUQ4A5ndPYzAqyyAneG55LBNtgvetaicRL8jwkY0XJ2QhNR5fG2IrSYzUpOPQPp1n60o8N1bit+M1p",
-	"C1F6ztU9SnPX3ObCPMjtTBgwc3FBvpasdp3v7DUpODlXe1bgb0gyeRr0WDbRwdu9cMJSIIMGm9sWuZkY",
-	"W6hFwQpecQp5KjRYck5Gn0Ou33lABV167ftCZeho/cgnkOQTGgsKehJURgzF+tlGOxlBTkXp+mYhyJMR",
-	"1Wh2zF7zwhuKddJPTmWsWtMxx/LWPYU1HnhUgMvUaMT2iC9M8Mt4fu8CcdgOI/IhR/9SY4qAdj5syZZZ",
-	"ggdCKD3meuiJ3Lav2J0neUorZjURx3lUcwYqrWHAKfAQo+0+04Apld1cITN+i4qt6WLvWM9K/BUJPLr2",
-	"Vn8stEmSuceKboMVbc6d+1AurFBRfTsvGXbojNy0mNqokrkdSAVln6xQEJGGl5NY/atTziv3qEJPuy59",
-	"+RKRJUHLQWRTSzG134IPHhzt6KMw18wdNC82Uw6luT1Kvcma0RWe3XkhtbqZ3iJqfi5xDXAaH5bjvXUK",
-	"7mCb41T2bvaTP91/fuUz8Zczp9ZUZXH6RuHvdd9p2I3I/ldvbcPm7qIP9lGm8eYofFkn4+6UWsmHj9DH",
-	"TfjIMbvAX0BrAMQZYEx8Kga5mbllswrPi6/nhiCHFTAEpZABmDt6Lmn1jXltRXqjDYHUc5mG4mwAlkCW",
-	"vJa6LfUB2KjuVPBAmmvGDUFlQX9qntkOIkK/kL1UhAW3bkMenB38v//ig3+fDv7+B/138Mefp8nfnv71",
-	"Pw7ujaGwMUU9luHvXqTqsH80rEbyzTn3ovFsV1sG9m75vRS22pMH3X35mrD4TszWF8Gd3QPiVqSVbbVV",
-	"KWNlo/qZy6kvjUQfn/oibZ0vZiIdpyVLphFvZy8gGGJCNZnWr9cOO/8LKFtTnWcJG4mUVwYoJMUcfWb4",
-	"zIwvgqUaJ91xBXUKS5/Xl/P02vRgjP9Jk7VzKeIbapEf//TzHDFgP0gUT1uljR0aCHMxmmp9bU5Sbnmu",
-	"N8ErGMtVxkvMkrKGTUpdFXivj/lM5gvy0oBKgn95ZNiQqJX+Y8jmMs9SXmZ41OArDJ1L5G52uogvFwVf",
-	"gWeA8CTnyn0Mmx4yy6/R52wE2A8Gq6jg9825B5XDEMGL4x7K2BD/fkyjP/6/1enp0/SN1qBvwL/aooWv",
-	"hf0d33jl2n9BU7bLjM7KjtyV09Zsxy2M80nL+SCOjRu134TNzemnITpAuHN2cIAykcsbUUphTv6U2V8n",
-	"pbBYwLnd/PgF8lU4+xmhZfT2IsTfL4XKAJYJcBon+imbQ49ZVfhwP50HcjMxpwvPCmsItdP8tkQInXvF",
-	"x2Cgupn7bzqVNyKrCeVsKUXGDp3RMPRdAwoMGBUE091JG5pqFAb1yX9myLTTbufSiJY6Oh/cF2g/v6RP",
-	"ry2JBuU2xlLUjDX0ZofpIDfnL392vyibpRMdZqDLA0e/J0zpud8Uxz+WZvzVlFS3EwE3Om4ewjsQF2t5",
-	"coLc0G5D3G4hMzC2sSw36Fzg10j6HbqxFaKEM5/0nfyjZblzzC4CK86zOnUNv0vZMYSEoCbd1d0rL+qC",
-	"teCkN7FckoYG1C8v4PDcwi24TmTUV6HM2CEqDG+z4dHyRCn7vQqRW5iZfpM8muKw7v5mAQ6DvSi5Q1GC",
-	"J3O8ejJh00cn814FDPLy97BFQCXV0F2UEoeYgZV4EH4SiQp30qONNVr4gj9gFos8Nw3ISCZNAbS55G8k",
-	"hyaCCt1GBEfmobSNn30ONPk9tcoXR30a+RWO8v5ubmqws4LQpBQTbsUDwsheNMfsNv7SrmrunPvQymMF",
-	"dZNAWLPDCThSfK2L5cTwUmQ8tSI7Y9Iywxf1tufMiLQUcFMaYT2KCtxIEAhD0EaWkB8ea3O6N47ZhVfG",
-	"acpKwXIxtk5+ePpQYpUIT1LsoT025rdrYyLWlbDMjWaEu4p7s4bmwnfo20nOXj6z0ST0Js/gYPch7s4o",
-	"X/Oc3NlJ7qpTgQUXgEk3bvgMblahskJLZWu+CT1X7M0vFy/oUCXeyZTqQiQQ3kLisoxMXYNHGyLQ0rBK",
-	"yX9VgvGZphB0j+aMb4YuSHC/8pHReWUFm1pbGPbbh3fs0P1fSmgGkz7P9fyNtcVRIFKr61+ahMEJczb2",
-	"uOSTmVD2PDTiJI/R+Q0Wd2S51oXT3hOWS3U9wMrIumRprqtsMBOWQxF5nmWlQLKKZSzlkMTlJ0QrguIO",
-	"/XO2PMkcuLKzmVTSWCQphicMK0p546Q9vmvYof/ahfv9En/9iD8Oj47ZOzHh6YIZxa/Fp5Qb9M6R985U",
-	"6ZRxs+Kg0+qTsaXgs08kOZEFznAnmlqef6+u4PEX9DSuUi2UhUrLBWDPOdYuQW4QymiqS/i0VRppkSU7",
-	"Qpr2SK81sFO3Yc+j8YbUyqlAuo91AcTH9zGIvt5DhkAKE04YLrp4pzrPsACDRPY/aeurmI2lyDOzx9//",
-	"ECXTGrL+fm2mWFsC3wx4ZarWUGKR85SQ77j9kGwPdnHNJY80FJBT7Hc2gN4vFBOzwoKs5yMD9xSe25rF",
-	"0uP48Ydz8gf74iOY51nrkCFwBj1wV84xe0HwfMqnomQxcWu9z9i9FCC6qvavuv41lMCItZhkMfmJ233B",
-	"LUbbb0XWKUa3A7rGL7/NDnYF6/h8OeyWqd4TXpW4XwTHZwjgClYo+y4SAPbIjTsVvng4vzHhe0LipNs1",
-	"Tqan8XJ3rEs20Zpsc6sLqGMmJCjNOIQENIfgDVUZ+51LK9UEnXmxh0ukeibYC65SkRPnsNJ26t4D5DiY",
-	"+cp6tNYsif3bCzaVxuoSMguuRWGToLYQ5NV93bBxKQR8AaW7FxRLCas4zp0Jz29HBjUunb2b+m48dDin",
-	"39rpjlyCG3voKJoNES6IblFVWrT0l2rTyjK4qEnbAbbwBJ1xbz5+vPTVazHtCPaqyIjKjeYPbcgCBb07",
-	"viIfQygMrEasGe7Nq0433MvY+/ll5zVZ+8YlrMVmz0FVs9X0GsARxIE6onkjr3ZHnTTgj0g2lA1LkXBP",
-	"PvEVgvBdLsH3bpPxSezRlsLsmXDvSCq9XL4no3N97zEClEj9FWveKiOAwIoNqQ3vd3LvDX30nTBtQ027",
-	"bUBPDeCpI/KYoQ+qaa8lbLQoOJZOkMjLWLsvsewKBuefnD6pwaP4VBRjWTCZkWsz/MVCKL/kNyIPvL45",
-	"K7idskMMUSYszbmcJczIieK2KmuXaeL9pUeB+kAGHABhkZa1nmN2wTJpkMrLG5DOenSz0OZl+yhagxbf",
-	"iXG4poLORVQvxxeiQV6VUJXDhmvsnJnGGIhDGHL9E8wQEf+qeI7T75ZQZpvYlk92O/i1FXhwo8658axR",
-	"5019WUIU2P1pzhd7+/NB2Z9x9R3cJ1bf5W2wuaK6pmqZM924iSUf9DnIsogLHKQeMnRws3Sm/akHfuHD",
-	"hp/+6GzNDUMHBpkJsW5B8Pj1idWDb0ESBke/67uPwPBV8bgXaHuB9sMJtCAVMB8hkgE7FXF2KstsUPDS",
-	"Lk5SXmD1nz6zO86TklkSVfBCU1ncFrIGn/qs7YvLt8zqa0GcHQWQwVFrC5ZyKybAgUwVYMIXIS9VZGaJ",
-	"dUga+hqG/pC1Ls+xVlioS+wad1/Aurk+u1xXlkjvxgJ0WVPnsVemLd98RuD5MAhDjORIG5Y4EU4kEqMF",
-	"G+Iy1KH7M8YLOYAXh+dI/2F0LpgRBhOcVvJyH8ecdYX8BO9+8iKvPQ3lo1vIS7eOL+Jl3KHJ3NFiF8tb",
-	"9Mzy7oDxPQhA3EufnDePqRGbJ8RtxExHpz46o/XRr/fXwdlB2GAHK5LhcYdkcFPYLQmmXCmRd0sBz9un",
-	"RA6oMDeCsS6p9hSev+XSJ2OZI8eqylip58brSvF3+k9aux8t2oe+29sahp/lFltXtgs78w+xmOsy2+IN",
-	"X855i1fgXruC3M632zT1K9LNbv7CS3Ej0895hf6x1Zv/nGrQczZ9/qIotnga4UBbv7DVCF4hVHqbMVRW",
-	"/1NmQm/5zgeRbrfLftWXOV+I8qdS8Ost3nvDzUWVSb3dK5f231u88NZcTXnp98xWew149MhhvPkEAkP8",
-	"tm8hgdJv5TYdfF3qqviHWPwMsnC7LsobkHvQTf/+Ll3i1PImLnB/X+wBsj0AWT9J7DC6ao92fc+HpVlx",
-	"erdd+Cd/pl5Q/7XWBNAqXN5nPpoWKsy7Wx7p0vVcidJMZbHt5d7UakkYbF09s7547uGw9HEcK5HvA0R3",
-	"ll3FnQntVcfv5ESdFDlfjHh63RNIMqYShpkp1PSRapKLgbNKf/vwzgTqH/riI8NyeSMY4qAT5nM7yZMn",
-	"svo0HjpT2E5LITBgMPS/mCG4ombSWpEdHbNXPJ0COp1nM4gz3fLU5gvvb11QUXCw8oUhzt5hLsfCypm4",
-	"EqlWmRmyQ8rxYI+fnCZ1ib+n+I+ZNqF6MpZcyTDAfgSQR/wtiIlHhpwKRFYPwXVpfAYOyBSu3H+l8pPB",
-	"AHjuJu0MPIjjMfzo9wsPmax/Z0OCkWNuKs8WQwTjhDC+5WWgJJfoVThmP+uS5sNE7FzXQhTwZ2cPQUXl",
-	"VCslUpsQcBnBSLAHYEoEk8pYwTuh5bUAfCdvxKXfP1tnxwcB1JrXGrboNumtM6n8Px/fG59W+3z0OJW9",
-	"NYV2p9+oflrcDrlf7GXHgnbcG1qJAfQXO7p3Ez8gN/FrYev1D1IjXAS1yIsugV3ffdiKOXbd+byrbwBi",
-	"r4fDPuR1lUKJubOfl0Vm5+h9/hZop+72GiLgwgwTKvUDs5fyEuik2dDcpJ+sTK+FHeIFhJ54aaglZPUC",
-	"cJP7/nmQGQ2K+0DBKOg11yVCWeAfTC4zzIsewh/qe/Jvp4O/nZ4mLLovj9wNCCRHOAO5L9IiDcsq4GUc",
-	"wi8X7vIdskM+0pVl/+v0fzKpKJIAxDBHiAyBSjEe/Qpv+2S0V3iLX9ghOwx/fLd0l0fXdz3CQpRSZ/Vl",
-	"/uzpEzcKnJWRWGiiQ1u9xM/xWVRDar3jvfJFXSANwjuFwRnqbuUEJ8NdqpnIhY2mmyrF1J0j5YSYM1c+",
-	"Cf72G30toEpVro0wXgnAjT1MmDCWEzE3oyscIxylYGllfdmP58zgLEFShNcywmbsUzLOEWTopgJKIChN",
-	"JavZjcyEZrwsYRdtpRe8E1iW+cErB40J2UQ7SBobGyPPPmXTKw33myXXXNMO/aAWU07ckbTb6wkPSk+A",
-	"DYLiL7oKIeHM2ztWk+Ehym9XQwBDqyefoy6MjYBIb5ouhZHgM2es0HlO5ITQIVYpK3NSGrb1RF25b35v",
-	"vijo9PrSW2gPkwBxr3w3Jat+2KQMWLmv7t5ahxZpP8O66EHIQdaVXdp4Ba+cCub2H6+sHpQi1Uhw13nC",
-	"dXGOevmMLxgfj0VqkWGQQc2B0ixrNlufd118f8ddF/2n3c3bD3u4v95Z1cW3flQhDjNA7udNEqriMrdm",
-	"OWWqMknMHKIy5tQoAEENX7/6yHwHGo0OwchJKJlxVBkJZU+cfisU4Z64qg/oOqRHBHjYHu3xAonEdn0u",
-	"oz72MQs1Jnt/LO+68Ehjend9IJXOxJq4UNMPZk7+hP9SuBVdG20R1xtNtNbe5LNQj+QMEoNjD0VgPAI3",
-	"VUTsc8xeRU6NNx8/Xg5+fvfPBP/f+JfLZ3CW37y7anyuEdEg4p9hJg09M/RMYwmTitxUKZkjiz5vSXDB",
-	"4HBqBolS3CCJUpdHCDnuwQUkW0qBv4SfOjwB27tGmq7HDg8JLWGvfyQUAqsqYBFddoms5Fn+Pl3EPi2V",
-	"mQRyxWtUXe0NDfVAuvIvsXZIV13xJ8//tkGHsEhcFSJ3tVOMKtb4bUId9F7Urj7Vu+jbYYfbyOnS2Lp7",
-	"iX1nIX03qysB0vvBwSbrwe7Qm0fGA12GIjjPk4Y/Pmnzr/tHgFp1GOztSnnCHO+6q8VeDQiG+DIRX0UH",
-	"3wlCd/CYJP4IpJKDWARQXMg8rwHywBDn2nhkIoT9OQVTFmQ+UaH2upHgm4ZSiOzw2emzozVIne9F4n51",
-	"ORLLj70waMP3fA1RsK3edgIHu8/pwTEz3GlqJpfALRMKN7THA88jxUcrZoQFBagRM1uKtrUKnTgeaol8",
-	"KhJc8Hssu6IAJ4Q+ITQKIm9R4/iNDsgX0A7RNIwUAmQwg1YyRMFE9yXClLzKAKXnzGqoBWJ3PJZ/uccM",
-	"1UvWjLD5BfoEzXxKyZE3PKuhN274FDLs0y4x0timXH5wv3ynkm4Hte16ZmMDFrQ44HburH8ivRv9t0jb",
-	"qO60EvcL1dlQGVRi/sMqg/vIW/8tpaCU3Td0TVG0a42Tj2KElIFoOtxyZwTvhKgQMKJ5N2eC4TWkCgaF",
-	"+D8xsDZkh74SXg1SJfAD1NrAKFwdlwP/wVQAo4i73TpgksfsgoJTkDidL4Lz3l0hgAQ9j7/qGdQII4QV",
-	"vcET1ImraDoYr2ge7yWTrIVgCaMbke+qswp5I/Wrw8B//OR/b2Dg1w37tcm6+ZwoF+rLGwybcAdEUriK",
-	"V9jCfdBINRrcJHNm6STuE2h63LkRvMHcF4yh9uVOBc/d1l6TFMOZmXFneMPjzChemKm2XonlGRvxnKvU",
-	"Z8LOtJJWQ9WTlKtari7Rv0cgN7LRJYRLp+73FDwD7mto7kc0V5hSH3rBc6N9sQgDmehCGSK5w9KlmbBc",
-	"5qZRahO0M6lueC5BoYdpivF0lpwT3H1Jq8VMV4aVnLL1AcLnlDrPjV8XzEAkoEdPQtkXJ+CvEec3KXlG",
-	"A3t++nQ5nzgMaqSzRRKqaQBbP7/hMuejXLT6Kt7gUu5SDtyk2MgVdbJTEe4estsOIPt9QgdKh+d4ar9O",
-	"N6OZPa9JaqSpV2Vp3ydYGkERcaJ7/BjPtkirUtqFu1TdzTASvBTlhdNtzv7rDyekYz3LaX3QBn0+3p1f",
-	"Ugv1P+o/V6NcpmRULHdwuXfJnwcksV9ofS2F7zL1Y8UFgKWOo0q2CQ0kAQ8eaF0JevBNwmZcurUFqBPU",
-	"NaajjeXfffoCpypJOEZ2+hj8cv6axIlYvXJ/M6I0CSt1LkwSASIS9uHj1WWz4ATxh8MsxOXGQ7FjqqVZ",
-	"QX8iu5xqUoSuPWl0zc/rauc+CNzIIgvFnmZiNsLsQeLE8BILCwqFJp7GTdDLLS1AanXIxExC2B6KhRrP",
-	"PwL8vwMeUm5ZoXWexAgzW4Mu/ZLkelJ353mjO56WYLU/v0LFfoRkwBpcMtjq6GTCiS65MqkG0ngxK3JA",
-	"x+sxKYduV7hxEGGcuzUgUUnIEvcHn4jGWjQmCuKVLd2q49JULlePEZFeN4qExkWpU9i7PpML5wvFV034",
-	"4fa04hNwX5e6mkxrcQ/9q7v3LO4eNt7Sv1fKlgu/zTAAFnSAZQ4Kikl6cyXCAIEd4Vt+3Dg/sU7RPj1I",
-	"3OP5ET2hIyNSrv4yV4kvh+82zgC30+9idKXTayoNBew6Cj9JS+C/7P58G08ScgKt9vInra2xJS+8vwl5",
-	"cJZKtvjG4NjbFeKeWiCEmfr73+OZQmv0j7/+fwAAAP//",
+	"7P3tdtw2tieM3wqW/jMrci/KsZ2Op8f6chTZaXvajvWX5O4zp6dHQpGoKhyxADYAqlzplYt6buG5smdh",
+	"bwAEWQCLVZLdOefkS2IVSbxubOzX3/7HUSlXjRRMGH306h9HS0YrpuCfV/fllaE1s/+umC4VbwyX4ujV",
+	"0a1RLbslUhB2z9SGUKHXTBE5J5QIWTFiltSQJdWkltqQUgpDS0PW3CyJWTJS1q02TJEaOnsFv7k2Srli",
+	"msyVXBGz5Bqa+0YTuRZEG2rsexVZ0Q2paXlHyiUVC6bJikKnSraLJZFmyRR8qInmomRPydlMM2HIeslr",
+	"Br3BKLkmXGyPDkf19Kg40uWSraidPxPt6ujVX4/sxI/+VhyZTcOOXh1po7hYHP3yyy/FUUMVXTHjFu98",
+	"SYVg9Vlp+D21y3ZlR/8jrw1T2wv6UdQbQu27jEhFpP2zYaLiYgFzFKzWdkDcvvz3lqnNUXEk6MqOgfa7",
+	"6A37vyk2P3p19P/7ttvkb/Gp/jY9wiM7le5RS2v8OT1kPza7jrBdFD7BrRoZcGh2/8GGT+OBNs2uAbrd",
+	"tUNsGmJHkh1e0/SGtaKf3zOxMMujVy9/v73z3SBaIy9ZKVW1cyxLqRmhrZEnCj4ges1NuYQTA2O8p3Wb",
+	"H2DXUTxON7CZlDWjYjiyP/OKyT0G1rR1TY6p//LJ/kPEHqeN8DXTXLFqEql1O1nhV+PUVsVN70luvWH1",
+	"hnvPS+b+eFftM2L7oX9CeEWO//jDiz88/8Pz8FtpOZNU5ONPf373I2mUnPOaPcnPrj+SDOE+f/GHEcrF",
+	"6eyeh5z3ZnGMQ3R/8cqO2s/GT1RWu8Z+6KDfCDqr2cSzxvDl/YjYfTSRhP+oZNv8iW22B/QntsGl6zZ+",
+	"YV8uCNWktOMTZL1kgnBD1vYnxahhVRhWQ82yG9XC91McKfb31tLn0St7LR3Cs/ygR++lrf2HIeRWLRrf",
+	"4eNZJ7noOdXshAvNhOZwVRr22ZC5bEWFFxDDoZE7u+JqlMvfuU4Oor23VJ+1FZ/IT5dUn1D7+n7kt/Sd",
+	"TKO/t1RfmJ+nj+ji+t/2Ho/tYNpoUszkXcWE4XOOkmJ0HOAgKGZaJViVOgp2M2uu84eijBjgpFMxvr/v",
+	"9NWSKs9Wp62ptl9U5Jj3vt3z3ux/PHGtH3JebL8FiT4rrHxUEG0Uo6uiY+7a7kF3b32RY/VeLn5UcpVZ",
+	"byaM4kwTauxQ6NwqELCihq8YOcZLlq/Yz1Lk7xyrWPQGN5dqRY29jahhJ/b7o/ERflRVilP+xNZMmzDI",
+	"OVfakGO7xBWb07Y2T0Cwryv7FjzNDVFCB/EYXQtHr44E9HJUBH0k/IAtp1STePDXctLizthcKrb/6hr5",
+	"gLX9wCpOr5i6Z2q3KEK15gvLLYzEYa7s10TD57nhrXo9HESiP8mLmm6Y+kExejeNMdwx1oA4zcXixK6j",
+	"bM1JA61ociziBvfkFr1vJzKLn2Q1QdLDkcdrSlQrtNX4g1aeH1V1sFB3oaSRpaynSiKNez83Fv98X8E/",
+	"jCMa22UrLAm/l4s/cVGNSkz+NPlh3nGR55hcVPsOrz+UeJBXslUl+6SmXlrwOvl0+R6PuGyNvXPhoqa1",
+	"foLGES4cNdr7oyDl4FqpN6fxR/5qAdIlVDHCF0Iqll0BHcacoZkXz34/RjRXcFdNV8LwbhuVDvGVg0RY",
+	"HM0+SmE0HrwxtP0X1eQWn9w+GR9m/rCNDvTPS6nN1IN2zxUYduw3udHcQ4N7nnu0BE4UF/HlU3+lauT+",
+	"nT3RvdeZINGomDWdlaH3/UZt1+hCyVnNVnp74JcgyaIRjxu20t4ces8ItSzLfpe9/eOmk0LAnNaaFSkW",
+	"f0EXCevJT+1q1q1NQxfMLhuK21bQo8pwsbA3//MsG7UNJwfzvOhueS7Mdy+OiqMVF3xlxZPnYZRcGLZg",
+	"Kozyiv+cGOkH+tl+SEQYsZJrTRqmYNhjo4MGkyP8/llqiNiTZS3Pdg74UtZsGoEqWbOHKzMK+xvTZLZJ",
+	"8qqdhbFNG2zFag7W+6am4uGj5tXDLBJX9+W5FNp2IcqEFeVHxfRSMK3RzaAYrZ6S21qWtL4dCNru1Hsv",
+	"AnOegyC5gHhFm6bmrDoltzUXjCr+M53V7NZJ7qUUc67g6HqHAHge8CuNfg+zBPu8XK24sUsUxGZG7EJY",
+	"SZ8qxe9ZVcDHc8o94//+2XfkthX0nvIa+/XXL/X+B3JWlqyBpfd+FtkwBab6U7JW3Fh5XTFC6zXdaBJP",
+	"I+wRunO6XfrXk6v78iRe6LSiAesa6Rn+77iTtLJxTdWCmR3C/IdYsrTrFWZGaGmsnFkQLrRhtLLbjSLl",
+	"Kfh9ZoxIt95ApjH/t/vKPtPS1BsiBfviSgHONSdS4yTtpWjF/Mpq0U/Skw2uK24chdIFE+bLTHhcPn/5",
+	"XXKi8o5NZCtnF++Isa/vZCkZRmJcX/vxv096qhTRaqYezu5a7ehl+iB/sS/rRgrNQGr4gVaXyCbsX1bS",
+	"ZgL+CUymBAr59t+1ncY/JuoHb5SS6gdZbbC7/lJcLxkBWgAVX1YbdIDe05pX5HgulSWlVVMzcut+vYHX",
+	"b+374Sf74e2TU1JKpVhpYEm5aFoTH1jFrIJruSM3pBXopq2eHlmJT4p5zcuvOGfPi0vXs44c0a1STBh3",
+	"QRzf+ldgypSsLDvXDSv5nJfozDiFmye6VTzTVzBduqBcwDx/lGrGq4qJrzfRktY1U+AZ1+EWAg9Zw9SK",
+	"a21ZjlREMaf36VI2dtrd45uKCc4qq3L8Uhy9E7qdz3nJmTBXRionX36d2XRSvGIls7cozAkuvsJOYzuS",
+	"oLAUPWO1XAMnnSvGTnRDS7sSwBThGlZs3uq4Nb+HjgWgT5ZV5PhW46Rv5m1d3xaWY6iNvfqADIw9ScIu",
+	"I3TBscPKjQ0ZOhVdNALyGVALQBSxDNuqf0upjD000Ixbd8OUoDWs0ddbcXcfWzGFVaQV7HPDSsOqekOO",
+	"b7kb0y3MvbFjtgtoFMwdz/ZP0vwoW1F9vSFzz96rjqoryewtagj7zDXYMzn+fc81n9UsaI14XI5vhTQ3",
+	"YBV3ZH9BN7Wk1bWU7+0F//U5FTBn9rlkrMKDrPnPjNR8xY09rTi8GyPlTW0H6IZthRhesk+dVPl1Rn5G",
+	"KtYwUVlxkoCVaNVIRRWvNyQScclxX+Ad47D2aAGTntHyTs7nML9rKT9QsXF3pv7qfBU3hFVW+7Cc3++H",
+	"/eMG/rCM85SsKTdk7hgUmM8X/N5KGILcXtqpnZzNDVO3VrKIwq2iR2NKvGalFBWYPqAjx7tgzbhYPB0V",
+	"SfK6+rOE6gtylaCtWUrFf2Zf6Vj/JAmKJJ1NEdhyY3m4MMCX7ZjsI+z9xk8YJRXa8BsQIrvf8YB8Erpt",
+	"LOdiFcjm1zDhf8rhdhzpdtjfLZySMMwbEOhv7M7AHH7xmwkUc1ba7y6ZBp3tH4k+o8A8EakdcKs6oYxo",
+	"uWKoydrL0WoUQnbMtGZz09mLXhFKKlYz5ykkDdV6LVXlGrM/1XIhW/OUXLVlabV1rsnb6+sL8uLZs8jm",
+	"CYtwbBde0dKQs1dEJ95vRW1/AkGrAitoo+wsDEcJmpY41+HU/2LnZ2mmkgJ0Ya/GwtghpMOP/MQtg9Vt",
+	"5WLBqhPZptxoxdGKaZ00sP0FrXtNw4S9/bkgtmEwOm41YkBjzLTBu0ETI19F2oqSNes7YIt+uENBbnuK",
+	"7Lf2O6uq3LrNv7y+uohOVBCgNEOxEF2623pVx0v+6pc7zKJbk2695OzfWWnsVM8aDmpjysQcqYlWE7Ni",
+	"FqtO7QIIZkWQpazdzYfvgC+hQNlpDkozkLC7/TeEmwRx1LVcs+pdkzDRntdWpCW0qpQlMIVRpMfn715f",
+	"Pom6deo3SItzJVenhK0as0FBjopNaIBr4roDddE4u/D29uMPVCm6sX87bfMsdXztxdENJdZNjz9dn8Np",
+	"mOJgDZ38kDCqnXcsFnmC6yH0W5BYLwRdr0IDXCmFtlTpCUg6NoPybtje5Cmo+IJpc6HYnH9OMy60wj1/",
+	"QZbsM61YyVe0ttRvuQVT2uvyV2/PTl58/5Jgg/7XfMfsc8MV09n1phAjXC6jhXef4KKfEtHWdTAYRJKm",
+	"fSm7JfYjlMfwQt4aV021+aQnE4J9HanSSBLdhQwMo3jNpMZrv8UDZj8+fLhoA9mSUeiK7d4CIc0PILJk",
+	"ZgpG2+EmoCecV8lZhYfwKZAwl+Lw2cm1YCpnT7K/k/VSErkWesdUO7U6wYIuOpW8kVyYmN2VVCnO9H68",
+	"pGlVI3XufuqtJTI0qYKBEdhacg6K3TMalIlhwwwOOxWEiVJtwFhdygbEmzvWmIJoiYwFrRG2qUgMKamw",
+	"2u86dhej/WTbvQUjkXeTj4h7O0cw9tC6Vw4nFCXNRO6NkwtH132444y6tw4fn06HU5/3jF7xgS1IxcBf",
+	"gUeJG3eyuL3zuKjk2hlQ7mUZDpmXrTB94cgzWbSNwgofwam/2TBzA80lxSsz3cScP3HwZNK9sn2XJO67",
+	"W31f3jTU3JzNzqvbjpopaZjSjoIVK+VCcM2cFDIuQ3XWbWCi3bHt853+VAY3Zp+zFLGkE/PX+LrrHWRP",
+	"GbH8EYsJ8VmLqbx3T42JfO95OrLAuZ/lvJMP9Lbg1ux0Y3MNDSW811sK7lCpLTp38SH+5wnt22/SxIcT",
+	"DkFUwaftWfyYehmk6QTnN9LQenTFsGOg3RU17mqdQwiTLoi03IbWNYxID6f58vdHSbd4TNUuQCDyxOOY",
+	"3GokaaWtuDlfsvIuFUFhVVo7cqsKUfsmKe2r28SS1crefG5qKvCi8e55aDYtleyUaEL/CYkm7f/7CQ3Y",
+	"7lOi2NxyGyNPCcV0NMtqnAH7ZM0r92JacbT6airbwd/BXT/4ZvoO1fZi4SahCVy5JyjczymvW8XCaQuT",
+	"98yei7k8Ko7WVAk7wOKIgan6b7vYn2d6OJtoQDt0SUsC+eQqRkD7rk5AQdSsbGEqSDhozk8aD+REl6G9",
+	"2sQiUp+9Imh3kAopNivZargb9UYbtiLQeHon4ZE3PQ0yRbgA7aocqGX2oqp6d23DT+BQW76NitiJU8Ts",
+	"feBHZBcYxpO8cWF5Jga2hDXc1i5BlT5DRXinph3aAyUlXsZu4eytltbe7pkw6ZUb2GDiS9yTw1MUGyIH",
+	"b3iy5f9Kdp9lNW/bFRUnitEK7NwsxXmy6ydLcEKOS5G4KmGC+1oAZGtKmWJwHaPtejkluAZkxajQKOt4",
+	"TSVwMtAgUN7xNOkMeHZQyD2s2AItpeW9MUtYNGcrD9OZbE1/V6nXZqqeUcbyQoYCPsEe0nKioumEt2vn",
+	"zhoQakHY31t7GiUIxbf/egIvnryrbon36RO05e9F00MDmzuRMal3uxezjiKwr+EJ7CbXo62pRruO0e4W",
+	"4pKMVhcEkxK6LIf/IuKdm39PvttejGnSXnTfHSLw+aH8qiS+H2h5t1CyFdU11XcZ0mKKy4qX4PjDl4mh",
+	"OiH49b7NmzyovgMzXZINgE/7ntZX6FNL3ITuBTJjZs2YwCwILrwXbiLNWLXpdYtWjw+Jbvwzz3XQSNCC",
+	"y3DF65pnuktuFHYXQgcGUrH9edhNj4Nyg64YVmWuQfvVZStS99WVPa9bk0hZOdDNhM83yKQPtJwC0/0o",
+	"6s24bAyE4HJYIFgOJWYJaQytjkAftqXmtHJgiTgkEWzbhlpxLlthRk+pHQ4gVGBotpKlc3epod0nv9mq",
+	"FSCC7559LWVjr0b3xVYyTyKiPCG6x530lr8byvbBiqlm6zjEBBst3G4Wkr6hfuhzDk0UW3CrYzHIerQa",
+	"pZ9xn6Pk9LihOLy9ZLFJMH87hFEMeJuefC0MOOjWzTDcMR/pmWfJUhptFG3OqhUXUTQirSpuB0/ri2iN",
+	"XOrBUIZEh4ORzn3krhqlLSextyu1jXPbj5Eqwcm5bmq6+SmvguulXAufV+T0nb4vDhTqpxjZPxa02zl+",
+	"ExZ578z24nA87FPkG5RoWlv1YUn10r6I5mR0YA76f/H9Swiw6MaTGI73024P571ccAEM5hRZgotbpKRm",
+	"BrJdFKn4ghvQO8HttuZWDAXfKb6jC3zF/l/a/7aiYkqXUjFdWKlK84VAxXW5aZbOHDeI1Y+m8J1dP9uw",
+	"HeD//evZyb/Rk5+fnfzPv3X/fHrzLyd/+8eL4uV3v/y3nQJvmH20L6N0emWoafU4s0PS6+0e0YbXNaZV",
+	"SjJjcQhynxhnvqfLMMxtHaF1sXxCDrqBiDNtbzRnLGYkNBg5Pri2fwg7FsuUZwBlBFK8nsCIt4eYWrJz",
+	"KkpM9zyXqxUV1WGnG5vxuE4lNrW9bIpRnRLELuH3LqSyi7yFduvgRYho7vvEQfklOcOGznjNzeacGraQ",
+	"apOWKUv31HFvVZ00VJkNKf33ztU2MA/FQXQjNjcKib1OG8WzZwXrSH8cRODqtJBRZufgZ+eS9WMtuOb3",
+	"DHKJLQkVPjzkRG9EiYG+dtm5WKTF32kidLR8c5axaflpXuzn8RQYT2ckaTXrdbaP63NwPMJCDmWV1CCL",
+	"aJ/Tp6gx5ZKeL2ldM5FSXM+shmdpyb5ndwBf3CYo98oOCcNIopmoIP0zfHEbgZPZW2Hf2Ia/hLwRPzx7",
+	"YzWazBho1y7RaLpBia/oIp1lfMnsmb7HnOIO5sP1Ct/ttoN0SxV1Fc8wuVUQyOUv8QfLMpoZy/XYOgS5",
+	"JbYUPakXWZHCu1qbgWhh771TIhscFlkyxQoyYyW154CKwa2imGYG7SAuvMZ+/43umg2BKPZEObvcUBLZ",
+	"9luwdX7kEIEfTf7LyD9DgTUaUW6Lk4AsZ+SeV0x6BviU3Iak8lvnTXcxFXGm+ity+7vf/e5fbq14JSpt",
+	"73RM39tAXh1OClP3bpdUY259FzKlb4mmG/jMXwfwYTpOMcbYOxCZr+hB5x2AmNdrYJRRxDh+qMn7cNE9",
+	"Tc9Rh5cZGeEvy00PHAthGbnpown2M5SCgQH8Tk/SjpYUKuCZQ//zJ9El3x9D8vq3tGm+db9wTVrB/96y",
+	"oHegpy7T1wj4H/4OEiPz+Y5dJx9FzQVLywS+1XumNheWN4w4AO27K2p4Cbc+pIuCDRIs9cezDf4T3B5G",
+	"Nk9IKwyvMV2efTaoYaDMYNQmP5wMjuCZxww87W2l01uoJlpKCPVEfuGgLu3J8tBs9t9c+8F7UdHF/zu4",
+	"H+dYyElQB0BPkeNPn969fgKm5llt6V5J3UeTSUs8I5Gb5y4CzUHnfJVgzRhJ646L6hWv9hf5flQsYEQp",
+	"p65IpXuatr1kdMarUg1QHPdGWCy28Ay3xjgJLrFLcbetbY3fBd27POnENLJwiJMAD2MPUFNT7oKv8UbK",
+	"eDZzYIavucbjERA5SirsHGYsthNuH4bFHnCE3zhIv6EdGI20Ir1KyywGXqweuSwCf/kiDJ59wMSCC7Ds",
+	"tHUVUmbSc1lmoO36etiKKQpDbqg4Mbw2Jz9Lucq2uHWb59v3k4gwbjr5gByH2MdTH7jnEoufpDvnO9Dl",
+	"+iEd4U50AHPAFtvGXSBNTY1lLBmWaK9Ip/6n2eI2JcCt6lp36n4IWIkADpx9z98a9k7JOM33AQKghthL",
+	"RMdj8lSJF5ZLmkTYzD1CeV6jkTFvsBfjyF5/YqwhDsWry8OHxUIsL1Izes90nAVtF6UB48CSwbcZ98JY",
+	"/JC3RXq8s/hm6q+MfyUdPhQBa+2Ff2UFdINWiSnAVPCu/cjo5lpRoRupzNSPe9/8UkTAUNuepg64Co2i",
+	"YuPPY3xMV1TfMVSmQdKPWfPgJkkzZp3BlrrqY0hlvnuXUaxixCeIeHaG2QDJSLxNB2OK8PWaa6sEQvh2",
+	"stO2qUbjkWPHHIrzZLbpMsOk2ldYcR3uEFa2u90pptynsan+HKFQ9QX4U3J7c+PgSwDY6ubmNqSPsQlx",
+	"uTGCaNLTFUPJRYBlyZtkSP9FwMZy4OIBXqwD8BrikATnTQSTvI32HKHtdnDFMfp2Dyw8gpQdYgcGdNct",
+	"CNJtfPkBpHYfz31b4RtqnUm9xvOZfExyR90x4Y2YCc62te6hQbKPsI9iiFP3HPz+STd90khZw4HcksFO",
+	"yRlqNLGYFgdHua6OiiN8MRkSNQV2P5hlOw2yklwsnpKP87nVJMmxkJjOaW8cVj0pyJUPozmm7sYG5dYy",
+	"nDXdPCmcDkqO8XKx+plS/J6LxZOCXLrEYsRYgkNMjbFs1AEFnHZKpJVSyiWrWuz3wimf3L+KEEoe976v",
+	"oz4pyI/40uD9Na9r4pbb0gh3gpVfWjfvo+LIz/MIENrwNz/8o+IoUBr2M7YF43j0nWk8SE0Qu0/wtoHE",
+	"GlxnzJYwagPmxEv0jxcgGNhfNLmyIkI/tvMyeNHdw7GBAmB2yh6GmaFy3rveBtZLfLIzTKFf5IF18N8T",
+	"Il9+RWoyN4+kHU/WhyfpYA4K3uHAzzZg+IIx99ShB8u3BwgHvw5pYHBRRzde8p7uUfUj3iZw0nbHRPYQ",
+	"/v8rJbfghHtTmBzX0mNmh8Q7us4h0tErXBjs+JViG71MtrLy3jvDVrkUf3gBo698+n6U1+8jFafBHCA9",
+	"FwTptyD6jjfkOMBtAeI42MfJsUPvOiWa2VvUymW9SxSbCmfBiqZ3vBnJ69hhbu0ZL5YU0OPXGIJxn+ZP",
+	"dyk++ccO30AqsmWj7xsv0s1ykRjgcOHjpYBnHSNJzl3lXRl9Bz0mMs85qyvt2apdCqCFgL62m+s5lOg7",
+	"4HsBh8ENYydBHuYMPROOXDEnyFh1Zs4UqWTZrly41Rfyc/kuJrZw7Yb22n8GFg92z9m6B2uJMaQDJaCm",
+	"DpQLhE3AA/MSdA9W9JTAKgUIUHgWLcWOqJ0wpQm7lQd0aWC0gOjh9ubYTfRJR1fGg5sCwsqcq1UKOwVf",
+	"GTc/+kFjFgZ+kXG+4N2a4AWAgBygK6Qz863B7jtjTyZePKgQpCK0Mfcf7plTxKWwM+7MQn6/3KZO7C/c",
+	"W9tXPRNWoLcXJ7IR0Agdq/OOh4gu9rkBo/sjleEfk3R6y7jGrSLu3WwqPdfJK+XKIJgUPkdF2JKcbRSK",
+	"7FHjoGOcCuSosFGyasvJQcv2cmny1BIhRk7aLCfAZZvDx4cS31A6cLtQhCPUUX83lG6OgXY9KUTrP8IL",
+	"Joua/5WEzO0CEAeImQdJmKHnhIypv66QmS+S8dZhaXivkJX0yqW7q9BqeUpuldHNrfOzRHEyBbmV4p7P",
+	"IaNN1vf+MxS1ApY22iALcruYgf381goxgEXdPcX8oqt3F7FcZbs9Ko6gj6PiyH0+Zty4MD+fRzGaCQPe",
+	"9b/1ojgdMlGwyuBospaPnHl+TJ6cyzIVf3xOhRfv4I2M50/x8W+Boyqe+byhIv11QzOYKYCZZ/QYYbtX",
+	"4t27Y6yZmtqk2FwxvUwbFkI4kWsYU4IYYtvZB6t9bQyGpyQjuwb2SXoRfpapmlL2m5yDeMQ3YPfADcO1",
+	"7GnCbW+36P3FGTvQ5mfnpPWQ7wmLnghhmgTIPheJ7d/K7ofDmAmt7Wt5y58dNx2XpQHjg67Ad2xkOo4G",
+	"38scRNeI7ovYE1w4vtkiXo9JW3CgrhRvyilZyXsGcnMpheGiZdo7adH26ycWgYTKNqFQZVfnNVesRBRG",
+	"S4QFcp0CmEfsj/fMFzTaSq4xZ2sOuC58sUTr14n7pW1O/I/2Vf8z/Ns/sL2dcOH/JVvjD8CJYFSFP+bw",
+	"bzucE9kATgH8u6wR68aOL8n6dcM8+UcFPAZCasMwl6thqrSr3Av3+cbh+SUZWCj88XxX4Q97yGFXfMKm",
+	"r3jy7NnWgD747XZR1WDEZfU8rlK3srrIWDJnf3wvnz3rj/DZs50ihaeWcTq/wljizHXqIo37V+mj3qBO",
+	"QWPVD5uzOMw5zfN6gdDhUzhtAL4xDMAC+T6EQzugap65GfCbS3hpd4iR6yHcXxfX/5ZuNhvN9YEKiGeF",
+	"Im+nMcvAiCIPrIB1ygH3eK/LaWs+sVc4u+7TyOUwvhhVGQU1GccQsn6G3G4qZZw7Jf9xyGDXfnWTmLAf",
+	"vrGRVb30aTlXjKpy2eUx5emvYerE2xhCVg/R8L3LIwCfM4D5VRwi9FkyFH13WlPc/ooKw0vfEcfwJlrX",
+	"OTOQ7Xu89RAaPDL2nNUiHz8upClCWNbGOegnAG6E1YiGPsWueumDohJh0MG37YOXY1Z6Glzb6ER3QQcv",
+	"iCaVbGcQXtY2xEjyPVlxUaAd6//9f148++/k37lxHo3BnrqmEj7LQV9cEGpV8ijr3O9HACd0wQBONPFz",
+	"APzZmlE12SizFwpBf1GyuAPw4aimkQhQ2CHh7kY7ZZ8N7PdoxxAA4TvmmlQt88gHLnrS+Ytd1QcfJ3Ho",
+	"uIaU7GlgjGiHQXnDhOO1ven8CzFwNEb209ZIgpUtP72+cCWt6loDkViSvT6/IJD6D7GQfcSqForDmtIK",
+	"om3VjOn9XXnLN8LksjrRCjtQ+BV+SWq5yAB+pXZQkpI6QKPYF02OEb/n1dOnTwOefzCtoISXzgaZoCM5",
+	"4odZjClGqTauetG5XTsQuYNQSdzu3SYTa27UZlqSBLYKKRL3/wMymnmlibbEMduA1vIkD9S1F0iXFxid",
+	"IbVwqT83kPrz1FmDi6D1hnxie/c7noGHPW20SVaVvlDsnsvW4cvjeDDVCPvTow7FA8q0TocQo2Up206x",
+	"gfXcGz3sLyGM/zDUMCOTZa73W659kbZczE53HrOUvCV3IVkXPYnY+U2RILv1d/BZfYisMc7Z38kscB/1",
+	"HOiklgs8Pq9Q6F2Q40DbzkdQEFeOoHBeFAiC63yohU98c/GWGD0XpcQV/Vi6wl/WT8JBIcf9SH79pAgZ",
+	"bz4DA/+EFbKPIQbwxEXkH2NQudVt++ECMKVecGiMKhuMLyHQNW51Guvf7f8YLnUyjf8/rStkWGP6EE/I",
+	"8KI9xDHix/HP94tcCdropUzJwWeRjKDda+Ck8D7SR7NuVHItakmrycnxNTWW7UGauwd4efnsBI1ExDdH",
+	"DC/vmOnLkhHYYSZJK6vZhtQmv2aY0RQLpYmsKQZGwO3LC35PTWiqs30XDpt7EGDYwrAn6yJ2TDsUh3gf",
+	"qCaG3jGxY8GnXaTOY/xIJGGbOpAcNP+Z/bAxKVeaPWsP2EFk9C7qekpG2zd6KweaCJmJV1jzyiwTzdqf",
+	"Dx70iB2tM5ptA5n1ZjrGjextkgvlib05cO2cJrPCPVZd6Su7YjnhfCz3Hh7wyLUw9gXqGs43klu06M4f",
+	"XRHZTFsQ9F08dIaiwz7Kptd1OhRInZilyo1DK0SfTcV1Yy83ZIvTqy5MXtYQ9qbjX8cTNjGFoCfc7ZaR",
+	"h+0P1ygS4baCH7e20wfdRXmseznMOkaA0qTHwAQb1Vaw4akV94DDOqk4GHeNovcpF8Uo/EMC5mwnpkO/",
+	"/n7G8KeqEVPxFoTCziYbS4ZjDY5H4Q7ADhDgxDmA2WfUOU6hVAuRIaIQLpO5YmwSnt60nIlhU89e/D6b",
+	"eT+S/f/aZdmHMmgQw+vAGCcMNZfY/zpO6Z/cXk+6GgkxfeMgLsb2MZ8rEmKgp9BsPyt/ZExvqT7BbPyx",
+	"UeUy7+3X416RfXPswczx2QfHa16xVD7vcQDncVW3UGs+LM/+ChPqx+awR/b6JIqZlruzu5l9ctW5WcrW",
+	"Z6nnIosekB7+1TK9i610bsfQYgpZs4DMMISjevb7Pxye4b3r4E3IWJ6wtZlqGV3qcS9/eMLl/DoKpN/j",
+	"do60XFJSQ2u5aBmBwOJ7pjSXglWJhADSbRYqlH7DRLWFnmEPMBdl3VYpGE4fbpk1oOt9bR1DceUX2Ix3",
+	"2MKLZ1F4RbB9eP6yK5TKv7evgdW/tSWk1Gu60VB96mkI8qVaM3Pi1/x2Ck1iVlTeB9HlqB2ykCFbq1vG",
+	"71OruFewOS6lq+BGK0LNxIhyR5YJ5upTGNwbp2gucwZO24nuMj/0RMPf4Jy697tRhLUvOkqecFpDNu9e",
+	"gjRmIaTF5j1x8/eU16YnuE4h10e5HHdkiyY3AYHd4DJ/K7XJGFxRA7eMXJNjQMOlC7CZBykb2yGzDago",
+	"rXaZ8fbVmmvMBl9JwY1UkAHo8YA1FAh3MUaG8lRIfySJ6JyZBQZP1kupA74SB7x7LqbacaRLpt922Qsl",
+	"ayvELqNOYAHAm81rR2xT+pgwfGwZ43YQ99olny8ZVWbGqImDJqcY6h0AQ65XzBYiDKbpQjcrRKgT0g1n",
+	"WKhgLCrapLGjL/EBruLExjIm+A8RPd4JuQY46YgOC+JGQaQAXKLurt2Xv3kLvPSoCjJgLjQB2MLPuUjR",
+	"6ui5W81SJe8ButkdqRW8s30qlozWaBkcvbjijt7iJ1ZBMabJ1q066xeswgF842qTn128S4eoQDWEcSUH",
+	"W7KHBvbKAcSOlp+YWJeARcu0nbFK52bnZH1d2KguhlF0Pudl2pzM6vk+kxVYEI8aV5c+W6Wunc9VptT6",
+	"Vtv30qBB1Psm/ywNU0fF0U9S3MM/dxelC3USokXq00c0qLDNbgEKT4U7afxtoNah/8T+7mJZehQPyJkM",
+	"zDEu/Sa9hsnUzneiYokyqO+pNqSWC8Lt85Aq6gSwjoQmFZoBx2EyN6fzEEb+2QFRzNiSuwCW7gBMLHBz",
+	"LoWhpUmV0/kQRVlHkW4IOYGfdYDae014n2qTKANk4NJpudyNLe9pYPywZCoidETVn6U/JvIOAoYXilaY",
+	"uChSSOiRgpsTsH/ggqqNF6/7HfagUloR5r3bVN0tUZhi0SfsHvkNaSIWxcfqnfnzGaSyPIY3mKjR4c4g",
+	"vFM4AcEFnoKqW9jJc0WWXBsHYz84m24zkygpUhgl68QZP3VdlvEbWGwASI2umB9fpkgjTHMiNC6+nIa0",
+	"YcIKrTvSvXDYoMU1rSFGLoCop2vGbvkSVI0PIIzCLkIBOBpQTgB+m7XlHXOnW0No2XT99idZsY4QXE+p",
+	"mAg3uh+gr6zPOngnqacGP7quftgpeRYqifiXIDnLA0lNFBHdt29SsUlvRPADhC6glndckmtS/3tFzbrm",
+	"wA26o1LY1xyWJRq9+5B7+jqQeHYXqQgHsn+miphB+NEOFrO33Rlq7I7QCNfLFdM5D9Ifct6+ZDIQSaJq",
+	"WI8lhURNTriTH423lXK14mZsvPiGYVU08kj12m/cKPFkPdNdZGRfRxigj7lfrTQFI8mD8AbTxiRVKXwA",
+	"n9u7PFncNxZW97Ak9jS/X/axGfqDqvu2wwPoxjC1yrcfaUBMrQ4JZIuPeNhr1+2WKBPTXjT9bu2Txxgr",
+	"ofnT3K5WNFk/qL9LS46QJai1DKqqjQTF4fubDzli6AR+15ETYWCbnDAXdbyZGrr1NY/JzqmV2xQ/yRy0",
+	"hwnc78DeRvAB/fnZFMOd65HjOBSJIzDZCpO8J+zvQeKnXAB0BMDcT6cr2vBrecfE6LqfXbzDEltTa6Dm",
+	"HUhdo72aMXqyCtgZt8YPwaCExIS2M8JJ1yi8MLGxVu8YIbxwCGVhy0W0c9F6D1bIT2qEvK5c4fpU1K6j",
+	"Hlfb3soeMVFpBtFaT8k1lKyB6qkIuQq4C45iXIQQBtNxQd4a03y0/y6lvIOqBKJyyP3cXSMzWW3S0Apa",
+	"v5lQZ8uNxZUox9/8HLBX4opZnYbBduD6Yg80Bq3msAcJ1zOtWxbylm7/9eTqvjw512p+Ah/cunrlnT4L",
+	"cVWQZbrgYhESMmhrh2R4CRhKs01iMqdkhtVMpXeuue0SVYflZD/1gBhpLbUZqx73Zj5niLHcbNWRi6pq",
+	"7VM4rjhyAx3Z0rOZlnVrGGGdGuW+OnXp/dyE3q1ciFmWC8r32EbX4jQZ1q/uMa1djcnOt27vQ0dvWJTd",
+	"CqpQWkeQW7uT367YbTppy45/l+D2SSfYQTd410h/J2MiLbbOUGIPxlhFTsb56C9NLBUr+5fPUq5YSJAY",
+	"BBrghb5TYk2KWo+rffhLdso48OVdBhkA9gWSwQGDSBG+2DdcYU2VSANHeKHZvzFSPwiD1DEARLCHlHnM",
+	"atB+S8OaRkNP0hbkZZ25y+yxiiBT0QktiaukruWaVe+S4RlQCZZQ55QBMBNgKufvXl8SIY2DzV4yd8Gs",
+	"6IbMmPPeKLk6RdxD931UIBkAYe1e9NY9LtGXkopDeEfktY9jZHKsE6iPGoeB2g033HzcuGvX/TKs5TyN",
+	"LEW+brQ7dmEPhrEDO2YupPkBLuXM3MACMpwd18RB7SIwJTUYwH/Q3Jr96ql2o3Ch7KfEal5k1WqAz6fx",
+	"3ekuDgBWAVPyXkTBhSOK5wmcylY1Uo8B54el8h7HCSWAQVdhNAKvGIuehhhIcOi74kyklM2mRxFYodmN",
+	"CNuOajSXVMBlAnCq9jY/dYHRAAILsiQEbPAFpJ1oiKKeXkY/3tk8U4qBsQ8FpoLytHHE168lJug0WaQ8",
+	"rlEeFSaP0jPTVdDHC5c/f7R4o9FGD4k+ijf6Efb4S1YfHcuo+Gfv5j7ZGg+ryLlv/kYoBtJVwdyuf1k4",
+	"xRVSuXu1L3PQVfsXcnykJIxeqcXCA8W8eHYCO0eSFRqPQyF0OyKH/fnkgVkbg3KM+aFExRkfMpKp+R5f",
+	"rmijvdA+YxkwF/ZpJLpY41qB4lEzRXaVc9ydOTJ2SqbUcISSRrBdyuhmj2yPyR0/rMriXjUOJWRmEAxE",
+	"hrgXbU5qSQHNxGd9RjUOrQCJ/GMgQT5Csgk5fn7y/MUf7PwVLZF5CxmiDLqfnxwkPW8lqewU2CYUWPwP",
+	"l8ByGfMb2xk5tv999e23xP2gX3377ZNT5NXinsdglkA29v9emzteGtMUxP5XA+Q/9TfXp8t3cXlDx9me",
+	"kij9Cutqk+NWM/XKV3b/lyegjneCcmcO9YVMHy2T5hRDVTrCIlhX4Ol2bQ+vs7QCoWDE0IKyn3gwIT8n",
+	"WUNwv0P3CPk7IA7+JCt2tmDCvAnxyA+zSyBIohSoag7DnLdlRmPyYAzv+ZyZqGQUXKtxTItbQ/I/nz0j",
+	"x88Bx641TD8ZRzz9w8vf9xBPX6YBT0dW7IEIvlaIFlFSeBaO9xqGsO0Nc6nkm8aFJcH6SI3R/53t3IXm",
+	"Y1cxenmvwj2EnD+F8rH2V/jmaaNkybR+inEZT6bc87xiq0YaJspNUrLAMmxigUpuFxcJB/XOih2i+xvG",
+	"jFxBR2WAfRZ9VPuWwnI6E9/Oq2pFP59lQQxfs5rfMxA4nI+EY/S/JrI1Hbl9twvxdxfgb0M39iLOE05K",
+	"PHonrPwVjoIDgOYGRInG8vGGiUr7ZbS9RldYR8Y5dEssokkC4lnYIL/ozrrfmfyNoryeZFBxKRTZk/6a",
+	"0QolksH0/JK/fPZsv0OdXPc15WYn9IuRoUp4b/pGgmvGUQZGT3Gx6Mb4bBfQcjS8yRjLwALG+bdlk+Wm",
+	"rNlHb1M6lDHVvqXIPGUkUS04OmiUmbTNsnLJAx9638RM5LsUzJzvN2fTk6SScXQx8qsT7QLWwp+y6f5S",
+	"bPBYMTh+xRHwvuh5aeczBw/kiWKCrfcqyjU8QdMOyz52npBA0K3TOIgsEMknzdSjeRuC83Ng2UNp/6e8",
+	"jRwdZv1ojZ7HZg+Nw4uUqTJNHNyT/o3YZXvqym8RTWsALqYa4mY5ppYlc7m/f9nfoaS5WNbsXYqldI65",
+	"4Dq27+rOjQv2cB903beZb8hCUWGCfGovelRe65o9tiU9Du53yhOa84Z1L7sV7kI2Y5d4gGENHzsbRfIk",
+	"2a/S2uN7ueDCi/L2dOqMAQ+uJWk17DXXPlY9ZSHUsYlQF6Du8oXQkbVQj4v731nCsw3bAf7fv56d/Bs9",
+	"+fnZyf/8W/fPpzf/cvK3f7woXn73y3/bmXoQZh8RdEdN+fNceRdiKpJFsHW9CWXQrOInDfwzOAlDmDyu",
+	"qJUg7mndsnzE1C5lNYwHkgiTA7u2Mlxb124I0OHANnur78ubhpqb21N/JDuWwbUP9rdnGCBiMTKTmwGc",
+	"V4wrescmhjoEz934jvkW/TS70KT0dqG7+pNO5epdu7MMhcG7uAqQsozGAwXxRsAo3MY46F3wsVoBpQtX",
+	"Qw/Tkt5b4Rm/gVrRCeUidDYxmGBrkAXWDwrMtSOtDm17EFH1NFNc2bU4jnaaHkWP3TT8xG+J6/nE9Zyu",
+	"KZoPZ/oRNNjB8HHGSLVwY+h8oBMQJyUoZIA/EJsqqQh2d95B6vW38YvEK+GVAZDTTMylKjEAHm8dF361",
+	"XzwTXGMJCSh9uw2jMiB+ejuKaozF2JZTAzk4mGhAe0X/WAwji3C+qTP+mhp6yYz9UorzmlHRNhe5+olX",
+	"pWwYaq0VNZZG3IcAeS/ahijZQqKXA9MB4F5QmsUmVJWchDZ+Zn/uZNEAK75VrjE6FNSwhUxnWbqZEQ0z",
+	"aJjCCbhPNtP3MSyV+zK1qdNijdxUHhZrNFWWH6zfqY+FCVEuOxy0/dQbhwntOu+t/FQau2wfHkGEih0b",
+	"pcWHEpxqRVCRdUAOAIY0SdQfJcrwDDQUO+xTQuuadB/tjkrazev+aereiGaXJYk07CX+bjnPV9jvvZnL",
+	"a4QnD8nblr08nLO4tUjs6JwLnislGGUxwnp8aYaSW6/JqRy+9Bdzl4WcnLrgXMRnu9ImD1iHLTxQ31Nv",
+	"8ROcMMpImsAUZ1SzK9j/M3vqUpQV/gr4vbIE7dUuYuXa2CZ6tBQlGnRfOEN5v7jErf57zQ27TW4oLLxK",
+	"Fl/qTmdntv9Gk7+3vLwj4TtSLll5V5BbeefcRVGC07YlDRYqZeeE9SLueShpF63EpOOGzXwM27EVm+dw",
+	"1TMw0GEdAWRf85/BszPbmMlpJziQP+fQAtw0PVrAkEvH850COz1hJnNeHzKTrfISCwS86c8vpp/h4sbD",
+	"6zY+eWa4vvvAjOJlpuT4SrbCcmKcC1SlSUXx3fMycTZ+qGV5F9XCTZRHYblVhJ8DGOyE7Z/rtHfsx27k",
+	"Qx9IbD9MwaN8gFIooDpl7AmG1mOw5ntScKtZNbocXFglaY/WLrBOZQaC1LVXkGcnzwf+FCgJFvFxLCaR",
+	"qJlglqH831HYhN7SxPOKt7w/wiR1Oiw5MGwDQ4cC9VmkPXRQoLylkIViaAMjrMY6mZ0xwihaJtwWd6OG",
+	"B9dMD84ksrw3VNEVwxQAp0b/IKsN/KUbKXR3jp1YvklaI+yVlHN6MEzVCjPienDn/PHNNfmWNvzb+xff",
+	"It1/y8Vc3lpp9xY7J1fw+zsxl08dQ7zNJKZOh51plJzVbJU+X/gsVQoJHpA5qrlShewMv772bys2W91b",
+	"LG5cQkn0S9zgTsSlsLKhQo8f2jhcyxvgwlD9cXHWNPXmDIyPaSueCtf3WnHjS5M473sPczxEDooeJrwk",
+	"c1nXct2FI3WwfxClBmFpTm6KQerAUXnMO0T528htiOlXUrCP86NXfx2/zbfmG4Tn3WgUw5LSv/wttYCH",
+	"Kau+KCh4ZRU3loc5HTK1vgk57nPDSsOqqyV98f3LlOg1bzXrFh4uPiFJLcWCKVh8MD5j+P2UOIivqC4W",
+	"RzqqsTs9lCBeVUyaLBBz939dffyJrJhaWLnMlMsuE9AX64UTkowr2HKu+zrG3xcTPe0R0dsjAfS+5W/v",
+	"4hIyZ+j4NkGUt0/imBFutDu0p+SZa1r7BJpH9eKH/Rl10+ZO34iisIvTZGFSxpHABFvjEYAKrKSpaYnR",
+	"41E/oX5GrsztjJZ3bWMFsVTwUpcc0/i6eLbHbH3DBcsgCy9YFQhzstoSLzU2klJeyv2reVQhwHeREX55",
+	"zdLu8fNeWYrsYmQv5165w+Sn04IzEqwMXRg70PSRLBSDsoKBi+Zq62qsV+PPSK5l6taSCMYAObnrB6OU",
+	"7TVA7xhh4P/I9AZQsj/Q8m58Cj1KdHgYrirAjEGNwP5MsXq2PzAyl8ShM5fOa8zlcsfAXTnr3VbkEP5R",
+	"RpVUAl0FrJej3hEMw4j2s7cy25sS1y/0R3AX33KHKY2u2j+t27xpzlmdqj+K79u7aJmma7YG9IGEoFlT",
+	"IVjlXHZUw9WWNpTUVaYNn228u43JVB2zUdgsTbhxYSkG7iUo7wutTcjxw3WL5hAtyfaodm1hjOGfqgO4",
+	"fct4g3IXGIaoXR1THu7zdB7oAxmz3GlFBV2w6ke7BjpLPBrc4CEmNpIxjjn4+8ymCIkImpWKmYIspbzT",
+	"/t7jKq4p8OS0Y00oiUIul+MJvXsoT8x9FQ56e9qqdKG/4d20TxIIf9Tr4DBh8w1ifrjZzzZA5X0qumMb",
+	"clzSFavPqWYohULtY8ch//fZh/dAE0+SkmeOzV69PTt58f3LmM+eQmCYPXNQShprKkQKAnjFUCUIu8wj",
+	"Nu052YpRsV7yKQCjgWn3N67HuAOHjuTFPnnvOruW32UqD9sbah5doP21xxmdWhUTqmray88KlyaFJuCm",
+	"P3JrOzc1Wcu2rrbFoUFBqX+KbIdc/eqhd3NxVPF5Apb6k+BzKw7ap3EzX10o3LgoKi4AIKBwSTxoUHlM",
+	"vtDgXbtjRcNyImks6T172F36KBIiLM34fe3MOxyK0gDUQk7h2pWR7zlBdPL71DhcyyKcOD/SlGjmKHH/",
+	"C98yjYfbZexJpIpFCQNObvq1Wmj+OUYTcgxws4qt5D2z34Ur0d5ERsK96KwmqXsuZ1kY22TFrqK5DhmM",
+	"isc4FOS+0T4XaKxEyD9RAplyE3TzB5lY7yEtlFP479Srfvt+n7ZrF5ae9jya/X0NxHpKpIOUhSod2tAE",
+	"8NxCNue0XLIP9POPiq5StzP+jqUcQ7EAyJ69Y5u5gkh/6bKyXD6ti9/2ADXHNYUsMUwE04as2EqqzZNd",
+	"WVXPnu3O8FnW+sdMsau376+IZouVi7lc0Z5bZ75qwK2mkw6aZa2v8NNs+lDcfBWVGHXJiuOTezFlYm4E",
+	"SdUCn/j8P2dariEotKYb+/P4AL6LB/AiOQBXpCJ3ZqFeCfQvQg7x249X168uPl5eT+HKtVy8Z/ep+ol4",
+	"LgBhrmauBKvft4rN2gV4x+fS4W/Zp0rJdPl/IS8hSPd6R0aat1H7QEzqidnZo6W4weTaGyEFu1HJqhIH",
+	"pKhhQ///lrVsxwmkRNcynLEV3ZA5rWtf6sINs5baXjFwLvWeB+wPyfGZ5kIq84HmoKsvry9II9UOenv5",
+	"/ffffR+vRQwRkuiOpwK1ISX0sfvTGSq/vL56CH3/Monff2oqathhIhlqPKSM2f8rFFipcQUjUHiyAger",
+	"SNvAbyKv7v0Xcp7tJ03gvfyb0+sxnF5bMtqY9bGTVz3WkFcCV8ms1N8Emt8Emt8Emt8Emt8Emi8g0MQ8",
+	"P5ymqMvebHsrHfO1FDPqs4ciwcZThJU9DNFZzN9E9gLNuC+dKYBVMaRKIsLC3uK5WjdXvXTp7taPz35X",
+	"4zJRANOXvUymM6L/Kr3R76Vs0NvRLzXZmefA95WrNTmJT7qm08UqqTZvfTXVcTR7EIPg7sWKrKzqFWli",
+	"9+wBFZm+oNlqUCEkH1DxIGbz6Nxkb3Yxts25+oDusnOIQgj+HxN9K6BQCqBVyaYBW7dPDLdk3wqB/yoV",
+	"1cvu8c2c8joEO8j5fL9qgm5Y7vlDbHuhaGB0/OOygPHhLPZmlMPTM87Azhqe5mEdoEv29JPj2nMKzLGH",
+	"LL2E5/xJgvWFko6TQh9c6bFO1HY1giDD5QAcUoiA4oZUMlPxYcXMUiYOLjAvfLhHosAFNcsI+h8WcOxo",
+	"YED8rliyTcM0+OiAC85bUWLNbhdkVtf9gLsMnbqZFl2sftdjGElxlKrBmSGo91yb7PmJ6SeqM+7cCaPX",
+	"5YOZqVxnlMVuIHv6jv0R2lUToCvka8cwvoLnEfJahnI716XDahMO5WjgfafiuhU7jhhSj22CNk29waAc",
+	"0woXd5Xww3cR43oSiXa9qHawwttldboPJwW3QChMqna6vNMxB9HM2VLiI9jUdFDpYTge23wA3P5nRtpM",
+	"pXGP6Khz3YcXgomIK8+L2L7k79FKA8kms/N/9ULMl7/zu8u926DBSfK0PHa3+wM9zkBG+S8UvUqUfelz",
+	"jjSrtHJBAzXmYqfrnuxyJ6+cwCKzSZzuge4HMPl6yGDSRE7kLW9JdpDQ0rI9/tSZY/Nk4mQ6WppdI8ed",
+	"4RruxzgLLafCXdhBT2s1tg/H9ZqTzePS/XnayRhU0x4pZEhNuWT6PBr7lNvJ3hu9rbLD/kYnVvxA8Osv",
+	"xI1HEuaDDuv0lXBR4Sf9WsPGv3WoMjuVT/V3vejTfprmtmk7vc3xauRP9wVqfWcgyk7LoevOuVcZafkf",
+	"IHeuN9PHyZ4bNHmIU/BjY7b5Z39dE7fFozrhEuW9fvOZjTmEU5Q0kgk2fV8PzmrqGvwVJCW5WU6WaO3L",
+	"obKMnmSdjXC5vZXqIphmX3MNYX5geroM1qmrtiwZw+SaH71l6pqvWPWxNUfF0TkVJUvjYE7J8glWJj/9",
+	"KfnLvdmPuVU95STTOTopC42y2tkhDjZ+u/DCx7eBz/niImmweZOKfJ+UZPIlLetl02YBG84vPpFWsyjZ",
+	"3m5QAUmZ+I3frFIqNgnL4SCXZ9aij+wpowG63AXHOMgxiAoF0UY2hQ/PLhxCYkFoa6QHYX6S7fANuEDT",
+	"/WG8t1Tejgju0nyF+gdKkeyzAXykUTlQtw1T91zLEC7g67s5xCZK5pTXrWJONgwYtod7OA7lqKkIeMc7",
+	"CK/s1TcquOY1cfTl6mR6nn1gj4iAEKPJBc7RLTTBjeRfdZWCLQ+MpfBQE7Li1eEr7qhWJy9o3HbNRcmi",
+	"cUWFmaZMWOsMRMwl05DA5qJNBpxiImjMf3SH1ARmtY/SFjmpvoDW9mv1kWHch84V1NHID6tfjfUt43Fr",
+	"eN80F4POhXPau7zii6XP16OD17unu8XqmFtP9Hiouy9icKNy3dBOm0bz6pmIe8pCQoDDM5QqwxOfsbj0",
+	"U2d8dmKUPdwqi4BQccUyUgPH4iaKyNY0bU8ghEdWCoQnSQLu1cvb4Xvsy4D4pc5CWcTlvrbuR1xVQVcD",
+	"GECovWWFEWOak3l9v5vUo8JN3SIVYUu6GeZp4i9stpTy7p2Yyc9vhFEZkgAPSCN9mSBf0yNLFKlKnFZx",
+	"oE3TYZIHuV7ekZmsNgWyzEYxX9FhJ2e036YTId96n42VfUtqaC0XmB18/FEgh3IZo2nZkU8COWd2yQrC",
+	"/t7S2vuV2D0T5l0wBLg1WuNC49NDZEy7fKteqT6rKrs94RlfJ13/r6RN5jped0uBpak3BAAsSsbvWUWO",
+	"IT/NsM8Z2dq/OHpB9mzqXdvc7AOMih+9nbDTdOjsA+/+cRejWI7teK4+3HVXffXxSHdwkuEOCsScmPX2",
+	"ddYr1dbbj27fp537tKcI3Dx0EXRJT8DcfrJ95JukOecnUCKDO8O+FNXWpYY8n6oSOOjKhJaCpjMiQldK",
+	"rhEM2H40VWDMRgU4dOGCCLaGUnVWHt3T47XNZRMOUgBDHFtCsKejkwCGdAhOaIM5wGE5fbdjMQlW0AGA",
+	"wm28Scs95NyVBACOATq0s3mmbIlVcgvtvBAIyJ4Z14h9uX9Fupz0Gzxy/q+/t8wyYdqapeXPCN1342dd",
+	"ENrwGyiTEP3W4fTfVExw+5OQ5sYBDNrbvualKYiruXZjpLypqbLk2wrdNihu3cChvMGSeooadlPzFYe0",
+	"GbsBStDa3uitCHEzp6GuQy0XXGgrH4WJRHghBSlpY8oljcbsfwmZ+a7KxA373OAbis0V08swW8AboqIi",
+	"pVbzG8X+PSjNbkWPXh1trURSBmOG8nok9fkfqW/6UJBGUbIa7vSclkYTOpOuSDDsfEF0Wy49O+euYJ+b",
+	"vr1mtazvWSiFEZWIoIoFaMgtQs4and+2Kyoi6utQKwHgAmA7wGcwsyxR6YxlWjGjNuPRbIo1rpxhqFno",
+	"EEBJTY2LX9doE+7Pb9ufGsmbRtF0Cepr+yDyUbrOBhLL7b+ewIsn76pb4jFIXVmS3VIonOkYYMCPJslM",
+	"7qFq6D2rZZMxLs96TKXC6oobcuwdjOSsIP8HGyLMtfR/jp7gyWpXTGliZA11EwgDqgO8I0Cmq6ihCWRi",
+	"auje6DTCnOiGlXzOS9dB0fmOQKKyFMsNrbnuhVD6eXyjURhEXH1jCSdJtk6eTGjG8DUwAvia0FJJbWU4",
+	"xMOH6ov4kyVofeqOUyi4Se7YpneJtC1PHn8YwkiRNi8N29esKMTLJdGsBqRwIHQoNSnnYf0n2yDPI1e/",
+	"PQge1vYeCzPwBRdYv8OeU9oXkHlG0JMlQE1UZ+aTKXMVR61qygdTQzB7uCn87xjGjrVBpwu1O0DIL6iC",
+	"dJX7ftyGJ/bCQ2XUG/L81Crn0ZUUPoICcK6qOzItq7ktWgZ4uFMBzKFudEI4hJXvLU6sfLvizmClKL3s",
+	"ikKqVM5PExDLZWtm9to9cRLmiWHa7PZ3DYHO/TGJqXW412FCRWcmgsOfYlVvwSlwvmQpGMB+ZYxhHPIQ",
+	"+GI6PLJ3G/eLH2HLhGsi79LHZ+fZHMZI77Yu9ssLhO8DovUdhAkvlIMGjIScCc5KB2DljXBjTsm3Upss",
+	"+rx9SDDNJvgh03HDZdOeS5UMVg0StpXJSlqT84tPeuIJ2cMbt17KGn2GRN478xKEsYOseE/rfSDWoURi",
+	"Kuj1wzYW//SAzhjpP6GiwEDntEyuIjNrqbDwBL4zudd3/pORrq0U/jyppZ5g/W5i3yD0nqmh1pdfQmj0",
+	"+5TPYW4YEw9sOdnw/UPGu2KrLLF9QH/O/mD90Oz1SJGCd0IbzOlYhT72KViwYqtP+ZoFvXHvXQuhsVfs",
+	"zuzVzpkGp28mZcKVNkV97tn0A0cZruBgyr1985TsSSQQ4XAy/oD3Tl2OP15DpP5OyPkoqt/dNL/a8LjB",
+	"rB4aGrfV3ANroG1lSSDcq94zX2UN9fehGe4xCartwmdYfGi1C3b5K4Jg3AfQhQPtAa+ZtofKLZsVTUNZ",
+	"DKuWnNr/6FDFeL3khrmsfvtgN9CZG+AolkSaxsaC5no7jjQQFcI8BDm9O1bufVDb7plCOMhQP1SPpuFM",
+	"K8kqMuF6ehcIeSYz5jWfz5lilrc2YNyAlcAtmnz5d5tgm4PSLYnrf+opWtNwjPZwFXcI2HHwHA5/nHDC",
+	"mMcWZ8bMmnlJ3qEcenT8Kj4HXoJ167cnimpXa7aCvnUHTOJ7zWKOuxcmQVrvCn5zU8q0dRmoJJSP3mrh",
+	"jm2SWnHHHw6uQ9M3KK+XG4TnbFmEeZpsfBLkZ29qgP0JtxCaOt1N2x99DvXTLsFgWwYrO4byOU60YSXT",
+	"Xp+Y2cb8LjDoVI6hK8s6smtxacYAN8NrdrKkoqoRiAF1CLs6ZWNPYHP/Mh21eRi59vRqEFKEs5AoRqsc",
+	"Me9IIIbwqW6WaLDSB9J1AedfzslcP4XFWdHPBRHMPIWATS1X9HMphYh+Uyu2uum/tu79xJv73z/lzQ1I",
+	"ETeNVOZGIRBpeGrK5sas0WMw+HnOxY1BYIzBkxX9fKM34mZGy7taLsLTl09LKeZPaV0/dWX8b+yvBEM/",
+	"IMxMyCw0sZVTVismqiwHgZ9J9B4cLZSOLPlYgVrv5v7uhHnK3TpsWwPpE8OOI7YLWDs+WA6RN8fyR00W",
+	"ICbhBYjkPoTQnmDD+A92vSNw8D73ewd5POVOPxzfOFIQfJnpSfu8j47gZn+gkvAfRW4f36FMasJfdl1c",
+	"O0yEINB/6uyYlxmN6i/Ljd/L6ApxQmTvjimpANXC7pxRGWnHv5QXLqLOop6IWSrZLpaEDpIitsW7HIFl",
+	"dIQ+yeEnM5bDuvCLm7Y5xCTQvXsA/+iklsk4C2Fli9ze9safIrot22RSZBJD4+cphAPY49qz9GordlqS",
+	"9CbfbSIE89clK+9z5T1DGBVatWZSmonWMmj6Kmk9xKbB3bx3s5WSjX6XtDy4kTa0vGNGE/tmc8jIoYuP",
+	"bapEqR3yg9uHsIOxOWBggj605dzQq4PbTXt8ArXm4SrcWqUp7MIt5OE05ppPU5lv/jA6U6y8/4EbfcEU",
+	"GknzuwXOfy7IjBsMBUP4yYn2cDu8HR3B3j2kl7RDrDv88WlNTT01yv7m9vciovGYKLvTGx2yFB98b6WL",
+	"y1aAiVrQRi+lSWGl1HyxNES7N8YhB+Ksky1n3Z45bpGNP5Rl86N4YP7bojzflHWy5oxcNTWzN9uCqhkF",
+	"HOW6xkDsqS6MhczGAfxREoUrPooqsZBKtoaLZLqPS1Hp3pmoEywZbc7qWpajpablHNFV7du+NvzEedtP",
+	"rja5NKW3tsEZ9jEzlAur5XlrVldhfAqjzIg+1wMgibRfvV2dN20qhbNzFJMWdFwPeJbJpMoss2yY+JEn",
+	"ietjw1y2qf9dKn1KTp5vBYRNiZ8dT9b7daSVTcm5GuRaTY+52ctVGCrp7esgDKInphXFyURD9150bLeO",
+	"2+B45POKOvqJ+FSg25i7pJn6gh+o6p71A1njGKihaRDCNsfckuWSKlqCfqaXci28i6pc0rpmUExtBZHj",
+	"th+xITUzaFDErNfIdfX8ZVK/ghGk9Z8Q3+KiS7s+ZwycPA508JT4bXaJuBjKadkS5uNqcqwZI7cuVPZp",
+	"6PU2lPOCrDrX4pMpWNAN1XotVerouie+7VajWTZq8cX3L3e68exnaUkSSAPTKqIuyLFd9BMuNBOaG37P",
+	"nuzd6+DEhCFE003R6ocu/2EsbQ1j/171cCNjL5tPsE6ZYf7pYAQ44NwI3scIt0MMhq+c/HkIDPqx/fHk",
+	"x/d/LuDxyfzDxe8L8vb91ZPfAIB34Pk9fkI8EGF2Vblx5YzhNbeYraiZDj8+IPt9V/a43UK/Jr3c0EdJ",
+	"JX9Y64+QV5483MgpCFQHjYiaa+KeDMqpAxgaoNlpF366OfVbE24o+9dqwJz2ZEk7s7x7GXfqfrKCcf+o",
+	"oHJbcLb9ZLkglmWSwHuMN84GHzKh/VOzU5nf3fHbcdOlU/NilqPJMQ5ePzkQz3GYWKoLKLdbTTbRxjfz",
+	"wbCOUSMXNFcR3Ocjrg5cgH96kuLjpib2l6E//kfcwmxqYp8OrXBe19D910pNjIZ9yZyv8o9Ktk2y6BQ+",
+	"Dz6gO46muoH5vZblnWUpI5EeXMPHBN7VEZ/1V+RcqrLnLulFbLUpq9ZbuSYrKjYTicL2n4lHUGyOOVBw",
+	"FmIa6V0DDRMnli2euJAnYIqlFelPlGlO7C15UjOqWfSg42VB4DjpuJpRVOhSVkydWF2wpoalywiBFyRl",
+	"RfjUQHYfPLY0QHjwT+kuQ8Jv5Ahmc9+vJUX02QQM52GgABcYGtYilIcbfdHRylTaTNnRWm15l47mBfGl",
+	"iVz/iM6ck79N6tviEl4cy0IMDa3ohiwkoUtGq1DkB8g3Tb0Le7r06PGabcLR2pf3DA7xlwHXzkaJXWGN",
+	"6xCo5YuFfRGRPsNSr1ooX0+h5K+PvgDKmyZXTZWDPGt1+1lEZDMeRdbbLfv+lKjZiOB8XIRUw0dJUgbw",
+	"w3PPodI20jisFXzk8JG3x/Y7mMBavySJ9eAt7Rr4qub2ly8EBQ/rveM6s8qeFPWGUL9B6eOvepxs31Ot",
+	"I9VzPJKyx/w8ZjcaWyDDe92ppl1gsyWcOS/BKQf8FNLfpXCZxBljfy4AM3t0/Ip2Uym2KbW3VBNPFC/Z",
+	"JV33KviPwm8mcCmpBsiWFPCCMElv2o/2M/eUHP/vsw/v09aYUHw+laK7u+T14bW7J9fdNmlgnSnV9N3i",
+	"hN723aYH5JScQYXI/I4aCYVW2avIKDCjVuxsG7ylaqjNXeBruoBQVo3l4e3JUbKu3Z8hmcfbEOCIpIFZ",
+	"swTjfZ44vG3KiW3BL188/33Krv2fvELsb1DVqdS5cMhGMnLGDtnhYZkTzpgLq+yWdJAx8Z/4cGT2Kbk9",
+	"fOEYnj0fl2Br35U4ro0l2pX/Eo9WKtSZlal0ZugJs8/1KWmotnc6/okSC8byi7JuK3aBj6Ngy0kaCPSB",
+	"if4JlcNZk6aFT8Ls7Ag7E1R+g8dRIPBxwHOAPZ1xYTUUbGGqpXXBBKChJM3913zFnJwMhnErCYYPEPBi",
+	"uo8dtycv2jlBDMAM8N2cmKl51abjDFYSIgo9jqJ/tSCgyqDc3yg255+HKAoDfKBJpHGJzWf1Ub3XHg6v",
+	"GTgbh+h1HU32t7fYhsVIElvYqsIfvGjRkydfCm6k3ecLydPp51QMgRiW3E5wQ2ZteccMOYarg8IlV3F9",
+	"VwyCRUKZv8ppvKmKgWCIujTNezRNJeAPIrRgggYssmT1VM9YqmT2FeKE4yhxMtPPxFgoGywahFm7oLb9",
+	"ESA+aVZl23/LF0umjQ+Xo2ITw0JM7AW35XzXNAZheX339F5dXeS8nbC3zt645XeausH4zWU2ksmvmUpH",
+	"NI3MayQIGPt0LvcpeLOKClK1yiOFdUS3zSy97yrjp4NF0xln3dRFy6BvwMbLPgTHo0BZ+GPh1v4QRItR",
+	"yIlB+wg+8XhhyNCBimORIQ0AinH24FGmBCPnjOXBLan9dZJgTSPQTruDnGEaOkQ6HzqHwd1F+0b0Xjhb",
+	"DyhjAKLhcTOmxkIPuWOCk21xg+FRHZ6uIYsqti6k1OWZrxEOitsur2UWYvvs4h35dPnewSNG5q0CqdtH",
+	"b9FdWWFpb5Jv0d7Xw/axQXwS1X1RrUB86HRglGsjIIL97UFhP9BHL+oH1FkvhDgHWKcu2/cfMS6oBnzE",
+	"CfAOXMf7S/A7h2foFhR1mSePUcJuuOEx8nqvy0PMzYeEtIClH0JNLGksA9c6jQapwRFFa40Ymxg/Z7+M",
+	"go0eHF2XjTj5AbWqTtNyG9cFkx0SgxIsjc5/2IWeBHz2KM4EiWkb5nlKIW+oP7xIXqWByaAxCcwb9pBE",
+	"QUV+2iGCcJ/Cl8PSkmifhPX0q+bMVkwoWderHPr5Q6sUk2MlpZsgBVsoBOV/awW1b/VGZ85W5DR4Ayi6",
+	"OsVy4FEQAcGxbWJ/wymOTBPFBFsTaohZW+7DVaW9la3m8wfU6Ik6u2KKJ12H8LvHwT5ess9P8iMmXOuW",
+	"VYFJLrL7ckCB0V6Oj8FS1RhFPVJkdFrUKxBpMC35WN4qIZZ/nThYpOpJlYX8q+4KSh6Lw4jDHgORwcb3",
+	"YsB2haP9zuf0a9lX5sdXiWK0XPp6SjFl9MvkWGakVJRzyM3OHI9HDd11UWRPpjhVJzpldwJ2jQfhdunY",
+	"XywUN3d1n/maU6bVr8J9fEwBkx3Gg/yjIEIOyJtsmHlSuAumCFf/I9/lODRXwWO8ohrG7QNVRshQ04w3",
+	"7m788MCCxQD07e9ZB2u+swpzzjG9u8BR4AcTS/eOzLLH4baXPRUgu31VZa7ZrbBbLwPsCpAN8s6bwLNS",
+	"qahS4MZGrA3pF9WWTiwqXNqRFCU7Ra+CvbHRgUKgDJx0hJtKGIEd+KQSV/Lb6+uLK6+idXQBpsnhxYCl",
+	"+DOy0VuqE/UpLzoIZq9cnJ8V5Ba92K9uQ8z4kn0mkcPcTu6qheW8aGc1L//ENu/EXJ72bgn0DQf+iJgQ",
+	"52ceXCwjLVQZVPewGSWwfm4AqkeH2jN27WG8sPytMLwmzJNKpi/wa2ZCJACA/Vbfl71FJk+fPr0NnlJg",
+	"TAaSbD1K1A6WzfIyYlT0pgLLfqNhimOV3/a+WLr9WXOQITq2S/U+gDiI2c+is+iIrBgSdbfQo0cxHane",
+	"1cXXD4hO704qxqaLThmd5MTp9KODw9MjR/qIkhVVAB4wCsyOTGAsYXkDzjTRksypmgo7vQ/uYzSs3Cm6",
+	"3jRsBN/Mn5hKMt1H0HPlrbzg7SrmpbtSjJrdSUfutT08LPjBnzndUT8AIS/x7VzJrCrUad41TpRzKQCQ",
+	"xWpUT74/XDTrBjJxYvF4uCGyNSPa1k8ZRuOSb2K7JCjZx1AwBGPw3lWvwL3ndS6m4J103Bjz9XcnwvZi",
+	"WcVxVvua0QrNF5DnhPUmuIGCDdpPfBrteAzjsc0GCLhH2tWo+safUmCAf2Kb3iW8YlabB+ZAiWInrhwK",
+	"q8KRBCFT5gLbV/TzGfIePcp8aF3LNau8MphdzDxH2h3f1+MkbtiHIBkv+D0TAcNxwDISjYHHsJoisHsz",
+	"BUJNWDGpc/5RQRhVtWWroSZNFEjla8H6cs25wAaHoffDJll4xJV/6nOqXSx8CmxCr4gw4Y/FpHL6419C",
+	"pRa/34CuGgxh5aas2dcqlF8c3XPNZzX7ZKXK7DHYkMrzFczCpMIDnksoH2RehQwJwdbaBZgDEXLtOa99",
+	"CgTwWPW5t8KzOoDiIM71eHr/To/UwgHv6VNjOHVFEFb63CO+v3t37uDOHN5cfRCMiN8OtqUvjYZTu0MY",
+	"CyjvCf3PV9ZKwNdT95lVxmk/fHLWmlF0+1PSWEUipm3UVri3ddkmDVMrLmids6o/Im53BEC+n3Rnf011",
+	"cUBKg5GkkkS40PMDYr8n3w05juMxf3UPpiGa0dfgNFPOauZwjmUIRPT+GtBFdqsgnacHCiEXrkIyaNgu",
+	"LOs3LeU3LeU3LeU3LSXlUEIOkSw5qDaex6I1vSCyrvYvjBst5rWiACYkRbLm1G8a0+5b0ZWp3a+I5Tus",
+	"nr/FfTPk0d1Hv+lne+lnKmTITt+bj3hd9zcnOP+cuMkE4tzv3LDfNMTfNMT/tBpix/3CUetusB3i9Bt/",
+	"728DvNNAmBgIUgB/x+2TCtmao6ipdc7fhLLmB5ev2bsc844F2F37v5ddv10FfwrAzoVtCuOSHoykc/mo",
+	"CDp+XoeILfsA5fjK/XF/XwEfJxrtlaEmiWDcgm/Oo9Rj1WZW9bc9oSpi3crXLo/yQy7KHly+cFuXoayy",
+	"dGkIcC8HM0tyafJh8bPNeV8nzNWzmIIuv70kQGLB5LJp0qW5Z5suau0L9O/k7GMWS91ck0YxzURPlYmq",
+	"3NPPY7vyXgqIati5MXRraybmR6A64K7rswX7kI4v8rKN0x78WgtpyIaZ6LI8Jc+6ILGJY/iS59CfurD5",
+	"Q2IsEqdjuC/JZdpxhCM9Kcmxe2qZTwrIOqTTouB0nXSXsWhjpZ4Zq6VYaGLkZPCVrJlxUyAZ5MKv87Km",
+	"g25lwrBB/NmXFionmUTWShqWtvQMa56HEHLTk8LuQYradeWHMK0cZA+UiA2Bm1sBm+TfW6htJO98EJFc",
+	"ixAr0wy53pqqilXXcgxwT2J5m14mhOmNwspZLut7MhHZIU2pKxOVm34QSrxlxqO6lU9JWYPOQ++mn7Nc",
+	"AI/rsugttJt5bv/fe7XqIwBbJfnImQiwVydzWlpeGbQx9wQCvUUvx6RwDokqSv7Jsp4Ro/BPWUcHf5Cx",
+	"luo7rBL36zW5ZRnfx9aUcgUBtGClJO7NxwTZkXmCAOM616Ryl6/nnKhQnoDmFvTLE21k0/3lzOzxD05P",
+	"A605eh7Fh55ADkWSn4ZhTnMohNcPDjLIfLiHjQgo75DL6lfhwIoXPDImdOQS2QT6poKeJSAySIQbrKfm",
+	"77q5tjlXWm99v82qdqqseeWwa2Mv9TDBZh8UdpieKlriE/mjrwbXqWWlUaLdvnGXuhi0t7+Z/2HT75An",
+	"8k7fAe5Eurof8qBdA0bXkquMgnUGsViNi3BfTC0hsnXv+5paXQmXXtbLZggqkVV9DxBvxhN8ffXUL5eq",
+	"m1mITALQhj0gGeoxM1h/wlBu+/ARslam5ocmMMcT5Lf7vLzNefHcg/Hjcsg6NpILkwS5xbpvmJ2JsCwA",
+	"reWwfg/0IQ5BaSbXhXTjTC3hx4aJs4YDJFS6sDsiUqGlGYIMoGJzJxoromSbivmZYt+NCifNaoRoSYiK",
+	"ZimrdLYJwYfjUl5qW8NlRXgVp4y3opJlu7K6c4UT0xkPpEllqFCzJB4MOv0dUyuuM2mlvib+7ecTfV+e",
+	"dO/e9lKy4UdMs0jgn8JCJotf2QdkLltRFXbbxEDEtX9b/oet38Dkj4qjeEXCj/6laDrdj2Hhb7BIu/t5",
+	"Jau2ZrsZhdtvt8bFQCrr9ehnOy5SxTSeA3E7B0A8rj1JelsALU0HkqfYgmswqkSksQ2VZz+anEHuAdTc",
+	"d+mKd18N0QygTgStL+30ztPQ7Z05Y2s97PFhitx+69v59rZwkSBUMcI+A2xdVNquDMv+sNrdHwUj9hHY",
+	"kbeZk8tyc+Si8RjZny78L/ti6G3xzYR3JIxj50J2oneoBRbRwxQHEs5jZ0cwN48aEDHdSV6lPUmigVy7",
+	"6KTsjfo2OEtD7LfB+vaGmCTlwTqNlUf/2JqZ5ZR/YbOllHfn1NBaLt7cZ1EntKGioqoi7D4J7p1OWIcG",
+	"IWO9IFQTQHDmwu5NTcU3GhvLVNaRrSpZDjH5ntWyYd9ogq+5YvmIt8p1N8htoHbFF4s0zgvYpyBLEvwm",
+	"99MAiDEx1zcbxj1h0b1lPb3g0H8QSOx6YT6n847bEw2IN5jsmo3+TFWZ+nh1rcmKWmEYwj8LdBiiX8rb",
+	"C4liRk2tX7HLcGcHHsJ4ohCiffk3mMwcsH9CLrWLyyqiHfL/MTVkJbUh3z9/EVUljHA0rIyK9f68BILR",
+	"fboty1zJJ9iYnHEZd40bP9uRJtLw2z9FJfryVMwnWcz8imcRIFysx278B0syPpioD3iB6qAT8w9EXrIK",
+	"kjFNDjIEBOF+IDgMCsPH+mqn+5GUdhk3GfS0zIjiWD72eefiUPIXyg0Xi0t7UKIoNU2q1sNhcOGcIpA4",
+	"oB8WeLXT2jFgLMHeodtZGH6Oci2H2fbxJequVtNPeozS4LBe9jrwA16LNVj7c+nOY3ysio79bdGXX8u+",
+	"VbOb14DLDIlheHL2YPS7o3PCxViFyNRfYdkr0YlDjxq+0006WHndLbiXHSF3zU4P8OnWcuVDDPob8hWC",
+	"fQazAEnKiWnp1etLaKTEdwOQ8jYd5Yr/oNA2pytec6YPXXZoJQO0PFgdN5Cpq5ApCXaGQwY7GMqVXfjT",
+	"bANS1JrXVUlVYi16TWUzUlwHXBM6y6Y6QNfpLcLve3LvIUvbk9YTVC0yhT1WKykcmHZXxNiOKDkRv1jp",
+	"qdxiO09/d+tWWbqyVviXdtIk0uKuztIyddxpNJywxBPo5SoLiLRQbGHvo4BAFi4ty4HRz9KdeY8n0kef",
+	"zOFZX9gWktVdAUCIGgdcbv9fLvl03F7/eqaDM/cYpzCxzW6SY3wwWgouCKPlMpcKGdyRY9kWXVUnBiqX",
+	"XVyuUAYBD39mXTLxYb5Ow3inaEQCZ4UitLwTcl2zauFyQsmLz58ndufbTPmwov6cGQJkZ24Pnlyo6SDT",
+	"ztU72gFg+HhJx5mglrTVIKXTLvYD4DhBn7OLsJo4Au+ZHh0CisDEANJnWVO+mrxrsfg8qRNXToUrSE2N",
+	"a9Tvex9HTvduL2M6Gowu8rwn3O0d+wmR8OqjuF5ynYYKjjNhui98RlCC0ZBjUHoAVPRJDjbcqg/V/qwH",
+	"OJ37eiLLmFMhW3PJ7nmmTALUCFHuOVQ2ks5MCoEclkd/hsTtGWOCzKkQLhLfyDTvylAQFz/WfLE0ORtH",
+	"dOryHHxKahf7bIAQxsH9LFFO0AnT0a97aYPoXwMjrUlGrbgQYL4aBuZedGC8yaE+3hgBZW0ykXh/wej2",
+	"TDna8RU8OBbDC7R3+Q0Wtb/pmZMdUeDWqRguwBRpJVJtU/JtT0Qh1APZFUSxioKce4wmQQz9LxUzqZob",
+	"dS3XVh/OMyYqyNKYhjBRgW8VJF5MkExzH7+uo+dj63ZHY0CgOEjBgt17ALDuBENkGMeBRkj32b45hbbb",
+	"dPb3JN0D7TPahz0mUqyB0sdvG2jEyUAJ63vvPsGtT0v/Xoz6RpNPl+/31oNQK9ClbFhBhF30mrvqQUEf",
+	"2lHUtzhaUn0FND5Cx+4UAOgjM+SY1mu6QVeYg43U1AvMT06jc0O40ayed1Z2xUyrRI7+p9ljsxQwmqTs",
+	"n4CdJbCALk+Za4LCydTLbKfdOTtOXJtPE0yAbhXtKbMLL5VD9pfmkBMXjJ/93pBZ2MZjfcH7+/FpxPST",
+	"QU+2S9mabBQYuJ99crj3xgQtoqR1XVgxQ+P3E7dgihEVjmrPgLrnorlOprCpXjcjFJCyxyaV9cA9Or4U",
+	"OEIR3UBb6z9MQfWm2u6wb1NhMlEVwlZjo263HL3ras9rOW3CvY6N3kGAnRqXCR8cGDM1JkEcHKc50uih",
+	"FRu3RBd/M0pF3M7slFRc2c10D1Ahcyi3FHGZjBpKCcoauhXMIGCtFD2LVMTT976WC6fp9L2NqYKjj3d5",
+	"n1oFks5qEOmdnxgAc1DHm89ZadADpZ+Sv6CIFcaMnwLsN1t7m6nXD//estaxPG5C0WbZMBEbg6DM6bEJ",
+	"pnork/K6JguJ1+kGIutWLOBHcO2VzTHghsnSB51pWbeGwb6DMEKOgQSwmCRYYDwVPSlCOn8ZGKAu7Ewh",
+	"H1M5vWiu6MID58cVPp/9/g87a8XmpJ43AGDMQjiEth2hCdXuJepkXJDbp7+7jcKH0NB7Smq2oOWGaEHv",
+	"2E1JNSP2YLqWcMeSQlQ0/Ocvdo9+RT+/w0+fP8NysP7PROn+vWWWgjw/ef7s1LnYnaUKa4gauaKGl85G",
+	"xUSFBtieCauFwhG5mIRQx/Z5XMf2+eECUEFawf/eMkJX0pVta/JWFJjbiz/kz/2U5ddBnKVi83F+9Oqv",
+	"2zogvlOQ5y8B/nvQX9T+y1+KLSJcNWZTEDDJVGD2FvWmIHeMNbpXJRc7Gczg2S9/G3Ldtx/Ozr2oJ+fb",
+	"YyqIv29sp8jyT6P+qXBRF1aEm2nbNQby5IaEVAHsCl9EgRISysgbUaoNwgBCQC++vS2+x2f6+5dfSCZ8",
+	"cfLds1GpMBDsdzHBvthp33Dy1riENSpVTbjyr5k2h1713WUQYxlOjJ2+Zp9NyD6kmlTU0KfubX86uw4m",
+	"3a2Tgx+MhKZPO6JFwBcMN+Uldhyi8gq0nP69tVK0dLFZZkl4hZcd4ib5J+jWd5FaOys4T9uffNpvtAf+",
+	"5o6DgYa+T3ySTsPzycEdF+8qknMRTy4CIpweNPUulFdxVUzXOMOn/V3eJ4TqDJX8RHtppXaP4Bge1iEk",
+	"MI+rSF1wSrTKuSAWmE72dH4eic50JnUmjNqcwqGxQw1mQQqm8LGYEvvJfpBWMJoT3bCSz3lJ5pzVlUYJ",
+	"q+u468TV5KCa3P718s3rs/PrN6//dpuEvMjSCgYm8AriWmZgLVQS6+YghptIuT7bFvTUxw/Cy6XU9CAB",
+	"1gEYy7nCFV9wkYVPkyVceNWZ+WTKiZZ9bHhfk8p4pesLqrQVSe/74fw+8Lbw93K9mRxXlAvo/QgrMpjM",
+	"YvbiD8//8LwgypSuPGXh6m1zsSgcDGSBhN+K6sQd8xN7zNOgkIaqBTNXO077j2AV7JhPgc4TCK9PMwFn",
+	"vwZ8UlSBuqezTWzrfLo3+NdW+e9krFufaMJKRym+cLwzS7CD4ewOWut8ev+FYtXcVvtK/jiFYWrydBPO",
+	"52wwz84QNTcSdxd3G/G1YtQ+g5NsTBqRHvNgjgocbLIIl1Y6oWAsLuWdiSMkO43MOzeDZeGx4wV3x34f",
+	"IBLwTJ3hC6q42YymdeGqD6tGNfAh5l4lUriWrLzTuURIfHrqQVrwT2dNAROOgBynC3y8b1oR9HFu20yt",
+	"rhv/NDiIkFnWFSBK4Uw3VLEq74V2QXHBDU1NFKiAsWFLqpc+19k3ODE+4esltjmY3MRFztQJPiQVgI3b",
+	"vUXAse1dRTjy/bPFkFI/QDcO0jyxvUhSeRsnRgwCxTnym1A+r6OZYfrU1uaHERT+DORPXW8uKenIHjC3",
+	"oD7x2h8/XO6EObtpaj5GjO+xrqvuR0a4z7qSZingxRwUHTV0RjV7Z3+yYx5jIbcXl2d//HBG/t7y8u4G",
+	"lui232svTRdeeO06ABM4rfV+ODbbp7qbXQrhpVyi6DRmJXfEnihRG9mXd0i/GJuCLw1F4PT652Rey0HS",
+	"1f6uAnMh5ZJy4QxavV5Ih4QPpByI4unRAwpi71rqXJp9twFxqeuhiDqk8ngRUgSZPIMjWeQfEf3dPScY",
+	"nwISgJK1UwKNvGMCokzBlpSweZTUsEUSTeHcPUHLRtdRlxfTr0WAZgYiFdGsbO2UHhLk0fUH9sVMVXen",
+	"tI6y5NASKAkZK2JYhv4Ax/ckrRGc1fXWvuznBk19PO366cjlYJ/nYL0S0VfD8fUyWrchDYAQF4oC0oKR",
+	"EXWeXbxzFPoKNh0QEOPmnYNo3suU/kYT2pqlZZgl2gBUWzNdOMGfKyJVxdRT8gPT3AHvaVaQ29/dwn3u",
+	"C2xHHRXk1jYJz5esRrg3sYn7sQIWrWtgqBW5xZznW7Ki4Dvt0rrBL2gkoUKKzUq22n2mT4mBKGWzVIwF",
+	"twmsC5hwcKvRru8e1lzbfpdM9fAbnD3vnrO1ZSr4VynFnC/SP66oQJWm/7Oi661HtVzoQSPwU/K9Sq6F",
+	"Az5zPwMS2/BdQ/XdsFH8jX1mJeJM+GYDQvpgDOH3YeNts1C0Gr7vfw1vA8aTfwn/CM/KJRWC1eFx+Lvr",
+	"yyhGV90c3J9bz5uaIge552XXnf8zvO5/6LCI/C+G1ndwwTj7Tmgj+iU0E/3mOo5+ifYm/pXVDNfbs2g8",
+	"f2Fmg5+7GfoHqEsNX4cznfl1uw1ldLP9sv1x+91WM7XdMv7aLSjXdgVO1rSuw6rHv3VrZsr+H4ml7v/q",
+	"l7b/a1jeVCjVRU03M1revWdUs3QFL8HWeOrdq8gIEqKyc+u/yddjeQupbiK4D2rb64GhnLuDqPfNUxfV",
+	"ZQaQEMDoBYJNukHDv/ctUPymm3rwkdYczB9KtmJvDRKGMk1Ih1cn2djhzbwf1d5JbswNU1xWeJ/ONo5U",
+	"amfbqSRcDALM8oJNBh+OC6pnQDRdOWy4HsFsqp1ISXNV/gVbn81NGkICL0F4p8AcQfI/nv13woVzAx60",
+	"M9BcBpnk0q/TXoW8FMO5Tttu//YpyL01v2doFHcXBjhkpHLxtEjRACiL1wOpZQkBHLf/6G3IL9/+497e",
+	"m798+w/aNL98+w98/V31y22u7AqM4k9J7LsgQWP/lr/0MN5qDAUNrOxkzkGPKVtzsmJqwU6wolqSsTnC",
+	"SBPwp8v32uWtbArSCh9G6ZKVcEDfYBWU6RKt449XaMlPGFMyIbFnGBKLwfTcEFqtuNEwOBDGkKFi0s8l",
+	"u5d3DOWuORe0jhfszEfPui+OiiP3/m6EK89KBpvWo7t0Fn6/Ikg4aUXiQuidiwGn6bYsKeq7xb1Q0shS",
+	"1klh319QjXsJRXUPFaa/IbdLY5qTeX1/W/h/r5rfo9h/u6z1LcYH3NoL/rYgslXEO1eBNv78/hxe+OnP",
+	"l0TLuVnbbTi+vL5AMJbr8wt7qD69vjgF9/uny/e9MpHa8sJbfV/eGF7eMROAqLqy9461ORMuNeT1m6vz",
+	"y3c/vLHCuGwXy64hO10IKQN1oqlpCZaIy+urizhW7klMIX7+R8VRmL79d61BbtDNqJBwlfMGCkbWdONP",
+	"FKE5EWFmVTmmfqJAp1mTkHsNj8D/x97fKMdxK+mi6KsgGDtC5Nzij2RZy0uMG/vSlGRrlixxSGp57oy9",
+	"1WAVmo1hNVCrgGKr7XDEeZrzYOdJTiAzgUJ1o7qrKZKSbO4dMUtmVxV+M5GZyPw+AJCmFEDO/p1f8zN4",
+	"heSDbf/45sxNwBkf81pm7Mfz85Pd8U8nT90fjye1nspmunvB4ZCiDx9ShhE8++rNP92quXnrqdNzxq9Q",
+	"Nk19iEeSjYg8MYzVjTiMrmUh9P5H2Hzwi1+KpOKcJPMof9SzMMeU3zkj6k/xsRI9SG1VJDJD9FcQsT+y",
+	"raZOSZrP33T7O8Qa292btcyX8WY/BEIJYGkL+TVuAblh0qwPaYVhYK+6q5ItbC2awaQmQVzZU1327GRi",
+	"qATnP2TiUMk53RyuKiRfHemEj0oTuNCUnh1SkeguhPYp5FD7sioM+NMs44OfkvoM7Re6B0FyUEqzH4JP",
+	"CZbRpDwCiEKAml2E/Y66isN4p8r5gJaowradhFwrI5RpzMrpqJPr61adoM1i6STvdrcquRIZq/nY7l5r",
+	"C1uZchTaWsKMGVntGnmpeFlS+jGCqfv8vvWbGXoXZwFGU5K1VTDr4nunfGxfSH6ptLEyT3IL+bkKmAmr",
+	"NjCGgV+rQnxMGJnuzx0wJ0hdCncdJNXY0JTnEzmYKybX06m0g9vFx60osAcDG3GvHmtleW6TXEmyLKVZ",
+	"wo+mBuG1FnUTl+uQHSxL5sCevNGXg8db6suNR3qmeGUmevWk5jqkvITGDL04tC0Y+AqU4kWH109ddCul",
+	"NP3VqZV+bhnVTE9E8sJ0kc3kWkNSCl2wbnLvs1aEuorjDXZb1+wVZFf2XINZUU/7odNbheaeu0kaiDfL",
+	"oZ2F/dWVrqwr5Km9Eq1pNOeL8pNUR4IXUgljMFtgxbUlJl/T02jtJrJJVnBoeR6nsLvgBloqNo3EeOAW",
+	"3gQUGjGnV97w9KclhnEupxBerT4J4wv2Q2auZFW1iR45sJUFkp6e21N8Z0gzM46VSHWjYqyXQObvS5C6",
+	"jDB9l/10a6WvttpOZPHargZKDntqWDpNu6l4novKcqfHe/YX/HlNngdNcc3VxmHKnpSd16qQ17JoeLko",
+	"AcMvzxYELQUnNfj2viXBcoNsx9x3n1/M12WDeMNww6wQ/HZM0x/WZ2Xyx6mY6mtReLflVBhZNOLYtdFU",
+	"NyuIoLecSYPXEKzGRkJowSkC10wqLbuenzaqU/6YpBd2Ji2KLlwoirkJfi40KrGCaZqWZ1+HlkJVpwo1",
+	"q1nuHj9E7CcoxroQQMkNffewYpjL1JoBU3lJyjVko7XFaWuK0VZVn62h+8E4n3coKFmM2ZrLMlUzsrIn",
+	"S74jTVboxA02UjpXslU/7bzm+IozC4p67vRoMlVSWFH8Q8xX2jOwLehZiNgiXZ1uysKtJf2C+MxRW0PS",
+	"jKJtmj4PpEHkj/jDm2xEIG5zj4Hc0Kb0JrSs3dhQADZRfDDDPRCFbnU3g65BQdME0+xN1PAUhsc3mdeF",
+	"jUeTnHWWO+vuxxVYM3BTcD6RdXHCazvvXNZ9smaDUCxWFmPYNFwRdXfq6vugt2K2eB/UQivQtPpbOSMs",
+	"aDWEukcXbnWd3bODuNDu2UFywhPTFu2SpR67NSBSAKi+RiVoJ55v0adcOa9Eq0v32CwFDnAl5muh56/a",
+	"tpBSBPAXhwkoPpzsf/Sh5YsP8EzSeuUMvZZkr1IppvitwBlE7GKbQL4kFfFW1k5eettbZ6Voddyf8UUq",
+	"Fmo0vEcBNVQ+PepG+WPLoaEZt/lkd+LpeggUenfCTfhrOpRWykt5Ua5nJ3COvb8g8AcH6ne0OQbulish",
+	"Krh46U9VfUktzWoneYpqumHPt4mrtdseld2IaLjXgu7CmPkpobhRF0jKE1BJ0z5Ht3F+3QB9Tmm43DeW",
+	"TyvzqWBsmyKdJQdyE3LkSpcyTyb20s5n+ETwHP0USMVmui4GxMujNEFqbXFTRsu3NCGpDTVIVPvspBd0",
+	"0kLRy+0Ja0/eJhy2g0WPnr/JAd9Jxoxa7ZkrWYuf2gv1mx3hJ25XihlDugdZi8ADi9cvSSZgf223Co8F",
+	"+wclMcz5IZcTdlHq/ArSU8RY1ELlwjDxURp7SDacZ/EGxeERYnsNRUhbGuQY+foK8EuhX1N3NKFiLPQh",
+	"WW/wmZ4LgBt7G1ExOZhJrvUBVetpS+Ra8FIUR5U811dCpY3kkEXuXAj3AuRbhZTT5QW1/d8aO3UKv9Nn",
+	"Q4keWN5wIVdx+yGdsAEvDosbhK6tVkP+i/TttGD03sXVuhQZ4yDqBaKSjZeTjtF4g0Q7NtFlApXoopGl",
+	"fa2GXWzBw0yqQ/zXrlR0K5dzpTT40D5hRNex8kjcHPfnqrWlRBrMjAVow/hgxPpVCMnRroU8ZmemdHt4",
+	"8/Nwg9tDBE46BHziC4Fx/A0Cou8RoUVFcVH32TXMdOkqqaVtQF2E9AOzGTShe3FgblVfd1dAxC2v9jJM",
+	"3MKSQxhWYDYIPHXz1XWisfY0RPkBUXJCFHqbwc4DR51IFSDkgHmtNzgyaaJ7UOi8pHYXPx5CHwdIn2bp",
+	"L30IMjO03CG8MCxY4dTajYsbTm11omvbk5jrlOPp+QmDUzLK35t2WMYXTKphTO3wtWJ4oLuQtcjTioPw",
+	"dUBTYc+AX5YKxhGcADEBjFBF9Ji08JdOOiB9DJn309nMK1Jvkf5HsUbVAkfoE3nxnZDpATMKLlEKGf3W",
+	"03FvwB/P9ExJD2+l656sn+RlyblvumDvX5zsnx+fhC8Mqdxv6kobsaoWiiYPkPViN5qwIXZLQgpO3CyU",
+	"GNXqz8D2dP+r3l+7u8Pqg/lMS3yrcMbG1AkUkLOz02PK0mrrQt10LdyE2xUX4H0cyaAjWm6HJTBVP+aQ",
+	"rJmWHp/Mm/KGISs4rDAlNQ7uem+uaUQHXCNit9cl7W6jGY36FxE19yeihu2wuLfWKdsjSN9Ly05X5WY+",
+	"QgF3aOQKRVBLs4Ay736HHCGKYVjmyffBLCcfBIEZZZhfNqJvns8rMYK7R60EgcytPHnis+OPbD0//DG2",
+	"cwR3pqLY+uPXhUlJH6Ld6QhF1asOofXqrVed/cQ/puqvjcU+eOvM2UpDFZr7qkyom1eyXvis69kjAxtg",
+	"kxbStgRMqbkh9sjC4g7m28ahtlOZDbM9bhakQJXE2bgWkdSEKma/1o9MO5sL92PrrQoo31XFhjZC+mA8",
+	"YgEVa2kzHfq7ClZJyMrGUfUVtbSXF99++823MbDlwZOnn3ysJqDo1iFUbnYeLTTwzZPbOCmGQTjasvea",
+	"CfdTKcfCHcOHnVkJx3hwnSDnwES23h57gbEi9s3BwepV++7Z086l0+OD1Jo5Vd3pLAW0Hn+7KAn0FNCp",
+	"OP0+js8MPBPciQHHgUeIbxk1QsZhzxGzPUqo79EOk8pYwQMQIKYtHbID+jSUFmiVr9vB8UQcrL/tTJze",
+	"K9TLqT+Wb3aRieY7VwuHcsKfW21TytYoHLRNH5a+997VmuqosZMWqr7Pce2UqLSsKIduPTDmMdFlYQig",
+	"05iZThEATrg5oR9X8Un4DwCjBLUTf3hD3og1JYopfJSosgf5v2AG6C+YqGb8VTlNSl/6VZlIJH0hLwUA",
+	"LfMSVW/n80rpBgL3UsGGyCe8LIW6jKi31zQ7JK4VLeesCxWPJBICCpTukhCht0lpu76o6y7mJXPIvdWl",
+	"YEZgJFHDqnHVjb4nA2o94U0j6k5ws52YgE5diXrpxma1x9Tdc1H7fk9kHWHoY1H4dZDQ9gfMFmvLcOKB",
+	"b5VIpUsPaz00pBZ9bQMLeEnPfEKYDb+1Cp03SjEVxhIS3sJcpJgQLnUt7aRfYMMTUEId27E/vfh2K9s6",
+	"+/Fo98m3z5JmLG/sRNfyN8is+REStnsmmPjx2Iha3dvbG7Gj+HU2wTR2vDDC64+AZ48as1WWbvOevjpm",
+	"T549/huWpL46Zn979vgZKG9U2xwwkjLWMlvFSjwR8lKpskLc7wx+RR8Mu0nnWMaEDHc3zu1E8GY6Y8e1",
+	"MBNnvxd66k31zdOuWxVD2HoeyzrDrU8gLdSx3Kfl4RRCfR73mcjePKWs1vTZ8i+dSFj6j4aX0kIuQFVr",
+	"iyYWbJlDzJmYCsS4bztC8QOl2b90FW8s9/wW7p7kthpywqQUm2lvUsP50gd45Q7HNYnodHbVYpemq7P+",
+	"JsifP1Rh4gGPxs/1oNx0fRUpUNyFWSS3uB5pWYtG0qdWzqb6Sji98r1TkDczc88I38BqZtzndm0Smz2o",
+	"zQRYA34hg20LNe4NYJRxyKPZSOeGAfmxdOgnnqxmn1jkIYLHhk5dWi/DDTHqZqeVcKRQDe1LFRBeKeER",
+	"uJf6Lnnwx5vODHR17XFEHVg7/hsC+nvxgBlZt3nWGLTniyYsYe7DEXHYQi0DWfdCZucimcbGtA3fA/gG",
+	"aZzZxJlqiPdPbhd7fLABU0OSWsTWXJme2hI3iVDWxcJTh0B9wjBz6P2LE1A7Y16WhkEWrdXs/PikE4dv",
+	"rHa6KHe6pCnSNfbJSuvamur5/j7cVVhTGffv96dvso4NRma9MwmZVGPN5DiCRmFKCHSkpuu4cb5bZ4W6",
+	"Pg7YsWlhhWBW0NvuadpFboUT1lNTSH2sC5GIXR0dHWfs5PinI/i/7930vKsak7UBdxr7xB0V7kPpNLEV",
+	"9WU/6hlk/7bkFVbrq67fohvEVaQPI2o1XEPWta574w1jIP7LQrCqkGmraJzi+X9VO9eihhJbwU0DNC3e",
+	"yBrXAEJH0Mr1Ehl3f48nIk3J6xagYPjr7SD4LGuTuPSol/BhlaXG2ZWYw9j9qMEUkZ3swLgUziar/X4O",
+	"qP+IJA9gT9u5VkrkNmP48AXcVdumygg8Rtes0Er0wNfLqTjXcJkAC7e27jiyunkbhab9Ry5WbWwY8MDl",
+	"XaHigHnE/0zITQEKHxdquymglsXmVXqYSd3lKU1EATgRCRavtH0oC9En9z8+efbUdeTHJ8++Tb48k4Wd",
+	"9O1i+HHQJk6oPV/AaAnFrVUdSYXYqDNA9zvn5urTCzUaRcxjkPfJPXyp5SZR1ZhKs0y2sJRnCVuNm6so",
+	"yxJeRAgGil86a/m2Ey4/tbxrVU1Xo5wQrgRJoGdY0T7kbzLTOAnDIMLjzxEQeVnidcuGQbBL3Yt6/ANs",
+	"D+g+1a3spb8w5R+rWqeG/0+fffrDu5+O/vPk9N3x2UBVf6lr3VipxMoStvapwSfIlBK/V5rdOOyf8OEN",
+	"Sl4j+IvlY6YS6pUsxQv6gl6DNlAJxcayFKxoXwiEdIgjc8h2H7eGSVVy66ag5XskCZRDz9eaj+3auVnA",
+	"BfHM7uveg6qHzot918ld2PZ2g3a2WmeHpCc3rDYNzHd0hSz/FLZHryjgNyEjRsJAEjKcn/DGiHNtefk2",
+	"5Qm6H9glry/4ZRBdyDXFenjXjFRMcaU3Qxu4zE9EnSdZoX5Ybg3ZX5x7615xP27/8O6H4512V/lq/IHb",
+	"ZyJ4dVSWOv9+blNyC3+GGHgJIIBg/vGK4TIMHaR75Wxu1rUBX6bF0heWSyWK1gYiqGJ16WnBhrWtmukP",
+	"+Sqp9RHRIrW8AN07dJimd4i4fS78QG93jAtCubCkC7Mf9dLPTba4++NduULyTpIWJGBmQc5Ejf8LSRMd",
+	"Qj7OprpoyhTkUFHUwpgk/n3B6NfDlnFydLAH/x8x1HhZMjcr9ZjnnwJphb2LQK16cKuksUK5D6/m/KW8",
+	"BJ7bhpflnF14Fzd1mbgee2T59urCTQ54mWlqehhOwtXAYfpqCRN6222BVxIxsDK8pPbMXbsTa6sMIhGA",
+	"geX+CY7BTFzUNt8gDdVtJGJ5Cjl0407KFd84j+tlCmK0kx3GfTpP4H+EX7DI20h1WYqNsmF7oSjPgz/l",
+	"n4nDQaviQIvXfriQWQx+5yUm5Ez6wXfgxMJOXYOu0gp2+tbP/WKWyDU9wgf2b421fBt2Wfr+8NR3q4Je",
+	"ApVgUEAbBHAj7TY4n67/QhG/BlQhr/hUpkDujhRRzI3hAUiAEEL5NCwyY3YRSu1ncXGm8yuRiNxWKzg3",
+	"ovIYJUThi9kwdQ4EDtp+5FnJe7xxI9eyt+SEgxfdlvnsDW6jaq20BpzJssh53RMq6nYSWRag+In7wn3/",
+	"/vpL9NBSXFuy1Q5y7WrWfNoDZezOQIxAxUCgg9dxTfUV+Q7YgHR7RUXon7KTZddT59Tr9IHT7/pMPQol",
+	"xyG+FLBjRVlqz2KIwMBzla9XYhYBOtdiGUYz/VPfqejm+d/P3r1lVny0NCGbTnbe1CYVnn1XcUjO0AYB",
+	"f7dHpy//+frs9bu3e6/fvnj5n3tnL/9jtAPHBjfG7UEkocfvoXQBbX4tLyc2rq4PU5nmM12nn4Bm8CWx",
+	"eK4+ed4pBsuUeQ8UwYo8pMW2uc73OhO1d/14py/VyKSpfBgufMZmkznFKiHnsxYQtOytz3BzU6zq8iy+",
+	"AMZv5lpZqRoyVdwZQzgtbsZzt/rOku6LRw0s7m9lqxbjcgMvx4h/pclIiYVUWuO5LLcfZ+xJxr7J2P/z",
+	"f/3fIRh6yStziMBBDRS4pkaNX5DqcgfB3GG2QPz9QgTsRmqsMYPZ7tLa4VVQZYfUHFhn0FI4umrSxaEj",
+	"0fVLZ0eYW9QibsozL8Lr0HMijRL0wWs11r3IygHpbqgu6bL79Hx3IhiRvIR7aWkWCHsibW7ghqjBmjTT",
+	"BykJB2OSaPNla1lIuPfv8jQBFhhcCmbU6sqT3AjR3h5uYk7FBlCi3BbgJcokXrKfNLogck8aJgvE6VXo",
+	"pxvG3cswgkJYJ7SsgKxX1XMOkhl8Pq/6sKraA9xkOE08ddiYCa8ESxxXN5uhYFQk2RdT1xkn3E78qRf2",
+	"ZsZqUQL4tb8pOjp5zYDmjzyGFWo5vQac5aVEPCz3kKEjjUMoHxai3bakASATKV275nZ+Ms3rPNZxQJAF",
+	"syz+1cf83n/8hdlg0WPtOKZ8HiRw+0zku+H5XQ/6tnMYbz0j4DiA2kHIbBiPF/gJ+wDn3MJ1O5stKouF",
+	"LRlNUViWWEwikU8puzN+LV6Np5W4PBfTquT2hnn1R3gbmGtAh6JPAZQgpNdi2SSSDWxbf3eITztLB3qw",
+	"03Od/720NbfiHxepm+1zjHTCg+xCWrzklopdXUi7bw7ZASsFpUkLhS3mE63NmkR2rLpZlcqerUw2eAcc",
+	"I9Qv12x+yHJdzUkvQTKxqhobH3Lud7fgPIewN1QqVvn0Ay/5jP45bfDfkJD3640RGcIKJauDUjAl2Zb4",
+	"aGt+VF+m0guaGoE8aYJ1RcrW0D/3MUcUObcyVsqpJK68XYAPsxnbtY0SmftvPZaleH6dsd1SXIsyY7uX",
+	"Gdu9EnOp7IepVBnbvRhnbDev3f+d8o81ACzvXjRjI3+Db8iPH8ZT91Feu/+Tg8bZNfkHO6mF8WAfPelv",
+	"zlvAbrttG/U8UUS1fF6ExLaoBCpoZjgNTpOA0bRhxiFTw23dxGZZsWWfHKzbsX0JG9Q4/gy8IPKjKM3G",
+	"XXj6zfo+bMrVtLBXfVSXSPjr+VJO/PrsMfri27VII1RlC1QOnta/4taK2j35f/77aPe/+O5vB7t//7X9",
+	"596H3V9/P8ieffPH/+rNVBii0uDB21Vp7v+tW55VmRS0TbBnmym1yRNwJSZPnn27Sn31pGJQw/DrJ2zP",
+	"vz37brPStM5O6cxNR/v3naynuvx0wE06QTliwPiQAZ6lGAEXZeGDqRsHiVIQPVF5Pr8wxHS/9nzYGLdn",
+	"s3rUTwP1geAfsY1ezNkPL8/ZPq/k/vWTfU+5uB+1sIR9HHlC3uPx1Wa3BHScxj+PR927y5bqWm5tzy3V",
+	"qyT2HyTw+qJDoJjqJOq5k7fx1U0bZxGvLos7xIQ3ggfmTi1a5FUo5CVRHQG1w0waQdFlfMZk+Ij7X+3+",
+	"L+Camlx7TJfJvJoIZVLnSXeNBx4Hj5/8LX0eVL2liL4uq63NI4ek1JeQv+tGfUi1qFRvI1Rez7FqxC+J",
+	"56q/EnMY2XKx4ooBfre62IMSxbbMdb6V3ay8MFFNGJUEKc3+1Wi4Dq9ZKZVgF7XgVxuuy//5ZeuXX+pf",
+	"flG//v44e/zku/RKDKnOW7sUodu5LrXCCddsNpFWMFPxfL3m63T8+S+/mH3X62dPU50eXu8XtllSi0CE",
+	"4ViXzbSHhj2H3/A6lMjy8fXExV1yCvHj/eCbStu3TVmuuTLCj0jD3r47Z2/fv3nThxkpp7ye/0PMh36v",
+	"ivJm6W0nMOnPp6OfL0ReAnM/fdU9NYByn7fJe+0sdIbQv2Lv8L+TKwac2xmTqhAfM2ZreXmJqvFailni",
+	"egM6bfoWDnN78KP+I+EOHtoIAzdUCgt/ja116sPwG9bOtkzEuYoisV9evHiDmEZToWwKnVqqvGwK8aIo",
+	"oQ6vbjAcaOtGYVDVajblH18U5fGE1+mwVFGU5/751VvMdWfGTfv59JZKCw2ub7/Q1Hq2Fp+v1jOzMA2w",
+	"GG4lh95YwMNpb+kcdgTYAdjZC1FqdWmY1VHGBOjObrMDbxxpCrwwhWwIjjnrkriHaG+BjS5m6+8FumLX",
+	"ji8LgrCwyEkhxOpvJEtdXwVcu+egDLgsfeU4yZVT1MsySc+8rHQ+6YHQp/pz4R7x+st9DM0C5ew44+kT",
+	"0Ft2vcgpQcjt+9ARaUwjCgJ45wpQq2v6MoeLr/EGN0SuE8MMOjAOEd8g9IWQ44GEdr0Opbay7oQlV4wo",
+	"q47yPJk+dhR4zKAk1BiGLJRp1saUR+Uxlj19+qZc3+HaHht2dl1l2EzXbucMz/3Gt3vKKyRG/iG/zIf9",
+	"PcMzqMIJwtn1ZIUn6zZO/TUCsHt6FjooQZFTSJbkdT33+IPtrK65vsNhZH66PYlnO4HrV/mGAW1aft3L",
+	"W79qA5iJnlFUAgYvVQl4lX5XBFAVaakumVvL88mUnG2v5jzT/you/pX4R4R8FFI2YD7bMshnB5sQaTxe",
+	"HzChWVm1KmdI55GUPtqFj0wrh84YSCeB0sN95WL0883SO33ziFBu+ZVQhPMYXVRLw97BwqbPdEgxveb9",
+	"q+OBfi6EnQmh2kYHphKuAFgJasRPXwc4eKgeWUStDxMeJw0uDnPI2t9MJo+h9yCUfMgG6V3lc34loiX+",
+	"zAvbFh0PErflyYWq1RfEVw5H+1FTSNtHfdd5MqS1A6Gcz6gEZlue8u4IWOF1+uqkNTvBwI9RK4YUBg0q",
+	"kPK1Z9yw8MKmpVE9Nz/HhBoBPx+isVzV+qJ0Y8GrXFXOT/xfyH0Y7M8sL5GbxuQNPjax1rjHWaboF700",
+	"cLLtev9lqmtBTQB7A7MTrpxvhDatgWKP2SCWvm7hT2cTLYw27lm2Au/hzPLaIm7gSa0/zm96b101Zemm",
+	"7iMQ0UM8MUlxnDiuqqqkW3lI72suSmkmTCqrNwryhFDhh73dX/8//yudhbIx1gKMy1OU3RxpATViL2Kj",
+	"LOKh85vGS/tH/pXBLCCCwOEy0gLYEYB308ZgKWara1bqy8tlHMH1SAvZ1vVEpxLw/ylr20BGNZGuBJNv",
+	"xQ5IXGgna5qdNISdkZZNXd2BaCIm0WaSuflF04ayducCtl6kPvOmGLId6tW11GctzTwc8CXlN4KEYH1D",
+	"L/28O2h5bkXRT8vlf2FNBaiaE5lPmCdnA9xB/42hLJjc8gtuxJn8TfSU8rmfAl8kPY5Fv1Jhhd/AtvoT",
+	"kj0TuOkkJg/87IyXA3s/q6UVu3wieAGc8hv2H6jw1vCvI+Y884/eBG6hbjnIlndEasUWpiDqaHoPu+1N",
+	"sKnJwBFCb4BWrwglsvVm4e09durRDLhhJ0IVHcDWQhg3GEofRlftMHZLCmkq7COzTY3gCs7aYLwL9uoB",
+	"Y2M19chgVd6qQMbqGu9o/Ef4CtBV9/rgxxRRwosW7FmbbrZMfI2PDIsZhox3/Oz2+/evX6QLEgaylwSY",
+	"iQ0diWGYPRZgpnUD+wP0zTLlWZSjTRj/q/pcC+7cXsbZWCpe4o3Hms6vpaDYLDOLW4/w4S95GmVlyfKJ",
+	"Nj34p6pFHk418LaDWAzgrIRIKBF7uJWAvmoR4hodAvzKzZVAWZEW0kOupCqe96AqwfxuJCNwpA2J0kBy",
+	"GSzfMrfTTQM1YY6zTtAmRFFxON0J24QgKaUNeqC7FmWVmyuTyuWIbXLQpQjqkLbHO+2nS1ChvpxfYlZ4",
+	"pwsJWIcqWTbWnk9gfriHspYYj1v2eGjNL7+EgychUxj7gVs6QCOs+CeSRJy36vamVBHdsy4RnrDapkC6",
+	"jz2rI0D7+lh/hO67KURBhbBJYfp8yyvqaBMy2G9tLm7OjEDSXdehCitSSIfsrMlzKInN2CtS7OdOsb9r",
+	"MNPomJQ6uHqgluM9Tcf9Vrb1IiixLag2ooLr8PmtbAu/v5Vt+Qa2si3/+RUCcVLyeQrQ9whQxwBqFgow",
+	"8JJ7Hf/nENdqqSMXq7A7fC7hIJ55XVWigDqXPkA7w+gpdiFy7quwaKi1M1et1syUelbOBzY7Xt3eBgPo",
+	"ZfU6pz625OnAPVFyz66dMTlmXM33biMShNlh8bqnARdg0vq+iEAOjwzhn7eznP5Wb6HNxNpqd1xeZwz/",
+	"Na2eZmxSGh9C6TnUp9qKo6Ko++cS7VssWHJHecsRh5Vo0vad6vUa47CduQ0tw7VkJz2WxgDffUAhkV/O",
+	"bCknLPbWkeKnLTWKptpLchCJRZGMZ69fEaNGSp/Q7eJRTeGiSUBQAIUsAPKqLWscihJPX9/w4CMtmjj3",
+	"GgV2N09iG/y0ruceXjJrXT4sl+70b+EKa6V/sTwzn6ovNucUwB6mdsB6ZP3ujK7YRbX+OO/1vc+XyE7c",
+	"3FNmMDnkiPygPyYow28HdvXT53mte7Q4zkM846SlnB2f0O6e2Y9t3ZSG/jgf5mlj+JXS3teOwKQNrsWe",
+	"P/IeTyj9JgmZ8faMXaPhaAjLCq47i75P/ZuLsrjSMR3Q1FpF/HS3ai0NS2HADa1nhNaPvTqk2gwPRIRd",
+	"VTq8BOxWhm37JP6qMZPMi8HOrRgX3SvznjHq8biUSqw6ZMHxnbnBvMOHNz1stRrUBEA/4M3+xi3U8lKu",
+	"KNWnaUAkYcO2q6YsEfSKJn4syx64Xzp9EgUAdDLHy06GIpwgmLfQZioMZ62mRLmB+EqYPJqLbvTtkHHn",
+	"XoJoQLUMghs6k8mZyksJFDcKppBwhmDKAKsqpsbka+TP1jy/6mNAgA8+Mgwf6p/t9aM4d19IGhT9saE3",
+	"REaka7vpXr0VE7LdIssqFhtI2JI+rjQkekRLOzh645ND//TRm3igG2wyf44Nj9ec+XTbzx6v6Yh5YjOA",
+	"xoYIcMQHLorDcF542KSgJuE04TM+j2Mw+KGtbIteWxFKQZFN7ktRQm0BB6hY1PodjxOFNpDJJJMWU9mP",
+	"CBVAvw/cRXk/5HkGgOcZ66E9+DTygIDoByPehsLYnVtkDUh+sn8arpLwalin7MwjT+bQ5tUWQvsa3jSr",
+	"NYBapkv1zxDw0pdl//gb24YPDe3terz5jYa/IIQwF35nJEXuOv9R8NJOXgjLZZms+VFGKNNgKSReLxf4",
+	"sLcBnJWdqq6JqmOTaEVYH0eotelSJDi0RfEaSjvS52IeOogX0oX4yOg1n9CODsaUO8UmBsbsIC8tMR+v",
+	"VSGvZQGHJ8wcJjYO19A435BemNLPVKI5zCPz9ZwhJSIquUkKdQnUU70Xbm1ML6d8Anxhgaad/upWtZ9q",
+	"/lZAO/nY9hwE7b40bcJI9C0v3m882dYrCOfDP4+5KmSB5snZpLGFnqkeLrN1+RYBAq4nYeUmR2dACG33",
+	"QjwV0SpmXQHJOpkPuIFXSr3PxU6cGri3Q2b1SnzWolUeK22TRWXzR6DhXz5cr0XNyyBjkaaJFxcYNQoB",
+	"yGhQ5Kr4NZflQgipQx2XXs7vpXJnuEc5XGhujXWMQ2i/npxy0HIvp1yWNyfliqryjVAF48jrorSTJ8o+",
+	"FVOiw1ioH2t66kPP8If2GhYApZxD5xPC6FUn7ZC02A8G8eTgIOVY6VQWVi4rqJqOoMWCnMAY1hcE6WEz",
+	"va4Wz1DyzQazuYr3CZPToUrEr5NUbBpx9Aw8gWgp0ukX8NPu6xfBDwd0shZFLoGepuzq8tSzn84XGIVF",
+	"Ee+JHiokeCGxr+Kv0W2Mrxlc521C6jd9uMOUE09K/9qnARq/50bmQG/mZt4tLr/QjW35sTETBIuxEpZI",
+	"nSq8PD55z9wv0orcNrWA5JFg9JNl3NJKpAN/d3ri53o6lSm5R34z/NlDwnPKgWwJXPc2Z5OxWpf5hEsV",
+	"1Gny6zOJXEpLX59oY9M10D9qYzvwMZFJdyf2h06dTAt8CzdZ8qrWRZPSxif4w6oy7zLJlQNX0l3aGMC8",
+	"CXwES5mzG0QI+69GQyWOb5Oe3ZykG+As1xVRGemJfBfaG6hSB57/g64cYAHbTwZJ63LZJG25sMNhh2Wo",
+	"W+J5XpwQv+79Ou9Ul6IHf7+zG+4BZz+5QY/KEn2F7u4c7DXRKNwwN0HYXz1p59z0xHVARe1KFROlgc8a",
+	"MvRuiq4FXyp0D/BByY19mb6EhD+35dQGUi47jpl0tholDvV+vc8eOmumgHSypoEJJ86pRrG5sP3NNCql",
+	"L85iUkLfBiqLQ6aaslzV0M0yWdFZeqfKNQAwsDCA8gVseRS+aIML8JkenPBGKb6W5AAayLliFwAPzaZc",
+	"AblL/zfX8sTAJ6Vh9DBTetZjpTUVMFycxNR+QzpKXIAEIuXspSkH4ArMTTU9qDjcXPVhhJgrPMJjwm+Y",
+	"cTxXh2jf8PmugxQtxPKIOxuhnd54t3YEJJbF1RqkP6MlpUXMJkkrvR8YdhfQKrlBKRirh3naqPW+VIdZ",
+	"coF2cmXcIO0F/74G1Ba2066pRO5cNs/kDTCtxpliC2ZUO6xVefUvW7rooJyGWzLVegmTBkn944lJcsz2",
+	"WV0dLXqDPoZTYrUecF9OHSgdvQKnRqKLE1274ygcKoDx7YZdOPtDe8b9CwF/SN/IrtciG+mKKqiC2NKK",
+	"tkI8M+3YsrBP+wWk1x+iHzp+ZxRdWuN0OvkvXiTjn9+7n/CenYNJMq1EwbgFnUE/bL8+e8e+e3bwOGN4",
+	"wo4aBUYYcp81yr8G75i78B9v2CZCDqydVZrJo5PXAaYA5Yv6IqcVXtCZz+DHQvwXcct6m8GfF+OOS1WP",
+	"8ZjExypFMNJzv3RrHk/s53RXJ/J82v3a9YISU5GSJYjX3T6CKYT1uC+xXkQx5ZdcKtMSy3t4f2ftE25l",
+	"PuFlKYhMbiEsVF7qWtrJAgjmTy++7QPBDG+EkE78dR/Zxg+c/Xi0++TbZ8lY9iehpWLD7SR0g0h3i3I6",
+	"FXaii+58vXh5dnz6+vuXS5MGS4JvtNIBC9RlHPQfyNjZy/P3J+6AOXlz9P9fHM2zzmC+WRrMr79/kz1+",
+	"lu630knyiSM/pfA7FFOAOu/2D4iHICgMxJ0csFDbpT9knI1rYSas5qrQU/rY+pD7kBLwf+mqO9u8AW6J",
+	"7jj+o+GlRPKuqtaWyEwX9+ih65kg5c04m+BNoHcO/qWrjOXYeQA3yCE8dvrqmD159vhviBKCQK+IKYfY",
+	"qR1+HwAER66LHgAGmbaWO+L7/vR15pMxCKC1aizVycb7CKFkuQrOyKip5QihtP3wJ8H5i6fe00Ksmvsh",
+	"QLJ+joM4fiZcWDexSbU8kXVxwms7P+YVv5ClTIY82hiHJwFy5zKwJYA3WehECgy3wqnD1OdCY3PWPrZE",
+	"ONR+n4p+htMMtQ0c4/eTNEOfaIwEJpg1tsgKHEAIsjrrGbAK4gnGwdOryTBKIAnHh24eRrkB5nq3l8sA",
+	"6WsDz/DiwHuRuK0BXgF9OWXNxCON1yWLd+tqOXkjr8UJ1XUlA4ww7ez96RtDOdtARUXQAJtDDnWScT8h",
+	"u/zGCJUwEkA7uBBwl+rvDzf0TDclBIF2Ycsx3lPXBX5KD7ULUvbuOs3x/vQNpm1GfLvDItO0zugQpe9P",
+	"bjVRGT+3rp41zn/srBLgqSLAayIf8teb5RCv3YEr4AM3yChuB94VTL/Iw6Xy05wKsF+8FIPohipON8fL",
+	"ElwS+GbnhovMMeDqSd93QS6925nGQkko8PS3kJ3uTXcwlIIby77B/5hqY33seiwvMUUT4F23W6jPg53V",
+	"8IPfPXvawR/85mAVf/XqegWNuy1ou0MAPcYNM+3ADSEfWEHQeOYRSxSJYuZgaYhJUjdYLrqzsbz6HnaZ",
+	"mp4mAqUrtpT/2BvBjfj0PeXcAiVmgKPdrQtOHAoXRpeNFW9WbK2n30BKzoK+15aXzO9IZ/VSXsohGApm",
+	"omvMMOAK26Yvt7sLPxuhl12IuaaizWDzPTJoc8yJ5a37t5lUJhgpWCUCwAQ7h/j1hX3hljmfaJkLZKMM",
+	"e4QsaFXivTts9J31xFTx3n520FuzPVRcSwkZRFjBXYla6qIzr5HAbgKy++wTpG4iqDu5vha1+TMJXVua",
+	"ey+ih/cakYEGew5SPaQ1rNQ5t7r+igU0JXK3IUKbma3deMnIzffoBsGOL1duP7Wi8tCvTRa4ljrPzyZg",
+	"2dkuZPFa0MG/gDr5VBP89iEXF8snYwDGG0BHrkBh7MmUPA+kq57sNRXZTBC5PhCzfjox60AgOnpsuPf8",
+	"QPj6QPj6QPj6BRO+rsf/uxE3Q/jwGqzDOO8Om9h7oKX9c9HSLgbTuvlxfaS1flRBScTaKrEhsuVDPz4j",
+	"+uAj4306zCjpya1bNkuGp9X5F+L8sEFGZ8JkunFa3XuYh6NKnruz5dM5WkGYGVetdxe8BU8K7Lah24WS",
+	"jrVULgNQOLxOSfxbMfPXqL6ap0YGFqnY8esXp841JSoxZIT1GAK+klQr4dwGRSq8lJALAdfBXM3jOrDB",
+	"DLrhuH2WMPlXXFu4wdilS7XOZdpw1Zu+3XVNxJe7KRtiiC+htP1ejHUtVowCMgoWxyGNW2a5wRmy8obP",
+	"NVYt3vKtXup7p03OtqqmrrTpmSv6cdWKpIzfP3rFl1Ctf6h1U91MhF8Fvm7OLt1nWmG+gfyuNP9f1cKZ",
+	"Ux9tMoth4K5+IU1V8lZvbrSZ107kp89hAMn6hFnsi1qlBj2AQoI3ViPUe7IKVteY3QNRulVEU+47/wSo",
+	"igRaiNW7VVOW6TeHbQu804IcfF2bYZukENcy96uXsuffvf3n61eMvDrnUP3w/ZPvHn/3uAUmozKitWY7",
+	"NtXfBv4OAAZtK/THwY30koS9kAaL6DwkC8u5Uho0W1SBtjz3INRJ7uF/iDmR4wKfklOh8LB3cSy/EqZD",
+	"xwiY8WPwR+DJIR7phBvAklmd6G0ol5cQ1gNEyvJ4Jtyc2N/WMCnzqag5FPBUXO1aWdrd33SnlDQmUDNn",
+	"E177TbTmyzQT0jAzAX5lwD5rqhYPzbqzrqcqZSPnM2JNIoPFOzS+lcijWbuz7kCdOtsA4Um/rwW/Su0w",
+	"UcEggFnC5wCA80e4yKXg130lPDFy78okKlyTOBJbW1Odx1xNA94/7bwT8jbep8iWgO0Wt+z70zeHVAns",
+	"IfynbHv0b//2b/+/0U7keVHub0TFlDEON+s+czFmaarFVF+j9E2TREybMvfc7OgYiN22Pjbcc+y+N6K+",
+	"NdeDqIY3N1pQBt6utqLNRM+UT9DMtTK6FJEzgWNleSl47RGe18pkrUvxuuixdd2PTIY0szWmLvfTgDzF",
+	"JpAZPzItkTFH4opbM3b7oFNAPOC3Lgv0pp0MrGhAyLOVuaXC8/HXYZvMpHAh3qmwgC07NZo/iAflnMGK",
+	"GzNzplHBLU9kjfbHz0NBOlJJt1H0TTPRVu/L/j055XNnFcC+7K2OfaMvpVrffdDVyAfn2lnK7wwP4vyF",
+	"Jz8hy5MmHulV15T8+0Vys9zhK9E1g8B+MiPVPY399Y9jVT+s0yJn1Uad7xXoNl00iARWw4cJvEFyap/4",
+	"tUxcyyIIeSpEcOX+AnYk4ZatFjmngUtheygfVsSVlwXi5tQym1K5721tlBEPUtGJmrhnM9ZgUJ5PNRHm",
+	"49RJlZcN3N/T1IAy3oAiPkp9j6U9axGd/I7qD2jG0pwSn197FON6qFMY5BcIcKpCU7cLdYqL6lFK/CcH",
+	"RWbhpBmOddpOFrYJNZiAexqDnmZMA3ZRWUJn7gsE9WdxMdH66oUo5bWo5+tpawp6km2HqoOjjP2Cj2C9",
+	"BFzjg21nftna6WGiwc/gfxwTEbSTkp+5dJvoVFiohQ10NCs4aAAWKm9qaedQ9EfFrILXoj5qUrcnbaUI",
+	"ST4Y8iNznX+ouP2wt7eH5aMXjZHATn3B8yuhCrPHjoI5wT1Pv/vONrxs6OUdNwfXznEHFUyHNlk9LNf6",
+	"SopDBNGCymzsqw+lQkpNLcZYi+VczqcHj9mIV/IDPPHBrzkkLMGuBG8KPtLukom1VYS4fQytppEN3XC6",
+	"vWPuPCV0oRIUZQBMYNujDx9+1MbuwpDxtREeuODOFriVfzw/PznbOUT8kl04AZx2oDqoRYROSG9jvDSa",
+	"KUFIYKP/3D27znePTT3ehZuLkS8AAzovZvhU7CI8OhudiXz3lbD5ZPdMWjFyVsHoHfw2yhjSEs6BH2lh",
+	"Zr9ho9zU4w+1+B9gW4FJlW5mcCa2vDu9FQ23nWVeyX+I+dYffwA7ewoJzGkbdMzc8E+8O38maowhuQ0A",
+	"V167JjzlxlcLXsLJuJvr6bRRPo1tyhW/hNKeNjbQcuLBfooqej2Cl/sivmlCWCnD++zdUFFYCJOFdMSM",
+	"qAmluoQnBSj3Wuup8Zwpsma8mEoljcW9cYjq1OdjucFJa5ClOYcdEYqVMF8Q9Z2dGFqakoO1QkiqsIUY",
+	"8Jf6ayDk+PNbsxBVqeei3mMvQSn9+9m7twxoNTyvQ2PI8BoBuMb3upiPmJnwSrDR77kuROYB5zKAWxev",
+	"CzdwW8+dJfS/M48++7//GGGPMRGAvu5jWLRbz90Hdl8XI2eQVloZESoWXbcpwUP8q3Fu/4iaG2XMaKrM",
+	"J9IPuK7wmChTZOxqqVtouUp9afbYCXd2FVxvBQk1gdTCvyLUtSg1jBkPa39GZAyOiAxO1//+1Q0S0eah",
+	"oSmYP6oKbQQDk3A3prpoSrdutqkVLCbuCqGQBxvpQUbu46M99pLnk0iPKEARc/vDK7T41sbJ9EenYnbb",
+	"P44CKBI13D6Efxi1dD40S0KNdZ0Lk/yYDVWZcLN1MQdeE3S6pWGw0n4v0yqJttrOt0QHQd04G58itUUt",
+	"x5bxitd2jwEhUDuy0b+N2FRwZZhpwJ4JP2VMfMxFZYH3o11N3BtONbr9Ng9DAal6zpx/guuWT6gUinGl",
+	"1XyqG0M3XxHPUdwTp4NHTkonogQdTLu7o5rxC3vsXdujKa+vROE70gaznjNeyV2Lupq6AkdgOHEN6Tan",
+	"g8H51hBvjYrDw4nnHnQSmjz6DuMJ6u8OHda74ZiKO5V3j75O16IOh4Oi7VA7hx8KoaQ7NeLpQWmPN7Nh",
+	"I1yu0bqFRLW4chV7R17qnJe7bmzhY/FwsfjZE4u5ba595lOpdQU56M62rMecCqqX1snPhVe4gGBizLgp",
+	"A9WUQT2PKeGmFZcjtAQM2/5li16LH2aNKgliz4ril62dmN4c2vYvkavbLcxAWGZIrY9tFUxSNuzxweNA",
+	"TkxQicR2/LO4ONP5lbCsqQDZd4+9C+UfhtKcu225o8rIUij7HPvYrocet4ff98TpiOoIcu2cztr+3k+E",
+	"0jQyysXF1XVz4bpKCdAUp9g57A4MiXnQwXdLjMc+KrNtwpYV16C3eERn7/7r5Py/2FRfi2yBvXnHI8NA",
+	"F4jnhWB0QoUlIqnP3AlNo5NONUJMhbMnHz/6fYAazr+XQS1B7g39rvdwKZSoeYnT83iHNrkiuJoZdwp/",
+	"5P6HEu1HxJ1LkKTALr3cd7tIzrU9etsSNB1Rx4Li9Ef5iB4/n1ditBPxREErHifOw/iQIaIWVgc6oLSd",
+	"YL7/GGLXdEpuc4wggL7nbVwLYyTuT6W+1I1NLAdXbISct4iBNXL+yL8aJ4gVr/lUeCqKtiehIrsQeclR",
+	"GBYs4INIsUkFaRwf4KMjd0QjIymcfpw5fVaJ0pLXSpE1309umATzoBZY9wngDVE11WGqmmqxTXC8eIHp",
+	"azt77FTwAmUO2xEFpqAsQdc4afbnWBfxqBa5kHTF4qUEj2UvMmSmeY9DKyONFSqfj9h2O7Wjs+s8/m2H",
+	"LuUMiAQianDkRqNMlOdsBEp5lMVJ91k7ZRgAP2SjUirBa/mbMztHWJ2GNZX11HSweMvWBULRQPLrMGK3",
+	"RT0jARznuAsRNQdcLcjw6YBSEKsJSt4Y2BZgc3x78M0iCr+HFEQacLcB23l2TZcaO26dcAdBXOg8XpXh",
+	"JKBT6NYYltWNSM8UrmfmnwRpDbch0eUZYDc6P8J9Yo7sCN0xltrQuekOS9M14CM+xK7BTjvhzPJS+MN0",
+	"2/92dp3DD6Od5zGH3JTPWekOUUIrZFMOM1Pr5nJCqh6cLNSXe+znWsI54B1eT3/gbwlRB4o5LEm7Iq24",
+	"Rgj0QZGBgJP/EpYHLZKCW84KWYvc6nr+yAA1GJny0gAszwwWYFwLsWsqZwbUAixpUhqGzbDP1Jm/RZ0x",
+	"Vtf8UnwYN2U5YtthRkevlWnGY5k78+MMHxrtRF4W8utgcxIbL9Blx5njqp27w6BW3bHkOmOFyoJfABsp",
+	"Y6N9RPIfeU+6wDgOXBC22w5/BKIrsuzxThKiutKWItypJl33o5PXESTv863Hewd7B3uPn/0dwJwroXgl",
+	"t55vfeP+iNncEwhNebpEZ2bvX2htnfsMaUBV8gr2GKLBhsKFTjGg4xD53ojV6lF9pDKWl2V7Fi1cOe+x",
+	"d85yCEaftwxByYYTmwfz8mLea2GSG98a8pi1uXzKfBMcKJ7nulEWNAlYMBcCKQNjzQ5lS9IaUY5db8Ee",
+	"XRgwZLJ0dHqi2b8fgss606zG69QQfxIfeW6dcakE1AfvQYUNnZuvi63nW9/7pTly7bak9d/rAlJsnJYj",
+	"nPuohGv/fwymPmG8eF00uduIvyCHeFI6au0Ozaw1G9z0F1FmRwhp9m2Uva04auwWEcLIKKywP58cHNza",
+	"8DBYnh5Nahd3KpH+yLaeYl9STYQ+73/PizBx7pVv1r/yStcXsiiEwjf+vv6NY63GpcSw+dPHA5o44fNS",
+	"8+Jc6ze8vhT43rfr33uvCE1WFJAk5CxRePnJgF6ea/0TV3OaDiA9+XbIFL52fp/iJULQxjH1ref//fsf",
+	"v0bgm6SPVu8yp0H5pYHrRYLWWtQg/mY1DuBsPd/6+9+3/N9aD3rr+RZ6ye1v+J+4gf/IepTqbntveimS",
+	"WLIA2xswnpROK5m5sG2YLrqBByVmJuTkhWbxQsGpYWcL+kIYiKPDL1oldfUee21bf27R+Q9c80pfaGfr",
+	"hMtcb+6E9pd12Q/CBk1zFi4c70rqF5vqUQDtfOEy7X1R2/xcYB5BSAjEzd7dH8bKsgTD12o4yFB39W7/",
+	"W93mOa9sPuH7v8vijxVbXBV47yhaFBl6s0Xaa1EGoHSowIuEk7c/MDnll86QBJ7DsbwWPkgN+9kjSjUt",
+	"vpz7z4XiDSpuG8uxFUKxqVSNFYZ8XanQW8KYmG/eB1fRtG5BESJsQFiTqC/+YQwsd4AEIVJMofw9Gvzr",
+	"Avzn9pkSfEQYYuihhAiWaaLJwW2ALaI+gMCB9Fca5No9PXiKhi3WeBQZgitCtkpV8hyTeJek9Bg7B/Yi",
+	"+Z1uGw3AJIuBPeECyxmc7fWVLJYO/iwS53DZ3DTw5OIl669r1QVslP0KUeQTH0ZE2cSnk7ohWropUETh",
+	"vSjl8qDzeWMD4en6V95q+0o3qviiVBLKchCbPOyVe1Y2+7WA06vfZ3mNQZ3gt6B6CYva0trjAUsenDGN",
+	"MC27cxYrl9lE+9sViLDEeZGko9y+0WXh9Ic7HJVmpVaXAEgSgkd77EgxAol2D6ICn2MCKbYc9RKiXvFZ",
+	"z82Vx+OKgwyRTliW6lOcrE+XbIwigvK4mZCvTuAfIOM3Nwlo9Md+LH1y31mAvRva81+OvMJiLQosRXO7",
+	"Y70nKYbQ1K53H1cEHSiG1cm9jBLl2IWYSDqkPRxmjHMN5gKE49wvI5LUE/pSN1pFt78QON7mbFZrdQkS",
+	"1p6l37Rx4iiQMdpBoXcTGToJxsRUCNvte6VLmc/Z9tODg/ZbF5gPAMT2k/nOHjsqy/Y+MB4u5idc6yt3",
+	"krfJgPHwQWNhpA1zRzCiAnniqdMep/jdTPlZuaMQA7bjG1kTYvAq1Rtg8dTeb+ggvuno620nK9hnmbZp",
+	"Gj6pKV7IGRCowULe3IB4PMSNdwKna/mbKB7CErenbNswBNYXxBJI9QVA/NXK1A3VKjy+pEBBka9SmyK/",
+	"MpHRQF0C18htzE7gTleQEeH3KSoz8mIMVIDNNPvR2uqdKucZO+NTcSat+P+e2Vrm1muZ54n0wihdaKJr",
+	"u+t8myKZs0iZEZAkl87sc18anblDTowirm0aoDSJtL+gPshQ9L3CNumPoU389m73pwi5ZxSvgNP5b4VE",
+	"rxwGwqsKK3GIM0MXc5xJCpO0OVrHZ6ev6CXw3EhLJDMUlxMUE7MMZ41nXV2Zs7jHfoZjLb68opWG9M7U",
+	"6RZi94bPqawuBCNAl6HxvOScN7UwId2h45lH+PSrffMoYqWEANOYjJfOlZc02Hv6rc3PYdtuaf2faXAj",
+	"Mgv8EY8f2aEdtuye+/vnhBGsYErfYAgCzmZuRdgzVXsT4YfpNmQ7FdtPn/ydmoVU412YQbe1jlhea2N2",
+	"jbTtvcL2Qnrp8+ihEUY8nCsgL1VIOt1J3YEs5ZpSGo1ubK6nIEt0pRXI5Mm2hDJZ8DCW7QiYhTuyHeDb",
+	"A24lGF5LdCwurgry8/y2yEhboxWMy3+/RgWlO59RHm/fzQRJ+QxgxYQio0JC9hRadpDgYJAqECUc+nom",
+	"7G5fqvX5sv7oU5NO79NXd0KWN09UCsEAvmAT5i99UfKucqfTYp7h/Th6mETUb6icRmWZ3nwK5rKKUmgh",
+	"COJ2PhkPlBcI25UyJAGKf6brK/SC6FiFFC9det7oECtpjw6D+Wmq8LW0F9p6GcBaC4RtWTqJY+ghyskK",
+	"nbeaAVu9KtilM6GeHvydjXKykkdJ7ekm6jM7MrHGIe8krXKCN/kl+yGfyyV4uRiQuC3JS/sCWFbYc+ti",
+	"m1qZgeESPBevJO1bSZEWbjvPuL0gxmOBFZ1L+EjtYeKrTeeAdY7M6mAQt5HMEnOn0B6juwzNCpFLyBaS",
+	"+QTr0NxfzUTP8H0YiTREDgUmZpQoTTlg18KJIzyqZwoP+OVrDgwzQHrAXR73UTN9AY9E8IoED6tK71HQ",
+	"PpfcvIBZuRC90bxoQm5biNZeJWAC6LKV5EES4O4tDql2TifoO/jS+GPKTfZ38bF77I6f7ofcAWfgSu85",
+	"AyhZZSnq5xOVTchDrDWksVMWtEfY1ZX0SZZuOLNJXHgnI8WPWaFsG3wr6kWogHAeBXgqyh10oghf2KaS",
+	"fN3YrI1VhutHypkGwaRQ2U4UYX3MRvShD/TKaI+9kVciHOduwna7ZzFm3frU5TgVC73GyGV+ZG6toK/3",
+	"iuUs6PkvyIGg9es70OPb4A0cicReji2zmzoSf0o9138/A2La0S2t0kAeGdQasWa4c/vd12f2GhdvICep",
+	"LePUZQHEErI2NkOVhjJLafoeg3Ai62K34jUBYjrtVZVUSoOAgG1Nm5XXmD8KIn7o69SdRXEhFSnOo7cv",
+	"9thZAEcyaG9ATilCJD1niI7kvqIKX07TiYHVAS8JCCR0Gz+QmKxNhROpGxQ3Ecd+tpbuVVP7pH1k/4SD",
+	"rznoOainH/AsdeYfYg6x5+FvRIhWQ1/5qQMwNvy9t7oQG73wwqPhbfpKi9U3/M1/AgzV8OePqmqDpzGb",
+	"e+MXNhrBS8L122AMAW1xs3cI6XGTpY8x3Ia/96MH9tvolRP72wYvvO5C822y14yzVhC7YoMJzG3Dy03f",
+	"OgtAccPf+YFgGV+BCt2si6SFoZv+/TtN08CWATAmYdvEkDH+/PnSb1E/l1Pl5tBDw7dnlDcdwp+WzYeD",
+	"b9PmQ5jwaylmAJ+zslykBaiN0xK9qwRFlYEYcbTHjuOqKsVGARJxhGd0VUrL9HicMaHyeg7VoEv1XVdi",
+	"HvFAhYObjQBdcLQ/4lU12h8h0sUo4DU3Cq5JPLoZfWwbQ3fYxw/4zocQyduh5E2P0emBrrCMeMS7sgNV",
+	"7iMCoBlBuSa+4IbTQVula6GAgDtCZCMTwC2Dd8bxF0+b5OtMwZFzilkgN9xC0gesjtdyd5TwEbex5vKG",
+	"cpDck48MAV1mgQkKdoTFNTUzafMJQhPd44WNPw9600Rx0W6jbuQhq+MLyOrA4hLe1Zy3pDgRAWcr5Wzt",
+	"c2OE3QXwqrGo98VHjyebdMFefsTCEYqN0C5snaigegHeB0sEBWFjjUXdogRsY340oE/thY52OzPK/CfY",
+	"452uw+VUM6HRQrMLnhVxccP6HrK6UZj+j2GbUBuOaFXLugoH6Y0R16U7rRqhhs5p1C9oivpEf2ku/xKh",
+	"WlwT3Gkm3mq3a1wMkBA59RKStkN+hnO0qoX74gjKRYmuD6vgd0Ipb5v20EkuobRMbtlMN2URlddkjFAR",
+	"M2auZFX5ugpMq8iItn++xxb6APDCHRACsByoWp6X5a6ud0OvFMZ23Xh5jvBWvH2REBnmjJJbmKQy6sUK",
+	"VDbCmWrTPsKyXaIAuub2GGDvEjJgQGlHSwLoY4KtUxCT4cWcgVm1z6tq33P7NcqnQQKYIdpuOEdwk0uY",
+	"ApBWMwO8+m4/fNYJEHjKqdhjb1sLwbCSt7lOFVpTu1GwqNK6XG2CgU8jEiHc19O0srmbfFhn9UKDa8yj",
+	"ZYUdIaDguhIC9L2bRL7/K/NjS67YNu3/HSckLaQL7voHa+lrtpZOcGXdwpJgO8+GNPPd20x4Cg2LU/sj",
+	"SyrwEp1/1OJvyDoi6WiUNStjvT9gs19QwNeHeDDqew8BGmhwSJQGZ/0hRrMiRtPdoPccoyEaFmkNiMVC",
+	"RKQbAoFn4wjI6ugC7JH7CDF0OKl6TiLo+yMYZNZmw0fPfZYzFKdoVZcfIgt/ushCR97v7ZTc/93TM/2B",
+	"+qAUKaztF/B301K0eWAt1YaRDxFsZyaNYAkFobT9AIwQozhE6pkpyHinUIVt0QmnGuxbKq0o4b42StvE",
+	"DrPtQP2nECkMrErEDEO8nucU/b3QdrKsoXB8Cxpqs3N84cy92/N2SPJmqyiIG+CLVxSbFsB/NRmguL1a",
+	"rp67lPVsq2pWVM7ycOb56pvouUHcRV3JWaaBvCXJuX3roJ+xskeCaBICw9OXZwxQwMmT4f3J5PsvZQjg",
+	"7vwMhsBywGxgihcgfUp1iXgYbbhtGz19DH8W0uT6WtSi2OmmhKV9aboL/cumTy1mZXwhWRW0Rx6yK4Z4",
+	"7iui0Hd+GxLYMXaN4HUOADn8QpaQaNoj1Wd4o4FVvOEDzIgpV1bmDL/kMXYhonfZ1L6g1TOzEmlRFznu",
+	"NPoafETi3R49JYoIwy6uwZpoJYwt52wUoGSf4z3JKF244bMKqLkzaO24Hfvdi1F/270lHv6Jv8QVoSex",
+	"9RuGNoSuiBykFkwU0gK73V1Lye8hxWig12ushvu8OHdpXAtiClm874odXPCUpWGnjVJSXWbsjBjJMqK6",
+	"dockVHvTnePyRZ33o2v8xOgQSxulP0jZa2s8fwBgL0JeTCf9B6gIkEgEsI19GT7Ub69xh29qz78uPr8P",
+	"HCfiPHjBX4gXfKdJNNnqyketRDelzslvgbm6RHICxMIE9M4bq3fdkUjw7AWUEejx+DAmDX9/+sZJLma8",
+	"rDqfvlRRGpbO9qeTnM8lCKeCF3ckBuGCp1mDnnYpr4WiCMf6sA87Iwcg4hmPc3GhuOY2qMYDywoIZ/cp",
+	"KqsERnL2cyAE8+JcN8pgObLnbc9C5ujiCQ3NjCjHduQRHIkbejt56u48Xzh2V4fCPlnU7zj+9TWEvtZF",
+	"vf6seunhxmxQoOy+c3Ejr2Gf/HrRn2h4zq865Q5AnTJeFRxAMv/N8v5TroYv96bag5U+hdL2A3Un4VlT",
+	"qY/4us0Xv1YPCuOzuwB+QzG+GFK8Z/mteGNWCO8JB1ohJ3ZTbmXOvA/wnCmNHEEAFZRPhOtZEdNdiY+W",
+	"SnAg+9fW8z2gGQS7w8so+f5oMpGJcRhpizi0Dpxy7qvY7oXI9VQYBn1MuBvw9z+Fw0HZzB0frKJRP0jw",
+	"Z8rtBLKPzprct+ja3/oF9yfnSWTsNyCEBiYMXXk4samoeYRe7r53SKChWCMHXNUoyT7gB+IHKefGneB7",
+	"7PT87KS9AQtYmX9no8r+BsdpMJdGh+zd23++fgXOxg/fP/nu8XeP+1+NWdNadSJrVgik5FZWXBJ/Yhtn",
+	"TyI4I8SZv4Syv32BvkjbOaK+XOOPnJz/l1+mz+KKtB31HJ29uos2U0xQ+qCu/lIeyhlA/cV79tNUJGoA",
+	"s0fYhYNUZHvxJ4UZBAgH3Y1eovw6UD7IRyiKcHHgLemvQR+28VcnxfG0fNnW0WJvV6nG6LkHZfNZ47qL",
+	"y3Gfl5lLgr8ex+7IXHUk3TscS9qAX3Kpvgp598w2f2KZb9HbHqT/y5F+xGq7XQVwo7PfCGuluhx27mML",
+	"jxZEfh5Q16ZcNbykwCThbXx95/6Zn5IvXv5DT1ec936BH6T9s5/1pt1Yd36BeyZsa6t3BBJpDdzh7QWM",
+	"FAdGHAvNkKIOSsNPzv8LYVE7rKGPjK/WReFqWWUxcjLhhsmvIwLSuem8TeG/y0CI7+SASEi75p0l+1yR",
+	"kQeN9RAKWU2HdQeKcmi4GC5NVlBjIccDJkNavVs1ZemTvNg2Eflya8W0IjD76CrGyqnYyVgtTDOl66Jd",
+	"1kkXo9vaOE9F6ZkH+E4hte2x08XbWqfW/XXZdri6pb98aG+RRzueeB/vkNtn/Z9GO1EK/7LfZOv513Fx",
+	"BEm0w1I/Pbw1znWIIT/YTZ9JITh5Q0Y0EjIECHfipPTs/pVDU6tdJ/coTSuuhBubygSHzDepiBirD3wo",
+	"YpNxe5GGDmj+ePcbY0YOyQAHHlLK8/CqYfn5hIpIin1TKw9zpqkC6+u+Oc5Ay9LwH4T98zlJbmtFaQ1d",
+	"MbnNkqjBEo91ErulXhEeiXbSI0Mkd+6tUirxPFRAoXwTUlkWVUBmvRnl0dN9meXZUulGVM4hrt3sZ0yJ",
+	"WSikDMhmAF6EeGZYaDlCfpxSXzI9ZtxXQLQlOJbPTSgKWQludIrT9kZ/mhOVfc4CznYM/5Cq2Bj3+o2+",
+	"fFXr6WZvnOvNnn/n1vBeNGg7G0MKQCOxYULZ+s8Yaf6sRaM8UjhRLde93h4ZxSsz0XZY3DjCZ6b3gouX",
+	"hXJStLwRttlnvWHsqeTWqTA55ZfikQH1ippO/iYQK5MAAtGn0TPlPGLEl0USMl47zUlUwgy5hK3Mr4Rl",
+	"288OCC7S7LALt8J49EjThR/PUV0bzTi7qPUMWIi4AnIx6CV0L1QtEMNfW5awKuh8FmZzSWF2J/U1fGws",
+	"W06UkKeabUmgaOF2spVtKT4V7aq+LpbCPTGTzpR/fCPUpZ1sPX/85LtsaypV+O9siWfnPny2MB999ER+",
+	"G7kz0a383oO6WEWLxhMi+InRFRRVs1eVfL6BvthHJqIVaXmUDE/i2S+RZCCOEBlX12zkJX8UpBWBbcfu",
+	"R2vLMxTzEdt+fLD77OAg80i+7NnBTktr9v70jZeuWPO0qkRCMS/G0FtlAD8D/J3Slk10iV9b0AJgZtHY",
+	"kD1dq3LeGd0jgw0aqnAq55RLwy0NbA1unhefI5zqr0Wn3H7EvDsRa6LlOLUw56UcC8AOvtco+cKy9QH6",
+	"4t7xsar3p28ewHy+5rD3DzVXliwTNEwCV9uXpLbjPIHkheM5WHuVqKUuZN52l2nllLMP3xm6l5Q1XNLV",
+	"17wEdfzNs4PWDkvUbD7qNQ6RgPGy5hdYs30l5mOn7pid1Lq5RH6XqVtrIoRG0EBu2w64jrUlqaT0//3k",
+	"5Q/LivaMXy+q2f4rw7+coh14MemLYQaByN2/Al53SWm4E1M/iAf1+3UnYNukmg3Le89Bx1bj/m5Kbf8Y",
+	"5F87VeV1inuLbY9QiY1QR061sawWOfBFONNyZ4+9tlRzYBJmKtN1BlkTggOVt7N2wdhG62OEQcIwV3Ri",
+	"XcJRhrZqa84+Z9wb6cF2QSqv1muWpNB5bMT7pw2QXVnL8wmwpER1rJG3jR+aR59/evB0iNP9NajtbImb",
+	"BEBsYcyHzC+2OxoXl1sr0dNPt1FWdlGoZuq2PX7dbfq13Tpa2hPe1Rl39oTbXAxAGvycLgdLoMv/arBq",
+	"jPqMX9taNZHr+4i5RIvbim0HMrhuXw6DM/rIeCcBeeZNC2O809djv507fSa3c+s54JSFPl9oXQquBsVY",
+	"YOn3/6cSl93zDdmY3Mek4lhwt8iTnDrSQIPANx9itbdl2PedLDDN92rFW76K5+iIjgFKMnkerqTwHirA",
+	"kXXvoTCThbiKepgEPY2gEza6LA5lQbFF7gTrElU79IUrpxhUOX9OGDFdw5/NJkLRB3hdy2th9tipqASH",
+	"Qmhp2YzcB25jVsNGjaWSxGTeHkEAHh5Sanw/O+kxbSIiEJ73XbonLtERPmYpuSbhWLgJfEipebhlv1Nr",
+	"F5YhEIF+JkQFY3XVr47O2jpsb0B2FdIZ5tVkyXJ/tm00HOwhQy9Kl1EaB+8UwCWXaicLmsurCfeIMyIL",
+	"aSpunQ/AcqeOyljV6WqApttj7+Bey5m+TtV0jUdWamJyIyDIhELQ1deiD3S1Wh3AlP1Zpf/zCbOuFkiS",
+	"q3uFXECa4/2pVtLqmlLi1l8GN3Xt7O2J81Jcp4W6dIc6QgWDnCApqdKFwGIFOO85m0hjdT1nM6kKPXMC",
+	"DdB0GUWM/M/8WtQcCASV1eyicaa72WOv6Pu5ngo2rvWUTQSv7YXgLQ0qVk5hyxNdFsD2NRVTXc/x6leF",
+	"bnXtB0CHmAfKUkK1I6qSWqCAgQbTtUh7pTibP7WTubHQ4xcoeWYBjh1cJK+DFiaSLB6lZ+CXTaVqrDCH",
+	"TF4qGAZMP72DJ4if+j12QCTZwO9Cz/T5QvTzT/j9jkcU3Bap7DdPtjLn1smp8z8fHxx8dwD+Mf73QfBo",
+	"oMhD1Ckf71Q4dye3ndFaDfFht35revhWF+J10edmPvtmgJeJ85Sc7zWNw5vpySm4FUCAuzWgBy9VkW7/",
+	"MFx7qrWdeamKW+jK9yCDbCYLO3E7jOL8bUfyiTZCeXBv2pYT56JbjGY8fnIQJHl1j7EtuuoduMe+e/b0",
+	"IN5jjxN77E7P0SXZT5yjx6Q3vZ4EHk8vcA9H6q357J69vz3W0NOjuY7PU3wydZx+kz5One5JpVgtnaT7",
+	"dEre/omahaBppK3Xn0a0+z7lUPrSJOhBam5Tamhul6XnngSm1Dkvdykfcq3YcFbKy4lltSBg7jajbBwR",
+	"TEC5RWwUVrXOhTHP2aWudWOlEiZzdmQFpV2ycFPg7cXjk/eYwVMBfHIpTFLU3riOU4rtXZJPxO2Eu481",
+	"+XV/CboJt33hcsKt8CPj1zhMwl1uYGO5bQYm0bqRKNMYZkU9dZZ6IT4Kn/OvITB5LV2zIdRAsghHAhwA",
+	"UzG98KzFEJZrxmPnK6ExIXhpJ4wbZoTbsc5FCvOyx97BxtW1Yc7HlBYQn4mzGXPTfC4GkL8byqfjzsz0",
+	"DZf80rALMZGqWHXsnOGsfNlnDXWyLwBKc48L/HDU3KqsttPbCoXxe+bWZRWtqX34dQ3fGcmpZz0iOwze",
+	"zMD5rNzRCBcXzlhL19G8hLfeQnN3uI3bZvqqOtw+joew95fh5YpHHW0p/HNqRz298Y7a/11BtOEP9+OQ",
+	"/RU2TAgp4+ceGVZqXUGVqbdZjk5eI9IwxKwunXXSGGHW7bsj15M1aRHuOSaLpT74fZ3IOFA+rDI8LeI+",
+	"iw86418lE+0KPOj1Wy1sUrHgIciM38b3JoUDwTAr7cEaUJ17IhGTtQLnL4fcJjahvGCi9RWIbne4SXuo",
+	"3ZKrgen+OqI5BPLuTw1y99lqiYidNSGlaQS7uxXTa1GbVfyzsYRSd+H2Fs5Aehml0B+OXCpi5PRqpyq5",
+	"k5s1kvlP6slfWCj9FPTIo5/uB1m8zdSyRTG8DvvwjiRwJi7c2bUr1YX+OMBQxYOuPSLxM4ZV2lgR6vc6",
+	"wtaFK8iY4PmEhbzMpqKsi38/e/eWcQM5rvJaFHvsJYQ3XItMGnYlKsgbdh7XCJvdo97v/dIcHHyT/6j1",
+	"1Vs+FfBfYoRoCWwbJdPW80fGySrl0+KPstihM1waVkoDuWZmomfuIW1EQFzABBT4DJQaG9eVUqtL97/t",
+	"93RjL/THR24UThalVlSDIvE+WtlDVopLns+ZUfxKfMi5wUkFPn5Dl831lJcSEl9GWn3ACfqA2BHFKDCA",
+	"jN6pM/jpmH7ZWeUD/Ixz9RoW+l54tRfhBMp5aydhDIpPBdsWElJqxrqe9mbcTmhpe69vnw64sYx6QNv1",
+	"goo047zFvi7AM2fwSP818mfS1/HaDoJzIBnD2Xhg805rZDedjSpwd+ySYoYZi/UxKIgN9LGZGyume6W+",
+	"TGll+No+qpEB6hif9/YHvtbVt16NGstVwevCKz7DZrW0Viivs/Fln94C+bMYgbY1V8YX0nqCxxbMxpdQ",
+	"Q6KetFmr2oW6FqWuBBMfeW7LOQMEUdd0IZwOrUHB4U4ma2OUsRF08HUR/unk3v2HzuE+qjiy723u/oC3",
+	"PO5faFS5fxXc8tHOHjupnR4E5HI9pj+DvokSeAoalNP77ik4tXhu2RGoYXcMwIhH/3368sXR8fnLF7+O",
+	"MhiE8iNwzgh7EUZD0CiUUTzVUPk5tqJeDCK2x8M2DvIdzP6p/3MYPP79J/7xJX66V8e3D9+Dcr9LjYaD",
+	"gPEMUWW0bVEQHjRZH2vTZbd0NrZWBimzJzdXZnR9uy/VWPeqNI9qgfrFww2hnvlZXJzp/ErY50jvyu0k",
+	"Y6a5aHlep8IYGOK8Es5Yc3OncsFUM73AC1/M5zXN1H28BAQuVbAZVFzhZIz5VJae9yTnmE0dVc/NZFky",
+	"I5zB4gxYeHzOlBCFIVAzPy+kZyaiFjtJP9Nf2LrRhcG9dtNzh3LV32iPh+enl0U/fcJtwWfHS1mxscJY",
+	"B8nC47QsuPGu2v+z/tDj++qy5oUgfIC2W3C0Ul1QF0GO3JrE8b/jTihwpqz4aBmUzRu2PYrX/yeUl9FO",
+	"xsaAg+ZtYdz5ULzTjs0gwAmizWEZvjRsNBFlqUeH6M/haTWinz2gCl8URRzRZe0crIt5YHrWjWWXvDKU",
+	"jD/Km9roerTHjuDw5JCKr5TIbcYqbkKGlNF1i+oSOhesW3d206foYttK1QhWQ5oIHszStgYLGD1BZxxi",
+	"jiz02CdbwsU5+H2uWx6uHF9GHAIjVGHYqBZmrpyV4iPEeSmdlqkFL7oJXrissXI+OnnNLsQYb//LudND",
+	"WsVFU8TFctTYiVNOecBEB1xVwWs30fpKAEiDTzPQpesjKqhc6yspMpZPRH7l1h5bQ38ctuJz9vTgcVuK",
+	"S6A7rTrM2NODb/wECaZreSkVht48dg5hEvgaDXC0cJLcywftywsPxgJAvQnjwCUHsv3SOYwp9Pd3lVBJ",
+	"Zbcumne8vKH8wRK2FIDJMMHrUuJNtduUaMedvvzn67PX797uvX774uV/7p29/A8nX1aHc6ez6/rcTBzi",
+	"Kj+34tZpu63nW//nvw92//7r74+zx3//45df9nr/639trXdKH6NSX0h4BqB5gOr0VyFImdiuEG1JZ2Sn",
+	"NIzXP2Ndlnr2YKD1HFJuz646oG71XEJ/FkVxyOV0HB0xbNuH/ExTifoawlQX8+g22uwEjSprgF3K53kp",
+	"KJkjYxjDB0gmzYu0O/NTG2z5YlOGoj6uuljuzN5DtPw275Y7U3sXWUIdSdn/vRMC/GO/FmNRO+OmX4iO",
+	"deMMtJmzIeBxMvE60EXbkEwa3y6bjJ2en4CksFJwA04NmoEZq0o+F7XJMDCT68Kd9mJaAaTDDtZbcLhL",
+	"0JTdB5iW/9MUlwJMKStrMcWc6TqVr/SDiOXvtB3lmvPzp3hQsui5AFuMo978Hiz7pOqpFgIEI/+igESu",
+	"K0pjTJ3Nhk+rEkMgSeSHxwfZ6qKnNSVP96StohXt55ejJx4U1m0qrHZel9XA59BfThP0F23/7E5xj8K7",
+	"jVxxsNN3iEkqKLagUWa6KQtWaKqTnkkj6GeTgGwjHAHX+eeYUd+CntciqtFus29E7WQ2d8ZRRJWgVarY",
+	"M/JqMPO/9cYUXdw7l8O9yYSqdVtDvse+L3V+5QzfaMmwNXJZ2iF7xAjCYR/rOofOGWGTbAuyFpEwftVK",
+	"9Y6Q55YmaQX03AntT13TokQXELXg5r5psTq9dv1ZXURftd3v7qsHPI2/FGTd0ja+/dMhUe3vftj3OneN",
+	"J9ixT7sMFEHg/A3aI0NxxZ6sZEj6881+rlyEMBafjtDN4U8ZgOrTa8jTTS/kjKbaFiEz61Z7ALeh0oSa",
+	"lh7L1xdiLCPJtYRBLwK8yla2RQhTW9nWWZPnQhTw11dAqLaVbZ3LqSjeNXYr2zqmY34QGF16+txrvQE1",
+	"fBgk/JOzR0LLOWBztxkk0UXRtnMhnsuiN5mFjkxRfD/vzSN5dnDjLumaTbgq3L8a68P66dLHvh5C3aX7",
+	"+mYIdwM7yK3ro78Xl0j+0NeVca2nt4BW0LN63kJc0wmr76wLlI0A0eaJbup+EZQqFz+6J4YCIPztu6eb",
+	"YmwccyN2JZRfSSuvBd4hUR9lkVG1uftQ5uP2zq5GS8stq3CHW98YrsR8pusvJ3sqOoeG5Br4xXuIYq/w",
+	"cTt2QmS2YN3VJ7u0HZMFC8QHhLC7xssNNOVCUlXSqoFi7C/LtPmyT/cH0f66RBstnUgqHpn7FXe3UdcG",
+	"25fl3UL2AvgjzIhS5CDsuOuZL+aiuEHRhDLARFw82lVn0Jc10ZsHR+PB0XhwNB4cjQdH48HR6JwbfVWu",
+	"cIQ9GCE95OFudu7X4vid/vW6WM/a4YEoQ414C8nTmhph266yLW5AX+FxeNP0FX4QX2zdaTz4Xtl4gBq+",
+	"fS6DeMPeozDt4+Vu/+UzGmuG8RZxARJxOSaJCmd37LEjRdXfngzf8+ljnZHVJVgBcMvsDhieXyk9K0Vx",
+	"iZe3/gq6hku66Er5EK+2ZftlKr/0WaqNKoiGZYG0Efr9dcjy7d/cLo1+DWmYv6H94zOrFvIMHsgM/pKX",
+	"r7hrb1sZrrtv7ajDQlguy08wMaSqGps5T6xqbIQOSKYHaq91dscL7MVf2fqgKVhtg2AFqHvwwRq5M2uk",
+	"neQ7sksIAgPLcleInq/YodiZL+PFqhsoeWkDeqGQx8kkmCYZgm8i++QK2Jlj7MamVwbnTvVaitYNuDrA",
+	"53/q5IvdA0IBju6Fzhtnd/WLVzS1D4fwPcqie2vADLgtI3PxXoXatx4sz5Ss3AGKzbIc77udOl+R1FpL",
+	"S8moXiiRkAz9iAueXxnWVP7OQGSAk0Dk8Fi9J/GxDJyRaLC1cOYQ+AxYbWy1z3t1zzdVW/IW3nDOhqFy",
+	"sK5iOHLj+EJUw+07CvHAYKTr2IVprUIG7+fI7VzqNNJOruJLuxSHwLsaVj5C7fS+bCCwc8YchUBn3NOz",
+	"dlEHNVXSse1RZLQgw54oRhlUyl4qpKRjF3M4h0bR1cRo50Gv/tmdm9tS5qAr71Cd93lIXYVelVytYJYD",
+	"sC4I1jhFLdVlR7dTRQKKIl3xclbI8dj7Lk7JExiEACCqaLyI7sBBl/PaHjpxhXLYFj5nWXGflFz9JfS2",
+	"G+hQtQ3l99OK1+LzqWzX3948/JI/GJwPinGgYvTZ+i1eY9cpRHVzXwqy5rObeq+g/BZdWGfVio92ha96",
+	"ymd/Vnc1NCXzdpj+xOtRHm4WH5THn8xbhVX9FBEmbCz86F7NZ0Gcs62q6XdN4carKoVNdajXV9VlwbQK",
+	"7qr3VYE5ANxRXZb0nzf0Qr8Eob99g2aVvA9xTIP5+OCUPjilD7bX53ZK71BrrzXC1niqx+j/rFHwUTEl",
+	"AYRpJTZ1PP96qnqALwqz++CHPujCv44f+hmUYS12fdBnuFMawkQ68BESuPRUG/scIcOymI+n5FaofB4s",
+	"rx/Pz08o+WHlHWstznzv/rQ3rdEY14TlHjTNn8FprdsFva0r1h4P9Z+8lAVfvD/Nup5owqaB8Lq/Ru1g",
+	"naLTsd2FYHWu627Hc8X/QNMp/jpc9iZAlt9XrptflNDfXSy+HR4O++Eq9cFrfbDUviylfey5Mu5Kb68x",
+	"zIj/ehApNXXQU2YnrgdCchuWkyEaHNB/rDC+TqgLf1K7i4YH6McrIPXdMw9q43NTTXe3+B0nplEr+5gf",
+	"1h8g+nExnWzXGUIgbF2rp4Vlp8QEtj3RlvLPdhCtn7htpFnIqj2MqnQZ8ojBgSqppsYj0blTE7D2UxDr",
+	"p9DSlyLWd2VZ0ciOYCYHFbIg5b6eITOc1TCLd1vdkujqalMKN8YjX/P0YFM92FRfqU2FWuhO9Pkwa2qf",
+	"1O+K7DSridUEHkzZV/eirqH1B339oK8f9PWDvv58+hqN1c+osNeq6x4lzbZ5KC2nX6RhpRjbQGp5H3b3",
+	"2YMaf1DjD2r8QY1/TjV+9vmVuK7WmdzL3UMF7EmrdM0KLVDSfBBFWtYoK0sCD4E/towQ96DcdfWg2x90",
+	"+4Nuf9Dtn0+36+peVXttq31kOBuA4rzAiRYxCk20sY/8ndREl4UBdEpRFkDdqWw5zxYwXwtZI3VnGsz5",
+	"1FYnurZvsG9DYF6pUzHOqbgBzKlTJtcCLuPhi8VWtiU+VnAtPxi4lPriYUs7Y031JzyQ7BKxn7rfhOrr",
+	"xdd+ixcv+Co+R5zaB5X6FWo3ALFeUCK3hC2T9VijR+aqV0+Ndc049kWP4dh2faspUYCDETquhfDsz3j7",
+	"TjDcUw0AdtsXbgUJcAL1BeQ4T0R+tQN/Rn6zCKjXzmQu2GwiS9rMCVv0GEBjY5H4Uxmj8cDWWKEwQ2zG",
+	"lcV5ur8UqbiTq+1P6OOD1flgdX6tehlkjKugm+8Me681N/d/h/9FHkz4Z39I4VSQPcW9qLndDor7QqC7",
+	"D3raalIXGDJIpU2AxlmpVtdh7cEnepD2aEh3TAD5FWh2P9P9uv3nyZziPP7cvNugwnBtHs7xB7X+oNa/",
+	"8vyMRcWOe/pO1TvUCu3/7v5nE9VuKY537U0+rcg4z5iGp3lZzpl23rWP7Xr8t0t5LdSqgEJX8a/T+cGk",
+	"K6D9Hl1P52S/ou8nbHj27bfffBsxNjwewtgAcYXaL6mfpD9jgOHhVHo4lR5OpT/7qRRsaSxwuFO3w9Zc",
+	"mVwXot61YlqV3K6Pd4dX2PZ4PK3E5Q4L72aMSKB3Z7JwR5WAmDbh23XI4J28aRykVl0C/nTg+zw0fB66",
+	"OiT8HToHca2I54y467ex3Mz1xT2A6OTxE700Vovk9l8GZvjyPK2KGofZeeD2WUUw2G56G22+uwzQYqTT",
+	"ufaJxg/dn+nf3v+GClW3Mz1bFfzB5LoSEX8ISuLTg7/3xVaXt8/W3dgeZ/xavAIF4htaE/H0A77faGdi",
+	"Ptb27ws/8h9O8FWcGyAFabG713N4/3f/z7d8Kv5ADVEKK5Z1xQv4e4+u8PoBnUHQB8uyj19Iyv7KE9Z1",
+	"zTcQy2fCL4xH86mBwIdjfgO9hLum+Hr009dCDYJCc8eqogfx4lRUJc/77QNwZiNjwMliAFa40MWcTRtj",
+	"Gb+sheiDqfg61MGvD+bJn8s82VT8/1LmCcn9/don62ICeJi6J597pJ3AsGzYNsUE2FRML0RtdoIeanNP",
+	"DKsbxS7mUcTOZAFyUNY+Qe5iziaC1/ZCcBuAYmTNrkVt0uTorodvYQx3zNO1ysvG2f3LuMuK5ttvRtoA",
+	"t0OPZfaNKMf7YRv036Gc8yt/gZIk/35kMHUJEAzcUWqZVjmiQkEyPLw8ZVYjkjGwMHT2dsakMlbwwh16",
+	"M440D2NKqgdiz0rUUhcyb7ft8hY9r+XlpajPRDn+MYzqjndraOgUUsP7Nm7oNbP8Sqi/xBZ22wYdCL9J",
+	"wiQoPbuFbd2nZfd/V3BL9EegYuzf2//RiEYslntQ5t5ySh9ViWAdiDQxN+Ihalm3ec9ErlVBZYP0tChQ",
+	"JqI3mFCYxtytHDHAeisLMa00YiBeiTmbggxyVgtbS1EQ67v7z6ZWxHNSGxszNaaiUhvw1v4URt9jeeIk",
+	"f5EstYtjXWNyRpN2fxbnX5gR+yFyNihydtdstUbkTS3t3P33rtVXQq0zUI9OXjN8MLYp4S9Uc3EpjGVV",
+	"LcbyozvW246YjF3zUhbSztlMqkLPPGyGd7PxM9e8bAST1hknwMUN6c1AtQeMoVXJpXIKehplP6MaFAWb",
+	"iFrssZc8nzChLNHjYrUeWB3+7v1acLg7zEIidswOhb+zoEBZzhUzEz2Di2nsIVUNnoprfQU52TArvBZY",
+	"Na4byxpVCmOYVHnZFMI/6Y6NuhFpC/uokue4EJumY59glGPQc2fyN3w2Ff/DgeiZm86LOR7gjRH1IeNl",
+	"CX+vqfqRXxh3JvaE++DJ92bjYN9St45Ko1kpAYcunuy+hrvz3Wm7EGPurLTnY14aEdq+0LoUgNl9l5FG",
+	"v7Z9Ds47JVjFLyHw0wraw33iCgepnaZIP3q1llKRT3pwsOmVPZrzgVeKqu0AmYwXjZHKCf0Fz69EKNxA",
+	"7EWnPMZNWbKRuc4/VNx+GHl1RzVlZFlqVc6pnBmD7ldCVIb9T2MsfOTsx6PdJ98+I3WbsaqEmjcmVF7P",
+	"Kws89xWlsbW6Lmge9hLiDGR5iSLS0hjNvICUA7RV3Vh1jTV3GfpuM0npFfSFxLXoNxkzmnGaG6c+UVFf",
+	"1lxZNtU1VMBQSFXURis2m2g25YXT/Whm47uyo4sEy3lZOu/QqaQQAIFeUuV2LXJdF3hY4BTi2jLeFBKu",
+	"oGXZZx57Ed26S7vUN7LGKHXabOEA5UVRu81VC6ctId0OgzeLJyuFjpWY4Szer2WLwyzCZPYFUmF9Z9yQ",
+	"M9Otssciz3DeZmw2kfkELAJt4TBWeAaHQyos6JeuMv+S1mykK29XVw8zbPd/h/99Xay8AEabwQTF5ZHM",
+	"NcB1ojwIgjoHDYcR2ziWFbFtsXGtpxigxWI+2wkegPEEBmQelNdYKl4eknJ1esz98UpUFhUrWLPBDPIB",
+	"slixoUHqFCRXjJe14MW8azcR1rYJlDMcjinXq9aq9zY9BTFgrF77gjq/gAkBsWWGj0U5T2VFu2Yjnbph",
+	"gSEu2Na9GGUrlVTGlLP9VXf+9x4uc5MXK25y7kHeey50j2l32/YIbepKm6WztCz1TBT+TBUQiUuco14V",
+	"eExekB5gavJH0yHTU2mdIIylcIeWs9b8fYp7YI+9FbO49djKMkGuxOZW1h47WhRurtz5eCFYA3fPaIEm",
+	"8tYydiFy3hjczgsaqO8m+5Zk+fYtq2731hJFwTJBGTXRDqxZwHs1n9apJL+wZNk9xAb/QtYU7vMvyJra",
+	"R/+y/4LlhQCflBhlMIwH3mmkWyEGFzkCqKQiz9WJXNqVJucAzBNu3cR4iikwUzyuuvMqyV3wirzWlltU",
+	"5E6NLvTEKVHfmzhcCCYX91FEp3izlHaFzubOHBzBhz8obT+03xm1PjhEGm/stp7C+1+2iYV9XO8PYijE",
+	"Zz3p+74m/fOSIpxN9AwmNcwwj4WrjWGBgHxufaKBYGNFQScl7C0MqLXSGIfAh/PZEATFHefeYpNFthxZ",
+	"IdXSBlWyjrLxoZRUrA5DVbos6FcD6IQzXaMPRpkQWiU8RQqRleL/Ze/dm+O2sbzhr4JS7VuWtqiLHSez",
+	"I9XWW4qdcVzjJHose1L1zGbdEInuxooNcAlQrR6Xv/tTOOfgwm6yL7ZakuP+I+VIIkFcD87ld36Ht9Q3",
+	"Mq3cIIsorISXZH4gSfcXtcC18hTewkw/btmxmSvJDdXNTVisJLD0GrTgRqHKV+xEy91Ye7CHHkofcTfj",
+	"iojl3DWKt6zJ3BYRAFmqjc2YafIx46btIMlISHrxgOcp8ZUDCRPx+8P9DHCPqhKqONSqnMEBpy9CZBB9",
+	"4LQDnSoRIOVJxbzzi9dH7L0R7EoMdZ3UC9Y5VAwuzm2gCsHiTOAnMsKpLxojSFBOzzc6lk7tmpEwdGcj",
+	"9qmWNz2RyEuauHOY5IeKRvqe+jx0cQN+tFklMkw/uOWTqozaEm6bo+BQ5mUJT68VsYTGQcX/8jQK33Fa",
+	"PWmYbmyuJ4LCqPjDeoFUfLYzsd40OfE3Drksm9o9VQglN+ES9F0FvdZvMr/7oOtWTnqZDvG5vU5iAmer",
+	"HLqX9+43pwP27FsY1jrB1iWiYRd9XZbN2WOm3NENAC0uYleD+E80oLVw1YnkrrRUthVgVXrqgdJQj4tb",
+	"MXJCEyqbgsFn0WVoorFZ61IQeBpBE6S9wWy6u8L7/ydH7Fy5KbJjoSwFEcjlN+EzqIdKbkDLSz1yFq33",
+	"zsHOxGsIuEncscOPOhN1OtYUKYPPdEryi2Setnjo4mf6ztx5WS4swjeE5qZYd3v4X3ZW3IR0Hw7Ym2sd",
+	"C/dk3PgLHczmsFNXjSwtkyoLxN0TrmYQjjewFUP8HiA70jAzcTceheprvFbc3nXit+gh54Xeb9MnoUux",
+	"bJvC9H07W7Om+b4LsY1Tt25SPuw+kJMLOw82EAI/Xv30ji2T/96dtgzI8nkRFjLSoZubw1jOMXfQewx9",
+	"PBZyADYhE3DbdYv0Aa75tdAoye8xuyPxoSSYEzdb98ylqsvehD0UcNG7vOMV+FOgo2s8E3cnspa5GuCJ",
+	"44/unxUQksghAPsOjr7SCFcD4XPEfnRX6KFUiQKJ/2esLEuGjM9WM3+vgu9gMX7r1VDfupElEOGzUhth",
+	"WC1HY2vO2ETfCErYx0vaakrBwo+SndPNZECCZzPj/y3M0pZxG1RhZFnSVTj45GbZ+fzuNl1/aydwVa6+",
+	"XfdCokMIEIgJpHNZUc6YVAD0ABUEjcD2HYbnxNtWTFo4bN5vhweLub078x7+hUMdcRj+NYBZdR5kbqji",
+	"kNMV2jrClbNA42ndnp7Th/j4cgHwcCqLmK6vtjwulcVDPLBXO4THN4jwuGf9xprqELwJa6g2WKrn8sIp",
+	"1EBfzksUtqCGgBQDct2UFSiqK7H60BODzZAPzgNn4alSj6QKDjTFtHLWVPJBeCqUeBO35GwI2bYk2J6j",
+	"LwKG9EUJAqQPWVOdN3b8InRkc4L3Fp0SZS/4UV2JUquR09HWZVFaP/l2IlX42XXauk24d7r33/88P/y/",
+	"/PBfJ4d//SP+79GHwz8+nmRPn/3l07/trRFKeB/Xfjg3qr6huO2iNqCt+eH5skH89+l//Zc5/uPj0+yH",
+	"551dfmh1NFnmRaV0xyJ1V2qpmpdNdyVErakSDXVlKbNWH0yUfXj8UQKaJ6kENIwDJTJENl9iKi3IQUyk",
+	"bQsOp8cEeYtCruLGTClngJB2MSMshJE9i8y1mHlscDuJ9oyJmD8LMYe5JFqN1ZGNuANH74I8XY+MNp1Z",
+	"HxtOpwejrOlv1gq1fj5FXbaymzESHJYNexl+XKuLidB8HAR6i0u4zLHefS4m3OZjYrEo3brv4q5LvPXz",
+	"c3iXAm49v/3naYC69sA2SCuaol4XTV5Q4gh716slIuimLR4RuAjJsXcqCb25jSb85+uOYLB2aY5bs44X",
+	"PrbCVm4vVFjFLM4kYqB4OenW7+6zbNrCRK5WuLjfB2du51HJPB83D4PcJY4+Pkd/FBr3pNotNY+PrTBL",
+	"mNJ+bKTfUySgzmnNMb9qLDjwDEKqAstL6cvZSjVKEyTCqZvqpiyYESpmeyL/8ETYscZT+f7ta/Ahvv3b",
+	"C/bsh6d/gV+6H/7yw9MfWCGG0ulrNshVD1zEblCXxC3PbTlj3PSLXmdttxiw4gnCVnySds7rWgoCrHA2",
+	"5mackLWkJy66BaRN4TM8mPBTmis+ETV3u6Eq+UzUMCfmM30CmcfPQP6rNMFHSxwDbpE76OVEl766JSne",
+	"/bFVPFbJVGgYRbhLYR29/xeSU8a8LAWUItUey/4gchxGujyOA3+NfLjGRkrL1pFyZjXgU3bcrF+z5H+H",
+	"e/ShhD1Ef1ZAp3KtjC5DpGieXzVLQrvoybRyIsxZFOwFt7xL4XT7/VrM4Bmwikjb9maf5wsspHGCkLQ0",
+	"oxcy34YS0voZz3PdKBsySa6VnsZkmCP2kiDoOJIl/FX+QWKRcR0hMlkZnFkRthgcrkhdkxAadLEWdPoG",
+	"3sM6PBTyPMQATXvy04mHdB5neRBMWtzaaNKvZc3TUt+Bq6G1E6k8fWOwO/j/6/kX1qlcX2ClrgLA5rDw",
+	"a6HNI5FXkW66FTxetO8eD4+X25frwMppcDtHRq8jo6ETfhdiHWd7XdhhKr990mDL1OVYytIi9YsuRQcf",
+	"F6m3hpduL4OWSzpKq6lUxBtwUSwE8QFPGPXPyMyF18hdYhmVhmYgOTpQ8/hLAhCNlZ6KetiUAdooa6an",
+	"EH8LgrAT0ZjRVeGulys3M+kxzzbBO7ojtlUOLveBFcq0H6sblQSdOhot7ds33vV0ISZQSNfK/erVMHdL",
+	"xrSDQv7poJANHpe7E6Mr1ePjjw0wey6FQl7qoT0sAh7SvXG6lNqqCYpkl5aYBUUYkdialVqNRO007JCQ",
+	"ICHnM0nrTihrEX2FedIBtwXqhXe/QEIlVQk2TSVqxouJVNJYVKw7eXRSYENVcovctOWUzwxdFEZPBKaj",
+	"a+i6bxSSKvqgBiQDN9N+iW/1wWPdQdDsoJdbgV5u7cSvwao1Z3rSlefhxCEMtAYt1gvPpeUReIEOn1qt",
+	"iY/PH/wnBr167p14yvEoU7Z10eQRowmcrN5aCVqOU1aYGA5FbudgoaEGBR1nKD0BBvxypc0nPZhtwzG/",
+	"XChsi3trDY3qkfNuLVWcCJCJ6tzOufgnwFc+oNJ07C2J/kjSpbCGiGyCMYkU08TFruZUk1oYYS3yeSJg",
+	"nARmdDn6wIgSQBQDkSQUUk1dCwW27hE7L8sOIZsg41M9CoTudKwFJlEL5BnSZdEKwZd6BIQXjQ16VweT",
+	"lRHg8rvwc/PIxBxegb53a2DPUydAxjT8mZflLFuY8/ulF1xDfYvxR25aCQzJRRy2xlTU85yoO9n4lRbF",
+	"M8K2HVhBnXsoUem32THusH6J+UaPvJUJkgay26djtzmvnG6X14IbH/mgVpmodD72YWussYRZ8f4BaUwT",
+	"2VCk9blD3ZReSNzjsU08tDLhMzbmN4JdCaGYsboU6qxtzqIRm3AUxtrjEZ7SzbDsBN+lCAwPj89ipM5h",
+	"b5dLnk6p0kEM7/1rrYXcMTIvY2Quy9Z1fk/H2taCT0yrEtsK6LSxvLbkTtWVL4AEfXZXkRKlecKo3TZb",
+	"zykilz38BA468JPtXwgFbulGWVnSV1wDYMxCmLVmY05F26hOYYqJ8wXgMgTQvPRvFRl72ygl1QjdTxz5",
+	"k9llk+dCFO7vf+OydP++kxNR/NZYZ5S+4CoXpSgOUBdo1Z6TFoKoE5EtZosEZKRbZlzEITSPqtuFLktA",
+	"+kSII07YE5qIjPGhde3gJPcwf8HMvPAL9mCFiMYEzMH++23QFy2kJ+8Etg2TA94Dgr/rqve7HNSp1keX",
+	"isJ0clEV60eP+53vKSdhDZcFbsXn9ePSYr3jJQuRbsOvq8B7a6TrxG1JMsQNt4vg9kZwaa5KORT5LC+D",
+	"FGtFdVFUd10r3/dcK/hGB/cX3SaIAey/TM7NNd4lWpVSiblEkH1yMmqFaeTFQQg3UMNOqVMit96TyJSe",
+	"nrKq1lbnusxYLSbaCl87IGNXM0sRwGENiRwG7gr6oah1VYESidiY+CGwr0ypp1n4JVA3loKjHul+Y1ij",
+	"AFwJV6JUuQD18oidz6cSpuhH0pbcTeDUSjYEZYkKkwZuHanYoFG1uzaBlzr1gbqbxTtnp2PMo/cwwb5b",
+	"44IWZp0cnnuQK90CzS+yTxxKZEuvlK+qLXwYt3O/QHd/3cJn29us7/Pwx/75/uH5Q4hx3F/LSoTTYHdS",
+	"exUT3YKk61B7tyzGvTmyllEAryxmUKJdXQv0o2Qg1L1R2Jk0eTPWxh7zqqJunCZ2+pVAVtbf8NoA7Q9M",
+	"eWwF+XIN229B5OkOrMUInbFSKyzN/9twCM1AC4nNMXIymk/57Ii9tsFascginF8btp/rQuTumjG6bFyD",
+	"dJewGpR4g6S37geyIPzVlE4WXR7uBsCHdC1HUrH9qinLjFWNGWdsKEvfhp4qqOyOinSwNQC5ukzmf7br",
+	"4U4thYe4SBIhzmSxdTkerPet2QO0lGvYA4lhSb26W8Ns+1cJjXUDiyCOdHe3rLIITBQK27xAJvpaHFo3",
+	"AsjR6vcO/8zNXD4qSnEQ8doL6UFLQgyg+CiGqA/8RYnpMpQXpZs6FxkW7/cmBNbhvxYzlNhOjE4EN00t",
+	"KJcJL5FTdiMLodkKUc+bQoaH6IpQxl12lPKi6+skNuOEtb/IsSPQGHHUC2OZUMRK7lR/97hu7CXaBQO2",
+	"T8Bq9vQkY9yyiTaWfXdycEaOJjcIzFQnR91IuMsKJsbTLF25C0rYpsrgAjoIfasFN1odsSTX36fRvn/7",
+	"BqKKgIGImFnMhstC/DBJlFh0hVtTXbrt8M6dtu2EAFvfWBEBxL3h87DuP7Uq6Wefv/13j1qDjTHUjSrO",
+	"mL5mBtQGInvgyVaGnVvsCKn+7EFB99YaQ3RyUubiveI3XEItofnCQ0E8z4nMO7kVlkQb5u+F4ytu8/GS",
+	"okKNMqyp3Gl9dsLgbTgUJnPHomaQguqEZUbcKO1sWSPVqBSxADEiUVUhKqEKCPIjegJwGQYMDpIO7gQ6",
+	"wWqi48b9CE9Dn1v5tmUwhzAlMshPXReRX4ok3woR+SPMyD3ISfjQWsLSPAJpSb3tE5m/qZCO6oxLrwBI",
+	"hUuwIxB4RGiGRPoYp07wMhVBZusyyPLaHla1vp31C56YkdSKARIpDpaibimtznafE6ZMKqsX3BoZ0401",
+	"shBAI+yN+n3EkMGkwP9pJQ71cMhq4XQ19DE7ddbMuYzde4FdxY2JoO2uPxD9hAplTg+UaoTxxyueX+vh",
+	"MKOgK5YPMBZ84UfsHKiuOFZHK2enrNJlKzIbrF18HV0yR+ycVRyCm9wmbHmMhyF2YPTPmHe7t+KhtfXu",
+	"7g7KFvdn8jnCEm6JrGXuM+splViURNSgXlbNVSnNmDIJ7k9sJr2m4FovGG5ha1OA1frNtFMpdyrlmiol",
+	"gkNQDqIgWmCa2r5k19WXCHasEdkaAxwIL7GSm2OFPD4jjEt0K3ufs8+F8m5+Z10X0gRv/xG7dJIY8MLU",
+	"B08mT1lVyMbFDCJZTJeI1NV9SMjWV1YISBqJhjn+muShrnbicCcOP0Mc6uqhpOHMWDGBIr6FzvtjeG9F",
+	"IWuR03V/VeupEbX3UUJulRN1FmOQ0k0TJWAWOm8mQlk0qSs+IjcmYTraf4YIEFfohm2xs5wtpoC2c63I",
+	"WrdihMLNBG1RkzAFiC/Pl6iLr4Q9r+RLNw9zIua7k2f9c+KnYcWw97I9pDmCFt9olE+LzYKrADEp3hmw",
+	"2FrGBnNL6JbvsJGDo6VEzPMRmk/fQERj2Tq5XdWa3fSgwcTGc5aQGJ3u0e48JANnb/EwPu05jNBqRzQE",
+	"l9HZW6PaydxDy831OlH1StRSFzJn8V0G71I0G1jTfLSxqnXudlbKdpSPhet08PFTrVLafbKmErWNglD3",
+	"WJQVWGtITsRKrat4AVaicE9CEFp7jg0CIXXHn38MvX4HA97i7d7+1DIAysJUetgNJAh8UxiTZBPNz8qS",
+	"w/Kl54DO13HoUO/FFMu76xt30zr9eqynyl2i4C2ge2SsJxgMPg2csRMxuRK1GcsK6yAKXtpxxiDBOAjf",
+	"CZcKInvo3QTaPUr7mvLabXTiU6TX8HbisXAoUF9SvVAIhvnEZI93YbW4kYaAawtX0gvs/yVNxDbrtLe/",
+	"1MdPSPPpZ/ubOA2vKKVqfvBbPAEFt/ywFm5Z3VLmpeCqqY4rt1nEdMmBcJuKyOZDBVw9xGuP8uSBuS6L",
+	"hT+FsgG+FD7JKl3KfEb0pbWAGmThjigLDETbesY4pOGLIgsEdYUn5OBqBgSdR+w3IrYDQgB3SiFHAjKy",
+	"/IXBGY2SgZBZPA4X+OpLbvlb380X+MoqtOqvEI73zM8U8+G51SHkQjN7xih+brzCgOn/S3IHdP1lwKC/",
+	"1UIcWnFrKbwe+xlyQKhzfZ3A9/p68f3TZ/cLzulaIFq7XrFCKx8GuoPndAkimkU0C7jlyXHNw0H4UpGU",
+	"azWUo00lU92oQ61ysSJCC8Rl6TFv0Xd4AI4RJRqTJMKkMMA9D6GPskx+jaAfBRz0NTErZykEfsoliKLQ",
+	"NOm7Baq0aWUhw0buyNe6GY17rm6SfxTMxSvcC068xd0PM0x9zPWEyDF4Vyi3UT2SbBs+uK5PvW3UKjbi",
+	"OM9W47rNYYH6uEDvz2nXO7L1+Yjn7p1dAPjxpLM3WF+iW9jhgt2dyOt3kbnvX3EjDnHXHcJuX8M6t/yq",
+	"dLJLqkLcuv+xtRyNwJuvCuZEbNu4fGJYqXNekrzxn00N9lyXzUQBP/E0WB1AT6E8biSjR1++fANGOy+B",
+	"VykKq9Au+syg+gVkJv1L+Ez6YOgTlzt0D7ttNSskHyltBJtIcrmxqtZXpZiYTjPmJX3wEqbvHGZvVdU1",
+	"5I5FJv6XbxApPSEoDmX4Q2tMX/2PyO0qDtqi3Ix/dkFP+4XfykkzYapxdqPrhetWPuY1z90YArIRlG/s",
+	"1JkPxYTeo4lo60blSN/Yg3Pnty+L8sWY16a7289PTk6yvaGuJ9zCKO13z/Yy957r5N7p05MTeGIiFf7i",
+	"JIwRFh2IkratBc4veY80DtuRFhRO104H7COQQ4guOd+dsJibv22apehnXumQ4Yr9/O6XNwi/B/dgLVQB",
+	"pash9cB74xdc/aDmgbQb4N7+zxmflAPUOPg0vun9tkxaI8rhEftR2zGcLYiZJA4YIOAIjycUwFiqUjOh",
+	"hrrORVpTlighxcyzQMbyVoWoSj0TBbsRNbhtnISVpjUUD3yBoh4TDvjuqxkbzLuST9mcJ3lw6qYuRDu6",
+	"eOXYIPbzQyGUFMUg2yAAYsYS/LTBuKwF5qruD9xa60ooXskjmPaDbmGuc/NerpLf56gj4yqescHYunWM",
+	"26AnsIHLXSeOvXTZ+8QlycFOSbnnvryXBQ50+tF9qIvzfDOZCK20ZGKHssmn7LdKKLesC/v3qKsy554V",
+	"t/YYOrqibThl3fGmhWhPp+jtWAPS6FvHDXMr0iO5k889mMWxnj7+SJNUQ71Sile1LprcZlCRpcjYWPvK",
+	"M+RCl9BROwt02bogcY8WsknRzBmzeoQZCSB7pDWsqSDdxbUpFFJ8+hgVVjxOHIcN5tODSqqGsp6Qpnol",
+	"Fa8JZgO/oF444e1ULV5eQw687hRmlzAfr910bBNZEr/ScRB/5EbmzC2JO16APr/Sjf3GYk6vhGVXq2Zi",
+	"i7pNYMA4Bp6gdYKvsNPw6dREI3gD8fWQnkDBI1FbOQSnUk9G7q+6EOfYgS1uyPCVZXFQHNm3E/BMlvMO",
+	"9lnYT2vvuOOPrgevi0/HQtW6LCe0zN3+1NfGNABP1EocghjNXf+p5JoThANzk+N4GDY4oH8jJh1FOp6t",
+	"14UPZRZYHZgCqUDMjFXtsF6GAUrmEVbx0vW1Cdk07mGU5reVrIVJ0hG/ZxOpGivMwRE7dwqedA3ClMti",
+	"k8oSYev+FCdpVfiHvgLKfu1R6jT2oFNW3I6jSokzsnZh8+96NMltlb/omIVVzlzyL8mhcLsFjvX25Uuy",
+	"SEv6hYmxL85ZJaOHOeArNfjqd4Uu/gyFLqKMZVHIwR64U5Hb78qNQjcIl1VXfeTGiq+0aQsTvr65AjIp",
+	"UBgSD6EaUePUgSUKwBv/xd9iH9chZIr9QwBMYNVwsq7PeA6Sbm3JtugbdaI0+Xia5N3JTCQnssdc/36p",
+	"W/P7lk/z6T37NLuXZpkKFedkZy8v0by6TtgWVLBsWWiad/WC7SNJEGZ0gB5UAdUDJLEAnYET0BmJNPpD",
+	"lur5rBZKTHl5kAK7vd41l1zi/kPUZFIM8nDIc2fBUs0dPewsORPVgsUdurdtTWTxkyuUkdD3+w0W90zP",
+	"qk66lfKonF1mxzcXge6UDPekroQA64qY84ukIDjgMdwZEYUPqYVm0lCGVoICMuSjcGYb5HmEtCYMtEL4",
+	"GoPZEHb2ZW2lNexazA6h1Iv7y2K4GZGDRaA3cyJSFo0wPtDMayiXSxSZrKrFUN7O9yvmtOlpiM7gSGe+",
+	"6Dhio4h9BhAComBN1en1+8VPR08oegWd2Qv0f74uOvjMfNyaGN5gaENd00zS6GmYK2LWl9CEufO4ddq1",
+	"AEOuANC0Tu/wdaBz6+zZ01WB6RUaXO+UpkXvK26MKM4wMAFzgc4JItOmR6EYMvCkrpjqC2iuezxo9t9r",
+	"gdr2/kRUb98tFSEYiMHCFf3TXVMPdQHAChAeJ5GiTsh4UbZFp/Sc+D8mcXroxemh74MHYvb7C7HynMkC",
+	"xBEs0QhxnNbSkiMmkcfuR0BVzgkHkYgOqnk7txHRmZhUSOOscBKwUb4seVHP3PUqDR7gniLoNbB/iIhX",
+	"h94hLn2kgU4CepTcfbBkgY4H+4nath9EZxlIvJAoldHgd0KjPu3DX0nGyrKE66hDFycYIi7WBa3V27hd",
+	"tkLZ0/m10JWl6vjC2lo9j/l/LHjPFcPcHPUZcwBoe+48jV+1pxFQyk3Vr3neB2BUaTL/ofCRmHBZHlth",
+	"7LJycVAhRRGX30QYg+CpiEfHrza1KNjlL+8uPI7JK8M6hMqhNDgFyROvXKtTbOrkFxICotpOIfvnJ39F",
+	"mQhxoEHrpQ9K2w+xGwNUv6AzEoVt0kcnOb4/+S6SJ6edRukLFTpyrtyboMLzfNxFDekm550w9ic3kdui",
+	"qYCVgy+sQQ5Zi1xW0l0I6LcJ1eGYaQIe9R6pK+Y7v0wOtjbY1N2LwOQUb/JkoXbC8FvlpRCQ4A17JZUB",
+	"TNAZ3JbKSwjEVf4OhKVT7m8S9hjOQUwjzlE3ViymxccExIRh3nsvkoZ9ciPHhjLfXvi9mmOPTN6FsWMd",
+	"DlknONMseUUCOy5O3hHzi+q/gsr44FjS748HYNuKW7BeUdZqrDjUKCAHem3JkwwJhMgw5gxjPy9er5PO",
+	"mE9YOJxmK7q9JgBirOTn+Ux+U+XsgnIEtlurLu3mctM5TsZXZDk/rCFsW9M24lItMgXgnt2iiKh4Le1s",
+	"EwlByf5YcM3DF4cQv4HCObKUdpZ5LCHZeAR78T5Ub/nBhU/uVZ/2hwjsPP1kJerDkBWIRezG3IxZPuZS",
+	"IR9t+DMvy9BFqIZB7R+x30ETG4v8+mVI2vEu1oYQ0pf/5420gg0u3p6/+uWc/W8j8+sP8M4gFrnE5kEu",
+	"FAINXDL+ycg1shTKljNWyBtRj0ThXnQSEvTP3G0QZRqTJhJNiDVh1ikuLmCV7t7Dek6DT8ceE5lg3PPD",
+	"PsNLoRacCk9iNaSQOAGLh25kU+ppfyGEZB2+0C2b5je5rYIddWsDZMISqOxhRwxWpTbhK3fUn2/HyZrs",
+	"z+XXBIqbnXt1m+5VJx5pnq+EnQqh5olatnifOLkglTBLKNC8rA2P+t2fpm+2dMeA9glo96KhmDdrZb2h",
+	"xKpEPdT1xDCOnthDoJEhvp1aVksz08F1Ki2ran0j6PBGiY3mncF20XXtDG6NpWDIv+lx99IwXoJPIKEt",
+	"l4Y9OzlBOYBy1cP1qfPuZBtv8Wdz1Y/JAXuli1kWvQGKYKboouXFbAk+/21YoBUoqAucxc+axC+Q+j3S",
+	"K1vMrACHgLv9S8EN1I5vVzgkuAmi/pf05yd4bjOZ/8dW3bK0QstFqV90WPCz/r1U7LTwRYv+IRYqnE6s",
+	"4O3OsPt1cra9PMRTnlHpSipw7J4/6oBUtEUpj0zisAe2Kep1KVbhPXFXpolIOHY0Dq6VngJ6AXOZkBTd",
+	"b2GPugy3QfsxCiKVM4aJYUfsreuPzxEtgSLyEFH2taCHfBE7Cf3wjdMiRCmPL/solritSmecsel4lqyW",
+	"Gwspur7LV41lsijdZ9hQl6WeQvHFzmpxKIx1Kcz2s6XcZ5aWiUwTxb5hir7+edjmMWqUlRNxTEQQVi6l",
+	"j8V0wldgtWENlomY6HqWpUqK8iw7GD8wvUmFR+wSvaxObRwOk8RAU2nLRrrWjYXijzV9h41qPbXjjJV8",
+	"NEIoZdibVPTdPQF1D0Bt4GOnN5R61KmTvMVRvEzGvs2bdfFrHSeCnmLJgnx7Z+KVsH6L9U7EPRwK0P/X",
+	"4W4FO8HtP9jNNVcjcFBj0MgHY7ycxt51GBz+igkGh1Phc9vwspyhYa7mOPjmUmndcWNDWYsph9wwzLkB",
+	"hlf/0VDmCKvMXskugj43MtqHFzAF2z8V7jtLLwk3sW4OvuULgtx1fs8oIQoIbah7OAu2cZtvjcMwHUsr",
+	"qKb5G6maW8TI4/ssGn0tLiTC5KDZnevJRKhCFAzwqIbKrVuo4uAPCUwDcnhg5hFX4GzFAjsj2OpoIqa5",
+	"SkfsN9LBQh8BHQQxGAxnc4jfuOvDCkV+W668cZekPbnBYgcxPz2UQ3bjfWKYnqoM2yMBgD3ouoh+1sa+",
+	"wwleYRf/ErMOpmNtRDqhnrN2kfsSFM+UiZ7IIXx8TZeetYpaRtO+JsuBMrxEEYdwN/lH2zRk45z6Grqd",
+	"giXdnFTE9xtiwu0+mncmTrK9qumFyEREYnoc6UTRxk2OG2mRltcjYaHjAXkOMRYKZKAIofDABMiuXWM3",
+	"opbDWcsXllb7biXvyCLFpRNxLIIYwayaT2qV7qC5OQDUCOwh9jvSWaYDiBLKl78aiZRXowvLSNGoQrAB",
+	"NPKhiXH+waIoOXfNt4TJNgA28QPwvRUAG1owFbKD4wrjbDw2YOLc8JD/qDfyjMvYBb6JS3/GdD3vMMU9",
+	"MeZUaVIqDOtTOWC4SLlEBsC5KjXab8P9wa+6EFTh5py+PsD6byMlDaR5XM1gfw7o9XezSgwOdmCgrxkZ",
+	"CduyJbrxSN2B2Ib04n40ZFsZPK5KrpbU3UqD6Cjo6eiHqILX+2AsXpeKoRekP78Ws5aXDhHjdPBSuykI",
+	"FydJb3gpET2DBayjVoi33lnIrkqyrRFrjj6KoRW1B19StOfvTlX0tRxbum5XNZuTDubzkqt7FM/uc+tL",
+	"5yCIC2HAbsUFeSjh6zrf22vSWEqudjS/j0gyeV7zVDbRwdu+cMLaHocterYNki0xWBBFwQIAcQyJJzRY",
+	"8jYmzSF57zTAfC68On2uCvScvuMjyNoJHwsadxZ0QIyt+tlGwxdRS1Xt+mYhauPL+xdH7BWvvOUXs3hK",
+	"qkvVmV85lLfuKSzawJOKWibCC7tDuDDBL9P5vQsIYTcuyMcQ/UutKQIe+bAlO2YJHgix8ZS8YUkotnvF",
+	"7jxrU1oxicwaZ0kRGSidhhGkQCyMauNEA0hU9pN/TPgtgsVNHx3HaprhB2Tk6Ntby4ObbdbLHfhzE/Bn",
+	"e+5cQ6WwQiUF67xk2KJ3cd3qaFeNLO2hVFDHyQoFIWZ4OUvVv5hD3rhHFbrOde3rkYgiC1oOQpU6qqO9",
+	"D0518Jyj08FcM3fQvNjMOdTa9rDzNg1GX7x165XR4meWVkXzc4lrgNP4bXnSO6fgDrY5TuXSzX780f3z",
+	"K5+IT86cWlFmxekblb/XfadhNyKdX9zahk3dRR/so0LjzVH5Ok3G3SlRyYdGqHETGjli5/gX0BoAQgag",
+	"EZ9bQX5jbtmkwfPiC7QhamEB3UA5YYDOTp7LOp1dXluR3mhDZPRU5qHaGqAfkPauoxBLPABrFZIKLkVz",
+	"zbgh7CvoT+0z28Ms6BdyKbdgxa3bkHune//9T374r5PDv/5B/x7+8fEk++G7T/+2d2+Ug60pWmIZ/u5F",
+	"qg77R8NqZI/OW5eMZ7NiMbB366+lUtWODeju69GExXdiNl4Ed3YPiFuRN7bTVqUUlLUKYs7nsrQyd3wu",
+	"i7QxAcwkOk5H2ksrgM5eQHTDhPIwna1Hh53/CyhbY10WGbsSOW8McEKKKfrM8JkJnwVLNc2i4woKD9Y+",
+	"Ua/k+bVZAhr+B03W1qWI/1CH/PiHn+eE0vqbhOV0lc7YooEwFVdjra/Ncc4tL/U6AARjuSp4jWlP1rBR",
+	"rZsK7/Uhn8hyRl4aUEnwN08MGxBX0r8P2FSWRc7rAo8atMLQuUTuZqeL+PpP0Ao8AwwmJVeuMfz0gFl+",
+	"jT5nI8B+MFgWBds3Zx4lDkMEL457qGAD/P0Rjf7ov5qTk+/yn7UGfQN+6gr/vRL2d3zjJ/f9FzRl20zR",
+	"bOyVu3K6PttzC+N80nJ+E8fGjdpvwvbm9NOQHCDcOVs4QIUo5Y2opTDHH2Xx6bgWFisyd5sfv0ACCmd/",
+	"Q6wYvT0LAfULoQrAWQI+xol+Ss/QQ9ZUPn5P54HcTMzpwpPKGoLhtNuWiIlzr/gYDJQrc//mY3kjisgQ",
+	"Z2spCrbvjIaB7xpwWsCoIDruTtrANFdhUB98MwOmnXY7lUZ0FMZ561qg/fySml5Z4wzqZwyliBQ09GaP",
+	"6SDXJyR/fr+wmbkTHWagzwNHf8+Y0lO/KY7+XJrxgympbicCEHTYPoR3IC5WEt8EuaHdhrjdQGZgbGNe",
+	"btC5wNZI+u27sVWihjOfLTv5B/Ny54idB5qb5xFage1SugvhKOiT7upeKi9iBVpw0ptULklDA1ouL+Dw",
+	"3MItuEpkxKtQFmwfFYbXxeBgfqKU/VqFyC3MzHKTPJnisO7+ZgFSgp0ouUNRgidzuHgyYdMnJ/NeBQwS",
+	"7S+hf4DSqKG7KCX2MaUq86j6LBEV7qQnG+tq5iv4gFksytK0ICOFNBXw4JK/kRyaiBJ0GxEcmfvStv7s",
+	"k5rJ76lVOTtYppFf4ijv7+amD/aWBBrVYsSt+IZAr+ftMbuNP7er2jvnPrTyVEFdJxDW7nAGjhRfvGI+",
+	"07sWBc+tKE6ZtMzwWdz2nBmR1wJuSiOsR1GBGwkCYQjaKDLyw2OxTffGETv3yjhNWS1YKYbWyQ/PB0o0",
+	"EeFJij10x8b8dm1NxKqalKXRjHBXaW9W8Fb4Dj2ebOv5M5tMwtJsGBzsLsTdG+Vrn5M7O8l9hSewggJQ",
+	"46YfPoWbVaii0lLZSCChp4r9/Mv5CzpUmXcy5boSGYS3kImsIFPX4NGGCLQ0rFHyfxvB+ERTCHqJ5oxv",
+	"hi5IcL/yK6PLxgo2trYy7P3bN2zf/S9lKINJX5Z6+rO11UFgRosFLU3G4IQ5G3tY89EEQM7+I07yGF3e",
+	"YLVGVmpdOe09Y6VU14dY6ljXLC91UxxOhOVQFZ4XRS2QfWIeSzkgcfkB0YqguEP/nC1PMgeu7GIilTQW",
+	"WYfhCcOqWt44aY/vGrbvWzt3f7/Av77DPw4OjtgbMeL5jBnFr8WHnBv0zpH3zjT5mHGz4KDT6oOxteCT",
+	"DyQ5kdbNcCeaOp7/TV3C4y/oaVylKJSFyusZgMk5FiNBsg9KUYo1ebpKh3TIki0hTZdIrxWwU7dhz5Lx",
+	"hlzJsUD+jvsLIC4ZxLLeA+Q/hwknDBddvGNdFlhRQSKdn7TxKmZDKcrC7PD3f4oaaC1Zf782U6otgW8G",
+	"vDJNZyixKnlOyHfcfsieB7s4ksMjrwQkCfudDaD3c8XEpLIg6/mVgXsKz22kpfQ4fvzDGfmDfTURTNyM",
+	"OmQInEEP3JVzxF4QPJ8SpCj7S9xa7zN2LwWIror+Vde/lhKY0BCTLCY/cbcvuMNoe18VvWJ0M6Br+vLr",
+	"Ym9bsI7Pl8NumeKe8KrEoxfADaxQ8VUkAOyQG3cqfPFwPjLhe0zipN81Tqan8XJ3qGs20ppsc6srKEwm",
+	"JCjNOIQMNIfgDVUF+51LK9UInXmph0vkeiLYC65yURKJsNJ27N4D5DiY+cp6tNYkS/3bMzaWxuoaMguu",
+	"RWWzoLYQ5NW1btiwFgJaQOnuBcVcBiqOc2vC8/HIoNals3NT342HDuf0sZ3uxCW4toeOotkQ4YLoFpWZ",
+	"RUt/rtisrIOLmrQdoP/O0Bn387t3F74cLaYdwV4VBXGz0fyhDVmhoHfHV5RDCIWB1YhFwL151euGe5l6",
+	"P7/svGYr37iAtVjvOShTtpheAziCNFBHvG3k1e4pfAaEENmasmEuEu7ZJB4gCN/nEvzNbTI+Sj3aUpgd",
+	"te0dSaWX8/dkcq7vPUaAEml5CZrXyghgpGID+ob3O7n3Bj76Tpi2gabddkhPHcJTB+QxQx9U217L2NWs",
+	"4lgLQSLRYnRfYh0VDM4H4Cg+kcRXZkwW5NYMv7EQxq/5jSgDSW/JKm7HbB/DkxnLSy4nGTNypLht6ugu",
+	"zbyv9ODMEyTIgAEgHNK8xnPEzlmBRAnReHSWo5uBLg/bO9EZsPhKDMMV5XDOk+I3vqoMkqSEEhs2XGFn",
+	"zLTGQPwWkOefYXaI+N+Glzj9bgll8aB25ZrldHCjTrnxFFBnbV1ZQgTY/WrKZzvb85uyPdNSOrhPrL7L",
+	"m2B9JXVFCTJntnGTSj7oc5BlCbE3SD1k5+Bm7kz7Uw9kwfstH/3B6YrbhQ4M0gxiEYLg7VsmVvcegyQM",
+	"Tn7Xdx994YvicSfQdgLtTyfQglTAXIREBmxVxNmxrIvDitd2dpzzCkv5LDO50xwpWWRJOS40k8VtJSPw",
+	"1Gdsn1+8ZlZfC+LrqIDZjb42Yzm3YgSExlTOJbQIOamiMHOMQ9JQaxj2Qwq6ssTCX6HIsPu4awGL4PrM",
+	"ct1YYrAbCtBlTcxhb0xXrvmEgPNhEIboxZH7K3MinAgkrmZsgMsQw/anjFfyEF4cnCH1h9GlYEYYTG5a",
+	"yMl9mhLQVfIDvPvBi7zuFJR3biEv3Dq+SJdxi4Kx54t9lG3JM/O7A8b3TYDhXvrEvGnKc9g+IW4jFjo5",
+	"9ckZjUc/7q+9072wwfYWJMPTHsngprBfEoy5UqLslwKehE+JEhBhbgRDXVMhKTx/83VMhrJEwlRVsFpP",
+	"jdeV0naWn7RuH1qyD323NzUMP8sltqoGF3bm72I21XWxwRu+NvMGr8C9dgl5na83+dSvyB27/gsvxY3M",
+	"P+cV+mGjN/8x1qDnrPv8eVVt8DRCgTZ+YaMR/IQw6U3G0Fj9D1kIveE7b0W+2S77VV+UfCbqH2vBrzd4",
+	"72duzptC6s1eubD/2uCF1+ZyzGu/Zzbaa8ChR87i9ScQ6N43fQvJk97Xm3TwVa2b6u9i9jeQhZt1Ud6A",
+	"3INu+ve36Q6nL6/j/vb3xQ4cuwQc6yeJ7SdX7cG27/mwNAsO764L//hj7gX1p5UmgFbh8j71kbRQLt7d",
+	"8sh9rqdK1GYsq00v97ZWS8Jg41KY8eK5h8OyjLBYiXIXHLqzzCruTGivOn4lJ+q4KvnsiufXS4JIxjTC",
+	"MDOGAj1SjUpx6KzS92/fmED7Qy0+MayUN4IhBjpjPq+TPHmiiKdx35nCaHVNMGQw8H8zA3BGTaS1ojg4",
+	"Yj/xfAzYdF5MIMp0y3NbzrzHdUY1vsHOF4YYewelHAorJ+JS5FoVZsD2KcODPX12ksWKfd/hDxNtQjFk",
+	"rKBSYHj9AACP+LcgKJ4YcisQ9zyE1qXx+TcgVbhy/0rlp4MB7NxN2yn4EIdD+KPfMTzksf6VDQhEjpmp",
+	"vJgNEIoTgviW14FhXKJf4Yj9Tdc0Hybh5roWooJfO4sICiTnWimR24xgywhFgl0AUyKYVMYK3gssjyLw",
+	"jbwRF34HbZwbH0RQZ1Zr2KSbJLdOpPI/Pr03Nq3u+VjiVvb2FFqefqP6aXE75H4dyj0L2nNzaCUOob/Y",
+	"0Z2j+BtyFL8SNq5/kBrhKogiL7kGtn374VfMkevO511+hyD2ljDYh6yuWigxhXoKcyKzd/Q+ewv0U6jA",
+	"gHALM8iocg/MXs5rIJNmA3OTf7AyvxZ2gBcQ+uKloS8hpxdAm1z7Z0FmtAjuAwGjoNdclwhngb8wpSww",
+	"K3oAv4j35A8nhz+cnGQsuS8P3A0IFEc4A6WvuSINKxpgZRzAX87d5Ttg+/xKN5b95eT/Y1JRLAFoYQ4Q",
+	"FwKFXzz2Fd72qWg/4S1+bgdsP/zyzdxdnlzfcYSVqKUu4mX+/LtnbhQ4K1dipokMbfESP8NnUQ2Jesdv",
+	"ytdogSQI7xYGd6i7lTOcDHepFqIUNpluKvwSO0fKCfFmLjQJHvcbfS2g6FSpjTBeCcCNPciYMJYTLTej",
+	"KxxjHLVgeWN9yZDvmcFZgpQIr2WEzbhMyThDiKGbCiiAoDRVoGY3shCa8bqGXbSRXvBGYJXlb145aE3I",
+	"OtpB1trYGHv2CZteabhfRaG9pj36QRRTTtyRtNvpCd+UngAbBMVfchVCupm3d6wmw0PUj1dDAENrSTZH",
+	"rHONcEhvms4FkqCZU1bpsiRqQugQa5SVJSkNm/qiLl2bX5s3Cjq9HKwS7WESIO4VX/VqJ0YeDCICy/DQ",
+	"Dq5VeJHuM6yrJRg5yLmycxuv4o1Twdz+443Vh7XINdLb9Z5wXZ2hXj7hM8aHQ5Fb5BdkUHGgNvOazcbn",
+	"XVdf33HX1fLT7ubtT3u4H+6s6uqxH1WIxBwi8/M66VRp1VoznzDVmCzlDVEFc2oUwKAGr356x3wHWh8d",
+	"gJGTUSrjVWMkFD1x+q1QhHziKh7QjEkVSa1/fIKFAphQN6LUlWCDjxUfiQxCkJfyXyJjVltnKdd6aj4N",
+	"2L6uC0F1wNPRMFmcsYF7C728A98AcofopnZjk0A1Taa0r9linrABEZC97kxhb6NRElDG5oiUF/4728no",
+	"2qY0SsaNHVseO25ttZ1QuuuiK63p3bY4UroQK+JibS+gOf4I/1K4GR07XRHnG02U3t7gtVCL5RSSolP/",
+	"TGB7AiddQmp0xH5KXDo/v3t3cfi3N//I8P+Gv1w8B3Hw85vLVnOteA6RHg0KaeiZgWdZA3GFTrqcjLHZ",
+	"Ml9RcEDhcCJ7Ri1ukECqzx+G/P7gAJNYjLmEykkBCgs8UE2diycmwdKy/ecn37FB/MWHQii5ipb5JXyo",
+	"x6uyuZup7cbt8TbRhljqawol1ZoG+Fjn3UsLGau/j2epf1AVJoOs+4hRjJ7lUFmlL5MVq7D0lVx/9v0P",
+	"a3QIy+01IQoaHYxU+8dvOuqg90j39SnuycfDs7eWA6t1EHby/84AEm5WF4LN94MqzlanDkBvnhgPGxqI",
+	"EIjIWrGNrCtW4R8BktpB8F00ylMPeTdoFKIRXg2xeqIQSw6+E6vu4IFQdS0iKZ+XrsbKsvwCGatyaKbU",
+	"xjJpIVm2ZlzNyGilavexOyEiAOUnXcPPD1YgpL4W2fzHo3CZH+3ERj+u6iGExqb64jGIgGWuJo7Z+E5D",
+	"NKUEPp9QLKM7CnuWKFxaMSMsKF6tSOVcjLNTPKVRaEuEX4mIQ8MzkXJJWBkCzhCQBuE4i/kTRge8EWil",
+	"aJAnqgOyxsFXCsQeJTcrxEK1EkG/gIp/ZjHGlbXDln7+P0ArH3Lyjg5OI57JjY7isMuUVgzfdovXFYL1",
+	"lPFUepMURYhXn8jdbzkPIJkKfQ/woBolzZ/5OLvXw8WtFbCEOIHxyc7KJUpMv1IpvIVah0tmYw1WvDQE",
+	"e8Z4IEG8+h+Rd1EfavUYY7Kwm/60Ku0uFrv8BlVQ2vARXaEU/1zh9qWoMWWlmh5H7SkBfiFOCAx53vGd",
+	"YcAVqaNBrf9PDLUO2L6vjBiBywSHgdorGJeNkVrwqYwFsMy4m7cHOHvEzilcCcn05SyEc9zdBtjgs7RV",
+	"z6hHqDGs8A7esV6kTduhe0nzeC/ZhR2EWxjvSvx5vVXpW+mAPW6Kp8/+Yw03RfywX5uin9+L8uO+/INh",
+	"E26BWAxX8RK/cB+0Yq0PrpNNNXcSd0lVS1zcCeDF3BewZal/mx66Q7RrjIKX8lrMydH5R1FqpzAg5JO4",
+	"mhG8A35X6hzI+vcHLVExyNjgZqwNeFh4Vbl/EjlNiQotYJHTzKlRLITACsj3ZYjQFcop3jWrGjMWBlFI",
+	"rWjc/tt3lxfwZ7w5MI5ZMPh1UvrgIHPyvylLVtX6dgbWDE/mAfuAiNshsJCZ+ejhDf0lZqWTRFMMuLrn",
+	"EAOnGHBMAUT7rfBmx6r//362/vPoCMqHPvuhdRMehCyQ4OnJ2BisQXJZ/fOPo6YuBwkjyEzUHvo6h/s9",
+	"YnPLB2bWlfCmaizQFu9Vuvy0AluwdZlEtLK7n70d9nepCohyDNwMRmdbeMB9F0ZDe4oD2y6344wNPrb6",
+	"9+n4I+yuT8cfeVV9Ov7oZ+vTgO0D3NlNpjODD937h8LkvBLFwRlQypkUBUx0uxgHKVq8SsmpS8ofR3Zd",
+	"sLLBgJ7q+hrNew/erhqMDyV5Owbi2qV2qo5ZRHift3Y/lcCjSV4F/3UrENfDiBtRA8nRfOhdN3ZhpWPb",
+	"J27hnAbkxwrqUBLGPk0OAnbehFzUDAZaF1KN0PXw6sdn//H0P56GywfnDctwJDspWWyIlpQgpq07Y3DG",
+	"PRhCrpHWhPfjvN28XXRwxzdXWKc+yQ62ScQMzwPiQxHwHXZ4VyXjwaDASzQAf3IfFBA8Frx0JsGKBHPO",
+	"zISXJcPHmVG8MmNtvROQF+yKl1zlnlVmopW0GqoH5lxFe3SujFKSLkJxFwnAw7H7ew5xIdca+iQTulg8",
+	"7aEXvDTaF10DZcMIZYgs2lhdC1YIy2VpWiXrwasl1Q0vJThpvTcyZKZYCk25e1RpNZvoxrCaE/MVJMP8",
+	"j8itrzEVC89hTo2/yqB8orsJrjFjZlTzggb2/cl389w8YVBXuphloSodVL3iN1yWTi/tjD/9jEu5Tfvp",
+	"JsePXFInex2I/UN22wGuVJ8cjWLuexQ/D9PNZGbPIuGjNHFV5vZ9hiXGFBGQu8eP8PiLvKmlne2d/vOj",
+	"s6ivBK9Ffd64I/bPP5xxm/qnnLiCb1Dz6e5MRAFu/A245v49/tqpUTldcvMdnO9d9nGPlI0XWl9L4btM",
+	"/VgI60C3mFTo4AZaTRxIBgoieKsyxG+YjE24dGsLSQOWm2tDR9tAXVGfCMyp2iiOkZ08BT+/dy/gRCy6",
+	"Kt4bUTsNSpfCZAm0OFuwXjJfhwdmATvHbM1lGfQFqknfQH+SkDLVdgtde9bqmp/Xxc69FbiRRRGKpk7E",
+	"5AqZOIhfzkssLMwZPvFd+gl6ueMLQFOUaJJe54Oi+8Zz+UEdjUMe6GtYpXWZpbkaNqogfklKPYrd+b7V",
+	"HU/xtdifX90SErgZ1uCCwVYnlRcmuubKoEVqxaQqwfIOGES3K9w4iHzZ3RqQ8i9kjfuDj0RrLVoTBdi3",
+	"jm69CyA8rEYHJZWcsRM/ioVBqlrnsHc9JwLOF4qvSJ6XBRvZjmvdjMZR3EP/Yveep93Dj3f07ydl65nf",
+	"Zgh/CjrAPJ8b4du8mzdB04P/1X/5aev8pDpF9/QgCabnGvfE6IwIbpeXi8V9RhvnELfT7+LqUufXVGIV",
+	"mCoVNklL4Ft2v75NJwn5NRd7+aPW1tiaV95JgJySc6UP/cfg2NsFEswoEMJM/fWv6UyhF/+PT/8vAAD/",
+	"/w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -82,7 +82,7 @@ func (s *Service) SetActualState(ctx context.Context, a Actor, id ChannelID, st 
 		return nil, fmt.Errorf("%w: unknown actual state %q", ErrInvalid, st)
 	}
 	return s.write(ctx, a, id, false, func(ch *Channel, c *change) error {
-		if ch.ActualState == st && ch.ActualStateReason == clip(reason) {
+		if ch.ActualState == st && ch.ActualStateReason == clip(reason) || !st.mayReplace(ch.ActualState) {
 			return errUnchanged
 		}
 		if st == ActualOnline {
@@ -92,12 +92,68 @@ func (s *Service) SetActualState(ctx context.Context, a Actor, id ChannelID, st 
 	})
 }
 
+// mayReplace says whether a report of st may overwrite the state cur.
+// Reports race: the dispatcher reports Starting when a start's node
+// command has gone out, while the engine's hook reports Online as soon as
+// media arrives, which can be first. Starting describes an earlier step
+// than Online, so it never replaces it; a lost stream moves Online on
+// through RecordFailedAttempt, and media is the only thing that sets Online.
+func (st ActualState) mayReplace(cur ActualState) bool {
+	return !(st == ActualStarting && cur == ActualOnline)
+}
+
+// SetCommandState records the actual state a stream command's progress
+// implies (Starting once a start's node command went out, Offline once a
+// stop's succeeded), but only while cmd is still the channel's latest
+// command: a late report of an earlier start or stop never overwrites
+// what a later command or the engine has set since. It answers whether
+// the report was recorded.
+func (s *Service) SetCommandState(ctx context.Context, a Actor, id ChannelID, cmd CommandID, st ActualState, reason string) (bool, error) {
+	switch st {
+	case ActualStarting, ActualOffline:
+	default:
+		return false, fmt.Errorf("%w: a command reports Starting or Offline, not %q", ErrInvalid, st)
+	}
+	recorded := false
+	_, err := s.write(ctx, a, id, false, func(ch *Channel, c *change) error {
+		recorded = false
+		if ch.LastCommandID != cmd || !st.mayReplace(ch.ActualState) || ch.ActualState == st && ch.ActualStateReason == clip(reason) {
+			return errUnchanged
+		}
+		recorded = true
+		return c.setActual(ch, st, clip(reason))
+	})
+	return recorded, err
+}
+
+// RecordFailedStart counts a failed start command as RecordFailedAttempt
+// does, unless a later command superseded it or the stream is Online
+// meanwhile (a repeated start whose node command failed while the first
+// one's stream plays): then the failure is only the command's.
+func (s *Service) RecordFailedStart(ctx context.Context, a Actor, id ChannelID, cmd CommandID, cause string) (bool, error) {
+	_, recorded, err := s.recordFailure(ctx, a, id, cause, func(ch *Channel) bool { return ch.LastCommandID == cmd && ch.ActualState != ActualOnline })
+	return recorded, err
+}
+
 // RecordFailedAttempt counts a failed start or a lost stream. A channel
 // that should run and whose auto-recovery is not paused goes Retrying with
 // its next retry time; otherwise it goes Failed (or Paused when paused).
 func (s *Service) RecordFailedAttempt(ctx context.Context, a Actor, id ChannelID, cause string) (*Channel, error) {
+	ch, _, err := s.recordFailure(ctx, a, id, cause, func(*Channel) bool { return true })
+	return ch, err
+}
+
+// recordFailure counts a failure when applies, read inside the write,
+// still holds.
+func (s *Service) recordFailure(ctx context.Context, a Actor, id ChannelID, cause string, applies func(*Channel) bool) (*Channel, bool, error) {
 	cause = clip(cause)
-	return s.write(ctx, a, id, false, func(ch *Channel, c *change) error {
+	recorded := false
+	ch, err := s.write(ctx, a, id, false, func(ch *Channel, c *change) error {
+		recorded = false
+		if !applies(ch) {
+			return errUnchanged
+		}
+		recorded = true
 		ch.Retry.Attempts++
 		ch.Retry.LastError, ch.Retry.LastErrorAt = cause, &c.now
 		recoverable := ch.DesiredState == DesiredRunning && !ch.AutoRecoveryPaused && ch.Enabled && ch.Activation == ActivationActive
@@ -121,6 +177,7 @@ func (s *Service) RecordFailedAttempt(ctx context.Context, a Actor, id ChannelID
 		}
 		return c.setActual(ch, next, cause)
 	})
+	return ch, recorded, err
 }
 
 // AssignMediaServer places the channel on a media server (and its node).

@@ -102,6 +102,16 @@ type Config struct {
 	WebhookLegacyEndpoint   string `flag:"webhook-legacy-endpoint" env:"SVC_WEBHOOK_LEGACY_ENDPOINT" yaml:"webhookLegacyEndpoint" usage:"legacy single outbound webhook URL, migrated once to a delivery plan"`
 	WebhookLegacySecretFile string `flag:"webhook-legacy-secret-file" env:"SVC_WEBHOOK_LEGACY_SECRET_FILE" yaml:"webhookLegacySecretFile" usage:"file holding the legacy webhook's HMAC secret"`
 
+	// The local media host of `svc dev` (tag `dev`: flags of svc dev only,
+	// absent from svc server's). Like `svc agent run`'s engine flags they
+	// take effect when the data directory is new. A test, or a second
+	// platform, moves them off the defaults to run beside a running one.
+	DevEngineHTTPAddr    string `flag:"engine-http-addr" env:"SVC_DEV_ENGINE_HTTP_ADDR" yaml:"engineHttpAddr" dev:"true" usage:"HOST:PORT of the local engine's media HTTP (HTTP-FLV, HTTP-fMP4, HLS)"`
+	DevEngineRTSPAddr    string `flag:"engine-rtsp-addr" env:"SVC_DEV_ENGINE_RTSP_ADDR" yaml:"engineRtspAddr" dev:"true" usage:"HOST:PORT of the local engine's RTSP server"`
+	DevEngineControlAddr string `flag:"engine-control-addr" env:"SVC_DEV_ENGINE_CONTROL_ADDR" yaml:"engineControlAddr" dev:"true" usage:"loopback HOST:PORT of the local engine's control API"`
+	DevEngineRTPPortMin  int    `flag:"engine-rtp-port-min" env:"SVC_DEV_ENGINE_RTP_PORT_MIN" yaml:"engineRtpPortMin" dev:"true" usage:"first port of the local engine's RTP range"`
+	DevEngineRTPPortMax  int    `flag:"engine-rtp-port-max" env:"SVC_DEV_ENGINE_RTP_PORT_MAX" yaml:"engineRtpPortMax" dev:"true" usage:"last port of the local engine's RTP range"`
+
 	// Bootstrap is set by `svc dev`: found a single-node cluster.
 	Bootstrap bool `flag:"-" env:"-" yaml:"-"`
 }
@@ -187,6 +197,16 @@ func (c *Config) Validate() error {
 	}
 	if c.Join != "" && c.Bootstrap {
 		return bad("join", "cannot join another cluster in dev mode")
+	}
+	if c.Bootstrap {
+		for _, a := range []struct{ flag, v string }{{"engine-http-addr", c.DevEngineHTTPAddr}, {"engine-rtsp-addr", c.DevEngineRTSPAddr}, {"engine-control-addr", c.DevEngineControlAddr}} {
+			if _, port, err := net.SplitHostPort(a.v); err != nil || port == "" {
+				return bad(a.flag, "%q is not HOST:PORT", a.v)
+			}
+		}
+		if c.DevEngineRTPPortMin < 1024 || c.DevEngineRTPPortMax > 65535 || c.DevEngineRTPPortMax-c.DevEngineRTPPortMin < 3 {
+			return bad("engine-rtp-port-min", "%d-%d is not a range of at least 4 ports within 1024-65535", c.DevEngineRTPPortMin, c.DevEngineRTPPortMax)
+		}
 	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":

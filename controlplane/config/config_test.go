@@ -86,3 +86,22 @@ func TestValidateNamesTheField(t *testing.T) {
 		t.Error("unknown file key accepted")
 	}
 }
+
+// svc dev's engine settings are flags of svc dev only, checked like the
+// others; svc server does not know them.
+func TestDevEngineSettingsBelongToSvcDev(t *testing.T) {
+	dev := Defaults()
+	dev.Bootstrap, dev.DevEngineHTTPAddr, dev.DevEngineRTSPAddr, dev.DevEngineControlAddr = true, "127.0.0.1:8088", "127.0.0.1:8554", "127.0.0.1:8089"
+	dev.DevEngineRTPPortMin, dev.DevEngineRTPPortMax = 30000, 30999
+	cfg, err := Load([]string{"--engine-http-addr", "127.0.0.1:18088", "--engine-rtp-port-min", "41000", "--engine-rtp-port-max", "41099"},
+		env(map[string]string{"SVC_DEV_ENGINE_RTSP_ADDR": "127.0.0.1:18554"}), dev, nil)
+	if err != nil || cfg.DevEngineHTTPAddr != "127.0.0.1:18088" || cfg.DevEngineRTSPAddr != "127.0.0.1:18554" || cfg.DevEngineRTPPortMin != 41000 {
+		t.Fatalf("svc dev: %v %+v", err, cfg)
+	}
+	if _, err := Load([]string{"--engine-rtsp-addr", "nonsense"}, env(nil), dev, nil); err == nil || !strings.Contains(err.Error(), "engine-rtsp-addr") {
+		t.Fatalf("a bad engine address: %v", err)
+	}
+	if _, err := Load([]string{"--engine-http-addr", "127.0.0.1:18088"}, env(nil), Defaults(), nil); err == nil {
+		t.Fatal("svc server accepted svc dev's --engine-http-addr")
+	}
+}

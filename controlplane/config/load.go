@@ -65,7 +65,8 @@ func fields(cfg *Config) []fieldRef {
 	var out []fieldRef
 	for i := 0; i < rt.NumField(); i++ {
 		f := rt.Field(i)
-		if f.Tag.Get("flag") == "-" {
+		// svc dev's own settings exist only for svc dev.
+		if f.Tag.Get("flag") == "-" || (f.Tag.Get("dev") == "true" && !cfg.Bootstrap) {
 			continue
 		}
 		out = append(out, fieldRef{flag: f.Tag.Get("flag"), env: f.Tag.Get("env"), usage: f.Tag.Get("usage"), v: rv.Field(i)})
@@ -139,7 +140,11 @@ func (f flagValue) Set(s string) error { return setValue(f.v, s) }
 func (f flagValue) IsBoolFlag() bool   { return f.v.Kind() == reflect.Bool }
 
 func newFlagSet(cfg *Config, out io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet("svc server", flag.ContinueOnError)
+	name := "svc server"
+	if cfg.Bootstrap {
+		name = "svc dev"
+	}
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(out)
 	for _, f := range fields(cfg) {
 		fs.Var(flagValue{f.v}, f.flag, fmt.Sprintf("%s (env %s)", f.usage, f.env))

@@ -85,7 +85,7 @@ func (e *accountEndpoints) CreateUser(ctx context.Context, r contract.CreateUser
 	if err != nil {
 		return nil, accountError(err)
 	}
-	return contract.CreateUser201JSONResponse(toUser(u)), nil
+	return contract.CreateUser200JSONResponse(toUser(u)), nil
 }
 
 func (e *accountEndpoints) UpdateUser(ctx context.Context, r contract.UpdateUserRequestObject) (contract.UpdateUserResponseObject, error) {
@@ -106,14 +106,14 @@ func (e *accountEndpoints) DeleteUser(ctx context.Context, r contract.DeleteUser
 	if err := e.accounts.DeleteUser(requestContext(ctx), accountActor(ctx), r.UserId); err != nil {
 		return nil, accountError(err)
 	}
-	return contract.DeleteUser204Response{}, nil
+	return contract.DeleteUser200JSONResponse(done(contract.ActionResultActionDeleted, r.UserId, "the user was deleted; its sessions and API tokens were revoked")), nil
 }
 
 func (e *accountEndpoints) ResetUserPassword(ctx context.Context, r contract.ResetUserPasswordRequestObject) (contract.ResetUserPasswordResponseObject, error) {
 	if err := e.accounts.SetPassword(requestContext(ctx), accountActor(ctx), r.UserId, r.Body.NewPassword); err != nil {
 		return nil, accountError(err)
 	}
-	return contract.ResetUserPassword204Response{}, nil
+	return contract.ResetUserPassword200JSONResponse(done(contract.ActionResultActionPasswordChanged, r.UserId, "the password was changed and every session of the user was revoked")), nil
 }
 
 func (e *accountEndpoints) RevokeUserSessions(ctx context.Context, r contract.RevokeUserSessionsRequestObject) (contract.RevokeUserSessionsResponseObject, error) {
@@ -146,7 +146,7 @@ func (e *accountEndpoints) CreateRole(ctx context.Context, r contract.CreateRole
 	if err != nil {
 		return nil, accountError(err)
 	}
-	return contract.CreateRole201JSONResponse(toRole(role, 0)), nil
+	return contract.CreateRole200JSONResponse(toRole(role, 0)), nil
 }
 
 func (e *accountEndpoints) UpdateRole(ctx context.Context, r contract.UpdateRoleRequestObject) (contract.UpdateRoleResponseObject, error) {
@@ -162,7 +162,7 @@ func (e *accountEndpoints) DeleteRole(ctx context.Context, r contract.DeleteRole
 	if err := e.accounts.DeleteRole(requestContext(ctx), accountActor(ctx), r.RoleId); err != nil {
 		return nil, accountError(err)
 	}
-	return contract.DeleteRole204Response{}, nil
+	return contract.DeleteRole200JSONResponse(done(contract.ActionResultActionDeleted, r.RoleId, "the role was deleted")), nil
 }
 
 func (e *accountEndpoints) GetBootstrapStatus(ctx context.Context, _ contract.GetBootstrapStatusRequestObject) (contract.GetBootstrapStatusResponseObject, error) {
@@ -180,7 +180,7 @@ func (e *accountEndpoints) BootstrapAdmin(ctx context.Context, r contract.Bootst
 	if err != nil {
 		return nil, accountError(err)
 	}
-	return contract.BootstrapAdmin201JSONResponse(toUser(u)), nil
+	return contract.BootstrapAdmin200JSONResponse(toUser(u)), nil
 }
 
 func (e *accountEndpoints) GetCurrentUser(ctx context.Context, _ contract.GetCurrentUserRequestObject) (contract.GetCurrentUserResponseObject, error) {

@@ -183,7 +183,7 @@ func (e *channelEndpoints) CreateChannel(ctx context.Context, r contract.CreateC
 	if err != nil {
 		return nil, channelError(err)
 	}
-	return contract.CreateChannel201JSONResponse(toChannel(ch)), nil
+	return contract.CreateChannel200JSONResponse(toChannel(ch)), nil
 }
 
 func (e *channelEndpoints) GetChannel(ctx context.Context, r contract.GetChannelRequestObject) (contract.GetChannelResponseObject, error) {
@@ -213,7 +213,7 @@ func (e *channelEndpoints) DeleteChannel(ctx context.Context, r contract.DeleteC
 	if err := e.channels.Delete(requestContext(ctx), actor(ctx).Actor, channels.ChannelID(r.ChannelId)); err != nil {
 		return nil, channelError(err)
 	}
-	return contract.DeleteChannel204Response{}, nil
+	return contract.DeleteChannel200JSONResponse(done(contract.ActionResultActionDeleted, r.ChannelId, "the channel was deleted")), nil
 }
 
 func (e *channelEndpoints) ListChannelRuntimeLogs(ctx context.Context, r contract.ListChannelRuntimeLogsRequestObject) (contract.ListChannelRuntimeLogsResponseObject, error) {

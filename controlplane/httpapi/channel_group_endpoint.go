@@ -32,7 +32,7 @@ func (e *channelEndpoints) CreateChannelGroup(ctx context.Context, r contract.Cr
 	if err != nil {
 		return nil, channelError(err)
 	}
-	return contract.CreateChannelGroup201JSONResponse(toChannelGroup(g)), nil
+	return contract.CreateChannelGroup200JSONResponse(toChannelGroup(g)), nil
 }
 
 func (e *channelEndpoints) UpdateChannelGroup(ctx context.Context, r contract.UpdateChannelGroupRequestObject) (contract.UpdateChannelGroupResponseObject, error) {
@@ -47,5 +47,5 @@ func (e *channelEndpoints) DeleteChannelGroup(ctx context.Context, r contract.De
 	if err := e.channels.DeleteGroup(requestContext(ctx), actor(ctx).Actor, channels.GroupKey(r.GroupKey)); err != nil {
 		return nil, channelError(err)
 	}
-	return contract.DeleteChannelGroup204Response{}, nil
+	return contract.DeleteChannelGroup200JSONResponse(done(contract.ActionResultActionDeleted, r.GroupKey, "the channel group was deleted")), nil
 }

@@ -68,13 +68,14 @@ func (e *engineEndpoints) ApplyEngineConfig(ctx context.Context, r contract.Appl
 	ctx = requestContext(ctx)
 	res, acc, err := e.apply(ctx, target(r.Params.NodeId, r.Params.MediaServerId), agentapi.TypeEngineConfigApply,
 		agentapi.ConfigPatch{Settings: r.Body.Settings, ExpectedSha256: deref(r.Body.ExpectedSha256, "")}, r.Body.Reason, r.Body.WaitSeconds)
-	switch {
-	case err != nil:
+	if err != nil {
 		return nil, err
-	case acc != nil:
-		return contract.ApplyEngineConfig202JSONResponse(*acc), nil
 	}
-	return contract.ApplyEngineConfig200JSONResponse(*res), nil
+	var out contract.EngineConfigApplyAnswer
+	if err := answerOf(acc, out.FromNodeCommandAccepted, func() error { return out.FromEngineConfigApplyResult(*res) }); err != nil {
+		return nil, err
+	}
+	return contract.ApplyEngineConfig200JSONResponse(out), nil
 }
 
 func (e *engineEndpoints) GetEngineRawConfig(ctx context.Context, r contract.GetEngineRawConfigRequestObject) (contract.GetEngineRawConfigResponseObject, error) {
@@ -103,13 +104,14 @@ func (e *engineEndpoints) ApplyEngineRawConfig(ctx context.Context, r contract.A
 	ctx = requestContext(ctx)
 	res, acc, err := e.apply(ctx, target(r.Params.NodeId, r.Params.MediaServerId), agentapi.TypeEngineRawApply,
 		agentapi.RawConfigChange{Content: r.Body.Content, ExpectedSha256: deref(r.Body.ExpectedSha256, "")}, r.Body.Reason, r.Body.WaitSeconds)
-	switch {
-	case err != nil:
+	if err != nil {
 		return nil, err
-	case acc != nil:
-		return contract.ApplyEngineRawConfig202JSONResponse(*acc), nil
 	}
-	return contract.ApplyEngineRawConfig200JSONResponse(*res), nil
+	var out contract.EngineConfigApplyAnswer
+	if err := answerOf(acc, out.FromNodeCommandAccepted, func() error { return out.FromEngineConfigApplyResult(*res) }); err != nil {
+		return nil, err
+	}
+	return contract.ApplyEngineRawConfig200JSONResponse(out), nil
 }
 
 func (e *engineEndpoints) GetEngineCoreSettings(ctx context.Context, r contract.GetEngineCoreSettingsRequestObject) (contract.GetEngineCoreSettingsResponseObject, error) {
@@ -132,11 +134,12 @@ func (e *engineEndpoints) UpdateEngineCoreSettings(ctx context.Context, r contra
 	}
 	patch.ExpectedSha256 = deref(r.Body.ExpectedSha256, "")
 	res, acc, err := e.apply(ctx, target(r.Params.NodeId, r.Params.MediaServerId), agentapi.TypeEngineCorePut, patch, r.Body.Reason, r.Body.WaitSeconds)
-	switch {
-	case err != nil:
+	if err != nil {
 		return nil, err
-	case acc != nil:
-		return contract.UpdateEngineCoreSettings202JSONResponse(*acc), nil
 	}
-	return contract.UpdateEngineCoreSettings200JSONResponse(*res), nil
+	var out contract.EngineConfigApplyAnswer
+	if err := answerOf(acc, out.FromNodeCommandAccepted, func() error { return out.FromEngineConfigApplyResult(*res) }); err != nil {
+		return nil, err
+	}
+	return contract.UpdateEngineCoreSettings200JSONResponse(out), nil
 }

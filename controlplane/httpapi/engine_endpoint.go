@@ -68,49 +68,53 @@ func (e *engineEndpoints) processAction(ctx context.Context, typ string, t media
 func (e *engineEndpoints) StartEngineProcess(ctx context.Context, r contract.StartEngineProcessRequestObject) (contract.StartEngineProcessResponseObject, error) {
 	ctx = requestContext(ctx)
 	res, acc, err := e.processAction(ctx, agentapi.TypeEngineStart, target(r.Params.NodeId, r.Params.MediaServerId), r.Body)
-	switch {
-	case err != nil:
+	if err != nil {
 		return nil, err
-	case acc != nil:
-		return contract.StartEngineProcess202JSONResponse(*acc), nil
 	}
-	return contract.StartEngineProcess200JSONResponse(res), nil
+	var out contract.EngineProcessActionAnswer
+	if err := answerOf(acc, out.FromNodeCommandAccepted, func() error { return out.FromEngineProcessActionResult(res) }); err != nil {
+		return nil, err
+	}
+	return contract.StartEngineProcess200JSONResponse(out), nil
 }
 
 func (e *engineEndpoints) StopEngineProcess(ctx context.Context, r contract.StopEngineProcessRequestObject) (contract.StopEngineProcessResponseObject, error) {
 	ctx = requestContext(ctx)
 	res, acc, err := e.processAction(ctx, agentapi.TypeEngineStop, target(r.Params.NodeId, r.Params.MediaServerId), r.Body)
-	switch {
-	case err != nil:
+	if err != nil {
 		return nil, err
-	case acc != nil:
-		return contract.StopEngineProcess202JSONResponse(*acc), nil
 	}
-	return contract.StopEngineProcess200JSONResponse(res), nil
+	var out contract.EngineProcessActionAnswer
+	if err := answerOf(acc, out.FromNodeCommandAccepted, func() error { return out.FromEngineProcessActionResult(res) }); err != nil {
+		return nil, err
+	}
+	return contract.StopEngineProcess200JSONResponse(out), nil
 }
 
 func (e *engineEndpoints) RestartEngineProcess(ctx context.Context, r contract.RestartEngineProcessRequestObject) (contract.RestartEngineProcessResponseObject, error) {
 	ctx = requestContext(ctx)
 	res, acc, err := e.processAction(ctx, agentapi.TypeEngineRestart, target(r.Params.NodeId, r.Params.MediaServerId), r.Body)
-	switch {
-	case err != nil:
+	if err != nil {
 		return nil, err
-	case acc != nil:
-		return contract.RestartEngineProcess202JSONResponse(*acc), nil
 	}
-	return contract.RestartEngineProcess200JSONResponse(res), nil
+	var out contract.EngineProcessActionAnswer
+	if err := answerOf(acc, out.FromNodeCommandAccepted, func() error { return out.FromEngineProcessActionResult(res) }); err != nil {
+		return nil, err
+	}
+	return contract.RestartEngineProcess200JSONResponse(out), nil
 }
 
 func (e *engineEndpoints) ReloadEngineProcess(ctx context.Context, r contract.ReloadEngineProcessRequestObject) (contract.ReloadEngineProcessResponseObject, error) {
 	ctx = requestContext(ctx)
 	res, acc, err := e.processAction(ctx, agentapi.TypeEngineReload, target(r.Params.NodeId, r.Params.MediaServerId), r.Body)
-	switch {
-	case err != nil:
+	if err != nil {
 		return nil, err
-	case acc != nil:
-		return contract.ReloadEngineProcess202JSONResponse(*acc), nil
 	}
-	return contract.ReloadEngineProcess200JSONResponse(res), nil
+	var out contract.EngineProcessActionAnswer
+	if err := answerOf(acc, out.FromNodeCommandAccepted, func() error { return out.FromEngineProcessActionResult(res) }); err != nil {
+		return nil, err
+	}
+	return contract.ReloadEngineProcess200JSONResponse(out), nil
 }
 
 func (e *engineEndpoints) ListEngineNodes(ctx context.Context, _ contract.ListEngineNodesRequestObject) (contract.ListEngineNodesResponseObject, error) {

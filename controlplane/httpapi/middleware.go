@@ -224,6 +224,10 @@ func consistency(c *gin.Context, barrier func(context.Context) error) error {
 }
 
 func validate(c *gin.Context, op *Operation) error {
+	if name, ok := op.unknownQuery(c.Request.URL.Query()); ok {
+		return &Error{Status: http.StatusBadRequest, Code: "invalid_query", Retryable: retryable(false),
+			Message: fmt.Sprintf("unknown query parameter %q; this operation takes: %s", truncateName(name), op.queryNames())}
+	}
 	params := map[string]string{}
 	for _, p := range c.Params {
 		params[p.Key] = p.Value
@@ -248,6 +252,14 @@ func validate(c *gin.Context, op *Operation) error {
 		return &Error{Status: http.StatusBadRequest, Code: "invalid_body", Message: "request body: " + reason(re), Retryable: retryable(false)}
 	}
 	return &Error{Status: http.StatusBadRequest, Code: "invalid_body", Message: err.Error(), Retryable: retryable(false)}
+}
+
+// truncateName keeps a caller's parameter name short in the message.
+func truncateName(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "..."
+	}
+	return s
 }
 
 // reason keeps validation messages short and free of the echoed input.

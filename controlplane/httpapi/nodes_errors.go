@@ -75,11 +75,22 @@ func waitFor(seconds *int32) time.Duration {
 	return time.Duration(deref(seconds, 15)) * time.Second
 }
 
-// accepted is the 202 body of a change the agent has not finished yet.
+// accepted is the body of a change the agent has not finished within its
+// wait: the node command to follow.
 func accepted(o mediaserver.Outcome) contract.NodeCommandAccepted {
 	return contract.NodeCommandAccepted{CommandId: o.Command.CommandID, NodeId: o.Command.NodeID, CommandType: o.Command.CommandType,
 		Status:  contract.NodeCommandAcceptedStatus(o.Command.Status),
 		Message: "the node agent is still working on it; follow GET /api/v2/node/commands/" + o.Command.CommandID}
+}
+
+// answerOf fills the 200 body of a change carried by a node command: the
+// command to follow when the agent has not finished (acc), its result
+// otherwise.
+func answerOf(acc *contract.NodeCommandAccepted, fromAccepted func(contract.NodeCommandAccepted) error, fromResult func() error) error {
+	if acc != nil {
+		return fromAccepted(*acc)
+	}
+	return fromResult()
 }
 
 func timePtr(t time.Time) *time.Time {

@@ -2,6 +2,8 @@ package httpapi
 
 import (
 	"fmt"
+	"net/url"
+	"slices"
 	"sort"
 	"strings"
 
@@ -28,7 +30,10 @@ type Operation struct {
 	JSONBody  bool
 	// BodyOptional operations may be called without a body at all.
 	BodyOptional bool
-	route        *routers.Route
+	// query names the query parameters the contract declares, in order;
+	// any other is refused.
+	query []string
+	route *routers.Route
 }
 
 // Operations indexes the contract by "METHOD ginPath".
@@ -69,6 +74,11 @@ func LoadOperations() (*Operations, error) {
 				LocalOnly:  extString(op.Extensions, "x-svc-local-only") == "true",
 				route:      &routers.Route{Spec: spec, Path: path, PathItem: item, Method: method, Operation: op},
 			}
+			for _, p := range append(append(openapi3.Parameters{}, item.Parameters...), op.Parameters...) {
+				if p.Value != nil && p.Value.In == openapi3.ParameterInQuery && !slices.Contains(o.query, p.Value.Name) {
+					o.query = append(o.query, p.Value.Name)
+				}
+			}
 			if op.RequestBody != nil && op.RequestBody.Value != nil && op.RequestBody.Value.Content.Get("application/json") != nil {
 				o.JSONBody = true
 				o.BodyOptional = !op.RequestBody.Value.Required
@@ -107,6 +117,30 @@ func (o *Operations) Lookup(method, ginFullPath string) *Operation {
 
 // All lists every operation in path order.
 func (o *Operations) All() []*Operation { return o.all }
+
+// unknownQuery names the first query parameter (in name order) the
+// operation does not declare: a misspelt or misplaced filter must not be
+// ignored silently and answer as if there were none.
+func (o *Operation) unknownQuery(q url.Values) (string, bool) {
+	var unknown []string
+	for name := range q {
+		if !slices.Contains(o.query, name) {
+			unknown = append(unknown, name)
+		}
+	}
+	if len(unknown) == 0 {
+		return "", false
+	}
+	return slices.Min(unknown), true
+}
+
+// queryNames lists the declared query parameters for an error message.
+func (o *Operation) queryNames() string {
+	if len(o.query) == 0 {
+		return "none"
+	}
+	return strings.Join(o.query, ", ")
+}
 
 // Param describes one parameter of an operation.
 type Param struct {

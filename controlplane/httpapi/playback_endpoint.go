@@ -29,6 +29,8 @@ func playbackError(err error) error {
 		return &Error{Status: http.StatusNotFound, Code: "not_found", Message: err.Error(), Retryable: retryable(false), Err: err}
 	case errors.Is(err, playback.ErrStreamNotReady):
 		return &Error{Status: http.StatusConflict, Code: "stream_not_ready", Message: err.Error(), Retryable: retryable(false), Err: err}
+	case errors.Is(err, playback.ErrPermissionDenied):
+		return &Error{Status: http.StatusForbidden, Code: "permission_denied", Message: err.Error(), Retryable: retryable(false), Err: err}
 	case errors.Is(err, playback.ErrLeaseConflict):
 		return &Error{Status: http.StatusConflict, Code: "playback_lease_conflict", Message: err.Error(), Retryable: retryable(false), Err: err}
 	}
@@ -102,7 +104,18 @@ func (e *playbackEndpoints) CreateThirdPartyLivePlaybackLease(ctx context.Contex
 	if err != nil {
 		return nil, playbackError(err)
 	}
-	return contract.CreateThirdPartyLivePlaybackLease201JSONResponse(toLease(l, srcs)), nil
+	return contract.CreateThirdPartyLivePlaybackLease200JSONResponse(toLease(l, srcs)), nil
+}
+
+func (e *playbackEndpoints) CreateThirdPartyStreamPlaybackLease(ctx context.Context, r contract.CreateThirdPartyStreamPlaybackLeaseRequestObject) (contract.CreateThirdPartyStreamPlaybackLeaseResponseObject, error) {
+	b := r.Body
+	l, srcs, err := e.playback.CreateStreamLease(requestContext(ctx), caller(ctx),
+		playback.StreamLocator{MediaServerID: deref(b.MediaServerId, ""), Vhost: deref(b.Vhost, ""), App: b.App, Stream: b.StreamId},
+		playback.LeaseRequest{Protocols: protocolNames(b.Protocols), LeaseSeconds: intPtr(b.LeaseSeconds), AbsoluteLifetimeSeconds: intPtr(b.AbsoluteLifetimeSeconds)})
+	if err != nil {
+		return nil, playbackError(err)
+	}
+	return contract.CreateThirdPartyStreamPlaybackLease200JSONResponse(toLease(l, srcs)), nil
 }
 
 func (e *playbackEndpoints) GetThirdPartyPlaybackLease(ctx context.Context, r contract.GetThirdPartyPlaybackLeaseRequestObject) (contract.GetThirdPartyPlaybackLeaseResponseObject, error) {

@@ -50,13 +50,14 @@ func (e *rtpEndpoints) CreateRtpPortLease(ctx context.Context, r contract.Create
 	req := agentapi.LeaseRequest{Direction: string(b.Direction), Purpose: b.Purpose, SSRC: deref(b.Ssrc, ""), StreamID: deref(b.StreamId, ""),
 		TTLSeconds: int(deref(b.TtlSeconds, 300)), Port: int(deref(b.Port, 0))}
 	l, acc, err := e.lease(ctx, target(r.Params.NodeId, r.Params.MediaServerId), agentapi.TypeRTPLease, req, b.WaitSeconds)
-	switch {
-	case err != nil:
+	if err != nil {
 		return nil, err
-	case acc != nil:
-		return contract.CreateRtpPortLease202JSONResponse(*acc), nil
 	}
-	return contract.CreateRtpPortLease200JSONResponse(*l), nil
+	var out contract.RtpPortLeaseAnswer
+	if err := answerOf(acc, out.FromNodeCommandAccepted, func() error { return out.FromRtpPortLease(*l) }); err != nil {
+		return nil, err
+	}
+	return contract.CreateRtpPortLease200JSONResponse(out), nil
 }
 
 func releaseBody(b *contract.RtpPortReleaseRequest) (string, *int32) {
@@ -70,13 +71,14 @@ func (e *rtpEndpoints) ReleaseRtpPortLease(ctx context.Context, r contract.Relea
 	ctx = requestContext(ctx)
 	reason, wait := releaseBody(r.Body)
 	l, acc, err := e.lease(ctx, target(r.Params.NodeId, r.Params.MediaServerId), agentapi.TypeRTPRelease, agentapi.ReleaseRequest{LeaseID: r.LeaseId, Reason: reason}, wait)
-	switch {
-	case err != nil:
+	if err != nil {
 		return nil, err
-	case acc != nil:
-		return contract.ReleaseRtpPortLease202JSONResponse(*acc), nil
 	}
-	return contract.ReleaseRtpPortLease200JSONResponse(*l), nil
+	var out contract.RtpPortLeaseAnswer
+	if err := answerOf(acc, out.FromNodeCommandAccepted, func() error { return out.FromRtpPortLease(*l) }); err != nil {
+		return nil, err
+	}
+	return contract.ReleaseRtpPortLease200JSONResponse(out), nil
 }
 
 func (e *rtpEndpoints) ReleaseRtpPort(ctx context.Context, r contract.ReleaseRtpPortRequestObject) (contract.ReleaseRtpPortResponseObject, error) {
@@ -87,11 +89,12 @@ func (e *rtpEndpoints) ReleaseRtpPort(ctx context.Context, r contract.ReleaseRtp
 	reason, wait := releaseBody(r.Body)
 	req := agentapi.ReleaseRequest{Port: int(r.Port), Direction: deref(strPtr(r.Params.Direction), ""), Reason: reason}
 	l, acc, err := e.lease(ctx, target(r.Params.NodeId, r.Params.MediaServerId), agentapi.TypeRTPRelease, req, wait)
-	switch {
-	case err != nil:
+	if err != nil {
 		return nil, err
-	case acc != nil:
-		return contract.ReleaseRtpPort202JSONResponse(*acc), nil
 	}
-	return contract.ReleaseRtpPort200JSONResponse(*l), nil
+	var out contract.RtpPortLeaseAnswer
+	if err := answerOf(acc, out.FromNodeCommandAccepted, func() error { return out.FromRtpPortLease(*l) }); err != nil {
+		return nil, err
+	}
+	return contract.ReleaseRtpPort200JSONResponse(out), nil
 }

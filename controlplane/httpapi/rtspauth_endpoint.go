@@ -54,7 +54,7 @@ func (e *rtspAuthEndpoints) DeleteRtspAuthCredential(ctx context.Context, r cont
 	if err := e.creds.Delete(requestContext(ctx), actor(ctx).Actor, r.Params.MediaServerId, r.Params.Username); err != nil {
 		return nil, rtspError(err)
 	}
-	return contract.DeleteRtspAuthCredential204Response{}, nil
+	return contract.DeleteRtspAuthCredential200JSONResponse(done(contract.ActionResultActionDeleted, r.Params.MediaServerId+"/"+r.Params.Username, "the RTSP credential was deleted")), nil
 }
 
 func (e *rtspAuthEndpoints) TestRtspAuthCredential(ctx context.Context, r contract.TestRtspAuthCredentialRequestObject) (contract.TestRtspAuthCredentialResponseObject, error) {

@@ -92,7 +92,7 @@ func (e *securityEndpoints) CreateApiToken(ctx context.Context, r contract.Creat
 	if err != nil {
 		return nil, tokenError(err)
 	}
-	return contract.CreateApiToken201JSONResponse{TokenId: rec.TokenID, Token: tok, ApiToken: toAPIToken(rec, time.Now())}, nil
+	return contract.CreateApiToken200JSONResponse{TokenId: rec.TokenID, Token: tok, ApiToken: toAPIToken(rec, time.Now())}, nil
 }
 
 func (e *securityEndpoints) UpdateApiToken(ctx context.Context, r contract.UpdateApiTokenRequestObject) (contract.UpdateApiTokenResponseObject, error) {
@@ -153,7 +153,7 @@ func (e *securityEndpoints) ListSecurityAudit(ctx context.Context, r contract.Li
 func (e *securityEndpoints) ListPermissions(ctx context.Context, _ contract.ListPermissionsRequestObject) (contract.ListPermissionsResponseObject, error) {
 	out := contract.ListPermissions200JSONResponse{Rows: []contract.Permission{}}
 	for _, p := range permission.Points {
-		out.Rows = append(out.Rows, contract.Permission{Name: p.Name, Category: p.Category, Description: p.Description})
+		out.Rows = append(out.Rows, contract.Permission{Name: contract.PermissionName(p.Name), Category: p.Category, Description: p.Description})
 	}
 	return out, nil
 }

@@ -171,7 +171,7 @@ func (e *sessionEndpoints) Logout(ctx context.Context, _ contract.LogoutRequestO
 		return nil, err
 	}
 	e.clearCookies(c)
-	return contract.Logout204Response{}, nil
+	return contract.Logout200JSONResponse(done(contract.ActionResultActionLoggedOut, id.CredentialID, "the session was revoked and its cookies were cleared")), nil
 }
 
 func (e *sessionEndpoints) ChangeOwnPassword(ctx context.Context, r contract.ChangeOwnPasswordRequestObject) (contract.ChangeOwnPasswordResponseObject, error) {
@@ -197,7 +197,7 @@ func (e *sessionEndpoints) ChangeOwnPassword(ctx context.Context, r contract.Cha
 	if id.Kind == identity.KindSession {
 		e.clearCookies(c)
 	}
-	return contract.ChangeOwnPassword204Response{}, nil
+	return contract.ChangeOwnPassword200JSONResponse(done(contract.ActionResultActionPasswordChanged, u.UserID, "the password was changed and every session of the user was revoked")), nil
 }
 
 func (e *sessionEndpoints) GetCaptcha(ctx context.Context, r contract.GetCaptchaRequestObject) (contract.GetCaptchaResponseObject, error) {

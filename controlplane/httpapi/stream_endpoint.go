@@ -117,11 +117,14 @@ func (e *streamEndpoints) ListThirdPartyStreams(ctx context.Context, r contract.
 }
 
 func (e *streamEndpoints) ListThirdPartyMediaServers(ctx context.Context, r contract.ListThirdPartyMediaServersRequestObject) (contract.ListThirdPartyMediaServersResponseObject, error) {
-	out, err := e.mediaServers(requestContext(ctx), r.Params.ClusterId)
+	all, err := e.mediaServers(requestContext(ctx), r.Params.ClusterId)
 	if err != nil {
 		return nil, nodeError(err)
 	}
-	return contract.ListThirdPartyMediaServers200JSONResponse(out), nil
+	page, size := int(deref(r.Params.Page, 1)), int(deref(r.Params.PageSize, 50))
+	from := min((page-1)*size, len(all.Rows))
+	rows := all.Rows[from:min(from+size, len(all.Rows))]
+	return contract.ListThirdPartyMediaServers200JSONResponse{Page: int32(page), PageSize: int32(size), Total: int64(len(all.Rows)), Rows: rows}, nil
 }
 
 // playerWait bounds how long the listing waits for each media server.
@@ -248,7 +251,7 @@ func (e *streamEndpoints) StartStreamProxy(ctx context.Context, r contract.Start
 	if err != nil {
 		return nil, err
 	}
-	return contract.StartStreamProxy202JSONResponse(out), nil
+	return contract.StartStreamProxy200JSONResponse(out), nil
 }
 
 func (e *streamEndpoints) StopStreamProxy(ctx context.Context, r contract.StopStreamProxyRequestObject) (contract.StopStreamProxyResponseObject, error) {
@@ -259,7 +262,7 @@ func (e *streamEndpoints) StopStreamProxy(ctx context.Context, r contract.StopSt
 	if err != nil {
 		return nil, err
 	}
-	return contract.StopStreamProxy202JSONResponse(out), nil
+	return contract.StopStreamProxy200JSONResponse(out), nil
 }
 
 // smokeParallel bounds the tests of a batch running at once.

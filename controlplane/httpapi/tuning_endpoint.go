@@ -87,9 +87,15 @@ func (e *tuningEndpoints) ApplyHostTuning(ctx context.Context, r contract.ApplyH
 	if err != nil {
 		return nil, nodeError(err)
 	}
+	var out contract.HostTuningApplyAnswer
 	if !o.Done {
-		return contract.ApplyHostTuning202JSONResponse(accepted(o)), nil
+		err = out.FromNodeCommandAccepted(accepted(o))
+	} else {
+		res.NodeId, res.CommandId = o.Node.NodeID, o.Command.CommandID
+		err = out.FromHostTuningApplyResult(res)
 	}
-	res.NodeId, res.CommandId = o.Node.NodeID, o.Command.CommandID
-	return contract.ApplyHostTuning200JSONResponse(res), nil
+	if err != nil {
+		return nil, err
+	}
+	return contract.ApplyHostTuning200JSONResponse(out), nil
 }

@@ -115,7 +115,7 @@ func (e *webhookEndpoints) CreateWebhookSubscription(ctx context.Context, r cont
 	if err != nil {
 		return nil, webhookError(err)
 	}
-	return contract.CreateWebhookSubscription201JSONResponse(toSubscription(p)), nil
+	return contract.CreateWebhookSubscription200JSONResponse(toSubscription(p)), nil
 }
 
 func (e *webhookEndpoints) UpdateWebhookSubscription(ctx context.Context, r contract.UpdateWebhookSubscriptionRequestObject) (contract.UpdateWebhookSubscriptionResponseObject, error) {
@@ -151,7 +151,7 @@ func (e *webhookEndpoints) TestWebhookSubscription(ctx context.Context, r contra
 	if err != nil {
 		return nil, err
 	}
-	return contract.TestWebhookSubscription202JSONResponse(res), nil
+	return contract.TestWebhookSubscription200JSONResponse(res), nil
 }
 
 func (e *webhookEndpoints) TestWebhook(ctx context.Context, r contract.TestWebhookRequestObject) (contract.TestWebhookResponseObject, error) {
@@ -162,7 +162,7 @@ func (e *webhookEndpoints) TestWebhook(ctx context.Context, r contract.TestWebho
 	if err != nil {
 		return nil, err
 	}
-	return contract.TestWebhook202JSONResponse(res), nil
+	return contract.TestWebhook200JSONResponse(res), nil
 }
 
 func (e *webhookEndpoints) ListWebhookDeliveries(ctx context.Context, r contract.ListWebhookDeliveriesRequestObject) (contract.ListWebhookDeliveriesResponseObject, error) {

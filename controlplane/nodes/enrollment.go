@@ -120,6 +120,12 @@ func (s *Service) Enroll(ctx context.Context, ca *pki.CA, req EnrollRequest) (*R
 	}
 	ckey := codeKey(req.Code)
 	ckv, _, err := store.Get(ctx, s.Store, ckey, store.Local)
+	if err == nil && ckv == nil {
+		// A code issued a moment ago through another control node may not
+		// have reached this one yet: catch up with the leader before
+		// refusing it.
+		ckv, _, err = store.Get(ctx, s.Store, ckey, store.Linearizable)
+	}
 	if err != nil {
 		return nil, nil, err
 	}

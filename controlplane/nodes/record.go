@@ -129,6 +129,10 @@ func (s *Service) now() time.Time {
 	return time.Now().UTC()
 }
 
+// DecodeRecord reads a node record as the store holds it (a watch of
+// RecordPrefix hands out these key-values).
+func DecodeRecord(kv *store.KeyValue) (*Record, error) { return decode(kv) }
+
 func decode(kv *store.KeyValue) (*Record, error) {
 	var r Record
 	if err := json.Unmarshal(kv.Value, &r); err != nil {

@@ -57,10 +57,14 @@ const (
 	ProtoFLV  Protocol = "http-flv"
 	ProtoFMP4 Protocol = "http-fmp4"
 	ProtoHLS  Protocol = "hls"
+	// ProtoRTSP is our addition to the contract's three, for VLC and NVR
+	// software; its ticket is checked by the same on_play.
+	ProtoRTSP Protocol = "rtsp"
 )
 
-// AllProtocols is the default when a request names none.
-var AllProtocols = []Protocol{ProtoFLV, ProtoFMP4, ProtoHLS}
+// AllProtocols is the default when a request names none: the contract's
+// three, then RTSP.
+var AllProtocols = []Protocol{ProtoFLV, ProtoFMP4, ProtoHLS, ProtoRTSP}
 
 // Lease states. Only Active plays; the others are the contract's
 // playback_lease_conflict conditions.
@@ -87,6 +91,10 @@ var (
 	ErrNotFound       = errors.New("not found")
 	ErrStreamNotReady = errors.New("the stream is not online")
 	ErrLeaseConflict  = errors.New("the lease is expired, revoked or at its absolute lifetime")
+	// ErrPermissionDenied is the creating token asking about its lease
+	// without the lease's permission any more (contract B: 403
+	// permission_denied; renewal cannot extend revoked permission).
+	ErrPermissionDenied = errors.New("permission denied")
 )
 
 // Lease is a renewable grant to play one resource with some protocols.
@@ -175,7 +183,7 @@ func (s *Service) Get(ctx context.Context, id string) (*Lease, int64, error) {
 	return &l, kv.ModRevision, json.Unmarshal(kv.Value, &l)
 }
 
-// normalizeProtocols checks a requested list; empty means all three.
+// normalizeProtocols checks a requested list; empty means all of them.
 func normalizeProtocols(in []string) ([]Protocol, error) {
 	if len(in) == 0 {
 		return append([]Protocol(nil), AllProtocols...), nil
@@ -185,9 +193,9 @@ func normalizeProtocols(in []string) ([]Protocol, error) {
 	for _, p := range in {
 		proto := Protocol(strings.ToLower(strings.TrimSpace(p)))
 		switch proto {
-		case ProtoFLV, ProtoFMP4, ProtoHLS:
+		case ProtoFLV, ProtoFMP4, ProtoHLS, ProtoRTSP:
 		default:
-			return nil, fmt.Errorf("%w: protocol %q is not one of http-flv, http-fmp4, hls", ErrInvalid, p)
+			return nil, fmt.Errorf("%w: protocol %q is not one of http-flv, http-fmp4, hls, rtsp", ErrInvalid, p)
 		}
 		if !seen[proto] {
 			seen[proto] = true

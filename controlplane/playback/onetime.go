@@ -82,7 +82,7 @@ func (s *Service) CreateOneTimeLinks(ctx context.Context, c Caller, channelID st
 	if _, err := s.Store.Txn(ctx, store.TxnRequest{Then: ops}); err != nil {
 		return nil, err
 	}
-	srcs, err := s.sources(ctx, loc.MediaServerID, loc.Vhost, loc.App, loc.Stream, protos, func(p Protocol) string {
+	srcs, err := s.sources(ctx, kindOneTime, loc.MediaServerID, loc.Vhost, loc.App, loc.Stream, protos, func(p Protocol) string {
 		return s.ticket(kindOneTime, grants[p], loc.Vhost, loc.App, loc.Stream)
 	})
 	if err != nil {
@@ -135,7 +135,7 @@ func (s *Service) SystemLink(ctx context.Context, channelID string, proto Protoc
 	if _, err := s.Store.Txn(ctx, store.TxnRequest{Then: []store.Op{store.Put(oneTimePrefix+g.TicketID, b)}}); err != nil {
 		return "", err
 	}
-	srcs, err := s.sources(ctx, loc.MediaServerID, loc.Vhost, loc.App, loc.Stream, []Protocol{proto}, func(Protocol) string {
+	srcs, err := s.sources(ctx, kindOneTime, loc.MediaServerID, loc.Vhost, loc.App, loc.Stream, []Protocol{proto}, func(Protocol) string {
 		return s.ticket(kindOneTime, g.TicketID, loc.Vhost, loc.App, loc.Stream)
 	})
 	if err != nil {

@@ -21,9 +21,27 @@ func (f streamsFunc) Locate(ctx context.Context, id string) (StreamLocation, err
 	return f(ctx, id)
 }
 
+// LocateStream knows one pushed stream, live/pushed, Online on ms1.
+func (f streamsFunc) LocateStream(_ context.Context, l StreamLocator) (StreamLocation, error) {
+	if l.App == "live" && l.Stream == "pushed" && l.Vhost == DefaultVhost && (l.MediaServerID == "" || l.MediaServerID == "ms1") {
+		return StreamLocation{MediaServerID: "ms1", Vhost: DefaultVhost, App: "live", Stream: "pushed", Online: true}, nil
+	}
+	return StreamLocation{}, ErrStreamNotReady
+}
+
 type mediaFunc func(ctx context.Context, id string) (string, error)
 
 func (f mediaFunc) BaseURL(ctx context.Context, id string) (string, error) { return f(ctx, id) }
+
+// RTSPBaseURL is the HTTP base's host on port 8554.
+func (f mediaFunc) RTSPBaseURL(ctx context.Context, id string) (string, error) {
+	b, err := f(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	u, _ := url.Parse(b)
+	return "rtsp://" + u.Hostname() + ":8554", nil
+}
 
 type cutterFunc func(ctx context.Context, server, lease string) error
 
@@ -116,13 +134,25 @@ func TestLeaseLifecycleAndTickets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(srcs) != 3 || l.State != StateActive || l.RenewAfter.Sub(l.CreatedAt) < 39*time.Second || l.RenewAfter.Sub(l.CreatedAt) > 43*time.Second {
+	if len(srcs) != 4 || l.State != StateActive || l.RenewAfter.Sub(l.CreatedAt) < 39*time.Second || l.RenewAfter.Sub(l.CreatedAt) > 43*time.Second {
 		t.Fatalf("lease %+v sources %d", l, len(srcs))
 	}
-	wantPath := map[Protocol]string{ProtoFLV: "/live/cam1.live.flv", ProtoFMP4: "/live/cam1.live.mp4", ProtoHLS: "/live/cam1/hls.m3u8"}
+	// Each source's URL, and whether a browser plays it without a
+	// JavaScript player (HLS in Safari, fMP4 in Chromium).
+	want := map[Protocol]struct {
+		url    string
+		native bool
+	}{
+		ProtoFLV:  {"http://media.example:8088/live/cam1.live.flv", false},
+		ProtoFMP4: {"http://media.example:8088/live/cam1.live.mp4", true},
+		ProtoHLS:  {"http://media.example:8088/live/cam1/hls.m3u8", true},
+		ProtoRTSP: {"rtsp://media.example:8554/live/cam1", false},
+	}
 	for _, src := range srcs {
-		path, params := ticketOf(t, src)
-		if path != wantPath[src.Protocol] || src.Hint == "" || src.ContentType == "" {
+		_, params := ticketOf(t, src)
+		w := want[src.Protocol]
+		if !strings.HasPrefix(src.URL, w.url+"?"+TicketParam+"=") || src.BrowserNative != w.native || src.ContentType == "" ||
+			!strings.Contains(src.Hint, "while the lease is renewed") || strings.Contains(src.Hint, "mpegts.js in fMP4") {
 			t.Fatalf("source %+v", src)
 		}
 		if d := play(f, "cam1", string(src.Protocol), params); !d.Allow || d.LeaseID != l.LeaseID || d.CacheFor <= 0 || d.CacheFor > maxDecisionCache {
@@ -212,6 +242,15 @@ func TestRevokeAndTokenLoss(t *testing.T) {
 	f.mu.Lock()
 	f.tokens["tokA"] = TokenState{Valid: true, Permissions: []string{"channels.view"}}
 	f.mu.Unlock()
+	// Asked by the creating token, now without streams.play: 403, not a
+	// lease conflict and not a missing lease.
+	lostA := Caller{TokenID: "tokA", Permissions: []string{"channels.view"}}
+	if _, _, err := f.s.Renew(ctx, lostA, l2.LeaseID, nil); !errors.Is(err, ErrPermissionDenied) {
+		t.Fatalf("renewal by the token that lost streams.play: %v", err)
+	}
+	if _, _, err := f.s.ReadLease(ctx, lostA, l2.LeaseID); !errors.Is(err, ErrPermissionDenied) {
+		t.Fatalf("read by the token that lost streams.play: %v", err)
+	}
 	_, params2 := ticketOf(t, srcs2[0])
 	if d := play(f, "cam1", "http-flv", params2); d.Allow {
 		t.Fatal("a lease played after its token lost streams.play")
@@ -281,6 +320,12 @@ func TestOneTimeURLsWorkOnce(t *testing.T) {
 	if err != nil || len(p.Sources) != 2 {
 		t.Fatalf("%+v %v", p, err)
 	}
+	// A one-time URL's advice is about one use, not about a lease.
+	for _, src := range p.Sources {
+		if strings.Contains(src.Hint, "lease is renewed") || !strings.Contains(src.Hint, "one player, once") {
+			t.Fatalf("one-time source hint: %q", src.Hint)
+		}
+	}
 	_, params := ticketOf(t, p.Sources[0])
 	// Two players race for one URL: exactly one gets in.
 	var wg sync.WaitGroup
@@ -319,4 +364,39 @@ func FuzzAuthorizeTicket(f *testing.F) {
 			t.Fatalf("accepted a ticket it would not have issued: %q", tok)
 		}
 	})
+}
+
+// A stream no channel owns (an RTSP push) is leased by its locator and
+// plays exactly like a channel's: same sources, same ticket check.
+func TestStreamLeaseByLocator(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	l, srcs, err := f.s.CreateStreamLease(ctx, callerA, StreamLocator{App: "live", Stream: "pushed"}, LeaseRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.ResourceKind != KindLive || l.ResourceID != "ms1/__defaultVhost__/live/pushed" || l.MediaServerID != "ms1" || len(srcs) != 4 {
+		t.Fatalf("lease %+v, %d sources", l, len(srcs))
+	}
+	for _, src := range srcs {
+		if _, params := ticketOf(t, src); !play(f, "pushed", string(src.Protocol), params).Allow {
+			t.Fatalf("%s refused", src.Protocol)
+		}
+	}
+	_, params := ticketOf(t, srcs[0])
+	if play(f, "cam1", "http-flv", params).Allow {
+		t.Fatal("a stream lease's ticket played another stream")
+	}
+	for _, tc := range []struct {
+		loc  StreamLocator
+		want error
+	}{
+		{StreamLocator{App: "live", Stream: "absent"}, ErrStreamNotReady},
+		{StreamLocator{MediaServerID: "ms2", App: "live", Stream: "pushed"}, ErrStreamNotReady},
+		{StreamLocator{App: "live"}, ErrInvalid},
+	} {
+		if _, _, err := f.s.CreateStreamLease(ctx, callerA, tc.loc, LeaseRequest{}); !errors.Is(err, tc.want) {
+			t.Errorf("%+v: %v, want %v", tc.loc, err, tc.want)
+		}
+	}
 }

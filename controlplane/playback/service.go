@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/url"
 	"strings"
 	"time"
 
@@ -27,15 +28,31 @@ type StreamLocation struct {
 	Online bool
 }
 
-// Streams finds a channel's stream; ErrNotFound when there is no channel.
-type Streams interface {
-	Locate(ctx context.Context, channelID string) (StreamLocation, error)
+// StreamLocator names a stream outside any channel, as the engines report
+// it: a pushed stream, a pull proxy. An empty MediaServerID means the one
+// media server where it is Online.
+type StreamLocator struct {
+	MediaServerID, Vhost, App, Stream string
 }
 
-// MediaURLs gives the public base URL (scheme://host:port) of a media
-// server's HTTP media port, as players reach it.
+// ResourceID is a stream lease's resourceId: the locator as a path,
+// `{mediaServerId}/{vhost}/{app}/{streamId}`, each part path-escaped.
+func (l StreamLocator) ResourceID() string {
+	return url.PathEscape(l.MediaServerID) + "/" + url.PathEscape(l.Vhost) + "/" + url.PathEscape(l.App) + "/" + url.PathEscape(l.Stream)
+}
+
+// Streams finds a channel's stream (ErrNotFound when there is no channel)
+// and a stream by its locator (ErrStreamNotReady when it is not Online).
+type Streams interface {
+	Locate(ctx context.Context, channelID string) (StreamLocation, error)
+	LocateStream(ctx context.Context, l StreamLocator) (StreamLocation, error)
+}
+
+// MediaURLs gives the public base URLs (scheme://host:port) of a media
+// server's HTTP media port and RTSP port, as players reach them.
 type MediaURLs interface {
 	BaseURL(ctx context.Context, mediaServerID string) (string, error)
+	RTSPBaseURL(ctx context.Context, mediaServerID string) (string, error)
 }
 
 // TokenState is what the playback path needs to know of an API token now.
@@ -115,6 +132,32 @@ type LeaseRequest struct {
 
 // CreateLiveLease leases a channel's live stream to the calling token.
 func (s *Service) CreateLiveLease(ctx context.Context, c Caller, channelID string, req LeaseRequest) (*Lease, []Source, error) {
+	return s.createLease(ctx, c, channelID, req, func() (StreamLocation, error) {
+		loc, err := s.Streams.Locate(ctx, channelID)
+		if err == nil && (!loc.Online || loc.MediaServerID == "") {
+			err = fmt.Errorf("%w: channel %s; start it and poll its stream until Online", ErrStreamNotReady, channelID)
+		}
+		return loc, err
+	})
+}
+
+// CreateStreamLease leases a stream named by its locator (a pushed stream,
+// a pull proxy: one no channel owns, or any other) to the calling token,
+// exactly as a channel's: the ticket binds the lease to the stream's
+// vhost/app/stream on its media server.
+func (s *Service) CreateStreamLease(ctx context.Context, c Caller, l StreamLocator, req LeaseRequest) (*Lease, []Source, error) {
+	if l.App == "" || l.Stream == "" {
+		return nil, nil, fmt.Errorf("%w: app and streamId are required", ErrInvalid)
+	}
+	if l.Vhost == "" {
+		l.Vhost = DefaultVhost
+	}
+	return s.createLease(ctx, c, "", req, func() (StreamLocation, error) { return s.Streams.LocateStream(ctx, l) })
+}
+
+// createLease checks the request, locates the Online stream and writes
+// the lease; resourceID empty means the stream's locator.
+func (s *Service) createLease(ctx context.Context, c Caller, resourceID string, req LeaseRequest, locate func() (StreamLocation, error)) (*Lease, []Source, error) {
 	protos, err := normalizeProtocols(req.Protocols)
 	if err != nil {
 		return nil, nil, err
@@ -142,18 +185,18 @@ func (s *Service) CreateLiveLease(ctx context.Context, c Caller, channelID strin
 			return nil, nil, fmt.Errorf("%w: the API token has expired", ErrLeaseConflict)
 		}
 	}
-	loc, err := s.Streams.Locate(ctx, channelID)
+	loc, err := locate()
 	if err != nil {
 		return nil, nil, err
 	}
-	if !loc.Online || loc.MediaServerID == "" {
-		return nil, nil, fmt.Errorf("%w: channel %s; start it and poll its stream until Online", ErrStreamNotReady, channelID)
+	if resourceID == "" {
+		resourceID = StreamLocator{MediaServerID: loc.MediaServerID, Vhost: loc.Vhost, App: loc.App, Stream: loc.Stream}.ResourceID()
 	}
 	id, err := uuid.NewV7()
 	if err != nil {
 		return nil, nil, err
 	}
-	l := &Lease{LeaseID: id.String(), ResourceKind: KindLive, ResourceID: channelID, MediaServerID: loc.MediaServerID,
+	l := &Lease{LeaseID: id.String(), ResourceKind: KindLive, ResourceID: resourceID, MediaServerID: loc.MediaServerID,
 		Vhost: loc.Vhost, App: loc.App, Stream: loc.Stream, Protocols: protos, TokenID: c.TokenID, Permission: "streams.play",
 		LeaseSeconds: leaseSecs, CreatedAt: now, AbsoluteExpiresAt: absolute, State: StateActive}
 	l.round(now, leaseSecs)
@@ -164,7 +207,7 @@ func (s *Service) CreateLiveLease(ctx context.Context, c Caller, channelID strin
 	if _, err := s.Store.Txn(ctx, store.TxnRequest{Compares: []store.Compare{store.Absent(LeasesPrefix + l.LeaseID)}, Then: []store.Op{put}}); err != nil {
 		return nil, nil, err
 	}
-	srcs, err := s.sources(ctx, l.MediaServerID, l.Vhost, l.App, l.Stream, protos, func(Protocol) string {
+	srcs, err := s.sources(ctx, kindLease, l.MediaServerID, l.Vhost, l.App, l.Stream, protos, func(Protocol) string {
 		return s.ticket(kindLease, l.LeaseID, l.Vhost, l.App, l.Stream)
 	})
 	return l, srcs, err
@@ -184,14 +227,20 @@ func (l *Lease) round(now time.Time, secs int) {
 }
 
 // owned reads a lease the caller created; any other caller gets
-// ErrNotFound, so a lease id alone reveals nothing.
+// ErrNotFound, so a lease id alone reveals nothing. The creating token
+// that no longer holds the lease's permission gets ErrPermissionDenied:
+// the documents' code for a missing permission, which a renewal cannot
+// work around.
 func (s *Service) owned(ctx context.Context, c Caller, id string) (*Lease, int64, error) {
 	l, rev, err := s.Get(ctx, id)
 	if err != nil {
 		return nil, 0, err
 	}
-	if l.TokenID != c.TokenID || !s.Grants(c.Permissions, l.Permission) {
+	if l.TokenID != c.TokenID {
 		return nil, 0, fmt.Errorf("%w: lease %q", ErrNotFound, id)
+	}
+	if !s.Grants(c.Permissions, l.Permission) {
+		return nil, 0, fmt.Errorf("%w: the lease needs %s, which this API token no longer holds", ErrPermissionDenied, l.Permission)
 	}
 	return l, rev, nil
 }
@@ -216,7 +265,7 @@ func (l *Lease) settle(now time.Time) {
 }
 
 func (s *Service) leaseSources(ctx context.Context, l *Lease) ([]Source, error) {
-	return s.sources(ctx, l.MediaServerID, l.Vhost, l.App, l.Stream, l.Protocols, func(Protocol) string {
+	return s.sources(ctx, kindLease, l.MediaServerID, l.Vhost, l.App, l.Stream, l.Protocols, func(Protocol) string {
 		return s.ticket(kindLease, l.LeaseID, l.Vhost, l.App, l.Stream)
 	})
 }

@@ -19,22 +19,31 @@ type Source struct {
 }
 
 // sourceShape is what each protocol's URL and advice look like; the paths
-// are the engine's media routes.
+// are the engine's media routes (RTSP plays at the bare stream path).
 var sourceShape = map[Protocol]struct {
 	suffix, contentType string
 	native              bool
 	hint                string
 }{
 	ProtoFLV: {".live.flv", "video/x-flv", false,
-		"One long HTTP connection; browsers play it with mpegts.js or flv.js over MSE, ffmpeg and VLC directly. Reconnect with the same URL while the lease is renewed."},
-	ProtoFMP4: {".live.mp4", "video/mp4", false,
-		"A long-lived fragmented MP4 stream, not a file: feed it to MSE (for example mpegts.js in fMP4 mode) or play it with ffmpeg/VLC; lowest latency for H.265."},
+		"One long HTTP connection: browsers play it with mpegts.js or flv.js over MSE; ffmpeg, ffplay and VLC play it directly."},
+	ProtoFMP4: {".live.mp4", "video/mp4", true,
+		"A long-lived fragmented MP4 stream, not a file: Chromium-based browsers play it in a <video> element as it is (H.264 and AAC), other browsers through MSE; ffmpeg, ffplay and VLC play it directly."},
 	ProtoHLS: {"/hls.m3u8", "application/vnd.apple.mpegurl", true,
-		"Safari and iOS play it natively, other browsers with hls.js. Each player gets its own svc_viewer session from this URL; a few seconds more latency than HTTP-FLV."},
+		"Safari and iOS play it natively, other browsers with hls.js; each player gets its own svc_viewer session from this URL; a few seconds more latency than HTTP-FLV."},
+	ProtoRTSP: {"", "application/sdp", false,
+		"RTSP for VLC, ffplay and NVR software, RTP over TCP (interleaved) or UDP; the ticket in the URL stands for credentials and is checked at DESCRIBE. Browsers do not play RTSP."},
 }
 
-// sources builds the URLs of a grant on a media server.
-func (s *Service) sources(ctx context.Context, mediaServerID, vhost, app, stream string, protos []Protocol, ticket func(Protocol) string) ([]Source, error) {
+// grantHint is what a source's URL promises, by the grant behind it.
+var grantHint = map[string]string{
+	kindLease:   " The URL stays the same while the lease is renewed: reconnect with it.",
+	kindOneTime: " The URL admits one player, once, until expiresAt: a player that reconnects needs a new URL (or a playback lease).",
+}
+
+// sources builds the URLs of a grant of kind (kindLease, kindOneTime) on a
+// media server.
+func (s *Service) sources(ctx context.Context, kind, mediaServerID, vhost, app, stream string, protos []Protocol, ticket func(Protocol) string) ([]Source, error) {
 	base, err := s.Media.BaseURL(ctx, mediaServerID)
 	if err != nil {
 		return nil, err
@@ -47,8 +56,15 @@ func (s *Service) sources(ctx context.Context, mediaServerID, vhost, app, stream
 		if vhost != "" && vhost != DefaultVhost {
 			q.Set("vhost", vhost)
 		}
-		out = append(out, Source{Protocol: p, URL: base + "/" + url.PathEscape(app) + "/" + url.PathEscape(stream) + sh.suffix + "?" + q.Encode(),
-			ContentType: sh.contentType, BrowserNative: sh.native, Hint: sh.hint})
+		b := base
+		if p == ProtoRTSP {
+			if b, err = s.Media.RTSPBaseURL(ctx, mediaServerID); err != nil {
+				return nil, err
+			}
+			b = strings.TrimRight(b, "/")
+		}
+		out = append(out, Source{Protocol: p, URL: b + "/" + url.PathEscape(app) + "/" + url.PathEscape(stream) + sh.suffix + "?" + q.Encode(),
+			ContentType: sh.contentType, BrowserNative: sh.native, Hint: sh.hint + grantHint[kind]})
 	}
 	return out, nil
 }

@@ -108,10 +108,30 @@ func TestBadInputEverywhere(t *testing.T) {
 	ts := startServer(t, "bad", "", "")
 	ops, _ := httpapi.LoadOperations()
 	tok := ts.token("*")
+	session := ts.sessionWith(t, "*")
 	rev := ts.s.Node.Revision()
 	for _, op := range ops.All() {
 		op := op
 		path := concretePath(op)
+		// A parameter the operation does not declare is refused, never
+		// ignored (a misspelt filter would otherwise list everything).
+		t.Run(op.Method+" "+op.Path+" ?noSuchFilter", func(t *testing.T) {
+			var r response
+			switch {
+			case op.Credential == "console-session" && op.JSONBody:
+				r = session.do(op.Method, path+"?noSuchFilter=x", map[string]any{})
+			case op.Credential == "console-session":
+				r = session.do(op.Method, path+"?noSuchFilter=x", nil)
+			case op.JSONBody:
+				r = ts.do(op.Method, path+"?noSuchFilter=x", tok, "application/json", []byte(`{}`))
+			default:
+				r = ts.do(op.Method, path+"?noSuchFilter=x", tok, "", nil)
+			}
+			checkErrorBody(t, r, http.StatusBadRequest, "invalid_query")
+			if !strings.Contains(string(r.body), `\"noSuchFilter\"`) {
+				t.Fatalf("the message does not name the parameter: %s", r.body)
+			}
+		})
 		for _, p := range op.Params() {
 			if p.In != "query" || p.Type == "string" {
 				continue
@@ -139,6 +159,9 @@ func TestBadInputEverywhere(t *testing.T) {
 	checkErrorBody(t, ts.do("POST", "/api/v2/system/tasks/no-such-task/run", tok, "application/json", []byte(`{"reason":"x"}`)), 404, "not_found")
 	checkErrorBody(t, ts.do("POST", "/api/v2/system/migration-audit/removed-protocol-residues/cleanup", tok, "application/json", []byte(`{"prefixes":["/security/"],"reason":"x","dryRun":false}`)), 409, "conflict")
 	checkErrorBody(t, ts.get("/api/v2/cluster/status?clusterId=other", tok), 404, "not_found")
+	if r := ts.get("/api/v2/streams/sessions?streamId=x", tok); r.status != 400 || !strings.Contains(string(r.body), "this operation takes: page, pageSize, mediaServerId, stream, state, channelId") {
+		t.Fatalf("a misplaced filter: %d %s", r.status, r.body)
+	}
 	checkErrorBody(t, ts.get("/api/v2/no/such/route", tok), 404, "not_found")
 	checkErrorBody(t, ts.do("DELETE", "/api/v2/system/info", tok, "", nil), 405, "method_not_allowed")
 	if got := ts.s.Node.Revision(); got != rev {

@@ -47,14 +47,18 @@ func (s *Server) startLive(cfg config.Config, keys *keyring.Keyring, tokens *api
 		Store: node, Log: s.Log.Named("hooks")})
 	s.streamDispatcher = &streams.Dispatcher{Channels: s.Channels, Nodes: s.agents.nodes, Presence: s.agents.presence,
 		Commands: s.agents.commands, Log: s.Log.Named("streams")}
+	s.streamReconciler = &streams.Reconciler{Store: node, Sessions: s.Streams, Channels: s.Channels, Nodes: s.agents.nodes,
+		Presence: s.agents.presence, Servers: s.agents.servers, Log: s.Log.Named("streams")}
 }
 
 // runLive starts the live path's background work: hook inbox writes on
-// every node; the stream dispatcher and the lease sweeper on the leader.
+// every node; the stream dispatcher, the stream reconciler and the lease
+// sweeper on the leader.
 func (s *Server) runLive(bg context.Context) {
 	s.AgentPort().SetHooks(s.Hooks)
 	s.background(bg, s.Hooks.Run)
 	s.background(bg, func(ctx context.Context) { s.Node.Leadership().Run(ctx, s.streamDispatcher.Run) })
+	s.background(bg, func(ctx context.Context) { s.Node.Leadership().Run(ctx, s.streamReconciler.Run) })
 	s.background(bg, func(ctx context.Context) { s.Node.Leadership().Run(ctx, s.Snapshots.Run) })
 	log := s.Log.Named("playback")
 	s.background(bg, func(ctx context.Context) {

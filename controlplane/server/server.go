@@ -87,6 +87,7 @@ type Server struct {
 	Snapshots        *snapshots.Service
 	Hooks            *enginehooks.Service
 	streamDispatcher *streams.Dispatcher
+	streamReconciler *streams.Reconciler
 	HTTPAddr         string // the bound address
 	sockets          *httpapi.RuntimeSockets
 	legacyWebhook    webhooks.LegacyEndpoint

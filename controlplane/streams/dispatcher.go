@@ -5,10 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
-	"net/url"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -140,7 +137,7 @@ func (d *Dispatcher) mark(ctx context.Context, cmd channels.StreamCommand, st ch
 func (d *Dispatcher) start(ctx context.Context, cmd channels.StreamCommand, ch *channels.Channel) {
 	fail := func(cause string) {
 		d.mark(ctx, cmd, channels.CommandFailed, "", cause)
-		if _, err := d.Channels.RecordFailedAttempt(ctx, system, ch.ChannelID, cause); err != nil && ctx.Err() == nil {
+		if _, err := d.Channels.RecordFailedStart(ctx, system, ch.ChannelID, cmd.CommandID, cause); err != nil && ctx.Err() == nil {
 			d.Log.Warn("recording a failed start failed", zap.String("channel", string(ch.ChannelID)), zap.Error(err))
 		}
 	}
@@ -160,16 +157,19 @@ func (d *Dispatcher) start(ctx context.Context, cmd channels.StreamCommand, ch *
 	}
 	req := engineapi.AddProxyRequest{ID: string(ch.ChannelID), URL: src, Vhost: ch.Vhost, App: ch.App, Stream: ch.Stream,
 		Transport: string(ch.RTSPTransport), Retry: engineapi.RetryPolicy{InitialBackoff: engineapi.Duration(time.Second), MaxBackoff: engineapi.Duration(30 * time.Second)}}
+	// Starting is recorded before the engine can report media: written
+	// after the node command, it raced the engine's Online and sometimes
+	// replaced it while the stream played.
+	if _, err := d.Channels.SetCommandState(ctx, system, ch.ChannelID, cmd.CommandID, channels.ActualStarting,
+		"pulling on media server "+rec.MediaServerID+"; waiting for media"); err != nil && ctx.Err() == nil {
+		d.Log.Warn("recording Starting failed", zap.String("channel", string(ch.ChannelID)), zap.Error(err))
+	}
 	res, err := d.node(ctx, cmd, rec, agentapi.TypeEngineProxyAdd, req, "start channel "+string(ch.ChannelID))
 	if err != nil && !isCode(res, engineapi.CodeProxyExists) {
 		fail(err.Error())
 		return
 	}
 	d.mark(ctx, cmd, channels.CommandSucceeded, res.CommandID, "")
-	if _, err := d.Channels.SetActualState(ctx, system, ch.ChannelID, channels.ActualStarting,
-		"pulling on media server "+rec.MediaServerID+"; waiting for media"); err != nil && ctx.Err() == nil {
-		d.Log.Warn("recording Starting failed", zap.String("channel", string(ch.ChannelID)), zap.Error(err))
-	}
 }
 
 func (d *Dispatcher) stop(ctx context.Context, cmd channels.StreamCommand, ch *channels.Channel) {
@@ -188,7 +188,7 @@ func (d *Dispatcher) stop(ctx context.Context, cmd channels.StreamCommand, ch *c
 		return
 	}
 	d.mark(ctx, cmd, channels.CommandSucceeded, res.CommandID, "")
-	if _, err := d.Channels.SetActualState(ctx, system, ch.ChannelID, channels.ActualOffline, "stopped"); err != nil && ctx.Err() == nil {
+	if _, err := d.Channels.SetCommandState(ctx, system, ch.ChannelID, cmd.CommandID, channels.ActualOffline, "stopped"); err != nil && ctx.Err() == nil {
 		d.Log.Warn("recording Offline failed", zap.String("channel", string(ch.ChannelID)), zap.Error(err))
 	}
 }
@@ -309,32 +309,4 @@ func (d *Dispatcher) reconcile(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// MediaURLs answers the public base URL of a media server's HTTP media
-// port for playback URLs.
-type MediaURLs struct {
-	Nodes *nodes.Service
-}
-
-// BaseURL implements playback.MediaURLs: the engine's HTTP address as the
-// agent reported it; an unspecified host (0.0.0.0) is replaced by the
-// host's name, which players on the network can resolve.
-func (m MediaURLs) BaseURL(ctx context.Context, mediaServerID string) (string, error) {
-	rec, err := m.Nodes.Resolve(ctx, "", mediaServerID)
-	if err != nil {
-		return "", err
-	}
-	host, port, err := net.SplitHostPort(rec.Engine.HTTPAddr)
-	if err != nil {
-		return "", fmt.Errorf("media server %s has not reported its media address yet", mediaServerID)
-	}
-	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
-		host = rec.Hostname
-		if host == "" {
-			host = "127.0.0.1"
-		}
-	}
-	u := url.URL{Scheme: "http", Host: net.JoinHostPort(strings.Trim(host, "[]"), port)}
-	return u.String(), nil
 }

@@ -83,7 +83,19 @@ type Change struct {
 	Origin        string
 	Tracks        []Track
 	At            time.Time
+	// Cause says why, when the report does not come from the engine's own
+	// hook (the reconciler: the engine restarted, the engine does not list
+	// the stream); it goes into the channel's runtime log.
+	Cause string
+	// IfModRevision, when set, applies the change only while the session's
+	// mod revision is still this one (0: no session yet); otherwise Apply
+	// answers ErrSessionChanged. The reconciler decides from what it read
+	// at that revision, and a hook that landed since knows better.
+	IfModRevision *int64
 }
+
+// ErrSessionChanged answers a guarded change whose session moved on.
+var ErrSessionChanged = errors.New("streams: the session changed since it was read")
 
 // Service keeps stream sessions.
 type Service struct {
@@ -135,6 +147,15 @@ func (s *Service) Apply(ctx context.Context, c Change) (*Session, error) {
 	var out *Session
 	changed := false
 	_, err := store.Update(ctx, s.Store, key, func(kv *store.KeyValue) ([]byte, []store.Op, []store.Compare, error) {
+		if c.IfModRevision != nil {
+			var rev int64
+			if kv != nil {
+				rev = kv.ModRevision
+			}
+			if rev != *c.IfModRevision {
+				return nil, nil, nil, ErrSessionChanged
+			}
+		}
 		sess := &Session{}
 		if kv != nil {
 			if err := json.Unmarshal(kv.Value, sess); err != nil {
@@ -184,8 +205,12 @@ func (s *Service) Apply(ctx context.Context, c Change) (*Session, error) {
 		}
 		ops := []store.Op{op}
 		if ch != nil {
+			msg, actor := fmt.Sprintf("media server %s reports %s/%s %s", c.MediaServerID, c.App, c.Stream, state), "engine:"+c.MediaServerID
+			if c.Cause != "" {
+				msg, actor = fmt.Sprintf("%s/%s %s on media server %s: %s", c.App, c.Stream, state, c.MediaServerID, c.Cause), "system:stream-reconciler"
+			}
 			lop, err := channels.LogOp(channels.LogEntry{ChannelID: ch.ChannelID, Kind: channels.LogStream, Event: "stream." + map[bool]string{true: "online", false: "offline"}[c.Online],
-				Message: fmt.Sprintf("media server %s reports %s/%s %s", c.MediaServerID, c.App, c.Stream, state), Actor: "engine:" + c.MediaServerID, OccurredAt: c.At})
+				Message: msg, Actor: actor, OccurredAt: c.At})
 			if err != nil {
 				return nil, nil, nil, err
 			}
@@ -214,7 +239,11 @@ func (s *Service) followChannel(ctx context.Context, ch *channels.Channel, c Cha
 		return err
 	}
 	if ch.DesiredState == channels.DesiredRunning {
-		_, err := s.Channels.RecordFailedAttempt(ctx, a, ch.ChannelID, "the stream went offline on "+c.MediaServerID)
+		cause := "the stream went offline on " + c.MediaServerID
+		if c.Cause != "" {
+			cause = c.Cause
+		}
+		_, err := s.Channels.RecordFailedAttempt(ctx, a, ch.ChannelID, cause)
 		return err
 	}
 	_, err := s.Channels.SetActualState(ctx, a, ch.ChannelID, channels.ActualOffline, "stopped")
@@ -254,6 +283,46 @@ func (s *Service) Locate(ctx context.Context, channelID string) (playback.Stream
 	}
 	loc.Online = sess != nil && sess.State == StateOnline
 	return loc, nil
+}
+
+// LocateStream implements playback.Streams: the Online stream of a
+// locator, on the media server it names or, when it names none, on the one
+// media server where it is Online. A stream that is not Online anywhere it
+// is looked for is not ready (contract B's 409 stream_not_ready: "stream
+// ... not yet playable"), whether it never came or went away.
+func (s *Service) LocateStream(ctx context.Context, l playback.StreamLocator) (playback.StreamLocation, error) {
+	if l.Vhost == "" {
+		l.Vhost = channels.DefaultVhost
+	}
+	notReady := fmt.Errorf("%w: %s/%s is not Online; publish it, then poll the streams until it is", playback.ErrStreamNotReady, l.App, l.Stream)
+	var found []Session
+	if l.MediaServerID != "" {
+		sess, err := s.Session(ctx, l.MediaServerID, l.Vhost, l.App, l.Stream)
+		if err != nil {
+			return playback.StreamLocation{}, err
+		}
+		if sess != nil {
+			found = append(found, *sess)
+		}
+	} else {
+		rows, _, err := s.Sessions(ctx, SessionQuery{Stream: l.Stream, State: StateOnline, Page: 1, PageSize: 100})
+		if err != nil {
+			return playback.StreamLocation{}, err
+		}
+		for _, r := range rows {
+			if r.App == l.App && r.Vhost == l.Vhost {
+				found = append(found, r)
+			}
+		}
+	}
+	switch {
+	case len(found) > 1:
+		return playback.StreamLocation{}, fmt.Errorf("%w: %s/%s is Online on %d media servers; name mediaServerId", playback.ErrInvalid, l.App, l.Stream, len(found))
+	case len(found) == 0 || found[0].State != StateOnline:
+		return playback.StreamLocation{}, notReady
+	}
+	f := found[0]
+	return playback.StreamLocation{ChannelID: f.ChannelID, MediaServerID: f.MediaServerID, Vhost: f.Vhost, App: f.App, Stream: f.Stream, Online: true}, nil
 }
 
 // SessionQuery filters the session listing; zero values do not filter.

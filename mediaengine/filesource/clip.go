@@ -179,31 +179,50 @@ func (c *Clip) addPES(t *media.Track, pts, dts time.Duration, data []byte) error
 	return nil
 }
 
-// normalise starts timestamps at zero, orders frames by DTS and works out
-// the loop duration.
+// normalise orders frames by DTS, starts the clip at its first keyframe
+// with timestamps from zero, and works out the loop duration.
+//
+// The loop follows the video: a player judges a live stream's continuity
+// by its video, and a clip whose audio runs past its video (the built-in
+// one's by 85 ms) must not make every loop skip video frames. So the
+// duration is the video track's span (its last DTS plus one frame), and
+// frames of other tracks at or past it are dropped, so that nothing of one
+// loop overlaps the next. Without video the longest track sets it.
 func (c *Clip) normalise() {
-	minDTS := c.Frames[0].DTS
-	for _, f := range c.Frames {
-		minDTS = min(minDTS, f.DTS)
-	}
-	for _, f := range c.Frames {
-		f.DTS -= minDTS
-		f.PTS -= minDTS
-	}
 	sort.SliceStable(c.Frames, func(i, j int) bool { return c.Frames[i].DTS < c.Frames[j].DTS })
-	// The clip begins at the first keyframe, so every loop starts cleanly.
 	for i, f := range c.Frames {
 		if f.Keyframe {
 			c.Frames = c.Frames[i:]
 			break
 		}
 	}
+	base := c.Frames[0].DTS
+	for _, f := range c.Frames {
+		f.DTS -= base
+		f.PTS -= base
+	}
 	last := map[*media.Track][2]time.Duration{}
 	for _, f := range c.Frames {
 		l := last[f.Track]
 		last[f.Track] = [2]time.Duration{l[1], f.DTS}
 	}
-	for _, l := range last {
-		c.Duration = max(c.Duration, l[1]+(l[1]-l[0]))
+	var video time.Duration
+	for t, l := range last {
+		span := l[1] + (l[1] - l[0])
+		c.Duration = max(c.Duration, span)
+		if t.Kind() == media.KindVideo {
+			video = max(video, span)
+		}
 	}
+	if video == 0 {
+		return
+	}
+	c.Duration = video
+	kept := c.Frames[:0]
+	for _, f := range c.Frames {
+		if f.DTS < c.Duration {
+			kept = append(kept, f)
+		}
+	}
+	c.Frames = kept
 }

@@ -37,8 +37,23 @@ func TestLoadBuiltinClip(t *testing.T) {
 	if counts[media.KindVideo] != 250 || counts[media.KindAudio] < 465 || keys != 5 {
 		t.Fatalf("frames %v, keyframes %d", counts, keys)
 	}
-	if c.Duration < 9960*time.Millisecond || c.Duration > 10100*time.Millisecond {
-		t.Fatalf("duration %v", c.Duration)
+	// The loop follows the video: 250 frames of 40 ms, so the next loop's
+	// first frame comes exactly one frame after this loop's last, and no
+	// audio frame of this loop reaches into the next.
+	if c.Duration != 10*time.Second {
+		t.Fatalf("duration %v, want the video's 10 s", c.Duration)
+	}
+	var lastVideo time.Duration
+	for _, f := range c.Frames {
+		if f.DTS >= c.Duration {
+			t.Fatalf("a %s frame at %v is past the loop's %v", f.Track.Kind(), f.DTS, c.Duration)
+		}
+		if f.Track.Kind() == media.KindVideo {
+			lastVideo = f.DTS
+		}
+	}
+	if gap := c.Duration - lastVideo; gap != 40*time.Millisecond {
+		t.Fatalf("the loop point is %v after the last video frame, want one frame (40 ms)", gap)
 	}
 	if !c.Frames[0].Keyframe {
 		t.Fatal("the clip does not start at a keyframe")

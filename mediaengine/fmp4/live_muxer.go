@@ -1,6 +1,9 @@
 package fmp4
 
 import (
+	"bytes"
+	"time"
+
 	"github.com/svcplatform/svc/mediaengine/hub"
 	"github.com/svcplatform/svc/mediaengine/media"
 )
@@ -91,3 +94,18 @@ func (m *LiveMuxer) carries(t *media.Track) bool {
 	}
 	return false
 }
+
+// Continue implements hub.Continuer: an HTTP-fMP4 player of a stream with
+// tracks prev needs nothing when the new publisher's initialisation
+// segment is the same (the fragments go on, their decode times moved on by
+// the hub), and the new ftyp+moov otherwise: players (MSE, ffmpeg) take an
+// initialisation segment mid-stream as a new configuration.
+func (m *LiveMuxer) Continue(prev []*media.Track, _ time.Duration) []byte {
+	old, err := NewLiveMuxer(prev)
+	if err == nil && bytes.Equal(old.init, m.init) {
+		return nil
+	}
+	return m.init
+}
+
+var _ hub.Continuer = (*LiveMuxer)(nil)

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -31,13 +32,18 @@ const (
 
 // Client sends the engine's hooks.
 type Client struct {
-	url    string
-	header engineapi.HookHeader
-	secret string
-	cfg    engineapi.HookConfig
-	http   *http.Client
-	cache  allowCache
-	log    *zap.Logger
+	// urls are the hook base URLs of the control nodes, the configured one
+	// first; preferred is the index of the one that answered last, and
+	// downUntil (unix nanoseconds, per URL) skips one that just failed.
+	urls      []string
+	preferred atomic.Int32
+	downUntil []atomic.Int64
+	header    engineapi.HookHeader
+	secret    string
+	cfg       engineapi.HookConfig
+	http      *http.Client
+	cache     allowCache
+	log       *zap.Logger
 
 	events chan event
 	wg     sync.WaitGroup
@@ -60,7 +66,7 @@ type event struct {
 // workers; Close stops them.
 func New(cfg engineapi.Config, log *zap.Logger) (*Client, error) {
 	hc := cfg.Hooks
-	c := &Client{url: strings.TrimRight(hc.URL, "/"), cfg: hc, log: log.Named("hooks"),
+	c := &Client{cfg: hc, log: log.Named("hooks"),
 		header: engineapi.HookHeader{MediaServerID: cfg.MediaServerID, NodeID: cfg.NodeID},
 		cache:  allowCache{ttl: hc.AllowCacheTTL.D(), m: map[string]cacheEntry{}}, events: make(chan event, eventQueue)}
 	tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12}
@@ -89,8 +95,19 @@ func New(cfg engineapi.Config, log *zap.Logger) (*Client, error) {
 		}
 		c.secret = s
 	}
+	if hc.URL != "" {
+		for _, u := range append([]string{hc.URL}, hc.FallbackURLs...) {
+			c.urls = append(c.urls, strings.TrimRight(u, "/"))
+		}
+		c.downUntil = make([]atomic.Int64, len(c.urls))
+	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.TLSClientConfig = tlsCfg
+	// A control node that is down must cost a hook a fraction of its
+	// timeout, so the next node can still answer in time.
+	dialer := &net.Dialer{Timeout: dialTimeout(hc.Timeout.D(), len(c.urls)), KeepAlive: 30 * time.Second}
+	tr.DialContext = dialer.DialContext
+	tr.TLSHandshakeTimeout = dialer.Timeout
 	tr.MaxIdleConnsPerHost = 16
 	c.http = &http.Client{Transport: tr, Timeout: hc.Timeout.D(),
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
@@ -102,7 +119,17 @@ func New(cfg engineapi.Config, log *zap.Logger) (*Client, error) {
 }
 
 // Enabled reports whether hooks go anywhere.
-func (c *Client) Enabled() bool { return c.url != "" }
+func (c *Client) Enabled() bool { return len(c.urls) > 0 }
+
+// dialTimeout shares a hook's timeout between the control nodes it may
+// have to try, with at least 250 ms and at most a second for each.
+func dialTimeout(timeout time.Duration, nodes int) time.Duration {
+	d := timeout / time.Duration(max(nodes, 1))
+	return min(max(d, 250*time.Millisecond), time.Second)
+}
+
+// downFor is how long a control node that failed is tried last.
+const downFor = 5 * time.Second
 
 // Counters reports hook calls made and failed, and events dropped because
 // the queue was full.
@@ -171,6 +198,10 @@ func (c *Client) post(ctx context.Context, name string, body any) (engineapi.Hoo
 	return ans, err
 }
 
+// do sends a hook to the control node that answered last and, when that
+// one cannot be reached or answers that it cannot serve (502, 503, 504), to
+// the next, all within the hook's timeout. Hooks are safe to repeat: a
+// decision is read again, and a report applied twice changes nothing.
 func (c *Client) do(ctx context.Context, name string, body any) (engineapi.HookAnswer, error) {
 	b, err := json.Marshal(body)
 	if err != nil {
@@ -178,9 +209,47 @@ func (c *Client) do(ctx context.Context, name string, body any) (engineapi.HookA
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout.D())
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url+"/"+name, bytes.NewReader(b))
+	now := time.Now().UnixNano()
+	first := int(c.preferred.Load())
+	// Nodes that failed lately go after the others, not out: when all of
+	// them failed, they are all tried again.
+	order := make([]int, 0, len(c.urls))
+	var later []int
+	for k := range c.urls {
+		i := (first + k) % len(c.urls)
+		if c.downUntil[i].Load() > now {
+			later = append(later, i)
+			continue
+		}
+		order = append(order, i)
+	}
+	order = append(order, later...)
+	var errs []error
+	for _, i := range order {
+		ans, retry, err := c.try(ctx, c.urls[i], name, b)
+		if err == nil {
+			c.downUntil[i].Store(0)
+			if int(c.preferred.Load()) != i {
+				c.preferred.Store(int32(i))
+				c.log.Info("hooks now go to another control node", zap.String("url", c.urls[i]))
+			}
+			return ans, nil
+		}
+		errs = append(errs, err)
+		if !retry || ctx.Err() != nil {
+			break
+		}
+		c.downUntil[i].Store(time.Now().Add(downFor).UnixNano())
+	}
+	return engineapi.HookAnswer{}, errors.Join(errs...)
+}
+
+// try sends a hook to one control node; retry says whether another node
+// may answer it (this one could not be reached or cannot serve).
+func (c *Client) try(ctx context.Context, base, name string, b []byte) (ans engineapi.HookAnswer, retry bool, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/"+name, bytes.NewReader(b))
 	if err != nil {
-		return engineapi.HookAnswer{}, err
+		return engineapi.HookAnswer{}, false, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	if c.secret != "" {
@@ -189,26 +258,28 @@ func (c *Client) do(ctx context.Context, name string, body any) (engineapi.HookA
 	resp, err := c.http.Do(req)
 	if err != nil {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return engineapi.HookAnswer{}, fmt.Errorf("%w (%s): %v", ErrTimeout, c.cfg.Timeout.D(), err)
+			return engineapi.HookAnswer{}, false, fmt.Errorf("%w (%s): %s: %v", ErrTimeout, c.cfg.Timeout.D(), base, err)
 		}
-		return engineapi.HookAnswer{}, fmt.Errorf("hooks: %s: %w", name, err)
+		return engineapi.HookAnswer{}, true, fmt.Errorf("hooks: %s at %s: %w", name, base, err)
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
 	if err != nil {
-		return engineapi.HookAnswer{}, fmt.Errorf("hooks: %s: reading the answer: %w", name, err)
+		return engineapi.HookAnswer{}, true, fmt.Errorf("hooks: %s at %s: reading the answer: %w", name, base, err)
 	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return engineapi.HookAnswer{}, fmt.Errorf("%w: %s answered %d", ErrStatus, name, resp.StatusCode)
+	switch {
+	case resp.StatusCode == http.StatusBadGateway, resp.StatusCode == http.StatusServiceUnavailable, resp.StatusCode == http.StatusGatewayTimeout:
+		return engineapi.HookAnswer{}, true, fmt.Errorf("%w: %s at %s answered %d", ErrStatus, name, base, resp.StatusCode)
+	case resp.StatusCode < 200 || resp.StatusCode > 299:
+		return engineapi.HookAnswer{}, false, fmt.Errorf("%w: %s at %s answered %d", ErrStatus, name, base, resp.StatusCode)
 	}
-	var ans engineapi.HookAnswer
 	if len(bytes.TrimSpace(raw)) == 0 {
-		return ans, nil
+		return ans, false, nil
 	}
 	if err := json.Unmarshal(raw, &ans); err != nil {
-		return engineapi.HookAnswer{}, fmt.Errorf("%w: %v", ErrAnswer, err)
+		return engineapi.HookAnswer{}, false, fmt.Errorf("%w: %v", ErrAnswer, err)
 	}
-	return ans, nil
+	return ans, false, nil
 }
 
 // enqueue queues an event hook; a full queue drops it (counted, logged)

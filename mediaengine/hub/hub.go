@@ -33,6 +33,14 @@ type Config struct {
 	// OnNoneReader is called when a stream has had no reader for
 	// NoReaderTimeout.
 	OnNoneReader func(s *Stream)
+	// ContinueGrace keeps the players of a stream whose publisher ended
+	// (a camera reconnecting, a pusher restarting) attached for this long
+	// (ZLMediaKit's continue_push_ms): a new publisher of the same path
+	// within it continues the stream, its timestamps moved on from where
+	// the old ones ended, and readers of formats that can follow a change
+	// of publisher (Continuer muxers: HTTP-FLV, HTTP-fMP4) carry on without
+	// reconnecting. 0 ends every reader with its stream.
+	ContinueGrace time.Duration
 }
 
 // Hub holds the live streams.
@@ -43,6 +51,9 @@ type Hub struct {
 
 	mu      sync.Mutex
 	streams map[media.Path]*Stream
+	// parked holds what streams that lost their publisher left for the
+	// next one, by path, for ContinueGrace.
+	parked  map[media.Path]*continuation
 	changed chan struct{}  // closed and replaced when a stream appears or becomes ready
 	loops   sync.WaitGroup // streams' flush loops
 	closed  bool
@@ -68,7 +79,8 @@ func New(cfg Config, log *zap.Logger) *Hub {
 	if cfg.OnNoneReader == nil {
 		cfg.OnNoneReader = func(*Stream) {}
 	}
-	return &Hub{cfg: cfg, log: log, epoch: time.Now(), streams: map[media.Path]*Stream{}, changed: make(chan struct{})}
+	return &Hub{cfg: cfg, log: log, epoch: time.Now(), streams: map[media.Path]*Stream{}, parked: map[media.Path]*continuation{},
+		changed: make(chan struct{})}
 }
 
 // Key normalises a path: an empty vhost is the default vhost.
@@ -101,6 +113,11 @@ func (h *Hub) Publish(path media.Path, origin Origin, tracks []*media.Track) (*P
 		return nil, ErrAlreadyPublishing
 	}
 	s := newStream(h, path, origin, tracks)
+	if c := h.parked[path]; c != nil {
+		delete(h.parked, path)
+		c.timer.Stop()
+		s.cont = c
+	}
 	h.streams[path] = s
 	if h.cfg.MergeWindow > 0 {
 		h.loops.Add(1)
@@ -193,8 +210,14 @@ func (h *Hub) Close() {
 		s.Close()
 	}
 	h.mu.Lock()
+	parked := h.parked
+	h.parked = map[media.Path]*continuation{}
 	h.draining = true
 	h.mu.Unlock()
+	for _, c := range parked {
+		c.timer.Stop()
+		c.fail()
+	}
 	h.wg.Wait()
 	h.loops.Wait()
 }

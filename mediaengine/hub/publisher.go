@@ -22,5 +22,8 @@ func (p *Publisher) Done() <-chan struct{} { return p.s.done }
 // stream was closed.
 func (p *Publisher) WriteFrame(f *media.Frame) error { return p.s.write(f) }
 
-// Close ends the stream.
-func (p *Publisher) Close() { p.s.Close() }
+// Close ends the stream because its source ended. Readers that can follow
+// a change of publisher wait up to the hub's ContinueGrace for the next
+// publisher of the path; to end the stream for everyone at once (the
+// stream was stopped on purpose), close Stream() instead.
+func (p *Publisher) Close() { p.s.end(true) }

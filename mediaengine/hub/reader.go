@@ -15,9 +15,12 @@ import (
 // the reader drops frames until the next keyframe instead of slowing the
 // publisher.
 type Reader struct {
-	stream *Stream
+	// stream changes when the reader follows its path to a new publisher
+	// (ContinueGrace); feed and idx change with it, under that stream's mu.
+	stream atomic.Pointer[Stream]
 	feed   *feed
 	idx    int // position in feed.readers, guarded by stream.mu
+	format Format
 	label  string
 	header []byte
 	// merged readers are woken by the stream's flush loop, not by push.
@@ -37,17 +40,20 @@ type Reader struct {
 	dropped atomic.Uint64
 }
 
-func newReader(s *Stream, f *feed, label string, queue int) *Reader {
-	return &Reader{stream: s, feed: f, label: label, header: f.header, ring: make([]*Packet, queue), wake: make(chan struct{}, 1),
+func newReader(s *Stream, f *feed, format Format, label string, queue int) *Reader {
+	r := &Reader{feed: f, format: format, label: label, header: f.header, ring: make([]*Packet, queue), wake: make(chan struct{}, 1),
 		merged: s.hub.cfg.MergeWindow > 0}
+	r.stream.Store(s)
+	return r
 }
 
-// Stream is the stream the reader reads.
-func (r *Reader) Stream() *Stream { return r.stream }
+// Stream is the stream the reader reads: after its publisher changed
+// within the hub's ContinueGrace, the new one.
+func (r *Reader) Stream() *Stream { return r.stream.Load() }
 
 // Tracks are the stream's tracks, complete (Ready) by the time a reader
 // exists.
-func (r *Reader) Tracks() []*media.Track { return r.stream.Tracks() }
+func (r *Reader) Tracks() []*media.Track { return r.Stream().Tracks() }
 
 // Header is the format's header (nil for the raw feed), to be written
 // before the first packet.
@@ -80,7 +86,8 @@ func (r *Reader) push(p *Packet) {
 		r.needKey = true
 		r.mu.Unlock()
 		if r.drop() == 1 || r.dropped.Load()%1000 == 1 {
-			r.stream.hub.log.Warn("slow reader drops frames until the next keyframe", zap.String("stream", r.stream.path.String()),
+			s := r.Stream()
+			s.hub.log.Warn("slow reader drops frames until the next keyframe", zap.String("stream", s.path.String()),
 				zap.String("reader", r.label), zap.Uint64("dropped", r.dropped.Load()))
 		}
 		return
@@ -156,7 +163,7 @@ func (r *Reader) flush() {
 }
 
 func (r *Reader) drop() uint64 {
-	r.stream.hub.dropped.Add(1)
+	r.Stream().hub.dropped.Add(1)
 	return r.dropped.Add(1)
 }
 
@@ -214,8 +221,43 @@ func (r *Reader) Next(ctx context.Context, dst []*Packet) ([]*Packet, error) {
 // Close unsubscribes the reader; a Next in progress returns
 // ErrReaderClosed. Closing twice is harmless.
 func (r *Reader) Close() {
-	r.stream.removeReader(r)
 	r.fail(ErrReaderClosed)
+	// A reader that follows its path to a new publisher moves under that
+	// stream's lock after its error check, so once failed it moves no more.
+	r.Stream().removeReader(r)
+}
+
+// adopt moves a reader waiting for its path's next publisher into s's feed
+// fd, with header (what it needs to follow the change) queued before s's
+// frames; called under s.mu. It answers false for a reader that closed
+// meanwhile, or whose queue cannot take the header (it is ended: without
+// the header it could not decode what follows).
+func (r *Reader) adopt(s *Stream, fd *feed, header []byte) bool {
+	r.mu.Lock()
+	if r.err != nil {
+		r.mu.Unlock()
+		return false
+	}
+	if len(header) > 0 {
+		if r.n == len(r.ring) {
+			r.mu.Unlock()
+			r.fail(ErrStreamClosed)
+			return false
+		}
+		r.ring[(r.head+r.n)%len(r.ring)] = &Packet{Data: header, Keyframe: true, Arrived: s.hub.Now()}
+		r.n++
+	}
+	r.stream.Store(s)
+	r.feed = fd
+	r.idx = len(fd.readers)
+	fd.readers = append(fd.readers, r)
+	s.readers++
+	notify := r.notify
+	r.mu.Unlock()
+	if len(header) > 0 && !r.merged {
+		r.signal(notify)
+	}
+	return true
 }
 
 func (r *Reader) fail(err error) {

@@ -32,6 +32,17 @@ type Stream struct {
 	readers  int
 	idle     *time.Timer
 	stats    []trackStats
+
+	// cont is what the path's previous publisher left: its waiting readers
+	// join this stream when it becomes ready. shift moves every frame of
+	// this publisher so its timeline continues the previous one's; it is
+	// decided at the first frame (shiftSet).
+	cont     *continuation
+	shift    time.Duration
+	shiftSet bool
+	// lastDTS is the latest DTS written (shifted), lastStep the latest
+	// video frame interval: where a next publisher continues from.
+	lastDTS, lastVideoDTS, lastStep time.Duration
 }
 
 func newStream(h *Hub, path media.Path, origin Origin, tracks []*media.Track) *Stream {
@@ -57,6 +68,13 @@ func (s *Stream) Tracks() []*media.Track { return s.tracks }
 // Ready is closed once every track is complete and a reader can start.
 func (s *Stream) Ready() <-chan struct{} { return s.readyCh }
 
+// IsReady says whether the stream has become ready (and not ended).
+func (s *Stream) IsReady() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ready && !s.closed
+}
+
 // Done is closed when the stream ends.
 func (s *Stream) Done() <-chan struct{} { return s.done }
 
@@ -78,6 +96,7 @@ func (s *Stream) write(f *media.Frame) error {
 	if f.Track == nil || f.Track.ID < 0 || f.Track.ID >= len(s.tracks) || s.tracks[f.Track.ID] != f.Track {
 		return ErrUnknownTrack
 	}
+	f = s.continueTimeline(f)
 	size := f.Size()
 	s.stats[f.Track.ID].add(now, size)
 	s.hub.framesIn.Add(1)
@@ -90,7 +109,7 @@ func (s *Stream) write(f *media.Frame) error {
 		if !s.canStart(f) {
 			return nil
 		}
-		s.becomeReady()
+		s.becomeReady(f)
 	}
 	key := f.Keyframe && isVideo || !s.hasVideo
 	raw := &Packet{Frame: f, Keyframe: key, Arrived: int64(now.Sub(s.hub.epoch))}
@@ -125,13 +144,14 @@ func (s *Stream) canStart(f *media.Frame) bool {
 	return !s.hasVideo || (f.Keyframe && f.Track.Kind() == media.KindVideo)
 }
 
-func (s *Stream) becomeReady() {
+func (s *Stream) becomeReady(first *media.Frame) {
 	s.ready = true
 	for _, t := range s.tracks {
 		if t.Kind() == media.KindVideo && t.Width == 0 {
 			fillSize(t)
 		}
 	}
+	s.adoptParked(first)
 	close(s.readyCh)
 	s.hub.notify()
 	s.armIdle()
@@ -162,24 +182,12 @@ func (s *Stream) subscribe(format Format, label string) (*Reader, error) {
 	}
 	fd := s.raw
 	if format != nil {
-		fd = s.formatFeed(format.Name())
-		if fd == nil {
-			m, err := format.NewMuxer(s.tracks)
-			if err != nil {
-				return nil, err
-			}
-			fd = &feed{name: format.Name(), muxer: m, header: m.Header()}
-			// Bring the new feed up to date from the raw GOP cache.
-			for _, rp := range s.raw.gop {
-				if p, ok := m.Frame(rp.Frame); ok {
-					p.Frame, p.Arrived = rp.Frame, rp.Arrived
-					fd.cache(&p, s.hub.cfg.GOPCacheMaxFrames)
-				}
-			}
-			s.feeds = append(s.feeds, fd)
+		var err error
+		if fd, err = s.feedOf(format); err != nil {
+			return nil, err
 		}
 	}
-	r := newReader(s, fd, label, s.hub.cfg.ReaderQueueFrames)
+	r := newReader(s, fd, format, label, s.hub.cfg.ReaderQueueFrames)
 	r.seed(fd.gop)
 	r.idx = len(fd.readers)
 	fd.readers = append(fd.readers, r)
@@ -189,6 +197,27 @@ func (s *Stream) subscribe(format Format, label string) (*Reader, error) {
 		s.idle = nil
 	}
 	return r, nil
+}
+
+// feedOf returns the stream's feed of format, made (and brought up to date
+// from the raw GOP cache) on first use; called under s.mu.
+func (s *Stream) feedOf(format Format) (*feed, error) {
+	if fd := s.formatFeed(format.Name()); fd != nil {
+		return fd, nil
+	}
+	m, err := format.NewMuxer(s.tracks)
+	if err != nil {
+		return nil, err
+	}
+	fd := &feed{name: format.Name(), muxer: m, header: m.Header()}
+	for _, rp := range s.raw.gop {
+		if p, ok := m.Frame(rp.Frame); ok {
+			p.Frame, p.Arrived = rp.Frame, rp.Arrived
+			fd.cache(&p, s.hub.cfg.GOPCacheMaxFrames)
+		}
+	}
+	s.feeds = append(s.feeds, fd)
+	return fd, nil
 }
 
 func (s *Stream) formatFeed(name string) *feed {
@@ -203,6 +232,9 @@ func (s *Stream) formatFeed(name string) *feed {
 func (s *Stream) removeReader(r *Reader) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.closed {
+		return // its readers were let go when it closed
+	}
 	fd := r.feed
 	before := len(fd.readers)
 	fd.remove(r)
@@ -256,7 +288,12 @@ func (s *Stream) armIdle() {
 
 // Close ends the stream: its publisher's next write fails and every reader
 // gets ErrStreamClosed.
-func (s *Stream) Close() {
+func (s *Stream) Close() { s.end(false) }
+
+// end closes the stream. When its source ended (continuable) and the hub
+// has a ContinueGrace, the readers of formats that can follow a new
+// publisher wait for one instead of ending.
+func (s *Stream) end(continuable bool) {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -268,10 +305,18 @@ func (s *Stream) Close() {
 		s.idle.Stop()
 		s.idle = nil
 	}
-	var readers []*Reader
+	var readers, waiting []*Reader
 	readers = append(readers, s.raw.readers...)
 	for _, fd := range s.feeds {
+		if _, ok := fd.muxer.(Continuer); ok && continuable && wasReady && s.hub.cfg.ContinueGrace > 0 {
+			waiting = append(waiting, fd.readers...)
+			continue
+		}
 		readers = append(readers, fd.readers...)
+	}
+	var c *continuation
+	if continuable && wasReady && s.hub.cfg.ContinueGrace > 0 {
+		c = &continuation{tracks: s.tracks, lastDTS: s.lastDTS, step: s.lastStep, readers: waiting}
 	}
 	s.raw, s.feeds, s.readers = &feed{}, nil, 0
 	s.mu.Unlock()
@@ -279,8 +324,11 @@ func (s *Stream) Close() {
 		r.fail(ErrStreamClosed)
 	}
 	s.hub.remove(s)
+	if c != nil {
+		s.hub.park(s.path, c)
+	}
 	close(s.done)
-	s.hub.log.Info("stream closed", zap.String("stream", s.path.String()), zap.Int("readers", len(readers)))
+	s.hub.log.Info("stream closed", zap.String("stream", s.path.String()), zap.Int("readers", len(readers)), zap.Int("waitingForPublisher", len(waiting)))
 	if wasReady {
 		s.hub.async(func() { s.hub.cfg.OnStreamChanged(s, false) })
 	}
@@ -291,7 +339,7 @@ func (s *Stream) Info() engineapi.StreamInfo {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	info := engineapi.StreamInfo{Vhost: s.path.Vhost, App: s.path.App, Stream: s.path.Stream, Origin: s.origin.Kind,
-		OriginURL: s.origin.URL, OriginAddr: s.origin.RemoteAddr, Readers: s.readers, StartedAt: s.startedAt.UTC(),
+		OriginURL: s.origin.URL, OriginAddr: s.origin.RemoteAddr, Ready: s.ready && !s.closed, Readers: s.readers, StartedAt: s.startedAt.UTC(),
 		UptimeSec: time.Since(s.startedAt).Seconds(), Tracks: make([]engineapi.TrackInfo, 0, len(s.tracks))}
 	for i, t := range s.tracks {
 		st := s.stats[i]

@@ -98,10 +98,10 @@ func (p *Proxy) run(ctx context.Context) {
 }
 
 // session runs one pull and reports whether it went live.
-func (p *Proxy) session(ctx context.Context) (bool, error) {
+func (p *Proxy) session(parent context.Context) (bool, error) {
 	var pub *hub.Publisher
 	live := false
-	ctx, cancel := context.WithCancel(ctx)
+	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
 	err := p.puller.Pull(ctx, Source{URL: p.req.URL, Transport: p.req.Transport}, func(tracks []*media.Track) (FrameWriter, error) {
 		var err error
@@ -120,7 +120,14 @@ func (p *Proxy) session(ctx context.Context) (bool, error) {
 		}()
 		return pub, nil
 	})
-	if pub != nil {
+	switch {
+	case pub == nil:
+	case parent.Err() != nil:
+		// The proxy was removed (its channel stopped): its players end now
+		// rather than wait for a publisher that will not come.
+		pub.Stream().Close()
+	default:
+		// The source dropped; the next session may continue the stream.
 		pub.Close()
 	}
 	return live, err

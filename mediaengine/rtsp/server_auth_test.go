@@ -118,3 +118,34 @@ func TestServerDigestWithoutQOP(t *testing.T) {
 		t.Fatalf("authenticated DESCRIBE answered %d", resp.StatusCode)
 	}
 }
+
+// With TicketParam a player that carries a ticket and no credentials gets
+// through to the handler (which decides by the ticket), over ffmpeg's
+// whole DESCRIBE/SETUP/PLAY; without the ticket it is challenged, and a
+// publisher with a ticket but no credentials is refused.
+func TestServerTicketPlayersSkipDigest(t *testing.T) {
+	t.Parallel() // real-time media: mostly waiting
+	r := rtsptest.NewRelay()
+	srv := startServer(t, rtsp.ServerConfig{Credentials: credentials(map[string]string{"cam": "pw-cam"}), TicketParam: "svc_ticket"}, r)
+	startProcess(t, "ffmpeg", publishArgs("h264", "tcp", "rtsp://cam:pw-cam@"+srv.Addr().String()+"/live/tk", 12)...)
+	path := media.Path{Vhost: media.DefaultVhost, App: "live", Stream: "tk"}
+	waitFor(t, 10*time.Second, "the publisher", func() bool { s := r.Stream(path); return s != nil && s.Frames.Load() > 0 })
+
+	out := filepath.Join(t.TempDir(), "ticket.mp4")
+	runPeer(t, 30*time.Second, "ffmpeg", readArgs("tcp", rtspURL(srv.Addr(), "live/tk")+"?svc_ticket=T1", out, 2)...)
+	plays := r.Plays()
+	if len(plays) == 0 || plays[len(plays)-1].Query.Get("svc_ticket") != "T1" || plays[len(plays)-1].User != "" {
+		t.Fatalf("the handler did not see the ticket player: %+v", plays)
+	}
+	if v := probe(t, out)["video"]; v == nil || v.CodecName != "h264" || v.Packets < 25 {
+		t.Fatalf("the ticket player read %+v", v)
+	}
+	log := runPeerExpectFailure(t, 20*time.Second, "ffmpeg", readArgs("tcp", rtspURL(srv.Addr(), "live/tk"), filepath.Join(t.TempDir(), "none.mp4"), 1)...)
+	if !containsAny(log, "401", "Unauthorized") {
+		t.Fatalf("a player without ticket or credentials: %s", log)
+	}
+	log = runPeerExpectFailure(t, 20*time.Second, "ffmpeg", publishArgs("h264", "tcp", rtspURL(srv.Addr(), "live/other")+"?svc_ticket=T1", 2)...)
+	if !containsAny(log, "401", "Unauthorized") {
+		t.Fatalf("a publisher with a ticket and no credentials: %s", log)
+	}
+}

@@ -19,6 +19,12 @@ type ServerConfig struct {
 	// Credentials looks up a user's password. Nil means no
 	// authentication (the Handler may still refuse by query ticket).
 	Credentials func(user string) (password string, ok bool)
+	// TicketParam, when set with Credentials, lets a player that sends no
+	// credentials but carries this query parameter in its DESCRIBE (or
+	// SETUP) URL through to the Handler, whose Play decides by the ticket;
+	// the rest of that play session follows without credentials. Anything
+	// else, publishing above all, still needs Digest.
+	TicketParam string
 	// DigestAlgorithms are offered in order (default MD5 only: most
 	// cameras and players, ffmpeg among them, implement nothing else).
 	DigestAlgorithms []string

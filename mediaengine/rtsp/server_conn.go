@@ -202,6 +202,9 @@ func (c *serverConn) authenticate(req *Request, resp *Response) bool {
 		return true
 	}
 	h := req.Header.Get("Authorization")
+	if h == "" && c.ticketPlayer(req) {
+		return true
+	}
 	if h != "" {
 		if creds, err := digest.ParseCredentials(h); err == nil {
 			if password, ok := c.srv.cfg.Credentials(creds.Username); ok {
@@ -218,6 +221,32 @@ func (c *serverConn) authenticate(req *Request, resp *Response) bool {
 		// qop=auth as RFC 7616 asks; clients that ignore it answer
 		// without qop, which Verify accepts too.
 		resp.Header.Add("WWW-Authenticate", fmt.Sprintf(`Digest realm="%s", nonce="%s", algorithm=%s, qop="auth"`, c.srv.cfg.Realm, c.nonce, alg))
+	}
+	return false
+}
+
+// ticketPlayer reports whether a request without credentials goes on to
+// the Handler, which decides by the ticket in its URL (TicketParam): a
+// DESCRIBE, or a SETUP that opens a session without one, carrying the
+// ticket; and the later requests of a play session such a request opened
+// (SETUP URLs come from the Content-Base, which has no query). ANNOUNCE
+// and RECORD never pass: publishing needs Digest.
+func (c *serverConn) ticketPlayer(req *Request) bool {
+	if c.srv.cfg.TicketParam == "" {
+		return false
+	}
+	playing := c.session != nil && !c.session.publishing
+	switch req.Method {
+	case MethodSetup:
+		if playing {
+			return true
+		}
+		fallthrough
+	case MethodDescribe:
+		u, err := parseRequestURL(req.URL)
+		return err == nil && u.Query().Get(c.srv.cfg.TicketParam) != ""
+	case MethodPlay, MethodPause, MethodTeardown, MethodGetParameter, MethodSetParameter:
+		return playing
 	}
 	return false
 }

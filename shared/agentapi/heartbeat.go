@@ -89,12 +89,16 @@ type EngineState struct {
 	CPUPercent  float64    `json:"cpuPercent"`
 	Streams     int        `json:"streams"`
 	Players     int        `json:"players"`
-	ConfigPath  string     `json:"configPath"`
-	ControlAddr string     `json:"controlAddr"`
-	HTTPAddr    string     `json:"httpAddr"`
-	RTSPAddr    string     `json:"rtspAddr"`
-	RTPPortMin  int        `json:"rtpPortMin"`
-	RTPPortMax  int        `json:"rtpPortMax"`
+	// Proxies counts the engine's pull proxies; with Streams it lets the
+	// control plane notice that the engine and its own records disagree
+	// without asking the engine for its lists.
+	Proxies     int    `json:"proxies"`
+	ConfigPath  string `json:"configPath"`
+	ControlAddr string `json:"controlAddr"`
+	HTTPAddr    string `json:"httpAddr"`
+	RTSPAddr    string `json:"rtspAddr"`
+	RTPPortMin  int    `json:"rtpPortMin"`
+	RTPPortMax  int    `json:"rtpPortMax"`
 	// SupervisorBootID and TransitionSeq name the last transition reported
 	// before this state was taken, so the control plane can tell a state
 	// older than a transition it already has.

@@ -66,6 +66,13 @@ type Config struct {
 	// NoReaderTimeout is how long a stream may have no reader before
 	// on_stream_none_reader is sent.
 	NoReaderTimeout Duration `yaml:"noReaderTimeout" json:"noReaderTimeout"`
+	// ContinueGrace keeps HTTP-FLV and HTTP-fMP4 players attached for this
+	// long when a stream's source drops (a camera reconnecting, a pusher
+	// restarting): a publisher of the same path within it continues the
+	// stream, its timestamps going on from where they stopped, and the
+	// players carry on without reconnecting (ZLMediaKit's
+	// continue_push_ms). 0 ends the players with their source.
+	ContinueGrace Duration `yaml:"continueGrace" json:"continueGrace"`
 	// DemoFile, when set, is looped as the live stream DemoPath (the dev
 	// demo's file source).
 	DemoFile string `yaml:"demoFile,omitempty" json:"demoFile,omitempty"`
@@ -78,6 +85,11 @@ type HookConfig struct {
 	// disables hooks, and then on_play and on_publish allow everything, which
 	// only tests and a stand-alone engine use.
 	URL string `yaml:"url" json:"url"`
+	// FallbackURLs are the same hooks on the other control nodes: when the
+	// node behind URL does not answer (down, or unreachable), a hook goes
+	// to the next one within the same Timeout, and later hooks go first to
+	// the one that answered.
+	FallbackURLs []string `yaml:"fallbackUrls,omitempty" json:"fallbackUrls,omitempty"`
 	// ClientCertFile and ClientKeyFile authenticate the engine with the
 	// node's certificate (mTLS to the agent port); CAFile pins the cluster
 	// CA.
@@ -151,6 +163,7 @@ func Defaults() Config {
 		GOPCacheMaxFrames: 600,
 		ReaderQueueFrames: 256,
 		NoReaderTimeout:   Duration(30 * time.Second),
+		ContinueGrace:     Duration(15 * time.Second),
 	}
 }
 
@@ -185,6 +198,17 @@ func (c *Config) Validate() error {
 	if c.Hooks.URL != "" && !strings.HasPrefix(c.Hooks.URL, "http://") && !strings.HasPrefix(c.Hooks.URL, "https://") {
 		return fmt.Errorf("hooks.url: %q is not an http(s) URL", c.Hooks.URL)
 	}
+	if len(c.Hooks.FallbackURLs) > 0 && c.Hooks.URL == "" {
+		return errors.New("hooks.fallbackUrls: needs hooks.url")
+	}
+	if len(c.Hooks.FallbackURLs) > 16 {
+		return fmt.Errorf("hooks.fallbackUrls: %d URLs, at most 16", len(c.Hooks.FallbackURLs))
+	}
+	for i, u := range c.Hooks.FallbackURLs {
+		if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
+			return fmt.Errorf("hooks.fallbackUrls[%d]: %q is not an http(s) URL", i, u)
+		}
+	}
 	if (c.Hooks.ClientCertFile == "") != (c.Hooks.ClientKeyFile == "") {
 		return errors.New("hooks.clientCertFile and hooks.clientKeyFile go together")
 	}
@@ -202,6 +226,9 @@ func (c *Config) Validate() error {
 	}
 	if c.GOPCacheMaxFrames < 1 || c.ReaderQueueFrames < 8 {
 		return errors.New("gopCacheMaxFrames must be >= 1 and readerQueueFrames >= 8")
+	}
+	if c.ContinueGrace < 0 || c.ContinueGrace.D() > 10*time.Minute {
+		return fmt.Errorf("continueGrace: %s is not within 0-10m", c.ContinueGrace.D())
 	}
 	if c.MergeWrite < 0 || c.MergeWrite.D() > 500*time.Millisecond {
 		return fmt.Errorf("mergeWrite: %s is not within 0-500ms", c.MergeWrite.D())

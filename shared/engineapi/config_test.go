@@ -1,6 +1,7 @@
 package engineapi
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -22,7 +23,7 @@ func TestParseDefaultsAndRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatalf("round trip: %v\n%s", err, b)
 	}
-	if back.HLS != c.HLS || back.Hooks != c.Hooks || back.MediaServerID != c.MediaServerID {
+	if back.HLS != c.HLS || !reflect.DeepEqual(back.Hooks, c.Hooks) || back.MediaServerID != c.MediaServerID {
 		t.Fatalf("round trip changed the config:\n%+v\n%+v", c, back)
 	}
 }

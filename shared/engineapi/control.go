@@ -26,6 +26,8 @@ type Health struct {
 	StartedAt     time.Time `json:"startedAt"`
 	Streams       int       `json:"streams"`
 	Players       int       `json:"players"`
+	// Proxies counts the pull proxies the engine holds.
+	Proxies int `json:"proxies"`
 }
 
 // The control API beyond health and reload. Paths with {id} take the id in
@@ -102,13 +104,16 @@ type StreamInfo struct {
 	// OriginURL is the pull URL or the file, credentials removed.
 	OriginURL string `json:"originUrl,omitempty"`
 	// OriginAddr is the publisher's remote address for pushed streams.
-	OriginAddr  string      `json:"originAddr,omitempty"`
-	Tracks      []TrackInfo `json:"tracks"`
-	Readers     int         `json:"readers"`
-	BytesIn     uint64      `json:"bytesIn"`
-	BitrateKbps float64     `json:"bitrateKbps"`
-	StartedAt   time.Time   `json:"startedAt"`
-	UptimeSec   float64     `json:"uptimeSec"`
+	OriginAddr string      `json:"originAddr,omitempty"`
+	Tracks     []TrackInfo `json:"tracks"`
+	// Ready is set once the stream can be played (every track complete
+	// and a keyframe seen): the moment on_stream_changed reports it.
+	Ready       bool      `json:"ready"`
+	Readers     int       `json:"readers"`
+	BytesIn     uint64    `json:"bytesIn"`
+	BitrateKbps float64   `json:"bitrateKbps"`
+	StartedAt   time.Time `json:"startedAt"`
+	UptimeSec   float64   `json:"uptimeSec"`
 }
 
 // StreamList is the answer of PathStreams.

@@ -51,6 +51,23 @@ func (c *controlNode) enroll(nodeID string, body any) enrollment {
 	return en
 }
 
+// startMediaHost enrolls an agent as nodeID, runs it (and so its engine)
+// as a real process on loopback ports of its own, and waits until its
+// media server is online.
+func (c *controlNode) startMediaHost(bin, nodeID string) {
+	c.t.Helper()
+	en := c.enroll(nodeID, nil)
+	dataDir := filepath.Join(c.t.TempDir(), "agent")
+	if out, err := runProcess(bin, "agent", "enroll", "--server", en.AgentServerUrl, "--code", en.Code, "--ca-hash", en.CaHash, "--data-dir", dataDir); err != nil {
+		c.t.Fatalf("enroll: %v %s", err, out)
+	}
+	startProcess(c.t, bin, agentArgs(c.t, dataDir)...)
+	eventually(c.t, 60*time.Second, "the media server online", func() bool {
+		m := c.mediaServer(nodeID)
+		return m.AgentStatus == "online" && m.EngineStatus == "running"
+	})
+}
+
 // agentArgs runs an agent on loopback ports of its own.
 func agentArgs(t *testing.T, dataDir string) []string {
 	rtp := freeRTPRange(t)

@@ -16,7 +16,7 @@ import (
 )
 
 // writers creates channels through the given nodes until stop closes,
-// recording every acknowledged one and every answer that was not 201.
+// recording every acknowledged one and every answer that was not 200.
 type writers struct {
 	mu      sync.Mutex
 	acked   map[string]string // channel id -> stream
@@ -43,7 +43,7 @@ func startWriters(c *cluster, nodes []*node, per int, name string) *writers {
 					st, ch, body := c.createChannel(n, stream)
 					w.mu.Lock()
 					switch {
-					case st == 201:
+					case st == 200:
 						w.acked[ch.ChannelID] = stream
 					case st == 0:
 						w.resets.Add(1)
@@ -54,7 +54,7 @@ func startWriters(c *cluster, nodes []*node, per int, name string) *writers {
 						w.answers[fmt.Sprintf("%d %s", st, e.Code)]++
 					}
 					w.mu.Unlock()
-					if st != 201 {
+					if st != 200 {
 						time.Sleep(20 * time.Millisecond)
 					}
 				}
@@ -233,7 +233,7 @@ func TestDiskFullOnAFollowerOfThree(t *testing.T) {
 		}
 	}
 	st, before, body := c.createChannel(full, "before-full")
-	if st != 201 {
+	if st != 200 {
 		t.Fatalf("write through %s before the disk filled: %d %s", full.id, st, body)
 	}
 	for round := 0; round < rounds(1, 4); round++ {
@@ -258,7 +258,7 @@ func TestDiskFullOnAFollowerOfThree(t *testing.T) {
 		w.halt()
 		eventually(t, 60*time.Second, "writes through the follower resuming", func() bool {
 			st, _, _ := c.createChannel(full, fmt.Sprintf("after-full-%d-%d", round, time.Now().UnixNano()))
-			return st == 201
+			return st == 200
 		})
 		// The follower caught up with every write made while it was full.
 		eventually(t, 60*time.Second, "the follower catching up", func() bool {

@@ -47,7 +47,9 @@ func LocalAgent(ctx context.Context, s *server.Server, stdout io.Writer) (func()
 	o.DataDir = dataDir
 	// svc dev keeps its media ports on loopback and its host tuning inside
 	// the data directory, away from /etc.
-	o.EngineHTTPAddr, o.EngineRTSPAddr = "127.0.0.1:8088", "127.0.0.1:8554"
+	c := s.Config
+	o.EngineHTTPAddr, o.EngineRTSPAddr, o.EngineControlAddr = c.DevEngineHTTPAddr, c.DevEngineRTSPAddr, c.DevEngineControlAddr
+	o.RTPPortMin, o.RTPPortMax = c.DevEngineRTPPortMin, c.DevEngineRTPPortMax
 	o.EngineDemoFile, o.EngineDemoPath = "builtin", DemoSourcePath
 	o.SysctlDir = filepath.Join(dataDir, "sysctl.d")
 	var wg sync.WaitGroup
@@ -65,7 +67,7 @@ func LocalAgent(ctx context.Context, s *server.Server, stdout io.Writer) (func()
 			return
 		}
 	}()
-	fmt.Fprintf(stdout, "local media server %s: node agent data in %s; engine media HTTP http://127.0.0.1:8088, RTSP rtsp://127.0.0.1:8554\n", NodeID, dataDir)
+	fmt.Fprintf(stdout, "local media server %s: node agent data in %s; engine media HTTP http://%s, RTSP rtsp://%s\n", NodeID, dataDir, o.EngineHTTPAddr, o.EngineRTSPAddr)
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
