@@ -107,8 +107,18 @@ func TestDiskFullOnOneNode(t *testing.T) {
 		eventually(t, 30*time.Second, "a few acknowledged writes", func() bool { return w.count() >= 20 })
 
 		// Below the reserve: refused up front, retryable, nothing else breaks.
-		filler := fill(t, vol, 2<<20)
+		// 3 MiB: below the 4 MiB reserve, above what the raft log keeps
+		// for a new segment (1 MiB + 1 MiB), so the node keeps leading.
+		// The node gives space back as it goes (an idle WAL is emptied),
+		// so the fillers top the volume up to that level.
+		var fillers []string
+		below := func() {
+			if freeBytes(t, vol) > 3<<20+512<<10 {
+				fillers = append(fillers, fill(t, vol, 3<<20))
+			}
+		}
 		eventually(t, 10*time.Second, "writes refused with 507 storage_full", func() bool {
+			below()
 			st, _, body := c.createChannel(n, fmt.Sprintf("probe-%d-%d", round, time.Now().UnixNano()))
 			if st != 507 {
 				return false
@@ -116,11 +126,13 @@ func TestDiskFullOnOneNode(t *testing.T) {
 			e := decodeError(t, body)
 			return e.Code == "storage_full" && e.Retryable != nil && *e.Retryable
 		})
+		below()
 		st, h := c.health(n)
 		if status, msg := h.check("storage"); st != 200 || h.Status != "degraded" || status != "degraded" || !strings.Contains(msg, "storage_full") {
 			t.Fatalf("health below the reserve: %d %s, storage %s %q", st, h.Status, status, msg)
 		}
 		// Readiness answers, not ready (503), and says why.
+		below()
 		st, _, body := do(n.url(), c.token, "GET", "/api/v2/system/readiness", nil, nil)
 		if st != 503 || !strings.Contains(string(body), "storage_full") || !strings.Contains(string(body), `"ready":false`) {
 			t.Fatalf("readiness below the reserve: %d %s", st, body)
@@ -128,8 +140,10 @@ func TestDiskFullOnOneNode(t *testing.T) {
 
 		// Completely full, with the writers still going: the node stays up
 		// and answers; whatever it had applied stays readable.
-		os.Remove(filler)
-		filler = fill(t, vol, 0)
+		for _, f := range fillers {
+			os.Remove(f)
+		}
+		filler := fill(t, vol, 0)
 		time.Sleep(3 * time.Second)
 		if !n.running() {
 			t.Fatalf("the node died on a full disk: %v", n.exitErr)

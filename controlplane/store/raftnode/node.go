@@ -166,8 +166,16 @@ func Open(cfg Config) (*Node, error) {
 	if n.mux, err = newLinkMux(cfg.RaftBind, cfg.RaftAdvertise, cfg.LinkKeys, n.log); err != nil {
 		return nil, err
 	}
+	// MaxRPCsInFlight 1 turns raft's pipelined replication off. With it
+	// on, a follower that refuses an append (its log refuses to grow on a
+	// full disk) ends the pipeline's decoder while the sender may still be
+	// pushing a backlog into it: the sender blocks for good, heartbeats go
+	// on, and that follower never receives another entry until the leader
+	// restarts (hashicorp/raft#612; the fault suite's follower-of-three
+	// disk test hit it). Raft's own measurements found pipelining of
+	// little use with batching (hashicorp/raft#541).
 	n.transport = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-		Stream: raftLayer{n.mux}, MaxPool: 4, Timeout: 10 * time.Second, Logger: hlog,
+		Stream: raftLayer{n.mux}, MaxPool: 4, Timeout: 10 * time.Second, Logger: hlog, MaxRPCsInFlight: 1,
 	})
 
 	rc := raft.DefaultConfig()
