@@ -46,8 +46,9 @@ type Config struct {
 	// StorageReserveMiB is the free space on the data directory's
 	// filesystem below which this node refuses writes (507 storage_full),
 	// so it always has room to apply what the cluster committed; 0 takes
-	// 1/20 of the filesystem, between 4 MiB and 1 GiB.
-	StorageReserveMiB int `flag:"storage-reserve-mib" env:"SVC_STORAGE_RESERVE_MIB" yaml:"storageReserveMiB" usage:"free disk space in MiB below which this node refuses writes (0: 1/20 of the data directory's filesystem, 4..1024)"`
+	// 1/20 of the filesystem, between 4 MiB and 1 GiB. The node raises it
+	// to one raft segment plus 2 MiB when it is lower.
+	StorageReserveMiB int `flag:"storage-reserve-mib" env:"SVC_STORAGE_RESERVE_MIB" yaml:"storageReserveMiB" usage:"free disk space in MiB below which this node refuses writes (0: 1/20 of the data directory's filesystem, 4..1024; at least a raft segment + 2)"`
 
 	// Console sessions: the access token's and the session's lifetimes, and
 	// how many logins per minute one client address or user name may try.

@@ -56,7 +56,9 @@ type Config struct {
 	WALSegmentSize int
 	// StorageReserve is the free space (bytes) on the data directory's
 	// filesystem below which the node refuses writes; zero takes 1/20 of
-	// the filesystem, between 4 MiB and 1 GiB.
+	// the filesystem, between 4 MiB and 1 GiB. It is never less than one
+	// log segment plus 2 MiB, so writes are refused before the raft log
+	// has to refuse an append.
 	StorageReserve uint64
 }
 

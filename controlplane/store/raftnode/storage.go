@@ -28,6 +28,9 @@ const (
 	// the log refuses appends below segment+logMargin free, so the segment
 	// rotation an append may trigger always finds its preallocation.
 	logMargin = 1 << 20
+	// reserveOverLog is how much the write reserve keeps above what the
+	// raft log needs, so writes are refused first.
+	reserveOverLog = 1 << 20
 	// freshFor bounds how old a free-space reading may be when a write is
 	// admitted; statfs is cheap, but not free at 10,000 writes a second.
 	freshFor = 100 * time.Millisecond
@@ -60,6 +63,21 @@ func autoReserve(total uint64) uint64 {
 // the room the reserve keeps.
 func (g *storageGuard) walLimit() int64 {
 	return int64(min(max(g.total/16, 4<<20), 32<<20))
+}
+
+// sizing settles the reserve and the segment size for a filesystem of
+// total bytes, zero meaning "from the filesystem's size".
+func sizing(total, reserve uint64, segment int) (uint64, int) {
+	if reserve == 0 {
+		reserve = autoReserve(total)
+	}
+	if segment == 0 {
+		segment = autoSegment(total)
+	}
+	// Writes must be refused (507) before the raft log refuses to grow:
+	// otherwise a leader whose log append fails steps down and the
+	// writes fail as "no leader" instead.
+	return max(reserve, uint64(segment)+logMargin+reserveOverLog), segment
 }
 
 // StorageStatus is what the storage guard last saw.
@@ -100,13 +118,7 @@ func newStorageGuard(dir string, reserve uint64, segment int) (*storageGuard, er
 	if err != nil {
 		return nil, fmt.Errorf("free space of %s: %w", dir, err)
 	}
-	if reserve == 0 {
-		reserve = autoReserve(total)
-	}
-	if segment == 0 {
-		segment = autoSegment(total)
-	}
-	g.reserve, g.segment = reserve, segment
+	g.reserve, g.segment = sizing(total, reserve, segment)
 	g.total, g.free, g.checkedAt = total, free, time.Now()
 	g.full.Store(free < reserve)
 	return g, nil
