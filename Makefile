@@ -8,7 +8,7 @@ LDFLAGS := -X $(PKG)/shared/buildinfo.Version=$(VERSION) -X $(PKG)/shared/buildi
 # The whole suite stays well under this on a 2-core machine.
 TEST_TIMEOUT ?= 30m
 
-.PHONY: build run test bench generate vet tidy-check fmt-check contract-docs-check console console-check
+.PHONY: build run test bench soak generate vet tidy-check fmt-check contract-docs-check console console-check
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/svc ./cmd/svc
@@ -44,6 +44,13 @@ bench:
 contract-docs-check:
 	@if [ -z "$(CONTRACT_DOCS)" ]; then echo "usage: make contract-docs-check CONTRACT_DOCS=/path/to/spec (the directory holding contract-a.md and operations.tsv)"; exit 2; fi
 	CONTRACT_DOCS="$(abspath $(CONTRACT_DOCS))" $(GO) test -count=1 -tags contractdocs -run 'MatchContractA|MatchTheDocuments' -v ./api/contract/
+
+## soak: the long variant of the store's fault suite (test/faults repeats each
+## fault many times; the raft leader-kill and suffix-truncation tests run 5 times)
+soak:
+	scripts/install-deps.sh test
+	SVC_SOAK=1 $(GO) test -race -count=1 -timeout 90m ./test/faults/
+	$(GO) test -race -count=5 -timeout 60m -run 'TestLeaderKilledWhileClientsWrite|TestRestartAfterSuffixTruncation' ./controlplane/store/raftnode/
 
 ## generate: regenerate api/contract and the console's permission table from api/openapi.yaml
 ## (the console's TypeScript types come with make console)

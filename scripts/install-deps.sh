@@ -43,6 +43,8 @@ case "${1:-}" in
     # tuning tests (agent/hosttune TestApplyInNetworkNamespace, test/e2e
     # TestHostTuningThroughAgentInNetworkNamespace).
     # iproute2: ip link set lo up inside that namespace (test/e2e).
+    # util-linux also gives unshare --mount to the fault suite (test/faults),
+    # whose disk-full tests mount small tmpfs volumes in a private namespace.
     packages+=(systemd util-linux iproute2)
     # nginx: the reverse proxy on the same host that forwards a remote
     # client's bootstrap (test/adversarial TestAttack06BootstrapBehindAReverseProxy).

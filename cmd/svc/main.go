@@ -23,6 +23,7 @@ commands:
   agent           the node agent of a media host: enroll, run, install (svc agent -h)
   engine          run the media engine (started by the agent; svc engine -h)
   remove-member   remove a control node from the cluster (svc remove-member -h)
+  rejoin          recover a stopped control node whose store data is unreadable: remove it, move its data aside, join again (svc rejoin -h)
   version         print the version
 `
 
@@ -54,6 +55,8 @@ func main() {
 		}
 	case "remove-member":
 		err = server.RunRemoveMember(os.Args[2:], os.Stdout, os.Stderr)
+	case "rejoin":
+		err = server.RunRejoin(os.Args[2:], os.Stdout, os.Stderr)
 	case "version", "--version":
 		fmt.Printf("svc %s (commit %s, built %s, %s, contract %s)\n", buildinfo.Version, buildinfo.Commit, buildinfo.BuildDate, buildinfo.GoVersion(), buildinfo.ContractVersion)
 	default:

@@ -39,12 +39,15 @@ func runtimeLogKey(ch ChannelID, entry string) string {
 	return RuntimeLogPrefix + string(ch) + "/" + entry
 }
 
-// Index serves every channel list filter.
+// Index serves every channel list filter. The substring searches (name,
+// description, source URL) and the yes/no flags scan this table rather
+// than have a b-tree each: every new channel would write all of them, for
+// filters an index does not speed up.
 var Index = sqlitefsm.IndexSpec{Name: "channels", Prefix: ChannelPrefix, Columns: []sqlitefsm.IndexColumn{
-	{Name: "name", Type: "TEXT", Path: "$.name"},
-	{Name: "description", Type: "TEXT", Path: "$.description"},
+	{Name: "name", Type: "TEXT", Path: "$.name", NoIndex: true},
+	{Name: "description", Type: "TEXT", Path: "$.description", NoIndex: true},
 	{Name: "protocol", Type: "TEXT", Path: "$.protocol"},
-	{Name: "source_url", Type: "TEXT", Path: "$.sourceUrl"},
+	{Name: "source_url", Type: "TEXT", Path: "$.sourceUrl", NoIndex: true},
 	{Name: "vhost", Type: "TEXT", Path: "$.vhost"},
 	{Name: "app", Type: "TEXT", Path: "$.app"},
 	{Name: "stream", Type: "TEXT", Path: "$.stream"},
@@ -53,18 +56,18 @@ var Index = sqlitefsm.IndexSpec{Name: "channels", Prefix: ChannelPrefix, Columns
 	{Name: "device_id", Type: "TEXT", Path: "$.deviceId"},
 	{Name: "device_channel_id", Type: "TEXT", Path: "$.deviceChannelId"},
 	{Name: "group_key", Type: "TEXT", Path: "$.groupKey"},
-	{Name: "enabled", Type: "INTEGER", Path: "$.enabled"},
-	{Name: "auto_video", Type: "INTEGER", Path: "$.autoVideo"},
-	{Name: "auto_record", Type: "INTEGER", Path: "$.autoRecord"},
-	{Name: "has_audio", Type: "INTEGER", Path: "$.hasAudio"},
-	{Name: "no_player_break", Type: "INTEGER", Path: "$.noPlayerBreak"},
-	{Name: "has_ptz", Type: "INTEGER", Path: "$.hasPtz"},
-	{Name: "is_share_channel", Type: "INTEGER", Path: "$.isShareChannel"},
+	{Name: "enabled", Type: "INTEGER", Path: "$.enabled", NoIndex: true},
+	{Name: "auto_video", Type: "INTEGER", Path: "$.autoVideo", NoIndex: true},
+	{Name: "auto_record", Type: "INTEGER", Path: "$.autoRecord", NoIndex: true},
+	{Name: "has_audio", Type: "INTEGER", Path: "$.hasAudio", NoIndex: true},
+	{Name: "no_player_break", Type: "INTEGER", Path: "$.noPlayerBreak", NoIndex: true},
+	{Name: "has_ptz", Type: "INTEGER", Path: "$.hasPtz", NoIndex: true},
+	{Name: "is_share_channel", Type: "INTEGER", Path: "$.isShareChannel", NoIndex: true},
 	{Name: "activation_state", Type: "TEXT", Path: "$.activationState"},
 	{Name: "desired_state", Type: "TEXT", Path: "$.desiredState"},
 	{Name: "actual_state", Type: "TEXT", Path: "$.actualState"},
-	{Name: "auto_recovery_paused", Type: "INTEGER", Path: "$.autoRecoveryPaused"},
-	{Name: "created_at", Type: "TEXT", Path: "$.createdAt"},
+	{Name: "auto_recovery_paused", Type: "INTEGER", Path: "$.autoRecoveryPaused", NoIndex: true},
+	{Name: "created_at", Type: "TEXT", Path: "$.createdAt", NoIndex: true},
 }}
 
 // RuntimeLogIndex serves the runtime-log timeline of one channel.

@@ -50,6 +50,16 @@ type Config struct {
 	// HistoryRetention is how many revisions of watch history are kept
 	// before the retention task compacts them.
 	HistoryRetention int64 `flag:"history-retention" env:"SVC_HISTORY_RETENTION" yaml:"historyRetention" usage:"revisions of watch history kept before compaction"`
+	// RaftSegmentMiB is the size of one raft log segment file, which
+	// raft-wal preallocates; 0 sizes it from the data directory's
+	// filesystem (1/16 of it, between 1 and 64 MiB).
+	RaftSegmentMiB int `flag:"raft-segment-mib" env:"SVC_RAFT_SEGMENT_MIB" yaml:"raftSegmentMiB" usage:"size in MiB of one raft log segment file, preallocated (0: 1/16 of the data directory's filesystem, 1..64)"`
+	// StorageReserveMiB is the free space on the data directory's
+	// filesystem below which this node refuses writes (507 storage_full),
+	// so it always has room to apply what the cluster committed; 0 takes
+	// 1/20 of the filesystem, between 4 MiB and 1 GiB. The node raises it
+	// to one raft segment plus 2 MiB when it is lower.
+	StorageReserveMiB int `flag:"storage-reserve-mib" env:"SVC_STORAGE_RESERVE_MIB" yaml:"storageReserveMiB" usage:"free disk space in MiB below which this node refuses writes (0: 1/20 of the data directory's filesystem, 4..1024; at least a raft segment + 2)"`
 
 	// Console sessions: the access token's and the session's lifetimes, and
 	// how many logins per minute one client address or user name may try.
@@ -256,6 +266,12 @@ func (c *Config) Validate() error {
 	}
 	if c.ShutdownGrace < 0 || c.ShutdownGrace > 5*time.Minute {
 		return bad("shutdown-grace", "%s is outside 0..5m", c.ShutdownGrace)
+	}
+	if c.RaftSegmentMiB < 0 || c.RaftSegmentMiB > 1024 {
+		return bad("raft-segment-mib", "%d is outside 0..1024", c.RaftSegmentMiB)
+	}
+	if c.StorageReserveMiB < 0 || c.StorageReserveMiB > 1<<20 {
+		return bad("storage-reserve-mib", "%d is outside 0..1048576", c.StorageReserveMiB)
 	}
 	if c.HistoryRetention < 1000 {
 		return bad("history-retention", "%d is below 1000 revisions", c.HistoryRetention)

@@ -32,6 +32,17 @@ func TestPrecedenceDefaultsFileEnvFlags(t *testing.T) {
 	if len(cfg.TrustedProxies) != 1 || cfg.DataDir != "/var/lib/svc" {
 		t.Errorf("defaults or lists wrong: %+v", cfg)
 	}
+	// The store's disk settings come from all three sources like the rest.
+	os.WriteFile(file, []byte("raftSegmentMiB: 2\nstorageReserveMiB: 6\n"), 0o600)
+	cfg, err = Load([]string{"--config", file}, env(nil), Defaults(), nil)
+	if err != nil || cfg.RaftSegmentMiB != 2 || cfg.StorageReserveMiB != 6 {
+		t.Fatalf("disk settings from the file: %v %+v", err, cfg)
+	}
+	cfg, err = Load([]string{"--config", file, "--raft-segment-mib", "3"}, env(map[string]string{"SVC_STORAGE_RESERVE_MIB": "7"}), Defaults(), nil)
+	if err != nil || cfg.RaftSegmentMiB != 3 || cfg.StorageReserveMiB != 7 {
+		t.Fatalf("disk settings from flag and env: %v %+v", err, cfg)
+	}
+	os.WriteFile(file, []byte("nodeId: from-file\n"), 0o600)
 	// SVC_CONFIG selects the file too.
 	cfg, err = Load(nil, env(map[string]string{"SVC_CONFIG": file}), Defaults(), nil)
 	if err != nil || cfg.NodeID != "from-file" {
@@ -57,6 +68,8 @@ func TestValidateNamesTheField(t *testing.T) {
 		{[]string{"--smtp-host", "mail", "--smtp-from", "nobody"}, nil, "smtp-from"},
 		{[]string{"--data-dir", ""}, nil, "data-dir"},
 		{[]string{"--history-retention", "5"}, nil, "history-retention"},
+		{[]string{"--raft-segment-mib", "-1"}, nil, "raft-segment-mib"},
+		{nil, map[string]string{"SVC_STORAGE_RESERVE_MIB": "-3"}, "storage-reserve-mib"},
 	}
 	for _, tc := range cases {
 		_, err := Load(tc.args, env(tc.env), Defaults(), nil)

@@ -32,7 +32,11 @@ type APITokenAuth struct {
 	// on credentials; a partitioned node answers 503 instead of trusting a
 	// token that may have been revoked on the majority side.
 	InContact func() bool
-	Now       func() time.Time
+	// Fresh reports whether this node heard from the leader just now;
+	// only then is a resolved token cached, so a node cut off from the
+	// leader goes on accepting only what it checked while in contact.
+	Fresh func() bool
+	Now   func() time.Time
 	// Owner returns the current permissions of a token's owning user and
 	// whether that user is active; found is false when the owner is not a
 	// console user (a token created before users existed, or by svc dev).
@@ -78,16 +82,25 @@ func (a APITokenAuth) Authenticate(r *http.Request, clientIP net.IP) (*identity.
 	if !strings.HasPrefix(cred, apitoken.Prefix) {
 		return nil, &Error{Status: http.StatusUnauthorized, Code: "api_token_required", Message: "the bearer credential is not an API token", Retryable: retryable(false)}
 	}
-	if a.InContact != nil && !a.InContact() {
-		return nil, &Error{Status: http.StatusServiceUnavailable, Code: "unavailable",
-			Message: "this node has lost contact with the cluster leader and cannot check credentials; use another node", Retryable: retryable(true)}
-	}
 	now := time.Now
 	if a.Now != nil {
 		now = a.Now
 	}
 	at := now()
-	entry, err := a.resolve(r.Context(), cred)
+	var entry cachedToken
+	var err error
+	if a.InContact != nil && !a.InContact() {
+		// Cut off from the leader, this node decides only on tokens it
+		// resolved before the cut and whose records have not changed
+		// since (the answer is marked stale, see staleMark); a token it
+		// never saw may have been created or revoked elsewhere.
+		var ok bool
+		if entry, ok = a.cached(cred); !ok {
+			return nil, lostContact()
+		}
+	} else {
+		entry, err = a.resolve(r.Context(), cred)
+	}
 	if err == nil {
 		err = apitoken.CheckUsable(entry.rec, clientIP, at)
 	}
@@ -109,6 +122,21 @@ func (a APITokenAuth) Authenticate(r *http.Request, clientIP net.IP) (*identity.
 	a.Usage.Touch(rec.TokenID, at)
 	return &identity.Identity{Kind: identity.KindAPIToken, Subject: rec.OwnerUserID, CredentialID: rec.TokenID, Permissions: perms, ExpiresAt: rec.ExpiresAt,
 		AllowedIPs: rec.AllowedIPs}, nil
+}
+
+// lostContact is the answer to a credential this node cannot check
+// without the leader.
+func lostContact() *Error {
+	return &Error{Status: http.StatusServiceUnavailable, Code: "unavailable",
+		Message: "this node has lost contact with the cluster leader and cannot check a credential it has not already checked; use another node", Retryable: retryable(true)}
+}
+
+// cached is the token's entry resolved at the current revision, if any.
+func (a APITokenAuth) cached(token string) (cachedToken, bool) {
+	if a.Revision == nil {
+		return cachedToken{}, false
+	}
+	return a.Cache.Get(token, a.Revision())
 }
 
 // resolve finds the token's record and its owner's state, from the cache
@@ -133,7 +161,9 @@ func (a APITokenAuth) resolve(ctx context.Context, token string) (cachedToken, e
 		}
 		e.owner = ownerState{perms: perms, active: active, found: found}
 	}
-	a.Cache.Put(token, rev, e)
+	if a.Fresh == nil || a.Fresh() {
+		a.Cache.Put(token, rev, e)
+	}
 	return e, nil
 }
 

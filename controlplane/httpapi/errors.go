@@ -57,6 +57,9 @@ func toError(err error) *Error {
 		return e
 	case errors.Is(err, store.ErrInvalidRequest), errors.Is(err, raftnode.ErrBadMember):
 		return &Error{Status: http.StatusBadRequest, Code: "invalid_body", Message: err.Error(), Err: err}
+	case errors.Is(err, store.ErrStorageFull):
+		return &Error{Status: http.StatusInsufficientStorage, Code: "storage_full",
+			Message: "the control node is short of disk space and refuses writes until space is freed; nothing was written", Retryable: retryable(true), Err: err}
 	case errors.Is(err, store.ErrNoLeader), errors.Is(err, store.ErrClosed):
 		return &Error{Status: http.StatusServiceUnavailable, Code: "unavailable", Message: "the cluster has no leader right now", Retryable: retryable(true), Err: err}
 	case errors.Is(err, store.ErrUnknownOutcome):

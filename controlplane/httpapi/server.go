@@ -128,7 +128,7 @@ func NewEngine(d Deps) (*gin.Engine, error) {
 		e.RemoteIPHeaders = []string{"X-Forwarded-For"}
 	}
 	metrics := NewMetrics(d.Registry)
-	e.Use(withTrace(), accessLog(d.Log, metrics), recovery(d.Log))
+	e.Use(withTrace(), staleMark(d.Node.InContact), accessLog(d.Log, metrics), recovery(d.Log))
 	e.NoRoute(func(c *gin.Context) {
 		if d.Console != nil && consoleRequest(c.Request) {
 			d.Console.ServeHTTP(c.Writer, c.Request)

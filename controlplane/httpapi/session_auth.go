@@ -72,8 +72,10 @@ type SessionAuth struct {
 	Proxies     *ProxyTrust
 	Revision    func() int64
 	InContact   func() bool
-	Now         func() time.Time
-	cache       revcache.Cache[resolvedSession]
+	// Fresh: see APITokenAuth.Fresh.
+	Fresh func() bool
+	Now   func() time.Time
+	cache revcache.Cache[resolvedSession]
 }
 
 type resolvedSession struct {
@@ -99,12 +101,15 @@ func (a *SessionAuth) Authenticate(r *http.Request, _ net.IP) (*identity.Identit
 	if err != nil {
 		return nil, sessionEnded("the console session cookie is invalid or expired; refresh or log in again")
 	}
+	var rs resolvedSession
 	if a.InContact != nil && !a.InContact() {
-		return nil, &Error{Status: http.StatusServiceUnavailable, Code: "unavailable",
-			Message: "this node has lost contact with the cluster leader and cannot check credentials; use another node", Retryable: retryable(true)}
-	}
-	rs, err := a.resolve(r.Context(), tok, claims, now)
-	if err != nil {
+		// As for API tokens: only a session resolved before the cut, at
+		// the current revision, is still decided on (marked stale).
+		var ok bool
+		if rs, ok = a.cached(tok, now); !ok {
+			return nil, lostContact()
+		}
+	} else if rs, err = a.resolve(r.Context(), tok, claims, now); err != nil {
 		if errors.Is(err, session.ErrSessionEnded) {
 			return nil, sessionEnded("the console session has ended (logged out, revoked, expired, or the user changed); log in again")
 		}
@@ -117,6 +122,15 @@ func (a *SessionAuth) Authenticate(r *http.Request, _ net.IP) (*identity.Identit
 	}
 	end := rs.res.Session.ExpiresAt
 	return &identity.Identity{Kind: identity.KindSession, Subject: rs.res.User.UserID, CredentialID: claims.SessionID, Permissions: rs.perms, ExpiresAt: &end}, nil
+}
+
+// cached is the session resolved at the current revision, if any.
+func (a *SessionAuth) cached(tok string, now time.Time) (resolvedSession, bool) {
+	if a.Revision == nil {
+		return resolvedSession{}, false
+	}
+	e, ok := a.cache.Get(tok, a.Revision())
+	return e, ok && now.Before(e.res.Session.ExpiresAt)
 }
 
 func (a *SessionAuth) resolve(ctx context.Context, tok string, claims session.AccessClaims, now time.Time) (resolvedSession, error) {
@@ -136,7 +150,9 @@ func (a *SessionAuth) resolve(ctx context.Context, tok string, claims session.Ac
 		return resolvedSession{}, err
 	}
 	e := resolvedSession{res: res, perms: perms}
-	a.cache.Put(tok, rev, e)
+	if a.Fresh == nil || a.Fresh() {
+		a.cache.Put(tok, rev, e)
+	}
 	return e, nil
 }
 

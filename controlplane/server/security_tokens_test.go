@@ -214,28 +214,38 @@ func TestRevocationSeenOnAnotherNodeWithinOneRequest(t *testing.T) {
 	}
 }
 
-func TestPartitionedNodeStopsDecidingOnCredentials(t *testing.T) {
+// A node cut off from the leader keeps deciding only on credentials it
+// checked before the cut (their records cannot have changed on its side),
+// marks its answers stale, and refuses any other credential and every write.
+func TestPartitionedNodeDecidesOnlyOnCheckedCredentials(t *testing.T) {
 	a := startServer(t, "pa", "", "")
 	b := startServer(t, "pb", a.url, a.keyFile())
 	c := startServer(t, "pc", a.url, a.keyFile())
 	tok := a.token("system.view")
-	if c.get("/api/v2/system/version", tok).status != 200 {
-		t.Fatal("token not accepted while the cluster is whole")
+	unseen := a.token("system.view")
+	if r := c.get("/api/v2/system/version", tok); r.status != 200 || r.header.Get("X-Svc-Stale") != "" {
+		t.Fatalf("token not accepted while the cluster is whole, or marked stale: %d %v", r.status, r.header)
 	}
 	// Cut c off from the majority by stopping the two others.
 	a.s.Shutdown()
 	b.s.Shutdown()
-	deadline := time.Now().Add(authContactWindow + 10*time.Second)
-	for {
-		r := c.get("/api/v2/system/version", tok)
-		if r.status == 503 {
-			checkErrorBody(t, r, 503, "unavailable")
-			break
-		}
+	deadline := time.Now().Add(10 * time.Second)
+	for c.get("/health", "").header.Get("X-Svc-Stale") != "true" {
 		if time.Now().After(deadline) {
-			t.Fatalf("a node without a leader still decided on a credential: %d", r.status)
+			t.Fatal("a node without a leader does not mark its answers stale")
 		}
-		time.Sleep(500 * time.Millisecond)
+		time.Sleep(200 * time.Millisecond)
+	}
+	// Past the window in which a follower still trusts its recent state.
+	time.Sleep(authContactWindow)
+	checkErrorBody(t, c.get("/api/v2/system/version", unseen), 503, "unavailable")
+	r := c.get("/api/v2/system/version", tok)
+	if r.status != 200 || r.header.Get("X-Svc-Stale") != "true" {
+		t.Fatalf("a credential checked before the cut: %d, X-Svc-Stale %q", r.status, r.header.Get("X-Svc-Stale"))
+	}
+	r = c.do("GET", "/api/v2/system/version", "", "", nil)
+	if r.header.Get("X-Svc-Stale") != "true" {
+		t.Fatal("an error answer of a cut-off node is not marked stale")
 	}
 	if r := c.get("/health", ""); r.status != 503 && r.status != 200 {
 		t.Fatalf("public health: %d", r.status)

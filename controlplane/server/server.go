@@ -134,9 +134,10 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, er
 	node, err := raftnode.Open(raftnode.Config{
 		NodeID: cfg.NodeID, DataDir: cfg.DataDir, RaftBind: cfg.RaftAddr, LinkKeys: keys.LinkKeys(),
 		Bootstrap: founding, IndexSpecs: IndexSpecs, Logger: log,
+		WALSegmentSize: cfg.RaftSegmentMiB << 20, StorageReserve: uint64(cfg.StorageReserveMiB) << 20,
 	})
 	if err != nil {
-		return nil, err
+		return nil, unreadableHint(cfg, err)
 	}
 	s := &Server{Config: cfg, Log: log, Keys: keys, Node: node, done: make(chan struct{})}
 	ok := false
@@ -216,6 +217,7 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, er
 	}
 	inContact := func() bool { return node.InContact(authContactWindow) }
 	usage := &apitoken.Usage{Store: node}
+	fresh := func() bool { return node.InContact(httpapi.StaleAfter) }
 	sessions := &session.Service{Store: node, Accounts: accounts, MACKeys: keys.SubKeys("console-session"), Propagated: node.WaitMembersApplied,
 		Catchup: node.LinearizableBarrier, Config: session.Config{AccessTTL: cfg.SessionAccessTTL, SessionTTL: cfg.SessionTTL}}
 	s.Sessions = sessions
@@ -232,9 +234,9 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, er
 	}
 	engine, err := httpapi.NewEngine(httpapi.Deps{
 		Ops: ops, Auth: httpapi.Credentials{
-			Tokens: httpapi.APITokenAuth{Reader: node.State(), Owner: owner, Cache: &httpapi.AuthCache{}, InContact: inContact,
+			Tokens: httpapi.APITokenAuth{Reader: node.State(), Owner: owner, Cache: &httpapi.AuthCache{}, InContact: inContact, Fresh: fresh,
 				Revision: areaRevision(node.State(), tokenAreas...), Usage: usage},
-			Sessions: &httpapi.SessionAuth{Sessions: sessions, Permissions: accounts.Permissions, Proxies: proxies, InContact: inContact,
+			Sessions: &httpapi.SessionAuth{Sessions: sessions, Permissions: accounts.Permissions, Proxies: proxies, InContact: inContact, Fresh: fresh,
 				Revision: areaRevision(node.State(), session.SessionsPrefix, account.UsersPrefix, account.RolesPrefix)},
 			Snapshots: s.Snapshots.CheckTicket,
 		}, Log: log.Named("http"), Registry: reg,
@@ -453,6 +455,19 @@ func registerStoreMetrics(reg prometheus.Registerer, node *raftnode.Node) {
 		return 0
 	})
 	gauge("svc_store_snapshot_restores", "Snapshots installed since start.", func() float64 { return float64(node.SnapshotRestores()) })
+	gauge("svc_store_disk_free_bytes", "Free space of the data directory's filesystem.", func() float64 { return float64(node.Storage().FreeBytes) })
+	gauge("svc_store_writes_refused", "1 while this node refuses writes for lack of disk space (storage_full).", func() float64 {
+		if node.Storage().Full {
+			return 1
+		}
+		return 0
+	})
+	gauge("svc_store_apply_halted", "1 while a local failure (such as a full disk) halts applying committed entries.", func() float64 {
+		if err, _ := node.ApplyStalled(); err != nil {
+			return 1
+		}
+		return 0
+	})
 }
 
 // sweepSessions removes ended sessions, expired captchas and stale login

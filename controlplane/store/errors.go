@@ -18,6 +18,11 @@ var (
 	// applied it before the deadline. Do not replay the write; read again
 	// later or with linearizable consistency.
 	ErrNotYetVisible = errors.New("store: write committed but not yet applied on this node")
+	// ErrStorageFull means this node refused the write because its data
+	// directory's filesystem is below its free-space reserve. Nothing was
+	// written; retry once space is freed (or through another node when only
+	// this one is short of space).
+	ErrStorageFull = errors.New("store: not enough free disk space for writes")
 	// ErrClosed means the store is shut down.
 	ErrClosed = errors.New("store: closed")
 )

@@ -37,13 +37,8 @@ func (s *Service) MigrationAudit(ctx context.Context, p contract.GetMigrationAud
 		checks = append(checks, contract.AuditCheck{Name: "schema-migrations", Passed: ok, Severity: sev(ok, contract.AuditCheckSeverityError),
 			Message: fmt.Sprintf("applied schema version %d, this binary expects %d", applied, sqlitefsm.SchemaVersion)})
 		for _, spec := range s.d.Node.State().Specs() {
-			var missing, orphan int64
-			q := fmt.Sprintf(`SELECT count(*) FROM kv WHERE key >= ? AND key < ? AND key NOT IN (SELECT key FROM %s)`, spec.Table())
-			if err := tx.QueryRowContext(ctx, q, spec.Prefix, store.PrefixEnd(spec.Prefix)).Scan(&missing); err != nil {
-				return err
-			}
-			q = fmt.Sprintf(`SELECT count(*) FROM %s i LEFT JOIN kv ON kv.key = i.key WHERE kv.key IS NULL OR kv.mod_revision != i.mod_revision`, spec.Table())
-			if err := tx.QueryRowContext(ctx, q).Scan(&orphan); err != nil {
+			missing, orphan, err := sqlitefsm.IndexConsistency(ctx, tx, spec)
+			if err != nil {
 				return err
 			}
 			ok := missing == 0 && orphan == 0

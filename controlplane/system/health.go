@@ -14,6 +14,7 @@ import (
 
 	"github.com/svcplatform/svc/api/contract"
 	"github.com/svcplatform/svc/controlplane/store"
+	"github.com/svcplatform/svc/controlplane/store/raftnode"
 	"github.com/svcplatform/svc/controlplane/store/sqlitefsm"
 	"github.com/svcplatform/svc/shared/buildinfo"
 )
@@ -40,6 +41,12 @@ func (s *Service) Health(ctx context.Context, withDetails bool) contract.SvcHeal
 	default:
 		checks = append(checks, contract.HealthCheck{Name: "apply-lag", Status: contract.HealthCheckStatusOk, Message: fmt.Sprintf("%d entries behind commit", max(lag, 0))})
 	}
+	for _, c := range storeChecks(n) {
+		if c.Status != contract.HealthCheckStatusOk && status == contract.SvcHealthSnapshotStatusOk {
+			status = contract.SvcHealthSnapshotStatusDegraded
+		}
+		checks = append(checks, c)
+	}
 	snap := contract.SvcHealthSnapshot{Status: status, Version: buildinfo.Version}
 	if withDetails {
 		snap.Details = &contract.SvcHealthDetails{
@@ -52,6 +59,29 @@ func (s *Service) Health(ctx context.Context, withDetails bool) contract.SvcHeal
 	}
 	return snap
 }
+
+// storeChecks report what keeps this node's store from taking writes: the
+// data directory's free space against its reserve, and an apply halted by
+// a local failure (such as a full disk).
+func storeChecks(n *raftnode.Node) []contract.HealthCheck {
+	st := n.Storage()
+	disk := contract.HealthCheck{Name: "storage", Status: contract.HealthCheckStatusOk,
+		Message: fmt.Sprintf("%s free of %s in %s; writes are refused below %s", mib(st.FreeBytes), mib(st.TotalBytes), st.Dir, mib(st.ReserveBytes))}
+	if st.Full {
+		disk.Status = contract.HealthCheckStatusDegraded
+		disk.Message = fmt.Sprintf("storage_full: %s free in %s, below the reserve of %s; this node refuses writes until space is freed, reads go on",
+			mib(st.FreeBytes), st.Dir, mib(st.ReserveBytes))
+	}
+	apply := contract.HealthCheck{Name: "apply", Status: contract.HealthCheckStatusOk, Message: "applying committed entries"}
+	if err, since := n.ApplyStalled(); err != nil {
+		apply.Status = contract.HealthCheckStatusDegraded
+		apply.Message = fmt.Sprintf("applying is halted since %s by a local failure and retried (nothing is skipped): %v",
+			since.UTC().Format(time.RFC3339), err)
+	}
+	return []contract.HealthCheck{disk, apply}
+}
+
+func mib(b uint64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
 
 // Info describes this process.
 func (s *Service) Info(ctx context.Context) contract.SystemInfo {
@@ -160,6 +190,11 @@ func (s *Service) Readiness(ctx context.Context, checkDatabase, checkEngine bool
 	_, leaderID := s.d.Node.Raft().LeaderWithID()
 	add(contract.ReadinessCheck{Name: "leader", Ok: leaderID != "", DurationMs: time.Since(start).Milliseconds(),
 		Message: map[bool]string{true: "leader " + string(leaderID), false: "no leader is known"}[leaderID != ""]})
+
+	start = time.Now()
+	for _, c := range storeChecks(s.d.Node) {
+		add(contract.ReadinessCheck{Name: c.Name, Ok: c.Status == contract.HealthCheckStatusOk, DurationMs: time.Since(start).Milliseconds(), Message: c.Message})
+	}
 
 	if checkDatabase {
 		start = time.Now()

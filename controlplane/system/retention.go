@@ -2,7 +2,6 @@ package system
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"strings"
 	"time"
@@ -55,15 +54,8 @@ func (s *Service) RetentionPreview(ctx context.Context, actor, reason string) (c
 	keep := s.keepAfter()
 	hist := contract.RetentionCategory{Category: RetentionWatchHistory, KeepAfterRevision: keep,
 		Policy: fmt.Sprintf("keep the newest %d revisions of watch history and state hashes; older ones are compacted on every node", s.d.HistoryRetention)}
-	err := s.d.Node.State().ReadTx(ctx, func(tx *sql.Tx, _ int64) error {
-		var oldest sql.NullInt64
-		if err := tx.QueryRowContext(ctx, `SELECT count(*), min(revision) FROM history WHERE revision <= ?`, keep).Scan(&hist.EligibleCount, &oldest); err != nil {
-			return err
-		}
-		hist.OldestRevision = oldest.Int64
-		return nil
-	})
-	if err != nil {
+	var err error
+	if hist.EligibleCount, hist.OldestRevision, err = s.d.Node.State().RetainedHistory(ctx, keep); err != nil {
 		return out, err
 	}
 	stale, err := s.staleProbes(ctx)

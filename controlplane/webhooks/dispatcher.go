@@ -218,9 +218,11 @@ func (d *Dispatcher) Run(ctx context.Context) {
 }
 
 // recover takes over claims left by an earlier session: their outcome is
-// unknown, so they are due again now and the interrupted attempt does not
-// count against the plan's maximum. At the start of a session every claim
-// is an earlier one's.
+// unknown, so they are due again now, whatever is left of the plan's
+// maximum. The interrupted attempt stays counted: the contract counts the
+// POSTs made, and the receiver may well have had this one (a delivery sent
+// again after a failover shows two attempts). At the start of a session
+// every claim is an earlier one's.
 func (s *session) recover(ctx context.Context) error {
 	return s.recoverOrphans(ctx, time.Time{})
 }
@@ -249,10 +251,17 @@ func (s *session) recoverOrphans(ctx context.Context, claimedBefore time.Time) e
 			if !claimedBefore.IsZero() && (r.Claim == nil || r.Claim.Session == s.id || !r.Claim.At.Before(claimedBefore)) {
 				continue
 			}
+			at := now
+			if r.LastAttemptAt != nil {
+				at = *r.LastAttemptAt
+			}
 			r.State, r.Claim, r.UpdatedAt, r.DueMs = StateWaitingRetry, nil, now, now.UnixMilli()
 			r.NextAttemptAt = &now
-			r.Attempts = max(r.Attempts-1, r.RoundStart)
 			r.ErrorSummary = "attempt interrupted: the dispatching leader was lost before the outcome was recorded"
+			r.Log = append(r.Log, Attempt{At: at, Error: r.ErrorSummary})
+			if len(r.Log) > attemptLogSize {
+				r.Log = r.Log[len(r.Log)-attemptLogSize:]
+			}
 			op, err := r.put()
 			if err != nil {
 				return err

@@ -8017,8 +8017,19 @@ export interface components {
                 "application/json": components["schemas"]["ErrorBody"];
             };
         };
+        /** @description The node that received the write, or the cluster leader, is below its free-space reserve and refused the write before it was recorded (`storage_full`, retryable); retry once space is freed, or through another node when only this one is short of space. */
+        InsufficientStorage: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorBody"];
+            };
+        };
     };
     parameters: {
+        /** @description Freshness of a read. `local` (the default) answers from the state this node has applied; `linearizable` first confirms the leader and applies everything committed before the request arrived, and fails with 503 `unavailable` without a leader. Accepted on every operation; writes are always linearizable. */
+        SvcConsistency: "local" | "linearizable";
         /** @description Identifier of the cluster; defaults to the cluster of the node that answers. */
         ClusterId: string;
         /** @description Return only items that have a problem. */
@@ -8099,7 +8110,10 @@ export interface components {
         TargetMediaServerId: string;
     };
     requestBodies: never;
-    headers: never;
+    headers: {
+        /** @description `true` on every answer of a node that has lost contact with the cluster leader: the answer comes from this node's own state and may lack changes made through other nodes since. Absent while the node is in contact with the leader. */
+        SvcStale: "true";
+    };
     pathItems: never;
 }
 export type $defs = Record<string, never>;

@@ -29,7 +29,15 @@ func (f *fsm) ApplyBatch(logs []*raft.Log) []any {
 	return f.state.ApplyBatch(entries)
 }
 
-func (f *fsm) Snapshot() (raft.FSMSnapshot, error) { return snapshot{f.state}, nil }
+// Snapshot runs on raft's FSM goroutine: the applied index is recorded in
+// the database first (entries that wrote nothing do not record it), so a
+// restart finds the database as new as this snapshot and does not restore it.
+func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
+	if err := f.state.PersistAppliedIndex(); err != nil {
+		return nil, err
+	}
+	return snapshot{f.state}, nil
+}
 
 func (f *fsm) Restore(r io.ReadCloser) error {
 	defer r.Close()

@@ -23,6 +23,7 @@ const (
 	codeNotLeader      = "not_leader"
 	codeInvalid        = "invalid"
 	codeUnknownOutcome = "unknown_outcome"
+	codeStorageFull    = "storage_full"
 	codeInternal       = "internal"
 )
 
@@ -60,6 +61,8 @@ func writeLinkError(w http.ResponseWriter, err error) {
 		code, status = codeInvalid, http.StatusBadRequest
 	case errors.Is(err, store.ErrUnknownOutcome):
 		code, status = codeUnknownOutcome, http.StatusServiceUnavailable
+	case errors.Is(err, store.ErrStorageFull):
+		code, status = codeStorageFull, http.StatusInsufficientStorage
 	}
 	writeLinkJSON(w, status, linkError{Code: code, Message: err.Error()})
 }
@@ -72,6 +75,10 @@ func (n *Node) handlePropose(w http.ResponseWriter, r *http.Request) {
 	}
 	if n.raft.State() != raft.Leader {
 		writeLinkError(w, raft.ErrNotLeader)
+		return
+	}
+	if err := n.storage.admitWrite(); err != nil {
+		writeLinkError(w, err)
 		return
 	}
 	p, retry, err := n.applyLocal(r.Context(), data)
@@ -173,6 +180,8 @@ func (n *Node) callPeer(ctx context.Context, addr, method, path string, body []b
 			return false, fmt.Errorf("%w: %s", store.ErrInvalidRequest, le.Message)
 		case codeUnknownOutcome:
 			return false, fmt.Errorf("%w: %s", store.ErrUnknownOutcome, le.Message)
+		case codeStorageFull:
+			return false, fmt.Errorf("%w: the leader refused it: %s", store.ErrStorageFull, le.Message)
 		}
 		return false, fmt.Errorf("raftnode: peer %s answered %d: %s", addr, resp.StatusCode, le.Message)
 	}

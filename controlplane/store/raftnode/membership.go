@@ -2,7 +2,6 @@ package raftnode
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -226,9 +225,7 @@ func (n *Node) LocalStatus(ctx context.Context, hashAt int64) LocalStatus {
 	}
 	if hashAt > 0 {
 		st.HashAt = hashAt
-		n.state.ReadTx(ctx, func(tx *sql.Tx, _ int64) error {
-			return tx.QueryRowContext(ctx, `SELECT hash FROM revision_hashes WHERE revision = ?`, hashAt).Scan(&st.HashAtRevision)
-		})
+		st.HashAtRevision, _ = n.state.HashAt(ctx, hashAt)
 	}
 	return st
 }

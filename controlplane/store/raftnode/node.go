@@ -48,10 +48,18 @@ type Config struct {
 	SnapshotThreshold  uint64
 	SnapshotInterval   time.Duration
 	TrailingLogs       uint64
-	// WALSegmentSize is raft-wal's segment size in bytes (default 64 MiB).
-	// raft-wal keeps serving entries of its tail segment after truncation,
-	// so only whole old segments are really dropped.
+	// WALSegmentSize is raft-wal's segment size in bytes; raft-wal
+	// preallocates each segment file. Zero takes 1/16 of the data
+	// directory's filesystem, between 1 and 64 MiB. raft-wal keeps serving
+	// entries of its tail segment after truncation, so only whole old
+	// segments are really dropped.
 	WALSegmentSize int
+	// StorageReserve is the free space (bytes) on the data directory's
+	// filesystem below which the node refuses writes; zero takes 1/20 of
+	// the filesystem, between 4 MiB and 1 GiB. It is never less than one
+	// log segment plus 2 MiB, so writes are refused before the raft log
+	// has to refuse an append.
+	StorageReserve uint64
 }
 
 func (c *Config) defaults() {
@@ -73,9 +81,6 @@ func (c *Config) defaults() {
 	if c.TrailingLogs == 0 {
 		c.TrailingLogs = 10240
 	}
-	if c.WALSegmentSize == 0 {
-		c.WALSegmentSize = 64 << 20
-	}
 	if c.Logger == nil {
 		c.Logger = zap.NewNop()
 	}
@@ -89,6 +94,8 @@ type Node struct {
 	raft      *raft.Raft
 	wal       *wal.WAL
 	meta      *metadb.BoltMetaDB
+	lock      *dirLock
+	storage   *storageGuard
 	snapshots *raft.FileSnapshotStore
 	mux       *linkMux
 	transport *raft.NetworkTransport
@@ -105,7 +112,9 @@ type Node struct {
 
 var _ store.Store = (*Node)(nil)
 
-// Open starts the node. It does not wait for a leader.
+// Open starts the node. It does not wait for a leader. A raft log, snapshot
+// store or state database that cannot be opened (a corrupt file, or a
+// library that panics on it) yields an error wrapping ErrUnreadableData.
 func Open(cfg Config) (*Node, error) {
 	cfg.defaults()
 	if cfg.NodeID == "" {
@@ -125,23 +134,50 @@ func Open(cfg Config) (*Node, error) {
 		}
 	}()
 	var err error
-	if n.state, err = sqlitefsm.Open(filepath.Join(cfg.DataDir, "state.db"), cfg.IndexSpecs); err != nil {
+	if n.lock, err = lockDataDir(cfg.DataDir); err != nil {
 		return nil, err
 	}
+	if n.storage, err = newStorageGuard(cfg.DataDir, cfg.StorageReserve, cfg.WALSegmentSize); err != nil {
+		return nil, err
+	}
+	if err := unreadable("state database", filepath.Join(cfg.DataDir, "state.db"), func() (err error) {
+		n.state, err = sqlitefsm.Open(filepath.Join(cfg.DataDir, "state.db"), cfg.IndexSpecs)
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	n.state.SetLogger(n.log)
+	n.state.SetWALLimit(n.storage.walLimit())
 	hlog := logging.HCLog(cfg.Logger, "raft")
-	// raft-wal's Close does not close its meta store, so the node owns it.
+	// raft-wal closes its meta store only once it opened; the node closes
+	// it too, for an open that failed half-way (closing twice is harmless).
 	n.meta = &metadb.BoltMetaDB{}
-	if n.wal, err = wal.Open(filepath.Join(raftDir, "wal"), wal.WithLogger(hlog), wal.WithMetaStore(n.meta), wal.WithSegmentSize(cfg.WALSegmentSize)); err != nil {
-		return nil, fmt.Errorf("raft log: %w", err)
-	}
-	if n.snapshots, err = raft.NewFileSnapshotStoreWithLogger(filepath.Join(raftDir, "snapshots"), 2, hlog); err != nil {
+	if err := unreadable("raft log", filepath.Join(raftDir, "wal"), func() (err error) {
+		n.wal, err = wal.Open(filepath.Join(raftDir, "wal"), wal.WithLogger(hlog), wal.WithMetaStore(n.meta), wal.WithSegmentSize(n.storage.segment))
+		return err
+	}); err != nil {
 		return nil, err
 	}
+	if err := unreadable("raft snapshots", filepath.Join(raftDir, "snapshots"), func() (err error) {
+		n.snapshots, err = raft.NewFileSnapshotStoreWithLogger(filepath.Join(raftDir, "snapshots"), 2, hlog)
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	logs := guardedLog{WAL: n.wal, g: n.storage}
 	if n.mux, err = newLinkMux(cfg.RaftBind, cfg.RaftAdvertise, cfg.LinkKeys, n.log); err != nil {
 		return nil, err
 	}
+	// MaxRPCsInFlight 1 turns raft's pipelined replication off. With it
+	// on, a follower that refuses an append (its log refuses to grow on a
+	// full disk) ends the pipeline's decoder while the sender may still be
+	// pushing a backlog into it: the sender blocks for good, heartbeats go
+	// on, and that follower never receives another entry until the leader
+	// restarts (hashicorp/raft#612; the fault suite's follower-of-three
+	// disk test hit it). Raft's own measurements found pipelining of
+	// little use with batching (hashicorp/raft#541).
 	n.transport = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-		Stream: raftLayer{n.mux}, MaxPool: 4, Timeout: 10 * time.Second, Logger: hlog,
+		Stream: raftLayer{n.mux}, MaxPool: 4, Timeout: 10 * time.Second, Logger: hlog, MaxRPCsInFlight: 1,
 	})
 
 	rc := raft.DefaultConfig()
@@ -163,19 +199,24 @@ func Open(cfg Config) (*Node, error) {
 		rc.NoSnapshotRestoreOnStart = false
 	}
 
-	existing, err := raft.HasExistingState(n.wal, n.wal, n.snapshots)
+	existing, err := raft.HasExistingState(logs, n.wal, n.snapshots)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: raft log %s: %v", ErrUnreadableData, filepath.Join(raftDir, "wal"), err)
 	}
 	n.hadState = existing
 	if cfg.Bootstrap && !existing {
 		conf := raft.Configuration{Servers: []raft.Server{{ID: rc.LocalID, Address: n.transport.LocalAddr(), Suffrage: raft.Voter}}}
-		if err := raft.BootstrapCluster(rc, n.wal, n.wal, n.snapshots, n.transport, conf); err != nil {
+		if err := raft.BootstrapCluster(rc, logs, n.wal, n.snapshots, n.transport, conf); err != nil {
 			return nil, fmt.Errorf("bootstrap: %w", err)
 		}
 	}
 	f := &fsm{state: n.state, restores: func() { n.restores.Add(1) }}
-	if n.raft, err = raft.NewRaft(rc, f, n.wal, n.wal, n.snapshots, n.transport); err != nil {
+	// raft.NewRaft reads the whole log after the last snapshot and panics
+	// on an entry it cannot read.
+	if err := unreadable("raft log", filepath.Join(raftDir, "wal"), func() (err error) {
+		n.raft, err = raft.NewRaft(rc, f, logs, n.wal, n.snapshots, n.transport)
+		return err
+	}); err != nil {
 		return nil, err
 	}
 	n.leadership = newLeadership(n)
@@ -207,6 +248,15 @@ func (n *Node) InContact(maxAge time.Duration) bool {
 	lc := n.raft.LastContact()
 	return !lc.IsZero() && time.Since(lc) <= maxAge
 }
+
+// Storage reports the data directory's free space and whether writes are
+// refused for lack of it.
+func (n *Node) Storage() StorageStatus { return n.storage.Status() }
+
+// ApplyStalled reports a local failure that keeps this node from applying
+// committed entries (such as a full disk), and since when; nil when it
+// applies normally.
+func (n *Node) ApplyStalled() (error, time.Time) { return n.state.Stalled() }
 
 // HadState reports whether the node found raft state on disk at start
 // (it is restarting rather than new).
@@ -349,6 +399,14 @@ func (n *Node) Txn(ctx context.Context, req store.TxnRequest) (*store.TxnRespons
 	if err := req.Validate(); err != nil {
 		return nil, err
 	}
+	// A write is refused here, before it enters the log, when this node
+	// is short of disk space: the node that answers must be able to
+	// apply it. The leader checks its own space again for forwarded ones.
+	if req.Writes() {
+		if err := n.storage.admitWrite(); err != nil {
+			return nil, err
+		}
+	}
 	res, err := n.propose(ctx, sqlitefsm.Command{Kind: sqlitefsm.CommandTxn, Txn: &req})
 	if err != nil {
 		return nil, err
@@ -362,6 +420,9 @@ func (n *Node) Txn(ctx context.Context, req store.TxnRequest) (*store.TxnRespons
 
 // Compact removes watch history and revision hashes up to rev on every node.
 func (n *Node) Compact(ctx context.Context, rev int64) (*sqlitefsm.CompactResult, error) {
+	if err := n.storage.admitWrite(); err != nil {
+		return nil, err
+	}
 	res, err := n.propose(ctx, sqlitefsm.Command{Kind: sqlitefsm.CommandCompact, Compact: &sqlitefsm.CompactRequest{Revision: rev}})
 	if err != nil {
 		return nil, err
@@ -534,6 +595,12 @@ func (n *Node) closeResources() error {
 	if n.leadership != nil {
 		n.leadership.stop()
 	}
+	if n.state != nil {
+		// An apply halted on a local failure (a full disk) must give up so
+		// raft's shutdown does not wait for it; raft applies the entries
+		// again after the next start.
+		n.state.StopApplying()
+	}
 	if n.raft != nil {
 		errs = append(errs, n.raft.Shutdown().Error())
 	}
@@ -556,6 +623,9 @@ func (n *Node) closeResources() error {
 	}
 	if n.state != nil {
 		errs = append(errs, n.state.Close())
+	}
+	if n.lock != nil {
+		errs = append(errs, n.lock.release())
 	}
 	return errors.Join(errs...)
 }

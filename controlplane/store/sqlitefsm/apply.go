@@ -11,6 +11,12 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/svcplatform/svc/controlplane/store"
 )
@@ -39,7 +45,9 @@ type CompactRequest struct {
 	Revision int64 `json:"revision"`
 }
 
-// CompactResult reports what a compaction removed on this replica.
+// CompactResult reports what a compaction removed on this replica:
+// HistoryRows counts the revisions whose changes went, RevisionHashes the
+// revisions whose hash went too (all but the compaction point).
 type CompactResult struct {
 	Revision       int64 `json:"revision"`
 	HistoryRows    int64 `json:"historyRows"`
@@ -64,24 +72,108 @@ type Entry struct {
 // applied index recorded in the database are skipped, which makes
 // re-application after a restart harmless.
 //
-// Any other failure (a SQLite I/O error, a full disk, a failed commit) is
-// local to this replica. Carrying on would leave this replica without
-// entries the others have, so ApplyBatch panics instead: the process
-// restarts and raft applies the entries again.
+// Any other failure (a full disk, a SQLite I/O error, a failed commit) is
+// local to this replica, and skipping the entries would leave it without
+// what the others have. ApplyBatch therefore halts: it rolls the batch back,
+// reports the failure (Stalled), and tries the same batch again with a
+// growing pause until it succeeds, for instance once disk space is freed.
+// Only StopApplying (the node shutting down) ends the wait; the batch's
+// results are then store.ErrClosed and the entries are applied again after
+// the next start, from the raft log.
 func (s *State) ApplyBatch(entries []Entry) []any {
+	wait := haltFirstPause
+	var lastLog time.Time
+	for {
+		results, err := s.tryApply(entries)
+		if err == nil {
+			if failed, since := s.Stalled(); failed != nil {
+				s.stall.Store(nil)
+				s.logger().Info("applying committed entries again after a local failure",
+					zap.Uint64("from", entries[0].Index), zap.Duration("halted", time.Since(since)))
+			}
+			return results
+		}
+		if errors.Is(err, store.ErrClosed) {
+			return closedResults(len(entries))
+		}
+		if failed, _ := s.Stalled(); failed == nil {
+			s.stall.Store(&stall{err: err, since: time.Now()})
+		} else {
+			s.stall.Store(&stall{err: err, since: s.stall.Load().since})
+		}
+		if time.Since(lastLog) >= haltLogEvery {
+			lastLog = time.Now()
+			s.logger().Error("cannot apply committed entries; this node halts applying and retries (nothing is skipped)",
+				zap.Uint64("from", entries[0].Index), zap.Uint64("to", entries[len(entries)-1].Index),
+				zap.Bool("diskFull", IsDiskFull(err)), zap.Error(err))
+		}
+		select {
+		case <-s.stopApplying:
+			return closedResults(len(entries))
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, haltMaxPause)
+	}
+}
+
+// Pauses between attempts of a halted batch, and how often the halt is
+// logged again.
+const (
+	haltFirstPause = 100 * time.Millisecond
+	haltMaxPause   = 2 * time.Second
+	haltLogEvery   = time.Minute
+)
+
+// stall is a local failure that halted applying.
+type stall struct {
+	err   error
+	since time.Time
+}
+
+// Stalled reports the failure that currently halts applying and since when
+// it does; nil when applying works.
+func (s *State) Stalled() (error, time.Time) {
+	if st := s.stall.Load(); st != nil {
+		return st.err, st.since
+	}
+	return nil, time.Time{}
+}
+
+// StopApplying makes a halted ApplyBatch give up instead of retrying, so a
+// shutting-down node is not held by a batch it cannot apply.
+func (s *State) StopApplying() {
+	s.stopOnce.Do(func() { close(s.stopApplying) })
+}
+
+// IsDiskFull reports whether err is SQLite's or the OS's "no space left".
+func IsDiskFull(err error) bool {
+	var se *sqlite.Error
+	if errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_FULL {
+		return true
+	}
+	return errors.Is(err, syscall.ENOSPC)
+}
+
+func closedResults(n int) []any {
+	out := make([]any, n)
+	for i := range out {
+		out[i] = store.ErrClosed
+	}
+	return out
+}
+
+// tryApply is one attempt at a batch.
+func (s *State) tryApply(entries []Entry) ([]any, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.wdb == nil {
-		panic("sqlitefsm: apply on a closed state")
+		return nil, store.ErrClosed
 	}
-	results, err := s.applyBatch(entries)
-	if err != nil {
-		panic(fmt.Sprintf("sqlitefsm: cannot apply committed entries %d..%d: %v", entries[0].Index, entries[len(entries)-1].Index, err))
-	}
-	return results
+	return s.applyBatch(entries)
 }
 
 func (s *State) applyBatch(entries []Entry) ([]any, error) {
+	s.ckpt.restartIfTooBig(s.wdb)
 	results := make([]any, len(entries))
 	ctx := context.Background()
 	tx, err := s.wdb.BeginTx(ctx, nil)
@@ -113,11 +205,18 @@ func (s *State) applyBatch(entries []Entry) ([]any, error) {
 	if last == applied {
 		return results, nil
 	}
-	if err := ap.saveMeta(last); err != nil {
-		return nil, fmt.Errorf("saving meta at index %d: %w", last, err)
-	}
-	if err := tx.Commit(); err != nil {
-		return nil, fmt.Errorf("commit of entries up to %d: %w", last, err)
+	// A batch that wrote nothing (no-ops, reads, failed compares) commits
+	// nothing: its entries are pure, and applying them again after a
+	// restart gives the same answers.
+	if ap.wroteAny {
+		if ap.metaDirty {
+			if err := ap.saveMeta(last); err != nil {
+				return nil, fmt.Errorf("saving meta at index %d: %w", last, err)
+			}
+		}
+		if err := tx.Commit(); err != nil {
+			return nil, fmt.Errorf("commit of entries up to %d: %w", last, err)
+		}
 	}
 	s.areas.mark(ap.areas, ap.rev)
 	s.revision.Store(ap.rev)
@@ -139,12 +238,16 @@ type applier struct {
 	rev     int64
 	compact int64
 	hash    string
-	wrote   bool // the current entry has written something
+	changes []byte // change records of the current Txn
+	wrote   bool   // the current entry has written something
+	// wroteAny: some entry of the batch wrote; metaDirty: meta must
+	// record the applied index and compaction point.
+	wroteAny, metaDirty bool
 }
 
 // exec runs a prepared statement inside the batch transaction.
 func (a *applier) exec(stmt *sql.Stmt, args ...any) (sql.Result, error) {
-	a.wrote = true
+	a.wrote, a.wroteAny = true, true
 	return a.bound(stmt).ExecContext(a.ctx, args...)
 }
 
@@ -193,14 +296,11 @@ func (a *applier) saveMeta(appliedIndex uint64) error {
 	for _, m := range []struct {
 		name string
 		num  int64
-		text string
 	}{
-		{metaRevision, a.rev, ""},
-		{metaAppliedIndex, int64(appliedIndex), ""},
-		{metaCompactRevision, a.compact, ""},
-		{metaStateHash, 0, a.hash},
+		{metaAppliedIndex, int64(appliedIndex)},
+		{metaCompactRevision, a.compact},
 	} {
-		if _, err := a.exec(a.st.saveMeta, m.name, m.num, m.text); err != nil {
+		if _, err := a.exec(a.st.saveMeta, m.name, m.num, ""); err != nil {
 			return err
 		}
 	}
@@ -285,7 +385,7 @@ func (a *applier) applyTxn(index uint64, raw []byte, req *store.TxnRequest) (*st
 	}
 	next := a.rev + 1
 	wrote := false
-	seq := 0
+	a.changes = a.changes[:0]
 	resp := &store.TxnResponse{Succeeded: succeeded, Responses: make([]store.OpResponse, len(ops))}
 	// Consecutive puts of distinct keys are written together; a range, a
 	// delete or a second put of a key first writes the run before it, so
@@ -296,7 +396,7 @@ func (a *applier) applyTxn(index uint64, raw []byte, req *store.TxnRequest) (*st
 		if len(run) == 0 {
 			return nil
 		}
-		err := a.putRun(next, &seq, ops, run, resp.Responses, read)
+		err := a.putRun(next, ops, run, resp.Responses, read)
 		run = run[:0]
 		clear(inRun)
 		clear(read) // written now: later runs read the keys again
@@ -324,7 +424,7 @@ func (a *applier) applyTxn(index uint64, raw []byte, req *store.TxnRequest) (*st
 		case store.OpRange:
 			r, err = rangeIn(a.ctx, a.prepared, op)
 		case store.OpDelete:
-			r, err = a.delete(next, &seq, op)
+			r, err = a.delete(next, op)
 			wrote = wrote || r.Deleted > 0
 		}
 		if err != nil {
@@ -345,8 +445,9 @@ func (a *applier) applyTxn(index uint64, raw []byte, req *store.TxnRequest) (*st
 		binary.BigEndian.PutUint64(b[8:], index)
 		h.Write(b[:])
 		h.Write(raw)
-		a.hash = hex.EncodeToString(h.Sum(nil))
-		if _, err := a.exec(a.st.revisionHash, next, index, a.hash); err != nil {
+		sum := h.Sum(nil)
+		a.hash = hex.EncodeToString(sum)
+		if _, err := a.exec(a.st.insertRevision, next, index, sum, a.changes); err != nil {
 			return nil, err
 		}
 	}
@@ -366,9 +467,10 @@ func (a *applier) specIndex(key string) int {
 
 // putRun writes the puts ops[run[0]], ops[run[1]], ... (distinct keys) at
 // revision rev: their previous versions are read (except those in known,
-// read already: nil for a missing key), and the kv, history and index rows
-// written, each with multi-row statements.
-func (a *applier) putRun(rev int64, seq *int, ops []store.Op, run []int, resps []store.OpResponse, known map[string]*store.KeyValue) error {
+// read already: nil for a missing key), the kv rows written with multi-row
+// statements, their change records added to the Txn's, and their index
+// rows written (see writeIndexes).
+func (a *applier) putRun(rev int64, ops []store.Op, run []int, resps []store.OpResponse, known map[string]*store.KeyValue) error {
 	keys := make([]any, 0, len(run))
 	prevs := make(map[string]*store.KeyValue, len(run))
 	for _, o := range run {
@@ -399,16 +501,14 @@ func (a *applier) putRun(rev int64, seq *int, ops []store.Op, run []int, resps [
 		return err
 	}
 	kvRows := make([]any, 0, 5*len(run))
-	historyRows := make([]any, 0, 10*len(run))
-	indexRows := make([][]any, len(a.specs))
+	newRows := make([][]any, len(a.specs))
 	for _, o := range run {
 		op := ops[o]
 		create, version := rev, int64(1)
-		var pv []byte
-		var pc, pm, pver int64
-		if prev := prevs[op.Key]; prev != nil {
-			create, version = prev.CreateRevision, prev.Version+1
-			pv, pc, pm, pver = prev.Value, prev.CreateRevision, prev.ModRevision, prev.Version
+		var prevMod int64
+		prev := prevs[op.Key]
+		if prev != nil {
+			create, version, prevMod = prev.CreateRevision, prev.Version+1, prev.ModRevision
 			if op.PrevKV {
 				resps[o].PrevKVs = []*store.KeyValue{prev}
 			}
@@ -419,21 +519,44 @@ func (a *applier) putRun(rev int64, seq *int, ops []store.Op, run []int, resps [
 		}
 		kvRows = append(kvRows, op.Key, value, create, rev, version)
 		a.touch(op.Key)
-		*seq++
-		historyRows = append(historyRows, rev, *seq, op.Key, value, create, version, pv, pc, pm, pver)
+		a.changes = appendChange(a.changes, changePut, op.Key, value, create, version, prevMod)
 		if i := a.specIndex(op.Key); i >= 0 {
-			indexRows[i] = append(indexRows[i], op.Key, rev, string(value))
+			if prev == nil {
+				newRows[i] = append(newRows[i], op.Key, string(value))
+			} else if err := a.updateIndex(a.specs[i], op.Key, prev.Value, value); err != nil {
+				return fmt.Errorf("index %s: %w", a.specs[i].Name, err)
+			}
 		}
 	}
 	if err := a.execRows(a.st.upsertKVMany, 5, kvRows); err != nil {
 		return err
 	}
-	if err := a.execRows(a.st.historyPutMany, 10, historyRows); err != nil {
+	for i, rows := range newRows {
+		if err := a.execRows(a.st.indexUpsertMany[a.specs[i].Name], 2, rows); err != nil {
+			return fmt.Errorf("index %s: %w", a.specs[i].Name, err)
+		}
+	}
+	return nil
+}
+
+// updateIndex brings the index row of an existing key from old to value,
+// writing only the columns whose extracted value changed: SQLite rewrites
+// the b-tree of every column an UPDATE names, changed or not, and a state
+// change of a channel would otherwise rewrite all 20-odd of them.
+func (a *applier) updateIndex(spec IndexSpec, key string, old, value []byte) error {
+	if bytes.Equal(old, value) {
+		return nil
+	}
+	var mask uint64
+	if err := a.bound(a.st.indexChanged[spec.Name]).QueryRowContext(a.ctx, string(old), string(value)).Scan(&mask); err != nil {
 		return err
 	}
-	for i, rows := range indexRows {
-		if err := a.execRows(a.st.indexUpsertMany[a.specs[i].Name], 3, rows); err != nil {
-			return fmt.Errorf("index %s: %w", a.specs[i].Name, err)
+	for i := range spec.Columns {
+		if mask&(1<<i) == 0 {
+			continue
+		}
+		if _, err := a.exec(a.st.indexSet[spec.Name][i], key, string(value)); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -455,7 +578,7 @@ func (a *applier) touch(key string) {
 	a.areas[area(key)] = struct{}{}
 }
 
-func (a *applier) delete(rev int64, seq *int, op store.Op) (store.OpResponse, error) {
+func (a *applier) delete(rev int64, op store.Op) (store.OpResponse, error) {
 	var r store.OpResponse
 	victims, err := rangeIn(a.ctx, a.prepared, store.Op{Type: store.OpRange, Key: op.Key, End: op.End})
 	if err != nil {
@@ -466,10 +589,7 @@ func (a *applier) delete(rev int64, seq *int, op store.Op) (store.OpResponse, er
 			return r, err
 		}
 		a.touch(kv.Key)
-		*seq++
-		if _, err := a.exec(a.st.historyDelete, rev, *seq, kv.Key, kv.Value, kv.CreateRevision, kv.ModRevision, kv.Version); err != nil {
-			return r, err
-		}
+		a.changes = appendChange(a.changes, changeDelete, kv.Key, nil, kv.CreateRevision, kv.Version, kv.ModRevision)
 		if i := a.specIndex(kv.Key); i >= 0 {
 			if _, err := a.exec(a.st.indexDelete[a.specs[i].Name], kv.Key); err != nil {
 				return r, err
@@ -491,19 +611,20 @@ func (a *applier) applyCompact(req CompactRequest) (*CompactResult, error) {
 		return nil, fmt.Errorf("%w: cannot compact revision %d beyond current revision %d", store.ErrInvalidRequest, req.Revision, a.rev)
 	}
 	res := &CompactResult{Revision: req.Revision}
-	a.wrote = true
-	r, err := a.tx.ExecContext(a.ctx, `DELETE FROM history WHERE revision <= ?`, req.Revision)
-	if err != nil {
+	a.wrote, a.wroteAny, a.metaDirty = true, true, true
+	if err := a.tx.QueryRowContext(a.ctx, `SELECT count(*) FROM revisions WHERE revision <= ? AND changes IS NOT NULL`, req.Revision).Scan(&res.HistoryRows); err != nil {
 		return nil, err
 	}
-	res.HistoryRows, _ = r.RowsAffected()
 	// Keep the hash of the compaction point itself so parity checks can
-	// still compare at it.
-	r, err = a.tx.ExecContext(a.ctx, `DELETE FROM revision_hashes WHERE revision < ?`, req.Revision)
+	// still compare at it; its changes go with the older ones.
+	r, err := a.tx.ExecContext(a.ctx, `DELETE FROM revisions WHERE revision < ?`, req.Revision)
 	if err != nil {
 		return nil, err
 	}
 	res.RevisionHashes, _ = r.RowsAffected()
+	if _, err := a.tx.ExecContext(a.ctx, `UPDATE revisions SET changes = NULL WHERE revision = ?`, req.Revision); err != nil {
+		return nil, err
+	}
 	a.compact = req.Revision
 	return res, nil
 }

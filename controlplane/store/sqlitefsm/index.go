@@ -1,6 +1,7 @@
 package sqlitefsm
 
 import (
+	"context"
 	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
@@ -15,7 +16,13 @@ import (
 // under Prefix whose value is a JSON object gets a row in table idx_<Name>
 // with one typed column per IndexColumn, maintained in the same SQLite
 // transaction as the kv row, so a query on the index never sees a state the
-// kv table does not have.
+// kv table does not have. Each column has a b-tree index of its own unless
+// it is declared NoIndex.
+//
+// What a put costs here: a new key inserts its row and one entry into each
+// column's b-tree, a page each; an update writes only the columns whose
+// value changed (and nothing when none did), since SQLite rewrites every
+// b-tree of a column named in an UPDATE even when its value stays.
 type IndexSpec struct {
 	Name    string
 	Prefix  string
@@ -29,7 +36,14 @@ type IndexColumn struct {
 	Type string
 	// Path is a SQLite JSON path such as $.username.
 	Path string
+	// NoIndex keeps the column for filtering by scanning the index table
+	// (substring searches, yes/no flags) without a b-tree of its own,
+	// which every new row would otherwise have to write.
+	NoIndex bool
 }
+
+// maxColumns bounds the columns of one index (a change mask is a uint64).
+const maxColumns = 63
 
 // Table is the SQL table name of the index.
 func (s IndexSpec) Table() string { return "idx_" + s.Name }
@@ -43,6 +57,9 @@ func (s IndexSpec) validate() error {
 	}
 	if s.Prefix == "" || !strings.HasSuffix(s.Prefix, "/") {
 		return fmt.Errorf("index %q: prefix must be non-empty and end with /", s.Name)
+	}
+	if len(s.Columns) > maxColumns {
+		return fmt.Errorf("index %q: %d columns, at most %d", s.Name, len(s.Columns), maxColumns)
 	}
 	for _, c := range s.Columns {
 		if !identRe.MatchString(c.Name) || c.Name == "key" || c.Name == "mod_revision" {
@@ -60,56 +77,107 @@ func (s IndexSpec) validate() error {
 	return nil
 }
 
+// indexLayout names the shape of the index tables this version writes; a
+// new layout rebuilds every table at start (2: no mod_revision column,
+// per-column b-trees optional).
+const indexLayout = 2
+
 func (s IndexSpec) fingerprint() string {
 	h := sha256.New()
-	fmt.Fprintf(h, "%s|%s", s.Name, s.Prefix)
+	fmt.Fprintf(h, "%s|%s|layout %d", s.Name, s.Prefix, indexLayout)
 	for _, c := range s.Columns {
-		fmt.Fprintf(h, "|%s:%s:%s", c.Name, c.Type, c.Path)
+		fmt.Fprintf(h, "|%s:%s:%s:%v", c.Name, c.Type, c.Path, c.NoIndex)
 	}
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }
 
 func (s IndexSpec) createDDL() []string {
-	cols := []string{"key TEXT PRIMARY KEY", "mod_revision INTEGER NOT NULL"}
+	cols := []string{"key TEXT PRIMARY KEY"}
 	for _, c := range s.Columns {
 		cols = append(cols, c.Name+" "+c.Type)
 	}
 	ddl := []string{fmt.Sprintf("CREATE TABLE %s (%s) WITHOUT ROWID", s.Table(), strings.Join(cols, ", "))}
 	for _, c := range s.Columns {
-		ddl = append(ddl, fmt.Sprintf("CREATE INDEX %s_%s ON %s (%s)", s.Table(), c.Name, s.Table(), c.Name))
+		if !c.NoIndex {
+			ddl = append(ddl, fmt.Sprintf("CREATE INDEX %s_%s ON %s (%s)", s.Table(), c.Name, s.Table(), c.Name))
+		}
 	}
 	return ddl
 }
 
-// upsertSQL writes rows index rows from kv values, each given as three
-// arguments (key, mod revision, value); values that are not valid JSON
-// index as NULL columns instead of failing the transaction.
+// extract is the column's value in the JSON value argument v: values that
+// are not valid JSON index as NULL instead of failing the transaction.
+func (c IndexColumn) extract(v string) string {
+	return fmt.Sprintf("CASE WHEN json_valid(%s) THEN json_extract(%s, '%s') END", v, v, c.Path)
+}
+
+// upsertSQL writes rows index rows from kv values, each given as two
+// arguments (key, value).
 func (s IndexSpec) upsertSQL(rows int) string {
-	names := []string{"key", "mod_revision"}
+	names := []string{"key"}
 	for _, c := range s.Columns {
 		names = append(names, c.Name)
 	}
 	tuples := make([]string, rows)
 	for r := range tuples {
-		k, m, v := 3*r+1, 3*r+2, 3*r+3
-		vals := []string{fmt.Sprintf("?%d", k), fmt.Sprintf("?%d", m)}
+		k, v := 2*r+1, 2*r+2
+		vals := []string{fmt.Sprintf("?%d", k)}
 		for _, c := range s.Columns {
-			vals = append(vals, fmt.Sprintf("CASE WHEN json_valid(?%d) THEN json_extract(?%d, '%s') END", v, v, c.Path))
+			vals = append(vals, c.extract(fmt.Sprintf("?%d", v)))
 		}
 		tuples[r] = "(" + strings.Join(vals, ", ") + ")"
 	}
 	return fmt.Sprintf("INSERT OR REPLACE INTO %s (%s) VALUES %s", s.Table(), strings.Join(names, ", "), strings.Join(tuples, ", "))
 }
 
+// changedSQL answers, for an old value ?1 and a new value ?2, the mask of
+// the columns whose extracted value differs (bit i for column i).
+func (s IndexSpec) changedSQL() string {
+	terms := make([]string, len(s.Columns))
+	for i, c := range s.Columns {
+		terms[i] = fmt.Sprintf("((%s IS NOT %s) << %d)", c.extract("?1"), c.extract("?2"), i)
+	}
+	if len(terms) == 0 {
+		return "SELECT 0"
+	}
+	return "SELECT " + strings.Join(terms, " | ")
+}
+
+// setColumnSQL sets column i of the row of key ?1 from the value ?2.
+func (s IndexSpec) setColumnSQL(i int) string {
+	c := s.Columns[i]
+	return fmt.Sprintf("UPDATE %s SET %s = %s WHERE key = ?1", s.Table(), c.Name, c.extract("?2"))
+}
+
 func (s IndexSpec) backfillSQL() string {
-	names := []string{"key", "mod_revision"}
-	vals := []string{"key", "mod_revision"}
+	names := []string{"key"}
+	vals := []string{"key"}
 	for _, c := range s.Columns {
 		names = append(names, c.Name)
-		vals = append(vals, fmt.Sprintf("CASE WHEN json_valid(value) THEN json_extract(value, '%s') END", c.Path))
+		vals = append(vals, c.extract("value"))
 	}
 	return fmt.Sprintf("INSERT INTO %s (%s) SELECT %s FROM kv WHERE key >= ?1 AND key < ?2",
 		s.Table(), strings.Join(names, ", "), strings.Join(vals, ", "))
+}
+
+// IndexConsistency checks one index table against the kv table inside tx:
+// missing counts records under the prefix without an index row, stale the
+// index rows without a record or whose columns differ from the record's
+// value.
+func IndexConsistency(ctx context.Context, tx *sql.Tx, s IndexSpec) (missing, stale int64, err error) {
+	q := fmt.Sprintf(`SELECT count(*) FROM kv WHERE key >= ? AND key < ? AND key NOT IN (SELECT key FROM %s)`, s.Table())
+	if err := tx.QueryRowContext(ctx, q, s.Prefix, store.PrefixEnd(s.Prefix)).Scan(&missing); err != nil {
+		return 0, 0, err
+	}
+	differs := []string{"kv.key IS NULL"}
+	for _, c := range s.Columns {
+		differs = append(differs, fmt.Sprintf("i.%s IS NOT %s", c.Name, c.extract("kv.value")))
+	}
+	q = fmt.Sprintf(`SELECT count(*) FROM %s i LEFT JOIN kv ON kv.key = i.key WHERE %s`, s.Table(), strings.Join(differs, " OR "))
+	if err := tx.QueryRowContext(ctx, q).Scan(&stale); err != nil {
+		return 0, 0, err
+	}
+	return missing, stale, nil
 }
 
 // ensureIndexes creates missing index tables, rebuilds those whose

@@ -1,14 +1,19 @@
 package sqlitefsm
 
+import "database/sql"
+
 // SchemaVersion is the version of the base tables below. Raise it, and add a
 // migration to migrations, whenever a base table changes.
-const SchemaVersion = 1
+const SchemaVersion = 2
 
-// migration is one append-only schema step.
+// migration is one append-only schema step: its DDL, then run (if any), in
+// one transaction. A step depends only on the database's content, so every
+// replica migrates to the same state.
 type migration struct {
 	version int
 	name    string
 	ddl     []string
+	run     func(tx *sql.Tx) error
 }
 
 var migrations = []migration{
@@ -52,13 +57,22 @@ var migrations = []migration{
 			version INTEGER PRIMARY KEY,
 			name    TEXT NOT NULL
 		)`,
-	}},
+	}, nil},
+	{2, "one revisions row per Txn (hash and encoded changes) instead of history and revision_hashes", []string{
+		`CREATE TABLE revisions (
+			revision  INTEGER PRIMARY KEY,
+			log_index INTEGER NOT NULL,
+			hash      BLOB NOT NULL,
+			changes   BLOB
+		)`,
+	}, migrateHistoryToRevisions},
 }
 
-// Names of meta rows.
+// Names of meta rows. The revision, the hash and the applied index of the
+// latest write are those of the last revisions row; meta records the
+// applied index only when it moves without a revision (a compaction, or
+// raft taking a snapshot after entries that wrote nothing).
 const (
-	metaRevision        = "revision"
 	metaAppliedIndex    = "applied_index"
 	metaCompactRevision = "compact_revision"
-	metaStateHash       = "state_hash"
 )

@@ -3,6 +3,7 @@ package sqlitefsm
 import (
 	"context"
 	"database/sql"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/url"
@@ -11,7 +12,9 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
+	"go.uber.org/zap"
 	_ "modernc.org/sqlite" // registers the pure-Go "sqlite" driver
 
 	"github.com/svcplatform/svc/controlplane/store"
@@ -43,6 +46,37 @@ type State struct {
 
 	notifyMu sync.Mutex
 	notify   chan struct{} // closed and replaced after every applied batch
+
+	walLimit     atomic.Int64
+	log          atomic.Pointer[zap.Logger]
+	stall        atomic.Pointer[stall]
+	stopApplying chan struct{}
+	stopOnce     sync.Once
+}
+
+// SetWALLimit bounds the WAL: past limit bytes the writer waits for a
+// checkpoint that lets the WAL start over (see checkpointer). A node on a
+// small volume sets it from the volume's size; the default is 32 MiB.
+func (s *State) SetWALLimit(limit int64) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	s.walLimit.Store(limit)
+	if s.ckpt != nil {
+		s.ckpt.setLimit(limit)
+	}
+	if s.wdb != nil {
+		s.wdb.Exec(fmt.Sprintf("PRAGMA journal_size_limit=%d", min(limit/4, walKeepBytes)))
+	}
+}
+
+// SetLogger sets where a halted apply reports itself.
+func (s *State) SetLogger(l *zap.Logger) { s.log.Store(l) }
+
+func (s *State) logger() *zap.Logger {
+	if l := s.log.Load(); l != nil {
+		return l
+	}
+	return zap.NewNop()
 }
 
 // Open opens (creating if needed) the state database at path with the given
@@ -69,16 +103,50 @@ func Open(path string, specs []IndexSpec) (*State, error) {
 	if err := os.Chmod(path, 0o600); err != nil {
 		return nil, err
 	}
-	s := &State{path: path, specs: sorted, notify: make(chan struct{})}
+	if err := initPageSize(path); err != nil {
+		return nil, err
+	}
+	s := &State{path: path, specs: sorted, notify: make(chan struct{}), stopApplying: make(chan struct{})}
 	if err := s.open(); err != nil {
 		return nil, err
 	}
 	return s, nil
 }
 
+// writerBusyTimeout is how long a connection waits for a lock.
+const writerBusyTimeout = 10 * time.Second
+
+// pageSize is the page size of new databases. A put of a small record
+// rewrites one kv leaf page and its part of the revisions page, in the WAL
+// and again when checkpointed: 2 KiB pages write a third less per put than
+// SQLite's default 4 KiB (storebench, November 2026), and records up to
+// 488 bytes still fit in the leaf. Existing databases keep their page size.
+var pageSize = 2048
+
+// initPageSize gives a new (empty) database file its page size and WAL
+// mode; SQLite fixes the page size once the file has its header, and the
+// driver applies journal_mode from the DSN before any other pragma.
+func initPageSize(path string) error {
+	if fi, err := os.Stat(path); err != nil || fi.Size() > 0 {
+		return err
+	}
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	for _, q := range []string{fmt.Sprintf("PRAGMA page_size=%d", pageSize), "PRAGMA journal_mode=WAL", "CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, num INTEGER NOT NULL DEFAULT 0, text TEXT NOT NULL DEFAULT '') WITHOUT ROWID"} {
+		if _, err := db.Exec(q); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func dsn(path string, readOnly bool) string {
 	q := url.Values{}
-	q.Add("_pragma", "busy_timeout(10000)")
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", writerBusyTimeout.Milliseconds()))
 	q.Add("_pragma", "foreign_keys(0)")
 	if readOnly {
 		q.Add("_pragma", "query_only(1)")
@@ -90,6 +158,9 @@ func dsn(path string, readOnly bool) string {
 		// Checkpoints run in the background (checkpointer), not inline in
 		// the apply goroutine's commits.
 		q.Add("_pragma", "wal_autocheckpoint(0)")
+		// Once a checkpoint let the WAL start over, a WAL file that grew
+		// under a burst is cut back to this size instead of staying large.
+		q.Add("_pragma", fmt.Sprintf("journal_size_limit(%d)", walKeepBytes))
 		// 8 MiB of page cache holds the b-trees' upper pages and the pages
 		// being appended to. A larger cache costs at every commit: SQLite
 		// then scans the whole page hash to drop pages past the end of the
@@ -143,6 +214,11 @@ func (s *State) open() error {
 		s.closeHandles()
 		return err
 	}
+	if limit := s.walLimit.Load(); limit > 0 {
+		// A restore reopens the database: keep the node's limit.
+		s.ckpt.setLimit(limit)
+		s.wdb.Exec(fmt.Sprintf("PRAGMA journal_size_limit=%d", min(limit/4, walKeepBytes)))
+	}
 	return s.loadMeta()
 }
 
@@ -178,6 +254,12 @@ func migrate(db *sql.DB) error {
 				return fmt.Errorf("migration %d: %w", m.version, err)
 			}
 		}
+		if m.run != nil {
+			if err := m.run(tx); err != nil {
+				tx.Rollback()
+				return fmt.Errorf("migration %d: %w", m.version, err)
+			}
+		}
 		if _, err := tx.Exec(`INSERT INTO schema_migrations (version, name) VALUES (?, ?)`, m.version, m.name); err != nil {
 			tx.Rollback()
 			return err
@@ -190,41 +272,54 @@ func migrate(db *sql.DB) error {
 }
 
 func (s *State) loadMeta() error {
-	get := func(name string) (int64, string, error) {
+	get := func(name string) (int64, error) {
 		var n int64
-		var t string
-		err := s.wdb.QueryRow(`SELECT num, text FROM meta WHERE name = ?`, name).Scan(&n, &t)
+		err := s.wdb.QueryRow(`SELECT num FROM meta WHERE name = ?`, name).Scan(&n)
 		if errors.Is(err, sql.ErrNoRows) {
-			return 0, "", nil
+			return 0, nil
 		}
-		return n, t, err
+		return n, err
 	}
-	rev, _, err := get(metaRevision)
+	idx, err := get(metaAppliedIndex)
 	if err != nil {
 		return err
 	}
-	idx, _, err := get(metaAppliedIndex)
+	comp, err := get(metaCompactRevision)
 	if err != nil {
 		return err
 	}
-	comp, _, err := get(metaCompactRevision)
-	if err != nil {
-		return err
-	}
-	_, hash, err := get(metaStateHash)
-	if err != nil {
+	var rev, logIndex int64
+	var hash []byte
+	err = s.wdb.QueryRow(`SELECT revision, log_index, hash FROM revisions ORDER BY revision DESC LIMIT 1`).Scan(&rev, &logIndex, &hash)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return err
 	}
 	s.areas.reset(rev)
 	s.revision.Store(rev)
-	s.appliedIndex.Store(uint64(idx))
+	s.appliedIndex.Store(uint64(max(idx, logIndex)))
 	s.compactRevision.Store(comp)
-	s.stateHash.Store(hash)
+	s.stateHash.Store(hex.EncodeToString(hash))
 	return nil
+}
+
+// PersistAppliedIndex records the applied index in the database when the
+// last entries applied wrote nothing (so no revisions row carries it). Raft
+// calls it, through the FSM, when it takes a snapshot: a restart then finds
+// the database as new as the snapshot and does not restore it.
+func (s *State) PersistAppliedIndex() error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.wdb == nil {
+		return store.ErrClosed
+	}
+	_, err := s.wdb.Exec(`INSERT INTO meta (name, num, text) VALUES (?, ?, '') ON CONFLICT(name) DO UPDATE SET num = excluded.num`,
+		metaAppliedIndex, int64(s.appliedIndex.Load()))
+	return err
 }
 
 // Close releases the database handles.
 func (s *State) Close() error {
+	s.StopApplying()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.closeHandles()
@@ -348,13 +443,15 @@ func (s *State) ReadTx(ctx context.Context, fn func(tx *sql.Tx, revision int64) 
 	return fn(tx, rev)
 }
 
-const selectRevision = `SELECT num FROM meta WHERE name = '` + metaRevision + `'`
+// selectRevision is the revision of the last write (the revisions table's
+// last rowid, a seek to the end of its b-tree).
+const selectRevision = `SELECT coalesce(max(revision), 0) FROM revisions`
 
 // getAtRevision reads one key and the revision it was read at. A single
 // SELECT sees one snapshot of the database, so the point reads that most
 // requests make need no read transaction of their own.
-const getAtRevision = `SELECT m.num, kv.key, kv.value, kv.create_revision, kv.mod_revision, kv.version
-	FROM meta AS m LEFT JOIN kv ON kv.key = ? WHERE m.name = '` + metaRevision + `'`
+const getAtRevision = `SELECT r.rev, kv.key, kv.value, kv.create_revision, kv.mod_revision, kv.version
+	FROM (SELECT coalesce(max(revision), 0) AS rev FROM revisions) AS r LEFT JOIN kv ON kv.key = ?`
 
 // get is Range for a single key.
 func (s *State) get(ctx context.Context, key string, keysOnly bool) (*store.RangeResponse, error) {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -469,33 +470,99 @@ func TestSnapshotRestore(t *testing.T) {
 // (a trigger only this replica has): the state machine must not report the
 // entry as failed and move on, because the other replicas applied it; it
 // halts, and the state is unchanged.
-func TestLocalWriteFailureHaltsInsteadOfSkipping(t *testing.T) {
-	h := newHarness(t)
+// A local failure (here a trigger; in production a full disk) halts the
+// batch: nothing of it is applied or skipped, the failure is reported, and
+// the same batch is applied once the failure is gone.
+// withTrigger creates a trigger (a way to make an apply fail locally) from
+// another connection, which it returns for dropping the trigger again.
+func withTrigger(t *testing.T, h *harness, ddl string) *sql.DB {
+	t.Helper()
 	db, err := sql.Open("sqlite", "file:"+h.s.Path())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Exec(`CREATE TRIGGER boom BEFORE INSERT ON kv WHEN NEW.key = '/boom' BEGIN SELECT RAISE(ABORT, 'boom'); END`); err != nil {
+	t.Cleanup(func() { db.Close() })
+	if _, err := db.Exec(ddl); err != nil {
 		t.Fatal(err)
 	}
-	db.Close()
+	return db
+}
+
+func TestLocalWriteFailureHaltsInsteadOfSkipping(t *testing.T) {
+	h := newHarness(t)
+	db := withTrigger(t, h, `CREATE TRIGGER boom BEFORE INSERT ON kv WHEN NEW.key = '/boom' BEGIN SELECT RAISE(ABORT, 'boom'); END`)
 	enc := func(req store.TxnRequest) []byte {
 		b, _ := Command{Kind: CommandTxn, Txn: &req}.Encode()
 		return b
 	}
-	defer func() {
-		r := recover()
-		if r == nil || !strings.Contains(fmt.Sprint(r), "boom") {
-			t.Fatalf("recovered %v, want a halt naming the failure", r)
-		}
-		if h.get("/a") != nil || h.get("/ok") != nil || h.s.Revision() != 0 || h.s.AppliedIndex() != 0 {
-			t.Fatalf("state changed by a failed batch: rev=%d idx=%d", h.s.Revision(), h.s.AppliedIndex())
-		}
+	done := make(chan []any, 1)
+	go func() {
+		done <- h.s.ApplyBatch([]Entry{
+			{Index: 1, Data: enc(store.TxnRequest{Then: []store.Op{store.Put("/a", []byte("1"))}})},
+			{Index: 2, Data: enc(store.TxnRequest{Then: []store.Op{store.Put("/ok", []byte("2")), store.Put("/boom", []byte("3"))}})},
+		})
 	}()
-	h.s.ApplyBatch([]Entry{
-		{Index: 1, Data: enc(store.TxnRequest{Then: []store.Op{store.Put("/a", []byte("1"))}})},
-		{Index: 2, Data: enc(store.TxnRequest{Then: []store.Op{store.Put("/ok", []byte("2")), store.Put("/boom", []byte("3"))}})},
-	})
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if failed, _ := h.s.Stalled(); failed != nil {
+			if !strings.Contains(failed.Error(), "boom") {
+				t.Fatalf("stalled on %v, want the failure named", failed)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the failing batch was not reported as stalled")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	select {
+	case <-done:
+		t.Fatal("ApplyBatch returned while its batch cannot be applied")
+	case <-time.After(300 * time.Millisecond):
+	}
+	if h.get("/a") != nil || h.get("/ok") != nil || h.s.Revision() != 0 || h.s.AppliedIndex() != 0 {
+		t.Fatalf("state changed by a failed batch: rev=%d idx=%d", h.s.Revision(), h.s.AppliedIndex())
+	}
+	if _, err := db.Exec(`DROP TRIGGER boom`); err != nil {
+		t.Fatal(err)
+	}
+	var results []any
+	select {
+	case results = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the batch was not applied after the failure went away")
+	}
+	if _, ok := results[1].(*store.TxnResponse); !ok {
+		t.Fatalf("result %v", results[1])
+	}
+	if h.get("/boom") == nil || h.s.AppliedIndex() != 2 || h.s.Revision() != 2 {
+		t.Fatalf("after resuming: rev=%d idx=%d", h.s.Revision(), h.s.AppliedIndex())
+	}
+	if failed, _ := h.s.Stalled(); failed != nil {
+		t.Fatalf("still reported stalled: %v", failed)
+	}
+}
+
+// StopApplying releases a halted batch with store.ErrClosed results.
+func TestStopApplyingReleasesAHaltedBatch(t *testing.T) {
+	h := newHarness(t)
+	withTrigger(t, h, `CREATE TRIGGER boom BEFORE INSERT ON kv BEGIN SELECT RAISE(ABORT, 'boom'); END`)
+	b, _ := Command{Kind: CommandTxn, Txn: &store.TxnRequest{Then: []store.Op{store.Put("/a", []byte("1"))}}}.Encode()
+	done := make(chan []any, 1)
+	go func() { done <- h.s.ApplyBatch([]Entry{{Index: 1, Data: b}}) }()
+	time.Sleep(200 * time.Millisecond)
+	h.s.StopApplying()
+	select {
+	case r := <-done:
+		if !errors.Is(r[0].(error), store.ErrClosed) {
+			t.Fatalf("result %v", r[0])
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("StopApplying did not release the halted batch")
+	}
+	if h.s.AppliedIndex() != 0 {
+		t.Fatal("entry recorded as applied")
+	}
 }
 
 func TestDatabaseFilesArePrivate(t *testing.T) {
@@ -517,14 +584,14 @@ func TestDatabaseFilesArePrivate(t *testing.T) {
 func TestPendingFramesFollowTheWAL(t *testing.T) {
 	h := newHarness(t)
 	shm := h.s.Path() + "-shm"
-	before, err := pendingFrames(shm)
+	_, before, err := walFrames(shm)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < 20; i++ {
 		h.txn(store.TxnRequest{Then: []store.Op{store.Put(fmt.Sprintf("/f/%d", i), bytes.Repeat([]byte("x"), 8000))}})
 	}
-	after, err := pendingFrames(shm)
+	_, after, err := walFrames(shm)
 	if err != nil || after < before+20 {
 		t.Fatalf("pending frames %d -> %d after 20 commits of 8 KB (%v)", before, after, err)
 	}
@@ -536,7 +603,7 @@ func TestPendingFramesFollowTheWAL(t *testing.T) {
 	if _, err := db.Exec("PRAGMA wal_checkpoint(PASSIVE)"); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := pendingFrames(shm); err != nil || n != 0 {
+	if _, n, err := walFrames(shm); err != nil || n != 0 {
 		t.Fatalf("pending frames after a checkpoint = %d (%v)", n, err)
 	}
 }
@@ -604,4 +671,55 @@ func TestComparedKeysArePutOnWhatTheCompareRead(t *testing.T) {
 	if kv := h.get("/k"); kv.Version != 2 || string(kv.Value) != "v4" {
 		t.Fatalf("/k after else = %+v", kv)
 	}
+}
+
+// Under sustained writes with a reader always present, passive checkpoints
+// alone never let the WAL start over; the checkpointer then holds writers
+// off for a moment instead, so the WAL stays bounded.
+func TestWALStaysBoundedUnderSustainedWrites(t *testing.T) {
+	c, r := walCheckpointBytes, walRestartBytes
+	t.Cleanup(func() { walCheckpointBytes, walRestartBytes = c, r })
+	walCheckpointBytes, walRestartBytes = 1<<20, 4<<20
+	h := newHarness(t)
+	stop := make(chan struct{})
+	var readers sync.WaitGroup
+	for r := 0; r < 2; r++ {
+		readers.Add(1)
+		go func(r int) {
+			defer readers.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				h.s.ReadTx(context.Background(), func(tx *sql.Tx, _ int64) error {
+					time.Sleep(time.Duration(3+r) * time.Millisecond)
+					return nil
+				})
+			}
+		}(r)
+	}
+	value := bytes.Repeat([]byte("w"), 3000)
+	var largest int64
+	for b := 0; b < 300; b++ {
+		var es []Entry
+		for j := 0; j < 20; j++ {
+			req := store.TxnRequest{Then: []store.Op{store.Put(fmt.Sprintf("/w/%04d", (b*20+j)%5000), value)}}
+			d, _ := Command{Kind: CommandTxn, Txn: &req}.Encode()
+			h.index++
+			es = append(es, Entry{Index: h.index, Data: d})
+		}
+		h.s.ApplyBatch(es)
+		if _, wal := h.s.FileSizes(); wal > largest {
+			largest = wal
+		}
+	}
+	close(stop)
+	readers.Wait()
+	// About 35 MB went through the WAL.
+	if bound := 3 * walRestartBytes; largest > bound {
+		t.Fatalf("the WAL grew to %d MiB under sustained writes (bound %d MiB)", largest>>20, bound>>20)
+	}
+	t.Logf("largest WAL %d MiB", largest>>20)
 }

@@ -13,12 +13,16 @@ import (
 // multi-row statements (see rowSizes): with the pure-Go driver, the cost of
 // executing a statement is most of the cost of a small write.
 type statements struct {
-	get, historyDelete, deleteKV, revisionHash, saveMeta *sql.Stmt
+	get, deleteKV, insertRevision, saveMeta *sql.Stmt
 	// by rows, then (index) by index name
-	getMany, upsertKVMany, historyPutMany map[int]*sql.Stmt
-	indexUpsertMany                       map[string]map[int]*sql.Stmt
-	indexDelete                           map[string]*sql.Stmt
-	all                                   []*sql.Stmt
+	getMany, upsertKVMany map[int]*sql.Stmt
+	indexUpsertMany       map[string]map[int]*sql.Stmt
+	indexDelete           map[string]*sql.Stmt
+	// indexChanged computes, per index, which columns an update changes;
+	// indexSet[name][i] sets column i of one row.
+	indexChanged map[string]*sql.Stmt
+	indexSet     map[string][]*sql.Stmt
+	all          []*sql.Stmt
 }
 
 // rowSizes are the row counts of the multi-row statements, largest first:
@@ -54,7 +58,8 @@ func valuesList(n int, row func(r int) string) string {
 }
 
 func prepare(db *sql.DB, specs []IndexSpec) (*statements, error) {
-	st := &statements{getMany: map[int]*sql.Stmt{}, upsertKVMany: map[int]*sql.Stmt{}, historyPutMany: map[int]*sql.Stmt{},
+	st := &statements{getMany: map[int]*sql.Stmt{}, upsertKVMany: map[int]*sql.Stmt{},
+		indexChanged: map[string]*sql.Stmt{}, indexSet: map[string][]*sql.Stmt{},
 		indexUpsertMany: map[string]map[int]*sql.Stmt{}, indexDelete: map[string]*sql.Stmt{}}
 	var err error
 	p := func(q string) *sql.Stmt {
@@ -69,14 +74,16 @@ func prepare(db *sql.DB, specs []IndexSpec) (*statements, error) {
 		return stmt
 	}
 	st.get = p(`SELECT value, create_revision, mod_revision, version FROM kv WHERE key = ?`)
-	st.historyDelete = p(`INSERT INTO history (revision, seq, type, key, value, create_revision, version, prev_value, prev_create, prev_mod, prev_version)
-		VALUES (?, ?, 1, ?, NULL, 0, 0, ?, ?, ?, ?)`)
 	st.deleteKV = p(`DELETE FROM kv WHERE key = ?`)
-	st.revisionHash = p(`INSERT INTO revision_hashes (revision, log_index, hash) VALUES (?, ?, ?)`)
+	st.insertRevision = p(`INSERT INTO revisions (revision, log_index, hash, changes) VALUES (?, ?, ?, ?)`)
 	st.saveMeta = p(`INSERT INTO meta (name, num, text) VALUES (?, ?, ?) ON CONFLICT(name) DO UPDATE SET num = excluded.num, text = excluded.text`)
 	for _, spec := range specs {
 		st.indexUpsertMany[spec.Name] = map[int]*sql.Stmt{}
 		st.indexDelete[spec.Name] = p("DELETE FROM " + spec.Table() + " WHERE key = ?")
+		st.indexChanged[spec.Name] = p(spec.changedSQL())
+		for i := range spec.Columns {
+			st.indexSet[spec.Name] = append(st.indexSet[spec.Name], p(spec.setColumnSQL(i)))
+		}
 	}
 	for _, n := range rowSizes {
 		st.getMany[n] = p(`SELECT key, value, create_revision, mod_revision, version FROM kv WHERE key IN (` +
@@ -84,8 +91,6 @@ func prepare(db *sql.DB, specs []IndexSpec) (*statements, error) {
 		st.upsertKVMany[n] = p(`INSERT INTO kv (key, value, create_revision, mod_revision, version) VALUES ` +
 			valuesList(n, func(int) string { return "(?, ?, ?, ?, ?)" }) +
 			` ON CONFLICT(key) DO UPDATE SET value = excluded.value, mod_revision = excluded.mod_revision, version = excluded.version`)
-		st.historyPutMany[n] = p(`INSERT INTO history (revision, seq, type, key, value, create_revision, version, prev_value, prev_create, prev_mod, prev_version) VALUES ` +
-			valuesList(n, func(int) string { return "(?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?)" }))
 		for _, spec := range specs {
 			st.indexUpsertMany[spec.Name][n] = p(spec.upsertSQL(n))
 		}
@@ -115,7 +120,7 @@ type stmtCache struct {
 // readQueries are every text the read path runs: the revision, the point
 // read, the watch's history, and rangeIn's shapes.
 func readQueries() []string {
-	q := []string{selectRevision, getAtRevision, selectCompactRevision, selectHistory}
+	q := []string{selectRevision, getAtRevision, selectCompactRevision, selectHistory, selectChangesAt}
 	for _, op := range []store.Op{{Key: "k"}, {Key: "k", End: "\x00"}, {Key: "k", End: "l"}} {
 		where, _ := rangeWhere(op)
 		q = append(q, countQuery(where), selectQuery(where, false), selectQuery(where, true))

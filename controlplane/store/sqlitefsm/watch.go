@@ -2,8 +2,6 @@ package sqlitefsm
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -75,57 +73,4 @@ func (s *State) Watch(ctx context.Context, prefix string, from int64) <-chan sto
 		}
 	}()
 	return out
-}
-
-// The history reads, prepared with the rest of the read path (readQueries).
-const (
-	selectCompactRevision = `SELECT num FROM meta WHERE name = '` + metaCompactRevision + `'`
-	selectHistory         = `SELECT revision, type, key, value, create_revision, version, prev_value, prev_create, prev_mod, prev_version
-			FROM history WHERE revision >= ? AND revision <= ? AND key >= ? AND key < ? ORDER BY revision, seq`
-)
-
-func (s *State) history(ctx context.Context, prefix, end string, from, to int64) ([]store.Event, error) {
-	var events []store.Event
-	err := s.ReadTx(ctx, func(tx *sql.Tx, _ int64) error {
-		prep := txStmt(ctx, tx, s.rq)
-		// Compaction may have run since the caller checked; within this
-		// read transaction the answer is final.
-		compact, err := prep(selectCompactRevision)
-		if err != nil {
-			return err
-		}
-		var comp int64
-		if err := compact.QueryRowContext(ctx).Scan(&comp); err != nil && !errors.Is(err, sql.ErrNoRows) {
-			return err
-		}
-		if from <= comp {
-			return fmt.Errorf("%w: revision %d (compacted up to %d)", store.ErrCompacted, from, comp)
-		}
-		hist, err := prep(selectHistory)
-		if err != nil {
-			return err
-		}
-		rows, err := hist.QueryContext(ctx, from, to, prefix, end)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var ev store.Event
-			kv := &store.KeyValue{}
-			prev := &store.KeyValue{}
-			if err := rows.Scan(&kv.ModRevision, &ev.Type, &kv.Key, &kv.Value, &kv.CreateRevision, &kv.Version,
-				&prev.Value, &prev.CreateRevision, &prev.ModRevision, &prev.Version); err != nil {
-				return err
-			}
-			ev.KV = kv
-			if prev.ModRevision > 0 {
-				prev.Key = kv.Key
-				ev.PrevKV = prev
-			}
-			events = append(events, ev)
-		}
-		return rows.Err()
-	})
-	return events, err
 }

@@ -3,7 +3,8 @@
 //
 // Every operation is one single-put Txn (for etcd, one Put) of a 256-byte
 // value to a key distinct per writer, /bench/<writer>/<i % 1000>. It runs,
-// each with 1 and with 64 concurrent writers:
+// each with 1 and with 64 concurrent writers (and records the bytes the
+// serving process wrote to storage per put, from /proc/PID/io):
 //
 //   - single:  the embedded raft+SQLite store (raftnode) as one node;
 //   - cluster: three raftnode nodes on loopback, writers calling the leader;
@@ -15,7 +16,9 @@
 // measured window, and the error count. Every case starts from a fresh data
 // directory that is removed afterwards. The results are printed and written
 // as a delimited section of a markdown file (-out), replacing an earlier
-// section of this benchmark.
+// section of this benchmark. Then it writes -fill puts (64 writers) to a
+// fresh single node and to a fresh etcd and reports the size of each data
+// directory.
 //
 // Usage, from the repository root:
 //
@@ -55,6 +58,7 @@ func main() {
 	duration := flag.Duration("duration", 10*time.Second, "measured time per run (after a 1s warm-up)")
 	cases := flag.String("cases", strings.Join(allCases, ","), "comma-separated subset of cases to run: "+strings.Join(allCases, ","))
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of this process (all selected cases) to this file")
+	fill := flag.Int64("fill", 100000, "puts written to a fresh single node and to etcd before measuring their data directories (0 skips)")
 	flag.Parse()
 
 	selected, err := parseCases(*cases)
@@ -103,6 +107,15 @@ func main() {
 			rep.Results = append(rep.Results, res)
 		}
 	}
+	if *fill > 0 {
+		for _, c := range []string{"single", "etcd"} {
+			if !slices.Contains(selected, c) || ctx.Err() != nil {
+				continue
+			}
+			fmt.Fprintf(os.Stderr, "storebench: %s, %d puts, then its data directory ...\n", c, *fill)
+			rep.Fills = append(rep.Fills, runFill(ctx, c, *fill))
+		}
+	}
 	if ctx.Err() != nil {
 		fmt.Fprintln(os.Stderr, "storebench: interrupted; not writing", *out)
 		return
@@ -110,6 +123,8 @@ func main() {
 
 	fmt.Print(rep.textTable())
 	fmt.Println(rep.targetLine())
+	fmt.Println(rep.bytesLine())
+	fmt.Print(rep.fillText())
 	if err := writeSection(*out, rep.markdown()); err != nil {
 		fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -25,6 +26,7 @@ type report struct {
 	Machine     string
 	EtcdVersion string
 	Results     []result
+	Fills       []fillResult
 }
 
 func (r *report) find(c string, writers int) (result, bool) {
@@ -56,20 +58,41 @@ func (r *report) rows() [][]string {
 	var rows [][]string
 	for _, res := range r.Results {
 		if res.Failed != "" {
-			rows = append(rows, []string{r.caseLabel(res.Case), strconv.Itoa(res.Writers), "failed", "-", "-", "-"})
+			rows = append(rows, []string{r.caseLabel(res.Case), strconv.Itoa(res.Writers), "failed", "-", "-", "-", "-"})
 			continue
 		}
 		rows = append(rows, []string{
 			r.caseLabel(res.Case), strconv.Itoa(res.Writers),
 			fmt.Sprintf("%.0f", res.putsPerSec()),
 			fmt.Sprintf("%.2f", ms(res.P50)), fmt.Sprintf("%.2f", ms(res.P99)),
-			strconv.Itoa(res.Errors),
+			strconv.Itoa(res.Errors), res.writtenPerPut(),
 		})
 	}
 	return rows
 }
 
-var header = []string{"case", "writers", "puts/s", "p50 ms", "p99 ms", "errors"}
+var header = []string{"case", "writers", "puts/s", "p50 ms", "p99 ms", "errors", "bytes written per put"}
+
+// writtenPerPut is what the serving process wrote to storage per put in the
+// measured window ("-" when it could not be measured).
+func (r result) writtenPerPut() string {
+	if !r.CPU.Valid || r.Ops == 0 {
+		return "-"
+	}
+	return strconv.FormatInt(r.bytesPerPut(), 10)
+}
+
+// bytesPerPut counts the store's own process, or etcd's.
+func (r result) bytesPerPut() int64 {
+	if r.Ops == 0 {
+		return 0
+	}
+	w := r.CPU.SelfWrite
+	if r.Case == "etcd" {
+		w = r.CPU.ServerWrite
+	}
+	return w / int64(r.Ops)
+}
 
 func (r *report) textTable() string {
 	rows := append([][]string{header}, r.rows()...)
@@ -107,6 +130,73 @@ func (r *report) targetLine() string {
 		prefix, tr, passMiss(tr >= 1.0), pr, passMiss(pr <= 2.0))
 }
 
+// bytesLine compares the bytes the single node and etcd write per put.
+func (r *report) bytesLine() string {
+	var parts []string
+	for _, w := range writerCounts {
+		s, ok1 := r.find("single", w)
+		e, ok2 := r.find("etcd", w)
+		if !ok1 || !ok2 || !s.CPU.Valid || !e.CPU.Valid || e.bytesPerPut() == 0 {
+			continue
+		}
+		ratio := float64(s.bytesPerPut()) / float64(e.bytesPerPut())
+		parts = append(parts, fmt.Sprintf("%d writer(s): %d vs %d bytes, ratio %.2f (target <= 2.0) %s", w, s.bytesPerPut(), e.bytesPerPut(), ratio, passMiss(ratio <= 2.0)))
+	}
+	if len(parts) == 0 {
+		return "bytes written per put, single node vs etcd: not computed (needs single and etcd runs)"
+	}
+	return "bytes written per put, single node vs etcd: " + strings.Join(parts, "; ")
+}
+
+// fillText is the data-directory table, as text.
+func (r *report) fillText() string {
+	var b strings.Builder
+	for _, f := range r.Fills {
+		if f.Failed != "" {
+			fmt.Fprintf(&b, "%s after %d puts: failed: %s\n", r.caseLabel(f.Case), f.Puts, f.Failed)
+			continue
+		}
+		fmt.Fprintf(&b, "%s after %d puts: %.1f MiB allocated (%d bytes per put), files %.1f MiB, in %s; %s\n", r.caseLabel(f.Case), f.Puts,
+			float64(f.Allocated)/(1<<20), f.Allocated/f.Puts, float64(f.Size)/(1<<20), f.Took.Round(time.Second), partsText(f.Parts))
+	}
+	return b.String()
+}
+
+func (r *report) fillMarkdown(w *strings.Builder) {
+	if len(r.Fills) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "On-disk size of a fresh data directory after %d puts from %d writers (same keys as the 64-writer runs: 64,000 distinct keys); "+
+		"allocated counts preallocated raft-wal and etcd WAL segments in full, files is what the files hold:\n\n", r.Fills[0].Puts, fillWriters)
+	fmt.Fprintln(w, "| case | puts | allocated MiB | allocated bytes per put | files MiB | took | where (allocated MiB) |")
+	fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|---|")
+	for _, f := range r.Fills {
+		if f.Failed != "" {
+			fmt.Fprintf(w, "| %s | %d | failed: %s | | | | |\n", r.caseLabel(f.Case), f.Puts, oneLine(f.Failed))
+			continue
+		}
+		fmt.Fprintf(w, "| %s | %d | %.1f | %d | %.1f | %s | %s |\n", r.caseLabel(f.Case), f.Puts, float64(f.Allocated)/(1<<20), f.Allocated/f.Puts,
+			float64(f.Size)/(1<<20), f.Took.Round(time.Second), partsText(f.Parts))
+	}
+	fmt.Fprintln(w)
+}
+
+// partsText lists the parts of a data directory, largest first.
+func partsText(parts map[string]int64) string {
+	names := make([]string, 0, len(parts))
+	for n, b := range parts {
+		if b >= 1<<20 {
+			names = append(names, n)
+		}
+	}
+	sort.Slice(names, func(i, j int) bool { return parts[names[i]] > parts[names[j]] })
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = fmt.Sprintf("%s %.1f", n, float64(parts[n])/(1<<20))
+	}
+	return strings.Join(out, ", ")
+}
+
 func passMiss(ok bool) string {
 	if ok {
 		return "PASS"
@@ -132,12 +222,16 @@ func (r *report) markdown() string {
 		valueSize, keysPerWrt, os.TempDir(), r.Duration)
 	fmt.Fprintln(&b)
 	fmt.Fprintln(&b, "| "+strings.Join(header, " | ")+" |")
-	fmt.Fprintln(&b, "|---|--:|--:|--:|--:|--:|")
+	fmt.Fprintln(&b, "|---|--:|--:|--:|--:|--:|--:|")
 	for _, row := range r.rows() {
 		fmt.Fprintln(&b, "| "+strings.Join(row, " | ")+" |")
 	}
 	fmt.Fprintln(&b)
 	fmt.Fprintln(&b, "Target: "+r.targetLine()+".")
+	fmt.Fprintln(&b)
+	fmt.Fprintln(&b, "Target: "+r.bytesLine()+". Bytes written per put is wchar of /proc/PID/io of the serving process (this one for the store, etcd's for etcd) over the measured window divided by the puts: the bytes handed to write system calls, file writes of both and, for etcd, also the gRPC answers it sends its clients. The 3-node case counts its three replicas. The kernel's own count of bytes sent to storage (write_bytes) is not used: with large page-cache folios (ext4 on this kernel) a 24-byte write into a clean folio counts the whole folio, up to 2 MiB.")
+	fmt.Fprintln(&b)
+	r.fillMarkdown(&b)
 	for _, res := range r.Results {
 		if res.Failed != "" {
 			fmt.Fprintf(&b, "\n%s with %d writers failed to run: `%s`\n", r.caseLabel(res.Case), res.Writers, oneLine(res.Failed))
