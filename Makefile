@@ -8,7 +8,7 @@ LDFLAGS := -X $(PKG)/shared/buildinfo.Version=$(VERSION) -X $(PKG)/shared/buildi
 # The whole suite stays well under this on a 2-core machine.
 TEST_TIMEOUT ?= 30m
 
-.PHONY: build run test bench soak generate vet tidy-check fmt-check contract-docs-check console console-check
+.PHONY: build run test bench soak generate vet lint tidy-check fmt-check contract-docs-check console console-check
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/svc ./cmd/svc
@@ -17,9 +17,9 @@ build:
 run: build
 	./bin/svc dev
 
-## test: install test dependencies, check formatting, tidiness and vet, check that the committed
+## test: install test dependencies, check formatting, tidiness, vet and lint, check that the committed
 ## console build matches its sources, run every test with -race
-test: fmt-check tidy-check vet console-check
+test: fmt-check tidy-check vet lint console-check
 	scripts/install-deps.sh test
 	$(GO) test -race -timeout $(TEST_TIMEOUT) ./...
 
@@ -74,8 +74,18 @@ console-check:
 vet:
 	$(GO) vet ./...
 
+## lint: golangci-lint with .golangci.yml, the version pinned in tools/go.mod
+## (a module of its own, so its dependencies stay out of ours)
+LINT := bin/golangci-lint
+$(LINT): tools/go.mod tools/go.sum
+	$(GO) -C tools build -o ../$(LINT) github.com/golangci/golangci-lint/v2/cmd/golangci-lint
+
+lint: $(LINT)
+	$(LINT) run ./...
+
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "not gofmt-formatted:"; echo "$$out"; exit 1; fi
 
 tidy-check:
 	$(GO) mod tidy -diff
+	$(GO) -C tools mod tidy -diff

@@ -118,7 +118,7 @@ func Install(o InstallOptions) (string, error) {
 	}
 	for _, args := range [][]string{{"daemon-reload"}, {"enable", "--now", UnitName}} {
 		if out, err := exec.Command("systemctl", args...).CombinedOutput(); err != nil {
-			return path, fmt.Errorf("systemctl %s: %v: %s", strings.Join(args, " "), err, bytes.TrimSpace(out))
+			return path, fmt.Errorf("systemctl %s: %w: %s", strings.Join(args, " "), err, bytes.TrimSpace(out))
 		}
 	}
 	return path, nil

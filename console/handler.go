@@ -153,7 +153,7 @@ func cleanOrigins(in []string) []string {
 	var out []string
 	for _, o := range in {
 		o = strings.TrimRight(o, "/")
-		if !(strings.HasPrefix(o, "http://") || strings.HasPrefix(o, "https://")) || strings.ContainsAny(o, " ;,'\"\r\n\t") || seen[o] {
+		if !strings.HasPrefix(o, "http://") && !strings.HasPrefix(o, "https://") || strings.ContainsAny(o, " ;,'\"\r\n\t") || seen[o] {
 			continue
 		}
 		seen[o] = true

@@ -19,7 +19,7 @@ const PermissionsFile = "src/api/permissions.ts"
 // to show from it and never sends a request its user may not make, so the
 // pages and the server read the same rule.
 func PermissionsTS() ([]byte, error) {
-	spec, err := contract.GetSwagger()
+	spec, err := contract.GetSpec()
 	if err != nil {
 		return nil, err
 	}

@@ -97,7 +97,8 @@ func Start(ctx context.Context, path string, cfg engineapi.Config, log *zap.Logg
 	e.flows = newFlowReporter(e)
 	e.players.OnLeave = e.flows.left
 	e.hub = hub.New(hub.Config{ReaderQueueFrames: cfg.ReaderQueueFrames, GOPCacheMaxFrames: cfg.GOPCacheMaxFrames,
-		NoReaderTimeout: cfg.NoReaderTimeout.D(), ContinueGrace: cfg.ContinueGrace.D(), MergeWindow: cfg.MergeWrite.D(), OnStreamChanged: e.streamChanged, OnNoneReader: e.noneReader}, log.Named("hub"))
+		NoReaderTimeout: cfg.NoReaderTimeout.D(), ContinueGrace: cfg.ContinueGrace.D(), MergeWindow: cfg.MergeWrite.D(),
+		OnStreamChanged: e.streamChanged, OnNoneReader: e.noneReader}, log.Named("hub"))
 	// The first even pair of the RTP range serves RTSP over UDP; pulls
 	// take their pairs from the rest.
 	pulls := rtspPuller{udpPorts: [2]int{cfg.RTPPortMin + 2, cfg.RTPPortMax}, log: log.Named("rtsp-pull")}

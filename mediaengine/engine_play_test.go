@@ -19,7 +19,10 @@ func TestPublishAndPlayForInputs(t *testing.T) {
 	te := startEngine(t, func(c *engineapi.Config) { c.Hooks.URL = url })
 	ctx := context.Background()
 	path := media.Path{App: "push", Stream: "cam"}
-	if _, err := te.Publish(ctx, path, hub.Origin{Kind: "rtsp-push", RemoteAddr: "127.0.0.1:9"}, map[string]string{"svc_ticket": "bad"}, mediatest.Tracks()); !errors.Is(err, ErrPublishDenied) {
+	if _, err := te.Publish(ctx, path, hub.Origin{Kind: "rtsp-push", RemoteAddr: "127.0.0.1:9"}, map[string]string{"svc_ticket": "bad"}, mediatest.Tracks()); !errors.Is(
+		err,
+		ErrPublishDenied,
+	) {
 		t.Fatalf("publish with a refused ticket: %v", err)
 	}
 	tracks := mediatest.Tracks()

@@ -44,9 +44,9 @@ func hookParams(q url.Values, user string) map[string]string {
 func rtspRefusal(err error) error {
 	switch {
 	case errors.Is(err, ErrPlayDenied), errors.Is(err, ErrPublishDenied):
-		return fmt.Errorf("%w: %v", rtsp.ErrForbidden, err)
+		return fmt.Errorf("%w: %w", rtsp.ErrForbidden, err)
 	case errors.Is(err, hub.ErrStreamNotFound):
-		return fmt.Errorf("%w: %v", rtsp.ErrNotFound, err)
+		return fmt.Errorf("%w: %w", rtsp.ErrNotFound, err)
 	}
 	return err
 }

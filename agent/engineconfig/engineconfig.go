@@ -385,7 +385,7 @@ func (f *File) apply(ctx context.Context, expected string, next func(engineapi.C
 	}
 	restore := func(why error) (agentapi.ConfigApplyResult, error) {
 		if err := writeAtomic(f.Path, cur); err != nil {
-			return res, fmt.Errorf("%w; restoring the backup %s also failed: %v", why, res.BackupFile, err)
+			return res, fmt.Errorf("%w; restoring the backup %s also failed: %w", why, res.BackupFile, err)
 		}
 		res.RolledBack, res.Sha256 = true, digest(cur)
 		if f.Reload != nil {

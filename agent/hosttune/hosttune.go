@@ -113,7 +113,7 @@ func (t *Tuner) Apply(values map[string]string) (agentapi.TuningApplyResult, err
 		}
 		if err := t.write(it.Key, it.DesiredValue); err != nil {
 			rollback()
-			return agentapi.TuningApplyResult{}, fmt.Errorf("%w: writing %s: %v", ErrNotPermitted, it.Key, err)
+			return agentapi.TuningApplyResult{}, fmt.Errorf("%w: writing %s: %w", ErrNotPermitted, it.Key, err)
 		}
 		written = append(written, it)
 	}

@@ -63,12 +63,12 @@ type Manager struct {
 	flushed  *sync.Cond
 }
 
-// Open loads the leases kept at path for the range min..max.
-func Open(nodeID string, min, max int, path string) (*Manager, error) {
-	if min < 1024 || max > 65535 || min > max {
-		return nil, fmt.Errorf("%w: range %d-%d", ErrInvalid, min, max)
+// Open loads the leases kept at path for the range lo..hi.
+func Open(nodeID string, lo, hi int, path string) (*Manager, error) {
+	if lo < 1024 || hi > 65535 || lo > hi {
+		return nil, fmt.Errorf("%w: range %d-%d", ErrInvalid, lo, hi)
 	}
-	m := &Manager{nodeID: nodeID, min: min, max: max, path: path, now: time.Now, free: PortFree, active: map[int]*agentapi.Lease{}, next: min}
+	m := &Manager{nodeID: nodeID, min: lo, max: hi, path: path, now: time.Now, free: PortFree, active: map[int]*agentapi.Lease{}, next: lo}
 	m.flushed = sync.NewCond(&m.smu)
 	raw, err := os.ReadFile(path)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -229,22 +229,22 @@ func (m *Manager) endLocked(l *agentapi.Lease, status, reason string) {
 // reclaimLocked ends the leases past their expiry; it reports whether any.
 func (m *Manager) reclaimLocked() bool {
 	now := m.now()
-	any := false
+	ended := false
 	for _, l := range m.active {
 		if !now.Before(l.ExpiresAt) {
 			m.endLocked(l, agentapi.LeaseExpired, "expired without release")
-			any = true
+			ended = true
 		}
 	}
-	return any
+	return ended
 }
 
 // Reclaim ends expired leases now.
 func (m *Manager) Reclaim() error {
 	m.mu.Lock()
-	any, gen := m.reclaimLocked(), m.changes
+	ended, gen := m.reclaimLocked(), m.changes
 	m.mu.Unlock()
-	if any {
+	if ended {
 		return m.persist(gen)
 	}
 	return nil

@@ -35,11 +35,11 @@ func freeRange(t *testing.T, from, size int) int {
 func TestThousandConcurrentLeases(t *testing.T) {
 	const n, taken = 1000, 100
 	start := freeRange(t, 20000, n+taken+300)
-	min, max := start, start+n+taken+299
+	lo, hi := start, start+n+taken+299
 	// Another program holds every 11th port: UDP on some, TCP on others.
 	busy := map[int]bool{}
 	for i := 0; len(busy) < taken; i += 11 {
-		p := min + i
+		p := lo + i
 		if i%2 == 0 {
 			c, err := net.ListenPacket("udp", "127.0.0.1:"+strconv.Itoa(p))
 			if err != nil {
@@ -55,7 +55,7 @@ func TestThousandConcurrentLeases(t *testing.T) {
 		}
 		busy[p] = true
 	}
-	m, err := Open("media-1", min, max, filepath.Join(t.TempDir(), "leases.json"))
+	m, err := Open("media-1", lo, hi, filepath.Join(t.TempDir(), "leases.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,8 +81,8 @@ func TestThousandConcurrentLeases(t *testing.T) {
 		if busy[l.Port] {
 			t.Fatalf("port %d is in use on the host but was leased", l.Port)
 		}
-		if l.Port < min || l.Port > max {
-			t.Fatalf("port %d outside %d-%d", l.Port, min, max)
+		if l.Port < lo || l.Port > hi {
+			t.Fatalf("port %d outside %d-%d", l.Port, lo, hi)
 		}
 		seen[l.Port] = true
 	}
@@ -108,7 +108,8 @@ func TestLeaseReleaseExpireAndPersist(t *testing.T) {
 	if _, err := m.Lease(agentapi.LeaseRequest{Direction: agentapi.DirectionSend, Purpose: "p", Port: start + 3}); !errors.Is(err, ErrTaken) {
 		t.Fatalf("same port twice: %v", err)
 	}
-	for _, bad := range []agentapi.LeaseRequest{{Direction: "sideways", Purpose: "p"}, {Direction: "send"}, {Direction: "send", Purpose: "p", TTLSeconds: 1}, {Direction: "send", Purpose: "p", Port: 80}} {
+	for _, bad := range []agentapi.LeaseRequest{{Direction: "sideways", Purpose: "p"}, {Direction: "send"},
+		{Direction: "send", Purpose: "p", TTLSeconds: 1}, {Direction: "send", Purpose: "p", Port: 80}} {
 		if _, err := m.Lease(bad); !errors.Is(err, ErrInvalid) {
 			t.Fatalf("%+v: %v", bad, err)
 		}

@@ -59,7 +59,7 @@ func (s *Supervisor) Call(ctx context.Context, method, path string, in, out any)
 	}
 	resp, err := controlClient.Do(req)
 	if err != nil {
-		return fmt.Errorf("%w: %v", ErrNotRunning, err)
+		return fmt.Errorf("%w: %w", ErrNotRunning, err)
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))

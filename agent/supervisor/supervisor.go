@@ -287,7 +287,14 @@ func (s *Supervisor) emit(kind string, pid, prevPID int, reason string) {
 	tr := agentapi.EngineTransition{BootID: s.bootID, Seq: s.seq, Kind: kind, MediaServerID: st.MediaServerID, PID: pid, PreviousPID: prevPID,
 		LastAction: s.lastAction, Reason: reason, Version: st.Version, At: time.Now().UTC(),
 		ControlAddr: st.ControlAddr, HTTPAddr: st.HTTPAddr, RTSPAddr: st.RTSPAddr, RTPPortMin: st.RTPPortMin, RTPPortMax: st.RTPPortMax}
-	s.cfg.Log.Info("engine transition", zap.String("kind", kind), zap.Int("pid", pid), zap.Int("previousPid", prevPID), zap.String("lastAction", s.lastAction), zap.String("reason", reason))
+	s.cfg.Log.Info(
+		"engine transition",
+		zap.String("kind", kind),
+		zap.Int("pid", pid),
+		zap.Int("previousPid", prevPID),
+		zap.String("lastAction", s.lastAction),
+		zap.String("reason", reason),
+	)
 	if s.cfg.Report != nil {
 		s.cfg.Report(tr)
 	}

@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -131,7 +132,7 @@ func TestCrashIsRestartedWithinTwoSeconds(t *testing.T) {
 	if trs[3].Kind != agentapi.TransitionStopped || trs[3].LastAction != ActionStop {
 		t.Fatalf("stop transition %+v", trs[3])
 	}
-	if _, err := s.Reload(t.Context()); err != ErrNotRunning {
+	if _, err := s.Reload(t.Context()); !errors.Is(err, ErrNotRunning) {
 		t.Fatalf("reload when stopped: %v", err)
 	}
 }

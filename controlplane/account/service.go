@@ -203,7 +203,7 @@ func (s *Service) createUser(ctx context.Context, a Actor, username, password, d
 		return nil, fmt.Errorf("%w: status must be active or disabled", ErrInvalid)
 	}
 	if err := CheckPassword(username, password); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	roleIDs = uniq(roleIDs)
 	cmps, touch, err := s.rolesGuard(ctx, a, roleIDs)

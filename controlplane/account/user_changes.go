@@ -49,7 +49,7 @@ func (s *Service) changeUser(ctx context.Context, a Actor, id, event string, fn 
 		return val, append([]store.Op{aud}, extra...), cmps, err
 	})
 	if errors.Is(err, store.ErrContended) {
-		return nil, fmt.Errorf("%w: %v", ErrConflict, err)
+		return nil, fmt.Errorf("%w: %w", ErrConflict, err)
 	}
 	if err != nil {
 		return nil, err
@@ -147,7 +147,7 @@ func (s *Service) keepOneSuperAdmin(ctx context.Context, u *User) ([]store.Compa
 func (s *Service) SetPassword(ctx context.Context, a Actor, id, newPassword string) error {
 	_, err := s.changeUser(ctx, a, id, "security.user.password_changed", func(u *User) (string, []store.Compare, []store.Op, error) {
 		if err := CheckPassword(u.Username, newPassword); err != nil {
-			return "", nil, nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+			return "", nil, nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 		}
 		if VerifyPassword(u.PasswordHash, newPassword) {
 			return "", nil, nil, fmt.Errorf("%w: the new password equals the current one", ErrInvalid)

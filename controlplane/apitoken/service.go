@@ -272,7 +272,7 @@ func (s *Service) change(ctx context.Context, actor Actor, id, event string, fn 
 		return val, []store.Op{aud}, nil, err
 	})
 	if errors.Is(err, store.ErrContended) {
-		return nil, 0, fmt.Errorf("%w: %v", ErrRevokedConflict, err)
+		return nil, 0, fmt.Errorf("%w: %w", ErrRevokedConflict, err)
 	}
 	if err != nil {
 		return nil, 0, err

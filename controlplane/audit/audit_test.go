@@ -16,7 +16,7 @@ func TestKeyBeforeMatchesUUIDv7Order(t *testing.T) {
 	now := time.Now()
 	id, _ := uuid.NewV7()
 	k := KeyPrefix + id.String()
-	if !(keyBefore(now.Add(-time.Second)) < k && k < keyBefore(now.Add(time.Second))) {
+	if k <= keyBefore(now.Add(-time.Second)) || k >= keyBefore(now.Add(time.Second)) {
 		t.Fatalf("%s not between %s and %s", k, keyBefore(now.Add(-time.Second)), keyBefore(now.Add(time.Second)))
 	}
 }

@@ -216,13 +216,13 @@ var (
 
 // checkText validates a human-readable field: trimmed length bounds and no
 // control characters.
-func checkText(field, v string, min, max int) error {
+func checkText(field, v string, minLen, maxLen int) error {
 	n := utf8.RuneCountInString(strings.TrimSpace(v))
-	if n < min || utf8.RuneCountInString(v) > max {
-		if min > 0 {
-			return fmt.Errorf("%w: %s must be %d-%d characters", ErrInvalid, field, min, max)
+	if n < minLen || utf8.RuneCountInString(v) > maxLen {
+		if minLen > 0 {
+			return fmt.Errorf("%w: %s must be %d-%d characters", ErrInvalid, field, minLen, maxLen)
 		}
-		return fmt.Errorf("%w: %s must be at most %d characters", ErrInvalid, field, max)
+		return fmt.Errorf("%w: %s must be at most %d characters", ErrInvalid, field, maxLen)
 	}
 	if !utf8.ValidString(v) || strings.IndexFunc(v, unicode.IsControl) >= 0 {
 		return fmt.Errorf("%w: %s must not contain control characters", ErrInvalid, field)

@@ -142,7 +142,7 @@ func (s *Service) UpdateGroup(ctx context.Context, a Actor, k GroupKey, name, de
 		return val, nil, nil, err
 	})
 	if errors.Is(err, store.ErrContended) {
-		return nil, fmt.Errorf("%w: %v", ErrContended, err)
+		return nil, fmt.Errorf("%w: %w", ErrContended, err)
 	}
 	if err != nil {
 		return nil, err

@@ -205,7 +205,15 @@ func (s *Service) plan(ctx context.Context, a Actor, cat *catalogue, doc *Transf
 
 // planChannel works out one channel of the document and adds its writes
 // to c.
-func (s *Service) planChannel(c *change, cat *catalogue, groups map[GroupKey]*Group, claimed map[string]ChannelID, joined map[GroupKey]bool, tc *TransferChannel, opt ImportOptions) (ImportItem, error) {
+func (s *Service) planChannel(
+	c *change,
+	cat *catalogue,
+	groups map[GroupKey]*Group,
+	claimed map[string]ChannelID,
+	joined map[GroupKey]bool,
+	tc *TransferChannel,
+	opt ImportOptions,
+) (ImportItem, error) {
 	vhost := tc.Vhost
 	if vhost == "" {
 		vhost = DefaultVhost
@@ -308,7 +316,7 @@ func transferInput(tc *TransferChannel, existing *Channel) (Input, string, error
 	if err != nil {
 		return Input{}, "", err
 	}
-	in := tc.Config.input()
+	in := tc.input()
 	if src.keeps() && (existing == nil || !existing.HasCredentials()) {
 		bare := withoutMasks(src.bare)
 		in.SourceURL, note = &bare, "source credentials are not exported; set them with PUT /api/v2/channels/{channelId}"

@@ -89,12 +89,12 @@ func (s *Service) List(ctx context.Context, f Filter) ([]Channel, int64, error) 
 	}
 	if kw := strings.TrimSpace(f.Keyword); kw != "" {
 		// One keyword searches the names people use for a channel.
-		var any []string
+		var anyOf []string
 		for _, col := range []string{"name", "description", "app", "stream", "device_id", "device_channel_id", "key"} {
-			any = append(any, "i."+col+` LIKE ? ESCAPE '\'`)
+			anyOf = append(anyOf, "i."+col+` LIKE ? ESCAPE '\'`)
 			args = append(args, "%"+likeEscape(kw)+"%")
 		}
-		where = append(where, "("+strings.Join(any, " OR ")+")")
+		where = append(where, "("+strings.Join(anyOf, " OR ")+")")
 	}
 	return sqlitefsm.IndexPage[Channel](ctx, s.Reader, Index.Table(), where, args, "i.key ASC", max(f.Page, 1), pageSize(f.PageSize))
 }

@@ -99,7 +99,7 @@ func (s *Service) SetActualState(ctx context.Context, a Actor, id ChannelID, st 
 // than Online, so it never replaces it; a lost stream moves Online on
 // through RecordFailedAttempt, and media is the only thing that sets Online.
 func (st ActualState) mayReplace(cur ActualState) bool {
-	return !(st == ActualStarting && cur == ActualOnline)
+	return st != ActualStarting || cur != ActualOnline
 }
 
 // SetCommandState records the actual state a stream command's progress
@@ -263,7 +263,7 @@ func (s *Service) MarkCommand(ctx context.Context, a Actor, id CommandID, st Com
 		return &cmd, nil
 	}
 	if errors.Is(err, store.ErrContended) {
-		return nil, fmt.Errorf("%w: %v", ErrContended, err)
+		return nil, fmt.Errorf("%w: %w", ErrContended, err)
 	}
 	if err != nil {
 		return nil, err

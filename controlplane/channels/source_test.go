@@ -138,7 +138,10 @@ func TestBasicOptInNeedsTheCredentials(t *testing.T) {
 	if _, err := s.Update(ctx, tester, ch.ChannelID, Input{AllowBasicAuthOverPlainRTSP: ptr(true)}); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("opt-in without credentials: %v", err)
 	}
-	if _, err := s.Update(ctx, tester, ch.ChannelID, Input{AllowBasicAuthOverPlainRTSP: ptr(true), SourceURL: ptr("rtsp://***@10.0.0.7:554/Streaming/101")}); !errors.Is(err, ErrInvalid) {
+	if _, err := s.Update(ctx, tester, ch.ChannelID, Input{AllowBasicAuthOverPlainRTSP: ptr(true), SourceURL: ptr("rtsp://***@10.0.0.7:554/Streaming/101")}); !errors.Is(
+		err,
+		ErrInvalid,
+	) {
 		t.Fatalf("opt-in with the mask: %v", err)
 	}
 	ch, err = s.Update(ctx, tester, ch.ChannelID, Input{AllowBasicAuthOverPlainRTSP: ptr(true), SourceURL: ptr("rtsp://admin:Pa55w0rd!@10.0.0.7:554/Streaming/101")})

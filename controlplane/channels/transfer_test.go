@@ -10,8 +10,10 @@ import (
 // source never reaches a new channel as credentials.
 func FuzzTransferDocument(f *testing.F) {
 	for _, s := range []string{
-		`{"format":"svc.channels.asset-transfer","version":1,"groups":[{"groupKey":"g","name":"G"}],"channels":[{"name":"a","protocol":"rtsp","app":"live","stream":"a","sourceUrl":"rtsp://***@h/a","hasSourceCredentials":true,"groupKey":"g"}]}`,
-		`{"format":"svc.channels.asset-transfer","version":1,"groups":[],"channels":[{"name":"b","protocol":"gb28181","app":"rtp","stream":"b","deviceId":"34020000001110000001","deviceChannelId":"34020000001320000001"}]}`,
+		`{"format":"svc.channels.asset-transfer","version":1,"groups":[{"groupKey":"g","name":"G"}],"channels":[` +
+			`{"name":"a","protocol":"rtsp","app":"live","stream":"a","sourceUrl":"rtsp://***@h/a","hasSourceCredentials":true,"groupKey":"g"}]}`,
+		`{"format":"svc.channels.asset-transfer","version":1,"groups":[],"channels":[` +
+			`{"name":"b","protocol":"gb28181","app":"rtp","stream":"b","deviceId":"34020000001110000001","deviceChannelId":"34020000001320000001"}]}`,
 		`{"channels":[{"sourceUrl":"rtsp://u:p@h/x"},{}]}`,
 	} {
 		f.Add([]byte(s))

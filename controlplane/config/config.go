@@ -231,7 +231,9 @@ func (c *Config) Validate() error {
 		return bad("join", "cannot join another cluster in dev mode")
 	}
 	if c.Bootstrap {
-		for _, a := range []struct{ flag, v string }{{"engine-http-addr", c.DevEngineHTTPAddr}, {"engine-rtsp-addr", c.DevEngineRTSPAddr}, {"engine-control-addr", c.DevEngineControlAddr}} {
+		addrs := []struct{ flag, v string }{{"engine-http-addr", c.DevEngineHTTPAddr}, {"engine-rtsp-addr", c.DevEngineRTSPAddr},
+			{"engine-control-addr", c.DevEngineControlAddr}}
+		for _, a := range addrs {
 			if _, port, err := net.SplitHostPort(a.v); err != nil || port == "" {
 				return bad(a.flag, "%q is not HOST:PORT", a.v)
 			}

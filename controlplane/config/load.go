@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -34,7 +35,7 @@ func Load(args []string, environ func(string) (string, bool), base Config, usage
 		}
 		dec := yaml.NewDecoder(strings.NewReader(string(data)))
 		dec.KnownFields(true)
-		if err := dec.Decode(&cfg); err != nil && err != io.EOF {
+		if err := dec.Decode(&cfg); err != nil && !errors.Is(err, io.EOF) {
 			return cfg, fmt.Errorf("config file %s: %w", file, err)
 		}
 		cfg.ConfigFile = file
@@ -43,7 +44,7 @@ func Load(args []string, environ func(string) (string, bool), base Config, usage
 		return cfg, err
 	}
 	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
+		if errors.Is(err, flag.ErrHelp) {
 			return cfg, ErrHelp
 		}
 		return cfg, err
@@ -117,7 +118,7 @@ func applyEnv(cfg *Config, environ func(string) (string, bool)) error {
 		}
 		if s, ok := environ(f.env); ok {
 			if err := setValue(f.v, s); err != nil {
-				return fmt.Errorf("config field %s (from %s): %v", f.flag, f.env, err)
+				return fmt.Errorf("config field %s (from %s): %w", f.flag, f.env, err)
 			}
 		}
 	}

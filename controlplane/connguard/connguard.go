@@ -36,9 +36,9 @@ type Listener struct {
 	open map[string]int
 }
 
-// Limit wraps ln; max <= 0 leaves connections unbounded.
-func Limit(ln net.Listener, max int, exempt func(ip net.IP) bool) *Listener {
-	return &Listener{Listener: ln, Max: max, Exempt: exempt, open: map[string]int{}}
+// Limit wraps ln; limit <= 0 leaves connections unbounded.
+func Limit(ln net.Listener, limit int, exempt func(ip net.IP) bool) *Listener {
+	return &Listener{Listener: ln, Max: limit, Exempt: exempt, open: map[string]int{}}
 }
 
 // Accept implements net.Listener.

@@ -80,10 +80,22 @@ func Catalog() []CatalogGroup {
 			{RTCPublicationFailed, "WHIP or RTMP publication fails", SourceRTC},
 			{RTCRecordingFailed, "room recording start or stop fails", SourceRTC},
 		}},
-		{Name: "engine.webhook", Description: "raw media-engine hooks (authentication, keep-alive, play, publish, flow report)", Wildcard: "engine.webhook.*", Permission: "system.logs.view", Events: hooks},
-		{Name: "system.webhook", Description: "operator tests of a delivery plan; delivered only to the selected plan", Wildcard: "system.webhook.*", Permission: "system.view", Events: []CatalogEvent{
-			{SystemWebhookTest, "operator test; delivered only to the selected plan", SourceWebhookTest},
-		}},
+		{
+			Name:        "engine.webhook",
+			Description: "raw media-engine hooks (authentication, keep-alive, play, publish, flow report)",
+			Wildcard:    "engine.webhook.*",
+			Permission:  "system.logs.view",
+			Events:      hooks,
+		},
+		{
+			Name:        "system.webhook",
+			Description: "operator tests of a delivery plan; delivered only to the selected plan",
+			Wildcard:    "system.webhook.*",
+			Permission:  "system.view",
+			Events: []CatalogEvent{
+				{SystemWebhookTest, "operator test; delivered only to the selected plan", SourceWebhookTest},
+			},
+		},
 	}
 }
 

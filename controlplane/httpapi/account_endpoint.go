@@ -113,7 +113,9 @@ func (e *accountEndpoints) ResetUserPassword(ctx context.Context, r contract.Res
 	if err := e.accounts.SetPassword(requestContext(ctx), accountActor(ctx), r.UserId, r.Body.NewPassword); err != nil {
 		return nil, accountError(err)
 	}
-	return contract.ResetUserPassword200JSONResponse(done(contract.ActionResultActionPasswordChanged, r.UserId, "the password was changed and every session of the user was revoked")), nil
+	return contract.ResetUserPassword200JSONResponse(
+		done(contract.ActionResultActionPasswordChanged, r.UserId, "the password was changed and every session of the user was revoked"),
+	), nil
 }
 
 func (e *accountEndpoints) RevokeUserSessions(ctx context.Context, r contract.RevokeUserSessionsRequestObject) (contract.RevokeUserSessionsResponseObject, error) {

@@ -45,7 +45,7 @@ func TestChannelErrorCodes(t *testing.T) {
 		})
 	}
 	other := errors.New("disk on fire")
-	if channelError(other) != other {
+	if got := channelError(other); !errors.Is(got, other) || got.Error() != other.Error() {
 		t.Fatal("an unknown error was mapped")
 	}
 }

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/svcplatform/svc/api/contract"
@@ -22,7 +23,7 @@ func convertJSON[T any](from any) (*T, error) {
 	}
 	var to T
 	if err := json.Unmarshal(raw, &to); err != nil {
-		return nil, fmt.Errorf("%w: %v", channels.ErrInvalid, err)
+		return nil, fmt.Errorf("%w: %w", channels.ErrInvalid, err)
 	}
 	return &to, nil
 }
@@ -63,7 +64,10 @@ func (e *channelEndpoints) ImportChannelAssets(ctx context.Context, r contract.I
 // importRejected says how many items are invalid and names the first, so
 // a caller sees why without another call; a preview lists them all.
 func importRejected(err error, res *channels.ImportResult) error {
-	e := channelError(err).(*Error)
+	var e *Error
+	if !errors.As(channelError(err), &e) {
+		return err
+	}
 	e.Details = map[string]string{"failed": fmt.Sprint(res.Failed)}
 	for _, it := range res.Items {
 		if it.Action == channels.ImportError {
@@ -89,11 +93,17 @@ func (e *channelEndpoints) ControlChannelPtz(ctx context.Context, r contract.Con
 	return nil, e.ptz(ctx, r.ChannelId)
 }
 
-func (e *channelEndpoints) GetChannelPtzCapabilities(ctx context.Context, r contract.GetChannelPtzCapabilitiesRequestObject) (contract.GetChannelPtzCapabilitiesResponseObject, error) {
+func (e *channelEndpoints) GetChannelPtzCapabilities(
+	ctx context.Context,
+	r contract.GetChannelPtzCapabilitiesRequestObject,
+) (contract.GetChannelPtzCapabilitiesResponseObject, error) {
 	return nil, e.ptz(ctx, r.ChannelId)
 }
 
-func (e *channelEndpoints) RefreshChannelPtzCapabilities(ctx context.Context, r contract.RefreshChannelPtzCapabilitiesRequestObject) (contract.RefreshChannelPtzCapabilitiesResponseObject, error) {
+func (e *channelEndpoints) RefreshChannelPtzCapabilities(
+	ctx context.Context,
+	r contract.RefreshChannelPtzCapabilitiesRequestObject,
+) (contract.RefreshChannelPtzCapabilitiesResponseObject, error) {
 	return nil, e.ptz(ctx, r.ChannelId)
 }
 
@@ -101,11 +111,17 @@ func (e *channelEndpoints) GetChannelPtzSettings(ctx context.Context, r contract
 	return nil, e.ptz(ctx, r.ChannelId)
 }
 
-func (e *channelEndpoints) UpdateChannelPtzSettings(ctx context.Context, r contract.UpdateChannelPtzSettingsRequestObject) (contract.UpdateChannelPtzSettingsResponseObject, error) {
+func (e *channelEndpoints) UpdateChannelPtzSettings(
+	ctx context.Context,
+	r contract.UpdateChannelPtzSettingsRequestObject,
+) (contract.UpdateChannelPtzSettingsResponseObject, error) {
 	return nil, e.ptz(ctx, r.ChannelId)
 }
 
-func (e *channelEndpoints) GetChannelRecordingSearchCapability(context.Context, contract.GetChannelRecordingSearchCapabilityRequestObject) (contract.GetChannelRecordingSearchCapabilityResponseObject, error) {
+func (e *channelEndpoints) GetChannelRecordingSearchCapability(
+	context.Context,
+	contract.GetChannelRecordingSearchCapabilityRequestObject,
+) (contract.GetChannelRecordingSearchCapabilityResponseObject, error) {
 	return contract.GetChannelRecordingSearchCapability200JSONResponse{Available: false, Editable: false,
 		Reason: "recording semantic search is not installed on this platform yet, so channels have no search options to edit"}, nil
 }

@@ -17,7 +17,14 @@ func (e *engineEndpoints) read(ctx context.Context, t mediaserver.Target, typ st
 
 // apply runs a configuration change and decodes its result; acc is set
 // when the agent had not finished within the wait.
-func (e *engineEndpoints) apply(ctx context.Context, t mediaserver.Target, typ string, payload any, reason string, wait *int32) (*contract.EngineConfigApplyResult, *contract.NodeCommandAccepted, error) {
+func (e *engineEndpoints) apply(
+	ctx context.Context,
+	t mediaserver.Target,
+	typ string,
+	payload any,
+	reason string,
+	wait *int32,
+) (*contract.EngineConfigApplyResult, *contract.NodeCommandAccepted, error) {
 	var res contract.EngineConfigApplyResult
 	o, err := e.servers.Do(ctx, mediaserver.Call{Target: t, Type: typ, Payload: payload, Reason: reason, Actor: auditActor(ctx), Wait: waitFor(wait)}, &res)
 	if err != nil {

@@ -44,7 +44,12 @@ func (e *engineEndpoints) GetEngineProcess(ctx context.Context, r contract.GetEn
 
 // processAction runs a process action and renders its result; done is
 // false when the agent had not finished within the wait.
-func (e *engineEndpoints) processAction(ctx context.Context, typ string, t mediaserver.Target, body *contract.EngineProcessActionRequest) (contract.EngineProcessActionResult, *contract.NodeCommandAccepted, error) {
+func (e *engineEndpoints) processAction(
+	ctx context.Context,
+	typ string,
+	t mediaserver.Target,
+	body *contract.EngineProcessActionRequest,
+) (contract.EngineProcessActionResult, *contract.NodeCommandAccepted, error) {
 	reason, wait := "", waitFor(nil)
 	if body != nil {
 		reason, wait = deref(body.Reason, ""), waitFor(body.WaitSeconds)
@@ -154,8 +159,18 @@ func (e *engineEndpoints) engineNode(ctx context.Context, nodeID string) (*nodes
 
 // engineAPIs are the engine control API operations the agent uses.
 var engineAPIs = []contract.EngineNodeApi{
-	{Method: "GET", Path: engineapi.PathHealth, Description: "health with the process id, version and stream counts", UsedBy: "engine supervision (start check, health polling), engine.process.status"},
-	{Method: "POST", Path: engineapi.PathReload, Description: "re-read the configuration file", UsedBy: "engine.process.reload, engine.config.apply, engine.config.raw.apply, engine.core-settings.put"},
+	{
+		Method:      "GET",
+		Path:        engineapi.PathHealth,
+		Description: "health with the process id, version and stream counts",
+		UsedBy:      "engine supervision (start check, health polling), engine.process.status",
+	},
+	{
+		Method:      "POST",
+		Path:        engineapi.PathReload,
+		Description: "re-read the configuration file",
+		UsedBy:      "engine.process.reload, engine.config.apply, engine.config.raw.apply, engine.core-settings.put",
+	},
 }
 
 func (e *engineEndpoints) ListEngineNodeApis(ctx context.Context, r contract.ListEngineNodeApisRequestObject) (contract.ListEngineNodeApisResponseObject, error) {
@@ -172,7 +187,10 @@ func (e *engineEndpoints) ListEngineNodeApis(ctx context.Context, r contract.Lis
 	return out, nil
 }
 
-func (e *engineEndpoints) GetEngineNodeCapabilities(ctx context.Context, r contract.GetEngineNodeCapabilitiesRequestObject) (contract.GetEngineNodeCapabilitiesResponseObject, error) {
+func (e *engineEndpoints) GetEngineNodeCapabilities(
+	ctx context.Context,
+	r contract.GetEngineNodeCapabilitiesRequestObject,
+) (contract.GetEngineNodeCapabilitiesResponseObject, error) {
 	ctx = requestContext(ctx)
 	rec, st, hb, err := e.engineNode(ctx, r.NodeId)
 	if err != nil {

@@ -63,9 +63,21 @@ func toError(err error) *Error {
 	case errors.Is(err, store.ErrNoLeader), errors.Is(err, store.ErrClosed):
 		return &Error{Status: http.StatusServiceUnavailable, Code: "unavailable", Message: "the cluster has no leader right now", Retryable: retryable(true), Err: err}
 	case errors.Is(err, store.ErrUnknownOutcome):
-		return &Error{Status: http.StatusServiceUnavailable, Code: "unknown_outcome", Message: "the write may or may not have been applied; read the state before retrying", Retryable: retryable(false), Err: err}
+		return &Error{
+			Status:    http.StatusServiceUnavailable,
+			Code:      "unknown_outcome",
+			Message:   "the write may or may not have been applied; read the state before retrying",
+			Retryable: retryable(false),
+			Err:       err,
+		}
 	case errors.Is(err, store.ErrNotYetVisible):
-		return &Error{Status: http.StatusServiceUnavailable, Code: "not_yet_visible", Message: "the write was committed but this node has not applied it yet; do not repeat it, read again shortly", Retryable: retryable(false), Err: err}
+		return &Error{
+			Status:    http.StatusServiceUnavailable,
+			Code:      "not_yet_visible",
+			Message:   "the write was committed but this node has not applied it yet; do not repeat it, read again shortly",
+			Retryable: retryable(false),
+			Err:       err,
+		}
 	case errors.Is(err, context.DeadlineExceeded):
 		return &Error{Status: http.StatusServiceUnavailable, Code: "timeout", Message: "the operation did not finish in time", Retryable: retryable(true), Err: err}
 	}

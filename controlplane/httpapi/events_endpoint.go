@@ -94,7 +94,10 @@ func (e *eventEndpoints) ListEngineWebhookInbox(ctx context.Context, r contract.
 	return out, nil
 }
 
-func (e *eventEndpoints) GetRuntimeStateWebSocketInfo(ctx context.Context, _ contract.GetRuntimeStateWebSocketInfoRequestObject) (contract.GetRuntimeStateWebSocketInfoResponseObject, error) {
+func (e *eventEndpoints) GetRuntimeStateWebSocketInfo(
+	ctx context.Context,
+	_ contract.GetRuntimeStateWebSocketInfoRequestObject,
+) (contract.GetRuntimeStateWebSocketInfoResponseObject, error) {
 	id := identity.From(requestContext(ctx))
 	out := contract.GetRuntimeStateWebSocketInfo200JSONResponse{
 		Path:        runtimePath,
@@ -103,12 +106,23 @@ func (e *eventEndpoints) GetRuntimeStateWebSocketInfo(ctx context.Context, _ con
 			"403 when a browser's Origin is not this server, 400 when the request is not a WebSocket upgrade or the cursor is malformed. " +
 			"The credential is checked again at every keep-alive; a revoked credential ends the stream with close code 1008.",
 		MessageTypes: []contract.RuntimeStateFrameKind{
-			{Type: contract.RuntimeStateFrameKindTypeHello, Description: "first frame: protocol, resumed (whether the cursor was honoured), seq (last number used) and the cursor to resume from"},
-			{Type: contract.RuntimeStateFrameKindTypeEvent, Description: "one state change: seq, cursor, revision and event (the outbox envelope, redacted), only for families the credential may see"},
-			{Type: contract.RuntimeStateFrameKindTypeResync, Description: "the stream restarted at the current state (history after the cursor is gone): read the state through the API, numbering starts again at 1"},
+			{
+				Type:        contract.RuntimeStateFrameKindTypeHello,
+				Description: "first frame: protocol, resumed (whether the cursor was honoured), seq (last number used) and the cursor to resume from",
+			},
+			{
+				Type:        contract.RuntimeStateFrameKindTypeEvent,
+				Description: "one state change: seq, cursor, revision and event (the outbox envelope, redacted), only for families the credential may see",
+			},
+			{
+				Type:        contract.RuntimeStateFrameKindTypeResync,
+				Description: "the stream restarted at the current state (history after the cursor is gone): read the state through the API, numbering starts again at 1",
+			},
 		},
-		Sequence:  "seq of event frames grows by exactly one per frame sent on this stream; a resumed stream continues the numbers of the stream it resumes, so a gap never happens silently",
-		Resume:    "reconnect with ?cursor=<cursor of the last frame received> to get every later event once, in order; any control node can resume any cursor; if resuming is impossible the first frame after hello is resync",
+		Sequence: "seq of event frames grows by exactly one per frame sent on this stream; a resumed stream continues the numbers of the stream " +
+			"it resumes, so a gap never happens silently",
+		Resume: "reconnect with ?cursor=<cursor of the last frame received> to get every later event once, in order; any control node can " +
+			"resume any cursor; if resuming is impossible the first frame after hello is resync",
 		KeepAlive: "the server pings every 30 s and closes connections that do not answer within 10 s; clients reconnect with backoff and their last cursor",
 		Families:  []contract.RuntimeStateFamily{},
 	}
@@ -130,7 +144,10 @@ func badUpgrade(msg string) error {
 
 // OpenRuntimeStateWebSocket has been through the guard (authenticated, any
 // identity), checks the upgrade and the origin, then streams.
-func (e *eventEndpoints) OpenRuntimeStateWebSocket(ctx context.Context, r contract.OpenRuntimeStateWebSocketRequestObject) (contract.OpenRuntimeStateWebSocketResponseObject, error) {
+func (e *eventEndpoints) OpenRuntimeStateWebSocket(
+	ctx context.Context,
+	r contract.OpenRuntimeStateWebSocketRequestObject,
+) (contract.OpenRuntimeStateWebSocketResponseObject, error) {
 	c, ok := ctx.(*gin.Context)
 	if !ok {
 		return nil, errors.New("runtime WebSocket needs the gin context")

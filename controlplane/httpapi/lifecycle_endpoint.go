@@ -23,7 +23,10 @@ type lifecycleEndpoints struct {
 	agentURL  string
 }
 
-func (e *lifecycleEndpoints) CreateNodeAgentEnrollment(ctx context.Context, r contract.CreateNodeAgentEnrollmentRequestObject) (contract.CreateNodeAgentEnrollmentResponseObject, error) {
+func (e *lifecycleEndpoints) CreateNodeAgentEnrollment(
+	ctx context.Context,
+	r contract.CreateNodeAgentEnrollmentRequestObject,
+) (contract.CreateNodeAgentEnrollmentResponseObject, error) {
 	ctx = requestContext(ctx)
 	ttl := time.Duration(0)
 	if r.Body != nil && r.Body.TtlSeconds != nil {
@@ -70,7 +73,10 @@ func engineStatus(r *nodes.Record) contract.NodeAgentEngineStatus {
 	return contract.NodeAgentEngineStatus(r.Engine.Process)
 }
 
-func (e *lifecycleEndpoints) CreateNodeLifecycleOperation(ctx context.Context, r contract.CreateNodeLifecycleOperationRequestObject) (contract.CreateNodeLifecycleOperationResponseObject, error) {
+func (e *lifecycleEndpoints) CreateNodeLifecycleOperation(
+	ctx context.Context,
+	r contract.CreateNodeLifecycleOperationRequestObject,
+) (contract.CreateNodeLifecycleOperationResponseObject, error) {
 	ctx = requestContext(ctx)
 	op, err := e.servers.StartOperation(ctx, auditActor(ctx), r.Body.NodeId, string(r.Body.Operation), r.Body.Reason)
 	if err != nil {
@@ -79,7 +85,10 @@ func (e *lifecycleEndpoints) CreateNodeLifecycleOperation(ctx context.Context, r
 	return contract.CreateNodeLifecycleOperation200JSONResponse(toOperation(op)), nil
 }
 
-func (e *lifecycleEndpoints) ListNodeLifecycleOperations(ctx context.Context, r contract.ListNodeLifecycleOperationsRequestObject) (contract.ListNodeLifecycleOperationsResponseObject, error) {
+func (e *lifecycleEndpoints) ListNodeLifecycleOperations(
+	ctx context.Context,
+	r contract.ListNodeLifecycleOperationsRequestObject,
+) (contract.ListNodeLifecycleOperationsResponseObject, error) {
 	ctx = requestContext(ctx)
 	ops, err := e.servers.Operations(ctx, deref(r.Params.NodeId, ""), int(deref(r.Params.Limit, 50)))
 	if err != nil {

@@ -47,7 +47,12 @@ func (l *LocalAccess) check(c *gin.Context) *Error {
 		if l.Code != "" && subtle.ConstantTimeCompare([]byte(code), []byte(l.Code)) == 1 {
 			return nil
 		}
-		return &Error{Status: http.StatusForbidden, Code: "permission_denied", Message: "the bootstrap code is wrong; it is printed in this node's log while no administrator exists", Retryable: retryable(false)}
+		return &Error{
+			Status:    http.StatusForbidden,
+			Code:      "permission_denied",
+			Message:   "the bootstrap code is wrong; it is printed in this node's log while no administrator exists",
+			Retryable: retryable(false),
+		}
 	}
 	if local(c.Request, l.Proxies) {
 		return nil

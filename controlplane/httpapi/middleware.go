@@ -179,11 +179,22 @@ func guard(g guardConfig) gin.HandlerFunc {
 				return
 			}
 			if op.Credential == "api-token" && id.Kind != identity.KindAPIToken {
-				abortWithError(c, &Error{Status: http.StatusUnauthorized, Code: "api_token_required", Message: "this operation accepts only API tokens", Retryable: retryable(false)})
+				abortWithError(
+					c,
+					&Error{Status: http.StatusUnauthorized, Code: "api_token_required", Message: "this operation accepts only API tokens", Retryable: retryable(false)},
+				)
 				return
 			}
 			if op.Credential == "console-session" && id.Kind != identity.KindSession {
-				abortWithError(c, &Error{Status: http.StatusForbidden, Code: "permission_denied", Message: "this operation is for console sessions; integrations use the offline contract", Retryable: retryable(false)})
+				abortWithError(
+					c,
+					&Error{
+						Status:    http.StatusForbidden,
+						Code:      "permission_denied",
+						Message:   "this operation is for console sessions; integrations use the offline contract",
+						Retryable: retryable(false),
+					},
+				)
 				return
 			}
 		}
@@ -194,7 +205,7 @@ func guard(g guardConfig) gin.HandlerFunc {
 			abortWithError(c, newError(http.StatusRequestEntityTooLarge, "payload_too_large", fmt.Sprintf("request bodies are limited to %d bytes", maxBody)))
 			return
 		}
-		if op.JSONBody && !(op.BodyOptional && c.Request.ContentLength == 0) {
+		if op.JSONBody && (!op.BodyOptional || c.Request.ContentLength != 0) {
 			mt, _, err := mime.ParseMediaType(c.GetHeader("Content-Type"))
 			if err != nil || mt != "application/json" {
 				abortWithError(c, newError(http.StatusUnsupportedMediaType, "unsupported_media_type", "send the body as application/json"))
@@ -251,7 +262,12 @@ func validate(c *gin.Context, op *Operation) error {
 	var re *openapi3filter.RequestError
 	if errors.As(err, &re) {
 		if re.Parameter != nil {
-			return &Error{Status: http.StatusBadRequest, Code: "invalid_query", Message: fmt.Sprintf("parameter %q: %s", re.Parameter.Name, reason(re)), Retryable: retryable(false)}
+			return &Error{
+				Status:    http.StatusBadRequest,
+				Code:      "invalid_query",
+				Message:   fmt.Sprintf("parameter %q: %s", re.Parameter.Name, reason(re)),
+				Retryable: retryable(false),
+			}
 		}
 		return &Error{Status: http.StatusBadRequest, Code: "invalid_body", Message: "request body: " + reason(re), Retryable: retryable(false)}
 	}

@@ -11,13 +11,25 @@ import (
 )
 
 // monitoring builds the cluster view; history only when a window is given.
-func (e *nodesEndpoints) monitoring(ctx context.Context, clusterID *string, minutes int, nodeID string, start, end *time.Time, bucketSeconds int) (contract.ClusterMonitoring, error) {
+func (e *nodesEndpoints) monitoring(
+	ctx context.Context,
+	clusterID *string,
+	minutes int,
+	nodeID string,
+	start, end *time.Time,
+	bucketSeconds int,
+) (contract.ClusterMonitoring, error) {
 	id, err := e.checkCluster(ctx, clusterID)
 	if err != nil {
 		return contract.ClusterMonitoring{}, err
 	}
 	if start != nil && end != nil && !start.Before(*end) {
-		return contract.ClusterMonitoring{}, &Error{Status: http.StatusBadRequest, Code: "invalid_query", Message: "historyStart must be before historyEnd", Retryable: retryable(false)}
+		return contract.ClusterMonitoring{}, &Error{
+			Status:    http.StatusBadRequest,
+			Code:      "invalid_query",
+			Message:   "historyStart must be before historyEnd",
+			Retryable: retryable(false),
+		}
 	}
 	views, err := e.view(ctx)
 	if err != nil {
@@ -72,7 +84,10 @@ func (e *nodesEndpoints) GetClusterMonitoring(ctx context.Context, r contract.Ge
 	return contract.GetClusterMonitoring200JSONResponse(out), nil
 }
 
-func (e *nodesEndpoints) GetClusterMonitoringCurrent(ctx context.Context, r contract.GetClusterMonitoringCurrentRequestObject) (contract.GetClusterMonitoringCurrentResponseObject, error) {
+func (e *nodesEndpoints) GetClusterMonitoringCurrent(
+	ctx context.Context,
+	r contract.GetClusterMonitoringCurrentRequestObject,
+) (contract.GetClusterMonitoringCurrentResponseObject, error) {
 	ctx = requestContext(ctx)
 	out, err := e.monitoring(ctx, r.Params.ClusterId, 0, "", nil, nil, 0)
 	if err != nil {

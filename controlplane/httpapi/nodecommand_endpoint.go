@@ -173,7 +173,12 @@ var commandPermissions = map[string]string{
 func (e *nodeCommandEndpoints) CreateNodeCommand(ctx context.Context, r contract.CreateNodeCommandRequestObject) (contract.CreateNodeCommandResponseObject, error) {
 	ctx = requestContext(ctx)
 	if p, ok := commandPermissions[r.Body.CommandType]; ok && !identity.From(ctx).Has(p) {
-		return nil, &Error{Status: http.StatusForbidden, Code: "permission_denied", Message: fmt.Sprintf("%s commands need permission %q", r.Body.CommandType, p), Retryable: retryable(false)}
+		return nil, &Error{
+			Status:    http.StatusForbidden,
+			Code:      "permission_denied",
+			Message:   fmt.Sprintf("%s commands need permission %q", r.Body.CommandType, p),
+			Retryable: retryable(false),
+		}
 	}
 	if err := nodes.ValidNodeID(r.NodeId); err != nil {
 		return nil, nodeError(err)

@@ -101,7 +101,13 @@ func toEngineState(r *nodes.Record, hb *agentapi.Heartbeat, at *time.Time) contr
 	}
 	if hb != nil {
 		e := hb.Engine
-		st.Status, st.Pid, st.StartedAt, st.Restarts, st.LastAction, st.LastError = contract.EngineProcessStateStatus(e.Status), int32(e.PID), e.StartedAt, int32(e.Restarts), e.LastAction, e.LastError
+		st.Status, st.Pid, st.StartedAt, st.Restarts, st.LastAction, st.LastError = contract.EngineProcessStateStatus(
+			e.Status,
+		), int32(
+			e.PID,
+		), e.StartedAt, int32(
+			e.Restarts,
+		), e.LastAction, e.LastError
 		st.NextStartAt, st.RssBytes, st.CpuPercent, st.Streams, st.Players = e.NextStartAt, int64(e.RSSBytes), e.CPUPercent, int32(e.Streams), int32(e.Players)
 		st.ConfigPath, st.ReportedAt = e.ConfigPath, at
 		if e.ControlAddr != "" {

@@ -92,10 +92,3 @@ func answerOf(acc *contract.NodeCommandAccepted, fromAccepted func(contract.Node
 	}
 	return fromResult()
 }
-
-func timePtr(t time.Time) *time.Time {
-	if t.IsZero() {
-		return nil
-	}
-	return &t
-}

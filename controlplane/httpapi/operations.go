@@ -58,7 +58,7 @@ func extString(ext map[string]any, name string) string {
 
 // LoadOperations reads the embedded contract.
 func LoadOperations() (*Operations, error) {
-	spec, err := contract.GetSwagger()
+	spec, err := contract.GetSpec()
 	if err != nil {
 		return nil, err
 	}

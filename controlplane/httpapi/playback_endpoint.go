@@ -79,7 +79,10 @@ func toLease(l *playback.Lease, srcs []playback.Source) contract.PlaybackLease {
 	return out
 }
 
-func (e *playbackEndpoints) CreateThirdPartyLivePlayback(ctx context.Context, r contract.CreateThirdPartyLivePlaybackRequestObject) (contract.CreateThirdPartyLivePlaybackResponseObject, error) {
+func (e *playbackEndpoints) CreateThirdPartyLivePlayback(
+	ctx context.Context,
+	r contract.CreateThirdPartyLivePlaybackRequestObject,
+) (contract.CreateThirdPartyLivePlaybackResponseObject, error) {
 	var lifetime *int
 	if r.Body.LifetimeSeconds != nil {
 		v := int(*r.Body.LifetimeSeconds)
@@ -102,7 +105,10 @@ func intPtr(v *int32) *int {
 	return &i
 }
 
-func (e *playbackEndpoints) CreateThirdPartyLivePlaybackLease(ctx context.Context, r contract.CreateThirdPartyLivePlaybackLeaseRequestObject) (contract.CreateThirdPartyLivePlaybackLeaseResponseObject, error) {
+func (e *playbackEndpoints) CreateThirdPartyLivePlaybackLease(
+	ctx context.Context,
+	r contract.CreateThirdPartyLivePlaybackLeaseRequestObject,
+) (contract.CreateThirdPartyLivePlaybackLeaseResponseObject, error) {
 	l, srcs, err := e.playback.CreateLiveLease(requestContext(ctx), caller(ctx), r.ChannelId, playback.LeaseRequest{
 		Protocols: protocolNames(r.Body.Protocols), LeaseSeconds: intPtr(r.Body.LeaseSeconds), AbsoluteLifetimeSeconds: intPtr(r.Body.AbsoluteLifetimeSeconds)})
 	if err != nil {
@@ -111,7 +117,10 @@ func (e *playbackEndpoints) CreateThirdPartyLivePlaybackLease(ctx context.Contex
 	return contract.CreateThirdPartyLivePlaybackLease200JSONResponse(toLease(l, srcs)), nil
 }
 
-func (e *playbackEndpoints) CreateThirdPartyStreamPlaybackLease(ctx context.Context, r contract.CreateThirdPartyStreamPlaybackLeaseRequestObject) (contract.CreateThirdPartyStreamPlaybackLeaseResponseObject, error) {
+func (e *playbackEndpoints) CreateThirdPartyStreamPlaybackLease(
+	ctx context.Context,
+	r contract.CreateThirdPartyStreamPlaybackLeaseRequestObject,
+) (contract.CreateThirdPartyStreamPlaybackLeaseResponseObject, error) {
 	b := r.Body
 	l, srcs, err := e.playback.CreateStreamLease(requestContext(ctx), caller(ctx),
 		playback.StreamLocator{MediaServerID: deref(b.MediaServerId, ""), Vhost: deref(b.Vhost, ""), App: b.App, Stream: b.StreamId},
@@ -122,7 +131,10 @@ func (e *playbackEndpoints) CreateThirdPartyStreamPlaybackLease(ctx context.Cont
 	return contract.CreateThirdPartyStreamPlaybackLease200JSONResponse(toLease(l, srcs)), nil
 }
 
-func (e *playbackEndpoints) GetThirdPartyPlaybackLease(ctx context.Context, r contract.GetThirdPartyPlaybackLeaseRequestObject) (contract.GetThirdPartyPlaybackLeaseResponseObject, error) {
+func (e *playbackEndpoints) GetThirdPartyPlaybackLease(
+	ctx context.Context,
+	r contract.GetThirdPartyPlaybackLeaseRequestObject,
+) (contract.GetThirdPartyPlaybackLeaseResponseObject, error) {
 	l, srcs, err := e.playback.ReadLease(requestContext(ctx), caller(ctx), r.LeaseId.String())
 	if err != nil {
 		return nil, playbackError(err)
@@ -130,7 +142,10 @@ func (e *playbackEndpoints) GetThirdPartyPlaybackLease(ctx context.Context, r co
 	return contract.GetThirdPartyPlaybackLease200JSONResponse(toLease(l, srcs)), nil
 }
 
-func (e *playbackEndpoints) RenewThirdPartyPlaybackLease(ctx context.Context, r contract.RenewThirdPartyPlaybackLeaseRequestObject) (contract.RenewThirdPartyPlaybackLeaseResponseObject, error) {
+func (e *playbackEndpoints) RenewThirdPartyPlaybackLease(
+	ctx context.Context,
+	r contract.RenewThirdPartyPlaybackLeaseRequestObject,
+) (contract.RenewThirdPartyPlaybackLeaseResponseObject, error) {
 	l, srcs, err := e.playback.Renew(requestContext(ctx), caller(ctx), r.LeaseId.String(), intPtr(r.Body.LeaseSeconds))
 	if err != nil {
 		return nil, playbackError(err)
@@ -138,7 +153,10 @@ func (e *playbackEndpoints) RenewThirdPartyPlaybackLease(ctx context.Context, r 
 	return contract.RenewThirdPartyPlaybackLease200JSONResponse(toLease(l, srcs)), nil
 }
 
-func (e *playbackEndpoints) DeleteThirdPartyPlaybackLease(ctx context.Context, r contract.DeleteThirdPartyPlaybackLeaseRequestObject) (contract.DeleteThirdPartyPlaybackLeaseResponseObject, error) {
+func (e *playbackEndpoints) DeleteThirdPartyPlaybackLease(
+	ctx context.Context,
+	r contract.DeleteThirdPartyPlaybackLeaseRequestObject,
+) (contract.DeleteThirdPartyPlaybackLeaseResponseObject, error) {
 	l, err := e.playback.Revoke(requestContext(ctx), caller(ctx), r.LeaseId.String(), deref(r.Params.Reason, ""), deref(r.Params.Disconnect, false))
 	if err != nil {
 		return nil, playbackError(err)

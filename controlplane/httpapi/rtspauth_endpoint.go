@@ -50,11 +50,16 @@ func (e *rtspAuthEndpoints) SaveRtspAuthCredential(ctx context.Context, r contra
 	return contract.SaveRtspAuthCredential200JSONResponse(toRtspCredential(c)), nil
 }
 
-func (e *rtspAuthEndpoints) DeleteRtspAuthCredential(ctx context.Context, r contract.DeleteRtspAuthCredentialRequestObject) (contract.DeleteRtspAuthCredentialResponseObject, error) {
+func (e *rtspAuthEndpoints) DeleteRtspAuthCredential(
+	ctx context.Context,
+	r contract.DeleteRtspAuthCredentialRequestObject,
+) (contract.DeleteRtspAuthCredentialResponseObject, error) {
 	if err := e.creds.Delete(requestContext(ctx), actor(ctx).Actor, r.Params.MediaServerId, r.Params.Username); err != nil {
 		return nil, rtspError(err)
 	}
-	return contract.DeleteRtspAuthCredential200JSONResponse(done(contract.ActionResultActionDeleted, r.Params.MediaServerId+"/"+r.Params.Username, "the RTSP credential was deleted")), nil
+	return contract.DeleteRtspAuthCredential200JSONResponse(
+		done(contract.ActionResultActionDeleted, r.Params.MediaServerId+"/"+r.Params.Username, "the RTSP credential was deleted"),
+	), nil
 }
 
 func (e *rtspAuthEndpoints) TestRtspAuthCredential(ctx context.Context, r contract.TestRtspAuthCredentialRequestObject) (contract.TestRtspAuthCredentialResponseObject, error) {

@@ -168,7 +168,10 @@ func (e *securityEndpoints) ListPermissions(ctx context.Context, _ contract.List
 	return out, nil
 }
 
-func (e *securityEndpoints) GetThirdPartyCapabilities(ctx context.Context, _ contract.GetThirdPartyCapabilitiesRequestObject) (contract.GetThirdPartyCapabilitiesResponseObject, error) {
+func (e *securityEndpoints) GetThirdPartyCapabilities(
+	ctx context.Context,
+	_ contract.GetThirdPartyCapabilitiesRequestObject,
+) (contract.GetThirdPartyCapabilitiesResponseObject, error) {
 	ctx = requestContext(ctx)
 	id := identity.From(ctx)
 	rec, err := e.tokens.Get(ctx, id.CredentialID)

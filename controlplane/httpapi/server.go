@@ -171,8 +171,8 @@ func NewEngine(d Deps) (*gin.Engine, error) {
 		snapshotEndpoints:   &snapshotEndpoints{snaps: d.Snapshots},
 	}
 	// The third-party listing of media servers is the administrative one.
-	handlers.streamEndpoints.mediaServers = func(ctx context.Context, clusterID *string) (contract.MediaServerList, error) {
-		r, err := handlers.nodesEndpoints.ListMediaServers(ctx, contract.ListMediaServersRequestObject{Params: contract.ListMediaServersParams{ClusterId: clusterID}})
+	handlers.mediaServers = func(ctx context.Context, clusterID *string) (contract.MediaServerList, error) {
+		r, err := handlers.ListMediaServers(ctx, contract.ListMediaServersRequestObject{Params: contract.ListMediaServersParams{ClusterId: clusterID}})
 		if err != nil {
 			return contract.MediaServerList{}, err
 		}

@@ -195,7 +195,12 @@ func (e *sessionEndpoints) Logout(ctx context.Context, _ contract.LogoutRequestO
 	c := ginContext(ctx)
 	id := identity.From(requestContext(ctx))
 	if id.Kind != identity.KindSession {
-		return nil, &Error{Status: http.StatusConflict, Code: "conflict", Message: "an API token has no console session to end; revoke the token instead", Retryable: retryable(false)}
+		return nil, &Error{
+			Status:    http.StatusConflict,
+			Code:      "conflict",
+			Message:   "an API token has no console session to end; revoke the token instead",
+			Retryable: retryable(false),
+		}
 	}
 	err := e.sessions.Logout(requestContext(ctx), id.CredentialID, audit.Actor{Type: string(id.Kind), ID: id.CredentialID, ClientAddress: c.ClientIP(), TraceID: traceID(c)})
 	if err != nil && !errors.Is(err, session.ErrSessionEnded) {
@@ -233,7 +238,9 @@ func (e *sessionEndpoints) ChangeOwnPassword(ctx context.Context, r contract.Cha
 		return nil, accountError(err)
 	}
 	e.clearCookies(c)
-	return contract.ChangeOwnPassword200JSONResponse(done(contract.ActionResultActionPasswordChanged, u.UserID, "the password was changed and every session of the user was revoked")), nil
+	return contract.ChangeOwnPassword200JSONResponse(
+		done(contract.ActionResultActionPasswordChanged, u.UserID, "the password was changed and every session of the user was revoked"),
+	), nil
 }
 
 func (e *sessionEndpoints) GetCaptcha(ctx context.Context, r contract.GetCaptchaRequestObject) (contract.GetCaptchaResponseObject, error) {

@@ -95,7 +95,10 @@ func (e *snapshotEndpoints) GetChannelSnapshot(ctx context.Context, r contract.G
 	return contract.GetChannelSnapshot200ImagejpegResponse{Body: bytes.NewReader(img.JPEG), ContentLength: int64(len(img.JPEG))}, nil
 }
 
-func (e *snapshotEndpoints) CreateChannelSnapshotAccess(ctx context.Context, r contract.CreateChannelSnapshotAccessRequestObject) (contract.CreateChannelSnapshotAccessResponseObject, error) {
+func (e *snapshotEndpoints) CreateChannelSnapshotAccess(
+	ctx context.Context,
+	r contract.CreateChannelSnapshotAccessRequestObject,
+) (contract.CreateChannelSnapshotAccessResponseObject, error) {
 	if _, err := e.snaps.Settings(requestContext(ctx), r.ChannelId); err != nil {
 		return nil, snapshotError(err)
 	}
@@ -107,7 +110,10 @@ func (e *snapshotEndpoints) CreateChannelSnapshotAccess(ctx context.Context, r c
 	return contract.CreateChannelSnapshotAccess200JSONResponse{Ticket: tok, Action: string(r.Body.Action), Url: imageURL(r.ChannelId, tok), ExpiresAt: exp}, nil
 }
 
-func (e *snapshotEndpoints) SaveChannelSnapshotSettings(ctx context.Context, r contract.SaveChannelSnapshotSettingsRequestObject) (contract.SaveChannelSnapshotSettingsResponseObject, error) {
+func (e *snapshotEndpoints) SaveChannelSnapshotSettings(
+	ctx context.Context,
+	r contract.SaveChannelSnapshotSettingsRequestObject,
+) (contract.SaveChannelSnapshotSettingsResponseObject, error) {
 	var interval *int
 	if r.Body.IntervalSeconds != nil {
 		v := int(*r.Body.IntervalSeconds)
@@ -117,5 +123,10 @@ func (e *snapshotEndpoints) SaveChannelSnapshotSettings(ctx context.Context, r c
 	if err != nil {
 		return nil, snapshotError(err)
 	}
-	return contract.SaveChannelSnapshotSettings200JSONResponse{ChannelId: st.ChannelID, Enabled: st.Enabled, IntervalSeconds: int32(st.IntervalSeconds), UpdatedAt: &st.UpdatedAt}, nil
+	return contract.SaveChannelSnapshotSettings200JSONResponse{
+		ChannelId:       st.ChannelID,
+		Enabled:         st.Enabled,
+		IntervalSeconds: int32(st.IntervalSeconds),
+		UpdatedAt:       &st.UpdatedAt,
+	}, nil
 }

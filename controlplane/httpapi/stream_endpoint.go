@@ -116,7 +116,10 @@ func (e *streamEndpoints) ListThirdPartyStreams(ctx context.Context, r contract.
 	return contract.ListThirdPartyStreams200JSONResponse(out), err
 }
 
-func (e *streamEndpoints) ListThirdPartyMediaServers(ctx context.Context, r contract.ListThirdPartyMediaServersRequestObject) (contract.ListThirdPartyMediaServersResponseObject, error) {
+func (e *streamEndpoints) ListThirdPartyMediaServers(
+	ctx context.Context,
+	r contract.ListThirdPartyMediaServersRequestObject,
+) (contract.ListThirdPartyMediaServersResponseObject, error) {
 	all, err := e.mediaServers(requestContext(ctx), r.Params.ClusterId)
 	if err != nil {
 		return nil, nodeError(err)

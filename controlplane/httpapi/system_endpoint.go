@@ -72,7 +72,13 @@ func systemError(err error) error {
 	case errors.Is(err, system.ErrAgentUnavailable):
 		return &Error{Status: http.StatusConflict, Code: "agent_unavailable", Message: err.Error(), Retryable: retryable(false), Err: err}
 	case errors.Is(err, system.ErrEmailNotConfigured):
-		return &Error{Status: http.StatusConflict, Code: "notifications_not_configured", Message: "set smtp-host and smtp-from to enable operations e-mail", Retryable: retryable(false), Err: err}
+		return &Error{
+			Status:    http.StatusConflict,
+			Code:      "notifications_not_configured",
+			Message:   "set smtp-host and smtp-from to enable operations e-mail",
+			Retryable: retryable(false),
+			Err:       err,
+		}
 	case errors.Is(err, system.ErrEmailFailed):
 		return &Error{Status: http.StatusServiceUnavailable, Code: "smtp_failed", Message: err.Error(), Retryable: retryable(true), Err: err}
 	}
@@ -118,18 +124,15 @@ func (e *systemEndpoints) GetSystemInfo(ctx context.Context, _ contract.GetSyste
 	return contract.GetSystemInfo200JSONResponse(e.svc.Info(ctx)), nil
 }
 
-func (e *systemEndpoints) GetSystemVersion(ctx context.Context, _ contract.GetSystemVersionRequestObject) (contract.GetSystemVersionResponseObject, error) {
-	ctx = requestContext(ctx)
+func (e *systemEndpoints) GetSystemVersion(_ context.Context, _ contract.GetSystemVersionRequestObject) (contract.GetSystemVersionResponseObject, error) {
 	return contract.GetSystemVersion200JSONResponse(e.svc.Version()), nil
 }
 
-func (e *systemEndpoints) ListSystemRoles(ctx context.Context, _ contract.ListSystemRolesRequestObject) (contract.ListSystemRolesResponseObject, error) {
-	ctx = requestContext(ctx)
+func (e *systemEndpoints) ListSystemRoles(_ context.Context, _ contract.ListSystemRolesRequestObject) (contract.ListSystemRolesResponseObject, error) {
 	return contract.ListSystemRoles200JSONResponse(e.svc.Roles()), nil
 }
 
-func (e *systemEndpoints) ListBackgroundTasks(ctx context.Context, _ contract.ListBackgroundTasksRequestObject) (contract.ListBackgroundTasksResponseObject, error) {
-	ctx = requestContext(ctx)
+func (e *systemEndpoints) ListBackgroundTasks(_ context.Context, _ contract.ListBackgroundTasksRequestObject) (contract.ListBackgroundTasksResponseObject, error) {
 	return contract.ListBackgroundTasks200JSONResponse(e.svc.BackgroundTasks()), nil
 }
 
@@ -160,7 +163,10 @@ func (e *systemEndpoints) GetMigrationAudit(ctx context.Context, r contract.GetM
 	return contract.GetMigrationAudit200JSONResponse(rep), systemError(err)
 }
 
-func (e *systemEndpoints) CleanupRemovedProtocolResidues(ctx context.Context, r contract.CleanupRemovedProtocolResiduesRequestObject) (contract.CleanupRemovedProtocolResiduesResponseObject, error) {
+func (e *systemEndpoints) CleanupRemovedProtocolResidues(
+	ctx context.Context,
+	r contract.CleanupRemovedProtocolResiduesRequestObject,
+) (contract.CleanupRemovedProtocolResiduesResponseObject, error) {
 	ctx = requestContext(ctx)
 	res, err := e.svc.CleanupResidues(ctx, *r.Body)
 	return contract.CleanupRemovedProtocolResidues200JSONResponse(res), systemError(err)
@@ -172,7 +178,10 @@ func (e *systemEndpoints) GetDatabaseSchemaAudit(ctx context.Context, r contract
 	return contract.GetDatabaseSchemaAudit200JSONResponse(rep), systemError(err)
 }
 
-func (e *systemEndpoints) PreviewDataRetentionCleanup(ctx context.Context, r contract.PreviewDataRetentionCleanupRequestObject) (contract.PreviewDataRetentionCleanupResponseObject, error) {
+func (e *systemEndpoints) PreviewDataRetentionCleanup(
+	ctx context.Context,
+	r contract.PreviewDataRetentionCleanupRequestObject,
+) (contract.PreviewDataRetentionCleanupResponseObject, error) {
 	ctx = requestContext(ctx)
 	p, err := e.svc.RetentionPreview(ctx, deref(r.Params.Actor, actorOf(ctx)), deref(r.Params.Reason, ""))
 	return contract.PreviewDataRetentionCleanup200JSONResponse(p), systemError(err)
@@ -193,32 +202,30 @@ func (e *systemEndpoints) RunDataRetentionCleanup(ctx context.Context, r contrac
 	return contract.RunDataRetentionCleanup200JSONResponse(res), systemError(err)
 }
 
-func (e *systemEndpoints) GetApiDocs(ctx context.Context, _ contract.GetApiDocsRequestObject) (contract.GetApiDocsResponseObject, error) {
-	ctx = requestContext(ctx)
+func (e *systemEndpoints) GetApiDocs(_ context.Context, _ contract.GetApiDocsRequestObject) (contract.GetApiDocsResponseObject, error) {
 	return contract.GetApiDocs302Response{Headers: contract.GetApiDocs302ResponseHeaders{Location: "/api/v2/system/docs-ui"}}, nil
 }
 
-func (e *systemEndpoints) GetDocsUi(ctx context.Context, r contract.GetDocsUiRequestObject) (contract.GetDocsUiResponseObject, error) {
-	ctx = requestContext(ctx)
+func (e *systemEndpoints) GetDocsUi(_ context.Context, r contract.GetDocsUiRequestObject) (contract.GetDocsUiResponseObject, error) {
 	if r.Params.Format != nil && *r.Params.Format == contract.GetDocsUiParamsFormatYaml {
 		return contract.GetDocsUi200ApplicationyamlResponse{Body: bytes.NewReader(e.yaml), ContentLength: int64(len(e.yaml))}, nil
 	}
 	return contract.GetDocsUi200TexthtmlResponse{Body: bytes.NewReader(e.docs), ContentLength: int64(len(e.docs))}, nil
 }
 
-func (e *systemEndpoints) GetOpenApiAudit(ctx context.Context, r contract.GetOpenApiAuditRequestObject) (contract.GetOpenApiAuditResponseObject, error) {
-	ctx = requestContext(ctx)
+func (e *systemEndpoints) GetOpenApiAudit(_ context.Context, r contract.GetOpenApiAuditRequestObject) (contract.GetOpenApiAuditResponseObject, error) {
 	return contract.GetOpenApiAudit200JSONResponse(e.svc.OpenAPIAudit(deref(r.Params.OnlyProblems, false))), nil
 }
 
-func (e *systemEndpoints) GetSourceDocumentationAudit(ctx context.Context, r contract.GetSourceDocumentationAuditRequestObject) (contract.GetSourceDocumentationAuditResponseObject, error) {
-	ctx = requestContext(ctx)
+func (e *systemEndpoints) GetSourceDocumentationAudit(
+	_ context.Context,
+	r contract.GetSourceDocumentationAuditRequestObject,
+) (contract.GetSourceDocumentationAuditResponseObject, error) {
 	rep := e.svc.DocumentationAudit(deref(r.Params.OnlyProblems, false), deref(r.Params.CheckParameterAndReturnTags, false), int(deref(r.Params.MaxResults, 500)))
 	return contract.GetSourceDocumentationAudit200JSONResponse(rep), nil
 }
 
-func (e *systemEndpoints) ListSystemTasks(ctx context.Context, _ contract.ListSystemTasksRequestObject) (contract.ListSystemTasksResponseObject, error) {
-	ctx = requestContext(ctx)
+func (e *systemEndpoints) ListSystemTasks(_ context.Context, _ contract.ListSystemTasksRequestObject) (contract.ListSystemTasksResponseObject, error) {
 	return contract.ListSystemTasks200JSONResponse(e.svc.SystemTasks()), nil
 }
 
@@ -228,13 +235,11 @@ func (e *systemEndpoints) RunSystemTask(ctx context.Context, r contract.RunSyste
 	return contract.RunSystemTask200JSONResponse(res), systemError(err)
 }
 
-func (e *systemEndpoints) GetRuntimeDiagnostics(ctx context.Context, _ contract.GetRuntimeDiagnosticsRequestObject) (contract.GetRuntimeDiagnosticsResponseObject, error) {
-	ctx = requestContext(ctx)
+func (e *systemEndpoints) GetRuntimeDiagnostics(_ context.Context, _ contract.GetRuntimeDiagnosticsRequestObject) (contract.GetRuntimeDiagnosticsResponseObject, error) {
 	return contract.GetRuntimeDiagnostics200JSONResponse(e.svc.Diagnostics()), nil
 }
 
-func (e *systemEndpoints) ListRuntimePorts(ctx context.Context, _ contract.ListRuntimePortsRequestObject) (contract.ListRuntimePortsResponseObject, error) {
-	ctx = requestContext(ctx)
+func (e *systemEndpoints) ListRuntimePorts(_ context.Context, _ contract.ListRuntimePortsRequestObject) (contract.ListRuntimePortsResponseObject, error) {
 	return contract.ListRuntimePorts200JSONResponse(e.svc.Ports()), nil
 }
 

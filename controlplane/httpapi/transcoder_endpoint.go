@@ -27,7 +27,10 @@ func fromTemplateRequest(b *contract.SaveFfmpegTemplateRequest) transcoder.Templ
 		ExtraArgs: deref(b.ExtraArgs, nil)}
 }
 
-func (e *transcoderEndpoints) ListTranscoderTemplates(ctx context.Context, r contract.ListTranscoderTemplatesRequestObject) (contract.ListTranscoderTemplatesResponseObject, error) {
+func (e *transcoderEndpoints) ListTranscoderTemplates(
+	ctx context.Context,
+	r contract.ListTranscoderTemplatesRequestObject,
+) (contract.ListTranscoderTemplatesResponseObject, error) {
 	ctx = requestContext(ctx)
 	list, err := e.templates.List(ctx, deref(r.Params.MediaServerId, ""))
 	if err != nil {
@@ -40,7 +43,10 @@ func (e *transcoderEndpoints) ListTranscoderTemplates(ctx context.Context, r con
 	return out, nil
 }
 
-func (e *transcoderEndpoints) CreateTranscoderTemplate(ctx context.Context, r contract.CreateTranscoderTemplateRequestObject) (contract.CreateTranscoderTemplateResponseObject, error) {
+func (e *transcoderEndpoints) CreateTranscoderTemplate(
+	ctx context.Context,
+	r contract.CreateTranscoderTemplateRequestObject,
+) (contract.CreateTranscoderTemplateResponseObject, error) {
 	ctx = requestContext(ctx)
 	t, err := e.templates.Save(ctx, auditActor(ctx), fromTemplateRequest(r.Body), true)
 	if err != nil {
@@ -49,7 +55,10 @@ func (e *transcoderEndpoints) CreateTranscoderTemplate(ctx context.Context, r co
 	return contract.CreateTranscoderTemplate200JSONResponse(toTemplate(t)), nil
 }
 
-func (e *transcoderEndpoints) UpdateTranscoderTemplate(ctx context.Context, r contract.UpdateTranscoderTemplateRequestObject) (contract.UpdateTranscoderTemplateResponseObject, error) {
+func (e *transcoderEndpoints) UpdateTranscoderTemplate(
+	ctx context.Context,
+	r contract.UpdateTranscoderTemplateRequestObject,
+) (contract.UpdateTranscoderTemplateResponseObject, error) {
 	ctx = requestContext(ctx)
 	if r.Body.TemplateName != r.TemplateName {
 		return nil, &Error{Status: http.StatusBadRequest, Code: "invalid_body", Message: "templateName in the body must match the path", Retryable: retryable(false)}
@@ -61,7 +70,10 @@ func (e *transcoderEndpoints) UpdateTranscoderTemplate(ctx context.Context, r co
 	return contract.UpdateTranscoderTemplate200JSONResponse(toTemplate(t)), nil
 }
 
-func (e *transcoderEndpoints) DeleteTranscoderTemplate(ctx context.Context, r contract.DeleteTranscoderTemplateRequestObject) (contract.DeleteTranscoderTemplateResponseObject, error) {
+func (e *transcoderEndpoints) DeleteTranscoderTemplate(
+	ctx context.Context,
+	r contract.DeleteTranscoderTemplateRequestObject,
+) (contract.DeleteTranscoderTemplateResponseObject, error) {
 	ctx = requestContext(ctx)
 	t, err := e.templates.Delete(ctx, auditActor(ctx), deref(r.Params.MediaServerId, ""), r.TemplateName)
 	if err != nil {

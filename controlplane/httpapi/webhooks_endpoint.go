@@ -98,7 +98,10 @@ func (e *webhookEndpoints) GetWebhookEventCatalog(context.Context, contract.GetW
 	return out, nil
 }
 
-func (e *webhookEndpoints) ListWebhookSubscriptions(ctx context.Context, r contract.ListWebhookSubscriptionsRequestObject) (contract.ListWebhookSubscriptionsResponseObject, error) {
+func (e *webhookEndpoints) ListWebhookSubscriptions(
+	ctx context.Context,
+	r contract.ListWebhookSubscriptionsRequestObject,
+) (contract.ListWebhookSubscriptionsResponseObject, error) {
 	plans, err := e.plans.ListPlans(requestContext(ctx), deref(r.Params.IncludeArchived, false))
 	if err != nil {
 		return nil, err
@@ -110,7 +113,10 @@ func (e *webhookEndpoints) ListWebhookSubscriptions(ctx context.Context, r contr
 	return out, nil
 }
 
-func (e *webhookEndpoints) CreateWebhookSubscription(ctx context.Context, r contract.CreateWebhookSubscriptionRequestObject) (contract.CreateWebhookSubscriptionResponseObject, error) {
+func (e *webhookEndpoints) CreateWebhookSubscription(
+	ctx context.Context,
+	r contract.CreateWebhookSubscriptionRequestObject,
+) (contract.CreateWebhookSubscriptionResponseObject, error) {
 	p, err := e.plans.Create(requestContext(ctx), actor(ctx).Actor, planInput(r.Body))
 	if err != nil {
 		return nil, webhookError(err)
@@ -118,7 +124,10 @@ func (e *webhookEndpoints) CreateWebhookSubscription(ctx context.Context, r cont
 	return contract.CreateWebhookSubscription200JSONResponse(toSubscription(p)), nil
 }
 
-func (e *webhookEndpoints) UpdateWebhookSubscription(ctx context.Context, r contract.UpdateWebhookSubscriptionRequestObject) (contract.UpdateWebhookSubscriptionResponseObject, error) {
+func (e *webhookEndpoints) UpdateWebhookSubscription(
+	ctx context.Context,
+	r contract.UpdateWebhookSubscriptionRequestObject,
+) (contract.UpdateWebhookSubscriptionResponseObject, error) {
 	p, err := e.plans.Update(requestContext(ctx), actor(ctx).Actor, webhooks.PlanID(r.Id), planInput(r.Body))
 	if err != nil {
 		return nil, webhookError(err)
@@ -126,7 +135,10 @@ func (e *webhookEndpoints) UpdateWebhookSubscription(ctx context.Context, r cont
 	return contract.UpdateWebhookSubscription200JSONResponse(toSubscription(p)), nil
 }
 
-func (e *webhookEndpoints) ArchiveWebhookSubscription(ctx context.Context, r contract.ArchiveWebhookSubscriptionRequestObject) (contract.ArchiveWebhookSubscriptionResponseObject, error) {
+func (e *webhookEndpoints) ArchiveWebhookSubscription(
+	ctx context.Context,
+	r contract.ArchiveWebhookSubscriptionRequestObject,
+) (contract.ArchiveWebhookSubscriptionResponseObject, error) {
 	p, err := e.plans.Archive(requestContext(ctx), actor(ctx).Actor, webhooks.PlanID(r.Id))
 	if err != nil {
 		return nil, webhookError(err)
@@ -156,7 +168,12 @@ func (e *webhookEndpoints) TestWebhookSubscription(ctx context.Context, r contra
 
 func (e *webhookEndpoints) TestWebhook(ctx context.Context, r contract.TestWebhookRequestObject) (contract.TestWebhookResponseObject, error) {
 	if r.Body.SubscriptionId == nil || *r.Body.SubscriptionId == "" {
-		return nil, &Error{Status: http.StatusBadRequest, Code: "invalid_body", Message: "subscriptionId is required: a test event goes to one plan only", Retryable: retryable(false)}
+		return nil, &Error{
+			Status:    http.StatusBadRequest,
+			Code:      "invalid_body",
+			Message:   "subscriptionId is required: a test event goes to one plan only",
+			Retryable: retryable(false),
+		}
 	}
 	res, err := e.test(ctx, *r.Body.SubscriptionId, r.Body)
 	if err != nil {

@@ -10,7 +10,6 @@ import (
 	"os"
 	"runtime"
 	"sort"
-	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -32,10 +31,6 @@ type Monitor struct {
 	// how many it reached.
 	Broadcast func(ctx context.Context, nodeID string, hb agentapi.Heartbeat, at time.Time) int
 	Log       *zap.Logger
-
-	mu      sync.Mutex
-	lastCPU time.Duration
-	lastAt  time.Time
 }
 
 // Beat takes this host's figures now, keeps them and passes them on.

@@ -22,8 +22,8 @@ type pendingRow struct {
 	rec *Record
 }
 
-func (s *Service) pending(ctx context.Context, nodeID string, max int) ([]pendingRow, error) {
-	return s.rows(ctx, `WHERE i.node_id = ? AND i.status = ? ORDER BY i.created_ms, i.key LIMIT ?`, nodeID, Pending, max)
+func (s *Service) pending(ctx context.Context, nodeID string, limit int) ([]pendingRow, error) {
+	return s.rows(ctx, `WHERE i.node_id = ? AND i.status = ? ORDER BY i.created_ms, i.key LIMIT ?`, nodeID, Pending, limit)
 }
 
 // rows reads commands selected by a condition on the index (alias i) with
@@ -93,9 +93,9 @@ func (s *Service) dispatch(ctx context.Context, rows []pendingRow) (out []*Recor
 // claim moves up to max Pending commands of a node, found through the
 // index, to Dispatched. When another control node claimed one of them
 // first, the claim is retried on fresh state.
-func (s *Service) claim(ctx context.Context, nodeID string, max int) ([]*Record, error) {
+func (s *Service) claim(ctx context.Context, nodeID string, limit int) ([]*Record, error) {
 	for attempt := 0; attempt < 5; attempt++ {
-		rows, err := s.pending(ctx, nodeID, max)
+		rows, err := s.pending(ctx, nodeID, limit)
 		if err != nil || len(rows) == 0 {
 			return nil, err
 		}
@@ -130,9 +130,9 @@ func (s *Service) claimQueued(ctx context.Context, kvs []*store.KeyValue) ([]*Re
 // Poll hands the node's Pending commands to its agent, waiting up to wait
 // for one to appear. A claim whose response cannot be delivered stays
 // Dispatched until its deadline, then is handed out again.
-func (s *Service) Poll(ctx context.Context, nodeID string, wait time.Duration, max int) ([]agentapi.Command, error) {
-	if max <= 0 || max > 64 {
-		max = 16
+func (s *Service) Poll(ctx context.Context, nodeID string, wait time.Duration, limit int) ([]agentapi.Command, error) {
+	if limit <= 0 || limit > 64 {
+		limit = 16
 	}
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
@@ -143,11 +143,11 @@ func (s *Service) Poll(ctx context.Context, nodeID string, wait time.Duration, m
 		var recs []*Record
 		var err error
 		if s.h().mayHavePending(nodeID) {
-			recs, err = s.claim(ctx, nodeID, max)
-			if len(recs) == max {
+			recs, err = s.claim(ctx, nodeID, limit)
+			if len(recs) == limit {
 				s.h().unsure(nodeID)
 			}
-		} else if kvs := s.h().popQueue(nodeID, max); len(kvs) > 0 {
+		} else if kvs := s.h().popQueue(nodeID, limit); len(kvs) > 0 {
 			var ok bool
 			if recs, ok, err = s.claimQueued(ctx, kvs); err == nil && !ok {
 				s.h().unsure(nodeID)

@@ -104,11 +104,11 @@ func (h *hub) mayHavePending(node string) bool {
 }
 
 // popQueue takes up to max queued Pending changes of a clean node.
-func (h *hub) popQueue(node string, max int) []*store.KeyValue {
+func (h *hub) popQueue(node string, limit int) []*store.KeyValue {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	q := h.queue[node]
-	n := min(max, len(q))
+	n := min(limit, len(q))
 	out := append([]*store.KeyValue(nil), q[:n]...)
 	if n == len(q) {
 		delete(h.queue, node)

@@ -116,7 +116,7 @@ type EnrollRequest struct {
 // refused the same way as an unknown one.
 func (s *Service) Enroll(ctx context.Context, ca *pki.CA, req EnrollRequest) (*Record, []byte, error) {
 	if _, err := pki.ParseCSR([]byte(req.CSR)); err != nil {
-		return nil, nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+		return nil, nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	ckey := codeKey(req.Code)
 	ckv, _, err := store.Get(ctx, s.Store, ckey, store.Local)
@@ -197,7 +197,7 @@ func (s *Service) recordCert(rec *Record, cert *x509.Certificate) {
 // the new one keeps working.
 func (s *Service) Renew(ctx context.Context, ca *pki.CA, nodeID, csr string) ([]byte, error) {
 	if _, err := pki.ParseCSR([]byte(csr)); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	var certPEM []byte
 	_, err := store.Update(ctx, s.Store, recordKey(nodeID), func(kv *store.KeyValue) ([]byte, []store.Op, []store.Compare, error) {

@@ -63,7 +63,7 @@ func TestCodeIsConsumedExactlyOnce(t *testing.T) {
 	s := newService(t)
 	ca, _, _ := pki.NewCA("c", time.Now())
 	en, err := s.CreateEnrollment(t.Context(), admin, "media-1", 0)
-	if err != nil || len(en.Code) != 35 || en.ExpiresAt.Sub(time.Now()) < 14*time.Minute {
+	if err != nil || len(en.Code) != 35 || time.Until(en.ExpiresAt) < 14*time.Minute {
 		t.Fatalf("code %+v %v", en, err)
 	}
 	var wg sync.WaitGroup
@@ -132,7 +132,8 @@ func TestMediaServerEvents(t *testing.T) {
 	tr := func(kind string, pid, prev int, action string) {
 		t.Helper()
 		seq++
-		if _, err := s.ApplyTransition(ctx, "media-1", agentapi.EngineTransition{BootID: "b1", Seq: seq, Kind: kind, PID: pid, PreviousPID: prev, LastAction: action, At: time.Now()}); err != nil {
+		tr := agentapi.EngineTransition{BootID: "b1", Seq: seq, Kind: kind, PID: pid, PreviousPID: prev, LastAction: action, At: time.Now()}
+		if _, err := s.ApplyTransition(ctx, "media-1", tr); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -161,7 +162,8 @@ func TestMediaServerEvents(t *testing.T) {
 	// The first start after the failed start is a start; the return after
 	// the crash is a recovery.
 	rc := ev[events.MediaServerRecovered][0]
-	if rc["previousStatus"] != MediaOffline || rc["status"] != MediaOnline || rc["mediaServerId"] != "media-1" || rc["EngineNodeId"] != "media-1" || rc["hookName"] != CauseManagedProcess {
+	if rc["previousStatus"] != MediaOffline || rc["status"] != MediaOnline || rc["mediaServerId"] != "media-1" || rc["EngineNodeId"] != "media-1" ||
+		rc["hookName"] != CauseManagedProcess {
 		t.Fatalf("recovered %v", rc)
 	}
 	st := ev[events.MediaServerStopped][0]

@@ -34,7 +34,7 @@ func TestWithin(t *testing.T) {
 // permissions. `make contract-docs-check` compares that enum with the
 // contract documents themselves.
 func TestCatalogueMatchesTheContract(t *testing.T) {
-	spec, err := contract.GetSwagger()
+	spec, err := contract.GetSpec()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,7 +28,8 @@ var sourceShape = map[Protocol]struct {
 	ProtoFLV: {".live.flv", "video/x-flv", false,
 		"One long HTTP connection: browsers play it with mpegts.js or flv.js over MSE; ffmpeg, ffplay and VLC play it directly."},
 	ProtoFMP4: {".live.mp4", "video/mp4", true,
-		"A long-lived fragmented MP4 stream, not a file: Chromium-based browsers play it in a <video> element as it is (H.264 and AAC), other browsers through MSE; ffmpeg, ffplay and VLC play it directly."},
+		"A long-lived fragmented MP4 stream, not a file: Chromium-based browsers play it in a <video> element as it is (H.264 and AAC), other " +
+			"browsers through MSE; ffmpeg, ffplay and VLC play it directly."},
 	ProtoHLS: {"/hls.m3u8", "application/vnd.apple.mpegurl", true,
 		"Safari and iOS play it natively, other browsers with hls.js; each player gets its own svc_viewer session from this URL; a few seconds more latency than HTTP-FLV."},
 	ProtoRTSP: {"", "application/sdp", false,

@@ -193,7 +193,7 @@ func (s *Service) Test(ctx context.Context, server, user, method, uri, alg, qop,
 	}
 	hdr, err := digestauth.Build(alg, qop, c.Realm, nonce, method, uri, user, string(password))
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	_, verr := digestauth.Verify(hdr, method, string(password), c.Realm, nonce)
 	if qop == "" {

@@ -50,7 +50,7 @@ func TestBootstrapOnlyOnceEvenWhenRacing(t *testing.T) {
 		}(i)
 	}
 	wg.Wait()
-	if !(codes[0] == 200 && codes[1] == 409 || codes[0] == 409 && codes[1] == 200) {
+	if won := codes[0] == 200 && codes[1] == 409 || codes[0] == 409 && codes[1] == 200; !won {
 		t.Fatalf("racing bootstraps answered %v; exactly one must win", codes)
 	}
 	ts.get("/api/v2/auth/bootstrap-status", "").json(t, &st)
@@ -68,7 +68,12 @@ func TestUsersRolesAndTokenOwners(t *testing.T) {
 	ts.do("POST", "/api/v2/auth/bootstrap", "", "application/json", []byte(`{"username":"root","password":"correct horse battery staple"}`)).json(t, &rootUser)
 
 	// Password policy, unique names, grant ceiling.
-	checkErrorBody(t, ts.do("POST", "/api/v2/security/users", admin, "application/json", []byte(`{"username":"ann","password":"password1234","roleIds":["viewer"]}`)), 400, "invalid_body")
+	checkErrorBody(
+		t,
+		ts.do("POST", "/api/v2/security/users", admin, "application/json", []byte(`{"username":"ann","password":"password1234","roleIds":["viewer"]}`)),
+		400,
+		"invalid_body",
+	)
 	r := ts.do("POST", "/api/v2/security/users", admin, "application/json", []byte(`{"username":"ann","password":"violet tractor moonlight","roleIds":["viewer"]}`))
 	var ann struct {
 		UserID  string   `json:"userId"`
@@ -78,10 +83,25 @@ func TestUsersRolesAndTokenOwners(t *testing.T) {
 	if r.status != 200 || ann.RoleIDs[0] != "viewer" || containsText(string(r.body), "argon2") {
 		t.Fatalf("create user: %d %s", r.status, r.body)
 	}
-	checkErrorBody(t, ts.do("POST", "/api/v2/security/users", admin, "application/json", []byte(`{"username":"ANN","password":"violet tractor moonlight","roleIds":["viewer"]}`)), 409, "conflict")
+	checkErrorBody(
+		t,
+		ts.do("POST", "/api/v2/security/users", admin, "application/json", []byte(`{"username":"ANN","password":"violet tractor moonlight","roleIds":["viewer"]}`)),
+		409,
+		"conflict",
+	)
 	userAdmin := ts.token("security.users.manage", "security.users.view")
-	checkErrorBody(t, ts.do("POST", "/api/v2/security/users", userAdmin, "application/json", []byte(`{"username":"bob","password":"violet tractor moonlight","roleIds":["operator"]}`)), 403, "permission_denied")
-	checkErrorBody(t, ts.do("POST", "/api/v2/security/users", admin, "application/json", []byte(`{"username":"bob","password":"violet tractor moonlight","roleIds":["no-such-role"]}`)), 400, "invalid_body")
+	checkErrorBody(
+		t,
+		ts.do("POST", "/api/v2/security/users", userAdmin, "application/json", []byte(`{"username":"bob","password":"violet tractor moonlight","roleIds":["operator"]}`)),
+		403,
+		"permission_denied",
+	)
+	checkErrorBody(
+		t,
+		ts.do("POST", "/api/v2/security/users", admin, "application/json", []byte(`{"username":"bob","password":"violet tractor moonlight","roleIds":["no-such-role"]}`)),
+		400,
+		"invalid_body",
+	)
 
 	// A token never does more than its owner: ann is a viewer.
 	annTok := ts.tokenOwnedBy(t, ann.UserID, "system.view", "security.users.view")

@@ -94,7 +94,7 @@ func (a *agentSide) start() {
 }
 
 // background lists the loops a control node runs for the agent side.
-func (a *agentSide) background(s *Server, bg context.Context, system *system.Service) {
+func (a *agentSide) background(bg context.Context, s *Server, system *system.Service) {
 	s.background(bg, a.commands.Run)
 	s.background(bg, a.monitor.Run)
 	s.background(bg, func(ctx context.Context) {

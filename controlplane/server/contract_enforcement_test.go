@@ -161,9 +161,21 @@ func TestBadInputEverywhere(t *testing.T) {
 	checkErrorBody(t, ts.do("POST", "/api/v2/system/runtime/tuning/plan", tok, "application/json", []byte(`{"values":{"kernel.panic":"1"}}`)), 400, "invalid_body")
 	checkErrorBody(t, ts.do("PUT", "/api/v2/system/runtime/tuning", tok, "application/json", []byte(`{"values":{"net.core.somaxconn":"1"},"reason":"x"}`)), 400, "invalid_body")
 	checkErrorBody(t, ts.do("POST", "/api/v2/system/tasks/no-such-task/run", tok, "application/json", []byte(`{"reason":"x"}`)), 404, "not_found")
-	checkErrorBody(t, ts.do("POST", "/api/v2/system/migration-audit/removed-protocol-residues/cleanup", tok, "application/json", []byte(`{"prefixes":["/security/"],"reason":"x","dryRun":false}`)), 409, "conflict")
+	checkErrorBody(
+		t,
+		ts.do(
+			"POST",
+			"/api/v2/system/migration-audit/removed-protocol-residues/cleanup",
+			tok,
+			"application/json",
+			[]byte(`{"prefixes":["/security/"],"reason":"x","dryRun":false}`),
+		),
+		409,
+		"conflict",
+	)
 	checkErrorBody(t, ts.get("/api/v2/cluster/status?clusterId=other", tok), 404, "not_found")
-	if r := ts.get("/api/v2/streams/sessions?streamId=x", tok); r.status != 400 || !strings.Contains(string(r.body), "this operation takes: page, pageSize, mediaServerId, stream, state, channelId") {
+	if r := ts.get("/api/v2/streams/sessions?streamId=x", tok); r.status != 400 ||
+		!strings.Contains(string(r.body), "this operation takes: page, pageSize, mediaServerId, stream, state, channelId") {
 		t.Fatalf("a misplaced filter: %d %s", r.status, r.body)
 	}
 	checkErrorBody(t, ts.get("/api/v2/no/such/route", tok), 404, "not_found")
@@ -203,7 +215,8 @@ func TestHealthRevealsDetailsOnlyWithSystemView(t *testing.T) {
 	if r := ts.get("/metrics", ""); r.status != 401 {
 		t.Fatalf("metrics without credential: %d", r.status)
 	}
-	if r := ts.get("/metrics", ts.token("system.view")); r.status != 200 || !strings.Contains(string(r.body), "svc_http_requests_total") || !strings.Contains(string(r.body), "svc_raft_leader 1") {
+	if r := ts.get("/metrics", ts.token("system.view")); r.status != 200 || !strings.Contains(string(r.body), "svc_http_requests_total") ||
+		!strings.Contains(string(r.body), "svc_raft_leader 1") {
 		t.Fatalf("metrics: %d", r.status)
 	}
 }
@@ -252,7 +265,13 @@ func TestAuditsAndTasks(t *testing.T) {
 	if len(ma.Residues) != 1 || ma.Residues[0].Prefix != "/rtmp/legacy/" {
 		t.Fatalf("residues = %+v", ma.Residues)
 	}
-	r := ts.do("POST", "/api/v2/system/migration-audit/removed-protocol-residues/cleanup", tok, "application/json", []byte(`{"prefixes":["/rtmp/legacy/"],"reason":"removed protocol","dryRun":false}`))
+	r := ts.do(
+		"POST",
+		"/api/v2/system/migration-audit/removed-protocol-residues/cleanup",
+		tok,
+		"application/json",
+		[]byte(`{"prefixes":["/rtmp/legacy/"],"reason":"removed protocol","dryRun":false}`),
+	)
 	var cr struct{ DeletedKeys int }
 	r.json(t, &cr)
 	if cr.DeletedKeys != 1 {

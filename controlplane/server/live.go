@@ -41,7 +41,10 @@ func (s *Server) startLive(cfg config.Config, keys *keyring.Keyring, tokens *api
 	s.Streams = &streams.Service{Store: node, Reader: node.State(), Channels: s.Channels, NodeID: cfg.NodeID}
 	s.Playback = &playback.Service{Store: node, Reader: node.State(), MACKeys: keys.SubKeys("playback-ticket"),
 		Streams: s.Streams, Media: streams.MediaURLs{Nodes: s.agents.nodes}, Grants: permission.Grants,
-		Tokens: grantState(tokenState(tokens, owner, tokensRev), s.Sessions), TokensRevision: tokensRev, Cutter: leaseCutter{servers: s.agents.servers}, MaxLinkSeconds: cfg.PlaybackMaxLinkSeconds,
+		Tokens: grantState(
+			tokenState(tokens, owner, tokensRev),
+			s.Sessions,
+		), TokensRevision: tokensRev, Cutter: leaseCutter{servers: s.agents.servers}, MaxLinkSeconds: cfg.PlaybackMaxLinkSeconds,
 		Revision: areaRevision(st, playback.LeasesPrefix), Catchup: node.LinearizableBarrier}
 	s.Snapshots = &snapshots.Service{Store: node, Channels: s.Channels, Playback: s.Playback, MACKeys: keys.SubKeys("snapshot-ticket"),
 		Log: s.Log.Named("snapshots")}
@@ -103,7 +106,10 @@ func tokenState(tokens *apitoken.Service, owner ownerFunc, revision func() int64
 
 // grantState answers for the credential behind a playback grant: an API
 // token, or the console session of the live view.
-func grantState(tokens func(ctx context.Context, id string) (playback.TokenState, error), sessions *session.Service) func(ctx context.Context, id string) (playback.TokenState, error) {
+func grantState(
+	tokens func(ctx context.Context, id string) (playback.TokenState, error),
+	sessions *session.Service,
+) func(ctx context.Context, id string) (playback.TokenState, error) {
 	return func(ctx context.Context, id string) (playback.TokenState, error) {
 		sid, ok := strings.CutPrefix(id, playback.SessionCredential)
 		if !ok {

@@ -51,7 +51,12 @@ func TestRTSPCredentials(t *testing.T) {
 			t.Fatal("header verifies with a wrong password")
 		}
 	}
-	checkErrorBody(t, ts.do("POST", "/api/v2/security/rtsp-auth/test", admin, "application/json", []byte(`{"mediaServerId":"ms-2","username":"cam","uri":"rtsp://x/y"}`)), 404, "not_found")
+	checkErrorBody(
+		t,
+		ts.do("POST", "/api/v2/security/rtsp-auth/test", admin, "application/json", []byte(`{"mediaServerId":"ms-2","username":"cam","uri":"rtsp://x/y"}`)),
+		404,
+		"not_found",
+	)
 	if r := ts.do("DELETE", "/api/v2/security/rtsp-auth?mediaServerId=ms-1&username=cam", admin, "", nil); r.status != 200 ||
 		!strings.Contains(string(r.body), `"action":"deleted"`) || !strings.Contains(string(r.body), `"target":"ms-1/cam"`) {
 		t.Fatalf("delete: %d %s", r.status, r.body)

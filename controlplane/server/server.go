@@ -304,7 +304,7 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, er
 	s.background(bg, func(ctx context.Context) { node.Leadership().Run(ctx, s.Dispatcher.Run) })
 	s.background(bg, func(ctx context.Context) { node.Leadership().Run(ctx, s.migrateLegacyWebhook) })
 	s.agents.start()
-	s.agents.background(s, bg, s.System)
+	s.agents.background(bg, s, s.System)
 	s.runLive(bg)
 	ok = true
 	log.Info("control node started", zap.String("api", cfg.APIURL()), zap.String("raft", node.RaftAddress()), zap.Bool("founding", founding))
@@ -463,7 +463,7 @@ func registerStoreMetrics(reg prometheus.Registerer, node *raftnode.Node) {
 		return 0
 	})
 	gauge("svc_store_apply_halted", "1 while a local failure (such as a full disk) halts applying committed entries.", func() float64 {
-		if err, _ := node.ApplyStalled(); err != nil {
+		if _, err := node.ApplyStalled(); err != nil {
 			return 1
 		}
 		return 0

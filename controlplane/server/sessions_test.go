@@ -495,7 +495,8 @@ func TestSessionRevocationSeenOnEveryNode(t *testing.T) {
 				if r := c.login("operator1", password); r.status != 200 {
 					t.Fatalf("login: %s", r.body)
 				}
-				if r := b.do("PUT", "/api/v2/security/roles/"+role.RoleID, admin, "application/json", []byte(`{"name":"watchers","permissions":["channels.view","streams.view"]}`)); r.status != 200 {
+				body := []byte(`{"name":"watchers","permissions":["channels.view","streams.view"]}`)
+				if r := b.do("PUT", "/api/v2/security/roles/"+role.RoleID, admin, "application/json", body); r.status != 200 {
 					t.Fatalf("role update: %s", r.body)
 				}
 			}
@@ -534,7 +535,12 @@ func TestChangeOwnPassword(t *testing.T) {
 	if r := other.login("admin", adminPassword); r.status != 200 {
 		t.Fatal(string(r.body))
 	}
-	checkErrorBody(t, c.do("POST", "/api/v2/auth/change-password", map[string]string{"currentPassword": "wrong one", "newPassword": "a brand new passphrase"}), 403, "invalid_credentials")
+	checkErrorBody(
+		t,
+		c.do("POST", "/api/v2/auth/change-password", map[string]string{"currentPassword": "wrong one", "newPassword": "a brand new passphrase"}),
+		403,
+		"invalid_credentials",
+	)
 	checkErrorBody(t, c.do("POST", "/api/v2/auth/change-password", map[string]string{"currentPassword": adminPassword, "newPassword": "short"}), 400, "invalid_body")
 	if r := c.do("POST", "/api/v2/auth/change-password", map[string]string{"currentPassword": adminPassword, "newPassword": "a brand new passphrase"}); r.status != 200 {
 		t.Fatalf("change: %d %s", r.status, r.body)

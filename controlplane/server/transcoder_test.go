@@ -13,7 +13,8 @@ func TestTranscoderTemplates(t *testing.T) {
 	post := func(body string) response {
 		return ts.do("POST", "/api/v2/node/transcoder-templates", tok, "application/json", []byte(body))
 	}
-	if r := post(`{"templateName":"720p","videoCodec":"h264","audioCodec":"aac","width":1280,"height":720,"videoBitrateKbps":2500,"extraArgs":["-preset","veryfast","-g","50"]}`); r.status != 200 {
+	if r := post(`{"templateName":"720p","videoCodec":"h264","audioCodec":"aac","width":1280,"height":720,"videoBitrateKbps":2500,` +
+		`"extraArgs":["-preset","veryfast","-g","50"]}`); r.status != 200 {
 		t.Fatalf("create: %d %s", r.status, r.body)
 	}
 	if r := post(`{"templateName":"720p","mediaServerId":"media-1","videoCodec":"copy","audioCodec":"aac"}`); r.status != 200 {
@@ -46,8 +47,18 @@ func TestTranscoderTemplates(t *testing.T) {
 	if put.status != 200 || tpl.VideoCodec != "h265" || tpl.UpdatedBy == "" {
 		t.Fatalf("replace: %d %s", put.status, put.body)
 	}
-	checkErrorBody(t, ts.do("PUT", "/api/v2/node/transcoder-templates/other", tok, "application/json", []byte(`{"templateName":"720p","videoCodec":"h265","audioCodec":"opus"}`)), http.StatusBadRequest, "invalid_body")
-	checkErrorBody(t, ts.do("PUT", "/api/v2/node/transcoder-templates/none", tok, "application/json", []byte(`{"templateName":"none","videoCodec":"h265","audioCodec":"opus"}`)), http.StatusNotFound, "not_found")
+	checkErrorBody(
+		t,
+		ts.do("PUT", "/api/v2/node/transcoder-templates/other", tok, "application/json", []byte(`{"templateName":"720p","videoCodec":"h265","audioCodec":"opus"}`)),
+		http.StatusBadRequest,
+		"invalid_body",
+	)
+	checkErrorBody(
+		t,
+		ts.do("PUT", "/api/v2/node/transcoder-templates/none", tok, "application/json", []byte(`{"templateName":"none","videoCodec":"h265","audioCodec":"opus"}`)),
+		http.StatusNotFound,
+		"not_found",
+	)
 	if r := ts.do("DELETE", "/api/v2/node/transcoder-templates/720p?mediaServerId=media-1", tok, "", nil); r.status != 200 {
 		t.Fatalf("delete: %d %s", r.status, r.body)
 	}

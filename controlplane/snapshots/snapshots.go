@@ -218,7 +218,7 @@ func (s *Service) Capture(ctx context.Context, channelID string) (*Image, error)
 		if i := strings.Index(msg, "svc_ticket"); i >= 0 {
 			msg = msg[:i] // never log a ticket
 		}
-		return nil, fmt.Errorf("ffmpeg: %v: %s", err, msg)
+		return nil, fmt.Errorf("ffmpeg: %w: %s", err, msg)
 	}
 	if out.Len() == 0 || out.Len() > maxImage {
 		return nil, fmt.Errorf("ffmpeg made a %d-byte image", out.Len())

@@ -61,7 +61,14 @@ func (s *Service) OpenAPIAudit(onlyProblems bool) contract.OpenApiAuditReport {
 			rep.OperationCount++
 			key := method + " " + path
 			seen[key] = true
-			it := contract.OpenApiAuditItem{Method: method, Path: path, OperationId: op.OperationID, Permission: extStr(op.Extensions, "x-svc-permission"), Problem: contract.OpenApiAuditItemProblemNone, Message: "ok"}
+			it := contract.OpenApiAuditItem{
+				Method:      method,
+				Path:        path,
+				OperationId: op.OperationID,
+				Permission:  extStr(op.Extensions, "x-svc-permission"),
+				Problem:     contract.OpenApiAuditItemProblemNone,
+				Message:     "ok",
+			}
 			switch {
 			case !routes[key]:
 				it.Problem, it.Message = contract.OpenApiAuditItemProblemMissingRoute, "the contract names this operation but the server has no route for it"
@@ -84,7 +91,14 @@ func (s *Service) OpenAPIAudit(onlyProblems bool) contract.OpenApiAuditReport {
 	sort.Strings(extra)
 	for _, r := range extra {
 		m, p, _ := strings.Cut(r, " ")
-		add(contract.OpenApiAuditItem{Method: m, Path: p, Problem: contract.OpenApiAuditItemProblemUndocumentedRoute, Message: "the server serves this route but the contract does not describe it"})
+		add(
+			contract.OpenApiAuditItem{
+				Method:  m,
+				Path:    p,
+				Problem: contract.OpenApiAuditItemProblemUndocumentedRoute,
+				Message: "the server serves this route but the contract does not describe it",
+			},
+		)
 	}
 	sort.SliceStable(rep.Items, func(i, j int) bool {
 		if rep.Items[i].Path != rep.Items[j].Path {

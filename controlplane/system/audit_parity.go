@@ -49,7 +49,15 @@ func (s *Service) ParityAudit(ctx context.Context, p contract.GetParityAuditPara
 		nid := v.NodeID
 		d := contract.ParityMemberDetail{NodeId: nid, Reachable: v.Reachable}
 		if !v.Reachable {
-			add(contract.AuditCheck{Name: "member-reachable", NodeId: &nid, Passed: false, Severity: contract.AuditCheckSeverityError, Message: fmt.Sprintf("not reachable: %v", v.Err)})
+			add(
+				contract.AuditCheck{
+					Name:     "member-reachable",
+					NodeId:   &nid,
+					Passed:   false,
+					Severity: contract.AuditCheckSeverityError,
+					Message:  fmt.Sprintf("not reachable: %v", v.Err),
+				},
+			)
 			details = append(details, d)
 			continue
 		}
@@ -61,8 +69,15 @@ func (s *Service) ParityAudit(ctx context.Context, p contract.GetParityAuditPara
 		}
 		add(contract.AuditCheck{Name: "binary-version", NodeId: &nid, Passed: st.Version == refVersion, Severity: sev(st.Version == refVersion, contract.AuditCheckSeverityWarning),
 			Message: fmt.Sprintf("version %s (first member: %s)", st.Version, refVersion)})
-		add(contract.AuditCheck{Name: "schema-version", NodeId: &nid, Passed: st.SchemaVersion == refSchema, Severity: sev(st.SchemaVersion == refSchema, contract.AuditCheckSeverityError),
-			Message: fmt.Sprintf("store schema %d (first member: %d)", st.SchemaVersion, refSchema)})
+		add(
+			contract.AuditCheck{
+				Name:     "schema-version",
+				NodeId:   &nid,
+				Passed:   st.SchemaVersion == refSchema,
+				Severity: sev(st.SchemaVersion == refSchema, contract.AuditCheckSeverityError),
+				Message:  fmt.Sprintf("store schema %d (first member: %d)", st.SchemaVersion, refSchema),
+			},
+		)
 		switch {
 		case common == 0:
 			add(contract.AuditCheck{Name: "state-hash", NodeId: &nid, Passed: true, Severity: contract.AuditCheckSeverityInfo, Message: "no writes yet; nothing to compare"})

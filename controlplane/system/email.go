@@ -35,7 +35,7 @@ func (s *Service) SendTestEmail(to, subject, actor string) (contract.SystemEmail
 		cfg.From, to, subject, msgID, time.Now().UTC().Format(time.RFC1123Z), s.d.NodeID, actor)
 	start := time.Now()
 	if err := sendMail(cfg, addr, to, []byte(body)); err != nil {
-		return contract.SystemEmailTestResult{Server: addr}, fmt.Errorf("%w: %v", ErrEmailFailed, err)
+		return contract.SystemEmailTestResult{Server: addr}, fmt.Errorf("%w: %w", ErrEmailFailed, err)
 	}
 	return contract.SystemEmailTestResult{Sent: true, Server: addr, DurationMs: time.Since(start).Milliseconds(), MessageId: msgID}, nil
 }

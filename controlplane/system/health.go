@@ -73,7 +73,7 @@ func storeChecks(n *raftnode.Node) []contract.HealthCheck {
 			mib(st.FreeBytes), st.Dir, mib(st.ReserveBytes))
 	}
 	apply := contract.HealthCheck{Name: "apply", Status: contract.HealthCheckStatusOk, Message: "applying committed entries"}
-	if err, since := n.ApplyStalled(); err != nil {
+	if since, err := n.ApplyStalled(); err != nil {
 		apply.Status = contract.HealthCheckStatusDegraded
 		apply.Message = fmt.Sprintf("applying is halted since %s by a local failure and retried (nothing is skipped): %v",
 			since.UTC().Format(time.RFC3339), err)

@@ -52,7 +52,14 @@ func (s *Service) Ports() contract.RuntimePortList {
 	for _, p := range s.d.Ports {
 		host, portStr, _ := net.SplitHostPort(p.Address)
 		port, _ := strconv.Atoi(portStr)
-		row := contract.RuntimePort{Module: p.Module, Protocol: contract.RuntimePortProtocol(p.Protocol), Address: host, Port: int32(port), PortEnd: int32(max(p.PortEnd, port)), Enabled: p.Enabled}
+		row := contract.RuntimePort{
+			Module:   p.Module,
+			Protocol: contract.RuntimePortProtocol(p.Protocol),
+			Address:  host,
+			Port:     int32(port),
+			PortEnd:  int32(max(p.PortEnd, port)),
+			Enabled:  p.Enabled,
+		}
 		row.Listening, row.Message = probe(p.Protocol, host, port)
 		if !p.Enabled {
 			row.Message = "module not enabled on this node; " + row.Message

@@ -151,7 +151,7 @@ func (s *Service) validate(ctx context.Context, in *PlanInput, create bool) ([]s
 			err = events.ValidateSelector(n)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+			return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 		}
 		if !seen[n] {
 			seen[n] = true

@@ -175,7 +175,7 @@ func (g *TargetGuard) CheckHost(ctx context.Context, host string) error {
 		}
 		addrs, err = r.LookupNetIP(ctx, "ip", host)
 		if err != nil {
-			return fmt.Errorf("%w: endpoint host %q does not resolve: %v", ErrInvalid, host, err)
+			return fmt.Errorf("%w: endpoint host %q does not resolve: %w", ErrInvalid, host, err)
 		}
 	}
 	for _, a := range addrs {

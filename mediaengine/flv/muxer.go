@@ -110,7 +110,8 @@ func videoSequenceHeader(t *media.Track) ([]byte, error) {
 		return nil, fmt.Errorf("flv: %w", err)
 	}
 	// Enhanced FLV: IsExHeader | keyframe | PacketTypeSequenceStart, FourCC.
-	return append([]byte{0x80 | 1<<4 | 0, 'h', 'v', 'c', '1'}, c.Marshal()...), nil
+	const packetSequenceStart = 0
+	return append([]byte{0x80 | 1<<4 | packetSequenceStart, 'h', 'v', 'c', '1'}, c.Marshal()...), nil
 }
 
 // appendTag appends a whole tag with its PreviousTagSize.

@@ -26,7 +26,6 @@ type Reader struct {
 	r       *bufio.Reader
 	buf     []byte
 	hdr     [TagHeaderSize]byte
-	prev    uint32
 	started bool
 	// HasAudio and HasVideo are the header's flags.
 	HasAudio, HasVideo bool

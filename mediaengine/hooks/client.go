@@ -261,7 +261,7 @@ func (c *Client) try(ctx context.Context, base, name string, b []byte) (ans engi
 	resp, err := c.http.Do(req)
 	if err != nil {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return engineapi.HookAnswer{}, false, fmt.Errorf("%w (%s): %s: %v", ErrTimeout, c.cfg.Timeout.D(), base, err)
+			return engineapi.HookAnswer{}, false, fmt.Errorf("%w (%s): %s: %w", ErrTimeout, c.cfg.Timeout.D(), base, err)
 		}
 		return engineapi.HookAnswer{}, true, fmt.Errorf("hooks: %s at %s: %w", name, base, err)
 	}
@@ -280,7 +280,7 @@ func (c *Client) try(ctx context.Context, base, name string, b []byte) (ans engi
 		return ans, false, nil
 	}
 	if err := json.Unmarshal(raw, &ans); err != nil {
-		return engineapi.HookAnswer{}, false, fmt.Errorf("%w: %v", ErrAnswer, err)
+		return engineapi.HookAnswer{}, false, fmt.Errorf("%w: %w", ErrAnswer, err)
 	}
 	return ans, false, nil
 }

@@ -16,7 +16,7 @@ type feed struct {
 }
 
 // cache keeps p in the GOP cache: a keyframe restarts it.
-func (f *feed) cache(p *Packet, max int) {
+func (f *feed) cache(p *Packet, limit int) {
 	if p.Keyframe {
 		clear(f.gop)
 		f.gop = append(f.gop[:0], p)
@@ -26,7 +26,7 @@ func (f *feed) cache(p *Packet, max int) {
 	if f.gopFull || len(f.gop) == 0 {
 		return
 	}
-	if len(f.gop) >= max {
+	if len(f.gop) >= limit {
 		clear(f.gop)
 		f.gop = f.gop[:0]
 		f.gopFull = true

@@ -2,6 +2,7 @@ package hub
 
 import (
 	"context"
+	"errors"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -149,7 +150,7 @@ func (h *Hub) Subscribe(ctx context.Context, path media.Path, format Format, lab
 			select {
 			case <-s.readyCh:
 				r, err := s.subscribe(format, label)
-				if err == ErrStreamClosed {
+				if errors.Is(err, ErrStreamClosed) {
 					continue // replaced by a new publisher meanwhile, or gone
 				}
 				return r, err

@@ -102,7 +102,7 @@ func TestPublishSubscribeAndGOPCache(t *testing.T) {
 		t.Fatalf("serialised %d times for 7 frames and 2 readers, want 7", muxed)
 	}
 	got, _ = r2.Next(ctx, got[:0])
-	if len(got) != 7 || &got[3].Data[0] == nil {
+	if len(got) != 7 || len(got[3].Data) == 0 {
 		t.Fatalf("r2 got %d packets", len(got))
 	}
 	rawGot, _ := raw.Next(ctx, nil)

@@ -81,7 +81,7 @@ func (p *Proxy) run(ctx context.Context) {
 		p.mu.Lock()
 		attempts := p.attempts
 		p.mu.Unlock()
-		if max := p.req.Retry.MaxAttempts; max > 0 && attempts >= max && !wasLive {
+		if maxAttempts := p.req.Retry.MaxAttempts; maxAttempts > 0 && attempts >= maxAttempts && !wasLive {
 			p.set(StateFailed, errors.Join(errGaveUp, err))
 			p.log.Warn("pull proxy gave up", zap.Int("attempts", attempts), zap.Error(err))
 			return

@@ -52,7 +52,9 @@ func TestAACDepacketizer(t *testing.T) {
 			name: "AAC-lbr with 6-bit sizes",
 			format: Format{EncodingName: "mpeg4-generic", ClockRate: 16000, Channels: 1,
 				FMTP: ParseFMTP("mode=AAC-lbr;sizelength=6;indexlength=2;indexdeltalength=2;config=1408")},
-			pkts:  [][]byte{{0x00, 0x10, 10 << 2, 20 << 2, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10}},
+			pkts: [][]byte{
+				{0x00, 0x10, 10 << 2, 20 << 2, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10},
+			},
 			marks: []bool{true}, tss: []uint32{0},
 			want: [][]byte{{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10}}, ptsAt: []uint32{0, 1024},
 		},
@@ -126,7 +128,8 @@ func TestAACDepacketizerBadInput(t *testing.T) {
 			t.Fatal("AU with a lost fragment was published")
 		}
 	}
-	if _, err := NewDepacketizer(Format{EncodingName: "mpeg4-generic", FMTP: ParseFMTP("sizelength=x")}, &media.Track{Codec: media.CodecAAC, ClockRate: 1}, NewStreamClock(), col.emit); err == nil {
+	bad := Format{EncodingName: "mpeg4-generic", FMTP: ParseFMTP("sizelength=x")}
+	if _, err := NewDepacketizer(bad, &media.Track{Codec: media.CodecAAC, ClockRate: 1}, NewStreamClock(), col.emit); err == nil {
 		t.Fatal("bad sizelength accepted")
 	}
 }

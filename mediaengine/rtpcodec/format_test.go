@@ -17,12 +17,30 @@ func TestFormatTrack(t *testing.T) {
 		codec    media.Codec
 		sps, pps []byte
 	}{
-		{"H.264 sprop", Format{EncodingName: "H264", ClockRate: 90000, FMTP: ParseFMTP("packetization-mode=1; sprop-parameter-sets=" + b64(testSPS) + "," + b64(testPPS))}, media.CodecH264, testSPS, testPPS},
+		{
+			"H.264 sprop",
+			Format{EncodingName: "H264", ClockRate: 90000, FMTP: ParseFMTP("packetization-mode=1; sprop-parameter-sets=" + b64(testSPS) + "," + b64(testPPS))},
+			media.CodecH264,
+			testSPS,
+			testPPS,
+		},
 		{"H.264 Annex-B sprop", Format{EncodingName: "h264", ClockRate: 90000, FMTP: ParseFMTP("sprop-parameter-sets=" + b64(annexB))}, media.CodecH264, testSPS, testPPS},
 		{"H.264 empty sprop", Format{EncodingName: "H264", ClockRate: 90000, FMTP: ParseFMTP("sprop-parameter-sets=;packetization-mode=1")}, media.CodecH264, nil, nil},
 		{"H.264 garbage sprop", Format{EncodingName: "H264", ClockRate: 90000, FMTP: ParseFMTP("sprop-parameter-sets=%%%,!!")}, media.CodecH264, nil, nil},
-		{"H.264 unpadded base64", Format{EncodingName: "H264", ClockRate: 90000, FMTP: ParseFMTP("sprop-parameter-sets=" + base64.RawStdEncoding.EncodeToString(testSPS))}, media.CodecH264, testSPS, nil},
-		{"H.265", Format{EncodingName: "H265", ClockRate: 90000, FMTP: ParseFMTP("sprop-vps=" + b64(testVPS) + ";sprop-sps=" + b64(testSPS265) + ";sprop-pps=" + b64(testPPS265))}, media.CodecH265, testSPS265, testPPS265},
+		{
+			"H.264 unpadded base64",
+			Format{EncodingName: "H264", ClockRate: 90000, FMTP: ParseFMTP("sprop-parameter-sets=" + base64.RawStdEncoding.EncodeToString(testSPS))},
+			media.CodecH264,
+			testSPS,
+			nil,
+		},
+		{
+			"H.265",
+			Format{EncodingName: "H265", ClockRate: 90000, FMTP: ParseFMTP("sprop-vps=" + b64(testVPS) + ";sprop-sps=" + b64(testSPS265) + ";sprop-pps=" + b64(testPPS265))},
+			media.CodecH265,
+			testSPS265,
+			testPPS265,
+		},
 		{"AAC", Format{EncodingName: "MPEG4-GENERIC", ClockRate: 44100, Channels: 2, FMTP: ParseFMTP("mode=AAC-hbr;config=1210")}, media.CodecAAC, nil, nil},
 		{"static PCMU", Format{PayloadType: 0}, media.CodecPCMU, nil, nil},
 		{"Opus", Format{EncodingName: "opus", ClockRate: 48000, Channels: 2, FMTP: ParseFMTP("sprop-stereo=1")}, media.CodecOpus, nil, nil},
@@ -44,7 +62,15 @@ func TestFormatTrack(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			again, err := Format{PayloadType: back.PayloadType, EncodingName: back.EncodingName, ClockRate: back.ClockRate, Channels: back.Channels, FMTP: ParseFMTP(back.FMTPString())}.Track(3)
+			again, err := Format{
+				PayloadType:  back.PayloadType,
+				EncodingName: back.EncodingName,
+				ClockRate:    back.ClockRate,
+				Channels:     back.Channels,
+				FMTP:         ParseFMTP(back.FMTPString()),
+			}.Track(
+				3,
+			)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -28,7 +28,7 @@ func TestH264Depacketizer(t *testing.T) {
 		return b
 	}
 	fuA := func(n []byte, from, to int, start, end bool) []byte {
-		h := n[0]&0x1f | 0
+		h := n[0] & 0x1f
 		if start {
 			h |= 0x80
 		}

@@ -42,9 +42,9 @@ func (f Format) latmConfig() (c aac.StreamMuxConfig, ok bool, err error) {
 	}
 	if c, err = aac.ParseStreamMuxConfig(b); err != nil {
 		if errors.Is(err, aac.ErrLATMUnsupported) {
-			return c, false, fmt.Errorf("%w: %v", ErrUnsupportedCodec, err)
+			return c, false, fmt.Errorf("%w: %w", ErrUnsupportedCodec, err)
 		}
-		return c, false, fmt.Errorf("%w: %v", ErrBadParameters, err)
+		return c, false, fmt.Errorf("%w: %w", ErrBadParameters, err)
 	}
 	return c, true, nil
 }
@@ -126,7 +126,7 @@ func (d *latmDepacketizer) elements() error {
 	if err != nil {
 		d.stats.Malformed.Add(1)
 		d.stats.Dropped.Add(1)
-		return fmt.Errorf("%w: %v", ErrMalformedPacket, err)
+		return fmt.Errorf("%w: %w", ErrMalformedPacket, err)
 	}
 	d.setConfig(cfg) // an in-band config may have replaced it
 	d.joined, d.sizes = d.joined[:0], d.sizes[:0]

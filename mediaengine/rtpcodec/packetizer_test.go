@@ -111,7 +111,13 @@ func TestAudioPacketizerRoundTrip(t *testing.T) {
 		packets int    // expected packet count at the MTU used
 	}{
 		{"AAC", &media.Track{Codec: media.CodecAAC, ClockRate: 48000, SampleRate: 48000, Channels: 2, AudioSpecificConfig: []byte{0x11, 0x90}},
-			Format{PayloadType: 97, EncodingName: "mpeg4-generic", ClockRate: 48000, Channels: 2, FMTP: ParseFMTP("streamtype=5;mode=AAC-hbr;sizelength=13;indexlength=3;indexdeltalength=3;config=1190")},
+			Format{
+				PayloadType:  97,
+				EncodingName: "mpeg4-generic",
+				ClockRate:    48000,
+				Channels:     2,
+				FMTP:         ParseFMTP("streamtype=5;mode=AAC-hbr;sizelength=13;indexlength=3;indexdeltalength=3;config=1190"),
+			},
 			[]int{300, 2000, 10}, 1024, 1 + 5 + 1},
 		{"PCMA", &media.Track{Codec: media.CodecPCMA, ClockRate: 8000, SampleRate: 8000, Channels: 1},
 			Format{PayloadType: 8, EncodingName: "PCMA", ClockRate: 8000}, []int{160, 160}, 160, 2},

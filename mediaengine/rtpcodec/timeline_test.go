@@ -22,10 +22,18 @@ func TestTimeline(t *testing.T) {
 			[]time.Duration{0, 40 * time.Millisecond, 80 * time.Millisecond}},
 		{"B-frames go back a little", 90000, []in{{0, 0}, {10800, 40 * time.Millisecond}, {3600, 80 * time.Millisecond}},
 			[]time.Duration{0, 120 * time.Millisecond, 40 * time.Millisecond}},
-		{"forward jump continues from arrival", 48000, []in{{0, 0}, {1024, 21 * time.Millisecond}, {1024 + 48000*3600, 42 * time.Millisecond}, {2048 + 48000*3600, 63 * time.Millisecond}},
-			[]time.Duration{0, 21333333, 42333333, 63666666}},
-		{"a clock 2 s back continues from arrival", 90000, []in{{900000, 0}, {903600, 40 * time.Millisecond}, {903600 - 180000, 80 * time.Millisecond}, {907200 - 180000, 120 * time.Millisecond}},
-			[]time.Duration{0, 40 * time.Millisecond, 80 * time.Millisecond, 120 * time.Millisecond}},
+		{
+			"forward jump continues from arrival",
+			48000,
+			[]in{{0, 0}, {1024, 21 * time.Millisecond}, {1024 + 48000*3600, 42 * time.Millisecond}, {2048 + 48000*3600, 63 * time.Millisecond}},
+			[]time.Duration{0, 21333333, 42333333, 63666666},
+		},
+		{
+			"a clock 2 s back continues from arrival",
+			90000,
+			[]in{{900000, 0}, {903600, 40 * time.Millisecond}, {903600 - 180000, 80 * time.Millisecond}, {907200 - 180000, 120 * time.Millisecond}},
+			[]time.Duration{0, 40 * time.Millisecond, 80 * time.Millisecond, 120 * time.Millisecond},
+		},
 		{"clock reset to zero continues from arrival", 90000, []in{{900000, 0}, {903600, 40 * time.Millisecond}, {0, 80 * time.Millisecond}, {3600, 120 * time.Millisecond}},
 			[]time.Duration{0, 40 * time.Millisecond, 80 * time.Millisecond, 120 * time.Millisecond}},
 	}

@@ -77,7 +77,7 @@ func (a *clientAuth) header(method, uri string) (string, error) {
 	a.count++
 	cred, err := digest.Digest(a.challenge, digest.Options{Method: method, URI: uri, Username: a.user, Password: a.password, Count: a.count})
 	if err != nil {
-		return "", fmt.Errorf("%w: %v", ErrUnauthorized, err)
+		return "", fmt.Errorf("%w: %w", ErrUnauthorized, err)
 	}
 	return cred.String(), nil
 }

@@ -13,7 +13,13 @@ func TestClientAuthChoosesStrongest(t *testing.T) {
 		err        error
 		allowBasic bool
 	}{
-		{"SHA-256 over MD5 whatever the order", []string{`Digest realm="r", nonce="n", algorithm=MD5`, `Digest realm="r", nonce="n", algorithm=SHA-256, qop="auth"`}, "SHA-256", nil, false},
+		{
+			"SHA-256 over MD5 whatever the order",
+			[]string{`Digest realm="r", nonce="n", algorithm=MD5`, `Digest realm="r", nonce="n", algorithm=SHA-256, qop="auth"`},
+			"SHA-256",
+			nil,
+			false,
+		},
 		{"Digest over Basic", []string{`Basic realm="r"`, `Digest realm="r", nonce="n"`}, "", nil, true},
 		{"Basic alone, opted in", []string{`Basic realm="cam"`}, "basic", nil, true},
 		{"Basic alone is refused over plain rtsp", []string{`Basic realm="cam"`}, "", ErrBasicRefused, false},

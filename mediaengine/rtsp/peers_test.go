@@ -26,8 +26,6 @@ func startProcess(t *testing.T, name string, args ...string) (stop func() string
 	return peers.Start(t, name, args...).Stop
 }
 
-func freePort(t *testing.T) int { return peers.FreePort(t) }
-
 // probeStream is what ffprobe reports of one stream of a file.
 type probeStream struct {
 	Index     int    `json:"index"`

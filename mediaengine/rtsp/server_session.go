@@ -193,8 +193,8 @@ func (s *serverSession) startPlay() {
 	s.playDone = make(chan struct{})
 	go func() {
 		defer close(s.playDone)
-		err := s.play(ctx)
-		if err != nil && ctx.Err() == nil {
+		// play returns only when it failed or ctx ended.
+		if err := s.play(ctx); ctx.Err() == nil {
 			s.srv.log.Info("rtsp play ended", zap.String("session", string(s.id)), zap.Error(err))
 			s.conn.conn.Close()
 		}

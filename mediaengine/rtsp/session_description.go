@@ -2,7 +2,6 @@ package rtsp
 
 import (
 	"fmt"
-	"net/url"
 	"strconv"
 	"strings"
 
@@ -48,7 +47,7 @@ func (s *SessionDescription) Tracks() []*media.Track {
 func ParseSessionDescription(b []byte) (*SessionDescription, error) {
 	var sd sdp.SessionDescription
 	if err := sd.UnmarshalString(cleanSDP(string(b))); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrBadSDP, err)
+		return nil, fmt.Errorf("%w: %w", ErrBadSDP, err)
 	}
 	out := &SessionDescription{}
 	out.Control, _ = sd.Attribute("control")
@@ -292,9 +291,4 @@ func MarshalSessionDescription(tracks []*media.Track, host string) ([]byte, erro
 		sd.MediaDescriptions = append(sd.MediaDescriptions, md)
 	}
 	return sd.Marshal()
-}
-
-// mediaURL resolves each media's control URL against base.
-func (s *SessionDescription) mediaURL(base *url.URL, i int) (*url.URL, error) {
-	return ResolveControl(base, s.Medias[i].Control)
 }

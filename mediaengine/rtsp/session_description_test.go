@@ -26,8 +26,10 @@ func TestParseSessionDescription(t *testing.T) {
 		{
 			name: "ffmpeg",
 			sdp: "v=0\r\no=- 0 0 IN IP4 127.0.0.1\r\ns=No Name\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\na=tool:libavformat 59.27.100\r\n" +
-				"m=video 0 RTP/AVP 96\r\na=rtpmap:96 H264/90000\r\na=fmtp:96 packetization-mode=1; sprop-parameter-sets=" + b64(sdpSPS) + "," + b64(sdpPPS) + "; profile-level-id=42C01E\r\na=control:streamid=0\r\n" +
-				"m=audio 0 RTP/AVP 97\r\nb=AS:128\r\na=rtpmap:97 MPEG4-GENERIC/44100/2\r\na=fmtp:97 profile-level-id=1;mode=AAC-hbr;sizelength=13;indexlength=3;indexdeltalength=3; config=121056E500\r\na=control:streamid=1\r\n",
+				"m=video 0 RTP/AVP 96\r\na=rtpmap:96 H264/90000\r\na=fmtp:96 packetization-mode=1; " +
+				"sprop-parameter-sets=" + b64(sdpSPS) + "," + b64(sdpPPS) + "; profile-level-id=42C01E\r\na=control:streamid=0\r\n" +
+				"m=audio 0 RTP/AVP 97\r\nb=AS:128\r\na=rtpmap:97 MPEG4-GENERIC/44100/2\r\na=fmtp:97 " +
+				"profile-level-id=1;mode=AAC-hbr;sizelength=13;indexlength=3;indexdeltalength=3; config=121056E500\r\na=control:streamid=1\r\n",
 			tracks: []media.Codec{media.CodecH264, media.CodecAAC}, controls: []string{"streamid=0", "streamid=1"}, sps: sdpSPS,
 		},
 		{
@@ -87,13 +89,18 @@ func TestMarshalSessionDescription(t *testing.T) {
 		t.Fatalf("%v\n%s", err, b)
 	}
 	got := sd.Tracks()
-	if len(got) != 3 || !bytes.Equal(got[0].SPS, sdpSPS) || !bytes.Equal(got[1].AudioSpecificConfig, tracks[1].AudioSpecificConfig) || got[2].Codec != media.CodecPCMU || sd.Medias[1].Control != "trackID=1" {
+	if len(got) != 3 || !bytes.Equal(got[0].SPS, sdpSPS) || !bytes.Equal(got[1].AudioSpecificConfig, tracks[1].AudioSpecificConfig) || got[2].Codec != media.CodecPCMU ||
+		sd.Medias[1].Control != "trackID=1" {
 		t.Fatalf("round trip lost something:\n%s", b)
 	}
 }
 
 func FuzzParseSessionDescription(f *testing.F) {
-	f.Add([]byte("v=0\r\no=- 0 0 IN IP4 127.0.0.1\r\ns=x\r\nt=0 0\r\nm=video 0 RTP/AVP 96\r\na=rtpmap:96 H264/90000\r\na=fmtp:96 sprop-parameter-sets=Z0LAHtkAoD2hAAADAAE=,aMuDyyA=\r\n"))
+	f.Add(
+		[]byte(
+			"v=0\r\no=- 0 0 IN IP4 127.0.0.1\r\ns=x\r\nt=0 0\r\nm=video 0 RTP/AVP 96\r\na=rtpmap:96 H264/90000\r\na=fmtp:96 sprop-parameter-sets=Z0LAHtkAoD2hAAADAAE=,aMuDyyA=\r\n",
+		),
+	)
 	f.Add([]byte("v=0\nm=audio x RTP/AVP 97\na=rtpmap:97 mpeg4-generic/0/2\na=fmtp:97 config=zz\n"))
 	f.Add([]byte("m=video 0 RTP/AVP 96 97\na=rtpmap:97 H265/90000\na=fmtp:97 sprop-vps=QAEMAf//AWAAAAMAAAMAAAMAAAMAXawJ\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {

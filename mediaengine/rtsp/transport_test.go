@@ -13,7 +13,11 @@ func TestParseTransports(t *testing.T) {
 	}{
 		{"RTP/AVP/TCP;unicast;interleaved=0-1", Transport{TCP: true, Interleaved: [2]int{0, 1}, HasChannels: true}, "RTP/AVP/TCP;unicast;interleaved=0-1"},
 		{"RTP/AVP;unicast;client_port=5000-5001;mode=record", Transport{ClientPorts: [2]int{5000, 5001}, Mode: "record"}, "RTP/AVP;unicast;client_port=5000-5001;mode=record"},
-		{"RTP/AVP/UDP;unicast;client_port=6000;server_port=7000-7001;ssrc=1A2B3C4D;mode=\"PLAY\"", Transport{ClientPorts: [2]int{6000, 6001}, ServerPorts: [2]int{7000, 7001}, SSRC: 0x1a2b3c4d, HasSSRC: true, Mode: "play"}, ""},
+		{
+			"RTP/AVP/UDP;unicast;client_port=6000;server_port=7000-7001;ssrc=1A2B3C4D;mode=\"PLAY\"",
+			Transport{ClientPorts: [2]int{6000, 6001}, ServerPorts: [2]int{7000, 7001}, SSRC: 0x1a2b3c4d, HasSSRC: true, Mode: "play"},
+			"",
+		},
 		{"RTP/AVP;multicast;destination=232.0.0.1", Transport{Multicast: true, Destination: "232.0.0.1"}, ""},
 	}
 	for _, tt := range tests {

@@ -24,11 +24,26 @@ func TestSplitAndJoin(t *testing.T) {
 		{"path (XM)", "rtsp://192.168.1.10:554/user=admin&password=s3cret&channel=1&stream=0.sdp?",
 			"rtsp://192.168.1.10:554/user=***&password=***&channel=1&stream=0.sdp?", "rtsp://192.168.1.10:554/user=***&password=***&channel=1&stream=0.sdp?", "", "",
 			map[string]string{"p:user": "admin", "p:password": "s3cret"}},
-		{"path with empty password", "rtsp://cam/user=admin&password=&channel=1", "rtsp://cam/user=***&password=***&channel=1", "rtsp://cam/user=***&password=***&channel=1", "", "",
-			map[string]string{"p:user": "admin", "p:password": ""}},
+		{
+			"path with empty password",
+			"rtsp://cam/user=admin&password=&channel=1",
+			"rtsp://cam/user=***&password=***&channel=1",
+			"rtsp://cam/user=***&password=***&channel=1",
+			"",
+			"",
+			map[string]string{"p:user": "admin", "p:password": ""},
+		},
 		{"all three", "rtsp://a:b@cam/user=c&password=d/x?pwd=e", "rtsp://cam/user=***&password=***/x?pwd=***", "rtsp://***@cam/user=***&password=***/x?pwd=***", "a", "b",
 			map[string]string{"p:user": "c", "p:password": "d", "q:pwd": "e"}},
-		{"look-alikes stay", "rtsp://cam/stream?passport=1&users=2&subtype=0", "rtsp://cam/stream?passport=1&users=2&subtype=0", "rtsp://cam/stream?passport=1&users=2&subtype=0", "", "", nil},
+		{
+			"look-alikes stay",
+			"rtsp://cam/stream?passport=1&users=2&subtype=0",
+			"rtsp://cam/stream?passport=1&users=2&subtype=0",
+			"rtsp://cam/stream?passport=1&users=2&subtype=0",
+			"",
+			"",
+			nil,
+		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -58,7 +58,7 @@ func Verify(header, method, password, realm, nonce string) (username string, err
 	}
 	c, err := digest.ParseCredentials(header)
 	if err != nil {
-		return "", fmt.Errorf("%w: %v", ErrDenied, err)
+		return "", fmt.Errorf("%w: %w", ErrDenied, err)
 	}
 	if c.Realm != realm || c.Nonce != nonce {
 		return "", fmt.Errorf("%w: realm or nonce does not match", ErrDenied)
@@ -72,7 +72,7 @@ func Verify(header, method, password, realm, nonce string) (username string, err
 	}
 	want, err := Expected(c.Algorithm, c.Username, realm, password, method, c.URI, nonce, nc, c.Cnonce, c.QOP)
 	if err != nil {
-		return "", fmt.Errorf("%w: %v", ErrDenied, err)
+		return "", fmt.Errorf("%w: %w", ErrDenied, err)
 	}
 	if subtle.ConstantTimeCompare([]byte(want), []byte(strings.ToLower(c.Response))) != 1 {
 		return "", ErrDenied

@@ -103,7 +103,7 @@ func ParseCert(pemBytes []byte) (*x509.Certificate, error) {
 	}
 	c, err := x509.ParseCertificate(b.Bytes)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrBadCert, err)
+		return nil, fmt.Errorf("%w: %w", ErrBadCert, err)
 	}
 	return c, nil
 }
@@ -206,10 +206,10 @@ func ParseCSR(pemBytes []byte) (*x509.CertificateRequest, error) {
 	}
 	csr, err := x509.ParseCertificateRequest(b.Bytes)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrBadCSR, err)
+		return nil, fmt.Errorf("%w: %w", ErrBadCSR, err)
 	}
 	if err := csr.CheckSignature(); err != nil {
-		return nil, fmt.Errorf("%w: signature: %v", ErrBadCSR, err)
+		return nil, fmt.Errorf("%w: signature: %w", ErrBadCSR, err)
 	}
 	switch k := csr.PublicKey.(type) {
 	case *ecdsa.PublicKey:

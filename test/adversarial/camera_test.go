@@ -68,7 +68,13 @@ func TestAttack03CameraCredentialsToAHostOfTheCallersChoice(t *testing.T) {
 	ch := h.createChannel("Gate", "gate", "rtsp://admin:"+password+"@127.0.0.1:9/Streaming/101")
 	editor := tokenCaller(h.node, h.token("channels.manage", "channels.view"))
 
-	refused(t, "re-pointing with the masked credentials", editor("PUT", "/api/v2/channels/"+ch, map[string]any{"sourceUrl": "rtsp://***@" + trapHost.addr + "/x"}), 400, "invalid_body")
+	refused(
+		t,
+		"re-pointing with the masked credentials",
+		editor("PUT", "/api/v2/channels/"+ch, map[string]any{"sourceUrl": "rtsp://***@" + trapHost.addr + "/x"}),
+		400,
+		"invalid_body",
+	)
 	refused(t, "another port of the same host", editor("PUT", "/api/v2/channels/"+ch, map[string]any{"sourceUrl": "rtsp://***@127.0.0.1:10/Streaming/101"}), 400, "invalid_body")
 	refused(t, "opting in to Basic without the credentials", editor("PUT", "/api/v2/channels/"+ch, map[string]any{"allowBasicAuthOverPlainRtsp": true}), 400, "invalid_body")
 	if got := h.channel(ch); !got.HasSourceCredentials || got.SourceURL != "rtsp://***@127.0.0.1:9/Streaming/101" {
@@ -162,7 +168,8 @@ func TestAttack04CameraPasswordNeverLeaks(t *testing.T) {
 	if a := call("POST", "/api/v2/streams/start-proxy", map[string]any{"mediaServerId": mediaServerID, "app": "adhoc", "stream": "s1", "url": cam.URL("h264")}); a.status != 200 {
 		t.Fatalf("start-proxy: %s", a)
 	}
-	if a := call("POST", "/api/v2/streams/smoke-tests/rtsp", map[string]any{"mediaServerId": mediaServerID, "url": cam.URL("h264"), "timeoutSeconds": 15}); a.status != 200 || !strings.Contains(string(a.body), `"ok":true`) {
+	if a := call("POST", "/api/v2/streams/smoke-tests/rtsp", map[string]any{"mediaServerId": mediaServerID, "url": cam.URL("h264"), "timeoutSeconds": 15}); a.status != 200 ||
+		!strings.Contains(string(a.body), `"ok":true`) {
 		t.Fatalf("smoke test: %s", a)
 	}
 	var generic struct{ CommandID string }

@@ -43,7 +43,8 @@ func startMediaHost(t *testing.T, id string) *mediaHost {
 	} else {
 		a.decode(t, &en)
 	}
-	if out, err := exec.Command(bin, "agent", "enroll", "--server", en.AgentServerUrl, "--code", en.Code, "--ca-hash", en.CaHash, "--data-dir", h.agentDir).CombinedOutput(); err != nil {
+	enroll := exec.Command(bin, "agent", "enroll", "--server", en.AgentServerUrl, "--code", en.Code, "--ca-hash", en.CaHash, "--data-dir", h.agentDir)
+	if out, err := enroll.CombinedOutput(); err != nil {
 		t.Fatalf("enroll: %v %s", err, out)
 	}
 	h.agent = testkit.StartProcess(t, bin, testkit.AgentArgs(t, h.agentDir)...)

@@ -64,9 +64,16 @@ func TestAttack11SmallerOnes(t *testing.T) {
 		if id == "" {
 			t.Fatalf("no captcha to get through: %s", a)
 		}
-		refused(t, "a wrong captcha answer", loginFrom(t, fromAddress("127.0.0.1"), n.api, "root", rootPassword, map[string]string{"captchaId": id, "captchaAnswer": "XXXXXX"}), 429, "rate_limited")
+		refused(
+			t,
+			"a wrong captcha answer",
+			loginFrom(t, fromAddress("127.0.0.1"), n.api, "root", rootPassword, map[string]string{"captchaId": id, "captchaAnswer": "XXXXXX"}),
+			429,
+			"rate_limited",
+		)
 		// Solving it (reading the image: the test asks the node what it shows).
-		if a := loginFrom(t, fromAddress("127.0.0.1"), n.api, "root", rootPassword, map[string]string{"captchaId": id, "captchaAnswer": n.s.Sessions.CaptchaAnswer(id)}); a.status != 200 {
+		solved := map[string]string{"captchaId": id, "captchaAnswer": n.s.Sessions.CaptchaAnswer(id)}
+		if a := loginFrom(t, fromAddress("127.0.0.1"), n.api, "root", rootPassword, solved); a.status != 200 {
 			t.Fatalf("the user with a solved captcha: %s", a)
 		}
 	})

@@ -36,7 +36,13 @@ func TestAttack08TokensLiftingTheirLimits(t *testing.T) {
 
 	t.Run("a token never changes itself", func(t *testing.T) {
 		refused(t, "dropping its allow-list", attacker("PUT", "/api/v2/security/api-tokens/"+limited.TokenID, map[string]any{"allowedIps": []string{}}), 403, "permission_denied")
-		refused(t, "extending its expiry", attacker("PUT", "/api/v2/security/api-tokens/"+limited.TokenID, map[string]any{"expiresAt": expires.Add(365 * 24 * time.Hour)}), 403, "permission_denied")
+		refused(
+			t,
+			"extending its expiry",
+			attacker("PUT", "/api/v2/security/api-tokens/"+limited.TokenID, map[string]any{"expiresAt": expires.Add(365 * 24 * time.Hour)}),
+			403,
+			"permission_denied",
+		)
 	})
 	t.Run("children stay within the creator's limits", func(t *testing.T) {
 		child := func(extra map[string]any) answer {
@@ -88,10 +94,17 @@ func TestAttack08TokensLiftingTheirLimits(t *testing.T) {
 		manager := n.createRole(super, "role-manager", "security.roles.manage", "security.roles.view", "channels.view")
 		n.createUser(super, "rolemgr", otherPassword, manager)
 		rm := login(t, n.api, "rolemgr", otherPassword)
-		refused(t, "narrowing a role above the manager", rm.do("PUT", "/api/v2/security/roles/"+ops, map[string]any{"name": "ops", "permissions": []string{"channels.view"}}), 403, "permission_denied")
+		refused(
+			t,
+			"narrowing a role above the manager",
+			rm.do("PUT", "/api/v2/security/roles/"+ops, map[string]any{"name": "ops", "permissions": []string{"channels.view"}}),
+			403,
+			"permission_denied",
+		)
 		refused(t, "deleting a role above the manager", rm.do("DELETE", "/api/v2/security/roles/"+ops, nil), 403, "permission_denied")
 		mine := n.createRole(super, "viewers-of-channels", "channels.view")
-		if a := rm.do("PUT", "/api/v2/security/roles/"+mine, map[string]any{"name": "channel viewers", "permissions": []string{"channels.view", "security.roles.view"}}); a.status != 200 {
+		edit := map[string]any{"name": "channel viewers", "permissions": []string{"channels.view", "security.roles.view"}}
+		if a := rm.do("PUT", "/api/v2/security/roles/"+mine, edit); a.status != 200 {
 			t.Fatalf("editing a role within the manager's permissions: %s", a)
 		}
 	})

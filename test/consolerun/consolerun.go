@@ -97,7 +97,7 @@ func CheckPeers(log io.Writer) error {
 		cmd := exec.Command("npm", "ci", "--no-audit", "--no-fund")
 		cmd.Dir = dir
 		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("npm ci in console/: %v\n%s", err, tail(string(out), 4000))
+			return fmt.Errorf("npm ci in console/: %w\n%s", err, tail(string(out), 4000))
 		}
 		break
 	}
@@ -163,7 +163,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	res.Node, res.Platform, res.Received = nodeOut.String(), dev.out.String(), rcv.deliveries()
 	if runErr != nil {
-		return res, fmt.Errorf("the browser run failed: %v\n%s", runErr, tail(res.Node, 6000))
+		return res, fmt.Errorf("the browser run failed: %w\n%s", runErr, tail(res.Node, 6000))
 	}
 	return res, nil
 }

@@ -192,7 +192,8 @@ func TestAgentEndToEnd(t *testing.T) {
 			nodeCommand
 			Result map[string]any
 		}
-		if st := cp.call("POST", "/api/v2/nodes/media-1/commands", map[string]any{"commandType": agentapi.TypePing, "waitSeconds": 20}, &cmd.nodeCommand); st != 200 || cmd.Status != "Succeeded" {
+		if st := cp.call("POST", "/api/v2/nodes/media-1/commands", map[string]any{"commandType": agentapi.TypePing, "waitSeconds": 20}, &cmd.nodeCommand); st != 200 ||
+			cmd.Status != "Succeeded" {
 			t.Fatalf("ping: %d %+v", st, cmd)
 		}
 		cp.call("GET", "/api/v2/node/commands/"+cmd.CommandID+"/detail", nil, &cmd)
@@ -266,7 +267,8 @@ func TestAgentEndToEnd(t *testing.T) {
 		if st, _ := post("on_play", `not json`); st != 400 {
 			t.Fatalf("bad hook body: %d", st)
 		}
-		if resp, err := agentClient(caPEM, nil).Post(en.AgentServerUrl+agentapi.PathEngineHooks+"/on_play", "application/json", strings.NewReader(`{}`)); err != nil || resp.StatusCode != 401 {
+		if resp, err := agentClient(caPEM, nil).Post(en.AgentServerUrl+agentapi.PathEngineHooks+"/on_play", "application/json", strings.NewReader(`{}`)); err != nil ||
+			resp.StatusCode != 401 {
 			t.Fatalf("hook without a certificate: %v %v", resp, err)
 		}
 	})
@@ -289,7 +291,8 @@ func TestAgentEndToEnd(t *testing.T) {
 		}
 		var d map[string]any
 		json.Unmarshal(crashed[0].Data, &d)
-		if d["NodeId"] != "media-1" || d["engineNodeId"] != "media-1" || d["previousPid"] != float64(proc.Pid) || d["reason"] != nodes.ReasonCrashed || d["LastAction"] != "agent-start" {
+		if d["NodeId"] != "media-1" || d["engineNodeId"] != "media-1" || d["previousPid"] != float64(proc.Pid) || d["reason"] != nodes.ReasonCrashed ||
+			d["LastAction"] != "agent-start" {
 			t.Fatalf("crashed data %v", d)
 		}
 		rec := cp.events("media.server.recovered")[0]
@@ -327,7 +330,8 @@ func TestAgentEndToEnd(t *testing.T) {
 			t.Fatalf("apply %d %+v", st, res)
 		}
 		var bad struct{ Code string }
-		if st := cp.call("POST", "/api/v2/node/engine/config/apply", map[string]any{"settings": map[string]any{"hooks": map[string]any{"url": "https://x"}}, "reason": "e2e"}, &bad); st != 400 {
+		managed := map[string]any{"settings": map[string]any{"hooks": map[string]any{"url": "https://x"}}, "reason": "e2e"}
+		if st := cp.call("POST", "/api/v2/node/engine/config/apply", managed, &bad); st != 400 {
 			t.Fatalf("managed field change: %d %+v", st, bad)
 		}
 	})
@@ -337,7 +341,8 @@ func TestAgentEndToEnd(t *testing.T) {
 		var op struct {
 			OperationId, CommandId, Status string
 		}
-		if st := cp.call("POST", "/api/v2/system/lifecycle/operations", map[string]any{"nodeId": "media-1", "operation": "certificate-renew", "reason": "e2e"}, &op); st != 200 || op.CommandId == "" {
+		if st := cp.call("POST", "/api/v2/system/lifecycle/operations", map[string]any{"nodeId": "media-1", "operation": "certificate-renew", "reason": "e2e"}, &op); st != 200 ||
+			op.CommandId == "" {
 			t.Fatalf("lifecycle operation %d %+v", st, op)
 		}
 		var ops struct {
@@ -363,7 +368,8 @@ func TestAgentEndToEnd(t *testing.T) {
 			t.Fatalf("lease %d %+v", st, lease)
 		}
 		var released struct{ Status string }
-		if st := cp.call("POST", "/api/v2/node/rtp/ports/"+strconv.Itoa(lease.Port)+"/release?direction=send", map[string]any{"reason": "done"}, &released); st != 200 || released.Status != "released" {
+		if st := cp.call("POST", "/api/v2/node/rtp/ports/"+strconv.Itoa(lease.Port)+"/release?direction=send", map[string]any{"reason": "done"}, &released); st != 200 ||
+			released.Status != "released" {
 			t.Fatalf("release by port %d %+v", st, released)
 		}
 		var bad struct{ Code string }
@@ -464,7 +470,8 @@ func TestAgentEndToEnd(t *testing.T) {
 			Retired bool
 			Message string
 		}
-		if st := cp.call("POST", "/api/v2/media-servers/media-1/retire", map[string]any{"preview": false, "reason": "e2e retirement", "force": true}, &res); st != 200 || !res.Retired {
+		if st := cp.call("POST", "/api/v2/media-servers/media-1/retire", map[string]any{"preview": false, "reason": "e2e retirement", "force": true}, &res); st != 200 ||
+			!res.Retired {
 			t.Fatalf("retire %d %+v", st, res)
 		}
 		if st, code := pollStatus(t, agentClient(caPEM, &own), en.AgentServerUrl); st != 403 || code != agentapi.CodeNodeRetired {

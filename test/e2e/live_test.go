@@ -81,7 +81,7 @@ func probe(t *testing.T, url string, seconds int) (probeResult, error) {
 		"-show_entries", "stream=codec_type,codec_name,width,height:packet=stream_index,dts_time", "-of", "json", url)
 	out, err := exec.CommandContext(ctx, "ffprobe", args...).CombinedOutput()
 	if err != nil {
-		return probeResult{}, fmt.Errorf("ffprobe: %v: %s", err, tail(string(out), 400))
+		return probeResult{}, fmt.Errorf("ffprobe: %w: %s", err, tail(string(out), 400))
 	}
 	var doc struct {
 		Streams []struct {
@@ -96,7 +96,7 @@ func probe(t *testing.T, url string, seconds int) (probeResult, error) {
 		}
 	}
 	if err := json.Unmarshal(out, &doc); err != nil {
-		return probeResult{}, fmt.Errorf("ffprobe output: %v", err)
+		return probeResult{}, fmt.Errorf("ffprobe output: %w", err)
 	}
 	var r probeResult
 	video := -1
@@ -166,7 +166,8 @@ func TestLiveFlowEndToEnd(t *testing.T) {
 		t.Fatalf("channel listing: %+v", list)
 	}
 	// A lease before the stream runs is refused as not ready.
-	if st, body := be.call("POST", "/api/v2/third-party/channels/"+ch.ChannelID+"/playback-lease", map[string]any{}, nil); st != 409 || !strings.Contains(string(body), "stream_not_ready") {
+	if st, body := be.call("POST", "/api/v2/third-party/channels/"+ch.ChannelID+"/playback-lease", map[string]any{}, nil); st != 409 ||
+		!strings.Contains(string(body), "stream_not_ready") {
 		t.Fatalf("lease of an offline stream: %d %s", st, body)
 	}
 	// 3. Start it and poll the streams until Online.
@@ -235,7 +236,8 @@ func TestLiveFlowEndToEnd(t *testing.T) {
 		body, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, resp.Header, body
 	}
-	if st, h, img := get("/api/v2/channels/"+ch.ChannelID+"/snapshots/latest", true); st != 200 || h.Get("Content-Type") != "image/jpeg" || !bytes.HasPrefix(img, []byte{0xff, 0xd8}) {
+	if st, h, img := get("/api/v2/channels/"+ch.ChannelID+"/snapshots/latest", true); st != 200 || h.Get("Content-Type") != "image/jpeg" ||
+		!bytes.HasPrefix(img, []byte{0xff, 0xd8}) {
 		t.Fatalf("snapshot with the token: %d %v", st, h)
 	}
 	if st, h, _ := get(snaps.PreviewUrl, false); st != 200 || !strings.HasPrefix(h.Get("Content-Disposition"), "inline") {
@@ -258,7 +260,7 @@ func TestLiveFlowEndToEnd(t *testing.T) {
 	if st, body := be.call("POST", "/api/v2/third-party/channels/"+ch.ChannelID+"/playback-lease", map[string]any{"leaseSeconds": 60}, &l); st != 200 || len(l.Sources) != 4 {
 		t.Fatalf("lease: %d %s", st, body)
 	}
-	if l.RenewAfter.Sub(time.Now()) > 45*time.Second || l.RenewAfter.Before(time.Now().Add(30*time.Second)) {
+	if time.Until(l.RenewAfter) > 45*time.Second || l.RenewAfter.Before(time.Now().Add(30*time.Second)) {
 		t.Fatalf("renewAfter %s is not about 70%% into a 60 s round", l.RenewAfter)
 	}
 	for _, s := range l.Sources {
@@ -301,7 +303,8 @@ func TestLiveFlowEndToEnd(t *testing.T) {
 	var once struct {
 		Sources []struct{ Protocol, URL string }
 	}
-	if st, body := be.call("POST", "/api/v2/third-party/channels/"+ch.ChannelID+"/playback", map[string]any{"protocols": []string{"http-flv"}}, &once); st != 200 || len(once.Sources) != 1 {
+	if st, body := be.call("POST", "/api/v2/third-party/channels/"+ch.ChannelID+"/playback", map[string]any{"protocols": []string{"http-flv"}}, &once); st != 200 ||
+		len(once.Sources) != 1 {
 		t.Fatalf("one-time URLs: %d %s", st, body)
 	}
 	if _, err := probe(t, once.Sources[0].URL, 2); err != nil {
@@ -382,7 +385,8 @@ func TestLiveFlowEndToEnd(t *testing.T) {
 	// is that session's alone, and its end cuts the players.
 	sess := consoleLogin(t, cp)
 	var sl lease
-	if st, body := sess.call("POST", "/api/v2/third-party/channels/"+ch.ChannelID+"/playback-lease", map[string]any{"protocols": []string{"http-flv"}}, &sl); st/100 != 2 || len(sl.Sources) != 1 {
+	if st, body := sess.call("POST", "/api/v2/third-party/channels/"+ch.ChannelID+"/playback-lease", map[string]any{"protocols": []string{"http-flv"}}, &sl); st/100 != 2 ||
+		len(sl.Sources) != 1 {
 		t.Fatalf("a console session's lease: %d %s", st, body)
 	}
 	if st, _ := be.call("GET", "/api/v2/third-party/playback-leases/"+sl.LeaseID, nil, nil); st != 404 {

@@ -193,7 +193,13 @@ func TestReadmeCommandsRun(t *testing.T) {
 	startDev(t, work, ports)
 	script := preamble
 	for i, b := range run {
-		script += fmt.Sprintf("\n# README.md:%d\nSVC_README_BLOCK=%d\necho '=== README.md:%d'\n%s", b.line, i, b.line, runnable(b.text, ports, func() int { return testkit.FreeRTPRange(t) }, tmp))
+		script += fmt.Sprintf(
+			"\n# README.md:%d\nSVC_README_BLOCK=%d\necho '=== README.md:%d'\n%s",
+			b.line,
+			i,
+			b.line,
+			runnable(b.text, ports, func() int { return testkit.FreeRTPRange(t) }, tmp),
+		)
 	}
 	os.WriteFile(filepath.Join(work, "readme.sh"), []byte(script), 0o600)
 	failures := filepath.Join(work, "failures")

@@ -106,7 +106,12 @@ func tuningInNamespace(t *testing.T, reportPath string) {
 		t.Fatal(err)
 	}
 	o := agent.DefaultOptions()
-	o.DataDir, o.EngineBinary, o.SysctlDir, o.HeartbeatInterval, o.PollWait = dataDir, os.Getenv(netnsBinaryEnv), filepath.Join(dataDir, "sysctl.d"), 500*time.Millisecond, 5*time.Second
+	o.DataDir, o.EngineBinary, o.SysctlDir, o.HeartbeatInterval, o.PollWait = dataDir, os.Getenv(
+		netnsBinaryEnv,
+	), filepath.Join(
+		dataDir,
+		"sysctl.d",
+	), 500*time.Millisecond, 5*time.Second
 	o.EngineControlAddr, o.EngineHTTPAddr, o.EngineRTSPAddr = freeAddr(t), freeAddr(t), freeAddr(t)
 	o.RTPPortMin = testkit.FreeRTPRange(t)
 	o.RTPPortMax = o.RTPPortMin + 99

@@ -42,10 +42,10 @@ func startWriters(c *cluster, nodes []*node, per int, name string) *writers {
 					stream := fmt.Sprintf("%s-%d-%d", name, id, seq)
 					st, ch, body := c.createChannel(n, stream)
 					w.mu.Lock()
-					switch {
-					case st == 200:
+					switch st {
+					case 200:
 						w.acked[ch.ChannelID] = stream
-					case st == 0:
+					case 0:
 						w.resets.Add(1)
 						w.answers["transport error"]++
 					default:
@@ -199,7 +199,7 @@ func TestApplyHaltsOnAFullDiskAndResumes(t *testing.T) {
 		done <- s.ApplyBatch([]sqlitefsm.Entry{entry(2, "/a", 300000), entry(3, "/b", 300000)})
 	}()
 	eventually(t, 10*time.Second, "the apply reporting a full disk", func() bool {
-		err, _ := s.Stalled()
+		_, err := s.Stalled()
 		return err != nil && sqlitefsm.IsDiskFull(err)
 	})
 	select {
@@ -224,7 +224,7 @@ func TestApplyHaltsOnAFullDiskAndResumes(t *testing.T) {
 	if s.AppliedIndex() != 3 || s.Revision() != 3 {
 		t.Fatalf("after resuming: applied %d, revision %d", s.AppliedIndex(), s.Revision())
 	}
-	if err, _ := s.Stalled(); err != nil {
+	if _, err := s.Stalled(); err != nil {
 		t.Fatalf("still stalled: %v", err)
 	}
 }

@@ -84,7 +84,7 @@ func (n *Node) handlePropose(w http.ResponseWriter, r *http.Request) {
 	p, retry, err := n.applyLocal(r.Context(), data)
 	if err != nil {
 		if retry {
-			err = fmt.Errorf("%w: %v", raft.ErrNotLeader, err)
+			err = fmt.Errorf("%w: %w", raft.ErrNotLeader, err)
 		}
 		writeLinkError(w, err)
 		return
@@ -111,7 +111,7 @@ func (n *Node) handleReadIndex(w http.ResponseWriter, r *http.Request) {
 func (n *Node) handleJoin(w http.ResponseWriter, r *http.Request) {
 	var req JoinRequest
 	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&req); err != nil {
-		writeLinkError(w, fmt.Errorf("%w: %v", ErrBadMember, err))
+		writeLinkError(w, fmt.Errorf("%w: %w", ErrBadMember, err))
 		return
 	}
 	if err := n.joinLocal(req); err != nil {
@@ -126,7 +126,7 @@ func (n *Node) handleRemove(w http.ResponseWriter, r *http.Request) {
 		NodeID string `json:"nodeId"`
 	}
 	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&req); err != nil {
-		writeLinkError(w, fmt.Errorf("%w: %v", ErrBadMember, err))
+		writeLinkError(w, fmt.Errorf("%w: %w", ErrBadMember, err))
 		return
 	}
 	if err := n.removeLocal(req.NodeID); err != nil {
@@ -161,14 +161,14 @@ func (n *Node) callPeer(ctx context.Context, addr, method, path string, body []b
 	resp, err := n.fwdClient.Do(req)
 	if err != nil {
 		if !sent.Load() {
-			return true, fmt.Errorf("%w: %v", store.ErrNoLeader, err)
+			return true, fmt.Errorf("%w: %w", store.ErrNoLeader, err)
 		}
-		return false, fmt.Errorf("%w: %v", store.ErrUnknownOutcome, err)
+		return false, fmt.Errorf("%w: %w", store.ErrUnknownOutcome, err)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 	if err != nil {
-		return false, fmt.Errorf("%w: %v", store.ErrUnknownOutcome, err)
+		return false, fmt.Errorf("%w: %w", store.ErrUnknownOutcome, err)
 	}
 	if resp.StatusCode != http.StatusOK {
 		var le linkError

@@ -253,7 +253,7 @@ func (m *linkMux) clientSide(c *tls.Conn, kind byte) error {
 	}
 	reply := make([]byte, sha256.Size)
 	if _, err := io.ReadFull(c, reply); err != nil {
-		return fmt.Errorf("%w: %v", errLinkAuth, err)
+		return fmt.Errorf("%w: %w", errLinkAuth, err)
 	}
 	if !hmac.Equal(reply, proof(m.keys[0], ekm, 's')) {
 		return errLinkAuth

@@ -2,7 +2,6 @@ package raftnode
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -201,7 +200,7 @@ func Open(cfg Config) (*Node, error) {
 
 	existing, err := raft.HasExistingState(logs, n.wal, n.snapshots)
 	if err != nil {
-		return nil, fmt.Errorf("%w: raft log %s: %v", ErrUnreadableData, filepath.Join(raftDir, "wal"), err)
+		return nil, fmt.Errorf("%w: raft log %s: %w", ErrUnreadableData, filepath.Join(raftDir, "wal"), err)
 	}
 	n.hadState = existing
 	if cfg.Bootstrap && !existing {
@@ -256,7 +255,7 @@ func (n *Node) Storage() StorageStatus { return n.storage.Status() }
 // ApplyStalled reports a local failure that keeps this node from applying
 // committed entries (such as a full disk), and since when; nil when it
 // applies normally.
-func (n *Node) ApplyStalled() (error, time.Time) { return n.state.Stalled() }
+func (n *Node) ApplyStalled() (time.Time, error) { return n.state.Stalled() }
 
 // HadState reports whether the node found raft state on disk at start
 // (it is restarting rather than new).
@@ -459,7 +458,7 @@ func (n *Node) propose(ctx context.Context, cmd sqlitefsm.Command) (any, error) 
 	}
 	// Read-your-writes: answer only once this node has applied the entry.
 	if err := n.state.WaitForIndex(ctx, p.Index); err != nil {
-		return nil, fmt.Errorf("%w: committed at log index %d: %v", store.ErrNotYetVisible, p.Index, err)
+		return nil, fmt.Errorf("%w: committed at log index %d: %w", store.ErrNotYetVisible, p.Index, err)
 	}
 	if p.Compact != nil {
 		return p.Compact, nil
@@ -482,7 +481,7 @@ func (n *Node) applyLocal(ctx context.Context, data []byte) (proposal, bool, err
 		}
 		// Anything else, a shutdown included, may have happened after the
 		// entry reached other nodes' logs.
-		return proposal{}, false, fmt.Errorf("%w: %v", store.ErrUnknownOutcome, err)
+		return proposal{}, false, fmt.Errorf("%w: %w", store.ErrUnknownOutcome, err)
 	}
 	switch r := f.Response().(type) {
 	case *store.TxnResponse:
@@ -530,7 +529,7 @@ func retryOnLeaderChange[T any](ctx context.Context, n *Node, op func(ctx contex
 		defer cancel()
 	}
 	backoff := 10 * time.Millisecond
-	var lastErr error = store.ErrNoLeader
+	lastErr := store.ErrNoLeader
 	for {
 		select {
 		case <-n.closed:
@@ -551,9 +550,9 @@ func retryOnLeaderChange[T any](ctx context.Context, n *Node, op func(ctx contex
 		select {
 		case <-ctx.Done():
 			if errors.Is(lastErr, store.ErrNoLeader) || errors.Is(lastErr, raft.ErrNotLeader) {
-				return zero, fmt.Errorf("%w: %v", store.ErrNoLeader, ctx.Err())
+				return zero, fmt.Errorf("%w: %w", store.ErrNoLeader, ctx.Err())
 			}
-			return zero, fmt.Errorf("%w (last error: %v)", ctx.Err(), lastErr)
+			return zero, fmt.Errorf("%w (last error: %w)", ctx.Err(), lastErr)
 		case <-time.After(backoff):
 		}
 		backoff = min(backoff*2, 200*time.Millisecond)
@@ -629,5 +628,3 @@ func (n *Node) closeResources() error {
 	}
 	return errors.Join(errs...)
 }
-
-func decodeJSON(data []byte, v any) error { return json.Unmarshal(data, v) }

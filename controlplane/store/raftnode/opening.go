@@ -29,7 +29,7 @@ func unreadable(what, path string, open func() error) (err error) {
 		}
 	}()
 	if err := open(); err != nil {
-		return fmt.Errorf("%w: %s %s: %v", ErrUnreadableData, what, path, err)
+		return fmt.Errorf("%w: %s %s: %w", ErrUnreadableData, what, path, err)
 	}
 	return nil
 }

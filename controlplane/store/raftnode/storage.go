@@ -203,8 +203,8 @@ func (l guardedLog) StoreLogs(logs []*raft.Log) error {
 // DeleteRange guards only tail truncations, which start a new segment;
 // dropping the head deletes whole segments and frees space.
 func (l guardedLog) DeleteRange(lo, hi uint64) error {
-	first, ferr := l.WAL.FirstIndex()
-	last, lerr := l.WAL.LastIndex()
+	first, ferr := l.FirstIndex()
+	last, lerr := l.LastIndex()
 	if ferr == nil && lerr == nil && hi >= last && lo > first {
 		if err := l.g.admitLog(); err != nil {
 			return err

@@ -86,7 +86,7 @@ func (s *State) ApplyBatch(entries []Entry) []any {
 	for {
 		results, err := s.tryApply(entries)
 		if err == nil {
-			if failed, since := s.Stalled(); failed != nil {
+			if since, failed := s.Stalled(); failed != nil {
 				s.stall.Store(nil)
 				s.logger().Info("applying committed entries again after a local failure",
 					zap.Uint64("from", entries[0].Index), zap.Duration("halted", time.Since(since)))
@@ -96,7 +96,7 @@ func (s *State) ApplyBatch(entries []Entry) []any {
 		if errors.Is(err, store.ErrClosed) {
 			return closedResults(len(entries))
 		}
-		if failed, _ := s.Stalled(); failed == nil {
+		if _, failed := s.Stalled(); failed == nil {
 			s.stall.Store(&stall{err: err, since: time.Now()})
 		} else {
 			s.stall.Store(&stall{err: err, since: s.stall.Load().since})
@@ -132,11 +132,11 @@ type stall struct {
 
 // Stalled reports the failure that currently halts applying and since when
 // it does; nil when applying works.
-func (s *State) Stalled() (error, time.Time) {
+func (s *State) Stalled() (time.Time, error) {
 	if st := s.stall.Load(); st != nil {
-		return st.err, st.since
+		return st.since, st.err
 	}
-	return nil, time.Time{}
+	return time.Time{}, nil
 }
 
 // StopApplying makes a halted ApplyBatch give up instead of retrying, so a
@@ -275,7 +275,7 @@ func (a *applier) applyEntry(e Entry) (any, error) {
 	a.wrote = false
 	var cmd Command
 	if err := json.Unmarshal(e.Data, &cmd); err != nil {
-		return nil, fmt.Errorf("%w: undecodable command at index %d: %v", store.ErrInvalidRequest, e.Index, err)
+		return nil, fmt.Errorf("%w: undecodable command at index %d: %w", store.ErrInvalidRequest, e.Index, err)
 	}
 	switch cmd.Kind {
 	case CommandTxn:

@@ -82,7 +82,7 @@ func (s *State) Restore(r io.Reader) error {
 	err = check.QueryRow(`PRAGMA quick_check`).Scan(&ok)
 	check.Close()
 	if err != nil || ok != "ok" {
-		return fmt.Errorf("sqlitefsm: snapshot failed its integrity check: %v %s", err, ok)
+		return fmt.Errorf("sqlitefsm: snapshot failed its integrity check: %w %s", err, ok)
 	}
 
 	s.mu.Lock()

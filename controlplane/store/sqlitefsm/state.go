@@ -136,7 +136,8 @@ func initPageSize(path string) error {
 	}
 	defer db.Close()
 	db.SetMaxOpenConns(1)
-	for _, q := range []string{fmt.Sprintf("PRAGMA page_size=%d", pageSize), "PRAGMA journal_mode=WAL", "CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, num INTEGER NOT NULL DEFAULT 0, text TEXT NOT NULL DEFAULT '') WITHOUT ROWID"} {
+	for _, q := range []string{fmt.Sprintf("PRAGMA page_size=%d", pageSize), "PRAGMA journal_mode=WAL", "CREATE TABLE IF NOT EXISTS meta (name " +
+		"TEXT PRIMARY KEY, num INTEGER NOT NULL DEFAULT 0, text TEXT NOT NULL DEFAULT '') WITHOUT ROWID"} {
 		if _, err := db.Exec(q); err != nil {
 			return err
 		}

@@ -135,7 +135,11 @@ func TestRevisionBumpsOncePerWritingTxn(t *testing.T) {
 		{"delete of missing key", store.TxnRequest{Then: []store.Op{store.Delete("/nope")}}, 2},
 		{"delete prefix", store.TxnRequest{Then: []store.Op{store.DeletePrefix("/k/")}}, 3},
 		{"failed compare with else write", store.TxnRequest{Compares: []store.Compare{store.Absent("/x")}, Then: nil, Else: nil}, 3},
-		{"else branch writes", store.TxnRequest{Compares: []store.Compare{{Key: "/x", Target: store.TargetVersion, Result: store.Greater, Number: 0}}, Else: []store.Op{store.Put("/x", []byte("e"))}}, 4},
+		{
+			"else branch writes",
+			store.TxnRequest{Compares: []store.Compare{{Key: "/x", Target: store.TargetVersion, Result: store.Greater, Number: 0}}, Else: []store.Op{store.Put("/x", []byte("e"))}},
+			4,
+		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -504,7 +508,7 @@ func TestLocalWriteFailureHaltsInsteadOfSkipping(t *testing.T) {
 	}()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		if failed, _ := h.s.Stalled(); failed != nil {
+		if _, failed := h.s.Stalled(); failed != nil {
 			if !strings.Contains(failed.Error(), "boom") {
 				t.Fatalf("stalled on %v, want the failure named", failed)
 			}
@@ -538,7 +542,7 @@ func TestLocalWriteFailureHaltsInsteadOfSkipping(t *testing.T) {
 	if h.get("/boom") == nil || h.s.AppliedIndex() != 2 || h.s.Revision() != 2 {
 		t.Fatalf("after resuming: rev=%d idx=%d", h.s.Revision(), h.s.AppliedIndex())
 	}
-	if failed, _ := h.s.Stalled(); failed != nil {
+	if _, failed := h.s.Stalled(); failed != nil {
 		t.Fatalf("still reported stalled: %v", failed)
 	}
 }

@@ -2,6 +2,7 @@ package aac
 
 import (
 	"bytes"
+	"errors"
 	"testing"
 )
 
@@ -50,7 +51,7 @@ func TestADTS(t *testing.T) {
 	if _, _, err := SplitADTS(stream[:50]); err == nil {
 		t.Fatal("a truncated frame was accepted")
 	}
-	if _, err := ParseADTS([]byte{0, 1, 2, 3, 4, 5, 6}); err != ErrNoSync {
+	if _, err := ParseADTS([]byte{0, 1, 2, 3, 4, 5, 6}); !errors.Is(err, ErrNoSync) {
 		t.Fatalf("no syncword: %v", err)
 	}
 }

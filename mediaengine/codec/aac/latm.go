@@ -97,7 +97,7 @@ func readStreamMuxConfig(r *rbsp.Reader, b []byte, lenient bool) (StreamMuxConfi
 		return c, err
 	}
 	if c.Config, err = ParseConfig(c.AudioSpecificConfig); err != nil {
-		return c, fmt.Errorf("%w: %v", ErrLATM, err)
+		return c, fmt.Errorf("%w: %w", ErrLATM, err)
 	}
 	if lenient && r.Left() < 3+8 {
 		if r.Left() >= 3 && r.Bits(3) != 0 {
@@ -126,7 +126,7 @@ func readStreamMuxConfig(r *rbsp.Reader, b []byte, lenient bool) (StreamMuxConfi
 		r.Skip(8)
 	}
 	if r.Err() != nil {
-		return c, fmt.Errorf("%w: StreamMuxConfig: %v", ErrLATM, r.Err())
+		return c, fmt.Errorf("%w: StreamMuxConfig: %w", ErrLATM, r.Err())
 	}
 	return c, nil
 }
@@ -141,7 +141,7 @@ func copyAudioSpecificConfig(r *rbsp.Reader, b []byte, n int) ([]byte, error) {
 	if n < 0 {
 		if err := skipAudioSpecificConfig(r); err != nil {
 			if !errors.Is(err, ErrLATMUnsupported) {
-				err = fmt.Errorf("%w: AudioSpecificConfig: %v", ErrLATM, err)
+				err = fmt.Errorf("%w: AudioSpecificConfig: %w", ErrLATM, err)
 			}
 			return nil, err
 		}
@@ -153,7 +153,7 @@ func copyAudioSpecificConfig(r *rbsp.Reader, b []byte, n int) ([]byte, error) {
 		r.Skip(n)
 	}
 	if r.Err() != nil {
-		return nil, fmt.Errorf("%w: AudioSpecificConfig: %v", ErrLATM, r.Err())
+		return nil, fmt.Errorf("%w: AudioSpecificConfig: %w", ErrLATM, r.Err())
 	}
 	// Read the same bits again, into bytes.
 	out := make([]byte, (n+7)/8)
@@ -328,7 +328,7 @@ func AudioMuxElements(data []byte, c *StreamMuxConfig, inBand bool, frames [][]b
 			r.Skip(rest)
 		}
 		if r.Err() != nil {
-			return frames, fmt.Errorf("%w: AudioMuxElement: %v", ErrLATM, r.Err())
+			return frames, fmt.Errorf("%w: AudioMuxElement: %w", ErrLATM, r.Err())
 		}
 	}
 	return frames, nil

@@ -3,6 +3,7 @@ package h264
 import (
 	"bytes"
 	"encoding/hex"
+	"errors"
 	"testing"
 
 	"github.com/svcplatform/svc/mediaengine/internal/mediatest"
@@ -37,7 +38,7 @@ func TestParseSPS(t *testing.T) {
 			}
 		})
 	}
-	if _, err := ParseSPS([]byte{0x68, 1, 2, 3}); err != ErrNotSPS {
+	if _, err := ParseSPS([]byte{0x68, 1, 2, 3}); !errors.Is(err, ErrNotSPS) {
 		t.Fatalf("a PPS parsed as SPS: %v", err)
 	}
 }

@@ -3,6 +3,7 @@ package h265
 import (
 	"bytes"
 	"encoding/hex"
+	"errors"
 	"testing"
 
 	"github.com/svcplatform/svc/mediaengine/internal/mediatest"
@@ -31,7 +32,7 @@ func TestParseSPS(t *testing.T) {
 			t.Fatalf("got %+v, want %dx%d level %d", s, tc.width, tc.height, tc.level)
 		}
 	}
-	if _, err := ParseSPS(mediatest.MustHex(t, pps)); err != ErrNotSPS {
+	if _, err := ParseSPS(mediatest.MustHex(t, pps)); !errors.Is(err, ErrNotSPS) {
 		t.Fatalf("a PPS parsed as SPS: %v", err)
 	}
 	if _, err := ParseSPS(mediatest.MustHex(t, sps640)[:16]); err == nil {

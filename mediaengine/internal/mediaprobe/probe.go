@@ -8,6 +8,7 @@ package mediaprobe
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"os/exec"
@@ -59,7 +60,7 @@ func Probe(t *testing.T, url string, seconds int, extraArgs ...string) Result {
 	out, err := exec.CommandContext(ctx, bin, args...).Output()
 	if err != nil {
 		msg := ""
-		if ee, ok := err.(*exec.ExitError); ok {
+		if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
 			msg = string(ee.Stderr)
 		}
 		t.Fatalf("ffprobe %s: %v %s", url, err, msg)

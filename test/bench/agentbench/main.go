@@ -317,18 +317,41 @@ func report(cmd string, agents, inflight int, one, many, load result) string {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "## Node command round trip\n\n")
-	fmt.Fprintf(&b, "- Date: %s\n- Machine: %s (load average when the run ended: %s)\n- Command: `%s`\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"), benchdoc.Machine(), loadAverage(), cmd)
+	fmt.Fprintf(
+		&b,
+		"- Date: %s\n- Machine: %s (load average when the run ended: %s)\n- Command: `%s`\n",
+		time.Now().UTC().Format("2006-01-02 15:04 UTC"),
+		benchdoc.Machine(),
+		loadAverage(),
+		cmd,
+	)
 	fmt.Fprintf(&b, "- Workload: one control node (single-node store) and in-process agents, each enrolled with a one-time code and holding its own "+
 		"certificate, running the agent's command executor and journal and long-polling the agent port over mTLS on loopback. A round trip "+
 		"is `POST /api/v2/nodes/{nodeId}/commands` (`agent.ping`, `waitSeconds`) through the API guard until the answer carries the stored "+
 		"result: create (with its audit record), claim by the agent's long poll, result; three replicated writes. Latency is per command as "+
 		"the API caller sees it.\n\n")
-	fmt.Fprintf(&b, "| case | agents | in flight | commands | per second | p50 ms | p99 ms | max ms | process CPU (cores) | CPU µs per command |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	fmt.Fprintf(
+		&b,
+		"| case | agents | in flight | commands | per second | p50 ms | p99 ms | max ms | process CPU (cores) | CPU µs per command |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n",
+	)
 	for _, r := range []struct {
 		name string
 		r    result
 	}{{"one agent, one command at a time", one}, {"many agents, one command each", many}, {"sustained load", load}} {
-		fmt.Fprintf(&b, "| %s | %d | %d | %d | %.0f | %s | %s | %s | %.2f | %.0f |\n", r.name, r.r.agents, r.r.inflight, r.r.n, r.r.perSecond, ms(r.r.p50), ms(r.r.p99), ms(r.r.max), r.r.cpu, r.r.cpu*1e6/r.r.perSecond)
+		fmt.Fprintf(
+			&b,
+			"| %s | %d | %d | %d | %.0f | %s | %s | %s | %.2f | %.0f |\n",
+			r.name,
+			r.r.agents,
+			r.r.inflight,
+			r.r.n,
+			r.r.perSecond,
+			ms(r.r.p50),
+			ms(r.r.p99),
+			ms(r.r.max),
+			r.r.cpu,
+			r.r.cpu*1e6/r.r.perSecond,
+		)
 	}
 	fmt.Fprintf(&b, "\nTargets: p99 under 100 ms with %d agents: %s ms (%s); at least 1,000 commands/s sustained: %.0f (%s).\n\n",
 		agents, ms(many.p99), verdict(many.p99 < 100*time.Millisecond), load.perSecond, verdict(load.perSecond >= 1000))

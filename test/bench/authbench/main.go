@@ -95,7 +95,7 @@ func run(outPath string, dur time.Duration, conns int) error {
 	raw, err := exec.Command(wrk, args...).CombinedOutput()
 	stopProfile()
 	if err != nil {
-		return fmt.Errorf("wrk: %v\n%s", err, raw)
+		return fmt.Errorf("wrk: %w\n%s", err, raw)
 	}
 	w := parseWrk(string(raw))
 	if w.non2xx > 0 {
@@ -140,11 +140,29 @@ func report(cmd string, auth [4]time.Duration, w wrkResult, conns int, dur time.
 	us := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1000 }
 	var b strings.Builder
 	fmt.Fprintf(&b, "## API-token authentication\n\n")
-	fmt.Fprintf(&b, "- Date: %s\n- Machine: %s\n- Command: `%s` (wrk 4.1 from Debian, %d thread(s), %d connections, %s, on loopback against one control node in the same machine)\n\n",
-		time.Now().UTC().Format("2006-01-02 15:04 UTC"), benchdoc.Machine(), cmd, threads, conns, dur)
+	fmt.Fprintf(
+		&b,
+		"- Date: %s\n- Machine: %s\n- Command: `%s` (wrk 4.1 from Debian, %d thread(s), %d connections, %s, on loopback against one control node in the same machine)\n\n",
+		time.Now().UTC().Format("2006-01-02 15:04 UTC"),
+		benchdoc.Machine(),
+		cmd,
+		threads,
+		conns,
+		dur,
+	)
 	fmt.Fprintf(&b, "| measurement | result | target |\n|---|--:|---|\n")
-	fmt.Fprintf(&b, "| authenticating one request in process with a database read (format and checksum, SHA-256, index lookup in SQLite, validity checks), p50 / p99 | %.1f / %.1f µs | |\n", us(auth[0]), us(auth[1]))
-	fmt.Fprintf(&b, "| same from the cache the server uses until a token, user or role changes (validity and address checks still run), p50 / p99 | %.1f / %.1f µs | |\n", us(auth[2]), us(auth[3]))
+	fmt.Fprintf(
+		&b,
+		"| authenticating one request in process with a database read (format and checksum, SHA-256, index lookup in SQLite, validity checks), p50 / p99 | %.1f / %.1f µs | |\n",
+		us(auth[0]),
+		us(auth[1]),
+	)
+	fmt.Fprintf(
+		&b,
+		"| same from the cache the server uses until a token, user or role changes (validity and address checks still run), p50 / p99 | %.1f / %.1f µs | |\n",
+		us(auth[2]),
+		us(auth[3]),
+	)
 	fmt.Fprintf(&b, "| authenticated `GET /api/v2/system/version`, requests/s | %.0f | >= 20,000 (%s) |\n", w.rps, benchdoc.Verdict(w.rps >= 20000))
 	fmt.Fprintf(&b, "| same, latency p50 / p90 / p99 | %s / %s / %s | p99 < 5 ms (%s) |\n\n", w.p50, w.p90, w.p99, benchdoc.Verdict(millis(w.p99) < 5))
 	fmt.Fprintf(&b, "The load generator and the server share the machine's two cores, so the requests/s figure is a floor for the server alone. "+

@@ -113,7 +113,7 @@ func run(outPath string, n, clients int) error {
 		Transport: &http.Transport{MaxIdleConnsPerHost: clients}}}
 	for _, g := range []string{"north", "south", "east", "west"} {
 		if st, body, err := b.call("POST", "/api/v2/channels/groups", map[string]any{"groupKey": g, "name": g}); err != nil || st != 200 {
-			return fmt.Errorf("group %s: %d %s %v", g, st, body, err)
+			return fmt.Errorf("group %s: %d %s %w", g, st, body, err)
 		}
 	}
 	ids := make([]string, n)
@@ -126,7 +126,7 @@ func run(outPath string, n, clients int) error {
 		}
 		st, raw, err := b.call("POST", "/api/v2/channels", body)
 		if err != nil || st != 200 {
-			return fmt.Errorf("create %d: %d %s %v", i, st, raw, err)
+			return fmt.Errorf("create %d: %d %s %w", i, st, raw, err)
 		}
 		var ch struct{ ChannelID string }
 		json.Unmarshal(raw, &ch)
@@ -140,7 +140,7 @@ func run(outPath string, n, clients int) error {
 	startRate, startLat, err := timed(pairs, clients, func(i int) error {
 		for _, action := range []string{"start", "stop"} {
 			if st, raw, err := b.call("POST", "/api/v2/channels/"+ids[i*10+1]+"/"+action, nil); err != nil || st != 200 {
-				return fmt.Errorf("%s: %d %s %v", action, st, raw, err)
+				return fmt.Errorf("%s: %d %s %w", action, st, raw, err)
 			}
 		}
 		return nil
@@ -170,7 +170,7 @@ func run(outPath string, n, clients int) error {
 		_, lat, err := timed(reps, 1, func(int) error {
 			st, raw, err := b.call("GET", "/api/v2/channels?"+strings.ReplaceAll(lc.query, " ", "%20"), nil)
 			if err != nil || st != 200 {
-				return fmt.Errorf("list %s: %d %s %v", lc.query, st, raw, err)
+				return fmt.Errorf("list %s: %d %s %w", lc.query, st, raw, err)
 			}
 			var page struct{ Total int64 }
 			json.Unmarshal(raw, &page)
@@ -185,15 +185,32 @@ func run(outPath string, n, clients int) error {
 
 	var w strings.Builder
 	cmd := fmt.Sprintf("go run ./test/bench/channelbench -channels %d -clients %d", n, clients)
-	fmt.Fprintf(&w, "## Channel catalogue\n\n- Date: %s\n- Machine: %s\n- Command: `%s` (one control node; the clients run in the same process and share its two cores, over loopback HTTP with an API token)\n\n",
-		time.Now().UTC().Format("2006-01-02 15:04 UTC"), benchdoc.Machine(), cmd)
+	fmt.Fprintf(
+		&w,
+		"## Channel catalogue\n\n- Date: %s\n- Machine: %s\n- Command: `%s` (one control node; the clients run in the same process and share its "+
+			"two cores, over loopback HTTP with an API token)\n\n",
+		time.Now().UTC().Format("2006-01-02 15:04 UTC"),
+		benchdoc.Machine(),
+		cmd,
+	)
 	fmt.Fprintf(&w, "| measurement | result | target |\n|---|--:|---|\n")
-	fmt.Fprintf(&w, "| `POST /api/v2/channels`, %d clients: channels created/s (credentials sealed, vhost/app/stream claimed, half of them joining a group, runtime-log entry; one Txn each) | %.0f | >= 500 (%s) |\n",
-		clients, createRate, benchdoc.Verdict(createRate >= 500))
+	fmt.Fprintf(
+		&w,
+		"| `POST /api/v2/channels`, %d clients: channels created/s (credentials sealed, vhost/app/stream claimed, half of them joining a group, "+
+			"runtime-log entry; one Txn each) | %.0f | >= 500 (%s) |\n",
+		clients,
+		createRate,
+		benchdoc.Verdict(createRate >= 500),
+	)
 	fmt.Fprintf(&w, "| same, latency p50 / p99 | %.2f / %.2f ms | |\n", pct(createLat, 50), pct(createLat, 99))
 	fmt.Fprintf(&w, "| start then stop of one channel (two Txns, each with a stream command and runtime-log entries), pairs/s | %.0f | |\n", startRate)
 	fmt.Fprintf(&w, "| same, latency of the pair p50 / p99 | %.2f / %.2f ms | |\n\n", pct(startLat, 50), pct(startLat, 99))
-	fmt.Fprintf(&w, "Filtered `GET /api/v2/channels` over %d channels (index table `idx_channels`, one client, 200 requests each):\n\n| filter | matching | p50 ms | p99 ms | target p99 |\n|---|--:|--:|--:|---|\n", n)
+	fmt.Fprintf(
+		&w,
+		"Filtered `GET /api/v2/channels` over %d channels (index table `idx_channels`, one client, 200 requests each):\n\n| filter | matching | "+
+			"p50 ms | p99 ms | target p99 |\n|---|--:|--:|--:|---|\n",
+		n,
+	)
 	for _, r := range results {
 		fmt.Fprintf(&w, "| %s | %d | %.2f | %.2f | < 20 ms (%s) |\n", r.name, r.total, r.p50, r.p99, benchdoc.Verdict(r.p99 < 20))
 	}

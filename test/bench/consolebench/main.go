@@ -41,7 +41,7 @@ func run(out string, runs int) error {
 	defer os.RemoveAll(dir)
 	bin := filepath.Join(dir, "svc")
 	if b, err := exec.Command("go", "build", "-o", bin, "./cmd/svc").CombinedOutput(); err != nil {
-		return fmt.Errorf("building svc: %v\n%s", err, b)
+		return fmt.Errorf("building svc: %w\n%s", err, b)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -75,7 +75,13 @@ func run(out string, runs int) error {
 	fmt.Fprintf(&b, "| the same, uncompressed | %.1f KB | %.1f KB | |\n", med(decoded)/1000, last(decoded)/1000)
 	fmt.Fprintf(&b, "| login form usable, from navigation start | %.0f ms | %.0f ms | |\n", med(form), last(form))
 	fmt.Fprintf(&b, "| dashboard data shown, from the click on Sign in | %.0f ms | %.0f ms | < 1 s %s |\n", med(signIn), last(signIn), benchdoc.Verdict(last(signIn) < 1000))
-	fmt.Fprintf(&b, "| dashboard data shown after a reload, from navigation start | %.0f ms | %.0f ms | < 1 s %s |\n\n", med(reload), last(reload), benchdoc.Verdict(last(reload) < 1000))
+	fmt.Fprintf(
+		&b,
+		"| dashboard data shown after a reload, from navigation start | %.0f ms | %.0f ms | < 1 s %s |\n\n",
+		med(reload),
+		last(reload),
+		benchdoc.Verdict(last(reload) < 1000),
+	)
 	b.WriteString("The login page loads only the application shell (Vue, the router, the API client and the login page); each other page, " +
 		"and the players (mpegts.js, hls.js) of the live view, load when first opened. The control node gzips the built files once and " +
 		"serves the hashed ones as immutable. \"Dashboard data shown\" waits until the media-server figure is rendered, which needs the " +

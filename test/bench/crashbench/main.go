@@ -122,7 +122,7 @@ func (b *bench) sessions() (map[string]string, error) {
 		}
 		st, body, err := b.call("GET", fmt.Sprintf("/api/v2/streams/sessions?state=Online&pageSize=200&page=%d", page), nil, &list)
 		if err != nil || st != 200 {
-			return nil, fmt.Errorf("sessions: %d %s %v", st, body, err)
+			return nil, fmt.Errorf("sessions: %d %s %w", st, body, err)
 		}
 		for _, r := range list.Rows {
 			out[r.StreamID] = r.SessionID
@@ -141,7 +141,7 @@ func run(outPath string, nChannels, rounds int) error {
 	defer os.RemoveAll(dir)
 	svc := filepath.Join(dir, "svc")
 	if out, err := exec.Command("go", "build", "-o", svc, "./cmd/svc").CombinedOutput(); err != nil {
-		return fmt.Errorf("go build: %v: %s", err, out)
+		return fmt.Errorf("go build: %w: %s", err, out)
 	}
 	b := &bench{}
 	defer b.stop()
@@ -185,8 +185,9 @@ func run(outPath string, nChannels, rounds int) error {
 		return err
 	}
 	agentDir := filepath.Join(dir, "agent")
-	if out, err := exec.Command(svc, "agent", "enroll", "--server", en.AgentServerUrl, "--code", en.Code, "--ca-hash", en.CaHash, "--data-dir", agentDir).CombinedOutput(); err != nil {
-		return fmt.Errorf("enroll: %v: %s", err, out)
+	enroll := exec.Command(svc, "agent", "enroll", "--server", en.AgentServerUrl, "--code", en.Code, "--ca-hash", en.CaHash, "--data-dir", agentDir)
+	if out, err := enroll.CombinedOutput(); err != nil {
+		return fmt.Errorf("enroll: %w: %s", err, out)
 	}
 	if _, err := b.start(svc, "agent", "run", "--data-dir", agentDir, "--log-level", "warn", "--engine-control-addr", benchdoc.FreeAddr(),
 		"--engine-http-addr", benchdoc.FreeAddr(), "--engine-rtsp-addr", benchdoc.FreeAddr(), "--rtp-port-min", "31000", "--rtp-port-max", "31999",
@@ -210,11 +211,11 @@ func run(outPath string, nChannels, rounds int) error {
 			"sourceUrl": "rtsp://" + camRTSP + "/live/demo", "app": "bench", "stream": fmt.Sprintf("c%03d", i), "mediaServerId": "media-1",
 			"rtspTransport": "tcp"}, &ch)
 		if err != nil || st/100 != 2 {
-			return fmt.Errorf("create channel: %d %s %v", st, body, err)
+			return fmt.Errorf("create channel: %d %s %w", st, body, err)
 		}
 		ids[i] = ch.ChannelID
 		if st, body, err := b.call("POST", "/api/v2/channels/"+ch.ChannelID+"/start", nil, nil); err != nil || st/100 != 2 {
-			return fmt.Errorf("start channel: %d %s %v", st, body, err)
+			return fmt.Errorf("start channel: %d %s %w", st, body, err)
 		}
 	}
 	if err := waitFor(fmt.Sprintf("%d streams Online", nChannels), 120*time.Second, func() bool {
@@ -233,7 +234,7 @@ func run(outPath string, nChannels, rounds int) error {
 		}
 		var proc struct{ Pid int }
 		if st, body, err := b.call("GET", "/api/v2/node/engine/process?nodeId=media-1", nil, &proc); err != nil || st != 200 || proc.Pid == 0 {
-			return fmt.Errorf("engine process: %d %s %v", st, body, err)
+			return fmt.Errorf("engine process: %d %s %w", st, body, err)
 		}
 		killed := time.Now()
 		if err := syscall.Kill(proc.Pid, syscall.SIGKILL); err != nil {

@@ -92,7 +92,7 @@ func (lc *loadClient) play(ctx context.Context, localIP string, ready chan<- str
 	lc.conns = append(lc.conns, c)
 	lc.mu.Unlock()
 	err = lc.read(c, start, func() { release(); ready <- struct{}{} })
-	if err != nil && ctx.Err() == nil && !errors.Is(err, net.ErrClosed) {
+	if ctx.Err() == nil && !errors.Is(err, net.ErrClosed) {
 		lc.failed.Add(1)
 	}
 }

@@ -93,7 +93,7 @@ func run(outPath string, window time.Duration, maxReaders int, latencyOnly bool)
 	defer os.RemoveAll(dir)
 	svc := filepath.Join(dir, "svc")
 	if out, err := exec.Command("go", "build", "-o", svc, "./cmd/svc").CombinedOutput(); err != nil {
-		return fmt.Errorf("building svc (run from the repository root): %v\n%s", err, out)
+		return fmt.Errorf("building svc (run from the repository root): %w\n%s", err, out)
 	}
 	cases := []*benchCase{
 		{name: "about 200 kbps", size: "640x360", videoKbps: 170, audioKbps: 32, ladder: []int{1000, 2000, 3000, 4000, 5000, 6000, 7000, 8000, 9000}},
@@ -192,7 +192,7 @@ func makeClip(dir string, c *benchCase) error {
 		"-b:v", fmt.Sprintf("%dk", c.videoKbps), "-maxrate", fmt.Sprintf("%dk", c.videoKbps*6/5), "-bufsize", fmt.Sprintf("%dk", c.videoKbps*2),
 		"-c:a", "aac", "-b:a", fmt.Sprintf("%dk", c.audioKbps), "-ac", "2", "-f", "mpegts", c.clip}
 	if out, err := exec.Command("ffmpeg", args...).CombinedOutput(); err != nil {
-		return fmt.Errorf("ffmpeg: %v\n%s", err, out)
+		return fmt.Errorf("ffmpeg: %w\n%s", err, out)
 	}
 	clip, err := filesource.LoadFile(c.clip)
 	if err != nil {

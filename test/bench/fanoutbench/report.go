@@ -29,8 +29,14 @@ func ratio(a, b step) float64 {
 func report(cmd string, window time.Duration, cases []*benchCase, results [][3][]step) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "## Media engine: HTTP-FLV fan-out\n\n")
-	fmt.Fprintf(&b, "- Date: %s\n- Machine: %s (shared with other work while it ran; the \"other load\" column is the rest of the machine)\n- Command: `%s` (from the repository root; `make bench` runs it)\n",
-		time.Now().UTC().Format("2006-01-02 15:04 UTC"), benchdoc.Machine(), cmd)
+	fmt.Fprintf(
+		&b,
+		"- Date: %s\n- Machine: %s (shared with other work while it ran; the \"other load\" column is the rest of the machine)\n- Command: `%s` "+
+			"(from the repository root; `make bench` runs it)\n",
+		time.Now().UTC().Format("2006-01-02 15:04 UTC"),
+		benchdoc.Machine(),
+		cmd,
+	)
 	fmt.Fprintf(&b, "- Set-up: `svc engine` as its own process plays a 10 s H.264+AAC clip (ffmpeg testsrc2 + sine, keyframe every 2 s, looped live) "+
 		"as `live/bench`; the Go load client opens N HTTP-FLV players on loopback, reads every tag header and checks continuity "+
 		"(timestamps rising, no gap longer than a frame plus the loop join). CPU is each server process's user+system time over a %s window "+
@@ -44,7 +50,11 @@ func report(cmd string, window time.Duration, cases []*benchCase, results [][3][
 	for i, c := range cases {
 		ms, ps, fs := results[i][0], results[i][1], results[i][2]
 		fmt.Fprintf(&b, "### %s (clip %.0f kbit/s, %s)\n\n", c.name, c.nominalKbps, c.size)
-		fmt.Fprintf(&b, "| players | merged: cores | CPU s/GB | pass (retries) | plain: cores | CPU s/GB | pass | floor: cores | CPU s/GB | merged/floor | plain/floor | delivered Mbit/s | drops (merged/plain) | breaks | client cores | other load cores |\n")
+		fmt.Fprintf(
+			&b,
+			"| players | merged: cores | CPU s/GB | pass (retries) | plain: cores | CPU s/GB | pass | floor: cores | CPU s/GB | merged/floor | "+
+				"plain/floor | delivered Mbit/s | drops (merged/plain) | breaks | client cores | other load cores |\n",
+		)
 		fmt.Fprintf(&b, "|--:|--:|--:|---|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 		for j, m := range ms {
 			p, f := ps[j], fs[j]
@@ -67,11 +77,20 @@ func report(cmd string, window time.Duration, cases []*benchCase, results [][3][
 	}
 	fmt.Fprintf(&b, "### Targets\n\n| measurement | result | target |\n|---|--:|---|\n")
 	fmt.Fprintf(&b, "| players at about 200 kbps on one engine core, zero drops (merged writes) | %d | >= 5,000 (%s) |\n", n200, benchdoc.Verdict(n200 >= 5000))
-	fmt.Fprintf(&b, "| engine CPU per GB vs the floor, worst step at about 200 kbps, writing every frame | %.2fx | <= 1.5x (%s) |\n\n", worst, benchdoc.Verdict(worst > 0 && worst <= 1.5))
-	fmt.Fprintf(&b, "The floor is one goroutine writing every socket in turn; at a few thousand players it no longer keeps up with the stream (its players fall below the frame rate; the command's output shows the floor's fps per player), so its CPU per GB at those steps is that of a server falling behind, and the like-for-like comparison is at the smaller N. "+
-		"The load client shares the two cores with the engine, and its own CPU is shown per step: when the client saturates its core, players "+
-		"fall behind and the engine correctly starts dropping for them, so the largest N is a floor for the engine alone. "+
-		"Latency and memory at 1,000 players are the next section (the same command, or `-latency-only` for that section alone).\n")
+	fmt.Fprintf(
+		&b,
+		"| engine CPU per GB vs the floor, worst step at about 200 kbps, writing every frame | %.2fx | <= 1.5x (%s) |\n\n",
+		worst,
+		benchdoc.Verdict(worst > 0 && worst <= 1.5),
+	)
+	fmt.Fprintf(
+		&b,
+		"fall below the frame rate; the command's output shows the floor's fps per player), so its CPU per GB at those steps is that of a server "+
+			"falling behind, and the like-for-like comparison is at the smaller N. "+
+			"The load client shares the two cores with the engine, and its own CPU is shown per step: when the client saturates its core, players "+
+			"fall behind and the engine correctly starts dropping for them, so the largest N is a floor for the engine alone. "+
+			"Latency and memory at 1,000 players are the next section (the same command, or `-latency-only` for that section alone).\n",
+	)
 	return b.String()
 }
 
@@ -83,12 +102,23 @@ func reportLatency(cmd string, c *benchCase, lat latency) string {
 		time.Now().UTC().Format("2006-01-02 15:04 UTC"), benchdoc.Machine(), cmd)
 	fmt.Fprintf(&b, "- Set-up: fresh `svc engine` processes with `mergeWrite: 0` playing the %s clip of the fan-out section; the Go load client's players on loopback. "+
 		"Memory per player is what %d more players add to an engine already serving %d (both figures in the same steady state, with the runtime collecting all the time); "+
-		"the idle figures are the least over 5 s after 3 s of start-up and still hold start-up garbage the engine has not collected yet, so they are not a baseline.\n\n", c.name, lat.players, lat.players)
+		"the idle figures are the least over 5 s after 3 s of start-up and still hold start-up garbage the engine has not collected yet, so they "+
+		"are not a baseline.\n\n", c.name, lat.players, lat.players)
 	perPlayer := float64(lat.rssDouble-lat.rssLoaded) / float64(lat.players) / 1024
 	heapPerPlayer := (float64(lat.heapDouble) - float64(lat.heapLoaded)) / float64(lat.players) / 1024
 	fmt.Fprintf(&b, "| measurement | result | target |\n|---|--:|---|\n")
-	fmt.Fprintf(&b, "| time to first frame of a player joining (%d in turn, while %d play), p50 / p99 / max | %.1f / %.1f / %.1f ms | < 50 ms (%s) |\n",
-		len(lat.ttff), lat.players, msOf(pct(lat.ttff, 0.5)), msOf(pct(lat.ttff, 0.99)), msOf(pct(lat.ttff, 1)), benchdoc.Verdict(len(lat.ttff) > 0 && pct(lat.ttff, 0.99) < 50*time.Millisecond))
+	fmt.Fprintf(
+		&b,
+		"| time to first frame of a player joining (%d in turn, while %d play), p50 / p99 / max | %.1f / %.1f / %.1f ms | < 50 ms (%s) |\n",
+		len(
+			lat.ttff,
+		),
+		lat.players,
+		msOf(pct(lat.ttff, 0.5)),
+		msOf(pct(lat.ttff, 0.99)),
+		msOf(pct(lat.ttff, 1)),
+		benchdoc.Verdict(len(lat.ttff) > 0 && pct(lat.ttff, 0.99) < 50*time.Millisecond),
+	)
 	fmt.Fprintf(&b, "| frame in hub -> FLV tag written, %d players, p50 / p99 / max (%d writes) | %.2f / %.2f / %.2f ms | p99 < 2 ms (%s) |\n",
 		fewPlayers, lat.few.Count, lat.few.P50Ms, lat.few.P99Ms, lat.few.MaxMs, benchdoc.Verdict(lat.few.Count > 0 && lat.few.P99Ms < 2))
 	fmt.Fprintf(&b, "| same, %d players, p50 / p99 / max (%d writes) | %.2f / %.2f / %.2f ms | |\n",

@@ -88,7 +88,7 @@ func run(outPath string, window time.Duration, extra []int) error {
 	defer os.RemoveAll(dir)
 	svc := filepath.Join(dir, "svc")
 	if out, err := exec.Command("go", "build", "-o", svc, "./cmd/svc").CombinedOutput(); err != nil {
-		return fmt.Errorf("building svc (run from the repository root): %v\n%s", err, out)
+		return fmt.Errorf("building svc (run from the repository root): %w\n%s", err, out)
 	}
 	clip, err := filesource.LoadFile(filesource.Builtin)
 	if err != nil {
@@ -520,7 +520,11 @@ func report(cmd string, window time.Duration, clip *filesource.Clip, results []r
 	fmt.Fprintf(&b, "- RTP -> FLV: from the return of the write of a video frame's last RTP packet to the arrival of its FLV tag at the player "+
 		"(matched by a counter in an SEI the publisher adds), so two loopback hops are included. Engine frame-to-wire: hub arrival to the "+
 		"writev that carried the tag, from the engine's statistics (every player's tags).\n\n")
-	fmt.Fprintf(&b, "| publish over | other players | video frames | RTP -> FLV p50 / p99 / max | target p99 < 2 ms | engine frame-to-wire p50 / p99 | time to first frame p50 / p99 / max (players) | target < 50 ms | engine drops |\n")
+	fmt.Fprintf(
+		&b,
+		"| publish over | other players | video frames | RTP -> FLV p50 / p99 / max | target p99 < 2 ms | engine frame-to-wire p50 / p99 | time "+
+			"to first frame p50 / p99 / max (players) | target < 50 ms | engine drops |\n",
+	)
 	fmt.Fprintf(&b, "|---|--:|--:|--:|---|--:|--:|---|--:|\n")
 	for _, r := range results {
 		p99, ttff := pct(r.rtpToFLV, 0.99), pct(r.ttff, 0.99)

@@ -473,7 +473,7 @@ func hookLoad(path string) error {
 					lat[d.i] = time.Since(d.at)
 				}
 				if err != nil || resp.StatusCode != http.StatusOK {
-					firstErr.CompareAndSwap(nil, fmt.Errorf("hook %d: %d %v", d.i, resp.StatusCode, err))
+					firstErr.CompareAndSwap(nil, fmt.Errorf("hook %d: %d %w", d.i, resp.StatusCode, err))
 					return
 				}
 				if !ans.Allow && !d.warm {
@@ -510,7 +510,7 @@ func buildSvc() (string, error) {
 	bin := filepath.Join(dir, "svc")
 	out, err := exec.Command("go", "build", "-o", bin, "./cmd/svc").CombinedOutput()
 	if err != nil {
-		return "", fmt.Errorf("go build: %v: %s", err, out)
+		return "", fmt.Errorf("go build: %w: %s", err, out)
 	}
 	return bin, nil
 }
@@ -570,26 +570,52 @@ func run(out string, n, clients, validations int, oneNode bool) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "## Playback leases\n\n")
 	fmt.Fprintf(&b, "- Machine: %s; measured %s.\n", benchdoc.Machine(), time.Now().UTC().Format("2006-01-02"))
-	fmt.Fprintf(&b, "- Command: `go run ./test/bench/leasebench -leases %d -clients %d -validations %d` (control nodes in the benchmark's process, a real agent and `svc engine` with the demo channel Online, HTTP on loopback; the load generators share the machine).\n", n, clients, validations)
+	fmt.Fprintf(
+		&b,
+		"- Command: `go run ./test/bench/leasebench -leases %d -clients %d -validations %d` (control nodes in the benchmark's process, a real "+
+			"agent and `svc engine` with the demo channel Online, HTTP on loopback; the load generators share the machine).\n",
+		n,
+		clients,
+		validations,
+	)
 	fmt.Fprintf(&b, "- Host pauses, measured first: %s. A validation that meets one waits it out, so at 1,000 validations/s they alone can fill the 1%% above p99.\n\n", pauses)
 	fmt.Fprintf(&b, "| measurement | 1 node | 3 nodes | target |\n|---|---|---|---|\n")
-	fmt.Fprintf(&b, "| lease creations/s (%d clients) | %.0f | %.0f | >= 2,000 on one node (%s) |\n", clients, results[0].createRate, results[1].createRate, benchdoc.Verdict(results[0].createRate >= 2000))
-	fmt.Fprintf(&b, "| lease creation p50 / p99 | %s / %s | %s / %s | |\n", pct(results[0].createLat, .5).Round(10*time.Microsecond), pct(results[0].createLat, .99).Round(10*time.Microsecond),
-		pct(results[1].createLat, .5).Round(10*time.Microsecond), pct(results[1].createLat, .99).Round(10*time.Microsecond))
+	fmt.Fprintf(
+		&b,
+		"| lease creations/s (%d clients) | %.0f | %.0f | >= 2,000 on one node (%s) |\n",
+		clients,
+		results[0].createRate,
+		results[1].createRate,
+		benchdoc.Verdict(results[0].createRate >= 2000),
+	)
+	fmt.Fprintf(
+		&b,
+		"| lease creation p50 / p99 | %s / %s | %s / %s | |\n",
+		pct(results[0].createLat, .5).Round(10*time.Microsecond),
+		pct(results[0].createLat, .99).Round(10*time.Microsecond),
+		pct(results[1].createLat, .5).Round(10*time.Microsecond),
+		pct(results[1].createLat, .99).Round(10*time.Microsecond),
+	)
 	fmt.Fprintf(&b, "| renewals/s | %.0f | %.0f | |\n", results[0].renewRate, results[1].renewRate)
 	fmt.Fprintf(&b, "| on_play validation at 1,000/s, p50 / p99 (from a separate process, HTTPS with the node certificate, answer decoded) | %s / %s | | p99 < 2 ms (%s) |\n\n",
 		pct(valLat, .5).Round(10*time.Microsecond), pct(valLat, .99).Round(10*time.Microsecond), benchdoc.Verdict(pct(valLat, .99) < 2*time.Millisecond))
 	fmt.Fprintf(&b, "Each creation is one replicated write of the lease (after reading the channel and its stream session); a renewal is a read-modify-write with a compare. "+
-		"A validation checks the ticket's MAC, reads the lease and the creating token's state (each cached until a lease, or a token, user or role, changes: the store keeps a revision per key area) and queues the hook's engine.webhook event, which is also its webhook inbox entry. "+
-		"The events are written in batches that wait up to 10 ms for company, so at 1,000 hooks/s the store applies Txns of about 10 events: the store applies a Txn in one go on one core, and batches of 50 (50 ms) took 3-4 ms each and doubled the slow validations outside bursts. The tail is validations that meet one of those applies, and the host's pauses (counted above). "+
-		"This process holds the control nodes and runs with svc's garbage collector floor (`gc-heap-floor-mib`, 256 MiB), as `svc server` does: with Go's default the node collected about once a second during the validations, and an execution trace (`-trace`) put about half of the slow validations inside a collection. "+
-		"The same trace shows the next cost: Go's HTTP/1.1 server waits, after each answer, for its connection's background reader to stop before it reads the next request, and with both cores busy that hand-off waits for a core. "+
+		"A validation checks the ticket's MAC, reads the lease and the creating token's state (each cached until a lease, or a token, user or "+
+		"role, changes: the store keeps a revision per key area) and queues the hook's engine.webhook event, which is also its webhook inbox entry. "+
+		"store applies a Txn in one go on one core, and batches of 50 (50 ms) took 3-4 ms each and doubled the slow validations outside bursts. "+
+		"The tail is validations that meet one of those applies, and the host's pauses (counted above). "+
+		"with Go's default the node collected about once a second during the validations, and an execution trace (`-trace`) put about half of "+
+		"the slow validations inside a collection. "+
+		"The same trace shows the next cost: Go's HTTP/1.1 server waits, after each answer, for its connection's background reader to stop before "+
+		"it reads the next request, and with both cores busy that hand-off waits for a core. "+
 		"The validations run for %d s: over 10 s the p99 is decided by the 100 slowest, and one stall of this host fills a fifth of them. "+
 		"The validations cycle through the %d leases, so a lease's first validation reads it from the store. "+
-		"They are sent by a separate process, as an engine would send them, one every millisecond over %d kept-alive TLS connections, at nice %d: it stands for an engine on another host, so its own wait for one of the two cores it shares with the control node is kept out of the answer time. "+
+		"They are sent by a separate process, as an engine would send them, one every millisecond over %d kept-alive TLS connections, at nice %d: "+
+		"it stands for an engine on another host, so its own wait for one of the two cores it shares with the control node is kept out of the answer time. "+
 		"A validation's time runs from the moment the hook is handed to the connections, so a hook that waits for a free connection counts that wait, to its answer decoded. "+
 		"%d of the validations were denied (expected 0). "+
-		"Of the %d validations over 2 ms, %d came in %d bursts (at least %d within %d ms of each other): moments when the host stopped answering for several milliseconds, not single slow answers.\n",
+		"Of the %d validations over 2 ms, %d came in %d bursts (at least %d within %d ms of each other): moments when the host stopped answering "+
+		"for several milliseconds, not single slow answers.\n",
 		validations/1000, n, hookConns, val.Nice, denied, val.tail.slow, val.tail.inBursts, val.tail.bursts, burstMin, burstGap)
 	return benchdoc.WriteSection(out, "leasebench", b.String())
 }

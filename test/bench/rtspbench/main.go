@@ -135,7 +135,7 @@ func runProfile(dir string, p profile, ns []int, dur time.Duration) ([]step, err
 		"-t", "10", "-c:v", "libx264", "-preset", "veryfast", "-b:v", p.vrate, "-maxrate", p.vrate, "-bufsize", p.vrate,
 		"-g", "50", "-pix_fmt", "yuv420p", "-c:a", "aac", "-b:a", p.arate, clip)
 	if out, err := enc.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("encode the clip: %v: %s", err, out)
+		return nil, fmt.Errorf("encode the clip: %w: %s", err, out)
 	}
 	relay := rtsptest.NewRelay()
 	relay.QueueSize = 256 // about 5 s of frames: a player further behind loses frames
@@ -480,7 +480,10 @@ func report(cmd string, dur time.Duration, results [][]step) string {
 		"second, one write per frame, to as many loopback sockets from a bare loop; its readers run in a child process too.\n\n", dur)
 	for i, steps := range results {
 		fmt.Fprintf(&b, "### %s\n\n", profiles[i].name)
-		fmt.Fprintf(&b, "| players | connected | Mbit/s delivered | server cores | server CPU s per GB | floor CPU s per GB | frames dropped | RTP gaps |\n|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+		fmt.Fprintf(
+			&b,
+			"| players | connected | Mbit/s delivered | server cores | server CPU s per GB | floor CPU s per GB | frames dropped | RTP gaps |\n|--:|--:|--:|--:|--:|--:|--:|--:|\n",
+		)
 		best := 0
 		for _, s := range steps {
 			gb := float64(s.bytes) / 1e9

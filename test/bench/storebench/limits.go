@@ -10,7 +10,11 @@ import (
 func (r *report) writeLimits(w io.Writer) {
 	fmt.Fprintln(w, "### What limits it")
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "CPU in use during each measured window, in cores (\"bench\" is this process: the clients, and for the store cases the store itself; \"etcd\" is the etcd process; \"other\" is the rest of the machine, which is shared; \"CPU µs per put\" counts bench + etcd):")
+	fmt.Fprintln(
+		w,
+		"CPU in use during each measured window, in cores (\"bench\" is this process: the clients, and for the store cases the store itself; "+
+			"\"etcd\" is the etcd process; \"other\" is the rest of the machine, which is shared; \"CPU µs per put\" counts bench + etcd):",
+	)
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "| case | writers | bench cores | etcd cores | other processes cores | iowait cores | CPU µs per put |")
 	fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|--:|")
@@ -51,7 +55,11 @@ func (r *report) writeRaftTable(w io.Writer) {
 	}
 	fmt.Fprintln(w, "Store raft pipeline in the same windows (hashicorp/raft timing metrics; FSM figures are per node):")
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| case | writers | leader log writes/s | puts per log write | ms per log write | leader loop in log writes | FSM batches/s | entries per FSM batch | ms per FSM batch | FSM busy |")
+	fmt.Fprintln(
+		w,
+		"| case | writers | leader log writes/s | puts per log write | ms per log write | leader loop in log writes | FSM batches/s | entries per "+
+			"FSM batch | ms per FSM batch | FSM busy |",
+	)
 	fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
 	for _, res := range rows {
 		x := res.Raft

@@ -229,7 +229,11 @@ func (r *report) markdown() string {
 	fmt.Fprintln(&b)
 	fmt.Fprintln(&b, "Target: "+r.targetLine()+".")
 	fmt.Fprintln(&b)
-	fmt.Fprintln(&b, "Target: "+r.bytesLine()+". Bytes written per put is wchar of /proc/PID/io of the serving process (this one for the store, etcd's for etcd) over the measured window divided by the puts: the bytes handed to write system calls, file writes of both and, for etcd, also the gRPC answers it sends its clients. The 3-node case counts its three replicas. The kernel's own count of bytes sent to storage (write_bytes) is not used: with large page-cache folios (ext4 on this kernel) a 24-byte write into a clean folio counts the whole folio, up to 2 MiB.")
+	fmt.Fprintln(
+		&b,
+		"gRPC answers it sends its clients. The 3-node case counts its three replicas. The kernel's own count of bytes sent to storage "+
+			"(write_bytes) is not used: with large page-cache folios (ext4 on this kernel) a 24-byte write into a clean folio counts the whole folio, up to 2 MiB.",
+	)
 	fmt.Fprintln(&b)
 	r.fillMarkdown(&b)
 	for _, res := range r.Results {

@@ -364,8 +364,14 @@ func report(rs []caseResult, rate int, latDur time.Duration) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "## Outbound webhooks\n\n")
 	load, _ := os.ReadFile("/proc/loadavg")
-	fmt.Fprintf(&b, "- Date: %s\n- Machine: %s; load average when the run ended: %s (the machine is shared; other work lowers these numbers)\n- Command: `go run ./test/bench/webhookbench` (`make bench`)\n",
-		time.Now().UTC().Format("2006-01-02 15:04 UTC"), benchdoc.Machine(), strings.Join(strings.Fields(string(load))[:min(3, len(strings.Fields(string(load))))], " "))
+	fmt.Fprintf(
+		&b,
+		"- Date: %s\n- Machine: %s; load average when the run ended: %s (the machine is shared; other work lowers these numbers)\n- Command: `go "+
+			"run ./test/bench/webhookbench` (`make bench`)\n",
+		time.Now().UTC().Format("2006-01-02 15:04 UTC"),
+		benchdoc.Machine(),
+		strings.Join(strings.Fields(string(load))[:min(3, len(strings.Fields(string(load))))], " "),
+	)
 	fmt.Fprintf(&b, "- Workload: the control node's store, plan service and dispatcher assembled as `svc server` does, on a single-node raft store in /tmp, "+
 		"and a receiver on loopback in the same process that verifies every signature (HMAC-SHA256, constant-time compare) before answering 204. "+
 		"Events are committed one per Txn by 16 producers, as producers write them. Every delivery takes the whole path: fan-out Txn, claim Txn "+
