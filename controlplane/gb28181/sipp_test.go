@@ -1,0 +1,209 @@
+package gb28181
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"text/template"
+	"time"
+
+	"go.uber.org/zap/zaptest"
+
+	"github.com/svcplatform/svc/controlplane/events"
+	"github.com/svcplatform/svc/controlplane/store"
+	"github.com/svcplatform/svc/controlplane/store/storetest"
+)
+
+// The tests' devices are SIPp (Debian sip-tester) running scenarios made
+// from the templates in testdata; a missing sipp fails the test.
+
+const (
+	testPlatformID = "34020000002000000001"
+	testDomain     = "3402000000"
+	testPassword   = "12345678"
+	testDeviceID   = "34020000001320000001"
+)
+
+// testService starts a service on loopback with an offline window of
+// interval x count.
+func testService(t *testing.T, interval time.Duration, count int, mutate ...func(*Config)) (*Service, store.Store) {
+	t.Helper()
+	st := storetest.SingleNode(t)
+	cfg := DefaultConfig()
+	cfg.ID, cfg.Domain, cfg.Password, cfg.ListenAddr = testPlatformID, testDomain, testPassword, "127.0.0.1:0"
+	cfg.KeepaliveInterval, cfg.KeepaliveCount, cfg.CheckInterval = interval, count, 100*time.Millisecond
+	// SIPp refreshes back to back, far faster than a device would.
+	cfg.MaxRegisterPerSecond = 100
+	for _, m := range mutate {
+		m(&cfg)
+	}
+	s, err := New(cfg, st, "cp1", zaptest.NewLogger(t).Named("gb28181"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s, st
+}
+
+// device is one SIPp device agent.
+type device struct {
+	ID, Password, Transport string
+	// Port is the device's local SIP port; a new one is an address change.
+	Port int
+}
+
+// scenarioArgs fill a scenario template.
+type scenarioArgs struct {
+	Refreshes, Keepalives int
+	Expires               int
+	Body                  string
+	// Messages are extra MANSCDP bodies sent as MESSAGEs after the rest.
+	Messages []string
+	// ExpectMessage is the status the MESSAGEs are answered with.
+	ExpectMessage int
+	// Register is false for a scenario that only sends MESSAGEs.
+	Register bool
+	// WrongPassword expects a 403.
+	WrongPassword bool
+}
+
+var scenarios = template.Must(template.New("").Funcs(template.FuncMap{
+	"seq": func(n int) []int { return make([]int, n) },
+	"add": func(a, b int) int { return a + b },
+	"mul": func(a, b int) int { return a * b },
+}).ParseFiles("testdata/device.xml.tmpl"))
+
+// run has the device run a scenario against the service and fails the
+// test when SIPp reports a failed call.
+func (d device) run(t *testing.T, s *Service, a scenarioArgs) string {
+	t.Helper()
+	bin, err := exec.LookPath("sipp")
+	if err != nil {
+		t.Fatalf("sipp is required (Debian package sip-tester; scripts/install-deps.sh test installs it): %v", err)
+	}
+	dir := t.TempDir()
+	var b bytes.Buffer
+	if err := scenarios.ExecuteTemplate(&b, "device.xml.tmpl", a); err != nil {
+		t.Fatal(err)
+	}
+	sf := filepath.Join(dir, "scenario.xml")
+	if err := os.WriteFile(sf, b.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	transport, server := "u1", s.UDPAddr().String()
+	if d.Transport == "tcp" {
+		transport, server = "t1", s.TCPAddr().String()
+	}
+	args := []string{"-sf", sf, "-m", "1", "-l", "1", "-t", transport, "-i", "127.0.0.1", "-p", strconv.Itoa(d.Port),
+		"-key", "device", d.ID, "-key", "platform", testPlatformID, "-key", "domain", testDomain,
+		"-au", d.ID, "-ap", d.Password, "-timeout", "60s", "-recv_timeout", "20s", "-nostdin",
+		"-trace_msg", "-message_file", filepath.Join(dir, "messages.log"), "-trace_err", "-error_file", filepath.Join(dir, "errors.log"), server}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	msgs, _ := os.ReadFile(filepath.Join(dir, "messages.log"))
+	if err != nil {
+		errs, _ := os.ReadFile(filepath.Join(dir, "errors.log"))
+		t.Fatalf("sipp: %v\n%s\nerrors:\n%s\nmessages:\n%s", err, lastLines(string(out), 20), errs, msgs)
+	}
+	return string(msgs)
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(s, "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// freeUDPPort returns a UDP and TCP port on loopback free a moment ago.
+func freeUDPPort(t *testing.T) int {
+	t.Helper()
+	for i := 0; i < 20; i++ {
+		c, err := net.ListenPacket("udp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := c.LocalAddr().(*net.UDPAddr).Port
+		c.Close()
+		if l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
+			l.Close()
+			return port
+		}
+	}
+	t.Fatal("no free port")
+	return 0
+}
+
+// deviceEvents reads the gb28181 events in the outbox, oldest first.
+func deviceEvents(t *testing.T, st store.Store) []events.Entry {
+	t.Helper()
+	resp, err := st.Range(context.Background(), events.OutboxPrefix, store.RangeOptions{End: store.PrefixEnd(events.OutboxPrefix)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []events.Entry
+	for _, kv := range resp.KVs {
+		e, err := events.DecodeEntry(kv.Value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Source == events.SourceGB28181 {
+			out = append(out, e)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].EventID < out[j].EventID })
+	return out
+}
+
+func eventNames(es []events.Entry) []string {
+	var out []string
+	for _, e := range es {
+		out = append(out, strings.TrimPrefix(e.EventName, "device.gb28181."))
+	}
+	return out
+}
+
+func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	end := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(end) {
+			t.Fatalf("not within %s: %s", within, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func keepaliveBody(id string, sn int) string {
+	return fmt.Sprintf(`<?xml version="1.0" encoding="GB2312"?>
+<Notify>
+<CmdType>Keepalive</CmdType>
+<SN>%d</SN>
+<DeviceID>%s</DeviceID>
+<Status>OK</Status>
+</Notify>`, sn, id)
+}
+
+func decodeData(t *testing.T, e events.Entry) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(e.Data, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
