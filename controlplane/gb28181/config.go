@@ -26,6 +26,12 @@ type Config struct {
 	// CheckInterval is how often presence is checked; default a tenth of
 	// the window, at least 100 ms.
 	CheckInterval time.Duration
+	// CatalogOnRegister asks a device for its catalog when it registers
+	// or recovers (default on).
+	CatalogOnRegister bool
+	// CatalogTimeout is how long a Catalog response may pause between
+	// pages before what arrived is synced; default 10 s.
+	CatalogTimeout time.Duration
 	// MaxRegisterPerSecond bounds the REGISTERs one device may send; a
 	// storm beyond it is answered 503 with Retry-After and not processed.
 	MaxRegisterPerSecond int
@@ -35,7 +41,8 @@ type Config struct {
 // missed make a device offline).
 func DefaultConfig() Config {
 	return Config{ID: "34020000002000000001", Domain: "3402000000", ListenAddr: "0.0.0.0:5060", NonceTTL: 5 * time.Minute,
-		KeepaliveInterval: 60 * time.Second, KeepaliveCount: 3, MaxRegisterPerSecond: 10}
+		KeepaliveInterval: 60 * time.Second, KeepaliveCount: 3, MaxRegisterPerSecond: 10,
+		CatalogOnRegister: true}
 }
 
 // Validate says which field is wrong.

@@ -71,4 +71,8 @@ func (s *Service) touch(id DeviceID, now time.Time) {
 // for it.
 func (s *Service) dispatch(id DeviceID, m Manscdp) {
 	s.log.Debug("GB28181 MANSCDP", zap.String("deviceId", string(id)), zap.String("cmdType", m.CmdType), zap.Int64("sn", m.SN))
+	switch {
+	case m.Root == "Response" && m.CmdType == "Catalog":
+		s.catalogPage(id, m)
+	}
 }

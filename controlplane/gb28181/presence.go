@@ -21,7 +21,10 @@ var errUnchanged = errors.New("unchanged")
 // (registered), an offline one comes back (recovered), a device whose
 // transport moved to this node or another address is updated silently,
 // and a refresh that changes nothing writes nothing.
-func (s *Service) register(id DeviceID, transport, addr string, expires int, now time.Time) error {
+//
+// It reports whether the device came online (registered or recovered),
+// when the platform asks for its catalog.
+func (s *Service) register(id DeviceID, transport, addr string, expires int, now time.Time) (bool, error) {
 	s.mu.Lock()
 	p := s.live[id]
 	if p == nil {
@@ -32,12 +35,13 @@ func (s *Service) register(id DeviceID, transport, addr string, expires int, now
 	p.lastSeen, p.expiresAt = now, now.Add(time.Duration(expires)*time.Second)
 	s.mu.Unlock()
 	if known {
-		return nil // a refresh: rule 7, nothing to write or emit
+		return false, nil // a refresh: rule 7, nothing to write or emit
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, writeTimeout)
 	defer cancel()
 	var status Status
 	var window time.Duration
+	cameOnline := false
 	_, err := store.Update(ctx, s.store, deviceKey(id), func(kv *store.KeyValue) ([]byte, []store.Op, []store.Compare, error) {
 		var d Device
 		var evName, reason string
@@ -66,6 +70,7 @@ func (s *Service) register(id DeviceID, transport, addr string, expires int, now
 			return nil, nil, nil, err
 		}
 		var ops []store.Op
+		cameOnline = evName != ""
 		if evName != "" {
 			op, err := s.eventOp(evName, id, d.Name, StatusOnline, previous, reason, now)
 			if err != nil {
@@ -76,12 +81,12 @@ func (s *Service) register(id DeviceID, transport, addr string, expires int, now
 		return val, ops, nil, nil
 	})
 	if err != nil && !errors.Is(err, errUnchanged) {
-		return err
+		return false, err
 	}
 	s.mu.Lock()
 	p.status, p.window, p.transport, p.addr = status, window, transport, addr
 	s.mu.Unlock()
-	return nil
+	return cameOnline && err == nil, nil
 }
 
 // keepalive records a keep-alive from a registered device. It writes only
@@ -99,10 +104,10 @@ func (s *Service) keepalive(id DeviceID, transport, addr string, now time.Time) 
 	if err != nil {
 		return err
 	}
-	expires := d.Expires
 	// A keep-alive keeps the registration the device made; it does not
 	// extend it.
-	return s.register(id, transport, addr, expires, now)
+	_, err = s.register(id, transport, addr, d.Expires, now)
+	return err
 }
 
 // markOffline turns a silent device offline.

@@ -73,7 +73,8 @@ func (s *Service) onRegister(req *sip.Request, tx sip.ServerTransaction) {
 		return
 	}
 	transport := strings.ToLower(req.Transport())
-	if err := s.register(id, transport, req.Source(), expires, now); err != nil {
+	cameOnline, err := s.register(id, transport, req.Source(), expires, now)
+	if err != nil {
 		s.log.Warn("GB28181 registration failed", zap.String("deviceId", string(id)), zap.Error(err))
 		s.respond(tx, req, 500, "Server Internal Error", nil)
 		return
@@ -83,6 +84,9 @@ func (s *Service) onRegister(req *sip.Request, tx sip.ServerTransaction) {
 		hdrs = append(hdrs, c)
 	}
 	s.respond(tx, req, 200, "OK", nil, hdrs...)
+	if cameOnline && s.cfg.CatalogOnRegister {
+		s.queryCatalog(id)
+	}
 }
 
 // challenge answers 401 with a fresh nonce.

@@ -26,6 +26,8 @@ type Service struct {
 	log    *zap.Logger
 	now    func() time.Time
 	nonces *nonces
+	// channels receives the devices' catalogs; nil keeps no channels.
+	channels ChannelStore
 
 	ua     *sipgo.UserAgent
 	server *sipgo.Server
@@ -36,6 +38,9 @@ type Service struct {
 	// authFailed is when each device's last auth_failed event was
 	// written: a device hammering a wrong password emits one a minute.
 	authFailed map[DeviceID]time.Time
+	// catalogs are the Catalog responses being collected.
+	catalogs map[DeviceID]*catalogRun
+	sn       int64
 
 	udpAddr, tcpAddr net.Addr
 	ctx              context.Context
@@ -60,15 +65,18 @@ type presence struct {
 const authFailedEvery = time.Minute
 
 // New returns a service; Start serves it.
-func New(cfg Config, st store.Store, nodeID string, log *zap.Logger) (*Service, error) {
+func New(cfg Config, st store.Store, chans ChannelStore, nodeID string, log *zap.Logger) (*Service, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if cfg.CheckInterval <= 0 {
 		cfg.CheckInterval = max(cfg.window(0, 0)/10, 100*time.Millisecond)
 	}
-	return &Service{cfg: cfg, store: st, nodeID: nodeID, log: log, now: time.Now, nonces: newNonces(cfg.NonceTTL),
-		live: map[DeviceID]*presence{}, authFailed: map[DeviceID]time.Time{}}, nil
+	if cfg.CatalogTimeout <= 0 {
+		cfg.CatalogTimeout = 10 * time.Second
+	}
+	return &Service{cfg: cfg, store: st, channels: chans, nodeID: nodeID, log: log, now: time.Now, nonces: newNonces(cfg.NonceTTL),
+		live: map[DeviceID]*presence{}, authFailed: map[DeviceID]time.Time{}, catalogs: map[DeviceID]*catalogRun{}}, nil
 }
 
 // Start listens on UDP and TCP and starts the presence loop.

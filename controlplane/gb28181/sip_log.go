@@ -15,7 +15,9 @@ type zapHandler struct {
 	attrs []zap.Field
 }
 
-func (h zapHandler) Enabled(context.Context, slog.Level) bool { return h.log.Core().Enabled(zap.DebugLevel) }
+func (h zapHandler) Enabled(context.Context, slog.Level) bool {
+	return h.log.Core().Enabled(zap.DebugLevel)
+}
 
 func (h zapHandler) Handle(_ context.Context, r slog.Record) error {
 	fields := append([]zap.Field{}, h.attrs...)

@@ -18,7 +18,9 @@ import (
 	"time"
 
 	"go.uber.org/zap/zaptest"
+	"golang.org/x/text/encoding/simplifiedchinese"
 
+	"github.com/svcplatform/svc/controlplane/channels"
 	"github.com/svcplatform/svc/controlplane/events"
 	"github.com/svcplatform/svc/controlplane/store"
 	"github.com/svcplatform/svc/controlplane/store/storetest"
@@ -38,8 +40,10 @@ const (
 // interval x count.
 func testService(t *testing.T, interval time.Duration, count int, mutate ...func(*Config)) (*Service, store.Store) {
 	t.Helper()
-	st := storetest.SingleNode(t)
+	st, keys := storetest.WithKeys(t, channels.Indexes...)
+	chans := &channels.Service{Store: st, Reader: st.State(), Keys: keys}
 	cfg := DefaultConfig()
+	cfg.CatalogOnRegister = false
 	cfg.ID, cfg.Domain, cfg.Password, cfg.ListenAddr = testPlatformID, testDomain, testPassword, "127.0.0.1:0"
 	cfg.KeepaliveInterval, cfg.KeepaliveCount, cfg.CheckInterval = interval, count, 100*time.Millisecond
 	// SIPp refreshes back to back, far faster than a device would.
@@ -47,7 +51,7 @@ func testService(t *testing.T, interval time.Duration, count int, mutate ...func
 	for _, m := range mutate {
 		m(&cfg)
 	}
-	s, err := New(cfg, st, "cp1", zaptest.NewLogger(t).Named("gb28181"))
+	s, err := New(cfg, st, chans, "cp1", zaptest.NewLogger(t).Named("gb28181"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,6 +82,9 @@ type scenarioArgs struct {
 	Register bool
 	// WrongPassword expects a 403.
 	WrongPassword bool
+	// PauseMs waits before the Messages (for the platform's query to
+	// arrive and be answered by the out-of-call scenario).
+	PauseMs int
 }
 
 var scenarios = template.Must(template.New("").Funcs(template.FuncMap{
@@ -100,7 +107,13 @@ func (d device) run(t *testing.T, s *Service, a scenarioArgs) string {
 		t.Fatal(err)
 	}
 	sf := filepath.Join(dir, "scenario.xml")
-	if err := os.WriteFile(sf, b.Bytes(), 0o600); err != nil {
+	// Devices write MANSCDP in GB2312: so does the scenario (its SIP is
+	// ASCII either way).
+	gbk, err := simplifiedchinese.GBK.NewEncoder().Bytes(b.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(sf, gbk, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	transport, server := "u1", s.UDPAddr().String()
@@ -109,6 +122,7 @@ func (d device) run(t *testing.T, s *Service, a scenarioArgs) string {
 	}
 	args := []string{"-sf", sf, "-m", "1", "-l", "1", "-t", transport, "-i", "127.0.0.1", "-p", strconv.Itoa(d.Port),
 		"-key", "device", d.ID, "-key", "platform", testPlatformID, "-key", "domain", testDomain,
+		"-oocsf", filepath.Join(wd(t), "testdata", "answer_message.xml"),
 		"-au", d.ID, "-ap", d.Password, "-timeout", "60s", "-recv_timeout", "20s", "-nostdin",
 		"-trace_msg", "-message_file", filepath.Join(dir, "messages.log"), "-trace_err", "-error_file", filepath.Join(dir, "errors.log"), server}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
@@ -123,6 +137,14 @@ func (d device) run(t *testing.T, s *Service, a scenarioArgs) string {
 		t.Fatalf("sipp: %v\n%s\nerrors:\n%s\nmessages:\n%s", err, lastLines(string(out), 20), errs, msgs)
 	}
 	return string(msgs)
+}
+
+func wd(t *testing.T) string {
+	d, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
 }
 
 func lastLines(s string, n int) string {
@@ -198,6 +220,24 @@ func keepaliveBody(id string, sn int) string {
 <Status>OK</Status>
 </Notify>`, sn, id)
 }
+
+// catalogBody is page `page` (from 0) of a Catalog response of sum
+// channels, per items a page, in GB2312 with Chinese names.
+func catalogBody(id string, sn, sum, page, per int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "<?xml version=\"1.0\" encoding=\"GB2312\"?>\n<Response>\n<CmdType>Catalog</CmdType>\n<SN>%d</SN>\n", sn)
+	fmt.Fprintf(&b, "<DeviceID>%s</DeviceID>\n<SumNum>%d</SumNum>\n<DeviceList Num=\"%d\">\n", id, sum, per)
+	for i := page * per; i < min(sum, (page+1)*per); i++ {
+		fmt.Fprintf(&b, "<Item>\n<DeviceID>%s</DeviceID>\n<Name>%s</Name>\n<Manufacturer>SIPp</Manufacturer>\n<Status>ON</Status>\n<Info><PTZType>%d</PTZType></Info>\n</Item>\n",
+			catalogChannelID(i), catalogName(i), 1+i%3)
+	}
+	b.WriteString("</DeviceList>\n</Response>")
+	return b.String()
+}
+
+func catalogChannelID(i int) string { return fmt.Sprintf("3402000000131%07d", i) }
+
+func catalogName(i int) string { return fmt.Sprintf("测试通道%04d", i) }
 
 func decodeData(t *testing.T, e events.Entry) map[string]any {
 	t.Helper()
