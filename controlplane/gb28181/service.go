@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"strconv"
 	"sync"
 	"time"
 
@@ -41,6 +42,9 @@ type Service struct {
 	// catalogs are the Catalog responses being collected.
 	catalogs map[DeviceID]*catalogRun
 	sn       int64
+	ssrcSeq  int
+	// dialogs sends INVITEs and their BYEs.
+	dialogs *sipgo.DialogUA
 
 	udpAddr, tcpAddr net.Addr
 	ctx              context.Context
@@ -119,6 +123,12 @@ func (s *Service) Start(ctx context.Context) error {
 		ua.Close()
 		return fmt.Errorf("gb28181: %w", err)
 	}
+	host, port, _ := net.SplitHostPort(s.udpAddr.String())
+	p, _ := strconv.Atoi(port)
+	s.dialogs = &sipgo.DialogUA{Client: s.client, RewriteContact: true,
+		ContactHDR: sip.ContactHeader{Address: sip.Uri{User: s.cfg.ID, Host: host, Port: p}}}
+	srv.OnBye(s.onBye)
+	srv.OnAck(func(*sip.Request, sip.ServerTransaction) {})
 	if err := s.adoptDevices(ctx); err != nil {
 		udp.Close()
 		tcp.Close()

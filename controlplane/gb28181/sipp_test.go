@@ -82,6 +82,9 @@ type scenarioArgs struct {
 	Register bool
 	// WrongPassword expects a 403.
 	WrongPassword bool
+	// OOC is the out-of-call scenario in testdata answering the
+	// platform's requests; default answer_message.xml.
+	OOC string
 	// PauseMs waits before the Messages (for the platform's query to
 	// arrive and be answered by the out-of-call scenario).
 	PauseMs int
@@ -97,24 +100,53 @@ var scenarios = template.Must(template.New("").Funcs(template.FuncMap{
 // test when SIPp reports a failed call.
 func (d device) run(t *testing.T, s *Service, a scenarioArgs) string {
 	t.Helper()
+	out, err := d.exec(t, s, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// start runs a scenario in the background; the channel yields its
+// message log, or the failure.
+func (d device) start(t *testing.T, s *Service, a scenarioArgs) <-chan sippResult {
+	t.Helper()
+	ch := make(chan sippResult, 1)
+	go func() {
+		out, err := d.exec(t, s, a)
+		ch <- sippResult{out, err}
+	}()
+	return ch
+}
+
+type sippResult struct {
+	log string
+	err error
+}
+
+// exec runs a scenario and returns SIPp's message log.
+func (d device) exec(t *testing.T, s *Service, a scenarioArgs) (string, error) {
 	bin, err := exec.LookPath("sipp")
 	if err != nil {
-		t.Fatalf("sipp is required (Debian package sip-tester; scripts/install-deps.sh test installs it): %v", err)
+		return "", fmt.Errorf("sipp is required (Debian package sip-tester; scripts/install-deps.sh test installs it): %w", err)
+	}
+	if a.OOC == "" {
+		a.OOC = "answer_message.xml"
 	}
 	dir := t.TempDir()
 	var b bytes.Buffer
 	if err := scenarios.ExecuteTemplate(&b, "device.xml.tmpl", a); err != nil {
-		t.Fatal(err)
+		return "", err
 	}
 	sf := filepath.Join(dir, "scenario.xml")
 	// Devices write MANSCDP in GB2312: so does the scenario (its SIP is
 	// ASCII either way).
 	gbk, err := simplifiedchinese.GBK.NewEncoder().Bytes(b.Bytes())
 	if err != nil {
-		t.Fatal(err)
+		return "", err
 	}
 	if err := os.WriteFile(sf, gbk, 0o600); err != nil {
-		t.Fatal(err)
+		return "", err
 	}
 	transport, server := "u1", s.UDPAddr().String()
 	if d.Transport == "tcp" {
@@ -122,7 +154,7 @@ func (d device) run(t *testing.T, s *Service, a scenarioArgs) string {
 	}
 	args := []string{"-sf", sf, "-m", "1", "-l", "1", "-t", transport, "-i", "127.0.0.1", "-p", strconv.Itoa(d.Port),
 		"-key", "device", d.ID, "-key", "platform", testPlatformID, "-key", "domain", testDomain,
-		"-oocsf", filepath.Join(wd(t), "testdata", "answer_message.xml"),
+		"-oocsf", filepath.Join(wd(t), "testdata", a.OOC),
 		"-au", d.ID, "-ap", d.Password, "-timeout", "60s", "-recv_timeout", "20s", "-nostdin",
 		"-trace_msg", "-message_file", filepath.Join(dir, "messages.log"), "-trace_err", "-error_file", filepath.Join(dir, "errors.log"), server}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
@@ -134,9 +166,9 @@ func (d device) run(t *testing.T, s *Service, a scenarioArgs) string {
 	msgs, _ := os.ReadFile(filepath.Join(dir, "messages.log"))
 	if err != nil {
 		errs, _ := os.ReadFile(filepath.Join(dir, "errors.log"))
-		t.Fatalf("sipp: %v\n%s\nerrors:\n%s\nmessages:\n%s", err, lastLines(string(out), 20), errs, msgs)
+		return string(msgs), fmt.Errorf("sipp: %w\n%s\nerrors:\n%s\nmessages:\n%s", err, lastLines(string(out), 20), errs, msgs)
 	}
-	return string(msgs)
+	return string(msgs), nil
 }
 
 func wd(t *testing.T) string {
