@@ -35,10 +35,16 @@ const (
 	Unavailable
 	// StorageFull: the store refuses writes until space is freed (507).
 	StorageFull
+	// BadGateway: a device or peer the platform asked refused or answered
+	// with something unusable (502).
+	BadGateway
+	// GatewayTimeout: a device or peer the platform asked did not answer
+	// in time (504).
+	GatewayTimeout
 )
 
 var kindNames = [...]string{"internal", "invalid", "unauthenticated", "forbidden", "not_found", "conflict", "too_large", "rate_limited",
-	"unavailable", "storage_full"}
+	"unavailable", "storage_full", "bad_gateway", "gateway_timeout"}
 
 func (k Kind) String() string {
 	if int(k) < len(kindNames) {

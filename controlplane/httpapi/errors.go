@@ -104,6 +104,8 @@ var kindStatus = map[fault.Kind]int{
 	fault.RateLimited:     http.StatusTooManyRequests,
 	fault.Unavailable:     http.StatusServiceUnavailable,
 	fault.StorageFull:     http.StatusInsufficientStorage,
+	fault.BadGateway:      http.StatusBadGateway,
+	fault.GatewayTimeout:  http.StatusGatewayTimeout,
 }
 
 // abortWithError writes the error body and stops the chain.
