@@ -60,7 +60,8 @@ case "${1:-}" in
     # players: mediaengine/acceptance_*_test.go).
     # chromium: the web console's browser test (test/consolerun
     # TestConsoleInABrowser drives it with Playwright; node and npm come
-    # from the console mode below).
+    # from the console mode below), and the WHEP viewer of mediaengine's
+    # TestAcceptanceWHEPPlaysInChromium (headless, driven by its page).
     packages+=(chromium)
     packages+=($(node_packages))
     ;;

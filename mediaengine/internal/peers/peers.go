@@ -206,3 +206,17 @@ func (g *GStreamer) URL(userinfo, mount string) string {
 	}
 	return "rtsp://" + userinfo + "127.0.0.1:" + strconv.Itoa(g.Port) + "/" + strings.TrimPrefix(mount, "/")
 }
+
+// Chromium is Debian's browser (package chromium).
+const Chromium = "/usr/bin/chromium"
+
+// StartChromium opens url in a headless Chromium with its own profile in
+// a temporary directory: media plays without a user gesture, the fake
+// camera and microphone stand in for real ones, and host candidates are
+// real addresses rather than mDNS names, so WebRTC works on loopback.
+func StartChromium(t testing.TB, url string) *Process {
+	t.Helper()
+	return Start(t, Chromium, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--no-default-browser-check",
+		"--user-data-dir="+t.TempDir(), "--autoplay-policy=no-user-gesture-required", "--use-fake-ui-for-media-stream",
+		"--use-fake-device-for-media-stream", "--disable-features=WebRtcHideLocalIpsWithMdns", "--disable-dev-shm-usage", url)
+}
