@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -208,4 +209,41 @@ func TestAcceptanceWHEPPlaysInChromium(t *testing.T) {
 		return len(l.Players) == 0 && te.rtc.Sessions() == 0
 	})
 	t.Logf("Chromium: %+v", got)
+}
+
+// TestAcceptanceWHEPPlayerPage: the engine's own player page plays the
+// demo clip (H.264 + AAC) in Chromium over WHEP: the video advances, and
+// the page says the AAC audio was left out.
+func TestAcceptanceWHEPPlayerPage(t *testing.T) {
+	te := startEngine(t, nil)
+	waitStreamReady(t, te, "live", "demo", 30*time.Second)
+	page := te.mediaURL("/live/demo/player")
+	b := peers.StartChromiumDevTools(t, page)
+	type view struct {
+		Time   float64 `json:"time"`
+		Width  int     `json:"width"`
+		Status string  `json:"status"`
+	}
+	const expr = `(() => {
+		const v = document.getElementById('video'), s = document.getElementById('status');
+		return v && s ? {time: v.currentTime, width: v.videoWidth, status: s.textContent} : {time: 0, width: 0, status: 'loading'};
+	})()`
+	var v view
+	var first float64 = -1
+	waitFor(t, "the player page to play 3 s of video", 90*time.Second, func() bool {
+		if err := b.Eval(expr, &v); err != nil {
+			t.Fatalf("%v; browser: %s", err, b.Output())
+		}
+		if strings.HasPrefix(v.Status, "refused") || strings.HasPrefix(v.Status, "error") || v.Status == "failed" {
+			t.Fatalf("the page shows %q", v.Status)
+		}
+		if first < 0 && v.Time > 0 {
+			first = v.Time
+		}
+		return first >= 0 && v.Time >= first+3
+	})
+	if v.Width == 0 || !strings.HasPrefix(v.Status, "connected") || !strings.Contains(v.Status, "AAC") {
+		t.Fatalf("the page shows %+v, want decoded video, connected, and the note on AAC", v)
+	}
+	t.Logf("player page: %+v", v)
 }

@@ -27,6 +27,7 @@ type Mux interface {
 //	POST   /{app}/{stream}/whep            SDP offer in, SDP answer out (201, Location)
 //	PATCH  /{app}/{stream}/whep/{session}  trickle ICE (application/trickle-ice-sdpfrag)
 //	DELETE /{app}/{stream}/whep/{session}  leave
+//	GET    /{app}/{stream}/player          a minimal WHEP player page
 //
 // and the same under /whip for publishers. The query (vhost, svc_ticket)
 // goes to the hooks as for every other player.
@@ -34,6 +35,7 @@ func (s *Server) Routes(mux Mux) {
 	mux.HandleFunc("POST /{app}/{stream}/whep", s.postWHEP)
 	mux.HandleFunc("PATCH /{app}/{stream}/whep/{session}", s.patchSession)
 	mux.HandleFunc("DELETE /{app}/{stream}/whep/{session}", s.deleteSession)
+	mux.HandleFunc("GET /{app}/{stream}/player", s.servePlayer)
 }
 
 // answerTimeout bounds the work of one offer (hooks, waiting for the
