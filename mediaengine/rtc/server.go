@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 
 	"github.com/pion/interceptor"
 	"github.com/pion/webrtc/v4"
@@ -64,6 +65,9 @@ type Server struct {
 	udp  net.PacketConn
 	tcp  net.Listener
 
+	// logsOff silences pion once the server has closed.
+	logsOff atomic.Bool
+
 	mu       sync.Mutex
 	sessions map[string]session
 	closed   bool
@@ -91,7 +95,7 @@ func New(cfg Config, host Host, log *zap.Logger) (*Server, error) {
 		return nil, fmt.Errorf("rtc: udp %s: %w", cfg.UDPAddr, err)
 	}
 	s.udp = udp
-	logs := pionLogs{log.Named("pion")}
+	logs := pionLogs{log: log.Named("pion"), closed: &s.logsOff}
 	var se webrtc.SettingEngine
 	se.LoggerFactory = logs
 	se.SetICEUDPMux(webrtc.NewICEUDPMux(logs.NewLogger("udpmux"), udp))
@@ -180,6 +184,7 @@ func (s *Server) Close() {
 	}
 	s.wg.Wait()
 	s.closePorts()
+	s.logsOff.Store(true)
 }
 
 // reserve takes a session slot under a new id.
