@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/svcplatform/svc/mediaengine/internal/peers"
+	"github.com/svcplatform/svc/mediaengine/media"
 	"github.com/svcplatform/svc/shared/engineapi"
 )
 
@@ -83,10 +84,16 @@ type browserReport struct {
 	Deleted      int     `json:"deleted"`
 }
 
+// hubPath is a stream's path on the default vhost.
+func hubPath(app, stream string) media.Path {
+	return media.Path{Vhost: media.DefaultVhost, App: app, Stream: stream}
+}
+
 // browserHarness serves whepHarness and collects its reports; stop makes
 // the page release its session.
 type browserHarness struct {
 	addr    string
+	page    string // whepHarness unless set
 	mu      sync.Mutex
 	reports []browserReport
 	stop    bool
@@ -99,7 +106,13 @@ func startBrowserHarness(t *testing.T) *browserHarness {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
-		io.WriteString(w, whepHarness)
+		h.mu.Lock()
+		page := h.page
+		h.mu.Unlock()
+		if page == "" {
+			page = whepHarness
+		}
+		io.WriteString(w, page)
 	})
 	mux.HandleFunc("POST /report", func(w http.ResponseWriter, r *http.Request) {
 		var rep browserReport

@@ -22,8 +22,11 @@ var feedback = []webrtc.RTCPFeedback{{Type: "goog-remb"}, {Type: "ccm", Paramete
 var h264Profiles = []string{"42e01f", "42001f", "4d001f", "640032"}
 
 // registerCodecs puts the codecs the server can carry into m, with fixed
-// payload types so answers are stable.
-func registerCodecs(m *webrtc.MediaEngine) error {
+// payload types so answers are stable. A publisher's answer keeps only
+// what the hub carries (H.264; Opus and G.711): browsers send the first
+// codec of the answer, and would pick VP8, which no output of the engine
+// can mux, if it were there.
+func registerCodecs(m *webrtc.MediaEngine, publish bool) error {
 	pt := webrtc.PayloadType(102)
 	for _, profile := range h264Profiles {
 		for _, mode := range []string{"1"} {
@@ -39,6 +42,9 @@ func registerCodecs(m *webrtc.MediaEngine) error {
 	video := []webrtc.RTPCodecParameters{
 		{PayloadType: 49, RTPCodecCapability: webrtc.RTPCodecCapability{MimeType: webrtc.MimeTypeH265, ClockRate: 90000, RTCPFeedback: feedback}},
 		{PayloadType: 96, RTPCodecCapability: webrtc.RTPCodecCapability{MimeType: webrtc.MimeTypeVP8, ClockRate: 90000, RTCPFeedback: feedback}},
+	}
+	if publish {
+		video = nil
 	}
 	for _, c := range video {
 		if err := m.RegisterCodec(c, webrtc.RTPCodecTypeVideo); err != nil {

@@ -17,6 +17,13 @@
 // publisher relays that as a PLI; a camera's next GOP comes on its own.
 // Viewers' PLI and FIR are relayed the same way.
 //
+// A WHIP publisher is admitted by on_publish with the tracks the answer
+// negotiated (H.264, Opus, G.711: what the hub carries; VP8, which no
+// output could mux, is not answered), before the answer is sent; its RTP
+// is put back in order (NACK retransmissions arrive late) and
+// depacketised into the hub like an RTSP publisher's, and keyframe
+// requests from any reader reach it as PLI.
+//
 // Signalling is plain HTTP (RFC 9725 WHIP, and WHEP drafted on it): POST
 // an SDP offer, get the answer with a session resource URL (Location);
 // DELETE it to leave, PATCH it with an SDP fragment for trickle ICE.

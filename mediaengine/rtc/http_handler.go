@@ -36,6 +36,9 @@ func (s *Server) Routes(mux Mux) {
 	mux.HandleFunc("PATCH /{app}/{stream}/whep/{session}", s.patchSession)
 	mux.HandleFunc("DELETE /{app}/{stream}/whep/{session}", s.deleteSession)
 	mux.HandleFunc("GET /{app}/{stream}/player", s.servePlayer)
+	mux.HandleFunc("POST /{app}/{stream}/whip", s.postWHIP)
+	mux.HandleFunc("PATCH /{app}/{stream}/whip/{session}", s.patchSession)
+	mux.HandleFunc("DELETE /{app}/{stream}/whip/{session}", s.deleteSession)
 }
 
 // answerTimeout bounds the work of one offer (hooks, waiting for the
@@ -96,7 +99,7 @@ func (s *Server) openWHEP(ctx context.Context, id string, path media.Path, param
 	if err != nil {
 		return nil, "", err
 	}
-	pc, err := s.newPeerConnection()
+	pc, err := s.newPeerConnection(false)
 	if err != nil {
 		leave()
 		return nil, "", err

@@ -61,9 +61,11 @@ type Server struct {
 	cfg  Config
 	host Host
 	log  *zap.Logger
-	api  *webrtc.API
-	udp  net.PacketConn
-	tcp  net.Listener
+	api  *webrtc.API // WHEP viewers
+	// whipAPI answers publishers with the codecs the hub carries only.
+	whipAPI *webrtc.API
+	udp     net.PacketConn
+	tcp     net.Listener
 
 	// logsOff silences pion once the server has closed.
 	logsOff atomic.Bool
@@ -123,17 +125,24 @@ func New(cfg Config, host Host, log *zap.Logger) (*Server, error) {
 			return nil, fmt.Errorf("rtc: publicIps: %w", err)
 		}
 	}
-	me := &webrtc.MediaEngine{}
-	if err := registerCodecs(me); err != nil {
-		s.closePorts()
-		return nil, err
+	for _, publish := range []bool{false, true} {
+		me := &webrtc.MediaEngine{}
+		if err := registerCodecs(me, publish); err != nil {
+			s.closePorts()
+			return nil, err
+		}
+		ir := &interceptor.Registry{}
+		if err := webrtc.RegisterDefaultInterceptors(me, ir); err != nil {
+			s.closePorts()
+			return nil, fmt.Errorf("rtc: interceptors: %w", err)
+		}
+		api := webrtc.NewAPI(webrtc.WithSettingEngine(se), webrtc.WithMediaEngine(me), webrtc.WithInterceptorRegistry(ir))
+		if publish {
+			s.whipAPI = api
+		} else {
+			s.api = api
+		}
 	}
-	ir := &interceptor.Registry{}
-	if err := webrtc.RegisterDefaultInterceptors(me, ir); err != nil {
-		s.closePorts()
-		return nil, fmt.Errorf("rtc: interceptors: %w", err)
-	}
-	s.api = webrtc.NewAPI(webrtc.WithSettingEngine(se), webrtc.WithMediaEngine(me), webrtc.WithInterceptorRegistry(ir))
 	log.Info("WebRTC server listening", zap.String("udp", udp.LocalAddr().String()), zap.Stringer("tcp", addrOf(s.tcp)))
 	return s, nil
 }
@@ -183,8 +192,9 @@ func (s *Server) Close() {
 		ss.close(ErrClosed)
 	}
 	s.wg.Wait()
-	s.closePorts()
+	// The mux's reader reports the closed socket as an error: not one.
 	s.logsOff.Store(true)
+	s.closePorts()
 }
 
 // reserve takes a session slot under a new id.
@@ -238,9 +248,14 @@ func (s *Server) lookup(id string, path media.Path) (session, error) {
 	return ss, nil
 }
 
-// newPeerConnection makes a peer connection of the server's API.
-func (s *Server) newPeerConnection() (*webrtc.PeerConnection, error) {
-	pc, err := s.api.NewPeerConnection(webrtc.Configuration{})
+// newPeerConnection makes a peer connection for a viewer or, with publish,
+// a publisher.
+func (s *Server) newPeerConnection(publish bool) (*webrtc.PeerConnection, error) {
+	api := s.api
+	if publish {
+		api = s.whipAPI
+	}
+	pc, err := api.NewPeerConnection(webrtc.Configuration{})
 	if err != nil {
 		return nil, fmt.Errorf("rtc: peer connection: %w", err)
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/pion/webrtc/v4"
+	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 
 	"github.com/svcplatform/svc/mediaengine/hub"
@@ -46,6 +47,8 @@ type testServer struct {
 	*Server
 	hub  *hub.Hub
 	http *httptest.Server
+	// publish, when set, decides the publishers fakeHost admits.
+	publish func(path media.Path, tracks []*media.Track) (*hub.Publisher, error)
 }
 
 // startServer runs the WebRTC server on loopback with its routes on a test
@@ -53,11 +56,17 @@ type testServer struct {
 // 40 ms until the test ends.
 func startServer(t *testing.T) *testServer {
 	t.Helper()
-	log := zaptest.NewLogger(t)
+	// pion reports a closed connection's state at debug from its own
+	// goroutines, possibly after the test ended.
+	log := zaptest.NewLogger(t, zaptest.Level(zap.InfoLevel))
 	h := hub.New(hub.Config{}, log)
 	t.Cleanup(h.Close)
+	ts := &testServer{hub: h}
 	host := fakeHost{hub: h}
 	host.publish = func(path media.Path, tracks []*media.Track) (*hub.Publisher, error) {
+		if ts.publish != nil {
+			return ts.publish(path, tracks)
+		}
 		return h.Publish(path, hub.Origin{Kind: "whip"}, tracks)
 	}
 	srv, err := New(Config{UDPAddr: "127.0.0.1:0", TCPAddr: "127.0.0.1:0"}, host, log)
@@ -87,7 +96,8 @@ func startServer(t *testing.T) *testServer {
 		}
 	}()
 	t.Cleanup(func() { cancel(); <-done; pub.Close() })
-	return &testServer{Server: srv, hub: h, http: hs}
+	ts.Server, ts.http = srv, hs
+	return ts
 }
 
 // post sends an SDP body and returns the response and its body.
