@@ -2,6 +2,7 @@ package mediaengine
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -259,4 +260,34 @@ func TestAcceptanceWHEPPlayerPage(t *testing.T) {
 		t.Fatalf("the page shows %+v, want decoded video, connected, and the note on AAC", v)
 	}
 	t.Logf("player page: %+v", v)
+}
+
+// TestAcceptanceWHEPPlaysInGStreamer: a second, independent WHEP client,
+// GStreamer's webrtcbin (test/peers/gst_whep_client.py), plays the same
+// kind of camera stream: it decodes 320x240 H.264 frames and G.711 audio,
+// and its DELETE releases the session.
+func TestAcceptanceWHEPPlaysInGStreamer(t *testing.T) {
+	te := startEngine(t, noDemo)
+	peers.Start(t, "ffmpeg", "-hide_banner", "-loglevel", "error", "-re",
+		"-f", "lavfi", "-i", "testsrc2=size=320x240:rate=25", "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=8000:samples_per_frame=160", "-t", "90",
+		"-c:v", "libx264", "-preset", "ultrafast", "-tune", "zerolatency", "-bf", "0", "-g", "25", "-pix_fmt", "yuv420p",
+		"-c:a", "pcm_mulaw", "-ar", "8000", "-ac", "1", "-f", "rtsp", "-rtsp_transport", "tcp", te.rtspURL("live/cam"))
+	waitStreamReady(t, te, "live", "cam", 30*time.Second)
+	client := peers.GstWHEPClient(t, te.mediaURL("/live/cam/whep"), 10)
+	select {
+	case <-client.Done():
+	case <-time.After(90 * time.Second):
+		t.Fatalf("the GStreamer client did not finish: %s", client.Output())
+	}
+	var frames, width, height, audio, deleted int
+	for _, line := range strings.Split(client.Output(), "\n") {
+		fmt.Sscanf(line, "frames %d width %d height %d audio %d", &frames, &width, &height, &audio)
+		fmt.Sscanf(line, "deleted %d", &deleted)
+	}
+	if frames < 100 || width != 320 || height != 240 || audio < 50 || deleted != http.StatusOK {
+		t.Fatalf("GStreamer decoded %d frames of %dx%d and %d audio buffers, DELETE %d; want 100+ frames of 320x240, audio, 200: %s",
+			frames, width, height, audio, deleted, client.Output())
+	}
+	waitFor(t, "the viewer to leave", 10*time.Second, func() bool { return te.rtc.Sessions() == 0 })
+	t.Logf("GStreamer: %d frames %dx%d, %d audio buffers", frames, width, height, audio)
 }

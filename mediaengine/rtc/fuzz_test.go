@@ -1,6 +1,7 @@
 package rtc
 
 import (
+	"strings"
 	"testing"
 )
 
@@ -27,6 +28,20 @@ func FuzzParseOffer(f *testing.F) {
 			t.Fatal("an offer without media sections was accepted")
 		}
 	})
+}
+
+// TestParseOfferBundleOnly: a bundle-only section (port 0, as GStreamer's
+// webrtcbin offers with max-bundle) still offers its codecs.
+func TestParseOfferBundleOnly(t *testing.T) {
+	bundled := strings.Replace(seedOffer, "m=audio 9 ", "m=audio 0 ", 1) + "a=bundle-only\r\n"
+	o, err := parseOffer([]byte(bundled))
+	if err != nil || !o.offers("audio", "OPUS") || o.audioSections != 1 {
+		t.Fatalf("parsed %+v, %v", o, err)
+	}
+	stopped := strings.Replace(seedOffer, "m=audio 9 ", "m=audio 0 ", 1)
+	if o, err := parseOffer([]byte(stopped)); err != nil || o.offers("audio", "OPUS") {
+		t.Fatalf("a stopped section's codecs were taken: %+v, %v", o, err)
+	}
 }
 
 func TestParseOfferSeed(t *testing.T) {

@@ -73,8 +73,8 @@ func parseOffer(raw []byte) (*offer, error) {
 		if _, ok := md.Attribute("fingerprint"); !ok && !sessFP {
 			return nil, ErrNoFingerprint
 		}
-		if md.MediaName.Port.Value == 0 {
-			continue // a rejected or stopped section
+		if _, bundleOnly := md.Attribute("bundle-only"); md.MediaName.Port.Value == 0 && !bundleOnly {
+			continue // a rejected or stopped section (bundle-only ones have port 0 too)
 		}
 		codecs := sectionCodecs(md)
 		switch direction(md, &sd) {

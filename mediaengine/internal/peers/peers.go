@@ -137,6 +137,15 @@ func gstScript() string {
 	return filepath.Join(filepath.Dir(file), "..", "..", "..", "test", "peers", "gst_rtsp_server.py")
 }
 
+// GstWHEPClient is test/peers/gst_whep_client.py, a WHEP client on
+// GStreamer's webrtcbin, with Debian's python3; see the script for what it
+// prints.
+func GstWHEPClient(t testing.TB, url string, seconds int) *Process {
+	t.Helper()
+	script := filepath.Join(filepath.Dir(gstScript()), "gst_whep_client.py")
+	return Start(t, gstPython, script, "--url", url, "--seconds", strconv.Itoa(seconds))
+}
+
 // Start (re)starts the server on its port and waits until it listens.
 func (g *GStreamer) Start() {
 	g.t.Helper()
