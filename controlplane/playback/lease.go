@@ -60,10 +60,15 @@ const (
 	// ProtoRTSP is our addition to the contract's three, for VLC and NVR
 	// software; its ticket is checked by the same on_play.
 	ProtoRTSP Protocol = "rtsp"
+	// ProtoWebRTC is WHEP playback (our addition too): the URL takes an
+	// SDP offer, and its ticket is checked by the same on_play. It is
+	// issued only when asked for, as it needs the media server's WebRTC
+	// UDP (or ICE-TCP) port reachable from the viewer.
+	ProtoWebRTC Protocol = "webrtc"
 )
 
 // AllProtocols is the default when a request names none: the contract's
-// three, then RTSP.
+// three, then RTSP (WebRTC only when asked for).
 var AllProtocols = []Protocol{ProtoFLV, ProtoFMP4, ProtoHLS, ProtoRTSP}
 
 // Lease states. Only Active plays; the others are the contract's
@@ -193,9 +198,9 @@ func normalizeProtocols(in []string) ([]Protocol, error) {
 	for _, p := range in {
 		proto := Protocol(strings.ToLower(strings.TrimSpace(p)))
 		switch proto {
-		case ProtoFLV, ProtoFMP4, ProtoHLS, ProtoRTSP:
+		case ProtoFLV, ProtoFMP4, ProtoHLS, ProtoRTSP, ProtoWebRTC:
 		default:
-			return nil, fmt.Errorf("%w: protocol %q is not one of http-flv, http-fmp4, hls, rtsp", ErrInvalid, p)
+			return nil, fmt.Errorf("%w: protocol %q is not one of http-flv, http-fmp4, hls, rtsp, webrtc", ErrInvalid, p)
 		}
 		if !seen[proto] {
 			seen[proto] = true
