@@ -25,6 +25,7 @@ import (
 	"github.com/svcplatform/svc/mediaengine/media"
 	"github.com/svcplatform/svc/mediaengine/player"
 	"github.com/svcplatform/svc/mediaengine/proxy"
+	"github.com/svcplatform/svc/mediaengine/recorder"
 	"github.com/svcplatform/svc/mediaengine/rtsp"
 	"github.com/svcplatform/svc/shared/engineapi"
 )
@@ -46,6 +47,7 @@ type Engine struct {
 	proxies *proxy.Registry
 	flows   *flowReporter
 	rtsp    *rtsp.Server
+	records *recorder.Recorder
 
 	mediaAddr net.Addr
 	control   *http.Server
@@ -106,8 +108,16 @@ func Start(ctx context.Context, path string, cfg engineapi.Config, log *zap.Logg
 	e.hls = hls.NewManager(e.hlsConfig, e.hub, e.players, log)
 	e.media = httpmedia.New(httpmedia.Config{WaitStream: waitStream}, e.hub, e.players, e,
 		httpmedia.Formats{FLV: flv.Format{}, FMP4: fmp4.LiveFormat{}}, e.hls, log.Named("media"))
+	if e.records, err = e.startRecorder(cfg); err != nil {
+		hc.Close()
+		ctrlLn.Close()
+		mediaLn.Close()
+		e.hub.Close()
+		return nil, err
+	}
 	e.media.Serve(mediaLn)
 	if err := e.startRTSP(cfg); err != nil {
+		e.records.Close()
 		e.media.Close()
 		hc.Close()
 		ctrlLn.Close()
@@ -203,6 +213,7 @@ func (e *Engine) Close() error {
 	e.proxies.Close()
 	e.hls.Close()
 	errMedia := e.media.Close()
+	e.records.Close()
 	e.hub.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

@@ -343,3 +343,14 @@ func (c *Client) FlowReport(h engineapi.FlowReportHook) {
 func (c *Client) Keepalive(stats engineapi.Stats) {
 	c.enqueue(event{name: engineapi.HookOnServerKeepalive, body: engineapi.KeepaliveHook{HookHeader: c.stamp(), Stats: stats}})
 }
+
+// RecordMP4 sends on_record_mp4 and waits for its answer: the recorder
+// repeats a report until a control node accepted it, so it must know.
+func (c *Client) RecordMP4(ctx context.Context, h engineapi.RecordMP4Hook) error {
+	if !c.Enabled() {
+		return ErrDisabled
+	}
+	h.HookHeader = c.stamp()
+	_, err := c.post(ctx, engineapi.HookOnRecordMP4, h)
+	return err
+}

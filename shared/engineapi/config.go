@@ -77,6 +77,8 @@ type Config struct {
 	// demo's file source).
 	DemoFile string `yaml:"demoFile,omitempty" json:"demoFile,omitempty"`
 	DemoPath string `yaml:"demoPath,omitempty" json:"demoPath,omitempty"`
+	// Recording shapes the recorder; zero fields take RecordingDefaults.
+	Recording RecordingConfig `yaml:"recording" json:"recording"`
 }
 
 // HookConfig says where and how the engine calls the control plane.
@@ -164,6 +166,7 @@ func Defaults() Config {
 		ReaderQueueFrames: 256,
 		NoReaderTimeout:   Duration(30 * time.Second),
 		ContinueGrace:     Duration(15 * time.Second),
+		Recording:         RecordingDefaults(),
 	}
 }
 
@@ -236,7 +239,8 @@ func (c *Config) Validate() error {
 	if (c.DemoFile == "") != (c.DemoPath == "") {
 		return errors.New("demoFile and demoPath go together")
 	}
-	return nil
+	c.Recording.fillDefaults()
+	return c.Recording.Validate()
 }
 
 // Parse reads a configuration over the defaults and validates it; unknown
