@@ -1552,6 +1552,72 @@ func (e PlaybackProtocol) Valid() bool {
 	}
 }
 
+// Defines values for RecordSource.
+const (
+	RecordSourceAuto   RecordSource = "auto"
+	RecordSourceManual RecordSource = "manual"
+	RecordSourcePlan   RecordSource = "plan"
+)
+
+// Valid indicates whether the value is a known member of the RecordSource enum.
+func (e RecordSource) Valid() bool {
+	switch e {
+	case RecordSourceAuto:
+		return true
+	case RecordSourceManual:
+		return true
+	case RecordSourcePlan:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RecordingFileState.
+const (
+	RecordingFileStateCompleted   RecordingFileState = "Completed"
+	RecordingFileStateDeleted     RecordingFileState = "Deleted"
+	RecordingFileStateSoftDeleted RecordingFileState = "SoftDeleted"
+)
+
+// Valid indicates whether the value is a known member of the RecordingFileState enum.
+func (e RecordingFileState) Valid() bool {
+	switch e {
+	case RecordingFileStateCompleted:
+		return true
+	case RecordingFileStateDeleted:
+		return true
+	case RecordingFileStateSoftDeleted:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RecordingSessionState.
+const (
+	RecordingSessionStateFailed    RecordingSessionState = "Failed"
+	RecordingSessionStateRecording RecordingSessionState = "Recording"
+	RecordingSessionStateRequested RecordingSessionState = "Requested"
+	RecordingSessionStateStopped   RecordingSessionState = "Stopped"
+)
+
+// Valid indicates whether the value is a known member of the RecordingSessionState enum.
+func (e RecordingSessionState) Valid() bool {
+	switch e {
+	case RecordingSessionStateFailed:
+		return true
+	case RecordingSessionStateRecording:
+		return true
+	case RecordingSessionStateRequested:
+		return true
+	case RecordingSessionStateStopped:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for RtpPortLeaseDirection.
 const (
 	RtpPortLeaseDirectionReceive RtpPortLeaseDirection = "receive"
@@ -2594,6 +2660,21 @@ type AuditRecordList struct {
 
 	// Total Number of records that match the filters, over all pages.
 	Total int64 `json:"total"`
+}
+
+// AutoRecordPassResult What one auto-record pass did.
+type AutoRecordPassResult struct {
+	// Failed Starts, stops or resumptions that failed (see the sessions' lastError).
+	Failed int32 `json:"failed"`
+
+	// Resumed Active sessions an engine was asked to record again.
+	Resumed int32 `json:"resumed"`
+
+	// Started Sessions started for channels with autoRecord.
+	Started int32 `json:"started"`
+
+	// Stopped Automatic sessions stopped.
+	Stopped int32 `json:"stopped"`
 }
 
 // BackgroundTask One periodic background task.
@@ -5895,6 +5976,213 @@ type ReadinessReport struct {
 	Ready bool `json:"ready"`
 }
 
+// RecordSource Who asked for a recording, manual (an operator or backend), auto (channel autoRecord) or plan.
+type RecordSource string
+
+// RecordingFile A recorded file (fragmented MP4). Listings never expose physical paths; `fileId` is the stable reference.
+type RecordingFile struct {
+	// App Application.
+	App string `json:"app"`
+
+	// ChannelId The channel whose stream it recorded, when it is one's.
+	ChannelId *string `json:"channelId,omitempty"`
+
+	// CloseReason Why the engine closed it (duration, size, tracks, stopped, stream-ended, repaired).
+	CloseReason *string `json:"closeReason,omitempty"`
+
+	// Codecs Its tracks' codecs.
+	Codecs *[]string `json:"codecs,omitempty"`
+
+	// DeletedAt When it was soft- or hard-deleted.
+	DeletedAt *time.Time `json:"deletedAt,omitempty"`
+
+	// DurationMs Media duration in milliseconds.
+	DurationMs int64 `json:"durationMs"`
+
+	// EndTime Wall-clock time its media ends (UTC).
+	EndTime time.Time `json:"endTime"`
+
+	// FileId The file's id (UUID), chosen by its engine when it opened the file.
+	FileId string `json:"fileId"`
+
+	// FileName The file's name, without a path.
+	FileName string `json:"fileName"`
+
+	// FileSize Size in bytes.
+	FileSize int64 `json:"fileSize"`
+
+	// FileState State of a recorded file (see GET /api/v2/recording/state-model).
+	FileState RecordingFileState `json:"fileState"`
+
+	// Frames Frames (video and audio samples) it holds.
+	Frames *int64 `json:"frames,omitempty"`
+
+	// IndexSource How it was indexed, hook (a finished file) or repair (repaired by its engine after a crash).
+	IndexSource string `json:"indexSource"`
+
+	// IndexedAt When the control plane indexed it.
+	IndexedAt time.Time `json:"indexedAt"`
+
+	// MediaServerId The media server that holds it.
+	MediaServerId string `json:"mediaServerId"`
+
+	// NodeId Its media host node.
+	NodeId string `json:"nodeId"`
+
+	// RecordDate UTC date of startTime.
+	RecordDate openapi_types.Date `json:"recordDate"`
+
+	// SessionId The recording session it belongs to.
+	SessionId *string `json:"sessionId,omitempty"`
+
+	// SourceHook The engine hook that reported it (on_record_mp4).
+	SourceHook string `json:"sourceHook"`
+
+	// StartTime Wall-clock time of its first frame (UTC).
+	StartTime time.Time `json:"startTime"`
+
+	// StreamId Stream id.
+	StreamId string `json:"streamId"`
+
+	// Vhost Virtual host.
+	Vhost string `json:"vhost"`
+}
+
+// RecordingFileList One page of recorded files.
+type RecordingFileList struct {
+	// Page Number of this page, starting at 1.
+	Page int32 `json:"page"`
+
+	// PageSize Maximum rows per page.
+	PageSize int32 `json:"pageSize"`
+
+	// Rows The files, oldest media first.
+	Rows []RecordingFile `json:"rows"`
+
+	// Total Files matching the filters.
+	Total int64 `json:"total"`
+}
+
+// RecordingFileState State of a recorded file (see GET /api/v2/recording/state-model).
+type RecordingFileState string
+
+// RecordingSession A stream a media server is asked to record.
+type RecordingSession struct {
+	// App Application.
+	App string `json:"app"`
+
+	// Bytes Their total size.
+	Bytes int64 `json:"bytes"`
+
+	// ChannelId The channel whose stream it is, when it is one's.
+	ChannelId *string `json:"channelId,omitempty"`
+
+	// CommandId The node command of the last start or stop.
+	CommandId *string `json:"commandId,omitempty"`
+
+	// Files Files indexed for this session.
+	Files int64 `json:"files"`
+
+	// LastError Why the engine refused or failed, in a Failed session.
+	LastError *string `json:"lastError,omitempty"`
+
+	// MediaServerId The media server that records.
+	MediaServerId string `json:"mediaServerId"`
+
+	// NodeId Its media host node.
+	NodeId *string `json:"nodeId,omitempty"`
+
+	// RecordSource Who asked for a recording, manual (an operator or backend), auto (channel autoRecord) or plan.
+	RecordSource RecordSource `json:"recordSource"`
+
+	// RequestedBy Who started it (actor type:id).
+	RequestedBy string `json:"requestedBy"`
+
+	// SegmentSeconds File length asked for; absent for the engine's setting.
+	SegmentSeconds *int32 `json:"segmentSeconds,omitempty"`
+
+	// SessionId Id of this session (UUID); a start after a stop opens a new one.
+	SessionId string `json:"sessionId"`
+
+	// StartedAt When it was started.
+	StartedAt time.Time `json:"startedAt"`
+
+	// State State of a recording session (see GET /api/v2/recording/state-model).
+	State RecordingSessionState `json:"state"`
+
+	// StoppedAt When it was stopped.
+	StoppedAt *time.Time `json:"stoppedAt,omitempty"`
+
+	// StreamId Stream id.
+	StreamId string `json:"streamId"`
+
+	// UpdatedAt When its state last changed.
+	UpdatedAt time.Time `json:"updatedAt"`
+
+	// Vhost Virtual host.
+	Vhost string `json:"vhost"`
+}
+
+// RecordingSessionList One page of recording sessions.
+type RecordingSessionList struct {
+	// Page Number of this page, starting at 1.
+	Page int32 `json:"page"`
+
+	// PageSize Maximum rows per page.
+	PageSize int32 `json:"pageSize"`
+
+	// Rows The sessions.
+	Rows []RecordingSession `json:"rows"`
+
+	// Total Sessions matching the filters.
+	Total int64 `json:"total"`
+}
+
+// RecordingSessionState State of a recording session (see GET /api/v2/recording/state-model).
+type RecordingSessionState string
+
+// RecordingStateMachine One state machine.
+type RecordingStateMachine struct {
+	// Description What a record of this kind is.
+	Description string `json:"description"`
+
+	// Initial The state a record starts in.
+	Initial string `json:"initial"`
+
+	// Name What it describes.
+	Name string `json:"name"`
+
+	// States Its states.
+	States []struct {
+		// Description What the state means.
+		Description string `json:"description"`
+
+		// Name State name as the API shows it.
+		Name string `json:"name"`
+
+		// Terminal Whether the record stays in it.
+		Terminal bool `json:"terminal"`
+	} `json:"states"`
+
+	// Transitions Allowed changes of state.
+	Transitions []struct {
+		// From State before.
+		From string `json:"from"`
+
+		// To State after.
+		To string `json:"to"`
+
+		// Trigger What causes it.
+		Trigger string `json:"trigger"`
+	} `json:"transitions"`
+}
+
+// RecordingStateModel The recording state machines.
+type RecordingStateModel struct {
+	// Machines One per kind of record (recording-session, recording-file).
+	Machines []RecordingStateMachine `json:"machines"`
+}
+
 // RemovedProtocolResidueCleanupRequest Request to delete removed protocol residues.
 type RemovedProtocolResidueCleanupRequest struct {
 	// DryRun Only count the keys without deleting them.
@@ -6623,6 +6911,27 @@ type SourceDocumentationAuditReport struct {
 	Truncated bool `json:"truncated"`
 }
 
+// StartRecordingRequest What to record: `channelId`, or `app` and `streamId` (with `vhost` and `mediaServerId` where the stream is not a channel's).
+type StartRecordingRequest struct {
+	// App Application of a stream that is not named by channelId.
+	App *string `json:"app,omitempty"`
+
+	// ChannelId The channel whose stream to record; its media server records it.
+	ChannelId *string `json:"channelId,omitempty"`
+
+	// MediaServerId The media server; defaults to the channel's.
+	MediaServerId *string `json:"mediaServerId,omitempty"`
+
+	// SegmentSeconds Length of each file in seconds (files close at the first keyframe after it); the engine's setting when 0 or absent.
+	SegmentSeconds *int32 `json:"segmentSeconds,omitempty"`
+
+	// StreamId Stream id of a stream that is not named by channelId.
+	StreamId *string `json:"streamId,omitempty"`
+
+	// Vhost Virtual host; __defaultVhost__ when absent.
+	Vhost *string `json:"vhost,omitempty"`
+}
+
 // StartStreamProxyRequest A pull proxy to start.
 type StartStreamProxyRequest struct {
 	// App Application to publish into.
@@ -6646,6 +6955,24 @@ type StartStreamProxyRequest struct {
 
 // StartStreamProxyRequestTransport RTSP lower transport; auto tries UDP and falls back to TCP.
 type StartStreamProxyRequestTransport string
+
+// StopRecordingRequest What to stop recording, named as in StartRecordingRequest.
+type StopRecordingRequest struct {
+	// App Application of a stream that is not named by channelId.
+	App *string `json:"app,omitempty"`
+
+	// ChannelId The channel whose stream to stop recording.
+	ChannelId *string `json:"channelId,omitempty"`
+
+	// MediaServerId The media server; defaults to the channel's.
+	MediaServerId *string `json:"mediaServerId,omitempty"`
+
+	// StreamId Stream id of a stream that is not named by channelId.
+	StreamId *string `json:"streamId,omitempty"`
+
+	// Vhost Virtual host; __defaultVhost__ when absent.
+	Vhost *string `json:"vhost,omitempty"`
+}
 
 // StopStreamProxyRequest A pull proxy to stop.
 type StopStreamProxyRequest struct {
@@ -7520,6 +7847,27 @@ type Page = int32
 // PageSize defines model for PageSize.
 type PageSize = int32
 
+// RecordingApp defines model for RecordingApp.
+type RecordingApp = string
+
+// RecordingChannelId defines model for RecordingChannelId.
+type RecordingChannelId = string
+
+// RecordingEndTime defines model for RecordingEndTime.
+type RecordingEndTime = time.Time
+
+// RecordingMediaServerId defines model for RecordingMediaServerId.
+type RecordingMediaServerId = string
+
+// RecordingNodeId defines model for RecordingNodeId.
+type RecordingNodeId = string
+
+// RecordingStartTime defines model for RecordingStartTime.
+type RecordingStartTime = time.Time
+
+// RecordingStreamId defines model for RecordingStreamId.
+type RecordingStreamId = string
+
 // RoleId defines model for RoleId.
 type RoleId = string
 
@@ -8081,6 +8429,84 @@ type DeleteTranscoderTemplateParams struct {
 	MediaServerId *string `form:"mediaServerId,omitempty" json:"mediaServerId,omitempty"`
 }
 
+// RunAutoRecordOnceParams defines parameters for RunAutoRecordOnce.
+type RunAutoRecordOnceParams struct {
+	// At Time of the pass (RFC 3339 with a zone); now when absent.
+	At *time.Time `form:"at,omitempty" json:"at,omitempty"`
+}
+
+// ListRecordingFilesParams defines parameters for ListRecordingFiles.
+type ListRecordingFilesParams struct {
+	// Page Number of the page to return, starting at 1.
+	Page *Page `form:"page,omitempty" json:"page,omitempty"`
+
+	// PageSize Maximum number of rows per page.
+	PageSize *PageSize `form:"pageSize,omitempty" json:"pageSize,omitempty"`
+
+	// MediaServerId Only this media server.
+	MediaServerId *RecordingMediaServerId `form:"mediaServerId,omitempty" json:"mediaServerId,omitempty"`
+
+	// NodeId Only this media host node.
+	NodeId *RecordingNodeId `form:"nodeId,omitempty" json:"nodeId,omitempty"`
+
+	// ChannelId Only this channel's stream.
+	ChannelId *RecordingChannelId `form:"channelId,omitempty" json:"channelId,omitempty"`
+
+	// App Only this application.
+	App *RecordingApp `form:"app,omitempty" json:"app,omitempty"`
+
+	// StreamId Only this stream id.
+	StreamId *RecordingStreamId `form:"streamId,omitempty" json:"streamId,omitempty"`
+
+	// FileState Only files in this state (Deleted lists hard-deleted files, which are otherwise left out).
+	FileState *RecordingFileState `form:"fileState,omitempty" json:"fileState,omitempty"`
+
+	// RecordDate Only files whose media starts on this UTC date.
+	RecordDate *openapi_types.Date `form:"recordDate,omitempty" json:"recordDate,omitempty"`
+
+	// SourceHook Only files reported by this engine hook (on_record_mp4).
+	SourceHook *string `form:"sourceHook,omitempty" json:"sourceHook,omitempty"`
+
+	// IndexSource Only files indexed this way (hook, repair).
+	IndexSource *string `form:"indexSource,omitempty" json:"indexSource,omitempty"`
+
+	// StartTime Start of the time range (RFC 3339 with a zone); files ending after it.
+	StartTime *RecordingStartTime `form:"startTime,omitempty" json:"startTime,omitempty"`
+
+	// EndTime End of the time range (RFC 3339 with a zone, after startTime); files starting before it.
+	EndTime *RecordingEndTime `form:"endTime,omitempty" json:"endTime,omitempty"`
+}
+
+// ListRecordingSessionsParams defines parameters for ListRecordingSessions.
+type ListRecordingSessionsParams struct {
+	// Page Number of the page to return, starting at 1.
+	Page *Page `form:"page,omitempty" json:"page,omitempty"`
+
+	// PageSize Maximum number of rows per page.
+	PageSize *PageSize `form:"pageSize,omitempty" json:"pageSize,omitempty"`
+
+	// MediaServerId Only this media server.
+	MediaServerId *RecordingMediaServerId `form:"mediaServerId,omitempty" json:"mediaServerId,omitempty"`
+
+	// NodeId Only this media host node.
+	NodeId *RecordingNodeId `form:"nodeId,omitempty" json:"nodeId,omitempty"`
+
+	// ChannelId Only this channel's stream.
+	ChannelId *RecordingChannelId `form:"channelId,omitempty" json:"channelId,omitempty"`
+
+	// App Only this application.
+	App *RecordingApp `form:"app,omitempty" json:"app,omitempty"`
+
+	// StreamId Only this stream id.
+	StreamId *RecordingStreamId `form:"streamId,omitempty" json:"streamId,omitempty"`
+
+	// State Only sessions in this state.
+	State *RecordingSessionState `form:"state,omitempty" json:"state,omitempty"`
+
+	// RecordSource Only sessions started this way.
+	RecordSource *RecordSource `form:"recordSource,omitempty" json:"recordSource,omitempty"`
+}
+
 // ListApiTokensParams defines parameters for ListApiTokens.
 type ListApiTokensParams struct {
 	// Page Number of the page to return, starting at 1.
@@ -8426,6 +8852,39 @@ type DeleteThirdPartyPlaybackLeaseParams struct {
 	Disconnect *bool `form:"disconnect,omitempty" json:"disconnect,omitempty"`
 }
 
+// ListThirdPartyRecordingsParams defines parameters for ListThirdPartyRecordings.
+type ListThirdPartyRecordingsParams struct {
+	// Page Number of the page to return, starting at 1.
+	Page *Page `form:"page,omitempty" json:"page,omitempty"`
+
+	// PageSize Maximum number of rows per page.
+	PageSize *PageSize `form:"pageSize,omitempty" json:"pageSize,omitempty"`
+
+	// ChannelId Only this channel's stream.
+	ChannelId *RecordingChannelId `form:"channelId,omitempty" json:"channelId,omitempty"`
+
+	// NodeId Only this media host node.
+	NodeId *RecordingNodeId `form:"nodeId,omitempty" json:"nodeId,omitempty"`
+
+	// MediaServerId Only this media server.
+	MediaServerId *RecordingMediaServerId `form:"mediaServerId,omitempty" json:"mediaServerId,omitempty"`
+
+	// App Only this application.
+	App *RecordingApp `form:"app,omitempty" json:"app,omitempty"`
+
+	// StreamId Only this stream id.
+	StreamId *RecordingStreamId `form:"streamId,omitempty" json:"streamId,omitempty"`
+
+	// FileState Only files in this state (Deleted lists hard-deleted files, which are otherwise left out).
+	FileState *RecordingFileState `form:"fileState,omitempty" json:"fileState,omitempty"`
+
+	// StartTime Start of the time range (RFC 3339 with a zone); files ending after it.
+	StartTime *RecordingStartTime `form:"startTime,omitempty" json:"startTime,omitempty"`
+
+	// EndTime End of the time range (RFC 3339 with a zone, after startTime); files starting before it.
+	EndTime *RecordingEndTime `form:"endTime,omitempty" json:"endTime,omitempty"`
+}
+
 // ListThirdPartyStreamsParams defines parameters for ListThirdPartyStreams.
 type ListThirdPartyStreamsParams struct {
 	// Page Number of the page to return, starting at 1.
@@ -8530,6 +8989,12 @@ type UpdateTranscoderTemplateJSONRequestBody = SaveFfmpegTemplateRequest
 
 // CreateNodeCommandJSONRequestBody defines body for CreateNodeCommand for application/json ContentType.
 type CreateNodeCommandJSONRequestBody = CreateNodeCommandRequest
+
+// StartRecordingJSONRequestBody defines body for StartRecording for application/json ContentType.
+type StartRecordingJSONRequestBody = StartRecordingRequest
+
+// StopRecordingJSONRequestBody defines body for StopRecording for application/json ContentType.
+type StopRecordingJSONRequestBody = StopRecordingRequest
 
 // CreateApiTokenJSONRequestBody defines body for CreateApiToken for application/json ContentType.
 type CreateApiTokenJSONRequestBody = CreateApiTokenRequest
@@ -9117,6 +9582,24 @@ type ServerInterface interface {
 	// CreateNodeCommand Create a node command
 	// (POST /api/v2/nodes/{nodeId}/commands)
 	CreateNodeCommand(c *gin.Context, nodeId string)
+	// RunAutoRecordOnce Run one auto-record pass now
+	// (POST /api/v2/recording/auto-record/run-once)
+	RunAutoRecordOnce(c *gin.Context, params RunAutoRecordOnceParams)
+	// ListRecordingFiles List recorded files
+	// (GET /api/v2/recording/files)
+	ListRecordingFiles(c *gin.Context, params ListRecordingFilesParams)
+	// ListRecordingSessions List recording sessions
+	// (GET /api/v2/recording/sessions)
+	ListRecordingSessions(c *gin.Context, params ListRecordingSessionsParams)
+	// StartRecording Start recording a stream
+	// (POST /api/v2/recording/start)
+	StartRecording(c *gin.Context)
+	// GetRecordingStateModel Describe the recording state machines
+	// (GET /api/v2/recording/state-model)
+	GetRecordingStateModel(c *gin.Context)
+	// StopRecording Stop recording a stream
+	// (POST /api/v2/recording/stop)
+	StopRecording(c *gin.Context)
 	// ListApiTokens List API tokens
 	// (GET /api/v2/security/api-tokens)
 	ListApiTokens(c *gin.Context, params ListApiTokensParams)
@@ -9354,6 +9837,9 @@ type ServerInterface interface {
 	// RenewThirdPartyPlaybackLease Renew a playback lease
 	// (POST /api/v2/third-party/playback-leases/{leaseId}/renew)
 	RenewThirdPartyPlaybackLease(c *gin.Context, leaseId openapi_types.UUID)
+	// ListThirdPartyRecordings List recordings
+	// (GET /api/v2/third-party/recordings)
+	ListThirdPartyRecordings(c *gin.Context, params ListThirdPartyRecordingsParams)
 	// ListThirdPartyStreams List live streams
 	// (GET /api/v2/third-party/streams)
 	ListThirdPartyStreams(c *gin.Context, params ListThirdPartyStreamsParams)
@@ -12100,6 +12586,286 @@ func (siw *ServerInterfaceWrapper) CreateNodeCommand(c *gin.Context) {
 	siw.Handler.CreateNodeCommand(c, nodeId)
 }
 
+// RunAutoRecordOnce operation middleware
+func (siw *ServerInterfaceWrapper) RunAutoRecordOnce(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params RunAutoRecordOnceParams
+
+	// ------------- Optional query parameter "at" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "at", c.Request.URL.Query(), &params.At, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter at: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.RunAutoRecordOnce(c, params)
+}
+
+// ListRecordingFiles operation middleware
+func (siw *ServerInterfaceWrapper) ListRecordingFiles(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListRecordingFilesParams
+
+	// ------------- Optional query parameter "page" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "page", c.Request.URL.Query(), &params.Page, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter page: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "pageSize" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "pageSize", c.Request.URL.Query(), &params.PageSize, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter pageSize: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "mediaServerId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "mediaServerId", c.Request.URL.Query(), &params.MediaServerId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter mediaServerId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "nodeId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "nodeId", c.Request.URL.Query(), &params.NodeId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter nodeId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "channelId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "channelId", c.Request.URL.Query(), &params.ChannelId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter channelId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "app" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "app", c.Request.URL.Query(), &params.App, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter app: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "streamId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "streamId", c.Request.URL.Query(), &params.StreamId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter streamId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "fileState" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "fileState", c.Request.URL.Query(), &params.FileState, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter fileState: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "recordDate" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "recordDate", c.Request.URL.Query(), &params.RecordDate, runtime.BindQueryParameterOptions{Type: "string", Format: "date"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter recordDate: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "sourceHook" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "sourceHook", c.Request.URL.Query(), &params.SourceHook, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter sourceHook: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "indexSource" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "indexSource", c.Request.URL.Query(), &params.IndexSource, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter indexSource: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "startTime" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "startTime", c.Request.URL.Query(), &params.StartTime, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter startTime: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "endTime" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "endTime", c.Request.URL.Query(), &params.EndTime, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter endTime: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListRecordingFiles(c, params)
+}
+
+// ListRecordingSessions operation middleware
+func (siw *ServerInterfaceWrapper) ListRecordingSessions(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListRecordingSessionsParams
+
+	// ------------- Optional query parameter "page" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "page", c.Request.URL.Query(), &params.Page, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter page: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "pageSize" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "pageSize", c.Request.URL.Query(), &params.PageSize, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter pageSize: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "mediaServerId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "mediaServerId", c.Request.URL.Query(), &params.MediaServerId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter mediaServerId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "nodeId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "nodeId", c.Request.URL.Query(), &params.NodeId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter nodeId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "channelId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "channelId", c.Request.URL.Query(), &params.ChannelId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter channelId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "app" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "app", c.Request.URL.Query(), &params.App, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter app: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "streamId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "streamId", c.Request.URL.Query(), &params.StreamId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter streamId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "state" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "state", c.Request.URL.Query(), &params.State, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter state: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "recordSource" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "recordSource", c.Request.URL.Query(), &params.RecordSource, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter recordSource: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListRecordingSessions(c, params)
+}
+
+// StartRecording operation middleware
+func (siw *ServerInterfaceWrapper) StartRecording(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.StartRecording(c)
+}
+
+// GetRecordingStateModel operation middleware
+func (siw *ServerInterfaceWrapper) GetRecordingStateModel(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetRecordingStateModel(c)
+}
+
+// StopRecording operation middleware
+func (siw *ServerInterfaceWrapper) StopRecording(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.StopRecording(c)
+}
+
 // ListApiTokens operation middleware
 func (siw *ServerInterfaceWrapper) ListApiTokens(c *gin.Context) {
 
@@ -14283,6 +15049,105 @@ func (siw *ServerInterfaceWrapper) RenewThirdPartyPlaybackLease(c *gin.Context) 
 	siw.Handler.RenewThirdPartyPlaybackLease(c, leaseId)
 }
 
+// ListThirdPartyRecordings operation middleware
+func (siw *ServerInterfaceWrapper) ListThirdPartyRecordings(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListThirdPartyRecordingsParams
+
+	// ------------- Optional query parameter "page" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "page", c.Request.URL.Query(), &params.Page, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter page: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "pageSize" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "pageSize", c.Request.URL.Query(), &params.PageSize, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter pageSize: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "channelId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "channelId", c.Request.URL.Query(), &params.ChannelId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter channelId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "nodeId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "nodeId", c.Request.URL.Query(), &params.NodeId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter nodeId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "mediaServerId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "mediaServerId", c.Request.URL.Query(), &params.MediaServerId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter mediaServerId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "app" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "app", c.Request.URL.Query(), &params.App, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter app: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "streamId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "streamId", c.Request.URL.Query(), &params.StreamId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter streamId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "fileState" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "fileState", c.Request.URL.Query(), &params.FileState, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter fileState: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "startTime" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "startTime", c.Request.URL.Query(), &params.StartTime, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter startTime: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "endTime" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "endTime", c.Request.URL.Query(), &params.EndTime, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter endTime: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListThirdPartyRecordings(c, params)
+}
+
 // ListThirdPartyStreams operation middleware
 func (siw *ServerInterfaceWrapper) ListThirdPartyStreams(c *gin.Context) {
 
@@ -14560,6 +15425,13 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 	router.POST(options.BaseURL+"/api/v2/system/webhooks/outbox/:id/retry", wrapper.RetryWebhookOutboxEvent)
 	router.POST(options.BaseURL+"/api/v2/system/webhooks/test", wrapper.TestWebhook)
 	router.GET(options.BaseURL+"/api/v2/engine/webhook-inbox", wrapper.ListEngineWebhookInbox)
+	router.POST(options.BaseURL+"/api/v2/recording/start", wrapper.StartRecording)
+	router.POST(options.BaseURL+"/api/v2/recording/stop", wrapper.StopRecording)
+	router.GET(options.BaseURL+"/api/v2/recording/sessions", wrapper.ListRecordingSessions)
+	router.GET(options.BaseURL+"/api/v2/recording/state-model", wrapper.GetRecordingStateModel)
+	router.POST(options.BaseURL+"/api/v2/recording/auto-record/run-once", wrapper.RunAutoRecordOnce)
+	router.GET(options.BaseURL+"/api/v2/recording/files", wrapper.ListRecordingFiles)
+	router.GET(options.BaseURL+"/api/v2/third-party/recordings", wrapper.ListThirdPartyRecordings)
 }
 
 type BadRequestJSONResponse ErrorBody
@@ -24566,6 +25438,633 @@ func (response CreateNodeCommand500JSONResponse) VisitCreateNodeCommandResponse(
 	return err
 }
 
+type RunAutoRecordOnceRequestObject struct {
+	Params RunAutoRecordOnceParams
+}
+
+type RunAutoRecordOnceResponseObject interface {
+	VisitRunAutoRecordOnceResponse(w http.ResponseWriter) error
+}
+
+type RunAutoRecordOnce200JSONResponse AutoRecordPassResult
+
+func (response RunAutoRecordOnce200JSONResponse) VisitRunAutoRecordOnceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunAutoRecordOnce400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response RunAutoRecordOnce400JSONResponse) VisitRunAutoRecordOnceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunAutoRecordOnce401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response RunAutoRecordOnce401JSONResponse) VisitRunAutoRecordOnceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunAutoRecordOnce403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response RunAutoRecordOnce403JSONResponse) VisitRunAutoRecordOnceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunAutoRecordOnce429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response RunAutoRecordOnce429JSONResponse) VisitRunAutoRecordOnceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunAutoRecordOnce500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response RunAutoRecordOnce500JSONResponse) VisitRunAutoRecordOnceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordingFilesRequestObject struct {
+	Params ListRecordingFilesParams
+}
+
+type ListRecordingFilesResponseObject interface {
+	VisitListRecordingFilesResponse(w http.ResponseWriter) error
+}
+
+type ListRecordingFiles200JSONResponse RecordingFileList
+
+func (response ListRecordingFiles200JSONResponse) VisitListRecordingFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordingFiles400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListRecordingFiles400JSONResponse) VisitListRecordingFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordingFiles401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListRecordingFiles401JSONResponse) VisitListRecordingFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordingFiles403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListRecordingFiles403JSONResponse) VisitListRecordingFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordingFiles429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListRecordingFiles429JSONResponse) VisitListRecordingFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordingFiles500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListRecordingFiles500JSONResponse) VisitListRecordingFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordingSessionsRequestObject struct {
+	Params ListRecordingSessionsParams
+}
+
+type ListRecordingSessionsResponseObject interface {
+	VisitListRecordingSessionsResponse(w http.ResponseWriter) error
+}
+
+type ListRecordingSessions200JSONResponse RecordingSessionList
+
+func (response ListRecordingSessions200JSONResponse) VisitListRecordingSessionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordingSessions400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListRecordingSessions400JSONResponse) VisitListRecordingSessionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordingSessions401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListRecordingSessions401JSONResponse) VisitListRecordingSessionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordingSessions403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListRecordingSessions403JSONResponse) VisitListRecordingSessionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordingSessions429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListRecordingSessions429JSONResponse) VisitListRecordingSessionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordingSessions500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListRecordingSessions500JSONResponse) VisitListRecordingSessionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRecordingRequestObject struct {
+	Body *StartRecordingJSONRequestBody
+}
+
+type StartRecordingResponseObject interface {
+	VisitStartRecordingResponse(w http.ResponseWriter) error
+}
+
+type StartRecording200JSONResponse RecordingSession
+
+func (response StartRecording200JSONResponse) VisitStartRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRecording400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response StartRecording400JSONResponse) VisitStartRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRecording401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response StartRecording401JSONResponse) VisitStartRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRecording403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response StartRecording403JSONResponse) VisitStartRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRecording404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response StartRecording404JSONResponse) VisitStartRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRecording409JSONResponse struct{ ConflictJSONResponse }
+
+func (response StartRecording409JSONResponse) VisitStartRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRecording429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response StartRecording429JSONResponse) VisitStartRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRecording500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response StartRecording500JSONResponse) VisitStartRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRecording503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response StartRecording503JSONResponse) VisitStartRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordingStateModelRequestObject struct {
+}
+
+type GetRecordingStateModelResponseObject interface {
+	VisitGetRecordingStateModelResponse(w http.ResponseWriter) error
+}
+
+type GetRecordingStateModel200JSONResponse RecordingStateModel
+
+func (response GetRecordingStateModel200JSONResponse) VisitGetRecordingStateModelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordingStateModel401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetRecordingStateModel401JSONResponse) VisitGetRecordingStateModelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordingStateModel403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetRecordingStateModel403JSONResponse) VisitGetRecordingStateModelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordingStateModel429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetRecordingStateModel429JSONResponse) VisitGetRecordingStateModelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordingStateModel500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetRecordingStateModel500JSONResponse) VisitGetRecordingStateModelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRecordingRequestObject struct {
+	Body *StopRecordingJSONRequestBody
+}
+
+type StopRecordingResponseObject interface {
+	VisitStopRecordingResponse(w http.ResponseWriter) error
+}
+
+type StopRecording200JSONResponse RecordingSession
+
+func (response StopRecording200JSONResponse) VisitStopRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRecording400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response StopRecording400JSONResponse) VisitStopRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRecording401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response StopRecording401JSONResponse) VisitStopRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRecording403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response StopRecording403JSONResponse) VisitStopRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRecording404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response StopRecording404JSONResponse) VisitStopRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRecording409JSONResponse struct{ ConflictJSONResponse }
+
+func (response StopRecording409JSONResponse) VisitStopRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRecording429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response StopRecording429JSONResponse) VisitStopRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRecording500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response StopRecording500JSONResponse) VisitStopRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRecording503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response StopRecording503JSONResponse) VisitStopRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListApiTokensRequestObject struct {
 	Params ListApiTokensParams
 }
@@ -33373,6 +34872,99 @@ func (response RenewThirdPartyPlaybackLease500JSONResponse) VisitRenewThirdParty
 	return err
 }
 
+type ListThirdPartyRecordingsRequestObject struct {
+	Params ListThirdPartyRecordingsParams
+}
+
+type ListThirdPartyRecordingsResponseObject interface {
+	VisitListThirdPartyRecordingsResponse(w http.ResponseWriter) error
+}
+
+type ListThirdPartyRecordings200JSONResponse RecordingFileList
+
+func (response ListThirdPartyRecordings200JSONResponse) VisitListThirdPartyRecordingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListThirdPartyRecordings400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListThirdPartyRecordings400JSONResponse) VisitListThirdPartyRecordingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListThirdPartyRecordings401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListThirdPartyRecordings401JSONResponse) VisitListThirdPartyRecordingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListThirdPartyRecordings403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListThirdPartyRecordings403JSONResponse) VisitListThirdPartyRecordingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListThirdPartyRecordings429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListThirdPartyRecordings429JSONResponse) VisitListThirdPartyRecordingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListThirdPartyRecordings500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListThirdPartyRecordings500JSONResponse) VisitListThirdPartyRecordingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListThirdPartyStreamsRequestObject struct {
 	Params ListThirdPartyStreamsParams
 }
@@ -33889,6 +35481,24 @@ type StrictServerInterface interface {
 	// CreateNodeCommand Create a node command
 	// (POST /api/v2/nodes/{nodeId}/commands)
 	CreateNodeCommand(ctx context.Context, request CreateNodeCommandRequestObject) (CreateNodeCommandResponseObject, error)
+	// RunAutoRecordOnce Run one auto-record pass now
+	// (POST /api/v2/recording/auto-record/run-once)
+	RunAutoRecordOnce(ctx context.Context, request RunAutoRecordOnceRequestObject) (RunAutoRecordOnceResponseObject, error)
+	// ListRecordingFiles List recorded files
+	// (GET /api/v2/recording/files)
+	ListRecordingFiles(ctx context.Context, request ListRecordingFilesRequestObject) (ListRecordingFilesResponseObject, error)
+	// ListRecordingSessions List recording sessions
+	// (GET /api/v2/recording/sessions)
+	ListRecordingSessions(ctx context.Context, request ListRecordingSessionsRequestObject) (ListRecordingSessionsResponseObject, error)
+	// StartRecording Start recording a stream
+	// (POST /api/v2/recording/start)
+	StartRecording(ctx context.Context, request StartRecordingRequestObject) (StartRecordingResponseObject, error)
+	// GetRecordingStateModel Describe the recording state machines
+	// (GET /api/v2/recording/state-model)
+	GetRecordingStateModel(ctx context.Context, request GetRecordingStateModelRequestObject) (GetRecordingStateModelResponseObject, error)
+	// StopRecording Stop recording a stream
+	// (POST /api/v2/recording/stop)
+	StopRecording(ctx context.Context, request StopRecordingRequestObject) (StopRecordingResponseObject, error)
 	// ListApiTokens List API tokens
 	// (GET /api/v2/security/api-tokens)
 	ListApiTokens(ctx context.Context, request ListApiTokensRequestObject) (ListApiTokensResponseObject, error)
@@ -34126,6 +35736,9 @@ type StrictServerInterface interface {
 	// RenewThirdPartyPlaybackLease Renew a playback lease
 	// (POST /api/v2/third-party/playback-leases/{leaseId}/renew)
 	RenewThirdPartyPlaybackLease(ctx context.Context, request RenewThirdPartyPlaybackLeaseRequestObject) (RenewThirdPartyPlaybackLeaseResponseObject, error)
+	// ListThirdPartyRecordings List recordings
+	// (GET /api/v2/third-party/recordings)
+	ListThirdPartyRecordings(ctx context.Context, request ListThirdPartyRecordingsRequestObject) (ListThirdPartyRecordingsResponseObject, error)
 	// ListThirdPartyStreams List live streams
 	// (GET /api/v2/third-party/streams)
 	ListThirdPartyStreams(ctx context.Context, request ListThirdPartyStreamsRequestObject) (ListThirdPartyStreamsResponseObject, error)
@@ -36869,6 +38482,192 @@ func (sh *strictHandler) CreateNodeCommand(ctx *gin.Context, nodeId string) {
 	}
 }
 
+// RunAutoRecordOnce operation middleware
+func (sh *strictHandler) RunAutoRecordOnce(ctx *gin.Context, params RunAutoRecordOnceParams) {
+	var request RunAutoRecordOnceRequestObject
+
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RunAutoRecordOnce(ctx, request.(RunAutoRecordOnceRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RunAutoRecordOnce")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(RunAutoRecordOnceResponseObject); ok {
+		if err := validResponse.VisitRunAutoRecordOnceResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListRecordingFiles operation middleware
+func (sh *strictHandler) ListRecordingFiles(ctx *gin.Context, params ListRecordingFilesParams) {
+	var request ListRecordingFilesRequestObject
+
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListRecordingFiles(ctx, request.(ListRecordingFilesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListRecordingFiles")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListRecordingFilesResponseObject); ok {
+		if err := validResponse.VisitListRecordingFilesResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListRecordingSessions operation middleware
+func (sh *strictHandler) ListRecordingSessions(ctx *gin.Context, params ListRecordingSessionsParams) {
+	var request ListRecordingSessionsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListRecordingSessions(ctx, request.(ListRecordingSessionsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListRecordingSessions")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListRecordingSessionsResponseObject); ok {
+		if err := validResponse.VisitListRecordingSessionsResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// StartRecording operation middleware
+func (sh *strictHandler) StartRecording(ctx *gin.Context) {
+	var request StartRecordingRequestObject
+
+	var body StartRecordingJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.StartRecording(ctx, request.(StartRecordingRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "StartRecording")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(StartRecordingResponseObject); ok {
+		if err := validResponse.VisitStartRecordingResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetRecordingStateModel operation middleware
+func (sh *strictHandler) GetRecordingStateModel(ctx *gin.Context) {
+	var request GetRecordingStateModelRequestObject
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetRecordingStateModel(ctx, request.(GetRecordingStateModelRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetRecordingStateModel")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetRecordingStateModelResponseObject); ok {
+		if err := validResponse.VisitGetRecordingStateModelResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// StopRecording operation middleware
+func (sh *strictHandler) StopRecording(ctx *gin.Context) {
+	var request StopRecordingRequestObject
+
+	var body StopRecordingJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.StopRecording(ctx, request.(StopRecordingRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "StopRecording")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(StopRecordingResponseObject); ok {
+		if err := validResponse.VisitStopRecordingResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // ListApiTokens operation middleware
 func (sh *strictHandler) ListApiTokens(ctx *gin.Context, params ListApiTokensParams) {
 	var request ListApiTokensRequestObject
@@ -39368,6 +41167,32 @@ func (sh *strictHandler) RenewThirdPartyPlaybackLease(ctx *gin.Context, leaseId 
 	}
 }
 
+// ListThirdPartyRecordings operation middleware
+func (sh *strictHandler) ListThirdPartyRecordings(ctx *gin.Context, params ListThirdPartyRecordingsParams) {
+	var request ListThirdPartyRecordingsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListThirdPartyRecordings(ctx, request.(ListThirdPartyRecordingsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListThirdPartyRecordings")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListThirdPartyRecordingsResponseObject); ok {
+		if err := validResponse.VisitListThirdPartyRecordingsResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // ListThirdPartyStreams operation middleware
 func (sh *strictHandler) ListThirdPartyStreams(ctx *gin.Context, params ListThirdPartyStreamsParams) {
 	var request ListThirdPartyStreamsRequestObject
@@ -39465,1152 +41290,1206 @@ func (sh *strictHandler) GetHealth(ctx *gin.Context) {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L39ctw4lif6Kgjd3Si5g5I/qsvbY8XGHZXsanvbLutKctfs9PRKEInMxIgJsAFQ6ayOeqj7CvfJbuAc",
-	"AASZAJOZkt01M/VPlZUk8XlwcD5/5+8HpVw2UjBh9MGrvx8sGK2Ygn9e3peXhtbM/rtiulS8MVyKg1cH",
-	"N0a17IZIQdg9U2tChV4xReSMUCJkxYhZUEMWVJNaakNKKQwtDVlxsyBmwUhZt9owRWro7BX85too5ZJp",
-	"MlNyScyCa2juG03kShBtqLHvVWRJ16Sm5R0pF1TMmSZLCp0q2c4XRJoFU/ChJpqLkh2T01vNhCGrBa8Z",
-	"9Aaj5JpwsTk6HNXxQXGgywVbUjt/Jtrlwau/HNiJH/y1ODDrhh28OtBGcTE/+OWXX4qDhiq6ZMYt3tmC",
-	"CsHq09Lwe2qX7dKO/gdeG6Y2F/SjqNeE2ncZkYpI+2fDRMXFHOYoWK3tgLh9+W8tU+uD4kDQpR0D7XfR",
-	"G/Z/U2x28Org/3rabfJTfKqfpkd4YKfSPWppjT+nh+zHZtcRtovCJ7hVIwMOze4+2PBpPNCm2TZAt7t2",
-	"iE1D7Eiyw2ua3rCW9PN7JuZmcfDq5e83d74bRGvkBSulqraOZSE1I7Q18kjBB0SvuCkXcGJgjPe0bvMD",
-	"7DqKx+kGditlzagYjuzPvGJyh4E1bV2TQ+q/fLL7ELHHaSN8zTRXrJpEat1OVvjVOLVVcdM7kltvWL3h",
-	"3vOSuT/eVbuM2H7onxBekcM/fv/iD8//8Dz8VlrOJBX5+OOf3/1AGiVnvGZP8rPrjyRDuM9f/GGEcnE6",
-	"2+chZ71ZHOIQ3V+8sqP2s/ETldW2se876DeC3tZs4llj+PJuROw+mkjCf1Sybf7E1psD+hNb49J1Gz+3",
-	"LxeEalLa8QmyWjBBuCEr+5Ni1LAqDKuhZtGNau77KQ4U+1tr6fPglb2W9uFZftCj99LG/sMQcqsWjW//",
-	"8aySXPSManbEhWZCc7gqDftsyEy2osILiOHQyJ1dcTXK5e9cJ3vR3luqT9uKT+SnC6qPqH19N/Jb+E6m",
-	"0d9bqs/Nz9NHdH71rzuPx3YwbTQpZvKuYsLwGUdJMToOcBAUM60SrEodBbuZNdf5Q1FGDHDSqRjf33f6",
-	"ckGVZ6vT1lTbLypyyHvf7nhv9j+euNYPOS+234JEnxVWPiqINorRZdExd233oLu3vsixei/nPyi5zKw3",
-	"E0Zxpgk1dih0ZhUIWFHDl4wc4iXLl+xnKfJ3jlUseoObSbWkxt5G1LAj+/3B+Ag/qirFKX9kK6ZNGOSM",
-	"K23IoV3iis1oW5snINjXlX0LnuaGKKGDeIyuhYNXBwJ6OSiCPhJ+wJZTqkk8+Cs5aXFv2UwqtvvqGvmA",
-	"tf3AKk4vmbpnarsoQrXmc8stjMRhLu3XRMPnueEtez3sRaI/yvOarpn6XjF6N40x3DHWgDjNxfzIrqNs",
-	"zVEDrWhyKOIGd+QWvW8nMosfZTVB0sORx2tKVCu01fiDVp4fVbW3UHeupJGlrKdKIo17PzcW/3xXwT+M",
-	"IxrbRSssCb+X8z9xUY1KTP40+WHecZHnmFxUuw6vP5R4kJeyVSX7pKZeWvA6+XTxHo+4bI29c+GiprV+",
-	"gsYRLhw12vujIOXgWqnXJ/FH/moB0iVUMcLnQiqWXQEdxpyhmRfPfj9GNJdwV01XwvBuG5UO8ZW9RFgc",
-	"zS5KYTQevDG0/RfV5Aaf3DwZH2b+sI0O9M8Lqc3Ug3bPFRh27De50dxDgzuee7QEThQX8eUTf6Vq5P6d",
-	"PdG915kg0aiYNZ2VoffdRm3X6FzJ25ot9ebAL0CSRSMeN2ypvTn0nhFqWZb9Lnv7x00nhYAZrTUrUiz+",
-	"nM4T1pMf2+VttzYNnTO7bChuW0GPKsPF3N78z7Ns1DacHMzzorvluTDfvjgoDpZc8KUVT56HUXJh2Jyp",
-	"MMpL/nNipB/oZ/shEWHESq40aZiCYY+NDhpMjvC7Z6khYk+WtTzbOuALWbNpBKpkzR6uzCjsb0yT2STJ",
-	"y/Y2jG3aYCtWc7DeNzUVDx81rx5mkbi8L8+k0LYLUSasKD8opheCaY1uBsVodUxualnS+mYgaLtT770I",
-	"zHkOguQC4hVtmpqz6oTc1FwwqvjP9LZmN05yL6WYcQVH1zsEwPOAX2n0e5gF2OflcsmNXaIgNjNiF8JK",
-	"+lQpfs+qAj6eUe4Z/3fPviU3raD3lNfYr79+qfc/kNOyZA0svfezyIYpMNWfkJXixsrrihFar+hak3ga",
-	"YY/QndPt0r8cXd6XR/FCpxUNWNdIz/B/x52klY0rqubMbBHmP8SSpV2vMDNCS2PlzIJwoQ2jld1uFClP",
-	"wO9zy4h06w1kGvN/u6/sMy1NvSZSsC+uFOBccyI1TtJeilbMr6wW/SQ92eC64sZRKJ0zYb7MhMfl85ff",
-	"Jicq79hEtnJ6/o4Y+/pWlpJhJMb1tRv/+6SnShGtZurh7K7Vjl6mD/IX+7JupNAMpIbvaXWBbML+ZSVt",
-	"JuCfwGRKoJCn/67tNP4+UT94o5RU38tqjd31l+JqwQjQAqj4slqjA/Se1rwihzOpLCktm5qRG/frNbx+",
-	"Y98PP9kPb56ckFIqxUoDS8pF05r4wCpmFVzLHbkhrUA3bXV8YCU+KWY1L7/inD0vLl3POnJEt0oxYdwF",
-	"cXjjX4EpU7K07Fw3rOQzXqIz4wRunuhW8UxfwXTpnHIB8/xBqlteVUx8vYmWtK6ZAs+4DrcQeMgappZc",
-	"a8typCKKOb1Pl7Kx0+4eX1dMcFZZleOX4uCd0O1sxkvOhLk0Ujn58uvMppPiFSuZvUVhTnDxFXYam5EE",
-	"haXoW1bLFXDSmWLsSDe0tCsBTBGuYcVmrY5b83voWAD6ZFlFDm80Tvp61tb1TWE5hlrbqw/IwNiTJOwy",
-	"QhccO6zc2JChU9FFIyCfAbUARBHLsK36t5DK2EMDzbh1N0wJWsMafb0Vd/exFVNYRVrBPjesNKyq1+Tw",
-	"hrsx3cDcGztmu4BGwdzxbP8ozQ+yFdXXGzL37L3qqLqSzN6ihrDPXIM9k+Pf91zz25oFrRGPy+GNkOYa",
-	"rOKO7M/pupa0upLyvb3gvz6nAubMPpeMVXiQNf+ZkZovubGnFYd3baS8ru0A3bCtEMNL9qmTKr/OyE9J",
-	"xRomKitOErASLRupqOL1mkQiLjnsC7xjHNYeLWDSt7S8k7MZzO9Kyg9UrN2dqb86X8UNYZXVPizn9/th",
-	"/7iGPyzjPCEryg2ZOQYF5vM5v7cShiA3F3ZqR6czw9SNlSyicKvo0ZgSr1kpRQWmD+jI8S5YMy7mx6Mi",
-	"SV5Xf5ZQfUGuErQ1C6n4z+wrHesfJUGRpLMpAltuLA8XBviyHZN9hL1f+wmjpEIbfg1CZPc7HpBPQreN",
-	"5VysAtn8Cib8DzncjiPdDPu7gVMShnkNAv213RmYwy9+M4FiTkv73QXToLP9PdFnFJgnIrUDblUnlBEt",
-	"lww1WXs5Wo1CyI6Z1mxmOnvRK0JJxWrmPIWkoVqvpKpcY/anWs5la47JZVuWVlvnmry9ujonL549i2ye",
-	"sAiHduEVLQ05fUV04v1W1PYnELQqsII2ys7CcJSgaYlzHU79Jzs/SzOVFKALezUWxg4hHX7kR24ZrG4r",
-	"53NWHck25UYrDpZM66SB7Se07jUNE/b254LYhsHouNGIAY0x0wbvBk2MfBVpK0rWrO+ALfrhDgW56Smy",
-	"T+13VlW5cZt/cXV5Hp2oIEBphmIhunQ39aqOl/zFL3eYRbcm3XrJ239npbFTPW04qI0pE3OkJlpNzIpZ",
-	"rDqxCyCYFUEWsnY3H74DvoQCZacZKM1Awu72XxNuEsRR13LFqndNwkR7VluRltCqUpbAFEaRHp69e33x",
-	"JOrWqd8gLc6UXJ4QtmzMGgU5KtahAa6J6w7URePswpvbjz9Qpeja/u20zdPU8bUXRzeUWDc9/HR1Bqdh",
-	"ioM1dPJ9wqh21rFY5Amuh9BvQWK9EHS9Cg1wpRTaUqUnIOnYDMq7YXuTp6Dic6bNuWIz/jnNuNAK9/wF",
-	"WbDPtGIlX9LaUr/lFkxpr8tfvj09evHdS4IN+l/zHbPPDVdMZ9ebQoxwuYgW3n2Ci35CRFvXwWAQSZr2",
-	"peyW2I9QHsMLeWNcNdXmk55MCPZ1pEojSXQXMjCM4jWTGq/9Fg+Y/Xj/4aINZENGoUu2fQuENN+DyJKZ",
-	"KRhth5uAnnBeJWcVHsKnQMJciv1nJ1eCqZw9yf5OVgtJ5EroLVPt1OoECzrvVPJGcmFidldSpTjTu/GS",
-	"plWN1Ln7qbeWyNCkCgZGYGvJOSh2z2hQJoYNMzjsVBAmSrUGY3UpGxBv7lhjCqIlMha0RtimIjGkpMJq",
-	"v6vYXYz2k033FoxE3k0+Iu7tHMHYQ+te2Z9QlDQTuTdOLhxd9+GWM+re2n98Oh1OfdYzesUHtiAVA38F",
-	"HiVu3Mni9s7jopIrZ0C5l2U4ZF62wvSFA89k0TYKK3wAp/56zcw1NJcUr8x0E3P+xMGTSffK5l2SuO9u",
-	"9H153VBzfXp7Vt101ExJw5R2FKxYKeeCa+akkHEZqrNuAxPtjm2f7/SnMrgx+5yliCWdmL/G113vIHvK",
-	"iOWPWEyIz1pM5b17akzke8/TkQXO/SxnnXygNwW3Zqsbm2toKOG93lBwh0pt0bmL9/E/T2jffpMmPpxw",
-	"CKIKPm3P4sfUyyBNJzi/kYbWoyuGHQPtLqlxV+sMQph0QaTlNrSuYUR6OM2Xvz9IusVjqnYBApEnHsfk",
-	"ViNJK23FzdmClXepCAqr0tqRW1WI2jdJaV/dJJasVvbmc1NTgReNd89Ds2mpZKtEE/pPSDRp/9+PaMB2",
-	"nxLFZpbbGHlCKKajWVbjDNhHK165F9OKo9VXU9kO/g7u+sE303eothcLNwlN4NI9QeF+RnndKhZOW5i8",
-	"Z/ZczORBcbCiStgBFgcMTNV/3cb+PNPD2UQD2qJLWhLIJ1cxAtp3dQQKomZlC1NBwkFzftJ4ICe6DO3V",
-	"JuaR+uwVQbuDVEixXspWw92o19qwJYHG0zsJj7zpaZApwgVoV+VALbMXVdW7axt+BIfa8m1UxI6cImbv",
-	"Az8iu8AwnuSNC8szMbAlrOGmdgmq9Ckqwls17dAeKCnxMnYLZ2+1tPZ2z4RJr9zABhNf4p4cjlFsiBy8",
-	"4cmG/yvZfZbVvG2XVBwpRiuwc7MU58munyzBCTkuReKqhAnuagGQrSllisF1jLbr5YTgGpAlo0KjrOM1",
-	"lcDJQINAecfTpDPg2UEh97BiC7SUlvfGLGHRnK08TG9la/q7Sr02U/WMMpYXMhTwCfaQlhMVTSe8XTl3",
-	"1oBQC8L+1trTKEEovvmXI3jx6F11Q7xPn6AtfyeaHhrY3ImMSb3bvZh1FIF9DU9gN7kebU012nWMdrsQ",
-	"l2S0uiCYlNBlOfwXEe/c/Hvy3eZiTJP2ovtuH4HPD+VXJfF9T8u7uZKtqK6ovsuQFlNcVrwExx++TAzV",
-	"CcGv923e5EH1HZjpkmwAfNr3tL5En1riJnQvkFtmVowJzILgwnvhJtKMVZtet2j1+JDoxj/zXAeNBC24",
-	"DJe8rnmmu+RGYXchdGAgFdufh930OCg36IphVeYatF9dtCJ1X13a87oxiZSVA91M+HyNTHpPyykw3Y+i",
-	"Xo/LxkAILocFguVQYpaQxtDqCPRhU2pOKweWiEMSwaZtqBVnshVm9JTa4QBCBYZmK1k6d5ca2n3ym61a",
-	"ASL49tnXUjb2anRfbCTzJCLKE6J73Elv+buhbB6smGo2jkNMsNHCbWch6Rvq+z7n0ESxObc6FoOsR6tR",
-	"+hn3OUpOjxuKw5tLFpsE87dDGMWAt+nJ18KAg27cDMMd85GeeZYspdFG0ea0WnIRRSPSquJ28LQ+j9bI",
-	"pR4MZUh0OBjp3EfuqlHachJ7u1LbOLf9GKkSnJzrpqbrH/MquF7IlfB5RU7f6fviQKE+xsj+saDdzvGb",
-	"sMh7Z7YXh+NhnyDfoETT2qoPC6oX9kU0J6MDc9D/i+9eQoBFN57EcLyfdnM47+WcC2AwJ8gSXNwiJTUz",
-	"kO2iSMXn3IDeCW63FbdiKPhO8R1d4Cv2/9L+txUVU7qUiunCSlWazwUqrot1s3DmuEGsfjSFb+362Ybt",
-	"AP/PX06P/pUe/fzs6J/+2v3z+Pqfj/769xfFy29/+W9bBd4w+2hfRun00lDT6nFmh6TX2z2iDa9rTKuU",
-	"5JbFIch9Yrz1PV2EYW7qCK2L5RNy0A1EnGl7ozljMSOhwcjxwbX9Q9ixWKZ8C1BGIMXrCYx4c4ipJTuj",
-	"osR0zzO5XFJR7Xe6sRmP61RiU5vLphjVKUHsAn7vQiq7yFtotw5ehIjmvksclF+SM2zoLa+5WZ9Rw+ZS",
-	"rdMyZemeOu6tqqOGKrMmpf/eudoG5qE4iG7E5kYhsddpo3j2rGAd6Y+DCFydFjLK7Bz87FyyfqwF1/ye",
-	"QS6xJaHCh4cc6bUoMdDXLjsX87T4O02EjpZvxjI2LT/N8908ngLj6YwkrWa9znZxfQ6OR1jIoaySGmQR",
-	"7XP6FDWmXNCzBa1rJlKK66nV8Cwt2ffsDuCLmwTlXtkiYRhJNBMVpH+GL24icDJ7K+wa2/BTyBvxw7M3",
-	"VqPJLQPt2iUaTTco8SWdp7OML5g90/eYU9zBfLhe4bvtdpBuqaKu4hkmtwoCufwl/mBZRjNjuR5bhSC3",
-	"xJaiJ/U8K1J4V2szEC3svXdCZIPDIgumWEFuWUntOaBicKsopplBO4gLr7Hff6O7ZkMgij1Rzi43lEQ2",
-	"/RZslR85ROBHk/8y8s9QYI1GlNviJCDLKbnnFZOeAR6Tm5BUfuO86S6mIs5Uf0Vufve73/3zjRWvRKXt",
-	"nY7pe2vIq8NJYerezYJqzK3vQqb0DdF0DZ/56wA+TMcpxhh7eyLzFT3ovD0Q83oNjDKKGMcPNXkfLrqj",
-	"6Tnq8CIjI/y0WPfAsRCWkZs+mmA/QykYGMDv9CTtaKlrufqeal6etmbx8Z6p85pycWF0M36n93AvljTg",
-	"W+IFtWSKfqMJNEz6gcgRpwMLW2P7IzfK6ObV06c3hYtrsgxeu2xsd4CD88BIQsXaKqnORCGYWUl1Rxpq",
-	"Fsfk42xGbtc+1fUVHsrXGP3GtRsoqzBX1Q0WrYB4e+MHOPYoHdWynP5MYF3TkgpNoS2eOlRFz+EcqMEh",
-	"gAI8pU3z1P3CNWkF/1vLgj6HHtDMHo6AKuLvIIkzn0fadfJR1FywzAxcq/dMrc8tzx1xrNp3l9TwEqQp",
-	"SMMF2y54QA5v1/hPcCcZ2TwhrTC8djv32aDmhrKYUev8cDL4jKcei/Gkd0ScPkg10VJCCC3yYQchanff",
-	"Q97Zf3PtB+9FcJdX4WCUnMMmJ5nuAelFDj99evf6CZjwLVnTUkndR+lJS5IjEbFnLrLPQRJ9lSDYGKHs",
-	"jovqFa92F6V/UCxgbymnBkqlexYMe3nrjLeqGqBj7oxcWWzgRG6McRIMZQcdYFvbGL9LZnD554lpZGEm",
-	"JwFJxp415KwQ1I43fcZjnAOJfM01Ho+AdFJSYedwy2L76+ZhmO8A8/iNg0oc2tfR+C3Sq7TIYgvGV5TL",
-	"zvBCDcIL2gdMzLkAi1lbVyEVKT2XRQYysK/fwhVih9xQcWR4bY5+lnKZbXFDSsq37ycRYQd1chc5DDGl",
-	"Jz4g0iVsP0l3zreg9vVDZYKs4YD7gC22jbtAmpoay1gyLNGKHs6skmaLm5QA0opr3ZlRQiBQBBzh7Kb+",
-	"1rB3SiYYYReABWqIvUR0PCZPlXhhuWRUhCPdIUTqNRpv844QMY6Y9ifGGuLQ0Tp8A1gsxEgjNaP3TMfZ",
-	"5XZRGjC6WBGqreuM22YsLsvbeD2OXHwz9VfGv5IOy4oAy3bCFbOKj0FrzxTAL3jXfmR0c6Wo0I1UZurH",
-	"vW9+KSLArU0PXgcI5gTDtT+P8TFdUn3HqqA/oeJEQS1FKdBKHUG4XYF6e2Mf/M/f/e53g/ctN/dvBgx1",
-	"vz8BrwClZbOAeJA+WMH/bZuxDf9b++zZi5e+MegK8pxunubfwF/ckfifzwHU/l8+uGtHP4nvnMEVmb5x",
-	"dAaM7LIPOpb57l1GE48hwiBE3lnyA4Yn8UZADELD12uuDRdziPdPdto21WgAe+zJRf3PKh8hlVCqXaUw",
-	"1+EWKWyz263y130azOzPEWxZXzM5ITfX106NAiS06+ubkG/IJgRyx5CzSddojD0YIdwlr8jhwS4CmJpD",
-	"ow94dB3i2xC4Jnj7IlztTXjwCJ65w7eO4dp76PIRBvEQbDLAAW9g1o7p3UWiXMEAob1fHmDTfjA0YiTV",
-	"Oc9e8yHuHe3HZDlidTrdNOIM7dv9gg0ofTkt11VzOOqmTxopaziuG6LnCTlFRS6WTuNYO9fVQXGALyYj",
-	"7KZUcQhW/k5xriQXc7A0WAWaHAqJ2cH2omXVk4Jc+qisQ+oEFdDpLTta0fWTwqne5BDvVKuWKsXvuZg/",
-	"KciFy1NHyC444tQYy2Qd7sRJpztb4axcsKrFfs+dzs39q2jl8GUU+qr5k4L8gC8N3l/xuiZuuS2NcCdP",
-	"+qV18z4oDvw8DwDwD3/zwz8oDgKlYT9jWzBe3qDztARhEVJBCFyymKeF64zJN0atwTp9geEWBchD9hdN",
-	"Lq1k1A8VvghBGe7h2EABfz1lXsVEYznrXX4DYzg+2Rr10q8Zwjo0+QmBVL8i6wA3j2QUmGwGmKR6usoC",
-	"rqzA7RrsqDDmnhb4YLF+D9Hh1yErDK7x6D5M3uI9qn7E2wRO2vYQ217BiP9KuVI44d4UJodJ9ZjZPuGz",
-	"rnMInPV6JsbOfqVQWS+xLa00+M6wZQ4xAl7AYD6PBhHBRPjA12moGUjPBUH6LYi+4w05DOhtAGAPbgFy",
-	"6MDgTohm9ha1clnvEsWmwlmwgusdb0bShLZYmXs2mwWFYgQrjOi5T/OnuxSf/GMHlyEV2XBN9G026Wa5",
-	"SAxwuPDxUsCzjpEk567ynrF+vAf6j2ac1ZX2bNUuBdBCAPPbzvUc6Pgd8L0A6+GGsZUg9/OtnwpHrphi",
-	"ZqyyM2OKVLJsly567wu5TX0XE1u4ckN77T8DQw+752zVQ0nFkOSBElBTh/EGwibAy3kJuodSe0JglQKi",
-	"LDyLlmJLEFiY0oTdyuMDNTBaAIhxe3PoJvqkoyvjsXIBsGfG1TIFxYOvjFtd/aAxqQe/yPic8G5N8AIA",
-	"1A5IKNJZN1dg7r5lTyZePKgQpAL+EUoC7pkThDmxM+6sYX6/3KZO7C/cW5tXPRNWoLcXJ7IR0Agdq/P+",
-	"logudrkBo/sjBRgRk3R6y7jGrSLu3SwyA9fJK+XSIDYZPkdF2JKcbRRqNlLjkIicCuSosFGyasvJMfD2",
-	"cmny1BIBkE7aLCfAZZvDx/sS31A6cLtQhCPUUX83lG6OgXY9KUTrP8ILJoua/5WEzM16InuImXtJmKHn",
-	"hIypv66Qma+58tZBs3hnmJX0yoW7q9CmeYLRLTfOvRSFXRXkRop7PoMESVnf+89Q1ArQ7GihLMjN/Bas",
-	"6zdWiAFo8+4pBtNcvjuP5SqF5kTo46A4cJ+PGTfOzc9nUchvwoB39a+9oGAHdBWsMjiarOUjZ7wfkydn",
-	"skyFs59R4cU7eCPj8FR8/FvgqIpnPm+oSH/d0AwED0AwGj1G2O6VePfuGGumZsopNlNML9KGhRCd5hrG",
-	"DDOGUIn2wXJXG4PhKcnIroF9kl6En2WqRJn9JucXH/Ec2D1ww3Ate5pw29sten9xxg60+dn5pn0FgYRF",
-	"T4SoXwJknwvs929l98NBFoXWdrW85c+Om45L+oHxQVfgMjcyHT6E72UOomtE90XsCQ4e32wRr8ekLdhT",
-	"V4o35YQs5T0DubmUwnDRMu1902j79ROLMGdlm1CosqvzmitWIqinJcICuU4BzCMOQ/DMFzTaSq4wBXAG",
-	"MEF8vkDr15H7pW2O/I/2Vf8z/Ns/sL0dceH/JVvjD8CRYFSFP2bwbzucI9kA7AX8u6wROsmOL8n6dcM8",
-	"+Uf1YAZCasMwNbBhqrSr3Ity+sbBQyYZWKgj83xbHRl7yGFXfP6vL6Dz7NnGgD747XZB+mDEZfUsLnq4",
-	"tLrIWG5wf3wvnz3rj/DZs60ihaeWcTq/xND0zHXqAtf7V+mj3qBOQWPV9+vTOGo+zfN6cfXhUzhtgOUy",
-	"jDsD+T5E1zvcc565GfCbC3hpe2SV6yHcX+dX/5puNhvE9oEKCI+GmoEnMcvAQCqP04Fl7wFGe6fLaWM+",
-	"sc84u+7TyGU/vhgVrQU1GccQksiG3G4qZZw5Jf9xyGDbfnWTmLAfvrGRVb3wWV6XjKpy0aXF5emvYerI",
-	"2xhCkhjR8L1LSwGfM2BDVhwSPlgys2F7llzc/pIKw0vfEceoLlrXOTOQ7Xu89RARPTL2nNUin44gpClC",
-	"NNraOegn4LeE1YiGPsWueuFjwRLR38G37WO2Y1Z6Elzb6ER3QQcviCaVbG8hqq5tiJHkO7LkokA71v/3",
-	"/7549t/Jv3PjPBqDPXVNJXyWg764INSq5BGIgd+PgHXpggGcaOLnAHDGNaNqslFmJ1CL/qJkYSzgw1FN",
-	"IxGgsEXC3Q6eyz4b2O/RjiEAwnfMNala5oE0XNCo8xe7IiI+TmLfcQ0p2dPAGNEOYxGH+euQM+NfiHHI",
-	"MaGBtkYSLJT66fW5q5BW1xqIxJLs1dk5ASQJCAHtA6C1UGvYlFYQbatmTO/vqqW+ESaXJIxW2IHCr/BL",
-	"Ust5Bj8utYOSlNThY8W+aHKIcFCvjo+PQ3mIYFpBCS+dBDNBR3LED7MYU4xSbVz2gpK7diByB5G3uN27",
-	"dSbE3qj1tNwQbBUyQ+7/ByTI80oTbYnjdg1ay5M87ttOmG9eYHSG1MJlkl1DJtmxswYXQesN6en27nc8",
-	"Aw972miTLFJ+rtg9l60rV4Djwcw17E+POhT3qPo7HZGOlqVsO8UG1nNnMLqfQvbCfiB0Riarpu+2XLsC",
-	"t7mYne48Zil5Q+5Csi56ErHzmyJBduvv0Nj6iGtjnLO/k1kcSOo50FEt53h8XqHQOyeHgbadj6AgrrpF",
-	"4bwoEATX+VALn0fp4i0xei7KsCz6sXSFv6yfhINCDvsJDBoSvDDRzyee4J+wQvYxxAAeuUSEQ4ylt7pt",
-	"P1wAptQLDo1BioPxJYTBxq1OY/3b/R/DpU6iQvyndYUMS5bv4wkZXrT7OEb8OP7xfpFLQRu9kCk5+DSS",
-	"EbR7DZwU3kf6aNaNSq5ELWk1GWuhpgZygZeWqh1e0MtnR2gkIr45Ynh5x0xfloywMzO5aVnNNmR0+TXD",
-	"RK5YKE0kizEwAm5eXvB7akJTne3bYP3cg4DqF4Y9WRexY9qiOMT7QDUx9I6JLQs+7SJ1HuNHIgnb1J7k",
-	"oPnP7Pu1SbnS7Fl7wA4io3dR11MS+b7RG6nfRMhMvMKKV2aRaNb+vPegR+xondFsExevN9MxbmRvk1wo",
-	"T+zNgWvnJJkM76EPSw9xgNWp87HcO3jAI9fC2BeoazjfSG7Rojt/dEVkM21B0Hfx0BmKDkorm1XY6VAg",
-	"dWJyLjcO/BJ9NhXXjb3ckC1OL+IxeVlD2JuOfx3PU8UUgp5wt11GHrY/XKNIhNsIftzYTh90F6Xv7uQw",
-	"6xgBSpMeUhVsVBvBhidW3AMO66TiYNw1it6nXBRb0UScQyc5PATcSGGCxHXDdoTaSED1bcXPGBtksDaq",
-	"asQ+vQFXsbXJxtL+WIPjob8DYAnMHXVeZ/YZFZ0TKDdEZAhjhBtsphibhAk5LVFj2NSzF7/PohyMIC28",
-	"dogGoZQfBA47QNEJQ82BKLyO4RMmt9cT6UbiWt84OJGxfcwnqITA6yk020dAGBnTW6qPEPlgbFQ5lAP7",
-	"9bgrZlc8A7CtfPYR+ZpXLJU7fRgAplzlOFTV98M0uETwgrE57IAUMIlipiUMbW9mF1wAbhay9YgAuXCm",
-	"B6Tif7Ws+sKlzgO+X5w8H1PIigUUjCGk2rPf/2H/pPNtB29CEvWErc1UfOmyoXspzRMkgtdR9P4OIkGk",
-	"WpOSGlrLecsIRDPfM6W5FKxKZCGQbrNQi/UbJqoNpBJ7gLko67ZKQcn6GM+s1V7vamAZyki/wGa8wxZe",
-	"PItiOoLBxfOXbfFb/r1drbr+rQ0hpV7RtYYKaschsphqzcyRX/ObKTSJqVh5x0eXGLfPQoYUsW4Zv0ut",
-	"4k4R7riUrgohrQg1E8PYHVkmmKvPm3BvnKCNzllVbSe6SzfRE62Ng3Pq3u9GEda+6Ch5wmkNKcQ7Se+Y",
-	"+pCW1Xes/bCjvDY9q3YKuT7K5bglRTW5CQiiB5f5W6lNxsqLar9l5JocAqIznYOhPkjZ2A65XYNe1GqX",
-	"jm9frbnGFPSlFNxIBWmHHtNaQ5F7F9hkKE/lEUSSiM7ZdmDwZLWQOmBZcUAt5GKq8Ui6DP7NOAGhZG2F",
-	"2EXUCSwAuNB57YhtSh8Tho8tY7AQ4iy6jPcFo8rcMmriSM0p3gGH+pDr1SE5MpimixetEItHSDecYbGN",
-	"sVBsk8Y/v8AHuIoTG8vY/T9E9Hgn5Aog0SM6LIgbBZECMKC6u3ZX/ubN/tJDOcgA9NAENA0/5yJFq6Pn",
-	"bnnLVAZ+3B2pJbyzeSoWjNZojhy9uOKO3uInVkExpsnWXjvtF13DAXzj6uufnr9Lx8VARY9tAKngruEO",
-	"T8yBHI+WUJlYW4NFy7SZJktnZutkfW3jqLaLUXQ242Xahs3q2S6TFVjUkZqAtZqptNjOZirpLEy0fS8N",
-	"WmG9Q/TP0jB1UBz8KMU9/HN7YcVQ6yNapD59RIMK2+wWoPBUuJXG3wZqHTpt7O8ugKZH8YBSysAc43J+",
-	"0muYzCd9JyqWKOX7nmpDajkn3D4P+alOAOtIaFKxJPBWJhOCOrdk5BQeEMUtW3AXNdMdgIlFms6kMLQ0",
-	"qZJQH6LQ7ii8DnEu8LMOFH6nCe9SMRVlgAzkPy0X2+sjeBoYPyyZqh4dUfVn6Y+JvIMo5bmiFWZLihSa",
-	"f6Tg5gTs77mgau3F636HPXyWVoR5b7ePd0sUplj0CbtHfkOaiEXxsZp9/nwGqSyPQw92cfTyM4gpFU5A",
-	"cNGuoOoWdvJckQXXxpViGJxNt5lJaBYpjJJ14oyfuC7L+A0smAGkRpfMjy9TaBSmORGGGF9O4+gwYYXW",
-	"LTlmDvPbanFNa4iRcyDq6ZqxW74EVeMDiN2wi1AAeAeUxIDfbtvyjrnTrSGebbp++6OsWEcIrqdUIIYb",
-	"3ffQV9ZRHlyi1FODH11XA++EPAvVcPxLkBHm0asmioju2zepgKg3IvgBQhdQjz4uKzep/51CdV1z4Hvd",
-	"Uu3uaw7LEo3efsg9fe1JPNsLrYQD2T9TRcwg/GgHi9nb7gw1dkdohOvlCkKdBekPOW9fMhmIJFFFt8eS",
-	"QqImJ9zJj8bbSrlccjM2XnzDsCoaeaR67TZulHiy7vAuHLOvIwwgz9yvVpqCkeQBj4NpY5KqFD6Az+1d",
-	"nixQHQurO1gSe5rfL7vYDP1B1X3b4R50Y5ha5tuPNCCmlvtEz8VHPOy163ZDlIlpL5p+t/bJY4zV/Pxp",
-	"bpdLmqyB1d+lBUecFNRaBpUBRyLx8P31hxwxdAK/68iJMLBNTpiLOl5PjRf7msdk69TKTYqfZA7awQTu",
-	"d2BnI/iA/vxsiuHO9chxHP/EEZhshUneE/b3IPFTLgCvAkoKTKcr2vArecfE6Lqfnr/DMnFT6/jmHUhd",
-	"o726R3qyCtgZt8YPwaBcx4S2M8JJ1yi8MLGxVm8ZIbywD2Vhy0W0c9F6D1bIT2qEvC6ZTh+O00A9Gl+x",
-	"skdMVJpBiNgxuYKyS1ABGHFeAezBUYwLS8IIPi7IW2Oaj/bfpZR3UAFCVK5KAnfXyK2s1mk8B63fTKgV",
-	"58biyuzjb34O2CtxBdlOwmC7QgZiBwgIrWawBwnXM61bFpKlbv7l6PK+PDrTanYEH9y4mvudPgvBXJDa",
-	"OudiHrJAouJGrIJko43JnJBbrMgrvXPNbZeoOgAp+6lH4Uhrqc1YBcQ3sxlDYOdmoxZiVBlul+KHxYEb",
-	"6MiWnt5qWbeGEdapUe6rE4cpwE3o3cqFmNo5p3yHbXQtTpNh/eoe0trVSe186/Y+dPRG24qjiA1ljAS5",
-	"sTv5dMlu0plidvzbBLdPOsEOusG7Rvo7GRNpsXGGEnswxipyMs5Hf2liuWPZv3wWcslCVsYg0AAv9K0S",
-	"a1LUelztw1+yU8aBL28zyACaMJAMDhhEivDFruEKK6pEGq3CC83+jZFaTRgZjwEggj2kVGlWg/ZbGtY0",
-	"GnqStiAZ7NRdZo9VyJuKTmjJRMSy6l0yPAOqGRPqnDKAoAJM5ezd6wsipHFY3QvmLpglXZNb5rw3Si5P",
-	"EGzRfR8V+QYUWrsXvXWPy0ympOIQ3hF57eMYmRzrBOqjxgGvdsMNNx837tp1vwzrkU8jS5Gvfe6OXdiD",
-	"YezAlpkLab6HSzkzN7CADGfHNXH4voiGSQ1mDew1t2a3msDdKFz8/AmxmhdZthow+2l8d7qLA9BcwJS8",
-	"E1Fw4YjieQIcs1WN1GNo/WGpvMdxQhlr0FUYjRAzxqKnIQYSHPquEBYpZbPuUQRWGXcjwrajOuMlFXCZ",
-	"AIarvc1PXGA0IM+CLAkBG6F+5B1rpoDP+pi+aGfzTClG494XDQtKLMcRX7+WmKCTZKH9uM5+VFw/yglN",
-	"V/IfL77//NHijUYb3Sf6KN7oR9jjL1lB9yFpHO+Z2SwQ6xxF1FVVHS8BixjQod4VanVwMQIaypMTImez",
-	"IlfWdY8kkX80ge6SgPKwgq67pqSEoipdEdXN8qmF08UhJb5XOjUHAbZ7HdBHyivpVeosPODOi2dHsHMk",
-	"WeDz0J90GJHDUH3ywESUQTXP/FCi2p4PGcnUFJYvV/PT3tGfsdiai2Q1Er3GcalJ8ajJL9uqgW5Phhk7",
-	"JVNKgEJpKNguy912SGCZ3PHDinTuVCJTQrIJwdhqCOXR5qiWFFBhfPZsVCLTysTIPwZC8SPkz5DD50fP",
-	"X/zBzl/REpm3kCFwovv5yV4KwUbezVYZdEJ9zv9wOTkXMb+xnZFDd0kT94N+9fTpkxPk1eKex6CgQDb2",
-	"/15BPVwY0xTE/ldD6QTqb65PF+/iIpKOsx2TKKMMy92Tw1Yz9crLBv+MVw9Y5HrVNEONTJ0vkqnbcgEp",
-	"Rlgb8/h4UPjy+PgmKoyZeDwsi/kEzB2dItKZm31R3kfLVDrBUKCOygkWizjeLNjidcJWIL6PGFqodpNV",
-	"JuQ/JctG7sYBHiE/CsTtH2XFTudMmDch3vthdh9EvpQCVflhGPmmTG5MHmHjPZ8xE9UBgzs+jhlya0j+",
-	"6dkzcvgcwAlbw/STcRjbP7z8fQ/G9mUaxXZkxR4Iy2yVFBFl+mcxlq9gCJveRocPsG5c2Besj9SYXdH5",
-	"JlzqA3YVQ9L3St9CSP8xlEK2v8I3x42SJdP6GONenkwROnjFlo00TJTrpJiDtfXEHI0IXdwpHNQ7KwOJ",
-	"7m8YM3IFHZW09tAIUR1nCsvpTKhb780l/XyaRaZ8zWp+z0D6cT4ojtkVmsjWdOT27TYY520ozg1dW6kg",
-	"TzgpWe2dsMJgOAoO1ZsbkGsae6k0TFTaL6PtNbpPOzLOQZZiZVQSYOzCBvlFd96TzqViFOX1JIOVS1HJ",
-	"nvTXjFYoHg2m55f85bNnux3q5LqvKDdb8XyMDBXve9M3ElxfjjJQm+Zi3o3x2Tb07Gh4k4GzgQWM82/L",
-	"Jst1WbOP3ma3L2OqfUuR+c9IolpwJNEo82uTZeWSMz70vomZyLcp7EDfb85mKkkl4+ht5FdH2gUEhj9l",
-	"0/2l2OCxYnD8igPgfdHz0s5nBh7eI8UEW+1UaW14gqYdll3saCFBo1uncWRgIJJPmqlH8+YE5/LAcoqq",
-	"x495HwQ6JPvRMD2P2A7qjxcyU7W3OLh/g6QbucRPXE01omkNaNRUQ1wyx9S9ZK78dy/7O5Q0x8uavUux",
-	"lM7xGcRs+67u3OTgb/BB7X2fxJrMFRUmyKf2okdNuq7ZY3sq4uQJp8mhuXRYzLRb4S4kNg45CNi64WNn",
-	"MEmeJPtVWpV9L+dceFHenk6dsSbCtSStur/i2ucCpMyVOrZX6gJ0bz4XOjJd6nFx/1tLeLZhO8D/85fT",
-	"o3+lRz8/O/qnv3b/PL7+56O//v1F8fLbX/7b1tSOMPuIoDtqyp/nyrtoU5FCgq3qdahtZ7VQaeCfwQkb",
-	"0hBwRa0EcU/rluUj0rZpzmE8kKSZHNiVleHaunZDgA4HhuIbfV9eN9Rc35z4I9mxjGDAhjMMuL8Y+crN",
-	"AKMtBou9YxNDSYJndHzHfIt+ml3oV3q7MBzgk07lQl65swzV3ru4FZCyjMYDBfFcwCjcxjg8ZfBhWwGl",
-	"CwdED96C3lvhGb+BAuAJ5SJ0NjFYY2OQBRaFCsy1I60OQn0QsXacqZjtWhyHsE2PosduGn7kt8T1fOR6",
-	"TheKzYeL/QAa7GD4OGOkWrgxdD6QDIiTEhQywN+KTZVUBCcA73AS+9v4ReLB8MoAHHEmZlKVmGCAt44L",
-	"b9stXgyusYQElL7dhlEvEJ++GaU2xmJsy6mB7B2sNaC9on8shpFbON/UGX9NDb1gxn4pxVnNqGib81xR",
-	"zMtSNgy11ooaSyPuQ/DcibYhSraQSOfAigCNGZRmsQ6lQidByJ/anztZNGDFb9TgjA4FNWwu01msbmZE",
-	"wwwapnAC7pP19H0MS+W+TG3qtFguN5WHxXJNleUH63fiY41CFNEWB3g/tckBfbvOeys/lcYu2odHaKFi",
-	"x0Zp8aEEp1oRVGQdkBmAIU0S9UeJMjwDDcUO+4TQuibdR9ujvrbzun+Yujei2WVJIo1lir9bzvMV9ntn",
-	"5vIaMedDcrxlLw/nLG4tEjs644Ln6kNGWaKwHl+aoeTWa3KqjK/nxtxlISenhjh/9em2tNQ91mED5NX3",
-	"1Fv8BCeMMr4mMMVbqtkl7P+pPXUpygp/BVBmWYL2ahexcm1sEj1aihINui+cobxfMeRG/63mht0kNxQW",
-	"XiUranWnszPbf6PJ31pe3pHwHSkXrLwryI28c+6iKIFs05IGC5Wyc8J6Efc81CmMVmLSccNmPobt2Ih9",
-	"dGD5GWzvsI5QOUHzn8Gzc7s2k9N6cCB/zqExuGl6NIYhl47nOwVLfMJMZrzeZyYbNUPmCCjUn19MP8PF",
-	"jYfXbXzyzHB994EZxctMHfmlbIXlxDgXKDWUipK852XibHxfy/IuKnCcqHnDcqsIPwew3QnbP9Np79gP",
-	"3ciHPpDYfpiCn/kA9W1AdcrYEwytx7Dqd6TgVrNqdDm4sErSDq2dY/HRDMSra68gz46eD/wpUOct4uNY",
-	"ISRRCMMsQk3Hg7AJvaWJ5xVveX+ESep0WH1g2AaG/s6wZR7JEB0UKG8pZKEYZ8EIq7H4aWeMMIqWCbfF",
-	"3ajhwTXTg4uJLO8hiuIAl4lp872s1vCXbqTQ3Tl2Yvk6aY2wV1LO6cEwFS7MiOvBnfPHN1fkKW340/sX",
-	"T5Hun3IxkxibgZ2TS/j9nZjJY8cQbzKJv9NhfRolb2u2TJ8vfJaqbwUPyAzVXKlC9otfX/u3FZut7i3m",
-	"1y5hJ/olbnArolVY2VB2yQ9tHA7nDXBhKOk5P22aen0Kxse0FU+F63uluPH1Zpz3vQckH8IYRQ/oX5KZ",
-	"rGu56mKjOlhFCJmDGDknN8UggOCoPORdmYCbyG2I6W1SsI+zg1d/Gb/NN+YbhOftaB/DOuG//DW1gPsp",
-	"q77SK3hlFTeWhzkdMrW+CTnuc8NKw6rLBX3x3cuU6DVrNesWHi4+IUktxZwpWHwwPmN6w5Q4iK+oLhYH",
-	"OiqcPD2UIF5VTEotENP4f11+/JEsmZpDCFi56DItfQVmOCHJuIIN57ovTv1dMdHTHhG9PRJA7xv+9i4u",
-	"IXOGDm8SRHnzJI4Z4Ua7Q3tCnrmmtU9QelQvftifUTdt7vSNKArbOE0WhmYcaU2wFR4BKKtLmpqWGMoe",
-	"9ROKouRqF9/S8q5trCCWCl7qko8aX+zQ9pgtWjlnGeTmOasCYU5WW+KlxkZSyku5e4mWKkQbzzPCL69Z",
-	"2j1+1qs1kl2M7OXcq2GZ/HRacEaClaELY0u1AiQLxaBWZOCiuYLJGosQ+TOSa5m6tSSCMUCm7vrBkGl7",
-	"DdA7Rhj4PzK9AVTv97S8G59CjxId3oirunDLoPBjf6ZYEt0fGJnLKNGZS8cl5bhj4K6c1XYrcgj/KKPy",
-	"OIGuApbOQe8IhmFE+9lbmc1NiYtS+iO4jW+5w5RGr+2f1k3eNOOsThWVxfchHDlN12wF6A4JQbOmQrDK",
-	"ueyohqstbSipq0wbPpt7exuTqTpmo7BZmnDjwlIM3EtQsxlam5BDiesWzSFaks1RbdvCuEZCqrjj5i3j",
-	"DcpdYBiionVMebjP03mgD2TMcqclFXTOqh/sGugs8Whwg4eY2EjGOOTg7zPrImRFaFYqZgqykPJO+3uP",
-	"q7hmw5OTjjWhJAqJZY4n9O6hPDH3VTjo7bhV6eqNw7tpl4wU/qjXwX7C5hvEVHGzv10Dlfep6I6tyWFJ",
-	"l6w+o5qhFAoFrR2H/N+nH94DTTxJSp45Nnv59vToxXcvYz57AoFh9sxBfXCsWREpCOAVQ5Ug7DKP2LTn",
-	"ZEtGxWrBpwC4Bqbd37ge4w4cOpIX++S97exafpcpJ21vqFl0gfbXHmd0YlVMKJVqLz8rXJoUWoOb/sit",
-	"7dzUZCXbutoUhwYFu/4hsh1y9cuH3s3FQcVnCdjvT4LPrDhon8bNfHWhcO2iqLgAAIbCZRShQeUx+UKD",
-	"d+2WFQ3LiaSxoPfsYXfpo0iIsDTj97Uz73Ao+gNQFjmFaxvigecE0cnvU+NwLYtw4vxIU6KZo8TdL3zL",
-	"NB5ul7EnkSoWJQw4uenXaqH5xxhNyCHA+Sq2lPfMfheuRHsTGQn3orOapO65nGVhbJMVu4zmOmQwKh7j",
-	"UJD7RvtcoLESLP9ACWTKTdDNH2RivYO0UE7hv1Ov+s37fdqunVt62vFo9vc1EOsJkQ6yF6qgaEMTwH5z",
-	"2ZzRcsE+0M8/KLpM3c74O5bKDMUYIJX3jq1nCiL9pcvKcsm9Ln7bAwAd1hSyxDARTBuyZEup1k+2ZVU9",
-	"e7Y9w2dR6x8yxcTevr8kms2XLuZySXtundmyAbeaTjpoFrW+xE+z6UNx81VUN9YlK45P7sWUibkRJFUL",
-	"fOLz/5xpuYag0Jqu7c/jA/g2HsCL5ABcEZDcmYV6MNC/CAnNbz9eXr06/3hxNYUr13L+nt2n6lPiuQAE",
-	"v5q5urp+3yp2287BOz6TDt/MPlVKquROCnkBQbpXWzLSvI3aB2JST8zOHi3FNSbXXgsp2LVKVu3YI0UN",
-	"G/p/WtayLSeQEl3LcMaWdE1mtK59KRE3zFpqe8XAudQ7HrA/JMdnmnOpzAeagwa/uDonjVRb6O3ld999",
-	"+128FjFeSaI7ngrUhpTQx+5PZ6j84uryIfT9yyR+/6mpqGH7iWSo8ZAyZv+vUGClxhXkQOHJChysIm0D",
-	"v4m8uvdfyHm2mzSB9/JvTq/HcHptyGhj1sdOXvXAR14JXCazUn8TaH4TaH4TaH4TaH4TaL6AQBPz/HCa",
-	"oi57s+2tdMzXUsyozx6KBBtPEVb2MERnMX8T2Qs04750pgBWxZAqiQgLe4vnagld9tKlu1s/PvtdDdFE",
-	"gVFfVjSZzoj+q/RGv5eyQW9Hv5RnZ54D31euluckPumaThcDpdq89dVqx6sFgBgEdy9WvGVVrwgWu2cP",
-	"qHj1Bc1Wgwos+YCKBzGbR+cmO7OLsW3O1V90l51DFMLiCjHRtwIK0QBalWwasHX7xHBL9q0Q+K9SUb3o",
-	"Hl/PKK9DsIOczXar1uiG5Z4/xLYXijJGxz8uuxgfzmJnRjk8PeMM7LThaR7WAbpkTz85rD2nwBx7yNJL",
-	"eM6fJFhfKJk5KfTBQdF2orarwQQZLnuAokIEFDekkpmKGktmFjJxcIF54cMdEgXOqVlEpRVgAceOBgbE",
-	"b4slWzdMg48OuOCsFSXWRHdBZnXdD7jL0KmbadHF6nc9hpEUB6kapxmCes+1yZ6fmH6iOu7OnTB6XT6Y",
-	"mcpVRlnsBrKj79gfoW01F7pCyXYM4yt4FiGvZSi3c106rDbhUI4G3ncqrlqx5Ygh9dgmaNPUawzKMa1w",
-	"cVcJP3wXMa4nkWjXi2oHK7xZtqj7cFJwC4TCpGrTyzsdcxDNnC0lPoJNTQeVNIbjsc0HQPN/ZKTNVBr3",
-	"iI461314IZiIuPK8iO1K/h46NZBsMjv/Vy/EfPk7v7vcuw0anCRPy2N3uz/Q4wxklP9CUbFEWZ0+50iz",
-	"SisXNFDDL3a67sgut/LKCSwym8TpHuh+AJOvNw0mTeRE3vKWZAcJLS3b44+dOTZPJk6mo6XZNnLcGa7h",
-	"foyz0HIq3Lkd9LRWY/twXA872Twu3Z+nnYxBtfKRQpHUlAumz6KxT7md7L3R2yo77G90YsX3ROL+Qtx4",
-	"JGE+6LBOXwkXFX7Sr+Vs/Fv7KrNT+VR/14s+7adpbpO209scr0b+dJ+j1ncKouy0HLrunHuVkZb/AXLn",
-	"ejN9nOy5QZP7OAU/NmaTf/bXNXFbPKoTLlE+7Tef2ZhDOEVJI5lg0/d176ymrsFfQVKSm+Vkida+HCr3",
-	"6EnW2QiX21upzoNp9jXXEOYHpqeLYJ26bMuSMUyu+cFbpq74klUfW3NQHJxRUbI0DuaULJ9gZfLTn5K/",
-	"3Jv9mFvVU04ynaOTstAoq50dYm/jtwsvfHwb+IzPz5MGmzepyPdJSSZf0rJeNm0WsOHs/BNpNYuS7e0G",
-	"FZCUid/4zSqlYpOwHPZyeWYt+sieMhqgy11wjIMcgqhQEG1kU/jw7MIhJBaEtkZ6EOYn2Q7fgAs03R/G",
-	"e0vl7YjgLs3wq4dLkeyzAXykUTlQtw1T91zLEC7g6+c5xCZKZpTXrWJONgwYtvt7OPblqKkIeMc7CK/s",
-	"1TcquOY1cfTl6mR6nn1gj4iAEKPJBeTRLTTBjeRfdZWYLQ+MpfBQc7Pi1f4r7qhWJy9o3HbNRcmicUVV",
-	"oqZMWOsMRMwF05DA5qJNBpxiImjMf3SH1ARmtYvSFjmpvoDW9mv1kWHch84V1NHID6tfjfUt43FreN80",
-	"F4POhXPau7zii6XP16OD17unu8XqmFtP9Hiouy9icKNy3dBOm0bz6pmIe8pCQoDDM5QqwxOfsbgOVWd8",
-	"dmKUPdwqi4BQccUyUgPH4iaKyNY0bU8ghEdWCoQnSQLuFe/b4nvsy4D4pc5CWcS1xzbuR1xVQZcDGEAo",
-	"BGaFEWOao1l9v53Uo8JN3SIVYUu6GeZp4id2u5Dy7p24lZ/fCKMyJAEekEb6MkG+pkeWKFJlQa3iQJum",
-	"wyQPcr28I7eyWhfIMhvFfEWHrZzRfptOhHzrfTZQ4JQaWss5ZgcffhTIoVzGaFp25JNAzpldsoKwv7W0",
-	"9n4lds+EeRcMAW6NVrjQ+HQfGfNqWPwV9G23Jzzj66Sr/5W0yVzF624psDT1mgCARcn4PavIIeSnGfY5",
-	"I1v7F0cvyJ5NvWubm12AUfGjtxN2mg6dfeDdP+xiFMuxHc/Vh7vqSsE+HukOTjLcQYGYE7PevM56pdp6",
-	"+9Ht+7Rzn/YUgZuHzoMu6QmY2082j3yTNOf8CEpkcGfYl6JCv9SQ51NVAgddmdBS0HRGROhKyRWCAduP",
-	"pgqM2agAhy5cEMFWUKrOyqM7erw2uWzCQQpgiGNLCPZ0dBLAkPbBCW0wBzgsp+92LCbBCjoAULiJN2m5",
-	"h5y5kgDAMUCHdjbPlC2xSm6hnRcCAdkz4xqxL/evSJeTfo1Hzv8FNSjBHrCw/Bmh+679rAtCG34NZRKi",
-	"3zqc/uuKCW5/EtJcO4BBe9vXvDQFcTXXro2U1zVVlnxbodsGxa1rOJTXWFJPUcOua77kkDZjN0AJWtsb",
-	"vRUhbuYk1HWo5ZwLbeWjMJEIL6QgJW1MuaDRmP0vITPfVZm4Zp8bfEOxmWJ6EWYLeENUVKTUanat2L8H",
-	"pdmt6MGrg42VSMpgzFBej6Q+/z31TR8K0ihKlsOdntHSaEJvpatYDDtfhCKiXcEQ6qdvr1kt63sWSmFE",
-	"JSKoYgEacoOQs0bnt+2Sioj6OtRKALgA2A7wGdxalqh0xjKtmFHr8Wg2xRpXzjDULHQIoKSmxsWva7QJ",
-	"9+e36U+N5E2jaLoe9pV9EPkoXWcDieXmX47gxaN31Q3xGKSuLMl2KRTOdAww4EeTZCb3UDX0ntWyyRiX",
-	"b3tMpcLqimty6B2M5LQg/4YNEeZa+reDJ3iy2iVTmhhZQ90EwoDqAO8IkOkqamgCmZgaujM6jTBHumEl",
-	"n/HSdVB0viOQqCzFckNrrnshlH4e32gUBhFX31jCSZKtkycTmjF8DYwAvia0VFJbGQ7x8KH6Iv5kCVqf",
-	"uOMUCm6SO7buXSJty5PHH4YwUqTNS8P2NSsK8XJBNKsBKRwIHUpNyllY/8k2yLPI1W8Pgoe1vcfCDHzO",
-	"BdbvsOeU9gVknhH0ZAlQE9Wp+WTKXMVRq5rywdQQzB5uCv87hrFjbdDpQu0WEPJzqiBd5b4ft+GJvfBQ",
-	"GfWaPD+xynl0JYWPoACcKzGPTMtqbvOWAR7uVABzKGKdEA5h5XuLEyvfrtI0WClKL7uikCqV89MExHLZ",
-	"mlt77R45CfPIMG22+7uGQOf+mMTUOtzrMKGiMxPB4U+xqrfgFDhbsBQMYL8yxjAOeQh8MR0e2buN+8WP",
-	"sGXCNZF36eOz9WwOY6S3Wxf75QXC9wHR+g7ChOfKQQNGQs4EZ6UDsPJGuDGn5FupTRZ93j4kmGYT/JDp",
-	"uOGyac+kSgarBgnbymQlrcnZ+Sc98YTs4I1bLWSNPkMi7515CcLYQVa8p/UuEOtQIjEV9PphE4t/ekBn",
-	"jPSfUFFgoDNaJleRmZVUWHgC35nc6zv/yUjXVgp/ntRSj7B+N7FvEHrP1FDryy8hNPpdyucwM4yJB7ac",
-	"bPj+IeNdsmWW2D6gP2d3sH5o9mqkSME7oQ3mdCxDH7sULFiy5ad8zYLeuHeuhdDYK3Zr9mrnTIPTdytl",
-	"wpU2RX3u2fQDRxmu4GDKvX3zlOxJJBDhcDL+gPdOXY4/XkGk/lbI+Siq3900v9rwuMGsHhoat9HcA2ug",
-	"bWRJINyr3jFfZQX196EZ7jEJqs3CZ1h8aLkNdvkrgmDcB9CFPe0Br5m2h8otmxVNQ1kMq5ac2P/oUMV4",
-	"teCGuax++2A70Jkb4CiWRJrGxoLmejuONBAVwtwHOb07Vu59UNvumUI4yFA/VI+m4UwrySoy4Xp6Gwh5",
-	"JjPmNZ/NmGKWtzZg3ICVwC2afPl3m2Cbg9Itiet/6ila0XCMdnAVdwjYcfAcDn+ccMKYxxbnlpkV85K8",
-	"Qzn06PhVfA68BOvWb0cU1a7WbAV96w6YxPeaxRx3L0yCtN4W/OamlGnrIlBJKB+90cIdWye14o4/7F2H",
-	"pm9QXi3WCM/ZsgjzNNn4JMjP3tQA+xNuITR1upu2P/oc6qddgsG2DFZ2DOVznGjDSqa9PjGzjfldYNCp",
-	"HENXlnVk1+LSjAFuhtfsaEFFVSMQA+oQdnXKxp7A5v5lOmpzP3Lt6dUgpAhnIVGMVjli3pJADOFT3SzR",
-	"YKX3pOsCzr+ckZk+hsVZ0s8FEcwcQ8Cmlkv6uZRCRL+pJVte919b9X7izf3vj3lzDVLEdSOVuVYIRBqe",
-	"mrK5Niv0GAx+nnFxbRAYY/BkST9f67W4vqXlXS3n4enL41KK2TGt62NXxv/a/kow9APCzITMQhNbOWW5",
-	"ZKLKchD4mUTvwdFC6ciSjxWo9Xbu706Yp9yNw7YxkD4xbDli24C144PlEHlzLH/UZAFiEl6ASO5DCO0J",
-	"Noz/YNc7Agfvcr93kMdT7vT98Y0jBcGXmZ60z7voCG72eyoJ/1Hk9vEdyqQm/LTt4tpiIgSB/lNnx7zI",
-	"aFQ/LdZ+L6MrxAmRvTumpAJUC7tzRmWkHf9SXriIOot6ImahZDtfEDpIitgU73IEltER+iSHn9yyHNaF",
-	"X9y0zSEmge7dPfhHJ7VMxlkIK1vk9rY3/hTRbdgmkyKTGBo/TyAcwB7XnqVXW7HTkqQ3+W4SIZi/Llh5",
-	"nyvvGcKo0Kp1K6WZaC2Dpi+T1kNsGtzNOzdbKdnod0nLgxtpQ8s7ZjSxbzb7jBy6+NimSpTaIT+4fQg7",
-	"GJsDBibofVvODb3au920xydQax6uwq1VmsLO3ULuT2Ou+TSV+eb3ozPFyvvvudHnTKGRNL9b4Pzngtxy",
-	"g6FgCD850R5uh7elI9i7h/SSdoh1hz8+rampp0bZ39z+XkQ0HhNld3qjQ5big++tdHHRCjBRC9rohTQp",
-	"rJSazxeGaPfGOORAnHWy4azbMcctsvGHsmx+FA/Mf5uXZ+uyTtackcumZvZmm1N1SwFHua4xEHuqC2Mu",
-	"s3EAf5RE4YqPokrMpZKt4SKZ7uNSVLp3JuoEC0ab07qW5WipaTlDdFX7tq8NP3He9pPLdS5N6a1t8Bb7",
-	"uDWUC6vleWtWV2F8CqPMiD5XAyCJtF+9XZ41bSqFs3MUkxZ0XA94lsmkyiyzbJj4gSeJ62PDXLap/10q",
-	"fUKOnm8EhE2Jnx1P1vt1pJVNybka5FpNj7nZyVUYKunt6iAMoiemFcXJREP3XnRsN47b4Hjk84o6+on4",
-	"VKDbmLukmfqc76nqnvYDWeMYqKFpEMI2x9yS5YIqWoJ+phdyJbyLqlzQumZQTG0JkeO2H7EmNTNoUMSs",
-	"18h19fxlUr+CEaT1nxDf4qJLuz5vGTh5HOjgCfHb7BJxMZTTsiXMx9XkUDNGblyo7HHo9SaU84KsOtfi",
-	"kylY0A3VeiVV6ui6J77tVqNZNmrxxXcvt7rx7GdpSRJIA9Mqoi7IoV30Iy40E5obfs+e7Nzr4MSEIUTT",
-	"TdHqhy7/YSxtDWP/XvVwI2Mvm0+wTplh/uFgBDjg3Ajexwi3QwyGr5z8uQ8M+qH98eiH938u4PHR7MP5",
-	"7wvy9v3lk98AgLfg+T1+QjwQYXZVuXHljOE1t5itqJkOPz4g+31b9rjdQr8mvdzQR0klf1jrj5BXnjzc",
-	"yCkIVAeNiJpr4p4MyqkDGBqg2WkXfro+8VsTbij713LAnHZkSVuzvHsZd+p+soJx/6igchtwtv1kuSCW",
-	"ZZLAe4w3zgYfMqHdU7NTmd/d8dty06VT82KWo8khDl4/2RPPcZhYqgsot1tNNtHGN/PesI5RI+c0VxHc",
-	"5yMu91yAf3iS4uOmJvaXoT/+R9zCbGpinw6tcF7X0P3XSk2Mhn3BnK/yj0q2TbLoFD4PPqA7jqa6gfm9",
-	"luWdZSkjkR5cw8cE3tURn/VX5Eyqsucu6UVstSmr1lu5Iksq1hOJwvafiUdQbIY5UHAWYhrpXQMNE0eW",
-	"LR65kCdgiqUV6Y+UaY7sLXlUM6pZ9KDjZUHgOOq4mlFU6FJWTB1ZXbCmhqXLCIEXJGVF+NRAdh88tjRA",
-	"ePBP6S5Dwm/kCGZz368lRfTZBAznYaAAFxga1iKUhxt90dHKVNpM2dFabXmXjuYF8aWJXP+IzpyTv03q",
-	"2+ICXhzLQgwNLemazCWhC0arUOQHyDdNvXN7uvTo8bpdh6O1K+8ZHOIvA66djRK7xBrXIVDLFwv7IiJ9",
-	"hqVetlC+nkLJXx99AZQ3Ta6aKgd51ur2s4jIZjyKrLdb9v0pUbMRwfm4CKmGj5KkDOCHZ55DpW2kcVgr",
-	"+MjhI2+P7XcwgbV+SRLrwVvaNfBVze0vXwgKHtZ7y3VmlT0p6jWhfoPSx1/1ONmup1pHqud4JGWP+XnM",
-	"bjS2QIb3qlNNu8BmSzgzXoJTDvgppL9L4TKJM8b+XABm9uj4Fe2mUmxSam+pJp4oXrILuupV8B+F30zg",
-	"UlINkC0p4AVhkt60H+xn7ik5/N+nH96nrTGh+HwqRXd7yev9a3dPrrtt0sA6U6rpu8UJve26TQ/IKTmF",
-	"CpH5HTUSCq2yV5FR4JZasbNt8JaqoTZ3ga/pAkJZNZaHtydHybp2f4ZkHm9DgCOSBmbNEoz3eeLwNikn",
-	"tgW/fPH89ym79n/yCrG/QVWnUufCIRvJyBk7ZPuHZU44Yy6sslvSQcbEf+LDkdmn5PbwuWN49nxcgK19",
-	"W+K4NpZol/5LPFqpUGdWptKZoSfMPtcnpKHa3un4J0osGMsvyrqt2Dk+joItJ2kg0Acm+idUDmdNmhY+",
-	"CbOzI+xMUPkNHkeBwMcBzwH29JYLq6FgC1MtrXMmAA0lae6/4kvm5GQwjFtJMHyAgBfTfey4PXnRzgli",
-	"AGaA7+bETM2rNh1nsJQQUehxFP2rBQFVBuX+RrEZ/zxEURjgA00ijQtsPquP6p32cHjNwNnYR6/raLK/",
-	"vcUmLEaS2MJWFf7gRYuePPlScCPtPp9Lnk4/p2IIxLDgdoJrctuWd8yQQ7g6KFxyFdd3xSBYJJT5q5zG",
-	"m6oYCIaoC9O8R9NUAv4gQgsmaMAiC1ZP9YylSmZfIk44jhInM/1MjIWywaJBmLULatsdAeKTZlW2/bd8",
-	"vmDa+HA5KtYxLMTEXnBbzrZNYxCW13dP79TVec7bCXvr7I0bfqepG4zfXGQjmfyaqXRE08i8RoKAsU/n",
-	"cp+CN6uoIFWrPFJYR3SbzNL7rjJ+Olg0nXHWTV20DPoGbLzsQ3A8CpSFPxZu7fdBtBiFnBi0j+ATjxeG",
-	"DB2oOBYZ0gCgGGcPHmVKMHLOWB7cktpfJwnWNALttD3IGaahQ6TzvnMY3F20b0TvhbP1gDIGIBoeN2Nq",
-	"LPSQOyY42QY3GB7V4ekasqhi40JKXZ75GuGguG3zWmYhtk/P35FPF+8dPGJk3iqQun30Ft2WFZb2JvkW",
-	"7X09bB8bxCdR3RfVCsSHTgdGuTYCIthfHxT2A330on5AnfVCiHOAdeqyff8R44JqwEecAO/Adby/BL9z",
-	"eIZuQVGXefIYJeyGGx4jr/e63MfcvE9IC1j6IdTEksYicK2TaJAaHFG01oixifFz9sso2OjB0XXZiJPv",
-	"UavqNC23cV0w2T4xKMHS6PyHXehJwGeP4kyQmDZhnqcU8ob6w/PkVRqYDBqTwLxhD0kUVOSnHSIIdyl8",
-	"OSwtifZJWE+/as5sxYSSdb3MoZ8/tEoxOVRSuglSsIVCUP5TK6g91WudOVuR0+ANoOjqFMuBR0EEBMe2",
-	"if0NJzgyTRQTbEWoIWZluQ9XlfZWtprPHlCjJ+rskimedB3C7x4H+3DBPj/Jj5hwrVtWBSY5z+7LHgVG",
-	"ezk+BktVYxT1SJHRaVGvQKTBtORjeauEWP514mCRqidVFvKvuisoeSz2Iw57DEQGG9+LAZsVjnY7n9Ov",
-	"ZV+ZH18litFy4espxZTRL5NjmZFSUc4hN1tzPB41dNdFkT2Z4lSd6JTdCtg1HoTbpWN/sVDc3NV96mtO",
-	"mVa/CvfxIQVMdhgP8o+CCDkgb7Jm5knhLpgiXP2PfJfj0FwFj/GKahi3D1QZIUNNM964u/HDAwsWA9C3",
-	"v2cdrPnWKsw5x/T2AkeBH0ws3Tsyyx6H21z2VIDs5lWVuWY3wm69DLAtQDbIO28Cz0qlokqBGxuxNqRf",
-	"VFs6sahwaUdSlOwEvQr2xkYHCoEycNIRbiphBHbgk0pcyW+vrs4vvYrW0QWYJocXA5biz8hGb6lO1Kc8",
-	"7yCYvXJxdlqQG/Riv7oJMeML9plEDnM7ucsWlvO8va15+Se2fidm8qR3S6BvOPBHxIQ4O/XgYhlpocqg",
-	"uofNKIH1cwNQPTrUnrFrD+OF5W+F4TVhnlQyfYFfMxMiAQDsN/q+7C0yOT4+vgmeUmBMBpJsPUrUFpbN",
-	"8jJiVPSmAst+o2GKY5Xfdr5Yuv1ZcZAhOrZL9S6AOIjZz6Kz6IisGBJ1t9CjRzEdqd7VxdcPiE7vTirG",
-	"potOGZ3kxOn0o73D0yNH+oiSFVUAHjAKzI5MYCxheQPONNGSzKiaCju9C+5jNKzcKbpaN2wE38yfmEoy",
-	"3UfQc+WtvODtKualu1KMmu1JR+61HTws+MGfOd1SPwAhL/HtXMmsKtRp3jZOlHMpAJDFalRPvt9fNOsG",
-	"MnFi8Xi4IbI1I9rWjxlG45JvYrskKNmHUDAEY/DeVa/Aved1LqbgnXTcGPP1dyfC9mJZxXFW+5rRCs0X",
-	"kOeE9Sa4gYIN2k98Gu14DOOxzQYIuEfa1aj6xp9SYIB/YuveJbxkVpsH5kCJYkeuHAqrwpEEIVPmAtuX",
-	"9PMp8h49ynxoXcsVq7wymF3MPEfaHt/X4yRu2PsgGc/5PRMBw3HAMhKNgcewmiKwezMFQk1YMalz/lFB",
-	"GFW1ZauhJk0USOVrwfpyzbnABoeh9/06WXjElX/qc6ptLHwKbEKviDDhj8WkcvrjT6FSi99vQFcNhrBy",
-	"XdbsaxXKLw7uuea3NftkpcrsMViTyvMVzMKkwgOeSygfZF6FDAnBVtoFmAMRcu05r30KBPBY9bk3wrM6",
-	"gOIgzvV4ev9Oj9TCAe/pU2M4dUUQVvrcI76/e3fu4M4c3lx9EIyI3w62pS+NhlO7RRgLKO8J/c9X1krA",
-	"11P3mVXGaT988rY1o+j2J6SxikRM26itcG/rsk0appZc0DpnVX9E3O4IgHw36c7+mupij5QGI0kliXCh",
-	"53vEfk++G3Icx2P+6h5MQzSjr8FpppzVzOEcyxCI6P01oItsV0E6Tw8UQi5chWTQsF1Y1m9aym9aym9a",
-	"ym9aSsqhhBwiWXJQrT2PRWt6QWRd7V4YN1rMK0UBTEiKZM2p3zSm7beiK1O7WxHLd1g9f4P7Zsiju49+",
-	"08920s9UyJCdvjcf8brub05w/jlxkwnEud+6Yb9piL9piP9pNcSO+4Wj1t1gW8TpN/7e3wR4p4EwMRCk",
-	"AP6O2ycVsjVHUVPrnL8JZc33Ll+zcznmLQuwvfZ/L7t+swr+FICdc9sUxiU9GEnn4lERdPy89hFbdgHK",
-	"8ZX74/6+Aj5ONNpLQ00SwbgF35xHqceqzazqb3tCVcS6la9dHuWHXJQ9uHzhti5DWWXp0hDgXg5mluTS",
-	"5MPib9dnfZ0wV89iCrr85pIAiQWTy7pJl+a+XXdRa1+gfydnH7JY6uaaNIppJnqqTFTlnn4e25X3UkBU",
-	"w9aNoRtbMzE/AtUBd12fztmHdHyRl22c9uDXWkhD1sxEl+UJedYFiU0cw5c8h/7Uhc0fEmOROB3DfUku",
-	"05YjHOlJSY7dU8t8UkDWIZ0WBafrpNuMRWsr9dyyWoq5JkZOBl/JmhnXBZJBLvw6L2s66FYmDBvEn31p",
-	"oXKSSWSlpGFpS8+w5nkIITc9KewepKhtV34I08pB9kCJ2BC4uRGwSf69hdpG8s4HEcmVCLEyzZDrraiq",
-	"WHUlxwD3JJa36WVCmN4orJzlsr4nE5Ed0pS6MlG56QehxFtmPKpb+ZSUFeg89G76OcsF8Lgui95Cu5nn",
-	"9v+9V6s+ArBVko+cigB7dTSjpeWVQRtzTyDQW/RyTArnkKii5J8s6xkxCv+YdXTwBxlrqb7DKnG/XpNb",
-	"lvF9bE0plxBAC1ZK4t58TJAdmScIMK5zTSp3+XrOiQrlEWhuQb880kY23V/OzB7/4PQ00Jqj51F86BHk",
-	"UCT5aRjmNIdCeH3vIIPMhzvYiIDy9rmsfhUOrHjBI2NCRy6RTaBvKuhZAiKDRLjBemr+tptrk3Ol9db3",
-	"m6xqq8qaVw67NnZSDxNs9kFhh+mpoiU+kT/6anCdWlYaJdrtGnepi0F7u5v5Hzb9Dnki7/Qd4E6kq/sh",
-	"D9o2YHQtucooWGcQi9W4CPf51BIiG/e+r6nVlXDpZb2sh6ASWdV3D/FmPMHXV0/9cqm6mYXIJACt2QOS",
-	"oR4zg/VHDOW2Dx8ha2VqfmgCczxBftvPy9ucF889GD8u+6xjI7kwSZBbrPuG2ZkIywLQWg7rd08f4hCU",
-	"ZnJdSDfO1BJ+bJg4bThAQqULuyMiFVqaIcgAKjZ3orEiSrapmJ8p9t2ocNJtjRAtCVHRLGSVzjYh+HBc",
-	"yktta7isCK/ilPFWVLJsl1Z3rnBiOuOBNKkMFWoWxINBp79jasl1Jq3U18S/+Xyk78uj7t2bXko2/Ihp",
-	"Fgn8U1jIZPEr+4DMZCuqwm6bGIi49m/L/7D1a5j8QXEQr0j40b8UTaf7MSz8NRZpdz8vZdXWbDujcPvt",
-	"1rgYSGW9Hv1sx0WqmMZzIG5nAIjHtSdJbwugpelA8hSbcw1GlYg0NqHy7EeTM8g9gJr7Ll3x7qshmgHU",
-	"iaD1hZ3eWRq6vTNnbKyHPT5MkZunvp2nN4WLBKGKEfYZYOui0nZlWPaH1e7+KBixj8COvMmcXJabIxeN",
-	"x8j+dO5/2RVDb4NvJrwjYRxbF7ITvUMtsIgepjiQcB5bO4K5edSAiOlO8irtSBIN5NpFJ2Vn1LfBWRpi",
-	"vw3WtzfEJCkP1mmsPPrH1txaTvkTu11IeXdGDa3l/M19FnVCGyoqqirC7pPg3umEdWgQMtYLQjUBBGcu",
-	"7N7UVHyjsbFMZR3ZqpLlEJPvWS0b9o0m+Jorlo94q1x3g9wEald8Pk/jvIB9CrIkwW9yPw2AGBNzfbNh",
-	"3BMW3VvW0wsO/QeBxK4X5nM677g90YB4g8mu2ejPVJWpj5dXmiypFYYh/LNAhyH6pby9kChm1NT6FdsM",
-	"d3bgIYwnCiHalX+DycwB+yfkUru4rCLaIf8fUkOWUhvy3fMXUVXCCEfDyqhY789LIBjdp9uyzJV8go3J",
-	"GZdx17jxsx1pIg2//WNUoi9PxXySxcyveBYBwsV6bMd/sCTjg4n6gBeoDjoxf0/kJasgGdPkIENAEO4H",
-	"gsOgMHysr3a6H0lpl3GdQU/LjCiO5WOfty4OJT9RbriYX9iDEkWpaVK1Hg6DC+cUgcQB/bDAq63WjgFj",
-	"CfYO3d6G4eco13KYTR9fou5qNf2kxygNDutlpwM/4LVYg7U/l+48xseq6NjfBn35texbNbt5DbjMkBiG",
-	"J2cHRr89OidcjFWITP0Vlr0SnTj0qOE73aSDldfdgjvZEXLX7PQAn24tlz7EoL8hXyHYZzALkKScmJZe",
-	"vb6ERkp8NwApb9JRrvgPCm0zuuQ1Z3rfZYdWMkDLg9VxA5m6CpmSYKc4ZLCDoVzZhT/drkGKWvG6KqlK",
-	"rEWvqWxGiuuAa0Jvs6kO0HV6i/D7nty7z9L2pPUEVYtMYY/lUgoHpt0VMbYjSk7EL1Z6KjfYzvHvbtwq",
-	"S1fWCv/STppEWtzWWVqmjjuNhhOWeAK9XGYBkeaKze19FBDIwqVlOTD6Wboz7/FE+uiTOTzrc9tCsror",
-	"AAhR44DL7f/LBZ+O2+tfz3Rw6h7jFCa22U1yjA9GS8EFYbRc5FIhgztyLNuiq+rEQOWyi8sVyiDg4c+s",
-	"SyY+zNdpGO8UjUjgrFCElndCrmpWzV1OKHnx+fPE7nybKR9W1J8zQ4DszO3Bk3M1HWTauXpHOwAMHy/p",
-	"OBPUgrYapHTaxX4AHCfoc3YRlhNH4D3To0NAEZgYQPosa8qXk3ctFp8ndeLKqXAFqalxjfpd7+PI6d7t",
-	"ZUxHg9FFnveEu71jPyESXn0UVwuu01DBcSZM94XPCEowGnIISg+Aij7JwYZb9aHanfUAp3NfT2QZMypk",
-	"ay7YPc+USYAaIco9h8pG0plJIZDD8ujPkLh9y5ggMyqEi8Q3Ms27MhTExQ81ny9MzsYRnbo8B5+S2sU+",
-	"GyCEcXA/S5QTdMJ09OtO2iD618BIa5JRKy4EmC+HgbnnHRhvcqiPN0ZAWZtMJN5fMLo9U452fAUPjsXw",
-	"Au1dfoNF7W965mRHFLhxKoYLMEVaiVTblHzbE1EI9UB2BVGsoiDnHqJJEEP/S8VMquZGXcuV1YfzjIkK",
-	"sjCmIUxU4FsFiRcTJNPcx6/r6PnYuN3RGBAoDlKwYPceAKw7wRAZxrGnEdJ9tmtOoe02nf09SfdA+4z2",
-	"YY+JFGug9PHbBhpxMlDC+t67T3Dr09K/F6O+0eTTxfud9SDUCnQpG1YQYRe95q56UNCHthT1LQ4WVF8C",
-	"jY/QsTsFAPrIDDmk9Yqu0RXmYCM19QLzk5Po3BBuNKtnnZVdMdMqkaP/afbYLAWMJin7J2BnCSygy1Pm",
-	"mqBwMvUy22p3zo4T1+bTBBOgW0V7yuzCS+WQ/aXZ58QF42e/N2QWtvFYX/D+fnwaMf1k0JPtUrYmGwUG",
-	"7mefHO69MUGLKGldF1bM0Pj9xC2YYkSFo9ozoO64aK6TKWyq180IBaTssUllPXCPji8FjlBEN9DG+g9T",
-	"UL2ptjvsm1SYTFSFsNXYqNstR++62vFaTptwr2KjdxBgp8Zlwgd7xkyNSRB7x2mONLpvxcYN0cXfjFIR",
-	"tzNbJRVXdjPdA1TIHMotRVwmo4ZSgrKGbgUzCFgrRc8iFfH0na/lwmk6fW9jquDo413eJ1aBpLc1iPTO",
-	"TwyAOajjzWasNOiB0sfkJxSxwpjxU4D9ZitvM/X64d9a1jqWx00o2iwbJmJjEJQ5PTTBVG9lUl7XZC7x",
-	"Ol1DZN2SBfwIrr2yOQbcMFn6oLda1q1hsO8gjJBDIAEsJgkWGE9FT4qQzl8GBqgLO1PIx1ROL5opOvfA",
-	"+XGFz2e//8PWWrE5qecNABizEA6hbUdoQrV7iToZF+Tm+Hc3UfgQGnpPSM3mtFwTLegduy6pZsQeTNcS",
-	"7lhSiIqG//zF9tEv6ed3+OnzZ1gO1v+ZKN2/s8xSkOdHz5+dOBe7s1RhDVEjl9Tw0tmomKjQANszYbVQ",
-	"OCIXkxDq2D6P69g+318AKkgr+N9aRuhSurJtTd6KAnN78Yf8uZ+y/DqIs1SsP84OXv1lUwfEdwry/CXA",
-	"fw/6i9p/+UuxQYTLxqwLAiaZCszeol4X5I6xRveq5GIngxk8++WvQ6779sPpmRf15GxzTAXx943tFFn+",
-	"SdQ/FS7qwopwt9p2jYE8uSEhVQC7whdRoISEMvJGlGqNMIAQ0Itvb4rv8Zn+7uUXkglfHH37bFQqDAT7",
-	"bUywL7baN5y8NS5hjUpVE678K6bNvld9dxnEWIYTY6ev2GcTsg+pJhU19Ni97U9n18Gku3Vy8IOR0PRJ",
-	"R7QI+ILhprzEjkNUXoGW07+1VoqWLjbLLAiv8LJD3CT/BN36LlJrawXnafuTT/uN9sDf3HEw0ND3iU/S",
-	"aXg+Objj4l1Fci7iyUVAhNODpt6F8iquiukKZ3jc3+VdQqhOUclPtJdWancIjuFhHUIC87iK1AWnRKuc",
-	"C2KB6WRP5+eR6ExnUmfCqPUJHBo71GAWpGAKH4spsZ/sBmkFoznSDSv5jJdkxlldaZSwuo67TlxNDqrJ",
-	"zV8u3rw+Pbt68/qvN0nIiyytYGACryCu5RashUpi3RzEcBMp12fbgp76+EF4uZSaHiTAKgBjOVe44nMu",
-	"svBpsoQLrzo1n0w50bKPDe9qUhmvdH1OlbYi6X0/nN8H3hb+Xq7Xk+OKcgG9H2FFBpOZ3774w/M/PC+I",
-	"MqUrT1m4ettczAsHA1kg4beiOnLH/Mge8zQopKFqzszlltP+A1gFO+ZToPMEwuvTTMDZrwGfFFWg7unt",
-	"OrZ1Hu8M/rVR/jsZ69YnmrDSUYovHO/MEmxhONuD1jqf3n+hWDW31b6SP05hmJo83YTzORvMszVEzY3E",
-	"3cXdRnytGLXP4CQbk0akxzyYoQIHmyzCpZVOKBiLS3ln4gjJTiPzzs1gWXjseMHtsd97iAQ8U2f4nCpu",
-	"1qNpXbjqw6pRDXyIuVeJFK4FK+90LhESn554kBb801lTwIQjIMfpHB/vmlYEfZzZNlOr68Y/DQ4iZJZ1",
-	"BYhSONMNVazKe6FdUFxwQ1MTBSpgbNiC6oXPdfYNToxP+HqJbQ4mN3GRM3WED0kFYON2bxFwbHNXEY58",
-	"92wxpNQP0I2DNE9sL5JU3saJEYNAcY78JpTP62hmmD61sflhBIU/A/lT15tLSjqyB8wtqE+89scPlzth",
-	"zm6amo8R43us66r7kRHus66kWQp4MQdFRw29pZq9sz/ZMY+xkJvzi9M/fjglf2t5eXcNS3TT77WXpgsv",
-	"vHYdgAmc1no3HJvNU93NLoXwUi5QdBqzkjtiT5SojezLW6RfjE3Bl4YicHr9czKv5SDpan+XgbmQckG5",
-	"cAatXi+kQ8IHUg5EcXzwgILY25Y6l2bfbUBc6nooog6pPF6EFEEmz+BIFvlHRH93zwnGp4AEoGTtlEAj",
-	"75iAKFOwJSVsHiU1bJ5EUzhzT9Cy0XXU5cX0axGgmYFIRTQrWzulhwR5dP2BfTFT1d0praMsObQESkLG",
-	"ihiWoT/A8T1JawSndb2xL7u5QVMfT7t+OnLZ2+c5WK9E9NVwfL2M1k1IAyDEuaKAtGBkRJ2n5+8chb6C",
-	"TQcExLh55yCa9TKlv9GEtmZhGWaJNgDV1kwXTvDnikhVMXVMvmeaO+A9zQpy87sbuM99ge2oo4Lc2Cbh",
-	"+YLVCPcm1nE/VsCidQ0MtSI3mPN8Q5YUfKddWjf4BY0kVEixXspWu8/0CTEQpWwWirHgNoF1ARMObjXa",
-	"9d3Dmmvb74KpHn6Ds+fdc7ayTAX/KqWY8Xn6xyUVqNL0f1Z0tfGolnM9aAR+Sr5XyZVwwGfuZ0BiG75r",
-	"qL4bNoq/sc+sRJwJ32xASB+MIfw+bLxt5opWw/f9r+FtwHjyL+Ef4Vm5oEKwOjwOf3d9GcXospuD+3Pj",
-	"eVNT5CD3vOy683+G1/0PHRaR/8XQ+g4uGGffCW1Ev4Rmot9cx9Ev0d7Ev7Ka4Xp7Fo3nL8xs8HM3Q/8A",
-	"danh63CmM79utqGMbjZftj9uvttqpjZbxl+7BeXarsDRitZ1WPX4t27NTNn/I7HU/V/90vZ/DcubCqU6",
-	"r+n6lpZ37xnVLF3BS7AVnnr3KjKChKjs3Ppv8vVY3kKqmwjug9r2umco5/Yg6l3z1EV1kQEkBDB6gWCT",
-	"btDw710LFL/pph58pDUH84eSrdhZg4ShTBPS4dVJNnZ4M+9HtXeSG3PDFJcV3qe3a0cqtbPtVBIuBgFm",
-	"ecEmgw/HBdUzIJquHDZcj2A21U6kpLkq/4KtTmcmDSGBlyC8U2COIPkfz/474cK5AffaGWgug0xy4ddp",
-	"p0JeiuFcp223f/sE5N6a3zM0irsLAxwyUrl4WqRoAJTF64HUsoQAjpu/9zbkl6d/v7f35i9P/06b5pen",
-	"f8fX31W/3OTKrsAo/pTEvgsSNPZv+UsP463GUNDAyo5mHPSYsjVHS6bm7AgrqiUZmyOMNAF/univXd7K",
-	"uiCt8GGULlkJB/QNVkGZLtE6/niJlvyEMSUTEnuKIbEYTM8NodWSGw2DA2EMGSom/Vywe3nHUO6acUHr",
-	"eMFOffSs++KgOHDvb0e48qxksGk9uktn4fcrgoSTVvz/7L0Pc9y2ki/6VVCqrbJ0HvXHjuOTWHXrPkW2",
-	"E+1xbK0kJ/v2JOuBSMwMVhyChwA1nqRS9T7N+2Dvk9xCdwMEZ0AOR5ZkO9G9VXscDQniT3ej//46ciG0",
-	"+GJJ0jRHFlX1aXNPK2VUqvKosu8uqJIeQlXdQYXpR2w0NabcHefXo8T9e1Y+RbV/NM31CPMDRvaCHyVM",
-	"1RVzwVWgjZ9eH8MDb346Y1qNzdwew/bZxSmCsVwcn1qmevfi9BDC7+/OXrfaRGorC0f6On1vZHoljAei",
-	"atrek2gjFy437MXL8+Ozk+9eWmVc1ZNpM5BdLqSUgTlR5jwFT8TZxflpmCu3E1KIW/9WsuWXb/+da9Ab",
-	"dNmrJJx3RQMLweZ84TiK8S4V4dKacqJ6w4FOO11C9BiyAABIUwogZ//Or/k5vEL8wbZ/eH1uN+Ccj3kl",
-	"E/bDxcXp7vjH06f2j8fTSs1kPdu95HBJ0cCHlGEEz756/ZM9NbtvHXV6VvkVhYm3PsQryQSNPNGN1fY4",
-	"jK5lJtT+ByA++MUdRVRwTqN5lD+oud9jyu+cU+tP8aEUHUhtZcAyQ+SXZ7E/kq26inGay9+09O19jQ31",
-	"Jk3ny5DYD6GhBHRp8/k19gC5ZlKvd2n5ZeCs2qeSLJEW7WBUkiCu7JnKOyiZOlSC8e8zcajknCKHfYXk",
-	"/Z5OGFRq3wutUPNDKhLdBdc+uRwqV1aFDn/aZXzwY1Kf4fuZ6kCQHJTS7JbgUoJlsCmPAKIQoGaXYb+D",
-	"qeIy3hb5YsCXqMK22YRUFVoUuta921FFz9eeOkGbhdxJ1u1umfNCJKziY7N7rQyQMuUoNLWECdOy3NVy",
-	"UvA8p/RjBFN3+X3riRlmF2YBBluSNFUw6/x7Z3xsXkg+KZQ2Mo32FnJ75TET+ggY3cAnRSY+RJRM++cW",
-	"mBOkLvlYB3E1fmjG06kc3CsmVbOZNIO/i48bkeEMBn7EvnqsCsNTE+2VJPNc6hX8aPogvNagbuJxHbKD",
-	"Vc4cOJPXajJ4vbmabLzS84KXeqr6NzVVPuXFf0zTi0O/BQvvQSleNnjd1gVRqULRX61Y6e4tU9SzUxEN",
-	"mC53M7lWkJRCAdZN4j5rWagtOF7jtFXFXkF2ZUcYzIhq1g2d3gg0+9xN0kCcWg7fWaKvNnclbSaP0Upw",
-	"psGeL/NPVBwJnslCaI3ZAj1hS0y+pqdR241kk/T00HJ9nDx1QQRaFmwWsPFAEt4EFBoxp3sjPN1piX6d",
-	"qymEV/03YRhgP2T6SpZlk+iRQrcy36SnI3qK7wz5zJxjJVJVFyHWi2/m70qQ2h1huoL9FLVSV1vNJJLw",
-	"bPuBkj1NDUunaYiKp6koDbdyvIO+4M9r8jxoiytebOym7EjZOSkyeS2zmufLHDA8eLbEaDE4qcHR+6YJ",
-	"ll1ks+aueH62WJcN4hTDDbNCcOywTb8/n97kjzMxU9cic2bLmdAyq8Wx/UZd3qwggt6yKg2GIViFH/Gu",
-	"BSsI7GdiadnV4qwuWuWP0fbCVqVF1oWAolhob+fCRyVWMM3i/Ozq0GKo6lShZhRL7eOHiP0ExViXAlpy",
-	"w9wdrBjmMjVqwExOSLj6bLSmOG1NMVpf9dmadj/o53MGBSWLMVNxmcdqRnpnsmI70mb5SdyAkOK5ko34",
-	"afY1xVesWpBVCytHo6mSwojsH2LRq88AWdCz4LHFdnWqzjN7lvQL4jMH3xqSZhSQafw+kBqRP8KBNyFE",
-	"aNxmHwO+IaJ0KrSs7NqQATYRfLDDHRCF9nQ3g65BRlME0+xUVP8Uusc32dclwqNNTlrHnbTpsQdrBiIF",
-	"F1NZZae8MotWsO6jJRu4YrGyGN2mPkTUptT+eNAbMV+OBzXQCrStLiqnhQGphlD3aML119k9OwgL7Z4d",
-	"RDc8sm0BlazM2J4BNQWA6msUgmbq+i26lCtrlahiYh+bx8ABrsRiLfT8VfMtbCkC+IvDGBQfjs4/GGg1",
-	"8AGWSVyunKPVEp1VLMUUx/I9g6i72CaQL1FBvJU0mxcne2O1FFUcd2d8kYiFGg1nUUANlUuPulH+2Kpr",
-	"aM5NOt2dunY9BAq9O+Xa/zXuSsvlRF7m67sTWMPeBQjcxYHyHXWOgdRyJUQJgZfuVNWX9KV5ZTmvoJpu",
-	"oPkmcbWy5FGajRoNd2rQbRgztyXkN2oDSbkGVFI3z1E0zp0boM8VCoL72vBZqT8WjG1TpLPoQm7SHLlU",
-	"uUyjib1E+Qyf8Jaj2wJZsLmqsgH+8iBNkL62TJTB8a1sSIygBrFql570gm5aKHq5PWbtyNuEy3Yw69Hz",
-	"N7ngW8mYwVc79kpW4scmoH6zK/zUUqWYM2z3ICvh+8Bi+CXaCdiF7frwWHB+UBLDrB0ymbLLXKVXkJ4i",
-	"xqISRSo0Ex+kNoekw7ku3iA4HEJsp6IIaUuDDCNXXwF2KcxrZq8mFIyZOiTtDYbpCADc2NoIislBTbJf",
-	"H1C1HtdErgXPRXZUygt1JYq4kuyzyK0JYV+AfCufcrp6oKZ7rLEVp/A7DetL9EDzhoBcyc37eMIGvDjM",
-	"b+Cn1i+G3Ig0dpwxOmNxlcpFwjiweoaoZOPVpGNU3iDRjk1VHkEluqxlbk6KYYEteJjJ4hD/tSsLisql",
-	"vCgU2NAuYURVofCIRI67c9WaUiIFasYStGF4MWL9KrjkiGohj9mqKe0Z3vw+3CB6iMBJh4BPfCnQj7+B",
-	"Q/QdIrQUgV/UDrumM128SmqFDGiKkH6gN4MmtC8OzK3qmm4PRNzqaa/CxC0dObhhBWaDwFM3P13LGmtv",
-	"Q+QfYCXLRH62CVAeGOrUVAFcDpjXeoMrkza6A4XOcWr78MMldPUA6ZIs3aUPnmeGljv4F4Y5K6xYu3Fx",
-	"w5kpT1VlOhJzrXA8uzhlcEsG+XuzVpfxJZVqWKd2GC0b7ujOZCXSuOAgfB2QVDgz6C9LBeMIToCYAFoU",
-	"WfCYNPCXVjogDYad9+PZzD2pt9j+p2B1UQlcoUvkxXd8pgfsKJhEMWT0W0/HvUH/eKbmhXTwVqrqyPqJ",
-	"Bksu3Kcz9u7F6f7F8akfYUjlfl2VSou+WijaPEDWC81owobYzQkpOBJZyNGr1Z2B7dr9972/lrr96YP6",
-	"TEd8q3DGWlcRFJDz87NjytJq6kLtdi1Fwk1PALyrRzLIiKa3wwqYqluzT9aMc49L5o1Zw5AV7E+YkhoH",
-	"T70z1zRoB1whYreTJQ210Y4G8wsaNXcnonpyWKatdcL2CNL34rzTFrmJ81BADI1MoQBqae5R5u3vkCNE",
-	"PgzDXPN9UMvJBkFgRun3l41ozItFKUYQe1SFIJC53psnvDv+SNb3hz/G7xxBzFRkW3/8urQp8Uu0vR2+",
-	"qLrvElov3jrF2Y/8Q6z+Whucg9POrK40VKDZUWVE3LyS1dKwdmaPNBDAJl+I6xKwpfqG2CNLhzu43zYu",
-	"tdnKZJjucTMnBYokzsaVCLjGVzG7s36km91cio+t1yqgfLfINtQR4hfjEfOoWCvEdOhiFayUkJWNq+oq",
-	"ammCF19//dXXIbDlwZOnH32tRqDo1iFUbnYfLX3gqye3cVMMg3A0eWeYCekpl2Nhr+HD1q74a9ybTpBz",
-	"oANdb4+9QF8R++rgoP/Uvnn2tBV0enwQOzMrqluTJYfW46+XOYGegnYqVr6PwzsD7wR7Y8B14BDim44a",
-	"PuOw44rZHkXE92iHyUIbwT0QIKYtHbIDGhpKC1SRrqPgcCMO1kc7I7d3j3g5c9fyzQKZqL7zYulSjthz",
-	"/TqlbJTCQWT6cPSdcVejy6PaTBuo+i7DtVWi0nRFObTngT6PqcozTQCdWs9VrAHglOtT+rGvn4QbADpK",
-	"0HfCgTfsG7GmRDGGjxJU9mD/L9gB+gsmqmkXKqdN6Uq/yiOJpC/kRADQMs9R9LaGLwpVg+NeFkAQ6ZTn",
-	"uSgmQevtNZ8d4tcKjnPehorHJhICCpTusiFC5yeladuidrqYl8wh91blgmmBnkQFp8aLtvc96lDrcG9q",
-	"UbWcm83GeHTqUlQrEZt+i6lNc8H3HU0kLWbo6qLw6yCm7XaYLdeW4cZDv1VqKp07WOuhLrVgtA004BU5",
-	"8xFuNhyrD503SDEV2hAS3tJexDohTFQlzbSbYf0TUEId6rE/vvh6K9k6/+Fo98nXz6JqLK/NVFXyN8is",
-	"+QEStjs2mPrjsRF9dW9vb8SOwtfZFNPYMWCE4Q+PZ48SsxGWlnjPXh2zJ88e/x1LUl8ds78/e/wMhDeK",
-	"bQ4YSQlrOluFQjzi8ipiZYVI7wx+RRsMp0n3WMKE9LEba3YieDPdseNK6KnV3zM1c6r65mnXjYghbD2H",
-	"ZZ0g6RNIC00sdWl5uIVQn8ddJrJTTymrNX63/EtFEpb+o+a5NJALUFbKoIoFJHOIORMzgRj3zUTIf1Ao",
-	"9i9VhoRln99C6omS1ZAbJibYdBNJ9fdLF+CVvRzXJKLT3VWJXdqu1vlrz3/uUoWNBzwat9eDctPVVSBA",
-	"kQqTgG/xPOK8FqykS6ycz9SVsHLlOysgb6bmnhO+gVFM2+F2TRSb3YvNCFgDjpAA2UKNew0YZRzyaDaS",
-	"uX5Bbi2t9hNP+rtPLPchgseGbl1cLkOEGGWzlUq4UqiGdqUKCK8UsQjsS11BHvzxpjsDU117HdEE1q7/",
-	"hoD+jj1gR9YRzxqF9mJZhSXMfbgiDhuoZWjWvZTZudxMY+O2Dd8B+AZJnPnUqmqI909mF3t8sEGnhmhr",
-	"EVPxQnfUlthNhLIu5p86hNYnDDOH3r04BbEz5nmuGWTRGsUujk9bfvjaKCuLUitL6ixeYx+ttK6MLp/v",
-	"70OswuhS23+/O3udtHQwUuutSshkMVZMjgNoFFYIgYbUbF1vnG/WaaF2jgMoNs6s4Mzycts+TVRkTzii",
-	"PdWZVMcqExHf1dHRccJOj388gv/7zm7P27LWSeNwp7VP7VVhB4qnifXUl/2g5pD92zSvMEpdte0WVSOu",
-	"Ig2MqNUQhqwqVXX6G8bQ+C/xzqpMxrWicazP/6vKmhYVlNgKrmto0+KUrHEFIHQErVytNOPunvFUxFvy",
-	"2gPIGP56Owg+q9IkLD3qbPjQp6lxdiUWsHa3alBFZCs7MCyFM9Fqv5896j8iyQPY03aqikKkJmH48CXE",
-	"qk1dJgQeoyqWqUJ0wNfLmbhQEEyAg1tbdxxo3bzxQhP9kYlVaeMXPPB4e0QcdB5xPxNyk4fCx4ParjOo",
-	"ZTFpGV9mVHa5liYiA5yISBevuH4oM9HF9z88efbUTuSHJ8++jr48l5mZdlEx/DiIiCNizxUwGkJxa0RH",
-	"VCDWxTmg+11wffXxhRp1QZ3HIO+TO/hSw3WkqjGWZhn9wkqeJZAa11dBliW8iBAM5L+02vJtJ1x+bHlX",
-	"X01XXVgm7AVJoGdY1jzkIplxnIRhEOHhcAREnucYbtnQCTZRnajH3wN5wPSpbmUvPsKMfygrFVv+Ty77",
-	"9Pu3Px795+nZ2+PzgaJ+oipVG1mI3hK25qnBN8iMEr971W5c9o/48AYlrwH8xeo1U4rilczFCxpBrUEb",
-	"KEXBxjIXLGte8A3pEEfmkO0+bhSTMufGbkHT75E4UA69Xys+Nmv3ZgkXxHV2X/ceVD20XuwKJ7dh2xsC",
-	"bZFai0Lim+tPmxbmJtrDyz968uhkBRwTMmIkLCTCw+kpr7W4UIbnb2KWoP2BTXh1ySeedSHXFOvh7Wdk",
-	"wQpeqM3QBibpqajSaFeo71e/ht1frHlrX7E/bn//9vvjnYaqXDX+QPKZCl4e5blKv1uYGN/Cn8EHngMI",
-	"IKh/vGR4DEMXaV85X+h134CR6bDUpeGyEFmjAxFUcTFxbcGGfbuoZ9+nfVzrPKJZ7HgBunfoMnXnEpF8",
-	"Lt1Cb3eNS0y5dKRLux/M0u1Nskz9IVX2cN5pVIMEzCzImajwfyFpotWQj7OZyuo8BjmUZZXQOop/nzH6",
-	"9bDpODk62IP/jxhqPM+Z3ZVqzNOPgbTC2QWgVh24VVIbUdiB+3v+Ul4CT03N83zBLp2JGwsmrsceWY1e",
-	"XdrNASsz3poelhMxNXCZrlpC+9m2v8BLiRhYCQapXeeu3akxZQKeCMDAsv8Ew2AuLiuTbpCGagmJujz5",
-	"HLpxK+WKb5zH9TIGMdrKDuMuncf3f4RfsMhby2KSi42yYTuhKC+8PeWeCd1BfX6g5bAfHmQSgt85jvE5",
-	"k27xLTgxT6lr0FUaxo5H/ewveqW5pkP4wPmt0ZZvQy+Lxw/P3LRKmCW0EvQCaAMHbiDdBufTdQcUcTRo",
-	"FfKKz2QM5O6ooBZzY3gAEiCEKFwaFqkxuwil9rO4PFfplYh4bsuenhtBeUwhROaK2TB1DhgOvv3IdSXv",
-	"sMa1XNu9JSUcvCBa5rI3uAmqteIScC7zLOVVh6uoPUnssgDFT9wV7rv31wfR/ZfC2pKtZpFrT7Pisw4o",
-	"Y3sHogcqBAIdfI5rqq/IdsAPSEsrRYD+KVtZdh11Tp1GHxj9ds40I19y7P1LHjtW5LlyXQwRGHhRpOuF",
-	"mEGAzrVYhsFO/9h1K9p9/vfzt2+YER8Mbcimm53WlY65Z9+WHJIzlEbA3+3R2cufTs5P3r7ZO3nz4uV/",
-	"7p2//I/RDlwbXGtLg9iEHsdD7oK2+ZWcTE1YXe+3Mt7PdJ18gjaDL6mLZ//N87ZgcEyJs0ARrMhBWmzr",
-	"63SvtVF71493ulKNdLyVD8ODT9h8uiBfJeR8VgKclp31GXZvsr4pz8MAMI6ZqsLIoiZVxd4xhNNidzy1",
-	"p2816S5/1MDi/oa3KjHON7BytPhXvBkpdSGVRrteltuPE/YkYV8l7P//f/8/7wyd8FIfInBQDQWusVXj",
-	"CLKY7CCYO+wWsL87CI/dSB+r9eBud3Hp8MqLskP6HGhn8CV/dVUki/1EgvBLiyL0LUoRu+WJY+F16DmB",
-	"RPHy4KQYq05kZY90N1SWtLv7dIw7FYyavPi4tNRLDXsCaa4hQlRjTZrugpSEizHaaPNlo1lIiPu3+zQB",
-	"FhgEBRP6au9NroVoooebqFOhAhQptwV4iTyKl+w2jQJE9knNZIY4vQXa6Zpx+zKsIBPGMi3LIOu16LgH",
-	"SQ2+WJRdWFXNBa4T3CYeu2z0lJeCRa6rm+2QVyqi3Rdj4YxTbqbu1vO0mbBK5AB+7SJFR6cnDNr8kcXQ",
-	"I5bjZ8BZmkvEw7IPabrSOLjy4SAasiUJAJlI8do1S/nRNK+LUMZBgyzYZfGvrs7v3def3w0WPNasY8YX",
-	"ngO3z0W665/fdaBvO4ch6WkB1wHUDkJmw3i81J+wC3DOHlx7ssmysFgiyWCL/LGEbBKwfEzYnfNr8Wo8",
-	"K8XkQszKnJsb5tUfYTQwVYAORUMBlCCk12LZJDYb2DYudohPW00HZrDTEc7/TpqKG/GPy1hk+wI9nfAg",
-	"u5QGg9yyYFeX0uzrQ3bAckFp0qLAL6ZTpfSaRHasuulLZU96kw3eQo8Rmpf9bHrIUlUuSC5BMnFR1ia8",
-	"5Ozv9sB5Cm5vqFQs09l7nvM5/XNW478hIe/XGyMy+BOKVgfFYEqSLfHBVPyomsTSC+oKgTxpg1VJwlbT",
-	"P/cxRxR7biUslzNJvfJ2AT7MJGzX1IVI7H+rsczF8+uE7ebiWuQJ250kbPdKLGRh3s9kkbDdy3HCdtPK",
-	"/t8Z/1ABwPLuZT3W8jcYQ354P57ZQXll/08KEmdXp+/NtBLagX10pL9ZawGnbck2mHmkiGr1vvCJbUEJ",
-	"lJfMcBucRQGjiWDGPlPDkm6EWHpI9snBOortStigj+PP0BdEfhC53ngKT79aP4dNezUt0arz6lIT/mqx",
-	"khO/PnuMRnyzFmmEqmyhlYNr619yY0Rln/zvfx7t/hff/e1g99tfm3/uvd/99feD5NlXf/xbZ6bCEJEG",
-	"D96uSLP/b93x9GVSEJngzDYTatMnYEpMnzz7uk98daRi0Ifh148gz78/+2az0rQWpbT2piX9u27WM5V/",
-	"POAm3aAcMWCcywDvUvSAizxzztSNnUQxiJ6gPJ9faup0v/Z+2Bi3Z7N61I8D9QHnH3UbvVyw719esH1e",
-	"yv3rJ/uu5eJ+8IUV7OPAEnIWj6s2uyWg4zj+ebjqTipbqWu5NZpbqVeJ0B8k8LqiQ2gx1UrUszdv7aqb",
-	"Ns4i7i+LO8SEN4IH5lYsGuyrkMkJtTqC1g5zqQV5l/EZneAj9n+V/b+Aa6pT5TBdpotyKgodu0/aZzzw",
-	"Onj85O/x+6DsLEV0dVlNbR4ZJLmaQP6uXfUh1aJSvY0o0mqBVSPuSFyv+iuxgJWtFiv2LPCb/mIPShTb",
-	"0tfpVnKz8sJINWFQElQo9q9aQTi8YrksBLusBL/a8Fz++5etX36pfvml+PX3x8njJ9/ET2JIdd7ao/DT",
-	"TlWuCtxwxeZTaQTTJU/XS77WxJ//8ovet7N+9jQ26eH1fp7MolIEPAzHKq9nHW3YU/gNw6HULB9fjwTu",
-	"oluIg3eDbxbKvKnzfE3ICAeRmr15e8HevHv9ugszUs54tfiHWAwdrwzyZultyzDx4ePezxcizaFzP41q",
-	"nxrQcp83yXvNLrSW0H1ib/G/oycGPbcTJotMfEiYqeRkgqLxWop5JLwBk9ZdB4e5PTioG8TH4OEbfuGa",
-	"SmHhr6G2TnMYHmFtkWXEz5VlEXp58eI1YhrNRGFi6NSySPM6Ey+yHOrwqhrdgaaqC3SqGsVm/MOLLD+e",
-	"8irulsqy/MI9309idjpzrpvh4yQVZxo8326mqdR8LT5fpeZ6aRvgMOxJDo1YwMNxa+kCKAL0AJzspchV",
-	"MdHMqCBjAmRn+7MDI460BY6ZfDYEx5x1Sb2HiLZARxfz9XGBNts160s8IywdcpQJsfobm6WurwKu7HNQ",
-	"BpznrnKc+MoK6lWepGdeliqddkDoU/25sI84+WUHQ7WgsHqcdu0T0Fq2s0gpQcjSvZ+I1LoWGQG88wJQ",
-	"qysamUPga7xBhMhOYphCB8oh4hv4uRByPDShXS9D6VtJe8OiJ0Ytq47SNJo+duT7mEFJqNYMu1DGuzbG",
-	"LCqHsezap2/a69uH7fHDVq8rNZurylLO8NxvfLujvEKi5x/yy5zb33V4BlE4RTi7jqzwaN3GmQsjQHdP",
-	"14UOSlDkDJIleVUtHP5gs6trwne4jMRtt2vi2Wzg+lO+oUObjl919q3vIwA9VXPySsDiZZEDXqWjCg+q",
-	"Ig3VJXNjeDqdkbHtxJzr9N/Xi78X/4iQj3zKBuxnUwb57GCTRhqP1ztMaFf6TuUc23lEuY+o8JFu+NAq",
-	"A/EkUHq4q1yMfr5Zeqf7PCKUG34lCsJ5DALVUrO3cLDxOx1STK959+k4oJ9LYeZCFM1HB6YS9gCseDHi",
-	"tq8FHDxUjiyj1vsND5MGl5c55OxvxpPHMHtgSj6EQDpP+YJfieCIP/HBNkXHg9htdXOhavUF9SuHq/2o",
-	"zqTpan3XetKntUNDOZdRCZ1tecy6I2CFk3jopFE7QcEPUSuGFAYNKpBytWdcM//CpqVRHZGfY0KNgJ8P",
-	"UVkuK3WZ27VgKLfIF6fuL2Q+DLZnVo/IbmM0go+fWKvc4y6T94teGrjZZr39MlOVoE9A9wZmprywthHq",
-	"tBqKPeaDuvS1C39aRLS02nBmSQ/ew7nhlUHcwNNKfVjcNG5d1nlut+4DNKIHf2K0xXHkuirLnKLykN5X",
-	"X+ZST5ksjNrIyeNdhe/3dn/9v/4tnoWyMdYCrMu1KLs50gJKxE7ERpmFS+c39Zd2r/wLg1lABIHDVaQF",
-	"0CMA76bxwZLPVlUsV5PJKo7geqSFZOt6qmIJ+D/JytSQUU1NV7zK10MBkYB2tKbZcoOnjDhvqvIOWBMx",
-	"iTbjzM0DTRvy2p0z2HqW+sREMYQcqv5a6vOmzTxc8DnlNwKHYH1DZ/t5e9Hy1Iisuy2X+4XVJaBqTmU6",
-	"Za45G+AOujGGdsHkhl9yLc7lb6KjlM/+5PtF0uNY9CsLrPAb+K3uhGTXCVy3EpMHDjvn+cDZzytpxC6f",
-	"Cp5BT/kN5w+t8Nb0X0fMeeYevQncQtX0IFuliNiJLW1BMNE4DVvyJtjUqOMIoTdAqpeEEtlYs/D2Hjtz",
-	"aAZcs1NRZC3A1kxouxhKH0ZT7TA0SzKpS5wjM3WF4ApW22C8DfbqAGNDMfVIY1VenyOjv8Y7WP8RvgLt",
-	"qjtt8GPyKGGgBWfWpJutNr7GR4b5DH3GOw67/e7dyYt4QcLA7iUeZmJDQ2IYZo8BmGlVA32AvFlteRbk",
-	"aBPGf9+cK8Gt2cs4G8uC5xjxWDP5tS0oNsvM4sYhfLggT10YmbN0qnQH/mnRIA/HPvCmhVgM4KyESCgR",
-	"e7jhgK5qEeo1OgT4lesrgbwiDaSHXMkie96BqgT7uxGPwJU2xEsDyWVwfKu9nW7qqPF7nLScNt6Listp",
-	"b9gmDZJi0qADumuZV7m+0rFcjlAnB1mKoA5xfbz1/XgJKtSX8wlmhbemEIF1KKNlY839BOqHfShpGuNx",
-	"wx4PrfnlE7h4IjyFvh+I0gEaYck/sknERSNub9oqon3XRdwTRpkYSPex6+oI0L7O1x+g+24KUVAibJLf",
-	"PvflnjraCA92a5vLxJkQSLqdOlRhBQLpkJ3XaQolsQl7RYL9wgr2tzVmGh2TUAdTD8RySNN03W8lWy+8",
-	"ENuCaiMquPbDbyVbOP5WsuU+sJVsueF7GOI054sYoO8RoI4B1CwUYGCQe13/zyGm1cpELvuwO1wu4aA+",
-	"86osRQZ1Ll2AdprRU+xSpNxVYdFSK6uuGqWYztU8Xwz87Lj/exssoLOr1wXNsWmeDr0ncu66aydMjhkv",
-	"Fnu34QnC7LDw3OOAC7BpXSMikMMjTfjnzS7Hx+ostJkaU+6O8+uE4b9m5dOETXPtXCgdl/pMGXGUZVX3",
-	"XqJ+iwVL9ipvesRhJZo0Xbd6tUY5bHZuQ81wbbOTDk1jgO0+oJDIHWeykhMWWuvY4qcpNQq22nGyZ4ll",
-	"lgx3r1sQo0SK39DN4VFN4bJKQFAAmcwA8qopaxyKEk+jb3jxkRSN3Ht1AXo3j2Ib/Lhu5g5eMmlMPiyX",
-	"bs1vKYTVa1+s7szHyovNewrgDGMUsB5Zv72jPVRUqQ+LTtv7YqXZid17ygwmgxyRH9SHSMvw24Fd/fh9",
-	"XmseLa/zEO84aShnxyW022f2Q103JqE/LIZZ2uh+pbT3tSvQcYVreeaPnMXjS7+JQ+a8uWPXSDhawqqA",
-	"a++im1M3cVEWV9ynA5JaFUF/ulvVloalMCBBqzmh9eOsDqk2wwER4VQL5V+C7laabbsk/rLW08Sxwc6t",
-	"KBftkHnHGtV4nMtC9F2yYPjO7WLe4sObXraqGPQJgH7AyP7GX6jkRPaU6tM2IJKwZttlnecIekUbP5Z5",
-	"B9wv3T6RAgC6mcNjJ0URbhDMW2gyFYZ3raZEuYH4Spg8moq29+2QcWteAmtAtQyCG1qVyarKKwkUN3Km",
-	"EHN6Z8oArSpsjcnX8J+peHrV1QEBBnykGT7UvdvrV3FhR4gqFN2+odfUjEhVZlNavRUVsiGRVRGLH4jo",
-	"ks6vNMR7REc72HvjkkP/9N6bcKEbEJm7x4b7a85duu0n99e02DxCDCCxwQMc9AMX2aG/LxxskheTcJvw",
-	"OV+EPhgcaCvZotd6XCnIslG6FDnUFnCAikWp37I4kWl9M5lo0mIs+xGhAuj3gVSUdkOeJwB4nrCOtgcf",
-	"1zzAI/rBirehMHbnFrsGRIfs3oarKLwa1ilb9cg1c2jyajOhXA1vvKs1gFrGS/XPEfDSlWX/8BvbhoGG",
-	"znY93vxGy19iQtgLRxlRlrtOfxA8N9MXwnCZR2t+Ci0KXWMpJIaXM3zY6QBWy45V1wTVsVG0IqyPI9Ta",
-	"eCkSXNoiO4HSjvi9mPoJYkA6Ex8YveYS2tHAmHEr2MRAnx3kpUX246TI5LXM4PKEncPExuESGvcb0gtj",
-	"8plKNIdZZK6e06dEBCU3UabOofVUZ8Ct8emllE+ALyy1aae/2lPtbjV/K6CdfGw6LoKGLnWTMBKM5dj7",
-	"tWu29Qrc+fDPY15kMkP15Hxam0zNi45eZuvyLTwEXEfCyk2uTo8Q2tBCuBXBKSZtBklamQ9IwL1c73Kx",
-	"I7cG0rbPrO7FZ80a4dGrmywLmz98G/7Vy/VaVDz3PBZImvBwoaNGJgAZDYpcC37NZb7kQmq1josf53ey",
-	"sHe4Qzlc+twa7RiX0Iwe3XKQci9nXOY3b8oVVOVrUWSMY1+XQll+ouxTMaN2GEv1Y3VHfeg5/tCEYQFQ",
-	"yhp0LiGMXrXcDkmL3WAQTw4OYoaVimVhpbKEqukAWszzCaxhfUGQGrbT62rxNCXfbLCbfX2fMDkdqkTc",
-	"OcmCzYIePQNvIDqKePoF/LR78sLb4YBO1qDIRdDTCtNfnnr+48VSR2GRhTTR0QoJXojQVTgaRWNczeA6",
-	"axNSv2ngVqeccFO6zz4O0Pgd1zKF9mZ25+3h8ktVm6Y/NmaCYDFWRBOpYoWXx6fvmP1FGpGauhKQPOKV",
-	"ftKMm7YSccffnd74qZrNZIzvsb8Z/uwg4TnlQDYNXPc27yZjlMrTKZeFF6fR0ecSeymtjD5V2sRroH9Q",
-	"2rTgYwKV7k70DxW7mZb6LdzkyMtKZXVMGp/iD31l3nm0Vw6EpNttYwDzxvcjWMmc3cBD2B0a9ZU47pv0",
-	"7OZNugHOcl0RlZauke/S9waK1IH3/6CQAxxgM6TntHYvm6gu5ykcKCxB2RLu8/KGuHPvlnlnKhcd+Pst",
-	"argHnP0ogR7lOdoKbeocbDXRKuwyN0HY79+0C647/DogonZlETZKA5vVZ+jdFF0LRspUB/BBzrV5GQ9C",
-	"wp+bcmoNKZctw0xaXY0ShzpH79KHzusZIJ2s+cCUU8+pumALYbo/UxcxeXEeNiV030BhcciKOs/7PnSz",
-	"TFY0lt4W+RoAGDgYQPmCbnnkvmicCzBMB054XRR8bZMD+EDKC3YJ8NBsxgto7tI95to+MTCk1IweZoWa",
-	"d2hpdQkdLk7D1n5DJkq9AAlEyupLMw7AFZibqjtQcbi+6sII0Vd4hYcNv2HH8V4dIn398G0DKTiI1RW3",
-	"CKHZ3pBaWwwS8mK/BOnOaIlJEb1J0krnAMNiAY2QG5SC0b/Ms7pYb0u1OksutZ3s9RvEreDf14DaAjnt",
-	"6lKk1mRznbwBplVbVWxJjWqW1ZdX/7JpF+2F03BNplzPYVJjU/9wY6I9Zru0rpYUvcEc/S3RLwfsyLEL",
-	"pSVX4NaITHGqKnsd+UsFML7tsjOrfyjXcf9SwB/iEdn1UmQjWVF6URBqWgEphDvTrC3xdNrNIJ32EP3Q",
-	"sjsD79Iao9Pyf/Yi6v/8zv6EcXYOKsmsFBnjBmQG/bB9cv6WffPs4HHC8IYd1QUoYdj7rC7ca/COvgv7",
-	"8YbfRMiBtbtKO3l0euJhCpC/aC5yVmKATn8COxb8v4hb1vkZ/HnZ77hS9RiuSXwoYw1GOuJLt2bxhHZO",
-	"+3QCy6eh17YVFNmKGC+Bv+72EUzBrcddifUyiimfcFnoprG8g/e32j7hVqZTnueCmsktuYXyiaqkmS6B",
-	"YP744usuEEz/hnfphKM7zzYOcP7D0e6Tr59FfdkfhZaKH242oe1EuluU05kwU5W19+vFy/Pjs5PvXq5s",
-	"GhwJvtFwBxxQu+OgGyBh5y8v3p3aC+b09dH/s7yaZ63FfLWymF9//yp5/Cw+70JFm08cuS2F36GYAsR5",
-	"e37QeAicwtC4kwMWanP0h4yzcSX0lFW8yNSMBlvvch9SAv4vVbZ3m9fQW6K9jv+oeS6xeVdZKUPNTJdp",
-	"9NDOTJDwZpxNMRLojIN/qTJhKU4ewA1ScI+dvTpmT549/juihCDQK2LKIXZqq78PAIJjr4sOAAYZ15Zb",
-	"7Pvu7CRxyRgE0FrWhupkQzpCKFleeGNkVFdyhFDabvlTb/yFW+/aQvTt/RAgWbfHnh0/ES6s3dioWJ7K",
-	"KjvllVkc85JfylxGXR6Nj8M1AbL3MnRLAGsyU5EUGG6EFYex4fzHFqx5bKXhUDM+Ff0MbzPUfOAYx4+2",
-	"GfpIZcR3glmji/TgAIKT1WrPgFUQbjAunl6NulF8k3B86OZulBtgrrdnuQqQvtbxDC8OjIuE3xpgFdDI",
-	"MW0mXGl4LklIrf188lpei1Oq64o6GGHb2buz15pytqEVFUEDbA451ErG/Yjs8hsjVMJKAO3gUkAs1cUP",
-	"N7RMN20IAt8FkmO8o64L7JSO1i7YsnfXSo53Z68xbTPotzvMM03njAZRPH5yq4nKONy6etYw/7F1SoCn",
-	"igCvkXzIX2+WQ7yWAnvgAzfIKG4W3mZMd8jDufLjjArQXxwXA+v6Kk67x6scnBP4ZivCReoY9OqJx7sg",
-	"l95SpjZQEgp9+hvITvumvRhywbVhX+F/zJQ2znc9lhNM0QR41+0G6vNgpx9+8JtnT1v4g18d9PWv7q9X",
-	"UEhtXtodAugxEsysBTeE/cAygsbTj1ikSBQzB3NNnSRVjeWiOxvzq5thu1PT04ijtIek3GCvBdfi42nK",
-	"mgWFmAOOdrsuOHIpXGqV10a87iGtp19BSs6SvFeG58xRpNV6KS/lEBQFPVUVZhjwAr9NIzfUhcMG6GWX",
-	"YqGoaNPrfI806hwL6vLW/ttcFtorKVglAsAEO4c4+hJd2GNOp0qmArtRehohDbrIMe4OhL6zvjFVSNvP",
-	"Djprtoeyay4hgwgruEtRSZW19jVg2E1Adp99BNdNBU0nVdei0n8mpmtKc++F9TCuEShoQHOQ6iGNZrlK",
-	"uVHVF8ygMZa7DRbaTG1t+0tGdr9HN3B2fL58+7EVlYfubBLfa6n1/HwKmp1pQxavBR38C4iTj1XBbx9y",
-	"cbl8MgRgvAF0ZA8KY0em5IVvuuqavcY8m5FGrg+NWT++MetAIDp6bLj1/NDw9aHh60PD18+44et6/L8b",
-	"9WbwA6/BOgzz7vATew9taf9cbWmXnWnt/LiuprVuVV5IhNIqQhDJ6qUf3hFd8JEhnQ5TSjpy61bVkuFp",
-	"de6FMD9skNIZUZlunFb3DvbhqJQX9m75+B6twMyMF411560F1xTYkqGlQknXWiyXAVo4nMQ4/o2YuzCq",
-	"q+apsAOLLNjxyYsza5pSKzHsCOswBFwlqSqENRsKEuG5hFwICAfzYhHWgQ3uoOuv22cRlb8nbGEXY1aC",
-	"aq1g2nDRG4/u2k+Ewd2YDjHEliiU+U6MVSV6VgEZBcvrkNoes9zgDumN8NmPlctRvv6jvve2yclWWVel",
-	"0h17RT/2nUhM+f2jk30J1fr7StXlzVj4le/XzdnEDtMw8w34t1f9f1UJq059MNEshoFU/ULqMueN3NyI",
-	"mNdu5MfvoQfJ+ohdBJkExYJHtZm+vRbVac5lcWZ0xJv1WpjV3CoCMOMMSw597gxT9tfSjsZG1DFktMcu",
-	"6qpAlFmmXGexsGcIr4TLXSuEyDT6XKDgE3LXrAQeYQTsXZWP2PbTgwM2kgWw//tLlS1GTefrnXgeb5er",
-	"LnbSA/pm8NooxLePlv6qClOawDXZ113LjvMT4HNEIFKM2i3rPI+/OYwXMJAHhQeq0sM4IxPXMnUkGzNi",
-	"3r756eQVI1PWWpHff/fkm8ffPG7Q2Kh2aq2tgp/q/gb+DqgNzVfoj4M/0tkZ7YXUWDnocGhYyotCgTgP",
-	"yu5W9x4kWbTh8j/EgjoCQxMpS/XwsLPrDL8SutWDEoDyx2CEwZNDzPAp1wCg05/drimBmWDlPS7M6nqm",
-	"XJ+a39a0j+YzUXGoWip5sWtkbnZ/U6362bBrnD6f8soR0ZqRaSekZnoKTaUB8K0uGxA4Yy/4jlKcjSzu",
-	"oFUUaWnOinNfCcy4tZR1B3eIVYgQk/W7SvCrGIWJEhYB7TRc4gNYvAQGnQt+3VW3FMIV92aO4ZmE7mcr",
-	"zy/CBlUD3j9rveOTVd7FOkxBi18k2Xdnr/cYhAt834IZ2x797W9/+79HCRvZjf1ff/vb30Y7gelJF0hw",
-	"ryTssvZoPb7poZ2gSNBHzYuMAeacNhzDq5rPxHPGsbFrwXihsEMmJcC626l1fTUXFTQJh/TRyBW1s8eO",
-	"YFyXShqOUYmZukbJMIt2xtq0ldLNrrWBYHrrnfUdetA7LapbswWp9/PmWiTy55t+s0ZP1bxwGbOpKrTK",
-	"RWDd4VpZmgteOcjttfKiUrk4yTqMD/sjkz7vb43twd02YONo7btLP9JNZ2mOnURuzfrowrIB1oXf2m25",
-	"N52kb1MHHZK2EntUeHf/OozIdAyo423hD7BpF46qGQJ0Weu85FrPrdqWccMjabzdAQ2PEIC9vZuwxqap",
-	"gf102U2TM76wGgvQZWe58ms1kcX66cM9gg367HdWEm79g7h//smPSLuljcd+t2swGNwh2V1uNZBRFYNI",
-	"SzRF2D6N83WPI8wCnNNyE7GNJt/J0E3+rmcJhCfwG3iDbOEu9mtao62yIFx/1HHM/gV0XAKS62c5K4Fz",
-	"YTp6cPQ4+lcZ4ua9fjbtrb+3tVGJAnBFy41ln01YjVESPlPFBBIBcOtkkeY1JFTQ1oAw3qBnf1CLEHJ7",
-	"0kBsOYrq9jCH3Bxjn187BON67FlY5GeIOFv4T90u9iweqoONcUMOcpXDTTMcfLbZLPwmFMUCEG2IQpug",
-	"/8TSm53MfaHS/iwup0pdvRC5vBbVYn0foYyeZNu+DOQoYb/gI1jAAnkVoNvpX7Z2OloD4TD4H8fUmdty",
-	"yc9cWiI6EwaKk31/oJ6mQIDTldaVNAuowqTqYsErUR3VsXBWU7pDnA9Gxkhfp+9Lbt7v7e1hPe9lrSW0",
-	"C7/k6ZUoMm3VeKdO8BSQXnCcbXhZ08s7dg+uRa5RBNOlTVoPS5W6kuKQbAfNOMO5Ot825DhVYozFcdYc",
-	"fnrwmI14Kd/DE+/dmUMGGRo11tKDQRoqmRpTBhDox/DVONSkXU57dszepwT3lIOg9AgWbHv0/v0PSptd",
-	"WDK+NsILF2ylDEn5h4uL0/OdQwSU2YUbwEoHKkxbhkyFfEPGc63A0sJatf/cPb9Od491Nd6FUNLIVeRB",
-	"fzUw2HYRr56NzkW6+0qYdLp7Lo0YWa1g9BZ+G4FpZqZiAd7GpZ39io1SXY3fV+J/oP0NbKq0O4M7seVM",
-	"/a1guc0u81L+Qyy2/vgD2uXHoNmstEHDzC7/1LkazkWF/i1LABCD3NX+Kbu+SvAcbsbdVM1mdeHyCme8",
-	"4BOotWr8Fk2TQqCnoMTaQarZEfFN7V1eCXp2d32JZyZ04vNDE+oVKYsJPClAuFdKzbRrYiMrxrOZLKQ2",
-	"SBuHKE5dgpxdnDQa22anQBG+egwTOFHemammo8k5aCsEbQskxKChrIvLYdNFR5qZKHO1ENUeewlC6d/P",
-	"375h0OfE+alrTYrXCNBOvgOHsZ7yUrDR76nKROIQABPAvxcnmV24qRZWE/rfiYMD/t9/jHDGmJlBozv/",
-	"GlHrhR1g9yQbWYW0VIUWvoTUTpsybsS/amv2j+hzo4RpRVAJ1IUF4kcOpGaGLdSaXjp0XLma6D12yq1e",
-	"BfFGz6Hadxlxr4jiWuQK1oyXtbsjEgZXRAK36z9/tYsM/CUzUH+K0n/DK5gEhDJTWZ3bczN1VcBhIlWI",
-	"AhuTY7+WkR18tMde8nQayJECYN0sfTiBFobRLE9/sCJmt/njyKNU0Yebh/APo6a/Eu2SKMaqSoWODmZ8",
-	"mSyEGi8X0GgGjW6pGZy0o2U6JdGUP7ov0UVQ1VbHJy9yVsmxYbzklUFvVrCy0d9GbCZ4oZmuQZ/xPyVM",
-	"fEhFCaGS4DSRNqxotPS28EsBrnrOrH2C55ZOqTaN8UIVi5mqNYUig8ZT4UysDB5ZLp2KHGQwUXdLNOMI",
-	"e+xtM6MZr65E5ibSOLOeM17KXYOymqYCV6C/cTXJNiuDwfhGJ1tQre9vPPug5dDo1XcYblD3dOiy3vXX",
-	"VDiptH31taYWTNhfFM2Emj18n4lC2lsj3B7k9pCYNRvhcY3WHSSKxd5T7Fx5rlKe79q1+cHC5WI1uuv0",
-	"ZslcuVS0XKkSigKsblmNOVW4r5yT2wsncAFSRutxnfveXxrlPObo64ZdjlAT0Gz7ly16LXyY1UVOmIdG",
-	"ZL9s7YT95tERSy+RqduulEGcbKh1CHUVzBrX7PHBY98tmrArqf30z+LyXKVXwrC6BKjlPfbW1+Noyjtv",
-	"fwtiljIXhXmOc2zOQ42by+87arLpncsgItj2d24jCkUro+RoPF27F3aqlJFOfoqdw/bCsFMSGvj2iPHa",
-	"R2G2TWC/4hrkFse4B7RDsv91evFfbKauRbLUTnvHQfXAFKjxDuEa+ZJXhLaf2xuaVietaASfCmdPPnxw",
-	"dIASzr2XQHFH6hT9tvUwEYWoeI7b83iHiLwg/KA5twJ/ZP+HKh9G1MyYMGKh3ffq3M1yt7Tt0ZumY9YR",
-	"TcwLTneVj+jxi0UpRjtB4y74igPuc7hKpIgUS6cDEyiUmWIBxhh813RLbnP0IIC8541fC30k9k+5mqja",
-	"RI6DF2yETYgRlGxk7ZF/1ZYRS17xmXC9QZqZ+BL5TKQ5R2ZY0oAPAsHmohYw6Mhe0Ri8h9uPMyvPSpEb",
-	"slrJs+bmyTWToB5UAgtxMRzSlLcdxsrblr8JhhfPMJ9wZ4+dCZ4hz+F3RIY5QStYQpab3T3WhqCqRCok",
-	"hVgcl+C17FiG1DRncahCS21EkS5GbLvZ2tH5dRr+tkMBQw0sgRAnHJvVUWrQczYCoTxKwiqIpNkydIAf",
-	"slEuC8Er+ZtVO0dYLohFrtVMt8CR88YEQtbAbuR+xZZEXYsIuM6RChHGCEwtSLlqoYRQmxnkvDG0vwDi",
-	"+Prgq+W2CA7jEfuyWwJs9tl+Olc4cWOZ2zPi0uQxdIebgEahPWM4VrsiNS/wPBP3JHCrj4YEwTMA07R2",
-	"hB1ige0q2mvMlaZ7016Wuq3ABw0q2wo7UcK54blwl+m2++38OoUfRjvPw6Z+M75gub1ECT6SzTjsTKXq",
-	"yZREPRhZKC/32M+VhHvAGbyuH4WLEqIMFAs4kuZEGnYNWgJ4QQYMTvaLPx7USDJuOMtkJVKjqsUjDb3a",
-	"SJWXGnCS5nAA40qIXV1aNaASoEmT0NBsjnOmyfw9mIw2quIT8X5c5/mIbfsdHZ0Uuh6PZWrVj3N8aLQT",
-	"WFnY8Ag/J/HjGZrsuHMuEoutWJxYtdeSnYwRReLtAiCkhI32sbXCyFnSGfpxIEDYkB3+CFFg0uwxJgle",
-	"XWly4WOqUdP96PQkwEh+vvV472DvYO/xs28BXbsUBS/l1vOtr+wfMb1+Cq4p17/Sqtn7l0oZaz5DilIZ",
-	"DcEegzdYk7vQCgY0HALbG8FzHcySLLThed7cRUsh5z32NlQIKWkRwuLSaJGPUdz6u5t7RfNy0alrPnd7",
-	"WBC6EojAVLkcTt4omc6YB6Eh8X7idhRt5VNlOVS7jpzbo91d+mXX/kUKbYnHrcqqpmNVzTk4Khz3bo9e",
-	"4d/ggh/9567/z92/4R/OBM93T07tf/wk+chbR7m8EqBrecsE84JXr82v6E5sNQ4FNQ82kgzBaWAlqrow",
-	"2I8c+w/T2HvslargJd0sCypvc6anIs8TzDYFlUnlyNBlBUg0vEFq8ISE7EjFHbmakEVfqCWCgSwlTX5I",
-	"a0mjyPvOjbN7rDIrViREl4oMsqGdEu3PMjjwbc7mlYK7JhP+ioOdqkSJcVFVCM2ePvl2x9IgWBnRWbVu",
-	"p9W9//YQHBFzxSoMknuvovjAU2NNhkJAGf4eFLKRNnSSbT3f8us7st8FvqT7XW89/2cUqLa9s177CA/k",
-	"EWx1QtXWRDQhfa8ymXc0Tl0XH3I0xs7BeXo5xPHX5GD8inEBoc13KoNMNTtV6pERlH/u/4/GDMJm6L7A",
-	"R3vnXC4HuD7jARa7nqTRcC0rZEGClPe+d8m0va0wwGGlDEQ88F4BUfrk4ODWlodxnfhqYgK3VcX4R7L1",
-	"FOcS+4Sf8/53PPMbZ1/5av0rr1R1KbNMFPjGt+vfOFbFOJcY4Xn6eMAnTvkiVzy7UOo1ryYC3/t6/Xvv",
-	"CkKiFhnk2lmjCV5+MmCWF0r9yIsFbQc0TPp6yBaeFMaSVo7w1WH4x/KvJX4P3EtXZz+V2cueTzREwgmW",
-	"b/mKc0kAoa9x6/nWt99uub81zp6t51vo0Gl+w/9EAv4j6bj/d5sQ/0REcagB8tvjw3XIc7YQpvEoB8ki",
-	"oLnrKfkjGpkGKo3VGKzZ4oroIOQDv6giqlbssRPTuB6W/VTsUqS81vbSuVRWLfd5B04z999fFdDfC+Ml",
-	"zbmPjd8V1y9/qkMANPuFx7T3WZH5hcCUF59Xi8Tepg9tZJ6DjWaUNeFIdnWS/62SecpLk075/u8y+6OH",
-	"xIsMQ+Si0WvozaDSwCOUQNlhhjGv0zffMznjE2vzQI/UsbwWLp4C9OzQ6OoGmzK4q51OSoWxYzk2QhRs",
-	"JovaCE1uGem0WnDfus87DQ+twAZQJcAVhTMJ5uIexhhIC4QUVDGKOu3R4k8ycPU0z+TgzoAl+hlKcLbq",
-	"OtgcJAP8IsoD8HFJF33zKtpTtMGwPixLEJgVEqvKnKeYC7/Cpcc4uXUqVATPMAQFBhXI2kaNAiSzlYs/",
-	"VH98XkRdw5NR9adXXACh7JfYgSIyMKJRR4aOyobg6GbQXg5D+JR2hn6SGysIT9e/8kaZV6ouss9KJCEv",
-	"e7ZJPa3cs7DZrwTcXt3m9Qn6H72JjeLFH2ricwnxgiVng9a10E1n+CQULvOpcvYfOAPDFF6SUZZuVJ5Z",
-	"+WEvx0KxXBUTADPyfs49dlQwApi3D6IAX2CuM345mCUYo+Fdz/WVw/IL/WGBTFjl6jPcrI/nbHR4g/C4",
-	"GZP318EM4PGbqwS0+mO3li6+bx3A3g31+c+HX+GwlhmWAg/ttd4TF4MXddeZjz3+MXK3ttKEG012IrJd",
-	"u6AgDZzaqIO3WBYTNiLuPKW3285USk6AuIb3caii5eJowhiBn220A2oywnushJvjfrW+6PXzVhF8zCcV",
-	"C02TaMgFvwJkGgcpXQiJHi7M0yfHOyTo+10sVMVM1aTIa++UlcZqJLgXK9vHwNdlFc05r7Iw9d8pS22t",
-	"65Em7WiXiM++DvERELVQvwZhw5Ej4D03o/c4/VHCVG3A2ziyQ9WVGO0colYDLnQIWATGjcfLSby7nnSy",
-	"p0++ZaOKG/Ge0HxGQYhlLotMzakUTmsrpJ0o8JsGKuJMUPWs/3OpcpkuohWsmi+sYbfY2WNHed4kJASJ",
-	"yZQgda2urH7WZCOH+NBwD6GrH5PXMG4GhSoxHQ4Z5+28cAe3dTeOI/yO+8gax5G7KB2lhFt7vw6hMNTa",
-	"NdtWWYJLc2/yxFxWZXiQc2ipCQd5c7Xw8RDnjBWjqpK/iezB2XR7V2jjXELBGXIgSTloBdnwVPyybCQ9",
-	"JJu2RP3W4BsVxly5O0HG9d2YIr3Sgb5I8warGCojQ5+tKiFvyxEzSjwSlhpqaOeK/WBM+bbIFwk75zNx",
-	"Lo34X+emkqlxouh5JAk6SGqcqsrsWrM2i2ZW0w0Iqbzx/GM70ujcXg9i1KRtuAVKHUlO9jKGbAQ3K/wm",
-	"/dF/E8febf8UAL6NwhOwV/8bumBxIbwssV6QWi2pbIE7SR6yJpP0+PzsFb0ERjuJkmge9WoadWSX4UJy",
-	"zbp7M6v32M8YwQkhGuhaPHgcV3J80ErzBRUmez8UCDy0m1b8MnUltI8ntZwyqwpCh1smuM+xPpc7vbUV",
-	"mJcaZ0+/NVmEbNserfszLW5E2qHT9HCQHaKwVc+My5KJ2D8FbOlr9D7BBc6N8DRTNuFFt0xLkM1WbFtV",
-	"BD8LBRG7sINYTZxWSutdLU0TJ9teSoJ/Hjw0QmeXtQLlpPCp8TtxJXIpI56S/ZyCJX3g3SVqO60MFTV7",
-	"IqvKBuzCHSkYMPaAgBTDiFRLLeNFRia+I4uERDoaQHj896t5UFHGOV0GXUEp4vI5oFGKgjQPCTmeqP5B",
-	"GpbGDrPI4TDXc2F2uwpCLlblR5eYtHKfRt3Za0UoV/xmn7ee85eOkb0t7e20bJ7ej42PqY7dispZUDzu",
-	"dCyvUxdBoj8YuZbySXmg7GUgV8rjhg4uc1VdoalE12orqyJwkzVXh8Ys2iJzFf+XyjgewIowRPtauYlb",
-	"xjpmjvrJG8VEgfw6sSrU04Nv2SglVXoUlZ52oz6xtRNKHDJh4iLHm5yfs7HyqeyGl84HQgR9a5wXtwWw",
-	"+Lkj4Gbqqggq0y/FVC7Pzqt6eC9eSaJbSU42blrPWFoQ47HAuvMVWL3mMnE18YsmSQwV4saJnWOGJ+pj",
-	"5LdRLBOphJxGmU6xWtb+VU/VHN+HlUhNPQVBxQzKOShT9RoyouBR8HrFI1zoi4DMkLu87oPPdHlFVk7D",
-	"Mx7Wvt8jo30qvnkBu3IpOsiztSG3zURro0iYpr6qJTkoFwi7ht701u0EcwdbGn+MmckuDSM0j+310x7I",
-	"XnAa/J7PGSCQF4Zcg66cQvts6UpBsQ3VajhgdlVKlwoOHs9pWB4sA8GPuetsG2wrmoWv07IWBVgqhb3o",
-	"ROZH2CbgEFWbpHFo+sgzVXYAY5I/bSdwtD9mIxroPb0y2mOv5ZXw17ndsN32XYy1Aa7AIkwtbFCdaNRH",
-	"+tbKjjuja+dezn9GBgSdX9eFHiYCbGBIRGg51Mxuakj8KeVcd2gO2LQlWxqhge3HUGqEkuHO9XdXRd6p",
-	"XLyGdLSm2FzlGfQjkpU2mMBNPEvFRA66diqrbLfkFeEoW+lV5lTwhziyTU61kdeY5Q4sfujQNKxGcSkL",
-	"EpxHb17ssXMPL6dR34DsZQSZe84QX87lOWPRXwdMKfQdUo3/QGJJCZV3xcIsdiOO3W6thNRjdNI8sn/K",
-	"wdYc9Bygfgx4libzD7EAB/XwNwJMwKGv/NiCaBz+3huViY1eeOHwRDd9pUE7Hf7mTwCWN/z5o7Lc4Gms",
-	"Odn4hY1W8JKQUTdYg8er3ewdwsrd5OhDFMzh7/3goFE3euXU/LbBCydtcNNNaE1bbQURdjbYwNTUPN/0",
-	"rXMPtTn8ne8J2PYViNDNpkhSGKbp3r/TDB38MsBaRXSbENjK3T+fe6j1UxlVdg9dR5HmjnKqg//Tqvpw",
-	"8HVcffAbfi3FHEC+eovaGlzzMCPVmUpQ+u376Y722HFY+9mGBoc7usylYWo8Tpgo0moBNesrVahXYhG0",
-	"D/QXNxsBBupof8TLcrQ/QjyekYf5rwsIkzgMRhpsG113OMf3+M5778nbobxdh3Ls4PgQ7GDE27wDWBwj",
-	"gskaQVE5vmCX08KrprCQxxAfIf6a9vDA3jrj+Ivrtueq4cGQs4JZYEvRpcwQOB0n5e4oKyT8xprgDaWf",
-	"2ScfaYIKTnwDQaAIg2eq59KkUwRQu8eAjbsPOjOE8dBuo2ToIfXjM0j9wLoi3pactyQ4EadrK2Zs7XOt",
-	"hdkFiL2xqPbFB4fIHTXBXn7AmiHyjRAVNkaUF70AQoaFzIIQ/MaiarBMtjE1HjDy9vxE25MZJW4I9nin",
-	"bXBZ0Ux43vDZJcuqUIbhSkR2yKq6wMoPdNt4BAvE1FuVVbhIp4zYKd1pwRB96IJW/YK2qIv1V/byL+Gq",
-	"xTNBStMhqd2ucjGAQ+TMcUhcD/kZ7tGyEnbEEZSyU5dXxOrY8YADTdpDK7mEcje5YXNV51lQWZUwwm5N",
-	"mL6SZelKajCtAj2s8+lijy3NAUDQW1ApoDkQpgfP811V7fpZFejbtevlKYLw8eZFwo1ZMEpuYZLAHpYr",
-	"qtkId6pJ+/DHNkEGtJ/bY4AQTvilvs8FahLQdczrOhk1wL1cMFCr9nlZ7ruWsHXhciUBchV1N9wjiOQS",
-	"8gmk1cyh40d7Hi7rBPo+y5nYY28aDUGznDe5TiVqU7uBs6hUKu9XwcCmEREX7sksLmzuJmnWar3wwTXq",
-	"0arADnCa8FwJp/7eVSI3/94k2pwXbJvof8cySQM8hVT/oC19ydrSKZ4swyIIy9jWsiHJfPc6E95Cw/zU",
-	"7sqSBViJ1j5qUIJkFbQ5qguje3293+NnPyOHr3PxoNf3Hhw08MEhXhrc9QcfTY+Ppk2g9+yjoUZW0mhg",
-	"iyWPSNsFAs+GHpB+7wLQyH24GFqtDDtuIpj7I1hk0mTDB899kjsUt6hvyg+ehT+dZ6HF7/d2S+7/7hrc",
-	"/YHyIBexjgAv4O+66ezp4P+Kxo182DRmZBEBUSjzHvrWjEIXqeufQ8o7uSpMA641U6DfUmlFDvHaIG0T",
-	"J8y2fcfYAvEMQatEZENEX3pO3t9LZaarEgrXtyShNrvHl+7cu71vhyRvNoKCOph89oJiU+yDLyYDFMmr",
-	"6Sh2l7yebJV1T9E093eeq74JnhvUYa3NOavdg2+Jc25fO+hudNzBQbQJvg/d56cMkMPJtRP9k/H3X0oR",
-	"QOr8BIrAqsNsYIoX4BHLYoJQKI27bRstfXR/ZlKn6lpUIttpp4TFbWmKhf5l06eWszI+k6wKopGH7Ioh",
-	"lnuPF/rOoyG+h8+uFrxKARuJX8ocEk07uPocIxpYxesHYFrMeGFkynAkhwQOHr1JXbmCVtfbmlqrtUED",
-	"z4LRYBBCR6WnRBbAF4Y1WFNVCG3yBRt5wOvnGCcZxQs3XFYBfe4cvnbcrP3u2aj7250lHu6Jv0SI0LUB",
-	"dwRDBKFKamFUCSYyaaAH511zye8+xWig1auNgnhemLs0rgT1M1qOd4UGrsMEPquLQhaThJ1T38SEvS1y",
-	"WYAKDtXeFHNcDdQ5O7rCIUaHWNoo3UXKTox2XU4AdhPyYlrpPxrbXleCZ4DA7srwoX57jTl8U33+JPv0",
-	"NnCYiPNgBX8mVvCdJtEk/ZWPqhDtlDrLvxnm6lIrJmh/Tu0oeG3Urr0SqYlEBmUEajxGiM+mh73lXMx4",
-	"6bufPldWGpbO9qfjnE/FCGeCZ3fEBj7AU68BzpvIa1GQh2O924edkwFgX6XMrjAXF4prsHcL8AWWzgR5",
-	"XwnjwCaR7hTQHYG69cx8LyhgzvZTVFZpH9tjP/u2hY6dq7rQWI5ckt2V+MzR5RsaPjOiHNuRA+8kZLzt",
-	"6K2783zp2u13hX00q9+x/+tLcH2t83r9WeXSQ8RskKPsvnNxA6thn+x60Z1oeMGvWuUO0OBp3OccgPz/",
-	"DfP+Y6aGK/em2oNem6JQ5j1NJ2JZU6mP+LLVF3dWDwLjk5sAjqAYX3Yp3jP/lrzWPcx7yqH5mWW7GTcy",
-	"Zc4GeM4KhZ3MACoonQo7syxsyic+GCrBgexfUy32oBkq6B2OR8n2R5WJVIzDQFqErnXofGlHxe9eilTN",
-	"hGYwx4i5AX//UxgclM3cssFKWvUDB3+i3E7o89I6k/tmXfNbN+P+aC2JhP0GbeuhCYoqHZzYTFQ8AK63",
-	"4x0SaCjWyEFHfeRk5/AD9oOUc21v8D12dnF+2kTAPFbmt2xUmt/gOvXq0uiQvX3z08krMDa+/+7JN4+/",
-	"edz9atjbsREnsmIZVK1Dp+YJdXlt/OxRmGeEOHNBKPPbZ2iLNJOjBr1r7JHTi/9yx/RJTJFmoq6TcKfs",
-	"ImIK2yg/iKu/lIVyDlB/Ic1+nIhECaD3CLtwkIhsAn9S6EGAcDDd4CXKrwPhg11TReYDB06T/hLkYeN/",
-	"tVwcbsvnrR0tz7ZPNAbPPQibT+rXXT6O+wxmrjD+ehy7I33V4nRncKxIAz7hsvgi+N01NfoT83yD3vbA",
-	"/Z8P9yNW2+0KgBvd/VoYI4vJsHsfv/BoieUXHnVtxoua5+SYJLyNL+/eP3db8tnzv59pz33vDviB2z/5",
-	"Xa8bwrrzAO65MI2u3mJIbGtgL2/HYCQ40OOYKYbdCaE0/PTivxAWtdUw9pF21brIXE1DYfScTLmGLmBf",
-	"AOe3Ip23yfx36QhxkxzgCWnOvHVkn8oz8iCxHlwh/T2z7kBQDnUXQ9CkpzUW9njAZEijdss6z12SF9um",
-	"Hs7cGDErCcw+CMUYORM7CauErmcULtplrXQxitaGeSqFmjuA7xhS2x47W47WWrHuwmXbPnRLf3nfRJFH",
-	"2OEqkxpjyM2z7k+jnSCFf9VuMtXiywgcQRLtsNRPB2+Ne+19yA960ycSCJbfsCMaMRkChFt2KtT8/oVD",
-	"XRW7lu+Rm3pCwrWJZYJD5pssqDFWF/hQ0E3G0iItHdD8MfYbYkYOyQCHdrSU5+FEw+rzERERZfu6KhzM",
-	"maIKrC87cpyAlKXlPzD7pzOSLGkFaQ1tNrnNkqjBHI91Eru56nGPBJT0iLoRw12fy0I89xVQyN+EVJYE",
-	"FZBJZ0Z58HRXZnmyUroRlHOIa7v7CSvE3BdSemQzAC9CPDMstBxhf5xcTZgaM+4qIJoSHMMX2heF9IIb",
-	"neG2vVYfZ0Qln7KAs1nDP2SRbYx7/VpNXlVqttkbF2qz59/aM7wXCdrsxpAC0IBtmChM9Wf0NH/SolEe",
-	"CJygluteo0e64KWeKjPMbxzgM9N73sRLfDkpat4I2+yy3tD3lHNjRZic8Yl4pEG8oqSTvwnEyiSAQLRp",
-	"1LywFjHiy2ITMl5ZyUmthBn2EjYyvRKGbT87ILhIvcMu7Qnj1SN1G348RXENDfMvKzWHLkS8gOZiMEuY",
-	"nq9aoA5/TVlCn9P53O/misBsb+oJDDaWTU8Un6eabElo0cLNdCvZKvhMNKd6kq24e8JOOjP+4bUoJma6",
-	"9fzxk2+SrZks/H8nK3127sNm8/vR1Z7IkZG9E+3J7z2Ii762aDzCgh/pXUFW1XtlzhcbyIt97ETUk5ZH",
-	"yfDEnt0cSQriCJFxVcVGjvNHnlsR2HZsfzQmP0c2H7Htxwe7zw4OEofky54d7DRtzd6dvXbcFUqeRpRI",
-	"KOZFH3ojDOBngL8rlGFTleNoS1IA1CxaG3ZPV0W+aK3ukcYPaqpwyheUS8MNLWwNbp5jnyPc6i9Fpty+",
-	"x7y9EWu85bi1sOe5HAvADr5XL/nSsXUB+iLtOF/Vu7PXD2A+X7Lb+/uKF4Y0E1RMfK+2z0lsh3kC0YDj",
-	"BWh7paikymTaTJepwgpn577TFJeUFQTpqmuegzj+6tlBo4dFajYfdSqH2IBxUvFLrNm+EouxFXfMTCtV",
-	"T7C/y8yeNTWERtBAbpoJ2Ik1Jakk9P/99OX3q4L2nF8vi9nukOFfTtAODEy6YphBIHL3L4DXBSk1t2zq",
-	"FvEgfr/sBGwTFbP+eO/Z6dhI3N91rswfg+xrK6qcTLFvse0RCrERysiZ0oZVIoV+EVa13NljJ4ZqDnRE",
-	"TWWqSiBrQnBo5W21XVC2UfsYoZPQ7xXdWBO4ylBXbdTZ54w7Jd3rLtjKq7GaJQl0Hirx7mkNza6M4ekU",
-	"uqQEdayBtY0DLYLhnx48HWJ0fwliO1npTQIgtrDmQ+YO216Ny8etCtExT0sovVMURT2zZI+jW6JfO62j",
-	"FZpwps64RROWuBiANLg9XXWWwJT/VWPVGM0ZR9vq28j1c8RcomWyYtu+GVx7LofeGH2knZGAfeZ1A2O8",
-	"0zVjR86tOZPZufUccMr8nC+VygUvBvlY4Oj3/6cUk/b9ht2Y7GCy4Fhwt9wnOXalgQSBMR98tbel2Hfd",
-	"LLDN96rFG97X5+iIrgFKMnnuQ1IYh/JwZO04FGayUK+ijk6Cro2gZTYKFvuyoFAjt4w1QdEOc+GFFQxF",
-	"vnhOGDFtxZ/Np6KgAXhVyWuh99iZKAWHQmhp2JzMB27CroZ1MZaFpE7mzRUE4OE+pcbNs5Ue0yQiQsPz",
-	"rqB7JIiO8DEryTURw8Ju4ENKzUOU/U61XTgG3wj0EyEqaKPKbnF03tRhOwWyLZDOMa8miZb7s22t4GL3",
-	"GXpBukyhcPFWAEy4LHYSL7mcmLCPWCUyk7rkxtoALLXiKA9FnSoHSLo99hbiWlb1taKmrTyyXFEnNwKC",
-	"jAgEVX4p8kCV/eIAtuzPyv2fjplVudQkubxXyAVsc7w/U4U0qqKUuPXB4LqqrL49tVaKnbQoJvZSR6hg",
-	"4BNsSlqoTGCxAtz3nE2lNqpasLksMjW3DA3QdAl5jNzP/FpUHBoIFkaxy9qq7nqPvaLxUzUTbFypGZsK",
-	"XplLwZs2qFg5hV+eqjyDbl8zMVPVAkO/hZ9WW38AdIiFb1lKqHbUqqQSyGAgwVQl4lYp7uaPzWZuzPQ4",
-	"AiXPLMGxg4nkZNDSRpLGU6g52GUzWdRG6EMmJwUsA7af3sEbxG39HjugJtnQ34We6bKF6OcfcfyWReTN",
-	"FlmYr55sJdaskzNrfz4+OPjmAOxj/O8Db9FAkYeoYjbembDmTmpaqzUK/MP2/NbM8I3KxEnWZWY++2qA",
-	"lYn7FN3vNR+HN+Obk3EjoAHu1oAZvCyy+PcPfdizWDuZl0V2C1P5DniQzWVmppbCyM/fTCSdKi0KB+5N",
-	"ZDm1JrpBb8bjJweek/tnjN+iUO9AGvvm2dODkMYeR2jsTu/RFd6P3KPHJDednIQ+no7hHq7UW7PZXff+",
-	"5lpDS4/2OrxP8cnYdfpV/Dq1sieWYrVyk+7TLXn7N2rinaaBtF5/GxH1fcyl9Llx0APX3CbX0N6ucs89",
-	"MUyuUp7vUj7kWrbhLJeTqWGVIGDuJqNsHDSYgHKLUCksK5UKrZ+ziapUbWQhdGL1yBJKu2Rmt8Dpi8en",
-	"7zCDpwT45FzoKKu9thOnFNu7bD4RfsfHPtbk1/0l2k1Y8oXghD3hR9qdsd+EuyRgbbipBybR2pUUutbM",
-	"iGpmNfVMfBAu51+BY/Ja2s96VwPxIlwJcAHMxOzSdS0Gt1w9HltbCZUJwXMzZVwzLSzFWhPJ78seewuE",
-	"qyrNrI0pDSA+U89mzE1zuRjQ/F1TPh23aqb7cM4nml2KqSyyvmvnHHfl875raJJdDlDaezzgh6vmVnm1",
-	"2d6GKbSjmVvnVdSm9uHXNf3OiE9d1yPSw+DNBIzP0l6NELiwylq8juYlvPUGPneHZNx8pquqw9JxuIS9",
-	"v0xfrnDVAUnhn2MU9fTGFLX/ewHehj/sj0PoyxOMdynjcI80y5UqocrU6SxHpyeINAw+q4nVTmot9Dq6",
-	"O7IzWZMWYZ9jMluZg6PrSMZB4dwqw9Mi7rP4oLX+Pp5oTuBBrt9qYVMRMh6CzDgyvjcuHAiGWSoH1oDi",
-	"3DUS0UnDcC44ZIlY+/KCqVJXwLrt5Ub1oYYk+4Hp/jqsOQTy7k8NcvfJaomoO2uES+MIdnfLptei0n39",
-	"Z0MOpelC9BbuQHoZudBdjlwW1JHTiZ0y55Zv1nDmTzSTvzBTui3o4Ee33Q+8eJupZctseO3p8I44cC4u",
-	"7d21K4tL9WGAoooXXXNF4jCalUob4ev3WszWhitImODplPm8zLqkrIt/P3/7hnENOa7yWmR77CW4N+wX",
-	"mdTsSpSQN2wtrhF+do9mv/dLfXDwVfqDUldv+EzAf4kRoiWwbeRMUy0eacurlE+LP8psh+5wqVkuNeSa",
-	"6ama24eUFh5xARNQYBgoNdZ2KrkqJvZ/m/FUbS7Vh0d2FZYXpSqoBkViPLowhywXE54umC74lXifco2b",
-	"Cv34NQWbqxnPJSS+jFTxHjfoPWJHZCPfAWT0tjiHn47pl50+G+Bn3KsTOOh76au9DCeQLxo9CX1QfCbY",
-	"tpCQUjNW1awz43ZKR9sZvn06IGIZzIDI9ZKKNMO8xa4pwDPn8Eh3GPkTyevwbAfBORCP4W48dPOOS2S7",
-	"nXWRIXXskmCGHQvlMQiIDeSxXmgjZnu5msSkMoy2j2JkgDjG553+ga+15a0To9rwIuNV5gSfZvNKGiMK",
-	"J7PxZZfeAvmz6IE2FS+0K6R1DR4bMBtXQg2JetIkjWgXxbXIVSmY+MBTky8YIIjaT2fCytAKBBxSMmkb",
-	"o4SNYIInmf+n5Xv7HyqFeFR2ZN6Z1P4Bozz2X6hU2X9l3PDRzh47rawcBORyNaY/g7wJEngyWpSV+/Yp",
-	"uLV4atgRiGF7DcCKR/88e/ni6Pji5YtfRwksonArsMYIe+FXQ9AolFE8U1D5OTaiWnYiNtfDNi7yLez+",
-	"mfuzXzz+/Uf+4SUO3Snjm4fvQbjfpUTDRcB6hogyIltkhAdJ1tW1adIunQ21lUHC7MnNhRmFb/dlMVad",
-	"Is2hWqB8cXBDKGd+FpfnKr0S5jm2d+VmmjBdXzZ9XmdCa1jiohRWWbN7V6SCFfXsEgO+mM+r65kdPAcE",
-	"riJjc6i4ws0Y85nMXd+TlGM2dVA9N5d5zrSwCotVYOHxBSuEyDSBmrl9ITkzFZXYidqZLmBrV+cXd2K3",
-	"5w75qvujHRae214W/PQR0YJPjpfSQ1h+rYN44XGcF+x6++h/3u16fFdOKp4JwgdopgVXK9UFtRHkyKyJ",
-	"XP879oYCY8qID4ZB2bxm26Pw/H9EfhntJGwMOGhOF0bKh+KdZm0aAU4QbQ7L8KVmo6nIczU6RHsOb6sR",
-	"/ewAVfgyK+KKJpU1sC4XvtOzqg2b8FJTMv4orSutqtEeO4LLk0MqflGI1CSs5NpnSGlVNagufnJeu7V3",
-	"Nw1FgW0ji1qwCtJE8GKWplFYQOnxMuMQc2Rhxi7ZEgLnYPfZaTm4cnwZcQi0KDLNRpXQi8JqKc5DnObS",
-	"SplK8Kyd4IXHGgrno9MTdinGGP3PF1YOqSIsmqJeLEe1mVrhlHpMdMBVFbyyG62uBIA0uDQDlds5ooBK",
-	"lbqSImHpVKRX9uzxa2iPAyk+Z08PHjeluAS604jDhD09+MptkGCqkhNZoOvNYecQJoGr0QBDCzfJvnzQ",
-	"vLz0YMgANBu/DjxyaLafW4Mxhv7+thRFVNit8+YdrxKUu1g8SQGYDBO8yiVGqi1Roh539vKnk/OTt2/2",
-	"Tt68ePmfe+cv/8Pyl1H+3mlRXZeZiUvss3NLbqy023q+9d//PNj99tffHyePv/3jl1/2Ov/r37bWG6WP",
-	"UagvJTwD0DxAdbpQCLZMbE6ISNIq2TEJ4+TPWOW5mj8oaB2XlKXZvgvqVu8ltGeRFYcEp0PviGbbzuWn",
-	"61JU1+CmulwE0Wi94yWqrAB2KV2kuaBkjoShDx8gmRTP4ubMj42z5bNNGQrm2BdYbu3eg7f8NmPLra29",
-	"iyyhFqfs/95yAf6xX4mxqKxy081Ex6q2Ctrc6hDwOKl4LeiibUgmDaPLOmFnF6fAKSwXXINRg2pgwsqc",
-	"L0SlE3TMpCqzt72YlQDpsIP1FhxiCYqy+wDT8n/qbCJAlTKyEjPMma5i+Urfi5D/zppVrrk/fwwXJbOO",
-	"ANiyH/XmcbDko6qnGggQ9PyLDBK5riiNMXY3az4rc3SBRJEfHh8k/UVPa0qe7klaBSfa3V+OnngQWLcp",
-	"sJp9XRUDn0J+WUnQXbT9s73FHQrvNvaKA0rfoU5SXrB5iTJXdZ6xTFGd9FxqQT/rCGQb4QjYyT/HjPoG",
-	"9LwSQY12k30jKsuzqVWOglYJqogVewZWDWb+N9ZYQYF7a3LYN5koKtXUkO+x73KVXlnFNzgy/BqZLM2S",
-	"HWIE4bCPVZXC5LQw0W4LshIBM37RQvWOkOdWNqkHeu6U6FNVdChBAKISXN93W6zWrO18+ovoy2b6bbp6",
-	"wNP4S0HWrZDx7d8OkWp/+8O+k7lrLMGWftruQOEZzkXQHmnyK3ZkJUPSn/vsp8pF8Gtx6QjtHP6YAlh8",
-	"fA15/NNLOaOxbwufmXWrM4BoqNS+pqVD83WFGKtIck3DoBceXmUr2SKEqa1k67xOUyEy+OsraKi2lWxd",
-	"yJnI3tZmK9k6pmt+EBhdfPvsa50ONXwYOPyjs0f8l1PA5m4ySIJA0bY1IZ7LrDOZha5MkX236MwjeXZw",
-	"4ympik15kdl/1ca59eOlj10zhLpLO/pmCHcDJ8iNnaOLi0ts/tA1lXGlZreAVtBxek5DXDMJo+5sCpSN",
-	"AN7mqaqrbhaURSp+sE8MBUD4+zdPN8XYOOZa7Eoov5JGXguMIdEcZZZQtbkdKHF+e6tXo6Zlj1XYy61r",
-	"DVdiMVfV55M9FdxDQ3IN3OE9eLF7bNyWnhCoLVh39dEmbUtlwQLxAS7stvJyA0m5lFQV1WqgGPvzUm0+",
-	"79v9gbW/LNZGTSfgikf6ftndEupaZ/sqvxvIXgB7hGmRixSYHameuWIu8htktS8DjPjFA6o6h7ms8d48",
-	"GBoPhsaDofFgaDwYGg+GRuve6KpyhSvsQQnpaB5ud+d+NY7f6V8n2fquHQ6I0teIN5A8jarhybZPt7hB",
-	"+wqHwxtvX+EW8dnWnYaL7+SNB6jh2+9lEBLsPTLTPgZ3u4PPqKxpxhvEBUjE5ZgkKqzesceOCqr+ds3w",
-	"XT99rDMyKgctAKLM9oLh6VWh5rnIJhi8dSHoCoJ0QUj5EEPbshmZyi9dlmpdZNSGZalpI8z7y+Dl24/c",
-	"rqx+TdMwF6H94xOLFrIMHpoZ/CWDr0i1ty0M18VbW+IwE4bL/CNUDFmUtUmsJVbWJkAHJNUDpdc6veMF",
-	"zuKvrH3QFvTrIFgBah980EbuTBtpNvmO9BKCwMCy3B7WcxU75DtzZbxYdQMlL41DzxfyWJ4E1SRB8E3s",
-	"PtkDO3OM09g0ZHBhRa8hb92A0AE+/2MrX+weEApwdS9UWlu9q5u9gq19uITvkRftWwN2wJKMTMW7wte+",
-	"dWB5xnjlDlBsVvl431LqoieptZKGklEdU2JDMrQjLnl6pVldupiBSAAngZrDY/WexMcSMEaCxVbCqkNg",
-	"M2C1sVEu79U+X5dNyZt/wxobmsrB2oLhyK7jMxENt28ohAuDla7rLkxn5TN4P0Vu58qkse1kX7+0iTiE",
-	"vqv+5APUTmfL+gZ2VpkjF+icu/asbdRBRZV0bHsUKC3YYU9kowQqZScFtqRjlwu4h0ZBaGK08yBX/+zG",
-	"zW0Jc5CVdyjOuyyktkAvc170dJYDsC5w1lhBLYtJS7ZTRQKyIoV4OcvkeOxsFyvkCQxCABBVsF5Ed+Ag",
-	"y3llDi27QjlsA5+zKrhPc178JeS2XehQsQ3l97OSV+LTiWw73848/Jw/KJwPgnGgYHTZ+g1eY9soRHFz",
-	"XwKy4vObWq8g/JZNWKvVig+mx1Y94/M/q7nqPyXTZpnuxusQHnYXH4THn8xahVP9GBYmbCwcdK/ic8/O",
-	"yVZZd5umEPEqc2FiE+q0VVWeMVV4c9XZqtA5AMxRlef0nze0Qj8Hpr99haaP34cYpl59fDBKH4zSB93r",
-	"Uxuldyi11yphayzVY7R/1gj4oJiSAMJUITY1PP96onqALQq7+2CHPsjCv44d+gmEYSV2ndNnuFHq3UTK",
-	"9yMkcOmZ0uY5QoYlYT+enBtRpAuvef1wcXFKyQ+9MdZKnLvZ/WkjrcEa17jlHiTNn8ForZoDva0Qa4eF",
-	"+hPPZcaX46dJ2xKN6DTgXndh1BbWKRod220IVmu67rYsV/wPVJ3C0SHYGwFZflfaaX5WTH93vvhmebjs",
-	"h1Dqg9X6oKl9XkL72PXKuCu5vUYxo/7Xg5pS0wRdy+xIeMAnt2E5GaLBQfuPHuXrlKbwJ9W7aHmAftwD",
-	"qW+feRAbn7rVdJvE7zgxjb6yj/lh3Q6iH5bTyXatIgTM1tZ6Glh2Skxg21NlKP9sB9H6qbeN1EtZtYdB",
-	"lS7DPmJwoUqqqXFIdPbWBKz9GMT6GXzpc2Hru9KsaGVHsJODClmw5b6aY2c4o2AX77a6JTLVflUKCeOR",
-	"q3l60KkedKovVKdCKXQn8nyYNrVP4rcnO80o6moCD8b0q3sR1/D1B3n9IK8f5PWDvP508hqV1U8osNeK",
-	"6w4hzba5Ly2nX6RmuRgb39TyPvTu8wcx/iDGH8T4gxj/lGL8/NMLcVWuU7lXp4cC2DWtUhXLlEBOc04U",
-	"aVhdGJkTeAj8sekIcQ/CXZUPsv1Btj/I9gfZ/ulkuyrvVbRXptzHDmcDUJyXeqIFHYWmSptHLiY1VXmm",
-	"AZ1S5Bm07ixMvkiWMF8zWWHrzjiY85kpT1VlXuPchsC80qRCnFNxA5hTK0yuBQTjYcRsK9kSH0oIyw8G",
-	"LqW5ONjS1lpj8/EPRKdE3U/tb6LomsWXHsULD7yvnyNu7YNI/QKlG4BYLwmRW8KWSTq00SN91Smnxqpi",
-	"HOeixnBt27lVlCjAQQkdV0K47s8YfScY7pkCALvtS3uCBDiB8gJynKcivdqBP2N/swCo18xlKth8KnMi",
-	"5oguegygsSFL/KmU0XBha7RQ2CE254XBfbq/FKlwkv36J8zxQet80Dq/VLkMPMYLL5vvDHuvUTf3f4f/",
-	"xT6Y8M9ul8KZIH2KO1az1A6C+1KguQ9y2igSF+gyiKVNgMTpFavrsPZgiA6kPVrSHTeA/AIku9vpbtn+",
-	"83RBfh53b96tU2G4NPf3+INYfxDrX3h+xrJgR5q+U/EOtUL7v9v/2US0G/LjXTuVTxWknCdMwdM8zxdM",
-	"Weva+XYd/ttEXouiz6HQFvzrZL5X6TL4foesp3uyW9B3N2x49vXXX30ddGx4PKRjA/gVKnekbpP+jA6G",
-	"h1vp4VZ6uJX+7LeS16WxwOFOzQ5T8UKnKhPVrhGzMudmvb/bv8K2x+NZKSY7zL+bMGoCvTuXmb2qBPi0",
-	"Cd+u1Qze8pvCRaqi3YA/7vi+8B++8FMd4v72kwO/VtDnjHrXb2O5mZ2LfQDRycMnOttYLTe3/zwww1f3",
-	"qc9r7HfnobdPX4PBhuhNQHx36aBFT6c17SMfP7R/pn87+xsqVC1lum5V8AedqlIE/UOQE58efNvlW10l",
-	"n6270T3O+bV4BQLEfWiNx9Mt+H69nZH9WDu/z/zKf7jB+3puABfE2e5e7+H9390/3/CZ+AMlRC6MWJUV",
-	"L+DvHbLCyQc0BkEerPI+jhDl/d4b1k7NfSDkz4hdGK7mYx2BD9f8BnIJqSb7cuTTl9IaBJnmjkVFB+LF",
-	"mShznnbrB2DMBsqA5UUPrHCpsgWb1dowPqmE6IKp+DLEwa8P6smfSz3ZlP3/UuoJ8f396ifrfAJ4mdon",
-	"nzukHd9hWbNt8gmwmZhdikrveDnU5J5oVtUFu1wEHjudeMhBWbkEucsFmwpemUvBjQeKkRW7FpWON0e3",
-	"M3wDa7jjPl19Vjbu7l/GXC5ovx0xEgHcTnssva9FPt73ZNAdQ7ngVy6AEm3+/Uhj6hIgGNir1DBVpIgK",
-	"Bcnw8PKMGYVIxtCFoUXbCZOFNoJn9tKbc2zzMKakemjsWYpKqkymDdmukuhFJScTUZ2LfPyDX9UdU6v/",
-	"0BmkhncRrp81M/xKFH8JErZkgwaEIxK/CYWa3wJZd0nZ/d8LiBL94VsxdtP2f9SiFsvlHpS5t5rSR1Ui",
-	"WAciddgb8RClrCXec5GqIqOyQXpaZMgTwRtMFJjG3K4c0dD1VmZiVirEQLwSCzYDHuSsEqaSIqOu7/Y/",
-	"66qgPieVNmGnxphXaoO+tT/61XdonrjJn2WX2uW1rlE5g027P43zL9wR+8FzNshzdtfdarVI60qahf3v",
-	"XaOuRLFOQT06PWH4YKhTwl+o5mIitGFlJcbyg73Wm4nohF3zXGbSLNhcFpmaO9gMZ2bjMNc8rwWTxion",
-	"0Isb0puh1R50DC1zLgsroGdB9jOKQZGxqajEHnvJ0ykThaH2uFitB1qHi71fCw6xw8QnYofdofB35gUo",
-	"S3nB9FTNITCNM6SqwTNxra4gJxt2hVcCq8ZVbVhd5EJrJos0rzPhnrTXRlWLuIZ9VMoLPIhN07FP0csx",
-	"6Llz+Rs+G/P/4ULU3G7n5QIv8FqL6pDxPIe/V1T9yC+1vRM73H3w5Du9sbNvZVpHuVYsl4BDF25214fb",
-	"+936dibG3Gppz8c818J/+1KpXABm9116Gt3Zdhk4bwvBSj4Bx0/DaA/xxB4Dqdmm/8Peuze3cWN5w18F",
-	"pdq3LG21LnaczEaqrbcUO5O4xkn0WM6k6pnJmmA3SGIEAr0NtGiOK9/9KZxzgEaT3bzYoiTH/CPlSOpG",
-	"4/rDuf5Ogo8B1rog8lkPDza9ckJzvqFLUTcdIJFxWFup/aEf8vxGxMQN5F704DGqlWIDe5u/K7l7Nwhw",
-	"RzllJFkareaUzoxG9xshSsv+VVsHjVz/eHn87OtvCG4zVirIeWNC59W8dFDnvqQwtgbrIvKw78HOQJKX",
-	"KBKURmvmEEIOUFb1YzUV5txlqLvNJIVXUAsdbtGvMmYN4zQ3Hj4RqMcV145NTQUZMGRSFZU1ms0mhk15",
-	"4bH/hOEUU3PpPFN4kZiFW8eDg3V8bptAJK9l+T8+sUzJqXT2HBK1IcfOKyNALl7B0gC2weRA4N+oMlPG",
-	"i6ISoLVSixCNxJUyM1G8Ku2AHXLNzFQ638MBtXvpBl6Wbz3nouIM0wi1C7FjXlsoYKUFXhqL83eUQf/C",
-	"DOLs1SWSM+PtiMoI/l22EFuwnCvlP+eBO5qJsBOY316J3FQFXqm40fAEMF4XEhz1UvUpEQHIDnYpvYeP",
-	"rBHdPeYviBm0fpD2X0kISkQT16L8QQb2uJnuV/6nLR4ns8/cDOs745ZUvjYXAabCRqkkY7OJzCcgNxkH",
-	"IotGSSVe5XFBH/vF8kXK/AnS3e2Ntpn4f/oB/n1VrHSTo2RlIzgFvncDpKZ4HgQRwsM9gHbt1OKX1CRD",
-	"0AUzNqY8upaJBURMELPzCF4jqbm6oCvI45j/5Y0oHcInyPxRWAxmxBTYUGz3AMn9FVIJXszb0iUxkttY",
-	"mAfQGHrV6D7hDiJTD4w1oC9cekOYELzKLB8JNe+KHfefTTB1yzRMXLCDexFdV4JUxrTXkHR7/k/2Lu9O",
-	"95OfnHs47z1u7xe0u11zhdZVaezSXYrSTCITmarrHg1QEJiL4fRAPatwNV1EiWkkhb+0vEwbvE7+gRP2",
-	"s5ilX09lURvPldheFj1hl4uHm2t/Pw4FiVRFEAYXo/syNhQ5ry1u5wUE6vP339FZvnvJqt29teW0YJkg",
-	"2ZyKM6xZwHsVn9ZBUlhYkuz2FtQvSJrCff6IpKlT1ML73VAvBWjuVHcHjZ2gwyfYCoptogggSCX6vT9y",
-	"3QYHUg5APOHOT0woxAViSmCf97o3qQsByCvjUHH1WvnlYk88iIbepEZVELl4sLV64M260BU6m3txcAAN",
-	"v9PGvWvaGTSWCrDHfrTa+gbef9wiFvZxvT6IBqMQG2bu25n85y0dcT0xM5jUOMM8PVyNpQ8OyEPjiYEy",
-	"JCvSXimscWFAjZTGOBg+vM6GVDH+Og8SmyyyZcsKQUtjVMlaYBNMKV0WTTRVGVXQXy1wOM5MhToYxYsY",
-	"3aEpkiFRCd4S30i18oMsGrASAcnCQJLuL0uBG2VzvIGZftzYsZ0pyQ/Vz01crMT99gpNohpFvmIPLXej",
-	"7cEeeih5xN+Ma/y6C9co3rI281tEQGBXZV3GbJ1PGLdtA0lGIBngAc9T4lEAqiqqggD3MwTFlKXQxbHR",
-	"ag4HnL4IpnC0ddMO9KJEDLxP6gpeXr06Yb9awYZiZKqkqrLJoa5ycekioQqWsAI7kRVefDHoZ4Oig6HR",
-	"ifRi15zA0J+Npk+VvO3x117TxF3CJD+Uzzb0NGTri1uwo81LkWGSxns+LVUjLeG2OYkGZa4UPL2RXxca",
-	"BxH/05NNQsdp9aRlpna5mQpyNuMPm7mb8dlO+gFb58RyOeJS1ZV/qhBabsO4GLoKcm3YZGH3QdednPby",
-	"QeJzB530DV5XOfYvH9xv5gvs2TcwrE1c0iugYe+jXpXz2qOm3NENAC0uR/hG+E8koI2izxPkLo3UruWG",
-	"1mYWwsmhahl3YuxBE+q/gsLn0GRoG2WzMkpQiDmGlpD0BrPp74pg/5+esEvtp8hNhHbkRCCT35TPoWos",
-	"mQEdV2bsNdpgnYOdidcQOHL9scOPehV1NjHkKYPPdCL5VTJPOzx0zWf6ztylUkuL8AXFvFNEQHv4n3ZW",
-	"/IR0Hw7YmxsdC/9ks/GXOpgtRJgNa6kckzqL9OZTrufgjrewFcGeAkRAEo3WdupvPHLVV3it+L3r4bfo",
-	"oTCG3u/SJmGUWLVNYfq+nK1Z0XzfBWzj1G1KXQC7D3ByaefBBsLAjx++f8tW4X8wp60K9/k4Dwsp6dDN",
-	"7YN9LjHDMlgMgz8WMiW2oVzw23WHJAu++Y2iUZLfYw5MYkNJYk78bN0z46xRvWmNCHCNdXnPvvCniCGv",
-	"8EzcHWStMjXAE6cf/D9rQkgapgXYd3D0tcFwNQCfE/adv0KPpU4ESPw/66RSDHmxnWHhXu0Ko/u2EUND",
-	"61YqKBfAlLHCskqOJ85esKm5FURrgJe0M5Sohh8lPaeb74GAZzvl/w3M0o7jNqgOy6rUtHjwycyyt/nd",
-	"LanBzk7gOkYDt+mFRIcQQiCmkPTmhJozqSHQA0QQVALbdxiek6BbMengsAW7HR4s5vfuPFj4lw51E4cR",
-	"XoMwq86DzC3VZfKyQltGGHoNtDmtu5Nz+iI+Ph0AHk5kEbPNxZbHJbKEEA/s1T7C4wuM8Lhn+cbZ8his",
-	"CRuINljQ6PrKC9RA8s4Vgi2IIYBiQEGccic14kpTo+mJxWbIBhcCZ+EpZcZSRwOaZkZ7bSr5IDwVC+GJ",
-	"92RsiDnJBGzP0RYBQ/qkBAGSh5wtL2s3eRE7sj0Nfot0irIXwqiGQhk99jLaplxTm6coT6WOP/tOO78J",
-	"D84P/ucfl8f/lx//++z429+b/z15d/z7h7Ps6bO//PEfBxu4En5t1n60MKq+ofjtorcg9/nm+apB/M/5",
-	"P/9pT3//8DT75nlnlx9aHE2WeVko3XNt3ZVYqhex6a5A1NkykVDXFnxr9cE22IfHHxHQPkkR0DIOxNHg",
-	"2XyJCceAg5hu3AYOL8dEvEWQK7m1M8oZoEi7Jm8uupED186NmIfY4Haq8QUTTZYx+BwWUo0N1pC24g4M",
-	"vUt4uhllbzqzwTecTg96WdPfbORq/Xgiv2xtNxtPcFw27GX8caMuJqD5OGgGl5dwlWG9+1xMucsnxPWh",
-	"/Lrv/a4rrPWLc3iXALeZ3f7jJEBThcA2SCuaoVzXqLwgxFHsXa+UiEE3bXjEwEVIIb5TJAzqNqrwHy87",
-	"gsLaJTnuTDte+tgaXbm9UHEVs2YmMQaKq2m3fHefxeWWJnK9wMXDPrjwO48KCwa/eRzkPnH08Rn6G9C4",
-	"J9FupXp86oRdwSf3XS3DniKAuqQ1x/yqieDAxgipCixXMhT9hQT6JkEinrqZqVXBrNBNtieyNE+Fmxg8",
-	"lb++eQU2xDd/fcGeffP0L/BL/8Nfvnn6DSvESHp5zUVcDYGL2A3qknjPc6fmjNt+6PXadosnrDlB2EpI",
-	"0s55VUlBASucTbidJJQ26YlrzALSpeEzPKrwM5orPhUV97uhVHwuKpgT+5E2gSzEz0D+q7TRRkscA36R",
-	"O0j4RJe8uiMU7/7YOravZCoMjCLepbCOwf4LySkTrpSAgq0mxLI/CI7DSFf7ceCvDWuwdQ3xZ+tIebUa",
-	"4lP2DLafM/K/xT36UGAP3p81oVO50dao6ClaZKHNEtcuWjKdnAp70QB7wR3vEjj9fr8Rc3gGtCKStoPa",
-	"F1gVC2k9EJKUZs1S5ttIQlo/43luau1iJsmNNrMmGeaEvaQQdBzJCpav8CBx7fiOEOWujMasJmwxGlyR",
-	"4CchNOhiLei0DfwK6/BQkefRB2jbk59OPKTzeM2DwqTFe9eo9Btp87TUd2BqaO1EKuJfW+wO/v9m9oVN",
-	"6vsXWM+sgGBzWPiNos0burMi3XRr2M5o3z0etjO/LzcJK6fB7Q0ZvYaMmk74XcA6zvamYYcpfoekwZaq",
-	"y7Hgp0PqF6NEB2sZibeWK7+XQcolGaXVVArxFkwUS058iCds5M+GvwyvkbuMZdQGmoHk6EjNEy4JiGgs",
-	"zUxUo1rF0EZZMTMD/1sEws6IxoyuCn+9DP3MpMc82ybe0R+xnXJw+Q+sEabDWP2oJMjUjdLSvn2bu54u",
-	"xCQU0rdyv3I1zN2KMe1DIf90oZA1Hpe7g9G14vHphxr4T1eGQl6bkTsuYjykf+N8JbVVHQXJLikxi4Iw",
-	"RmIbpowei8pL2DEhQULOZ5LWnRD7YvQV5knHuC0QL4L5BRIqqZayrUtRMV5MpZbWoWDdyaOTBjaUijtk",
-	"8FUzPrd0UVgzFZiObqDroVFIqugLNSAM3E76JVbaB/d1R6DZh17uJPRyZyd+A1atBdWTrrwQThzdQBvQ",
-	"Yr0IXFohAi8WDaBWK+LjCwf/iUWrnn+nOeV4lCnbuqjzJkYTmGuDthKlHC+sMDEaidwthIXGSh10nKFA",
-	"Byjwq4W2kPRgdx2O+emgsCvurQ0kqkfOu7VScKKATBTn9sbFP0F85QMKTadBk+j3JF0LZ4nIJiqTSMRN",
-	"jPV6QTSphBXOIZ8nBowTYDYmx+AY0QKIYsCThCBVV5XQoOuesEulOkA2iYxP5SgA3dnECEyiFsgzZFTR",
-	"csErMwbCi9pFuauDycoKMPldhbl5ZDCHV2Do3Qax56kRIGMG/syVmmdLc36/9IIbiG+N/5HbVgJDchHH",
-	"rTET1SIn6h4bP9PSgVa4tgErinMPBZVhm53iDutHzNdmHLRMQBrIbp9N/OYcetkurwS3wfNBrTJRmnwS",
-	"3NZYiQqz4sMD0tq6YUORLuQOdVN6IXFPiG3isZUpn7MJvxVsKIRm1hkl9EVbnUUlNuEobCq0N+Ep3QzL",
-	"HviuRWR4eHwaI3UOe7saeTpRpYMYPtjXWgu5Z2RexcisVOs6v6dj7SrBp7ZVr25N6LR1vHJkTjVlKBMF",
-	"ffZXkRbKPmHUbput5xwjl0P4CRx04Cc7vBIazNK1dlLRV3wDoMyCm7ViE06l7aiaYxoTF8rkZRhA8zK8",
-	"VWTsTa211ONQ1QL4k9l1nedCFP7vf+VS+X/fyqkofqmdV0pfcJ0LJYojKvqRVuiTDpyoU5EtZ4vEyEi/",
-	"zLiII2geRbcroxRE+jQhjjhhT2giMsZHUCAEJ7mH+Qtm5kVYsAcr1zShwBzsf9gGfd5CevJOwrZhcsB6",
-	"QOHvpuz9LgdxqvXRlVCYTi6KYv3R42HnB8pJWMNVjlvxcf24dlgVesVCpNvw8yqD3xrpJn5bQoZmw+09",
-	"uL0eXJorJUcin+cqoljLq4tQ3XWtfN1zreAbHdxfdJtgDGD/ZXJpb/AuMVpJLRYSQQ7JyGg0ppEXR9Hd",
-	"QA17oU6L3AVLItNmds7KyjiTG5WxSkyNE6F2QMaGc0cewFEFiRwW7gr6oahMWYIQibExzYdAv7LKzLL4",
-	"S6BuVIKjHOl/Y1mtIbgSrkSpcwHi5Qm7XEwlTKMfSVqiQk+cjUBYovKtkVtHajaodeWvTeClTm2g/mYJ",
-	"xtnZBPPoQ5hg361xRQuzSQ7PPeBKN6CFRQ6JQwm29KJ8We7gw7id+wHd/3UHn21vs77Pwx/75/ub5w8B",
-	"47i/VhVSp8HuUXsdE90S0nWIvTuG8aCObKQUwCvLGZSoV1cC7SgZgHpQCjuTJm8nxrpTXpbUjfNETx8K",
-	"ZGX9Ba8NkP5AlcdWkC/XssNWiDzdgZUYozFWGn0EX/plNIJmoIVE5xh7jOYzPj9hr1zUVhyyCOc3lh3m",
-	"phC5v2asUbVvkO4SVoEQb5H01v9AGkS4mtLJosvD3wD4kKnkWGp2WNZKZays7SRjI6lCG2amof49CtJR",
-	"14DI1VWY/9GmhzvVFB7iIklAnMli5zgetfed6QO0lBvoA4liSb26W8Vs91cJjXULjaAZ6f5uWacR2AYU",
-	"dnmBTM2NOHZ+BJCj1W8d/pHbhXxURHGAeBNAetBCiAEUH0UX9VG4KDFdhvKiTF3lImMzLl1UIcASxW7E",
-	"HBHbw+hUcFtXgnKZ8BI5Z7eyEIatgXpeFzI+RFeEtv6yo5QXU90kvhkP1uEix45AY8RRL6xjQhex/OvA",
-	"P25qd416wYAdUmA1e3qWMe7Y1FjHvjo7uiBDkx8EZqqToW4s/GUFExNolob+ghKuLjO4gI5i3yrBrdFQ",
-	"ATdmf1Ma7a9vXoNXEWIgmphZzIbLov8wSZRYNoU7W1777fDWn7bduABb31jjAcS9EfKw7j+1Kulnn739",
-	"txC1BhtjZGpdXDBzwyyIDUT2wJOtDDu32BNS/dmdgv6tDYbocVLm4lfNb7mEWkKLhYciPC9A5p3cCiu8",
-	"DYv3wumQu3yyoqhQrS2rS39an50xeBsOhc38sagYpKB6sMyIG6WdLWulHivRFCDGSFRdiFLoApz8GD0B",
-	"cRkWFA5CB38CPbDaxnDjf4Snoc+tfFsV1SFMiYz4aaqi4Zci5FsDkd/BjNwDTsKHNgJL+wjQknrbB5m/",
-	"6JiO6pXLIABIjUuwJxB4RNEMCfpYL05wlUKQ3TkGOV6547Iy7+f9wNNkJLV8gESKg6WoW0Kr190XwJRJ",
-	"7cySWSNjpnZWFgJohINSf4gxZDAp8H9Gi2MzGrFKeFkNbcxenLULJmP/XmRX8WOi0HbfH/B+QoUyLwdK",
-	"PUb/45DnN2Y0ysjpiuUDrANb+Am7BKorjtXR1PyclUa1PLNR28XX0SRzwi5ZycG5yV3Clsd4HGJHjP4F",
-	"C2b3lj+0csHc3UHZ4v9MNkdYwh2RtSx8ZjOhEouSiArEy7IeKmknlElwf7CZ9Jqca73BcEtbmxysLmym",
-	"vUi5Fyk3FCkxOARxEIFoiWlq98huyk8BdqwR2RoDHIiAWMnNsQaPLyjGpTErB5tzyIUKZn6vXRfSRmv/",
-	"Cbv2SAzxwtSHQCZPWVXIxsUsRrLYLog05X0gZOsrawCSRmJgjj8nPDTlHg73cPgRcGjKh0LDuXViCkV8",
-	"C5P3+/DeiEJWIqfrfliZmRVVsFFCbpWHOoc+SOmniRIwC5PXU6EdqtQlH5MZk2I62n8GDxDXaIZtsbNc",
-	"LKeAtnOtSFt3YozgZqO0aAhMIcSX5yvExR+EuyzlSz8PCxDz1dmz/jkJ07Bm2AfZAdIcQYuvDeLTcrNg",
-	"KsCYlGAMWG4tY4OFJfTLd1zLwclKIuZFD80fX4BHY9U6+V3Vmt30oMHENucsITE6P6DdeUwKzsHyYXza",
-	"cxih1Q5vCC6j17fGlcfcY8ftzSZe9VJU0hQyZ827DN4lbzawpgVvY1mZ3O+slO0onwjf6Wjjp1qltPtk",
-	"RSVqaw2u7olQJWhrSE7ElDFlcwGWovBPghPaBI4NCkLq9j9/F3v9Fga8w9u9/alVAShLUxnCbiBB4IuK",
-	"MUk20eKsrDgsn3oO6Hydxg71XkxNeXdz629aL19PzEz7SxSsBXSPTMwUncHnkTN2KqZDUdmJLLEOouDK",
-	"TTIGCcYRfKdcavDsoXUTaPco7WvGK7/RiU+RXsPbiTeFQ4H6kuqFgjMsJCaHeBdWiVtpKXBt6Up6gf2/",
-	"ponYZZ329pf6+AlpPsNsfxGn4QdKqVoc/A5PQMEdP66EX1a/lLkSXNflaek3i5itOBB+UxHZfKyAa0Z4",
-	"7VGePDDXZU3hT6FdDF+Kn2SlUTKfE31pJaAGWbwjVIGOaFfNGYc0fFFkkaCuCIQcXM+BoPOE/ULEdkAI",
-	"4E8p5EhARla4MDijUTIAmeXjcIWvvuSOvwndfIGvrItW/Rnc8YH5mXw+PHcmulxoZi8Y+c9tEBgw/X9F",
-	"7oCpPi0w6K+VEMdOvHfkXm/6GXNAqHN9ncD3+nrx9dNn9xuc07VAtHa9sEIrHwe6D8/pAiKaRVQLuOPJ",
-	"cc3jQfhUSMqNHsnxtshU1frY6Fys8dACcVl6zFv0HSEAxwqFyiRBmBQWuOfB9aFU8msM+tHAQV8Rs3KW",
-	"hsDPuAQoik2TvFugSJtWFrJs7I98ZerxpOfqJvwjZy5e4QE48Rb3P8wx9TE3UyLH4F2u3Fr3INkubHBd",
-	"n3pT63VsxM08O4PrthAL1McFen9Gu96Rbc5HvHDv7B3Ajyedvcb6Et1ghwt2d5DXbyLz3x9yK45x1x3D",
-	"bt9AO3d8qDx2SV2I9/5/XCXHY7Dm64J5iG0rl08sUybnivAmfDZV2HOj6qkGfuJZ1DqAnkKHuJGMHn35",
-	"8jUo7VwBr1IDVrFdtJlB9QvITPq3CJn0UdEnLnfoHnbbGVZIPtbGCjaVZHJjZWWGSkxtpxrzkj54DdN3",
-	"CbO3ruoacsciE//L1xgpPaVQHMrwh9aYGf5L5G4dB22htuOfXZLTfuLv5bSeMl17vdH3wncrn/CK534M",
-	"MbIRhG/s1EVwxcTeo4roqlrnSN/YE+fO378s1IsJr2x3t5+fnZ1lByNTTbmDUbqvnh1k/j3fyYPzp2dn",
-	"8MRUavzFWRwjLDoQJe1aClxc8h40jtuRFhRO114G7COQwxBdMr57sFiYv12qpWhnXmuQ4Zr9+Pan1xh+",
-	"D+bBSugCSldD6kGwxi+Z+kHMA7Qb4N7+7zmfqgFKHHzWvBnstkw6K9TohH1n3ATOFvhMEgMMEHDExxMK",
-	"YCxVaZjQI1PlIq0pS5SQYh5YIJvyVoUolZmLgt2KCsw2HmGlbQ0lBL5AUY8ph/ju4ZwNFk3J52zBkjw4",
-	"91MXvR1dvHJs0PTzXSG0FMUg28IBYicS7LRRuawE5qoeDvxam1JoXsoTmPajbjA3uf1VrsPvS5SRcRUv",
-	"2GDi/Do226DHsYHLXSWGvXTZ++CScLATKQ/8lw+yyIFOP/oPdXGeb4eJ0EoLEzuETT5jv5RC+2Vd2r8n",
-	"XZU5D5x4706ho2vahlPW7W9a8vZ0Qm/HGpBE3zpumFuRHsk9PvfELE7M7PF7mqQembUoXlamqHOXQUWW",
-	"ImMTEyrPkAldQkfdPNJlm4LgHjVkm0YzZ8yZMWYkAPZIZ1ldQrqLb1NopPgMPiqseJwYDmvMpweRVI9k",
-	"NSVJdSg1ryjMBn5BvfDg7UUtrm4gB950gtk1zMcrPx27jCxpvtJxEL/jVubML4k/XhB9PjS1+8J8Tj8I",
-	"x4brZmKHsk1kwDgFnqBNnK+w0/DpVEWj8Abi6yE5gZxHonJyBEalnozcn00hLrEDO9yQ8Sur/KA4si/H",
-	"4Zks5x3ss7ifNt5xpx98D14Vf5wKXRmlprTM3fbUV9bWEJ5otDgGGM19/6nkmgfCgb3NcTwMGxzQv01M",
-	"OkI6nq1XRXBlFlgdmBypQMyMVe2wXoYFSuYxVvEy1Y2N2TT+YUTz96WshE3SEb9mU6lrJ+zRCbv0Ap70",
-	"DcKUy2KbyhJx637fTNI69w99BYT9KkSp09ijTFlyN2lESpyRjQubf9UjSe6q/EXHLKwz5pJ9SY6E3y1w",
-	"rHePL8kiregXJsa+uGSlbCzMMb7SgK1+X+jiz1DoosFY1oAc7IE7hdx+U24DuhFc1l31DTdW80qbtjDh",
-	"61soIJMGCkPiIVQjqr04sEIAeB2++EvTx00ImZr+YQBMZNXwWNenPEek2xjZlm2jHkqTj6dJ3p3MRHIq",
-	"e9T1r1eaNb9u2TSf3rNNs3tpVolQzZzs9eUVklfXCduBCJatck3zrl6wQyQJwowOkINKoHqAJBagM/AA",
-	"nRGk0R+yVM5nldBixtVRGtgd5K6F5BL/H0ZNJsUgj0c89xos1dwxo86SM41YsLxDD3YtiSx/co0wEvt+",
-	"v87inulZ10m/UiEqZ5/Z8cV5oDuR4Z7ElehgXeNzfpEUBId4DH9GRBFcarGZ1JVhtCCHDNkovNoGeR4x",
-	"rQkdreC+Rmc2uJ1DWVvpLLsR82Mo9eL/suxuxsjBItKbeYiURS1scDTzCsrlEkUmKysxku8X+9XktJlZ",
-	"9M7gSOeh6DjGRhH7DEQIiILVZafV76cwHT2u6DV0Zi/Q/vmq6OAzC35rYniDoY1MRTNJo6dhrvFZX0MT",
-	"9s791mnXYhhyCQFNm/QOXwc6t86ePV3nmF4jwfVOaVr0vuTWiuICHRMwF2icIDJtehSKIQNP6pqpvoLm",
-	"useDav+9Fqht70+M6u27pZoQDIzBwhX9011TD3UBwApQPE6Coh5kApTt0Ci9AP+nBKfHAU6PQx9CIGa/",
-	"vRArz9kshjiCJtqEOM4q6cgQk+Cx/xGiKhfAQSTQQTVvFzYiGhOTCmmcFR4Bax3KkhfV3F+v0uIB7imC",
-	"XgH7h2ji1aF3GJc+NkAnAT1K7j5YskjHg/1EaTsMorMMJF5IlMpo8Tux0ZD2Ea4k66RScB11yOIUhoiL",
-	"dUVr9abZLjuh7On8WuzKSnF8aW2dWYz5fyzxnmuGuX3UZ5MDQNtzb2n8rC2NEKVcl/2S530EjGpD6j8U",
-	"PhJTLtWpE9atKhcHFVI0cflNhbUYPNXEo+NX60oU7Pqnt1chjikIwya6yqE0ODnJE6tcq1Ns5vELCQFR",
-	"bCeX/fOzbxETwQ80aL30Thv3runGAMUv6IxEsE366JHj67OvGvLktNOIvlChI+favwkiPM8nwGwBHPky",
-	"MCjhccWYAyt0wabAsGawhl4rWxrTdZ5Ylk+MBGIvrJZn2aBr7QYYOWWBq/MYzJKiOCemDloDiyzU4L3C",
-	"xKoYoQFvw6+SElLs8Pmzb9nAt/iOWhxQTNsb4ar58eXIiWrAhmJuSM/qCLTy++GtsO57P9ZdMXPAjMAX",
-	"NuDDrEQuS+nvQDRVxYJ4zNYxBPce2ToWO78K+ltnauZFASCvaoSXZG/u8f9LpeIQkNMOeyWFPSboDO78",
-	"2qDoy3W2HgzJp7znxOUzWgivbWI8Te3EMiVAk3yZsOsHy03ScEjs5NhQFtqLv9cLzJnJuzAJWINEVkmM",
-	"bZa8IoEZGGfxhIXVDV9BRWRwKun3pwPQ68V70NzxnjFYbanWQIz0ypEVHZInkV1NFM28BJlWTkslEgYS",
-	"L9WLbosRBHCW8uPsRb9oNb+i/Ijd1ulLu7nabNBMxmdkNXhYI4BrTduYS73MkoB7docWgZJX0s23QQgi",
-	"OsBic0GMGoHvCooGSSXdPAtxlKTfUshPsB8HrRdufjIth5RHjD7P00+WojqOGZFYwG/C7YTlEy41cvHG",
-	"P3OlYhehEgi1f8J+Ayl0IvKblzFhKZiXa4oOv/4/r6UTbHD15vKHny7Z/9Yyv3kH7wyaAp/YPOBCIVC5",
-	"J8MHKfhWKqGdmrNC3opqLAr/okdIkL1zv0G0rW2aRDUlxoh5J1xcwSrdvXX5kgafjr1J4oJxLw77Ai+F",
-	"SnAquomVoGLSCCwemtCtMrP+IhDJOnyiSTrN7fJbBTvq1waIlCXQ+MOOGKxL68JX7qg/X46BOdmfq68J",
-	"hJu9aXmXpmUPjzTPQ+FmQuhFkpod3iceF6QWdgX9W8Da+GjY/Wnqakt2jJFOMdK/qMnfz1oZf4hYpahG",
-	"pppaxtEKfQwUOsQ1VMlyZVY+mI2lY2VlbgUd3gaxUc+z2C6a7bVxeJSjbTfkHEjLuAJ7SELZLi17dnaG",
-	"OIC4GlIVqPP+ZNtg7cgWKj+T8XloinnWWEI0hdiieZoX8xW5CW/iAq2JALvCWfyoSfwE1O9Br2w5qwQs",
-	"A/72V4JbqJvfru5IoTaY8bCiP9/Dc9th/u87NUnTCq2G0rDosOAX/Xup2Evhy6r9QyxUPJ1YvdyfYf/r",
-	"5GwHPMRTnlHZTiru7J8/6QgnaUMpb1jUYQ/sEuqNEutiXXFXpklYOHZUDm60mUHkBuZxISF82MIh4jTe",
-	"Bu3HyIGm5gyT4k7YG9+fkB+rgB7zGDMMKkEPhQJ+EvoRGqdFaFAeXw4ePPG+VF45Y7PJPFktPxYSdEOX",
-	"h7VjslD+M2xklDIzKDzZWSkPwdgoYXefKeY/s7JEZpok9wXTE/bPwy6PUa2dnIpTIsFwciV1LqZS/gBa",
-	"G9afmYqpqeZZKqTowDCEvhPbm1B5wq7R3OrFxtEoSYq0pXFsbCpTOyh8WdF32LgyMzfJmOLjMYaRxr1J",
-	"Be/9E1DzAcQGPvFygzLjTpnkDY7iZTL2Xd6sy1/rOBH0FEsW5Ms7Ez8IF7ZY70Tcw6EA+X8T3lrQE8B9",
-	"5ndzxfUYDNToPQpemYDT2LsOhSNcMVHh8CJ87mqu1BwVc73AP7iQRuyPGxvJSsw45MVhvhGw24aPxhJP",
-	"WGF3KLvICf3IaB9ewRTs/lT476y8JPzE+jn4ki8IMteFPYOuYFMKfQ9nwdV+821wGGYT6QTVc38tdf0e",
-	"8wPwfdYofS0eKIpHQrU7N9Op0IUoGMTiWio176CCRTgkMA3IX4JZV1yDsRWLC41hq6OKmOZpnbBfSAaL",
-	"fYTIKPDBoCufg//GXx9OaLLbch2UuyTlyw8WO4i5+bEUtB/vE8vMTGfYHgEA9qDrIvrRWPcWJ3iNXvxT",
-	"k3Exmxgr0gkNfL3LvJ8geKYs/ESMEfxr5Ox/YkPLqNpXpDlQdpsomiHcTe7VLhXZZk5D/eBOYEk3JxUw",
-	"/oJYgLuP5p3BSXZQ1r3hQU00Znoc6UTRxk2OG0mRjldj4aDjMeoefCzkyEAIIffAFIi+fWO3opKjecsW",
-	"llY6byUuySKNyacoHAzgBLVqMaFX+oPm5wDCR2APsd+QyjMdQINQofTXWKScIl1xnOSNKgQbQCPv6sbh",
-	"P1iGkkvffAtMdhFp03wAvrcm0oYWTMfM6GaFcTYeW1DmwvCQ+6nX84zL2BWF0yz9BTPVosEU98SEU5VN",
-	"qdGtT6WQ4SLlEtkPFyr0mLANDwc/m0JQdZ9L+voAa9+NtbSQ4jKcw/4c0Otv56UYHO2jgj7nqFDYli3o",
-	"xiN1B7ANqdX9IT1tYfC0VFyvqDmWOtER6OnoR69CkPtgLEGWalwvSP1+I+YtKx1Gy9PBS/WmCC4eSW+5",
-	"khg9g8W7G6kQb72LmFmWZJpjnD3aKEYOQyFHkuh7TtjfvKgY6li2ZN2uSj5nHazviut7hGf/uc3ROQJx",
-	"ISzorbggDwW+vvO9vSaJRXG9pzh+RMgUON1TbKKDt3twwromxy1qui0STdFZ0EDBUgDiBJJuaLBkbUya",
-	"Q+LiWQzzuQri9KUu0HL6lo8hYyl+LErcWZQB0bcaZhsVX4xaKivfNwdem4J4U4sT9gMvg+bXZDApqsnV",
-	"mVs6ku/9U1iwgifVxGwTXtjtwoUJfpnO712EEHbHBQUfYnipNUXAoR+3ZMcswQPRN54SV6xwxXav2J1n",
-	"rEonpg2ryEVSQAfKxqEHKZIqo9g4NRAkKvuJT6b8PUaN2z4qkvUUyw/IRtK3t1Y7N9uMn/vgz22CP9tz",
-	"5xtSwgmdpp8QMuzQurhpZbhhLZU7lhpqWDmhwcUML2ep+Nfkz9f+UY2mc1OFWiyiyKKUg6FKHZXhfo1G",
-	"dbCco9HB3jB/0AJs5hzqjIew8zYFSJ+/dedV4ZrPrKwIF+YS1wCn8cuypHdOwR1sc5zKlZv99IP/52c+",
-	"FX94dWpNiRkvb5ThXg+dht2IVIbN1rZs5i/6qB8VBm+OMtSosv5OaYR8aIQat7GRE3aJfwGpAULIIGgk",
-	"5FaQ3Zg7Nq3xvITidBi1sBTdQPlwEJ2dPJd1GruCtCKD0oaR0TOZx0pzEP2AlH8dRWiaA7BREa1oUrQ3",
-	"jFuKfQX5qX1me1gVw0Ku5FUsufMb8uD84H/+wY//fXb87e/07/HvH86yb7764z8O7o1usTVFKzTD3wKk",
-	"mrh/DKxG9uisdcl4tiuUA3u3+lyqdO2ZkO6+Fk9cfA+zzUVwZ/eAeC/y2nXqqpSCslEx0MVcllbmTshl",
-	"ka5JALOJjNOR9tJyoLMX4N2wsTROZ+uNwS78BYStiVFFxoYi57UFPkwxC+nD/pkpn0dNNc2i4xqKLlYh",
-	"UU/x/MauCBr+O03WzlEkfKgDP/4e5jmh8/4iw3K6yobsUEGYieHEmBt7mnPHldkkAME6rgteYdqTs2xc",
-	"mbrEe33Ep1LNyUoDIgn+5ollA+KJ+s8Bm0lV5Lwq8KhBKwyNS2Ru9rJIqH0FrcAzwN6iuPaN4acHzIWU",
-	"fytAf7BYEgbbtxchShyGCFYc/1DBBvj7Exr9yT/rs7Ov8h+NAXkDfupy//0g3G/4xvf++y9oynaZolm7",
-	"ob9yuj7bcwvjfNJyfhHHxo86bML25gzTkBwg3Dk7OECFUPJWVFLY0w+y+OO0Eg6rUXerHz9BAgpnf8VY",
-	"MXp7Hh3qV0IXEGcJ8TEe+ik9w4xYXQb/PZ0HMjMxLwtPS2cpDKfdtsSYOP9K8MFAqTb/bz6Rt6Jo2PFc",
-	"JUXBDr3SMAhdAz4PGBV4x/1JG9h6GAf1LjQzYMZLtzNpRQdXBdBa0H5+SU2vre8GFBojKRr6HXqzR3WQ",
-	"m5OxP7/fsJmFEx1noM8CR3/PmDazsClO/lyS8YMJqX4nQiDoqH0I7wAu1rI3RNwwfkO83wIz0LexiBt0",
-	"LrA1Qr9DP7ZSVHDms1Un/2gRd07YZaT4ed6EVmC7lO5CcRT0SX91r8SLpvouGOltikvS0oBW4wUcnvdw",
-	"C66DjOYqlAU7RIHhVTE4Wpwo7T5XEHkPM7NaJU+mOK57uFmAlGAPJXcIJXgyR8snEzZ9cjLvFWCwyMAK",
-	"+gcoCxu7iyhxiClVWYiqzxKo8Cc92VjDeaheBGqxUMq2QkYKaUvgACZ7Ixk0MUrQb0TkwZKu9eeQ1Ex2",
-	"T6PV/GiVRH6No7y/m5s+2FsOaVyJMXfiCwp6vWyP2W/8hV3V3jn3IZWnAuomjrB2hzMwpITCHYuZ3pUo",
-	"eA4UcNIxy+fNtufMirwScFNa4UIUFZiRwBGGQRtFRnZ4LDTq3zhhl0EYpymrBFNi5Dx+BC5UoomIT5Lv",
-	"ods3FrZrayLW1eNU1jCKu0p7s4a3InTo8WRbL57ZZBJWZsPgYPcu7l4vX/uc3NlJ7iu6gdUjgBY4/fA5",
-	"3KxCF6WR2jUEEmam2Y8/Xb6gQ5UFI1NuSpGBewuZyApSdS0ebfBAS8tqLf+3FoxPDbmgV0jO+GbsggTz",
-	"Kx9ao2on2MS50rJf37xmh/5/KUMZVHqlzOxH58qjyIzWUEXajMEJ8zr2qOLjKQQ5h4945LFG3WKlSqaM",
-	"Kb30njEl9c0xlnk2FcuVqYvjqXAcKuIT96Wwy7GUA4LLdxitCII79M/r8oQ5cGUXU6mldci4DE9YVlby",
-	"1qM9vmvZYWjt0v/9Cv/6Fv84ODphr8WY53NmNb8R73Ju0TpH1jtb5xPG7ZKBzuh31lWCT98RciKtm+Ue",
-	"mjqe/0Vfw+Mv6GlcpQaUhc6rOQSTcyzEgmQflKLU1CPqKpvSgSU7ijRdgV5rwk79hr1IxhtzJScC+Tvu",
-	"z4G4YhCreg8h/zlMOMVw0cU7MarAahIS6fyka65iNpJCFXYff/+nqP/Wwvr71ZlSaQlsM2CVqTtdiaXi",
-	"OUW+4/ZD9jzYxQ0xPvJKQJJw2NkQ9H6pmZiWDrCeDy3cU3huG1rKEMePf7gge3CopIKJm40MGR1n0AN/",
-	"5ZywFxSeTwlSlP0l3rtgM/YvxRBd3dhXff9aQmBCwUxYTHbibltwh9L2a1n0wuh2ga7py6+Kg12FdXw8",
-	"DvtlavZEECUePQDXsELFZ5EAsI/cuFPwxcP5yMD3lOCk3zROqqcNuDsyFRsbQ7q5MyUUZRMShGYcQgaS",
-	"Q7SG6oL9xqWTeozGvNTCJXIzFewF17lQRCKsjZv49yByHNR87UK01jRL7dtzNpHWmQoyC25E6bIotlDI",
-	"q2/dslElBLSA6B6AYiEDFce5M/B8PBjUunT2Zuq7sdDhnD62052YBDe20JE3Gzxc4N2iEruo6S8U2pVV",
-	"NFGTtAP03xka4358+/YqlOLFtCPYq6IgbjaaP9QhSwR6f3yFGoErDLRGLIAe1KteM9zL1Pr5aec1W/vG",
-	"FazFZs9Bibbl9BqII0gddcTbRlbtnqJvQAiRbYgNC57wwCbxAE74PpPgL36T8XFq0ZbC7qlt7wiVXi7e",
-	"k8m5vncfASLS6vI7r7QVwEgV68QEu5N/bxC87xTTNjC0247pqWN46ogsZmiDautrGRvOS461ECQSLTbm",
-	"Syyogs75GDiKTyT+lTmTBZk1428cuPErfitUJOlVrORuwg7RPZmxXHE5zZiVY81dXTXm0izYSo8uAkGC",
-	"jDEAFIe0KPGcsEtWIFFCozx6zdHPQJeF7a3odFh8Jorhmro4l0kVnFBeBklSYokNF6+wC2ZbYyB+C8jz",
-	"zzA7RPxvzRVOv19CWTyoXrlhXR3cqDNuAwXURVtWluAB9r+a8fle9/yidM+0pg7uE2fu8ibYXEhdU37N",
-	"q23cpsgHfY5YlhB7A+ohOwe3C2c6nHogCz5s2eiPztfcLnRgkGYQixBEa98qWD14DEgYjfy+78H7wpfh",
-	"cQ9oe0D70wFaRAXMRUgwYKcQ5yayKo5LXrn5ac5LLOWzSuVOc6RkkSXluFBNFu9L2QSehozty6tXzJkb",
-	"QXwdUO8wfG3Ocu7EGAiNqZxLbDGWXmwzDklLraHbDynolMLCX7HAsv+4bwELAIfMclM7YrAbCZBlbZPD",
-	"XtuuXPMpBc7HQViiF0fur8xDOBFIDOdsgMvQuO3PGS/lMbw4uEDqD2uUYFZYTG5aysl9mhLQlfIdvPsu",
-	"QF53Cspbv5BXfh1fpMu4Q2Ds+WIfZVvyzOLugPF9EcFwL0Ni3izlOWyfEL8RC5Oc+uSMNke/2V8H5wdx",
-	"gx0sIcPTHmTwU9iPBBOutVD9KBBI+LRQEBHmRzAyFRWSwvO3WMdkJBUSpuqCVWZmg6yUtrP6pHXb0JJ9",
-	"GLq9rWL4USaxdTW4sDN/E/OZqYot3gh1qbd4Be61a8jrfLXNp35G7tjNX3gpbmX+Ma/QD1u9+feJATln",
-	"0+cvy3KLpzEUaOsXthrB9xgmvc0Yamf+Lgthtnznjci322U/myvF56L6rhL8Zov3fuT2si6k2e6VK/fv",
-	"LV54Za8nvAp7Zqu9Bhx6ZCzefAKB7n3bt5A86ddqmw7+UJm6/JuY/xWwcLsuylvAPehmeH+X5nD68ibm",
-	"73Bf7INjVwTHhklih8lVe7Trez4uzZLBu+vCP/2QB6D+Y60KYHS8vM+DJy2Wyve3PHKfm5kWlZ3IctvL",
-	"vS3VEhhsXQqzuXju4bCsIizWQu2dQ3eWWcW9Ch1Ex8/kRJ2Wis+HPL9Z4USythaW2QkU6JF6rMSx10p/",
-	"ffPaRtofavGJZUreCoYx0BkLeZ1kyRNFcxoPvSqMWtcUXQaD8Dc7AGPUVDoniqMT9j3PJxCbzospeJne",
-	"89ypebC4zqnGN+j5whJj70DJkXByKq5FbnRhB+yQMjzY02dnWVOx7yv8YWpsLIaMFVQKdK8fQcAj/i0C",
-	"xRNLZgXingfXurQh/wZQhWv/r9RhOhiEnftpOwcb4mgEfww7hsc81m/ZgILIMTOVF/MBhuJEJ77jVWQY",
-	"l2hXOGF/NRXNh024uW6EKOHXXiOCAsm50VrkLqOwZQxFgl0AUyKY1NYJ3htY3kDga3krrsIO2jo3PkJQ",
-	"Z1Zr3KTbJLdOpQ4/Pr03Nq3u+VhhVg76FGqeYaOGafE75H4Nyj0L2nNzGC2Oob/Y0b2h+AsyFP8gXLP+",
-	"ETXiVdBAXnIN7Pr2w6/YE9+dj7v8jgH2VjDYx6yuSmgxg3oKC5DZO/qQvQXyKVRgwHALO8iocg/MXs4r",
-	"IJNmA3ubv3MyvxFugBcQ2uKlpS8hpxeENvn2LyJmtAjuIwGjoNd8lyjOAn9hlSwwK3oAv2juyW/Ojr85",
-	"O8tYcl8e+RsQKI5wBlSouSItK2pgZRzAXy795Ttgh3xoasf+cvb/ManJlwC0MEcYFwKFX0LsK7wdUtG+",
-	"x1v80g3YYfzl64W7PLm+mxGWopKmaC7z518986PAWRmKuSEytOVL/AKfRTGkkTt+0aFGCyRBBLMwmEP9",
-	"rZzhZPhLtRBKuGS6qfBL0zkSTog3c6lJsLjfmhsBRaeUscIGIQA39iBjwjpOtNyMrnD0cVSC5bULJUO+",
-	"ZhZnCVIigpQRN+MqIeMCQwz9VEABBG2oAjW7lYUwjFcV7qLLJZfBlM/D/rRsJhRIwILNxDA8GmRDL6Me",
-	"nSdTA9E+Q6GMHtvoJKZ2M/bPg+Xp+ucB40PframI+Y7xBYxZxh0W+UBCN2FYh8qMKVDolgjSsyjOcayp",
-	"6kUpbu3MVKHExNF24tBrgcWlv3iZqDUhmwhFWes8o8s95KkGWel+5aP2mvaIRQ06e5QnkN+LR1+UePQ6",
-	"AFpLAoAsu6DmOUP6lqjWCUY7lHxAgVyRpdLU78Ywz6ByLzjIoJlzVhqliHIROsRq7aQiYWhbG9u1b/Nz",
-	"s7JBp1cH4TR6PiGEfyVU89rjxIOFvsAyPLThbl0cTPcZNuWK2D/IJXMLG6/ktRct/f7jtTPHlcgN0vb1",
-	"nnBTXqC+4UU8PhqJ3CFvIkhyXphcEF22Pu+m/PyOuylXn3Y/b3/aw/1wZ9WUj/2ogofpGBmtN0kTS6vx",
-	"2sVEsNpmKR+KLpiXkyC8a/DD929Z6EDrowPQcjJK0RzWVkIxFy/ACk0RXVw3BzRjUjdk3d89wQIITOhb",
-	"oUwp2OBDycciA9fqtfy3yJgzjqsMQmb+GLBDUxWC6puno2GyuGAD/xZarwehAeREMXXlxyaBQptMBKEW",
-	"jX3CBkSs9qozNb8dZZMEm2wfafMifGc3mWq7RKNk3Nix1T7x1lbbg9JdF5NpTe+u4UibQqzx97Wtm/b0",
-	"A/xLbnQ0WHV50m8NUZUHjdZBjZlzSPZO7U6RxQqMjwlZ0wn7PjFV/fj27dXxX1//PcP/G/109Rzg4MfX",
-	"163mWn4qInMaFNLSM4PAHgdwhcbHnLSt+SobWDSs4XAaVpBK3CIxVp+dD+sWgGFPYpFpBRWhYogv8Ft5",
-	"Pf+JTWKE2eHzs6/YoPnFu0JouUA3zS5Df5A6yINnZyAudoBcfY2di3FldEcK70t4vMf6sr05qm3l7rFK",
-	"0b5aaZOKFefqGuhqF81QSwm9v03mqflUFzYDUoImhLMxvMfCM32Jvlikpq8i/bOvv9mgQ1iNsI5O4sb+",
-	"SqWRwt6lDgaDfV+fmq39eGgINzJ0tc7T/hq5s/gRP6tLvvhPthFhVHW2PnUCPvfEhrCpgYiOmKzl28m6",
-	"fDXhESDpHUQbR60D9VKwhzZg24SXA64FHGxOtodff7IAfH2LSEoYUNg6qdQnYLHOoRllrGPSQbJwxbie",
-	"k3JL1f6b7kSPCJTf9A0/3wLGYSAbYngryuxzAfDfH4X9/WSPLf2xaTtBlm2Fz1PAiVV2K46UBV7ctEoC",
-	"6VGsKNLtqr5IpDejmRUOpLiWO3fBEdyJYamr3hErWoKDqMUmUJj43sErD157QNB5k2RiTQzKAhEXtftE",
-	"gEBqPfhKgQFayf0KDmOjRZQyoCyiXfaIZW3fbpj/d9DKu5xMrYPzJujLj46c1askYPRxd2PwGvQ9ZzyF",
-	"eIJajIPrw+XDliUCMs7QkAEP6nHS/EUIRghCvXjvBCwhTmDz5FZArcWsT97OAqVWGk9ATzyxXkrtqguh",
-	"xewzxfMdVJ5cMRsbcBSmnuELxiMl5fBfIu8ioqT79ZG5isMe+3NK0HsX8eq7WEOhyfu8jMktu8YaTd5q",
-	"gjPbYz8+p/hqcF8CIWGwx2foB0ambtAi/hs9wAN2GApRNnHiFH0EpW7QXdw4kMHUMxFA6uPv8J44ZQ/q",
-	"6EUF7gI1j14mf0tCKPZF2mogMKQgPSyoD0a7ENi0xs58TfN4L8mcHfxm6IZLzIx9toVpK/uyx+zx9Nl/",
-	"bWD2aD4c1qbop1OjdMRP/2DchDvgccNVvMYv3AeLW+uDmySvLZzEfQ7bCst7Emhj7yvSeKXZnR66w+Di",
-	"xjmv5I1YwNHFRxG10/AjpO8YzinqBH6nTA61EQ4HLagYZGxwOzEWDDq8LP0/CU5TXkgroMnL+NQo1p1g",
-	"BaRXMwyIFtqL8BUrazsRFqOfWk7Cwzdvr6/gz3hzoHu1YPDrpNLEUebxv1aKlZV5Pwe9iCfzgH3AAOcR",
-	"kL7ZRafmLf2lIQEgRNMMqNEXAhnO0Q+axjUdtryuHav+/4fZ+u+TE6jW+uyb1k14FJNuomEpYxPQK8lC",
-	"9o/fT+pKDRIClrmoQqTxQpj1CVtYPlDYhiIovUn8a7xX6fIzGrTK1mXSBIf7+zlodH+TugDny8DPYGPb",
-	"iw/478JoaE9xIDfmbpKxwYdW//44/QC764/TD7ws/zj9EGbrjwE7hOhyP5leoT727x8Lm/NSFEcXwOBn",
-	"06BrYjcO3pGUxio5dUm16YbMGPR1UMVnprpBQ0GIlS9rdFslaVIW3O3KeFHHLgfUX7Z2P1UcpEleF23t",
-	"V6BZDytuRQWcUosRAaZ2SyvdtH3mF85LQGGsIA4l3vXz5CBg521M/c1goFUh9RiNGD989+y/nv7X03j5",
-	"kMoLVU+SnZQsNnhfFMC082cMzniI0ZAbZJHh/bioGO82Krnjm2vUz5DTCNukiVVezD+INdf3Mcv7oiQP",
-	"FoK8QgIIJ3eLQOS7z9CaCK68SrAmn58zO+VKMXycWc1LOzEumBN5wYZccZ0HEp+p0dIZKNaYc93oowtV",
-	"q5LsHHLzSIiHnPi/52Ae9K2hdTNh58XTHnvBlTWhxh0IG1ZoS9zc1plKsEI4LpWNhU60KQSYraS+5UqC",
-	"uTfYNWMikCMLpb9HtdHzqaktqzgRjUHu0b9E7kJJr6bOH6YwhasMqlX6m+AGE5TGFS9oYF+ffbVIhRQH",
-	"NTTFPItFAKHIGL/lUnm5tNNV9SMu5S71p9scP3JNney1EPYP2W8HuFJDLjrC3NcIPw/TzWRmLxp+TWmb",
-	"VVnY9xlWdNPE9+4fP8HjL/K6km5+cP6PD16jHgpeieqy9kfsH7975TY1QHm4gm9Q8+nuTKAAN/4W1H7/",
-	"2fzai1E5XXKLHVzsXfbhgISNF8bcSBG6TP1YchBBt5jUaMGG5C0cSAYCIlirMowHsRmbcunXFnIZHLc3",
-	"lo62hTKuIe+aU3FXHCM7ewoxh8G8gBOxbKr41YrKS1BGCZslEc/ZkvaShbJHMAvYOeYqLlWUF3LuuDLj",
-	"GvqTeLCplF7s2rNW18K8LnfujcCNLIpYo3YqpkMkPiE6v4BYWAc1fuKr9BP0cscXgBUqkSSDzDeuTF3a",
-	"QJ0IZUuOeWQLYqUxKktTSFwjgoQlUWbcdOfrVncCo9pyf372S0gx17AGVwy2Oom8MNEV1xY1UiempQLN",
-	"O4ZG+l3hx0Fc1/7WADeQkBXuDz4WrbVoTRSE5HV0622MDcTif1DByis7zUexDktZmRz2bqCgwPlC+Gq4",
-	"CrOoI7tJZerxpIF76F/Tvedp9/DjHf37XrtqHrYZhlNFGWCRPo/C7oKZNwnyB/tr+PLT1vlJZYru6UHO",
-	"0UDtHnjoGfEJr67Oi/uMNs4xbqffxPDa5DdU0RaIQTU2SUsQWva/fp9OEtKZLvfyO2OcdRUvg5EAKTwX",
-	"Kk2Gj8Gxd0ucow0gxJn69tt0ptCK//sf/y8AAP//",
+	"7L39ctw4li/4Kgjt3Sipg1LZri5vjxU3dlSya+zbdlkryd1zp29fCSKRmRgxATYAKp3VUQ+1r7BPtoFz",
+	"ABBkAkxmSnbXzNQ/VVaSxOfBwfn8nb8flHLZSMGE0Qev/n6wYLRiCv559VBeGVoz+++K6VLxxnApDl4d",
+	"3BrVslsiBWEPTK0JFXrFFJEzQomQFSNmQQ1ZUE1qqQ0ppTC0NGTFzYKYBSNl3WrDFKmhs1fwm2ujlEum",
+	"yUzJJTELrqG5bzSRK0G0oca+V5ElXZOalvekXFAxZ5osKXSqZDtfEGkWTMGHmmguSnZCzu40E4asFrxm",
+	"0BuMkmvCxebocFQnB8WBLhdsSe38mWiXB6/+cmAnfvDX4sCsG3bw6kAbxcX84JdffikOGqrokhm3eOcL",
+	"KgSrz0rDH6hdtis7+h95bZjaXNCPol4Tat9lRCoi7Z8NExUXc5ijYLW2A+L25b+1TK0PigNBl3YMtN9F",
+	"b9j/TbHZwauD/+PbbpO/xaf62/QID+xUukctrfHn9JD92Ow6wnZR+AS3amTAodndBxs+jQfaNNsG6HbX",
+	"DrFpiB1JdnhN0xvWkn5+z8TcLA5evfz95s53g2iNvGSlVNXWsSykZoS2Rh4r+IDoFTflAk4MjPGB1m1+",
+	"gF1H8TjdwO6krBkVw5H9iVdM7jCwpq1rckj9l0e7DxF7nDbC10xzxapJpNbtZIVfjVNbFTe9I7n1htUb",
+	"7gMvmfvjXbXLiO2H/gnhFTn8lx9e/OH5H56H30rLmaQiH3/607sfSaPkjNfsKD+7/kgyhPv8xR9GKBen",
+	"s30ectabxSEO0f3FKztqPxs/UVltG/u+g34j6F3NJp41hi/vRsTuo4kk/C9Kts0f2XpzQH9ka1y6buPn",
+	"9uWCUE1KOz5BVgsmCDdkZX9SjBpWhWE11Cy6Uc19P8WBYn9rLX0evLLX0j48yw969F7a2H8YQm7VovHt",
+	"P55VkoueU82OudBMaA5XpWGfDZnJVlR4ATEcGrm3K65Gufy962Qv2ntL9Vlb8Yn8dEH1MbWv70Z+C9/J",
+	"NPp7S/WF+Xn6iC6u/23n8dgOpo0mxUzeVUwYPuMoKUbHAQ6CYqZVglWpo2A3s+Y6fyjKiAFOOhXj+/tO",
+	"Xy2o8mx12ppq+0VFDnnv2x3vzf7HE9f6MefF9luQ6LPCykcF0UYxuiw65q7tHnT31hc5Vu/l/Ecll5n1",
+	"ZsIozjShxg6FzqwCAStq+JKRQ7xk+ZL9LEX+zrGKRW9wM6mW1NjbiBp2bL8/GB/hR1WlOOVPbMW0CYOc",
+	"caUNObRLXLEZbWtzBIJ9Xdm34GluiBI6iMfoWjh4dSCgl4Mi6CPhB2w5pZrEg7+Wkxb3js2kYruvrpGP",
+	"WNsPrOL0iqkHpraLIlRrPrfcwkgc5tJ+TTR8nhvestfDXiT6k7yo6ZqpHxSj99MYwz1jDYjTXMyP7TrK",
+	"1hw30IomhyJucEdu0ft2IrP4SVYTJD0cebymRLVCW40/aOX5UVV7C3UXShpZynqqJNK493Nj8c93FfzD",
+	"OKKxXbbCkvB7Of8jF9WoxORPkx/mPRd5jslFtevw+kOJB3klW1WyT2rqpQWvk0+X7/GIy9bYOxcualrr",
+	"IzSOcOGo0d4fBSkH10q9Po0/8lcLkC6hihE+F1Kx7AroMOYMzbx49vsxormCu2q6EoZ326h0iK/sJcLi",
+	"aHZRCqPx4I2h7b+oJrf45PZofJj5wzY60D8tpDZTD9oDV2DYsd/kRvMADe547tESOFFcxJdP/ZWqkft3",
+	"9kT3XmeCRKNi1nRWht53G7Vdowsl72q21JsDvwRJFo143LCl9ubQB0aoZVn2u+ztHzedFAJmtNasSLH4",
+	"CzpPWE9+apd33do0dM7ssqG4bQU9qgwXc3vzP8+yUdtwcjDPi+6W58J89+KgOFhywZdWPHkeRsmFYXOm",
+	"wiiv+M+JkX6gn+2HRIQRK7nSpGEKhj02OmgwOcLvn6WGiD1Z1vJs64DR1sbFPG9m9IbFmpdgSt3Dtpgh",
+	"tdD5NmsTDMGd2288U8kS/p4GozCaN6K6tvLcxljeiMqTGkiOioo5I4eXP56T77777p+Q7VFixcjCCfFA",
+	"gra1o1My4zXTHVE6QZSbvI0Gx7GH2Bnm8iOv2ZjlEcfkLdzohTh8zWpmNVOrlmqyoKo6rtxP8H5BVgte",
+	"LuD+A4fEimtGajYzRLYmr5+EsUwVCRLT6M1uilj9VSToMKJRETQair1Onl7SDMO48mS3ORJ4NJWMA9U6",
+	"fw0SdZ5kA7k/imi3iBmxYJHX1rfJD7kllDWbdmMrWbPHW3cU9jdm2tkc5FV7F8Y2bbAVqzm4M5uaiseP",
+	"mlePM9FePZTnUmjbhSgTZuUfFdMLwbRGv6titDoht7UsaX07sDw4Mci7VZljYkGVA30Tri9WnZLbmgtG",
+	"Ff+Z3tXs1pkySilmXIEs4z2k4IrFrzQ6gs0CHJZyueTGLlGwIzBiF4JpQ6hS/IFVBXw8o9xLwt8/+47c",
+	"toI+UF5jv14fod4hS87KkjWw9N7xLBum4MI9JSvFDdPAb2m9omtN4mmEPUL/drdL/3p89VAexwudtrzA",
+	"ukaGF/933Ena+nJN1ZyZLWz4Q6xq2/UKMyO0NFbxLggX2jAK1ytyvlNwhN8xIt16A5nGArHdV/aZlqZe",
+	"EynYF+fxONccg//QsfVDdMBXR+nJBl8+N45C6ZwJ82UmPH6NvPwuOVF5zyaylbOLd8TY17eylAwjMa6v",
+	"3fjfJz1VrWo1U49nd6129DJ9kL/Yl3UjhWagRv1Aq0tkE/avUgrDBPwzkqy//Xdtp/H3idLRG6Wk+kFW",
+	"a+yuvxTXC0aAFsDmKas1RoQ80JpX5HAmlSWlZVMzcut+vYHXb+374Sf74e3RKSmlUqw0sKRcNK2JD6xi",
+	"TU3XljtyQ1qBcSvVyYFVgaWY1bz8inP2vLh0PesoMqdVignjpdxb/wpMmZKlZee6YSWf8RK9u6dw80S3",
+	"imf6CqZL55QLmOePUt3xqmLi6020pHXNFIQK6XALQchAw9SSa21ZjlREMWcI06Vs7LS7xzcVE5xVt0cw",
+	"h3dCt7MZLzkT5spI5RTurzObzqyhWMnsLQpzgouvsNPYDK0qLEXfsVqugJPOFGPHuqGlXQlginANKzZr",
+	"ddxap3cBC8AgFVaRw1uNk76ZtXV9W1iOodb26gMyMPYkCbuM0AXHDis3NmToVHThWchnZJBXLcO2YutC",
+	"ovQNzbh1N0wJWsMafb0Vd/exFVNYRVrBPjesNKyq1+Twlrsx3cLcGztmUBcUzB3P9k/S/ChbUX29IXPP",
+	"3quOqivJ7C1qCPvMNTh4OP79wDW/q1kwo+FxObwV0tyAm9CR/QVd15JW11K+txf81+dUwJzZ55KxCg+y",
+	"5j8zUvMlN/a04vBujJQ3tR2gG7YVYnjJPnVS5dcZ+RmpWMNEZcVJAmbzZSMVVbxek0jEJYd9gXeMw9qj",
+	"BUz6jpb3cjaD+V1L+YGKtbsz9Vfnq7ghrLLah+X8fj/sHzfwh2Wcp2RFuSEzx6BAnZ7zBythCHJ7aad2",
+	"fGZ15lsrWUTxp9GjMaumZqUUFdiCoSPHu2DNuJifjIokeePls4QtEOQqQVuzkIr/zL7Ssf5JEhRJOicL",
+	"sOXG8nBhgC/bMdlH2PuNnzBKKrThNyBEdr/jAfkkdNtYzsUqkM2vYcL/kMPtONLtsL9bOCVhmDcg0N/Y",
+	"nYE5/OI3EyjmrLTfXTINOtvfE31GkcoiUjvgVnVCGdFyyVCTtZej1SiE7JgpmPCCAf0VoQTsfhg6QRqq",
+	"9UqqyjVmf6rlXLbmhFy1ZWm1da7J2+vrC/Li2bPICQSLcGgXXtHSkLNXRCfeb0VtfwJBqwIjYqPsLAxH",
+	"CZqWONfh1P9s52dpppICdGGvxjqbpW3IjfzYLYPVbeV8zqpj2abiCoqDJdM66XH4M7o7moYJe/tzQWzD",
+	"4IXZaMSAxphpg3eDJka+irQVJWvWj0gp+vFfBbntKbLf2u+sqnLrNv/y+uoiOlFBgNIMxUK0mm3qVR0v",
+	"+Ytf7jCLbk269ZJ3/85KY6d61nBQG1Mmu0hNtJqYFbNYdWoXQDArgixk7W4+fAecqwXKTjNQmoGE3e2/",
+	"dubHAXHUtVyx6l2T8Fmd11akJbSqlCUwhWH1h+fvXl8eRd069RukxZmSy1PClo1ZoyBHxTo0wDVx3YG6",
+	"aJyjbHP78QeqFF3bv522eZY6vvbi6IYS66aHn67P4TRMsaKGTn5IGNXOOxaLPMH1EPotSKwXgq5XoQGu",
+	"lEJbqvQEJB2bQXk3bG/yFFR8zrS5UGzGP6cZF1rhnr8gC/aZVqzkS1pb6rfcgintdfmrt2fHL75/SbDB",
+	"YMLOdsw+N1wxnV1vapwfo1t49wku+ikRbV0Hg0EkadqXsltiP0J5DC/kjXHVVJtPejIh2NeRKo0k0V3I",
+	"wDCK10xqvPZbPGD24/2HizaQDRmFLtn2LRDS/AAiS2amYLQdbgKGBvEqOavwED4FEnY+yf1mJ1eCqZw9",
+	"yf5OVgtJ5EroLVPt1OoEC7roVPJGcmFidldSpTjTu/GSplWN1Ln7qbeWyNCkCgZGYGvJOSj2wGhQJoYN",
+	"MzjsVBAmSrUGY3UpGxBv7lljCqIlMha0RtimIjGkpMJqv6s4fgbtJ5v+fhiJvJ98RNzbOYKxh9a9sj+h",
+	"KGkmcm+cXDi67sMtZ9S9tf/4dNrLe94zesUHtiAVA38FHiVu3Mni9s7jopIrZ0B5kJ3j38tWmM914Jks",
+	"2kZhhQ/g1N+smbmB5pLilZluYs6fOHgy6V7ZvEsS992tfihvGmpuzu7Oq9uOmilpmNKOghUr5Vxw7f32",
+	"4zJUZ90GJtod2z7f6U9lcGP2OUsRSzoxf42vu95B9pQRyx+xmBCftZjKe/fUmMj3nqdDrVw8jpx18oHe",
+	"FNyarXE9XENDiXCeDQV3qNQWXfzMPgE5E9q336SJDyccokpDkI9n8WPqZZCmE5zfSEPr0RXDjoF2l9S4",
+	"q3UGMZ26INJyG1rXMCI9nObL3x8k44RiqnYRU1FoEo7JrUaSVtqKm/MFK+9TIWVWpbUjt6oQtW+S0r66",
+	"SSxZrezN56amAi8a756HZtNSyVaJJvSfkGjS/r+f0IDtPiWKzSy3MfKUUMzPtazGGbCPV7xyL6YVR6uv",
+	"ptK//B3c9YNvpu9QbS8WbhKawJV7gsL9jPK6VSyctjB5z+y5mMmD4mBFlbADLA4YmKr/uo39eaaHs4kG",
+	"tEWXtCSQzzZlBLTv6hgURM3KFqaChIPm/KTxQE50GdqrTcwj9dkrgnYHqZBivZSthrtRr7VhSwKNp3cS",
+	"HnnT0yB1jmM4WTlQy+xFVfXu2oYfw6G2fBsVsWOniNn7wI/ILjCMJ3njwvJMDGwJa7ipXYIqfYaK8FZN",
+	"O7QHSkq8jN3C2Vstrb09MGHSKzewwcSXuCeHExQbIgdveLLh/0p2n2U1b9slFceK0Qrs3CzFebLrJ0tw",
+	"Qo5LkbgqYYK7WgBka0qZYnAdo+16OSW4BmTJqNAo63hNJXAy0CBQ3vE06Qx4dlDIPazYAi2l5b0xS1g0",
+	"ZysP0zvZmv6uUq/NVD2jjOWFDAV8gj2k5URF0xnA186dNSDUgrC/tfY0ShCKb//1GF48flfdEu/TJ2jL",
+	"34mmhwY2dyJjUu92L2YdRWBfwxPYTa5HW1ONdh2j3S7EJRmtLghmaXVpX/9FxDs3/558t7kY06S96L7b",
+	"R+DzQ/mVSXweyOGCap1zW8D5R7GvA4yw8gKpeOIWR2d1JqZVWxKSjXZBD+0SnrplcW7uQ81YbAnX34CO",
+	"Du6co6k0YdtOjeIMMU5802gpmXOBtgCq79GE52YZjB8TuoSjkZy478u9gVJmLw2nQ9SY3JlsmuT8WiOX",
+	"1PCym6J7d1LLA5ryc+o67Ja28DudoqwfaHk/V7IV1TXV9xmmxRSXFS/BpYwvE0N1QqXofZs3plF9Dwbg",
+	"5AUD0RIPtL5Cb21CxnIvkDtmVowJTDjkwvt3J+6MJdXXLdrTPiS68c/8fYbmpxac0Ute1zzTXZIFYHch",
+	"KGWgb9mfh9307mZu0MnHqoyAZb+6bEVKEuqFqIdJpOxn6MDE52u8/ve0ycN1/lHU63GtCwjBpYtCGCbq",
+	"YhIyBlsd4Stt6mNptdMSccjX27Q6tuJctsKM8n87HACDwiwoJUvnSFVm82xmNlu1ApS77bOvpWys0OW+",
+	"2MibTSRvJZTCuJPe8ndD2TxYMdVsHIeYYKOF285C0rLPD33OoYlic261dwYAA/bS8jPuc5SchWCoaG0u",
+	"WWxszssdYRQD3qYnCxwDDrohcwx3zMcQZy/7H6Q02ijanFVLLqI4V1pV3A6e1hfRGrksv6F2gq4sI51j",
+	"0gkxSltOYuU2ahvnth8jVYKTc93UdP1T3rijF3IlfAqv06T7Xl4w1ZxgEt1YOHgXUpDw9fgwCa9oxcM+",
+	"Rb5Biaa1va8XVC/si+ioQNf4oP8X37+E0J1uPInh+AiAzeG8l3MugMGcIkvwcgGpmYHEUkUqPucGLBpd",
+	"Ohd65fEdXeAr9v/S/rcVFVO6lIrpwsrrms8FmkQW62bhDL2DLJBoCt/Z9bMN2wH+77+cHf8bPf752fE/",
+	"/bX758nNPx//9e8vipff/fLftqpSYfbRvozS6ZWhptXjzA5Jr7d7RBte14hgIMkdi4Pb+8R453u6DMPc",
+	"1D5bFyUq5KAbiGXU9kZzbghGQoORS41r+4ewY7FM+Q5QA0E/1BMY8eYQU0t2TkWJyArncrmkotrvdGMz",
+	"HkKxxKY2l00xqlOC2CX83gXrdjHd0G4d/FMRzX2fOCi/JGfY0Dtec7M+p4bNpVqnZcrSPXXcW1XHDVVm",
+	"TUr/vXPiDgyPcXjmiDWXAoaGs3Pg2bMqW2SZGMR267SQUWbn4GfncHFi+0rNHxjAdlgSKrwCcazXokRt",
+	"yiXmpcXfaSJ0tHwzlrGW+mle7OZLFxipaSRpNet1totTfXA8wkIOZZXUIIton9OnqDHlgp4vaF0zkTKJ",
+	"nBHBVpaW7Ht2B/DFTYJyr2yRMIwkmokKkBbCF7cRDqi9FXaNmvlzyEjyw3Ma9x0Du41LYZtuquRLOk8D",
+	"elwye6YfEL6jQ9RyvcJ32y1s3VJFXcUzTG4VhAj6S/zRsoxmxnI9tgrhk4ktRR/9RVak8E78ZiBa2Hvv",
+	"lMgGh0UWTLGC3LGS2nNAxeBWUUwzgxY2F7hlv/9Gd82GECd7opzFdyiJbHrE2Co/csjtiCb/ZeSfocAa",
+	"jSi3xUnsszPywCsmPQM8IbcBv+XWxWm4aJ0YFOYVuf3d7373z7dWvBKVtnc6JoauIWMTJ4VJobcLqhHG",
+	"pgvG07dE0zV85q8D+DAdARvD2e4Jglv0UGr3AKftNTDKKGLIXNTkfSDyjk6NqMPLjIzw58W6h0OJCMjc",
+	"9IF7+7lvwcDAggVws+u6lqsfqOblWWsWHx+YuqgpF5dGN+N3eg9iakkDlDReUEum6DeaQMOkH+IecTqw",
+	"3Ta2P3KrjG5effvtrYdfsAxeO+ATd4CDW8pIQsXaKqnORCGYWUl1TxpqFifk42xG7tY+ifoVHsrXGFfJ",
+	"tRsoqzAL2g0WDal4e+MHOPYo0dmynP5MYF3TkgpNIY6cOQBjz+Fcmv8h4O98S5vmW5/4r0kr+N9aFvQ5",
+	"9K1n9nAEvxh/B0mc+QzlrpOPouaCZWbgWn1gan1hee6Iy54G46lyXxDwGoBv7fBujf8ER6WRzRFpheG1",
+	"27nPBjU3lMWMWueHk4FCPvOwx6e9I+L0QaqJlhKCs5EPO7Ruu/seXdb+m2s/eC+Cu4wdhwvhXIE5yXQP",
+	"9Exy+OnTu9dH4ByyZE1LJXUfziMtSY7EWp+7mFGH/vdVwqtjMNB7LqpXvNpdlP5RsQBzqZwaKJXuWTDs",
+	"5a0zftBqAES9M0h0sQHJvDHGSYjPHSiFbW1j/C5NxiEbJKaRRXSehNkc+2yRs0K6BN70mViEHB7za67x",
+	"eASfS0mFncMdi+2vm4dhvgOi8jcOlXhoX0fjt0iv0iIL4xtfUS7vxws1iORrHzjHlV7Itq5Cklt6LosM",
+	"Om9fv4UrxA65oeLY8Noc/yzlMtvihpSUb99PIoLp6+QuchiilU99qK2DAjhKd863AOT2g7CCrOEwcoEt",
+	"to27QJqaGstYMizRih7OrJJmi5uUANKKa92ZUUKIWQRJ4uym/tawd0omzGUX6A5qiL1EdDwmT5V4Ybk0",
+	"Z0T+3iH47jUab/OOEDEOTvpHxhrigEg75AxYLIQjJTWjDwB1FXALwO8IRhcrQrV1nXHbjEX8eRuvh2yN",
+	"b6b+yvhX0gF/ETboThCeVvExaO2Zgq0J79qPjG6uFRW6kcpM/bj3zS9FhG256cHrsDedYLj25zE+pktw",
+	"igf9CRUnCmopSoFW6gjC7QrU21v74L//7ne/G7xvubl/M5Qr8fsTkDBQWjYLcMn3YTD+b9uMbfh/tc+e",
+	"vXjpG4OuIIPu9tv8G/iLOxL//TnUj/nXD+7a0UfxnTO4ItM3js7gfl718T0z373LaOIxGifEHzhLfoDL",
+	"Jt4IiOGN+HrNteFiDpkkyU7bphpNjYg9uaj/WeUjJKlKtasU5jrcIoVtdrtV/npI44b+KUII7Wsmp+T2",
+	"5sapUQA6enNzGzJZ2YQUgRitMOkajWF+IzDZ5BU5PNhFwC114IwB+rUDRxtCIgVvX1TCYrMSR1QJoSsl",
+	"EVdG6RVyieD+h7jOAXl/Ax5+TO8uEpWBBsVQ+pV4Nu0HQyNGUp3z7DWfPNHRfkyWI1ans00jztC+3a+N",
+	"hNKX03Jd4aTjbvqkkbKG47ohep4SF5IUS6dxFKfr6qBwsUvJ2M0pBZOClb9TnCvJxRwsDVaBJodCYt65",
+	"vWhZdVSQKx/vd0idoAI6vWVHK7o+KpzqTQ7xTrVqqVL8gYv5UUEuHQICgsHBEafGWCbrQr1OO93ZCmfl",
+	"glUt9nvhdG4eosLAyuED0Pqq+VFBfnShY/33V7yuiVtuSyPcyZN+ad28D4oDP88DwNbF3/zwD4qDQGk/",
+	"DkOeNrZgvJJQ52kJwiIkGbnIM8gAxHXGtC6j1mCdvsRwC4yes79octWFdfn5XIagDPdwbKBQ6iRlXsUU",
+	"djnrXX4DYzg+2Rr10i/PxbrCLRMCqX5F1gFunsgoMNkMMEn1dEV8XAWfuzXYUWHMPS3w0WL9HqLDr0NW",
+	"GFzj0X2YvMV7VP2EtwmctO3B273aTP+VsvBwwr0pTA6T6jGzfQKzXecQku31TIzK/kpB2F5iW1pp8J1h",
+	"yxwWCbyAwXweZyQCIPGBr9PwWJCeC4L0WxB9zxtyGHABoVYMuAXIoYMZPCWa2VvUymW9SxSbCmfBCq73",
+	"vBlJQNtiZe7ZbBYUQsVXGNHzkOZP9yk++S8dEItUZMM10bfZpJvlIjHA4cLHSwHPOkaSnLvKe8b68R7o",
+	"P5pxVlfas1W7FEALASZyO9dz9T3uge8FwBg3jK0EuZ9v/Uw4csXkRWOVnRlTpJJlu3TRe1/Ibeq7mNjC",
+	"tRvaa/8ZGHrYA2erHv4uhiQPlICaOvRAEDYBuNBL0D3841MCqxSwiuFZtBRbgsDClCbsVh55qoHRAvSQ",
+	"25tDN9Gjjq6MR2EGKKgZV8sUyBO+Mm519YPGvAr8IuNzwrs1wQugdkXA2JHOurkCc/cdm5oLkktIeeeA",
+	"VuGeOUUAHTvjzhrm98tt6sT+wr21edUzYQV6e3EiGwGN0LE672+J6GKXGzC6P1JQJDFJp7eMa9wq4t7N",
+	"Yn5wnbxSrgyi3uFzVIQtydlGoTwyNQ7jyqlAjgobJau2nBwDby+XJk8tEbTtpM1yAly2OXy8L/ENpQO3",
+	"C0U4Qh31d0Pp5hho15NCtP4jvGCyqPlfScjcLN21h5i5l4QZek7ImPrrCpn58mZvHeiPd4ZZSa9cuLsK",
+	"bZqnGN1y69xLUdhVQW6leOAzSL2V9YP/DEWtAPqPFsqC3M7vwLp+a4UYAM3vnmIwzdW7i1iuUmhOhD4O",
+	"igP3+Zhx48L8fB6F/CYMeNf/1gsKdhBqwSqDo8laPnLG+zF5cibLVDj7ORVevIM3Mg5Pxce/BY6qeObz",
+	"hor01w3NgDsBuKfRY4TtXol3756xRk/O0Zwpphdpw0KITnMNY4YZQxBO+2C5q43B8JRkZNfAPkkvws8y",
+	"VQ3UfpPzi494DuweuGG4lj1NuO3tFr2/OGMH2vzsfNO+NkXCoidC1C8Bss8F9vu3svvhwLBCa7ta3vJn",
+	"x03HJf3A+KArcJkbmQ4fwvcyB9E1ovsi9gQHj2+2iNdj0hbsqSvFm3JKlvKBgdxcSmG4aJn2vmm0/fqJ",
+	"RWjGsk0oVNnVec0VKxEu1hJhgVynAOYRhyF45gsabSVXmAI4AwAqPl+g9evY/dI2x/5H+6r/Gf7tH9je",
+	"jrnw/5Kt8QfgWDCqwh8z+LcdzrFsAFAF/l3WCMplx5dk/bphnvyj0msDIbVhmBrYMFXaVe5FOX3jgEeT",
+	"DCyUbHu+rWSbPeSwKz7/19eqe/ZsY0Af/Ha7IH0w4rJ6FtcXXlpdZCw3uD++l8+e9Uf47NlWkcJTyzid",
+	"X2FoeuY6dYHr/av0SW9Qp6Cx6of1WRw1n+Z5vbj68CmcNkAJGsadgXwfousdoj7P3Az4zSW8tD2yyvUQ",
+	"7q+L639LN5sNYvtABYRHQ3ne05hlYCCVR4BZLTB2b7bj5bQxn9hnnF33aeSyH1+M6sODmoxjCElkQ243",
+	"lTLOnZL/NGSwbb+6SUzYD9/YyKp25dcYVeWiS4vL01/D1LG3MYQkMaLhe5eWAj5nQB2tOCR8sGRmw/Ys",
+	"ubj9JRUIQwEdcYzqonWdMwPZvsdbDxHRI2PPWS3y6QhCmiJEo62dg34CMlBYjWjoU+yqlz4WLBH9HXzb",
+	"PmY7ZqWnwbWNTnQXdPCCaFLJ9g6i6tqGGEm+J0suCrRj/X//74tn/yf5d26cR2Owp66phM9y0BcXhFqV",
+	"PAIx8PsRUFRdMIATTfwcACi7ZlRNNsrsBGrRX5QsjAV8OKppJAIUtki422GZ2WcD+z3aMQRA+I65JlXL",
+	"PJCGCxp1/mJXnsbHSew7riElexoYI9phLOIwfx1yZvwLMcI9JjTQ1kiCNck/vb5wtffqWgORWJK9Pr8g",
+	"gCQBIaB9aL0Wyvqb0gqibdWM6f1dYfI3wuSShNEKO1D4FX5JajnPIBOmdlCSkjrktdgXTQ4RaOzVyclJ",
+	"KDwSTCso4aWTYCboSI74YRZjitG7Khua6JWI0A5E7iCmG7d7t86E2Bu1npYbgq1CZsjD/wUJ8rzSRFvi",
+	"uFuD1nKURxTcCU3QC4zOkFq4TLIbyCQ7cdbgImi9IT3d3v2OZ+BhTxttVMoCcKHYA5etK4SB48HMNexP",
+	"jzoU9yiwPx3rkJalbDvFBtZzZ5jDP4fshf3gDU0ipeEnttptuXaFBHQxO915zFLyhtyFZF30JGLnN0WC",
+	"7Nbf4fz1sfzGOGd/J7MIo9RzoONazvH4vEKhd04OA207H0FBXN2UwnlRIAiu86EWPo/SxVti9FyUYVn0",
+	"Y+kKf1kfhYNCDvsJDBoSvDDRzyee4J+wQvYxxAAeu0SEQ4ylt7ptP1wAptQLDo3hr4PxJYTBxq1OY/3b",
+	"/R/DpU6iQvyndYW4GT/KEzK8aPdxjPhx/OP9IleCNnohU3LwWVzT3r0GTgrvI30y60YlV6KWtJqMtVBT",
+	"A7nAS0vVDi/o5bNjNBIR3xwxvLxnpi9LRqismdy0rGYbMrr8mmEiVyyUJpLFGBgBNy8v+D01oanO9m2w",
+	"fu5BQPULw56si9gxbVEc4n2gmhh6z8SWBZ92kTqP8RORhG1qT3LQ/Gf2w9qkXGn2rD1iB5HRu6jrKYl8",
+	"3+iN1G8iZCZeYcUrs0g0a3/ee9AjdrTOaLaJi9eb6Rg3srdJLpQn9ubAtXOaTIb30IelhzjAuuf5WO4d",
+	"POCRa2HsC9Q1nG8kt2jRnT+6IrKZtiDou3jsDEUHpZXNKux0KJA6MTmXGwd+iT6biuvGXm7IFqeXh5m8",
+	"rCHsTce/juepYgpBT7jbLiMP2x+uUSTCbQQ/bmynD7qL0nd3cph1jAClSQ+pCjaqjWDDUyvuAYd1UnEw",
+	"7hpFH1Iuiq1oIs6hkxweAm6kMEHiinQ7Qm0koPq24meMDfIsgnLO26c34Cq2NtlY2h9rcDz0dwAsgbmj",
+	"zuvMPqOicwqFrIgMYYxwg80UY5MwIaclagybevbi91mUgxGkhdcO0SAUiYTAYQcoOmGoORCF1zF8wuT2",
+	"eiLdSFzrGwcnMraP+QSVEHg9hWb7CAgjY3pL9TEiH4yNKodyYL8ed8XsimcAtpXPPiJf84qlcqcPA8CU",
+	"q0mIqvp+mAZXCF4wNocdkAImUcy0hKHtzeyCC8DNQrYeESAXzvSIVPyvllVfuNR5wPeLk+djClmxgIIx",
+	"hFR79vs/7J90vu3gTUiinrC1mVpCXTZ0L6V5gkTwOore30EkiFRrUlJDazlvGYFo5gemNJeCVYksBNJt",
+	"FmqxfsNEtYFUYg8wF2XdVikoWR/jmbXa610NLEMZ6RfYjHfYwotnUUxHMLh4/rItfsu/t6tV17+1IaTU",
+	"K7rWUJvvJEQWU62ZOfZrfjuFJjEVK+/46BLj9lnIkCLWLeP3qVXcKcIdl9LVt6QVoWZiGLsjywRz9XkT",
+	"7o1TtNE5q6rtRHfpJnqitXFwTt373SjC2hcdJU84rSGFeCfpHVMf0rL6jrUfdpTXpmfVTiHXJ7kct6So",
+	"JjcBQfTgMn8rtclYeVHtt4xck0NAdKZzMNQHKRvbIXdr0Ita7dLx7as115iCvpSCG6kg7dBjWmsy5w/M",
+	"BTYZylN5BJEkonO2HRg8WS2kDlhWHFALuZhqPJIug38zTkAoWVshdhF1AgsALnReO2Kb0seE4WPLGCyE",
+	"OIsu433BqDJ3jJo4UnOKd8ChPuR6dUiODKbp4kUrxOIR0g1nWGxjLBTbpPHPL/EBruLExjJ2/w8RPd4L",
+	"uQJI9IgOC+JGQaQADKjurt2Vv3mzv/RQDjIAPTQBTcPPuUjR6ui5W94xlYEfd0dqCe9snooFozWaI0cv",
+	"rrijt/iJVVCMabJV/c765fxwAN9o8vb6+oKcXbxLx8VARY9tAKngruEOT8yBHI+WUJlYW4NFy7SZJktn",
+	"ZutkfdXsqLaLUXQ242Xahs3q2S6TFVgulJqAtZqp4dnOZirpLEy0/SANWmG9Q/RP0jB1UBz8JMUD/HN7",
+	"yc5Q6yNapD59RIMK2+wWoPBUuJXG3wZqHTpt7O8ugKZH8YBSysAc43J+0muYzCd9JyqWKBL9nmpDajkn",
+	"3D4P+alOAOtIaFKxJPBWJhOCOrdk5BQeEMUdW3AXNdMdgIlFms6lMLQ0qZJQH6LQ7ii8DnEu8LMOFH6n",
+	"Ce9SixdlgAzkPy0X2+sjeBoYPyyZqh4dUfVn6Y+JvIco5bmiFWZLihSaf6Tg5gTsH7igau3F636HPXyW",
+	"VoR5b7ePd0sUplj0CbtHfkOaiEXxsWqQ/nwGqSyPQw92cfTyM4gpFU5AcNGuoOoWdvJckQXXxpViGJxN",
+	"t5lJaBYpjJJ14oyfui7L+A0smAGkRpfMjy9TwhamORGGGF9O4+gwYYXWLTlmDvPbanFNa4iRcyDq6Zqx",
+	"W74EVeMDiN2wi1AAeAeUxIDf7trynrnTrSGebbp++5OsWEcIrqdUIIYb3Q/QV9ZRHlyi1FODH11XA++U",
+	"PAvVcPxLXd1EBz47QUR0375JBUS9EcEPELrgopKruKzcpP53CtV1zYHvdUu1u685LEs0evsh9/S1J/Fs",
+	"L7QSDmT/TBUxg/CjHSxmb7sz1NgdoRGulysIdR6kP+S8fclkIJJEFd2eSgqJmpxwJz8ZbyvlcsnN2Hjx",
+	"DcOqaOSR6rXbuFHiybrDu3DMvo4wgDxzv1ppCkaSBzwOpo1JqlL4AD63d3my9HksrO5gSexpfr/sYjP0",
+	"B1X3bYd70I1haplvP9KAmFruEz0XH/Gw167bDVEmpr1o+t3aJ48xVvPzp7ldLmmyBlZ/lxYccVJQaxlU",
+	"BhyJxMP31x9yxNAJ/K4jJ8LANjlhLup4PTVe7Gsek61TKzcpfpI5aAcTuN+BnY3gA/rzsymGO9cjx3H8",
+	"E0dgshUmeU/Y34PET7kAvAooKTCdrmjDr+U9E6PrfnbxDsvETa3jm3cgdY326h7pySpgZ9waPwSDch0T",
+	"2s4IJ12j8MLExlq9ZYTwwj6UhS0X0c5F6z1YIT+pEfJy9byTocKOelztbSt7xESlGYSInZBrKLsEFYAR",
+	"5xXAHhzFuLAkjODjgrw1pvlo/11KeQ8VIETlqiRwd43cyWqdxnPQ+s2EWnFuLFjY0J0EPwfslbiCbKdh",
+	"sF0hA7EDBIRWM9iDhOuZ1i0LyVK3/3p89VAen2s1O4YPbi0frlzgOCiXEMwFqa1zLuYhCyQqbsQqSDba",
+	"mMwpucOKvNI719x2iaoDkLKfehSOtJbajFVAfDObMQR2bjZqIUaV4XYpflgcuIGObOnZnZZ1axhhnRrl",
+	"vjp1mALchN6tXIipnRuF7ke30bU4TYb1q3tIa1cntfOt2/vQ0RttK44iNpQxEuTW7uS3S3abzhSz498m",
+	"uH3SqaL2YfCukf5OxkRabJyhxB6MsYqcjPPRX5pY7lj2L5+FXLKQlTEINMALfavEmhS1nlb78JfslHHg",
+	"y9sMMoAmDCSDAwaRInyxa7jCiiqRRqvwQrN/Y6RWE0bGYwCIYI8pVZrVoP2WhjWNhp6kLUgGO3OX2VMV",
+	"8qaiE1oyEbGsepcMz4BqxoQ6pwwgqABTOX/3+pIIaRxW94K5C2ZJ1+SOOe+NkstTBFt030dFvgGF1u5F",
+	"b93jMpMpqTiEd0Re+zhGJsc6gfqoccCr3XDDzceNu3bdL8N65NPIUuRrn7tjF/ZgGDuwZeZCmh/gUs7M",
+	"DSwgw9lxTRy+L6JhUoNZA3vNrdmtJnA3Chc/f0qs5kWWrQbMfhrfne7iADQXMCXvRBRcOKJ4ngDHbFUj",
+	"9Rhaf1gq73GcUMYadBVGI8SMsehpiIEEh74rhEVK2ax7FIFVxt2IsO2oznhJBVwmgOFqb/NTFxgNyLMg",
+	"S0LARqgfec+aKeCzPqYv2tk8U4rRuPdFw4ISy3HE168lJug0WWg/rrMfFdePckLTlfzHi+8/f7J4o9FG",
+	"94k+ijf6Cfb4S1bQfUwax3tmNgvEOkcRdVVVx0vAIgZ0qHeFWh1cjICGcnRK5GxW5Mq67pEk8o8m0F0S",
+	"UB5X0HXXlJRQVKUrorpZPrVwujikxPdKp+YgwHavA/pEeSW9Sp2FB9x58ewYdo4kC3we+pMOI3IYqkeP",
+	"TEQZVPPMDyWq7fmYkUxNYflyNT/tHf0Zi625SFYj0Wscl5oUT5r8sq0a6PZkmLFTMqUEKJSGgu2y3G2H",
+	"BJbJHT+uSOdOJTIlJJsQjK2GUB5tjmtJARXGZ89GJTKtTIz8YyAUP0H+DDl8fvz8xR/s/BUtkXkLGQIn",
+	"up+P9lIINvJutsqgE+pz/ofLybmM+Y3tjBy6S5q4H/Srb789OkVeLR54DAoKZGP/7xXUw4UxTUHsfzWU",
+	"TqD+5vp0+S4uIuk42wmJMsqw3D05bDVTr7xs8M949YBFrldNM9TI1PkimbotF5BihLUxT04GhS9PTm6j",
+	"wpiJx8OymEdg7ugUkc7c7IvyPlmm0imGAnVUTrBYxMlmwRavE7YC8X3E0EK1m6wyIf8pWTZyNw7wBPlR",
+	"IG7/JCt2NmfCvAnx3o+z+yDypRSoyg/DyDdlcmPyCBvv+YyZqA4Y3PFxzJBbQ/JPz56Rw+cATtgapo/G",
+	"YWz/8PL3PRjbl2kU25EVeyQss1VSRJTpn8VYvoYhbHobHT7AunFhX7A+UmN2ReebcKkP2FUMSd8rfQsh",
+	"/SdQCtn+Ct+cNEqWTOsTjHs5miJ08IotG2mYKNdJMQdr64k5GhG6uFM4qPdWBhLd3zBm5Ao6KmntoRGi",
+	"Os4UltOZULfem0v6+SyLTPma1fyBgfTjfFAcsys0ka3pyO27bTDO21CcG7q2UkGecFKy2jthhcFwFByq",
+	"Nzcg1zT2UmmYqLRfRttrdJ92ZJyDLMXKqCTA2IUN8ovuvCedS8UoyutJBiuXopI96a8ZrVA8GkzPL/nL",
+	"Z892O9TJdV9Rbrbi+RgZKt73pm8kuL4cZaA2zcW8G+OzbejZ0fAmA2cDCxjn35ZNluuyZh+9zW5fxlT7",
+	"liLzn5FEteBIolHm1ybLyiVnfOh9EzOR71LYgb7fnM1UkkrG0dvIr461CwgMf8qm+0uxwWPF4PgVB8D7",
+	"ouelnc8MPLzHigm22qnS2vAETTssu9jRQoJGt07jyMBAJJ80U0/mzQnO5YHlFFWPn/I+CHRI9qNheh6x",
+	"HdQfL2Smam9xcP8GSTdyiZ+6mmpE0xrQqKmGuGSOqXvJXPnvX/Z3KGmOlzV7l2IpneMziNn2Xd25ycHf",
+	"4IPa+z6JNZkrKkyQT+1Fj5p0XbOn9lTEyRNOk0Nz6bCYabfCXUhsHHIQsHXDx85gkjxJ9qu0Kvtezrnw",
+	"orw9nTpjTYRrSVp1f8W1zwVImSt1bK/UBejefC50ZLrU4+L+d5bwbMN2gP/7L2fH/0aPf352/E9/7f55",
+	"cvPPx3/9+4vi5Xe//LetqR1h9hFBd9SUP8+Vd9GmIoUEW9XrUNvOaqHSwD+DEzakIeCKWgnigdYty0ek",
+	"bdOcw3ggSTM5sGsrw7V17YYAHQ4Mxbf6obxpqLm5PfVHsmMZwYANZxhwfzHylZsBRlsMFnvPJoaSBM/o",
+	"+I75Fv00u9Cv9HZhOMAnncqFvHZnGaq9d3ErIGUZjQcK4rmAUbiNcXjK4MO2AkoXDogevAV9sMIzfgMF",
+	"wBPKRehsYrDGxiALLAoVmGtHWh2E+iBi7SRTMdu1OA5hmx5Fj900/Nhviev52PWcLhSbDxf7ETTYwfBx",
+	"xki1cGPofCAZECclKGSAvxWbKqkITgDe4ST2t/GLxIPhlQE44kzMpCoxwQBvHRfetlu8GFxjCQkofbsN",
+	"o14gPn0zSm2MxdiWUwPZO1hrQHtF/1gMI7dwvqkz/poaesmM/VKK85pR0TYXuaKYV6VsGGqtFTWWRtyH",
+	"4LkTbUOUbCGRzoEVARozKM1iHUqFToKQP7M/d7JowIrfqMEZHQpq2Fyms1jdzIiGGTRM4QTcJ+vp+xiW",
+	"yn2Z2tRpsVxuKo+L5Zoqyw/W79THGoUooi0O8H5qkwP6dp33Vn4qjV22j4/QQsWOjdLiYwlOtSKoyDog",
+	"MwBDmiTqjxJleAYaih32KaF1TbqPtkd9bed1/zB1b0Szy5JEGssUf7ec5yvs987M5TVizofkeMteHs9Z",
+	"3FokdnTGBc/Vh4yyRGE9vjRDya3X5FQZX8+NuctCTk4Ncf7qs21pqXuswwbIq++pt/gJThhlfE1gindU",
+	"syvY/zN76lKUFf4KoMyyBO3VLmLl2tgkerQUJRp0XzhDeb9iyK3+W80Nu01uKCy8SlbU6k5nZ7b/RpO/",
+	"tby8J+E7Ui5YeV+QW3nv3EVRAtmmJQ0WKmXnhPUi7nmoUxitxKTjhs18DNuxEfvowPIz2N5hHaFyguY/",
+	"g2fnbm0mp/XgQP6UQ2Nw0/RoDEMuHc93Cpb4hJnMeL3PTDZqhswRUKg/v5h+hosbD6/b+OSZ4fr+AzOK",
+	"l5k68kvZCsuJcS5QaigVJfnAy8TZ+KGW5X1U4DhR84blVhF+DmC7E7Z/ptPesR+7kQ99ILH9MAU/8wHq",
+	"24DqlLEnGFqPYdXvSMGtZtXocnBhlaQdWrvA4qMZiFfXXkGeHT8f+FOgzlvEx7FCSKIQhlmEmo4HYRN6",
+	"SxPPK97y/giT1Omw+sCwDQz9nWHLPJIhOihQ3lLIQjHOghFWY/HTzhhhFC0Tbov7UcODa6YHFxNZ3kMU",
+	"xQEuE9PmB1mt4S/dSKG7c+zE8nXSGmGvpJzTg2EqXJgR14M751/eXJNvacO/fXjxLdL9t1zMJMZmYOfk",
+	"Cn5/J2byxDHE20zi73RYn0bJu5ot0+cLn6XqW8EDMkM1V6qQ/eLX1/5txWare4v5jUvYiX6JG9yKaBVW",
+	"NpRd8kMbh8N5A1wYSnrOz5qmXp+B8TFtxVPh+l4pbny9Ged97wHJhzBG0QP6l2Qm61quutioDlYRQuYg",
+	"Rs7JTTEIIDgqD3lXJuA2chtiepsU7OPs4NVfxm/zjfkG4Xk72sewTvgvf00t4H7Kqq/0Cl5ZxY3lYU6H",
+	"TK1vQo773LDSsOpqQV98/zIles1azbqFh4tPSFJLMWcKFh+Mz5jeMCUO4iuqi8WBjgonTw8liFcVk1IL",
+	"xDT+H1cffyJLpuYQAlYuukxLX4EZTkgyrmDDue6LU39fTPS0R0RvjwTQ+4a/vYtLyJyhw9sEUd4exTEj",
+	"3Gh3aE/JM9e09glKT+rFD/sz6qbNnb4RRWEbp8nC0IwjrQm2wiMAZXVJU9MSQ9mjfkJRlFzt4jta3reN",
+	"FcRSwUtd8lHjix3aHrNFK+csg9w8Z1UgzMlqS7zU2EhKeSl3L9FShWjjeUb45TVLu8fPe7VGsouRvZx7",
+	"NSyTn04LzkiwMnRhbKlWgGShGNSKDFw0VzBZYxEif0ZyLVO3lkQwBsjUXT8YMm2vAXrPCAP/R6Y3gOr9",
+	"gZb341PoUaLDG3FVF+4YFH7szxRLovsDI3MZJTpz6bikHHcM3JWz2m5FDuEfZVQeJ9BVwNI56B3BMIxo",
+	"P3srs7kpcVFKfwS38S13mNLotf3TusmbZpzVqaKy+D6EI6fpmq0A3SEhaNZUCFY5lx3VcLWlDSV1lWnD",
+	"Z3Nvb2MyVcdsFDZLE25cWIqBewlqNkNrE3Iocd2iOURLsjmqbVsY10hIFXfcvGW8QbkLDENUtI4pD/d5",
+	"Og/0gYxZ7rSkgs5Z9aNdA50lHg1u8BATG8kYhxz8fWZdhKwIzUrFTEEWUt5rf+9xFddsODrtWBNKopBY",
+	"5nhC7x7KE3NfhYPeTlqVrt44vJt2yUjhT3od7CdsvkFMFTf7uzVQeZ+K7tmaHJZ0yepzqhlKoVDQ2nHI",
+	"/3n24T3QxFFS8syx2au3Z8cvvn8Z89lTCAyzZw7qg2PNikhBAK8YqgRhl3nEpj0nWzIqVgs+BcA1MO3+",
+	"xvUYd+DQkbzYJ+9tZ9fyu0w5aXtDzaILtL/2OKNTq2JCqVR7+Vnh0qTQGtz0R25t56YmK9nW1aY4NCjY",
+	"9Q+R7ZCrXz32bi4OKj5LwH5/EnxmxUH7NG7mqwuFaxdFxQUAMBQuowgNKk/JFxq8a7esaFhOJI0FfWCP",
+	"u0ufREKEpRm/r515h0PRH4CyyClc2xAPPCeITn6fGodrWYQT50eaEs0cJe5+4Vum8Xi7jD2JVLEoYcDJ",
+	"Tb9WC80/xmhCDgHOV7GlfGD2u3Al2pvISLgXndUkdc/lLAtjm6zYVTTXIYNR8RiHgtw32ucCjZVg+QdK",
+	"IFNugm7+IBPrHaSFcgr/nXrVb97v03btwtLTjkezv6+BWE+JdJC9UAVFG5oA9pvL5pyWC/aBfv5R0WXq",
+	"dsbfsVRmKMYAqbz3bD1TEOkvXVaWS+518dseAOiwppAlholg2pAlW0q1PtqWVfXs2fYMn0Wtf8wUE3v7",
+	"/opoNl+6mMsl7bl1ZssG3Go66aBZ1PoKP82mD8XNV1HdWJesOD65F1Mm5kaQVC3wic//c6blGoJCa7q2",
+	"P48P4Lt4AC+SA3BFQHJnFurBQP8iJDS//Xh1/eri4+X1FK5cy/l79pCqT4nnAhD8aubq6vp9q9hdOwfv",
+	"+Ew6fDP7VCmpkjsp5CUE6V5vyUjzNmofiEk9MTt7tBQ3mFx7I6RgNypZtWOPFDVs6P9pWcu2nEBKdC3D",
+	"GVvSNZnRuvalRNwwa6ntFQPnUu94wP6QHJ9pLqQyH2gOGvzy+oI0Um2ht5fff//d9/FaxHglie54KlAb",
+	"UkKfuj+dofLL66vH0Pcvk/j9p6aihu0nkqHGQ8qY/b9CgZUaV5ADhScrcLCKtA38JvLq3n8h59lu0gTe",
+	"y785vZ7C6bUho41ZHzt51QMfeSVwmcxK/U2g+U2g+U2g+U2g+U2g+QICTczzw2mKuuzNtrfSMV9LMaM+",
+	"eygSbDxFWNnDEJ3F/E1kL9CM+9KZAlgVQ6okIizsLZ6rJXTVS5fubv347Hc1RBMFRn1Z0WQ6I/qv0hv9",
+	"XsoGvR39Up6deQ58X7lanpP4pGs6XQyUavPWV6sdrxYAYhDcvVjxllW9IljsgT2i4tUXNFsNKrDkAyoe",
+	"xWyenJvszC7GtjlXf9Fddg5RCIsrxETfCihEA2hVsmnA1u0Twy3Zt0Lgv0pF9aJ7fDOjvA7BDnI2261a",
+	"oxuWe/4Y214oyhgd/7jsYnw4i50Z5fD0jDOws4aneVgH6JI9/eSw9pwCc+whSy/hOT9KsL5QMnNS6IOD",
+	"ou1EbVeDCTJc9gBFhQgobkglMxU1lswsZOLgAvPChzskClxQs4hKK8ACjh0NDIjfFku2bpgGHx1wwVkr",
+	"SqyJ7oLM6rofcJehUzfToovV73oMIykOUjVOMwT1nmuTPT8x/UR13J07YfS6fDQzlauMstgNZEffsT9C",
+	"22oudIWS7RjGV/A8Ql7LUG7nunRYbcKhHA2871Rct2LLEUPqsU3QpqnXGJRjWuHirhJ++C5iXE8i0a4X",
+	"1Q5WeLNsUffhpOAWCIVJ1aaX9zrmIJo5W0p8BJuaDippDMdjmw+A5v/ISJupNO4RHXWu+/BCMBFx5XkR",
+	"25X8PXRqINlkdv6vXoj58nd+d7l3GzQ4SZ6Wx+52f6DHGcgo/4WiYomyOn3OkWaVVi5ooIZf7HTdkV1u",
+	"5ZUTWGQ2idM90P0AJl9vGkyayIm85S3JDhJaWrbHnzpzbJ5MnExHS7Nt5LgzXMP9GGeh5VS4Czvoaa3G",
+	"9uG4HnayeVy6P007GYNq5SOFIqkpF0yfR2OfcjvZe6O3VXbY3+jEiu+JxP2FuPFIwnzQYZ2+Ei4q/KRf",
+	"y9n4t/ZVZqfyqf6uF33aT9PcJm2ntzlejfzpvkCt7wxE2Wk5dN059yojLf8D5M71Zvo02XODJvdxCn5s",
+	"zCb/7K9r4rZ4Uidconzabz6zMYdwipJGMsGm7+veWU1dg7+CpCQ3y8kSrX05VO7Rk6yzES63t1JdBNPs",
+	"a64hzA9MT5fBOnXVliVjmFzzo7dMXfMlqz625qA4OKeiZGkczClZPsHK5Kc/JX+5N/sxt6qnnGQ6Rydl",
+	"oVFWOzvE3sZvF1749DbwGZ9fJA02b1KR75OSTL6kZb1s2ixgw/nFJ9JqFiXb2w0qICkTv/GbVUrFJmE5",
+	"7OXyzFr0kT1lNECXu+AYBzkEUaEg2sim8OHZhUNILAhtjfQgzEfZDt+ACzTdH8Z7S+XtiOAuzfCrx0uR",
+	"7LMBfKRROVC3DVMPXMsQLuDr5znEJkpmlNetYk42DBi2+3s49uWoqQh4xzsIr+zVNyq45jVx9OXqZHqe",
+	"fWCPiIAQo8kF5NEtNMGN5F91lZgtD4yl8FBzs+LV/ivuqFYnL2jcds1FyaJxRVWipkxY6wxEzCXTkMDm",
+	"ok0GnGIiaMx/dIfUBGa1i9IWOam+gNb2a/WRYdyHzhXU0cgPq1+N9S3jcWt43zQXg86Fc9q7vOKLpc/X",
+	"o4PXu6e7xeqYW0/0eKy7L2Jwo3Ld0E6bRvPqmYh7ykJCgMMzlCrDE5+xuA5VZ3x2YpQ93CqLgFBxxTJS",
+	"A8fiJorI1jRtTyCER1YKhCdJAu4V79vie+zLgPilzkJZxLXHNu5HXFVBlwMYQCgEZoURY5rjWf2wndSj",
+	"wk3dIhVhS7oZ5mniz+xuIeX9O3EnP78RRmVIAjwgjfRlgnxNjyxRpMqCWsWBNk2HSR7kenlP7mS1LpBl",
+	"Nor5ig5bOaP9Np0I+db7bKDAKTW0lnPMDj78KJBDuYzRtOzIJ4GcM7tkBWF/a2nt/UrsgQnzLhgC3Bqt",
+	"cKHx6T4y5vWw+Cvo225PeMbXSVf/I2mTuY7X3VJgaeo1AQCLkvEHVpFDyE8z7HNGtvYvjl6QPZt61zY3",
+	"uwCj4kdvJ+w0HTr7wLt/2MUolmM7nqsPd92Vgn060h2cZLiDAjEnZr15nfVKtfX2o9v3aec+7SkCNw+d",
+	"B13SEzC3n2we+SZpzvkJlMjgzrAvRYV+qSHPp6oEDroyoaWg6YyI0JWSKwQDth9NFRizUQEOXbgggq2g",
+	"VJ2VR3f0eG1y2YSDFMAQx5YQ7OnoJIAh7YMT2mAOcFhO3+1YTIIVdACgcBNv0nIPOXMlAYBjgA7tbJ4p",
+	"W2KV3EI7LwQCsmfGNWJf7l+RLif9Bo+c/wtqUII9YGH5M0L33fhZF4Q2/AbKJES/dTj9NxUT3P4kpLlx",
+	"AIP2tq95aQriaq7dGClvaqos+bZCtw2KWzdwKG+wpJ6iht3UfMkhbcZugBK0tjd6K0LczGmo61DLORfa",
+	"ykdhIhFeSEFK2phyQaMx+19CZr6rMnHDPjf4hmIzxfQizBbwhqioSKnV7Eaxfw9Ks1vRg1cHGyuRlMGY",
+	"obweSX3+e+qbPhSkUZQshzs9o6XRhN5JV7EYdr4IRUS7giHUT99es1rWDyyUwohKRFDFAjTkBiFnjc5v",
+	"2yUVEfV1qJUAcAGwHeAzuLMsUemMZVoxo9bj0WyKNa6cYahZ6BBASU2Ni1/XaBPuz2/TnxrJm0bRdD3s",
+	"a/sg8lG6zgYSy+2/HsOLx++qW+IxSF1Zku1SKJzpGGDAjybJTB6gaugDq2WTMS7f9ZhKhdUV1+TQOxjJ",
+	"WUH+FzZEmGvpfx0c4clql0xpYmQNdRMIA6oDvCNApquooQlkYmrozug0whzrhpV8xkvXQdH5jkCishTL",
+	"Da257oVQ+nl8o1EYRFx9YwknSbZOnkxoxvA1MAL4mtBSSW1lOMTDh+qL+JMlaH3qjlMouEnu2bp3ibQt",
+	"Tx5/GMJIkTYvDdvXrCjEywXRrAakcCB0KDUpZ2H9J9sgzyNXvz0IHtb2AQsz8DkXWL/DnlPaF5B5RtCT",
+	"JUBNVGfmkylzFUetasoHU0Mwe7gp/O8Yxo61QacLtVtAyC+ognSVh37chif2wkNl1Gvy/NQq59GVFD6C",
+	"AnCuxDwyLau5zVsGeLhTAcyhiHVCOISV7y1OrHy7StNgpSi97IpCqlTOTxMQy2Vr7uy1e+wkzGPDtNnu",
+	"7xoCnftjElPrcK/DhIrOTASHP8Wq3oJT4HzBUjCA/coYwzjkIfDFdHhk7zbuFz/ClgnXRN6nj8/WszmM",
+	"kd5uXeyXFwjfB0TrewgTnisHDRgJOROclQ7AyhvhxpySb6U2WfR5+5Bgmk3wQ6bjhsumPZcqGawaJGwr",
+	"k5W0JucXn/TEE7KDN261kDX6DIl8cOYlCGMHWfGB1rtArEOJxFTQ64dNLP7pAZ0x0n9CRYGBzmiZXEVm",
+	"VlJh4Ql8Z3Kv7/wnI11bKfx5Uks9xvrdxL5B6ANTQ60vv4TQ6Pcpn8PMMCYe2XKy4YfHjHfJllli+4D+",
+	"nN3B+qHZ65EiBe+ENpjTsQx97FKwYMmWn/I1C3rj3rkWQmOv2K3Zq50zDU7fnZQJV9oU9bln0w8cZbiC",
+	"gyn39s1TsieRQITDyfgD3jt1Of54DZH6WyHno6h+d9P8asPjBrN6bGjcRnOPrIG2kSWBcK96x3yVFdTf",
+	"h2a4xySoNgufYfGh5TbY5a8IgvEQQBf2tAe8ZtoeKrdsVjQNZTGsWnJq/6NDFePVghvmsvrtg+1AZ26A",
+	"o1gSaRobC5rr7TjSQFQIcx/k9O5YufdBbXtgCuEgQ/1QPZqGM60kq8iE6+ltIOSZzJjXfDZjilne2oBx",
+	"A1YCt2jy5d9tgm0OSrckrv+pp2hFwzHawVXcIWDHwXM4/HHCCWMeW5w7ZlbMS/IO5dCj41fxOfASrFu/",
+	"HVFUu1qzFfStO2AS32sWc9y9MAnSelvwm5tSpq3LQCWhfPRGC/dsndSKO/6wdx2avkF5tVgjPGfLIszT",
+	"ZOOTID97UwPsT7iF0NTpbtr+6HOon3YJBtsyWNkxlM9xog0rmfb6xMw25neBQadyDF1Z1pFdi0szBrgZ",
+	"XrPjBRVVjUAMqEPY1SkbewKbh5fpqM39yLWnV4OQIpyFRDFa5Yh5SwIxhE91s0SDld6Trgs4/3JGZvoE",
+	"FmdJPxdEMHMCAZtaLunnUgoR/aaWbHnTf23V+4k3D78/4c0NSBE3jVTmRiEQaXhqyubGrNBjMPh5xsWN",
+	"QWCMwZMl/Xyj1+Lmjpb3tZyHpy9PSilmJ7SuT1wZ/xv7K8HQDwgzEzILTWzllOWSiSrLQeBnEr0HRwul",
+	"I0s+VqDW27m/O2GecjcO28ZA+sSw5YhtA9aOD5ZD5M2x/FGTBYhJeAEiuQ8htCfYMP6DXe8IHLzL/d5B",
+	"Hk+50/fHN44UBF9metI+76IjuNnvqST8R5Hbx3cok5rw520X1xYTIQj0nzo75mVGo/rzYu33MrpCnBDZ",
+	"u2NKKkC1sDtnVEba8S/lhYuos6gnYhZKtvMFoYOkiE3xLkdgGR2hT3L4yR3LYV34xU3bHGIS6N7dg390",
+	"UstknIWwskVub3vjTxHdhm0yKTKJofHzFMIB7HHtWXq1FTstSXqT7yYRgvnrkpUPufKeIYwKrVp3UpqJ",
+	"1jJo+ippPcSmwd28c7OVko1+l7Q8uJE2tLxnRhP7ZrPPyKGLj22qRKkd8qPbh7CDsTlgYILet+Xc0Ku9",
+	"2017fAK15uEq3FqlKezCLeT+NOaaT1OZb34/OlOsfPiBG33BFBpJ87sFzn8uyB03GAqG8JMT7eF2eFs6",
+	"gr17TC9ph1h3+OPTmpp6apT9ze3vRUTjMVF2pzc6ZCk++N5KF5etABO1oI1eSJPCSqn5fGGIdm+MQw7E",
+	"WScbzrodc9wiG38oy+ZH8cj8t3l5vi7rZM0ZuWxqZm+2OVV3FHCU6xoDsae6MOYyGwfwL5IoXPFRVIm5",
+	"VLI1XCTTfVyKSvfORJ1gwWhzVteyHC01LWeIrmrf9rXhJ87bfnK1zqUpvbUN3mEfd4ZyYbU8b83qKoxP",
+	"YZQZ0ed6ACSR9qu3y/OmTaVwdo5i0oKO6wHPMplUmWWWDRM/8iRxfWyYyzb1v0ulT8nx842AsCnxs+PJ",
+	"er+OtLIpOVeDXKvpMTc7uQpDJb1dHYRB9MS0ojiZaOjei47txnEbHI98XlFHPxGfCnQbc5c0U5/zPVXd",
+	"s34gaxwDNTQNQtjmmFuyXFBFS9DP9EKuhHdRlQta1wyKqS0hctz2I9akZgYNipj1Grmunr9M6lcwgrT+",
+	"E+JbXHRp1+cdAyePAx08JX6bXSIuhnJatoT5uJocasbIrQuVPQm93oZyXpBV51o8moIF3VCtV1Kljq57",
+	"4ttuNZploxZffP9yqxvPfpaWJIE0MK0i6oIc2kU/5kIzobnhD+xo514HJyYMIZpuilY/dPkPY2lrGPv3",
+	"qocbGXvZfIJ1ygzzDwcjwAHnRvA+RrgdYjB85eTPfWDQD+2Pxz++/1MBj49nHy5+X5C376+OfgMA3oLn",
+	"9/QJ8UCE2VXlxpUzhtfcYraiZjr8+Ijs923Z43YL/Zr0ckOfJJX8ca0/QV558nAjpyBQHTQiaq6JezIo",
+	"pw5gaIBmp1346frUb024oexfywFz2pElbc3y7mXcqYfJCsbDk4LKbcDZ9pPlgliWSQLvMd44G3zIhHZP",
+	"zU5lfnfHb8tNl07Ni1mOJoc4eH20J57jMLFUF1But5psoo1v5r1hHaNGLmiuIrjPR1zuuQD/8CTFp01N",
+	"7C9Df/xPuIXZ1MQ+HVrhvK6h+6+VmhgN+5I5X+W/KNk2yaJT+Dz4gO45muoG5vdalveWpYxEenANHxN4",
+	"V0d81l+RM6nKnrukF7HVpqxab+WKLKlYTyQK238mHkGxGeZAwVmIaaR3DTRMHFu2eOxCnoApllakP1am",
+	"Oba35HHNqGbRg46XBYHjuONqRlGhS1kxdWx1wZoali4jBF6QlBXhUwPZffDY0gDhwT+luwwJv5EjmM19",
+	"v5YU0WcTMJyHgQJcYGhYi1AebvRFRytTaTNlR2u15V06mhfElyZy/SM6c07+Nqlvi0t4cSwLMTS0pGsy",
+	"l4QuGK1CkR8g3zT1zu3p0qPH624djtauvGdwiL8MuHY2SuwKa1yHQC1fLOyLiPQZlnrVQvl6CiV/ffQF",
+	"UN40uWqqHORZq9vPIiKb8Siy3m7Z96dEzUYE5+MipBo+SpIygB+eew6VtpHGYa3gI4ePvD2238EE1vol",
+	"SawHb2nXwFc1t798ISh4WO8t15lV9qSo14T6DUoff9XjZLueah2pnuORlD3m5zG70dgCGd6rTjXtApst",
+	"4cx4CU454KeQ/i6FyyTOGPtzAZjZo+NXtJtKsUmpvaWaeKJ4yS7pqlfBfxR+M4FLSTVAtqSAF4RJetN+",
+	"tJ+5p+Twf559eJ+2xoTi86kU3e0lr/ev3T257rZJA+tMqabvFif0tus2PSKn5AwqROZ31EgotMpeRUaB",
+	"O2rFzrbBW6qG2twFvqYLCGXVWB7enhwl69r9GZJ5vA0BjkgamDVLMN7nicPbpJzYFvzyxfPfp+za/8kr",
+	"xP4GVZ1KnQuHbCQjZ+yQ7R+WOeGMubDKbkkHGRP/iQ9HZp+S28PnjuHZ83EJtvZtiePaWKJd+i/xaKVC",
+	"nVmZSmeGnjD7XJ+Shmp7p+OfKLFgLL8o67ZiF/g4CracpIFAH5jon1A5nDVpWvgkzM6OsDNB5Td4HAUC",
+	"Hwc8B9jTOy6shoItTLW0zpkANJSkuf+aL5mTk8EwbiXB8AECXkz3seP25EU7J4gBmAG+mxMzNa/adJzB",
+	"UkJEocdR9K8WBFQZlPsbxWb88xBFYYAPNIk0LrH5rD6qd9rD4TUDZ2Mfva6jyf72FpuwGEliC1tV+IMX",
+	"LXry5EvBjbT7fCF5Ov2ciiEQw4LbCa7JXVveM0MO4eqgcMlVXN8Xg2CRUOavchpvqmIgGKIuTfMeTVMJ",
+	"+IMILZigAYssWD3VM5YqmX2FOOE4SpzM9DMxFsoGiwZh1i6obXcEiE+aVdn23/L5gmnjw+WoWMewEBN7",
+	"wW053zaNQVhe3z29U1cXOW8n7K2zN274naZuMH5zmY1k8mum0hFNI/MaCQLGPp3LfQrerKKCVK3ySGEd",
+	"0W0yS++7yvjpYNF0xlk3ddEy6Buw8bIPwfEkUBb+WLi13wfRYhRyYtA+gk88XRgydKDiWGRIA4BinD14",
+	"lCnByDljeXBLan+dJFjTCLTT9iBnmIYOkc77zmFwd9G+Eb0XztYDyhiAaHjcjKmx0EPumOBkG9xgeFSH",
+	"p2vIooqNCyl1eeZrhIPits1rmYXYPrt4Rz5dvnfwiJF5q0Dq9tFbdFtWWNqb5Fu09/WwfWwQn0R1X1Qr",
+	"EB86HRjl2giIYH99VNgP9NGL+gF11gshzgHWqcv2/SeMC6oBH3ECvAPX8f4S/M7hGboFRV3m6ClK2A03",
+	"PEZe73W5j7l5n5AWsPRDqIkljUXgWqfRIDU4omitEWMT4+fsl1Gw0aOj67IRJz+gVtVpWm7jumCyfWJQ",
+	"gqXR+Q+70JOAzx7FmSAxbcI8TynkDfWH58mrNDAZNCaBecMekiioyE87RBDuUvhyWFoS7ZOwnn7VnNmK",
+	"CSXreplDP39slWJyqKR0E6RgC4Wg/G+toPatXuvM2YqcBm8ARVenWA48CiIgOLZN7G84xZFpophgK0IN",
+	"MSvLfbiqtLey1Xz2iBo9UWdXTPGk6xB+9zjYhwv2+Sg/YsK1blkVmOQ8uy97FBjt5fgYLFWNUdQjRUan",
+	"Rb0CkQbTko/lrRJi+deJg0WqnlRZyL/qrqDksdiPOOwxEBlsfC8GbFY42u18Tr+WfWV+fJUoRsuFr6cU",
+	"U0a/TI5lRkpFOYfcbM3xeNLQXRdFdjTFqTrRKbsVsGs8CLdLx/5iobi5q/vM15wyrX4V7uNDCpjsMB7k",
+	"HwURckDeZM3MUeEumCJc/U98l+PQXAWP8YpqGLcPVBkhQ00z3ri78cMjCxYD0Le/Zx2s+dYqzDnH9PYC",
+	"R4EfTCzdOzLLHofbXPZUgOzmVZW5ZjfCbr0MsC1ANsg7bwLPSqWiSoEbG7E2pF9UWzqxqHBpR1KU7BS9",
+	"CvbGRgcKgTJw0hFuKmEEduCTSlzJb6+vL668itbRBZgmhxcDluLPyEZvqU7Up7zoIJi9cnF+VpBb9GK/",
+	"ug0x4wv2mUQOczu5qxaW86K9q3n5R7Z+J2bytHdLoG848EfEhDg/8+BiGWmhyqC6h80ogfVzA1A9OtSe",
+	"sWsP44Xlb4XhNWGeVDJ9gV8zEyIBAOy3+qHsLTI5OTm5DZ5SYEwGkmw9StQWls3yMmJU9KYCy36jYYpj",
+	"ld92vli6/VlxkCE6tkv1LoA4iNnPorPoiKwYEnW30KNHMR2p3tXF14+ITu9OKsami04ZneTE6fSjvcPT",
+	"I0f6iJIVVQAeMArMjkxgLGF5A8400ZLMqJoKO70L7mM0rNwpul43bATfzJ+YSjLdR9Bz5a284O0q5qW7",
+	"Uoya7UlH7rUdPCz4wZ843VI/ACEv8e1cyawq1GneNk6UcykAkMVqVE++31806wYycWLxeLghsjUj2tZP",
+	"GUbjkm9iuyQo2YdQMARj8N5Vr8C953UupuCddNwY8/V3J8L2YlnFcVb7mtEKzReQ54T1JriBgg3aT3wa",
+	"7XgM47HNBgi4J9rVqPrGH1NggH9k694lvGRWmwfmQIlix64cCqvCkQQhU+YC25f08xnyHj3KfGhdyxWr",
+	"vDKYXcw8R9oe39fjJG7Y+yAZz/kDEwHDccAyEo2Bx7CaIrB7MwVCTVgxqXP+UUEYVbVlq6EmTRRI5WvB",
+	"+nLNucAGh6H3wzpZeMSVf+pzqm0sfApsQq+IMOFPxaRy+uOfQ6UWv9+ArhoMYeW6rNnXKpRfHDxwze9q",
+	"9slKldljsCaV5yuYhUmFBzyXUD7IvAoZEoKttAswByLk2nNe+xQI4Knqc2+EZ3UAxUGc6/H0/p0eqYUD",
+	"3tOnxnDqiiCs9LlHfH/37tzBnTm8ufogGBG/HWxLXxoNp3aLMBZQ3hP6n6+slYCvp+4zq4zTfvjkXWtG",
+	"0e1PSWMViZi2UVvh3tZlmzRMLbmgdc6q/oS43REA+W7Snf011cUeKQ1GkkoS4ULP94j9nnw35DiOx/zV",
+	"PZiGaEZfg9NMOauZwzmWIRDR+2tAF9mugnSeHiiEXLgKyaBhu7Cs37SU37SU37SU37SUlEMJOUSy5KBa",
+	"ex6L1vSCyLravTButJjXigKYkBTJmlO/aUzbb0VXpna3IpbvsHr+BvfNkEd3H/2mn+2kn6mQITt9bz7i",
+	"dd3fnOD8c+ImE4hzv3XDftMQf9MQ/9NqiB33C0etu8G2iNNv/L2/CfBOA2FiIEgB/B23Typka46iptY5",
+	"fxPKmu9dvmbncsxbFmB77f9edv1mFfwpADsXtimMS3o0ks7lkyLo+HntI7bsApTjK/fH/X0FfJxotFeG",
+	"miSCcQu+OY9Sj1WbWdXf9oSqiHUrX7s8yg+5KHtw+cJtXYayytKlIcC9HMwsyaXJh8Xfrc/7OmGunsUU",
+	"dPnNJQESCyaXdZMuzX237qLWvkD/Ts4+ZLHUzTVpFNNM9FSZqMo9/Ty2K++lgKiGrRtDN7ZmYn4EqgPu",
+	"uj6bsw/p+CIv2zjtwa+1kIasmYkuy1PyrAsSmziGL3kO/akLmz8kxiJxOob7klymLUc40pOSHLunlvmk",
+	"gKxDOi0KTtdJtxmL1lbquWO1FHNNjJwMvpI1M64LJINc+HVe1nTQrUwYNog/+9JC5SSTyEpJw9KWnmHN",
+	"8xBCbnpS2ANIUduu/BCmlYPsgRKxIXBzI2CT/HsLtY3kvQ8ikisRYmWaIddbUVWx6lqOAe5JLG/Ty4Qw",
+	"vVFYOctlfU8mIjukKXVlonLTj0KJt8x4VLfyKSkr0Hno/fRzlgvgcV0WvYV2M8/t/3uvVn0EYKskHzkT",
+	"AfbqeEZLyyuDNuaeQKC36OWYFM4hUUXJP1nWM2IU/inr6OCPMtZSfY9V4n69Jrcs4/vYmlIuIYAWrJTE",
+	"vfmUIDsyTxBgXOeaVO7y9ZwTFcpj0NyCfnmsjWy6v5yZPf7B6WmgNUfPo/jQY8ihSPLTMMxpDoXw+t5B",
+	"BpkPd7ARAeXtc1n9KhxY8YJHxoSOXCKbQN9U0LMERAaJcIP11PxtN9cm50rrre83WdVWlTWvHHZt7KQe",
+	"Jtjso8IO01NFS3wif/TV4Dq1rDRKtNs17lIXg/Z2N/M/bvod8kTe6TvAnUhX90MetG3A6FpylVGwziAW",
+	"q3ER7vOpJUQ27n1fU6sr4dLLelkPQSWyqu8e4s14gq+vnvrlUnUzC5FJAFqzRyRDPWUG608Yym0fPkHW",
+	"ytT80ATmeIL8tp+Xtzkvnnswflz2WcdGcmGSILdY9w2zMxGWBaC1HNbvnj7EISjN5LqQbpypJfzYMHHW",
+	"cICEShd2R0QqtDRDkAFUbO5EY0WUbFMxP1Psu1HhpLsaIVoSoqJZyCqdbULw4biUl9rWcFkRXsUp462o",
+	"ZNkure5c4cR0xgNpUhkq1CyIB4NOf8fUkutMWqmviX/7+Vg/lMfdu7e9lGz4EdMsEvinsJDJ4lf2AZnJ",
+	"VlSF3TYxEHHt35b/Yes3MPmD4iBekfCjfymaTvdjWPgbLNLufl7Kqq3Zdkbh9tutcTGQyno9+tmOi1Qx",
+	"jedA3M4BEI9rT5LeFkBL04HkKTbnGowqEWlsQuXZjyZnkHsANfdduuLdV0M0A6gTQetLO73zNHR7Z87Y",
+	"WA97fJgit9/6dr69LVwkCFWMsM8AWxeVtivDsj+udvdHwYh9BHbkTebkstwcuWg8RvanC//Lrhh6G3wz",
+	"4R0J49i6kJ3oHWqBRfQwxYGE89jaEczNowZETHeSV2lHkmgg1y46KTujvg3O0hD7bbC+vSEmSXmwTmPl",
+	"0T+25s5yyj+zu4WU9+fU0FrO3zxkUSe0oaKiqiLsIQnunU5YhwYhY70gVBNAcObC7k1NxTcaG8tU1pGt",
+	"KlkOMfmB1bJh32iCr7li+Yi3ynU3yE2gdsXn8zTOC9inIEsS/CYP0wCIMTHXNxvGPWHRvWU9veDQfxBI",
+	"7HphPqfzjtsTDYg3mOyajf5MVZn6eHWtyZJaYRjCPwt0GKJfytsLiWJGTa1fsc1wZwcewniiEKJd+TeY",
+	"zBywf0IutYvLKqId8v8hNWQptSHfP38RVSWMcDSsjIr1/rwEgtF9ui3LXMkn2JiccRl3jRs/25Em0vDb",
+	"P0Ul+vJUzCdZzPyKZxEgXKzHdvwHSzI+mKgPeIHqoBPz90ResgqSMU0OMgQE4X4gOAwKw8f6aqf7kZR2",
+	"GdcZ9LTMiOJYPvZ56+JQ8mfKDRfzS3tQoig1TarWw2Fw4ZwikDigHxd4tdXaMWAswd6h27sw/BzlWg6z",
+	"6eNL1F2tpp/0GKXBYb3sdOAHvBZrsPbn0p3H+FgVHfvboC+/ln2rZjevAZcZEsPw5OzA6LdH54SLsQqR",
+	"qb/CsleiE4eeNHynm3Sw8rpbcCc7Qu6anR7g063l0ocY9DfkKwT7DGYBkpQT09Kr15fQSInvBiDlTTrK",
+	"Ff9BoW1Gl7zmTO+77NBKBmh5sDpuIFNXIVMS7AyHDHYwlCu78Ke7NUhRK15XJVWJteg1lc1IcR1wTehd",
+	"NtUBuk5vEX7fk3v3WdqetJ6gapEp7LFcSuHAtLsixnZEyYn4xUpP5RbbOfndrVtl6cpa4V/aSZNIi9s6",
+	"S8vUcafRcMIST6CXqywg0lyxub2PAgJZuLQsB0Y/S3fmPZ5IH30yh2d9YVtIVncFACFqHHC5/X+54NNx",
+	"e/3rmQ7O3GOcwsQ2u0mO8cFoKbggjJaLXCpkcEeOZVt0VZ0YqFx2cblCGQQ8/Jl1ycSH+ToN452iEQmc",
+	"FYrQ8l7IVc2qucsJJS8+f57YnW8z5cOK+nNmCJCduT14cq6mg0w7V+9oB4Dh4yUdZ4Ja0FaDlE672A+A",
+	"4wR9zi7CcuIIvGd6dAgoAhMDSJ9lTfly8q7F4vOkTlw5Fa4gNTWuUb/rfRw53bu9jOloMLrI855wt3fs",
+	"J0TCq4/iesF1Gio4zoTpvvAZQQlGQw5B6QFQ0aMcbLhVH6rdWQ9wOvf1RJYxo0K25pI98EyZBKgRotxz",
+	"qGwknZkUAjksj/4Midt3jAkyo0K4SHwj07wrQ0Fc/Fjz+cLkbBzRqctz8CmpXeyzAUIYB/ezRDlBJ0xH",
+	"v+6kDaJ/DYy0Jhm14kKA+XIYmHvRgfEmh/p0YwSUtclE4v0Fo9sz5WjHV/DgWAwv0N7lN1jU/qZnTnZE",
+	"gRunYrgAU6SVSLVNybc9EYVQD2RXEMUqCnLuIZoEMfS/VMykam7UtVxZfTjPmKggC2MawkQFvlWQeDFB",
+	"Ms19/LqOno+N2x2NAYHiIAULdu8RwLoTDJFhHHsaId1nu+YU2m7T2d+TdA+0z2gf9phIsQZKH79toBEn",
+	"AyWs7737BLc+Lf17MeobTT5dvt9ZD0KtQJeyYQURdtFr7qoHBX1oS1Hf4mBB9RXQ+Agdu1MAoI/MkENa",
+	"r+gaXWEONlJTLzAfnUbnhnCjWT3rrOyKmVaJHP1Ps8dmKWA0Sdk/ATtLYAFdnjLXBIWTqZfZVrtzdpy4",
+	"Np8mmADdKtpTZhdeKofsL80+Jy4YP/u9IbOwjcf6gvf349OI6SeDnmyXsjXZKDBwP/vkcO+NCVpESeu6",
+	"sGKGxu8nbsEUIyoc1Z4BdcdFc51MYVO9bkYoIGWPTSrrgXt0fClwhCK6gTbWf5iC6k213WHfpMJkoiqE",
+	"rcZG3W45etfVjtdy2oR7HRu9gwA7NS4TPtgzZmpMgtg7TnOk0X0rNm6ILv5mlIq4ndkqqbiym+keoELm",
+	"UG4p4jIZNZQSlDV0K5hBwFopehapiKfvfC0XTtPpextTBUef7vI+tQokvatBpHd+YgDMQR1vNmOlQQ+U",
+	"PiF/RhErjBk/BdhvtvI2U68f/q1lrWN53ISizbJhIjYGQZnTQxNM9VYm5XVN5hKv0zVE1i1ZwI/g2iub",
+	"Y8ANk6UPeqdl3RoG+w7CCDkEEsBikmCB8VR0VIR0/jIwQF3YmUI+pnJ60UzRuQfOjyt8Pvv9H7bWis1J",
+	"PW8AwJiFcAhtO0ITqt1L1Mm4ILcnv7uNwofQ0HtKajan5ZpoQe/ZTUk1I/ZgupZwx5JCVDT85y+2j35J",
+	"P7/DT58/w3Kw/s9E6f6dZZaCPD9+/uzUudidpQpriBq5pIaXzkbFRIUG2J4Jq4XCEbmYhFDH9nlcx/b5",
+	"/gJQQVrB/9YyQpfSlW1r8lYUmNuLP+TP/ZTl10GcpWL9cXbw6i+bOiC+U5DnLwH+e9Bf1P7LX4oNIlw2",
+	"Zl0QMMlUYPYW9bog94w1ulclFzsZzODZL38dct23H87OvagnZ5tjKoi/b2ynyPJPo/6pcFEXVoS707Zr",
+	"DOTJDQmpAtgVvogCJSSUkTeiVGuEAYSAXnx7U3yPz/T3L7+QTPji+Ltno1JhINjvYoJ9sdW+4eStcQlr",
+	"VKqacOVfM232veq7yyDGMpwYO33NPpuQfUg1qaihJ+5tfzq7DibdrZODH4yEpk87okXAFww35SV2HKLy",
+	"CrSc/q21UrR0sVlmQXiFlx3iJvkn6NZ3kVpbKzhP25982m+0B/7mjoOBhr5PfJJOw/PJwR0X7yqScxFP",
+	"LgIinB409S6UV3FVTFc4w5P+Lu8SQnWGSn6ivbRSu0NwDA/rEBKYx1WkLjglWuVcEAtMJ3s6P49EZzqT",
+	"OhNGrU/h0NihBrMgBVP4WEyJ/WQ3SCsYzbFuWMlnvCQzzupKo4TVddx14mpyUE1u/3L55vXZ+fWb13+9",
+	"TUJeZGkFAxN4BXEtd2AtVBLr5iCGm0i5PtsW9NSnD8LLpdT0IAFWARjLucIVn3ORhU+TJVx41Zn5ZMqJ",
+	"ln1seFeTynil6wuqtBVJH/rh/D7wtvD3cr2eHFeUC+j9CCsymMz87sUfnv/heUGUKV15ysLV2+ZiXjgY",
+	"yAIJvxXVsTvmx/aYp0EhDVVzZq62nPYfwSrYMZ8CnScQXp9mAs5+DfikqAJ1T+/Wsa3zZGfwr43y38lY",
+	"tz7RhJWOUnzheGeWYAvD2R601vn0/gvFqrmt9pX8cQrD1OTpJpzP2WCerSFqbiTuLu424mvFqH0GJ9mY",
+	"NCI95sEMFTjYZBEurXRCwVhcyjsTR0h2Gpl3bgbLwlPHC26P/d5DJOCZOsMXVHGzHk3rwlUfVo1q4EPM",
+	"vUqkcC1Yea9ziZD49NSDtOCfzpoCJhwBOU4X+HjXtCLo49y2mVpdN/5pcBAhs6wrQJTCmW6oYlXeC+2C",
+	"4oIbmpooUAFjwxZUL3yus29wYnzC10tsczC5iYucqWN8SCoAG7d7i4Bjm7uKcOS7Z4shpX6AbhykeWJ7",
+	"kaTyNk6MGASKc+Q3oXxeRzPD9KmNzQ8jKPwZyJ+63lxS0pE9YG5BfeK1P3643AlzdtPUfIwY32NdV92P",
+	"jHCfdSXNUsCLOSg6augd1eyd/cmOeYyF3F5cnv3LhzPyt5aX9zewRLf9XntpuvDCa9cBmMBprXfDsdk8",
+	"1d3sUggv5QJFpzEruSP2RInayL68RfrF2BR8aSgCp9c/J/NaDpKu9ncVmAspF5QLZ9Dq9UI6JHwg5UAU",
+	"JwePKIi9balzafbdBsSlroci6pDK40VIEWTyDI5kkX9E9Hf3nGB8CkgAStZOCTTyngmIMgVbUsLmUVLD",
+	"5kk0hXP3BC0bXUddXky/FgGaGYhURLOytVN6TJBH1x/YFzNV3Z3SOsqSQ0ugJGSsiGEZ+gMc35O0RnBW",
+	"1xv7spsbNPXxtOunI5e9fZ6D9UpEXw3H18to3YQ0AEKcKwpIC0ZG1Hl28c5R6CvYdEBAjJt3DqJZL1P6",
+	"G01oaxaWYZZoA1BtzXThBH+uiFQVUyfkB6a5A97TrCC3v7uF+9wX2I46KsitbRKeL1iNcG9iHfdjBSxa",
+	"18BQK3KLOc+3ZEnBd9qldYNf0EhChRTrpWy1+0yfEgNRymahGAtuE1gXMOHgVqNd3z2subb9Lpjq4Tc4",
+	"e94DZyvLVPCvUooZn6d/XFKBKk3/Z0VXG49qOdeDRuCn5HuVXAkHfOZ+BiS24buG6vtho/gb+8xKxJnw",
+	"zQaE9MEYwu/Dxttmrmg1fN//Gt4GjCf/Ev4RnpULKgSrw+Pwd9eXUYwuuzm4PzeeNzVFDvLAy647/2d4",
+	"3f/QYRH5Xwyt7+GCcfad0Eb0S2gm+s11HP0S7U38K6sZrrdn0Xj+wswGP3cz9A9Qlxq+Dmc68+tmG8ro",
+	"ZvNl++Pmu61marNl/LVbUK7tChyvaF2HVY9/69bMlP0/Ekvd/9Uvbf/XsLypUKqLmq7vaHn/nlHN0hW8",
+	"BFvhqXevIiNIiMrOrf8mX4/lLaS6ieA+qG2ve4Zybg+i3jVPXVSXGUBCAKMXCDbpBg3/3rVA8Ztu6sFH",
+	"WnMwfyjZip01SBjKNCEdXp1kY4c3835Ueyf9/+y9jXLctrYu+Coo1Z2ytIcty47jnW3VrTuKbCc627F1",
+	"JDk5c05y3RCJVuOIDXAToNqdVKrmaebB5kmmsNYCCHaD3WxZ/kmie6vOjtUkiL/1v9a3aM6VqKUuUJ5e",
+	"LuiqlOTbKTQIBgVueSUGgw/HDdV7QDSpHTaIR3CbGlIpeV+XfyXmRxObhpBAIQjPZFgjyP5+8H8wqSgM",
+	"eKuTgeF6kEnO/D5t1cirFrjWYcftnz4EvbeUNwKd4iQwICCja8qnxRsNgLIoHlipc0jgGP/WOZDfH/52",
+	"4+Tm7w9/41X1+8Pf8PGT4vdxX9sVmMU/k9h3QYPG7zv+0sF4KzEVNLCy0USCHZM3djQT9ZUYYUe1JGOj",
+	"i5G+wG/PXhmqW1lkrFE+jZKKlXBCD7ALynCNlvjjOXryE86UnpTYI0yJxWR6aRkvZtIamBwoY8hQsejn",
+	"TNzoa4F610QqXsYbduSzZ+mNnWyHnt+McOVZydKhde5dugq/2xEkUFqWEAgduljiNO2RJVV92tzTWlud",
+	"6zKp7HsBVdFDqKp7qDDzgI2n1lajSXkzzvx/z6onqPaPp6UZY37A2An4ccZ0UzMfXIW78eOrY3jg9Y9n",
+	"zOiJnbtj2D27OEUwlovjU0dUb5+fHkL4/e3Zq06bSON44djc5O+szK+FDUBUbdt7Ym3kwuWWPX9xfnx2",
+	"8u0Lp4zr5mraDuSWCyllYE5UJc/BE3F2cX4a58rtxTfEr38n2wnLd/9dGtAbTLVWSTjviwYqweZ84SmK",
+	"8T4V4dKZcqJ+zeGe9rqE6DEkAQCQphRAzv6N3/BzeIXog+1+/+rcbcA5n/BaZuz7i4vT0eSH0yfuj8fT",
+	"Ws9kMxtdchBSNPAhZRjBsy9f/ehOze1bT52eU36FsunWhyiSbNTIE91YXY/D+EYWQj98D5cPfvFHkWSc",
+	"02Qe5fd6HvaY8jvn1PpTvK9ED1JbFZHMEP4VSOz3bKepU5Tm8zfd/Q6+xvb2Zm3ny/iyH0JDCejSFvJr",
+	"3AFyw6TZ7NIKy8BZdU8lW7patINJToK4sme67LnJ1KESjP+QiUMl5xQ5XFdIvt7TCYNKE3qhKT0/pCLR",
+	"Ebj2yeVQ+7IqdPjTLuODH5L6DN8vdA+C5KCUZr8EnxIso015ABCFADW7DPsdTRWX8UaViwFfogrbdhNy",
+	"rYxQpjFrt6NOnq87dYI2i6mTrNtRVXIlMlbziR3daAtXmXIU2lrCjBlZjYy8UrwsKf0YwdR9ft/mywyz",
+	"i7MAoy3J2iqYTf69Mz6xzyW/UtpYmSd7C/m9CpgJ6y4wuoFPVCHeJ5RM9+cOmBOkLoVYB1E1fmjG86kc",
+	"3Csm17OZtIO/i49bUeAMBn7EvXqsleW5TfZKkmUpzQp+NH0QXmtRN/G4DtnBKmUOnMkrfTV4vaW+2nql",
+	"54pXZqrXb2quQ8pL+JihF4d+Cxa+BqV42eD1WxdFpZSmvzq20t9bRjWzU5EMmC53M7nRkJRCAdZt4j4b",
+	"SajLOF7htHXNXkJ2ZU8YzIp61g+d3jI099xt0kC8Wg7fWbpfXerKukSeuivRmUZ7vkw/SXYkeCGVMAaz",
+	"BdaELTH5mp5GbTeRTbKmh5bv4xRuF0SgpWKziIwHXuFtQKERc3pthKc/LTGsczWF8Hq9JIwD7IfMXMuq",
+	"ahM9cuhWFpr09ERP8Z0hn5lzrESqGxVjvYRm/r4EqdsRpi/YT1Erfb3TTiKLz3Y9UHK4U8PSadpLxfNc",
+	"VJY7Pt5zv+DPG/I8aItrrrZ2U/ak7JyoQt7IouHlMgUMD54tEVoKTmpw9L5tguUW2a65L55fLDZlg3jF",
+	"cMusEBw7btMfzmdt8scZ+If6bNOfprrtPQTtqEM+6owrdwq7ccWSrpmzgYQq9jKocWK73mXm/oXf2oNC",
+	"MCq39aY1juYYbGO1u2slV0lr+szP4KUse1zu7gE3Y1kKtutL20TBfjh9srfPXknjxJuvchfvK20Eq6YL",
+	"I3NeQkGDOWRj9/ZJ0QYSMXZXi4moBXXeXlH/EtNx4iLv7+FDu9PbuIs2D2GPyLsI2P24xiwuMtRKPEjf",
+	"u7zURqzzzmOiM7SZh2fBztz1XMap7L+KjNma59cmY8Zqx4cymtAInPkZq0XF3W3c60lMK0Tek9iIAz9g",
+	"+Mx2mAgY6NrYQMvoiR25izfldTGil4azo2Jtm1BnvPsnbilFhSoc10wsgpflKC91fo1hGewZ7r4INYNb",
+	"slW81T1QfbJ0Fqgs2O7btyfP9zKWu2unnH7rvkoXxN84XQlFtfPuzf2+z6WTC6IPokHZOqkcBfaOlk59",
+	"dn91G3+5sGLojsNoQyBmOxwnAMxOaj5LOchfwt/ZLnisMMjfFFJTnxCz57YOmm0PBnwqxPs+9vy9nvsL",
+	"Ds85MoQy2d2o+albKPBcJFC26wl16WCxSJWzvOZmmiZi+shaFAffkwe8AX5apOwMzexcG8W6WHb3gvj1",
+	"Dcy3y8YLxDTVxvb3R0R++zxp4by9OGYFeQcgod/R8cpi09gikJPSt8Ygaxk9OACrGIMA3+uURnzRMnm4",
+	"I6i1gF5IDF+rd/jRd7PqyV5foyFc4WZORVV0UBrAgFy2B0HB+FgqlRBFYTqGfOMbTC016pC1dSpLTxfB",
+	"JYWKWOXydYw0LPwM2IQ70WQjthfxrHjrWna/pMq3PKlz5zrn2mUJMU32q3fEvDYXtnSUpy8RiPluS1pg",
+	"lQGHBDnBdqUsXXV0eDGLe9y0WMskRW3C3/KRClkSUq0nYRdAupe0aiME++7FBXvIK/nw5vHDwKsegjNl",
+	"NNOFKDuxsxho8lxP7HPh/+X/a622fy56kmOPvFrMu0JB+qapkJ3gRrkjlR10jOR1kjWDbQd1eajv9nYG",
+	"gDRDVf/+XrW+QWLoVxs7TYF6IcXX6qpXGzN9F9uL/dCehETYFi7YF3Wt643mSi0mkECja2hr4RQg6LaC",
+	"+GDxZ+9GzcCrZD6iltHqepv5Tpsssbanq7PiqZUFyHmO2NWLSjyTPeaaEWA19yYyuWNmJVT0tw6CQw9p",
+	"4TNB8JAeACKapQZnQ3zJ/YqRL55vrxRZK4eQfuMurddj3c0FK8UQfgblUaV1mgEmJD52Cwy3QQKEOFzb",
+	"wQKt7M2zgsc+vlK1CcGtjfPG2GrD53UnSlt7c1b1tl51zXQ0rqBYdfsBt5ekC7KGbNCLhbWSlk54qBYW",
+	"af5/fk0sXuh2ipfXDIbrXvTGl6F+dch+swYWm4O30MLO/J3eiabgNDLkIi3q93plzI3+A8aoe3undcPY",
+	"2/ae8OsNV/laqiKd6eJMIGll6qQvQkQ9jAfE4BSULaJQ2ELeMvzrZU/6B/Y7Sov/thdSuNy36cZB2yoI",
+	"8GPg9PESQSoxR2/20ekJoJP0OkysqGdSpba0k2EStnQB1fjbRLS66JnheylaWSHrmisDaYUmWZQFIFUo",
+	"fwx5ZaxYs/eTWs/6dg1BZ9N7pPteAg3k9r345BDvhJszzKEddPPeDTkKT0zhQnc3fD0zA8bguM5Gl1bM",
+	"IBLizf/SWw2JDCEIS7bbJjoTf4zQUyD3ee8WsiVmdJt2M0w5vUUzfSMKnx14JowsGnHsKKSpboc7Rm85",
+	"AxfjGazGj4QMXlbjZ1LoR/XirFEdlNEU5NEbVS4oQg51e2JhgqcePkrSc5YOm3u4x1TzYgKCtJrl7vFD",
+	"bLECmIeXyK9h7r57T3BUUrbNTF5RwCWAPrQYkBswH9eBPNY9YTIMn7V+EAIfgY8zW3NZpqDZ1s5kJUWT",
+	"NitM4hYXKQ1J0kb5233N8RVnORf1gtWNSiKSCCuKf4rF2rQhuBb0LBRGgKk8101ZuLOkX9Awj741pJo/",
+	"uqZpKSQNAuzHA29zEcHL4h4DuqFL6TPVZO3WhgSwjWoKO9zTCcyd7nYdIpDQNHVD9Zlg4SmMzG+zr0sX",
+	"jzY56xx31r2Pa1o6QEHOxVTWxSmv7aJTE/fBnA0qHhDAF6sTQiVW96auL7t6LebLZVctgjltqy9+I1cF",
+	"dZTGTMn1cJZPD2I8y6cHyQ1PbFt0S1Zm7M6Aem8DyDEyQYuKoDQB2UBpVmp15R6bp8zEa7HY2OH5uv0W",
+	"du6HNmfDCBQfTs4/GmhVV4ZoaJqvnGNyYHJWKSQXiqwiXE0w2rfJIkgy4p2s3bz0tbdCQa/qfmAFYrEA",
+	"heYT9wCq0KMQ3AqmYTUDe+4M2RGhUaLX1tl/U27CX9MZ66W8kpfl5ibgQtlQh+MFB/J31DkG3pZrISqo",
+	"b+pHhHlBX5rXjvIUefPgzrf4MLW7HtXQJFsM7/QmqnW7BfktofTsbr8W6hAE+fv+OXJ1+nODJk9KQwjU",
+	"WD6rzIf2PNq2oVByIYfsoKfD0Rra1qXMk/g5dPMZPhESNP0WSMXmPV7yZSyjFo2DvrZ8KaPjW9mQ1IUa",
+	"RKp9etJzkrRgzd4dsfbAo4CwHUx6qZylgQK+g3kSfbVnr2Qtfmh9p7cT4afuVoo5pp24EZfic6t7OdEh",
+	"xWVd2wOcHyDPMWeHXE3ZZanza6gC99l5hon30thD0uEowIWFQb4RY6+iCOgAgwwjD2OGgSE3r5kTTcgY",
+	"C31I2hsM01Nnc2trI8JsBjXJfX0AOHRaE7kRvBTFUSUv9LVQaSU5gDU5E8K9AAmRAdll9UBt/1gTx07h",
+	"dxo2uKhB84a6t4rbd+Mex8u1UMPSc8PU1rMhPyKNnSaM3pK3WpciYxxIvcDmP5NVbB9U3gDPApKVEvWd",
+	"jSztiRpWPwYPM6kO8b9GUlHxW86V0mBD+7psXcfMI1Gg2Q8J0SL2aVAzljqIxYIRI9GQ+R6yUzl0CVma",
+	"4e3l4RZFetif5BDagF4KLJfZwmX6FhshqKj8wA2brhANJ50GI1y5BjRFqPLdMtvVvTgQwqBvumvieKun",
+	"vdqNaenIodpBYNH1+oDfxtN1pLFRGiL9hIy/MNsMbh4Y6tS7HFwOCB9zC5FJG93T7MlTavfw4yX0tdrv",
+	"4yz9CGOBZoaiioUXhjkrdClujyF2ZqtTXdse/BvHHM8uThlIyQgmo02GSKhUG9oZ0p2D0bZJ4Ja1yNOM",
+	"g9pYAKfCmfG6ljcUMG3TGDJmhCqix6SFv3RQN2gwgDBS6TDaGoQbWCFXrFG1wBV6vBx8JxRUw46CSZRq",
+	"QHznqDeDU11+aNNc9Fz50KqbbZp1JmuSLvynC/b2+enDi+PTMMKQyHVTV9qIdZCDtHnQwCo2owmCfVRS",
+	"Q85Ehk6JXq3+Ugpp14Ab+VPddLvD6YP6TEd8p11DjakTYPvn52fHBIbQwq+67VoqOLVr6kxNTwN64BFt",
+	"LG6lZ6Ffc8BESVPPxvSVcMKEHTJ46r2QLiHhF65rzEva20Y7upJX0pi1eC/hOizfrU3M9ghQMtK002W5",
+	"mfdQdHL92o4m89DM2f0Opfjkw7BtDYFTy8kGwf5nMuwvG9OYF4tKjCHIppWgXk5rJU8sO37P1j/8Whfi",
+	"GL9zBKWJotj5/ZelTUkL0e52BOzidUJoM3vrZWc/8PcpmGNjcQ5eO3O60lCG5kaVKpWDVy8N62b2wMAF",
+	"2OYLaV0CttTcEuJ/6XA3xKFjAnNLbbcyG6Z73M5JgSyJs0ktIqoJYMH+rB+YdjeX4mObtQpAyVXFljpC",
+	"WjAesdB8ZuUyHfpYBaskgB/hqvqw49rgxddff/V13D/u4PGTDxariY5PmxrBbSePlj7w1eO7kBTDOqXZ",
+	"sjfMhPeplBPhxPBhZ1eCGA+mE5T2mkjX22fP0VfEvjo4WH9q3zx90gk6PTpInZlj1Z3JkkPr0dfZSkoc",
+	"IndYjfx9EssMlAlOYoA48I2Y28b1AdijR8TsjhPse7zHpDJW8NBvC9EBDtkBDQ0IXpqKbdeF36KNONgc",
+	"7UxI7zXs5cyL5dsFMlF952pJKCfsufU6pWyVwkHX9P7oe+Ou1lRHjZ22HaH7DNcOEhzDXOva6eHSks8D",
+	"iw6xD54x82SRyZSbU/pxXdt2PwA0bqfvxANv2Z59Q3FDqg1BVOqA5SawA/QXxIMwPlROm9KHclAm8ume",
+	"yysB/Ux5iay3M7xSugHHvcRM8nzKy1KoK9GWkGz47BC/VnSc825HZuzVLgAH8GP2He/9pLRdW9RNF+F/",
+	"OEDc6DIkSbuX3d9V1/uedKj1uDeNqDvOzXZjQhPYStQrEZv1FtNywn34vr8TWYcY+pqV/zKIaPsdZssQ",
+	"jrjxkOu9nOg91KUWjbaFBrzCZz7AzYZjrWuCGSG5CGOp4dTSXqQajl/pWtppP8GGJwCpONZjf3j+9U62",
+	"c/790ejx10+Taixv7FTX8lfIrPkecJF6NpiqA9mYvrq/vz9mR/HrbIpoURgwwvBHaBuNHLNllu7ynr08",
+	"Zo+fPvo7Ir++PGZ/f/ro6WGov2ccWpFkxE6XmXjC5aVSJfh43xn8ijYYTpPkWMaEDLEbZ3Zij1SSsZNa",
+	"mKnT3ws96y1P2ohu1LIYamHlW8ZmePUJwoQmlvu0PNxCgMHkHvDHq6cEHpOWLf/SiYSlf294KS3kAlS1",
+	"tqhiwZU5xJwJyFrvTIT8B0qzf2GNob9Y7nmEgpkmr9UQCZNibKaNpAb50tdXxgnHDXhPJLtqMaLt6py/",
+	"CfTnhSpsPCBC+L0elDCvryMGircwi+gWzyNNa9FK+tjK+UxfC8dXvnUM8nZq7jnBiFvNjBtuZJMtkAPb",
+	"TBRp4AgZXFsoJmygFRCHPJqteG5YkF9Lp8v74/VN3pe2Hj86dOvSfBkixMibHVfClUKVqkcEwy4mCYvA",
+	"vdQX5MEfb7szMNWN4ogmsHH9t+yb7ckDdmTT5dm6WhdbW4OIOGw7mmqPYBNldi73rN+6O/q3gHFPHGc+",
+	"daoattUms4s9OtiiIXqygz+UYPRAuLlNBPREFp46RPQtzBx6+/wU2M6El6UBgC63OxfHpx0/POJu2dzx",
+	"kqZIQ1knAY1ra6pnDx9CrMKayrj/fnv2KuvoYKTWO5WQSTXRTE6iDgRMCYGG1GzZuj148k3HefTNJi3U",
+	"zXHAjU0TK9ae+YvpnqZb5E44oT01hdTHuhAJ39XR0XHGTo9/OIL/+9Ztz5uq8XX70dqnTlS4gfa3RZ76",
+	"Xs8h+7ftEW+1vu7aLbrB9mU0MDaHhTBkf329tKGY3jurip6q4EnVh4HEaqpVM41TzbRXshA4yXcwreXN",
+	"cvCyd8ZTIa+mqb4luoDmSe7Xu2mU0VP7Twh/vX3V12lqnF2LBaLg0KpBFZGd7MAYcdImC3x/Cs21sWEz",
+	"9FTZzbVSIrdZqFDMmBG2qTLq0aBrVmglerpEy5m40BBMgIPbCO8bad289ULT/SMTqzY2LHjg8a5hcdDg",
+	"3/9MDVJCx2k8qN2mgFoWm1fpZSZ51wVNXBQAx+5Lm5bsvVX9UBaij+6/f/z0iZvI94+ffp18eS4LO+27",
+	"xfDjoEucYHseJ9RSs6SWdSQZYqPOoYnWBTfXH16o0YBVQ/mTjPsugZabBHhoKs0y+YWVPEu4atxcR1mW",
+	"8CIinZP/0mnLd51w+aHlXetquhrliHAtFjk9w4r2IR/JTMORD+vEGw9H/X7LEsMtWzrBrnRvc9Hv4HrA",
+	"9KluZT89woy/r2qdWv6PPvv0uzc/HP3H6dmb4/OBrP5K17qx6VrSNq+sfWqwBJlR4vdatRuX/QM+vAWy",
+	"bIQyvypmKqFeylI8pxH0BlDvSiiEbSraFzzXpnYNh2z0qFVMqpJbtwXQ6oBSOjGONVS+1nxiN+7NEvw+",
+	"Yp7UGxFToOqh82JfOLnbHbm9oJ2r1rkh6c0Np00L8xNdQ8s/hOvRSwo4JmTESFhIgobzU94YcaEtL1+n",
+	"LEGAm7ri9SW/CqQLuaYIOw2AoYoprvR2cKRX+amoc5HKxfxu9WuW11cCzFv3ivtx97s33x3vtbfKg14P",
+	"vD5TwaujstT5t2mwLfgz+MBL6LUF6h+vGB7D0EW6V84XZtM3YGQ6LH1puVSiaHUg6giqrkjgDfy2ambf",
+	"5euo1ntEi9TxQofMocs0vUvE63PpF3q3a1wiyqUjXdr9aJZ+b7Ll2x/fyjWUd5rUIAE1QCOkGfwvJE20",
+	"NRSXC8bZTBdNmYJ2LopaGJNsM10w+tXnmemajQ/24f9jqyJelsztSj3h+Yd0jsHZRb1jetrDSGOFcgOv",
+	"Hc3nJfDcNrwsF+zSm7ipYOJmiP/V6NWl2xywMtPwa7CchKmBy/TVEibMtvsFXklsNZNhkDqjLN3R1Noq",
+	"A08EtJpx/wmGwVxc1jbfIg3VXSSG5knIoZt0Uq741nlcL1Kd/DrZYdyn84h/NbyEhlXuFyzyNlJdlWKr",
+	"bNjejm8XwZ7yz8TuoHV+oOWwHx5kFveY8hQTcib94jtde8JN3dDEoCXsdNTP/WI6tIxZ2wikj/PboC3f",
+	"hV6Wjh+e+WlVMEuuiogBbeHAjbjb4Hy6/oAijgb4Ji/5TKZ6SR0pqLKzbAIPQAKEEMqnYZEaM0Ikl5/E",
+	"5bnOr0XCc1utaW0flccoIYoA1wmpc0Bw8O0HBqfSZ40beVluaB2WU7upKFrmsze4jaq10hxwLssi53Uf",
+	"cnpnktjMHIqfuC/c9+9vDqKHL8W1JTvtIjeeZs1nPR1DnQxED1Tcb2/wOW6oviLbAT8A8IwqarInO1l2",
+	"PXVOvUYfGP1uzjSjUHIc/EuhRaMoS+3+7U4C+28uVL6ZiVnsg7exZVi00z/0SUW3z/92/uY1s+K9R77e",
+	"drPzpjYp9+ybikNyhkY8JrY7Pnvx48n5yZvX+yevn7/4j/3zF/8+3gOxwY1xd/BfjagXDMdD6jLNTLBa",
+	"Xk1tXF0ftnJVO7khQ2Adf3rhHnqhbkSpK7Fe8rxRDI4p8xYoghV5SItdc5PvdzZq/+bRXl+qUdKb80Yx",
+	"PPiMzQkvlrBzaxHBeKY67jYzUayb8jwOAOOYuVZWqoZUFSdjCKfF7XjuTt9p0n3+qIHF/S1t1WJSbmHl",
+	"GPGvhIde18isMgjLoJbDdh9l7HHGvsrY//f//L/BGXrFK3OIwEENFLimVo0jSHW1hz2TYbeA/P1BBGhh",
+	"+lhjBhaz93GHl4GVHdLnQDuDLwXRVRMvDhOJwi+dG2HukIu4Lc88CW9Cz4k4SuAHJ2qiexuYhoZSQ3kJ",
+	"b9yOWAK17hl3KlhTXdW8aDtVOeugfZVaKBM3NxAharAmzfR1bgPBmBIfOy9azUJC3H8q4pJpwAKDoGBG",
+	"X10ryY0QbfRwG3UqVoAS5bYAL1Em25L6TaMAkXvSMFlgO0yFdrph3L0MKyiEdUTLCsh6VT1ykNTgi0XV",
+	"h1XVCnCT4TbxlLAxU14JlhBXt9uhoFQkNqniqXDGKbdTL/XC3cxYLUroMesjRUenJ+wSUqTRYljDltNn",
+	"wFleSsTDcg+ZAP9cCzqI9toSB+jHzzTu5ifTvC5iHsdqZ6G6XRb/So/TXPaLv7AbLHqsXceMLwIF7p6L",
+	"fBSeH3nQt73D+OoZAeIAagchs2EyEbUYoGrCwXUnmy0zi6UrGW1ROJaYTCKSTzG7c34jXk5mlbi6ELOq",
+	"5PaWefVHGA3MNaBD0VAAJQjptdTsBnp671ofO8SnnaYDM9jrCed/K23NrfjnZSqyfYGeTmzpcyktBrml",
+	"YteX0j40h+yAlYLSpIXCL+ZTrc2GRHasulmXyp6tTTZ4A638aV7QRuuQ5bpaEF+CZGJVNTYWcu53d+A8",
+	"B7c3VCpW+ewdL/mc/nPW4H9DQt4vt0ZkCCeUrA5KwZRkO+K9rflRfZVKL2hq7JdHG6wrYraG/vMh5ohC",
+	"ZrTJWCln0qJpOQL4MJuxkW2UyNy/9USW4tlNxkaluBFlxkZXGRtdi4VU9t1MqoyNLicZG+W1+78z/r6G",
+	"Pqajy2aCbdFGlXz/bjJzg/La/Z8cOM7I5O/stBbGg330pL85awGn7a5tNPNEEdWqvAiJbVEJVODMIA3O",
+	"ksDSdGEmIVPDXd3EZVlzZR8fbLqxfQkb9HH8Gdrvy/eiNFtP4clXm+ewIdPjh26Wx8pd9V7difb9GZdz",
+	"4jdnj9GIrzcijVCVLSDp57pCNxW3VtTuyf/9X0ej/+SjXw9G//il/c/9d6NffjvInn71+//ozVQYwtKw",
+	"X9mdsjT3/zYdz7pMCromOLPtmNr0MZgS08dPv17HvnpSMejD8OsHXM+/P/1mu9K0zk3p7E2H+/dJ1jNd",
+	"fjjgJklQjhgw3mWAshQ94KIsvDP1NsjuKxA9UXk+tg8ZJB+2xu3Zrh71w0B9wPkH7m3wRscY/UbkTS3t",
+	"4mH0hRXs48gS8haPrza7I6DjNBJ4vOreW7ZS13Jnd26lXiVx/yCB1xcdGj5bStRzkrfx1U1bZxGvL4s7",
+	"9M0D4PvcsUWL7csLeSXRzoAO6nNpBHmX8RmT4SPuf7X7v4BranLtMV2mi2oqlEnJk+4ZDxQHjx7/PS0P",
+	"qt5SRF+X1dbmkUFS6ivI33WrPqRaVKq3ESqvF1g14o8kLxtjBeImu5WtFiuuWeA364s9KFFsx9zkO9nt",
+	"ygsT1YRRSZDS7F+NhnB4zUqpBLusBb/e8lz+9887P/9c//yz+uW3R9mjx9+kT2JIdd7GowjTznWpFW64",
+	"ZvOptIKZiuebOV9n4s9+/tk8dLN++iQ16eH1fuGaJbkIeBiOddnMVFofzuE3DIeiP4JSOxKBu+QW4uD9",
+	"4JtK29dNuaG9Bc1CGvb6zQV7/fbVqz7MSDnj9eKfYjF0vCrKm6W3HcGkh097P5+LvOSOBmlU99Rmk5+O",
+	"h/yUfhc6S+g/sTf47+SJQXvsDPu+ZYw6UoBBI8U8Ed6ASZu+g8PcHhzUDxJi8L63XB49qvCvsbZOcxge",
+	"Ye1cy1Sn6SJxX54/f4WYRjOhbAqdWqq8bArxvCihDq9u0B1o60ahU9VqNuPvnxfl8ZTXabdUUZQX/vn1",
+	"V8xNZ85NO3z6SqWJBs+3n2hqPd+Iz1fruVnaBjgMd5JDIxbwcE/baLgRoAfgZNt+uFHGBPDO7mcHRhxp",
+	"CzwxhWwIjjnrcMmijitORxfzzXGBLtm168sCISwdcpIIsfr7TNzoa7G5Crh2z0EZcFmG9lpIV45Rr9Ik",
+	"PfOi0vm0B0Kf6s+Fe8TzLzcYqgXK6XHGt09Aa9nNIqcEIXfvw0SkMY0oCOCdK0CtrmlkXofGjgOvjJvE",
+	"MIUOlENqp+nnQsjxbl8HuE3pW1l3w5Inpnhlptoe5XkyfeyIGXoCSkKNYVb2hHB6UIY8xnKh56rUPB3V",
+	"3AQ4CG4PiR5pqyvD5rq+Xu7WuDb3G9/uKa+Q6PmH/DLv9vd9TYEVThHOricrPFm3cebDCG/PXrV9S6EE",
+	"Rc4gWZLX9cLjD7a7uiF8h8vI/HZnVFXRbuDmU76lQ5uOX6MBueUFwFZeIBth8VKVgFfpb0UAVXFGCtQl",
+	"c2t5Pp2Rse3ZHDCzbMe/lnSZrMU/IuSjkLIB+9mWQT492KaRxqPNDhPalXWnco7tPJLUR7fwgWnp0CkD",
+	"6STQYZ16b5fe6T+PCOWWXwtFOI9RoFoa9gYONi3TIcX0hvefjgf6uRR2LoRqPzowlXBTA1CYKm3frXqA",
+	"LqPWhw2PkwaXlznk7G9Hk8fUQc5qZ4VsviC9p3zBr0V0xJ/5YNui40Hktrq5ULX6XOeNYx8g2o+aQtoz",
+	"kU6j7TwZ0tqVY3c+ozLXytY8Zd0RsMJJOnTSqp2g4MeoFUMKgwYVSPnaM25YeGHb0qieyM8xoUbAz4eo",
+	"LFe1vizdWjCUq8rFqf8LmQ+D7ZnVI3LbmIzg4yc2Kve4y+T9opcGbrbdbL/MdC3oE9C9gdkpV842Qp3W",
+	"QLHHPG3SLLGObuFP5xItrTaeWbYG7+Hc8tqGvoC3Yyjo/vbt6J+xceBwYzBux7yqxqASjT124ZjtYkcE",
+	"aF5MP3b8LmN3U+plfqKcStnKt73te9+T88UjJfKA7o9dDi4XLMx+UBTsNo3uw14dQkys4+ilRuxUkrbx",
+	"81sWfAedxSxprA/MoM9tap+Ob0N7F55PsTqv7UjGdqGrNMtLtxkUM+nWVFOai7SUC7LcaR35x4G7Vm1Q",
+	"ZTieZDJWN6Bz+F3fmgFNwQ/Zu3d0WD+6f797tyaWlPrK733kjqs6rfX7xW3TVKqmLB2nfL8AfBM36i1I",
+	"0WpWNZelNFMmldVb+XRDZODd/uiX//N/7Hw4beB0ypL5joS3B1bBi7LuPkVL57cNj/Sv/A+GqoKAIYer",
+	"wCpgNgC8VRtyoRCNrlmpr65WYUM3A6sMJL+oydG6G5DIX0lCGMTt+XtEsa7uSBIbq6u2S3BGXIrDriYl",
+	"/h9WjnZX+kWKzL+SdNHVRxAuCKK33fXcPjNi62vxkUXEZqHwmdnaEIZWrwf/wLbyPqFF4OlBKYazmSBL",
+	"JCpMXA61zSqeW1H095H0v7CmAhjoqcynzHcTBaBcP8bQts3c8ktuxLn8VfTUnrufQoNjejzowVCSPvBb",
+	"/RU0x9Qp2XQqaQYOO+flwNnPa2nFiE8FL5yo3Xb+0LtVrIfwwCYpzD96G3ygum2auXojUie2tAXRRNN3",
+	"2F1vwvlORjoQK6pGSYSwxq37Fd7eZ2cefocbdipU0UEYL4Rxi6F6F/QtHsZ2byFNhXNktqkRDcjpy4x3",
+	"0ck9wnnMph4YLCNf53lfD0oSrf8IX1kvrY9JUmNmAM6szY9elfv4yLAgVyjRwmF33749eZ6uoBvYbivg",
+	"Im3p+RoGMmehL4Ju4H4Av1nt0RkVFVFTmnVzrp1Z7e4Rm0jFSwzRb5j8xp5J26USc+shqXxWQqOsLFnu",
+	"NDPV21XruP+cX3cg9gFNnCB0JYLltxTQV95IzbGHIJVzcy2QVqSFfMZrqYpnPTCAsL9b0QiItCFhBciG",
+	"huNbbUZ428hC2OOsE2UIYT9cTnfDtunol+IGPViTy7TKzbVJJR/GViXwUkQhSluUne+nMRMAEIVfYRlT",
+	"ZwoJHKIqWefcyidQP9xDWdvJlVv2aChIBb8CwZOgKXRQQVoJwOdW/AO7Gl207Pa2vY26si7hT7faprpK",
+	"HPs2xIBF74PTERz9tpg6FeL8he3zX14D/JCgwX5tc/lyZtTVw00dyoYjhnTIzps8BwyHjL0kxn7hGPub",
+	"BlNjj4mpg7MC2HJ8p0nc72Q7zwMT24HyWEIICcPvZDs4/k624z+wk+344dcQxGnJFykE+iOAyQRsdKgY",
+	"xKysTQ2rh5hWKxO5XAc2lfLT9mnYta4qUUBhZh8Cq2H0FLsUOfdlw7TU2qmrVmtmSj0vFwM/O1n/vS0W",
+	"0NuG8oLmCB41bJ8jLfzFYLZQxuSEcbXYvwtfJqYzx+eeRgiCTesbMTjfZUCBxhfSY/VWhk6trUaT8iZj",
+	"+F+z6knGpqXxTsAeoT7TVhwVRd2/l6jfYoWtE+VtxABLp6Xtk+r1BuWw3bktNcMB7p402Mtm231A5as/",
+	"zmwliTm21rEnXVsbG221p+RAEsskGe9ePyNGjpSW0O3hURH8skpA2DWFLDDeF+rwh7Y1odG3FHzERRNy",
+	"r1Ggd/MkGM8Pm2bu8ZCz1uRDfI/O/JZyLtbaF6s786H8YvsmODjD1A3Y3Aqmu6NrblGt3y96be+Lle5c",
+	"bu+plIUMcoQq0u8XibSWO8EJ//B93mgeLa/zEGWctJRk6iuw3DMPY103xaHfL4ZZ2uh+pTqtjSswaYVr",
+	"eeYPvMUTsEqIQua8lbEbOBwtYZXBdXfRz6n/clHacdqnA5xaq6ih6p1qSwODHXCh9Zzay+CsDslF75Hz",
+	"cKpKh5egHaNhu77qrGrMNPNksHcnykU3J6NnjXoyKaUS64QsGL5zt5g3+PC2wlarQZ8ArCJMRdv6C7W8",
+	"kmuwZWgbEPresN2qKUtEaaSNn8iyB5+epE+iYo0kc3zspCiCBMFEuza1LsiQnmKAVpBRZvdAQECsdshF",
+	"1/t2yLgzL4E0IMkD0XidyuRU5ZWMv1s5U4g4gzNlSBAt6uXMN9CfrXl+3deyBwZ8YBg+1L/bm1dx4UZI",
+	"KhT9vqFX1D1P13bbu3onKmR7RVZZLH4goUt6v9IQ7xEd7WDvja9m+NN7b+KFbnHJvBwb7q859/Uhn91f",
+	"0yHzxGUAjg0eYJQ/1GHkMMgLj/MX2CRIEz7ni9gHgwPtZDv02hpXCpJs8l6KEorhOGCbI9fvWJxItKH7",
+	"WTLLPpWuj9g29PvAW5T39+jIoENHxnr69HxYt5sAQQsr3gUkh707bHOTHLJ/G66TeKAIrOHUI999qC0E",
+	"KYT2oBPJW2AAhTmNLXOOCM0eR+T7X9kuDDR0tpsbpGy1/CUihL3wNyNJcjf594KXdvpcWC7LZJGqMkKZ",
+	"Bmv3Mbxc4MNeB3BadqocNIJzSMLrYUE3wayna2dBaIviBGoR03IxDxPEgHQh3jN6zSfnoIEx446xiYE+",
+	"O0ikTuzHiSrkjSxAeMLOYSb+cA6N+w358Cn+TJgCwywyD0AQUiKiGtEkUZfQK7E34Nb69HLKJ8AXOsAl",
+	"StNf3aleKz3vD/B9MMo0n9geQdDeS9MmjERjefJ+5btDvgR3PvznMVeFLFA9OZ82ttBz1dN8c1O+RcAs",
+	"7UlYuY3oDJDW7V2ItyI6xaxLIFkn8wEv8Fqq98VDCamBdzuUAq0FFC9a5rFWN1lmNqT/NymksBtR8zLQ",
+	"WMRp4sOFFlCFAChPQGVQ/IbLcsmF1Ol1mj7Ob6VyMtzD8i59boN2jEtoR09uOXC5FzMuy9t3kYxgZIxQ",
+	"BePYiExpR0+Ugilm1L9pqeC56QE0OMcf2jAsICA6g84nhNGrjtoh7bY/J/DxwUHKsNKpLKxcVgDzEWFh",
+	"BjqBNWyuYNXDdnpT8bih5JstdnNdo0KspoKyRn9OUrFZ1FRuoASio0inX8BPo5PnwQ4HOM0W9jRRpaHs",
+	"ejyF8x8ullrgiyK+Ez29++CFxL2KR6NojC9y32RtQq0SDdxp7RZvSv/ZpxGFv+VG5tCP0+28O1x+qRsb",
+	"CJ0yQbB6OKGJ1CmkgOPTt8z9Iq3IbVMLSB4JSj9pxm0fpLTj76NK/FzPZjJF99iQE3/2PUw45UC2Hcf3",
+	"t29/ZrUu8ymXKrDT5Ohzic3/VkafamPToB3fa2M7eGeRSvdR9A+dkkxLDYJuc+RVrYsmxY1P8Yd1uCRl",
+	"srkbhKS7fc4ApC000FnJnN3CQ9gfGg2lo/6b9Oy2bqqmAvzlTVW/RvrO80vfG8hSB8r/QSEHOMB2yEBp",
+	"3eZrSV0u3HC4YRnylniflzfEn3s/zzvTpehpGNO5DZ+gMUzygh6VJdoK3ds52GqiVbhlbtMSZv2mXXDT",
+	"49cBFjWSKu7sCTZryNC7LRwkjFToHqSekhv7Ih2EhD+3+B8GUi47hpl0uholDvWO3qcPnTczgOba8IEp",
+	"pyaJjWILYfs/06gUvziPu+j6byCzOGSqKct1H7pdJisaS29UuQGxDA4GYCmhvSu5L1rnAgzT09iiUYpv",
+	"7MoDH8i5YpfQz4DNuIJuZP1jbmxsBkNKw+hhpvS8R0trKmjJdBr3oh0yUWpeS6iHTl+acUBawtxU0wPj",
+	"xs11H6iVuUYRDraEDP2VfOO9Idw3DN81kKKDWF1x5yK02xvf1g6BxLS4noP0Z7SkuIjZJmmld4BhsYCW",
+	"yQ1KwVi/zLNGbbalOq2Ql/okr/UbpK3g3zagsMN1GplK5M5kg7YIpUVcceNUsSU1ql3Wurz6F6qIWhht",
+	"q8lUmylMGlCDebwxyabofVpXh4veYo5BSqznA27klEDp8BWQGokpTnXtxFEQKtCUwi27cPqHrqmn9aWA",
+	"P6Qjspu5yFa8ogqsINa0oqsQ70y7tizc034C6bWH6IeO3Rl5lzYYnY7+i+dJ/+e37ieMs3NQSWaVKBi3",
+	"wDPoh92T8zfsm6cHjzKGEnbcKFDCsFlno/xr8I75GPbjLb+JGDkbd5V28uj0JODqIH3RXOSswgCd+Qx2",
+	"LPh/EWiz9zP487LfcaXqMV6TeF+lOmL1xJfuzOKJ7Zzu6USWT3tfu1ZQYitStAT+uruH3Aa3HvcgAcuw",
+	"2/yKS+UeoNwo34/GafsEtJxPeVkK6n665BYqr3Qt7XQJtfmH51/3oTaHN4JLJx7de7ZxgPPvj0aPv36a",
+	"9GV/ELw3frjdhK4T6ePCcs+Eneqiu1/PX5wfn518+2Jl0+BI8I2WOuCAui1y/QAZO39x8fbUCZjTV0f/",
+	"9/JqnnYW89XKYn757avs0dP0vJVOdks68lsKv0MxBbDz7vygUx44haHTNAfw7vboDxlnk1qYKau5KvSM",
+	"Btvsch9SAv4vXXV3mzfQDKm7jn9veCmx22RVa0vdt5fv6KGbmSDmzTibYiTQGwf/0lXGcpw8wHPk4B47",
+	"e3nMHj999HeEtUJkcgRBRbDvTkM66GCBzZl6IERkWlvukO/bs5PMJ2MQonjVWKqTje8RYp9zFYyRcVPL",
+	"MfZ+8MufBuMv3nrfx2jd3g9BPvd7HMjxMwGZu41NsuWprItTXtvFMa/4pSxl0uXR+jh81zonl6G9D1iT",
+	"hU6kwHArHDtMDRc+tmDtYysd8trxqehneF+89gPHOH6yL94HKiOhddkGXWQNcC04WZ32DFgF8Qbj4unV",
+	"pBul0AL9KPjQ7d0ot2gS0p3lakePjY5neHFgXCT+1gCrgEZOaTPxSuNzyeLbup5OXskbcUp1XUkHI2w7",
+	"e3v2ylDONvROJGiAW+HutPluH5BdfmtIZVgJoB1cCoil+vjhlpbpth2s4Ltw5RjvqesCO6WnFxn2mB85",
+	"zvH27BWmbUYN4od5pumc0SBKx0/uNFEZh9tUzxrnP3ZOCQDAEZE8kQ/5y+1yiDfewDV4t1tkFLcL7xKm",
+	"P+ThVPlhRgXoL56KgXRDFafb41UKLgktuhPhInUMmsul412QS+9uprFQEmoci24xpt2bTjCUghvLvsJ/",
+	"zLSx3nc9kVeYogl45LstNvXB3nYYiV8lQRI9rayvV9B42wK3OwSUfrwwsw7cEDawLAjL1TxgiSJRzBws",
+	"DbU+1g2Wi+5tTa9+ht3Wgk8SjtI1V8oP9kpwIz78TjmzQIk5NH7o1gUnhMKl0WVjxas1V+vJV5CSs8Tv",
+	"teUl8zcyguI8BEXBTHWNGQZc4bdp5PZ24bAR/t6lWGgq2gw63wODOseC2pJ2/zaXygQlBatEAJhg7xBH",
+	"X7oX7pjzqZa5wPbJ4Y6QBq1KjLvDRd/b3EkxvttPD3prtoeSaykhgwgruCtRS1109jUi2G1Q4Z9+ANVN",
+	"BU0n1zeiNn8momtLcz8J6WFcI1LQWgg+aQ0rdc6trv/ABJoiubsgoe3U1q6/ZOz2e3wLZ8eXS7cfWlF5",
+	"6M8mC80BO88jNjaCPLSlaRtBB/8C7ORDVfC7h1xcLp+MARhvAR25BoWxJ1PyInQJ993JU57NROfx+07i",
+	"H95JfCAQHT023Hq+71B+36H8vkP5F9yhfDP+362aCYWBN2Adxnl3+In9+z7qf64+6svOtG5+XF+Xdb+q",
+	"wCRibpW4ENmq0I9lRB98ZHxPhyklPbl1q2rJ8LQ6/0KcHzZI6UyoTLdOq3sL+3BUyQsnWz68qTgQM+Oq",
+	"te6CteC72Ltr6G6hJLGWymWAnkMnKYp/LeY+jOqreWpsGSYVOz55fuZMU+p9iS3MPYaAryTVSjizQREL",
+	"LyXkQkA4mKtFXAc2uOV7ELdPEyr/mrCFW4xdCap1gmnDWW86uus+EQd3UzrEEFtCafutmOharFkFZBQs",
+	"r0Mad8xyCxmyNsLnPlYtR/nWH/Un7/Of7VRNXWnTs1f047oTSSm/v/eSL6Faf1frprodCb9E0gQH05Ub",
+	"piXmW9DvWvX/ZS2cOvXeJrMYBt7q59JUJW/55laXeeNGfvgeBpCsD9hF4ElQLHjU2OmbG1GfllyqM2uq",
+	"VG8ru5pbRQBmnGHJYcidYdr9WrnR2Jh63oz32UVTK0SZZdq3woy73vBa+Nw1JURh0OcCBZ+Qu+Y48Bgj",
+	"YG/rcsx2nxwcsLFUQP7vLnWxGDPtTLS5NB3YqSiPt89VlzrpAX0zeGM14tsnS391jSlN4Jpc1w7SjfMj",
+	"4HMkIFKsHlVNWabfHEYLGMiDwgNdm2GUUYgbmfsrmzJi3rz+8eQlI1PWWZHfffv4m0ffPGrR2Kh2aqOt",
+	"gp/q/wb+DqgN7Vfoj4M/0tvK87k0WDnocWhYzpXSwM6jsrvVvQdO9k+RsEX+KRbUwh66HrpbDw97u87y",
+	"a2E6TZMBKH8CRhg8OcQMn3IDADrrs9sNJTATrHzAhVldz5SbU/vr+tFyPhM1h6qliquRlaUd/ao79bNx",
+	"m1NzPuW1v0QbRqadkIYZ9xI6KllTtSBw1gn4nlKcrSzuqNkZaWneivNficy4jTfrI8gQpxAhJuu3teDX",
+	"qRsmKlhE6AsYLF4Cgy4Fv+mrW4rhitdmjuGZxO5nx88v4hZrA94/67wTklXepnqkQU96vLJvz17tMwgX",
+	"hL4FM7Y7/tvf/vZ/jTM2dhv7P//2t7+N9yLTkwRIJFcydtkEtJ7QpddNUGToo+aqYIA5ZyzH8KrhM/GM",
+	"cexErhhXGls6UwKsl04d8dUKKmj8CemjCRG1t8+OYFyfShqPUYuZvkHOMEv2dtu2ldLtxNpAML1bdMlC",
+	"PeitEfWd2YLQ/f82WiTS5+v1Zo2Z6rnyGbO5VkaXIrLucK0sLwWvB/ctrXUpTooe48P9yGTI+9tge3C/",
+	"DbW40V6muA2BrqEEdcexk8idWR99WDZAuvCbtz3waLadZGi0CB2SdjJ3VCi7fxl2yUwKqOONCgdI85KW",
+	"osYI0OWs84obM3dqW8EtT6Tx9gc0AkKAGzsOa2ybGrj+XvbfyRlfOI0F7mVvufIrfSXV5umDHMEWk+47",
+	"Kwm34UHcv/DkB6Td0sZjg/YNGAz+kNwudxrI6JpBpCWZIuyexvn6xxFmAc5puYnYVpPvJeg2fzeQBMIT",
+	"hA28RbZwH/m1rdFWSRDEH3Ucc38BHZeA5NaTnOPApbA9PTjWOPpXCeL2vX4wfX9YhrR7cn9nqxIFoIqO",
+	"G8s9m7EGoyR8ptUVJALg1kmVlw0kVNDWADPenAxKa+jUIsTUnrUQW/5G9XuYY2pOkc8vPYxxM/YsLPIL",
+	"RJxV4VN3iz2Lh+phY/yQg1zlIGmGg8+2m4XfhKJYAKKNUWgz9J+4++Ym86lQaX8Sl1Otr5+LUt6IerG5",
+	"j1BBT7LdUAZylLGf8REsYIG8CtDtzM87ez2tgXAY/MexnlXIbbKdn7i00KXXQnFy6A+0pikQ4HTlTS3t",
+	"AqowqbpY8FrUR00qnNWW7hDlg5ExNjf5u4rbd/v7+1jPe9kYqYTBptBCFcap8V6d4DkgveA4u/CyoZf3",
+	"3B7ciNIgCyahTVoPy7W+luKQbAfDOMO5et825DjVYoLFcc4cfnLwiI15Jd/BE+/8mUMGGRo1ztKDQdpb",
+	"MrW2iiDQj+GraahJt5zu7JiTpwT3VAKjDAgWbHf87t332tgRLBlfG6PABVupwKv8/cXF6fneIQLKjEAC",
+	"OO5AhWnLkKmQb8h4aTRYWlir9h+j85t8dGzqyQhCSWNfkQf91cBgGyFePRufi3z0Uth8OjqXVoydVjB+",
+	"A7+NwTSzU7EAb+PSzn7FxrmpJ+9q8d/Q/gY2VbqdwZ3Y8ab+TrTcdpd5Jf8pFju/u1sok9BsjtugYeaW",
+	"f+pdDeeiRv+WuwAQgxyZ8JRbXy14CZJxlOvZrFE+r3DGFb+CWqvWb9E2KYT7FJVYe0g1NyK+aYLLK0PP",
+	"7iiUeBbCZCE/NGu7TMOTAph7rfXM+CY2sma8mEkljcW7cYjs1CfIucVJa7Dxew43IlSPYQIn8js7NXQ0",
+	"JQdthaBt4QoxaCjr43LYdNFfzUJUpV6Iep+9AKb0b+dvXjPoc+L91I0hxWsMaCffgsPYTHkl2Pi3XBci",
+	"8wiAGeDfi5PCLdzWC6cJ/a/MwwH/r9/HOGPMzKDRvX+NbuuFG2B0UoydQlppZUQoIYUu3phxI/7VOLN/",
+	"TJ8bZ8xogkqgLiwQP/IgNTNsodb20qHjKvWV2Wen3OlVEG8MFGpClxH/ilA3otSwZhTWXkZkDEREBtL1",
+	"v35xi4z8JTNQf1QVvhEUTAJCmemiKd252aZWcJh4K4TC1vrYr2XsBh/vsxc8n0Z8RAGsm7sfnqHFYTRH",
+	"0+8dixm1fxwHlCr6cPsQ/mHc9leiXRJqoutcmORgNpTJQqjxcgGNZtDolobBSfu7TKck2vJH/yUSBHXj",
+	"dHzyIhe1nFjGK15b9GZFKxv/bcxmgivDTAP6TPgpY+J9LioIlUSniXfDsUZ33xZhKUBVz5izT/Dc8inV",
+	"pjGutFrMdGMoFBk1nopn4njw2FHpVJTAg+l2d1gzjrDP3rQzmvH6WhR+Iq0z6xnjlRxZ5NU0FRCBQeIa",
+	"4m2OB4PxjU62qFo/SDz3oKPQpOg7jDeofzokrEdBTMWTyruirzO1aMJBULQTavfwXSGUdFIj3h6k9vgy",
+	"GzbG4xpvOkhki2tPsXflpc55OXJrC4PFy8VqdN/pzV1z7VPRSq0rKApwumU94VThvnJOfi88wwVIGWMm",
+	"TRl6fxnk85ijb1pyOUJNwLDdn3fotfhh1qiSMA+tKH7e2Yv7zaMjll4iU7dbKYM42VDrEOsqmDVu2KOD",
+	"R6FbNGFXUvvpn8Tluc6vhWVNBVDL++xNqMcxlHfe/RbELGUplH2Gc2zPQ09a4fctNdkMzmVgEWz3W78R",
+	"StPKKDkaT9fthZsqZaSTn2LvsLsw7JSEBr47YhT7yMx2CexX3ADf4hj3gHZI7l+nF//JZvpGZEvttPc8",
+	"VA9MgRrvEK5RKHlFaPu5k9C0OulYI/hUOHv8/r2/B8jh/HsZFHfkXtHvWg9XQomal7g9j/bokivCD5pz",
+	"x/DH7n+o8mFMzYwJIxbafa/O3S53S9sdv247Zh3RxALj9KJ8TI9fLCox3osad8FXPHCfx1UiRUQtnQ5M",
+	"QGk7xQKMCfiuSUrucvQgAL/nrV8LfSTuT6W+0o1NHAdXbIxNiBGUbOzskX81jhArXvOZ8L1B2pmEEvlC",
+	"5CVHYljSgA8ixuajFjDo2IloDN6D9OPM8bNKlJasVvKs+XlywySoB7XAQlwMh7TlbYep8rblb4LhxQvM",
+	"J9zbZ2eCF0hz+B1RYE7QCpaQo2Yvx7oQVLXIhaQQi6cSFMueZEhN8xaHVkYaK1S+GLPddmvH5zd5/Nse",
+	"BQwNkARCnHBsVkepQc/YGJjyOIurILJ2y9ABfsjGpVSC1/JXp3aOsVwQi1zrmemAI5etCYSkgd3Iw4rd",
+	"FfUtIkCc4y1EGCMwtSDlqoMSQm1mkPIm0P4CLsfXB18tt0XwGI/Yl91dwHaf3adLjRO3jrgDIS5NHkN3",
+	"uAloFLozhmN1K9JzheeZ+SeBWkM0JAqeAZimsyPcEAtsV9FdY6kNyU0nLE1XgY8aVHYVdroJ55aXwgvT",
+	"Xf/b+U0OP4z3nsVN/WZ8wUonRAk+ks047Eytm6spsXowspBf7rOfaglywBu8vh+FjxIiDxQLOJL2RFpy",
+	"jVoCBEYGBE72Szge1EgKbjkrZC1yq+vFAwO92kiVlwZwkuZwAJNaiJGpnBpQC9CkiWkYNsc502T+Hk3G",
+	"WF3zK/Fu0pTlmO2GHR2fKNNMJjJ36sc5PjTei6wsbHiEn5P48QJNdtw5H4nFViyerTqx5CZjhcqCXQAX",
+	"KWPjh9haYewt6QL9OBAgbK8d/ghRYNLsMSYJXl1pSxFiqknT/ej0JMJIfrbzaP9g/2D/0dN/ALp2JRSv",
+	"5M6zna/cHzG9fgquKd+/0qnZDy+1ts58hhSlKhmCPQZvsCF3oWMMaDhEtjeC53qYJamM5WXZyqKlkPM+",
+	"exMrhJS0CGFxaY0oJ8hug+zmQdG8XPTqms/8HipCVwIWmGufw8lbJdMb88A0JMon7kYxjj/VjkKN78i5",
+	"Ox6N6JeR+4sUxl0evyqnmk50PefgqPDUuzt+iX8DAT/+j1H45+hv+IczwcvRyan7x4+Sj4N1VMprAbpW",
+	"sEwwL3hVbH5FMrHTOBTUPNhIMgSnkZWoG2WxHzn2H6ax99lLXcNLpl0WVN6WzExFWWaYbQoqky6RoKsa",
+	"kGh4i9QQLhKSIxV3lPqKLHqlly4MZCkZ8kM6SxpZ3rd+nNGxLhxbkRBdUgVkQ3slOpxldOC7nM1rDbKm",
+	"EEHEwU7VosK4qFbCsCeP/7Hn7iBYGclZdaTT6t7/4xAcEXPNagySB6+ieM9z60wGJaAMfx8K2UgbOil2",
+	"nu2E9R257wJdknw3O8/+KwlU293ZoH3EB/IAtjqjamu6NPH9XiWy4Gic+i4+5GhMnYP39HKI42/IwfgF",
+	"4wLC2G91AZlqbqrUIyMq/3z43wYzCNuh1wU+ujvncznA9ZkOsLj1ZK2G60ihiBKkgve9j6ft78QBDsdl",
+	"IOKBcgVY6eODgztbHsZ10qtJMdxOFePv2c4TnEvqE2HOD7/lRdg498pXm195qetLWRRC4Rv/2PzGsVaT",
+	"UmKE58mjAZ845YtS8+JC61e8vhL43teb33urCIlaFJBr54wmePnxgFleaP0DVwvaDmiY9PWQLTxR1l2t",
+	"EuGr4/CPo193+QNwL4nO9bfMCXt+ZSASTrB8yyLOJwHEvsadZzv/+MeO/1vr7Nl5toMOnfY3/Cde4N+z",
+	"Hvk/akP8VyKJQw2Q3wEfroefs4WwrUc5ShYBzd1MyR/R8jRQaZzG4MwWX0QHIR/4RaukWrHPTmzrelj2",
+	"U7FLkfPGOKFzqZ1aHvIOvGYevr/KoL8TNnCa8xAb/1hUv/ypHgbQ7hce0/4Xdc0vBKa8hLxavOzd+2Gs",
+	"LEuw0ax2Jhzxrt7rf6fXPOeVzaf84W+y+H3NFVcFhshFq9fQm1GlQUAogbLDAmNep6+/Y3LGr5zNAz1S",
+	"J/JG+HgK3GePRte02JSRrPY6KRXGTuTECqHYTKrGCkNuGem1WnDf+s97DQ+twBZQJcIVhTOJ5uIfxhhI",
+	"B4QUVDGKOu3T4k8KcPW0z5TgzoAlhhlKcLaaJtocvAb4ReQH4OOSPvoWVLQnaINhfViRITArJFZVJc8x",
+	"F36FSo9xcptUqASeYQwKDCqQs41aBUgWK4I/Vn9CXkTTwJNJ9Wctu4CL8rDCDhSJgRGNOjF0kjdERzeD",
+	"9nIYwqe0M/ST3FpBeLL5ldfavtSNKr4oloS0HMgmD3flEzObh7UA6dVvXp+g/zGY2MhewqFmIZcQBSw5",
+	"G4xphGk7w2cxc5lPtbf/wBkYp/ASj3L3RpeF4x9OOCrNSq2uAMwo+Dn32ZFiBDDvHkQGvsBcZ/xyNEsw",
+	"RmNZz821x/KL/WERT1il6jPcrA+nbHR4A/O4HZGvr4MZQOO3Vwlo9cd+LX103zmA/Vvq818OvcJhLRMs",
+	"BR66a/1EVAxe1JE3H9f4x8jd2kkTbjXZK1GM3IKiNHBqow7eYqmu2Jio85Te7jpTKTkB4hrBx6FVx8XR",
+	"hjEiP9t4D9RkhPdYCTen/WrrotfPOkXwKZ9UKjRNrKEU/BqQaTyktBISPVyYp0+Od0jQD7uodM1s3abI",
+	"m+CUldZpJLgXK9vHwNflFM05r4s49d8rS12t64Eh7WhEl8+9DvERYLVQvwZhw7G/wPt+Ru9w+uOM6caC",
+	"t3HshmpqMd47RK0GXOgQsIiMm4CXkwV3PelkTx7/g41rbsU7QvMZRyGWuVSFnlMpnDGOSXtWEDYNVMSZ",
+	"oOrZ8OdKlzJfJCtYDV84w26xt8+OyrJNSIgSkylB6kZfO/2szUaO8aFBDqGrH5PXMG4GhSopHQ4J581c",
+	"+YPb+TiOI/yO/8gGx5EXlP6mxFv7aR1Ccai1b7adsgSf5t7mifmsyvgg59BSEw7y9mrhoyHOGcdGdS1/",
+	"FcW9s+nuRGjrXELGGVMgcTloBdnSVFpYtpwekk07rH5nsESFMVdkJ/C4dRJT5Ncm0hdp3mAVQ2Vk7LPV",
+	"FeRt+cuMHI+YpYEa2rlm31tbvVHlImPnfCbOpRX/89zWMreeFT1LJEFHSY1TXduRM2uLZGY1SUBI5U3n",
+	"H7uRxudOPIhxm7bhFyhNIjk58BiyEfys8Jv0x/BNHHvU/SkCfBvHJ+BE/2sSsLgQXlVYL0itlnSxwJ0k",
+	"D1mbSXp8fvaSXgKjnVhJMo96NY06scsgkHyz7rWZ1fvsJ4zgxBANJBYPHqWVnBC0MnxBhcnBDwUMD+2m",
+	"Fb9MUwsT4kkdp8yqgtDjlonkOdbncq+3dgLz0uDs6bc2i5DtuqP1f6bFjUk79JoeDrJHN2zVM+OzZBL2",
+	"j4ItfYXeJxDg3IpwZ6o2vOiX6S5kuxW7ThXBz0JBxAh2EKuJ81obMzLStnGy3aUk+GfRQ2N0djkrUF6p",
+	"kBq/l1YilzLiKdnPK1gyBN59orbXylBRcyeyqmzALnwkBQPGHhCQYhiR6qhlXBVk4vtrkRFLRwMIj//T",
+	"ah5UlHFOwqAvKEVUPgc0SqFI85CQ44nqH6RhGewwixQOcz0XdtRXEHKxyj/62KTj+zTq3n4nQrniN/uy",
+	"9Zy/dIzsTeWk07J5+mlsfEx17FdUzqLica9jBZ1aRYn+YOS6m0/KA2Uvw3WlPG7o4DLX9TWaSiRWO1kV",
+	"kZusFR0Gs2hV4Sv+L7X1NIAVYYj2tSKJO8Y6Zo6GyVvNhEJ6vXIq1JODf7BxTqr0OMk93UZ9Zmsn5jhk",
+	"wqRZTjA5v2Rj5XPZDS+8D4Qu9J1RXtoWwOLnnoCbbWoVVaZfiqlcnl1Q9VAuXku6t5KcbNx2nnF3QUwm",
+	"AuvOV2D1WmHia+IXbZIYKsStE7vEDE/Ux8hvo1khcgk5jTKfYrWs+6uZ6jm+DyuRhnoKgooZlXNQpuoN",
+	"ZETBo+D1Ske40BcBmSEfU9xHn+nziqycRiA8rH3/hIT2uejmOezKpei5np0NuWsi2hhFwjT1VS3JQ7lA",
+	"2DX2pnekE8wdbGn8MWUm+zSM2Dx24qc7kBNwBvyezxggkCtLrkFfTmFCtnStodiGajU8MLuupE8FB4/n",
+	"NC4PlhHjx9x1tgu2Fc0i1Gk5iwIsFeUEnSjCCLsEHKIbm7UOzRB5psoOIEzyp+1FjvZHbEwDvaNXxvvs",
+	"lbwWQZy7DRt1ZTHWBvgCizi1sEV1olEfmDsrO+6Nrp0HPv8FGRB0fn0CPU4E2MKQSNzlWDO7rSHxp+Rz",
+	"/aE5INMOb2mZBrYfQ64Rc4aPrr/7KvJe5eIVpKO1xea6LKAfkayNxQRuolkqJvLQtVNZF6OK14Sj7LhX",
+	"VVLBH+LItjnVVt5gljuQ+KFH03AaxaVUxDiPXj/fZ+cBXs6gvgHZywgy94whvpzPc8aivx6YUug7pFv/",
+	"gcSSEirvSoVZ3EYc+91aCamn7kn7yMNTDrbmoOcA9WPAszSZf4oFOKiHvxFhAg595YcOROPw917rQmz1",
+	"wnOPJ7rtKy3a6fA3fwSwvOHPH1XVFk9jzcnWL2y1gheEjLrFGgJe7XbvEFbuNkcfo2AOf+97D4261Sun",
+	"9tctXjjpgptuc9eM01YQYWeLDcxtw8tt3zoPUJvD3/mOgG1fAgvdborEhWGa/v2PmqGDXwZYq4RuEwNb",
+	"efnzpYdaP5dR5fbQdxRpZZRXHcKfVtWHg6/T6kPY8Bsp5gDytbaorcU1jzNSvakEpd+hn+54nx3HtZ9d",
+	"aHCQ0VUpLdOTScaEyusF1KyvVKFei0XUPjAIbjYGDNTxwzGvqvHDMeLxjAPMf6MgTOIxGGmwXXTd4Rzf",
+	"4Tvvgidvj/J2Pcqxh+NDsIMx79IOYHGMCSZrDEXl+IJbTgevmsJCAUN8jPhrJsADB+uM4y++256vhgdD",
+	"zjFmgS1FlzJD4HQ8l/tIWSHxNzYEbyj9zD35wBBUcBYaCMKNsHimZi5tPkUAtU8YsPHyoDdDGA/tLkqG",
+	"7lM/voDUD6wr4l3OeUeME3G6dlLG1kNujLAjgNibiPqheO8RuZMm2Iv3WDNEvhG6ha0RFVgvgJBhIbMg",
+	"BL+JqFssk11MjQeMvP0w0e5kxpkfgj3a6xpcjjUTnjd8dsmyUtoyXIkoDlndKKz8QLdNQLBATL1VXoWL",
+	"9MqIm9JHLRiiD13Qqp/TFvWR/spe/iVctXgmeNNMfNXuVrkYQCFy5ikkrYf8BHK0qoUbcQyl7NTlFbE6",
+	"9gLgQJv20EkuodxNbtlcN2URVVZljLBbM2auZVX5khpMq0AP63y62GdLcwAQ9A5UCmgOhOnBy3Kk61GY",
+	"lULfrlsvzxGEj7cvEm7MglFyC5ME9rBcUc3GuFNt2kc4tiskQPe5fQYI4YRfGvpcoCYBXceCrlNQA9zL",
+	"BQO16iGvqoe+JWyjfK4kQK6i7oZ7BJFcQj6BtJo5dPzozsNnnUDfZzkT++x1qyEYVvI216lCbWoUOYsq",
+	"rcv1KhjYNCLhwj2ZpZnNx0madVovfHCDerTKsCOcJjxXwqn/5CqRn//aJNqSK7ZL93/PEUkLPIW3/l5b",
+	"+iNrS6d4sgyLIBxhO8uGOPPH15lQCg3zU3uRJRVYic4+alGCZB21OWqUNWt9vd/hZ78gh6938aDX9xM4",
+	"aOCDQ7w0uOv3Ppo1PpruBf3EPhpqZCWtAbJY8oh0XSDwbOwBWe9dgDvyKVwMnVaGPZII5v4AFpm12fDR",
+	"c59FhuIWrZvyvWfhT+dZ6ND7J5OSD3/zDe5+R35QilRHgOfwd9N29vTwf6p1Ix+2jRlZgkEobd9B35px",
+	"7CL1/XNIeSdXhW3BtWYa9FsqrSghXhulbeKE2W7oGKsQzxC0SkQ2RPSlZ+T9vdR2usqhcH1LHGo7Ob4k",
+	"cz+uvB2SvNkyCupg8sUzim2xD/4wGaB4vdqOYh+T1rOdqllTNM2DzPPVN9FzgzqsdSlntXvwHVHO3WsH",
+	"/Y2OeyiINiH0ofvylAFyOPl2on8y+v5LKQJ4Oz+DIrDqMBuY4gV4xFJdIRRK627bRUsf3Z+FNLm+EbUo",
+	"9ropYWlbmmKhf9n0qeWsjC8kq4LuyH12xRDLfY0X+qNHQ0IPn5ERvM4BG4lfyhISTXuo+hwjGljFGwZg",
+	"Rsy4sjJnOJJHAgeP3lVT+4JW39uaWqt1QQPPotFgEEJHpadEEcEXxjVYU62EseWCjQPg9TOMk4zThRs+",
+	"q4A+dw5fO27X/vHJqP/bvSUe/om/RIjQtwH3F4YuhK6ohVEtmCikhR6cH5tKfgspRgOtXmM1xPPi3KVJ",
+	"Laif0XK8KzZwPSbwWaOUVFcZO6e+iRl7o0qpQAWHam+KOa4G6rwdXeMQ40MsbZRekLITa3yXE4DdhLyY",
+	"TvqPwbbXteAFILD7Mnyo395gDt9Wnz8pPr8NHCfi3FvBX4gV/FGTaLL1lY9aiW5KnaPfAnN1qRUTtD+n",
+	"dhS8sXrkRCI1kSigjEBPJgjx2fawd5SLGS/r5NOXSkrD0tn+dJTzuQjhTPDiI5FBCPA0G4DzruSNUOTh",
+	"2Oz2YedkALhXKbMrzsWF4hrs3QJ0gaUzUd5XxjiQSaI7BXRHoG49s9ALCoiz+xSVVbrH9tlPoW2hJ+e6",
+	"UQbLkSuyu7KQObosoeEzY8qxHXvwTkLG201K3b1nS2J3vSvsg0n9I/u//giur01erz8rX7qPmA1ylH3q",
+	"XNzIanhIdr3oTzS84Nedcgdo8DRZ5xyA/P8t8/5TpoYv96bag7U2hdL2HU0nYVlTqY/4Y6sv/qzuGcZn",
+	"NwH8hWJ82aX4iem34o1ZQ7ynHJqfObKbcStz5m2AZ0xp7GQGUEH5VLiZFXFTPvHeUgkOZP/aerEPzVBB",
+	"7/A0SrY/qkykYhxG3CJ2rUPnSzcqfvdS5HomDIM5JswN+PufwuCgbOaODVbRqu8p+DPldkKfl86ZfGrS",
+	"tb/2E+4PzpLI2K/Qth6aoOjKw4nNRM0j4Ho33iGBhmKNHHTUR0r2Dj8gP0g5N06C77Ozi/PTNgIWsDL/",
+	"wcaV/RXEaVCXxofszesfT16CsfHdt4+/efTNo/5X496OLTuRNSugah06NV9Rl9fWz56EeUaIMx+Esr9+",
+	"gbZIOzlq0LvBHjm9+E9/TJ/FFGkn6jsJ9/IuukxxG+V7dvWXslDOAeovvrMfxiKRA5h9wi4cxCLbwJ8U",
+	"ZhAgHEw3eony64D5YNdUUYTAgdek/wj8sPW/OiqOt+XL1o6WZ7uONUbP3TObz+rXXT6OTxnMXCH8zTh2",
+	"R+a6Q+ne4FjhBvyKS/WHoHff1OhPTPMtets99X851I9YbXfLAG4l+42wVqqrYXIfv/BgieQXAXVtxlXD",
+	"S3JMEt7GH0/un/st+eLpP8x0jbz3B3xP7Z9d1pv2Yn30AO65sK2u3iFIbGvghLcnMGIc6HEsNMPuhFAa",
+	"fnrxnwiL2mkY+8D4al0krrahMHpOptxAF7A/AOV3Ip13Sfwf0xHiJznAE9KeeefIPpdn5J5j3btC1vfM",
+	"+giMcqi7GIIma1pjYY8HTIa0elQ1ZemTvNgu9XDm1opZRWD2USjGypnYy1gtTDOjcNGIddLFKFob56ko",
+	"PfcA3ymktn12thytdWzdh8t2Q+iW/vKujSKPscNVIQ3GkNtn/Z/Ge1EK/6rdZOvFHyNwBEm0w1I/Pbw1",
+	"7nXwId/rTZ+JITh6w45oRGQIEO7ISen5p2cOTa1Gju6RmtaEhBubygSHzDepqDFWH/hQ1E3G3UVaOqD5",
+	"Y+w3xowckgEO7Wgpz8OzhtXnEywiSfZNrTzMmaYKrD925DgDLkvLvyf2z2ckuasVpTV0yeQuS6IGUzzW",
+	"SYxKvcY9Et2kB9SNGGR9KZV4FiqgkL4JqSyLKiCz3ozy6Om+zPJspXQjKucQN273M6bEPBRSBmQzAC9C",
+	"PDMstBxjf5xSXzE9YdxXQLQlOJYvTCgKWQtudIbb9kp/mBGVfc4CznYN/5Sq2Br3+pW+elnr2XZvXOjt",
+	"nn/jzvCTcNB2N4YUgEZkw4Sy9Z/R0/xZi0Z5xHCiWq5PGj0yildmqu0wv3GEz0zvBRMvC+WkqHkjbLPP",
+	"ekPfU8mtY2Fyxq/EAwPsFTmd/FUgViYBBKJNo+fKWcSIL4tNyHjtOCe1EmbYS9jK/FpYtvv0gOAizR67",
+	"dCeMokeaLvx4juwaGuZf1noOXYi4guZiMEuYXqhaoA5/bVnCOqfzedjNFYbZ3dQTGGwi254oIU8125HQ",
+	"ooXb6U62o/hMtKd6Uqy4e+JOOjP+/pVQV3a68+zR42+ynZlU4d/ZSp+dT2Gzhf3oa0/kr5GTie7k9+/Z",
+	"xbq2aDxBgh/oXUFSNftVyRdb8IuH2IloTVoeJcMTefZTJCmIY0TG1TUbe8ofB2pFYNuJ+9Ha8hzJfMx2",
+	"Hx2Mnh4cZB7Jlz092Gvbmr09e+WpK+Y8LSuRUMyLPvSWGcDPAH+ntGVTXeJoS1wA1CxaG3ZP16pcdFb3",
+	"wOAHDVU4lQvKpeGWFrYBN8+TzxFu9R+Fp9y9x7y7ERu85bi1sOelnAjADv6kXvKlY+sD9MW7431Vb89e",
+	"3YP5/JHd3t/VXFnSTFAxCb3aviS2HecJJAOOF6DtVaKWupB5O12mlWPO3n1nKC4pawjS1Te8BHb81dOD",
+	"Vg9L1Gw+6FUOsQHjVc0vsWb7Wiwmjt0xO611c4X9XWburKkhNIIGcttOwE2sLUklpv9vpy++W2W05/xm",
+	"mc32hwz/cox2YGDSF8MMApH79Ax4U5DScEemfhH37PePnYBtk2w2HO8ndjq2HPc3U2r7+yD72rEqz1Pc",
+	"W2x3jExsjDxypo1ltcihX4RTLff22YmlmgOTUFOZrjPImhAcWnk7bReUbdQ+xugkDHtFEusKRBnqqq06",
+	"+4xxr6QH3QVbebVWsySGzmMl3j9toNmVtTyfQpeUqI41srZxoEU0/JODJ0OM7j8C285WepMAiC2s+ZD5",
+	"w3aicfm4tRI983QXZe0UhWpm7trj6O7Sb5zW0cqd8KbOpHMn3OViANLg93TVWQJT/leDVWM0ZxxtZ91G",
+	"bp4j5hItXyu2G5rBdedyGIzRB8YbCdhn3rQwxnt9M/bXuTNnMjt3ngFOWZjzpdal4GqQjwWO/uF/V+Kq",
+	"K9+wG5MbTCqOBXfLfZJTIg04CIx576u9K8W+T7LANn9SLd7ydX2OjkgMUJLJsxCSwjhUgCPrxqEwk4V6",
+	"FfV0EvRtBB2xUbA4lAXFGrkjrCtk7TAXrhxjUOXiGWHEdBV/Np8KRQPwupY3wuyzM1EJDoXQ0rI5mQ/c",
+	"xl0NGzWRSlIn81YEAXh4SKnx8+ykx7SJiNDwvC/ongiiI3zMSnJNwrBwG3ifUnMfZf+o2i4cQ2gE+pkQ",
+	"FYzVVT87Om/rsL0C2WVI55hXkyXL/dmu0SDYQ4ZelC6jNC7eMYArLtVeFjiXZxPuEadEFtJU3DobgOWO",
+	"HZUxq9PVAE63z95AXMupvo7VdJVHVmrq5EZAkAmGoKs/Cj/Q1Xp2AFv2Z6X+z0fMulpqklx9UsgFbHP8",
+	"cKaVtLqmlLjNweCmrp2+PXVWipu0UFdOqCNUMNAJNiVVuhBYrADynrOpNFbXCzaXqtBzR9AATZeRx8j/",
+	"zG9EzaGBoLKaXTZOdTf77CWNn+uZYJNaz9hU8NpeCt62QcXKKfzyVJcFdPuaiZmuFxj6VWFaXf0B0CEW",
+	"oWUpodpRq5JaIIEBB9O1SFuluJs/tJu5NdHjCJQ8swTHDiaS50FLG0kaj9JzsMtmUjVWmEMmrxQsA7af",
+	"3kEJ4rd+nx1Qk2zo70LP9NlC9PMPOH7HIgpmi1T2q8c7mTPr5MzZn48ODr45APsY/30QLBoo8hB1ysY7",
+	"E87cyW1ntVaDf9id34YZvtaFOCn6zMynXw2wMnGfkvu94ePwZnpzCm4FNMDdGTCDF6pIf/8whD3Vxsm8",
+	"UMUdTOVboEE2l4WduhtGfv52IvlUG6E8uDddy6kz0S16Mx49PgiUvH7G+C0K9Q68Y988fXIQ37FHiTv2",
+	"UeXoCu0n5Ogx8U3PJ6GPpye4e5F6Zza7797fijW09GivY3mKT6bE6Vdpcep4TyrFakWSPiQpefcSNQtO",
+	"04hbb5ZGdPs+RCh9aRR0TzV3STW0t6vU84kIptQ5L0eUD7mRbDgr5dXUsloQMHebUTaJGkxAuUWsFFa1",
+	"zoUxz9iVrnVjpRImc3pkBaVdsnBb4PXF49O3mMFTAXxyKUyS1F65iVOK7cdsPhF/J8Q+NuTX/SXaTbjr",
+	"C8EJd8IPjD/jsAkf8wIby20zMInWrUSZxjAr6pnT1AvxXvicfw2OyRvpPhtcDUSLIBJAAMzE7NJ3LQa3",
+	"XDOZOFsJlQnBSztl3DAj3I11JlLYl332Bi6urg1zNqa0gPhMPZsxN83nYkDzd0P5dNypmf7DJb8y7FJM",
+	"pSrWiZ1z3JUvW9bQJPscoLT3eMD3ouZOabXd3pYojL8zd06rqE09hF839DsjOvVdj0gPgzczMD4rJxoh",
+	"cOGUtXQdzQt46zV87iNe4/YzfVUd7h7HS9j/y/TlilcdXSn8c+pGPbn1jXr4mwJvw+/uxyH3K1yY4FLG",
+	"4R4YVmpdQZWp11mOTk8QaRh8VldOO2mMMJvu3ZGbyYa0CPcck8XKHPy9TmQcKO9WGZ4W8SmLDzrrX0cT",
+	"7Qnc8/U7LWxSMeEhyIy/xp+MCgeCYVbagzUgO/eNREzWEpwPDrlLbEJ5wVTrayDd7nKT+lB7JdcD0/11",
+	"SHMI5N2fGuTus9USUXfWBJWmEew+LpneiNqs6z8bUyhNF6K3IAPpZaRCLxy5VNSR07OdquSObjZQ5o80",
+	"k78wUfot6KFHv933tHiXqWXLZHgT7uFHosC5uHSyayTVpX4/QFFFQdeKSBzGsEobK0L9XofYunAFGRM8",
+	"n7KQl9lUlHXxb+dvXjNuIMdV3ohin70A94b7IpOGXYsK8oadxTXGz+7T7Pd/bg4Ovsq/1/r6NZ8J+JcY",
+	"I1oC20XKtPXigXG0Svm0+KMs9kiGS8NKaSDXzEz13D2kjQiIC5iAAsNAqbFxUym1unL/246nG3up3z9w",
+	"q3C0KLWiGhSJ8WhlD1kprni+YEbxa/Eu5wY3FfrxGwo21zNeSkh8GWv1DjfoHWJHFOPQAWT8Rp3DT8f0",
+	"y946G+An3KsTOOhP0ld7GU6gXLR6Evqg+EywXSEhpWai61lvxu2UjrY3fPtkQMQymgFd10sq0ozzFvum",
+	"AM+cwyP9YeTPxK/jsx0E50A0hrtx3807zZHddjaqwNsxIsYMOxbzY2AQW/BjszBWzPZLfZXiyjDaQ2Qj",
+	"A9gxPu/1D3yty289GzWWq4LXhWd8hs1raa1Qnmfjyz69BfJn0QNta66ML6T1DR5bMBtfQg2JetJmLWsX",
+	"6kaUuhJMvOe5LRcMEETdpwvheGgNDA5vMmkb44yNYYInRfhPR/fuHzqHeFRxZN/a3P0Bozzuv1Cpcv9V",
+	"cMvHe/vstHZ8EJDL9YT+DPwmSuApaFGO77unQGrx3LIjYMNODMCKx/919uL50fHFi+e/jDNYhPIrcMYI",
+	"ex5WQ9AolFE801D5ObGiXnYituJhFxf5Bnb/zP85LB7//gN//wKH7uXx7cOfgLl/TI6Gi4D1DGFldG2R",
+	"EO45WV/Xpqtu6WysrQxiZo9vz8wofPtQqonuZWke1QL5i4cbQj7zk7g81/m1sM+wvSu304yZ5rLt8zoT",
+	"xsASF5VwyprbO5ULpprZJQZ8MZ/XNDM3eAkIXKpgc6i4ws2Y8Jksfd+TnGM2dVQ9N5dlyYxwCotTYOHx",
+	"BVNCFIZAzfy+EJ+ZilrsJe1MH7B1qwuLO3Hb8xHpqv+jPRae314W/fQB0YLPjpey5mKFtQ6ihUdpWnDr",
+	"XXf/5/2ux7fVVc0LQfgA7bRAtFJdUBdBjsyahPjfcxIKjCkr3lsGZfOG7Y7j8/8B6WW8l7EJ4KB5XRhv",
+	"PhTvtGszCHCCaHNYhi8NG09FWerxIdpzKK3G9LMHVOHLpIgruqqdgXW5CJ2edWPZFa8MJeOP86Y2uh7v",
+	"syMQnhxS8ZUSuc1YxU3IkDK6blFdwuSCdutkNw1FgW0rVSNYDWkiKJilbRUWUHoCzzjEHFmYsU+2hMA5",
+	"2H1uWh6uHF9GHAIjVGHYuBZmoZyW4j3EeSkdl6kFL7oJXnisMXM+Oj1hl2KC0f9y4fiQVnHRFPViOWrs",
+	"1DGnPGCiA66q4LXbaH0tAKTBpxno0s0RGVSu9bUUGcunIr92Z49fQ3scruIz9uTgUVuKS6A7LTvM2JOD",
+	"r/wGCaZreSUVut48dg5hEvgaDTC0cJPcywfty0sPxgRAswnrwCOHZvulMxhT6O9vKqGSzG6TN+949UJ5",
+	"wRKuFIDJMMHrUmKk2l1K1OPOXvx4cn7y5vX+yevnL/5j//zFvzv6sjrInc6t6zMzcYnr7NyKW8ftdp7t",
+	"/O//Ohj945ffHmWP/vH7zz/v9/7rf+xsNkofIVNfSngGoHmA6vShEGyZ2J4QXUmnZKc4jOc/E12Wen6v",
+	"oPUIKXdn1wmoO5VLaM8iKQ4JTsfeEcN2vcvPNJWob8BNdbmIotFmL3BUWQPsUr7IS0HJHBlDHz5AMmle",
+	"pM2ZH1pnyxebMhTNcV1gubN7997yu4wtd7b2Y2QJdSjl4W8dF+DvD2sxEbVTbvqJ6Fg3TkGbOx0CHicV",
+	"rwNdtAvJpHF02WTs7OIUKIWVghswalANzFhV8oWoTYaOmVwXTtqLWQWQDntYb8EhlqApuw8wLf+7Ka4E",
+	"qFJW1mKGOdN1Kl/pOxHT31m7yg3y84d4UbLoCYAt+1FvHwfLPqh6qoUAQc+/KCCR65rSGFOy2fBZVaIL",
+	"JIn88OggW1/0tKHk6RNxq+hE+/vL0RP3DOsuGVa7r6ts4HPwL8cJ+ou2f3JS3KPw7mKvOLjpe9RJKjC2",
+	"wFHmuikLVmiqk55LI+hnk4BsIxwBN/lnmFHfgp7XIqrRbrNvRO1oNnfKUdQqQatUsWdk1WDmf2uNKQrc",
+	"O5PDvcmEqnVbQ77Pvi11fu0U3+jI8GtksrRL9ogRhMM+0XUOkzPCJrstyFpExPiHZqofCXluZZPWQM+d",
+	"0v3UNR1KFICoBTefui1WZ9ZuPuuL6Kt2+t17dY+n8ZeCrFu5xncvHRLV/u6Hh57nbrAEO/pptwNFIDgf",
+	"QXtgyK/Yk5UMSX/+s58rFyGsxacjdHP4Uwqg+vAa8vSnl3JGU98WITPrTmcA0VBpQk1Lj+brCzFWkeTa",
+	"hkHPA7zKTrZDCFM72c55k+dCFPDXl9BQbSfbuZAzUbxp7E62c0xifhAYXXr73Gu9DjV8GCj8g7NHwpdz",
+	"wOZuM0iiQNGuMyGeyaI3mYVEpii+XfTmkTw9uPWUdM2mXBXuvxrr3frp0se+GULdpRt9O4S7gRPk1s3R",
+	"x8UlNn/om8qk1rM7QCvoOT2vIW6YhNUfbQqUjQDe5qlu6n4SlCoX37snhgIg/P2bJ9tibBxzI0YSyq+k",
+	"lTcCY0g0R1lkVG3uBsq8397p1ahpuWMVTrj1reFaLOa6/nKypyI5NCTXwB/evRd7jY3b0RMitQXrrj7Y",
+	"pO2oLFggPsCF3VVebsEpl5KqkloNFGN/WarNly3d70n7j0XaqOlEVPHAfFpydxd1o7N9ld4tZC+APcKM",
+	"KEUOxI63nvliLvIbFE0oA0z4xaNbdQ5z2eC9uTc07g2Ne0Pj3tC4NzTuDY2O3OircgURdq+E9DQPd7vz",
+	"aTWO3+i/TorNXTs8EGWoEW8heVpVI1zbdbrFLdpXeBzedPsKv4gvtu40XnwvbdxDDd99L4P4wn5CYnqI",
+	"wd3+4DMqa4bxFnEBEnE5JokKp3fssyNF1d++Gb7vp491RlaXoAVAlNkJGJ5fKz0vRXGFwVsfgq4hSBeF",
+	"lA8xtC3bkan80mepNqqgNixLTRth3n8MWr77yO3K6jc0DfMR2t8/M2shy+C+mcFfMviKt/aumeGmeGuH",
+	"HRbCcll+gIohVdXYzFliVWMjdEBSPZB7bdI7nuMs/sraB23Beh0EK0Ddg/fayEfTRtpN/kh6CUFgYFnu",
+	"GtLzFTvkO/NlvFh1AyUvrUMvFPI4mgTVJEPwTew+uQZ25hinsW3I4MKxXkveugGhA3z+h06+2CdAKMDV",
+	"Pdd54/SufvKKtvZeCH9CWnRvDdgBd2VkLt6qUPvWg+WZopWPgGKzSscP3U1drElqraWlZFRPlNiQDO2I",
+	"S55fG9ZUPmYgMsBJoObwWL0n8bEMjJFosbVw6hDYDFhtbLXPe3XPN1Vb8hbecMaGoXKwLmM4cuv4QljD",
+	"3RsK8cJgpZu6C9NZhQzez5HbuTJpbDu5rl/alTiEvqvh5CPUTm/LhgZ2TpkjF+ic+/asXdRBTZV0bHcc",
+	"KS3YYU8U4wwqZa8UtqRjlwuQQ+MoNDHeu+erf3bj5q6YOfDKj8jO+yykLkOvSq7WdJYDsC5w1jhGLdVV",
+	"h7dTRQKSIoV4OSvkZOJtF8fkCQxCABBVtF5Ed+DAy3ltDx25QjlsC5+zyrhPS67+EnzbLXQo24by+1nF",
+	"a/H5WLabb28efsnvFc57xjiQMfps/RavsWsUIrv5VAyy5vPbWq/A/JZNWKfVivd2ja16xud/VnM1fErm",
+	"7TK9xOthHm4X75nHn8xahVP9EBImbCwcdL/m80DO2U7V9JumEPGqSmFTE+q1VXVZMK2CueptVegcAOao",
+	"Lkv65y2t0C+B6O9eoVlH70MM06A+3hul90bpve71uY3Sj8i1NyphGyzVY7R/NjD4qJiSAMK0Etsann89",
+	"Vj3AFoXdvbdD73nhX8cO/QzMsBYj7/QZbpQGN5EO/QgJXHqmjX2GkGFZ3I+n5FaofBE0r+8vLk4p+WFt",
+	"jLUW5352f9pIa7TGDW65e07zZzBa6/ZA7yrE2mOh/shLWfDl+GnWtUQTOg24130YtYN1ikbHbheC1Zmu",
+	"o47liv9A1SkeHYK9CZDlt5Wb5hdF9B/PF98uD5d9H0q9t1rvNbUvi2kf+14ZH4tvb1DMqP/1oKbUNEHf",
+	"Mvv/Z+/Nm9u4ubzRr4JSvbcsvdWSvCUzkWrqlmJncY2TaCTnSdV9nowJdoMkRiDQ00CLZlz57rdwzgEa",
+	"TXZziUVJjvlHKpbUCxrL7+y/0xEeiMltWE6GbHDQ/mOF8nVJQ/ib6l30ecB+vIJS31+zh42HbjXd3uI7",
+	"Tkyjt5xifli/g+jHxXSyY68IwWFraz0NLTslJrDDiXGUf3aEbP3U20bahaza86RKl2EfMRCokmpqAhOd",
+	"l5rAtd9FsX4Fb3osx3pXmhV92QXM5EaFLNhy38ywM5wzMIu7rW7pGOpqVQo3xpNQ87TXqfY61WeqUyEK",
+	"7QTPN9OmTgl+V2SnOUNdTeDCLv3qXuAa3r7H6z1e7/F6j9cPh9eorD4gYK+F6x6QZoc8lpbTX6RlSoxc",
+	"bGp5H3r39R7G9zC+h/E9jD8kjF8/PIibcp3KvTw8BODQtMpUrDACT1pwokjHau2kIvIQ+GXTEeIewN2U",
+	"e2zfY/se2/fY/nDYbsp7hfbKlafY4WwDFueFnmhJR6GJse5JiElNjCossFMKVUDrTu3UPFvgfC1kha07",
+	"u8mcr1x5aSr3Fse2Cc0rDSrlORV/gebUg8mtgGA8PLE4yA7EhxLC8hsTl9JYAm1p61u7xhMv6BwSdT/1",
+	"fxO6bxSfexQvXfBV/RxxaveQ+hmiG5BYL4DIHXHLZD3a6IW96cWpkakYx7GYEYhtP7aKEgU4KKGjSojQ",
+	"/Rmj70TDPTVAYHc49CtIhBOIF5DjPBH5zRH8GvubJUS9biZzwWYTqWgzd+iir4A0Nj0SfytlNP2wNVoo",
+	"zBCbce1wnu4vRSod5Gr9E8a41zr3WufnistwxriO2Lwz7r1G3Tz9CP/HPpjwz36XwpUgfYqHo+Z3OwD3",
+	"UKC5DzjtDMEFugy60iYAcVbC6jquPXhED9MefdKOG0B+BsgeZrof23+bzMnPE+Tmbp0Km6N5lON7WN/D",
+	"+meen7EI7LindwrvUCt0+tH/bxtod+THuw0qn9GknGfMwNVcqTkz3roOvt3A/zaWt0Kvcii0gX8d5keV",
+	"roD392A9ycl+oO9v2PD1V1+9+Crp2PBsk44N4FeowpKGSfo7Ohj2UmkvlfZS6e8ulaIujQUOOzU7XMW1",
+	"zU0hqmMnpqXibr2/O97CDkejaSnGRyzemzFqAn08k4UXVQJ82sRv12oG78+bwY80ut2Av9vx/S6++F0c",
+	"6ibu7zg48Gslfc6od/0hlpv5sfgLkJ08vaK3jdVic/vHwRm+PE+rvMZxdva9fVY1GGw2vUs23y4dtOjp",
+	"9KZ9x8vP/a/p38H+hgpVvzNDtyr4hc1NKZL+IXgSXz79ps+3urx9Dnaje1zzW/E9AEh40RqPZ/jg+/V2",
+	"dszH2vE9cpG/l+Crem7AKeg+dvcqh08/hn/+zKfiT0QIJZxYxorX8PserAj4gMYg4MHy2ccndJ79lRLW",
+	"Dy28ID2fHXZh+jWf6gjci/ktcAl3TfH54NPn0hoED82OoaKH8eJKlIrn/foBGLOJMuDPYiRWGJpizqa1",
+	"dYyPKyH6aCo+Dzj4fa+e/L3Uk22P/xelntC5v1/9ZJ1PAIWpv/IsMO3EDsuWHZJPgE3FdCgqexRxqMk9",
+	"sayqNRvOE4+dzSLloKxCgtxwziaCV24ouItEMbJit6Ky3c3R/Qh/hm/YcZ+uVVY2zu4XYy5rmu+wGWkD",
+	"3E17LHtqhRqdxm3QH0N5x29CAKWz+fcTi6lLwGDgRaljRufICgXJ8HDzlDmDTMbQhaG1tzMmtXWCF17o",
+	"zTi2eRhRUj009ixFJU0h82bbLm/Rd5Ucj0V1LdTox/hVO96t8UVXkBret3HjqJnjN0J/EVvYbxs0IMIm",
+	"iZOgzewOtnUfyp5+1BAl+jO2Yuzf2/9Vi1oslntQ5t5ySh9ViWAdiLRpb8RzRFm/ea9FbnRBZYN0tSjw",
+	"TCR3MKExjbldOWKh660sxLQ0yIF4I+ZsCmeQs0q4SoqCur77H+tKU5+Tyrq0U2OXV2qLvrU/xa/v0Txx",
+	"kh9ll9rFb12jciaTdn8a5xfcEXvvOdvIc7brbrWVyE1VSD0+5bUzx/jjaVXrYw9V/Zj5U9QHPGCFQJtX",
+	"oBGlUI0diRmziIRngR0jvpGuEZoPoS3zhGstFELowI/mCq4cNE3BecvJlDGLzBu1M1PuZM6sgO+Fmgh6",
+	"nMW7tYHaMlExbm8A2qXLsOyMWyZ4PmkYmfxLMbsPW05xHZJG6PmQKWzZIR95Tbzh5aUaw6MTNuBugE6B",
+	"oWB8aIHiuwphcs6mUtfoTdRmdoYCktRuCq4n01QqrqG5krjlqoZt4QeFKpST0w6fw1WtL+IE/uIXcl06",
+	"imycDbCgh1ffv2IvXrz4JrTT+sNocXTux4spAfhVfX4+ULo60lQK7sSxH/PB/Xr4mtm45Nb262m/Tbhr",
+	"JqGQxT6U12M71xpizQlq4Jy11bq4i7uw6uturIr3rAGskVQrrOlftF/EMexqvEcUQFRrM2ZUIawjMAGd",
+	"6YQN4Oz6czAAXBgIXeBPViiRu9hHzrIZeL7xbunnyIqcqtewsONwaNyEdZ2gc0RBNhQjUwmv/R2dsB95",
+	"VRwHzzK+gleCKWkdqIxqTqDo/wbcg/+B7tJicMK+j9djEQgvikpYKwpv33tl7Qzve1MMgrZaiZGohM5F",
+	"T1VcmGF49NY1IZfoat3oumv5x0bXxiEtpHJtcefmSWPxllcoQra866Ist7r+2lWCT7d8yfdhJxz0hHCW",
+	"dyqJX0Oli7++e8WKFdWLeGZeoyesB8kPNg0o4WgihehwjmMguTkx5oYdGv0e3/l+Wr7sDSBZU1e5+NGY",
+	"m77o0dcvtxuV1IX4IAoc0YzP2aEfT+ZHy2V/JAtuu4bR9I3kxfO/kuOYbAwCpK12xncIWzuuo0z3YZ+z",
+	"LkVgmOq9LF3h52vLqLsToUt+v0aABnV5Cxnq9dFwGxRbt+LCyIHn4WyNZLkOb94Ll3sULh0QGC2mjSva",
+	"22i3EUjQagfW5DUjCZQsAY9XC6gOBF4/Jrrpz/vBSPr8TWAyTMIeKdciZYpE94OWq2nlYhE4AuCThZQZ",
+	"Fyx6Jh075ME98cTS9RkDdzP+gHUprfv9pgfFadBKoRlkbHA7Mdb5f/CyJNvF0rEfHJ0wTLHnOhdgSpyl",
+	"NEbRIFiY0YwN4vYdNE7rtP9QNRUFXAbLK4oBVZtLZ9t+9LERXuvM2OB7LhVcCMaM4tbBGg96mlUW6Gmn",
+	"KdFCFFB0MPSW0S1FR1tOG/C2jyozxUGID47diPmogkQK/w3ojC/roYKyBXQAoacHfTlQ8kl/ruCpWnvb",
+	"LiPSKOtMWfqBgW7mJywuWSjmHwr/6yjNK+LcB4JvavZGk9xD/Rcnfle5oq2XrKxT4a7Zt/dcF78Anv0V",
+	"Kws7d+8n/2zZ5pq1DIfqnhxJoNb4xwnVqwojEmEWuS4wYUS64GxeFknE1hF+TY4nqCVMfL1yWiox9dMF",
+	"0fHOxhqpPejETzDKezl5zev6mgz5K9iU5xOpv5CUjNcwCUOxKDZbM3FP6sh6gsR4dUtYUtUeyiRTCuzf",
+	"lXn5nU+8CAseEZCOWpta56Jgh4P4uBNohh4anBaDI6bkjaB4DsQlTtjFomBE2d0SjqiFWPby6UvWPP29",
+	"Nu49RlwG3QyKuxeRyTs2kJB+LZrJ/kwkZcauUZvp1+/2wvRzpfe7Z1lqRV5X0s39z8fO3Ai9Ls3x4vIN",
+	"wwvTzET4DTH3jYV1rKzESH7worMZjc3YLVeykG7OZlIXZhaaL4RkbXzMLVc12CNCjQCAID5inalEwaRm",
+	"pfKK/8hU04RDC/V1UbCJqMQJ+w4jw66aB+k/mwgIvIYK7lvBYRWyCHThChQR/u8sQhjLuWZ2YmYAvjhC",
+	"4p69ErfmBpi9YFYgAiRGDui8aq2E9cCcq7oQ4UpvvVV1TxTnopTvcCHuxcfWVUWCH2JmOnH511ZU54wr",
+	"Bb+v7CbBZLjyV7t1ycjSsC6UNRBW8+uSTHa/jz+d79a7CzHitXIHZyOurIjvHhqjBHR+3mk0m9Z2E5dS",
+	"c9D2TqUVTqVmmhKgDLDWhZPPe7op0y0nNOcbFqbqZgCUeDisrdclLfRdFZH+r/EmjGql2MDe5u9L7t4P",
+	"AtyRH5ccPEarOZFiox/pRojSsv+prYOHXP94cfz8q68JbjNWKmBOZULn1bx0omC5KYkMpcG6iDzsO1D5",
+	"quAESlA6pr8YTRmP/ltNhcytGaqJM2mDKg1P6CiufZExaxinufHwiUA9rrh2bGoq4FGkwhxRWaPZbGLY",
+	"lBce+08YTjE9Lp1nIqkQsyB1PDhYx+e2obMA9e5G6CeWKTmVzp4B3TcwtUKWjuKO4h6AbTA5ELAHN1SI",
+	"xccnAqcFV8rMRPGmtAN2yDUzU+n8CAf03As3YKZqX+diuhVMowSabBjYOZvJAlaa0gAW5++I3Fz0mTh7",
+	"dYktflE6oqMN/y5biC1YzpXyr/PAHYsNcBDIkh61+VAqTSeA8bqQUO4tVV8qagCyg13mgIaXrEkA9Zi/",
+	"oGbQ+kFiVyVzFw37Rf2DMqfiZrpfE4C2eJzMvqIlWN8Zt5Q43Ga0R0LlqJUk5qA33LzKoslVGkR5XNDH",
+	"Lli+yMzRBOnuVqJtpv6ffoT/vylWFlujZmUjOIWu4QZ8+ngeBLUVBzmALoa0boTwrvH9QzEUEue2Ix2g",
+	"YoKanUfwGknN1XnizfG/vBGlQ/hEv05QFkMxSgpsqLaDoeVFSCV4MW9rl9TXGs7RBC9sPB+xJzrJICoY",
+	"gG8N6AtCbwgTgqLM8pFQ8y4GMv/aBFO3JPPFBTu4F9V1JUhlkGYqdXv+T/aF051FjH5y7uG89xRPv6Ld",
+	"7RoRWlelsUuyFLWZRCcyVZccDVAQ+t/C6fHHJoqm86gxjaTwQsvrtKF20V9wwn4Ws/TtqS5q47kS2+ui",
+	"J+xi8XBzTUFJVKmKoAwucsRkbChyXlvczgsI1Fc1fkdn+e41q/bw1mhWtExAWU4t/tcs4L2qT+sgKSws",
+	"aXb7OpwvSJvCff6ItKlTtML7Iz+vBVjuIRcFnJ1gwyfYCoZtYgggSCX2vT9y3Q4HMg5APcHaGMQtU4Ga",
+	"EnqYQ64F1dAQkFfGoeHqrfKLxZF4EA2jSZ2qoHLx4Gv1wJt1oSsMNvfq4AAeDDGk5jmDxlMB/ti/bLZe",
+	"wf2PW8XCMa63B9FhFBhGzH2XJP+tgjftCMzEzGBS4wzz9HA1nj44IA+NJwbSMleQJxM5zsIHNVoa4+D4",
+	"8DYbpoB5cR40Nllky54VgpbGqZK1wCa4Uro8muiqMqqgv2IJ4MxUaIMR64DRHZYiORKV4C31jUwr/5FF",
+	"A1YiIFn4kGT4y1rgRpyAVzDTjxs7tnMl+U/FVLtZUM0jlrxBl6hGla/YQ8vdWHuwhx5KH/GScU1cd0GM",
+	"UmJm5reIAHqQyrqM2TqfQDJU6iDJCCQDPOB5SiIK0PCIeumDfAZqhbIUujg2Ws3hgIdU0KYijnagVyUi",
+	"fRv5mfxuvbh8c8J+tSLU5EWXjMkhYbO4cLEtB4/px8wKr74YjLMNeX4THzqRXu2aExj6s9GMqZK3PfHa",
+	"a5q4C5jkh4rZhpEGzndxC360eSkypPr7wKelarQl3DYn0aHMlYKrN4rrwsNBxf90ysIwcFo9aZmpXW6m",
+	"goLN+MNm4Wa8tpPE3tY59Uoccanqyl9VCC236dsXhgp6bdhkYffB0ENRd9fo8LrHVl1dSMpT3CQkvQIa",
+	"9jHqVczJPWbKHUkAeOJyymGE/0QD2ojDLEHu0kjtWmFobWaBlAxS47kTYw+aHvqBdcHbj0rBVcHYrIwK",
+	"6beYWkLaG8ymlxXB/z89YRfaT5GbCO0oiEAuvyn3J5BTHJM7rszYW7TBOwc7E8UQBHL9scOXehN1NjEU",
+	"KevO1/Xff5nM0w4PXfOavjN3odTSInxBzGmUEdD+/E87K35Cug8H7M2NjoW/stn4SwPMFjLMhrVUjkmd",
+	"xSbZU67nEI63sBXBnwLtZCQ6re3USzwK1VcoVvze9fBb9BRmGrVbUj//glXbFKbvy9malWnX+H4KbOPU",
+	"bUqAD7sPcHJp5wXCieGc/fDdO7YK/4M7bVW6z1+LsJCRDsPcPtnnAnl6g8cwxGOBb28b4n6/XXdI1e8f",
+	"v1E2SvJ7ZFJMfChJzomfrXvOOjeqlxwXAa7xLu85/P8WTGQVnom7g6xVrga44vSj/9+aFJKGrx/2XWD7",
+	"gnQ1AJ8T9q0XocdSJwok/ss6qRTD7srOsCBXu9LovmnU0PB0KxU0nWfKWGFZJccTZ8/Z1NwKIsdHIe0M",
+	"0Z3iS8nO6e4aQMCznfF/BbO047wNcNSuJjiNB5/cLHuf391S4+/sBK7jxXebCiQ6hJACMYVCdSfUnEkN",
+	"iR6ggqAR2JZheE6CbQXUfNZEvx0eLOb37jx4+JcOdZOHEW6DNKvOg8wtKAeoK7R1hOE8MuuBUN2ZntOX",
+	"8fHpAPBwKouYba62PC6VJaR44Kj2GR5fYIbHPes3zpbH4E3YQLXx5+Xq3fWlV6ihVThXCLaghmikt1gm",
+	"RyV1pSnsfGLxMeSDC4mzcJUyY6mjA00zo701lbwQrioM5rEy8YGcDZHZmoDtJfoi4JM+qUCA9CFny4va",
+	"TV7FgWzfTL3Nw4LVC+GrhkIZPfY62qYdizYnup5KHX/2g3Z+Ex6cHfz3Py+O/z9+/MfT429+b/558v74",
+	"949Ps2fP/+3P/7MJr96vzdqPFr6q71P8dtFbtIj5+uWqj/jvs3/9y57+/vFZ9vXLziE/tDqaLPOyUrrv",
+	"2HRXaqlexKa7AlFny0RDXdVGdRkfbYN9ePwRAe2TFAEt48CNBJHN11hwDDiI5cbL3HYRbxHkSm7tjGoG",
+	"KNOuqZuLYeTQseVGzENucLvU+DzwT7uKeo8vlBp7VRPqF+7A0buEp5s1fk1nNsSG0+nBKGv6m41CrX+9",
+	"HVy2dphNJDguG44y/rjREBPQfBzN6paXcJVjvftcTLnLJ4HR2K/7Pu66wlu/OId3CXCb+e3/mgZoqpDY",
+	"BmVFM9TrGpMXlDjKvevVEjHppg2PmLgIJcR3ioTB3EYT/q/rjmCwdmmOO7OOl162xlZuL1RcxayZScyB",
+	"4mrard/do928PJHrFS4e9sG533m4yjFuHj9yXzj6+Bz9DWjck2q30jw+dcKuIN38tpZhTxFAXdCaY33V",
+	"BFuSYKkCy5UU2sE+hAL6pkAinrqZqVXBrNBNtSf2+p0KNzF4Kn+9egM+xKvvX7HnXz/7N/il/+Hfvn72",
+	"NSvESHp9zUVcDYmL1McEhyQ+8NypOTLC9UCvt7Zb3aaaE4RPCUXaOa8qKShhhbMJt5OE0iY9cY1bQLo0",
+	"fYZHE35Gc8WnouJ+N5SKz0UFc2L/ok8gC/kzUP8qbfTREseAX+SOVm6iS1/dEYp3v2xdz6hkKgx8RZSl",
+	"sI7B/wvFKROulPBiDSJNkMv+IDgOX7o6jgN/bXrPWte0j2wdKW9WQ37Kvg/q54z873CPPhTYQ/RnTepU",
+	"brQ1KkaKFnuZZkloFz2ZTk6FPW+AveCOdymcfr/fiDlcA1YRadvB7Au9+QppPRCSlmbNUuXbSEJZP+N5",
+	"bmrtYiXJjTazphjmhFHnFvqSFSxf4ULi2vEDocatMjqzmrTF6HBFgp+E0KCLtaDTN/ArrMNDZZ7HGKBt",
+	"T3468VDO4y0PSpMWH1xj0m9kzdNS34GrobUTiTi/tjgc/Pdm/gW8tjPZHDkwD7KDQgKzUAHJ5rDwG2Wb",
+	"N3RnRbrp1rCd0b57PGxnfl9uklZOH7d3ZPQ6Mmo64XcB6zjbm6YdpvgdigZbpi53TAluHVK/GCU6WMtI",
+	"vbVc+b0MWm7Ssi4+KoV4Cy6KpSA+5BM2+mfDX4Zi5C5zGbWBx0BxdKTmCUICMhpLMxPVqFYxtVFWzMwg",
+	"/haBsDOjMSNR4cXL0M9MesyzbfId/RHbKQeXf8EaZTp8q/8qCTp1Y7S0pW8j60kgJqmQ/in3q1fD3K34",
+	"pn0q5N8uFbLG43J3MLpWPT79WAP/6cpUyGszctRH0NIoz1ZSW9VRkezSErOoCGMmdmyhqsw4FiRIqPlM",
+	"yroTYl/MvsI66Zi3BepFcL9AQWVorlqX0L5wKrW0DhXrTh6dNLGhVNwhg6+a8bklQWHNVGA5uoGhh4dC",
+	"UUVfqgFh4HbaL7HSPnisOwLNPvVyJ6mXOzvxG7BqLZieJPJCOnEMA21Ai/UqcGmFDLzYep6eWhEfXzj4",
+	"Tyx69dqdLfAoU7V1UedNjiYw1wZrJWo5XllhYjQSuVtIC7VO8AI+wZEE/0AxptVKWyh6sLtOx/x0UNgV",
+	"99YGGtUj591aqThRQiaqc3vn4t8gv/IBlabTYEmsaJginCUim2hMIhE3MdbrBdWkElY4bAFGCeMEmI3L",
+	"MQRGoHWZMxBJQpCiRmBGixN2oVQHyCaZ8akeBaA7mxiBRdQCeYaMKloheGXGQHhRu6h3dTBZWQEuv8sw",
+	"N48M5lAEhtFtkHueOgEyZuDPXKl5tjTn90svuIH61sQfuW0VMCSCOG6NmagWOVH32PhZYiOcwbYDK6pz",
+	"DwWVYZud4g7rR8y3ZhysTEAaqG6fTfzmHHrdLq8EtyHyQU9lojT5JIStp0Bqj1Xx4QJpbd2woUgXaoe6",
+	"Kb2QuCfkNvH4lCmfswm/FWwohGbWGSX0educRSM24ShEPZhP0/SUboZlD3x/uYPxfViMNDgc7Wrk6USV",
+	"DmL44F9rLeSekXkVI7NSLXF+T8camj3ZU+q+ui6uSrZf5cidasrQtxXGTF1q7RNqIrXA1nOGmcsh/QQO",
+	"OvCTHV4KDW5pbJvatMUFYxbCrBWbwFskdFBbrNN4YhkfC+0yTKB5He4qMnZVay31OHS1AP5kdl3nuRCF",
+	"/zt2mc3YOzkVxS+180bpK65zoURxRE0/0v600kEQdSqy5WqRmBnplxkXcQSPR9Xt0igFmT5NimPS1pc7",
+	"kVFfWY6T3MP8BTPzKizYg7VrmlBiDo4/bIO+aGEe+5d/eiwVJge8B5T+bsre93JQpzZu+N2aXFTF+rPH",
+	"w87fQTP01jhWd0JfSq6/++z5nQqf9Es3anqOyNBsuH0EtzeCS3Ol5Ejk81xFFGtFdRGqu8TKVz1iBe/o",
+	"4P4iaYI5gP3CJDY/N1pJLRYKQQ7JyWg0lpEXRzHcQA9m1Gg7eBKZNrMzVlbGmdyojFViapwIvQMyNpyH",
+	"RrzQ3Rt7e2Thh6LCvpYhN6Z5EdhXVplZFn8J1I1KcNQj/W8sqzUkV4JIlDoXoF6esIvFUsI0+5G0JWr0",
+	"xNkIlKXcAJ5Ebh2p2aDWlRebwEud+kC9ZAnO2dkE6+hDmmCf1LikhdmkhucecKUb0MIih8KhBFt6Ub4s",
+	"d/Bi3M79gE59Mu/6te1t1vd6+GP/fH/98iFgHPdXH4q/a07wHrXXMdEtIV2H2rtjGA/myEZGAdyyXEGJ",
+	"dnUl0I+SAagHo7CzaPJ2Yqw75WVJwzhL7PShQFbWX1BsgPYHpjw+BflyLTtspciTDKzEGJ2x0ugjeNMv",
+	"oxE8Bp6Q2Bxjj9F8xucn7I2L1opDFuH8xrLD3BQi92LGGlU7aI4MsoRVoMRbJL31P5AFEURTOlkkPLwE",
+	"wItMJcdSs8OyVipjZW0nGbTapmeYmbdjgsodbQ3IXF2F+X/Z9XCnlsJDCJIExJksdo7j0XrfmT1AS7mB",
+	"PZAYljSquzXMdi9K6Fu3sAiaL93LlnUWgW1AYZcCZGpuxLHzXwA1Wv3e4R+5XahHRRQHiDcBpActhBhA",
+	"81EMUR8FQYnlMlQXZeoqFxmbcemiCQGeKHYj5ojYHkangtu6ElTLhELkjN3KQhi2Bup5Xch4EYkIbb2w",
+	"o5IXU90ksRkP1kGQ40DgYcRRL6xjQhex/evAX25qd412wYAdUmI1e/Y0Y9yxqbGOvXh6dE6OJv8RWKlO",
+	"jrqx8MIKJibQLA29gBKuLjMQQEdxbJXg1mjogBurv6mM9tertxBVhByIJmcWq+GyGD9MCiWWXeHOltd+",
+	"O7zzp203IcDWO9ZEAHFvhDqs+y+tSsbZ52//LWStwcYYmVoX58zcMAtqA5E98GQrw84t9oRUf/egoL9r",
+	"g0/0OClz8avmt1xCL6HFxkMRnhcg806kwopow6JcOB1yl09WNBWqtWV16U/r86cM7oZDYTN/LCoGJage",
+	"LDPiRmlXy1qpx0o0DYgxE1UXohS6gCA/Zk9AXoYFg4PQwZ9AD6y2cdz4H+FqGHOr3lZFcwhLIiN+mqpo",
+	"+KUI+dZA5LcwI/eAk/CijcDSPgK0pNH2QeYvOpajeuMyKABS4xLsCQQeUTZDgj7WqxNcpRBkd45Bjlfu",
+	"uKzMh3k/8DQVSa0YIJHiYCvqltLqbfcFMGVSO7Pk1siYqZ2VhQAa4WDUH2IOGUwK/MtocWxGI1YJr6uh",
+	"j9mrs3bBZezvi+wq/psotd2PB6Kf0KHM64FSjzH+OOT5jRmNMgq6YvsA68AXfsIugOqKY3c0NT9jpVGt",
+	"yGy0dvF2dMmcsAtWcghucpew5TEeP7EjR/+cBbd7Kx5aueDu7qBs8X8mnyMs4Y7IWhZes5lSiU1JRAXq",
+	"ZVkPlbQTqiS4P9hMRk3Btd5kuKWtTQFWFzbTXqXcq5QbqpSYHII4iEC0xDS1e2Q35acAO/aIbH0DHIiA",
+	"WInkWIPH55Tj0riVg8851EIFN7+3rgtpo7f/hF17JIZ8YRpDIJOnqipk42IWM1lsF0Sa8j4QsvWWNQBJ",
+	"X2Jgjj8nPDTlHg73cPgX4NCUD4WGc+vEFJr4Fibvj+FdiUJWIidxP6zMzIoq+CihtspDncMYpPTTRAWY",
+	"hcnrqdAOTeqSj8mNSTkd7T9DBIhrdMO22FnOl0tA27VWZK07MUZws1FbNASmkOLL8xXq4g/CXZTytZ+H",
+	"BYh58fR5/5yEaVjz2QfZAdIcwRPfGsSn5ceCqwBzUoIzYPlpGRssLKFfvuNaDk5WEjEvRmj+/AIiGqvW",
+	"ye+q1uymBw0mtjlnCYnR2QHtzmMycA6WD+OznsMIT+2IhuAyentrXHnMPXbc3mwSVS9FJU0hc9bcy+Be",
+	"imYDa1qINpaVyf3OStmO8onwg44+fupVSrtPVtSittYQ6p4IVYK1huRETBlTNgKwFIW/EoLQJnBsUBJS",
+	"d/z52zjqd/DBO5Tu7VetSkBZmsqQdgMFAl9UjkmyiRZnZcVh+dRzQOfrNA6oVzA17d3NrZe0Xr+emJn2",
+	"QhS8BSRHJmaKweCzyBk7FdOhqOxEltgHUXDlJhmDAuMIvlMuNUT20LsJtHtU9jXjld/oxKdIt6F04k3j",
+	"UKC+pH6hEAwLhckh34VV4lZaSlxbEkmvcPzXNBG77NPeflMfPyHNZ5jtL+I0/EAlVYsfv8MTUHDHjyvh",
+	"l9UvZa4E13V5WvrNImYrDoTfVEQ2HzvgmhGKPaqTB+a6rGn8KbSL6Uvxlaw0SuZzoi+tBPQgizJCFRiI",
+	"dtWccSjDF0UWCeqKQMjB9RwIOk/YL0RsB4QA/pRCjQRUZAWBwRl9JQOQWT4Ol3jra+74VRjmK7xlXbbq",
+	"zxCOD8zPFPPhuTMx5EIze84ofm6DwoDl/ytqB0z1aYlB31dCHDvxwVF4vRlnrAGhwfUNAu/rG8VXz57f",
+	"b3JO1wLR2vXCCq18/NB9ek4XENEsolnAHU+Oax4PwqdCUm70SI63Raaq1sdG52JNhBaIy9Jj3qLvCAk4",
+	"Vig0JgnCpLDAPQ+hD6WSX2PSjwYO+oqYlbM0BX7GJUBRfDTpuwWqtGlnIcvG/shXph5PekQ34R8Fc1GE",
+	"B+BEKe5/mGPpY26mRI7Bu0K5te5Bsl344LpedVXrdWzEzTw7g+u2kAvUxwV6f0673i/bnI94Qe7sA8CP",
+	"p5y9xv4S3WCHC3Z3kNfvIvPvH3IrjnHXHcNu38A6d3yoPHZJXYgP/h+ukuMxePN1wTzEto3LJ5Ypk3NF",
+	"eBNemxrsuVH1VAM/8SxaHUBPoUPeSEaXvn79Fox2roBXqQGr+Fz0mUH3C6hM+kOESvpo6BOXOwwPh+0M",
+	"KyQfa2MFm0pyubGyMkMlprbTjHlNL7yG6buA2VvXdQ25Y5GJ//VbzJSeUioOVfjD05gZ/o/I3ToO2kJt",
+	"xz+7pKf9xD/IaT1luvZ2ox+FH1Y+4RXP/TfEzEZQvnFQ5yEUE0ePJqKrap0jfWNPnjv/8LpQrya8st3D",
+	"fvn06dPsYGSqKXfwle7F84PM3+cHeXD27OlTuGIqNf7iafxGWHQgStq1Fri45D1oHLcjLSicrr0O2Ecg",
+	"hym65Hz3YLEwf7s0S9HPvNYhwzX78d1PbzH9HtyDldAFtK6G0oPgjV9y9YOaB2g3wL39H3M+VQPUOPis",
+	"uTP4bZl0VqjRCfvWuAmcLYiZJA4YIOCIlycUwNiq0jChR6bKRdpTlighxTywQDbtrQpRKjMXBbsVFbht",
+	"PMJK2/qUkPgCTT2mHPK7h3M2WHQln7EFT/LgzE9djHZ08cqxQTPO94XQUhSDbIsAiJ1I8NNG47ISWKt6",
+	"OPBrbUqheSlPYNqPusHc5PZXuQ6/L1BHxlU8Z4OJ8+vYbIOewAYud5U49tJl74NLwsFOpDzwbz7IIgc6",
+	"/ehf1MV5vh0mwlNamNihbPIZ+6UU2i/r0v496erMeeDEB3cKA13zbDhl3fGmpWhPJ/R2rAFp9K3jhrUV",
+	"6ZHc43NPzuLEzB5/pEnqkVmL4mVlijp3GXRkKTI2MaHzDLnQJQzUzSNdtikI7tFCtmk2c8acGWNFAmCP",
+	"dJbVJZS7+GcKjRSfIUaFHY8Tx2GN9fSgkuqRrKakqQ6l5hWl2cAvaBQevL2qxdUN1MCbTjC7hvl446dj",
+	"l5klzVs6DuK33Mqc+SXxxwuyz4emdl9YzOkH4dhw3UzsULeJDBinwBO0SfAVdhpenZpolN5AfD2kJ1Dw",
+	"SFROjsCp1FOR+7MpxAUOYIcbMr5lVRwUv+zLCXgmy3kH+yzup4133OlHP4I3xZ+nQldGqSktc7c/9Y21",
+	"NaQnGi2OAUZzP35queaBcGBvc/wehg8c0P+bnHSEdDxbb4oQyiywOzAFUoGYGbvaYb8MC5TMY+ziZaob",
+	"G6tp/MWI5h9KWQmblCN+xaZS107YoxN24RU86R8IUy6LbTpLxK37XTNJ68I/9BZQ9quQpU7fHnXKkrtJ",
+	"o1LijGzc2PxFjya5q/YXHbOwzplL/iU5En63wLHePb4ki7RiXFgY++qClbLxMMf8SgO++n2ji79Do4sG",
+	"Y1kDcrAH7hRy+125DehGcFkn6hturOaWNm1hwte30EAmTRSGwkPoRlR7dWCFAvA2vPGXZoybEDI148ME",
+	"mMiq4bGuz3iOSLcxsi37Rj2UJi9Pi7w7mYnkVPaY61+tdGt+1fJpPrtnn2b30qxSoZo52dvLKzSvrhO2",
+	"AxUsWxWa5l2jYIdIEoQVHaAHlUD1AEUsQGfgATojSKM/ZKmezyqhxYyrozSxO+hdC8Ul/j/MmkyaQR6P",
+	"eO4tWOq5Y0adLWcatWB5hx7sWhNZfuUaZSSO/X6DxT3Ts26QfqVCVs6+suOLi0B3IsM9qSsxwLom5vwq",
+	"aQgO+Rj+jIgihNTiY9JQhtGCAjLko/BmG9R5xLImDLRC+BqD2RB2Dm1tpbPsRsyPodWL/8tyuBkzB4tI",
+	"b+YhUha1sCHQzCtol0sUmaysxEh+WBxXU9NmZjE6g186D03HMTeK2GcgQ0AUrC47vX4/henoCUWvoTN7",
+	"hf7PN0UHn1mIWxPDG3zayFQ0k/T19JlrYtbX8Ah753HrdGgxDbmEhKZNRoe3A51b58ierQtMr9Hgeqc0",
+	"bXpfcmtFcY6BCZgLdE4QmTZdCs2QgSd1zVRfwuO6vwfN/nttUNven5jV2yelmhQMzMHCFf3biamHEgCw",
+	"ApSPk6CoB5kAZTt0Si/A/ynB6XGA0+MwhpCI2e8vxM5zNospjmCJNimOs0o6csQkeOx/hKzKBXAQCXRQ",
+	"z9uFjYjOxKRDGmeFR8Bah7bkRTX34lVaPMA9TdArYP8QTb46jA7z0scG6CRgRInsgyWLdDw4TtS2w0d0",
+	"toFEgUSljBbfEx8ayj6CSLJOKgXiqEMXpzREXKxLWqurZrvshLKn821xKCvV8aW1dWYx5/+x5Huu+czt",
+	"sz6bGgDanntP42ftaYQs5brs1zzvI2FUGzL/ofGRmHKpTp2wblW7OOiQoonLbyqsxeSpJh8d31pXomDX",
+	"P727DHlMQRk2MVQOrcEpSJ545VqDYjOPX0gIiGo7hexfPv0GMRHiQIPWTe+1ce+bYQxQ/YLBSATbZIwe",
+	"Ob56+qIhT04HjegLHTpyrv2doMLzfALMFsCRLwODEh5XzDmwQhdsCgxrBnvotaqlsVzniWX5xEgg9sJu",
+	"eZYNutZugJlTFrg6j8EtKYozYuqgNbDIQg3RKyysihkacDf8KmkhxQ5fPv+GDfwT39MTB5TTdiVcNT++",
+	"GDlRDdhQzA3ZWR2JVn4/vBPWfee/dVfMHDAj8IYN+DArkctSehmIrqrYEI/ZOqbg3iNbx+LgV0F/60zN",
+	"vCoA5FWN8pLszT3+f6lUHAJq2mGvpLDHBJ3BnYsNyr5c5+vBlHyqe05CPqOF9Nomx9PUTixTAjTFlwm7",
+	"fvDcJA8OhZ0cH5SF58Xf6wXmzORemATsQSKrJMc2S26RwAyMs3jCwuqGt6AhMjiV9PvTAdj14gNY7ihn",
+	"DHZbqjUQI71x5EWH4klkVxNFMy9Bp5XTUomEgcRr9aLbYwQJnKX8a/6iX7SaX1J9xG779KXDXO02aCbj",
+	"M/IaPKwTwLWmbcylXmZJwD27Q49AySvp5tsgBBEdYLO5oEaNIHYFTYOkkm6ehTxKsm8p5Sf4j4PVC5Kf",
+	"XMuh5BGzz/P0laWojmNFJDbwm3A7YfmES41cvPHPXKk4ROgEQs8/Yb+BFjoR+c3rWLAU3Ms1ZYdf/9db",
+	"6QQbXF5d/PDTBfvfWuY37+GeQdPgEx8PuFAINO7J8UEGvpVKaKfmrJC3ohqLwt/oERJ079xvEG1rmxZR",
+	"TYkxYt4JF5ewSnfvXb6gj0+/vSnigu9e/OxzFAqV4NR0EztBxaIRWDx0oVtlZv1NIJJ1+ESXdFrb5bcK",
+	"DtSvDRApS6Dxhx0xWFfWhbfc0Xi+HAdzsj9XiwmEm71reZeuZQ+PNM9D4WZC6EWSmh3KE48LUgu7gv4t",
+	"YG28NOz+tHS1pTvGTKeY6V/UFO9nrYo/RKxSVCNTTS3j6IU+Bgod4hqqZLmyKh/cxtKxsjK3gg5vg9ho",
+	"51l8LrrttXF4lKNvN9QcSMu4An9IQtkuLXv+9CniAOJqKFWgwfuTbYO3I1vo/EzO56Ep5lnjCdGUYovu",
+	"aV7MV9QmXMUFWpMBdomz+Jcm8RNQvwe9suWqEvAMeOmvBLfQN7/d3ZFSbbDiYcV4voPrtsP833fqkqYV",
+	"Wg2lYdFhwc/791Kx18KXTfuHWKh4OrF7uT/D/tfJ2Q54iKc8o7ad1NzZX3/SkU7ShlLesKjDHtgl1Bsl",
+	"1uW64q5Mi7Dw29E4uNFmBpkbWMeFhPBhC4eM0ygN2pdRAE3NGRbFnbArP55QH6uAHvMYKwwqQReFBn4S",
+	"xhEeTovQoDzeHCJ44kOpvHHGZpN5slr+W0jRDUMe1o7JQvnXsJFRysyg8WRnpzwEY6OE3X2lmH/NyhaZ",
+	"aZHcF0xP2D8PuzxGtXZyKk6JBMPJldS5WEr5A1ht2H9mKqammmepkqIDwxDGTmxvQeUJu0Z3q1cbR6Ok",
+	"KNKWxrGxqUztoPFlRe9h48rM3CRjio/HmEYa9yY1vPdXQM8HUBv4xOsNyow7dZIr/IrXybfvUrIuv63j",
+	"RNBVLFmQL+9M/CBc2GK9E3EPhwL0/014a8FOgPCZ380V12NwUGP0KERlAk7j6DoMjiBiosHhVfjc1Vyp",
+	"ORrmeoF/cKGM2B83NpKVmHGoi8N6I2C3DS+NLZ6ww+5QdpET+i+jfXgJU7D7U+Hfs1JI+In1c/AlCwhy",
+	"14U9g6FgUwp9D2fB1X7zbXAYZhPpBPVzfyt1/QHrA/B+1hh9LR4oykdCszs306nQhSgY5OJaajXvoINF",
+	"OCQwDchfglVXXIOzFZsLjWGro4mY1mmdsF9IB4tjhMwoiMFgKJ9D/MaLDyc0+W25DsZdUvLlPxYHiLX5",
+	"sRW0/94nlpmZzvB5BAA4gi5B9KOx7h1O8Bq7+Kem4mI2MVakExr4epd5P0HxTFn4iRgjxNco2P/Ehiej",
+	"aV+R5UDVbaJoPuFuaq92acg2cxr6B3cCS7o5qYHxF8QC3H007wxOsoOy7k0ParIx0+NIJ4o2bnLcSIt0",
+	"vBoLBwOPWfcQY6FABkIIhQemQPTtH3YrKjmat3xhaafzVuGSLNKcfMrCwQROMKsWC3qlP2h+DiB9BPYQ",
+	"+w2pPNMPaBAqtP4ai5RTpCuPk6JRhWADeMj7ugn4D5ah5MI/vgUmu8i0aV4A71uTaUMLpmNldLPCOBuP",
+	"LSlz4fOQ+6k38ozL2JWF0yz9OTPVosMU98SEU5dNqTGsT62QQZByieyHCx16TNiGh4OfTSGou88FvX2A",
+	"ve/GWloocRnOYX8O6PZ381IMjvZZQZ9zVihsyxZ045G6A9iG0ur+lJ62MnhaKq5X9BxLg+gI9HT0Y1Qh",
+	"6H3wLUGXakIvSP1+I+YtLx1my9PBS+2mCC4eSW+5kpg9g827G60Qpd55rCxLKs0xzx59FCOHqZAjSfQ9",
+	"J+w/vaoY+li2dN2uTj5PO1jfFdf3CM/+dZujcwTiQliwW3FBHgp8/eB7R00ai+J6T3H8iJApcLqn2EQH",
+	"b/fghH1NjlvUdFsUmmKwoIGCpQTECRTd0MeStzF5HBIXz2Kaz2VQpy90gZ7Td3wMFUvxZVHjzqIOiLHV",
+	"MNto+GLWUln5sTmI2hTEm1qcsB94GSy/poJJUU+uztrSkfzgr8KGFTzpJmab9MLuEC5M8Ot0fu8ihbA7",
+	"LyjEEMNNrSkCDv24JTtmCS6IsfGUuGJFKLZ7xe68YlU6MW1YRc6TBjrQNg4jSJFUGdXGqYEkUdlPfDLl",
+	"HzBr3PZRkaynWH5ANpK+vbU6uNlm/Nwnf26T/NmeO/8gJZzQafkJIcMOvYubdoYb1lK5Y6mhh5UTGkLM",
+	"cHOWqn9N/XztL9XoOjdV6MUiiixqOZiq1NEZ7tfoVAfPOTod7A3zBy3AZs6hz3hIO29TgPTFW3feFa55",
+	"zcqOcGEucQ1wGr8sT3rnFNzBNsepXLnZTz/6//3Mp+JPb06taTHj9Y0yyPUwaNiNSGXYbG3LZl7QR/uo",
+	"MCg5ytCjynqZ0ij58BB6uI0POWEX+BfQGiCFDJJGQm0F+Y25Y9Maz0toTodZC0vZDVQPB9nZyXVZp7Mr",
+	"aCsyGG2YGT2Teew0B9kPSPnX0YSmOQAbNdGKLkV7w7il3FfQn9pntodVMSzkSl7Fkju/IQ/ODv77n/z4",
+	"j6fH3/xO/z/+/ePT7OsXf/6fg3ujW2xN0QrL8LcAqSbuHwOrkT06b13yPds1yoG9W30uXbr2TEh334sn",
+	"Lr6H2UYQ3JkcEB9EXrtOW5VKUDZqBrpYy9Kq3Am1LNI1BWA20XE6yl5aAXT2CqIbNrbG6Xx647ALfwFl",
+	"a2JUkbGhyHltgQ9TzEL5sL9myufRUk2r6LiGpotVKNRTPL+xK5KG/0GTtXMUCS/qwI9/hHlO6Ly/yLSc",
+	"rrYhOzQQZmI4MebGnubccWU2SUCwjuuCV1j25CwbV6YuUa6P+FSqOXlpQCXB3zyxbEA8Uf93wGZSFTmv",
+	"Cjxq8BSGziVyN3tdJPS+gqfANcDeorj2D8NXD5gLJf9WgP1gsSUMPt+ehyxx+ETw4viLCjbA35/Q15/8",
+	"q3769EX+ozGgb8BPXeG/H4T7De/4zr//FU3ZLks0azf0IqfrtT1SGOeTlvOLODb+q8MmbG/OMA3JAcKd",
+	"s4MDVAglb0UlhT39KIs/TyvhsBt1t/nxExSgcPY95orR3fMYUL8UuoA8S8iP8dBP5RlmxOoyxO/pPJCb",
+	"iXldeFo6S2k47WdLzInzt4QYDLRq8//PJ/JWFA07nqukKNihNxoGYWjA5wFfBdFxf9IGth7Gj3ofHjNg",
+	"xmu3M2lFB1cF0FrQfn5Nj17b3w0oNEZSNPQ7dGeP6SA3J2N/eb9pMwsnOs5AnweO/p4xbWZhU5z8vTTj",
+	"B1NS/U6ERNBR+xDeAVysZW+IuGH8hviwBWZgbGMRN+hc4NMI/Q79t5WigjOfrTr5R4u4c8IuIsXPyya1",
+	"Ap9L5S6UR0Gv9KJ7JV403XfBSW9TXJKWPmg1XsDh+QBScB1kNKJQFuwQFYY3xeBocaK0+1xB5APMzGqT",
+	"PJniuO5BsgApwR5K7hBK8GSOlk8mbPrkZN4rwGCTgRX0D9AWNg4XUeIQS6qykFWfJVDhT3qysYbz0L0I",
+	"zGKhlG2ljBTSlsABTP5GcmhilqDfiMiDJV3rz6GomfyeRqv50SqN/Bq/8v4kN72wtx3SuBJj7sQXlPR6",
+	"0f5mv/EXdlV759yHVp4qqJsEwtoDzsCREhp3LFZ6V6LgOVDASccsnzfbnjMr8kqApLTChSwqcCNBIAyT",
+	"NoqM/PDYaNTfccIugjJOU1YJpsTIefwIXKhEExGvpNhDd2wsbNfWRKzrx6msYZR3lY5mDW9FGNDjqbZe",
+	"PLPJJKyshsGP3Ye4e6N87XNyZye5r+kGdo8AWuD0xWcgWYUuSiO1awgkzEyzH3+6eEWHKgtOptyUIoPw",
+	"FjKRFWTqWjzaEIGWltVa/m8tGJ8aCkGv0JzxzjgECe5XPrRG1U6wiXOlZb9evWWH/p9UoQwmvVJm9qNz",
+	"5VFkRmuoIm3G4IR5G3tU8fEUkpzDSzzyWKNusVMlU8aUXnvPmJL65hjbPJuK5crUxfFUOA4d8Yn7Utjl",
+	"XMoBweV7zFYExR3G5215whwQ2cVUamkdMi7DFZaVlbz1aI/3WnYYnnbh/36Jf32HfxwcnbC3YszzObOa",
+	"34j3ObfonSPvna3zCeN2yUFn9HvrKsGn7wk5kdbNcg9NHdf/oq/h8ld0Na5SA8pC59Ucksk5NmJBsg8q",
+	"UWr6EXW1TenAkh1lmq5ArzVpp37DniffG2slJwL5O+4vgLjiI1aNHlL+c5hwyuEiwTsxqsBuEhLp/KRr",
+	"RDEbSaEKu8+//1v0f2th/f3aTKm2BL4Z8MrUnaHEUvGcMt9x+yF7HuzihhgfeSWgSDjsbEh6v9BMTEsH",
+	"WM+HFuQUntuGljLk8eMfzskfHDqpYOFmo0PGwBmMwIucE/aK0vOpQIqqv8QHF3zG/qaYoqsb/6ofX0sJ",
+	"TCiYCYvJT9ztC+4w2n4ti14Y3S7RNb35TXGwq7SOv47DfpmaPRFUiUcPwDWsUPFZFADsMzfuFHzxcD4y",
+	"8D0lOOl3jZPpaQPujkzFxsaQbe5MCU3ZhASlGT8hA80hekN1wX7j0kk9Rmde6uESuZkK9orrXCgiEdbG",
+	"Tfx9kDkOZr52IVtrmqX+7TmbSOtMBZUFN6J0WVRbKOXVP92yUSUEPAHRPQDFQgUqfufOwPPxYFBL6Ozd",
+	"1HfjocM5fWynO3EJbuyho2g2RLggukUtdtHSX2i0K6vooiZtB+i/M3TG/fju3WVoxYtlR7BXRUHcbDR/",
+	"aEOWCPT++Ao1glAYWI3YAD2YV71uuNep9/PTzmu29o5LWIvNroMWbcvlNZBHkAbqiLeNvNo9Td+AECLb",
+	"EBsWIuGBTeIBgvB9LsFf/Cbj49SjLYXdU9veESq9XpSTybm+9xgBItLq9jtvtBXASBX7xAS/k79vEKLv",
+	"lNM2MLTbjumqY7jqiDxm6INq22sZG85Ljr0QJBItNu5LbKiCwfmYOIpXJPGVOZMFuTXjbxyE8St+K1Qk",
+	"6VWs5G7CDjE8mbFccTnNmJVjzV1dNe7SLPhKj84DQYKMOQCUh7So8ZywC1YgUUJjPHrL0c9Al4ftnegM",
+	"WHwmhuGavjgXSRec0F4GSVJiiw0XRdg5s61vIH4LqPPPsDpE/G/NFU6/X0JZPKhduWFfHdyoM24DBdR5",
+	"W1eWEAH2v5rx+d72/KJsz7SnDu4TZ+5SEmyupK5pv+bNNm5T5IMxRyxLiL0B9ZCdg9uFMx1OPZAFH7Z8",
+	"9Edna6QLHRikGcQmBNHbtwpWDx4DEkYnvx97iL7wZXjcA9oe0P52gBZRAWsREgzYKcS5iayK45JXbn6a",
+	"8xJb+awyudMaKVlkSTsuNJPFh1I2iaehYvvi8g1z5kYQXwf0Owxvm7OcOzEGQmNq5xKfGFsvthmHpKWn",
+	"YdgPKeiUwsZfscGyf7l/AjYADpXlpnbEYDcSoMvapoa9tl215lNKnI8fYYleHLm/Mg/hRCAxnLMBLkMT",
+	"tj9jvJTHcOPgHKk/rFGCWWGxuGmpJvdZSkBXyvdw7/sAed0lKO/8Ql76dXyVLuMOgbHnjX2Ubck1i7sD",
+	"vu+LSIZ7HQrzZinPYfuE+I1YmOTUJ2e0OfrN/jo4O4gb7GAJGZ71IIOfwn4kmHCthepHgUDCp4WCjDD/",
+	"BSNTUSMpPH+LfUxGUiFhqi5YZWY26Erpc1aftG4fWrIPw7C3NQz/kktsXQ8uHMx/ivnMVMUWd4S+1Fvc",
+	"AnLtGuo632zzqp+RO3bzG16LW5n/lVvoh63u/MfEgJ6z6fUXZbnF1ZgKtPUNW33Bd5gmvc031M78QxbC",
+	"bHnPlci322U/m0vF56L6thL8Zov7fuT2oi6k2e6WS/fHFje8sdcTXoU9s9VeAw49chZvPoFA977tXUie",
+	"9Gu1zQB/qExd/qeYfw9YuN0Q5S3gHgwz3L9Ldzi9eRP3d5AX++TYFcmxYZLYYSJqj3Yt5+PSLDm8uwT+",
+	"6cc8APWfa00Ao6PwPguRtNgq30t55D43My0qO5HltsK9rdUSGGzdCrMRPPdwWFYRFmuh9sGhO6us4t6E",
+	"DqrjZ3KiTkvF50Oe36wIIllbC8vsBBr0SD1W4thbpb9evbWR9oee+MQyJW8FwxzojIW6TvLkiaI5jYfe",
+	"FEara4ohg0H4mx2AM2oqnRPF0Qn7jucTyE3nxRSiTB947tQ8eFzn1OMb7HxhibF3oORIODkV1yI3urAD",
+	"dkgVHuzZ86dZ07HvBf4wNTY2Q8YOKgWG148g4RH/FoHiiSW3AnHPQ2hd2lB/A6jCtf+/1GE6GKSd+2k7",
+	"Ax/iaAR/DDuGxzrWb9iAksixMpUX8wGm4sQgvuNVZBiX6Fc4Yd+biubDJtxcN0KU8GtvEUGD5NxoLXKX",
+	"UdoypiLBLoApEUxq6wTvTSxvIPCtvBWXYQdtXRsfIaizqjVu0m2KW6dShx+f3RubVvd8rHArB3sKLc+w",
+	"UcO0+B1yvw7lngXtkRxGi2MYLw507yj+ghzFPwjXrH9EjSgKGshLxMCupR++xZ744fw14XcMsLeCwT5W",
+	"dVVCixn0U1iAzN6vD9VboJ9CBwZMt7CDjDr3wOzlvAIyaTawt/l7J/Mb4QYogNAXLy29CTm9ILXJP/88",
+	"YkaL4D4SMAq6zQ+J8izwF1bJAquiB/CLRk5+/fT466dPM5bIyyMvAYHiCGdAhZ4r0rKiBlbGAfzlwgvf",
+	"ATvkQ1M79m9P/x8mNcUSgBbmCPNCoPFLyH2Fu0Mp2ncoxS/cgB3GX75dkOWJ+G6+sBSVNEUjzF++eO6/",
+	"AmdlKOaGyNCWhfg5XotqSKN3/KJDjxYogghuYXCHeqmc4WR4oVoIJVwy3dT4pRkcKSfEm7n0SPC435ob",
+	"AU2nlLHCBiUAN/YgY8I6TrTcjEQ4xjgqwfLahZYhXzGLswQlEUHLiJtxlZJxjimGfiqgAYI21IGa3cpC",
+	"GMarCnfRxVLIYMrnYX9aNhMKNGDBZmIYLg26oddRj86SqYFsn6FQRo9tDBLTczP2r4Pl6frXAeNDP6yp",
+	"iPWO8QbMWcYdFvlAwjDhsw6VGVOi0C0RpGdRnePYU9WrUtzamalCi4mj7dShtwKbS3/xOlFrQjZRirLW",
+	"ecaQe6hTDbrS/epH7TXtUYsadPYoTyC/V4++KPXobQC0lgYAVXbBzHOG7C1RrVOMdqj5gAG5okql6d+N",
+	"aZ7B5F4IkMFjzlhplCLKRRgQq7WTipShbX1s1/6Zn5uXDQa9OgmnsfMJIfwtoZvXHiceLPUFluGhHXfr",
+	"8mC6z7ApV+T+QS2ZW9h4Ja+9aun3H6+dOa5EbpC2r/eEm/Ic7Q2v4vHRSOQOeRNBk/PK5ILqsvV5N+Xn",
+	"d9xNufq0+3n72x7uhzurpnzsRxUiTMfIaL1JmVjajdcuFoLVNkv5UHTBvJ4E6V2DH757x8IAWi8dgJWT",
+	"UYnmsLYSmrl4BVZoyujiujmgGZO6Iev+9gk2QGBC3wplSsEGH0s+FhmEVq/lHyJjzjiuMkiZ+XPADk1V",
+	"COpvnn4Nk8U5G/i70Hs9CA9AThRTV/7bJFBok4sg9KKxT9iAiNXedJbmt7NskmST7TNtXoX37KZSbZdo",
+	"lHw3Dmx1TLy11fagdNfNZFrTu2s40qYQa+J9be+mPf0I/6cwOjqsuiLpt4aoyoNF66DHzBkUe6d+p8hi",
+	"Bc7HhKzphH2XuKp+fPfu8vj7t//I8F+jny5fAhz8+Pa69bhWnIrInAaFtHTNILDHAVyh8zEna2u+ygcW",
+	"HWv4OQ0rSCVukRirz8+HfQvAsSexybSCjlAxxRf4rbyd/8QmOcLs8OXTF2zQ/OJ9IbRcoJtmF2E8SB3k",
+	"wbMzERcHQKG+xs/FuDK6o4T3NVze433Z3h3V9nL3eKVoX630ScWOc3UNdLWLbqilgt7fJvPUfaoLmwEp",
+	"QZPC2TjeY+OZvkJfbFLT15H++VdfbzAg7EZYxyBx43+l1khh79IAg8O+b0zN1n48NIQbObpa52kvRu4s",
+	"f8TP6lIs/pN9RJhVna0vnYDXPbEhbWogYiAma8V2sq5YTbgESHoH0cdR60C9FPyhDdg26eWAawEHm5Pt",
+	"4defLABf/0QkJQwobJ1U6hOwWOfwGGWsY9JBsXDFuJ6TcUvd/pvhxIgItN/0D365BYzDh2yI4a0ss88F",
+	"wH9/FP73kz229Oem7QRZtlU+TwEnVvmtOFIWeHXTKgmkR7GjSHeo+jzR3oxmVjjQ4lrh3IVAcCeGpaF6",
+	"R6xoCQ6iFZtAYRJ7h6g8RO0BQedNkYk1MSkLVFy07hMFAqn14C0FJmgl8hUCxkaLqGVAW0S7HBHL2rHd",
+	"MP/v4Snvc3K1Ds6apC//dRSsXqUBY4y7G4PXoO8Z4ynEE9RiHlwfLh+2PBFQcYaODLhQj5PHn4dkhKDU",
+	"iw9OwBLiBDZXbgXUWsz69O0sUGql+QR0xRPrtdSuvhBazD5TPN9B58kVs7EBR2EaGT5nPFJSDv9H5F1E",
+	"lCRfH1moOOyxv6cGvQ8Rr5bFGhpN3qcwrqAUS+rxqiJqfwkQEythe3zHZ8Qd66/A3DX0eUn/vVbkzrJ/",
+	"DiCu+U5OhTcKhC7gn0fs8Or7V+zFixffhE5hfxgtjhYbFwz8w98U6OzBHn5DBY4lUQmdi3NwVEtdm9o2",
+	"U8jzylhLA4MAV16706moxiJ0tV7tQL5qJugxFGrG4WxVoxjv2ryGMt6ydblmvHPDEsd4/TY1i/Gm76US",
+	"GxfDJa+inbjVXd/hlt2t5771ZZvUs8He3hezrXDBV+kZ3qnvvXnTagc8ZcOsCQJSkhBpkf3Qi2UtgK7A",
+	"AxvCoBmm32CDBHDe/Acm3gzYYej/25TnUNIndBjDLJ0mb4dAF7jUvOnUUx7idWlMXgHKGDWPwX1vnACQ",
+	"n6dPDbyxlBsNVhnKjZBPugadr2ke7wWaO2glMfshie70uXSnLRTt8TY/e/7vG3ibmxeHtSn6WSwJUT/9",
+	"hXET7oA+E1fxGt9wH+SZrRdugrELJ3GPtivQNslvtPdV4LEJ2N5hTUeTE6XkjVjA0cVLEbXTrE9kTRrO",
+	"KdkPfqdMDi1pDgctqPCa8u3EWPCj87L0/0twmsrxWnmkZ4yHh2K7H1YAqwXDOhShc1OIipW1nQiLSaet",
+	"3IzDq3fXl/BnlByY1VIw+HXS4Oco8/hfK8XKynyYgzuKJ/OAY8C6khFwbdrFXJJb+kvDvUKIphl0pFjI",
+	"HzvD9JM0nfSwlezSser/b5it/zg5gSbZz79uScKjWOsY/fkZm4A7jwIT//z9pK7UIOG9mosqFHgsVLec",
+	"sIXlAz/ZUARfY1J2EOUqCT+jwZnXEiZNTY6Xz8GR9p9Soxk08DPYhFTiBf698DW0pzhwynM3ydjgY2t8",
+	"f55+hN315+lHXpZ/nn4Ms/XngB1CUY+fTPbr1dtjf/+xsDkvRXF0DsSpNq11IVL5EJRO2QOTU5c0+W84",
+	"5MFNCh7Qmalu0D8bSpTKGrMFkupUC1lOynhVxy7XMV20dj81eqVJXlfk4legWQ8rbkUFVH6LiVimdksr",
+	"3Tz7qV84rwGFbwV1KElqOksOAg7eRsaFLFFXYYZ++Pb5vz/792dR+JCnEZpNJTspWWwIeiuAaefPGJzx",
+	"kBonNyjeRfm46I/cbTFIxzvXeP1CKTlsk6ZEZLHsiwVVd18qsu8F9WCVHys0gHByt6j/uPvC2IngypsE",
+	"a2hUOLNTrhTDy5nVvLQT40IUhxdsyBXXeeBOmxotnYEeuTnXjT260CwwKYqk6LqENPSJ/3sOURn/NAwq",
+	"JaToeNrjKLiyJrQWBWXDCm2pJYJ1phKsEI5LZWN/KW0KAdECqW+5khBlC+GkWH/pKDDk5ag2ej41tWUV",
+	"J35HKPn8H5G70Emxaa+KlaNBlEGTYC8JbrAudFzxgj7sq6cvFhno4kcNTTHPYu9V6O3Ib7lUXi/tzBD4",
+	"EZdyl/bTbY4vuaZB9gZm+j/ZbwcQqYECBGHuK4SfhxlmMrPnDa1xcDj7VVnY9xk20tTUZsNffoLHX+R1",
+	"Jd384OyfH71FPRS8EtVF7Y/YP3/3xm3q9/dwBe+gx6e7M4EC3PhbMKr+3+bXXo3KScgtDnBxdNnHA1I2",
+	"XhlzI0UYMo1jKS4Pw2JSY+AQambxQzJQEMFblWEans3YlEu/tlBCBi54OtoWumcHugtOPbXxG9nTZ5Dq",
+	"HdwLOBHLropfrai8BmWUsFlSaJItWS9Z6DYHs4CDY67iUkV9IeeOKzOuYTxJ4hB1MI1De94aWpjX5cFd",
+	"CdzIooitwadiOkS+KWJRDYiF7afjK16kr6CbO94AZHyJJhl0vnFl6tIGxlroFnXMI0kbK41RWVq55xoV",
+	"JCyJMuNmOF+1hhOILJfH87NfQip1gTW4ZLDVSeWFia64tmiROjEtFVjeMSPd7wr/HdRiwEsNiL4LWeH+",
+	"4GPRWovWREEmdMew3sWUbOy5Co0DvbHTvBTbX5WVyWHvBuYfnC+Er4YiNos2sptUph5PGriH8TXDe5kO",
+	"D1/eMb7vtKvmYZthFmvUARZZSynbObh5k9oq8L+GNz9rnZ9Up+ieHqR6Dh01QvsPRjTuq5ui4z6jjXOM",
+	"2+k3Mbw2+Q01Egc+Zo2PpCUIT/a//pBOErJIL4/yW2OcdRUvg5MAmZMXGvyGl8Gxd0tUzw0gxJn65pt0",
+	"pihHsjsm6p/QWGVVO05Kr5ZVtIAzVsgAd00UMu6Nr9P3Rhvw4M/f//z/AwAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
