@@ -78,6 +78,10 @@ func (a *agent) engineRelays() map[string]commands.Handler {
 			var out engineapi.RecordingInfo
 			return out, call(ctx, http.MethodPost, engineapi.PathRecordingStop, in, &out)
 		}),
+		agentapi.TypeEngineRecordDelete: with(func(ctx context.Context, in engineapi.DeleteRecordFilesRequest) (any, error) {
+			var out engineapi.DeleteRecordFilesResult
+			return out, call(ctx, http.MethodPost, engineapi.PathRecordingFilesDelete, in, &out)
+		}),
 		agentapi.TypeEngineRecordList: noPayload(func(ctx context.Context) (any, error) {
 			var out engineapi.RecordingList
 			return out, call(ctx, http.MethodGet, engineapi.PathRecordings, nil, &out)

@@ -68,3 +68,28 @@ func writeRecordingError(w http.ResponseWriter, err error) {
 		writeError(w, http.StatusInternalServerError, engineapi.CodeInternal, err.Error())
 	}
 }
+
+// deleteRecordFiles answers POST /api/v1/recordings/files/delete.
+func (e *Engine) deleteRecordFiles(w http.ResponseWriter, r *http.Request) {
+	var req engineapi.DeleteRecordFilesRequest
+	if !decodeBody(w, r, &req) {
+		return
+	}
+	if len(req.FileIDs) == 0 || len(req.FileIDs) > 1000 {
+		writeError(w, http.StatusBadRequest, engineapi.CodeInvalidBody, "fileIds: 1-1000 ids")
+		return
+	}
+	out := engineapi.DeleteRecordFilesResult{Results: []engineapi.DeleteRecordFileResult{}}
+	for _, id := range req.FileIDs {
+		res := engineapi.DeleteRecordFileResult{FileID: id, Deleted: true}
+		if err := e.records.Delete(id); err != nil {
+			res.Deleted, res.Message = false, err.Error()
+			res.Code = engineapi.CodeInternal
+			if errors.Is(err, recorder.ErrFileNotFound) {
+				res.Code = engineapi.CodeFileNotFound
+			}
+		}
+		out.Results = append(out.Results, res)
+	}
+	writeJSON(w, http.StatusOK, out)
+}

@@ -106,8 +106,6 @@ func Start(ctx context.Context, path string, cfg engineapi.Config, log *zap.Logg
 	pulls := rtspPuller{udpPorts: [2]int{cfg.RTPPortMin + 2, cfg.RTPPortMax}, log: log.Named("rtsp-pull")}
 	e.proxies = proxy.NewRegistry(e.hub, map[string]proxy.Puller{"file": filePuller{}, "rtsp": pulls, "rtsps": pulls}, log)
 	e.hls = hls.NewManager(e.hlsConfig, e.hub, e.players, log)
-	e.media = httpmedia.New(httpmedia.Config{WaitStream: waitStream}, e.hub, e.players, e,
-		httpmedia.Formats{FLV: flv.Format{}, FMP4: fmp4.LiveFormat{}}, e.hls, log.Named("media"))
 	if e.records, err = e.startRecorder(cfg); err != nil {
 		hc.Close()
 		ctrlLn.Close()
@@ -115,6 +113,8 @@ func Start(ctx context.Context, path string, cfg engineapi.Config, log *zap.Logg
 		e.hub.Close()
 		return nil, err
 	}
+	e.media = httpmedia.New(httpmedia.Config{WaitStream: waitStream, Routes: e.recordRoutes()}, e.hub, e.players, e,
+		httpmedia.Formats{FLV: flv.Format{}, FMP4: fmp4.LiveFormat{}}, e.hls, log.Named("media"))
 	e.media.Serve(mediaLn)
 	if err := e.startRTSP(cfg); err != nil {
 		e.records.Close()

@@ -3,11 +3,13 @@ package mediaengine
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"path/filepath"
 
 	"go.uber.org/zap"
 
 	"github.com/svcplatform/svc/mediaengine/recorder"
+	"github.com/svcplatform/svc/mediaengine/recordplay"
 	"github.com/svcplatform/svc/shared/engineapi"
 )
 
@@ -32,6 +34,11 @@ func (e *Engine) startRecorder(cfg engineapi.Config) (*recorder.Recorder, error)
 		e.log.Info("recording root scanned", zap.Int("repaired", repaired), zap.Int("toReport", queued))
 	}
 	return rec, nil
+}
+
+// recordRoutes are the media port's recorded-playback routes.
+func (e *Engine) recordRoutes() map[string]http.Handler {
+	return map[string]http.Handler{"/record/{file}": &recordplay.Handler{Files: e.records, Gate: e, Log: e.log.Named("recordplay")}}
 }
 
 // reportRecordFile sends on_record_mp4 for a finished file.

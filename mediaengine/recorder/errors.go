@@ -14,6 +14,8 @@ var (
 	ErrClosed = errors.New("recorder: closed")
 	// ErrNoFragment: a segment holds no whole fragment to repair to.
 	ErrNoFragment = errors.New("recorder: the file holds no whole fragment")
+	// ErrFileNotFound: no finished file has the id.
+	ErrFileNotFound = errors.New("recorder: no finished recording file with this id")
 	// ErrIndex: a sidecar index cannot be read.
 	ErrIndex = errors.New("recorder: malformed sidecar index")
 )

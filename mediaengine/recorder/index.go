@@ -156,3 +156,52 @@ func appendLine(w io.Writer, l indexLine) error {
 	_, err = w.Write(append(b, '\n'))
 	return err
 }
+
+// InitSize is the size of the file's initialisation segment (ftyp+moov),
+// which every time-addressed answer starts with.
+func (x *Index) InitSize() int64 { return x.head.InitSize }
+
+// StartTime is the wall-clock time of the file's first frame.
+func (x *Index) StartTime() time.Time { return *x.head.StartTime }
+
+// Duration is the file's media duration (zero while it is open).
+func (x *Index) Duration() time.Duration {
+	if x.end == nil {
+		return 0
+	}
+	return time.Duration(x.end.DurationMs) * time.Millisecond
+}
+
+// Span chooses the parts that play [start, start+d) of the file: from the
+// last part starting with a keyframe at or before start (so a decoder can
+// begin there) to the last part that begins before start+d; d <= 0 means
+// to the end. It answers the byte ranges' bounds [from, to).
+func (x *Index) Span(start, d time.Duration) (from, to int64, ok bool) {
+	first := -1
+	for i, p := range x.Parts {
+		if p.At > start {
+			break
+		}
+		if p.Key {
+			first = i
+		}
+	}
+	if first < 0 {
+		for i, p := range x.Parts { // before the first part: start there
+			if p.Key {
+				first = i
+				break
+			}
+		}
+	}
+	if first < 0 {
+		return 0, 0, false
+	}
+	last := len(x.Parts) - 1
+	if d > 0 {
+		for last > first && x.Parts[last].At >= start+d {
+			last--
+		}
+	}
+	return x.Parts[first].Offset, x.Parts[last].Offset + x.Parts[last].Size, true
+}

@@ -2,8 +2,11 @@ package recorder
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"sync"
@@ -40,6 +43,9 @@ type Recorder struct {
 	mu        sync.Mutex
 	instances map[media.Path]*instance
 	closed    bool
+	// files maps the id of every finished file under the root to its path
+	// under the root: playback and deletion find files by id only.
+	files map[string]string
 }
 
 // New makes a recorder and starts its reporter; Close ends both.
@@ -47,7 +53,7 @@ func New(h *hub.Hub, cfg Config, log *zap.Logger) (*Recorder, error) {
 	if err := os.MkdirAll(cfg.Root, 0o750); err != nil {
 		return nil, fmt.Errorf("recorder: root: %w", err)
 	}
-	r := &Recorder{hub: h, cfg: cfg, root: cfg.Root, log: log, instances: map[media.Path]*instance{}}
+	r := &Recorder{hub: h, cfg: cfg, root: cfg.Root, log: log, instances: map[media.Path]*instance{}, files: map[string]string{}}
 	r.reporter = newReporter(cfg.Root, cfg.Report, log)
 	return r, nil
 }
@@ -121,6 +127,51 @@ func (r *Recorder) List() []engineapi.RecordingInfo {
 		return a.Vhost+"/"+a.App+"/"+a.Stream < b.Vhost+"/"+b.App+"/"+b.Stream
 	})
 	return out
+}
+
+// addFile makes a finished file findable by its id.
+func (r *Recorder) addFile(id, rel string) {
+	r.mu.Lock()
+	r.files[id] = rel
+	r.mu.Unlock()
+}
+
+// Lookup finds a finished file by id: its absolute path and its sidecar
+// index. A file still being written is not found.
+func (r *Recorder) Lookup(fileID string) (string, *Index, error) {
+	r.mu.Lock()
+	rel, ok := r.files[fileID]
+	r.mu.Unlock()
+	if !ok {
+		return "", nil, fmt.Errorf("%w: %q", ErrFileNotFound, fileID)
+	}
+	abs := filepath.Join(r.root, rel)
+	x, err := readIndex(abs + ".idx")
+	if err != nil {
+		return "", nil, err
+	}
+	return abs, x, nil
+}
+
+// Delete removes a finished file and its sidecar; a file being written
+// (or unknown) gives ErrFileNotFound.
+func (r *Recorder) Delete(fileID string) error {
+	r.mu.Lock()
+	rel, ok := r.files[fileID]
+	delete(r.files, fileID)
+	r.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("%w: %q", ErrFileNotFound, fileID)
+	}
+	abs := filepath.Join(r.root, rel)
+	err := os.Remove(abs)
+	if errors.Is(err, fs.ErrNotExist) {
+		err = nil
+	}
+	if rerr := os.Remove(abs + ".idx"); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) && err == nil {
+		err = rerr
+	}
+	return err
 }
 
 // Root is the recording root.

@@ -35,6 +35,9 @@ func (r *Recorder) Repair() (repaired, queued int, err error) {
 			r.log.Warn("sidecar index unreadable; file left alone", zap.String("file", rel), zap.Error(err))
 			return nil
 		}
+		if x.Finished() {
+			r.addFile(x.FileID(), rel)
+		}
 		if x.Reported {
 			return nil
 		}
@@ -47,6 +50,7 @@ func (r *Recorder) Repair() (repaired, queued int, err error) {
 				return nil
 			}
 			repaired++
+			r.addFile(f.FileID, rel)
 			r.log.Info("open recording file repaired", zap.String("file", rel), zap.Int64("size", f.Size),
 				zap.Duration("duration", f.Duration), zap.Uint64("frames", f.Frames))
 		}

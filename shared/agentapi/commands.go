@@ -51,7 +51,7 @@ var CommandTypes = map[string]bool{
 	TypeEngineSmokeTestRTSP: true,
 	// Starting and stopping a recording converge (already_recording and
 	// not_recording answer a repeat).
-	TypeEngineRecordStart: true, TypeEngineRecordStop: true, TypeEngineRecordList: true,
+	TypeEngineRecordStart: true, TypeEngineRecordStop: true, TypeEngineRecordList: true, TypeEngineRecordDelete: true,
 }
 
 // PingResult answers TypePing: the agent is alive and runs commands.

@@ -42,6 +42,10 @@ const (
 	// TypeEngineRecordList lists what the engine records:
 	// engineapi.RecordingList out.
 	TypeEngineRecordList = "engine.record.list"
+	// TypeEngineRecordDelete removes finished files:
+	// engineapi.DeleteRecordFilesRequest in,
+	// engineapi.DeleteRecordFilesResult out.
+	TypeEngineRecordDelete = "engine.record.delete"
 )
 
 // ProxyRef names one pull proxy.

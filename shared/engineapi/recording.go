@@ -16,6 +16,9 @@ const (
 	// PathRecordingStop stops recording a stream (POST
 	// StopRecordingRequest, RecordingInfo).
 	PathRecordingStop = "/api/v1/recordings/stop"
+	// PathRecordingFilesDelete removes finished files by id (POST
+	// DeleteRecordFilesRequest, DeleteRecordFilesResult).
+	PathRecordingFilesDelete = "/api/v1/recordings/files/delete"
 
 	// HookOnRecordMP4 reports a finished recording file (RecordMP4Hook).
 	// The engine repeats it until a control node answers 2xx, also across
@@ -28,7 +31,28 @@ const (
 const (
 	CodeAlreadyRecording = "already_recording"
 	CodeNotRecording     = "not_recording"
+	CodeFileNotFound     = "file_not_found"
 )
+
+// DeleteRecordFilesRequest names finished files to remove (at most 1000).
+type DeleteRecordFilesRequest struct {
+	FileIDs []string `json:"fileIds"`
+}
+
+// DeleteRecordFilesResult says, per file, whether it was removed; Code
+// file_not_found means the engine has no finished file of that id (gone
+// already, or still being written).
+type DeleteRecordFilesResult struct {
+	Results []DeleteRecordFileResult `json:"results"`
+}
+
+// DeleteRecordFileResult is one file's outcome.
+type DeleteRecordFileResult struct {
+	FileID  string `json:"fileId"`
+	Deleted bool   `json:"deleted"`
+	Code    string `json:"code,omitempty"`
+	Message string `json:"message,omitempty"`
+}
 
 // RecordingConfig shapes the engine's recorder.
 type RecordingConfig struct {
