@@ -3814,6 +3814,12 @@ type DatabaseSchemaAudit struct {
 	SizeBytes int64 `json:"sizeBytes"`
 }
 
+// DeleteRecordFilesRequest Recorded files to hard-delete; each id is processed independently.
+type DeleteRecordFilesRequest struct {
+	// FileIds 1-100 distinct file ids.
+	FileIds []string `json:"fileIds"`
+}
+
 // DiskMetrics One mounted file system.
 type DiskMetrics struct {
 	// Device Block device.
@@ -5974,6 +5980,36 @@ type ReadinessReport struct {
 
 	// Ready Whether every enabled check passed.
 	Ready bool `json:"ready"`
+}
+
+// RecordFileBatchItem One file's outcome.
+type RecordFileBatchItem struct {
+	// Code Why not (not_found, recording_file_gone, agent_unavailable, agent_command_failed).
+	Code *string `json:"code,omitempty"`
+
+	// FileId The requested id.
+	FileId string `json:"fileId"`
+
+	// FileState State of a recorded file (see GET /api/v2/recording/state-model).
+	FileState *RecordingFileState `json:"fileState,omitempty"`
+
+	// Message What went wrong, for people.
+	Message *string `json:"message,omitempty"`
+
+	// Success Whether the file is now in the requested state.
+	Success bool `json:"success"`
+}
+
+// RecordFileBatchRequest Recorded files to act on; each id is processed independently.
+type RecordFileBatchRequest struct {
+	// FileIds 1-100 distinct file ids.
+	FileIds []string `json:"fileIds"`
+}
+
+// RecordFileBatchResult Per-file outcomes of a batch, in request order.
+type RecordFileBatchResult struct {
+	// Results One per requested id.
+	Results []RecordFileBatchItem `json:"results"`
 }
 
 // RecordSource Who asked for a recording, manual (an operator or backend), auto (channel autoRecord) or plan.
@@ -8990,6 +9026,15 @@ type UpdateTranscoderTemplateJSONRequestBody = SaveFfmpegTemplateRequest
 // CreateNodeCommandJSONRequestBody defines body for CreateNodeCommand for application/json ContentType.
 type CreateNodeCommandJSONRequestBody = CreateNodeCommandRequest
 
+// DeleteRecordingFilesJSONRequestBody defines body for DeleteRecordingFiles for application/json ContentType.
+type DeleteRecordingFilesJSONRequestBody = DeleteRecordFilesRequest
+
+// RestoreRecordingFilesJSONRequestBody defines body for RestoreRecordingFiles for application/json ContentType.
+type RestoreRecordingFilesJSONRequestBody = RecordFileBatchRequest
+
+// SoftDeleteRecordingFilesJSONRequestBody defines body for SoftDeleteRecordingFiles for application/json ContentType.
+type SoftDeleteRecordingFilesJSONRequestBody = RecordFileBatchRequest
+
 // StartRecordingJSONRequestBody defines body for StartRecording for application/json ContentType.
 type StartRecordingJSONRequestBody = StartRecordingRequest
 
@@ -9079,6 +9124,18 @@ type CreateThirdPartyLivePlaybackLeaseJSONRequestBody = ThirdPartyPlaybackLeaseR
 
 // RenewThirdPartyPlaybackLeaseJSONRequestBody defines body for RenewThirdPartyPlaybackLease for application/json ContentType.
 type RenewThirdPartyPlaybackLeaseJSONRequestBody = RenewThirdPartyPlaybackLeaseRequest
+
+// HardDeleteThirdPartyRecordingsJSONRequestBody defines body for HardDeleteThirdPartyRecordings for application/json ContentType.
+type HardDeleteThirdPartyRecordingsJSONRequestBody = RecordFileBatchRequest
+
+// RestoreThirdPartyRecordingsJSONRequestBody defines body for RestoreThirdPartyRecordings for application/json ContentType.
+type RestoreThirdPartyRecordingsJSONRequestBody = RecordFileBatchRequest
+
+// SoftDeleteThirdPartyRecordingsJSONRequestBody defines body for SoftDeleteThirdPartyRecordings for application/json ContentType.
+type SoftDeleteThirdPartyRecordingsJSONRequestBody = RecordFileBatchRequest
+
+// CreateThirdPartyRecordingPlaybackLeaseJSONRequestBody defines body for CreateThirdPartyRecordingPlaybackLease for application/json ContentType.
+type CreateThirdPartyRecordingPlaybackLeaseJSONRequestBody = ThirdPartyPlaybackLeaseRequest
 
 // CreateThirdPartyStreamPlaybackLeaseJSONRequestBody defines body for CreateThirdPartyStreamPlaybackLease for application/json ContentType.
 type CreateThirdPartyStreamPlaybackLeaseJSONRequestBody = ThirdPartyStreamPlaybackLeaseRequest
@@ -9588,6 +9645,15 @@ type ServerInterface interface {
 	// ListRecordingFiles List recorded files
 	// (GET /api/v2/recording/files)
 	ListRecordingFiles(c *gin.Context, params ListRecordingFilesParams)
+	// DeleteRecordingFiles Hard-delete recorded files
+	// (POST /api/v2/recording/files/delete)
+	DeleteRecordingFiles(c *gin.Context)
+	// RestoreRecordingFiles Restore soft-deleted files
+	// (POST /api/v2/recording/files/restore)
+	RestoreRecordingFiles(c *gin.Context)
+	// SoftDeleteRecordingFiles Soft-delete recorded files
+	// (POST /api/v2/recording/files/soft-delete)
+	SoftDeleteRecordingFiles(c *gin.Context)
 	// ListRecordingSessions List recording sessions
 	// (GET /api/v2/recording/sessions)
 	ListRecordingSessions(c *gin.Context, params ListRecordingSessionsParams)
@@ -9840,6 +9906,18 @@ type ServerInterface interface {
 	// ListThirdPartyRecordings List recordings
 	// (GET /api/v2/third-party/recordings)
 	ListThirdPartyRecordings(c *gin.Context, params ListThirdPartyRecordingsParams)
+	// HardDeleteThirdPartyRecordings Hard-delete recordings
+	// (POST /api/v2/third-party/recordings/hard-delete)
+	HardDeleteThirdPartyRecordings(c *gin.Context)
+	// RestoreThirdPartyRecordings Restore soft-deleted recordings
+	// (POST /api/v2/third-party/recordings/restore)
+	RestoreThirdPartyRecordings(c *gin.Context)
+	// SoftDeleteThirdPartyRecordings Soft-delete recordings
+	// (POST /api/v2/third-party/recordings/soft-delete)
+	SoftDeleteThirdPartyRecordings(c *gin.Context)
+	// CreateThirdPartyRecordingPlaybackLease Lease a recorded file for playback
+	// (POST /api/v2/third-party/recordings/{fileId}/playback-lease)
+	CreateThirdPartyRecordingPlaybackLease(c *gin.Context, fileId string)
 	// ListThirdPartyStreams List live streams
 	// (GET /api/v2/third-party/streams)
 	ListThirdPartyStreams(c *gin.Context, params ListThirdPartyStreamsParams)
@@ -12736,6 +12814,45 @@ func (siw *ServerInterfaceWrapper) ListRecordingFiles(c *gin.Context) {
 	siw.Handler.ListRecordingFiles(c, params)
 }
 
+// DeleteRecordingFiles operation middleware
+func (siw *ServerInterfaceWrapper) DeleteRecordingFiles(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.DeleteRecordingFiles(c)
+}
+
+// RestoreRecordingFiles operation middleware
+func (siw *ServerInterfaceWrapper) RestoreRecordingFiles(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.RestoreRecordingFiles(c)
+}
+
+// SoftDeleteRecordingFiles operation middleware
+func (siw *ServerInterfaceWrapper) SoftDeleteRecordingFiles(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.SoftDeleteRecordingFiles(c)
+}
+
 // ListRecordingSessions operation middleware
 func (siw *ServerInterfaceWrapper) ListRecordingSessions(c *gin.Context) {
 
@@ -15148,6 +15265,70 @@ func (siw *ServerInterfaceWrapper) ListThirdPartyRecordings(c *gin.Context) {
 	siw.Handler.ListThirdPartyRecordings(c, params)
 }
 
+// HardDeleteThirdPartyRecordings operation middleware
+func (siw *ServerInterfaceWrapper) HardDeleteThirdPartyRecordings(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.HardDeleteThirdPartyRecordings(c)
+}
+
+// RestoreThirdPartyRecordings operation middleware
+func (siw *ServerInterfaceWrapper) RestoreThirdPartyRecordings(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.RestoreThirdPartyRecordings(c)
+}
+
+// SoftDeleteThirdPartyRecordings operation middleware
+func (siw *ServerInterfaceWrapper) SoftDeleteThirdPartyRecordings(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.SoftDeleteThirdPartyRecordings(c)
+}
+
+// CreateThirdPartyRecordingPlaybackLease operation middleware
+func (siw *ServerInterfaceWrapper) CreateThirdPartyRecordingPlaybackLease(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "fileId" -------------
+	var fileId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "fileId", c.Param("fileId"), &fileId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter fileId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateThirdPartyRecordingPlaybackLease(c, fileId)
+}
+
 // ListThirdPartyStreams operation middleware
 func (siw *ServerInterfaceWrapper) ListThirdPartyStreams(c *gin.Context) {
 
@@ -15432,6 +15613,13 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 	router.POST(options.BaseURL+"/api/v2/recording/auto-record/run-once", wrapper.RunAutoRecordOnce)
 	router.GET(options.BaseURL+"/api/v2/recording/files", wrapper.ListRecordingFiles)
 	router.GET(options.BaseURL+"/api/v2/third-party/recordings", wrapper.ListThirdPartyRecordings)
+	router.POST(options.BaseURL+"/api/v2/third-party/recordings/:fileId/playback-lease", wrapper.CreateThirdPartyRecordingPlaybackLease)
+	router.POST(options.BaseURL+"/api/v2/third-party/recordings/soft-delete", wrapper.SoftDeleteThirdPartyRecordings)
+	router.POST(options.BaseURL+"/api/v2/third-party/recordings/restore", wrapper.RestoreThirdPartyRecordings)
+	router.POST(options.BaseURL+"/api/v2/third-party/recordings/hard-delete", wrapper.HardDeleteThirdPartyRecordings)
+	router.POST(options.BaseURL+"/api/v2/recording/files/soft-delete", wrapper.SoftDeleteRecordingFiles)
+	router.POST(options.BaseURL+"/api/v2/recording/files/restore", wrapper.RestoreRecordingFiles)
+	router.POST(options.BaseURL+"/api/v2/recording/files/delete", wrapper.DeleteRecordingFiles)
 }
 
 type BadRequestJSONResponse ErrorBody
@@ -25624,6 +25812,285 @@ func (response ListRecordingFiles500JSONResponse) VisitListRecordingFilesRespons
 	return err
 }
 
+type DeleteRecordingFilesRequestObject struct {
+	Body *DeleteRecordingFilesJSONRequestBody
+}
+
+type DeleteRecordingFilesResponseObject interface {
+	VisitDeleteRecordingFilesResponse(w http.ResponseWriter) error
+}
+
+type DeleteRecordingFiles200JSONResponse RecordFileBatchResult
+
+func (response DeleteRecordingFiles200JSONResponse) VisitDeleteRecordingFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRecordingFiles400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response DeleteRecordingFiles400JSONResponse) VisitDeleteRecordingFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRecordingFiles401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response DeleteRecordingFiles401JSONResponse) VisitDeleteRecordingFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRecordingFiles403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response DeleteRecordingFiles403JSONResponse) VisitDeleteRecordingFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRecordingFiles429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response DeleteRecordingFiles429JSONResponse) VisitDeleteRecordingFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRecordingFiles500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response DeleteRecordingFiles500JSONResponse) VisitDeleteRecordingFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RestoreRecordingFilesRequestObject struct {
+	Body *RestoreRecordingFilesJSONRequestBody
+}
+
+type RestoreRecordingFilesResponseObject interface {
+	VisitRestoreRecordingFilesResponse(w http.ResponseWriter) error
+}
+
+type RestoreRecordingFiles200JSONResponse RecordFileBatchResult
+
+func (response RestoreRecordingFiles200JSONResponse) VisitRestoreRecordingFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RestoreRecordingFiles400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response RestoreRecordingFiles400JSONResponse) VisitRestoreRecordingFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RestoreRecordingFiles401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response RestoreRecordingFiles401JSONResponse) VisitRestoreRecordingFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RestoreRecordingFiles403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response RestoreRecordingFiles403JSONResponse) VisitRestoreRecordingFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RestoreRecordingFiles429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response RestoreRecordingFiles429JSONResponse) VisitRestoreRecordingFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RestoreRecordingFiles500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response RestoreRecordingFiles500JSONResponse) VisitRestoreRecordingFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SoftDeleteRecordingFilesRequestObject struct {
+	Body *SoftDeleteRecordingFilesJSONRequestBody
+}
+
+type SoftDeleteRecordingFilesResponseObject interface {
+	VisitSoftDeleteRecordingFilesResponse(w http.ResponseWriter) error
+}
+
+type SoftDeleteRecordingFiles200JSONResponse RecordFileBatchResult
+
+func (response SoftDeleteRecordingFiles200JSONResponse) VisitSoftDeleteRecordingFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SoftDeleteRecordingFiles400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response SoftDeleteRecordingFiles400JSONResponse) VisitSoftDeleteRecordingFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SoftDeleteRecordingFiles401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response SoftDeleteRecordingFiles401JSONResponse) VisitSoftDeleteRecordingFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SoftDeleteRecordingFiles403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response SoftDeleteRecordingFiles403JSONResponse) VisitSoftDeleteRecordingFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SoftDeleteRecordingFiles429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response SoftDeleteRecordingFiles429JSONResponse) VisitSoftDeleteRecordingFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SoftDeleteRecordingFiles500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response SoftDeleteRecordingFiles500JSONResponse) VisitSoftDeleteRecordingFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListRecordingSessionsRequestObject struct {
 	Params ListRecordingSessionsParams
 }
@@ -34965,6 +35432,407 @@ func (response ListThirdPartyRecordings500JSONResponse) VisitListThirdPartyRecor
 	return err
 }
 
+type HardDeleteThirdPartyRecordingsRequestObject struct {
+	Body *HardDeleteThirdPartyRecordingsJSONRequestBody
+}
+
+type HardDeleteThirdPartyRecordingsResponseObject interface {
+	VisitHardDeleteThirdPartyRecordingsResponse(w http.ResponseWriter) error
+}
+
+type HardDeleteThirdPartyRecordings200JSONResponse RecordFileBatchResult
+
+func (response HardDeleteThirdPartyRecordings200JSONResponse) VisitHardDeleteThirdPartyRecordingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HardDeleteThirdPartyRecordings400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response HardDeleteThirdPartyRecordings400JSONResponse) VisitHardDeleteThirdPartyRecordingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HardDeleteThirdPartyRecordings401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response HardDeleteThirdPartyRecordings401JSONResponse) VisitHardDeleteThirdPartyRecordingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HardDeleteThirdPartyRecordings403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response HardDeleteThirdPartyRecordings403JSONResponse) VisitHardDeleteThirdPartyRecordingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HardDeleteThirdPartyRecordings429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response HardDeleteThirdPartyRecordings429JSONResponse) VisitHardDeleteThirdPartyRecordingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HardDeleteThirdPartyRecordings500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response HardDeleteThirdPartyRecordings500JSONResponse) VisitHardDeleteThirdPartyRecordingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RestoreThirdPartyRecordingsRequestObject struct {
+	Body *RestoreThirdPartyRecordingsJSONRequestBody
+}
+
+type RestoreThirdPartyRecordingsResponseObject interface {
+	VisitRestoreThirdPartyRecordingsResponse(w http.ResponseWriter) error
+}
+
+type RestoreThirdPartyRecordings200JSONResponse RecordFileBatchResult
+
+func (response RestoreThirdPartyRecordings200JSONResponse) VisitRestoreThirdPartyRecordingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RestoreThirdPartyRecordings400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response RestoreThirdPartyRecordings400JSONResponse) VisitRestoreThirdPartyRecordingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RestoreThirdPartyRecordings401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response RestoreThirdPartyRecordings401JSONResponse) VisitRestoreThirdPartyRecordingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RestoreThirdPartyRecordings403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response RestoreThirdPartyRecordings403JSONResponse) VisitRestoreThirdPartyRecordingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RestoreThirdPartyRecordings429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response RestoreThirdPartyRecordings429JSONResponse) VisitRestoreThirdPartyRecordingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RestoreThirdPartyRecordings500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response RestoreThirdPartyRecordings500JSONResponse) VisitRestoreThirdPartyRecordingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SoftDeleteThirdPartyRecordingsRequestObject struct {
+	Body *SoftDeleteThirdPartyRecordingsJSONRequestBody
+}
+
+type SoftDeleteThirdPartyRecordingsResponseObject interface {
+	VisitSoftDeleteThirdPartyRecordingsResponse(w http.ResponseWriter) error
+}
+
+type SoftDeleteThirdPartyRecordings200JSONResponse RecordFileBatchResult
+
+func (response SoftDeleteThirdPartyRecordings200JSONResponse) VisitSoftDeleteThirdPartyRecordingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SoftDeleteThirdPartyRecordings400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response SoftDeleteThirdPartyRecordings400JSONResponse) VisitSoftDeleteThirdPartyRecordingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SoftDeleteThirdPartyRecordings401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response SoftDeleteThirdPartyRecordings401JSONResponse) VisitSoftDeleteThirdPartyRecordingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SoftDeleteThirdPartyRecordings403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response SoftDeleteThirdPartyRecordings403JSONResponse) VisitSoftDeleteThirdPartyRecordingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SoftDeleteThirdPartyRecordings429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response SoftDeleteThirdPartyRecordings429JSONResponse) VisitSoftDeleteThirdPartyRecordingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SoftDeleteThirdPartyRecordings500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response SoftDeleteThirdPartyRecordings500JSONResponse) VisitSoftDeleteThirdPartyRecordingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyRecordingPlaybackLeaseRequestObject struct {
+	FileId string `json:"fileId"`
+	Body   *CreateThirdPartyRecordingPlaybackLeaseJSONRequestBody
+}
+
+type CreateThirdPartyRecordingPlaybackLeaseResponseObject interface {
+	VisitCreateThirdPartyRecordingPlaybackLeaseResponse(w http.ResponseWriter) error
+}
+
+type CreateThirdPartyRecordingPlaybackLease200JSONResponse PlaybackLease
+
+func (response CreateThirdPartyRecordingPlaybackLease200JSONResponse) VisitCreateThirdPartyRecordingPlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyRecordingPlaybackLease400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateThirdPartyRecordingPlaybackLease400JSONResponse) VisitCreateThirdPartyRecordingPlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyRecordingPlaybackLease401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateThirdPartyRecordingPlaybackLease401JSONResponse) VisitCreateThirdPartyRecordingPlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyRecordingPlaybackLease403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateThirdPartyRecordingPlaybackLease403JSONResponse) VisitCreateThirdPartyRecordingPlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyRecordingPlaybackLease404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateThirdPartyRecordingPlaybackLease404JSONResponse) VisitCreateThirdPartyRecordingPlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyRecordingPlaybackLease409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateThirdPartyRecordingPlaybackLease409JSONResponse) VisitCreateThirdPartyRecordingPlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyRecordingPlaybackLease429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateThirdPartyRecordingPlaybackLease429JSONResponse) VisitCreateThirdPartyRecordingPlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyRecordingPlaybackLease500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateThirdPartyRecordingPlaybackLease500JSONResponse) VisitCreateThirdPartyRecordingPlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListThirdPartyStreamsRequestObject struct {
 	Params ListThirdPartyStreamsParams
 }
@@ -35487,6 +36355,15 @@ type StrictServerInterface interface {
 	// ListRecordingFiles List recorded files
 	// (GET /api/v2/recording/files)
 	ListRecordingFiles(ctx context.Context, request ListRecordingFilesRequestObject) (ListRecordingFilesResponseObject, error)
+	// DeleteRecordingFiles Hard-delete recorded files
+	// (POST /api/v2/recording/files/delete)
+	DeleteRecordingFiles(ctx context.Context, request DeleteRecordingFilesRequestObject) (DeleteRecordingFilesResponseObject, error)
+	// RestoreRecordingFiles Restore soft-deleted files
+	// (POST /api/v2/recording/files/restore)
+	RestoreRecordingFiles(ctx context.Context, request RestoreRecordingFilesRequestObject) (RestoreRecordingFilesResponseObject, error)
+	// SoftDeleteRecordingFiles Soft-delete recorded files
+	// (POST /api/v2/recording/files/soft-delete)
+	SoftDeleteRecordingFiles(ctx context.Context, request SoftDeleteRecordingFilesRequestObject) (SoftDeleteRecordingFilesResponseObject, error)
 	// ListRecordingSessions List recording sessions
 	// (GET /api/v2/recording/sessions)
 	ListRecordingSessions(ctx context.Context, request ListRecordingSessionsRequestObject) (ListRecordingSessionsResponseObject, error)
@@ -35739,6 +36616,18 @@ type StrictServerInterface interface {
 	// ListThirdPartyRecordings List recordings
 	// (GET /api/v2/third-party/recordings)
 	ListThirdPartyRecordings(ctx context.Context, request ListThirdPartyRecordingsRequestObject) (ListThirdPartyRecordingsResponseObject, error)
+	// HardDeleteThirdPartyRecordings Hard-delete recordings
+	// (POST /api/v2/third-party/recordings/hard-delete)
+	HardDeleteThirdPartyRecordings(ctx context.Context, request HardDeleteThirdPartyRecordingsRequestObject) (HardDeleteThirdPartyRecordingsResponseObject, error)
+	// RestoreThirdPartyRecordings Restore soft-deleted recordings
+	// (POST /api/v2/third-party/recordings/restore)
+	RestoreThirdPartyRecordings(ctx context.Context, request RestoreThirdPartyRecordingsRequestObject) (RestoreThirdPartyRecordingsResponseObject, error)
+	// SoftDeleteThirdPartyRecordings Soft-delete recordings
+	// (POST /api/v2/third-party/recordings/soft-delete)
+	SoftDeleteThirdPartyRecordings(ctx context.Context, request SoftDeleteThirdPartyRecordingsRequestObject) (SoftDeleteThirdPartyRecordingsResponseObject, error)
+	// CreateThirdPartyRecordingPlaybackLease Lease a recorded file for playback
+	// (POST /api/v2/third-party/recordings/{fileId}/playback-lease)
+	CreateThirdPartyRecordingPlaybackLease(ctx context.Context, request CreateThirdPartyRecordingPlaybackLeaseRequestObject) (CreateThirdPartyRecordingPlaybackLeaseResponseObject, error)
 	// ListThirdPartyStreams List live streams
 	// (GET /api/v2/third-party/streams)
 	ListThirdPartyStreams(ctx context.Context, request ListThirdPartyStreamsRequestObject) (ListThirdPartyStreamsResponseObject, error)
@@ -38534,6 +39423,132 @@ func (sh *strictHandler) ListRecordingFiles(ctx *gin.Context, params ListRecordi
 	}
 }
 
+// DeleteRecordingFiles operation middleware
+func (sh *strictHandler) DeleteRecordingFiles(ctx *gin.Context) {
+	var request DeleteRecordingFilesRequestObject
+
+	var body DeleteRecordingFilesJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteRecordingFiles(ctx, request.(DeleteRecordingFilesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteRecordingFiles")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(DeleteRecordingFilesResponseObject); ok {
+		if err := validResponse.VisitDeleteRecordingFilesResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// RestoreRecordingFiles operation middleware
+func (sh *strictHandler) RestoreRecordingFiles(ctx *gin.Context) {
+	var request RestoreRecordingFilesRequestObject
+
+	var body RestoreRecordingFilesJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RestoreRecordingFiles(ctx, request.(RestoreRecordingFilesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RestoreRecordingFiles")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(RestoreRecordingFilesResponseObject); ok {
+		if err := validResponse.VisitRestoreRecordingFilesResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// SoftDeleteRecordingFiles operation middleware
+func (sh *strictHandler) SoftDeleteRecordingFiles(ctx *gin.Context) {
+	var request SoftDeleteRecordingFilesRequestObject
+
+	var body SoftDeleteRecordingFilesJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.SoftDeleteRecordingFiles(ctx, request.(SoftDeleteRecordingFilesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "SoftDeleteRecordingFiles")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(SoftDeleteRecordingFilesResponseObject); ok {
+		if err := validResponse.VisitSoftDeleteRecordingFilesResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // ListRecordingSessions operation middleware
 func (sh *strictHandler) ListRecordingSessions(ctx *gin.Context, params ListRecordingSessionsParams) {
 	var request ListRecordingSessionsRequestObject
@@ -41193,6 +42208,176 @@ func (sh *strictHandler) ListThirdPartyRecordings(ctx *gin.Context, params ListT
 	}
 }
 
+// HardDeleteThirdPartyRecordings operation middleware
+func (sh *strictHandler) HardDeleteThirdPartyRecordings(ctx *gin.Context) {
+	var request HardDeleteThirdPartyRecordingsRequestObject
+
+	var body HardDeleteThirdPartyRecordingsJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.HardDeleteThirdPartyRecordings(ctx, request.(HardDeleteThirdPartyRecordingsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "HardDeleteThirdPartyRecordings")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(HardDeleteThirdPartyRecordingsResponseObject); ok {
+		if err := validResponse.VisitHardDeleteThirdPartyRecordingsResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// RestoreThirdPartyRecordings operation middleware
+func (sh *strictHandler) RestoreThirdPartyRecordings(ctx *gin.Context) {
+	var request RestoreThirdPartyRecordingsRequestObject
+
+	var body RestoreThirdPartyRecordingsJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RestoreThirdPartyRecordings(ctx, request.(RestoreThirdPartyRecordingsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RestoreThirdPartyRecordings")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(RestoreThirdPartyRecordingsResponseObject); ok {
+		if err := validResponse.VisitRestoreThirdPartyRecordingsResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// SoftDeleteThirdPartyRecordings operation middleware
+func (sh *strictHandler) SoftDeleteThirdPartyRecordings(ctx *gin.Context) {
+	var request SoftDeleteThirdPartyRecordingsRequestObject
+
+	var body SoftDeleteThirdPartyRecordingsJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.SoftDeleteThirdPartyRecordings(ctx, request.(SoftDeleteThirdPartyRecordingsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "SoftDeleteThirdPartyRecordings")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(SoftDeleteThirdPartyRecordingsResponseObject); ok {
+		if err := validResponse.VisitSoftDeleteThirdPartyRecordingsResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CreateThirdPartyRecordingPlaybackLease operation middleware
+func (sh *strictHandler) CreateThirdPartyRecordingPlaybackLease(ctx *gin.Context, fileId string) {
+	var request CreateThirdPartyRecordingPlaybackLeaseRequestObject
+
+	request.FileId = fileId
+
+	var body CreateThirdPartyRecordingPlaybackLeaseJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateThirdPartyRecordingPlaybackLease(ctx, request.(CreateThirdPartyRecordingPlaybackLeaseRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateThirdPartyRecordingPlaybackLease")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateThirdPartyRecordingPlaybackLeaseResponseObject); ok {
+		if err := validResponse.VisitCreateThirdPartyRecordingPlaybackLeaseResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // ListThirdPartyStreams operation middleware
 func (sh *strictHandler) ListThirdPartyStreams(ctx *gin.Context, params ListThirdPartyStreamsParams) {
 	var request ListThirdPartyStreamsRequestObject
@@ -41508,988 +42693,1014 @@ var swaggerSpec = []string{
 	"3FokdnTGBc/Vh4yyRGE9vjRDya3X5FQZX8+NuctCTk4Ncf7qs21pqXuswwbIq++pt/gJThhlfE1gindU",
 	"syvY/zN76lKUFf4KoMyyBO3VLmLl2tgkerQUJRp0XzhDeb9iyK3+W80Nu01uKCy8SlbU6k5nZ7b/RpO/",
 	"tby8J+E7Ui5YeV+QW3nv3EVRAtmmJQ0WKmXnhPUi7nmoUxitxKTjhs18DNuxEfvowPIz2N5hHaFyguY/",
-	"g2fnbm0mp/XgQP6UQ2Nw0/RoDEMuHc93Cpb4hJnMeL3PTDZqhswRUKg/v5h+hosbD6/b+OSZ4fr+AzOK",
-	"l5k68kvZCsuJcS5QaigVJfnAy8TZ+KGW5X1U4DhR84blVhF+DmC7E7Z/ptPesR+7kQ99ILH9MAU/8wHq",
-	"24DqlLEnGFqPYdXvSMGtZtXocnBhlaQdWrvA4qMZiFfXXkGeHT8f+FOgzlvEx7FCSKIQhlmEmo4HYRN6",
-	"SxPPK97y/giT1Omw+sCwDQz9nWHLPJIhOihQ3lLIQjHOghFWY/HTzhhhFC0Tbov7UcODa6YHFxNZ3kMU",
-	"xQEuE9PmB1mt4S/dSKG7c+zE8nXSGmGvpJzTg2EqXJgR14M751/eXJNvacO/fXjxLdL9t1zMJMZmYOfk",
-	"Cn5/J2byxDHE20zi73RYn0bJu5ot0+cLn6XqW8EDMkM1V6qQ/eLX1/5txWare4v5jUvYiX6JG9yKaBVW",
-	"NpRd8kMbh8N5A1wYSnrOz5qmXp+B8TFtxVPh+l4pbny9Ged97wHJhzBG0QP6l2Qm61quutioDlYRQuYg",
-	"Rs7JTTEIIDgqD3lXJuA2chtiepsU7OPs4NVfxm/zjfkG4Xk72sewTvgvf00t4H7Kqq/0Cl5ZxY3lYU6H",
-	"TK1vQo773LDSsOpqQV98/zIles1azbqFh4tPSFJLMWcKFh+Mz5jeMCUO4iuqi8WBjgonTw8liFcVk1IL",
-	"xDT+H1cffyJLpuYQAlYuukxLX4EZTkgyrmDDue6LU39fTPS0R0RvjwTQ+4a/vYtLyJyhw9sEUd4exTEj",
-	"3Gh3aE/JM9e09glKT+rFD/sz6qbNnb4RRWEbp8nC0IwjrQm2wiMAZXVJU9MSQ9mjfkJRlFzt4jta3reN",
-	"FcRSwUtd8lHjix3aHrNFK+csg9w8Z1UgzMlqS7zU2EhKeSl3L9FShWjjeUb45TVLu8fPe7VGsouRvZx7",
-	"NSyTn04LzkiwMnRhbKlWgGShGNSKDFw0VzBZYxEif0ZyLVO3lkQwBsjUXT8YMm2vAXrPCAP/R6Y3gOr9",
-	"gZb341PoUaLDG3FVF+4YFH7szxRLovsDI3MZJTpz6bikHHcM3JWz2m5FDuEfZVQeJ9BVwNI56B3BMIxo",
-	"P3srs7kpcVFKfwS38S13mNLotf3TusmbZpzVqaKy+D6EI6fpmq0A3SEhaNZUCFY5lx3VcLWlDSV1lWnD",
-	"Z3Nvb2MyVcdsFDZLE25cWIqBewlqNkNrE3Iocd2iOURLsjmqbVsY10hIFXfcvGW8QbkLDENUtI4pD/d5",
-	"Og/0gYxZ7rSkgs5Z9aNdA50lHg1u8BATG8kYhxz8fWZdhKwIzUrFTEEWUt5rf+9xFddsODrtWBNKopBY",
-	"5nhC7x7KE3NfhYPeTlqVrt44vJt2yUjhT3od7CdsvkFMFTf7uzVQeZ+K7tmaHJZ0yepzqhlKoVDQ2nHI",
-	"/3n24T3QxFFS8syx2au3Z8cvvn8Z89lTCAyzZw7qg2PNikhBAK8YqgRhl3nEpj0nWzIqVgs+BcA1MO3+",
-	"xvUYd+DQkbzYJ+9tZ9fyu0w5aXtDzaILtL/2OKNTq2JCqVR7+Vnh0qTQGtz0R25t56YmK9nW1aY4NCjY",
-	"9Q+R7ZCrXz32bi4OKj5LwH5/EnxmxUH7NG7mqwuFaxdFxQUAMBQuowgNKk/JFxq8a7esaFhOJI0FfWCP",
-	"u0ufREKEpRm/r515h0PRH4CyyClc2xAPPCeITn6fGodrWYQT50eaEs0cJe5+4Vum8Xi7jD2JVLEoYcDJ",
-	"Tb9WC80/xmhCDgHOV7GlfGD2u3Al2pvISLgXndUkdc/lLAtjm6zYVTTXIYNR8RiHgtw32ucCjZVg+QdK",
-	"IFNugm7+IBPrHaSFcgr/nXrVb97v03btwtLTjkezv6+BWE+JdJC9UAVFG5oA9pvL5pyWC/aBfv5R0WXq",
-	"dsbfsVRmKMYAqbz3bD1TEOkvXVaWS+518dseAOiwppAlholg2pAlW0q1PtqWVfXs2fYMn0Wtf8wUE3v7",
-	"/opoNl+6mMsl7bl1ZssG3Go66aBZ1PoKP82mD8XNV1HdWJesOD65F1Mm5kaQVC3wic//c6blGoJCa7q2",
-	"P48P4Lt4AC+SA3BFQHJnFurBQP8iJDS//Xh1/eri4+X1FK5cy/l79pCqT4nnAhD8aubq6vp9q9hdOwfv",
-	"+Ew6fDP7VCmpkjsp5CUE6V5vyUjzNmofiEk9MTt7tBQ3mFx7I6RgNypZtWOPFDVs6P9pWcu2nEBKdC3D",
-	"GVvSNZnRuvalRNwwa6ntFQPnUu94wP6QHJ9pLqQyH2gOGvzy+oI0Um2ht5fff//d9/FaxHglie54KlAb",
-	"UkKfuj+dofLL66vH0Pcvk/j9p6aihu0nkqHGQ8qY/b9CgZUaV5ADhScrcLCKtA38JvLq3n8h59lu0gTe",
-	"y785vZ7C6bUho41ZHzt51QMfeSVwmcxK/U2g+U2g+U2g+U2g+U2g+QICTczzw2mKuuzNtrfSMV9LMaM+",
-	"eygSbDxFWNnDEJ3F/E1kL9CM+9KZAlgVQ6okIizsLZ6rJXTVS5fubv347Hc1RBMFRn1Z0WQ6I/qv0hv9",
-	"XsoGvR39Up6deQ58X7lanpP4pGs6XQyUavPWV6sdrxYAYhDcvVjxllW9IljsgT2i4tUXNFsNKrDkAyoe",
-	"xWyenJvszC7GtjlXf9Fddg5RCIsrxETfCihEA2hVsmnA1u0Twy3Zt0Lgv0pF9aJ7fDOjvA7BDnI2261a",
-	"oxuWe/4Y214oyhgd/7jsYnw4i50Z5fD0jDOws4aneVgH6JI9/eSw9pwCc+whSy/hOT9KsL5QMnNS6IOD",
-	"ou1EbVeDCTJc9gBFhQgobkglMxU1lswsZOLgAvPChzskClxQs4hKK8ACjh0NDIjfFku2bpgGHx1wwVkr",
-	"SqyJ7oLM6rofcJehUzfToovV73oMIykOUjVOMwT1nmuTPT8x/UR13J07YfS6fDQzlauMstgNZEffsT9C",
-	"22oudIWS7RjGV/A8Ql7LUG7nunRYbcKhHA2871Rct2LLEUPqsU3QpqnXGJRjWuHirhJ++C5iXE8i0a4X",
-	"1Q5WeLNsUffhpOAWCIVJ1aaX9zrmIJo5W0p8BJuaDippDMdjmw+A5v/ISJupNO4RHXWu+/BCMBFx5XkR",
-	"25X8PXRqINlkdv6vXoj58nd+d7l3GzQ4SZ6Wx+52f6DHGcgo/4WiYomyOn3OkWaVVi5ooIZf7HTdkV1u",
-	"5ZUTWGQ2idM90P0AJl9vGkyayIm85S3JDhJaWrbHnzpzbJ5MnExHS7Nt5LgzXMP9GGeh5VS4Czvoaa3G",
-	"9uG4HnayeVy6P007GYNq5SOFIqkpF0yfR2OfcjvZe6O3VXbY3+jEiu+JxP2FuPFIwnzQYZ2+Ei4q/KRf",
-	"y9n4t/ZVZqfyqf6uF33aT9PcJm2ntzlejfzpvkCt7wxE2Wk5dN059yojLf8D5M71Zvo02XODJvdxCn5s",
-	"zCb/7K9r4rZ4Uidconzabz6zMYdwipJGMsGm7+veWU1dg7+CpCQ3y8kSrX05VO7Rk6yzES63t1JdBNPs",
-	"a64hzA9MT5fBOnXVliVjmFzzo7dMXfMlqz625qA4OKeiZGkczClZPsHK5Kc/JX+5N/sxt6qnnGQ6Rydl",
-	"oVFWOzvE3sZvF1749DbwGZ9fJA02b1KR75OSTL6kZb1s2ixgw/nFJ9JqFiXb2w0qICkTv/GbVUrFJmE5",
-	"7OXyzFr0kT1lNECXu+AYBzkEUaEg2sim8OHZhUNILAhtjfQgzEfZDt+ACzTdH8Z7S+XtiOAuzfCrx0uR",
-	"7LMBfKRROVC3DVMPXMsQLuDr5znEJkpmlNetYk42DBi2+3s49uWoqQh4xzsIr+zVNyq45jVx9OXqZHqe",
-	"fWCPiIAQo8kF5NEtNMGN5F91lZgtD4yl8FBzs+LV/ivuqFYnL2jcds1FyaJxRVWipkxY6wxEzCXTkMDm",
-	"ok0GnGIiaMx/dIfUBGa1i9IWOam+gNb2a/WRYdyHzhXU0cgPq1+N9S3jcWt43zQXg86Fc9q7vOKLpc/X",
-	"o4PXu6e7xeqYW0/0eKy7L2Jwo3Ld0E6bRvPqmYh7ykJCgMMzlCrDE5+xuA5VZ3x2YpQ93CqLgFBxxTJS",
-	"A8fiJorI1jRtTyCER1YKhCdJAu4V79vie+zLgPilzkJZxLXHNu5HXFVBlwMYQCgEZoURY5rjWf2wndSj",
-	"wk3dIhVhS7oZ5mniz+xuIeX9O3EnP78RRmVIAjwgjfRlgnxNjyxRpMqCWsWBNk2HSR7kenlP7mS1LpBl",
-	"Nor5ig5bOaP9Np0I+db7bKDAKTW0lnPMDj78KJBDuYzRtOzIJ4GcM7tkBWF/a2nt/UrsgQnzLhgC3Bqt",
-	"cKHx6T4y5vWw+Cvo225PeMbXSVf/I2mTuY7X3VJgaeo1AQCLkvEHVpFDyE8z7HNGtvYvjl6QPZt61zY3",
-	"uwCj4kdvJ+w0HTr7wLt/2MUolmM7nqsPd92Vgn060h2cZLiDAjEnZr15nfVKtfX2o9v3aec+7SkCNw+d",
-	"B13SEzC3n2we+SZpzvkJlMjgzrAvRYV+qSHPp6oEDroyoaWg6YyI0JWSKwQDth9NFRizUQEOXbgggq2g",
-	"VJ2VR3f0eG1y2YSDFMAQx5YQ7OnoJIAh7YMT2mAOcFhO3+1YTIIVdACgcBNv0nIPOXMlAYBjgA7tbJ4p",
-	"W2KV3EI7LwQCsmfGNWJf7l+RLif9Bo+c/wtqUII9YGH5M0L33fhZF4Q2/AbKJES/dTj9NxUT3P4kpLlx",
-	"AIP2tq95aQriaq7dGClvaqos+bZCtw2KWzdwKG+wpJ6iht3UfMkhbcZugBK0tjd6K0LczGmo61DLORfa",
-	"ykdhIhFeSEFK2phyQaMx+19CZr6rMnHDPjf4hmIzxfQizBbwhqioSKnV7Eaxfw9Ks1vRg1cHGyuRlMGY",
-	"obweSX3+e+qbPhSkUZQshzs9o6XRhN5JV7EYdr4IRUS7giHUT99es1rWDyyUwohKRFDFAjTkBiFnjc5v",
-	"2yUVEfV1qJUAcAGwHeAzuLMsUemMZVoxo9bj0WyKNa6cYahZ6BBASU2Ni1/XaBPuz2/TnxrJm0bRdD3s",
-	"a/sg8lG6zgYSy+2/HsOLx++qW+IxSF1Zku1SKJzpGGDAjybJTB6gaugDq2WTMS7f9ZhKhdUV1+TQOxjJ",
-	"WUH+FzZEmGvpfx0c4clql0xpYmQNdRMIA6oDvCNApquooQlkYmrozug0whzrhpV8xkvXQdH5jkCishTL",
-	"Da257oVQ+nl8o1EYRFx9YwknSbZOnkxoxvA1MAL4mtBSSW1lOMTDh+qL+JMlaH3qjlMouEnu2bp3ibQt",
-	"Tx5/GMJIkTYvDdvXrCjEywXRrAakcCB0KDUpZ2H9J9sgzyNXvz0IHtb2AQsz8DkXWL/DnlPaF5B5RtCT",
-	"JUBNVGfmkylzFUetasoHU0Mwe7gp/O8Yxo61QacLtVtAyC+ognSVh37chif2wkNl1Gvy/NQq59GVFD6C",
-	"AnCuxDwyLau5zVsGeLhTAcyhiHVCOISV7y1OrHy7StNgpSi97IpCqlTOTxMQy2Vr7uy1e+wkzGPDtNnu",
-	"7xoCnftjElPrcK/DhIrOTASHP8Wq3oJT4HzBUjCA/coYwzjkIfDFdHhk7zbuFz/ClgnXRN6nj8/WszmM",
-	"kd5uXeyXFwjfB0TrewgTnisHDRgJOROclQ7AyhvhxpySb6U2WfR5+5Bgmk3wQ6bjhsumPZcqGawaJGwr",
-	"k5W0JucXn/TEE7KDN261kDX6DIl8cOYlCGMHWfGB1rtArEOJxFTQ64dNLP7pAZ0x0n9CRYGBzmiZXEVm",
-	"VlJh4Ql8Z3Kv7/wnI11bKfx5Uks9xvrdxL5B6ANTQ60vv4TQ6Pcpn8PMMCYe2XKy4YfHjHfJllli+4D+",
-	"nN3B+qHZ65EiBe+ENpjTsQx97FKwYMmWn/I1C3rj3rkWQmOv2K3Zq50zDU7fnZQJV9oU9bln0w8cZbiC",
-	"gyn39s1TsieRQITDyfgD3jt1Of54DZH6WyHno6h+d9P8asPjBrN6bGjcRnOPrIG2kSWBcK96x3yVFdTf",
-	"h2a4xySoNgufYfGh5TbY5a8IgvEQQBf2tAe8ZtoeKrdsVjQNZTGsWnJq/6NDFePVghvmsvrtg+1AZ26A",
-	"o1gSaRobC5rr7TjSQFQIcx/k9O5YufdBbXtgCuEgQ/1QPZqGM60kq8iE6+ltIOSZzJjXfDZjilne2oBx",
-	"A1YCt2jy5d9tgm0OSrckrv+pp2hFwzHawVXcIWDHwXM4/HHCCWMeW5w7ZlbMS/IO5dCj41fxOfASrFu/",
-	"HVFUu1qzFfStO2AS32sWc9y9MAnSelvwm5tSpq3LQCWhfPRGC/dsndSKO/6wdx2avkF5tVgjPGfLIszT",
-	"ZOOTID97UwPsT7iF0NTpbtr+6HOon3YJBtsyWNkxlM9xog0rmfb6xMw25neBQadyDF1Z1pFdi0szBrgZ",
-	"XrPjBRVVjUAMqEPY1SkbewKbh5fpqM39yLWnV4OQIpyFRDFa5Yh5SwIxhE91s0SDld6Trgs4/3JGZvoE",
-	"FmdJPxdEMHMCAZtaLunnUgoR/aaWbHnTf23V+4k3D78/4c0NSBE3jVTmRiEQaXhqyubGrNBjMPh5xsWN",
-	"QWCMwZMl/Xyj1+Lmjpb3tZyHpy9PSilmJ7SuT1wZ/xv7K8HQDwgzEzILTWzllOWSiSrLQeBnEr0HRwul",
-	"I0s+VqDW27m/O2GecjcO28ZA+sSw5YhtA9aOD5ZD5M2x/FGTBYhJeAEiuQ8htCfYMP6DXe8IHLzL/d5B",
-	"Hk+50/fHN44UBF9metI+76IjuNnvqST8R5Hbx3cok5rw520X1xYTIQj0nzo75mVGo/rzYu33MrpCnBDZ",
-	"u2NKKkC1sDtnVEba8S/lhYuos6gnYhZKtvMFoYOkiE3xLkdgGR2hT3L4yR3LYV34xU3bHGIS6N7dg390",
-	"UstknIWwskVub3vjTxHdhm0yKTKJofHzFMIB7HHtWXq1FTstSXqT7yYRgvnrkpUPufKeIYwKrVp3UpqJ",
-	"1jJo+ippPcSmwd28c7OVko1+l7Q8uJE2tLxnRhP7ZrPPyKGLj22qRKkd8qPbh7CDsTlgYILet+Xc0Ku9",
-	"2017fAK15uEq3FqlKezCLeT+NOaaT1OZb34/OlOsfPiBG33BFBpJ87sFzn8uyB03GAqG8JMT7eF2eFs6",
-	"gr17TC9ph1h3+OPTmpp6apT9ze3vRUTjMVF2pzc6ZCk++N5KF5etABO1oI1eSJPCSqn5fGGIdm+MQw7E",
-	"WScbzrodc9wiG38oy+ZH8cj8t3l5vi7rZM0ZuWxqZm+2OVV3FHCU6xoDsae6MOYyGwfwL5IoXPFRVIm5",
-	"VLI1XCTTfVyKSvfORJ1gwWhzVteyHC01LWeIrmrf9rXhJ87bfnK1zqUpvbUN3mEfd4ZyYbU8b83qKoxP",
-	"YZQZ0ed6ACSR9qu3y/OmTaVwdo5i0oKO6wHPMplUmWWWDRM/8iRxfWyYyzb1v0ulT8nx842AsCnxs+PJ",
-	"er+OtLIpOVeDXKvpMTc7uQpDJb1dHYRB9MS0ojiZaOjei47txnEbHI98XlFHPxGfCnQbc5c0U5/zPVXd",
-	"s34gaxwDNTQNQtjmmFuyXFBFS9DP9EKuhHdRlQta1wyKqS0hctz2I9akZgYNipj1Grmunr9M6lcwgrT+",
-	"E+JbXHRp1+cdAyePAx08JX6bXSIuhnJatoT5uJocasbIrQuVPQm93oZyXpBV51o8moIF3VCtV1Kljq57",
-	"4ttuNZploxZffP9yqxvPfpaWJIE0MK0i6oIc2kU/5kIzobnhD+xo514HJyYMIZpuilY/dPkPY2lrGPv3",
-	"qocbGXvZfIJ1ygzzDwcjwAHnRvA+RrgdYjB85eTPfWDQD+2Pxz++/1MBj49nHy5+X5C376+OfgMA3oLn",
-	"9/QJ8UCE2VXlxpUzhtfcYraiZjr8+Ijs923Z43YL/Zr0ckOfJJX8ca0/QV558nAjpyBQHTQiaq6JezIo",
-	"pw5gaIBmp1346frUb024oexfywFz2pElbc3y7mXcqYfJCsbDk4LKbcDZ9pPlgliWSQLvMd44G3zIhHZP",
-	"zU5lfnfHb8tNl07Ni1mOJoc4eH20J57jMLFUF1But5psoo1v5r1hHaNGLmiuIrjPR1zuuQD/8CTFp01N",
-	"7C9Df/xPuIXZ1MQ+HVrhvK6h+6+VmhgN+5I5X+W/KNk2yaJT+Dz4gO45muoG5vdalveWpYxEenANHxN4",
-	"V0d81l+RM6nKnrukF7HVpqxab+WKLKlYTyQK238mHkGxGeZAwVmIaaR3DTRMHFu2eOxCnoApllakP1am",
-	"Oba35HHNqGbRg46XBYHjuONqRlGhS1kxdWx1wZoali4jBF6QlBXhUwPZffDY0gDhwT+luwwJv5EjmM19",
-	"v5YU0WcTMJyHgQJcYGhYi1AebvRFRytTaTNlR2u15V06mhfElyZy/SM6c07+Nqlvi0t4cSwLMTS0pGsy",
-	"l4QuGK1CkR8g3zT1zu3p0qPH624djtauvGdwiL8MuHY2SuwKa1yHQC1fLOyLiPQZlnrVQvl6CiV/ffQF",
-	"UN40uWqqHORZq9vPIiKb8Siy3m7Z96dEzUYE5+MipBo+SpIygB+eew6VtpHGYa3gI4ePvD2238EE1vol",
-	"SawHb2nXwFc1t798ISh4WO8t15lV9qSo14T6DUoff9XjZLueah2pnuORlD3m5zG70dgCGd6rTjXtApst",
-	"4cx4CU454KeQ/i6FyyTOGPtzAZjZo+NXtJtKsUmpvaWaeKJ4yS7pqlfBfxR+M4FLSTVAtqSAF4RJetN+",
-	"tJ+5p+Twf559eJ+2xoTi86kU3e0lr/ev3T257rZJA+tMqabvFif0tus2PSKn5AwqROZ31EgotMpeRUaB",
-	"O2rFzrbBW6qG2twFvqYLCGXVWB7enhwl69r9GZJ5vA0BjkgamDVLMN7nicPbpJzYFvzyxfPfp+za/8kr",
-	"xP4GVZ1KnQuHbCQjZ+yQ7R+WOeGMubDKbkkHGRP/iQ9HZp+S28PnjuHZ83EJtvZtiePaWKJd+i/xaKVC",
-	"nVmZSmeGnjD7XJ+Shmp7p+OfKLFgLL8o67ZiF/g4CracpIFAH5jon1A5nDVpWvgkzM6OsDNB5Td4HAUC",
-	"Hwc8B9jTOy6shoItTLW0zpkANJSkuf+aL5mTk8EwbiXB8AECXkz3seP25EU7J4gBmAG+mxMzNa/adJzB",
-	"UkJEocdR9K8WBFQZlPsbxWb88xBFYYAPNIk0LrH5rD6qd9rD4TUDZ2Mfva6jyf72FpuwGEliC1tV+IMX",
-	"LXry5EvBjbT7fCF5Ov2ciiEQw4LbCa7JXVveM0MO4eqgcMlVXN8Xg2CRUOavchpvqmIgGKIuTfMeTVMJ",
-	"+IMILZigAYssWD3VM5YqmX2FOOE4SpzM9DMxFsoGiwZh1i6obXcEiE+aVdn23/L5gmnjw+WoWMewEBN7",
-	"wW053zaNQVhe3z29U1cXOW8n7K2zN274naZuMH5zmY1k8mum0hFNI/MaCQLGPp3LfQrerKKCVK3ySGEd",
-	"0W0yS++7yvjpYNF0xlk3ddEy6Buw8bIPwfEkUBb+WLi13wfRYhRyYtA+gk88XRgydKDiWGRIA4BinD14",
-	"lCnByDljeXBLan+dJFjTCLTT9iBnmIYOkc77zmFwd9G+Eb0XztYDyhiAaHjcjKmx0EPumOBkG9xgeFSH",
-	"p2vIooqNCyl1eeZrhIPits1rmYXYPrt4Rz5dvnfwiJF5q0Dq9tFbdFtWWNqb5Fu09/WwfWwQn0R1X1Qr",
-	"EB86HRjl2giIYH99VNgP9NGL+gF11gshzgHWqcv2/SeMC6oBH3ECvAPX8f4S/M7hGboFRV3m6ClK2A03",
-	"PEZe73W5j7l5n5AWsPRDqIkljUXgWqfRIDU4omitEWMT4+fsl1Gw0aOj67IRJz+gVtVpWm7jumCyfWJQ",
-	"gqXR+Q+70JOAzx7FmSAxbcI8TynkDfWH58mrNDAZNCaBecMekiioyE87RBDuUvhyWFoS7ZOwnn7VnNmK",
-	"CSXreplDP39slWJyqKR0E6RgC4Wg/G+toPatXuvM2YqcBm8ARVenWA48CiIgOLZN7G84xZFpophgK0IN",
-	"MSvLfbiqtLey1Xz2iBo9UWdXTPGk6xB+9zjYhwv2+Sg/YsK1blkVmOQ8uy97FBjt5fgYLFWNUdQjRUan",
-	"Rb0CkQbTko/lrRJi+deJg0WqnlRZyL/qrqDksdiPOOwxEBlsfC8GbFY42u18Tr+WfWV+fJUoRsuFr6cU",
-	"U0a/TI5lRkpFOYfcbM3xeNLQXRdFdjTFqTrRKbsVsGs8CLdLx/5iobi5q/vM15wyrX4V7uNDCpjsMB7k",
-	"HwURckDeZM3MUeEumCJc/U98l+PQXAWP8YpqGLcPVBkhQ00z3ri78cMjCxYD0Le/Zx2s+dYqzDnH9PYC",
-	"R4EfTCzdOzLLHofbXPZUgOzmVZW5ZjfCbr0MsC1ANsg7bwLPSqWiSoEbG7E2pF9UWzqxqHBpR1KU7BS9",
-	"CvbGRgcKgTJw0hFuKmEEduCTSlzJb6+vL668itbRBZgmhxcDluLPyEZvqU7Up7zoIJi9cnF+VpBb9GK/",
-	"ug0x4wv2mUQOczu5qxaW86K9q3n5R7Z+J2bytHdLoG848EfEhDg/8+BiGWmhyqC6h80ogfVzA1A9OtSe",
-	"sWsP44Xlb4XhNWGeVDJ9gV8zEyIBAOy3+qHsLTI5OTm5DZ5SYEwGkmw9StQWls3yMmJU9KYCy36jYYpj",
-	"ld92vli6/VlxkCE6tkv1LoA4iNnPorPoiKwYEnW30KNHMR2p3tXF14+ITu9OKsami04ZneTE6fSjvcPT",
-	"I0f6iJIVVQAeMArMjkxgLGF5A8400ZLMqJoKO70L7mM0rNwpul43bATfzJ+YSjLdR9Bz5a284O0q5qW7",
-	"Uoya7UlH7rUdPCz4wZ843VI/ACEv8e1cyawq1GneNk6UcykAkMVqVE++31806wYycWLxeLghsjUj2tZP",
-	"GUbjkm9iuyQo2YdQMARj8N5Vr8C953UupuCddNwY8/V3J8L2YlnFcVb7mtEKzReQ54T1JriBgg3aT3wa",
-	"7XgM47HNBgi4J9rVqPrGH1NggH9k694lvGRWmwfmQIlix64cCqvCkQQhU+YC25f08xnyHj3KfGhdyxWr",
-	"vDKYXcw8R9oe39fjJG7Y+yAZz/kDEwHDccAyEo2Bx7CaIrB7MwVCTVgxqXP+UUEYVbVlq6EmTRRI5WvB",
-	"+nLNucAGh6H3wzpZeMSVf+pzqm0sfApsQq+IMOFPxaRy+uOfQ6UWv9+ArhoMYeW6rNnXKpRfHDxwze9q",
-	"9slKldljsCaV5yuYhUmFBzyXUD7IvAoZEoKttAswByLk2nNe+xQI4Knqc2+EZ3UAxUGc6/H0/p0eqYUD",
-	"3tOnxnDqiiCs9LlHfH/37tzBnTm8ufogGBG/HWxLXxoNp3aLMBZQ3hP6n6+slYCvp+4zq4zTfvjkXWtG",
-	"0e1PSWMViZi2UVvh3tZlmzRMLbmgdc6q/oS43REA+W7Snf011cUeKQ1GkkoS4ULP94j9nnw35DiOx/zV",
-	"PZiGaEZfg9NMOauZwzmWIRDR+2tAF9mugnSeHiiEXLgKyaBhu7Cs37SU37SU37SU37SUlEMJOUSy5KBa",
-	"ex6L1vSCyLravTButJjXigKYkBTJmlO/aUzbb0VXpna3IpbvsHr+BvfNkEd3H/2mn+2kn6mQITt9bz7i",
-	"dd3fnOD8c+ImE4hzv3XDftMQf9MQ/9NqiB33C0etu8G2iNNv/L2/CfBOA2FiIEgB/B23Typka46iptY5",
-	"fxPKmu9dvmbncsxbFmB77f9edv1mFfwpADsXtimMS3o0ks7lkyLo+HntI7bsApTjK/fH/X0FfJxotFeG",
-	"miSCcQu+OY9Sj1WbWdXf9oSqiHUrX7s8yg+5KHtw+cJtXYayytKlIcC9HMwsyaXJh8Xfrc/7OmGunsUU",
-	"dPnNJQESCyaXdZMuzX237qLWvkD/Ts4+ZLHUzTVpFNNM9FSZqMo9/Ty2K++lgKiGrRtDN7ZmYn4EqgPu",
-	"uj6bsw/p+CIv2zjtwa+1kIasmYkuy1PyrAsSmziGL3kO/akLmz8kxiJxOob7klymLUc40pOSHLunlvmk",
-	"gKxDOi0KTtdJtxmL1lbquWO1FHNNjJwMvpI1M64LJINc+HVe1nTQrUwYNog/+9JC5SSTyEpJw9KWnmHN",
-	"8xBCbnpS2ANIUduu/BCmlYPsgRKxIXBzI2CT/HsLtY3kvQ8ikisRYmWaIddbUVWx6lqOAe5JLG/Ty4Qw",
-	"vVFYOctlfU8mIjukKXVlonLTj0KJt8x4VLfyKSkr0Hno/fRzlgvgcV0WvYV2M8/t/3uvVn0EYKskHzkT",
-	"AfbqeEZLyyuDNuaeQKC36OWYFM4hUUXJP1nWM2IU/inr6OCPMtZSfY9V4n69Jrcs4/vYmlIuIYAWrJTE",
-	"vfmUIDsyTxBgXOeaVO7y9ZwTFcpj0NyCfnmsjWy6v5yZPf7B6WmgNUfPo/jQY8ihSPLTMMxpDoXw+t5B",
-	"BpkPd7ARAeXtc1n9KhxY8YJHxoSOXCKbQN9U0LMERAaJcIP11PxtN9cm50rrre83WdVWlTWvHHZt7KQe",
-	"Jtjso8IO01NFS3wif/TV4Dq1rDRKtNs17lIXg/Z2N/M/bvod8kTe6TvAnUhX90MetG3A6FpylVGwziAW",
-	"q3ER7vOpJUQ27n1fU6sr4dLLelkPQSWyqu8e4s14gq+vnvrlUnUzC5FJAFqzRyRDPWUG608Yym0fPkHW",
-	"ytT80ATmeIL8tp+Xtzkvnnswflz2WcdGcmGSILdY9w2zMxGWBaC1HNbvnj7EISjN5LqQbpypJfzYMHHW",
-	"cICEShd2R0QqtDRDkAFUbO5EY0WUbFMxP1Psu1HhpLsaIVoSoqJZyCqdbULw4biUl9rWcFkRXsUp462o",
-	"ZNkure5c4cR0xgNpUhkq1CyIB4NOf8fUkutMWqmviX/7+Vg/lMfdu7e9lGz4EdMsEvinsJDJ4lf2AZnJ",
-	"VlSF3TYxEHHt35b/Yes3MPmD4iBekfCjfymaTvdjWPgbLNLufl7Kqq3Zdkbh9tutcTGQyno9+tmOi1Qx",
-	"jedA3M4BEI9rT5LeFkBL04HkKTbnGowqEWlsQuXZjyZnkHsANfdduuLdV0M0A6gTQetLO73zNHR7Z87Y",
-	"WA97fJgit9/6dr69LVwkCFWMsM8AWxeVtivDsj+udvdHwYh9BHbkTebkstwcuWg8RvanC//Lrhh6G3wz",
-	"4R0J49i6kJ3oHWqBRfQwxYGE89jaEczNowZETHeSV2lHkmgg1y46KTujvg3O0hD7bbC+vSEmSXmwTmPl",
-	"0T+25s5yyj+zu4WU9+fU0FrO3zxkUSe0oaKiqiLsIQnunU5YhwYhY70gVBNAcObC7k1NxTcaG8tU1pGt",
-	"KlkOMfmB1bJh32iCr7li+Yi3ynU3yE2gdsXn8zTOC9inIEsS/CYP0wCIMTHXNxvGPWHRvWU9veDQfxBI",
-	"7HphPqfzjtsTDYg3mOyajf5MVZn6eHWtyZJaYRjCPwt0GKJfytsLiWJGTa1fsc1wZwcewniiEKJd+TeY",
-	"zBywf0IutYvLKqId8v8hNWQptSHfP38RVSWMcDSsjIr1/rwEgtF9ui3LXMkn2JiccRl3jRs/25Em0vDb",
-	"P0Ul+vJUzCdZzPyKZxEgXKzHdvwHSzI+mKgPeIHqoBPz90ResgqSMU0OMgQE4X4gOAwKw8f6aqf7kZR2",
-	"GdcZ9LTMiOJYPvZ56+JQ8mfKDRfzS3tQoig1TarWw2Fw4ZwikDigHxd4tdXaMWAswd6h27sw/BzlWg6z",
-	"6eNL1F2tpp/0GKXBYb3sdOAHvBZrsPbn0p3H+FgVHfvboC+/ln2rZjevAZcZEsPw5OzA6LdH54SLsQqR",
-	"qb/CsleiE4eeNHynm3Sw8rpbcCc7Qu6anR7g063l0ocY9DfkKwT7DGYBkpQT09Kr15fQSInvBiDlTTrK",
-	"Ff9BoW1Gl7zmTO+77NBKBmh5sDpuIFNXIVMS7AyHDHYwlCu78Ke7NUhRK15XJVWJteg1lc1IcR1wTehd",
-	"NtUBuk5vEX7fk3v3WdqetJ6gapEp7LFcSuHAtLsixnZEyYn4xUpP5RbbOfndrVtl6cpa4V/aSZNIi9s6",
-	"S8vUcafRcMIST6CXqywg0lyxub2PAgJZuLQsB0Y/S3fmPZ5IH30yh2d9YVtIVncFACFqHHC5/X+54NNx",
-	"e/3rmQ7O3GOcwsQ2u0mO8cFoKbggjJaLXCpkcEeOZVt0VZ0YqFx2cblCGQQ8/Jl1ycSH+ToN452iEQmc",
-	"FYrQ8l7IVc2qucsJJS8+f57YnW8z5cOK+nNmCJCduT14cq6mg0w7V+9oB4Dh4yUdZ4Ja0FaDlE672A+A",
-	"4wR9zi7CcuIIvGd6dAgoAhMDSJ9lTfly8q7F4vOkTlw5Fa4gNTWuUb/rfRw53bu9jOloMLrI855wt3fs",
-	"J0TCq4/iesF1Gio4zoTpvvAZQQlGQw5B6QFQ0aMcbLhVH6rdWQ9wOvf1RJYxo0K25pI98EyZBKgRotxz",
-	"qGwknZkUAjksj/4Midt3jAkyo0K4SHwj07wrQ0Fc/Fjz+cLkbBzRqctz8CmpXeyzAUIYB/ezRDlBJ0xH",
-	"v+6kDaJ/DYy0Jhm14kKA+XIYmHvRgfEmh/p0YwSUtclE4v0Fo9sz5WjHV/DgWAwv0N7lN1jU/qZnTnZE",
-	"gRunYrgAU6SVSLVNybc9EYVQD2RXEMUqCnLuIZoEMfS/VMykam7UtVxZfTjPmKggC2MawkQFvlWQeDFB",
-	"Ms19/LqOno+N2x2NAYHiIAULdu8RwLoTDJFhHHsaId1nu+YU2m7T2d+TdA+0z2gf9phIsQZKH79toBEn",
-	"AyWs7737BLc+Lf17MeobTT5dvt9ZD0KtQJeyYQURdtFr7qoHBX1oS1Hf4mBB9RXQ+Agdu1MAoI/MkENa",
-	"r+gaXWEONlJTLzAfnUbnhnCjWT3rrOyKmVaJHP1Ps8dmKWA0Sdk/ATtLYAFdnjLXBIWTqZfZVrtzdpy4",
-	"Np8mmADdKtpTZhdeKofsL80+Jy4YP/u9IbOwjcf6gvf349OI6SeDnmyXsjXZKDBwP/vkcO+NCVpESeu6",
-	"sGKGxu8nbsEUIyoc1Z4BdcdFc51MYVO9bkYoIGWPTSrrgXt0fClwhCK6gTbWf5iC6k213WHfpMJkoiqE",
-	"rcZG3W45etfVjtdy2oR7HRu9gwA7NS4TPtgzZmpMgtg7TnOk0X0rNm6ILv5mlIq4ndkqqbiym+keoELm",
-	"UG4p4jIZNZQSlDV0K5hBwFopehapiKfvfC0XTtPpextTBUef7vI+tQokvatBpHd+YgDMQR1vNmOlQQ+U",
-	"PiF/RhErjBk/BdhvtvI2U68f/q1lrWN53ISizbJhIjYGQZnTQxNM9VYm5XVN5hKv0zVE1i1ZwI/g2iub",
-	"Y8ANk6UPeqdl3RoG+w7CCDkEEsBikmCB8VR0VIR0/jIwQF3YmUI+pnJ60UzRuQfOjyt8Pvv9H7bWis1J",
-	"PW8AwJiFcAhtO0ITqt1L1Mm4ILcnv7uNwofQ0HtKajan5ZpoQe/ZTUk1I/ZgupZwx5JCVDT85y+2j35J",
-	"P7/DT58/w3Kw/s9E6f6dZZaCPD9+/uzUudidpQpriBq5pIaXzkbFRIUG2J4Jq4XCEbmYhFDH9nlcx/b5",
-	"/gJQQVrB/9YyQpfSlW1r8lYUmNuLP+TP/ZTl10GcpWL9cXbw6i+bOiC+U5DnLwH+e9Bf1P7LX4oNIlw2",
-	"Zl0QMMlUYPYW9bog94w1ulclFzsZzODZL38dct23H87OvagnZ5tjKoi/b2ynyPJPo/6pcFEXVoS707Zr",
-	"DOTJDQmpAtgVvogCJSSUkTeiVGuEAYSAXnx7U3yPz/T3L7+QTPji+Ltno1JhINjvYoJ9sdW+4eStcQlr",
-	"VKqacOVfM232veq7yyDGMpwYO33NPpuQfUg1qaihJ+5tfzq7DibdrZODH4yEpk87okXAFww35SV2HKLy",
-	"CrSc/q21UrR0sVlmQXiFlx3iJvkn6NZ3kVpbKzhP25982m+0B/7mjoOBhr5PfJJOw/PJwR0X7yqScxFP",
-	"LgIinB409S6UV3FVTFc4w5P+Lu8SQnWGSn6ivbRSu0NwDA/rEBKYx1WkLjglWuVcEAtMJ3s6P49EZzqT",
-	"OhNGrU/h0NihBrMgBVP4WEyJ/WQ3SCsYzbFuWMlnvCQzzupKo4TVddx14mpyUE1u/3L55vXZ+fWb13+9",
-	"TUJeZGkFAxN4BXEtd2AtVBLr5iCGm0i5PtsW9NSnD8LLpdT0IAFWARjLucIVn3ORhU+TJVx41Zn5ZMqJ",
-	"ln1seFeTynil6wuqtBVJH/rh/D7wtvD3cr2eHFeUC+j9CCsymMz87sUfnv/heUGUKV15ysLV2+ZiXjgY",
-	"yAIJvxXVsTvmx/aYp0EhDVVzZq62nPYfwSrYMZ8CnScQXp9mAs5+DfikqAJ1T+/Wsa3zZGfwr43y38lY",
-	"tz7RhJWOUnzheGeWYAvD2R601vn0/gvFqrmt9pX8cQrD1OTpJpzP2WCerSFqbiTuLu424mvFqH0GJ9mY",
-	"NCI95sEMFTjYZBEurXRCwVhcyjsTR0h2Gpl3bgbLwlPHC26P/d5DJOCZOsMXVHGzHk3rwlUfVo1q4EPM",
-	"vUqkcC1Yea9ziZD49NSDtOCfzpoCJhwBOU4X+HjXtCLo49y2mVpdN/5pcBAhs6wrQJTCmW6oYlXeC+2C",
-	"4oIbmpooUAFjwxZUL3yus29wYnzC10tsczC5iYucqWN8SCoAG7d7i4Bjm7uKcOS7Z4shpX6AbhykeWJ7",
-	"kaTyNk6MGASKc+Q3oXxeRzPD9KmNzQ8jKPwZyJ+63lxS0pE9YG5BfeK1P3643AlzdtPUfIwY32NdV92P",
-	"jHCfdSXNUsCLOSg6augd1eyd/cmOeYyF3F5cnv3LhzPyt5aX9zewRLf9XntpuvDCa9cBmMBprXfDsdk8",
-	"1d3sUggv5QJFpzEruSP2RInayL68RfrF2BR8aSgCp9c/J/NaDpKu9ncVmAspF5QLZ9Dq9UI6JHwg5UAU",
-	"JwePKIi9balzafbdBsSlroci6pDK40VIEWTyDI5kkX9E9Hf3nGB8CkgAStZOCTTyngmIMgVbUsLmUVLD",
-	"5kk0hXP3BC0bXUddXky/FgGaGYhURLOytVN6TJBH1x/YFzNV3Z3SOsqSQ0ugJGSsiGEZ+gMc35O0RnBW",
-	"1xv7spsbNPXxtOunI5e9fZ6D9UpEXw3H18to3YQ0AEKcKwpIC0ZG1Hl28c5R6CvYdEBAjJt3DqJZL1P6",
-	"G01oaxaWYZZoA1BtzXThBH+uiFQVUyfkB6a5A97TrCC3v7uF+9wX2I46KsitbRKeL1iNcG9iHfdjBSxa",
-	"18BQK3KLOc+3ZEnBd9qldYNf0EhChRTrpWy1+0yfEgNRymahGAtuE1gXMOHgVqNd3z2subb9Lpjq4Tc4",
-	"e94DZyvLVPCvUooZn6d/XFKBKk3/Z0VXG49qOdeDRuCn5HuVXAkHfOZ+BiS24buG6vtho/gb+8xKxJnw",
-	"zQaE9MEYwu/Dxttmrmg1fN//Gt4GjCf/Ev4RnpULKgSrw+Pwd9eXUYwuuzm4PzeeNzVFDvLAy647/2d4",
-	"3f/QYRH5Xwyt7+GCcfad0Eb0S2gm+s11HP0S7U38K6sZrrdn0Xj+wswGP3cz9A9Qlxq+Dmc68+tmG8ro",
-	"ZvNl++Pmu61marNl/LVbUK7tChyvaF2HVY9/69bMlP0/Ekvd/9Uvbf/XsLypUKqLmq7vaHn/nlHN0hW8",
-	"BFvhqXevIiNIiMrOrf8mX4/lLaS6ieA+qG2ve4Zybg+i3jVPXVSXGUBCAKMXCDbpBg3/3rVA8Ztu6sFH",
-	"WnMwfyjZip01SBjKNCEdXp1kY4c3835Ueyf9/+y9jXLctrYu+Coo1Z2ytIcty47jnW3VrTuKbCc627F1",
-	"JDk5c05y3RCJVuOIDXAToNqdVKrmaebB5kmmsNYCCHaD3WxZ/kmie6vOjtUkiL/1v9a3aM6VqKUuUJ5e",
-	"LuiqlOTbKTQIBgVueSUGgw/HDdV7QDSpHTaIR3CbGlIpeV+XfyXmRxObhpBAIQjPZFgjyP5+8H8wqSgM",
-	"eKuTgeF6kEnO/D5t1cirFrjWYcftnz4EvbeUNwKd4iQwICCja8qnxRsNgLIoHlipc0jgGP/WOZDfH/52",
-	"4+Tm7w9/41X1+8Pf8PGT4vdxX9sVmMU/k9h3QYPG7zv+0sF4KzEVNLCy0USCHZM3djQT9ZUYYUe1JGOj",
-	"i5G+wG/PXhmqW1lkrFE+jZKKlXBCD7ALynCNlvjjOXryE86UnpTYI0yJxWR6aRkvZtIamBwoY8hQsejn",
-	"TNzoa4F610QqXsYbduSzZ+mNnWyHnt+McOVZydKhde5dugq/2xEkUFqWEAgduljiNO2RJVV92tzTWlud",
-	"6zKp7HsBVdFDqKp7qDDzgI2n1lajSXkzzvx/z6onqPaPp6UZY37A2An4ccZ0UzMfXIW78eOrY3jg9Y9n",
-	"zOiJnbtj2D27OEUwlovjU0dUb5+fHkL4/e3Zq06bSON44djc5O+szK+FDUBUbdt7Ym3kwuWWPX9xfnx2",
-	"8u0Lp4zr5mraDuSWCyllYE5UJc/BE3F2cX4a58rtxTfEr38n2wnLd/9dGtAbTLVWSTjviwYqweZ84SmK",
-	"8T4V4dKZcqJ+zeGe9rqE6DEkAQCQphRAzv6N3/BzeIXog+1+/+rcbcA5n/BaZuz7i4vT0eSH0yfuj8fT",
-	"Ws9kMxtdchBSNPAhZRjBsy9f/ehOze1bT52eU36FsunWhyiSbNTIE91YXY/D+EYWQj98D5cPfvFHkWSc",
-	"02Qe5fd6HvaY8jvn1PpTvK9ED1JbFZHMEP4VSOz3bKepU5Tm8zfd/Q6+xvb2Zm3ny/iyH0JDCejSFvJr",
-	"3AFyw6TZ7NIKy8BZdU8lW7patINJToK4sme67LnJ1KESjP+QiUMl5xQ5XFdIvt7TCYNKE3qhKT0/pCLR",
-	"Ebj2yeVQ+7IqdPjTLuODH5L6DN8vdA+C5KCUZr8EnxIso015ABCFADW7DPsdTRWX8UaViwFfogrbdhNy",
-	"rYxQpjFrt6NOnq87dYI2i6mTrNtRVXIlMlbziR3daAtXmXIU2lrCjBlZjYy8UrwsKf0YwdR9ft/mywyz",
-	"i7MAoy3J2iqYTf69Mz6xzyW/UtpYmSd7C/m9CpgJ6y4wuoFPVCHeJ5RM9+cOmBOkLoVYB1E1fmjG86kc",
-	"3Csm17OZtIO/i49bUeAMBn7EvXqsleW5TfZKkmUpzQp+NH0QXmtRN/G4DtnBKmUOnMkrfTV4vaW+2nql",
-	"54pXZqrXb2quQ8pL+JihF4d+Cxa+BqV42eD1WxdFpZSmvzq20t9bRjWzU5EMmC53M7nRkJRCAdZt4j4b",
-	"SajLOF7htHXNXkJ2ZU8YzIp61g+d3jI099xt0kC8Wg7fWbpfXerKukSeuivRmUZ7vkw/SXYkeCGVMAaz",
-	"BdaELTH5mp5GbTeRTbKmh5bv4xRuF0SgpWKziIwHXuFtQKERc3pthKc/LTGsczWF8Hq9JIwD7IfMXMuq",
-	"ahM9cuhWFpr09ERP8Z0hn5lzrESqGxVjvYRm/r4EqdsRpi/YT1Erfb3TTiKLz3Y9UHK4U8PSadpLxfNc",
-	"VJY7Pt5zv+DPG/I8aItrrrZ2U/ak7JyoQt7IouHlMgUMD54tEVoKTmpw9L5tguUW2a65L55fLDZlg3jF",
-	"cMusEBw7btMfzmdt8scZ+If6bNOfprrtPQTtqEM+6owrdwq7ccWSrpmzgYQq9jKocWK73mXm/oXf2oNC",
-	"MCq39aY1juYYbGO1u2slV0lr+szP4KUse1zu7gE3Y1kKtutL20TBfjh9srfPXknjxJuvchfvK20Eq6YL",
-	"I3NeQkGDOWRj9/ZJ0QYSMXZXi4moBXXeXlH/EtNx4iLv7+FDu9PbuIs2D2GPyLsI2P24xiwuMtRKPEjf",
-	"u7zURqzzzmOiM7SZh2fBztz1XMap7L+KjNma59cmY8Zqx4cymtAInPkZq0XF3W3c60lMK0Tek9iIAz9g",
-	"+Mx2mAgY6NrYQMvoiR25izfldTGil4azo2Jtm1BnvPsnbilFhSoc10wsgpflKC91fo1hGewZ7r4INYNb",
-	"slW81T1QfbJ0Fqgs2O7btyfP9zKWu2unnH7rvkoXxN84XQlFtfPuzf2+z6WTC6IPokHZOqkcBfaOlk59",
-	"dn91G3+5sGLojsNoQyBmOxwnAMxOaj5LOchfwt/ZLnisMMjfFFJTnxCz57YOmm0PBnwqxPs+9vy9nvsL",
-	"Ds85MoQy2d2o+albKPBcJFC26wl16WCxSJWzvOZmmiZi+shaFAffkwe8AX5apOwMzexcG8W6WHb3gvj1",
-	"Dcy3y8YLxDTVxvb3R0R++zxp4by9OGYFeQcgod/R8cpi09gikJPSt8Ygaxk9OACrGIMA3+uURnzRMnm4",
-	"I6i1gF5IDF+rd/jRd7PqyV5foyFc4WZORVV0UBrAgFy2B0HB+FgqlRBFYTqGfOMbTC016pC1dSpLTxfB",
-	"JYWKWOXydYw0LPwM2IQ70WQjthfxrHjrWna/pMq3PKlz5zrn2mUJMU32q3fEvDYXtnSUpy8RiPluS1pg",
-	"lQGHBDnBdqUsXXV0eDGLe9y0WMskRW3C3/KRClkSUq0nYRdAupe0aiME++7FBXvIK/nw5vHDwKsegjNl",
-	"NNOFKDuxsxho8lxP7HPh/+X/a622fy56kmOPvFrMu0JB+qapkJ3gRrkjlR10jOR1kjWDbQd1eajv9nYG",
-	"gDRDVf/+XrW+QWLoVxs7TYF6IcXX6qpXGzN9F9uL/dCehETYFi7YF3Wt643mSi0mkECja2hr4RQg6LaC",
-	"+GDxZ+9GzcCrZD6iltHqepv5Tpsssbanq7PiqZUFyHmO2NWLSjyTPeaaEWA19yYyuWNmJVT0tw6CQw9p",
-	"4TNB8JAeACKapQZnQ3zJ/YqRL55vrxRZK4eQfuMurddj3c0FK8UQfgblUaV1mgEmJD52Cwy3QQKEOFzb",
-	"wQKt7M2zgsc+vlK1CcGtjfPG2GrD53UnSlt7c1b1tl51zXQ0rqBYdfsBt5ekC7KGbNCLhbWSlk54qBYW",
-	"af5/fk0sXuh2ipfXDIbrXvTGl6F+dch+swYWm4O30MLO/J3eiabgNDLkIi3q93plzI3+A8aoe3undcPY",
-	"2/ae8OsNV/laqiKd6eJMIGll6qQvQkQ9jAfE4BSULaJQ2ELeMvzrZU/6B/Y7Sov/thdSuNy36cZB2yoI",
-	"8GPg9PESQSoxR2/20ekJoJP0OkysqGdSpba0k2EStnQB1fjbRLS66JnheylaWSHrmisDaYUmWZQFIFUo",
-	"fwx5ZaxYs/eTWs/6dg1BZ9N7pPteAg3k9r345BDvhJszzKEddPPeDTkKT0zhQnc3fD0zA8bguM5Gl1bM",
-	"IBLizf/SWw2JDCEIS7bbJjoTf4zQUyD3ee8WsiVmdJt2M0w5vUUzfSMKnx14JowsGnHsKKSpboc7Rm85",
-	"AxfjGazGj4QMXlbjZ1LoR/XirFEdlNEU5NEbVS4oQg51e2JhgqcePkrSc5YOm3u4x1TzYgKCtJrl7vFD",
-	"bLECmIeXyK9h7r57T3BUUrbNTF5RwCWAPrQYkBswH9eBPNY9YTIMn7V+EAIfgY8zW3NZpqDZ1s5kJUWT",
-	"NitM4hYXKQ1J0kb5233N8RVnORf1gtWNSiKSCCuKf4rF2rQhuBb0LBRGgKk8101ZuLOkX9Awj741pJo/",
-	"uqZpKSQNAuzHA29zEcHL4h4DuqFL6TPVZO3WhgSwjWoKO9zTCcyd7nYdIpDQNHVD9Zlg4SmMzG+zr0sX",
-	"jzY56xx31r2Pa1o6QEHOxVTWxSmv7aJTE/fBnA0qHhDAF6sTQiVW96auL7t6LebLZVctgjltqy9+I1cF",
-	"dZTGTMn1cJZPD2I8y6cHyQ1PbFt0S1Zm7M6Aem8DyDEyQYuKoDQB2UBpVmp15R6bp8zEa7HY2OH5uv0W",
-	"du6HNmfDCBQfTs4/GmhVV4ZoaJqvnGNyYHJWKSQXiqwiXE0w2rfJIkgy4p2s3bz0tbdCQa/qfmAFYrEA",
-	"heYT9wCq0KMQ3AqmYTUDe+4M2RGhUaLX1tl/U27CX9MZ66W8kpfl5ibgQtlQh+MFB/J31DkG3pZrISqo",
-	"b+pHhHlBX5rXjvIUefPgzrf4MLW7HtXQJFsM7/QmqnW7BfktofTsbr8W6hAE+fv+OXJ1+nODJk9KQwjU",
-	"WD6rzIf2PNq2oVByIYfsoKfD0Rra1qXMk/g5dPMZPhESNP0WSMXmPV7yZSyjFo2DvrZ8KaPjW9mQ1IUa",
-	"RKp9etJzkrRgzd4dsfbAo4CwHUx6qZylgQK+g3kSfbVnr2Qtfmh9p7cT4afuVoo5pp24EZfic6t7OdEh",
-	"xWVd2wOcHyDPMWeHXE3ZZanza6gC99l5hon30thD0uEowIWFQb4RY6+iCOgAgwwjD2OGgSE3r5kTTcgY",
-	"C31I2hsM01Nnc2trI8JsBjXJfX0AOHRaE7kRvBTFUSUv9LVQaSU5gDU5E8K9AAmRAdll9UBt/1gTx07h",
-	"dxo2uKhB84a6t4rbd+Mex8u1UMPSc8PU1rMhPyKNnSaM3pK3WpciYxxIvcDmP5NVbB9U3gDPApKVEvWd",
-	"jSztiRpWPwYPM6kO8b9GUlHxW86V0mBD+7psXcfMI1Gg2Q8J0SL2aVAzljqIxYIRI9GQ+R6yUzl0CVma",
-	"4e3l4RZFetif5BDagF4KLJfZwmX6FhshqKj8wA2brhANJ50GI1y5BjRFqPLdMtvVvTgQwqBvumvieKun",
-	"vdqNaenIodpBYNH1+oDfxtN1pLFRGiL9hIy/MNsMbh4Y6tS7HFwOCB9zC5FJG93T7MlTavfw4yX0tdrv",
-	"4yz9CGOBZoaiioUXhjkrdClujyF2ZqtTXdse/BvHHM8uThlIyQgmo02GSKhUG9oZ0p2D0bZJ4Ja1yNOM",
-	"g9pYAKfCmfG6ljcUMG3TGDJmhCqix6SFv3RQN2gwgDBS6TDaGoQbWCFXrFG1wBV6vBx8JxRUw46CSZRq",
-	"QHznqDeDU11+aNNc9Fz50KqbbZp1JmuSLvynC/b2+enDi+PTMMKQyHVTV9qIdZCDtHnQwCo2owmCfVRS",
-	"Q85Ehk6JXq3+Ugpp14Ab+VPddLvD6YP6TEd8p11DjakTYPvn52fHBIbQwq+67VoqOLVr6kxNTwN64BFt",
-	"LG6lZ6Ffc8BESVPPxvSVcMKEHTJ46r2QLiHhF65rzEva20Y7upJX0pi1eC/hOizfrU3M9ghQMtK002W5",
-	"mfdQdHL92o4m89DM2f0Opfjkw7BtDYFTy8kGwf5nMuwvG9OYF4tKjCHIppWgXk5rJU8sO37P1j/8Whfi",
-	"GL9zBKWJotj5/ZelTUkL0e52BOzidUJoM3vrZWc/8PcpmGNjcQ5eO3O60lCG5kaVKpWDVy8N62b2wMAF",
-	"2OYLaV0CttTcEuJ/6XA3xKFjAnNLbbcyG6Z73M5JgSyJs0ktIqoJYMH+rB+YdjeX4mObtQpAyVXFljpC",
-	"WjAesdB8ZuUyHfpYBaskgB/hqvqw49rgxddff/V13D/u4PGTDxariY5PmxrBbSePlj7w1eO7kBTDOqXZ",
-	"sjfMhPeplBPhxPBhZ1eCGA+mE5T2mkjX22fP0VfEvjo4WH9q3zx90gk6PTpInZlj1Z3JkkPr0dfZSkoc",
-	"IndYjfx9EssMlAlOYoA48I2Y28b1AdijR8TsjhPse7zHpDJW8NBvC9EBDtkBDQ0IXpqKbdeF36KNONgc",
-	"7UxI7zXs5cyL5dsFMlF952pJKCfsufU6pWyVwkHX9P7oe+Ou1lRHjZ22HaH7DNcOEhzDXOva6eHSks8D",
-	"iw6xD54x82SRyZSbU/pxXdt2PwA0bqfvxANv2Z59Q3FDqg1BVOqA5SawA/QXxIMwPlROm9KHclAm8ume",
-	"yysB/Ux5iay3M7xSugHHvcRM8nzKy1KoK9GWkGz47BC/VnSc825HZuzVLgAH8GP2He/9pLRdW9RNF+F/",
-	"OEDc6DIkSbuX3d9V1/uedKj1uDeNqDvOzXZjQhPYStQrEZv1FtNywn34vr8TWYcY+pqV/zKIaPsdZssQ",
-	"jrjxkOu9nOg91KUWjbaFBrzCZz7AzYZjrWuCGSG5CGOp4dTSXqQajl/pWtppP8GGJwCpONZjf3j+9U62",
-	"c/790ejx10+Taixv7FTX8lfIrPkecJF6NpiqA9mYvrq/vz9mR/HrbIpoURgwwvBHaBuNHLNllu7ynr08",
-	"Zo+fPvo7Ir++PGZ/f/ro6WGov2ccWpFkxE6XmXjC5aVSJfh43xn8ijYYTpPkWMaEDLEbZ3Zij1SSsZNa",
-	"mKnT3ws96y1P2ohu1LIYamHlW8ZmePUJwoQmlvu0PNxCgMHkHvDHq6cEHpOWLf/SiYSlf294KS3kAlS1",
-	"tqhiwZU5xJwJyFrvTIT8B0qzf2GNob9Y7nmEgpkmr9UQCZNibKaNpAb50tdXxgnHDXhPJLtqMaLt6py/",
-	"CfTnhSpsPCBC+L0elDCvryMGircwi+gWzyNNa9FK+tjK+UxfC8dXvnUM8nZq7jnBiFvNjBtuZJMtkAPb",
-	"TBRp4AgZXFsoJmygFRCHPJqteG5YkF9Lp8v74/VN3pe2Hj86dOvSfBkixMibHVfClUKVqkcEwy4mCYvA",
-	"vdQX5MEfb7szMNWN4ogmsHH9t+yb7ckDdmTT5dm6WhdbW4OIOGw7mmqPYBNldi73rN+6O/q3gHFPHGc+",
-	"daoattUms4s9OtiiIXqygz+UYPRAuLlNBPREFp46RPQtzBx6+/wU2M6El6UBgC63OxfHpx0/POJu2dzx",
-	"kqZIQ1knAY1ra6pnDx9CrMKayrj/fnv2KuvoYKTWO5WQSTXRTE6iDgRMCYGG1GzZuj148k3HefTNJi3U",
-	"zXHAjU0TK9ae+YvpnqZb5E44oT01hdTHuhAJ39XR0XHGTo9/OIL/+9Ztz5uq8XX70dqnTlS4gfa3RZ76",
-	"Xs8h+7ftEW+1vu7aLbrB9mU0MDaHhTBkf329tKGY3jurip6q4EnVh4HEaqpVM41TzbRXshA4yXcwreXN",
-	"cvCyd8ZTIa+mqb4luoDmSe7Xu2mU0VP7Twh/vX3V12lqnF2LBaLg0KpBFZGd7MAYcdImC3x/Cs21sWEz",
-	"9FTZzbVSIrdZqFDMmBG2qTLq0aBrVmglerpEy5m40BBMgIPbCO8bad289ULT/SMTqzY2LHjg8a5hcdDg",
-	"3/9MDVJCx2k8qN2mgFoWm1fpZSZ51wVNXBQAx+5Lm5bsvVX9UBaij+6/f/z0iZvI94+ffp18eS4LO+27",
-	"xfDjoEucYHseJ9RSs6SWdSQZYqPOoYnWBTfXH16o0YBVQ/mTjPsugZabBHhoKs0y+YWVPEu4atxcR1mW",
-	"8CIinZP/0mnLd51w+aHlXetquhrliHAtFjk9w4r2IR/JTMORD+vEGw9H/X7LEsMtWzrBrnRvc9Hv4HrA",
-	"9KluZT89woy/r2qdWv6PPvv0uzc/HP3H6dmb4/OBrP5K17qx6VrSNq+sfWqwBJlR4vdatRuX/QM+vAWy",
-	"bIQyvypmKqFeylI8pxH0BlDvSiiEbSraFzzXpnYNh2z0qFVMqpJbtwXQ6oBSOjGONVS+1nxiN+7NEvw+",
-	"Yp7UGxFToOqh82JfOLnbHbm9oJ2r1rkh6c0Np00L8xNdQ8s/hOvRSwo4JmTESFhIgobzU94YcaEtL1+n",
-	"LEGAm7ri9SW/CqQLuaYIOw2AoYoprvR2cKRX+amoc5HKxfxu9WuW11cCzFv3ivtx97s33x3vtbfKg14P",
-	"vD5TwaujstT5t2mwLfgz+MBL6LUF6h+vGB7D0EW6V84XZtM3YGQ6LH1puVSiaHUg6giqrkjgDfy2ambf",
-	"5euo1ntEi9TxQofMocs0vUvE63PpF3q3a1wiyqUjXdr9aJZ+b7Ll2x/fyjWUd5rUIAE1QCOkGfwvJE20",
-	"NRSXC8bZTBdNmYJ2LopaGJNsM10w+tXnmemajQ/24f9jqyJelsztSj3h+Yd0jsHZRb1jetrDSGOFcgOv",
-	"Hc3nJfDcNrwsF+zSm7ipYOJmiP/V6NWl2xywMtPwa7CchKmBy/TVEibMtvsFXklsNZNhkDqjLN3R1Noq",
-	"A08EtJpx/wmGwVxc1jbfIg3VXSSG5knIoZt0Uq741nlcL1Kd/DrZYdyn84h/NbyEhlXuFyzyNlJdlWKr",
-	"bNjejm8XwZ7yz8TuoHV+oOWwHx5kFveY8hQTcib94jtde8JN3dDEoCXsdNTP/WI6tIxZ2wikj/PboC3f",
-	"hV6Wjh+e+WlVMEuuiogBbeHAjbjb4Hy6/oAijgb4Ji/5TKZ6SR0pqLKzbAIPQAKEEMqnYZEaM0Ikl5/E",
-	"5bnOr0XCc1utaW0flccoIYoA1wmpc0Bw8O0HBqfSZ40beVluaB2WU7upKFrmsze4jaq10hxwLssi53Uf",
-	"cnpnktjMHIqfuC/c9+9vDqKHL8W1JTvtIjeeZs1nPR1DnQxED1Tcb2/wOW6oviLbAT8A8IwqarInO1l2",
-	"PXVOvUYfGP1uzjSjUHIc/EuhRaMoS+3+7U4C+28uVL6ZiVnsg7exZVi00z/0SUW3z/92/uY1s+K9R77e",
-	"drPzpjYp9+ybikNyhkY8JrY7Pnvx48n5yZvX+yevn7/4j/3zF/8+3gOxwY1xd/BfjagXDMdD6jLNTLBa",
-	"Xk1tXF0ftnJVO7khQ2Adf3rhHnqhbkSpK7Fe8rxRDI4p8xYoghV5SItdc5PvdzZq/+bRXl+qUdKb80Yx",
-	"PPiMzQkvlrBzaxHBeKY67jYzUayb8jwOAOOYuVZWqoZUFSdjCKfF7XjuTt9p0n3+qIHF/S1t1WJSbmHl",
-	"GPGvhIde18isMgjLoJbDdh9l7HHGvsrY//f//L/BGXrFK3OIwEENFLimVo0jSHW1hz2TYbeA/P1BBGhh",
-	"+lhjBhaz93GHl4GVHdLnQDuDLwXRVRMvDhOJwi+dG2HukIu4Lc88CW9Cz4k4SuAHJ2qiexuYhoZSQ3kJ",
-	"b9yOWAK17hl3KlhTXdW8aDtVOeugfZVaKBM3NxAharAmzfR1bgPBmBIfOy9azUJC3H8q4pJpwAKDoGBG",
-	"X10ryY0QbfRwG3UqVoAS5bYAL1Em25L6TaMAkXvSMFlgO0yFdrph3L0MKyiEdUTLCsh6VT1ykNTgi0XV",
-	"h1XVCnCT4TbxlLAxU14JlhBXt9uhoFQkNqniqXDGKbdTL/XC3cxYLUroMesjRUenJ+wSUqTRYljDltNn",
-	"wFleSsTDcg+ZAP9cCzqI9toSB+jHzzTu5ifTvC5iHsdqZ6G6XRb/So/TXPaLv7AbLHqsXceMLwIF7p6L",
-	"fBSeH3nQt73D+OoZAeIAagchs2EyEbUYoGrCwXUnmy0zi6UrGW1ROJaYTCKSTzG7c34jXk5mlbi6ELOq",
-	"5PaWefVHGA3MNaBD0VAAJQjptdTsBnp671ofO8SnnaYDM9jrCed/K23NrfjnZSqyfYGeTmzpcyktBrml",
-	"YteX0j40h+yAlYLSpIXCL+ZTrc2GRHasulmXyp6tTTZ4A638aV7QRuuQ5bpaEF+CZGJVNTYWcu53d+A8",
-	"B7c3VCpW+ewdL/mc/nPW4H9DQt4vt0ZkCCeUrA5KwZRkO+K9rflRfZVKL2hq7JdHG6wrYraG/vMh5ohC",
-	"ZrTJWCln0qJpOQL4MJuxkW2UyNy/9USW4tlNxkaluBFlxkZXGRtdi4VU9t1MqoyNLicZG+W1+78z/r6G",
-	"Pqajy2aCbdFGlXz/bjJzg/La/Z8cOM7I5O/stBbGg330pL85awGn7a5tNPNEEdWqvAiJbVEJVODMIA3O",
-	"ksDSdGEmIVPDXd3EZVlzZR8fbLqxfQkb9HH8Gdrvy/eiNFtP4clXm+ewIdPjh26Wx8pd9V7difb9GZdz",
-	"4jdnj9GIrzcijVCVLSDp57pCNxW3VtTuyf/9X0ej/+SjXw9G//il/c/9d6NffjvInn71+//ozVQYwtKw",
-	"X9mdsjT3/zYdz7pMCromOLPtmNr0MZgS08dPv17HvnpSMejD8OsHXM+/P/1mu9K0zk3p7E2H+/dJ1jNd",
-	"fjjgJklQjhgw3mWAshQ94KIsvDP1NsjuKxA9UXk+tg8ZJB+2xu3Zrh71w0B9wPkH7m3wRscY/UbkTS3t",
-	"4mH0hRXs48gS8haPrza7I6DjNBJ4vOreW7ZS13Jnd26lXiVx/yCB1xcdGj5bStRzkrfx1U1bZxGvL4s7",
-	"9M0D4PvcsUWL7csLeSXRzoAO6nNpBHmX8RmT4SPuf7X7v4BranLtMV2mi2oqlEnJk+4ZDxQHjx7/PS0P",
-	"qt5SRF+X1dbmkUFS6ivI33WrPqRaVKq3ESqvF1g14o8kLxtjBeImu5WtFiuuWeA364s9KFFsx9zkO9nt",
-	"ygsT1YRRSZDS7F+NhnB4zUqpBLusBb/e8lz+9887P/9c//yz+uW3R9mjx9+kT2JIdd7GowjTznWpFW64",
-	"ZvOptIKZiuebOV9n4s9+/tk8dLN++iQ16eH1fuGaJbkIeBiOddnMVFofzuE3DIeiP4JSOxKBu+QW4uD9",
-	"4JtK29dNuaG9Bc1CGvb6zQV7/fbVqz7MSDnj9eKfYjF0vCrKm6W3HcGkh097P5+LvOSOBmlU99Rmk5+O",
-	"h/yUfhc6S+g/sTf47+SJQXvsDPu+ZYw6UoBBI8U8Ed6ASZu+g8PcHhzUDxJi8L63XB49qvCvsbZOcxge",
-	"Ye1cy1Sn6SJxX54/f4WYRjOhbAqdWqq8bArxvCihDq9u0B1o60ahU9VqNuPvnxfl8ZTXabdUUZQX/vn1",
-	"V8xNZ85NO3z6SqWJBs+3n2hqPd+Iz1fruVnaBjgMd5JDIxbwcE/baLgRoAfgZNt+uFHGBPDO7mcHRhxp",
-	"CzwxhWwIjjnrcMmijitORxfzzXGBLtm168sCISwdcpIIsfr7TNzoa7G5Crh2z0EZcFmG9lpIV45Rr9Ik",
-	"PfOi0vm0B0Kf6s+Fe8TzLzcYqgXK6XHGt09Aa9nNIqcEIXfvw0SkMY0oCOCdK0CtrmlkXofGjgOvjJvE",
-	"MIUOlENqp+nnQsjxbl8HuE3pW1l3w5Inpnhlptoe5XkyfeyIGXoCSkKNYVb2hHB6UIY8xnKh56rUPB3V",
-	"3AQ4CG4PiR5pqyvD5rq+Xu7WuDb3G9/uKa+Q6PmH/DLv9vd9TYEVThHOricrPFm3cebDCG/PXrV9S6EE",
-	"Rc4gWZLX9cLjD7a7uiF8h8vI/HZnVFXRbuDmU76lQ5uOX6MBueUFwFZeIBth8VKVgFfpb0UAVXFGCtQl",
-	"c2t5Pp2Rse3ZHDCzbMe/lnSZrMU/IuSjkLIB+9mWQT492KaRxqPNDhPalXWnco7tPJLUR7fwgWnp0CkD",
-	"6STQYZ16b5fe6T+PCOWWXwtFOI9RoFoa9gYONi3TIcX0hvefjgf6uRR2LoRqPzowlXBTA1CYKm3frXqA",
-	"LqPWhw2PkwaXlznk7G9Hk8fUQc5qZ4VsviC9p3zBr0V0xJ/5YNui40Hktrq5ULX6XOeNYx8g2o+aQtoz",
-	"kU6j7TwZ0tqVY3c+ozLXytY8Zd0RsMJJOnTSqp2g4MeoFUMKgwYVSPnaM25YeGHb0qieyM8xoUbAz4eo",
-	"LFe1vizdWjCUq8rFqf8LmQ+D7ZnVI3LbmIzg4yc2Kve4y+T9opcGbrbdbL/MdC3oE9C9gdkpV842Qp3W",
-	"QLHHPG3SLLGObuFP5xItrTaeWbYG7+Hc8tqGvoC3Yyjo/vbt6J+xceBwYzBux7yqxqASjT124ZjtYkcE",
-	"aF5MP3b8LmN3U+plfqKcStnKt73te9+T88UjJfKA7o9dDi4XLMx+UBTsNo3uw14dQkys4+ilRuxUkrbx",
-	"81sWfAedxSxprA/MoM9tap+Ob0N7F55PsTqv7UjGdqGrNMtLtxkUM+nWVFOai7SUC7LcaR35x4G7Vm1Q",
-	"ZTieZDJWN6Bz+F3fmgFNwQ/Zu3d0WD+6f797tyaWlPrK733kjqs6rfX7xW3TVKqmLB2nfL8AfBM36i1I",
-	"0WpWNZelNFMmldVb+XRDZODd/uiX//N/7Hw4beB0ypL5joS3B1bBi7LuPkVL57cNj/Sv/A+GqoKAIYer",
-	"wCpgNgC8VRtyoRCNrlmpr65WYUM3A6sMJL+oydG6G5DIX0lCGMTt+XtEsa7uSBIbq6u2S3BGXIrDriYl",
-	"/h9WjnZX+kWKzL+SdNHVRxAuCKK33fXcPjNi62vxkUXEZqHwmdnaEIZWrwf/wLbyPqFF4OlBKYazmSBL",
-	"JCpMXA61zSqeW1H095H0v7CmAhjoqcynzHcTBaBcP8bQts3c8ktuxLn8VfTUnrufQoNjejzowVCSPvBb",
-	"/RU0x9Qp2XQqaQYOO+flwNnPa2nFiE8FL5yo3Xb+0LtVrIfwwCYpzD96G3ygum2auXojUie2tAXRRNN3",
-	"2F1vwvlORjoQK6pGSYSwxq37Fd7eZ2cefocbdipU0UEYL4Rxi6F6F/QtHsZ2byFNhXNktqkRDcjpy4x3",
-	"0ck9wnnMph4YLCNf53lfD0oSrf8IX1kvrY9JUmNmAM6szY9elfv4yLAgVyjRwmF33749eZ6uoBvYbivg",
-	"Im3p+RoGMmehL4Ju4H4Av1nt0RkVFVFTmnVzrp1Z7e4Rm0jFSwzRb5j8xp5J26USc+shqXxWQqOsLFnu",
-	"NDPV21XruP+cX3cg9gFNnCB0JYLltxTQV95IzbGHIJVzcy2QVqSFfMZrqYpnPTCAsL9b0QiItCFhBciG",
-	"huNbbUZ428hC2OOsE2UIYT9cTnfDtunol+IGPViTy7TKzbVJJR/GViXwUkQhSluUne+nMRMAEIVfYRlT",
-	"ZwoJHKIqWefcyidQP9xDWdvJlVv2aChIBb8CwZOgKXRQQVoJwOdW/AO7Gl207Pa2vY26si7hT7faprpK",
-	"HPs2xIBF74PTERz9tpg6FeL8he3zX14D/JCgwX5tc/lyZtTVw00dyoYjhnTIzps8BwyHjL0kxn7hGPub",
-	"BlNjj4mpg7MC2HJ8p0nc72Q7zwMT24HyWEIICcPvZDs4/k624z+wk+344dcQxGnJFykE+iOAyQRsdKgY",
-	"xKysTQ2rh5hWKxO5XAc2lfLT9mnYta4qUUBhZh8Cq2H0FLsUOfdlw7TU2qmrVmtmSj0vFwM/O1n/vS0W",
-	"0NuG8oLmCB41bJ8jLfzFYLZQxuSEcbXYvwtfJqYzx+eeRgiCTesbMTjfZUCBxhfSY/VWhk6trUaT8iZj",
-	"+F+z6knGpqXxTsAeoT7TVhwVRd2/l6jfYoWtE+VtxABLp6Xtk+r1BuWw3bktNcMB7p402Mtm231A5as/",
-	"zmwliTm21rEnXVsbG221p+RAEsskGe9ePyNGjpSW0O3hURH8skpA2DWFLDDeF+rwh7Y1odG3FHzERRNy",
-	"r1Ggd/MkGM8Pm2bu8ZCz1uRDfI/O/JZyLtbaF6s786H8YvsmODjD1A3Y3Aqmu6NrblGt3y96be+Lle5c",
-	"bu+plIUMcoQq0u8XibSWO8EJ//B93mgeLa/zEGWctJRk6iuw3DMPY103xaHfL4ZZ2uh+pTqtjSswaYVr",
-	"eeYPvMUTsEqIQua8lbEbOBwtYZXBdXfRz6n/clHacdqnA5xaq6ih6p1qSwODHXCh9Zzay+CsDslF75Hz",
-	"cKpKh5egHaNhu77qrGrMNPNksHcnykU3J6NnjXoyKaUS64QsGL5zt5g3+PC2wlarQZ8ArCJMRdv6C7W8",
-	"kmuwZWgbEPresN2qKUtEaaSNn8iyB5+epE+iYo0kc3zspCiCBMFEuza1LsiQnmKAVpBRZvdAQECsdshF",
-	"1/t2yLgzL4E0IMkD0XidyuRU5ZWMv1s5U4g4gzNlSBAt6uXMN9CfrXl+3deyBwZ8YBg+1L/bm1dx4UZI",
-	"KhT9vqFX1D1P13bbu3onKmR7RVZZLH4goUt6v9IQ7xEd7WDvja9m+NN7b+KFbnHJvBwb7q859/Uhn91f",
-	"0yHzxGUAjg0eYJQ/1GHkMMgLj/MX2CRIEz7ni9gHgwPtZDv02hpXCpJs8l6KEorhOGCbI9fvWJxItKH7",
-	"WTLLPpWuj9g29PvAW5T39+jIoENHxnr69HxYt5sAQQsr3gUkh707bHOTHLJ/G66TeKAIrOHUI999qC0E",
-	"KYT2oBPJW2AAhTmNLXOOCM0eR+T7X9kuDDR0tpsbpGy1/CUihL3wNyNJcjf594KXdvpcWC7LZJGqMkKZ",
-	"Bmv3Mbxc4MNeB3BadqocNIJzSMLrYUE3wayna2dBaIviBGoR03IxDxPEgHQh3jN6zSfnoIEx446xiYE+",
-	"O0ikTuzHiSrkjSxAeMLOYSb+cA6N+w358Cn+TJgCwywyD0AQUiKiGtEkUZfQK7E34Nb69HLKJ8AXOsAl",
-	"StNf3aleKz3vD/B9MMo0n9geQdDeS9MmjERjefJ+5btDvgR3PvznMVeFLFA9OZ82ttBz1dN8c1O+RcAs",
-	"7UlYuY3oDJDW7V2ItyI6xaxLIFkn8wEv8Fqq98VDCamBdzuUAq0FFC9a5rFWN1lmNqT/NymksBtR8zLQ",
-	"WMRp4sOFFlCFAChPQGVQ/IbLcsmF1Ol1mj7Ob6VyMtzD8i59boN2jEtoR09uOXC5FzMuy9t3kYxgZIxQ",
-	"BePYiExpR0+Ugilm1L9pqeC56QE0OMcf2jAsICA6g84nhNGrjtoh7bY/J/DxwUHKsNKpLKxcVgDzEWFh",
-	"BjqBNWyuYNXDdnpT8bih5JstdnNdo0KspoKyRn9OUrFZ1FRuoASio0inX8BPo5PnwQ4HOM0W9jRRpaHs",
-	"ejyF8x8ullrgiyK+Ez29++CFxL2KR6NojC9y32RtQq0SDdxp7RZvSv/ZpxGFv+VG5tCP0+28O1x+qRsb",
-	"CJ0yQbB6OKGJ1CmkgOPTt8z9Iq3IbVMLSB4JSj9pxm0fpLTj76NK/FzPZjJF99iQE3/2PUw45UC2Hcf3",
-	"t29/ZrUu8ymXKrDT5Ohzic3/VkafamPToB3fa2M7eGeRSvdR9A+dkkxLDYJuc+RVrYsmxY1P8Yd1uCRl",
-	"srkbhKS7fc4ApC000FnJnN3CQ9gfGg2lo/6b9Oy2bqqmAvzlTVW/RvrO80vfG8hSB8r/QSEHOMB2yEBp",
-	"3eZrSV0u3HC4YRnylniflzfEn3s/zzvTpehpGNO5DZ+gMUzygh6VJdoK3ds52GqiVbhlbtMSZv2mXXDT",
-	"49cBFjWSKu7sCTZryNC7LRwkjFToHqSekhv7Ih2EhD+3+B8GUi47hpl0uholDvWO3qcPnTczgOba8IEp",
-	"pyaJjWILYfs/06gUvziPu+j6byCzOGSqKct1H7pdJisaS29UuQGxDA4GYCmhvSu5L1rnAgzT09iiUYpv",
-	"7MoDH8i5YpfQz4DNuIJuZP1jbmxsBkNKw+hhpvS8R0trKmjJdBr3oh0yUWpeS6iHTl+acUBawtxU0wPj",
-	"xs11H6iVuUYRDraEDP2VfOO9Idw3DN81kKKDWF1x5yK02xvf1g6BxLS4noP0Z7SkuIjZJmmld4BhsYCW",
-	"yQ1KwVi/zLNGbbalOq2Ql/okr/UbpK3g3zagsMN1GplK5M5kg7YIpUVcceNUsSU1ql3Wurz6F6qIWhht",
-	"q8lUmylMGlCDebwxyabofVpXh4veYo5BSqznA27klEDp8BWQGokpTnXtxFEQKtCUwi27cPqHrqmn9aWA",
-	"P6Qjspu5yFa8ogqsINa0oqsQ70y7tizc034C6bWH6IeO3Rl5lzYYnY7+i+dJ/+e37ieMs3NQSWaVKBi3",
-	"wDPoh92T8zfsm6cHjzKGEnbcKFDCsFlno/xr8I75GPbjLb+JGDkbd5V28uj0JODqIH3RXOSswgCd+Qx2",
-	"LPh/EWiz9zP487LfcaXqMV6TeF+lOmL1xJfuzOKJ7Zzu6USWT3tfu1ZQYitStAT+uruH3Aa3HvcgAcuw",
-	"2/yKS+UeoNwo34/GafsEtJxPeVkK6n665BYqr3Qt7XQJtfmH51/3oTaHN4JLJx7de7ZxgPPvj0aPv36a",
-	"9GV/ELw3frjdhK4T6ePCcs+Eneqiu1/PX5wfn518+2Jl0+BI8I2WOuCAui1y/QAZO39x8fbUCZjTV0f/",
-	"9/JqnnYW89XKYn757avs0dP0vJVOdks68lsKv0MxBbDz7vygUx44haHTNAfw7vboDxlnk1qYKau5KvSM",
-	"Btvsch9SAv4vXXV3mzfQDKm7jn9veCmx22RVa0vdt5fv6KGbmSDmzTibYiTQGwf/0lXGcpw8wHPk4B47",
-	"e3nMHj999HeEtUJkcgRBRbDvTkM66GCBzZl6IERkWlvukO/bs5PMJ2MQonjVWKqTje8RYp9zFYyRcVPL",
-	"MfZ+8MufBuMv3nrfx2jd3g9BPvd7HMjxMwGZu41NsuWprItTXtvFMa/4pSxl0uXR+jh81zonl6G9D1iT",
-	"hU6kwHArHDtMDRc+tmDtYysd8trxqehneF+89gPHOH6yL94HKiOhddkGXWQNcC04WZ32DFgF8Qbj4unV",
-	"pBul0AL9KPjQ7d0ot2gS0p3lakePjY5neHFgXCT+1gCrgEZOaTPxSuNzyeLbup5OXskbcUp1XUkHI2w7",
-	"e3v2ylDONvROJGiAW+HutPluH5BdfmtIZVgJoB1cCoil+vjhlpbpth2s4Ltw5RjvqesCO6WnFxn2mB85",
-	"zvH27BWmbUYN4od5pumc0SBKx0/uNFEZh9tUzxrnP3ZOCQDAEZE8kQ/5y+1yiDfewDV4t1tkFLcL7xKm",
-	"P+ThVPlhRgXoL56KgXRDFafb41UKLgktuhPhInUMmsul412QS+9uprFQEmoci24xpt2bTjCUghvLvsJ/",
-	"zLSx3nc9kVeYogl45LstNvXB3nYYiV8lQRI9rayvV9B42wK3OwSUfrwwsw7cEDawLAjL1TxgiSJRzBws",
-	"DbU+1g2Wi+5tTa9+ht3Wgk8SjtI1V8oP9kpwIz78TjmzQIk5NH7o1gUnhMKl0WVjxas1V+vJV5CSs8Tv",
-	"teUl8zcyguI8BEXBTHWNGQZc4bdp5PZ24bAR/t6lWGgq2gw63wODOseC2pJ2/zaXygQlBatEAJhg7xBH",
-	"X7oX7pjzqZa5wPbJ4Y6QBq1KjLvDRd/b3EkxvttPD3prtoeSaykhgwgruCtRS1109jUi2G1Q4Z9+ANVN",
-	"BU0n1zeiNn8momtLcz8J6WFcI1LQWgg+aQ0rdc6trv/ABJoiubsgoe3U1q6/ZOz2e3wLZ8eXS7cfWlF5",
-	"6M8mC80BO88jNjaCPLSlaRtBB/8C7ORDVfC7h1xcLp+MARhvAR25BoWxJ1PyInQJ993JU57NROfx+07i",
-	"H95JfCAQHT023Hq+71B+36H8vkP5F9yhfDP+362aCYWBN2Adxnl3+In9+z7qf64+6svOtG5+XF+Xdb+q",
-	"wCRibpW4ENmq0I9lRB98ZHxPhyklPbl1q2rJ8LQ6/0KcHzZI6UyoTLdOq3sL+3BUyQsnWz68qTgQM+Oq",
-	"te6CteC72Ltr6G6hJLGWymWAnkMnKYp/LeY+jOqreWpsGSYVOz55fuZMU+p9iS3MPYaAryTVSjizQREL",
-	"LyXkQkA4mKtFXAc2uOV7ELdPEyr/mrCFW4xdCap1gmnDWW86uus+EQd3UzrEEFtCafutmOharFkFZBQs",
-	"r0Mad8xyCxmyNsLnPlYtR/nWH/Un7/Of7VRNXWnTs1f047oTSSm/v/eSL6Faf1frprodCb9E0gQH05Ub",
-	"piXmW9DvWvX/ZS2cOvXeJrMYBt7q59JUJW/55laXeeNGfvgeBpCsD9hF4ElQLHjU2OmbG1GfllyqM2uq",
-	"VG8ru5pbRQBmnGHJYcidYdr9WrnR2Jh63oz32UVTK0SZZdq3woy73vBa+Nw1JURh0OcCBZ+Qu+Y48Bgj",
-	"YG/rcsx2nxwcsLFUQP7vLnWxGDPtTLS5NB3YqSiPt89VlzrpAX0zeGM14tsnS391jSlN4Jpc1w7SjfMj",
-	"4HMkIFKsHlVNWabfHEYLGMiDwgNdm2GUUYgbmfsrmzJi3rz+8eQlI1PWWZHfffv4m0ffPGrR2Kh2aqOt",
-	"gp/q/wb+DqgN7Vfoj4M/0tvK87k0WDnocWhYzpXSwM6jsrvVvQdO9k+RsEX+KRbUwh66HrpbDw97u87y",
-	"a2E6TZMBKH8CRhg8OcQMn3IDADrrs9sNJTATrHzAhVldz5SbU/vr+tFyPhM1h6qliquRlaUd/ao79bNx",
-	"m1NzPuW1v0QbRqadkIYZ9xI6KllTtSBw1gn4nlKcrSzuqNkZaWneivNficy4jTfrI8gQpxAhJuu3teDX",
-	"qRsmKlhE6AsYLF4Cgy4Fv+mrW4rhitdmjuGZxO5nx88v4hZrA94/67wTklXepnqkQU96vLJvz17tMwgX",
-	"hL4FM7Y7/tvf/vZ/jTM2dhv7P//2t7+N9yLTkwRIJFcydtkEtJ7QpddNUGToo+aqYIA5ZyzH8KrhM/GM",
-	"cexErhhXGls6UwKsl04d8dUKKmj8CemjCRG1t8+OYFyfShqPUYuZvkHOMEv2dtu2ldLtxNpAML1bdMlC",
-	"PeitEfWd2YLQ/f82WiTS5+v1Zo2Z6rnyGbO5VkaXIrLucK0sLwWvB/ctrXUpTooe48P9yGTI+9tge3C/",
-	"DbW40V6muA2BrqEEdcexk8idWR99WDZAuvCbtz3waLadZGi0CB2SdjJ3VCi7fxl2yUwKqOONCgdI85KW",
-	"osYI0OWs84obM3dqW8EtT6Tx9gc0AkKAGzsOa2ybGrj+XvbfyRlfOI0F7mVvufIrfSXV5umDHMEWk+47",
-	"Kwm34UHcv/DkB6Td0sZjg/YNGAz+kNwudxrI6JpBpCWZIuyexvn6xxFmAc5puYnYVpPvJeg2fzeQBMIT",
-	"hA28RbZwH/m1rdFWSRDEH3Ucc38BHZeA5NaTnOPApbA9PTjWOPpXCeL2vX4wfX9YhrR7cn9nqxIFoIqO",
-	"G8s9m7EGoyR8ptUVJALg1kmVlw0kVNDWADPenAxKa+jUIsTUnrUQW/5G9XuYY2pOkc8vPYxxM/YsLPIL",
-	"RJxV4VN3iz2Lh+phY/yQg1zlIGmGg8+2m4XfhKJYAKKNUWgz9J+4++Ym86lQaX8Sl1Otr5+LUt6IerG5",
-	"j1BBT7LdUAZylLGf8REsYIG8CtDtzM87ez2tgXAY/MexnlXIbbKdn7i00KXXQnFy6A+0pikQ4HTlTS3t",
-	"AqowqbpY8FrUR00qnNWW7hDlg5ExNjf5u4rbd/v7+1jPe9kYqYTBptBCFcap8V6d4DkgveA4u/CyoZf3",
-	"3B7ciNIgCyahTVoPy7W+luKQbAfDOMO5et825DjVYoLFcc4cfnLwiI15Jd/BE+/8mUMGGRo1ztKDQdpb",
-	"MrW2iiDQj+GraahJt5zu7JiTpwT3VAKjDAgWbHf87t332tgRLBlfG6PABVupwKv8/cXF6fneIQLKjEAC",
-	"OO5AhWnLkKmQb8h4aTRYWlir9h+j85t8dGzqyQhCSWNfkQf91cBgGyFePRufi3z0Uth8OjqXVoydVjB+",
-	"A7+NwTSzU7EAb+PSzn7FxrmpJ+9q8d/Q/gY2VbqdwZ3Y8ab+TrTcdpd5Jf8pFju/u1sok9BsjtugYeaW",
-	"f+pdDeeiRv+WuwAQgxyZ8JRbXy14CZJxlOvZrFE+r3DGFb+CWqvWb9E2KYT7FJVYe0g1NyK+aYLLK0PP",
-	"7iiUeBbCZCE/NGu7TMOTAph7rfXM+CY2sma8mEkljcW7cYjs1CfIucVJa7Dxew43IlSPYQIn8js7NXQ0",
-	"JQdthaBt4QoxaCjr43LYdNFfzUJUpV6Iep+9AKb0b+dvXjPoc+L91I0hxWsMaCffgsPYTHkl2Pi3XBci",
-	"8wiAGeDfi5PCLdzWC6cJ/a/MwwH/r9/HOGPMzKDRvX+NbuuFG2B0UoydQlppZUQoIYUu3phxI/7VOLN/",
-	"TJ8bZ8xogkqgLiwQP/IgNTNsodb20qHjKvWV2Wen3OlVEG8MFGpClxH/ilA3otSwZhTWXkZkDEREBtL1",
-	"v35xi4z8JTNQf1QVvhEUTAJCmemiKd252aZWcJh4K4TC1vrYr2XsBh/vsxc8n0Z8RAGsm7sfnqHFYTRH",
-	"0+8dixm1fxwHlCr6cPsQ/mHc9leiXRJqoutcmORgNpTJQqjxcgGNZtDolobBSfu7TKck2vJH/yUSBHXj",
-	"dHzyIhe1nFjGK15b9GZFKxv/bcxmgivDTAP6TPgpY+J9LioIlUSniXfDsUZ33xZhKUBVz5izT/Dc8inV",
-	"pjGutFrMdGMoFBk1nopn4njw2FHpVJTAg+l2d1gzjrDP3rQzmvH6WhR+Iq0z6xnjlRxZ5NU0FRCBQeIa",
-	"4m2OB4PxjU62qFo/SDz3oKPQpOg7jDeofzokrEdBTMWTyruirzO1aMJBULQTavfwXSGUdFIj3h6k9vgy",
-	"GzbG4xpvOkhki2tPsXflpc55OXJrC4PFy8VqdN/pzV1z7VPRSq0rKApwumU94VThvnJOfi88wwVIGWMm",
-	"TRl6fxnk85ijb1pyOUJNwLDdn3fotfhh1qiSMA+tKH7e2Yv7zaMjll4iU7dbKYM42VDrEOsqmDVu2KOD",
-	"R6FbNGFXUvvpn8Tluc6vhWVNBVDL++xNqMcxlHfe/RbELGUplH2Gc2zPQ09a4fctNdkMzmVgEWz3W78R",
-	"StPKKDkaT9fthZsqZaSTn2LvsLsw7JSEBr47YhT7yMx2CexX3ADf4hj3gHZI7l+nF//JZvpGZEvttPc8",
-	"VA9MgRrvEK5RKHlFaPu5k9C0OulYI/hUOHv8/r2/B8jh/HsZFHfkXtHvWg9XQomal7g9j/bokivCD5pz",
-	"x/DH7n+o8mFMzYwJIxbafa/O3S53S9sdv247Zh3RxALj9KJ8TI9fLCox3osad8FXPHCfx1UiRUQtnQ5M",
-	"QGk7xQKMCfiuSUrucvQgAL/nrV8LfSTuT6W+0o1NHAdXbIxNiBGUbOzskX81jhArXvOZ8L1B2pmEEvlC",
-	"5CVHYljSgA8ixuajFjDo2IloDN6D9OPM8bNKlJasVvKs+XlywySoB7XAQlwMh7TlbYep8rblb4LhxQvM",
-	"J9zbZ2eCF0hz+B1RYE7QCpaQo2Yvx7oQVLXIhaQQi6cSFMueZEhN8xaHVkYaK1S+GLPddmvH5zd5/Nse",
-	"BQwNkARCnHBsVkepQc/YGJjyOIurILJ2y9ABfsjGpVSC1/JXp3aOsVwQi1zrmemAI5etCYSkgd3Iw4rd",
-	"FfUtIkCc4y1EGCMwtSDlqoMSQm1mkPIm0P4CLsfXB18tt0XwGI/Yl91dwHaf3adLjRO3jrgDIS5NHkN3",
-	"uAloFLozhmN1K9JzheeZ+SeBWkM0JAqeAZimsyPcEAtsV9FdY6kNyU0nLE1XgY8aVHYVdroJ55aXwgvT",
-	"Xf/b+U0OP4z3nsVN/WZ8wUonRAk+ks047Eytm6spsXowspBf7rOfaglywBu8vh+FjxIiDxQLOJL2RFpy",
-	"jVoCBEYGBE72Szge1EgKbjkrZC1yq+vFAwO92kiVlwZwkuZwAJNaiJGpnBpQC9CkiWkYNsc502T+Hk3G",
-	"WF3zK/Fu0pTlmO2GHR2fKNNMJjJ36sc5PjTei6wsbHiEn5P48QJNdtw5H4nFViyerTqx5CZjhcqCXQAX",
-	"KWPjh9haYewt6QL9OBAgbK8d/ghRYNLsMSYJXl1pSxFiqknT/ej0JMJIfrbzaP9g/2D/0dN/ALp2JRSv",
-	"5M6zna/cHzG9fgquKd+/0qnZDy+1ts58hhSlKhmCPQZvsCF3oWMMaDhEtjeC53qYJamM5WXZyqKlkPM+",
-	"exMrhJS0CGFxaY0oJ8hug+zmQdG8XPTqms/8HipCVwIWmGufw8lbJdMb88A0JMon7kYxjj/VjkKN78i5",
-	"Ox6N6JeR+4sUxl0evyqnmk50PefgqPDUuzt+iX8DAT/+j1H45+hv+IczwcvRyan7x4+Sj4N1VMprAbpW",
-	"sEwwL3hVbH5FMrHTOBTUPNhIMgSnkZWoG2WxHzn2H6ax99lLXcNLpl0WVN6WzExFWWaYbQoqky6RoKsa",
-	"kGh4i9QQLhKSIxV3lPqKLHqlly4MZCkZ8kM6SxpZ3rd+nNGxLhxbkRBdUgVkQ3slOpxldOC7nM1rDbKm",
-	"EEHEwU7VosK4qFbCsCeP/7Hn7iBYGclZdaTT6t7/4xAcEXPNagySB6+ieM9z60wGJaAMfx8K2UgbOil2",
-	"nu2E9R257wJdknw3O8/+KwlU293ZoH3EB/IAtjqjamu6NPH9XiWy4Gic+i4+5GhMnYP39HKI42/IwfgF",
-	"4wLC2G91AZlqbqrUIyMq/3z43wYzCNuh1wU+ujvncznA9ZkOsLj1ZK2G60ihiBKkgve9j6ft78QBDsdl",
-	"IOKBcgVY6eODgztbHsZ10qtJMdxOFePv2c4TnEvqE2HOD7/lRdg498pXm195qetLWRRC4Rv/2PzGsVaT",
-	"UmKE58mjAZ845YtS8+JC61e8vhL43teb33urCIlaFJBr54wmePnxgFleaP0DVwvaDmiY9PWQLTxR1l2t",
-	"EuGr4/CPo193+QNwL4nO9bfMCXt+ZSASTrB8yyLOJwHEvsadZzv/+MeO/1vr7Nl5toMOnfY3/Cde4N+z",
-	"Hvk/akP8VyKJQw2Q3wEfroefs4WwrUc5ShYBzd1MyR/R8jRQaZzG4MwWX0QHIR/4RaukWrHPTmzrelj2",
-	"U7FLkfPGOKFzqZ1aHvIOvGYevr/KoL8TNnCa8xAb/1hUv/ypHgbQ7hce0/4Xdc0vBKa8hLxavOzd+2Gs",
-	"LEuw0ax2Jhzxrt7rf6fXPOeVzaf84W+y+H3NFVcFhshFq9fQm1GlQUAogbLDAmNep6+/Y3LGr5zNAz1S",
-	"J/JG+HgK3GePRte02JSRrPY6KRXGTuTECqHYTKrGCkNuGem1WnDf+s97DQ+twBZQJcIVhTOJ5uIfxhhI",
-	"B4QUVDGKOu3T4k8KcPW0z5TgzoAlhhlKcLaaJtocvAb4ReQH4OOSPvoWVLQnaINhfViRITArJFZVJc8x",
-	"F36FSo9xcptUqASeYQwKDCqQs41aBUgWK4I/Vn9CXkTTwJNJ9Wctu4CL8rDCDhSJgRGNOjF0kjdERzeD",
-	"9nIYwqe0M/ST3FpBeLL5ldfavtSNKr4oloS0HMgmD3flEzObh7UA6dVvXp+g/zGY2MhewqFmIZcQBSw5",
-	"G4xphGk7w2cxc5lPtbf/wBkYp/ASj3L3RpeF4x9OOCrNSq2uAMwo+Dn32ZFiBDDvHkQGvsBcZ/xyNEsw",
-	"RmNZz821x/KL/WERT1il6jPcrA+nbHR4A/O4HZGvr4MZQOO3Vwlo9cd+LX103zmA/Vvq818OvcJhLRMs",
-	"BR66a/1EVAxe1JE3H9f4x8jd2kkTbjXZK1GM3IKiNHBqow7eYqmu2Jio85Te7jpTKTkB4hrBx6FVx8XR",
-	"hjEiP9t4D9RkhPdYCTen/WrrotfPOkXwKZ9UKjRNrKEU/BqQaTyktBISPVyYp0+Od0jQD7uodM1s3abI",
-	"m+CUldZpJLgXK9vHwNflFM05r4s49d8rS12t64Eh7WhEl8+9DvERYLVQvwZhw7G/wPt+Ru9w+uOM6caC",
-	"t3HshmpqMd47RK0GXOgQsIiMm4CXkwV3PelkTx7/g41rbsU7QvMZRyGWuVSFnlMpnDGOSXtWEDYNVMSZ",
-	"oOrZ8OdKlzJfJCtYDV84w26xt8+OyrJNSIgSkylB6kZfO/2szUaO8aFBDqGrH5PXMG4GhSopHQ4J581c",
-	"+YPb+TiOI/yO/8gGx5EXlP6mxFv7aR1Ccai1b7adsgSf5t7mifmsyvgg59BSEw7y9mrhoyHOGcdGdS1/",
-	"FcW9s+nuRGjrXELGGVMgcTloBdnSVFpYtpwekk07rH5nsESFMVdkJ/C4dRJT5Ncm0hdp3mAVQ2Vk7LPV",
-	"FeRt+cuMHI+YpYEa2rlm31tbvVHlImPnfCbOpRX/89zWMreeFT1LJEFHSY1TXduRM2uLZGY1SUBI5U3n",
-	"H7uRxudOPIhxm7bhFyhNIjk58BiyEfys8Jv0x/BNHHvU/SkCfBvHJ+BE/2sSsLgQXlVYL0itlnSxwJ0k",
-	"D1mbSXp8fvaSXgKjnVhJMo96NY06scsgkHyz7rWZ1fvsJ4zgxBANJBYPHqWVnBC0MnxBhcnBDwUMD+2m",
-	"Fb9MUwsT4kkdp8yqgtDjlonkOdbncq+3dgLz0uDs6bc2i5DtuqP1f6bFjUk79JoeDrJHN2zVM+OzZBL2",
-	"j4ItfYXeJxDg3IpwZ6o2vOiX6S5kuxW7ThXBz0JBxAh2EKuJ81obMzLStnGy3aUk+GfRQ2N0djkrUF6p",
-	"kBq/l1YilzLiKdnPK1gyBN59orbXylBRcyeyqmzALnwkBQPGHhCQYhiR6qhlXBVk4vtrkRFLRwMIj//T",
-	"ah5UlHFOwqAvKEVUPgc0SqFI85CQ44nqH6RhGewwixQOcz0XdtRXEHKxyj/62KTj+zTq3n4nQrniN/uy",
-	"9Zy/dIzsTeWk07J5+mlsfEx17FdUzqLica9jBZ1aRYn+YOS6m0/KA2Uvw3WlPG7o4DLX9TWaSiRWO1kV",
-	"kZusFR0Gs2hV4Sv+L7X1NIAVYYj2tSKJO8Y6Zo6GyVvNhEJ6vXIq1JODf7BxTqr0OMk93UZ9Zmsn5jhk",
-	"wqRZTjA5v2Rj5XPZDS+8D4Qu9J1RXtoWwOLnnoCbbWoVVaZfiqlcnl1Q9VAuXku6t5KcbNx2nnF3QUwm",
-	"AuvOV2D1WmHia+IXbZIYKsStE7vEDE/Ux8hvo1khcgk5jTKfYrWs+6uZ6jm+DyuRhnoKgooZlXNQpuoN",
-	"ZETBo+D1Ske40BcBmSEfU9xHn+nziqycRiA8rH3/hIT2uejmOezKpei5np0NuWsi2hhFwjT1VS3JQ7lA",
-	"2DX2pnekE8wdbGn8MWUm+zSM2Dx24qc7kBNwBvyezxggkCtLrkFfTmFCtnStodiGajU8MLuupE8FB4/n",
-	"NC4PlhHjx9x1tgu2Fc0i1Gk5iwIsFeUEnSjCCLsEHKIbm7UOzRB5psoOIEzyp+1FjvZHbEwDvaNXxvvs",
-	"lbwWQZy7DRt1ZTHWBvgCizi1sEV1olEfmDsrO+6Nrp0HPv8FGRB0fn0CPU4E2MKQSNzlWDO7rSHxp+Rz",
-	"/aE5INMOb2mZBrYfQ64Rc4aPrr/7KvJe5eIVpKO1xea6LKAfkayNxQRuolkqJvLQtVNZF6OK14Sj7LhX",
-	"VVLBH+LItjnVVt5gljuQ+KFH03AaxaVUxDiPXj/fZ+cBXs6gvgHZywgy94whvpzPc8aivx6YUug7pFv/",
-	"gcSSEirvSoVZ3EYc+91aCamn7kn7yMNTDrbmoOcA9WPAszSZf4oFOKiHvxFhAg595YcOROPw917rQmz1",
-	"wnOPJ7rtKy3a6fA3fwSwvOHPH1XVFk9jzcnWL2y1gheEjLrFGgJe7XbvEFbuNkcfo2AOf+97D4261Sun",
-	"9tctXjjpgptuc9eM01YQYWeLDcxtw8tt3zoPUJvD3/mOgG1fAgvdborEhWGa/v2PmqGDXwZYq4RuEwNb",
-	"efnzpYdaP5dR5fbQdxRpZZRXHcKfVtWHg6/T6kPY8Bsp5gDytbaorcU1jzNSvakEpd+hn+54nx3HtZ9d",
-	"aHCQ0VUpLdOTScaEyusF1KyvVKFei0XUPjAIbjYGDNTxwzGvqvHDMeLxjAPMf6MgTOIxGGmwXXTd4Rzf",
-	"4Tvvgidvj/J2Pcqxh+NDsIMx79IOYHGMCSZrDEXl+IJbTgevmsJCAUN8jPhrJsADB+uM4y++256vhgdD",
-	"zjFmgS1FlzJD4HQ8l/tIWSHxNzYEbyj9zD35wBBUcBYaCMKNsHimZi5tPkUAtU8YsPHyoDdDGA/tLkqG",
-	"7lM/voDUD6wr4l3OeUeME3G6dlLG1kNujLAjgNibiPqheO8RuZMm2Iv3WDNEvhG6ha0RFVgvgJBhIbMg",
-	"BL+JqFssk11MjQeMvP0w0e5kxpkfgj3a6xpcjjUTnjd8dsmyUtoyXIkoDlndKKz8QLdNQLBATL1VXoWL",
-	"9MqIm9JHLRiiD13Qqp/TFvWR/spe/iVctXgmeNNMfNXuVrkYQCFy5ikkrYf8BHK0qoUbcQyl7NTlFbE6",
-	"9gLgQJv20EkuodxNbtlcN2URVVZljLBbM2auZVX5khpMq0AP63y62GdLcwAQ9A5UCmgOhOnBy3Kk61GY",
-	"lULfrlsvzxGEj7cvEm7MglFyC5ME9rBcUc3GuFNt2kc4tiskQPe5fQYI4YRfGvpcoCYBXceCrlNQA9zL",
-	"BQO16iGvqoe+JWyjfK4kQK6i7oZ7BJFcQj6BtJo5dPzozsNnnUDfZzkT++x1qyEYVvI216lCbWoUOYsq",
-	"rcv1KhjYNCLhwj2ZpZnNx0madVovfHCDerTKsCOcJjxXwqn/5CqRn//aJNqSK7ZL93/PEUkLPIW3/l5b",
-	"+iNrS6d4sgyLIBxhO8uGOPPH15lQCg3zU3uRJRVYic4+alGCZB21OWqUNWt9vd/hZ78gh6938aDX9xM4",
-	"aOCDQ7w0uOv3Ppo1PpruBf3EPhpqZCWtAbJY8oh0XSDwbOwBWe9dgDvyKVwMnVaGPZII5v4AFpm12fDR",
-	"c59FhuIWrZvyvWfhT+dZ6ND7J5OSD3/zDe5+R35QilRHgOfwd9N29vTwf6p1Ix+2jRlZgkEobd9B35px",
-	"7CL1/XNIeSdXhW3BtWYa9FsqrSghXhulbeKE2W7oGKsQzxC0SkQ2RPSlZ+T9vdR2usqhcH1LHGo7Ob4k",
-	"cz+uvB2SvNkyCupg8sUzim2xD/4wGaB4vdqOYh+T1rOdqllTNM2DzPPVN9FzgzqsdSlntXvwHVHO3WsH",
-	"/Y2OeyiINiH0ofvylAFyOPl2on8y+v5LKQJ4Oz+DIrDqMBuY4gV4xFJdIRRK627bRUsf3Z+FNLm+EbUo",
-	"9ropYWlbmmKhf9n0qeWsjC8kq4LuyH12xRDLfY0X+qNHQ0IPn5ERvM4BG4lfyhISTXuo+hwjGljFGwZg",
-	"Rsy4sjJnOJJHAgeP3lVT+4JW39uaWqt1QQPPotFgEEJHpadEEcEXxjVYU62EseWCjQPg9TOMk4zThRs+",
-	"q4A+dw5fO27X/vHJqP/bvSUe/om/RIjQtwH3F4YuhK6ohVEtmCikhR6cH5tKfgspRgOtXmM1xPPi3KVJ",
-	"Laif0XK8KzZwPSbwWaOUVFcZO6e+iRl7o0qpQAWHam+KOa4G6rwdXeMQ40MsbZRekLITa3yXE4DdhLyY",
-	"TvqPwbbXteAFILD7Mnyo395gDt9Wnz8pPr8NHCfi3FvBX4gV/FGTaLL1lY9aiW5KnaPfAnN1qRUTtD+n",
-	"dhS8sXrkRCI1kSigjEBPJgjx2fawd5SLGS/r5NOXSkrD0tn+dJTzuQjhTPDiI5FBCPA0G4DzruSNUOTh",
-	"2Oz2YedkALhXKbMrzsWF4hrs3QJ0gaUzUd5XxjiQSaI7BXRHoG49s9ALCoiz+xSVVbrH9tlPoW2hJ+e6",
-	"UQbLkSuyu7KQObosoeEzY8qxHXvwTkLG201K3b1nS2J3vSvsg0n9I/u//giur01erz8rX7qPmA1ylH3q",
-	"XNzIanhIdr3oTzS84Nedcgdo8DRZ5xyA/P8t8/5TpoYv96bag7U2hdL2HU0nYVlTqY/4Y6sv/qzuGcZn",
-	"NwH8hWJ82aX4iem34o1ZQ7ynHJqfObKbcStz5m2AZ0xp7GQGUEH5VLiZFXFTPvHeUgkOZP/aerEPzVBB",
-	"7/A0SrY/qkykYhxG3CJ2rUPnSzcqfvdS5HomDIM5JswN+PufwuCgbOaODVbRqu8p+DPldkKfl86ZfGrS",
-	"tb/2E+4PzpLI2K/Qth6aoOjKw4nNRM0j4Ho33iGBhmKNHHTUR0r2Dj8gP0g5N06C77Ozi/PTNgIWsDL/",
-	"wcaV/RXEaVCXxofszesfT16CsfHdt4+/efTNo/5X496OLTuRNSugah06NV9Rl9fWz56EeUaIMx+Esr9+",
-	"gbZIOzlq0LvBHjm9+E9/TJ/FFGkn6jsJ9/IuukxxG+V7dvWXslDOAeovvrMfxiKRA5h9wi4cxCLbwJ8U",
-	"ZhAgHEw3eony64D5YNdUUYTAgdek/wj8sPW/OiqOt+XL1o6WZ7uONUbP3TObz+rXXT6OTxnMXCH8zTh2",
-	"R+a6Q+ne4FjhBvyKS/WHoHff1OhPTPMtets99X851I9YbXfLAG4l+42wVqqrYXIfv/BgieQXAXVtxlXD",
-	"S3JMEt7GH0/un/st+eLpP8x0jbz3B3xP7Z9d1pv2Yn30AO65sK2u3iFIbGvghLcnMGIc6HEsNMPuhFAa",
-	"fnrxnwiL2mkY+8D4al0krrahMHpOptxAF7A/AOV3Ip13Sfwf0xHiJznAE9KeeefIPpdn5J5j3btC1vfM",
-	"+giMcqi7GIIma1pjYY8HTIa0elQ1ZemTvNgu9XDm1opZRWD2USjGypnYy1gtTDOjcNGIddLFKFob56ko",
-	"PfcA3ymktn12thytdWzdh8t2Q+iW/vKujSKPscNVIQ3GkNtn/Z/Ge1EK/6rdZOvFHyNwBEm0w1I/Pbw1",
-	"7nXwId/rTZ+JITh6w45oRGQIEO7ISen5p2cOTa1Gju6RmtaEhBubygSHzDepqDFWH/hQ1E3G3UVaOqD5",
-	"Y+w3xowckgEO7Wgpz8OzhtXnEywiSfZNrTzMmaYKrD925DgDLkvLvyf2z2ckuasVpTV0yeQuS6IGUzzW",
-	"SYxKvcY9Et2kB9SNGGR9KZV4FiqgkL4JqSyLKiCz3ozy6Om+zPJspXQjKucQN273M6bEPBRSBmQzAC9C",
-	"PDMstBxjf5xSXzE9YdxXQLQlOJYvTCgKWQtudIbb9kp/mBGVfc4CznYN/5Sq2Br3+pW+elnr2XZvXOjt",
-	"nn/jzvCTcNB2N4YUgEZkw4Sy9Z/R0/xZi0Z5xHCiWq5PGj0yildmqu0wv3GEz0zvBRMvC+WkqHkjbLPP",
-	"ekPfU8mtY2Fyxq/EAwPsFTmd/FUgViYBBKJNo+fKWcSIL4tNyHjtOCe1EmbYS9jK/FpYtvv0gOAizR67",
-	"dCeMokeaLvx4juwaGuZf1noOXYi4guZiMEuYXqhaoA5/bVnCOqfzedjNFYbZ3dQTGGwi254oIU8125HQ",
-	"ooXb6U62o/hMtKd6Uqy4e+JOOjP+/pVQV3a68+zR42+ynZlU4d/ZSp+dT2Gzhf3oa0/kr5GTie7k9+/Z",
-	"xbq2aDxBgh/oXUFSNftVyRdb8IuH2IloTVoeJcMTefZTJCmIY0TG1TUbe8ofB2pFYNuJ+9Ha8hzJfMx2",
-	"Hx2Mnh4cZB7Jlz092Gvbmr09e+WpK+Y8LSuRUMyLPvSWGcDPAH+ntGVTXeJoS1wA1CxaG3ZP16pcdFb3",
-	"wOAHDVU4lQvKpeGWFrYBN8+TzxFu9R+Fp9y9x7y7ERu85bi1sOelnAjADv6kXvKlY+sD9MW7431Vb89e",
-	"3YP5/JHd3t/VXFnSTFAxCb3aviS2HecJJAOOF6DtVaKWupB5O12mlWPO3n1nKC4pawjS1Te8BHb81dOD",
-	"Vg9L1Gw+6FUOsQHjVc0vsWb7Wiwmjt0xO611c4X9XWburKkhNIIGcttOwE2sLUklpv9vpy++W2W05/xm",
-	"mc32hwz/cox2YGDSF8MMApH79Ax4U5DScEemfhH37PePnYBtk2w2HO8ndjq2HPc3U2r7+yD72rEqz1Pc",
-	"W2x3jExsjDxypo1ltcihX4RTLff22YmlmgOTUFOZrjPImhAcWnk7bReUbdQ+xugkDHtFEusKRBnqqq06",
-	"+4xxr6QH3QVbebVWsySGzmMl3j9toNmVtTyfQpeUqI41srZxoEU0/JODJ0OM7j8C285WepMAiC2s+ZD5",
-	"w3aicfm4tRI983QXZe0UhWpm7trj6O7Sb5zW0cqd8KbOpHMn3OViANLg93TVWQJT/leDVWM0ZxxtZ91G",
-	"bp4j5hItXyu2G5rBdedyGIzRB8YbCdhn3rQwxnt9M/bXuTNnMjt3ngFOWZjzpdal4GqQjwWO/uF/V+Kq",
-	"K9+wG5MbTCqOBXfLfZJTIg04CIx576u9K8W+T7LANn9SLd7ydX2OjkgMUJLJsxCSwjhUgCPrxqEwk4V6",
-	"FfV0EvRtBB2xUbA4lAXFGrkjrCtk7TAXrhxjUOXiGWHEdBV/Np8KRQPwupY3wuyzM1EJDoXQ0rI5mQ/c",
-	"xl0NGzWRSlIn81YEAXh4SKnx8+ykx7SJiNDwvC/ongiiI3zMSnJNwrBwG3ifUnMfZf+o2i4cQ2gE+pkQ",
-	"FYzVVT87Om/rsL0C2WVI55hXkyXL/dmu0SDYQ4ZelC6jNC7eMYArLtVeFjiXZxPuEadEFtJU3DobgOWO",
-	"HZUxq9PVAE63z95AXMupvo7VdJVHVmrq5EZAkAmGoKs/Cj/Q1Xp2AFv2Z6X+z0fMulpqklx9UsgFbHP8",
-	"cKaVtLqmlLjNweCmrp2+PXVWipu0UFdOqCNUMNAJNiVVuhBYrADynrOpNFbXCzaXqtBzR9AATZeRx8j/",
-	"zG9EzaGBoLKaXTZOdTf77CWNn+uZYJNaz9hU8NpeCt62QcXKKfzyVJcFdPuaiZmuFxj6VWFaXf0B0CEW",
-	"oWUpodpRq5JaIIEBB9O1SFuluJs/tJu5NdHjCJQ8swTHDiaS50FLG0kaj9JzsMtmUjVWmEMmrxQsA7af",
-	"3kEJ4rd+nx1Qk2zo70LP9NlC9PMPOH7HIgpmi1T2q8c7mTPr5MzZn48ODr45APsY/30QLBoo8hB1ysY7",
-	"E87cyW1ntVaDf9id34YZvtaFOCn6zMynXw2wMnGfkvu94ePwZnpzCm4FNMDdGTCDF6pIf/8whD3Vxsm8",
-	"UMUdTOVboEE2l4WduhtGfv52IvlUG6E8uDddy6kz0S16Mx49PgiUvH7G+C0K9Q68Y988fXIQ37FHiTv2",
-	"UeXoCu0n5Ogx8U3PJ6GPpye4e5F6Zza7797fijW09GivY3mKT6bE6Vdpcep4TyrFakWSPiQpefcSNQtO",
-	"04hbb5ZGdPs+RCh9aRR0TzV3STW0t6vU84kIptQ5L0eUD7mRbDgr5dXUsloQMHebUTaJGkxAuUWsFFa1",
-	"zoUxz9iVrnVjpRImc3pkBaVdsnBb4PXF49O3mMFTAXxyKUyS1F65iVOK7cdsPhF/J8Q+NuTX/SXaTbjr",
-	"C8EJd8IPjD/jsAkf8wIby20zMInWrUSZxjAr6pnT1AvxXvicfw2OyRvpPhtcDUSLIBJAAMzE7NJ3LQa3",
-	"XDOZOFsJlQnBSztl3DAj3I11JlLYl332Bi6urg1zNqa0gPhMPZsxN83nYkDzd0P5dNypmf7DJb8y7FJM",
-	"pSrWiZ1z3JUvW9bQJPscoLT3eMD3ouZOabXd3pYojL8zd06rqE09hF839DsjOvVdj0gPgzczMD4rJxoh",
-	"cOGUtXQdzQt46zV87iNe4/YzfVUd7h7HS9j/y/TlilcdXSn8c+pGPbn1jXr4mwJvw+/uxyH3K1yY4FLG",
-	"4R4YVmpdQZWp11mOTk8QaRh8VldOO2mMMJvu3ZGbyYa0CPcck8XKHPy9TmQcKO9WGZ4W8SmLDzrrX0cT",
-	"7Qnc8/U7LWxSMeEhyIy/xp+MCgeCYVbagzUgO/eNREzWEpwPDrlLbEJ5wVTrayDd7nKT+lB7JdcD0/11",
-	"SHMI5N2fGuTus9USUXfWBJWmEew+LpneiNqs6z8bUyhNF6K3IAPpZaRCLxy5VNSR07OdquSObjZQ5o80",
-	"k78wUfot6KFHv933tHiXqWXLZHgT7uFHosC5uHSyayTVpX4/QFFFQdeKSBzGsEobK0L9XofYunAFGRM8",
-	"n7KQl9lUlHXxb+dvXjNuIMdV3ohin70A94b7IpOGXYsK8oadxTXGz+7T7Pd/bg4Ovsq/1/r6NZ8J+JcY",
-	"I1oC20XKtPXigXG0Svm0+KMs9kiGS8NKaSDXzEz13D2kjQiIC5iAAsNAqbFxUym1unL/246nG3up3z9w",
-	"q3C0KLWiGhSJ8WhlD1kprni+YEbxa/Eu5wY3FfrxGwo21zNeSkh8GWv1DjfoHWJHFOPQAWT8Rp3DT8f0",
-	"y946G+An3KsTOOhP0ld7GU6gXLR6Evqg+EywXSEhpWai61lvxu2UjrY3fPtkQMQymgFd10sq0ozzFvum",
-	"AM+cwyP9YeTPxK/jsx0E50A0hrtx3807zZHddjaqwNsxIsYMOxbzY2AQW/BjszBWzPZLfZXiyjDaQ2Qj",
-	"A9gxPu/1D3yty289GzWWq4LXhWd8hs1raa1Qnmfjyz69BfJn0QNta66ML6T1DR5bMBtfQg2JetJmLWsX",
-	"6kaUuhJMvOe5LRcMEETdpwvheGgNDA5vMmkb44yNYYInRfhPR/fuHzqHeFRxZN/a3P0Bozzuv1Cpcv9V",
-	"cMvHe/vstHZ8EJDL9YT+DPwmSuApaFGO77unQGrx3LIjYMNODMCKx/919uL50fHFi+e/jDNYhPIrcMYI",
-	"ex5WQ9AolFE801D5ObGiXnYituJhFxf5Bnb/zP85LB7//gN//wKH7uXx7cOfgLl/TI6Gi4D1DGFldG2R",
-	"EO45WV/Xpqtu6WysrQxiZo9vz8wofPtQqonuZWke1QL5i4cbQj7zk7g81/m1sM+wvSu304yZ5rLt8zoT",
-	"xsASF5VwyprbO5ULpprZJQZ8MZ/XNDM3eAkIXKpgc6i4ws2Y8Jksfd+TnGM2dVQ9N5dlyYxwCotTYOHx",
-	"BVNCFIZAzfy+EJ+ZilrsJe1MH7B1qwuLO3Hb8xHpqv+jPRae314W/fQB0YLPjpey5mKFtQ6ihUdpWnDr",
-	"XXf/5/2ux7fVVc0LQfgA7bRAtFJdUBdBjsyahPjfcxIKjCkr3lsGZfOG7Y7j8/8B6WW8l7EJ4KB5XRhv",
-	"PhTvtGszCHCCaHNYhi8NG09FWerxIdpzKK3G9LMHVOHLpIgruqqdgXW5CJ2edWPZFa8MJeOP86Y2uh7v",
-	"syMQnhxS8ZUSuc1YxU3IkDK6blFdwuSCdutkNw1FgW0rVSNYDWkiKJilbRUWUHoCzzjEHFmYsU+2hMA5",
-	"2H1uWh6uHF9GHAIjVGHYuBZmoZyW4j3EeSkdl6kFL7oJXnisMXM+Oj1hl2KC0f9y4fiQVnHRFPViOWrs",
-	"1DGnPGCiA66q4LXbaH0tAKTBpxno0s0RGVSu9bUUGcunIr92Z49fQ3scruIz9uTgUVuKS6A7LTvM2JOD",
-	"r/wGCaZreSUVut48dg5hEvgaDTC0cJPcywfty0sPxgRAswnrwCOHZvulMxhT6O9vKqGSzG6TN+949UJ5",
-	"wRKuFIDJMMHrUmKk2l1K1OPOXvx4cn7y5vX+yevnL/5j//zFvzv6sjrInc6t6zMzcYnr7NyKW8ftdp7t",
-	"/O//Ohj945ffHmWP/vH7zz/v9/7rf+xsNkofIVNfSngGoHmA6vShEGyZ2J4QXUmnZKc4jOc/E12Wen6v",
-	"oPUIKXdn1wmoO5VLaM8iKQ4JTsfeEcN2vcvPNJWob8BNdbmIotFmL3BUWQPsUr7IS0HJHBlDHz5AMmle",
-	"pM2ZH1pnyxebMhTNcV1gubN7997yu4wtd7b2Y2QJdSjl4W8dF+DvD2sxEbVTbvqJ6Fg3TkGbOx0CHicV",
-	"rwNdtAvJpHF02WTs7OIUKIWVghswalANzFhV8oWoTYaOmVwXTtqLWQWQDntYb8EhlqApuw8wLf+7Ka4E",
-	"qFJW1mKGOdN1Kl/pOxHT31m7yg3y84d4UbLoCYAt+1FvHwfLPqh6qoUAQc+/KCCR65rSGFOy2fBZVaIL",
-	"JIn88OggW1/0tKHk6RNxq+hE+/vL0RP3DOsuGVa7r6ts4HPwL8cJ+ou2f3JS3KPw7mKvOLjpe9RJKjC2",
-	"wFHmuikLVmiqk55LI+hnk4BsIxwBN/lnmFHfgp7XIqrRbrNvRO1oNnfKUdQqQatUsWdk1WDmf2uNKQrc",
-	"O5PDvcmEqnVbQ77Pvi11fu0U3+jI8GtksrRL9ogRhMM+0XUOkzPCJrstyFpExPiHZqofCXluZZPWQM+d",
-	"0v3UNR1KFICoBTefui1WZ9ZuPuuL6Kt2+t17dY+n8ZeCrFu5xncvHRLV/u6Hh57nbrAEO/pptwNFIDgf",
-	"QXtgyK/Yk5UMSX/+s58rFyGsxacjdHP4Uwqg+vAa8vSnl3JGU98WITPrTmcA0VBpQk1Lj+brCzFWkeTa",
-	"hkHPA7zKTrZDCFM72c55k+dCFPDXl9BQbSfbuZAzUbxp7E62c0xifhAYXXr73Gu9DjV8GCj8g7NHwpdz",
-	"wOZuM0iiQNGuMyGeyaI3mYVEpii+XfTmkTw9uPWUdM2mXBXuvxrr3frp0se+GULdpRt9O4S7gRPk1s3R",
-	"x8UlNn/om8qk1rM7QCvoOT2vIW6YhNUfbQqUjQDe5qlu6n4SlCoX37snhgIg/P2bJ9tibBxzI0YSyq+k",
-	"lTcCY0g0R1lkVG3uBsq8397p1ahpuWMVTrj1reFaLOa6/nKypyI5NCTXwB/evRd7jY3b0RMitQXrrj7Y",
-	"pO2oLFggPsCF3VVebsEpl5KqkloNFGN/WarNly3d70n7j0XaqOlEVPHAfFpydxd1o7N9ld4tZC+APcKM",
-	"KEUOxI63nvliLvIbFE0oA0z4xaNbdQ5z2eC9uTc07g2Ne0Pj3tC4NzTuDY2O3OircgURdq+E9DQPd7vz",
-	"aTWO3+i/TorNXTs8EGWoEW8heVpVI1zbdbrFLdpXeBzedPsKv4gvtu40XnwvbdxDDd99L4P4wn5CYnqI",
-	"wd3+4DMqa4bxFnEBEnE5JokKp3fssyNF1d++Gb7vp491RlaXoAVAlNkJGJ5fKz0vRXGFwVsfgq4hSBeF",
-	"lA8xtC3bkan80mepNqqgNixLTRth3n8MWr77yO3K6jc0DfMR2t8/M2shy+C+mcFfMviKt/aumeGmeGuH",
-	"HRbCcll+gIohVdXYzFliVWMjdEBSPZB7bdI7nuMs/sraB23Beh0EK0Ddg/fayEfTRtpN/kh6CUFgYFnu",
-	"GtLzFTvkO/NlvFh1AyUvrUMvFPI4mgTVJEPwTew+uQZ25hinsW3I4MKxXkveugGhA3z+h06+2CdAKMDV",
-	"Pdd54/SufvKKtvZeCH9CWnRvDdgBd2VkLt6qUPvWg+WZopWPgGKzSscP3U1drElqraWlZFRPlNiQDO2I",
-	"S55fG9ZUPmYgMsBJoObwWL0n8bEMjJFosbVw6hDYDFhtbLXPe3XPN1Vb8hbecMaGoXKwLmM4cuv4QljD",
-	"3RsK8cJgpZu6C9NZhQzez5HbuTJpbDu5rl/alTiEvqvh5CPUTm/LhgZ2TpkjF+ic+/asXdRBTZV0bHcc",
-	"KS3YYU8U4wwqZa8UtqRjlwuQQ+MoNDHeu+erf3bj5q6YOfDKj8jO+yykLkOvSq7WdJYDsC5w1jhGLdVV",
-	"h7dTRQKSIoV4OSvkZOJtF8fkCQxCABBVtF5Ed+DAy3ltDx25QjlsC5+zyrhPS67+EnzbLXQo24by+1nF",
-	"a/H5WLabb28efsnvFc57xjiQMfps/RavsWsUIrv5VAyy5vPbWq/A/JZNWKfVivd2ja16xud/VnM1fErm",
-	"7TK9xOthHm4X75nHn8xahVP9EBImbCwcdL/m80DO2U7V9JumEPGqSmFTE+q1VXVZMK2CueptVegcAOao",
-	"Lkv65y2t0C+B6O9eoVlH70MM06A+3hul90bpve71uY3Sj8i1NyphGyzVY7R/NjD4qJiSAMK0Etsann89",
-	"Vj3AFoXdvbdD73nhX8cO/QzMsBYj7/QZbpQGN5EO/QgJXHqmjX2GkGFZ3I+n5FaofBE0r+8vLk4p+WFt",
-	"jLUW5352f9pIa7TGDW65e07zZzBa6/ZA7yrE2mOh/shLWfDl+GnWtUQTOg24130YtYN1ikbHbheC1Zmu",
-	"o47liv9A1SkeHYK9CZDlt5Wb5hdF9B/PF98uD5d9H0q9t1rvNbUvi2kf+14ZH4tvb1DMqP/1oKbUNEHf",
-	"Mvv/Z+/Nm9u4ubzRr4JSvbcsvdWSvCUzkWrqlmJncY2TaCTnSdV9nowJdoMkRiDQ00CLZlz57rdwzgEa",
-	"TXZziUVJjvlHKpbUCxrL7+y/0xEeiMltWE6GbHDQ/mOF8nVJQ/ib6l30ecB+vIJS31+zh42HbjXd3uI7",
-	"Tkyjt5xifli/g+jHxXSyY68IwWFraz0NLTslJrDDiXGUf3aEbP3U20bahaza86RKl2EfMRCokmpqAhOd",
-	"l5rAtd9FsX4Fb3osx3pXmhV92QXM5EaFLNhy38ywM5wzMIu7rW7pGOpqVQo3xpNQ87TXqfY61WeqUyEK",
-	"7QTPN9OmTgl+V2SnOUNdTeDCLv3qXuAa3r7H6z1e7/F6j9cPh9eorD4gYK+F6x6QZoc8lpbTX6RlSoxc",
-	"bGp5H3r39R7G9zC+h/E9jD8kjF8/PIibcp3KvTw8BODQtMpUrDACT1pwokjHau2kIvIQ+GXTEeIewN2U",
-	"e2zfY/se2/fY/nDYbsp7hfbKlafY4WwDFueFnmhJR6GJse5JiElNjCossFMKVUDrTu3UPFvgfC1kha07",
-	"u8mcr1x5aSr3Fse2Cc0rDSrlORV/gebUg8mtgGA8PLE4yA7EhxLC8hsTl9JYAm1p61u7xhMv6BwSdT/1",
-	"fxO6bxSfexQvXfBV/RxxaveQ+hmiG5BYL4DIHXHLZD3a6IW96cWpkakYx7GYEYhtP7aKEgU4KKGjSojQ",
-	"/Rmj70TDPTVAYHc49CtIhBOIF5DjPBH5zRH8GvubJUS9biZzwWYTqWgzd+iir4A0Nj0SfytlNP2wNVoo",
-	"zBCbce1wnu4vRSod5Gr9E8a41zr3WufnistwxriO2Lwz7r1G3Tz9CP/HPpjwz36XwpUgfYqHo+Z3OwD3",
-	"UKC5DzjtDMEFugy60iYAcVbC6jquPXhED9MefdKOG0B+BsgeZrof23+bzMnPE+Tmbp0Km6N5lON7WN/D",
-	"+meen7EI7LindwrvUCt0+tH/bxtod+THuw0qn9GknGfMwNVcqTkz3roOvt3A/zaWt0Kvcii0gX8d5keV",
-	"roD392A9ycl+oO9v2PD1V1+9+Crp2PBsk44N4FeowpKGSfo7Ohj2UmkvlfZS6e8ulaIujQUOOzU7XMW1",
-	"zU0hqmMnpqXibr2/O97CDkejaSnGRyzemzFqAn08k4UXVQJ82sRv12oG78+bwY80ut2Av9vx/S6++F0c",
-	"6ibu7zg48Gslfc6od/0hlpv5sfgLkJ08vaK3jdVic/vHwRm+PE+rvMZxdva9fVY1GGw2vUs23y4dtOjp",
-	"9KZ9x8vP/a/p38H+hgpVvzNDtyr4hc1NKZL+IXgSXz79ps+3urx9Dnaje1zzW/E9AEh40RqPZ/jg+/V2",
-	"dszH2vE9cpG/l+Crem7AKeg+dvcqh08/hn/+zKfiT0QIJZxYxorX8PserAj4gMYg4MHy2ccndJ79lRLW",
-	"Dy28ID2fHXZh+jWf6gjci/ktcAl3TfH54NPn0hoED82OoaKH8eJKlIrn/foBGLOJMuDPYiRWGJpizqa1",
-	"dYyPKyH6aCo+Dzj4fa+e/L3Uk22P/xelntC5v1/9ZJ1PAIWpv/IsMO3EDsuWHZJPgE3FdCgqexRxqMk9",
-	"sayqNRvOE4+dzSLloKxCgtxwziaCV24ouItEMbJit6Ky3c3R/Qh/hm/YcZ+uVVY2zu4XYy5rmu+wGWkD",
-	"3E17LHtqhRqdxm3QH0N5x29CAKWz+fcTi6lLwGDgRaljRufICgXJ8HDzlDmDTMbQhaG1tzMmtXWCF17o",
-	"zTi2eRhRUj009ixFJU0h82bbLm/Rd5Ucj0V1LdTox/hVO96t8UVXkBret3HjqJnjN0J/EVvYbxs0IMIm",
-	"iZOgzewOtnUfyp5+1BAl+jO2Yuzf2/9Vi1oslntQ5t5ySh9ViWAdiLRpb8RzRFm/ea9FbnRBZYN0tSjw",
-	"TCR3MKExjbldOWKh660sxLQ0yIF4I+ZsCmeQs0q4SoqCur77H+tKU5+Tyrq0U2OXV2qLvrU/xa/v0Txx",
-	"kh9ll9rFb12jciaTdn8a5xfcEXvvOdvIc7brbrWVyE1VSD0+5bUzx/jjaVXrYw9V/Zj5U9QHPGCFQJtX",
-	"oBGlUI0diRmziIRngR0jvpGuEZoPoS3zhGstFELowI/mCq4cNE3BecvJlDGLzBu1M1PuZM6sgO+Fmgh6",
-	"nMW7tYHaMlExbm8A2qXLsOyMWyZ4PmkYmfxLMbsPW05xHZJG6PmQKWzZIR95Tbzh5aUaw6MTNuBugE6B",
-	"oWB8aIHiuwphcs6mUtfoTdRmdoYCktRuCq4n01QqrqG5krjlqoZt4QeFKpST0w6fw1WtL+IE/uIXcl06",
-	"imycDbCgh1ffv2IvXrz4JrTT+sNocXTux4spAfhVfX4+ULo60lQK7sSxH/PB/Xr4mtm45Nb262m/Tbhr",
-	"JqGQxT6U12M71xpizQlq4Jy11bq4i7uw6uturIr3rAGskVQrrOlftF/EMexqvEcUQFRrM2ZUIawjMAGd",
-	"6YQN4Oz6czAAXBgIXeBPViiRu9hHzrIZeL7xbunnyIqcqtewsONwaNyEdZ2gc0RBNhQjUwmv/R2dsB95",
-	"VRwHzzK+gleCKWkdqIxqTqDo/wbcg/+B7tJicMK+j9djEQgvikpYKwpv33tl7Qzve1MMgrZaiZGohM5F",
-	"T1VcmGF49NY1IZfoat3oumv5x0bXxiEtpHJtcefmSWPxllcoQra866Ist7r+2lWCT7d8yfdhJxz0hHCW",
-	"dyqJX0Oli7++e8WKFdWLeGZeoyesB8kPNg0o4WgihehwjmMguTkx5oYdGv0e3/l+Wr7sDSBZU1e5+NGY",
-	"m77o0dcvtxuV1IX4IAoc0YzP2aEfT+ZHy2V/JAtuu4bR9I3kxfO/kuOYbAwCpK12xncIWzuuo0z3YZ+z",
-	"LkVgmOq9LF3h52vLqLsToUt+v0aABnV5Cxnq9dFwGxRbt+LCyIHn4WyNZLkOb94Ll3sULh0QGC2mjSva",
-	"22i3EUjQagfW5DUjCZQsAY9XC6gOBF4/Jrrpz/vBSPr8TWAyTMIeKdciZYpE94OWq2nlYhE4AuCThZQZ",
-	"Fyx6Jh075ME98cTS9RkDdzP+gHUprfv9pgfFadBKoRlkbHA7Mdb5f/CyJNvF0rEfHJ0wTLHnOhdgSpyl",
-	"NEbRIFiY0YwN4vYdNE7rtP9QNRUFXAbLK4oBVZtLZ9t+9LERXuvM2OB7LhVcCMaM4tbBGg96mlUW6Gmn",
-	"KdFCFFB0MPSW0S1FR1tOG/C2jyozxUGID47diPmogkQK/w3ojC/roYKyBXQAoacHfTlQ8kl/ruCpWnvb",
-	"LiPSKOtMWfqBgW7mJywuWSjmHwr/6yjNK+LcB4JvavZGk9xD/Rcnfle5oq2XrKxT4a7Zt/dcF78Anv0V",
-	"Kws7d+8n/2zZ5pq1DIfqnhxJoNb4xwnVqwojEmEWuS4wYUS64GxeFknE1hF+TY4nqCVMfL1yWiox9dMF",
-	"0fHOxhqpPejETzDKezl5zev6mgz5K9iU5xOpv5CUjNcwCUOxKDZbM3FP6sh6gsR4dUtYUtUeyiRTCuzf",
-	"lXn5nU+8CAseEZCOWpta56Jgh4P4uBNohh4anBaDI6bkjaB4DsQlTtjFomBE2d0SjqiFWPby6UvWPP29",
-	"Nu49RlwG3QyKuxeRyTs2kJB+LZrJ/kwkZcauUZvp1+/2wvRzpfe7Z1lqRV5X0s39z8fO3Ai9Ls3x4vIN",
-	"wwvTzET4DTH3jYV1rKzESH7worMZjc3YLVeykG7OZlIXZhaaL4RkbXzMLVc12CNCjQCAID5inalEwaRm",
-	"pfKK/8hU04RDC/V1UbCJqMQJ+w4jw66aB+k/mwgIvIYK7lvBYRWyCHThChQR/u8sQhjLuWZ2YmYAvjhC",
-	"4p69ErfmBpi9YFYgAiRGDui8aq2E9cCcq7oQ4UpvvVV1TxTnopTvcCHuxcfWVUWCH2JmOnH511ZU54wr",
-	"Bb+v7CbBZLjyV7t1ycjSsC6UNRBW8+uSTHa/jz+d79a7CzHitXIHZyOurIjvHhqjBHR+3mk0m9Z2E5dS",
-	"c9D2TqUVTqVmmhKgDLDWhZPPe7op0y0nNOcbFqbqZgCUeDisrdclLfRdFZH+r/EmjGql2MDe5u9L7t4P",
-	"AtyRH5ccPEarOZFiox/pRojSsv+prYOHXP94cfz8q68JbjNWKmBOZULn1bx0omC5KYkMpcG6iDzsO1D5",
-	"quAESlA6pr8YTRmP/ltNhcytGaqJM2mDKg1P6CiufZExaxinufHwiUA9rrh2bGoq4FGkwhxRWaPZbGLY",
-	"lBce+08YTjE9Lp1nIqkQsyB1PDhYx+e2obMA9e5G6CeWKTmVzp4B3TcwtUKWjuKO4h6AbTA5ELAHN1SI",
-	"xccnAqcFV8rMRPGmtAN2yDUzU+n8CAf03As3YKZqX+diuhVMowSabBjYOZvJAlaa0gAW5++I3Fz0mTh7",
-	"dYktflE6oqMN/y5biC1YzpXyr/PAHYsNcBDIkh61+VAqTSeA8bqQUO4tVV8qagCyg13mgIaXrEkA9Zi/",
-	"oGbQ+kFiVyVzFw37Rf2DMqfiZrpfE4C2eJzMvqIlWN8Zt5Q43Ga0R0LlqJUk5qA33LzKoslVGkR5XNDH",
-	"Lli+yMzRBOnuVqJtpv6ffoT/vylWFlujZmUjOIWu4QZ8+ngeBLUVBzmALoa0boTwrvH9QzEUEue2Ix2g",
-	"YoKanUfwGknN1XnizfG/vBGlQ/hEv05QFkMxSgpsqLaDoeVFSCV4MW9rl9TXGs7RBC9sPB+xJzrJICoY",
-	"gG8N6AtCbwgTgqLM8pFQ8y4GMv/aBFO3JPPFBTu4F9V1JUhlkGYqdXv+T/aF051FjH5y7uG89xRPv6Ld",
-	"7RoRWlelsUuyFLWZRCcyVZccDVAQ+t/C6fHHJoqm86gxjaTwQsvrtKF20V9wwn4Ws/TtqS5q47kS2+ui",
-	"J+xi8XBzTUFJVKmKoAwucsRkbChyXlvczgsI1Fc1fkdn+e41q/bw1mhWtExAWU4t/tcs4L2qT+sgKSws",
-	"aXb7OpwvSJvCff6ItKlTtML7Iz+vBVjuIRcFnJ1gwyfYCoZtYgggSCX2vT9y3Q4HMg5APcHaGMQtU4Ga",
-	"EnqYQ64F1dAQkFfGoeHqrfKLxZF4EA2jSZ2qoHLx4Gv1wJt1oSsMNvfq4AAeDDGk5jmDxlMB/ti/bLZe",
-	"wf2PW8XCMa63B9FhFBhGzH2XJP+tgjftCMzEzGBS4wzz9HA1nj44IA+NJwbSMleQJxM5zsIHNVoa4+D4",
-	"8DYbpoB5cR40Nllky54VgpbGqZK1wCa4Uro8muiqMqqgv2IJ4MxUaIMR64DRHZYiORKV4C31jUwr/5FF",
-	"A1YiIFn4kGT4y1rgRpyAVzDTjxs7tnMl+U/FVLtZUM0jlrxBl6hGla/YQ8vdWHuwhx5KH/GScU1cd0GM",
-	"UmJm5reIAHqQyrqM2TqfQDJU6iDJCCQDPOB5SiIK0PCIeumDfAZqhbIUujg2Ws3hgIdU0KYijnagVyUi",
-	"fRv5mfxuvbh8c8J+tSLU5EWXjMkhYbO4cLEtB4/px8wKr74YjLMNeX4THzqRXu2aExj6s9GMqZK3PfHa",
-	"a5q4C5jkh4rZhpEGzndxC360eSkypPr7wKelarQl3DYn0aHMlYKrN4rrwsNBxf90ysIwcFo9aZmpXW6m",
-	"goLN+MNm4Wa8tpPE3tY59Uoccanqyl9VCC236dsXhgp6bdhkYffB0ENRd9fo8LrHVl1dSMpT3CQkvQIa",
-	"9jHqVczJPWbKHUkAeOJyymGE/0QD2ojDLEHu0kjtWmFobWaBlAxS47kTYw+aHvqBdcHbj0rBVcHYrIwK",
-	"6beYWkLaG8ymlxXB/z89YRfaT5GbCO0oiEAuvyn3J5BTHJM7rszYW7TBOwc7E8UQBHL9scOXehN1NjEU",
-	"KevO1/Xff5nM0w4PXfOavjN3odTSInxBzGmUEdD+/E87K35Cug8H7M2NjoW/stn4SwPMFjLMhrVUjkmd",
-	"xSbZU67nEI63sBXBnwLtZCQ6re3USzwK1VcoVvze9fBb9BRmGrVbUj//glXbFKbvy9malWnX+H4KbOPU",
-	"bUqAD7sPcHJp5wXCieGc/fDdO7YK/4M7bVW6z1+LsJCRDsPcPtnnAnl6g8cwxGOBb28b4n6/XXdI1e8f",
-	"v1E2SvJ7ZFJMfChJzomfrXvOOjeqlxwXAa7xLu85/P8WTGQVnom7g6xVrga44vSj/9+aFJKGrx/2XWD7",
-	"gnQ1AJ8T9q0XocdSJwok/ss6qRTD7srOsCBXu9LovmnU0PB0KxU0nWfKWGFZJccTZ8/Z1NwKIsdHIe0M",
-	"0Z3iS8nO6e4aQMCznfF/BbO047wNcNSuJjiNB5/cLHuf391S4+/sBK7jxXebCiQ6hJACMYVCdSfUnEkN",
-	"iR6ggqAR2JZheE6CbQXUfNZEvx0eLOb37jx4+JcOdZOHEW6DNKvOg8wtKAeoK7R1hOE8MuuBUN2ZntOX",
-	"8fHpAPBwKouYba62PC6VJaR44Kj2GR5fYIbHPes3zpbH4E3YQLXx5+Xq3fWlV6ihVThXCLaghmikt1gm",
-	"RyV1pSnsfGLxMeSDC4mzcJUyY6mjA00zo701lbwQrioM5rEy8YGcDZHZmoDtJfoi4JM+qUCA9CFny4va",
-	"TV7FgWzfTL3Nw4LVC+GrhkIZPfY62qYdizYnup5KHX/2g3Z+Ex6cHfz3Py+O/z9+/MfT429+b/558v74",
-	"949Ps2fP/+3P/7MJr96vzdqPFr6q71P8dtFbtIj5+uWqj/jvs3/9y57+/vFZ9vXLziE/tDqaLPOyUrrv",
-	"2HRXaqlexKa7AlFny0RDXdVGdRkfbYN9ePwRAe2TFAEt48CNBJHN11hwDDiI5cbL3HYRbxHkSm7tjGoG",
-	"KNOuqZuLYeTQseVGzENucLvU+DzwT7uKeo8vlBp7VRPqF+7A0buEp5s1fk1nNsSG0+nBKGv6m41CrX+9",
-	"HVy2dphNJDguG44y/rjREBPQfBzN6paXcJVjvftcTLnLJ4HR2K/7Pu66wlu/OId3CXCb+e3/mgZoqpDY",
-	"BmVFM9TrGpMXlDjKvevVEjHppg2PmLgIJcR3ioTB3EYT/q/rjmCwdmmOO7OOl162xlZuL1RcxayZScyB",
-	"4mrard/do928PJHrFS4e9sG533m4yjFuHj9yXzj6+Bz9DWjck2q30jw+dcKuIN38tpZhTxFAXdCaY33V",
-	"BFuSYKkCy5UU2sE+hAL6pkAinrqZqVXBrNBNtSf2+p0KNzF4Kn+9egM+xKvvX7HnXz/7N/il/+Hfvn72",
-	"NSvESHp9zUVcDYmL1McEhyQ+8NypOTLC9UCvt7Zb3aaaE4RPCUXaOa8qKShhhbMJt5OE0iY9cY1bQLo0",
-	"fYZHE35Gc8WnouJ+N5SKz0UFc2L/ok8gC/kzUP8qbfTREseAX+SOVm6iS1/dEYp3v2xdz6hkKgx8RZSl",
-	"sI7B/wvFKROulPBiDSJNkMv+IDgOX7o6jgN/bXrPWte0j2wdKW9WQ37Kvg/q54z873CPPhTYQ/RnTepU",
-	"brQ1KkaKFnuZZkloFz2ZTk6FPW+AveCOdymcfr/fiDlcA1YRadvB7Au9+QppPRCSlmbNUuXbSEJZP+N5",
-	"bmrtYiXJjTazphjmhFHnFvqSFSxf4ULi2vEDocatMjqzmrTF6HBFgp+E0KCLtaDTN/ArrMNDZZ7HGKBt",
-	"T3468VDO4y0PSpMWH1xj0m9kzdNS34GrobUTiTi/tjgc/Pdm/gW8tjPZHDkwD7KDQgKzUAHJ5rDwG2Wb",
-	"N3RnRbrp1rCd0b57PGxnfl9uklZOH7d3ZPQ6Mmo64XcB6zjbm6YdpvgdigZbpi53TAluHVK/GCU6WMtI",
-	"vbVc+b0MWm7Ssi4+KoV4Cy6KpSA+5BM2+mfDX4Zi5C5zGbWBx0BxdKTmCUICMhpLMxPVqFYxtVFWzMwg",
-	"/haBsDOjMSNR4cXL0M9MesyzbfId/RHbKQeXf8EaZTp8q/8qCTp1Y7S0pW8j60kgJqmQ/in3q1fD3K34",
-	"pn0q5N8uFbLG43J3MLpWPT79WAP/6cpUyGszctRH0NIoz1ZSW9VRkezSErOoCGMmdmyhqsw4FiRIqPlM",
-	"yroTYl/MvsI66Zi3BepFcL9AQWVorlqX0L5wKrW0DhXrTh6dNLGhVNwhg6+a8bklQWHNVGA5uoGhh4dC",
-	"UUVfqgFh4HbaL7HSPnisOwLNPvVyJ6mXOzvxG7BqLZieJPJCOnEMA21Ai/UqcGmFDLzYep6eWhEfXzj4",
-	"Tyx69dqdLfAoU7V1UedNjiYw1wZrJWo5XllhYjQSuVtIC7VO8AI+wZEE/0AxptVKWyh6sLtOx/x0UNgV",
-	"99YGGtUj591aqThRQiaqc3vn4t8gv/IBlabTYEmsaJginCUim2hMIhE3MdbrBdWkElY4bAFGCeMEmI3L",
-	"MQRGoHWZMxBJQpCiRmBGixN2oVQHyCaZ8akeBaA7mxiBRdQCeYaMKloheGXGQHhRu6h3dTBZWQEuv8sw",
-	"N48M5lAEhtFtkHueOgEyZuDPXKl5tjTn90svuIH61sQfuW0VMCSCOG6NmagWOVH32PhZYiOcwbYDK6pz",
-	"DwWVYZud4g7rR8y3ZhysTEAaqG6fTfzmHHrdLq8EtyHyQU9lojT5JIStp0Bqj1Xx4QJpbd2woUgXaoe6",
-	"Kb2QuCfkNvH4lCmfswm/FWwohGbWGSX0educRSM24ShEPZhP0/SUboZlD3x/uYPxfViMNDgc7Wrk6USV",
-	"DmL44F9rLeSekXkVI7NSLXF+T8camj3ZU+q+ui6uSrZf5cidasrQtxXGTF1q7RNqIrXA1nOGmcsh/QQO",
-	"OvCTHV4KDW5pbJvatMUFYxbCrBWbwFskdFBbrNN4YhkfC+0yTKB5He4qMnZVay31OHS1AP5kdl3nuRCF",
-	"/zt2mc3YOzkVxS+180bpK65zoURxRE0/0v600kEQdSqy5WqRmBnplxkXcQSPR9Xt0igFmT5NimPS1pc7",
-	"kVFfWY6T3MP8BTPzKizYg7VrmlBiDo4/bIO+aGEe+5d/eiwVJge8B5T+bsre93JQpzZu+N2aXFTF+rPH",
-	"w87fQTP01jhWd0JfSq6/++z5nQqf9Es3anqOyNBsuH0EtzeCS3Ol5Ejk81xFFGtFdRGqu8TKVz1iBe/o",
-	"4P4iaYI5gP3CJDY/N1pJLRYKQQ7JyWg0lpEXRzHcQA9m1Gg7eBKZNrMzVlbGmdyojFViapwIvQMyNpyH",
-	"RrzQ3Rt7e2Thh6LCvpYhN6Z5EdhXVplZFn8J1I1KcNQj/W8sqzUkV4JIlDoXoF6esIvFUsI0+5G0JWr0",
-	"xNkIlKXcAJ5Ebh2p2aDWlRebwEud+kC9ZAnO2dkE6+hDmmCf1LikhdmkhucecKUb0MIih8KhBFt6Ub4s",
-	"d/Bi3M79gE59Mu/6te1t1vd6+GP/fH/98iFgHPdXH4q/a07wHrXXMdEtIV2H2rtjGA/myEZGAdyyXEGJ",
-	"dnUl0I+SAagHo7CzaPJ2Yqw75WVJwzhL7PShQFbWX1BsgPYHpjw+BflyLTtspciTDKzEGJ2x0ugjeNMv",
-	"oxE8Bp6Q2Bxjj9F8xucn7I2L1opDFuH8xrLD3BQi92LGGlU7aI4MsoRVoMRbJL31P5AFEURTOlkkPLwE",
-	"wItMJcdSs8OyVipjZW0nGbTapmeYmbdjgsodbQ3IXF2F+X/Z9XCnlsJDCJIExJksdo7j0XrfmT1AS7mB",
-	"PZAYljSquzXMdi9K6Fu3sAiaL93LlnUWgW1AYZcCZGpuxLHzXwA1Wv3e4R+5XahHRRQHiDcBpActhBhA",
-	"81EMUR8FQYnlMlQXZeoqFxmbcemiCQGeKHYj5ojYHkangtu6ElTLhELkjN3KQhi2Bup5Xch4EYkIbb2w",
-	"o5IXU90ksRkP1kGQ40DgYcRRL6xjQhex/evAX25qd412wYAdUmI1e/Y0Y9yxqbGOvXh6dE6OJv8RWKlO",
-	"jrqx8MIKJibQLA29gBKuLjMQQEdxbJXg1mjogBurv6mM9tertxBVhByIJmcWq+GyGD9MCiWWXeHOltd+",
-	"O7zzp203IcDWO9ZEAHFvhDqs+y+tSsbZ52//LWStwcYYmVoX58zcMAtqA5E98GQrw84t9oRUf/egoL9r",
-	"g0/0OClz8avmt1xCL6HFxkMRnhcg806kwopow6JcOB1yl09WNBWqtWV16U/r86cM7oZDYTN/LCoGJage",
-	"LDPiRmlXy1qpx0o0DYgxE1UXohS6gCA/Zk9AXoYFg4PQwZ9AD6y2cdz4H+FqGHOr3lZFcwhLIiN+mqpo",
-	"+KUI+dZA5LcwI/eAk/CijcDSPgK0pNH2QeYvOpajeuMyKABS4xLsCQQeUTZDgj7WqxNcpRBkd45Bjlfu",
-	"uKzMh3k/8DQVSa0YIJHiYCvqltLqbfcFMGVSO7Pk1siYqZ2VhQAa4WDUH2IOGUwK/MtocWxGI1YJr6uh",
-	"j9mrs3bBZezvi+wq/psotd2PB6Kf0KHM64FSjzH+OOT5jRmNMgq6YvsA68AXfsIugOqKY3c0NT9jpVGt",
-	"yGy0dvF2dMmcsAtWcghucpew5TEeP7EjR/+cBbd7Kx5aueDu7qBs8X8mnyMs4Y7IWhZes5lSiU1JRAXq",
-	"ZVkPlbQTqiS4P9hMRk3Btd5kuKWtTQFWFzbTXqXcq5QbqpSYHII4iEC0xDS1e2Q35acAO/aIbH0DHIiA",
-	"WInkWIPH55Tj0riVg8851EIFN7+3rgtpo7f/hF17JIZ8YRpDIJOnqipk42IWM1lsF0Sa8j4QsvWWNQBJ",
-	"X2Jgjj8nPDTlHg73cPgX4NCUD4WGc+vEFJr4Fibvj+FdiUJWIidxP6zMzIoq+CihtspDncMYpPTTRAWY",
-	"hcnrqdAOTeqSj8mNSTkd7T9DBIhrdMO22FnOl0tA27VWZK07MUZws1FbNASmkOLL8xXq4g/CXZTytZ+H",
-	"BYh58fR5/5yEaVjz2QfZAdIcwRPfGsSn5ceCqwBzUoIzYPlpGRssLKFfvuNaDk5WEjEvRmj+/AIiGqvW",
-	"ye+q1uymBw0mtjlnCYnR2QHtzmMycA6WD+OznsMIT+2IhuAyentrXHnMPXbc3mwSVS9FJU0hc9bcy+Be",
-	"imYDa1qINpaVyf3OStmO8onwg44+fupVSrtPVtSittYQ6p4IVYK1huRETBlTNgKwFIW/EoLQJnBsUBJS",
-	"d/z52zjqd/DBO5Tu7VetSkBZmsqQdgMFAl9UjkmyiRZnZcVh+dRzQOfrNA6oVzA17d3NrZe0Xr+emJn2",
-	"QhS8BSRHJmaKweCzyBk7FdOhqOxEltgHUXDlJhmDAuMIvlMuNUT20LsJtHtU9jXjld/oxKdIt6F04k3j",
-	"UKC+pH6hEAwLhckh34VV4lZaSlxbEkmvcPzXNBG77NPeflMfPyHNZ5jtL+I0/EAlVYsfv8MTUHDHjyvh",
-	"l9UvZa4E13V5WvrNImYrDoTfVEQ2HzvgmhGKPaqTB+a6rGn8KbSL6Uvxlaw0SuZzoi+tBPQgizJCFRiI",
-	"dtWccSjDF0UWCeqKQMjB9RwIOk/YL0RsB4QA/pRCjQRUZAWBwRl9JQOQWT4Ol3jra+74VRjmK7xlXbbq",
-	"zxCOD8zPFPPhuTMx5EIze84ofm6DwoDl/ytqB0z1aYlB31dCHDvxwVF4vRlnrAGhwfUNAu/rG8VXz57f",
-	"b3JO1wLR2vXCCq18/NB9ek4XENEsolnAHU+Oax4PwqdCUm70SI63Raaq1sdG52JNhBaIy9Jj3qLvCAk4",
-	"Vig0JgnCpLDAPQ+hD6WSX2PSjwYO+oqYlbM0BX7GJUBRfDTpuwWqtGlnIcvG/shXph5PekQ34R8Fc1GE",
-	"B+BEKe5/mGPpY26mRI7Bu0K5te5Bsl344LpedVXrdWzEzTw7g+u2kAvUxwV6f0673i/bnI94Qe7sA8CP",
-	"p5y9xv4S3WCHC3Z3kNfvIvPvH3IrjnHXHcNu38A6d3yoPHZJXYgP/h+ukuMxePN1wTzEto3LJ5Ypk3NF",
-	"eBNemxrsuVH1VAM/8SxaHUBPoUPeSEaXvn79Fox2roBXqQGr+Fz0mUH3C6hM+kOESvpo6BOXOwwPh+0M",
-	"KyQfa2MFm0pyubGyMkMlprbTjHlNL7yG6buA2VvXdQ25Y5GJ//VbzJSeUioOVfjD05gZ/o/I3ToO2kJt",
-	"xz+7pKf9xD/IaT1luvZ2ox+FH1Y+4RXP/TfEzEZQvnFQ5yEUE0ePJqKrap0jfWNPnjv/8LpQrya8st3D",
-	"fvn06dPsYGSqKXfwle7F84PM3+cHeXD27OlTuGIqNf7iafxGWHQgStq1Fri45D1oHLcjLSicrr0O2Ecg",
-	"hym65Hz3YLEwf7s0S9HPvNYhwzX78d1PbzH9HtyDldAFtK6G0oPgjV9y9YOaB2g3wL39H3M+VQPUOPis",
-	"uTP4bZl0VqjRCfvWuAmcLYiZJA4YIOCIlycUwNiq0jChR6bKRdpTlighxTywQDbtrQpRKjMXBbsVFbht",
-	"PMJK2/qUkPgCTT2mHPK7h3M2WHQln7EFT/LgzE9djHZ08cqxQTPO94XQUhSDbIsAiJ1I8NNG47ISWKt6",
-	"OPBrbUqheSlPYNqPusHc5PZXuQ6/L1BHxlU8Z4OJ8+vYbIOewAYud5U49tJl74NLwsFOpDzwbz7IIgc6",
-	"/ehf1MV5vh0mwlNamNihbPIZ+6UU2i/r0v496erMeeDEB3cKA13zbDhl3fGmpWhPJ/R2rAFp9K3jhrUV",
-	"6ZHc43NPzuLEzB5/pEnqkVmL4mVlijp3GXRkKTI2MaHzDLnQJQzUzSNdtikI7tFCtmk2c8acGWNFAmCP",
-	"dJbVJZS7+GcKjRSfIUaFHY8Tx2GN9fSgkuqRrKakqQ6l5hWl2cAvaBQevL2qxdUN1MCbTjC7hvl446dj",
-	"l5klzVs6DuK33Mqc+SXxxwuyz4emdl9YzOkH4dhw3UzsULeJDBinwBO0SfAVdhpenZpolN5AfD2kJ1Dw",
-	"SFROjsCp1FOR+7MpxAUOYIcbMr5lVRwUv+zLCXgmy3kH+yzup4133OlHP4I3xZ+nQldGqSktc7c/9Y21",
-	"NaQnGi2OAUZzP35queaBcGBvc/wehg8c0P+bnHSEdDxbb4oQyiywOzAFUoGYGbvaYb8MC5TMY+ziZaob",
-	"G6tp/MWI5h9KWQmblCN+xaZS107YoxN24RU86R8IUy6LbTpLxK37XTNJ68I/9BZQ9quQpU7fHnXKkrtJ",
-	"o1LijGzc2PxFjya5q/YXHbOwzplL/iU5En63wLHePb4ki7RiXFgY++qClbLxMMf8SgO++n2ji79Do4sG",
-	"Y1kDcrAH7hRy+125DehGcFkn6hturOaWNm1hwte30EAmTRSGwkPoRlR7dWCFAvA2vPGXZoybEDI148ME",
-	"mMiq4bGuz3iOSLcxsi37Rj2UJi9Pi7w7mYnkVPaY61+tdGt+1fJpPrtnn2b30qxSoZo52dvLKzSvrhO2",
-	"AxUsWxWa5l2jYIdIEoQVHaAHlUD1AEUsQGfgATojSKM/ZKmezyqhxYyrozSxO+hdC8Ul/j/MmkyaQR6P",
-	"eO4tWOq5Y0adLWcatWB5hx7sWhNZfuUaZSSO/X6DxT3Ts26QfqVCVs6+suOLi0B3IsM9qSsxwLom5vwq",
-	"aQgO+Rj+jIgihNTiY9JQhtGCAjLko/BmG9R5xLImDLRC+BqD2RB2Dm1tpbPsRsyPodWL/8tyuBkzB4tI",
-	"b+YhUha1sCHQzCtol0sUmaysxEh+WBxXU9NmZjE6g186D03HMTeK2GcgQ0AUrC47vX4/henoCUWvoTN7",
-	"hf7PN0UHn1mIWxPDG3zayFQ0k/T19JlrYtbX8Ah753HrdGgxDbmEhKZNRoe3A51b58ierQtMr9Hgeqc0",
-	"bXpfcmtFcY6BCZgLdE4QmTZdCs2QgSd1zVRfwuO6vwfN/nttUNven5jV2yelmhQMzMHCFf3biamHEgCw",
-	"ApSPk6CoB5kAZTt0Si/A/ynB6XGA0+MwhpCI2e8vxM5zNospjmCJNimOs0o6csQkeOx/hKzKBXAQCXRQ",
-	"z9uFjYjOxKRDGmeFR8Bah7bkRTX34lVaPMA9TdArYP8QTb46jA7z0scG6CRgRInsgyWLdDw4TtS2w0d0",
-	"toFEgUSljBbfEx8ayj6CSLJOKgXiqEMXpzREXKxLWqurZrvshLKn821xKCvV8aW1dWYx5/+x5Huu+czt",
-	"sz6bGgDanntP42ftaYQs5brs1zzvI2FUGzL/ofGRmHKpTp2wblW7OOiQoonLbyqsxeSpJh8d31pXomDX",
-	"P727DHlMQRk2MVQOrcEpSJ545VqDYjOPX0gIiGo7hexfPv0GMRHiQIPWTe+1ce+bYQxQ/YLBSATbZIwe",
-	"Ob56+qIhT04HjegLHTpyrv2doMLzfALMFsCRLwODEh5XzDmwQhdsCgxrBnvotaqlsVzniWX5xEgg9sJu",
-	"eZYNutZugJlTFrg6j8EtKYozYuqgNbDIQg3RKyysihkacDf8KmkhxQ5fPv+GDfwT39MTB5TTdiVcNT++",
-	"GDlRDdhQzA3ZWR2JVn4/vBPWfee/dVfMHDAj8IYN+DArkctSehmIrqrYEI/ZOqbg3iNbx+LgV0F/60zN",
-	"vCoA5FWN8pLszT3+f6lUHAJq2mGvpLDHBJ3BnYsNyr5c5+vBlHyqe05CPqOF9Nomx9PUTixTAjTFlwm7",
-	"fvDcJA8OhZ0cH5SF58Xf6wXmzORemATsQSKrJMc2S26RwAyMs3jCwuqGt6AhMjiV9PvTAdj14gNY7ihn",
-	"DHZbqjUQI71x5EWH4klkVxNFMy9Bp5XTUomEgcRr9aLbYwQJnKX8a/6iX7SaX1J9xG779KXDXO02aCbj",
-	"M/IaPKwTwLWmbcylXmZJwD27Q49AySvp5tsgBBEdYLO5oEaNIHYFTYOkkm6ehTxKsm8p5Sf4j4PVC5Kf",
-	"XMuh5BGzz/P0laWojmNFJDbwm3A7YfmES41cvPHPXKk4ROgEQs8/Yb+BFjoR+c3rWLAU3Ms1ZYdf/9db",
-	"6QQbXF5d/PDTBfvfWuY37+GeQdPgEx8PuFAINO7J8UEGvpVKaKfmrJC3ohqLwt/oERJ079xvEG1rmxZR",
-	"TYkxYt4JF5ewSnfvXb6gj0+/vSnigu9e/OxzFAqV4NR0EztBxaIRWDx0oVtlZv1NIJJ1+ESXdFrb5bcK",
-	"DtSvDRApS6Dxhx0xWFfWhbfc0Xi+HAdzsj9XiwmEm71reZeuZQ+PNM9D4WZC6EWSmh3KE48LUgu7gv4t",
-	"YG28NOz+tHS1pTvGTKeY6V/UFO9nrYo/RKxSVCNTTS3j6IU+Bgod4hqqZLmyKh/cxtKxsjK3gg5vg9ho",
-	"51l8LrrttXF4lKNvN9QcSMu4An9IQtkuLXv+9CniAOJqKFWgwfuTbYO3I1vo/EzO56Ep5lnjCdGUYovu",
-	"aV7MV9QmXMUFWpMBdomz+Jcm8RNQvwe9suWqEvAMeOmvBLfQN7/d3ZFSbbDiYcV4voPrtsP833fqkqYV",
-	"Wg2lYdFhwc/791Kx18KXTfuHWKh4OrF7uT/D/tfJ2Q54iKc8o7ad1NzZX3/SkU7ShlLesKjDHtgl1Bsl",
-	"1uW64q5Mi7Dw29E4uNFmBpkbWMeFhPBhC4eM0ygN2pdRAE3NGRbFnbArP55QH6uAHvMYKwwqQReFBn4S",
-	"xhEeTovQoDzeHCJ44kOpvHHGZpN5slr+W0jRDUMe1o7JQvnXsJFRysyg8WRnpzwEY6OE3X2lmH/NyhaZ",
-	"aZHcF0xP2D8PuzxGtXZyKk6JBMPJldS5WEr5A1ht2H9mKqammmepkqIDwxDGTmxvQeUJu0Z3q1cbR6Ok",
-	"KNKWxrGxqUztoPFlRe9h48rM3CRjio/HmEYa9yY1vPdXQM8HUBv4xOsNyow7dZIr/IrXybfvUrIuv63j",
-	"RNBVLFmQL+9M/CBc2GK9E3EPhwL0/014a8FOgPCZ380V12NwUGP0KERlAk7j6DoMjiBiosHhVfjc1Vyp",
-	"ORrmeoF/cKGM2B83NpKVmHGoi8N6I2C3DS+NLZ6ww+5QdpET+i+jfXgJU7D7U+Hfs1JI+In1c/AlCwhy",
-	"14U9g6FgUwp9D2fB1X7zbXAYZhPpBPVzfyt1/QHrA/B+1hh9LR4oykdCszs306nQhSgY5OJaajXvoINF",
-	"OCQwDchfglVXXIOzFZsLjWGro4mY1mmdsF9IB4tjhMwoiMFgKJ9D/MaLDyc0+W25DsZdUvLlPxYHiLX5",
-	"sRW0/94nlpmZzvB5BAA4gi5B9KOx7h1O8Bq7+Kem4mI2MVakExr4epd5P0HxTFn4iRgjxNco2P/Ehiej",
-	"aV+R5UDVbaJoPuFuaq92acg2cxr6B3cCS7o5qYHxF8QC3H007wxOsoOy7k0ParIx0+NIJ4o2bnLcSIt0",
-	"vBoLBwOPWfcQY6FABkIIhQemQPTtH3YrKjmat3xhaafzVuGSLNKcfMrCwQROMKsWC3qlP2h+DiB9BPYQ",
-	"+w2pPNMPaBAqtP4ai5RTpCuPk6JRhWADeMj7ugn4D5ah5MI/vgUmu8i0aV4A71uTaUMLpmNldLPCOBuP",
-	"LSlz4fOQ+6k38ozL2JWF0yz9OTPVosMU98SEU5dNqTGsT62QQZByieyHCx16TNiGh4OfTSGou88FvX2A",
-	"ve/GWloocRnOYX8O6PZ381IMjvZZQZ9zVihsyxZ045G6A9iG0ur+lJ62MnhaKq5X9BxLg+gI9HT0Y1Qh",
-	"6H3wLUGXakIvSP1+I+YtLx1my9PBS+2mCC4eSW+5kpg9g827G60Qpd55rCxLKs0xzx59FCOHqZAjSfQ9",
-	"J+w/vaoY+li2dN2uTj5PO1jfFdf3CM/+dZujcwTiQliwW3FBHgp8/eB7R00ai+J6T3H8iJApcLqn2EQH",
-	"b/fghH1NjlvUdFsUmmKwoIGCpQTECRTd0MeStzF5HBIXz2Kaz2VQpy90gZ7Td3wMFUvxZVHjzqIOiLHV",
-	"MNto+GLWUln5sTmI2hTEm1qcsB94GSy/poJJUU+uztrSkfzgr8KGFTzpJmab9MLuEC5M8Ot0fu8ihbA7",
-	"LyjEEMNNrSkCDv24JTtmCS6IsfGUuGJFKLZ7xe68YlU6MW1YRc6TBjrQNg4jSJFUGdXGqYEkUdlPfDLl",
-	"HzBr3PZRkaynWH5ANpK+vbU6uNlm/Nwnf26T/NmeO/8gJZzQafkJIcMOvYubdoYb1lK5Y6mhh5UTGkLM",
-	"cHOWqn9N/XztL9XoOjdV6MUiiixqOZiq1NEZ7tfoVAfPOTod7A3zBy3AZs6hz3hIO29TgPTFW3feFa55",
-	"zcqOcGEucQ1wGr8sT3rnFNzBNsepXLnZTz/6//3Mp+JPb06taTHj9Y0yyPUwaNiNSGXYbG3LZl7QR/uo",
-	"MCg5ytCjynqZ0ij58BB6uI0POWEX+BfQGiCFDJJGQm0F+Y25Y9Maz0toTodZC0vZDVQPB9nZyXVZp7Mr",
-	"aCsyGG2YGT2Teew0B9kPSPnX0YSmOQAbNdGKLkV7w7il3FfQn9pntodVMSzkSl7Fkju/IQ/ODv77n/z4",
-	"j6fH3/xO/z/+/ePT7OsXf/6fg3ujW2xN0QrL8LcAqSbuHwOrkT06b13yPds1yoG9W30uXbr2TEh334sn",
-	"Lr6H2UYQ3JkcEB9EXrtOW5VKUDZqBrpYy9Kq3Am1LNI1BWA20XE6yl5aAXT2CqIbNrbG6Xx647ALfwFl",
-	"a2JUkbGhyHltgQ9TzEL5sL9myufRUk2r6LiGpotVKNRTPL+xK5KG/0GTtXMUCS/qwI9/hHlO6Ly/yLSc",
-	"rrYhOzQQZmI4MebGnubccWU2SUCwjuuCV1j25CwbV6YuUa6P+FSqOXlpQCXB3zyxbEA8Uf93wGZSFTmv",
-	"Cjxq8BSGziVyN3tdJPS+gqfANcDeorj2D8NXD5gLJf9WgP1gsSUMPt+ehyxx+ETw4viLCjbA35/Q15/8",
-	"q3769EX+ozGgb8BPXeG/H4T7De/4zr//FU3ZLks0azf0IqfrtT1SGOeTlvOLODb+q8MmbG/OMA3JAcKd",
-	"s4MDVAglb0UlhT39KIs/TyvhsBt1t/nxExSgcPY95orR3fMYUL8UuoA8S8iP8dBP5RlmxOoyxO/pPJCb",
-	"iXldeFo6S2k47WdLzInzt4QYDLRq8//PJ/JWFA07nqukKNihNxoGYWjA5wFfBdFxf9IGth7Gj3ofHjNg",
-	"xmu3M2lFB1cF0FrQfn5Nj17b3w0oNEZSNPQ7dGeP6SA3J2N/eb9pMwsnOs5AnweO/p4xbWZhU5z8vTTj",
-	"B1NS/U6ERNBR+xDeAVysZW+IuGH8hviwBWZgbGMRN+hc4NMI/Q79t5WigjOfrTr5R4u4c8IuIsXPyya1",
-	"Ap9L5S6UR0Gv9KJ7JV403XfBSW9TXJKWPmg1XsDh+QBScB1kNKJQFuwQFYY3xeBocaK0+1xB5APMzGqT",
-	"PJniuO5BsgApwR5K7hBK8GSOlk8mbPrkZN4rwGCTgRX0D9AWNg4XUeIQS6qykFWfJVDhT3qysYbz0L0I",
-	"zGKhlG2ljBTSlsABTP5GcmhilqDfiMiDJV3rz6GomfyeRqv50SqN/Bq/8v4kN72wtx3SuBJj7sQXlPR6",
-	"0f5mv/EXdlV759yHVp4qqJsEwtoDzsCREhp3LFZ6V6LgOVDASccsnzfbnjMr8kqApLTChSwqcCNBIAyT",
-	"NoqM/PDYaNTfccIugjJOU1YJpsTIefwIXKhEExGvpNhDd2wsbNfWRKzrx6msYZR3lY5mDW9FGNDjqbZe",
-	"PLPJJKyshsGP3Ye4e6N87XNyZye5r+kGdo8AWuD0xWcgWYUuSiO1awgkzEyzH3+6eEWHKgtOptyUIoPw",
-	"FjKRFWTqWjzaEIGWltVa/m8tGJ8aCkGv0JzxzjgECe5XPrRG1U6wiXOlZb9evWWH/p9UoQwmvVJm9qNz",
-	"5VFkRmuoIm3G4IR5G3tU8fEUkpzDSzzyWKNusVMlU8aUXnvPmJL65hjbPJuK5crUxfFUOA4d8Yn7Utjl",
-	"XMoBweV7zFYExR3G5215whwQ2cVUamkdMi7DFZaVlbz1aI/3WnYYnnbh/36Jf32HfxwcnbC3YszzObOa",
-	"34j3ObfonSPvna3zCeN2yUFn9HvrKsGn7wk5kdbNcg9NHdf/oq/h8ld0Na5SA8pC59Ucksk5NmJBsg8q",
-	"UWr6EXW1TenAkh1lmq5ArzVpp37DniffG2slJwL5O+4vgLjiI1aNHlL+c5hwyuEiwTsxqsBuEhLp/KRr",
-	"RDEbSaEKu8+//1v0f2th/f3aTKm2BL4Z8MrUnaHEUvGcMt9x+yF7HuzihhgfeSWgSDjsbEh6v9BMTEsH",
-	"WM+HFuQUntuGljLk8eMfzskfHDqpYOFmo0PGwBmMwIucE/aK0vOpQIqqv8QHF3zG/qaYoqsb/6ofX0sJ",
-	"TCiYCYvJT9ztC+4w2n4ti14Y3S7RNb35TXGwq7SOv47DfpmaPRFUiUcPwDWsUPFZFADsMzfuFHzxcD4y",
-	"8D0lOOl3jZPpaQPujkzFxsaQbe5MCU3ZhASlGT8hA80hekN1wX7j0kk9Rmde6uESuZkK9orrXCgiEdbG",
-	"Tfx9kDkOZr52IVtrmqX+7TmbSOtMBZUFN6J0WVRbKOXVP92yUSUEPAHRPQDFQgUqfufOwPPxYFBL6Ozd",
-	"1HfjocM5fWynO3EJbuyho2g2RLggukUtdtHSX2i0K6vooiZtB+i/M3TG/fju3WVoxYtlR7BXRUHcbDR/",
-	"aEOWCPT++Ao1glAYWI3YAD2YV71uuNep9/PTzmu29o5LWIvNroMWbcvlNZBHkAbqiLeNvNo9Td+AECLb",
-	"EBsWIuGBTeIBgvB9LsFf/Cbj49SjLYXdU9veESq9XpSTybm+9xgBItLq9jtvtBXASBX7xAS/k79vEKLv",
-	"lNM2MLTbjumqY7jqiDxm6INq22sZG85Ljr0QJBItNu5LbKiCwfmYOIpXJPGVOZMFuTXjbxyE8St+K1Qk",
-	"6VWs5G7CDjE8mbFccTnNmJVjzV1dNe7SLPhKj84DQYKMOQCUh7So8ZywC1YgUUJjPHrL0c9Al4ftnegM",
-	"WHwmhuGavjgXSRec0F4GSVJiiw0XRdg5s61vIH4LqPPPsDpE/G/NFU6/X0JZPKhduWFfHdyoM24DBdR5",
-	"W1eWEAH2v5rx+d72/KJsz7SnDu4TZ+5SEmyupK5pv+bNNm5T5IMxRyxLiL0B9ZCdg9uFMx1OPZAFH7Z8",
-	"9Edna6QLHRikGcQmBNHbtwpWDx4DEkYnvx97iL7wZXjcA9oe0P52gBZRAWsREgzYKcS5iayK45JXbn6a",
-	"8xJb+awyudMaKVlkSTsuNJPFh1I2iaehYvvi8g1z5kYQXwf0Owxvm7OcOzEGQmNq5xKfGFsvthmHpKWn",
-	"YdgPKeiUwsZfscGyf7l/AjYADpXlpnbEYDcSoMvapoa9tl215lNKnI8fYYleHLm/Mg/hRCAxnLMBLkMT",
-	"tj9jvJTHcOPgHKk/rFGCWWGxuGmpJvdZSkBXyvdw7/sAed0lKO/8Ql76dXyVLuMOgbHnjX2Ubck1i7sD",
-	"vu+LSIZ7HQrzZinPYfuE+I1YmOTUJ2e0OfrN/jo4O4gb7GAJGZ71IIOfwn4kmHCthepHgUDCp4WCjDD/",
-	"BSNTUSMpPH+LfUxGUiFhqi5YZWY26Erpc1aftG4fWrIPw7C3NQz/kktsXQ8uHMx/ivnMVMUWd4S+1Fvc",
-	"AnLtGuo632zzqp+RO3bzG16LW5n/lVvoh63u/MfEgJ6z6fUXZbnF1ZgKtPUNW33Bd5gmvc031M78QxbC",
-	"bHnPlci322U/m0vF56L6thL8Zov7fuT2oi6k2e6WS/fHFje8sdcTXoU9s9VeAw49chZvPoFA977tXUie",
-	"9Gu1zQB/qExd/qeYfw9YuN0Q5S3gHgwz3L9Ldzi9eRP3d5AX++TYFcmxYZLYYSJqj3Yt5+PSLDm8uwT+",
-	"6cc8APWfa00Ao6PwPguRtNgq30t55D43My0qO5HltsK9rdUSGGzdCrMRPPdwWFYRFmuh9sGhO6us4t6E",
-	"DqrjZ3KiTkvF50Oe36wIIllbC8vsBBr0SD1W4thbpb9evbWR9oee+MQyJW8FwxzojIW6TvLkiaI5jYfe",
-	"FEara4ohg0H4mx2AM2oqnRPF0Qn7jucTyE3nxRSiTB947tQ8eFzn1OMb7HxhibF3oORIODkV1yI3urAD",
-	"dkgVHuzZ86dZ07HvBf4wNTY2Q8YOKgWG148g4RH/FoHiiSW3AnHPQ2hd2lB/A6jCtf+/1GE6GKSd+2k7",
-	"Ax/iaAR/DDuGxzrWb9iAksixMpUX8wGm4sQgvuNVZBiX6Fc4Yd+biubDJtxcN0KU8GtvEUGD5NxoLXKX",
-	"UdoypiLBLoApEUxq6wTvTSxvIPCtvBWXYQdtXRsfIaizqjVu0m2KW6dShx+f3RubVvd8rHArB3sKLc+w",
-	"UcO0+B1yvw7lngXtkRxGi2MYLw507yj+ghzFPwjXrH9EjSgKGshLxMCupR++xZ744fw14XcMsLeCwT5W",
-	"dVVCixn0U1iAzN6vD9VboJ9CBwZMt7CDjDr3wOzlvAIyaTawt/l7J/Mb4QYogNAXLy29CTm9ILXJP/88",
-	"YkaL4D4SMAq6zQ+J8izwF1bJAquiB/CLRk5+/fT466dPM5bIyyMvAYHiCGdAhZ4r0rKiBlbGAfzlwgvf",
-	"ATvkQ1M79m9P/x8mNcUSgBbmCPNCoPFLyH2Fu0Mp2ncoxS/cgB3GX75dkOWJ+G6+sBSVNEUjzF++eO6/",
-	"AmdlKOaGyNCWhfg5XotqSKN3/KJDjxYogghuYXCHeqmc4WR4oVoIJVwy3dT4pRkcKSfEm7n0SPC435ob",
-	"AU2nlLHCBiUAN/YgY8I6TrTcjEQ4xjgqwfLahZYhXzGLswQlEUHLiJtxlZJxjimGfiqgAYI21IGa3cpC",
-	"GMarCnfRxVLIYMrnYX9aNhMKNGDBZmIYLg26oddRj86SqYFsn6FQRo9tDBLTczP2r4Pl6frXAeNDP6yp",
-	"iPWO8QbMWcYdFvlAwjDhsw6VGVOi0C0RpGdRnePYU9WrUtzamalCi4mj7dShtwKbS3/xOlFrQjZRirLW",
-	"ecaQe6hTDbrS/epH7TXtUYsadPYoTyC/V4++KPXobQC0lgYAVXbBzHOG7C1RrVOMdqj5gAG5okql6d+N",
-	"aZ7B5F4IkMFjzlhplCLKRRgQq7WTipShbX1s1/6Zn5uXDQa9OgmnsfMJIfwtoZvXHiceLPUFluGhHXfr",
-	"8mC6z7ApV+T+QS2ZW9h4Ja+9aun3H6+dOa5EbpC2r/eEm/Ic7Q2v4vHRSOQOeRNBk/PK5ILqsvV5N+Xn",
-	"d9xNufq0+3n72x7uhzurpnzsRxUiTMfIaL1JmVjajdcuFoLVNkv5UHTBvJ4E6V2DH757x8IAWi8dgJWT",
-	"UYnmsLYSmrl4BVZoyujiujmgGZO6Iev+9gk2QGBC3wplSsEGH0s+FhmEVq/lHyJjzjiuMkiZ+XPADk1V",
-	"COpvnn4Nk8U5G/i70Hs9CA9AThRTV/7bJFBok4sg9KKxT9iAiNXedJbmt7NskmST7TNtXoX37KZSbZdo",
-	"lHw3Dmx1TLy11fagdNfNZFrTu2s40qYQa+J9be+mPf0I/6cwOjqsuiLpt4aoyoNF66DHzBkUe6d+p8hi",
-	"Bc7HhKzphH2XuKp+fPfu8vj7t//I8F+jny5fAhz8+Pa69bhWnIrInAaFtHTNILDHAVyh8zEna2u+ygcW",
-	"HWv4OQ0rSCVukRirz8+HfQvAsSexybSCjlAxxRf4rbyd/8QmOcLs8OXTF2zQ/OJ9IbRcoJtmF2E8SB3k",
-	"wbMzERcHQKG+xs/FuDK6o4T3NVze433Z3h3V9nL3eKVoX630ScWOc3UNdLWLbqilgt7fJvPUfaoLmwEp",
-	"QZPC2TjeY+OZvkJfbFLT15H++VdfbzAg7EZYxyBx43+l1khh79IAg8O+b0zN1n48NIQbObpa52kvRu4s",
-	"f8TP6lIs/pN9RJhVna0vnYDXPbEhbWogYiAma8V2sq5YTbgESHoH0cdR60C9FPyhDdg26eWAawEHm5Pt",
-	"4defLABf/0QkJQwobJ1U6hOwWOfwGGWsY9JBsXDFuJ6TcUvd/pvhxIgItN/0D365BYzDh2yI4a0ss88F",
-	"wH9/FP73kz229Oem7QRZtlU+TwEnVvmtOFIWeHXTKgmkR7GjSHeo+jzR3oxmVjjQ4lrh3IVAcCeGpaF6",
-	"R6xoCQ6iFZtAYRJ7h6g8RO0BQedNkYk1MSkLVFy07hMFAqn14C0FJmgl8hUCxkaLqGVAW0S7HBHL2rHd",
-	"MP/v4Snvc3K1Ds6apC//dRSsXqUBY4y7G4PXoO8Z4ynEE9RiHlwfLh+2PBFQcYaODLhQj5PHn4dkhKDU",
-	"iw9OwBLiBDZXbgXUWsz69O0sUGql+QR0xRPrtdSuvhBazD5TPN9B58kVs7EBR2EaGT5nPFJSDv9H5F1E",
-	"lCRfH1moOOyxv6cGvQ8Rr5bFGhpN3qcwrqAUS+rxqiJqfwkQEythe3zHZ8Qd66/A3DX0eUn/vVbkzrJ/",
-	"DiCu+U5OhTcKhC7gn0fs8Or7V+zFixffhE5hfxgtjhYbFwz8w98U6OzBHn5DBY4lUQmdi3NwVEtdm9o2",
-	"U8jzylhLA4MAV16706moxiJ0tV7tQL5qJugxFGrG4WxVoxjv2ryGMt6ydblmvHPDEsd4/TY1i/Gm76US",
-	"GxfDJa+inbjVXd/hlt2t5771ZZvUs8He3hezrXDBV+kZ3qnvvXnTagc8ZcOsCQJSkhBpkf3Qi2UtgK7A",
-	"AxvCoBmm32CDBHDe/Acm3gzYYej/25TnUNIndBjDLJ0mb4dAF7jUvOnUUx7idWlMXgHKGDWPwX1vnACQ",
-	"n6dPDbyxlBsNVhnKjZBPugadr2ke7wWaO2glMfshie70uXSnLRTt8TY/e/7vG3ibmxeHtSn6WSwJUT/9",
-	"hXET7oA+E1fxGt9wH+SZrRdugrELJ3GPtivQNslvtPdV4LEJ2N5hTUeTE6XkjVjA0cVLEbXTrE9kTRrO",
-	"KdkPfqdMDi1pDgctqPCa8u3EWPCj87L0/0twmsrxWnmkZ4yHh2K7H1YAqwXDOhShc1OIipW1nQiLSaet",
-	"3IzDq3fXl/BnlByY1VIw+HXS4Oco8/hfK8XKynyYgzuKJ/OAY8C6khFwbdrFXJJb+kvDvUKIphl0pFjI",
-	"HzvD9JM0nfSwlezSser/b5it/zg5gSbZz79uScKjWOsY/fkZm4A7jwIT//z9pK7UIOG9mosqFHgsVLec",
-	"sIXlAz/ZUARfY1J2EOUqCT+jwZnXEiZNTY6Xz8GR9p9Soxk08DPYhFTiBf698DW0pzhwynM3ydjgY2t8",
-	"f55+hN315+lHXpZ/nn4Ms/XngB1CUY+fTPbr1dtjf/+xsDkvRXF0DsSpNq11IVL5EJRO2QOTU5c0+W84",
-	"5MFNCh7Qmalu0D8bSpTKGrMFkupUC1lOynhVxy7XMV20dj81eqVJXlfk4legWQ8rbkUFVH6LiVimdksr",
-	"3Tz7qV84rwGFbwV1KElqOksOAg7eRsaFLFFXYYZ++Pb5vz/792dR+JCnEZpNJTspWWwIeiuAaefPGJzx",
-	"kBonNyjeRfm46I/cbTFIxzvXeP1CKTlsk6ZEZLHsiwVVd18qsu8F9WCVHys0gHByt6j/uPvC2IngypsE",
-	"a2hUOLNTrhTDy5nVvLQT40IUhxdsyBXXeeBOmxotnYEeuTnXjT260CwwKYqk6LqENPSJ/3sOURn/NAwq",
-	"JaToeNrjKLiyJrQWBWXDCm2pJYJ1phKsEI5LZWN/KW0KAdECqW+5khBlC+GkWH/pKDDk5ag2ej41tWUV",
-	"J35HKPn8H5G70Emxaa+KlaNBlEGTYC8JbrAudFzxgj7sq6cvFhno4kcNTTHPYu9V6O3Ib7lUXi/tzBD4",
-	"EZdyl/bTbY4vuaZB9gZm+j/ZbwcQqYECBGHuK4SfhxlmMrPnDa1xcDj7VVnY9xk20tTUZsNffoLHX+R1",
-	"Jd384OyfH71FPRS8EtVF7Y/YP3/3xm3q9/dwBe+gx6e7M4EC3PhbMKr+3+bXXo3KScgtDnBxdNnHA1I2",
-	"XhlzI0UYMo1jKS4Pw2JSY+AQambxQzJQEMFblWEans3YlEu/tlBCBi54OtoWumcHugtOPbXxG9nTZ5Dq",
-	"HdwLOBHLropfrai8BmWUsFlSaJItWS9Z6DYHs4CDY67iUkV9IeeOKzOuYTxJ4hB1MI1De94aWpjX5cFd",
-	"CdzIooitwadiOkS+KWJRDYiF7afjK16kr6CbO94AZHyJJhl0vnFl6tIGxlroFnXMI0kbK41RWVq55xoV",
-	"JCyJMuNmOF+1hhOILJfH87NfQip1gTW4ZLDVSeWFia64tmiROjEtFVjeMSPd7wr/HdRiwEsNiL4LWeH+",
-	"4GPRWovWREEmdMew3sWUbOy5Co0DvbHTvBTbX5WVyWHvBuYfnC+Er4YiNos2sptUph5PGriH8TXDe5kO",
-	"D1/eMb7vtKvmYZthFmvUARZZSynbObh5k9oq8L+GNz9rnZ9Up+ieHqR6Dh01QvsPRjTuq5ui4z6jjXOM",
-	"2+k3Mbw2+Q01Egc+Zo2PpCUIT/a//pBOErJIL4/yW2OcdRUvg5MAmZMXGvyGl8Gxd0tUzw0gxJn65pt0",
-	"pihHsjsm6p/QWGVVO05Kr5ZVtIAzVsgAd00UMu6Nr9P3Rhvw4M/f//z/AwAA//8=",
+	"g2fnbm0mp/XgQP6UQ2Nw0/RoDEMuHc93Cpb4hJnMeL3PTDZqhswRUKg/v5h+hosbD6/b+OSZAUaLIVI/",
+	"8prpfUUIz8R4jXfvgqrqGEuHuFBbXlkx3/mRYN3RQcGEqRMpRbalpA3t+fHzZ89IBYExpcFF5kPL1xbX",
+	"VBe57Uts5ixhQzw7nrfFvOb6/gMzipeZmvxL2QrjFolg2aZUxOkDLxN85odalvdRsehE/SCWo0j4OQAX",
+	"TzhKM532NP7YjXzoT4ptsSkonw9QKwjU0IxtxtB6DPd/R27QalaNLgcXVuHcobULLOSagct17RXkmaXP",
+	"/rUoW4Rrce1itZVEURGzCPUxD8Im9JYmnle85f0RJqnT4R6CkwAuR0vyeVRIdPag7KrwOsKYFUZYjYVk",
+	"O8OOUbRMuIDuR404rpke9E7kxQgRKQe4TEybH2S1hr90I4XueKLjT+ukZcde7zkHEsO0wjAjrgf397+8",
+	"uSbf0oZ/+/DiW6T7b7mYSYxzwc7JFfz+TszkibtcbjNJ1NMhkhol72q2TJ8vfJaqFQYPyAxNBlKFTCK/",
+	"vvZvq4JwrbmY37jkp+iXuMGt6GBhZUMJKz+0cWihN3CjQXnU+VnT1OszMOSmLaIqiEIrxY2v3eMiGXqg",
+	"/CEkVPSKJkgyk3UtV12cWQdRCeGHEG/oZNAYUBGcvoe8K7lwG7lgMVVQCvZxdvDqL+OS0cZ8gyKyHTll",
+	"WHP9l7+mFnC/W9tXzQUPt+LG8jCnj6fWNyETf25YaVh1taAvvn+ZEmNnrWbdwsPFJySppZgzBYsPhnxM",
+	"FZkSU/IVVe/iQEdFqKeHZcSrigm+BeJD/4+rjz+RJVNzCKcrF13Wqq9mDSckGaOxEajgC31/X0yMWoiI",
+	"3h4JoPeN2IUuxiNzhg5vE0R5exTH33Cj3aE9Jc9c09onez1pRETYn1GXd+70jShd2zhNFtJnHLVOsJUT",
+	"V0H6aGpaYlpA1E8oMJOrA31Hy/u2sYJYKhCsS+RqfOFI22O2AOicZVCw56wKhDlZBYyXGhtJKYLl7uVu",
+	"qhC5Pc8Iv7xm6VCD817dluxiZC/nXj3Q5KfTAl0SrAzdQVsqPyBZKAZ1NwMXzRWf1ljQyZ+RXMvUrSUR",
+	"jAHKd9cPhp/ba4DeM8LAl5TpDWCPf6Dl/fgUepTosFtcBYs7BkU0+zPF8vL+wMhcdo7OXDouwckdA3fl",
+	"rLZb5EMoTRmVGgp0FXCJDnpHMAwj2s/eymxuSlzg0x/BbXzLHaY0EnD/tKY0aVanCvTi+xDanaZrtgKk",
+	"jISgWVMhWOXcn1TD1ZY2OtVVpg2fGb+9jclUHbNR2CxNuHEhPgbuJah/Da1NyEfFdYvmEC3J5qi2bWFc",
+	"byJVKHPzlvHG+S7IDhHmOqa8aTGZygN9UGiWOy2poHNW/WjXQGeJR0NIQYgvjmSMQw6+U7MuQoaJZqVi",
+	"piALKe+1v/e4iutfHJ12rAklUUjSczyhdw/libmvwkFvJ61KV8Ic3k27ZPfwJ70O9hM23yA+jZv93Rqo",
+	"vE9F92xNDku6ZPU51QylUCgO7jjk/zz78B5o4igpeebY7NXbs+MX37+M+ewpBNnZMwe11rH+R6QggIcR",
+	"VYKwyzxi056TLRkVqwWfAoYbmHZ/43qMO3DoSF7sk/e2s2v5XaY0t72hZtEF2l97nNGpVTGh7Ky9/Kxw",
+	"aVLIF276I7e2c/mTlWzralMcGhQ/+4fIdsjVrx57NxcHFZ8lINQ/CT6z4qB9Gjfz1YXCtYtI4wLALAqX",
+	"nYUGlafkCw3etVtWNCwnksaCPrDH3aVPIiHC0ozf1868w6GAEsCC5BSubegRnhNEJ79PjcO1LMKJ8yNN",
+	"iWaOEne/8C3TeLxdxp5EqliUfOHkpl+rheYfYzQhhwCNrNhSPjD7XbgS7U1kJNyLzmqSuudyloWxTVbs",
+	"KprrkMGoeIxDQe4b7fOqxsrZ/AMlkCk3QTd/kIn1DtJCOYX/Tr3qN+/3abt2Yelpx6PZ39dArKdEOvhj",
+	"qCijDU14NOeyOaflgn2gn39UdJm6nfF3LDsaCltAWvQ9W88UZE1Il+HmEqVdLLwHUzqsKWTcYVKdNmTJ",
+	"llKtj7ZlqD17tj1balHrHzOF2d6+vyKazZcufnVJe26d2bIBt5pOOmgWtb7CT7OpWHHzVVSD1yV+jk/u",
+	"xZSJuREkVQt84nMpnWm5hgDbmq7tz+MD+C4ewIvkAFxBldyZhdo60L8IyeFvP15dv7r4eHk9hSvXcv6e",
+	"PaRqfeK5ADTEmrkaxX7fKnbXziHSYCYdVpx9qpRUyZ0U8hICnq+3ZPd5G7UPaqWemJ09WoobTFS+EVKw",
+	"G5WsgLJHuh829P+0rGVbTiAlupbhjC3pmsxoXfuyLG6YtdT2ioFzqXc8YH9Ijs80F1KZDzQHs355fUEa",
+	"qbbQ28vvv//u+3gtYuyXRHc8FfQO6bVP3Z/OUPnl9dVj6PuXSfz+U1NRw/YTyVDjIWXM/l+hwEqNK26C",
+	"wpMVOFhF2gZ+E3l177+Q82w3aQLv5d+cXk/h9NqQ0casj5286kGkvBK4TGb4/ibQ/CbQ/CbQ/CbQ/CbQ",
+	"fAGBJub54TRFXfZm21vpmK+lmFGfPRQJNp4irOxhiM5i/iayF2jGfelMAayK4WkSERb2Fs/VZbrqpZ53",
+	"t3589rt6rIlirb5EazI1FP1X6Y1+L2WD3o5+WdTOPAe+r1xd1El80jWdLqxKtXnrK/+OV14AMQjuXqwe",
+	"zKpeQTH2wB5RPewLmq0G1WzyARWPYjZPzk12Zhdj25yrZekuOxdVj4UqYqJvBRT1AeQv2TRg6/ZJ9pbs",
+	"WyHwX6WietE9vplRXodgBzmb7Vb50g3LPX+MbS8UuIyOf1zCMj6cxc6Mcnh6xhnYWcPTPKwDx8mefnJY",
+	"e06BeAWQ8ZjwnB8lWF8oPzop9MHB+naitqtnBdlCewDMQgQUN6SSmeokS2YWMnFwgXnhwx0SBS6oWURl",
+	"KmABx44GBsRviyVbN0yDjw644KwVJdaXd0Fmdd0PuMvQqZtp0cXqdz2GkRQHqXqxGYJ6z7XJnp+YfqKa",
+	"+M6dMHpdPpqZylVGWewGsqPv2B+hbfUruqLTdgzjK3geodhlKLdzXTrcO+EQowbedyquW7HliCH12CZo",
+	"09RrDMoxrXBxVwk/fBcxrieRaNeLagcrvFkCqvtwUnALhMKk6vzLex1zEM2cLSU+gk1NB1VJhuOxzQdw",
+	"+H9kpM1UGvfomDrXfXghmIi48ryI7Ur+HoY2kGwS6eBXL8R8+Tu/u9y7DRqcJE/LY3e7P9DjDGSU/0KB",
+	"tkSJoj7nSLNKKxc0UA8xdrruyC638soJLDKbEOse6H4Ak6/dDSZN5ETe8pZkBwktLdvjT505Nk8mTqaj",
+	"pdk2ctwZruF+jLPQcirchR30tFZj+3BcWzzZPC7dn6adjEHl95Gim9SUC6bPo7FPuZ3svdHbKjvsb3Ri",
+	"xfdENf9C3HgEfCDosE5fCRcVftKvi238W/sqs1P5VH/Xiz7tp2luk7bT2xyvRv50X6DWdwai7LQcuu6c",
+	"e5WRlv8Bcud6M32a7LlBk/s4BT82ZpN/9tc1cVs8qRMuUYruN5/ZmEM4RUkjmWDT93XvrKauwV9BUpKb",
+	"5WSJ1r4cqiDpSdbZCOPcW6kugmn2NdcQ5gemp8tgnbpqy5IxTK750VumrvmSVR9bc1AcnFNRsjSm6JQs",
+	"n2Bl8tOfkr/cm/2YW9VTTjKdo5Oy0CirnR1ib+O3Cy98ehv4jM8vkgabN6nI90lJJl/Ssl42bRaw4fzi",
+	"E2k1i5Lt7QYVkJSJ3/jNKqVik7Ac9nJ5Zi36yJ4yGqDLXXCMgxyCqFAQbWRT+PDswqFNFoS2RnpA66Ns",
+	"h2/ABZruD+O9pfJ2RHCXZvjV46VI9tkA1tSoHKjbhqkHrmUIF/C1CB36FSUzyutWMScbBjzg/T0c+3LU",
+	"VAS84x2EV/bqGxVc85o4+nJ1Mj3PPrBHRECI0eRi/OgWmuBG8q+6qtaWB8ZSeKhfWvFq/xV3VKuTFzRu",
+	"u+aiZNG4oopbUyasdQYi5pJpSGBz0SYDTjERNOY/ukNqArPaRWmLnFRfQGv7tfrIMO5D54oTaeSH1a/G",
+	"+pbxuDW8b5qLAfzCOe1dXvHF0ufr0cHr3dPdYnXMrSd6PNbdFzG4UbluaKdNo3n1TMQ9ZSEhwOEZSpU0",
+	"is9YXNOrMz47McoebpVFQKi4YhmpgWOhGEVka5q2JxDCIysFwpMkAfcKIW7xPfZlQPxSZ6Es4jpuG/cj",
+	"rqqgywGkIhRVs8KIMc3xrH7YTupREaxukYqwJd0M8zTxZ3a3kPL+nbiTn98IozIkAR6QRvqSS74+SpYo",
+	"UiVWreJAm6bDdw9yvbwnd7JaF8gyG8V8dYytnNF+m06EfOt9NlAslhpayzlmBx9+FMihXMZoWnbkkwDj",
+	"mV2ygrC/tbT2fiX2wIR5FwwBbo1WuND4dB8Z83pYSBf0bbcnPOPrpKv/kbTJXMfrbimwNPWaAIBFyfgD",
+	"q8gh5KcZ9jkjW/sXRy/Ink29a5ubXUBm8aO3E3aaDp194N0/7GIUy7Edz9Xau+7K6j4d6Q5OMtxBgZgT",
+	"s968znpl73r70e37tHOf9hSBm4fOgy7pCZjbTzaPfJM05/wESmRwZ9iXoqLJ1JDnU1UCBwOa0FLQdEZE",
+	"6ErJFQIr24+mCozZqACH1FwQwVZQ9s/Kozt6vDa5bMJBCmCIY0sI9nR0EsCQ9sFcbTAHOCyn73YsJsEK",
+	"OgBQuIk3abmHnLnyCsAxQId2Ns+ULbFKbqGdFwIB2TPjGrEv969Il5N+g0fO/wX1PMEesLD8GaH7bvys",
+	"C0IbfgMlJ6LfupoHNxUT3P4kpLlxAIP2tq95aQri6tfdGClvaqos+bZCtw2KWzdwKG+wPKGiht3UfMkh",
+	"bcZugBK0tjd6K0LczGmokVHLORfaykdhIhFeSEFK2phyQaMx+19CZr6r2HHDPjf4hmIzxfQizBbwhqio",
+	"SKnV7Eaxfw9Ks1vRg1cHGyuRlMGYobweSX3+e+qbPhSkUZQshzs9o6XRhN5JV/0Zdr4IBVm74ivUT99e",
+	"s1rWDyyUFYnKbVDFAjTkBiFnjc5v2yUVEfV1qJUAcAGwHeAzuLMsUemMZVoxo9bj0WyKNa40ZKj/6BBA",
+	"SU2Ni1/XaBPuz2/TnxrJm0bRdG3xa/sg8lG6zgYSy+2/HsOLx++qW+IxSF2Jl+1SKJzpGGDAjybJTB6g",
+	"AusDq2WTMS7f9ZhKhZUq1+TQOxjJWUH+FzZEmGvpfx0c4clql0xpYmQNNSgIA6oDvCNApquooQlkYmro",
+	"zug0whzrhpV8xkvXQdH5jkCishTLDa257oVQ+nl8o1EYxBoFxhJOkmydPJnQjOFrYATwNaGlktrKcFhb",
+	"ACpZ4k+WoPWpO06heCm5Z+veJdK2PHn8YQgjBe+8NGxfs6IQLxdEsxpQ14HQoWynnIX1n2yDPI9c/fYg",
+	"eFjbByxywedcYC0Ue05pX0DmGUFPlgA1UZ2ZT6bMVW+1qikfTA0LA8BN4X/HMHasszpdqN0C6H5BFaSr",
+	"PPTjNjyxFx4qo16T56dWOY+upPARFNNz5fqRaVnNbd4ywMOdCgYPBcETwiGsfG9xYuXbVe0GK0XpZVcU",
+	"UqVyfpqA/i5bc2ev3WMnYR4bps12f9cQNN4fk5hah3sdJlR0ZiI4/ClW9RacAucLloIB7FcZGcYhD4Ev",
+	"psMje7dxv5AUtky4JvI+fXy2ns1hjPR262K/VEP4PiBa30OY8Fw5aMBIyJngrHQAVt4IN+aUfCu1yaLP",
+	"24cE02yCHzIdN1w27blUyWDVIGFbmaykNTm/+KQnnpAdvHGrhazRZ0jkgzMvQRg7yIoPtN4FYh3KTaaC",
+	"Xj9sYvFPD+iMkf4TKgoMdEbL5Coys5IKi3jgO5N7fec/GenaSuHPk1rqMdZCJ/YNQh+YGmp9+SWERr9P",
+	"+RxmhjHxyJaTDT88ZrxLtswS2wf05+wO1g/NXo8UKXgntMGcjmXoY5eCBUu2/JSvWdAb9861EBp7xW7N",
+	"Xu2caXD67qRMuNKmqM89m37gKMMVHEy5t2+ekj2JBCIcTsYf8N6py/HHa4jU3wo5H0X1u5vmVxseN5jV",
+	"Y0PjNpp7ZD25jSwJhHvVO+arrBZSu23hHpOg2iwih4Wclttgl78iCMZDAF3Y0x7wmml7qNyyWdE0lMWw",
+	"asmp/Y8OFaFXC26Yy+q3D7YDnbkBjmJJpGlsLGiut+NIA1FR0X2Q07tj5d4Hte2BKYSDDLVY9WgazrTy",
+	"tiITrqe3gZBnMmNe89mMKWZ5awPGDVgJ3KLJl3+3CbY5KN2SuP6nnqIVDcdoB1dxh4AdB8/h8McJJ4x5",
+	"bHHumFkxL8k7lEOPjl/F58BLsG79dkRR7er2VtC37oBJfK9ZzHH3wiRI623Bb25KmbYuA5WEUtwbLdyz",
+	"dVIr7vjD3nVo+gbl1WKN8JwtizBPk41PgvzsTQ2wP+EWQlOnu2n7o8+hftolGGzLYGXHUD7HiTasZNrr",
+	"EzPbmN8FBp3KMXQlbkd2LS5zGeBmeM2OF1RUNQIxoA5hV6ds7AlsHl6mozb3I9eeXg1CinAWEsVolSPm",
+	"LQnEED7VzRINVnpPui7g/MsZmekTWJwl/VwQwcwJBGxquaSfSylE9JtasuVN/7VV7yfePPz+hDc3IEXc",
+	"NFKZG4VApOGpKZsbs0KPweDnGRc3BoExBk+W9PONXoubO1re13Ienr48KaWYndC6Pqm4trR/Y38lGPoB",
+	"YWZCZqGJrZyyXDJRZTkI/Eyi9+BooXRkyccK1Ho793cnzFPuxmHbGEifGLYcsW3A2vHBcoi8OZY/arIA",
+	"MQkvQCT3IYT2BBvGf7DrHYGDd7nfO8jjKXf6/vjGkYLgS3ZP2udddAQ3+z2VhP8ocvv4DmVSE/687eLa",
+	"YiIEgf5TZ8e8zGhUf16s/V5GV4gTInt3TEkFqBZ254zKSDv+pbxwEXUW9UTMQsl2viB0kBSxKd7lCCyj",
+	"I/RJDj+5YzmsC7+4aZtDTALdu3vwj05qmYyzEFa2yO1tb/wpotuwTSZFJjE0fp5COIA9rj1Lr7ZipyVJ",
+	"b/LdJEIwf12y8iFX3jOEUaFV605KM9FaBk1fJa2H2DS4m3dutlKy0e+Slgc30oaW98xoYt9s9hk5dPGx",
+	"TZUotUN+dPsQdjA2BwxM0Pu2nBt6tXe7aY9PoNY8XIVbqzSFXbiF3J/GXPNpKvPN70dnipUPP3CjL5hC",
+	"I2l+t8D5zwW54wZDwRB+cqI93A5vS0ewd4/pJe0Q6w5/fFpTU0+Nsr+5/b2IaDwmyu70RocsxQffW+ni",
+	"shVgoha00QtpUlgpNZ8vDNHujXHIgTjrZMNZt2OOW2TjD2XZ/Cgemf82L8/XZZ2sOSOXTc3szTan6o4C",
+	"jnJdYyD2VBfGXGbjAP5FEoUrPooqMZdKtoaLZLqPS1Hp3pmoEywYbc7qWpajpablDNFV7du+zv7EedtP",
+	"rta5NKW3tsE77OPOUC6sluetWV2F8SmMMiP6XA+AJNJ+9XZ53rSpFM7OUUxa0HE94FkmkyqzzLJhAsrT",
+	"J+SKhrlsU/+7VPqUHD/fCAibEj87nqz360grm5JzNci1mh5zs5OrMFTS29VBGERPTCuKk4mG7r3o2G4c",
+	"t8HxyOcVdfQT8alAtzF3STP1Od9T1T3rB7LGMVBD0yCEbY65JcsFVbQE/Uwv5Ep4F1W5oHXNoJjaEiLH",
+	"bT9iTWpm0KCIWa+R6+r5y6R+BSNI6z8hvsVFl3Z93jFw8jjQwVPit9kl4mIop2VLmI+ryaFmjNy6UNmT",
+	"0OttKOcFWXWuxaMpWNAN1XolVerouie+7VajWTZq8cX3L7e68exnaUkSSAPTKqIuyKFd9GMuNBOaG/7A",
+	"jnbudXBiwhCi6aZo9UOX/zCWtoaxf696uJGxl80nWKfMMP9wMAIccG4E72OE2yEGw1dO/twHBv3Q/nj8",
+	"4/s/FfD4ePbh4vcFefv+6ug3AOAteH5PnxAPRJhdVW5cOWN4zS1mK2qmw4+PyH7flj1ut9CvSS839ElS",
+	"yR/X+hPklScPN3IKAtVBI6Lmmrgng3LqAIYGaHbahZ+uT/3WhBvK/rUcMKcdWdLWLO9exp16mKxgPDwp",
+	"qNwGnG0/WS6IZZkk8B7jjbPBh0xo99TsVOZ3d/y23HTp1LyY5WhyiIPXR3viOQ4TS3UB5XarySba+Gbe",
+	"G9YxauSC5iqC+3zE5Z4L8A9PUnza1MT+MvTH/4RbmE1N7NOhFc7rGrr/WqmJ0bAvmfNV/ouSbZMsOoXP",
+	"gw/onqOpbmB+r2V5b1nKSKQH1/AxgXd1xGf9FTmTquy5S3oRW23KqvVWrsiSivVEorD9Z+IRFJthDhSc",
+	"hZhGetdAw8SxZYvHLuQJmGJpRfpjZZpje0se14xqFj3oeFkQOI47rmYUFbqUFVPHVhesqWHpMkLgBUlZ",
+	"ET41kN0Hjy0NEB78U7rLkPAbOYLZ3PdrSRF9NgHDeRgowAWGhrUI5eFGX3S0MpU2U3a0VlvepaN5QXxp",
+	"Itc/ojPn5G+T+ra4hBfHshBDQ0u6JnNJ6ILRKhT5AfJNU+/cni49erzu1uFo7cp7Bof4y4BrZ6PErrDG",
+	"dQjU8sXCvohIn2GpVy2Ur6dQ8tdHXwDlTZOrpspBnrW6/SwishmPIuvtln1/StRsRHA+LkKq4aMkKQP4",
+	"4bnnUGkbaRzWCj5y+MjbY/sdTGCtX5LEevCWdg18VXP7yxeCgof13nKdWWVPinpNqN+g9PFXPU6266nW",
+	"keo5HknZY34esxuNLZDhvepU0y6w2RLOjJfglAN+CunvUrhM4oyxPxeAmT06fkW7qRSblNpbqoknipfs",
+	"kq56FfxH4TcTuJRUA2RLCnhBmKQ37Uf7mXtKDv/n2Yf3aWtMKD6fStHdXvJ6/9rdk+tumzSwzpRq+m5x",
+	"Qm+7btMjckrOoEJkfkeNhEKr7FVkFLijVuxsG7ylaqjNXeBruoBQVo3l4e3JUbKu3Z8hmcfbEOCIpIFZ",
+	"swTjfZ44vE3KiW3BL188/33Krv2fvELsb1DVqdS5cMhGMnLGDtn+YZkTzpgLq+yWdJAx8Z/4cGT2Kbk9",
+	"fO4Ynj0fl2Br35Y4ro0l2qX/Eo9WKtSZlal0ZugJs8/1KWmotnc6/okSC8byi7JuK3aBj6Ngy0kaCPSB",
+	"if4JlcNZk6aFT8Ls7Ag7E1R+g8dRIPBxwHOAPb3jwmoo2MJUS+ucCUBDSZr7r/mSOTkZDONWEgwfIODF",
+	"dB87bk9etHOCGIAZ4Ls5MVPzqk3HGSwlRBR6HEX/akFAlUG5v1Fsxj8PURQG+ECTSOMSm8/qo3qnPRxe",
+	"M3A29tHrOprsb2+xCYuRJLawVYU/eNGiJ0++FNxIu88XkqfTz6kYAjEsuJ3gmty15T0z5BCuDgqXXMX1",
+	"fTEIFgll/iqn8aYqBoIh6tI079E0lYA/iNCCCRqwyILVUz1jqZLZV4gTjqPEyUw/E2OhbLBoEGbtgtp2",
+	"R4D4pFmVbf8tny+YNj5cjop1DAsxsRfclvNt0xiE5fXd0zt1dZHzdsLeOnvjht9p6gbjN5fZSCa/Ziod",
+	"0TQyr5EgYOzTudyn4M0qKkjVKo8U1hHdJrP0vquMnw4WTWecdVMXLYO+ARsv+xAcTwJl4Y+FW/t9EC1G",
+	"IScG7SP4xNOFIUMHKo5FhjQAKMbZg0eZEoycM5YHt6T210mCNY1AO20PcoZp6BDpvO8cBncX7RvRe+Fs",
+	"PaCMAYiGx82YGgs95I4JTrbBDYZHdXi6hiyq2LiQUpdnvkY4KG7bvJZZiO2zi3fk0+V7B48YmbcKpG4f",
+	"vUW3ZYWlvUm+RXtfD9vHBvFJVPdFtQLxodOBUa6NgAj210eF/UAfvagfUGe9EOIcYJ26bN9/wrigGvAR",
+	"J8A7cB3vL8HvHJ6hW1DUZY6eooTdcMNj5PVel/uYm/cJaQFLP4SaWNJYBK51Gg1SgyOK1hoxNjF+zn4Z",
+	"BRs9OrouG3HyA2pVnablNq4LJtsnBiVYGp3/sAs9CfjsUZwJEtMmzPOUQt5Qf3ievEoDk0FjEpg37CGJ",
+	"gor8tEME4S6FL4elJdE+CevpV82ZrZhQsq6XOfTzx1YpJodKSjdBCrZQCMr/1gpq3+q1zpytyGnwBlB0",
+	"dYrlwKMgAoJj28T+hlMcmSaKCbYi1BCzstyHq0p7K1vNZ4+o0RN1dsUUT7oO4XePg324YJ+P8iMmXOuW",
+	"VYFJzrP7skeB0V6Oj8FS1RhFPVJkdFrUKxBpMC35WN4qIZZ/nThYpOpJlYX8q+4KSh6L/YjDHgORwcb3",
+	"YsBmhaPdzuf0a9lX5sdXiWK0XPh6SjFl9MvkWGakVJRzyM3WHI8nDd11UWRHU5yqE52yWwG7xoNwu3Ts",
+	"LxaKm7u6z3zNKdPqV+E+PqSAyQ7jQf5RECEH5E3WzBwV7oIpwtX/xHc5Ds1V8BivqIZx+0CVETLUNOON",
+	"uxs/PLJgMQB9+3vWwZpvrcKcc0xvL3AU+MHE0r0js+xxuM1lTwXIbl5VmWt2I+zWywDbAmSDvPMm8KxU",
+	"KqoUuLERa0P6RbWlE4sKl3YkRclO0atgb2x0oBAoAycd4aYSRmAHPqnElfz2+vriyqtoHV2AaXJ4MWAp",
+	"/oxs9JbqRH3Kiw6C2SsX52cFuUUv9qvbEDO+YJ9J5DC3k7tqYTkv2rual39k63diJk97twT6hgN/REyI",
+	"8zMPLpaRFqoMqnvYjBJYPzcA1aND7Rm79jBeWP5WGF4T5kkl0xf4NTMhEgDAfqsfyt4ik5OTk9vgKQXG",
+	"ZCDJ1qNEbWHZLC8jRkVvKrDsNxqmOFb5beeLpdufFQcZomO7VO8CiIOY/Sw6i47IiiFRdws9ehTTkepd",
+	"XXz9iOj07qRibLrolNFJTpxOP9o7PD1ypI8oWVEF4AGjwOzIBMYSljfgTBMtyYyqqbDTu+A+RsPKnaLr",
+	"dcNG8M38iakk030EPVfeygvermJeuivFqNmedORe28HDgh/8idMt9QMQ8hLfzpXMqkKd5m3jRDmXAgBZ",
+	"rEb15Pv9RbNuIBMnFo+HGyJbM6Jt/ZRhNC75JrZLgpJ9CAVDMAbvXfUK3Hte52IK3knHjTFff3cibC+W",
+	"VRxnta8ZrdB8AXlOWG+CGyjYoP3Ep9GOxzAe22yAgHuiXY2qb/wxBQb4R7buXcJLZrV5YA6UKHbsyqGw",
+	"KhxJEDJlLrB9ST+fIe/Ro8yH1rVcscorg9nFzHOk7fF9PU7ihr0PkvGcPzARMBwHLCPRGHgMqykCuzdT",
+	"INSEFZM65x8VhFFVW7YaatJEgVS+Fqwv15wLbHAYej+sk4VHXPmnPqfaxsKnwCb0iggT/lRMKqc//jlU",
+	"avH7DeiqwRBWrsuafa1C+cXBA9f8rmafrFSZPQZrUnm+glmYVHjAcwnlg8yrkCEh2Eq7AHMgQq4957VP",
+	"gQCeqj73RnhWB1AcxLkeT+/f6ZFaOOA9fWoMp64Iwkqfe8T3d+/OHdyZw5urD4IR8dvBtvSl0XBqtwhj",
+	"AeU9of/5yloJ+HrqPrPKOO2HT961ZhTd/pQ0VpGIaRu1Fe5tXbZJw9SSC1rnrOpPiNsdAZDvJt3ZX1Nd",
+	"7JHSYCSpJBEu9HyP2O/Jd0OO43jMX92DaYhm9DU4zZSzmjmcYxkCEb2/BnSR7SpI5+mBQsiFq5AMGrYL",
+	"y/pNS/lNS/lNS/lNS0k5lJBDJEsOqrXnsWhNL4isq90L40aLea0ogAlJkaw59ZvGtP1WdGVqdyti+Q6r",
+	"529w3wx5dPfRb/rZTvqZChmy0/fmI17X/c0Jzj8nbjKBOPdbN+w3DfE3DfE/rYbYcb9w1LobbIs4/cbf",
+	"+5sA7zQQJgaCFMDfcfukQrbmKGpqnfM3oaz53uVrdi7HvGUBttf+72XXb1bBnwKwc2GbwrikRyPpXD4p",
+	"go6f1z5iyy5AOb5yf9zfV8DHiUZ7ZahJIhi34JvzKPVYtZlV/W1PqIpYt/K1y6P8kIuyB5cv3NZlKKss",
+	"XRoC3MvBzJJcmnxY/N36vK8T5upZTEGX31wSILFgclk36dLcd+suau0L9O/k7EMWS91ck0YxzURPlYmq",
+	"3NPPY7vyXgqIati6MXRjaybmR6A64K7rszn7kI4v8rKN0x78WgtpyJqZ6LI8Jc+6ILGJY/iS59CfurD5",
+	"Q2IsEqdjuC/JZdpyhCM9Kcmxe2qZTwrIOqTTouB0nXSbsWhtpZ47Vksx18TIyeArWTPjukAyyIVf52VN",
+	"B93KhGGD+LMvLVROMomslDQsbekZ1jwPIeSmJ4U9gBS17coPYVo5yB4oERsCNzcCNsm/t1DbSN77ICK5",
+	"EiFWphlyvRVVFauu5RjgnsTyNr1MCNMbhZWzXNb3ZCKyQ5pSVyYqN/0olHjLjEd1K5+SsgKdh95PP2e5",
+	"AB7XZdFbaDfz3P6/92rVRwC2SvKRMxFgr45ntLS8Mmhj7gkEeotejknhHBJVlPyTZT0jRuGfso4O/ihj",
+	"LdX3WCXu12tyyzK+j60p5RICaMFKSdybTwmyI/MEAcZ1rknlLl/POVGhPAbNLeiXx9rIpvvLmdnjH5ye",
+	"Blpz9DyKDz2GHIokPw3DnOZQCK/vHWSQ+XAHGxFQ3j6X1a/CgRUveGRM6Mglsgn0TQU9S0BkkAg3WE/N",
+	"33ZzbXKutN76fpNVbVVZ88ph18ZO6mGCzT4q7DA9VbTEJ/JHXw2uU8tKo0S7XeMudTFob3cz/+Om3yFP",
+	"5J2+A9yJdHU/5EHbBoyuJVcZBesMYrEaF+E+n1pCZOPe9zW1uhIuvayX9RBUIqv67iHejCf4+uqpXy5V",
+	"N7MQmQSgNXtEMtRTZrD+hKHc9uETZK1MzQ9NYI4nyG/7eXmb8+K5B+PHZZ91bCQXJglyi3XfMDsTYVkA",
+	"Wsth/e7pQxyC0kyuC+nGmVrCjw0TZw0HSKh0YXdEpEJLMwQZQMXmTjRWRMk2FfMzxb4bFU66qxGiJSEq",
+	"moWs0tkmBB+OS3mpbQ2XFeFVnDLeikqW7dLqzhVOTGc8kCaVoULNgngw6PR3TC25zqSV+pr4t5+P9UN5",
+	"3L1720vJhh8xzSKBfwoLmSx+ZR+QmWxFVdhtEwMR1/5t+R+2fgOTPygO4hUJP/qXoul0P4aFv8Ei7e7n",
+	"pazamm1nFG6/3RoXA6ms16Of7bhIFdN4DsTtHADxuPYk6W0BtDQdSJ5ic67BqBKRxiZUnv1ocga5B1Bz",
+	"36Ur3n01RDOAOhG0vrTTO09Dt3fmjI31sMeHKXL7rW/n29vCRYJQxQj7DLB1UWm7Miz742p3fxSM2Edg",
+	"R95kTi7LzZGLxmNkf7rwv+yKobfBNxPekTCOrQvZid6hFlhED1McSDiPrR3B3DxqQMR0J3mVdiSJBnLt",
+	"opOyM+rb4CwNsd8G69sbYpKUB+s0Vh79Y2vuLKf8M7tbSHl/Tg2t5fzNQxZ1QhsqKqoqwh6S4N7phHVo",
+	"EDLWC0I1AQRnLuze1FR8o7GxTGUd2aqS5RCTH1gtG/aNJviaK5aPeKtcd4PcBGpXfD5P47yAfQqyJMFv",
+	"8jANgBgTc32zYdwTFt1b1tMLDv0HgcSuF+ZzOu+4PdGAeIPJrtnoz1SVqY9X15osqRWGIfyzQIch+qW8",
+	"vZAoZtTU+hXbDHd24CGMJwoh2pV/g8nMAfsn5FK7uKwi2iH/H1JDllIb8v3zF1FVwghHw8qoWO/PSyAY",
+	"3afbssyVfIKNyRmXcde48bMdaSINv/1TVKIvT8V8ksXMr3gWAcLFemzHf7Ak44OJ+oAXqA46MX9P5CWr",
+	"IBnT5CBDQBDuB4LDoDB8rK92uh9JaZdxnUFPy4wojuVjn7cuDiV/ptxwMb+0ByWKUtOkaj0cBhfOKQKJ",
+	"A/pxgVdbrR0DxhLsHbq9C8PPUa7lMJs+vkTd1Wr6SY9RGhzWy04HfsBrsQZrfy7deYyPVdGxvw368mvZ",
+	"t2p28xpwmSExDE/ODox+e3ROuBirEJn6Kyx7JTpx6EnDd7pJByuvuwV3siPkrtnpAT7dWi59iEF/Q75C",
+	"sM9gFiBJOTEtvXp9CY2U+G4AUt6ko1zxHxTaZnTJa870vssOrWSAlger4wYydRUyJcHOcMhgB0O5sgt/",
+	"uluDFLXidVVSlViLXlPZjBTXAdeE3mVTHaDr9Bbh9z25d5+l7UnrCaoWmcIey6UUDky7K2JsR5SciF+s",
+	"9FRusZ2T3926VZaurBX+pZ00ibS4rbO0TB13Gg0nLPEEernKAiLNFZvb+yggkIVLy3Jg9LN0Z97jifTR",
+	"J3N41he2hWR1VwAQosYBl9v/lws+HbfXv57p4Mw9xilMbLOb5BgfjJaCC8JoucilQgZ35Fi2RVfViYHK",
+	"ZReXK5RBwMOfWZdMfJiv0zDeKRqRwFmhCC3vhVzVrJq7nFDy4vPnid35NlM+rKg/Z4YA2ZnbgyfnajrI",
+	"tHP1jnYAGD5e0nEmqAVtNUjptIv9ADhO0OfsIiwnjsB7pkeHgCIwMYD0WdaULyfvWiw+T+rElVPhClJT",
+	"4xr1u97HkdO928uYjgajizzvCXd7x35CJLz6KK4XXKehguNMmO4LnxGUYDTkEJQeABU9ysGGW/Wh2p31",
+	"AKdzX09kGTMqZGsu2QPPlEmAGiHKPYfKRtKZSSGQw/Loz5C4fceYIDMqhIvENzLNuzIUxMWPNZ8vTM7G",
+	"EZ26PAefktrFPhsghHFwP0uUE3TCdPTrTtog+tfASGuSUSsuBJgvh4G5Fx0Yb3KoTzdGQFmbTCTeXzC6",
+	"PVOOdnwFD47F8ALtXX6DRe1veuZkRxS4cSqGCzBFWolU25R82xNRCPVAdgVRrKIg5x6iSRBD/0vFTKrm",
+	"Rl3LldWH84yJCrIwpiFMVOBbBYkXEyTT3Mev6+j52Ljd0RgQKA5SsGD3HgGsO8EQGcaxpxHSfbZrTqHt",
+	"Np39PUn3QPuM9mGPiRRroPTx2wYacTJQwvreu09w69PSvxejvtHk0+X7nfUg1Ap0KRtWEGEXveauelDQ",
+	"h7YU9S0OFlRfAY2P0LE7BQD6yAw5pPWKrtEV5mAjNfUC89FpdG4IN5rVs87KrphplcjR/zR7bJYCRpOU",
+	"/ROwswQW0OUpc01QOJl6mW21O2fHiWvzaYIJ0K2iPWV24aVyyP7S7HPigvGz3xsyC9t4rC94fz8+jZh+",
+	"MujJdilbk40CA/ezTw733pigRZS0rgsrZmj8fuIWTDGiwlHtGVB3XDTXyRQ21etmhAJS9tiksh64R8eX",
+	"AkcoohtoY/2HKajeVNsd9k0qTCaqQthqbNTtlqN3Xe14LadNuNex0TsIsFPjMuGDPWOmxiSIveM0Rxrd",
+	"t2Ljhujib0apiNuZrZKKK7uZ7gEqZA7lliIuk1FDKUFZQ7eCGQSslaJnkYp4+s7XcuE0nb63MVVw9Oku",
+	"71OrQNK7GkR65ycGwBzU8WYzVhr0QOkT8mcUscKY8VOA/WYrbzP1+uHfWtY6lsdNKNosGyZiYxCUOT00",
+	"wVRvZVJe12Qu8TpdQ2TdkgX8CK69sjkG3DBZ+qB3WtatYbDvIIyQQyABLCYJFhhPRUdFSOcvAwPUhZ0p",
+	"5GMqpxfNFJ174Py4wuez3/9ha63YnNTzBgCMWQiH0LYjNKHavUSdjAtye/K72yh8CA29p6Rmc1quiRb0",
+	"nt2UVDNiD6ZrCXcsKURFw3/+Yvvol/TzO/z0+TMsB+v/TJTu31lmKcjz4+fPTp2L3VmqsIaokUtqeOls",
+	"VExUaIDtmbBaKByRi0kIdWyfx3Vsn+8vABWkFfxvLSN0KV3ZtiZvRYG5vfhD/txPWX4dxFkq1h9nB6/+",
+	"sqkD4jsFef4S4L8H/UXtv/yl2CDCZWPWBQGTTAVmb1GvC3LPWKN7VXKxk8EMnv3y1yHXffvh7NyLenK2",
+	"OaaC+PvGdoos/zTqnwoXdWFFuDttu8ZAntyQkCqAXeGLKFBCQhl5I0q1RhhACOjFtzfF9/hMf//yC8mE",
+	"L46/ezYqFQaC/S4m2Bdb7RtO3hqXsEalqglX/jXTZt+rvrsMYizDibHT1+yzCdmHVJOKGnri3vans+tg",
+	"0t06OfjBSGj6tCNaBHzBcFNeYschKq9Ay+nfWitFSxebZRaEV3jZIW6Sf4JufReptbWC87T9yaf9Rnvg",
+	"b+44GGjo+8Qn6TQ8nxzccfGuIjkX8eQiIMLpQVPvQnkVV8V0hTM86e/yLiFUZ6jkJ9pLK7U7BMfwsA4h",
+	"gXlcReqCU6JVzgWxwHSyp/PzSHSmM6kzYdT6FA6NHWowC1IwhY/FlNhPdoO0gtEc64aVfMZLMuOsrjRK",
+	"WF3HXSeuJgfV5PYvl29en51fv3n919sk5EWWVjAwgVcQ13IH1kIlsW4OYriJlOuzbUFPffogvFxKTQ8S",
+	"YBWAsZwrXPE5F1n4NFnChVedmU+mnGjZx4Z3NamMV7q+oEpbkfShH87vA28Lfy/X68lxRbmA3o+wIoPJ",
+	"zO9e/OH5H54XRJnSlacsXL1tLuaFg4EskPBbUR27Y35sj3kaFNJQNWfmastp/xGsgh3zKdB5AuH1aSbg",
+	"7NeAT4oqUPf0bh3bOk92Bv/aKP+djHXrE01Y6SjFF453Zgm2MJztQWudT++/UKya22pfyR+nMExNnm7C",
+	"+ZwN5tkaouZG4u7ibiO+VozaZ3CSjUkj0mMezFCBg00W4dJKJxSMxaW8M3GEZKeReedmsCw8dbzg9tjv",
+	"PUQCnqkzfEEVN+vRtC5c9WHVqAY+xNyrRArXgpX3OpcIiU9PPUgL/umsKWDCEZDjdIGPd00rgj7ObZup",
+	"1XXjnwYHETLLugJEKZzphipW5b3QLiguuKGpiQIVMDZsQfXC5zr7BifGJ3y9xDYHk5u4yJk6xoekArBx",
+	"u7cIOLa5qwhHvnu2GFLqB+jGQZonthdJKm/jxIhBoDhHfhPK53U0M0yf2tj8MILCn4H8qevNJSUd2QPm",
+	"FtQnXvvjh8udMGc3Tc3HiPE91nXV/cgI91lX0iwFvJiDoqOG3lHN3tmf7JjHWMjtxeXZv3w4I39reXl/",
+	"A0t02++1l6YLL7x2HYAJnNZ6NxybzVPdzS6F8FIuUHQas5I7Yk+UqI3sy1ukX4xNwZeGInB6/XMyr+Ug",
+	"6Wp/V4G5kHJBuXAGrV4vpEPCB1IORHFy8IiC2NuWOpdm321AXOp6KKIOqTxehBRBJs/gSBb5R0R/d88J",
+	"xqeABKBk7ZRAI++ZgChTsCUlbB4lNWyeRFM4d0/QstF11OXF9GsRoJmBSEU0K1s7pccEeXT9gX0xU9Xd",
+	"Ka2jLDm0BEpCxooYlqE/wPE9SWsEZ3W9sS+7uUFTH0+7fjpy2dvnOVivRPTVcHy9jNZNSAMgxLmigLRg",
+	"ZESdZxfvHIW+gk0HBMS4eecgmvUypb/RhLZmYRlmiTYA1dZMF07w54pIVTF1Qn5gmjvgPc0Kcvu7W7jP",
+	"fYHtqKOC3Nom4fmC1Qj3JtZxP1bAonUNDLUit5jzfEuWFHynXVo3+AWNJFRIsV7KVrvP9CkxEKVsFoqx",
+	"4DaBdQETDm412vXdw5pr2++CqR5+g7PnPXC2skwF/yqlmPF5+sclFajS9H9WdLXxqJZzPWgEfkq+V8mV",
+	"cMBn7mdAYhu+a6i+HzaKv7HPrEScCd9sQEgfjCH8Pmy8beaKVsP3/a/hbcB48i/hH+FZuaBCsDo8Dn93",
+	"fRnF6LKbg/tz43lTU+QgD7zsuvN/htf9Dx0Wkf/F0PoeLhhn3wltRL+EZqLfXMfRL9HexL+ymuF6exaN",
+	"5y/MbPBzN0P/AHWp4etwpjO/brahjG42X7Y/br7baqY2W8ZfuwXl2q7A8YrWdVj1+LduzUzZ/yOx1P1f",
+	"/dL2fw3Lmwqluqjp+o7+/+y9jXIcN5Yu+CoIxt0Q2ZtFUbKsdotx4y5NSTan9cMhqe7ZGfuqwEwUC8Ms",
+	"IDuBZKnscMQ+zT7YPskGzjlAIquQVVkU9WOb90ZMy6xMJP7O/znfya9fCW5EuoOXEnOkenoUGUFCVaaw",
+	"/ov+fiw/QqmbCuGD0n31lqmcm5Oot61TV8VZDyAhgNErBJukScO/t21Q/KJdeoiRlhLcH7Vu1NYWJExl",
+	"mJIOjw7yscOT/XFUJ5NozpWopS5Qnl4u6KqU5NspNAgGBW55JQaDD8cN1XtANKkdNohHcJsaUil5X5d/",
+	"JeZHE5uGkEAhCM9kWCPI/nrwfzCpKAx4q5OB4XqQSc78Pm3VyKsWuNZhx+2fPgS9t5Q3Ap3iJDAgIKNr",
+	"yqfFGw2AsigeWKlzSOAY/9o5kN8e/nrj5OZvD3/lVfXbw1/x8ZPit3Ff2xWYxd+T2HdBg8bvO/7SwXgr",
+	"MRU0sLLRRIIdkzd2NBP1lRhhR7UkY6OLkb7A785eGapbWWSsUT6NkoqVcEIPsAvKcI2W+OM5evITzpSe",
+	"lNgjTInFZHppGS9m0hqYHChjyFCx6OdM3OhrgXrXRCpexht25LNn6Y2dbIee34xw5VnJ0qF17l26Cr/b",
+	"ESRQWpYQCB26WOI07ZElVX3a3NNaW53rMqnsewFV0UOoqnuoMPOAjafWVqNJeTPO/L9n1RNU+8fT0owx",
+	"P2DsBPw4Y7qpmQ+uwt34x6tjeODNP86Y0RM7d8ewe3ZximAsF8enjqjePT89hPD7u7NXnTaRxvHCsbnJ",
+	"31uZXwsbgKjatvfE2siFyy17/uL8+Ozk+xdOGdfN1bQdyC0XUsrAnKhKnoMn4uzi/DTOlduLb4hf/062",
+	"E5bv/l0a0BtMtVZJOO+LBirB5nzhKYrxPhXh0plyon7D4Z72uoToMSQBAJCmFEDO/o3f8HN4heiD7f74",
+	"6txtwDmf8Fpm7MeLi9PR5PXpE/fH42mtZ7KZjS45CCka+JAyjODZl6/+4U7N7VtPnZ5TfoWy6daHKJJs",
+	"1MgT3Vhdj8P4RhZCP/wAlw9+8UeRZJzTZB7lj3oe9pjyO+fU+lN8qEQPUlsVkcwQ/hVI7Ldsp6lTlObz",
+	"N939Dr7G9vZmbefL+LIfQkMJ6NIW8mvcAXLDpNns0grLwFl1TyVbulq0g0lOgriyZ7rsucnUoRKM/5CJ",
+	"QyXnFDlcV0i+3tMJg0oTeqEpPT+kItERuPbJ5VD7sip0+NMu44Mfk/oM3y90D4LkoJRmvwSfEiyjTXkA",
+	"EIUANbsM+x1NFZfxVpWLAV+iCtt2E3KtjFCmMWu3o06erzt1gjaLqZOs21FVciUyVvOJHd1oC1eZchTa",
+	"WsKMGVmNjLxSvCwp/RjB1H1+3+bLDLOLswCjLcnaKphN/r0zPrHPJb9S2liZJ3sL+b0KmAnrLjC6gU9U",
+	"IT4klEz35w6YE6QuhVgHUTV+aMbzqRzcKybXs5m0g7+Lj1tR4AwGfsS9eqyV5blN9kqSZSnNCn40fRBe",
+	"a1E38bgO2cEqZQ6cySt9NXi9pb7aeqXnildmqtdvaq5Dykv4mKEXh34LFr4GpXjZ4PVbF0WllKa/OrbS",
+	"31tGNbNTkQyYLnczudGQlEIB1m3iPhtJqMs4XuG0dc1eQnZlTxjMinrWD53eMjT33G3SQLxaDt9Zul9d",
+	"6sq6RJ66K9GZRnu+TD9JdiR4IZUwBrMF1oQtMfmankZtN5FNsqaHlu/jFG4XRKClYrOIjAde4W1AoRFz",
+	"em2Epz8tMaxzNYXwer0kjAPsh8xcy6pqEz1y6FYWmvT0RE/xnSGfmXOsRKobFWO9hGb+vgSp2xGmL9hP",
+	"USt9vdNOIovPdj1QcrhTw9Jp2kvF81xUljs+3nO/4M8b8jxoi2uutnZT9qTsnKhC3sii4eUyBQwPni0R",
+	"WgpOanD0vm2C5RbZrrkvnl8sNmWDeMVwy6wQHDtu0x/OZ23yxxn4h17KUnzvFLQ0YrxT7CeydAoqZbYN",
+	"7Rj6z+kCqGFXafuekMqDS+q9G/P9lXZaI+iA7xvFb7iEdFH/J2q+8h6bmKYTXd04fTlqoa1LH+a/e/l8",
+	"CNbkmZ/3y/DG+oZv3LK5E1HzWqsrFH2V0FXZ04QLEVjX85iJRPNBtbUI7QIDPtWGu0Lb1X5ywMW4XW0M",
+	"DiIKmDc4DZ0iqNUhAmrJArtBgskIxlAhKqEKSLNO9GSDeSd26NHo0cGB46xWqtzSJi01RV1fgbJNJWBy",
+	"NwduYjpl9FTU4J711GUQGfPSvQP+KS88MOC9mmIA45re1JEVIhjIJ1dZw8ZsA5pJ/2b0ucH+OdVtmzPo",
+	"fB9S32dcOYa/GxdH6ppd8vxaqGIvg3JKtuu98+6/8Ft7UHNKlf3ei4ejOV2usdptZclV0nHXofd0dC+6",
+	"3WzXV9GKgr0+fbK3z17BhbzygBriQ6WNYNV0YWTOS6idModsjBeozVnANIFaTEQtqMn/iqWZmI7TTPP+",
+	"dmG0O709AmnzEGGNAhnQJgTXmMX1zFqJB2kRl5faiHWBQKypuJKQPaiB6C3b9QpNxoz8RWTM1jy/Nhkz",
+	"VjuVJ6MJjSBu6CRIxd2N2+vJgS1E3pNDjQM/YPjMdvArGFPf2KvP6IkduYs35XUxopeGaz7F2o7EheTM",
+	"P3FLhV2owiloiUXwshzlpc6vMQIsrSHPJJQnb6nBrZPJpEvIgu2+e3fyfC9jubt2ypnS7qt0QfyN05VQ",
+	"BNPh3uyV4uk8puiD6Ltq/eGOAvt1gmSVhfur2/jLhRVDd/wjNYxJzWepWNxL+DvbBec45hM1hdTUksjs",
+	"ua2Dvv6DseUK8aGPPf/oFA684PCcI0OoyN+N+iy7hQLPRQJlu55Qlw4W6+E5y2tupmkipo+sBYzx7b/A",
+	"8einRXbV0CTytQHzi+XIEmj6sKd9DT17TYdATFNtbH8rVuS3z5POlHcXx6wgRyTUDjk6XllsGsYI0t/6",
+	"dWS6d4weHACLjvHGH3XK+L5omTzcETSQwAQlhq/Ve/zo+1n1ZK+vpxmucDOnooJdqEJiQC7b4y1hKD6V",
+	"tYyiMG083Phedks9gWRtncrS07C0Tx/vXsfImMPPgPtpJ5psxPYinhVvXcvul7wGLU/q3LnOuXZZQkyT",
+	"/eodMa/NNXQd5elrxHy/2+o5WGWAPEJOsF3VXFcdHV439xJMrwDrTlLUJly7n6hmLiHVemoDwOpZ0qqN",
+	"EOyHFxfsIa/kw5vHDwOvegjm7mimC1F2wvQxpu25ntjnwv+X/9dabf9c9OThH3m1mHeFgvT9mSERyo1y",
+	"Ryo76BjJ6yRrBtsO6vLQMNHtDABphqr+/W2xfS/W0Bo7js8A9UI1gdVVrzZm+i62F/uhExKJsC2iPS/q",
+	"WtcbzZVaTCBXT9cMfVEZNnZCKML4s3ejZuBVMp9Qy2h1vc18p83LWts+2lnx1DUH5DxHmPxFJZ7JHnPN",
+	"CLCae3Mm3TGzElw3rYPg0KPn+KQzPKQHAL5oqZfikLBVv2LkcTraK0XWyiFk+rlL6/VYd3PBSjEE1UMp",
+	"m2mdZoAJiY/dAi5ykAAhDtc2y0Ere/Os4LFPr1RtAotsU0piGMfh87oTpa29Oat6W6+6ZjoaV1Csuq3H",
+	"20vSxXNENujFwlpJSyc8VAuLNP8/viYWL3Q7xctrBsN1L3rj61C/OmS/WQOLzcFbaGFn/k7vRFNwGhly",
+	"kbbBwHplzI3+GtNhets0djNmtm1z49cbrvK1VEU6qc6ZQNLK1ElfhOSdMB4Qg1NQtgh4w4ygmZ7762VP",
+	"phm2VkuL/7btWrjct2n8Q9sqCFto4PTxEkHVAkdv9tHpCQAh9TpMrKhnUqW2tJPMFrZ0AcAf2wTPu0C9",
+	"4XspWlkh65orA8Euk6z/BDw8lD+GvDJWrNn7Sa1nfbuG+NbpPdJ9L4EGcvu2n3KId8LNGebQDrp574Yc",
+	"hSemcKG7G76emQFjcFxno0srZhAJ8eZ/6Y+eAUMIwpLttjUVxB+jmDbE8fZuIVtiRrdpN8OU01s00zei",
+	"8InIZ8LIohHHjkKa6rZhXAw/Ws0wnsFq/EgoFmA1fiYFtFYvzhrVATROoau9VeWCknGgRFgsTPDUw0dJ",
+	"es7SGToeWTbVJ50wZ61muXucgs8Ar3qJ/Brm7huFBUclJfbN5BUFXAK+TBtV3gAvuw5Ptu4Jk2H4rPWD",
+	"UJwfPs5szWWZQoFcO5OVbHDarDCJW1ykdCi7TShq9zXHV5zlXNQLVjcqCX4krCj+LhZrMxThWtCzUIMF",
+	"pvJcN2XhzpJ+QcM8+tYQ4JDomqalkDTYyyMeeJuLCF4W9xjQDV1KnxQra7c2JIBtVFPY4Z6mg+50t2tG",
+	"g4SmqfGyTzoNT2Fkfpt9Xbp4tMlZ57iz7n1c0z0Gav8uprIuTnltF53y24/mbFBchVjhWAgVij67N3V9",
+	"hecbMV+u8GybJdC2+jpbclVQ83pMyl6PnPv0IIbOfXqQ3PDEtkW3ZGXG7gyozT/gqSMTtKgIShNAVJRm",
+	"pVZX7rF5yky8FouNzeSv229BDQt2VBxGoPhwcv7RQKu6MkRD03zlHPOQk7NKgUZRZBWRsYLRvk0WQZIR",
+	"72Tt5qWvvRUK2uL3Y7gQiwXURZ8jDKioHvDkVogwq8Uec2fIjgj4Fr22zv6bchP+mi6OKeWVvCzFxisi",
+	"lA0lf15wIH9HnWPgbbkWooJSyn7wqRf0pXntKE+RNw/ufAtFVbvrUQ3N58fwTm9ObLcxmd8SqgTptoai",
+	"ZmRQKuSfI1enPzfoJ6c0hECN5bPKfGx7tW17lyUXcsgOepqpraFtXco8CdVFN5/hEyEX3G+BVGze4yVf",
+	"hk1rgX/oa8uXMjq+lQ1JXahBpNqnJz0nSQvW7N0Raw8SEwjbwaSXylkaKOA78ErRV3v2Stbides7vZ0I",
+	"P3W3Uswx7cSNuBSfS+SR6pDisq7DCs4PQC6Zs0Oupuyy1Pk1AE747DzDxAdp7CHpcBTgwhpE3/O1V1EE",
+	"IJJBhpFHTMTAkJvXDDKLgTEW+pC0Nximp6Tv1tZGBA8PapL7+gAc+rQmciN4KYqjSl7oa6HSSnLAhXMm",
+	"hHsBEiIDiNTqgdr+sSaOncLvNGxwUYPmDSW2Fbfvxz2Ol2uhhlUChKmtZ0N+RBo7TRi91bW1hsR4IPUC",
+	"+4xNVmHEUHkD6BxIVkqUkjeytCdqWKkqPMykOsR/jaSiOtucK6XBhvYQELqOmUeiFrwffaYFB9WgZiw1",
+	"K4wFI0aiocgmZKdyaEi0NMPby8Mt6oGxFdIhdBy+FFiZt4XL9B32XFFRpZMbNl2MHk46jXu6cg1oigAo",
+	"sGW2q3txIFpK33TXxPFWT3u18dvSkUNhlUB8h/UBv42n60hjozRE+gkZf2G2Gdw8MNQdG/EuB0SquoXI",
+	"pI3u6SvnKbV7+PESungi7Z73cZZ+MMNAM0MBDMMLw5wVuhS3hys8s9Wprm0P1JZjjmcXpwykZITI0yZD",
+	"JFSqDZ1T6c7BaNskcMta5GnGQR1zgFPhzHhdyxsKmLZpDBkzQhXRY9LCXzoAPzQYoKWpdBhtDZgWrJAr",
+	"1qha4Ao9NBe+E7AbYEfBJEr1Or9zgK3BqS6v2zQXPVc+tOpmm2adyfLHC//pgr17fvrw4vg0jDAkct3U",
+	"lTZiHbopbR70yovNaOr2MCqp928iQ6dEr1Z/KYW0a3DU/Kluut3h9EF9piO+0wbFxtSJvh7n52fHhLvS",
+	"Ij277VqqbbdrStqN5bZJsCbgEW0sbqU9ql9zgF9KU8/G9JVwwgRTNHjqvehRIeEXrmvMS9rbRju6klfS",
+	"mLXQUuE6LN+tTcz2CAB50rTTZbmZ91B0cv3a5knz0Dfe/Q7lneTDsG0NgVPLyQbBVosy7C8b05gXi0qM",
+	"IcimlaC2cWslTyw7fsvWP/xGF+IYv3MEVdCi2Pnt56VNSQvR7nYEmPR1Qmgze+tlZ6/5hxSiurE4B6+d",
+	"OV1pKENzo0qVysGrl4Z1M3tg4AJs84W0LgFbam7ZTWTpcDfEoWMCc0tttzIbpnvczkmBLImzSS0iqgm4",
+	"5P6sH5h2N5fiY5u1CgDkVsWWOkJaMB6x0Odq5TId+lgFqyTgrOGq+mAq2+DFt99+823cqvLg8ZOPFquJ",
+	"5nKbek5uJ4+WPvDN47uQFMOaMtqyN8yE96mUE+HE8GFnV4IYD6YToAiYSNfbZ8/RV8S+OThYf2rfPX3S",
+	"CTo9OkidmWPVncmSQ+vRt9lKShyCBFmN/H0SywyUCU5igDjwPd8REy44bdaImN1xgn2P95hUxgoeWvth",
+	"mfIhO6ChASxQU7HtuvBbtBEHm6OdCem9hr2cebF8u0Amqu9cLQnlVLX4Wp1StkrhoGt6f/S9cVdrqqPG",
+	"Ttvm832Gawd0kmGude30cGnJ54FFh9hy05h5sshkys0p/djv2eNhAHfS/jvxwG6bRDkBH9tKK9lVn96G",
+	"4oZUx5Oo1AHLTWAH6C8IPWN8qJw2pQ9QpUzk0z2XVwJaJ/MSWW9neKV0A457iZnk+ZSXpVBXoi0h2fDZ",
+	"IX6t6Djn3ebv4OiqBUCObo2M3Pb0T8F3+y+C06r3k9J2bVE3XUQa44CmpcuQJO1edn9XXe970qHW4940",
+	"ou44N9uNCf2mK1GvRGzWW0zLCffh+/5OZB1i6ObRt3v48yCi7XeYLaPF4sZDrvdyovdQl1o02hYa8Aqf",
+	"+Qg3G461rt9uBBoljKXedkt7kSiBK690Le20n2DDEwCKHuuxr59/u5PtnP94NHr87dOkGssbO9W1/AUy",
+	"a34ECLaeDabqQDamr+7v74/ZUfw6myIwHQaMMPwROtQjx2yZpbu8Zy+P2eOnj/6KINMvj9lfnz56ehjq",
+	"7xmHrkcZsdNlJp5wealUCT7edwa/og2G0yQ5ljEhQ+zGmZ3Yjplk7KQWZur090LPesuTNgKptSyGuuX5",
+	"7tQZXn2CMKGJ5T4tD7cQEHe5xxbz6inhVKVly790ImHp3xteSgu5AFWtLapYcGUOMWcCstY7EyH/gdLs",
+	"X1hj6C+Wex6hYKbJazVEwqQYm2kjqUG+9LWwcsJxA7Qcya5ajGi7OudvAv15oQobD4gQfq8HJczr64iB",
+	"4i3MIrrF80jTWrSSPrZyPtPXwvGVjwCUOqeOBVYz44Yb2WS39cA2E0UaOEIG1xaKCRvoOsYhj2YrnhsW",
+	"5NfSgZF6vBWKFH506Nal+TJEiJE3O66EK/0o/KiLANpobrszMNWPgo1K7fSWLfo9ecCObLo8W1frYhd9",
+	"EBGHbfNk7RFsoszOyJh69Pi7lM0vZ0I3/cWw30M7DeI486lT1bCDP5ld7NEGc/6bji2fMuWhBKMHLdJt",
+	"IgC1svDUIaJvYebQu+enwHYmvCwNAHS53bk4Pu344RF3y+aOlzRFGjU/iZ1eW1M9e/gQYhXWVMb9+93Z",
+	"q6yjg5Fa71RCJtVEMzmJmp0wJQQaUrNl6/bgyXcd59F3m7RQN8cBNzZNrFh75i+me5pukTvhhPbUFFIf",
+	"60IkfFdHR8cZOz1+fQT/953bnrdV4+v2o7VPnahwA+1vizz1o55D9m8Q+Mxqfd21W3SDnRJpYOxDDWHI",
+	"/vp6aUMxvXdWFX04jVUfBhKrqVbNNE41017JQuAk3yy5ljfLwcveGU+FvJqmWiTpAvq0uV/vpidPT+0/",
+	"gYl6BrWVpsbZtVggCg6tGlQRORM94La2B7/S9/HH3vDQvmk310qJ3GahQjFjRtimyqgdjK5ZoZXoaUgv",
+	"Z+JCQzABDm4jknikdfPWC033j0ys2tiw4IHHu4bFufMIP1MvptDcHg9qtymglsXmVXqZSd51QRMXBXR+",
+	"8KVNS/beqn4oC9FH9z8+fvrETeTHx0+/Tb48l4Wd9t1i+HHQJU6wPQ9JbKkvW8s6kgyxUefQr++Cm+uP",
+	"L9RowKqh/EnGfUNSy00CpziVZpn8wkqeJVw1bq6jLEt4EZsqkP/Sact3nXD5seVd62q6GuWIcG3bA3qG",
+	"Fe1DPpKZ7nwwrOl3PBy1Fi9LDLds6QS70r19jH+A6wHTp7qV/fQIM/6hqnVq+f/w2ac/vH199B+nZ2+P",
+	"zwey+itd68ama0nbvLL2qcESZEaJ32vVblz2a3x4CxDrqKHFqpiphHopS/GcRtAb+gdUQiFsU9G+4Lk2",
+	"wfwestGjVjGpSm7dFkBXFUrpxDjWUPla84nduDdLnT4Q86TeiJgCVQ+dF/vCyd1G7O0F7Vy1zg1Jb244",
+	"bVqYn+gaWn4drkcvKeCYkBEjYSEJGs5PeWPEhba8fJOyBAFu6orXl/wqkC7kmiLCPQCGKqa40tvBkV7l",
+	"p6LORSoX84fVr1leXwkwb90r7sfdH97+cLzX3iqPrz/w+kwFr47KUuffp8G24M/gAy+hrR+of7xieAxD",
+	"F+leOV+YTd+Akemw9KXlUomi1YGo+bC6IoE38Nuqmf2Qr6Na7xEtUscLzXiHLtP0LhGvz6Vf6N2ucYko",
+	"l450afejWfq9yZZvf3wr11DeaVKDBNQAjZBm8L+QNNHWUFwuGGczXTRlCtq5KOokCPz3UhWMfvV5Zrpm",
+	"44N9+P/YFY2XJXO7Uk94/jFNqnB2UZuqnk5U0lih3MBrR/N5CTy3DS/LBbv0Jm4qmLi5m8hq9OrSbQ5Y",
+	"mWn4NVhOwtTAZfpqCRNm2/0CryR2taKWBBll6Y6m1lYZeCKgq5X7JxgGc3FZ23yLNFR3kRiaJyGHbtJJ",
+	"ueJb53G9SDUN7WSHcZ/OI/7V8BJ647lfsMjbSHVViq2yYXubS14Ee8o/E7uD1vmBlsN+eJBZ3M7OU0zI",
+	"mfSL7zQICzd1Q7+UlrDTUT/3i+nQMmZtY88OnN8Gbfku9LJ0/PDMT6uCWXJVRAxoCwduxN0G59P1BxRx",
+	"NMA3eclnMtW27khBlZ1lE3gAEiCEUD4Ni9SYESK5/FNcnuv8WiQ8t22JxNryGCVEEeA6IXUOCA6+/cDg",
+	"VPqscSMvyw1dCnPqbBdFy3z2BrdRtVaaA85lWeS87kNO70wSAusGip+4L9z3728OoocvxbUlO+0iN55m",
+	"zWc9zYmhYQx4oOLWnoPPcUP1FdkO+AGAZ1RRP0/ZybLrqXPqNfrA6HdzphmFkuPgXwrdYEVZavff7iSw",
+	"1e9C5ZuZmMWWmxu7E0Y7/bpPKrp9/rfzt2+YFR888vW2m503tUm5Z99WHJIzNOIxsd3x2Yt/nJyfvH2z",
+	"f/Lm+Yv/2D9/8e/jPRAb3Bh3B//ViHrBcDykLtPMBKvl1dTG1fVhK1e1kxsyBNbxpxfuoRfqRpS6Eusl",
+	"z1vF4Jgyb4EiWJGHtNg1N/l+Z6P2bx7t9aUaJb05bxXDg8/YnPBiCTu3FhGMZ6q5dzMTxbopz+MAMI6Z",
+	"a2WlakhVcTKGcFrcjufu9J0m3eePGljc39JWLSblFlaOEf9KeOh1jcwqg7AMajls91HGHmfsm4z9f//P",
+	"/xucoVe8MocIHNRAgWtq1TiCVFd72J4ddgvI3x9EgBamjzVmYDF7H3d4GVjZIX0OtDP4UhBdNfHiMJEo",
+	"/NK5EeYOuYjb8syT8Cb0nIijBH5woia6t1dy6F03lJfwxu2IJVDrnnGngjXVVc2Ltimesw7aV6lbO3Fz",
+	"AxGiBmvSTF+TSBCMKfGx86LVLCTE/aciLpkGLDAICmb01bWS3AjRRg+3UadiBShRbgvwEmWyA7LfNAoQ",
+	"uScNkwV23lVopxvG3cuwgkJYR7SsgKxX1SMHSQ2+WFR9WFWtADcZbhNPCRsz5ZVgCXF1ux0KSkVikyqe",
+	"Cmeccjv1Ui/czYzVooR21j5SdHR6wi4hRRothjVsOX0GnOWlRDws95AJ8M+1oINory1xgH78TONufjLN",
+	"6yLmcax2FqrbZfGvnq5xl/3iL+wGix5r1zHji0CBu+ciH4XnRx70be8wvnpGgDiA2kHIbJhMRC0GqJpw",
+	"cN3JZsvMYulKRlsUjiUmk4jkU8zunN+Il5NZJa4uxKwqub1lXv0RRgNzDehQNBRACUJ6LTW7KXku2K71",
+	"sUN82mk6MIO9nnD+99LW3Iq/X6Yi2xfo6cSWPpfSYpBbKnZ9Ke1Dc8gOWCkoTVoo/GI+1dpsSGTHqpt1",
+	"qezZ2mSDt42tGj8vaKN1yHJdLYgvQTKxqhobCzn3uztwnoPbGyoVq3z2npd8Tv+cNfhvSMj7+daIDOGE",
+	"ktVBKZiSbEd8sDU/qq9S6QVNja05aYN1RczW0D8fYo4oZEabjJVyJi2aliOAD7MZG9lGicz9t57IUjy7",
+	"ydioFDeizNjoKmOja7GQyr6fSZWx0eUkY6O8dv93xj/U0DJ5dNlMsC3aqJIf3k9mblBeu/+TA8cZmfy9",
+	"ndbCeLCPnvQ3Zy3gtN21jWaeKKJa0x8xKoEKnBmkwVkSWJouzCRkarirm7gsa67s44NNN7YvYYM+jj87",
+	"6qnkB1Garafw5JvNc9iQ6fG6m+Wxcle9V3eifSvY5Zz4zdljNOKbjUgjVGULSPq5rtBNxa0VtXvyf//X",
+	"0eg/+eiXg9Hffm7/uf9+9POvB9nTb377H72ZCkNYGvYru1OW5v7fpuNZl0lB1wRnth1Tmz4GU2L6+Om3",
+	"69hXTyoGfRh+/Yjr+den321Xmta5KZ296XD/Psl6psuPB9wkCcoRA8a7DFCWogdclIV3pt4G2X0Foicq",
+	"z8f2IYPkw9a4PdvVo34cqA84/8C9Dd7oGKPfiLyppV08jL6wgn0cWULe4vHVZncEdJxGAo9X3XvLVupa",
+	"7uzOrdSrJO4fJPD6okPDZ0uJek7yNr66aess4vVlcYe+eQB8nzu26EwNXbNCXkm0M7TTTObSCPIu4zMm",
+	"w0fc/2r3fwHX1OTaY7pMF9VUKJOSJ90zHigOHj3+a1oeVL2liL4uq63NI4Ok1FeQv+tWfUi1qFRvI1Re",
+	"L7BqxB9JXjbGCsRNditbLVZcs8Dv1hd7UKLYjrnJd7LblRcmqgmjkiCl2b8aDeHwmpVSCXZZC3695bn8",
+	"7592fvqp/ukn9fOvj7JHj79Ln8SQ6ryNRxGmnetSK9xwzeZTaQUzFc83c77OxJ/99JN56Gb99Elq0sPr",
+	"/cI1S3IR8DAc67KZqbQ+nMNvGA5FfwSldiQCd8ktxMH7wTeVtm+ackN7C5qFNOzN2wv25t2rV32YkXLG",
+	"68XfxWLoeFWUN0tvO4JJD5/2fj4XeckdDdKo7qnNJj8dD/kp/S50ltB/Ym/xv5MnBu2xM+z7ljHqSAEG",
+	"jRTzRHgDJm36Do5arWPPbRokxOB9b7k8elThX2NtneYwPMLauZapTtNF4r48f/4KMY1mQtkUOrVUedkU",
+	"4nlRQh1e3aA70NaNQqeq1WzGPzwvyuMpr9NuqaIoL/zz66+Ym86cm3b49JVKEw2ebz/R1Hq+EZ+v1nOz",
+	"tA1wGO4kh0Ys4OGettFwI0APwMm2/XCjjAngnd3PDow40hZ4YgrZEBxz1uGSRR1XnI4u5pvjAl2ya9eX",
+	"BUJYOuQkEWL195m40ddicxVw7Z6DMuCyDO21kK4co16lSXrmRaXzaQ+EPtWfC/eI519uMFQLlNPjjG+f",
+	"gNaym0VOCULu3oeJSGMaURDAO1eAWl3TyLwOjR0HXhk3iWEKHSiH1E7Tz4WQ492+DnCb0rey7oYlT0zx",
+	"yky1PcrzZPrYETP0BJSEGsOs7Anh9KAMeYzlQs9VqXk6qrkJcBDcHhI90lZXhs11fb3crXFt7je+3VNe",
+	"IdHzD/ll3u3v+5oCK5winF1PVniybuPMhxHenb1q+5ZCCYqcQbIkr+uFxx9sd3VD+A6Xkfntzqiqot3A",
+	"zad8S4c2Hb9GA3LLC4CtvEA2wuKlKgGv0t+KAKrijBSoS+bW8nw6I2PbszlgZtmOfy3pMlmLf0TIRyFl",
+	"A/azLYN8erBNI41Hmx0mtCvrTuUc23kkqY9u4QPT0qFTBtJJoMM69d4uvdN/HhHKLb8WinAeo0C1NOwt",
+	"HGxapkOK6Q3vPx0P9HMp7FwI1X50YCrhpgagMFXavlv1AF1GrQ8bHicNLi9zyNnfjiaPqYOc1c4K2XxB",
+	"ek/5gl+L6Ii/8MG2RceDyG11c6Fq9bnOG8c+QLQfNYW0ZyKdRtt5MqS1K8fufEZlrpWtecq6I2CFk3To",
+	"pFU7QcGPUSuGFAYNKpDytWfcsPDCtqVRPZGfY0KNgJ8PUVmuan1ZurVgKFeVi1P/FzIfBtszq0fktjEZ",
+	"wcdPbFTucZfJ+0UvDdxsu9l+mela0CegewOzU66cbYQ6rYFij3napFliHd3Cn84lWlptPLNsDd7DueW1",
+	"DX0Bb8dQ0P3t29E/Y+PA4cZg3I55VY1BJRp77MIx28WOCNC8mH7s+F3G7qbUy/xEOZWylW972/e+J+eL",
+	"R0rkAd0fuxxcLliY/aAo2G0a3Ye9OoSYWMfRS43YqSRt4+e3LPgOOotZ0lgfmEGf29Q+Hd+G9i48n2J1",
+	"XtuRjO1CV2mWl24zKGbSrammNBdpKRdkudM68o8Dd63aoMpwPMlkrG5A5/C7vjUDmoIfsvfv6bD+4f77",
+	"/fs1saTUV37rI3dc1WmtPyxum6ZSNWXpOOWHBeCbuFFvQYpWs6q5LKWZMqms3sqnGyID7/dHP/+f/2Pn",
+	"42kDp1OWzHckvD2wCl6UdfcpWjq/bXikf+W/M1QVBAw5XAVWAbMB4K3akAuFaHTNSn11tQobuhlYZSD5",
+	"RU2O1t2ARP5KEsIgbs/fI4p1dUeS2FhdtV2CM+JSHHY1KfF/t3K0u9KvUmT+maSLrj6BcEEQve2u5/aZ",
+	"EVtfi08sIjYLhS/M1oYwtHo9+Ae2lfcJLQJPD0oxnM0EWSJRYeJyqG1W8dyKor+PpP+FNRXAQE9lPmW+",
+	"mygA5foxhrZt5pZfciPO5S+ip/bc/RQaHNPjQQ+GkvSB3+qvoDmmTsmmU0kzcNg5LwfOfl5LK0Z8Knjh",
+	"RO2284ferWI9hAc2SWH+0dvgA9Vt08zVG5E6saUtiCaavsPuehPOdzLSgVhRNUoihDVu3a/w9j478/A7",
+	"3LBToYoOwnghjFsM1bugb/EwtnsLaSqcI7NNjWhATl9mvItO7hHOYzb1wGAZ+TrP+3pQkmj9R/jKeml9",
+	"TJIaMwNwZm1+9Krcx0eGBblCiRYOu/vu3cnzdAXdwHZbARdpS8/XMJA5C30RdAP3A/jNao/OqKiImtKs",
+	"m3PtzGp3j9hEKl5iiH7D5Df2TNoulZhbD0nlsxIaZWXJcqeZqd6uWsf95/ymA7EPaOIEoSsRLL+lgL7y",
+	"RmqOPQSpnJtrgbQiLeQzXktVPOuBAYT93YpGQKQNCStANjQc32ozwttGFsIeZ50oQwj74XK6G7ZNR78U",
+	"N+jBmlymVW6uTSr5MLYqgZciClHaoux8P42ZAIAo/ArLmDpTSOAQVck651Y+gfrhHsraTq7cskdDQSr4",
+	"FQieBE2hgwrSSgA+t+If2dXoomW3t+1t1JV1CX+61TbVVeLYtyEGLHofnI7g6LfF1KkQ5y9sn//yGuCH",
+	"BA32a5vLlzOjrh5u6lA2HDGkQ3be5DlgOGTsJTH2C8fY3zaYGntMTB2cFcCW4ztN4n4n23kemNgOlMcS",
+	"QkgYfifbwfF3sh3/gZ1sxw+/hiBOS75IIdAfAUwmYKNDxSBmZW1qWD3EtFqZyOU6sKmUn7ZPw651VYkC",
+	"CjP7EFgNo6fYpci5LxumpdZOXbVaM1PqebkY+NnJ+u9tsYDeNpQXNEfwqGH7HGnhLwazhTImJ4yrxf5d",
+	"+DIxnTk+9zRCEGxa34jB+S4DCjS+kB6rtzJ0am01mpQ3GcN/zaonGZuWxjsBe4T6TFtxVBR1/16ifosV",
+	"tk6UtxEDLJ2Wtk+q1xuUw3bnttQMB7h70mAvm233AZWv/jizlSTm2FrHnnRtbWy01Z6SA0ksk2S8e/2M",
+	"GDlSWkK3h0dF8MsqAWHXFLLAeF+owx/a1oRG31LwERdNyL1Ggd7Nk2A8rzfN3OMhZ63Jh/genfkt5Vys",
+	"tS9Wd+Zj+cX2TXBwhqkbsLkVTHdH19yiWn9Y9NreFyvdudzeUykLGeQIVaQ/LBJpLXeCE/7x+7zRPFpe",
+	"5yHKOGkpydRXYLlnHsa6bopDf1gMs7TR/Up1WhtXYNIK1/LMH3iLJ2CVEIXMeStjN3A4WsIqg+vuop9T",
+	"/+WitOO0Twc4tVZRQ9U71ZYGBjvgQus5tZfBWR2Si94j5+FUlQ4vQTtGw3Z91VnVmGnmyWDvTpSLbk5G",
+	"zxr1ZFJKJdYJWTB8524xb/HhbYWtVoM+AVhFmIq29RdqeSXXYMvQNiD0vWG7VVOWiNJIGz+RZQ8+PUmf",
+	"RMUaSeb42ElRBAmCiXZtal2QIT3FAK0go8zugYCAWO2Qi6737ZBxZ14CaUCSB6LxOpXJqcorGX+3cqYQ",
+	"cQZnypAgWtTLmW+gP1vz/LqvZQ8M+MAwfKh/tzev4sKNkFQo+n1Dr6h7nq7ttnf1TlTI9oqsslj8QEKX",
+	"9H6lId4jOtrB3htfzfCH997EC93iknk5Ntxfc+7rQ764v6ZD5onLABwbPMAof6jDyGGQFx7nL7BJkCZ8",
+	"zhexDwYH2sl26LU1rhQk2eS9FCUUw3HANkeu37E4kWhD97Nkln0qXR+xbej3gbco7+/RkUGHjoz19On5",
+	"uG43AYIWVrwLSA57d9jmJjlk/zZcJ/FAEVjDqUe++1BbCFII7UEnkrfAAApzGlvmHBGaPY7Ij7+wXRho",
+	"6Gw3N0jZavlLRAh74W9GkuRu8h8FL+30ubBclskiVWWEMg3W7mN4ucCHvQ7gtOxUOWgE55CE18OCboJZ",
+	"T9fOgtAWxQnUIqblYh4miAHpQnxg9JpPzkEDY8YdYxMDfXaQSJ3YjxNVyBtZgPCEncNM/OEcGvcb8uFT",
+	"/JkwBYZZZB6AIKRERDWiSaIuoVdib8Ct9enllE+AL3SAS5Smv7pTvVZ63h/g+2iUaT6xPYKgvZemTRiJ",
+	"xvLk/cp3h3wJ7nz45zFXhSxQPTmfNrbQc9XTfHNTvkXALO1JWLmN6AyQ1u1diLciOsWsSyBZJ/MBL/Ba",
+	"qvfFQwmpgXc7lAKtBRQvWuaxVjdZZjak/zcppLAbUfMy0FjEaeLDhRZQhQAoT0BlUPyGy3LJhdTpdZo+",
+	"zu+lcjLcw/IufW6DdoxLaEdPbjlwuRczLsvbd5GMYGSMUAXj2IhMaUdPlIIpZtS/aanguekBNDjHH9ow",
+	"LCAgOoPOJ4TRq47aIe22Pyfw8cFByrDSqSysXFYA8xFhYQY6gTVsrmDVw3Z6U/G4oeSbLXZzXaNCrKaC",
+	"skZ/TlKxWdRUbqAEoqNIp1/AT6OT58EOBzjNFvY0UaWh7Ho8hfPXF0st8EUR34me3n3wQuJexaNRNMYX",
+	"uW+yNqFWiQbutHaLN6X/7NOIwt9zI3Pox+l23h0uv9SNDYROmSBYPZzQROoUUsDx6TvmfpFW5LapBSSP",
+	"BKWfNOO2D1La8fdJJX6uZzOZontsyIk/+x4mnHIg247j+9u3P7Nal/mUSxXYaXL0ucTmfyujT7WxadCO",
+	"H7WxHbyzSKX7JPqHTkmmpQZBtznyqtZFk+LGp/jDOlySMtncDULS3T5nANIWGuisZM5u4SHsD42G0lH/",
+	"TXp2WzdVUwH+8qaqXyN95/ml7w1kqQPl/6CQAxxgO2SgtG7ztaQuF2443LAMeUu8z8sb4s+9n+ed6VL0",
+	"NIzp3IbP0BgmeUGPyhJthe7tHGw10SrcMrdpCbN+0y646fHrAIsaSRV39gSbNWTo3RYOEkYqdA9ST8mN",
+	"fZEOQsKfW/wPAymXHcNMOl2NEod6R+/Th86bGUBzbfjAlFOTxEaxhbD9n2lUil+cx110/TeQWRwy1ZTl",
+	"ug/dLpMVjaW3qtyAWAYHA7CU0N6V3BetcwGG6Wls0SjFN3blgQ/kXLFL6GfAZlxBN7L+MTc2NoMhpWH0",
+	"MFN63qOlNRW0ZDqNe9EOmSg1ryXUQ6cvzTggLWFuqumBcePmug/UylyjCAdbQob+Sr7x3hDuG4bvGkjR",
+	"QayuuHMR2u2Nb2uHQGJaXM9B+jNaUlzEbJO00jvAsFhAy+QGpWCsX+ZZozbbUp1WyEt9ktf6DdJW8K8b",
+	"UNjhOo1MJXJnskFbhNIirrhxqtiSGtUua11e/QtVRC2MttVkqs0UJg2owTzemGRT9D6tq8NFbzHHICXW",
+	"8wE3ckqgdPgKSI3EFKe6duIoCBVoSuGWXTj9Q9fU0/pSwB/SEdnNXGQrXlEFVhBrWtFViHemXVsW7mk/",
+	"gfTaQ/RDx+6MvEsbjE5H/8XzpP/ze/cTxtk5qCSzShSMW+AZ9MPuyflb9t3Tg0cZQwk7bhQoYdiss1H+",
+	"NXjHfAr78ZbfRIycjbtKO3l0ehJwdZC+aC5yVmGAznwBOxb8vwi02fsZ/HnZ77hS9RivSXyoUh2xeuJL",
+	"d2bxxHZO93Qiy6e9r10rKLEVKVoCf93dQ26DW497kIBl2G1+xaVyD1BulO9H47R9AlrOp7wsBXU/XXIL",
+	"lVe6lna6hNr8+vm3fajN4Y3g0olH955tHOD8x6PR42+fJn3ZHwXvjR9uN6HrRPq0sNwzYae66O7X8xfn",
+	"x2cn379Y2TQ4EnyjpQ44oG6LXD9Axs5fXLw7dQLm9NXR/728mqedxXyzspiff/0me/Q0PW+lk92SjvyW",
+	"wu9QTAHsvDs/6JQHTmHoNM0BvLs9+kPG2aQWZspqrgo9o8E2u9yHlID/S1fd3eYNNEPqruPfG15K7DZZ",
+	"1dpS9+3lO3roZiaIeTPOphgJ9MbBv3SVsRwnD/AcObjHzl4es8dPH/0VYa0QmRxBUBHsu9OQDjpYYHOm",
+	"HggRmdaWO+T77uwk88kYhCheNZbqZON7hNjnXAVjZNzUcoy9H/zyp8H4i7fe9zFat/dDkM/9Hgdy/EJA",
+	"5m5jk2x5KuvilNd2ccwrfilLmXR5tD4O37XOyWVo7wPWZKETKTDcCscOU8OFjy1Y+9hKh7x2fCr6Gd4X",
+	"r/3AMY6f7Iv3kcpIaF22QRdZA1wLTlanPQNWQbzBuHh6NelGKbRAPwo+dHs3yi2ahHRnudrRY6PjGV4c",
+	"GBeJvzXAKqCRU9pMvNL4XLL4tq6nk1fyRpxSXVfSwQjbzt6dvTKUsw29Ewka4Fa4O22+20dkl98aUhlW",
+	"AmgHlwJiqT5+uKVlum0HK/guXDnGe+q6wE7p6UWGPeZHjnO8O3uFaZtRg/hhnmk6ZzSI0vGTO01UxuE2",
+	"1bPG+Y+dUwIAcEQkT+RD/ny7HOKNN3AN3u0WGcXtwruE6Q95OFV+nFEB+ounYiDdUMXp9niVgktCi+5E",
+	"uEgdg+Zy6XgX5NK7m2kslIQax6JbjGn3phMMpeDGsm/wP2baWO+7nsgrTNEEPPLdFpv6YG87jMRvkiCJ",
+	"nlbW1ytovG2B2x0CSj9emFkHbggbWBaE5WoesESRKGYOloZaH+sGy0X3tqZXP8Nua8EnCUfpmivlB3sl",
+	"uBEff6ecWaDEHBo/dOuCE0Lh0uiyseLVmqv15BtIyVni99rykvkbGUFxHoKiYKa6xgwDrvDbNHJ7u3DY",
+	"CH/vUiw0FW0Gne+BQZ1jQW1Ju3+bS2WCkoJVIgBMsHeIoy/dC3fM+VTLXGD75HBHSINWJcbd4aLvbe6k",
+	"GN/tpwe9NdtDybWUkEGEFdyVqKUuOvsaEew2qPBPP4LqpoKmk+sbUZs/EtG1pbmfhfQwrhEpaC0En7SG",
+	"lTrnVte/YwJNkdxdkNB2amvXXzJ2+z2+hbPj66Xbj62oPPRnk4XmgJ3nERsbQR7a0rSNoIN/AnbysSr4",
+	"3UMuLpdPxgCMt4COXIPC2JMpeRG6hPvu5CnPZqLz+H0n8Y/vJD4QiI4eG24933cov+9Qft+h/CvuUL4Z",
+	"/+9WzYTCwBuwDuO8O/zE/n0f9T9WH/VlZ1o3P66vy7pfVWASMbdKXIhsVejHMqIPPjK+p8OUkp7culW1",
+	"ZHhanX8hzg8bpHQmVKZbp9W9g304quSFky0f31QciJlx1Vp3wVrwXezdNXS3UJJYS+UyQM+hkxTFvxFz",
+	"H0b11Tw1tgyTih2fPD9zpin1vsQW5h5DwFeSaiWc2aCIhZcSciEgHMzVIq4DG9zyPYjbpwmVf03Ywi3G",
+	"rgTVOsG04aw3Hd11n4iDuykdYogtobT9Xkx0LdasAjIKltchjTtmuYUMWRvhcx+rlqN864/6s/f5z3aq",
+	"pq606dkr+nHdiaSU3996yZdQrX+odVPdjoRfImmCg+nKDdMS8y3od636/7IWTp36YJNZDANv9XNpqpK3",
+	"fHOry7xxIz9+DwNI1kfsIvAkKBY8auz07Y2oT0su1Zk1Vaq3lV3NrSIAM86w5DDkzjDtfq3caGxMPW/G",
+	"++yiqRWizDLtW2HGXW94LXzumhKiMOhzgYJPyF1zHHiMEbB3dTlmu08ODthYKiD/95e6WIyZdibaXJoO",
+	"7FSUx9vnqkud9IC+GbyxGvHtk6W/usaUJnBNrmsH6cb5B+BzJCBSrB5VTVmm3xxGCxjIg8IDXZthlFGI",
+	"G5n7K5syYt6++cfJS0amrLMif/j+8XePvnvUorFR7dRGWwU/1f8N/B1QG9qv0B8Hf6S3ledzabBy0OPQ",
+	"sJwrpYGdR2V3q3sPnOzvImGL/F0sqIU9dD10tx4e9nad5dfCdJomA1D+BIwweHKIGT7lBgB01me3G0pg",
+	"Jlj5gAuzup4pN6f2l/Wj5Xwmag5VSxVXIytLO/pFd+pn4zan5nzKa3+JNoxMOyENM+4ldFSypmpB4KwT",
+	"8D2lOFtZ3FGzM9LSvBXnvxKZcRtv1ieQIU4hQkzW72vBr1M3TFSwiNAXMFi8BAZdCn7TV7cUwxWvzRzD",
+	"M4ndz46fX8Qt1ga8f9Z5JySrvEv1SIOe9Hhl35292mcQLgh9C2Zsd/yXv/zl/xpnbOw29n/+5S9/Ge9F",
+	"picJkEiuZOyyCWg9oUuvm6DI0EfNVcEAc85YjuFVw2fiGePYiVwxrjS2dKYEWC+dOuKrFVTQ+BPSRxMi",
+	"am+fHcG4PpU0HqMWM32DnGGW7O22bSul24m1gWB6t+iShXrQOyPqO7MFofv/bbRIpM83680aM9Vz5TNm",
+	"c62MLkVk3eFaWV4KXg/uW1rrUpwUPcaH+5HJkPe3wfbgfhtqcaO9THEbAl1DCeqOYyeRO7M++rBsgHTh",
+	"N2974NFsO8nQaBE6JO1k7qhQdv887JKZFFDHWxUOkOYlLUWNEaDLWecVN2bu1LaCW55I4+0PaASEADd2",
+	"HNbYNjVw/b3sv5MzvnAaC9zL3nLlV/pKqs3TBzmCLSbdd1YSbsODuH/hyY9Iu6WNxwbtGzAY/CG5Xe40",
+	"kNE1g0hLMkXYPY3z9Y8jzAKc03ITsa0m30vQbf5uIAmEJwgbeIts4T7ya1ujrZIgiD/qOOb+AjouAcmt",
+	"JznHgUthe3pwrHH0rxLE7Xv9YPr+sAxp9+T+zlYlCkAVHTeWezZjDUZJ+EyrK0gEwK2TKi8bSKigrQFm",
+	"vDkZlNbQqUWIqT1rIbb8jer3MMfUnCKfn3sY42bsWVjkV4g4q8Kn7hZ7Fg/Vw8b4IQe5ykHSDAefbTcL",
+	"vwlFsQBEG6PQZug/cffNTeZzodL+U1xOtb5+Lkp5I+rF5j5CBT3JdkMZyFHGfsJHsIAF8ipAtzM/7ez1",
+	"tAbCYfA/jvWsQm6T7fyTSwtdei0UJ4f+QGuaAgFOV97U0i6gCpOqiwWvRX3UpMJZbekOUT4YGWNzk7+v",
+	"uH2/v7+P9byXjZFKGGwKLVRhnBrv1QmeA9ILjrMLLxt6ec/twY0oDbJgEtqk9bBc62spDsl2MIwznKv3",
+	"bUOOUy0mWBznzOEnB4/YmFfyPTzx3p85ZJChUeMsPRikvSVTa6sIAv0YvpqGmnTL6c6OOXlKcE8lMMqA",
+	"YMF2x+/f/6iNHcGS8bUxClywlQq8yj9eXJye7x0ioMwIJIDjDlSYtgyZCvmGjJdGg6WFtWr/MTq/yUfH",
+	"pp6MIJQ09hV50F8NDLYR4tWz8bnIRy+Fzaejc2nF2GkF47fw2xhMMzsVC/A2Lu3sN2ycm3ryvhb/De1v",
+	"YFOl2xnciR1v6u9Ey213mVfy72Kx85u7hTIJzea4DRpmbvmn3tVwLmr0b7kLADHIkQlPufXVgpcgGUe5",
+	"ns0a5fMKZ1zxK6i1av0WbZNCuE9RibWHVHMj4psmuLwy9OyOQolnIUwW8kOztss0PCmAuddaz4xvYiNr",
+	"xouZVNJYvBuHyE59gpxbnLQGG7/ncCNC9RgmcCK/s1NDR1Ny0FYI2hauEIOGsj4uh00X/dUsRFXqhaj3",
+	"2QtgSv92/vYNgz4n3k/dGFK8xoB28j04jM2UV4KNf811ITKPAJgB/r04KdzCbb1wmtD/yjwc8P/6bYwz",
+	"xswMGt371+i2XrgBRifF2CmklVZGhBJS6OKNGTfiX40z+8f0uXHGjCaoBOrCAvEjD1IzwxZqbS8dOq5S",
+	"X5l9dsqdXgXxxkChJnQZ8a8IdSNKDWtGYe1lRMZARGQgXf/rZ7fIyF8yA/VHVeEbQcEkIJSZLprSnZtt",
+	"agWHibdCKGytj/1axm7w8T57wfNpxEcUwLq5++EZWhxGczT9wbGYUfvHcUCpog+3D+Efxm1/JdoloSa6",
+	"zoVJDmZDmSyEGi8X0GgGjW5pGJy0v8t0SqItf/RfIkFQN07HJy9yUcuJZbzitUVvVrSy8V/GbCa4Msw0",
+	"oM+EnzImPuSiglBJdJp4NxxrdPdtEZYCVPWMOfsEzy2fUm0a40qrxUw3hkKRUeOpeCaOB48dlU5FCTyY",
+	"bneHNeMI++xtO6MZr69F4SfSOrOeMV7JkUVeTVMBERgkriHe5ngwGN/oZIuq9YPEcw86Ck2KvsN4g/qn",
+	"Q8J6FMRUPKm8K/o6U4smHARFO6F2D98XQkknNeLtQWqPL7NhYzyu8aaDRLa49hR7V17qnJcjt7YwWLxc",
+	"rEb3nd7cNdc+Fa3UuoKiAKdb1hNOFe4r5+T3wjNcgJQxZtKUofeXQT6POfqmJZcj1AQM2/1ph16LH2aN",
+	"Kgnz0Irip529uN88OmLpJTJ1u5UyiJMNtQ6xroJZ44Y9OngUukUTdiW1n/6nuDzX+bWwrKkAanmfvQ31",
+	"OIbyzrvfgpilLIWyz3CO7XnoSSv8vqcmm8G5DCyC7X7vN0JpWhklR+Ppur1wU6WMdPJT7B12F4adktDA",
+	"d0eMYh+Z2S6B/Yob4Fsc4x7QDsn91+nFf7KZvhHZUjvtPQ/VA1OgxjuEaxRKXhHafu4kNK1OOtYIPhXO",
+	"Hn/44O8Bcjj/XgbFHblX9LvWw5VQouYlbs+jPbrkivCD5twx/LH7H6p8GFMzY8KIhXbfq3O3y93Sdsdv",
+	"2o5ZRzSxwDi9KB/T4xeLSoz3osZd8BUP3OdxlUgRUUunAxNQ2k6xAGMCvmuSkrscPQjA73nr10IfiftT",
+	"qa90YxPHwRUbYxNiBCUbO3vkX40jxIrXfCZ8b5B2JqFEvhB5yZEYljTgg4ix+agFDDp2IhqD9yD9OHP8",
+	"rBKlJauVPGt+ntwwCepBLbAQF8MhbXnbYaq8bfmbYHjxAvMJ9/bZmeAF0hx+RxSYE7SCJeSo2cuxLgRV",
+	"LXIhKcTiqQTFsicZUtO8xaGVkcYKlS/GbLfd2vH5TR7/tkcBQwMkgRAnHJvVUWrQMzYGpjzO4iqIrN0y",
+	"dIAfsnEpleC1/MWpnWMsF8Qi13pmOuDIZWsCIWlgN/KwYndFfYsIEOd4CxHGCEwtSLnqoIRQmxmkvAm0",
+	"v4DL8e3BN8ttETzGI/Zldxew3Wf36VLjxK0j7kCIS5PH0B1uAhqF7ozhWN2K9FzheWb+SaDWEA2JgmcA",
+	"punsCDfEAttVdNdYakNy0wlL01XgowaVXYWdbsK55aXwwnTX/3Z+k8MP471ncVO/GV+w0glRgo9kMw47",
+	"U+vmakqsHows5Jf77J+1BDngDV7fj8JHCZEHigUcSXsiLblGLQECIwMCJ/slHA9qJAW3nBWyFrnV9eKB",
+	"gV5tpMpLAzhJcziASS3EyFRODagFaNLENAyb45xpMn+NJmOsrvmVeD9pynLMdsOOjk+UaSYTmTv14xwf",
+	"Gu9FVhY2PMLPSfx4gSY77pyPxGIrFs9WnVhyk7FCZcEugIuUsfFDbK0w9pZ0gX4cCBC21w5/hCgwafYY",
+	"kwSvrrSlCDHVpOl+dHoSYSQ/23m0f7B/sP/o6d8AXbsSildy59nON+6PmF4/BdeU71/p1OyHl1pbZz5D",
+	"ilKVDMEegzfYkLvQMQY0HCLbG8FzPcySVMbysmxl0VLIeZ+9jRVCSlqEsLi0RpQTZLdBdvOgaF4uenXN",
+	"Z34PFaErAQvMtc/h5K2S6Y15YBoS5RN3oxjHn2pHocZ35Nwdj0b0y8j9RQrjLo9flVNNJ7qec3BUeOrd",
+	"Hb/Ev4GAH//HKPzn6C/4hzPBy9HJqfuPf0g+DtZRKa8F6FrBMsG84FWx+Q3JxE7jUFDzYCPJEJxGVqJu",
+	"lMV+5Nh/mMbeZy91DS+ZdllQeVsyMxVlmWG2KahMukSCrmpAouEtUkO4SEiOVNxR6iuy6JVeujCQpWTI",
+	"D+ksaWR53/txRse6cGxFQnRJFZAN7ZXocJbRge9yNq81yJpCBBEHO1WLCuOiWgnDnjz+2567g2BlJGfV",
+	"kU6re/+3Q3BEzDWrMUgevIriA8+tMxmUgDL8fShkI23opNh5thPWd+S+C3RJ8t3sPPuvJFBtd2eD9hEf",
+	"yAPY6oyqrenSxPd7lciCo3Hqu/iQozF1Dt7TyyGOvyEH42eMCwhjv9cFZKq5qVKPjKj88+F/G8wgbIde",
+	"F/jo7pzP5QDXZzrA4taTtRquI4UiSpAK3vc+nra/Ewc4HJeBiAfKFWCljw8O7mx5GNdJrybFcDtVjL9l",
+	"O09wLqlPhDk//J4XYePcK99sfuWlri9lUQiFb/xt8xvHWk1KiRGeJ48GfOKUL0rNiwutX/H6SuB7325+",
+	"750iJGpRQK6dM5rg5ccDZnmh9WuuFrQd0DDp2yFbeKKsu1olwlfH4R9Hv+7yB+BeEp3rb5kT9vzKQCSc",
+	"YPmWRZxPAoh9jTvPdv72tx3/t9bZs/NsBx067W/4n3iBf8t65P+oDfFfiSQONUB+B3y4Hn7OFsK2HuUo",
+	"WQQ0dzMlf0TL00ClcRqDM1t8ER2EfOAXrZJqxT47sa3rYdlPxS5FzhvjhM6ldmp5yDvwmnn4/iqD/kHY",
+	"wGnOQ2z8U1H98qd6GEC7X3hM+1/VNb8QmPIS8mrxsnfvh7GyLMFGs9qZcMS7eq//nV7znFc2n/KHv8ri",
+	"tzVXXBUYIhetXkNvRpUGAaEEyg4LjHmdvvmByRm/cjYP9EidyBvh4ylwnz0aXdNiU0ay2uukVBg7kRMr",
+	"hGIzqRorDLllpNdqwX3rP+81PLQCW0CVCFcUziSai38YYyAdEFJQxSjqtE+LPynA1dM+U4I7A5YYZijB",
+	"2WqaaHPwGuAXkR+Aj0v66FtQ0Z6gDYb1YUWGwKyQWFWVPMdc+BUqPcbJbVKhEniGMSgwqEDONmoVIFms",
+	"CP5Y/Ql5EU0DTybVn7XsAi7Kwwo7UCQGRjTqxNBJ3hAd3Qzay2EIn9LO0E9yawXhyeZX3mj7Ujeq+KpY",
+	"EtJyIJs83JXPzGwe1gKkV795fYL+x2BiI3sJh5qFXEIUsORsMKYRpu0Mn8XMZT7V3v4DZ2Ccwks8yt0b",
+	"XRaOfzjhqDQrtboCMKPg59xnR4oRwLx7EBn4AnOd8cvRLMEYjWU9N9ceyy/2h0U8YZWqz3CzPp6y0eEN",
+	"zON2RL6+DmYAjd9eJaDVH/u19NF95wD2b6nPfz30Coe1TLAUeOiu9TNRMXhRR958XOMfI3drJ0241WSv",
+	"RDFyC4rSwKmNOniLpbpiY6LOU3q760yl5ASIawQfh1YdF0cbxoj8bOM9UJMR3mMl3Jz2q62LXj/rFMGn",
+	"fFKp0DSxhlLwa0Cm8ZDSSkj0cGGePjneIUE/7KLSNbN1myJvglNWWqeR4F6sbB8DX5dTNOe8LuLUf68s",
+	"dbWuB4a0oxFdPvc6xEeA1UL9GoQNx/4C7/sZvcfpjzOmGwvexrEbqqnFeO8QtRpwoUPAIjJuAl5OFtz1",
+	"pJM9efw3Nq65Fe8JzWcchVjmUhV6TqVwxjgm7VlB2DRQEWeCqmfDnytdynyRrGA1fOEMu8XePjsqyzYh",
+	"IUpMpgSpG33t9LM2GznGhwY5hK5+TF7DuBkUqqR0OCSct3PlD27n0ziO8Dv+IxscR15Q+psSb+3ndQjF",
+	"oda+2XbKEnyae5sn5rMq44OcQ0tNOMjbq4WPhjhnHBvVtfxFFPfOprsToa1zCRlnTIHE5aAVZEtTaWHZ",
+	"cnpINu2w+p3BEhXGXJGdwOPWSUyRX5tIX6R5g1UMlZGxz1ZXkLflLzNyPGKWBmpo55r9aG31VpWLjJ3z",
+	"mTiXVvzPc1vL3HpW9CyRBB0lNU51bUfOrC2SmdUkASGVN51/7EYanzvxIMZt2oZfoDSJ5OTAY8hG8LPC",
+	"b9Ifwzdx7FH3pwjwbRyfgBP9b0jA4kJ4VWG9ILVa0sUCd5I8ZG0m6fH52Ut6CYx2YiXJPOrVNOrELoNA",
+	"8s2612ZW77N/YgQnhmggsXjwKK3khKCV4QsqTA5+KGB4aDet+GWaWpgQT+o4ZVYVhB63TCTPsT6Xe721",
+	"E5iXBmdPv7VZhGzXHa3/My1uTNqh1/RwkD26YaueGZ8lk7B/FGzpK/Q+gQDnVoQ7U7XhRb9MdyHbrdh1",
+	"qgh+FgoiRrCDWE2c19qYkZG2jZPtLiXBP4seGqOzy1mB8kqF1Pi9tBK5lBFPyX5ewZIh8O4Ttb1Whoqa",
+	"O5FVZQN24RMpGDD2gIAUw4hURy3jqiAT31+LjFg6GkB4/J9X86CijHMSBn1BKaLyOaBRCkWah4QcT1T/",
+	"IA3LYIdZpHCY67mwo76CkItV/tHHJh3fp1H39jsRyhW/2det5/ypY2RvKyedls3Tz2PjY6pjv6JyFhWP",
+	"ex0r6NQqSvQHI9fdfFIeKHsZrivlcUMHl7mur9FUIrHayaqI3GSt6DCYRasKX/F/qa2nAawIQ7SvFUnc",
+	"MdYxczRM3momFNLrlVOhnhz8jY1zUqXHSe7pNuoLWzsxxyETJs1ygsn5NRsrX8pueOF9IHSh74zy0rYA",
+	"Fj/3BNxsU6uoMv1STOXy7IKqh3LxWtK9leRk47bzjLsLYjIRWHe+AqvXChNfE79ok8RQIW6d2CVmeKI+",
+	"Rn4bzQqRS8hplPkUq2XdX81Uz/F9WIk01FMQVMyonIMyVW8gIwoeBa9XOsKFvgjIDPmU4j76TJ9XZOU0",
+	"AuFh7ftnJLQvRTfPYVcuRc/17GzIXRPRxigSpqmvakkeygXCrrE3vSOdYO5gS+OPKTPZp2HE5rETP92B",
+	"nIAz4Pd8xgCBXFlyDfpyChOypWsNxTZUq+GB2XUlfSo4eDyncXmwjBg/5q6zXbCtaBahTstZFGCpKCfo",
+	"RBFG2CXgEN3YrHVohsgzVXYAYZI/bS9ytD9iYxroPb0y3mev5LUI4txt2Kgri7E2wBdYxKmFLaoTjfrA",
+	"3FnZcW907Tzw+a/IgKDz6xPocSLAFoZE4i7HmtltDYk/JJ/rD80BmXZ4S8s0sP0Yco2YM3xy/d1Xkfcq",
+	"F68gHa0tNtdlAf2IZG0sJnATzVIxkYeuncq6GFW8Jhxlx72qkgr+EEe2zam28gaz3IHEDz2ahtMoLqUi",
+	"xnn05vk+Ow/wcgb1DcheRpC5Zwzx5XyeMxb99cCUQt8h3foPJJaUUHlXKsziNuLY79ZKSD11T9pHHp5y",
+	"sDUHPQeoHwOepcn8XSzAQT38jQgTcOgrrzsQjcPfe6MLsdULzz2e6LavtGinw9/8B4DlDX/+qKq2eBpr",
+	"TrZ+YasVvCBk1C3WEPBqt3uHsHK3OfoYBXP4ez96aNStXjm1v2zxwkkX3HSbu2actoIIO1tsYG4bXm77",
+	"1nmA2hz+zg8EbPsSWOh2UyQuDNP073/SDB38MsBaJXSbGNjKy5+vPdT6pYwqt4e+o0gro7zqEP60qj4c",
+	"fJtWH8KG30gxB5CvtUVtLa55nJHqTSUo/Q79dMf77Diu/exCg4OMrkppmZ5MMiZUXi+gZn2lCvVaLKL2",
+	"gUFwszFgoI4fjnlVjR+OEY9nHGD+GwVhEo/BSIPtousO5/ge33kfPHl7lLfrUY49HB+CHYx5l3YAi2NM",
+	"MFljKCrHF9xyOnjVFBYKGOJjxF8zAR44WGccf/Hd9nw1PBhyjjELbCm6lBkCp+O53CfKCom/sSF4Q+ln",
+	"7skHhqCCs9BAEG6ExTM1c2nzKQKofcaAjZcHvRnCeGh3UTJ0n/rxFaR+YF0R73LOO2KciNO1kzK2HnJj",
+	"hB0BxN5E1A/FB4/InTTBXnzAmiHyjdAtbI2owHoBhAwLmQUh+E1E3WKZ7GJqPGDk7YeJdiczzvwQ7NFe",
+	"1+ByrJnwvOGzS5aV0pbhSkRxyOpGYeUHum0CggVi6q3yKlykV0bclD5pwRB96IJW/Zy2qI/0V/byT+Gq",
+	"xTPBm2biq3a3ysUACpEzTyFpPeSfIEerWrgRx1DKTl1eEatjLwAOtGkPneQSyt3kls11UxZRZVXGCLs1",
+	"Y+ZaVpUvqcG0CvSwzqeLfbY0BwBB70ClgOZAmB68LEe6HoVZKfTtuvXyHEH4ePsi4cYsGCW3MElgD8sV",
+	"1WyMO9WmfYRju0ICdJ/bZ4AQTviloc8FahLQdSzoOgU1wL1cMFCrHvKqeuhbwjbK50oC5CrqbrhHEMkl",
+	"5BNIq5lDx4/uPHzWCfR9ljOxz960GoJhJW9znSrUpkaRs6jSulyvgoFNIxIu3JNZmtl8mqRZp/XCBzeo",
+	"R6sMO8JpwnMlnPrPrhL5+a9Noi25Yrt0//cckbTAU3jr77Wl37O2dIony7AIwhG2s2yIM396nQml0DA/",
+	"tRdZUoGV6OyjFiVI1lGbo0ZZs9bX+wN+9ity+HoXD3p9P4ODBj44xEuDu37vo1njo+le0M/so6FGVtIa",
+	"IIslj0jXBQLPxh6Q9d4FuCOfw8XQaWXYI4lg7g9gkVmbDR8990VkKG7Ruinfexb+cJ6FDr1/Nin58Fff",
+	"4O435AelSHUEeA5/N21nTw//p1o38mHbmJElGITS9j30rRnHLlLfP4eUd3JV2BZca6ZBv6XSihLitVHa",
+	"Jk6Y7YaOsQrxDEGrRGRDRF96Rt7fS22nqxwK17fEobaT40sy99PK2yHJmy2joA4mXz2j2Bb74HeTAYrX",
+	"q+0o9ilpPdupmjVF0zzIPF99Ez03qMNal3JWuwffEeXcvXbQ3+i4h4JoE0Ifuq9PGSCHk28n+gej7z+V",
+	"IoC38wsoAqsOs4EpXoBHLNUVQqG07rZdtPTR/VlIk+sbUYtir5sSlralKRb6p02fWs7K+EqyKuiO3GdX",
+	"DLHc13ihP3k0JPTwGRnB6xywkfilLCHRtIeqzzGigVW8YQBmxIwrK3OGI3kkcPDoXTW1L2j1va2ptVoX",
+	"NPAsGg0GIXRUekoUEXxhXIM11UoYWy7YOABeP8M4yThduOGzCuhz5/C143btn56M+r/dW+Lhn/hThAh9",
+	"G3B/YehC6IpaGNWCiUJa6MH5qank15BiNNDqNVZDPC/OXZrUgvoZLce7YgPXYwKfNUpJdZWxc+qbmLG3",
+	"qpQKVHCo9qaY42qgztvRNQ4xPsTSRukFKTuxxnc5AdhNyIvppP8YbHtdC14AArsvw4f67Q3m8G31+ZPi",
+	"y9vAcSLOvRX8lVjBnzSJJltf+aiV6KbUOfotMFeXWjFB+3NqR8Ebq0dOJFITiQLKCPRkghCfbQ97R7mY",
+	"8bJOPn2tpDQsne0PRzlfihDOBC8+ERmEAE+zATjvSt4IRR6OzW4fdk4GgHuVMrviXFworsHeLUAXWDoT",
+	"5X1ljAOZJLpTQHcE6tYzC72ggDi7T1FZpXtsn/0ztC305Fw3ymA5ckV2VxYyR5clNHxmTDm2Yw/eSch4",
+	"u0mpu/dsSeyud4V9NKl/Yv/X78H1tcnr9UflS/cRs0GOss+dixtZDQ/Jrhf9iYYX/LpT7gANnibrnAOQ",
+	"/79l3n/K1PDl3lR7sNamUNq+p+kkLGsq9RG/b/XFn9U9w/jiJoC/UIwvuxQ/M/1WvDFriPeUQ/MzR3Yz",
+	"bmXOvA3wjCmNncwAKiifCjezIm7KJz5YKsGB7F9bL/ahGSroHZ5GyfZHlYlUjMOIW8Sudeh86UbF716K",
+	"XM+EYTDHhLkBf/9DGByUzdyxwSpa9T0Ff6HcTujz0jmTz0269pd+wn3tLImM/QJt66EJiq48nNhM1DwC",
+	"rnfjHRJoKNbIQUd9pGTv8APyg5Rz4yT4Pju7OD9tI2ABK/NvbFzZX0CcBnVpfMjevvnHyUswNn74/vF3",
+	"j7571P9q3NuxZSeyZgVUrUOn5ivq8tr62ZMwzwhx5oNQ9pev0BZpJ0cNejfYI6cX/+mP6YuYIu1EfSfh",
+	"Xt5Flyluo3zPrv5UFso5QP3Fd/bjWCRyALNP2IWDWGQb+JPCDAKEg+lGL1F+HTAf7JoqihA48Jr074Ef",
+	"tv5XR8Xxtnzd2tHybNexxui5e2bzRf26y8fxOYOZK4S/GcfuyFx3KN0bHCvcgF9xqX4X9O6bGv2Bab5F",
+	"b7un/q+H+hGr7W4ZwK1kvxHWSnU1TO7jFx4skfwioK7NuGp4SY5Jwtv4/cn9c78lXz39h5mukff+gO+p",
+	"/YvLetNerE8ewD0XttXVOwSJbQ2c8PYERowDPY6FZtidEErDTy/+E2FROw1jHxhfrYvE1TYURs/JlBvo",
+	"AvY7oPxOpPMuif9TOkL8JAd4Qtoz7xzZl/KM3HOse1fI+p5Zn4BRDnUXQ9BkTWss7PGAyZBWj6qmLH2S",
+	"F9ulHs7cWjGrCMw+CsVYORN7GauFaWYULhqxTroYRWvjPBWl5x7gO4XUts/OlqO1jq37cNluCN3SX963",
+	"UeQxdrgqpMEYcvus/9N4L0rhX7WbbL34fQSOIIl2WOqnh7fGvQ4+5Hu96QsxBEdv2BGNiAwBwh05KT3/",
+	"/MyhqdXI0T1S05qQcGNTmeCQ+SYVNcbqAx+Kusm4u0hLBzR/jP3GmJFDMsChHS3leXjWsPp8gkUkyb6p",
+	"lYc501SB9fuOHGfAZWn598T+5Ywkd7WitIYumdxlSdRgisc6iVGp17hHopv0gLoRg6wvpRLPQgUU0jch",
+	"lWVRBWTWm1EePd2XWZ6tlG5E5Rzixu1+xpSYh0LKgGwG4EWIZ4aFlmPsj1PqK6YnjPsKiLYEx/KFCUUh",
+	"a8GNznDbXumPM6KyL1nA2a7h71IVW+Nev9JXL2s92+6NC73d82/dGX4WDtruxpAC0IhsmFC2/iN6mr9o",
+	"0SiPGE5Uy/VZo0dG8cpMtR3mN47wmem9YOJloZwUNW+EbfZZb+h7Krl1LEzO+JV4YIC9IqeTvwjEyiSA",
+	"QLRp9Fw5ixjxZbEJGa8d56RWwgx7CVuZXwvLdp8eEFyk2WOX7oRR9EjThR/PkV1Dw/zLWs+hCxFX0FwM",
+	"ZgnTC1UL1OGvLUtY53Q+D7u5wjC7m3oCg01k2xMl5KlmOxJatHA73cl2FJ+J9lRPihV3T9xJZ8Y/vBLq",
+	"yk53nj16/F22M5Mq/He20mfnc9hsYT/62hP5a+Rkojv5/Xt2sa4tGk+Q4Ed6V5BUzX5V8sUW/OIhdiJa",
+	"k5ZHyfBEnv0USQriGJFxdc3GnvLHgVoR2HbifrS2PEcyH7PdRwejpwcHmUfyZU8P9tq2Zu/OXnnqijlP",
+	"y0okFPOiD71lBvAzwN8pbdlUlzjaEhcANYvWht3TtSoXndU9MPhBQxVO5YJyabilhW3AzfPkc4Rb/Xvh",
+	"KXfvMe9uxAZvOW4t7HkpJwKwgz+rl3zp2PoAffHueF/Vu7NX92A+v2e39w81V5Y0E1RMQq+2r4ltx3kC",
+	"yYDjBWh7lailLmTeTpdp5Zizd98ZikvKGoJ09Q0vgR1/8/Sg1cMSNZsPepVDbMB4VfNLrNm+FouJY3fM",
+	"TmvdXGF/l5k7a2oIjaCB3LYTcBNrS1KJ6f/b6YsfVhntOb9ZZrP9IcM/HaMdGJj0xTCDQOQ+PwPeFKQ0",
+	"3JGpX8Q9+/19J2DbJJsNx/uZnY4tx/3VlNr+Nsi+dqzK8xT3FtsdIxMbI4+caWNZLXLoF+FUy719dmKp",
+	"5sAk1FSm6wyyJgSHVt5O2wVlG7WPMToJw16RxLoCUYa6aqvOPmPcK+lBd8FWXq3VLImh81iJ908baHZl",
+	"Lc+n0CUlqmONrG0caBEN/+TgyRCj+/fAtrOV3iQAYgtrPmT+sJ1oXD5urUTPPN1FWTtFoZqZu/Y4urv0",
+	"G6d1tHInvKkz6dwJd7kYgDT4PV11lsCU/9Vg1RjNGUfbWbeRm+eIuUTL14rthmZw3bkcBmP0gfFGAvaZ",
+	"Ny2M8V7fjP117syZzM6dZ4BTFuZ8qXUpuBrkY4Gjf/jflbjqyjfsxuQGk4pjwd1yn+SUSAMOAmPe+2rv",
+	"SrHvkyywzZ9Vi7d8XZ+jIxIDlGTyLISkMA4V4Mi6cSjMZKFeRT2dBH0bQUdsFCwOZUGxRu4I6wpZO8yF",
+	"K8cYVLl4RhgxXcWfzadC0QC8ruWNMPvsTFSCQyG0tGxO5gO3cVfDRk2kktTJvBVBAB4eUmr8PDvpMW0i",
+	"IjQ87wu6J4LoCB+zklyTMCzcBt6n1NxH2T+ptgvHEBqBfiFEBWN11c+Ozts6bK9AdhnSOebVZMlyf7Zr",
+	"NAj2kKEXpcsojYt3DOCKS7WXBc7l2YR7xCmRhTQVt84GYLljR2XM6nQ1gNPts7cQ13Kqr2M1XeWRlZo6",
+	"uREQZIIh6Or3wg90tZ4dwJb9Uan/yxGzrpaaJFefFXIB2xw/nGklra4pJW5zMLipa6dvT52V4iYt1JUT",
+	"6ggVDHSCTUmVLgQWK4C852wqjdX1gs2lKvTcETRA02XkMfI/8xtRc2ggqKxml41T3c0+e0nj53om2KTW",
+	"MzYVvLaXgrdtULFyCr881WUB3b5mYqbrBYZ+VZhWV38AdIhFaFlKqHbUqqQWSGDAwXQt0lYp7ubrdjO3",
+	"JnocgZJnluDYwUTyPGhpI0njUXoOdtlMqsYKc8jklYJlwPbTOyhB/NbvswNqkg39XeiZPluIfn6N43cs",
+	"omC2SGW/ebyTObNOzpz9+ejg4LsDsI/xvw+CRQNFHqJO2Xhnwpk7ue2s1mrwD7vz2zDDN7oQJ0Wfmfn0",
+	"mwFWJu5Tcr83fBzeTG9Owa2ABrg7A2bwQhXp7x+GsKfaOJkXqriDqXwPNMjmsrBTd8PIz99OJJ9qI5QH",
+	"96ZrOXUmukVvxqPHB4GS188Yv0Wh3oF37LunTw7iO/Yoccc+qRxdof2EHD0mvun5JPTx9AR3L1LvzGb3",
+	"3ftbsYaWHu11LE/xyZQ4/SYtTh3vSaVYrUjShyQl716iZsFpGnHrzdKIbt/HCKWvjYLuqeYuqYb2dpV6",
+	"PhPBlDrn5YjyITeSDWelvJpaVgsC5m4zyiZRgwkot4iVwqrWuTDmGbvStW6sVMJkTo+soLRLFm4LvL54",
+	"fPoOM3gqgE8uhUmS2is3cUqx/ZTNJ+LvhNjHhvy6P0W7CXd9ITjhTviB8WccNuFTXmBjuW0GJtG6lSjT",
+	"GGZFPXOaeiE+CJ/zr8ExeSPdZ4OrgWgRRAIIgJmYXfquxeCWayYTZyuhMiF4aaeMG2aEu7HORAr7ss/e",
+	"wsXVtWHOxpQWEJ+pZzPmpvlcDGj+biifjjs103+45FeGXYqpVMU6sXOOu/J1yxqaZJ8DlPYeD/he1Nwp",
+	"rbbb2xKF8XfmzmkVtamH8OuGfmdEp77rEelh8GYGxmflRCMELpyylq6jeQFvvYHPfcJr3H6mr6rD3eN4",
+	"Cft/mr5c8aqjK4V/Tt2oJ7e+UQ9/VeBt+M39OOR+hQsTXMo43APDSq0rqDL1OsvR6QkiDYPP6sppJ40R",
+	"ZtO9O3Iz2ZAW4Z5jsliZg7/XiYwD5d0qw9MiPmfxQWf962iiPYF7vn6nhU0qJjwEmfHX+LNR4UAwzEp7",
+	"sAZk576RiMlagvPBIXeJTSgvmGp9DaTbXW5SH2qv5Hpguj8PaQ6BvPtDg9x9sVoi6s6aoNI0gt2nJdMb",
+	"UZt1/WdjCqXpQvQWZCC9jFTohSOXijpyerZTldzRzQbK/AfN5E9MlH4LeujRb/c9Ld5latkyGd6Ee/iJ",
+	"KHAuLp3sGkl1qT8MUFRR0LUiEocxrNLGilC/1yG2LlxBxgTPpyzkZTYVZV382/nbN4wbyHGVN6LYZy/A",
+	"veG+yKRh16KCvGFncY3xs/s0+/2fmoODb/Iftb5+w2cC/kuMES2B7SJl2nrxwDhapXxa/FEWeyTDpWGl",
+	"NJBrZqZ67h7SRgTEBUxAgWGg1Ni4qZRaXbn/bcfTjb3UHx64VThalFpRDYrEeLSyh6wUVzxfMKP4tXif",
+	"c4ObCv34DQWb6xkvJSS+jLV6jxv0HrEjinHoADJ+q87hp2P6ZW+dDfBP3KsTOOjP0ld7GU6gXLR6Evqg",
+	"+EywXSEhpWai61lvxu2UjrY3fPtkQMQymgFd10sq0ozzFvumAM+cwyP9YeQvxK/jsx0E50A0hrtx3807",
+	"zZHddjaqwNsxIsYMOxbzY2AQW/BjszBWzPZLfZXiyjDaQ2QjA9gxPu/1D3yty289GzWWq4LXhWd8hs1r",
+	"aa1Qnmfjyz69BfJn0QNta66ML6T1DR5bMBtfQg2JetJmLWsX6kaUuhJMfOC5LRcMEETdpwvheGgNDA5v",
+	"Mmkb44yNYYInRfino3v3HzqHeFRxZN/Z3P0BozzuX6hUuX8V3PLx3j47rR0fBORyPaE/A7+JEngKWpTj",
+	"++4pkFo8t+wI2LATA7Di8X+dvXh+dHzx4vnP4wwWofwKnDHCnofVEDQKZRTPNFR+Tqyol52IrXjYxUW+",
+	"hd0/838Oi8e/v+YfXuDQvTy+ffgzMPdPydFwEbCeIayMri0Swj0n6+vadNUtnY21lUHM7PHtmRmFbx9K",
+	"NdG9LM2jWiB/8XBDyGf+KS7PdX4t7DNs78rtNGOmuWz7vM6EMbDERSWcsub2TuWCqWZ2iQFfzOc1zcwN",
+	"XgIClyrYHCqucDMmfCZL3/ck55hNHVXPzWVZMiOcwuIUWHh8wZQQhSFQM78vxGemohZ7STvTB2zd6sLi",
+	"Ttz2fEK66v9oj4Xnt5dFP31EtOCL46WsuVhhrYNo4VGaFtx6193/eb/r8V11VfNCED5AOy0QrVQX1EWQ",
+	"I7MmIf73nIQCY8qKD5ZB2bxhu+P4/F8jvYz3MjYBHDSvC+PNh+Kddm0GAU4QbQ7L8KVh46koSz0+RHsO",
+	"pdWYfvaAKnyZFHFFV7UzsC4XodOzbiy74pWhZPxx3tRG1+N9dgTCk0MqvlIitxmruAkZUkbXLapLmFzQ",
+	"bp3spqEosG2lagSrIU0EBbO0rcICSk/gGYeYIwsz9smWEDgHu89Ny8OV48uIQ2CEKgwb18IslNNSvIc4",
+	"L6XjMrXgRTfBC481Zs5HpyfsUkww+l8uHB/SKi6aol4sR42dOuaUB0x0wFUVvHYbra8FgDT4NANdujki",
+	"g8q1vpYiY/lU5Nfu7PFraI/DVXzGnhw8aktxCXSnZYcZe3Lwjd8gwXQtr6RC15vHziFMAl+jAYYWbpJ7",
+	"+aB9eenBmABoNmEdeOTQbL90BmMK/f1tJVSS2W3y5h2vXigvWMKVAjAZJnhdSoxUu0uJetzZi3+cnJ+8",
+	"fbN/8ub5i//YP3/x746+rA5yp3Pr+sxMXOI6O7fi1nG7nWc7//u/DkZ/+/nXR9mjv/3200/7vf/1P3Y2",
+	"G6WPkKkvJTwD0DxAdfpQCLZMbE+IrqRTslMcxvOfiS5LPb9X0HqElLuz6wTUncoltGeRFIcEp2PviGG7",
+	"3uVnmkrUN+CmulxE0WizFziqrAF2KV/kpaBkjoyhDx8gmTQv0ubM69bZ8tWmDEVzXBdY7uzevbf8LmPL",
+	"na39FFlCHUp5+GvHBfjbw1pMRO2Um34iOtaNU9DmToeAx0nF60AX7UIyaRxdNhk7uzgFSmGl4AaMGlQD",
+	"M1aVfCFqk6FjJteFk/ZiVgGkwx7WW3CIJWjK7gNMy/9uiisBqpSVtZhhznSdylf6QcT0d9aucoP8fB0v",
+	"ShY9AbBlP+rt42DZR1VPtRAg6PkXBSRyXVMaY0o2Gz6rSnSBJJEfHh1k64ueNpQ8fSZuFZ1of385euKe",
+	"Yd0lw2r3dZUNfAn+5ThBf9H2P50U9yi8u9grDm76HnWSCowtcJS5bsqCFZrqpOfSCPrZJCDbCEfATf4Z",
+	"ZtS3oOe1iGq02+wbUTuazZ1yFLVK0CpV7BlZNZj531pjigL3zuRwbzKhat3WkO+z70udXzvFNzoy/BqZ",
+	"LO2SPWIE4bBPdJ3D5IywyW4LshYRMf6umeonQp5b2aQ10HOndD91TYcSBSBqwc3nbovVmbWbz/oi+qqd",
+	"fvde3eNp/Kkg61au8d1Lh0S1v/vhoee5GyzBjn7a7UARCM5H0B4Y8iv2ZCVD0p//7JfKRQhr8ekI3Rz+",
+	"lAKoPr6GPP3ppZzR1LdFyMy60xlANFSaUNPSo/n6QoxVJLm2YdDzAK+yk+0QwtROtnPe5LkQBfz1JTRU",
+	"28l2LuRMFG8bu5PtHJOYHwRGl94+91qvQw0fBgr/6OyR8OUcsLnbDJIoULTrTIhnsuhNZiGRKYrvF715",
+	"JE8Pbj0lXbMpV4X7V2O9Wz9d+tg3Q6i7dKNvh3A3cILcujn6uLjE5g99U5nUenYHaAU9p+c1xA2TsPqT",
+	"TYGyEcDbPNVN3U+CUuXiR/fEUACEv373ZFuMjWNuxEhC+ZW08kZgDInmKIuMqs3dQJn32zu9GjUtd6zC",
+	"Cbe+NVyLxVzXX0/2VCSHhuQa+MO792KvsXE7ekKktmDd1UebtB2VBQvEB7iwu8rLLTjlUlJVUquBYuyv",
+	"S7X5uqX7PWn/vkgbNZ2IKh6Yz0vu7qJudLav0ruF7AWwR5gRpciB2PHWM1/MRX6DogllgAm/eHSrzmEu",
+	"G7w394bGvaFxb2jcGxr3hsa9odGRG31VriDC7pWQnubhbnc+r8bxK/3rpNjctcMDUYYa8RaSp1U1wrVd",
+	"p1vcon2Fx+FNt6/wi/hq607jxffSxj3U8N33Mogv7GckpocY3O0PPqOyZhhvERcgEZdjkqhwesc+O1JU",
+	"/e2b4ft++lhnZHUJWgBEmZ2A4fm10vNSFFcYvPUh6BqCdFFI+RBD27IdmcovfZZqowpqw7LUtBHm/fug",
+	"5buP3K6sfkPTMB+h/e0LsxayDO6bGfwpg694a++aGW6Kt3bYYSEsl+VHqBhSVY3NnCVWNTZCByTVA7nX",
+	"Jr3jOc7iz6x90Bas10GwAtQ9eK+NfDJtpN3kT6SXEAQGluWuIT1fsUO+M1/Gi1U3UPLSOvRCIY+jSVBN",
+	"MgTfxO6Ta2BnjnEa24YMLhzrteStGxA6wOdfd/LFPgNCAa7uuc4bp3f1k1e0tfdC+DPSontrwA64KyNz",
+	"8U6F2rceLM8UrXwCFJtVOn7obupiTVJrLS0lo3qixIZkaEdc8vzasKbyMQORAU4CNYfH6j2Jj2VgjESL",
+	"rYVTh8BmwGpjq33eq3u+qdqSt/CGMzYMlYN1GcORW8dXwhru3lCIFwYr3dRdmM4qZPB+idzOlUlj28l1",
+	"/dKuxCH0XQ0nH6F2els2NLBzyhy5QOfct2ftog5qqqRju+NIacEOe6IYZ1Ape6WwJR27XIAcGkehifHe",
+	"PV/9oxs3d8XMgVd+QnbeZyF1GXpVcrWmsxyAdYGzxjFqqa7+f/bevbmNG9sX/Soo1bll6VTr4djJPpFq",
+	"6pZiJ7FrOxMfyZlU3ZlsE+wGSWw1gd4AWjTHle9+C2stoNFkNx+xKMk2/5iJJXU33j+s52+1sJ0yEvAo",
+	"kouXs0KORkF38SBPZBACiKiS8SK7Awcs58Zd+OMK6bANfc4ycL8tufoqcNsPdFPYhvT7acWNeDjI9v3t",
+	"jcMv+V7g3APjhsAYovUbvsa2Uohwc18Aafjsr2qvAH6LKqyXasUHt0JXveKzL1VdjU3JvBlmuPF6wMPP",
+	"4h48vjBtFVb1U44wcWPhR08Mn8XjnB1Udb9qCh6vqhSuq0O9uqouC6ZVVFeDrgqVA0Ad1WVJP/5FLfQx",
+	"HPq7F2hWnfdNFNMoPu6V0r1Supe9Hlop3SFqrxXC1miqL1D/WQPwSTIlEYRpJbZVPL8+qN5AF4XZ3euh",
+	"eyz8evTQBwBDI46D0WdzpTSaiXSsR0jk0lNt3TlShmVpPZ6SO6HyeZS8Xr1795aCH1b6WI24Dr37Yj2t",
+	"yRjXmOX2SPMlKK2mWdC7crH2aKj/4KUs+KL/NGtroh0yDZjXgxu1xXWKSsdhm4LVq67HLc0Vf0DRKf06",
+	"OHs7SJZ/q3w3H9Wh350tvhkeDnvvSt1rrXtJ7XGB9otQK2NXuL1GMKP61xsVpaYOhpLZHe6BGNyG6WTI",
+	"BgflP1YIX2+pC1+o3EXDA/bjFZT6/pk9bDx0qen2Ft9xYBq1corxYf0GoleL4WTHXhCCw9aWehpadgpM",
+	"YIcT7Sj+7AjZ+qm2jbQLUbUXSZYuwzpicKFKyqkJTHT+1gSu/S6K9Sto6bEc611JVjSyS5jJjRJZsOS+",
+	"nmFlOKdhFneb3dLR1dWiFG6MJyHnaS9T7WWqz1SmQhTaCZ5vJk2dEvyuiE5zmqqawINd8tW9wDW0vsfr",
+	"PV7v8XqP1w+H1yisPiBgr4XrHpBmhzymltNfpGWlGLlY1PI+5O7rPYzvYXwP43sYf0gYv354ENfVOpF7",
+	"uXsIwKFolTas0AJPWjCiSMdq5WRJ5CHwy6YixD2Au6722L7H9j2277H94bBdV/cK7cZVp1jhbAMW54Wa",
+	"aElFoYm27knwSU10WVhgpxRlAaU7lSvn2QLnayENlu7sJnO+ctVbbdwb7NsmNK/UqZTnVPwFmlMPJrcC",
+	"nPHwxeIgOxAfKnDLb0xcSn0JtKWtsXb1Jz7Q2SWqfur/JlRfLz53L1664KvqOeLU7iH1M0Q3ILFeAJE7",
+	"4pbJeqTRS3vTi1MjbRjHvugRXNu+b4YCBTgIoSMjRKj+jN53ouGeaiCwOxz6FSTCCcQLiHGeiPzmCH6N",
+	"9c0Sol43k7lgs4ksaTN3yKIvgDQ2PRJflDCaDmyNFAozxGZcOZyn+wuRSju5Wv6EPu6lzr3U+bniMpwx",
+	"riI274x7rxE3Tz/Cf7EOJvyz36RwJUie4uGo+d0OwD0UqO4DTjtNcIEmg66wCUCclbC6jmsPPtHDtEdD",
+	"2nEByM8A2cNM92P775M52XnCvblbo8LmaB7v8T2s72H9M4/PWAR23NM7hXfIFTr96P+zDbQ7suPdBpFP",
+	"KxLOM6bhaV6Wc6a9dh1su4H/bSxvhVplUGgD/zrMjyJdAe33YD3dk/1A31+w4btvv332bVKx4ekmFRvA",
+	"rmDCkoZJ+hINDPtbaX8r7W+lL/1WirI0JjjsVO1whiub60KYYyemVcndent3fIUdjkbTSoyPWHw3Y1QE",
+	"+ngmC39VCbBpE79dqxi8P28aB6lVuwB/t+H7XWz4XezqJubv2DmwayV1zqh2/SGmm/m++AeQnTx9oreM",
+	"1WJx+8fBGb48T6usxnF29rV9VhUYbDa9SzbfLg20aOn0qn1H4xf+1/TvoH9DhqrfmaFaFfzC5roSSf0Q",
+	"PInPz77vs60ub5+D3cge1/xW/AQAEhpaY/EMA75fa2fHfKzt3yO/8vc3+KqaG3AKuo/dvd7Dpx/DP//O",
+	"p+JPRIhSOLGMFS/h9z1YEfABlUHAg+Wzj1/oPPsrb1jftdBAej479MJ0NJ9qCNxf81vgEu6a4vPBp8+l",
+	"NAgemh1DRQ/jxZWoSp73ywegzCbCgD+LkVhhqIs5m9bWMT42QvTRVHwecPDHXjz5ssSTbY//VyWe0Lm/",
+	"X/lknU0AL1P/5Hlg2okVli07JJsAm4rpUBh7FHGoiT2xzNSKDeeJxc5mkXJQmhAgN5yzieDGDQV3kShG",
+	"GnYrjO0uju57+HcYw47rdK3SsnF2vxp1WdF8h81IG+BuymPZUyvK0WncBv0+lHf8JjhQOot/P7EYugQM",
+	"Bv4qdUyrHFmhIBgeXp4yp5HJGKowtPZ2xqSyTvDCX3ozjmUeRhRUD4U9K2GkLmTebNvlLfrOyPFYmGtR",
+	"jl7FUe14t8aGriA0vG/jxl4zx2+E+iq2sN82qECETRInQenZHWzrPpQ9/ajAS/RnLMXYv7f/by1qsZju",
+	"QZF7yyF9lCWCeSDSprURLxBl/ea9FrlWBaUN0tOiwDORvMGEwjDmduaIhaq3shDTSiMH4o2YsymcQc6M",
+	"cEaKgqq++x9ro6jOibEurdTYZZXaom7tL3H0PZInTvKjrFK7ONY1ImcyafcncX7FFbH3lrONLGe7rlZr",
+	"RK5NIdX4lNdOH+OPp6ZWxx6q+jHzlygPeMAKjjYvQCNKoRg7EjNmEQnPAztGbJGeEYoPoSzzhCslSoTQ",
+	"ge/NFTw5aIqC85aRKWMWmTdqp6fcyZxZAeOFnAj6nMW3lYbcMmEYtzcA7dJlmHbGLRM8nzSMTL5RjO7D",
+	"klNchaAR+j5EClt2yEdeEm94eSnH8OiEDbgboFFgKBgfWqD4NsFNztlUqhqtiUrPzvGCJLGbnOvJNFUl",
+	"V1BcSdzysoZt4TuFIpST0w6bw1WtLuME/uoXcl04imyMDbCgh1c/vWDPnj37PpTT+rdW4ujC9xdDAnBU",
+	"fXY+ELo6wlQK7sSx7/PB/Vr4mtl4y63tl9N+n3DXTEIhi70rr0d3rhX4mhPUwDlri3VxF3dh1XfdWBXf",
+	"WQNYI1mu0KZ/VX4Rx7Cr8R1RAFGtzZguC2EdgQnITCdsAGfXn4MB4MJAqAJ/sqIUuYt15CybgeUb35Z+",
+	"jqzIKXsNEzsOh9pNWNcJukAUZEMx0kZ46e/ohL3ipjgOlmVsghvBSmkdiIzlnEDR/w24B/+G5tJicMJ+",
+	"is9jEggvCiOsFYXX772wdo7vvS4GQVo1YiSMULnoyYoLMwyf3jon5C2aWjd67lr+e6NnY5cWQrm2eHPz",
+	"oLH4ygu8QrZ867Kqtnr+2hnBp1s28lPYCQc9LpzlnUrXr6bUxd/evWDFiuxFPDMv0RLWg+QHmzqUsDeR",
+	"QnQ4xz7QvTnR+oYdavUe23w/rZ73OpCsrk0uXml90+c9+u75dr2SqhAfRIE9mvE5O/T9yXxvuez3ZMFr",
+	"19Cbvp48++avxDgmG4MAaaud8SPC1o7zKNN92GesSxEYpnp/l66w87XvqLu7QpfsfgsX6GnjCO+W9F8b",
+	"I0A2HZbinBkx1bck+cP7T9hw7gThipCmJaJbdpgQwUtD1mi0Wt8IUZHsDYeJCeXMHBngXwY/q54OrYOa",
+	"Z1ZDSGjI0lEFK6W6saAEsJk2N15W9r/moSw3mV1IBQBnHXTVX5ZjrcQJu0TqeutkWbKh8F+gyjtMYogr",
+	"ufywg3Ph2KHS7v3Iq7FHFwsKCbaTc+Vf9IK/vcFY2luBdMp0t8PszdlMGMEOYUbe100o41FfRMHSvbwL",
+	"s0naFLSzQcEdm7Gnx0/PzlghrZMqd0wWNsOVJXIBkGNgDvTsnlnom7H8wF0+6Zf9f0UVri7B0kyF4aVi",
+	"NM3MH0+zx7BuDEtk2J1BGSHVKjCjk9+PZj8YKItg9cgtiNxDnt9EREDBCeECzukkldGbI07tYXL2iMvS",
+	"oqge+/Xef+49oE0nZac293Oul07B/lTvT/UGHnK8SJePy33q+KdJ8yuY1WUh6Io9xwsWbl5WlXwe68yg",
+	"FEIyBEgOvJhKqM8ADwpjMzasU2nBOj5fkCuGCCLg0GzBBi+N4MW8PV+2znOsMT/mUnmhoQUmWomtkeNa",
+	"j9w9CgV78NiDx/bgcd0cgocRCYI7YAsboceB8BqQSbXke+T4NoJP11jOrkPLe+PZPRrPOkw80SO0MWNX",
+	"25qzkRGEVjtUhVnTk0A5GexNqw1wHRam9X2il/68HxsQDX8TM1CYhD1krrUEpUh0L9agNbTZkeQKAfDJ",
+	"QkqACx5LJh075MH9+sTS8xmDcBr8AfPuW+/7TQ+G4UErRWCQscHtRFvn/8Grinwzlo794OiEYQoxV7kA",
+	"V8l5StMaHR4LM5qxQdy+gyYoJ62vaqaigMdgeUUxIDYtL7C04oTGGqxfGRv8xGUJD4KzpuTWwRoPeorx",
+	"FxhJRFOihCgYaZWlvKXoz5ZTGqKJRkZPsRPig2M3Yj4yECjux4DBRlU9LCEtGx3c6MlGXzVQ2tCfDXxV",
+	"KZE7mxEprpeIK98xsD2DQS30L5CVoZUs3ueGaopBASMqZk2T3ENtHid+V7lwrUZW5uFz1+zbh5BAG/Ds",
+	"z8hf2Ln7OKDPlk27WctwqO5JiQaxxn9OlL2iMCIRZsl6PdlwZaULwTTLVxKxEYZfk84Hpu0klkVOq1JM",
+	"/XSBstxZODD1dznxC/TyXk5e01xfEVX/BJvyfCLVVxJy/hImYSgWr83WTNyTOLKeAD4+3bosiZUE7yRd",
+	"CUV6+2wi84m/woLHF25HpXStclGww0H83Il/4cRPHkZZHLFS3giKV4O4qxN2uXgx4t3duhyD/+n52XPW",
+	"fP290u49RpQNuhnid39FJm1scEOCoayZnc/jpszYNUoz/fLd/jL9XOnL7/kutSKvjXRz//Ox0zdCrUvj",
+	"unz7muGDaeYV/IaYycfCOlYZMZIf/NXZ9MZm7JaXspBuzmZSFXoWisuFZFT8zC0va9BHRDkCAIL4L/JH",
+	"ScWq0gv+I22mCUcwyuuiYBNhxAn7ESNfnZmH2382ERBYGhiqbgWHVcgi0IUn8Irwf2cRwljOFbMTPQPw",
+	"xR5SbY0rcatvwKUPswIRbmLkgK64VqWwHpjzsi5EeNJrb6buiVK7rOQ7XIh7sbF1ZcnjQPRMJSFNtRXm",
+	"gvGyhN8bu0mwLDz5m906JX6pW5el1RA26Nclmez+GKZ0vlttF2LE69IdnI94aUVse6h1KbjadbQure0m",
+	"JqXmoO2NSiuMSs00JUAZYK0LJ7/pxsnwygnN+YbEO6rpACVWDWvrZUn0u4tIb95YE0Z1WbKBvc3fV9y9",
+	"HwS4IzsuGXi0KudU9AftSBhU9N+1dfCR61eXx998+x3BbcaqEipDMKFyM6/Al68rIntssC4iD/sRRD4T",
+	"jEAJSsfwfq0oo8uPVRusTJGhmDiTNojS6DBaJg96BpFNnObGwycC9dhw5dhUG+CJJ+IBYaxWbDbRbMoL",
+	"j/0nDKeYPpfOM5HwiVm4dTw4WMfntqHrA/HuRqgnlpVyKp09h3JGUIkCshBK7sjvAdgGkwMByWCGCrHG",
+	"8YvA2cfLUs9E8bqyA3bIFdNT6XwPB/TdSzdg2rSfczGdBKZRQhkg6NgFm8kCVpoitxbn74jMXDRMnL0a",
+	"SBcs3Y5oaMO/yxZiC5bzsvTNeeCOydTYCawCFaX5QAVFJ4DxupBAZyXLvlS7AGQHu8xxC42scct6zF8Q",
+	"M2j9wK9tZO6iYr8of1BmSNxM96sC0BaPk9lHygDrO+OWEiPbFbuwYEyUShJ10CtuXmRRZCoNV3lc0Md+",
+	"sXyVmXEJ0t3tjbaZ+H/6Ef77ulhJJoWSlY3gFIJhNdj08Tx4KDPSYYQrmhjSvHjCu8b2D2QPWBik7ekA",
+	"ERPE7DyC10gqXl4k1hz/yxtROYRPtOsEYTEk26fAhmI7htbG8JaWdAmunjGW2ZvEGFyyfATdJ9xBlBAN",
+	"Yw3oC5cexNJVeJVZPhLlvCtezjebYOqWxUpwwQ7uRXRdCVIZpNFJ1Z7/kz0xVGcImp+cezjvPeRQL2h3",
+	"u+YKrU2l7dJditJMIhNp03WPBijwJ8OrvnB6/LGJV9NFlJhGUvhLy8u0gZvFP3DC/i5maeupLGrjuRLb",
+	"y6In7HLxcMdQVxSpiiAMLnJgZmwocl5b3M4LCNTHinVHZ/nuJat299YGvMEyQUkmv1nWL+C9ik/rICks",
+	"LEl2e56Br0iawn3+iKSpU9TC+z0/LwVo7iEWBYydoMMn2AqKbaIIhMjaqN/7I9dtcCDlAMQTzP1H3NIG",
+	"xBRwHYxrA7EWxBFAQG60Q8XVa+WXiz3xIBp6kxpVtYl2VQLerAtdobO5FwcH8GHwITXfGTSWCrDH/mW1",
+	"9Qref9wiFvZxvT6IBqPAoKjvm3Lpi3LetD0wEz2DSY0zzNPD1Vj64IA8NJ5oCMtcURyGyD8XBtRIaYyD",
+	"4cPrbBgC5q/zILHJIlu2rBC0NEaVrAU2wZTSZdFEU5UuC/orUpzE9EZiVdOqQ1MkQ2IpeEt8I9XKD7Jo",
+	"wEoEJAsDSbq/LAVuxHl+BTP9uLFjO1OSHyqG2s2CaB6x5DWaRBWKfMUeWu5G24M99FDyiL8Z1/h1F65R",
+	"CszM/BYRQH9orMuYrfMJBEOlBpKMQDLAA56nxKMABV0tGav9/QzUcVUlVHGsVTmHAx5CQRvGD9qBXpSI",
+	"9NRN0rWfyBP2mxWBcySaZHQOAZvFpYtlB3kMP2ZWePFFo58N8qfCRyfSi11zAkN/Npo+GXnb46+9pom7",
+	"hEl+KJ9t6GmoaSVuwY42r0SGVOYf+LQqG2kJt81JNCjzsoSnN/LrwsdBxP90SvbQcVo9aZmuXa6ngpzN",
+	"+MNm7mZ8trNIF+SqQS34EZdlbfxThVBym7rkoasg14ZNFnYfdD2QVnX1Dp97bOxRhaQ4xU1c0iugYe+j",
+	"XlUZpkdNuaMbAL64HHIY4T+RgDbiaE6Qu9JSuZYbWulZIF2G0HjuxNiDpod+YJXz+mNZwlNB2TS6DOG3",
+	"GFpC0hvMpr8rgv1/esIulZ8iNxHKkROBTH5T7k8gJz8md7zUY6/RBusc7Ey8hsCR648dNupV1NlEk6es",
+	"O17Xj/9tMk87PHRNM31n7rIslxbhK2KGpoiA9vA/7az4Cek+HLA3NzoW/slm4y91MFuIMBvWsnRMKmJj",
+	"1DM25WoO7ngLWxHsKVAuU6LR2k79jUeueoPXit+7Hn6LnsRMXe6WtNw3sGqbwvR9PVvT6HaW76fANk7d",
+	"pgW+YPcBTi7tvECoN5yzn398x1bhfzCnrQr3+WseFlLSoZvbB/tcYh2SYDEM/ljgE9+mMJnfrjssReY/",
+	"v1E0SvJ7ZIpPbChJzImfrXuOOtdlb/EPBLjGuryvUfZFMC0bPBN3B1mrTA3wxOlH/581ISRNPTLYd4HN",
+	"GMLVAHxO2A/+Cj2WKhEg8V/Ea6ZrLMAb7tWuMLrvGzE0fN3KUihXzlmprbDMyPHE2Qs21beCin/hJe00",
+	"lXPARknP6eEww0neTvm/glnacdwGGGpXF3CIB5/MLHub392W/trZCVxX98tteiHRIYQQiCkkqjtRzplU",
+	"EOgBIggqge07DM9J0K2AetzqaLfDg8X83p0HC//SoW7iMMJrEGbVeZC5BeEAZYW2jDCcR+ZwuFR3Juf0",
+	"RXx8OgA8nMgiZpuLLY9LZAkhHtirfYTHVxjhcc/yjbPVMVgTNhBt/Hm5enf91gvUhVBO8hLBFsQQhfQW",
+	"y8UfdMPriomdTyx+hmxwIXAWnir1WKpoQFNMK69NJQ3CU4XGOFYmPpCxIVbuIWB7jrYIGNInJQiQPORs",
+	"dVm7yYvYkXWVGl7DcyMpTICaBQpakY5qKEoNVHV604qsmxfymUoVf/addn4THpwf/Nc/L4//P37877Pj",
+	"7/9o/nny/viPj2fZ02/+48//tQlv+G/N2o8WRtU3FL9d1BYlML97vmoQ/3X+r3/Z0z8+Ps2+e97Z5YcW",
+	"R5NlXhZK9xVp70osVYvYdFcg6myVSKgr7Kod+JhwWuPxRwS0T1IEtIwDNxJ4Nl9iwjHgIKYbL3PbRbxF",
+	"kKu4tTPKGaBIuyZvLrqRQ0XKGzEPscHtVOOLUF/HmTn6HBZSjb2oCfkLd2DoXcJTuw5QwWeZzmzwDafT",
+	"g17WNrX5Bq7Wv17uOlvbzcYTHJcNexl/3KiLCWg+jmLcy0u4yrDefS6m3OWTwFHv133vd11hrV+cw7sE",
+	"uM3s9n9NAtQmBLZBWtEM5bpG5QUhjmLveqVEDLppwyMGLkIK8Z0iYVC3UYX/67IjKKxdkuPOtOOlxtbo",
+	"yu2FiquYNTOJMVC8nHbLd/eoNy9P5HqBi4d9cOF3Hq5y9JvHQe4TRx+fob8BjXsS7Vaqx6dO2BWkmz/U",
+	"MuwpAqhLWnPMr5pgyUVMVWB5KYVysA8hgb5JkIinbqbrsmBWqCbbcyxvhWJT4SYaT+VvV6/Bhnj10wv2",
+	"zXdP/wN+6X/4j++efscKMZJeXnMRV0PgItVpxC6JDzx35ZyKnXRDr9e2W9V0mxOEXwlJ2jk3RgoKWOFs",
+	"wu0kobRJT1xjFpAuDZ/hUYWf0VzxqTDc7wakfYc5sX/RJpCF+BnIf5U22miJY8AvckepatElr+4Ixbsb",
+	"W1cTN5kKDaOIdymsY7D/QnLKhJel8NcaeJoglv1BcBxGutqPg4zuITMEiEHiJZ4eKa9WQ3zKF6dUf1XI",
+	"/w736EOBPXh/1oRO5VpZXUZPUcMY5lXl2maJaxctmU5Ohb1ogL3gjncJnH6/34g5PANaEUnbQe0LtccL",
+	"aT0QkpRm9VLm20hCWj/jea5r5WImyY3SsyYZ5iRW7sKRrGD5Cg8S147vCA7W/4aMWU3YYjS4IsFPQmjQ",
+	"xVrQaRv4DdbhoSLPow/Qtic/nXhI5/GaB4VJiw+uUek30uZpqe/A1NDaiUScX1vsDv57M/sCPtsZbI4c",
+	"mAfZQSGBWaiAYHNY+I2izRu6syLddGvYzmjfPR62M78vNwkrp8HtDRm9hoyaTvhdwDrO9qZhhyl+h6TB",
+	"lqrLHVQdckj9okvRwVpG4q3lpd/LIOUmJbnjp1KIt2CiWHLiQzxhI382/GV4jdxlLKPS8BlIjo7UPOGS",
+	"gIjGSs+EGdVlDG2UBkr+sMsGCDsjGjO6Kvz1MvQzkx7zbJt4R3/EdsrB5RtYI0yHsfpRSZCpG6Wlffs2",
+	"dz1diEkopP/K/crVMHcrxrQPhfziQiFrPC53B6NrxePTjzXwn64MhUwKSlnq5flKaqs6CpJdUmIWBWGM",
+	"xNas1GosjJewY0KChJzPJK07IfbF6CvMk45xWyBeBPMLJFSimMNsXUF59qlU0joUrDt5dNLAhqrkDhl8",
+	"yxmfW7oorJ4KTEfX0PXwUUiq6As1IAzcTvolVtoH93VHoNmHXu4k9HJnJ34DVq0F1ZOuvBBOHN1AG9Bi",
+	"vQhcWiECzwb1lr5qiI8vHPwnFq167coWeJQp27qo8yZGE5hrg7YSpRwvrDAxGoncLYSFWid4AUNwdIN/",
+	"IB/TaqEtJD3YXYdjfjoo7Ip7awOJ6pHzbq0UnCggE8W5vXHxC4ivfECh6TRoEisKpghnicgmKpNIxE2M",
+	"9WpBNDHCCqyLGwLGCTAbk2NwjEDpMqfBk4QgRYXAsMZ+WXaAbBIZn8pRALqziRaYRC2QZ0iXRcsFX+ox",
+	"EF7ULspdXcW1BZj83oa5eWQwh1dg6N0GseepESBjGv7My3KeLc35/dILbiC+Nf5HblsJDMlFHLcG1Ftv",
+	"c6LusfGzxEY4g20DVhTnHgoqwzY7xR3Wj5hv9DhomYA0kN0+m/jNOfSyXW4Et8HzQV9lotL5JLitp0Bq",
+	"j1nx4QFpbd2woUgXcoe6Kb2QuCfENvH4lSmfswm/FWwohGLW6VKoi7Y6i0pswlGIcjCfpuEp3QzLHvj+",
+	"cgXj+9AYqXPY29XI04kqHcTwwb7WWsg9I/MqRuaybF3n93SsodiTPaXqq+v8qqT7GUfmVF2Fuq3QZ6pS",
+	"a59QEakFtp5zjFwO4Sdw0IGf7PCtUGCWxrKpTVlcUGbBzWrYBFqRUEFtMU/jiWV8LJTLMIDmZXiryNhV",
+	"rZRU41DVAviT2XWd50IU/u9YZTZj7+RUFL/WziulL7jKRSmKIyr6kdanlQ6cqFORLWeLxMhIv8y4iCP4",
+	"PIpub3VZQqRPE+KYlPXlTmRUV5bjJPcwf8HMvAgL9mDlmiYUmIP9D9ugz1uYx/rln+5LhckB6wGFv+uq",
+	"t10O4tTGBb9bk4uiWH/0eNj5OyiG3urH6kroS8H1dx89v9PLJx3pRkXPERmaDbf34PZ6cGmuSjkS+Twv",
+	"I4q1vLoI1V3Xyrc91wq+0cH9RbcJxgD2Xyax+LlWpVRiIRHkkIyMWmEaeXEU3Q30YUaFtoMlkSk9O2eV",
+	"0U7nusyYEVPtRKgdkLHhPBTihereWNsjCz8UButahtiYpiHQr2ypZ1n8JVA3loKjHOl/Y1mtILgSrkSp",
+	"cgHi5Qm7XEwlTKMfSVqiQk+cjUBYyjXgSeTWkYoNamX8tQm81KkN1N8swTg7m2AefQgT7Ls13tLCbJLD",
+	"cw+40g1oYZFD4lCCLb0oX1U7aBi3cz+gU53Mu262vc36moc/9s/3d88fAsZxf/Wh+LvmBO9Rex0T3RLS",
+	"dYi9O4bxoI5spBTAK8sZlKhXG4F2lAxAPSiFnUmTtxNt3SmvKurGeaKnDwWysv6K1wZIf6DK41eQL9ey",
+	"w1aIPN2BRozRGCu1OoKWfh2N4DPwhUTnGHuM5jM+P2GvXdRWHLII5zeWHea6ELm/ZqwuawfFkeEuYQaE",
+	"eIukt/4H0iDC1ZROFl0e/gbAh7SRY6nYYVWXZcaq2k4yKLVN39Azr8cEkTvqGhC5ugrz/7Lp4U41hYe4",
+	"SBIQZ7LYOY5H7X1n+gAt5Qb6QKJYUq/uVjHb/VVCY91CI2hGur9b1mkEtgGFXV4gU30jjp0fAeRo9VuH",
+	"X3G7kI+KKA4QrwNID1oIMYDio+iiPgoXJabLUF6Urk0uMjbj0kUVAixR7EbMEbE9jE4Ft7URlMuEl8g5",
+	"u5WF0GwN1PO6kPEhuiKU9Zcdpbxoc5P4ZjxYh4scOwIfI456YR0TqojlXwf+cV27a9QLBuyQAqvZ07OM",
+	"ccem2jr27OzoggxNfhCYqU6GurHwlxVMTKBZGvoLSri6yuACOop9M4JbraACbsz+pjTa367egFcRYiCa",
+	"mFnMhsui/zBJlFg2hTtbXfvt8M6ftt24AFttrPEA4t4IeVj3n1qV9LPP3v57iFqDjTHStSoumL5hFsQG",
+	"InvgyVaGnVvsCam+dKegf2uDIXqclLn4TfFbLqGW0GLhoQjPC5B5J7fCCm/D4r1wOuQun6woKlQry+rK",
+	"n9Zvzhi8DYfCZv5YGAYpqB4sM+JGaWfLWqnGpWgKEGMkqipEJVQBTn6MnoC4DAsKB6GDP4EeWG1juPE/",
+	"wtPQ51a+bRnVIUyJjPipTdHwSxHyrYHIH2BG7gEnoaGNwNI+ArSk3vZB5q8qpqN65TIIAFLhEuwJBB5R",
+	"NEOCPtaLE7xMIcjuHIMcN+64MvrDvB94moyklg+QSHGwFHVLaPW6+wKYMqmcXjJrZEzXzspCAI1wUOoP",
+	"MYYMJgX+pZU41qMRM8LLamhj9uKsXTAZ+/ciu4ofE4W2+/6A9xMqlHk5UKox+h+HPL/Ro1FGTlcsH2Ad",
+	"2MJP2CVQXXGsjlbOz1mly5ZnNmq7+DqaZE7YJas4ODe5S9jyGI9D7IjRv2DB7N7yhxoXzN0dlC3+z2Rz",
+	"hCXcEVnLQjObCZVYlEQYEC+relhKO6FMgvuDzaTX5FzrDYZb2trkYHVhM+1Fyr1IuaFIicEhiIMIREtM",
+	"U7tHdl19CrBjjcjWGOBABMRKbo41eHxBMS6NWTnYnEMuVDDze+26kDZa+0/YtUdiiBemPgQyecqqQjYu",
+	"ZjGSxXZBpK7uAyFbrawBSBqJhjn+nPBQV3s43MPhX4BDXT0UGs6tE1Mo4lvovN+HdyUKaURO1/3Q6JkV",
+	"JtgoIbfKQ51DH6T000QJmIXO66lQDlXqio/JjEkxHe0/gweIKzTDtthZLpZTQNu5VqStOzFGcLNRWtQE",
+	"phDiy/MV4uLPwl1W8qWfhwWIeXb2Tf+chGlYM+yD7ABpjuCLbzTi0/JnwVSAMSnBGLD8tYwNFpbQL99x",
+	"LQcnK4mYFz00f34FHo1V6+R3VWt204MGE9ucs4TE6PyAducxKTgHy4fxac9hhK92eENwGb2+NTYec48d",
+	"tzebeNUrYaQuZM6adxm8S95sYE0L3sbK6NzvrJTtKJ8I3+lo46dapbT7pKEStbUCV/dElBVoa0hOxEqt",
+	"q+YCrEThnwQntA4cGxSE1O1//iH2+h0MeIe3e7upVQEoS1MZwm4gQeCrijFJNtHirKw4LJ96Duh8ncYO",
+	"9V5MTXl3fetvWi9fT/RM+UsUrAV0j0z0FJ3B55EzdiqmQ2HsRFZYB1Hw0k0yBgnGEXynXCrw7KF1E2j3",
+	"KO1rxo3f6MSnSK/h7cSbwqFAfUn1QsEZFhKTQ7wLM+JWWgpcW7qSXmD/r2kidlmnvd1SHz8hzWeY7a/i",
+	"NPxMKVWLg9/hCSi448dG+GX1S5mXgqu6Oq38ZhGzFQfCbyoim48VcPUIrz3Kkwfmuqwp/CmUi+FLsUlW",
+	"6VLmc6IvNQJqkMU7oizQEe3MnHFIwxdFFgnqikDIwdUcCDpP2K9EbAeEAP6UQo4EZGSFC4MzGiUDkFk+",
+	"Dm/x1Zfc8avQzRf4yrpo1b+DOz4wP5PPh+dOR5cLzewFI/+5DQIDpv+vyB3Q5tMCg34yQhw78cGRe73p",
+	"Z8wBoc71dQLf6+vFt0+/ud/gnK4ForXrhRVa+TjQfXhOFxDRLKJawB1PjmseD8KnQlKu1UiOt0UmU6tj",
+	"rXKxxkMLxGXpMW/Rd4QAHCtKVCYJwqSwwD0Pro+yTH6NQT8KOOgNMStnaQj8jEuAovhpkncLFGnTykKW",
+	"jf2RN7oeT3qubsI/cubiFR6AE29x/8McUx9zPSVyDN7lyq1VD5LtwgbX1dRVrdaxETfz7DSu20IsUB8X",
+	"6P0Z7XpHtjkf8cK9s3cAP5509hrrS3SDHS7Y3UFev4nMtz/kVhzjrjuG3b6Bdu74sPTYJVUhPvh/OCPH",
+	"Y7Dmq4J5iG0rl08sK3XOS8Kb0GyqsOe6rKcK+IlnUesAegoV4kYyevTlyzegtPMSeJUasIrfRZsZVL+A",
+	"zKR/i5BJHxV94nKH7mG3nWaF5GOlrWBTSSY3Vhk9LMXUdqoxL6nBa5i+S5i9dVXXkDsWmfhfvsFI6SmF",
+	"4lCGP3yN6eF/i9yt46Atyu34Z5fktF/4Bzmtp0zVXm/0vfDdyifc8NyPIUY2gvCNnboIrpjYe1QRnalV",
+	"jvSNPXHu/MPLonwx4cZ2d/v52dlZdjDSZsodjNI9++Yg8+/5Th6cPz07gyemUuEvzuIYYdGBKGnXUuDi",
+	"kvegcdyOtKBwuvYyYB+BHIbokvHdg8XC/O1SLUU781qDDFfs1btf3mD4PZgHjVAFlK6G1INgjV8y9YOY",
+	"B2g3wL39tzmflgOUOPiseTPYbZl0VpSjE/aDdhM4W+AzSQwwQMARH08ogLFUpWZCjbTJRVpTlighxTyw",
+	"QDblrQpRlXouCnYrDJhtPMJK2xpKCHyBoh5TDvHdwzkbLJqSz9mCJXlw7qcueju6eOXYoOnn+0IoKYpB",
+	"toUDxE4k2GmjcmkE5qoeDvxa60ooXskTmPajbjDXuf1NrsPvS5SRcRUv2GDi/Do226DHsYHLbRLDXrrs",
+	"fXBJONiJlAe+5YMscqDTj76hLs7z7TARvtLCxA5hk8/Yr5VQflmX9u9JV2XOAyc+uFPo6Jpvwynr9jct",
+	"eXs6obdjDUiibx03zK1Ij+Qen3tiFid69vg9TVKN9FoUr4wu6txlUJGlyNhEh8ozZEKX0FE3j3TZuiC4",
+	"Rw3ZptHMGXN6jBkJgD3SWVZXkO7ivykUUnwGHxVWPE4MhzXm04NIqkbSTElSHUrFDYXZwC+oFx68vajF",
+	"yxvIgdedYHYN8/HaT8cuI0uaVjoO4g/cypz5JfHHC6LPh7p2X5nP6Wfh2HDdTOxQtokMGKfAE7SJ8xV2",
+	"Gj6dqmgU3kB8PSQnkPNIGCdHYFTqycj9uy7EJXZghxsytrLKD4oj+3ocnsly3sE+i/tp4x13+tH34HXx",
+	"56lQRpfllJa525762toawhO1EscAo7nvP5Vc80A4sLc5jofhBwf03yYmHSEdz9brIrgyC6wOTI5UIGbG",
+	"qnZYL8MCJfMYq3hpc2NjNo1/GNH8QyWNsEk64rdsKlXthD06YZdewJP+gzDlstimskTcuj82k7TO/UOt",
+	"gLBvQpQ6jT3KlBV3k0akxBnZuLD5sx5JclflLzpmYZ0xl+xLciT8boFjvXt8SRZpRb8wMfbFJatkY2GO",
+	"8ZUabPX7QhdfQqGLBmNZA3KwB+4UcvtNuQ3oRnBZd9U33FjNK23awoSvb6GATBooDImHUI2o9uLACgHg",
+	"TWjx16aPmxAyNf3DAJjIquGxrk95jki3MbIt20Y9lCaNp0nencxEcip71PVvV5o1v23ZNJ/es02ze2lW",
+	"iVDNnOz15RWSV9cJ24EIlq1yTfOuXrBDJAnCjA6QgyqgeoAkFqAz8ACdEaTRH7JUzmdGKDHj5VEa2B3k",
+	"roXkEv8/jJpMikEej3juNViquaNHnSVnGrFgeYce7FoSWW5yjTAS+36/zuKe6VnXSb9SISpnn9nx1Xmg",
+	"O5HhnsSV6GBd43N+kRQEh3gMf0ZEEVxq8TOpK0MrQQ4ZslF4tQ3yPGJaEzpawX2NzmxwO4eyttJZdiPm",
+	"x1Dqxf9l2d2MkYNFpDfzECmLWtjgaOYGyuUSRSarjBjJD4v9anLa9Cx6Z3Ck81B0HGOjiH0GIgREweqq",
+	"0+r3S5iOHlf0GjqzF2j/fF108JkFvzUxvMHQRtrQTNLoaZhrfNbX8Al7537rtGsxDLmCgKZNeoevA51b",
+	"Z8+ernNMr5Hgeqc0LXpfcWtFcYGOCZgLNE4QmTY9CsWQgSd1zVS/hc91jwfV/nstUNvenxjV23dLNSEY",
+	"GIOFK/rFXVMPdQHAClA8ToKiHmQClO3QKL0A/6cEp8cBTo9DH0IgZr+9ECvP2SyGOIIm2oQ4zox0ZIhJ",
+	"8Nj/CFGVC+AgEuigmrcLGxGNiUmFNM4Kj4C1CmXJCzP316u0eIB7iqAbYP8QTbw69A7j0sca6CSgR8nd",
+	"B0sW6Xiwnyhth0F0loHEC4lSGS22Ez8a0j7ClWSdLEu4jjpkcQpDxMV6S2t11WyXnVD2dLYWu7JSHF9a",
+	"W6cXY/4fS7znmmFuH/XZ5ADQ9txbGj9rSyNEKddVv+R5HwGjSpP6D4WPxJTL8tQJ61aVi4MKKYq4/KbC",
+	"WgyeauLRsdXaiIJd//LubYhjCsKwjq5yKA1OTvLEKtfqFJt5/EJCQBTbyWX//Ox7xETwAw1aL71X2r1v",
+	"ujFA8Qs6IxFskz565Pj27FlDnpx2GtEXKnTkXPk3QYTn+QSYLYAjXwYGJTyuGHNghSrYFBjWNNbQa2VL",
+	"Y7rOE8vyiZZA7IXV8iwbdK3dACOnLHB1HoNZUhTnxNRBa2CRhRq8V5hYFSM04G34VVJCih0+/+Z7NvBf",
+	"fE9fHFBM25VwZn58OXLCDNhQzDXpWR2BVn4/vBPW/ejHuitmDpgRaGEDPkwjcllJfweiqSoWxGO2jiG4",
+	"98jWsdj5VdDfOlMzLwoAeVUjvCR7c4//XysVh4CcdtgrKewxQWdw59cGRV+us/VgSD7lPScun9FCeG0T",
+	"46lrJ5YpAZrky4RdP1hukg+HxE6OH8rC9+Lv1QJzZvIuTALWIJEmibHNklckMAPjLJ6wsLqhFVREBqeS",
+	"fn86AL1efADNHe8ZjdWWagXESK8dWdEheRLZ1UTRzEuQaeW0KkXCQOKletFtMYIAzkr+NXvRr6qcv6X8",
+	"iN3W6Uu7udps0EzGZ2Q1eFgjgGtN25hLtcySgHt2hxaBihvp5tsgBBEdYLG5IEaNwHcFRYNkKd08C3GU",
+	"pN9SyE+wHwetF25+Mi2HlEeMPs/TJithjmNGJBbwm3A7YfmES4VcvPHPvCxjF6ESCH3/hP0OUuhE5Dcv",
+	"Y8JSMC/XFB1+/X/fSCfY4O3V5c+/XLL/qWV+8x7eGTQFPvHzgAuFQOWeDB+k4FtZCuXKOSvkrTBjUfgX",
+	"PUKC7J37DaJsbdMkqikxRsw74eItrNLdW5cvafDp2JskLhj34rAv8FIwglPRTawEFZNGYPHQhG5LPesv",
+	"ApGswyeapNPcLr9VsKN+bYBIWQKNP+yIwbq0Lnzljvrz9RiYk/25+ppAuNmblndpWvbwSPM8FG4mhFok",
+	"qdnhfeJxQSphV9C/BayNj4bdn6autmTHGOkUI/2Lmvz9rJXxh4hVCTPSZmoZRyv0MVDoENeQkdXKrHww",
+	"G0vHKqNvBR3eBrFRz7P4XTTbK+3wKEfbbsg5kJbxEuwhCWW7tOybszPEAcTVkKpAnfcn2wZrR7ZQ+ZmM",
+	"z0NdzLPGEqIoxBbN07yYr8hNuIoLtCYC7C3O4l+axE9A/R70ypazSsAy4G//UnALdfPb1R0p1AYzHlb0",
+	"50d4bjvM/2OnJmlaodVQGhYdFvyify8Veyl8WbV/iIWKpxOrl/sz7H+dnO2Ah3jKMyrbScWd/fMnHeEk",
+	"bSjlDYs67IFdQr0uxbpYV9yVaRIWjh2VgxulZxC5gXlcSAgftnCIOI23QfsxcqCVc4ZJcSfsyvcn5MeW",
+	"QI95jBkGRtBDoYCfhH6Ej9MiNCiPLwcPnvhQlV45Y7PJPFktPxYSdEOXh7Vjsih9M2yky1LPoPBkZ6U8",
+	"BGNdCrv7TDHfzMoSmWmS3FdMT9g/D7s8RrVycipOiQTDyZXUuZhK+TNobVh/Ziqm2syzVEhRgWEIfSe2",
+	"N6HyhF2judWLjaNRkhRpK+3YWBtdOyh8aagdNjZ65iYZK/l4jGGkcW9SwXv/BNR8ALGBT7zcUOpxp0xy",
+	"haN4mYx9lzfrcmsdJ4KeYsmCfH1n4mfhwhbrnYh7OBQg/2/CWwt6ArjP/G42XI3BQI3eo+CVCTiNvetQ",
+	"OMIVExUOL8LnruZlOUfFXC3wDy6kEfvjxkbSiBmHvDjMNwJ229BoLPGEFXaHsouc0I+M9uFbmILdnwrf",
+	"zspLwk+sn4Ov+YIgc13YM+gK1pVQ93AWXO033waHYTaRTlA99zdS1R8wPwDfZ43S1+KBongkVLtzPZ0K",
+	"VYiCQSyupVLzDipYhEMC04D8JZh1xRUYW7G40Bi2OqqIaZ7WCfuVZLDYR4iMAh8MuvI5+G/89eGEIrst",
+	"V0G5S1K+/GCxg5ibH0tB+/E+sUzPVIbfIwDAHnRdRK+0de9wgtfoxb80GRezibYindDA17vM+wmCZ8rC",
+	"T8QYwb9Gzv4nNnwZVXtDmgNlt4miGcLd5F7tUpFt5jTUD+4ElnRzUgHjr4gFuPto3hmcZAdV3Rse1ERj",
+	"pseRThRt3OS4kRTpuBkLBx2PUffgYyFHBkIIuQemQPTtP3YrjBzNW7awtNJ5K3FJFmlMPkXhYAAnqFWL",
+	"Cb3SHzQ/BxA+AnuI/Y5UnukAGoQKpb/GIuUU6YrjJG9UIdgAPvK+bhz+g2UoufSfb4HJLiJtmgagvTWR",
+	"NrRgKmZGNyuMs/HYgjIXhofcT72eZ1zGriicZukvmDaLBlPcExNOVTalQrc+lUKGi5RLZD9cqNCjwzY8",
+	"HPxdF4Kq+1xS6wOsfTdW0kKKy3AO+3NAr7+bV2JwtI8K+pyjQmFbtqAbj9QdwDakVveH9LSFwdOq5GpF",
+	"zbHUiY5AT0c/ehWC3AdjCbJU43pB6vcbMW9Z6TBang5eqjdFcPFIestLidEzWLy7kQrx1ruImWVJpjnG",
+	"2aONYuQwFHIkib7nhP2nFxVDHcuWrNtVyeesg/W95Ooe4dk3tzk6RyAuhAW9FRfkocDXd7631ySxlFzt",
+	"KY4fETIFTvcUm+jg7R6csK7JcYuabotEU3QWNFCwFIA4gaQbGixZG5PPIXHxLIb5vA3i9KUq0HL6jo8h",
+	"Yyk2FiXuLMqA6FsNs42KL0YtVcb3zYHXpiDe1OKE/cyroPk1GUwl1eTqzC0dyQ/+KSxYwZNqYrYJL+x2",
+	"4cIEv0zn9y5CCLvjgoIPMbzUmiLg0I9bsmOW4IHoG0+JK1a4YrtX7M4zVqUT04ZV5CIpoANl49CDFEmV",
+	"UWycaggSlf3EJ1P+AaPGbR8VyXqK5QdkI+nbW6udm23Gz33w5zbBn+258x8qhRMqTT8hZNihdXHTynDD",
+	"WpbuWCqoYeWEAhczvJyl4l+TP1/7RxWazrUJtVhEkUUpB0OVOirD/RaN6mA5R6ODvWH+oAXYzDnUGQ9h",
+	"520KkD5/686rwjXNrKwIF+YS1wCn8euypHdOwR1sc5zKlZv99KP/z9/5VPzp1ak1JWa8vFGFez10GnYj",
+	"Uhk2W9uymb/oo35UaLw5qlCjyvo7pRHy4SP0cRs/csIu8S8gNUAIGQSNhNwKshtzx6Y1npdQnA6jFpai",
+	"GygfDqKzk+eyTmNXkFZkUNowMnom81hpDqIfkPKvowhNcwA2KqIVTYr2hnFLsa8gP7XPbA+rYljIlbyK",
+	"FXd+Qx6cH/zXP/nxv8+Ov/+D/nv8x8ez7Ltnf/6vg3ujW2xN0QrN8PcAqTruHw2rkT06a10ynu0K5cDe",
+	"NZ9Lla49E9Ld1+KJi+9htrkI7uweEB9EXrtOXZVSUDYqBrqYy9LK3Am5LNI1CWA2kXE60l5aDnT2Arwb",
+	"NpbG6fx6Y7ALfwFha6LLImNDkfPaAh+mmIX0Yf/MlM+jpppm0XEFRRdNSNQreX5jVwQN/4Mma+coEhrq",
+	"wI9/hHlO6Ly/yrCcrrIhO1QQZmI40frGnubc8VJvEoBgHVcFN5j25CwbG11XeK+P+FSWc7LSgEiCv3li",
+	"2YB4ov73gM1kWeTcFHjU4CsMjUtkbvaySKh9BV+BZ4C9peTKfwybHjAXUv6tAP3BYkkY/L69CFHiMESw",
+	"4viHCjbA35/Q6E/+VZ+dPctfaQ3yBvzU5f77Wbjf8Y0fffsvaMp2maJZu6G/crqa7bmFcT5pOb+KY+NH",
+	"HTZhe3OGaUgOEO6cHRygQpTyVhgp7OlHWfx5aoTDatTd6scvkIDC2U8YK0Zvz6ND/a1QBcRZQnyMh35K",
+	"z9AjVlfBf0/ngcxMzMvC08pZCsNpf1tiTJx/JfhgoFSb/28+kbeiaNjxnJGiYIdeaRiErgGfB4wKvOP+",
+	"pA1sPYyDeh8+M2DaS7czaUUHVwXQWtB+fkmfXlvfDSg0RlI09Dv0Zo/qIDcnY39+v2EzCyc6zkCfBY7+",
+	"njGlZ2FTnHxZkvGDCal+J0Ig6Kh9CO8ALtayN0Tc0H5DfNgCM9C3sYgbdC7wa4R+h35slTBw5rNVJ/9o",
+	"EXdO2GWk+HnehFbgdyndheIoqEl/da/Ei6b6LhjpbYpL0tKAVuMFHJ4PcAuug4zmKpQFO0SB4XUxOFqc",
+	"KOU+VxD5ADOzWiVPpjiue7hZgJRgDyV3CCV4MkfLJxM2fXIy7xVgsMjACvoHKAsbu4socYgpVVmIqs8S",
+	"qPAnPdlYw3moXgRqsShL2woZKaStgAOY7I1k0MQoQb8RkQdLutafQ1Iz2T21KudHqyTyaxzl/d3c1GBv",
+	"OaSxEWPuxFcU9HrZHrPf+Au7qr1z7kMqTwXUTRxh7Q5nYEgJhTsWM72NKHgOFHDSMcvnzbbnzIrcCLgp",
+	"rXAhigrMSOAIw6CNIiM7PBYa9W+csMsgjNOUGcFKMXIePwIXKtFExCfJ99DtGwvbtTUR6+pxllYzirtK",
+	"e7OGtyJ06PFkWy+e2WQSVmbD4GD3Lu5eL1/7nNzZSe4ruoHVI4AWOG34HG5WoYpKS+UaAgk9U+zVL5cv",
+	"6FBlwciU60pk4N5CJrKCVF2LRxs80NKyWsn/qQXjU00u6BWSM74ZuyDB/MqHVpe1E2ziXGXZb1dv2KH/",
+	"J2Uog0pflnr2yrnqKDKjNVSRNmNwwryOPTJ8PIUg59CIRx6ry1usVMlKrSsvvWeslOrmGMs8a8PyUtfF",
+	"8VQ4DhXxiftS2OVYygHB5XuMVgTBHfrndXnCHLiyi6lU0jpkXIYnLKuMvPVoj+9adhi+dun//hb/+g7/",
+	"ODg6YW/EmOdzZhW/Ee9zbtE6R9Y7W+cTxu2SgU6r99YZwafvCTmR1s1yD00dz/+qruHxF/Q0rlIDykLl",
+	"Zg7B5BwLsSDZB6UoNfWIusqmdGDJjiJNV6DXmrBTv2EvkvHGXMmJQP6O+3MgrhjEqt5DyH8OE04xXHTx",
+	"TnRZYDUJiXR+0jVXMRtJURZ2H3//RdR/a2H9/epMqbQEthmwytSdrsSq5DlFvuP2Q/Y82MUNMT7ySkCS",
+	"cNjZEPR+qZiYVg6wng8t3FN4bhtayhDHj3+4IHtwqKSCiZuNDBkdZ9ADf+WcsBcUnk8JUpT9JT64YDP2",
+	"L8UQXdXYV33/WkJgQsFMWEx24m5bcIfS9ltV9MLodoGu6cuvi4NdhXX8dRz2y9TsiSBKPHoArmGFis8i",
+	"AWAfuXGn4IuH85GB7ynBSb9pnFRPG3B3pA0ba026udMVFGUTEoRmHEIGkkO0hqqC/c6lk2qMxrzUwiVy",
+	"PRXsBVe5KIlEWGk38e9B5Dio+cqFaK1pltq352wirdMGMgtuROWyKLZQyKv/umUjIwR8AdE9AMVCBiqO",
+	"c2fg+XgwqHXp7M3Ud2Ohwzl9bKc7MQlubKEjbzZ4uMC7RSV2UdNfKLQrTTRRk7QD9N8ZGuNevXv3NpTi",
+	"xbQj2KuiIG42mj/UISsEen98RTkCVxhojVgAPahXvWa4l6n189POa7b2jbewFps9ByXaltNrII4gddQR",
+	"bxtZtXuKvgEhRLYhNix4wgObxAM44ftMgr/6TcbHqUVbCruntr0jVHq5eE8m5/refQSISKvL77xWVgAj",
+	"VawTE+xO/r1B8L5TTNtA0247pqeO4akjspihDaqtr2VsOK841kKQSLTYmC+xoAo652PgKD6R+FfmTBZk",
+	"1oy/ceDGN/xWlJGkt2QVdxN2iO7JjOUll9OMWTlW3NWmMZdmwVZ6dBEIEmSMAaA4pEWJ54RdsgKJEhrl",
+	"0WuOfga6LGzvRKfD4jNRDNfUxblMquCE8jJIkhJLbLh4hV0w2xoD8VtAnn+G2SHif2pe4vT7JZTFg+qV",
+	"G9bVwY064zZQQF20ZWUJHmD/qxmf73XPr0r3TGvq4D5x+i5vgs2F1DXl17zaxm2KfNDniGUJsTegHrJz",
+	"cLtwpsOpB7Lgw5aN/uh8ze1CBwZpBrEIQbT2rYLVg8eAhNHI7/sevC98GR73gLYHtC8O0CIqYC5CggE7",
+	"hTg3kaY4rrhx89OcV1jKZ5XKneZIySJLynGhmiw+VLIJPA0Z25dvXzOnbwTxdUC9w9DanOXciTEQGlM5",
+	"l/jFWHqxzTgkLX0N3X5IQVeWWPgrFlj2jfsvYAHgkFmua0cMdiMBsqxtcthr25VrPqXA+TgIS/TiyP2V",
+	"eQgnAonhnA1wGRq3/TnjlTyGFwcXSP1hdSmYFRaTm5Zycp+mBHSVfA/vvg+Q152C8s4v5Fu/ji/SZdwh",
+	"MPa02EfZljyzuDtgfF9FMNzLkJg3S3kO2yfEb8RCJ6c+OaPN0W/218H5QdxgB0vI8LQHGfwU9iPBhCsl",
+	"yn4UCCR8SpQQEeZHMNKGCknh+VusYzKSJRKmqoIZPbNBVkq/s/qkddvQkn0Yur2tYviXTGLranBhZ/5T",
+	"zGfaFFu8EepSb/EK3GvXkNf5epum/o7csZu/8FLcyvyvvEI/bPXmPyYa5JxNn7+sqi2exlCgrV/YagQ/",
+	"Ypj0NmOonf6HLITe8p0rkW+3y/6u35Z8LswPRvCbLd57xe1lXUi93Stv3b+3eOG1vZ5wE/bMVnsNOPTI",
+	"WLz5BALd+7ZvIXnSb2abDv5sdF39p5j/BFi4XRflLeAedDO8v0tzOLW8ifk73Bf74NgVwbFhkthhctUe",
+	"7fqej0uzZPDuuvBPP+YBqP9cqwJoFS/v8+BJi6Xy/S2P3Od6poSxE1lte7m3pVoCg61LYTYXzz0cllWE",
+	"xUqUe+fQnWVWca9CB9HxMzlRp1XJ50Oe36xwIllbC8vsBAr0SDUuxbHXSn+7emMj7Q998YllpbwVDGOg",
+	"MxbyOsmSJ4rmNB56VRi1rim6DAbhb3YAxqipdE4URyfsR55PIDadF1PwMn3guSvnweI6pxrfoOcLS4y9",
+	"g1KOhJNTcS1yrQo7YIeU4cGefnOWNRX7nuEPU21jMWSsoFKge/0IAh7xbxEonlgyKxD3PLjWpQ35N4Aq",
+	"XPn/ShWmg0HYuZ+2c7Ahjkbwx7BjeMxj/Z4NKIgcM1N5MR9gKE504jtuIsO4RLvCCftJG5oPm3Bz3QhR",
+	"wa+9RgQFknOtlMhdRmHLGIoEuwCmRDCprBO8N7C8gcA38la8DTto69z4CEGdWa1xk26T3DqVKvz49N7Y",
+	"tLrnY4VZOehTqHmGjRqmxe+Q+zUo9yxoz82hlTiG/mJH94bir8hQ/LNwzfpH1IhXQQN5yTWw69sPW7En",
+	"vjt/7fI7BthbwWAfs7qMUGIG9RQWILN39CF7C+RTqMCA4RZ2kFHlHpi9nBsgk2YDe5u/dzK/EW6AFxDa",
+	"4qWllpDTC0Kb/PcvIma0CO4jAaOg13yXKM4Cf2FLWWBW9AB+0dyT350df3d2lrHkvjzyNyBQHOEMlKHm",
+	"irSsqIGVcQB/ufSX74Ad8qGuHfuPs/+HSUW+BKCFOcK4ECj8EmJf4e2QivYj3uKXbsAO4y/fLNzlyfXd",
+	"jLASRuqiucyfP/vGjwJnZSjmmsjQli/xC3wWxZBG7vhVhRotkAQRzMJgDvW3coaT4S/VQpTCJdNNhV+a",
+	"zpFwQryZS58Ei/utvhFQdKrUVtggBODGHmRMWMeJlpvRFY4+DiNYXrtQMuRbZnGWICUiSBlxM64SMi4w",
+	"xNBPBRRAUJoqULNbWQjNuDG4iy6XXAZTPg/707KZKEECFmwmhuHRIBt6GfXoPJkaiPYZilKrsY1OYvpu",
+	"xv51sDxd/zpgfOi7NRUx3zG+gDHLuMMiH0joJgzrsNRjChS6JYL0LIpzHGuqelGKWzvTJpSYONpOHHoj",
+	"sLj0Vy8TtSZkE6Eoa51ndLmHPNUgK92vfNRe0x6xqEFnj/IE8nvx6KsSj94EQGtJAJBlF9Q8p0nfEmad",
+	"YLRDyQcUyBVZKk39bgzzDCr3goMMPnPOKl2WRLkIHWK1crIkYWhbG9u1/+bnZmWDTq8Owmn0fEII/0qo",
+	"5rXHiQcLfYFleGjD3bo4mO4zrKsVsX+QS+YWNl7Fay9a+v3Ha6ePjcg10vb1nnBdXaC+4UU8PhqJ3CFv",
+	"IkhyXphcEF22Pu+6+vyOu65Wn3Y/b1/s4X64s6qrx35UwcN0jIzWm6SJpdV47WIiWG2zlA9FFczLSRDe",
+	"Nfj5x3csdKDV6AC0nIxSNIe1lVDMxQuwQlFEF1fNAc2YVA1Z9w9PsAACE+pWlLoSbPCx4mORgWv1Wv5b",
+	"ZMxpx8sMQmb+HLBDbQpB9c3T0TBZXLCBfwut14PwAeRE0bXxY5NAoU0mglCLxj5hAyJWe92Zmt+OskmC",
+	"TbaPtHkR2tlNptou0SgZN3ZstU+8tdX2oHTXxWRa07trOFK6EGv8fW3rpj39CP8lNzoarLo86beaqMqD",
+	"Ruugxsw5JHundqfIYgXGx4Ss6YT9mJiqXr179/b4pzf/yPBfo1/ePgc4ePXmuvW5lp+KyJwGhbT0zCCw",
+	"xwFcofExJ21rvsoGFg1rOJyGFcSIWyTG6rPzYd0CMOxJLDJdQkWoGOIL/FZez39ikxhhdvj87BkbNL94",
+	"XwglF+im2WXoD1IHefDsDMTFDpCrr7FzMV5q1ZHC+xIe77G+bG+Oalu5e6xStK9W2qRixbm6BrraRTPU",
+	"UkLv75N5aj5Vhc2AlKAJ4WwM77HwTF+iLxap6atI/823323QIaxGWEcncWN/pdJIYe9SB4PBvq9PzdZ+",
+	"PDSEGxm6Wudpf43cWfyIn9UlX/wn24gwqjpbnzoBzT2xIWxqIKIjJmv5drIuX014BEh6B9HGUatAvRTs",
+	"oQ3YNuHlgGsBB5uT7eHXnywAX/9FJCUMKGydLMtPwGKVw2dKbR2TDpKFDeNqTsotVftvuhM9IlB+03/4",
+	"+RYwDgPZEMNbUWafC4D/8Sjs7yd7bOmPTdsJsmwrfJ4CTqyyW3GkLPDipi0lkB7FiiLdruqLRHrTilnh",
+	"QIpruXMXHMGdGJa66h2xoiU4iFpsAoWJ7x288uC1BwSdN0kmVsegLBBxUbtPBAik1oNWCgzQSu5XcBhr",
+	"JaKUAWUR7bJHLGv7dsP8v4evvM/J1Do4b4K+/OjIWb1KAkYfdzcGr0Hfc8ZTiCeoxTi4Plw+bFkiIOMM",
+	"DRnwoBonn78IwQhBqBcfnIAlxAlsntwKqJWY9cnbWaDUSuMJ6Ikn1kupXXUhlJh9pni+g8qTK2ZjA47C",
+	"1DN8wXikpBz+t8i7iCjpfn1kruKwx75MCXrvIl59FysoNHmfl7GBVCypxquSqP0jQExcCttjOz4n7lj/",
+	"BMauoc1L+vFakTvL/jkAv+Y7ORVeKRCqgH8escOrn16wZ8+efR8qhf1bK3G0WLhg4D/+ukBjD9bwG5Zg",
+	"WBJGqFxcgKFaqlrXtplCnhttLXUMHFx57U6nwoxFqGq92oB81UzQY0jUjN3ZKkcxvrV5DmV8Zet0zfjm",
+	"himO8fltchbjSz/JUmycDJc0RTtxq7d+xC27W8t9a2Sb5LPB3t4ns60wwZv0DO/U9t60tNoA3zx3OuGm",
+	"OG5s7j2ZNsYIqKQ6LMU5M2IKZdQi5D5hw7kTofCQNAuuw0M3MboeB/chH/sJxCJIKBdB+K5UhaBqYox7",
+	"Nesl2Zedng6tAxnXalAxUHOjFAV1Y9GnPdPmJvDQcihJoI2IuocLJALYVW4EG3sZjF3CGMhoMxSgniEN",
+	"zUKVNuzgXDh2qLR7P4Kg4Qsv/6euRTQZRVM+t6Qw3VJwA14FnIg0ZsIIdggz8r5W/JbL0l8rHX7FV9wU",
+	"iyb01uWwG5nYN+CR4Afu8skaMRiGlrGnx0/PzlgBTAe5Y7KwGa5wZXQurPW6pApFRu5XBl4aT1+ghAc4",
+	"KsZeCQMjA+8OTTIDx/Ie9LpB71UDKQ+DfQRnG6AfoUQ/8v3glU7LrB654+DwwiPs5buIHihzIrTAmU5g",
+	"tWh59qA9jB0ecVmSszJ26b3/3Ptxp/X1Cl/en//9+X/U55/2afvQPAgQrImISoAg6Ws/GLyCvCTY5ud4",
+	"f8PFnqh7aHiTJogoIJhAcjDYLsncmrFhnQojYJZtiy1DxB3IQW4hTbC2tibX1nmO1F9jLpWXSVr4Ewr0",
+	"bgM213rk9vLGHm8+A7y5bo7CY5c3PqIVafMEz8sksRNNzFrBeTapWYwdBi/Hf0qVYO2x/+PRCXsd836C",
+	"+QreomPR0l+0/7+Jc9XxaFo9P0fIggpxEuqgAYJAMt4VZHMeWiFA7ZKKcfav+uzsWQ45efBPwUQppkK5",
+	"jI1G00qM2bG1RxlW5dNTxoEbm2rogX3ub/gJipLCj/zT/+eb74oa8anrkT8GmNZHJc6GYiyVDeQIN2I+",
+	"MlgoBPgKpTs6YVfooWl8X+y3qzcnDDaT71+DoERtSKeSonrQe1Rq8Pwke8HPV8amvB2qVqsaOLzXZ+pF",
+	"jN3KHYO2+2RH9PhfcPt9clHux5CVhxlN5FG1F5G/A9MBwBsIxWHiXv5MMvP2XpeHzZHjC9A6Iu4SYhK5",
+	"rztlZeYcZbOtCeKnJD/yAve7TpCWBtAX7GchjSHD9LkIzk78DRPnBuyQJN2EXoeStl8XgyPKsmvy7ujW",
+	"gVoIE6H66F28kIvJZ0D5XM5jco5HcnDEXKRfDXWfiNsAoirwMgv54Gu8K9c0j/fiWukoC4PZS8n12xeS",
+	"OW15QXrg+uk3/2eDaNGm4bA2RX8VGvKIfHqDcRPuoPwNruI1tnAfxW9aDW7iI1k4iXtBfoW3JMlPtvdF",
+	"0LLSWUIP3SEnS5PTWMobsYCji48iaqdZ28h6PpxTsi78rtQ5lJQ+HLSgYpCxwe1EW4iD5VXl/5PgNNFp",
+	"tfLAzxkPH8Vy3awAVlqGPDJC5boQhlW1nQiLSeMtBeLw6t31W/gz3hxogykY/Dop0H2Uefyvy9JLbh/m",
+	"IFjzZB6wD8gLM4JaOXYxF+yW/tJwJxOiKQYVZRfyP88xfSxNBz9sJat1rPr/G2brbycnJ6iGtG7Co8hV",
+	"FoX9jE0gHI8Ci//5x0ltykHCWz8XJhC0LLDTnLCF5QNZdihCrGBCGxLvVbr8SC1sXSYNp46/n1MVEcIY",
+	"Bn4Gm5Do+IBvF0ZDewq8cV6PyNjgY6t/f55+hN315+lHXlV/nn4Ms/XngB2iDcbf5r9dvTn27x8Lm/NK",
+	"FEcXpEwmXDVkEw8mq7T6R3LqmgIhtqkBCWGOoMUFF2BDMVTVmO2TsMtZyFIstRd17DIP0WVr95MLkCZ5",
+	"HUmNX4FmPay4FQZKcSwmUuraLa108+0zv3BeAgpjBXEoSUo8Tw5CsDSGLNAsUUZhhn7+4Zv/8/T/PI2X",
+	"D0UKQrH4ZCcliw16dAkw7fwZgzMeUlvlBuR7eD8uKrC7VRs72lxjPgxUkLBNGoqXRdqmYNTdU73sa7k/",
+	"pFbaKwGEk7sFf8vdE9tNBC+9SrCGBpkzO+VlyfBxZhWv7ES7EIXNCzbkJVd5qH0w1Uo67TUL4DaL+qgH",
+	"0ESWSEjNKDtGAo3ExP89h6hq/zUMCk+KGuJpj73gpdVMqrysCwHChhXKUklTdMsUwoEfJdSHV7oQEO0r",
+	"1S0vJUTJh3DwyJ/mKLDb36NKq/lU15YZTvVZgLLtv0XuRIEXNpkwpWXI/BauMt8W3AQ3yOs2NryggX17",
+	"9myxgkQc1FAXcyp9h5duEmfSmeHzCpdyl/rTbY6NXFMnewOr+4fstwNcqcFHgjD3LcLPw3QzmdmLpixZ",
+	"CBgFY2R732cgXHipGsrk+sdP8PiLvDbSzQ/O//nRa9RDwY0wl7U/Yv/8wyu3qbvVwxW0QZ9Pd2cCBbjx",
+	"t6iI9L+bX3sxKqdLbrGDi73LPh6QsPFC6xspQpepH0t5NdAtJhUG/gPnHQ4kAwERrFUZptHajE259GsL",
+	"FFAQQktH2zpmahXoajkuyiGOkZ09hZCqYF7AiVg2VfxmwTtrNDgWG6KYbEl7IeSgWcDOMWe4LKO8kHPH",
+	"Sz2uoT9J4l+lpXK26do3ra6FeV3u3JXAjSwKRgwUbCqmQ+SLpypIAbFAR2maeJY2QS93tADFNBJJMsh8",
+	"Y6PryoaKU1Dt/ZjHIgus0rrMUuYt14ggYUlKPW66822rO6EQzXJ//u6XkKhqYA3eMtjqSfyfM1xZ1Eid",
+	"mFYlaN6RUcLvCj8OKhHqbw3InhHS4P7AWMSeiQImg45uvYuUCkKNQdYfocO5aRTL15MDOovM3ThfCF9N",
+	"iacs6shJoGTSv6Z7z9PuYeMd/fsRYihpm2EWepQBFqsOEVtBMPMm3Ehgfw0tP22dn1Sm6J4eLNUWKuKG",
+	"8r2MyjC2a6fbtOguTAekbeHGOcbt9LsYXuv8Rrh4uqTCT9IShC/7X39IJwmrwC338getnXWGV8FIgJXP",
+	"eDGVSvo/gDIUGoNj75ZKtTWAEGfq++/TmaIc5+6cBv+FRisz7TyHJpQkaMAZK2SAuyaLIO6N79J2ow54",
+	"8Ocff/7/AQAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -15,6 +15,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/channels"
 	"github.com/svcplatform/svc/controlplane/events"
 	"github.com/svcplatform/svc/controlplane/mediaserver"
+	"github.com/svcplatform/svc/controlplane/playback"
 	"github.com/svcplatform/svc/controlplane/store"
 	"github.com/svcplatform/svc/controlplane/store/sqlitefsm"
 	"github.com/svcplatform/svc/shared/agentapi"
@@ -27,12 +28,17 @@ type engineCaller interface {
 	Do(ctx context.Context, c mediaserver.Call, out any) (mediaserver.Outcome, error)
 }
 
+// Actor is who asks for a change.
+type Actor = audit.Actor
+
 // Service is recording on the replicated store.
 type Service struct {
 	Store    store.Store
 	Reader   sqlitefsm.Reader
 	Channels *channels.Service
 	Engines  engineCaller
+	// Playback issues recording-file leases.
+	Playback *playback.Service
 	// NodeID is this control node's id, for the events it writes.
 	NodeID string
 	// EngineWait bounds the wait for an engine's answer to a start or

@@ -8,6 +8,8 @@ import (
 // startRecording assembles recording: the file index and sessions, and the
 // leader's auto-record reconciler.
 func (s *Server) startRecording(cfg config.Config) {
-	s.Recording = &recording.Service{Store: s.Node, Reader: s.Node.State(), Channels: s.Channels, Engines: s.agents.servers, NodeID: cfg.NodeID}
+	s.Recording = &recording.Service{Store: s.Node, Reader: s.Node.State(), Channels: s.Channels, Engines: s.agents.servers, Playback: s.Playback,
+		NodeID: cfg.NodeID}
+	s.Playback.Resources = s.Recording.Playable
 	s.autoRecording = &recording.Reconciler{Recording: s.Recording, Log: s.Log.Named("recording")}
 }

@@ -31,8 +31,8 @@ import (
 
 // The reserved stream names of recorded playback in on_play.
 const (
-	RecordVhost = "__record__"
-	RecordApp   = "file"
+	RecordVhost = engineapi.RecordPlaybackVhost
+	RecordApp   = engineapi.RecordPlaybackApp
 	// Protocol is the on_play protocol of every recorded-playback request.
 	Protocol = "http-fmp4"
 )

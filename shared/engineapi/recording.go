@@ -27,6 +27,17 @@ const (
 	HookOnRecordMP4 = "on_record_mp4"
 )
 
+// Recorded playback on the media port (GET /record/{fileId}.mp4) asks
+// on_play for this reserved stream, the file's id as its stream name, with
+// protocol http-fmp4: a recording lease's ticket is bound to it, so it
+// never opens a live stream, nor a live ticket a file.
+const (
+	RecordPlaybackVhost = "__record__"
+	RecordPlaybackApp   = "file"
+	// RecordPlaybackPath prefixes a file's URL: <prefix><fileId>.mp4.
+	RecordPlaybackPath = "/record/"
+)
+
 // Error codes of the recording routes.
 const (
 	CodeAlreadyRecording = "already_recording"

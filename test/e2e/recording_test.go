@@ -224,6 +224,93 @@ func TestRecordingEndToEnd(t *testing.T) {
 		t.Fatalf("a range after everything lists %d", hit.Total)
 	}
 
+	// The third-party flow on the second file: lease, play, renew,
+	// soft-delete, restore, hard-delete.
+	player := backend{t: t, api: cp.api, token: cp.newToken("recordings.view", "recordings.play", "recordings.delete", "recordings.manage")}
+	var ls lease
+	if st, body := player.call("POST", "/api/v2/third-party/recordings/"+second.FileID+"/playback-lease", map[string]any{}, &ls); st != 200 ||
+		len(ls.Sources) != 1 || ls.State != "Active" {
+		t.Fatalf("recording lease: %d %s", st, body)
+	}
+	src := ls.Sources[0].URL
+	if st, body := player.call("POST", "/api/v2/third-party/recordings/"+second.FileID+"/playback-lease", map[string]any{"protocols": []string{"rtsp"}}, nil); st != 400 {
+		t.Fatalf("a recording lease over rtsp: %d %s", st, body)
+	}
+	fetch := func(u, rng string) (int, int) {
+		req, _ := http.NewRequest("GET", u, nil)
+		if rng != "" {
+			req.Header.Set("Range", rng)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, len(b)
+	}
+	if st, n := fetch(src, ""); st != 200 || int64(n) != second.FileSize {
+		t.Fatalf("the leased file: %d, %d bytes of %d", st, n, second.FileSize)
+	}
+	if st, n := fetch(src, "bytes=0-1023"); st != 206 || n != 1024 {
+		t.Fatalf("a range of the leased file: %d, %d bytes", st, n)
+	}
+	if st, _ := fetch(src, fmt.Sprintf("bytes=%d-", second.FileSize+1)); st != 416 {
+		t.Fatalf("a range past its end: %d", st)
+	}
+	if st, _ := fetch(strings.Replace(src, second.FileID, all.Rows[0].FileID, 1), ""); st != 403 {
+		t.Fatalf("the ticket on another file: %d", st)
+	}
+	pr, err := probe(t, src, 10)
+	if err != nil || pr.codec != "h264" || pr.width != 320 || pr.packets < 40 || !pr.audio {
+		t.Fatalf("ffprobe of the leased file: %+v %v", pr, err)
+	}
+	if pr, err := probe(t, src+"&start=1", 10); err != nil || pr.codec != "h264" || pr.packets == 0 {
+		t.Fatalf("ffprobe from 1 s: %+v %v", pr, err)
+	}
+	var renewed lease
+	if st, body := player.call("POST", "/api/v2/third-party/playback-leases/"+ls.LeaseID+"/renew", map[string]any{}, &renewed); st != 200 ||
+		renewed.Sources[0].URL != src || renewed.RenewCount != 1 {
+		t.Fatalf("renew: %d %s", st, body)
+	}
+	type batchResult struct {
+		Results []struct {
+			FileID, FileState, Code string
+			Success                 bool
+		}
+	}
+	var br batchResult
+	if st, body := player.call("POST", "/api/v2/third-party/recordings/soft-delete", map[string]any{"fileIds": []string{second.FileID, "nope"}}, &br); st != 200 ||
+		!br.Results[0].Success || br.Results[0].FileState != "SoftDeleted" || br.Results[1].Code != "not_found" {
+		t.Fatalf("soft delete: %d %s", st, body)
+	}
+	eventually(t, 30*time.Second, "the soft-deleted file's lease refused", func() bool { st, _ := fetch(src, ""); return st == 403 })
+	for _, bad := range []any{map[string]any{"fileIds": []string{}}, map[string]any{"fileIds": []string{second.FileID, second.FileID}}} {
+		if st, body := player.call("POST", "/api/v2/third-party/recordings/restore", bad, nil); st != 400 {
+			t.Fatalf("restore %v: %d %s", bad, st, body)
+		}
+	}
+	if st, body := player.call("POST", "/api/v2/third-party/recordings/restore", map[string]any{"fileIds": []string{second.FileID}}, &br); st != 200 ||
+		br.Results[0].FileState != "Completed" {
+		t.Fatalf("restore: %d %s", st, body)
+	}
+	eventually(t, 30*time.Second, "the restored file playing again", func() bool { st, _ := fetch(src, ""); return st == 200 })
+	if st, body := player.call("POST", "/api/v2/third-party/recordings/hard-delete", map[string]any{"fileIds": []string{second.FileID}}, &br); st != 200 ||
+		!br.Results[0].Success || br.Results[0].FileState != "Deleted" {
+		t.Fatalf("hard delete: %d %s", st, body)
+	}
+	eventually(t, 30*time.Second, "the hard-deleted file's lease refused", func() bool { st, _ := fetch(src, ""); return st == 403 })
+	if st, body := player.call("POST", "/api/v2/third-party/recordings/restore", map[string]any{"fileIds": []string{second.FileID}}, &br); st != 200 ||
+		br.Results[0].Success || br.Results[0].Code != "recording_file_gone" {
+		t.Fatalf("restore after a hard delete: %d %s", st, body)
+	}
+	if viewer.call("GET", "/api/v2/recording/files?channelId="+ch.ChannelID+"&pageSize=100", nil, &hit); hit.Total != all.Total-1 {
+		t.Fatalf("after a hard delete %d files are listed, want %d", hit.Total, all.Total-1)
+	}
+	if viewer.call("GET", "/api/v2/recording/files?fileState=Deleted", nil, &hit); hit.Total != 1 || hit.Rows[0].FileID != second.FileID {
+		t.Fatalf("the deleted tombstone: %+v", hit)
+	}
+
 	// autoRecord: the leader's pass starts an automatic session.
 	if st, body := be.call("PUT", "/api/v2/channels/"+ch.ChannelID, map[string]any{"autoRecord": true}, nil); st != 200 {
 		t.Fatalf("autoRecord on: %d %s", st, body)
