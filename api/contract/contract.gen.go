@@ -1552,6 +1552,39 @@ func (e PlaybackProtocol) Valid() bool {
 	}
 }
 
+// Defines values for RecordPlanSlotDay.
+const (
+	RecordPlanSlotDayFriday    RecordPlanSlotDay = "friday"
+	RecordPlanSlotDayMonday    RecordPlanSlotDay = "monday"
+	RecordPlanSlotDaySaturday  RecordPlanSlotDay = "saturday"
+	RecordPlanSlotDaySunday    RecordPlanSlotDay = "sunday"
+	RecordPlanSlotDayThursday  RecordPlanSlotDay = "thursday"
+	RecordPlanSlotDayTuesday   RecordPlanSlotDay = "tuesday"
+	RecordPlanSlotDayWednesday RecordPlanSlotDay = "wednesday"
+)
+
+// Valid indicates whether the value is a known member of the RecordPlanSlotDay enum.
+func (e RecordPlanSlotDay) Valid() bool {
+	switch e {
+	case RecordPlanSlotDayFriday:
+		return true
+	case RecordPlanSlotDayMonday:
+		return true
+	case RecordPlanSlotDaySaturday:
+		return true
+	case RecordPlanSlotDaySunday:
+		return true
+	case RecordPlanSlotDayThursday:
+		return true
+	case RecordPlanSlotDayTuesday:
+		return true
+	case RecordPlanSlotDayWednesday:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for RecordSource.
 const (
 	RecordSourceAuto   RecordSource = "auto"
@@ -6012,6 +6045,96 @@ type RecordFileBatchResult struct {
 	Results []RecordFileBatchItem `json:"results"`
 }
 
+// RecordPlan A weekly recording plan.
+type RecordPlan struct {
+	// ChannelIds The channels it records.
+	ChannelIds []string `json:"channelIds"`
+
+	// CreatedAt When it was created.
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Description What it is for.
+	Description *string `json:"description,omitempty"`
+
+	// Enabled Whether it records.
+	Enabled bool `json:"enabled"`
+
+	// Name Name of the plan.
+	Name string `json:"name"`
+
+	// PlanId Id of the plan (UUID); empty in the template.
+	PlanId string `json:"planId"`
+
+	// SegmentSeconds File length of its recordings.
+	SegmentSeconds *int32 `json:"segmentSeconds,omitempty"`
+
+	// TimeZone IANA time zone of the slots.
+	TimeZone string `json:"timeZone"`
+
+	// UpdatedAt When it last changed.
+	UpdatedAt time.Time `json:"updatedAt"`
+
+	// Weekly The weekly slots.
+	Weekly []RecordPlanSlot `json:"weekly"`
+}
+
+// RecordPlanEvaluation Whether a time falls in a plan.
+type RecordPlanEvaluation struct {
+	// At The time judged (UTC).
+	At time.Time `json:"at"`
+
+	// Day The weekday there.
+	Day string `json:"day"`
+
+	// Enabled Whether the plan is enabled, so that a hit records.
+	Enabled bool `json:"enabled"`
+
+	// Hit Whether it falls in a slot (whether the plan is enabled or not).
+	Hit bool `json:"hit"`
+
+	// LocalTime The time in the plan's zone with its offset then.
+	LocalTime string `json:"localTime"`
+
+	// PlanId The plan.
+	PlanId string `json:"planId"`
+
+	// Slot Index of the slot it falls in.
+	Slot *int32 `json:"slot,omitempty"`
+
+	// TimeZone The plan's zone.
+	TimeZone string `json:"timeZone"`
+}
+
+// RecordPlanList Recording plans, all on one page.
+type RecordPlanList struct {
+	// Page Always 1.
+	Page int32 `json:"page"`
+
+	// PageSize The number of plans.
+	PageSize int32 `json:"pageSize"`
+
+	// Rows The plans by name.
+	Rows []RecordPlan `json:"rows"`
+
+	// Total Plans matching the filter.
+	Total int64 `json:"total"`
+}
+
+// RecordPlanSlot A weekly window in the plan's time zone; a window across midnight is two slots.
+type RecordPlanSlot struct {
+	// Day Day of the week.
+	Day RecordPlanSlotDay `json:"day"`
+
+	// End Wall-clock end, HH:MM after start, up to 24:00.
+	End string `json:"end"`
+
+	// Start Wall-clock start, HH:MM.
+	Start string `json:"start"`
+}
+
+// RecordPlanSlotDay Day of the week.
+type RecordPlanSlotDay string
+
 // RecordSource Who asked for a recording, manual (an operator or backend), auto (channel autoRecord) or plan.
 type RecordSource string
 
@@ -6799,6 +6922,30 @@ type SaveFfmpegTemplateRequestAudioCodec string
 
 // SaveFfmpegTemplateRequestVideoCodec Output video codec; copy keeps the input.
 type SaveFfmpegTemplateRequestVideoCodec string
+
+// SaveRecordPlanRequest A recording plan's settings.
+type SaveRecordPlanRequest struct {
+	// ChannelIds The channels it records.
+	ChannelIds *[]string `json:"channelIds,omitempty"`
+
+	// Description What it is for.
+	Description *string `json:"description,omitempty"`
+
+	// Enabled Whether it records; true when absent.
+	Enabled *bool `json:"enabled,omitempty"`
+
+	// Name Name of the plan.
+	Name string `json:"name"`
+
+	// SegmentSeconds File length of its recordings; the engine's setting when 0 or absent.
+	SegmentSeconds *int32 `json:"segmentSeconds,omitempty"`
+
+	// TimeZone IANA time zone the slots are in, for example Europe/Berlin or UTC.
+	TimeZone string `json:"timeZone"`
+
+	// Weekly The weekly slots.
+	Weekly []RecordPlanSlot `json:"weekly"`
+}
 
 // SaveRoleRequest Request to create a role or to replace the fields of one.
 type SaveRoleRequest struct {
@@ -8513,6 +8660,24 @@ type ListRecordingFilesParams struct {
 	EndTime *RecordingEndTime `form:"endTime,omitempty" json:"endTime,omitempty"`
 }
 
+// ListRecordPlansParams defines parameters for ListRecordPlans.
+type ListRecordPlansParams struct {
+	// Name Part of the plan's name.
+	Name *string `form:"name,omitempty" json:"name,omitempty"`
+}
+
+// SetRecordPlanEnabledParams defines parameters for SetRecordPlanEnabled.
+type SetRecordPlanEnabledParams struct {
+	// Enabled Whether the plan is on.
+	Enabled bool `form:"enabled" json:"enabled"`
+}
+
+// EvaluateRecordPlanParams defines parameters for EvaluateRecordPlan.
+type EvaluateRecordPlanParams struct {
+	// At The time to judge (RFC 3339 with a zone).
+	At *time.Time `form:"at,omitempty" json:"at,omitempty"`
+}
+
 // ListRecordingSessionsParams defines parameters for ListRecordingSessions.
 type ListRecordingSessionsParams struct {
 	// Page Number of the page to return, starting at 1.
@@ -9034,6 +9199,12 @@ type RestoreRecordingFilesJSONRequestBody = RecordFileBatchRequest
 
 // SoftDeleteRecordingFilesJSONRequestBody defines body for SoftDeleteRecordingFiles for application/json ContentType.
 type SoftDeleteRecordingFilesJSONRequestBody = RecordFileBatchRequest
+
+// CreateRecordPlanJSONRequestBody defines body for CreateRecordPlan for application/json ContentType.
+type CreateRecordPlanJSONRequestBody = SaveRecordPlanRequest
+
+// UpdateRecordPlanJSONRequestBody defines body for UpdateRecordPlan for application/json ContentType.
+type UpdateRecordPlanJSONRequestBody = SaveRecordPlanRequest
 
 // StartRecordingJSONRequestBody defines body for StartRecording for application/json ContentType.
 type StartRecordingJSONRequestBody = StartRecordingRequest
@@ -9654,6 +9825,30 @@ type ServerInterface interface {
 	// SoftDeleteRecordingFiles Soft-delete recorded files
 	// (POST /api/v2/recording/files/soft-delete)
 	SoftDeleteRecordingFiles(c *gin.Context)
+	// GetRecordPlanTemplate A recording plan template
+	// (GET /api/v2/recording/plan-template)
+	GetRecordPlanTemplate(c *gin.Context)
+	// ListRecordPlans List recording plans
+	// (GET /api/v2/recording/plans)
+	ListRecordPlans(c *gin.Context, params ListRecordPlansParams)
+	// CreateRecordPlan Create a recording plan
+	// (POST /api/v2/recording/plans)
+	CreateRecordPlan(c *gin.Context)
+	// DeleteRecordPlan Delete a recording plan
+	// (DELETE /api/v2/recording/plans/{planId})
+	DeleteRecordPlan(c *gin.Context, planId string)
+	// GetRecordPlan Read a recording plan
+	// (GET /api/v2/recording/plans/{planId})
+	GetRecordPlan(c *gin.Context, planId string)
+	// UpdateRecordPlan Replace a recording plan
+	// (PUT /api/v2/recording/plans/{planId})
+	UpdateRecordPlan(c *gin.Context, planId string)
+	// SetRecordPlanEnabled Enable or disable a recording plan
+	// (POST /api/v2/recording/plans/{planId}/enabled)
+	SetRecordPlanEnabled(c *gin.Context, planId string, params SetRecordPlanEnabledParams)
+	// EvaluateRecordPlan Whether a time hits a recording plan
+	// (GET /api/v2/recording/plans/{planId}/evaluate)
+	EvaluateRecordPlan(c *gin.Context, planId string, params EvaluateRecordPlanParams)
 	// ListRecordingSessions List recording sessions
 	// (GET /api/v2/recording/sessions)
 	ListRecordingSessions(c *gin.Context, params ListRecordingSessionsParams)
@@ -12853,6 +13048,206 @@ func (siw *ServerInterfaceWrapper) SoftDeleteRecordingFiles(c *gin.Context) {
 	siw.Handler.SoftDeleteRecordingFiles(c)
 }
 
+// GetRecordPlanTemplate operation middleware
+func (siw *ServerInterfaceWrapper) GetRecordPlanTemplate(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetRecordPlanTemplate(c)
+}
+
+// ListRecordPlans operation middleware
+func (siw *ServerInterfaceWrapper) ListRecordPlans(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListRecordPlansParams
+
+	// ------------- Optional query parameter "name" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "name", c.Request.URL.Query(), &params.Name, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter name: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListRecordPlans(c, params)
+}
+
+// CreateRecordPlan operation middleware
+func (siw *ServerInterfaceWrapper) CreateRecordPlan(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateRecordPlan(c)
+}
+
+// DeleteRecordPlan operation middleware
+func (siw *ServerInterfaceWrapper) DeleteRecordPlan(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "planId" -------------
+	var planId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "planId", c.Param("planId"), &planId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter planId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.DeleteRecordPlan(c, planId)
+}
+
+// GetRecordPlan operation middleware
+func (siw *ServerInterfaceWrapper) GetRecordPlan(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "planId" -------------
+	var planId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "planId", c.Param("planId"), &planId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter planId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetRecordPlan(c, planId)
+}
+
+// UpdateRecordPlan operation middleware
+func (siw *ServerInterfaceWrapper) UpdateRecordPlan(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "planId" -------------
+	var planId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "planId", c.Param("planId"), &planId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter planId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.UpdateRecordPlan(c, planId)
+}
+
+// SetRecordPlanEnabled operation middleware
+func (siw *ServerInterfaceWrapper) SetRecordPlanEnabled(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "planId" -------------
+	var planId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "planId", c.Param("planId"), &planId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter planId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params SetRecordPlanEnabledParams
+
+	// ------------- Required query parameter "enabled" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "enabled", c.Request.URL.Query(), &params.Enabled, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter enabled: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.SetRecordPlanEnabled(c, planId, params)
+}
+
+// EvaluateRecordPlan operation middleware
+func (siw *ServerInterfaceWrapper) EvaluateRecordPlan(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "planId" -------------
+	var planId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "planId", c.Param("planId"), &planId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter planId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params EvaluateRecordPlanParams
+
+	// ------------- Optional query parameter "at" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "at", c.Request.URL.Query(), &params.At, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter at: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.EvaluateRecordPlan(c, planId, params)
+}
+
 // ListRecordingSessions operation middleware
 func (siw *ServerInterfaceWrapper) ListRecordingSessions(c *gin.Context) {
 
@@ -15620,6 +16015,14 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 	router.POST(options.BaseURL+"/api/v2/recording/files/soft-delete", wrapper.SoftDeleteRecordingFiles)
 	router.POST(options.BaseURL+"/api/v2/recording/files/restore", wrapper.RestoreRecordingFiles)
 	router.POST(options.BaseURL+"/api/v2/recording/files/delete", wrapper.DeleteRecordingFiles)
+	router.GET(options.BaseURL+"/api/v2/recording/plans", wrapper.ListRecordPlans)
+	router.POST(options.BaseURL+"/api/v2/recording/plans", wrapper.CreateRecordPlan)
+	router.DELETE(options.BaseURL+"/api/v2/recording/plans/:planId", wrapper.DeleteRecordPlan)
+	router.GET(options.BaseURL+"/api/v2/recording/plans/:planId", wrapper.GetRecordPlan)
+	router.PUT(options.BaseURL+"/api/v2/recording/plans/:planId", wrapper.UpdateRecordPlan)
+	router.POST(options.BaseURL+"/api/v2/recording/plans/:planId/enabled", wrapper.SetRecordPlanEnabled)
+	router.GET(options.BaseURL+"/api/v2/recording/plans/:planId/evaluate", wrapper.EvaluateRecordPlan)
+	router.GET(options.BaseURL+"/api/v2/recording/plan-template", wrapper.GetRecordPlanTemplate)
 }
 
 type BadRequestJSONResponse ErrorBody
@@ -26091,6 +26494,976 @@ func (response SoftDeleteRecordingFiles500JSONResponse) VisitSoftDeleteRecording
 	return err
 }
 
+type GetRecordPlanTemplateRequestObject struct {
+}
+
+type GetRecordPlanTemplateResponseObject interface {
+	VisitGetRecordPlanTemplateResponse(w http.ResponseWriter) error
+}
+
+type GetRecordPlanTemplate200JSONResponse RecordPlan
+
+func (response GetRecordPlanTemplate200JSONResponse) VisitGetRecordPlanTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordPlanTemplate400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetRecordPlanTemplate400JSONResponse) VisitGetRecordPlanTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordPlanTemplate401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetRecordPlanTemplate401JSONResponse) VisitGetRecordPlanTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordPlanTemplate403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetRecordPlanTemplate403JSONResponse) VisitGetRecordPlanTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordPlanTemplate404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetRecordPlanTemplate404JSONResponse) VisitGetRecordPlanTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordPlanTemplate409JSONResponse struct{ ConflictJSONResponse }
+
+func (response GetRecordPlanTemplate409JSONResponse) VisitGetRecordPlanTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordPlanTemplate429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetRecordPlanTemplate429JSONResponse) VisitGetRecordPlanTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordPlanTemplate500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetRecordPlanTemplate500JSONResponse) VisitGetRecordPlanTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordPlansRequestObject struct {
+	Params ListRecordPlansParams
+}
+
+type ListRecordPlansResponseObject interface {
+	VisitListRecordPlansResponse(w http.ResponseWriter) error
+}
+
+type ListRecordPlans200JSONResponse RecordPlanList
+
+func (response ListRecordPlans200JSONResponse) VisitListRecordPlansResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordPlans400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListRecordPlans400JSONResponse) VisitListRecordPlansResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordPlans401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListRecordPlans401JSONResponse) VisitListRecordPlansResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordPlans403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListRecordPlans403JSONResponse) VisitListRecordPlansResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordPlans404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ListRecordPlans404JSONResponse) VisitListRecordPlansResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordPlans409JSONResponse struct{ ConflictJSONResponse }
+
+func (response ListRecordPlans409JSONResponse) VisitListRecordPlansResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordPlans429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListRecordPlans429JSONResponse) VisitListRecordPlansResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordPlans500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListRecordPlans500JSONResponse) VisitListRecordPlansResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRecordPlanRequestObject struct {
+	Body *CreateRecordPlanJSONRequestBody
+}
+
+type CreateRecordPlanResponseObject interface {
+	VisitCreateRecordPlanResponse(w http.ResponseWriter) error
+}
+
+type CreateRecordPlan200JSONResponse RecordPlan
+
+func (response CreateRecordPlan200JSONResponse) VisitCreateRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRecordPlan400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateRecordPlan400JSONResponse) VisitCreateRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRecordPlan401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateRecordPlan401JSONResponse) VisitCreateRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRecordPlan403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateRecordPlan403JSONResponse) VisitCreateRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRecordPlan404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateRecordPlan404JSONResponse) VisitCreateRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRecordPlan409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateRecordPlan409JSONResponse) VisitCreateRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRecordPlan429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateRecordPlan429JSONResponse) VisitCreateRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRecordPlan500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateRecordPlan500JSONResponse) VisitCreateRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRecordPlanRequestObject struct {
+	PlanId string `json:"planId"`
+}
+
+type DeleteRecordPlanResponseObject interface {
+	VisitDeleteRecordPlanResponse(w http.ResponseWriter) error
+}
+
+type DeleteRecordPlan200JSONResponse RecordPlan
+
+func (response DeleteRecordPlan200JSONResponse) VisitDeleteRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRecordPlan400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response DeleteRecordPlan400JSONResponse) VisitDeleteRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRecordPlan401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response DeleteRecordPlan401JSONResponse) VisitDeleteRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRecordPlan403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response DeleteRecordPlan403JSONResponse) VisitDeleteRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRecordPlan404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response DeleteRecordPlan404JSONResponse) VisitDeleteRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRecordPlan409JSONResponse struct{ ConflictJSONResponse }
+
+func (response DeleteRecordPlan409JSONResponse) VisitDeleteRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRecordPlan429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response DeleteRecordPlan429JSONResponse) VisitDeleteRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRecordPlan500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response DeleteRecordPlan500JSONResponse) VisitDeleteRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordPlanRequestObject struct {
+	PlanId string `json:"planId"`
+}
+
+type GetRecordPlanResponseObject interface {
+	VisitGetRecordPlanResponse(w http.ResponseWriter) error
+}
+
+type GetRecordPlan200JSONResponse RecordPlan
+
+func (response GetRecordPlan200JSONResponse) VisitGetRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordPlan400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetRecordPlan400JSONResponse) VisitGetRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordPlan401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetRecordPlan401JSONResponse) VisitGetRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordPlan403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetRecordPlan403JSONResponse) VisitGetRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordPlan404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetRecordPlan404JSONResponse) VisitGetRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordPlan409JSONResponse struct{ ConflictJSONResponse }
+
+func (response GetRecordPlan409JSONResponse) VisitGetRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordPlan429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetRecordPlan429JSONResponse) VisitGetRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordPlan500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetRecordPlan500JSONResponse) VisitGetRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateRecordPlanRequestObject struct {
+	PlanId string `json:"planId"`
+	Body   *UpdateRecordPlanJSONRequestBody
+}
+
+type UpdateRecordPlanResponseObject interface {
+	VisitUpdateRecordPlanResponse(w http.ResponseWriter) error
+}
+
+type UpdateRecordPlan200JSONResponse RecordPlan
+
+func (response UpdateRecordPlan200JSONResponse) VisitUpdateRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateRecordPlan400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response UpdateRecordPlan400JSONResponse) VisitUpdateRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateRecordPlan401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response UpdateRecordPlan401JSONResponse) VisitUpdateRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateRecordPlan403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response UpdateRecordPlan403JSONResponse) VisitUpdateRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateRecordPlan404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response UpdateRecordPlan404JSONResponse) VisitUpdateRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateRecordPlan409JSONResponse struct{ ConflictJSONResponse }
+
+func (response UpdateRecordPlan409JSONResponse) VisitUpdateRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateRecordPlan429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response UpdateRecordPlan429JSONResponse) VisitUpdateRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateRecordPlan500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response UpdateRecordPlan500JSONResponse) VisitUpdateRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetRecordPlanEnabledRequestObject struct {
+	PlanId string `json:"planId"`
+	Params SetRecordPlanEnabledParams
+}
+
+type SetRecordPlanEnabledResponseObject interface {
+	VisitSetRecordPlanEnabledResponse(w http.ResponseWriter) error
+}
+
+type SetRecordPlanEnabled200JSONResponse RecordPlan
+
+func (response SetRecordPlanEnabled200JSONResponse) VisitSetRecordPlanEnabledResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetRecordPlanEnabled400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response SetRecordPlanEnabled400JSONResponse) VisitSetRecordPlanEnabledResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetRecordPlanEnabled401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response SetRecordPlanEnabled401JSONResponse) VisitSetRecordPlanEnabledResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetRecordPlanEnabled403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response SetRecordPlanEnabled403JSONResponse) VisitSetRecordPlanEnabledResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetRecordPlanEnabled404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response SetRecordPlanEnabled404JSONResponse) VisitSetRecordPlanEnabledResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetRecordPlanEnabled409JSONResponse struct{ ConflictJSONResponse }
+
+func (response SetRecordPlanEnabled409JSONResponse) VisitSetRecordPlanEnabledResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetRecordPlanEnabled429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response SetRecordPlanEnabled429JSONResponse) VisitSetRecordPlanEnabledResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetRecordPlanEnabled500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response SetRecordPlanEnabled500JSONResponse) VisitSetRecordPlanEnabledResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EvaluateRecordPlanRequestObject struct {
+	PlanId string `json:"planId"`
+	Params EvaluateRecordPlanParams
+}
+
+type EvaluateRecordPlanResponseObject interface {
+	VisitEvaluateRecordPlanResponse(w http.ResponseWriter) error
+}
+
+type EvaluateRecordPlan200JSONResponse RecordPlanEvaluation
+
+func (response EvaluateRecordPlan200JSONResponse) VisitEvaluateRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EvaluateRecordPlan400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response EvaluateRecordPlan400JSONResponse) VisitEvaluateRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EvaluateRecordPlan401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response EvaluateRecordPlan401JSONResponse) VisitEvaluateRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EvaluateRecordPlan403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response EvaluateRecordPlan403JSONResponse) VisitEvaluateRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EvaluateRecordPlan404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response EvaluateRecordPlan404JSONResponse) VisitEvaluateRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EvaluateRecordPlan409JSONResponse struct{ ConflictJSONResponse }
+
+func (response EvaluateRecordPlan409JSONResponse) VisitEvaluateRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EvaluateRecordPlan429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response EvaluateRecordPlan429JSONResponse) VisitEvaluateRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EvaluateRecordPlan500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response EvaluateRecordPlan500JSONResponse) VisitEvaluateRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListRecordingSessionsRequestObject struct {
 	Params ListRecordingSessionsParams
 }
@@ -36364,6 +37737,30 @@ type StrictServerInterface interface {
 	// SoftDeleteRecordingFiles Soft-delete recorded files
 	// (POST /api/v2/recording/files/soft-delete)
 	SoftDeleteRecordingFiles(ctx context.Context, request SoftDeleteRecordingFilesRequestObject) (SoftDeleteRecordingFilesResponseObject, error)
+	// GetRecordPlanTemplate A recording plan template
+	// (GET /api/v2/recording/plan-template)
+	GetRecordPlanTemplate(ctx context.Context, request GetRecordPlanTemplateRequestObject) (GetRecordPlanTemplateResponseObject, error)
+	// ListRecordPlans List recording plans
+	// (GET /api/v2/recording/plans)
+	ListRecordPlans(ctx context.Context, request ListRecordPlansRequestObject) (ListRecordPlansResponseObject, error)
+	// CreateRecordPlan Create a recording plan
+	// (POST /api/v2/recording/plans)
+	CreateRecordPlan(ctx context.Context, request CreateRecordPlanRequestObject) (CreateRecordPlanResponseObject, error)
+	// DeleteRecordPlan Delete a recording plan
+	// (DELETE /api/v2/recording/plans/{planId})
+	DeleteRecordPlan(ctx context.Context, request DeleteRecordPlanRequestObject) (DeleteRecordPlanResponseObject, error)
+	// GetRecordPlan Read a recording plan
+	// (GET /api/v2/recording/plans/{planId})
+	GetRecordPlan(ctx context.Context, request GetRecordPlanRequestObject) (GetRecordPlanResponseObject, error)
+	// UpdateRecordPlan Replace a recording plan
+	// (PUT /api/v2/recording/plans/{planId})
+	UpdateRecordPlan(ctx context.Context, request UpdateRecordPlanRequestObject) (UpdateRecordPlanResponseObject, error)
+	// SetRecordPlanEnabled Enable or disable a recording plan
+	// (POST /api/v2/recording/plans/{planId}/enabled)
+	SetRecordPlanEnabled(ctx context.Context, request SetRecordPlanEnabledRequestObject) (SetRecordPlanEnabledResponseObject, error)
+	// EvaluateRecordPlan Whether a time hits a recording plan
+	// (GET /api/v2/recording/plans/{planId}/evaluate)
+	EvaluateRecordPlan(ctx context.Context, request EvaluateRecordPlanRequestObject) (EvaluateRecordPlanResponseObject, error)
 	// ListRecordingSessions List recording sessions
 	// (GET /api/v2/recording/sessions)
 	ListRecordingSessions(ctx context.Context, request ListRecordingSessionsRequestObject) (ListRecordingSessionsResponseObject, error)
@@ -39542,6 +40939,248 @@ func (sh *strictHandler) SoftDeleteRecordingFiles(ctx *gin.Context) {
 		sh.options.HandlerErrorFunc(ctx, err)
 	} else if validResponse, ok := response.(SoftDeleteRecordingFilesResponseObject); ok {
 		if err := validResponse.VisitSoftDeleteRecordingFilesResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetRecordPlanTemplate operation middleware
+func (sh *strictHandler) GetRecordPlanTemplate(ctx *gin.Context) {
+	var request GetRecordPlanTemplateRequestObject
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetRecordPlanTemplate(ctx, request.(GetRecordPlanTemplateRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetRecordPlanTemplate")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetRecordPlanTemplateResponseObject); ok {
+		if err := validResponse.VisitGetRecordPlanTemplateResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListRecordPlans operation middleware
+func (sh *strictHandler) ListRecordPlans(ctx *gin.Context, params ListRecordPlansParams) {
+	var request ListRecordPlansRequestObject
+
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListRecordPlans(ctx, request.(ListRecordPlansRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListRecordPlans")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListRecordPlansResponseObject); ok {
+		if err := validResponse.VisitListRecordPlansResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CreateRecordPlan operation middleware
+func (sh *strictHandler) CreateRecordPlan(ctx *gin.Context) {
+	var request CreateRecordPlanRequestObject
+
+	var body CreateRecordPlanJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateRecordPlan(ctx, request.(CreateRecordPlanRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateRecordPlan")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateRecordPlanResponseObject); ok {
+		if err := validResponse.VisitCreateRecordPlanResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// DeleteRecordPlan operation middleware
+func (sh *strictHandler) DeleteRecordPlan(ctx *gin.Context, planId string) {
+	var request DeleteRecordPlanRequestObject
+
+	request.PlanId = planId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteRecordPlan(ctx, request.(DeleteRecordPlanRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteRecordPlan")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(DeleteRecordPlanResponseObject); ok {
+		if err := validResponse.VisitDeleteRecordPlanResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetRecordPlan operation middleware
+func (sh *strictHandler) GetRecordPlan(ctx *gin.Context, planId string) {
+	var request GetRecordPlanRequestObject
+
+	request.PlanId = planId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetRecordPlan(ctx, request.(GetRecordPlanRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetRecordPlan")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetRecordPlanResponseObject); ok {
+		if err := validResponse.VisitGetRecordPlanResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// UpdateRecordPlan operation middleware
+func (sh *strictHandler) UpdateRecordPlan(ctx *gin.Context, planId string) {
+	var request UpdateRecordPlanRequestObject
+
+	request.PlanId = planId
+
+	var body UpdateRecordPlanJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateRecordPlan(ctx, request.(UpdateRecordPlanRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateRecordPlan")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(UpdateRecordPlanResponseObject); ok {
+		if err := validResponse.VisitUpdateRecordPlanResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// SetRecordPlanEnabled operation middleware
+func (sh *strictHandler) SetRecordPlanEnabled(ctx *gin.Context, planId string, params SetRecordPlanEnabledParams) {
+	var request SetRecordPlanEnabledRequestObject
+
+	request.PlanId = planId
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.SetRecordPlanEnabled(ctx, request.(SetRecordPlanEnabledRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "SetRecordPlanEnabled")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(SetRecordPlanEnabledResponseObject); ok {
+		if err := validResponse.VisitSetRecordPlanEnabledResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// EvaluateRecordPlan operation middleware
+func (sh *strictHandler) EvaluateRecordPlan(ctx *gin.Context, planId string, params EvaluateRecordPlanParams) {
+	var request EvaluateRecordPlanRequestObject
+
+	request.PlanId = planId
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.EvaluateRecordPlan(ctx, request.(EvaluateRecordPlanRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "EvaluateRecordPlan")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(EvaluateRecordPlanResponseObject); ok {
+		if err := validResponse.VisitEvaluateRecordPlanResponse(ctx.Writer); err != nil {
 			sh.options.ResponseErrorHandlerFunc(ctx, err)
 		}
 	} else if response != nil {
@@ -42914,793 +44553,821 @@ var swaggerSpec = []string{
 	"cMBn7mdAYhu+a6i+HzaKv7HPrEScCd9sQEgfjCH8Pmy8beaKVsP3/a/hbcB48i/hH+FZuaBCsDo8Dn93",
 	"fRnF6LKbg/tz43lTU+QgD7zsuvN/htf9Dx0Wkf/F0PoeLhhn3wltRL+EZqLfXMfRL9HexL+ymuF6exaN",
 	"5y/MbPBzN0P/AHWp4etwpjO/brahjG42X7Y/br7baqY2W8ZfuwXl2q7A8YrWdVj1+LduzUzZ/yOx1P1f",
-	"/dL2fw3Lmwqluqjp+o7+/+y9jXIcN5Yu+CoIxt0Q2ZtFUbKsdotx4y5NSTan9cMhqe7ZGfuqwEwUC8Ms",
-	"IDuBZKnscMQ+zT7YPskGzjlAIquQVVkU9WOb90ZMy6xMJP7O/znfya9fCW5EuoOXEnOkenoUGUFCVaaw",
-	"/ov+fiw/QqmbCuGD0n31lqmcm5Oot61TV8VZDyAhgNErBJukScO/t21Q/KJdeoiRlhLcH7Vu1NYWJExl",
-	"mJIOjw7yscOT/XFUJ5NozpWopS5Qnl4u6KqU5NspNAgGBW55JQaDD8cN1XtANKkdNohHcJsaUil5X5d/",
-	"JeZHE5uGkEAhCM9kWCPI/nrwfzCpKAx4q5OB4XqQSc78Pm3VyKsWuNZhx+2fPgS9t5Q3Ap3iJDAgIKNr",
-	"yqfFGw2AsigeWKlzSOAY/9o5kN8e/nrj5OZvD3/lVfXbw1/x8ZPit3Ff2xWYxd+T2HdBg8bvO/7SwXgr",
-	"MRU0sLLRRIIdkzd2NBP1lRhhR7UkY6OLkb7A785eGapbWWSsUT6NkoqVcEIPsAvKcI2W+OM5evITzpSe",
-	"lNgjTInFZHppGS9m0hqYHChjyFCx6OdM3OhrgXrXRCpexht25LNn6Y2dbIee34xw5VnJ0qF17l26Cr/b",
-	"ESRQWpYQCB26WOI07ZElVX3a3NNaW53rMqnsewFV0UOoqnuoMPOAjafWVqNJeTPO/L9n1RNU+8fT0owx",
-	"P2DsBPw4Y7qpmQ+uwt34x6tjeODNP86Y0RM7d8ewe3ZximAsF8enjqjePT89hPD7u7NXnTaRxvHCsbnJ",
-	"31uZXwsbgKjatvfE2siFyy17/uL8+Ozk+xdOGdfN1bQdyC0XUsrAnKhKnoMn4uzi/DTOlduLb4hf/062",
-	"E5bv/l0a0BtMtVZJOO+LBirB5nzhKYrxPhXh0plyon7D4Z72uoToMSQBAJCmFEDO/o3f8HN4heiD7f74",
-	"6txtwDmf8Fpm7MeLi9PR5PXpE/fH42mtZ7KZjS45CCka+JAyjODZl6/+4U7N7VtPnZ5TfoWy6daHKJJs",
-	"1MgT3Vhdj8P4RhZCP/wAlw9+8UeRZJzTZB7lj3oe9pjyO+fU+lN8qEQPUlsVkcwQ/hVI7Ldsp6lTlObz",
-	"N939Dr7G9vZmbefL+LIfQkMJ6NIW8mvcAXLDpNns0grLwFl1TyVbulq0g0lOgriyZ7rsucnUoRKM/5CJ",
-	"QyXnFDlcV0i+3tMJg0oTeqEpPT+kItERuPbJ5VD7sip0+NMu44Mfk/oM3y90D4LkoJRmvwSfEiyjTXkA",
-	"EIUANbsM+x1NFZfxVpWLAV+iCtt2E3KtjFCmMWu3o06erzt1gjaLqZOs21FVciUyVvOJHd1oC1eZchTa",
-	"WsKMGVmNjLxSvCwp/RjB1H1+3+bLDLOLswCjLcnaKphN/r0zPrHPJb9S2liZJ3sL+b0KmAnrLjC6gU9U",
-	"IT4klEz35w6YE6QuhVgHUTV+aMbzqRzcKybXs5m0g7+Lj1tR4AwGfsS9eqyV5blN9kqSZSnNCn40fRBe",
-	"a1E38bgO2cEqZQ6cySt9NXi9pb7aeqXnildmqtdvaq5Dykv4mKEXh34LFr4GpXjZ4PVbF0WllKa/OrbS",
-	"31tGNbNTkQyYLnczudGQlEIB1m3iPhtJqMs4XuG0dc1eQnZlTxjMinrWD53eMjT33G3SQLxaDt9Zul9d",
-	"6sq6RJ66K9GZRnu+TD9JdiR4IZUwBrMF1oQtMfmankZtN5FNsqaHlu/jFG4XRKClYrOIjAde4W1AoRFz",
-	"em2Epz8tMaxzNYXwer0kjAPsh8xcy6pqEz1y6FYWmvT0RE/xnSGfmXOsRKobFWO9hGb+vgSp2xGmL9hP",
-	"USt9vdNOIovPdj1QcrhTw9Jp2kvF81xUljs+3nO/4M8b8jxoi2uutnZT9qTsnKhC3sii4eUyBQwPni0R",
-	"WgpOanD0vm2C5RbZrrkvnl8sNmWDeMVwy6wQHDtu0x/OZ23yxxn4h17KUnzvFLQ0YrxT7CeydAoqZbYN",
-	"7Rj6z+kCqGFXafuekMqDS+q9G/P9lXZaI+iA7xvFb7iEdFH/J2q+8h6bmKYTXd04fTlqoa1LH+a/e/l8",
-	"CNbkmZ/3y/DG+oZv3LK5E1HzWqsrFH2V0FXZ04QLEVjX85iJRPNBtbUI7QIDPtWGu0Lb1X5ywMW4XW0M",
-	"DiIKmDc4DZ0iqNUhAmrJArtBgskIxlAhKqEKSLNO9GSDeSd26NHo0cGB46xWqtzSJi01RV1fgbJNJWBy",
-	"NwduYjpl9FTU4J711GUQGfPSvQP+KS88MOC9mmIA45re1JEVIhjIJ1dZw8ZsA5pJ/2b0ucH+OdVtmzPo",
-	"fB9S32dcOYa/GxdH6ppd8vxaqGIvg3JKtuu98+6/8Ft7UHNKlf3ei4ejOV2usdptZclV0nHXofd0dC+6",
-	"3WzXV9GKgr0+fbK3z17BhbzygBriQ6WNYNV0YWTOS6idModsjBeozVnANIFaTEQtqMn/iqWZmI7TTPP+",
-	"dmG0O709AmnzEGGNAhnQJgTXmMX1zFqJB2kRl5faiHWBQKypuJKQPaiB6C3b9QpNxoz8RWTM1jy/Nhkz",
-	"VjuVJ6MJjSBu6CRIxd2N2+vJgS1E3pNDjQM/YPjMdvArGFPf2KvP6IkduYs35XUxopeGaz7F2o7EheTM",
-	"P3FLhV2owiloiUXwshzlpc6vMQIsrSHPJJQnb6nBrZPJpEvIgu2+e3fyfC9jubt2ypnS7qt0QfyN05VQ",
-	"BNPh3uyV4uk8puiD6Ltq/eGOAvt1gmSVhfur2/jLhRVDd/wjNYxJzWepWNxL+DvbBec45hM1hdTUksjs",
-	"ua2Dvv6DseUK8aGPPf/oFA684PCcI0OoyN+N+iy7hQLPRQJlu55Qlw4W6+E5y2tupmkipo+sBYzx7b/A",
-	"8einRXbV0CTytQHzi+XIEmj6sKd9DT17TYdATFNtbH8rVuS3z5POlHcXx6wgRyTUDjk6XllsGsYI0t/6",
-	"dWS6d4weHACLjvHGH3XK+L5omTzcETSQwAQlhq/Ve/zo+1n1ZK+vpxmucDOnooJdqEJiQC7b4y1hKD6V",
-	"tYyiMG083Phedks9gWRtncrS07C0Tx/vXsfImMPPgPtpJ5psxPYinhVvXcvul7wGLU/q3LnOuXZZQkyT",
-	"/eodMa/NNXQd5elrxHy/2+o5WGWAPEJOsF3VXFcdHV439xJMrwDrTlLUJly7n6hmLiHVemoDwOpZ0qqN",
-	"EOyHFxfsIa/kw5vHDwOvegjm7mimC1F2wvQxpu25ntjnwv+X/9dabf9c9OThH3m1mHeFgvT9mSERyo1y",
-	"Ryo76BjJ6yRrBtsO6vLQMNHtDABphqr+/W2xfS/W0Bo7js8A9UI1gdVVrzZm+i62F/uhExKJsC2iPS/q",
-	"WtcbzZVaTCBXT9cMfVEZNnZCKML4s3ejZuBVMp9Qy2h1vc18p83LWts+2lnx1DUH5DxHmPxFJZ7JHnPN",
-	"CLCae3Mm3TGzElw3rYPg0KPn+KQzPKQHAL5oqZfikLBVv2LkcTraK0XWyiFk+rlL6/VYd3PBSjEE1UMp",
-	"m2mdZoAJiY/dAi5ykAAhDtc2y0Ere/Os4LFPr1RtAotsU0piGMfh87oTpa29Oat6W6+6ZjoaV1Csuq3H",
-	"20vSxXNENujFwlpJSyc8VAuLNP8/viYWL3Q7xctrBsN1L3rj61C/OmS/WQOLzcFbaGFn/k7vRFNwGhly",
-	"kbbBwHplzI3+GtNhets0djNmtm1z49cbrvK1VEU6qc6ZQNLK1ElfhOSdMB4Qg1NQtgh4w4ygmZ7762VP",
-	"phm2VkuL/7btWrjct2n8Q9sqCFto4PTxEkHVAkdv9tHpCQAh9TpMrKhnUqW2tJPMFrZ0AcAf2wTPu0C9",
-	"4XspWlkh65orA8Euk6z/BDw8lD+GvDJWrNn7Sa1nfbuG+NbpPdJ9L4EGcvu2n3KId8LNGebQDrp574Yc",
-	"hSemcKG7G76emQFjcFxno0srZhAJ8eZ/6Y+eAUMIwpLttjUVxB+jmDbE8fZuIVtiRrdpN8OU01s00zei",
-	"8InIZ8LIohHHjkKa6rZhXAw/Ws0wnsFq/EgoFmA1fiYFtFYvzhrVATROoau9VeWCknGgRFgsTPDUw0dJ",
-	"es7SGToeWTbVJ50wZ61muXucgs8Ar3qJ/Brm7huFBUclJfbN5BUFXAK+TBtV3gAvuw5Ptu4Jk2H4rPWD",
-	"UJwfPs5szWWZQoFcO5OVbHDarDCJW1ykdCi7TShq9zXHV5zlXNQLVjcqCX4krCj+LhZrMxThWtCzUIMF",
-	"pvJcN2XhzpJ+QcM8+tYQ4JDomqalkDTYyyMeeJuLCF4W9xjQDV1KnxQra7c2JIBtVFPY4Z6mg+50t2tG",
-	"g4SmqfGyTzoNT2Fkfpt9Xbp4tMlZ57iz7n1c0z0Gav8uprIuTnltF53y24/mbFBchVjhWAgVij67N3V9",
-	"hecbMV+u8GybJdC2+jpbclVQ83pMyl6PnPv0IIbOfXqQ3PDEtkW3ZGXG7gyozT/gqSMTtKgIShNAVJRm",
-	"pVZX7rF5yky8FouNzeSv229BDQt2VBxGoPhwcv7RQKu6MkRD03zlHPOQk7NKgUZRZBWRsYLRvk0WQZIR",
-	"72Tt5qWvvRUK2uL3Y7gQiwXURZ8jDKioHvDkVogwq8Uec2fIjgj4Fr22zv6bchP+mi6OKeWVvCzFxisi",
-	"lA0lf15wIH9HnWPgbbkWooJSyn7wqRf0pXntKE+RNw/ufAtFVbvrUQ3N58fwTm9ObLcxmd8SqgTptoai",
-	"ZmRQKuSfI1enPzfoJ6c0hECN5bPKfGx7tW17lyUXcsgOepqpraFtXco8CdVFN5/hEyEX3G+BVGze4yVf",
-	"hk1rgX/oa8uXMjq+lQ1JXahBpNqnJz0nSQvW7N0Raw8SEwjbwaSXylkaKOA78ErRV3v2Stbides7vZ0I",
-	"P3W3Uswx7cSNuBSfS+SR6pDisq7DCs4PQC6Zs0Oupuyy1Pk1AE747DzDxAdp7CHpcBTgwhpE3/O1V1EE",
-	"IJJBhpFHTMTAkJvXDDKLgTEW+pC0Nximp6Tv1tZGBA8PapL7+gAc+rQmciN4KYqjSl7oa6HSSnLAhXMm",
-	"hHsBEiIDiNTqgdr+sSaOncLvNGxwUYPmDSW2Fbfvxz2Ol2uhhlUChKmtZ0N+RBo7TRi91bW1hsR4IPUC",
-	"+4xNVmHEUHkD6BxIVkqUkjeytCdqWKkqPMykOsR/jaSiOtucK6XBhvYQELqOmUeiFrwffaYFB9WgZiw1",
-	"K4wFI0aiocgmZKdyaEi0NMPby8Mt6oGxFdIhdBy+FFiZt4XL9B32XFFRpZMbNl2MHk46jXu6cg1oigAo",
-	"sGW2q3txIFpK33TXxPFWT3u18dvSkUNhlUB8h/UBv42n60hjozRE+gkZf2G2Gdw8MNQdG/EuB0SquoXI",
-	"pI3u6SvnKbV7+PESungi7Z73cZZ+MMNAM0MBDMMLw5wVuhS3hys8s9Wprm0P1JZjjmcXpwykZITI0yZD",
-	"JFSqDZ1T6c7BaNskcMta5GnGQR1zgFPhzHhdyxsKmLZpDBkzQhXRY9LCXzoAPzQYoKWpdBhtDZgWrJAr",
-	"1qha4Ao9NBe+E7AbYEfBJEr1Or9zgK3BqS6v2zQXPVc+tOpmm2adyfLHC//pgr17fvrw4vg0jDAkct3U",
-	"lTZiHbopbR70yovNaOr2MCqp928iQ6dEr1Z/KYW0a3DU/Kluut3h9EF9piO+0wbFxtSJvh7n52fHhLvS",
-	"Ij277VqqbbdrStqN5bZJsCbgEW0sbqU9ql9zgF9KU8/G9JVwwgRTNHjqvehRIeEXrmvMS9rbRju6klfS",
-	"mLXQUuE6LN+tTcz2CAB50rTTZbmZ91B0cv3a5knz0Dfe/Q7lneTDsG0NgVPLyQbBVosy7C8b05gXi0qM",
-	"IcimlaC2cWslTyw7fsvWP/xGF+IYv3MEVdCi2Pnt56VNSQvR7nYEmPR1Qmgze+tlZ6/5hxSiurE4B6+d",
-	"OV1pKENzo0qVysGrl4Z1M3tg4AJs84W0LgFbam7ZTWTpcDfEoWMCc0tttzIbpnvczkmBLImzSS0iqgm4",
-	"5P6sH5h2N5fiY5u1CgDkVsWWOkJaMB6x0Odq5TId+lgFqyTgrOGq+mAq2+DFt99+823cqvLg8ZOPFquJ",
-	"5nKbek5uJ4+WPvDN47uQFMOaMtqyN8yE96mUE+HE8GFnV4IYD6YToAiYSNfbZ8/RV8S+OThYf2rfPX3S",
-	"CTo9OkidmWPVncmSQ+vRt9lKShyCBFmN/H0SywyUCU5igDjwPd8REy44bdaImN1xgn2P95hUxgoeWvth",
-	"mfIhO6ChASxQU7HtuvBbtBEHm6OdCem9hr2cebF8u0Amqu9cLQnlVLX4Wp1StkrhoGt6f/S9cVdrqqPG",
-	"Ttvm832Gawd0kmGude30cGnJ54FFh9hy05h5sshkys0p/djv2eNhAHfS/jvxwG6bRDkBH9tKK9lVn96G",
-	"4oZUx5Oo1AHLTWAH6C8IPWN8qJw2pQ9QpUzk0z2XVwJaJ/MSWW9neKV0A457iZnk+ZSXpVBXoi0h2fDZ",
-	"IX6t6Djn3ebv4OiqBUCObo2M3Pb0T8F3+y+C06r3k9J2bVE3XUQa44CmpcuQJO1edn9XXe970qHW4940",
-	"ou44N9uNCf2mK1GvRGzWW0zLCffh+/5OZB1i6ObRt3v48yCi7XeYLaPF4sZDrvdyovdQl1o02hYa8Aqf",
-	"+Qg3G461rt9uBBoljKXedkt7kSiBK690Le20n2DDEwCKHuuxr59/u5PtnP94NHr87dOkGssbO9W1/AUy",
-	"a34ECLaeDabqQDamr+7v74/ZUfw6myIwHQaMMPwROtQjx2yZpbu8Zy+P2eOnj/6KINMvj9lfnz56ehjq",
-	"7xmHrkcZsdNlJp5wealUCT7edwa/og2G0yQ5ljEhQ+zGmZ3Yjplk7KQWZur090LPesuTNgKptSyGuuX5",
-	"7tQZXn2CMKGJ5T4tD7cQEHe5xxbz6inhVKVly790ImHp3xteSgu5AFWtLapYcGUOMWcCstY7EyH/gdLs",
-	"X1hj6C+Wex6hYKbJazVEwqQYm2kjqUG+9LWwcsJxA7Qcya5ajGi7OudvAv15oQobD4gQfq8HJczr64iB",
-	"4i3MIrrF80jTWrSSPrZyPtPXwvGVjwCUOqeOBVYz44Yb2WS39cA2E0UaOEIG1xaKCRvoOsYhj2YrnhsW",
-	"5NfSgZF6vBWKFH506Nal+TJEiJE3O66EK/0o/KiLANpobrszMNWPgo1K7fSWLfo9ecCObLo8W1frYhd9",
-	"EBGHbfNk7RFsoszOyJh69Pi7lM0vZ0I3/cWw30M7DeI486lT1bCDP5ld7NEGc/6bji2fMuWhBKMHLdJt",
-	"IgC1svDUIaJvYebQu+enwHYmvCwNAHS53bk4Pu344RF3y+aOlzRFGjU/iZ1eW1M9e/gQYhXWVMb9+93Z",
-	"q6yjg5Fa71RCJtVEMzmJmp0wJQQaUrNl6/bgyXcd59F3m7RQN8cBNzZNrFh75i+me5pukTvhhPbUFFIf",
-	"60IkfFdHR8cZOz1+fQT/953bnrdV4+v2o7VPnahwA+1vizz1o55D9m8Q+Mxqfd21W3SDnRJpYOxDDWHI",
-	"/vp6aUMxvXdWFX04jVUfBhKrqVbNNE41017JQuAk3yy5ljfLwcveGU+FvJqmWiTpAvq0uV/vpidPT+0/",
-	"gYl6BrWVpsbZtVggCg6tGlQRORM94La2B7/S9/HH3vDQvmk310qJ3GahQjFjRtimyqgdjK5ZoZXoaUgv",
-	"Z+JCQzABDm4jknikdfPWC033j0ys2tiw4IHHu4bFufMIP1MvptDcHg9qtymglsXmVXqZSd51QRMXBXR+",
-	"8KVNS/beqn4oC9FH9z8+fvrETeTHx0+/Tb48l4Wd9t1i+HHQJU6wPQ9JbKkvW8s6kgyxUefQr++Cm+uP",
-	"L9RowKqh/EnGfUNSy00CpziVZpn8wkqeJVw1bq6jLEt4EZsqkP/Sact3nXD5seVd62q6GuWIcG3bA3qG",
-	"Fe1DPpKZ7nwwrOl3PBy1Fi9LDLds6QS70r19jH+A6wHTp7qV/fQIM/6hqnVq+f/w2ac/vH199B+nZ2+P",
-	"zwey+itd68ama0nbvLL2qcESZEaJ32vVblz2a3x4CxDrqKHFqpiphHopS/GcRtAb+gdUQiFsU9G+4Lk2",
-	"wfwestGjVjGpSm7dFkBXFUrpxDjWUPla84nduDdLnT4Q86TeiJgCVQ+dF/vCyd1G7O0F7Vy1zg1Jb244",
-	"bVqYn+gaWn4drkcvKeCYkBEjYSEJGs5PeWPEhba8fJOyBAFu6orXl/wqkC7kmiLCPQCGKqa40tvBkV7l",
-	"p6LORSoX84fVr1leXwkwb90r7sfdH97+cLzX3iqPrz/w+kwFr47KUuffp8G24M/gAy+hrR+of7xieAxD",
-	"F+leOV+YTd+Akemw9KXlUomi1YGo+bC6IoE38Nuqmf2Qr6Na7xEtUscLzXiHLtP0LhGvz6Vf6N2ucYko",
-	"l450afejWfq9yZZvf3wr11DeaVKDBNQAjZBm8L+QNNHWUFwuGGczXTRlCtq5KOokCPz3UhWMfvV5Zrpm",
-	"44N9+P/YFY2XJXO7Uk94/jFNqnB2UZuqnk5U0lih3MBrR/N5CTy3DS/LBbv0Jm4qmLi5m8hq9OrSbQ5Y",
-	"mWn4NVhOwtTAZfpqCRNm2/0CryR2taKWBBll6Y6m1lYZeCKgq5X7JxgGc3FZ23yLNFR3kRiaJyGHbtJJ",
-	"ueJb53G9SDUN7WSHcZ/OI/7V8BJ647lfsMjbSHVViq2yYXubS14Ee8o/E7uD1vmBlsN+eJBZ3M7OU0zI",
-	"mfSL7zQICzd1Q7+UlrDTUT/3i+nQMmZtY88OnN8Gbfku9LJ0/PDMT6uCWXJVRAxoCwduxN0G59P1BxRx",
-	"NMA3eclnMtW27khBlZ1lE3gAEiCEUD4Ni9SYESK5/FNcnuv8WiQ8t22JxNryGCVEEeA6IXUOCA6+/cDg",
-	"VPqscSMvyw1dCnPqbBdFy3z2BrdRtVaaA85lWeS87kNO70wSAusGip+4L9z3728OoocvxbUlO+0iN55m",
-	"zWc9zYmhYQx4oOLWnoPPcUP1FdkO+AGAZ1RRP0/ZybLrqXPqNfrA6HdzphmFkuPgXwrdYEVZavff7iSw",
-	"1e9C5ZuZmMWWmxu7E0Y7/bpPKrp9/rfzt2+YFR888vW2m503tUm5Z99WHJIzNOIxsd3x2Yt/nJyfvH2z",
-	"f/Lm+Yv/2D9/8e/jPRAb3Bh3B//ViHrBcDykLtPMBKvl1dTG1fVhK1e1kxsyBNbxpxfuoRfqRpS6Eusl",
-	"z1vF4Jgyb4EiWJGHtNg1N/l+Z6P2bx7t9aUaJb05bxXDg8/YnPBiCTu3FhGMZ6q5dzMTxbopz+MAMI6Z",
-	"a2WlakhVcTKGcFrcjufu9J0m3eePGljc39JWLSblFlaOEf9KeOh1jcwqg7AMajls91HGHmfsm4z9f//P",
-	"/xucoVe8MocIHNRAgWtq1TiCVFd72J4ddgvI3x9EgBamjzVmYDF7H3d4GVjZIX0OtDP4UhBdNfHiMJEo",
-	"/NK5EeYOuYjb8syT8Cb0nIijBH5woia6t1dy6F03lJfwxu2IJVDrnnGngjXVVc2Ltimesw7aV6lbO3Fz",
-	"AxGiBmvSTF+TSBCMKfGx86LVLCTE/aciLpkGLDAICmb01bWS3AjRRg+3UadiBShRbgvwEmWyA7LfNAoQ",
-	"uScNkwV23lVopxvG3cuwgkJYR7SsgKxX1SMHSQ2+WFR9WFWtADcZbhNPCRsz5ZVgCXF1ux0KSkVikyqe",
-	"Cmeccjv1Ui/czYzVooR21j5SdHR6wi4hRRothjVsOX0GnOWlRDws95AJ8M+1oINory1xgH78TONufjLN",
-	"6yLmcax2FqrbZfGvnq5xl/3iL+wGix5r1zHji0CBu+ciH4XnRx70be8wvnpGgDiA2kHIbJhMRC0GqJpw",
-	"cN3JZsvMYulKRlsUjiUmk4jkU8zunN+Il5NZJa4uxKwqub1lXv0RRgNzDehQNBRACUJ6LTW7KXku2K71",
-	"sUN82mk6MIO9nnD+99LW3Iq/X6Yi2xfo6cSWPpfSYpBbKnZ9Ke1Dc8gOWCkoTVoo/GI+1dpsSGTHqpt1",
-	"qezZ2mSDt42tGj8vaKN1yHJdLYgvQTKxqhobCzn3uztwnoPbGyoVq3z2npd8Tv+cNfhvSMj7+daIDOGE",
-	"ktVBKZiSbEd8sDU/qq9S6QVNja05aYN1RczW0D8fYo4oZEabjJVyJi2aliOAD7MZG9lGicz9t57IUjy7",
-	"ydioFDeizNjoKmOja7GQyr6fSZWx0eUkY6O8dv93xj/U0DJ5dNlMsC3aqJIf3k9mblBeu/+TA8cZmfy9",
-	"ndbCeLCPnvQ3Zy3gtN21jWaeKKJa0x8xKoEKnBmkwVkSWJouzCRkarirm7gsa67s44NNN7YvYYM+jj87",
-	"6qnkB1Garafw5JvNc9iQ6fG6m+Wxcle9V3eifSvY5Zz4zdljNOKbjUgjVGULSPq5rtBNxa0VtXvyf//X",
-	"0eg/+eiXg9Hffm7/uf9+9POvB9nTb377H72ZCkNYGvYru1OW5v7fpuNZl0lB1wRnth1Tmz4GU2L6+Om3",
-	"69hXTyoGfRh+/Yjr+den321Xmta5KZ296XD/Psl6psuPB9wkCcoRA8a7DFCWogdclIV3pt4G2X0Foicq",
-	"z8f2IYPkw9a4PdvVo34cqA84/8C9Dd7oGKPfiLyppV08jL6wgn0cWULe4vHVZncEdJxGAo9X3XvLVupa",
-	"7uzOrdSrJO4fJPD6okPDZ0uJek7yNr66aess4vVlcYe+eQB8nzu26EwNXbNCXkm0M7TTTObSCPIu4zMm",
-	"w0fc/2r3fwHX1OTaY7pMF9VUKJOSJ90zHigOHj3+a1oeVL2liL4uq63NI4Ok1FeQv+tWfUi1qFRvI1Re",
-	"L7BqxB9JXjbGCsRNditbLVZcs8Dv1hd7UKLYjrnJd7LblRcmqgmjkiCl2b8aDeHwmpVSCXZZC3695bn8",
-	"7592fvqp/ukn9fOvj7JHj79Ln8SQ6ryNRxGmnetSK9xwzeZTaQUzFc83c77OxJ/99JN56Gb99Elq0sPr",
-	"/cI1S3IR8DAc67KZqbQ+nMNvGA5FfwSldiQCd8ktxMH7wTeVtm+ackN7C5qFNOzN2wv25t2rV32YkXLG",
-	"68XfxWLoeFWUN0tvO4JJD5/2fj4XeckdDdKo7qnNJj8dD/kp/S50ltB/Ym/xv5MnBu2xM+z7ljHqSAEG",
-	"jRTzRHgDJm36Do5arWPPbRokxOB9b7k8elThX2NtneYwPMLauZapTtNF4r48f/4KMY1mQtkUOrVUedkU",
-	"4nlRQh1e3aA70NaNQqeq1WzGPzwvyuMpr9NuqaIoL/zz66+Ym86cm3b49JVKEw2ebz/R1Hq+EZ+v1nOz",
-	"tA1wGO4kh0Ys4OGettFwI0APwMm2/XCjjAngnd3PDow40hZ4YgrZEBxz1uGSRR1XnI4u5pvjAl2ya9eX",
-	"BUJYOuQkEWL195m40ddicxVw7Z6DMuCyDO21kK4co16lSXrmRaXzaQ+EPtWfC/eI519uMFQLlNPjjG+f",
-	"gNaym0VOCULu3oeJSGMaURDAO1eAWl3TyLwOjR0HXhk3iWEKHSiH1E7Tz4WQ492+DnCb0rey7oYlT0zx",
-	"yky1PcrzZPrYETP0BJSEGsOs7Anh9KAMeYzlQs9VqXk6qrkJcBDcHhI90lZXhs11fb3crXFt7je+3VNe",
-	"IdHzD/ll3u3v+5oCK5winF1PVniybuPMhxHenb1q+5ZCCYqcQbIkr+uFxx9sd3VD+A6Xkfntzqiqot3A",
-	"zad8S4c2Hb9GA3LLC4CtvEA2wuKlKgGv0t+KAKrijBSoS+bW8nw6I2PbszlgZtmOfy3pMlmLf0TIRyFl",
-	"A/azLYN8erBNI41Hmx0mtCvrTuUc23kkqY9u4QPT0qFTBtJJoMM69d4uvdN/HhHKLb8WinAeo0C1NOwt",
-	"HGxapkOK6Q3vPx0P9HMp7FwI1X50YCrhpgagMFXavlv1AF1GrQ8bHicNLi9zyNnfjiaPqYOc1c4K2XxB",
-	"ek/5gl+L6Ii/8MG2RceDyG11c6Fq9bnOG8c+QLQfNYW0ZyKdRtt5MqS1K8fufEZlrpWtecq6I2CFk3To",
-	"pFU7QcGPUSuGFAYNKpDytWfcsPDCtqVRPZGfY0KNgJ8PUVmuan1ZurVgKFeVi1P/FzIfBtszq0fktjEZ",
-	"wcdPbFTucZfJ+0UvDdxsu9l+mela0CegewOzU66cbYQ6rYFij3napFliHd3Cn84lWlptPLNsDd7DueW1",
-	"DX0Bb8dQ0P3t29E/Y+PA4cZg3I55VY1BJRp77MIx28WOCNC8mH7s+F3G7qbUy/xEOZWylW972/e+J+eL",
-	"R0rkAd0fuxxcLliY/aAo2G0a3Ye9OoSYWMfRS43YqSRt4+e3LPgOOotZ0lgfmEGf29Q+Hd+G9i48n2J1",
-	"XtuRjO1CV2mWl24zKGbSrammNBdpKRdkudM68o8Dd63aoMpwPMlkrG5A5/C7vjUDmoIfsvfv6bD+4f77",
-	"/fs1saTUV37rI3dc1WmtPyxum6ZSNWXpOOWHBeCbuFFvQYpWs6q5LKWZMqms3sqnGyID7/dHP/+f/2Pn",
-	"42kDp1OWzHckvD2wCl6UdfcpWjq/bXikf+W/M1QVBAw5XAVWAbMB4K3akAuFaHTNSn11tQobuhlYZSD5",
-	"RU2O1t2ARP5KEsIgbs/fI4p1dUeS2FhdtV2CM+JSHHY1KfF/t3K0u9KvUmT+maSLrj6BcEEQve2u5/aZ",
-	"EVtfi08sIjYLhS/M1oYwtHo9+Ae2lfcJLQJPD0oxnM0EWSJRYeJyqG1W8dyKor+PpP+FNRXAQE9lPmW+",
-	"mygA5foxhrZt5pZfciPO5S+ip/bc/RQaHNPjQQ+GkvSB3+qvoDmmTsmmU0kzcNg5LwfOfl5LK0Z8Knjh",
-	"RO2284ferWI9hAc2SWH+0dvgA9Vt08zVG5E6saUtiCaavsPuehPOdzLSgVhRNUoihDVu3a/w9j478/A7",
-	"3LBToYoOwnghjFsM1bugb/EwtnsLaSqcI7NNjWhATl9mvItO7hHOYzb1wGAZ+TrP+3pQkmj9R/jKeml9",
-	"TJIaMwNwZm1+9Krcx0eGBblCiRYOu/vu3cnzdAXdwHZbARdpS8/XMJA5C30RdAP3A/jNao/OqKiImtKs",
-	"m3PtzGp3j9hEKl5iiH7D5Df2TNoulZhbD0nlsxIaZWXJcqeZqd6uWsf95/ymA7EPaOIEoSsRLL+lgL7y",
-	"RmqOPQSpnJtrgbQiLeQzXktVPOuBAYT93YpGQKQNCStANjQc32ozwttGFsIeZ50oQwj74XK6G7ZNR78U",
-	"N+jBmlymVW6uTSr5MLYqgZciClHaoux8P42ZAIAo/ArLmDpTSOAQVck651Y+gfrhHsraTq7cskdDQSr4",
-	"FQieBE2hgwrSSgA+t+If2dXoomW3t+1t1JV1CX+61TbVVeLYtyEGLHofnI7g6LfF1KkQ5y9sn//yGuCH",
-	"BA32a5vLlzOjrh5u6lA2HDGkQ3be5DlgOGTsJTH2C8fY3zaYGntMTB2cFcCW4ztN4n4n23kemNgOlMcS",
-	"QkgYfifbwfF3sh3/gZ1sxw+/hiBOS75IIdAfAUwmYKNDxSBmZW1qWD3EtFqZyOU6sKmUn7ZPw651VYkC",
-	"CjP7EFgNo6fYpci5LxumpdZOXbVaM1PqebkY+NnJ+u9tsYDeNpQXNEfwqGH7HGnhLwazhTImJ4yrxf5d",
-	"+DIxnTk+9zRCEGxa34jB+S4DCjS+kB6rtzJ0am01mpQ3GcN/zaonGZuWxjsBe4T6TFtxVBR1/16ifosV",
-	"tk6UtxEDLJ2Wtk+q1xuUw3bnttQMB7h70mAvm233AZWv/jizlSTm2FrHnnRtbWy01Z6SA0ksk2S8e/2M",
-	"GDlSWkK3h0dF8MsqAWHXFLLAeF+owx/a1oRG31LwERdNyL1Ggd7Nk2A8rzfN3OMhZ63Jh/genfkt5Vys",
-	"tS9Wd+Zj+cX2TXBwhqkbsLkVTHdH19yiWn9Y9NreFyvdudzeUykLGeQIVaQ/LBJpLXeCE/7x+7zRPFpe",
-	"5yHKOGkpydRXYLlnHsa6bopDf1gMs7TR/Up1WhtXYNIK1/LMH3iLJ2CVEIXMeStjN3A4WsIqg+vuop9T",
-	"/+WitOO0Twc4tVZRQ9U71ZYGBjvgQus5tZfBWR2Si94j5+FUlQ4vQTtGw3Z91VnVmGnmyWDvTpSLbk5G",
-	"zxr1ZFJKJdYJWTB8524xb/HhbYWtVoM+AVhFmIq29RdqeSXXYMvQNiD0vWG7VVOWiNJIGz+RZQ8+PUmf",
-	"RMUaSeb42ElRBAmCiXZtal2QIT3FAK0go8zugYCAWO2Qi6737ZBxZ14CaUCSB6LxOpXJqcorGX+3cqYQ",
-	"cQZnypAgWtTLmW+gP1vz/LqvZQ8M+MAwfKh/tzev4sKNkFQo+n1Dr6h7nq7ttnf1TlTI9oqsslj8QEKX",
-	"9H6lId4jOtrB3htfzfCH997EC93iknk5Ntxfc+7rQ764v6ZD5onLABwbPMAof6jDyGGQFx7nL7BJkCZ8",
-	"zhexDwYH2sl26LU1rhQk2eS9FCUUw3HANkeu37E4kWhD97Nkln0qXR+xbej3gbco7+/RkUGHjoz19On5",
-	"uG43AYIWVrwLSA57d9jmJjlk/zZcJ/FAEVjDqUe++1BbCFII7UEnkrfAAApzGlvmHBGaPY7Ij7+wXRho",
-	"6Gw3N0jZavlLRAh74W9GkuRu8h8FL+30ubBclskiVWWEMg3W7mN4ucCHvQ7gtOxUOWgE55CE18OCboJZ",
-	"T9fOgtAWxQnUIqblYh4miAHpQnxg9JpPzkEDY8YdYxMDfXaQSJ3YjxNVyBtZgPCEncNM/OEcGvcb8uFT",
-	"/JkwBYZZZB6AIKRERDWiSaIuoVdib8Ct9enllE+AL3SAS5Smv7pTvVZ63h/g+2iUaT6xPYKgvZemTRiJ",
-	"xvLk/cp3h3wJ7nz45zFXhSxQPTmfNrbQc9XTfHNTvkXALO1JWLmN6AyQ1u1diLciOsWsSyBZJ/MBL/Ba",
-	"qvfFQwmpgXc7lAKtBRQvWuaxVjdZZjak/zcppLAbUfMy0FjEaeLDhRZQhQAoT0BlUPyGy3LJhdTpdZo+",
-	"zu+lcjLcw/IufW6DdoxLaEdPbjlwuRczLsvbd5GMYGSMUAXj2IhMaUdPlIIpZtS/aanguekBNDjHH9ow",
-	"LCAgOoPOJ4TRq47aIe22Pyfw8cFByrDSqSysXFYA8xFhYQY6gTVsrmDVw3Z6U/G4oeSbLXZzXaNCrKaC",
-	"skZ/TlKxWdRUbqAEoqNIp1/AT6OT58EOBzjNFvY0UaWh7Ho8hfPXF0st8EUR34me3n3wQuJexaNRNMYX",
-	"uW+yNqFWiQbutHaLN6X/7NOIwt9zI3Pox+l23h0uv9SNDYROmSBYPZzQROoUUsDx6TvmfpFW5LapBSSP",
-	"BKWfNOO2D1La8fdJJX6uZzOZontsyIk/+x4mnHIg247j+9u3P7Nal/mUSxXYaXL0ucTmfyujT7WxadCO",
-	"H7WxHbyzSKX7JPqHTkmmpQZBtznyqtZFk+LGp/jDOlySMtncDULS3T5nANIWGuisZM5u4SHsD42G0lH/",
-	"TXp2WzdVUwH+8qaqXyN95/ml7w1kqQPl/6CQAxxgO2SgtG7ztaQuF2443LAMeUu8z8sb4s+9n+ed6VL0",
-	"NIzp3IbP0BgmeUGPyhJthe7tHGw10SrcMrdpCbN+0y646fHrAIsaSRV39gSbNWTo3RYOEkYqdA9ST8mN",
-	"fZEOQsKfW/wPAymXHcNMOl2NEod6R+/Th86bGUBzbfjAlFOTxEaxhbD9n2lUil+cx110/TeQWRwy1ZTl",
-	"ug/dLpMVjaW3qtyAWAYHA7CU0N6V3BetcwGG6Wls0SjFN3blgQ/kXLFL6GfAZlxBN7L+MTc2NoMhpWH0",
-	"MFN63qOlNRW0ZDqNe9EOmSg1ryXUQ6cvzTggLWFuqumBcePmug/UylyjCAdbQob+Sr7x3hDuG4bvGkjR",
-	"QayuuHMR2u2Nb2uHQGJaXM9B+jNaUlzEbJO00jvAsFhAy+QGpWCsX+ZZozbbUp1WyEt9ktf6DdJW8K8b",
-	"UNjhOo1MJXJnskFbhNIirrhxqtiSGtUua11e/QtVRC2MttVkqs0UJg2owTzemGRT9D6tq8NFbzHHICXW",
-	"8wE3ckqgdPgKSI3EFKe6duIoCBVoSuGWXTj9Q9fU0/pSwB/SEdnNXGQrXlEFVhBrWtFViHemXVsW7mk/",
-	"gfTaQ/RDx+6MvEsbjE5H/8XzpP/ze/cTxtk5qCSzShSMW+AZ9MPuyflb9t3Tg0cZQwk7bhQoYdiss1H+",
-	"NXjHfAr78ZbfRIycjbtKO3l0ehJwdZC+aC5yVmGAznwBOxb8vwi02fsZ/HnZ77hS9RivSXyoUh2xeuJL",
-	"d2bxxHZO93Qiy6e9r10rKLEVKVoCf93dQ26DW497kIBl2G1+xaVyD1BulO9H47R9AlrOp7wsBXU/XXIL",
-	"lVe6lna6hNr8+vm3fajN4Y3g0olH955tHOD8x6PR42+fJn3ZHwXvjR9uN6HrRPq0sNwzYae66O7X8xfn",
-	"x2cn379Y2TQ4EnyjpQ44oG6LXD9Axs5fXLw7dQLm9NXR/728mqedxXyzspiff/0me/Q0PW+lk92SjvyW",
-	"wu9QTAHsvDs/6JQHTmHoNM0BvLs9+kPG2aQWZspqrgo9o8E2u9yHlID/S1fd3eYNNEPqruPfG15K7DZZ",
-	"1dpS9+3lO3roZiaIeTPOphgJ9MbBv3SVsRwnD/AcObjHzl4es8dPH/0VYa0QmRxBUBHsu9OQDjpYYHOm",
-	"HggRmdaWO+T77uwk88kYhCheNZbqZON7hNjnXAVjZNzUcoy9H/zyp8H4i7fe9zFat/dDkM/9Hgdy/EJA",
-	"5m5jk2x5KuvilNd2ccwrfilLmXR5tD4O37XOyWVo7wPWZKETKTDcCscOU8OFjy1Y+9hKh7x2fCr6Gd4X",
-	"r/3AMY6f7Iv3kcpIaF22QRdZA1wLTlanPQNWQbzBuHh6NelGKbRAPwo+dHs3yi2ahHRnudrRY6PjGV4c",
-	"GBeJvzXAKqCRU9pMvNL4XLL4tq6nk1fyRpxSXVfSwQjbzt6dvTKUsw29Ewka4Fa4O22+20dkl98aUhlW",
-	"AmgHlwJiqT5+uKVlum0HK/guXDnGe+q6wE7p6UWGPeZHjnO8O3uFaZtRg/hhnmk6ZzSI0vGTO01UxuE2",
-	"1bPG+Y+dUwIAcEQkT+RD/ny7HOKNN3AN3u0WGcXtwruE6Q95OFV+nFEB+ounYiDdUMXp9niVgktCi+5E",
-	"uEgdg+Zy6XgX5NK7m2kslIQax6JbjGn3phMMpeDGsm/wP2baWO+7nsgrTNEEPPLdFpv6YG87jMRvkiCJ",
-	"nlbW1ytovG2B2x0CSj9emFkHbggbWBaE5WoesESRKGYOloZaH+sGy0X3tqZXP8Nua8EnCUfpmivlB3sl",
-	"uBEff6ecWaDEHBo/dOuCE0Lh0uiyseLVmqv15BtIyVni99rykvkbGUFxHoKiYKa6xgwDrvDbNHJ7u3DY",
-	"CH/vUiw0FW0Gne+BQZ1jQW1Ju3+bS2WCkoJVIgBMsHeIoy/dC3fM+VTLXGD75HBHSINWJcbd4aLvbe6k",
-	"GN/tpwe9NdtDybWUkEGEFdyVqKUuOvsaEew2qPBPP4LqpoKmk+sbUZs/EtG1pbmfhfQwrhEpaC0En7SG",
-	"lTrnVte/YwJNkdxdkNB2amvXXzJ2+z2+hbPj66Xbj62oPPRnk4XmgJ3nERsbQR7a0rSNoIN/AnbysSr4",
-	"3UMuLpdPxgCMt4COXIPC2JMpeRG6hPvu5CnPZqLz+H0n8Y/vJD4QiI4eG24933cov+9Qft+h/CvuUL4Z",
-	"/+9WzYTCwBuwDuO8O/zE/n0f9T9WH/VlZ1o3P66vy7pfVWASMbdKXIhsVejHMqIPPjK+p8OUkp7culW1",
-	"ZHhanX8hzg8bpHQmVKZbp9W9g304quSFky0f31QciJlx1Vp3wVrwXezdNXS3UJJYS+UyQM+hkxTFvxFz",
-	"H0b11Tw1tgyTih2fPD9zpin1vsQW5h5DwFeSaiWc2aCIhZcSciEgHMzVIq4DG9zyPYjbpwmVf03Ywi3G",
-	"rgTVOsG04aw3Hd11n4iDuykdYogtobT9Xkx0LdasAjIKltchjTtmuYUMWRvhcx+rlqN864/6s/f5z3aq",
-	"pq606dkr+nHdiaSU3996yZdQrX+odVPdjoRfImmCg+nKDdMS8y3od636/7IWTp36YJNZDANv9XNpqpK3",
-	"fHOry7xxIz9+DwNI1kfsIvAkKBY8auz07Y2oT0su1Zk1Vaq3lV3NrSIAM86w5DDkzjDtfq3caGxMPW/G",
-	"++yiqRWizDLtW2HGXW94LXzumhKiMOhzgYJPyF1zHHiMEbB3dTlmu08ODthYKiD/95e6WIyZdibaXJoO",
-	"7FSUx9vnqkud9IC+GbyxGvHtk6W/usaUJnBNrmsH6cb5B+BzJCBSrB5VTVmm3xxGCxjIg8IDXZthlFGI",
-	"G5n7K5syYt6++cfJS0amrLMif/j+8XePvnvUorFR7dRGWwU/1f8N/B1QG9qv0B8Hf6S3ledzabBy0OPQ",
-	"sJwrpYGdR2V3q3sPnOzvImGL/F0sqIU9dD10tx4e9nad5dfCdJomA1D+BIwweHKIGT7lBgB01me3G0pg",
-	"Jlj5gAuzup4pN6f2l/Wj5Xwmag5VSxVXIytLO/pFd+pn4zan5nzKa3+JNoxMOyENM+4ldFSypmpB4KwT",
-	"8D2lOFtZ3FGzM9LSvBXnvxKZcRtv1ieQIU4hQkzW72vBr1M3TFSwiNAXMFi8BAZdCn7TV7cUwxWvzRzD",
-	"M4ndz46fX8Qt1ga8f9Z5JySrvEv1SIOe9Hhl35292mcQLgh9C2Zsd/yXv/zl/xpnbOw29n/+5S9/Ge9F",
-	"picJkEiuZOyyCWg9oUuvm6DI0EfNVcEAc85YjuFVw2fiGePYiVwxrjS2dKYEWC+dOuKrFVTQ+BPSRxMi",
-	"am+fHcG4PpU0HqMWM32DnGGW7O22bSul24m1gWB6t+iShXrQOyPqO7MFofv/bbRIpM83680aM9Vz5TNm",
-	"c62MLkVk3eFaWV4KXg/uW1rrUpwUPcaH+5HJkPe3wfbgfhtqcaO9THEbAl1DCeqOYyeRO7M++rBsgHTh",
-	"N2974NFsO8nQaBE6JO1k7qhQdv887JKZFFDHWxUOkOYlLUWNEaDLWecVN2bu1LaCW55I4+0PaASEADd2",
-	"HNbYNjVw/b3sv5MzvnAaC9zL3nLlV/pKqs3TBzmCLSbdd1YSbsODuH/hyY9Iu6WNxwbtGzAY/CG5Xe40",
-	"kNE1g0hLMkXYPY3z9Y8jzAKc03ITsa0m30vQbf5uIAmEJwgbeIts4T7ya1ujrZIgiD/qOOb+AjouAcmt",
-	"JznHgUthe3pwrHH0rxLE7Xv9YPr+sAxp9+T+zlYlCkAVHTeWezZjDUZJ+EyrK0gEwK2TKi8bSKigrQFm",
-	"vDkZlNbQqUWIqT1rIbb8jer3MMfUnCKfn3sY42bsWVjkV4g4q8Kn7hZ7Fg/Vw8b4IQe5ykHSDAefbTcL",
-	"vwlFsQBEG6PQZug/cffNTeZzodL+U1xOtb5+Lkp5I+rF5j5CBT3JdkMZyFHGfsJHsIAF8ipAtzM/7ez1",
-	"tAbCYfA/jvWsQm6T7fyTSwtdei0UJ4f+QGuaAgFOV97U0i6gCpOqiwWvRX3UpMJZbekOUT4YGWNzk7+v",
-	"uH2/v7+P9byXjZFKGGwKLVRhnBrv1QmeA9ILjrMLLxt6ec/twY0oDbJgEtqk9bBc62spDsl2MIwznKv3",
-	"bUOOUy0mWBznzOEnB4/YmFfyPTzx3p85ZJChUeMsPRikvSVTa6sIAv0YvpqGmnTL6c6OOXlKcE8lMMqA",
-	"YMF2x+/f/6iNHcGS8bUxClywlQq8yj9eXJye7x0ioMwIJIDjDlSYtgyZCvmGjJdGg6WFtWr/MTq/yUfH",
-	"pp6MIJQ09hV50F8NDLYR4tWz8bnIRy+Fzaejc2nF2GkF47fw2xhMMzsVC/A2Lu3sN2ycm3ryvhb/De1v",
-	"YFOl2xnciR1v6u9Ey213mVfy72Kx85u7hTIJzea4DRpmbvmn3tVwLmr0b7kLADHIkQlPufXVgpcgGUe5",
-	"ns0a5fMKZ1zxK6i1av0WbZNCuE9RibWHVHMj4psmuLwy9OyOQolnIUwW8kOztss0PCmAuddaz4xvYiNr",
-	"xouZVNJYvBuHyE59gpxbnLQGG7/ncCNC9RgmcCK/s1NDR1Ny0FYI2hauEIOGsj4uh00X/dUsRFXqhaj3",
-	"2QtgSv92/vYNgz4n3k/dGFK8xoB28j04jM2UV4KNf811ITKPAJgB/r04KdzCbb1wmtD/yjwc8P/6bYwz",
-	"xswMGt371+i2XrgBRifF2CmklVZGhBJS6OKNGTfiX40z+8f0uXHGjCaoBOrCAvEjD1IzwxZqbS8dOq5S",
-	"X5l9dsqdXgXxxkChJnQZ8a8IdSNKDWtGYe1lRMZARGQgXf/rZ7fIyF8yA/VHVeEbQcEkIJSZLprSnZtt",
-	"agWHibdCKGytj/1axm7w8T57wfNpxEcUwLq5++EZWhxGczT9wbGYUfvHcUCpog+3D+Efxm1/JdoloSa6",
-	"zoVJDmZDmSyEGi8X0GgGjW5pGJy0v8t0SqItf/RfIkFQN07HJy9yUcuJZbzitUVvVrSy8V/GbCa4Msw0",
-	"oM+EnzImPuSiglBJdJp4NxxrdPdtEZYCVPWMOfsEzy2fUm0a40qrxUw3hkKRUeOpeCaOB48dlU5FCTyY",
-	"bneHNeMI++xtO6MZr69F4SfSOrOeMV7JkUVeTVMBERgkriHe5ngwGN/oZIuq9YPEcw86Ck2KvsN4g/qn",
-	"Q8J6FMRUPKm8K/o6U4smHARFO6F2D98XQkknNeLtQWqPL7NhYzyu8aaDRLa49hR7V17qnJcjt7YwWLxc",
-	"rEb3nd7cNdc+Fa3UuoKiAKdb1hNOFe4r5+T3wjNcgJQxZtKUofeXQT6POfqmJZcj1AQM2/1ph16LH2aN",
-	"Kgnz0Irip529uN88OmLpJTJ1u5UyiJMNtQ6xroJZ44Y9OngUukUTdiW1n/6nuDzX+bWwrKkAanmfvQ31",
-	"OIbyzrvfgpilLIWyz3CO7XnoSSv8vqcmm8G5DCyC7X7vN0JpWhklR+Ppur1wU6WMdPJT7B12F4adktDA",
-	"d0eMYh+Z2S6B/Yob4Fsc4x7QDsn91+nFf7KZvhHZUjvtPQ/VA1OgxjuEaxRKXhHafu4kNK1OOtYIPhXO",
-	"Hn/44O8Bcjj/XgbFHblX9LvWw5VQouYlbs+jPbrkivCD5twx/LH7H6p8GFMzY8KIhXbfq3O3y93Sdsdv",
-	"2o5ZRzSxwDi9KB/T4xeLSoz3osZd8BUP3OdxlUgRUUunAxNQ2k6xAGMCvmuSkrscPQjA73nr10IfiftT",
-	"qa90YxPHwRUbYxNiBCUbO3vkX40jxIrXfCZ8b5B2JqFEvhB5yZEYljTgg4ix+agFDDp2IhqD9yD9OHP8",
-	"rBKlJauVPGt+ntwwCepBLbAQF8MhbXnbYaq8bfmbYHjxAvMJ9/bZmeAF0hx+RxSYE7SCJeSo2cuxLgRV",
-	"LXIhKcTiqQTFsicZUtO8xaGVkcYKlS/GbLfd2vH5TR7/tkcBQwMkgRAnHJvVUWrQMzYGpjzO4iqIrN0y",
-	"dIAfsnEpleC1/MWpnWMsF8Qi13pmOuDIZWsCIWlgN/KwYndFfYsIEOd4CxHGCEwtSLnqoIRQmxmkvAm0",
-	"v4DL8e3BN8ttETzGI/Zldxew3Wf36VLjxK0j7kCIS5PH0B1uAhqF7ozhWN2K9FzheWb+SaDWEA2JgmcA",
-	"punsCDfEAttVdNdYakNy0wlL01XgowaVXYWdbsK55aXwwnTX/3Z+k8MP471ncVO/GV+w0glRgo9kMw47",
-	"U+vmakqsHows5Jf77J+1BDngDV7fj8JHCZEHigUcSXsiLblGLQECIwMCJ/slHA9qJAW3nBWyFrnV9eKB",
-	"gV5tpMpLAzhJcziASS3EyFRODagFaNLENAyb45xpMn+NJmOsrvmVeD9pynLMdsOOjk+UaSYTmTv14xwf",
-	"Gu9FVhY2PMLPSfx4gSY77pyPxGIrFs9WnVhyk7FCZcEugIuUsfFDbK0w9pZ0gX4cCBC21w5/hCgwafYY",
-	"kwSvrrSlCDHVpOl+dHoSYSQ/23m0f7B/sP/o6d8AXbsSildy59nON+6PmF4/BdeU71/p1OyHl1pbZz5D",
-	"ilKVDMEegzfYkLvQMQY0HCLbG8FzPcySVMbysmxl0VLIeZ+9jRVCSlqEsLi0RpQTZLdBdvOgaF4uenXN",
-	"Z34PFaErAQvMtc/h5K2S6Y15YBoS5RN3oxjHn2pHocZ35Nwdj0b0y8j9RQrjLo9flVNNJ7qec3BUeOrd",
-	"Hb/Ev4GAH//HKPzn6C/4hzPBy9HJqfuPf0g+DtZRKa8F6FrBMsG84FWx+Q3JxE7jUFDzYCPJEJxGVqJu",
-	"lMV+5Nh/mMbeZy91DS+ZdllQeVsyMxVlmWG2KahMukSCrmpAouEtUkO4SEiOVNxR6iuy6JVeujCQpWTI",
-	"D+ksaWR53/txRse6cGxFQnRJFZAN7ZXocJbRge9yNq81yJpCBBEHO1WLCuOiWgnDnjz+2567g2BlJGfV",
-	"kU6re/+3Q3BEzDWrMUgevIriA8+tMxmUgDL8fShkI23opNh5thPWd+S+C3RJ8t3sPPuvJFBtd2eD9hEf",
-	"yAPY6oyqrenSxPd7lciCo3Hqu/iQozF1Dt7TyyGOvyEH42eMCwhjv9cFZKq5qVKPjKj88+F/G8wgbIde",
-	"F/jo7pzP5QDXZzrA4taTtRquI4UiSpAK3vc+nra/Ewc4HJeBiAfKFWCljw8O7mx5GNdJrybFcDtVjL9l",
-	"O09wLqlPhDk//J4XYePcK99sfuWlri9lUQiFb/xt8xvHWk1KiRGeJ48GfOKUL0rNiwutX/H6SuB7325+",
-	"750iJGpRQK6dM5rg5ccDZnmh9WuuFrQd0DDp2yFbeKKsu1olwlfH4R9Hv+7yB+BeEp3rb5kT9vzKQCSc",
-	"YPmWRZxPAoh9jTvPdv72tx3/t9bZs/NsBx067W/4n3iBf8t65P+oDfFfiSQONUB+B3y4Hn7OFsK2HuUo",
-	"WQQ0dzMlf0TL00ClcRqDM1t8ER2EfOAXrZJqxT47sa3rYdlPxS5FzhvjhM6ldmp5yDvwmnn4/iqD/kHY",
-	"wGnOQ2z8U1H98qd6GEC7X3hM+1/VNb8QmPIS8mrxsnfvh7GyLMFGs9qZcMS7eq//nV7znFc2n/KHv8ri",
-	"tzVXXBUYIhetXkNvRpUGAaEEyg4LjHmdvvmByRm/cjYP9EidyBvh4ylwnz0aXdNiU0ay2uukVBg7kRMr",
-	"hGIzqRorDLllpNdqwX3rP+81PLQCW0CVCFcUziSai38YYyAdEFJQxSjqtE+LPynA1dM+U4I7A5YYZijB",
-	"2WqaaHPwGuAXkR+Aj0v66FtQ0Z6gDYb1YUWGwKyQWFWVPMdc+BUqPcbJbVKhEniGMSgwqEDONmoVIFms",
-	"CP5Y/Ql5EU0DTybVn7XsAi7Kwwo7UCQGRjTqxNBJ3hAd3Qzay2EIn9LO0E9yawXhyeZX3mj7Ujeq+KpY",
-	"EtJyIJs83JXPzGwe1gKkV795fYL+x2BiI3sJh5qFXEIUsORsMKYRpu0Mn8XMZT7V3v4DZ2Ccwks8yt0b",
-	"XRaOfzjhqDQrtboCMKPg59xnR4oRwLx7EBn4AnOd8cvRLMEYjWU9N9ceyy/2h0U8YZWqz3CzPp6y0eEN",
-	"zON2RL6+DmYAjd9eJaDVH/u19NF95wD2b6nPfz30Coe1TLAUeOiu9TNRMXhRR958XOMfI3drJ0241WSv",
-	"RDFyC4rSwKmNOniLpbpiY6LOU3q760yl5ASIawQfh1YdF0cbxoj8bOM9UJMR3mMl3Jz2q62LXj/rFMGn",
-	"fFKp0DSxhlLwa0Cm8ZDSSkj0cGGePjneIUE/7KLSNbN1myJvglNWWqeR4F6sbB8DX5dTNOe8LuLUf68s",
-	"dbWuB4a0oxFdPvc6xEeA1UL9GoQNx/4C7/sZvcfpjzOmGwvexrEbqqnFeO8QtRpwoUPAIjJuAl5OFtz1",
-	"pJM9efw3Nq65Fe8JzWcchVjmUhV6TqVwxjgm7VlB2DRQEWeCqmfDnytdynyRrGA1fOEMu8XePjsqyzYh",
-	"IUpMpgSpG33t9LM2GznGhwY5hK5+TF7DuBkUqqR0OCSct3PlD27n0ziO8Dv+IxscR15Q+psSb+3ndQjF",
-	"oda+2XbKEnyae5sn5rMq44OcQ0tNOMjbq4WPhjhnHBvVtfxFFPfOprsToa1zCRlnTIHE5aAVZEtTaWHZ",
-	"cnpINu2w+p3BEhXGXJGdwOPWSUyRX5tIX6R5g1UMlZGxz1ZXkLflLzNyPGKWBmpo55r9aG31VpWLjJ3z",
-	"mTiXVvzPc1vL3HpW9CyRBB0lNU51bUfOrC2SmdUkASGVN51/7EYanzvxIMZt2oZfoDSJ5OTAY8hG8LPC",
-	"b9Ifwzdx7FH3pwjwbRyfgBP9b0jA4kJ4VWG9ILVa0sUCd5I8ZG0m6fH52Ut6CYx2YiXJPOrVNOrELoNA",
-	"8s2612ZW77N/YgQnhmggsXjwKK3khKCV4QsqTA5+KGB4aDet+GWaWpgQT+o4ZVYVhB63TCTPsT6Xe721",
-	"E5iXBmdPv7VZhGzXHa3/My1uTNqh1/RwkD26YaueGZ8lk7B/FGzpK/Q+gQDnVoQ7U7XhRb9MdyHbrdh1",
-	"qgh+FgoiRrCDWE2c19qYkZG2jZPtLiXBP4seGqOzy1mB8kqF1Pi9tBK5lBFPyX5ewZIh8O4Ttb1Whoqa",
-	"O5FVZQN24RMpGDD2gIAUw4hURy3jqiAT31+LjFg6GkB4/J9X86CijHMSBn1BKaLyOaBRCkWah4QcT1T/",
-	"IA3LYIdZpHCY67mwo76CkItV/tHHJh3fp1H39jsRyhW/2det5/ypY2RvKyedls3Tz2PjY6pjv6JyFhWP",
-	"ex0r6NQqSvQHI9fdfFIeKHsZrivlcUMHl7mur9FUIrHayaqI3GSt6DCYRasKX/F/qa2nAawIQ7SvFUnc",
-	"MdYxczRM3momFNLrlVOhnhz8jY1zUqXHSe7pNuoLWzsxxyETJs1ygsn5NRsrX8pueOF9IHSh74zy0rYA",
-	"Fj/3BNxsU6uoMv1STOXy7IKqh3LxWtK9leRk47bzjLsLYjIRWHe+AqvXChNfE79ok8RQIW6d2CVmeKI+",
-	"Rn4bzQqRS8hplPkUq2XdX81Uz/F9WIk01FMQVMyonIMyVW8gIwoeBa9XOsKFvgjIDPmU4j76TJ9XZOU0",
-	"AuFh7ftnJLQvRTfPYVcuRc/17GzIXRPRxigSpqmvakkeygXCrrE3vSOdYO5gS+OPKTPZp2HE5rETP92B",
-	"nIAz4Pd8xgCBXFlyDfpyChOypWsNxTZUq+GB2XUlfSo4eDyncXmwjBg/5q6zXbCtaBahTstZFGCpKCfo",
-	"RBFG2CXgEN3YrHVohsgzVXYAYZI/bS9ytD9iYxroPb0y3mev5LUI4txt2Kgri7E2wBdYxKmFLaoTjfrA",
-	"3FnZcW907Tzw+a/IgKDz6xPocSLAFoZE4i7HmtltDYk/JJ/rD80BmXZ4S8s0sP0Yco2YM3xy/d1Xkfcq",
-	"F68gHa0tNtdlAf2IZG0sJnATzVIxkYeuncq6GFW8Jhxlx72qkgr+EEe2zam28gaz3IHEDz2ahtMoLqUi",
-	"xnn05vk+Ow/wcgb1DcheRpC5Zwzx5XyeMxb99cCUQt8h3foPJJaUUHlXKsziNuLY79ZKSD11T9pHHp5y",
-	"sDUHPQeoHwOepcn8XSzAQT38jQgTcOgrrzsQjcPfe6MLsdULzz2e6LavtGinw9/8B4DlDX/+qKq2eBpr",
-	"TrZ+YasVvCBk1C3WEPBqt3uHsHK3OfoYBXP4ez96aNStXjm1v2zxwkkX3HSbu2actoIIO1tsYG4bXm77",
-	"1nmA2hz+zg8EbPsSWOh2UyQuDNP073/SDB38MsBaJXSbGNjKy5+vPdT6pYwqt4e+o0gro7zqEP60qj4c",
-	"fJtWH8KG30gxB5CvtUVtLa55nJHqTSUo/Q79dMf77Diu/exCg4OMrkppmZ5MMiZUXi+gZn2lCvVaLKL2",
-	"gUFwszFgoI4fjnlVjR+OEY9nHGD+GwVhEo/BSIPtousO5/ge33kfPHl7lLfrUY49HB+CHYx5l3YAi2NM",
-	"MFljKCrHF9xyOnjVFBYKGOJjxF8zAR44WGccf/Hd9nw1PBhyjjELbCm6lBkCp+O53CfKCom/sSF4Q+ln",
-	"7skHhqCCs9BAEG6ExTM1c2nzKQKofcaAjZcHvRnCeGh3UTJ0n/rxFaR+YF0R73LOO2KciNO1kzK2HnJj",
-	"hB0BxN5E1A/FB4/InTTBXnzAmiHyjdAtbI2owHoBhAwLmQUh+E1E3WKZ7GJqPGDk7YeJdiczzvwQ7NFe",
-	"1+ByrJnwvOGzS5aV0pbhSkRxyOpGYeUHum0CggVi6q3yKlykV0bclD5pwRB96IJW/Zy2qI/0V/byT+Gq",
-	"xTPBm2biq3a3ysUACpEzTyFpPeSfIEerWrgRx1DKTl1eEatjLwAOtGkPneQSyt3kls11UxZRZVXGCLs1",
-	"Y+ZaVpUvqcG0CvSwzqeLfbY0BwBB70ClgOZAmB68LEe6HoVZKfTtuvXyHEH4ePsi4cYsGCW3MElgD8sV",
-	"1WyMO9WmfYRju0ICdJ/bZ4AQTviloc8FahLQdSzoOgU1wL1cMFCrHvKqeuhbwjbK50oC5CrqbrhHEMkl",
-	"5BNIq5lDx4/uPHzWCfR9ljOxz960GoJhJW9znSrUpkaRs6jSulyvgoFNIxIu3JNZmtl8mqRZp/XCBzeo",
-	"R6sMO8JpwnMlnPrPrhL5+a9Noi25Yrt0//cckbTAU3jr77Wl37O2dIony7AIwhG2s2yIM396nQml0DA/",
-	"tRdZUoGV6OyjFiVI1lGbo0ZZs9bX+wN+9ity+HoXD3p9P4ODBj44xEuDu37vo1njo+le0M/so6FGVtIa",
-	"IIslj0jXBQLPxh6Q9d4FuCOfw8XQaWXYI4lg7g9gkVmbDR8990VkKG7Ruinfexb+cJ6FDr1/Nin58Fff",
-	"4O435AelSHUEeA5/N21nTw//p1o38mHbmJElGITS9j30rRnHLlLfP4eUd3JV2BZca6ZBv6XSihLitVHa",
-	"Jk6Y7YaOsQrxDEGrRGRDRF96Rt7fS22nqxwK17fEobaT40sy99PK2yHJmy2joA4mXz2j2Bb74HeTAYrX",
-	"q+0o9ilpPdupmjVF0zzIPF99Ez03qMNal3JWuwffEeXcvXbQ3+i4h4JoE0Ifuq9PGSCHk28n+gej7z+V",
-	"IoC38wsoAqsOs4EpXoBHLNUVQqG07rZdtPTR/VlIk+sbUYtir5sSlralKRb6p02fWs7K+EqyKuiO3GdX",
-	"DLHc13ihP3k0JPTwGRnB6xywkfilLCHRtIeqzzGigVW8YQBmxIwrK3OGI3kkcPDoXTW1L2j1va2ptVoX",
-	"NPAsGg0GIXRUekoUEXxhXIM11UoYWy7YOABeP8M4yThduOGzCuhz5/C143btn56M+r/dW+Lhn/hThAh9",
-	"G3B/YehC6IpaGNWCiUJa6MH5qank15BiNNDqNVZDPC/OXZrUgvoZLce7YgPXYwKfNUpJdZWxc+qbmLG3",
-	"qpQKVHCo9qaY42qgztvRNQ4xPsTSRukFKTuxxnc5AdhNyIvppP8YbHtdC14AArsvw4f67Q3m8G31+ZPi",
-	"y9vAcSLOvRX8lVjBnzSJJltf+aiV6KbUOfotMFeXWjFB+3NqR8Ebq0dOJFITiQLKCPRkghCfbQ97R7mY",
-	"8bJOPn2tpDQsne0PRzlfihDOBC8+ERmEAE+zATjvSt4IRR6OzW4fdk4GgHuVMrviXFworsHeLUAXWDoT",
-	"5X1ljAOZJLpTQHcE6tYzC72ggDi7T1FZpXtsn/0ztC305Fw3ymA5ckV2VxYyR5clNHxmTDm2Yw/eSch4",
-	"u0mpu/dsSeyud4V9NKl/Yv/X78H1tcnr9UflS/cRs0GOss+dixtZDQ/Jrhf9iYYX/LpT7gANnibrnAOQ",
-	"/79l3n/K1PDl3lR7sNamUNq+p+kkLGsq9RG/b/XFn9U9w/jiJoC/UIwvuxQ/M/1WvDFriPeUQ/MzR3Yz",
-	"bmXOvA3wjCmNncwAKiifCjezIm7KJz5YKsGB7F9bL/ahGSroHZ5GyfZHlYlUjMOIW8Sudeh86UbF716K",
-	"XM+EYTDHhLkBf/9DGByUzdyxwSpa9T0Ff6HcTujz0jmTz0269pd+wn3tLImM/QJt66EJiq48nNhM1DwC",
-	"rnfjHRJoKNbIQUd9pGTv8APyg5Rz4yT4Pju7OD9tI2ABK/NvbFzZX0CcBnVpfMjevvnHyUswNn74/vF3",
-	"j7571P9q3NuxZSeyZgVUrUOn5ivq8tr62ZMwzwhx5oNQ9pev0BZpJ0cNejfYI6cX/+mP6YuYIu1EfSfh",
-	"Xt5Flyluo3zPrv5UFso5QP3Fd/bjWCRyALNP2IWDWGQb+JPCDAKEg+lGL1F+HTAf7JoqihA48Jr074Ef",
-	"tv5XR8Xxtnzd2tHybNexxui5e2bzRf26y8fxOYOZK4S/GcfuyFx3KN0bHCvcgF9xqX4X9O6bGv2Bab5F",
-	"b7un/q+H+hGr7W4ZwK1kvxHWSnU1TO7jFx4skfwioK7NuGp4SY5Jwtv4/cn9c78lXz39h5mukff+gO+p",
-	"/YvLetNerE8ewD0XttXVOwSJbQ2c8PYERowDPY6FZtidEErDTy/+E2FROw1jHxhfrYvE1TYURs/JlBvo",
-	"AvY7oPxOpPMuif9TOkL8JAd4Qtoz7xzZl/KM3HOse1fI+p5Zn4BRDnUXQ9BkTWss7PGAyZBWj6qmLH2S",
-	"F9ulHs7cWjGrCMw+CsVYORN7GauFaWYULhqxTroYRWvjPBWl5x7gO4XUts/OlqO1jq37cNluCN3SX963",
-	"UeQxdrgqpMEYcvus/9N4L0rhX7WbbL34fQSOIIl2WOqnh7fGvQ4+5Hu96QsxBEdv2BGNiAwBwh05KT3/",
-	"/MyhqdXI0T1S05qQcGNTmeCQ+SYVNcbqAx+Kusm4u0hLBzR/jP3GmJFDMsChHS3leXjWsPp8gkUkyb6p",
-	"lYc501SB9fuOHGfAZWn598T+5Ywkd7WitIYumdxlSdRgisc6iVGp17hHopv0gLoRg6wvpRLPQgUU0jch",
-	"lWVRBWTWm1EePd2XWZ6tlG5E5Rzixu1+xpSYh0LKgGwG4EWIZ4aFlmPsj1PqK6YnjPsKiLYEx/KFCUUh",
-	"a8GNznDbXumPM6KyL1nA2a7h71IVW+Nev9JXL2s92+6NC73d82/dGX4WDtruxpAC0IhsmFC2/iN6mr9o",
-	"0SiPGE5Uy/VZo0dG8cpMtR3mN47wmem9YOJloZwUNW+EbfZZb+h7Krl1LEzO+JV4YIC9IqeTvwjEyiSA",
-	"QLRp9Fw5ixjxZbEJGa8d56RWwgx7CVuZXwvLdp8eEFyk2WOX7oRR9EjThR/PkV1Dw/zLWs+hCxFX0FwM",
-	"ZgnTC1UL1OGvLUtY53Q+D7u5wjC7m3oCg01k2xMl5KlmOxJatHA73cl2FJ+J9lRPihV3T9xJZ8Y/vBLq",
-	"yk53nj16/F22M5Mq/He20mfnc9hsYT/62hP5a+Rkojv5/Xt2sa4tGk+Q4Ed6V5BUzX5V8sUW/OIhdiJa",
-	"k5ZHyfBEnv0USQriGJFxdc3GnvLHgVoR2HbifrS2PEcyH7PdRwejpwcHmUfyZU8P9tq2Zu/OXnnqijlP",
-	"y0okFPOiD71lBvAzwN8pbdlUlzjaEhcANYvWht3TtSoXndU9MPhBQxVO5YJyabilhW3AzfPkc4Rb/Xvh",
-	"KXfvMe9uxAZvOW4t7HkpJwKwgz+rl3zp2PoAffHueF/Vu7NX92A+v2e39w81V5Y0E1RMQq+2r4ltx3kC",
-	"yYDjBWh7lailLmTeTpdp5Zizd98ZikvKGoJ09Q0vgR1/8/Sg1cMSNZsPepVDbMB4VfNLrNm+FouJY3fM",
-	"TmvdXGF/l5k7a2oIjaCB3LYTcBNrS1KJ6f/b6YsfVhntOb9ZZrP9IcM/HaMdGJj0xTCDQOQ+PwPeFKQ0",
-	"3JGpX8Q9+/19J2DbJJsNx/uZnY4tx/3VlNr+Nsi+dqzK8xT3FtsdIxMbI4+caWNZLXLoF+FUy719dmKp",
-	"5sAk1FSm6wyyJgSHVt5O2wVlG7WPMToJw16RxLoCUYa6aqvOPmPcK+lBd8FWXq3VLImh81iJ908baHZl",
-	"Lc+n0CUlqmONrG0caBEN/+TgyRCj+/fAtrOV3iQAYgtrPmT+sJ1oXD5urUTPPN1FWTtFoZqZu/Y4urv0",
-	"G6d1tHInvKkz6dwJd7kYgDT4PV11lsCU/9Vg1RjNGUfbWbeRm+eIuUTL14rthmZw3bkcBmP0gfFGAvaZ",
-	"Ny2M8V7fjP117syZzM6dZ4BTFuZ8qXUpuBrkY4Gjf/jflbjqyjfsxuQGk4pjwd1yn+SUSAMOAmPe+2rv",
-	"SrHvkyywzZ9Vi7d8XZ+jIxIDlGTyLISkMA4V4Mi6cSjMZKFeRT2dBH0bQUdsFCwOZUGxRu4I6wpZO8yF",
-	"K8cYVLl4RhgxXcWfzadC0QC8ruWNMPvsTFSCQyG0tGxO5gO3cVfDRk2kktTJvBVBAB4eUmr8PDvpMW0i",
-	"IjQ87wu6J4LoCB+zklyTMCzcBt6n1NxH2T+ptgvHEBqBfiFEBWN11c+Ozts6bK9AdhnSOebVZMlyf7Zr",
-	"NAj2kKEXpcsojYt3DOCKS7WXBc7l2YR7xCmRhTQVt84GYLljR2XM6nQ1gNPts7cQ13Kqr2M1XeWRlZo6",
-	"uREQZIIh6Or3wg90tZ4dwJb9Uan/yxGzrpaaJFefFXIB2xw/nGklra4pJW5zMLipa6dvT52V4iYt1JUT",
-	"6ggVDHSCTUmVLgQWK4C852wqjdX1gs2lKvTcETRA02XkMfI/8xtRc2ggqKxml41T3c0+e0nj53om2KTW",
-	"MzYVvLaXgrdtULFyCr881WUB3b5mYqbrBYZ+VZhWV38AdIhFaFlKqHbUqqQWSGDAwXQt0lYp7ubrdjO3",
-	"JnocgZJnluDYwUTyPGhpI0njUXoOdtlMqsYKc8jklYJlwPbTOyhB/NbvswNqkg39XeiZPluIfn6N43cs",
-	"omC2SGW/ebyTObNOzpz9+ejg4LsDsI/xvw+CRQNFHqJO2Xhnwpk7ue2s1mrwD7vz2zDDN7oQJ0Wfmfn0",
-	"mwFWJu5Tcr83fBzeTG9Owa2ABrg7A2bwQhXp7x+GsKfaOJkXqriDqXwPNMjmsrBTd8PIz99OJJ9qI5QH",
-	"96ZrOXUmukVvxqPHB4GS188Yv0Wh3oF37LunTw7iO/Yoccc+qRxdof2EHD0mvun5JPTx9AR3L1LvzGb3",
-	"3ftbsYaWHu11LE/xyZQ4/SYtTh3vSaVYrUjShyQl716iZsFpGnHrzdKIbt/HCKWvjYLuqeYuqYb2dpV6",
-	"PhPBlDrn5YjyITeSDWelvJpaVgsC5m4zyiZRgwkot4iVwqrWuTDmGbvStW6sVMJkTo+soLRLFm4LvL54",
-	"fPoOM3gqgE8uhUmS2is3cUqx/ZTNJ+LvhNjHhvy6P0W7CXd9ITjhTviB8WccNuFTXmBjuW0GJtG6lSjT",
-	"GGZFPXOaeiE+CJ/zr8ExeSPdZ4OrgWgRRAIIgJmYXfquxeCWayYTZyuhMiF4aaeMG2aEu7HORAr7ss/e",
-	"wsXVtWHOxpQWEJ+pZzPmpvlcDGj+biifjjs103+45FeGXYqpVMU6sXOOu/J1yxqaZJ8DlPYeD/he1Nwp",
-	"rbbb2xKF8XfmzmkVtamH8OuGfmdEp77rEelh8GYGxmflRCMELpyylq6jeQFvvYHPfcJr3H6mr6rD3eN4",
-	"Cft/mr5c8aqjK4V/Tt2oJ7e+UQ9/VeBt+M39OOR+hQsTXMo43APDSq0rqDL1OsvR6QkiDYPP6sppJ40R",
-	"ZtO9O3Iz2ZAW4Z5jsliZg7/XiYwD5d0qw9MiPmfxQWf962iiPYF7vn6nhU0qJjwEmfHX+LNR4UAwzEp7",
-	"sAZk576RiMlagvPBIXeJTSgvmGp9DaTbXW5SH2qv5Hpguj8PaQ6BvPtDg9x9sVoi6s6aoNI0gt2nJdMb",
-	"UZt1/WdjCqXpQvQWZCC9jFTohSOXijpyerZTldzRzQbK/AfN5E9MlH4LeujRb/c9Ld5latkyGd6Ee/iJ",
-	"KHAuLp3sGkl1qT8MUFRR0LUiEocxrNLGilC/1yG2LlxBxgTPpyzkZTYVZV382/nbN4wbyHGVN6LYZy/A",
-	"veG+yKRh16KCvGFncY3xs/s0+/2fmoODb/Iftb5+w2cC/kuMES2B7SJl2nrxwDhapXxa/FEWeyTDpWGl",
-	"NJBrZqZ67h7SRgTEBUxAgWGg1Ni4qZRaXbn/bcfTjb3UHx64VThalFpRDYrEeLSyh6wUVzxfMKP4tXif",
-	"c4ObCv34DQWb6xkvJSS+jLV6jxv0HrEjinHoADJ+q87hp2P6ZW+dDfBP3KsTOOjP0ld7GU6gXLR6Evqg",
-	"+EywXSEhpWai61lvxu2UjrY3fPtkQMQymgFd10sq0ozzFvumAM+cwyP9YeQvxK/jsx0E50A0hrtx3807",
-	"zZHddjaqwNsxIsYMOxbzY2AQW/BjszBWzPZLfZXiyjDaQ2QjA9gxPu/1D3yty289GzWWq4LXhWd8hs1r",
-	"aa1Qnmfjyz69BfJn0QNta66ML6T1DR5bMBtfQg2JetJmLWsX6kaUuhJMfOC5LRcMEETdpwvheGgNDA5v",
-	"Mmkb44yNYYInRfino3v3HzqHeFRxZN/Z3P0BozzuX6hUuX8V3PLx3j47rR0fBORyPaE/A7+JEngKWpTj",
-	"++4pkFo8t+wI2LATA7Di8X+dvXh+dHzx4vnP4wwWofwKnDHCnofVEDQKZRTPNFR+Tqyol52IrXjYxUW+",
-	"hd0/838Oi8e/v+YfXuDQvTy+ffgzMPdPydFwEbCeIayMri0Swj0n6+vadNUtnY21lUHM7PHtmRmFbx9K",
-	"NdG9LM2jWiB/8XBDyGf+KS7PdX4t7DNs78rtNGOmuWz7vM6EMbDERSWcsub2TuWCqWZ2iQFfzOc1zcwN",
-	"XgIClyrYHCqucDMmfCZL3/ck55hNHVXPzWVZMiOcwuIUWHh8wZQQhSFQM78vxGemohZ7STvTB2zd6sLi",
-	"Ttz2fEK66v9oj4Xnt5dFP31EtOCL46WsuVhhrYNo4VGaFtx6193/eb/r8V11VfNCED5AOy0QrVQX1EWQ",
-	"I7MmIf73nIQCY8qKD5ZB2bxhu+P4/F8jvYz3MjYBHDSvC+PNh+Kddm0GAU4QbQ7L8KVh46koSz0+RHsO",
-	"pdWYfvaAKnyZFHFFV7UzsC4XodOzbiy74pWhZPxx3tRG1+N9dgTCk0MqvlIitxmruAkZUkbXLapLmFzQ",
-	"bp3spqEosG2lagSrIU0EBbO0rcICSk/gGYeYIwsz9smWEDgHu89Ny8OV48uIQ2CEKgwb18IslNNSvIc4",
-	"L6XjMrXgRTfBC481Zs5HpyfsUkww+l8uHB/SKi6aol4sR42dOuaUB0x0wFUVvHYbra8FgDT4NANdujki",
-	"g8q1vpYiY/lU5Nfu7PFraI/DVXzGnhw8aktxCXSnZYcZe3Lwjd8gwXQtr6RC15vHziFMAl+jAYYWbpJ7",
-	"+aB9eenBmABoNmEdeOTQbL90BmMK/f1tJVSS2W3y5h2vXigvWMKVAjAZJnhdSoxUu0uJetzZi3+cnJ+8",
-	"fbN/8ub5i//YP3/x746+rA5yp3Pr+sxMXOI6O7fi1nG7nWc7//u/DkZ/+/nXR9mjv/3200/7vf/1P3Y2",
-	"G6WPkKkvJTwD0DxAdfpQCLZMbE+IrqRTslMcxvOfiS5LPb9X0HqElLuz6wTUncoltGeRFIcEp2PviGG7",
-	"3uVnmkrUN+CmulxE0WizFziqrAF2KV/kpaBkjoyhDx8gmTQv0ubM69bZ8tWmDEVzXBdY7uzevbf8LmPL",
-	"na39FFlCHUp5+GvHBfjbw1pMRO2Um34iOtaNU9DmToeAx0nF60AX7UIyaRxdNhk7uzgFSmGl4AaMGlQD",
-	"M1aVfCFqk6FjJteFk/ZiVgGkwx7WW3CIJWjK7gNMy/9uiisBqpSVtZhhznSdylf6QcT0d9aucoP8fB0v",
-	"ShY9AbBlP+rt42DZR1VPtRAg6PkXBSRyXVMaY0o2Gz6rSnSBJJEfHh1k64ueNpQ8fSZuFZ1of385euKe",
-	"Yd0lw2r3dZUNfAn+5ThBf9H2P50U9yi8u9grDm76HnWSCowtcJS5bsqCFZrqpOfSCPrZJCDbCEfATf4Z",
-	"ZtS3oOe1iGq02+wbUTuazZ1yFLVK0CpV7BlZNZj531pjigL3zuRwbzKhat3WkO+z70udXzvFNzoy/BqZ",
-	"LO2SPWIE4bBPdJ3D5IywyW4LshYRMf6umeonQp5b2aQ10HOndD91TYcSBSBqwc3nbovVmbWbz/oi+qqd",
-	"fvde3eNp/Kkg61au8d1Lh0S1v/vhoee5GyzBjn7a7UARCM5H0B4Y8iv2ZCVD0p//7JfKRQhr8ekI3Rz+",
-	"lAKoPr6GPP3ppZzR1LdFyMy60xlANFSaUNPSo/n6QoxVJLm2YdDzAK+yk+0QwtROtnPe5LkQBfz1JTRU",
-	"28l2LuRMFG8bu5PtHJOYHwRGl94+91qvQw0fBgr/6OyR8OUcsLnbDJIoULTrTIhnsuhNZiGRKYrvF715",
-	"JE8Pbj0lXbMpV4X7V2O9Wz9d+tg3Q6i7dKNvh3A3cILcujn6uLjE5g99U5nUenYHaAU9p+c1xA2TsPqT",
-	"TYGyEcDbPNVN3U+CUuXiR/fEUACEv373ZFuMjWNuxEhC+ZW08kZgDInmKIuMqs3dQJn32zu9GjUtd6zC",
-	"Cbe+NVyLxVzXX0/2VCSHhuQa+MO792KvsXE7ekKktmDd1UebtB2VBQvEB7iwu8rLLTjlUlJVUquBYuyv",
-	"S7X5uqX7PWn/vkgbNZ2IKh6Yz0vu7qJudLav0ruF7AWwR5gRpciB2PHWM1/MRX6DogllgAm/eHSrzmEu",
-	"G7w394bGvaFxb2jcGxr3hsa9odGRG31VriDC7pWQnubhbnc+r8bxK/3rpNjctcMDUYYa8RaSp1U1wrVd",
-	"p1vcon2Fx+FNt6/wi/hq607jxffSxj3U8N33Mogv7GckpocY3O0PPqOyZhhvERcgEZdjkqhwesc+O1JU",
-	"/e2b4ft++lhnZHUJWgBEmZ2A4fm10vNSFFcYvPUh6BqCdFFI+RBD27IdmcovfZZqowpqw7LUtBHm/fug",
-	"5buP3K6sfkPTMB+h/e0LsxayDO6bGfwpg694a++aGW6Kt3bYYSEsl+VHqBhSVY3NnCVWNTZCByTVA7nX",
-	"Jr3jOc7iz6x90Bas10GwAtQ9eK+NfDJtpN3kT6SXEAQGluWuIT1fsUO+M1/Gi1U3UPLSOvRCIY+jSVBN",
-	"MgTfxO6Ta2BnjnEa24YMLhzrteStGxA6wOdfd/LFPgNCAa7uuc4bp3f1k1e0tfdC+DPSontrwA64KyNz",
-	"8U6F2rceLM8UrXwCFJtVOn7obupiTVJrLS0lo3qixIZkaEdc8vzasKbyMQORAU4CNYfH6j2Jj2VgjESL",
-	"rYVTh8BmwGpjq33eq3u+qdqSt/CGMzYMlYN1GcORW8dXwhru3lCIFwYr3dRdmM4qZPB+idzOlUlj28l1",
-	"/dKuxCH0XQ0nH6F2els2NLBzyhy5QOfct2ftog5qqqRju+NIacEOe6IYZ1Ape6WwJR27XIAcGkehifHe",
-	"PV/9oxs3d8XMgVd+QnbeZyF1GXpVcrWmsxyAdYGzxjFqqa7+f/bevbmNG9sX/Soo1bll6VTr4djJPpFq",
-	"6pZiJ7FrOxMfyZlU3ZlsE+wGSWw1gd4AWjTHle9+C2stoNFkNx+xKMk2/5iJJXU33j+s52+1sJ0yEvAo",
-	"kouXs0KORkF38SBPZBACiKiS8SK7Awcs58Zd+OMK6bANfc4ycL8tufoqcNsPdFPYhvT7acWNeDjI9v3t",
-	"jcMv+V7g3APjhsAYovUbvsa2Uohwc18Aafjsr2qvAH6LKqyXasUHt0JXveKzL1VdjU3JvBlmuPF6wMPP",
-	"4h48vjBtFVb1U44wcWPhR08Mn8XjnB1Udb9qCh6vqhSuq0O9uqouC6ZVVFeDrgqVA0Ad1WVJP/5FLfQx",
-	"HPq7F2hWnfdNFNMoPu6V0r1Supe9Hlop3SFqrxXC1miqL1D/WQPwSTIlEYRpJbZVPL8+qN5AF4XZ3euh",
-	"eyz8evTQBwBDI46D0WdzpTSaiXSsR0jk0lNt3TlShmVpPZ6SO6HyeZS8Xr1795aCH1b6WI24Dr37Yj2t",
-	"yRjXmOX2SPMlKK2mWdC7crH2aKj/4KUs+KL/NGtroh0yDZjXgxu1xXWKSsdhm4LVq67HLc0Vf0DRKf06",
-	"OHs7SJZ/q3w3H9Wh350tvhkeDnvvSt1rrXtJ7XGB9otQK2NXuL1GMKP61xsVpaYOhpLZHe6BGNyG6WTI",
-	"BgflP1YIX2+pC1+o3EXDA/bjFZT6/pk9bDx0qen2Ft9xYBq1corxYf0GoleL4WTHXhCCw9aWehpadgpM",
-	"YIcT7Sj+7AjZ+qm2jbQLUbUXSZYuwzpicKFKyqkJTHT+1gSu/S6K9Sto6bEc611JVjSyS5jJjRJZsOS+",
-	"nmFlOKdhFneb3dLR1dWiFG6MJyHnaS9T7WWqz1SmQhTaCZ5vJk2dEvyuiE5zmqqawINd8tW9wDW0vsfr",
-	"PV7v8XqP1w+H1yisPiBgr4XrHpBmhzymltNfpGWlGLlY1PI+5O7rPYzvYXwP43sYf0gYv354ENfVOpF7",
-	"uXsIwKFolTas0AJPWjCiSMdq5WRJ5CHwy6YixD2Au6722L7H9j2277H94bBdV/cK7cZVp1jhbAMW54Wa",
-	"aElFoYm27knwSU10WVhgpxRlAaU7lSvn2QLnayENlu7sJnO+ctVbbdwb7NsmNK/UqZTnVPwFmlMPJrcC",
-	"nPHwxeIgOxAfKnDLb0xcSn0JtKWtsXb1Jz7Q2SWqfur/JlRfLz53L1664KvqOeLU7iH1M0Q3ILFeAJE7",
-	"4pbJeqTRS3vTi1MjbRjHvugRXNu+b4YCBTgIoSMjRKj+jN53ouGeaiCwOxz6FSTCCcQLiHGeiPzmCH6N",
-	"9c0Sol43k7lgs4ksaTN3yKIvgDQ2PRJflDCaDmyNFAozxGZcOZyn+wuRSju5Wv6EPu6lzr3U+bniMpwx",
-	"riI274x7rxE3Tz/Cf7EOJvyz36RwJUie4uGo+d0OwD0UqO4DTjtNcIEmg66wCUCclbC6jmsPPtHDtEdD",
-	"2nEByM8A2cNM92P775M52XnCvblbo8LmaB7v8T2s72H9M4/PWAR23NM7hXfIFTr96P+zDbQ7suPdBpFP",
-	"KxLOM6bhaV6Wc6a9dh1su4H/bSxvhVplUGgD/zrMjyJdAe33YD3dk/1A31+w4btvv332bVKx4ekmFRvA",
-	"rmDCkoZJ+hINDPtbaX8r7W+lL/1WirI0JjjsVO1whiub60KYYyemVcndent3fIUdjkbTSoyPWHw3Y1QE",
-	"+ngmC39VCbBpE79dqxi8P28aB6lVuwB/t+H7XWz4XezqJubv2DmwayV1zqh2/SGmm/m++AeQnTx9oreM",
-	"1WJx+8fBGb48T6usxnF29rV9VhUYbDa9SzbfLg20aOn0qn1H4xf+1/TvoH9DhqrfmaFaFfzC5roSSf0Q",
-	"PInPz77vs60ub5+D3cge1/xW/AQAEhpaY/EMA75fa2fHfKzt3yO/8vc3+KqaG3AKuo/dvd7Dpx/DP//O",
-	"p+JPRIhSOLGMFS/h9z1YEfABlUHAg+Wzj1/oPPsrb1jftdBAej479MJ0NJ9qCNxf81vgEu6a4vPBp8+l",
-	"NAgemh1DRQ/jxZWoSp73ywegzCbCgD+LkVhhqIs5m9bWMT42QvTRVHwecPDHXjz5ssSTbY//VyWe0Lm/",
-	"X/lknU0AL1P/5Hlg2okVli07JJsAm4rpUBh7FHGoiT2xzNSKDeeJxc5mkXJQmhAgN5yzieDGDQV3kShG",
-	"GnYrjO0uju57+HcYw47rdK3SsnF2vxp1WdF8h81IG+BuymPZUyvK0WncBv0+lHf8JjhQOot/P7EYugQM",
-	"Bv4qdUyrHFmhIBgeXp4yp5HJGKowtPZ2xqSyTvDCX3ozjmUeRhRUD4U9K2GkLmTebNvlLfrOyPFYmGtR",
-	"jl7FUe14t8aGriA0vG/jxl4zx2+E+iq2sN82qECETRInQenZHWzrPpQ9/ajAS/RnLMXYv7f/by1qsZju",
-	"QZF7yyF9lCWCeSDSprURLxBl/ea9FrlWBaUN0tOiwDORvMGEwjDmduaIhaq3shDTSiMH4o2YsymcQc6M",
-	"cEaKgqq++x9ro6jOibEurdTYZZXaom7tL3H0PZInTvKjrFK7ONY1ImcyafcncX7FFbH3lrONLGe7rlZr",
-	"RK5NIdX4lNdOH+OPp6ZWxx6q+jHzlygPeMAKjjYvQCNKoRg7EjNmEQnPAztGbJGeEYoPoSzzhCslSoTQ",
-	"ge/NFTw5aIqC85aRKWMWmTdqp6fcyZxZAeOFnAj6nMW3lYbcMmEYtzcA7dJlmHbGLRM8nzSMTL5RjO7D",
-	"klNchaAR+j5EClt2yEdeEm94eSnH8OiEDbgboFFgKBgfWqD4NsFNztlUqhqtiUrPzvGCJLGbnOvJNFUl",
-	"V1BcSdzysoZt4TuFIpST0w6bw1WtLuME/uoXcl04imyMDbCgh1c/vWDPnj37PpTT+rdW4ujC9xdDAnBU",
-	"fXY+ELo6wlQK7sSx7/PB/Vr4mtl4y63tl9N+n3DXTEIhi70rr0d3rhX4mhPUwDlri3VxF3dh1XfdWBXf",
-	"WQNYI1mu0KZ/VX4Rx7Cr8R1RAFGtzZguC2EdgQnITCdsAGfXn4MB4MJAqAJ/sqIUuYt15CybgeUb35Z+",
-	"jqzIKXsNEzsOh9pNWNcJukAUZEMx0kZ46e/ohL3ipjgOlmVsghvBSmkdiIzlnEDR/w24B/+G5tJicMJ+",
-	"is9jEggvCiOsFYXX772wdo7vvS4GQVo1YiSMULnoyYoLMwyf3jon5C2aWjd67lr+e6NnY5cWQrm2eHPz",
-	"oLH4ygu8QrZ867Kqtnr+2hnBp1s28lPYCQc9LpzlnUrXr6bUxd/evWDFiuxFPDMv0RLWg+QHmzqUsDeR",
-	"QnQ4xz7QvTnR+oYdavUe23w/rZ73OpCsrk0uXml90+c9+u75dr2SqhAfRIE9mvE5O/T9yXxvuez3ZMFr",
-	"19Cbvp48++avxDgmG4MAaaud8SPC1o7zKNN92GesSxEYpnp/l66w87XvqLu7QpfsfgsX6GnjCO+W9F8b",
-	"I0A2HZbinBkx1bck+cP7T9hw7gThipCmJaJbdpgQwUtD1mi0Wt8IUZHsDYeJCeXMHBngXwY/q54OrYOa",
-	"Z1ZDSGjI0lEFK6W6saAEsJk2N15W9r/moSw3mV1IBQBnHXTVX5ZjrcQJu0TqeutkWbKh8F+gyjtMYogr",
-	"ufywg3Ph2KHS7v3Iq7FHFwsKCbaTc+Vf9IK/vcFY2luBdMp0t8PszdlMGMEOYUbe100o41FfRMHSvbwL",
-	"s0naFLSzQcEdm7Gnx0/PzlghrZMqd0wWNsOVJXIBkGNgDvTsnlnom7H8wF0+6Zf9f0UVri7B0kyF4aVi",
-	"NM3MH0+zx7BuDEtk2J1BGSHVKjCjk9+PZj8YKItg9cgtiNxDnt9EREDBCeECzukkldGbI07tYXL2iMvS",
-	"oqge+/Xef+49oE0nZac293Oul07B/lTvT/UGHnK8SJePy33q+KdJ8yuY1WUh6Io9xwsWbl5WlXwe68yg",
-	"FEIyBEgOvJhKqM8ADwpjMzasU2nBOj5fkCuGCCLg0GzBBi+N4MW8PV+2znOsMT/mUnmhoQUmWomtkeNa",
-	"j9w9CgV78NiDx/bgcd0cgocRCYI7YAsboceB8BqQSbXke+T4NoJP11jOrkPLe+PZPRrPOkw80SO0MWNX",
-	"25qzkRGEVjtUhVnTk0A5GexNqw1wHRam9X2il/68HxsQDX8TM1CYhD1krrUEpUh0L9agNbTZkeQKAfDJ",
-	"QkqACx5LJh075MH9+sTS8xmDcBr8AfPuW+/7TQ+G4UErRWCQscHtRFvn/8Grinwzlo794OiEYQoxV7kA",
-	"V8l5StMaHR4LM5qxQdy+gyYoJ62vaqaigMdgeUUxIDYtL7C04oTGGqxfGRv8xGUJD4KzpuTWwRoPeorx",
-	"FxhJRFOihCgYaZWlvKXoz5ZTGqKJRkZPsRPig2M3Yj4yECjux4DBRlU9LCEtGx3c6MlGXzVQ2tCfDXxV",
-	"KZE7mxEprpeIK98xsD2DQS30L5CVoZUs3ueGaopBASMqZk2T3ENtHid+V7lwrUZW5uFz1+zbh5BAG/Ds",
-	"z8hf2Ln7OKDPlk27WctwqO5JiQaxxn9OlL2iMCIRZsl6PdlwZaULwTTLVxKxEYZfk84Hpu0klkVOq1JM",
-	"/XSBstxZODD1dznxC/TyXk5e01xfEVX/BJvyfCLVVxJy/hImYSgWr83WTNyTOLKeAD4+3bosiZUE7yRd",
-	"CUV6+2wi84m/woLHF25HpXStclGww0H83Il/4cRPHkZZHLFS3giKV4O4qxN2uXgx4t3duhyD/+n52XPW",
-	"fP290u49RpQNuhnid39FJm1scEOCoayZnc/jpszYNUoz/fLd/jL9XOnL7/kutSKvjXRz//Ox0zdCrUvj",
-	"unz7muGDaeYV/IaYycfCOlYZMZIf/NXZ9MZm7JaXspBuzmZSFXoWisuFZFT8zC0va9BHRDkCAIL4L/JH",
-	"ScWq0gv+I22mCUcwyuuiYBNhxAn7ESNfnZmH2382ERBYGhiqbgWHVcgi0IUn8Irwf2cRwljOFbMTPQPw",
-	"xR5SbY0rcatvwKUPswIRbmLkgK64VqWwHpjzsi5EeNJrb6buiVK7rOQ7XIh7sbF1ZcnjQPRMJSFNtRXm",
-	"gvGyhN8bu0mwLDz5m906JX6pW5el1RA26Nclmez+GKZ0vlttF2LE69IdnI94aUVse6h1KbjadbQure0m",
-	"JqXmoO2NSiuMSs00JUAZYK0LJ7/pxsnwygnN+YbEO6rpACVWDWvrZUn0u4tIb95YE0Z1WbKBvc3fV9y9",
-	"HwS4IzsuGXi0KudU9AftSBhU9N+1dfCR61eXx998+x3BbcaqEipDMKFyM6/Al68rIntssC4iD/sRRD4T",
-	"jEAJSsfwfq0oo8uPVRusTJGhmDiTNojS6DBaJg96BpFNnObGwycC9dhw5dhUG+CJJ+IBYaxWbDbRbMoL",
-	"j/0nDKeYPpfOM5HwiVm4dTw4WMfntqHrA/HuRqgnlpVyKp09h3JGUIkCshBK7sjvAdgGkwMByWCGCrHG",
-	"8YvA2cfLUs9E8bqyA3bIFdNT6XwPB/TdSzdg2rSfczGdBKZRQhkg6NgFm8kCVpoitxbn74jMXDRMnL0a",
-	"SBcs3Y5oaMO/yxZiC5bzsvTNeeCOydTYCawCFaX5QAVFJ4DxupBAZyXLvlS7AGQHu8xxC42scct6zF8Q",
-	"M2j9wK9tZO6iYr8of1BmSNxM96sC0BaPk9lHygDrO+OWEiPbFbuwYEyUShJ10CtuXmRRZCoNV3lc0Md+",
-	"sXyVmXEJ0t3tjbaZ+H/6Ef77ulhJJoWSlY3gFIJhNdj08Tx4KDPSYYQrmhjSvHjCu8b2D2QPWBik7ekA",
-	"ERPE7DyC10gqXl4k1hz/yxtROYRPtOsEYTEk26fAhmI7htbG8JaWdAmunjGW2ZvEGFyyfATdJ9xBlBAN",
-	"Yw3oC5cexNJVeJVZPhLlvCtezjebYOqWxUpwwQ7uRXRdCVIZpNFJ1Z7/kz0xVGcImp+cezjvPeRQL2h3",
-	"u+YKrU2l7dJditJMIhNp03WPBijwJ8OrvnB6/LGJV9NFlJhGUvhLy8u0gZvFP3DC/i5maeupLGrjuRLb",
-	"y6In7HLxcMdQVxSpiiAMLnJgZmwocl5b3M4LCNTHinVHZ/nuJat299YGvMEyQUkmv1nWL+C9ik/rICks",
-	"LEl2e56Br0iawn3+iKSpU9TC+z0/LwVo7iEWBYydoMMn2AqKbaIIhMjaqN/7I9dtcCDlAMQTzP1H3NIG",
-	"xBRwHYxrA7EWxBFAQG60Q8XVa+WXiz3xIBp6kxpVtYl2VQLerAtdobO5FwcH8GHwITXfGTSWCrDH/mW1",
-	"9Qref9wiFvZxvT6IBqPAoKjvm3Lpi3LetD0wEz2DSY0zzNPD1Vj64IA8NJ5oCMtcURyGyD8XBtRIaYyD",
-	"4cPrbBgC5q/zILHJIlu2rBC0NEaVrAU2wZTSZdFEU5UuC/orUpzE9EZiVdOqQ1MkQ2IpeEt8I9XKD7Jo",
-	"wEoEJAsDSbq/LAVuxHl+BTP9uLFjO1OSHyqG2s2CaB6x5DWaRBWKfMUeWu5G24M99FDyiL8Z1/h1F65R",
-	"CszM/BYRQH9orMuYrfMJBEOlBpKMQDLAA56nxKMABV0tGav9/QzUcVUlVHGsVTmHAx5CQRvGD9qBXpSI",
-	"9NRN0rWfyBP2mxWBcySaZHQOAZvFpYtlB3kMP2ZWePFFo58N8qfCRyfSi11zAkN/Npo+GXnb46+9pom7",
-	"hEl+KJ9t6GmoaSVuwY42r0SGVOYf+LQqG2kJt81JNCjzsoSnN/LrwsdBxP90SvbQcVo9aZmuXa6ngpzN",
-	"+MNm7mZ8trNIF+SqQS34EZdlbfxThVBym7rkoasg14ZNFnYfdD2QVnX1Dp97bOxRhaQ4xU1c0iugYe+j",
-	"XlUZpkdNuaMbAL64HHIY4T+RgDbiaE6Qu9JSuZYbWulZIF2G0HjuxNiDpod+YJXz+mNZwlNB2TS6DOG3",
-	"GFpC0hvMpr8rgv1/esIulZ8iNxHKkROBTH5T7k8gJz8md7zUY6/RBusc7Ey8hsCR648dNupV1NlEk6es",
-	"O17Xj/9tMk87PHRNM31n7rIslxbhK2KGpoiA9vA/7az4Cek+HLA3NzoW/slm4y91MFuIMBvWsnRMKmJj",
-	"1DM25WoO7ngLWxHsKVAuU6LR2k79jUeueoPXit+7Hn6LnsRMXe6WtNw3sGqbwvR9PVvT6HaW76fANk7d",
-	"pgW+YPcBTi7tvECoN5yzn398x1bhfzCnrQr3+WseFlLSoZvbB/tcYh2SYDEM/ljgE9+mMJnfrjssReY/",
-	"v1E0SvJ7ZIpPbChJzImfrXuOOtdlb/EPBLjGuryvUfZFMC0bPBN3B1mrTA3wxOlH/581ISRNPTLYd4HN",
-	"GMLVAHxO2A/+Cj2WKhEg8V/Ea6ZrLMAb7tWuMLrvGzE0fN3KUihXzlmprbDMyPHE2Qs21beCin/hJe00",
-	"lXPARknP6eEww0neTvm/glnacdwGGGpXF3CIB5/MLHub392W/trZCVxX98tteiHRIYQQiCkkqjtRzplU",
-	"EOgBIggqge07DM9J0K2AetzqaLfDg8X83p0HC//SoW7iMMJrEGbVeZC5BeEAZYW2jDCcR+ZwuFR3Juf0",
-	"RXx8OgA8nMgiZpuLLY9LZAkhHtirfYTHVxjhcc/yjbPVMVgTNhBt/Hm5enf91gvUhVBO8hLBFsQQhfQW",
-	"y8UfdMPriomdTyx+hmxwIXAWnir1WKpoQFNMK69NJQ3CU4XGOFYmPpCxIVbuIWB7jrYIGNInJQiQPORs",
-	"dVm7yYvYkXWVGl7DcyMpTICaBQpakY5qKEoNVHV604qsmxfymUoVf/addn4THpwf/Nc/L4//P37877Pj",
-	"7/9o/nny/viPj2fZ02/+48//tQlv+G/N2o8WRtU3FL9d1BYlML97vmoQ/3X+r3/Z0z8+Ps2+e97Z5YcW",
-	"R5NlXhZK9xVp70osVYvYdFcg6myVSKgr7Kod+JhwWuPxRwS0T1IEtIwDNxJ4Nl9iwjHgIKYbL3PbRbxF",
-	"kKu4tTPKGaBIuyZvLrqRQ0XKGzEPscHtVOOLUF/HmTn6HBZSjb2oCfkLd2DoXcJTuw5QwWeZzmzwDafT",
-	"g17WNrX5Bq7Wv17uOlvbzcYTHJcNexl/3KiLCWg+jmLcy0u4yrDefS6m3OWTwFHv133vd11hrV+cw7sE",
-	"uM3s9n9NAtQmBLZBWtEM5bpG5QUhjmLveqVEDLppwyMGLkIK8Z0iYVC3UYX/67IjKKxdkuPOtOOlxtbo",
-	"yu2FiquYNTOJMVC8nHbLd/eoNy9P5HqBi4d9cOF3Hq5y9JvHQe4TRx+fob8BjXsS7Vaqx6dO2BWkmz/U",
-	"MuwpAqhLWnPMr5pgyUVMVWB5KYVysA8hgb5JkIinbqbrsmBWqCbbcyxvhWJT4SYaT+VvV6/Bhnj10wv2",
-	"zXdP/wN+6X/4j++efscKMZJeXnMRV0PgItVpxC6JDzx35ZyKnXRDr9e2W9V0mxOEXwlJ2jk3RgoKWOFs",
-	"wu0kobRJT1xjFpAuDZ/hUYWf0VzxqTDc7wakfYc5sX/RJpCF+BnIf5U22miJY8AvckepatElr+4Ixbsb",
-	"W1cTN5kKDaOIdymsY7D/QnLKhJel8NcaeJoglv1BcBxGutqPg4zuITMEiEHiJZ4eKa9WQ3zKF6dUf1XI",
-	"/w736EOBPXh/1oRO5VpZXUZPUcMY5lXl2maJaxctmU5Ohb1ogL3gjncJnH6/34g5PANaEUnbQe0LtccL",
-	"aT0QkpRm9VLm20hCWj/jea5r5WImyY3SsyYZ5iRW7sKRrGD5Cg8S147vCA7W/4aMWU3YYjS4IsFPQmjQ",
-	"xVrQaRv4DdbhoSLPow/Qtic/nXhI5/GaB4VJiw+uUek30uZpqe/A1NDaiUScX1vsDv57M/sCPtsZbI4c",
-	"mAfZQSGBWaiAYHNY+I2izRu6syLddGvYzmjfPR62M78vNwkrp8HtDRm9hoyaTvhdwDrO9qZhhyl+h6TB",
-	"lqrLHVQdckj9okvRwVpG4q3lpd/LIOUmJbnjp1KIt2CiWHLiQzxhI382/GV4jdxlLKPS8BlIjo7UPOGS",
-	"gIjGSs+EGdVlDG2UBkr+sMsGCDsjGjO6Kvz1MvQzkx7zbJt4R3/EdsrB5RtYI0yHsfpRSZCpG6Wlffs2",
-	"dz1diEkopP/K/crVMHcrxrQPhfziQiFrPC53B6NrxePTjzXwn64MhUwKSlnq5flKaqs6CpJdUmIWBWGM",
-	"xNas1GosjJewY0KChJzPJK07IfbF6CvMk45xWyBeBPMLJFSimMNsXUF59qlU0joUrDt5dNLAhqrkDhl8",
-	"yxmfW7oorJ4KTEfX0PXwUUiq6As1IAzcTvolVtoH93VHoNmHXu4k9HJnJ34DVq0F1ZOuvBBOHN1AG9Bi",
-	"vQhcWiECzwb1lr5qiI8vHPwnFq167coWeJQp27qo8yZGE5hrg7YSpRwvrDAxGoncLYSFWid4AUNwdIN/",
-	"IB/TaqEtJD3YXYdjfjoo7Ip7awOJ6pHzbq0UnCggE8W5vXHxC4ivfECh6TRoEisKpghnicgmKpNIxE2M",
-	"9WpBNDHCCqyLGwLGCTAbk2NwjEDpMqfBk4QgRYXAsMZ+WXaAbBIZn8pRALqziRaYRC2QZ0iXRcsFX+ox",
-	"EF7ULspdXcW1BZj83oa5eWQwh1dg6N0GseepESBjGv7My3KeLc35/dILbiC+Nf5HblsJDMlFHLcG1Ftv",
-	"c6LusfGzxEY4g20DVhTnHgoqwzY7xR3Wj5hv9DhomYA0kN0+m/jNOfSyXW4Et8HzQV9lotL5JLitp0Bq",
-	"j1nx4QFpbd2woUgXcoe6Kb2QuCfENvH4lSmfswm/FWwohGLW6VKoi7Y6i0pswlGIcjCfpuEp3QzLHvj+",
-	"cgXj+9AYqXPY29XI04kqHcTwwb7WWsg9I/MqRuaybF3n93SsodiTPaXqq+v8qqT7GUfmVF2Fuq3QZ6pS",
-	"a59QEakFtp5zjFwO4Sdw0IGf7PCtUGCWxrKpTVlcUGbBzWrYBFqRUEFtMU/jiWV8LJTLMIDmZXiryNhV",
-	"rZRU41DVAviT2XWd50IU/u9YZTZj7+RUFL/WziulL7jKRSmKIyr6kdanlQ6cqFORLWeLxMhIv8y4iCP4",
-	"PIpub3VZQqRPE+KYlPXlTmRUV5bjJPcwf8HMvAgL9mDlmiYUmIP9D9ugz1uYx/rln+5LhckB6wGFv+uq",
-	"t10O4tTGBb9bk4uiWH/0eNj5OyiG3urH6kroS8H1dx89v9PLJx3pRkXPERmaDbf34PZ6cGmuSjkS+Twv",
-	"I4q1vLoI1V3Xyrc91wq+0cH9RbcJxgD2Xyax+LlWpVRiIRHkkIyMWmEaeXEU3Q30YUaFtoMlkSk9O2eV",
-	"0U7nusyYEVPtRKgdkLHhPBTihereWNsjCz8UButahtiYpiHQr2ypZ1n8JVA3loKjHOl/Y1mtILgSrkSp",
-	"cgHi5Qm7XEwlTKMfSVqiQk+cjUBYyjXgSeTWkYoNamX8tQm81KkN1N8swTg7m2AefQgT7Ls13tLCbJLD",
-	"cw+40g1oYZFD4lCCLb0oX1U7aBi3cz+gU53Mu262vc36moc/9s/3d88fAsZxf/Wh+LvmBO9Rex0T3RLS",
-	"dYi9O4bxoI5spBTAK8sZlKhXG4F2lAxAPSiFnUmTtxNt3SmvKurGeaKnDwWysv6K1wZIf6DK41eQL9ey",
-	"w1aIPN2BRozRGCu1OoKWfh2N4DPwhUTnGHuM5jM+P2GvXdRWHLII5zeWHea6ELm/ZqwuawfFkeEuYQaE",
-	"eIukt/4H0iDC1ZROFl0e/gbAh7SRY6nYYVWXZcaq2k4yKLVN39Azr8cEkTvqGhC5ugrz/7Lp4U41hYe4",
-	"SBIQZ7LYOY5H7X1n+gAt5Qb6QKJYUq/uVjHb/VVCY91CI2hGur9b1mkEtgGFXV4gU30jjp0fAeRo9VuH",
-	"X3G7kI+KKA4QrwNID1oIMYDio+iiPgoXJabLUF6Urk0uMjbj0kUVAixR7EbMEbE9jE4Ft7URlMuEl8g5",
-	"u5WF0GwN1PO6kPEhuiKU9Zcdpbxoc5P4ZjxYh4scOwIfI456YR0TqojlXwf+cV27a9QLBuyQAqvZ07OM",
-	"ccem2jr27OzoggxNfhCYqU6GurHwlxVMTKBZGvoLSri6yuACOop9M4JbraACbsz+pjTa367egFcRYiCa",
-	"mFnMhsui/zBJlFg2hTtbXfvt8M6ftt24AFttrPEA4t4IeVj3n1qV9LPP3v57iFqDjTHStSoumL5hFsQG",
-	"InvgyVaGnVvsCam+dKegf2uDIXqclLn4TfFbLqGW0GLhoQjPC5B5J7fCCm/D4r1wOuQun6woKlQry+rK",
-	"n9Zvzhi8DYfCZv5YGAYpqB4sM+JGaWfLWqnGpWgKEGMkqipEJVQBTn6MnoC4DAsKB6GDP4EeWG1juPE/",
-	"wtPQ51a+bRnVIUyJjPipTdHwSxHyrYHIH2BG7gEnoaGNwNI+ArSk3vZB5q8qpqN65TIIAFLhEuwJBB5R",
-	"NEOCPtaLE7xMIcjuHIMcN+64MvrDvB94moyklg+QSHGwFHVLaPW6+wKYMqmcXjJrZEzXzspCAI1wUOoP",
-	"MYYMJgX+pZU41qMRM8LLamhj9uKsXTAZ+/ciu4ofE4W2+/6A9xMqlHk5UKox+h+HPL/Ro1FGTlcsH2Ad",
-	"2MJP2CVQXXGsjlbOz1mly5ZnNmq7+DqaZE7YJas4ODe5S9jyGI9D7IjRv2DB7N7yhxoXzN0dlC3+z2Rz",
-	"hCXcEVnLQjObCZVYlEQYEC+relhKO6FMgvuDzaTX5FzrDYZb2trkYHVhM+1Fyr1IuaFIicEhiIMIREtM",
-	"U7tHdl19CrBjjcjWGOBABMRKbo41eHxBMS6NWTnYnEMuVDDze+26kDZa+0/YtUdiiBemPgQyecqqQjYu",
-	"ZjGSxXZBpK7uAyFbrawBSBqJhjn+nPBQV3s43MPhX4BDXT0UGs6tE1Mo4lvovN+HdyUKaURO1/3Q6JkV",
-	"JtgoIbfKQ51DH6T000QJmIXO66lQDlXqio/JjEkxHe0/gweIKzTDtthZLpZTQNu5VqStOzFGcLNRWtQE",
-	"phDiy/MV4uLPwl1W8qWfhwWIeXb2Tf+chGlYM+yD7ABpjuCLbzTi0/JnwVSAMSnBGLD8tYwNFpbQL99x",
-	"LQcnK4mYFz00f34FHo1V6+R3VWt204MGE9ucs4TE6PyAducxKTgHy4fxac9hhK92eENwGb2+NTYec48d",
-	"tzebeNUrYaQuZM6adxm8S95sYE0L3sbK6NzvrJTtKJ8I3+lo46dapbT7pKEStbUCV/dElBVoa0hOxEqt",
-	"q+YCrEThnwQntA4cGxSE1O1//iH2+h0MeIe3e7upVQEoS1MZwm4gQeCrijFJNtHirKw4LJ96Duh8ncYO",
-	"9V5MTXl3fetvWi9fT/RM+UsUrAV0j0z0FJ3B55EzdiqmQ2HsRFZYB1Hw0k0yBgnGEXynXCrw7KF1E2j3",
-	"KO1rxo3f6MSnSK/h7cSbwqFAfUn1QsEZFhKTQ7wLM+JWWgpcW7qSXmD/r2kidlmnvd1SHz8hzWeY7a/i",
-	"NPxMKVWLg9/hCSi448dG+GX1S5mXgqu6Oq38ZhGzFQfCbyoim48VcPUIrz3Kkwfmuqwp/CmUi+FLsUlW",
-	"6VLmc6IvNQJqkMU7oizQEe3MnHFIwxdFFgnqikDIwdUcCDpP2K9EbAeEAP6UQo4EZGSFC4MzGiUDkFk+",
-	"Dm/x1Zfc8avQzRf4yrpo1b+DOz4wP5PPh+dOR5cLzewFI/+5DQIDpv+vyB3Q5tMCg34yQhw78cGRe73p",
-	"Z8wBoc71dQLf6+vFt0+/ud/gnK4ForXrhRVa+TjQfXhOFxDRLKJawB1PjmseD8KnQlKu1UiOt0UmU6tj",
-	"rXKxxkMLxGXpMW/Rd4QAHCtKVCYJwqSwwD0Pro+yTH6NQT8KOOgNMStnaQj8jEuAovhpkncLFGnTykKW",
-	"jf2RN7oeT3qubsI/cubiFR6AE29x/8McUx9zPSVyDN7lyq1VD5LtwgbX1dRVrdaxETfz7DSu20IsUB8X",
-	"6P0Z7XpHtjkf8cK9s3cAP5509hrrS3SDHS7Y3UFev4nMtz/kVhzjrjuG3b6Bdu74sPTYJVUhPvh/OCPH",
-	"Y7Dmq4J5iG0rl08sK3XOS8Kb0GyqsOe6rKcK+IlnUesAegoV4kYyevTlyzegtPMSeJUasIrfRZsZVL+A",
-	"zKR/i5BJHxV94nKH7mG3nWaF5GOlrWBTSSY3Vhk9LMXUdqoxL6nBa5i+S5i9dVXXkDsWmfhfvsFI6SmF",
-	"4lCGP3yN6eF/i9yt46Atyu34Z5fktF/4Bzmtp0zVXm/0vfDdyifc8NyPIUY2gvCNnboIrpjYe1QRnalV",
-	"jvSNPXHu/MPLonwx4cZ2d/v52dlZdjDSZsodjNI9++Yg8+/5Th6cPz07gyemUuEvzuIYYdGBKGnXUuDi",
-	"kvegcdyOtKBwuvYyYB+BHIbokvHdg8XC/O1SLUU781qDDFfs1btf3mD4PZgHjVAFlK6G1INgjV8y9YOY",
-	"B2g3wL39tzmflgOUOPiseTPYbZl0VpSjE/aDdhM4W+AzSQwwQMARH08ogLFUpWZCjbTJRVpTlighxTyw",
-	"QDblrQpRlXouCnYrDJhtPMJK2xpKCHyBoh5TDvHdwzkbLJqSz9mCJXlw7qcueju6eOXYoOnn+0IoKYpB",
-	"toUDxE4k2GmjcmkE5qoeDvxa60ooXskTmPajbjDXuf1NrsPvS5SRcRUv2GDi/Do226DHsYHLbRLDXrrs",
-	"fXBJONiJlAe+5YMscqDTj76hLs7z7TARvtLCxA5hk8/Yr5VQflmX9u9JV2XOAyc+uFPo6Jpvwynr9jct",
-	"eXs6obdjDUiibx03zK1Ij+Qen3tiFid69vg9TVKN9FoUr4wu6txlUJGlyNhEh8ozZEKX0FE3j3TZuiC4",
-	"Rw3ZptHMGXN6jBkJgD3SWVZXkO7ivykUUnwGHxVWPE4MhzXm04NIqkbSTElSHUrFDYXZwC+oFx68vajF",
-	"yxvIgdedYHYN8/HaT8cuI0uaVjoO4g/cypz5JfHHC6LPh7p2X5nP6Wfh2HDdTOxQtokMGKfAE7SJ8xV2",
-	"Gj6dqmgU3kB8PSQnkPNIGCdHYFTqycj9uy7EJXZghxsytrLKD4oj+3ocnsly3sE+i/tp4x13+tH34HXx",
-	"56lQRpfllJa525762toawhO1EscAo7nvP5Vc80A4sLc5jofhBwf03yYmHSEdz9brIrgyC6wOTI5UIGbG",
-	"qnZYL8MCJfMYq3hpc2NjNo1/GNH8QyWNsEk64rdsKlXthD06YZdewJP+gzDlstimskTcuj82k7TO/UOt",
-	"gLBvQpQ6jT3KlBV3k0akxBnZuLD5sx5JclflLzpmYZ0xl+xLciT8boFjvXt8SRZpRb8wMfbFJatkY2GO",
-	"8ZUabPX7QhdfQqGLBmNZA3KwB+4UcvtNuQ3oRnBZd9U33FjNK23awoSvb6GATBooDImHUI2o9uLACgHg",
-	"TWjx16aPmxAyNf3DAJjIquGxrk95jki3MbIt20Y9lCaNp0nencxEcip71PVvV5o1v23ZNJ/es02ze2lW",
-	"iVDNnOz15RWSV9cJ24EIlq1yTfOuXrBDJAnCjA6QgyqgeoAkFqAz8ACdEaTRH7JUzmdGKDHj5VEa2B3k",
-	"roXkEv8/jJpMikEej3juNViquaNHnSVnGrFgeYce7FoSWW5yjTAS+36/zuKe6VnXSb9SISpnn9nx1Xmg",
-	"O5HhnsSV6GBd43N+kRQEh3gMf0ZEEVxq8TOpK0MrQQ4ZslF4tQ3yPGJaEzpawX2NzmxwO4eyttJZdiPm",
-	"x1Dqxf9l2d2MkYNFpDfzECmLWtjgaOYGyuUSRSarjBjJD4v9anLa9Cx6Z3Ck81B0HGOjiH0GIgREweqq",
-	"0+r3S5iOHlf0GjqzF2j/fF108JkFvzUxvMHQRtrQTNLoaZhrfNbX8Al7537rtGsxDLmCgKZNeoevA51b",
-	"Z8+ernNMr5Hgeqc0LXpfcWtFcYGOCZgLNE4QmTY9CsWQgSd1zVS/hc91jwfV/nstUNvenxjV23dLNSEY",
-	"GIOFK/rFXVMPdQHAClA8ToKiHmQClO3QKL0A/6cEp8cBTo9DH0IgZr+9ECvP2SyGOIIm2oQ4zox0ZIhJ",
-	"8Nj/CFGVC+AgEuigmrcLGxGNiUmFNM4Kj4C1CmXJCzP316u0eIB7iqAbYP8QTbw69A7j0sca6CSgR8nd",
-	"B0sW6Xiwnyhth0F0loHEC4lSGS22Ez8a0j7ClWSdLEu4jjpkcQpDxMV6S2t11WyXnVD2dLYWu7JSHF9a",
-	"W6cXY/4fS7znmmFuH/XZ5ADQ9txbGj9rSyNEKddVv+R5HwGjSpP6D4WPxJTL8tQJ61aVi4MKKYq4/KbC",
-	"WgyeauLRsdXaiIJd//LubYhjCsKwjq5yKA1OTvLEKtfqFJt5/EJCQBTbyWX//Ox7xETwAw1aL71X2r1v",
-	"ujFA8Qs6IxFskz565Pj27FlDnpx2GtEXKnTkXPk3QYTn+QSYLYAjXwYGJTyuGHNghSrYFBjWNNbQa2VL",
-	"Y7rOE8vyiZZA7IXV8iwbdK3dACOnLHB1HoNZUhTnxNRBa2CRhRq8V5hYFSM04G34VVJCih0+/+Z7NvBf",
-	"fE9fHFBM25VwZn58OXLCDNhQzDXpWR2BVn4/vBPW/ejHuitmDpgRaGEDPkwjcllJfweiqSoWxGO2jiG4",
-	"98jWsdj5VdDfOlMzLwoAeVUjvCR7c4//XysVh4CcdtgrKewxQWdw59cGRV+us/VgSD7lPScun9FCeG0T",
-	"46lrJ5YpAZrky4RdP1hukg+HxE6OH8rC9+Lv1QJzZvIuTALWIJEmibHNklckMAPjLJ6wsLqhFVREBqeS",
-	"fn86AL1efADNHe8ZjdWWagXESK8dWdEheRLZ1UTRzEuQaeW0KkXCQOKletFtMYIAzkr+NXvRr6qcv6X8",
-	"iN3W6Uu7udps0EzGZ2Q1eFgjgGtN25hLtcySgHt2hxaBihvp5tsgBBEdYLG5IEaNwHcFRYNkKd08C3GU",
-	"pN9SyE+wHwetF25+Mi2HlEeMPs/TJithjmNGJBbwm3A7YfmES4VcvPHPvCxjF6ESCH3/hP0OUuhE5Dcv",
-	"Y8JSMC/XFB1+/X/fSCfY4O3V5c+/XLL/qWV+8x7eGTQFPvHzgAuFQOWeDB+k4FtZCuXKOSvkrTBjUfgX",
-	"PUKC7J37DaJsbdMkqikxRsw74eItrNLdW5cvafDp2JskLhj34rAv8FIwglPRTawEFZNGYPHQhG5LPesv",
-	"ApGswyeapNPcLr9VsKN+bYBIWQKNP+yIwbq0Lnzljvrz9RiYk/25+ppAuNmblndpWvbwSPM8FG4mhFok",
-	"qdnhfeJxQSphV9C/BayNj4bdn6autmTHGOkUI/2Lmvz9rJXxh4hVCTPSZmoZRyv0MVDoENeQkdXKrHww",
-	"G0vHKqNvBR3eBrFRz7P4XTTbK+3wKEfbbsg5kJbxEuwhCWW7tOybszPEAcTVkKpAnfcn2wZrR7ZQ+ZmM",
-	"z0NdzLPGEqIoxBbN07yYr8hNuIoLtCYC7C3O4l+axE9A/R70ypazSsAy4G//UnALdfPb1R0p1AYzHlb0",
-	"50d4bjvM/2OnJmlaodVQGhYdFvyify8Veyl8WbV/iIWKpxOrl/sz7H+dnO2Ah3jKMyrbScWd/fMnHeEk",
-	"bSjlDYs67IFdQr0uxbpYV9yVaRIWjh2VgxulZxC5gXlcSAgftnCIOI23QfsxcqCVc4ZJcSfsyvcn5MeW",
-	"QI95jBkGRtBDoYCfhH6Ej9MiNCiPLwcPnvhQlV45Y7PJPFktPxYSdEOXh7Vjsih9M2yky1LPoPBkZ6U8",
-	"BGNdCrv7TDHfzMoSmWmS3FdMT9g/D7s8RrVycipOiQTDyZXUuZhK+TNobVh/Ziqm2syzVEhRgWEIfSe2",
-	"N6HyhF2judWLjaNRkhRpK+3YWBtdOyh8aagdNjZ65iYZK/l4jGGkcW9SwXv/BNR8ALGBT7zcUOpxp0xy",
-	"haN4mYx9lzfrcmsdJ4KeYsmCfH1n4mfhwhbrnYh7OBQg/2/CWwt6ArjP/G42XI3BQI3eo+CVCTiNvetQ",
-	"OMIVExUOL8LnruZlOUfFXC3wDy6kEfvjxkbSiBmHvDjMNwJ229BoLPGEFXaHsouc0I+M9uFbmILdnwrf",
-	"zspLwk+sn4Ov+YIgc13YM+gK1pVQ93AWXO033waHYTaRTlA99zdS1R8wPwDfZ43S1+KBongkVLtzPZ0K",
-	"VYiCQSyupVLzDipYhEMC04D8JZh1xRUYW7G40Bi2OqqIaZ7WCfuVZLDYR4iMAh8MuvI5+G/89eGEIrst",
-	"V0G5S1K+/GCxg5ibH0tB+/E+sUzPVIbfIwDAHnRdRK+0de9wgtfoxb80GRezibYindDA17vM+wmCZ8rC",
-	"T8QYwb9Gzv4nNnwZVXtDmgNlt4miGcLd5F7tUpFt5jTUD+4ElnRzUgHjr4gFuPto3hmcZAdV3Rse1ERj",
-	"pseRThRt3OS4kRTpuBkLBx2PUffgYyFHBkIIuQemQPTtP3YrjBzNW7awtNJ5K3FJFmlMPkXhYAAnqFWL",
-	"Cb3SHzQ/BxA+AnuI/Y5UnukAGoQKpb/GIuUU6YrjJG9UIdgAPvK+bhz+g2UoufSfb4HJLiJtmgagvTWR",
-	"NrRgKmZGNyuMs/HYgjIXhofcT72eZ1zGriicZukvmDaLBlPcExNOVTalQrc+lUKGi5RLZD9cqNCjwzY8",
-	"HPxdF4Kq+1xS6wOsfTdW0kKKy3AO+3NAr7+bV2JwtI8K+pyjQmFbtqAbj9QdwDakVveH9LSFwdOq5GpF",
-	"zbHUiY5AT0c/ehWC3AdjCbJU43pB6vcbMW9Z6TBang5eqjdFcPFIestLidEzWLy7kQrx1ruImWVJpjnG",
-	"2aONYuQwFHIkib7nhP2nFxVDHcuWrNtVyeesg/W95Ooe4dk3tzk6RyAuhAW9FRfkocDXd7631ySxlFzt",
-	"KY4fETIFTvcUm+jg7R6csK7JcYuabotEU3QWNFCwFIA4gaQbGixZG5PPIXHxLIb5vA3i9KUq0HL6jo8h",
-	"Yyk2FiXuLMqA6FsNs42KL0YtVcb3zYHXpiDe1OKE/cyroPk1GUwl1eTqzC0dyQ/+KSxYwZNqYrYJL+x2",
-	"4cIEv0zn9y5CCLvjgoIPMbzUmiLg0I9bsmOW4IHoG0+JK1a4YrtX7M4zVqUT04ZV5CIpoANl49CDFEmV",
-	"UWycaggSlf3EJ1P+AaPGbR8VyXqK5QdkI+nbW6udm23Gz33w5zbBn+258x8qhRMqTT8hZNihdXHTynDD",
-	"WpbuWCqoYeWEAhczvJyl4l+TP1/7RxWazrUJtVhEkUUpB0OVOirD/RaN6mA5R6ODvWH+oAXYzDnUGQ9h",
-	"520KkD5/686rwjXNrKwIF+YS1wCn8euypHdOwR1sc5zKlZv99KP/z9/5VPzp1ak1JWa8vFGFez10GnYj",
-	"Uhk2W9uymb/oo35UaLw5qlCjyvo7pRHy4SP0cRs/csIu8S8gNUAIGQSNhNwKshtzx6Y1npdQnA6jFpai",
-	"GygfDqKzk+eyTmNXkFZkUNowMnom81hpDqIfkPKvowhNcwA2KqIVTYr2hnFLsa8gP7XPbA+rYljIlbyK",
-	"FXd+Qx6cH/zXP/nxv8+Ov/+D/nv8x8ez7Ltnf/6vg3ujW2xN0QrN8PcAqTruHw2rkT06a10ynu0K5cDe",
-	"NZ9Lla49E9Ld1+KJi+9htrkI7uweEB9EXrtOXZVSUDYqBrqYy9LK3Am5LNI1CWA2kXE60l5aDnT2Arwb",
-	"NpbG6fx6Y7ALfwFha6LLImNDkfPaAh+mmIX0Yf/MlM+jpppm0XEFRRdNSNQreX5jVwQN/4Mma+coEhrq",
-	"wI9/hHlO6Ly/yrCcrrIhO1QQZmI40frGnubc8VJvEoBgHVcFN5j25CwbG11XeK+P+FSWc7LSgEiCv3li",
-	"2YB4ov73gM1kWeTcFHjU4CsMjUtkbvaySKh9BV+BZ4C9peTKfwybHjAXUv6tAP3BYkkY/L69CFHiMESw",
-	"4viHCjbA35/Q6E/+VZ+dPctfaQ3yBvzU5f77Wbjf8Y0fffsvaMp2maJZu6G/crqa7bmFcT5pOb+KY+NH",
-	"HTZhe3OGaUgOEO6cHRygQpTyVhgp7OlHWfx5aoTDatTd6scvkIDC2U8YK0Zvz6ND/a1QBcRZQnyMh35K",
-	"z9AjVlfBf0/ngcxMzMvC08pZCsNpf1tiTJx/JfhgoFSb/28+kbeiaNjxnJGiYIdeaRiErgGfB4wKvOP+",
-	"pA1sPYyDeh8+M2DaS7czaUUHVwXQWtB+fkmfXlvfDSg0RlI09Dv0Zo/qIDcnY39+v2EzCyc6zkCfBY7+",
-	"njGlZ2FTnHxZkvGDCal+J0Ig6Kh9CO8ALtayN0Tc0H5DfNgCM9C3sYgbdC7wa4R+h35slTBw5rNVJ/9o",
-	"EXdO2GWk+HnehFbgdyndheIoqEl/da/Ei6b6LhjpbYpL0tKAVuMFHJ4PcAuug4zmKpQFO0SB4XUxOFqc",
-	"KOU+VxD5ADOzWiVPpjiue7hZgJRgDyV3CCV4MkfLJxM2fXIy7xVgsMjACvoHKAsbu4socYgpVVmIqs8S",
-	"qPAnPdlYw3moXgRqsShL2woZKaStgAOY7I1k0MQoQb8RkQdLutafQ1Iz2T21KudHqyTyaxzl/d3c1GBv",
-	"OaSxEWPuxFcU9HrZHrPf+Au7qr1z7kMqTwXUTRxh7Q5nYEgJhTsWM72NKHgOFHDSMcvnzbbnzIrcCLgp",
-	"rXAhigrMSOAIw6CNIiM7PBYa9W+csMsgjNOUGcFKMXIePwIXKtFExCfJ99DtGwvbtTUR6+pxllYzirtK",
-	"e7OGtyJ06PFkWy+e2WQSVmbD4GD3Lu5eL1/7nNzZSe4ruoHVI4AWOG34HG5WoYpKS+UaAgk9U+zVL5cv",
-	"6FBlwciU60pk4N5CJrKCVF2LRxs80NKyWsn/qQXjU00u6BWSM74ZuyDB/MqHVpe1E2ziXGXZb1dv2KH/",
-	"J2Uog0pflnr2yrnqKDKjNVSRNmNwwryOPTJ8PIUg59CIRx6ry1usVMlKrSsvvWeslOrmGMs8a8PyUtfF",
-	"8VQ4DhXxiftS2OVYygHB5XuMVgTBHfrndXnCHLiyi6lU0jpkXIYnLKuMvPVoj+9adhi+dun//hb/+g7/",
-	"ODg6YW/EmOdzZhW/Ee9zbtE6R9Y7W+cTxu2SgU6r99YZwafvCTmR1s1yD00dz/+qruHxF/Q0rlIDykLl",
-	"Zg7B5BwLsSDZB6UoNfWIusqmdGDJjiJNV6DXmrBTv2EvkvHGXMmJQP6O+3MgrhjEqt5DyH8OE04xXHTx",
-	"TnRZYDUJiXR+0jVXMRtJURZ2H3//RdR/a2H9/epMqbQEthmwytSdrsSq5DlFvuP2Q/Y82MUNMT7ySkCS",
-	"cNjZEPR+qZiYVg6wng8t3FN4bhtayhDHj3+4IHtwqKSCiZuNDBkdZ9ADf+WcsBcUnk8JUpT9JT64YDP2",
-	"L8UQXdXYV33/WkJgQsFMWEx24m5bcIfS9ltV9MLodoGu6cuvi4NdhXX8dRz2y9TsiSBKPHoArmGFis8i",
-	"AWAfuXGn4IuH85GB7ynBSb9pnFRPG3B3pA0ba026udMVFGUTEoRmHEIGkkO0hqqC/c6lk2qMxrzUwiVy",
-	"PRXsBVe5KIlEWGk38e9B5Dio+cqFaK1pltq352wirdMGMgtuROWyKLZQyKv/umUjIwR8AdE9AMVCBiqO",
-	"c2fg+XgwqHXp7M3Ud2Ohwzl9bKc7MQlubKEjbzZ4uMC7RSV2UdNfKLQrTTRRk7QD9N8ZGuNevXv3NpTi",
-	"xbQj2KuiIG42mj/UISsEen98RTkCVxhojVgAPahXvWa4l6n189POa7b2jbewFps9ByXaltNrII4gddQR",
-	"bxtZtXuKvgEhRLYhNix4wgObxAM44ftMgr/6TcbHqUVbCruntr0jVHq5eE8m5/refQSISKvL77xWVgAj",
-	"VawTE+xO/r1B8L5TTNtA0247pqeO4akjspihDaqtr2VsOK841kKQSLTYmC+xoAo652PgKD6R+FfmTBZk",
-	"1oy/ceDGN/xWlJGkt2QVdxN2iO7JjOUll9OMWTlW3NWmMZdmwVZ6dBEIEmSMAaA4pEWJ54RdsgKJEhrl",
-	"0WuOfga6LGzvRKfD4jNRDNfUxblMquCE8jJIkhJLbLh4hV0w2xoD8VtAnn+G2SHif2pe4vT7JZTFg+qV",
-	"G9bVwY064zZQQF20ZWUJHmD/qxmf73XPr0r3TGvq4D5x+i5vgs2F1DXl17zaxm2KfNDniGUJsTegHrJz",
-	"cLtwpsOpB7Lgw5aN/uh8ze1CBwZpBrEIQbT2rYLVg8eAhNHI7/sevC98GR73gLYHtC8O0CIqYC5CggE7",
-	"hTg3kaY4rrhx89OcV1jKZ5XKneZIySJLynGhmiw+VLIJPA0Z25dvXzOnbwTxdUC9w9DanOXciTEQGlM5",
-	"l/jFWHqxzTgkLX0N3X5IQVeWWPgrFlj2jfsvYAHgkFmua0cMdiMBsqxtcthr25VrPqXA+TgIS/TiyP2V",
-	"eQgnAonhnA1wGRq3/TnjlTyGFwcXSP1hdSmYFRaTm5Zycp+mBHSVfA/vvg+Q152C8s4v5Fu/ji/SZdwh",
-	"MPa02EfZljyzuDtgfF9FMNzLkJg3S3kO2yfEb8RCJ6c+OaPN0W/218H5QdxgB0vI8LQHGfwU9iPBhCsl",
-	"yn4UCCR8SpQQEeZHMNKGCknh+VusYzKSJRKmqoIZPbNBVkq/s/qkddvQkn0Yur2tYviXTGLranBhZ/5T",
-	"zGfaFFu8EepSb/EK3GvXkNf5epum/o7csZu/8FLcyvyvvEI/bPXmPyYa5JxNn7+sqi2exlCgrV/YagQ/",
-	"Ypj0NmOonf6HLITe8p0rkW+3y/6u35Z8LswPRvCbLd57xe1lXUi93Stv3b+3eOG1vZ5wE/bMVnsNOPTI",
-	"WLz5BALd+7ZvIXnSb2abDv5sdF39p5j/BFi4XRflLeAedDO8v0tzOLW8ifk73Bf74NgVwbFhkthhctUe",
-	"7fqej0uzZPDuuvBPP+YBqP9cqwJoFS/v8+BJi6Xy/S2P3Od6poSxE1lte7m3pVoCg61LYTYXzz0cllWE",
-	"xUqUe+fQnWVWca9CB9HxMzlRp1XJ50Oe36xwIllbC8vsBAr0SDUuxbHXSn+7emMj7Q998YllpbwVDGOg",
-	"MxbyOsmSJ4rmNB56VRi1rim6DAbhb3YAxqipdE4URyfsR55PIDadF1PwMn3guSvnweI6pxrfoOcLS4y9",
-	"g1KOhJNTcS1yrQo7YIeU4cGefnOWNRX7nuEPU21jMWSsoFKge/0IAh7xbxEonlgyKxD3PLjWpQ35N4Aq",
-	"XPn/ShWmg0HYuZ+2c7Ahjkbwx7BjeMxj/Z4NKIgcM1N5MR9gKE504jtuIsO4RLvCCftJG5oPm3Bz3QhR",
-	"wa+9RgQFknOtlMhdRmHLGIoEuwCmRDCprBO8N7C8gcA38la8DTto69z4CEGdWa1xk26T3DqVKvz49N7Y",
-	"tLrnY4VZOehTqHmGjRqmxe+Q+zUo9yxoz82hlTiG/mJH94bir8hQ/LNwzfpH1IhXQQN5yTWw69sPW7En",
-	"vjt/7fI7BthbwWAfs7qMUGIG9RQWILN39CF7C+RTqMCA4RZ2kFHlHpi9nBsgk2YDe5u/dzK/EW6AFxDa",
-	"4qWllpDTC0Kb/PcvIma0CO4jAaOg13yXKM4Cf2FLWWBW9AB+0dyT350df3d2lrHkvjzyNyBQHOEMlKHm",
-	"irSsqIGVcQB/ufSX74Ad8qGuHfuPs/+HSUW+BKCFOcK4ECj8EmJf4e2QivYj3uKXbsAO4y/fLNzlyfXd",
-	"jLASRuqiucyfP/vGjwJnZSjmmsjQli/xC3wWxZBG7vhVhRotkAQRzMJgDvW3coaT4S/VQpTCJdNNhV+a",
-	"zpFwQryZS58Ei/utvhFQdKrUVtggBODGHmRMWMeJlpvRFY4+DiNYXrtQMuRbZnGWICUiSBlxM64SMi4w",
-	"xNBPBRRAUJoqULNbWQjNuDG4iy6XXAZTPg/707KZKEECFmwmhuHRIBt6GfXoPJkaiPYZilKrsY1OYvpu",
-	"xv51sDxd/zpgfOi7NRUx3zG+gDHLuMMiH0joJgzrsNRjChS6JYL0LIpzHGuqelGKWzvTJpSYONpOHHoj",
-	"sLj0Vy8TtSZkE6Eoa51ndLmHPNUgK92vfNRe0x6xqEFnj/IE8nvx6KsSj94EQGtJAJBlF9Q8p0nfEmad",
-	"YLRDyQcUyBVZKk39bgzzDCr3goMMPnPOKl2WRLkIHWK1crIkYWhbG9u1/+bnZmWDTq8Owmn0fEII/0qo",
-	"5rXHiQcLfYFleGjD3bo4mO4zrKsVsX+QS+YWNl7Fay9a+v3Ha6ePjcg10vb1nnBdXaC+4UU8PhqJ3CFv",
-	"IkhyXphcEF22Pu+6+vyOu65Wn3Y/b1/s4X64s6qrx35UwcN0jIzWm6SJpdV47WIiWG2zlA9FFczLSRDe",
-	"Nfj5x3csdKDV6AC0nIxSNIe1lVDMxQuwQlFEF1fNAc2YVA1Z9w9PsAACE+pWlLoSbPCx4mORgWv1Wv5b",
-	"ZMxpx8sMQmb+HLBDbQpB9c3T0TBZXLCBfwut14PwAeRE0bXxY5NAoU0mglCLxj5hAyJWe92Zmt+OskmC",
-	"TbaPtHkR2tlNptou0SgZN3ZstU+8tdX2oHTXxWRa07trOFK6EGv8fW3rpj39CP8lNzoarLo86beaqMqD",
-	"Ruugxsw5JHundqfIYgXGx4Ss6YT9mJiqXr179/b4pzf/yPBfo1/ePgc4ePXmuvW5lp+KyJwGhbT0zCCw",
-	"xwFcofExJ21rvsoGFg1rOJyGFcSIWyTG6rPzYd0CMOxJLDJdQkWoGOIL/FZez39ikxhhdvj87BkbNL94",
-	"XwglF+im2WXoD1IHefDsDMTFDpCrr7FzMV5q1ZHC+xIe77G+bG+Oalu5e6xStK9W2qRixbm6BrraRTPU",
-	"UkLv75N5aj5Vhc2AlKAJ4WwM77HwTF+iLxap6atI/823323QIaxGWEcncWN/pdJIYe9SB4PBvq9PzdZ+",
-	"PDSEGxm6Wudpf43cWfyIn9UlX/wn24gwqjpbnzoBzT2xIWxqIKIjJmv5drIuX014BEh6B9HGUatAvRTs",
-	"oQ3YNuHlgGsBB5uT7eHXnywAX/9FJCUMKGydLMtPwGKVw2dKbR2TDpKFDeNqTsotVftvuhM9IlB+03/4",
-	"+RYwDgPZEMNbUWafC4D/8Sjs7yd7bOmPTdsJsmwrfJ4CTqyyW3GkLPDipi0lkB7FiiLdruqLRHrTilnh",
-	"QIpruXMXHMGdGJa66h2xoiU4iFpsAoWJ7x288uC1BwSdN0kmVsegLBBxUbtPBAik1oNWCgzQSu5XcBhr",
-	"JaKUAWUR7bJHLGv7dsP8v4evvM/J1Do4b4K+/OjIWb1KAkYfdzcGr0Hfc8ZTiCeoxTi4Plw+bFkiIOMM",
-	"DRnwoBonn78IwQhBqBcfnIAlxAlsntwKqJWY9cnbWaDUSuMJ6Ikn1kupXXUhlJh9pni+g8qTK2ZjA47C",
-	"1DN8wXikpBz+t8i7iCjpfn1kruKwx75MCXrvIl59FysoNHmfl7GBVCypxquSqP0jQExcCttjOz4n7lj/",
-	"BMauoc1L+vFakTvL/jkAv+Y7ORVeKRCqgH8escOrn16wZ8+efR8qhf1bK3G0WLhg4D/+ukBjD9bwG5Zg",
-	"WBJGqFxcgKFaqlrXtplCnhttLXUMHFx57U6nwoxFqGq92oB81UzQY0jUjN3ZKkcxvrV5DmV8Zet0zfjm",
-	"himO8fltchbjSz/JUmycDJc0RTtxq7d+xC27W8t9a2Sb5LPB3t4ns60wwZv0DO/U9t60tNoA3zx3OuGm",
-	"OG5s7j2ZNsYIqKQ6LMU5M2IKZdQi5D5hw7kTofCQNAuuw0M3MboeB/chH/sJxCJIKBdB+K5UhaBqYox7",
-	"Nesl2Zedng6tAxnXalAxUHOjFAV1Y9GnPdPmJvDQcihJoI2IuocLJALYVW4EG3sZjF3CGMhoMxSgniEN",
-	"zUKVNuzgXDh2qLR7P4Kg4Qsv/6euRTQZRVM+t6Qw3VJwA14FnIg0ZsIIdggz8r5W/JbL0l8rHX7FV9wU",
-	"iyb01uWwG5nYN+CR4Afu8skaMRiGlrGnx0/PzlgBTAe5Y7KwGa5wZXQurPW6pApFRu5XBl4aT1+ghAc4",
-	"KsZeCQMjA+8OTTIDx/Ie9LpB71UDKQ+DfQRnG6AfoUQ/8v3glU7LrB654+DwwiPs5buIHihzIrTAmU5g",
-	"tWh59qA9jB0ecVmSszJ26b3/3Ptxp/X1Cl/en//9+X/U55/2afvQPAgQrImISoAg6Ws/GLyCvCTY5ud4",
-	"f8PFnqh7aHiTJogoIJhAcjDYLsncmrFhnQojYJZtiy1DxB3IQW4hTbC2tibX1nmO1F9jLpWXSVr4Ewr0",
-	"bgM213rk9vLGHm8+A7y5bo7CY5c3PqIVafMEz8sksRNNzFrBeTapWYwdBi/Hf0qVYO2x/+PRCXsd836C",
-	"+QreomPR0l+0/7+Jc9XxaFo9P0fIggpxEuqgAYJAMt4VZHMeWiFA7ZKKcfav+uzsWQ45efBPwUQppkK5",
-	"jI1G00qM2bG1RxlW5dNTxoEbm2rogX3ub/gJipLCj/zT/+eb74oa8anrkT8GmNZHJc6GYiyVDeQIN2I+",
-	"MlgoBPgKpTs6YVfooWl8X+y3qzcnDDaT71+DoERtSKeSonrQe1Rq8Pwke8HPV8amvB2qVqsaOLzXZ+pF",
-	"jN3KHYO2+2RH9PhfcPt9clHux5CVhxlN5FG1F5G/A9MBwBsIxWHiXv5MMvP2XpeHzZHjC9A6Iu4SYhK5",
-	"rztlZeYcZbOtCeKnJD/yAve7TpCWBtAX7GchjSHD9LkIzk78DRPnBuyQJN2EXoeStl8XgyPKsmvy7ujW",
-	"gVoIE6H66F28kIvJZ0D5XM5jco5HcnDEXKRfDXWfiNsAoirwMgv54Gu8K9c0j/fiWukoC4PZS8n12xeS",
-	"OW15QXrg+uk3/2eDaNGm4bA2RX8VGvKIfHqDcRPuoPwNruI1tnAfxW9aDW7iI1k4iXtBfoW3JMlPtvdF",
-	"0LLSWUIP3SEnS5PTWMobsYCji48iaqdZ28h6PpxTsi78rtQ5lJQ+HLSgYpCxwe1EW4iD5VXl/5PgNNFp",
-	"tfLAzxkPH8Vy3awAVlqGPDJC5boQhlW1nQiLSeMtBeLw6t31W/gz3hxogykY/Dop0H2Uefyvy9JLbh/m",
-	"IFjzZB6wD8gLM4JaOXYxF+yW/tJwJxOiKQYVZRfyP88xfSxNBz9sJat1rPr/G2brbycnJ6iGtG7Co8hV",
-	"FoX9jE0gHI8Ci//5x0ltykHCWz8XJhC0LLDTnLCF5QNZdihCrGBCGxLvVbr8SC1sXSYNp46/n1MVEcIY",
-	"Bn4Gm5Do+IBvF0ZDewq8cV6PyNjgY6t/f55+hN315+lHXlV/nn4Ms/XngB2iDcbf5r9dvTn27x8Lm/NK",
-	"FEcXpEwmXDVkEw8mq7T6R3LqmgIhtqkBCWGOoMUFF2BDMVTVmO2TsMtZyFIstRd17DIP0WVr95MLkCZ5",
-	"HUmNX4FmPay4FQZKcSwmUuraLa108+0zv3BeAgpjBXEoSUo8Tw5CsDSGLNAsUUZhhn7+4Zv/8/T/PI2X",
-	"D0UKQrH4ZCcliw16dAkw7fwZgzMeUlvlBuR7eD8uKrC7VRs72lxjPgxUkLBNGoqXRdqmYNTdU73sa7k/",
-	"pFbaKwGEk7sFf8vdE9tNBC+9SrCGBpkzO+VlyfBxZhWv7ES7EIXNCzbkJVd5qH0w1Uo67TUL4DaL+qgH",
-	"0ESWSEjNKDtGAo3ExP89h6hq/zUMCk+KGuJpj73gpdVMqrysCwHChhXKUklTdMsUwoEfJdSHV7oQEO0r",
-	"1S0vJUTJh3DwyJ/mKLDb36NKq/lU15YZTvVZgLLtv0XuRIEXNpkwpWXI/BauMt8W3AQ3yOs2NryggX17",
-	"9myxgkQc1FAXcyp9h5duEmfSmeHzCpdyl/rTbY6NXFMnewOr+4fstwNcqcFHgjD3LcLPw3QzmdmLpixZ",
-	"CBgFY2R732cgXHipGsrk+sdP8PiLvDbSzQ/O//nRa9RDwY0wl7U/Yv/8wyu3qbvVwxW0QZ9Pd2cCBbjx",
-	"t6iI9L+bX3sxKqdLbrGDi73LPh6QsPFC6xspQpepH0t5NdAtJhUG/gPnHQ4kAwERrFUZptHajE259GsL",
-	"FFAQQktH2zpmahXoajkuyiGOkZ09hZCqYF7AiVg2VfxmwTtrNDgWG6KYbEl7IeSgWcDOMWe4LKO8kHPH",
-	"Sz2uoT9J4l+lpXK26do3ra6FeV3u3JXAjSwKRgwUbCqmQ+SLpypIAbFAR2maeJY2QS93tADFNBJJMsh8",
-	"Y6PryoaKU1Dt/ZjHIgus0rrMUuYt14ggYUlKPW66822rO6EQzXJ//u6XkKhqYA3eMtjqSfyfM1xZ1Eid",
-	"mFYlaN6RUcLvCj8OKhHqbw3InhHS4P7AWMSeiQImg45uvYuUCkKNQdYfocO5aRTL15MDOovM3ThfCF9N",
-	"iacs6shJoGTSv6Z7z9PuYeMd/fsRYihpm2EWepQBFqsOEVtBMPMm3Ehgfw0tP22dn1Sm6J4eLNUWKuKG",
-	"8r2MyjC2a6fbtOguTAekbeHGOcbt9LsYXuv8Rrh4uqTCT9IShC/7X39IJwmrwC338getnXWGV8FIgJXP",
-	"eDGVSvo/gDIUGoNj75ZKtTWAEGfq++/TmaIc5+6cBv+FRisz7TyHJpQkaMAZK2SAuyaLIO6N79J2ow54",
-	"8Ocff/7/AQAA//8=",
+	"/dL2fw3Lmwqluqjp+o7+/+y9i3IcN5Y2+CoIxmyI7M2iqIvVbjH++JemJJvTunBIyj07bY8KzESxMMwC",
+	"shNIlsoOR+zT7IPtk2zgnAMksgpZlUVRF9v6/4gemZUXJIBzcK7fl1+/FNyINIOXEnOUeroUFUHCVKa0",
+	"/vN+PpYfoNVNhfRB6d56y1LOzUXU2/apq+KsB5AQwOgVgk3SoOHf2xIUP28/PeRISwnhj1o3amsPEoYy",
+	"zEiHSwfF2OHK/jyqO5NozJWopS7wPL1c0FYpKbZTaDgYFITllRgMPhwTqveAaBIdNhyPEDY1ZFLyPpZ/",
+	"JeZHE5uGkMBDEK7JsEeQ/fXg/2BSURrwVisDj+tBJjnz87QVkVct8FuHLbe/+hDs3lLeCAyK04EBCRld",
+	"Uz0t7mgAlMXjgZU6hwKO8a+dBfnt/q837tz87f6vvKp+u/8rXn5S/Dbuo12BUfw9iX0XLGh8v9MvHYy3",
+	"EktBgyobTST4MXljRzNRX4kRMqolFRttjPQGfnv20lDfyiJjjfJllNSshAO6hywowy1a0o/nGMlPBFN6",
+	"SmKPsCQWi+mlZbyYSWtgcGCMoULFpp8zcaOvBdpdE6l4GU/Yka+epTt2sh26fjPClVclS4vW2XfpLvwu",
+	"I0iQtCxxIHTkYknTtEuWNPVpck9rbXWuy6Sx7w+oii5CU91DhZl7bDy1thpNyptx5v89qx6j2T+elmaM",
+	"9QFjd8CPM6abmvnkKuyNH18ewwWvfzxjRk/s3C3D7tnFKYKxXByfOqF6++z0ENLvb89edmgijdOFY3OT",
+	"v7MyvxY2AFG1tPek2iiEyy179vz8+Ozku+fOGNfN1bR9kPtcKCkDd6IqeQ6RiLOL89O4Vm4v3iH++3ey",
+	"nfD57t+lAbvBVGuNhPO+bKASbM4XXqIY7zMRLp0rJ+rXHPZpb0iILkMRAABpKgHk7N/5DT+HW0g+2O4P",
+	"L8/dBJzzCa9lxn64uDgdTV6dPnZ/PJ7Weiab2eiSwyFFDz6kCiO49sXLH92quXnr6dNzxq9QNk19iEeS",
+	"jYg8MYzVjTiMb2Qh9P33sPngF78UScU5TdZR/qDnYY6pvnNO1J/ifSV6kNqqSGSG6K8gYr9lO02dkjRf",
+	"v+n2d4g1trs3a5kv481+CIQSwNIW6mvcAnLDpNkc0gqfgaPqrkq2tLVoBpOaBHFlz3TZs5OJoRKc/1CJ",
+	"Qy3nlDlc10i+PtIJD5UmcKEpPT+kJtERhPYp5FD7tioM+NMs44UfUvoM7y90D4LkoJJm/wm+JFhGk3IP",
+	"IAoBanYZ9jsaKn7GG1UuBryJOmzbSci1MkKZxqydjjq5vm7VCdoslk7ybkdVyZXIWM0ndnSjLWxlqlFo",
+	"ewkzZmQ1MvJK8bKk8mMEU/f1fZs3M4wurgKMpiRru2A2xffO+MQ+k/xKaWNlnuQW8nMVMBPWbWAMA5+o",
+	"QrxPGJnuzx0wJyhdCrkOkmp80YznUzmYKybXs5m0g9+Ll1tR4AgGvsTdeqyV5blNciXJspRmBT+aXgi3",
+	"taibuFyH7GBVMgeO5KW+Gvy9pb7a+kvPFa/MVK+f1FyHkpfwMkM3Dn0XfPgalOJlh9dPXZSVUpr+6tRK",
+	"P7eMamanIpkwXWYzudFQlEIJ1m3yPhtFqKs4XuKwdc1eQHVlTxrMinrWD53eKjR33W3KQLxZDu9Z2l9d",
+	"6cq6Qp7aK9GaRnO+LD9JdSR4IZUwBqsF1qQtsfiarkZrN1FNsoZDy/M4hd0FGWip2CwS44FbeBtQaMSc",
+	"Xpvh6S9LDN+5WkJ4vf4kjBPsh8xcy6pqCz1yYCsLJD092VO8Z8hr5hw7kepGxVgvgczftyB1GWH6kv2U",
+	"tdLXO+0gsnht1wMlhz01rJym3VQ8z0VludPjPfsL/ryhzoOmuOZq6zBlT8nOiSrkjSwaXi5LwPDk2ZKg",
+	"peCkBmfvWxIs95HtN/fl84vFpmoQbxhuWRWCz45p+sP6rC3+OIP40AtZiu+cgZZGjHeG/USWzkClyrah",
+	"jKH/mC5AGnaVtu8IqTyEpN65Z7670s5qBBvwXaP4DZdQLur/ROQr75DENF3o6p7TV6MWaF36MP/dzedD",
+	"sCbP/LhfhDvWE75xy+buiJrXWl3h0VcJXZU9JFyIwLpex0wkug+q7UVoPzDgU23YKzRd7SsHbIzb9cbg",
+	"Q0QB44agoTMEtTpEQC1ZIBskuIzgDBWiEqqAMusEJxuMOzFDD0YPDg6cZrVS5ZYmaYkUdX0HyjadgMnZ",
+	"HDiJ6ZLRU1FDeNZLl0FkzEt3D8Sn/OGBCe/VEgN4ruktHVkRgoF6clU1bKw2oJH0T8ZpyZNQL3Mhrp0H",
+	"74UsdOQvHzsQgj/py674nC4Digv3LLMdyMZARraIEX7YibY5woCF9rdGO+l+8KoN8wEoGO6H9a1M0Cmw",
+	"+/btybM975yQelpLnmEE9B335svc5mMliK3vyopys8M8E7cg/6VV4ttPjl4fYbLzF6BAoa6sUvcAtG8C",
+	"sZBdXInhewP3fnpDk1yEUW0huk7Uzku9mVeG1jdAW4Qpi4MskeSFEfchCq8X/+c3vGx66fo8kA0S/PKy",
+	"NC2A/jAeWOgHdHf/T1PcAkak4GuWouDg7dfiAyGJ2hBgxoymgn423STEU2nXaoBovtyOYbvz/hcjZYzt",
+	"CduXOuels+TXzG+3G/IXBJyl4LWeTIyAsOl2OuViLRyP283rYz7w2dFMfLCWuOh+4YBYu5cmjkT+3Y7l",
+	"dl5xp0WvXi816SLEs855aTLGy5IBwakIbT9DGpSohfTD25CAdy9ElLbBZd2AF8MuFxB8voUS3KLLCHEj",
+	"Awg22dx2YHTywxuMljT3tq3odFrMpSpWupXDSXfIuL+C+klnslDyagoGiJ3r9rRZ7plNwZbyhZc99/Y4",
+	"YTrTirZ4Iwz+ay4K5f9tp01N/5zUEv9huG1q+mcDd/+crjZKqEFelqO81Pk1E87P/OGHp69eeXoLy2vr",
+	"4WoePn56cLCPfFRW1O7e//7nwejhz/88GP3t56f/PBh9g//8tx5orlQkJXo7vQzef8vXLG0kmpBARlus",
+	"2Tt9eeZ/THXLI8x43Fs646rhJduN0Ud0zS55fi1UsZcBXgnb9eUv7r/wXXsA6kLaOqw6PM3pv8bqHdT0",
+	"yVXsONTp8rnIfWS7HqZGFOzV6eO9ffYSPL4rj1gn3lfaCFZNF0bmvARwAnPIxuihtUXBWIdbi4mohcrT",
+	"qZzEcKqqpELkdOuVt4/WOiYEYUyVQuG4d2ZABBiklbiXtkHzUhuxrtIOm5avJLTnaPCqLdv1EcOMGfmL",
+	"yJiteX5tMmasriqwQWBAIyjMy1gtKu723l5Pk1kh8p4mRXzwPYbXbOd6YdHqRtfL6IkduY035XUxopu2",
+	"MO/WBMaxHMFfccuIuFBF2m6KVASaT9ZQ6h/wf7Y0U9cFvShYJwvyyTKWu22n3Bnq3kobxO84XQlFOHju",
+	"zt4wWbpRIHohJofbghMngf1Bt6T94P7qJv5yYcXQGf/AEN6k5rNUsdsL+DvbheoTLNhvCqmJ89Psuamb",
+	"6rIYDt5ciPd96vkHd17jBofrnBgC5NUuZ55rGqYZdC4KKNv1grq0sHjocZbX3EzTQkwvWYvI6Pl1IbPv",
+	"h0WJi6FdmmsrUi+WS7fAD4I57WPM743NB2GaamNDjj4RhHdb4FkyW/n24pgVlOmHw9bJ8crHpgMZ0F/S",
+	"H4T2VjpdOIB3CAv6ftCp7NZFq+Rhj2AGAnI8pPC1eocvfTerHu/t9xoywzQVxV6gzZ+BuGwPaIq1rqm2",
+	"QDwK09H5G08WvUS6KWvrTBboQ9loPoWAd3c7RtkSfA3kd3eiwUZqL9JZ8dS16n4pLdfqpM6e66xrVyXE",
+	"Mtlv3pHy2gxS0TGevkRSpbuFp4CvDJiiqAm2g6XomqPDXcYXkNtIuIzmk/qMnVOtp/kW0gpLVrURgn3/",
+	"/ILd55W8f/PwftBV9yGfNJrpQpSdOtiYNOJcT+wz4f/L/2uttX8uehpdj7xZzLuHgjTkuECngXvKHZns",
+	"YGMkt5OsGUw7mMtD67Bu5wBIM9T0x0xo3/MhFU3XdAqgQHqhXdfqqtcaM30b2x/7gWqUjrAtyqme17Wu",
+	"N7ortZhAM4yuGSZ7MwxkItZ3/Nq7MTNWA613bWW0tt5mvdM2PoRk3XeLtBdPtJRwznPkoVpU4qnscde2",
+	"SbKEAMGhh6f0XR24SPcA3dwSWfmQurB+w8hnj9otFTJInDatt2PdzgUvxRAWZjoQSwfzABcSL7sFHvug",
+	"A4Q0XMtGiV725lHBZR/fqNqcyPIlr7fLZ92J0dbunFW7rddcMx2LKxhWsUjFm6QLmI5q0B8La09aWuGh",
+	"Vlhk+f/xLbH4Q7czvLxlMNz2oju+DPOrI/abLbDYHbyFFXbm9/RONARnkaEWaRm81htj7umvsN68lwe9",
+	"W5K+LY+k/96wla+lKtJdK84FklamVvoiVMeH54Ew+BzfwIpSX2mBf73saeVA7uL08d/yGofNfRtmTZpW",
+	"QfmxgcPHTQRtwRyj2UenJ4A02hswsaKeSZWa0k63SJjSBeSPt6lO7TJhhPelZGVFrGuuDKS3TBJgBQCn",
+	"8fwxFJWxYs3cT2o965s1JJBJz5HuuwkskNvz6ssh0Qk3ZhhD+9DNczdkKbwwhQ3dnfD1ygwUg9M6G0Na",
+	"sYJIHG/+l/7yNFAI4bBku23TMunHqGgUCuX2bnG2xIpu02yGIaenaKZvROE7/c6EkUUjjp2ENNVt6ySx",
+	"vs9qhvkMVuNLQjcuq/E1qaxsvThrVIcxJAVf/EaVC6p2BwwesTAhUg8vpdNzlq4H8dQNiZS5J3WwmuXu",
+	"cqruBP6CS9TXMHbPxBsCldQ5M5NXlHAJAI5t2eYG/oZ1hA11T5oM02dtHITS5PByZmsuyxTM+tqRrLRb",
+	"0mSFQdxiI6VrRduK/XZec7zFec5FvWB1o5LoosKK4u9isbYFCLYFXQsgB+Aqz3VTFm4t6Rd0zKN3DUHm",
+	"i7Zp+hSSBsny4gdvsxEhyuIuA7mhTem7zmTtvg0FYBvTFGa4h9Xbre52bI8oaFoddrq6wlWYmd9mXpcL",
+	"BXCSs85yZ939uIaeEcA1LqayLk55bRcdfJsP1myAXoCFfIg0EFBVujt1PYTKazFfhlBp2choWj2QDYUq",
+	"MLymsetxPTXFk4OYm+LJQXLCE9MW7ZKVEbs1YI2CVjcVlKBFQ1CagFKoNCu1unKXzVNu4rVY9GCiLIkv",
+	"vgsqf5CyfJiA4sXJ8UcPWrWVIRua1ivn2OiXHFUKlZUyqwg9G5z2baoIkop4J2snL73trVBuyMf9IImk",
+	"YgHW3DfhAe2ARxS8FeTiajf13DmyI2KWwKit8/+m3IS/pktPS3klL0uxcYsIZQOmhj84UL+jzTFwt1wL",
+	"UQFWST+663N607x2kqcomgd7vsV6rd32qIY2zGJ6p7fprMv866eEWq273KvE9gv1sP46CnX6dQPCZqUh",
+	"BWosn1XmQ/mLtyUHTn7IITvoYSteI9u6lHkSC5d2PsMrQrOlnwKp2LwnSr6MS9wia9LbljdltHwrE5La",
+	"UINEtc9OekYnLXizdyesPVCncNgOFr1UzdLAA76DXxq9tWeuZC1etbHT2x3hp25XijmWnbgnLuXnEo1a",
+	"OpS4rKMwxPEBijxzfsjVlF2WOr8GRDdfnWeYeC+NPSQbjhJcCPKREzN9r6EISH+DHCMPSY6JITeuGbTu",
+	"gWIs9CFZb/CYHsyMW3sbEf8SmEnu7QOIntKWyI3gpSiOKnmhr4VKG8kBeNm5EO4GKIgMKK2rC2r7nzVx",
+	"6hR+p8eGEDVY3oBhU3H7btwTeLkWalirbRjaejXkn0jPTgtGL3xNraHzFES9QCLfySpOLxpvgE0JxUoJ",
+	"rKZGlvZEDcOCgYuZVIf4r5FUBGSTc6U0+NAeY03XsfJIgC31d6+16PsazIwlNvD4YMRMNHSxh+pUDq1p",
+	"SyO8/Xm4BeAONsUdshlfuKmA7rItQqZvkdRQRY1u7rHpppSw0mligZVtQEMExK4tq13djQPhCPuGuyaP",
+	"t7raq8zKS0sOyAUCAdTWJ/w2rq4TjY2nIcpPqPgLo81g54Gj7tSIDzkgFOwtjkya6B7iZi+p3cWPP2Gr",
+	"JjfdV5p1VJatzAxFCA83DAtW6FLcHg/8zFanurY9WLZOOZ5dnDI4JSPIy7YYImFSDWulhadtU8Ata5Gn",
+	"FQdRUoKmwpHxupY3lDBtyxgyZoQqosukhb90EDTpYQBHrNJptDVotfCFXLFG1QK/0GPf4j0BHA1mFFyi",
+	"vORyts1M3AbBdnCpy6u2zEXPlU+tutGmVWcSX+TCv7pgb5+d3r84Pg1PGJK5bupKG7GOPoAmD8ioYzea",
+	"6NRGpbzpq9ApMarV30oh7RqgYr+qm3Z3WH0wn2mJg+YFemoALLu9sjWmThDnnZ+fHROwYUul4qZrCTzK",
+	"rsGMMpbbJqGaQEe0uTgvMAF5zX9zwDdNS8/G8pWwwoQDOnjovfCsoeAXtmusS9rdRjO6UlfSmLXYrWE7",
+	"LO+tTcr2CBAv07LTVbmZj1B0av1adtK5L9yH3wE/hWIYtu0hcGY5+SDIZS7D/LIxPfNiUYkxJNm0EsTL",
+	"vPbkic+O37L1F7/WhTjG9xwBzJAodn77eWlSerpdO9MReIjWHUKb1VuvOnvF36coi4zFMXjrzNlKQxWa",
+	"e6pUqRq8eumxbmT3DGyAbd6QtiVgSs0t6fqWFndDHjoWMPep7VRmw2yP2wUpUCVxNqlFJDWB+Mev9T3T",
+	"zuZSfmyzVQGMN6rY0kZIH4xHLBDJrmymQ5+rYJUEIGP8qj4c+DZ58c03j76JueAPHj7+4GM1wd68idR9",
+	"u/No6QWPHt7FSTGM9dyWvWkm3E+lnAh3DB92ZiUc48F1ApguE9l6++wZxorYI2w17l+1b5887iSdHhyk",
+	"1syp6s5gKaD14JtspSQOUTitRv0+ic8MPBPciQHHAdXEEOhyCNqsOWJ2xwn1Pd5jUhkreNGitJimtIfs",
+	"gB4NaNyamm3Xpd+iiTjYnO1MnN5r1MuZP5Zvl8hE852rpUM5Bce01qaUrVE4aJt+XfrevKs11VFjp8cB",
+	"sL3Pce2gujOsta6dHS4txTyw6RA57Y2ZJ5tMptyc0o/rkGv8A9xK+/fED3bTJMoJxNjg3bWwTa36Ynob",
+	"mhtSlIJRqwO2m8AM0F8Q29H4VDlNSh9iYZmop3smr5wZAb/CYzqPV0o3ELiXWEmeT3lZCnUl2haSDa8d",
+	"EteKljOOZeoaA121AEz/rcF/6NWp1ot2l2HQqveV0nZ9UTdchPLlAFery1Ak7W52f1fd6HsyoNYT3jSi",
+	"7gQ324nJWIOxz0rUKxmb9R7TcsF9eL/fE1lHGLp19O0c/jxIaPsDZst0DDjxUOu9XOg9NKQWPW0LC3hF",
+	"z3xAmA2fdQHZz001XlYYS+TRS3ORaIErr3Qt7bRfYMMVwDoU27Gvnn2zk+2c/3A0evjNk6QZyxs71bX8",
+	"BSprfgCM454Jpu5ANqa37u/vj9lRfDubIvIzJoww/TGp9YwKo53GbJWl27xnL47ZwycP/oosLi+O2V+f",
+	"PHhyGPrvGQda0YzU6bIST4S8VKoFH/c7g1/RB8Nh0jmWMSFD7sa5nVfyRijvkk9qYabOfi/0rLc9aSNS",
+	"catiiI4aIfQMsPJz6yFMaGC5L8vDKQRKC+7Be715SkCw6bPlXzpRsPQfDS+lhVqAqtYWTSzYModYMwFV",
+	"652BUPxAafYv7DH0G0shjJzbPcltNeSESSk202ZSw/nSxxHrDscNmGx0dtViRNPVWX8T5M8fqjDxgAjh",
+	"53pQwby+jhQo7sIskltcj7SsRV/Sp1bOZ/paOL3yAYit50QJZjUz7nEjt/lWdU1Qm4kmDXxCBtsWmgkb",
+	"oPVFRL+tdG74IP8tHZzWh1vBtOJLh05dWi9Dhhh1s9NK+KUfBNB6EVDRzW1nBob6QbisqZneEnjMiwfM",
+	"yKbNs3W3roa9BEfEIWlfYDQRK5WdkTP14OG3KZ9fzoRu+pthvwO+Oo9nNnWmmnv3oa/9YA82uPOPOr58",
+	"Emqw5sr0wLG7SQQmBBauOkT0LawcevvsFNQOohtCFa3V7OL4tBOHR9wtmztd0hRpWqokOVFtTfX0/n3I",
+	"VVhTGffvt2cvs44NRma9MwmZVBPN5CRiE2RKCHSkZsve7cHjbzvBo283WaFujAN2bFpYsffMb0x3Ne0i",
+	"t8IJ66kppD7WhUjEro6OjjN2evzqCP73rZueN1Xj+/ajb5+6o8I9aH9b5Kkf9Byqf8OBz6zW112/RTdI",
+	"RU4PRpRFSEP299cDEiY20/tgVdEHhF71YSCxmnrVTONMM+2NLAROIvDSupY3y8nL3hFPhbyapjhIdQFE",
+	"yO7XuyG97On95yrM9NaWGmfXYoEoOPTVYIrImehhj7A9APGiFu16Iz/qbq6VErnNQodixoywTZUR36Ku",
+	"WaGVSLf6uzFcaEgmwMJtpOqJrG7eRqFp/5GLVRsbPnjg8q5RcQAe638mslNRSqTSwYXabQroZbF5lf7M",
+	"pO66oIGLAqjVfGvTkr+3ah/KQvTJ/Q8Pnzx2A/nh4ZNvkjfPZeEUWXoXw4+DNnFC7XnOD0vEx63qSCrE",
+	"Rp0DIfYFN9cf3qjRgFdD9ZOMe8Z/y02CCCRVZpl8w0qdJWw1bq6jKku4EVnLKH7prOW7Lrj80PaudT1d",
+	"jXJCuJZXjK5hRXuRz2SmqcWuhBL1xohY/DhooMh1WWK6Zcsg2JX+EXtSVt/2PWwPGD71reynnzDj76ta",
+	"pz7/R199+v2bV0f/eXr25vh8oKq/0rVubLqXtK0ra68afILMqPB7rdmNn/0KL96CJSZijFs9ZiqhXshS",
+	"PKMn6A0EXZVQCNtUtDcEDH7k0ThkowetYVKV3LopANpCKunEPNbQ87XmE7txbpao9BDzpN6ImAJdD50b",
+	"+9LJsQjEG7Sz1To7JD25YbXpw/xA18jyq7A9ekUBnwkVMRI+JCHD+SlvjLjQlpevU54gwE1d8fqSXwXR",
+	"hVpTpJAivHXFld4OjvQqPxV1LlK1mN+vvs3y+kqAe+tucT/ufv/m++O9dld5AquB22cqeHVUljr/Lg22",
+	"BX+GGHgJvNlg/vGK4TIM/Uh3y/nCbHoHPJkWS19aLpUoWhsIsY+hpR0OvIHvVs3s+3yd1PqIaJFa3nyR",
+	"l4OBTk3vJ+L2ufQferffuCSUS0u6NPvRKP3cZMu7P96VayTvNGlBAmqARkgz+L9QNNH2UFwuGGczXTRl",
+	"Ctq5KOoky9J3UhWMfvV1Zrpm44N9+P9IO8zLkrlZqSc8/xAWWBxdxMXQw8EgjRXKPXg9oQTVJfDcNrws",
+	"F+zSu7ipZOJmur7V7NWlmxzwMtPwa/A5CVcDP9N3S5gw2u4beCWRNpY4vzKq0h1Nra0yiEQAbaz7JzgG",
+	"c3FZ23yLMlS3kYiVINTQTTolV3zrOq7nKQz6TnUY9+U84l8NL4F82v2CTd5GqqtSbFUN28vefhH8KX9N",
+	"HA5aFwdaTvvhQmYxX7SXmFAz6T++w2oRduoGQsJWsNNZP/eL6cgyVm0jYwmOb4O1fBd2WTp/eOaHVcEo",
+	"uSoiBbRFADfSboPr6foTivg0wDd5wWcyRSR0pKDLzrIJXAAFEEIoX4ZFZswIkVz+IS7PdX4tEpHbtkVi",
+	"bXuMEqIIcJ1QOgcCB+++Z3Aofd64kZflBhrwnKijo2yZr97gNurWSmvAuSyLnNd9yOmdQUJi3UDzE/eN",
+	"+/7+zUn08Ka4t2Sn/ciNq1nzmfi7TOkZYGSECFTMnT94HTd0X5HvgC8AeEYVEebLTpVdT59Tr9MHTr8b",
+	"M40otByH+JLXW1NRltr9t1sJyJuZhco3KzGLnPYb6b+jmX7Vdyq6ef738zevmRXvPfL1tpOdN7VJhWff",
+	"VByKMzTiMbHd8dnzH0/OT9683j95/ez5f+6fP/+P8R4cG9wYtwf/1Yh6wfB5KF2mmQlWA3VL1F0fpnLV",
+	"OrkhR2CdfnruLnqubkSpK7H+5HmjGCxT5j1QBCvykBa75ibf70zU/s2Dvb5So2Q0541iuPAZmxNeLGHn",
+	"1iKC8Uw8z81NsW7IMTcWPTPXykrVkKnizhjCaXEznrvVd5Z0XzxqYHN/K1u1mJRbeDlG/CsRodc1KqsM",
+	"0jLEvbT7IGMPM/YoY//f//P/hmDoFa/MIQIHNdDgmvpqfIJUV3uHYKvAbIH4+4UI0ML0ssYMbGbv0w4v",
+	"gio7pNeBdQZvCkdXTbo4DCRKv3R2hLlDLeKmPPMivAk9J9IoQR+cqIlOp3usZoEceqgu4Y2bEUug1j3P",
+	"nQrWVFc1L1rWaecdtLeKItbmBjJEDfakmT4WdjgYU8fHzvPWspCQ95+KuGUasMAgKZjRW9ee5EaINnu4",
+	"jTkVG0CJdluAlyjljeifNEoQuSsNk0UJBBgK/XTDuLsZvqAQ1gktK6DqVfWcg2QGXyyqPqyq9gA3GU4T",
+	"Tx02ZsorwRLH1e1mKBgViUmqeCqdccqRftPNUdibGatFyS0YdzogUV5CiTR6DGvUcnoNOMtLiXhY7iIT",
+	"4J9rQQvRblvSAP34mcbt/GSZ10Ws41jtPFQ3y+JfPbTMl/3HX5gNFl3WfseML4IE7p6LfBSuH3nQt73D",
+	"eOsZAccB9A5CZcNkImoxwNSEhesONltWFktbMpqisCyxmEQin1J25/xGvJjMKnF1QQyvtywdwWxgrgEd",
+	"ih4FUIJQXktkNyXPBdu1PneIVztLB0aw15PO/07amlvx98tUZvsCI51I6XMpLSa5pWLXl9LeN4fsgJWC",
+	"yqSFwjfmU63NhkJ27LpZV8qerS02eNPYqvHjAhqtQ5brakF6CYqJVdXY+JBzv7sF5zmEvaFTscpn73jJ",
+	"5/TPWYP/Vl2myW0RGcIKJbuDUjAl2Y54b2t+VF+lyguaGrnvaYJ1RcrW0D/vY40oVEabjJVyJi26liOA",
+	"D7MZG9lGicz9t57IUjy9ydioFDeizNjoKmOja7GQyr6bSZWx0eUkY6O8dv874+/dkrs/NhOkRRtV8v27",
+	"ycw9lNfuf3LQOCOTv7PTWhgP9tFT/ua8BRy227bRyBNNVGsIyKMWqKCZ4TQ4SwJL04aZhEoNt3UTm2XN",
+	"ln14sGnH9hVs0MvxZyc9lXwvSrP1EB4/2jyGDZUer7pVHit71Ud1J2gw14uVmvjN1WP0xNcbkUaoyxaQ",
+	"9HNdiWUeyKPRf/HRLwejv/3c/nP/3ejnXw+yJ49++7feSoUhKg35yu5Upbn/t2l51lVS0DbBkW2n1KYP",
+	"wZWYPnzyzTr11VOKQS+GXz9ge/71ybfbtaZ1dkpnbjrav+9kbWlgb3uqdon0W94Oc/ec+hvFplVtD2Af",
+	"rRI/bsWNH78vbnG9FVn+IbN1Q4WkSHnyofT5G6fjg1jvD5NsLDj+A3fstB8xvOf04IOI8wNrPoCyyaX8",
+	"0fPGbbb734m6lHAuvr04HnIefgJS/LiWfKti8lWefBptrzzr8sMBdMki5ojp5EOAaBtjRkuUhU+O3Iap",
+	"YQVyK4LbaLfVRntvaxyu7frLPwykC4L5kK6C7FLMuWFE3tTSLu5Hb1jBMo8iGz6C4btH7wi4PL3X4q/u",
+	"3WUrfWp3tudW+s8S+y/w/4NC4LOlwltnSTe+W3HrroD1ba6HngwE3s+dmWMFkFgX8kpi3EA7zT+XRlC2",
+	"CK8xGV7i/q92/ws4xSbXHqNpuqimQpmUZu+u8UDz7sHDv6btu6q3tdj3Wba9thRgKPUV1OO7rz6kQ5L6",
+	"54TK6wV2gfklycvGWIE46O7LVpuP13zgt+ubt6jwc8fc5DvZ7dqFE93BUYuf0uxfjYbylpqVUgl2WQt+",
+	"veW6/PdPOz/9VP/0k/r51wfZg4ffpldiSLftxqUIw851qRVOuGbzqbSCmYrnmzVfZ+BPf/rJ3HejfvL4",
+	"t3/7kP7dsM2SWgTOymNdNjOV9m9z+A3LG/BkpVKtRCI+OYX48H4wXaXt66bcQFdDo5CGvX5zwV6/ffmy",
+	"DwNWzni9+LtYDH1eFdXB091OYNKPT2cznom85E4G6anuqs0hPG9TYN7Bz0LnE/pX7A3+d3LFgO4+Qx7H",
+	"jBHDDAQopJgnvAEYtOlbOKzVw4f6h4SaGs8VmUeXKvxr7H3TGIabbp1tmWKOLxL75dmzl4hR5oztFNq8",
+	"VHnZFOJZUUJfrXMDAPGibhQmSaxmM/7+WVEeT3mdDjMXRXnhr1+/xdxw5ty0j9/Gz8D17ReaWs834m3W",
+	"em6WpgEWw63k0AwkXNxDAw87AuwAHGzLbx1VQIHu7L52YAUBTYEXplDdxLEHBTZZxKDkfG4x35zn64pd",
+	"+31ZEISlRU4KIaI5nIkbfS02d/XX7jpo6y/LQJeHcuUU9apM0jXPK51PeygxCE9CuEu8/nIPQ7NAOTvO",
+	"eDoUjH65UeRU8Of2fRiINKYRBRE2cAUo9DU9mdeBqHXglnGDGGbQgXFI9Lh+LMQE4eZ1QBqE3pV1Jyy5",
+	"YopXZqrtUZ4ny0GPmKEroMXbGGZlT0q2BzXMY6YXeq5KzdNVCpsARCGMKTHDZHVl2FzX18vsq2t7OfDu",
+	"nnYpiZk8qBf1aTzPUwyqcIrwlD1dHsk+rDOfFnx79rLlIYaWMjmD4mde1wuPJ9rO6oZ0PH5G5qc7oy6p",
+	"dgI3r/ItQ2m0/BodyC03AFLzwdkIHy9VCfizflcEkCTnpADOALeW59MZOdtezYEyy3b8bckQ6Fo8M0Iy",
+	"CyVYMJ9tW/OTg22IcR5sDoDSrKxblXOKSKakj3bhPdPKoTMG0kXdw5i3b1eu7V+PwS3Lr4Ui3Nao8EQa",
+	"9gYWNn2mQ8n4De9fHQ/cdSnsXAjVvnRgafAmQl8YKk3frTh9l1kowoTHRcDLnzlk7W8nk8fECGm180I2",
+	"b5DeVb7g1yJa4s+8sC2IwCBxW51c6EJ/pvPGqQ842o+aQtozkS6L71wZ2lSUU3e+QjrXytY85d0RUMpJ",
+	"OhXamp1g4McoNEMa/QY1PPpeUm5YuGHbVseeTO4xocDAz4doLFe1vizdt2BphioXp/4v5D4M9mdWl8hN",
+	"Y7IiB1+x0bjHWaboF900cLLtZv9lpmtBrwA2FmanXDnfCG1aA81b87RLs6Q6uo18nU209LXxyLI1+C3n",
+	"ltc28HzeTqFg+FtTnuUpGwcNNwbndsyragwm0dhjkY7ZLjKcABk5/diJu4zdTqmX9YlyJmV7vqVqV6oE",
+	"KNNRVZVUyUPBF498ygNbB7KWXC5YGP2gfNSw49Nb5vRaP1eHkJ/qBHops0Ytppuzg9sBOASbxSxZrPfM",
+	"nWTfXobEG0T+odu2ZRhku8ASz/LSTQblTLoYCVS2Ju3ep8vVbQTI9fiDd7drBpD8H7J372ixfnT//e7d",
+	"mlxS6i2/9Yk7ftVprd8vbpsgr5qydJry/QLwitxTbyGKVrOquSylmTKprN4qphsyA+/2Rz//n/+28+Gy",
+	"gcMpS+YZRm8PlIQbZd1+ij6d3zY90v/lvzOUJAQAOlwFSgK3AeDq2pQLpWh0zUp9dbUKA7wZKGmg+EWk",
+	"Zet2QCL/noQkcdIQdkb6KNbVHZ3ExuqqLXvISEtxmNXkif+7PUe7X/pFHpl/ptNFVx/hcEFQzO225/aV",
+	"EVtvi498RGw+FD6zWhui0Or1YD7QVBEKWgSuHrRWOZ8JqkSiRuPlVNus4rkVRT8vrP+FNRXAuk9lPmWe",
+	"HRiAr/0zhtKwc8svuRHn8hfRgyXhfgqE5XR5sIMBYmLgu/o74o6J+dx0OuMGPnbOy4Gjn9fSihGfCl64",
+	"o3bb8QMXs1gPyYOkR8xfehu8r7olwV3dEakVW5qCaKDpPey2N+H2JzMdiP1W40mEMOVt+BXu3mdnHk6L",
+	"G3YqVNFhDCiEcR9D/WsYWzyM/d5CmgrHyGxTI7qXs5cZ77INeMaCWE3dMwgLsS7yvh5kKPr+I7xl/Wl9",
+	"TCc1VgbgyNry09VzHy8ZluQKLZf42N23b0+epTtiB9LnBZyzLSNfw0AjLfCc6Ab2B+ibVc7dqEmQSKbW",
+	"jbl2brXbR2wiFS8xRb9h8Bs50LZrDeDWQ8z5qoRGWVmy3Flmqpcl77h/nV93KDOAHYAgsSWSX7QS0Neu",
+	"TGT3Q5gHuLkWKCvSQj3jtVTF0x5YT5jfrWQEjrQhaQXoboDlWyUXvW1mIcxx1skyhLQffk53wrZh6Exp",
+	"gx7s2GVZ5ebapIoPY68SdCmiiqU9ys770xgoAHDEr7AtsTOERPF+lcQtaM8nMD/cRVnLzMwtezAUdIZf",
+	"wcGTkCkMUEFZCcBhV/wDWcouWnV7W66y7lmXiKdbbVMsMceeVhy4JXxyOqKX2BYjq0LczjB9/s1rgFwS",
+	"MthvbS5vzoxYetzQAQYgUkiH7LzJc8BkydgLUuwXTrG/abA09piUOgQrQC3He5qO+51s51lQYjvQ7k6I",
+	"P+HxO9kOPn8n2/Ev2Ml2/OPXCMRpyRcpRokjgL0FrgPoAMaqrE0E9ENcq5WBXK4Dj0vFafss7FpXlSig",
+	"0boPUdkwuopdipx7GAD61NqZq1ZrZko9LxcDXztZ/74tPqCXVvaCxggRNaTDkhb+YrBaKGNywrha7N9F",
+	"LBPLmeN1TyN+waT1PTEE32UR9eksekAO+ju9p9ZWo0l5kzH816x6nLFpaXwQsOdQn2krjoqi7p9LtG+x",
+	"Y94d5W3GAKEQpO071esNxmE7c1tahgPCPWnwps2++4BOdr+c2UoRc+ytI8dk2+seTbWX5CASyyIZz16/",
+	"IkaNlD6h28UjUItlk4CwqApZYL4v4GoMpSmip2958JEWTZx7jQK7myfBtV5tGrnHN89alw/xejrjW6q5",
+	"WOtfrM7Mh+qL7UmtcISpHbCZ2qk7o2t2Ua3fL3p974sVtj0399TKQg45Qo/p94tEWcud4P5/+DxvdI+W",
+	"v/MQzzhpqcjUd2C5a+7Htm5KQ79fDPO0MfxKfVobv8CkDa7lkd/zHk/AHiIJmfP2jN2g4egTVhVcdxb9",
+	"mPo3F5Udp2M6oKm1igiS79RaGpjsgA2t50QXhaM6pBC9R8LEoSodbgJ6VcN2fddZ1Zhp5sVg706Mi25N",
+	"Rs836smklEqsO2TB8Z27j3mDF2972Go16BWAPYalaFu/oZZXcg1WFE0DUlkYtls1ZYmoqzTxE1n28E3Q",
+	"6ZPoWKOTOV52MhThBMFCu7a0LpwhPc0A7UFGld0DAT6x2yEX3ejbIePOvQTRgCIPRNd2JpMzlVcq/m4V",
+	"TCHhDMGUIUm0iJudb5A/W/P8uo+CCx54zzC8qH+2N3/FhXtC0qDojw29JDZMXdtt9+qdmJDtFllVsfiC",
+	"hC3p40pDoke0tIOjN76b4Q8fvYk/dItN5s+x4fGac98f8tnjNR0xT2wG0NgQAcbzhxiDDsN54XE7g5qE",
+	"04TP+SKOweCDdrIdum1NKAVFNrkvRQnNcBy4ClDrdzxOFNrAZpissk+V6yNWFf0+cBfl/Zw7GTDuZKyH",
+	"d+vD2KsCpDR88S4gs+zdIW1V8pH903CdxPdFoBxnHnk2sbYRpBDag8gkd4EB3I00VtQ5YnJ4XKAffmG7",
+	"8KCho91MeLTV5y8JIcyF3xlJkbvJfxC8tNNnwnJZJptUlRHKNNi7j+nlAi/2NoCzslPtoBGcQxIuExu6",
+	"iTYh3TsLh7YoTqAXMX0u5mGAmJAuxHtGt/niHHQwZtwpNjEwZgeF1In5OFGFvJEFHJ4wc1iJP1xD43xD",
+	"PXxKPxOmwDCPzAMQhJKIqEc0KdQlcJ/2JtzamF5O9QR4Qwe4RGn6q1vVa6Xn/Qm+D0aN5xPbcxC0+9K0",
+	"BSPRs7x4v/Rsry8gnA//POaqkAWaJ+fTxhZ6rnrIdDfVWwQM4p6CldscnQGivt0L8VREq5h1BSTrVD7g",
+	"Bl4r9b55KHFq4N4OrUBrCQKKVnmstU2WlQ3Z/00K+e9G1LwMMhZpmnhxgdKtEADNC6gMit9wWS6FkDrc",
+	"xenl/E4qd4Z7mO2l122wjvET2qcnpxy03PMZl+XtWWEjGBkjVME4Egsq7eSJSjDFjPjYlhqemx5Ag3P8",
+	"oU3DAqKpc+h8QRjd6qQdym77awIfRlhkkWOlU1VYuawA5iPCtg1yAt+wuYNVD5vpTc3jhopvtpjNdcSj",
+	"2E0FbY1+naRis4gkcuAJREuRLr+An0Ynz4IfDvC4LYxxoktD2fV4CuevLloQGc/CHe2JHi5OuCGxr+Kn",
+	"UTbGN7lv8jahV4ke3KFqjCelf+3TCOHfcSNz4Nd1M+8Wl1/qxgZBp0oQ7B5OWCJ1Cing+PQtc79IK3Lb",
+	"1AKKR4LRT5Zxy2uWDvx91BM/17OZTMk9Euziz56TiFMNJNLfLyHzD6UztFqX+ZRLFdRp8ulziWSeK0+f",
+	"amPToB0/aGM7eGeRSfdR7A+dOpmWCL9us+RVrYsmpY1P8Yd1uCRlkqwRUtJd3kIAaQuEWCuVs1tECPtT",
+	"o6F11L+Trt02TNVUgKe+qevXSJUn3zdQpQ48/welHGAB20cGSeuSKSZtubDDYYdlqFvieV6eEL/u/Trv",
+	"TJeihwCqsxs+AdFTcoMelSX6Ct3dOdhroq9wn7kNxdP6SbvgpieuAypqJFXM1As+a6jQuy0cJDyp0D1I",
+	"PSU39nk6CQl/bvE/DJRcdhwz6Ww1KhzqfXqfPXTezACaa8MLppxITxvFFsL2v6ZRKX1xHrNi+3egsjhk",
+	"qinLdS+6XSUrOktvVLkBsQwWBmApga6ZwhdtcAEe00NU0yjFN7JswQtyrtgl8JOwGVfALtj/zI1EhfBI",
+	"aRhdzJSe91hpTQUUa6cxt/SQgRIZNaEeOntpxgFpCWtTTQ+MGzfXfaBW5hqPcPAlZOBL80SaQ7RveHzX",
+	"QYoWYvWLOxuhnd54t3YEJJbF9Rqkv6IlpUXMNkUrvQ8YlgtoldygEoz1n3nWqM2+VIfafIn3fG3cIO0F",
+	"/7qBVQG208hUIncuG9CclBZ5AowzxZbMqPaz1tXVP1dFREm2rSVTbZYwacAM5vHEJES23+rqaNFbjDGc",
+	"Euv1gHty6kDp6BU4NRJDnOraHUfhUAGSGffZhbM/dE0c9ZcC/pDOyG7WIlvpiiqogtjSirZCPDPtt2Vh",
+	"n/YLSK8/RD90/M4ourTB6XTyXzxLxj+/cz9hnp2DSTKrRMG4BZ1BP+yenL9h3z45eJAxPGHHjQIjDMl3",
+	"G+Vvg3vMx/Afb/lOxMjZOKs0k0enJwFXB+WLxiJnFSbozGfwYyH+i0Cbva/Bn5fjjitdj/E3ifdViuGu",
+	"J790Zx5P7Od0VyfyfNr92vWCElORkiWI19095DaE9bgHCViG3eZXXCp3AdVGeX4pZ+0T0HI+5WUpiM14",
+	"KSxUXula2ukSavOrZ9/0oTaHO0JIJ366j2zjA85/OBo9/OZJMpb9QfDe+OJ2ErpBpI8Lyz0TdqqL7nw9",
+	"e35+fHby3fOVSYMlwTta6YAF6pIi+Adk7Pz5xdtTd8Ccvjz6v5e/5knnYx6tfMzPvz7KHjxJj1vpJPvZ",
+	"kZ9S+B2aKUCdd8cHtA4QFAbmeA7g3e3SHzLOJrUwU1ZzVegZPWxzyH1IC/i/dNWdbd4AuVn3O/6j4aVE",
+	"9tiq1pbY9Jf36KEbmSDlzTibYibQOwf/0lXGchw8wHPkEB47e3HMHj558FeEtUJkcgRBRbDvDsGkQgII",
+	"GGQaQkSmreWO+L49O8l8MQYhileNpT7ZeB8h9jlXwRkZN7UcI/eD//xpcP5WqFI2zP0Q5HM/x0EcPxOQ",
+	"uZvYpFqeyro45bVdHPOKX8pSJkMebYzDs1C6cxnousCbLHSiBIZb4dRh6nHhZQvWXrbCeNk+n5p+hvNc",
+	"ti84xucneS4/0BgJVIQbbJE1wLUQZHXWM2AVxBOMH0+3JsMohRYYR8GLbh9GuQVJSHeUq4weGwPPcOPA",
+	"vEj8rgFeAT05Zc3EXxqvSxbv1vVy8lLeiFPq60oGGGHa2duzl4ZqtoELlaABboW709a7fUB1+a0hleFL",
+	"AO3gUkAu1ecPt/RMt2Wkg/fClmO8p68L/JQebkEj1VUpRk5zvD17iWWbVGg9PDJN64wOUTp/cqeFyvi4",
+	"Tf2scf1jZ5UAABwRyRP1kD/froZ44w5cg3e7RUVx++FdwfSLPFwqP8ypAPvFSzGIbujidHO8KsEloUV3",
+	"MlxkjgFZZDrfBbX0bmcaCy2hxqnoFmPa3ekOhlJwY9kj/I+ZNtbHrifyCks0AY98t8WmPtjbDiPxURIk",
+	"0cvK+n4FjbstaLtDQOnHDTPrwA0hIW1BWK7mHks0iWLlYGmIylw32C66t7W8+hF2ecseJwKla7aUf9hL",
+	"wY348D3l3AIl5kD80O0LThwKl0aXjRUv12ytx4+gJGdJ32vLS+Z3ZATFeQiGgpnqGisMuMJ305Pb3YWP",
+	"jfD3LsVCU9NmsPnuGbQ5FkQz3P3bXCoTjBTsEgFggr1DfPrSvnDLnE+1zAXSoYc9Qha0KjHvDht9bzMz",
+	"ary3nxz09mwPFddSQgURdnBXopa66MxrJLDboMI/+QCpmwoaTq5vRG3+SELXtuZ+EtHDvEZkoLUQfNIa",
+	"VuqcW13/jgU0JXJ3IULbma3deMnYzff4FsGOL1duP7Sj8tCvTRbIATvXIzY2gjy0rWkbQQf/BOrkQ03w",
+	"u4dcXG6fjAEYbwEduQaFsadS8iKw/l8QsXIqsmnDVYH7O6HnmkIOotFGBv47pdGmCNwaIO+IG7qPyxrH",
+	"tR2JNuf5TrajKyj8rvLZO17yOf1z1uC/e6m1BwLR0WXDveeBFUhdFvdBDLTiva35UZ2ilnnR1BCM8wuH",
+	"fP0AvYL/vB/x9puMlXImCXVoBD1DNmMj2yiRuf/WE1mKpzcZG5XiRpQZG11lbHQtFlLZdzOpMja6nGRs",
+	"lNfuf2f8vdtK7o/NxMhf4Bny/bvJzD2U1+5/ctA2I5O/s9NamKkui46eWY0K4LCBi68d+RCG5VYFPXq4",
+	"qoMAPCXdRUYbcRK667bmU3+wme2/r9eOXk7NdrendHdGwaYxbBvfWdqrMechcq4tAzFsPO46PPJrOZXp",
+	"PICKv1wjSd7A3NeTRz08qBvx/25FJhQevAHrMK67w1ekYYdkIQYpdGyqvFOFfnCwmZsh4v7v28w4su1U",
+	"+vQhVA1PHz75Zp3y7unYpBdjy+btheivT77d8P3Lkex4P68G07r1cdHMdU5G/1VBScTaKrEhstVDPz4j",
+	"+uAj4306zCjpqa1bNUuGl9X5G+L6sEFGZ8JkunVZ3VuYh6NKXriz5cNJxUGYGVetdxe8Bc9i77ah24WS",
+	"jrVULQNwDp2kJP61mPs0qu/mqZEyTCp2fPLszLmmxH2JFOYeQ8B3kmolnNugSIWXEmohIB3M1SLuAxtM",
+	"+R6O2ycJk39N2sJ9jF1JqnWSacNVbzq7614RJ3dTNsQQX0Jp+52Y6Fqs+QqoKFj+DmncMsstzpC1GT73",
+	"smo5y7d+qT85z3+2UzV1pU3PXNGP61YkZfz+1iu+hGr9fa2b6nYi/AJFEwJMV+4xrTDfQn7Xmv8vauHM",
+	"qfc2WcUwcFc/k6Yqeas3t9rMGyfyw+cwgGR9wCyCToJmwaPGTt/ciPq05FKdWVOluK3sam0VAZhxhi2H",
+	"oXaGafdr5Z7GxsR5M95nF02tEGWWaU+FGbPe8Fr42jUlRGEw5gINn1C75jTwGDNgb+tyzHYfHxywsVQg",
+	"/u8udbEYM+1ctLk0HdipqI63L1SXWukBvBm8sRrx7ZOtv7rGkiYITa6jg3TP+RHwORIQKVaPqqYs03cO",
+	"kwVM5EHjga7NMMkoxI3M/ZZNOTFvXv948oKRK+u8yO+/e/jtg28ftGhs1Du10VfBV/W/A38H1Ib2LfTH",
+	"wS/ppfJ8Jg12DnocGpZzpTSo86jtbnXuQZP9XSR8kb+LBVHYA+uh2/VwsffrLL8WpkOaDED5E3DC4Moh",
+	"bviUGwDQWV/dbqiAmWDlAy7M6vdMuTm1v6x/Ws5noubQtVRxNbKytKNfdKd/NqY5NedTXvtNtOHJNBPS",
+	"MONuwkAla6oWBM66A76nFWcrjzsiOyMrzXtx/i2RG7dxZ32EM8QZRIjJ+l0t+HVqh4kKPiLwAgaPl8Cg",
+	"S8Fv+vqWYrjitZVjuCZx+Nnp84uYYm3A/Wede0KxytsURxpw0uOWfXv2cp9BuiDwFszY7vgvf/nL/zXO",
+	"2NhN7P/6y1/+Mt6LXE86QKJzJWOXTUDrCSy9boAiwxg1VwUDzDljOaZXDZ+Jp4wjE7liXGmkdKYCWH86",
+	"dY6v9qAC4k8oH00cUXv77Aie60tJ42fUYqZvUDPMktxu21Ip3e5YGwimdwuWLLSD3hpR35kvCOz/t7Ei",
+	"UT5fr3drzFTPla+YzbUyuhSRd4ffyvJS8Howb2mtS3FS9Dgf7kcmQ93fBt+D+2moxY32Z4qbEGANJag7",
+	"jkwid+Z99GHZgOjCb973wKXZdpCBaBEYknYyt1R4dv88bJOZFFDHGxUWkMYlLWWNEaDLeecVN2buzLaC",
+	"W54o4+1PaASEAPfsOK2xbWng+n3ZvydnfOEsFtiXve3KL/WVVJuHD+cIUky696wU3IYLcf7ClR9QdksT",
+	"jwTtGzAY/CK5We4QyOiaQaYlWSLsrsbx+ssRZgHWaZlEbKvB9wp0W78bRALhCcIE3qJauE/8Wmq0VRGE",
+	"448Yx9xfwMYlILn1Iuc0cClsDwfHmkD/qkDcnusHy/eHVUi7K/d3tmpRAKnohLHctRlrMEvCZ1pdQSEA",
+	"Tp1UedlAQQVNDSjjzcWg9A2dXoRY2rMWYsvvqP4IcyzNKfH5uUcxbsaehY/8AhFnVXjV3WLP4qJ62Bj/",
+	"yEGhcjhphoPPtpOF74SmWACijVFoM4yfuP3mBvOpUGn/IS6nWl8/E6W8EfViM49QQVey3dAGcpSxn/AS",
+	"bGCBugqw7cxPO3s91ED4GPyPYz2rUNtkO//g0gJLr4Xm5MAPtIYUCHC68qaWdgFdmNRdLHgt6qMmlc5q",
+	"W3dI8sHJGJub/F3F7bv9/X3s571sjFTCICm0UIVxZrw3J3gOSC/4nF242dDNe24ObkRpUAXToU1WD8u1",
+	"vpbikHwHwzjDsfrYNtQ41WKCzXHOHX588ICNeSXfwRXv/JpDBRk6Nc7Tg4e0u2RqbRVBoB/DW9NQk+5z",
+	"uqNj7jwluKcSFGVAsGC743fvftDGjuCT8bYxHrjgKxW4lX+4uDg93ztEQJkRnABOO1Bj2jJkKtQbMl4a",
+	"DZ4W9qr95+j8Jh8dm3oyglTS2HfkAb8aOGwjxKtn43ORj14Im09H59KKsbMKxm/gtzG4ZnYqFhBtXJrZ",
+	"R2ycm3ryrhb/A/Q3MKnSzQzOxI539Xeiz21nmVfy72Kx85vbhTIJzea0DTpm7vNPfajhXNQY33IbAHKQ",
+	"IxOuct9XC17CyTjK9WzWKF9XOOOKX0GvVRu3aEkKYT9FLdYeUs09Ee80IeSVYWR3FFo8C2GyUB+atSzT",
+	"cKUA5V5rPTOexEbWjBczqaSxuDcOUZ36Ajn3cdIaJH7PYUeE7jEs4ER9Z6eGlqbkYK0QtC1sIQaEsj4v",
+	"h6SLfmsWoir1QtT77DkopX8/f/OaAc+Jj1M3hgyvMaCdfAcBYzPllWDjX3NdiMwjAGaAfy9OCvfhtl44",
+	"S+h/Zx4O+H//NsYRY2UGPd3H12i3XrgHjE6KsTNIK62MCC2kwOKNFTfiX41z+8f0unHGjCaoBGJhgfyR",
+	"B6mZIYVay6VDy1XqK7PPTrmzqyDfGCTUBJYRf4tQN6LU8M14WPszImNwRGRwuv7zZ/eRUbxkBuaPqsI7",
+	"goFJQCgzXTSlWzfb1AoWE3eFUEitj3wtY/fw8T57zvNppEcUwLq5/eEVWpxGczL93qmYUfvHcUCpohe3",
+	"F+Efxi2/Es2SUBNd58IkH2ZDmyykGi8XQDSDTrc0DFba72VaJdG2P/o30UFQN87GpyhyUcuJZbzitcVo",
+	"VvRl47+M2UxwZZhpwJ4JP2VMvM9FBamSaDVxbzjV6PbbInwKSNVT5vwTXLd8Sr1pjCutFjPdGEpFRsRT",
+	"8UicDh47KZ2KEnQw7e6OasYn7LM37YhmvL4WhR9IG8x6ynglRxZ1NQ0FjsBw4hrSbU4Hg/ONQbaoWz+c",
+	"eO5CJ6HJo+8wnqD+4dBhPQrHVDyovHv0dYYWDTgcFO2A2jl8Vwgl3akRTw9Ke7yZDRvjco03LSSqxbWr",
+	"2Pvlpc55OXLfFh4Wfy52o3umN7fNtS9FK7WuoCnA2Zb1hFOH+8o6+bnwChcgZYyZNGXg/jKo57FG37Ti",
+	"coSWgGG7P+3QbfHFrFElYR5aUfy0sxfzzWMglm4iV7fbKYM42dDrENsqWDVu2IODB4EtmrAriX76H+Ly",
+	"XOfXwrKmAqjlffYm9OMYqjvvvgtylrIUyj7FMbbroSft4fcdkWyG4DKoCLb7nZ8IpenLqDgaV9fNhRsq",
+	"VaRTnGLvsPthyJSEDr5bYjz2UZntEtivuAG9xTHvAXRI7r9OL/6LzfSNyJbotPc8VA8MgYh3CNcotLwi",
+	"tP3cndD0ddKpRoipcPbw/Xu/D1DD+fsyaO7IvaHf9R6uhBI1L3F6HuzRJleEHzTnTuGP3f+hzocxkRkT",
+	"RizQfa+O3S6zpe2OX7eMWUc0sKA4/VE+pssvFpUY70XEXfAWD9zncZXIEFFLqwMDUNpOsQFjArFrOiV3",
+	"OUYQQN/zNq6FMRL3p1Jf6cYmloMrNkYSYgQlGzt/5F+NE8SK13wmPDdIO5LQIl+IvOQoDEsW8EGk2HzW",
+	"Ah46dkc0Ju/h9OPM6bNKlJa8Voqs+XFywySYB7XARlxMh7TtbYep9rbld4LjxQusJ9zbZ2eCFyhz+B5R",
+	"YE3QCpaQk2Z/jnUhqGqRC0kpFi8leCx7kSEzzXscWhlprFD5Ysx226kdn9/k8W97lDA0IBIIccKRrI5K",
+	"g56yMSjlcRZ3QWTtlGEA/JCNS6kEr+UvzuwcY7sgNrnWM9MBRy5bFwhFA9nIwxe7LeopIuA4x12IMEbg",
+	"akHJVQclhGhmUPImQH8Bm+Obg0fLtAge4xF52d0GbOfZvbrUOHDrhDsI4tLgMXWHk4BOoVtjWFb3RXqu",
+	"cD0zfyVIa8iGRMkzANN0foR7xALpKrrfWGpD56Y7LE3XgI8IKrsGO+2Ec8tL4Q/TXf/b+U0OP4z3nsak",
+	"fjO+YKU7RAk+ks04zEytm6spqXpwslBf7rN/1BLOAe/wej4KnyVEHSgWsCTtirTiGlECBEUGAk7+S1ge",
+	"tEgKbjkrZC1yq+vFPQNcbWTKSwM4SXNYgEktxMhUzgyoBVjSpDQMm+OYaTB/jQZjrK75lXg3acpyzHbD",
+	"jI5PlGkmE5k78+McLxrvRV4WEh7h6yS+vECXHWfOZ2KRisWrVXcsucFYobLgF8BGytj4PlIrjL0nXWAc",
+	"BxKE7bbDHyELTJY95iQhqittKUJONem6H52eRBjJT3ce7B/sH+w/ePI3QNeuhOKV3Hm688j9EcvrpxCa",
+	"8vyVzsy+f6m1de4zlChVyRTsMUSDDYULnWJAxyHyvRE818MsSWUsL8v2LFpKOe+zN7FBSEWLkBaX1ohy",
+	"guo2nN08GJqXi15b86mfQ0XoSqACc+1rOHlrZHpnHpSGxPOJu6cYp59qJ6HGM3Lujkcj+mXk/iKFcZvH",
+	"f5UzTSe6nnMIVHjp3R2/wL/BAT/+z1H4z9Ff8A9ngpejk1P3Hz9KPg7eUSmvBdhawTPBuuDVY/MRnYkd",
+	"4lAw82AiyRGcRl6ibpRFPnLkH6Zn77MXuoabTPtZ0HlbMjMVZZlhtSmYTLpEga5qQKLhLVJD2EgojtTc",
+	"Ueor8uiVXtowUKVkKA7pPGlUed/554yOdeHUioTskiqgGtob0WEtowXf5WxeazhrChGOOJipWlSYF9VK",
+	"GPb44d/23B4ELyM5qs7ptDr3fzuEQMRcsxqT5CGqKN7z3DqXQQlow9+HRjayhk6Knac74fuO3HtBLul8",
+	"NztP/5kEqu3ObLA+4gW5B1OdUbc1bZp4f68KWQg0Tj2LDwUaU+vgI70c8vgbajB+xryAMPY7XUClmhsq",
+	"cWRE7Z/3/8dgBWH76HWJj+7M+VoOCH2mEyzue7LWwnWiUEQFUiH63qfT9nfiBIfTMpDxwHMFVOnDg4M7",
+	"+zzM66S/JqVwO12Mv2U7j3EsqVeEMd//jhdh4twtjzbf8kLXl7IohMI7/rb5jmOtJqXEDM/jBwNeccoX",
+	"pebFhdYveX0l8L5vNt/3VhEStSig1s45TXDzwwGjvND6FVcLmg4gTPpmyBSeKOu2Vonw1XH6x8mv2/wB",
+	"uJeOzvW7zB32/MpAJpxg+ZaPOF8EEMcad57u/O1vO/5vbbBn5+kOBnTa3/A/cQP/lvWc/6M2xX8lkjjU",
+	"APkd8OF69DlbCNtGlKNiEbDczZTiEa1OA5PGWQzObfFNdJDygV+0SpoV++zEtqGH5TgVuxQ5b4w7dC61",
+	"M8tD3YG3zMP7VxX098IGTXMecuMfS+qXX9WjANr5wmXa/6K2+YXAkpdQV4ubvbs/jJVlCT6a1c6FI93V",
+	"u/3vdJvnvLL5lN//VRa/rdniqsAUuWjtGroz6jQICCXQdlhgzuv09fdMzviV83mAI3Uib4TPp8B+9mh0",
+	"TYtNGZ3V3ialxtiJnFghFJtJ1VhhKCwjvVUL4Vv/em/hoRfYAqpEuKKwJtFY/MWYA+mAkIIpRlmnffr4",
+	"kwJCPe01JYQz4BPDCCUEW00TTQ5uA3wj6gOIcUmffQsm2mP0wbA/rMgQmBUKq6qS51gLvyKlxzi4TSZU",
+	"As8wBgUGE8j5Rq0BJIuVgz82f0JdRNPAlUnzZ626gI1yv0IGisSDEY068eikboiWbgb0cpjCp7IzjJPc",
+	"2kB4vPmW19q+0I0qviiVhLIcxCYPe+UTK5v7tYDTq9+9PsH4Y3CxUb2ERc1CLSEesBRsMKYRpmWGz2Ll",
+	"Mp9q7/9BMDAu4SUd5faNLgunP9zhqDQrtboCMKMQ59xnR4oRwLy7EBX4Amud8c3RKMEZjc96bq49ll8c",
+	"D4t0wqpUn+FkfbhkY8AblMfthHx9H8wAGb+9SUBff+y/pU/uOwuwf0t7/suRV1isZYGlxEP3Wz+RFEMU",
+	"deTdxzXxMQq3dsqEW0v2ShQj90FRGTjRqEO0WKorNibpPKW7u8FUKk6AvEaIcWjVCXG0aYwozjbeAzMZ",
+	"4T1W0s3puNq67PXTThN8KiaVSk2TaigFvwZkGg8prYTECBfW6VPgHQr0wywqXTNbtyXyJgRlpXUWCc7F",
+	"yvQxiHU5Q3PO6yIu/ffGUtfqumfIOhrR5nO3Q34EVC30r0HacOw38L4f0Tsc/jhjurEQbRy7RzW1GO8d",
+	"olUDIXRIWETOTcDLyUK4nmyyxw//xsY1t+IdofmMoxTLXKpCz6kVzhinpL0qCJMGJuJMUPds+HOlS5kv",
+	"kh2shi+cY7fY22dHZdkWJESFyVQgdaOvnX3WViPH+NBwDmGoH4vXMG8GjSopGw4F581c+YXb+TiBI3yP",
+	"f8mGwJE/KP1Oiaf20waE4lRr32g7bQm+zL2tE/NVlfFCzoFSExby9mbhgyHBGadGdS1/EcXXYNPdHaFt",
+	"cAkVZyyBpOWACrKVqfRh2Wp6KDbtqPqdwScqPHPl7AQdt+7EFPm1iexFGjd4xdAZGcdsdQV1W34zo8Yj",
+	"ZWmgh3au2Q/WVm9UucjYOZ+Jc2nF/zq3tcytV0VPE0XQUVHjVNd25NzaIllZTScglPKm64/dk8bn7ngQ",
+	"47Zsw3+gNIni5KBjyEfwo8J30h/DO/HZo+5PEeDbOF4Bd/S/pgMWP4RXFfYLEtWSLhY4kxQhaytJj8/P",
+	"XtBN4LSTKknWUa+WUSdmGQ4kT9a9trJ6n/0DMzgxRAMdiwcP0kZOSFoZvqDG5BCHAoWHftNKXKaphQn5",
+	"pE5QZtVA6AnLROc59udyb7d2EvPS4Ojpt7aKkO26pfV/po8bk3XoLT18yB7tsNXIjK+SSfg/Cqb0JUaf",
+	"4ADnVoQ9U7XpRf+ZbkO2U7HrTBF8LTREjGAGsZs4r7UxIyNtmyfbXSqCfxpdNMZgl/MC5ZUKpfF7aSNy",
+	"qSKeiv28gSVD4t0XanurDA01tyKrxgbMwkcyMODZAxJSDDNSHbOMq4JcfL8tMlLp6ADh8n9ay4OaMs7p",
+	"MOhLSpGUzwGNUiiyPCTUeKL5B2VYBhlmUcJhrOfCjvoaQi5W9UefmnR6n566t9/JUK7Ezb5sO+dPnSN7",
+	"U7nTadk9/TQ+PpY69hsqZ1HzuLexgk2tokJ/cHLdzifjgaqXYbtSHTcwuMx1fY2uEh2rnaqKKEzWHh0G",
+	"q2hV4Tv+L7X1MoAdYYj2tXISd5x1rBwNg7eaCYXyeuVMqMcHf2PjnEzpcVJ7uon6zN5OrHHIhUmrnOBy",
+	"fsnOyufyG577GAht6DuTvLQvgM3PPQk329Qq6ky/FFO5PLpg6uG5eC1p30oKsnHbucbtBTGZCOw7X4HV",
+	"aw8T3xO/aIvE0CBug9glVniiPUZxG80KkUuoaZT5FLtl3V/NVM/xfvgSaYhTEEzMqJ2DKlVvoCIKLoWo",
+	"VzrDhbEIqAz5mMd99Jq+qMjKagTBw973Tyhon0tunsGsXIqe7dmZkLsWoo1ZJCxTX7WSPJQLpF3jaHrn",
+	"dIKxgy+NP6bcZF+GEbvH7vjpPsgdcAbink8ZIJArS6FB305hQrV0raHZhno1PDC7rqQvBYeI5zRuD5aR",
+	"4sfadbYLvhWNIvRpOY8CPBXlDjpRhCfsEnCIbmzWBjRD5pk6O0AwKZ62FwXaH7AxPegd3TLeZy/ltQjH",
+	"uZuwUfcsxt4A32ARlxa2qE701HvmztqOe7Nr50HPf0EOBK1f34EeFwJs4Ugk9nJsmd3WkfhD6rn+1ByI",
+	"aUe3tEoD6cdQa8Sa4aPb776LvNe4eAnlaG2zuS4L4COStbFYwE0yS81EHrp2KutiVPGacJSd9qpKavhD",
+	"HNm2ptrKG6xyBxE/9GgazqK4lIoU59HrZ/vsPMDLGbQ3oHoZQeaeMsSX83XO2PTXA1MKvEO6jR9IbCmh",
+	"9q5UmsVNxLGfrZWUemqftJfcP+Xgaw66DlA/BlxLg/m7WECAevgdESbg0FtedSAah9/3WhdiqxueeTzR",
+	"bW9p0U6H3/kjgOUNv/6oqra4GntOtr5hqy94TsioW3xDwKvd7h7Cyt1m6WMUzOH3/eChUbe65dT+ssUN",
+	"J11w0232mnHWCiLsbDGBuW14ue1d5wFqc/g93xOw7QtQodsNkbQwDNPf/1ErdPDNAGuVsG1iYCt//nzp",
+	"qdbP5VS5OfSMIu0Z5U2H8KdV8+Hgm7T5ECb8Roo5gHytbWprcc3jilTvKkHrd+DTHe+z47j3swsNDmd0",
+	"VUrL9GSSMaHyegE96ytdqNdiEdEHhoObjQEDdXx/zKtqfH+MeDzjAPPfKEiTeAxGetguhu5wjO/wnnch",
+	"krdHdbse5djD8SHYwZh3ZQewOMYEkzWGpnK8wX1OB6+a0kIBQ3yM+GsmwAMH74zjL55tz3fDgyPnFLNA",
+	"StGlyhBYHa/lPlJVSPyODckbKj9zV94zBBWcBQJB2BEW19TMpc2nCKD2CRM2/jzorRDGRbuLlqGvpR9f",
+	"QOkH9hXxrua8I8WJOF07KWfrPjdG2BFA7E1EfV+894jcSRfs+XvsGaLYCO3C1okKqhdAyLCRWRCC30TU",
+	"LZbJLpbGA0befhhodzDjzD+CPdjrOlxONROeN7x2ybNS2jL8ElEcsrpR2PmBYZuAYIGYequ6Cj/SGyNu",
+	"SB+1YYhedEFf/YymqE/0V+byTxGqxTXBnWbirXa3xsUACZEzLyFpO+QfcI5WtXBPHEMrO7G8IlbHXgAc",
+	"aMseOsUlVLvJLZvrpiyizqqMEXZrxsy1rCrfUoNlFRhhnU8X+2xpDACC3oFKAcuBMD14WY50PQqjUhjb",
+	"dd/LcwTh4+2NhBuzYFTcwiSBPSx3VLMxzlRb9hGW7QoF0L1unwFCOOGXBp4LtCSAdSzYOgUR4F4uGJhV",
+	"93lV3feUsI3ytZIAuYq2G84RZHIJ+QTKaubA+NEdh686Ad5nORP77HVrIRhW8rbWqUJrahQFiyqty/Um",
+	"GPg0IhHCPZmllc3HKZp1Vi+8cIN5tKqwI5wmXFfCqf/kJpEf/9oi2pIrtkv7f88JSQs8hbv+q7X0e7aW",
+	"TnFlGTZBOMF2ng1p5o9vM+EpNCxO7Y8sqcBLdP5RixIk64jmqFHWrI31fo+v/YICvj7Eg1HfTxCggRcO",
+	"idLgrH+N0ayJ0XQ36CeO0RCRlbQGxGIpItINgcC1cQRkfXQB9sinCDF0qAx7TiIY+z34yKytho+u+yxn",
+	"KE7RuiF/jSz84SILHXn/ZKfk/V89wd1vqA9KkWIEeAZ/Ny2zp4f/U20Y+bAlZmQJBaG0fQe8NeM4ROr5",
+	"c8h4p1CFbcG1ZhrsW2qtKCFfG5Vt4oDZbmCMVYhnCFYlIhsi+tJTiv5eajtd1VD4fUsaartzfOnM/bjn",
+	"7ZDizVZREIPJF68otsU++N1UgOL2ahnFPqasZztVs6Zpmoczz3ffRNcNYljrSs4qe/AdSc7dWwf9RMc9",
+	"EkSTEHjovjxjgAJOnk70DybffypDAHfnZzAEVgNmA0u8AI9YqiuEQmnDbbvo6WP4s5Am1zeiFsVetyQs",
+	"7UtTLvRPWz61XJXxhVRV0B75Wl0xxHNfE4X+6NmQwOEzMoLXOWAj8UtZQqFpj1SfY0YDu3jDA5gRM66s",
+	"zBk+ySOBQ0Tvqql9Q6vntiZqtS5o4Fn0NHgIoaPSVaKI4AvjHqypVsLYcsHGAfD6KeZJxunGDV9VQK87",
+	"h7cdt9/+8cWo/929LR7+ij9FitDTgPsNQxtCV0RhVAsmCmmBg/NjS8mvocRooNdrrIZ8Xly7NKkF8Rkt",
+	"57tiB9djAp81Skl1lbFz4k3M2BtVSgUmOHR7U85xNVHn/egaHzE+xNZG6Q9SdmKNZzkB2E2oi+mU/xik",
+	"va4FLwCB3bfhQ//2Bnf4tvb8SfH5feC4EOerF/yFeMEftYgmW9/5qJXoltQ5+S2wVpeomID+nOgoeGP1",
+	"yB2JRCJRQBuBnkwQ4rPlsHeSixUv686nL1WUhpWz/eEk53MJwpngxUcSg5DgaTYA513JG6EowrE57MPO",
+	"yQFwt1JlV1yLC801yN0CcoGtM1HdV8Y4iEmCnQLYEYitZxa4oEA4u1dRW6W7bJ/9I9AWenGuG2WwHbki",
+	"vysLlaPLJzS8Zkw1tmMP3knIeLvJU3fv6dKxuz4U9sGi/pHjX7+H0NemqNcfVS99zZgNCpR96lrcyGu4",
+	"T3696C80vODXnXYHIHiarAsOQP3/lnX/KVfDt3tT78Fan0Jp+46Gk/CsqdVH/L7NF79WXxXGZ3cB/IZi",
+	"fDmk+Inlt+KNWSO8pxzIz5zYzbiVOfM+wFOmNDKZAVRQPhVuZEVMyifeW2rBgepfWy/2gQwV7A4vo+T7",
+	"o8lEJsZhpC3i0DowX7qn4nsvRa5nwjAYY8LdgL//IRwOqmbu+GAVffVXCf5MtZ3A89JZk08tuvaXfsF9",
+	"5TyJjP0CtPVAgqIrDyc2EzWPgOvd8w4JNBR75IBRHyXZB/xA/KDk3LgTfJ+dXZyfthmwgJX5Nzau7C9w",
+	"nAZzaXzI3rz+8eQFOBvff/fw2wffPui/NeZ2bNWJrFkBXevA1HxFLK9tnD0J84wQZz4JZX/5An2RdnBE",
+	"0LvBHzm9+C+/TJ/FFWkH6pmEe3UXbaaYRvmruvpTeSjnAPUX79kPU5GoAcw+YRcOUpFt4k8KMwgQDoYb",
+	"3UT1daB8kDVVFCFx4C3p34M+bOOvTorjafmyraPl0a5TjdF1X5XNZ43rLi/Hp0xmrgj+Zhy7I3PdkXTv",
+	"cKxoA37FpfpdyLsnNfoDy3yL3vZV+r8c6UestrtVALc6+42wVqqrYec+vuHeksgvAurajKuGlxSYJLyN",
+	"39+5f+6n5IuX/zDSNee9X+Cv0v7Zz3rTbqyPnsA9F7a11TsCibQG7vD2AkaKAyOOhWbITgit4acX/4Ww",
+	"qB3C2HvGd+uicLWEwhg5mXIDLGC/A8nvZDrvUvg/ZiDED3JAJKRd886Sfa7IyFeN9TUUsp4z6yMoyqHh",
+	"YkiarKHGQo4HLIa0elQ1ZemLvNgucThza8WsIjD7KBVj5UzsZawWpplRumjEOuVilK2N61SUnnuA7xRS",
+	"2z47W87WOrXu02W7IXVLf3nXZpHHyHBVSIM55PZa/6fxXlTCv+o32Xrx+0gcQRHtsNJPD2+Ncx1iyF/t",
+	"ps+kEJy8ISMaCRkChDtxUnr+6ZVDU6uRk3uUpjUp4camKsGh8k0qIsbqAx+K2GTcXqRPBzR/zP3GmJFD",
+	"KsCBjpbqPLxqWL0+oSKSYt/UysOcaerA+n1njjPQsvT5X4X98zlJbmtFZQ1dMbnLlqjBEo99EqNSrwmP",
+	"RDvpHrERw1lfSiWehg4olG9CKsuiDsist6I8urqvsjxbad2I2jnEjZv9jCkxD42UAdkMwIsQzwwbLcfI",
+	"j1PqK6YnjPsOiLYFx/KFCU0ha8GNznDaXuoPc6Kyz9nA2X7D36Uqtsa9fqmvXtR6tt0dF3q769+4Nfwk",
+	"GrSdjSENoJHYMKFs/UeMNH/WplEeKZyol+uTZo+M4pWZajssbhzhM9N9wcXLQjspWt4I2+yr3jD2VHLr",
+	"VJic8Stxz4B6RU0nfxGIlUkAgejT6LlyHjHiyyIJGa+d5iQqYYZcwlbm18Ky3ScHBBdp9tilW2E8eqTp",
+	"wo/nqK6BMP+y1nNgIeIKyMVglDC80LVADH9tW8K6oPN5mM0Vhdmd1BN42ES2nCihTjXbkUDRwu10J9tR",
+	"fCbaVT0pVsI9MZPOjL9/KdSVne48ffDw22xnJlX472yFZ+dT+GxhPvroifw2cmeiW/n9r+piHS0aT4jg",
+	"B0ZXUFTNflXyxRb64j4yEa0py6NieBLPfokkA3GMyLi6ZmMv+eMgrQhsO3E/Wlueo5iP2e6Dg9GTg4PM",
+	"I/myJwd7La3Z27OXXrpizdOqEgnNvBhDb5UB/Azwd0pbNtUlPm1JC4CZRd+G7OlalYvO190z+EJDHU7l",
+	"gmppuKUP24Cb58XnCKf696JT7j5i3p2IDdFynFqY81JOBGAHf9Io+dKy9QH64t7xsaq3Zy+/gvn8nsPe",
+	"39dcWbJM0DAJXG1fktqO6wSSCccLsPYqUUtdyLwdLtPKKWcfvjOUl5Q1JOnqG16COn705KC1wxI9m/d6",
+	"jUMkYLyq+SX2bF+LxcSpO2antW6ukN9l5taaCKERNJDbdgBuYG1LKin9fz99/v2qoj3nN8tqtj9l+KdT",
+	"tAMTk74ZZhCI3KdXwJuSlIY7MfUf8VX9/r4LsG1SzYbl/cRBx1bj/mpKbX8b5F87VeV1iruL7Y5RiY1R",
+	"R860sawWOfBFONNyb5+dWOo5MAkzlek6g6oJwYHK21m7YGyj9THGIGGYKzqxruAoQ1u1NWefMu6N9GC7",
+	"IJVX6zVLUug8NuL91QbIrqzl+RRYUqI+1sjbxgctosc/Png8xOn+PajtbIWbBEBs4ZsPmV9sdzQuL7dW",
+	"omecbqOsHaJQzcxte3y62/Qbh3W0sie8qzPp7Am3uRiANPg5XQ2WwJD/1WDXGI0Zn7azbiI3jxFriZa3",
+	"FdsNZHDdsRwGZ/Se8U4C8sybFsZ4r2/Efjt3xkxu585TwCkLY77UuhRcDYqxwNLf/59KXHXPN2Rjcg+T",
+	"imPD3TJPcupIAw0Cz/waq70rw77vZIFp/qRWvOXreI6O6BigIpOnISWFeagAR9bNQ2ElC3EV9TAJehpB",
+	"J2yULA5tQbFF7gTrClU7jIUrpxhUuXhKGDFdw5/Np0LRA3hdyxth9tmZqASHRmhp2ZzcB25jVsNGTaSS",
+	"xGTeHkEAHh5Kavw4O+UxbSEiEJ73Jd0TSXSEj1kprkk4Fm4Cv5bUfM2yf1RrF5YhEIF+JkQFY3XVr47O",
+	"2z5sb0B2FdI51tVkyXZ/tms0HOyhQi8ql1EaP94pgCsu1V4WNJdXE+4SZ0QW0lTcOh+A5U4dlbGq09UA",
+	"TbfP3kBey5m+TtV0jUdWamJyIyDIhELQ1e9FH+hqvTqAKfujSv/nE2ZdLZEkV58UcgFpju/PtJJW11QS",
+	"tzkZ3NS1s7enzktxgxbqyh3qCBUMcoKkpEoXApsV4LznbCqN1fWCzaUq9NwJNEDTZRQx8j/zG1FzIBBU",
+	"VrPLxpnuZp+9oOfneibYpNYzNhW8tpeCtzSo2DmFb57qsgC2r5mY6XqBqV8VhtW1HwAdYhEoSwnVjqhK",
+	"aoECBhpM1yLtleJsvmonc2uhxydQ8cwSHDu4SF4HLU0kWTxKz8Evm0nVWGEOmbxS8Bkw/XQPniB+6vfZ",
+	"AZFkA78LXdPnC9HPr/D5HY8ouC1S2UcPdzLn1smZ8z8fHBx8ewD+Mf73QfBooMlD1Ckf70w4dye3na+1",
+	"GuLDbv02jPC1LsRJ0edmPnk0wMvEeUrO94aXw53pySm4FUCAuzNgBM9VkX7/YUh7qo2Dea6KOxjKdyCD",
+	"bC4LO3U7jOL87UDyqTZCeXBv2pZT56JbjGY8eHgQJHn9iPFdlOoduMe+ffL4IN5jDxJ77KOeoyuynzhH",
+	"j0lvej0JPJ5e4L4eqXfms3v2/vZYQ0+P5jo+T/HK1HH6KH2cOt2TKrFaOUnv0yl59ydqFoKmkbbefBrR",
+	"7vuQQ+lLk6CvUnOXUkNzuyo9n0hgSp3zckT1kBvFhrNSXk0tqwUBc7cVZZOIYALaLWKjsKp1Lox5yq50",
+	"rRsrlTCZsyMraO2ShZsCby8en77FCp4K4JNLYZKi9tINnEpsPyb5RPyekPvYUF/3p6CbcNsXkhNuhe8Z",
+	"v8ZhEj7mBjaW22ZgEa37EmUaw6yoZ85SL8R74Wv+NQQmb6R7bQg1kCzCkQAHwEzMLj1rMYTlmsnE+Upo",
+	"TAhe2injhhnhdqxzkcK87LM3sHF1bZjzMaUFxGfibMbaNF+LAeTvhurpuDMz/YtLfmXYpZhKVaw7ds5x",
+	"Vr7ss4YG2RcApbnHBf561NyprLbT2wqF8XvmzmUVran78OsGvjOSU896RHYY3JmB81m5oxESF85YS/fR",
+	"PIe7XsPrPuI2bl/T19Xh9nH8Cft/Gl6u+KujLYV/Tu2ox7feUfd/VRBt+M39OGR/hQ0TQsr4uHuGlVpX",
+	"0GXqbZaj0xNEGoaY1ZWzThojzKZ9d+RGsqEswl3HZLEyBr+vExUHyodVhpdFfMrmg873r5OJdgW+6vU7",
+	"bWxSseAhyIzfxp9MCgeCYVbagzWgOvdEIiZrBc4nh9wmNqG9YKr1NYhu93OT9lC7JdcD0/15RHMI5N0f",
+	"GuTus/USETtrQkrTCHYfV0xvRG3W8c/GEkrDhewtnIF0M0qhPxy5VMTI6dVOVXInNxsk80cayZ9YKP0U",
+	"9Mijn+6vsniXpWXLYngT9uFHksC5uHRn10iqS/1+gKGKB117ROJjDKu0sSL073WErQtXkDHB8ykLdZlN",
+	"RVUX/37+5jXjBmpc5Y0o9tlzCG+4NzJp2LWooG7YeVxjfO0+jX7/p+bg4FH+g9bXr/lMwH+JMaIlsF2U",
+	"TFsv7hknq1RPiz/KYo/OcGlYKQ3UmpmpnruLtBEBcQELUOAx0Gps3FBKra7c/22fpxt7qd/fc1/hZFFq",
+	"RT0oEvPRyh6yUlzxfMGM4tfiXc4NTirw8RtKNtczXkoofBlr9Q4n6B1iRxTjwAAyfqPO4adj+mVvnQ/w",
+	"D5yrE1joT8KrvQwnUC5aOwljUHwm2K6QUFIz0fWst+J2Skvbm759PCBjGY2AtuslNWnGdYt9Q4BrzuGS",
+	"/jTyZ9LX8doOgnMgGcPZ+MrmndbIbjobVeDuGJFihhmL9TEoiC30sVkYK2b7pb5KaWV42n1UIwPUMV7v",
+	"7Q+8ratvvRo1lquC14VXfIbNa2mtUF5n482+vAXqZzECbWuujG+k9QSPLZiNb6GGQj1ps1a1C3UjSl0J",
+	"Jt7z3JYLBgii7tWFcDq0BgWHO5msjXHGxjDAkyL808m9+w+dQz6qOLJvbe7+gFke9y80qty/Cm75eG+f",
+	"ndZODwJyuZ7Qn0HfRAU8BX2U0/vuKji1eG7ZEahhdwzAF4//efb82dHxxfNnP48z+Ajlv8A5I+xZ+BqC",
+	"RqGK4pmGzs+JFfVyELE9HnbxI9/A7J/5P4ePx7+/4u+f46N7dXx78SdQ7h9To+FHwPcMUWW0bVEQvmqy",
+	"Ptamq27rbGytDFJmD2+vzCh9e1+qie5VaR7VAvWLhxtCPfMPcXmu82thnyK9K7fTjJnmsuV5nQlj4BMX",
+	"lXDGmps7lQummtklJnyxntc0M/fwEhC4VMHm0HGFkzHhM1l63pOcYzV11D03l2XJjHAGizNg4fIFU0IU",
+	"hkDN/LyQnpmKWuwl/UyfsHVfFz7uxE3PR5Sr/pf2eHh+eln00wdkCz47XsqajRW+dZAsPEjLgvvedft/",
+	"3h96fFtd1bwQhA/QDguOVuoL6iLIkVuTOP733AkFzpQV7y2DtnnDdsfx+r9CeRnvZWwCOGjeFsadD807",
+	"7bcZBDhBtDlsw5eGjaeiLPX4EP05PK3G9LMHVOHLoohfdFU7B+tyEZiedWPZFa8MFeOP86Y2uh7vsyM4",
+	"PDmU4islcpuxiptQIWV03aK6hMEF69ad3fQoSmxbqRrBaigTwYNZ2tZgAaMn6IxDrJGFEftiS0icg9/n",
+	"huXhyvFmxCEwQhWGjWthFspZKT5CnJfSaZla8KJb4IXLGivno9MTdikmmP0vF04PaRU3TREXy1Fjp045",
+	"5QETHXBVBa/dROtrASANvsxAl26MqKByra+lyFg+Ffm1W3t8G/rjsBWfsscHD9pWXALdadVhxh4fPPIT",
+	"JJiu5ZVUGHrz2DmESeB7NMDRwklyNx+0Ny9dGAsAjSZ8By45kO2XzmFMob+/qYRKKrtN0bzj1Q3lD5aw",
+	"pQBMhglelxIz1W5Toh139vzHk/OTN6/3T14/e/6f++fP/8PJl9Xh3Onsuj43Ez9xnZ9bceu03c7Tnf/+",
+	"58Hobz//+iB78Lfffvppv/e//m1ns1P6AJX6UsEzAM0DVKdPhSBlYrtCtCWdkZ3SMF7/THRZ6vlXA63n",
+	"kHJ7dt0BdafnEvqzKIpDktNxdMSwXR/yM00l6hsIU10uomy02QsaVdYAu5Qv8lJQMUfGMIYPkEyaF2l3",
+	"5lUbbPliS4aiMa5LLHdm72u0/C5zy52p/RhVQh1Juf9rJwT42/1aTETtjJt+ITrWjTPQ5s6GgMvJxOtA",
+	"F+1CMWmcXTYZO7s4BUlhpeAGnBo0AzNWlXwhapNhYCbXhTvtxawCSIc97LfgkEvQVN0HmJb/0xRXAkwp",
+	"K2sxw5rpOlWv9L2I5e+s/coN5+er+KNk0ZMAW46j3j4Pln1Q91QLAYKRf1FAIdc1lTGmzmbDZ1WJIZAk",
+	"8sODg2x909OGlqdPpK2iFe3nl6Mrviqsu1RY7byuqoHPob+cJvj/2Xv75rZtrG/4q2A89zOx76Fsp0l7",
+	"be3ZecZN2iZzpa1vO9nOPLu9I4iEJKwpgBcBWtFm8t2fwTkHICiRekks2Yn1x25jmyTefzivv9OdtP2n",
+	"u8U9C+8h1oqDnX5ElaQCsAVEmeoqz1imKU96Ko2gP5sWyjbiEXCdP8OI+pr0vBRRjnYdfSNKd2ZTJxxF",
+	"pRK0akv2jLQajPyvtTFFjnuncrg3mVClrnPIj9lPuU5vnOAbLRm2RipLPWTPGEE87ENdptA5I2xrtQVZ",
+	"iugwftWguiXmuYVJWkI9d0n7U5e0KJEDohTc7LosVqPXrj/Lk+iLuvvNfbXn03hUlHUL2/jub4eWbH/3",
+	"hxOPuSs0wYZ82qxAEQ6c96A9MWRX7IhKhqA/3+x9xSKEsfhwhGYMf5sAqL48h7y96bmY0ba2RYjMutMe",
+	"gDdUmpDT0iH5+kSMRSa5umDQy0CvcpAcEMPUQXJwXaWpEBn89hcoqHaQHLyVE5H9UdmD5OAFXfNrkdG1",
+	"T597rdOghg/DCf/i6JHQcgrc3HUESeQoOnQqxJnMOoNZ6MoU2U+zzjiSH04/u0u6ZGOuMvevynqzfnvq",
+	"Y1cPIe/SfX0zhrs1O8it66P3i0ss/tDVlWGpJ3fAVtCxel5CXNEJq7fWBYpGAGvzWFdl9xGUKhWv3BPr",
+	"EiD819+eb8qx8YIb0ZOQfiWtvBXoQ6I+yiyhbHP3ocTb7Z1cjZKWW1bhLreuMdyI2VSXDyd6KrqH1ok1",
+	"8Iu3t2Iv0XEbckIktmDe1RertA2RBRPE1zBhN4WXz0DKuaCqVqkGkrEflmjzsG/3/dH+uo42SjrRqXhi",
+	"dnvc3UZdaWxfPO8WohdAH2FG5CKFw467nvlkLrIbZFVIA2yxi0e76hr6ssJ6s1c09orGXtHYKxp7RWOv",
+	"aDTuja4sV7jC9kJIR/FwNzu7lTg+0r9eZ6urdngiypAjXlPy1KJG2LbLZIvPKF/heXjby1f4QTzYvNN4",
+	"8J1nY081fPe1DOINu8PDdILO3W7nMwprhvGacQECcTkGiQondxyzC0XZ374Yvq+nj3lGVucgBYCX2V0w",
+	"PL1RepqLbITOW++CLsFJF7mUz9G1LesvU/qlj1KtVEZlWOaKNkK/v46zfPee24XRryga5j20n+4ZWkgz",
+	"2BczeJTOV9y1dw2Gq/ytDTjMhOUy/wIRQ6qisonTxIrKRuyAJHogeq2SO15iLx6z9EFTsFwGwQxQ9+Be",
+	"GtmaNFJP8pbkEqLAwLTcJUfPZ+yQ7cyn8WLWDaS81Aa9kMjjziSIJgmSb2L1ySW0My+wG5u6DN466LVk",
+	"rVvDdYDP/9aIF9sBQwGO7qVOKyd3dR+vaGr3l/AOz6J7a40ZcFtGpuKdCrlvHVyebWdlCyw2i+f4xO3U",
+	"2ZKg1lJaCkb1hxILkqEeMeDpjWFV4X0GIgGeBCoOj9l7Eh9LQBmJBlsKJw6BzoDZxlb7uFf3fFXUKW/h",
+	"DadsGEoHawLDhRvHA4GGu1cU4oHBSFdVF6a1ChG89xHbudBpLDu5rF7aSJxD3dWw8hFrp9dlQwE7J8yR",
+	"CXTKfXnWJuugpkw6dtiPhBassCeyfgKZsiOFJenYYAb3UD9yTfSP9rj6rSs3dwXmgJVbhPMuDakJ6EXO",
+	"1ZLKckDWBcYaB9RSjRrYThkJeBTJxctZJodDr7s4kCcyCAFEVNF4kd2BA5bz0p674wrpsDV9ziJwX+Zc",
+	"PQrcdgNdF7Yh/X5S8FLcH2S7/nbG4ed8L3DugXFNYPTR+jVfY1MpRLjZFUCWfPq52iuA37wK66Ra8cEu",
+	"0VWv+PRbVVdDUzKth+lvvA7wcLO4B49vTFuFVf2SI0zcWPjR45JPw3FODoqqWzUFj1eRC9vWoU5dVecZ",
+	"0yqoq15XhcoBoI7qPKcfP1MLfQiH/u4FmmXnfR3FNIiPe6V0r5TuZa/7Vkq3iNorhbAVmuoL1H9WAHyU",
+	"TEkEYVqJTRXPxwfVa+iiMLt7PXSPhY9HD70HMCxFzxt91ldKg5lIh3qERC490caeIWVYEtfjybkVKp0F",
+	"yevV27eXFPyw1Mdaimvfu2/W0xqNcYVZbo8034LSWtYLelcu1g4N9R88lxmf958mTU20RaYB87p3oza4",
+	"TlHpOGxSsDrVtdfQXPEHFJ3ir4Ozt4Vk+V3huvmgDv32bPH18HDYe1fqXmvdS2oPC7Rf+FoZ28LtFYIZ",
+	"1b9eqyg1ddCXzG5xD4TgNkwnQzY4KP+xRPi6pC58o3IXDQ/Yj5dQ6rtn9rBx36Wmm1t8y4Fp1MoJxod1",
+	"G4hezYeT9ZwgBIetKfXUtOwUmMAOx9pS/NkRsvVTbRtp5qJqz6MsXYZ1xOBClZRT45no3K0JXPttFOtX",
+	"0NJDOdbbkqxoZBcwk2slsmDJfT3FynBWwyxuN7ulpavLRSncGE98ztNeptrLVF+pTIUotBU8X0+aOiH4",
+	"XRKdZjVVNYEH2+SrncA1tL7H6z1e7/F6j9f3h9corN4jYK+E6w6QZoc8pJbTX6RhuRjaUNRyF3L39R7G",
+	"9zC+h/E9jN8njF/fP4jrYpXIvdg9BGBftEqXLNMCT5o3okjLKmVlTuQh8Mu6IsQOwF0Xe2zfY/se2/fY",
+	"fn/YroudQntpixOscLYGi/NcTbSootBYG/vE+6TGOs8MsFOKPIPSncrms2SO8zWTJZbubCdzvrLFpS7t",
+	"G+zbOjSv1KmY51R8Bs2pA5NbAc54+GJ2kByIDwW45dcmLqW+eNrSxljb+hMeaO0SVT91fxOqqxdfuxcv",
+	"XvBl9RxxaveQ+hWiG5BYz4HIHXHLJB3S6IW56cSpoS4Zx77oIVzbrm8lBQpwEEKHpRC++jN634mGe6KB",
+	"wO5w4FaQCCcQLyDGeSzSmyP4NdY3i4h67VSmgk3HMqfN3CKLvgDS2PhIfFPCaDywFVIozBCbcmVxnnYX",
+	"IhV3crn8CX3cS517qfNrxWU4Y1wFbN4a914tbp58hP9iHUz4Z7dJ4UqQPMX9UXO7HYB7IFDdB5y2muAC",
+	"TQZtYROAOEthdRXXHnyig2mPhrTlApBfAbL7me7G9j/HM7Lz+Htzu0aF9dE83ON7WN/D+lcenzEP7Lin",
+	"twrvkCt08tH9ZxNot2THu/Uin1YknCdMw9M8z2dMO+3a23Y9/9tI3gq1zKDQBP5VmB9Eugza78B6uie7",
+	"gb67YMMP33//7PuoYsPTdSo2gF2h9EvqJ+lbNDDsb6X9rbS/lb71WynI0pjgsFW1w5ZcmVRnouxZMSly",
+	"blfbu8Mr7HA4nBRidMTCuwmjItC9qczcVSXApk38do1i8O68aRykVs0C/O2G77eh4behq+uYv0PnwK4V",
+	"1Tmj2vWHmG7m+uIeQHby+InOMlbzxe0fBmf44jwtsxqH2dnX9llWYLDe9DbafNs00KKl06n2LY2fu1/T",
+	"v73+DRmqbmf6alXwC5PqQkT1Q/AkPj/9scu2urh9DrYje1zzW/ELAIhvaIXF0w94t9bOlvlY2b8HfuXv",
+	"b/BlNTfgFLQfu53ewycf/T9/5xPxCREiF1YsYsVL+H0HVnh8QGUQ8GDx7OMXWs/+0hvWdc03EJ/PFr0w",
+	"Hs2XGgL31/wGuIS7Jvt68OlrKQ2Ch2bLUNHBeHElipyn3fIBKLORMODOYiBWGOhsxiaVsYyPSiG6aCq+",
+	"Djj4ay+efFviyabH/1GJJ3TudyufrLIJ4GXqnjzzTDuhwrJhh2QTYBMxGYjSHAUcqmNPDCsrxQazyGJn",
+	"kkA5KEsfIDeYsbHgpR0IbgNRjCzZrShNe3F018PfYQxbrtO1TMvG2X006rKi+fabkTbA3ZTHMidG5MOT",
+	"sA26fShv+Y13oLQW/35iMHQJGAzcVWqZVimyQkEwPLw8YVYjkzFUYWjs7YRJZazgmbv0phzLPAwpqB4K",
+	"exailDqTab1tF7fo21KORqK8FvnwVRjVlndraOgKQsO7Nm7oNbP8RqhHsYXdtkEFwm+SMAlKT+9gW3eh",
+	"7MlHBV6iT6EUY/fe/j+VqMR8ugdF7i2G9FGWCOaBSBPXRjxHlHWb91qkWmWUNkhPiwzPRPQGEwrDmJuZ",
+	"Iwaq3spMTAqNHIg3YsYmcAY5K4Utpcio6rv7sSoV1TkpjY0rNbZZpTaoW/tbGH2H5ImT/CCr1M6PdYXI",
+	"GU3a7iTOR1wRe285W8tytu1qtaVIdZlJNTrhldU9/PGkrFTPQVU3Zv4W5AEHWN7R5gRoRCkUY4diygwi",
+	"4Zlnxwgt0jNC8QGUZR5zpUSOENp3vbmCJ/t1UXDeMDIlzCDzRmX1hFuZMiNgvJATQZ8z+LbSkFsmSsbN",
+	"DUC7tAmmnXHDBE/HNSOTaxSj+7DkFFc+aIS+D5HChh3yoZPEa15eyjE8OmZ9bvtoFBgIxgcGKL5L7ybn",
+	"bCJVhdZEpadneEGS2E3O9WiaipwrKK4kbnlewbZwnUIRyspJi83hqlIXYQL/cAu5KhxF1sYGWNDDq19e",
+	"sGfPnv3oy2n9RytxdO76iyEBOKouOx8IXS1hKhm3ouf6fLBbC189G5fcmG457c8xt/UkZDLbu/I6dOdK",
+	"ga85Qg2cs6ZYF3ZxG1b90I5V4Z0VgDWU+RJt+g/lFnEEuxrfERkQ1ZqE6TwTxhKYgMx0zPpwdt056AMu",
+	"9IXK8CcjcpHaUEfOsClYvvFt6ebIiJSy1zCx43Cg7Zi1naBzREE2EENdCif9HR2zV7zMet6yjE3wUrBc",
+	"GgsiYz4jUHR/A+7Bv6O5NOsfs1/C85gEwrOsFMaIzOn3Tlg7w/deZ30vrZZiKEqhUtGRFednGD69cU7I",
+	"JZpa13ruWv5nrWdDl+ZCuTZ4c/2gsfDKC7xCNnzroig2ev7aloJPNmzkF78TDjpcOIs7la5fTamL796+",
+	"YNmS7EU8My/REtaB5AfrOpSwN4FCdDDDPtC9Odb6hh1q9R7bfD8pnnc6kIyuylS80vqmy3v0w/PNeiVV",
+	"Jj6IDHs05TN26PqTuN5y2e3JgteuoTddPXn23efEOEYbgwBpo53xM8LWlvMo433YZayLERimen+XLrHz",
+	"Ne+ou7tCF+x+cxfoSe0Ib5f0X5elANl0kIszVoqJviXJH95/wgYzKwhXhCwbIrphhxERvCzJGo1W6xsh",
+	"CpK94TAxoWw5Qwb4l97PqicDY6HmmdEQEuqzdFTGcqluDCgBbKrLGycru19zX5abzC6kAoCzDrrqLsuR",
+	"VuKYXSB1vbEyz9lAuC9Q5R0mMcSVXH7YwZmw7FBp+37o1Nij8zmFBNtJuXIvOsHf3GAs7a1AOmW622H2",
+	"ZmwqSsEOYUbeV3Uo41FXRMHCvbwNs0ncFLSzRsEdk7CnvaenpyyTxkqVWiYzk+DKErkAyDEwB3q6Yxb6",
+	"eiw/cZuOu2X/P1CFq3KwNFNheKkYTTNzx7PcY1g7hkUy7NagjJBqGZjRye9Gs59KKItg9NDOidwDnt4E",
+	"REDBCeECzuk4ltHrI07tYXL2kMvcoKge+vXefe49oE0rZacud3OuF07B/lTvT/UaHnK8SBePyy51/JOo",
+	"+SXM6jITdMWe4QULNy8rcj4LdWZQCiEZAiQHnk0k1GeAB0VpEjaoYmnBWD6bkysGCCLg0GzABs9LwbNZ",
+	"c75MlaZYY37EpXJCQwNMtBIbI8e1HtodCgV78NiDx+bgcV0fgvsRCYqcqxAD3GkovFBMfOCTIsfCjOxw",
+	"KsRNxmeGnf7t7PS099T9v1v0d29fHDGryYLHmRJTPLylnrSWRCGDc85VI/x/q5t6Wd3JbzZq7aspTXIx",
+	"59Zpizbbnr4PjqQl1YGaDqfBDIJezzH0dShz61TpwYxxlnIjelIZoYxEx1g1QAvXMovyJTS/whF1yZEp",
+	"yVKd1CcG2u+ywimMeH0YYeT1MJfFr8Hs7o/gAzC2hb1+16evkyiMubslnzG3Y9xH3bXCFXt98fsFeHLB",
+	"R3QWe9Px22QmIwax4NpGfi9/VBhY1NGZ7qNC3UcTNGJxC19P2JDnOVAYcmZybdnhlOd5L811egPPG7C1",
+	"IRlZVRqgWmQ8LbUxLOOzXI7Gtmf4LYQAQskzA6Yw78B3YjeUsbYGG0A3PZrXgiBQqVwYp4hPhLtERW68",
+	"wQy98518ZfU1t71g9bqRFbIuQVRda3X3YuyyG9+JKPtq0w8ikKcJOTtSnwHdTj66/7zO1kp782ByXncY",
+	"ghg9UTbqzJb8yKlWqcxF6W5piNDlxiw3X9PBXcmNgru2nRQFRrNuzGGbO/Cvez2UXvHfH8wHkXC2rYPp",
+	"VdNkSXwKbfIlmuMjPyv7M3K/5l+ebfGELC1DHpIy7aKYdT53/UCJcOlTTLgF0XPJheRLaD+sQ7YXZfdI",
+	"8HCRwKdKPgA59oS03CXZaqHONSjGWjFdMj0ctnhS4sv2Z/rufcPBQrjan2OB0d6Rqt/NwyfCMLp7QE0O",
+	"tM4FHLr9Pf94Tzfue3dGMuLfeyDnnBIeOm3WlygiQLrFYXu89VzCwlEgccDrLljdsIArn0FVJzhs0s6b",
+	"yuosapbrlOf4tnuRfEbunSk37N9VNoI410XA+ZnG9ICkj6StRRia1TiUjnSQryX7I0J4nH03zA4kEuGJ",
+	"PR7dFx75647jLhw7cX7bakgrHvmEsg2yTFz//GtQjqgRIYpVokvBJytyL659y/v0ix2mX7QkCYScwrVr",
+	"PjUdkmuF0dNqU0bHqp54W6zPWFiewtGSo7C6T/TSp91kEdDw10kk8JOwD7pZy71pahjZAVouL7wcyiQh",
+	"AD6ZI5WzPufVCVGHwZ34xNDzCQNCBvwBmdsb77tND6lF/QbJXD9h/duxNtb9gxcFZfcZOvb9o2OGJNRc",
+	"pQKS7c7iQp8hZW5uRhPWD9u3X9M6UEZTqtVQlhORwWOwvCLrk78WjFMx08RIQ/5Ewvq/cJnDg5Dul3Nj",
+	"YY37NQt3SDUGBlLkoqApUUJkjOKSc3lLfuRGWjO4coalntQWshsxG5ZANebGgHQVRTXIgdgbU6QxFxqz",
+	"naEoCv0ZvdNKidSahMqqGquLwnUMspcgJcP3z5e7mnMEI30FJkikVVkKZf0kdxTHDhO/LQ9wo5GlTO7c",
+	"1vv2PixmNXh2c7rP7dy9WPvV1mOu19Ifqh3p5SDWuM+JvFMURiRCnmWVIaWatJ6OYfFKonp2/tcUNQzJ",
+	"UREbgpwUuZi46QLj/hJvGWZMWvEb9HInJ69uruPwwXywCU/HUj0S0rKXMAkDMX9tNmZiR+LI6hLi4enG",
+	"ZUl1LfBO0oVQFPk9Hct07K4wnzMMt6NSulKpyNhhP3zu2L1w7CYP8/SPWC5vBDGeAHPHMbuYvxjx7m5c",
+	"jj6D8fnpc1Z//b3S9j1ykvTba4xv/4qM2ljjhoSwkXp2vo6bMmHXKM10y3f7y/RrLYC947vUiLQqpZ25",
+	"n3tW3wi1igj04vI1wwdj7k74DdW2HgljWVGKofzgrs66NyZhtzyXmbQzNpUq01MyPAU6Y/zMLc8r0EdE",
+	"PgQAAgYRymiUihW5E/yHupxEVWZRXhcZG4tSHLOfkTvJljN/+0f2c6iVcCs4rEISgG4aubPw7yxAGEu5",
+	"YmaspwC+2EMstciuxK2+gaRwmBXgSBFDCwVvKZxUqjSvMuGfdNpbWXXwnFwU8i0uxE5sbG086zgQPVUR",
+	"KUZlRHnOeJ7D70uzDt0SPPnObEyqvtCti9xoIJ5x6xJNdjcLRjzfjbYzMeRVbg/Ohjw3Itmtx9Gv7Tom",
+	"pfqg7Y1KS4xK9TRFQOlhrQ0nv2vHSf/KMc35mqVbVN0BouYcVMbJkpi5LUKB7NqaMKzynPXNbfq+4PZ9",
+	"38Md2XHJwKNVPkNMJDsS0lL8uzIYRnT96qL33fc/ENwmrMgrg5xvaTkrIBtcF1QusMa6gDzsZxD5Sm8E",
+	"ilA6EMRpRZygbqy6hIB7k6CYOJXGi9KYcrhYfuYZxOtzmhsHnwjUo5Iryya6hErj5PUUpdGKTceaTXjm",
+	"sP+Y4RTT5+J5pjJuYupvHQcOxoKP1Bd8A/HuRqgnhuVyIq05c7gvPhSyFMBjl3NLfg/ANnQ0A/tOqSeB",
+	"rSp8Eaq+8TzXU5G9LkyfHXLF9ERa18M+fffC9pkum8/ZQEgI0+gudurYOZvKDFaauD/m5++IzFw0TJy9",
+	"CmLEDN2OaGjDv8sGYguW8jx3zTngDokX2AmtcL1ImvfFhOgEMF5lEgoiybwr3cED2cE2WVJ9IysixBzm",
+	"z4kZtH6QGV3K1AbFfl7+oJSusJl2qwLQFg+T2ZUgCes75YaodbPz2BQMx7KWSiJ10CluTmRRZCr1V3lY",
+	"0Id+sTxKbtUI6e72RltP/D/5CP9dkZeBkpUJ4OTplDTY9PE8OCgrpUWOJDQxxMzqhHe17R/KBeiJUHbO",
+	"0wEiJojZaQCvoVQ8P4+sOe6XN6KwCJ9o1/HCoqdrj4ENxXYkZwoECQ3p0meRuXM0DixOZPkIETd0BxGl",
+	"dshRc+gLlx6wsRR4lRk+FPmsjXHFNRth6mZy/1tcsIOdiK5LQSqBuCapmvN/vC8t1Bq76iZnB+e9I5L9",
+	"Be1uW1+hVVlos3CXojQTyUS6bLtHPRS4k+FUXzg9PuESrqbzIDENpXCXlpNpfXUP98Ax+11M49ZjWdSE",
+	"cyU2l0WP2cX84Q5kSShSZV4YnK+imLCBSHllcDvPIVBXEP8dneW7l6ya3VtJmQLLZDVB4eoF3Kn4tAqS",
+	"/MKSZLdnqn9E0hTu8wckTZ2gFt7t+XkpQHP3sShg7AQdPsJWUGwjRcBzMwX93h25doMDKQcgniB7POKW",
+	"LkFMAdfBqCoh1oJY5gnIS21RcXVa+cV8TxyI+t7ERlVdBrsqAW/Shq7Q2dSJg334MPiQ6u/0a0sF2GM/",
+	"W229gvcftoiFfVytD6LByNfg07su2vPtBvhej/UUJjXMMI8PV23pgwNy33iiLV9GPNfIVIwGVEtpEVkU",
+	"hoC569xLbDJLFi0rBC21USVpgI03pbRZNNFUpfOM/orsG4Egl+pyadWiKZIhMRe8Ib6RauUGmdVgJTyS",
+	"+YFE3V+UAteqmn0FM/2wsWMzU5IbKobaTb1oHrDkNZpEFYp82R5a7kbbgz10X/KIuxlX+HXnrlEKzEzc",
+	"FhFQQK80NmGmSscQDBUbSBICSQ8PeJ4ij0I6FumNIWO1u5+h+FhRCJX1tMpncMB9KGhdM4J2ICSAeeLt",
+	"mrbbTeQxe2eEr1oRTDI6hYDN7CJQduU8hB8zI5z4otHPBgyc/qNj6cSuGYGhOxt1n0p52+GvvaaJu4BJ",
+	"vi+fre8pDFhCoSNlmZ0VIsFi2MQl2Nw2x8GgzPMcnl7LrwsfBxH/y4t6+47T6knDdGVTPRHkbMYf1nM3",
+	"47ONTglVTeCEVWkqjDlIDoZc5lXpnsqEkiJzZ26zroJc6zeZ333QdV/2qK13+NxDqz+USYpTXMclvQQa",
+	"9j7qJT7qLjXljm4A+OJiyGGA/0gCWqvKb4TchZbKNtzQSk992V4IjedWjBxoQropKHwWTYamVjZLnfvw",
+	"WwwtIekNZtPdFd7+PzlmF8pNkR0LZcmJQCa/CXcnkJMfk1ue65HTaL11DnYmXkPgyHXHDht1Kup0rMlT",
+	"1h6v68Z/Gc3TFg9d3UzXmbvI84VFeES1hSkioDn8LzsrbkLaDwfszbWOhXuy3vgLHUzmIswGlcwtk4rq",
+	"+ekpm3A1A3c8kRdKKtoKgU3SMDNxNx656ku8VtzedfCbdSRm6ny7Za9dA8u2KUzf49mapW7yRH8JbOPU",
+	"rRlnhLsPcHJh5/mSbIMZ+/Xnt2wZ/ntz2rJwn8/zsJCSDt3cPNjnAul8vcXQ+2OhIvV6SjrRcOpcbJOA",
+	"U+dirWiU6PdYazyyoUQxJ262dhx1riHuuD3SHACuti4/eJfJ3gOyFsUnnom7g6xlpgZ44uSj+8+a1J6E",
+	"Gb4eLoSrAfgcs5/cFdqTKhIg8V9UGUtXIFIyf6+2hdH9WIuh/utG5kLZfMZybYRhpRyNrTlnE33ruqGN",
+	"oEvaaoQ/apT0nA4aUZzkzZT/K5ilLcdtgKG2u5ZE4+CTmWVv87tjLs9tncB1SArXupDoEEIIxAQS1a3I",
+	"Z0wqCPTgnoI3rmTtfsZz4nUrKF5tdLDb4cECFsSZt/AvHOo6DsO/BmFWrQeZGxAOUFZoygiDWag9DZfq",
+	"1uScTtrGLwaA+xNZxHR9seVhiSw+xAN7tY/weIQRHjuWb6wpemBNWJO1/Ort9aUTqDOhrOQ5gi2IIQrp",
+	"LeYIQ2pxpU7sfGLwM2SD84Gz8FSuR1IFA5piWjltKmoQnso0xrEy8YGMDeiVrYHtOdoiYEhflCBA8pA1",
+	"xUVlxy9CR1bxyb2G54ZSlB5q5oqYinhUA5FrKHamu+ztDbqVdXnowHExkSr87Dpt3SY8ODv4v/+86P1/",
+	"vPef096Pf9X/PH7f++vjafL0u//69L/WqTz9rl774dyouobitguVlFmbTa97EP/37F//Mid/fXya/PC8",
+	"tcv3LY5Gy7wolH478H7fYqmax6a7AlFrikhCXWJXbcHHqCoyHn9EQPMkRkDDOHAjgWfzJSYcAw5iuvEi",
+	"t13AWwS5ghszpZwBirSr8+aCGznNK2Mh827mY4ObqcbnWP4Gs4zB5zCXauxETchfuAND7wKerqxZBT7L",
+	"eGa9bzieHvSyNotjr+FqnQfXL/UCx92sPcFh2bCX4ce1uhiB5gOpw7WwhMsM6+3nYsJtOvZVzt267/2u",
+	"S6z183N4lwC3nt3+8yRAXfrANkgrmqJcV6u8IMRR7F2nlIhBN014xMBFSCG+UyT06jaq8J8vO4LC2iY5",
+	"bk07Xmhsha7cXKiwikk9kxgDxfNJu3y3Q715cSJXC1zc74Nzt/NwlYPfPAxynzj68Az9NWjsSLRbqh6f",
+	"WGGWkG7+VEm/pwigLmjNMb9qjGUGMVWBpbkUysI+hAT6OkEinLqprvKMGaHqbM+RvBWKTYQdazyV765e",
+	"gw3x6pcX7Lsfnv4X/NL98F8/PP2BZWIonbxmA676wEXsBnVJfOCpzWfICNcBvU7bRnxt5GhD7UL4ik/S",
+	"TnlZSkEBK5yNuRlHlDbxiavNAtLG4TM8qPBTmis+ESV3uwELh8OcmM+0CSQ+fgbyX6UJNlriGHCLvIji",
+	"b0WbvLolFG9vbAWKx1OhYRThLoV19PZfSE4Z8zwX7loDTxPEst8LjsNIl/txsCa4zwwBYpBwicdHyqnV",
+	"EJ/yzSnVjwr53+IevS+wB+/PitCpVCuj8+ApqhnDnKpcmSRy7aIlE0q9ntfAnnHL2wROt99vxAyeAa2I",
+	"pG2v9jG6BTJpHBCSlGb0QubbUEJaP+NpqitlQybJjdLTOhnmmL2kEHQcyRKWL/8gce24juBg3W/ImFWH",
+	"LQaDKxL8RIQGbawFrbaBd7AO9xV5HnyApjn58cRDOo/TPChMWnywtUq/ljZPS30HpobGTiTi/Mpgd/Df",
+	"69kX8NnWYHPkwDxIDqhuTQbB5rDwa0Wb13RnWbzpVrCd0b57OGxnbl+uE1ZOg9sbMjoNGRWd8LuAdZzt",
+	"dcMOY/z2SYMNVZdblgtuLFK/6Fy0sJaReGt47vYySLm+ln78qRjiDZgoFpz4EE9Yy581fxleI3cZy6g0",
+	"fAaSowM1j78kIKKx0FNRDqs8hDbKkukp+N8CELZGNCZ0VbjrZeBmJj7mySbxju6IbZWDyzWwQpj2Y3Wj",
+	"kiBT10pL8/at73q6EKNQSPeV3crVMHdLxrQPhfzmQiErPC53B6MrxeOTjxXwny4NhbzWQ9vLQjyke+Ns",
+	"KbVVFQTJNikxCYIwRmJrlms1EqWTsENCgoSczyitOyL2xegrzJMOcVsgXnjzCyRUopjDTFWIkvFsIpU0",
+	"FgXrVh6dOLChyLlFBt98ymeGLgqjJwLT0TV03X8Ukiq6Qg0IAzeTfomV9t593QFo9qGXWwm93NqJX4NV",
+	"a071pCvPhxMHN9AatFgvPJeWj8AzXr2lr5bEx+cP/hODVr1mZQs8ypRtnVVpHaMJzLVeWwlSjhNWmBgO",
+	"RWrnwkKNFTyDIVi6wT+Qj2m50OaTHsy2wzG/HBS2xb21hkT1wHm3lgpOFJCJ4tzeuPgNxFfeo9B04jWJ",
+	"JQVTBFThdMASlEkk4ibGejUnmpSCasmHgHECzNrk6B0jULrMavAkIUhRITCtxDG7yPMWkI0i42M5CkB3",
+	"OtYCk6gF8gzpPGu44HM9AsKLyga5q4XJyggw+V36uXlgMIdXoO/dGrHnsREgYRr+zPN8lizM+W7pBdcQ",
+	"32r/IzeNBIboIg5bYyrKeU7UPTZ+ldgIZ7BpwAri3H1Bpd9mJ7jDuhHzjR55LROQBrLbp2O3OQdOtktL",
+	"wY33fNBXmSh0OvZu6wmQ2mNWvH9AGlPVbCjS+tyhdkovJO7xsU08fGXCZ2zMbwUbCKGYsToX6rypzqIS",
+	"G3EUohzMJ3F4SjvDsgO+z65gvAuNkTqHvV2OPK2o0kIM7+1rjYXcMzIvY2TO88Z1vqNjDcWezAlVX13l",
+	"VyXdr7RkTtWFr9sKfaYqteYJFZGaY+s5w8hlH34CBx34yQ4vhQKzNJZNrcvigjILbtaSjaEVCRXU5vM0",
+	"nhjGR0LZBANoXvq3soRdVUpJNfJVLYA/mV1XaSpE5v6OVWYT9lZORPZHZZ1S+oKrVOQiO6KiH3F9WmnB",
+	"iToRyWK2SIiMdMuMiziEz6PodqnzHCJ96hDHqKwvtyKhurIcJ7mD+Qtm5oVfsHsr1zSmwBzsv98GXd7C",
+	"NNQv/3JfKkwOWA8o/F0Xne1yEKfWLvjdmFwUxbqjx/3O30Ix9EY/lldCXwiuv/vo+a1ePvFI1yp6jshQ",
+	"b7i9B7fTg0tzlcuhSGdpHlCs4dVFqG67Vr7vuFbwjRbuL7pNMAaw+zIJxc+1yqUSc4kgh2Rk1ArTyLOj",
+	"4G6gDzMqtO0tiUzp6RkrSm11qvOElWKirfC1AxI2mPlCvFDdG2t7JP6HrMS6lj42pm4I9CuT62kSfgnU",
+	"jbngKEe63xhWKQiuhCtRqlSAeHnMLuZTCePoR5KWqNATZ0MQllINeBK4daRi/UqV7toEXurYBupuFm+c",
+	"nY4xj96HCXbdGpe0MOvk8OwAV9oBzS+yTxyKsKUT5YtiCw3jdu4GdKqTedfNNrdZV/Pwx+75/uH5fcA4",
+	"7q8uFH9bn+A9aq9ioltAuhaxd8sw7tWRtZQCeGUxgxL16lKgHSUBUPdKYWvS5O1YG3vCi4K6cRbp6QOB",
+	"rKx/4LUB0h+o8vgV5Ms17LARIk93YClGaIyVWh1BS38Mh/AZ+EKkc4wcRvMpnx2z1zZoKxZZhNMbww5T",
+	"nYnUXTNG55WF4shwl7AShHiDpLfuB9Ig/NUUTxZdHu4GwId0KUdSscOiyvOEFZUZJ1Bqm76hp06P8SJ3",
+	"0DUgcnUZ5n+26eFONYX7uEgiEGcy2zqOB+19a/oALeUa+kCkWFKv7lYx2/5VQmPdQCOoR7q/W1ZpBKYG",
+	"hW1eIBN9I3rWjQBytLqtw6+4mctHRRQHiNcepPsNhOhD8VF0UR/5ixLTZSgvSldlKhI25dIGFQIsUexG",
+	"zBCxHYxOBDdVKSiXCS+RM3YrM6HZCqjnVSbDQ3RFKOMuO0p50eVN5JtxYO0vcuwIfIw46oWxTKgslH/t",
+	"u8d1Za9RL+izQwqsZk9PE8Ytm2hj2bPTo3MyNLlBYKY6GepGwl1WMDGeZmngLihhqyKBC+go9K0U3GgF",
+	"FXBD9jel0b67egNeRYiBqGNmMRsuCf7DKFFi0RRuTXHttsNbd9q24wJstLHCA4h7w+dh7T61Kupnl739",
+	"Tx+1BhtjqCuVnTN9wwyIDUT2wKOtDDs32xNSfetOQffWGkN0OClT8U7xWy6hltB84aEAz3OQeSe3whJv",
+	"w/y9cDLgNh0vKSpUKcOqwp3W704ZvA2HwiTuWJQMUlAdWCbEjdLMljVSjXJRFyDGSFSViUKoDJz8GD0B",
+	"cRkGFA5CB3cCHbCa2nDjfoSnoc+NfNs8qEOYEhnwU5dZzS9FyLcCIn+CGdkBTkJDa4GleQBoSb3tgsw/",
+	"VEhHdcqlFwCkwiXYEwg8oGiGCH2MEyd4HkOQ2ToGWV7aXlHqD7Nu4Kkzkho+QCLFwVLUDaHV6e5zYMqk",
+	"snrBrJEwXVkjMwE0wl6pP8QYMpgU+JdWoqeHQ1YKJ6uhjdmJs2bOZOzeC+wqbkwU2u76A95PqFDm5ECp",
+	"Ruh/HPD0Rg+HCTldsXyAsWALP2YXQHXFsTpaPjtjhc4bntmg7eLraJI5Zhes4ODc5DZiy2M8DLElRv+c",
+	"ebN7wx9aWm/ubqFscX8mmyMs4ZbIWuaaWU+oxKIkogTxsqgGuTRjyiTYHWxGvSbnWmcw3MLWJger9Ztp",
+	"L1LuRco1RUoMDkEcRCBaYJraPrLr4kuAHWtENsYAB8IjVnRzrMDjc4pxqc3K3ubsc6G8md9p15k0wdp/",
+	"zK4dEkO8MPXBk8lTVhWycTGDkSymDSJ1sQuEbLSyAiBpJBrm+GvCQ13s4XAPh58Bh7q4LzScGSsmUMQ3",
+	"02m3D+9KZLIUKV33g1JPjSi9jRJyqxzUWfRBSjdNlICZ6bSaCGVRpS74iMyYFNPR/DN4gLhCM2yDneV8",
+	"MQW0mWtF2roVIwQ3E6RFTWAKIb48XSIu/irsRSFfunmYg5hnp991z4mfhhXDPkgOkOYIvvhGIz4tfhZM",
+	"BRiT4o0Bi19LWH9uCd3y9SrZP15KxDzvofn0CDway9bJ7arG7MYHDSa2PmcRidHZAe3OHik4B4uH8WnH",
+	"YYSvtnhDcBmdvjUqHeb2LDc363jVC1FKncmU1e8yeJe82cCa5r2NRalTt7NitqN0LFyng42fapXS7pMl",
+	"laitFLi6xyIvQFtDciKWa13UF2AhMvckOKG159igIKR2//NPoddvYcBbvN2bTS0LQFmYSh92AwkCjyrG",
+	"JNpE87Oy5LB86Tmg83USOtR5MdXl3fWtu2mdfD3WU+UuUbAW0D0y1hN0Bp8FztiJmAxEacaywDqIgud2",
+	"nDBIMA7gO+FSgWcPrZtAu0dpX1Neuo1OfIr0Gt5OvC4cCtSXVC8UnGE+MdnHu7BS3EpDgWsLV9IL7P81",
+	"TcQ267Q3W+riJ6T59LP9KE7Dr5RSNT/4LZ6AjFveK4VbVreUaS64qoqTwm0WMV1yINymIrL5UAFXD/Ha",
+	"ozx5YK5L6sKfQtkQvhSaZIXOZToj+tJSQA2ycEfkGTqibTljHNLwRZYEgrrME3JwNQOCzmP2BxHbASGA",
+	"O6WQIwEZWf7C4IxGyQBkFo/DJb76klt+5bv5Al9ZFa36O7jjPfMz+Xx4anVwudDMnjPynxsvMGD6/5Lc",
+	"AV1+WWDQL6UQPSs+WHKv1/0MOSDUua5O4Htdvfj+6Xe7Dc5pWyBau05YoZUPA92H57QBEc0iqgXc8ui4",
+	"puEgfCkkpVoN5WhTZCor1dMqFSs8tEBcFh/zBn2HD8AxIkdlkiBMCgPc8+D6yPPo1xj0o4CDviRm5SQO",
+	"gZ9yCVAUPk3yboYibVxZyLCRO/Klrkbjjqub8I+cuXiFe+DEW9z9MMPUx1RPiByDt7lyK9WBZNuwwbU1",
+	"dVWpVWzE9Txbjes2FwvUxQW6O6Nd58jW5yOeu3f2DuCHk85eYX2JdrDDBbs7yOs2kbn2B9yIHu66Huz2",
+	"NbRzywe5wy6pMvHB/cOWcjQCa77KmIPYpnL5xLBcpzwnvPHNxgp7qvNqooCfeBq0DqCnUD5uJKFHX758",
+	"A0o7z4FXqQar8F20mUH1C8hM+o/wmfRB0Scud+gedttqlkk+UtoINpFkcmNFqQe5mJhWNeYlNXgN03cB",
+	"s7eq6hpyxyIT/8s3GCk9oVAcyvCHrzE9+LdI7SoO2izfjH92QU77jX+Qk2rCVOX0RtcL1610zEueujGE",
+	"yEYQvrFT594VE3qPKqItK5UifWNHnDv/8DLLX4x5adq7/fz09DQ5GOpywi2M0j777iBx77lOHpw9PT2F",
+	"JyZS4S9Owxhh0YEoadtS4PySd6Bx2I60oHC69jJgF4EchuiS8d2Bxdz8bVMtRTvzSoMMV+zV29/eYPg9",
+	"mAdLoTIoXQ2pB94av2DqBzEP0K6Pe/vvMz7J+yhx8Gn9prfbMmmNyIfH7Cdtx3C2wGcSGWCAgCM8HlEA",
+	"Y6lKzYQa6jIVcU1ZooQUM88CWZe3ykSR65nI2K0owWzjEFaaxlB84AsU9ZhwiO8ezFh/3pR8xuYsyf0z",
+	"N3XB29HGK8f6dT/fZ0JJkfWTDRwgZizBThuUy1Jgruph3621LoTihTyGaT9qB3OdmndyFX5foIyMq3jO",
+	"+mPr1rHeBh2ODVzuMjLsxcveBZeEg61IeeBaPkgCBzr96Bpq4zzfDBPhKw1MbBE2+ZT9UQjllnVh/x63",
+	"VeY8sOKDPYGOrvg2nLJ2f9OCt6cVelvWgCT6xnHD3Ir4SO7xuSNmcaynD9/TJNVQr0TxotRZldoEKrJk",
+	"CRtrX3mGTOgSOmpngS5bZwT3qCGbOJo5YVaPMCMBsEdaw6oC0l3cN4VCik/vo8KKx5HhsMJ8ehBJ1VCW",
+	"E5JUB1LxksJs4BfUCwfeTtTi+Q3kwOtWMLuG+XjtpmObkSV1Ky0H8SduZMrckrjjBdHnA13ZR+Zz+lVY",
+	"Nlg1E1uUbQIDxgnwBK3jfIWdhk/HKhqFNxBfD8kJ5DwSpZVDMCp1ZOT+rjNxgR3Y4oYMrSzzg+LIHo/D",
+	"M1rOO9hnYT+tveNOProevM4+nQhV6jyf0DK321NfG1NBeKJWogcwmrr+U8k1B4R9c5vieBh+sE//rWPS",
+	"EdLxbL3OvCszw+rA5EgFYmasaof1MgxQMo+wipcub0zIpnEPI5p/KGQpTJSO+D2bSFVZYY6O2YUT8KT7",
+	"IEy5zDapLBG27s/1JK1y/1ArIOyXPkqdxh5kyoLbcS1S4oysXdj8WYckua3yFy2zsMqYS/YlORRut8Cx",
+	"3j6+RIu0pF+YGPvighWytjCH+EoNtvp9oYtvodBFjbGsBjnYA3cKud2m3Bp0A7isuuprbqz6lSZtYcTX",
+	"N1dAJg4UhsRDqEZUOXFgiQDwxrf4R93HdQiZ6v5hAExg1XBY16U8B6RbG9kWbaMOSqPG4yTvVmYiOZEd",
+	"6vr3S82a3zdsmk93bNNsX5plIlQ9J3t9eYnk1XbCtiCCJctc07ytF+wQSYIwowPkoAKoHiCJBegMHEAn",
+	"BGn0hySW81kplJjy/CgO7PZy11xyifsfRk1GxSB7Q546DZZq7uhha8mZWixY3KEH25ZEFptcIYyEvu/W",
+	"WdwxPas66VbKR+XsMzsenQe6FRl2JK4EB+sKn/OLqCA4xGO4MyIy71ILn4ldGVoJcsiQjcKpbZDnEdKa",
+	"0NEK7mt0ZoPb2Ze1ldawGzHrQakX95dFdzNGDmaB3sxBpMwqYbyjmZdQLpcoMllRiqH8MN+vOqdNT4N3",
+	"Bkc680XHMTaK2GcgQkBkrCparX6/+enocEWvoDN7gfbP11kLn5n3WxPDGwxtqEuaSRo9DXOFz/oaPmHu",
+	"3G8ddy2EIRcQ0LRO7/B1oHNr7dnTVY7pFRJc55TGRe8LbozIztExAXOBxgki06ZHoRgy8KSumOpL+Fz7",
+	"eFDt32mB2ub+xKjerluqDsHAGCxc0W/umrqvCwBWgOJxIhR1IOOhbItG6Tn4PyE47Xk47fk++EDMbnsh",
+	"Vp4zSQhxBE20DnGcltKSISbCY/cjRFXOgYOIoINq3s5tRDQmRhXSOMscAlbKlyXPypm7XqXBA9xRBL0E",
+	"9g9Rx6tD7zAufaSBTgJ6FN19sGSBjgf7idK2H0RrGUi8kCiV0WA74aM+7cNfScbKPIfrqEUWpzBEXKxL",
+	"WqurertshbKntbXQlaXi+MLaWj0f8/9Q4j1XDHPzqM86B4C2597S+FVbGiFKuSq6Jc9dBIwqTeo/FD4S",
+	"Ey7zEyuMXVYuDiqkKOLymwhjMHiqjkfHVqtSZOz6t7eXPo7JC8M6uMqhNDg5ySOrXKNTbOrwCwkBUWwn",
+	"l/3z0x8RE8EP1G+89F5p+77uRh/FL+iMRLCN+uiQ4/vTZzV5ctxpRF+o0JFy5d4EEZ6nY2C2AI586RmU",
+	"8LhizIERKmMTYFjTWEOvkS2N6TpPDEvHWgKxF1bLM6zftnZ9jJwywNXZA7OkyM6IqYPWwCALNXivMLEq",
+	"RGjA2/CrqIQUO3z+3Y+s7774nr7Yp5i2K2HLWe9iaEXZZwMx06RntQRauf3wVhj7sxvrtpg5YEaghTX4",
+	"MEuRykK6OxBNVaEgHjNVCMHdIVvHfOeXQX/jTE2dKADkVbXwEu3NPf4/VioOATntsFdi2GOCzuDWrw2K",
+	"vlxl68GQfMp7jlw+w7nw2jrGU1dWLFIC1MmXEbu+t9xEH/aJnRw/lPjvhd+rOebM6F2YBKxBIssoxjaJ",
+	"XpHADIyzeMz86vpWUBHpn0j6/Ukf9HrxATR3vGc0VluqFBAjvbZkRYfkSWRXE1k9L16mlZMiFxEDiZPq",
+	"RbvFCAI4C/l59qI/VD67pPyI7dbpi7u53GxQT8ZXZDW4XyOAbUzbiEu1yJKAe3aLFoGCl9LONkEIIjrA",
+	"YnNejBqC7wqKBslc2lni4yhJv6WQH28/9lov3PxkWvYpjxh9nsZNFqLshYxILOA35mbM0jGXCrl4w595",
+	"nocuQiUQ+v4x+xOk0LFIb16GhCVvXq4oOvz6/7yRVrD+5dXFr79dsP+pZHrzHt7p1wU+8fOAC5lA5Z4M",
+	"H6TgG5kLZfMZy+StKEcicy86hATZO3UbRJnKxElUE2KMmLXCxSWs0t1bly9o8PHY6yQuGPf8sM/xUigF",
+	"p6KbWAkqJI3A4qEJ3eR62l0EIlqHLzRJx7ldbqtgR93aAJGyBBp/2BH9VWld+Mod9efxGJij/bn8mkC4",
+	"2ZuWt2ladvBI8zwQdiqEmiep2eJ94nBBKmGW0L95rA2P+t0fp642ZMcQ6RQi/bOK/P2skfGHiFWIcqjL",
+	"iWEcrdA9oNAhrqFSFkuz8sFsLC0rSn0r6PDWiI16nsHvotleaYtHOdh2fc6BNIznYA+JKNulYd+dniIO",
+	"IK76VAXqvDvZxls7krnKz2R8HuhsltSWEEUhtmie5tlsSW7CVVigFRFglziLnzWJX4D6HeiVLGaVgGXA",
+	"3f654Abq5jerO1KoDWY8LOnPz/DcZpj/11ZN0rRCy6HULzos+Hn3Xsr2Uviian8fCxVOJ1Yvd2fY/To6",
+	"2x4P8ZQnVLaTiju7549bwkmaUMprFnXYA9uEep2LVbGuuCvjJCwcOyoHN0pPIXID87iQEN5vYR9xGm6D",
+	"5mPkQMtnDJPijtmV64/Pj82BHrOHGQaloId8AT8J/fAfp0WoUR5f9h488aHInXLGpuNZtFpuLCTo+i4P",
+	"Kstklrtm2FDnuZ5C4cnWSnkIxjoXZvuZYq6ZpSUy4yS5R0xP2D0P2zxGlbJyIk6IBMPKpdS5mEr5K2ht",
+	"WH9mIia6nCWxkKI8wxD6TkxnQuUxu0ZzqxMbh8MoKdIU2rKRLnVlofBlSe2wUamndpywnI9GGEYa9iYV",
+	"vHdPQM0HEBv42MkNuR61yiRXOIqX0di3ebMuttZyIugpFi3I4zsTvwrrt1jnROzgUID8vw5vLegJ4D5z",
+	"u7nkagQGavQeea+Mx2nsXYvC4a+YoHA4ET61Fc/zGSrmao5/cC6N2B03NpSlmHLIi8N8I2C39Y2GEk9Y",
+	"YXcg28gJ3choH17CFGz/VLh2ll4SbmLdHDzmC4LMdX7PoCtYF0Lt4CzYym2+NQ7DdCytoHrub6SqPmB+",
+	"AL7PaqWvwQNF8Uiodqd6MhEqExmDWFxDpeYtVLDwhwSmAflLMOuKKzC2YnGhEWx1VBHjPK1j9gfJYKGP",
+	"EBkFPhh05XPw37jrwwpFdluuvHIXpXy5wWIHMTc/lIJ2431imJ6qBL9HAIA9aLuIXmlj3+IEr9CLf6sz",
+	"LqZjbUQ8oZ6vd5H3EwTPmIWfiDG8f42c/U+M/zKq9iVpDpTdJrJ6CHeTe7VNRbaeU18/uBVY4s1JBYwf",
+	"EQtw+9G8MzhJDoqqMzyojsaMjyOdKNq40XEjKdLyciQsdDxE3YOPhRwZCCHkHpgA0bf72K0o5XDWsIXF",
+	"lc4biUsyi2PyKQoHAzhBrZpP6JXuoLk5gPAR2EPsT6TyjAdQI5Qv/TUSMadIWxwneaMywfrwkfdV7fDv",
+	"L0LJhft8A0y2EWlTNwDtrYi0oQVTITO6XmGcjYcWlDk3POR+6vQ84zK2ReHUS3/OdDlvMMU9MeZUZVMq",
+	"dOtTKWS4SLlE9sO5Cj3ab8PD/u86E1Td54Ja72Ptu5GSBlJcBjPYn316/e2sEP2jfVTQ1xwVCtuyAd14",
+	"pO4AtiG1ujukpykMnhQ5V0tqjsVOdAR6OvrBq+DlPhiLl6Vq1wtSv9+IWcNKh9HydPBivSmAi0PSW55L",
+	"jJ7B4t21VIi33nnILIsyzTHOHm0UQ4uhkENJ9D3H7L+dqOjrWDZk3bZKPqctrO85VzuEZ9fc+ugcgDgT",
+	"BvRWXJD7Al/X+c5ek8SSc7WnOH5AyOQ53WNsooO3fXDCuia9BjXdBomm6CyooWAhAHEMSTc0WLI2Rp9D",
+	"4uJpCPO59OL0hcrQcvqWjyBjKTQWJO4kyIDoW/WzjYovRi0VpeubBa9NRryp2TH7lRde86szmHKqydWa",
+	"WzqUH9xTWLCCR9XETB1e2O7ChQl+Gc/vXYQQtscFeR+if6kxRcChH7ZkyyzBA8E3HhNXLHHFtq/YnWes",
+	"SismNavIeVRAB8rGoQcpkCqj2DjRECQqu4lPJvwDRo2bLiqS1RTL98hG0rW3ljs3m4yf++DPTYI/m3Pn",
+	"PpQLK1ScfkLIsEXr4rqV4QaVzG1PKqhhZYUCFzO8nMTiX50/X7lHFZrOdelrsYgsCVIOhiq1VIZ7F4zq",
+	"YDlHo4O5Ye6gedhMOdQZ92HnTQqQLn/r1qvC1c0srQjn5xLXAKfxcVnSW6fgDrY5TuXSzX7y0f3ndz4R",
+	"n5w6taLEjJM3Cn+v+07DbkQqw3prGzZ1F33QjzKNN0fha1QZd6fUQj58hD5uwkeO2QX+BaQGCCGDoBGf",
+	"W0F2Y27ZpMLz4ovTYdTCQnQD5cNBdHb0XNJq7PLSivRKG0ZGT2UaKs1B9ANS/rUUoakPwFpFtIJJ0dww",
+	"bij2FeSn5pntYFX0C7mUV7Hg1m3Ig7OD//tP3vvPae/Hv+i/vb8+niY/PPv0vw52RrfYmKIlmuGfHlJ1",
+	"2D8aViN5cNa6aDybFcqBvVt+LVW69kxId1+LJyy+g9n6Irize0B8EGllW3VVSkFZqxjofC5LI3PH57JI",
+	"WyeAmUjGaUl7aTjQ2QvwbphQGqf167XBzv8FhK2xzrOEDUTKKwN8mGLq04fdMxM+C5pqnEXHFRRdLH2i",
+	"Xs7TG7MkaPgfNFlbRxHfUAt+/MPPc0Tn/SjDctrKhmxRQZiKwVjrG3OScstzvU4AgrFcZbzEtCdr2KjU",
+	"VYH3+pBPZD4jKw2IJPibJ4b1iSfqf/fZVOZZyssMjxp8haFxiczNThbxta/gK/AMsLfkXLmPYdN9Zn3K",
+	"vxGgPxgsCYPfN+c+ShyGCFYc91DG+vj7Yxr98b+q09Nn6SutQd6An9rcf78K+ye+8bNr/wVN2TZTNCs7",
+	"cFdOW7MdtzDOJy3nozg2btR+EzY3p5+G6ADhztnCAcpELm9FKYU5+SizTyelsFiNul39+A0SUDj7BWPF",
+	"6O1ZcKhfCpVBnCXExzjop/QMPWRV4f33dB7IzMScLDwprKEwnOa3JcbEuVe8DwZKtbn/pmN5K7KaHc+W",
+	"UmTs0CkNfd814POAUYF33J20vqkGYVDv/Wf6TDvpdiqNaOGqAFoL2s8v6dMr67sBhcZQipp+h97sUB3k",
+	"+mTsz3cbNjN3osMMdFng6O8JU3rqN8XxtyUZ35uQ6nYiBIIOm4fwDuBiJXtDwA3tNsSHDTADfRvzuEHn",
+	"Ar9G6HfoxlaIEs58suzkH83jzjG7CBQ/z+vQCvwupbtQHAU16a7upXhRV98FI72JcUkaGtByvIDD8wFu",
+	"wVWQUV+FMmOHKDC8zvpH8xOl7NcKIh9gZpar5NEUh3X3NwuQEuyh5A6hBE/mcPFkwqaPTuZOAQaLDCyh",
+	"f4CysKG7iBKHmFKV+Kj6JIIKd9KjjTWY+epFoBaLPDeNkJFMmgI4gMneSAZNjBJ0GxF5sKRt/NknNZPd",
+	"U6t8drRMIr/GUe7u5qYGO8shjUox4lY8oqDXi+aY3caf21XNnbMLqTwWUNdxhDU7nIAhxRfumM/0LkXG",
+	"U6CAk5YZPqu3PWdGpKWAm9II66OowIwEjjAM2sgSssNjoVH3xjG78MI4TVkpWC6G1uGH50IlmojwJPke",
+	"2n1jfrs2JmJVPc7caEZxV3FvVvBW+A49nGzr+TMbTcLSbBgc7N7F3enla56TOzvJXUU3sHoE0ALHDZ/B",
+	"zSpUVmipbE0goaeKvfrt4gUdqsQbmVJdiATcW8hElpGqa/BogwdaGlYp+T+VYHyiyQW9RHLGN0MXJJhf",
+	"+cDovLKCja0tDHt39YYdun9ShjKo9Hmup6+sLY4CM1pNFWkSBifM6djDko8mEOTsG3HIY3R+i5UqWa51",
+	"4aT3hOVS3fSwzLMuWZrrKutNhOVQEZ+4L4VZjKXsE1y+x2hFENyhf06XJ8yBKzubSCWNRcZleMKwopS3",
+	"Du3xXcMO/dcu3N8v8a9v8Y/9o2P2Rox4OmNG8RvxPuUGrXNkvTNVOmbcLBjotHpvbCn45D0hJ9K6Ge6g",
+	"qeX5P9Q1PP6CnsZVqkFZqLScQTA5x0IsSPZBKUp1PaK2siktWLKlSNMl6LUi7NRt2PNovCFXciyQv2N3",
+	"DsQlg1jWewj5T2HCKYaLLt6xzjOsJiGRzk/a+ipmQynyzOzj77+J+m8NrN+tzhRLS2CbAatM1epKLHKe",
+	"UuQ7bj9kz4NdXBPjI68EJAn7nQ1B7xeKiUlhAev5wMA9hee2pqX0cfz4h3OyB/tKKpi4WcuQwXEGPXBX",
+	"zjF7QeH5lCBF2V/ig/U2Y/dSCNFVtX3V9a8hBEYUzITFZCdutwW3KG3viqwTRjcLdI1ffp0dbCus4/Nx",
+	"2C1TvSe8KPHgAbiCFcq+igSAfeTGnYIvHs4HBr4nBCfdpnFSPY3H3aEu2Uhr0s2tLqAom5AgNOMQEpAc",
+	"gjVUZexPLq1UIzTmxRYukeqJYC+4SkVOJMJK27F7DyLHQc1X1kdrTZLYvj1jY2msLiGz4EYUNgliC4W8",
+	"uq8bNiyFgC8gunugmMtAxXFuDTwfDgY1Lp29mfpuLHQ4pw/tdEcmwbUtdOTNBg8XeLeoxC5q+nOFdmUZ",
+	"TNQk7QD9d4LGuFdv3176UryYdgR7VWTEzUbzhzpkgUDvjq/Ih+AKA60RC6B79arTDPcytn5+2XlNVr5x",
+	"CWux3nNQom0xvQbiCGJHHfG2kVW7o+gbEEIka2LDnCfcs0ncgxO+yyT4h9tkfBRbtKUwe2rbO0Kll/P3",
+	"ZHSud+4jQERaXn7ntTICGKlCnRhvd3Lv9b33nWLa+pp2W4+e6sFTR2QxQxtUU19L2GBWcKyFIJFosTZf",
+	"YkEVdM6HwFF8IvKvzJjMyKwZfmPBjV/yW5EHkt6cFdyO2SG6JxOW5lxOEmbkSHFblbW5NPG20qNzT5Ag",
+	"QwwAxSHNSzzH7IJlSJRQK49Oc3Qz0GZheytaHRZfiWK4oi7ORVQFx5eXQZKUUGLDhivsnJnGGIjfAvL8",
+	"E8wOEf9T8Ryn3y2hzO5Vr1yzrg5u1Ck3ngLqvCkrS/AAu19N+Wyvez4q3TOuqYP7xOq7vAnWF1JXlF9z",
+	"ahs3MfJBnwOWRcTegHrIzsHN3Jn2px7Igg8bNvqjsxW3Cx0YpBnEIgTB2rcMVg8eAhIGI7/ru/e+8EV4",
+	"3APaHtC+OUALqIC5CBEGbBXi7FiWWa/gpZ2dpLzAUj7LVO44R0pmSVSOC9Vk8aGQdeCpz9i+uHzNrL4R",
+	"xNcB9Q59azOWcitGQGhM5VzCF0PpxSbjkDT0NXT7IQVdnmPhr1Bg2TXuvoAFgH1mua4sMdgNBciyps5h",
+	"r0xbrvmEAufDIAzRiyP3V+IgnAgkBjPWx2Wo3fZnjBeyBy/2z5H6w+hcMCMMJjct5OQ+jQnoCvke3n3v",
+	"Ia89BeWtW8hLt44v4mXcIjB2tNhF2RY9M787YHyPIhjupU/Mm8Y8h80T4jZipqNTH53R+ujX++vg7CBs",
+	"sIMFZHjagQxuCruRYMyVEnk3CngSPiVyiAhzIxjqkgpJ4fmbr2MylDkSpqqMlXpqvKwUf2f5SWu3oUX7",
+	"0Hd7U8Xws0xiq2pwYWf+W8ymusw2eMPXpd7gFbjXriGv8/UmTf2O3LHrv/BS3Mr0c16hHzZ68x9jDXLO",
+	"us9fFMUGT2Mo0MYvbDSCnzFMepMxVFb/Q2ZCb/jOlUg322W/68ucz0T5Uyn4zQbvveLmosqk3uyVS/uf",
+	"DV54ba7HvPR7ZqO9Bhx6ZCxefwKB7n3Tt5A86V25SQd/LXVV/LeY/QJYuFkX5S3gHnTTv79Nczi1vI75",
+	"298X++DYJcGxfpLYYXTVHm37ng9Ls2DwbrvwTz6mHqg/rVQBtAqX95n3pIVS+e6WR+5zPVWiNGNZbHq5",
+	"N6VaAoONS2HWF88ODssywmIl8r1z6M4yq7hTob3o+JWcqJMi57MBT2+WOJGMqYRhZgwFeqQa5aLntNJ3",
+	"V29MoP2hLz4xLJe3gmEMdMJ8XidZ8kRWn8ZDpwqj1jVBl0Hf/830wRg1kdaK7OiY/czTMcSm82wCXqYP",
+	"PLX5zFtcZ1TjG/R8YYixt5/LobByIq5FqlVm+uyQMjzY0+9Ok7pi3zP8YaJNKIaMFVQydK8fQcAj/i0A",
+	"xRNDZgXingfXujQ+/wZQhSv3X6n8dDAIO3fTdgY2xOEQ/uh3DA95rD+yPgWRY2Yqz2Z9DMUJTnzLy8Aw",
+	"LtGucMx+0SXNh4m4uW6EKODXTiOCAsmpVkqkNqGwZQxFgl0AUyKYVMYK3hlYXkPgG3krLv0O2jg3PkBQ",
+	"a1Zr2KSbJLdOpPI/Pt0Zm1b7fCwxK3t9CjVPv1H9tLgdsluDcseCdtwcWoke9Bc7ujcUPyJD8a/C1usf",
+	"UCNcBTXkRdfAtm8/bMUcu+583uXXA9hbwmAfsrpKocQU6inMQWbn6H32FsinUIEBwy1MP6HKPTB7KS+B",
+	"TJr1zW363sr0Rtg+XkBoi5eGWkJOLwhtct8/D5jRILgPBIyCXnNdojgL/IXJZYZZ0X34RX1P/nDa++H0",
+	"NGHRfXnkbkCgOMIZyH3NFWlYVgErYx/+cuEu3z475ANdWfZfp/8Pk4p8CUALc4RxIVD4xce+wts+Fe1n",
+	"vMUvbJ8dhl++mbvLo+u7HmEhSqmz+jJ//uw7NwqclYGYaSJDW7zEz/FZFENqueMP5Wu0QBKENwuDOdTd",
+	"yglOhrtUM5ELG003FX6pO0fCCfFmLnwSLO63+kZA0alcG2G8EIAbu58wYSwnWm5GVzj6OErB0sr6kiHf",
+	"M4OzBCkRXsoIm3GZkHGOIYZuKqAAgtJUgZrdykxoxssSd9HFgstgwmd+fxo2FTlIwIJNxcA/6mVDJ6Me",
+	"nUVTA9E+A5FrNTLBSUzfTdi/Dhan618HjA9ctyYi5DuGFzBmGXdY4APx3YRhHeZ6RIFCt0SQngRxjmNN",
+	"VSdKcWOmuvQlJo42E4feCCwu/ehlosaErCMUJY3zjC53n6fqZaXdykfNNe0Qi2p0dihPIL8Xjx6VePTG",
+	"A1pDAoAsO6/mWU36lihXCUZblHxAgVySpVLX78YwT69yzznI4DNnrNB5TpSL0CFWKStzEoY2tbFdu29+",
+	"bVY26PTyIJxazyeEcK/4al57nLi30BdYhvs23K2Kg2k/w7pYEvsHuWR2buMVvHKipdt/vLK6V4pUI21f",
+	"5wnXxTnqG07E48OhSC3yJoIk54TJOdFl4/Oui6/vuOti+Wl38/bNHu77O6u6eOhHFTxMPWS0XidNLK7G",
+	"a+YTwSqTxHwoKmNOToLwrv6vP79lvgONRvug5SSUojmojIRiLk6AFYoiuriqD2jCpKrJun96ggUQmFC3",
+	"IteFYP2PBR+JBFyr1/I/ImFWW54nEDLzqc8OdZkJqm8ej4bJ7Jz13Vtove77DyAniq5KNzYJFNpkIvC1",
+	"aMwT1iditdetqfnNKJso2GTzSJsXvp3tZKptE42icWPHlvvEG1ttD0p3XUymMb3bhiOlM7HC39e0bpqT",
+	"j/BfcqOjwarNk36riarca7QWasycQbJ3bHcKLFZgfIzImo7Zz5Gp6tXbt5e9X978I8F/DX+7fA5w8OrN",
+	"deNzDT8VkTn1M2nomb5njwO4QuNjStrWbJkNLBjWcDg1K0gpbpEYq8vOh3ULwLAnsch0DhWhQogv8Fs5",
+	"Pf+JiWKE2eHz02esX//ifSaUnKObZhe+P0gd5MCzNRAXO0CuvtrOxXiuVUsK70t4vMP6srk5qmnl7rBK",
+	"0b5aapMKFeeqCuhq581QCwm9f45nsflUZSYBUoI6hLM2vIfCM12Jvlikpqsi/Xff/7BGh7AaYRWcxLX9",
+	"lUoj+b1LHfQG+64+1Vv74dAQrmXoapyn/TVyZ/EjblYXfPFfbCPCqOpkdeoENPfE+LCpvgiOmKTh20na",
+	"fDX+ESDp7QcbR6U89ZK3h9ZgW4eXA655HKxPtoNfd7IAfN0XkZTQo7CxMs+/AItVCp/JtbFMWkgWLhlX",
+	"M1Juqdp/3Z3gEYHym+7DzzeAcRjImhjeiDL7WgD8rwdhfz/eY0t3bNpWkGVT4fMEcGKZ3YojZYETN00u",
+	"gfQoVBRpd1WfR9KbVswIC1Jcw5075whuxbDYVW+JFS3CQdRiIyiMfO/glQevPSDorE4yMToEZYGIi9p9",
+	"JEAgtR60kmGAVnS/gsNYKxGkDCiLaBY9YknTt+vn/z185X1Kptb+WR305UZHzuplEjD6uNsxeAX6njEe",
+	"QzxBLcbBdeHyYcMSARlnaMiAB9Uo+vy5D0bwQr34YAUsIU5g/eRGQK3EtEveTjylVhxPQE88MU5KbasL",
+	"ocT0K8XzLVSeXDIba3AUxp7hc8YDJeXg3yJtI6Kk+/WBuYr9Hvs2Jei9i3j5Xayg0OQuL+MSUrGkGi1L",
+	"onaPADFxLkyH7fiMuGPdExi7hjYv6cZrRGoN+2cf/Jpv5UQ4pUCoDP55xA6vfnnBnj179qOvFPYfrcTR",
+	"fOGCvvv46wyNPVjDb5CDYUmUQqXiHAzVUlW6MvUU8rTUxlDHwMGVVvZkIsqR8FWtlxuQr+oJegiJmqE7",
+	"G+UohrfWz6EMr2ycrhneXDPFMTy/Sc5ieOkXmYu1k+GipmgnbvTWz7hlt2u5b4xsnXw22Nv7ZLYlJvgy",
+	"PsNbtb3XLS03wNfPnYx5mfVqm3tHpk1ZCqikOsjFGSvFBMqoBch9wgYzK3zhIVnOuQ4P7bjU1ci7D/nI",
+	"TSAWQUK5CMJ3pcoEVRNj3KlZL8m+bPVkYCzIuEaDioGaG6UoqBuDPu2pLm88Dy2HkgS6FEH3sJ5EALvK",
+	"S8FGTgZjFzAGMtoMBKhnSEMzV6UNOzgTlh0qbd8PIWj43Mn/sWsRTUbBlM8NKUy3FNyAVwEnIo2pKAU7",
+	"hBl5Xyl+y2XurpUWv+IrXmbzJvTG5bAdmdg14JDgJ27T8QoxGIaWsKe9p6enLAOmg9QymZkEV7godSqM",
+	"cbqk8kVGdisDL4ynK1DCARwVYy9ECSMD7w5NMgPH8h702kHvVQ0p94N9BGdroB+hRDfy/eSUTsOMHtqe",
+	"d3jhEXbyXUAPlDkRWuBMR7CaNTx70B7GDg+5zMlZGbr03n3u/ajV+nqFL+/P//78P+jzT/u0eWjuBQhW",
+	"RERFQBD1tRsMXkFeEmzzM7y/4WKP1D00vMnSiyggmEByMNguydyasEEVCyNglm2KLQPEHchBbiCNt7Y2",
+	"JtdUaYrUXyMulZNJGvjjC/RuAjbXemj38sYeb74CvLmuj8JDlzc+ohVp/QTPiyixE03MWsF5LmOzGDv0",
+	"Xo7/lirC2p7749Exex3yfrz5Ct6iY9HQX7T7v7G1RW84KZ6fIWRBhTgJddAAQSAZ7wqyOQ+NEKB2ScU4",
+	"+1d1evoshZw8+KdgIhcToWzChsNJIUasZ8xRglX59IRx4MamGnpgn/s7foKipPAj/3T/+e6HrEJ8anvk",
+	"rz6m9VGJs4EYSWU8OcKNmA1LLBQCfIXSHh2zK/TQ1L4v9u7qzTGDzeT6VyMoURvSqaSoHvQe5Ro8P9Fe",
+	"cPOVsAlvhqpVqgIO79WZegFjN3LHoO0+2hEd/hfcfl9clPshZOVhRhN5VM154O/AdADwBkJxmLCXv5LM",
+	"vL3X5X5z5PgctA6Ju4SYRHZ1pyzNnKNsthVB/JTkR17gbtcJ0tIA+oL9zKcxJJg+F8DZir9j4lyfHZKk",
+	"G9HrUNL266x/RFl2dd4d3TpQC2EsVBe9ixNyMfkMKJ/zWUjOcUgOjpjz+Ku+7hNxG0BUBV5mPh98hXfl",
+	"muZxJ66VlrIwmL0UXb9dIZmThhekA66ffve3NaJF64b92mTdVWjII/LlDYZNuIXyN7iK19jCLorfNBpc",
+	"x0cydxL3gvwSb0mUn2x2RdCy1FlCD90hJ0ud05jLGzGHo/OPImrHWdvIej6YUbIu/C7XKZSUPuw3oKKf",
+	"sP7tWBuIg+VF4f4T4TTRaTXywM8Y9x/Fct0sA1ZahjwyQqU6EyUrKjMWBpPGGwrE4dXb60v4M94caIPJ",
+	"GPw6KtB9lDj8r/LcSW4fZiBY82gesA/ICzOEWjlmPhfslv5ScycToikGFWXn8j/PMH0sTgc/bCSrtaz6",
+	"/+tn6+/Hx8eohjRuwqPAVRaE/YSNIRyPAov/+ddxVeb9iLd+JkpP0DLHTnPM5pYPZNmB8LGCEW1IuFfp",
+	"8iO1sHGZ1Jw67n6OVUQIY+i7GaxDosMDrl0YDe0p8MY5PSJh/Y+N/n06+Qi769PJR14Un04++tn61GeH",
+	"aINxt/m7qzc9935PmJQXIjs6J2Uy4qohm7g3WcXVP6JTVxcIMXUNSAhzBC3OuwBriqGiwmyfiF3OQJZi",
+	"rp2oYxZ5iC4au59cgDTJq0hq3ArU62HErSihFMd8IqWu7MJK198+dQvnJCA/VhCHoqTEs+ggeEujzwJN",
+	"ImUUZujXn77729O/PQ2XD0UKQrH4aCdFiw16dA4wbd0ZgzPuU1vlGuR7eD/OK7DbVRtb2lxhPvRUkLBN",
+	"aoqXedomb9TdU73sa7nfp1baKQH4k7sBf8vdE9uNBc+dSrCCBpkzM+F5zvBxZhQvzFhbH4XNMzbgOVep",
+	"r30w0Upa7TQL4DYL+qgD0EiWiEjNKDtGAo3E2P09hahq9zUMCo+KGuJpD73gudFMqjSvMgHChhHKUElT",
+	"dMtkwoIfxdeHVzoTEO0r1S3PJUTJ+3DwwJ9mKbDb3aNKq9lEV4aVnOqzAGXbv0VqRYYXNpkwpWHI/Oav",
+	"MtcW3AQ3yOs2KnlGA/v+9Nl8BYkwqIHOZlT6Di/dKM6kNcPnFS7lNvWn2xQbuaZOdgZWdw/ZbQe4Ur2P",
+	"BGHue4Sf++lmNLPndVkyHzAKxsjmvk9AuHBSNZTJdY8f4/EXaVVKOzs4++dHp1EPBC9FeVG5I/bPv5xy",
+	"G7tbHVxBG/T5eHdGUIAbf4OKSP+7/rUTo1K65OY7ON+75OMBCRsvtL6RwneZ+rGQVwPdYlJh4D9w3uFA",
+	"EhAQwVqVYBqtSdiES7e2QAEFIbR0tI1lZaU8XS3HRTnEMbLTpxBS5c0LOBGLpop3BryzpQbHYk0Ukyxo",
+	"L4QcNAvYOWZLLvMgL6Tc8lyPKuhPlPhXaKmsqbv2XaNrfl4XO3clcCOLjBEDBZuIyQD54qkKkkcs0FHq",
+	"Jp7FTdDLLS1AMY1IkvQy36jUVWF8xSmo9t7jocgCK7TOk5h5y9YiiF+SXI/q7nzf6I4vRLPYn9/dEhJV",
+	"DazBJYOtHsX/2ZIrgxqpFZMiB807MEq4XeHGQSVC3a0B2TNClrg/MBaxY6KAyaClW28DpYJQI5D1h+hw",
+	"rhvF8vXkgE4CczfOF8JXXeIpCTpyFCgZ9a/u3vO4e9h4S/9+hhhK2maYhR5kgPmqQ8RW4M28ETcS2F99",
+	"y08b5yeWKdqnB0u1+Yq4vnwvozKMzdrpJi66C9MBaVu4cXq4nf4Ug2ud3ggbTpdU+ElaAv9l9+sP8SRh",
+	"FbjFXv6ktTW25IU3EmDlM55NpJLuD6AM+cbg2NuFUm01IISZ+vHHeKYox7k9p8F9odbKymaeQx1K4jXg",
+	"hGXSw12dRRD2xg9xu0EHPPj016f/PwAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

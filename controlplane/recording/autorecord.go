@@ -58,7 +58,7 @@ type PassResult struct {
 func (r *Reconciler) RunOnce(ctx context.Context) (PassResult, error) {
 	var res PassResult
 	s := r.Recording
-	want := map[string]bool{} // session keys auto-record wants
+	want := map[string]string{} // session keys auto-record and plans want, with the source
 	yes := true
 	for page := 1; ; page++ {
 		chs, total, err := s.Channels.List(ctx, channels.Filter{AutoRecord: &yes, Page: page, PageSize: 1000})
@@ -70,7 +70,7 @@ func (r *Reconciler) RunOnce(ctx context.Context) (PassResult, error) {
 				continue
 			}
 			ref := StreamRef{ChannelID: string(ch.ChannelID), MediaServerID: ch.MediaServerID, Vhost: ch.Vhost, App: ch.App, StreamID: ch.Stream}
-			want[sessionKey(ref.MediaServerID, ref.Vhost, ref.App, ref.StreamID)] = true
+			want[sessionKey(ref.MediaServerID, ref.Vhost, ref.App, ref.StreamID)] = RecordAuto
 			sess, err := s.Session(ctx, ref)
 			if err != nil {
 				return res, err
@@ -89,8 +89,11 @@ func (r *Reconciler) RunOnce(ctx context.Context) (PassResult, error) {
 			break
 		}
 	}
-	// Active sessions: stop automatic ones nobody wants; make the engines
-	// record the others.
+	if err := r.plans(ctx, want, &res); err != nil {
+		return res, err
+	}
+	// Active sessions: stop automatic and planned ones nobody wants; make
+	// the engines record the others.
 	byServer := map[string][]Session{}
 	for _, state := range []string{SessionRecording, SessionRequested} {
 		for page := 1; ; page++ {
@@ -100,7 +103,7 @@ func (r *Reconciler) RunOnce(ctx context.Context) (PassResult, error) {
 			}
 			for _, sess := range ss {
 				key := sessionKey(sess.MediaServerID, sess.Vhost, sess.App, sess.StreamID)
-				if sess.RecordSource == RecordAuto && !want[key] {
+				if (sess.RecordSource == RecordAuto || sess.RecordSource == RecordPlan) && want[key] == "" {
 					if _, err := s.Stop(ctx, autoActor, StreamRef{MediaServerID: sess.MediaServerID, Vhost: sess.Vhost, App: sess.App, StreamID: sess.StreamID}); err != nil {
 						res.Failed++
 						continue
@@ -147,4 +150,46 @@ func (s *Service) resume(ctx context.Context, r StreamRef, sess Session) (*Sessi
 		Payload: engineapi.StartRecordingRequest{Vhost: r.Vhost, App: r.App, Stream: r.StreamID, SegmentSeconds: sess.SegmentSeconds},
 		Reason:  "resume recording " + r.App + "/" + r.StreamID, Actor: autoActor, Wait: s.engineWait()}, &info)
 	return s.settle(ctx, r, sess.SessionID, o, err, SessionRecording, engineapi.CodeAlreadyRecording)
+}
+
+// plans starts recording the channels of every enabled plan whose slot
+// holds now, and notes them in want.
+func (r *Reconciler) plans(ctx context.Context, want map[string]string, res *PassResult) error {
+	s := r.Recording
+	plans, err := s.Plans(ctx, "")
+	if err != nil {
+		return err
+	}
+	now := s.now()
+	for _, p := range plans {
+		if !p.Enabled || !p.Evaluate(now).Hit {
+			continue
+		}
+		for _, id := range p.ChannelIDs {
+			ch, err := s.Channels.Get(ctx, channels.ChannelID(id))
+			if err != nil || !ch.Enabled || ch.MediaServerID == "" {
+				continue
+			}
+			key := sessionKey(ch.MediaServerID, ch.Vhost, ch.App, ch.Stream)
+			if want[key] != "" {
+				continue
+			}
+			want[key] = RecordPlan
+			sess, err := s.Session(ctx, StreamRef{MediaServerID: ch.MediaServerID, Vhost: ch.Vhost, App: ch.App, StreamID: ch.Stream})
+			if err != nil {
+				return err
+			}
+			if sess != nil && sess.Active() {
+				continue
+			}
+			if _, err := s.Start(ctx, autoActor, StartRequest{StreamRef: StreamRef{ChannelID: id}, RecordSource: RecordPlan,
+				SegmentSeconds: p.SegmentSeconds}); err != nil {
+				res.Failed++
+				r.Log.Warn("a recording plan could not start a channel", zap.String("plan", p.PlanID), zap.String("channel", id), zap.Error(err))
+				continue
+			}
+			res.Started++
+		}
+	}
+	return nil
 }

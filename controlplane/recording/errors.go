@@ -25,6 +25,7 @@ var (
 	ErrNoChannel    = &Error{Status: http.StatusNotFound, Code: "not_found", msg: "no such channel"}
 	ErrNoServer     = &Error{Status: http.StatusConflict, Code: "media_server_required",
 		msg: "the stream has no media server: name one, or start the channel first"}
+	ErrPlanNotFound    = &Error{Status: http.StatusNotFound, Code: "not_found", msg: "no such recording plan"}
 	ErrFileUnavailable = &Error{Status: http.StatusConflict, Code: "recording_file_unavailable", msg: "the recording file cannot be played"}
 	ErrContended       = &Error{Status: http.StatusConflict, Code: "conflict", msg: "the recording session is being changed concurrently; try again"}
 )
