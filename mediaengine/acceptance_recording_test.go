@@ -229,3 +229,62 @@ func TestRecordMP4Hook(t *testing.T) {
 		}
 	}
 }
+
+// TestAcceptanceRecordingH265G711 records a GStreamer RTSP camera serving
+// H.265 and G.711 A-law (an independent RTSP server, pulled by the engine)
+// in 2 s files: every file decodes in ffmpeg with hevc and pcm_alaw
+// tracks (audio in every full file), starts with a keyframe, and each next
+// file's first video DTS
+// follows the previous file's last by one frame.
+func TestAcceptanceRecordingH265G711(t *testing.T) {
+	t.Parallel()
+	cam := peers.StartGStreamer(t)
+	te := startEngine(t, noDemo)
+	if st := te.control(t, "POST", engineapi.PathRecordings, engineapi.StartRecordingRequest{App: "cam", Stream: "hevc", SegmentSeconds: 2}, nil); st != 200 {
+		t.Fatalf("start: %d", st)
+	}
+	s := addProxy(t, te, engineapi.AddProxyRequest{ID: "hevc", URL: cam.URL("", "h265pcma"), App: "cam", Stream: "hevc", Transport: "tcp"})
+	if trackCodecs(s) != "video:H265,audio:PCMA" {
+		t.Fatalf("tracks %s", trackCodecs(s))
+	}
+	waitFor(t, "four files", 60*time.Second, func() bool {
+		var l engineapi.RecordingList
+		te.control(t, "GET", engineapi.PathRecordings, nil, &l)
+		return len(l.Recordings) == 1 && l.Recordings[0].Files >= 4
+	})
+	var info engineapi.RecordingInfo
+	te.control(t, "POST", engineapi.PathRecordingStop, engineapi.StopRecordingRequest{App: "cam", Stream: "hevc"}, &info)
+	type seg struct {
+		name  string
+		video []mediaprobe.FilePacket
+	}
+	var segs []seg
+	for _, f := range recordedFiles(t, filepath.Join(te.cfg.DataDir, "record")) {
+		mediaprobe.Decode(t, f)
+		p := mediaprobe.ProbeFile(t, f)
+		var codecs []string
+		for _, st := range p.Streams {
+			codecs = append(codecs, st.CodecName)
+		}
+		// The file a stop closes may hold a few frames only.
+		if strings.Join(codecs, ",") != "hevc,pcm_alaw" || (len(p.Kind("video")) >= 25 && len(p.Kind("audio")) == 0) {
+			t.Fatalf("%s: streams %v", f, codecs)
+		}
+		v := p.Kind("video")
+		if len(v) == 0 || !strings.Contains(v[0].Flags, "K") {
+			t.Fatalf("%s does not start with a keyframe", f)
+		}
+		segs = append(segs, seg{name: filepath.Base(f), video: v})
+	}
+	if len(segs) < 4 || len(segs) != info.Files || info.Dropped != 0 {
+		t.Fatalf("%d files on disk, %d reported, %d frames dropped", len(segs), info.Files, info.Dropped)
+	}
+	sort.Slice(segs, func(i, j int) bool { return segs[i].video[0].DTS < segs[j].video[0].DTS })
+	for i := 1; i < len(segs); i++ {
+		prev, cur := segs[i-1], segs[i]
+		last := prev.video[len(prev.video)-1]
+		if cur.video[0].DTS != last.DTS+last.Duration || last.Duration < 3000 || last.Duration > 4200 {
+			t.Errorf("%s starts at %d; %s ended at %d + %d", cur.name, cur.video[0].DTS, prev.name, last.DTS, last.Duration)
+		}
+	}
+}
