@@ -25,6 +25,7 @@ import (
 	"github.com/svcplatform/svc/mediaengine/media"
 	"github.com/svcplatform/svc/mediaengine/player"
 	"github.com/svcplatform/svc/mediaengine/proxy"
+	"github.com/svcplatform/svc/mediaengine/recorder"
 	"github.com/svcplatform/svc/mediaengine/rtc"
 	"github.com/svcplatform/svc/mediaengine/rtsp"
 	"github.com/svcplatform/svc/shared/engineapi"
@@ -50,6 +51,7 @@ type Engine struct {
 	// rtpServers receive GB28181 program streams over RTP.
 	rtpServers *rtpServers
 	rtc        *rtc.Server // nil when WebRTC is off
+	records    *recorder.Recorder
 
 	mediaAddr net.Addr
 	control   *http.Server
@@ -109,7 +111,14 @@ func Start(ctx context.Context, path string, cfg engineapi.Config, log *zap.Logg
 	e.proxies = proxy.NewRegistry(e.hub, map[string]proxy.Puller{"file": filePuller{}, "rtsp": pulls, "rtsps": pulls}, log)
 	e.rtpServers = newRTPServers(e)
 	e.hls = hls.NewManager(e.hlsConfig, e.hub, e.players, log)
-	e.media = httpmedia.New(httpmedia.Config{WaitStream: waitStream}, e.hub, e.players, e,
+	if e.records, err = e.startRecorder(cfg); err != nil {
+		hc.Close()
+		ctrlLn.Close()
+		mediaLn.Close()
+		e.hub.Close()
+		return nil, err
+	}
+	e.media = httpmedia.New(httpmedia.Config{WaitStream: waitStream, Routes: e.recordRoutes()}, e.hub, e.players, e,
 		httpmedia.Formats{FLV: flv.Format{}, FMP4: fmp4.LiveFormat{}}, e.hls, log.Named("media"))
 	e.startWebRTC(cfg.WebRTC)
 	e.media.Serve(mediaLn)
@@ -117,6 +126,7 @@ func Start(ctx context.Context, path string, cfg engineapi.Config, log *zap.Logg
 		if e.rtc != nil {
 			e.rtc.Close()
 		}
+		e.records.Close()
 		e.media.Close()
 		hc.Close()
 		ctrlLn.Close()
@@ -216,6 +226,7 @@ func (e *Engine) Close() error {
 	e.proxies.Close()
 	e.hls.Close()
 	errMedia := e.media.Close()
+	e.records.Close()
 	e.hub.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

@@ -808,6 +808,7 @@ const (
 	ErrorCodeInvalidHeader              ErrorCode = "invalid_header"
 	ErrorCodeInvalidQuery               ErrorCode = "invalid_query"
 	ErrorCodeMediaServerReferenced      ErrorCode = "media_server_referenced"
+	ErrorCodeMediaServerRequired        ErrorCode = "media_server_required"
 	ErrorCodeMethodNotAllowed           ErrorCode = "method_not_allowed"
 	ErrorCodeNodeRequired               ErrorCode = "node_required"
 	ErrorCodeNodeRetired                ErrorCode = "node_retired"
@@ -821,6 +822,8 @@ const (
 	ErrorCodePtzNotSupported            ErrorCode = "ptz_not_supported"
 	ErrorCodePtzUnavailable             ErrorCode = "ptz_unavailable"
 	ErrorCodeRateLimited                ErrorCode = "rate_limited"
+	ErrorCodeRecordingFileUnavailable   ErrorCode = "recording_file_unavailable"
+	ErrorCodeRecordingNotActive         ErrorCode = "recording_not_active"
 	ErrorCodeRefreshTokenReused         ErrorCode = "refresh_token_reused"
 	ErrorCodeRoomClosed                 ErrorCode = "room_closed"
 	ErrorCodeRoomTicketConsumed         ErrorCode = "room_ticket_consumed"
@@ -908,6 +911,8 @@ func (e ErrorCode) Valid() bool {
 		return true
 	case ErrorCodeMediaServerReferenced:
 		return true
+	case ErrorCodeMediaServerRequired:
+		return true
 	case ErrorCodeMethodNotAllowed:
 		return true
 	case ErrorCodeNodeRequired:
@@ -933,6 +938,10 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodePtzUnavailable:
 		return true
 	case ErrorCodeRateLimited:
+		return true
+	case ErrorCodeRecordingFileUnavailable:
+		return true
+	case ErrorCodeRecordingNotActive:
 		return true
 	case ErrorCodeRefreshTokenReused:
 		return true
@@ -1753,6 +1762,105 @@ func (e PlaybackProtocol) Valid() bool {
 	case PlaybackProtocolRtsp:
 		return true
 	case PlaybackProtocolWebrtc:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RecordPlanSlotDay.
+const (
+	RecordPlanSlotDayFriday    RecordPlanSlotDay = "friday"
+	RecordPlanSlotDayMonday    RecordPlanSlotDay = "monday"
+	RecordPlanSlotDaySaturday  RecordPlanSlotDay = "saturday"
+	RecordPlanSlotDaySunday    RecordPlanSlotDay = "sunday"
+	RecordPlanSlotDayThursday  RecordPlanSlotDay = "thursday"
+	RecordPlanSlotDayTuesday   RecordPlanSlotDay = "tuesday"
+	RecordPlanSlotDayWednesday RecordPlanSlotDay = "wednesday"
+)
+
+// Valid indicates whether the value is a known member of the RecordPlanSlotDay enum.
+func (e RecordPlanSlotDay) Valid() bool {
+	switch e {
+	case RecordPlanSlotDayFriday:
+		return true
+	case RecordPlanSlotDayMonday:
+		return true
+	case RecordPlanSlotDaySaturday:
+		return true
+	case RecordPlanSlotDaySunday:
+		return true
+	case RecordPlanSlotDayThursday:
+		return true
+	case RecordPlanSlotDayTuesday:
+		return true
+	case RecordPlanSlotDayWednesday:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RecordSource.
+const (
+	RecordSourceAuto   RecordSource = "auto"
+	RecordSourceManual RecordSource = "manual"
+	RecordSourcePlan   RecordSource = "plan"
+)
+
+// Valid indicates whether the value is a known member of the RecordSource enum.
+func (e RecordSource) Valid() bool {
+	switch e {
+	case RecordSourceAuto:
+		return true
+	case RecordSourceManual:
+		return true
+	case RecordSourcePlan:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RecordingFileState.
+const (
+	RecordingFileStateCompleted   RecordingFileState = "Completed"
+	RecordingFileStateDeleted     RecordingFileState = "Deleted"
+	RecordingFileStateSoftDeleted RecordingFileState = "SoftDeleted"
+)
+
+// Valid indicates whether the value is a known member of the RecordingFileState enum.
+func (e RecordingFileState) Valid() bool {
+	switch e {
+	case RecordingFileStateCompleted:
+		return true
+	case RecordingFileStateDeleted:
+		return true
+	case RecordingFileStateSoftDeleted:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RecordingSessionState.
+const (
+	RecordingSessionStateFailed    RecordingSessionState = "Failed"
+	RecordingSessionStateRecording RecordingSessionState = "Recording"
+	RecordingSessionStateRequested RecordingSessionState = "Requested"
+	RecordingSessionStateStopped   RecordingSessionState = "Stopped"
+)
+
+// Valid indicates whether the value is a known member of the RecordingSessionState enum.
+func (e RecordingSessionState) Valid() bool {
+	switch e {
+	case RecordingSessionStateFailed:
+		return true
+	case RecordingSessionStateRecording:
+		return true
+	case RecordingSessionStateRequested:
+		return true
+	case RecordingSessionStateStopped:
 		return true
 	default:
 		return false
@@ -2801,6 +2909,21 @@ type AuditRecordList struct {
 
 	// Total Number of records that match the filters, over all pages.
 	Total int64 `json:"total"`
+}
+
+// AutoRecordPassResult What one auto-record pass did.
+type AutoRecordPassResult struct {
+	// Failed Starts, stops or resumptions that failed (see the sessions' lastError).
+	Failed int32 `json:"failed"`
+
+	// Resumed Active sessions an engine was asked to record again.
+	Resumed int32 `json:"resumed"`
+
+	// Started Sessions started for channels with autoRecord.
+	Started int32 `json:"started"`
+
+	// Stopped Automatic sessions stopped.
+	Stopped int32 `json:"stopped"`
 }
 
 // BackgroundTask One periodic background task.
@@ -3938,6 +4061,12 @@ type DatabaseSchemaAudit struct {
 
 	// SizeBytes Database file size in bytes.
 	SizeBytes int64 `json:"sizeBytes"`
+}
+
+// DeleteRecordFilesRequest Recorded files to hard-delete; each id is processed independently.
+type DeleteRecordFilesRequest struct {
+	// FileIds 1-100 distinct file ids.
+	FileIds []string `json:"fileIds"`
 }
 
 // DiskMetrics One mounted file system.
@@ -6107,6 +6236,333 @@ type ReadinessReport struct {
 	Ready bool `json:"ready"`
 }
 
+// RecordFileBatchItem One file's outcome.
+type RecordFileBatchItem struct {
+	// Code Why not (not_found, recording_file_gone, agent_unavailable, agent_command_failed).
+	Code *string `json:"code,omitempty"`
+
+	// FileId The requested id.
+	FileId string `json:"fileId"`
+
+	// FileState State of a recorded file (see GET /api/v2/recording/state-model).
+	FileState *RecordingFileState `json:"fileState,omitempty"`
+
+	// Message What went wrong, for people.
+	Message *string `json:"message,omitempty"`
+
+	// Success Whether the file is now in the requested state.
+	Success bool `json:"success"`
+}
+
+// RecordFileBatchRequest Recorded files to act on; each id is processed independently.
+type RecordFileBatchRequest struct {
+	// FileIds 1-100 distinct file ids.
+	FileIds []string `json:"fileIds"`
+}
+
+// RecordFileBatchResult Per-file outcomes of a batch, in request order.
+type RecordFileBatchResult struct {
+	// Results One per requested id.
+	Results []RecordFileBatchItem `json:"results"`
+}
+
+// RecordPlan A weekly recording plan.
+type RecordPlan struct {
+	// ChannelIds The channels it records.
+	ChannelIds []string `json:"channelIds"`
+
+	// CreatedAt When it was created.
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Description What it is for.
+	Description *string `json:"description,omitempty"`
+
+	// Enabled Whether it records.
+	Enabled bool `json:"enabled"`
+
+	// Name Name of the plan.
+	Name string `json:"name"`
+
+	// PlanId Id of the plan (UUID); empty in the template.
+	PlanId string `json:"planId"`
+
+	// SegmentSeconds File length of its recordings.
+	SegmentSeconds *int32 `json:"segmentSeconds,omitempty"`
+
+	// TimeZone IANA time zone of the slots.
+	TimeZone string `json:"timeZone"`
+
+	// UpdatedAt When it last changed.
+	UpdatedAt time.Time `json:"updatedAt"`
+
+	// Weekly The weekly slots.
+	Weekly []RecordPlanSlot `json:"weekly"`
+}
+
+// RecordPlanEvaluation Whether a time falls in a plan.
+type RecordPlanEvaluation struct {
+	// At The time judged (UTC).
+	At time.Time `json:"at"`
+
+	// Day The weekday there.
+	Day string `json:"day"`
+
+	// Enabled Whether the plan is enabled, so that a hit records.
+	Enabled bool `json:"enabled"`
+
+	// Hit Whether it falls in a slot (whether the plan is enabled or not).
+	Hit bool `json:"hit"`
+
+	// LocalTime The time in the plan's zone with its offset then.
+	LocalTime string `json:"localTime"`
+
+	// PlanId The plan.
+	PlanId string `json:"planId"`
+
+	// Slot Index of the slot it falls in.
+	Slot *int32 `json:"slot,omitempty"`
+
+	// TimeZone The plan's zone.
+	TimeZone string `json:"timeZone"`
+}
+
+// RecordPlanList Recording plans, all on one page.
+type RecordPlanList struct {
+	// Page Always 1.
+	Page int32 `json:"page"`
+
+	// PageSize The number of plans.
+	PageSize int32 `json:"pageSize"`
+
+	// Rows The plans by name.
+	Rows []RecordPlan `json:"rows"`
+
+	// Total Plans matching the filter.
+	Total int64 `json:"total"`
+}
+
+// RecordPlanSlot A weekly window in the plan's time zone; a window across midnight is two slots.
+type RecordPlanSlot struct {
+	// Day Day of the week.
+	Day RecordPlanSlotDay `json:"day"`
+
+	// End Wall-clock end, HH:MM after start, up to 24:00.
+	End string `json:"end"`
+
+	// Start Wall-clock start, HH:MM.
+	Start string `json:"start"`
+}
+
+// RecordPlanSlotDay Day of the week.
+type RecordPlanSlotDay string
+
+// RecordSource Who asked for a recording, manual (an operator or backend), auto (channel autoRecord) or plan.
+type RecordSource string
+
+// RecordingFile A recorded file (fragmented MP4). Listings never expose physical paths; `fileId` is the stable reference.
+type RecordingFile struct {
+	// App Application.
+	App string `json:"app"`
+
+	// ChannelId The channel whose stream it recorded, when it is one's.
+	ChannelId *string `json:"channelId,omitempty"`
+
+	// CloseReason Why the engine closed it (duration, size, tracks, stopped, stream-ended, repaired).
+	CloseReason *string `json:"closeReason,omitempty"`
+
+	// Codecs Its tracks' codecs.
+	Codecs *[]string `json:"codecs,omitempty"`
+
+	// DeletedAt When it was soft- or hard-deleted.
+	DeletedAt *time.Time `json:"deletedAt,omitempty"`
+
+	// DurationMs Media duration in milliseconds.
+	DurationMs int64 `json:"durationMs"`
+
+	// EndTime Wall-clock time its media ends (UTC).
+	EndTime time.Time `json:"endTime"`
+
+	// FileId The file's id (UUID), chosen by its engine when it opened the file.
+	FileId string `json:"fileId"`
+
+	// FileName The file's name, without a path.
+	FileName string `json:"fileName"`
+
+	// FileSize Size in bytes.
+	FileSize int64 `json:"fileSize"`
+
+	// FileState State of a recorded file (see GET /api/v2/recording/state-model).
+	FileState RecordingFileState `json:"fileState"`
+
+	// Frames Frames (video and audio samples) it holds.
+	Frames *int64 `json:"frames,omitempty"`
+
+	// IndexSource How it was indexed, hook (a finished file) or repair (repaired by its engine after a crash).
+	IndexSource string `json:"indexSource"`
+
+	// IndexedAt When the control plane indexed it.
+	IndexedAt time.Time `json:"indexedAt"`
+
+	// MediaServerId The media server that holds it.
+	MediaServerId string `json:"mediaServerId"`
+
+	// NodeId Its media host node.
+	NodeId string `json:"nodeId"`
+
+	// RecordDate UTC date of startTime.
+	RecordDate openapi_types.Date `json:"recordDate"`
+
+	// SessionId The recording session it belongs to.
+	SessionId *string `json:"sessionId,omitempty"`
+
+	// SourceHook The engine hook that reported it (on_record_mp4).
+	SourceHook string `json:"sourceHook"`
+
+	// StartTime Wall-clock time of its first frame (UTC).
+	StartTime time.Time `json:"startTime"`
+
+	// StreamId Stream id.
+	StreamId string `json:"streamId"`
+
+	// Vhost Virtual host.
+	Vhost string `json:"vhost"`
+}
+
+// RecordingFileList One page of recorded files.
+type RecordingFileList struct {
+	// Page Number of this page, starting at 1.
+	Page int32 `json:"page"`
+
+	// PageSize Maximum rows per page.
+	PageSize int32 `json:"pageSize"`
+
+	// Rows The files, oldest media first.
+	Rows []RecordingFile `json:"rows"`
+
+	// Total Files matching the filters.
+	Total int64 `json:"total"`
+}
+
+// RecordingFileState State of a recorded file (see GET /api/v2/recording/state-model).
+type RecordingFileState string
+
+// RecordingSession A stream a media server is asked to record.
+type RecordingSession struct {
+	// App Application.
+	App string `json:"app"`
+
+	// Bytes Their total size.
+	Bytes int64 `json:"bytes"`
+
+	// ChannelId The channel whose stream it is, when it is one's.
+	ChannelId *string `json:"channelId,omitempty"`
+
+	// CommandId The node command of the last start or stop.
+	CommandId *string `json:"commandId,omitempty"`
+
+	// Files Files indexed for this session.
+	Files int64 `json:"files"`
+
+	// LastError Why the engine refused or failed, in a Failed session.
+	LastError *string `json:"lastError,omitempty"`
+
+	// MediaServerId The media server that records.
+	MediaServerId string `json:"mediaServerId"`
+
+	// NodeId Its media host node.
+	NodeId *string `json:"nodeId,omitempty"`
+
+	// RecordSource Who asked for a recording, manual (an operator or backend), auto (channel autoRecord) or plan.
+	RecordSource RecordSource `json:"recordSource"`
+
+	// RequestedBy Who started it (actor type:id).
+	RequestedBy string `json:"requestedBy"`
+
+	// SegmentSeconds File length asked for; absent for the engine's setting.
+	SegmentSeconds *int32 `json:"segmentSeconds,omitempty"`
+
+	// SessionId Id of this session (UUID); a start after a stop opens a new one.
+	SessionId string `json:"sessionId"`
+
+	// StartedAt When it was started.
+	StartedAt time.Time `json:"startedAt"`
+
+	// State State of a recording session (see GET /api/v2/recording/state-model).
+	State RecordingSessionState `json:"state"`
+
+	// StoppedAt When it was stopped.
+	StoppedAt *time.Time `json:"stoppedAt,omitempty"`
+
+	// StreamId Stream id.
+	StreamId string `json:"streamId"`
+
+	// UpdatedAt When its state last changed.
+	UpdatedAt time.Time `json:"updatedAt"`
+
+	// Vhost Virtual host.
+	Vhost string `json:"vhost"`
+}
+
+// RecordingSessionList One page of recording sessions.
+type RecordingSessionList struct {
+	// Page Number of this page, starting at 1.
+	Page int32 `json:"page"`
+
+	// PageSize Maximum rows per page.
+	PageSize int32 `json:"pageSize"`
+
+	// Rows The sessions.
+	Rows []RecordingSession `json:"rows"`
+
+	// Total Sessions matching the filters.
+	Total int64 `json:"total"`
+}
+
+// RecordingSessionState State of a recording session (see GET /api/v2/recording/state-model).
+type RecordingSessionState string
+
+// RecordingStateMachine One state machine.
+type RecordingStateMachine struct {
+	// Description What a record of this kind is.
+	Description string `json:"description"`
+
+	// Initial The state a record starts in.
+	Initial string `json:"initial"`
+
+	// Name What it describes.
+	Name string `json:"name"`
+
+	// States Its states.
+	States []struct {
+		// Description What the state means.
+		Description string `json:"description"`
+
+		// Name State name as the API shows it.
+		Name string `json:"name"`
+
+		// Terminal Whether the record stays in it.
+		Terminal bool `json:"terminal"`
+	} `json:"states"`
+
+	// Transitions Allowed changes of state.
+	Transitions []struct {
+		// From State before.
+		From string `json:"from"`
+
+		// To State after.
+		To string `json:"to"`
+
+		// Trigger What causes it.
+		Trigger string `json:"trigger"`
+	} `json:"transitions"`
+}
+
+// RecordingStateModel The recording state machines.
+type RecordingStateModel struct {
+	// Machines One per kind of record (recording-session, recording-file).
+	Machines []RecordingStateMachine `json:"machines"`
+}
+
 // RemovedProtocolResidueCleanupRequest Request to delete removed protocol residues.
 type RemovedProtocolResidueCleanupRequest struct {
 	// DryRun Only count the keys without deleting them.
@@ -6688,6 +7144,30 @@ type SaveFfmpegTemplateRequestAudioCodec string
 // SaveFfmpegTemplateRequestVideoCodec Output video codec; copy keeps the input.
 type SaveFfmpegTemplateRequestVideoCodec string
 
+// SaveRecordPlanRequest A recording plan's settings.
+type SaveRecordPlanRequest struct {
+	// ChannelIds The channels it records.
+	ChannelIds *[]string `json:"channelIds,omitempty"`
+
+	// Description What it is for.
+	Description *string `json:"description,omitempty"`
+
+	// Enabled Whether it records; true when absent.
+	Enabled *bool `json:"enabled,omitempty"`
+
+	// Name Name of the plan.
+	Name string `json:"name"`
+
+	// SegmentSeconds File length of its recordings; the engine's setting when 0 or absent.
+	SegmentSeconds *int32 `json:"segmentSeconds,omitempty"`
+
+	// TimeZone IANA time zone the slots are in, for example Europe/Berlin or UTC.
+	TimeZone string `json:"timeZone"`
+
+	// Weekly The weekly slots.
+	Weekly []RecordPlanSlot `json:"weekly"`
+}
+
 // SaveRoleRequest Request to create a role or to replace the fields of one.
 type SaveRoleRequest struct {
 	// Description What the role is for; empty when absent.
@@ -6835,6 +7315,27 @@ type SourceDocumentationAuditReport struct {
 	Truncated bool `json:"truncated"`
 }
 
+// StartRecordingRequest What to record: `channelId`, or `app` and `streamId` (with `vhost` and `mediaServerId` where the stream is not a channel's).
+type StartRecordingRequest struct {
+	// App Application of a stream that is not named by channelId.
+	App *string `json:"app,omitempty"`
+
+	// ChannelId The channel whose stream to record; its media server records it.
+	ChannelId *string `json:"channelId,omitempty"`
+
+	// MediaServerId The media server; defaults to the channel's.
+	MediaServerId *string `json:"mediaServerId,omitempty"`
+
+	// SegmentSeconds Length of each file in seconds (files close at the first keyframe after it); the engine's setting when 0 or absent.
+	SegmentSeconds *int32 `json:"segmentSeconds,omitempty"`
+
+	// StreamId Stream id of a stream that is not named by channelId.
+	StreamId *string `json:"streamId,omitempty"`
+
+	// Vhost Virtual host; __defaultVhost__ when absent.
+	Vhost *string `json:"vhost,omitempty"`
+}
+
 // StartStreamProxyRequest A pull proxy to start.
 type StartStreamProxyRequest struct {
 	// App Application to publish into.
@@ -6858,6 +7359,24 @@ type StartStreamProxyRequest struct {
 
 // StartStreamProxyRequestTransport RTSP lower transport; auto tries UDP and falls back to TCP.
 type StartStreamProxyRequestTransport string
+
+// StopRecordingRequest What to stop recording, named as in StartRecordingRequest.
+type StopRecordingRequest struct {
+	// App Application of a stream that is not named by channelId.
+	App *string `json:"app,omitempty"`
+
+	// ChannelId The channel whose stream to stop recording.
+	ChannelId *string `json:"channelId,omitempty"`
+
+	// MediaServerId The media server; defaults to the channel's.
+	MediaServerId *string `json:"mediaServerId,omitempty"`
+
+	// StreamId Stream id of a stream that is not named by channelId.
+	StreamId *string `json:"streamId,omitempty"`
+
+	// Vhost Virtual host; __defaultVhost__ when absent.
+	Vhost *string `json:"vhost,omitempty"`
+}
 
 // StopStreamProxyRequest A pull proxy to stop.
 type StopStreamProxyRequest struct {
@@ -7732,6 +8251,27 @@ type Page = int32
 // PageSize defines model for PageSize.
 type PageSize = int32
 
+// RecordingApp defines model for RecordingApp.
+type RecordingApp = string
+
+// RecordingChannelId defines model for RecordingChannelId.
+type RecordingChannelId = string
+
+// RecordingEndTime defines model for RecordingEndTime.
+type RecordingEndTime = time.Time
+
+// RecordingMediaServerId defines model for RecordingMediaServerId.
+type RecordingMediaServerId = string
+
+// RecordingNodeId defines model for RecordingNodeId.
+type RecordingNodeId = string
+
+// RecordingStartTime defines model for RecordingStartTime.
+type RecordingStartTime = time.Time
+
+// RecordingStreamId defines model for RecordingStreamId.
+type RecordingStreamId = string
+
 // RoleId defines model for RoleId.
 type RoleId = string
 
@@ -8293,6 +8833,102 @@ type DeleteTranscoderTemplateParams struct {
 	MediaServerId *string `form:"mediaServerId,omitempty" json:"mediaServerId,omitempty"`
 }
 
+// RunAutoRecordOnceParams defines parameters for RunAutoRecordOnce.
+type RunAutoRecordOnceParams struct {
+	// At Time of the pass (RFC 3339 with a zone); now when absent.
+	At *time.Time `form:"at,omitempty" json:"at,omitempty"`
+}
+
+// ListRecordingFilesParams defines parameters for ListRecordingFiles.
+type ListRecordingFilesParams struct {
+	// Page Number of the page to return, starting at 1.
+	Page *Page `form:"page,omitempty" json:"page,omitempty"`
+
+	// PageSize Maximum number of rows per page.
+	PageSize *PageSize `form:"pageSize,omitempty" json:"pageSize,omitempty"`
+
+	// MediaServerId Only this media server.
+	MediaServerId *RecordingMediaServerId `form:"mediaServerId,omitempty" json:"mediaServerId,omitempty"`
+
+	// NodeId Only this media host node.
+	NodeId *RecordingNodeId `form:"nodeId,omitempty" json:"nodeId,omitempty"`
+
+	// ChannelId Only this channel's stream.
+	ChannelId *RecordingChannelId `form:"channelId,omitempty" json:"channelId,omitempty"`
+
+	// App Only this application.
+	App *RecordingApp `form:"app,omitempty" json:"app,omitempty"`
+
+	// StreamId Only this stream id.
+	StreamId *RecordingStreamId `form:"streamId,omitempty" json:"streamId,omitempty"`
+
+	// FileState Only files in this state (Deleted lists hard-deleted files, which are otherwise left out).
+	FileState *RecordingFileState `form:"fileState,omitempty" json:"fileState,omitempty"`
+
+	// RecordDate Only files whose media starts on this UTC date.
+	RecordDate *openapi_types.Date `form:"recordDate,omitempty" json:"recordDate,omitempty"`
+
+	// SourceHook Only files reported by this engine hook (on_record_mp4).
+	SourceHook *string `form:"sourceHook,omitempty" json:"sourceHook,omitempty"`
+
+	// IndexSource Only files indexed this way (hook, repair).
+	IndexSource *string `form:"indexSource,omitempty" json:"indexSource,omitempty"`
+
+	// StartTime Start of the time range (RFC 3339 with a zone); files ending after it.
+	StartTime *RecordingStartTime `form:"startTime,omitempty" json:"startTime,omitempty"`
+
+	// EndTime End of the time range (RFC 3339 with a zone, after startTime); files starting before it.
+	EndTime *RecordingEndTime `form:"endTime,omitempty" json:"endTime,omitempty"`
+}
+
+// ListRecordPlansParams defines parameters for ListRecordPlans.
+type ListRecordPlansParams struct {
+	// Name Part of the plan's name.
+	Name *string `form:"name,omitempty" json:"name,omitempty"`
+}
+
+// SetRecordPlanEnabledParams defines parameters for SetRecordPlanEnabled.
+type SetRecordPlanEnabledParams struct {
+	// Enabled Whether the plan is on.
+	Enabled bool `form:"enabled" json:"enabled"`
+}
+
+// EvaluateRecordPlanParams defines parameters for EvaluateRecordPlan.
+type EvaluateRecordPlanParams struct {
+	// At The time to judge (RFC 3339 with a zone).
+	At *time.Time `form:"at,omitempty" json:"at,omitempty"`
+}
+
+// ListRecordingSessionsParams defines parameters for ListRecordingSessions.
+type ListRecordingSessionsParams struct {
+	// Page Number of the page to return, starting at 1.
+	Page *Page `form:"page,omitempty" json:"page,omitempty"`
+
+	// PageSize Maximum number of rows per page.
+	PageSize *PageSize `form:"pageSize,omitempty" json:"pageSize,omitempty"`
+
+	// MediaServerId Only this media server.
+	MediaServerId *RecordingMediaServerId `form:"mediaServerId,omitempty" json:"mediaServerId,omitempty"`
+
+	// NodeId Only this media host node.
+	NodeId *RecordingNodeId `form:"nodeId,omitempty" json:"nodeId,omitempty"`
+
+	// ChannelId Only this channel's stream.
+	ChannelId *RecordingChannelId `form:"channelId,omitempty" json:"channelId,omitempty"`
+
+	// App Only this application.
+	App *RecordingApp `form:"app,omitempty" json:"app,omitempty"`
+
+	// StreamId Only this stream id.
+	StreamId *RecordingStreamId `form:"streamId,omitempty" json:"streamId,omitempty"`
+
+	// State Only sessions in this state.
+	State *RecordingSessionState `form:"state,omitempty" json:"state,omitempty"`
+
+	// RecordSource Only sessions started this way.
+	RecordSource *RecordSource `form:"recordSource,omitempty" json:"recordSource,omitempty"`
+}
+
 // ListApiTokensParams defines parameters for ListApiTokens.
 type ListApiTokensParams struct {
 	// Page Number of the page to return, starting at 1.
@@ -8638,6 +9274,39 @@ type DeleteThirdPartyPlaybackLeaseParams struct {
 	Disconnect *bool `form:"disconnect,omitempty" json:"disconnect,omitempty"`
 }
 
+// ListThirdPartyRecordingsParams defines parameters for ListThirdPartyRecordings.
+type ListThirdPartyRecordingsParams struct {
+	// Page Number of the page to return, starting at 1.
+	Page *Page `form:"page,omitempty" json:"page,omitempty"`
+
+	// PageSize Maximum number of rows per page.
+	PageSize *PageSize `form:"pageSize,omitempty" json:"pageSize,omitempty"`
+
+	// ChannelId Only this channel's stream.
+	ChannelId *RecordingChannelId `form:"channelId,omitempty" json:"channelId,omitempty"`
+
+	// NodeId Only this media host node.
+	NodeId *RecordingNodeId `form:"nodeId,omitempty" json:"nodeId,omitempty"`
+
+	// MediaServerId Only this media server.
+	MediaServerId *RecordingMediaServerId `form:"mediaServerId,omitempty" json:"mediaServerId,omitempty"`
+
+	// App Only this application.
+	App *RecordingApp `form:"app,omitempty" json:"app,omitempty"`
+
+	// StreamId Only this stream id.
+	StreamId *RecordingStreamId `form:"streamId,omitempty" json:"streamId,omitempty"`
+
+	// FileState Only files in this state (Deleted lists hard-deleted files, which are otherwise left out).
+	FileState *RecordingFileState `form:"fileState,omitempty" json:"fileState,omitempty"`
+
+	// StartTime Start of the time range (RFC 3339 with a zone); files ending after it.
+	StartTime *RecordingStartTime `form:"startTime,omitempty" json:"startTime,omitempty"`
+
+	// EndTime End of the time range (RFC 3339 with a zone, after startTime); files starting before it.
+	EndTime *RecordingEndTime `form:"endTime,omitempty" json:"endTime,omitempty"`
+}
+
 // ListThirdPartyStreamsParams defines parameters for ListThirdPartyStreams.
 type ListThirdPartyStreamsParams struct {
 	// Page Number of the page to return, starting at 1.
@@ -8743,6 +9412,27 @@ type UpdateTranscoderTemplateJSONRequestBody = SaveFfmpegTemplateRequest
 // CreateNodeCommandJSONRequestBody defines body for CreateNodeCommand for application/json ContentType.
 type CreateNodeCommandJSONRequestBody = CreateNodeCommandRequest
 
+// DeleteRecordingFilesJSONRequestBody defines body for DeleteRecordingFiles for application/json ContentType.
+type DeleteRecordingFilesJSONRequestBody = DeleteRecordFilesRequest
+
+// RestoreRecordingFilesJSONRequestBody defines body for RestoreRecordingFiles for application/json ContentType.
+type RestoreRecordingFilesJSONRequestBody = RecordFileBatchRequest
+
+// SoftDeleteRecordingFilesJSONRequestBody defines body for SoftDeleteRecordingFiles for application/json ContentType.
+type SoftDeleteRecordingFilesJSONRequestBody = RecordFileBatchRequest
+
+// CreateRecordPlanJSONRequestBody defines body for CreateRecordPlan for application/json ContentType.
+type CreateRecordPlanJSONRequestBody = SaveRecordPlanRequest
+
+// UpdateRecordPlanJSONRequestBody defines body for UpdateRecordPlan for application/json ContentType.
+type UpdateRecordPlanJSONRequestBody = SaveRecordPlanRequest
+
+// StartRecordingJSONRequestBody defines body for StartRecording for application/json ContentType.
+type StartRecordingJSONRequestBody = StartRecordingRequest
+
+// StopRecordingJSONRequestBody defines body for StopRecording for application/json ContentType.
+type StopRecordingJSONRequestBody = StopRecordingRequest
+
 // CreateApiTokenJSONRequestBody defines body for CreateApiToken for application/json ContentType.
 type CreateApiTokenJSONRequestBody = CreateApiTokenRequest
 
@@ -8826,6 +9516,18 @@ type CreateThirdPartyLivePlaybackLeaseJSONRequestBody = ThirdPartyPlaybackLeaseR
 
 // RenewThirdPartyPlaybackLeaseJSONRequestBody defines body for RenewThirdPartyPlaybackLease for application/json ContentType.
 type RenewThirdPartyPlaybackLeaseJSONRequestBody = RenewThirdPartyPlaybackLeaseRequest
+
+// HardDeleteThirdPartyRecordingsJSONRequestBody defines body for HardDeleteThirdPartyRecordings for application/json ContentType.
+type HardDeleteThirdPartyRecordingsJSONRequestBody = RecordFileBatchRequest
+
+// RestoreThirdPartyRecordingsJSONRequestBody defines body for RestoreThirdPartyRecordings for application/json ContentType.
+type RestoreThirdPartyRecordingsJSONRequestBody = RecordFileBatchRequest
+
+// SoftDeleteThirdPartyRecordingsJSONRequestBody defines body for SoftDeleteThirdPartyRecordings for application/json ContentType.
+type SoftDeleteThirdPartyRecordingsJSONRequestBody = RecordFileBatchRequest
+
+// CreateThirdPartyRecordingPlaybackLeaseJSONRequestBody defines body for CreateThirdPartyRecordingPlaybackLease for application/json ContentType.
+type CreateThirdPartyRecordingPlaybackLeaseJSONRequestBody = ThirdPartyPlaybackLeaseRequest
 
 // CreateThirdPartyStreamPlaybackLeaseJSONRequestBody defines body for CreateThirdPartyStreamPlaybackLease for application/json ContentType.
 type CreateThirdPartyStreamPlaybackLeaseJSONRequestBody = ThirdPartyStreamPlaybackLeaseRequest
@@ -9329,6 +10031,57 @@ type ServerInterface interface {
 	// CreateNodeCommand Create a node command
 	// (POST /api/v2/nodes/{nodeId}/commands)
 	CreateNodeCommand(c *gin.Context, nodeId string)
+	// RunAutoRecordOnce Run one auto-record pass now
+	// (POST /api/v2/recording/auto-record/run-once)
+	RunAutoRecordOnce(c *gin.Context, params RunAutoRecordOnceParams)
+	// ListRecordingFiles List recorded files
+	// (GET /api/v2/recording/files)
+	ListRecordingFiles(c *gin.Context, params ListRecordingFilesParams)
+	// DeleteRecordingFiles Hard-delete recorded files
+	// (POST /api/v2/recording/files/delete)
+	DeleteRecordingFiles(c *gin.Context)
+	// RestoreRecordingFiles Restore soft-deleted files
+	// (POST /api/v2/recording/files/restore)
+	RestoreRecordingFiles(c *gin.Context)
+	// SoftDeleteRecordingFiles Soft-delete recorded files
+	// (POST /api/v2/recording/files/soft-delete)
+	SoftDeleteRecordingFiles(c *gin.Context)
+	// GetRecordPlanTemplate A recording plan template
+	// (GET /api/v2/recording/plan-template)
+	GetRecordPlanTemplate(c *gin.Context)
+	// ListRecordPlans List recording plans
+	// (GET /api/v2/recording/plans)
+	ListRecordPlans(c *gin.Context, params ListRecordPlansParams)
+	// CreateRecordPlan Create a recording plan
+	// (POST /api/v2/recording/plans)
+	CreateRecordPlan(c *gin.Context)
+	// DeleteRecordPlan Delete a recording plan
+	// (DELETE /api/v2/recording/plans/{planId})
+	DeleteRecordPlan(c *gin.Context, planId string)
+	// GetRecordPlan Read a recording plan
+	// (GET /api/v2/recording/plans/{planId})
+	GetRecordPlan(c *gin.Context, planId string)
+	// UpdateRecordPlan Replace a recording plan
+	// (PUT /api/v2/recording/plans/{planId})
+	UpdateRecordPlan(c *gin.Context, planId string)
+	// SetRecordPlanEnabled Enable or disable a recording plan
+	// (POST /api/v2/recording/plans/{planId}/enabled)
+	SetRecordPlanEnabled(c *gin.Context, planId string, params SetRecordPlanEnabledParams)
+	// EvaluateRecordPlan Whether a time hits a recording plan
+	// (GET /api/v2/recording/plans/{planId}/evaluate)
+	EvaluateRecordPlan(c *gin.Context, planId string, params EvaluateRecordPlanParams)
+	// ListRecordingSessions List recording sessions
+	// (GET /api/v2/recording/sessions)
+	ListRecordingSessions(c *gin.Context, params ListRecordingSessionsParams)
+	// StartRecording Start recording a stream
+	// (POST /api/v2/recording/start)
+	StartRecording(c *gin.Context)
+	// GetRecordingStateModel Describe the recording state machines
+	// (GET /api/v2/recording/state-model)
+	GetRecordingStateModel(c *gin.Context)
+	// StopRecording Stop recording a stream
+	// (POST /api/v2/recording/stop)
+	StopRecording(c *gin.Context)
 	// ListApiTokens List API tokens
 	// (GET /api/v2/security/api-tokens)
 	ListApiTokens(c *gin.Context, params ListApiTokensParams)
@@ -9566,6 +10319,21 @@ type ServerInterface interface {
 	// RenewThirdPartyPlaybackLease Renew a playback lease
 	// (POST /api/v2/third-party/playback-leases/{leaseId}/renew)
 	RenewThirdPartyPlaybackLease(c *gin.Context, leaseId openapi_types.UUID)
+	// ListThirdPartyRecordings List recordings
+	// (GET /api/v2/third-party/recordings)
+	ListThirdPartyRecordings(c *gin.Context, params ListThirdPartyRecordingsParams)
+	// HardDeleteThirdPartyRecordings Hard-delete recordings
+	// (POST /api/v2/third-party/recordings/hard-delete)
+	HardDeleteThirdPartyRecordings(c *gin.Context)
+	// RestoreThirdPartyRecordings Restore soft-deleted recordings
+	// (POST /api/v2/third-party/recordings/restore)
+	RestoreThirdPartyRecordings(c *gin.Context)
+	// SoftDeleteThirdPartyRecordings Soft-delete recordings
+	// (POST /api/v2/third-party/recordings/soft-delete)
+	SoftDeleteThirdPartyRecordings(c *gin.Context)
+	// CreateThirdPartyRecordingPlaybackLease Lease a recorded file for playback
+	// (POST /api/v2/third-party/recordings/{fileId}/playback-lease)
+	CreateThirdPartyRecordingPlaybackLease(c *gin.Context, fileId string)
 	// ListThirdPartyStreams List live streams
 	// (GET /api/v2/third-party/streams)
 	ListThirdPartyStreams(c *gin.Context, params ListThirdPartyStreamsParams)
@@ -12312,6 +13080,525 @@ func (siw *ServerInterfaceWrapper) CreateNodeCommand(c *gin.Context) {
 	siw.Handler.CreateNodeCommand(c, nodeId)
 }
 
+// RunAutoRecordOnce operation middleware
+func (siw *ServerInterfaceWrapper) RunAutoRecordOnce(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params RunAutoRecordOnceParams
+
+	// ------------- Optional query parameter "at" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "at", c.Request.URL.Query(), &params.At, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter at: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.RunAutoRecordOnce(c, params)
+}
+
+// ListRecordingFiles operation middleware
+func (siw *ServerInterfaceWrapper) ListRecordingFiles(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListRecordingFilesParams
+
+	// ------------- Optional query parameter "page" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "page", c.Request.URL.Query(), &params.Page, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter page: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "pageSize" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "pageSize", c.Request.URL.Query(), &params.PageSize, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter pageSize: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "mediaServerId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "mediaServerId", c.Request.URL.Query(), &params.MediaServerId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter mediaServerId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "nodeId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "nodeId", c.Request.URL.Query(), &params.NodeId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter nodeId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "channelId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "channelId", c.Request.URL.Query(), &params.ChannelId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter channelId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "app" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "app", c.Request.URL.Query(), &params.App, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter app: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "streamId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "streamId", c.Request.URL.Query(), &params.StreamId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter streamId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "fileState" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "fileState", c.Request.URL.Query(), &params.FileState, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter fileState: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "recordDate" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "recordDate", c.Request.URL.Query(), &params.RecordDate, runtime.BindQueryParameterOptions{Type: "string", Format: "date"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter recordDate: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "sourceHook" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "sourceHook", c.Request.URL.Query(), &params.SourceHook, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter sourceHook: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "indexSource" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "indexSource", c.Request.URL.Query(), &params.IndexSource, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter indexSource: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "startTime" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "startTime", c.Request.URL.Query(), &params.StartTime, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter startTime: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "endTime" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "endTime", c.Request.URL.Query(), &params.EndTime, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter endTime: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListRecordingFiles(c, params)
+}
+
+// DeleteRecordingFiles operation middleware
+func (siw *ServerInterfaceWrapper) DeleteRecordingFiles(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.DeleteRecordingFiles(c)
+}
+
+// RestoreRecordingFiles operation middleware
+func (siw *ServerInterfaceWrapper) RestoreRecordingFiles(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.RestoreRecordingFiles(c)
+}
+
+// SoftDeleteRecordingFiles operation middleware
+func (siw *ServerInterfaceWrapper) SoftDeleteRecordingFiles(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.SoftDeleteRecordingFiles(c)
+}
+
+// GetRecordPlanTemplate operation middleware
+func (siw *ServerInterfaceWrapper) GetRecordPlanTemplate(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetRecordPlanTemplate(c)
+}
+
+// ListRecordPlans operation middleware
+func (siw *ServerInterfaceWrapper) ListRecordPlans(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListRecordPlansParams
+
+	// ------------- Optional query parameter "name" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "name", c.Request.URL.Query(), &params.Name, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter name: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListRecordPlans(c, params)
+}
+
+// CreateRecordPlan operation middleware
+func (siw *ServerInterfaceWrapper) CreateRecordPlan(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateRecordPlan(c)
+}
+
+// DeleteRecordPlan operation middleware
+func (siw *ServerInterfaceWrapper) DeleteRecordPlan(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "planId" -------------
+	var planId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "planId", c.Param("planId"), &planId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter planId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.DeleteRecordPlan(c, planId)
+}
+
+// GetRecordPlan operation middleware
+func (siw *ServerInterfaceWrapper) GetRecordPlan(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "planId" -------------
+	var planId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "planId", c.Param("planId"), &planId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter planId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetRecordPlan(c, planId)
+}
+
+// UpdateRecordPlan operation middleware
+func (siw *ServerInterfaceWrapper) UpdateRecordPlan(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "planId" -------------
+	var planId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "planId", c.Param("planId"), &planId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter planId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.UpdateRecordPlan(c, planId)
+}
+
+// SetRecordPlanEnabled operation middleware
+func (siw *ServerInterfaceWrapper) SetRecordPlanEnabled(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "planId" -------------
+	var planId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "planId", c.Param("planId"), &planId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter planId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params SetRecordPlanEnabledParams
+
+	// ------------- Required query parameter "enabled" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "enabled", c.Request.URL.Query(), &params.Enabled, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter enabled: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.SetRecordPlanEnabled(c, planId, params)
+}
+
+// EvaluateRecordPlan operation middleware
+func (siw *ServerInterfaceWrapper) EvaluateRecordPlan(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "planId" -------------
+	var planId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "planId", c.Param("planId"), &planId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter planId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params EvaluateRecordPlanParams
+
+	// ------------- Optional query parameter "at" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "at", c.Request.URL.Query(), &params.At, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter at: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.EvaluateRecordPlan(c, planId, params)
+}
+
+// ListRecordingSessions operation middleware
+func (siw *ServerInterfaceWrapper) ListRecordingSessions(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListRecordingSessionsParams
+
+	// ------------- Optional query parameter "page" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "page", c.Request.URL.Query(), &params.Page, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter page: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "pageSize" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "pageSize", c.Request.URL.Query(), &params.PageSize, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter pageSize: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "mediaServerId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "mediaServerId", c.Request.URL.Query(), &params.MediaServerId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter mediaServerId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "nodeId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "nodeId", c.Request.URL.Query(), &params.NodeId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter nodeId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "channelId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "channelId", c.Request.URL.Query(), &params.ChannelId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter channelId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "app" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "app", c.Request.URL.Query(), &params.App, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter app: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "streamId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "streamId", c.Request.URL.Query(), &params.StreamId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter streamId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "state" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "state", c.Request.URL.Query(), &params.State, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter state: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "recordSource" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "recordSource", c.Request.URL.Query(), &params.RecordSource, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter recordSource: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListRecordingSessions(c, params)
+}
+
+// StartRecording operation middleware
+func (siw *ServerInterfaceWrapper) StartRecording(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.StartRecording(c)
+}
+
+// GetRecordingStateModel operation middleware
+func (siw *ServerInterfaceWrapper) GetRecordingStateModel(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetRecordingStateModel(c)
+}
+
+// StopRecording operation middleware
+func (siw *ServerInterfaceWrapper) StopRecording(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.StopRecording(c)
+}
+
 // ListApiTokens operation middleware
 func (siw *ServerInterfaceWrapper) ListApiTokens(c *gin.Context) {
 
@@ -14495,6 +15782,169 @@ func (siw *ServerInterfaceWrapper) RenewThirdPartyPlaybackLease(c *gin.Context) 
 	siw.Handler.RenewThirdPartyPlaybackLease(c, leaseId)
 }
 
+// ListThirdPartyRecordings operation middleware
+func (siw *ServerInterfaceWrapper) ListThirdPartyRecordings(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListThirdPartyRecordingsParams
+
+	// ------------- Optional query parameter "page" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "page", c.Request.URL.Query(), &params.Page, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter page: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "pageSize" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "pageSize", c.Request.URL.Query(), &params.PageSize, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter pageSize: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "channelId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "channelId", c.Request.URL.Query(), &params.ChannelId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter channelId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "nodeId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "nodeId", c.Request.URL.Query(), &params.NodeId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter nodeId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "mediaServerId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "mediaServerId", c.Request.URL.Query(), &params.MediaServerId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter mediaServerId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "app" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "app", c.Request.URL.Query(), &params.App, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter app: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "streamId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "streamId", c.Request.URL.Query(), &params.StreamId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter streamId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "fileState" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "fileState", c.Request.URL.Query(), &params.FileState, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter fileState: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "startTime" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "startTime", c.Request.URL.Query(), &params.StartTime, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter startTime: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "endTime" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "endTime", c.Request.URL.Query(), &params.EndTime, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter endTime: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListThirdPartyRecordings(c, params)
+}
+
+// HardDeleteThirdPartyRecordings operation middleware
+func (siw *ServerInterfaceWrapper) HardDeleteThirdPartyRecordings(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.HardDeleteThirdPartyRecordings(c)
+}
+
+// RestoreThirdPartyRecordings operation middleware
+func (siw *ServerInterfaceWrapper) RestoreThirdPartyRecordings(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.RestoreThirdPartyRecordings(c)
+}
+
+// SoftDeleteThirdPartyRecordings operation middleware
+func (siw *ServerInterfaceWrapper) SoftDeleteThirdPartyRecordings(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.SoftDeleteThirdPartyRecordings(c)
+}
+
+// CreateThirdPartyRecordingPlaybackLease operation middleware
+func (siw *ServerInterfaceWrapper) CreateThirdPartyRecordingPlaybackLease(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "fileId" -------------
+	var fileId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "fileId", c.Param("fileId"), &fileId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter fileId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateThirdPartyRecordingPlaybackLease(c, fileId)
+}
+
 // ListThirdPartyStreams operation middleware
 func (siw *ServerInterfaceWrapper) ListThirdPartyStreams(c *gin.Context) {
 
@@ -14772,6 +16222,28 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 	router.POST(options.BaseURL+"/api/v2/system/webhooks/outbox/:id/retry", wrapper.RetryWebhookOutboxEvent)
 	router.POST(options.BaseURL+"/api/v2/system/webhooks/test", wrapper.TestWebhook)
 	router.GET(options.BaseURL+"/api/v2/engine/webhook-inbox", wrapper.ListEngineWebhookInbox)
+	router.POST(options.BaseURL+"/api/v2/recording/start", wrapper.StartRecording)
+	router.POST(options.BaseURL+"/api/v2/recording/stop", wrapper.StopRecording)
+	router.GET(options.BaseURL+"/api/v2/recording/sessions", wrapper.ListRecordingSessions)
+	router.GET(options.BaseURL+"/api/v2/recording/state-model", wrapper.GetRecordingStateModel)
+	router.POST(options.BaseURL+"/api/v2/recording/auto-record/run-once", wrapper.RunAutoRecordOnce)
+	router.GET(options.BaseURL+"/api/v2/recording/files", wrapper.ListRecordingFiles)
+	router.GET(options.BaseURL+"/api/v2/third-party/recordings", wrapper.ListThirdPartyRecordings)
+	router.POST(options.BaseURL+"/api/v2/third-party/recordings/:fileId/playback-lease", wrapper.CreateThirdPartyRecordingPlaybackLease)
+	router.POST(options.BaseURL+"/api/v2/third-party/recordings/soft-delete", wrapper.SoftDeleteThirdPartyRecordings)
+	router.POST(options.BaseURL+"/api/v2/third-party/recordings/restore", wrapper.RestoreThirdPartyRecordings)
+	router.POST(options.BaseURL+"/api/v2/third-party/recordings/hard-delete", wrapper.HardDeleteThirdPartyRecordings)
+	router.POST(options.BaseURL+"/api/v2/recording/files/soft-delete", wrapper.SoftDeleteRecordingFiles)
+	router.POST(options.BaseURL+"/api/v2/recording/files/restore", wrapper.RestoreRecordingFiles)
+	router.POST(options.BaseURL+"/api/v2/recording/files/delete", wrapper.DeleteRecordingFiles)
+	router.GET(options.BaseURL+"/api/v2/recording/plans", wrapper.ListRecordPlans)
+	router.POST(options.BaseURL+"/api/v2/recording/plans", wrapper.CreateRecordPlan)
+	router.DELETE(options.BaseURL+"/api/v2/recording/plans/:planId", wrapper.DeleteRecordPlan)
+	router.GET(options.BaseURL+"/api/v2/recording/plans/:planId", wrapper.GetRecordPlan)
+	router.PUT(options.BaseURL+"/api/v2/recording/plans/:planId", wrapper.UpdateRecordPlan)
+	router.POST(options.BaseURL+"/api/v2/recording/plans/:planId/enabled", wrapper.SetRecordPlanEnabled)
+	router.GET(options.BaseURL+"/api/v2/recording/plans/:planId/evaluate", wrapper.EvaluateRecordPlan)
+	router.GET(options.BaseURL+"/api/v2/recording/plan-template", wrapper.GetRecordPlanTemplate)
 }
 
 type BadRequestJSONResponse ErrorBody
@@ -24778,6 +26250,1882 @@ func (response CreateNodeCommand500JSONResponse) VisitCreateNodeCommandResponse(
 	return err
 }
 
+type RunAutoRecordOnceRequestObject struct {
+	Params RunAutoRecordOnceParams
+}
+
+type RunAutoRecordOnceResponseObject interface {
+	VisitRunAutoRecordOnceResponse(w http.ResponseWriter) error
+}
+
+type RunAutoRecordOnce200JSONResponse AutoRecordPassResult
+
+func (response RunAutoRecordOnce200JSONResponse) VisitRunAutoRecordOnceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunAutoRecordOnce400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response RunAutoRecordOnce400JSONResponse) VisitRunAutoRecordOnceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunAutoRecordOnce401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response RunAutoRecordOnce401JSONResponse) VisitRunAutoRecordOnceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunAutoRecordOnce403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response RunAutoRecordOnce403JSONResponse) VisitRunAutoRecordOnceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunAutoRecordOnce429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response RunAutoRecordOnce429JSONResponse) VisitRunAutoRecordOnceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunAutoRecordOnce500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response RunAutoRecordOnce500JSONResponse) VisitRunAutoRecordOnceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordingFilesRequestObject struct {
+	Params ListRecordingFilesParams
+}
+
+type ListRecordingFilesResponseObject interface {
+	VisitListRecordingFilesResponse(w http.ResponseWriter) error
+}
+
+type ListRecordingFiles200JSONResponse RecordingFileList
+
+func (response ListRecordingFiles200JSONResponse) VisitListRecordingFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordingFiles400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListRecordingFiles400JSONResponse) VisitListRecordingFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordingFiles401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListRecordingFiles401JSONResponse) VisitListRecordingFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordingFiles403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListRecordingFiles403JSONResponse) VisitListRecordingFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordingFiles429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListRecordingFiles429JSONResponse) VisitListRecordingFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordingFiles500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListRecordingFiles500JSONResponse) VisitListRecordingFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRecordingFilesRequestObject struct {
+	Body *DeleteRecordingFilesJSONRequestBody
+}
+
+type DeleteRecordingFilesResponseObject interface {
+	VisitDeleteRecordingFilesResponse(w http.ResponseWriter) error
+}
+
+type DeleteRecordingFiles200JSONResponse RecordFileBatchResult
+
+func (response DeleteRecordingFiles200JSONResponse) VisitDeleteRecordingFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRecordingFiles400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response DeleteRecordingFiles400JSONResponse) VisitDeleteRecordingFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRecordingFiles401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response DeleteRecordingFiles401JSONResponse) VisitDeleteRecordingFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRecordingFiles403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response DeleteRecordingFiles403JSONResponse) VisitDeleteRecordingFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRecordingFiles429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response DeleteRecordingFiles429JSONResponse) VisitDeleteRecordingFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRecordingFiles500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response DeleteRecordingFiles500JSONResponse) VisitDeleteRecordingFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RestoreRecordingFilesRequestObject struct {
+	Body *RestoreRecordingFilesJSONRequestBody
+}
+
+type RestoreRecordingFilesResponseObject interface {
+	VisitRestoreRecordingFilesResponse(w http.ResponseWriter) error
+}
+
+type RestoreRecordingFiles200JSONResponse RecordFileBatchResult
+
+func (response RestoreRecordingFiles200JSONResponse) VisitRestoreRecordingFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RestoreRecordingFiles400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response RestoreRecordingFiles400JSONResponse) VisitRestoreRecordingFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RestoreRecordingFiles401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response RestoreRecordingFiles401JSONResponse) VisitRestoreRecordingFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RestoreRecordingFiles403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response RestoreRecordingFiles403JSONResponse) VisitRestoreRecordingFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RestoreRecordingFiles429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response RestoreRecordingFiles429JSONResponse) VisitRestoreRecordingFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RestoreRecordingFiles500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response RestoreRecordingFiles500JSONResponse) VisitRestoreRecordingFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SoftDeleteRecordingFilesRequestObject struct {
+	Body *SoftDeleteRecordingFilesJSONRequestBody
+}
+
+type SoftDeleteRecordingFilesResponseObject interface {
+	VisitSoftDeleteRecordingFilesResponse(w http.ResponseWriter) error
+}
+
+type SoftDeleteRecordingFiles200JSONResponse RecordFileBatchResult
+
+func (response SoftDeleteRecordingFiles200JSONResponse) VisitSoftDeleteRecordingFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SoftDeleteRecordingFiles400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response SoftDeleteRecordingFiles400JSONResponse) VisitSoftDeleteRecordingFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SoftDeleteRecordingFiles401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response SoftDeleteRecordingFiles401JSONResponse) VisitSoftDeleteRecordingFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SoftDeleteRecordingFiles403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response SoftDeleteRecordingFiles403JSONResponse) VisitSoftDeleteRecordingFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SoftDeleteRecordingFiles429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response SoftDeleteRecordingFiles429JSONResponse) VisitSoftDeleteRecordingFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SoftDeleteRecordingFiles500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response SoftDeleteRecordingFiles500JSONResponse) VisitSoftDeleteRecordingFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordPlanTemplateRequestObject struct {
+}
+
+type GetRecordPlanTemplateResponseObject interface {
+	VisitGetRecordPlanTemplateResponse(w http.ResponseWriter) error
+}
+
+type GetRecordPlanTemplate200JSONResponse RecordPlan
+
+func (response GetRecordPlanTemplate200JSONResponse) VisitGetRecordPlanTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordPlanTemplate400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetRecordPlanTemplate400JSONResponse) VisitGetRecordPlanTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordPlanTemplate401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetRecordPlanTemplate401JSONResponse) VisitGetRecordPlanTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordPlanTemplate403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetRecordPlanTemplate403JSONResponse) VisitGetRecordPlanTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordPlanTemplate404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetRecordPlanTemplate404JSONResponse) VisitGetRecordPlanTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordPlanTemplate409JSONResponse struct{ ConflictJSONResponse }
+
+func (response GetRecordPlanTemplate409JSONResponse) VisitGetRecordPlanTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordPlanTemplate429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetRecordPlanTemplate429JSONResponse) VisitGetRecordPlanTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordPlanTemplate500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetRecordPlanTemplate500JSONResponse) VisitGetRecordPlanTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordPlansRequestObject struct {
+	Params ListRecordPlansParams
+}
+
+type ListRecordPlansResponseObject interface {
+	VisitListRecordPlansResponse(w http.ResponseWriter) error
+}
+
+type ListRecordPlans200JSONResponse RecordPlanList
+
+func (response ListRecordPlans200JSONResponse) VisitListRecordPlansResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordPlans400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListRecordPlans400JSONResponse) VisitListRecordPlansResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordPlans401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListRecordPlans401JSONResponse) VisitListRecordPlansResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordPlans403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListRecordPlans403JSONResponse) VisitListRecordPlansResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordPlans404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ListRecordPlans404JSONResponse) VisitListRecordPlansResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordPlans409JSONResponse struct{ ConflictJSONResponse }
+
+func (response ListRecordPlans409JSONResponse) VisitListRecordPlansResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordPlans429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListRecordPlans429JSONResponse) VisitListRecordPlansResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordPlans500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListRecordPlans500JSONResponse) VisitListRecordPlansResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRecordPlanRequestObject struct {
+	Body *CreateRecordPlanJSONRequestBody
+}
+
+type CreateRecordPlanResponseObject interface {
+	VisitCreateRecordPlanResponse(w http.ResponseWriter) error
+}
+
+type CreateRecordPlan200JSONResponse RecordPlan
+
+func (response CreateRecordPlan200JSONResponse) VisitCreateRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRecordPlan400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateRecordPlan400JSONResponse) VisitCreateRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRecordPlan401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateRecordPlan401JSONResponse) VisitCreateRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRecordPlan403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateRecordPlan403JSONResponse) VisitCreateRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRecordPlan404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateRecordPlan404JSONResponse) VisitCreateRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRecordPlan409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateRecordPlan409JSONResponse) VisitCreateRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRecordPlan429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateRecordPlan429JSONResponse) VisitCreateRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRecordPlan500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateRecordPlan500JSONResponse) VisitCreateRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRecordPlanRequestObject struct {
+	PlanId string `json:"planId"`
+}
+
+type DeleteRecordPlanResponseObject interface {
+	VisitDeleteRecordPlanResponse(w http.ResponseWriter) error
+}
+
+type DeleteRecordPlan200JSONResponse RecordPlan
+
+func (response DeleteRecordPlan200JSONResponse) VisitDeleteRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRecordPlan400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response DeleteRecordPlan400JSONResponse) VisitDeleteRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRecordPlan401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response DeleteRecordPlan401JSONResponse) VisitDeleteRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRecordPlan403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response DeleteRecordPlan403JSONResponse) VisitDeleteRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRecordPlan404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response DeleteRecordPlan404JSONResponse) VisitDeleteRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRecordPlan409JSONResponse struct{ ConflictJSONResponse }
+
+func (response DeleteRecordPlan409JSONResponse) VisitDeleteRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRecordPlan429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response DeleteRecordPlan429JSONResponse) VisitDeleteRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRecordPlan500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response DeleteRecordPlan500JSONResponse) VisitDeleteRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordPlanRequestObject struct {
+	PlanId string `json:"planId"`
+}
+
+type GetRecordPlanResponseObject interface {
+	VisitGetRecordPlanResponse(w http.ResponseWriter) error
+}
+
+type GetRecordPlan200JSONResponse RecordPlan
+
+func (response GetRecordPlan200JSONResponse) VisitGetRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordPlan400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetRecordPlan400JSONResponse) VisitGetRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordPlan401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetRecordPlan401JSONResponse) VisitGetRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordPlan403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetRecordPlan403JSONResponse) VisitGetRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordPlan404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetRecordPlan404JSONResponse) VisitGetRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordPlan409JSONResponse struct{ ConflictJSONResponse }
+
+func (response GetRecordPlan409JSONResponse) VisitGetRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordPlan429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetRecordPlan429JSONResponse) VisitGetRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordPlan500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetRecordPlan500JSONResponse) VisitGetRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateRecordPlanRequestObject struct {
+	PlanId string `json:"planId"`
+	Body   *UpdateRecordPlanJSONRequestBody
+}
+
+type UpdateRecordPlanResponseObject interface {
+	VisitUpdateRecordPlanResponse(w http.ResponseWriter) error
+}
+
+type UpdateRecordPlan200JSONResponse RecordPlan
+
+func (response UpdateRecordPlan200JSONResponse) VisitUpdateRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateRecordPlan400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response UpdateRecordPlan400JSONResponse) VisitUpdateRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateRecordPlan401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response UpdateRecordPlan401JSONResponse) VisitUpdateRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateRecordPlan403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response UpdateRecordPlan403JSONResponse) VisitUpdateRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateRecordPlan404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response UpdateRecordPlan404JSONResponse) VisitUpdateRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateRecordPlan409JSONResponse struct{ ConflictJSONResponse }
+
+func (response UpdateRecordPlan409JSONResponse) VisitUpdateRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateRecordPlan429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response UpdateRecordPlan429JSONResponse) VisitUpdateRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateRecordPlan500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response UpdateRecordPlan500JSONResponse) VisitUpdateRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetRecordPlanEnabledRequestObject struct {
+	PlanId string `json:"planId"`
+	Params SetRecordPlanEnabledParams
+}
+
+type SetRecordPlanEnabledResponseObject interface {
+	VisitSetRecordPlanEnabledResponse(w http.ResponseWriter) error
+}
+
+type SetRecordPlanEnabled200JSONResponse RecordPlan
+
+func (response SetRecordPlanEnabled200JSONResponse) VisitSetRecordPlanEnabledResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetRecordPlanEnabled400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response SetRecordPlanEnabled400JSONResponse) VisitSetRecordPlanEnabledResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetRecordPlanEnabled401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response SetRecordPlanEnabled401JSONResponse) VisitSetRecordPlanEnabledResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetRecordPlanEnabled403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response SetRecordPlanEnabled403JSONResponse) VisitSetRecordPlanEnabledResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetRecordPlanEnabled404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response SetRecordPlanEnabled404JSONResponse) VisitSetRecordPlanEnabledResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetRecordPlanEnabled409JSONResponse struct{ ConflictJSONResponse }
+
+func (response SetRecordPlanEnabled409JSONResponse) VisitSetRecordPlanEnabledResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetRecordPlanEnabled429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response SetRecordPlanEnabled429JSONResponse) VisitSetRecordPlanEnabledResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetRecordPlanEnabled500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response SetRecordPlanEnabled500JSONResponse) VisitSetRecordPlanEnabledResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EvaluateRecordPlanRequestObject struct {
+	PlanId string `json:"planId"`
+	Params EvaluateRecordPlanParams
+}
+
+type EvaluateRecordPlanResponseObject interface {
+	VisitEvaluateRecordPlanResponse(w http.ResponseWriter) error
+}
+
+type EvaluateRecordPlan200JSONResponse RecordPlanEvaluation
+
+func (response EvaluateRecordPlan200JSONResponse) VisitEvaluateRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EvaluateRecordPlan400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response EvaluateRecordPlan400JSONResponse) VisitEvaluateRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EvaluateRecordPlan401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response EvaluateRecordPlan401JSONResponse) VisitEvaluateRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EvaluateRecordPlan403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response EvaluateRecordPlan403JSONResponse) VisitEvaluateRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EvaluateRecordPlan404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response EvaluateRecordPlan404JSONResponse) VisitEvaluateRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EvaluateRecordPlan409JSONResponse struct{ ConflictJSONResponse }
+
+func (response EvaluateRecordPlan409JSONResponse) VisitEvaluateRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EvaluateRecordPlan429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response EvaluateRecordPlan429JSONResponse) VisitEvaluateRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EvaluateRecordPlan500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response EvaluateRecordPlan500JSONResponse) VisitEvaluateRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordingSessionsRequestObject struct {
+	Params ListRecordingSessionsParams
+}
+
+type ListRecordingSessionsResponseObject interface {
+	VisitListRecordingSessionsResponse(w http.ResponseWriter) error
+}
+
+type ListRecordingSessions200JSONResponse RecordingSessionList
+
+func (response ListRecordingSessions200JSONResponse) VisitListRecordingSessionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordingSessions400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListRecordingSessions400JSONResponse) VisitListRecordingSessionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordingSessions401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListRecordingSessions401JSONResponse) VisitListRecordingSessionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordingSessions403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListRecordingSessions403JSONResponse) VisitListRecordingSessionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordingSessions429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListRecordingSessions429JSONResponse) VisitListRecordingSessionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordingSessions500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListRecordingSessions500JSONResponse) VisitListRecordingSessionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRecordingRequestObject struct {
+	Body *StartRecordingJSONRequestBody
+}
+
+type StartRecordingResponseObject interface {
+	VisitStartRecordingResponse(w http.ResponseWriter) error
+}
+
+type StartRecording200JSONResponse RecordingSession
+
+func (response StartRecording200JSONResponse) VisitStartRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRecording400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response StartRecording400JSONResponse) VisitStartRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRecording401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response StartRecording401JSONResponse) VisitStartRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRecording403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response StartRecording403JSONResponse) VisitStartRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRecording404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response StartRecording404JSONResponse) VisitStartRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRecording409JSONResponse struct{ ConflictJSONResponse }
+
+func (response StartRecording409JSONResponse) VisitStartRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRecording429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response StartRecording429JSONResponse) VisitStartRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRecording500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response StartRecording500JSONResponse) VisitStartRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRecording503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response StartRecording503JSONResponse) VisitStartRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordingStateModelRequestObject struct {
+}
+
+type GetRecordingStateModelResponseObject interface {
+	VisitGetRecordingStateModelResponse(w http.ResponseWriter) error
+}
+
+type GetRecordingStateModel200JSONResponse RecordingStateModel
+
+func (response GetRecordingStateModel200JSONResponse) VisitGetRecordingStateModelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordingStateModel401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetRecordingStateModel401JSONResponse) VisitGetRecordingStateModelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordingStateModel403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetRecordingStateModel403JSONResponse) VisitGetRecordingStateModelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordingStateModel429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetRecordingStateModel429JSONResponse) VisitGetRecordingStateModelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordingStateModel500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetRecordingStateModel500JSONResponse) VisitGetRecordingStateModelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRecordingRequestObject struct {
+	Body *StopRecordingJSONRequestBody
+}
+
+type StopRecordingResponseObject interface {
+	VisitStopRecordingResponse(w http.ResponseWriter) error
+}
+
+type StopRecording200JSONResponse RecordingSession
+
+func (response StopRecording200JSONResponse) VisitStopRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRecording400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response StopRecording400JSONResponse) VisitStopRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRecording401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response StopRecording401JSONResponse) VisitStopRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRecording403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response StopRecording403JSONResponse) VisitStopRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRecording404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response StopRecording404JSONResponse) VisitStopRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRecording409JSONResponse struct{ ConflictJSONResponse }
+
+func (response StopRecording409JSONResponse) VisitStopRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRecording429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response StopRecording429JSONResponse) VisitStopRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRecording500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response StopRecording500JSONResponse) VisitStopRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRecording503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response StopRecording503JSONResponse) VisitStopRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListApiTokensRequestObject struct {
 	Params ListApiTokensParams
 }
@@ -33585,6 +36933,500 @@ func (response RenewThirdPartyPlaybackLease500JSONResponse) VisitRenewThirdParty
 	return err
 }
 
+type ListThirdPartyRecordingsRequestObject struct {
+	Params ListThirdPartyRecordingsParams
+}
+
+type ListThirdPartyRecordingsResponseObject interface {
+	VisitListThirdPartyRecordingsResponse(w http.ResponseWriter) error
+}
+
+type ListThirdPartyRecordings200JSONResponse RecordingFileList
+
+func (response ListThirdPartyRecordings200JSONResponse) VisitListThirdPartyRecordingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListThirdPartyRecordings400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListThirdPartyRecordings400JSONResponse) VisitListThirdPartyRecordingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListThirdPartyRecordings401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListThirdPartyRecordings401JSONResponse) VisitListThirdPartyRecordingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListThirdPartyRecordings403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListThirdPartyRecordings403JSONResponse) VisitListThirdPartyRecordingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListThirdPartyRecordings429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListThirdPartyRecordings429JSONResponse) VisitListThirdPartyRecordingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListThirdPartyRecordings500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListThirdPartyRecordings500JSONResponse) VisitListThirdPartyRecordingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HardDeleteThirdPartyRecordingsRequestObject struct {
+	Body *HardDeleteThirdPartyRecordingsJSONRequestBody
+}
+
+type HardDeleteThirdPartyRecordingsResponseObject interface {
+	VisitHardDeleteThirdPartyRecordingsResponse(w http.ResponseWriter) error
+}
+
+type HardDeleteThirdPartyRecordings200JSONResponse RecordFileBatchResult
+
+func (response HardDeleteThirdPartyRecordings200JSONResponse) VisitHardDeleteThirdPartyRecordingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HardDeleteThirdPartyRecordings400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response HardDeleteThirdPartyRecordings400JSONResponse) VisitHardDeleteThirdPartyRecordingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HardDeleteThirdPartyRecordings401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response HardDeleteThirdPartyRecordings401JSONResponse) VisitHardDeleteThirdPartyRecordingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HardDeleteThirdPartyRecordings403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response HardDeleteThirdPartyRecordings403JSONResponse) VisitHardDeleteThirdPartyRecordingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HardDeleteThirdPartyRecordings429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response HardDeleteThirdPartyRecordings429JSONResponse) VisitHardDeleteThirdPartyRecordingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HardDeleteThirdPartyRecordings500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response HardDeleteThirdPartyRecordings500JSONResponse) VisitHardDeleteThirdPartyRecordingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RestoreThirdPartyRecordingsRequestObject struct {
+	Body *RestoreThirdPartyRecordingsJSONRequestBody
+}
+
+type RestoreThirdPartyRecordingsResponseObject interface {
+	VisitRestoreThirdPartyRecordingsResponse(w http.ResponseWriter) error
+}
+
+type RestoreThirdPartyRecordings200JSONResponse RecordFileBatchResult
+
+func (response RestoreThirdPartyRecordings200JSONResponse) VisitRestoreThirdPartyRecordingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RestoreThirdPartyRecordings400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response RestoreThirdPartyRecordings400JSONResponse) VisitRestoreThirdPartyRecordingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RestoreThirdPartyRecordings401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response RestoreThirdPartyRecordings401JSONResponse) VisitRestoreThirdPartyRecordingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RestoreThirdPartyRecordings403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response RestoreThirdPartyRecordings403JSONResponse) VisitRestoreThirdPartyRecordingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RestoreThirdPartyRecordings429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response RestoreThirdPartyRecordings429JSONResponse) VisitRestoreThirdPartyRecordingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RestoreThirdPartyRecordings500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response RestoreThirdPartyRecordings500JSONResponse) VisitRestoreThirdPartyRecordingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SoftDeleteThirdPartyRecordingsRequestObject struct {
+	Body *SoftDeleteThirdPartyRecordingsJSONRequestBody
+}
+
+type SoftDeleteThirdPartyRecordingsResponseObject interface {
+	VisitSoftDeleteThirdPartyRecordingsResponse(w http.ResponseWriter) error
+}
+
+type SoftDeleteThirdPartyRecordings200JSONResponse RecordFileBatchResult
+
+func (response SoftDeleteThirdPartyRecordings200JSONResponse) VisitSoftDeleteThirdPartyRecordingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SoftDeleteThirdPartyRecordings400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response SoftDeleteThirdPartyRecordings400JSONResponse) VisitSoftDeleteThirdPartyRecordingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SoftDeleteThirdPartyRecordings401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response SoftDeleteThirdPartyRecordings401JSONResponse) VisitSoftDeleteThirdPartyRecordingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SoftDeleteThirdPartyRecordings403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response SoftDeleteThirdPartyRecordings403JSONResponse) VisitSoftDeleteThirdPartyRecordingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SoftDeleteThirdPartyRecordings429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response SoftDeleteThirdPartyRecordings429JSONResponse) VisitSoftDeleteThirdPartyRecordingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SoftDeleteThirdPartyRecordings500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response SoftDeleteThirdPartyRecordings500JSONResponse) VisitSoftDeleteThirdPartyRecordingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyRecordingPlaybackLeaseRequestObject struct {
+	FileId string `json:"fileId"`
+	Body   *CreateThirdPartyRecordingPlaybackLeaseJSONRequestBody
+}
+
+type CreateThirdPartyRecordingPlaybackLeaseResponseObject interface {
+	VisitCreateThirdPartyRecordingPlaybackLeaseResponse(w http.ResponseWriter) error
+}
+
+type CreateThirdPartyRecordingPlaybackLease200JSONResponse PlaybackLease
+
+func (response CreateThirdPartyRecordingPlaybackLease200JSONResponse) VisitCreateThirdPartyRecordingPlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyRecordingPlaybackLease400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateThirdPartyRecordingPlaybackLease400JSONResponse) VisitCreateThirdPartyRecordingPlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyRecordingPlaybackLease401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateThirdPartyRecordingPlaybackLease401JSONResponse) VisitCreateThirdPartyRecordingPlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyRecordingPlaybackLease403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateThirdPartyRecordingPlaybackLease403JSONResponse) VisitCreateThirdPartyRecordingPlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyRecordingPlaybackLease404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateThirdPartyRecordingPlaybackLease404JSONResponse) VisitCreateThirdPartyRecordingPlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyRecordingPlaybackLease409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateThirdPartyRecordingPlaybackLease409JSONResponse) VisitCreateThirdPartyRecordingPlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyRecordingPlaybackLease429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateThirdPartyRecordingPlaybackLease429JSONResponse) VisitCreateThirdPartyRecordingPlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyRecordingPlaybackLease500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateThirdPartyRecordingPlaybackLease500JSONResponse) VisitCreateThirdPartyRecordingPlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListThirdPartyStreamsRequestObject struct {
 	Params ListThirdPartyStreamsParams
 }
@@ -34101,6 +37943,57 @@ type StrictServerInterface interface {
 	// CreateNodeCommand Create a node command
 	// (POST /api/v2/nodes/{nodeId}/commands)
 	CreateNodeCommand(ctx context.Context, request CreateNodeCommandRequestObject) (CreateNodeCommandResponseObject, error)
+	// RunAutoRecordOnce Run one auto-record pass now
+	// (POST /api/v2/recording/auto-record/run-once)
+	RunAutoRecordOnce(ctx context.Context, request RunAutoRecordOnceRequestObject) (RunAutoRecordOnceResponseObject, error)
+	// ListRecordingFiles List recorded files
+	// (GET /api/v2/recording/files)
+	ListRecordingFiles(ctx context.Context, request ListRecordingFilesRequestObject) (ListRecordingFilesResponseObject, error)
+	// DeleteRecordingFiles Hard-delete recorded files
+	// (POST /api/v2/recording/files/delete)
+	DeleteRecordingFiles(ctx context.Context, request DeleteRecordingFilesRequestObject) (DeleteRecordingFilesResponseObject, error)
+	// RestoreRecordingFiles Restore soft-deleted files
+	// (POST /api/v2/recording/files/restore)
+	RestoreRecordingFiles(ctx context.Context, request RestoreRecordingFilesRequestObject) (RestoreRecordingFilesResponseObject, error)
+	// SoftDeleteRecordingFiles Soft-delete recorded files
+	// (POST /api/v2/recording/files/soft-delete)
+	SoftDeleteRecordingFiles(ctx context.Context, request SoftDeleteRecordingFilesRequestObject) (SoftDeleteRecordingFilesResponseObject, error)
+	// GetRecordPlanTemplate A recording plan template
+	// (GET /api/v2/recording/plan-template)
+	GetRecordPlanTemplate(ctx context.Context, request GetRecordPlanTemplateRequestObject) (GetRecordPlanTemplateResponseObject, error)
+	// ListRecordPlans List recording plans
+	// (GET /api/v2/recording/plans)
+	ListRecordPlans(ctx context.Context, request ListRecordPlansRequestObject) (ListRecordPlansResponseObject, error)
+	// CreateRecordPlan Create a recording plan
+	// (POST /api/v2/recording/plans)
+	CreateRecordPlan(ctx context.Context, request CreateRecordPlanRequestObject) (CreateRecordPlanResponseObject, error)
+	// DeleteRecordPlan Delete a recording plan
+	// (DELETE /api/v2/recording/plans/{planId})
+	DeleteRecordPlan(ctx context.Context, request DeleteRecordPlanRequestObject) (DeleteRecordPlanResponseObject, error)
+	// GetRecordPlan Read a recording plan
+	// (GET /api/v2/recording/plans/{planId})
+	GetRecordPlan(ctx context.Context, request GetRecordPlanRequestObject) (GetRecordPlanResponseObject, error)
+	// UpdateRecordPlan Replace a recording plan
+	// (PUT /api/v2/recording/plans/{planId})
+	UpdateRecordPlan(ctx context.Context, request UpdateRecordPlanRequestObject) (UpdateRecordPlanResponseObject, error)
+	// SetRecordPlanEnabled Enable or disable a recording plan
+	// (POST /api/v2/recording/plans/{planId}/enabled)
+	SetRecordPlanEnabled(ctx context.Context, request SetRecordPlanEnabledRequestObject) (SetRecordPlanEnabledResponseObject, error)
+	// EvaluateRecordPlan Whether a time hits a recording plan
+	// (GET /api/v2/recording/plans/{planId}/evaluate)
+	EvaluateRecordPlan(ctx context.Context, request EvaluateRecordPlanRequestObject) (EvaluateRecordPlanResponseObject, error)
+	// ListRecordingSessions List recording sessions
+	// (GET /api/v2/recording/sessions)
+	ListRecordingSessions(ctx context.Context, request ListRecordingSessionsRequestObject) (ListRecordingSessionsResponseObject, error)
+	// StartRecording Start recording a stream
+	// (POST /api/v2/recording/start)
+	StartRecording(ctx context.Context, request StartRecordingRequestObject) (StartRecordingResponseObject, error)
+	// GetRecordingStateModel Describe the recording state machines
+	// (GET /api/v2/recording/state-model)
+	GetRecordingStateModel(ctx context.Context, request GetRecordingStateModelRequestObject) (GetRecordingStateModelResponseObject, error)
+	// StopRecording Stop recording a stream
+	// (POST /api/v2/recording/stop)
+	StopRecording(ctx context.Context, request StopRecordingRequestObject) (StopRecordingResponseObject, error)
 	// ListApiTokens List API tokens
 	// (GET /api/v2/security/api-tokens)
 	ListApiTokens(ctx context.Context, request ListApiTokensRequestObject) (ListApiTokensResponseObject, error)
@@ -34338,6 +38231,21 @@ type StrictServerInterface interface {
 	// RenewThirdPartyPlaybackLease Renew a playback lease
 	// (POST /api/v2/third-party/playback-leases/{leaseId}/renew)
 	RenewThirdPartyPlaybackLease(ctx context.Context, request RenewThirdPartyPlaybackLeaseRequestObject) (RenewThirdPartyPlaybackLeaseResponseObject, error)
+	// ListThirdPartyRecordings List recordings
+	// (GET /api/v2/third-party/recordings)
+	ListThirdPartyRecordings(ctx context.Context, request ListThirdPartyRecordingsRequestObject) (ListThirdPartyRecordingsResponseObject, error)
+	// HardDeleteThirdPartyRecordings Hard-delete recordings
+	// (POST /api/v2/third-party/recordings/hard-delete)
+	HardDeleteThirdPartyRecordings(ctx context.Context, request HardDeleteThirdPartyRecordingsRequestObject) (HardDeleteThirdPartyRecordingsResponseObject, error)
+	// RestoreThirdPartyRecordings Restore soft-deleted recordings
+	// (POST /api/v2/third-party/recordings/restore)
+	RestoreThirdPartyRecordings(ctx context.Context, request RestoreThirdPartyRecordingsRequestObject) (RestoreThirdPartyRecordingsResponseObject, error)
+	// SoftDeleteThirdPartyRecordings Soft-delete recordings
+	// (POST /api/v2/third-party/recordings/soft-delete)
+	SoftDeleteThirdPartyRecordings(ctx context.Context, request SoftDeleteThirdPartyRecordingsRequestObject) (SoftDeleteThirdPartyRecordingsResponseObject, error)
+	// CreateThirdPartyRecordingPlaybackLease Lease a recorded file for playback
+	// (POST /api/v2/third-party/recordings/{fileId}/playback-lease)
+	CreateThirdPartyRecordingPlaybackLease(ctx context.Context, request CreateThirdPartyRecordingPlaybackLeaseRequestObject) (CreateThirdPartyRecordingPlaybackLeaseResponseObject, error)
 	// ListThirdPartyStreams List live streams
 	// (GET /api/v2/third-party/streams)
 	ListThirdPartyStreams(ctx context.Context, request ListThirdPartyStreamsRequestObject) (ListThirdPartyStreamsResponseObject, error)
@@ -37081,6 +40989,560 @@ func (sh *strictHandler) CreateNodeCommand(ctx *gin.Context, nodeId string) {
 	}
 }
 
+// RunAutoRecordOnce operation middleware
+func (sh *strictHandler) RunAutoRecordOnce(ctx *gin.Context, params RunAutoRecordOnceParams) {
+	var request RunAutoRecordOnceRequestObject
+
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RunAutoRecordOnce(ctx, request.(RunAutoRecordOnceRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RunAutoRecordOnce")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(RunAutoRecordOnceResponseObject); ok {
+		if err := validResponse.VisitRunAutoRecordOnceResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListRecordingFiles operation middleware
+func (sh *strictHandler) ListRecordingFiles(ctx *gin.Context, params ListRecordingFilesParams) {
+	var request ListRecordingFilesRequestObject
+
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListRecordingFiles(ctx, request.(ListRecordingFilesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListRecordingFiles")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListRecordingFilesResponseObject); ok {
+		if err := validResponse.VisitListRecordingFilesResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// DeleteRecordingFiles operation middleware
+func (sh *strictHandler) DeleteRecordingFiles(ctx *gin.Context) {
+	var request DeleteRecordingFilesRequestObject
+
+	var body DeleteRecordingFilesJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteRecordingFiles(ctx, request.(DeleteRecordingFilesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteRecordingFiles")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(DeleteRecordingFilesResponseObject); ok {
+		if err := validResponse.VisitDeleteRecordingFilesResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// RestoreRecordingFiles operation middleware
+func (sh *strictHandler) RestoreRecordingFiles(ctx *gin.Context) {
+	var request RestoreRecordingFilesRequestObject
+
+	var body RestoreRecordingFilesJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RestoreRecordingFiles(ctx, request.(RestoreRecordingFilesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RestoreRecordingFiles")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(RestoreRecordingFilesResponseObject); ok {
+		if err := validResponse.VisitRestoreRecordingFilesResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// SoftDeleteRecordingFiles operation middleware
+func (sh *strictHandler) SoftDeleteRecordingFiles(ctx *gin.Context) {
+	var request SoftDeleteRecordingFilesRequestObject
+
+	var body SoftDeleteRecordingFilesJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.SoftDeleteRecordingFiles(ctx, request.(SoftDeleteRecordingFilesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "SoftDeleteRecordingFiles")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(SoftDeleteRecordingFilesResponseObject); ok {
+		if err := validResponse.VisitSoftDeleteRecordingFilesResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetRecordPlanTemplate operation middleware
+func (sh *strictHandler) GetRecordPlanTemplate(ctx *gin.Context) {
+	var request GetRecordPlanTemplateRequestObject
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetRecordPlanTemplate(ctx, request.(GetRecordPlanTemplateRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetRecordPlanTemplate")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetRecordPlanTemplateResponseObject); ok {
+		if err := validResponse.VisitGetRecordPlanTemplateResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListRecordPlans operation middleware
+func (sh *strictHandler) ListRecordPlans(ctx *gin.Context, params ListRecordPlansParams) {
+	var request ListRecordPlansRequestObject
+
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListRecordPlans(ctx, request.(ListRecordPlansRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListRecordPlans")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListRecordPlansResponseObject); ok {
+		if err := validResponse.VisitListRecordPlansResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CreateRecordPlan operation middleware
+func (sh *strictHandler) CreateRecordPlan(ctx *gin.Context) {
+	var request CreateRecordPlanRequestObject
+
+	var body CreateRecordPlanJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateRecordPlan(ctx, request.(CreateRecordPlanRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateRecordPlan")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateRecordPlanResponseObject); ok {
+		if err := validResponse.VisitCreateRecordPlanResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// DeleteRecordPlan operation middleware
+func (sh *strictHandler) DeleteRecordPlan(ctx *gin.Context, planId string) {
+	var request DeleteRecordPlanRequestObject
+
+	request.PlanId = planId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteRecordPlan(ctx, request.(DeleteRecordPlanRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteRecordPlan")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(DeleteRecordPlanResponseObject); ok {
+		if err := validResponse.VisitDeleteRecordPlanResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetRecordPlan operation middleware
+func (sh *strictHandler) GetRecordPlan(ctx *gin.Context, planId string) {
+	var request GetRecordPlanRequestObject
+
+	request.PlanId = planId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetRecordPlan(ctx, request.(GetRecordPlanRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetRecordPlan")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetRecordPlanResponseObject); ok {
+		if err := validResponse.VisitGetRecordPlanResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// UpdateRecordPlan operation middleware
+func (sh *strictHandler) UpdateRecordPlan(ctx *gin.Context, planId string) {
+	var request UpdateRecordPlanRequestObject
+
+	request.PlanId = planId
+
+	var body UpdateRecordPlanJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateRecordPlan(ctx, request.(UpdateRecordPlanRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateRecordPlan")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(UpdateRecordPlanResponseObject); ok {
+		if err := validResponse.VisitUpdateRecordPlanResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// SetRecordPlanEnabled operation middleware
+func (sh *strictHandler) SetRecordPlanEnabled(ctx *gin.Context, planId string, params SetRecordPlanEnabledParams) {
+	var request SetRecordPlanEnabledRequestObject
+
+	request.PlanId = planId
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.SetRecordPlanEnabled(ctx, request.(SetRecordPlanEnabledRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "SetRecordPlanEnabled")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(SetRecordPlanEnabledResponseObject); ok {
+		if err := validResponse.VisitSetRecordPlanEnabledResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// EvaluateRecordPlan operation middleware
+func (sh *strictHandler) EvaluateRecordPlan(ctx *gin.Context, planId string, params EvaluateRecordPlanParams) {
+	var request EvaluateRecordPlanRequestObject
+
+	request.PlanId = planId
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.EvaluateRecordPlan(ctx, request.(EvaluateRecordPlanRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "EvaluateRecordPlan")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(EvaluateRecordPlanResponseObject); ok {
+		if err := validResponse.VisitEvaluateRecordPlanResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListRecordingSessions operation middleware
+func (sh *strictHandler) ListRecordingSessions(ctx *gin.Context, params ListRecordingSessionsParams) {
+	var request ListRecordingSessionsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListRecordingSessions(ctx, request.(ListRecordingSessionsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListRecordingSessions")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListRecordingSessionsResponseObject); ok {
+		if err := validResponse.VisitListRecordingSessionsResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// StartRecording operation middleware
+func (sh *strictHandler) StartRecording(ctx *gin.Context) {
+	var request StartRecordingRequestObject
+
+	var body StartRecordingJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.StartRecording(ctx, request.(StartRecordingRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "StartRecording")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(StartRecordingResponseObject); ok {
+		if err := validResponse.VisitStartRecordingResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetRecordingStateModel operation middleware
+func (sh *strictHandler) GetRecordingStateModel(ctx *gin.Context) {
+	var request GetRecordingStateModelRequestObject
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetRecordingStateModel(ctx, request.(GetRecordingStateModelRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetRecordingStateModel")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetRecordingStateModelResponseObject); ok {
+		if err := validResponse.VisitGetRecordingStateModelResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// StopRecording operation middleware
+func (sh *strictHandler) StopRecording(ctx *gin.Context) {
+	var request StopRecordingRequestObject
+
+	var body StopRecordingJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.StopRecording(ctx, request.(StopRecordingRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "StopRecording")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(StopRecordingResponseObject); ok {
+		if err := validResponse.VisitStopRecordingResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // ListApiTokens operation middleware
 func (sh *strictHandler) ListApiTokens(ctx *gin.Context, params ListApiTokensParams) {
 	var request ListApiTokensRequestObject
@@ -39580,6 +44042,202 @@ func (sh *strictHandler) RenewThirdPartyPlaybackLease(ctx *gin.Context, leaseId 
 	}
 }
 
+// ListThirdPartyRecordings operation middleware
+func (sh *strictHandler) ListThirdPartyRecordings(ctx *gin.Context, params ListThirdPartyRecordingsParams) {
+	var request ListThirdPartyRecordingsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListThirdPartyRecordings(ctx, request.(ListThirdPartyRecordingsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListThirdPartyRecordings")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListThirdPartyRecordingsResponseObject); ok {
+		if err := validResponse.VisitListThirdPartyRecordingsResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// HardDeleteThirdPartyRecordings operation middleware
+func (sh *strictHandler) HardDeleteThirdPartyRecordings(ctx *gin.Context) {
+	var request HardDeleteThirdPartyRecordingsRequestObject
+
+	var body HardDeleteThirdPartyRecordingsJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.HardDeleteThirdPartyRecordings(ctx, request.(HardDeleteThirdPartyRecordingsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "HardDeleteThirdPartyRecordings")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(HardDeleteThirdPartyRecordingsResponseObject); ok {
+		if err := validResponse.VisitHardDeleteThirdPartyRecordingsResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// RestoreThirdPartyRecordings operation middleware
+func (sh *strictHandler) RestoreThirdPartyRecordings(ctx *gin.Context) {
+	var request RestoreThirdPartyRecordingsRequestObject
+
+	var body RestoreThirdPartyRecordingsJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RestoreThirdPartyRecordings(ctx, request.(RestoreThirdPartyRecordingsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RestoreThirdPartyRecordings")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(RestoreThirdPartyRecordingsResponseObject); ok {
+		if err := validResponse.VisitRestoreThirdPartyRecordingsResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// SoftDeleteThirdPartyRecordings operation middleware
+func (sh *strictHandler) SoftDeleteThirdPartyRecordings(ctx *gin.Context) {
+	var request SoftDeleteThirdPartyRecordingsRequestObject
+
+	var body SoftDeleteThirdPartyRecordingsJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.SoftDeleteThirdPartyRecordings(ctx, request.(SoftDeleteThirdPartyRecordingsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "SoftDeleteThirdPartyRecordings")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(SoftDeleteThirdPartyRecordingsResponseObject); ok {
+		if err := validResponse.VisitSoftDeleteThirdPartyRecordingsResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CreateThirdPartyRecordingPlaybackLease operation middleware
+func (sh *strictHandler) CreateThirdPartyRecordingPlaybackLease(ctx *gin.Context, fileId string) {
+	var request CreateThirdPartyRecordingPlaybackLeaseRequestObject
+
+	request.FileId = fileId
+
+	var body CreateThirdPartyRecordingPlaybackLeaseJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateThirdPartyRecordingPlaybackLease(ctx, request.(CreateThirdPartyRecordingPlaybackLeaseRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateThirdPartyRecordingPlaybackLease")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateThirdPartyRecordingPlaybackLeaseResponseObject); ok {
+		if err := validResponse.VisitCreateThirdPartyRecordingPlaybackLeaseResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // ListThirdPartyStreams operation middleware
 func (sh *strictHandler) ListThirdPartyStreams(ctx *gin.Context, params ListThirdPartyStreamsParams) {
 	var request ListThirdPartyStreamsRequestObject
@@ -39677,1162 +44335,1271 @@ func (sh *strictHandler) GetHealth(ctx *gin.Context) {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L39chw3li/4KgjubJjqSNKS3Nb2iHFjh6bklm5LFpek2nOnx5cEM1FVGGYBaQDJUrnDD7WvsE+2gXMA",
-	"JDILyMoqUmrPjP+xxcpMfB4cnM/f+ftBKZeNFEwYffDy7wcLRium4J+X9+WloTWz/66YLhVvDJfi4OXB",
-	"jVEtuyFSEHbP1JpQoVdMETkjlAhZMWIW1JAF1aSW2pBSCkNLQ1bcLIhZMFLWrTZMkRo6ewm/uTZKuWSa",
-	"zJRcErPgGpr7ShO5EkQbaux7FVnSNalpeUfKBRVzpsmSQqdKtvMFkWbBFHyoieaiZMfk9FYzYchqwWsG",
-	"vcEouSZcbI4OR3V8UBzocsGW1M6fiXZ58PJvB3biBz8VB2bdsIOXB9ooLuYHv/76a3HQUEWXzLjFO1tQ",
-	"IVh9Whp+T+2yXdrRf89rw9Tmgn4Q9ZpQ+y4jUhFp/2yYqLiYwxwFq7UdELcv/9wytT4oDgRd2jHQfhe9",
-	"Yf+TYrODlwf/x9fdJn+NT/XX6REe2Kl0j1pa48/pIfux2XWE7aLwCW7VyIBDs7sPNnwaD7Rptg3Q7a4d",
-	"YtMQO5Ls8JqmN6wl/fSOiblZHLx88cfNne8G0Rp5wUqpqq1jWUjNCG2NPFLwAdErbsoFnBgY4z2t2/wA",
-	"u47icbqB3UpZMyqGI/srr5jcYWBNW9fkkPovn+w+ROxx2ghfMc0VqyaRWreTFX41Tm1V3PSO5NYbVm+4",
-	"97xk7o+31S4jth/6J4RX5PDP3z3/07M/PQu/lZYzSUU+/PDXt9+TRskZr9mT/Oz6I8kQ7rPnfxqhXJzO",
-	"9nnIWW8WhzhE9xev7Kj9bPxEZbVt7PsO+rWgtzWbeNYYvrwbEbuPJpLwn5Vsm7+w9eaA/sLWuHTdxs/t",
-	"ywWhmpR2fIKsFkwQbsjK/qQYNawKw2qoWXSjmvt+igPFfm4tfR68tNfSPjzLD3r0XtrYfxhCbtWi8e0/",
-	"nlWSi55RzY640ExoDlelYZ8MmclWVHgBMRwaubMrrka5/J3rZC/ae0P1aVvxifx0QfURta/vRn4L38k0",
-	"+ntD9bn5ZfqIzq/+befx2A6mjSbFTN5WTBg+4ygpRscBDoJiplWCVamjYDez5jp/KMqIAU46FeP7+1Zf",
-	"LqjybHXammr7RUUOee/bHe/N/scT1/oh58X2W5Dos8LKRwXRRjG6LDrmru0edPfWZzlW7+T8eyWXmfVm",
-	"wijONKHGDoXOrAIBK2r4kpFDvGT5kv0iRf7OsYpFb3AzqZbU2NuIGnZkvz8YH+EHVaU45Q9sxbQJg5xx",
-	"pQ05tEtcsRlta/MEBPu6sm/B09wQJXQQj9G1cPDyQEAvB0XQR8IP2HJKNYkHfyUnLe4tm0nFdl9dIx+w",
-	"tu9ZxeklU/dMbRdFqNZ8brmFkTjMpf2aaPg8N7xlr4e9SPQHeV7TNVPfKUbvpjGGO8YaEKe5mB/ZdZSt",
-	"OWqgFU0ORdzgjtyi9+1EZvGDrCZIejjyeE2JaoW2Gn/QyvOjqvYW6s6VNLKU9VRJpHHv58bin+8q+Idx",
-	"RGO7aIUl4Xdy/hcuqlGJyZ8mP8w7LvIck4tq1+H1hxIP8lK2qmQf1dRLC14nHy/e4RGXrbF3LlzUtNZP",
-	"0DjChaNGe38UpBxcK/X6JP7IXy1AuoQqRvhcSMWyK6DDmDM08/zpH8eI5hLuqulKGN5to9IhvrKXCIuj",
-	"2UUpjMaDN4a2/6Ka3OCTmyfjw8wfttGB/nUhtZl60O65AsOO/SY3mntocMdzj5bAieIivnzir1SN3L+z",
-	"J7r3OhMkGhWzprMy9L7bqO0anSt5W7Ol3hz4BUiyaMTjhi21N4feM0Ity7LfZW//uOmkEDCjtWZFisWf",
-	"03nCevJDu7zt1qahc2aXDcVtK+hRZbiY25v/WZaN2oaTg3lWdLc8F+ab5wfFwZILvrTiybMwSi4MmzMV",
-	"RnnJf0mM9D39ZD8kIoxYyZUmDVMw7LHRQYPJEX77NDVE7MmylqdbB3whazaNQJWs2cOVGYX9jWkymyR5",
-	"2d6GsU0bbMVqDtb7pqbi4aPm1cMsEpf35ZkU2nYhyoQV5XvF9EIwrdHNoBitjslNLUta3wwEbXfqvReB",
-	"Oc9BkFxAvKJNU3NWnZCbmgtGFf+F3tbsxknupRQzruDoeocAeB7wK41+D7MA+7xcLrmxSxTEZkbsQlhJ",
-	"nyrF71lVwMczyj3j//bpN+SmFfSe8hr79dcv9f4HclqWrIGl934W2TAFpvoTslLcWHldMULrFV1rEk8j",
-	"7BG6c7pd+tejy/vyKF7otKIB6xrpGf7vuJO0snFF1ZyZLcL8+1iytOsVZkZoaaycWRAutGG0stuNIuUJ",
-	"+H1uGZFuvYFMY/5v95V9oqWp10QK9tmVApxrTqTGSdpL0Yr5ldWin6QnG1xX3DgKpXMmzOeZ8Lh8/uKb",
-	"5ETlHZvIVk7P3xJjX9/KUjKMxLi+duN/H/VUKaLVTD2c3bXa0cv0Qf5qX9aNFJqB1PAdrS6QTdi/rKTN",
-	"BPwTmEwJFPL1f2g7jb9P1A9eKyXVd7JaY3f9pbhaMAK0ACq+rNboAL2nNa/I4UwqS0rLpmbkxv16Da/f",
-	"2PfDT/bDmycnpJRKsdLAknLRtCY+sIpZBddyR25IK9BNWx0fWIlPilnNyy84Z8+LS9ezjhzRrVJMGHdB",
-	"HN74V2DKlCwtO9cNK/mMl+jMOIGbJ7pVPNNXMF06p1zAPL+X6pZXFRNfbqIlrWumwDOuwy0EHrKGqSXX",
-	"2rIcqYhiTu/TpWzstLvH1xUTnFVW5fi1OHgrdDub8ZIzYS6NVE6+/DKz6aR4xUpmb1GYE1x8hZ3GZiRB",
-	"YSn6ltVyBZx0phg70g0t7UoAU4RrWLFZq+PW/B46FoA+WVaRwxuNk76etXV9U1iOodb26gMyMPYkCbuM",
-	"0AXHDis3NmToVHTRCMhnQC0AUcQybKv+LaQy9tBAM27dDVOC1rBGX27F3X1sxRRWkVawTw0rDavqNTm8",
-	"4W5MNzD3xo7ZLqBRMHc82z9I871sRfXlhsw9e686qq4ks7eoIewT12DP5Pj3Pdf8tmZBa8TjcngjpLkG",
-	"q7gj+3O6riWtrqR8Zy/4L8+pgDmzTyVjFR5kzX9hpOZLbuxpxeFdGymvaztAN2wrxPCSfeykyi8z8lNS",
-	"sYaJyoqTBKxEy0Yqqni9JpGISw77Au8Yh7VHC5j0LS3v5GwG87uS8j0Va3dn6i/OV3FDWGW1D8v5/X7Y",
-	"P67hD8s4T8iKckNmjkGB+XzO762EIcjNhZ3a0enMMHVjJYso3Cp6NKbEa1ZKUYHpAzpyvAvWjIv58ahI",
-	"ktfVnyZUX5CrBG3NQir+C/tCx/oHSVAk6WyKwJYby8OFAb5sx2QfYe/XfsIoqdCGX4MQ2f2OB+Sj0G1j",
-	"ORerQDa/ggn/Qw6340g3w/5u4JSEYV6DQH9tdwbm8KvfTKCY09J+d8E06Gx/T/QZBeaJSO2AW9UJZUTL",
-	"JUNN1l6OVqMQsmOmNZuZzl70klBSsZo5TyFpqNYrqSrXmP2plnPZmmNy2Zal1da5Jm+urs7J86dPI5sn",
-	"LMKhXXhFS0NOXxKdeL8Vtf0JBK0KrKCNsrMwHCVoWuJch1P/0c7P0kwlBejCXo2FsUNIhx/5kVsGq9vK",
-	"+ZxVR7JNudGKgyXTOmlg+xGte03DhL39uSC2YTA6bjRiQGPMtMG7QRMjX0baipI16ztgi364Q0Fueors",
-	"1/Y7q6rcuM2/uLo8j05UEKA0Q7EQXbqbelXHS/7mlzvMoluTbr3k7X+w0tipnjYc1MaUiTlSE60mZsUs",
-	"Vp3YBRDMiiALWbubD98BX0KBstMMlGYgYXf7rwk3CeKoa7li1dsmYaI9q61IS2hVKUtgCqNID8/evrp4",
-	"EnXr1G+QFmdKLk8IWzZmjYIcFevQANfEdQfqonF24c3txx+oUnRt/3ba5mnq+NqLoxtKrJsefrw6g9Mw",
-	"xcEaOvkuYVQ761gs8gTXQ+i3ILFeCLpehQa4UgptqdITkHRsBuXdsL3JU1DxOdPmXLEZ/5RmXGiFe/ac",
-	"LNgnWrGSL2ltqd9yC6a01+Uv35wePf/2BcEG/a/5jtmnhiums+tNIUa4XEQL7z7BRT8hoq3rYDCIJE37",
-	"UnZL7Ecoj+GFvDGummrzUU8mBPs6UqWRJLoLGRhG8ZpJjdd+iwfMfrz/cNEGsiGj0CXbvgVCmu9AZMnM",
-	"FIy2w01ATzivkrMKD+FTIGEuxf6zkyvBVM6eZH8nq4UkciX0lql2anWCBZ13KnkjuTAxuyupUpzp3XhJ",
-	"06pG6tz91FtLZGhSBQMjsLXkHBS7ZzQoE8OGGRx2KggTpVqDsbqUDYg3d6wxBdESGQtaI2xTkRhSUmG1",
-	"31XsLkb7yaZ7C0Yi7yYfEfd2jmDsoXWv7E8oSpqJ3BsnF46u+3DLGXVv7T8+nQ6nPusZveIDW5CKgb8C",
-	"jxI37mRxe+dxUcmVM6DcyzIcMi9bYfrCgWeyaBuFFT6AU3+9ZuYamkuKV2a6iTl/4uDJpHtl8y5J3Hc3",
-	"+r68bqi5Pr09q246aqakYUo7ClaslHPBNXNSyLgM1Vm3gYl2x7bPd/pTGdyYfc5SxJJOzF/j6653kD1l",
-	"xPJHLCbEZy2m8t49NSbyvePpyALnfpazTj7Qm4Jbs9WNzTU0lPBebyi4Q6W26NzF+/ifJ7Rvv0kTH044",
-	"BFEFn7Zn8WPqZZCmE5zfSEPr0RXDjoF2l9S4q3UGIUy6INJyG1rXMCI9nOaLPx4k3eIxVbsAgcgTj2Ny",
-	"q5Gklbbi5mzByrtUBIVVae3IrSpE7ZuktK9uEktWK3v9qampwIvGu+eh2bRUslWiCf0nJJq0/+8HNGC7",
-	"T4liM8ttjDwhFNPRLKtxBuyjFa/ci2nF0eqrqWwHfwd3/eCb6TtU24uFm4QmcOmeoHA/o7xuFQunLUze",
-	"M3suZvKgOFhRJewAiwMGpuqftrE/z/RwNtGAtuiSlgTyyVWMgPZdHYGCqFnZwlSQcNCcnzQeyIkuQ3u1",
-	"iXmkPntF0O4gFVKsl7LVcDfqtTZsSaDx9E7CI296GmSKcAHaVTlQy+xFVfXu2oYfwaG2fBsVsSOniNn7",
-	"wI/ILjCMJ3njwvJMDGwJa7ipXYIqfYqK8FZNO7QHSkq8jN3C2Vstrb3dM2HSKzewwcSXuCeHYxQbIgdv",
-	"eLLh/0p2n2U1b9olFUeK0Qrs3CzFebLrJ0twQo5LkbgqYYK7WgBka0qZYnAdo+16OSG4BmTJqNAo63hN",
-	"JXAy0CBQ3vE06Qx4dlDIPazYAi2l5b0xS1g0ZysP01vZmv6uUq/NVD2jjOWFDAV8gj2k5URF0wlvV86d",
-	"NSDUgrCfW3saJQjFN/96BC8eva1uiPfpE7Tl70TTQwObO5ExqXe7F7OOIrCv4QnsJtejralGu47Rbhfi",
-	"koxWFwSTErosh/8m4p2bf0++21yMadJedN/tI/D5ofymJL7vaHk3V7IV1RXVdxnSYorLipfg+MOXiaE6",
-	"Ifj1vs2bPKi+AzNdkg2AT/ue1pfoU0vchO4FcsvMijGBWRBceC/cRJqxatOrFq0e7xPd+Gee66CRoAWX",
-	"4ZLXNc90l9wo7C6EDgykYvvzsJseB+UGXTGsylyD9quLVqTuq0t7XjcmkbJyoJsJn6+RSe9pOQWm+0HU",
-	"63HZGAjB5bBAsBxKzBLSGFodgT5sSs1p5cAScUgi2LQNteJMtsKMnlI7HECowNBsJUvn7lJDu09+s1Ur",
-	"QATfPvtaysZeje6LjWSeRER5QnSPO+ktfzeUzYMVU83GcYgJNlq47SwkfUN91+ccmig251bHYpD1aDVK",
-	"P+M+R8npcUNxeHPJYpNg/nYIoxjwNj35Whhw0I2bYbhjPtIzz5KlNNoo2pxWSy6iaERaVdwOntbn0Rq5",
-	"1IOhDIkOByOd+8hdNUpbTmJvV2ob57YfI1WCk3Pd1HT9Q14F1wu5Ej6vyOk7fV8cKNTHGNk/FrTbOX4T",
-	"FnnvzPbicDzsE+QblGhaW/VhQfXCvojmZHRgDvp//u0LCLDoxpMYjvfTbg7nnZxzAQzmBFmCi1ukpGYG",
-	"sl0UqficG9A7we224lYMBd8pvqMLfMX+X9r/tqJiSpdSMV1YqUrzuUDFdbFuFs4cN4jVj6bwjV0/27Ad",
-	"4P/+2+nRv9GjX54e/fNP3T+Pr//l6Ke/Py9efPPrP20VeMPso30ZpdNLQ02rx5kdkl5v94g2vK4xrVKS",
-	"WxaHIPeJ8db3dBGGuakjtC6WT8hBNxBxpu2N5ozFjIQGI8cH1/YPYcdimfItQBmBFK8nMOLNIaaW7IyK",
-	"EtM9z+RySUW13+nGZjyuU4lNbS6bYlSnBLEL+L0Lqewib6HdOngRIpr7NnFQfk3OsKG3vOZmfUYNm0u1",
-	"TsuUpXvquLeqjhqqzJqU/nvnahuYh+IguhGbG4XEXqeN4tmzgnWkPw4icHVayCizc/Czc8n6sRZc83sG",
-	"ucSWhAofHnKk16LEQF+77FzM0+LvNBE6Wr4Zy9i0/DTPd/N4CoynM5K0mvU628X1OTgeYSGHskpqkEW0",
-	"z+lT1JhyQc8WtK6ZSCmup1bDs7Rk37M7gC9uEpR7ZYuEYSTRTFSQ/hm+uInAyeytsGtsw48hb8QPz95Y",
-	"jSa3DLRrl2g03aDEl3SezjK+YPZM32NOcQfz4XqF77bbQbqlirqKZ5jcKgjk8pf4g2UZzYzlemwVgtwS",
-	"W4qe1POsSOFdrc1AtLD33gmRDQ6LLJhiBbllJbXngIrBraKYZgbtIC68xn7/le6aDYEo9kQ5u9xQEtn0",
-	"W7BVfuQQgR9N/vPIP0OBNRpRbouTgCyn5J5XTHoGeExuQlL5jfOmu5iKOFP9Jbn5wx/+8C83VrwSlbZ3",
-	"OqbvrSGvDieFqXs3C6oxt74LmdI3RNM1fOavA/gwHacYY+zticxX9KDz9kDM6zUwyihiHD/U5H246I6m",
-	"56jDi4yM8ONi3QPHQlhGbvpogv0MpWBgAL/Tk7Sjpa7l6juqeXnamsWHe6bOa8rFhdHN+J3ew71Y0oBv",
-	"iRfUkin6lSbQMOkHIkecDixsje2P3Cijm5dff31TuLgmy+C1y8Z2Bzg4D4wkVKytkupMFIKZlVR3pKFm",
-	"cUw+zGbkdu1TXV/ioXyF0W9cu4GyCnNV3WDRCoi3N36AY4/SUS3L6c8E1jUtqdAU2uKpQ1X0HM6BGhwC",
-	"KMDXtGm+dr9wTVrBf25Z0OfQA5rZwxFQRfwdJHHm80i7Tj6ImguWmYFr9Z6p9bnluSOOVfvukhpegjQF",
-	"abhg2wUPyOHtGv8J7iQjmyekFYbXbuc+GdTcUBYzap0fTgaf8dRjMZ70jojTB6kmWkoIoUU+7CBE7e57",
-	"yDv7b6794L0I7vIqHIySc9jkJNM9IL3I4cePb189ARO+JWtaKqn7KD1pSXIkIvbMRfY5SKIvEgQbI5Td",
-	"cVG95NXuovT3igXsLeXUQKl0z4JhL2+d8VZVA3TMnZEriw2cyI0xToKh7KADbGsb43fJDC7/PDGNLMzk",
-	"JCDJ2LOGnBWC2vGmz3iMcyCRr7jG4xGQTkoq7BxuWWx/3TwM8x1gHr9yUIlD+zoav0V6lRZZbMH4inLZ",
-	"GV6oQXhB+4CJORdgMWvrKqQipeeyyEAG9vVbuELskBsqjgyvzdEvUi6zLW5ISfn2/SQi7KBO7iKHIab0",
-	"xAdEuoTtJ+nO+RbUvn6oTJA1HHAfsMW2cRdIU1NjGUuGJVrRw5lV0mxxkxJAWnGtOzNKCASKgCOc3dTf",
-	"GvZOyQQj7AKwQA2xl4iOx+SpEi8sl4yKcKQ7hEi9QuNt3hEixhHT/sJYQxw6WodvAIuFGGmkZvSe6Ti7",
-	"3C5KA0YXK0K1dZ1x24zFZXkbr8eRi2+m/sr4V9JhWRFg2U64YlbxMWjtmQL4Be/aj4xurhQVupHKTP24",
-	"982vRQS4tenB6wDBnGC49ucxPqZLqu9YFfQnVJwoqKUoBVqpIwi3K1Bvb+yD//GHP/xh8L7l5v7NgKHu",
-	"9yfgFaC0bBYQD9IHK/i/bTO24X9vnz59/sI3Bl1BntPN1/k38Bd3JP7HMwC1/9f37trRT+I7Z3BFpm8c",
-	"nQEju+yDjmW+e5vRxGOIMAiRd5b8gOFJvBEQg9Dw9Zprw8Uc4v2TnbZNNRrAHntyUf+zykdIJZRqVynM",
-	"dbhFCtvsdqv8dZ8GM/trBFvW10xOyM31tVOjAAnt+vom5BuyCYHcMeRs0jUaYw9GCHfJK3J4sIsApubQ",
-	"6AMeXYf4NgSuCd6+CFd7Ex48gmfu8K1juPYeunyEQTwEmwxwwBuYtWN6d5EoVzBAaO+XB9i0HwyNGEl1",
-	"zrPXfIh7R/sxWY5YnU43jThD+3a/YANKX07LddUcjrrpk0bKGo7rhuh5Qk5RkYul0zjWznV1UBzgi8kI",
-	"uylVHIKVv1OcK8nFHCwNVoEmh0JidrC9aFn1pCCXPirrkDpBBXR6y45WdP2kcKo3OcQ71aqlSvF7LuZP",
-	"CnLh8tQRsguOODXGMlmHO3HS6c5WOCsXrGqx33Onc3P/Klo5fBmFvmr+pCDf40uD91e8rolbbksj3MmT",
-	"fmndvA+KAz/PAwD8w9/88A+Kg0Bp2M/YFoyXN+g8LUFYhFQQApcs5mnhOmPyjVFrsE5fYLhFAfKQ/UWT",
-	"SysZ9UOFL0JQhns4NlDAX0+ZVzHRWM56l9/AGI5Ptka99GuGsA5NfkIg1W/IOsDNIxkFJpsBJqmerrKA",
-	"KytwuwY7Koy5pwU+WKzfQ3T4bcgKg2s8ug+Tt3iPqh/xNoGTtj3Etlcw4r9TrhROuDeFyWFSPWa2T/is",
-	"6xwCZ72eibGzXyhU1ktsSysNvjVsmUOMgBcwmM+jQUQwET7wdRpqBtJzQZB+C6LveEMOA3obANiDW4Ac",
-	"OjC4E6KZvUWtXNa7RLGpcBas4HrHm5E0oS1W5p7NZkGhGMEKI3ru0/zpLsUn/9zBZUhFNlwTfZtNulku",
-	"EgMcLny8FPCsYyTJuau8Z6wf74H+oxlndaU9W7VLAbQQwPy2cz0HOn4HfC/AerhhbCXI/Xzrp8KRK6aY",
-	"GavszJgilSzbpYve+0xuU9/FxBau3NBe+c/A0MPuOVv1UFIxJHmgBNTUYbyBsAnwcl6C7qHUnhBYpYAo",
-	"C8+ipdgSBBamNGG38vhADYwWAGLc3hy6iT7p6Mp4rFwA7JlxtUxB8eAr41ZXP2hM6sEvMj4nvFsTvAAA",
-	"tQMSinTWzRWYu2/Zk4kXDyoEqYB/hJKAe+YEYU7sjDtrmN8vt6kT+wv31uZVz4QV6O3FiWwENELH6ry/",
-	"JaKLXW7A6P5IAUbEJJ3eMq5xq4h7N4vMwHXySrk0iE2Gz1ERtiRnG4WajdQ4JCKnAjkqbJSs2nJyDLy9",
-	"XJo8tUQApJM2ywlw2ebw8b7EN5QO3C4U4Qh11N8NpZtjoF1PCtH6j/CCyaLmfychc7OeyB5i5l4SZug5",
-	"IWPqLytk5muuvHHQLN4ZZiW9cuHuKrRpnmB0y41zL0VhVwW5keKezyBBUtb3/jMUtQI0O1ooC3IzvwXr",
-	"+o0VYgDavHuKwTSXb89juUqhORH6OCgO3Odjxo1z88tZFPKbMOBd/VsvKNgBXQWrDI4ma/nIGe/H5MmZ",
-	"LFPh7GdUePEO3sg4PBUf/xY4quKZzxsq0l83NAPBAxCMRo8Rtnsl3r07xpqpmXKKzRTTi7RhIUSnuYYx",
-	"w4whVKJ9sNzVxmB4SjKya2CfpBfhF5kqUWa/yfnFRzwHdg/cMFzLnibc9naL3l+csQNtfnG+aV9BIGHR",
-	"EyHqlwDZ5wL7/VvZ/XCQRaG1XS1v+bPjpuOSfmB80BW4zI1Mhw/he5mD6BrRfRF7goPHN1vE6zFpC/bU",
-	"leJNOSFLec9Abi6lMFy0THvfNNp+/cQizFnZJhSq7Oq84oqVCOppibBArlMA84jDEDzzBY22kitMAZwB",
-	"TBCfL9D6deR+aZsj/6N91f8M//YPbG9HXPh/ydb4A3AkGFXhjxn82w7nSDYAewH/LmuETrLjS7J+3TBP",
-	"/lE9mIGQ2jBMDWyYKu0q96KcvnLwkEkGFurIPNtWR8YectgVn//rC+g8fboxoPd+u12QPhhxWT2Lix4u",
-	"rS4ylhvcH9+Lp0/7I3z6dKtI4allnM4vMTQ9c526wPX+VfqoN6hT0Fj13fo0jppP87xeXH34FE4bYLkM",
-	"485Avg/R9Q73nGduBvzmAl7aHlnlegj31/nVv6WbzQaxvacCwqOhZuBJzDIwkMrjdGDZe4DR3uly2phP",
-	"7DPOrvs0ctmPL0ZFa0FNxjGEJLIht5tKGWdOyX8cMti2X90kJuyHb2xkVS98ltclo6pcdGlxefprmDry",
-	"NoaQJEY0fO/SUsDnDNiQFYeED5bMbNieJRe3v6TC8NJ3xDGqi9Z1zgxk+x5vPUREj4w9Z7XIpyMIaYoQ",
-	"jbZ2DvoJ+C1hNaKhT7GrXvhYsET0d/Bt+5jtmJWeBNc2OtFd0MFzokkl21uIqmsbYiT5liy5KNCO9f/9",
-	"v8+f/p/kP7hxHo3BnrqmEj7LQV9cEGpV8gjEwO9HwLp0wQBONPFzADjjmlE12SizE6hFf1GyMBbw4aim",
-	"kQhQ2CLhbgfPZZ8M7PdoxxAA4TvmmlQt80AaLmjU+YtdEREfJ7HvuIaU7GlgjGiHsYjD/HXImfEvxDjk",
-	"mNBAWyMJFkr9+OrcVUiraw1EYkn26uycAJIEhID2AdBaqDVsSiuItlUzpvd31VJfC5NLEkYr7EDhV/gl",
-	"qeU8gx+X2kFJSurwsWJfNDlEOKiXx8fHoTxEMK2ghJdOgpmgIznih1mMKUapNi57QcldOxC5g8hb3O7d",
-	"OhNib9R6Wm4ItgqZIff/FyTI80oTbYnjdg1ay5M87ttOmG9eYHSG1MJlkl1DJtmxswYXQesN6en27nc8",
-	"Aw972miTLFJ+rtg9l60rV4Djwcw17E+POhT3qPo7HZGOlqVsO8UG1nNnMLofQ/bCfiB0Riarpu+2XLsC",
-	"t7mYne48Zil5Q+5Csi56ErHzmyJBduvv0Nj6iGtjnLO/k1kcSOo50FEt53h8XqLQOyeHgbadj6AgrrpF",
-	"4bwoEATX+VALn0fp4i0xei7KsCz6sXSFv6yfhINCDvsJDBoSvDDRzyee4J+wQvYxxAAeuUSEQ4ylt7pt",
-	"P1wAptQLDo1BioPxJYTBxq1OY/3b/R/DpU6iQvyXdYUMS5bv4wkZXrT7OEb8OP7xfpFLQRu9kCk5+DSS",
-	"EbR7DZwU3kf6aNaNSq5ELWk1GWuhpgZygZeWqh1e0IunR2gkIr45Ynh5x0xfloywMzO5aVnNNmR0+TXD",
-	"RK5YKE0kizEwAm5eXvB7akJTne3bYP3cg4DqF4Y9WRexY9qiOMT7QDUx9I6JLQs+7SJ1HuNHIgnb1J7k",
-	"oPkv7Lu1SbnS7Fl7wA4io3dR11MS+b7SG6nfRMhMvMKKV2aRaNb+vPegR+xondFsExevN9MxbmRvk1wo",
-	"T+zNgWvnJJkM76EPSw9xgNWp87HcO3jAI9fC2BeoazjfSG7Rojt/dEVkM21B0Hfx0BmKDkorm1XY6VAg",
-	"dWJyLjcO/BJ9NhXXjb3ckC1OL+IxeVlD2JuOfx3PU8UUgp5wt11GHrY/XKNIhNsIftzYTh90F6Xv7uQw",
-	"6xgBSpMeUhVsVBvBhidW3AMO66TiYNw1it6nXBRb0UScQyc5PATcSGGCxHXDdoTaSED1bcXPGBtksDaq",
-	"asQ+vQFXsbXJxtL+WIPjob8DYAnMHXVeZ/YJFZ0TKDdEZAhjhBtsphibhAk5LVFj2NTT53/MohyMIC28",
-	"cogGoZQfBA47QNEJQ82BKLyK4RMmt9cT6UbiWl87OJGxfcwnqITA6yk020dAGBnTG6qPEPlgbFQ5lAP7",
-	"9bgrZlc8A7CtfPIR+ZpXLJU7fRgAplzlOFTV98M0uETwgrE57IAUMIlipiUMbW9mF1wAbhay9YgAuXCm",
-	"B6Tif7Gs+sKlzgO+X5w8H1PIigUUjCGk2tM//mn/pPNtB29CEvWErc1UfOmyoXspzRMkgldR9P4OIkGk",
-	"WpOSGlrLecsIRDPfM6W5FKxKZCGQbrNQi/UbJqoNpBJ7gLko67ZKQcn6GM+s1V7vamAZyki/wma8xRae",
-	"P41iOoLBxfOXbfFb/r1drbr+rQ0hpV7RtYYKaschsphqzcyRX/ObKTSJqVh5x0eXGLfPQoYUsW4Zv02t",
-	"4k4R7riUrgohrQg1E8PYHVkmmKvPm3BvnKCNzllVbSe6SzfRE62Ng3Pq3u9GEda+6Ch5wmkNKcQ7Se+Y",
-	"+pCW1Xes/bCjvDY9q3YKuT7K5bglRTW5CQiiB5f5G6lNxsqLar9l5JocAqIznYOhPkjZ2A65XYNe1GqX",
-	"jm9frbnGFPSlFNxIBWmHHtNaQ5F7F9hkKE/lEUSSiM7ZdmDwZLWQOmBZcUAt5GKq8Ui6DP7NOAGhZG2F",
-	"2EXUCSwAuNB57YhtSh8Tho8tY7AQ4iy6jPcFo8rcMmriSM0p3gGH+pDr1SE5MpimixetEItHSDecYbGN",
-	"sVBsk8Y/v8AHuIoTG8vY/d9H9Hgn5Aog0SM6LIgbBZECMKC6u3ZX/ubN/tJDOcgA9NAENA0/5yJFq6Pn",
-	"bnnLVAZ+3B2pJbyzeSoWjNZojhy9uOKO3uAnVkExpsnWXjvtF13DAXzl6uufnr9Nx8VARY9tAKngruEO",
-	"T8yBHI+WUJlYW4NFy7SZJktnZutkfW3jqLaLUXQ242Xahs3q2S6TFVjUkZqAtZqptNjOZirpLEy0fS8N",
-	"WmG9Q/Sv0jB1UBz8IMU9/HN7YcVQ6yNapD59RIMK2+wWoPBUuJXG3wRqHTpt7O8ugKZH8YBSysAc43J+",
-	"0muYzCd9KyqWKOX7jmpDajkn3D4P+alOAOtIaFKxJPBWJhOCOrdk5BQeEMUtW3AXNdMdgIlFms6kMLQ0",
-	"qZJQ76PQ7ii8DnEu8LMOFH6nCe9SMRVlgAzkPy0X2+sjeBoYPyyZqh4dUfVn6Y+JvIMo5bmiFWZLihSa",
-	"f6Tg5gTs77igau3F636HPXyWVoR5b7ePd0sUplj0CbtHfkOaiEXxsZp9/nwGqSyPQw92cfTyM4gpFU5A",
-	"cNGuoOoWdvJckQXXxpViGJxNt5lJaBYpjJJ14oyfuC7L+A0smAGkRpfMjy9TaBSmORGGGF9O4+gwYYXW",
-	"LTlmDvPbanFNa4iRcyDq6ZqxW74EVeMDiN2wi1AAeAeUxIDfbtvyjrnTrSGebbp++4OsWEcIrqdUIIYb",
-	"3XfQV9ZRHlyi1FODH11XA++EPA3VcPxLkBHm0asmioju29epgKjXIvgBQhdQjz4uKzep/51CdV1z4Hvd",
-	"Uu3uSw7LEo3efsg9fe1JPNsLrYQD2T9TRcwg/GgHi9nb7gw1dkdohOvlCkKdBekPOW9fMhmIJFFFt8eS",
-	"QqImJ9zJj8bbSrlccjM2XnzDsCoaeaR67TZulHiy7vAuHLOvIwwgz9yvVpqCkeQBj4NpY5KqFD6Az+1d",
-	"nixQHQurO1gSe5rfr7vYDP1B1X3b4R50Y5ha5tuPNCCmlvtEz8VHPOy163ZDlIlpL5p+t/bJY4zV/Pxp",
-	"bpdLmqyB1d+lBUecFNRaBpUBRyLx8P31+xwxdAK/68iJMLBNTpiLOl5PjRf7ksdk69TKTYqfZA7awQTu",
-	"d2BnI/iA/vxsiuHO9chxHP/EEZhshUneE/b3IPFTLgCvAkoKTKcr2vArecfE6Lqfnr/FMnFT6/jmHUhd",
-	"o726R3qyCtgZt8YPwaBcx4S2M8JJ1yi8MLGxVm8ZIbywD2Vhy0W0c9F6D1bIT2qEvC6ZTh+O00A9Gl+x",
-	"skdMVJpBiNgxuYKyS1ABGHFeAezBUYwLS8IIPi7IG2OaD/bfpZR3UAFCVK5KAnfXyK2s1mk8B61fT6gV",
-	"58biyuzjb34O2CtxBdlOwmC7QgZiBwgIrWawBwnXM61bFpKlbv716PK+PDrTanYEH9y4mvudPgvBXJDa",
-	"OudiHrJAouJGrIJko43JnJBbrMgrvXPNbZeoOgAp+6lH4Uhrqc1YBcTXsxlDYOdmoxZiVBlul+KHxYEb",
-	"6MiWnt5qWbeGEdapUe6rE4cpwE3o3cqFmNo5p3yHbXQtTpNh/eoe0trVSe186/Y+dPRG24qjiA1ljAS5",
-	"sTv59ZLdpDPF7Pi3CW4fdYIddIN3jfR3MibSYuMMJfZgjFXkZJwP/tLEcseyf/ks5JKFrIxBoAFe6Fsl",
-	"1qSo9bjah79kp4wDX95mkAE0YSAZHDCIFOGLXcMVVlSJNFqFF5r9GyO1mjAyHgNABHtIqdKsBu23NKxp",
-	"NPQkbUEy2Km7zB6rkDcVndCSiYhl1dtkeAZUMybUOWUAQQWYytnbVxdESOOwuhfMXTBLuia3zHlvlFye",
-	"INii+z4q8g0otHYveusel5lMScUhvCPy2scxMjnWCdRHjQNe7YYbbj5u3LXrfhnWI59GliJf+9wdu7AH",
-	"w9iBLTMX0nwHl3JmbmABGc6Oa+LwfRENkxrMGthrbs1uNYG7Ubj4+RNiNS+ybDVg9tP47nQXB6C5gCl5",
-	"J6LgwhHFswQ4ZqsaqcfQ+sNSeY/jhDLWoKswGiFmjEVPQwwkOPRdISxSymbdowisMu5GhG1HdcZLKuAy",
-	"AQxXe5ufuMBoQJ4FWRICNkL9yDvWTAGf9TF90c7mmVKMxr0vGhaUWI4jvn4rMUEnyUL7cZ39qLh+lBOa",
-	"ruQ/Xnz/2aPFG402uk/0UbzRj7DHn7OC7kPSON4xs1kg1jmKqKuqOl4CFjGgQ70r1OrgYgQ0lCcnRM5m",
-	"Ra6s6x5JIv9oAt0lAeVhBV13TUkJRVW6Iqqb5VMLp4tDSnyvdGoOAmz3OqCPlFfSq9RZeMCd50+PYOdI",
-	"ssDnoT/pMCKHofrkgYkog2qe+aFEtT0fMpKpKSyfr+anvaM/YbE1F8lqJHqN41KT4lGTX7ZVA92eDDN2",
-	"SqaUAIXSULBdlrvtkMAyueOHFencqUSmhGQTgrHVEMqjzVEtKaDC+OzZqESmlYmRfwyE4kfInyGHz46e",
-	"Pf+Tnb+iJTJvIUPgRPfzk70Ugo28m60y6IT6nP/pcnIuYn5jOyOH7pIm7gf98uuvn5wgrxb3PAYFBbKx",
-	"//cK6uHCmKYg9r8aSidQf3N9vHgbF5F0nO2YRBllWO6eHLaaqZdeNvgXvHrAIterphlqZOp8kUzdlgtI",
-	"McLamMfHg8KXx8c3UWHMxONhWcwnYO7oFJHO3OyL8j5aptIJhgJ1VE6wWMTxZsEWrxO2AvF9xNBCtZus",
-	"MiH/KVk2cjcO8Aj5USBu/yArdjpnwrwO8d4Ps/sg8qUUqMoPw8g3ZXJj8ggb7/iMmagOGNzxccyQW0Py",
-	"z0+fksNnAE7YGqafjMPY/unFH3swti/SKLYjK/ZAWGarpIgo0z+LsXwFQ9j0Njp8gHXjwr5gfaTG7IrO",
-	"N+FSH7CrGJK+V/oWQvqPoRSy/RW+OW6ULJnWxxj38mSK0MErtmykYaJcJ8UcrK0n5mhE6OJO4aDeWRlI",
-	"dH/DmJEr6KiktYdGiOo4U1hOZ0Ldem8u6afTLDLlK1bzewbSj/NBccyu0ES2piO3b7bBOG9DcW7o2koF",
-	"ecJJyWpvhRUGw1FwqN7cgFzT2EulYaLSfhltr9F92pFxDrIUK6OSAGMXNsgvuvOedC4VoyivJxmsXIpK",
-	"9qS/YrRC8WgwPb/kL54+3e1QJ9d9RbnZiudjZKh435u+keD6cpSB2jQX826MT7ehZ0fDmwycDSxgnH9b",
-	"Nlmuy5p98Da7fRlT7VuKzH9GEtWCI4lGmV+bLCuXnPG+903MRL5JYQf6fnM2U0kqGUdvI7860i4gMPwp",
-	"m+4vxQaPFYPjVxwA74uel3Y+M/DwHikm2GqnSmvDEzTtsOxiRwsJGt06jSMDA5F81Ew9mjcnOJcHllNU",
-	"PX7I+yDQIdmPhul5xHZQf7yQmaq9xcH9GyTdyCV+4mqqEU1rQKOmGuKSOabuJXPlv33R36GkOV7W7G2K",
-	"pXSOzyBm23d15yYHf4MPau/7JNZkrqgwQT61Fz1q0nXNHttTESdPOE0OzaXDYqbdCnchsXHIQcDWDR87",
-	"g0nyJNmv0qrsOznnwovy9nTqjDURriVp1f0V1z4XIGWu1LG9Uhege/O50JHpUo+L+99YwrMN2wH+77+d",
-	"Hv0bPfrl6dE//9T98/j6X45++vvz4sU3v/7T1tSOMPuIoDtqyp/nyrtoU5FCgq3qdahtZ7VQaeCfwQkb",
-	"0hBwRa0EcU/rluUj0rZpzmE8kKSZHNiVleHaunZDgA4HhuIbfV9eN9Rc35z4I9mxjGDAhjMMuL8Y+crN",
-	"AKMtBou9YxNDSYJndHzHfIt+ml3oV3q7MBzgo07lQl65swzV3ru4FZCyjMYDBfFcwCjcxjg8ZfBhWwGl",
-	"CwdED96C3lvhGb+BAuAJ5SJ0NjFYY2OQBRaFCsy1I60OQn0QsXacqZjtWhyHsE2PosduGn7kt8T1fOR6",
-	"TheKzYeLfQ8a7GD4OGOkWrgxdD6QDIiTEhQywN+KTZVUBCcA73AS+9v4WeLB8MoAHHEmZlKVmGCAt44L",
-	"b9stXgyusYQElL7dhlEvEJ++GaU2xmJsy6mB7B2sNaC9on8shpFbON/UGX9FDb1gxn4pxVnNqGib81xR",
-	"zMtSNgy11ooaSyPuQ/DcibYhSraQSOfAigCNGZRmsQ6lQidByJ/anztZNGDFb9TgjA4FNWwu01msbmZE",
-	"wwwapnAC7pP19H0MS+W+TG3qtFguN5WHxXJNleUH63fiY41CFNEWB3g/tckBfbvOeys/lcYu2odHaKFi",
-	"x0Zp8aEEp1oRVGQdkBmAIU0S9UeJMjwDDcUO+4TQuibdR9ujvrbzun+Yujei2WVJIo1lir9bzvMF9ntn",
-	"5vIKMedDcrxlLw/nLG4tEjs644Ln6kNGWaKwHp+boeTWa3KqjK/nxtxlISenhjh/9em2tNQ91mED5NX3",
-	"1Fv8BCeMMr4mMMVbqtkl7P+pPXUpygp/BVBmWYL2ahexcm1sEj1aihINui+cobxfMeRG/1xzw26SGwoL",
-	"r5IVtbrT2Zntv9Lk55aXdyR8R8oFK+8KciPvnLsoSiDbtKTBQqXsnLBexD0PdQqjlZh03LCZD2E7NmIf",
-	"HVh+Bts7rCNUTtD8F/Ds3K7N5LQeHMhfc2gMbpoejWHIpeP5TsESnzCTGa/3mclGzZA5Agr15xfTz3Bx",
-	"4+F1G588M1zfvWdG8TJTR34pW2E5Mc4FSg2loiTveZk4G9/VsryLChwnat6w3CrCzwFsd8L2z3TaO/Z9",
-	"N/KhDyS2H6bgZ95DfRtQnTL2BEPrMaz6HSm41awaXQ4urJK0Q2vnWHw0A/Hq2ivI06NnA38K1HmL+DhW",
-	"CEkUwjCLUNPxIGxCb2niecVb3h9hkjodVh8YtoGhvzVsmUcyRAcFylsKWSjGWTDCaix+2hkjjKJlwm1x",
-	"N2p4cM304GIiy3uIojjAZWLafCerNfylGyl0d46dWL5OWiPslZRzejBMhQsz4npw5/z59RX5mjb86/vn",
-	"XyPdf83FTGJsBnZOLuH3t2Imjx1DvMkk/k6H9WmUvK3ZMn2+8FmqvhU8IDNUc6UK2S9+fe3fVmy2ureY",
-	"X7uEneiXuMGtiFZhZUPZJT+0cTic18CFoaTn/LRp6vUpGB/TVjwVru+V4sbXm3He9x6QfAhjFD2gf0lm",
-	"sq7lqouN6mAVIWQOYuSc3BSDAIKj8pB3ZQJuIrchprdJwT7MDl7+bfw235hvEJ63o30M64T/+lNqAfdT",
-	"Vn2lV/DKKm4sD3M6ZGp9E3Lcp4aVhlWXC/r82xcp0WvWatYtPFx8QpJaijlTsPhgfMb0hilxEF9QXSwO",
-	"dFQ4eXooQbyqmJRaIKbx/7z88ANZMjWHELBy0WVa+grMcEKScQUbznVfnPrbYqKnPSJ6eySA3jf87V1c",
-	"QuYMHd4kiPLmSRwzwo12h/aEPHVNa5+g9Khe/LA/o27a3OkbURS2cZosDM040ppgKzwCUFaXNDUtMZQ9",
-	"6icURcnVLr6l5V3bWEEsFbzUJR81vtih7TFbtHLOMsjNc1YFwpystsRLjY2klJdy9xItVYg2nmeEX16z",
-	"tHv8rFdrJLsY2cu5V8My+em04IwEK0MXxpZqBUgWikGtyMBFcwWTNRYh8mck1zJ1a0kEY4BM3fWDIdP2",
-	"GqB3jDDwf2R6A6je72h5Nz6FHiU6vBFXdeGWQeHH/kyxJLo/MDKXUaIzl45LynHHwF05q+1W5BD+UUbl",
-	"cQJdBSydg94RDMOI9rO3MpubEhel9EdwG99yhymNXts/rZu8acZZnSoqi+9DOHKartkK0B0SgmZNhWCV",
-	"c9lRDVdb2lBSV5k2fDb39jYmU3XMRmGzNOHGhaUYuJegZjO0NiGHEtctmkO0JJuj2raFcY2EVHHHzVvG",
-	"G5S7wDBEReuY8nCfp/NAH8iY5U5LKuicVd/bNdBZ4tHgBg8xsZGMccjB32fWRciK0KxUzBRkIeWd9vce",
-	"V3HNhicnHWtCSRQSyxxP6N1DeWLuq3DQ23Gr0tUbh3fTLhkp/FGvg/2EzdeIqeJmf7sGKu9T0R1bk8OS",
-	"Lll9RjVDKRQKWjsO+b9O378DmniSlDxzbPbyzenR829fxHz2BALD7JmD+uBYsyJSEMArhipB2GUesWnP",
-	"yZaMitWCTwFwDUy7v3E9xh04dCQv9sl729m1/C5TTtreULPoAu2vPc7oxKqYUCrVXn5WuDQptAY3/ZFb",
-	"27mpyUq2dbUpDg0Kdv1DZDvk6pcPvZuLg4rPErDfHwWfWXHQPo2b+eJC4dpFUXEBAAyFyyhCg8pj8oUG",
-	"79otKxqWE0ljQe/Zw+7SR5EQYWnG72tn3uFQ9AegLHIK1zbEA88JopPfp8bhWhbhxPmRpkQzR4m7X/iW",
-	"aTzcLmNPIlUsShhwctNv1ULzjzGakEOA81VsKe+Z/S5cifYmMhLuRWc1Sd1zOcvC2CYrdhnNdchgVDzG",
-	"oSD3lfa5QGMlWP6BEsiUm6CbP8jEegdpoZzCf6de9Zv3+7RdO7f0tOPR7O9rINYTIh1kL1RB0YYmgP3m",
-	"sjmj5YK9p5++V3SZup3xdyyVGYoxQCrvHVvPFET6S5eV5ZJ7Xfy2BwA6rClkiWEimDZkyZZSrZ9sy6p6",
-	"+nR7hs+i1t9niom9eXdJNJsvXczlkvbcOrNlA241nXTQLGp9iZ9m04fi5quobqxLVhyf3PMpE3MjSKoW",
-	"+MTn/znTcg1BoTVd25/HB/BNPIDnyQG4IiC5Mwv1YKB/ERKa33y4vHp5/uHiagpXruX8HbtP1afEcwEI",
-	"fjVzdXX9vlXstp2Dd3wmHb6ZfaqUVMmdFPICgnSvtmSkeRu1D8SknpidPVqKa0yuvRZSsGuVrNqxR4oa",
-	"NvT/tKxlW04gJbqW4Ywt6ZrMaF37UiJumLXU9oqBc6l3PGB/So7PNOdSmfc0Bw1+cXVOGqm20NuLb7/9",
-	"5tt4LWK8kkR3PBWoDSmhj92fzlD5xdXlQ+j710n8/mNTUcP2E8lQ4yFlzP5fosBKjSvIgcKTFThYRdoG",
-	"fhN5de+/kfNsN2kC7+XfnV6P4fTakNHGrI+dvOqBj7wSuExmpf4u0Pwu0Pwu0Pwu0Pwu0HwGgSbm+eE0",
-	"RV32Zttb6ZivpZhRnz0UCTaeIqzsYYjOYv4mshdoxn3pTAGsiiFVEhEW9hbP1RK67KVLd7d+fPa7GqKJ",
-	"AqO+rGgynRH9V+mNfidlg96OfinPzjwHvq9cLc9JfNI1nS4GSrV546vVjlcLADEI7l6seMuqXhEsds8e",
-	"UPHqM5qtBhVY8gEVD2I2j85NdmYXY9ucq7/oLjuHKITFFWKibwUUogG0Ktk0YOv2ieGW7Fsh8F+lonrR",
-	"Pb6eUV6HYAc5m+1WrdENyz1/iG0vFGWMjn9cdjE+nMXOjHJ4esYZ2GnD0zysA3TJnn5yWHtOgTn2kKWX",
-	"8Jw/SbC+UDJzUuiDg6LtRG1XgwkyXPYARYUIKG5IJTMVNZbMLGTi4ALzwoc7JAqcU7OISivAAo4dDQyI",
-	"3xZLtm6YBh8dcMFZK0qsie6CzOq6H3CXoVM306KL1e96DCMpDlI1TjME9Y5rkz0/Mf1EddydO2H0unww",
-	"M5WrjLLYDWRH37E/QttqLnSFku0YxlfwLEJey1Bu57p0WG3CoRwNvO9UXLViyxFD6rFN0Kap1xiUY1rh",
-	"4q4SfvguYlxPItGuF9UOVnizbFH34aTgFgiFSdWml3c65iCaOVtKfASbmg4qaQzHY5sPgOb/yEibqTTu",
-	"ER11rvvwQjARceV5EduV/D10aiDZZHb+b16I+fx3fne5dxs0OEmelsfudn+gxxnIKP+FomKJsjp9zpFm",
-	"lVYuaKCGX+x03ZFdbuWVE1hkNonTPdD9ACZfbxpMmsiJvOUtyQ4SWlq2xx86c2yeTJxMR0uzbeS4M1zD",
-	"/RhnoeVUuHM76GmtxvbhuB52snlcur9OOxmDauUjhSKpKRdMn0Vjn3I72Xujt1V22F/pxIrvicT9mbjx",
-	"SMJ80GGdvhIuKvykX8vZ+Lf2VWan8qn+rhd92k/T3CZtp7c5Xo386T5Hre8URNlpOXTdOfcqIy3/E+TO",
-	"9Wb6ONlzgyb3cQp+aMwm/+yva+K2eFQnXKJ82u8+szGHcIqSRjLBpu/r3llNXYO/gaQkN8vJEq19OVTu",
-	"0ZOssxEut7dSnQfT7CuuIcwPTE8XwTp12ZYlY5hc8723TF3xJas+tOagODijomRpHMwpWT7ByuSnPyV/",
-	"uTf7Mbeqp5xkOkcnZaFRVjs7xN7Gbxde+Pg28BmfnycNNq9Tke+Tkkw+p2W9bNosYMPZ+UfSahYl29sN",
-	"KiApE7/xm1VKxSZhOezl8sxa9JE9ZTRAl7vgGAc5BFGhINrIpvDh2YVDSCwIbY30IMxPsh2+Bhdouj+M",
-	"95bK2xHBXZrhVw+XItknA/hIo3Kgbhum7rmWIVzA189ziE2UzCivW8WcbBgwbPf3cOzLUVMR8I53EF7Z",
-	"q29UcM1r4ujL1cn0PPvAHhEBIUaTC8ijW2iCG8m/6ioxWx4YS+Gh5mbFq/1X3FGtTl7QuO2ai5JF44qq",
-	"RE2ZsNYZiJgLpiGBzUWbDDjFRNCY/+wOqQnMahelLXJSfQat7bfqI8O4D50rqKORH1a/GetbxuPW8L5p",
-	"LgadC+e0d3nFF0ufr0cHr3dPd4vVMbee6PFQd1/E4EbluqGdNo3m1TMR95SFhACHZyhVhic+Y3Edqs74",
-	"7MQoe7hVFgGh4oplpAaOxU0Uka1p2p5ACI+sFAhPkgTcK963xffYlwHxS52Fsohrj23cj7iqgi4HMIBQ",
-	"CMwKI8Y0R7P6fjupR4WbukUqwpZ0M8zTxI/sdiHl3VtxKz+9FkZlSAI8II30ZYJ8TY8sUaTKglrFgTZN",
-	"h0ke5Hp5R25ltS6QZTaK+YoOWzmj/TadCPnG+2ygwCk1tJZzzA4+/CCQQ7mM0bTsyCeBnDO7ZAVhP7e0",
-	"9n4lds+EeRsMAW6NVrjQ+HQfGfNqWPwV9G23Jzzj66Sr/5m0yVzF624psDT1mgCARcn4PavIIeSnGfYp",
-	"I1v7F0cvyJ5NvWubm12AUfGjNxN2mg6dfeDdP+xiFMuxHc/Vh7vqSsE+HukOTjLcQYGYE7PevM56pdp6",
-	"+9Ht+7Rzn/YUgZuHzoMu6QmY2082j3yTNOf8AEpkcGfYl6JCv9SQZ1NVAgddmdBS0HRGROhKyRWCAduP",
-	"pgqM2agAhy5cEMFWUKrOyqM7erw2uWzCQQpgiGNLCPZ0dBLAkPbBCW0wBzgsp+92LCbBCjoAULiJN2m5",
-	"h5y5kgDAMUCHdjbPlC2x2lpAG/o7cz7CihnK65Gc27+nygP3MQiNomRJ7dIh1pA9lmRGS6MJvZWuVC6M",
-	"uwjVK7tKFZSUtDHlglr+rmV9z0INhqg2AVUsYBJurGDW2vmmXVLRjYl1cImArAB4EWCsvrVnUemMSVQx",
-	"o9bjYVSKNa6OXiiW56AnSU2NC5zWaIzsz2/TkRcJOkbRdCHmK/sgco65zgZX5c2/HsGLR2+rG+LBL109",
-	"jO3iDxBTnNnuR5Ol4rNksO77IW0gDUPdSCf8xkRNriwrsyok4dqRPrwLerSrCxys/ituFoD9UnNQ41cc",
-	"nGJW9HVViPTC8qsbN40bqAfMZFOzY3IGbnoKcfb1GvqyAjXr2ZhBnbl2Vt9OdcOfXQm98HcruhAuKENz",
-	"DQVErlUH4kRbs7ByDkJgxk/cQbh20BDRL/FLWLj1OlRw6n6C+tTXVpSueWk2HghprkFLiJ7Y3zrbrv/V",
-	"/XLdleaPHkZqrfvF3/5Rx261Sm9e736ynFOpFrxqqKP5b7SaXSv2H2B4ghA5qPu4hjF2R7A4cHV2rxHv",
-	"Fh4DcOnmo85E7R9wcc8Ni7sZPOk2NKqcGU+NL60qGLcAMxLA5N3OXd8i3qz/MwIqin7Fcxj9AMV+vShy",
-	"jWLotWIzppgoHQCYWcgKpkzrWq7gR6uRxxTi/jbhz259cLsVppy7v9fMXN9zzXFxhXSl9rgUGjrq4uwP",
-	"Qo3MayPldU0VXnahJst1xQQinVkt/JaWd9c1o5rF69eYX6BZ3TaoU7vf+idHUcOua77k+IJiM8X0Ihym",
-	"Vju4NLm8LmsZ/WV4ecdg0LpdbvzcnSxlStda/FtzDa6Ua/ZpQVuNfbtaQ9fsU+NWVC9N0zECbaSic3Y9",
-	"a+s6SIwdv3A+7u4JkjMFAtHtbeCU11SVCytiHoTKnL6ilfvmnlG/Pv3VcnfItWxNKZf4S1jfayQng5DQ",
-	"Tsy8tgJ9vC3+d2M31QwobMVutYQFbJu5ojG5/VQcOAX74GWSEjZu09f3UNj4ntWyyfi/bntyj2cE5NDH",
-	"QJDTgvw7NkSYa+nfD56cELftShMjayjtQhjIJwDJBuCZFTU0AZ5ODd0ZQEuYI92w0p4X10HRubdB6bOy",
-	"DTe05roX5e3n8ZVGfRVLfxi7m0kBx6m8CeMdfM0rEPrt1UpLJbVVM7FkBxSIxZ+s6KNPnOAVOBu5Y+ue",
-	"nNu2PLlrMISROpJeYbevWW2NlwuiWQ3FDEAkgmq4chbWf7Kb5CyKRrIik0fevsfaMXzOBZYYshId7evw",
-	"PKOLyhLQcKpT89GUuaLIUpC4zjV2CPU2CpAe3e+YaYPli6fr3VvqJJxTBRl19/3QMk/shUfzqdfk2YkV",
-	"oaIDHz6CGpV2pEG8JbdrMm8ZQHZPrbEAdfYT+iusfG9xYqnJXavIaf2dhnq0VE7cCEUVZGtu7Q115LjQ",
-	"kWHabHfJD2sx+GMSU+twr8OEis6SDYc/JdS+Ab/l2YKlkEr7xXuGqRJDbJ7pCO4+sqVfnw1bthKxvEsf",
-	"n61nc5jGsd0B0q+AEr4PoPt3IKbBjVANLqWfJhbHD16DsbiJN1KbbIEM+5CghBJCJdKpDWXTnkmVjKcP",
-	"RoBaznlJa3J2/lFPPCE7BAysFrLGsAYi750FHDJtQIa8p/UuVSCgimsqLv/9ZrmQ6THncTGShBUFBjqj",
-	"ZXIVmVlJhbVx8J3Jvb71n4x0bQXPZ0lD2tGSi9YwYt8g9J6poWEqv4TQ6Lcpt+jMMCYe2HKy4fuHjHfJ",
-	"lllie48u593riUCzVyN1VN4KbTDtbBn62KWmypItP+bLqvTGvXO5lsZesVsT7Dt/P5y+WykT3v4pFr6e",
-	"2zFwlOEKDqbc2zdPyZ5EAhEOJ+MPeO/U5fjjFSQTba2KESUeuZvmNxvBO5jVQ6N3N5p7YJnGjUQuRKTW",
-	"O6bUrRZSu23hHjal2qzNiPXRltuQ4b8gTs99wIXZ03L8iml7qNyyWdE0VO6xasmJ/Y8OhdZXC26YAx6x",
-	"D7ZjMboBjsLdpGlsLK63t+NIA1Gt3n2KO3THyr0Pats9U4hYG0oc69FMwWlVo0Umolhvq5OQSd57xWfO",
-	"PAUeIbcSuEWTL/9uE2xzUF0qcf1PPUUrGo7RDtEsHUh/HN+Lwx8nnDDmscW5ZWbFvCTvgFh9AY8qPgde",
-	"gnXrtyPQc1cOu4K+dYed5HvNlkVwL0xC3d8Wn+umlGnrIlBJqHC/0cIdWye14o4/7F0qqx8WslqsEUG4",
-	"ZREsc7LxSajEvakBPDHcQugUczdtf/Q5YGK7BINtGazsGBDxONGGlUw7pmNmG/O7wKBTadCucvTIrsXV",
-	"YwMiFq/Z0YKKqkasGNQh7OqUjT2Bzf2LdGD5fuTa06tBSBHOQqIYrXLEvAXjADxT3SzRYKX3pOsCzr+c",
-	"kZk+hsVZ0k8FEcwcQ0y5lkv6qZRCRL+pJVte919b9X7izf0fj3lzDVLENTowECs5PDVlc21WaFsf/Dzj",
-	"wvtFBk+W9NO1XovrW1re1XIenr44LqWYHdO6PnZ+qmv7K8HoNIiEFTKLnm7llOWSiSrLQeBnEr0HRwul",
-	"I0s+VqDW27m/O2GecjcO28ZA+sSw5Yhtw/6PD5YDDc+x/FGTBYhJeAEiuQ9R/ifYMP6TXe+Ibb7L/d6h",
-	"sk+50/eHYI8UBF8Jf9I+76IjuNnvqST8Z5Hbx3cokz3147aLa4uJEAT6j50d8yKjUf24WPu9jK4QJ0T2",
-	"7piSClAt7M4ZlZF2/Et54SLqLOqJmIWS7XxB6CBva1O8yxFYRkfokxx+cstycDx+cdM2h5gEunf34B+d",
-	"1DIZCiasbJHb2974U0S3YZtMikxiaPw8IYoau2N9S6+2YqclSW/y3SRCMH9dsPI+V4E4RHqiVetWSjPR",
-	"WgZNXyath9g0BCbt3GylZKPfJi0PbqQNLe+Y0cS+2ewzcujiQ5uqomyH/OD2IQZpbA4YpaT3bTk39Grv",
-	"dtMen0CteUQdt1ZpCjt3C7k/jbnm01Tmm9+PzhQr77/jRp8zhUbS/G6B858LcssNRqsiQu5Ee7gd3paO",
-	"YO8e0kvaIdYd/vi0pqaeGmV/c/t7EdF4TJTd6Y0OWYoPvrPSxUUrwEQtaKMX0qTgnGo+Xxii3RvjqChx",
-	"YtyGs27HNNzIxh8qR/pRPDBFd16ercs6WRZLLpua2ZttTtUtBaj3usZckakujLnMxgH8WRKFKz4KfDOX",
-	"SraGi2RGosui696ZqBMsGG1O61qWo9Xw5QwBoO3brqbO1HnbTy7XuUzKN7bBW+zj1lAurJbnrVno1ZzK",
-	"KDOiz9UA6ybtV2+XZ02byjLvHMWkBR3XYzJmkj0zyywbJr7nSeL60DCXEO9/l0qfkKNnG6HDU0L8x/OJ",
-	"fxuZr1PSQgfpoNNjbnZyFYZin7s6CIPoiZmPcb7j0L0XHduN4zY4HvnUx45+Ij4V6DbmLmmmPud7qrqn",
-	"EG4na4BM5yKOgRqaBiGKecwtWS6ooiXoZ3ohV8K7qMoFrWsG9R6XkNxi+xFrUjODBkVMzI9cV89eJPUr",
-	"GEFa/wnxLS4PoevzloGTx+GinhC/zQ4rAIP+LVtCyABNDjVj5MYlVRyHXm9CxUEIGnUtPpkCV99QrVdS",
-	"pY6ue+LbbjWaZaMWn3/7Yqsbz36WliSBNDDzK+qCHNpFP+JCM6G54ffsyc69Dk5MGEI03RStvu9StMYy",
-	"azH272UP2jb2snkMiJQZ5h+Ol4IDzo3gXQzCPYSJ+cL56ftUaji0Px59/+6vBTw+mr0//2NB3ry7fPI7",
-	"RvkWyNHHx+wAIsyuKjeu4jq85hazFTXT4ccHAHRsA7iwW+jXpJe+/ihoFw9r/RGgL5KHGzkFgQLGEVFz",
-	"TdwT7zD2BVVbgRHeXLvw0/WJ35pwQ9m/lgPmtCNL2gpE0UsKVveTFYz7R8W93EDc7ufzBrEsg1PRY7wx",
-	"YMWQCe2OHpECp+iO35abLp09HLMcTQ5x8PrJnpCzw9x3XUBF8GqyiTa+mfdGno0aOU/68OOU6eWeC/AP",
-	"z6N+3Ozp/jL0x/+IW5jNnu7ToRXO6xq6/1LZ09GwL3ym3J+VbJtkXTx8HnxAdxxNdQPzey3LO8tSRiI9",
-	"uIaPCbyrIz7rr8iZVGXPXdKL2GpTVq03ckWWVKwnEoXtPxOPADmDwSsY00jvGmiYOLJs8ciFPAFTLK1I",
-	"f6RMc2RvySPI34sedLwsCBxHHVczigpdyoqpI6sL1tSwdKUz8IKkrAgfG8gDh8eWBggP/indZUj4jRyB",
-	"le/7taSIPpsAMz8MFOACQ8NaRBtyoy86WplKmyk7Wqst79LRvCC+NAFHEtGZc/K3SX1bXMCLY/nqoaEl",
-	"XZO5JHTBaBXqkAH5pqkXkon16PG6XYejtSvvGRziz4P/n40Su8Qy/CFQy9cz/CwifYalXrZLCDSFquQ+",
-	"+gIob5pcNVUO8qzV7WcRkc14FFlvt+z7U6JmI4LzcRFSDR8lSRkSyM88h0rbSOOwVvCRw0feHtvvYAJr",
-	"/Zwk1kPgtWuABxl/+UzVKmC9t1xnVtkDFATqNyh9/FWPk+16qnWkeo5HUvaYny8rgMYWwAJZdappF9hs",
-	"CQey1yHyUkEh3IpIEWAkksb+XABm9uj4Fe2mUmxSam+pJp4oXrILujqLwdBGEYIT0LlUA6pUChtGmKQ3",
-	"7Xv7mXtKDv/X6ft3aWuMbT6dAXw2pSr/3kCoOlPn+PLN6dHzb1/ESdVp7K+cgT5MqAiLE3rbdZsekFNy",
-	"CkVs8ztqJNSCZi8jo8AttWJn2+AtVVsaZwW+pgsIZdUEMZBFRZSsa/dnSObxNgQ4Imns6CzBeJ8nDm+T",
-	"cmJb8Ivnz/6Ysmv/Fy9i/Tuafip1LhyykYycsUO2f1jmhDPmwiq7JR1kTPwXPhyZfUpuD587hmfPxwXY",
-	"2rcljmtjiXbpv8SjlQp1ZmUqnRl6wuxzfUIaqu2djn+ixIKx/KKs24qd4+Mo2HKSBgJ9YKJ/QuVw1qRp",
-	"4ZMwOzvCzgSV3+BxFAh8HPAcYE9vubAaCrYw1dI6ZwLQUJLm/iu+ZE5OBsO4lQTDBwh4Md3HjtuTF+2c",
-	"IAZgBvhuTszUvGrTcQZLCRGFHurVv1oQUGVQ7m8Um/FPQxSFAZLcJNK4wOaz+qjeaQ+H1wycjX30uo4m",
-	"+9tbbMJiJIktbFXhD1606MmTLwU30u7zueTp9HMqhkAMC24nuCa3bXnHDDmEq4PCJVdxfVcMgkVCJdLK",
-	"abypoqZgiLowzTs0TSXgDyJAc4IGLLJg9VTPWKqq/yWWMsBR4mSmn4mxUDZYNAizdkFtuyNAfNSsyrb/",
-	"hs8XTBsfLkfFOoaFmNgLbsvZtmkMwvL67umdujrPeTthb529ccPvNHWD8ZuLbCSTXzOVjmgamddIEDD2",
-	"6VzuUyCxFRWkapXHlOyIbpNZet9Vxk8Hi6Yzzrqpi5ZB34CNl30IjkeBsvDHwq39PogWo5ATg/YRfOLx",
-	"wpChAxXHIkMaANQL7sGjTAlGzhnLg1tS++skwZpGoJ22BznDNHSIdN53DoO7i/aN6L1wth5QxgBEw+Nm",
-	"TI2FHnLHBCfb4AbDozo8XUMWVWxcSKnL84ckMuoHXzZzm9cyWwXg9Pwt+XjxzgHpRuatAqnbR2/RbVlh",
-	"aW+Sb9He18P2sUF8EpWmUq1ACPt0YJRrIyCC/fSgsB/ooxf1A+qsF0KcA6xTl+37jxgXVCOC53Z4B67j",
-	"/SX4ncMzdAuKusyTx6iyOdzwuDhEr8t9zM37hLSApR9CTSxpLALXOokGqcERRWuNaMwYP2e/jIKNHhxd",
-	"l404+Q61qk7TchvXBZPtE4MSLI3Of9iFnoQSElGciYeDHZqdh8chx19O58mrNDAZNCaBecMekiioyE87",
-	"RBDuUpt3WP0W7ZOwnn7VnNmKCSXrepkr0PDQQurkUEnpJkjBFgpB+V9bQe1rvdaZsxU5DV4DxKtOsRx4",
-	"FERAcGyb2N9wgiPTRDHBVoQaYlaW+3BVaW9lq/nsAWXEos4umeJJ1yH87qH6Dxfs05P8iAnXumVVYJLz",
-	"7L7sUQO5l+NjsJo+RlGP1EGeFvUKRBpMSz6Wt0qI5V8mDhapelLxM/+qu4KSx2I/4rDHQGTKd3gxYLMI",
-	"227nc/q1DDdyYPNEMVoufMm3mDL6lbwsM1IqyjnkZmuOx6OG7roosidTnKoTnbJbAbvGg3C7dOzPFoqb",
-	"u7pPfVk80+qX4T4+pIjFb8eD/KMgQg7Im6yZeVK4C6YIV/8j3+U4NFdkaLzoI8btA1VGyFDTjDfubnz/",
-	"wJrqUBLC37OuAMbWQvE5x/T2GmyBH0ysLj4yyx6H21z2VIDs5lWVuWY3wm69DLAtQDbIO68Dz0qlokqB",
-	"GxuxNqRfVFs6sahwaUdSlOwEvQr2xkYHCoFKldIRbiphBHbgo0pcyW+urs4vvYrW0QWYJocXA1azyMhG",
-	"b6hOlNA97yCYvXJxdlqQG/Riv7wJMeML9olEDnM7ucsWlvO8va15+Re2fitm8qR3S6BvOPBHxIQ4O/Xg",
-	"YhlpocqguofNKIH1cwNQPTqUx7JrD+OF5W+F4TVhnlQyfYFfMxMiAQDsN/q+7C0yOT4+vgmeUmBMBpJs",
-	"PUrUFpbN8jJiVJerAst+o2GKY8Upd75Yuv1ZcZAhOrZL9S6AOFjdhUVn0RFZMSTqbqFHj2I6Uv2HcMb0",
-	"A6LTu5OKsemiU0YnOXE6/Wjv8PTIkT6iZEVFygeMArMjExhLWN6AM020JDOqpsJO74L7GA0rd4qu1g0b",
-	"wTfzJ6aSTPcR9FwFPi94u6Ke6a4Uo2Z70pF7bQcPC37wV0631A9AyEt8O1fVrwql5LeNE+VcCgBksRrV",
-	"k+/3F826gUycWDwebohszYi29UOG0bjkm9guCUr2IZSWwhi8t9VLcO95nYspeCcdN8Z8ifCJsL1Y+XWc",
-	"1b5itELzBeQ5Yb0JbqBgg/YTn0Y7HsN4bLMBAu6RdjWqvvGXFBjgX9i6dwkvmdXmgTlQotiRK4fCqnAk",
-	"QciUucD2Jf10irxHjzIfV+7FK4PZxcxzpO3xfT1O4oa9D5LxnN8zETAcBywj0Rh4DKspArs3UyDUhBWT",
-	"OucfFYRRVVu2GmrSRIFUvly1ryifC2xwGHrfrZOFR1yhqD6n2sbCp8Am9OqcE/5YTCqnP/4YKrX4/QZ0",
-	"1WAIK9dl3ctWPg+K4KvA9w6Kg84Pc4nl8+DX771l5oovWYUwNme+2FjS8osVrj5aqTJ7DNak8nwFszCp",
-	"8IDnEsoHmZchQ0KwlXYB5kCEXHvOa58CAbgVlpbEVlzvvcgb4VkdQHEQ53o8vX+nR2rhgPf0qTGcuiII",
-	"K33uEd/fvTt3cGcOb64+CEbEbwfb0pdGw6ndIowFlPeE/udrMCbg66n7zCrjtB8+eduaUXT7E9JYRSKm",
-	"bdRWuLd12SYNU0suaJ2zqj8ibncEQL6bdGd/TXWxR0qDkaSSRLjQ8z1ivyffDTmO4zF/dQ+mIZrRl+A0",
-	"U85q5nCOZQhE9P4K0EW2qyCdpwdqtReuiDto2C4s63ct5Xct5Xct5XctJeVQQg6RLDmo1p7HojW9ILKu",
-	"dq/dHS3mlaIAJiRFsubU7xrT9lvRVWbdrYjlW3szJLhvhjy6++h3/Wwn/UyFDNnpe/MBr+v+5gTnnxM3",
-	"mUCc+60b9ruG+LuG+F9WQ+y4Xzhq3Q22RZx+7e/9TYB3GggTA0EK4O+4fVIhW3MUlVLvUn6w16H0/d7l",
-	"a3Yu3L9lAdJumxhrp5ddX1i67l32UwB2zm1TGJf0YCSdi0dF0PHz2kds2QUoxxI7uvq7/r4APk402ktD",
-	"TRLBuAXfnEepx6rNrOpve0JVxLqVr1we5ftclD24fOG2LkNZZenSEOBeDmaW5NLkw+Jv12d9nTBXz2IK",
-	"uvzmkgCJBZPLukmX5r5dd1Frn6F/J2cfsljq5po0imkmeqpMN6Yl/TS2K++kgKiGrRtDN7ZmYn4EqgPu",
-	"uj6ds/fp+CIv2zjtwa+1kIasmYkuyxPytAsSmziGz3kO/akLmz8kxiJxOob7klymLUc40pOSHLunlvmk",
-	"gKxDOi0KTtdJtxmL1lbquWW1FHNNjJwMvpI1M64LJINc+HVe1nTQrUwYNog/+9xC5SSTyEpJw9KWnmHN",
-	"8xBCbnpS2D1IUduu/BCmlYPsgRKxIXBzI2CT/EcLtY3knQ8ikisRYmWaIddbUVWx6kqOAe5JLG/Ty4Qw",
-	"vVFYOctlfU8mIjukKXVlonLTD0KJt8x4VLfyKSkr0Hno3fRzlgvgcV0WvYV2M8/t/zuvVn0AYKskHzkV",
-	"AfbqaEZLyyuDNuaeQKC36OWYFM4hUUXJP1nWM2IU/iHr6OAPMtZSfYdV4n67Jrcs4/vQmlIuIYAWrJTE",
-	"vfmYIDsyTxBgXOeaVO7y9ZwTFcoj0NyCfnmkjWy6v5yZPf7B6WmgNUfPo/jQI8ihSPLTMMxpDoXw+t5B",
-	"BpkPd7ARAeXtc1n9JhxY8YJHxoSOXCKbQN9U0LMERAaJcIP11PxtN9cm50rrre82WdVWlTWvHHZt7KQe",
-	"Jtjsg8IO01NFS3wif/Tl4Dq1rDRKtNs17lIXg/Z2N/M/bPod8kTe6TvAnUhX90MetG3A6FpylVGwziAW",
-	"q3ER7vOpJUQ27n1fU6sr4dLLelkPQSWyqu8e4s14gq+vnvr5UnUzC5FJAFqzByRDPWYG6w8Yym0fPkLW",
-	"ytT80ATmeIL8tp+XNzkvnnswflz2WcdGcmGSILdY9w2zMxGWBaC1HNbvnj7EISjN5LqQbpypJfzQMHHa",
-	"cICEShd2R0QqtDRDkAFUbO5EY0WUbFMxP1Psu1HhpNsaIVoSoqJZyCqdbULw4biUl9rWcFkRXsUp462o",
-	"ZNkure5c4cR0xgNpUhkq1CyIB4NOf8fUkutMWqmviX/z6Ujfl0fduze9lGz4EdMsEvinsJDJ4lf2AZnJ",
-	"VlSF3TYxEHHt35b/YevXMPmD4iBekfCjfymaTvdjWPhrLNLufl7Kqq3Zdkbh9tutcTGQyno9+tmOi1Qx",
-	"jedA3M4AEI9rT5LeFkBL04HkKTbnGowqEWlsQuXZjyZnkHsANfdduuLdF0M0A6gTQesLO72zNHR7Z87Y",
-	"WA97fJgiN1/7dr6+KVwkCFWMsE8AWxeVtivDsj+sdvcHwYh9BHbkTebkstwcuWg8Rvanc//Lrhh6G3wz",
-	"4R0J49i6kJ3oHWqBRfQwxYGE89jaEczNowZETHeSV2lHkmgg1y46KTujvg3O0hD7bbC+vSEmSXmwTmPl",
-	"0T+05tZyyh/Z7ULKuzNqaC3nr++zqBPaUFFRVRF2nwT3TiesQ4OQsV4QqgkgOHNh96am4iuNjWUq68hW",
-	"lSyHmHzPatmwrzTB11yxfMRb5bob5CZQu+LzeRrnBexTkCUJfpP7aQDEmJjrmw3jnrDo3rKeXnDoPwgk",
-	"dr0wn9N5x+2JBsQbTHbNRn+mqkx9uLzSZEmtMAzhnwU6DNEv5e2FRDGjptav2Ga4swMPYTxRCNGu/BtM",
-	"Zg7YPyGX2sVlFdEO+f+QGrKU2pBvnz2PqhJGOBpWRsV6f14Cweg+3ZZlruQTbEzOuIy7xo2f7UgTafjt",
-	"H6ISfXkq5pMsZn7FswgQLtZjO/6DJRkfTNQHvEB10In5eyIvWQXJmCYHGQKCcD8QHAaF4WN9tdP9SEq7",
-	"jOsMelpmRHEsH/u0dXEo+ZFyw8X8wh6UKEpNk6r1cBhcOKcIJA7ohwVebbV2DBhLsHfo9jYMP0e5lsNs",
-	"+vgSdVer6Sc9RmlwWC87HfgBr8UarP25dOcxPlZFx/426MuvZd+q2c1rwGWGxDA8OTsw+u3ROeFirEJk",
-	"6m+w7JXoxKFHDd/pJh2svO4W3MmOkLtmpwf4dGu59CEG/Q35AsE+g1mAJOXEtPTq9SU0UuK7AUh5k45y",
-	"xX9QaJvRJa850/suO7SSAVoerI4byNRVyJQEO8Uhgx0M5cou/Ol2DVLUitdVSVViLXpNZTNSXAdcE3qb",
-	"TXWArtNbhN/35N59lrYnrSeoWmQKeyyXUjgw7a6IsR1RciJ+sdJTucF2jv9w41ZZurJW+Jd20iTS4rbO",
-	"0jJ13Gk0nLDEE+jlMguINFdsbu+jgEAWLi3LgdHP0p15jyfSR5/M4Vmf2xaS1V0BQIgaB1xu/18u+HTc",
-	"Xv96poNT9xinMLHNbpJjfDBaCi4Io+UilwoZ3JFj2RZdVScGKpddXK5QBgEPf2ZdMvFhvk7DeKdoRAJn",
-	"hSK0vBNyVbNq7nJCyfNPnyZ259tM+bCi/pwZAmRnbg+enKvpINPO1TvaAWD4eEnHmaAWtNUgpdMu9gPg",
-	"OEGfs4uwnDgC75keHQKKwMQA0mdZU76cvGux+DypE1dOhStITY1r1O96H0dO924vYzoajC7yvCfc7R37",
-	"CZHw6oO4WnCdhgqOM2G6L3xGUILRkENQegBU9EkONtyqD9XurAc4nft6IsuYUSFbc8HueaZMAtQIUe45",
-	"VDaSzkwKgRyWR3+CxO1bxgSZUSFcJL6Rad6VoSAuvq/5fGFyNo7o1OU5+JTULvbJACGMg/tZopygE6aj",
-	"X3fSBtG/BkZak4xacSHAfDkMzD3vwHiTQ328MQLK2mQi8f6C0e2ZcrTjK3hwLIYXaO/yGyxqf9MzJzui",
-	"wI1TMVyAKdJKpNqm5NueiEKoB7IriGIVBTn3EE2CGPpfKmZSNTfqWq6sPpxnTFSQhTENYaIC3ypIvJgg",
-	"meY+fl1Hz8fG7Y7GgEBxkIIFu/cAYN0Jhsgwjj2NkO6zXXMKbbfp7O9JugfaZ7QPe0ykWAOlj9820IiT",
-	"gRLW9959gluflv69GPWVJh8v3u2sB6FWoEvZsIIIu+g1d9WDgj60pahvcbCg+hJofISO3SkA0EdmyCGt",
-	"V3SNrjAHG6mpF5ifnETnhnCjWT3rrOyKmVaJHP1Ps8dmKWA0Sdk/ATtLYAFdnjLXBIWTqZfZVrtzdpy4",
-	"Nh8nmADdKtpTZhdeKofsL80+Jy4YP/u9IbOwjcf6gvf349OI6SeDnmyXsjXZKDBwP/vkcO+NCVpESeu6",
-	"sGKGxu8nbsEUIyoc1Z4BdcdFc51MYVO9bkYoIGWPTSrrgXt0fClwhCK6gTbWf5iC6k213WHfpMJkoiqE",
-	"rcZG3W45etfVjtdy2oR7FRu9gwA7NS4TPtgzZmpMgtg7TnOk0X0rNm6ILv5mlIq4ndkqqbiym+keoELm",
-	"UG4p4jIZNZQSlDV0K5hBwFopehapiKfvfC0XTtPpextTBUcf7/I+sQokva1BpHd+YgDMQR1vNmOlQQ+U",
-	"PiY/oogVxoyfAuw3W3mbqdcPf25Z61geN6Fos2yYiI1BUOb00ARTvZVJeV2TucTrdA2RdUsW8CO49srm",
-	"GHDDZOmD3mpZt4bBvoMwQg6BBLCYJFhgPBU9KUI6fxkYoC7sTCEfUzm9aKbo3APnxxU+n/7xT1trxeak",
-	"ntcAYMxCOIS2HaEJ1e4l6mRckJvjP9xE4UNo6D0hNZvTck20oHfsuqSaEXswXUu4Y0khKhr+s+fbR7+k",
-	"n97ip8+eYjlY/2eidP/OMktBnh09e3riXOzOUoU1RI1cUsNLZ6NiokIDbM+E1ULhiFxMQqhj+yyuY/ts",
-	"fwGoIK3gP7eM0KV0ZduavBUF5vb8T/lzP2X5dRBnqVh/mB28/NumDojvFOTZC4D/HvQXtf/i12KDCJeN",
-	"WRcETDIVmL1FvS7IHWON7lXJxU4GM3j6609Drvvm/emZF/XkbHNMBfH3je0UWf5J1D8VLurCinC32naN",
-	"gTy5ISFVALvCF1GghIQy8lqUao0wgBDQi29viu/xmf72xWeSCZ8fffN0VCoMBPtNTLDPt9o3nLw1LmGN",
-	"SlUTrvwrps2+V313GcRYhhNjp6/YJxOyD6kmFTX02L3tT2fXwaS7dXLwg5HQ9ElHtAj4guGmvMSOQ1Re",
-	"gZbTn1srRUsXm2UWhFd42SFukn+Cbn0XqbW1gvO0/cmn/UZ74G/uOBho6PvEJ+k0PJ8c3HHxriI5F/Hk",
-	"IiDC6UFTb0N5FVfFdIUzPO7v8i4hVKeo5CfaSyu1OwTH8LAOIYF5XEXqglOiVc4FscB0sqfz00h0pjOp",
-	"M2HU+gQOjR1qMAtSMIWPxZTYT3aDtILRHOmGlXzGSzLjrK40Slhdx10nriYH1eTmbxevX52eXb1+9dNN",
-	"EvIiSysYmMAriGu5BWuhklg3BzHcRMr12bagpz5+EF4upaYHCbAKwFjOFa74nIssfJos4cKrTs1HU060",
-	"7GPDu5pUxitdn1OlrUh63w/n94G3hb+X6/XkuKJcQO8HWJHBZOa3z//07E/PCqJM6cpTFq7eNhfzwsFA",
-	"Fkj4raiO3DE/ssc8DQppqJozc7nltH8PVsGO+RToPIHw+jQTcPZrwCdFFah7eruObZ3HO4N/bZT/Tsa6",
-	"9YkmrHSU4gvHO7MEWxjO9qC1zqf33yhWzW21r+SPUximJk834XzKBvNsDVFzI3F3cbcRXypG7RM4ycak",
-	"EekxD2aowMEmi3BppRMKxuJS3po4QrLTyLxzM1gWHjtecHvs9x4iAc/UGT6nipv1aFoXrvqwalQDH2Lu",
-	"VSKFa8HKO51LhMSnJx6kBf901hQw4QjIcTrHx7umFUEfZ7bN1Oq68U+DgwiZZV0BohTOdEMVq/JeaBcU",
-	"F9zQ1ESBChgbtqB64XOdfYMT4xO+XGKbg8lNXORMHeFDUgHYuN1bBBzb3FWEI989Wwwp9T104yDNE9uL",
-	"JJW3cWLEIFCcI78J5fM6mhmmT21sfhhB4c9A/tT15pKSjuwBcwvqE6/98cPlTpizm6bmY8T4Duu66n5k",
-	"hPusK2mWAl7MQdFRQ2+pZm/tT3bMYyzk5vzi9M/vT8nPLS/vrmGJbvq99tJ04YVXrgMwgdNa74Zjs3mq",
-	"u9mlEF7KBYpOY1ZyR+yJErWRfXmL9IuxKfjSUAROr39O5rUcJF3t7zIwF1IuKBfOoNXrhXRI+EDKgSiO",
-	"Dx5QEHvbUufS7LsNiEtdD0XUIZXHi5AiyOQZHMki/4Do7+45wfgUkACUrJ0SaOQdExBlCrakhM2jpIbN",
-	"k2gKZ+4JWja6jrq8mH4tAjQzEKmIZmVrp/SQII+uP7AvZqq6O6V1lCWHlkBJyFgRwzL0Bzi+J2mN4LSu",
-	"N/ZlNzdo6uNp109HLnv7PAfrlYi+Go6vl9G6CWkAhDhXFJAWjIyo8/T8raPQl7DpgIAYN+8cRLNepvRX",
-	"mtDWLCzDLNEGoNqa6cIJ/lwRqSqmjsl3THMHvKdZQW7+cAP3uS+wHXVUkBvbJDxfsBrh3sQ67scKWLSu",
-	"gaFW5AZznm/IkoLvtEvrBr+gkYQKKdZL2Wr3mT4hBqKUzUIxFtwmsC5gwsGtRru+e1hzbftdMNXDb3D2",
-	"vHvOVpap4F+lFDM+T/+4pAJVmv7Piq42HtVyrgeNwE/J9yq5Eg74zP0MSGzDdw3Vd8NG8Tf2iZWIM+Gb",
-	"DQjpgzGE34eNt81c0Wr4vv81vA0YT/4l/CM8KxdUCFaHx+Hvri+jGF12c3B/bjxvaooc5J6XXXf+z/C6",
-	"/6HDIvr/2Xsf5TZuLW/wVVCq2bJ0tynJjuObWPXVt4psJ5rr2BpJTmbnJmNC3aCIURPo2wBFM6lU7dPs",
-	"g+2TbOGcAzSaRJNNWZLtRN9XNdcRu9H4d/6f8zv+L5aXVyBgyL8Txoj+EoaJ/kYfjv4SnU38V1EK3G/P",
-	"opH+wsoW/tys0P+AttTi40DTHX9dHqO2plp+2P1x+dmpEfXyyPjXZkOlcTswmPGyDLse/63ZM5u3/yOx",
-	"1e2/+q1t/zVsbyqV6qTk8wueX70W3Ih0By8lZkj19CgygoSqTGH9l939WH6AUjcVwgel++oNUznXJ1Fv",
-	"WqeuitMOQEIAo1cINkmThn9v2qD4ZbP0ECMtJbg/aj1VG1uQMJV+Sjo82svHDk92x1GdTKI5V6KWukB5",
-	"ejGnq1KSb6fQIBgUuOWV6A0+HDdU7wDRpHbYIB7BbWpIpeRdXf6VmB2ObBpCAoUgPJNhjSD7+/7/waSi",
-	"MOCNTgaG60AmOfX7tFEjr1rgWvsdt3/6APTeUl4LdIqTwICAjK4pnxZvNADKonhgpc4hgWP4e+tA/tj7",
-	"/drJzT/2fudV9cfe7/j4cfHHsKvtCsziH0nsu6BB4/cdf2lhvJWYChpY2WAkwY7Jp3YwEfWlGGBHtSRj",
-	"o4uRvsDvTl8bqluZZ2yqfBolFSvhhB5hF5T+Gi3xxzP05CecKR0psYeYEovJ9NIyXkykNTA5UMaQoWLR",
-	"z6m41lcC9a6RVLyMN+zQZ8/SG1vZFj2/HuHKs5KFQ2vdu3QVfrsjSKC0LCEQWnSxwGmaI0uq+rS5J7W2",
-	"OtdlUtn3Aqqih1BV91Bh5hEbjq2tBqPyepj5f0+qp6j2D8elGWJ+wNAJ+GHG9LRmPrgKd+On10fwwJuf",
-	"TpnRIztzx7B9en6CYCznRyeOqN69ODmA8Pu709etNpHG8cKhuc7fW5lfCRuAqJq298TayIXLLXvx8uzo",
-	"9Pi7l04Z19PLcTOQWy6klIE5UZU8B0/E6fnZSZwrt0NrmomL2ua0qp9/eHnS7Nc2lDtyxc5enDA9Gjne",
-	"irzv3enrjEoW43knJhGc0E1F0CPDXmuye7w1I9Baspq9ePn65fnLAyaNmYKnzPs1eegaijaVxNigv+T+",
-	"CLeyrXCC7t+lAdXHVFvZFq51pcJz1hXZVILN+NxzB8a71J0LZ5aK+g0Hmut0b9FjSM4Ahk3pjJz9O7/m",
-	"Z/AK0Trb/uH1mTvMMz7itczYD+fnJ4PRjydP3R+PxrWeyOlkcMFB4NLAB5QtBc++ev2Tu4HuDnTUHDpF",
-	"XiibbuOI4tVGTUnxJNvek+G1LITe+wCEBL/4M0kKgXEyJ/QHPQt7TLmqM2pjKj5UogN1rorIvw8vDuzi",
-	"j2xrWqe4hs9FdbQa/KYNJWZNF8+YAA6gOQZ0nAu5Qu4AuWHSrHfPhWXgrNqnki1cLdrBJFdEjNxTXXbc",
-	"ZOq2CY6MkFVE5fMUBV1VFL/aawuDShP6uik9O6CC1wGQM7lPal8ihkROu4wPfkwaN3y/0B1omL3Ss/0S",
-	"fHqzjDblEcAtAmzuIoR5NFVcxltVznt8iaqFm03ItTJCmalZuR118nzdqRNMW0ydZKkPqpIrkbGaj+zg",
-	"Wlu4ypRv0dRFZszIamDkpeJlSanUCAzvcxXXX2aYXZzRGG1J1lT0rPNVnvKRfSH5pdLGyjzZJ8nvVcB/",
-	"WHWB0aV9rArxIaEwuz+3gKkgDSvEbYiq8UMTno9l7743uZ5MpO39XXzcigJn0PMj7tUjrSzPbbLvkyxL",
-	"aZawsOmD8FqDIIrHdcD2lymz50xe68ve6y315cYrPVO8MmO9elNzHdJ3wscMvdj3W7DwFYjLi8a737oo",
-	"wqY0/dWxle4+OWo6ORHJ4O9iZ5ZrDQk2FCzeJIa1loTajOM1TlvX7BVkinaE9KyoJ90w8A1Dc8/dJKXF",
-	"mxjwnYX71aaurE3kqbsSnWm054v0k2RHghdSCWMw82FFCBYTyelpVIMTmTEr+oH5nlThdkE0XSo2ici4",
-	"5xXeBOAa8bNXRqu6UyzDOpfTIa9WS8I4WeCAmStZVU3SSg6d10LDoY5IML7T5zMzjlVV9VTFuDXBxPDl",
-	"VO3uNl2JCxSB01dbzSSy+GxXgz6HO9UvNai5VDzPRWW54+Md9wv+vCZnhba45mpjl2tH+tGxKuS1LKa8",
-	"XKSA/oHABUJLQWP1zkRoGnq5RTZr7spNKObrMlu8YrhhhguOHSVzNuezMpHlVEz0tSi82XIqjCym4sh9",
-	"Y1rdrLiD3nIqDYZUWI0fCW4SxwjcZ1Ip5vX8dKpapZzJVslOpUXSheComJtg58JHJVZjTdL07GvqUgjx",
-	"VG1nNcvd4weIYwWFZRcCfAUwdw+RhnlZjRowkZfEXENmXVNot6awblUl3ZrWReiz9AYFJb4xW3NZpupf",
-	"Vs5kyXakzQqTuMFFSud9Nuyn2dccX3FqQVHPHR9Npn0KK4p/iPlKfQauBT0L3mdsvaenZeHOkn5BrOno",
-	"W31SpqJrmpYH0iCKSTzwJhcRmtC5x4Bu6FJ6FVrWbm1IAJswPtjhDrhFd7qbwfAgoWmCnPYqangKXf2b",
-	"7OvCxaNNzlrHnbXv4wrcHIh6nI9lXZzw2s5bgceP5mzgVsYqaXRphnBX+6aujm29EbPF2FYDE0Hb6iOM",
-	"Rljgagjbjybc6prBZ/tx0eCz/eSGJ7YtuiVLM3ZnQA0OoJIcmaAd+96RPn3MWSVaXbrHZimggysxXwuj",
-	"f9V8C9ujAJZkPwLFh5PzjwZaDuKAZZLmK2dotSRnlUqXxbFC/yPqlLYJfE2SEW9lzealr711WopWR93Z",
-	"a8Riod7EWxRQD+ZTvW6UC7fsGppxm48HY996iACuB2Nuwl/TrrRSXsqLcn2nBWfY+2CHFxzI31Hn6Hlb",
-	"roSoIIjUnXb7kr40qx3lKapPhzvfJOHW7npUdqOmyZ0adBuSzW8J+Y3aoFi+mZY0zXMUWfTnBkh6SkOi",
-	"grF8UpmPBZbbFLUtuZCbNHqudCnzZJIy3XyGTwTL0W+BVGym66KHvzxKeaSvLV7K6PiWNiR1oXqRapee",
-	"9IIkLRTw3B6xduSggrDtTXr0/E0EfCuxNPpqx17JWvzYJAfcTISfuFspZgxbV8hahJ62GH5JdjX2YbtV",
-	"2DI4PyjvYc4OuRyzi1LnV5BqI0aiFioXhokP0tgD0uF8R3JgHB7ttlNRhBSsXoaRrxUBuxTmNXGiCRlj",
-	"oQ9Ie4NhOgIAN7Y2osJ4UJPc13tU4Kc1kWvBS1EcVvJcXwmVVpJDRrwzIdwLkDsW0meXD9R2jzVy7BR+",
-	"p2FDuSFo3hCQq7h9n04+gRf7+Q3C1FazIT8ijZ0mjM5YXK1LkTEOpF4gwtpoOYEalTdIGmRjXSYQli6m",
-	"srTHql9gCx5mUh3gvwZSUVQu50ppsKF98ouuY+aRiBx35901ZVEa1IwFmMZYMGItLrjk6NZCTrZTU9oz",
-	"vLk83CB6iCBQB4C1fCHQj7+BQ/Qdos2oyC/qhl3TZS9d8bV0DWiKkH5gNoNZdC/2zBPrmu4KuLvl016G",
-	"vFs4cnDDCsxsgadufrqONNZKQ6QfICVHRGG2Gdw8MNSpQQS4HDBH9wYikza6A1HPU2r78OMldPUz6eIs",
-	"3WUcgWb6lm6EF/o5Kxxbu3GhxqmtTnRtO5KMHXM8PT9hICWjXMRJq2P6gkrVr+s8jFb0d3QXshZ5mnEQ",
-	"VhBwKpwZ9Mql4ncEWkB8AyNUET0mLfylldpIg0GeuEpnZq9II8ZWRopNVS1whT4pGd8JmR6wo2ASpVDe",
-	"bz21+Aa98JmeKemhunTdkfWTDJac+08X7N2Lk73zo5MwQh8UgmldaSNW1XXR5gFKYGxGE87FoCTU40Rk",
-	"oUSvVnc2ubQrMsj9qa673eH0QX2mI75VaGZj6gSiydnZ6RFlaTU1rm67FiLhdkUAvKvfM/CIpk/FEjCs",
-	"X3NIPE1Tj09MTlnDkOEcTpgSNHtPvTNvNmptXCP6uOclzW2jHY3mFzWd7k6qDddh8W6tY7aHkL6Xpp02",
-	"y828hwJiaGQKRbBRs4CY736HHCHyYVg2kkqaMfXkIBsEQSZl2F82pDHP55UYQuxRK0GAeSslTyw7/sjW",
-	"97o/wu8cQsxUFFt//LqwKWkh2t6OUCC+SgitZ2+d7OxH/iFVS24szsFrZ05X6svQ3KgywW5eyXphWDez",
-	"RwYuwCZfSOsSsKXmhjgqC4fbu3c4LrXZyqyf7nEzJwWyJM5GtYioJlRk+7N+ZJrdXIiPrdcqoBRZFRvq",
-	"CGnBeMgCwtfSZTrwsQpWScgwx1V1Feg0wYuvv/7q6xikc//J048WqwlYvXVom5vJo4UPfPXkNiRFPzhK",
-	"W3aGmfA+lXIknBg+aO1KEOPBdIKcAxPpervsBfqK2Ff7+6tP7ZtnT1tBp8f7qTNzrLo1WXJoPf56kRLo",
-	"KWgN4/j7KJYZKBOcxABx4NHum+4gIeOwQ8RsDxPse7jDpDJW8ABqiGlLB2yfhoYyCa3ydTc43oj99dHO",
-	"hPRewV5OvVi+WSAT1XeuFoRywp5brVPKRinsdU0fjr4z7mpNdTi14wZ2v8twbZXbNB1eDtx5oM9jrMvC",
-	"ENioMTOdamY45uaEflzVG8MPAN0x6DvxwBv2wFhTbpnCeomqlLAwCHaA/oKJasaHymlTutKvykQi6Qt5",
-	"KQA0mpfIelvDK6Wn4LiXCi5EPuZlKdRl1EZ8zWf7+LWi45y1Ye+xIYaAYqu7bO7Q+Ulp27aomy7mJXPI",
-	"vdVlU2Sl4dS4anvfkw61DvemEXXLudlsTEDarkS9FLFZbTG171z0fX8nshYxdHWE+LUX0XY7zBbr5HDj",
-	"oXcsNcguPUR3X5daNNoGGvASn/kINxuOtQppOEoxFcYSqt/CXqS6OlzqWtpxN8GGJ6AcPNZjf3zx9Va2",
-	"dfbD4eDJ18+Saiyf2rGu5W+QWfMDJGx3bDD1+mND+uru7u6QHcavszGmsWPACMMfAZsfOWbDLN3lPX11",
-	"xJ48e/x3LK99dcT+/uzxM2DeyLY54D1lrOnSFTPxhMtLpcoK8b4z+BVtMJwmybGMCRliN87sRCBqkrGj",
-	"Wpix098LPfGq+uZp1w2LIZxAj8ud4dWnEk2aWO7T8nALoT6P+0xkr55SVmtatvxLJxKW/mPKS2khF6Cq",
-	"tUUVC67MAeZMTATi9TcTIf+B0uxfuoovlnt+C29P8lr1kTApxmaaSGqQL13gXU44rklEJ9lViwFtV+v8",
-	"TaA/L1Rh4wFbx+91r9x0fRUxULyFWUS3eB5pWotW0sVWzib6Sji+8p1jkDdTc88Iq8FqZtxwA5vEmQ9s",
-	"MwE8gSNkcG2hXn8KeGsc8mg24rlhQX4trVYaT1Z30ljsqQSP9d26NF+GCDHyZseVcKVQ2e1LFRAqKmER",
-	"uJe6gjz44013Bqa6VhzRBNau/4bNCTx5wI6suzxrFNrzRRWW+geAiDhoYKOh8fhCZudiY5CNW1B8B0Ai",
-	"xHFmY6eqYe8CMrvY4/0Nuk4k26TYmivTUVviNhHKulh46gDauDDMHHr34gTYzoiXpWGQRWs1Oz86afnh",
-	"p1Y7XpQ7XjItqiTjTVZa19ZUz/f2IFZhTWXcvwFeINbBSK13KiGTaqSZHEUwL0wJgYbUZF2fn2/WaaFu",
-	"jj1ubJpYwZkV+LZ7mm6RO+GE9jQtpD7ShUj4rg4PjzJ2cvTjIfzfd2573lZTkzUOd1r72IkKN1A6TWxF",
-	"fdkPegbZv00jDqv1Vdtu0VPEiKSBEYEbwpB1retOf8MImhhmwVlVyLRWNKoS83pVO9OihhJbwc0UWs54",
-	"JWtUA/gDwUTXS43Fu2c8Fun2wu4ACoa/3g4a0TI3iUuPOptXrNLUOLsSc1i7XzWoIrKVHRiXwtlktd/P",
-	"oYMBouIDcNV2rpUSuc0YPnwBsWo7rTICwtE1K7QSHVD8ciLONQQT4ODW1h1HWjdvvNB0/8jEqo0NC+55",
-	"vCtYHHRR8T8TClWA9ceD2p4WUMti8yq9zCTv8u1ZRAE4EYmOZGn9UBaii+5/ePLsqZvID0+efZ18eSYL",
-	"O+66xfBjr0ucYHu+gNESIl3DOpIMcarOAKnwnJurjy/UmCrqogZ5n9xDsVpuElWNqTTL5BeW8izhqnFz",
-	"FWVZwosIwUD+S6ct33bC5ceWd62q6ZoqR4QrQRLoGVY0D/lIZhonoR/ceTwcgaqXJYZbNnSCXepOBOfv",
-	"4XrA9KluZTc9woR/qGqdWv5PPvv0+7c/Hv7nyenbo7OerP5S13pqpRIrS9iap3pLkAklfq9Uu3HZP+LD",
-	"G5S8RvAXy2KmEuqVLMULGkGvQRuohGIjWQpWNC+E5nqII3PABo8bxaQquXVb0PSuJAqUfeVrzUd27d4s",
-	"4IL4LvXr3oOqh9aLXeHkNgR9c0FbV611Q9KbG06bFuYnuoKWfwzXo5MUcEzIiJGwkAQN5yd8asS5trx8",
-	"k7IE3Q/sktcX/DKQLuSaYj28+4xUTHGlN0MbuMxPRJ0nO1x9v/w17GTjzFv3ivtx+/u33x/tNLfKV+P3",
-	"vD5jwavDstT5d3Obolv4M/jASwA0BPWPVwyPoe8i3Stnc7PuGzAyHZa+sFwqUTQ6EMEuq0vf4qzft9V0",
-	"8n2+imq9R7RIHS/AEPddpulcIl6fC7/Q213jAlEuHOnC7kez9HuTLd7++FauoLyTpAYJmFmQM1Hj/0LS",
-	"RKu5IGcTXUzLFORQUdTCmCSWf8Ho14Ome+Zwfxf+P2Ko8bJkblfqEc8/BtIKZxeBWnXgVkljhXIDr+5f",
-	"THkJPLdTXpZzduFN3FQwcT32yHL06sJtDliZ6Tb7sJyEqYHL9NUSJsy2/QVeScTAyjBI7buQDcbWVhl4",
-	"IgADy/0TDAOEDtwgDdVdJOpYFXLoRq2UK75xHtfLFFxqKzuM+3Se0MsSfsEibyPVZSk2yobthNU8D/aU",
-	"fyZ2B63yAy2G/fAgsxj8zlNMyJn0i2/BiYWbugZdpSHsdNTP/WKWGoV6hA+c3xpt+Tb0snT88NRPq4JZ",
-	"QlvEwIA2cOBG3K13Pl13QBFHg7Ynr/hEpkDuDhW1yxvBA5AAIYTyaVikxgwQSu1ncXGm8yuR8NxWK/qH",
-	"ROUxSojCF7Nh6hwQHHz7ke+w3mGNG7m2E01OOHhRtMxnb3AbVWulOeBMlkXO6w5XUXuSiG4KxU/cF+77",
-	"99cH0cOX4tqSrWaRa0+z5pMOWGYnA9EDFQOB9j7HNdVXZDvgB6S7KypC/5StLLuOOqdOow+MfjdnmlEo",
-	"OQ7+pQAiK8pS+46MCHI8V/l6JmYRoHMtlmG00z92SUW3z/9+9vYNs+KDpQ3ZdLPzaW1S7tm3FYfkDG0Q",
-	"vHh7ePryp+Oz47dvdo/fvHj5n7tnL/9juANigxvj7iA21MfxkLrMdCJYLS/HNq6uD1uZ7s26jj9By8SX",
-	"1JF0teR5qxgcU+YtUAQr8pAW2+Y6321t1O71452uVCOTbkvE8OAzNhvPyVcJOZ+1AKdlZ32G25ti1ZRn",
-	"cQAYx8y1slJNSVVxMoZwWtyO5+70nSbd5Y/qWdzf0FYtRuUGVo4R/0o3VqWOqtIa35dz+3HGnmTsq4z9",
-	"f//P/xucoZe8MgcIHDSFAtfUqnEEqS53EJgedgvI3x9EwG6kj01N7859ae7wKrCyA/ocaGfwpSC6auLF",
-	"YSJR+KV1I8wtchG35Zkn4XXoORFHCfzgWI10J7JyQLrry0vanYo6xh0LRg1rQlxamoXmQxE3NxAhmmJN",
-	"mumClATBmGwa+rLRLCTE/ds9pwALDIKCGX11pSQ3QjTRw03UqVgBSpTbArxEmcRL9ptGASL3pGGyQJxe",
-	"hXa6Ydy9DCsohHVEywrIelUdcpDU4PN51YVV1Qhwk+E28ZSwMWNeCZYQVzfboaBUJDtJpsIZJ9yOvdQL",
-	"dzNjtSgB/NpHig5Pjhm0LCSLYQVbTp8BZ3kpEQ/LPWRIpHFw5cNBNNeWOABkIqVr19zNT6Z5ncc8Dpp9",
-	"wS6Lf3V1se8Wf2E3WPRYs44JnwcK3D4T+SA8P/CgbzsH8dUzAsQB1A5CZsNotNBrsQtwzh1ce7LZIrNY",
-	"uJLRFoVjickkIvkUszvj1+LVaFKJy3MxqUpub5hXf4jRwFwDOhQNBVCCkF6LZZPYOGHb+tghPu00HZjB",
-	"Tkc4/ztpa27FPy5Ske1z9HTCg+xCWgxyS8WuLqTdMwdsn5WC0qSFwi/mY63NmkR2rLpZlcqerUw2eAv9",
-	"Umhe7rP5Act1NSe+BMnEqpraWMi5392B8xzc3lCpWOWT97zkM/rnZIr/hoS8X2+MyBBOKFkdlIIpybbE",
-	"B1vzw/oylV4wrRHIkzZYV8RsDf1zD3NEsX9Yxko5kdT3bwDwYTZjAztVInP/rUeyFM+vMzYoxbUoMza4",
-	"zNjgSsylsu8nUmVscDHK2CCv3f+d8A81ACwPLqYjI3+DMeSH96OJG5TX7v/kwHEGJn9vx7UwHuyjI/3N",
-	"WQs4bXdto5kniqiW5UVIbItKoAJnBmlwmgSMpgszCpka7uomLsuKK/tkf92N7UrYoI/jz9DjRH4Qpdl4",
-	"Ck+/Wj+HTftOLdxV79UdaQ8cu5gTvz57jEZ8sxZphKpsoZVDrit0U3FrRe2e/O9/Hg7+iw9+2x98+2vz",
-	"z933g19/38+effXHv3VmKvRhafDg7bI09//WHc+qTAq6JjizzZja+AmYEuMnz75exb46UjHow/DrR1zP",
-	"vz/7ZrPStNZNae1Ni/t3SdZTXX484CZJUI4YMN5lgLIUPeCiLLwzdWMnUQqiJyrP5xeGuvavlQ8b4/Zs",
-	"Vo/6caA+4PyjzqkXc/b9y3O2xyu5d/1kz7eP3Iu+sIR9HFlC3uLx1Wa3BHScxj+PV915y5bqWm7tzi3V",
-	"qyTuHyTw+qJD6FTVStRzknfqq5s2ziJeXRZ3gAlvBA/MHVu02FehkJfU6ghaO8ykEeRdxmdMho+4/9Xu",
-	"/wKuqcm1x3QZz6uxUCYlT9pn3FMcPH7y97Q8qDpLEX1dVlObRwZJqS8hf9et+oBqUaneRqi8nmPViD8S",
-	"33f/SsxhZcvFiisW+M3qYg9KFNsy1/lWdrPywkQ1YVQSpDT711RDOLxmpVSCXdSCX214Lv/9y9Yvv9S/",
-	"/KJ+/f1x9vjJN+mT6FOdt/YowrRzXWqFG67ZbCytYKbi+XrO15r4819+MXtu1s+epibdv94vXLMkFwEP",
-	"w5Eup5OOlvI5/IbhUGr8j68nAnfJLcTBu8E3lbZvpmW5JmSEg0jD3rw9Z2/evX7dhRkpJ7ye/0PM+45X",
-	"RXmz9LYjmPTwae/nC5GX3NEgjeqeWm/y0/GQn9LvQmsJ3Sf2Fv87eWLQPzxjUhXiQ8ZsLS8vkTVeSzFL",
-	"hDdg0qbr4DC3Bwf1g4QYPHwjLNxQKSz8NdbWaQ79I6yta5nwcxVF4r68ePEaMY0mQtkUOrVUeTktxIui",
-	"hDq8eoruQFtPFTpVrWYT/uFFUR6NeZ12SxVFee6fX33F3HRm3DTDp69UmmjwfLuJptaztfh8tZ6ZhW2A",
-	"w3An2TdiAQ+nraVzuBGgB+BkL0Sp1aVhVkcZE8A725/tGXGkLfDEFLIhOOasS+o9RHcLdHQxWx8XaJNd",
-	"s74sEMLCISeJEKu/sfHr+irg2j0HZcBl6SvHia4co16mSXrmZaXzcQeEPtWfC/eI519uMFQLlNPjjG+f",
-	"gNaym0VOCULu3oeJUHdQBHjnClCraxqZQ+BrtEGEyE2in0IHyiHiG4S5EHI8NNRdz0PpW1l7w5InRi2r",
-	"DvM8mT52GPqYQUmoMQy7UKa7NqYsKo+x7FvBb9q3PITt8cNOr6sMm+na3Zz+ud/4dkd5hUTPP+SXebe/",
-	"71YNrHCMcHYdWeHJuo1TH0aA7p6+Cx2UoMgJJEvyup57/MFmV9eE73AZmd9u38Sz2cD1p3xDhzYdv+7s",
-	"wb/qApixnpFXAhYvVQl4lf5WBFAVaakumVvL8/GEjG3P5oCZZVv+taTLZCX+ESEfhZQN2M+mDPLZ/iaN",
-	"NB6vd5jQrqw6lTNs55GkPrqFj0xDh04ZSCeB0sNd5WL0883SO/3nEaHc8iuhCOcxClRLw97CwaZlOqSY",
-	"XvPu0/FAPxfCzoRQzUd7phKuAFgJbMRvXws4uC8fWUStDxseJw0uLrPP2d+MJo9g9kCUvM8F6Tzlc34l",
-	"oiP+xAfbFB33IrflzYWq1RfUex1E++G0kLar9V3ryZDWDg3lfEYldLblKeuOgBWO06GTRu0EBT9GrehT",
-	"GNSrQMrXnnHDwgublkZ1RH6OCDUCfj5AZbmq9UXp1oKhXFXOT/xfyHzobc8sH5HbxmQEHz+xVrnHXSbv",
-	"F73Uc7PtevtlomtBn4DuDcyOuXK2Eeq0Boo9Zr269LULf1qXaGG18cyyFXgPZ5bXFnEDT2r9YX7TuHU1",
-	"LUu3dR+gET34E5MtjhPiqqpKispDet/0opRmzKSyeiMnT3AVvt8d/Pp//ls6C2VjrAVYl29RdnOkBeSI",
-	"nYiNsoiXzm/qL+1e+RcGs4AIAgfLSAugRwDeTeODJZ+trlmpLy+XcQTXIy1kW9djnUrA/0nWdgoZ1dR0",
-	"Jah8K25AIqCdrGl21BBuRpo2dXUHpImYRJtR5uaBpg1p7c4JbD1JfeJL0ec61Ktrqc+aNvMg4EvKbwQK",
-	"wfqGzvbzTtDy3Iqiuy2X/4VNK0DVHMt8zHxzNsAd9GP07YLJLb/gRpzJ30RHKZ/7KfSLpMex6FcqrPDr",
-	"+a3uhGTfCdy0EpN7DjvjZc/Zz2ppxYCPBS+gp/yG84dWeGv6ryPmPPOP3gRuoW56kC3fiNSJLWxBNNH0",
-	"HXbXm2BTk44jhN4Arl4RSmRjzcLbu+zUoxlww06EKlqArYUwbjGUPoym2kFslhTSVDhHZqc1gis4bYPx",
-	"NtirB4yN2dQjg1V5qxwZq2u8o/Uf4ivQrrrTBj8ijxIGWnBmTbrZcuNrfKSfzzBkvOOw2+/eHb9IFyT0",
-	"7F4SYCY2NCT6YfZYgJnWU7gfwG+WW55FOdqE8b9qzrXgzuxlnI2k4iVGPNZMfm0Lis0ys7j1CB8+yDNV",
-	"VpYsH2vTgX+qGuTh1AfetBCLAZyVEAklYg83FNBVLUK9RvsAv3JzJZBWpIX0kCupiucdqEqwvxvRCIi0",
-	"Pl4aSC6D41vu7XRTR03Y46zltAleVFxOe8M2aZCU4gYd0F2LtMrNlUnlcsQ6OfBSBHVI6+Ot76dLUKG+",
-	"nF9iVnhrCglYhypZNtbIJ1A/3ENZ0xiPW/a4b80vvwTBk6Ap9P1AlA7QCCv+kU0izht2e9NWEW1Zl3BP",
-	"WG1TIN1HvqsjQPt6X3+E7rspREGFsElh+/yXV9TRJmiwW9tcvJwZgaS7qUMVVsSQDtjZNM+hJDZjr4ix",
-	"nzvG/naKmUZHxNTB1AO2HN9pEvdb2daLwMS2oNqICq7D8FvZFo6/lW35D2xlW374FQRxUvJ5CtD3EFDH",
-	"AGoWCjAwyL2u/2cf02ppIhersDt8LmGvPvO6qkQBdS5dgHaG0VPsQuTcV2HRUmunrlqtmSn1rJz3/Oxo",
-	"9fc2WEBnV69zmmPTPB16T5Tcd9fOmBwxrua7t+EJwuyw+NzTgAuwaV0jIpDDI0P4580up8fqLLQZW1sN",
-	"RuV1xvBfk+ppxsalQXSINZgQtZhoKw6Lou7eU9RzsXDJifSmVxxWpEnbJd3rNUpis4Mbaohrm550aBw9",
-	"bPgeBUX+WLOl3LDYasdWP03JUbTVnqIDaSySZrx73QwZOVNaUjeHR7WFi6oBQQIUsgDoq6a8sS9aPI2+",
-	"oQAkbpqQf1MF+jdPYhz8uG7mHmYya0w/LJtuzW8hlLXSzljemY/lG5v3FsAZpm7AeoT99o6uuEW1/jDv",
-	"tMHPl5qeuL2nDGEyzBEBQn9ItA6/HfjVj9/ntWbS4joPUNZJS7k7PrHdPbMX67wpTv1h3s/iRjcspb+v",
-	"XYFJK16LM3/kLZ9QAk4UMuONrF3D4WgJywyuvYt+Tt2Xi7K50r4d4NRaRX3qblVr6pfKgBdazwi1H2d1",
-	"QDUaHpAIp6p0eAm6XBm27ZP5q6kZZ54Mdm5FyWiHzjvWqEejUiqxSsiCATxzi3mLD28qbLXq9QmAgMAI",
-	"/8ZfqOWlXFGyT9uAiMKGbVfTsiT1Bjd+JMsO2F+SPolCAJLM8bGTwggSBPMXmoyF/t2rKWGuJ84SJpHm",
-	"ou2FO2DcmZlAGlA1gyCHTmVyKvNSIsWNnCpEnMGp0kOriltk8jX0Z2ueX3V1QoABHxmGD3Xv9vpVnLsR",
-	"kgpFt4/oNTUl0rXd9K7eigrZXJFlFosfSOiS3r/Ux4tER9vbi+OTRP/0Xpx4oRtcMi/H+vttznza7Sf3",
-	"27TIPHEZgGODJzjqCy6KgyAvPHxSYJMgTfiMz2NfDA60lW3RaytcKkiyyXspSqgx4AAZi1y/ZXEi0Yam",
-	"MsnkxVQWJEIG0O89b1HeDX2eAfB5xjraH3xcE4GA7Acr3oYC2Z1b7B6QHLJ7G66SMGtYr+zUI9/Uocmv",
-	"LYT2tbzp7tYAbpku2T9D4Etfnv3Db2wbBuo72/W48xstf4EIYS/8zUiS3HX+g+ClHb8QlssyWfujjFBm",
-	"iiWRGGYu8GGvAzgtO1VlE1XJJlGLsE6O0GvTJUkgtEVxDCUeabmYhwliYLoQHxi95hPb0cCYcMfYRE/f",
-	"HeSnJfbjWBXyWhYgPGHnMMGxP4fG/YY0wxR/plLNfhaZr+sMqRFR6U2SqEtoQdUZeGt8eznlFeALC+3a",
-	"6a/uVLtbzt8KeCcf2Q5B0NxL0ySORGN58n7tm269Arc+/POIq0IWqJ6cjae20DPV0dNsXd5FgILrSFy5",
-	"iegMSKHNXYi3IjrFrE0gWSsDAi/wSqr3OdkJqYF3O2RYr8RpLRrmsVI3WWQ2f4R2/MvC9VrUvAw0FnGa",
-	"+HChs0YhACENil0Vv+ayXHAhtVrIpY/zO6mcDPdohwufW6Md4xKa0ZNbDlzu5YTL8ubNuaLqfCNUwTj2",
-	"d1Ha0RNloYoJtcVYqCObdtSJnuEPTTgWgKWcQecTw+hVR+2QvNgNCvFkfz9lWOlUNlYuK6iejiDGAp3A",
-	"GtYXBul+O72uJs9QEs4Gu7mq/xMmqUO1iD8nqdgk6tXTUwLRUaTTMOCnwfGLYIcDSlmDJpdAUVN2dZnq",
-	"2Y/nC52FRRHfiY6WSPBC4l7Fo1E0xtcOrrM2IQWcBm51zIk3pfvs00CN33Ejc2hz5nbeHS6/0FPb9MnG",
-	"jBAsykpoInWqAPPo5B1zv0grcjutBSSRBKWfNOOmvUTa8XenEj/Xk4lM0T32OcOfPTQ8p1zIppHr7uZd",
-	"ZazWZT7mUgV2mhx9JrGn0tLoY21suhb6B21sC0YmUunuRP/QKcm00HfhJkde1bqYprjxCf6wqty7TPbM",
-	"gdB0u30MYN+EvgRLGbQbeAi7Q6OhIsd/k57dvFk3wFquK6Yy0jf0XfheT5baU/73CjnAATZDBkpr97RJ",
-	"6nLhhsMNy5C3xPu8uCH+3Lt53qkuRQcOf+s23APefvKCHpYl2grt29nbaqJVuGVugrS/etPOuenw6wCL",
-	"GkgVN0wDmzVk6t0UZQtGKnQHAELJjX2ZDkLCn5uyagOply3DTDpdjRKIOkfv0ofOphNAPFnzgTGn3lNT",
-	"xebCdn9mqlL84ixuTui/gczigKlpWa760M0yWtFYeqvKNUAwcDCA9gVd88h90TgXYJgOvPCpUnxtswP4",
-	"QM4VuwCYaDbhCpq8dI+5tl8MDCkNo4eZ0rMOLW1aQaeLk7jFX5+JUk9AApNy+tKEA4AF5qiaDnQcbq66",
-	"sELMFYrwuPE37DjK1T7cNwzfNpCig1hecesiNNsb39YWgcS0uJqDdGe0pLiI2SRppXOAfrGAhsn1SsFY",
-	"vczTqVpvS7U6TC60n1zpN0hbwb+vAbeF6zQwlcidyeY7egNcq3Gq2IIa1SxrVX79y6ZtdGBO/TWZaj2F",
-	"SYPN/eONSfaa7dK6Wlz0BnMMUmI1H3AjpwRKi6+A1EhMcaxrJ46CUAGsb7fswukf2nfevxDwh3REdj0X",
-	"2YhXVIEVxJpWdBXinWnWloV72k0gnfYQ/dCyOyPv0hqj09F/8SLp//zO/YRxdg4qyaQSBeMWeAb9sH18",
-	"9pZ982z/ccZQwg6nCpQw7IE2Vf41eMfchf14w28i9MDaXaWdPDw5DnAFSF80FzmpMEBnPoEdC/5fxC/r",
-	"/Az+vOh3XKp+jNckPlSpRiMd8aVbs3hiO6d9OpHl09zXthWU2IoULYG/7vaRTMGtx32p9SKaKb/kUpmm",
-	"wbyH+XfaPuFX5mNeloKayi24hcpLXUs7XgDD/PHF111gmOGN4NKJR/eebRzg7IfDwZOvnyV92R+Fmoof",
-	"bjah7US6W7TTibBjXbT368XLs6PT4+9eLm0aHAm+0VAHHFC786AfIGNnL8/fnTgBc/L68P9eXM2z1mK+",
-	"WlrMr79/lT1+lp630skmFId+S+F3KKoAdt6eHzQgAqcwNPDkgInaHP0B42xUCzNmNVeFntBg613ufUrB",
-	"/6Wr9m7zKfSYaK/jP6a8lNjEq6q1paami3f0wM1MEPNmnI0xEuiNg3/pKmM5Th5ADnJwj52+OmJPnj3+",
-	"O6KFIOArYsshhmqrzw8Ag2PPiw4gBpnWllvk++70OPPJGATUWk0t1cvG9wghZbkKxshwWsshQmr75Y+D",
-	"8RdvvW8PsWrv+wDK+j0O5PiJ8GHdxibZ8ljWxQmv7fyIV/xCljLp8mh8HL4ZkJPL0DUBrMlCJ1JguBWO",
-	"HaaGCx+bs+axpcZDzfhU/NO/3VDzgSMcP9lu6COVkdARZo0usgIPEJysTnsGzIJ4g3Hx9GrSjRKaheND",
-	"N3ej3AB7vT3LZaD0tY5neLFnXCT+Vg+rgEZOaTPxSuNzyeLbuppOXstrcUL1XUkHI2w7e3f62lDONrSk",
-	"IoiAzaGHWsm4H5FdfmOkSlgJoB5cCIil+vjhhpbppo1B4Ltw5RjvqOsCO6WjxQu27h04zvHu9DWmbUZ9",
-	"d/t5pumc0SBKx09uNVEZh1tX1xrnP7ZOCXBVEeg1kQ/5681yiNfewBUwghtkFDcLbxOmP+T+VPlxRgXo",
-	"L56KgXRDNafb42UKLgmEsxXhInUMevak412QS+9uprFQGgr9+hvoTvemEwyl4Mayr/A/JtpY77seyUtM",
-	"0QSY1+0G8nN/ZzUM4TfPnrZwCL/aX9XHenW9gsbbFrjdAYAf44WZtGCHsC9YQRB55hFLFIti5mBpqKOk",
-	"niLy1s4B/BNrR9n2zz+8PNmJUhGdhlNsTNJ+Ee2mTl8nfKkrbp0f7LXgRnz8tXOWgxIzgNxulxAn5MaF",
-	"0eXUitcrbt/TryBrZ0EkaMtL5i+tU4wpdeUAdAkz1jUmIXCF36aRmwuIw0ZAZxdirqmuM6iFjwyqJXNq",
-	"CNf+20wqE/QYLCQBDIOdAxx94eq448/HWuYCG1eGa0RKtrsL4MBxtLCzvodVfP2f7XeWd/el6FJCkhEW",
-	"e1eilrpo7WtE05vg8T77CMIcC5pOrq9Fbf5idNkU+N4LdWJ0JFLzcO3sYg4x5VLn3Or6C6bhFFXeBpVt",
-	"pvy2vS5Dt9/DG7hMPl/S/ti6zAN/Nlno3NR6fjYG/dC2AZDXQhg+cJzb0PVvH+NxsU4zRny8AVblCtjH",
-	"jpTM89Dl1XeXTblQE51jHzrBfnwn2J7Id/RYfzP9ocPsQ4fZhw6zn3GH2fWAgzdqBhEGXgOuGCf44Sd2",
-	"H/rg/rn64C567dqJeF1dcv2qApOIuVXiQmTLQj+WEV14lfE97aeUdCTxLasl/fP3/AtxIlovpTOhMt04",
-	"f+8d7MNhJc+dbPn4prBAzIyrxgAMBoXvQuyuobuFksRaKmkCekYcpyj+jZj5eK0vG6qx5YtU7Oj4xamz",
-	"Xql3Gbag9WAFvmRVK+EsC0UsvJSQdAFxZ67mccFZ75a9QdxG0jiI2xXxEbcYuxS9a0Xt+rPedBjZfSKO",
-	"Iqd0iD62hNL2OzHStVixCkhdWFyHNO6Y5QYyZGUo0X2sWgwnrj7qe+/TnG1V07rSpmOv6MdVJ5JSfv/o",
-	"JF+C0f6+1tPqZiT8KjQI5+zSDdMQ8w3od6X6/6oWTp36YJPpEj1v9QtpqpI3fHOjy7x2Iz9+DwMa10fs",
-	"IvAkqEo8nNrx22tRn5RcqlNrEg6v18IuJ3ERUhpnWNsYknSYdr9WbjQ2pBYlw112Pq0Vwtoy7VuZxU1K",
-	"eC18kpwSojDoloHKUkiScxx4iKG2d3U5ZNtP9/fZUCog//cXupgPm1bbO+mE4S5vXuqkezTq4FOrEVA/",
-	"WWOsa8ydAu/lqnZebpyfAAgkgcVi9aCalmX6zX60gBFDqHDQtelHGYW4lrm/sikj5u2bn45fMTJlnRX5",
-	"/XdPvnn8zeMG9o2KtNbaKvip7m/g7wAP0XyF/tj7I52t2F5IgyWKHvCG5VwpDew8qu9b3nvgZMkOz/8Q",
-	"c2pBDF2r3K2Hh71dZ/mVMK2ml4DMPwIjDJ7sY4aPuQGkntVp9IYypQnHPgDQLK9nzM2J/W1Nv2o+ETWH",
-	"8qiKq4GVpR38pluFunGbOnM25rW/RGtGpp2QhpkxdLEGZLlp1aDNWSfgO2p+NrK4o95UpKV5K85/JTLj",
-	"1t6sO5AhTiFC8NfvasGvUjdMVLAI6N/hMyzA4iX06VLw664CqRgfeWWKGp5J7H52/Pw87ojV4/3T1jsh",
-	"K+ZdqqUV9BTGK/vu9PUug4hCaJQwYdvDv/3tb//XMGNDt7H/629/+9twJzI9SYBEciVjF9MACxS6LLoJ",
-	"igx91FwVDMDtjOUYpDV8Ip4zjp1kFeNKY0tOyrT10qklvhpBBV3JIU81IaJ2dtkhjOtzVuMxajHR18gZ",
-	"JslWXJv2brqZWOuJ2rfeWd+hB70zor41W5CaTW+uRSJ9vllt1pixnimfmptrZXQpIusO18ryUvDaY3uv",
-	"5Re1LsVx0WF8uB+ZDAmGa2wP7rcBO1Wb0M76kWlaWXNsXXJr1kcXaA6QLvzW7gO+6SRDXzxoybSVuaNC",
-	"2f1rv0tmUoggb1U4wKY/OapmiATmrPOKGzNzalvBLU/kC3cHNAIUATYTb8Iam+Ygrr6X3XdywudOY4F7",
-	"2VkX/VpfSrV++iBHsCOg+85SZm94EPcvPPkR+b208dhgdw3Ygz8kt8utjjW6ZhBpSeYiu6dxvv5xxHOA",
-	"c1rsWrbR5DsJukkUDiSBOAhhA2+QltxFfk0vtmUSBPFHLc7cX0DHJcS61STnOHApbEfTjxWO/mWCuHlz",
-	"oU2b+e9ubVQLAVTRcmO5ZzM2xSgJn2h1CbkCuHVS5eUUci5oa4AZr886pTW0ih5ias8aLC9/o7o9zDE1",
-	"p8jn1w7GuB7kFhb5GULbqvCp2wW5xUP1+DR+yF6ucpA0/VFum83Cb0L1LSDexnC3GfpP3H1zk7kv+Nuf",
-	"xcVY66sXopTXop6vb1xU0JNsO9SbHGbsF3wEK2UgrwJ0O/PL1k5HLyIcBv/jiFqBOyr5mUt3iU6FhSro",
-	"0JBoRRciAATLp7W0cyj3pDJmwWtRH05T4aymRogoH4yMobnO31fcvt/d3cXC4YupkdCf/ILnV0IVxqnx",
-	"Xp3gOUDK4Djb8LKhl3fcHlyL0iALJqFNWg/Ltb6S4oBsB8M4w7l63zakQdVihFV4zhx+uv+YDXkl38MT",
-	"7/2ZQ5IZGjXO0oNBmlsytraKsNaP4KtpTEu3nPbsmJOnhCtVAqMMUBlse/j+/Q/a2AEsGV8bosAFW6nA",
-	"q/zD+fnJ2c4BItcMQAI47kAVcIvYrJCSyHhpNFhaWBT3n4Oz63xwZOrRAEJJQ1/6Bw3dwGAbIDA+G56J",
-	"fPBK2Hw8OJNWDJ1WMHwLvw3BNLNjMQdv48LOfsWGualH72vxP9BnBzZVup3Bndjypv5WtNxml3kl/yHm",
-	"W3/8Af35UxhwjtugYeaWf+JdDWeiRv+WuwAQgxyY8JRbXy14CZJxkOvJZKp86uGEK34JRV2N36Lpigj3",
-	"Karl9thtbkR80wSXV4ae3UGoJS2EyUIKaUbNKaW6hCcFMPda64nx3XJkzXgxkUoai3fjANmpz6Fzi5PW",
-	"YJ/uHG5EKFPDHE/kd3Zs6GhKDtoKYejCFWLQwdbH5bDLo7+ahahKPRf1LnsJTOnfz96+YdBQxfupp4YU",
-	"ryHAqnwHDmMz5pVgw99zXYjMQw1mALQvjgu3cFvPnSb0vzOPO/y//xjijDEzg0b3/jW6redugMFxMXQK",
-	"aaWVEaFW1U2bMm7Ev6bO7B/S54YZM5owGajdC8SPPBrOBHu2NU176LhKfWl22Ql3ehXEGwOFmtDOxL8i",
-	"1LUoNawZhbWXERkDEZGBdP3nr26Rkb9kAuqPqsI3goJJiCsTXUxLd252Wis4TLwVQmEndGwMM3SDD3fZ",
-	"S56PIz6iAD/O3Q/P0OIwmqPpD47FDJo/DgMcFn24eQj/MGwaOdEuCTXSdS5McjAb6nEh1Hgxh442aHRL",
-	"w+Ck/V2mUxJNnaX/EgmCeup0fPIiF7UcWcYrXlv0ZkUrG/5tyCaCK8PMFPSZ8FPGxIdcVBAqiU4T74Zj",
-	"je6+zcNSgKqeM2ef4LnlYyqCY1xpNZ/oqaFQZNThKp6J48FDR6VjUQIPptvdYs04wi5728xowusrUfiJ",
-	"NM6s54xXcmCRV9NUQAQGiWuItzkeDMY3OtkiWIAg8dyDjkKTou8g3qDu6ZCwHgQxFU8qb4u+1tSiCQdB",
-	"0Uyo2cP3hVDSSY14e5Da48ts2BCPa7juIJEtrjzFzpWXOuflwK0tDBYvF8vefUs5d821T0Urta6gbsDp",
-	"lvWIUyn90jn5vfAMF7BrjBlNy9BkzCCfxzR+05DLIWoChm3/skWvxQ+zqSoJXNGK4petnbjBPTpi6SUy",
-	"ddv1NgjIDeUQsa6CieWGPd5/HNpTE0gm9bv+WVyc6fxKWDatANN5l70NVT2GUtPb34KYpSyFss9xjs15",
-	"6FEj/L6jrp7BuQwsgm1/5zdCaVoZJUfj6bq9cFOlpHXyU+wctBeGLZnQwHdHjGIfmdk2oQqLa+BbHOMe",
-	"0HfJ/dfJ+X+xib4W2UL/7h2PCQRToA4/BKAUamsRQ3/mJDStTjrWCD4Vzp58+ODvAXI4/14G9R+5V/Tb",
-	"1sOlUKLmJW7P4x265IqAimbcMfyh+x8qjhhS92QCo4X+4stzt4tt2baHb5rWXIc0scA4vSgf0uPn80oM",
-	"d6IOYfAVjxDoAZxIEVELpwMTUNqOsUZjBL5rkpLbHD0IwO9549dCH4n7U6kv9dQmjoMrNsSux4h+NnT2",
-	"yL+mjhArXvOJ8E1ImpmEWvxC5CVHYljQgPcjxuajFjDo0IloDN6D9OPM8bNKlJasVvKs+XlywySoB7XA",
-	"il8MhzRFcgepIrnFb4LhxQvMJ9zZZaeCF0hz+B1RYE7QEmiRo2Yvx9pYV7XIhaQQi6cSFMueZEhN8xaH",
-	"VkYaK1Q+H7LtZmuHZ9d5/NsOBQwNkARiqXDsikepQc/ZEJjyMIurILJmy9ABfsCGpVSC1/I3p3YOsegQ",
-	"q2nriWmhMJeNCYSkge3Pw4rdFfW9KECc4y1EvCQwtSDlqgVHQv1skPJG0GcDLsfX+18t9l/wYJLYCN5d",
-	"wGaf3adLjRO3jrgDIS5MHkN3uAloFLozhmN1K9IzheeZ+SeBWkM0JAqeAWqnsyPcEHPsi9FeY6kNyU0n",
-	"LE1bgY86YbYVdroJZ5aXwgvTbf/b2XUOPwx3nsfdAyd8zkonRAmnkk047Eytp5djYvVgZCG/3GU/1xLk",
-	"gDd4feMLHyVEHijmcCTNiTTkGvUeCIwMCJzsl3A8qJEU3HJWyFrkVtfzRwaawpEqLw0AMs3gAEa1EANT",
-	"OTWgFqBJE9MwbIZzpsn8PZqMsbrml+L9aFqWQ7YddnR4rMx0NJK5Uz/O8KHhTmRlYWcl/JzEjxdosuPO",
-	"+Ugs9nzxbNWJJTcZK1QW7AK4SBkb7mEPh6G3pAv040CAsLl2+CNEgUmzx5gkeHWlLUWIqSZN98OT4wiM",
-	"+fnW49393f3dx8++BRjvSiheya3nW1+5P2J6/RhcU75RplOz9y60ts58hhSlKhmCPQJvsCF3oWMMaDhE",
-	"tjei9Ho8J6mM5WXZyKKFkPMuexsrhJS0CGFxaY0oR8hug+zmQdG8mHfqms/9HiqCcQIWmGufw8kbJdMb",
-	"88A0JMon7kYxjj/VjkKNb/25PRwM6JeB+4sUxl0evyqnmo50PePgqPDUuz18hX8DAT/8z0H4z8Hf8A+n",
-	"gpeD4xP3Hz9JPgzWUSmvBOhawTLBvOBlsfkVycRWh1JQ82AjyRAcR1ainiqLDdCx0TGNvcte6RpeMs2y",
-	"oDi3ZGYsyjLDbFNQmXSJBF3VAHnDG0iIcJGQHKm4o9SXZNErvXBhIEvJkB/SWdLI8r7z4wyOdOHYioTo",
-	"kiogG9or0eEsowPf5mxWa5A1hQgiDnaqFhXGRbUShj198u2Ou4NgZSRn1ZJOy3v/7QE4Imaa1RgkD15F",
-	"8YHn1pkMSkAx/y4UspE2dFxsPd8K6zt03wW6JPlutp7/M4mI297ZoH3EB/IItjqjgmy6NPH9Xiay4Ggc",
-	"+3ZB5GhMnYP39HKI46/JwfgV4wLC2O90AZlqbqrUjCMq/9z7H4MZhM3QqwIf7Z3zuRzg+kwHWNx6skbD",
-	"daRQRAlSwfvexdN2t+IAh+MyEPFAuQKs9Mn+/q0tD+M66dWkGG6rivGPbOspziX1iTDnve94ETbOvfLV",
-	"+lde6fpCFoVQ+Ma369840mpUSozwPH3c4xMnfF5qXpxr/ZrXlwLf+3r9e+8UQV6LAnLtnNEELz/pMctz",
-	"rX/kak7bAZ2Zvu6zhcfKuqtVIk52HP5x9Osuf0AIJtG5+pY5Yc8vDUTCCf9vUcT5JIDY17j1fOvbb7f8",
-	"3xpnz9bzLXToNL/hf+IF/iPrkP+DJsR/KZKA14AtHoDoOvg5mwvbeJSjZBHQ3M2Y/BENTwOVxmkMzmzx",
-	"RXQQ8oFftEqqFbvs2Dauh0U/FbsQOZ8aJ3QutFPLQ96B18zD95cZ9PfCBk5zFmLjd0X1i5/qYADNfuEx",
-	"7X5W1/xcYMpLyKvFy96+H8bKsgQbzWpnwhHv6rz+t3rNc17ZfMz3fpfFHyuuuCowRC4avYbejCoNAogJ",
-	"lB0WGPM6efM9kxN+6WweaMY6ktfCx1PgPnvYu2kDghnJaq+TUmHsSI6sEIpNpJpaYcgtI71WC+5b/3mv",
-	"4aEV2GCuRACmcCbRXPzDGANpoZ2CKkZRp11a/HEBrp7mmRLcGbDEMEMJzlYzjTYHrwF+EfkB+Likj74F",
-	"Fe0p2mBYH1ZkiAALiVVVyXPMhV+i0iOc3DoVKgGcGKMPgwrkbKNGAZLFkuCP1Z+QFzGdwpNJ9Wclu4CL",
-	"sldhq4vEwAh7nRg6yRuio5tAHzsM4VPaGfpJbqwgPF3/yhttX+mpKj4rloS0HMgmD3flnpnNXi1AenWb",
-	"18fofwwmNrKXcKhZyCVEAUvOBmOmwjQt6LOYuczG2tt/4AyMU3iJR7l7o8vC8Q8nHJVmpVaXgHcU/Jy7",
-	"7FAxQrJ3DyIDn2OuM345miUYo7Gs5+bKgwbG/rCIJyxT9Slu1sdTNjq8gXncjMhX18H0oPGbqwS0+iO/",
-	"li66bx3A7g31+c+HXuGwFgmWAg/ttd4TFYMXdeDNxxX+MXK3ttKEG032UhQDt6AoDZz6tYO3WKpLNiTq",
-	"PKG3285USk6AuEbwcWjVcnE0YYzIzzbcATUZ4T2Wws1pv9qq6PXzVhF8yieVCk0TaygFvwJkGo9drYRE",
-	"Dxfm6ZPjHRL0wy4qXTNbNynyJjhlpXUaCe7F0vYx8HU5RXPG6yJO/ffKUlvremRIOxrQ5XOvQ3wEWC3U",
-	"r0HYcOgv8K6f0Xuc/jBjemrB2zh0Q01rMdw5QK0GXOgQsIiMm4CXkwV3PelkT598y4Y1t+I9ofkMoxDL",
-	"TKpCz6gUzhjHpD0rCJsGKuJEUPVs+HOlS5nPkxWshs+dYTff2WWHZdkkJESJyZQgda2vnH7WZCPHQNQg",
-	"h9DVj8lrGDeDQpWUDoeE83am/MFt3Y3jCL/jP7LGceQFpb8p8dber0MoDrV2zbZVluDT3Js8MZ9VGR/k",
-	"DHp3wkHeXC183Mc549ioruVvonhwNt2eCG2cS8g4YwokLgc9JxuaSgvLhtNDsmmL1W/1lqgw5pLsBB63",
-	"SmKK/MpE+iLNG6xiqIyMfba6grwtf5mR4xGzNFBDO9PsB2urt6qcZ+yMT8SZtOJ/ndla5tazoueJJOgo",
-	"qXGsaztwZm2RzKwmCQipvOn8YzfS8MyJBzFs0jb8AqVJJCcHHkM2gp8VfpP+GL6JYw/aP0WAb8P4BJzo",
-	"f0MCFhfCqwrrBamnky7muJPkIWsySY/OTl/RS2C0EytJ5lEvp1EndhkEku8KvjKzepf9jBGcGKKBxOL+",
-	"47SSE4JWhs+pMDn4oYDhod205JeZ1sKEeFLLKbOsIHS4ZSJ5jvW53OutrcC8NDh7+q3JImTb7mj9n2lx",
-	"Q9IOvaaHg+zQDVv2zPgsmYT9o2BLX6P3CQQ4tyLcmaoJL/plugvZbMW2U0Xws1AQMYAdxGrivNbGDIy0",
-	"TZxseyEJ/nn00BCdXc4KlJcqpMbvpJXIhYx4SvbzCpYMgXefqO21MlTU3IksKxuwC3ekYMDYPQJSDCNS",
-	"LbWMq4JMfH8tMmLpaADh8d+v5kFFGWckDLqCUkTlM0CjFIo0Dwk5nqj+QRqWwVa2SOEw1zNhB10FIefL",
-	"/KOLTTq+T6Pu7LYilEt+s89bz/lLx8jeVk46LZqn92PjY6pjt6JyGhWPex0r6NQqSvQHI9fdfFIeKHsZ",
-	"rivlcUOrmJmur9BUIrHayqqI3GSN6DCYRasKX/F/oa2nAawIQ7SvJUncMtYxczRM3momFNLrpVOhnu5/",
-	"y4Y5qdLDJPd0G/WJrZ2Y45AJk2Y5weT8nI2VT2U3vPQ+ELrQt0Z5aVsAi587Am52WquoMv1CjOXi7IKq",
-	"h3LxStK9leRk47b1jLsLYjQSWHe+BKvXCBNfEz9vksRQIW6c2CVmeKI+Rn4bzQqRS8hplPkYq2XdX81Y",
-	"z/B9WIk01LwQVMyonIMyVa8hIwoeBa9XOsKFvgjIDLlLcR99pssrsnQagfCw9v0eCe1T0c0L2JUL0XE9",
-	"Wxty20S0NoqEaerLWpKHcoGwa+xNb0knmDvY0vhjykz2aRixeezET3sgJ+AM+D2fM0AgV5Zcg76cwoRs",
-	"6VpDsQ3Vanhgdl1JnwoOHs9xXB4sI8aPuetsG2wrmkWo03IWBVgqygk6UYQRtgk4RE9t1jg0Q+SZKjuA",
-	"MMmfthM52h+zIQ30nl4Z7rLX8koEce42bNCWxVgb4Ass4tTCBtWJRn1kbq3suDO6dhb4/GdkQND5dQn0",
-	"OBFgA0MicZdjzeymhsSfks91h+aATFu8pWEa2OcMuUbMGe5cf/dV5J3KxWtIR2uKzXVZQMsiWRuLCdxE",
-	"s1RM5KFrx7IuBhWvCUfZca+qpII/xJFtcqqtvMYsdyDxA4+m4TSKC6mIcR6+ebHLzgK8nEF9A7KXEWTu",
-	"OUN8OZ/njEV/HTCl0JpIN/4DiSUlVN6VCrO4jTjyu7UUUk/dk+aRvRMOtmav5wD1o8ezNJl/iDk4qPu/",
-	"EWEC9n3lxxZEY//33uhCbPTCC48nuukrDdpp/zd/ArC8/s8fVtUGT2PNycYvbLSCl4SMusEaAl7tZu8Q",
-	"Vu4mRx+jYPZ/7wcPjbrRKyf2tw1eOG6Dm25y14zTVhBhZ4MNzO2Ul5u+dRagNvu/8z0B274CFrrZFIkL",
-	"wzT9+3eaoYNfBlirhG4TA1t5+fO5h1o/lVHl9tB3FGlklFcdwp+W1Yf9r9PqQ9jwaylmAPK1sqitwTWP",
-	"M1K9qQSl36Fx73CXHcW1n21ocJDRVSkt06NRxoTK6znUrC9VoV6JedRhMAhuNgQM1OHekFfVcG+IeDzD",
-	"APM/VRAm8RiMNNg2uu5wju/xnffBk7dDebse5djD8SHYwZC3aQewOIYEkzWEonJ8wS2nhVdNYaGAIT5E",
-	"/DUT4IGDdcbxF9+Qz1fDgyHnGLPAxqQLmSFwOp7L3VFWSPyNNcEbSj9zTz4yBBWchR6DcCMsnqmZSZuP",
-	"EUDtHgM2Xh50Zgjjod1GydBD6sdnkPqBdUW8zTlviXEiTtdWytja48YIOwCIvZGo98QHj8idNMFefsCa",
-	"IfKN0C1sjKjAegGEDAuZBSH4jUTdYJlsY2o8YOTthom2JzPM/BDs8U7b4HKsmfC84bMLlpXSluFKRHHA",
-	"6qnCyg902wQEC8TUW+ZVuEivjLgp3WnBEH3onFb9graoi/SX9vIv4arFM8GbZuKrdrvKRQ8KkRNPIWk9",
-	"5GeQo1Ut3IhDKGWnRrCI1bETAAeatIdWcgnlbnLLZnpaFlFlVcYIuzVj5kpWlS+pwbQK9LDOxvNdtjAH",
-	"AEFvQaWA5kCYHrwsB7oehFkp9O269fIcQfh48yLhxswZJbcwSWAPixXVbIg71aR9hGO7RAJ0n9tlgBBO",
-	"+KWhzwVqEtB1LOg6BfXIvZgzUKv2eFXt+ZawU+VzJQFyFXU33COI5BLyCaTVzKDjR3sePusEWkPLidhl",
-	"bxoNwbCSN7lOFWpTg8hZVGldrlbBwKYRCRfu8STNbO4madZpvfDBNerRMsOOcJrwXAmn/t5VIj//lUm0",
-	"JVdsm+7/jiOSBngKb/2DtvQla0sneLIMiyAcYTvLhjjz3etMKIX6+am9yJIKrERnHzUoQbKO2hxNlTUr",
-	"fb3f42c/I4evd/Gg1/ceHDTwwT5eGtz1Bx/NCh9N+4Les4+GGllJa4AsFjwibRcIPBt7QFZ7F+CO3IeL",
-	"odXKsEMSwdwfwSKzJhs+eu6TyFDcolVTfvAs/Ok8Cy16vzcpufe7b3D3B/KDUqQ6AryAv5ums6eH/1ON",
-	"G/mgaczIEgxCafse+tYMYxep759Dyju5KmwDrjXRoN9SaUUJ8doobRMnzLZDx1iFeIagVSKyIaIvPSfv",
-	"74W242UOhetb4FCbyfEFmXu38rZP8mbDKKiDyWfPKDbFPvhiMkDxejUdxe6S1rOtarqiaJoHmeerb6Ln",
-	"enVYa1POcvfgW6Kc29cOuhsdd1AQbULoQ/f5KQPkcPLtRP9k9P2XUgTwdn4CRWDZYdYzxQvwiKW6RCiU",
-	"xt22jZY+uj8LaXJ9LWpR7LRTwtK2NMVC/7LpU4tZGZ9JVgXdkYfsij6W+wov9J1HQ0IPn4ERvM4BG4lf",
-	"yBISTTuo+gwjGljFGwZgRky4sjJnOJJHAgeP3uW09gWtvrc1tVZrgwaeRqPBIISOSk+JIoIvjGuwxloJ",
-	"Y8s5GwbA6+cYJxmmCzd8VgF97gy+dtSs/e7JqPvbnSUe/om/RIjQtwH3F4YuhK6ohVEtmCikhR6cd00l",
-	"v4cUo55Wr7Ea4nlx7tKoFtTPaDHeFRu4HhP4dKqUVJcZO6O+iRl7q0qpQAWHam+KOS4H6rwdXeMQwwMs",
-	"bZRekLJja3yXE4DdhLyYVvqPwbbXteAFILD7Mnyo315jDt9Unz8uPr0NHCfiPFjBn4kVfKdJNNnqyket",
-	"RDulztFvgbm61IoJ2p9TOwo+tXrgRCI1kSigjECPRgjx2fSwd5SLGS+r5NPnSkr90tn+dJTzqQjhVPDi",
-	"jsggBHima4DzLuW1UOThWO/2YWdkALhXKbMrzsWF4hrs3QJ0gaUzUd5XxjiQSaI7BXRHoG49k9ALCoiz",
-	"/RSVVbrHdtnPoW2hJ+d6qgyWI1dkd2Uhc3RRQsNnhpRjO/TgnYSMt52UujvPF8TualfYR5P6Hfu/vgTX",
-	"1zqv15+VLz1EzHo5yu47FzeyGvbIrhfdiYbn/KpV7gANnkarnAOQ/79h3n/K1PDl3lR7sNKmUNq+p+kk",
-	"LGsq9RFftvriz+qBYXxyE8BfKMYXXYr3TL8Vn5oVxHvCofmZI7sJtzJn3gZ4zpTGTmYAFZSPhZtZETfl",
-	"Ex8sleBA9q+t57vQDBX0Dk+jZPujykQqxkHELWLXOnS+dKPidy9ErifCMJhjwtyAv/8pDA7KZm7ZYBWt",
-	"+oGCP1FuJ/R5aZ3JfZOu/a2bcH90lkTGfoO29dAERVceTmwiah4B17vxDgg0FGvkoKM+UrJ3+AH5Qcq5",
-	"cRJ8l52en500EbCAlfktG1b2NxCnQV0aHrC3b346fgXGxvffPfnm8TePu1+Nezs27ETWrICqdejUfEld",
-	"Xhs/exLmGSHOfBDK/vYZ2iLN5KhB7xp75OT8v/wxfRJTpJmo7yTcybvoMsVtlB/Y1V/KQjkDqL/4zn4c",
-	"i0QOYHYJu7AXi2wCf1KYXoBwMN3oJcqvA+aDXVNFEQIHXpP+Evhh4391VBxvy+etHS3OdhVrjJ57YDaf",
-	"1K+7eBz3GcxcIvz1OHaH5qpF6d7gWOIG/JJL9UXQu29q9Cem+Qa97YH6Px/qR6y222UAN5L9Rlgr1WU/",
-	"uY9feLRA8vOAujbhaspLckwS3saXJ/fP/JZ89vQfZrpC3vsDfqD2Ty7rTXOx7jyAeyZso6u3CBLbGjjh",
-	"7QmMGAd6HAvNsDshlIafnP8XwqK2GsY+Mr5aF4mraSiMnpMxN9AF7Aug/Fak8zaJ/y4dIX6SPTwhzZm3",
-	"juxTeUYeONaDK2R1z6w7YJR93cUQNFnRGgt7PGAypNWDalqWPsmLbVMPZ26tmFQEZh+FYqyciJ2M1cJM",
-	"JxQuGrBWuhhFa+M8FaVnHuA7hdS2y04Xo7WOrftw2XYI3dJf3jdR5CF2uCqkwRhy86z/03AnSuFftpts",
-	"Pf8yAkeQRNsv9dPDW+NeBx/yg970iRiCozfsiEZEhgDhjpyUnt0/c5jWauDoHqlpRUh4alOZ4JD5JhU1",
-	"xuoCH4q6ybi7SEsHNH+M/caYkX0ywKEdLeV5eNaw/HyCRSTJflorD3OmqQLry44cZ8BlafkPxP7pjCR3",
-	"taK0hjaZ3GZJVG+KxzqJQalXuEeim/SIuhGDrC+lEs9DBRTSNyGVZVEFZNaZUR493ZVZni2VbkTlHOLa",
-	"7X7GlJiFQsqAbAbgRYhnhoWWQ+yPU+pLpkeM+wqIpgTH8rkJRSErwY1Ocdte648zorJPWcDZrOEfUhUb",
-	"416/1pevaj3Z7I1zvdnzb90Z3gsHbXajTwFoRDZMKFv/GT3Nn7RolEcMJ6rlutfokVG8MmNt+/mNI3xm",
-	"ei+YeFkoJ0XNG2GbfdYb+p5Kbh0LkxN+KR4ZYK/I6eRvArEyCSAQbRo9U84iRnxZbELGa8c5qZUww17C",
-	"VuZXwrLtZ/sEF2l22IU7YRQ90rThx3Nk19Aw/6LWM+hCxBU0F4NZwvRC1QJ1+GvKElY5nc/Cbi4xzPam",
-	"HsNgI9n0RAl5qtmWhBYt3I63si3FJ6I51eNiyd0Td9KZ8A+vhbq0463nj598k21NpAr/nS312bkPmy3s",
-	"R1d7In+NnEx0J7/7wC5WtUXjCRL8SO8KkqrZrUo+34Bf7GEnohVpeZQMT+TZTZGkIA4RGVfXbOgpfxio",
-	"FYFtR+5Ha8szJPMh2368P3i2v595JF/2bH+naWv27vS1p66Y8zSsREIxL/rQG2YAPwP8ndKWjXWJoy1w",
-	"AVCzaG3YPV2rct5a3SODHzRU4VTOKZeGW1rYGtw8Tz6HuNVfCk+5fY95eyPWeMtxa2HPSzkSgB18r17y",
-	"hWPrAvTFu+N9Ve9OXz+A+XzJbu/va64saSaomIRebZ8T247zBJIBx3PQ9ipRS13IvJku08oxZ+++MxSX",
-	"lDUE6eprXgI7/urZfqOHJWo2H3Uqh9iA8bLmF1izfSXmI8fumB3XenqJ/V0m7qypITSCBnLbTMBNrClJ",
-	"Jab/7ycvv19mtGf8epHNdocM/3KMtmdg0hfD9AKRu38GvC5IabgjU7+IB/b7ZSdg2ySbDcd7z07HhuP+",
-	"bkpt/+hlXztW5XmKe4ttD5GJDZFHTrSxrBY59ItwquXOLju2VHNgEmoq03UGWROCQytvp+2Cso3axxCd",
-	"hGGvSGJdgihDXbVRZ58z7pX0oLtgK6/GapbE0HmsxPunDTS7spbnY+iSEtWxRtY2DjSPhn+6/7SP0f0l",
-	"sO1sqTcJgNjCmg+YP2wnGhePWyvRMU93UVZOUajpxF17HN1d+rXTOly6E97UGbXuhLtcDEAa/J4uO0tg",
-	"yv+aYtUYzRlH21q1kevniLlEi9eKbYdmcO25HARj9JHxRgL2mTcNjPFO14z9dW7NmczOreeAUxbmfKF1",
-	"Kbjq5WOBo9/7n0pctuUbdmNyg0nFseBusU9ySqQBB4ExH3y1t6XYd0kW2OZ71eItX9Xn6JDEACWZPA8h",
-	"KYxDBTiydhwKM1moV1FHJ0HfRtARGwWLQ1lQrJE7wrpE1g5z4coxBlXOnxNGTFvxZ7OxUDQAr2t5Lcwu",
-	"OxWV4FAILS2bkfnAbdzVcKpGUknqZN6IIAAPDyk1fp6t9JgmEREanncF3RNBdISPWUquSRgWbgMfUmoe",
-	"oux3qu3CMYRGoJ8IUcFYXXWzo7OmDtsrkG2GdIZ5NVmy3J9tGw2CPWToRekySuPiHQO45FLtZIFzeTbh",
-	"HnFKZCFNxa2zAVju2FEZszpd9eB0u+wtxLWc6utYTVt5ZKWmTm4EBJlgCLr6UviBrlazA9iyPyv1fzpi",
-	"1tVCk+TqXiEXsM3x3kQraXVNKXHrg8HTunb69thZKW7SQl06oY5QwUAn2JRU6UJgsQLIe87G0lhdz9lM",
-	"qkLPHEEDNF1GHiP/M78WNYcGgspqdjF1qrvZZa9o/FxPBBvVesLGgtf2QvCmDSpWTuGXx7osoNvXREx0",
-	"PcfQrwrTausPgA4xDy1LCdWOWpXUAgkMOJiuRdoqxd38sdnMjYkeR6DkmQU4djCRPA9a2EjSeJSegV02",
-	"kWpqhTlg8lLBMmD76R2UIH7rd9k+NcmG/i70TJctRD//iOO3LKJgtkhlv3qylTmzTk6c/fl4f/+bfbCP",
-	"8b/3g0UDRR6iTtl4p8KZO7ltrdZq8A+781szwze6EMdFl5n57KseVibuU3K/13wc3kxvTsGtgAa4Wz1m",
-	"8FIV6e8fhLCnWjuZl6q4hal8BzTIZrKwY3fDyM/fTCQfayOUB/emazl2JrpFb8bjJ/uBklfPGL9Fod6e",
-	"d+ybZ0/34zv2OHHH7lSOLtF+Qo4eEd/0fBL6eHqCexCpt2az++79jVhDS4/2Opan+GRKnH6VFqeO96RS",
-	"rJYk6R5JyduXqFlwmkbcer00otv3MULpc6OgB6q5TaqhvV2mnnsimFLnvBxQPuRasuGslJdjy2pBwNxN",
-	"RtkoajAB5RaxUljVOhfGPGeXutZTK5UwmdMjKyjtkoXbAq8vHp28wwyeCuCTS2GSpPbaTZxSbO+y+UT8",
-	"nRD7WJNf95doN+GuLwQn3Ak/Mv6Mwybc5QU2lttpzyRatxJlpoZZUU+cpl6ID8Ln/GtwTF5L99ngaiBa",
-	"BJEAAmAiJhe+azG45aajkbOVUJkQvLRjxg0zwt1YZyKFfdllb+Hi6towZ2NKC4jP1LMZc9N8LgY0fzeU",
-	"T8edmuk/XPJLwy7EWKpildg5w135vGUNTbLLAUp7jwf8IGpulVab7W2Iwvg7c+u0itrUHvy6pt8Z0anv",
-	"ekR6GLyZgfFZOdEIgQunrKXraF7CW2/gc3d4jZvPdFV1uHscL2H3L9OXK151dKXwz6kb9fTGN2rvdwXe",
-	"hj/cj33uV7gwwaWMwz0yrNS6gipTr7Mcnhwj0jD4rC6ddjI1wqy7d4duJmvSItxzTBZLc/D3OpFxoLxb",
-	"pX9axH0WH7TWv4ommhN44Ou3WtikYsJDkBl/je+NCnuCYVbagzUgO/eNREzWEJwPDrlLbEJ5wVjrKyDd",
-	"9nKT+lBzJVcD0/11SLMP5N2fGuTuk9USUXfWBJWmEezulkyvRW1W9Z+NKZSmC9FbkIH0MlKhF45cKurI",
-	"6dlOVXJHN2so8yeayV+YKP0WdNCj3+4HWrzN1LJFMrwO9/COKHAmLpzsGkh1oT/0UFRR0DUiEocxrNLG",
-	"ilC/1yK2NlxBxgTPxyzkZU4ryrr497O3bxg3kOMqr0Wxy16Ce8N9kUnDrkQFecPO4hriZ3dp9ru/TPf3",
-	"v8p/0PrqDZ8I+C8xRLQEto2Uaev5I+NolfJp8UdZ7JAMl4aV0kCumRnrmXtIGxEQFzABBYaBUmPjplJq",
-	"den+txlPT+2F/vDIrcLRotSKalAkxqOVPWCluOT5nBnFr8T7nBvcVOjHbyjYXE94KSHxZajVe9yg94gd",
-	"UQxDB5DhW3UGPx3RLzurbICfca+O4aDvpa/2IpxAOW/0JPRB8Ylg20JCSs1I15POjNsxHW1n+PZpj4hl",
-	"NAO6rhdUpBnnLXZNAZ45g0e6w8ifiF/HZ9sLzoFoDHfjoZt3miO77ZyqAm/HgBgz7FjMj4FBbMCPzdxY",
-	"Mdkt9WWKK8Noe8hGerBjfN7rH/ham996NmosVwWvC8/4DJvV0lqhPM/Gl316C+TPogfa1lwZX0jrGzw2",
-	"YDa+hBoS9aTNGtYu1LUodSWY+MBzW84ZIIi6TxfC8dAaGBzeZNI2hhkbwgSPi/BPR/fuP3QO8aji0L6z",
-	"ufsDRnncv1Cpcv8quOXDnV12Ujs+CMjlekR/Bn4TJfAUtCjH991TILV4btkhsGEnBmDFw3+evnxxeHT+",
-	"8sWvwwwWofwKnDHCXoTVEDQKZRRPNFR+jqyoF52IjXjYxkW+hd0/9X8Oi8e//8g/vMShO3l88/A9MPe7",
-	"5Gi4CFhPH1ZG1xYJ4YGTdXVtumyXzsbaSi9m9uTmzIzCt3tSjXQnS/OoFshfPNwQ8pmfxcWZzq+EfY7t",
-	"XbkdZ8xML5o+rxNhDCxxXgmnrLm9U7lgajq5wIAv5vOa6cQNXgIClyrYDCqucDNGfCJL3/ck55hNHVXP",
-	"zWRZMiOcwuIUWHh8zpQQhSFQM78vxGfGohY7STvTB2zd6sLijt323CFddX+0w8Lz28uinz4iWvDJ8VJW",
-	"XKyw1l608DhNC269q+7/rNv1+K66rHkhCB+gmRaIVqoLaiPIkVmTEP87TkKBMWXFB8ugbN6w7WF8/j8i",
-	"vQx3MjYCHDSvC+PNh+KdZm0GAU4QbQ7L8KVhw7EoSz08QHsOpdWQfvaAKnyRFHFFl7UzsC7modOznlp2",
-	"yStDyfjDfFobXQ932SEITw6p+EqJ3Gas4iZkSBldN6guYXJBu3Wym4aiwLaVaipYDWkiKJilbRQWUHoC",
-	"zzjAHFmYsU+2hMA52H1uWh6uHF9GHAIjVGHYsBZmrpyW4j3EeSkdl6kFL9oJXnisMXM+PDlmF2KE0f9y",
-	"7viQVnHRFPViOZzasWNOecBEB1xVwWu30fpKAEiDTzPQpZsjMqhc6yspMpaPRX7lzh6/hvY4XMXn7On+",
-	"46YUl0B3GnaYsaf7X/kNEkzX8lIqdL157BzCJPA1GmBo4Sa5l/eblxcejAmAZhPWgUcOzfZLZzCm0N/f",
-	"VkIlmd06b97R8oXygiVcKQCTYYLXpcRItbuUqMedvvzp+Oz47Zvd4zcvXv7n7tnL/3D0ZXWQO61b12Vm",
-	"4hJX2bkVt47bbT3f+u9/7g++/fX3x9njb//45Zfdzv/6t631RuljZOoLCc8ANA9QnT4Ugi0TmxOiK+mU",
-	"7BSH8fxnpMtSzx4UtA4h5e7sKgF1q3IJ7VkkxT7B6dg7Yti2d/mZaSXqa3BTXcyjaLTZCRxV1gC7lM/z",
-	"UlAyR8bQhw+QTJoXaXPmx8bZ8tmmDEVzXBVYbu3eg7f8NmPLra29iyyhFqXs/d5yAf6xV4uRqJ1y001E",
-	"R3rqFLSZ0yHgcVLxWtBF25BMGkeXTcZOz0+AUlgpuAGjBtXAjFUln4vaZOiYyXXhpL2YVADpsIP1Fhxi",
-	"CZqy+wDT8n+mxaUAVcrKWkwwZ7pO5St9L2L6O21WuUZ+/hgvShYdAbBFP+rN42DZR1VPNRAg6PkXBSRy",
-	"XVEaY0o2Gz6pSnSBJJEfHu9nq4ue1pQ83RO3ik60u78cPfHAsG6TYTX7uswGPgX/cpygu2j7ZyfFPQrv",
-	"NvaKg5u+Q52kAmMLHGWmp2XBCk110jNpBP1sEpBthCPgJv8cM+ob0PNaRDXaTfaNqB3N5k45ilolaJUq",
-	"9oysGsz8b6wxRYF7Z3K4N5lQtW5qyHfZd6XOr5ziGx0Zfo1MlmbJHjGCcNhHus5hckbYZLcFWYuIGL9o",
-	"pnpHyHNLm7QCeu6E7qeu6VCiAEQtuLnvtlitWbv5rC6ir5rpt+/VA57GXwqybuka3750SFT7ux/2PM9d",
-	"Ywm29NN2B4pAcD6C9siQX7EjKxmS/vxnP1UuQliLT0do5/CnFED18TXk6U8v5Iymvi1CZtatzgCiodKE",
-	"mpYOzdcXYiwjyTUNg14EeJWtbIsQprayrbNpngtRwF9fQUO1rWzrXE5E8XZqt7KtIxLzvcDo0tvnXut0",
-	"qOHDQOEfnT0SvpwDNneTQRIFiradCfFcFp3JLCQyRfHdvDOP5Nn+jaekazbmqnD/mlrv1k+XPnbNEOou",
-	"3eibIdz1nCC3bo4+Li6x+UPXVEa1ntwCWkHH6XkNcc0krL6zKVA2Anibx3pad5OgVLn4wT3RFwDh7988",
-	"3RRj44gbMZBQfiWtvBYYQ6I5yiKjanM3UOb99k6vRk3LHatwwq1rDVdiPtP155M9FcmhPrkG/vAevNgr",
-	"bNyWnhCpLVh39dEmbUtlwQLxHi7stvJyA065kFSV1GqgGPvzUm0+b+n+QNpfFmmjphNRxSNzv+TuLupa",
-	"Z/syvVvIXgB7hBlRihyIHW8988Vc5DcopqEMMOEXj27VGcxljffmwdB4MDQeDI0HQ+PB0HgwNFpyo6vK",
-	"FUTYgxLS0Tzc7c79ahy/07+Oi/VdOzwQZagRbyB5GlUjXNtVusUN2ld4HN50+wq/iM+27jRefCdtPEAN",
-	"334vg/jC3iMx7WFwtzv4jMqaYbxBXIBEXI5JosLpHbvsUFH1t2+G7/vpY52R1SVoARBldgKG51dKz0pR",
-	"XGLw1oegawjSRSHlAwxty2ZkKr/0WapTVVAbloWmjTDvL4OWbz9yu7T6NU3DfIT2j0/MWsgyeGhm8JcM",
-	"vuKtvW1muC7e2mKHhbBclh+hYkhVTW3mLLFqaiN0QFI9kHut0zte4Cz+ytoHbcFqHQQrQN2DD9rInWkj",
-	"zSbfkV5CEBhYlruC9HzFDvnOfBkvVt1AyUvj0AuFPI4mQTXJEHwTu0+ugJ05wmlsGjI4d6zXkreuR+gA",
-	"n/+xlS92DwgFuLoXOp86vaubvKKtfRDC90iL7q0eO+CujMzFOxVq3zqwPFO0cgcoNst0vOdu6nxFUmst",
-	"LSWjeqLEhmRoR1zw/MqwaeVjBiIDnARqDo/VexIfy8AYiRZbC6cOgc2A1cZW+7xX9/y0akrewhvO2DBU",
-	"DtZmDIduHZ8Ja7h9QyFeGKx0XXdhOquQwfspcjuXJo1tJ1f1S7sUB9B3NZx8hNrpbdnQwM4pc+QCnXHf",
-	"nrWNOqipko5tDyOlBTvsiWKYQaXspcKWdOxiDnJoGIUmhjsPfPXPbtzcFjMHXnmH7LzLQmoz9KrkakVn",
-	"OQDrAmeNY9RSXbZ4O1UkIClSiJezQo5G3nZxTJ7AIAQAUUXrRXQHDryc1/bAkSuUwzbwOcuM+6Tk6i/B",
-	"t91C+7JtKL+fVLwWn45lu/l25uGX/EHhfGCMPRmjz9Zv8BrbRiGym/tikDWf3dR6Bea3aMI6rVZ8sCts",
-	"1VM++7Oaq+FTMm+W6SVeB/Nwu/jAPP5k1iqc6seQMGFj4aC7NZ8Fcs62qmm3aQoRr6oUNjWhTltVlwXT",
-	"Kpir3laFzgFgjuqypP+8oRX6ORD97Ss0q+i9j2Ea1McHo/TBKH3QvT61UXqHXHutErbGUj1C+2cNg4+K",
-	"KQkgTCuxqeH512PVPWxR2N0HO/SBF/517NBPwAxrMfBOn/5GaXAT6dCPkMClJ9rY5wgZlsX9eEpuhcrn",
-	"QfP64fz8hJIfVsZYa3HmZ/enjbRGa1zjlnvgNH8Go7VuDvS2QqwdFupPvJQFX4yfZm1LNKHTgHvdh1Fb",
-	"WKdodGy3IVid6TpoWa74H6g6xaNDsDcBsvyuctP8rIj+7nzxzfJw2Q+h1Aer9UFT+7yY9pHvlXFXfHuN",
-	"Ykb9r3s1paYJ+pbZifBASG7DcjJEg4P2HyuUrxOawp9U76LlAfrxCkh998wD2/jUrabbV/yOE9PoK3uY",
-	"H9btIPphMZ1s4BQhILa21tPAslNiAtsea0v5ZzuI1k+9baRZyKo9iKp0GfYRA4EqqabGI9E5qQlY+ymI",
-	"9VP40udC1nelWdHKDmEnexWyYMt9PcPOcFbDLt5tdUtiqqtVKbwYj3zN04NO9aBTfaE6FXKhO+Hn/bSp",
-	"PWK/K7LTrKauJvBgSr+6F3YNX3/g1w/8+oFfP/DrT8evUVn9hAx7LbvuYNJsm4fScvpFGlaKkQ1NLe9D",
-	"7z57YOMPbPyBjT+w8U/Jxs8+PRPX1TqVe3l6yIB90ypds0ILpDTvRJGWTZWVJYGHwB+bjhD3wNx19cDb",
-	"H3j7A29/4O2fjrfr6l5Ze22rPexw1gPFeaEnWtRRaKyNfeRjUmNdFgbQKUVZQOtOZct5toD5WsgaW3em",
-	"wZxPbXWia/sa59YH5pUmFeOcihvAnDpmci0gGA8jFlvZlvhQQVi+N3ApzcXDlrbWmppPeCA5Jep+6n4T",
-	"qmsWX3oULz7wVf0ccWsfWOoXyN0AxHqBidwStkzWoY0emqtOPjXSNeM4Fz0Cse3mVlOiAAcldFQL4bs/",
-	"Y/SdYLgnGgDsti/cCRLgBPILyHEei/xqB/6M/c0ioF47k7lgs7Es6TIndNEjAI2NSeJPpYzGC1ujhcIO",
-	"sRlXFvfp/lKk4kmu1j9hjg9a54PW+aXyZaAxrgJvvjPsvUbd3Psd/hf7YMI/u10Kp4L0Ke5Jzd12YNwX",
-	"As194NNWE7tAl0EqbQI4zkq2ug5rD4boQNqjJd1xA8gvgLP7ne7m7T+P5+Tn8XLzbp0K/bl5kOMPbP2B",
-	"rX/h+RmLjB3v9J2yd6gV2vvd/c8mrN2SH+/aq3xakXKeMQ1P87KcM+2sa+/b9fhvl/JaqFUOhTbjX8fz",
-	"g0pXwPc7eD3JyW5G392w4dnXX3/1ddSx4XGfjg3gV6j9kfpN+jM6GB6k0oNUepBKf3apFHRpLHC4U7PD",
-	"1lyZXBeiHlgxqUpu1/u7wytsezSaVOJyh4V3M0ZNoAczWThRJcCnTfh2rWbwjt40LlKrdgP+tOP7PHz4",
-	"PEy1j/s7TA78WlGfM+pdv43lZm4u7gFEJ4+f6Gxjtdjc/vPADF/ep1Ve47A7D719VjUYbC69jS7fXTpo",
-	"0dPpTPvExw/cn+nf3v6GClV3M323KviDyXUlov4hSIlP97/t8q0uX5+tu9E9zvi1eAUMxH9ojcfTL/h+",
-	"vZ2J/Vg7v89c5D9I8FU9N4AK0mR3r3J473f/zzd8Iv5ADlEKK5Z5xQv4ewev8PwBjUHgB8u0jyMkaX+l",
-	"hHVT8x+I6TNhF8ar+VhH4IOY34Av4a0pvhz+9KW0BkGiuWNW0YF4cSqqkufd+gEYs5Ey4GgxACtc6GLO",
-	"JlNjGb+sheiCqfgy2MGvD+rJn0s92ZT8/1LqCdH9/eon63wCKEzdk8890k7osGzYNvkE2ERMLkRtdgIf",
-	"anJPDKunil3MI4+dyQLkoKx9gtzFnI0Fr+2F4DYAxciaXYvapJujuxm+gTXccZ+uVVY27u5fxlxWtN/+",
-	"MtIFuJ32WGbPiHK0F65BdwzlnF/5AEqy+fcjg6lLgGDgRKll/z97797cxo3lgX4VlGpvWdpqPew8ZiPV",
-	"1i3FziSucRKt5Uyq7kzWBLtBEiMQ6G2gRXNc/u63cM4BGk1282GLshzxj5QjqRuN5w/n+TtG58gKBcHw",
-	"8PKUOYNMxlCFobW3Mya1dYIX/tKbcSzzMKKgeijsWYpKmkLmzbZd3qJvKjkei+paqNFPcVQ73q3xQ68h",
-	"NLxv48ZeM8dvhH4UW9hvG1QgwiaJk6DN7A62dR/Knr7X4CX6EEsx9u/t/6lFLRbTPShybzmkj7JEMA9E",
-	"2rQ24gWirN+81yI3uqC0QXpaFHgmkjeY0BjG3M4csVD1VhZiWhrkQLwRczaFM8hZJVwlRUFV3/2PdaWp",
-	"zkllXVqpscsqtUXd2p/j6HskT5zkB1mldnGsa0TOZNLuT+J8xBWx95azjSxnu65Wa0VeV9LN/c/HztwI",
-	"vU5Avbx6yfDBVKaE31DOxVhYx8pKjOQ7f603HbEZu+VKFtLN2UzqwswCbUZQs7GZW65qwaTzwgnU4obw",
-	"Zii1BxVDS8Wl9gA9TaKfEQZFwSaiEifsB55PmNCOyuNith5IHcH3fis4+A6zGIidVofCv7MIoCznmtmJ",
-	"mYFjGntIWYOvxa25gZhsmBVeCcwaN7VjtVbCWiZ1rupChCf9tVHVolvCvizlG1yIbcOxr9DKsdFz1/Lf",
-	"+GyX/Q8HYmZ+OodzvMBrK6oLxpWC31eU/ciH1t+JPeY+ePI3u7Wxb6lbl8oapiTw0KWT3ffh9ny3vl2I",
-	"EfdS2vmIKyvit4fGKAGc3bu0NIa17VNwftWClXwMhp/moO39iSsUpGaaEnwMsNYFkc96eLDplROa8w1d",
-	"irrpAImMw9pK7Q/9kOc3IiZuIPeiB49RrRQb2Nv8bcnd20GAO8opI8nSaDWndGY0ut8IUVr2r9o6aOT6",
-	"p8vjZ998S3CbsVJBzhsTOq/mpYM69yWFsTVYF5GH/QB2BpK8RJGgNFozhxBygLKqH6upMOcuQ91tJim8",
-	"glrocIt+lTFrGKe58fCJQD2uuHZsairIgCGTqqis0Ww2MWzKC4/9JwynmJpL55nCi8Qs3DoeHKzjc9sE",
-	"Inkty//xiWVKTqWz55CoDTl2XhkBcvEKlgawDSYHAv9GlZkyXhSVAK2VWoRoJK6UmYniZWkH7JBrZqbS",
-	"+R4OqN1LN/CyfOs5FxVnmEaoXYgd89pCASst8NJYnL+jDPoXZhBnry6RnBlvR1RG8O+yhdiC5Vwp/zkP",
-	"3NFMhJ3A/PZK5KYq8ErFjYYngPG6kOCol6pPiQhAdrBL6T18ZI3o7jF/Qcyg9YO0/0pCUCKauBblDzKw",
-	"x810v/I/bfE4mX3mZljfGbek8rW5CDAVNkolGZtNZD4Buck4EFk0SirxKo8L+tAvlkcp8ydId7c32mbi",
-	"/+l7+PdlsdJNjpKVjeAU+N4NkJrieRBECA/3ANq1U4tfUpMMQRfM2Jjy6FomFhAxQczOI3iNpObqgq4g",
-	"j2P+lzeidAifIPNHYTGYEVNgQ7HdAyT3V0gleDFvS5fESG5jYR5AY+hVo/uEO4hMPTDWgL5w6Q1hQvAq",
-	"s3wk1Lwrdtx/NsHULdMwccEO7kV0XQlSGdNeQ9Lt+T/Zu7w73U9+cu7hvPe4vZ/T7nbNFVpXpbFLdylK",
-	"M4lMZKquezRAQWAuhtMD9azC1XQRJaaRFP7S8jJt8Dr5B07YL2KWfj2VRW08V2J7WfSEXS4ebq79/TgU",
-	"JFIVQRhcjO7L2FDkvLa4nRcQqM/ff0dn+e4lq3b31pbTgmWCZHMqzrBmAe9VfFoHSWFhSbLbW1AfkTSF",
-	"+/wBSVOnqIX3u6FeCNDcqe4OGjtBh0+wFRTbRBFAkEr0e3/kug0OpByAeMKdn5hQiAvElMA+73VvUhcC",
-	"kFfGoeLqtfLLxZ54EA29SY2qIHLxYGv1wJt1oSt0Nvfi4AAafquNe9u0M2gsFWCP/Wi19TW8/7BFLOzj",
-	"en0QDUYhNszctzP5z1s64npiZjCpcYZ5ergaSx8ckM+NJwbKkKxIe6WwxoUBNVIa42D48DobUsX46zxI",
-	"bLLIli0rBC2NUSVrgU0wpXRZNNFUZVRBf7XA4TgzFepgFC9idIemSIZEJXhLfCPVyg+yaMBKBCQLA0m6",
-	"vywFbpTN8Rpm+mFjx3amJD9UPzdxsRL320s0iWoU+Yo9tNyNtgd76HPJI/5mXOPXXbhG8Za1md8iAgK7",
-	"KusyZut8wrhtG0gyAskAD3ieEo8CUFVRFQS4nyEopiyFLo6NVnM44PRFMIWjrZt2oBclYuB9Ulfw8url",
-	"CfvNCjYUI1MlVZVNDnWVi0sXCVWwhBXYiazw4otBPxsUHQyNTqQXu+YEhv5sNH2q5G2Pv/aaJu4SJvlz",
-	"+WxDT0O2vrgFO9q8FBkmabzj01I10hJum5NoUOZKwdMb+XWhcRDxPz3ZJHScVk9aZmqXm6kgZzP+sJm7",
-	"GZ/tpB+wdU4slyMuVV35pwqh5TaMi6GrINeGTRZ2H3TdyWkvHyQ+d9BJ3+B1lWP/8sH9Zr7Ann0Nw9rE",
-	"Jb0CGvY+6lU5rz1qyh3dANDicoRvhP9EAtoo+jxB7tJI7VpuaG1mIZwcqpZxJ8YeNKH+Kyh8Dk2GtlE2",
-	"K6MEhZhjaAlJbzCb/q4I9v/pCbvUforcRGhHTgQy+U35HKrGkhnQcWXGXqMN1jnYmXgNgSPXHzv8qFdR",
-	"ZxNDnjL4TCeSXyXztMND13ym78xdKrW0CI8o5p0iAtrD/7Sz4iek+3DA3tzoWPgnm42/1MFsIcJsWEvl",
-	"mNRZpDefcj0Hd7yFrQj2FCACkmi0tlN/45GrvsJrxe9dD79FD4Ux9H6XNgmjxKptCtP3eLZmRfN9F7CN",
-	"U7cpdQHsPsDJpZ0HGwgDP3784Q1bhf/BnLYq3OfjPCykpEM3tw/2ucQMy2AxDP5YyJTYhnLBb9cdkiz4",
-	"5jeKRkl+jzkwiQ0liTnxs3XPjLNG9aY1IsA11uU9+8KfIoa8wjNxd5C1ytQAT5y+9/+sCSFpmBZg38HR",
-	"1wbD1QB8Ttj3/go9ljoRIPH/rJNKMeTFdoaFe7UrjO67RgwNrVupoFwAU8YKyyo5njh7wabmVhCtAV7S",
-	"zlCiGn6U9JxuvgcCnu2U/9cwSzuO26A6LKtS0+LBJzPL3uZ3t6QGOzuB6xgN3KYXEh1CCIGYQtKbE2rO",
-	"pIZADxBBUAls32F4ToJuxaSDwxbsdniwmN+782DhXzrUTRxGeA3CrDoPMrdUl8nLCm0ZYeg10Oa07k7O",
-	"6Yv4+HQA+Hwii5htLrY8LJElhHhgr/YRHo8wwuOe5Rtny2OwJmwg2mBBo+srL1ADyTtXCLYghgCKAQVx",
-	"yp3UiCtNjaYnFpshG1wInIWnlBlLHQ1omhnttankg/BULIQn3pGxIeYkE7B9jbYIGNInJQiQPORseVm7",
-	"yfPYke1p8FukU5S9EEY1FMrosZfRNuWa2jxFeSp1/Nl32vlNeHB+8L//uDz+//jxv8+Ov/uj+d+Tt8d/",
-	"vD/Lnj77y4f/ONjAlfBbs/ajhVH1DcVvF70Fuc+3X68axP+e//Of9vSP90+zb7/u7PLnFkeTZV4WSvdc",
-	"W3cllupFbLorEHW2TCTUtQXfWn2wDfbh8UcEtE9SBLSMA3E0eDZfYMIx4CCmG7eBw8sxEW8R5Epu7Yxy",
-	"BijSrsmbi27kwLVzI+YhNridanzBRJNlDD6HhVRjgzWkrbgDQ+8Snm5G2ZvObPANp9ODXtb0Nxu5Wj+e",
-	"yC9b283GExyXDXsZf9yoiwloPgyaweUlXGVY7z4XU+7yCXF9KL/ue7/rCmv94hzeJcBtZrf/OAnQVCGw",
-	"DdKKZijXNSovCHEUe9crJWLQTRseMXARUojvFAmDuo0q/MfLjqCwdkmOO9OOlz62RlduL1RcxayZSYyB",
-	"4mraLd/dZ3G5pYlcL3DxsA8u/M6jwoLBbx4HuU8cfXiG/gY07km0W6kenzphV/DJfV/LsKcIoC5pzTG/",
-	"aiI4sDFCqgLLlQxFfyGBvkmQiKduZmpVMCt0k+2JLM1T4SYGT+Vvr1+CDfH1X5+zZ98+/Qv80v/wl2+f",
-	"fssKMZJeXnMRV0PgInaDuiTe8dypOeO2H3q9tt3iCWtOELYSkrRzXlVSUMAKZxNuJwmlTXriGrOAdGn4",
-	"DI8q/Izmik9Fxf1uKBWfiwrmxH6kTSAL8TOQ/ypttNESx4Bf5A4SPtElr+4Ixbs/to7tK5kKA6OIdyms",
-	"Y7D/QnLKhCsloGCrCbHsnwXHYaSr/Tjw14Y12LqG+LN1pLxaDfEpewbbLxn53+Ae/VxgD96fNaFTudHW",
-	"qOgpWmShzRLXLloynZwKe9EAe8Ed7xI4/X6/EXN4BrQikraD2hdYFQtpPRCSlGbNUubbSEJaP+N5bmrt",
-	"YibJjTazJhnmhL2gEHQcyQqWr/Agce34jhDlrozGrCZsMRpckeAnITToYi3otA38BuvwuSLPow/Qtic/",
-	"nXhI5/GaB4VJi3euUek30uZpqe/A1NDaiVTEv7bYHfz/zewLm9T3L7CeWQHB5rDwG0WbN3RnRbrp1rCd",
-	"0b57OGxnfl9uElZOg9sbMnoNGTWd8LuAdZztTcMOU/wOSYMtVZdjwU+H1C9GiQ7WMhJvLVd+L4OUSzJK",
-	"q6kU4i2YKJac+BBP2MifDX8ZXiN3GcuoDTQDydGRmidcEhDRWJqZqEa1iqGNsmJmBv63CISdEY0ZXRX+",
-	"ehn6mUmPebZNvKM/Yjvl4PIfWCNMh7H6UUmQqRulpX37Nnc9XYhJKKRv5X7lapi7FWPah0L+6UIhazwu",
-	"dweja8Xj0/c18J+uDIW8NiN3XMR4SP/G+UpqqzoKkl1SYhYFYYzENkwZPRaVl7BjQoKEnM8krTsh9sXo",
-	"K8yTjnFbIF4E8wskVFItZVuXomK8mEotrUPBupNHJw1sKBV3yOCrZnxu6aKwZiowHd1A10OjkFTRF2pA",
-	"GLid9EustJ/d1x2BZh96uZPQy52d+A1YtRZUT7ryQjhxdANtQIv1PHBphQi8WDSAWq2Ijy8c/CcWrXr+",
-	"neaU41GmbOuizpsYTWCuDdpKlHK8sMLEaCRytxAWGit10HGGAh2gwK8W2kLSg911OOang8KuuLc2kKge",
-	"OO/WSsGJAjJRnNsbF/8E8ZWfUWg6DZpEvyfpWjhLRDZRmUQibmKs1wuiSSWscA75PDFgnACzMTkGx4gW",
-	"QBQDniQEqbqqhAZd94RdKtUBsklkfCpHAejOJkZgErVAniGjipYLXpkxEF7ULspdHUxWVoDJ7yrMzQOD",
-	"ObwCQ+82iD1PjQAZM/BnrtQ8W5rz+6UX3EB8a/yP3LYSGJKLOG6NmagWOVH32PiFlg60wrUNWFGc+1xQ",
-	"GbbZKe6wfsR8ZcZBywSkgez22cRvzqGX7fJKcBs8H9QqE6XJJ8FtjZWoMCs+PCCtrRs2FOlC7lA3pRcS",
-	"94TYJh5bmfI5m/BbwYZCaGadUUJftNVZVGITjsKmQnsTntLNsOyB71pEhoeHpzFS57C3q5GnE1U6iOGD",
-	"fa21kHtG5lWMzEq1rvN7OtauEnxqW/Xq1oROW8crR+ZUU4YyUdBnfxVpoewTRu222XrOMXI5hJ/AQQd+",
-	"ssMrocEsXWsnFX3FNwDKLLhZKzbhVNqOqjmmMXGhTF6GATQvwltFxl7XWks9DlUtgD+ZXdd5LkTh//5X",
-	"LpX/942ciuLX2nml9DnXuVCiOKKiH2mFPunAiToV2XK2SIyM9MuMiziC5lF0uzJKQaRPE+KIE/aEJiJj",
-	"fAQFQnCSe5i/YGaehwX7bOWaJhSYg/0P26DPW0hP3knYNkwOWA8o/N2Uvd/lIE61ProSCtPJRVGsP3o8",
-	"7PxAOQlruMpxKz6uH9cOq0KvWIh0G35ZZfBbI93Eb0vI0Gy4vQe314NLc6XkSOTzXEUUa3l1Eaq7rpVv",
-	"eq4VfKOD+4tuE4wB7L9MLu0N3iVGK6nFQiLIIRkZjcY08uIouhuoYS/UaZG7YElk2szOWVkZZ3KjMlaJ",
-	"qXEi1A7I2HDuyAM4qiCRw8JdQT8UlSlLECIxNqb5EOhXVplZFn8J1I1KcJQj/W8sqzUEV8KVKHUuQLw8",
-	"YZeLqYRp9CNJS1ToibMRCEtUvjVy60jNBrWu/LUJvNSpDdTfLME4O5tgHn0IE+y7Na5oYTbJ4bkHXOkG",
-	"tLDIIXEowZZelC/LHXwYt3M/oPu/7uCz7W3W93n4Y/98f/v154Bx3F+rCqnTYPeovY6JbgnpOsTeHcN4",
-	"UEc2UgrgleUMStSrK4F2lAxAPSiFnUmTtxNj3SkvS+rGeaKnDwWysv6K1wZIf6DKYyvIl2vZYStEnu7A",
-	"SozRGCuNPoIv/ToaQTPQQqJzjD1G8xmfn7CXLmorDlmE8xvLDnNTiNxfM9ao2jdIdwmrQIi3SHrrfyAN",
-	"IlxN6WTR5eFvAHzIVHIsNTssa6UyVtZ2krGRVKENM9NQ/x4F6ahrQOTqKsz/aNPDnWoKn+MiSUCcyWLn",
-	"OB61953pA7SUG+gDiWJJvbpbxWz3VwmNdQuNoBnp/m5ZpxHYBhR2eYFMzY04dn4EkKPVbx3+iduFfFRE",
-	"cYB4E0B60EKIARQfRRf1UbgoMV2G8qJMXeUiYzMuXVQhwBLFbsQcEdvD6FRwW1eCcpnwEjlnt7IQhq2B",
-	"el4XMj5EV4S2/rKjlBdT3SS+GQ/W4SLHjkBjxFEvrGNCF7H868A/bmp3jXrBgB1SYDV7epYx7tjUWMe+",
-	"Oju6IEOTHwRmqpOhbiz8ZQUTE2iWhv6CEq4uM7iAjmLfKsGt0VABN2Z/Uxrtb69fgVcRYiCamFnMhsui",
-	"/zBJlFg2hTtbXvvt8Maftt24AFvfWOMBxL0R8rDuP7Uq6Wefvf33ELUGG2Nkal1cMHPDLIgNRPbAk60M",
-	"O7fYE1L92Z2C/q0NhuhxUubiN81vuYRaQouFhyI8L0DmndwKK7wNi/fC6ZC7fLKiqFCtLatLf1qfnTF4",
-	"Gw6FzfyxqBikoHqwzIgbpZ0ta6UeK9EUIMZIVF2IUugCnPwYPQFxGRYUDkIHfwI9sNrGcON/hKehz618",
-	"WxXVIUyJjPhpqqLhlyLkWwOR38OM3ANOwoc2Akv7ANCSetsHmb/qmI7qlcsgAEiNS7AnEHhA0QwJ+lgv",
-	"TnCVQpDdOQY5XrnjsjLv5v3A02QktXyARIqDpahbQqvX3RfAlEntzJJZI2OmdlYWAmiEg1J/iDFkMCnw",
-	"f0aLYzMasUp4WQ1tzF6ctQsmY/9eZFfxY6LQdt8f8H5ChTIvB0o9Rv/jkOc3ZjTKyOmK5QOsA1v4CbsE",
-	"qiuO1dHU/JyVRrU8s1HbxdfRJHPCLlnJwbnJXcKWx3gcYkeM/gULZveWP7RywdzdQdni/0w2R1jCHZG1",
-	"LHxmM6ESi5KICsTLsh4qaSeUSXB/sJn0mpxrvcFwS1ubHKwubKa9SLkXKTcUKTE4BHEQgWiJaWr3yG7K",
-	"TwF2rBHZGgMciIBYyc2xBo8vKMalMSsHm3PIhQpmfq9dF9JGa/8Ju/ZIDPHC1IdAJk9ZVcjGxSxGstgu",
-	"iDTlfSBk6ytrAJJGYmCOvyQ8NOUeDvdw+BFwaMrPhYZz68QUivgWJu/34b0WhaxETtf9sDIzK6pgo4Tc",
-	"Kg91Dn2Q0k8TJWAWJq+nQjtUqUs+JjMmxXS0/wweIK7RDNtiZ7lYTgFt51qRtu7EGMHNRmnREJhCiC/P",
-	"V4iLPwp3WcoXfh4WIOars2f9cxKmYc2wD7IDpDmCFl8ZxKflZsFUgDEpwRiw3FrGBgtL6JfvuJaDk5VE",
-	"zIsemg+PwKOxap38rmrNbnrQYGKbc5aQGJ0f0O48JgXnYPkwPu05jNBqhzcEl9HrW+PKY+6x4/ZmE696",
-	"KSppCpmz5l0G75I3G1jTgrexrEzud1bKdpRPhO90tPFTrVLafbKiErW1Blf3RKgStDUkJ2LKmLK5AEtR",
-	"+CfBCW0CxwYFIXX7n7+PvX4DA97h7d7+1KoAlKWpDGE3kCDwqGJMkk20OCsrDsunngM6X6exQ70XU1Pe",
-	"3dz6m9bL1xMz0/4SBWsB3SMTM0Vn8HnkjJ2K6VBUdiJLrIMouHKTjEGCcQTfKZcaPHto3QTaPUr7mvHK",
-	"b3TiU6TX8HbiTeFQoL6keqHgDAuJySHehVXiVloKXFu6kp5j/69pInZZp739pT5+QprPMNuP4jT8SClV",
-	"i4Pf4QkouOPHlfDL6pcyV4Lrujwt/WYRsxUHwm8qIpuPFXDNCK89ypMH5rqsKfwptIvhS/GTrDRK5nOi",
-	"L60E1CCLd4Qq0BHtqjnjkIYviiwS1BWBkIPrORB0nrBfidgOCAH8KYUcCcjIChcGZzRKBiCzfByu8NUX",
-	"3PHXoZvP8ZV10aq/gDs+MD+Tz4fnzkSXC83sBSP/uQ0CA6b/r8gdMNWnBQb9tRLi2Il3jtzrTT9jDgh1",
-	"rq8T+F5fL755+ux+g3O6FojWrhdWaOXjQPfhOV1ARLOIagF3PDmueTwInwpJudEjOd4WmapaHxudizUe",
-	"WiAuS495i74jBOBYoVCZJAiTwgL3PLg+lEp+jUE/GjjoK2JWztIQ+BmXAEWxaZJ3CxRp08pClo39ka9M",
-	"PZ70XN2Ef+TMxSs8ACfe4v6HOaY+5mZK5Bi8y5Vb6x4k24UNrutTr2u9jo24mWdncN0WYoH6uEDvz2jX",
-	"O7LN+YgX7p29A/jhpLPXWF+iG+xwwe4O8vpNZP77Q27FMe66Y9jtG2jnjg+Vxy6pC/HO/4+r5HgM1nxd",
-	"MA+xbeXyiWXK5FwR3oTPpgp7blQ91cBPPItaB9BT6BA3ktGjL168AqWdK+BVasAqtos2M6h+AZlJ/xYh",
-	"kz4q+sTlDt3DbjvDCsnH2ljBppJMbqyszFCJqe1UY17QB69h+i5h9tZVXUPuWGTif/EKI6WnFIpDGf7Q",
-	"GjPDf4ncreOgLdR2/LNLctrP/J2c1lOma683+l74buUTXvHcjyFGNoLwjZ26CK6Y2HtUEV1V6xzpG3vi",
-	"3Pm7F4V6PuGV7e7212dnZ9nByFRT7mCU7qtnB5l/z3fy4Pzp2Rk8MZUaf3EWxwiLDkRJu5YCF5e8B43j",
-	"dqQFhdO1lwH7COQwRJeM7x4sFuZvl2op2pnXGmS4Zj+9+fkVht+DebASuoDS1ZB6EKzxS6Z+EPMA7Qa4",
-	"t/97zqdqgBIHnzVvBrstk84KNTph3xs3gbMFPpPEAAMEHPHxhAIYS1UaJvTIVLlIa8oSJaSYBxbIprxV",
-	"IUpl5qJgt6ICs41HWGlbQwmBL1DUY8ohvns4Z4NFU/I5W7AkD8791EVvRxevHBs0/XxbCC1FMci2cIDY",
-	"iQQ7bVQuK4G5qocDv9amFJqX8gSm/agbzE1uf5Pr8PsSZWRcxQs2mDi/js026HFs4HJXiWEvXfY+uCQc",
-	"7ETKA//lgyxyoNOP/kNdnOfbYSK00sLEDmGTz9ivpdB+WZf270lXZc4DJ965U+jomrbhlHX7m5a8PZ3Q",
-	"27EGJNG3jhvmVqRHco/PPTGLEzN7+J4mqUdmLYqXlSnq3GVQkaXI2MSEyjNkQpfQUTePdNmmILhHDdmm",
-	"0cwZc2aMGQmAPdJZVpeQ7uLbFBopPoOPCiseJ4bDGvPpQSTVI1lNSVIdSs0rCrOBX1AvPHh7UYurG8iB",
-	"N51gdg3z8dJPxy4jS5qvdBzE77mVOfNL4o8XRJ8PTe0emc/pR+HYcN1M7FC2iQwYp8ATtInzFXYaPp2q",
-	"aBTeQHw9JCeQ80hUTo7AqNSTkfuLKcQldmCHGzJ+ZZUfFEf2eByeyXLewT6L+2njHXf63vfgZfHhVOjK",
-	"KDWlZe62p760tobwRKPFMcBo7vtPJdc8EA7sbY7jYdjggP5tYtIR0vFsvSyCK7PA6sDkSAViZqxqh/Uy",
-	"LFAyj7GKl6lubMym8Q8jmr8rZSVsko74DZtKXTthj07YpRfwpG8QplwW21SWiFv3h2aS1rl/6Csg7Fch",
-	"Sp3GHmXKkrtJI1LijGxc2PyrHklyV+UvOmZhnTGX7EtyJPxugWO9e3xJFmlFvzAx9vklK2VjYY7xlQZs",
-	"9ftCF3+GQhcNxrIG5GAP3Cnk9ptyG9CN4LLuqm+4sZpX2rSFCV/fQgGZNFAYEg+hGlHtxYEVAsCr8MVf",
-	"mz5uQsjU9A8DYCKrhse6PuU5It3GyLZsG/VQmnw8TfLuZCaSU9mjrn+z0qz5Tcum+fSebZrdS7NKhGrm",
-	"ZK8vr5C8uk7YDkSwbJVrmnf1gh0iSRBmdIAcVALVAySxAJ2BB+iMII3+kKVyPquEFjOujtLA7iB3LSSX",
-	"+P8wajIpBnk84rnXYKnmjhl1lpxpxILlHXqwa0lk+ZNrhJHY9/t1FvdMz7pO+pUKUTn7zI5H54HuRIZ7",
-	"Eleig3WNz/l5UhAc4jH8GRFFcKnFZlJXhtGCHDJko/BqG+R5xLQmdLSC+xqd2eB2DmVtpbPsRsyPodSL",
-	"/8uyuxkjB4tIb+YhUha1sMHRzCsol0sUmaysxEi+W+xXk9NmZtE7gyOdh6LjGBtF7DMQISAKVpedVr+f",
-	"w3T0uKLX0Jk9R/vny6KDzyz4rYnhDYY2MhXNJI2ehrnGZ30NTdg791unXYthyCUENG3SO3wd6Nw6e/Z0",
-	"nWN6jQTXO6Vp0fuSWyuKC3RMwFygcYLItOlRKIYMPKlrpvoKmuseD6r991qgtr0/Maq375ZqQjAwBgtX",
-	"9E93TX2uCwBWgOJxEhT1IBOgbIdG6QX4PyU4PQ5wehz6EAIx++2FWHnOZjHEETTRJsRxVklHhpgEj/2P",
-	"EFW5AA4igQ6qebuwEdGYmFRI46zwCFjrUJa8qOb+epUWD3BPEfQK2D9EE68OvcO49LEBOgnoUXL3wZJF",
-	"Oh7sJ0rbYRCdZSDxQqJURovfiY2GtI9wJVknlYLrqEMWpzBEXKwrWqvXzXbZCWVP59diV1aK40tr68xi",
-	"zP9DifdcM8ztoz6bHADanntL4xdtaYQo5brslzzvI2BUG1L/ofCRmHKpTp2wblW5OKiQoonLbyqsxeCp",
-	"Jh4dv1pXomDXP7+5CnFMQRg20VUOpcHJSZ5Y5VqdYjOPX0gIiGI7uey/PvsOMRH8QIPWS2+1cW+bbgxQ",
-	"/ILOSATbpI8eOb45+6ohT047jegLFTpyrv2bIMLzfALMFsCRLwODEh5XjDmwQhdsCgxrBmvotbKlMV3n",
-	"iWX5xEgg9sJqeZYNutZugJFTFrg6j8EsKYpzYuqgNbDIQg3eK0ysihEa8Db8KikhxQ6/fvYdG/gW31KL",
-	"A4ppey1cNT++HDlRDdhQzA3pWR2BVn4/vBHW/eDHuitmDpgR+MIGfJiVyGUp/R2IpqpYEI/ZOobg3iNb",
-	"x2LnV0F/60zNvCgA5FWN8JLszT3+P1YqDgE57bBXUthjgs7gzq8Nir5cZ+vBkHzKe05cPqOF8NomxtPU",
-	"TixTAjTJlwm7frDcJA2HxE6ODWWhvfh7vcCcmbwLk4A1SGSVxNhmySsSmIFxFk9YWN3wFVREBqeSfn86",
-	"AL1evAPNHe8Zg9WWag3ESC8dWdEheRLZ1UTRzEuQaeW0VCJhIPFSvei2GEEAZyk/zl70q1bzK8qP2G2d",
-	"vrSbq80GzWR8QVaDz2sEcK1pG3Opl1kScM/u0CJQ8kq6+TYIQUQHWGwuiFEj8F1B0SCppJtnIY6S9FsK",
-	"+Qn246D1ws1PpuWQ8ojR53n6yVJUxzEjEgv4TbidsHzCpUYu3vhnrlTsIlQCofZP2O8ghU5EfvMiJiwF",
-	"83JN0eHX//NKOsEGV68vf/z5kv1fLfObt/DOoCnwic0DLhQClXsyfJCCb6US2qk5K+StqMai8C96hATZ",
-	"O/cbRNvapklUU2KMmHfCxRWs0t1bly9p8OnYmyQuGPfisC/wUqgEp6KbWAkqJo3A4qEJ3Soz6y8CkazD",
-	"J5qk09wuv1Wwo35tgEhZAo0/7IjBurQufOWO+vN4DMzJ/lx9TSDc7E3LuzQte3ikeR4KNxNCL5LU7PA+",
-	"8bggtbAr6N8C1sZHw+5PU1dbsmOMdIqR/kVN/n7WyvhDxCpFNTLV1DKOVuhjoNAhrqFKliuz8sFsLB0r",
-	"K3Mr6PA2iI16nsV20WyvjcOjHG27IedAWsYV2EMSynZp2bOzM8QBxNWQqkCd9yfbBmtHtlD5mYzPQ1PM",
-	"s8YSoinEFs3TvJivyE14HRdoTQTYFc7iR03iJ6B+D3ply1klYBnwt78S3ELd/HZ1Rwq1wYyHFf35AZ7b",
-	"DvP/2KlJmlZoNZSGRYcFv+jfS8VeCl9W7T/HQsXTidXL/Rn2v07OdsBDPOUZle2k4s7++ZOOcJI2lPKG",
-	"RR32wC6h3iixLtYVd2WahIVjR+XgRpsZRG5gHhcSwoctHCJO423QfowcaGrOMCnuhL32/Qn5sQroMY8x",
-	"w6AS9FAo4CehH6FxWoQG5fHl4MET70rllTM2m8yT1fJjIUE3dHlYOyYL5T/DRkYpM4PCk52V8hCMjRJ2",
-	"95li/jMrS2SmSXKPmJ6wfx52eYxq7eRUnBIJhpMrqXMxlfJH0Nqw/sxUTE01z1IhRQeGIfSd2N6EyhN2",
-	"jeZWLzaORklSpC2NY2NTmdpB4cuKvsPGlZm5ScYUH48xjDTuTSp475+Amg8gNvCJlxuUGXfKJK9xFC+S",
-	"se/yZl3+WseJoKdYsiCP70z8KFzYYr0TcQ+HAuT/TXhrQU8A95nfzRXXYzBQo/coeGUCTmPvOhSOcMVE",
-	"hcOL8LmruVJzVMz1Av/gQhqxP25sJCsx45AXh/lGwG4bPhpLPGGF3aHsIif0I6N9eAVTsPtT4b+z8pLw",
-	"E+vn4DFfEGSuC3sGXcGmFPoezoKr/ebb4DDMJtIJquf+Sur6HeYH4PusUfpaPFAUj4Rqd26mU6ELUTCI",
-	"xbVUat5BBYtwSGAakL8Es664BmMrFhcaw1ZHFTHN0zphv5IMFvsIkVHgg0FXPgf/jb8+nNBkt+U6KHdJ",
-	"ypcfLHYQc/NjKWg/3ieWmZnOsD0CAOxB10X0k7HuDU7wGr345ybjYjYxVqQTGvh6l3k/QfBMWfiJGCP4",
-	"18jZ/8SGllG1r0hzoOw2UTRDuJvcq10qss2chvrBncCSbk4qYPyIWIC7j+adwUl2UNa94UFNNGZ6HOlE",
-	"0cZNjhtJkY5XY+Gg4zHqHnws5MhACCH3wBSIvn1jt6KSo3nLFpZWOm8lLskijcmnKBwM4AS1ajGhV/qD",
-	"5ucAwkdgD7HfkcozHUCDUKH011iknCJdcZzkjSoEG0Ajb+vG4T9YhpJL33wLTHYRadN8AL63JtKGFkzH",
-	"zOhmhXE2HlpQ5sLwkPup1/OMy9gVhdMs/QUz1aLBFPfEhFOVTanRrU+lkOEi5RLZDxcq9JiwDQ8Hv5hC",
-	"UHWfS/r6AGvfjbW0kOIynMP+HNDrb+alGBzto4K+5KhQ2JYt6MYjdQewDanV/SE9bWHwtFRcr6g5ljrR",
-	"Eejp6EevQpD7YCxBlmpcL0j9fiPmLSsdRsvTwUv1pgguHklvuZIYPYPFuxupEG+9i5hZlmSaY5w92ihG",
-	"DkMhR5Loe07Y37yoGOpYtmTdrko+Zx2s74rre4Rn/7nN0TkCcSEs6K24IJ8LfH3ne3tNEoviek9x/ICQ",
-	"KXC6p9hEB2/34IR1TY5b1HRbJJqis6CBgqUAxAkk3dBgydqYNIfExbMY5nMVxOlLXaDl9A0fQ8ZS/FiU",
-	"uLMoA6JvNcw2Kr4YtVRWvm8OvDYF8aYWJ+xHXgbNr8lgUlSTqzO3dCTf+aewYAVPqonZJryw24ULE/wi",
-	"nd+7CCHsjgsKPsTwUmuKgEM/bsmOWYIHom88Ja5Y4YrtXrE7z1iVTkwbVpGLpIAOlI1DD1IkVUaxcWog",
-	"SFT2E59M+TuMGrd9VCTrKZY/IxtJ395a7dxsM37ugz+3Cf5sz51vSAkndJp+QsiwQ+vippXhhrVU7lhq",
-	"qGHlhAYXM7ycpeJfkz9f+0c1ms5NFWqxiCKLUg6GKnVUhvstGtXBco5GB3vD/EELsJlzqDMews7bFCB9",
-	"/tadV4VrPrOyIlyYS1wDnMbHZUnvnII72OY4lSs3++l7/88vfCo+eHVqTYkZL2+U4V4PnYbdiFSGzda2",
-	"bOYv+qgfFQZvjjLUqLL+TmmEfGiEGrexkRN2iX8BqQFCyCBoJORWkN2YOzat8byE4nQYtbAU3UD5cBCd",
-	"nTyXdRq7grQig9KGkdEzmcdKcxD9gJR/HUVomgOwURGtaFK0N4xbin0F+al9ZntYFcNCruRVLLnzG/Lg",
-	"/OB//8GP/312/N0f9O/xH+/Psm+/+vAfB/dGt9iaohWa4e8BUk3cPwZWI3tw1rpkPNsVyoG9W30pVbr2",
-	"TEh3X4snLr6H2eYiuLN7QLwTee06dVVKQdmoGOhiLksrcyfkskjXJIDZRMbpSHtpOdDZc/Bu2Fgap7P1",
-	"xmAX/gLC1sSoImNDkfPaAh+mmIX0Yf/MlM+jpppm0XENRRerkKineH5jVwQN/50ma+coEj7UgR9/D/Oc",
-	"0Hk/yrCcrrIhO1QQZmI4MebGnubccWU2CUCwjuuCV5j25CwbV6Yu8V4f8alUc7LSgEiCv3li2YB4ov5z",
-	"wGZSFTmvCjxq0ApD4xKZm70sEmpfQSvwDLC3KK59Y/jpAXMh5d8K0B8sloTB9u1FiBKHIYIVxz9UsAH+",
-	"/oRGf/LP+uzsq/wnY0DegJ+63H8/Cvc7vvGD//5zmrJdpmjWbuivnK7P9tzCOJ+0nI/i2PhRh03Y3pxh",
-	"GpIDhDtnBweoEEreikoKe/peFh9OK+GwGnW3+vEzJKBw9leMFaO359GhfiV0AXGWEB/joZ/SM8yI1WXw",
-	"39N5IDMT87LwtHSWwnDabUuMifOvBB8MlGrz/+YTeSuKhh3PVVIU7NArDYPQNeDzgFGBd9yftIGth3FQ",
-	"b0MzA2a8dDuTVnRwVQCtBe3nF9T02vpuQKExkqKh36E3e1QHuTkZ+9f3GzazcKLjDPRZ4OjvGdNmFjbF",
-	"yZ9LMv5sQqrfiRAIOmofwjuAi7XsDRE3jN8Q77bADPRtLOIGnQtsjdDv0I+tFBWc+WzVyT9axJ0Tdhkp",
-	"fr5uQiuwXUp3oTgK+qS/ulfiRVN9F4z0NsUlaWlAq/ECDs87uAXXQUZzFcqCHaLA8LIYHC1OlHZfKoi8",
-	"g5lZrZInUxzXPdwsQEqwh5I7hBI8maPlkwmbPjmZ9wowWGRgBf0DlIWN3UWUOMSUqixE1WcJVPiTnmys",
-	"4TxULwK1WChlWyEjhbQlcACTvZEMmhgl6Dci8mBJ1/pzSGomu6fRan60SiK/xlHe381NH+wthzSuxJg7",
-	"8YiCXi/bY/Ybf2FXtXfOfUjlqYC6iSOs3eEMDCmhcMdipnclCp4DBZx0zPJ5s+05syKvBNyUVrgQRQVm",
-	"JHCEYdBGkZEdHguN+jdO2GUQxmnKKsGUGDmPH4ELlWgi4pPke+j2jYXt2pqIdfU4lTWM4q7S3qzhrQgd",
-	"ejjZ1otnNpmEldkwONi9i7vXy9c+J3d2kvuKbmD1CKAFTj98Djer0EVppHYNgYSZafbTz5fP6VBlwciU",
-	"m1Jk4N5CJrKCVF2LRxs80NKyWsv/qwXjU0Mu6BWSM74ZuyDB/MqH1qjaCTZxrrTst9ev2KH/X8pQBpVe",
-	"KTP7ybnyKDKjNVSRNmNwwryOPar4eApBzuEjHnmsUbdYqZIpY0ovvWdMSX1zjGWeTcVyZerieCoch4r4",
-	"xH0p7HIs5YDg8i1GK4LgDv3zujxhDlzZxVRqaR0yLsMTlpWVvPVoj+9adhhau/R/v8K/vsE/Do5O2Csx",
-	"5vmcWc1vxNucW7TOkfXO1vmEcbtkoDP6rXWV4NO3hJxI62a5h6aO53/V1/D4c3oaV6kBZaHzag7B5BwL",
-	"sSDZB6UoNfWIusqmdGDJjiJNV6DXmrBTv2EvkvHGXMmJQP6O+3MgrhjEqt5DyH8OE04xXHTxTowqsJqE",
-	"RDo/6ZqrmI2kUIXdx9//Keq/tbD+fnWmVFoC2wxYZepOV2KpeE6R77j9kD0PdnFDjI+8EpAkHHY2BL1f",
-	"aiampQOs50ML9xSe24aWMsTx4x8uyB4cKqlg4mYjQ0bHGfTAXzkn7DmF51OCFGV/iXcu2Iz9SzFEVzf2",
-	"Vd+/lhCYUDATFpOduNsW3KG0/VYWvTC6XaBr+vLL4mBXYR0fj8N+mZo9EUSJBw/ANaxQ8UUkAOwjN+4U",
-	"fPFwPjDwPSU46TeNk+ppA+6OTMXGxpBu7kwJRdmEBKEZh5CB5BCtobpgv3PppB6jMS+1cIncTAV7znUu",
-	"FJEIa+Mm/j2IHAc1X7sQrTXNUvv2nE2kdaaCzIIbUbosii0U8upbt2xUCQEtILoHoFjIQMVx7gw8Hw4G",
-	"tS6dvZn6bix0OKcP7XQnJsGNLXTkzQYPF3i3qMQuavoLhXZlFU3UJO0A/XeGxrif3ry5CqV4Me0I9qoo",
-	"iJuN5g91yBKB3h9foUbgCgOtEQugB/Wq1wz3IrV+ftp5zda+cQVrsdlzUKJtOb0G4ghSRx3xtpFVu6fo",
-	"GxBCZBtiw4InPLBJfAYnfJ9J8Fe/yfg4tWhLYffUtneESi8W78nkXN+7jwARaXX5nZfaCmCkinVigt3J",
-	"vzcI3neKaRsY2m3H9NQxPHVEFjO0QbX1tYwN5yXHWggSiRYb8yUWVEHnfAwcxScS/8qcyYLMmvE3Dtz4",
-	"Fb8VKpL0KlZyN2GH6J7MWK64nGbMyrHmrq4ac2kWbKVHF4EgQcYYAIpDWpR4TtglK5AooVEeveboZ6DL",
-	"wvZGdDosvhDFcE1dnMukCk4oL4MkKbHEhotX2AWzrTEQvwXk+WeYHSL+r+YKp98voSw+q165YV0d3Kgz",
-	"bgMF1EVbVpbgAfa/mvH5Xvd8VLpnWlMH94kzd3kTbC6krim/5tU2blPkgz5HLEuIvQH1kJ2D24UzHU49",
-	"kAUftmz0R+drbhc6MEgziEUIorVvFawePAQkjEZ+3/fgfeHL8LgHtD2g/ekALaIC5iIkGLBTiHMTWRXH",
-	"Ja/c/DTnJZbyWaVypzlSssiSclyoJot3pWwCT0PG9uXVS+bMjSC+Dqh3GL42Zzl3YgyExlTOJbYYSy+2",
-	"GYekpdbQ7YcUdEph4a9YYNl/3LeABYBDZrmpHTHYjQTIsrbJYa9tV675lALn4yAs0Ysj91fmIZwIJIZz",
-	"NsBlaNz254yX8hheHFwg9Yc1SjArLCY3LeXkPk0J6Er5Ft59GyCvOwXljV/IK7+Oz9Nl3CEw9nyxj7It",
-	"eWZxd8D4HkUw3IuQmDdLeQ7bJ8RvxMIkpz45o83Rb/bXwflB3GAHS8jwtAcZ/BT2I8GEay1UPwoEEj4t",
-	"FESE+RGMTEWFpPD8LdYxGUmFhKm6YJWZ2SArpe2sPmndNrRkH4Zub6sYfpRJbF0NLuzM38R8ZqpiizdC",
-	"XeotXoF77RryOl9u86lfkDt28xdeiFuZf8wr9MNWb/59YkDO2fT5y7Lc4mkMBdr6ha1G8AOGSW8zhtqZ",
-	"v8tCmC3feS3y7XbZL+ZK8bmovq8Ev9nivZ+4vawLabZ75cr9e4sXXtrrCa/CntlqrwGHHhmLN59AoHvf",
-	"9i0kT/qt2qaDP1amLv8m5n8FLNyui/IWcA+6Gd7fpTmcvryJ+TvcF/vg2BXBsWGS2GFy1R7t+p6PS7Nk",
-	"8O668E/f5wGoP6xVAYyOl/d58KTFUvn+lkfuczPTorITWW57ubelWgKDrUthNhfPPRyWVYTFWqi9c+jO",
-	"Mqu4V6GD6PiFnKjTUvH5kOc3K5xI1tbCMjuBAj1Sj5U49lrpb69f2Uj7Qy0+sUzJW8EwBjpjIa+TLHmi",
-	"aE7joVeFUeuaostgEP5mB2CMmkrnRHF0wn7g+QRi03kxBS/TO547NQ8W1znV+AY9X1hi7B0oORJOTsW1",
-	"yI0u7IAdUoYHe/rsLGsq9n2FP0yNjcWQsYJKge71Iwh4xL9FoHhiyaxA3PPgWpc25N8AqnDt/5U6TAeD",
-	"sHM/bedgQxyN4I9hx/CYx/odG1AQOWam8mI+wFCc6MR3vIoM4xLtCifsr6ai+bAJN9eNECX82mtEUCA5",
-	"N1qL3GUUtoyhSLALYEoEk9o6wXsDyxsIfCVvxVXYQVvnxkcI6sxqjZt0m+TWqdThx6f3xqbVPR8rzMpB",
-	"n0LNM2zUMC1+h9yvQblnQXtuDqPFMfQXO7o3FD8iQ/GPwjXrH1EjXgUN5CXXwK5vP/yKPfHd+bjL7xhg",
-	"bwWDfczqqoQWM6insACZvaMP2Vsgn0IFBgy3sIOMKvfA7OW8AjJpNrC3+Vsn8xvhBngBoS1eWvoScnpB",
-	"aJNv/yJiRovgPhIwCnrNd4niLPAXVskCs6IH8Ivmnvz27Pjbs7OMJfflkb8BgeIIZ0CFmivSsqIGVsYB",
-	"/OXSX74DdsiHpnbsL2f/D5OafAlAC3OEcSFQ+CXEvsLbIRXtB7zFL92AHcZfvlq4y5PruxlhKSppiuYy",
-	"//qrZ34UOCtDMTdEhrZ8iV/gsyiGNHLHrzrUaIEkiGAWBnOov5UznAx/qRZCCZdMNxV+aTpHwgnxZi41",
-	"CRb3W3MjoOiUMlbYIATgxh5kTFjHiZab0RWOPo5KsLx2oWTIN8ziLEFKRJAy4mZcJWRcYIihnwoogKAN",
-	"VaBmt7IQhvGqwl10ueQymPJ52J+WzYQCCViwmRiGR4Ns6GXUo/NkaiDaZyiU0WMbncTUbsb+ebA8Xf88",
-	"YHzouzUVMd8xvoAxy7jDIh9I6CYM61CZMQUK3RJBehbFOY41Vb0oxa2dmSqUmDjaThx6JbC49KOXiVoT",
-	"solQlLXOM7rcQ55qkJXuVz5qr2mPWNSgs0d5Avm9ePSoxKNXAdBaEgBk2QU1zxnSt0S1TjDaoeQDCuSK",
-	"LJWmfjeGeQaVe8FBBs2cs9IoRZSL0CFWaycVCUPb2tiufZtfmpUNOr06CKfR8wkh/CuhmtceJz5b6Ass",
-	"w+c23K2Lg+k+w6ZcEfsHuWRuYeOVvPaipd9/vHbmuBK5Qdq+3hNuygvUN7yIx0cjkTvkTQRJzguTC6LL",
-	"1ufdlF/ecTfl6tPu5+1Pe7g/31k15UM/quBhOkZG603SxNJqvHYxEay2WcqHogvm5SQI7xr8+MMbFjrQ",
-	"+ugAtJyMUjSHtZVQzMULsEJTRBfXzQHNmNQNWff3T7AAAhP6VihTCjZ4X/KxyMC1ei3/LTLmjOMqg5CZ",
-	"DwN2aKpCUH3zdDRMFhds4N9C6/UgNICcKKau/NgkUGiTiSDUorFP2ICI1V52pua3o2ySYJPtI22eh+/s",
-	"JlNtl2iUjBs7tton3tpqe1C662IyrendNRxpU4g1/r62ddOevod/yY2OBqsuT/qtIaryoNE6qDFzDsne",
-	"qd0psliB8TEhazphPySmqp/evLk6/uurv2f4f6Ofr74GOPjp1XWruZafisicBoW09MwgsMcBXKHxMSdt",
-	"a77KBhYNazichhWkErdIjNVn58O6BWDYk1hkWkFFqBjiC/xWXs9/YpMYYXb49dlXbND84m0htFygm2aX",
-	"oT9IHeTBszMQFztArr7GzsW4MrojhfcFPN5jfdneHNW2cvdYpWhfrbRJxYpzdQ10tYtmqKWE3t8n89R8",
-	"qgubASlBE8LZGN5j4Zm+RF8sUtNXkf7ZN99u0CGsRlhHJ3Fjf6XSSGHvUgeDwb6vT83Wfjg0hBsZulrn",
-	"aX+N3Fn8iJ/VJV/8J9uIMKo6W586AZ97YkPY1EBER0zW8u1kXb6a8AiQ9A6ijaPWgXop2EMbsG3CywHX",
-	"Ag42J9vDrz9ZAL6+RSQlDChsnVTqE7BY59CMMtYx6SBZuGJcz0m5pWr/TXeiRwTKb/qGv94CxmEgG2J4",
-	"K8rsSwHwPx6E/f1kjy39sWk7QZZthc9TwIlVdiuOlAVe3LRKAulRrCjS7aq+SKQ3o5kVDqS4ljt3wRHc",
-	"iWGpq94RK1qCg6jFJlCY+N7BKw9ee0DQeZNkYk0MygIRF7X7RIBAaj34SoEBWsn9Cg5jo0WUMqAsol32",
-	"iGVt326Y/7fQytucTK2D8yboy4+OnNWrJGD0cXdj8Br0PWc8hXiCWoyD68Plw5YlAjLO0JABD+px0vxF",
-	"CEYIQr145wQsIU5g8+RWQK3FrE/ezgKlVhpPQE88sV5K7aoLocXsC8XzHVSeXDEbG3AUpp7hC8YjJeXw",
-	"XyLvIqKk+/WBuYrDHvtzStB7F/Hqu1hDocn7vIzJLbvGGk3eaoIz22M/Pqf4anBfAiFhsMdn6AdGpm7Q",
-	"Iv4bPcADdhgKUTZx4hR9BKVu0F3cOJDB1DMRQOrj7/CeOGUP6uhFBe4CNY9eJn9LQij2RdpqIDCkID0s",
-	"qA9GuxDYtMbOfE3zeC/JnB38ZuiGS8yMfbaFaSv7ssfs8fTZf21g9mg+HNam6KdTo3TET/9g3IQ74HHD",
-	"VbzGL9wHi1vrg5skry2cxH0O2wrLexJoY+8r0nil2Z0eusPg4sY5r+SNWMDRxUcRtdPwI6TvGM4p6gR+",
-	"p0wOtREOBy2oGGRscDsxFgw6vCz9PwlOU15IK6DJy/jUKNadYAWkVzMMiBbai/AVK2s7ERajn1pOwsPX",
-	"b66v4M94c6B7tWDw66TSxFHm8b9WipWVeTcHvYgn84B9wADnEZC+2UWn5i39pSEBIETTDKjRFwIZztEP",
-	"msY1Hba8rh2r/v+G2frvkxOo1vrs29ZNeBSTbqJhKWMT0CvJQvaPP07qSg0SApa5qEKk8UKY9QlbWD5Q",
-	"2IYiKL1J/Gu8V+nyMxq0ytZl0gSH+/s5aHR/k7oA58vAz2Bj24sP+O/CaGhPcSA35m6SscH7Vv8+nL6H",
-	"3fXh9D0vyw+n78NsfRiwQ4gu95PpFepj//6xsDkvRXF0AQx+Ng26Jnbj4B1JaaySU5dUm27IjEFfB1V8",
-	"ZqobNBSEWPmyRrdVkiZlwd2ujBd17HJA/WVr91PFQZrkddHWfgWa9bDiVlTAKbUYEWBqt7TSTdtnfuG8",
-	"BBTGCuJQ4l0/Tw4Cdt7G1N8MBloVUo/RiPHj98/+6+l/PY2XD6m8UPUk2UnJYoP3RQFMO3/G4IyHGA25",
-	"QRYZ3o+LivFuo5I7vrlG/Qw5jbBNmljlxfyDWHN9H7O8L0ry2UKQV0gA4eRuEYh89xlaE8GVVwnW5PNz",
-	"ZqdcKYaPM6t5aSfGBXMiL9iQK67zQOIzNVo6A8Uac64bfXShalWSnUNuHgnxkBP/9xzMg741tG4m7Lx4",
-	"2mMvuLIm1LgDYcMKbYmb2zpTCVYIx6WysdCJNoUAs5XUt1xJMPcGu2ZMBHJkofT3qDZ6PjW1ZRUnojHI",
-	"PfqXyF0o6dXU+cMUpnCVQbVKfxPcYILSuOIFDeybs68WqZDioIammGexCCAUGeO3XCovl3a6qn7Cpdyl",
-	"/nSb40euqZO9FsL+IfvtAFdqyEVHmPsG4efzdDOZ2YuGX1PaZlUW9n2GFd008b37x0/w+Iu8rqSbH5z/",
-	"473XqIeCV6K6rP0R+8cfXrlNDVAeruAb1Hy6OxMowI2/BbXffza/9mJUTpfcYgcXe5e9PyBh47kxN1KE",
-	"LlM/lhxE0C0mNVqwIXkLB5KBgAjWqgzjQWzGplz6tYVcBsftjaWjbaGMa8i75lTcFcfIzp5CzGEwL+BE",
-	"LJsqfrOi8hKUUcJmScRztqS9ZKHsEcwCdo65iksV5YWcO67MuIb+JB5sKqUXu/as1bUwr8udey1wI4si",
-	"1qidiukQiU+Izi8gFtZBjZ/4Kv0EvdzxBWCFSiTJIPONK1OXNlAnQtmSYx7ZglhpjMrSFBLXiCBhSZQZ",
-	"N935ptWdwKi23J9f/BJSzDWswRWDrU4iL0x0xbVFjdSJaalA846hkX5X+HEQ17W/NcANJGSF+4OPRWst",
-	"WhMFIXkd3XqVWChC1eCWjJ+FiN8ocgeHYaAHyOe5SocW9WBJ44L9ZqfmBsle7cmiVa6rY29iR7AqIZTW",
-	"8lpYMxtYIKasTA6HKnBj4EIirjYkillU3t2kMvV40txDMHHNvH2dzht+vKN/P2hXzcP+xzivKJws8vpR",
-	"PGCwPyfZB2AYDl9+2jrYqbDTPT1Ihho45wNBPiOi49Vlg/EA0I4+xn3+uxhem/yGSu0CY6nGJmkJQsv+",
-	"1+/SSUKe1eVefm+Ms67iZbBeILfoQgnM8DHAI7dEhtogVZyp775LZwrdC398+P8DAAD//w==",
+	"7L39ctw4li/4KgjtbJTUQalsV5e3x4obOyrZbvu2P7SS3DV3eupKSBKZiRETYBGg0lkd9VD7CvtkGzgH",
+	"AEEmQDJTsrtmpv6pspIkPg8Ozufv/P0gl6tKCia0Onjx94MlowWr4Z9X9/mVpiUz/y6YymteaS7FwYuD",
+	"W1037JZIQdg9qzeECrVmNZFzQomQBSN6STVZUkVKqTTJpdA012TN9ZLoJSN52SjNalJCZy/gN9tGLldM",
+	"kXktV0QvuYLmvlFErgVRmmrzXkFWdENKmt+RfEnFgimyotBpLZvFkki9ZDV8qIjiImcn5GymmNBkveQl",
+	"g95glFwRLrZHh6M6OcgOVL5kK2rmz0SzOnjxtwMz8YOfsgO9qdjBiwOlay4WB7/++mt2UNGarpi2i3e+",
+	"pEKw8izX/J6aZbsyo3/NS83q7QX9KMoNoeZdRmRNpPmzYqLgYgFzFKxUZkDcvPxzw+rNQXYg6MqMgXa7",
+	"6Az7n2o2P3hx8H98227yt/hUfRsf4YGZSvuooSX+HB+yG5tZR9guCp/gVg0M2De7+2D9p+FAq2psgHZ3",
+	"zRCripiRJIdXVZ1hrejnd0ws9PLgxfM/bu98O4hGy0uWy7oYHctSKkZoo+VxDR8QteY6X8KJgTHe07JJ",
+	"D7DtKBynHdhMypJR0R/ZX3nB5A4Dq5qyJIfUfXm0+xCxx2kjfMkUr1kxidTanSzwq2FqK8KmdyS3zrA6",
+	"w73nObN/vC12GbH50D0hvCCHf/7h2Z+e/ump/y03nEnW5OOHv759TapaznnJjtKz644kQbhPn/1pgHJx",
+	"OuPzkPPOLA5xiPYvXphRu9m4icpibOz7DvqVoLOSTTxrDF/ejYjtRxNJ+M+1bKq/sM32gP7CNrh07cYv",
+	"zMsZoYrkZnyCrJdMEK7J2vxUM6pZ4YdVUb1sR7Vw/WQHNfu5MfR58MJcS/vwLDfowXtpa/9hCKlVC8a3",
+	"/3jWUS56ThU75kIxoThclZp91mQuG1HgBcRwaOTOrHg9yOXvbCd70d4bqs6agk/kp0uqjql5fTfyW7pO",
+	"ptHfG6ou9C/TR3Rx/W87j8d0MG00MWbytmBC8zlHSTE4DnAQaqabWrAidhTMZpZcpQ9FHjDASadieH/f",
+	"qqslrR1bnbamynxRkEPe+XbHe7P78cS1fsh5Mf1mJPgsM/JRRpSuGV1lLXNXZg/ae+uLHKt3cvG6lqvE",
+	"ejOha84UodoMhc6NAgErqvmKkUO8ZPmK/SJF+s4xikVncHNZr6g2txHV7Nh8fzA8wo91EeOUH9iaKe0H",
+	"Oee10uTQLHHB5rQp9REI9mVh3oKnqSFK6CAco23h4MWBgF4OMq+P+B+w5ZhqEg7+Wk5a3Bmby5rtvrpa",
+	"PmBt37OC0ytW37N6XBShSvGF4RZa4jBX5mui4PPU8FadHvYi0Q/yoqQbVv9QM3o3jTHcMVaBOM3F4tis",
+	"o2z0cQWtKHIowgZ35Badbycyiw+ymCDp4cjDNSV1I5TR+L1Wnh5VsbdQd1FLLXNZTpVEKvt+aizu+a6C",
+	"vx9HMLbLRhgSficXf+GiGJSY3Glyw7zjIs0xuSh2HV53KOEgr2RT5+xTPfXSgtfJp8t3eMRlo82dCxc1",
+	"LdURGke4sNRo7o+M5L1rpdychh+5qwVIl9CaEb4QsmbJFVB+zAmaefbkj0NEcwV31XQlDO+2QekQX9lL",
+	"hMXR7KIUBuPBG0OZf1FFbvHJ7dHwMNOHbXCgf11KpacetHteg2HHfJMazT00uOO5R0vgRHERXz51V6pC",
+	"7t/aE+17rQkSjYpJ01nue99t1GaNLmo5K9lKbQ/8EiRZNOJxzVbKmUPvGaGGZZnvkrd/2HRUCJjTUrEs",
+	"xuIv6CJiPfnQrGbt2lR0wcyyobhtBD1aay4W5uZ/mmSjpuHoYJ5m7S3Phf7u2UF2sOKCr4x48tSPkgvN",
+	"Fqz2o7ziv0RG+p5+Nh8S4Udcy7UiFath2EOjgwajI/z+SWyI2JNhLU9GB4y2Ni4WaTOjMyyWPAdT6h62",
+	"xQSp+c7HrE0wBHtuv3FMJUn4exqM/GheieLayHNbY3klCkdqIDnWVCwYObx8fU6+++67f0a2R4kRIzMr",
+	"xAMJmtaOTsmcl0y1RGkFUa7TNhocxx5ip5/La16yIcsjjslZuNELcfiSlcxopkYtVWRJ6+K4sD/B+xlZ",
+	"L3m+hPsPHBJrrhgp2VwT2ei0fuLHMlUkiEyjM7spYvVXkaD9iAZF0GAo5jp5fEnTD+PKkd32SODRVDL2",
+	"VGv9NUjUaZL15P4goh0RM0LBIq2tj8kPqSWUJZt2Y9eyZA+37tTY35BpZ3uQV83Mj23aYAtWcnBnViUV",
+	"Dx81Lx5mor26z8+lUKYLkUfMyq9rppaCKYV+15rR4oTcljKn5W3P8mDFIOdWZZaJeVUO9E24vlhxSm5L",
+	"Lhit+S90VrJba8rIpZjzGmQZ5yEFVyx+pdARrJfgsJSrFddmibwdgRGzEExpQuua37Mig4/nlDtJ+Psn",
+	"35HbRtB7ykvs1+kj1DlkyVmeswqW3jmeZcVquHBPybrmmingt7Rc040i4TT8HqF/u92lfz2+us+Pw4WO",
+	"W15gXQPDi/s77CRufbmm9YLpETb8PlS1zXr5mRGaa6N4Z4QLpRmF6xU53yk4wmeMSLveQKahQGz2lX2m",
+	"uS43RAr2xXk8zjXF4N+3bP0QHfDFUXyy3pfPtaVQumBCf5kJD18jz7+LTlTesYls5eziLdHm9VGWkmAk",
+	"2va1G//7pKaqVY1i9cPZXaMsvUwf5K/mZVVJoRioUT/Q4hLZhPkrl0IzAf8MJOtv/0OZafx9onT0qq5l",
+	"/YMsNthddymul4wALYDNUxYbjAi5pyUvyOFc1oaUVlXJyK399QZevzXv+5/Mh7dHpySXdc1yDUvKRdXo",
+	"8MDWrCrpxnBHrkkjMG6lODkwKrAU85LnX3HOjhfntmcVROY0dc2EdlLurXsFpkzJyrBzVbGcz3mO3t1T",
+	"uHmCW8Ux/RqmSxeUC5jna1nPeFEw8fUmmtOyZDWECil/C0HIQMXqFVfKsBxZk5pZQ5jKZWWm3T6+KZjg",
+	"rLg9gjm8FaqZz3nOmdBXWtZW4f46s2nNGjXLmblFYU5w8WVmGtuhVZmh6Bkr5Ro46bxm7FhVNDcrAUwR",
+	"ruGazRsVttbqXcACMEiFFeTwVuGkb+ZNWd5mhmPUG3P1ARloc5KEWUbogmOHhR0bMnQq2vAs5DPSy6uG",
+	"YRuxdSlR+oZm7LprVgtawhp9vRW397ERU1hBGsE+VyzXrCg35PCW2zHdwtwrM2ZQF2qYO57tD1K/lo0o",
+	"vt6QuWPvRUvVhWTmFtWEfeYKHDwc/77nis9K5s1oeFwOb4XUN+AmtGR/QTelpMW1lO/MBf/1ORUwZ/Y5",
+	"Z6zAg6z4L4yUfMW1Oa04vBst5U1pBmiHbYQYnrNPrVT5dUZ+RgpWMVEYcZKA2XxVyZrWvNyQQMQlh12B",
+	"d4jDmqMFTHpG8zs5n8P8rqV8T8XG3pnqq/NV3BBWGO3DcH63H+aPG/jDMM5TsqZck7llUKBOL/i9kTAE",
+	"ub00Uzs+MzrzrZEsgvjT4NGQVVOxXIoCbMHQkeVdsGZcLE4GRZK08fJJxBYIcpWgjV7Kmv/CvtKx/iAJ",
+	"iiStkwXYcmV4uNDAl82YzCPs/cZNGCUVWvEbECLb3/GAfBKqqQznYgXI5tcw4X/I4bYc6bbf3y2cEj/M",
+	"GxDob8zOwBx+dZsJFHOWm+8umQKd7e+RPoNIZRGoHXCrWqGMKLliqMmay9FoFEK2zBRMeN6A/oJQAnY/",
+	"DJ0gFVVqLevCNmZ+KuVCNvqEXDV5brR1rsib6+sL8uzJk8AJBItwaBa+prkmZy+IirzfiNL8BIJWAUbE",
+	"qjaz0BwlaJrjXPtT/9HMz9BMIQXowk6NtTZL05Ad+bFdBqPbysWCFceyicUVZAcrplTU4/Ajujuqiglz",
+	"+3NBTMPghdlqRIPGmGiDt4MmWr4ItJValqwbkZJ1478ycttRZL813xlV5dZu/uX11UVworwApRiKhWg1",
+	"29arWl7yN7fcfhbtmrTrJWf/wXJtpnpWcVAbYya7QE00mpgRs1hxahZAMCOCLGVpbz58B5yrGcpOc1Ca",
+	"gYTt7b+x5scecZSlXLPibRXxWZ2XRqQltChqQ2A1htUfnr99eXkUdGvVb5AW57VcnRK2qvQGBTkqNr4B",
+	"rojtDtRFbR1l29uPP9C6phvzt9U2z2LH11wc7VBC3fTw0/U5nIYpVlTfyQ8Ro9p5y2KRJ9gefL8ZCfVC",
+	"0PUKNMDlUihDlY6ApGUzKO/67Y2egoIvmNIXNZvzz3HGhVa4p8/Ikn2mBcv5ipaG+g23YLVyuvzVm7Pj",
+	"Z98/J9igN2EnO2afK14zlVxvqq0fo114+wku+ikRTVl6g0EgaZqXkltiPkJ5DC/krXGVVOlPajIhmNeR",
+	"KrUkwV3IwDCK10xsvOZbPGDm4/2HizaQLRmFrtj4FgipfwCRJTFTMNr2NwFDg3gRnZV/CJ8CCVuf5H6z",
+	"k2vB6pQ9yfxO1ktJ5Fqokam2anWEBV20KnkludAhu8tpXXOmduMlVVNXUqXup85aIkOTtTcwAluLzqFm",
+	"94x6ZaLfMIPDTgVhIq83YKzOZQXizR2rdEaURMaC1gjTVCCG5FQY7Xcdxs+g/WTb3w8jkXeTj4h9O0Uw",
+	"5tDaV/YnlFrqidwbJ+ePrv1w5Izat/Yfn4p7ec87Rq/wwGakYOCvwKPEtT1Z3Nx5XBRybQ0o97J1/DvZ",
+	"CvO5DhyTRdsorPABnPqbDdM30FxUvNLTTczpEwdPJt0r23dJ5L67Vff5TUX1zdnsvLhtqZmSitXKUnDN",
+	"crkQXDm//bAM1Vq3gYm2x7bLd7pT6d2YXc6ShZJOyF/D665zkB1lhPJHKCaEZy2k8s49NSTyvePxUCsb",
+	"jyPnrXygtgW3ajSuhytoKBLOs6Xg9pXarI2f2ScgZ0L75ps48eGEfVSpD/JxLH5IvfTSdITza6lpObhi",
+	"2DHQ7opqe7XOIaZTZUQabkPLEkak+tN8/seDaJxQSNU2YioITcIx2dWI0kpTcH2+ZPldLKTMqLRm5EYV",
+	"ouZNkptXt4klqZW9+lyVVOBF49zz0GxcKhmVaHz/EYkm7v/7gAZs+ymp2dxwGy1PCcX8XMNqrAH7eM0L",
+	"+2JccTT6aiz9y93BbT/4ZvwOVeZi4TqiCVzZJyjczykvm5r50+Yn75g9F3N5kB2saS3MALMDBqbqn8bY",
+	"n2N6OJtgQCO6pCGBdLYpI6B9F8egICqWNzAVJBw050eNB3Kiy9BcbWIRqM9OETQ7SIUUm5VsFNyNaqM0",
+	"WxFoPL6T8MiZnnqpcxzDyfKeWmYuqqJz11b8GA614duoiB1bRczcB25EZoFhPNEbF5ZnYmCLX8Nt7RJU",
+	"6TNUhEc1bd8eKCnhMrYLZ261uPZ2z4SOr1zPBhNe4o4cTlBsCBy8/smW/yvafZLVvGlWVBzXjBZg52Yx",
+	"zpNcP5mDE3JYisRV8RPc1QIgG53LGINrGW3byynBNSArRoVCWcdpKp6TgQaB8o6jSWvAM4NC7mHEFmgp",
+	"Lu8NWcKCORt5mM5ko7u7Sp02U3SMMoYXMhTwCfYQlxNrGs8AvrburB6hZoT93JjTKEEovv3XY3jx+G1x",
+	"S5xPn6Atfyea7hvY7IkMSb3dvZB1ZJ599U9gO7kObU012rWMdlyIizJalRHM0mrTvv6biHd2/h35bnsx",
+	"pkl7wX23j8DnhvIbk/gckMMFVSrltoDzj2JfCxhh5AVS8Mgtjs7qREyrMiQkK2WDHpoVPLXLYt3ch4qx",
+	"0BKuvgEdHdw5R1NpwrQdG8UZYpy4ptFSsuACbQFU3aEJz87SGz8mdAlHIzpx15d9A6XMThpOi6gxuTNZ",
+	"VdH5NVquqOZ5O0X77qSWezTl5tR22C5t5nY6Rlk/0PxuUctGFNdU3SWYFqu5LHgOLmV8mWiqIipF59u0",
+	"MY2qOzAARy8YiJa4p+UVemsjMpZ9gcyYXjMmMOGQC+ffnbgzhlRfNmhPex/pxj1z9xmanxpwRq94WfJE",
+	"d1EWgN35oJSevmV+7nfTuZu5RicfKxIClvnqshExSagTou4nEbOfoQMTn2/w+t/TJg/X+UdRboa1LiAE",
+	"my4KYZioi0nIGGxUgK+0rY/F1U5DxD5fb9vq2Ihz2Qg9yP/NcAAMCrOgaplbR2qtt89mYrPrRoByNz77",
+	"UsrKCF32i6282UjyVkQpDDvpLH87lO2DFVLN1nEICTZYuHEWEpd9fuhyDkVqtuBGe2cAMGAuLTfjLkdJ",
+	"WQj6itb2koXG5rTc4UfR421qssDR46BbMkd/x1wMcfKy/0FKrXRNq7NixUUQ50qLgpvB0/IiWCOb5dfX",
+	"TtCVpaV1TFohplaGkxi5jZrGuelHyzrCybmqSrr5kDbuqKVcC5fCazXprpcXTDUnmEQ3FA7ehhREfD0u",
+	"TMIpWuGwT5FvUKJoae7rJVVL8yI6KtA13uv/2ffPIXSnHU9kOC4CYHs47+SCC2Awp8gSnFxASqYhsbQm",
+	"BV9wDRaNNp0LvfL4jsrwFfN/af7biILVKpc1U5mR1xVfCDSJLDfV0hp6e1kgwRS+M+tnGjYD/N9/Ozv+",
+	"N3r8y5Pjf/6p/efJzb8c//T3Z9nz7379p1FVys8+2JdBOr3SVDdqmNkh6XV2jyjNyxIRDCSZsTC4vUuM",
+	"M9fTpR/mtvbZ2ChRIXvdQCyjMjeadUMw4hsMXGpcmT+EGYthyjNADQT9UE1gxNtDjC3ZORU5Iiucy9WK",
+	"imK/043NOAjFHJvaXraaURUTxC7h9zZYt43phnZL758KaO77yEH5NTrDis54yfXmnGq2kPUmLlPm9qnl",
+	"3nVxXNFab0juvrdO3J7hMQzPHLDmUsDQsHYOPHtGZQssE73YbhUXMvLkHNzsLC5OaF8p+T0D2A5DQplT",
+	"II7VRuSoTdnEvLj4O02EDpZvzhLWUjfNi9186QIjNbUkjWKdznZxqveOh1/IvqwSG2QW7HP8FFU6X9Lz",
+	"JS1LJmImkTMi2NrQknnP7AC+uE1Q9pURCUNLopgoAGnBf3Eb4ICaW2HXqJkffUaSG57VuGcM7DY2hW26",
+	"qZKv6CIO6HHJzJm+R/iOFlHL9grfjVvY2qUKugpnGN0qCBF0l/iDZRnFtOF6bO3DJyNbij76i6RI4Zz4",
+	"VU+0MPfeKZEVDossWc0yMmM5NeeAit6tUjPFNFrYbOCW+f4b1TbrQ5zMibIW374ksu0RY+v0yCG3I5j8",
+	"l5F/+gJrMKLUFkexz87IPS+YdAzwhNx6/JZbG6dho3VCUJgX5PYPf/jDv9wa8UoUytzpmBi6gYxNnBQm",
+	"hd4uqUIYmzYYT90SRTfwmbsO4MN4BGwIZ7snCG7WQandA5y208Agowghc1GTd4HIOzo1gg4vEzLCj8tN",
+	"B4cSEZC57gL3dnPfvIGBeQvgdtdlKdc/UMXzs0YvP96z+qKkXFxqVQ3f6R2IqRX1UNJ4Qa1YTb9RBBom",
+	"3RD3gNOB7bYy/ZHbWqvqxbff3jr4BcPglQU+sQfYu6W0JFRsjJJqTRSC6bWs70hF9fKEfJzPyWzjkqhf",
+	"4KF8iXGVXNmBsgKzoO1g0ZCKtzd+gGMPEp0Ny+nOBNY1LqnQGOLImQUwdhzOpvkfAv7Ot7SqvnWJ/4o0",
+	"gv/cMK/PoW89sYcD+MX4O0jizGUot518FCUXLDED2+o9qzcXhucOuOypN57W9gsCXgPwrR3ONvhPcFRq",
+	"WR2RRmhe2p37rFFzQ1lM15v0cBJQyGcO9vi0c0SsPkgVUVJCcDbyYYvWbXbfocuaf3PlBu9EcJuxY3Eh",
+	"rCswJZnugZ5JDj99evvyCJxDhqxpXkvVhfOIS5IDsdbnNmbUov99lfDqEAz0joviBS92F6Vf18zDXNZW",
+	"DZS16lgwzOWtEn7QogdEvTNIdLYFybw1xkmIzy0ohWlta/w2TcYiG0SmkUR0noTZHPpskbNCugTe9IlY",
+	"hBQe80uu8Hh4n0tOhZnDjIX21+3DsNgBUfkbi0rct6+j8VvEV2mZhPENryib9+OEGkTyNQ+s40otZVMW",
+	"PsktPpdlAp23q9/CFWKGXFFxrHmpj3+RcpVscUtKSrfvJhHA9LVyFzn00cqnLtTWQgEcxTvnIwC53SAs",
+	"L2tYjFxgi01lL5CqpNowlgRLNKKHNavE2eI2JYC0Ylu3ZhQfYhZAkli7qbs1zJ2SCHPZBbqDamIuERWO",
+	"yVElXlg2zRmRv3cIvnuJxtu0I0QMg5P+hbGKWCDSFjkDFgvhSEnJ6D1AXXncAvA7gtHFiFBNWSbcNkMR",
+	"f87G6yBbw5upuzLulXjAX4ANuhOEp1F8NFp7pmBrwrvmI62q65oKVclaT/24882vWYBtue3Ba7E3rWC4",
+	"cecxPKYrcIp7/QkVJwpqKUqBRurwwu0a1Ntb8+B//OEPf+i9b7i5e9OXK3H745EwUFrWS3DJd2Ew/m/T",
+	"jGn435snT549d41BV5BBd/tt+g38xR6J//EU6sf863t77aij8M7pXZHxG0clcD+vuvieie/eJjTxEI0T",
+	"4g+sJd/DZRNnBMTwRny95EpzsYBMkminTVUMpkaEnlzU/4zy4ZNUZb2rFGY7HJHCtrsdlb/u47ihfw0Q",
+	"QruaySm5vbmxahSAjt7c3PpMVjYhRSBEK4y6RkOY3wBMNnpF9g925nFLLTijh35twdH6kEje2xeUsNiu",
+	"xBFUQmhLSYSVUTqFXAK4/z6us0fe34KHH9K7s0hloF4xlG4lnm37Qd+IEVXnHHtNJ0+0tB+S5YDV6Wzb",
+	"iNO3b3drI6H0ZbVcWzjpuJ0+qaQs4bhuiZ6nxIYkhdJpGMVpuzrIbOxSNHZzSsEkb+VvFedCcrEAS4NR",
+	"oMmhkJh3bi5aVhxl5MrF+x1SK6iATm/Y0ZpujjKrepNDvFONWlrX/J6LxVFGLi0CAoLBwRGnWhsma0O9",
+	"Tlvd2Qhn+ZIVDfZ7YXVu7qPCwMrhAtC6qvlRRl7b0LHu+2telsQut6ERbuVJt7R23gfZgZvnAWDr4m9u",
+	"+AfZgae01/2Qp60tGK4k1HpavLAISUY28gwyAHGdMa1L1xuwTl9iuAVGz5lfFLlqw7rcfC59UIZ9ODRQ",
+	"KHUSM69iCrucdy6/njEcn4xGvXTLc7G2cMuEQKrfkHWA60cyCkw2A0xSPW0RH1vBZ7YBOyqMuaMFPlis",
+	"30N0+G3ICr1rPLgPo7d4h6of8TaBkzYevN2pzfTfKQsPJ9yZwuQwqQ4z2ycw23YOIdlOz8So7K8UhO0k",
+	"tpWRBt9qtkphkcALGMzncEYCABIX+DoNjwXpOSNIvxlRd7wihx4XEGrFgFuAHFqYwVOimLlFjVzWuUSx",
+	"KX8WjOB6x6uBBLQRK3PHZrOkECq+xoie+zh/uovxyT+3QCyyJluuia7NJt4sF5EB9hc+XAp41jKS6Nzr",
+	"tGesG++B/qM5Z2WhHFs1SwG04GEix7mere9xB3zPA8bYYYwS5H6+9TNhyRWTF7VRduasJoXMm5WN3vtC",
+	"blPXxcQWru3QXrrPwNDD7jlbd/B3MSS5pwSU1KIHgrAJwIVOgu7gH58SWCWPVQzPgqUYCQLzU5qwW2nk",
+	"qQpGC9BDdm8O7USPWrrSDoUZoKDmvF7FQJ7wlWGrqxs05lXgFwmfE96tEV4AtSs8xo601s01mLtnbGou",
+	"SCoh5a0FWoV75hQBdMyMW2uY2y+7qRP78/fW9lXPhBHozcWJbAQ0QsvqnL8loItdbsDg/ohBkYQkHd8y",
+	"rnCriH03ifnBVfRKudKIeofPURE2JGcahfLIVFuMK6sCWSqsalk0+eQYeHO5VGlqCaBtJ22WFeCSzeHj",
+	"fYmvLx3YXcj8EWqpvx1KO0dPu44UgvUf4AWTRc3/TkLmdumuPcTMvSRM33NExlRfV8hMlzd7Y0F/nDPM",
+	"SHr50t5VaNM8xeiWW+teCsKuMnIrxT2fQ+qtLO/dZyhqedB/tFBm5HYxA+v6rRFiADS/fYrBNFdvL0K5",
+	"qkZzIvRxkB3Yz4eMGxf6l/Mg5DdiwLv+t05QsIVQ81YZHE3S8pEy3g/Jk3OZx8LZz6lw4h28kXB41nz4",
+	"W+CoNU98XlER/7qiCXAnAPfUaoiw7Svh7t0xVqnJOZrzmqll3LDgo9Nsw5hhxhCE0zxY7Wpj0DwmGZk1",
+	"ME/ii/CLjFUDNd+k/OIDngOzB3YYtmVHE3Z720XvLs7Qgda/WN+0q00RsegJH/VLgOxTgf3ureR+WDAs",
+	"39qulrf02bHTsUk/MD7oClzmWsbDh/C9xEG0jaiuiD3BweOazcL1mLQFe+pK4aackpW8ZyA351JoLhqm",
+	"nG8abb9uYgGasWwiClVydV7ymuUIF2uIMEOukwHzCMMQHPMFjbaQa0wBnAMAFV8s0fp1bH9pqmP3o3nV",
+	"/Qz/dg9Mb8dcuH/JRrsDcCwYrf0fc/i3Gc6xrABQBf6dlwjKZcYXZf2qYo78g9JrPSG1YpgaWLE6N6vc",
+	"iXL6xgKPRhmYL9n2dKxkmznksCsu/9fVqnvyZGtA79122yB9MOKych7WF14ZXWQoN7g7vudPnnRH+OTJ",
+	"qEjhqGWYzq8wND1xndrA9e5V+qg3qFXQWPHD5iyMmo/zvE5cvf8UThugBPXjzkC+99H1FlGfJ24G/OYS",
+	"XhqPrLI9+Pvr4vrf4s0mg9jeUwHh0VCe9zRkGRhI5RBg1kuM3ZvveDltzSf0GSfXfRq57McXg/rwoCbj",
+	"GHwSWZ/bTaWMc6vkPw4ZjO1XO4kJ++EaG1jVtvwao3W+bNPi0vRXsfrY2Rh8khhR8L1NSwGfM6COFhwS",
+	"Plg0s2E8Sy5sf0UFwlBARxyjumhZpsxApu/h1n1E9MDYU1aLdDqCkDrz0Wgb66CfgAzkVyMY+hS76qWL",
+	"BYtEf3vftovZDlnpqXdtoxPdBh08I4oUsplBVF1TES3J92TFRYZ2rP/v/3325P8k/8G19Wj09tQ2FfFZ",
+	"9vriglCjkgcgBm4/PIqqDQawoombAwBll4zWk40yO4FadBclCWMBHw5qGpEAhREJdxyWmX3WsN+DHUMA",
+	"hOuYK1I0zAFp2KBR6y+25WlcnMS+4+pTsqOBIaLtxyL289chZ8a9ECLcY0IDbbQkWJP808sLW3uvLBUQ",
+	"iSHZ6/MLAkgSEALahdZroKy/zo0g2hTVkN7fFiZ/JXQqSRitsD2Fv8YvSSkXCWTC2A5KklOLvBb6oskh",
+	"Ao29ODk58YVHvGkFJbx4EswEHckSP8xiSDF6WyRDE50S4duByB3EdONm7zaJEHtdb6blhmCrkBly/39B",
+	"gjwvFFGGOGYb0FqO0oiCO6EJOoHRGlIzm0l2A5lkJ9YanHmt16enm7vf8gw87HGjTR2zAFzU7J7LxhbC",
+	"wPFg5hr2pwYdinsU2J+OdUjzXDatYgPruTPM4Y8+e2E/eEMdSWn4wNa7LdeukIA2Zqc9j0lK3pK7kKyz",
+	"jkRs/aZIkO36W5y/LpbfEOfs7mQSYZQ6DnRcygUenxco9C7Ioadt6yPIiK2bklkvCgTBtT7UzOVR2nhL",
+	"jJ4LMiyzbixd5i7rI39QyGE3gUFBghcm+rnEE/wTVsg8hhjAY5uIcIix9Ea37YYLwJQ6waEh/LU3vvgw",
+	"2LDVaax/3P/RX+ooKsR/WVeInfGDPCH9i3Yfx4gbxz/eL3IlaKWWMiYHn4U17e1r4KRwPtJHs24Uci1K",
+	"SYvJWAsl1ZALvDJUbfGCnj85RiMRcc0RzfM7pruyZIDKmshNS2q2PqPLrRkmcoVCaSRZjIERcPvygt9j",
+	"E5rqbB+D9bMPPKqfH/ZkXcSMaURxCPeBKqLpHRMjCz7tIrUe40ciCdPUnuSg+C/sh42OudLMWXvADiKj",
+	"t1HXUxL5vlFbqd9EyES8wpoXehlp1vy896AH7Git0WwbF68z0yFuZG6TVChP6M2Ba+c0mgzvoA9zB3GA",
+	"dc/Tsdw7eMAD18LQF6hrWN9IatGCO39wRWQ1bUHQd/HQGYoWSiuZVdjqUCB1YnIu1xb8En02BVeVudyQ",
+	"LU4vDzN5WX3Ymwp/Hc5TxRSCjnA3LiP32++vUSDCbQU/bm2nC7oL0nd3cpi1jAClSQepCjaqrWDDUyPu",
+	"AYe1UrE37uqa3sdcFKNoItahEx0eAm7EMEHCinQ7Qm1EoPpG8TOGBnkWQDmn7dNbcBWjTVaG9ocaHA79",
+	"7QFLYO6o9Tqzz6jonEIhKyJ9GCPcYPOasUmYkNMSNfpNPXn2xyTKwQDSwkuLaOCLRELgsAUUnTDUFIjC",
+	"yxA+YXJ7HZFuIK71lYUTGdrHdIKKD7yeQrNdBISBMb2h6hiRD4ZGlUI5MF8Pu2J2xTMA28pnF5GveMFi",
+	"udOHHmDK1iREVX0/TIMrBC8YmsMOSAGTKGZawtB4M7vgAnC9lI1DBEiFMz0gFf+rZdVnNnUe8P3C5PmQ",
+	"QtbMo2D0IdWe/PFP+yedjx28CUnUE7Y2UUuozYbupDRPkAheBtH7O4gEgWpNcqppKRcNIxDNfM9qxaVg",
+	"RSQLgbSbhVqs2zBRbCGVmAPMRV42RQxK1sV4Jq32alcDS19G+hU24y228OxJENPhDS6Ov4zFb7n3drXq",
+	"ure2hJRyTTcKavOd+MhiqhTTx27Nb6fQJKZipR0fbWLcPgvpU8TaZfw+too7RbjjUtr6lrQgVE8MY7dk",
+	"GWGuLm/CvnGKNjprVTWdqDbdRE20NvbOqX2/HYVf+6yl5Amn1acQ7yS9Y+pDXFbfsfbDjvLa9KzaKeT6",
+	"KJfjSIpqdBMQRA8u8zdS6YSVF9V+w8gVOQREZ7oAQ72XsrEdMtuAXtQom45vXi25whT0lRRcyxrSDh2m",
+	"tSILfs9sYJOmPJZHEEgiKmXbgcGT9VIqj2XFAbWQi6nGI2kz+LfjBEQtSyPELoNOYAHAhc5LS2xT+pgw",
+	"fGwZg4UQZ9FmvC8ZrfWMUR1Gak7xDljUh1SvFsmRwTRtvGiBWDxC2uH0i20MhWLrOP75JT7AVZzYWMLu",
+	"/z6gxzsh1wCJHtBhRuwoiBSAAdXetbvyN2f2lw7KQXqgh8qjabg5ZzFaHTx3qxmrE/Dj9kit4J3tU7Fk",
+	"tERz5ODFFXb0Bj8xCorWVbKq31m3nB8O4BtF3lxfX5Czi7fxuBio6DEGkAruGm7xxCzI8WAJlYm1NViw",
+	"TNtpsnSuRyfrqmYHtV10Tedznsdt2Kyc7zJZgeVCqfZYq4kans18XkedhZG276VGK6xziP5ValYfZAcf",
+	"pLiHf46X7PS1PoJF6tJHMCi/zXYBMkeFozT+xlNr32ljfrcBNB2KB5RSBuYYm/MTX8NoPulbUbBIkeh3",
+	"VGlSygXh5rnPT7UCWEtCk4olgbcymhDUuiUDp3CPKGZsyW3UTHsAJhZpOpdC01zHSkK9D0K7g/A6xLnA",
+	"z1pQ+J0mvEstXpQBEpD/NF+O10dwNDB8WBJVPVqi6s7SHRN5B1HKi5oWmC0pYmj+gYKbErB/4ILWGyde",
+	"dzvs4LM0ws973D7eLpGfYtYl7A759WkiFMWHqkG68+mlsjQOPdjF0cvPIKZUWAHBRruCqpuZyfOaLLnS",
+	"thRD72zazYxCs0iha1lGzvip7TIP38CCGUBqdMXc+BIlbGGaE2GI8eU4jg4TRmgdyTGzmN9Gi6saTbRc",
+	"AFFP14zt8kWoGh9A7IZZhAzAO6AkBvw2a/I7Zk+3gni26frtB1mwlhBsT7FADDu6H6CvpKPcu0SpowY3",
+	"urYG3il54qvhuJfauokWfHaCiGi/fRULiHolvB/Ad8FFIddhWblJ/e8UqmubA9/rSLW7rzksQzRq/JA7",
+	"+tqTeMYLrfgD2T1TWcgg3Gh7i9nZ7gQ1tkdogOulCkKde+kPOW9XMumJJEFFt8eSQoImJ9zJj8bbcrla",
+	"cT00XnxDsyIYeaB67TZulHiS7vA2HLOrI/Qgz+yvRpqCkaQBj71pY5Kq5D+Az81dHi19HgqrO1gSO5rf",
+	"r7vYDN1BVV3b4R50o1m9SrcfaECsXu0TPRcecb/XttstUSakvWD67dpHjzFW83OnuVmtaLQGVneXlhxx",
+	"UlBr6VUGHIjEw/c371PE0Ar8tiMrwsA2WWEu6HgzNV7sax6T0anl2xQ/yRy0gwnc7cDORvAe/bnZZP2d",
+	"65DjMP6JJTDZCB29J8zvXuKnXABeBZQUmE5XtOLX8o6JwXU/u3iLZeKm1vFNO5DaRjt1j9RkFbA1bg0f",
+	"gl65jgltJ4STtlF4YWJjjRoZIbywD2Vhy1mwc8F691bITWqAvGw972iosKUeW3vbyB4hUSkGIWIn5BrK",
+	"LkEFYMR5BbAHSzE2LAkj+Lggb7SuPpp/51LeQQUIUdgqCdxeIzNZbOJ4Dkq9mlArzo4FCxvak+DmgL0S",
+	"W5Dt1A+2LWQgdoCAUPUc9iDieqZlw3yy1O2/Hl/d58fnqp4fwwe3hg8XNnAclEsI5oLU1gUXC58FEhQ3",
+	"YgUkG21N5pTMsCKvdM41u12iaAGkzKcOhSOupVZDFRBfzecMgZ2rrVqIQWW4XYofZgd2oANbejZTsmw0",
+	"I6xVo+xXpxZTgGvfu5ELMbVzq9D94DbaFqfJsG51D2lp66S2vnVzH1p6o03BUcSGMkaC3Jqd/HbFbuOZ",
+	"Ymb8Y4LbJxUrau8Hbxvp7mRIpNnWGYrswRCrSMk4H92lieWOZffyWcoV81kZvUADvNBHJdaoqPW42oe7",
+	"ZKeMA18eM8gAmjCQDA4YRAr/xa7hCmtaizhahROa3RsDtZowMh4DQAR7SKnSpAbtttSvaTD0KG1BMtiZ",
+	"vcweq5A3Fa3QkoiIZcXbaHgGVDMm1DplAEEFmMr525eXREhtsbqXzF4wK7ohM2a9N7VcnSLYov0+KPIN",
+	"KLRmLzrrHpaZjEnFPrwj8NqHMTIp1gnUR7UFXm2H628+ru21a3/p1yOfRpYiXfvcHju/B/3YgZGZC6l/",
+	"gEs5MTewgPRnxxWx+L6Ihkk1Zg3sNbdqt5rA7Shs/PwpMZoXWTUKMPtpeHfaiwPQXMCUvBNRcGGJ4mkE",
+	"HLOpK6mG0Pr9UjmP44Qy1qCrMBogZgxFT0MMJDj0bSEskstq06EIrDJuR4RtB3XGcyrgMgEMV3Obn9rA",
+	"aECeBVkSAjZ8/cg7Vk0Bn3UxfcHOpplSiMa9LxoWlFgOI75+KzFBp9FC+2Gd/aC4fpATGq/kP1x8/+mj",
+	"xRsNNrpP9FG40Y+wx1+ygu5D0jjeMb1dINY6iqitqjpcAhYxoH29K9Tq4GIENJSjUyLn8yxV1nWPJJF/",
+	"NIHukoDysIKuu6ak+KIqbRHV7fKpmdXFISW+Uzo1BQG2ex3QR8or6VTqzBzgzrMnx7BzJFrg89CddBiR",
+	"xVA9emAiSq+aZ3ooQW3Ph4xkagrLl6v5ae7oz1hszUayaole47DUpHjU5JexaqDjyTBDp2RKCVAoDQXb",
+	"ZbjbDgkskzt+WJHOnUpkSkg2IRhbDaE8Sh+XkgIqjMueDUpkGpkY+UdPKH6E/Bly+PT46bM/mfnXNEfm",
+	"LaQPnGh/PtpLIdjKuxmVQSfU5/xPl5NzGfIb0xk5tJc0sT+oF99+e3SKvFrc8xAUFMjG/N8pqIdLrauM",
+	"mP8qKJ1A3c316fJtWETScrYTEmSUYbl7ctgoVr9wssG/4NUDFrlONU1fI1Oli2SqJl9CihHWxjw56RW+",
+	"PDm5DQpjRh73y2IegbmjVURac7MryvtomUqnGArUUjnBYhEn2wVbnE7YCMT3EX0L1W6yyoT8p2jZyN04",
+	"wCPkR4G4/UEW7GzBhH7l470fZvdB5EspUJXvh5Fvy+RapxE23vE500EdMLjjw5ghu4bkn588IYdPAZyw",
+	"0UwdDcPY/un5Hzswts/jKLYDK/ZAWGajpIgg0z+JsXwNQ9j2Nlp8gE1lw75gfaTC7IrWN2FTH7CrEJK+",
+	"U/oWQvpPoBSy+RW+OalqmTOlTjDu5WiK0MELtqqkZiLfRMUcrK0nFmhEaONO4aDeGRlItH/DmJErqKCk",
+	"tYNGCOo4U1hOa0IdvTdX9PNZEpnyJSv5PQPpx/qgOGZXKCIb3ZLbd2MwzmMozhXdGKkgTTgxWe2tMMKg",
+	"PwoW1ZtrkGsqc6lUTBTKLaPpNbhPWzJOQZZiZVTiYez8BrlFt96T1qWia8rLSQYrm6KSPOkvGS1QPOpN",
+	"zy358ydPdjvU0XVfU65H8Xy09BXvO9PXElxfljJQm+Zi0Y7xyRh6djC8ycDZwAKG+bdhk/kmL9lHZ7Pb",
+	"lzGVrqXA/KclqRtwJNEg82ubZaWSM953vgmZyHcx7EDXb8pmKkkhw+ht5FfHygYE+j9l1f5Vs97jmsHx",
+	"yw6A9wXPczOfOXh4j2sm2HqnSmv9EzTtsOxiR/MJGu06DSMDA5F8Uqx+NG+Ody73LKeoenxI+yDQIdmN",
+	"hul4xHZQf5yQGau9xcH96yXdwCV+amuqEUVLQKOmCuKSOabuRXPlv3/e3aGoOV6W7G2MpbSOTy9mm3dV",
+	"6yYHf4MLau/6JDZkUVOhvXxqLnrUpMuSPbanIkyesJocmkv7xUzbFW5DYsOQA4+t6z+2BpPoSTJfxVXZ",
+	"d3LBhRPlzelUCWsiXEvSqPtrrlwuQMxcqUJ7pcpA9+YLoQLTpRoW978zhGcaNgP83387O/43evzLk+N/",
+	"/qn958nNvxz/9Pdn2fPvfv2n0dQOP/uAoFtqSp/nwrloY5FCgq3Lja9tZ7RQqeGf3gnr0xBwRY0EcU/L",
+	"hqUj0sY0Zz8eSNKMDuzayHBNWdohQIc9Q/Gtus9vKqpvbk/dkWxZhjdgwxkG3F+MfOW6h9EWgsXesYmh",
+	"JN4zOrxjrkU3zTb0K75dGA7wScVyIa/tWYZq723cCkhZWuGBgnguYBR2YyyeMviwjYDShgOiB29J743w",
+	"jN9AAfCIcuE7mxissTXIDItCeebaklYLod6LWDtJVMy2LQ5D2MZH0WE3FT92W2J7PrY9xwvFpsPFXoMG",
+	"2xs+zhipFm4MlQ4kA+KkBIUM8LdiUzkV3gnAW5zE7jZ+kXgwvDIAR5yJuaxzTDDAW8eGt+0WLwbXWEQC",
+	"it9u/agXiE/fjlIbYjGm5dhA9g7W6tFe1j0W/cgtnG/sjL+kml4ybb6U4rxkVDTVRaoo5lUuK4Zaa0G1",
+	"oRH7IXjuRFORWjaQSGfBigCNGZRmsfGlQidByJ+Zn1tZ1GPFb9XgDA4F1Wwh41msdmZEwQwqVuME7Ceb",
+	"6fvol8p+GdvUabFcdioPi+WaKsv31u/UxRr5KKIRB3g3tckCfdvOOys/lcYum4dHaKFixwZp8aEEVzfC",
+	"q8jKIzMAQ5ok6g8SpX8GGooZ9imhZUnaj8ajvsZ53T9M3RvQ7JIkEccyxd8N5/kK+70zc3mJmPM+Od6w",
+	"l4dzFrsWkR2dc8FT9SGDLFFYjy/NUFLrNTlVxtVzY/aykJNTQ6y/+mwsLXWPddgCeXU9dRY/wgmDjK8J",
+	"THFGFbuC/T8zpy5GWf4vD8osc9BezSIWto1tokdLUaRB+4U1lHcrhtyqn0uu2W10Q2Hh62hFrfZ0tmb7",
+	"bxT5ueH5HfHfkXzJ8ruM3Mo76y4KEsi2LWmwUDE7J6wXsc99ncJgJSYdN2zmo9+OrdhHC5afwPb26wiV",
+	"ExT/BTw7s42enNaDA/lrCo3BTtOhMfS5dDjfKVjiE2Yy5+U+M9mqGbJAQKHu/EL66S9uOLx246NnBhgt",
+	"hki95iVT+4oQjonxEu/eJa2LYywdYkNteWHEfOtHgnVHBwUTuoykFJmWoja0p8dPnzwhBQTG5BoXmfct",
+	"XyOuqTZy25XYTFnC+nh2PG2LecnV3Xuma54navKvZCO0XSSCZZtiEaf3PI/wmR9Kmd8FxaIj9YNYiiLh",
+	"Zw9cPOEozVXc0/i6HXnfnxTaYmNQPu+hVhCooQnbjKblEO7/jtygUawYXA4ujMK5Q2sXWMg1AZdr28vI",
+	"E0Of3WtRNgjXYtvFaiuRoiJ66etjHvhN6CxNOK9wy7sjjFKnxT0EJwFcjobk06iQ6OxB2bXG6whjVhhh",
+	"JRaSbQ07uqZ5xAV0N2jEsc10oHcCL4aPSDnAZWJK/yCLDfylKilUyxMtf9pELTvmek85kBimFfoZcdW7",
+	"v//86pp8Syv+7f2zb5Huv+ViLjHOBTsnV/D7WzGXJ/ZyuU0kUU+HSKpqOSvZKn6+8FmsVhg8IHM0Gcja",
+	"ZxK59TV/GxWEK8XF4sYmPwW/hA2OooP5lfUlrNzQhqGFXsGNBuVRF2dVVW7OwJAbt4jWXhRa11y72j02",
+	"kqEDyu9DQkWnaIIkc1mWct3GmbUQlRB+CPGGVgYNARXB6XvI25ILt4ELFlMFpWAf5wcv/jYsGW3N1ysi",
+	"48gp/Zrrv/4UW8D9bm1XNRc83DXXhodZfTy2vhGZ+HPFcs2KqyV99v3zmBg7bxRrFx4uPiFJKcWC1bD4",
+	"YMjHVJEpMSVfUfXODlRQhHp6WEa4qpjgmyE+9P+8+viBrFi9gHC6fNlmrbpq1nBCojEaW4EKrtD399nE",
+	"qIWA6M2RAHrfil1oYzwSZ+jwNkKUt0dh/A3Xyh7aU/LENq1cstejRkT4/Rl0eadO34DSNcZpkpA+w6h1",
+	"gq2tuArSR1XSHNMCgn58gZlUHegZze+ayghisUCwNpGrcoUjTY/JAqALlkDBXrDCE+ZkFTBcamwkpgjm",
+	"u5e7KXzk9iIh/PKSxUMNzjt1W5KLkbycO/VAo59OC3SJsDJ0B41UfkCyqBnU3fRcNFV8WmFBJ3dGUi1T",
+	"u5ZEMAYo320/GH5urgF6xwgDX1KiN4A9/oHmd8NT6FCixW6xFSxmDIpodmeK5eXdgZGp7ByVuHRsgpM9",
+	"BvbKWY9b5H0oTR6UGvJ05XGJDjpH0A8j2M/OymxvSljg0x3BMb5lD1McCbh7WmOaNCtjBXrxfQjtjtM1",
+	"WwNSRkTQLKkQrLDuT6rgaosbncoi0YbLjB9vYzJVh2wUNksRrm2Ij4Z7CepfQ2sT8lFx3YI5BEuyPaqx",
+	"LQzrTcQKZW7fMs443wbZIcJcy5S3LSZTeaALCk1ypxUVdMGK12YNVJJ4FIQU+PjiQMY45OA71ZvMZ5go",
+	"ltdMZ2Qp5Z1y9x6vw/oXR6cta0JJFJL0LE/o3ENpYu6qcNDbSVPHK2H276Zdsnv4o14H+wmbrxCfxs5+",
+	"tgEq71LRHduQw5yuWHlOFUMpFIqDWw75v87evwOaOIpKnik2e/Xm7PjZ989DPnsKQXbmzEGtdaz/ESgI",
+	"4GFElcDvMg/YtONkK0bFesmngOF6pt3duA7j9hw6kBe75D12dg2/S5TmNjfUPLhAu2uPMzo1KiaUnTWX",
+	"nxEudQz5wk5/4Na2Ln+ylk1ZbItDveJn/xDZDrn61UPv5uyg4PMIhPonwedGHDRPw2a+ulC4sRFpXACY",
+	"RWazs9Cg8ph8ocK7dmRF/XIiaSzpPXvYXfooEiIszfB9bc07HAooASxISuEaQ49wnCA4+V1q7K9l5k+c",
+	"G2lMNLOUuPuFb5jGw+0y5iTSmgXJF1Zu+q1aaP4xRhNyCNDINVvJe2a+81eiuYm0hHvRWk1i91zKsjC0",
+	"yTW7CubaZzB1OMa+IPeNcnlVQ+Vs/oESyJSboJ0/yMRqB2khn8J/p1712/f7tF27MPS049Hs7qsn1lMi",
+	"LfwxVJRRmkY8mgtZndN8yd7Tz69ruordzvg7lh31hS0gLfqObeY1ZE1Im+FmE6VtLLwDUzosKWTcYVKd",
+	"0mTFVrLeHI1lqD15Mp4ttSzV60Rhtjfvrohii5WNX13RjltnvqrAraaiDpplqa7w02QqVth8EdTgtYmf",
+	"w5N7NmVidgRR1QKfuFxKa1ouIcC2pBvz8/AAvgsH8Cw6AFtQJXVmobYO9C98cvibj1fXLy4+Xl5P4cql",
+	"XLxj97Fan3guAA2xZLZGsdu3gs2aBUQazKXFijNP61rW0Z0U8hICnq9HsvucjdoFtVJHzNYeLcUNJirf",
+	"CCnYTR2tgLJHuh829P80rGEjJ5ASVUp/xlZ0Q+a0LF1ZFjvMUipzxcC5VDsesD9Fx6erC1nr9zQFs355",
+	"fUEqWY/Q2/Pvv//u+3AtQuyXSHc8FvQO6bWP3Z9KUPnl9dVD6PvXSfz+U1VQzfYTyVDjIXnI/l+gwEq1",
+	"LW6CwpMROFhBmgp+E2l177+R82w3aQLv5d+dXo/h9NqS0Yasj6286kCknBK4imb4/i7Q/C7Q/C7Q/C7Q",
+	"/C7QfAGBJuT5/jQFXXZm21npkK/FmFGXPWQRNh4jrORhCM5i+iYyF2jCfWlNAawI4WkiERbmFk/VZbrq",
+	"pJ63t3549tt6rJFira5EazQ1FP1X8Y1+J2WF3o5uWdTWPAe+r1Rd1El80jYdL6xKlX7jKv8OV14AMQju",
+	"XqwezIpOQTF2zx5QPewLmq161WzSARUPYjaPzk12ZhdD25yqZWkvOxtVj4UqQqJvBBT1AeQvWVVg63ZJ",
+	"9obsGyHwX3lN1bJ9fDOnvPTBDnI+363ypR2Wff4Q254vcBkc/7CEZXg4s50ZZf/0DDOws4rHeVgLjpM8",
+	"/eSwdJwC8Qog4zHiOT+KsD5ffnRS6IOF9W1FbVvPCrKF9gCYhQgorkkhE9VJVkwvZeTgAvPChzskClxQ",
+	"vQzKVMACDh0NDIgfiyXbVEyBjw644LwROdaXt0FmZdkNuEvQqZ1p1sbqtz36kWQHsXqxCYJ6x5VOnp+Q",
+	"foKa+NadMHhdPpiZynVCWWwHsqPv2B2hsfoVbdFpM4bhFTwPUOwSlNu6Li3unbCIUT3vOxXXjRg5Ykg9",
+	"pglaVeUGg3J0I2zcVcQP30aMq0kk2vZSN70V3i4B1X44KbgFQmFidf7lnQo5iGLWlhIewaqkvaok/fGY",
+	"5j04/D8y0mYqjTt0TJXq3r/gTUS8dryI7Ur+DobWk2wU6eA3L8R8+Tu/vdzbDeqdJEfLQ3e7O9DDDGSQ",
+	"/0KBtkiJoi7niLNKIxdUUA8xdLruyC5HeeUEFplMiLUPVDeAydXuBpMmciJneYuyg4iWluzxQ2uOTZOJ",
+	"lelorsdGjjvDFdyPYRZaSoW7MIOe1mpoHw5ri0ebx6X767ST0av8PlB0k+p8ydR5MPYpt5O5NzpbZYb9",
+	"jYqs+J6o5l+IGw+AD3gd1uor/qLCT7p1sbV7a19ldiqf6u561qX9OM1t03Z8m8PVSJ/uC9T6zkCUnZZD",
+	"155zpzLS/D9B7lxnpo+TPddrch+n4MdKb/PP7rpGbotHdcJFStH97jMbcgjHKGkgE2z6vu6d1dQ2+BtI",
+	"SrKznCzRmpd9FSQ1yTobYJw7K9WFN82+5ArC/MD0dOmtU1dNnjOGyTWvnWXqmq9Y8bHRB9nBORU5i2OK",
+	"Tsny8VYmN/0p+cud2Q+5VR3lRNM5WikLjbLK2iH2Nn7b8MLHt4HP+eIiarB5FYt8n5Rk8iUt63nVJAEb",
+	"zi8+kUaxINnebFAGSZn4jdusXNZsEpbDXi7PpEUf2VNCA7S5C5ZxkEMQFTKitKwyF56dWbTJjNBGSwdo",
+	"fZTs8BW4QOP9Yby3rJ0dEdylCX71cCmSfdaANTUoB6qmYvU9V9KHC7hahBb9ipI55WVTMysbejzg/T0c",
+	"+3LUWAS85R2EF+bqGxRc05o4+nJVND3PPDBHRECI0eRi/OgWmuBGcq/aqtaGB4ZSuK9fWvBi/xW3VKui",
+	"FzRuu+IiZ8G4gopbUyasVAIi5pIpSGCz0SY9TjERNOY/u0NqArPaRWkLnFRfQGv7rfrIMO5DpYoTKeSH",
+	"xW/G+pbwuFW8a5oLAfz8Oe1cXuHF0uXrwcHr3NPtYrXMrSN6PNTdFzC4Qbmub6eNo3l1TMQdZSEiwOEZ",
+	"ipU0Cs9YWNOrNT5bMcoc7jqJgFDwmiWkBo6FYmoiG101HYEQHhkpEJ5ECbhTCHHE99iVAfFLlYSyCOu4",
+	"bd2PuKqCrnqQilBUzQgjWlfH8/J+nNSDIljtImV+S9oZpmniRzZbSnn3Vszk51dC1wmSAA9IJV3JJVcf",
+	"JUkUsRKrRnGgVdXiu3u5Xt6RmSw2GbLMqmauOsYoZzTfxhMh3zifDRSLpZqWcoHZwYcfBXIomzEalx35",
+	"JMB4ZpYsI+znhpbOr8TumdBvvSHArtEaFxqf7iNjXvcL6YK+bfeEJ3yddP0/ozaZ63DdDQXmutwQALDI",
+	"Gb9nBTmE/DTNPidka/fi4AXZsam3bXO9C8gsfvRmwk7TvrMPvPuHbYxiPrTjqVp7121Z3ccj3d5JhjvI",
+	"E3Nk1tvXWafsXWc/2n2fdu7jniJw89CF1yUdAXPzyfaRr6LmnA+gRHp3hnkpKJpMNXk6VSWwMKARLQVN",
+	"Z0T4rmq5RmBl89FUgTEZFWCRmjMi2BrK/hl5dEeP1zaXjThIAQxxaAnBno5OAhjSPpirFeYA++V03Q7F",
+	"JBhBBwAKt/EmDfeQc1teATgG6NDW5hmzJRajxcihv3PrIyyYprwcyLn9e6zUcheDUNeUrKhZOsQaMseS",
+	"zGmuFaEzacsOw7gzXwm0rfpBSU4rnS+p4e9KlvfM17MI6jzQmnlMwq0VTFo73zQrKtoxsRYuEZAVAC8C",
+	"jNUzcxZrlTCJ1kzXm+EwqppVtiahLzxooSdJSbUNnFZojOzOb9uRFwg6uqbxotbX5kHgHLOd9a7K2389",
+	"hheP3xa3xIFf2toi4+IPEFOY2e5Gk6Ti82iw7vs+bSANQw1OK/yGRE2uDSszKiThypI+vAt6tK2x7K3+",
+	"a66XgP1SclDj1xycYkb0tRWd1NLwq1s7jVuorcxkVbITcg5uegpx9uUG+jICNevYmEGdubFW31Z1w59t",
+	"OUL/dyPaEC4o6XMDxVhu6hbEiTZ6aeQchMAMn9iDcGOhIYJfwpewCO6Nr4bV/gS1vm+MKF3yXG89EFLf",
+	"gJYQPDG/tbZd96v95QZKbzmkTvcwUGvtL+72Dzq2q5U783r7k+Gcdd2AVw11NPeNquc3NfsPMDxBiBzU",
+	"0NzAGNsjmB3YmsU3iHcLjwG4dPtRa6J2D7i455qF3fSetBsaVCENp8ZXRhUMW4AZCWDyduduZog36/4M",
+	"gIqCX/EcBj9A4WQnitygGHpTszmrmchZsf0kAAbTS1nAUtCylGv40Wjq4Uv2b+3/bNcNyaDGVHT794bp",
+	"m3uuOC66kLacIZdCQUdt/P2Br0N6o6W8KWmNl6Cve3NTMIEIaEY7n9H87qZkVLFwXSv9CzSrmgp1bftb",
+	"90TVVLObkq84voBOT0Oqc16y/rv+IayLKyNXs3nN1NIfzEZZ6DW5uslLGfyleX7HYKKqWW393J7SWue2",
+	"tfC36gbcMjfs85I2Csdra0DdsM+V3QW10lXLVJSWNV2wm3lTll76bHmP9Ze3T/BoUCA21cw8172hdb40",
+	"4uqBr5jqKo3Zb+4ZdevUXTV7H93IRudyhb/4PblBAtQIL21F1hujHIRb6X7XhhB0jyrXbKYkLGBTLWoa",
+	"kuhP2YFV1g9eRKln62Z+dQ8Fp+9ZKauEL23WkaEcUyGHLp6CnGXk37EhwmxL/35wdErstteKaFlCyR3C",
+	"QNYBeDcA4iyophEgdqrpzmBcQh+riuXmjNkOstZVDgqkkZO4piVXnYhxN49vFOq+WJJFm92MCktWfY4Y",
+	"AuFrXoACYa5pmtdSGZUVS6lA4V78yYhR6tQKcZ5Lkju26cjMTcOjuwZDGKjv6ZR/85rR/Hi+JIqVUGQC",
+	"xCuoUiznfv0nu1zOg8gmI345FO97rOnDF1xg6ScjHdKuPYAn9FqZA7JOcaY/6TxVrFoKEtYfxw6hDkoG",
+	"kqj9HbN2sKz0dB1+pH7FBa0hO+++G6bmiD1zyEDlhjw9NeJYcOD9R1A71IzUi8pktiGLhgH899TaF7Kp",
+	"YyUKPsLKdxYnlMDsFY2c1t2CIYP3MVVokJyZW+3YcqFjzZQed+/3a2S4YxJSa3+v/YSy1ioOhz8mIL8B",
+	"H+j5ksVQT7tFlfppF32cn+lo8C5Kpls3D1s20rW8ix+f0bPZTwkZd6Z0K9P47z2A/x2IfHAjFL1LaTw2",
+	"w+L1OZ/DUAzGG6l0stiGeUhQqvFhF/E0ibxqzmUdjc33BoVSLnhOS3J+8UlNPCE7BB+sl7LEEAki7601",
+	"HbJ2QB69p+UuFSWgum4sxv/9dumR6fHrYWGTiEUGBjqneXQVmV7LGmsW4TuTe33rPhno2girT6NGueMV",
+	"F41mxLxB6D2r+0au9BJCo9/HXKxzzZh4YMvRhu8fMt4VWyWJ7T26r3evTQLNXg/UZHkrlMYUtpXvY5f6",
+	"LCu2+pQu0dIZ986lXypzxY4m67exA3D6ZlJGIgemWAs7LkzPUfor2JtyZ98cJTsS8UTYn4w74J1Tl+KP",
+	"15CYNFphI0hisjfNbzYauDerh0YCbzX3wPKZW0lhiG6tdkzPWy+lstvCHQRLsV0zE+vWrcZQ5r8i5s+9",
+	"x5jZ0wr9kilzqOyyGdHUVwEyasmp+Y/yBfDXS66ZBTExD8ZxHe0AB6Fz4jQ2FCPc2XGkgaCG8j6FItpj",
+	"Zd8Hte2e1Yh+60tPq8Gsw2nVvEUiOlmN1VxIJAK+5HNr6gLvkl0J3KLJl3+7CaY5qFQVuf6nnqI19cdo",
+	"h8iYFvA/jBXG4Q8Tjh/z0OLMmF4zJ8lbUFdXDKQIz4GTYO367Qga3ZYpL6Bv1eIwuV6TJRbsC5MQ/Mdi",
+	"fe2UEm1deiqB1qIt3LFNVCtu+cPeZbe6ISbr5QbRiBsWQDxHG5+EcNyZGkAdwy2EDjZ703ZHnwI5NkvQ",
+	"25beyg6BGg8TrV/JuJM7ZLYhv/MMOpZSbSt6D+xaWNXXo2vxkh0vqShKxJ1BHcKsTl6ZE1jdP48Hqe9H",
+	"rh29GoQUYS0kNaNFiphH8BLAy9XOEg1Wak+6zuD8yzmZqxNYnBX9nBHB9AnEpyu5op9zKUTwW71iq5vu",
+	"a+vOT7y6/+MJr25AirhBZwjiLvunOq9u9Bpt672f51w4H0vvyYp+vlEbcTOj+V0pF/7p85NcivkJLcsT",
+	"6/O6Mb8SjHSDqFohk0jsRk5ZrZgokhwEfibBe3C0UDoy5GMEajXO/e0Jc5S7ddi2BtIlhpEjNlZHIDxY",
+	"FoA8xfIHTRYgJuEFiOTerxgwwYbxn+x6R5z0Xe73FuF9yp2+P5x7oCBUdqsn7fMuOoKd/Z5Kwn8WuX14",
+	"hxKZWD+OXVwjJkIQ6D+1dszLhEb143Lj9jK4QqwQ2bljcipAtTA7p+uEtONeSgsXQWdBT0Qva9ksloT2",
+	"csC2xbsUgSV0hC7J4SczloL2cYsbtzmEJNC+uwf/aKWWybAyfmWz1N52xh8jui3bZFRkEn3j5ympqTY7",
+	"1rX0KiN2GpJ0Jt9tIgTz1yXL71PVjH3UKFq1ZlLqidYyaPoqaj3EpiHIaedmi1pW6m3U8mBHWtH8jmlF",
+	"zJvVPiOHLj42sYrMZsgPbh/imYbmgBFPat+WU0Mv9m437vHx1JpG57FrFaewC7uQ+9OYbT5OZa75/eis",
+	"Zvn9D1yrC1ajkTS9W+D854LMuMbIV0TbnWgPN8Mb6Qj27iG9xB1i7eEPT2ts6rFRdje3uxcBjYdE2Z7e",
+	"4JDF+OA7I11cNgJM1IJWail1DBqq5IulJsq+MYywEibZbTnrdkzpDWz8vgqlG8UD030X+fkmL6MltuSq",
+	"Kpm52Ra0nlGAjS9LzDuZ6sJYyGQcwJ8lqXHFB0F0FrKWjeYimt1oM/LadybqBEtGq7OylPlgZX05RzBp",
+	"87atzzN13uaTq00qK/ONaXCGfcw05cJoec6ahV7NqYwyIfpc93Bz4n71ZnVeNbGM9dZRTBrQcR2+YyJx",
+	"NLHMsmLiNY8S18eK2eR697us1Sk5froVhjwlXWA4N/m3kUU7JcW0l1o6PeZmJ1ehLxy6q4PQi56YRRnm",
+	"Tvbde8Gx3TpuveORTqNs6SfgU55uQ+4SZ+oLvqeqewbhdrIE+HUuwhiovmkQIqKH3JL5ktY0B/1MLeVa",
+	"OBdVvqRlyaB25AoSZUw/YkNKptGgiEn+gevq6fOofgUjiOs/Pr7F5jS0fc4YOHksxuopcdtscQcwgcCw",
+	"JYQfUORQMUZubYLGie/11lcvhKBR2+LRFOj7iiq1lnXs6Nonru1GoVk2aPHZ989H3Xjms7gkCaSBWWRB",
+	"F+TQLPoxF4oJxTW/Z0c799o7MX4IwXRjtPq+TfcaytLF2L8XHZjc0Mvm8CRiZph/OPYKDjg1gnchoHcf",
+	"cuYr57rvU/Xh0Px4/PrdXzN4fDx/f/HHjLx5d3X0O975CHzp4+N/ABEmV5VrW70dXrOL2YiSKf/jA8A+",
+	"xsAyzBa6Nemkwj8KcsbDWn8EGI3o4UZOQaAYckDUXBH7xDmMXXHWRmCEN1c2/HRz6rbG31Dmr1WPOe3I",
+	"kkZBLToJxvX9ZAXj/lExNLfQu7u5wV4sS2BedBhvCH7RZ0K7I1HEgC7a4zdy08UzkUOWo8ghDl4d7Qlf",
+	"28+jVxlUFy8mm2jDm3lvFNugkYuoDz9Mv17tuQD/8Jzsx83E7i5Dd/yPuIXJTOwuHRrhvCyh+6+ViR0M",
+	"+9Jl3f25lk0VrbGHz70P6I6jqa5nfi9lfmdYykCkB1fwMYF3VcBn3RU5l3XecZd0IraamFXrjVyTFRWb",
+	"iURh+k/EI0D+ofcKhjTSuQYqJo4NWzy2IU/AFCHl7rjW1bG5JY8h5y940PIyL3Act1xN11SoXBasPja6",
+	"YEk1i1dNAy9IzIrwqYKccnhsaIBw759SbYaE28gBiPquX0uK4LMJkPX9QAEuMDSsQeQiO/qspZWptBmz",
+	"ozXK8C4VzAviSyPQJgGdWSd/E9W3xSW8OJT77hta0Q1ZSEKXjBa+phmQb5x6ITFZDR6v2cYfrV15T+8Q",
+	"f5laAskosSss6e8DtVxtxC8i0idY6lWzgkBTqHDuoi+A8qbJVVPlIMda7X5mAdkMR5F1dsu8PyVqNiA4",
+	"Fxch6/6jKClDMvq541BxG2kY1go+cvjI2WO7HUxgrV+SxDpovmYN8CDjL1+o8gWs98h1ZpQ9QFSgboPi",
+	"x7/ucLJdT7UKVM/hSMoO83MlCtDYArgi61Y1bQObDeFAxjtEXtZQVLcgUnhIiqixPxWAmTw6bkXbqWTb",
+	"lNpZqokniufskq7PQ2C1QbThCAwvVYBQFcOZETrqTXttPrNPyeH/Onv/Lm6NMc3HM4DPp1T43xtUVSVq",
+	"Jl+9OTt+9v3zMKk6jiOWMtD7CWV+cXxvu27TA3JKzqAgbnpHtYS60uxFYBSYUSN2NhXeUqWhcZbhayqD",
+	"UFZFEE9ZFKSWZWn/9Mk8zoYARySOQ50kGOfzxOFtU05oC37+7OkfY3bt/+IFsX9H5o+lzvlDNpCRM3TI",
+	"9g/LnHDGbFhlu6S9jIn/wocjsU/R7eELy/DM+bgEW/tY4rjShmhX7ks8WrFQZ5bH0pmhJ8w+V6ekosrc",
+	"6fgnSiwYyy/ysinYBT4Ogi0naSDQByb6R1QOa02aFj4JszMjbE1Q6Q0eRoHAxx7PAfZ0xoXRULCFqZbW",
+	"BROAhhI191/zFbNyMhjGjSToP0DAi+k+dtyetGhnBTEAM8B3U2Km4kUTjzNYSYgodLCx7tWMgCqDcn9V",
+	"szn/3EdR6KHSTSKNS2w+qY+qnfawf83A2dhHr2tpsru92TYsRpTY/FZl7uAFix49+VJwLc0+X0geTz+n",
+	"og/EsORmghsya/I7pskhXB0ULrmCq7usFyziq5oWVuONFUgFQ9Slrt6haSoCfxCAoxM0YJElK6d6xqiO",
+	"un5blxFOZvqZGAplg0WDMGsb1LY7AsQnxYpk+2/4YsmUduFyVGxCWIiJveC2nI9NoxeW13VP79TVRcrb",
+	"CXtr7Y1bfqepG4zfXCYjmdya1fGIpoF5DQQBY5/W5T4FXrumghRN7fApW6LbZpbOd5Xw08GiqYSzbuqi",
+	"JdA3YONlF4LjUaAs3LGwa78PosUg5ESvfQSfeLwwZOigDmORIQ0Aag934FGmBCOnjOXeLancdRJhTQPQ",
+	"TuNBzjAN5SOd951D7+6iXSN6J5ytA5TRA9FwuBlTY6H73DHCyba4Qf+o9k9Xn0VlWxdS7PL8EEVZ/ehK",
+	"cI55LZMVBc4u3pJPl+8sKG9g3sqQul30Fh3LCot7k1yL5r7ut48N4pOgzFXdCITDjwdG2TY8IthPDwr7",
+	"gT46UT+gzjohxDrAWnXZvP+IcUElooGOwztwFe4vwe8snqFdUNRljh6jYmd/w8NCE50u9zE37xPSApZ+",
+	"CDUxpLH0XOs0GKQCRxQtFSI7Y/yc+TIINnpwdF0y4uQH1KpaTctuXBtMtk8Mirc0Wv9hG3riy1EEcSYO",
+	"WrZvdu4fhxR/OVtEr1LPZNCYBOYNc0iCoCI3bR9BuEud334lXbRPwnq6VbNmKyZqWZarVLGHhxZlJ4e1",
+	"lHaCFGyhEJT/rRHUvlUblThbgdPgFUC8qhjLgUdeBATHtg79Dac4MkVqJtiaUE302nAfXhfKWdlKPn9A",
+	"SbKgsytW86jrEH53sP+HS/b5KD1iwpVqWOGZ5CK5L3vUU+7k+GiszI9R1AM1ladFvQKRetOSi+UtImL5",
+	"14mDRaqeVEjNvWqvoOix2I84zDEQiVIgTgzYLui22/mcfi3DjezZPKkZzZeufFxIGd2qYIYZ1XWQc8j1",
+	"aI7Ho4bu2iiyoylO1YlO2VHAruEg3DYd+4uF4qau7jNXYk836oW/jw8p4vqb8SD/yIiQPfImG6aPMnvB",
+	"ZP7qf+S7HIdmCxYNF5DEuH2gygAZaprxxt6N7x9Ynx3KS7h71hbTGC06n3JMj9dz8/xgYqXygVl2ONz2",
+	"sscCZLevqsQ1uxV262SAsQBZL++88jwrlooqBW5swNqQflFtacWizKYdSZGzU/QqmBsbHSgEql5KS7ix",
+	"hBHYgU915Ep+c319ceVUtJYuwDTZvxiwMkZCNnpDVaQc70ULweyUi/OzjNyiF/vFrY8ZX7LPJHCYm8ld",
+	"NbCcF82s5Plf2OatmMvTzi2BvmHPHxET4vzMgYslpIUigeruNyMH1s81QPUoX2rLrD2MF5a/EZqXhDlS",
+	"SfQFfs1EiAQAsN+q+7yzyOTk5OTWe0qBMWlIsnUoUSMsm6VlxKDGVwGW/UrBFIcKXe58sbT7s+YgQ7Rs",
+	"l6pdAHGwUgwLzqIlsqxP1O1CDx7FeKT6B3/G1AOi09uTirHpolVGJzlxWv1o7/D0wJE+oGQFBc97jAKz",
+	"IyMYS1jegDNFlCRzWk+Fnd4F9zEYVuoUXW8qNoBv5k5MIZnqIujZan5O8LYFQuNd1Yzq8aQj+9oOHhb8",
+	"4K+cjtQPQMhLfDtVIbDwZenHxolyLgUAslCN6sj3+4tm7UAmTiwcD9dENnpA2/qQYDQ2+Sa0S4KSfQhl",
+	"qjAG723xAtx7TudiNbwTjxtjrtz4RNherCI7zGpfMlqg+QLynLDeBNdQsEG5iU+jHYdhPLTZAAH3SLsa",
+	"VN/4SwwM8C9s07mEV8xo88AcKKnZsS2Hwgp/JEHIlKnA9hX9fIa8Rw0yH1vuxSmDycVMc6Tx+L4OJ7HD",
+	"3gfJeMHvmfAYjj2WEWkMPIbFFIHdmSkQasKISa3zjwrCaF0atupr0gSBVK70tatOnwpssBh6P2yihUds",
+	"0akupxpj4VNgEzo10wl/LCaV0h9/9JVa3H4Duqo3hOWbvOxkK194RfCl53sH2UHrh7nCUnzw62tnmbnm",
+	"K1YgjM25K1wWtfxiVaxPRqpMHoMNKRxfwSxMKhzguYTyQfqFz5AQbK1sgDkQIVeO85qnQAB2haUhsTVX",
+	"ey/yVnhWC1DsxbkOT+/e6YFa2OM9XWr0py7zwkqXe4T3d+fO7d2Z/ZurC4IR8NvetnSlUX9qR4Qxj/Ie",
+	"0f9cPccIfD21nxllnHbDJ2eNHkS3PyWVUSRC2kZthTtbl2lSs3rFBS1TVvVHxO0OAMh3k+7Mr7Eu9khp",
+	"0JIUkggber5H7PfkuyHFcRzmr+rANAQz+hqcZspZTRzOoQyBgN5fArrIuArSenqg7ntmC8KDhm3Dsn7X",
+	"Un7XUn7XUn7XUmIOJeQQ0ZKD9cbxWLSmZ0SWxe51wIPFvK4pgAlJEa059bvGNH4r2mquuxWxfGtuhgj3",
+	"TZBHex/9rp/tpJ/VPkN2+t58xOu6uzne+WfFTSYQ5350w37XEH/XEP/Laogt9/NHrb3BRsTpV+7e3wZ4",
+	"p54wMRAkA/6O2ydrZGuWomLqXcwP9sqX0d+7fM24j8e6dibqE3G3TYi108muzwxddy77KQA7F6YpjEt6",
+	"MJLO5aMi6Lh57SO27AKUY4gdXf1tf18BHycY7ZWmOopg3IBvzqHUY9VmVnS3PaIqYt3KlzaP8n0qyh5c",
+	"vnBb576ssrRpCHAvezNLdGnSYfGzzXlXJ0zVs5iCLr+9JEBi3uSyqeKluWebNmrtC/Rv5exDFkrdXJGq",
+	"ZoqJjirTjmlFPw/tyjspIKphdGPo1tZMzI9AdcBe12cL9j4eX+RkG6s9uLUWUpMN08FleUqetEFiE8fw",
+	"Jc+hO3V+8/vEmEVOR39foss0coQDPSnKsTtqmUsKSDqk46LgdJ10zFi0MVLPjJVSLBTRcjL4StLMuMmQ",
+	"DFLh12lZ00K3MqFZL/7sSwuVk0wi61pqFrf09Gue+xBy3ZHC7kGKGrvyfZhWCrIHSsT6wM2tgE3yHw3U",
+	"NpJ3LohIroWPlan6XG9N64IV13IIcE9ieZtOJoTujMLIWTbrezIRmSFNqSsTlJt+EEq8YcaDupVLSVmD",
+	"zkPvpp+zVACP7TLrLLSdeWr/3zm16iMAW0X5yJnwsFfHc5obXum1MfsEAr1FJ8cksw6JIkj+SbKeAaPw",
+	"h6Sjgz/IWEvVHVaJ++2a3JKM72Ojc7mCAFqwUhL75mOC7Mg0QYBxnStS2MvXcU5UKI9Bc/P65bHSsmr/",
+	"smb28Aerp4HWHDwP4kOPIYciyk/9MKc5FPzrewcZJD7cwUYElLfPZfWbcGCFCx4YE1pyCWwCXVNBxxIQ",
+	"GCT8DdZR88durm3OFddb322zqlGVNa0ctm3spB5G2OyDwg7jU0VLfCR/9EXvOjWsNEi02zXuUmW99nY3",
+	"8z9s+i3yRNrp28OdiFf3Qx40NmB0LdnKKFhnEIvV2Aj3xdQSIlv3vqup1ZZw6WS9bPqgEknVdw/xZjjB",
+	"11VP/XKpuomFSCQAbdgDkqEeM4P1A4Zym4ePkLUyNT80gjkeIb/x8/Im5cWzD4aPyz7rWEkudBTkFuu+",
+	"YXYmwrIAtJbF+t3Th9gHpZlcF9KOM7aEHysmzioOkFDxwu6ISIWWZggygIrNrWhck1o2sZifKfbdoHDS",
+	"rESIloioqJeyiGebEHw4LOXFttVfVoQXYcp4IwqZNyujOxc4MZXwQOpYhgrVS+LAoOPfsXrFVSKt1NXE",
+	"v/18rO7z4/bd205KNvyIaRYR/FNYyGjxK/OAzGUjisxsm+iJuOZvw/+w9RuY/EF2EK6I/9G9FEyn/dEv",
+	"/A0Wabc/r2TRlGycUdj9tmuc9aSyTo9utsMiVUjjKRC3cwDE48qRpLMF0Fy3IHk1W3AFRpWANLah8sxH",
+	"kzPIHYCa/S5e8e6rIZoB1Img5aWZ3nkcur01Z2ythzk+rCa337p2vr3NbCQIrRlhnwG2Lihtl/tlf1jt",
+	"7o+CEfMI7MjbzMlmuVlyUXiMzE8X7pddMfS2+GbEO+LHMbqQrejta4EF9DDFgYTzGO0I5uZQAwKmO8mr",
+	"tCNJVJBrF5yUnVHfemepj/3WW9/OEKOk3FunofLoHxs9M5zyRzZbSnl3TjUt5eLVfRJ1QmkqCloXhN1H",
+	"wb3jCevQIGSsZ4QqAgjOXJi9Kan4RmFjico6sqlzlkJMvmelrNg3iuBrtlg+4q1y1Q5yG6i95otFHOcF",
+	"7FOQJQl+k/tpAMSYmOua9eOesOjOsh5fcOjfCyRmvTCf03rHzYkGxBtMdk1Gf8aqTH28ulZkRY0wDOGf",
+	"GToM0S/l7IWkZrqeWr9izHBnBu7DeIIQol35N5jMLLB/RC41i8sKoizy/yHVZCWVJt8/fRZUJQxwNIyM",
+	"ivX+nASC0X2qyfNUySfYmJRxGXeNazfbgSbi8NsfghJ9aSrmkyxmbsWTCBA21mMc/8GQjAsm6gJeoDpo",
+	"xfw9kZeMgqR1lYIMAUG4GwgOg8Lwsa7aaX8kuVnGTQI9LTGiMJaPfR5dHEp+pFxzsbg0ByWIUlOkaBwc",
+	"BhfWKQKJA+phgVej1o4eY/H2DtXM/PBTlGs4zLaPL1J3tZh+0kOUBov1stOB7/FarMHanUt7HsNjlbXs",
+	"b4u+3Fp2rZrtvHpcpk8M/ZOzA6Mfj87xF2PhI1N/g2WvRCsOPWr4Tjtpb+W1t+BOdoTUNTs9wKddy5UL",
+	"MehuyFcI9unNAiQpK6bFV68roZEc3/VAytt0lCr+g0LbnK54yZnad9mhlQTQcm917ECmrkKiJNgZDhns",
+	"YChXtuFPsw1IUWteFjmtI2vRaSqZkWI74IrQWTLVAbqObxF+35F791najrQeoWqRKOyxWklhwbTbIsZm",
+	"RNGJuMWKT+UW2zn5w61dZWnLWuFfykqTSItjncVl6rDTYDh+iSfQy1USEGlRs4W5jzwCmb+0DAdGP0t7",
+	"5h2eSBd9MoVnfWFaiFZ3BQAhqi1wufl/vuTTcXvd64kOzuxjnMLENttJDvHBYCm4IIzmy1QqpHdHDmVb",
+	"tFWdGKhcZnF5jTIIePgT65KID3N1GoY7RSMSOCtqQvM7IdclKxY2J5Q8+/x5YneuzZgPK+jPmiFAdubm",
+	"4MlFPR1k2rp6BzsADB8n6VgT1JI2CqR02sZ+ABwn6HNmEVYTR+A804NDQBGYaED6zEvKV5N3LRSfJ3Vi",
+	"y6nwGlJTwxr1u97HgdO93cuQjnqjCzzvEXd7y358JHz9UVwvuYpDBYeZMO0XLiMowmjIISg9ACp6lIIN",
+	"N+pDsTvrAU5nv57IMuZUyEZfsnueKJMANUJq+xwqG0lrJoVADsOjP0Pi9owxQeZUCBuJr2WcdyUoiIvX",
+	"JV8sdcrGEZy6NAefktrFPmsghGFwP0OUE3TCePTrTtog+tfASKujUSs2BJiv+oG5Fy0Yb3SojzdGQFmb",
+	"TCTOXzC4PVOOdngF945F/wLtXH69Re1ueuJkBxS4dSr6CzBFWglU25h82xFRCHVAdhmpWUFBzj1EkyCG",
+	"/uc107GaG2Up10YfTjMmKshS64owUYBvFSReTJCMcx+3roPnY+t2R2OApzhIwYLdewCw7gRDpB/HnkZI",
+	"+9muOYWm23j29yTdA+0zyoU9RlKsgdKHbxtoxMpAEet75z7BrY9L/06M+kaRT5fvdtaDUCtQuaxYRoRZ",
+	"9JLb6kFeHxop6psdLKm6AhofoGN7CgD0kWlySMs13aArzMJGKuoE5qPT4NwQrhUr562VvWa6qUWK/qfZ",
+	"Y5MUMJik7J6AncWzgDZPmSuCwsnUy2zU7pwcJ67NpwkmQLuK5pSZhZe1RfaXep8T542f3d6QWZjGQ33B",
+	"+fvxacD0o0FPpkvZ6GQUGLifXXK488Z4LSKnZZkZMUPh9xO3YIoRFY5qx4C646LZTqawqU43AxQQs8dG",
+	"lXXPPVq+5DlCFtxAW+vfT0F1ptr2sG9TYTRRFcJWQ6Nuuxyd62rHazluwr0Ojd5egJ0alwkf7BkzNSRB",
+	"7B2nOdDovhUbt0QXdzPKmtidGZVUbNnNeA9QIbMvt2RhmYwSSgnKEroVTCNgrRQdi1TA03e+ljOr6XS9",
+	"jbGCo493eZ8aBZLOShDprZ8YAHNQx5vPWa7RA6VOyI8oYvkx46cA+83Wzmbq9MOfG9ZYlse1L9osKyZC",
+	"YxCUOT3U3lRvZFJelmQh8TrdQGTdinn8CK6csjkE3DBZ+qAzJctGM9h3EEbIIZAAFpMEC4yjoqPMp/Pn",
+	"ngGqzMwU8jFrqxfNa7pwwPlhhc8nf/zTaK3YlNTzCgCMmQ+HUKYjNKGavUSdjAtye/KH2yB8CA29p6Rk",
+	"C5pviBL0jt3kVDFiDqZtCXcsKkQFw3/6bHz0K/r5LX769AmWg3V/Rkr37yyzZOTp8dMnp9bFbi1VWENU",
+	"yxXVPLc2KiYKNMB2TFgNFI5IxST4OrZPwzq2T/cXgDLSCP5zwwhdSVu2rUpbUWBuz/6UPvdTll95cZaK",
+	"zcf5wYu/beuA+E5Gnj4H+O9ef0H7z3/NtohwVelNRsAkU4DZW5SbjNwxVqlOlVzspDeDJ7/+1Oe6b96f",
+	"nTtRT863x5QRd9+YTpHlnwb9U2GjLowIN1OmawzkSQ0JqQLYFb6IAiUklJFXIq83CAMIAb349rb4Hp7p",
+	"759/IZnw2fF3TwalQk+w34UE+2zUvmHlrWEJa1CqmnDlXzOl973q28sgxDKcGDt9zT5rn31IFSmopif2",
+	"bXc62w4m3a2Tgx+0hKZPW6JFwBcMN+U5duyj8jK0nP7cGCla2tgsvSS8wMsOcZPcE3Tr20it0QrO0/Yn",
+	"nfYb7IG7ucNgoL7vE5/E0/BccnDLxduK5FyEkwuACKcHTb315VVsFdM1zvCku8u7hFCdoZIfaS+u1O4Q",
+	"HMP9OvgE5mEVqQ1OCVY5FcQC00mezs8D0ZnWpM6ErjencGjMUL1ZkIIpfCimxHyyG6QVjOZYVSznc56T",
+	"OWdloVDCajtuO7E1Oagit3+7fPXy7Pz61cufbqOQF0lawcAEXkBcywyshbXEujmI4SZirs+mAT318YPw",
+	"Uik1HUiAtQfGsq7wmi+4SMKnyRwuvOJMf9L5RMs+NryrSWW40vUFrZURSe+74fwu8DZz93K5mRxXlAro",
+	"/Qgr0pvMYvbsT0//9DQjtc5tecrM1tvmYpFZGMgMCb8RxbE95sfmmMdBITWtF0xfjZz212AVbJlPhs4T",
+	"CK+PMwFrvwZ8UlSB2qezTWjrPNkZ/Gur/Hc01q1LNH6lgxRfON6JJRhhOONBa61P779RrJrdalfJH6fQ",
+	"T02ebsL5nAzmGQ1RsyOxd3G7EV8rRu0zOMmGpBHpMA/mqMDBJgt/acUTCobiUt7qMEKy1cicc9NbFh47",
+	"XnA89nsPkYAn6gxf0JrrzWBaF656v2pUBR9i7lUkhWvJ8juVSoTEp6cOpAX/tNYUMOEIyHG6wMe7phVB",
+	"H+emzdjq2vFPg4PwmWVtAaIYznRFa1akvdA2KM67oakOAhUwNmxJ1dLlOrsGJ8YnfL3ENguTG7nIWX2M",
+	"D0kBYONmbxFwbHtXEY5892wxpNT30I2FNI9sL5JU2saJEYNAcZb8JpTPa2mmnz61tfl+BJk7A+lT15lL",
+	"TDoyB8wuqEu8dscPlztizq6qkg8R4zus66q6kRH2s7akWQx4MQVFRzWdUcXemp/MmIdYyO3F5dmf35+R",
+	"nxue393AEt12e+2k6cILL20HYAKnpdoNx2b7VLeziyG85EsUnYas5JbYIyVqA/vyiPSLsSn4Ul8Ejq9/",
+	"SuY1HCRe7e/KMxeSLykX1qDV6YW0SPhAyp4oTg4eUBB7bKlTafbtBoSlrvsiap/Kw0WIEWT0DA5kkX9E",
+	"9Hf7nGB8CkgAtSytEqjlHRMQZQq2pIjNI6eaLaJoCuf2CVo22o7avJj/n713UW7jyNIGXyWDMRsiewsU",
+	"Jctqtxh//EtTkq1pXfiTlD070/6FZFUCyGEhs7oyixDscMQ+zT7YPslGnnMyKwvIAgoUdXFbMxFuCihk",
+	"5e3cz/lOtxcBuhmYrpkReeOW9CFJHu37wL/Y09WdjNaNLDmMBEZCjxcxbEN3gpvPJG0RnJTl2rnsFgZN",
+	"/XiY+Gmvy61jniv7lci+Wp1fp6J1HdIALuK05oC0YHV0O0/OXtANfQKHDgiI8fAUIJp0KqXvGcYbO3MM",
+	"M0cfQN2UwmSk+Mua6boQ9SH7XhhJwHtGZGz8lzHIc99gO3pRxsZuSPh+JkqEe1PL+D1OweJlCQy1YGOs",
+	"eR6zOYfYaVvWDXFBqxlXWi3nujH0M3PMLGQp21ktRAibwL6ACwePGv369GUpjXvvTNQd/Aby591IsXBM",
+	"Bf+VazWR0/SHc67QpOl+XPPF2lelnpqVQeCj5HOFXigCPqOPAYlt9VnLzfXqoPiZeC9yxJnwwwaE9JU5",
+	"hM9XB2+qac2L1ef9p+FpwHjyD+E/wnf5jCslyvB1+Hf7LlsLPm/XQP9c+74qOXKQG5m3r/P/DI/7D1os",
+	"Iv+J5eU1CBjy74Qxok/CMNFn9OLok+hs4k9FKXC/PYtG+gsrW/m4XaH/Am2p1ceBpns+XR+jtqZaf9h9",
+	"uP5sY0S9PjJ+2m6oNG4HRgtelmHX48/aPbN59x+Jre5+6re2+2nY3lQq1VnJl1c8v34puBHpDl5KLJDq",
+	"6VFkBAlVmcL6z/r7sfwIpW4qhA9K99ZbpnJuT6LetU5dFec9gIQARq8QbJImDX/v2qD4Wbv0ECMtJbg/",
+	"at2onS1ImMowJR0eHeRjhyf746hOJtGcK1FLXaA8vVrSVSnJt1NoEAwK3PJKDAYfjhuq94BoUjtsEI/g",
+	"NjWkUvK+Lv9KLE4mNg0hgUIQnsmwRpD99ej/YFJRGPBWJwPD9SCTnPt92qmRVy1wrcOO2z99DHpvKW8E",
+	"OsVJYEBARteUT4s3GgBlUTywUueQwDH+rXMgv9//7cbJzd/v/8ar6vf7v+HjL4rfx31tV2AWf09i3wUN",
+	"Gt/v+EsH463EVNDAykYTCXZM3tjRXNRTMcKOaknGRhcjfYHfnr80VLeyzFijfBolFSvhhO5hF5ThGi3x",
+	"xwv05CecKT0psSeYEovJ9NIyXsylNTA5UMaQoWLRz7m40dcC9a6JVLyMN+zEZ8/SL/ayPXp+O8KVZyUr",
+	"h9a5d+kq/G5HkEBpWUIgdOhihdO0R5ZU9Wlzz2ptda7LpLLvBVRFD6Gq7qHCzD02nllbjSblzTjzf8+r",
+	"R6j2j2elGWN+wNgJ+HHGdFMzH1yFu/HTy1N44PVP58zoiV24Y9g/vzxDMJbL0zNHVG+fnh1D+P3t+ctO",
+	"m0jjeOHY3OTvrMyvhQ1AVG3be2Jt5MLllj19dnF6/uL7Z04Z18101g7klgspZWBOVCXPwRNxfnlxFufK",
+	"HdCaFuKqtjmt6ucfn521+7UP5Y5csYunZ0xPJo63Iu97e/4yo5LFeN6JSQQndFsRdM+wl5rsHm/NCLSW",
+	"rGZPn718dvnsmEljGvCUeb8mD11D0aaSGBv0l9wf4V62F07Q/V0aUH1MtZft4Vo3KjwXfZFNJdiCLz13",
+	"YLxP3blyZqmoX3OguV73Fj2G5Axg2JTOyNm/8xt+AT8hWmf7P768cId5wSe8lhn78fLybDR5dfbIfXg6",
+	"q/VcNvPRFQeBSwMfU7YUPPv85U/uBro70FNz6BR5oWy6jSOKVxs1JcWT7HpPxjeyEPr+eyAk+MafSVII",
+	"zJI5oT/qRdhjylVdUBtT8b4SPahzVUT+Q3hxYBe/Z3tNneIaPhfV0Wrwm7aUmLVdPGMCOIbmGNBxLuQK",
+	"uQPkhkmz3T0XloGz6p5KtnK1aAeTXBExcs912XOTqdsmODJCVhGVz1MUdFNR/GavLQwqTejrpvTimApe",
+	"R0DO5D6pfYkYEjntMj74IWnc8P5C96BhDkrP9kvw6c0y2pR7ALcIsLmrEObRVHEZb1S5HPAmqhZuNyHX",
+	"yghlGrNxO+rk+bpTJ5i2mDrJUh9VJVciYzWf2NGNtnCVKd+irYvMmJHVyMip4mVJqdQIDO9zFbdfZphd",
+	"nNEYbUnWVvRs81We84l9KvlUaWNlnuyT5Pcq4D9susDo0n6hCvE+oTC7jzvAVJCGFeI2RNX4ojnPZ3Jw",
+	"35tcz+fSDn4vPm5FgTMY+BL301OtLM9tsu+TLEtp1rCw6YXwsxZBFI/rmB2tU+bAmbzU08HrLfV055Ve",
+	"KF6Zmd68qbkO6TvhZYZ+OPRdsPANiMurxrvfuijCpjR96thKf58c1czPRDL4u9qZ5UZDgg0Fi3eJYW0l",
+	"oS7jeInT1jV7DpmiPSE9K+p5Pwx8y9Dcc7dJafEmBrxn5X51qSvrEnnqrkRnGu35Kv0k2ZHghVTCGMx8",
+	"2BCCxURyehrV4ERmzIZ+YL4nVbhdEE2Xis0jMh54hXcBuEb87I3Rqv4Uy7DO9XTI682SME4WOGbmWlZV",
+	"m7SSQ+e10HCoJxKMvxnymgXHqqq6UTFuTTAxfDlVt7tNX+ICReD09V47iSw+282gz+FODUsNai8Vz3NR",
+	"We74eM/9go+35KzQFtdc7exy7Uk/eqEKeSOLhperFDA8ELhCaClorMGZCG1DL7fIds19uQnFcltmi1cM",
+	"d8xwwbGjZM72fDYmspyDr+u5LMX3TkFLo987xX4iS6egUpbe0O6nP8+WQA37Stt3hLoe3Gvv3Jjvptpp",
+	"jaADvmsUv+ESUl/9R9RI5h02ZE0n7bpx+vLtQouavv4F7scXQ3Azz/28n4dfbG5exy1bOBG1qLWaouir",
+	"hK7KnoZiiCa7mcdMJJoPqq2raBcYsLa23BXarvaVAy7G7ep8cBBRwLzBAeoUQa2OERxMFtjZEkxGMIYK",
+	"UQlVQMp4or8czDuxQw9GD46OHGe1UuWWNmmlwevmappdqhqTuzlwE9Ppr2eiBlezpy6DKJ9X7jfga/PC",
+	"A4P36+kSMK7pTYNZI4KBfHKdNWzNnKCZ9G/GWcmTsDULIa6dBe+JLKALrIodCCe86IsU+fg0g3Ydbiyz",
+	"G2DIwO5yUXf7YRJtu4cBiwZujdzSXfC6DvMBiB7ui81lWVD1sP/27YunB944Ifa0sRGIEVBD3Rv7c5eP",
+	"lUC2vsIsijMPs0zcgfynVom1vzh5fYKB21+hnQtVmJW6B2x+GyCH7GJkDL8bePfTF5roIsxqB9J1pHZR",
+	"6u09cuh8A0xH2LLYyRJRXphxHzryZvJ/dsPLprf1oAflwWbFvCxN2wxgWE9bqG10v/7vprgFJErBNxxF",
+	"wcHar8UHwiu1LsCMGU3FCWy2jYhn0m7kANF+uRvD9hf9L8b2N7bHbV/qnJdOk9+wv93Kzl8RPJec13oy",
+	"MQLcprvxlMuN0ELuNm/2+cCyo534YC5x2V3hAF+7pyZo2OtOrOOrDPuKNy169WaqSSdUnnfkpckYL0sG",
+	"zVpFKGEaUmxF5bAfXlIFPQSDR2kXjNkt2DfsagnO51swwR0qphADMwB6k85tB3onP7xYaoVz71pWT9Ji",
+	"IVWxVnkdJN0x4/4Jqo2dy0LJ6QwUELvQrbRZrf9NQbDypac99/Y4cjrXiq54Iwz+tRCF8n/bWVPTn5Na",
+	"4h+G26amPxv49S/pzKkEG+RlOcpLnV8z4ezMH3988uqVb9VheW099M7DR0+Ojg6xt5YVtfvt//6vo9HD",
+	"X/7raPS3X57819HoW/zz33pgxlKelOjt9DJ4/y1fs3KRaENCY91iw93pizP/PNNtT2SIeYc62TlXDS/Z",
+	"foykomt2xfNroYqDDLBX2L5P5XH/wncdAEANcetw6jCa43+N1XvI6ZOn2DGo06mAkfnI9j3kjijYq7NH",
+	"B4fsJVh8U4++J95X2ghWzZZG5rwEoAVzzMZoobUJzphTXIuJqIXK06GcxHSqqqSk6nQZmdePNhomlNtA",
+	"WU9B3Ds1IAI/0krcS+ugeamN2JQ1iAXYUwmlRhqsasv2vccwY0b+KjJma55fm4wZq6sKdBCY0AiSDDNW",
+	"i4q7u3fQUzBXiLyn4BIHvsfwmd1ML0zA3Wp6GT2xI3fxZrwuRvSjHdS7DY5xTEfwT9zSIy5UkdabIhaB",
+	"6pM1FPoHLKMd1dRNTi9y1smCbLKM5e7aKSdD3VvpgvgbpyuhCNPP/bLXTZYueoheiMHhNuHEUWC/0y2p",
+	"P7hP3cZfLa0YuuMf6MKb1HyeStx7Dp+zfcg+weKDppCa+peaA7d1M10Ww4GoC/G+jz3/6OQ1XnB4zpEh",
+	"pDntc+b7ZsM2A89FAmX7nlBXDhaFHmd5zc0sTcT0ko3okr5XMET2/bQocDG04nRjdu3lahoa2EGwp33d",
+	"/3t984GYZtrYEKNPOOHdFXiajFa+vTxlBUX6Qdg6Ol5bbNqRAWlm/U5or6X7fLTtPZQwOfFHnYpuXbZM",
+	"Hu4IRiAgxkMMX6t3+NJ38+rRwWGvIjOMU5HvBSALGJDL7uCsmLebKnFEUZj2zt/4xtcrDURlbZ3KAjU1",
+	"W9Wn4PDuXscoWoKvgfjuXjTZiO1FPCveupbdr4TlWp7UuXOdc+2yhJgm+9U7Yl7bATc6ytOX2CDqbqE2",
+	"YJUBHxU5wW4QG111dLjJ+BxiGwmT0XxSm7Ej1XoKiSGssKJVGyHYD88u2X1eyfs3D+8HXnUf4kmjuS5E",
+	"2UmIjRtgXOiJfSr8v/xfG7X9C9FTtHvi1WLeFQrSkOECVRNulDtS2UHHSF4nWTPYdlCXh+Zh3c4AkGao",
+	"6o+R0L7xIRRNz3QSoIB6ofTY6qpXGzN9F9uL/dA2lUTYDulUz+pa11vNlVpMoLBH1wyDvRk6MhG3PH7t",
+	"3agZ647Wu9YyWl1vO99pizhCsO77ZdqKpxabIOc59tRaVuKJ7DHXdgmyBAfBsYfa9BUqeEj3AKndUuP1",
+	"IXlh/YqRjx61VypEkDhdWq/HupsLVoohXM+0I5YE8wATEh+7Bbb8IAFCHK7trIlW9vZZwWMfX6naHsjy",
+	"Ka+3i2fdidLW3px1va1XXTMdjSsoVjFJxZekC/6ObNCLhY2Slk54qBYWaf7/+ppYvNDdFC+vGQzXvegX",
+	"X4b61SH77RpYbA7eQgs793d6L5qC08iQi7TdyDYrY270V5hv3tvTvZuSvmtPTL/ecJWvpSrSVSvOBJJW",
+	"pk76MmTHh/GAGHyMb2BGqc+0wE+veko5sA9zWvy3PZrD5b5Nl1DaVkHxsYHTx0sEJc4cvdknZy8ANbXX",
+	"YWJFPZcqtaWdapGwpUuIH++Sndrt6hHel6KVNbKuuTIQ3jJJsBgAz0b5Y8grY8WGvZ/Uet63a9gMJ71H",
+	"uu9HoIGkf0PN/NNHDIm/PWey6p1wc4Y5tINu37shR+GJKVzo7oZvZmbAGBzX2erSihlEQrz5b/rT04Ah",
+	"BGHJ9tsCbOKPUdIoJMod3EK2xIxu226GKae3aK5vROEr/c6FkUUjTh2FNNVt8yQxv89qhvEMVuNLQmUx",
+	"q/E1qahsvTxvVKf7SQqK+Y0ql5TtDnhCYmmCpx5eStJzns4H8W0oEiFz36DCapa7xym7E3oxXCG/hrn7",
+	"rsLBUUmVM3M5pYBLAKNs0za39KLY1Hyi7gmTYfis9YNQmBxezmzNZZmCjN84k7VyS9qsMIlbXKR0rmib",
+	"sd/ua44/cZZzUS9Z3agkUqqwovi7WG4sAYJrQc8CYAOYygvdlIU7S/oGDfPoXUNQBqNrmpZC0mDjv3jg",
+	"XS4ieFncY0A3dCl91Zms3dqQAHZRTWGHezqUu9PdrXMlEppWx52qrvAURuZ32dfVRAHc5Kxz3Fn3Pm5o",
+	"NQlAIZczWRdnvLbLDlbPB3M2QGLARD5EAQgIMd2buhkO5rVYrMLBtJ3VaFs9KA+5KtC9prHqcXObjcdH",
+	"cZ+Nx0fJDU9sW3RL1mbszoA1CkrdVGCCFhVBaQLiotKs1GrqHlukzMRrsezBd1khX3wXZP5g+/VhBIoP",
+	"J+cfDbSuK0M0NM1XLrDQLzmrFMIsRVYRRjcY7btkESQZ8V7Wbl762luh3JRP+wEficUCRLsvwoMWCh4d",
+	"8VbwkevV1AtnyI6oSwZ6bZ39N+MmfJpOPS3lVF6VYusVEcoGfBAvOJC/o84x8LZcC1EB7ko/Uu0zetOi",
+	"dpSnyJsHd77Fra3d9aiGFsxieKe36KzbxdhvCZVad/vIUudiyIf1z5Gr058bNJ9WGkKgxvJ5ZT60F/Ou",
+	"jY6TCzlmRz2dlzfQti5lnsT1pZvP8IlQbOm3QCq26PGSr2Istyih9LbVSxkd39qGpC7UIFLt05OekqQF",
+	"a/buiLUHthWE7WDSS+UsDRTwHSzW6K09eyVr8ar1nd5OhJ+5WykWmHbiRlyJzyUKtXRIcdnUjhHnB4j4",
+	"zNkh0xm7KnV+Deh0PjvPMPFeGntMOhwFuBDkI6cu+72KIqAWDjKMPLw6BobcvOZQugeMsdDHpL3BMD2Y",
+	"Gbe2NqJeUqAmubcPaFqV1kRuBC9FcVLJS30tVFpJDiDSzoRwP4CEyIA4u36gtn+siWOn8D0NG1zUoHkD",
+	"hk3F7btxj+PlWqhhpbZhapvZkB+Rxk4TRi98Ta2h8hRIvcCmxJN1zGFU3gBnE5KVElhNjSztCzUMCwYe",
+	"ZlId418jqQjIJudKabChPV6crmPmkQBb6q9eazsJaFAzVjqbx4IRI9FQxR6yUzmUpq3M8PbycAfAHSyK",
+	"O2ZzvnRbAdVlO7hM32KDRhUVurlh00Up4aTTTRLWrgFNERC7dsx2dT8cCK3YN90Ncbz1017vEr1y5IBc",
+	"IBAMbnPAb+vpOtLYKg2RfkLGX5htBjcPDHXHRrzLAWFtbyEyaaN7mlB7Su0efryEnYrcdF9q1klZtjQz",
+	"FO08/GCYs0KX4vbY5ue2OtO17cHldczx/PKMgZSM4DvbZIiESjWslBZG2yWBW9YiTzMOaq8JnApnxuta",
+	"3lDAtE1jyJgRqogekxY+6aCB0mAArazSYbQNyLuwQq5Yo2qBK/Q4vvibAI4GOwomUV5yOd9lJ26Dxjs4",
+	"1eVVm+aiF8qHVt1s06wziS9y6V9dsLdPz+5fnp6FEYZErpu60kZsaoVAmweNtWMzmlrDjUp505ehU6JX",
+	"q7+UQtoNoMv+VLfd7nD6oD7TEQfOC622AbDs9szWmDrRBPDi4vyUgA3btjBuu1bAo+wGzChjuW0SrAl4",
+	"RBuL8wQTkNf8mgNWa5p6tqavhBMmTNPBU++Fmg0Jv3BdY17S3jba0bW8ksZsxKEN12H1bm1jtieAeJmm",
+	"nS7LzbyHopPr13ZaXfjEffge8FPIh2HbGgKnlpMNgn3ZZdhfNqYxL5eVGEOQTStBPaY3Sp5YdvyebX74",
+	"tS7EKb7nBGCGRLH3+y8rm9JT7drZjtBTaZMQ2s7eetnZK/4+1X7JWJyD186crjSUoblRpUrl4NUrw7qZ",
+	"3TNwAXZ5Q1qXgC01t2w9uHK4W+LQMYG5pbZbmQ3TPW7npECWxNmkFhHVhCZG/qzvmXY3V+Jj27UK6N6j",
+	"ih11hLRgPGGhKe7aZTr2sQpWSQBlxlX1Ydq3wYtvv/3m27iv/dHDRx8sVhOdqLc1qN9NHq284JuHdyEp",
+	"hnVwt2VvmAnvUyknwonh486uBDEeTCeA6TKRrnfInqKviH2Dpcb9p/bd40edoNODo9SZOVbdmSw5tB58",
+	"m62lxCEKp9XI3yexzECZ4CQGiAPKiSHQ5eC02SBi9scJ9j0+YFIZK3jRorSYprTH7IiGBmRxTcW2m8Jv",
+	"0UYcbY92JqT3BvZy7sXy7QKZqL5ztSKUU3BMG3VK2SqFg67p16PvjbtaU500dnYawOf7DNcOQj3DXOva",
+	"6eHSks8Diw6xP78xi2SRyYybM/pyE3KNH8CdtH9PPLDbJlFOwMcG766FbWrV59PbUtyQao8YlTpguQns",
+	"AH2C2I7Gh8ppU/oQC8tEPt1TOXVqBHwLw3SGV0o34LiXmEmez3hZCjUVbQnJltcO8WtFxxn7MnWNjq5a",
+	"QH+CncF/6NWp0ov2lqHTqveV0nZtUTddhPLlAFery7YvgYZT46rrfU861Hrcm0bUHedmuzEZa9D3WYl6",
+	"LWKz2WJaTbgP7/d3IusQQzePvt3DXwYRbb/DbLW1BG485HqvJnoPdalFo+2gAa/xmQ9ws+FYlxD93Jbj",
+	"ZYWx1Ah7ZS8SJXDlVNfSzvoJNjwBHZRiPfbV02/3sr2LH09GD799nFRjeWNnupa/QmbNj4Bx3LPBVB3I",
+	"xvTWw8PDMTuJf85miPyMASMMf0xqPafEaMcxW2bpLu/581P28PGDv2JHmuen7K+PHzw+DvX3jEOL1IzY",
+	"6SoTT7i8VKoEH+87g2/RBsNpkhzLmJAhduPMzqm8Ecqb5JNamJnT3ws97y1P2opU3LIYaq2NEHrGZnj1",
+	"CcKEJpb7tDzcQmhpwT14r1dPCQg2LVv+qRMJS/+r4aW0kAtQ1dqiigVX5hhzJiBrvTMR8h8ozf6JNYb+",
+	"YimEkXO3J3mthkiYFGMzbSQ1yJe+frdOOG7BZCPZVYsRbVfn/E2gPy9UYeMBEcLv9aCEeX0dMVC8hVlE",
+	"t3geaVqLVtLHVi7m+lo4vvIBiK0X1N7MambccCN3+dZ5TWCbiSINHCGDawvFhA20KEZEv514bliQX0sH",
+	"p/XhTjCt+NKhW5fmyxAhRt7suBKu9IMAWi8DKrq57c7AVD8IlzW10zsCj3nygB3Zdnl2rtbVcJdARBwT",
+	"94WOJmItszMyph48/C5l88u50E1/Mez30HvP45nNnKrm3n3scz/Ygy3m/DcdWz4JNVhzZXrg2N0mQicE",
+	"Fp46RvQtzBx6+/QM2A6iG0IWrdXs8vSs44dH3C2bO17SFFWS8SabE9XWVE/u34dYhTWVcX9DR65YByO1",
+	"3qmETKqJZnISdUZkSgg0pOar1u3Ro+86zqPvtmmhbo4DbmyaWLH2zF9M9zTdInfCCe2pKaQ+1YVI+K5O",
+	"Tk4zdnb66gT++9Ztz5uq8XX70dpnTlS4gQ53RZ76US8g+zcIfGa1vu7aLbrBtuo0MKIsQhiyv74ekDCx",
+	"mN47q4o+IPSqDwOJ1VSrZhqnmmmvZCFwEoGX1rW8WQ1e9s54JuR0luqnqgto6uy+vZsGnj21/1yFnd5Z",
+	"U+PsWiwRBYdWDaqInIue7hG2ByBe1KI9b+z1up9rpURus1ChmDEjbFNl1DtS16zQSqRL/d0cLjUEE+Dg",
+	"trbqibRu3nqh6f6RiVUbGxY88Hg3sDgAj/VfU+NWUUpspYMHtd8UUMti8yq9zCTvuqSJiwJaq/nSphV7",
+	"b10/lIXoo/sfHz5+5Cby48PH3yZ/vJCFY2TpWwxfDrrECbbne35YauLcso4kQ2zUBTT3vuTm+sMLNRqw",
+	"aih/knGGjcOZ5SbRCCSVZpl8w1qeJVw1bq6jLEv4IXYtI/+l05bvOuHyQ8u7NtV0NcoR4ca+YvQMK9qH",
+	"fCQz3VpsKpSot3rE4uGggCLXZYnhlh2dYFP9E9akrL/tB7geMH2qWzlMjzDn76tap5b/k88+/eHNq5P/",
+	"ODt/c3oxkNVPda0bm64lbfPK2qcGS5A5JX5vVLtx2a/w4R26xEQd49bFTCXUc1mKpzSC3tKgqxIKYZuK",
+	"9gcBgx/7aByz0YNWMalKbt0WQNtCSunEONZQ+Vrzid26Nyut9BDzpN6KmAJVD50f9oWTYxKIL2jnqnVu",
+	"SHpzw2nTwvxEN9Dyq3A9ekkBx4SMGAkLSdBwfsYbIy615eXrlCUIcFNTXl/xaSBdyDXFFlKEt6640rvB",
+	"kU7zM1HnIpWL+cP62yyvpwLMW/cT9+X+D29+OD1ob5VvYDXw+swEr07KUuffp8G24GPwgZfQAxzUP14x",
+	"PIahi3Q/uViabe+Akemw9JXlUomi1YEQ+xhK2kHgDXy3auY/5Juo1ntEi9Tx5su8HAx0anqXiNfnyi/0",
+	"bte4QpQrR7qy+9Es/d5kq7c/vpUbKO8sqUECaoBGSDP4X0iaaGsorpaMs7kumjIF7VwUdbLL0vdSFYy+",
+	"9Xlmumbjo0P4f2w7zMuSuV2pJzz/kC6wOLuoF0NPDwZprFBu4M0NJSgvgee24WW5ZFfexE0FE7e361uP",
+	"Xl25zQErMw2/BstJmBq4TF8tYcJsu2/glcS2sdTzK6Ms3dHM2ioDTwS0jXV/gmGA3bZ3SEN1F4m6EoQc",
+	"ukkn5YrvnMf1LIVB38kO4z6dR/yz4SU0n3bfYJG3kWpaip2yYXs70V8Ge8o/E7uDNvmBVsN+eJBZ3C/a",
+	"U0zImfSL73S1CDd1S0PClrDTUT/3jenQMmZtY8cSnN8Wbfku9LJ0/PDcT6uCWXJVRAxoBwduxN0G59P1",
+	"BxRxNMA3ec7nMtVI6ERBlZ1lE3gAEiCEUD4Ni9SYESK5/CyuLnR+LRKe27ZEYmN5jBKiCHCdkDoHBAfv",
+	"vmdwKn3WuJFX5ZY24Dm1jo6iZT57g9uoWivNAReyLHJe9yGndyYJgXUDxU/cF+77328Pooc3xbUle+0i",
+	"t55mzefi7zLFZ6AjI3ig4t75g89xS/UV2Q74AoBnVFHDfNnJsuupc+o1+sDod3OmGYWS4+Bf8nxrJspS",
+	"u3+7k4C4mVmqfDsTs9jTfmv772inX/VJRbfP/37x5jWz4r1Hvt51s/OmNin37JuKQ3KGRjwmtj8+f/bT",
+	"i4sXb14fvnj99Nl/HF48+1/jAxAb3Bh3B//ZiHrJcDykLtPMBauhdUtUXR+2cl07uSFDYBN/euYeeqZu",
+	"RKkrsVnyvFEMjinzFiiCFXlIi31zkx92Nurw5sFBX6pR0pvzRjE8+IwtCC+WsHNrEcF4JsZze1NsmnLc",
+	"G4vGzLWyUjWkqjgZQzgtbsdzd/pOk+7zRw0s7m9pqxaTcgcrx4h/Jjz0ukZmlUFYhnov7T/I2MOMfZOx",
+	"/+//+X+DM3TKK3OMwEENFLimVo0jSDU9OAZdBXYLyN8fRIAWppc1ZmAxex93eB5Y2TG9DrQzeFMQXTXx",
+	"4jCRKPzSuRHmDrmI2/LMk/A29JyIowR+8EJNdDrcYzULzaGH8hLeuB2xBGrdM+5MsKaa1rxou04766D9",
+	"qShibm4gQtRgTZrp68IOgjElPvaetZqFhLj/TMQl04AFBkHBjN66UZIbIdro4S7qVKwAJcptAV6ilDei",
+	"f9MoQOSeNEwWJTTAUGinG8bdj2EFhbCOaFkBWa+qRw6SGny5rPqwqloBbjLcJp4SNmbGK8ES4up2OxSU",
+	"isQmVTwVzjjj2H7T7VG4mxmrRcktKHc6IFFeQYo0Wgwb2HL6DDjLS4l4WO4hE+Cfa0EH0V5b4gD9+JnG",
+	"3fxkmtdlzONY7SxUt8vinz1tma/6xV/YDRY91q5jzpeBAvcvRD4Kz4886NvBcXz1jABxALWDkNkwmYha",
+	"DFA14eC6k81WmcXKlYy2KBxLTCYRyaeY3QW/Ec8n80pML6nD6y1TRzAamGtAh6KhAEoQ0mup2U3Jc8H2",
+	"rY8d4tNO04EZHPSE87+XtuZW/P0qFdm+RE8ntvS5khaD3FKx6ytp75tjdsRKQWnSQuEb85nWZksiO1bd",
+	"bEplzzYmG7xpbNX4eUEbrWOW62pJfAmSiVXV2FjIue/dgfMc3N5QqVjl83e85Av6c97g36rbaXJXRIZw",
+	"QsnqoBRMSbYn3tuan9TTVHpBU2Pve9pgXRGzNfTnfcwRhcxok7FSzqVF03IE8GE2YyPbKJG5f+uJLMWT",
+	"m4yNSnEjyoyNphkbXYulVPbdXKqMja4mGRvltfvvnL93R+4+bCbYFm1UyffvJnM3KK/df3LgOCOTv7Oz",
+	"WhgP9tGT/uasBZy2u7bRzBNFVBsakEclUIEzgzQ4TwJL04WZhEwNd3UTl2XDlX14tO3G9iVs0Mvxa0c9",
+	"lXwvSrPzFB59s30OWzI9XnWzPNbuqvfqTlBhrpdrOfHbs8doxNdbkUaoyhaQ9HNdidU+kCej/+SjX49G",
+	"f/ul/fPw3eiX346yx9/8/m+9mQpDWBr2K7tTlub+b9vxbMqkoGuCM9uNqc0egikxe/j4203sqycVg14M",
+	"337A9fzr4+92K03r3JTO3nS4f59kbdvA3laqdhvpt307zN331N9KNi1rewD3aL3x40698eP3xSWut2qW",
+	"f8xs3VAiKbY8+dD2+Vu344O63h8nu7Hg/I+c2GkXMbzm9OiDGueHrvkAyiZX4kfPGnfZ7n8v6lKCXHx7",
+	"eTpEHn6CpvhxLvlOyeTrffJptr30rMsPB9AljZgjppN3AaJujBEtURY+OHKbTg1rkFsR3EZ7rbbqezvj",
+	"cO1WX/5hIF3gzIdwFUSX4p4bRuRNLe3yfvSGNSzzyLPhPRi+evSOgMvTdy1ede8tW6tTu7M7t1Z/lrh/",
+	"of8/MAQ+X0m8dZp046sVd64K2FzmeuybgcD7uVNzrIAm1oWcSvQbaMf5F9IIihbhMybDR9z/avdfwCk2",
+	"ufYYTbNlNRPKpDh794wHqncPHv41rd9VvaXFvs6yrbUlB0Opp5CP71Z9TEKS6ueEyuslVoH5I8nLxliB",
+	"OOhuZevFxxsW+N3m4i1K/NwzN/ledrty4UR1cFTipzT7Z6MhvaVmpVSCXdWCX+94Lv/7H3v/+Ef9j3+o",
+	"X357kD14+F36JIZU2249ijDtXJda4YZrtphJK5ipeL6d83Um/uQf/zD33awfP/r93z6kfjdcsyQXAVl5",
+	"qstmrtL2bQ7fYXoDSlZK1UoE4pNbiIP3g+kqbV835ZZ2NTQLadjrN5fs9duXL/swYOWc18u/i+XQ8aoo",
+	"D55+7QgmPXw6mvFU5CV3NEijuqe2u/C8ToFxB78LnSX0n9gb/HfyxKDdfYZ9HDNGHWbAQSHFImENwKRN",
+	"38Fhrh4O6gcJOTW+V2QeParw09j6pjkMV9061zLVOb5I3JenT18iRplTtlNo81LlZVOIp0UJdbXODADE",
+	"i7pRGCSxms35+6dFeTrjddrNXBTlpX9+8xVz01lw0w6/i52B59tPNLVebMXbrPXCrGwDHIY7yaERSHi4",
+	"pw083AjQA3CybX/rKAMKeGf3tQMzCGgLPDGF7CaONShwyaIOSs7mFovtcb4u2bXrywIhrBxykggRzeFc",
+	"3Ohrsb2qv3bPQVl/WYZ2eUhXjlGv0yQ986zS+aynJQbhSQj3iOdfbjBUC5TT44xvh4LeLzeLnBL+3L0P",
+	"E5HGNKKghg1cAQp9TSPzOjRqHXhl3CSGKXSgHFJ7XD8X6gTh9nVAGITelXU3LHliildmpu1JnifTQU+Y",
+	"oSegxNsYZmVPSLYHNcxjphd6oUrN01kK2wBEwY0pMcJkdWXYQtfXq91XN9Zy4K97yqUkRvIgX9SH8Xyf",
+	"YmCFM4Sn7KnySNZhnfuw4Nvzl20fYigpk3NIfuZ1vfR4ou2ubgnH4zIyv90ZVUm1G7j9lG/pSqPj12hA",
+	"7ngBsDUfyEZYvFQl4M/6WxFAkpyRAjgD3Fqez+ZkbHs2B8ws2/M/S7pAN+KZEZJZSMGC/WzLmh8f7dIY",
+	"58F2ByjtyqZTuSCPZIr66BbeMy0dOmUgndQ9rPP27dK1/evRuWX5tVCE2xolnkjD3sDBpmU6pIzf8P7T",
+	"8cBdV8IuhFDtSwemBm9r6AtTpe27VU/f1S4UYcPjJODVZQ45+9vR5Cl1hLTaWSHbL0jvKV/yaxEd8Wc+",
+	"2BZEYBC5rW8uVKE/1Xnj2AeI9pOmkPZcpNPiO0+GMhXl2J3PkM61sjVPWXcElPIiHQpt1U5Q8GMUmiGF",
+	"foMKHn0tKTcs/GDXUseeSO4pocDA18eoLFe1virdWjA1Q5XLM/8JmQ+D7Zn1I3LbmMzIwVdsVe5xl8n7",
+	"RT8auNl2u/0y17WgV0A3FmZnXDnbCHVaA8Vbi7RJs8I6uoV8nUu0stp4ZtkG/JYLy2sb+nzejqGg+1tT",
+	"nOUJGwcONwbjdsyragwq0dhjkY7ZPnY4gWbk9GXH7zJ2N6Ve5SfKqZStfEvlrlQJUKaTqiopk4ecLx75",
+	"lIduHdi15GrJwuwHxaOGiU+vmdNr/V4dQ3yq4+ilyBqVmG6PDu4G4BB0FrOisd4zdxJ9exkCb+D5h2rb",
+	"tsMg24cu8Swv3WZQzKSLkUBpa9IefLpY3VaAXI8/eHe3ZkCT/2P27h0d1k/u3+/ebYglpd7yex+546rO",
+	"av1+edsAedWUpeOU75eAV+RGvQUpWs2q5qqUZsaksnonn26IDLw7HP3yf/7b3ofTBk6nLJnvMHp7oCS8",
+	"KJvuU7R0ftvwSP/K/2AoSQgAdLwOlARmA8DVtSEXCtHompV6Ol2HAd4OlDSQ/KKmZZtuQCL+noQkcdQQ",
+	"bkZaFOvqjiSxsbpq0x4y4lIcdjUp8f+wcrS70i9SZP6ZpIuuPoJwQVDM3a7n7pkRO1+LjywitguFz8zW",
+	"hjC0ejOYDxRVhIQWgacHpVXOZoIskajQeDXUNq94bkXR3xfWf8OaCmDdZzKfMd8dGICv/RhD27Bzy6+4",
+	"ERfyV9GDJeG+Cg3L6fGgBwPExMB39VfEnVLnc9OpjBs47IKXA2e/qKUVIz4TvHCidtf5Qy9msRmSB5se",
+	"Mf/obfC+6rYJ7vqNSJ3YyhZEE03fYXe9Cbc/GelA7LcaJRHClLfuV/j1ITv3cFrcsDOhik7HgEIYtxiq",
+	"X0Pf4nFs9xbSVDhHZpsa0b2cvsx4t9uA71gQs6l7BmEhNnneN4MMRes/wZ9sltanJKkxMwBn1qafrst9",
+	"fGRYkCuUXOKw+2/fvniarogd2D4v4Jzt6PkaBhppoc+JbuB+AL9Z77kbFQlSk6lNc66dWe3uEZtIxUsM",
+	"0W+Z/NYeaLuVBnDrIeZ8VkKjrCxZ7jQz1dsl77T/nF93WmZAdwCCxJbY/KKlgL5yZWp2P6TzADfXAmlF",
+	"WshnvJaqeNID6wn7uxONgEgbElaA6gY4vvXmoreNLIQ9zjpRhhD2w+V0N2yXDp0pbtCDHbtKq9xcm1Ty",
+	"YWxVAi9FVLG0Rdl5fxoDBQCO+BTLEjtTSCTvV0ncglY+gfrhHsrazszcsgdDQWf4FARPgqbQQQVpJQCH",
+	"XfEP7FJ22bLb2/Yq68q6hD/dapvqEnPq24pDbwkfnI7aS+yKkVUhbmfYPv/mDUAuCRrs1zZXL2dGXXrc",
+	"1AEGIGJIx+yiyXPAZMnYc2Lsl46xv2kwNfaUmDo4K4Atx3eaxP1etvc0MLE9KHcnxJ8w/F62h+PvZXv+",
+	"BXvZnh9+A0GclXyZ6ihxArC30OsAKoAxK2tbA/ohptXaRK42gcel/LR9Gnatq0oUUGjdh6hsGD3FrkTO",
+	"PQwALbV26qrVmplSL8rlwNdONr9vhwX0tpW9pDmCRw3bYUkLnxjMFsqYnDCulod34cvEdOb43NOIX7Bp",
+	"fSMG57ssojqdZQ/IQX+l98zaajQpbzKGf82rRxmblQbhybaAktVirq04KYq6f09Rz8XKeSfS28gBQiJI",
+	"2yfd6y1KYruDO2qIA9w+aRCn7Tb8gIp2f6zZWjJzbLVjr8m25j3aak/RgTRWSTPevX6GjJwpLanbwyNw",
+	"i1XVgDCpCllg3C/gawxtV0Sj7ygAiZsm5F+jQP/mSZCtV9tm7nHOs9b0Q9yezvxWci822hnrO/OhfGP3",
+	"5lY4w9QN2N7iqbujG25Rrd8ve23wy7Wue27vqaSFDHOEINPvl4n0ljvB///wfd5qJq2u8xhlnbSUbOor",
+	"sdwz92OdN8Wp3y+HWdzohqV6ra0rMGnFa3Xm97zlEzCIiEIWvJW1WzgcLWGdwXV30c+p/3JR+nHatwOc",
+	"WquoUfKdak0Dgx5wofWC2kbhrI7JVe8RMXGqSocfQZtVw/Z99VnVmFnmyeDgTpSMbm5Gzxr1ZFJKJTYJ",
+	"WTCAF24xb/DhXYWtVoNeARhkmJK28xtqOZUbMKNoG7ClhWH7VVOWpN7gxk9k2dN3gqRPonKNJHN87KQw",
+	"ggTBhLs2xS7IkJ6igFaQUYb3QKBPrHrIRdcLd8y4MzOBNCDZA1G2ncrkVOa1zL9bOVWIOINTZUgwLerR",
+	"zrfQn615ft3XigsGvGcYPtS/29tXcelGSCoU/T6il9QVU9d217t6Jypke0XWWSy+IKFLev/SEC8SHe1g",
+	"L46vaviX9+LEC93hknk5Ntxvc+HrRD6736ZD5onLABwbPMEof6hz0HGQFx6/M7BJkCZ8wZexLwYH2sv2",
+	"6GcbXCpIssl7KUooiuPQswC5fsfiRKINXQ2T2faptH3ErKLvB96ivL/3TgaddzLW03/rw7pYBWhpWPE+",
+	"ILQc3GH7quSQ/dtwncT5RcAcpx75rmJtQUghtAeTSd4CA/gbacyoC8Tm8PhAP/7K9mGgobPd3vhop+Wv",
+	"ECHshb8ZSZK7yX8UvLSzp8JyWSaLVZURyjRYw49h5gIf9jqA07JTZaERrEMSNhMLu6l9QrqGFoS2KF5A",
+	"TWJaLuZhghiYLsR7Rj/zSTpoYMy5Y2xioO8OEqoT+/FCFfJGFiA8YecwI384h8b9hrz4FH8mbIFhFpkH",
+	"IgipEVGtaJKoS+iB2ht4a317OeUV4A86ACZK06fuVK+VXvQH+j4YPZ5PbI8gaO+laRNHorE8eb/0XV+f",
+	"g1sf/jzlqpAFqicXs8YWeqF6mupuy7sIWMQ9iSu3EZ0Bqr69C/FWRKeYdQkk62RA4AXeSPW+iCghNfBu",
+	"h5KgjY0CipZ5bNRNVpkN6f9NCgHwRtS8DDQWcZr4cKG1WyEAohfQGRS/4bJccSF1ehinj/N7qZwM93Db",
+	"K6/boh3jEtrRk1sOXO7ZnMvy9t1hIzgZI1TBODYYVNrRE6Viijn1ZVspfG56gA0u8Is2HAvIps6g84lh",
+	"9FNH7ZB+258b+DDCJIsMK53KxsplBXAfEcZtoBNYw/ZKVj1sp7cVkRtKwtlhNzc1IMWqKihv9OckFZtH",
+	"zSIHSiA6inQaBnw1evE02OEAk9vCGSeqNZTdjKtw8eqyBZPx3bijO9HTkxN+kLhX8WgUjfHF7tusTahZ",
+	"ooE7LRvjTek/+zRS+PfcyBz67Lqdd4fLr3RjA6FTRghWESc0kTqFGHB69pa5b6QVuW1qAUkkQeknzbjt",
+	"b5Z2/H1UiZ/r+Vym6B4b7eLXvjcRp1xIbIO/gtA/tK2h1brMZ1yqwE6Toy8kNvVcG32mjU2Dd/yoje3g",
+	"nkUq3UfRP3RKMq00/rrNkVe1LpoUNz7DLzbhk5TJpo0Qmu72LwSwttAYay2DdgcPYX9oNJSQ+nfSs7u6",
+	"qZoKcNW3Vf8aqfLk+way1IHyf1DIAQ6wHTJQWrepYlKXCzccbliGvCXe59UN8efez/POdSl6GkF1bsMn",
+	"aPiUvKAnZYm2Qvd2DraaaBVumbu0etq8aZfc9Ph1gEWNpIo79oLNGjL1bgsLCSMVugexp+TGPksHIeHj",
+	"FgfEQOplxzCTTlejBKLe0fv0oYtmDhBdW14w49T8tFFsKWz/axqV4hcXcXds/w5kFsdMNWW56UW3y2hF",
+	"Y+mNKrcgl8HBADwltG0m90XrXIBhehrWNErxrd224AU5V+wK+pSwOVfQZbB/zK0NC2FIaRg9zJRe9Ghp",
+	"TQWt1s7iHtNDJkpNqQn90OlLcw6IS5ijanrg3Li57gO3MtcowsGWkKFvmm+oOYT7huG7BlJ0EOsr7lyE",
+	"dnvj29ohkJgWN3OQ/oyWFBcxuySt9A4wLBbQMrlBKRibl3neqO22VKfF+Ur/841+g7QV/NuW7gpwnUam",
+	"Erkz2aDdSWmxX4BxqtiKGtUua1N+/TNVRK3JdtVkqu0UJg2owTzemATJ9mtdHS56izkGKbGZD7iRUwKl",
+	"w1dAaiSmONO1E0dBqECzGbfswukfuqZe9VcCPkhHZLdzkZ14RRVYQaxpRVch3pl2bVm4p/0E0msP0Rcd",
+	"uzPyLm0xOh39F0+T/s/v3VcYZ+egkswrUTBugWfQF/svLt6w7x4fPcgYSthxo0AJwya8jfI/g9+Yj2E/",
+	"3vKdiJWzdVdpJ0/OXgR8HaQvmoucVxigM5/BjgX/LwJu9r4Gv171O65VP8ZrEu+rVKe7nvjSnVk8sZ3T",
+	"PZ3I8mnva9cKSmxFipbAX3f30Nvg1uMeLGAVfptPuVTuAcqN8n2mnLZPgMv5jJeloK7GK26hcqpraWcr",
+	"6M2vnn7bh94cfhFcOvHo3rONA1z8eDJ6+O3jpC/7g2C+8cXtJnSdSB8Xnnsu7EwX3f16+uzi9PzF98/W",
+	"Ng2OBH/RUgccULc5gh8gYxfPLt+eOQFz9vLk/15dzePOYr5ZW8wvv32TPXicnrfSyS5oJ35L4XsoqgB2",
+	"3p0ftHcApzB0kOcA4t0e/THjbFILM2M1V4We02DbXe5DSsH/qavubvMGmpx11/G/Gl5K7CJb1dpSV/3V",
+	"O3rsZiaIeTPOZhgJ9MbBP3WVsRwnDzAdObjHzp+fsoePH/wV4a0QoRzBUBH0u9NoUmEjCJhkGkpEprXl",
+	"Dvm+PX+R+WQMQhavGkv1svE9Qgx0roIxMm5qOcYeEH75s2D8rbVM2bL3QxDQ/R4HcvxMgOZuY5NseSbr",
+	"4ozXdnnKK34lS5l0ebQ+Dt+N0sllaNsF1mShEykw3ArHDlPDhZctWfvYWufLdnwq/hne77J9wSmOn+x3",
+	"+YHKSGhJuEUX2QBgC05Wpz0DZkG8wbh4+mnSjVJogX4UfOj2bpRbNAvpznK9s8dWxzP8cGBcJH7XAKuA",
+	"Rk5pM/FK43PJ4tu6mU5eyhtxRvVdSQcjbDt7e/7SUM429EQliIBb4e+0+W4fkF1+a2hlWAmgHlwJiKX6",
+	"+OGOlumunengvXDlGO+p6wI7pafHoJFqWoqR4xxvz19i2iYlWg/3TNM5o0GUjp/caaIyDretrjXOf+yc",
+	"EgCBIzJ5Ih/yl9vlEG+9gRtwb3fIKG4X3iVMf8jDqfLDjArQXzwVA+mGak63x+sUXBJqdCfCReoYNI1M",
+	"x7sgl97dTGOhNNQ4Ft1iTbtfOsFQCm4s+wb/MdfGet/1RE4xRRNwyfdbjOqjg92wEr9JgiV6Wtlcr6Dx",
+	"tgVudwxo/Xhh5h3YIWxMWxCmq7nHEsWimDlYGmpprhvEjjs4hj+xdpTt//zjs7ODKBURwLN2Jmm/iG6L",
+	"s28TvtQNt84P9lJwIz782jnLQYkF9IjolhAn5MaV0WVjxcsNt+/RN5C1syIStOUl85c2Qu08Bl3CzHSN",
+	"SQhc4btp5PYC4rARVN+VWGqq6wxq4T2DasmSOhJ3P1tIZYIeg4UkgGFwcIyjr1wdd/z5TMtcYOf0cI1I",
+	"yXZ3ARw4jhYOtjdRja//46Pe8u6hFF1KSDLCYu9K1FIXnX2NaHoXAPnHH0CYM0HTyfWNqM2fjC7bAt9P",
+	"Qp0YHYnUvBbQT1rDSp1zq+s/MA2nqPIuqGw35bfrdRm7/R7fwmXy5ZL2h9ZlHvuzyUKrwc7ziLSNkBFt",
+	"gdtWCMOvHOcudP27x3hcrdOMER9vgVW5AfaxJyXzsubKQIfsS+rknHKh2vBUaDaeYIVNIQf17caW/3fa",
+	"t5tcfRuQw6Nm1H3Ns3Feu3Xt5jzfy/Z0BRnmVT5/x0u+oD/nDf7d28t7IPIdPTbcTB+Y6tRtGz+o5a14",
+	"b2t+Uqd62TxvavD6+YPT8AVgvOCf9yHwj2LJZKyUc0kwRyMoTrIZG9lGicz9W09kKZ7cZGxUihtRZmw0",
+	"zdjoWiylsu/mUmVsdDXJ2Civ3X/n/L27Su7DZmLkrzCGfP9uMneD8tr9JweGNDL5OzurhZnpsstn1t0P",
+	"OG1o/tfOfEhL55YFffNwnQcBSku6XI0u4iSU8e3cwB0E4GZK6Cvqo5dTVd/te8g7vWHbHHZ1JK3c1bjJ",
+	"IjZ5W0V82CoRO43rNzZxJnkAqYW5xq58A4Nsj7/paby6FXDwVt2LwsBbwBXjBD98RRrfSBZiEEPH6s07",
+	"ZehHR9ubQcBrN7N0nNluLH32ENKTZw8ff7uJefeUhtKLsTb09kT018ffbVn/qss8vs/rXrtuIl60cx3J",
+	"6FcVmETMrRIXIlsX+rGM6MOrjO/pMKWkJ4lvXS0Znr/nfxAnog1SOhMq063z997CPpxU8tLJlg/vYg7E",
+	"zLhqDcBgUPi2+e4aulsoSaylkiagydGLFMW/Fgsfr/VlQzX2KJOKnb54eu6sV2q2iT3TPViBL1nVSjjL",
+	"QhELLyUkXUDcmatlXHA2uMd8ELeRNA7idkN8xC3GrkXvOlG74aw3HUZ2r4ijyCkdYogtobT9Xkx0LTas",
+	"AlIXVtchjTtmuYMM2RhKdC+rVsOJm48avOSQuX0lGI9/HVWgr4cftx26VHToDxLdxJq60qZnr+jLTSeS",
+	"Un5/7yVfgtH+odZNdTsSfo6kCT6oqRumJeZb0O9G9f95LZw69d4m0yUG3uqn0lQlb/nmTpd560Z++B4G",
+	"NK4P2EXgSVCVeNLY2ZsbUZ+VXKpza6pUMy27nsRFSGmcYW1jSNJh2n1budHYmJrsjA/ZZVMrhLVl2vfe",
+	"jNvs8Fr4JDklRGHQLQOVpZAk5zjwGENtb+tyzPYfHR2xsVRA/u+udLEcM+1MtIU0HXyrKGG4z5uXOukB",
+	"jTp4YzUC6idrjHWNuVPgvdzUf9KN8xMAgSSwWKweVU1Zpn85jBYwYggVDro2wyijEDcy91c2ZcS8ef3T",
+	"i+eMTFlnRf7w/cPvHnz3oIV9oyKtrbYKvqr/Hfg9wEO0b6EPB7+kt3foU2mwRNED3rCcK6WBnUf1fet7",
+	"D5zs7yJhi/xdLKlnPrRZdLceHvZ2neXXwnS6NAMy/wSMMHhyiBk+4waQejan0RvKlCYc+wBAs76eGTdn",
+	"9tfNo+V8LmoO5VEVVyMrSzv6VXcKdeO+quZixmt/ibaMTDshDTPuR+ioZE3Vos1ZJ+B7an52srij7mqk",
+	"pXkrzr8lMuO23qyPIEOcQoTgr9/Xgl+nbpioYBGhEWGweAl9uhT8pq9AKsZH3piihmcSu58dP7+Me7oN",
+	"+P155zchK+ZtqikbNMHHK/v2/OUhg4hCaJQwZ/vjv/zlL//XOGNjt7H/4y9/+cv4IDI9SYBEciVjV02A",
+	"BQptgd0ERYY+aq4KBuB2xnIM0ho+F08Yx9bninGlsYc0Zdp66dQRX62ggk6jkKeaEFEHh+wExvU5q/EY",
+	"tZjrG+QM82QzuV17N91OrA1E7btFWy7Ug94aUd+ZLcgaI+rbaJFIn683mzVmphfKp+bmWhldisi6w7Wy",
+	"vBS8HtwotdaleFH0GB/uSyZDguEW24P7bajFjfYyxW0ItCklTD2OrUvuzProA80B0oXvvO2BR7PrJENn",
+	"R2jJtJe5o0LZ/cuwS2ZSiCBvVDhAmpe0FFhGJDBnnVfcmIVT2wpueSJfuD+gEaAI3NhxWGPXHMTN97L/",
+	"Ts750mkscC9766Jf6qlU26cPcgR7Wrr3rGX2hgdx/8KTH5DfSxuPHeG3gD34Q3K73OlYo2sGkZZkLrJ7",
+	"GufrH0c8Bzin1a5lO02+l6DbROFAEoiDEDbwFmnJfeTX9mJbJ0EQf9TizH0COi4h1m0mOceBS2F7mn5s",
+	"cPSvE8TtmwthncCwVGz35OHeTrUQQBUdN5Z7NmMNRkn4XKsp5Arg1kmVlw3kXNDWADPennVKa+gUPcTU",
+	"nrVYXv5G9XuYY2pOkc8vPYxxO8gtLPILhLZV4VV3C3KLh+rxafyQg1zlIGmGo9y2m4XvhOpbQLyN4W4z",
+	"9J+4++Ym86ngb38WVzOtr5+KUt6Ierm9cVFBT7L9UG9ykrF/4CNYKQN5FaDbmX/sHfT0IsJh8B+nel4h",
+	"t8n2fubSQltgC1XQoSHRhi5EAAiWN7W0Syj3pDJmwWtRnzSpcFZbI0SUD0bG2Nzk7ypu3x0eHmLh8FVj",
+	"pBIGu1ALVRinxnt1gucAKYPj7MOPDf34wO3BjSgNsmAS2qT1sFzraymOyXYwjDOcq/dtQxpULSZYhefM",
+	"4UdHD9iYV/IdPPHOnzkkmaFR4yw9GKS9JTNrqwhr/RTemsa0dMvpzo45eUq4UiUwygCVwfbH7979qI0d",
+	"wZLxZ2MUuGArFXiVf7y8PLs4OEbkmhFIAMcdqAJuFZsVUhIZL40GSwuL4v5jdHGTj05NPRlBKGnsS/+g",
+	"oRsYbCMExmfjC5GPngubz0YX0oqx0wrGb+C7MZhmdiaW4G1c2dlv2Dg39eRdLf4b+uzApkq3M7gTe97U",
+	"34uW2+4yr+TfxXLvd3cLZRIDznEbNMzc8s+8q+FC1OjfchcAYpAjE55y66sFL0EyjnI9nzfKpx7OueJT",
+	"KOpq/RZtV0S4T1Ett8ducyPiL01weWXo2R2FWtJCmCykkGZtW2t4UgBzr7WeG98tR9aMF3OppLF4N46R",
+	"nfocOrc4aQ12ms/hRoQyNczxRH5nZ4aOpuSgrRCGLlwhBh1sfVwOuzz6q1mIqtRLUR+yZ8CU/v3izWsG",
+	"DVW8n7oxpHiNAVble3AYmxmvBBv/lutCZB5qMAOgffGicAu39dJpQv8z87jD//P3Mc4YMzNodO9fo9t6",
+	"6QYYvSjGTiGttDIi1KpC23DMuBH/bJzZP6bXjTNmNGEyULsXiB95NJw59mxrm/bQcZV6ag7ZGXd6FcQb",
+	"A4Wa0M7E/0SoG1FqWDMKay8jMgYiIgPp+l+/uEVG/pI5qD+qCu8ICiYhrsx10ZTu3GxTKzhMvBVCYS9/",
+	"bAwzdoOPD9kzns8iPqIAP87dD8/Q4jCao+n3jsWM2g/HAQ6LXtw+hB+M20ZOtEtCTXSdC5MczIZ6XAg1",
+	"Xi2how0a3dIwOGl/l+mURFtn6d9EgqBunI5PXuSilhPLeMVri96saGXjv4zZXHBlmGlAnwlfZUy8z0UF",
+	"oZLoNPFuONbo7tsyLAWo6glz9gmeWz6jIjjGlVbLuW4MhSKjDlfxTBwPHjsqnYkSeDDd7g5rxhEO2Zt2",
+	"RnNeX4vCT6R1Zj1hvJIji7yapgIiMEhcQ7zN8WAwvtHJFsECBInnHnQUmhR9x/EG9U+HhPUoiKl4UnlX",
+	"9HWmFk04CIp2Qu0eviuEkk5qxNuD1B5fZsPGeFzjbQeJbHHjKfauvNQ5L0dubWGweLlY9u5byrlrrn0q",
+	"Wql1BXUDTresJ5xK6dfOye+FZ7iAXWPMpClDkzGDfB7T+E1LLieoCRi2/489+ln8MGtUSeCKVhT/2DuI",
+	"G9yjI5Z+RKZut94GAbmhHCLWVTCx3LAHRw9Ce2oCyaR+1z+LqwudXwvLmgownQ/Zm1DVYyg1vfsuiFnK",
+	"Uij7BOfYnoeetMLve+rqGZzLwCLY/vd+I5SmlVFyNJ6u2ws3VUpaJz/FwXF3YdiSCQ18d8Qo9pGZ7ROq",
+	"sLgBvsUx7gF9l9y/zi7/k831jchW+ncfeEwgmAJ1+CEApVBbixj6CyehaXXSsUbwqXD28P17fw+Qw/nf",
+	"ZVD/kXtFv2s9TIUSNS9xex4c0CVXBFS04I7hj93/UHHEmLonExgt9Bdfn7tdbcu2P37dtuY6oYkFxulF",
+	"+Zgev1xWYnwQdQiDt3iEQA/gRIqIWjkdmIDSdoY1GhPwXZOU3OfoQQB+z1u/FvpI3EelnurGJo6DKzbG",
+	"rseIfjZ29sg/G0eIFa/5XPgmJO1MQi1+IfKSIzGsaMBHEWPzUQsYdOxENAbvQfpx5vhZJUpLVit51vw8",
+	"uWES1INaYMUvhkPaIrnjVJHc6jvB8OIF5hMeHLJzwQukOXyPKDAnaA20yFGzl2NdrKta5EJSiMVTCYpl",
+	"TzKkpnmLQysjjRUqX47Zfru144ubPP7ugAKGBkgCsVQ4dsWj1KAnbAxMeZzFVRBZu2XoAD9m41IqwWv5",
+	"q1M7x1h0iNW09dx0UJjL1gRC0sD252HF7or6XhQgzvEWIl4SmFqQctWBI6F+Nkh5E+izAZfj26NvVvsv",
+	"eDBJbATvLmC7z+7VpcaJW0fcgRBXJo+hO9wENArdGcOxuhXphcLzzPyTQK0hGhIFzwC109kRbogl9sXo",
+	"rrHUhuSmE5amq8BHnTC7CjvdhAvLS+GF6b7/7uImhy/GB0/i7oFzvmSlE6KEU8nmHHam1s10RqwejCzk",
+	"l4fs51qCHPAGr2984aOEyAPFEo6kPZGWXKPeA4GRAYGT/RKOBzWSglvOClmL3Op6ec9AUzhS5aUBQKYF",
+	"HMCkFmJkKqcG1AI0aWIahi1wzjSZv0aTMVbXfCreTZqyHLP9sKPjF8o0k4nMnfpxgQ+NDyIrCzsr4esk",
+	"vrxAkx13zkdiseeLZ6tOLLnJWKGyYBfARcrY+D72cBh7S7pAPw4ECNtrh19CFJg0e4xJgldX2lKEmGrS",
+	"dD85exGBMT/Ze3B4dHh0+ODx3wDGuxKKV3Lvyd437kNMr5+Ba8o3ynRq9v0rra0znyFFqUqGYE/BG2zI",
+	"XegYAxoOke2NKL0ez0kqY3lZtrJoJeR8yN7ECiElLUJYXFojygmy2yC7eVA0r5a9uuYTv4eKYJyABeba",
+	"53DyVsn0xjwwDYnyibtRjONPtaNQ41t/7o9HI/pm5D6RwrjL41flVNOJrhccHBWeevfHz/EzEPDj/xiF",
+	"f47+gh+cC16OXpy5f/wk+ThYR6W8FqBrBcsE84LXxeY3JBM7HUpBzYONJENwFlmJulEWG6Bjo2Ma+5A9",
+	"1zX8yLTLguLckpmZKMsMs01BZdIlEnRVA+QNbyEhwkVCcqTijlJPyaJXeuXCQJaSIT+ks6SR5X3vxxmd",
+	"6sKxFQnRJVVANrRXosNZRge+z9mi1iBrChFEHOxULSqMi2olDHv08G8H7g6ClZGcVUc6re/9347BEbHQ",
+	"rMYgefAqivc8t85kUAKK+Q+hkI20oRfF3pO9sL4T916gS5LvZu/JfyURcbs7G7SP+EDuwVZnVJBNlya+",
+	"3+tEFhyNM98uiByNqXPwnl4OcfwtORi/YFxAGPu9LiBTzU2VmnFE5Z/3/9tgBmE79KbAR3fnfC4HuD7T",
+	"ARa3nqzVcB0pFFGCVPC+9/G0w704wOG4DEQ8UK4AK314dHRny8O4Tno1KYbbqWL8Pdt7hHNJvSLM+f73",
+	"vAgb537yzfafPNf1lSwKofAXf9v+i1OtJqXECM+jBwNeccaXpebFpdYveT0V+Ltvt//urSLIa1FArp0z",
+	"muDHDwfM8lLrV1wtaTugM9O3Q7bwhbLuapWIkx2Hfxz9ussfEIJJdG6+ZU7Y86mBSDjh/62KOJ8EEPsa",
+	"957s/e1ve/6z1tmz92QPHTrtd/hPvMC/Zz3yf9SG+KciCXgN2OIBiK6Hn7OlsK1HOUoWAc3dzMgf0fI0",
+	"UGmcxuDMFl9EByEf+EarpFpxyF7Y1vWw6qdiVyLnjXFC50o7tTzkHXjNPLx/nUH/IGzgNBchNv6xqH71",
+	"VT0MoN0vPKbDL+qaXwpMeQl5tXjZu/fDWFmWYKNZ7Uw44l291/9Or3nOK5vP+P3fZPH7hiuuCgyRi1av",
+	"oV9GlQYBxATKDguMeZ29/oHJOZ86mweasU7kjfDxFLjPHvauaUEwI1ntdVIqjJ3IiRVCsblUjRWG3DLS",
+	"a7XgvvWv9xoeWoEt5koEYApnEs3FP4wxkA7aKahiFHU6pMW/KMDV0z5TgjsDlhhmKMHZappoc/Aa4BuR",
+	"H4CPS/roW1DRHqENhvVhRYYIsJBYVZU8x1z4NSo9xcltU6ESwIkx+jCoQM42ahUgWawJ/lj9CXkRTQNP",
+	"JtWfjewCLsr9CltdJAZG2OvE0EneEB3dHPrYYQif0s7QT3JrBeHR9p+81va5blTxRbEkpOVANnm4K5+Y",
+	"2dyvBUivfvP6Bfofg4mN7CUcahZyCVHAkrPBmEaYtgV9FjOXxUx7+w+cgXEKL/Eod290WTj+4YSj0qzU",
+	"agp4R8HPechOFCMke/cgMvAl5jrjm6NZgjEay3purj1oYOwPi3jCOlWf42Z9OGWjwxuYx+2IfHMdzAAa",
+	"v71KQKs/9Wvpo/vOARzeUp//cugVDmuVYCnw0F3rJ6Ji8KKOvPm4wT9G7tZOmnCryU5FMXILitLAqV87",
+	"eIulmrIxUecZ/brrTKXkBIhrBB+HVh0XRxvGiPxs4wNQkxHeYy3cnParbYpeP+kUwad8UqnQNLGGUvBr",
+	"QKbx2NVKSPRwYZ4+Od4hQT/sotI1s3WbIm+CU1Zap5HgXqxtHwNfl1M0F7wu4tR/ryx1ta57hrSjEV0+",
+	"93OIjwCrhfo1CBuO/QU+9DN6h9MfZ0w3FryNYzdUU4vxwTFqNeBCh4BFZNwEvJwsuOtJJ3v08G9sXHMr",
+	"3hGazzgKsSykKvSCSuGMcUzas4KwaaAizgVVz4aPK13KfJmsYDV86Qy75cEhOynLNiEhSkymBKkbfe30",
+	"szYbOQaiBjmErn5MXsO4GRSqpHQ4JJw3C+UPbu/jOI7wPf4lWxxHXlD6mxJv7ad1CMWh1r7ZdsoSfJp7",
+	"myfmsyrjg1xA7044yNurhQ+GOGccG9W1/FUUX51NdydCW+cSMs6YAonLQc/JlqbSwrLl9JBs2mH1e4Ml",
+	"Koy5JjuBx22SmCK/NpG+SPMGqxgqI2Ofra4gb8tfZuR4xCwN1NAuNPvR2uqNKpcZu+BzcSGt+B8Xtpa5",
+	"9azoSSIJOkpqnOnajpxZWyQzq0kCQipvOv/YjTS+cOJBjNu0Db9AaRLJyYHHkI3gZ4XvpA/DO3HsUfer",
+	"CPBtHJ+AE/2vScDiQnhVYb0g9XTSxRJ3kjxkbSbp6cX5c/oRGO3ESpJ51Otp1IldBoHku4JvzKw+ZD9j",
+	"BCeGaCCxePQgreSEoJXhSypMDn4oYHhoN635ZZpamBBP6jhl1hWEHrdMJM+xPpd7vbUTmJcGZ0/ftVmE",
+	"bN8drf+YFjcm7dBrejjIAd2wdc+Mz5JJ2D8KtvQlep9AgHMrwp2p2vCiX6a7kO1W7DtVBF8LBREj2EGs",
+	"Js5rbczISNvGyfZXkuCfRA+N0dnlrEA5VSE1/iCtRK5kxFOyn1ewZAi8+0Rtr5WhouZOZF3ZgF34SAoG",
+	"jD0gIMUwItVRy7gqyMT31yIjlo4GEB7/p9U8qCjjgoRBX1CKqHwBaJRCkeYhIccT1T9IwzLYyhYpHOZ6",
+	"IeyoryDkcp1/9LFJx/dp1IPDToRyzW/2Zes5f+oY2ZvKSadV8/TT2PiY6tivqJxHxeNexwo6tYoS/cHI",
+	"dTeflAfKXobrSnnc0CpmoetrNJVIrHayKiI3WSs6DGbRqsJX/F9p62kAK8IQ7WtNEneMdcwcDZO3mgmF",
+	"9Dp1KtSjo7+xcU6q9DjJPd1GfWZrJ+Y4ZMKkWU4wOb9kY+Vz2Q3PvA+ELvSdUV7aFsDi556Am21qFVWm",
+	"X4mZXJ1dUPVQLl5LureSnGzcdp5xd0FMJgLrztdg9Vph4mvil22SGCrErRO7xAxP1MfIb6NZIXIJOY0y",
+	"n2G1rPvUzPQCfw8rkYaaF4KKGZVzUKbqDWREwaPg9UpHuNAXAZkhH1PcR6/p84qsnUYgPKx9/4SE9rno",
+	"5insypXouZ6dDblrItoaRcI09XUtyUO5QNg19qZ3pBPMHWxp/DJlJvs0jNg8duKnO5ATcAb8nk8YIJAr",
+	"S65BX05hQrZ0raHYhmo1PDC7rqRPBQeP5ywuD5YR48fcdbYPthXNItRpOYsCLBXlBJ0owgj7BByiG5u1",
+	"Ds0QeabKDiBM8qcdRI72B2xMA72jn4wP2Ut5LYI4dxs26spirA3wBRZxamGL6kSj3jN3VnbcG127CHz+",
+	"CzIg6Pz6BHqcCLCDIZG4y7FmdltD4l+Sz/WH5oBMO7ylZRrY5wy5RswZPrr+7qvIe5WLl5CO1hab67KA",
+	"lkWyNhYTuIlmqZjIQ9fOZF2MKl4TjrLjXlVJBX+II9vmVFt5g1nuQOLHHk3DaRRXUhHjPHn99JBdBHg5",
+	"g/oGZC8jyNwThvhyPs8Zi/56YEqhNZFu/QcSS0qovCsVZnEbcep3ay2knron7SP3zzjYmoOeA9SPAc/S",
+	"ZP4uluCgHv6LCBNw6E9edSAah//utS7ETj946vFEd/1Ji3Y6/Jc/AVje8OdPqmqHp7HmZOcf7LSCZ4SM",
+	"usMaAl7tbr8hrNxdjj5GwRz+ux89NOpOPzmzv+7wgxddcNNd7ppx2goi7OywgblteLnrry4C1Obw3/xA",
+	"wLbPgYXuNkXiwjBN//uPmqGDbwZYq4RuEwNbefnzpYdaP5dR5fbQdxRpZZRXHcJH6+rD0bdp9SFs+I0U",
+	"CwD52ljU1uKaxxmp3lSC0u/QuHd8yE7j2s8uNDjI6KqUlunJJGNC5fUSatbXqlCvxTLqMBgENxsDBur4",
+	"/phX1fj+GPF4xgHmv1EQJvEYjDTYPrrucI7v8DfvgifvgPJ2Pcqxh+NDsIMx79IOYHGMCSZrDEXl+AO3",
+	"nA5eNYWFAob4GPHXTIAHDtYZx298Qz5fDQ+GnGPMAhuTrmSGwOl4LveRskLid2wJ3lD6mXvyniGo4Cz0",
+	"GIQbYfFMzULafIYAap8wYOPlQW+GMB7aXZQMfU39+AJSP7CuiHc55x0xTsTp2ksZW/e5McKOAGJvIur7",
+	"4r1H5E6aYM/eY80Q+UboFrZGVGC9AEKGhcyCEPwmom6xTPYxNR4w8g7DRLuTGWd+CPbgoGtwOdZMeN7w",
+	"2hXLSmnLcCWiOGZ1o7DyA902AcECMfXWeRUu0isjbkoftWCIXnRJq35KW9RH+mt7+adw1eKZ4E0z8VW7",
+	"W+ViAIXIuaeQtB7yM8jRqhZuxDGUslMjWMTqOAiAA23aQye5hHI3uWUL3ZRFVFmVMcJuzZi5llXlS2ow",
+	"rQI9rIvZ8pCtzAFA0DtQKaA5EKYHL8uRrkdhVgp9u269PEcQPt7+kHBjloySW5gksIfVimo2xp1q0z7C",
+	"sU2RAN3rDhkghBN+aehzgZoEdB0Luk5BPXKvlgzUqvu8qu77lrCN8rmSALmKuhvuEURyCfkE0moW0PGj",
+	"Ow+fdQKtoeVcHLLXrYZgWMnbXKcKtalR5CyqtC43q2Bg04iEC/fFPM1sPk7SrNN64YVb1KN1hh3hNOG5",
+	"Ek79J1eJ/Pw3JtGWXLF9uv8Hjkha4Cm89V+1pT+ytnSGJ8uwCMIRtrNsiDN/fJ0JpdAwP7UXWVKBlejs",
+	"oxYlSNZRm6NGWbPR1/sDvvYLcvh6Fw96fT+BgwZeOMRLg7v+1UezwUfTvaCf2EdDjaykNUAWKx6RrgsE",
+	"no09IJu9C3BHPoWLodPKsEcSwdzvwSKzNhs+eu6zyFDcok1T/upZ+JfzLHTo/ZNJyfu/+QZ3vyM/KEWq",
+	"I8BT+Ny0nT09/J9q3cjHbWNGlmAQStt30LdmHLtIff8cUt7JVWFbcK25Bv2WSitKiNdGaZs4YbYfOsYq",
+	"xDMErRKRDRF96Ql5f6+0na1zKFzfCofaTY6vyNyPK2+HJG+2jII6mHzxjGJX7IM/TAYoXq+2o9jHpPVs",
+	"r2o2FE3zIPN89U303KAOa13KWe8efEeUc/faQX+j4x4Kok0Ifei+PGWAHE6+nei/GH3/qRQBvJ2fQRFY",
+	"d5gNTPECPGKppgiF0rrb9tHSR/dnIU2ub0QtioNuSljalqZY6J82fWo1K+MLyaqgO/I1u2KI5b7BC/3R",
+	"oyGhh8/ICF7ngI3Er2QJiaY9VH2BEQ2s4g0DMCPmXFmZMxzJI4GDR2/a1L6g1fe2ptZqXdDA82g0GITQ",
+	"UekpUUTwhXEN1kwrYWy5ZOMAeP0E4yTjdOGGzyqg113A207btX98Mup/d2+Jh3/iTxEi9G3A/YWhC6Er",
+	"amFUCyYKaaEH58emkt9CitFAq9dYDfG8OHdpUgvqZ7Qa74oNXI8JfN4oJdU0YxfUNzFjb1QpFajgUO1N",
+	"Mcf1QJ23o2scYnyMpY3SC1L2whrf5QRgNyEvppP+Y7DtdS14AQjsvgwf6re3mMO31edfFJ/fBo4Tcb5a",
+	"wV+IFfxRk2iyzZWPWoluSp2j3wJzdakVE7Q/p3YUvLF65EQiNZEooIxATyYI8dn2sHeUixkvm+TTl0pK",
+	"w9LZ/uUo53MRwrngxUcigxDgabYA503ljVDk4dju9mEXZAC4n1JmV5yLC8U12LsF6AJLZ6K8r4xxIJNE",
+	"dwrojkDdeuahFxQQZ/cpKqt0jx2yn0PbQk/OdaMMliNXZHdlIXN0VULDa8aUYzv24J2EjLeflLoHT1bE",
+	"7mZX2AeT+kf2f/0RXF/bvF7/qnzpa8RskKPsU+fiRlbDfbLrRX+i4SW/7pQ7QIOnySbnAOT/75j3nzI1",
+	"fLk31R5stCmUtu9oOgnLmkp9xB9bffFn9ZVhfHYTwF8oxlddip+YfivemA3Ee8ah+Zkjuzm3MmfeBnjC",
+	"lMZOZgAVlM+Em1kRN+UT7y2V4ED2r62Xh9AMFfQOT6Nk+6PKRCrGccQtYtc6dL50o+J7r0Su58IwmGPC",
+	"3IDP/yUMDspm7thgFa36KwV/ptxO6PPSOZNPTbr2137CfeUsiYz9Cm3roQmKrjyc2FzUPAKud+MdE2go",
+	"1shBR32kZO/wA/KDlHPjJPghO7+8OGsjYAEr829sXNlfQZwGdWl8zN68/unFczA2fvj+4XcPvnvQ/9O4",
+	"t2PLTmTNCqhah07NU+ry2vrZkzDPCHHmg1D21y/QFmknRw16t9gjZ5f/6Y/ps5gi7UR9J+Fe3kWXKW6j",
+	"/JVd/akslAuA+ovv7IexSOQA5pCwCwexyDbwJ4UZBAgH041+RPl1wHywa6ooQuDAa9J/BH7Y+l8dFcfb",
+	"8mVrR6uz3cQao+e+MpvP6tddPY5PGcxcI/ztOHYn5rpD6d7gWOMGfMql+kPQu29q9C9M8y1621fq/3Ko",
+	"H7Ha7pYB3Er2G2GtVNNhch/fcG+F5JcBdW3OVcNLckwS3sYfT+5f+C354uk/zHSDvPcH/JXaP7usN+3F",
+	"+ugB3AthW129Q5DY1sAJb09gxDjQ41hoht0JoTT87PI/ERa10zD2nvHVukhcbUNh9JzMuIEuYH8Ayu9E",
+	"Ou+S+D+mI8RPcoAnpD3zzpF9Ls/IV4711RWyuWfWR2CUQ93FEDTZ0BoLezxgMqTVo6opS5/kxfaphzO3",
+	"VswrArOPQjFWzsVBxmphmjmFi0asky5G0do4T0XphQf4TiG1HbLz1WitY+s+XLYfQrf0ybs2ijzGDleF",
+	"NBhDbp/1H40PohT+dbvJ1ss/RuAIkmiHpX56eGvc6+BD/qo3fSaG4OgNO6IRkSFAuCMnpRefnjk0tRo5",
+	"ukdq2hASbmwqExwy36Sixlh94ENRNxl3F2npgOaPsd8YM3JIBji0o6U8D88a1p9PsIgk2Te18jBnmiqw",
+	"/tiR4wy4LC3/K7F/PiPJXa0oraFLJndZEjWY4rFOYlTqDe6R6Cbdo27EIOtLqcSTUAGF9E1IZVlUAZn1",
+	"ZpRHT/dllmdrpRtROYe4cbufMSUWoZAyIJsBeBHimWGh5Rj745R6yvSEcV8B0ZbgWL40oShkI7jROW7b",
+	"S/1hRlT2OQs42zX8XapiZ9zrl3r6vNbz3X5xqXd7/o07w0/CQdvdGFIAGpENE8rW/4qe5s9aNMojhhPV",
+	"cn3S6JFRvDIzbYf5jSN8ZvpdMPGyUE6KmjfCNvusN/Q9ldw6FibnfCruGWCvyOnkrwKxMgkgEG0avVDO",
+	"IkZ8WWxCxmvHOamVMMNewlbm18Ky/cdHBBdpDtiVO2EUPdJ04cdzZNfQMP+q1gvoQsQVNBeDWcL0QtUC",
+	"dfhryxI2OZ0vwm6uMczupr6AwSay7YkS8lSzPQktWrid7WV7is9Fe6ovijV3T9xJZ87fvxRqamd7Tx48",
+	"/C7bm0sV/p2t9dn5FDZb2I++9kT+GjmZ6E7+8Cu72NQWjSdI8AO9K0iq5rAq+XIHfnEfOxFtSMujZHgi",
+	"z36KJAVxjMi4umZjT/njQK0IbDtxX1pbXiCZj9n+g6PR46OjzCP5ssdHB21bs7fnLz11xZynZSUSinnR",
+	"h94yA/ga4O+UtmymSxxthQuAmkVrw+7pWpXLzuruGXyhoQqnckm5NNzSwrbg5nnyOcGt/qPwlLv3mHc3",
+	"You3HLcW9ryUEwHYwZ/US75ybH2Avnh3vK/q7fnLr2A+f2S39w81V5Y0E1RMQq+2L4ltx3kCyYDjJWh7",
+	"lailLmTeTpdp5Zizd98ZikvKGoJ09Q0vgR1/8/io1cMSNZv3epVDbMA4rfkV1mxfi+XEsTtmZ7Vuptjf",
+	"Ze7OmhpCI2ggt+0E3MTaklRi+v9+9uyHdUZ7wW9W2Wx/yPBPx2gHBiZ9McwgELlPz4C3BSkNd2TqF/GV",
+	"/f6xE7Btks2G4/3ETseW4/5mSm1/H2RfO1bleYr7FdsfIxMbI4+ca2NZLXLoF+FUy4ND9sJSzYFJqKlM",
+	"1xlkTQgOrbydtgvKNmofY3QShr0iiTUFUYa6aqvOPmHcK+lBd8FWXq3VLImh81iJ908baHZlLc9n0CUl",
+	"qmONrG0caBkN/+jo0RCj+4/AtrO13iQAYgtrPmb+sJ1oXD1urUTPPN1F2ThFoZq5u/Y4urv0W6d1snYn",
+	"vKkz6dwJd7kYgDT4PV13lsCU/9lg1RjNGUfb27SR2+eIuUSr14rth2Zw3bkcB2P0nvFGAvaZNy2M8UHf",
+	"jP117syZzM69J4BTFuZ8pXUpuBrkY4Gjv//flZh25Rt2Y3KDScWx4G61T3JKpAEHgTG/+mrvSrHvkyyw",
+	"zZ9Ui7d8U5+jExIDlGTyJISkMA4V4Mi6cSjMZKFeRT2dBH0bQUdsFCwOZUGxRu4Ia4qsHebClWMMqlw+",
+	"IYyYruLPFjOhaABe1/JGmEN2LirBoRBaWrYg84HbuKthoyZSSepk3oogAA8PKTV+np30mDYRERqe9wXd",
+	"E0F0hI9ZS65JGBZuA7+m1HyNsn9UbReOITQC/UyICsbqqp8dXbR12F6B7DKkC8yryZLl/mzfaBDsIUMv",
+	"SpdRGhfvGMCUS3WQBc7l2YR7xCmRhTQVt84GYLljR2XM6nQ1gNMdsjcQ13Kqr2M1XeWRlZo6uREQZIIh",
+	"6OqPwg90tZkdwJb9q1L/5yNmXa00Sa4+KeQCtjm+P9dKWl1TStz2YHBT107fnjkrxU1aqKkT6ggVDHSC",
+	"TUmVLgQWK4C852wmjdX1ki2kKvTCETRA02XkMfJf8xtRc2ggqKxmV41T3c0he07j53ou2KTWczYTvLZX",
+	"grdtULFyCt8802UB3b7mYq7rJYZ+VZhWV38AdIhlaFlKqHbUqqQWSGDAwXQt0lYp7uardjN3JnocgZJn",
+	"VuDYwUTyPGhlI0njUXoBdtlcqsYKc8zkVMEyYPvpNyhB/NYfsiNqkg39XeiZPluIvn6F43csomC2SGW/",
+	"ebiXObNOzp39+eDo6LsjsI/x30fBooEiD1GnbLxz4cyd3HZWazX4h935bZnha12IF0Wfmfn4mwFWJu5T",
+	"cr+3vBx+md6cglsBDXD3BszgmSrS7z8OYU+1dTLPVHEHU/keaJAtZGFn7oaRn7+dSD7TRigP7k3XcuZM",
+	"dIvejAcPjwIlb54xvotCvQPv2HePHx3Fd+xB4o59VDm6RvsJOXpKfNPzSejj6Qnuq0i9M5vdd+9vxRpa",
+	"erTXsTzFJ1Pi9Ju0OHW8J5VitSZJ75OUvHuJmgWnacStt0sjun0fIpS+NAr6SjV3STW0t+vU84kIptQ5",
+	"L0eUD7mVbDgr5XRmWS0ImLvNKJtEDSag3CJWCqta58KYJ2yqa91YqYTJnB5ZQWmXLNwWeH3x9OwtZvBU",
+	"AJ9cCpMktZdu4pRi+zGbT8TvCbGPLfl1f4p2E+76QnDCnfA94884bMLHvMDGctsMTKJ1K1GmMcyKeu40",
+	"9UK8Fz7nX4Nj8ka61wZXA9EiiAQQAHMxv/Jdi8Et10wmzlZCZULw0s4YN8wId2OdiRT25ZC9gYura8Oc",
+	"jSktID5Tz2bMTfO5GND83VA+HXdqpn9xyaeGXYmZVMUmsXOBu/JlyxqaZJ8DlPYeD/irqLlTWm23tyUK",
+	"4+/MndMqalP34dst/c6ITn3XI9LD4JcZGJ+VE40QuHDKWrqO5hn86jW87iNe4/Y1fVUd7h7HSzj80/Tl",
+	"ilcdXSn8OHWjHt36Rt3/TYG34Xf35ZD7FS5McCnjcPcMK7WuoMrU6ywnZy8QaRh8VlOnnTRGmG337sTN",
+	"ZEtahHuOyWJtDv5eJzIOlHerDE+L+JTFB531b6KJ9gS+8vU7LWxSMeEhyIy/xp+MCgeCYVbagzUgO/eN",
+	"REzWEpwPDrlLbEJ5wUzrayDd7nKT+lB7JTcD0/15SHMI5N2/NMjdZ6slou6sCSpNI9h9XDK9EbXZ1H82",
+	"plCaLkRvQQbSj5EKvXDkUlFHTs92qpI7utlCmT/RTP7EROm3oIce/XZ/pcW7TC1bJcObcA8/EgUuxJWT",
+	"XSOprvT7AYoqCrpWROIwhlXaWBHq9zrE1oUryJjg+YyFvMymoqyLf79485pxAzmu8kYUh+wZuDfcG5k0",
+	"7FpUkDfsLK4xvvaQZn/4j+bo6Jv8R62vX/O5gH+JMaIlsH2kTFsv7xlHq5RPi1/K4oBkuDSslAZyzcxM",
+	"L9xD2oiAuIAJKDAMlBobN5VSq6n733Y83dgr/f6eW4WjRakV1aBIjEcre8xKMeX5khnFr8W7nBvcVOjH",
+	"byjYXM95KSHxZazVO9ygd4gdUYxDB5DxG3UBX53SNwebbICfca9ewEF/kr7aq3AC5bLVk9AHxeeC7QsJ",
+	"KTUTXc97M25ndLS94dtHAyKW0Qzoul5RkWact9g3BXjmAh7pDyN/Jn4dn+0gOAeiMdyNr9280xzZbWej",
+	"CrwdI2LMsGMxPwYGsQM/Nktjxfyw1NMUV4bR7iMbGcCO8Xmvf+DPuvzWs1FjuSp4XXjGZ9iiltYK5Xk2",
+	"/tint0D+LHqgbc2V8YW0vsFjC2bjS6ghUU/arGXtQt2IUleCifc8t+WSAYKoe3UhHA+tgcHhTSZtY5yx",
+	"MUzwRRH+dHTv/qFziEcVJ/atzd0HGOVxf6FS5f4quOXjg0N2Vjs+CMjlekIfA7+JEngKWpTj++4pkFo8",
+	"t+wE2LATA7Di8X+dP3t6cnr57Okv4wwWofwKnDHCnobVEDQKZRTPNVR+TqyoV52IrXjYx0W+gd0/9x+H",
+	"xePnr/j7Zzh0L49vH/4EzP1jcjRcBKxnCCuja4uE8JWT9XVtmnZLZ2NtZRAze3h7Zkbh2/tSTXQvS/Oo",
+	"FshfPNwQ8pmfxdWFzq+FfYLtXbmdZcw0V22f17kwBpa4rIRT1tzeqVww1cyvMOCL+bymmbvBS0DgUgVb",
+	"QMUVbsaEz2Xp+57kHLOpo+q5hSxLZoRTWJwCC48vmRKiMARq5veF+MxM1OIgaWf6gK1bXVjcC7c9H5Gu",
+	"+l/aY+H57WXRVx8QLfjseCkbLlZY6yBaeJCmBbfeTfd/0e96fFtNa14IwgdopwWileqCughyZNYkxP+B",
+	"k1BgTFnx3jIomzdsfxyf/yukl/FBxiaAg+Z1Ybz5ULzTrs0gwAmizWEZvjRsPBNlqcfHaM+htBrT1x5Q",
+	"ha+SIq5oWjsD62oZOj3rxrIprwwl44/zpja6Hh+y/5+9t29u48byRr8KSrW3LD3VenHsZDdSbd1S7CR2",
+	"rZNoJWdy685kTbAbJDFqAr0AWjTHle/+FM45QKPJbpKyRUm2+cdMLKm78f7Def2dc7g8OYTiKyVyl7GK",
+	"2xghZbVpWF1i56J06+9u+hQ5tp1UtWAGwkTwYpauEVhA6ImYcYYxstDjEGwJjnPQ+3y3Al05vow8BFao",
+	"wrKBEXauvJQSLMR5KT3KGMGLdoAXLmsKzucXr9lQjND7X849DmmVJk1RLZbz2k08OOWREx14VQU3fqL1",
+	"tQCShhBmoEvfRwSoXOtrKTKWT0R+7dceW0N9HLbiKXt+8rRJxSXSnQYOM/b85FmYIMG0kWOp0PQWuHOI",
+	"kyDkaICihZPkXz5pXl54MD0A1Js4DlxyKLZfeoWxi/39t0qoTrBbZ817sbyhwsUStxSQyTDBTSnRU+03",
+	"Jcpxlz/+7fXV699+PXr968sf/7+jqx//258vp+O909p1fWomDnGVnltx59Fu73Tvf/5+cvj9nx+eZk+/",
+	"/+sf/zjq/enf9tYrpU8R1BcCnoFoHqg6gysESyY2K0Rb0gvZXQgT8Geky1LPdgJazyXl9+yqC+pO7yXU",
+	"Z/EobuKcTq0jlu0Hk5+tK2FuwEw1nCfeaHsQEVUaoF3K53kpKJgjY2jDB0omzYtudeaXxtjyaEOGkj6u",
+	"ciy3Zm9nLb9L33JrarcRJdQ6KccfWibAv46NGAnjhZv+Q/RC115Am3kZAh4nEa9FXbQPwaSpd9lm7PLt",
+	"BZwUVgpuQalBMTBjVcnnwtgMDTO5LvxtL6YVUDocYL4FB1+Cpug+4LT8Z12MBYhSThoxxZhp0xWv9LNI",
+	"z99lM8o19+cv6aBk0eMAW7SjfrwfLPuk7KmGAgQt/6KAQK5rCmPsupstn1YlmkA6mR+enmSrk57WpDzd",
+	"E1olK9pfX46e2AHWXQJWM6/LMPAQ+OWRoD9p+w9/iwcW3n2sFQc7/YAqSUVgi4gy03VZsEJTnvRMWkF/",
+	"th2UbcQj4Dt/ihH1Dem5EUmOdhN9I4w/s7kXjpJSCVp1JXsmWg1G/jfamCLHvVc5/JtMKKObHPIj9kOp",
+	"82sv+CZLhq2RytIMOTBGEA/7SJscOmeF66y2II1IDuNnDapbYp5bmqQV1HMXtD+1oUVJHBBGcHvfZbFa",
+	"vfb9WZ1EXzXdb++rHZ/GV0VZt7SN7/526Mj29384Dpi7RhNsyaftChTxwAUP2hNLdsWeqGQI+gvNPlQs",
+	"QhxLCEdox/B3CYDq03PIu5teiBntalvEyKw77QF4Q6WNOS09km9IxFhmkmsKBr2M9Cp72R4xTO1le1d1",
+	"ngtRwG9/goJqe9neWzkVxW+128v2XtA1vxEZXff0+dd6DWr4MJzwT44eiS3nwM3dRJAkjqJ9r0KcyqI3",
+	"mIWuTFH8MO+NI/nu5KO7pA2bcFX4f9UumPW7Ux/7egh5l/7rt2O427CD3Pk+Br+4xOIPfV0ZGT29A7aC",
+	"ntULEuKaTji9tS5QNAJYmye6Nv1HUKpcvPJPbEqA8O//8fy2HBsvuBWHEtKvpJM3An1I1EdZZJRt7j+U",
+	"Bbu9l6tR0vLLKvzl1jeGazGfafN4oqeSe2iTWIOweDsr9godtyUnJGIL5l19skrbElkwQXwDE3ZbePkI",
+	"pFwIquqUaiAZ+3GJNo/7dt8d7c/raKOkk5yKJ/Z+j7vfqGuN7cvn3UH0AugjzIpS5HDYcdezkMxFdoOi",
+	"jmmAHXbxZFddQV/WWG92isZO0dgpGjtFY6do7BSN1r3Rl+UKV9hOCOkpHu5n534ljg/0r9fF+qodgYgy",
+	"5og3lDyNqBG37SrZ4iPKVwQe3u7yFWEQjzbvNB1879nYUQ3ffS2DdMPe42E6Ruduv/MZhTXLeMO4AIG4",
+	"HINEhZc7jti5ouzvUAw/1NPHPCOnS5ACwMvsLxieXys9K0UxRudtcEEbcNIlLuUzdG3L5suUfhmiVGtV",
+	"UBmWhaKN0O/P4yzfved2afRrioYFD+1fDwwtpBnsihl8lc5X3LV3DYbr/K0tOCyE47L8BBFDqqp2mdfE",
+	"qtol7IAkeiB6rZM7XmIvvmbpg6ZgtQyCGaD+wZ00sjVppJnkLcklRIGBabkrjl7I2CHbWUjjxawbSHlp",
+	"DHoxkcefSRBNMiTfxOqTK2hnXmA3busyeOuh15G1bgPXAT7/Syte7B4YCnB0L3Vee7mr/3glU7u7hO/x",
+	"LPq3NpgBv2VkLn5XMfeth8uz66xsgcVm+Rwf+506XxHUaqSjYNRwKLEgGeoRQ55fW1ZXwWcgMuBJoOLw",
+	"mL0n8bEMlJFksEZ4cQh0Bsw2djrEvfrn66pJeYtveGXDUjpYGxjO/TgeCTTcvaKQDgxGuq66MK1VjOB9",
+	"iNjOpU5j2clV9dLG4gzqrsaVT1g7gy4bC9h5YY5MoDMeyrO2WQc1ZdKx/UEitGCFPVEMMsiUHSssSceG",
+	"c7iHBolrYnCww9UvXbm5KzAHrNwinPdpSG1Ar0quVlSWA7IuMNZ4oJZq3MJ2ykjAo0guXs4KORoF3cWD",
+	"PJFBCCCiSsaL7A4csJwbd+aPK6TDNvQ5y8B9UXL1VeC2H+imsA3p99OKG/FwkO372xuHX/KdwLkDxg2B",
+	"MUTrN3yNbaUQ4ea+ANLw2cdqrwB+iyqsl2rFe7dCV73ksy9VXY1NybwZZrjxesDDz+IOPL4wbRVW9VOO",
+	"MHFj4UePDJ/F45ztVXW/agoer6oUrqtDvbqqLgumVVRXg64KlQNAHdVlST9+pBb6GA793Qs0q877Jopp",
+	"FB93SulOKd3JXg+tlG4RtdcKYWs01Reo/6wB+CSZkgjCtBK3VTy/PqjeQBeF2d3poTss/Hr00AcAQyMO",
+	"g9Fnc6U0mol0rEdI5NJTbd0pUoZlaT2ekjuh8nmUvF69fXtBwQ8rfaxGXIXefbGe1mSMa8xyO6T5EpRW",
+	"0yzoXblYezTUv/FSFnzRf5q1NdEOmQbM68GN2uI6RaVjv03B6lXXw5bmij+g6JR+HZy9HSTLv1e+m4/q",
+	"0G/PFt8MD4e9c6XutNadpPa4QPtFqJWxLdxeI5hR/euNilJTB0PJ7A73QAxuw3QyZIOD8h8rhK8L6sIX",
+	"KnfR8ID9eAWlvn9mBxsPXWq6vcW3HJhGrRxjfFi/gejVYjjZoReE4LC1pZ6Glp0CE9j+RDuKPztAtn6q",
+	"bSPtQlTtWZKly7COGFyoknJqAhOdvzWBa7+LYv0SWnosx3pbkhWN7BxmcqNEFiy5r2dYGc5pmMXtZrd0",
+	"dHW1KIUb40nIedrJVDuZ6jOVqRCFtoLnm0lTxwS/K6LTnKaqJvBgl3x1L3ANre/weofXO7ze4fXD4TUK",
+	"qw8I2Gvhugek2T6PqeX0F2lZKUYuFrW8D7n7agfjOxjfwfgOxh8Sxq8eHsR1tU7kXu4eAnAoWqUNK7TA",
+	"kxaMKNKxWjlZEnkI/LKpCHEP4K6rHbbvsH2H7Ttsfzhs19W9Qrtx1TFWONuAxXmhJlpSUWiirXsSfFIT",
+	"XRYW2ClFWUDpTuXKebbA+VpIg6U7u8mcL111oY17g33bhOaVOpXynIqPoDn1YHIjwBkPXyz2sj3xvgK3",
+	"/MbEpdSXQFvaGmtXf+IDnV2i6qf+b0L19eJz9+KlC76qniNO7Q5SP0N0AxLrBRC5I26ZrEcaPbfXvTg1",
+	"0oZx7IsewbXt+2YoUICDEDoyQoTqz+h9JxruqQYCu/2hX0EinEC8gBjnicivD+DXWN8sIep1M5kLNpvI",
+	"kjZzhyz6Akhj0yPxRQmj6cDWSKEwQ2zGlcN5ur8QqbSTq+VP6ONO6txJnZ8rLsMZ4ypi89a49xpx8/gD",
+	"/BfrYMI/+00Kl4LkKR6Omt/tANxDgeo+4LTTBBdoMugKmwDEWQmr67j24BM9THs0pC0XgPwMkD3MdD+2",
+	"/zGZk50n3JvbNSpsjubxHt/B+g7WP/P4jEVgxz29VXiHXKHjD/4/t4F2R3a8myDyaUXCecY0PM3Lcs60",
+	"166DbTfwv43ljVCrDApt4F+H+VGkK6D9Hqyne7If6PsLNnz37bfPvk0qNjzdpGID2BVMWNIwSV+igWF3",
+	"K+1upd2t9KXfSlGWxgSHraodznBlc10Ic+jEtCq5W2/vjq+w/dFoWonxAYvvZoyKQB/OZOGvKgE2beK3",
+	"axWD9+dN4yC1ahfg7zZ8v40Nv41d3cT8HTsHdq2kzhnVrt/HdDPfF/8AspOnT/SWsVosbv84OMOX52mV",
+	"1TjOzq62z6oCg82md8nm26aBFi2dXrXvaPzM/5r+HfRvyFD1OzNUq4Jf2FxXIqkfgifx+cn3fbbV5e2z",
+	"tx3Z44rfiJ8AQEJDayyeYcD3a+3smI+1/XvkV/7uBl9VcwNOQfexu9d7+PhD+OevfCr+QoQohRPLWPES",
+	"ft+DFQEfUBkEPFg++/iFzrO/8ob1XQsNpOezQy9MR/OphsDdNX8LXMJdU3w++PS5lAbBQ7NlqOhhvLgU",
+	"VcnzfvkAlNlEGPBnMRIrDHUxZ9PaOsbHRog+morPAw7+3IknX5Z4ctvj/1WJJ3Tu71c+WWcTwMvUP3ka",
+	"mHZihWXL9skmwKZiOhTGHkQcamJPLDO1YsN5YrGzWaQclCYEyA3nbCK4cUPBXSSKkYbdCGO7i6P7Hv4K",
+	"Y9hyna5VWjbO7lejLiua77AZaQPcTXkse2xFOTqO26Dfh/KWXwcHSmfx7ycWQ5eAwcBfpY5plSMrFATD",
+	"w8tT5jQyGUMVhtbezphU1gle+EtvxrHMw4iC6qGwZyWM1IXMm227vEXfGjkeC3MlytGrOKot79bY0CWE",
+	"hvdt3Nhr5vi1UF/FFvbbBhWIsEniJCg9u4Nt3Yeyxx8UeIn+iqUY+/f2f9eiFovpHhS5txzSR1kimAci",
+	"bVob8QxR1m/eK5FrVVDaID0tCjwTyRtMKAxjbmeOWKh6KwsxrTRyIF6LOZvCGeTMCGekKKjqu/+xNorq",
+	"nBjr0kqNXVapW9St/SWOvkfyxEl+lFVqF8e6RuRMJu3+JM6vuCL2znK2keVs29Vqjci1KaQaH/Pa6UP8",
+	"8djU6tBDVT9m/hLlAQ9YwdHmBWhEKRRjR2LGLCLhaWDHiC3SM0LxIZRlnnClRIkQOvC9uYQnB01RcN4y",
+	"MmXMIvNG7fSUO5kzK2C8kBNBn7P4ttKQWyYM4/YaoF26DNPOuGWC55OGkck3itF9WHKKqxA0Qt+HSGHL",
+	"9vnIS+INLy/lGB4csQF3AzQKDAXjQwsU3ya4yTmbSlWjNVHp2SlekCR2k3M9maaq5AqKK4kbXtawLXyn",
+	"UIRyctphc7is1XmcwN/8Qq4LR5GNsQEWdP/ypxfs2bNn34dyWv/SShyc+f5iSACOqs/OB0JXR5hKwZ04",
+	"9H3eu18LXzMbF9zafjntjwl3zSQUsti58np051qBrzlBDZyztlgXd3EXVn3XjVXxnTWANZLlCm36N+UX",
+	"cQy7Gt8RBRDV2ozpshDWEZiAzHTEBnB2/TkYAC4MhCrwJytKkbtYR86yGVi+8W3p58iKnLLXMLFjf6jd",
+	"hHWdoDNEQTYUI22El/4OjtgrborDYFnGJrgRrJTWgchYzgkU/d+Ae/A/0VxaDI7YT/F5TALhRWGEtaLw",
+	"+r0X1k7xvdfFIEirRoyEESoXPVlxYYbh07fOCblAU+tGz13Jf230bOzSQijXLd7cPGgsvvICr5BbvnVe",
+	"Vbd6/soZwae3bOSnsBP2elw4yzuVrl9NqYu/v33BihXZi3hmXqIlrAfJ9zZ1KGFvIoXocI59oHtzovU1",
+	"29fqHbb5blo973UgWV2bXLzS+rrPe/Td89v1SqpCvBcF9mjG52zf9yfzveWy35MFr11Bb/p68uybj4lx",
+	"TDYGAdKtdsaPCFtbzqNM92GfsS5FYJjq3V26ws7XvqPu7gpdsvstXKDHjSO8W9J/bYwA2XRYilNmxFTf",
+	"kOQP7z9hw7kThCtCmpaIbtl+QgQvDVmj0Wp9LURFsjccJiaUM3NkgH8Z/Kx6OrQOap5ZDSGhIUtHFayU",
+	"6tqCEsBm2lx7Wdn/moey3GR2IRUAnHXQVX9ZjrUSR+wcqeutk2XJhsJ/gSrvMIkhruTyww7OhWP7Srt3",
+	"I6/GHpwtKCTYTs6Vf9EL/vYaY2lvBNIp090OszdnM2EE24cZeVc3oYwHfREFS/fyNswmaVPQzgYFd2zG",
+	"nh4+PTlhhbROqtwxWdgMV5bIBUCOgTnQs3tmoW/G8gN3+aRf9v8NVbi6BEszFYaXitE0M388zQ7DujEs",
+	"kWG3BmWEVKvAjE5+P5r9YKAsgtUjtyByD3l+HREBBSeECzink1RGb444tYfJ2SMuS4uieuzXO/+5d4A2",
+	"nZSd2tzPuV46BbtTvTvVG3jI8SJdPi73qeMfJ82vYFaXhaAr9hQvWLh5WVXyeawzg1IIyRAgOfBiKqE+",
+	"AzwojM3YsE6lBev4fEGuGCKIgEOzBRu8NIIX8/Z82TrPscb8mEvlhYYWmGglbo0cV3rk7lEo2IHHDjxu",
+	"Dx5XzSF4GJGgKrmKMcC9hsJzxcR7Pq1KLMzI9mdCXBd8btnJf5yenBw+9f/vF/33ty8OmNNkweNMiRke",
+	"XqOnnSVRyOBcctUK/9/qpl5Vd/KLjVr7bEqTnC+4dbqizban74MjaUV1oLbDaTiHoNczDH0dydJ5VXo4",
+	"Z5zl3IpDqaxQVqJjrB6ihWuVRfkCml/jiLrgyJTkqE7qEwvt91nhFEa8Po4w8maYq+LXYHZ3R/ARGNvi",
+	"Xr/r09dLFMb83VLOmd8x/qP+WuGKvT7/9Rw8ueAjOk296fhtMpMRg1h0bSO/VzgqDCzq6EwPUaH+oxka",
+	"sbiDr2dsxMsSKAw5s6V2bH/Gy/IwL3V+Dc9bsLUhGVltLFAtMp4bbS0r+LyU44k7tPwGQgCh5JkFU1hw",
+	"4HuxG8pYO4sNoJsezWtREKhVKaxXxKfCX6KitMFght75Xr6y5prbXrB608gaWZcgqqm1ev9i7Kob34so",
+	"u2rTjyKQpw0596Q+A7odf/D/eV1slPYWwOSs6TAEMQaibNSZHfmRc61yWQrjb2mI0OXWrjZf08Fdy42C",
+	"u7abFAVGs2nMYZc78M8HPZRB8d8dzEeRcLatgxlU02xFfApt8hWa41d+VnZn5GHNv7zY4glZWYY8JmW6",
+	"ZTHrbOH6gRLhMqSYcAei54oLKZTQflyHbCfK7pDg8SJBSJV8BHLsMWm5K7LVYp1rUIy1YtowPRp1eFLS",
+	"y/ZH+u5Dw8FSuNofE4HR3omq38/DJ+Iw+ntATQ61LgUcut09//Webtz3/owUxL/3SM45JTz02qwvUESA",
+	"dIv97njrhYSFg0jigNddtLphAVc+h6pOcNikWzSVNVnUrNQ5L/Ft/yL5jPw7M27ZP+tiDHGuy4DzI43p",
+	"EUkfWVeLMDSncSg96SCfS/ZHgvA4+36YPUgk4hM7PHooPArXHcddOPHi/LbVkE48Cgllt8gy8f0Lr0E5",
+	"olaEKFaJNoJP1+ReXIWWd+kX95h+0ZEkEHMKN6751HZIbhRGT6tNGR3rehJssSFjYXUKR0eOwvo+0Ut/",
+	"3U8WAQ1/k0SCMAm7oJuN3Ju2gZF7QMvVhZdjmSQEwCcLpHIu5Lx6IWo/uhOfWHo+Y0DIgD8gc3vrfb/p",
+	"IbVo0CKZG2RscDPR1vl/8Kqi7D5Lx35wcMSQhJqrXECy3Wla6DOmzC3MaMYGcfsOGloHymjKtRpJMxUF",
+	"PAbLK4oB+WvBOJUyTYw15E9kbPATlyU8COl+JbcO1njQsHDHVGNgIEUuCpoSJUTBKC65lDfkR26lNYMr",
+	"Z2T0tLGQXYv5yADVmB8D0lVU9bAEYm9MkcZcaMx2hqIo9Gf0TislcmczKqtqna4q3zHIXoKUjNC/UO5q",
+	"wRGM9BWYIJHXxgjlwiT3FMeOE78tD3CrkZVM7tw1+/YhLGYNePZzui/s3J1Y+9nWY27WMhyqe9LLQazx",
+	"nxNlryiMSIQ8y6pASjXpAh3D8pVE9ezCrylqGJKjEjYEOa1KMfXTBcb9Fd4yzJh04hfo5b2cvKa5nsMH",
+	"88GmPJ9I9ZWQlr2ESRiKxWuzNRP3JI6sLyEen25dllTXAu8kXQlFkd+zicwn/goLOcNwOyqla5WLgu0P",
+	"4ueO/AtHfvIwT/+AlfJaEOMJMHccsfPFixHv7tblGDIYn588Z83X3ynt3iEnyaC7xvj2r8ikjQ1uSAgb",
+	"aWbn87gpM3aF0ky/fLe7TD/XAtj3fJdakddGurn/+dDpa6HWEYGeX7xm+GDK3Qm/odrWY2Edq4wYyff+",
+	"6mx6YzN2w0tZSDdnM6kKPSPDU6Qzxs/c8LIGfUSUIwAgYBChjEapWFV6wX+kzTSpMovyuijYRBhxxH5E",
+	"7iRn5uH2T+znUCvhRnBYhSwC3SxxZ+HfWYQwlnPF7ETPAHyxh1hqkV2KG30NSeEwK8CRIkYOCt5SOKlU",
+	"eVkXIjzptTdT9/CcnFfyLS7EvdjYunjWcSB6phJSjNoKc8Z4WcLvjd2Ebgme/N3emlR9qVvnpdVAPOPX",
+	"JZnsfhaMdL5bbRdixOvS7Z2OeGlFdr8ex7C2m5iUmoO2MyqtMCo105QAZYC1Lpz8phsnwytHNOcblm5R",
+	"TQeImnNYWy9LYua2iAWyG2vCqC5LNrA3+buKu3eDAHdkxyUDj1blHDGR7EhIS/HP2mIY0dWr88Nvvv2O",
+	"4DZjVVlb5HzLzbyCbHBdUbnABusi8rAfQeQzwQiUoHQkiNOKOEH9WLWBgHuboZg4kzaI0phyuFx+5hnE",
+	"63OaGw+fCNRjw5VjU22g0jh5PYWxWrHZRLMpLzz2HzGcYvpcOs9Uxk3Mwq3jwcE68JGGgm8g3l0L9cSy",
+	"Uk6ls6ce98X7ShoBPHYld+T3AGxDRzOw7xg9jWxV8YtQ9Y2XpZ6J4nVlB2yfK6an0vkeDui7527AtGk/",
+	"5yIhIUyjv9ipY2dsJgtYaeL+WJy/AzJz0TBx9mqIEbN0O6KhDf8uW4gtWM7L0jfngTsmXmAntML1Imk+",
+	"FBOiE8B4XUgoiCTLvnSHAGR722RJDY2siRDzmL8gZtD6QWa0kbmLiv2i/EEpXXEz3a8KQFs8TmZfgiSs",
+	"74xbotYtzlJTMBzLRipJ1EGvuHmRRZGpNFzlcUEf+8XyVXKrJkh3tzfaZuL/8Qf475q8DJSsbASnQKek",
+	"waaP58FDmZEOOZLQxJAyqxPeNbZ/KBegp0K5BU8HiJggZucRvEZS8fIsseb4X16LyiF8ol0nCIuBrj0F",
+	"NhTbkZwpEiS0pMuQRebP0SSyOJHlI0bc0B1ElNoxR82jL1x6wMZS4VVm+UiU8y7GFd9sgqm3k/vf4oLt",
+	"3YvouhKkMohrkqo9/0e70kKdsat+cu7hvPdEsr+g3e2aK7Q2lbZLdylKM4lMpE3XPRqgwJ8Mr/rC6QkJ",
+	"l3A1nUWJaSSFv7S8TBuqe/gHjtivYpa2nsqiNp4rcXtZ9IidLx7uSJaEIlURhMHFKooZG4qc1xa38wIC",
+	"9QXx39FZvnvJqt29tZQpsExOExSuX8B7FZ/WQVJYWJLsdkz1X5E0hfv8EUlTx6iF93t+XgrQ3EMsChg7",
+	"QYdPsBUU20QRCNxMUb/3R67b4EDKAYgnyB6PuKUNiCngOhjXBmItiGWegNxoh4qr18rPF3viQTT0JjWq",
+	"ahPtqgS8WRe6QmdzLw4O4MPgQ2q+M2gsFWCP/Wi19RLef9wiFvZxvT6IBqNQg0/fd9GeLzfA92qiZzCp",
+	"cYZ5ergaSx8ckIfGE+34KuK5VqZiMqBGSkvIojAEzF/nQWKTRbZsWSFoaYwqWQtsgimly6KJpipdFvRX",
+	"ZN+IBLlUl0urDk2RDIml4C3xjVQrP8iiASsRkCwMJOn+shS4UdXsS5jpx40dtzMl+aFiqN0siOYRS16j",
+	"SVShyFfsoOVutD3YQw8lj/ibcY1fd+EapcDMzG8RAQX0jHUZs3U+gWCo1ECSEUgGeMDzlHgU8onIry0Z",
+	"q/39DMXHqkqo4lCrcg4HPISCNjUjaAdCAlgg3m5ou/1EHrHfrQhVK6JJRucQsFmcR8quksfwY2aFF180",
+	"+tmAgTN8dCK92DUnMPRno+mTkTc9/tormrhzmOSH8tmGnsKAJRQ6Uo65eSUyLIZNXILtbXMUDcq8LOHp",
+	"jfy68HEQ8T+9qHfoOK2etEzXLtdTQc5m/GEzdzM+2+qUUPUUTlid58LavWxvxGVZG/9UIZQUhT9zt+sq",
+	"yLVhk4XdB10PZY+6eofPPbb6Q4WkOMVNXNIroGHno17ho+5TU+7oBoAvLoccRvhPJKCNqvwmyF1pqVzL",
+	"Da30LJTthdB47sTYgyakm4LC59BkaBtl0+gyhN9iaAlJbzCb/q4I9v/pETtXforcRChHTgQy+U25P4Gc",
+	"/Jjc8VKPvUYbrHOwM/EaAkeuP3bYqFdRZxNNnrLueF0//otknrZ46Jpm+s7ceVkuLcJXVFuYIgLaw/+0",
+	"s+InpPtwwN7c6Fj4J5uNv9TBbCHCbFjL0jGpqJ6fnrEpV3NwxxN5oaSirRDYJC2zU3/jkave4LXi966H",
+	"36InMVOX2y177RtYtU1h+r6erWl0myf6U2Abp27DOCPcfYCTSzsvlGQbztnPP75lq/A/mNNWhft8nIeF",
+	"lHTo5u2Dfc6RzjdYDIM/FipSb6akEw2nLsU2CTh1KTaKRkl+j7XGExtKEnPiZ+ueo841xB13R5oDwDXW",
+	"5UfvMtl5QDai+MQzcXeQtcrUAE8cf/D/2ZDakzAj1MOFcDUAnyP2g79CD6VKBEj8F1XG0jWIlCzcq11h",
+	"dN83Ymj4upWlUK6cs1JbYZmR44mzZ2yqb3w3tBV0STuN8EeNkp7TQyOKk3w75f8SZmnLcRtgqO2vJdE6",
+	"+GRm2dn87pjLc1sncBOSwo0uJDqEEAIxhUR1J8o5kwoCPXig4E0rWfuf8ZwE3QqKV1sd7XZ4sIAFcR4s",
+	"/EuHuonDCK9BmFXnQeYWhAOUFdoywnAea0/Dpbo1OaeXtvGTAeDhRBYx21xseVwiSwjxwF7tIjy+wgiP",
+	"e5ZvnK0OwZqwIWv55durCy9QF0I5yUsEWxBDFNJbLBCGNOJKk9j5xOJnyAYXAmfhqVKPpYoGNMW08tpU",
+	"0iA8VWiMY2XiPRkb0CvbANtztEXAkD4pQYDkIWer89pNXsSOrOOTew3PjaQwAWoWipiKdFRDUWoodqb7",
+	"7O0tupVNeejAcTGVKv7sO+38Jtw73fufv58f/v/88F8nh9//2fzz6N3hnx9Osqff/Ptf/7ZJ5enfm7Uf",
+	"LYyqbyh+u1BJmY3Z9PoH8T+n//iHPf7zw9Psu+edXX5ocTRZ5mWh9MuB94cWS9UiNt0ViDpbJRLqCrtq",
+	"Bz4mVZHx+CMC2icpAlrGgRsJPJsvMeEYcBDTjZe57SLeIshV3NoZ5QxQpF2TNxfdyHlZWweZd/MQG9xO",
+	"NT7D8jeYZQw+h4VUYy9qQv7CHRh6l/B0bc0q8FmmMxt8w+n0oJe1XRx7A1frIrh+qhc47WbjCY7Lhr2M",
+	"P27UxQQ0H0kdrqUlXGVY7z4XU+7ySahy7td953ddYa1fnMO7BLjN7PYfJwFqEwLbIK1ohnJdo/KCEEex",
+	"d71SIgbdtOERAxchhfhOkTCo26jCf7zsCAprl+S4Ne14qbE1unJ7oeIqZs1MYgwUL6fd8t096s3LE7le",
+	"4OJhH5z5nYerHP3mcZC7xNHHZ+hvQOOeRLuV6vGxE3YF6eYPtQx7igDqnNYc86smWGYQUxVYXkqhHOxD",
+	"SKBvEiTiqZvpuiyYFarJ9hzLG6HYVLiJxlP5++VrsCFe/vSCffPd03+HX/of/v27p9+xQoykl9dcxNUQ",
+	"uIjdoC6J9zx35RwZ4Xqg12vbiK+tHG2oXQhfCUnaOTdGCgpY4WzC7SShtElPXGMWkC4Nn+FRhZ/RXPGp",
+	"MNzvBiwcDnNiP9ImkIX4Gch/lTbaaIljwC/yMoq/FV3y6pZQvLuxNSieToWGUcS7FNYx2H8hOWXCy1L4",
+	"aw08TRDL/iA4DiNd7cfBmuAhMwSIQeIlnh4pr1ZDfMoXp1R/Vcj/FvfoQ4E9eH/WhE7lWlldRk9Rwxjm",
+	"VeXaZolrFy2ZUOr1rAH2gjveJXD6/X4t5vAMaEUkbQe1j9EtUEjrgZCkNKuXMt9GEtL6Gc9zXSsXM0mu",
+	"lZ41yTBH7CWFoONIVrB8hQeJa8d3BAfrf0PGrCZsMRpckeAnITToYi3otA38DuvwUJHn0Qdo25OfTjyk",
+	"83jNg8KkxXvXqPQbafO01HdgamjtRCLOry12B/+9mX0Bn+0MNkcOzL1sj+rWFBBsDgu/UbR5Q3dWpJtu",
+	"DdsZ7bvHw3bm9+UmYeU0uJ0ho9eQUdMJvwtYx9neNOwwxe+QNNhSdbljpeDWIfWLLkUHaxmJt5aXfi+D",
+	"lBtq6aefSiHegoliyYkP8YSN/Nnwl+E1cpexjErDZyA5OlLzhEsCIhorPRNmVJcxtFEapmfgf4tA2BnR",
+	"mNFV4a+XoZ+Z9Jhnt4l39EdsqxxcvoE1wnQYqx+VBJm6UVrat29z19OFmIRC+q/cr1wNc7diTLtQyC8u",
+	"FLLG43J3MLpWPD7+UAP/6cpQyCs9codFjIf0b5yupLaqoyDZJSVmURDGSGzNSq3GwngJOyYkSMj5TNK6",
+	"E2JfjL7CPOkYtwXiRTC/QEIlijnM1pUwjBdTqaR1KFh38uikgQ1VyR0y+JYzPrd0UVg9FZiOrqHr4aOQ",
+	"VNEXakAYeDvpl1hpH9zXHYFmF3q5ldDLrZ34DVi1FlRPuvJCOHF0A21Ai/UicGmFCDwb1Fv6qiE+vnDw",
+	"n1i06rUrW+BRpmzros6bGE1grg3aSpRyvLDCxGgkcrcQFmqd4AUMwdEN/p58TKuFtpD0YLcdjvnpoLAt",
+	"7q0NJKpHzru1UnCigEwU53bGxS8gvvIBhabjoEmsKJgioAqnB5aoTCIRNzHWqwXRxAiqJR8DxgkwG5Nj",
+	"cIxA6TKnwZOEIEWFwLQSR+y8LDtANomMT+UoAN3ZRAtMohbIM6TLouWCL/UYCC9qF+WuDiYrK8DkdxHm",
+	"5pHBHF6BoXcbxJ6nRoCMafgzL8t5tjTn90svuIH41vgfuW0lMCQXcdwaM2EWOVF32PhZYiOcwbYBK4pz",
+	"DwWVYZsd4w7rR8w3ehy0TEAayG6fTfzmHHrZLjeC2+D5oK8yUel8EtzWUyC1x6z48IC0tm7YUKQLuUPd",
+	"lF5I3BNim3j8ypTP2YTfCDYUQjHrdCnUWVudRSU24ShEOZhP0/CUboZlD3wfXcH4PjRG6hz2djXydKJK",
+	"BzF8sK+1FnLHyLyKkbksW9f5PR1rKPZkj6n66jq/Kul+xpE5VVehbiv0marU2idURGqBrecUI5dD+Akc",
+	"dOAn278QCszSWDa1KYsLyiy4WQ2bQCsSKqgt5mk8sYyPhXIZBtC8DG8VGbuslZJqHKpaAH8yu6rzXIjC",
+	"/x2rzGbsrZyK4rfaeaX0BVe5KEVxQEU/0vq00oETdSqy5WyRGBnplxkXcQSfR9HtQpclRPo0IY5JWV/u",
+	"REZ1ZTlOcg/zF8zMi7BgD1auaUKBOdj/sA36vIV5rF/+6b5UmBywHlD4u6562+UgTm1c8Ls1uSiK9UeP",
+	"h52/hWLorX6sroS+FFx/99HzW7180pFuVPQckaHZcDsPbq8Hl+aqlCORz/MyoljLq4tQ3XWtfNtzreAb",
+	"HdxfdJtgDGD/ZRKLn2tVSiUWEkH2ycioFaaRFwfR3UAfZlRoO1gSmdKzU1YZ7XSuy4wZMdVOhNoBGRvO",
+	"QyFeqO6NtT2y8ENhsK5liI1pGgL9ypZ6lsVfAnVjKTjKkf43ltUKgivhSpQqFyBeHrHzxVTCNPqRpCUq",
+	"9MTZCISlXAOeRG4dqdigVsZfm8BLndpA/c0SjLOzCebRhzDBvlvjghZmkxyee8CVbkALixwShxJs6UX5",
+	"qtpCw7id+wGd6mTedbPtbdbXPPyxf76/e/4QMI77qw/F3zYneIfa65jolpCuQ+zdMowHdWQjpQBeWc6g",
+	"RL3aCLSjZADqQSnsTJq8mWjrjnlVUTdOEz19KJCV9Te8NkD6A1Uev4J8uZbtt0Lk6Q40YozGWKnVAbT0",
+	"22gEn4EvJDrH2GM0n/H5EXvtorbikEU4v7ZsP9eFyP01Y3VZOyiODHcJMyDEWyS99T+QBhGupnSy6PLw",
+	"NwA+pI0cS8X2q7osM1bVdpJBqW36hp55PSaI3FHXgMjVVZj/0aaHO9UUHuIiSUCcyWLrOB61963pA7SU",
+	"G+gDiWJJvbpbxWz7VwmN9RYaQTPS3d2yTiOwDShs8wKZ6mtx6PwIIEer3zr8ituFfFREcYB4HUB60EKI",
+	"ARQfRRf1QbgoMV2G8qJ0bXKRsRmXLqoQYIli12KOiO1hdCq4rY2gXCa8RE7ZjSyEZmugnteFjA/RFaGs",
+	"v+wo5UWb68Q348E6XOTYEfgYcdQL65hQRSz/OvCP69pdoV4wYPsUWM2enmSMOzbV1rFnJwdnZGjyg8BM",
+	"dTLUjYW/rGBiAs3S0F9QwtVVBhfQQeybEdxqBRVwY/Y3pdH+fvkGvIoQA9HEzGI2XBb9h0mixLIp3Nnq",
+	"ym+Ht/60bccF2GpjjQcQ90bIw7r/1Kqkn3329j9C1BpsjJGuVXHG9DWzIDYQ2QNPtjLs3GJHSPWlOwX9",
+	"WxsM0eOkzMXvit9wCbWEFgsPRXhegMw7uRVWeBsW74XjIXf5ZEVRoVpZVlf+tH5zwuBtOBQ288fCMEhB",
+	"9WCZETdKO1vWSjUuRVOAGCNRVSEqoQpw8mP0BMRlWFA4CB38CfTAahvDjf8RnoY+t/Jty6gOYUpkxE9t",
+	"ioZfipBvDUT+ADNyDzgJDW0ElvYRoCX1tg8yf1MxHdUrl0EAkAqXYEcg8IiiGRL0sV6c4GUKQXbrGOS4",
+	"cYeV0e/n/cDTZCS1fIBEioOlqFtCq9fdF8CUSeX0klkjY7p2VhYCaISDUr+PMWQwKfAvrcShHo2YEV5W",
+	"QxuzF2ftgsnYvxfZVfyYKLTd9we8n1ChzMuBUo3R/zjk+bUejTJyumL5AOvAFn7EzoHqimN1tHJ+yipd",
+	"tjyzUdvF19Ekc8TOWcXBucldwpbHeBxiR4z+GQtm95Y/1Lhg7u6gbPF/JpsjLOGWyFoWmtlMqMSiJMKA",
+	"eFnVw1LaCWUS3B9sJr0m51pvMNzS1iYHqwubaSdS7kTKDUVKDA5BHEQgWmKa2j6y6+pTgB1rRLbGAAci",
+	"IFZyc6zB4zOKcWnMysHmHHKhgpnfa9eFtNHaf8SuPBJDvDD1IZDJU1YVsnExi5EstgsidXUfCNlqZQ1A",
+	"0kg0zPHnhIe62sHhDg4/Ag519VBoOLdOTKGIb6Hzfh/epSikETld90OjZ1aYYKOE3CoPdQ59kNJPEyVg",
+	"Fjqvp0I5VKkrPiYzJsV0tP8MHiCu0AzbYmc5W04BbedakbbuxBjBzUZpUROYQogvz1eIiz8Ld17Jl34e",
+	"FiDm2ck3/XMSpmHNsPeyPaQ5gi++0YhPy58FUwHGpARjwPLXMjZYWEK/fIe1HBytJGJe9ND89RV4NFat",
+	"k99VrdlNDxpMbHPOEhKj0z3anYek4OwtH8anPYcRvtrhDcFl9PrW2HjMPXTcXm/iVa+EkbqQOWveZfAu",
+	"ebOBNS14Gyujc7+zUrajfCJ8p6ONn2qV0u6ThkrU1gpc3RNRVqCtITkRK7WumguwEoV/EpzQOnBsUBBS",
+	"t//5h9jrtzDgLd7u7aZWBaAsTWUIu4EEga8qxiTZRIuzsuKwfOo5oPN1HDvUezE15d31jb9pvXw90TPl",
+	"L1GwFtA9MtFTdAafRs7YqZgOhbETWWEdRMFLN8kYJBhH8J1yqcCzh9ZNoN2jtK8ZN36jE58ivYa3E28K",
+	"hwL1JdULBWdYSEwO8S7MiBtpKXBt6Up6gf2/oonYZp32dkt9/IQ0n2G2v4rT8DOlVC0OfosnoOCOHxrh",
+	"l9UvZV4KrurquPKbRcxWHAi/qYhsPlbA1SO89ihPHpjrsqbwp1Auhi/FJlmlS5nPib7UCKhBFu+IskBH",
+	"tDNzxiENXxRZJKgrAiEHV3Mg6DxivxGxHRAC+FMKORKQkRUuDM5olAxAZvk4XOCrL7njl6GbL/CVddGq",
+	"v4I7PjA/k8+H505HlwvN7Bkj/7kNAgOm/6/IHdDm0wKDfjJCHDrx3pF7velnzAGhzvV1At/r68W3T7+5",
+	"3+CcrgWiteuFFVr5ONBdeE4XENEsolrAHU+Oax4PwqdCUq7VSI5vi0ymVoda5WKNhxaIy9Jj3qLvCAE4",
+	"VpSoTBKESWGBex5cH2WZ/BqDfhRw0BtiVs7SEPgZlwBF8dMk7xYo0qaVhSwb+yNvdD2e9FzdhH/kzMUr",
+	"PAAn3uL+hzmmPuZ6SuQYvMuVW6seJNuGDa6rqctarWMjbubZaVy3hVigPi7Q+zPa9Y5scz7ihXtn5wB+",
+	"POnsNdaX6AY7XLC7g7x+E5lvf8itOMRddwi7fQPt3PFh6bFLqkK89/9wRo7HYM1XBfMQ21Yun1hW6pyX",
+	"hDeh2VRhz3VZTxXwE8+i1gH0FCrEjWT06MuXb0Bp5yXwKjVgFb+LNjOofgGZSf8SIZM+KvrE5Q7dw247",
+	"zQrJx0pbwaaSTG6sMnpYiqntVGNeUoNXMH3nMHvrqq4hdywy8b98g5HSUwrFoQx/+BrTw3+K3K3joC3K",
+	"2/HPLslpv/D3clpPmaq93uh74buVT7jhuR9DjGwE4Rs7dRZcMbH3qCI6U6sc6Rt74tz5+5dF+WLCje3u",
+	"9vOTk5Nsb6TNlDsYpXv2zV7m3/Od3Dt9enICT0ylwl+cxDHCogNR0ralwMUl70HjuB1pQeF07WTAPgI5",
+	"DNEl47sHi4X526ZainbmtQYZrtirt7+8wfB7MA8aoQooXQ2pB8Eav2TqBzEP0G6Ae/s/53xaDlDi4LPm",
+	"zWC3ZdJZUY6O2A/aTeBsgc8kMcAAAUd8PKEAxlKVmgk10iYXaU1ZooQU88AC2ZS3KkRV6rko2I0wYLbx",
+	"CCttaygh8AWKekw5xHcP52ywaEo+ZQuW5MGpn7ro7ejilWODpp/vCqGkKAbZLRwgdiLBThuVSyMwV3V/",
+	"4NdaV0LxSh7BtB90g7nO7e9yHX6fo4yMq3jGBhPn17HZBj2ODVxukxj20mXvg0vCwU6k3PMt72WRA51+",
+	"9A11cZ7fDhPhKy1M7BA2+Yz9Vgnll3Vp/x51Vebcc+K9O4aOrvk2nLJuf9OSt6cTejvWgCT61nHD3Ir0",
+	"SO7wuSdmcaJnj9/TJNVIr0Xxyuiizl0GFVmKjE10qDxDJnQJHXXzSJetC4J71JBtGs2cMafHmJEA2COd",
+	"ZXUF6S7+m0IhxWfwUWHF48RwWGM+PYikaiTNlCTVoVTcUJgN/IJ64cHbi1q8vIYceN0JZlcwH6/9dGwz",
+	"sqRppeMg/sCtzJlfEn+8IPp8qGv3lfmcfhaODdfNxBZlm8iAcQw8QZs4X2Gn4dOpikbhDcTXQ3ICOY+E",
+	"cXIERqWejNxfdSHOsQNb3JCxlVV+UBzZ1+PwTJbzDvZZ3E8b77jjD74Hr4u/joUyuiyntMzd9tTX1tYQ",
+	"nqiVOAQYzX3/qeSaB8KBvclxPAw/OKD/NjHpCOl4tl4XwZVZYHVgcqQCMTNWtcN6GRYomcdYxUubaxuz",
+	"afzDiObvK2mETdIRv2VTqWon7MERO/cCnvQfhCmXxW0qS8St+2MzSevcP9QKCPsmRKnT2KNMWXE3aURK",
+	"nJGNC5s/65Ekt1X+omMW1hlzyb4kR8LvFjjW28eXZJFW9AsTY1+cs0o2FuYYX6nBVr8rdPElFLpoMJY1",
+	"IAd74E4ht9+U24BuBJd1V33DjdW80qYtTPj6FgrIpIHCkHgI1YhqLw6sEADehBZ/a/q4CSFT0z8MgIms",
+	"Gh7r+pTniHQbI9uybdRDadJ4muTdyUwkp7JHXf92pVnz25ZN8+k92zS7l2aVCNXMyU5fXiF5dZ2wLYhg",
+	"2SrXNO/qBdtHkiDM6AA5qAKqB0hiAToDD9AZQRr9IUvlfGaEEjNeHqSB3UHuWkgu8f/DqMmkGOThiOde",
+	"g6WaO3rUWXKmEQuWd+jetiWR5SbXCCOx7/frLO6ZnnWd9CsVonJ2mR1fnQe6ExnuSVyJDtY1PucXSUFw",
+	"iMfwZ0QUwaUWP5O6MrQS5JAhG4VX2yDPI6Y1oaMV3NfozAa3cyhrK51l12J+CKVe/F+W3c0YOVhEejMP",
+	"kbKohQ2OZm6gXC5RZLLKiJF8v9ivJqdNz6J3Bkc6D0XHMTaK2GcgQkAUrK46rX6/hOnocUWvoTN7gfbP",
+	"10UHn1nwWxPDGwxtpA3NJI2ehrnGZ30Fn7B37rdOuxbDkCsIaNqkd/g60Ll19uzpOsf0Ggmud0rTovcV",
+	"t1YUZ+iYgLlA4wSRadOjUAwZeFLXTPUFfK57PKj232uB2vb+xKjevluqCcHAGCxc0S/umnqoCwBWgOJx",
+	"EhT1IBOgbItG6QX4PyY4PQxwehj6EAIx++2FWHnOZjHEETTRJsRxZqQjQ0yCx/5HiKpcAAeRQAfVvF3Y",
+	"iGhMTCqkcVZ4BKxVKEtemLm/XqXFA9xTBN0A+4do4tWhdxiXPtZAJwE9Su4+WLJIx4P9RGk7DKKzDCRe",
+	"SJTKaLGd+NGQ9hGuJOtkWcJ11CGLUxgiLtYFrdVls122QtnT2VrsykpxfGltnV6M+X8s8Z5rhnn7qM8m",
+	"B4C2587S+FlbGiFKua76Jc/7CBhVmtR/KHwkplyWx05Yt6pcHFRIUcTlNxXWYvBUE4+OrdZGFOzql7cX",
+	"IY4pCMM6usqhNDg5yROrXKtTbObxCwkBUWwnl/3zk+8RE8EPNGi99E5p967pxgDFL+iMRLBN+uiR49uT",
+	"Zw15ctppRF+o0JFz5d8EEZ7nE2C2AI58GRiU8LhizIEVqmBTYFjTWEOvlS2N6TpPLMsnWgKxF1bLs2zQ",
+	"tXYDjJyywNV5CGZJUZwSUwetgUUWavBeYWJVjNCAt+FXSQkptv/8m+/ZwH/xHX1xQDFtl8KZ+eH5yAkz",
+	"YEMx16RndQRa+f3wVlj3ox/rtpg5YEaghQ34MI3IZSX9HYimqlgQj9k6huDeI1vHYudXQX/rTM28KADk",
+	"VY3wkuzNHf5/rVQcAnLaYa+ksMcEncGtXxsUfbnO1oMh+ZT3nLh8RgvhtU2Mp66dWKYEaJIvE3b9YLlJ",
+	"PhwSOzl+KAvfi79XC8yZybswCViDRJokxjZLXpHADIyzeMTC6oZWUBEZHEv6/fEA9HrxHjR3vGc0Vluq",
+	"FRAjvXZkRYfkSWRXE0UzL0GmldOqFAkDiZfqRbfFCAI4K/lx9qLfVDm/oPyI7dbpS7u52mzQTMZnZDV4",
+	"WCOAa03bmEu1zJKAe3aLFoGKG+nmt0EIIjrAYnNBjBqB7wqKBslSunkW4ihJv6WQn2A/Dlov3PxkWg4p",
+	"jxh9nqdNVsIcxoxILOA34XbC8gmXCrl44595WcYuQiUQ+v4R+wOk0InIr1/GhKVgXq4pOvzqv99IJ9jg",
+	"4vL851/O2f/WMr9+B+8MmgKf+HnAhUKgck+GD1LwrSyFcuWcFfJGmLEo/IseIUH2zv0GUba2aRLVlBgj",
+	"5p1wcQGrdPfW5XMafDr2JokLxr047DO8FIzgVHQTK0HFpBFYPDSh21LP+otAJOvwiSbpNLfLbxXsqF8b",
+	"IFKWQOMPO2KwLq0LX7mj/nw9BuZkf66+JhBudqblbZqWPTzSPA+FmwmhFklqtnifeFyQStgV9G8Ba+Oj",
+	"Yfenqast2TFGOsVI/6Imfz9rZfwhYlXCjLSZWsbRCn0IFDrENWRktTIrH8zG0rHK6BtBh7dBbNTzLH4X",
+	"zfZKOzzK0bYbcg6kZbwEe0hC2S4t++bkBHEAcTWkKlDn/cm2wdqRLVR+JuPzUBfzrLGEKAqxRfM0L+Yr",
+	"chMu4wKtiQC7wFn8qEn8BNTvQa9sOasELAP+9i8Ft1A3v13dkUJtMONhRX9+hOduh/l/btUkTSu0GkrD",
+	"osOCn/XvpWInhS+r9g+xUPF0YvVyf4b9r5OzHfAQT3lGZTupuLN//qgjnKQNpbxhUYc9sE2o16VYF+uK",
+	"uzJNwsKxo3JwrfQMIjcwjwsJ4cMWDhGn8TZoP0YOtHLOMCnuiF36/oT82BLoMQ8xw8AIeigU8JPQj/Bx",
+	"WoQG5fHl4MET76vSK2dsNpknq+XHQoJu6PKwdkwWpW+GjXRZ6hkUnuyslIdgrEtht58p5ptZWSIzTZL7",
+	"iukJ++dhm8eoVk5OxTGRYDi5kjoXUyl/Bq0N689MxVSbeZYKKSowDKHvxPYmVB6xKzS3erFxNEqSIm2l",
+	"HRtro2sHhS8NtcPGRs/cJGMlH48xjDTuTSp475+Amg8gNvCJlxtKPe6USS5xFC+TsW/zZl1ureNE0FMs",
+	"WZCv70z8LFzYYr0TcQ+HAuT/TXhrQU8A95nfzYarMRio0XsUvDIBp7F3HQpHuGKiwuFF+NzVvCznqJir",
+	"Bf7BhTRif9zYSBox45AXh/lGwG4bGo0lnrDC7lB2kRP6kdE+vIAp2P6p8O2svCT8xPo5+JovCDLXhT2D",
+	"rmBdCXUPZ8HVfvNtcBhmE+kE1XN/I1X9HvMD8H3WKH0tHiiKR0K1O9fTqVCFKBjE4loqNe+ggkU4JDAN",
+	"yF+CWVdcgbEViwuNYaujipjmaR2x30gGi32EyCjwwaArn4P/xl8fTiiy23IVlLsk5csPFjuIufmxFLQf",
+	"7xPL9Exl+D0CAOxB10X0Slv3Fid4jV78S5NxMZtoK9IJDXy9y7yfIHimLPxEjBH8a+Tsf2LDl1G1N6Q5",
+	"UHabKJoh3E3u1TYV2WZOQ/3gTmBJNycVMP6KWIC7j+adwUm2V9W94UFNNGZ6HOlE0cZNjhtJkY6bsXDQ",
+	"8Rh1Dz4WcmQghJB7YApE3/5jN8LI0bxlC0srnbcSl2SRxuRTFA4GcIJatZjQK/1B83MA4SOwh9gfSOWZ",
+	"DqBBqFD6ayxSTpGuOE7yRhWCDeAj7+rG4T9YhpJz//kWmGwj0qZpANpbE2lDC6ZiZnSzwjgbjy0oc2F4",
+	"yP3U63nGZeyKwmmW/oxps2gwxT0x4VRlUyp061MpZLhIuUT2w4UKPTpsw/3Br7oQVN3nnFofYO27sZIW",
+	"UlyGc9ifA3r97bwSg4NdVNDnHBUK27IF3Xik7gC2IbW6P6SnLQweVyVXK2qOpU50BHo6+tGrEOQ+GEuQ",
+	"pRrXC1K/X4t5y0qH0fJ08FK9KYKLR9IbXkqMnsHi3Y1UiLfeWcwsSzLNMc4ebRQjh6GQI0n0PUfsv7yo",
+	"GOpYtmTdrko+Jx2s7yVX9wjPvrnN0TkCcSEs6K24IA8Fvr7zvb0miaXkakdx/IiQKXC6p9hEB2/74IR1",
+	"TQ5b1HS3SDRFZ0EDBUsBiBNIuqHBkrUx+RwSF89imM9FEKfPVYGW07d8DBlLsbEocWdRBkTfaphtVHwx",
+	"aqkyvm8OvDYF8aYWR+xnXgXNr8lgKqkmV2du6Ui+909hwQqeVBOzTXhhtwsXJvhlOr93EULYHRcUfIjh",
+	"pdYUAYd+3JIdswQPRN94SlyxwhXbvWJ3nrEqnZg2rCJnSQEdKBuHHqRIqoxi41RDkKjsJz6Z8vcYNW77",
+	"qEjWUyw/IBtJ395a7dxsM37ugj9vE/zZnjv/oVI4odL0E0KGLVoXN60MN6xl6Q6lghpWTihwMcPLWSr+",
+	"NfnztX9Uoelcm1CLRRRZlHIwVKmjMtzv0agOlnM0Othr5g9agM2cQ53xEHbepgDp87duvSpc08zKinBh",
+	"LnENcBq/Lkt65xTcwTbHqVy52Y8/+P/8yqfiL69OrSkx4+WNKtzrodOwG5HKsNnals38RR/1o0LjzVGF",
+	"GlXW3ymNkA8foY/b+JEjdo5/AakBQsggaCTkVpDdmDs2rfG8hOJ0GLWwFN1A+XAQnZ08l3Uau4K0IoPS",
+	"hpHRM5nHSnMQ/YCUfx1FaJoDsFERrWhStNeMW4p9BfmpfWZ7WBXDQq7kVay48xty73Tvf/7OD/91cvj9",
+	"n/Tfwz8/nGTfPfvr3/bujW6xNUUrNMM/AqTquH80rEb26Kx1yXhuVygH9q75XKp07ZiQ7r4WT1x8D7PN",
+	"RXBn94B4L/LadeqqlIKyUTHQxVyWVuZOyGWRrkkAs4mM05H20nKgsxfg3bCxNE7n1xuDXfgLCFsTXRYZ",
+	"G4qc1xb4MMUspA/7Z6Z8HjXVNIuOKyi6aEKiXsnza7siaPhvNFlbR5HQUAd+/C3Mc0Ln/VWG5XSVDdmi",
+	"gjATw4nW1/Y4546XepMABOu4KrjBtCdn2djousJ7fcSnspyTlQZEEvzNE8sGxBP1fwZsJssi56bAowZf",
+	"YWhcInOzl0VC7Sv4CjwD7C0lV/5j2PSAuZDybwXoDxZLwuD37VmIEochghXHP1SwAf7+iEZ/9I/65ORZ",
+	"/kprkDfgpy7338/C/YFv/Ojbf0FTts0UzdoN/ZXT1WzPLYzzScv5VRwbP+qwCdubM0xDcoBw52zhABWi",
+	"lDfCSGGPP8jir2MjHFaj7lY/foEEFM5+wlgxenseHeoXQhUQZwnxMR76KT1Dj1hdBf89nQcyMzEvC08r",
+	"ZykMp/1tiTFx/pXgg4FSbf6/+UTeiKJhx3NGioLte6VhELoGfB4wKvCO+5M2sPUwDupd+MyAaS/dzqQV",
+	"HVwVQGtB+/klfXptfTeg0BhJ0dDv0Js9qoPcnIz9+f2GzSyc6DgDfRY4+nvGlJ6FTXH0ZUnGDyak+p0I",
+	"gaCj9iG8A7hYy94QcUP7DfH+FpiBvo1F3KBzgV8j9Nv3Y6uEgTOfrTr5B4u4c8TOI8XP8ya0Ar9L6S4U",
+	"R0FN+qt7JV401XfBSG9TXJKWBrQaL+DwvIdbcB1kNFehLNg+Cgyvi8HB4kQp97mCyHuYmdUqeTLFcd3D",
+	"zQKkBDsouUMowZM5Wj6ZsOmTk3mvAINFBlbQP0BZ2NhdRIl9TKnKQlR9lkCFP+nJxhrOQ/UiUItFWdpW",
+	"yEghbQUcwGRvJIMmRgn6jYg8WNK1/hySmsnuqVU5P1glkV/hKO/v5qYGe8shjY0Ycye+oqDX8/aY/cZf",
+	"2FXtnXMfUnkqoG7iCGt3OANDSijcsZjpbUTBc6CAk45ZPm+2PWdW5EbATWmFC1FUYEYCRxgGbRQZ2eGx",
+	"0Kh/44idB2GcpswIVoqR8/gRuFCJJiI+Sb6Hbt9Y2K6tiVhXj7O0mlHcVdqbNbwVoUOPJ9t68cwmk7Ay",
+	"GwYHu3Nx93r52ufkzk5yX9ENrB4BtMBpw6dwswpVVFoq1xBI6Jlir345f0GHKgtGplxXIgP3FjKRFaTq",
+	"Wjza4IGWltVK/m8tGJ9qckGvkJzxzdgFCeZXPrS6rJ1gE+cqy36/fMP2/T8pQxlU+rLUs1fOVQeRGa2h",
+	"irQZgxPmdeyR4eMpBDmHRjzyWF3eYKVKVmpdeek9Y6VU14dY5lkblpe6Lg6nwnGoiE/cl8Iux1IOCC7f",
+	"YbQiCO7QP6/LE+bAlV1MpZLWIeMyPGFZZeSNR3t817L98LVz//cL/Otb/OPg4Ii9EWOez5lV/Fq8y7lF",
+	"6xxZ72ydTxi3SwY6rd5ZZwSfviPkRFo3yz00dTz/m7qCx1/Q07hKDSgLlZs5BJNzLMSCZB+UotTUI+oq",
+	"m9KBJVuKNF2BXmvCTv2GPUvGG3MlJwL5O+7PgbhiEKt6DyH/OUw4xXDRxTvRZYHVJCTS+UnXXMVsJEVZ",
+	"2F38/RdR/62F9ferM6XSEthmwCpTd7oSq5LnFPmO2w/Z82AXN8T4yCsBScJhZ0PQ+7liYlo5wHo+tHBP",
+	"4bltaClDHD/+4YzswaGSCiZuNjJkdJxBD/yVc8ReUHg+JUhR9pd474LN2L8UQ3RVY1/1/WsJgQkFM2Ex",
+	"2Ym7bcEdStvvVdELo7cLdE1ffl3sbSus4+Nx2C9TsyeCKPHoAbiGFSo+iwSAXeTGnYIvHs5HBr7HBCf9",
+	"pnFSPW3A3ZE2bKw16eZOV1CUTUgQmnEIGUgO0RqqCvYHl06qMRrzUguXyPVUsBdc5aIkEmGl3cS/B5Hj",
+	"oOYrF6K1pllq356zibROG8gsuBaVy6LYQiGv/uuWjYwQ8AVE9wAUCxmoOM6tgefjwaDWpbMzU9+NhQ7n",
+	"9LGd7sQkuLGFjrzZ4OEC7xaV2EVNf6HQrjTRRE3SDtB/Z2iMe/X27UUoxYtpR7BXRUHcbDR/qENWCPT+",
+	"+IpyBK4w0BqxAHpQr3rNcC9T6+enndds7RsXsBabPQcl2pbTayCOIHXUEW8bWbV7ir4BIUS2ITYseMID",
+	"m8QDOOH7TIK/+U3Gx6lFWwq7o7a9I1R6uXhPJuf63n0EiEiry++8VlYAI1WsExPsTv69QfC+U0zbQNNu",
+	"O6SnDuGpA7KYoQ2qra9lbDivONZCkEi02JgvsaAKOudj4Cg+kfhX5kwWZNaMv3Hgxjf8RpSRpLdkFXcT",
+	"to/uyYzlJZfTjFk5VtzVpjGXZsFWenAWCBJkjAGgOKRFieeInbMCiRIa5dFrjn4Guixsb0Wnw+IzUQzX",
+	"1MU5T6rghPIySJISS2y4eIWdMdsaA/FbQJ5/htkh4n9rXuL0+yWUxYPqlRvW1cGNOuM2UECdtWVlCR5g",
+	"/6sZn+90z69K90xr6uA+cfoub4LNhdQ15de82sZtinzQ54hlCbE3oB6yc3C7cKbDqQey4P2Wjf7gdM3t",
+	"QgcGaQaxCEG09q2C1b3HgITRyO/7HrwvfBked4C2A7QvDtAiKmAuQoIBW4U4N5GmOKy4cfPjnFdYymeV",
+	"yp3mSMkiS8pxoZos3leyCTwNGdvnF6+Z09eC+Dqg3mFobc5y7sQYCI2pnEv8Yiy92GYckpa+hm4/pKAr",
+	"Syz8FQss+8b9F7AAcMgs17UjBruRAFnWNjnste3KNZ9S4HwchCV6ceT+yjyEE4HEcM4GuAyN2/6U8Uoe",
+	"wouDM6T+sLoUzAqLyU1LOblPUwK6Sr6Dd98FyOtOQXnrF/LCr+OLdBm3CIw9LfZRtiXPLO4OGN9XEQz3",
+	"MiTmzVKew/YJ8Rux0MmpT85oc/Sb/bV3uhc32N4SMjztQQY/hf1IMOFKibIfBQIJnxIlRIT5EYy0oUJS",
+	"eP4W65iMZImEqapgRs9skJXS76w+ad02tGQfhm7fVjH8KJPYuhpc2Jn/EvOZNsUt3gh1qW/xCtxrV5DX",
+	"+fo2Tf2K3LGbv/BS3Mj8Y16hH2715t8mGuScTZ8/r6pbPI2hQLd+4VYj+BHDpG8zhtrpv8lC6Fu+cyny",
+	"2+2yX/VFyefC/GAEv77Fe6+4Pa8LqW/3yoX71y1eeG2vJtyEPXOrvQYcemQs3nwCge79tm8hedLv5jYd",
+	"/NnouvovMf8JsPB2XZQ3gHvQzfD+Ns3h1PIm5u9wX+yCY1cEx4ZJYvvJVXuw7Xs+Ls2Swbvrwj/+kAeg",
+	"/mutCqBVvLxPgyctlsr3tzxyn+uZEsZOZHXby70t1RIY3LoUZnPx3MNhWUVYrES5cw7dWWYV9yp0EB0/",
+	"kxN1XJV8PuT59QonkrW1sMxOoECPVONSHHqt9PfLNzbS/tAXn1hWyhvBMAY6YyGvkyx5omhO475XhVHr",
+	"mqLLYBD+ZgdgjJpK50RxcMR+5PkEYtN5MQUv03ueu3IeLK5zqvENer6wxNg7KOVIODkVVyLXqrADtk8Z",
+	"HuzpNydZU7HvGf4w1TYWQ8YKKgW61w8g4BH/FoHiiSWzAnHPg2td2pB/A6jClf+vVGE6GISd+2k7BRvi",
+	"aAR/DDuGxzzW79mAgsgxM5UX8wGG4kQnvuMmMoxLtCscsZ+0ofmwCTfXtRAV/NprRFAgOddKidxlFLaM",
+	"oUiwC2BKBJPKOsF7A8sbCHwjb8RF2EG3zo2PENSZ1Ro36W2SW6dShR+f3hubVvd8rDArB30KNc+wUcO0",
+	"+B1yvwblngXtuTm0EofQX+zozlD8FRmKfxauWf+IGvEqaCAvuQa2ffthK/bId+fjLr9DgL0VDPYxq8sI",
+	"JWZQT2EBMntHH7K3QD6FCgwYbmEHGVXugdnLuQEyaTawN/k7J/Nr4QZ4AaEtXlpqCTm9ILTJf/8sYkaL",
+	"4D4SMAp6zXeJ4izwF7aUBWZFD+AXzT353cnhdycnGUvuywN/AwLFEc5AGWquSMuKGlgZB/CXc3/5Dtg+",
+	"H+rasX8/+X+YVORLAFqYA4wLgcIvIfYV3g6paD/iLX7uBmw//vLNwl2eXN/NCCthpC6ay/z5s2/8KHBW",
+	"hmKuiQxt+RI/w2dRDGnkjt9UqNECSRDBLAzmUH8rZzgZ/lItRClcMt1U+KXpHAknxJu59EmwuN/oawFF",
+	"p0pthQ1CAG7sQcaEdZxouRld4ejjMILltQslQ75lFmcJUiKClBE34yoh4wxDDP1UQAEEpakCNbuRhdCM",
+	"G4O76HzJZTDl87A/LZuJEiRgwWZiGB4NsqGXUQ9Ok6mBaJ+hKLUa2+gkpu9m7B97y9P1jz3Gh75bUxHz",
+	"HeMLGLOMOyzygYRuwrD2Sz2mQKEbIkjPojjHsaaqF6W4tTNtQomJg9uJQ28EFpf+6mWi1oRsIhRlrfOM",
+	"LveQpxpkpfuVj9pr2iMWNejsUZ5AficefVXi0ZsAaC0JALLsgprnNOlbwqwTjLYo+YACuSJLpanfjWGe",
+	"QeVecJDBZ05ZpcuSKBehQ6xWTpYkDN3Wxnblv/m5Wdmg06uDcBo9nxDCvxKqee1w4sFCX2AZHtpwty4O",
+	"pvsM62pF7B/kkrmFjVfx2ouWfv/x2ulDI3KNtH29J1xXZ6hveBGPj0Yid8ibCJKcFyYXRJdbn3ddfX7H",
+	"XVerT7ufty/2cD/cWdXVYz+q4GE6REbrTdLE0mq8djERrLZZyoeiCublJAjvGvz841sWOtBqdABaTkYp",
+	"msPaSijm4gVYoSiii6vmgGZMqoas+4cnWACBCXUjSl0JNvhQ8bHIwLV6Jf8lMua042UGITN/Ddi+NoWg",
+	"+ubpaJgsztjAv4XW60H4AHKi6Nr4sUmg0CYTQahFY5+wARGrve5MzW9H2STBJrePtHkR2tlOpto20SgZ",
+	"N3ZstU+8tdV2oHTXxWRa07ttOFK6EGv8fW3rpj3+AP8lNzoarLo86TeaqMqDRuugxswpJHundqfIYgXG",
+	"x4Ss6Yj9mJiqXr19e3H405u/Zfiv0S8XzwEOXr25an2u5aciMqdBIS09MwjscQBXaHzMSduar7KBRcMa",
+	"DqdhBTHiBomx+ux8WLcADHsSi0yXUBEqhvgCv5XX85/YJEaY7T8/ecYGzS/eFULJBbppdh76g9RBHjw7",
+	"A3GxA+Tqa+xcjJdadaTwvoTHe6wvtzdHta3cPVYp2lcrbVKx4lxdA13tohlqKaH3j8k8NZ+qwmZAStCE",
+	"cDaG91h4pi/RF4vU9FWk/+bb7zboEFYjrKOTuLG/UmmksHepg8Fg39enZms/HhrCjQxdrfO0u0buLH7E",
+	"z+qSL/6TbUQYVZ2tT52A5p7YEDY1ENERk7V8O1mXryY8AiS9g2jjqFWgXgr20AZsm/BywLWAg83J9vDr",
+	"TxaAr/8ikhIGFLZOluUnYLHK4TOlto5JB8nChnE1J+WWqv033YkeESi/6T/8/BYwDgPZEMNbUWafC4D/",
+	"+Sjs70c7bOmPTdsKstxW+DwGnFhlt+JIWeDFTVtKID2KFUW6XdVnifSmFbPCgRTXcucuOII7MSx11Tti",
+	"RUtwELXYBAoT3zt45cFrDwg6b5JMrI5BWSDionafCBBIrQetFBigldyv4DDWSkQpA8oi2mWPWNb27Yb5",
+	"fwdfeZeTqXVw2gR9+dGRs3qVBIw+7m4MXoO+p4ynEE9Qi3Fwfbi837JEQMYZGjLgQTVOPn8WghGCUC/e",
+	"OwFLiBPYPHkroFZi1idvZ4FSK40noCeeWC+ldtWFUGL2meL5FipPrpiNDTgKU8/wGeORknL4T5F3EVHS",
+	"/frIXMVhj32ZEvTORbz6LlZQaPI+L2MDqVhSjVclUftHgJi4FLbHdnxK3LH+CYxdQ5uX9OO1IneW/X0A",
+	"fs23ciq8UiBUAf88YPuXP71gz549+z5UCvuXVuJgsXDBwH/8dYHGHqzhNyzBsCSMULk4A0O1VLWubTOF",
+	"PDfaWuoYOLjy2h1PhRmLUNV6tQH5spmgx5CoGbtzqxzF+NbmOZTxlVuna8Y3N0xxjM/fJmcxvvSTLMXG",
+	"yXBJU7QTb/XWj7hlt2u5b41sk3w22Nu7ZLYVJniTnuGt2t6bllYb4JvnjifcFIeNzb0n08YYAZVUh6U4",
+	"ZUZMoYxahNwnbDh3IhQekmbBdbjvJkbX4+A+5GM/gVgECeUiCN+VqhBUTYxxr2a9JPuy09OhdSDjWg0q",
+	"BmpulKKgri36tGfaXAceWg4lCbQRUfdwgUQAu8qNYGMvg7FzGAMZbYYC1DOkoVmo0oYdnAvH9pV270YQ",
+	"NHzm5f/UtYgmo2jK55YUphsKbsCrgBORxkwYwfZhRt7Vit9wWfprpcOv+IqbYtGE3roctiMT+wY8EvzA",
+	"XT5ZIwbD0DL29PDpyQkrgOkgd0wWNsMVrozOhbVel1ShyMj9ysBL4+kLlPAAR8XYK2FgZODdoUlm4Fje",
+	"gV436L1qIOVhsI/gbAP0I5ToR74fvNJpmdUjdxgcXniEvXwX0QNlToQWONMJrBYtzx60h7HDIy5LclbG",
+	"Lr3zn3s37rS+XuLLu/O/O/+P+vzTPm0fmgcBgjURUQkQJH3tB4NXkJcE2/wU72+42BN1Dw1v0gQRBQQT",
+	"SA4G2yWZWzM2rFNhBMyybbFliLgDOcgtpAnW1tbk2jrPkfprzKXyMkkLf0KB3tuAzZUeuZ28scObzwBv",
+	"rpqj8NjljQ9oRdo8wfM8SexEE7NWcJ5NahZj+8HL8V9SJVh76P94cMRex7yfYL6Ct+hYtPQX7f9v4lx1",
+	"OJpWz08RsqBCnIQ6aIAgkIx3Cdmc+1YIULukYpz9oz45eZZDTh78UzBRiqlQLmOj0bQSY3Zo7UGGVfn0",
+	"lHHgxqYaemCf+0/8BEVJ4Uf+7v/zzXdFjfjU9cifA0zroxJnQzGWygZyhGsxHxksFAJ8hdIdHLFL9NA0",
+	"vi/2++WbIwabyfevQVCiNqRTSVE96D0qNXh+kr3g5ytjU94OVatVDRze6zP1Isbeyh2DtvtkR/T4X3D7",
+	"fXJR7seQlYcZTeRRtWeRvwPTAcAbCMVh4l7+TDLzdl6Xh82R4wvQOiLuEmISua87ZWXmHGWzrQnipyQ/",
+	"8gL3u06QlgbQF+xnIY0hw/S5CM5O/Ccmzg3YPkm6Cb0OJW2/LgYHlGXX5N3RrQO1ECZC9dG7eCEXk8+A",
+	"8rmcx+Qcj+TgiDlLvxrqPhG3AURV4GUW8sHXeFeuaB7vxbXSURYGs5eS67cvJHPa8oL0wPXTb/5jg2jR",
+	"puGwNkV/FRryiHx6g3ETbqH8Da7iFbZwH8VvWg1u4iNZOIk7QX6FtyTJT7b3RdCy0llCD90hJ0uT01jK",
+	"a7GAo4uPImqnWdvIej6cU7Iu/K7UOZSU3h+0oGKQscHNRFuIg+VV5f+T4DTRabXywE8ZDx/Fct2sAFZa",
+	"hjwyQuW6EIZVtZ0Ii0njLQVi//Lt1QX8GW8OtMEUDH6dFOg+yDz+12XpJbf3cxCseTIP2AfkhRlBrRy7",
+	"mAt2Q39puJMJ0RSDirIL+Z+nmD6WpoPvt5LVOlb9/w2z9Z9HR0eohrRuwoPIVRaF/YxNIByPAov//udR",
+	"bcpBwls/FyYQtCyw0xyxheUDWXYoQqxgQhsS71W6/EgtbF0mDaeOv59TFRHCGAZ+BpuQ6PiAbxdGQ3sK",
+	"vHFej8jY4EOrf38df4Dd9dfxB15Vfx1/CLP114Dtow3G3+a/X7459O8fCpvzShQHZ6RMJlw1ZBMPJqu0",
+	"+kdy6poCIbapAQlhjqDFBRdgQzFU1Zjtk7DLWchSLLUXdewyD9F5a/eTC5AmeR1JjV+BZj2suBEGSnEs",
+	"JlLq2i2tdPPtE79wXgIKYwVxKElKPE0OQrA0hizQLFFGYYZ+/uGb/3j6H0/j5UORglAsPtlJyWKDHl0C",
+	"TDt/xuCMh9RWuQH5Ht6PiwrsdtXGjjbXmA8DFSRsk4biZZG2KRh1d1Qvu1ruD6mV9koA4eTegr/l7ont",
+	"JoKXXiVYQ4PMmZ3ysmT4OLOKV3aiXYjC5gUb8pKrPNQ+mGolnfaaBXCbRX3UA2giSySkZpQdI4FGYuL/",
+	"nkNUtf8aBoUnRQ3xtMde8NJqJlVe1oUAYcMKZamkKbplCuHAjxLqwytdCIj2leqGlxKi5EM4eORPcxTY",
+	"7e9RpdV8qmvLDKf6LEDZ9k+RO1HghU0mTGkZMr+Fq8y3BTfBNfK6jQ0vaGDfnjxbrCARBzXUxZxK3+Gl",
+	"m8SZdGb4vMKl3Kb+dJNjI1fUyd7A6v4h++0AV2rwkSDMfYvw8zDdTGb2rClLFgJGwRjZ3vcZCBdeqoYy",
+	"uf7xIzz+Iq+NdPO9079/8Br1UHAjzHntj9jf//TKbepu9XAFbdDn092ZQAFu/FtURPo/za+9GJXTJbfY",
+	"wcXeZR/2SNh4ofW1FKHL1I+lvBroFpMKA/+B8w4HkoGACNaqDNNobcamXPq1BQooCKGlo20dM7UKdLUc",
+	"F2Ufx8hOnkJIVTAv4EQsmyp+t+CdNRociw1RTLakvRBy0Cxg55gzXJZRXsi546Ue19CfJPGv0lI523Tt",
+	"m1bXwrwud+5S4EYWBSMGCjYV0yHyxVMVpIBYoKM0TTxLm6CXO1qAYhqJJBlkvrHRdWVDxSmo9n7IY5EF",
+	"VmldZinzlmtEkLAkpR433fm21Z1QiGa5P7/6JSSqGliDCwZbPYn/c4YrixqpE9OqBM07Mkr4XeHHQSVC",
+	"/a0B2TNCGtwfGIvYM1HAZNDRrTeJhYJiHtsyfhaIUqLIHfKsAqtyPs/LdGhRD5Y0LthvdqqvsUaePVq0",
+	"ynV17G3siFBjUEJG6AlvZgPr6pNnPIuU4riQiKtN7aksKu9JBGcycc28PU/nDRvv6N+PENxJ+x/T46Nw",
+	"slgOiWgUgv05IW0Cw3Bo+WnrYKfCTvf0YA25UKo31BVmVB+yXdTdptWAYTognwx39CHu8z/E8Ern18LF",
+	"Yy8VfpKWIHzZ//p9OklYnm65lz9o7awzvArWCyzJxoupVNL/AbS00BjgkVuqIdcgVZyp779PZ4qSr7uT",
+	"LfwXmr1r2gkYTYxLUM0zVsiAw016Q9wb36XtRuV0768///q/AQAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

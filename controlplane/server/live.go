@@ -48,8 +48,9 @@ func (s *Server) startLive(cfg config.Config, keys *keyring.Keyring, tokens *api
 		Revision: areaRevision(st, playback.LeasesPrefix), Catchup: node.LinearizableBarrier}
 	s.Snapshots = &snapshots.Service{Store: node, Channels: s.Channels, Playback: s.Playback, MACKeys: keys.SubKeys("snapshot-ticket"),
 		Log: s.Log.Named("snapshots")}
+	s.startRecording(cfg)
 	s.Hooks = enginehooks.New(enginehooks.Deps{Events: s.Events, Streams: s.Streams, Playback: s.Playback, Channels: s.Channels, RTSPAuth: rtspCreds,
-		Store: node, Log: s.Log.Named("hooks")})
+		Recording: s.Recording, Store: node, Log: s.Log.Named("hooks")})
 	s.streamDispatcher = &streams.Dispatcher{Channels: s.Channels, Nodes: s.agents.nodes, Presence: s.agents.presence,
 		Commands: s.agents.commands, Log: s.Log.Named("streams")}
 	s.streamReconciler = &streams.Reconciler{Store: node, Sessions: s.Streams, Channels: s.Channels, Nodes: s.agents.nodes,
@@ -65,6 +66,7 @@ func (s *Server) runLive(bg context.Context) {
 	s.background(bg, func(ctx context.Context) { s.Node.Leadership().Run(ctx, s.streamDispatcher.Run) })
 	s.background(bg, func(ctx context.Context) { s.Node.Leadership().Run(ctx, s.streamReconciler.Run) })
 	s.background(bg, func(ctx context.Context) { s.Node.Leadership().Run(ctx, s.Snapshots.Run) })
+	s.background(bg, func(ctx context.Context) { s.Node.Leadership().Run(ctx, s.autoRecording.Run) })
 	log := s.Log.Named("playback")
 	s.background(bg, func(ctx context.Context) {
 		s.Node.Leadership().Run(ctx, func(ctx context.Context) { s.Playback.RunSweeper(ctx, log) })

@@ -39,6 +39,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/nodecommand"
 	"github.com/svcplatform/svc/controlplane/nodes"
 	"github.com/svcplatform/svc/controlplane/playback"
+	"github.com/svcplatform/svc/controlplane/recording"
 	"github.com/svcplatform/svc/controlplane/rtspauth"
 	"github.com/svcplatform/svc/controlplane/session"
 	"github.com/svcplatform/svc/controlplane/snapshots"
@@ -53,7 +54,7 @@ import (
 // IndexSpecs are the typed index tables of every kind the control plane
 // stores. Append only; a changed declaration rebuilds its table at start.
 var IndexSpecs = append([]query.Index{apitoken.Index, audit.Index, account.Index, nodecommand.Index, events.OutboxIndex,
-	webhooks.DeliveryIndex, streams.SessionIndex, playback.LeaseIndex}, channels.Indexes...)
+	webhooks.DeliveryIndex, streams.SessionIndex, playback.LeaseIndex}, append(channels.Indexes, recording.Indexes...)...)
 
 // authContactWindow is how long a follower keeps deciding on credentials
 // after it last heard from the leader.
@@ -61,8 +62,8 @@ const authContactWindow = 10 * time.Second
 
 // OwnedPrefixes are the key prefixes this version writes; the migration
 // audit reports anything else as a residue.
-var OwnedPrefixes = append([]string{"/cluster/", "/security/", "/system/", "/nodes/", "/events/", "/webhooks/", streams.SessionsPrefix, "/playback/", "/snapshots/"},
-	channels.OwnedPrefixes...)
+var OwnedPrefixes = append(append([]string{"/cluster/", "/security/", "/system/", "/nodes/", "/events/", "/webhooks/", streams.SessionsPrefix, "/playback/",
+	"/snapshots/"}, channels.OwnedPrefixes...), recording.OwnedPrefixes...)
 
 // Server is a running control node.
 type Server struct {
@@ -89,16 +90,19 @@ type Server struct {
 	Hooks            *enginehooks.Service
 	streamDispatcher *streams.Dispatcher
 	streamReconciler *streams.Reconciler
-	HTTPAddr         string // the bound address
-	sockets          *httpapi.RuntimeSockets
-	legacyWebhook    webhooks.LegacyEndpoint
-	http             *http.Server
-	ln               net.Listener
-	cancel           context.CancelFunc
-	done             chan struct{}
-	wg               sync.WaitGroup
-	denials          *httpapi.DenialAuditor
-	agents           *agentSide
+	// Recording indexes files and drives the engines' recorders.
+	Recording     *recording.Service
+	autoRecording *recording.Reconciler
+	HTTPAddr      string // the bound address
+	sockets       *httpapi.RuntimeSockets
+	legacyWebhook webhooks.LegacyEndpoint
+	http          *http.Server
+	ln            net.Listener
+	cancel        context.CancelFunc
+	done          chan struct{}
+	wg            sync.WaitGroup
+	denials       *httpapi.DenialAuditor
+	agents        *agentSide
 	// bootstrapCode stands in for a loopback connection on the bootstrap
 	// until an administrator exists (printed in the log, see
 	// announceBootstrap).
@@ -247,7 +251,7 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, er
 		LinkKeys: keys.LinkKeys(), ContractYAML: api.OpenAPIYAML,
 		Denials:  s.denials,
 		Tokens:   tokens,
-		Channels: s.Channels, Playback: s.Playback, Streams: s.Streams, Snapshots: s.Snapshots,
+		Channels: s.Channels, Playback: s.Playback, Streams: s.Streams, Snapshots: s.Snapshots, Recording: s.Recording, AutoRecord: s.autoRecording,
 		Events: s.Events, Webhooks: s.Webhooks, Dispatcher: s.Dispatcher.Running, Sockets: s.sockets,
 		Nodes: s.agents.nodes, Presence: s.agents.presence, Commands: s.agents.commands, MediaServers: s.agents.servers,
 		Templates: s.agents.templates, Monitor: s.agents.monitor, Authority: s.agents.authority, AgentURL: cfg.AgentURL(),

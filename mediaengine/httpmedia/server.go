@@ -37,6 +37,10 @@ type Config struct {
 	// WriteTimeout drops a player whose socket has taken no data for this
 	// long; until then it only loses frames.
 	WriteTimeout time.Duration
+	// Routes are further GET routes on the media port (pattern to
+	// handler), such as recorded playback; they pass the same CORS
+	// handling as the live routes.
+	Routes map[string]http.Handler
 }
 
 // Formats are the hub formats of the long-lived outputs.
@@ -106,6 +110,9 @@ func New(cfg Config, h *hub.Hub, players *player.Registry, gate Gate, formats Fo
 	mux.HandleFunc("GET /{app}/{file}", s.live)
 	mux.HandleFunc("GET /{app}/{stream}/hls.m3u8", s.hlsPlaylist)
 	mux.HandleFunc("GET /{app}/{stream}/hls/{session}/{file}", s.hlsFile)
+	for pattern, h := range cfg.Routes {
+		mux.Handle("GET "+pattern, h)
+	}
 	mux.HandleFunc("OPTIONS /", preflight)
 	s.mux = mux
 	s.srv = &http.Server{Handler: cors(mux), ReadHeaderTimeout: 10 * time.Second, ErrorLog: zap.NewStdLog(log.Named("http"))}

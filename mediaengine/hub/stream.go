@@ -191,7 +191,7 @@ func fillSize(t *media.Track) {
 }
 
 // subscribe adds a reader of format (nil for raw frames).
-func (s *Stream) subscribe(format Format, label string) (*Reader, error) {
+func (s *Stream) subscribe(format Format, label string, drain bool) (*Reader, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -205,6 +205,7 @@ func (s *Stream) subscribe(format Format, label string) (*Reader, error) {
 		}
 	}
 	r := newReader(s, fd, format, label, s.hub.cfg.ReaderQueueFrames)
+	r.drain = drain
 	r.seed(fd.gop)
 	r.idx = len(fd.readers)
 	fd.readers = append(fd.readers, r)

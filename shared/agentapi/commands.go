@@ -49,6 +49,9 @@ var CommandTypes = map[string]bool{
 	TypeEngineProxyAdd: true, TypeEngineProxyRemove: true, TypeEngineProxyList: true, TypeEngineStreamList: true,
 	TypeEngineStreamClose: true, TypeEnginePlayerList: true, TypeEnginePlayerKick: true, TypeEngineStats: true,
 	TypeEngineSmokeTestRTSP: true,
+	// Starting and stopping a recording converge (already_recording and
+	// not_recording answer a repeat).
+	TypeEngineRecordStart: true, TypeEngineRecordStop: true, TypeEngineRecordList: true, TypeEngineRecordDelete: true,
 }
 
 // PingResult answers TypePing: the agent is alive and runs commands.

@@ -78,6 +78,8 @@ type Config struct {
 	// demo's file source).
 	DemoFile string `yaml:"demoFile,omitempty" json:"demoFile,omitempty"`
 	DemoPath string `yaml:"demoPath,omitempty" json:"demoPath,omitempty"`
+	// Recording shapes the recorder; zero fields take RecordingDefaults.
+	Recording RecordingConfig `yaml:"recording" json:"recording"`
 }
 
 // HookConfig says where and how the engine calls the control plane.
@@ -182,6 +184,7 @@ func Defaults() Config {
 		NoReaderTimeout:   Duration(30 * time.Second),
 		ContinueGrace:     Duration(15 * time.Second),
 		WebRTC:            WebRTCConfig{UDPAddr: "0.0.0.0:8189", TCPAddr: "0.0.0.0:8189", MaxSessions: 2000},
+		Recording:         RecordingDefaults(),
 	}
 }
 
@@ -264,7 +267,8 @@ func (c *Config) Validate() error {
 	if (c.DemoFile == "") != (c.DemoPath == "") {
 		return errors.New("demoFile and demoPath go together")
 	}
-	return nil
+	c.Recording.fillDefaults()
+	return c.Recording.Validate()
 }
 
 // Parse reads a configuration over the defaults and validates it; unknown
