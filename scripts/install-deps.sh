@@ -45,10 +45,18 @@ case "${1:-}" in
     # iproute2: ip link set lo up inside that namespace (test/e2e).
     # util-linux also gives unshare --mount to the fault suite (test/faults),
     # whose disk-full tests mount small tmpfs volumes in a private namespace.
+    # gstreamer1.0-nice and gir1.2-gst-plugins-bad-1.0 (webrtcbin and its
+    # Python bindings): the independent WHEP client test/peers/gst_whep_client.py
+    # of mediaengine's TestAcceptanceWHEPPlaysInGStreamer.
+    packages+=(gstreamer1.0-nice gir1.2-gst-plugins-bad-1.0)
     packages+=(systemd util-linux iproute2)
     # nginx: the reverse proxy on the same host that forwards a remote
     # client's bootstrap (test/adversarial TestAttack06BootstrapBehindAReverseProxy).
     packages+=(nginx)
+    # sip-tester (SIPp): the GB28181 devices of controlplane/gb28181's tests
+    # (registration, keep-alive, catalog, INVITE/BYE). The GB28181 media sender
+    # (test/peers/psrtp) uses GStreamer's mpegpsmux (-bad) and ffmpeg from above.
+    packages+=(sip-tester)
     # curl and git: test/e2e TestReadmeCommandsRun runs the README's command
     # blocks (curl, ffmpeg, ffprobe, python3 as their webhook receiver);
     # test TestNoTrackedFileRefersOutsideTheRepository lists files with git.
@@ -60,7 +68,8 @@ case "${1:-}" in
     # players: mediaengine/acceptance_*_test.go).
     # chromium: the web console's browser test (test/consolerun
     # TestConsoleInABrowser drives it with Playwright; node and npm come
-    # from the console mode below).
+    # from the console mode below), and the WHEP viewer of mediaengine's
+    # TestAcceptanceWHEPPlaysInChromium (headless, driven by its page).
     packages+=(chromium)
     packages+=($(node_packages))
     ;;

@@ -153,7 +153,7 @@ func (s *Service) decide(ctx context.Context, h agentport.Hook) (engineapi.HookA
 			return answer(false, "malformed on_record_mp4 body"), nil
 		}
 		if _, _, err := s.Recording.FileCompleted(ctx, h.MediaServerID, h.NodeID, req); err != nil {
-			if _, ok := recording.AsError(err); ok {
+			if recording.IsRefusal(err) {
 				// A report that can never be indexed is answered, not
 				// retried for ever; the inbox keeps it.
 				s.Log.Warn("on_record_mp4 not indexed", zap.String("mediaServerId", h.MediaServerID), zap.Error(err))

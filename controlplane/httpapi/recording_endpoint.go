@@ -17,16 +17,6 @@ type recordingEndpoints struct {
 	auto      *recording.Reconciler
 }
 
-// recordingError maps the recording package's errors (which carry their
-// status and code) and, for the node commands behind a start or stop, the
-// media-server errors.
-func recordingError(err error) error {
-	if e, ok := recording.AsError(err); ok {
-		return &Error{Status: e.Status, Code: e.Code, Message: err.Error(), Retryable: retryable(e.Status == http.StatusConflict && e.Code == "conflict"), Err: err}
-	}
-	return nodeError(err)
-}
-
 // convert moves a domain value into its contract type through JSON: the
 // domain structs carry the contract's property names, and what the
 // contract does not name (a file's path on its media host) is left out.
@@ -45,7 +35,7 @@ func (e *recordingEndpoints) StartRecording(ctx context.Context, r contract.Star
 		ChannelID: deref(b.ChannelId, ""), MediaServerID: deref(b.MediaServerId, ""), Vhost: deref(b.Vhost, ""), App: deref(b.App, ""),
 		StreamID: deref(b.StreamId, "")}, SegmentSeconds: int(deref(b.SegmentSeconds, 0))})
 	if err != nil {
-		return nil, recordingError(err)
+		return nil, err
 	}
 	out, err := convert[contract.RecordingSession](sess)
 	return contract.StartRecording200JSONResponse(out), err
@@ -56,7 +46,7 @@ func (e *recordingEndpoints) StopRecording(ctx context.Context, r contract.StopR
 	sess, err := e.recording.Stop(requestContext(ctx), actor(ctx).Actor, recording.StreamRef{ChannelID: deref(b.ChannelId, ""),
 		MediaServerID: deref(b.MediaServerId, ""), Vhost: deref(b.Vhost, ""), App: deref(b.App, ""), StreamID: deref(b.StreamId, "")})
 	if err != nil {
-		return nil, recordingError(err)
+		return nil, err
 	}
 	out, err := convert[contract.RecordingSession](sess)
 	return contract.StopRecording200JSONResponse(out), err
@@ -74,7 +64,7 @@ func (e *recordingEndpoints) ListRecordingSessions(ctx context.Context, r contra
 	}
 	rows, total, err := e.recording.Sessions(requestContext(ctx), f)
 	if err != nil {
-		return nil, recordingError(err)
+		return nil, err
 	}
 	out := contract.ListRecordingSessions200JSONResponse{Page: int32(max(f.Page, 1)), PageSize: int32(pageSizeOf(f.PageSize)), Total: total,
 		Rows: []contract.RecordingSession{}}
@@ -110,7 +100,7 @@ func (e *recordingEndpoints) RunAutoRecordOnce(ctx context.Context, r contract.R
 	}
 	res, err := e.auto.RunOnce(requestContext(ctx))
 	if err != nil {
-		return nil, recordingError(err)
+		return nil, err
 	}
 	return contract.RunAutoRecordOnce200JSONResponse{Started: int32(res.Started), Stopped: int32(res.Stopped), Resumed: int32(res.Resumed),
 		Failed: int32(res.Failed)}, nil
@@ -148,7 +138,7 @@ func (e *recordingEndpoints) ListThirdPartyRecordings(
 func (e *recordingEndpoints) files(ctx context.Context, f recording.FileFilter) (contract.RecordingFileList, error) {
 	rows, total, err := e.recording.Files(requestContext(ctx), f)
 	if err != nil {
-		return contract.RecordingFileList{}, recordingError(err)
+		return contract.RecordingFileList{}, err
 	}
 	out := contract.RecordingFileList{Page: int32(max(f.Page, 1)), PageSize: int32(pageSizeOf(f.PageSize)), Total: total, Rows: []contract.RecordingFile{}}
 	for _, row := range rows {
@@ -166,7 +156,7 @@ func (e *recordingEndpoints) GetEngineRecordingStatus(
 ) (contract.GetEngineRecordingStatusResponseObject, error) {
 	ms, recs, err := e.recording.EngineStatus(requestContext(ctx), r.NodeId, deref(r.Params.App, ""), deref(r.Params.StreamId, ""))
 	if err != nil {
-		return nil, recordingError(err)
+		return nil, err
 	}
 	out := contract.GetEngineRecordingStatus200JSONResponse{NodeId: r.NodeId, MediaServerId: ms, CheckedAt: time.Now().UTC(),
 		Recordings: []contract.EngineRecordingEntry{}}

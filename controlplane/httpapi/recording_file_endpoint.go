@@ -16,11 +16,8 @@ func (e *recordingEndpoints) CreateThirdPartyRecordingPlaybackLease(
 ) (contract.CreateThirdPartyRecordingPlaybackLeaseResponseObject, error) {
 	l, srcs, err := e.recording.LeaseFile(requestContext(ctx), caller(ctx), r.FileId, playback.LeaseRequest{Protocols: protocolNames(r.Body.Protocols),
 		LeaseSeconds: intPtr(r.Body.LeaseSeconds), AbsoluteLifetimeSeconds: intPtr(r.Body.AbsoluteLifetimeSeconds)})
-	if _, ok := recording.AsError(err); ok {
-		return nil, recordingError(err)
-	}
 	if err != nil {
-		return nil, playbackError(err)
+		return nil, err
 	}
 	return contract.CreateThirdPartyRecordingPlaybackLease200JSONResponse(toLease(l, srcs)), nil
 }
@@ -31,7 +28,7 @@ type batchOp func(*recording.Service, context.Context, recording.Actor, []string
 func (e *recordingEndpoints) batch(ctx context.Context, op batchOp, ids []string) (contract.RecordFileBatchResult, error) {
 	res, err := op(e.recording, requestContext(ctx), actor(ctx).Actor, ids)
 	if err != nil {
-		return contract.RecordFileBatchResult{}, recordingError(err)
+		return contract.RecordFileBatchResult{}, err
 	}
 	out := contract.RecordFileBatchResult{Results: []contract.RecordFileBatchItem{}}
 	for _, it := range res {

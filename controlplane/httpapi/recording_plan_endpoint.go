@@ -24,7 +24,7 @@ func recordPlanInput(b *contract.SaveRecordPlanRequest) recording.PlanInput {
 
 func toPlan(p *recording.Plan, err error) (contract.RecordPlan, error) {
 	if err != nil {
-		return contract.RecordPlan{}, recordingError(err)
+		return contract.RecordPlan{}, err
 	}
 	return convert[contract.RecordPlan](p)
 }
@@ -32,7 +32,7 @@ func toPlan(p *recording.Plan, err error) (contract.RecordPlan, error) {
 func (e *recordingEndpoints) ListRecordPlans(ctx context.Context, r contract.ListRecordPlansRequestObject) (contract.ListRecordPlansResponseObject, error) {
 	plans, err := e.recording.Plans(requestContext(ctx), deref(r.Params.Name, ""))
 	if err != nil {
-		return nil, recordingError(err)
+		return nil, err
 	}
 	out := contract.ListRecordPlans200JSONResponse{Page: 1, PageSize: int32(len(plans)), Total: int64(len(plans)), Rows: []contract.RecordPlan{}}
 	for i := range plans {
@@ -77,7 +77,7 @@ func (e *recordingEndpoints) SetRecordPlanEnabled(ctx context.Context, r contrac
 func (e *recordingEndpoints) EvaluateRecordPlan(ctx context.Context, r contract.EvaluateRecordPlanRequestObject) (contract.EvaluateRecordPlanResponseObject, error) {
 	p, err := e.recording.Plan(requestContext(ctx), r.PlanId)
 	if err != nil {
-		return nil, recordingError(err)
+		return nil, err
 	}
 	at := time.Now()
 	if r.Params.At != nil {

@@ -15,7 +15,7 @@ type PlayRequest struct {
 	App           string
 	Stream        string
 	// Protocol is the engine's name of the output (http-flv, http-fmp4,
-	// hls, rtsp).
+	// hls, rtsp, webrtc).
 	Protocol string
 	Params   map[string]string
 }

@@ -3,7 +3,7 @@ package recording
 import (
 	"time"
 
-	"github.com/svcplatform/svc/controlplane/store/sqlitefsm"
+	"github.com/svcplatform/svc/controlplane/store/query"
 )
 
 // FilePrefix holds one record per recorded file, keyed by file id.
@@ -59,7 +59,7 @@ type File struct {
 
 // FileIndex serves the file listing: the filters and the time
 // intersection (start_ms, end_ms).
-var FileIndex = sqlitefsm.IndexSpec{Name: "recording_files", Prefix: FilePrefix, Columns: []sqlitefsm.IndexColumn{
+var FileIndex = query.Index{Name: "recording_files", Prefix: FilePrefix, Columns: []query.Column{
 	{Name: "media_server_id", Type: "TEXT", Path: "$.mediaServerId"},
 	{Name: "node_id", Type: "TEXT", Path: "$.nodeId", NoIndex: true},
 	{Name: "channel_id", Type: "TEXT", Path: "$.channelId"},

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+
 	// Plans name IANA zones; the database travels with the binary so a
 	// minimal host without /usr/share/zoneinfo evaluates them the same.
 	_ "time/tzdata"

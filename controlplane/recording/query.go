@@ -5,11 +5,10 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/svcplatform/svc/controlplane/store/sqlitefsm"
+	"github.com/svcplatform/svc/controlplane/store/query"
 )
 
-// The package's SQL: every typed index query of recording lives in this
-// file.
+// Every index query of recording lives in this file.
 
 // FileFilter selects files; empty fields do not filter. Start and End
 // select the files whose media intersects [Start, End).
@@ -43,14 +42,8 @@ func pageSize(n int) int {
 // turns the query into one index range scan of the files that began in
 // [start - 25 h, end), whatever the table's size.
 func (s *Service) Files(ctx context.Context, f FileFilter) ([]File, int64, error) {
-	var where []string
-	var args []any
-	eq := func(col, v string) {
-		if v != "" {
-			where = append(where, "i."+col+" = ?")
-			args = append(args, v)
-		}
-	}
+	var where query.Where
+	eq := where.EqIfSet
 	eq("media_server_id", f.MediaServerID)
 	eq("node_id", f.NodeID)
 	eq("channel_id", f.ChannelID)
@@ -61,21 +54,19 @@ func (s *Service) Files(ctx context.Context, f FileFilter) ([]File, int64, error
 	eq("source_hook", f.SourceHook)
 	eq("index_source", f.IndexSource)
 	if f.FileState == "" && !f.IncludeDeleted {
-		where = append(where, "i.file_state <> ?")
-		args = append(args, FileDeleted)
+		where.Add(query.Ne("file_state", FileDeleted))
 	}
 	if f.Start != nil && f.End != nil && !f.Start.Before(*f.End) {
 		return nil, 0, fmt.Errorf("%w: startTime must be before endTime", ErrInvalidQuery)
 	}
 	if f.Start != nil {
-		where = append(where, "i.end_ms > ?", "i.start_ms >= ?")
-		args = append(args, f.Start.UnixMilli(), f.Start.Add(-MaxFileDuration).UnixMilli())
+		where.Add(query.Gt("end_ms", f.Start.UnixMilli()), query.Ge("start_ms", f.Start.Add(-MaxFileDuration).UnixMilli()))
 	}
 	if f.End != nil {
-		where = append(where, "i.start_ms < ?")
-		args = append(args, f.End.UnixMilli())
+		where.Add(query.Lt("start_ms", f.End.UnixMilli()))
 	}
-	return sqlitefsm.IndexPage[File](ctx, s.Reader, FileIndex.Table(), where, args, "i.start_ms ASC, i.key ASC", max(f.Page, 1), pageSize(f.PageSize))
+	return query.Page(ctx, s.Reader, query.Query{Index: FileIndex.Name, Where: where, Order: []query.Order{query.Asc("start_ms")}},
+		max(f.Page, 1), pageSize(f.PageSize), query.JSON[File])
 }
 
 // SessionFilter selects sessions; empty fields do not filter.
@@ -86,14 +77,11 @@ type SessionFilter struct {
 
 // Sessions lists one page of sessions by key and the total.
 func (s *Service) Sessions(ctx context.Context, f SessionFilter) ([]Session, int64, error) {
-	var where []string
-	var args []any
-	for col, v := range map[string]string{"media_server_id": f.MediaServerID, "node_id": f.NodeID, "channel_id": f.ChannelID, "app": f.App,
-		"stream_id": f.StreamID, "state": f.State, "record_source": f.RecordSource} {
-		if v != "" {
-			where = append(where, "i."+col+" = ?")
-			args = append(args, v)
-		}
+	var where query.Where
+	for _, c := range [][2]string{{"media_server_id", f.MediaServerID}, {"node_id", f.NodeID}, {"channel_id", f.ChannelID}, {"app", f.App},
+		{"stream_id", f.StreamID}, {"state", f.State}, {"record_source", f.RecordSource}} {
+		where.EqIfSet(c[0], c[1])
 	}
-	return sqlitefsm.IndexPage[Session](ctx, s.Reader, SessionIndex.Table(), where, args, "i.key ASC", max(f.Page, 1), pageSize(f.PageSize))
+	return query.Page(ctx, s.Reader, query.Query{Index: SessionIndex.Name, Where: where, Order: []query.Order{query.Asc(query.Key)}},
+		max(f.Page, 1), pageSize(f.PageSize), query.JSON[Session])
 }

@@ -17,7 +17,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/mediaserver"
 	"github.com/svcplatform/svc/controlplane/playback"
 	"github.com/svcplatform/svc/controlplane/store"
-	"github.com/svcplatform/svc/controlplane/store/sqlitefsm"
+	"github.com/svcplatform/svc/controlplane/store/query"
 	"github.com/svcplatform/svc/shared/agentapi"
 	"github.com/svcplatform/svc/shared/engineapi"
 )
@@ -34,7 +34,7 @@ type Actor = audit.Actor
 // Service is recording on the replicated store.
 type Service struct {
 	Store    store.Store
-	Reader   sqlitefsm.Reader
+	Reader   query.Reader
 	Channels *channels.Service
 	Engines  engineCaller
 	// Playback issues recording-file leases.

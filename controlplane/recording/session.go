@@ -3,7 +3,7 @@ package recording
 import (
 	"time"
 
-	"github.com/svcplatform/svc/controlplane/store/sqlitefsm"
+	"github.com/svcplatform/svc/controlplane/store/query"
 )
 
 // SessionPrefix holds one record per media server and stream:
@@ -56,7 +56,7 @@ type Session struct {
 func (s *Session) Active() bool { return s.State == SessionRequested || s.State == SessionRecording }
 
 // SessionIndex serves the session listing.
-var SessionIndex = sqlitefsm.IndexSpec{Name: "recording_sessions", Prefix: SessionPrefix, Columns: []sqlitefsm.IndexColumn{
+var SessionIndex = query.Index{Name: "recording_sessions", Prefix: SessionPrefix, Columns: []query.Column{
 	{Name: "media_server_id", Type: "TEXT", Path: "$.mediaServerId", NoIndex: true},
 	{Name: "node_id", Type: "TEXT", Path: "$.nodeId", NoIndex: true},
 	{Name: "channel_id", Type: "TEXT", Path: "$.channelId", NoIndex: true},
@@ -67,7 +67,7 @@ var SessionIndex = sqlitefsm.IndexSpec{Name: "recording_sessions", Prefix: Sessi
 }}
 
 // Indexes are the package's typed index tables, for the server's store.
-var Indexes = []sqlitefsm.IndexSpec{FileIndex, SessionIndex}
+var Indexes = []query.Index{FileIndex, SessionIndex}
 
 // OwnedPrefixes are the prefixes of this package.
 var OwnedPrefixes = []string{"/recording/"}

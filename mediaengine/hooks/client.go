@@ -344,6 +344,12 @@ func (c *Client) Keepalive(stats engineapi.Stats) {
 	c.enqueue(event{name: engineapi.HookOnServerKeepalive, body: engineapi.KeepaliveHook{HookHeader: c.stamp(), Stats: stats}})
 }
 
+// RTPServerTimeout sends on_rtp_server_timeout.
+func (c *Client) RTPServerTimeout(h engineapi.RTPServerTimeoutHook) {
+	h.HookHeader = c.stamp()
+	c.enqueue(event{name: engineapi.HookOnRTPServerTimeout, body: h})
+}
+
 // RecordMP4 sends on_record_mp4 and waits for its answer: the recorder
 // repeats a report until a control node accepted it, so it must know.
 func (c *Client) RecordMP4(ctx context.Context, h engineapi.RecordMP4Hook) error {

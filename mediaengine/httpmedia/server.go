@@ -82,6 +82,7 @@ type Server struct {
 	stopShards  chan struct{}
 	shardsDone  sync.WaitGroup
 	srv         *http.Server
+	mux         *http.ServeMux
 	done        chan struct{}
 }
 
@@ -113,8 +114,15 @@ func New(cfg Config, h *hub.Hub, players *player.Registry, gate Gate, formats Fo
 		mux.Handle("GET "+pattern, h)
 	}
 	mux.HandleFunc("OPTIONS /", preflight)
+	s.mux = mux
 	s.srv = &http.Server{Handler: cors(mux), ReadHeaderTimeout: 10 * time.Second, ErrorLog: zap.NewStdLog(log.Named("http"))}
 	return s
+}
+
+// HandleFunc adds a route of another output that shares the media port
+// (WHEP and WHIP signalling); call it before Serve.
+func (s *Server) HandleFunc(pattern string, handler func(http.ResponseWriter, *http.Request)) {
+	s.mux.HandleFunc(pattern, handler)
 }
 
 // Serve serves on ln until Close.
@@ -303,14 +311,17 @@ func cors(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
 		h.Set("Access-Control-Allow-Origin", "*")
-		h.Set("Access-Control-Expose-Headers", "Content-Type, Content-Length")
+		// Location, ETag and Link are the WHEP/WHIP session's resource URL,
+		// ICE session tag and ICE servers; X-Svc-Note says what a WHEP
+		// session left out.
+		h.Set("Access-Control-Expose-Headers", "Content-Type, Content-Length, Location, ETag, Link, X-Svc-Note")
 		next.ServeHTTP(w, r)
 	})
 }
 
 func preflight(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
-	h.Set("Access-Control-Allow-Methods", "GET, OPTIONS")
+	h.Set("Access-Control-Allow-Methods", "GET, POST, PATCH, DELETE, OPTIONS")
 	h.Set("Access-Control-Allow-Headers", r.Header.Get("Access-Control-Request-Headers"))
 	h.Set("Access-Control-Max-Age", "86400")
 	w.WriteHeader(http.StatusNoContent)

@@ -165,6 +165,11 @@ func (h *Hub) subscribe(ctx context.Context, path media.Path, format Format, lab
 				if errors.Is(err, ErrStreamClosed) {
 					continue // replaced by a new publisher meanwhile, or gone
 				}
+				if err == nil && r.waitsForKeyframe() {
+					// The GOP cache did not fit its queue: a source that can
+					// make a keyframe on demand spares it the wait.
+					s.RequestKeyframe()
+				}
 				return r, err
 			default:
 			}

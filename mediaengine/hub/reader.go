@@ -185,6 +185,14 @@ func (r *Reader) seed(gop []*Packet) {
 	r.wake <- struct{}{} // a notify set later is called at once for these
 }
 
+// waitsForKeyframe reports whether the reader is waiting for the next
+// keyframe before it gets any packet.
+func (r *Reader) waitsForKeyframe() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.needKey && r.n == 0
+}
+
 // Next appends every queued packet to dst, waiting until there is at least
 // one. It fails with ErrReaderClosed or ErrStreamClosed once the reader or
 // its stream is closed, and with ctx's error when ctx ends. Reusing dst
