@@ -150,3 +150,22 @@ func (e *recordingEndpoints) files(ctx context.Context, f recording.FileFilter) 
 	}
 	return out, nil
 }
+
+func (e *recordingEndpoints) GetEngineRecordingStatus(
+	ctx context.Context, r contract.GetEngineRecordingStatusRequestObject,
+) (contract.GetEngineRecordingStatusResponseObject, error) {
+	ms, recs, err := e.recording.EngineStatus(requestContext(ctx), r.NodeId, deref(r.Params.App, ""), deref(r.Params.StreamId, ""))
+	if err != nil {
+		return nil, err
+	}
+	out := contract.GetEngineRecordingStatus200JSONResponse{NodeId: r.NodeId, MediaServerId: ms, CheckedAt: time.Now().UTC(),
+		Recordings: []contract.EngineRecordingEntry{}}
+	for _, rec := range recs {
+		c, err := convert[contract.EngineRecordingEntry](rec)
+		if err != nil {
+			return nil, err
+		}
+		out.Recordings = append(out.Recordings, c)
+	}
+	return out, nil
+}

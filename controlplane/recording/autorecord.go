@@ -193,3 +193,34 @@ func (r *Reconciler) plans(ctx context.Context, want map[string]string, res *Pas
 	}
 	return nil
 }
+
+// EngineRecording is one stream an engine records, with the session the
+// control plane keeps for it (empty when it has none).
+type EngineRecording struct {
+	engineapi.RecordingInfo
+	SessionState string `json:"sessionState,omitempty"`
+}
+
+// EngineStatus asks a media host's engine what it records now (the actual
+// state, next to the sessions' wanted state); app and stream filter.
+func (s *Service) EngineStatus(ctx context.Context, nodeID, app, stream string) (mediaServerID string, out []EngineRecording, err error) {
+	var list engineapi.RecordingList
+	o, err := s.Engines.Do(ctx, mediaserver.Call{Target: mediaserver.Target{NodeID: nodeID}, Type: agentapi.TypeEngineRecordList,
+		Reason: "recording status", Actor: autoActor, Read: true}, &list)
+	if err != nil {
+		return "", nil, err
+	}
+	mediaServerID = o.Node.MediaServerID
+	out = []EngineRecording{}
+	for _, rec := range list.Recordings {
+		if (app != "" && rec.App != app) || (stream != "" && rec.Stream != stream) {
+			continue
+		}
+		e := EngineRecording{RecordingInfo: rec}
+		if sess, err := s.Session(ctx, StreamRef{MediaServerID: mediaServerID, Vhost: rec.Vhost, App: rec.App, StreamID: rec.Stream}); err == nil && sess != nil {
+			e.SessionState = sess.State
+		}
+		out = append(out, e)
+	}
+	return mediaServerID, out, nil
+}

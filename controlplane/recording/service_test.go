@@ -16,7 +16,7 @@ import (
 	"github.com/svcplatform/svc/shared/engineapi"
 )
 
-func newService(t *testing.T) *Service {
+func newService(t testing.TB) *Service {
 	t.Helper()
 	node, keys := storetest.WithKeys(t, append(channels.Indexes, append(Indexes, events.OutboxIndex)...)...)
 	return &Service{Store: node, Reader: node.State(), Channels: &channels.Service{Store: node, Reader: node.State(), Keys: keys}, NodeID: "cp1"}

@@ -46,7 +46,12 @@ func sampleSize(f *media.Frame) int {
 }
 
 // Fragment writes one moof and its mdat, in one allocation.
-func Fragment(seq uint32, runs []Run) []byte {
+func Fragment(seq uint32, runs []Run) []byte { return AppendFragment(nil, seq, runs) }
+
+// AppendFragment appends one moof and its mdat to dst (whose capacity a
+// writer that reuses its buffer keeps across fragments) and returns the
+// extended slice.
+func AppendFragment(dst []byte, seq uint32, runs []Run) []byte {
 	moofSize := 8 + 16 // moof header, mfhd
 	dataSize := 0
 	for _, r := range runs {
@@ -55,7 +60,13 @@ func Fragment(seq uint32, runs []Run) []byte {
 			dataSize += sampleSize(s.Frame)
 		}
 	}
-	w := &boxWriter{b: make([]byte, 0, moofSize+8+dataSize)}
+	if cap(dst)-len(dst) < moofSize+8+dataSize {
+		grown := make([]byte, len(dst), len(dst)+moofSize+8+dataSize)
+		copy(grown, dst)
+		dst = grown
+	}
+	w := &boxWriter{b: dst}
+	base := len(dst)
 	w.start("moof")
 	w.startFull("mfhd", 0, 0)
 	w.u32(seq)
@@ -93,7 +104,7 @@ func Fragment(seq uint32, runs []Run) []byte {
 	w.b = binary.BigEndian.AppendUint32(w.b, uint32(8+dataSize))
 	w.b = append(w.b, 'm', 'd', 'a', 't')
 	for i, r := range runs {
-		binary.BigEndian.PutUint32(w.b[offsets[i]:], uint32(len(w.b)))
+		binary.BigEndian.PutUint32(w.b[offsets[i]:], uint32(len(w.b)-base))
 		for _, s := range r.Samples {
 			if s.Frame.Track.Kind() == media.KindVideo {
 				w.b = nalu.AppendLengthPrefixed(w.b, s.Frame.NALUs)

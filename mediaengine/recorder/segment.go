@@ -49,6 +49,9 @@ type segment struct {
 	baseDTS   time.Duration
 	endDTS    time.Duration
 	seq       uint32
+	// buf is reused for every fragment: a part of a 2 Mbps stream is
+	// about 250 KB, which would otherwise be garbage once a second.
+	buf []byte
 }
 
 // segmentPath is where a file of stream p starting at wall goes:
@@ -116,7 +119,8 @@ func (s *segment) abandon() {
 // the file: a part the sidecar lists is always whole.
 func (s *segment) writePart(runs []fmp4.Run, start, end time.Duration, key bool, frames int) error {
 	s.seq++
-	data := fmp4.Fragment(s.seq, runs)
+	data := fmp4.AppendFragment(s.buf[:0], s.seq, runs)
+	s.buf = data
 	if _, err := s.file.Write(data); err != nil {
 		return fmt.Errorf("recorder: writing %s: %w", s.rel, err)
 	}

@@ -323,6 +323,18 @@ func TestRecordingEndToEnd(t *testing.T) {
 		viewer.call("GET", "/api/v2/recording/sessions?recordSource=auto&state=Recording", nil, &sessions)
 		return sessions.Total == 1 && sessions.Rows[0].ChannelID == ch.ChannelID
 	})
+	// The engine's actual state next to the session's.
+	var status struct {
+		MediaServerID string
+		Recordings    []struct{ Stream, State, SessionState string }
+	}
+	eventually(t, 30*time.Second, "the engine recording the automatic session", func() bool {
+		cp.call("GET", "/api/v2/engine/nodes/media-1/recording-status?streamId=yard", nil, &status)
+		return len(status.Recordings) == 1 && status.Recordings[0].State == "recording"
+	})
+	if status.MediaServerID != "media-1" || status.Recordings[0].SessionState != "Recording" {
+		t.Fatalf("recording status: %+v", status)
+	}
 	var model struct {
 		Machines []struct{ Name string }
 	}
