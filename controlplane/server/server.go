@@ -34,6 +34,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/connguard"
 	"github.com/svcplatform/svc/controlplane/enginehooks"
 	"github.com/svcplatform/svc/controlplane/events"
+	"github.com/svcplatform/svc/controlplane/gb28181"
 	"github.com/svcplatform/svc/controlplane/httpapi"
 	"github.com/svcplatform/svc/controlplane/keyring"
 	"github.com/svcplatform/svc/controlplane/nodecommand"
@@ -89,16 +90,18 @@ type Server struct {
 	Hooks            *enginehooks.Service
 	streamDispatcher *streams.Dispatcher
 	streamReconciler *streams.Reconciler
-	HTTPAddr         string // the bound address
-	sockets          *httpapi.RuntimeSockets
-	legacyWebhook    webhooks.LegacyEndpoint
-	http             *http.Server
-	ln               net.Listener
-	cancel           context.CancelFunc
-	done             chan struct{}
-	wg               sync.WaitGroup
-	denials          *httpapi.DenialAuditor
-	agents           *agentSide
+	// GB28181 is the SIP registrar, nil unless configured.
+	GB28181       *gb28181.Service
+	HTTPAddr      string // the bound address
+	sockets       *httpapi.RuntimeSockets
+	legacyWebhook webhooks.LegacyEndpoint
+	http          *http.Server
+	ln            net.Listener
+	cancel        context.CancelFunc
+	done          chan struct{}
+	wg            sync.WaitGroup
+	denials       *httpapi.DenialAuditor
+	agents        *agentSide
 	// bootstrapCode stands in for a loopback connection on the bootstrap
 	// until an administrator exists (printed in the log, see
 	// announceBootstrap).
@@ -222,6 +225,14 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, er
 		Catchup: node.LinearizableBarrier, Config: session.Config{AccessTTL: cfg.SessionAccessTTL, SessionTTL: cfg.SessionTTL}}
 	s.Sessions = sessions
 	s.Channels = &channels.Service{Store: node, Reader: node.State(), Keys: keys}
+	if err := s.startGB28181(bg, cfg, log); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if !ok && s.GB28181 != nil {
+			s.GB28181.Close()
+		}
+	}()
 	if err := s.startEvents(bg, cfg, keys, tasks); err != nil {
 		return nil, err
 	}
@@ -330,6 +341,9 @@ func (s *Server) Shutdown() error {
 	err := errors.Join(s.http.Shutdown(ctx), agentErr)
 	<-s.done
 	s.cancel()
+	if s.GB28181 != nil {
+		s.GB28181.Close()
+	}
 	s.wg.Wait()
 	s.sockets.Wait()
 	s.denials.Wait() // flushes queued audit records while the store is up
