@@ -31,7 +31,17 @@ const (
 	// SmokeTest (an engineapi.SmokeTestRequest whose URL may be sealed
 	// away) in, engineapi.SmokeTestResult out.
 	TypeEngineSmokeTestRTSP = "engine.smoke-test.rtsp"
+	// TypeEngineRTPServerOpen opens a GB28181 RTP server on a leased port:
+	// engineapi.OpenRTPServerRequest in, engineapi.RTPServerInfo out.
+	TypeEngineRTPServerOpen = "engine.rtp-server.open"
+	// TypeEngineRTPServerClose closes one: RTPServerRef in.
+	TypeEngineRTPServerClose = "engine.rtp-server.close"
 )
+
+// RTPServerRef names one RTP server.
+type RTPServerRef struct {
+	ID string `json:"id"`
+}
 
 // ProxyRef names one pull proxy.
 type ProxyRef struct {
