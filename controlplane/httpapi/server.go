@@ -110,6 +110,7 @@ type endpoints struct {
 	*playbackEndpoints
 	*streamEndpoints
 	*snapshotEndpoints
+	*gb28181Endpoints
 }
 
 // NewEngine assembles the router: contract routes behind the guard,
@@ -156,6 +157,7 @@ func NewEngine(d Deps) (*gin.Engine, error) {
 			captchas:  ratelimit.New(float64(3*d.LoginRatePerMinute), 3*d.LoginRatePerMinute)},
 		channelEndpoints: &channelEndpoints{channels: d.Channels},
 		eventEndpoints:   &eventEndpoints{events: d.Events, auth: d.Auth, sockets: d.Sockets, log: d.Log},
+		gb28181Endpoints: &gb28181Endpoints{store: d.Node},
 		webhookEndpoints: &webhookEndpoints{plans: d.Webhooks, dispatcher: d.Dispatcher},
 		lifecycleEndpoints: &lifecycleEndpoints{nodes: d.Nodes, presence: d.Presence, servers: d.MediaServers, authority: d.Authority,
 			agentURL: d.AgentURL},

@@ -78,7 +78,27 @@ func TestGB28181LiveEndToEnd(t *testing.T) {
 	if ch.Name != "Gate" || ch.Stream != deviceID+"_"+channelID {
 		t.Fatalf("channel %+v", ch)
 	}
+	// The device registry: devices.view reads it, nothing else does.
+	viewer := backend{t: t, api: cp.api, token: cp.newToken("devices.view")}
+	var dev struct {
+		DeviceId, Status, Transport, NodeId string
+		Channels                            int
+	}
+	if st, body := viewer.call("GET", "/api/v2/gb28181/devices/"+deviceID, nil, &dev); st != 200 || dev.Status != "online" ||
+		dev.Transport != "udp" || dev.NodeId != "cp1" || dev.Channels != 1 {
+		t.Fatalf("device: %d %s", st, body)
+	}
+	var devs struct{ Total int }
+	if st, _ := viewer.call("GET", "/api/v2/gb28181/devices?status=online", nil, &devs); st != 200 || devs.Total != 1 {
+		t.Fatalf("devices: %d %+v", st, devs)
+	}
+	if st, _ := viewer.call("GET", "/api/v2/gb28181/devices/34020000001320000099", nil, nil); st != 404 {
+		t.Fatalf("unknown device: %d", st)
+	}
 	be := backend{t: t, api: cp.api, token: cp.newToken("channels.view", "streams.view", "streams.play", "channels.manage")}
+	if st, _ := be.call("GET", "/api/v2/gb28181/devices", nil, nil); st != 403 {
+		t.Fatalf("devices without devices.view: %d", st)
+	}
 	if st, body := be.call("POST", "/api/v2/third-party/channels/"+ch.ChannelID+"/start", nil, nil); st != 200 {
 		t.Fatalf("start: %d %s", st, body)
 	}
