@@ -75,3 +75,41 @@ func (s *Service) DeviceControl(ctx context.Context, id DeviceID, channelID, ptz
 		"<DeviceID>%s</DeviceID>\r\n<PTZCmd>%s</PTZCmd>\r\n<Info>\r\n<ControlPriority>5</ControlPriority>\r\n</Info>\r\n</Control>\r\n", s.nextSN(), channelID, ptzCmd)
 	return s.sendManscdp(ctx, id, body)
 }
+
+// ChannelPTZ moves a channel by a contract command name (up, down-left,
+// zoom-in, focus-far, iris-open, stop, ...) at speed percent (1-100).
+func (s *Service) ChannelPTZ(ctx context.Context, id DeviceID, channelID, command string, speed int) error {
+	speed = min(max(speed, 1), 100)
+	v := byte(speed * 255 / 100)
+	z := byte(speed * 15 / 100)
+	var cmd string
+	switch command {
+	case "stop":
+		cmd = PTZCmd(PTZ{})
+	case "focus-far", "focus-near", "iris-open", "iris-close":
+		ins := map[string]byte{"focus-far": 0x41, "focus-near": 0x42, "iris-open": 0x44, "iris-close": 0x48}[command]
+		cmd = ptzBytes(ins, v, v, 0)
+	default:
+		p := PTZ{PanSpeed: v, TiltSpeed: v, ZoomSpeed: z}
+		known := false
+		for _, part := range []struct {
+			name string
+			set  func()
+		}{
+			{"up", func() { p.Tilt = 1 }}, {"down", func() { p.Tilt = -1 }}, {"left", func() { p.Pan = -1 }}, {"right", func() { p.Pan = 1 }},
+			{"zoom-in", func() { p.Zoom = 1 }}, {"zoom-out", func() { p.Zoom = -1 }},
+			{"up-left", func() { p.Tilt, p.Pan = 1, -1 }}, {"up-right", func() { p.Tilt, p.Pan = 1, 1 }},
+			{"down-left", func() { p.Tilt, p.Pan = -1, -1 }}, {"down-right", func() { p.Tilt, p.Pan = -1, 1 }},
+		} {
+			if part.name == command {
+				part.set()
+				known = true
+			}
+		}
+		if !known {
+			return fmt.Errorf("%w: PTZ command %q", ErrInvalid, command)
+		}
+		cmd = PTZCmd(p)
+	}
+	return s.DeviceControl(ctx, id, channelID, cmd)
+}

@@ -13,7 +13,7 @@ func TestPTZCmdBytesAndChecksum(t *testing.T) {
 		p    PTZ
 		want string
 	}{
-		{PTZ{}, "A50F0100000000B5"},                          // stop
+		{PTZ{}, "A50F0100000000B5"},                            // stop
 		{PTZ{Pan: 1, PanSpeed: 0x80}, "A50F01018000" + "0036"}, // right at half speed
 		{PTZ{Tilt: 1, TiltSpeed: 0xff}, "A50F010800FF00BC"},
 		{PTZ{Zoom: 1, ZoomSpeed: 0x0f}, "A50F01100000F0B5"},

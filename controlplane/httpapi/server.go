@@ -59,6 +59,8 @@ type Deps struct {
 	Snapshots       *snapshots.Service
 	Proxies         *ProxyTrust
 	Channels        *channels.Service
+	// GBPTZ sends PTZ commands to GB28181 channels (nil: no SIP server).
+	GBPTZ func(ctx context.Context, deviceID, channelID, command string, speed int) error
 	// LoginRatePerMinute bounds logins per client address and per user name.
 	LoginRatePerMinute int
 	Events             *events.Service
@@ -155,7 +157,7 @@ func NewEngine(d Deps) (*gin.Engine, error) {
 			byAddress: ratelimit.New(float64(d.LoginRatePerMinute), d.LoginRatePerMinute),
 			byUser:    ratelimit.New(float64(d.LoginRatePerMinute), d.LoginRatePerMinute),
 			captchas:  ratelimit.New(float64(3*d.LoginRatePerMinute), 3*d.LoginRatePerMinute)},
-		channelEndpoints: &channelEndpoints{channels: d.Channels},
+		channelEndpoints: &channelEndpoints{channels: d.Channels, gbPTZ: d.GBPTZ},
 		eventEndpoints:   &eventEndpoints{events: d.Events, auth: d.Auth, sockets: d.Sockets, log: d.Log},
 		gb28181Endpoints: &gb28181Endpoints{store: d.Node},
 		webhookEndpoints: &webhookEndpoints{plans: d.Webhooks, dispatcher: d.Dispatcher},

@@ -152,6 +152,25 @@ func TestGB28181LiveEndToEnd(t *testing.T) {
 	if played != 2 {
 		t.Fatalf("sources %+v", l.Sources)
 	}
+	// PTZ: a DeviceControl with a PTZCmd reaches the camera (left, pan
+	// speed 50% = 0x7F: A5 0F 01 02 7F 7F 70 with the zoom speed nibble, sum 0x25).
+	ptz := backend{t: t, api: cp.api, token: cp.newToken("devices.control")}
+	if st, body := ptz.call("POST", "/api/v2/channels/"+ch.ChannelID+"/ptz", map[string]any{"command": "left", "speed": 50}, nil); st != 200 {
+		t.Fatalf("ptz: %d %s", st, body)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		b, _ := os.ReadFile(filepath.Join(dir, "ptz.txt"))
+		if strings.Contains(string(b), "A50F01027F7F7025") {
+			break
+		}
+		if time.Now().After(deadline) {
+			entries, _ := os.ReadDir(dir)
+			t.Fatalf("no PTZCmd at the camera: ptz.txt %q, files %v\nSIPp: %s\n%s", b, entries, out.String(), sippLog())
+		}
+	}
+	if st, _ := ptz.call("POST", "/api/v2/channels/"+ch.ChannelID+"/ptz", map[string]any{"command": "sideways"}, nil); st != 400 {
+		t.Fatalf("an unknown PTZ command: %d", st)
+	}
 	// Stop: the camera sees the BYE.
 	if st, body := be.call("POST", "/api/v2/third-party/channels/"+ch.ChannelID+"/stop", nil, nil); st != 200 {
 		t.Fatalf("stop: %d %s", st, body)
