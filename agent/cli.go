@@ -106,6 +106,7 @@ func mainRun(args []string, stderr io.Writer) error {
 	fs.StringVar(&o.EngineControlAddr, "engine-control-addr", o.EngineControlAddr, "loopback address of the engine control API (first start only)")
 	fs.StringVar(&o.EngineHTTPAddr, "engine-http-addr", o.EngineHTTPAddr, "engine media HTTP address (first start only)")
 	fs.StringVar(&o.EngineRTSPAddr, "engine-rtsp-addr", o.EngineRTSPAddr, "engine RTSP address (first start only)")
+	fs.StringVar(&o.EngineWebRTCAddr, "engine-webrtc-addr", "", "engine WebRTC address, UDP and ICE-TCP (first start only; default 0.0.0.0:8189)")
 	fs.IntVar(&o.RTPPortMin, "rtp-port-min", o.RTPPortMin, "first port of the RTP range (first start only)")
 	fs.IntVar(&o.RTPPortMax, "rtp-port-max", o.RTPPortMax, "last port of the RTP range (first start only)")
 	fs.DurationVar(&o.EngineBackoffMin, "engine-backoff-min", 0, "first delay before restarting an engine that failed to start (default 1s)")

@@ -80,6 +80,22 @@ func (a *agent) engineRelays() map[string]commands.Handler {
 			var out engineapi.SmokeTestResult
 			return out, call(ctx, http.MethodPost, engineapi.PathSmokeTestRTSP, req, &out)
 		}),
+		agentapi.TypeEngineRecordStart: with(func(ctx context.Context, in engineapi.StartRecordingRequest) (any, error) {
+			var out engineapi.RecordingInfo
+			return out, call(ctx, http.MethodPost, engineapi.PathRecordings, in, &out)
+		}),
+		agentapi.TypeEngineRecordStop: with(func(ctx context.Context, in engineapi.StopRecordingRequest) (any, error) {
+			var out engineapi.RecordingInfo
+			return out, call(ctx, http.MethodPost, engineapi.PathRecordingStop, in, &out)
+		}),
+		agentapi.TypeEngineRecordDelete: with(func(ctx context.Context, in engineapi.DeleteRecordFilesRequest) (any, error) {
+			var out engineapi.DeleteRecordFilesResult
+			return out, call(ctx, http.MethodPost, engineapi.PathRecordingFilesDelete, in, &out)
+		}),
+		agentapi.TypeEngineRecordList: noPayload(func(ctx context.Context) (any, error) {
+			var out engineapi.RecordingList
+			return out, call(ctx, http.MethodGet, engineapi.PathRecordings, nil, &out)
+		}),
 		agentapi.TypeEngineStats: noPayload(func(ctx context.Context) (any, error) {
 			var out engineapi.Stats
 			return out, call(ctx, http.MethodGet, engineapi.PathStats, nil, &out)

@@ -48,9 +48,12 @@ type Options struct {
 	EngineControlAddr string
 	EngineHTTPAddr    string
 	EngineRTSPAddr    string
-	RTPPortMin        int
-	RTPPortMax        int
-	EngineLogLevel    string
+	// EngineWebRTCAddr is the engine's WebRTC port, UDP and ICE-TCP
+	// (WHEP/WHIP); empty keeps the engine's default (0.0.0.0:8189).
+	EngineWebRTCAddr string
+	RTPPortMin       int
+	RTPPortMax       int
+	EngineLogLevel   string
 	// EngineDemoFile and EngineDemoPath, when set, make the engine loop a
 	// clip as a live stream (the development demo; "builtin" is the clip
 	// shipped in the binary).
@@ -138,6 +141,9 @@ func Run(ctx context.Context, o Options, log *zap.Logger) error {
 	initial.MediaServerID, initial.ControlAddr, initial.HTTPAddr, initial.RTSPAddr = o.MediaServerID, o.EngineControlAddr, o.EngineHTTPAddr, o.EngineRTSPAddr
 	initial.RTPPortMin, initial.RTPPortMax, initial.LogLevel, initial.DataDir = o.RTPPortMin, o.RTPPortMax, o.EngineLogLevel, filepath.Join(engineDir, "data")
 	initial.DemoFile, initial.DemoPath = o.EngineDemoFile, o.EngineDemoPath
+	if o.EngineWebRTCAddr != "" {
+		initial.WebRTC.UDPAddr, initial.WebRTC.TCPAddr = o.EngineWebRTCAddr, o.EngineWebRTCAddr
+	}
 	cfg, err := a.config.Ensure(initial)
 	if err != nil {
 		// The engine will fail to start and say so; the operator repairs

@@ -35,6 +35,10 @@ func (e *Engine) controlRoutes() http.Handler {
 	mux.HandleFunc("GET "+engineapi.PathRTPServers, e.listRTPServers)
 	mux.HandleFunc("POST "+engineapi.PathRTPServers, e.openRTPServer)
 	mux.HandleFunc("DELETE "+engineapi.PathRTPServer, e.closeRTPServer)
+	mux.HandleFunc("GET "+engineapi.PathRecordings, e.listRecordings)
+	mux.HandleFunc("POST "+engineapi.PathRecordings, e.startRecording)
+	mux.HandleFunc("POST "+engineapi.PathRecordingStop, e.stopRecording)
+	mux.HandleFunc("POST "+engineapi.PathRecordingFilesDelete, e.deleteRecordFiles)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, engineapi.CodeNotFound, "no such control API route: "+r.Method+" "+r.URL.Path)
 	})

@@ -25,6 +25,8 @@ import (
 	"github.com/svcplatform/svc/mediaengine/media"
 	"github.com/svcplatform/svc/mediaengine/player"
 	"github.com/svcplatform/svc/mediaengine/proxy"
+	"github.com/svcplatform/svc/mediaengine/recorder"
+	"github.com/svcplatform/svc/mediaengine/rtc"
 	"github.com/svcplatform/svc/mediaengine/rtsp"
 	"github.com/svcplatform/svc/shared/engineapi"
 )
@@ -48,6 +50,8 @@ type Engine struct {
 	rtsp    *rtsp.Server
 	// rtpServers receive GB28181 program streams over RTP.
 	rtpServers *rtpServers
+	rtc        *rtc.Server // nil when WebRTC is off
+	records    *recorder.Recorder
 
 	mediaAddr net.Addr
 	control   *http.Server
@@ -107,10 +111,22 @@ func Start(ctx context.Context, path string, cfg engineapi.Config, log *zap.Logg
 	e.proxies = proxy.NewRegistry(e.hub, map[string]proxy.Puller{"file": filePuller{}, "rtsp": pulls, "rtsps": pulls}, log)
 	e.rtpServers = newRTPServers(e)
 	e.hls = hls.NewManager(e.hlsConfig, e.hub, e.players, log)
-	e.media = httpmedia.New(httpmedia.Config{WaitStream: waitStream}, e.hub, e.players, e,
+	if e.records, err = e.startRecorder(cfg); err != nil {
+		hc.Close()
+		ctrlLn.Close()
+		mediaLn.Close()
+		e.hub.Close()
+		return nil, err
+	}
+	e.media = httpmedia.New(httpmedia.Config{WaitStream: waitStream, Routes: e.recordRoutes()}, e.hub, e.players, e,
 		httpmedia.Formats{FLV: flv.Format{}, FMP4: fmp4.LiveFormat{}}, e.hls, log.Named("media"))
+	e.startWebRTC(cfg.WebRTC)
 	e.media.Serve(mediaLn)
 	if err := e.startRTSP(cfg); err != nil {
+		if e.rtc != nil {
+			e.rtc.Close()
+		}
+		e.records.Close()
 		e.media.Close()
 		hc.Close()
 		ctrlLn.Close()
@@ -204,9 +220,13 @@ func (e *Engine) Close() error {
 	e.cancel()
 	e.rtsp.Close()
 	e.rtpServers.closeAll()
+	if e.rtc != nil {
+		e.rtc.Close()
+	}
 	e.proxies.Close()
 	e.hls.Close()
 	errMedia := e.media.Close()
+	e.records.Close()
 	e.hub.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -230,7 +250,7 @@ func (e *Engine) Publish(ctx context.Context, path media.Path, origin hub.Origin
 	ans, err := e.hooks.Load().AllowPublish(ctx, engineapi.PublishHook{StreamRef: streamRef(path), Protocol: origin.Kind,
 		RemoteAddr: origin.RemoteAddr, Params: params})
 	if err != nil {
-		return nil, fmt.Errorf("engine: on_publish: %w", err)
+		return nil, fmt.Errorf("%w: %w", errOnPublish, err)
 	}
 	if !ans.Allow {
 		return nil, fmt.Errorf("%w: %s", ErrPublishDenied, ans.Reason)
@@ -246,7 +266,7 @@ func (e *Engine) Play(ctx context.Context, path media.Path, protocol, remoteAddr
 	path = hub.Key(path)
 	ans, err := e.hooks.Load().AllowPlay(ctx, engineapi.PlayHook{StreamRef: streamRef(path), Protocol: protocol, RemoteAddr: remoteAddr, Params: params})
 	if err != nil {
-		return nil, nil, fmt.Errorf("engine: on_play: %w", err)
+		return nil, nil, fmt.Errorf("%w: %w", errOnPlay, err)
 	}
 	if !ans.Allow {
 		return nil, nil, fmt.Errorf("%w: %s", ErrPlayDenied, ans.Reason)
@@ -262,6 +282,13 @@ func (e *Engine) Play(ctx context.Context, path media.Path, protocol, remoteAddr
 	e.players.Add(p)
 	return rd, func() { rd.Close(); e.players.Remove(p) }, nil
 }
+
+// errOnPlay and errOnPublish mark a hook that gave no answer (a timeout,
+// the control plane unreachable): the player or publisher is refused.
+var (
+	errOnPlay    = errors.New("engine: on_play")
+	errOnPublish = errors.New("engine: on_publish")
+)
 
 // ErrPlayDenied is returned when on_play refuses a player.
 var ErrPlayDenied = errors.New("engine: on_play denied the player")

@@ -38,6 +38,7 @@ func startEngine(t *testing.T, mutate func(*engineapi.Config)) *testEngine {
 	cfg.RTPPortMin = 20000 + 2*rand.IntN(3000)
 	cfg.RTPPortMax = cfg.RTPPortMin + 99
 	cfg.DataDir, cfg.LogLevel = dir, "debug"
+	cfg.WebRTC.UDPAddr, cfg.WebRTC.TCPAddr = "127.0.0.1:0", freeAddr(t)
 	cfg.DemoFile, cfg.DemoPath = "builtin", "live/demo"
 	if mutate != nil {
 		mutate(&cfg)

@@ -45,6 +45,10 @@ case "${1:-}" in
     # iproute2: ip link set lo up inside that namespace (test/e2e).
     # util-linux also gives unshare --mount to the fault suite (test/faults),
     # whose disk-full tests mount small tmpfs volumes in a private namespace.
+    # gstreamer1.0-nice and gir1.2-gst-plugins-bad-1.0 (webrtcbin and its
+    # Python bindings): the independent WHEP client test/peers/gst_whep_client.py
+    # of mediaengine's TestAcceptanceWHEPPlaysInGStreamer.
+    packages+=(gstreamer1.0-nice gir1.2-gst-plugins-bad-1.0)
     packages+=(systemd util-linux iproute2)
     # nginx: the reverse proxy on the same host that forwards a remote
     # client's bootstrap (test/adversarial TestAttack06BootstrapBehindAReverseProxy).
@@ -64,7 +68,8 @@ case "${1:-}" in
     # players: mediaengine/acceptance_*_test.go).
     # chromium: the web console's browser test (test/consolerun
     # TestConsoleInABrowser drives it with Playwright; node and npm come
-    # from the console mode below).
+    # from the console mode below), and the WHEP viewer of mediaengine's
+    # TestAcceptanceWHEPPlaysInChromium (headless, driven by its page).
     packages+=(chromium)
     packages+=($(node_packages))
     ;;

@@ -43,3 +43,78 @@ func TestImportDirection(t *testing.T) {
 		t.Fatalf("only %d packages checked; the layout changed?", checked)
 	}
 }
+
+// TestDomainsQueryThroughTheStore enforces the store's promise (see
+// controlplane/store): domain packages find records through
+// controlplane/store/query and never see the embedded SQLite backend, so
+// SQL text lives only in store/sqlitefsm and another backend can replace
+// it. The composition root (server) opens the backend; system is the
+// store's own administration (schema and migration audits) and reads the
+// backend's reports, but writes no SQL either.
+func TestDomainsQueryThroughTheStore(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}}`, module+"controlplane/...").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	backend := module + "controlplane/store/sqlitefsm"
+	mayOpenBackend := map[string]bool{module + "controlplane/server": true, module + "controlplane/system": true}
+	checked := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		pkg, imports := fields[0], fields[1:]
+		if strings.HasPrefix(pkg, module+"controlplane/store/") {
+			continue
+		}
+		checked++
+		for _, imp := range imports {
+			switch {
+			case imp == "database/sql":
+				t.Errorf("%s imports database/sql: queries go through controlplane/store/query", pkg)
+			case imp == backend && !mayOpenBackend[pkg]:
+				t.Errorf("%s imports %s: domain packages depend on controlplane/store and store/query only", pkg, backend)
+			}
+		}
+	}
+	if checked < 20 {
+		t.Fatalf("only %d packages checked; the layout changed?", checked)
+	}
+}
+
+// wireProtocols are the media engine's protocol packages: codecs, wire
+// formats, parsers and clients of one protocol each. They turn bytes into
+// media.Frames and back and know nothing of streams, readers or the hub;
+// the servers and outputs (flv, fmp4, hls, httpmedia, proxy, recorder,
+// rtc) and the engine's assembly join them to the hub.
+var wireProtocols = []string{"codec", "media", "rtpcodec", "rtsp", "ps", "gbrtp", "filesource", "hooks"}
+
+// TestProtocolPackagesNeverImportTheHub keeps the engine's protocol
+// packages testable and reusable on their own (transitive imports count).
+func TestProtocolPackagesNeverImportTheHub(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Deps " "}}`, module+"mediaengine/...").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	hub := module + "mediaengine/hub"
+	checked := map[string]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		pkg, deps := fields[0], fields[1:]
+		for _, p := range wireProtocols {
+			root := module + "mediaengine/" + p
+			if pkg != root && !strings.HasPrefix(pkg, root+"/") {
+				continue
+			}
+			checked[p] = true
+			for _, d := range deps {
+				if d == hub {
+					t.Errorf("%s depends on %s: a protocol package hands frames to its caller and never sees the hub", pkg, hub)
+				}
+			}
+		}
+	}
+	for _, p := range wireProtocols {
+		if !checked[p] {
+			t.Errorf("protocol package mediaengine/%s not found; update wireProtocols", p)
+		}
+	}
+}

@@ -775,6 +775,219 @@ func (e EngineProtocolCapabilityDirection) Valid() bool {
 	}
 }
 
+// Defines values for ErrorCode.
+const (
+	ErrorCodeAgentCommandFailed         ErrorCode = "agent_command_failed"
+	ErrorCodeAgentTimeout               ErrorCode = "agent_timeout"
+	ErrorCodeAgentUnavailable           ErrorCode = "agent_unavailable"
+	ErrorCodeApiTokenRequired           ErrorCode = "api_token_required"
+	ErrorCodeAuthenticationRequired     ErrorCode = "authentication_required"
+	ErrorCodeCaptchaInvalid             ErrorCode = "captcha_invalid"
+	ErrorCodeCaptchaRequired            ErrorCode = "captcha_required"
+	ErrorCodeChannelDisabled            ErrorCode = "channel_disabled"
+	ErrorCodeChannelGroupConflict       ErrorCode = "channel_group_conflict"
+	ErrorCodeChannelGroupNotEmpty       ErrorCode = "channel_group_not_empty"
+	ErrorCodeChannelNotPending          ErrorCode = "channel_not_pending"
+	ErrorCodeChannelPendingActivation   ErrorCode = "channel_pending_activation"
+	ErrorCodeChannelRunning             ErrorCode = "channel_running"
+	ErrorCodeChannelStreamConflict      ErrorCode = "channel_stream_conflict"
+	ErrorCodeCommandCanceled            ErrorCode = "command_canceled"
+	ErrorCodeCommandInterrupted         ErrorCode = "command_interrupted"
+	ErrorCodeConflict                   ErrorCode = "conflict"
+	ErrorCodeCsrfRejected               ErrorCode = "csrf_rejected"
+	ErrorCodeDeliveryNotRetryable       ErrorCode = "delivery_not_retryable"
+	ErrorCodeGb28181DeviceNotFound      ErrorCode = "gb28181_device_not_found"
+	ErrorCodeGb28181DeviceOffline       ErrorCode = "gb28181_device_offline"
+	ErrorCodeGb28181InviteRejected      ErrorCode = "gb28181_invite_rejected"
+	ErrorCodeGb28181InviteTimeout       ErrorCode = "gb28181_invite_timeout"
+	ErrorCodeIdempotencyConflict        ErrorCode = "idempotency_conflict"
+	ErrorCodeImportRejected             ErrorCode = "import_rejected"
+	ErrorCodeInternal                   ErrorCode = "internal"
+	ErrorCodeInvalidBody                ErrorCode = "invalid_body"
+	ErrorCodeInvalidCredentials         ErrorCode = "invalid_credentials"
+	ErrorCodeInvalidHeader              ErrorCode = "invalid_header"
+	ErrorCodeInvalidQuery               ErrorCode = "invalid_query"
+	ErrorCodeMediaServerReferenced      ErrorCode = "media_server_referenced"
+	ErrorCodeMediaServerRequired        ErrorCode = "media_server_required"
+	ErrorCodeMethodNotAllowed           ErrorCode = "method_not_allowed"
+	ErrorCodeNodeRequired               ErrorCode = "node_required"
+	ErrorCodeNodeRetired                ErrorCode = "node_retired"
+	ErrorCodeNotFound                   ErrorCode = "not_found"
+	ErrorCodeNotPermitted               ErrorCode = "not_permitted"
+	ErrorCodeNotYetVisible              ErrorCode = "not_yet_visible"
+	ErrorCodeNotificationsNotConfigured ErrorCode = "notifications_not_configured"
+	ErrorCodePayloadTooLarge            ErrorCode = "payload_too_large"
+	ErrorCodePermissionDenied           ErrorCode = "permission_denied"
+	ErrorCodePlaybackLeaseConflict      ErrorCode = "playback_lease_conflict"
+	ErrorCodePtzNotSupported            ErrorCode = "ptz_not_supported"
+	ErrorCodePtzUnavailable             ErrorCode = "ptz_unavailable"
+	ErrorCodeRateLimited                ErrorCode = "rate_limited"
+	ErrorCodeRecordingFileUnavailable   ErrorCode = "recording_file_unavailable"
+	ErrorCodeRecordingNotActive         ErrorCode = "recording_not_active"
+	ErrorCodeRefreshTokenReused         ErrorCode = "refresh_token_reused"
+	ErrorCodeRoomClosed                 ErrorCode = "room_closed"
+	ErrorCodeRoomTicketConsumed         ErrorCode = "room_ticket_consumed"
+	ErrorCodeRoomTicketInvalid          ErrorCode = "room_ticket_invalid"
+	ErrorCodeRtcTokenInvalid            ErrorCode = "rtc_token_invalid"
+	ErrorCodeRtpPortsExhausted          ErrorCode = "rtp_ports_exhausted"
+	ErrorCodeSessionExpired             ErrorCode = "session_expired"
+	ErrorCodeSmtpFailed                 ErrorCode = "smtp_failed"
+	ErrorCodeStorageFull                ErrorCode = "storage_full"
+	ErrorCodeStreamCommandFinished      ErrorCode = "stream_command_finished"
+	ErrorCodeStreamNotReady             ErrorCode = "stream_not_ready"
+	ErrorCodeSubscriptionArchived       ErrorCode = "subscription_archived"
+	ErrorCodeTimeout                    ErrorCode = "timeout"
+	ErrorCodeTokenNotRevealable         ErrorCode = "token_not_revealable"
+	ErrorCodeUnavailable                ErrorCode = "unavailable"
+	ErrorCodeUnknownOutcome             ErrorCode = "unknown_outcome"
+	ErrorCodeUnsupportedMediaType       ErrorCode = "unsupported_media_type"
+	ErrorCodeWebhookNameConflict        ErrorCode = "webhook_name_conflict"
+	ErrorCodeWebhookTargetNotAllowed    ErrorCode = "webhook_target_not_allowed"
+	ErrorCodeWebsocketUpgradeRequired   ErrorCode = "websocket_upgrade_required"
+)
+
+// Valid indicates whether the value is a known member of the ErrorCode enum.
+func (e ErrorCode) Valid() bool {
+	switch e {
+	case ErrorCodeAgentCommandFailed:
+		return true
+	case ErrorCodeAgentTimeout:
+		return true
+	case ErrorCodeAgentUnavailable:
+		return true
+	case ErrorCodeApiTokenRequired:
+		return true
+	case ErrorCodeAuthenticationRequired:
+		return true
+	case ErrorCodeCaptchaInvalid:
+		return true
+	case ErrorCodeCaptchaRequired:
+		return true
+	case ErrorCodeChannelDisabled:
+		return true
+	case ErrorCodeChannelGroupConflict:
+		return true
+	case ErrorCodeChannelGroupNotEmpty:
+		return true
+	case ErrorCodeChannelNotPending:
+		return true
+	case ErrorCodeChannelPendingActivation:
+		return true
+	case ErrorCodeChannelRunning:
+		return true
+	case ErrorCodeChannelStreamConflict:
+		return true
+	case ErrorCodeCommandCanceled:
+		return true
+	case ErrorCodeCommandInterrupted:
+		return true
+	case ErrorCodeConflict:
+		return true
+	case ErrorCodeCsrfRejected:
+		return true
+	case ErrorCodeDeliveryNotRetryable:
+		return true
+	case ErrorCodeGb28181DeviceNotFound:
+		return true
+	case ErrorCodeGb28181DeviceOffline:
+		return true
+	case ErrorCodeGb28181InviteRejected:
+		return true
+	case ErrorCodeGb28181InviteTimeout:
+		return true
+	case ErrorCodeIdempotencyConflict:
+		return true
+	case ErrorCodeImportRejected:
+		return true
+	case ErrorCodeInternal:
+		return true
+	case ErrorCodeInvalidBody:
+		return true
+	case ErrorCodeInvalidCredentials:
+		return true
+	case ErrorCodeInvalidHeader:
+		return true
+	case ErrorCodeInvalidQuery:
+		return true
+	case ErrorCodeMediaServerReferenced:
+		return true
+	case ErrorCodeMediaServerRequired:
+		return true
+	case ErrorCodeMethodNotAllowed:
+		return true
+	case ErrorCodeNodeRequired:
+		return true
+	case ErrorCodeNodeRetired:
+		return true
+	case ErrorCodeNotFound:
+		return true
+	case ErrorCodeNotPermitted:
+		return true
+	case ErrorCodeNotYetVisible:
+		return true
+	case ErrorCodeNotificationsNotConfigured:
+		return true
+	case ErrorCodePayloadTooLarge:
+		return true
+	case ErrorCodePermissionDenied:
+		return true
+	case ErrorCodePlaybackLeaseConflict:
+		return true
+	case ErrorCodePtzNotSupported:
+		return true
+	case ErrorCodePtzUnavailable:
+		return true
+	case ErrorCodeRateLimited:
+		return true
+	case ErrorCodeRecordingFileUnavailable:
+		return true
+	case ErrorCodeRecordingNotActive:
+		return true
+	case ErrorCodeRefreshTokenReused:
+		return true
+	case ErrorCodeRoomClosed:
+		return true
+	case ErrorCodeRoomTicketConsumed:
+		return true
+	case ErrorCodeRoomTicketInvalid:
+		return true
+	case ErrorCodeRtcTokenInvalid:
+		return true
+	case ErrorCodeRtpPortsExhausted:
+		return true
+	case ErrorCodeSessionExpired:
+		return true
+	case ErrorCodeSmtpFailed:
+		return true
+	case ErrorCodeStorageFull:
+		return true
+	case ErrorCodeStreamCommandFinished:
+		return true
+	case ErrorCodeStreamNotReady:
+		return true
+	case ErrorCodeSubscriptionArchived:
+		return true
+	case ErrorCodeTimeout:
+		return true
+	case ErrorCodeTokenNotRevealable:
+		return true
+	case ErrorCodeUnavailable:
+		return true
+	case ErrorCodeUnknownOutcome:
+		return true
+	case ErrorCodeUnsupportedMediaType:
+		return true
+	case ErrorCodeWebhookNameConflict:
+		return true
+	case ErrorCodeWebhookTargetNotAllowed:
+		return true
+	case ErrorCodeWebsocketUpgradeRequired:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for EventEnvelopeSource.
 const (
 	EventEnvelopeSourceEngine              EventEnvelopeSource = "engine"
@@ -1570,6 +1783,7 @@ const (
 	PlaybackProtocolHttpFlv  PlaybackProtocol = "http-flv"
 	PlaybackProtocolHttpFmp4 PlaybackProtocol = "http-fmp4"
 	PlaybackProtocolRtsp     PlaybackProtocol = "rtsp"
+	PlaybackProtocolWebrtc   PlaybackProtocol = "webrtc"
 )
 
 // Valid indicates whether the value is a known member of the PlaybackProtocol enum.
@@ -1582,6 +1796,107 @@ func (e PlaybackProtocol) Valid() bool {
 	case PlaybackProtocolHttpFmp4:
 		return true
 	case PlaybackProtocolRtsp:
+		return true
+	case PlaybackProtocolWebrtc:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RecordPlanSlotDay.
+const (
+	RecordPlanSlotDayFriday    RecordPlanSlotDay = "friday"
+	RecordPlanSlotDayMonday    RecordPlanSlotDay = "monday"
+	RecordPlanSlotDaySaturday  RecordPlanSlotDay = "saturday"
+	RecordPlanSlotDaySunday    RecordPlanSlotDay = "sunday"
+	RecordPlanSlotDayThursday  RecordPlanSlotDay = "thursday"
+	RecordPlanSlotDayTuesday   RecordPlanSlotDay = "tuesday"
+	RecordPlanSlotDayWednesday RecordPlanSlotDay = "wednesday"
+)
+
+// Valid indicates whether the value is a known member of the RecordPlanSlotDay enum.
+func (e RecordPlanSlotDay) Valid() bool {
+	switch e {
+	case RecordPlanSlotDayFriday:
+		return true
+	case RecordPlanSlotDayMonday:
+		return true
+	case RecordPlanSlotDaySaturday:
+		return true
+	case RecordPlanSlotDaySunday:
+		return true
+	case RecordPlanSlotDayThursday:
+		return true
+	case RecordPlanSlotDayTuesday:
+		return true
+	case RecordPlanSlotDayWednesday:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RecordSource.
+const (
+	RecordSourceAuto   RecordSource = "auto"
+	RecordSourceManual RecordSource = "manual"
+	RecordSourcePlan   RecordSource = "plan"
+)
+
+// Valid indicates whether the value is a known member of the RecordSource enum.
+func (e RecordSource) Valid() bool {
+	switch e {
+	case RecordSourceAuto:
+		return true
+	case RecordSourceManual:
+		return true
+	case RecordSourcePlan:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RecordingFileState.
+const (
+	RecordingFileStateCompleted   RecordingFileState = "Completed"
+	RecordingFileStateDeleted     RecordingFileState = "Deleted"
+	RecordingFileStateSoftDeleted RecordingFileState = "SoftDeleted"
+)
+
+// Valid indicates whether the value is a known member of the RecordingFileState enum.
+func (e RecordingFileState) Valid() bool {
+	switch e {
+	case RecordingFileStateCompleted:
+		return true
+	case RecordingFileStateDeleted:
+		return true
+	case RecordingFileStateSoftDeleted:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RecordingSessionState.
+const (
+	RecordingSessionStateFailed    RecordingSessionState = "Failed"
+	RecordingSessionStateRecording RecordingSessionState = "Recording"
+	RecordingSessionStateRequested RecordingSessionState = "Requested"
+	RecordingSessionStateStopped   RecordingSessionState = "Stopped"
+)
+
+// Valid indicates whether the value is a known member of the RecordingSessionState enum.
+func (e RecordingSessionState) Valid() bool {
+	switch e {
+	case RecordingSessionStateFailed:
+		return true
+	case RecordingSessionStateRecording:
+		return true
+	case RecordingSessionStateRequested:
+		return true
+	case RecordingSessionStateStopped:
 		return true
 	default:
 		return false
@@ -2648,6 +2963,21 @@ type AuditRecordList struct {
 
 	// Total Number of records that match the filters, over all pages.
 	Total int64 `json:"total"`
+}
+
+// AutoRecordPassResult What one auto-record pass did.
+type AutoRecordPassResult struct {
+	// Failed Starts, stops or resumptions that failed (see the sessions' lastError).
+	Failed int32 `json:"failed"`
+
+	// Resumed Active sessions an engine was asked to record again.
+	Resumed int32 `json:"resumed"`
+
+	// Started Sessions started for channels with autoRecord.
+	Started int32 `json:"started"`
+
+	// Stopped Automatic sessions stopped.
+	Stopped int32 `json:"stopped"`
 }
 
 // BackgroundTask One periodic background task.
@@ -3787,6 +4117,12 @@ type DatabaseSchemaAudit struct {
 	SizeBytes int64 `json:"sizeBytes"`
 }
 
+// DeleteRecordFilesRequest Recorded files to hard-delete; each id is processed independently.
+type DeleteRecordFilesRequest struct {
+	// FileIds 1-100 distinct file ids.
+	FileIds []string `json:"fileIds"`
+}
+
 // DiskMetrics One mounted file system.
 type DiskMetrics struct {
 	// Device Block device.
@@ -4384,10 +4720,10 @@ type EngineWebhookInboxList struct {
 
 // ErrorBody Body of every JSON error answer.
 type ErrorBody struct {
-	// Code Machine-readable error code, for example invalid_body, invalid_query, authentication_required, api_token_required, permission_denied, not_found, conflict, payload_too_large, unsupported_media_type, rate_limited, internal or unavailable; console logins add invalid_credentials, captcha_required, captcha_invalid, session_expired, refresh_token_reused and csrf_rejected.
+	// Code Machine-readable error code of an error answer. This list is every code the platform answers with; a client switches on it and shows `message` to people. Codes are only ever added.
 	//
 	// Example: permission_denied
-	Code string `json:"code"`
+	Code ErrorCode `json:"code"`
 
 	// Details Extra machine-readable facts about the error, such as the id of a captcha to solve; absent when there are none.
 	Details *map[string]string `json:"details,omitempty"`
@@ -4401,6 +4737,11 @@ type ErrorBody struct {
 	// TraceId Trace id of the request, equal to the `X-Trace-Id` response header.
 	TraceId string `json:"traceId"`
 }
+
+// ErrorCode Machine-readable error code of an error answer. This list is every code the platform answers with; a client switches on it and shows `message` to people. Codes are only ever added.
+//
+// Example: permission_denied
+type ErrorCode string
 
 // EventEnvelope The body of every delivery (contract A, "Event envelope"); consumers tolerate extra fields in data.
 type EventEnvelope struct {
@@ -5910,7 +6251,7 @@ type PlaybackLeaseResourceKind string
 // PlaybackLeaseState Active while it admits players; Expired and Revoked are final.
 type PlaybackLeaseState string
 
-// PlaybackProtocol A playback protocol: the documents' `http-flv`, `http-fmp4` and `hls`, and `rtsp`, our addition for VLC and NVR software (RTP over TCP or UDP; its URL carries the same `svc_ticket`, which the media server checks at DESCRIBE through the same play hook, in place of RTSP credentials).
+// PlaybackProtocol A playback protocol: the documents' `http-flv`, `http-fmp4` and `hls`, and `rtsp`, our addition for VLC and NVR software (RTP over TCP or UDP; its URL carries the same `svc_ticket`, which the media server checks at DESCRIBE through the same play hook, in place of RTSP credentials), and `webrtc`, our WHEP playback (POST an SDP offer to the URL, whose `svc_ticket` the same play hook checks; the answer's Location is the session to DELETE; issued only when a request names it).
 type PlaybackProtocol string
 
 // PlaybackSource One way to play a grant.
@@ -5924,7 +6265,7 @@ type PlaybackSource struct {
 	// Hint How to play it and what to expect.
 	Hint string `json:"hint"`
 
-	// Protocol A playback protocol: the documents' `http-flv`, `http-fmp4` and `hls`, and `rtsp`, our addition for VLC and NVR software (RTP over TCP or UDP; its URL carries the same `svc_ticket`, which the media server checks at DESCRIBE through the same play hook, in place of RTSP credentials).
+	// Protocol A playback protocol: the documents' `http-flv`, `http-fmp4` and `hls`, and `rtsp`, our addition for VLC and NVR software (RTP over TCP or UDP; its URL carries the same `svc_ticket`, which the media server checks at DESCRIBE through the same play hook, in place of RTSP credentials), and `webrtc`, our WHEP playback (POST an SDP offer to the URL, whose `svc_ticket` the same play hook checks; the answer's Location is the session to DELETE; issued only when a request names it).
 	Protocol PlaybackProtocol `json:"protocol"`
 
 	// Url Absolute URL on the media server, with its `svc_ticket`; hand it to the player as is.
@@ -6010,6 +6351,333 @@ type ReadinessReport struct {
 
 	// Ready Whether every enabled check passed.
 	Ready bool `json:"ready"`
+}
+
+// RecordFileBatchItem One file's outcome.
+type RecordFileBatchItem struct {
+	// Code Why not (not_found, recording_file_gone, agent_unavailable, agent_command_failed).
+	Code *string `json:"code,omitempty"`
+
+	// FileId The requested id.
+	FileId string `json:"fileId"`
+
+	// FileState State of a recorded file (see GET /api/v2/recording/state-model).
+	FileState *RecordingFileState `json:"fileState,omitempty"`
+
+	// Message What went wrong, for people.
+	Message *string `json:"message,omitempty"`
+
+	// Success Whether the file is now in the requested state.
+	Success bool `json:"success"`
+}
+
+// RecordFileBatchRequest Recorded files to act on; each id is processed independently.
+type RecordFileBatchRequest struct {
+	// FileIds 1-100 distinct file ids.
+	FileIds []string `json:"fileIds"`
+}
+
+// RecordFileBatchResult Per-file outcomes of a batch, in request order.
+type RecordFileBatchResult struct {
+	// Results One per requested id.
+	Results []RecordFileBatchItem `json:"results"`
+}
+
+// RecordPlan A weekly recording plan.
+type RecordPlan struct {
+	// ChannelIds The channels it records.
+	ChannelIds []string `json:"channelIds"`
+
+	// CreatedAt When it was created.
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Description What it is for.
+	Description *string `json:"description,omitempty"`
+
+	// Enabled Whether it records.
+	Enabled bool `json:"enabled"`
+
+	// Name Name of the plan.
+	Name string `json:"name"`
+
+	// PlanId Id of the plan (UUID); empty in the template.
+	PlanId string `json:"planId"`
+
+	// SegmentSeconds File length of its recordings.
+	SegmentSeconds *int32 `json:"segmentSeconds,omitempty"`
+
+	// TimeZone IANA time zone of the slots.
+	TimeZone string `json:"timeZone"`
+
+	// UpdatedAt When it last changed.
+	UpdatedAt time.Time `json:"updatedAt"`
+
+	// Weekly The weekly slots.
+	Weekly []RecordPlanSlot `json:"weekly"`
+}
+
+// RecordPlanEvaluation Whether a time falls in a plan.
+type RecordPlanEvaluation struct {
+	// At The time judged (UTC).
+	At time.Time `json:"at"`
+
+	// Day The weekday there.
+	Day string `json:"day"`
+
+	// Enabled Whether the plan is enabled, so that a hit records.
+	Enabled bool `json:"enabled"`
+
+	// Hit Whether it falls in a slot (whether the plan is enabled or not).
+	Hit bool `json:"hit"`
+
+	// LocalTime The time in the plan's zone with its offset then.
+	LocalTime string `json:"localTime"`
+
+	// PlanId The plan.
+	PlanId string `json:"planId"`
+
+	// Slot Index of the slot it falls in.
+	Slot *int32 `json:"slot,omitempty"`
+
+	// TimeZone The plan's zone.
+	TimeZone string `json:"timeZone"`
+}
+
+// RecordPlanList Recording plans, all on one page.
+type RecordPlanList struct {
+	// Page Always 1.
+	Page int32 `json:"page"`
+
+	// PageSize The number of plans.
+	PageSize int32 `json:"pageSize"`
+
+	// Rows The plans by name.
+	Rows []RecordPlan `json:"rows"`
+
+	// Total Plans matching the filter.
+	Total int64 `json:"total"`
+}
+
+// RecordPlanSlot A weekly window in the plan's time zone; a window across midnight is two slots.
+type RecordPlanSlot struct {
+	// Day Day of the week.
+	Day RecordPlanSlotDay `json:"day"`
+
+	// End Wall-clock end, HH:MM after start, up to 24:00.
+	End string `json:"end"`
+
+	// Start Wall-clock start, HH:MM.
+	Start string `json:"start"`
+}
+
+// RecordPlanSlotDay Day of the week.
+type RecordPlanSlotDay string
+
+// RecordSource Who asked for a recording, manual (an operator or backend), auto (channel autoRecord) or plan.
+type RecordSource string
+
+// RecordingFile A recorded file (fragmented MP4). Listings never expose physical paths; `fileId` is the stable reference.
+type RecordingFile struct {
+	// App Application.
+	App string `json:"app"`
+
+	// ChannelId The channel whose stream it recorded, when it is one's.
+	ChannelId *string `json:"channelId,omitempty"`
+
+	// CloseReason Why the engine closed it (duration, size, tracks, stopped, stream-ended, repaired).
+	CloseReason *string `json:"closeReason,omitempty"`
+
+	// Codecs Its tracks' codecs.
+	Codecs *[]string `json:"codecs,omitempty"`
+
+	// DeletedAt When it was soft- or hard-deleted.
+	DeletedAt *time.Time `json:"deletedAt,omitempty"`
+
+	// DurationMs Media duration in milliseconds.
+	DurationMs int64 `json:"durationMs"`
+
+	// EndTime Wall-clock time its media ends (UTC).
+	EndTime time.Time `json:"endTime"`
+
+	// FileId The file's id (UUID), chosen by its engine when it opened the file.
+	FileId string `json:"fileId"`
+
+	// FileName The file's name, without a path.
+	FileName string `json:"fileName"`
+
+	// FileSize Size in bytes.
+	FileSize int64 `json:"fileSize"`
+
+	// FileState State of a recorded file (see GET /api/v2/recording/state-model).
+	FileState RecordingFileState `json:"fileState"`
+
+	// Frames Frames (video and audio samples) it holds.
+	Frames *int64 `json:"frames,omitempty"`
+
+	// IndexSource How it was indexed, hook (a finished file) or repair (repaired by its engine after a crash).
+	IndexSource string `json:"indexSource"`
+
+	// IndexedAt When the control plane indexed it.
+	IndexedAt time.Time `json:"indexedAt"`
+
+	// MediaServerId The media server that holds it.
+	MediaServerId string `json:"mediaServerId"`
+
+	// NodeId Its media host node.
+	NodeId string `json:"nodeId"`
+
+	// RecordDate UTC date of startTime.
+	RecordDate openapi_types.Date `json:"recordDate"`
+
+	// SessionId The recording session it belongs to.
+	SessionId *string `json:"sessionId,omitempty"`
+
+	// SourceHook The engine hook that reported it (on_record_mp4).
+	SourceHook string `json:"sourceHook"`
+
+	// StartTime Wall-clock time of its first frame (UTC).
+	StartTime time.Time `json:"startTime"`
+
+	// StreamId Stream id.
+	StreamId string `json:"streamId"`
+
+	// Vhost Virtual host.
+	Vhost string `json:"vhost"`
+}
+
+// RecordingFileList One page of recorded files.
+type RecordingFileList struct {
+	// Page Number of this page, starting at 1.
+	Page int32 `json:"page"`
+
+	// PageSize Maximum rows per page.
+	PageSize int32 `json:"pageSize"`
+
+	// Rows The files, oldest media first.
+	Rows []RecordingFile `json:"rows"`
+
+	// Total Files matching the filters.
+	Total int64 `json:"total"`
+}
+
+// RecordingFileState State of a recorded file (see GET /api/v2/recording/state-model).
+type RecordingFileState string
+
+// RecordingSession A stream a media server is asked to record.
+type RecordingSession struct {
+	// App Application.
+	App string `json:"app"`
+
+	// Bytes Their total size.
+	Bytes int64 `json:"bytes"`
+
+	// ChannelId The channel whose stream it is, when it is one's.
+	ChannelId *string `json:"channelId,omitempty"`
+
+	// CommandId The node command of the last start or stop.
+	CommandId *string `json:"commandId,omitempty"`
+
+	// Files Files indexed for this session.
+	Files int64 `json:"files"`
+
+	// LastError Why the engine refused or failed, in a Failed session.
+	LastError *string `json:"lastError,omitempty"`
+
+	// MediaServerId The media server that records.
+	MediaServerId string `json:"mediaServerId"`
+
+	// NodeId Its media host node.
+	NodeId *string `json:"nodeId,omitempty"`
+
+	// RecordSource Who asked for a recording, manual (an operator or backend), auto (channel autoRecord) or plan.
+	RecordSource RecordSource `json:"recordSource"`
+
+	// RequestedBy Who started it (actor type:id).
+	RequestedBy string `json:"requestedBy"`
+
+	// SegmentSeconds File length asked for; absent for the engine's setting.
+	SegmentSeconds *int32 `json:"segmentSeconds,omitempty"`
+
+	// SessionId Id of this session (UUID); a start after a stop opens a new one.
+	SessionId string `json:"sessionId"`
+
+	// StartedAt When it was started.
+	StartedAt time.Time `json:"startedAt"`
+
+	// State State of a recording session (see GET /api/v2/recording/state-model).
+	State RecordingSessionState `json:"state"`
+
+	// StoppedAt When it was stopped.
+	StoppedAt *time.Time `json:"stoppedAt,omitempty"`
+
+	// StreamId Stream id.
+	StreamId string `json:"streamId"`
+
+	// UpdatedAt When its state last changed.
+	UpdatedAt time.Time `json:"updatedAt"`
+
+	// Vhost Virtual host.
+	Vhost string `json:"vhost"`
+}
+
+// RecordingSessionList One page of recording sessions.
+type RecordingSessionList struct {
+	// Page Number of this page, starting at 1.
+	Page int32 `json:"page"`
+
+	// PageSize Maximum rows per page.
+	PageSize int32 `json:"pageSize"`
+
+	// Rows The sessions.
+	Rows []RecordingSession `json:"rows"`
+
+	// Total Sessions matching the filters.
+	Total int64 `json:"total"`
+}
+
+// RecordingSessionState State of a recording session (see GET /api/v2/recording/state-model).
+type RecordingSessionState string
+
+// RecordingStateMachine One state machine.
+type RecordingStateMachine struct {
+	// Description What a record of this kind is.
+	Description string `json:"description"`
+
+	// Initial The state a record starts in.
+	Initial string `json:"initial"`
+
+	// Name What it describes.
+	Name string `json:"name"`
+
+	// States Its states.
+	States []struct {
+		// Description What the state means.
+		Description string `json:"description"`
+
+		// Name State name as the API shows it.
+		Name string `json:"name"`
+
+		// Terminal Whether the record stays in it.
+		Terminal bool `json:"terminal"`
+	} `json:"states"`
+
+	// Transitions Allowed changes of state.
+	Transitions []struct {
+		// From State before.
+		From string `json:"from"`
+
+		// To State after.
+		To string `json:"to"`
+
+		// Trigger What causes it.
+		Trigger string `json:"trigger"`
+	} `json:"transitions"`
+}
+
+// RecordingStateModel The recording state machines.
+type RecordingStateModel struct {
+	// Machines One per kind of record (recording-session, recording-file).
+	Machines []RecordingStateMachine `json:"machines"`
 }
 
 // RemovedProtocolResidueCleanupRequest Request to delete removed protocol residues.
@@ -6593,6 +7261,30 @@ type SaveFfmpegTemplateRequestAudioCodec string
 // SaveFfmpegTemplateRequestVideoCodec Output video codec; copy keeps the input.
 type SaveFfmpegTemplateRequestVideoCodec string
 
+// SaveRecordPlanRequest A recording plan's settings.
+type SaveRecordPlanRequest struct {
+	// ChannelIds The channels it records.
+	ChannelIds *[]string `json:"channelIds,omitempty"`
+
+	// Description What it is for.
+	Description *string `json:"description,omitempty"`
+
+	// Enabled Whether it records; true when absent.
+	Enabled *bool `json:"enabled,omitempty"`
+
+	// Name Name of the plan.
+	Name string `json:"name"`
+
+	// SegmentSeconds File length of its recordings; the engine's setting when 0 or absent.
+	SegmentSeconds *int32 `json:"segmentSeconds,omitempty"`
+
+	// TimeZone IANA time zone the slots are in, for example Europe/Berlin or UTC.
+	TimeZone string `json:"timeZone"`
+
+	// Weekly The weekly slots.
+	Weekly []RecordPlanSlot `json:"weekly"`
+}
+
 // SaveRoleRequest Request to create a role or to replace the fields of one.
 type SaveRoleRequest struct {
 	// Description What the role is for; empty when absent.
@@ -6740,6 +7432,27 @@ type SourceDocumentationAuditReport struct {
 	Truncated bool `json:"truncated"`
 }
 
+// StartRecordingRequest What to record: `channelId`, or `app` and `streamId` (with `vhost` and `mediaServerId` where the stream is not a channel's).
+type StartRecordingRequest struct {
+	// App Application of a stream that is not named by channelId.
+	App *string `json:"app,omitempty"`
+
+	// ChannelId The channel whose stream to record; its media server records it.
+	ChannelId *string `json:"channelId,omitempty"`
+
+	// MediaServerId The media server; defaults to the channel's.
+	MediaServerId *string `json:"mediaServerId,omitempty"`
+
+	// SegmentSeconds Length of each file in seconds (files close at the first keyframe after it); the engine's setting when 0 or absent.
+	SegmentSeconds *int32 `json:"segmentSeconds,omitempty"`
+
+	// StreamId Stream id of a stream that is not named by channelId.
+	StreamId *string `json:"streamId,omitempty"`
+
+	// Vhost Virtual host; __defaultVhost__ when absent.
+	Vhost *string `json:"vhost,omitempty"`
+}
+
 // StartStreamProxyRequest A pull proxy to start.
 type StartStreamProxyRequest struct {
 	// App Application to publish into.
@@ -6763,6 +7476,24 @@ type StartStreamProxyRequest struct {
 
 // StartStreamProxyRequestTransport RTSP lower transport; auto tries UDP and falls back to TCP.
 type StartStreamProxyRequestTransport string
+
+// StopRecordingRequest What to stop recording, named as in StartRecordingRequest.
+type StopRecordingRequest struct {
+	// App Application of a stream that is not named by channelId.
+	App *string `json:"app,omitempty"`
+
+	// ChannelId The channel whose stream to stop recording.
+	ChannelId *string `json:"channelId,omitempty"`
+
+	// MediaServerId The media server; defaults to the channel's.
+	MediaServerId *string `json:"mediaServerId,omitempty"`
+
+	// StreamId Stream id of a stream that is not named by channelId.
+	StreamId *string `json:"streamId,omitempty"`
+
+	// Vhost Virtual host; __defaultVhost__ when absent.
+	Vhost *string `json:"vhost,omitempty"`
+}
 
 // StopStreamProxyRequest A pull proxy to stop.
 type StopStreamProxyRequest struct {
@@ -6877,7 +7608,7 @@ type StreamPlayer struct {
 	// PlayerId The engine's id of the player.
 	PlayerId string `json:"playerId"`
 
-	// Protocol http-flv, http-fmp4, hls or rtsp.
+	// Protocol http-flv, http-fmp4, hls, rtsp or webrtc.
 	Protocol string `json:"protocol"`
 
 	// RemoteAddr The player's address as the engine sees it.
@@ -7291,7 +8022,7 @@ type ThirdPartyLivePlaybackRequest struct {
 	// LifetimeSeconds Seconds each URL stays usable; default 120, at least 30, at most the configured bound (default 600).
 	LifetimeSeconds *int32 `json:"lifetimeSeconds,omitempty"`
 
-	// Protocols Protocols to issue URLs for; all of them when omitted (the documents' http-flv, http-fmp4 and hls, then our rtsp).
+	// Protocols Protocols to issue URLs for; all of them when omitted (the documents' http-flv, http-fmp4 and hls, then our rtsp); our webrtc (WHEP) only when named.
 	Protocols *[]PlaybackProtocol `json:"protocols,omitempty"`
 }
 
@@ -7303,7 +8034,7 @@ type ThirdPartyPlaybackLeaseRequest struct {
 	// LeaseSeconds Sliding lease period in seconds; default 120.
 	LeaseSeconds *int32 `json:"leaseSeconds,omitempty"`
 
-	// Protocols Protocols the lease covers; all of them when omitted (the documents' http-flv, http-fmp4 and hls, then our rtsp).
+	// Protocols Protocols the lease covers; all of them when omitted (the documents' http-flv, http-fmp4 and hls, then our rtsp); our webrtc (WHEP) only when named.
 	Protocols *[]PlaybackProtocol `json:"protocols,omitempty"`
 }
 
@@ -7321,7 +8052,7 @@ type ThirdPartyStreamPlaybackLeaseRequest struct {
 	// MediaServerId The media server the stream is on; omitted, the one media server where it is Online.
 	MediaServerId *string `json:"mediaServerId,omitempty"`
 
-	// Protocols Protocols the lease covers; all of them when omitted (the documents' http-flv, http-fmp4 and hls, then our rtsp).
+	// Protocols Protocols the lease covers; all of them when omitted (the documents' http-flv, http-fmp4 and hls, then our rtsp); our webrtc (WHEP) only when named.
 	Protocols *[]PlaybackProtocol `json:"protocols,omitempty"`
 
 	// StreamId Stream id within the application.
@@ -7636,6 +8367,27 @@ type Page = int32
 
 // PageSize defines model for PageSize.
 type PageSize = int32
+
+// RecordingApp defines model for RecordingApp.
+type RecordingApp = string
+
+// RecordingChannelId defines model for RecordingChannelId.
+type RecordingChannelId = string
+
+// RecordingEndTime defines model for RecordingEndTime.
+type RecordingEndTime = time.Time
+
+// RecordingMediaServerId defines model for RecordingMediaServerId.
+type RecordingMediaServerId = string
+
+// RecordingNodeId defines model for RecordingNodeId.
+type RecordingNodeId = string
+
+// RecordingStartTime defines model for RecordingStartTime.
+type RecordingStartTime = time.Time
+
+// RecordingStreamId defines model for RecordingStreamId.
+type RecordingStreamId = string
 
 // RoleId defines model for RoleId.
 type RoleId = string
@@ -8213,6 +8965,102 @@ type DeleteTranscoderTemplateParams struct {
 	MediaServerId *string `form:"mediaServerId,omitempty" json:"mediaServerId,omitempty"`
 }
 
+// RunAutoRecordOnceParams defines parameters for RunAutoRecordOnce.
+type RunAutoRecordOnceParams struct {
+	// At Time of the pass (RFC 3339 with a zone); now when absent.
+	At *time.Time `form:"at,omitempty" json:"at,omitempty"`
+}
+
+// ListRecordingFilesParams defines parameters for ListRecordingFiles.
+type ListRecordingFilesParams struct {
+	// Page Number of the page to return, starting at 1.
+	Page *Page `form:"page,omitempty" json:"page,omitempty"`
+
+	// PageSize Maximum number of rows per page.
+	PageSize *PageSize `form:"pageSize,omitempty" json:"pageSize,omitempty"`
+
+	// MediaServerId Only this media server.
+	MediaServerId *RecordingMediaServerId `form:"mediaServerId,omitempty" json:"mediaServerId,omitempty"`
+
+	// NodeId Only this media host node.
+	NodeId *RecordingNodeId `form:"nodeId,omitempty" json:"nodeId,omitempty"`
+
+	// ChannelId Only this channel's stream.
+	ChannelId *RecordingChannelId `form:"channelId,omitempty" json:"channelId,omitempty"`
+
+	// App Only this application.
+	App *RecordingApp `form:"app,omitempty" json:"app,omitempty"`
+
+	// StreamId Only this stream id.
+	StreamId *RecordingStreamId `form:"streamId,omitempty" json:"streamId,omitempty"`
+
+	// FileState Only files in this state (Deleted lists hard-deleted files, which are otherwise left out).
+	FileState *RecordingFileState `form:"fileState,omitempty" json:"fileState,omitempty"`
+
+	// RecordDate Only files whose media starts on this UTC date.
+	RecordDate *openapi_types.Date `form:"recordDate,omitempty" json:"recordDate,omitempty"`
+
+	// SourceHook Only files reported by this engine hook (on_record_mp4).
+	SourceHook *string `form:"sourceHook,omitempty" json:"sourceHook,omitempty"`
+
+	// IndexSource Only files indexed this way (hook, repair).
+	IndexSource *string `form:"indexSource,omitempty" json:"indexSource,omitempty"`
+
+	// StartTime Start of the time range (RFC 3339 with a zone); files ending after it.
+	StartTime *RecordingStartTime `form:"startTime,omitempty" json:"startTime,omitempty"`
+
+	// EndTime End of the time range (RFC 3339 with a zone, after startTime); files starting before it.
+	EndTime *RecordingEndTime `form:"endTime,omitempty" json:"endTime,omitempty"`
+}
+
+// ListRecordPlansParams defines parameters for ListRecordPlans.
+type ListRecordPlansParams struct {
+	// Name Part of the plan's name.
+	Name *string `form:"name,omitempty" json:"name,omitempty"`
+}
+
+// SetRecordPlanEnabledParams defines parameters for SetRecordPlanEnabled.
+type SetRecordPlanEnabledParams struct {
+	// Enabled Whether the plan is on.
+	Enabled bool `form:"enabled" json:"enabled"`
+}
+
+// EvaluateRecordPlanParams defines parameters for EvaluateRecordPlan.
+type EvaluateRecordPlanParams struct {
+	// At The time to judge (RFC 3339 with a zone).
+	At *time.Time `form:"at,omitempty" json:"at,omitempty"`
+}
+
+// ListRecordingSessionsParams defines parameters for ListRecordingSessions.
+type ListRecordingSessionsParams struct {
+	// Page Number of the page to return, starting at 1.
+	Page *Page `form:"page,omitempty" json:"page,omitempty"`
+
+	// PageSize Maximum number of rows per page.
+	PageSize *PageSize `form:"pageSize,omitempty" json:"pageSize,omitempty"`
+
+	// MediaServerId Only this media server.
+	MediaServerId *RecordingMediaServerId `form:"mediaServerId,omitempty" json:"mediaServerId,omitempty"`
+
+	// NodeId Only this media host node.
+	NodeId *RecordingNodeId `form:"nodeId,omitempty" json:"nodeId,omitempty"`
+
+	// ChannelId Only this channel's stream.
+	ChannelId *RecordingChannelId `form:"channelId,omitempty" json:"channelId,omitempty"`
+
+	// App Only this application.
+	App *RecordingApp `form:"app,omitempty" json:"app,omitempty"`
+
+	// StreamId Only this stream id.
+	StreamId *RecordingStreamId `form:"streamId,omitempty" json:"streamId,omitempty"`
+
+	// State Only sessions in this state.
+	State *RecordingSessionState `form:"state,omitempty" json:"state,omitempty"`
+
+	// RecordSource Only sessions started this way.
+	RecordSource *RecordSource `form:"recordSource,omitempty" json:"recordSource,omitempty"`
+}
+
 // ListApiTokensParams defines parameters for ListApiTokens.
 type ListApiTokensParams struct {
 	// Page Number of the page to return, starting at 1.
@@ -8558,6 +9406,39 @@ type DeleteThirdPartyPlaybackLeaseParams struct {
 	Disconnect *bool `form:"disconnect,omitempty" json:"disconnect,omitempty"`
 }
 
+// ListThirdPartyRecordingsParams defines parameters for ListThirdPartyRecordings.
+type ListThirdPartyRecordingsParams struct {
+	// Page Number of the page to return, starting at 1.
+	Page *Page `form:"page,omitempty" json:"page,omitempty"`
+
+	// PageSize Maximum number of rows per page.
+	PageSize *PageSize `form:"pageSize,omitempty" json:"pageSize,omitempty"`
+
+	// ChannelId Only this channel's stream.
+	ChannelId *RecordingChannelId `form:"channelId,omitempty" json:"channelId,omitempty"`
+
+	// NodeId Only this media host node.
+	NodeId *RecordingNodeId `form:"nodeId,omitempty" json:"nodeId,omitempty"`
+
+	// MediaServerId Only this media server.
+	MediaServerId *RecordingMediaServerId `form:"mediaServerId,omitempty" json:"mediaServerId,omitempty"`
+
+	// App Only this application.
+	App *RecordingApp `form:"app,omitempty" json:"app,omitempty"`
+
+	// StreamId Only this stream id.
+	StreamId *RecordingStreamId `form:"streamId,omitempty" json:"streamId,omitempty"`
+
+	// FileState Only files in this state (Deleted lists hard-deleted files, which are otherwise left out).
+	FileState *RecordingFileState `form:"fileState,omitempty" json:"fileState,omitempty"`
+
+	// StartTime Start of the time range (RFC 3339 with a zone); files ending after it.
+	StartTime *RecordingStartTime `form:"startTime,omitempty" json:"startTime,omitempty"`
+
+	// EndTime End of the time range (RFC 3339 with a zone, after startTime); files starting before it.
+	EndTime *RecordingEndTime `form:"endTime,omitempty" json:"endTime,omitempty"`
+}
+
 // ListThirdPartyStreamsParams defines parameters for ListThirdPartyStreams.
 type ListThirdPartyStreamsParams struct {
 	// Page Number of the page to return, starting at 1.
@@ -8663,6 +9544,27 @@ type UpdateTranscoderTemplateJSONRequestBody = SaveFfmpegTemplateRequest
 // CreateNodeCommandJSONRequestBody defines body for CreateNodeCommand for application/json ContentType.
 type CreateNodeCommandJSONRequestBody = CreateNodeCommandRequest
 
+// DeleteRecordingFilesJSONRequestBody defines body for DeleteRecordingFiles for application/json ContentType.
+type DeleteRecordingFilesJSONRequestBody = DeleteRecordFilesRequest
+
+// RestoreRecordingFilesJSONRequestBody defines body for RestoreRecordingFiles for application/json ContentType.
+type RestoreRecordingFilesJSONRequestBody = RecordFileBatchRequest
+
+// SoftDeleteRecordingFilesJSONRequestBody defines body for SoftDeleteRecordingFiles for application/json ContentType.
+type SoftDeleteRecordingFilesJSONRequestBody = RecordFileBatchRequest
+
+// CreateRecordPlanJSONRequestBody defines body for CreateRecordPlan for application/json ContentType.
+type CreateRecordPlanJSONRequestBody = SaveRecordPlanRequest
+
+// UpdateRecordPlanJSONRequestBody defines body for UpdateRecordPlan for application/json ContentType.
+type UpdateRecordPlanJSONRequestBody = SaveRecordPlanRequest
+
+// StartRecordingJSONRequestBody defines body for StartRecording for application/json ContentType.
+type StartRecordingJSONRequestBody = StartRecordingRequest
+
+// StopRecordingJSONRequestBody defines body for StopRecording for application/json ContentType.
+type StopRecordingJSONRequestBody = StopRecordingRequest
+
 // CreateApiTokenJSONRequestBody defines body for CreateApiToken for application/json ContentType.
 type CreateApiTokenJSONRequestBody = CreateApiTokenRequest
 
@@ -8746,6 +9648,18 @@ type CreateThirdPartyLivePlaybackLeaseJSONRequestBody = ThirdPartyPlaybackLeaseR
 
 // RenewThirdPartyPlaybackLeaseJSONRequestBody defines body for RenewThirdPartyPlaybackLease for application/json ContentType.
 type RenewThirdPartyPlaybackLeaseJSONRequestBody = RenewThirdPartyPlaybackLeaseRequest
+
+// HardDeleteThirdPartyRecordingsJSONRequestBody defines body for HardDeleteThirdPartyRecordings for application/json ContentType.
+type HardDeleteThirdPartyRecordingsJSONRequestBody = RecordFileBatchRequest
+
+// RestoreThirdPartyRecordingsJSONRequestBody defines body for RestoreThirdPartyRecordings for application/json ContentType.
+type RestoreThirdPartyRecordingsJSONRequestBody = RecordFileBatchRequest
+
+// SoftDeleteThirdPartyRecordingsJSONRequestBody defines body for SoftDeleteThirdPartyRecordings for application/json ContentType.
+type SoftDeleteThirdPartyRecordingsJSONRequestBody = RecordFileBatchRequest
+
+// CreateThirdPartyRecordingPlaybackLeaseJSONRequestBody defines body for CreateThirdPartyRecordingPlaybackLease for application/json ContentType.
+type CreateThirdPartyRecordingPlaybackLeaseJSONRequestBody = ThirdPartyPlaybackLeaseRequest
 
 // CreateThirdPartyStreamPlaybackLeaseJSONRequestBody defines body for CreateThirdPartyStreamPlaybackLease for application/json ContentType.
 type CreateThirdPartyStreamPlaybackLeaseJSONRequestBody = ThirdPartyStreamPlaybackLeaseRequest
@@ -9255,6 +10169,57 @@ type ServerInterface interface {
 	// CreateNodeCommand Create a node command
 	// (POST /api/v2/nodes/{nodeId}/commands)
 	CreateNodeCommand(c *gin.Context, nodeId string)
+	// RunAutoRecordOnce Run one auto-record pass now
+	// (POST /api/v2/recording/auto-record/run-once)
+	RunAutoRecordOnce(c *gin.Context, params RunAutoRecordOnceParams)
+	// ListRecordingFiles List recorded files
+	// (GET /api/v2/recording/files)
+	ListRecordingFiles(c *gin.Context, params ListRecordingFilesParams)
+	// DeleteRecordingFiles Hard-delete recorded files
+	// (POST /api/v2/recording/files/delete)
+	DeleteRecordingFiles(c *gin.Context)
+	// RestoreRecordingFiles Restore soft-deleted files
+	// (POST /api/v2/recording/files/restore)
+	RestoreRecordingFiles(c *gin.Context)
+	// SoftDeleteRecordingFiles Soft-delete recorded files
+	// (POST /api/v2/recording/files/soft-delete)
+	SoftDeleteRecordingFiles(c *gin.Context)
+	// GetRecordPlanTemplate A recording plan template
+	// (GET /api/v2/recording/plan-template)
+	GetRecordPlanTemplate(c *gin.Context)
+	// ListRecordPlans List recording plans
+	// (GET /api/v2/recording/plans)
+	ListRecordPlans(c *gin.Context, params ListRecordPlansParams)
+	// CreateRecordPlan Create a recording plan
+	// (POST /api/v2/recording/plans)
+	CreateRecordPlan(c *gin.Context)
+	// DeleteRecordPlan Delete a recording plan
+	// (DELETE /api/v2/recording/plans/{planId})
+	DeleteRecordPlan(c *gin.Context, planId string)
+	// GetRecordPlan Read a recording plan
+	// (GET /api/v2/recording/plans/{planId})
+	GetRecordPlan(c *gin.Context, planId string)
+	// UpdateRecordPlan Replace a recording plan
+	// (PUT /api/v2/recording/plans/{planId})
+	UpdateRecordPlan(c *gin.Context, planId string)
+	// SetRecordPlanEnabled Enable or disable a recording plan
+	// (POST /api/v2/recording/plans/{planId}/enabled)
+	SetRecordPlanEnabled(c *gin.Context, planId string, params SetRecordPlanEnabledParams)
+	// EvaluateRecordPlan Whether a time hits a recording plan
+	// (GET /api/v2/recording/plans/{planId}/evaluate)
+	EvaluateRecordPlan(c *gin.Context, planId string, params EvaluateRecordPlanParams)
+	// ListRecordingSessions List recording sessions
+	// (GET /api/v2/recording/sessions)
+	ListRecordingSessions(c *gin.Context, params ListRecordingSessionsParams)
+	// StartRecording Start recording a stream
+	// (POST /api/v2/recording/start)
+	StartRecording(c *gin.Context)
+	// GetRecordingStateModel Describe the recording state machines
+	// (GET /api/v2/recording/state-model)
+	GetRecordingStateModel(c *gin.Context)
+	// StopRecording Stop recording a stream
+	// (POST /api/v2/recording/stop)
+	StopRecording(c *gin.Context)
 	// ListApiTokens List API tokens
 	// (GET /api/v2/security/api-tokens)
 	ListApiTokens(c *gin.Context, params ListApiTokensParams)
@@ -9492,6 +10457,21 @@ type ServerInterface interface {
 	// RenewThirdPartyPlaybackLease Renew a playback lease
 	// (POST /api/v2/third-party/playback-leases/{leaseId}/renew)
 	RenewThirdPartyPlaybackLease(c *gin.Context, leaseId openapi_types.UUID)
+	// ListThirdPartyRecordings List recordings
+	// (GET /api/v2/third-party/recordings)
+	ListThirdPartyRecordings(c *gin.Context, params ListThirdPartyRecordingsParams)
+	// HardDeleteThirdPartyRecordings Hard-delete recordings
+	// (POST /api/v2/third-party/recordings/hard-delete)
+	HardDeleteThirdPartyRecordings(c *gin.Context)
+	// RestoreThirdPartyRecordings Restore soft-deleted recordings
+	// (POST /api/v2/third-party/recordings/restore)
+	RestoreThirdPartyRecordings(c *gin.Context)
+	// SoftDeleteThirdPartyRecordings Soft-delete recordings
+	// (POST /api/v2/third-party/recordings/soft-delete)
+	SoftDeleteThirdPartyRecordings(c *gin.Context)
+	// CreateThirdPartyRecordingPlaybackLease Lease a recorded file for playback
+	// (POST /api/v2/third-party/recordings/{fileId}/playback-lease)
+	CreateThirdPartyRecordingPlaybackLease(c *gin.Context, fileId string)
 	// ListThirdPartyStreams List live streams
 	// (GET /api/v2/third-party/streams)
 	ListThirdPartyStreams(c *gin.Context, params ListThirdPartyStreamsParams)
@@ -12306,6 +13286,525 @@ func (siw *ServerInterfaceWrapper) CreateNodeCommand(c *gin.Context) {
 	siw.Handler.CreateNodeCommand(c, nodeId)
 }
 
+// RunAutoRecordOnce operation middleware
+func (siw *ServerInterfaceWrapper) RunAutoRecordOnce(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params RunAutoRecordOnceParams
+
+	// ------------- Optional query parameter "at" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "at", c.Request.URL.Query(), &params.At, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter at: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.RunAutoRecordOnce(c, params)
+}
+
+// ListRecordingFiles operation middleware
+func (siw *ServerInterfaceWrapper) ListRecordingFiles(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListRecordingFilesParams
+
+	// ------------- Optional query parameter "page" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "page", c.Request.URL.Query(), &params.Page, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter page: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "pageSize" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "pageSize", c.Request.URL.Query(), &params.PageSize, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter pageSize: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "mediaServerId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "mediaServerId", c.Request.URL.Query(), &params.MediaServerId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter mediaServerId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "nodeId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "nodeId", c.Request.URL.Query(), &params.NodeId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter nodeId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "channelId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "channelId", c.Request.URL.Query(), &params.ChannelId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter channelId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "app" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "app", c.Request.URL.Query(), &params.App, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter app: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "streamId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "streamId", c.Request.URL.Query(), &params.StreamId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter streamId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "fileState" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "fileState", c.Request.URL.Query(), &params.FileState, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter fileState: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "recordDate" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "recordDate", c.Request.URL.Query(), &params.RecordDate, runtime.BindQueryParameterOptions{Type: "string", Format: "date"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter recordDate: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "sourceHook" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "sourceHook", c.Request.URL.Query(), &params.SourceHook, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter sourceHook: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "indexSource" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "indexSource", c.Request.URL.Query(), &params.IndexSource, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter indexSource: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "startTime" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "startTime", c.Request.URL.Query(), &params.StartTime, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter startTime: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "endTime" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "endTime", c.Request.URL.Query(), &params.EndTime, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter endTime: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListRecordingFiles(c, params)
+}
+
+// DeleteRecordingFiles operation middleware
+func (siw *ServerInterfaceWrapper) DeleteRecordingFiles(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.DeleteRecordingFiles(c)
+}
+
+// RestoreRecordingFiles operation middleware
+func (siw *ServerInterfaceWrapper) RestoreRecordingFiles(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.RestoreRecordingFiles(c)
+}
+
+// SoftDeleteRecordingFiles operation middleware
+func (siw *ServerInterfaceWrapper) SoftDeleteRecordingFiles(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.SoftDeleteRecordingFiles(c)
+}
+
+// GetRecordPlanTemplate operation middleware
+func (siw *ServerInterfaceWrapper) GetRecordPlanTemplate(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetRecordPlanTemplate(c)
+}
+
+// ListRecordPlans operation middleware
+func (siw *ServerInterfaceWrapper) ListRecordPlans(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListRecordPlansParams
+
+	// ------------- Optional query parameter "name" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "name", c.Request.URL.Query(), &params.Name, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter name: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListRecordPlans(c, params)
+}
+
+// CreateRecordPlan operation middleware
+func (siw *ServerInterfaceWrapper) CreateRecordPlan(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateRecordPlan(c)
+}
+
+// DeleteRecordPlan operation middleware
+func (siw *ServerInterfaceWrapper) DeleteRecordPlan(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "planId" -------------
+	var planId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "planId", c.Param("planId"), &planId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter planId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.DeleteRecordPlan(c, planId)
+}
+
+// GetRecordPlan operation middleware
+func (siw *ServerInterfaceWrapper) GetRecordPlan(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "planId" -------------
+	var planId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "planId", c.Param("planId"), &planId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter planId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetRecordPlan(c, planId)
+}
+
+// UpdateRecordPlan operation middleware
+func (siw *ServerInterfaceWrapper) UpdateRecordPlan(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "planId" -------------
+	var planId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "planId", c.Param("planId"), &planId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter planId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.UpdateRecordPlan(c, planId)
+}
+
+// SetRecordPlanEnabled operation middleware
+func (siw *ServerInterfaceWrapper) SetRecordPlanEnabled(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "planId" -------------
+	var planId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "planId", c.Param("planId"), &planId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter planId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params SetRecordPlanEnabledParams
+
+	// ------------- Required query parameter "enabled" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "enabled", c.Request.URL.Query(), &params.Enabled, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter enabled: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.SetRecordPlanEnabled(c, planId, params)
+}
+
+// EvaluateRecordPlan operation middleware
+func (siw *ServerInterfaceWrapper) EvaluateRecordPlan(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "planId" -------------
+	var planId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "planId", c.Param("planId"), &planId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter planId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params EvaluateRecordPlanParams
+
+	// ------------- Optional query parameter "at" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "at", c.Request.URL.Query(), &params.At, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter at: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.EvaluateRecordPlan(c, planId, params)
+}
+
+// ListRecordingSessions operation middleware
+func (siw *ServerInterfaceWrapper) ListRecordingSessions(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListRecordingSessionsParams
+
+	// ------------- Optional query parameter "page" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "page", c.Request.URL.Query(), &params.Page, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter page: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "pageSize" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "pageSize", c.Request.URL.Query(), &params.PageSize, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter pageSize: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "mediaServerId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "mediaServerId", c.Request.URL.Query(), &params.MediaServerId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter mediaServerId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "nodeId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "nodeId", c.Request.URL.Query(), &params.NodeId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter nodeId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "channelId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "channelId", c.Request.URL.Query(), &params.ChannelId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter channelId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "app" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "app", c.Request.URL.Query(), &params.App, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter app: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "streamId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "streamId", c.Request.URL.Query(), &params.StreamId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter streamId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "state" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "state", c.Request.URL.Query(), &params.State, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter state: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "recordSource" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "recordSource", c.Request.URL.Query(), &params.RecordSource, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter recordSource: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListRecordingSessions(c, params)
+}
+
+// StartRecording operation middleware
+func (siw *ServerInterfaceWrapper) StartRecording(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.StartRecording(c)
+}
+
+// GetRecordingStateModel operation middleware
+func (siw *ServerInterfaceWrapper) GetRecordingStateModel(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetRecordingStateModel(c)
+}
+
+// StopRecording operation middleware
+func (siw *ServerInterfaceWrapper) StopRecording(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.StopRecording(c)
+}
+
 // ListApiTokens operation middleware
 func (siw *ServerInterfaceWrapper) ListApiTokens(c *gin.Context) {
 
@@ -14489,6 +15988,169 @@ func (siw *ServerInterfaceWrapper) RenewThirdPartyPlaybackLease(c *gin.Context) 
 	siw.Handler.RenewThirdPartyPlaybackLease(c, leaseId)
 }
 
+// ListThirdPartyRecordings operation middleware
+func (siw *ServerInterfaceWrapper) ListThirdPartyRecordings(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListThirdPartyRecordingsParams
+
+	// ------------- Optional query parameter "page" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "page", c.Request.URL.Query(), &params.Page, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter page: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "pageSize" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "pageSize", c.Request.URL.Query(), &params.PageSize, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter pageSize: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "channelId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "channelId", c.Request.URL.Query(), &params.ChannelId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter channelId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "nodeId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "nodeId", c.Request.URL.Query(), &params.NodeId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter nodeId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "mediaServerId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "mediaServerId", c.Request.URL.Query(), &params.MediaServerId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter mediaServerId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "app" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "app", c.Request.URL.Query(), &params.App, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter app: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "streamId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "streamId", c.Request.URL.Query(), &params.StreamId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter streamId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "fileState" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "fileState", c.Request.URL.Query(), &params.FileState, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter fileState: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "startTime" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "startTime", c.Request.URL.Query(), &params.StartTime, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter startTime: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "endTime" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "endTime", c.Request.URL.Query(), &params.EndTime, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter endTime: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListThirdPartyRecordings(c, params)
+}
+
+// HardDeleteThirdPartyRecordings operation middleware
+func (siw *ServerInterfaceWrapper) HardDeleteThirdPartyRecordings(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.HardDeleteThirdPartyRecordings(c)
+}
+
+// RestoreThirdPartyRecordings operation middleware
+func (siw *ServerInterfaceWrapper) RestoreThirdPartyRecordings(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.RestoreThirdPartyRecordings(c)
+}
+
+// SoftDeleteThirdPartyRecordings operation middleware
+func (siw *ServerInterfaceWrapper) SoftDeleteThirdPartyRecordings(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.SoftDeleteThirdPartyRecordings(c)
+}
+
+// CreateThirdPartyRecordingPlaybackLease operation middleware
+func (siw *ServerInterfaceWrapper) CreateThirdPartyRecordingPlaybackLease(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "fileId" -------------
+	var fileId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "fileId", c.Param("fileId"), &fileId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter fileId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateThirdPartyRecordingPlaybackLease(c, fileId)
+}
+
 // ListThirdPartyStreams operation middleware
 func (siw *ServerInterfaceWrapper) ListThirdPartyStreams(c *gin.Context) {
 
@@ -14766,6 +16428,28 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 	router.POST(options.BaseURL+"/api/v2/system/webhooks/outbox/:id/retry", wrapper.RetryWebhookOutboxEvent)
 	router.POST(options.BaseURL+"/api/v2/system/webhooks/test", wrapper.TestWebhook)
 	router.GET(options.BaseURL+"/api/v2/engine/webhook-inbox", wrapper.ListEngineWebhookInbox)
+	router.POST(options.BaseURL+"/api/v2/recording/start", wrapper.StartRecording)
+	router.POST(options.BaseURL+"/api/v2/recording/stop", wrapper.StopRecording)
+	router.GET(options.BaseURL+"/api/v2/recording/sessions", wrapper.ListRecordingSessions)
+	router.GET(options.BaseURL+"/api/v2/recording/state-model", wrapper.GetRecordingStateModel)
+	router.POST(options.BaseURL+"/api/v2/recording/auto-record/run-once", wrapper.RunAutoRecordOnce)
+	router.GET(options.BaseURL+"/api/v2/recording/files", wrapper.ListRecordingFiles)
+	router.GET(options.BaseURL+"/api/v2/third-party/recordings", wrapper.ListThirdPartyRecordings)
+	router.POST(options.BaseURL+"/api/v2/third-party/recordings/:fileId/playback-lease", wrapper.CreateThirdPartyRecordingPlaybackLease)
+	router.POST(options.BaseURL+"/api/v2/third-party/recordings/soft-delete", wrapper.SoftDeleteThirdPartyRecordings)
+	router.POST(options.BaseURL+"/api/v2/third-party/recordings/restore", wrapper.RestoreThirdPartyRecordings)
+	router.POST(options.BaseURL+"/api/v2/third-party/recordings/hard-delete", wrapper.HardDeleteThirdPartyRecordings)
+	router.POST(options.BaseURL+"/api/v2/recording/files/soft-delete", wrapper.SoftDeleteRecordingFiles)
+	router.POST(options.BaseURL+"/api/v2/recording/files/restore", wrapper.RestoreRecordingFiles)
+	router.POST(options.BaseURL+"/api/v2/recording/files/delete", wrapper.DeleteRecordingFiles)
+	router.GET(options.BaseURL+"/api/v2/recording/plans", wrapper.ListRecordPlans)
+	router.POST(options.BaseURL+"/api/v2/recording/plans", wrapper.CreateRecordPlan)
+	router.DELETE(options.BaseURL+"/api/v2/recording/plans/:planId", wrapper.DeleteRecordPlan)
+	router.GET(options.BaseURL+"/api/v2/recording/plans/:planId", wrapper.GetRecordPlan)
+	router.PUT(options.BaseURL+"/api/v2/recording/plans/:planId", wrapper.UpdateRecordPlan)
+	router.POST(options.BaseURL+"/api/v2/recording/plans/:planId/enabled", wrapper.SetRecordPlanEnabled)
+	router.GET(options.BaseURL+"/api/v2/recording/plans/:planId/evaluate", wrapper.EvaluateRecordPlan)
+	router.GET(options.BaseURL+"/api/v2/recording/plan-template", wrapper.GetRecordPlanTemplate)
 	router.GET(options.BaseURL+"/api/v2/gb28181/devices", wrapper.ListGb28181Devices)
 	router.GET(options.BaseURL+"/api/v2/gb28181/devices/:deviceId", wrapper.GetGb28181Device)
 }
@@ -24974,6 +26658,1882 @@ func (response CreateNodeCommand500JSONResponse) VisitCreateNodeCommandResponse(
 	return err
 }
 
+type RunAutoRecordOnceRequestObject struct {
+	Params RunAutoRecordOnceParams
+}
+
+type RunAutoRecordOnceResponseObject interface {
+	VisitRunAutoRecordOnceResponse(w http.ResponseWriter) error
+}
+
+type RunAutoRecordOnce200JSONResponse AutoRecordPassResult
+
+func (response RunAutoRecordOnce200JSONResponse) VisitRunAutoRecordOnceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunAutoRecordOnce400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response RunAutoRecordOnce400JSONResponse) VisitRunAutoRecordOnceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunAutoRecordOnce401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response RunAutoRecordOnce401JSONResponse) VisitRunAutoRecordOnceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunAutoRecordOnce403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response RunAutoRecordOnce403JSONResponse) VisitRunAutoRecordOnceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunAutoRecordOnce429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response RunAutoRecordOnce429JSONResponse) VisitRunAutoRecordOnceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunAutoRecordOnce500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response RunAutoRecordOnce500JSONResponse) VisitRunAutoRecordOnceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordingFilesRequestObject struct {
+	Params ListRecordingFilesParams
+}
+
+type ListRecordingFilesResponseObject interface {
+	VisitListRecordingFilesResponse(w http.ResponseWriter) error
+}
+
+type ListRecordingFiles200JSONResponse RecordingFileList
+
+func (response ListRecordingFiles200JSONResponse) VisitListRecordingFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordingFiles400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListRecordingFiles400JSONResponse) VisitListRecordingFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordingFiles401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListRecordingFiles401JSONResponse) VisitListRecordingFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordingFiles403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListRecordingFiles403JSONResponse) VisitListRecordingFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordingFiles429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListRecordingFiles429JSONResponse) VisitListRecordingFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordingFiles500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListRecordingFiles500JSONResponse) VisitListRecordingFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRecordingFilesRequestObject struct {
+	Body *DeleteRecordingFilesJSONRequestBody
+}
+
+type DeleteRecordingFilesResponseObject interface {
+	VisitDeleteRecordingFilesResponse(w http.ResponseWriter) error
+}
+
+type DeleteRecordingFiles200JSONResponse RecordFileBatchResult
+
+func (response DeleteRecordingFiles200JSONResponse) VisitDeleteRecordingFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRecordingFiles400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response DeleteRecordingFiles400JSONResponse) VisitDeleteRecordingFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRecordingFiles401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response DeleteRecordingFiles401JSONResponse) VisitDeleteRecordingFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRecordingFiles403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response DeleteRecordingFiles403JSONResponse) VisitDeleteRecordingFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRecordingFiles429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response DeleteRecordingFiles429JSONResponse) VisitDeleteRecordingFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRecordingFiles500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response DeleteRecordingFiles500JSONResponse) VisitDeleteRecordingFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RestoreRecordingFilesRequestObject struct {
+	Body *RestoreRecordingFilesJSONRequestBody
+}
+
+type RestoreRecordingFilesResponseObject interface {
+	VisitRestoreRecordingFilesResponse(w http.ResponseWriter) error
+}
+
+type RestoreRecordingFiles200JSONResponse RecordFileBatchResult
+
+func (response RestoreRecordingFiles200JSONResponse) VisitRestoreRecordingFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RestoreRecordingFiles400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response RestoreRecordingFiles400JSONResponse) VisitRestoreRecordingFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RestoreRecordingFiles401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response RestoreRecordingFiles401JSONResponse) VisitRestoreRecordingFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RestoreRecordingFiles403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response RestoreRecordingFiles403JSONResponse) VisitRestoreRecordingFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RestoreRecordingFiles429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response RestoreRecordingFiles429JSONResponse) VisitRestoreRecordingFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RestoreRecordingFiles500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response RestoreRecordingFiles500JSONResponse) VisitRestoreRecordingFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SoftDeleteRecordingFilesRequestObject struct {
+	Body *SoftDeleteRecordingFilesJSONRequestBody
+}
+
+type SoftDeleteRecordingFilesResponseObject interface {
+	VisitSoftDeleteRecordingFilesResponse(w http.ResponseWriter) error
+}
+
+type SoftDeleteRecordingFiles200JSONResponse RecordFileBatchResult
+
+func (response SoftDeleteRecordingFiles200JSONResponse) VisitSoftDeleteRecordingFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SoftDeleteRecordingFiles400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response SoftDeleteRecordingFiles400JSONResponse) VisitSoftDeleteRecordingFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SoftDeleteRecordingFiles401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response SoftDeleteRecordingFiles401JSONResponse) VisitSoftDeleteRecordingFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SoftDeleteRecordingFiles403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response SoftDeleteRecordingFiles403JSONResponse) VisitSoftDeleteRecordingFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SoftDeleteRecordingFiles429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response SoftDeleteRecordingFiles429JSONResponse) VisitSoftDeleteRecordingFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SoftDeleteRecordingFiles500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response SoftDeleteRecordingFiles500JSONResponse) VisitSoftDeleteRecordingFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordPlanTemplateRequestObject struct {
+}
+
+type GetRecordPlanTemplateResponseObject interface {
+	VisitGetRecordPlanTemplateResponse(w http.ResponseWriter) error
+}
+
+type GetRecordPlanTemplate200JSONResponse RecordPlan
+
+func (response GetRecordPlanTemplate200JSONResponse) VisitGetRecordPlanTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordPlanTemplate400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetRecordPlanTemplate400JSONResponse) VisitGetRecordPlanTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordPlanTemplate401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetRecordPlanTemplate401JSONResponse) VisitGetRecordPlanTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordPlanTemplate403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetRecordPlanTemplate403JSONResponse) VisitGetRecordPlanTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordPlanTemplate404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetRecordPlanTemplate404JSONResponse) VisitGetRecordPlanTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordPlanTemplate409JSONResponse struct{ ConflictJSONResponse }
+
+func (response GetRecordPlanTemplate409JSONResponse) VisitGetRecordPlanTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordPlanTemplate429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetRecordPlanTemplate429JSONResponse) VisitGetRecordPlanTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordPlanTemplate500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetRecordPlanTemplate500JSONResponse) VisitGetRecordPlanTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordPlansRequestObject struct {
+	Params ListRecordPlansParams
+}
+
+type ListRecordPlansResponseObject interface {
+	VisitListRecordPlansResponse(w http.ResponseWriter) error
+}
+
+type ListRecordPlans200JSONResponse RecordPlanList
+
+func (response ListRecordPlans200JSONResponse) VisitListRecordPlansResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordPlans400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListRecordPlans400JSONResponse) VisitListRecordPlansResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordPlans401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListRecordPlans401JSONResponse) VisitListRecordPlansResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordPlans403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListRecordPlans403JSONResponse) VisitListRecordPlansResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordPlans404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ListRecordPlans404JSONResponse) VisitListRecordPlansResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordPlans409JSONResponse struct{ ConflictJSONResponse }
+
+func (response ListRecordPlans409JSONResponse) VisitListRecordPlansResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordPlans429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListRecordPlans429JSONResponse) VisitListRecordPlansResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordPlans500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListRecordPlans500JSONResponse) VisitListRecordPlansResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRecordPlanRequestObject struct {
+	Body *CreateRecordPlanJSONRequestBody
+}
+
+type CreateRecordPlanResponseObject interface {
+	VisitCreateRecordPlanResponse(w http.ResponseWriter) error
+}
+
+type CreateRecordPlan200JSONResponse RecordPlan
+
+func (response CreateRecordPlan200JSONResponse) VisitCreateRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRecordPlan400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateRecordPlan400JSONResponse) VisitCreateRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRecordPlan401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateRecordPlan401JSONResponse) VisitCreateRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRecordPlan403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateRecordPlan403JSONResponse) VisitCreateRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRecordPlan404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateRecordPlan404JSONResponse) VisitCreateRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRecordPlan409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateRecordPlan409JSONResponse) VisitCreateRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRecordPlan429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateRecordPlan429JSONResponse) VisitCreateRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRecordPlan500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateRecordPlan500JSONResponse) VisitCreateRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRecordPlanRequestObject struct {
+	PlanId string `json:"planId"`
+}
+
+type DeleteRecordPlanResponseObject interface {
+	VisitDeleteRecordPlanResponse(w http.ResponseWriter) error
+}
+
+type DeleteRecordPlan200JSONResponse RecordPlan
+
+func (response DeleteRecordPlan200JSONResponse) VisitDeleteRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRecordPlan400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response DeleteRecordPlan400JSONResponse) VisitDeleteRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRecordPlan401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response DeleteRecordPlan401JSONResponse) VisitDeleteRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRecordPlan403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response DeleteRecordPlan403JSONResponse) VisitDeleteRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRecordPlan404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response DeleteRecordPlan404JSONResponse) VisitDeleteRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRecordPlan409JSONResponse struct{ ConflictJSONResponse }
+
+func (response DeleteRecordPlan409JSONResponse) VisitDeleteRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRecordPlan429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response DeleteRecordPlan429JSONResponse) VisitDeleteRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRecordPlan500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response DeleteRecordPlan500JSONResponse) VisitDeleteRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordPlanRequestObject struct {
+	PlanId string `json:"planId"`
+}
+
+type GetRecordPlanResponseObject interface {
+	VisitGetRecordPlanResponse(w http.ResponseWriter) error
+}
+
+type GetRecordPlan200JSONResponse RecordPlan
+
+func (response GetRecordPlan200JSONResponse) VisitGetRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordPlan400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetRecordPlan400JSONResponse) VisitGetRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordPlan401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetRecordPlan401JSONResponse) VisitGetRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordPlan403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetRecordPlan403JSONResponse) VisitGetRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordPlan404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetRecordPlan404JSONResponse) VisitGetRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordPlan409JSONResponse struct{ ConflictJSONResponse }
+
+func (response GetRecordPlan409JSONResponse) VisitGetRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordPlan429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetRecordPlan429JSONResponse) VisitGetRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordPlan500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetRecordPlan500JSONResponse) VisitGetRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateRecordPlanRequestObject struct {
+	PlanId string `json:"planId"`
+	Body   *UpdateRecordPlanJSONRequestBody
+}
+
+type UpdateRecordPlanResponseObject interface {
+	VisitUpdateRecordPlanResponse(w http.ResponseWriter) error
+}
+
+type UpdateRecordPlan200JSONResponse RecordPlan
+
+func (response UpdateRecordPlan200JSONResponse) VisitUpdateRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateRecordPlan400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response UpdateRecordPlan400JSONResponse) VisitUpdateRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateRecordPlan401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response UpdateRecordPlan401JSONResponse) VisitUpdateRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateRecordPlan403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response UpdateRecordPlan403JSONResponse) VisitUpdateRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateRecordPlan404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response UpdateRecordPlan404JSONResponse) VisitUpdateRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateRecordPlan409JSONResponse struct{ ConflictJSONResponse }
+
+func (response UpdateRecordPlan409JSONResponse) VisitUpdateRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateRecordPlan429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response UpdateRecordPlan429JSONResponse) VisitUpdateRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateRecordPlan500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response UpdateRecordPlan500JSONResponse) VisitUpdateRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetRecordPlanEnabledRequestObject struct {
+	PlanId string `json:"planId"`
+	Params SetRecordPlanEnabledParams
+}
+
+type SetRecordPlanEnabledResponseObject interface {
+	VisitSetRecordPlanEnabledResponse(w http.ResponseWriter) error
+}
+
+type SetRecordPlanEnabled200JSONResponse RecordPlan
+
+func (response SetRecordPlanEnabled200JSONResponse) VisitSetRecordPlanEnabledResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetRecordPlanEnabled400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response SetRecordPlanEnabled400JSONResponse) VisitSetRecordPlanEnabledResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetRecordPlanEnabled401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response SetRecordPlanEnabled401JSONResponse) VisitSetRecordPlanEnabledResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetRecordPlanEnabled403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response SetRecordPlanEnabled403JSONResponse) VisitSetRecordPlanEnabledResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetRecordPlanEnabled404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response SetRecordPlanEnabled404JSONResponse) VisitSetRecordPlanEnabledResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetRecordPlanEnabled409JSONResponse struct{ ConflictJSONResponse }
+
+func (response SetRecordPlanEnabled409JSONResponse) VisitSetRecordPlanEnabledResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetRecordPlanEnabled429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response SetRecordPlanEnabled429JSONResponse) VisitSetRecordPlanEnabledResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetRecordPlanEnabled500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response SetRecordPlanEnabled500JSONResponse) VisitSetRecordPlanEnabledResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EvaluateRecordPlanRequestObject struct {
+	PlanId string `json:"planId"`
+	Params EvaluateRecordPlanParams
+}
+
+type EvaluateRecordPlanResponseObject interface {
+	VisitEvaluateRecordPlanResponse(w http.ResponseWriter) error
+}
+
+type EvaluateRecordPlan200JSONResponse RecordPlanEvaluation
+
+func (response EvaluateRecordPlan200JSONResponse) VisitEvaluateRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EvaluateRecordPlan400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response EvaluateRecordPlan400JSONResponse) VisitEvaluateRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EvaluateRecordPlan401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response EvaluateRecordPlan401JSONResponse) VisitEvaluateRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EvaluateRecordPlan403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response EvaluateRecordPlan403JSONResponse) VisitEvaluateRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EvaluateRecordPlan404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response EvaluateRecordPlan404JSONResponse) VisitEvaluateRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EvaluateRecordPlan409JSONResponse struct{ ConflictJSONResponse }
+
+func (response EvaluateRecordPlan409JSONResponse) VisitEvaluateRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EvaluateRecordPlan429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response EvaluateRecordPlan429JSONResponse) VisitEvaluateRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EvaluateRecordPlan500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response EvaluateRecordPlan500JSONResponse) VisitEvaluateRecordPlanResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordingSessionsRequestObject struct {
+	Params ListRecordingSessionsParams
+}
+
+type ListRecordingSessionsResponseObject interface {
+	VisitListRecordingSessionsResponse(w http.ResponseWriter) error
+}
+
+type ListRecordingSessions200JSONResponse RecordingSessionList
+
+func (response ListRecordingSessions200JSONResponse) VisitListRecordingSessionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordingSessions400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListRecordingSessions400JSONResponse) VisitListRecordingSessionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordingSessions401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListRecordingSessions401JSONResponse) VisitListRecordingSessionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordingSessions403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListRecordingSessions403JSONResponse) VisitListRecordingSessionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordingSessions429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListRecordingSessions429JSONResponse) VisitListRecordingSessionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRecordingSessions500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListRecordingSessions500JSONResponse) VisitListRecordingSessionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRecordingRequestObject struct {
+	Body *StartRecordingJSONRequestBody
+}
+
+type StartRecordingResponseObject interface {
+	VisitStartRecordingResponse(w http.ResponseWriter) error
+}
+
+type StartRecording200JSONResponse RecordingSession
+
+func (response StartRecording200JSONResponse) VisitStartRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRecording400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response StartRecording400JSONResponse) VisitStartRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRecording401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response StartRecording401JSONResponse) VisitStartRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRecording403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response StartRecording403JSONResponse) VisitStartRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRecording404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response StartRecording404JSONResponse) VisitStartRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRecording409JSONResponse struct{ ConflictJSONResponse }
+
+func (response StartRecording409JSONResponse) VisitStartRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRecording429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response StartRecording429JSONResponse) VisitStartRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRecording500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response StartRecording500JSONResponse) VisitStartRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartRecording503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response StartRecording503JSONResponse) VisitStartRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordingStateModelRequestObject struct {
+}
+
+type GetRecordingStateModelResponseObject interface {
+	VisitGetRecordingStateModelResponse(w http.ResponseWriter) error
+}
+
+type GetRecordingStateModel200JSONResponse RecordingStateModel
+
+func (response GetRecordingStateModel200JSONResponse) VisitGetRecordingStateModelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordingStateModel401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetRecordingStateModel401JSONResponse) VisitGetRecordingStateModelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordingStateModel403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetRecordingStateModel403JSONResponse) VisitGetRecordingStateModelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordingStateModel429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetRecordingStateModel429JSONResponse) VisitGetRecordingStateModelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordingStateModel500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetRecordingStateModel500JSONResponse) VisitGetRecordingStateModelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRecordingRequestObject struct {
+	Body *StopRecordingJSONRequestBody
+}
+
+type StopRecordingResponseObject interface {
+	VisitStopRecordingResponse(w http.ResponseWriter) error
+}
+
+type StopRecording200JSONResponse RecordingSession
+
+func (response StopRecording200JSONResponse) VisitStopRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRecording400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response StopRecording400JSONResponse) VisitStopRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRecording401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response StopRecording401JSONResponse) VisitStopRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRecording403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response StopRecording403JSONResponse) VisitStopRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRecording404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response StopRecording404JSONResponse) VisitStopRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRecording409JSONResponse struct{ ConflictJSONResponse }
+
+func (response StopRecording409JSONResponse) VisitStopRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRecording429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response StopRecording429JSONResponse) VisitStopRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRecording500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response StopRecording500JSONResponse) VisitStopRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopRecording503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response StopRecording503JSONResponse) VisitStopRecordingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListApiTokensRequestObject struct {
 	Params ListApiTokensParams
 }
@@ -33781,6 +37341,500 @@ func (response RenewThirdPartyPlaybackLease500JSONResponse) VisitRenewThirdParty
 	return err
 }
 
+type ListThirdPartyRecordingsRequestObject struct {
+	Params ListThirdPartyRecordingsParams
+}
+
+type ListThirdPartyRecordingsResponseObject interface {
+	VisitListThirdPartyRecordingsResponse(w http.ResponseWriter) error
+}
+
+type ListThirdPartyRecordings200JSONResponse RecordingFileList
+
+func (response ListThirdPartyRecordings200JSONResponse) VisitListThirdPartyRecordingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListThirdPartyRecordings400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListThirdPartyRecordings400JSONResponse) VisitListThirdPartyRecordingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListThirdPartyRecordings401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListThirdPartyRecordings401JSONResponse) VisitListThirdPartyRecordingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListThirdPartyRecordings403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListThirdPartyRecordings403JSONResponse) VisitListThirdPartyRecordingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListThirdPartyRecordings429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListThirdPartyRecordings429JSONResponse) VisitListThirdPartyRecordingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListThirdPartyRecordings500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListThirdPartyRecordings500JSONResponse) VisitListThirdPartyRecordingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HardDeleteThirdPartyRecordingsRequestObject struct {
+	Body *HardDeleteThirdPartyRecordingsJSONRequestBody
+}
+
+type HardDeleteThirdPartyRecordingsResponseObject interface {
+	VisitHardDeleteThirdPartyRecordingsResponse(w http.ResponseWriter) error
+}
+
+type HardDeleteThirdPartyRecordings200JSONResponse RecordFileBatchResult
+
+func (response HardDeleteThirdPartyRecordings200JSONResponse) VisitHardDeleteThirdPartyRecordingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HardDeleteThirdPartyRecordings400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response HardDeleteThirdPartyRecordings400JSONResponse) VisitHardDeleteThirdPartyRecordingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HardDeleteThirdPartyRecordings401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response HardDeleteThirdPartyRecordings401JSONResponse) VisitHardDeleteThirdPartyRecordingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HardDeleteThirdPartyRecordings403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response HardDeleteThirdPartyRecordings403JSONResponse) VisitHardDeleteThirdPartyRecordingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HardDeleteThirdPartyRecordings429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response HardDeleteThirdPartyRecordings429JSONResponse) VisitHardDeleteThirdPartyRecordingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HardDeleteThirdPartyRecordings500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response HardDeleteThirdPartyRecordings500JSONResponse) VisitHardDeleteThirdPartyRecordingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RestoreThirdPartyRecordingsRequestObject struct {
+	Body *RestoreThirdPartyRecordingsJSONRequestBody
+}
+
+type RestoreThirdPartyRecordingsResponseObject interface {
+	VisitRestoreThirdPartyRecordingsResponse(w http.ResponseWriter) error
+}
+
+type RestoreThirdPartyRecordings200JSONResponse RecordFileBatchResult
+
+func (response RestoreThirdPartyRecordings200JSONResponse) VisitRestoreThirdPartyRecordingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RestoreThirdPartyRecordings400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response RestoreThirdPartyRecordings400JSONResponse) VisitRestoreThirdPartyRecordingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RestoreThirdPartyRecordings401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response RestoreThirdPartyRecordings401JSONResponse) VisitRestoreThirdPartyRecordingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RestoreThirdPartyRecordings403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response RestoreThirdPartyRecordings403JSONResponse) VisitRestoreThirdPartyRecordingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RestoreThirdPartyRecordings429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response RestoreThirdPartyRecordings429JSONResponse) VisitRestoreThirdPartyRecordingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RestoreThirdPartyRecordings500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response RestoreThirdPartyRecordings500JSONResponse) VisitRestoreThirdPartyRecordingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SoftDeleteThirdPartyRecordingsRequestObject struct {
+	Body *SoftDeleteThirdPartyRecordingsJSONRequestBody
+}
+
+type SoftDeleteThirdPartyRecordingsResponseObject interface {
+	VisitSoftDeleteThirdPartyRecordingsResponse(w http.ResponseWriter) error
+}
+
+type SoftDeleteThirdPartyRecordings200JSONResponse RecordFileBatchResult
+
+func (response SoftDeleteThirdPartyRecordings200JSONResponse) VisitSoftDeleteThirdPartyRecordingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SoftDeleteThirdPartyRecordings400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response SoftDeleteThirdPartyRecordings400JSONResponse) VisitSoftDeleteThirdPartyRecordingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SoftDeleteThirdPartyRecordings401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response SoftDeleteThirdPartyRecordings401JSONResponse) VisitSoftDeleteThirdPartyRecordingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SoftDeleteThirdPartyRecordings403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response SoftDeleteThirdPartyRecordings403JSONResponse) VisitSoftDeleteThirdPartyRecordingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SoftDeleteThirdPartyRecordings429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response SoftDeleteThirdPartyRecordings429JSONResponse) VisitSoftDeleteThirdPartyRecordingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SoftDeleteThirdPartyRecordings500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response SoftDeleteThirdPartyRecordings500JSONResponse) VisitSoftDeleteThirdPartyRecordingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyRecordingPlaybackLeaseRequestObject struct {
+	FileId string `json:"fileId"`
+	Body   *CreateThirdPartyRecordingPlaybackLeaseJSONRequestBody
+}
+
+type CreateThirdPartyRecordingPlaybackLeaseResponseObject interface {
+	VisitCreateThirdPartyRecordingPlaybackLeaseResponse(w http.ResponseWriter) error
+}
+
+type CreateThirdPartyRecordingPlaybackLease200JSONResponse PlaybackLease
+
+func (response CreateThirdPartyRecordingPlaybackLease200JSONResponse) VisitCreateThirdPartyRecordingPlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyRecordingPlaybackLease400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateThirdPartyRecordingPlaybackLease400JSONResponse) VisitCreateThirdPartyRecordingPlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyRecordingPlaybackLease401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateThirdPartyRecordingPlaybackLease401JSONResponse) VisitCreateThirdPartyRecordingPlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyRecordingPlaybackLease403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateThirdPartyRecordingPlaybackLease403JSONResponse) VisitCreateThirdPartyRecordingPlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyRecordingPlaybackLease404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateThirdPartyRecordingPlaybackLease404JSONResponse) VisitCreateThirdPartyRecordingPlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyRecordingPlaybackLease409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateThirdPartyRecordingPlaybackLease409JSONResponse) VisitCreateThirdPartyRecordingPlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyRecordingPlaybackLease429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateThirdPartyRecordingPlaybackLease429JSONResponse) VisitCreateThirdPartyRecordingPlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyRecordingPlaybackLease500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateThirdPartyRecordingPlaybackLease500JSONResponse) VisitCreateThirdPartyRecordingPlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListThirdPartyStreamsRequestObject struct {
 	Params ListThirdPartyStreamsParams
 }
@@ -34303,6 +38357,57 @@ type StrictServerInterface interface {
 	// CreateNodeCommand Create a node command
 	// (POST /api/v2/nodes/{nodeId}/commands)
 	CreateNodeCommand(ctx context.Context, request CreateNodeCommandRequestObject) (CreateNodeCommandResponseObject, error)
+	// RunAutoRecordOnce Run one auto-record pass now
+	// (POST /api/v2/recording/auto-record/run-once)
+	RunAutoRecordOnce(ctx context.Context, request RunAutoRecordOnceRequestObject) (RunAutoRecordOnceResponseObject, error)
+	// ListRecordingFiles List recorded files
+	// (GET /api/v2/recording/files)
+	ListRecordingFiles(ctx context.Context, request ListRecordingFilesRequestObject) (ListRecordingFilesResponseObject, error)
+	// DeleteRecordingFiles Hard-delete recorded files
+	// (POST /api/v2/recording/files/delete)
+	DeleteRecordingFiles(ctx context.Context, request DeleteRecordingFilesRequestObject) (DeleteRecordingFilesResponseObject, error)
+	// RestoreRecordingFiles Restore soft-deleted files
+	// (POST /api/v2/recording/files/restore)
+	RestoreRecordingFiles(ctx context.Context, request RestoreRecordingFilesRequestObject) (RestoreRecordingFilesResponseObject, error)
+	// SoftDeleteRecordingFiles Soft-delete recorded files
+	// (POST /api/v2/recording/files/soft-delete)
+	SoftDeleteRecordingFiles(ctx context.Context, request SoftDeleteRecordingFilesRequestObject) (SoftDeleteRecordingFilesResponseObject, error)
+	// GetRecordPlanTemplate A recording plan template
+	// (GET /api/v2/recording/plan-template)
+	GetRecordPlanTemplate(ctx context.Context, request GetRecordPlanTemplateRequestObject) (GetRecordPlanTemplateResponseObject, error)
+	// ListRecordPlans List recording plans
+	// (GET /api/v2/recording/plans)
+	ListRecordPlans(ctx context.Context, request ListRecordPlansRequestObject) (ListRecordPlansResponseObject, error)
+	// CreateRecordPlan Create a recording plan
+	// (POST /api/v2/recording/plans)
+	CreateRecordPlan(ctx context.Context, request CreateRecordPlanRequestObject) (CreateRecordPlanResponseObject, error)
+	// DeleteRecordPlan Delete a recording plan
+	// (DELETE /api/v2/recording/plans/{planId})
+	DeleteRecordPlan(ctx context.Context, request DeleteRecordPlanRequestObject) (DeleteRecordPlanResponseObject, error)
+	// GetRecordPlan Read a recording plan
+	// (GET /api/v2/recording/plans/{planId})
+	GetRecordPlan(ctx context.Context, request GetRecordPlanRequestObject) (GetRecordPlanResponseObject, error)
+	// UpdateRecordPlan Replace a recording plan
+	// (PUT /api/v2/recording/plans/{planId})
+	UpdateRecordPlan(ctx context.Context, request UpdateRecordPlanRequestObject) (UpdateRecordPlanResponseObject, error)
+	// SetRecordPlanEnabled Enable or disable a recording plan
+	// (POST /api/v2/recording/plans/{planId}/enabled)
+	SetRecordPlanEnabled(ctx context.Context, request SetRecordPlanEnabledRequestObject) (SetRecordPlanEnabledResponseObject, error)
+	// EvaluateRecordPlan Whether a time hits a recording plan
+	// (GET /api/v2/recording/plans/{planId}/evaluate)
+	EvaluateRecordPlan(ctx context.Context, request EvaluateRecordPlanRequestObject) (EvaluateRecordPlanResponseObject, error)
+	// ListRecordingSessions List recording sessions
+	// (GET /api/v2/recording/sessions)
+	ListRecordingSessions(ctx context.Context, request ListRecordingSessionsRequestObject) (ListRecordingSessionsResponseObject, error)
+	// StartRecording Start recording a stream
+	// (POST /api/v2/recording/start)
+	StartRecording(ctx context.Context, request StartRecordingRequestObject) (StartRecordingResponseObject, error)
+	// GetRecordingStateModel Describe the recording state machines
+	// (GET /api/v2/recording/state-model)
+	GetRecordingStateModel(ctx context.Context, request GetRecordingStateModelRequestObject) (GetRecordingStateModelResponseObject, error)
+	// StopRecording Stop recording a stream
+	// (POST /api/v2/recording/stop)
+	StopRecording(ctx context.Context, request StopRecordingRequestObject) (StopRecordingResponseObject, error)
 	// ListApiTokens List API tokens
 	// (GET /api/v2/security/api-tokens)
 	ListApiTokens(ctx context.Context, request ListApiTokensRequestObject) (ListApiTokensResponseObject, error)
@@ -34540,6 +38645,21 @@ type StrictServerInterface interface {
 	// RenewThirdPartyPlaybackLease Renew a playback lease
 	// (POST /api/v2/third-party/playback-leases/{leaseId}/renew)
 	RenewThirdPartyPlaybackLease(ctx context.Context, request RenewThirdPartyPlaybackLeaseRequestObject) (RenewThirdPartyPlaybackLeaseResponseObject, error)
+	// ListThirdPartyRecordings List recordings
+	// (GET /api/v2/third-party/recordings)
+	ListThirdPartyRecordings(ctx context.Context, request ListThirdPartyRecordingsRequestObject) (ListThirdPartyRecordingsResponseObject, error)
+	// HardDeleteThirdPartyRecordings Hard-delete recordings
+	// (POST /api/v2/third-party/recordings/hard-delete)
+	HardDeleteThirdPartyRecordings(ctx context.Context, request HardDeleteThirdPartyRecordingsRequestObject) (HardDeleteThirdPartyRecordingsResponseObject, error)
+	// RestoreThirdPartyRecordings Restore soft-deleted recordings
+	// (POST /api/v2/third-party/recordings/restore)
+	RestoreThirdPartyRecordings(ctx context.Context, request RestoreThirdPartyRecordingsRequestObject) (RestoreThirdPartyRecordingsResponseObject, error)
+	// SoftDeleteThirdPartyRecordings Soft-delete recordings
+	// (POST /api/v2/third-party/recordings/soft-delete)
+	SoftDeleteThirdPartyRecordings(ctx context.Context, request SoftDeleteThirdPartyRecordingsRequestObject) (SoftDeleteThirdPartyRecordingsResponseObject, error)
+	// CreateThirdPartyRecordingPlaybackLease Lease a recorded file for playback
+	// (POST /api/v2/third-party/recordings/{fileId}/playback-lease)
+	CreateThirdPartyRecordingPlaybackLease(ctx context.Context, request CreateThirdPartyRecordingPlaybackLeaseRequestObject) (CreateThirdPartyRecordingPlaybackLeaseResponseObject, error)
 	// ListThirdPartyStreams List live streams
 	// (GET /api/v2/third-party/streams)
 	ListThirdPartyStreams(ctx context.Context, request ListThirdPartyStreamsRequestObject) (ListThirdPartyStreamsResponseObject, error)
@@ -37335,6 +41455,560 @@ func (sh *strictHandler) CreateNodeCommand(ctx *gin.Context, nodeId string) {
 	}
 }
 
+// RunAutoRecordOnce operation middleware
+func (sh *strictHandler) RunAutoRecordOnce(ctx *gin.Context, params RunAutoRecordOnceParams) {
+	var request RunAutoRecordOnceRequestObject
+
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RunAutoRecordOnce(ctx, request.(RunAutoRecordOnceRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RunAutoRecordOnce")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(RunAutoRecordOnceResponseObject); ok {
+		if err := validResponse.VisitRunAutoRecordOnceResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListRecordingFiles operation middleware
+func (sh *strictHandler) ListRecordingFiles(ctx *gin.Context, params ListRecordingFilesParams) {
+	var request ListRecordingFilesRequestObject
+
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListRecordingFiles(ctx, request.(ListRecordingFilesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListRecordingFiles")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListRecordingFilesResponseObject); ok {
+		if err := validResponse.VisitListRecordingFilesResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// DeleteRecordingFiles operation middleware
+func (sh *strictHandler) DeleteRecordingFiles(ctx *gin.Context) {
+	var request DeleteRecordingFilesRequestObject
+
+	var body DeleteRecordingFilesJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteRecordingFiles(ctx, request.(DeleteRecordingFilesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteRecordingFiles")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(DeleteRecordingFilesResponseObject); ok {
+		if err := validResponse.VisitDeleteRecordingFilesResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// RestoreRecordingFiles operation middleware
+func (sh *strictHandler) RestoreRecordingFiles(ctx *gin.Context) {
+	var request RestoreRecordingFilesRequestObject
+
+	var body RestoreRecordingFilesJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RestoreRecordingFiles(ctx, request.(RestoreRecordingFilesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RestoreRecordingFiles")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(RestoreRecordingFilesResponseObject); ok {
+		if err := validResponse.VisitRestoreRecordingFilesResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// SoftDeleteRecordingFiles operation middleware
+func (sh *strictHandler) SoftDeleteRecordingFiles(ctx *gin.Context) {
+	var request SoftDeleteRecordingFilesRequestObject
+
+	var body SoftDeleteRecordingFilesJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.SoftDeleteRecordingFiles(ctx, request.(SoftDeleteRecordingFilesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "SoftDeleteRecordingFiles")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(SoftDeleteRecordingFilesResponseObject); ok {
+		if err := validResponse.VisitSoftDeleteRecordingFilesResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetRecordPlanTemplate operation middleware
+func (sh *strictHandler) GetRecordPlanTemplate(ctx *gin.Context) {
+	var request GetRecordPlanTemplateRequestObject
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetRecordPlanTemplate(ctx, request.(GetRecordPlanTemplateRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetRecordPlanTemplate")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetRecordPlanTemplateResponseObject); ok {
+		if err := validResponse.VisitGetRecordPlanTemplateResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListRecordPlans operation middleware
+func (sh *strictHandler) ListRecordPlans(ctx *gin.Context, params ListRecordPlansParams) {
+	var request ListRecordPlansRequestObject
+
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListRecordPlans(ctx, request.(ListRecordPlansRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListRecordPlans")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListRecordPlansResponseObject); ok {
+		if err := validResponse.VisitListRecordPlansResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CreateRecordPlan operation middleware
+func (sh *strictHandler) CreateRecordPlan(ctx *gin.Context) {
+	var request CreateRecordPlanRequestObject
+
+	var body CreateRecordPlanJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateRecordPlan(ctx, request.(CreateRecordPlanRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateRecordPlan")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateRecordPlanResponseObject); ok {
+		if err := validResponse.VisitCreateRecordPlanResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// DeleteRecordPlan operation middleware
+func (sh *strictHandler) DeleteRecordPlan(ctx *gin.Context, planId string) {
+	var request DeleteRecordPlanRequestObject
+
+	request.PlanId = planId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteRecordPlan(ctx, request.(DeleteRecordPlanRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteRecordPlan")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(DeleteRecordPlanResponseObject); ok {
+		if err := validResponse.VisitDeleteRecordPlanResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetRecordPlan operation middleware
+func (sh *strictHandler) GetRecordPlan(ctx *gin.Context, planId string) {
+	var request GetRecordPlanRequestObject
+
+	request.PlanId = planId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetRecordPlan(ctx, request.(GetRecordPlanRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetRecordPlan")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetRecordPlanResponseObject); ok {
+		if err := validResponse.VisitGetRecordPlanResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// UpdateRecordPlan operation middleware
+func (sh *strictHandler) UpdateRecordPlan(ctx *gin.Context, planId string) {
+	var request UpdateRecordPlanRequestObject
+
+	request.PlanId = planId
+
+	var body UpdateRecordPlanJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateRecordPlan(ctx, request.(UpdateRecordPlanRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateRecordPlan")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(UpdateRecordPlanResponseObject); ok {
+		if err := validResponse.VisitUpdateRecordPlanResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// SetRecordPlanEnabled operation middleware
+func (sh *strictHandler) SetRecordPlanEnabled(ctx *gin.Context, planId string, params SetRecordPlanEnabledParams) {
+	var request SetRecordPlanEnabledRequestObject
+
+	request.PlanId = planId
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.SetRecordPlanEnabled(ctx, request.(SetRecordPlanEnabledRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "SetRecordPlanEnabled")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(SetRecordPlanEnabledResponseObject); ok {
+		if err := validResponse.VisitSetRecordPlanEnabledResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// EvaluateRecordPlan operation middleware
+func (sh *strictHandler) EvaluateRecordPlan(ctx *gin.Context, planId string, params EvaluateRecordPlanParams) {
+	var request EvaluateRecordPlanRequestObject
+
+	request.PlanId = planId
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.EvaluateRecordPlan(ctx, request.(EvaluateRecordPlanRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "EvaluateRecordPlan")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(EvaluateRecordPlanResponseObject); ok {
+		if err := validResponse.VisitEvaluateRecordPlanResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListRecordingSessions operation middleware
+func (sh *strictHandler) ListRecordingSessions(ctx *gin.Context, params ListRecordingSessionsParams) {
+	var request ListRecordingSessionsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListRecordingSessions(ctx, request.(ListRecordingSessionsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListRecordingSessions")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListRecordingSessionsResponseObject); ok {
+		if err := validResponse.VisitListRecordingSessionsResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// StartRecording operation middleware
+func (sh *strictHandler) StartRecording(ctx *gin.Context) {
+	var request StartRecordingRequestObject
+
+	var body StartRecordingJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.StartRecording(ctx, request.(StartRecordingRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "StartRecording")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(StartRecordingResponseObject); ok {
+		if err := validResponse.VisitStartRecordingResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetRecordingStateModel operation middleware
+func (sh *strictHandler) GetRecordingStateModel(ctx *gin.Context) {
+	var request GetRecordingStateModelRequestObject
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetRecordingStateModel(ctx, request.(GetRecordingStateModelRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetRecordingStateModel")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetRecordingStateModelResponseObject); ok {
+		if err := validResponse.VisitGetRecordingStateModelResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// StopRecording operation middleware
+func (sh *strictHandler) StopRecording(ctx *gin.Context) {
+	var request StopRecordingRequestObject
+
+	var body StopRecordingJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.StopRecording(ctx, request.(StopRecordingRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "StopRecording")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(StopRecordingResponseObject); ok {
+		if err := validResponse.VisitStopRecordingResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // ListApiTokens operation middleware
 func (sh *strictHandler) ListApiTokens(ctx *gin.Context, params ListApiTokensParams) {
 	var request ListApiTokensRequestObject
@@ -39834,6 +44508,202 @@ func (sh *strictHandler) RenewThirdPartyPlaybackLease(ctx *gin.Context, leaseId 
 	}
 }
 
+// ListThirdPartyRecordings operation middleware
+func (sh *strictHandler) ListThirdPartyRecordings(ctx *gin.Context, params ListThirdPartyRecordingsParams) {
+	var request ListThirdPartyRecordingsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListThirdPartyRecordings(ctx, request.(ListThirdPartyRecordingsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListThirdPartyRecordings")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListThirdPartyRecordingsResponseObject); ok {
+		if err := validResponse.VisitListThirdPartyRecordingsResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// HardDeleteThirdPartyRecordings operation middleware
+func (sh *strictHandler) HardDeleteThirdPartyRecordings(ctx *gin.Context) {
+	var request HardDeleteThirdPartyRecordingsRequestObject
+
+	var body HardDeleteThirdPartyRecordingsJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.HardDeleteThirdPartyRecordings(ctx, request.(HardDeleteThirdPartyRecordingsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "HardDeleteThirdPartyRecordings")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(HardDeleteThirdPartyRecordingsResponseObject); ok {
+		if err := validResponse.VisitHardDeleteThirdPartyRecordingsResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// RestoreThirdPartyRecordings operation middleware
+func (sh *strictHandler) RestoreThirdPartyRecordings(ctx *gin.Context) {
+	var request RestoreThirdPartyRecordingsRequestObject
+
+	var body RestoreThirdPartyRecordingsJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RestoreThirdPartyRecordings(ctx, request.(RestoreThirdPartyRecordingsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RestoreThirdPartyRecordings")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(RestoreThirdPartyRecordingsResponseObject); ok {
+		if err := validResponse.VisitRestoreThirdPartyRecordingsResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// SoftDeleteThirdPartyRecordings operation middleware
+func (sh *strictHandler) SoftDeleteThirdPartyRecordings(ctx *gin.Context) {
+	var request SoftDeleteThirdPartyRecordingsRequestObject
+
+	var body SoftDeleteThirdPartyRecordingsJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.SoftDeleteThirdPartyRecordings(ctx, request.(SoftDeleteThirdPartyRecordingsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "SoftDeleteThirdPartyRecordings")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(SoftDeleteThirdPartyRecordingsResponseObject); ok {
+		if err := validResponse.VisitSoftDeleteThirdPartyRecordingsResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CreateThirdPartyRecordingPlaybackLease operation middleware
+func (sh *strictHandler) CreateThirdPartyRecordingPlaybackLease(ctx *gin.Context, fileId string) {
+	var request CreateThirdPartyRecordingPlaybackLeaseRequestObject
+
+	request.FileId = fileId
+
+	var body CreateThirdPartyRecordingPlaybackLeaseJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateThirdPartyRecordingPlaybackLease(ctx, request.(CreateThirdPartyRecordingPlaybackLeaseRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateThirdPartyRecordingPlaybackLease")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateThirdPartyRecordingPlaybackLeaseResponseObject); ok {
+		if err := validResponse.VisitCreateThirdPartyRecordingPlaybackLeaseResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // ListThirdPartyStreams operation middleware
 func (sh *strictHandler) ListThirdPartyStreams(ctx *gin.Context, params ListThirdPartyStreamsParams) {
 	var request ListThirdPartyStreamsRequestObject
@@ -39931,1166 +44801,1285 @@ func (sh *strictHandler) GetHealth(ctx *gin.Context) {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L39ctw4li/4Kgjt3Si5g1LZri5vXytu7KhkV9u3/aGV5K6509NXgkhkJkZMgA2ASmd11EPtK+yTbeAc",
-	"AASZAJOZkt010/VPlZUk8XlwcD5/5+8HpVw2UjBh9MHLvx8sGK2Ygn9e3peXhtbM/rtiulS8MVyKg5cH",
-	"N0a17IZIQdg9U2tChV4xReSMUCJkxYhZUEMWVJNaakNKKQwtDVlxsyBmwUhZt9owRWro7CX85too5ZJp",
-	"MlNyScyCa2juG03kShBtqLHvVWRJ16Sm5R0pF1TMmSZLCp0q2c4XRJoFU/ChJpqLkh2T01vNhCGrBa8Z",
-	"9Aaj5JpwsTk6HNXxQXGgywVbUjt/Jtrlwcu/HNiJH/y1ODDrhh28PNBGcTE/+OWXX4qDhiq6ZMYt3tmC",
-	"CsHq09Lwe2qX7dKO/kdeG6Y2F/SjqNeE2ncZkYpI+2fDRMXFHOYoWK3tgLh9+W8tU+uD4kDQpR0D7XfR",
-	"G/Z/U2x28PLg//i22+Rv8an+Nj3CAzuV7lFLa/w5PWQ/NruOsF0UPsGtGhlwaHb3wYZP44E2zbYBut21",
-	"Q2waYkeSHV7T9Ia1pJ/fMTE3i4OXL36/ufPdIFojL1gpVbV1LAupGaGtkUcKPiB6xU25gBMDY7yndZsf",
-	"YNdRPE43sFspa0bFcGR/5hWTOwysaeuaHFL/5ZPdh4g9ThvhK6a5YtUkUut2ssKvxqmtipvekdx6w+oN",
-	"956XzP3xttplxPZD/4Twihz+8Yfnf3j2h2fht9JyJqnIxw9/fvsjaZSc8Zo9yc+uP5IM4T57/ocRysXp",
-	"bJ+HnPVmcYhDdH/xyo7az8ZPVFbbxr7voF8LeluziWeN4cu7EbH7aCIJ/1HJtvkTW28O6E9sjUvXbfzc",
-	"vlwQqklpxyfIasEE4Yas7E+KUcOqMKyGmkU3qrnvpzhQ7G+tpc+Dl/Za2odn+UGP3ksb+w9DyK1aNL79",
-	"x7NKctEzqtkRF5oJzeGqNOyzITPZigovIIZDI3d2xdUol79znexFe2+oPm0rPpGfLqg+ovb13chv4TuZ",
-	"Rn9vqD43P08f0fnVv+08HtvBtNGkmMnbignDZxwlxeg4wEFQzLRKsCp1FOxm1lznD0UZMcBJp2J8f9/q",
-	"ywVVnq1OW1Ntv6jIIe99u+O92f944lo/5LzYfgsSfVZY+agg2ihGl0XH3LXdg+7e+iLH6p2c/6jkMrPe",
-	"TBjFmSbU2KHQmVUgYEUNXzJyiJcsX7KfpcjfOVax6A1uJtWSGnsbUcOO7PcH4yP8qKoUp/zAVkybMMgZ",
-	"V9qQQ7vEFZvRtjZPQLCvK/sWPM0NUUIH8RhdCwcvDwT0clAEfST8gC2nVJN48Fdy0uLesplUbPfVNfIB",
-	"a/ueVZxeMnXP1HZRhGrN55ZbGInDXNqviYbPc8Nb9nrYi0Q/yPOarpn6QTF6N40x3DHWgDjNxfzIrqNs",
-	"zVEDrWhyKOIGd+QWvW8nMosPspog6eHI4zUlqhXaavxBK8+PqtpbqDtX0shS1lMlkca9nxuLf76r4B/G",
-	"EY3tohWWhN/J+Z+4qEYlJn+a/DDvuMhzTC6qXYfXH0o8yEvZqpJ9UlMvLXidfLp4h0dctsbeuXBR01o/",
-	"QeMIF44a7f1RkHJwrdTrk/gjf7UA6RKqGOFzIRXLroAOY87QzPOnvx8jmku4q6YrYXi3jUqH+MpeIiyO",
-	"ZhelMBoP3hja/otqcoNPbp6MDzN/2EYH+ueF1GbqQbvnCgw79pvcaO6hwR3PPVoCJ4qL+PKJv1I1cv/O",
-	"nuje60yQaFTMms7K0Ptuo7ZrdK7kbc2WenPgFyDJohGPG7bU3hx6zwi1LMt+l73946aTQsCM1poVKRZ/",
-	"TucJ68mHdnnbrU1D58wuG4rbVtCjynAxtzf/sywbtQ0nB/Os6G55Lsx3zw+KgyUXfGnFk2dhlFwYNmcq",
-	"jPKS/5wY6Xv62X5IRBixkitNGqZg2GOjgwaTI/z+aWqI2JNlLU+3DvhC1mwagSpZs4crMwr7G9NkNkny",
-	"sr0NY5s22IrVHKz3TU3Fw0fNq4dZJC7vyzMptO1ClAkryo+K6YVgWqObQTFaHZObWpa0vhkI2u7Uey8C",
-	"c56DILmAeEWbpuasOiE3NReMKv4zva3ZjZPcSylmXMHR9Q4B8DzgVxr9HmYB9nm5XHJjlyiIzYzYhbCS",
-	"PlWK37OqgI9nlHvG//3T78hNK+g95TX2669f6v0P5LQsWQNL7/0ssmEKTPUnZKW4sfK6YoTWK7rWJJ5G",
-	"2CN053S79K9Hl/flUbzQaUUD1jXSM/zfcSdpZeOKqjkzW4T597FkadcrzIzQ0lg5syBcaMNoZbcbRcoT",
-	"8PvcMiLdegOZxvzf7iv7TEtTr4kU7IsrBTjXnEiNk7SXohXzK6tFP0lPNriuuHEUSudMmC8z4XH5/MV3",
-	"yYnKOzaRrZyevyXGvr6VpWQYiXF97cb/PumpUkSrmXo4u2u1o5fpg/zFvqwbKTQDqeEHWl0gm7B/WUmb",
-	"CfgnMJkSKOTb/9B2Gn+fqB+8VkqqH2S1xu76S3G1YARoAVR8Wa3RAXpPa16Rw5lUlpSWTc3Ijfv1Gl6/",
-	"se+Hn+yHN09OSCmVYqWBJeWiaU18YBWzCq7ljtyQVqCbtjo+sBKfFLOal19xzp4Xl65nHTmiW6WYMO6C",
-	"OLzxr8CUKVladq4bVvIZL9GZcQI3T3SreKavYLp0TrmAef4o1S2vKia+3kRLWtdMgWdch1sIPGQNU0uu",
-	"tWU5UhHFnN6nS9nYaXePrysmOKusyvFLcfBW6HY24yVnwlwaqZx8+XVm00nxipXM3qIwJ7j4CjuNzUiC",
-	"wlL0LavlCjjpTDF2pBta2pUApgjXsGKzVset+T10LAB9sqwihzcaJ309a+v6prAcQ63t1QdkYOxJEnYZ",
-	"oQuOHVZubMjQqeiiEZDPgFoAoohl2Fb9W0hl7KGBZty6G6YErWGNvt6Ku/vYiimsIq1gnxtWGlbVa3J4",
-	"w92YbmDujR2zXUCjYO54tj9I86NsRfX1hsw9e686qq4ks7eoIewz12DP5Pj3Pdf8tmZBa8TjcngjpLkG",
-	"q7gj+3O6riWtrqR8Zy/4r8+pgDmzzyVjFR5kzX9mpOZLbuxpxeFdGymvaztAN2wrxPCSfeqkyq8z8lNS",
-	"sYaJyoqTBKxEy0Yqqni9JpGISw77Au8Yh7VHC5j0LS3v5GwG87uS8j0Va3dn6q/OV3FDWGW1D8v5/X7Y",
-	"P67hD8s4T8iKckNmjkGB+XzO762EIcjNhZ3a0enMMHVjJYso3Cp6NKbEa1ZKUYHpAzpyvAvWjIv58ahI",
-	"ktfVnyZUX5CrBG3NQir+M/tKx/qDJCiSdDZFYMuN5eHCAF+2Y7KPsPdrP2GUVGjDr0GI7H7HA/JJ6Lax",
-	"nItVIJtfwYT/IYfbcaSbYX83cErCMK9BoL+2OwNz+MVvJlDMaWm/u2AadLa/J/qMAvNEpHbAreqEMqLl",
-	"kqEmay9Hq1EI2THTms1MZy96SSipWM2cp5A0VOuVVJVrzP5Uy7lszTG5bMvSautckzdXV+fk+dOnkc0T",
-	"FuHQLryipSGnL4lOvN+K2v4EglYFVtBG2VkYjhI0LXGuw6n/ZOdnaaaSAnRhr8bC2CGkw4/8yC2D1W3l",
-	"fM6qI9mm3GjFwZJpnTSw/YTWvaZhwt7+XBDbMBgdNxoxoDFm2uDdoImRLyNtRcma9R2wRT/coSA3PUX2",
-	"W/udVVVu3OZfXF2eRycqCFCaoViILt1NvarjJX/xyx1m0a1Jt17y9j9YaexUTxsOamPKxBypiVYTs2IW",
-	"q07sAghmRZCFrN3Nh++AL6FA2WkGSjOQsLv914SbBHHUtVyx6m2TMNGe1VakJbSqlCUwhVGkh2dvX108",
-	"ibp16jdIizMllyeELRuzRkGOinVogGviugN10Ti78Ob24w9UKbq2fztt8zR1fO3F0Q0l1k0PP12dwWmY",
-	"4mANnfyQMKqddSwWeYLrIfRbkFgvBF2vQgNcKYW2VOkJSDo2g/Ju2N7kKaj4nGlzrtiMf04zLrTCPXtO",
-	"FuwzrVjJl7S21G+5BVPa6/KXb06Pnn//gmCD/td8x+xzwxXT2fWmECNcLqKFd5/gop8Q0dZ1MBhEkqZ9",
-	"Kbsl9iOUx/BC3hhXTbX5pCcTgn0dqdJIEt2FDAyjeM2kxmu/xQNmP95/uGgD2ZBR6JJt3wIhzQ8gsmRm",
-	"Ckbb4SagJ5xXyVmFh/ApkDCXYv/ZyZVgKmdPsr+T1UISuRJ6y1Q7tTrBgs47lbyRXJiY3ZVUKc70bryk",
-	"aVUjde5+6q0lMjSpgoER2FpyDordMxqUiWHDDA47FYSJUq3BWF3KBsSbO9aYgmiJjAWtEbapSAwpqbDa",
-	"7yp2F6P9ZNO9BSORd5OPiHs7RzD20LpX9icUJc1E7o2TC0fXfbjljLq39h+fTodTn/WMXvGBLUjFwF+B",
-	"R4kbd7K4vfO4qOTKGVDuZRkOmZetMH3hwDNZtI3CCh/Aqb9eM3MNzSXFKzPdxJw/cfBk0r2yeZck7rsb",
-	"fV9eN9Rcn96eVTcdNVPSMKUdBStWyrngmjkpZFyG6qzbwES7Y9vnO/2pDG7MPmcpYkkn5q/xddc7yJ4y",
-	"YvkjFhPisxZTee+eGhP53vF0ZIFzP8tZJx/oTcGt2erG5hoaSnivNxTcoVJbdO7iffzPE9q336SJDycc",
-	"gqiCT9uz+DH1MkjTCc5vpKH16Iphx0C7S2rc1TqDECZdEGm5Da1rGJEeTvPF7w+SbvGYql2AQOSJxzG5",
-	"1UjSSltxc7Zg5V0qgsKqtHbkVhWi9k1S2lc3iSWrlb3+3NRU4EXj3fPQbFoq2SrRhP4TEk3a//cBDdju",
-	"U6LYzHIbI08IxXQ0y2qcAftoxSv3YlpxtPpqKtvB38FdP/hm+g7V9mLhJqEJXLonKNzPKK9bxcJpC5P3",
-	"zJ6LmTwoDlZUCTvA4oCBqfqv29ifZ3o4m2hAW3RJSwL55CpGQPuujkBB1KxsYSpIOGjOTxoP5ESXob3a",
-	"xDxSn70iaHeQCinWS9lquBv1Whu2JNB4eifhkTc9DTJFuADtqhyoZfaiqnp3bcOP4FBbvo2K2JFTxOx9",
-	"4EdkFxjGk7xxYXkmBraENdzULkGVPkVFeKumHdoDJSVexm7h7K2W1t7umTDplRvYYOJL3JPDMYoNkYM3",
-	"PNnwfyW7z7KaN+2SiiPFaAV2bpbiPNn1kyU4IcelSFyVMMFdLQCyNaVMMbiO0Xa9nBBcA7JkVGiUdbym",
-	"EjgZaBAo73iadAY8OyjkHlZsgZbS8t6YJSyas5WH6a1sTX9Xqddmqp5RxvJChgI+wR7ScqKi6YS3K+fO",
-	"GhBqQdjfWnsaJQjFN/96BC8eva1uiPfpE7Tl70TTQwObO5ExqXe7F7OOIrCv4QnsJtejralGu47Rbhfi",
-	"koxWFwSTErosh38S8c7NvyffbS7GNGkvuu/2Efj8UH5VEt8PtLybK9mK6orquwxpMcVlxUtw/OHLxFCd",
-	"EPx63+ZNHlTfgZkuyQbAp31P60v0qSVuQvcCuWVmxZjALAguvBduIs1YtelVi1aP94lu/DPPddBI0ILL",
-	"cMnrmme6S24UdhdCBwZSsf152E2Pg3KDrhhWZa5B+9VFK1L31aU9rxuTSFk50M2Ez9fIpPe0nALT/Sjq",
-	"9bhsDITgclggWA4lZglpDK2OQB82pea0cmCJOCQRbNqGWnEmW2FGT6kdDiBUYGi2kqVzd6mh3Se/2aoV",
-	"IIJvn30tZWOvRvfFRjJPIqI8IbrHnfSWvxvK5sGKqWbjOMQEGy3cdhaSvqF+6HMOTRSbc6tjMch6tBql",
-	"n3Gfo+T0uKE4vLlksUkwfzuEUQx4m558LQw46MbNMNwxH+mZZ8lSGm0UbU6rJRdRNCKtKm4HT+vzaI1c",
-	"6sFQhkSHg5HOfeSuGqUtJ7G3K7WNc9uPkSrBybluarr+kFfB9UKuhM8rcvpO3xcHCvUxRvaPBe12jt+E",
-	"Rd47s704HA/7BPkGJZrWVn1YUL2wL6I5GR2Yg/6ff/8CAiy68SSG4/20m8N5J+dcAIM5QZbg4hYpqZmB",
-	"bBdFKj7nBvROcLutuBVDwXeK7+gCX7H/l/a/raiY0qVUTBdWqtJ8LlBxXaybhTPHDWL1oyl8Z9fPNmwH",
-	"+L//cnr0b/To56dH//2v3T+Pr//l6K9/f168+O6X/7ZV4A2zj/ZllE4vDTWtHmd2SHq93SPa8LrGtEpJ",
-	"blkcgtwnxlvf00UY5qaO0LpYPiEH3UDEmbY3mjMWMxIajBwfXNs/hB2LZcq3AGUEUryewIg3h5hasjMq",
-	"Skz3PJPLJRXVfqcbm/G4TiU2tblsilGdEsQu4PcupLKLvIV26+BFiGju+8RB+SU5w4be8pqb9Rk1bC7V",
-	"Oi1Tlu6p496qOmqoMmtS+u+dq21gHoqD6EZsbhQSe502imfPCtaR/jiIwNVpIaPMzsHPziXrx1pwze8Z",
-	"5BJbEip8eMiRXosSA33tsnMxT4u/00ToaPlmLGPT8tM8383jKTCezkjSatbrbBfX5+B4hIUcyiqpQRbR",
-	"PqdPUWPKBT1b0LpmIqW4nloNz9KSfc/uAL64SVDulS0ShpFEM1FB+mf44iYCJ7O3wq6xDT+FvBE/PHtj",
-	"NZrcMtCuXaLRdIMSX9J5Osv4gtkzfY85xR3Mh+sVvttuB+mWKuoqnmFyqyCQy1/iD5ZlNDOW67FVCHJL",
-	"bCl6Us+zIoV3tTYD0cLeeydENjgssmCKFeSWldSeAyoGt4pimhm0g7jwGvv9N7prNgSi2BPl7HJDSWTT",
-	"b8FW+ZFDBH40+S8j/wwF1mhEuS1OArKcknteMekZ4DG5CUnlN86b7mIq4kz1l+Tmd7/73b/cWPFKVNre",
-	"6Zi+t4a8OpwUpu7dLKjG3PouZErfEE3X8Jm/DuDDdJxijLG3JzJf0YPO2wMxr9fAKKOIcfxQk/fhojua",
-	"nqMOLzIywk+LdQ8cC2EZuemjCfYzlIKBAfxOT9KOlrqWqx+o5uVpaxYf75k6rykXF0Y343d6D/diSQO+",
-	"JV5QS6boN5pAw6QfiBxxOrCwNbY/cqOMbl5+++1N4eKaLIPXLhvbHeDgPDCSULG2SqozUQhmVlLdkYaa",
-	"xTH5OJuR27VPdX2Jh/IVRr9x7QbKKsxVdYNFKyDe3vgBjj1KR7Uspz8TWNe0pEJTaIunDlXRczgHanAI",
-	"oADf0qb51v3CNWkF/1vLgj6HHtDMHo6AKuLvIIkzn0fadfJR1FywzAxcq/dMrc8tzx1xrNp3l9TwEqQp",
-	"SMMF2y54QA5v1/hPcCcZ2TwhrTC8djv32aDmhrKYUev8cDL4jKcei/Gkd0ScPkg10VJCCC3yYQchanff",
-	"Q97Zf3PtB+9FcJdX4WCUnMMmJ5nuAelFDj99evvqCZjwLVnTUkndR+lJS5IjEbFnLrLPQRJ9lSDYGKHs",
-	"jovqJa92F6V/VCxgbymnBkqlexYMe3nrjLeqGqBj7oxcWWzgRG6McRIMZQcdYFvbGL9LZnD554lpZGEm",
-	"JwFJxp415KwQ1I43fcZjnAOJfMU1Ho+AdFJSYedwy2L76+ZhmO8A8/iNg0oc2tfR+C3Sq7TIYgvGV5TL",
-	"zvBCDcIL2gdMzLkAi1lbVyEVKT2XRQYysK/fwhVih9xQcWR4bY5+lnKZbXFDSsq37ycRYQd1chc5DDGl",
-	"Jz4g0iVsP0l3zreg9vVDZYKs4YD7gC22jbtAmpoay1gyLNGKHs6skmaLm5QA0opr3ZlRQiBQBBzh7Kb+",
-	"1rB3SiYYYReABWqIvUR0PCZPlXhhuWRUhCPdIUTqFRpv844QMY6Y9ifGGuLQ0Tp8A1gsxEgjNaP3TMfZ",
-	"5XZRGjC6WBGqreuM22YsLsvbeD2OXHwz9VfGv5IOy4oAy3bCFbOKj0FrzxTAL3jXfmR0c6Wo0I1UZurH",
-	"vW9+KSLArU0PXgcI5gTDtT+P8TFdUn3HqqA/oeJEQS1FKdBKHUG4XYF6e2Mf/I/f/e53g/ctN/dvBgx1",
-	"vz8BrwClZbOAeJA+WMH/bZuxDf97+/Tp8xe+MegK8pxuvs2/gb+4I/E/ngGo/b++d9eOfhLfOYMrMn3j",
-	"6AwY2WUfdCzz3duMJh5DhEGIvLPkBwxP4o2AGISGr9dcGy7mEO+f7LRtqtEA9tiTi/qfVT5CKqFUu0ph",
-	"rsMtUthmt1vlr/s0mNmfI9iyvmZyQm6ur50aBUho19c3Id+QTQjkjiFnk67RGHswQrhLXpHDg10EMDWH",
-	"Rh/w6DrEtyFwTfD2Rbjam/DgETxzh28dw7X30OUjDOIh2GSAA97ArB3Tu4tEuYIBQnu/PMCm/WBoxEiq",
-	"c5695kPcO9qPyXLE6nS6acQZ2rf7BRtQ+nJarqvmcNRNnzRS1nBcN0TPE3KKilwsncaxdq6rg+IAX0xG",
-	"2E2p4hCs/J3iXEku5mBpsAo0ORQSs4PtRcuqJwW59FFZh9QJKqDTW3a0ousnhVO9ySHeqVYtVYrfczF/",
-	"UpALl6eOkF1wxKkxlsk63ImTTne2wlm5YFWL/Z47nZv7V9HK4cso9FXzJwX5EV8avL/idU3cclsa4U6e",
-	"9Evr5n1QHPh5HgDgH/7mh39QHARKw37GtmC8vEHnaQnCIqSCELhkMU8L1xmTb4xag3X6AsMtCpCH7C+a",
-	"XFrJqB8qfBGCMtzDsYEC/nrKvIqJxnLWu/wGxnB8sjXqpV8zhHVo8hMCqX5F1gFuHskoMNkMMEn1dJUF",
-	"XFmB2zXYUWHMPS3wwWL9HqLDr0NWGFzj0X2YvMV7VP2ItwmctO0htr2CEf9MuVI44d4UJodJ9ZjZPuGz",
-	"rnMInPV6JsbOfqVQWS+xLa00+NawZQ4xAl7AYD6PBhHBRPjA12moGUjPBUH6LYi+4w05DOhtAGAPbgFy",
-	"6MDgTohm9ha1clnvEsWmwlmwgusdb0bShLZYmXs2mwWFYgQrjOi5T/OnuxSf/GMHlyEV2XBN9G026Wa5",
-	"SAxwuPDxUsCzjpEk567ynrF+vAf6j2ac1ZX2bNUuBdBCAPPbzvUc6Pgd8L0A6+GGsZUg9/OtnwpHrphi",
-	"ZqyyM2OKVLJsly567wu5TX0XE1u4ckN75T8DQw+752zVQ0nFkOSBElBTh/EGwibAy3kJuodSe0JglQKi",
-	"LDyLlmJLEFiY0oTdyuMDNTBaAIhxe3PoJvqkoyvjsXIBsGfG1TIFxYOvjFtd/aAxqQe/yPic8G5N8AIA",
-	"1A5IKNJZN1dg7r5lTyZePKgQpAL+EUoC7pkThDmxM+6sYX6/3KZO7C/cW5tXPRNWoLcXJ7IR0Agdq/P+",
-	"logudrkBo/sjBRgRk3R6y7jGrSLu3SwyA9fJK+XSIDYZPkdF2JKcbRRqNlLjkIicCuSosFGyasvJMfD2",
-	"cmny1BIBkE7aLCfAZZvDx/sS31A6cLtQhCPUUX83lG6OgXY9KUTrP8ILJoua/0xC5mY9kT3EzL0kzNBz",
-	"QsbUX1fIzNdceeOgWbwzzEp65cLdVWjTPMHolhvnXorCrgpyI8U9n0GCpKzv/WcoagVodrRQFuRmfgvW",
-	"9RsrxAC0efcUg2ku357HcpVCcyL0cVAcuM/HjBvn5uezKOQ3YcC7+rdeULADugpWGRxN1vKRM96PyZMz",
-	"WabC2c+o8OIdvJFxeCo+/i1wVMUznzdUpL9uaAaCByAYjR4jbPdKvHt3jDVTM+UUmymmF2nDQohOcw1j",
-	"hhlDqET7YLmrjcHwlGRk18A+SS/CzzJVosx+k/OLj3gO7B64YbiWPU247e0Wvb84Ywfa/Ox8076CQMKi",
-	"J0LULwGyzwX2+7ey++Egi0Jru1re8mfHTccl/cD4oCtwmRuZDh/C9zIH0TWi+yL2BAePb7aI12PSFuyp",
-	"K8WbckKW8p6B3FxKYbhomfa+abT9+olFmLOyTShU2dV5xRUrEdTTEmGBXKcA5hGHIXjmCxptJVeYAjgD",
-	"mCA+X6D168j90jZH/kf7qv8Z/u0f2N6OuPD/kq3xB+BIMKrCHzP4tx3OkWwA9gL+XdYInWTHl2T9umGe",
-	"/KN6MAMhtWGYGtgwVdpV7kU5fePgIZMMLNSRebatjow95LArPv/XF9B5+nRjQO/9drsgfTDisnoWFz1c",
-	"Wl1kLDe4P74XT5/2R/j06VaRwlPLOJ1fYmh65jp1gev9q/RRb1CnoLHqh/VpHDWf5nm9uPrwKZw2wHIZ",
-	"xp2BfB+i6x3uOc/cDPjNBby0PbLK9RDur/Orf0s3mw1ie08FhEdDzcCTmGVgIJXH6cCy9wCjvdPltDGf",
-	"2GecXfdp5LIfX4yK1oKajGMISWRDbjeVMs6ckv84ZLBtv7pJTNgP39jIql74LK9LRlW56NLi8vTXMHXk",
-	"bQwhSYxo+N6lpYDPGbAhKw4JHyyZ2bA9Sy5uf0mF4aXviGNUF63rnBnI9j3eeoiIHhl7zmqRT0cQ0hQh",
-	"Gm3tHPQT8FvCakRDn2JXvfCxYIno7+Db9jHbMSs9Ca5tdKK7oIPnRJNKtrcQVdc2xEjyPVlyUaAd6//7",
-	"f58//T/Jf3DjPBqDPXVNJXyWg764INSq5BGIgd+PgHXpggGcaOLnAHDGNaNqslFmJ1CL/qJkYSzgw1FN",
-	"IxGgsEXC3Q6eyz4b2O/RjiEAwnfMNala5oE0XNCo8xe7IiI+TmLfcQ0p2dPAGNEOYxGH+euQM+NfiHHI",
-	"MaGBtkYSLJT66dW5q5BW1xqIxJLs1dk5ASQJCAHtA6C1UGvYlFYQbatmTO/vqqW+FiaXJIxW2IHCr/BL",
-	"Ust5Bj8utYOSlNThY8W+aHKIcFAvj4+PQ3mIYFpBCS+dBDNBR3LED7MYU4xSbVz2gpK7diByB5G3uN27",
-	"dSbE3qj1tNwQbBUyQ+7/L0iQ55Um2hLH7Rq0lid53LedMN+8wOgMqYXLJLuGTLJjZw0ugtYb0tPt3e94",
-	"Bh72tNEmWaT8XLF7LltXrgDHg5lr2J8edSjuUfV3OiIdLUvZdooNrOfOYHQ/heyF/UDojExWTd9tuXYF",
-	"bnMxO915zFLyhtyFZF30JGLnN0WC7NbfobH1EdfGOGd/J7M4kNRzoKNazvH4vEShd04OA207H0FBXHWL",
-	"wnlRIAiu86EWPo/SxVti9FyUYVn0Y+kKf1k/CQeFHPYTGDQkeGGin088wT9hhexjiAE8cokIhxhLb3Xb",
-	"frgATKkXHBqDFAfjSwiDjVudxvq3+z+GS51Ehfgv6woZlizfxxMyvGj3cYz4cfzj/SKXgjZ6IVNy8Gkk",
-	"I2j3GjgpvI/00awblVyJWtJqMtZCTQ3kAi8tVTu8oBdPj9BIRHxzxPDyjpm+LBlhZ2Zy07Kabcjo8muG",
-	"iVyxUJpIFmNgBNy8vOD31ISmOtu3wfq5BwHVLwx7si5ix7RFcYj3gWpi6B0TWxZ82kXqPMaPRBK2qT3J",
-	"QfOf2Q9rk3Kl2bP2gB1ERu+irqck8n2jN1K/iZCZeIUVr8wi0az9ee9Bj9jROqPZJi5eb6Zj3MjeJrlQ",
-	"ntibA9fOSTIZ3kMflh7iAKtT52O5d/CAR66FsS9Q13C+kdyiRXf+6IrIZtqCoO/ioTMUHZRWNquw06FA",
-	"6sTkXG4c+CX6bCquG3u5IVucXsRj8rKGsDcd/zqep4opBD3hbruMPGx/uEaRCLcR/LixnT7oLkrf3clh",
-	"1jEClCY9pCrYqDaCDU+suAcc1knFwbhrFL1PuSi2ook4h05yeAi4kcIEieuG7Qi1kYDq24qfMTbIYG1U",
-	"1Yh9egOuYmuTjaX9sQbHQ38HwBKYO+q8zuwzKjonUG6IyBDGCDfYTDE2CRNyWqLGsKmnz3+fRTkYQVp4",
-	"5RANQik/CBx2gKIThpoDUXgVwydMbq8n0o3Etb52cCJj+5hPUAmB11Noto+AMDKmN1QfIfLB2KhyKAf2",
-	"63FXzK54BmBb+ewj8jWvWCp3+jAATLnKcaiq74dpcIngBWNz2AEpYBLFTEsY2t7MLrgA3Cxk6xEBcuFM",
-	"D0jF/2pZ9YVLnQd8vzh5PqaQFQsoGENItae//8P+SefbDt6EJOoJW5up+NJlQ/dSmidIBK+i6P0dRIJI",
-	"tSYlNbSW85YRiGa+Z0pzKViVyEIg3WahFus3TFQbSCX2AHNR1m2VgpL1MZ5Zq73e1cAylJF+gc14iy08",
-	"fxrFdASDi+cv2+K3/Hu7WnX9WxtCSr2iaw0V1I5DZDHVmpkjv+Y3U2gSU7Hyjo8uMW6fhQwpYt0yfp9a",
-	"xZ0i3HEpXRVCWhFqJoaxO7JMMFefN+HeOEEbnbOq2k50l26iJ1obB+fUvd+NIqx90VHyhNMaUoh3kt4x",
-	"9SEtq+9Y+2FHeW16Vu0Ucn2Uy3FLimpyExBEDy7zN1KbjJUX1X7LyDU5BERnOgdDfZCysR1yuwa9qNUu",
-	"Hd++WnONKehLKbiRCtIOPaa1hiL3LrDJUJ7KI4gkEZ2z7cDgyWohdcCy4oBayMVU45F0GfybcQJCydoK",
-	"sYuoE1gAcKHz2hHblD4mDB9bxmAhxFl0Ge8LRpW5ZdTEkZpTvAMO9SHXq0NyZDBNFy9aIRaPkG44w2Ib",
-	"Y6HYJo1/foEPcBUnNpax+7+P6PFOyBVAokd0WBA3CiIFYEB1d+2u/M2b/aWHcpAB6KEJaBp+zkWKVkfP",
-	"3fKWqQz8uDtSS3hn81QsGK3RHDl6ccUdvcFPrIJiTJOtvXbaL7qGA/jG1dc/PX+bjouBih7bAFLBXcMd",
-	"npgDOR4toTKxtgaLlmkzTZbOzNbJ+trGUW0Xo+hsxsu0DZvVs10mK7CoIzUBazVTabGdzVTSWZho+14a",
-	"tMJ6h+ifpWHqoDj4IMU9/HN7YcVQ6yNapD59RIMK2+wWoPBUuJXG3wRqHTpt7O8ugKZH8YBSysAc43J+",
-	"0muYzCd9KyqWKOX7jmpDajkn3D4P+alOAOtIaFKxJPBWJhOCOrdk5BQeEMUtW3AXNdMdgIlFms6kMLQ0",
-	"qZJQ76PQ7ii8DnEu8LMOFH6nCe9SMRVlgAzkPy0X2+sjeBoYPyyZqh4dUfVn6Y+JvIMo5bmiFWZLihSa",
-	"f6Tg5gTsH7igau3F636HPXyWVoR5b7ePd0sUplj0CbtHfkOaiEXxsZp9/nwGqSyPQw92cfTyM4gpFU5A",
-	"cNGuoOoWdvJckQXXxpViGJxNt5lJaBYpjJJ14oyfuC7L+A0smAGkRpfMjy9TaBSmORGGGF9O4+gwYYXW",
-	"LTlmDvPbanFNa4iRcyDq6ZqxW74EVeMDiN2wi1AAeAeUxIDfbtvyjrnTrSGebbp++0FWrCME11MqEMON",
-	"7gfoK+soDy5R6qnBj66rgXdCnoZqOP4lyAjz6FUTRUT37etUQNRrEfwAoQuoRx+XlZvU/06huq458L1u",
-	"qXb3NYdliUZvP+SevvYknu2FVsKB7J+pImYQfrSDxextd4YauyM0wvVyBaHOgvSHnLcvmQxEkqii22NJ",
-	"IVGTE+7kR+NtpVwuuRkbL75hWBWNPFK9dhs3SjxZd3gXjtnXEQaQZ+5XK03BSPKAx8G0MUlVCh/A5/Yu",
-	"TxaojoXVHSyJPc3vl11shv6g6r7tcA+6MUwt8+1HGhBTy32i5+IjHvbadbshysS0F02/W/vkMcZqfv40",
-	"t8slTdbA6u/SgiNOCmotg8qAI5F4+P76fY4YOoHfdeREGNgmJ8xFHa+nxot9zWOydWrlJsVPMgftYAL3",
-	"O7CzEXxAf342xXDneuQ4jn/iCEy2wiTvCft7kPgpF4BXASUFptMVbfiVvGNidN1Pz99imbipdXzzDqSu",
-	"0V7dIz1ZBeyMW+OHYFCuY0LbGeGkaxRemNhYq7eMEF7Yh7Kw5SLauWi9ByvkJzVCXpdMpw/HaaAeja9Y",
-	"2SMmKs0gROyYXEHZJagAjDivAPbgKMaFJWEEHxfkjTHNR/vvUso7qAAhKlclgbtr5FZW6zSeg9avJ9SK",
-	"c2NxZfbxNz8H7JW4gmwnYbBdIQOxAwSEVjPYg4TrmdYtC8lSN/96dHlfHp1pNTuCD25czf1On4VgLkht",
-	"nXMxD1kgUXEjVkGy0cZkTsgtVuSV3rnmtktUHYCU/dSjcKS11GasAuLr2YwhsHOzUQsxqgy3S/HD4sAN",
-	"dGRLT2+1rFvDCOvUKPfVicMU4Cb0buVCTO2cU77DNroWp8mwfnUPae3qpHa+dXsfOnqjbcVRxIYyRoLc",
-	"2J38dslu0plidvzbBLdPOsEOusG7Rvo7GRNpsXGGEnswxipyMs5Hf2liuWPZv3wWcslCVsYg0AAv9K0S",
-	"a1LUelztw1+yU8aBL28zyACaMJAMDhhEivDFruEKK6pEGq3CC83+jZFaTRgZjwEggj2kVGlWg/ZbGtY0",
-	"GnqStiAZ7NRdZo9VyJuKTmjJRMSy6m0yPAOqGRPqnDKAoAJM5eztqwsipHFY3QvmLpglXZNb5rw3Si5P",
-	"EGzRfR8V+QYUWrsXvXWPy0ympOIQ3hF57eMYmRzrBOqjxgGvdsMNNx837tp1vwzrkU8jS5Gvfe6OXdiD",
-	"YezAlpkLaX6ASzkzN7CADGfHNXH4voiGSQ1mDew1t2a3msDdKFz8/AmxmhdZthow+2l8d7qLA9BcwJS8",
-	"E1Fw4YjiWQIcs1WN1GNo/WGpvMdxQhlr0FUYjRAzxqKnIQYSHPquEBYpZbPuUQRWGXcjwrajOuMlFXCZ",
-	"AIarvc1PXGA0IM+CLAkBG6F+5B1rpoDP+pi+aGfzTClG494XDQtKLMcRX7+WmKCTZKH9uM5+VFw/yglN",
-	"V/IfL77/7NHijUYb3Sf6KN7oR9jjL1lB9yFpHO+Y2SwQ6xxF1FVVHS8BixjQod4VanVwMQIaypMTImez",
-	"IlfWdY8kkX80ge6SgPKwgq67pqSEoipdEdXN8qmF08UhJb5XOjUHAbZ7HdBHyivpVeosPODO86dHsHMk",
-	"WeDz0J90GJHDUH3ywESUQTXP/FCi2p4PGcnUFJYvV/PT3tGfsdiai2Q1Er3GcalJ8ajJL9uqgW5Phhk7",
-	"JVNKgEJpKNguy912SGCZ3PHDinTuVCJTQrIJwdhqCOXR5qiWFFBhfPZsVCLTysTIPwZC8SPkz5DDZ0fP",
-	"nv/Bzl/REpm3kCFwovv5yV4KwUbezVYZdEJ9zv90OTkXMb+xnZFDd0kT94N++e23T06QV4t7HoOCAtnY",
-	"/3sF9XBhTFMQ+18NpROov7k+XbyNi0g6znZMoowyLHdPDlvN1EsvG/wLXj1gketV0ww1MnW+SKZuywWk",
-	"GGFtzOPjQeHL4+ObqDBm4vGwLOYTMHd0ikhnbvZFeR8tU+kEQ4E6KidYLOJ4s2CL1wlbgfg+Ymih2k1W",
-	"mZD/lCwbuRsHeIT8KBC3P8iKnc6ZMK9DvPfD7D6IfCkFqvLDMPJNmdyYPMLGOz5jJqoDBnd8HDPk1pD8",
-	"96dPyeEzACdsDdNPxmFs//Di9z0Y2xdpFNuRFXsgLLNVUkSU6Z/FWL6CIWx6Gx0+wLpxYV+wPlJjdkXn",
-	"m3CpD9hVDEnfK30LIf3HUArZ/grfHDdKlkzrY4x7eTJF6OAVWzbSMFGuk2IO1tYTczQidHGncFDvrAwk",
-	"ur9hzMgVdFTS2kMjRHWcKSynM6FuvTeX9PNpFpnyFav5PQPpx/mgOGZXaCJb05Hbd9tgnLehODd0baWC",
-	"POGkZLW3wgqD4Sg4VG9uQK5p7KXSMFFpv4y21+g+7cg4B1mKlVFJgLELG+QX3XlPOpeKUZTXkwxWLkUl",
-	"e9JfMVqheDSYnl/yF0+f7naok+u+otxsxfMxMlS8703fSHB9OcpAbZqLeTfGp9vQs6PhTQbOBhYwzr8t",
-	"myzXZc0+epvdvoyp9i1F5j8jiWrBkUSjzK9NlpVLznjf+yZmIt+lsAN9vzmbqSSVjKO3kV8daRcQGP6U",
-	"TfeXYoPHisHxKw6A90XPSzufGXh4jxQTbLVTpbXhCZp2WHaxo4UEjW6dxpGBgUg+aaYezZsTnMsDyymq",
-	"Hh/yPgh0SPajYXoesR3UHy9kpmpvcXD/Bkk3comfuJpqRNMa0Kiphrhkjql7yVz571/0dyhpjpc1e5ti",
-	"KZ3jM4jZ9l3ducnB3+CD2vs+iTWZKypMkE/tRY+adF2zx/ZUxMkTTpNDc+mwmGm3wl1IbBxyELB1w8fO",
-	"YJI8SfartCr7Ts658KK8PZ06Y02Ea0ladX/Ftc8FSJkrdWyv1AXo3nwudGS61OPi/neW8GzDdoD/+y+n",
-	"R/9Gj35+evTf/9r98/j6X47++vfnxYvvfvlvW1M7wuwjgu6oKX+eK++iTUUKCbaq16G2ndVCpYF/Bids",
-	"SEPAFbUSxD2tW5aPSNumOYfxQJJmcmBXVoZr69oNATocGIpv9H153VBzfXPij2THMoIBG84w4P5i5Cs3",
-	"A4y2GCz2jk0MJQme0fEd8y36aXahX+ntwnCATzqVC3nlzjJUe+/iVkDKMhoPFMRzAaNwG+PwlMGHbQWU",
-	"LhwQPXgLem+FZ/wGCoAnlIvQ2cRgjY1BFlgUKjDXjrQ6CPVBxNpxpmK2a3EcwjY9ih67afiR3xLX85Hr",
-	"OV0oNh8u9iNosIPh44yRauHG0PlAMiBOSlDIAH8rNlVSEZwAvMNJ7G/jF4kHwysDcMSZmElVYoIB3jou",
-	"vG23eDG4xhISUPp2G0a9QHz6ZpTaGIuxLacGsnew1oD2iv6xGEZu4XxTZ/wVNfSCGfulFGc1o6JtznNF",
-	"MS9L2TDUWitqLI24D8FzJ9qGKNlCIp0DKwI0ZlCaxTqUCp0EIX9qf+5k0YAVv1GDMzoU1LC5TGexupkR",
-	"DTNomMIJuE/W0/cxLJX7MrWp02K53FQeFss1VZYfrN+JjzUKUURbHOD91CYH9O067638VBq7aB8eoYWK",
-	"HRulxYcSnGpFUJF1QGYAhjRJ1B8lyvAMNBQ77BNC65p0H22P+trO6/5h6t6IZpcliTSWKf5uOc9X2O+d",
-	"mcsrxJwPyfGWvTycs7i1SOzojAueqw8ZZYnCenxphpJbr8mpMr6eG3OXhZycGuL81afb0lL3WIcNkFff",
-	"U2/xE5wwyviawBRvqWaXsP+n9tSlKCv8FUCZZQnaq13EyrWxSfRoKUo06L5whvJ+xZAb/beaG3aT3FBY",
-	"eJWsqNWdzs5s/40mf2t5eUfCd6RcsPKuIDfyzrmLogSyTUsaLFTKzgnrRdzzUKcwWolJxw2b+Ri2YyP2",
-	"0YHlZ7C9wzpC5QTNfwbPzu3aTE7rwYH8OYfG4Kbp0RiGXDqe7xQs8QkzmfF6n5ls1AyZI6BQf34x/QwX",
-	"Nx5et/HJM8P13XtmFC8zdeSXshWWE+NcoNRQKkrynpeJs/FDLcu7qMBxouYNy60i/BzAdids/0ynvWM/",
-	"diMf+kBi+2EKfuY91LcB1SljTzC0HsOq35GCW82q0eXgwipJO7R2jsVHMxCvrr2CPD16NvCnQJ23iI9j",
-	"hZBEIQyzCDUdD8Im9JYmnle85f0RJqnTYfWBYRsY+lvDlnkkQ3RQoLylkIVinAUjrMbip50xwihaJtwW",
-	"d6OGB9dMDy4msryHKIoDXCamzQ+yWsNfupFCd+fYieXrpDXCXkk5pwfDVLgwI64Hd84fX1+Rb2nDv71/",
-	"/i3S/bdczCTGZmDn5BJ+fytm8tgxxJtM4u90WJ9GyduaLdPnC5+l6lvBAzJDNVeqkP3i19f+bcVmq3uL",
-	"+bVL2Il+iRvcimgVVjaUXfJDG4fDeQ1cGEp6zk+bpl6fgvExbcVT4fpeKW58vRnnfe8ByYcwRtED+pdk",
-	"JutarrrYqA5WEULmIEbOyU0xCCA4Kg95VybgJnIbYnqbFOzj7ODlX8Zv8435BuF5O9rHsE74L39NLeB+",
-	"yqqv9ApeWcWN5WFOh0ytb0KO+9yw0rDqckGff/8iJXrNWs26hYeLT0hSSzFnChYfjM+Y3jAlDuIrqovF",
-	"gY4KJ08PJYhXFZNSC8Q0/p+XHz+QJVNzCAErF12mpa/ADCckGVew4Vz3xam/LyZ62iOit0cC6H3D397F",
-	"JWTO0OFNgihvnsQxI9xod2hPyFPXtPYJSo/qxQ/7M+qmzZ2+EUVhG6fJwtCMI60JtsIjAGV1SVPTEkPZ",
-	"o35CUZRc7eJbWt61jRXEUsFLXfJR44sd2h6zRSvnLIPcPGdVIMzJaku81NhISnkpdy/RUoVo43lG+OU1",
-	"S7vHz3q1RrKLkb2cezUsk59OC85IsDJ0YWypVoBkoRjUigxcNFcwWWMRIn9Gci1Tt5ZEMAbI1F0/GDJt",
-	"rwF6xwgD/0emN4Dq/YGWd+NT6FGiwxtxVRduGRR+7M8US6L7AyNzGSU6c+m4pBx3DNyVs9puRQ7hH2VU",
-	"HifQVcDSOegdwTCMaD97K7O5KXFRSn8Et/Etd5jS6LX907rJm2ac1amisvg+hCOn6ZqtAN0hIWjWVAhW",
-	"OZcd1XC1pQ0ldZVpw2dzb29jMlXHbBQ2SxNuXFiKgXsJajZDaxNyKHHdojlES7I5qm1bGNdISBV33Lxl",
-	"vEG5CwxDVLSOKQ/3eToP9IGMWe60pILOWfWjXQOdJR4NbvAQExvJGIcc/H1mXYSsCM1KxUxBFlLeaX/v",
-	"cRXXbHhy0rEmlEQhsczxhN49lCfmvgoHvR23Kl29cXg37ZKRwh/1OthP2HyNmCpu9rdroPI+Fd2xNTks",
-	"6ZLVZ1QzlEKhoLXjkP/r9P07oIknSckzx2Yv35wePf/+RcxnTyAwzJ45qA+ONSsiBQG8YqgShF3mEZv2",
-	"nGzJqFgt+BQA18C0+xvXY9yBQ0fyYp+8t51dy+8y5aTtDTWLLtD+2uOMTqyKCaVS7eVnhUuTQmtw0x+5",
-	"tZ2bmqxkW1eb4tCgYNc/RLZDrn750Lu5OKj4LAH7/UnwmRUH7dO4ma8uFK5dFBUXAMBQuIwiNKg8Jl9o",
-	"8K7dsqJhOZE0FvSePewufRQJEZZm/L525h0ORX8AyiKncG1DPPCcIDr5fWocrmURTpwfaUo0c5S4+4Vv",
-	"mcbD7TL2JFLFooQBJzf9Wi00/xijCTkEOF/FlvKe2e/ClWhvIiPhXnRWk9Q9l7MsjG2yYpfRXIcMRsVj",
-	"HApy32ifCzRWguUfKIFMuQm6+YNMrHeQFsop/HfqVb95v0/btXNLTzsezf6+BmI9IdJB9kIVFG1oAthv",
-	"LpszWi7Ye/r5R0WXqdsZf8dSmaEYA6Ty3rH1TEGkv3RZWS6518VvewCgw5pClhgmgmlDlmwp1frJtqyq",
-	"p0+3Z/gsav1jppjYm3eXRLP50sVcLmnPrTNbNuBW00kHzaLWl/hpNn0obr6K6sa6ZMXxyT2fMjE3gqRq",
-	"gU98/p8zLdcQFFrTtf15fADfxQN4nhyAKwKSO7NQDwb6FyGh+c3Hy6uX5x8vrqZw5VrO37H7VH1KPBeA",
-	"4FczV1fX71vFbts5eMdn0uGb2adKSZXcSSEvIEj3aktGmrdR+0BM6onZ2aOluMbk2mshBbtWyaode6So",
-	"YUP/T8tatuUEUqJrGc7Ykq7JjNa1LyXihllLba8YOJd6xwP2h+T4THMulXlPc9DgF1fnpJFqC729+P77",
-	"776P1yLGK0l0x1OB2pAS+tj96QyVX1xdPoS+f5nE7z81FTVsP5EMNR5Sxuz/JQqs1LiCHCg8WYGDVaRt",
-	"4DeRV/f+iZxnu0kTeC//5vR6DKfXhow2Zn3s5FUPfOSVwGUyK/U3geY3geY3geY3geY3geYLCDQxzw+n",
-	"KeqyN9veSsd8LcWM+uyhSLDxFGFlD0N0FvM3kb1AM+5LZwpgVQypkoiwsLd4rpbQZS9durv147Pf1RBN",
-	"FBj1ZUWT6Yzov0pv9DspG/R29Et5duY58H3lanlO4pOu6XQxUKrNG1+tdrxaAIhBcPdixVtW9YpgsXv2",
-	"gIpXX9BsNajAkg+oeBCzeXRusjO7GNvmXP1Fd9k5RCEsrhATfSugEA2gVcmmAVu3Twy3ZN8Kgf8qFdWL",
-	"7vH1jPI6BDvI2Wy3ao1uWO75Q2x7oShjdPzjsovx4Sx2ZpTD0zPOwE4bnuZhHaBL9vSTw9pzCsyxhyy9",
-	"hOf8SYL1hZKZk0IfHBRtJ2q7GkyQ4bIHKCpEQHFDKpmpqLFkZiETBxeYFz7cIVHgnJpFVFoBFnDsaGBA",
-	"/LZYsnXDNPjogAvOWlFiTXQXZFbX/YC7DJ26mRZdrH7XYxhJcZCqcZohqHdcm+z5ieknquPu3Amj1+WD",
-	"malcZZTFbiA7+o79EdpWc6ErlGzHML6CZxHyWoZyO9elw2oTDuVo4H2n4qoVW44YUo9tgjZNvcagHNMK",
-	"F3eV8MN3EeN6Eol2vah2sMKbZYu6DycFt0AoTKo2vbzTMQfRzNlS4iPY1HRQSWM4Htt8ADT/R0baTKVx",
-	"j+ioc92HF4KJiCvPi9iu5O+hUwPJJrPzf/VCzJe/87vLvdugwUnytDx2t/sDPc5ARvkvFBVLlNXpc440",
-	"q7RyQQM1/GKn647sciuvnMAis0mc7oHuBzD5etNg0kRO5C1vSXaQ0NKyPX7ozLF5MnEyHS3NtpHjznAN",
-	"92OchZZT4c7toKe1GtuH43rYyeZx6f487WQMqpWPFIqkplwwfRaNfcrtZO+N3lbZYX+jEyu+JxL3F+LG",
-	"IwnzQYd1+kq4qPCTfi1n49/aV5mdyqf6u170aT9Nc5u0nd7meDXyp/sctb5TEGWn5dB159yrjLT8T5A7",
-	"15vp42TPDZrcxyn4sTGb/LO/ronb4lGdcInyab/5zMYcwilKGskEm76ve2c1dQ3+CpKS3CwnS7T25VC5",
-	"R0+yzka43N5KdR5Ms6+4hjA/MD1dBOvUZVuWjGFyzY/eMnXFl6z62JqD4uCMipKlcTCnZPkEK5Of/pT8",
-	"5d7sx9yqnnKS6RydlIVGWe3sEHsbv1144ePbwGd8fp402LxORb5PSjL5kpb1smmzgA1n559Iq1mUbG83",
-	"qICkTPzGb1YpFZuE5bCXyzNr0Uf2lNEAXe6CYxzkEESFgmgjm8KHZxcOIbEgtDXSgzA/yXb4Glyg6f4w",
-	"3lsqb0cEd2mGXz1cimSfDeAjjcqBum2YuudahnABXz/PITZRMqO8bhVzsmHAsN3fw7EvR01FwDveQXhl",
-	"r75RwTWviaMvVyfT8+wDe0QEhBhNLiCPbqEJbiT/qqvEbHlgLIWHmpsVr/ZfcUe1OnlB47ZrLkoWjSuq",
-	"EjVlwlpnIGIumIYENhdtMuAUE0Fj/rM7pCYwq12UtshJ9QW0tl+rjwzjPnSuoI5Gflj9aqxvGY9bw/um",
-	"uRh0LpzT3uUVXyx9vh4dvN493S1Wx9x6osdD3X0RgxuV64Z22jSaV89E3FMWEgIcnqFUGZ74jMV1qDrj",
-	"sxOj7OFWWQSEiiuWkRo4FjdRRLamaXsCITyyUiA8SRJwr3jfFt9jXwbEL3UWyiKuPbZxP+KqCrocwABC",
-	"ITArjBjTHM3q++2kHhVu6hapCFvSzTBPEz+x24WUd2/Frfz8WhiVIQnwgDTSlwnyNT2yRJEqC2oVB9o0",
-	"HSZ5kOvlHbmV1bpAltko5is6bOWM9tt0IuQb77OBAqfU0FrOMTv48KNADuUyRtOyI58Ecs7skhWE/a2l",
-	"tfcrsXsmzNtgCHBrtMKFxqf7yJhXw+KvoG+7PeEZXydd/c+kTeYqXndLgaWp1wQALErG71lFDiE/zbDP",
-	"Gdnavzh6QfZs6l3b3OwCjIofvZmw03To7APv/mEXo1iO7XiuPtxVVwr28Uh3cJLhDgrEnJj15nXWK9XW",
-	"249u36ed+7SnCNw8dB50SU/A3H6yeeSbpDnnAyiRwZ1hX4oK/VJDnk1VCRx0ZUJLQdMZEaErJVcIBmw/",
-	"miowZqMCHLpwQQRbQak6K4/u6PHa5LIJBymAIY4tIdjT0UkAQ9oHJ7TBHOCwnL7bsZgEK+gAQOEm3qTl",
-	"HnLmSgIAxwAd2tk8U7bEKrmFdl4IBGTPjGvEvty/Il1O+jUeOf8X1KAEe8DC8meE7rv2sy4Ibfg1lEmI",
-	"futw+q8rJrj9SUhz7QAG7W1f89IUxNVcuzZSXtdUWfJthW4bFLeu4VBeY0k9RQ27rvmSQ9qM3QAlaG1v",
-	"9FaEuJmTUNehlnMutJWPwkQivJCClLQx5YJGY/a/hMx8V2Ximn1u8A3FZorpRZgt4A1RUZFSq9m1Yv8R",
-	"lGa3ogcvDzZWIimDMUN5PZL6/PfUN30oSKMoWQ53ekZLowm9la5iMex8EYqIdgVDqJ++vWa1rO9ZKIUR",
-	"lYigigVoyA1Czhqd37RLKiLq61ArAeACYDvAZ3BrWaLSGcu0Ykatx6PZFGtcOcNQs9AhgJKaGhe/rtEm",
-	"3J/fpj81kjeNoul62Ff2QeSjdJ0NJJabfz2CF4/eVjfEY5C6siTbpVA40zHAgB9NkpncQ9XQe1bLJmNc",
-	"vu0xlQqrK67JoXcwktOC/Ds2RJhr6d8PnuDJapdMaWJkDXUTCAOqA7wjQKarqKEJZGJq6M7oNMIc6YaV",
-	"fMZL10HR+Y5AorIUyw2tue6FUPp5fKNRGERcfWMJJ0m2Tp5MaMbwNTAC+JrQUkltZTjEw4fqi/iTJWh9",
-	"4o5TKLhJ7ti6d4m0LU8efxjCSJE2Lw3b16woxMsF0awGpHAgdCg1KWdh/SfbIM8iV789CB7W9h4LM/A5",
-	"F1i/w55T2heQeUbQkyVATVSn5pMpcxVHrWrKB1NDMHu4KfzvGMaOtUGnC7VbQMjPqYJ0lft+3IYn9sJD",
-	"ZdRr8uzEKufRlRQ+ggJwrsQ8Mi2ruc1bBni4UwHMoYh1QjiEle8tTqx8u0rTYKUoveyKQqpUzk8TEMtl",
-	"a27ttXvkJMwjw7TZ7u8aAp37YxJT63Cvw4SKzkwEhz/Fqv6Ik3iVgS0/JYrNuTYQkfzHH+DdCMV8EwFJ",
-	"sDoDW2SfBIR5aOEbjQHOei1KVnn9deKmYRM5HTJ08PzpEZbC84Mvc1FAIxaYG6sOtKK6eRmXKPcr04UX",
-	"hoL56TAjEGCS1mrbkLO61L6w85Z0ws0VWVLRWkmjValAkh+VXBLc5rdiJp0u501qaV1dVqkMvT1aStcx",
-	"7G0U6LazYdNgY26F4TXhkdvCCT97O32uBvFVUI3LCyxhSMZXuj/xXm977dByEVOBWSjZzhdZ40Q4PqM2",
-	"hEBSlnUAzpivUnjIjXYVnkFk0nrW1uTi9R/fXl69vtip+MpSGpb2F/R24vJtSGbx0qlfHlgrzRCZ8RB9",
-	"dR9Or57slPRyDvaDkp0Q57yOyrTcMdYcUchlXXFRyRVg0iHcv+Y1c6ElAXB+6Ab/a3Yczg6W3YUbfO0G",
-	"WZKzoUxf3UAr6cW1axpeSTERS9T3/TKhbdXYnspm+zURmGHhy93HptLgE+gG2SOH6J7wPKromPmAhjfX",
-	"c+u1st300r9Z9D+R4cXNuLBiiyMJXk02vPRv7weZW6Kl/wrmljcQi3C2YCn04X5BrmH60xBva3pVBh+t",
-	"1q+5iC0Trom82+HyilWCYWrWdh7Yr2oUvg987Q6yk+bKIRJHtpUJMVION9Of+rFYqDdSm2zRG/uQYHZv",
-	"CH9KpyuVTXsmk7JNR2m1nPOS1uTs/NNUiWaHIKDVQtYYqgR8tMueAxPVPa13qewClZlTuTbvN0sATc8j",
-	"iQsMJY4qDHRGy+QqMrOSCutd4TuTe33rPxnpupa0epbk0EdLLlrDiH2D0Humhjwvv4TQ6PepUIeZYUw8",
-	"sOVkw/cPGe+SLbPE9h7DSHavEQTNXo3URnortMFU0mXoY5c6SUu2/JQvldQb984lmBor7GwFzehieOD0",
-	"3UqZiOCZco30QgkCRxmu4GDKvX3zlOxJJBDhcDL+gPdOXY4/XkGC4NZKN1EyobtpfrVR+YNZPTQif6O5",
-	"B5Ze3UjORJR5vWOa7GohtdsW7qGQqs16q1jzcLmt2sNXxN66D1hPe7ohXjFtD5VbNitahmpc5I6tT+x/",
-	"NNrObu06ccMcmJB9sB1f1Q1wFMIqTWNjsfq9HUcaiOpv71OwpTtW7n2wFt8zhSjUoWy5Hs3+nVYJXmSy",
-	"BPS22ieZhNxXfDZjyiq8oGy4lcAtmnz5d5tgm4OKcYnrf+opArNEpxhPjFDrCm/EMfs4/HHCCWMeW5xb",
-	"ZlbMS/IOXNkX5anic+AlWLd+O4K3dyXuK+hbd3hovtdsqRP3wqRKGtti7t2UMm1dBCqB1pIt3LF10hjf",
-	"8Ye9y9/1/dirxRpRwVsWQa0nG5+ENN6bGkCOwy2EHlbp7UfrCWDjdgkG2zJY2TFw8XGiDSuZtnjEzDbm",
-	"d4FBp6ANXDX4kV2LK0IHlDtes6MFFVWN+E+oQziTUnHAm/sX6WSR/ci1p1eDkCKcY0YxWuWIeQtuCRjV",
-	"u1miyVbvSdcFnH85IzN9DIuzpJ8LIpg5hjwRLZf0cymFiH5TS7a87r+26v3Em/vfH/PmGqSI60Yqc60Q",
-	"/zw8NWVzbVYYqDD4ecbFtUE8rsGTJf18rdfi+paWd7Wch6cvjkspZse0ro8rri3tX9tfCUacQnS7kNmK",
-	"CFZOWS6ZqLIcBH4m0XtwtFA6suRjBWq9nfu7E+Ypd+OwbQykTwxbjti2eh7xwXKFAHIsf9RkAWISXoBI",
-	"7sPKHRNsGP/JrnesV7DL/d5VWphyp+9fViFSEBq31ZP2eRcdwc1+TyXhP4vcPr5DmYzIn7ZdXFtMhCDQ",
-	"f+rsmBcZjeqnxdrvZXSFOCGyd8eUVIBqYXfOqIy041/KCxdRZ1FPwa9HB7mYm+JdjsAyOkKf5PCTW5aD",
-	"2PKLm7Y5xCTQvbsH/+iklsnwTmFli9ze9safIroN22RSZBJD4+cJRCHa49qz9GordlqS9CbfTSIE89cF",
-	"K+9zVcVD9DZatW6lNBOtZdD0ZdJ6iE1DlNvOzVZKNvpt0vLgRtrQ8o4ZTeybzT4jhy4+tqnK6HbID24f",
-	"oh3H5oDxkHrflnNDr/ZuN+3xCdSaR8lya5WmsHO3kPvTmGs+TWW++f3oTLHy/gdu9DlTaCTN7xbEHHJB",
-	"brlBRyiGqUy0h9vhbekI9u4hvaQdYt3hj09rauqpUfY3t78XEY3HRNmd3uiQpfjgOytdXLQCTNSCNnoh",
-	"TSoWq+bzhSHavTGOdBQnu24463ZMrY9s/KEarB/FA9Pu5+XZuqyTpe7ksqmZvdnmVN1SKN9Q1xjUMNWF",
-	"MZfZ8MM/SqJwxUfBrOZSydZwkYzbcpmx3TsTdYIFo81pXcsy47bBC0POENTdvu3qZE2dt/3kcp3Ljn5j",
-	"G7zFPm4N5cJqed6ahV7NqYxyYnxV2q/eLs+aNoUc0TmKSQs6rsdZzSRwZ5ZZNkz8yJPE9bFhDuTC/y6V",
-	"PiFHzzbi0KdEj4xjBPw6stmnpHoPUrynRz/t5CoMBXx3dRAG0ROzmeMc5qF7Lzq2G8dtcDzy6cwd/UR8",
-	"KtBtzF3STH3O91R1T/v5M3Ho9dA0CNkiY27JckEVLUE/0wu5Et5FVS5oXTOo4bqEuCnbj1iTmhk0KCLY",
-	"RuS6evYiqV/BCNL6T4hvcUktXZ+3DJw8Duv4hPhtdqGAmEFi2RLCgGhyqBkjNy5D5zj0ehOqiEIyv2vx",
-	"yZQSFA3VeiVV6ui6J77tVqNZNmrx+fcvtrrx7GdpSRJIAyNeoy7IoV30Iy40E5obfs+e7Nzr4MSEIUTT",
-	"TdHq+y7tcixbHlMOXvbgqmMvm8d1SZlh/uEYSDjg3AjexcD6Q+inr4w5sU/1lUP749GP7/5cwOOj2fvz",
-	"3xfkzbvLJ7/VHdgCI/z4ODxAhNlV5Whqda+d+Bj3munw4wNAd7aB1kAAsluTHiTFoyDYPKz1R4CzSR5u",
-	"5BQEipJHRM01cU+8w9gXSW4FJpZx7cJP1yd+a8INZf9aDpjTjixpK7hML9Ff3U9WMO4fFct2A0W/n6Mf",
-	"xLIM9kyP8cYgNEMmtDsiTApwpjt+W266dFh6zHI0OcTB6yd7wkgP8Sww0HuHCO/4Zt4bTTpq5Dzpw49j",
-	"8Zd7LsA/PET/cQPz+8vQH/8jbmE2RL9Ph1Y4r2vo/muF6EfDvmDOV/lHJdsmWesSnwcf0B1HU93A/F7L",
-	"8s6ylJFID67hYwLv6ojP+ityJlXZc5f0IrbalFXrjVyRJRXriURh+8/EIyg2w9RrOAsxjfSugYaJI8sW",
-	"j3zemGWKpRXpj5RpjuwteVQzqln0oONlQeA46rgapO6UsmLqyOqCNTUsXb0QvCApK8KnBkAF4LGlAcKD",
-	"f0p3GRJ+I0dKRfT9WlJEn00oHTEMFOACQ8NaRBBzoy86WplKmyk7Wqst79LRvCC+NAExFNGZc/K3SX1b",
-	"XMCLY+AHoaElXZO5JHTBaBVqCwL5pql3bk+XHj1et+twtHblPYND/GVqemSjxC7b5ZKqdQjU8jVKv4hI",
-	"n2Gpl+0SAk3ruiMIApQ3Ta6aKgd51ur2s4jIZjyKrLdb9v0pUbMRwfm4CKmGj5KkDJjLZ55DpW2kcVgr",
-	"+MjhI2+P7XcwJUf5C5JYD1XbrgEeZPzlC1WggfXecp1ZZU+Kek2o36D08Vc9TrbrqdaR6jkeSdljfr5U",
-	"CBpbAFhm1ammXWCzJZwZL8EpB/wUUHekcAAmGWN/LgAze3T8inZTKTYptbdUE08UL9kFXZ3FAIejqN8J",
-	"OGyqASkuhfckTNKb9qP9zD0lh//r9P27tDXGNp8GHjnbGMZjwsXrTO3yyzenR8+/fxFjuaTx/HIG+jCh",
-	"IixO6G3XbXpATskpFKbO76iRUN+dvYyMArfUip1tg7dUDVgDBb6mCwhl1QRxzUVFlKxr92dI5vE2BDgi",
-	"aTz4LMF4nycOb5NyYlvwi+fPfv/7NMzEf+XC9L9VyEilzoVDNpKRM3bI9g/LnHDGXFhlt6SDjIn/wocj",
-	"s0/J7eFzx/Ds+bhgaTCJfuK4NpZol/5LPFqpUGdWptKZoSfMPtcniLRRuT9RYsFYflHWbcXO8XEUbDlJ",
-	"A4E+MNE/oXI4a9K08EmYnR1hZ4LKb/A4+BQ+DjBSsKe3XFgNBVuYammdMwEgbElz/xVfMicng2HcSoLh",
-	"A8TZmu5jx+3Ji3ZOEAMwA3w3J2ZqXrXpOIOlhIhCD9/sXy0IqDIo9zeKzfjnIYrCAJZwEmlcYPNZfVTv",
-	"tIfDawbOxj56XUeT/e0tNtG4ksQWtqrwBy9a9OTJl4Ibaff5XPJ0+jkVQyCGBbcTXJPbtrxjhhzC1UHh",
-	"kqu4visGwSKhunDlNN5UoWIwRF2Y5h2aphLwB1GRAoIGLLJg9VTPGDVJ12/nMsLJTD8TY6FssGgQZu2C",
-	"2nZHgPikWZVt/w2fL5g2PlyOinUMCzGxF9yWs23TGITl9d3TO3V1nvN2wt46e+OG32nqBuM3F9lIJr9m",
-	"Kh3RNDKvkSBg7NO53KfA3CsqSNUqj/fVEd0ms/S+q4yfDhZNZ5x1Uxctg74BGy/7EByPAmXhj4Vb+30Q",
-	"LUYhJwbtI/jE44UhQwcqjkWGNACoAd6DR5kSjJwzlge3ZIAsTLCmEUTJ7UHOMA0dIp33ncPg7qJ9I3ov",
-	"nK0HlDEA0fC4GVNjoYfcMcHJNrjB8KgOT9eQRRUbF1Lq8vyQBNv+6EvhbvNaZit7nJ6/JZ8u3jlU5si8",
-	"VSB1++gtui0rLO1N8i3a+3rYPjaIT6Jyc6oVWJYiHRjl2ghApH99UNgP9NGL+iEIRIhCiHOAdeqyff8R",
-	"44JqgGWeAO/Adby/BL9zMMpuQVGXefIYlXOHGx4XfOl1uY+5eZ+QFrD0I4ji7ZosAtc6iQapwRFFa43Q",
-	"3hg/Z7+Mgo0eHF2XjTj5AbWqTtNyG9cFk+0TgxIsjc5/2IWehLIwUZwJEtNmdYnhccjxl9N58ioNTAaN",
-	"SWDesIckCiry0w4RhLvU2x5WtEb7JKynXzVntmJCybpe5oqu+FrqE8pPl1Qk8HcOlZRughRsoRCU/60V",
-	"1L7Va505W5HT4DXiSqZYDjwKIiA4tk3sbzjBkWmimGArQg0xK8t9uKq0t7LVfPaA0oBRZ5dM8aTrEH73",
-	"KJCHC/b5SX7EhGvdsiowyXl2X/aoa97L8QHXtY+iHqltPi3qFYg0mJZ8LG+VEMu/ThwsUvWkgob+VXcF",
-	"JY/FfsRhj4HIlOTxYsBmYcXdzuf0axlu5MDmEY3Yl3GMKaNfnc8yI6WinENutuZ4PGrorosiezLFqTrR",
-	"KbsVsGs8CLdLx/5iobi5q/vUl7o0rX4Z7uNDCtDkMB7kHwURckDeZM3Mk8JdMEW4+h/5Lp8GmIw2Nojb",
-	"3w8y2d2N7xMF9CdcVBCjG+qL+HvW4VWnUyInOKa311UM/KDo395pbj46yx6H21z2VIDs5lWVuWY3wm69",
-	"DLAtQDbIO68Dz0qlokqBGxuxNqRfVFs6sahwaUcSEb9FvYYbGx0oBKrPSke4qYQR2IFPKnElv7m6Or/0",
-	"KlpHFwFgOz45CNGfkY3eUJ0oi33eVX7wysXZaUFu0Iv98ibEjC/YZxI5zO3kLltYzvP2tubln9j6rZjJ",
-	"k94tgb7hwB8RE+Ls1IOLZaSFKgOiHzajBNbPDUD16FDyzq49jBeWH+H0mSeVTF/g18yESEDdlxt9X/YW",
-	"mRwfH98ETykwJgNJth4lagvLZnkZMaq1V4Flv9EwxbGCsztfLN3+rDjIEB3bpXoXQBwsFcSis+iIrBgS",
-	"dbfQo0cxHan+IZwx/YDo9O6kYmy66JTRSU6cTj/aOzw9cqSPKFlupRKMArMjExhLWFWJM020JDOqpsJO",
-	"74L7GA0rd4qu1g0bwTfzJ6aSTPcR9FxVTS94u0K96a6wXMS2pCP32g4eFvzgz5xuKVuEkJeuaEWmGEbF",
-	"dQP34NZxopxLAYAsVqN68v3+olk3kIkTi8fDDZGtGdG2PmQYjUu+ie2SoGQfQp0yjMF7W70E957XuZiC",
-	"d9JxY8yX/Z8I24vVnMdZ7StGq6goB5a54gbqRGk/8Wm04zGMxzYbIOAeaVejol9/SoEB/omte5fwkllt",
-	"HpgDJYoduSpsrApHEoRMmQtsX9LPp8h79CjzoXUtV6zyymB2MfMcaXt8X4+TuGHvg2Q85/dMBAzHActI",
-	"NAYew2qKwO7NFAg1YcWkzvlHBWFU1ZathlJ4USCVL0HPDaFzykUusMFh6P2wTtY7c1Un+5xqGwufAptA",
-	"vULnzOSPRM45/fGnUCDO7zegqwZDWLku61628nlQBF8FvndQHHR+mEusxQi//ugtM1d8ySqEsTlzEbhp",
-	"yy/X/LZmn6xUmT0Ga1J5voJZmFR4wHMJVQvNy5AhIdhKuwBzIEKuPee1T4EA3ApLS2Irrvde5I3wrA6g",
-	"uCuJE/P0/p0eqYUD3tOnxnDqiiCs9LlHfH/37tzBnTm8ufogGBG/HWxLXxoNp3aLMBZQ3pNl4Rwa4yZ8",
-	"PXWfWWWc9sMnb1szim5/QhqrSMS0HRX/olaDJpQYppZc0DpnVX9E3O4IgHw36c7+mupij5QGI0kliXCh",
-	"53vEfk++G3Icx2P+6h5MQzSjr8FpppzVzOEcyxCI6P0VoItsV0E6Tw8XTWsKy5eaFmHHXVjWb1rKb1rK",
-	"b1rKb1pKyqGEHCJZ6VitPY9Fa3pBZF3tXo8/WswrRQFMSIpkzanfNKbtt6Krjr9b7ey39mZIcN8MeXT3",
-	"0W/62U76mQoZstP35iNe1/3NORnUmmWu8O7WDftNQ/xNQ/wvqyF23C8cte4G2yJOv/b3/ibAOw2EiYEg",
-	"BfB33D6pkK05ikqpdyk/GPSWr+49pXzNdh+Pc+1M1Ce2173tZdcXlq57l/0UgJ1z2xTGJT0YSefiURF0",
-	"/Lz2EVt2AcrxFWzj/r4CPk402ktDTRLBuAXfnEep16yGdKH+tidURaxb+crlUb7PRdmDyxdua+AHEF4p",
-	"XRoC3MvBzJJcmnxY/O36rK8T5upZTEGX31wSILFgclk3LFG5wg6ii1r7Av07OfuQxVI316SB6uQ9VaYb",
-	"05J+HtuVd1JAVMPWjaEbWzMxPwLVAXddn87Z+3R8kZdtnPbg11pIQ9bMRJflCXnaBYlNHMOXPIf+1IXN",
-	"HxJjkTgdw31JLtOWIxzpSUmO3VPLfFJA1iGdFgWn66TbjEVrK/XcslqKuSZGTgZfyZoZ1wWSQS78Oi9r",
-	"OuhWJgwbxJ99aaFykklkpaRhaUvPgPS6EHLTk8LuQYraduWHMK0cZA+UiA2BmxsBm+Q/WqhtJO98EJFc",
-	"iRAr0wy53oqqilVXcgxwT2J5m14mhOmNwspZLut7MhHZIU2pKxOVm34QSrxlxqO6lU9JWYHOQ++mn7Nc",
-	"AI/rsugttJt5bv/febXqIwBbJfnIqQiwV0czWlpeGbQx9wQCvUUvx6RwDokqSv7Jsp4Ro/CHrKODP8hY",
-	"S/UdVon79ZrcsozvY2tKuYQAWrBSEvfmY4LsyDxBgHGda1K5y9dzTlQoj0BzC/rlkTay6f5yZvb4B6en",
-	"gdYcPY/iQ48ghyLJT8MwpzkUwut7BxlkPtzBRgSUt89l9atwYMULHhkTOnKJbAJ9U0HPEhAZJMIN1lPz",
-	"t91cm5wrrbe+22RVW1XWvHLYtbGTephgsw8KO0xPFS3xifzRl4Pr1LLSKNFu17hLXQza293M/7Dpd8gT",
-	"eafvAHciXd0PedC2AaNryVVGwTqDWKzGRbjPp5YQ2bj3fU2troRLL+tlPQSVyKq+e4g34wm+vnrql0vV",
-	"zSxEJgFozR6QDPWYGawfMJTbPnyErJWp+aEJzPEE+W0/L29yXjz3YPy47LOOjeTCJEFuse4bZmciLAtA",
-	"azms3z19iENQmsl1Id04U0v4sWHitOEACZUu7I6IVGhphiADqNjcicaKKNmmYn6m2Hejwkm3NUK0JERF",
-	"s5BVOtuE4MNxKS+1reGyIryKU8ZbUcmyXVrducKJ6YwH0qQyVKhZEA8Gnf6OqSXXmbRSXxP/5vORvi+P",
-	"undveinZ8COmWSTwT2Ehk8Wv7AMyk62oCrttYiDi2r8t/8PWr2HyB8VBvCLhR/9SNJ3ux7Dw11ik3f28",
-	"lFVbs+2Mwu23W+NiIJX1evSzHRepYhrPgbidASAe154kvS2AlqYDyVNszjUYVSLS2ITKsx9NziD3AGru",
-	"u3TFu6+GaAZQJ4LWF3Z6Z2no9s6csbEe9vgwRW6+9e18e1O4SBCqGGGfAbYuKm1XhmV/WO3uj4IR+wjs",
-	"yJvMyWW5OXLReIzsT+f+l10x9Db4ZsI7EsaxdSE70TvUAovoYYoDCeextSOYm0cNiJjuJK/SjiTRQK5d",
-	"dFJ2Rn0bnKUh9ttgfXtDTJLyYJ3GyqN/bM2t5ZQ/sduFlHdn1NBazl/fZ1EntKGioqoi7D4J7p1OWIcG",
-	"IWO9IFQTQHDmwu5NTcU3GhvLVNaRrSpZDjH5ntWyYd9ogq+5YvmIt8p1N8hNoHbF5/M0zgvYpyBLEvwm",
-	"99MAiDEx1zcbxj1h0b1lPb3g0H8QSOx6YT6n847bEw2IN5jsmo3+TFWZ+nh5pcmSWmEYwj8LdBiiX8rb",
-	"C4liRk2tX7HNcGcHHsJ4ohCiXfk3mMwcsH9CLrWLyyqiHfL/ITVkKbUh3z97HlUljHA0rIyK9f68BILR",
-	"fboty1zJJ9iYnHEZd40bP9uRJtLw2x+iEn15KuaTLGZ+xbMIEC7WYzv+gyUZH0zUB7xAddCJ+XsiL1kF",
-	"yZgmBxkCgnA/EBwGheFjfbXT/UhKu4zrDHpaZkRxLB/7vHVxKPmJcsPF/MIelChKTZOq9XAYXDinCCQO",
-	"6IcFXm21dgwYS7B36PY2DD9HuZbDbPr4EnVXq+knPUZpcFgvOx34Aa/FGqz9uXTnMT5WRcf+NujLr2Xf",
-	"qtnNa8BlhsQwPDk7MPrt0TnhYqxCZOqvsOyV6MShRw3f6SYdrLzuFtzJjpC7ZqcH+HRrufQhBv0N+QrB",
-	"PoNZgCTlxLT06vUlNFLiuwFIeZOOcsV/UGib0SWvOdP7Lju0kgFaHqyOG8jUVciUBDvFIYMdDOXKLvzp",
-	"dg1S1IrXVUlVYi16TWUzUlwHXBN6m011gK7TW4Tf9+TefZa2J60nqFpkCnssl1I4MO2uiLEdUXIifrHS",
-	"U7nBdo5/d+NWWbqyVviXdtIk0uK2ztIyddxpNJywxBPo5TILiDRXbG7vo4BAFi4ty4HRz9KdeY8n0kef",
-	"zOFZn9sWktVdAUCIGgdcbv9fLvh03F7/eqaDU/cYpzCxzW6SY3wwWgouCKPlIpcKGdyRY9kWXVUnBiqX",
-	"XVyuUAYBD39mXTLxYb5Ow3inaEQCZ4UitLwTclWzau5yQsnzz58ndufbTPmwov6cGQJkZ24Pnpyr6SDT",
-	"ztU72gFg+HhJx5mgFrTVIKXTLvYD4DhBn7OLsJw4Au+ZHh0CisDEANJnWVO+nLxrsfg8qRNXToUrSE2N",
-	"a9Tveh9HTvduL2M6Gowu8rwn3O0d+wmR8OqjuFpwnYYKjjNhui98RlCC0ZBDUHoAVPRJDjbcqg/V7qwH",
-	"OJ37eiLLmFEhW3PB7nmmTALUCFHuOVQ2ks5MCoEclkd/hsTtW8YEmVEhXCS+kWnelaEgLn6s+XxhcjaO",
-	"6NTlOfiU1C722QAhjIP7WaKcoBOmo1930gbRvwZGWpOMWnEhwHw5DMw978B4k0N9vDECytpkIvH+gtHt",
-	"mXK04yt4cCyGF2jv8hssan/TMyc7osCNUzFcgCnSSqTapuTbnohCqAeyK4hiFQU59xBNghj6XypmUjU3",
-	"6lqurD6cZ0xUkIUxDWGiAt8qSLyYIJnmPn5dR8/Hxu2OxoBAcZCCBbv3AGDdCYbIMI49jZDus11zCm23",
-	"6ezvSboH2me0D3tMpFgDpY/fNtCIk4ES1vfefYJbn5b+vRj1jSafLt7trAehVqBL2bCCCLvoNXfVg4I+",
-	"tKWob3GwoPoSaHyEjt0pANBHZsghrVd0ja4wBxupqReYn5xE54Zwo1k966zsiplWiRz9T7PHZilgNEnZ",
-	"PwE7S2ABXZ4y1wSFk6mX2Va7c3acuDafJpgA3SraU2YXXiqH7C/NPicuGD/7vSGzsI3H+oL39+PTiOkn",
-	"g55sl7I12SgwcD/75HDvjQlaREnrurBihsbvJ27BFCMqHNWeAXXHRXOdTGFTvW5GKCBlj00q64F7dHwp",
-	"cIQiuoE21n+YgupNtd1h36TCZKIqhK3GRt1uOXrX1Y7XctqEexUbvYMAOzUuEz7YM2ZqTILYO05zpNF9",
-	"KzZuiC7+ZpSKuJ3ZKqm4spvpHqBC5lBuKeIyGTWUEpQ1dCuYQcBaKXoWqYin73wtF07T6XsbUwVHH+/y",
-	"PrEKJL2tQaR3fmIAzEEdbzZjpUEPlD4mP6GIFcaMnwLsN1t5m6nXD//WstaxPG5C0WbZMBEbg6DM6aEJ",
-	"pnork/K6JnOJ1+kaIuuWLOBHcO2VzTHghsnSB73Vsm4Ng30HYYQcAglgMUmwwHgqelKEdP4yMEBd2JlC",
-	"PqZyetFM0bkHzo8rfD79/R+21orNST2vAcCYhXAIbTtCE6rdS9TJuCA3x7+7icKH0NB7Qmo2p+WaaEHv",
-	"2HVJNSP2YLqWcMeSQlQ0/GfPt49+ST+/xU+fPcVysP7PROn+nWWWgjw7evb0xLnYnaUKa4gauaSGl85G",
-	"xUSFBtieCauFwhG5mIRQx/ZZXMf22f4CUEFawf/WMkKX0pVta/JWFJjb8z/kz/2U5ddBnKVi/XF28PIv",
-	"mzogvlOQZy8A/nvQX9T+i1+KDSJcNmZdEDDJVGD2FvW6IHeMNbpXJRc7Gczg6S9/HXLdN+9Pz7yoJ2eb",
-	"YyqIv29sp8jyT6L+qXBRF1aEu9W2awzkyQ0JqQLYFb6IAiUklJHXolRrhAGEgF58e1N8j8/09y++kEz4",
-	"/Oi7p6NSYSDY72KCfb7VvuHkrXEJa1SqmnDlXzFt9r3qu8sgxjKcGDt9xT6bkH1INamoocfubX86uw4m",
-	"3a2Tgx+MhKZPOqJFwBcMN+Uldhyi8gq0nP6ttVK0dLFZZkF4hZcd4ib5J+jWd5FaWys4T9uffNpvtAf+",
-	"5o6DgYa+T3ySTsPzycEdF+8qknMRTy4CIpweNPU2lFdxVUxXOMPj/i7vEkJ1ikp+or20UrtDcAwP6xAS",
-	"mMdVpC44JVrlXBALTCd7Oj+PRGc6kzoTRq1P4NDYoQazIAVT+FhMif1kN0grGM2RbljJZ7wkM87qSqOE",
-	"1XXcdeJqclBNbv5y8frV6dnV61d/vUlCXmRpBQMTeAVxLbdgLVQS6+YghptIuT7bFvTUxw/Cy6XU9CAB",
-	"VgEYy7nCFZ9zkYVPkyVceNWp+WTKiZZ9bHhXk8p4petzqrQVSe/74fw+8Lbw93K9nhxXlAvo/QgrMpjM",
-	"/Pb5H5794VlBlCldecrC1dvmYl44GMgCCb8V1ZE75kf2mKdBIQ1Vc2Yut5z2H8Eq2DGfAp0nEF6fZgLO",
-	"fg34pKgCdU9v17Gt83hn8K+N8t/JWLc+0YSVjlJ84XhnlmALw9ketNb59P6JYtXcVvtK/jiFYWrydBPO",
-	"52wwz9YQNTcSdxd3G/G1YtQ+g5NsTBqRHvNghgocbLIIl1Y6oWAsLuWtiSMkO43MOzeDZeGx4wW3x37v",
-	"IRLwTJ3hc6q4WY+mdeGqD6tGNfAh5l4lUrgWrLzTuURIfHriQVrwT2dNAROOgBync3y8a1oR9HFm20yt",
-	"rhv/NDiIkFnWFSBK4Uw3VLEq74V2QXHBDU1NFKiAsWELqhc+19k3ODE+4esltjmY3MRFztQRPiQVgI3b",
-	"vUXAsc1dRTjy3bPFkFLfQzcO0jyxvUhSeRsnRgwCxTnym1A+r6OZYfrUxuaHERT+DORPXW8uKenIHjC3",
-	"oD7x2h8/XO6EObtpaj5GjO+wrqvuR0a4z7qSZingxRwUHTX0lmr21v5kxzzGQm7OL07/+P6U/K3l5d01",
-	"LNFNv9demi688Mp1ACZwWuvdcGw2T3U3uxTCS7lA0WnMSu6IPVGiNrIvb5F+MTYFXxqKwOn1z8m8loOk",
-	"q/1dBuZCygXlwhm0er2QDgkfSDkQxfHBAwpib1vqXJp9twFxqeuhiDqk8ngRUgSZPIMjWeQfEf3dPScY",
-	"nwISgJK1UwKNvGMCokzBlpSweZTUsHkSTeHMPUHLRtdRlxfTr0WAZgYiFdGsbO2UHhLk0fUH9sVMVXen",
-	"tI6y5NASKAkZK2JYhv4Ax/ckrRGc1vXGvuzmBk19PO366chlb5/nYL0S0VfD8fUyWjchDYAQ54oC0oKR",
-	"EXWenr91FPoSNh0QEOPmnYNo1suU/kYT2pqFZZgl2gBUWzNdOMGfKyJVxdQx+YFp7oD3NCvIze9u4D73",
-	"BbajjgpyY5uE5wtWI9ybWMf9WAGL1jUw1IrcYM7zDVlS8J12ad3gFzSSUCHFeilb7T7TJ8RAlLJZKMaC",
-	"2wTWBUw4uNVo13cPa65tvwumevgNzp53z9nKMhX8q5RixufpH5dUoErT/1nR1cajWs71oBH4KfleJVfC",
-	"AZ+5nwGJbfiuofpu2Cj+xj6zEnEmfLMBIX0whvD7sPG2mStaDd/3v4a3AePJv4R/hGflggrB6vA4/N31",
-	"ZRSjy24O7s+N501NkYPc87Lrzv8ZXvc/dFhE/hdD/3/23ka5bWPLH3yVLtVsWboLSrLj+CZWTc0qsp1o",
-	"rmNrJDmZnUnGbAFNskcgGhfdFM2kUrVPsw+2T7LV55xuNMgGCMqSbCf8/6vmOiLQ6K/zfc7v5NcgYMi/",
-	"48cI/uKHCf5GHw7+EpxN+FeRC9xvx6KR/vzKlv5cr9D9gLbU8uNA0y1/XR2jMrpcfdj+cfXZmRbV6sj4",
-	"13pDpbY7MJjzPPe7Hv6t3jOTNv8jstXNv7qtbf7Vb28sleos54srnl6/FlyLeAevQsyR6ulRZAQRVZnC",
-	"+i/b+7H8AKVuhQ8f5Part0zlXJ9EvWmdepGdtwASAhh9gWCTNGn496YNil/WS/cx0lyC+6NSs2JjCxKm",
-	"0k9Jh0d7+djhyfY4qpVJNOdSVFJlKE+vFnRVcvLtZAoEQwFu+UL0Bh8OG6q3gGhSO2wQj+A21aRS8rYu",
-	"/4WYH49MHEIChSA8k2CNIPv74f/BZEFhwFudDAzXgkxy7vZpo0ZelcC19jtu9/QR6L25vBHoFCeBAQEZ",
-	"VVE+Ld5oAJRF8cBylUICx/D3xoH8cfD7jZWbfxz8zsvyj4Pf8fHT7I9hW9sVmMU/oth3XoPG71v+0sB4",
-	"yzEV1LOywUiCHZPOzGAqqrEYYEe1KGOjixG/wO/OX2uqW1kkbFa4NEoqVsIJPcIuKP01WuKPF+jJjzhT",
-	"WlJijzElFpPppWE8m0qjYXKgjCFDxaKfc3GjrgXqXSNZ8DzcsGOXPUtv7CQ79Px6hCvHSpYOrXHv4lX4",
-	"zY4gntKSiEBo0MUSp6mPLKrq0+aeVcqoVOVRZd8JqJIeQlXdQYXpR2w4MaYcjPKbYeL+PS2foto/nOR6",
-	"iPkBQyvghwlTs4q54CrcjZ9en8ADb346Z1qNzNwew+755RmCsVyenFmievfi7AjC7+/OXzfaRGrLC4f6",
-	"Jn1vZHotjAeiqtveE2sjFy437MXLi5Pz0+9eWmVczcaTeiC7XEgpA3OizHkKnojzy4uzMFduL7whbv07",
-	"yY5fvv13rkFv0GWnknDRFg0sBJvzhaMoxttUhCtryonqDYd72uoSoseQBABAmlIAOft3fsMv4BWiD7b7",
-	"w+sLuwEXfMQrmbAfLi/PBqMfz57aP55MKjWVs+ngioOQooGPKMMInn31+id7anbfWur0rPIrChNvfYgi",
-	"yQSNPNGN1fQ4DG9kJtTBB7h88Is7iijjnETzKH9Qc7/HlN85p9af4kMpWpDayoBk+vAvT2J/JDuzKkZp",
-	"Ln/T3m/va6xvb1J3vgwv+xE0lIAubT6/xh4g10zq9S4tvwycVfNUkqWrRTsY5SSIK3uu8pabTB0qwfj3",
-	"mThUck6Rw65C8m5PJwwqte+FVqj5ERWJDsC1Ty6HypVVocOfdhkf/JjUZ/h+ploQJHulNLsluJRgGWzK",
-	"I4AoBKjZZdjvYKq4jLdFvujxJaqwrTchVYUWhZ7pzu2ooudrT52gzULqJOt2UOa8EAmr+MgMbpSBq0w5",
-	"CnUtYcK0LAdajgue55R+jGDqLr9v/WWG2YVZgMGWJHUVzDr/3jkfmReSjwuljUyjvYXcXnnMhK4LjG7g",
-	"0yITHyJKpv1zA8wJUpd8rIOoGj805elE9u4Vk6rpVJre38XHjchwBj0/Yl89UYXhqYn2SpJ5LvUKfjR9",
-	"EF6rUTfxuI7Y4Spl9pzJazXuvd5cjTde6UXBSz1R3ZuaKp/y4j+m6cW+34KFd6AULxu8buuCqFSh6K+W",
-	"rbT3lilm0zMRDZgudzO5UZCUQgHWTeI+a0moyThe47RVxV5BdmVLGMyIatoOnV4zNPvcbdJAnFoO31m6",
-	"X03qSppEHrsrwZkGe75MP1F2JHgmC6E1Zgt0hC0x+ZqeRm03kk3S0UPL9XHytwsi0LJg04CMe17hTUCh",
-	"EXO6M8LTnpbo17maQnjdLQnDAPsR09eyLOtEjxS6lfkmPS3RU3ynz2fmHCuRqlkRYr34Zv6uBKnZEaYt",
-	"2E9RK3W9U08iCc+2GyjZ36l+6TT1peJpKkrDLR9vuV/w5zV5HrTFFS82dlO2pOycFpm8kdmM58sU0D94",
-	"tkRoMTip3tH7ugmWXWS95rZ4frZYlw3iFMMNs0Jw7LBNvz+fzuSPczFVNyJzZsu50DKbiRP7jVl5u4II",
-	"esuqNBiGYBV+xLsWLCOwn4mlZVeL81nRKH+Mthe2Ki2SLgQUxUJ7Oxc+KrGCaRqnZ1eHFkNVpwo1o1hq",
-	"Hz9C7CcoxroS0JIb5u5gxTCXqVYDpnJMzNVno9XFaWuK0bqqz9a0+0E/nzMoKFmMmYrLPFYz0jmTFduR",
-	"NstP4hYXKZ4rWbOfel9TfMWqBVm1sHw0miopjMj+IRad+gxcC3oWPLbYrk7N8syeJf2C+MzBt/qkGQXX",
-	"NC4PpEbkj3DgTS4iNG6zjwHd0KV0KrSs7NqQADZhfLDDLRCF9nQ3g65BQlME0+xUVP8Uusc32deli0eb",
-	"nDSOO2nexw6sGYgUXE5klZ3xyiwawbqP5mzgisXKYnSb+hBR86Z2x4PeiPlyPKiGVqBtdVE5LQxwNYS6",
-	"RxOuu87u2WFYaPfsMLrhkW0LbsnKjO0ZUFMAqL5GJmgmrt+iS7myVokqxvaxeQwc4Fos1kLPX9ffwpYi",
-	"gL/Yj0Dx4ej8g4FWAx9gmcT5ygVaLdFZxVJMcSzfM4i6i20C+RJlxDtJvXnxa2+slqKKk/aML2KxUKPh",
-	"LAqooXLpUbfKH1t1Dc25SSeDiWvXQ6DQgwnX/q9xV1oux/IqX9+dwBr2LkDgBAfyd9Q5et6WayFKCLy0",
-	"p6q+pC/NK0t5BdV0w52vE1crez1Ks1Gj4VYNuglj5raE/EZNICnXgErq+jmKxrlzA/S5QkFwXxs+LfXH",
-	"grFtinQWXchtmiOXKpdpNLGXbj7DJ7zl6LZAFmyuqqyHvzxIE6SvLV/K4PhWNiR2oXqRapue9IIkLRS9",
-	"3B2xtuRtgrDtTXr0/G0EfCMZM/hqy17JSvxYB9RvJ8LP7K0Uc4btHmQlfB9YDL9EOwG7sF0XHgvOD0pi",
-	"mLVDxhN2lav0GtJTxEhUokiFZuKD1OaIdDjXxRsYh0OIbVUUIW2pl2Hk6ivALoV5Ta1oQsaYqSPS3mCY",
-	"lgDAra2NoJgc1CT79R5V63FN5EbwXGTHpbxU16KIK8k+i9yaEPYFyLfyKaerB2raxxpZdgq/07C+RA80",
-	"bwjIldy8jydswIv9/AZ+at1syI1IY8cJozUWV6lcJIwDqWeISjZaTTpG5Q0S7dhE5RFUoquZzM1p0S+w",
-	"BQ8zWRzhvwayoKhcyotCgQ3tEkZUFTKPSOS4PVetLiVSoGYsQRuGghHrV8ElR7cW8pitmtKc4e3l4QbR",
-	"QwROOgJ84iuBfvwNHKLvEKGlCPyidtg1neniVVIr14CmCOkHejNoQvtiz9yqtul2QMStnvYqTNzSkYMb",
-	"VmA2CDx1+9O1pLFWGiL9AClZIvKzTeDmgaFOTRXA5YB5rbcQmbTRLSh0jlKbhx8uoa0HSBtnaS998DTT",
-	"t9zBv9DPWWHZ2q2LG85NeaYq05KYa5nj+eUZAykZ5O9NG13Gl1Sqfp3aYbSsv6M7k5VI44yD8HWAU+HM",
-	"oL8sFYwjOAFiAmhRZMFj0sBfGumANBh23o9nM3ek3mL7n4LNikrgCl0iL77jMz1gR8EkiiGj33k67i36",
-	"xzM1L6SDt1JVS9ZPNFhy6T6dsXcvzg4uT878CH0q92dVqbToqoWizQNkvdCMJmyIQU5IwZHIQo5erfYM",
-	"bNfuv+v9tbfbnz6oz3TEdwpnrHUVQQG5uDg/oSytui7UbtdSJNx0BMDbeiQDj6h7O6yAqbo1+2TNOPW4",
-	"ZN6YNQxZwf6EKamx99Rbc02DdsAVInY7XlLfNtrRYH5Bo+b2RFR/HZbv1jpmewzpe3HaabLcxHkoIIZG",
-	"plAAtTT3KPP2d8gRIh+GYa75PqjlZIMgMKP0+8uGNOblohRDiD2qQhDIXKfkCWXHH8n6/vAn+J1jiJmK",
-	"bOePX5c2JS5Em9vhi6q7hNB69tbKzn7kH2L119rgHJx2ZnWlvgzNjioj7OaVrJaGtTN7pOECbPKFuC4B",
-	"W6pviT2ydLi9+23jUuutTPrpHrdzUiBL4mxUiYBqfBWzO+tHut7NpfjYeq0CyneLbEMdIS4Yj5lHxVq5",
-	"TEcuVsFKCVnZuKq2opY6ePH11199HQJbHj55+tFiNQJFtw6hcjN5tPSBr57chaToB+Fo8tYwE96nXI6E",
-	"FcNHjV3xYtybTpBzoANdb5+9QF8R++rwsPvUvnn2tBF0enwYOzPLqhuTJYfW46+XKYGegnYqlr+PQpmB",
-	"MsFKDBAHDiG+7qjhMw5bRMzuMMK+h3tMFtoI7oEAMW3piB3S0FBaoIp03Q0ON+JwfbQzIr072Mu5E8u3",
-	"C2Si+s6LJaEcsee6dUpZK4W9run26FvjrkaXxzMzqaHq2wzXRolK3RXlyJ4H+jwmKs80AXRqPVexBoAT",
-	"rs/ox65+Em4A6ChB3wkH3rBvxJoSxRg+SlDZg/2/YAfoL5iopl2onDalLf0qjySSvpBjAUDLPEfW2xi+",
-	"KNQMHPeygAuRTniei2IctN5e89k+fq3gOOdNqHhsIiGgQOk+GyK0flKapi1qp4t5yRxyb1UumBboSVRw",
-	"arxoet+jDrUW96YWVcO5WW+MR6cuRbUSsem2mJp3Lvi+uxNJgxjauij82oto2x1my7VluPHQb5WaSucO",
-	"1rqvSy0YbQMNeIXPfISbDcfqQucNUkyFNoSEt7QXsU4IY1VJM2knWP8ElFCHeuyPL77eSXYufjgePPn6",
-	"WVSN5TMzUZX8DTJrfoCE7ZYNpv54bEhf3d/fH7Lj8HU2wTR2DBhh+MPj2SPHrJmlvbznr07Yk2eP/44l",
-	"qa9O2N+fPX4GzBvZNgeMpITVna1CJh5xeRWxskK87wx+RRsMp0lyLGFC+tiNNTsRvJlk7KgSemL190xN",
-	"naq+edp1zWIIW89hWSd49QmkhSaWurQ83EKoz+MuE9mpp5TVGpct/1SRhKX/mPFcGsgFKCtlUMWCK3OE",
-	"ORNTgRj39UTIf1Ao9k9VhhfLPr+Dtyd6rfpImBhj03Uk1cuXNsArKxzXJKKT7KrEgLarcf7a058TqrDx",
-	"gEfj9rpXbrq6Dhgo3sIkoFs8jzitBStpYysXU3UtLF/5zjLI26m5F4RvYBTTdriBiWKze7YZAWvAERK4",
-	"tlDjPgOMMg55NBvxXL8gt5ZG+4kn3d0nlvsQwWN9ty7OlyFCjLzZciVcKVRDu1IFhFeKWAT2pbYgD/54",
-	"252Bqa4VRzSBteu/JaC/Iw/YkXWXZ41Ce7mswhLmPoiIoxpqGZp1L2V2LjfT2Lhtw3cAvkEcZz6xqhri",
-	"/ZPZxR4fbtCpIdpaxFS80C21JXYToayL+aeOoPUJw8yhdy/OgO2MeJ5rBlm0RrHLk7OGH35mlOVFqeUl",
-	"syxeYx+ttK6MLp8fHECswuhS23+/O3+dNHQwUuutSshkMVJMjgJoFFYIgYbUdF1vnG/WaaF2jj1ubJxY",
-	"wZnl+bZ9mm6RPeGI9jTLpDpRmYj4ro6PTxJ2dvLjMfzfd3Z73pYzndQOd1r7xIoKO1A8TayjvuwHNYfs",
-	"37p5hVHqumm3qBniKtLAiFoNYciqUlWrv2EEjf8S76zKZFwrGsX6/L+qrGlRQYmt4HoGbVqckjWqAISO",
-	"oJWrlWbc7TOeiHhLXnsAGcNf7wbBZ5WbhKVHrQ0fujQ1zq7FAtbuVg2qiGxkB4alcCZa7fezR/1HJHkA",
-	"e9pNVVGI1CQMH76CWLWZlQmBx6iKZaoQLfD1ciouFQQT4ODW1h0HWjevvdB0/8jEqrTxC+55vB0sDjqP",
-	"uJ8JuclD4eNB7c4yqGUxaRlfZpR3uZYmIgOciEgXr7h+KDPRRvc/PHn21E7khyfPvo6+PJeZmbTdYvix",
-	"1yWOsD1XwGgIxa1mHVGGOCsuAN3vkuvrjy/UmBXUeQzyPrmDLzVcR6oaY2mW0S+s5FnCVeP6OsiyhBcR",
-	"goH8l1ZbvuuEy48t7+qq6ZoVlgg7QRLoGZbVD7lIZhwnoR9EeDgcAZHnOYZbNnSCjVUr6vH3cD1g+lS3",
-	"sh8fYco/lJWKLf8nl336/dsfj//z7PztyUVPVj9WlZoZWYjOErb6qd4SZEqJ351qNy77R3x4g5LXAP5i",
-	"VcyUonglc/GCRlBr0AZKUbCRzAXL6hd8QzrEkTlig8e1YlLm3NgtqPs9EgXKvvK14iOzdm+WcEFcZ/d1",
-	"70HVQ+PFtnByE7a9vqCNq9a4IfHN9adNC3MT7aDlH/31aCUFHBMyYiQsJELD6RmfaXGpDM/fxCxB+wMb",
-	"8+qKjz3pQq4p1sPbz8iCFbxQm6ENjNMzUaXRrlDfr34Nu79Y89a+Yn/c/f7t9yd79a1y1fg9r89E8PI4",
-	"z1X63cLE6Bb+DD7wHEAAQf3jJcNj6LtI+8rFQq/7BoxMh6WuDJeFyGodiKCKi7FrC9bv28Vs+n3aRbXO",
-	"I5rFjhege/suU7cuEa/PlVvo3a5xiSiXjnRp94NZur1Jlm9/eCs7KO8sqkECZhbkTFT4v5A00WjIx9lU",
-	"ZbM8BjmUZZXQOop/nzH69ajuODk83If/jxhqPM+Z3ZVqxNOPgbTC2QWgVi24VVIbUdiBu3v+Ul4CT82M",
-	"5/mCXTkTNxZMXI89shq9urKbA1ZmvDU9LCdiauAyXbWE9rNtfoGXEjGwEgxSu85dg4kxZQKeCMDAsv8E",
-	"w2AuriqTbpCGai8SdXnyOXSjRsoV3ziP62UMYrSRHcZdOo/v/wi/YJG3lsU4Fxtlw7ZCUV56e8o9E7qD",
-	"uvxAy2E/PMgkBL9zFONzJt3iG3Bi/qauQVepCTse9bO/6JXmmg7hA+e3Rlu+C70sHj88d9MqYZbQStAz",
-	"oA0cuAF3651P1x5QxNGgVcgrPpUxkLvjglrMjeABSIAQonBpWKTGDBBK7WdxdaHSaxHx3JYdPTeC8phC",
-	"iMwVs2HqHBAcfPuR60reYo1rubZ7S0o4eEG0zGVvcBNUa8U54FzmWcqrFldRc5LYZQGKn7gr3Hfvrw+i",
-	"+y+FtSU79SLXnmbFpy1QxlYGogcqBALtfY5rqq/IdsAPSHtXigD9Uzay7FrqnFqNPjD67ZxpRr7k2PuX",
-	"PHasyHPluhgiMPCiSNczMYMAnWuxDIOd/rFNKtp9/veLt2+YER8Mbcimm53OKh1zz74tOSRnKI2Av7vD",
-	"85c/nV6cvn2zf/rmxcv/3L94+R/DPRAbXGt7B7EJPY6H1AVt8ys5npiwut5vZbyf6Tr+BG0GX1IXz27J",
-	"87ZgcEyJs0ARrMhBWuzqm3S/sVH7N4/32lKNdLyVD8ODT9h8siBfJeR8VgKclq31GXZvsq4pz8MAMI6Z",
-	"qsLIYkaqipUxhNNidzy1p2816TZ/VM/i/pq2KjHKN7BytPhnvBkpdSGVRrtelruPE/YkYV8l7P/7f/5f",
-	"7wwd81IfIXDQDApcY6vGEWQx3kMwd9gtIH93EB67kT4207273cW5wyvPyo7oc6CdwZe86KqIF/uJBOGX",
-	"xo3Qd8hF7JYnjoTXoecEHMXzg9NipFqRlT3SXV9e0uzu0zLuRDBq8uLj0lIvNewJuLmGCNEMa9J0G6Qk",
-	"CMZoo82XtWYhIe7f7NMEWGAQFEzoq52SXAtRRw83UadCBShSbgvwEnkUL9ltGgWI7JOayQxxegu00zXj",
-	"9mVYQSaMJVqWQdZr0SIHSQ2+XJRtWFW1ANcJbhOPCRs94aVgEXF1ux3ySkW0+2IsnHHGzcRJPX83E1aJ",
-	"HMCvXaTo+OyUQZs/shg62HL8DDhLc4l4WPYhTSKNgysfDqK+tsQBIBMpXrtmb340zesy5HHQIAt2Wfyz",
-	"rfN7u/jzu8GCx+p1TPnCU+DuhUgH/vmBA33bOwqvnhYgDqB2EDIbRqOl/oRtgHP24JqTTZaZxdKVDLbI",
-	"H0tIJgHJx5jdBb8Rr0bTUowvxbTMubllXv0xRgNTBehQNBRACUJ6LZZNYrOBXeNih/i01XRgBnst4fzv",
-	"pKm4Ef+4ikW2L9HTCQ+yK2kwyC0Ldn0lzYE+YocsF5QmLQr8YjpRSq9JZMeqm65U9qQz2eAt9BihednP",
-	"pkcsVeWC+BIkExflzIRCzv5uD5yn4PaGSsUynb7nOZ/TP6cz/Dck5P16a0QGf0LR6qAYTEmyIz6Yih9X",
-	"41h6waxCIE/aYFUSs9X0zwPMEcWeWwnL5VRSr7wBwIeZhA3MrBCJ/W81krl4fpOwQS5uRJ6wwThhg2ux",
-	"kIV5P5VFwgZXo4QN0sr+3yn/UAHA8uBqNtLyNxhDfng/mtpBeWX/TwocZ6DT92ZSCe3APlrS36y1gNO2",
-	"1zaYeaSIalVe+MS2oATKc2aQBudRwGi6MCOfqWGvbuSydFzZJ4frbmxbwgZ9HH+GviDyg8j1xlN4+tX6",
-	"OWzaq2nprjqvLjXhrxYrOfHrs8doxDdrkUaoyhZaObi2/iU3RlT2yf/57+PBf/HBb4eDb3+t/7n/fvDr",
-	"74fJs6/++JfWTIU+LA0evFuWZv/fuuPpyqSga4Iz24ypTZ6AKTF58uzrLvbVkopBH4ZfP+J6/v3ZN5uV",
-	"pjVuSmNvGty/TbKeq/zjATdJgnLEgHEuA5Sl6AEXeeacqRs7iWIQPUF5Pr/S1Ol+rXzYGLdns3rUjwP1",
-	"AecfdRu9WrDvX16yA17Kg5snB67l4kHwhRXs48ASchaPqza7I6DjOP55uOrWW7ZS13Jnd26lXiVy/yCB",
-	"1xUdQoupRqKelbwzV920cRZxd1ncESa8ETwwt2zRYF+FTI6p1RG0dphLLci7jM/oBB+x/6vs/wVcU50q",
-	"h+kyWZQTUeiYPGmecU9x8PjJ3+PyoGwtRXR1WXVtHhkkuRpD/q5d9RHVolK9jSjSaoFVI+5IXK/6a7GA",
-	"la0WK3Ys8JvuYg9KFNvRN+lOcrvywkg1YVASVCj2z5mCcHjFclkIdlUJfr3hufzPLzu//FL98kvx6++P",
-	"k8dPvomfRJ/qvLVH4aedqlwVuOGKzSfSCKZLnq7nfI2JP//lF31gZ/3saWzS/ev9/DWLchHwMJyofDZt",
-	"acOewm8YDqVm+fh6JHAX3UIcvB18s1DmzSzP14SMcBCp2Zu3l+zNu9ev2zAj5ZRXi3+IRd/xyiBvlt62",
-	"BBMfPu79fCHSHDr306j2qR4t93mdvFfvQmMJ7Sf2Fv87emLQczthssjEh4SZSo7HyBpvpJhHwhswad12",
-	"cJjbg4O6QXwMHr7hF66pFBb+GmrrNIf+EdbGtYz4ubIscl9evHiNmEZTUZgYOrUs0nyWiRdZDnV41Qzd",
-	"gaaaFehUNYpN+YcXWX4y4VXcLZVl+aV7vvuK2enMua6Hj1+pONHg+bYTTaXma/H5KjXXS9sAh2FPsm/E",
-	"Ah6OW0uXcCNAD8DJXolcFWPNjAoyJoB3Nj/bM+JIW+CIyWdDcMxZl9R7iO4W6Ohivj4u0CS7en2JJ4Sl",
-	"Q44SIVZ/Y7PU9VXAlX0OyoDz3FWOE11ZRr1Kk/TMy1KlkxYIfao/F/YRx7/sYKgWFFaP0659AlrLdhYp",
-	"JQjZe+8nIrWeiYwA3nkBqNUVjcwh8DXaIEJkJ9FPoQPlEPEN/FwIOR6a0K7nofStpLlh0ROjllXHaRpN",
-	"Hzv2fcygJFRrhl0o410bYxaVw1h27dM37fXtw/b4YavXlZrNVWVvTv/cb3y7pbxCoucf8suc2991eAZW",
-	"OEE4u5as8GjdxrkLI0B3T9eFDkpQ5BSSJXlVLRz+YL2ra8J3uIzEbbdr4llv4PpTvqVDm45ftfat77oA",
-	"eqLm5JWAxcsiB7xKdys8qIo0VJfMjeHpZErGtmNzrtN/Vy/+TvwjQj7yKRuwn3UZ5LPDTRppPF7vMKFd",
-	"6TqVC2znEaU+uoWPdE2HVhmIJ4HSw23lYvTz7dI73ecRodzwa1EQzmMQqJaavYWDjct0SDG94e2n44B+",
-	"roSZC1HUH+2ZStgBsOLZiNu+BnBwXz6yjFrvNzxMGlxeZp+zvx1NnsDsgSh5nwvSesqX/FoER/yJD7Yu",
-	"Ou5FbqubC1WrL6hfOYj241kmTVvru8aTPq0dGsq5jErobMtj1h0BK5zGQye12gkKfoha0acwqFeBlKs9",
-	"45r5FzYtjWqJ/JwQagT8fITKclmpq9yuBUO5Rb44c38h86G3PbN6RHYboxF8/MRa5R53mbxf9FLPzTbr",
-	"7ZepqgR9Aro3MDPhhbWNUKfVUOwx79Wlr1n407hES6sNZ5Z04D1cGF4ZxA08q9SHxW3j1uUsz+3WfYBG",
-	"9OBPjLY4joirsswpKg/pfbOrXOoJk4VRGzl5vKvw/f7g1//zX+JZKBtjLcC6XIuy2yMtIEdsRWyUWbh0",
-	"flt/afvKvzCYBUQQOFpFWgA9AvBuah8s+WxVxXI1Hq/iCK5HWkh2biYqloD/k6zMDDKqqemKV/k6bkAk",
-	"oB2tabbU4G9GnDZVeQ+kiZhEm1Hm5oGmDWnt3glsPUl94kvR5zpU3bXUF3WbeRDwOeU3AoVgfUNr+3kr",
-	"aHlqRNbelsv9wmYloGpOZDphrjkb4A66Mfp2weSGX3EtLuRvoqWUz/7k+0XS41j0Kwus8Ov5rfaEZNcJ",
-	"XDcSk3sOO+d5z9nPK2nEgE8Ez6Cn/Ibzh1Z4a/qvI+Y8c4/eBm6hqnuQrd6I2IktbUEw0fgdttebYFOj",
-	"jiOE3gCuXhJKZG3Nwtv77NyhGXDNzkSRNQBbM6HtYih9GE21o9AsyaQucY7MzCoEV7DaBuNNsFcHGBuy",
-	"qUcaq/K6HBndNd7B+o/xFWhX3WqDn5BHCQMtOLM63Wy18TU+0s9n6DPecdjdd+9OX8QLEnp2L/EwExsa",
-	"Ev0wewzATKsZ3A/gN6stz4IcbcL475pzJbg1exlnI1nwHCMeaya/tgXFZplZ3DiEDxfkmRVG5iydKN2C",
-	"f1rUyMOxD7xpIBYDOCshEkrEHq4poK1ahHqN9gF+5fpaIK1IA+kh17LInregKsH+bkQjINL6eGkguQyO",
-	"b7W3020dNX6Pk4bTxntRcTnNDdukQVKMG7RAdy3TKtfXOpbLEerkwEsR1CGujze+Hy9BhfpyPsas8MYU",
-	"IrAOZbRsrJZPoH7Yh5K6MR437HHfml8+BsEToSn0/UCUDtAIS/6RTSIua3Z721YRTVkXcU8YZWIg3Seu",
-	"qyNA+zpff4DuuylEQYmwSX773Jc76mgjNNiubS5fzoRA0u3UoQorYEhH7GKWplASm7BXxNgvLWN/O8NM",
-	"oxNi6mDqAVsO7zSJ+51k54VnYjtQbUQF1374nWQHx99JdtwHdpIdN3wHQZzlfBED9D0G1DGAmoUCDAxy",
-	"r+v/2ce0WpnIVRd2h8sl7NVnXpWlyKDOpQ3QTjN6il2JlLsqLFpqZdVVoxTTuZrni56fHXV/b4MFtHb1",
-	"uqQ51s3TofdEzl137YTJEePFYv8uPEGYHRaeexxwATatbUQEcnikCf+83uX4WK2FNhNjysEov0kY/mta",
-	"Pk3YJNfOhdIi1KfKiOMsq9r3EvVbLFiyorzuEYeVaNK0SfVqjXJY79yGmuHaZictmkYP271HIZE7zmQl",
-	"Jyy01rHFT11qFGy1o2RPEsskGe5eOyNGjhSX0PXhUU3hskpAUACZzADyqi5r7IsST6NvKPiIi0bk3qwA",
-	"vZtHsQ1+XDdzBy+Z1CYflks35rcUwuq0L1Z35mP5xeY9BXCGsRuwHlm/uaMdt6hSHxattvflSrMTu/eU",
-	"GUwGOSI/qA+RluF3A7v68fu81jxaXucRyjhpKGfHJbTbZw5CXTfGoT8s+lna6H6ltPe1K9BxhWt55o+c",
-	"xeNLv4lC5ryWsWs4HC1hlcE1d9HNqf1yURZX3KcDnFoVQX+6O9WW+qUw4IVWc0Lrx1kdUW2GAyLCqRbK",
-	"vwTdrTTbdUn85UxPEkcGe3eiXDRD5i1rVKNRLgvRJWTB8J3bxbzFhzcVtqro9QmAfsDI/sZfqORYdpTq",
-	"0zYgkrBmu+UszxH0ijZ+JPMWuF+SPpECAJLM4bGToggSBPMW6kyF/l2rKVGuJ74SJo+moul9O2LcmpdA",
-	"GlAtg+CGVmWyqvJKAsWtnClEnN6Z0kOrCltj8jX0ZyqeXrd1QIABH2mGD7Xv9vpVXNoRogpFu2/oNTUj",
-	"UpXZ9K7eiQpZX5FVFosfiOiSzq/Ux3tER9vbe+OSQ//03ptwoRtcMifH+vtrLly67Sf31zTIPHIZgGOD",
-	"BzjoBy6yIy8vHGySZ5MgTficL0IfDA60k+zQax2uFCTZ6L0UOdQWcICKRa7fsDiRaH0zmWjSYiz7EaEC",
-	"6PeetyhthzxPAPA8YS1tDz6ueYBH9IMV70Jh7N4ddg2IDtm+DddReDWsU7bqkWvmUOfVZkK5Gt54V2sA",
-	"tYyX6l8g4KUry/7hN7YLA/Wd7Xq8+Y2Wv0SEsBfuZkRJ7ib9QfDcTF4Iw2UerfkptCj0DEshMbyc4cNO",
-	"B7Badqy6JqiOjaIVYX0codbGS5FAaIvsFEo74nIx9RPEgHQmPjB6zSW0o4Ex5ZaxiZ4+O8hLi+zHaZHJ",
-	"G5mB8ISdw8TG/hwa9xvSC2P8mUo0+1lkrp7Tp0QEJTdRos6h9VRrwK326aWUT4AvLLVpp7/aU21vNX8n",
-	"oJ18ZFoEQX0vdZ0wEozlyPu1a7b1Ctz58M8TXmQyQ/XkYjIzmZoXLb3M1uVbeAi4loSV24hOjxBa34Vw",
-	"K4JTTJoEkjQyH/ACd1K9y8WOSA282z6zuhOfNauZR6dussxs/vBt+FeF642oeO5pLOA04eFCR41MADIa",
-	"FLkW/IbLfMmF1GgdFz/O72RhZbhDOVz63BrtGJdQjx7dcuByL6dc5rdvyhVU5WtRZIxjX5dCWXqi7FMx",
-	"pXYYS/Vjs5b60Av8oQ7DAqCUNehcQhi9aqkdkhbbwSCeHB7GDCsVy8JKZQlV0wG0mKcTWMP6giDVb6fX",
-	"1eJpSr7ZYDe7+j5hcjpUibhzkgWbBj16ekogOop4+gX8NDh94e1wQCerUeQi6GmF6S5PvfjxcqmjsMjC",
-	"O9HSCgleiNyrcDSKxriawXXWJqR+08CNTjnhprSffRyg8TuuZQrtzezO28PlV2pm6v7YmAmCxVgRTaSK",
-	"FV6enL1j9hdpRGpmlYDkEa/0k2Zct5WIO/7uVeKnajqVMbrH/mb4s4OE55QDWTdw3d+8m4xRKk8nXBae",
-	"nUZHn0vspbQy+kRpE6+B/kFp04CPCVS6e9E/VEwyLfVbuM2Rl5XKZjFufIY/dJV559FeORCSbraNAcwb",
-	"349gJXN2Aw9he2jUV+K4b9KzmzfpBjjLdUVUWrpGvkvf68lSe8r/XiEHOMB6SE9pzV42UV3O33C4YQny",
-	"lnCflzfEnXs7zztXuWjB32/chgfA2Y9e0OM8R1uheTt7W020CrvMTRD2uzftkusWvw6wqIEswkZpYLP6",
-	"DL3bomvBSJlqAT7IuTYv40FI+HNdTq0h5bJhmEmrq1HiUOvobfrQxWwKSCdrPjDh1HNqVrCFMO2fmRUx",
-	"fnERNiV030BmccSKWZ53feh2maxoLL0t8jUAMHAwgPIF3fLIfVE7F2CYFpzwWVHwtU0O4AMpL9gVwEOz",
-	"KS+guUv7mGv7xMCQUjN6mBVq3qKlzUrocHEWtvbrM1HqBUggUlZfmnIArsDcVN2CisP1dRtGiL5GER42",
-	"/IYdR7nah/v64ZsGUnAQqytuXIR6e8Pb2iCQkBa7OUh7RkuMi+hNklZaB+gXC6iZXK8UjO5lns+K9bZU",
-	"o7PkUtvJTr9B3Ar+fQ2oLVyngS5Fak0218kbYFq1VcWW1Kh6WV159S/rdtGeOfXXZMr1FCY1NvUPNyba",
-	"Y7ZN62pw0VvM0UuJbj5gR44JlAZfAakRmeJEVVYceaECGN922ZnVP5TruH8l4A/xiOx6LrIRryg9Kwg1",
-	"reAqhDtTry3x97SdQFrtIfqhYXcG3qU1Rqel/+xF1P/5nf0J4+wcVJJpKTLGDfAM+mH39OIt++bZ4eOE",
-	"oYQdzgpQwrD32axwr8E7+j7sx1t+EyEH1u4q7eTx2amHKUD6ornIaYkBOv0J7Fjw/yJuWetn8Odlv+NK",
-	"1WO4JvGhjDUYaYkv3ZnFE9o5zdMJLJ/6vjatoMhWxGgJ/HV3j2AKbj3uSqyXUUz5mMtC143lHby/1fYJ",
-	"tzKd8DwX1ExuyS2Uj1UlzWQJBPPHF1+3gWD6N7xLJxzdebZxgIsfjgdPvn4W9WV/FFoqfrjehKYT6X5R",
-	"TqfCTFTW3K8XLy9Ozk+/e7myaXAk+EZNHXBAzY6DboCEXby8fHdmBczZ6+P/e3k1zxqL+WplMb/+/lXy",
-	"+Fl83oWKNp84dlsKv0MxBbDz5vyg8RA4haFxJwcs1Projxhno0roCat4kakpDbbe5d6nBPyfqmzuNp9B",
-	"b4nmOv5jxnOJzbvKShlqZrp8R4/szAQxb8bZBCOBzjj4pyoTluLkAdwgBffY+asT9uTZ478jSggCvSKm",
-	"HGKnNvr7ACA49rpoAWCQcW25Qb7vzk8Tl4xBAK3lzFCdbHiPEEqWF94YGc4qOUQobbf8iTf+wq13bSG6",
-	"9r4PkKzbY0+OnwgX1m5slC1PZJWd8cosTnjJr2Quoy6P2sfhmgBZuQzdEsCazFQkBYYbYdlhbDj/sQWr",
-	"H1tpOFSPT0U//dsM1R84wfGjbYY+UhnxnWDW6CIdOIDgZLXaM2AVhBuMi6dXo24U3yQcH7q9G+UWmOvN",
-	"Wa4CpK91PMOLPeMi4bd6WAU0ckybCVcanksS3tZuOnktb8QZ1XVFHYyw7ezd+WtNOdvQioqgATaHHGok",
-	"435EdvmtESphJYB2cCUglurihxtapps2BIHvwpVjvKWuC+yUltYu2LJ3YDnHu/PXmLYZ9Nvt55mmc0aD",
-	"KB4/udNEZRxuXT1rmP/YOCXAU0WA10g+5K+3yyFeewM74AM3yCiuF94kTHfI/any44wK0F8cFQPp+ipO",
-	"u8erFJwT+GYjwkXqGPTqice7IJfe3kxtoCQU+vTXkJ32TSsYcsG1YV/hf0yVNs53PZJjTNEEeNfdGurz",
-	"cK8bfvCbZ08b+INfHXb1r+6uV1B42zy3OwLQY7ww0wbcEPYDywgaTz9ikSJRzBzMNXWSVDMsF93bmF7d",
-	"DJudmp5GHKUdV8oN9lpwLT7+TlmzoBBzwNFu1gVHhMKVVvnMiNcdV+vpV5CSs8TvleE5czfSar2Ul3IE",
-	"ioKeqAozDHiB36aR69uFwwboZVdioaho0+t8jzTqHAvq8tb821wW2ispWCUCwAR7Rzj60r2wx5xOlEwF",
-	"dqP0d4Q06CLHuDtc9L31janCu/3ssLVmuy+55hIyiLCCuxSVVFljXwOC3QRk99lHUN1E0HRSdSMq/Wci",
-	"uro090FID+MagYIGdw5SPaTRLFcpN6r6ggk0RnJ3QUKbqa1Nf8nQ7vfwFs6Oz5duP7ai8sidTeJ7LTWe",
-	"n09AszNNyOK1oIN/AXbysSr43UMuLpdPhgCMt4CO7EBhbMmUvPRNV12z15hnM9LIdduY9eMbs/YEoqPH",
-	"+lvP24av24av24avn3HD1/X4f7fqzeAHXoN1GObd4Sf2t21p/1xtaZedac38uLamtW5VnkmE3CpyIZJV",
-	"oR/KiDb4yPCe9lNKWnLrVtWS/ml17oUwP6yX0hlRmW6dVvcO9uG4lJdWtnx8j1YgZsaL2rrz1oJrCmyv",
-	"ob2FksRaLJcBWjicxij+jZi7MKqr5qmwA4ss2Mnpi3NrmlIrMewI6zAEXCWpKoQ1Gwpi4bmEXAgIB/Ni",
-	"EdaB9e6g68Xts4jK3xG2sIsxK0G1RjCtP+uNR3ftJ8LgbkyH6GNLFMp8J0aqEh2rgIyC5XVIbY9ZbiBD",
-	"OiN89mPlcpSv+6gfvG1yslPOqlLplr2iH7tOJKb8/tFKvoRq/X2lZuXtSPiV79fN2dgOUxPzLei3U/1/",
-	"VQmrTn0w0SyGnrf6hdRlzmu+udFlXruRH7+HHiTrI3YReBIUCx7PzOTtjajOci6Lc6Mj3qzXwqzmVhGA",
-	"GWdYcuhzZ5iyv5Z2NDakjiHDfXY5qwpEmWXKdRYLe4bwSrjctUKITKPPBQo+IXfNcuAhRsDeVfmQ7T49",
-	"PGRDWQD5v79S2WJYd77ei+fxtrnqYifdo28GnxmF+PbR0l9VYUoTuCa7umvZcX4CfI4IRIpRg3KW5/E3",
-	"+9ECBvKg8EBVuh9lZOJGpu7KxoyYt29+On3FyJS1VuT33z355vE3j2s0NqqdWmur4Kfav4G/A2pD/RX6",
-	"Y++PtHZGeyE1Vg46HBqW8qJQwM6DsrvVvQdOFm24/A+xoI7A0ETK3np42Nl1hl8L3ehBCUD5IzDC4Mk+",
-	"ZviEawDQ6c5u15TATLDyHhdmdT0Trs/Mb2vaR/OpqDhULZW8GBiZm8FvqlE/G3aN0xcTXrlLtGZk2gmp",
-	"mZ5AU2kAfJuVNQicsQK+pRRnI4s7aBVFWpqz4txXAjNu7c26BxliFSLEZP2uEvw6dsNECYuAdhou8QEs",
-	"XgKDzgW/aatbCuGKOzPH8ExC97Pl55dhg6oe75833vHJKu9iHaagxS9e2Xfnr/cZhAt834Ip2x3+7W9/",
-	"+7+GCRvajf3Xv/3tb8O9wPQkARLIlYRdzTxaj296aCcoEvRR8yJjgDmnDcfwquZT8ZxxbOxaMF4o7JBJ",
-	"CbBOOjXEVy2ooEk4pI9GRNTePjuGcV0qaThGJabqBjnDNNoZa9NWSrcTaz3B9NY761v0oHdaVHdmC1Lv",
-	"5821SKTPN91mjZ6oeeEyZlNVaJWLwLrDtbI0F7xykNtr+UWlcnGatRgf9kcmfd7fGtuDu23AxtHad5d+",
-	"pOvO0hw7idyZ9dGGZQOkC78123JvOknfpg46JO0k9qhQdv/a75LpGFDH28IfYN0uHFUzBOiy1nnJtZ5b",
-	"tS3jhkfSeNsDGh4hAHt712GNTVMDu+9l+52c8oXVWOBetpYrv1ZjWayfPsgRbNBnv7OScOsfxP3zT35E",
-	"2i1tPPa7XYPB4A7J7nKjgYyqGERaoinC9mmcr3scYRbgnJabiG00+VaCrvN3PUkgPIHfwFtkC7eRX90a",
-	"bZUEQfxRxzH7F9BxCUium+QsB86FaenB0eHoXyWI2/f62bS3/v7ORiUKQBUNN5Z9NmEzjJLwqSrGkAiA",
-	"WyeLNJ9BQgVtDTDjDXr2B7UIIbUnNcSWu1HtHuaQmmPk82sLY1yPPQuL/AwRZwv/qbvFnsVDdbAxbshe",
-	"rnKQNP3BZ+vNwm9CUSwA0YYotAn6T+x9s5N5KFTan8XVRKnrFyKXN6JarO8jlNGTbNeXgRwn7Bd8BAtY",
-	"IK8CdDv9y85eS2sgHAb/44Q6c1sq+ZlLe4nOhYHiZN8fqKMpEOB0pbNKmgVUYVJ1seCVqI5nsXBWXbpD",
-	"lA9GxlDfpO9Lbt7v7+9jPe/VTEtoF37F02tRZNqq8U6d4CkgveA4u/Cyppf37B7ciFwjCyahTVoPS5W6",
-	"luKIbAfNOMO5Ot825DhVYoTFcdYcfnr4mA15Kd/DE+/dmUMGGRo11tKDQepbMjGmDCDQT+CrcahJu5zm",
-	"7JiVpwT3lAOj9AgWbHf4/v0PSpsBLBlfG6LABVspw6v8w+Xl2cXeEQLKDEACWO5AhWnLkKmQb8h4rhVY",
-	"Wlir9p+Di5t0cKKr0QBCSUNXkQf91cBgGyBePRteiHTwSph0MriQRgytVjB8C78NwTQzE7EAb+PSzn7F",
-	"hqmuRu8r8b/Q/gY2VdqdwZ3Ycab+TrDcepd5Kf8hFjt//AHt8mPQbJbboGFml3/mXA0XokL/lr0AEIMc",
-	"aP+UXV8leA6ScZCq6XRWuLzCKS/4GGqtar9F3aQQ7lNQYu0g1eyI+Kb2Lq8EPbsDX+KZCZ34/NCEekXK",
-	"YgxPCmDulVJT7ZrYyIrxbCoLqQ3ejSNkpy5Bzi5OGo1ts1O4Eb56DBM4kd+ZiaajyTloKwRtC1eIQUNZ",
-	"F5fDpovuamaizNVCVPvsJTClf794+4ZBnxPnp55pUryGgHbyHTiM9YSXgg1/T1UmEocAmAD+vTjN7MJN",
-	"tbCa0L8lDg743/4Y4owxM4NGd/41uq2XdoDBaTa0CmmpCi18CamdNmXciH/OrNk/pM8NE6YVQSVQFxaI",
-	"HzmQmim2UKt76dBx5Wqs99kZt3oVxBs9hWrfZcS9IoobkStYMwprJyMSBiIiAen637/aRQb+kimoP0Xp",
-	"v+EVTAJCmapslttzM7OqgMPEWyEKbEyO/VqGdvDhPnvJ00nARwqAdbP3wzG0MIxmafqDZTGD+o9Dj1JF",
-	"H64fwj8M6/5KtEuiGKkqFTo6mPFlshBqvFpAoxk0uqVmcNLuLtMpibr80X2JBEE1szo+eZGzSo4M4yWv",
-	"DHqzgpUN/zZkU8ELzfQM9Bn/U8LEh1SUECoJThPvhmWN9r4t/FKAqp4za5/guaUTqk1jvFDFYqpmmkKR",
-	"QeOpcCaWBw8tlU5EDjyYbneDNeMI++xtPaMpr65F5iZSO7OeM17KgUFeTVMBEeglribeZnkwGN/oZAuq",
-	"9b3Esw9aCo2KvqNwg9qnQ8J64MVUOKm0KfoaUwsm7AVFPaF6D99nopBWaoTbg9QeXmbNhnhcw3UHiWyx",
-	"8xRbV56rlOcDuzY/WLhcrEZ3nd7sNVcuFS1XqoSiAKtbViNOFe4r5+T2wjFcgJTRejTLfe8vjXwec/R1",
-	"TS7HqAlotvvLDr0WPsxmRU6Yh0Zkv+zshf3m0RFLL5Gp26yUQZxsqHUIdRXMGtfs8eFj3y2asCup/fTP",
-	"4upCpdfCsFkJUMv77K2vx9GUd978FsQsZS4K8xznWJ+HGtXC7ztqsumdy8Ai2O53biMKRSuj5Gg8XbsX",
-	"dqqUkU5+ir2j5sKwUxIa+PaIUewjM9slsF9xA3yLY9wD2iHZ/zq7/C82VTciWWqnveegemAK1HiHcI18",
-	"yStC28+thKbVScsawafC2ZMPH9w9QA7n3kuguCN1in7TehiLQlQ8x+15vEeXvCD8oDm3DH9o/4cqH4bU",
-	"zJgwYqHd9+rczXK3tN3hm7pj1jFNzDNOJ8qH9PjlohTDvaBxF3zFAfc5XCVSRIql04EJFMpMsABjBL5r",
-	"kpK7HD0IwO957ddCH4n9U67GamYix8ELNsQmxAhKNrT2yD9nlhBLXvGpcL1B6pn4EvlMpDlHYljSgA8D",
-	"xuaiFjDo0IpoDN6D9OPM8rNS5IasVvKsuXlyzSSoB5XAQlwMh9TlbUex8rblb4LhxTPMJ9zbZ+eCZ0hz",
-	"+B2RYU7QCpaQpWYnx5oQVJVIhaQQi6MSFMuOZEhNcxaHKrTURhTpYsh2660dXtyk4W97FDDUQBIIccKx",
-	"WR2lBj1nQ2DKwySsgkjqLUMH+BEb5rIQvJK/WbVziOWCWORaTXUDHDmvTSAkDexG7ldsr6hrEQHiHG8h",
-	"whiBqQUpVw2UEGozg5Q3gvYXcDm+PvxquS2Cw3jEvuz2Atb7bD+dK5y4scTtCXFp8hi6w01Ao9CeMRyr",
-	"XZGaF3ieiXsSqNVHQ4LgGYBpWjvCDrHAdhXNNeZKk9y0wlI3FfigQWVTYaebcGF4Lpww3XW/Xdyk8MNw",
-	"73nY1G/KFyy3QpTgI9mUw85UajaeEKsHIwv55T77uZIgB5zB6/pRuCgh8kCxgCOpT6Qm16AlgGdkQOBk",
-	"v/jjQY0k44azTFYiNapaPNLQq41UeakBJ2kOBzCqhBjo0qoBlQBNmpiGZnOcM03m78FktFEVH4v3o1me",
-	"D9mu39HhaaFno5FMrfpxgQ8N9wIrCxse4eckfjxDkx13zkVisRWLY6tWLNnJGFEk3i6Ai5Sw4QG2Vhg6",
-	"SzpDPw4ECOtrhz9CFJg0e4xJgldXmlz4mGrUdD8+Ow0wkp/vPN4/3D/cf/zsW0DXLkXBS7nzfOcr+0dM",
-	"r5+Aa8r1r7Rq9sGVUsaaz5CiVEZDsCfgDdbkLrSMAQ2HwPZG8FwHsyQLbXie17JoKeS8z96GCiElLUJY",
-	"XBot8hGyWy+7uVc0rxatuuZzt4cFoSsBC0yVy+HktZLpjHlgGhLlE7ejaMufKkuh2nXk3B0OBvTLwP5F",
-	"Cm0vj1uVVU1HqppzcFQ46t0dvsK/gYAf/ufA/+fgb/iHc8HzwemZ/Y+fJB966yiX1wJ0LW+ZYF7wqtj8",
-	"imRio3EoqHmwkWQITgIrUc0Kg/3Isf8wjb3PXqkKXtL1sqDyNmd6IvI8wWxTUJlUjgRdVoBEw2ukBn+R",
-	"kBypuCNXY7LoC7V0YSBLSZMf0lrSyPK+c+MMTlRm2YqE6FKRQTa0U6L9WQYHvsvZvFIgazLhRRzsVCVK",
-	"jIuqQmj29Mm3e/YOgpURnVVDOq3u/bdH4IiYK1ZhkNx7FcUHnhprMhQCyvD3oZCNtKHTbOf5jl/fsf0u",
-	"0CXJd73z/L+jQLXNnfXaR3ggj2CrE6q2pksT3u9VIvOOxonr4kOOxtg5OE8vhzj+mhyMXzEuILT5TmWQ",
-	"qWanSj0ygvLPg//VmEFYD90V+GjunMvlANdnPMBi15PUGq4lhSxIkPLe9zaetr8TBjgsl4GIB8oVYKVP",
-	"Dg/vbHkY14mvJsZwG1WMfyQ7T3EusU/4OR98xzO/cfaVr9a/8kpVVzLLRIFvfLv+jRNVjHKJEZ6nj3t8",
-	"4owvcsWzS6Ve82os8L2v17/3riAkapFBrp01muDlJz1meanUj7xY0HZAw6Sv+2zhaWHs1coRvjoM/1j6",
-	"tZffA/eS6Oy+ZVbY87GGSDjB8i2LOJcEEPoad57vfPvtjvtb7ezZeb6DDp36N/xPvMB/JC3yf1CH+Mci",
-	"ikMNkN8eH66Fn7OFMLVHOUgWAc1dT8gfUfM0UGmsxmDNFldEByEf+EUVUbVin52a2vWw7KdiVyLlM22F",
-	"zpWyarnPO3Cauf/+KoP+XhjPaS58bPy+qH75Uy0MoN4vPKb9z+qaXwpMefF5tXjZm/dDG5nnYKMZZU04",
-	"4l2t1/9Or3nKS5NO+MHvMvuj44oXGYbIRa3X0JtBpYFHKIGywwxjXmdvvmdyysfW5oEeqSN5I1w8Be6z",
-	"Q6Ob1diUgax2OikVxo7kyAhRsKksZkZocstIp9WC+9Z93ml4aAXWgCoBriicSTAX9zDGQBogpKCKUdRp",
-	"nxZ/moGrp34mB3cGLNHPUIKzVc+CzcFrgF9EfgA+Lumib15Fe4o2GNaHZQkCs0JiVZnzFHPhV6j0BCe3",
-	"ToWK4BmGoMCgAlnbqFaAZLYi+EP1x+dFzGbwZFT96WQXcFEOSuxAERkY0agjQ0d5Q3B0U2gvhyF8SjtD",
-	"P8mtFYSn6195o8wrNSuyz4olIS17skn9XXlgZnNQCZBe7eb1KfofvYmN7MUfauJzCVHAkrNB65nQdWf4",
-	"JGQu84ly9h84A8MUXuJR9t6oPLP8wwrHQrFcFWMAM/J+zn12XDACmLcPIgNfYK4zfjmYJRijoazn+tph",
-	"+YX+sIAnrFL1OW7Wx1M2OryBedyOyLvrYHrQ+O1VAlr9iVtLG903DmD/lvr850OvcFjLBEuBh+ZaH4iK",
-	"wYs6cOZjh3+M3K2NNOFakx2LbGAXFKSBUxt18BbLYsyGRJ1n9HbTmUrJCRDX8D4OVTRcHHUYI/CzDfdA",
-	"TUZ4j5Vwc9yv1hW9ft4ogo/5pGKhaWINueDXgEzjIKULIdHDhXn65HiHBH2/i4WqmKnqFHntnbLSWI0E",
-	"92Jl+xj4uqyiOedVFqb+O2WpqXU90qQdDejy2dchPgKsFurXIGw4dBd4383oPU5/mDA1M+BtHNqhZpUY",
-	"7h2hVgMudAhYBMaNx8tJvLuedLKnT75lw4ob8Z7QfIZBiGUui0zNqRROa8ukHSvwmwYq4lRQ9az/c6ly",
-	"mS6iFayaL6xht9jbZ8d5XickBInJlCB1o66tflZnI4f40CCH0NWPyWsYN4NClZgOh4Tzdl64g9u5H8cR",
-	"fsd9ZI3jyAlKd1PCrX1Yh1AYam2bbaMswaW513liLqsyPMg5tNSEg7y9Wvi4j3PGslFVyd9EtnU23Z0I",
-	"rZ1LyDhDCiQuB60ga5qKC8ua00OyaYPV7/SWqDDmiuwEHtclMUV6rQN9keYNVjFURoY+W1VC3pa7zMjx",
-	"iFlqqKGdK/aDMeXbIl8k7IJPxYU04l8vTCVT41jR80gSdJDUOFGVGVizNotmVpMEhFTeeP6xHWl4YcWD",
-	"GNZpG26BUkeSkz2PIRvBzQq/SX/038SxB82fAsC3YXgCVvS/IQGLC+FlifWC1GpJZQvcSfKQ1ZmkJxfn",
-	"r+glMNqJlUTzqFfTqCO7DALJNevuzKzeZz9jBCeEaCCxePg4ruT4oJXmCypM9n4oYHhoN634ZWaV0D6e",
-	"1HDKrCoILW6ZQJ5jfS53emsjMC81zp5+q7MI2a49WvdnWtyQtEOn6eEge3TDVj0zLksmYv8UsKWv0fsE",
-	"Apwb4e9MWYcX3TLthay3YteqIvhZKIgYwA5iNXFaKa0HWpo6Tra7lAT/PHhoiM4uawXKceFT4/fiSuRS",
-	"Rjwl+zkFS/rAu0vUdloZKmr2RFaVDdiFe1IwYOweASmGEamGWsaLjEx8dy0SYuloAOHxP6zmQUUZFyQM",
-	"2oJSROVzQKMUBWkeEnI8Uf2DNCyNHWaRwmGuF8IM2gpCLlf5RxubtHyfRt3bb0QoV/xmn7ee85eOkb0t",
-	"rXRaNk8fxsbHVMd2ReU8KB53OpbXqYsg0R+MXHvzSXmg7GW4rpTHDR1c5qq6RlOJxGojqyJwk9WiQ2MW",
-	"bZG5iv8rZRwNYEUYon2tSOKGsY6Zo37yRjFRIL2OrQr19PBbNkxJlR5GuafdqE9s7YQch0yYOMvxJufn",
-	"bKx8KrvhpfOB0IW+M8qL2wJY/NwScDOzqggq06/ERC7Pzqt6KBevJd1bSU42bhrP2LsgRiOBdecrsHq1",
-	"MHE18Ys6SQwV4tqJnWOGJ+pj5LdRLBOphJxGmU6wWtb+VU/UHN+HlUhNPQVBxQzKOShT9QYyouBR8HrF",
-	"I1zoi4DMkPsU98Fn2rwiK6fhCQ9r3x+Q0D4V3byAXbkSLdezsSF3TURro0iYpr6qJTkoFwi7ht70hnSC",
-	"uYMtjT/GzGSXhhGax1b8NAeyAk6D3/M5AwTywpBr0JVTaJ8tXSkotqFaDQfMrkrpUsHB4zkJy4NlwPgx",
-	"d53tgm1Fs/B1WtaiAEulsIJOZH6EXQIOUTOT1A5NH3mmyg4gTPKn7QWO9sdsSAO9p1eG++y1vBZenNsN",
-	"GzRlMdYGuAKLMLWwRnWiUR/pOys7bo2uXXg+/xkZEHR+bQI9TATYwJCI3OVQM7utIfGn5HPtoTkg0wZv",
-	"qZkGth9DrhFyhnvX310Veaty8RrS0epic5Vn0I9IVtpgAjfRLBUTOejaiayyQckrwlG23KvMqeAPcWTr",
-	"nGojbzDLHUj8yKFpWI3iShbEOI/fvNhnFx5eTqO+AdnLCDL3nCG+nMtzxqK/FphS6Dukav+BxJISKu+K",
-	"hVnsRpy43VoJqcfuSf3IwRkHW7PXc4D60eNZmsw/xAIc1P3fCDAB+77yYwOisf97b1QmNnrhhcMT3fSV",
-	"Gu20/5s/AVhe/+ePy3KDp7HmZOMXNlrBS0JG3WANHq92s3cIK3eTow9RMPu/94ODRt3olTPz2wYvnDbB",
-	"TTe5a9pqK4iws8EGpmbG803fuvBQm/3f+Z6AbV8BC91sisSFYZru/XvN0MEvA6xVRLcJga2c/PncQ62f",
-	"yqiye+g6itQyyqkO/k+r6sPh13H1wW/4jRRzAPnqLGqrcc3DjFRnKkHpt++nO9xnJ2HtZxMaHGR0mUvD",
-	"1GiUMFGk1QJq1leqUK/FImgf6AU3GwIG6vBgyMtyeDBEPJ6hh/mfFRAmcRiMNNguuu5wju/xnffek7dH",
-	"ebsO5djB8SHYwZA3aQewOIYEkzWEonJ8wS6ngVdNYSGPIT5E/DXt4YG9dcbxF9dtz1XDgyFnGbPAlqJL",
-	"mSFwOo7L3VNWSPiNNcEbSj+zTz7SBBWc+AaCcCMMnqmeS5NOEEDtAQM2Th60Zgjjod1FydA29eMzSP3A",
-	"uiLe5Jx3xDgRp2snZmwdcK2FGQDE3khUB+KDQ+SOmmAvP2DNEPlG6BbWRpRnvQBChoXMghD8RqKqsUx2",
-	"MTUeMPL2/USbkxkmbgj2eK9pcFnWTHje8Nkly6pQhuFKRHbEqlmBlR/otvEIFoipt8qrcJFOGbFTuteC",
-	"IfrQJa36BW1RG+mv7OVfwlWLZ4I3TYdX7W6Vix4UIqeOQuJ6yM8gR8tK2BGHUMpOXV4Rq2PPAw7UaQ+N",
-	"5BLK3eSGzdUsz4LKqoQRdmvC9LUsS1dSg2kV6GGdTxb7bGkOAILegEoBzYEwPXieD1Q18LMq0Ldr18tT",
-	"BOHj9YuEG7NglNzCJIE9LFdUsyHuVJ324Y9tjARoP7fPACGc8Et9nwvUJKDrmNd1MmqAe7VgoFYd8LI8",
-	"cC1hZ4XLlQTIVdTdcI8gkkvIJ5BWM4eOH815uKwT6Pssp2Kfvak1BM1yXuc6lahNDQJnUalU3q2CgU0j",
-	"Ii7c02mc2dxP0qzVeuGDa9SjVYYd4DThuRJO/YOrRG7+nUm0OS/YLt3/PUskNfAU3vqttvQla0tneLIM",
-	"iyAsYVvLhjjz/etMKIX6+amdyJIFWInWPqpRgmQVtDmaFUZ3+nq/x89+Rg5f5+JBr+8DOGjgg328NLjr",
-	"Wx9Nh4+meUEf2EdDjayk0UAWSx6RpgsEng09IN3eBbgjD+FiaLQybJFEMPdHsMikzoYPnvskMhS3qGvK",
-	"W8/Cn86z0KD3B5OSB7+7Bnd/ID/IRawjwAv4u647ezr4v6J2Ix/VjRlZhEEUyryHvjXD0EXq+ueQ8k6u",
-	"ClODa00V6LdUWpFDvDZI28QJs13fMbZAPEPQKhHZENGXnpP390qZySqHwvUtcajN5PiSzL1fedsnebNm",
-	"FNTB5LNnFJtiH3wxGaB4veqOYvdJ68lOOesomuZe5rnqm+C5Xh3WmpSz2j34jijn7rWD9kbHLRREm+D7",
-	"0H1+ygA5nFw70T8Zff+lFAG8nZ9AEVh1mPVM8QI8YlmMEQqldrftoqWP7s9M6lTdiEpke82UsLgtTbHQ",
-	"v2z61HJWxmeSVUF3ZJtd0cdy7/BC33s0xPfwGWjBqxSwkfiVzCHRtIWqLzCigVW8fgCmxZQXRqYMR3JI",
-	"4ODRG88qV9DqeltTa7UmaOB5MBoMQuio9JTIAvjCsAZrogqhTb5gQw94/RzjJMN44YbLKqDPXcDXTuq1",
-	"3z8ZtX+7tcTDPfGXCBG6NuDuwtCFUCW1MKoEE5k00IPzvqnkd59i1NPq1UZBPC/MXRpVgvoZLce7QgPX",
-	"YQKfz4pCFuOEXVDfxIS9LXJZgAoO1d4Uc1wN1Dk7usIhhkdY2iidIGWnRrsuJwC7CXkxjfQfjW2vK8Ez",
-	"QGB3ZfhQv73GHL6tPn+afXobOEzE2VrBn4kVfK9JNEl35aMqRDOlztJvhrm61IoJ2p9TOwo+M2pgRSI1",
-	"kcigjECNRgjxWfewt5SLGS9d8ulzJaV+6Wx/Osr5VIRwLnh2T2TgAzyzNcB5Y3kjCvJwrHf7sAsyAOyr",
-	"lNkV5uJCcQ32bgG6wNKZIO8rYRzIJNKdArojULeeqe8FBcTZfIrKKu1j++xn37bQkXM1KzSWI5dkdyU+",
-	"c3RZQsNnhpRjO3TgnYSMtxuVunvPl8Rutyvso0n9nv1fX4Lra53X68/Kl7YRs16OsofOxQ2shgOy60V7",
-	"ouElv26UO0CDp1GXcwDy/zfM+4+ZGq7cm2oPOm2KQpn3NJ2IZU2lPuLLVl/cWW0Zxic3AdyFYnzZpfjA",
-	"9Fvyme4g3jMOzc8s2U25kSlzNsBzVijsZAZQQelE2JllYVM+8cFQCQ5k/5pqsQ/NUEHvcDRKtj+qTKRi",
-	"HAXcInStQ+dLOyp+90qkaio0gzlGzA34+5/C4KBs5oYNVtKqtxT8iXI7oc9L40wemnTNb+2E+6O1JBL2",
-	"G7SthyYoqnRwYlNR8QC43o53RKChWCMHHfWRkp3DD8gPUs61leD77Pzy4qyOgHmszG/ZsDS/gTj16tLw",
-	"iL1989PpKzA2vv/uyTePv3nc/mrY27FmJ7JiGVStQ6fmMXV5rf3sUZhnhDhzQSjz22doi9STowa9a+yR",
-	"s8v/csf0SUyReqKuk3Ar76LLFLZR3rKrv5SFcgFQf+Gd/TgWiRxA7xN2YS8WWQf+pNC9AOFgusFLlF8H",
-	"zAe7porMBw6cJv0l8MPa/2qpONyWz1s7Wp5tF2sMntsym0/q110+jocMZq4Q/nocu2N93aB0Z3CscAM+",
-	"5rL4IujdNTX6E9N8jd62pf7Ph/oRq+1uGcCtZL8Wxshi3E/u4xceLZH8wqOuTXkx4zk5Jglv48uT+xdu",
-	"Sz57+vcz7ZD37oC31P7JZb2uL9a9B3AvhKl19QZBYlsDK7wdgRHjQI9jphh2J4TS8LPL/0JY1EbD2Efa",
-	"VesicdUNhdFzMuEauoB9AZTfiHTeJfHfpyPETbKHJ6Q+88aRfSrPyJZjbV0h3T2z7oFR9nUXQ9CkozUW",
-	"9njAZEijBuUsz12SF9ulHs7cGDEtCcw+CMUYORV7CauEnk0pXDRgjXQxitaGeSqFmjuA7xhS2z47X47W",
-	"WrbuwmW7PnRLf3lfR5GH2OEqkxpjyPWz7k/DvSCFf9VuMtXiywgcQRJtv9RPB2+Ne+19yFu96RMxBEtv",
-	"2BGNiAwBwi05FWr+8MxhVhUDS/dITR0h4ZmJZYJD5pssqDFWG/hQ0E3G3kVaOqD5Y+w3xIzskwEO7Wgp",
-	"z8OxhtXnIywiSvazqnAwZ4oqsL7syHECXJaWvyX2T2ck2asVpDU0yeQuS6J6UzzWSQxy1eEeCW7SI+pG",
-	"DLI+l4V47iugkL4JqSwJKiCT1ozy4Om2zPJkpXQjKOcQN3b3E1aIuS+k9MhmAF6EeGZYaDnE/ji5GjM1",
-	"YtxVQNQlOIYvtC8K6QQ3Osdte60+zohKPmUBZ72Gf8gi2xj3+rUav6rUdLM3LtVmz7+1Z/ggHLTejT4F",
-	"oAHZMFGY6s/oaf6kRaM8YDhBLdeDRo90wUs9Uaaf3zjAZ6b3vImX+HJS1LwRttllvaHvKefGsjA55WPx",
-	"SAN7RU4nfxOIlUkAgWjTqHlhLWLEl8UmZLyynJNaCTPsJWxkei0M2312SHCReo9d2RNG0SN1E348RXYN",
-	"DfOvKjWHLkS8gOZiMEuYnq9aoA5/dVlCl9P5wu/mCsNsbuopDDaSdU8Un6ea7Eho0cLNZCfZKfhU1Kd6",
-	"mq24e8JOOlP+4bUoxmay8/zxk2+Snaks/H8nK312HsJm8/vR1p7IXSMrE+3J72/ZRVdbNB4hwY/0riCp",
-	"6v0y54sN+MUBdiLqSMujZHgiz3aKJAVxiMi4qmJDR/lDT60IbDuyPxqTXyCZD9nu48PBs8PDxCH5smeH",
-	"e3Vbs3fnrx11hZynZiUSinnRh14zA/gZ4O8KZdhE5TjaEhcANYvWht3TVZEvGqt7pPGDmiqc8gXl0nBD",
-	"C1uDm+fI5xi3+kvhKXfvMW9uxBpvOW4t7HkuRwKwgx/US750bG2Avnh3nK/q3fnrLZjPl+z2/r7ihSHN",
-	"BBUT36vtc2LbYZ5ANOB4CdpeKSqpMpnW02WqsMzZue80xSVlBUG66obnwI6/enZY62GRms1HrcohNmAc",
-	"V/wKa7avxWJk2R0zk0rNxtjfZWrPmhpCI2ggN/UE7MTqklRi+v9+9vL7VUZ7wW+W2Wx7yPAvx2h7BiZd",
-	"MUwvELmHZ8DrgpSaWzJ1i9iy3y87AdtE2aw/3gd2OtYc93edK/NHL/vasirHU+xbbHeITGyIPHKqtGGV",
-	"SKFfhFUt9/bZqaGaAx1RU5mqEsiaEBxaeVttF5Rt1D6G6CT0e0USawyiDHXVWp19zrhT0r3ugq28aqtZ",
-	"EkPnoRLvntbQ7MoYnk6gS0pQxxpY2zjQIhj+6eHTPkb3l8C2k5XeJABiC2s+Yu6wrWhcPm5ViJZ52ovS",
-	"OUVRzKb22uPo9tKvndbxyp1wps6ocSfs5WIA0uD2dNVZAlP+5wyrxmjOONpO10aunyPmEi1fK7brm8E1",
-	"53LkjdFH2hkJ2Gde1zDGe20zdte5MWcyO3eeA06Zn/OVUrngRS8fCxz9wf+WYtyUb9iNyQ4mC44Fd8t9",
-	"kmMiDTgIjLn11d6VYt8mWWCbH1SLN7yrz9ExiQFKMnnuQ1IYh/JwZM04FGayUK+ilk6Cro2gJTYKFvuy",
-	"oFAjt4Q1RtYOc+GFZQxFvnhOGDFNxZ/NJ6KgAXhVyRuh99m5KAWHQmhp2JzMB27CroazYiQLSZ3MaxEE",
-	"4OE+pcbNs5EeUyciQsPztqB7JIiO8DEryTURw8Ju4DalZhtlv1dtF47BNwL9RIgK2qiynR1d1HXYToFs",
-	"MqQLzKtJouX+bFcrEOw+Qy9IlykULt4ygDGXxV7iOZdjE/YRq0RmUpfcWBuApZYd5SGrU2UPTrfP3kJc",
-	"y6q+ltU0lUeWK+rkRkCQEYagyi+FH6iymx3Alv1Zqf/TEbMql5oklw8KuYBtjg+mqpBGVZQStz4YPKsq",
-	"q29PrJViJy2KsRXqCBUMdIJNSQuVCSxWAHnP2URqo6oFm8siU3NL0ABNl5DHyP3Mb0TFoYFgYRS7mlnV",
-	"Xe+zVzR+qqaCjSo1ZRPBK3MleN0GFSun8MsTlWfQ7WsqpqpaYOi38NNq6g+ADrHwLUsJ1Y5alVQCCQw4",
-	"mKpE3CrF3fyx3syNiR5HoOSZJTh2MJEcD1raSNJ4CjUHu2wqi5kR+ojJcQHLgO2nd1CCuK3fZ4fUJBv6",
-	"u9AzbbYQ/fwjjt+wiLzZIgvz1ZOdxJp1cmrtz8eHh98cgn2M/33oLRoo8hBVzMY7F9bcSU1jtUaBf9ie",
-	"35oZvlGZOM3azMxnX/WwMnGfovu95uPwZnxzMm4ENMDd6TGDl0UW//6RD3sWayfzssjuYCrfAQ2yuczM",
-	"xN4w8vPXE0knSovCgXvTtZxYE92gN+Pxk0NPyd0zxm9RqLfnHfvm2dPD8I49jtyxe5WjK7QfkaMnxDcd",
-	"n4Q+no7gtiL1zmx2172/Fmto6dFeh/IUn4yJ06/i4tTynliK1YokPSApefcSNfFO04Bbr5dGdPs+Rih9",
-	"bhS0pZq7pBra21XqeSCCyVXK8wHlQ64lG85yOZ4YVgkC5q4zykZBgwkotwiVwrJSqdD6ORurSs2MLIRO",
-	"rB5ZQmmXzOwWOH3x5OwdZvCUAJ+cCx0ltdd24pRie5/NJ8Lv+NjHmvy6v0S7CXt9IThhT/iRdmfsN+E+",
-	"L7A23Mx6JtHalRR6ppkR1dRq6pn4IFzOvwLH5I20n/WuBqJFEAkgAKZieuW6FoNbbjYaWVsJlQnBczNh",
-	"XDMt7I21JpLfl332Fi6uqjSzNqY0gPhMPZsxN83lYkDzd035dNyqme7DOR9rdiUmssi6xM4F7srnLWto",
-	"km0OUNp7POCtqLlTWq23tyYK7e7MndMqalMH8OuafmdEp67rEelh8GYCxmdpRSMELqyyFq+jeQlvvYHP",
-	"3eM1rj/TVtVh73G4hP2/TF+ucNXBlcI/x27U01vfqIPfC/A2/GF/7HO//IXxLmUc7pFmuVIlVJk6neX4",
-	"7BSRhsFnNbbayUwLve7eHduZrEmLsM8xma3Mwd3rSMZB4dwq/dMiHrL4oLH+LpqoT2DL1++0sKkICQ9B",
-	"Ztw1fjAq7AmGWSoH1oDs3DUS0UlNcC44ZC+x9uUFE6WugXSby43qQ/WV7Aam++uQZh/Iuz81yN0nqyWi",
-	"7qwRKo0j2N0vmd6ISnf1nw0plKYL0VuQgfQyUqETjlwW1JHTsZ0y55Zu1lDmTzSTvzBRui1ooUe33Vta",
-	"vMvUsmUyvPH38J4ocC6urOwayOJKfeihqKKgq0UkDqNZqbQRvn6vQWxNuIKECZ5OmM/LnJWUdfHvF2/f",
-	"MK4hx1XeiGyfvQT3hv0ik5pdixLyhq3FNcTP7tPs93+ZHR5+lf6g1PUbPhXwX2KIaAlsFynTVItH2tIq",
-	"5dPijzLbIxkuNculhlwzPVFz+5DSwiMuYAIKDAOlxtpOJVfF2P5vPZ6amSv14ZFdhaVFqQqqQZEYjy7M",
-	"EcvFmKcLpgt+Ld6nXOOmQj9+TcHmaspzCYkvQ1W8xw16j9gR2dB3ABm+LS7gpxP6Za/LBvgZ9+oUDvpB",
-	"+movwwnki1pPQh8Unwq2KySk1IxUNW3NuJ3Q0baGb5/2iFgGM6DrekVFmmHeYtsU4JkLeKQ9jPyJ+HV4",
-	"tr3gHIjGcDe23bzjHNlu56zI8HYMiDHDjoX8GBjEBvxYL7QR0/1cjWNcGUY7QDbSgx3j807/wNea/Nax",
-	"UW14kfEqc4xPs3kljRGF49n4sktvgfxZ9ECbihfaFdK6Bo81mI0roYZEPWmSmrWL4kbkqhRMfOCpyRcM",
-	"EETtpzNheWgFDA5vMmkbw4QNYYKnmf+npXv7HyqFeFR2bN6Z1P4Bozz2X6hU2X9l3PDh3j47qywfBORy",
-	"NaI/A78JEngyWpTl+/YpkFo8NewY2LAVA7Di4X+fv3xxfHL58sWvwwQWUbgVWGOEvfCrIWgUyiieKqj8",
-	"HBlRLTsRa/Gwi4t8C7t/7v7sF49//5F/eIlDt/L4+uEHYO73ydFwEbCePqyMri0SwpaTtXVtGjdLZ0Nt",
-	"pRcze3J7Zkbh2wNZjFQrS3OoFshfHNwQ8pmfxdWFSq+FeY7tXbmZJEzPruo+r1OhNSxxUQqrrNm9K1LB",
-	"itn0CgO+mM+rZ1M7eA4IXEXG5lBxhZsx4lOZu74nKcds6qB6bi7znGlhFRarwMLjC1YIkWkCNXP7Qnxm",
-	"IiqxF7UzXcDWrs4v7tRuzz3SVftHWyw8t70s+OkjogWfHC+l42L5tfaihcdxWrDr7br/83bX47tyXPFM",
-	"ED5APS0QrVQX1ESQI7MmIv73rIQCY8qID4ZB2bxmu8Pw/H9EehnuJWwEOGhOF8abD8U79do0Apwg2hyW",
-	"4UvNhhOR52p4hPYcSqsh/ewAVfgyKeKKxpU1sK4WvtOzmhk25qWmZPxhOqu0qob77BiEJ4dU/KIQqUlY",
-	"ybXPkNKqqlFd/OS8dmtlNw1FgW0ji5lgFaSJoGCWplZYQOnxPOMIc2Rhxi7ZEgLnYPfZaTm4cnwZcQi0",
-	"KDLNhpXQi8JqKc5DnObScplK8KyZ4IXHGjLn47NTdiVGGP3PF5YPqSIsmqJeLMczM7HMKfWY6ICrKnhl",
-	"N1pdCwBpcGkGKrdzRAaVKnUtRcLSiUiv7dnj19Aeh6v4nD09fFyX4hLoTs0OE/b08Cu3QYKpSo5lga43",
-	"h51DmASuRgMMLdwk+/Jh/fLSgyEB0Gz8OvDIodl+bg3GGPr721IUUWa3zpt3snqhnGDxVwrAZJjgVS4x",
-	"Um0vJepx5y9/Or04fftm//TNi5f/uX/x8j8sfRnl5U7j1rWZmbjELju35MZyu53nO//z34eDb3/9/XHy",
-	"+Ns/fvllv/W//mVnvVH6GJn6UsIzAM0DVKcLhWDLxPqE6EpaJTvGYRz/Gak8V/OtgtYipOyd7RJQdyqX",
-	"xlfQieGAWkT0MDOXm0pUYiw1ig3PPMucG0uSCQMgUpQornVD9pzqOcpKaJAHu0MFdZ+I8qVGI/iPI4Ap",
-	"hXeA786K4FMTrrH9bqqqbC9peBp9dYe9rPipi9MztF1LVRmn72FPC1mxlBueq7FvbWdNRpqaE7HWioM3",
-	"hjilfdq4/b8NneTFt+Mm2ff49Ava5U/lcnNnBmav1PUJwBVrY0M+82YVOgDPzS4ZDy0GInCfBmJjX/uY",
-	"iK6H0pb3xAMPTeIOWA3d91u0q1qxBZd4zsHv+I/TrAsMxapKVkUMeABRIjs1ulnA7SrmkDtoapzvxNaQ",
-	"DWkGw9rfP3RzGLJd8AGZiZjSi9+/vGTL9a7/5p7/12HcrmvczHXaxmXYe+vJ4SCTY2nqLjlhQVMzguhm",
-	"0RlDXFESnhz2UgPujVDbrEw60G0U8Y4UiWJZWt8PPaNPHNX5PhpEGGHRbNeFDfWsFNUNhLquFkFGm97z",
-	"ioWsALoxXaS5oITQhGEeAMA6Kp7F5e+PdcDms007DubYlZzW2L0trdxlflpja+8j07hBKQe/N8KIfxxU",
-	"YiQqq461E9GJmllVEzRReJzcRA34w10oSAkz1HTCzi/PgFJYLrgGxyi6khKrrC9EpRNUkK2wqZgR0xJg",
-	"ofawZpNDPoKiCgHAxf7fWTYW4I4xshJTrLuqYjnP34uQ/s7rVa6Rij+Gi5JZiwhcjsXePpcm+agK7BpG",
-	"DLMHRAbJ4NdUChFVrPm0zFFhj6JHPT5Mugun15RNPxC3Ck60vUctPbFlWHfJsOp9XWUDn4J/WU7QDvzy",
-	"s5XiDsl/F/vNwk3fI9vZMzbPUeZqlmcsU4S1Mpda0M86AvtKWER28s+xKq9unGLNAo/zUmfwisrSbMqN",
-	"CNstqSIGGBF4RrF6sPboFpT8JzUr7JtMFJWqcWj22Xe5Sq9lMQ6PDL9Gbs96yQ51inq5jFSVwuS0MNGO",
-	"TbISATF+0Uz1ntBrVzapA772jO6nquhQgiSGSnD90K01G7O28+kG4inr6Tfv1RaT6y8Fe7tyje9eOkQQ",
-	"g+wPB47nrrEEG/pps4uVJziXhfNIU2yypbIJCgfcZz+Vc9WvxaU0NusAYwpg8fE4NPFPL9WdxL4tfHb3",
-	"nc7AuZZdXezGLuW66eALD9G2k+wQSuVOsnMxS1MhMvjrK2jKupPsXMqpyN7OzE6yc0JivhegbXz77Gut",
-	"QTl8GCj8ozNQ/ZdT6O9RZ6EGySa71oR4LrPWhFgSmSL7btGai/rs8NZTUhWb8CKz/5oZlxoQh09omyFg",
-	"N9jRN0PJ7TlBbuwcXW6dxAZSbVMZVWp6B4hHLafnNMQ1kzDq3qZAGY0QsZ6oWdVOgrJIxQ/2ib4gSn//",
-	"5ummOF0nXIuBhBJuaeSNwDwUmqPMEkKssQMlLvZv9WrUtOyxCivc2tZwLRZzVX0+GdiBHOoTjHKHt41G",
-	"ddi4DT0hUFuwdvujTdqGyoIgMz1c2E3l5RaccikxO6rVAKDL56XafN7SfUvaXxZpo6YTUMUj/bDkbi/q",
-	"Wmf7Kr0byIAEe4RpkYsUiB1vPXMF4eQ3yGYeSiDiFw9u1QXMZY33ZmtobA2NraGxNTS2hsbW0GjIjTak",
-	"DBBhWyUkroSAgH9YjeN3+ld3shuCAjowa48zU8P61aqGv7ZdusUtWmA5LP94Cyy3iM8WuyJcfCttbNsV",
-	"3H0/pPDCPiAxHWBwtz34jMqaZrxGbYJiHo6FJsLqHfvsuCAEGZ5XgmcLVqE2SLXKRuWgBUCU2QoYnl4X",
-	"ap6LbIzBWxeCriBIF4SUjzC0LeuRCcLBVbrMioxauS01foZ5fxm0fPeR25XVr2k86iK0f3xi1kKWwbYh",
-	"0l8y+Iq39q6Z4bp4a4MdZsJwmX+EiiGLcmYSa4mVMxMgDJPqgdxrnd7xAmfxV9Y+aAu6dRBEkbAPbrWR",
-	"e9NG6k2+J72EYLQQ2mNNKUsAW+egQLByF8pma4eeLwa2NAmqSYIA3tjBugO67gSnsWnI4NKyXkPeuh6h",
-	"A3z+x0a+2AOgHOHqXqh0ZvWudvIKtnYrhB+QFu1bPXbAXhmZineFr59vwQOP0co9IOGt0vGBvamLjqTW",
-	"ShpKRnVEiU1N0Y644um1ZrPSxQxEAlhLQgM8EiIASHwsAWMkWGwlrDoENgMilhjl8l7t87OyLpv3b1hj",
-	"Q1NJeZMxHNt1fCas4e4NhXBhsNI1hoI7K5/B+ylyO1cmja2ru3qujsUR9G73Jx8gfztb1jfBtcocuUDn",
-	"3LV4byIXK6rGZ7vDQGnBLr0iGyZQQzkusK0tu1qAHBoGoYnh3pav/tmNm7ti5sAr75Gdt1lITYZe5rzo",
-	"6E4LgJ/grLGMmiAEan6BFQlIihTi5SyTo5GzXSyTJ4ABAWCWwXoRIYoDL+eVObLkCpAaNQTfKuM+y3nx",
-	"l+DbdqF92TZA+ExLjs02Pw3LtvNtzcPP+Vbh3DLGnozRZevXmM9NoxDZzUMxyIrPb2u9AvNbNmGtVis+",
-	"mA5b9ZzP/6zmqv+UTOtlOonXwjzsLm6Zx5/MWoVT/RgSJnxNHHS/4nNPzslOOWs3TSHiVebCxCbUaquq",
-	"PGOq8Oaqs1Wh+xCYoyrP6T9vaYV+DkR/9wpNF733MUy9+rg1SrdG6Vb3+tRG6T1y7bVK2BpL9QTtnzUM",
-	"PiimJJBRVYhNDc+/HqvuYYvC7m7t0C0v/OvYoZ+AGVZi4Jw+/Y1S7yZSvqcxNaiYKm2eI2RYEvb0y7kR",
-	"RbrwmtcPl5dnlPzQGWOtxIWb3Z820hqscY1bbstp/gxGa1Uf6F2FWFss1J94LjO+HD9NmpZoRKcB97oL",
-	"ozbw0tHo2G3CuFvTddCwXPE/UHUKR4dgbwTQ811pp/lZEf39+eLr5eGyt6HUrdW61dQ+L6Z94vpt3Rff",
-	"XqOYlZVKhdZrE0yDCdIrsfCAT27DcjKHwx71IHrl64ym8CfVu2h50EGhoy2PfWbLNj5llunqFb/nxDT6",
-	"ygHmh7U7iH5YTicbWEUIiK2p9dStXSgxge1OlKH8sz3s+EP98aReyqo9Cqp0GfYiBYEqqabGIdFZqQn9",
-	"emJtWs7hS58LWd+XZkUrO4ad7FXIAirVRM2xu6xRsIv3W90SmWq3KoUX45GredrqVFud6gvVqZAL3Qs/",
-	"76dNHRD77chOM4o6o8GDMf3qQdg1fH3Lr7f8esuvt/z60/FrVFY/IcNey65bmDTb5b60nH6RmuViZHxj",
-	"7IfQuy+2bHzLxrdsfMvGPyUbv/j0TFyV61Tu1ekhA3ZNq1TFMiWQ0pwTRRo2K4zMCTwE/lh3hHgA5q7K",
-	"LW/f8vYtb9/y9k/H21X5oKy9MuUBdjjrgeK81BMt6Cg0Udo8cjGpicozDeiUIs+g/Xdh8kWyhPmayQrb",
-	"f8fBnM9NeaYq8xrn1gfmlSYV4pzepkWvZSY3AoLxMGK2k+yIDyWE5XsDl9JcHGxpY62x+fgHolOiDur2",
-	"N1G0zeJLj+KFB97VzxG3dstSv0DuBiDWS0zkjrBlkhZt9Fhft/KpkaoYx7moEYhtO7eKEgU4KKGjSgim",
-	"UEPA6DvBcE8VANjtXtkTJMAJ5BeQ4zwR6fUe/Bn7mwVAvWYuU8HmE5nTZY7ooicAGhuSxJ9KGQ0XtkYL",
-	"hR1ic14Y3KeHS5EKJ9mtf8Ict1rnVuv8Uvky0BgvPG++N+y9Wt08+B3+F/tgwj/bXQrngvQp7kjN3nZg",
-	"3FcCzX3g00YRu0CXQSxtAjhOJ1tdh7UHQ7Qg7dGS7rkB5BfA2d1Ot/P2nycL8vM4uXm/ToX+3NzL8S1b",
-	"37L1Lzw/Y5mx452+V/YOtUIHv9v/2YS1G/Lj3TiVTxWknCdMwdM8zxdMWeva+XYd/ttY3oiiy6HQZPzr",
-	"eL5X6TL4fguvJznZzujbGzY8+/rrr74OOjY87tOxAfwKlTtSt0l/RgfDViptpdJWKv3ZpZLXpbHA4V7N",
-	"DlPxQqcqE9XAiGmZc7Pe3+1fYbuj0bQU4z3m300YNYEezGVmRZUAnzbh2zWawVt6U7hIVTQb8Mcd35f+",
-	"w5d+qn3c335y4NcK+pxR7/pdLDezc7EPIDp5+ERrG6vl5vafB2b46j51eY397mx7+3Q1GKwvvQku3306",
-	"aNHTaU37yMeP7J/p387+hgpVezNdtyr4g05VKYL+IUiJTw+/bfOtrl6fnfvRPS74jXgFDMR9aI3H0y34",
-	"Yb2dkf1YO7/PXORvJXhXzw2ggjjZPagcPvjd/fMNn4o/kEPkwohVXvEC/t7CKxx/QGMQ+MEq7eMIUdrv",
-	"lLB2au4DIX1G7MJwNR/rCNyK+Q34Et6a7MvhT19KaxAkmntmFS2IF+fi/2fv3ZvbuLE80K+CUu0tS1ut",
-	"h53HbKTauqXYmcQ1TqK1nEnVncmaYDdIYgQCvQ20aI7L3/0WzjlAo8luPmxRliP+kXIkdaPx/OE8f6dU",
-	"PO+XD0CZTYQBfxYjscLQFHM2ra1jfFwJ0UdT8WXAwR978eTPJZ5se/wflXhC5/5+5ZN1NgG8TP2T54Fp",
-	"J1ZYtuyQbAJsKqZDUdmjiENN7IllVa3ZcJ5Y7GwWKQdlFQLkhnM2EbxyQ8FdJIqRFbsVle0uju57+AuM",
-	"Ycd1ulZp2Ti7j0Zd1jTfYTPSBrib8lj21Ao1Oo3boN+H8obfBAdKZ/HvJxZDl4DBwF+ljhmdIysUBMPD",
-	"y1PmDDIZQxWG1t7OmNTWCV74S2/GsczDiILqobBnKSppCpk323Z5i76p5HgsqmuhRj/FUe14t8YPvYbQ",
-	"8L6NG3vNHL8R+lFsYb9tUIEImyROgjazO9jWfSh7+l6Dl+hDLMXYv7f/pxa1WEz3oMi95ZA+yhLBPBBp",
-	"09qIF4iyfvNei9zogtIG6WlR4JlI3mBCYxhzO3PEQtVbWYhpaZAD8UbM2RTOIGeVcJUUBVV99z/WlaY6",
-	"J5V1aaXGLqvUFnVrf46j75E8cZIfZJXaxbGuETmTSbs/ifMRV8TeW842spztulqtFXldSTf3Px87cyP0",
-	"OgH18uolwwdTmRJ+QzkXY2EdKysxku/8td50xGbslitZSDdnM6kLMwu0GUHNxmZuuaoFk84LJ1CLG8Kb",
-	"odQeVAwtFZfaA/Q0iX5GGBQFm4hKnLAfeD5hQjsqj4vZeiB1BN/7reDgO8xiIHZaHQr/ziKAspxrZidm",
-	"Bo5p7CFlDb4Wt+YGYrJhVnglMGvc1I7VWglrmdS5qgsRnvTXRlWLbgn7spRvcCG2Dce+QivHRs9dy3/j",
-	"s132PxyImfnpHM7xAq+tqC4YVwp+X1H2Ix9afyf2mPvgyd/s1sa+pW5dKmuYksBDl05234fb8936diFG",
-	"3Etp5yOurIjfHhqjBHB279LSGNa2T8H5VQtW8jEYfpqDtvcnrlCQmmlK8DHAWhdEPuvhwaZXTmjON3Qp",
-	"6qYDJDIOayu1P/RDnt+ImLiB3IsePEa1Umxgb/O3JXdvBwHuKKeMJEuj1ZzSmdHofiNEadm/auugkeuf",
-	"Lo+fffMtwW3GSgU5b0zovJqXDurclxTG1mBdRB72A9gZSPISRYLSaM0cQsgByqp+rKbCnLsMdbeZpPAK",
-	"aqHDLfpVxqxhnObGwycC9bji2rGpqSADhkyqorJGs9nEsCkvPPafMJxiai6dZwovErNw63hwsI7PbROI",
-	"5LUs/8cnlik5lc6eQ6I25Nh5ZQTIxStYGsA2mBwI/BtVZsp4UVQCtFZqEaKRuFJmJoqXpR2wQ66ZmUrn",
-	"ezigdi/dwMvyredcVJxhGqF2IXbMawsFrLTAS2Nx/o4y6F+YQZy9ukRyZrwdURnBv8sWYguWc6X85zxw",
-	"RzMRdgLz2yuRm6rAKxU3Gp4AxutCgqNeqj4lIgDZwS6l9/CRNaK7x/wFMYPWD9L+KwlBiWjiWpQ/yMAe",
-	"N9P9yv+0xeNk9pmbYX1n3JLK1+YiwFTYKJVkbDaR+QTkJuNAZNEoqcSrPC7oQ79YHqXMnyDd3d5om4n/",
-	"p+/h35fFSjc5SlY2glPgezdAaornQRAhPNwDaNdOLX5JTTIEXTBjY8qja5lYQMQEMTuP4DWSmqsLuoI8",
-	"jvlf3ojSIXyCzB+FxWBGTIENxXYPkNxfIZXgxbwtXRIjuY2FeQCNoVeN7hPuIDL1wFgD+sKlN4QJwavM",
-	"8pFQ867Ycf/ZBFO3TMPEBTu4F9F1JUhlTHsNSbfn/2Tv8u50P/nJuYfz3uP2fk672zVXaF2Vxi7dpSjN",
-	"JDKRqbru0QAFgbkYTg/UswpX00WUmEZS+EvLy7TB6+QfOGG/iFn69VQWtfFcie1l0RN2uXi4ufb341CQ",
-	"SFUEYXAxui9jQ5Hz2uJ2XkCgPn//HZ3lu5es2t1bW04LlgmSzak4w5oFvFfxaR0khYUlyW5vQX1E0hTu",
-	"8wckTZ2iFt7vhnohQHOnujto7AQdPsFWUGwTRQBBKtHv/ZHrNjiQcgDiCXd+YkIhLhBTAvu8171JXQhA",
-	"XhmHiqvXyi8Xe+JBNPQmNaqCyMWDrdUDb9aFrtDZ3IuDA2j4rTbubdPOoLFUgD32o9XW1/D+wxaxsI/r",
-	"9UE0GIXYMHPfzuQ/b+mI64mZwaTGGebp4WosfXBAPjeeGChDsiLtlcIaFwbUSGmMg+HD62xIFeOv8yCx",
-	"ySJbtqwQtDRGlawFNsGU0mXRRFOVUQX91QKH48xUqINRvIjRHZoiGRKV4C3xjVQrP8iiASsRkCwMJOn+",
-	"shS4UTbHa5jph40d25mS/FD93MTFStxvL9EkqlHkK/bQcjfaHuyhzyWP+JtxjV934RrFW9ZmfosICOyq",
-	"rMuYrfMJ47ZtIMkIJAM84HlKPApAVUVVEOB+hqCYshS6ODZazeGA0xfBFI62btqBXpSIgfdJXcHLq5cn",
-	"7Dcr2FCMTJVUVTY51FUuLl0kVMESVmAnssKLLwb9bFB0MDQ6kV7smhMY+rPR9KmStz3+2muauEuY5M/l",
-	"sw09Ddn64hbsaPNSZJik8Y5PS9VIS7htTqJBmSsFT2/k14XGQcT/9GST0HFaPWmZqV1upoKczfjDZu5m",
-	"fLaTfsDWObFcjrhUdeWfKoSW2zAuhq6CXBs2Wdh90HUnp718kPjcQSd9g9dVjv3LB/eb+QJ79jUMaxOX",
-	"9Apo2PuoV+W89qgpd3QDQIvLEb4R/hMJaKPo8wS5SyO1a7mhtZmFcHKoWsadGHvQhPqvoPA5NBnaRtms",
-	"jBIUYo6hJSS9wWz6uyLY/6cn7FL7KXIToR05EcjkN+VzqBpLZkDHlRl7jTZY52Bn4jUEjlx/7PCjXkWd",
-	"TQx5yuAznUh+lczTDg9d85m+M3ep1NIiPKKYd4oIaA//086Kn5DuwwF7c6Nj4Z9sNv5SB7OFCLNhLZVj",
-	"UmeR3nzK9Rzc8Ra2IthTgAhIotHaTv2NR676Cq8Vv3c9/BY9FMbQ+13aJIwSq7YpTN/j2ZoVzfddwDZO",
-	"3abUBbD7ACeXdh5sIAz8+PGHN2wV/gdz2qpwn4/zsJCSDt3cPtjnEjMsg8Uw+GMhU2IbygW/XXdIsuCb",
-	"3ygaJfk95sAkNpQk5sTP1j0zzhrVm9aIANdYl/fsC3+KGPIKz8TdQdYqUwM8cfre/7MmhKRhWoB9B0df",
-	"GwxXA/A5Yd/7K/RY6kSAxP+zTirFkBfbGRbu1a4wuu8aMTS0bqWCcgFMGSssq+R44uwFm5pbQbQGeEk7",
-	"Q4lq+FHSc7r5Hgh4tlP+X8Ms7Thug+qwrEpNiwefzCx7m9/dkhrs7ASuYzRwm15IdAghBGIKSW9OqDmT",
-	"GgI9QARBJbB9h+E5CboVkw4OW7Db4cFifu/Og4V/6VA3cRjhNQiz6jzI3FJdJi8rtGWEoddAm9O6Ozmn",
-	"L+Lj0wHg84ksYra52PKwRJYQ4oG92kd4PMIIj3uWb5wtj8GasIFogwWNrq+8QA0k71wh2IIYAigGFMQp",
-	"d1IjrjQ1mp5YbIZscCFwFp5SZix1NKBpZrTXppIPwlOxEJ54R8aGmJNMwPY12iJgSJ+UIEDykLPlZe0m",
-	"z2NHtqfBb5FOUfZCGNVQKKPHXkbblGtq8xTlqdTxZ99p5zfhwfnB//7j8vj/48f/Pjv+7o/mf0/eHv/x",
-	"/ix7+uwvH/7jYANXwm/N2o8WRtU3FL9d9BbkPt9+vWoQ/3v+z3/a0z/eP82+/bqzy59bHE2WeVko3XNt",
-	"3ZVYqhex6a5A1NkykVDXFnxr9cE22IfHHxHQPkkR0DIOxNHg2XyBCceAg5hu3AYOL8dEvEWQK7m1M8oZ",
-	"oEi7Jm8uupED186NmIfY4Haq8QUTTZYx+BwWUo0N1pC24g4MvUt4uhllbzqzwTecTg96WdPfbORq/Xgi",
-	"v2xtNxtPcFw27GX8caMuJqD5MGgGl5dwlWG9+1xMucsnxPWh/Lrv/a4rrPWLc3iXALeZ3f7jJEBThcA2",
-	"SCuaoVzXqLwgxFHsXa+UiEE3bXjEwEVIIb5TJAzqNqrwHy87gsLaJTnuTDte+tgaXbm9UHEVs2YmMQaK",
-	"q2m3fHefxeWWJnK9wMXDPrjwO48KCwa/eRzkPnH04Rn6G9C4J9FupXp86oRdwSf3fS3DniKAuqQ1x/yq",
-	"ieDAxgipCixXMhT9hQT6JkEinrqZqVXBrNBNtieyNE+Fmxg8lb+9fgk2xNd/fc6effv0L/BL/8Nfvn36",
-	"LSvESHp5zUVcDYGL2A3qknjHc6fmjNt+6PXadosnrDlB2EpI0s55VUlBASucTbidJJQ26YlrzALSpeEz",
-	"PKrwM5orPhUV97uhVHwuKpgT+5E2gSzEz0D+q7TRRkscA36RO0j4RJe8uiMU7/7YOravZCoMjCLepbCO",
-	"wf4LySkTrpSAgq0mxLJ/FhyHka7248BfG9Zg6xriz9aR8mo1xKfsGWy/ZOR/g3v0c4E9eH/WhE7lRluj",
-	"oqdokYU2S1y7aMl0cirsRQPsBXe8S+D0+/1GzOEZ0IpI2g5qX2BVLKT1QEhSmjVLmW8jCWn9jOe5qbWL",
-	"mSQ32syaZJgT9oJC0HEkK1i+woPEteM7QpS7MhqzmrDFaHBFgp+E0KCLtaDTNvAbrMPnijyPPkDbnvx0",
-	"4iGdx2seFCYt3rlGpd9Im6elvgNTQ2snUhH/2mJ38P83sy9sUt+/wHpmBQSbw8JvFG3e0J0V6aZbw3ZG",
-	"++7hsJ35fblJWDkNbm/I6DVk1HTC7wLWcbY3DTtM8TskDbZUXY4FPx1SvxglOljLSLy1XPm9DFIuySit",
-	"plKIt2CiWHLiQzxhI382/GV4jdxlLKM20AwkR0dqnnBJQERjaWaiGtUqhjbKipkZ+N8iEHZGNGZ0Vfjr",
-	"ZehnJj3m2Tbxjv6I7ZSDy39gjTAdxupHJUGmbpSW9u3b3PV0ISahkL6V+5WrYe5WjGkfCvmnC4Ws8bjc",
-	"HYyuFY9P39fAf7oyFPLajNxxEeMh/RvnK6mt6ihIdkmJWRSEMRLbMGX0WFRewo4JCRJyPpO07oTYF6Ov",
-	"ME86xm2BeBHML5BQSbWUbV2KivFiKrW0DgXrTh6dNLChVNwhg6+a8bmli8KaqcB0dANdD41CUkVfqAFh",
-	"4HbSL7HSfnZfdwSafejlTkIvd3biN2DVWlA96coL4cTRDbQBLdbzwKUVIvBi0QBqtSI+vnDwn1i06vl3",
-	"mlOOR5myrYs6b2I0gbk2aCtRyvHCChOjkcjdQlhorNRBxxkKdIACv1poC0kPdtfhmJ8OCrvi3tpAonrg",
-	"vFsrBScKyERxbm9c/BPEV35Goek0aBL9nqRr4SwR2URlEom4ibFeL4gmlbDCOeTzxIBxAszG5BgcI1oA",
-	"UQx4khCk6qoSGnTdE3apVAfIJpHxqRwFoDubGIFJ1AJ5howqWi54ZcZAeFG7KHd1MFlZASa/qzA3Dwzm",
-	"8AoMvdsg9jw1AmTMwJ+5UvNsac7vl15wA/Gt8T9y20pgSC7iuDVmolrkRN1j4xdaOtAK1zZgRXHuc0Fl",
-	"2GanuMP6EfOVGQctE5AGsttnE785h162yyvBbfB8UKtMlCafBLc1VqLCrPjwgLS2bthQpAu5Q92UXkjc",
-	"E2KbeGxlyudswm8FGwqhmXVGCX3RVmdRiU04CpsK7U14SjfDsge+axEZHh6exkidw96uRp5OVOkghg/2",
-	"tdZC7hmZVzEyK9W6zu/pWLtK8Klt1atbEzptHa8cmVNNGcpEQZ/9VaSFsk8Ytdtm6znHyOUQfgIHHfjJ",
-	"Dq+EBrN0rZ1U9BXfACiz4Gat2IRTaTuq5pjGxIUyeRkG0LwIbxUZe11rLfU4VLUA/mR2Xee5EIX/+1+5",
-	"VP7fN3Iqil9r55XS51znQoniiIp+pBX6pAMn6lRky9kiMTLSLzMu4giaR9HtyigFkT5NiCNO2BOaiIzx",
-	"ERQIwUnuYf6CmXkeFuyzlWuaUGAO9j9sgz5vIT15J2HbMDlgPaDwd1P2fpeDONX66EooTCcXRbH+6PGw",
-	"8wPlJKzhKset+Lh+XDusCr1iIdJt+GWVwW+NdBO/LSFDs+H2HtxeDy7NlZIjkc9zFVGs5dVFqO66Vr7p",
-	"uVbwjQ7uL7pNMAaw/zK5tDd4lxitpBYLiSCHZGQ0GtPIi6PobqCGvVCnRe6CJZFpMztnZWWcyY3KWCWm",
-	"xolQOyBjw7kjD+CogkQOC3cF/VBUpixBiMTYmOZDoF9ZZWZZ/CVQNyrBUY70v7Gs1hBcCVei1LkA8fKE",
-	"XS6mEqbRjyQtUaEnzkYgLFH51sitIzUb1Lry1ybwUqc2UH+zBOPsbIJ59CFMsO/WuKKF2SSH5x5wpRvQ",
-	"wiKHxKEEW3pRvix38GHczv2A7v+6g8+2t1nf5+GP/fP97defA8Zxf60qpE6D3aP2Oia6JaTrEHt3DONB",
-	"HdlIKYBXljMoUa+uBNpRMgD1oBR2Jk3eTox1p7wsqRvniZ4+FMjK+iteGyD9gSqPrSBfrmWHrRB5ugMr",
-	"MUZjrDT6CL7062gEzUALic4x9hjNZ3x+wl66qK04ZBHObyw7zE0hcn/NWKNq3yDdJawCId4i6a3/gTSI",
-	"cDWlk0WXh78B8CFTybHU7LCslcpYWdtJxkZShTbMTEP9exSko64BkaurMP+jTQ93qil8joskAXEmi53j",
-	"eNTed6YP0FJuoA8kiiX16m4Vs91fJTTWLTSCZqT7u2WdRmAbUNjlBTI1N+LY+RFAjla/dfgnbhfyURHF",
-	"AeJNAOlBCyEGUHwUXdRH4aLEdBnKizJ1lYuMzbh0UYUASxS7EXNEbA+jU8FtXQnKZcJL5JzdykIYtgbq",
-	"eV3I+BBdEdr6y45SXkx1k/hmPFiHixw7Ao0RR72wjgldxPKvA/+4qd016gUDdkiB1ezpWca4Y1NjHfvq",
-	"7OiCDE1+EJipToa6sfCXFUxMoFka+gtKuLrM4AI6in2rBLdGQwXcmP1NabS/vX4FXkWIgWhiZjEbLov+",
-	"wyRRYtkU7mx57bfDG3/aduMCbH1jjQcQ90bIw7r/1Kqkn3329t9D1BpsjJGpdXHBzA2zIDYQ2QNPtjLs",
-	"3GJPSPVndwr6tzYYosdJmYvfNL/lEmoJLRYeivC8AJl3cius8DYs3gunQ+7yyYqiQrW2rC79aX12xuBt",
-	"OBQ288eiYpCC6sEyI26UdraslXqsRFOAGCNRdSFKoQtw8mP0BMRlWFA4CB38CfTAahvDjf8RnoY+t/Jt",
-	"VVSHMCUy4qepioZfipBvDUR+DzNyDzgJH9oILO0DQEvqbR9k/qpjOqpXLoMAIDUuwZ5A4AFFMyToY704",
-	"wVUKQXbnGOR45Y7Lyryb9wNPk5HU8gESKQ6Wom4JrV53XwBTJrUzS2aNjJnaWVkIoBEOSv0hxpDBpMD/",
-	"GS2OzWjEKuFlNbQxe3HWLpiM/XuRXcWPiULbfX/A+wkVyrwcKPUY/Y9Dnt+Y0SgjpyuWD7AObOEn7BKo",
-	"rjhWR1Pzc1Ya1fLMRm0XX0eTzAm7ZCUH5yZ3CVse43GIHTH6FyyY3Vv+0MoFc3cHZYv/M9kcYQl3RNay",
-	"8JnNhEosSiIqEC/LeqiknVAmwf3BZtJrcq71BsMtbW1ysLqwmfYi5V6k3FCkxOAQxEEEoiWmqd0juyk/",
-	"BdixRmRrDHAgAmIlN8caPL6gGJfGrBxsziEXKpj5vXZdSBut/Sfs2iMxxAtTHwKZPGVVIRsXsxjJYrsg",
-	"0pT3gZCtr6wBSBqJgTn+kvDQlHs43MPhR8ChKT8XGs6tE1Mo4luYvN+H91oUshI5XffDysysqIKNEnKr",
-	"PNQ59EFKP02UgFmYvJ4K7VClLvmYzJgU09H+M3iAuEYzbIud5WI5BbSda0XauhNjBDcbpUVDYAohvjxf",
-	"IS7+KNxlKV/4eViAmK/OnvXPSZiGNcM+yA6Q5ghafGUQn5abBVMBxqQEY8ByaxkbLCyhX77jWg5OVhIx",
-	"L3poPjwCj8aqdfK7qjW76UGDiW3OWUJidH5Au/OYFJyD5cP4tOcwQqsd3hBcRq9vjSuPuceO25tNvOql",
-	"qKQpZM6adxm8S95sYE0L3sayMrnfWSnbUT4RvtPRxk+1Smn3yYpK1NYaXN0ToUrQ1pCciCljyuYCLEXh",
-	"nwQntAkcGxSE1O1//j72+g0MeIe3e/tTqwJQlqYyhN1AgsCjijFJNtHirKw4LJ96Duh8ncYO9V5MTXl3",
-	"c+tvWi9fT8xM+0sUrAV0j0zMFJ3B55EzdiqmQ1HZiSyxDqLgyk0yBgnGEXynXGrw7KF1E2j3KO1rxiu/",
-	"0YlPkV7D24k3hUOB+pLqhYIzLCQmh3gXVolbaSlwbelKeo79v6aJ2GWd9vaX+vgJaT7DbD+K0/AjpVQt",
-	"Dn6HJ6Dgjh9Xwi+rX8pcCa7r8rT0m0XMVhwIv6mIbD5WwDUjvPYoTx6Y67Km8KfQLoYvxU+y0iiZz4m+",
-	"tBJQgyzeEapAR7Sr5oxDGr4oskhQVwRCDq7nQNB5wn4lYjsgBPCnFHIkICMrXBic0SgZgMzycbjCV19w",
-	"x1+Hbj7HV9ZFq/4C7vjA/Ew+H547E10uNLMXjPznNggMmP6/InfAVJ8WGPTXSohjJ945cq83/Yw5INS5",
-	"vk7ge329+Obps/sNzulaIFq7XlihlY8D3YfndAERzSKqBdzx5Ljm8SB8KiTlRo/keFtkqmp9bHQu1nho",
-	"gbgsPeYt+o4QgGOFQmWSIEwKC9zz4PpQKvk1Bv1o4KCviFk5S0PgZ1wCFMWmSd4tUKRNKwtZNvZHvjL1",
-	"eNJzdRP+kTMXr/AAnHiL+x/mmPqYmymRY/AuV26te5BsFza4rk+9rvU6NuJmnp3BdVuIBerjAr0/o13v",
-	"yDbnI164d/YO4IeTzl5jfYlusMMFuzvI6zeR+e8PuRXHuOuOYbdvoJ07PlQeu6QuxDv/P66S4zFY83XB",
-	"PMS2lcsnlimTc0V4Ez6bKuy5UfVUAz/xLGodQE+hQ9xIRo++ePEKlHaugFepAavYLtrMoPoFZCb9W4RM",
-	"+qjoE5c7dA+77QwrJB9rYwWbSjK5sbIyQyWmtlONeUEfvIbpu4TZW1d1DbljkYn/xSuMlJ5SKA5l+ENr",
-	"zAz/JXK3joO2UNvxzy7JaT/zd3JaT5muvd7oe+G7lU94xXM/hhjZCMI3duoiuGJi71FFdFWtc6Rv7Ilz",
-	"5+9eFOr5hFe2u9tfn52dZQcjU025g1G6r54dZP4938mD86dnZ/DEVGr8xVkcIyw6ECXtWgpcXPIeNI7b",
-	"kRYUTtdeBuwjkMMQXTK+e7BYmL9dqqVoZ15rkOGa/fTm51cYfg/mwUroAkpXQ+pBsMYvmfpBzAO0G+De",
-	"/u85n6oBShx81rwZ7LZMOivU6IR9b9wEzhb4TBIDDBBwxMcTCmAsVWmY0CNT5SKtKUuUkGIeWCCb8laF",
-	"KJWZi4LdigrMNh5hpW0NJQS+QFGPKYf47uGcDRZNyedswZI8OPdTF70dXbxybND0820htBTFINvCAWIn",
-	"Euy0UbmsBOaqHg78WptSaF7KE5j2o24wN7n9Ta7D70uUkXEVL9hg4vw6Ntugx7GBy10lhr102fvgknCw",
-	"EykP/JcPssiBTj/6D3Vxnm+HidBKCxM7hE0+Y7+WQvtlXdq/J12VOQ+ceOdOoaNr2oZT1u1vWvL2dEJv",
-	"xxqQRN86bphbkR7JPT73xCxOzOzhe5qkHpm1KF5Wpqhzl0FFliJjExMqz5AJXUJH3TzSZZuC4B41ZJtG",
-	"M2fMmTFmJAD2SGdZXUK6i29TaKT4DD4qrHicGA5rzKcHkVSPZDUlSXUoNa8ozAZ+Qb3w4O1FLa5uIAfe",
-	"dILZNczHSz8du4wsab7ScRC/51bmzC+JP14QfT40tXtkPqcfhWPDdTOxQ9kmMmCcAk/QJs5X2Gn4dKqi",
-	"UXgD8fWQnEDOI1E5OQKjUk9G7i+mEJfYgR1uyPiVVX5QHNnjcXgmy3kH+yzup4133Ol734OXxYdToSuj",
-	"1JSWudue+tLaGsITjRbHAKO57z+VXPNAOLC3OY6HYYMD+reJSUdIx7P1sgiuzAKrA5MjFYiZsaod1suw",
-	"QMk8xipeprqxMZvGP4xo/q6UlbBJOuI3bCp17YQ9OmGXXsCTvkGYcllsU1kibt0fmkla5/6hr4CwX4Uo",
-	"dRp7lClL7iaNSIkzsnFh8696JMldlb/omIV1xlyyL8mR8LsFjvXu8SVZpBX9wsTY55eslI2FOcZXGrDV",
-	"7wtd/BkKXTQYyxqQgz1wp5Dbb8ptQDeCy7qrvuHGal5p0xYmfH0LBWTSQGFIPIRqRLUXB1YIAK/CF39t",
-	"+rgJIVPTPwyAiawaHuv6lOeIdBsj27Jt1ENp8vE0ybuTmUhOZY+6/s1Ks+Y3LZvm03u2aXYvzSoRqpmT",
-	"vb68QvLqOmE7EMGyVa5p3tULdogkQZjRAXJQCVQPkMQCdAYeoDOCNPpDlsr5rBJazLg6SgO7g9y1kFzi",
-	"/8OoyaQY5PGI516DpZo7ZtRZcqYRC5Z36MGuJZHlT64RRmLf79dZ3DM96zrpVypE5ewzOx6dB7oTGe5J",
-	"XIkO1jU+5+dJQXCIx/BnRBTBpRabSV0ZRgtyyJCNwqttkOcR05rQ0Qrua3Rmg9s5lLWVzrIbMT+GUi/+",
-	"L8vuZowcLCK9mYdIWdTCBkczr6BcLlFksrISI/lusV9NTpuZRe8MjnQeio5jbBSxz0CEgChYXXZa/X4O",
-	"09Hjil5DZ/Yc7Z8viw4+s+C3JoY3GNrIVDSTNHoa5hqf9TU0Ye/cb512LYYhlxDQtEnv8HWgc+vs2dN1",
-	"juk1ElzvlKZF70turSgu0DEBc4HGCSLTpkehGDLwpK6Z6itorns8qPbfa4Ha9v7EqN6+W6oJwcAYLFzR",
-	"P9019bkuAFgBisdJUNSDTICyHRqlF+D/lOD0OMDpcehDCMTstxdi5TmbxRBH0ESbEMdZJR0ZYhI89j9C",
-	"VOUCOIgEOqjm7cJGRGNiUiGNs8IjYK1DWfKimvvrVVo8wD1F0Ctg/xBNvDr0DuPSxwboJKBHyd0HSxbp",
-	"eLCfKG2HQXSWgcQLiVIZLX4nNhrSPsKVZJ1UCq6jDlmcwhBxsa5orV4322UnlD2dX4tdWSmOL62tM4sx",
-	"/w8l3nPNMLeP+mxyAGh77i2NX7SlEaKU67Jf8ryPgFFtSP2HwkdiyqU6dcK6VeXioEKKJi6/qbAWg6ea",
-	"eHT8al2Jgl3//OYqxDEFYdhEVzmUBicneWKVa3WKzTx+ISEgiu3ksv/67DvERPADDVovvdXGvW26MUDx",
-	"CzojEWyTPnrk+Obsq4Y8Oe00oi9U6Mi59m+CCM/zCTBbAEe+DAxKeFwx5sAKXbApMKwZrKHXypbGdJ0n",
-	"luUTI4HYC6vlWTboWrsBRk5Z4Oo8BrOkKM6JqYPWwCILNXivMLEqRmjA2/CrpIQUO/z62Xds4Ft8Sy0O",
-	"KKbttXDV/Phy5EQ1YEMxN6RndQRa+f3wRlj3gx/rrpg5YEbgCxvwYVYil6X0dyCaqmJBPGbrGIJ7j2wd",
-	"i51fBf2tMzXzogCQVzXCS7I39/j/WKk4BOS0w15JYY8JOoM7vzYo+nKdrQdD8invOXH5jBbCa5sYT1M7",
-	"sUwJ0CRfJuz6wXKTNBwSOzk2lIX24u/1AnNm8i5MAtYgkVUSY5slr0hgBsZZPGFhdcNXUBEZnEr6/ekA",
-	"9HrxDjR3vGcMVluqNRAjvXRkRYfkSWRXE0UzL0GmldNSiYSBxEv1ottiBAGcpfw4e9GvWs2vKD9it3X6",
-	"0m6uNhs0k/EFWQ0+rxHAtaZtzKVeZknAPbtDi0DJK+nm2yAEER1gsbkgRo3AdwVFg6SSbp6FOErSbynk",
-	"J9iPg9YLNz+ZlkPKI0af5+knS1Edx4xILOA34XbC8gmXGrl445+5UrGLUAmE2j9hv4MUOhH5zYuYsBTM",
-	"yzVFh1//zyvpBBtcvb788edL9n+1zG/ewjuDpsAnNg+4UAhU7snwQQq+lUpop+askLeiGovCv+gREmTv",
-	"3G8QbWubJlFNiTFi3gkXV7BKd29dvqTBp2Nvkrhg3IvDvsBLoRKcim5iJaiYNAKLhyZ0q8ysvwhEsg6f",
-	"aJJOc7v8VsGO+rUBImUJNP6wIwbr0rrwlTvqz+MxMCf7c/U1gXCzNy3v0rTs4ZHmeSjcTAi9SFKzw/vE",
-	"44LUwq6gfwtYGx8Nuz9NXW3JjjHSKUb6FzX5+1kr4w8RqxTVyFRTyzhaoY+BQoe4hipZrszKB7OxdKys",
-	"zK2gw9sgNup5FttFs702Do9ytO2GnANpGVdgD0ko26Vlz87OEAcQV0OqAnXen2wbrB3ZQuVnMj4PTTHP",
-	"GkuIphBbNE/zYr4iN+F1XKA1EWBXOIsfNYmfgPo96JUtZ5WAZcDf/kpwC3Xz29UdKdQGMx5W9OcHeG47",
-	"zP9jpyZpWqHVUBoWHRb8on8vFXspfFm1/xwLFU8nVi/3Z9j/OjnbAQ/xlGdUtpOKO/vnTzrCSdpQyhsW",
-	"ddgDu4R6o8S6WFfclWkSFo4dlYMbbWYQuYF5XEgIH7ZwiDiNt0H7MXKgqTnDpLgT9tr3J+THKqDHPMYM",
-	"g0rQQ6GAn4R+hMZpERqUx5eDB0+8K5VXzthsMk9Wy4+FBN3Q5WHtmCyU/wwbGaXMDApPdlbKQzA2Stjd",
-	"Z4r5z6wskZkmyT1iesL+edjlMaq1k1NxSiQYTq6kzsVUyh9Ba8P6M1MxNdU8S4UUHRiG0HdiexMqT9g1",
-	"mlu92DgaJUmRtjSOjU1lageFLyv6DhtXZuYmGVN8PMYw0rg3qeC9fwJqPoDYwCdeblBm3CmTvMZRvEjG",
-	"vsubdflrHSeCnmLJgjy+M/GjcGGL9U7EPRwKkP834a0FPQHcZ343V1yPwUCN3qPglQk4jb3rUDjCFRMV",
-	"Di/C567mSs1RMdcL/IMLacT+uLGRrMSMQ14c5hsBu234aCzxhBV2h7KLnNCPjPbhFUzB7k+F/87KS8JP",
-	"rJ+Dx3xBkLku7Bl0BZtS6Hs4C672m2+DwzCbSCeonvsrqet3mB+A77NG6WvxQFE8EqrduZlOhS5EwSAW",
-	"11KpeQcVLMIhgWlA/hLMuuIajK1YXGgMWx1VxDRP64T9SjJY7CNERoEPBl35HPw3/vpwQpPdluug3CUp",
-	"X36w2EHMzY+loP14n1hmZjrD9ggAsAddF9FPxro3OMFr9OKfm4yL2cRYkU5o4Otd5v0EwTNl4SdijOBf",
-	"I2f/ExtaRtW+Is2BsttE0QzhbnKvdqnINnMa6gd3Aku6OamA8SNiAe4+mncGJ9lBWfeGBzXRmOlxpBNF",
-	"Gzc5biRFOl6NhYOOx6h78LGQIwMhhNwDUyD69o3dikqO5i1bWFrpvJW4JIs0Jp+icDCAE9SqxYRe6Q+a",
-	"nwMIH4E9xH5HKs90AA1ChdJfY5FyinTFcZI3qhBsAI28rRuH/2AZSi598y0w2UWkTfMB+N6aSBtaMB0z",
-	"o5sVxtl4aEGZC8ND7qdezzMuY1cUTrP0F8xUiwZT3BMTTlU2pUa3PpVChouUS2Q/XKjQY8I2PBz8YgpB",
-	"1X0u6esDrH031tJCistwDvtzQK+/mZdicLSPCvqSo0JhW7agG4/UHcA2pFb3h/S0hcHTUnG9ouZY6kRH",
-	"oKejH70KQe6DsQRZqnG9IPX7jZi3rHQYLU8HL9WbIrh4JL3lSmL0DBbvbqRCvPUuYmZZkmmOcfZooxg5",
-	"DIUcSaLvOWF/86JiqGPZknW7KvmcdbC+K67vEZ795zZH5wjEhbCgt+KCfC7w9Z3v7TVJLIrrPcXxA0Km",
-	"wOmeYhMdvN2DE9Y1OW5R022RaIrOggYKlgIQJ5B0Q4Mla2PSHBIXz2KYz1UQpy91gZbTN3wMGUvxY1Hi",
-	"zqIMiL7VMNuo+GLUUln5vjnw2hTEm1qcsB95GTS/JoNJUU2uztzSkXznn8KCFTypJmab8MJuFy5M8It0",
-	"fu8ihLA7Lij4EMNLrSkCDv24JTtmCR6IvvGUuGKFK7Z7xe48Y1U6MW1YRS6SAjpQNg49SJFUGcXGqYEg",
-	"UdlPfDLl7zBq3PZRkaynWP6MbCR9e2u1c7PN+LkP/twm+LM9d74hJZzQafoJIcMOrYubVoYb1lK5Y6mh",
-	"hpUTGlzM8HKWin9N/nztH9VoOjdVqMUiiixKORiq1FEZ7rdoVAfLORod7A3zBy3AZs6hzngIO29TgPT5",
-	"W3deFa75zMqKcGEucQ1wGh+XJb1zCu5gm+NUrtzsp+/9P7/wqfjg1ak1JWa8vFGGez10GnYjUhk2W9uy",
-	"mb/oo35UGLw5ylCjyvo7pRHyoRFq3MZGTtgl/gWkBgghg6CRkFtBdmPu2LTG8xKK02HUwlJ0A+XDQXR2",
-	"8lzWaewK0ooMShtGRs9kHivNQfQDUv51FKFpDsBGRbSiSdHeMG4p9hXkp/aZ7WFVDAu5klex5M5vyIPz",
-	"g//9Bz/+99nxd3/Qv8d/vD/Lvv3qw38c3BvdYmuKVmiGvwdINXH/GFiN7MFZ65LxbFcoB/Zu9aVU6doz",
-	"Id19LZ64+B5mm4vgzu4B8U7ktevUVSkFZaNioIu5LK3MnZDLIl2TAGYTGacj7aXlQGfPwbthY2mcztYb",
-	"g134CwhbE6OKjA1FzmsLfJhiFtKH/TNTPo+aappFxzUUXaxCop7i+Y1dETT8d5qsnaNI+FAHfvw9zHNC",
-	"5/0ow3K6yobsUEGYieHEmBt7mnPHldkkAME6rgteYdqTs2xcmbrEe33Ep1LNyUoDIgn+5ollA+KJ+s8B",
-	"m0lV5Lwq8KhBKwyNS2Ru9rJIqH0FrcAzwN6iuPaN4acHzIWUfytAf7BYEgbbtxchShyGCFYc/1DBBvj7",
-	"Exr9yT/rs7Ov8p+MAXkDfupy//0o3O/4xg/++89pynaZolm7ob9yuj7bcwvjfNJyPopj40cdNmF7c4Zp",
-	"SA4Q7pwdHKBCKHkrKins6XtZfDithMNq1N3qx8+QgMLZXzFWjN6eR4f6ldAFxFlCfIyHfkrPMCNWl8F/",
-	"T+eBzEzMy8LT0lkKw2m3LTEmzr8SfDBQqs3/m0/krSgadjxXSVGwQ680DELXgM8DRgXecX/SBrYexkG9",
-	"Dc0MmPHS7Uxa0cFVAbQWtJ9fUNNr67sBhcZIioZ+h97sUR3k5mTsX99v2MzCiY4z0GeBo79nTJtZ2BQn",
-	"fy7J+LMJqX4nQiDoqH0I7wAu1rI3RNwwfkO82wIz0LexiBt0LrA1Qr9DP7ZSVHDms1Un/2gRd07YZaT4",
-	"+boJrcB2Kd2F4ijok/7qXokXTfVdMNLbFJekpQGtxgs4PO/gFlwHGc1VKAt2iALDy2JwtDhR2n2pIPIO",
-	"Zma1Sp5McVz3cLMAKcEeSu4QSvBkjpZPJmz65GTeK8BgkYEV9A9QFjZ2F1HiEFOqshBVnyVQ4U96srGG",
-	"81C9CNRioZRthYwU0pbAAUz2RjJoYpSg34jIgyVd688hqZnsnkar+dEqifwaR3l/Nzd9sLcc0rgSY+7E",
-	"Iwp6vWyP2W/8hV3V3jn3IZWnAuomjrB2hzMwpITCHYuZ3pUoeA4UcNIxy+fNtufMirwScFNa4UIUFZiR",
-	"wBGGQRtFRnZ4LDTq3zhhl0EYpymrBFNi5Dx+BC5UoomIT5Lvods3FrZrayLW1eNU1jCKu0p7s4a3InTo",
-	"4WRbL57ZZBJWZsPgYPcu7l4vX/uc3NlJ7iu6gdUjgBY4/fA53KxCF6WR2jUEEmam2U8/Xz6nQ5UFI1Nu",
-	"SpGBewuZyApSdS0ebfBAS8tqLf+vFoxPDbmgV0jO+GbsggTzKx9ao2on2MS50rLfXr9ih/5/KUMZVHql",
-	"zOwn58qjyIzWUEXajMEJ8zr2qOLjKQQ5h4945LFG3WKlSqaMKb30njEl9c0xlnk2FcuVqYvjqXAcKuIT",
-	"96Wwy7GUA4LLtxitCII79M/r8oQ5cGUXU6mldci4DE9YVlby1qM9vmvZYWjt0v/9Cv/6Bv84ODphr8SY",
-	"53NmNb8Rb3Nu0TpH1jtb5xPG7ZKBzui31lWCT98SciKtm+Uemjqe/1Vfw+PP6WlcpQaUhc6rOQSTcyzE",
-	"gmQflKLU1CPqKpvSgSU7ijRdgV5rwk79hr1IxhtzJScC+Tvuz4G4YhCreg8h/zlMOMVw0cU7MarAahIS",
-	"6fyka65iNpJCFXYff/+nqP/Wwvr71ZlSaQlsM2CVqTtdiaXiOUW+4/ZD9jzYxQ0xPvJKQJJw2NkQ9H6p",
-	"mZiWDrCeDy3cU3huG1rKEMePf7gge3CopIKJm40MGR1n0AN/5Zyw5xSeTwlSlP0l3rlgM/YvxRBd3dhX",
-	"ff9aQmBCwUxYTHbibltwh9L2W1n0wuh2ga7pyy+Lg12FdXw8DvtlavZEECUePADXsELFF5EAsI/cuFPw",
-	"xcP5wMD3lOCk3zROqqcNuDsyFRsbQ7q5MyUUZRMShGYcQgaSQ7SG6oL9zqWTeozGvNTCJXIzFew517lQ",
-	"RCKsjZv49yByHNR87UK01jRL7dtzNpHWmQoyC25E6bIotlDIq2/dslElBLSA6B6AYiEDFce5M/B8OBjU",
-	"unT2Zuq7sdDhnD60052YBDe20JE3Gzxc4N2iEruo6S8U2pVVNFGTtAP03xka43568+YqlOLFtCPYq6Ig",
-	"bjaaP9QhSwR6f3yFGoErDLRGLIAe1KteM9yL1Pr5aec1W/vGFazFZs9Bibbl9BqII0gddcTbRlbtnqJv",
-	"QAiRbYgNC57wwCbxGZzwfSbBX/0m4+PUoi2F3VPb3hEqvVi8J5Nzfe8+AkSk1eV3XmorgJEq1okJdif/",
-	"3iB43ymmbWBotx3TU8fw1BFZzNAG1dbXMjaclxxrIUgkWmzMl1hQBZ3zMXAUn0j8K3MmCzJrxt84cONX",
-	"/FaoSNKrWMndhB2iezJjueJymjErx5q7umrMpVmwlR5dBIIEGWMAKA5pUeI5YZesQKKERnn0mqOfgS4L",
-	"2xvR6bD4QhTDNXVxLpMqOKG8DJKkxBIbLl5hF8y2xkD8FpDnn2F2iPi/miucfr+EsviseuWGdXVwo864",
-	"DRRQF21ZWYIH2P9qxud73fNR6Z5pTR3cJ87c5U2wuZC6pvyaV9u4TZEP+hyxLCH2BtRDdg5uF850OPVA",
-	"FnzYstEfna+5XejAIM0gFiGI1r5VsHrwEJAwGvl934P3hS/D4x7Q9oD2pwO0iAqYi5BgwE4hzk1kVRyX",
-	"vHLz05yXWMpnlcqd5kjJIkvKcaGaLN6Vsgk8DRnbl1cvmTM3gvg6oN5h+Nqc5dyJMRAaUzmX2GIsvdhm",
-	"HJKWWkO3H1LQKYWFv2KBZf9x3wIWAA6Z5aZ2xGA3EiDL2iaHvbZdueZTCpyPg7BEL47cX5mHcCKQGM7Z",
-	"AJehcdufM17KY3hxcIHUH9YowaywmNy0lJP7NCWgK+VbePdtgLzuFJQ3fiGv/Do+T5dxh8DY88U+yrbk",
-	"mcXdAeN7FMFwL0Ji3izlOWyfEL8RC5Oc+uSMNke/2V8H5wdxgx0sIcPTHmTwU9iPBBOutVD9KBBI+LRQ",
-	"EBHmRzAyFRWSwvO3WMdkJBUSpuqCVWZmg6yUtrP6pHXb0JJ9GLq9rWL4USaxdTW4sDN/E/OZqYot3gh1",
-	"qbd4Be61a8jrfLnNp35B7tjNX3ghbmX+Ma/QD1u9+feJATln0+cvy3KLpzEUaOsXthrBDxgmvc0Yamf+",
-	"Lgthtnzntci322W/mCvF56L6vhL8Zov3fuL2si6k2e6VK/fvLV54aa8nvAp7Zqu9Bhx6ZCzefAKB7n3b",
-	"t5A86bdqmw7+WJm6/JuY/xWwcLsuylvAPehmeH+X5nD68ibm73Bf7INjVwTHhklih8lVe7Trez4uzZLB",
-	"u+vCP32fB6D+sFYFMDpe3ufBkxZL5ftbHrnPzUyLyk5kue3l3pZqCQy2LoXZXDz3cFhWERZrofbOoTvL",
-	"rOJehQ6i4xdyok5LxedDnt+scCJZWwvL7AQK9Eg9VuLYa6W/vX5lI+0PtfjEMiVvBcMY6IyFvE6y5Imi",
-	"OY2HXhVGrWuKLoNB+JsdgDFqKp0TxdEJ+4HnE4hN58UUvEzveO7UPFhc51TjG/R8YYmxd6DkSDg5Fdci",
-	"N7qwA3ZIGR7s6bOzrKnY9xX+MDU2FkPGCioFutePIOAR/xaB4oklswJxz4NrXdqQfwOowrX/V+owHQzC",
-	"zv20nYMNcTSCP4Ydw2Me63dsQEHkmJnKi/kAQ3GiE9/xKjKMS7QrnLC/mormwybcXDdClPBrrxFBgeTc",
-	"aC1yl1HYMoYiwS6AKRFMausE7w0sbyDwlbwVV2EHbZ0bHyGoM6s1btJtklunUocfn94bm1b3fKwwKwd9",
-	"CjXPsFHDtPgdcr8G5Z4F7bk5jBbH0F/s6N5Q/IgMxT8K16x/RI14FTSQl1wDu7798Cv2xHfn4y6/Y4C9",
-	"FQz2MaurElrMoJ7CAmT2jj5kb4F8ChUYMNzCDjKq3AOzl/MKyKTZwN7mb53Mb4Qb4AWEtnhp6UvI6QWh",
-	"Tb79i4gZLYL7SMAo6DXfJYqzwF9YJQvMih7AL5p78tuz42/PzjKW3JdH/gYEiiOcARVqrkjLihpYGQfw",
-	"l0t/+Q7YIR+a2rG/nP0/TGryJQAtzBHGhUDhlxD7Cm+HVLQf8Ba/dAN2GH/5auEuT67vZoSlqKQpmsv8",
-	"66+e+VHgrAzF3BAZ2vIlfoHPohjSyB2/6lCjBZIgglkYzKH+Vs5wMvylWgglXDLdVPil6RwJJ8SbudQk",
-	"WNxvzY2AolPKWGGDEIAbe5AxYR0nWm5GVzj6OCrB8tqFkiHfMIuzBCkRQcqIm3GVkHGBIYZ+KqAAgjZU",
-	"gZrdykIYxqsKd9Hlkstgyudhf1o2EwokYMFmYhgeDbKhl1GPzpOpgWifoVBGj210ElO7GfvnwfJ0/fOA",
-	"8aHv1lTEfMf4AsYs4w6LfCChmzCsQ2XGFCh0SwTpWRTnONZU9aIUt3ZmqlBi4mg7ceiVwOLSj14mak3I",
-	"JkJR1jrP6HIPeapBVrpf+ai9pj1iUYPOHuUJ5Pfi0aMSj14FQGtJAJBlF9Q8Z0jfEtU6wWiHkg8okCuy",
-	"VJr63RjmGVTuBQcZNHPOSqMUUS5Ch1itnVQkDG1rY7v2bX5pVjbo9OognEbPJ4Twr4RqXnuc+GyhL7AM",
-	"n9twty4OpvsMm3JF7B/kkrmFjVfy2ouWfv/x2pnjSuQGaft6T7gpL1Df8CIeH41E7pA3ESQ5L0wuiC5b",
-	"n3dTfnnH3ZSrT7uftz/t4f58Z9WUD/2ogofpGBmtN0kTS6vx2sVEsNpmKR+KLpiXkyC8a/DjD29Y6EDr",
-	"owPQcjJK0RzWVkIxFy/ACk0RXVw3BzRjUjdk3d8/wQIITOhboUwp2OB9ycciA9fqtfy3yJgzjqsMQmY+",
-	"DNihqQpB9c3T0TBZXLCBfwut14PQAHKimLryY5NAoU0mglCLxj5hAyJWe9mZmt+OskmCTbaPtHkevrOb",
-	"TLVdolEybuzYap94a6vtQemui8m0pnfXcKRNIdb4+9rWTXv6Hv4lNzoarLo86beGqMqDRuugxsw5JHun",
-	"dqfIYgXGx4Ss6YT9kJiqfnrz5ur4r6/+nuH/jX6++hrg4KdX163mWn4qInMaFNLSM4PAHgdwhcbHnLSt",
-	"+SobWDSs4XAaVpBK3CIxVp+dD+sWgGFPYpFpBRWhYogv8Ft5Pf+JTWKE2eHXZ1+xQfOLt4XQcoFuml2G",
-	"/iB1kAfPzkBc7AC5+ho7F+PK6I4U3hfweI/1ZXtzVNvK3WOVon210iYVK87VNdDVLpqhlhJ6f5/MU/Op",
-	"LmwGpARNCGdjeI+FZ/oSfbFITV9F+mfffLtBh7AaYR2dxI39lUojhb1LHQwG+74+NVv74dAQbmToap2n",
-	"/TVyZ/EjflaXfPGfbCPCqOpsfeoEfO6JDWFTAxEdMVnLt5N1+WrCI0DSO4g2jloH6qVgD23AtgkvB1wL",
-	"ONicbA+//mQB+PoWkZQwoLB1UqlPwGKdQzPKWMekg2ThinE9J+WWqv033YkeESi/6Rv+egsYh4FsiOGt",
-	"KLMvBcD/eBD295M9tvTHpu0EWbYVPk8BJ1bZrThSFnhx0yoJpEexoki3q/oikd6MZlY4kOJa7twFR3An",
-	"hqWuekesaAkOohabQGHiewevPHjtAUHnTZKJNTEoC0Rc1O4TAQKp9eArBQZoJfcrOIyNFlHKgLKIdtkj",
-	"lrV9u2H+30Irb3MytQ7Om6AvPzpyVq+SgNHH3Y3Ba9D3nPEU4glqMQ6uD5cPW5YIyDhDQwY8qMdJ8xch",
-	"GCEI9eKdE7CEOIHNk1sBtRazPnk7C5RaaTwBPfHEeim1qy6EFrMvFM93UHlyxWxswFGYeoYvGI+UlMN/",
-	"ibyLiJLu1wfmKg577M8pQe9dxKvvYg2FJu/zMia37BprNHmrCc5sj/34nOKrwX0JhITBHp+hHxiZukGL",
-	"+G/0AA/YYShE2cSJU/QRlLpBd3HjQAZTz0QAqY+/w3vilD2ooxcVuAvUPHqZ/C0JodgXaauBwJCC9LCg",
-	"PhjtQmDTGjvzNc3jvSRzdvCboRsuMTP22RamrezLHrPH02f/tYHZo/lwWJuin06N0hE//YNxE+6Axw1X",
-	"8Rq/cB8sbq0PbpK8tnAS9zlsKyzvSaCNva9I45Vmd3roDoOLG+e8kjdiAUcXH0XUTsOPkL5jOKeoE/id",
-	"MjnURjgctKBikLHB7cRYMOjwsvT/JDhNeSGtgCYv41OjWHeCFZBezTAgWmgvwlesrO1EWIx+ajkJD1+/",
-	"ub6CP+PNge7VgsGvk0oTR5nH/1opVlbm3Rz0Ip7MA/YBA5xHQPpmF52at/SXhgSAEE0zoEZfCGQ4Rz9o",
-	"Gtd02PK6dqz6/xtm679PTqBa67NvWzfhUUy6iYaljE1AryQL2T/+OKkrNUgIWOaiCpHGC2HWJ2xh+UBh",
-	"G4qg9Cbxr/FepcvPaNAqW5dJExzu7+eg0f1N6gKcLwM/g41tLz7gvwujoT3FgdyYu0nGBu9b/ftw+h52",
-	"14fT97wsP5y+D7P1YcAOIbrcT6ZXqI/9+8fC5rwUxdEFMPjZNOia2I2DdySlsUpOXVJtuiEzBn0dVPGZ",
-	"qW7QUBBi5csa3VZJmpQFd7syXtSxywH1l63dTxUHaZLXRVv7FWjWw4pbUQGn1GJEgKnd0ko3bZ/5hfMS",
-	"UBgriEOJd/08OQjYeRtTfzMYaFVIPUYjxo/fP/uvp//1NF4+pPJC1ZNkJyWLDd4XBTDt/BmDMx5iNOQG",
-	"WWR4Py4qxruNSu745hr1M+Q0wjZpYpUX8w9izfV9zPK+KMlnC0FeIQGEk7tFIPLdZ2hNBFdeJViTz8+Z",
-	"nXKlGD7OrOalnRgXzIm8YEOuuM4Dic/UaOkMFGvMuW700YWqVUl2Drl5JMRDTvzfczAP+tbQupmw8+Jp",
-	"j73gyppQ4w6EDSu0JW5u60wlWCEcl8rGQifaFALMVlLfciXB3BvsmjERyJGF0t+j2uj51NSWVZyIxiD3",
-	"6F8id6GkV1PnD1OYwlUG1Sr9TXCDCUrjihc0sG/OvlqkQoqDGppinsUigFBkjN9yqbxc2umq+gmXcpf6",
-	"022OH7mmTvZaCPuH7LcDXKkhFx1h7huEn8/TzWRmLxp+TWmbVVnY9xlWdNPE9+4fP8HjL/K6km5+cP6P",
-	"916jHgpeieqy9kfsH3945TY1QHm4gm9Q8+nuTKAAN/4W1H7/2fzai1E5XXKLHVzsXfb+gISN58bcSBG6",
-	"TP1YchBBt5jUaMGG5C0cSAYCIlirMowHsRmbcunXFnIZHLc3lo62hTKuIe+aU3FXHCM7ewoxh8G8gBOx",
-	"bKr4zYrKS1BGCZslEc/ZkvaShbJHMAvYOeYqLlWUF3LuuDLjGvqTeLCplF7s2rNW18K8LnfutcCNLIpY",
-	"o3YqpkMkPiE6v4BYWAc1fuKr9BP0cscXgBUqkSSDzDeuTF3aQJ0IZUuOeWQLYqUxKktTSFwjgoQlUWbc",
-	"dOebVncCo9pyf37xS0gx17AGVwy2Oom8MNEV1xY1UiempQLNO4ZG+l3hx0Fc1/7WADeQkBXuDz4WrbVo",
-	"TRSE5HV0602MDcTif1DByis7zUexDktZmRz2bqCgwPlC+Gq4CrOoI7tJZerxpIF76F/Tva/T7uHHO/r3",
-	"g3bVPGwzDKeKMsAifR6F3QUzbxLkD/bX8OWnrfOTyhTd04Oco4HaPfDQM+ITXl2dF/cZbZxj3E6/i+G1",
-	"yW+ooi0Qg2pskpYgtOx//S6dJKQzXe7l98Y46ypeBiMBUnguVJoMH4Nj75Y4RxtAiDP13XfpTKEV/48P",
-	"/38AAAD//w==",
+	"7L39ctw4li/4KgjtbJTUQalsV5e3xoobOyrZbvu2P7SS3DV3eupKSBKZiRETYBOg0lkd9VD7CvtkGzgH",
+	"AEEmQDJTsrtmpv6pspIkPg8Ozufv/P0gl6tKCia0Onjx94MlowWr4Z9X9/mVpiUz/y6YymteaS7FwYuD",
+	"W1037JZIQdg9qzeECrVmNZFzQomQBSN6STVZUkVKqTTJpdA012TN9ZLoJSN52SjNalJCZy/gN9tGLldM",
+	"kXktV0QvuYLmvlFErgVRmmrzXkFWdENKmt+RfEnFgimyotBpLZvFkki9ZDV8qIjiImcn5GymmNBkveQl",
+	"g95glFwRLrZHh6M6OcgOVL5kK2rmz0SzOnjx1wMz8YOfswO9qdjBiwOlay4WB7/++mt2UNGarpi2i3e+",
+	"pEKw8izX/J6aZbsyo3/NS83q7QX9KMoNoeZdRmRNpPmzYqLgYgFzFKxUZkDcvPy3htWbg+xA0JUZA+12",
+	"0Rn2P9VsfvDi4P/4tt3kb/Gp+jY+wgMzlfZRQ0v8OT5kNzazjrBdFD7BrRoYsG9298H6T8OBVtXYAO3u",
+	"miFWFTEjSQ6vqjrDWtHP75hY6OXBi+d/3N75dhCNlpcsl3UxOpalVIzQRsvjGj4gas11voQTA2O8p2WT",
+	"HmDbUThOO7CZlCWjoj+yv/CCyR0GVjVlSQ6p+/Jo9yFij9NG+JIpXrNiEqm1O1ngV8PUVoRN70hunWF1",
+	"hnvPc2b/eFvsMmLzoXtCeEEO//Tjsx+e/vDU/5YbziRr8vHDX96+JlUt57xkR+nZdUeSINynz34YoFyc",
+	"zvg85Lwzi0Mcov2LF2bUbjZuorIYG/u+g34l6KxkE88aw5d3I2L70UQS/lMtm+rPbLM9oD+zDS5du/EL",
+	"83JGqCK5GZ8g6yUThGuyNj/VjGpW+GFVVC/bUS1cP9lBzf7WGPo8eGGupX14lhv04L20tf8whNSqBePb",
+	"fzzrKBc9p4odc6GYUByuSs0+azKXjSjwAmI4NHJnVrwe5PJ3tpO9aO8NVWdNwSfy0yVVx9S8vhv5LV0n",
+	"0+jvDVUX+pfpI7q4/redx2M6mDaaGDN5WzCh+ZyjpBgcBzgINdNNLVgROwpmM0uu0ociDxjgpFMxvL9v",
+	"1dWS1o6tTltTZb4oyCHvfLvjvdn9eOJaP+S8mH4zEnyWGfkoI0rXjK6ylrkrswftvfVFjtU7uXhdy1Vi",
+	"vZnQNWeKUG2GQudGgYAV1XzFyCFesnzFfpEifecYxaIzuLmsV1Sb24hqdmy+Pxge4ce6iHHKD2zNlPaD",
+	"nPNaaXJolrhgc9qU+ggE+7Iwb8HT1BAldBCO0bZw8OJAQC8HmddH/A/Yckw1CQd/LSct7ozNZc12X10t",
+	"H7C271nB6RWr71k9LopQpfjCcAstcZgr8zVR8HlqeKtOD3uR6Ad5UdINq3+sGb2bxhjuGKtAnOZicWzW",
+	"UTb6uIJWFDkUYYM7covOtxOZxQdZTJD0cOThmpK6Ecpo/F4rT4+q2Fuou6illrksp0oilX0/NRb3fFfB",
+	"348jGNtlIwwJv5OLP3NRDEpM7jS5Yd5xkeaYXBS7Dq87lHCQV7Kpc/apnnppwevk0+U7POKy0ebOhYua",
+	"luoIjSNcWGo090dG8t61Um5Ow4/c1QKkS2jNCF8IWbPkCig/5gTNPHvyxyGiuYK7aroShnfboHSIr+wl",
+	"wuJodlEKg/HgjaHMv6git/jk9mh4mOnDNjjQvyyl0lMP2j2vwbBjvkmN5h4a3PHcoyVworiIL5+6K1Uh",
+	"92/tifa91gSJRsWk6Sz3ve82arNGF7WclWyltgd+CZIsGvG4ZivlzKH3jFDDssx3yds/bDoqBMxpqVgW",
+	"Y/EXdBGxnnxoVrN2bSq6YGbZUNw2gh6tNRcLc/M/TbJR03B0ME+z9pbnQn/37CA7WHHBV0Y8eepHyYVm",
+	"C1b7UV7xXyIjfU8/mw+J8COu5VqRitUw7KHRQYPREX7/JDZE7MmwliejA0ZbGxeLtJnRGRZLnoMpdQ/b",
+	"YoLUfOdj1iYYgj233zimkiT8PQ1GfjSvRHFt5LmtsbwShSM1kBxrKhaMHF6+PifffffdPyPbo8SIkZkV",
+	"4oEETWtHp2TOS6ZaorSCKNdpGw2OYw+x08/lNS/ZkOURx+Qs3OiFOHzJSmY0U6OWKrKkdXFc2J/g/Yys",
+	"lzxfwv0HDok1V4yUbK6JbHRaP/FjmSoSRKbRmd0UsfqrSNB+RIMiaDAUc508vqTph3HlyG57JPBoKhl7",
+	"qrX+GiTqNMl6cn8Q0Y6IGaFgkdbWx+SH1BLKkk27sWtZsodbd2rsb8i0sz3Iq2bmxzZtsAUrObgzq5KK",
+	"h4+aFw8z0V7d5+dSKNOFyCNm5dc1U0vBlEK/a81ocUJuS5nT8rZnebBikHOrMsvEvCoH+iZcX6w4Jbcl",
+	"F4zW/Bc6K9mtNWXkUsx5DbKM85CCKxa/UugI1ktwWMrVimuzRN6OwIhZCKY0oXXN71mRwcdzyp0k/P2T",
+	"78htI+g95SX26/QR6hyy5CzPWQVL7xzPsmI1XLinZF1zzRTwW1qu6UaRcBp+j9C/3e7Svx5f3efH4ULH",
+	"LS+wroHhxf0ddhK3vlzTesH0CBt+H6raZr38zAjNtVG8M8KF0ozC9Yqc7xQc4TNGpF1vINNQIDb7yj7T",
+	"XJcbIgX74jwe55pi8O9btn6IDvjiKD5Z78vn2lIoXTChv8yEh6+R599FJyrv2ES2cnbxlmjz+ihLSTAS",
+	"bfvajf99UlPVqkax+uHsrlGWXqYP8lfzsqqkUAzUqB9pcYlswvyVS6GZgH8GkvW3/6HMNP4+UTp6Vdey",
+	"/lEWG+yuuxTXS0aAFsDmKYsNRoTc05IX5HAua0NKq6pk5Nb+egOv35r3/U/mw9ujU5LLuma5hiXlomp0",
+	"eGBrVpV0Y7gj16QRGLdSnBwYFViKecnzrzhnx4tz27MKInOaumZCOyn31r0CU6ZkZdi5qljO5zxH7+4p",
+	"3DzBreKYfg3TpQvKBczztaxnvCiY+HoTzWlZshpChZS/hSBkoGL1iitlWI6sSc2sIUzlsjLTbh/fFExw",
+	"VtwewRzeCtXM5zznTOgrLWurcH+d2bRmjZrlzNyiMCe4+DIzje3QqsxQ9IyVcg2cdF4zdqwqmpuVAKYI",
+	"13DN5o0KW2v1LmABGKTCCnJ4q3DSN/OmLG8zwzHqjbn6gAy0OUnCLCN0wbHDwo4NGToVbXgW8hnp5VXD",
+	"sI3YupQofUMzdt01qwUtYY2+3orb+9iIKawgjWCfK5ZrVpQbcnjL7ZhuYe6VGTOoCzXMHc/2B6lfy0YU",
+	"X2/I3LH3oqXqQjJzi2rCPnMFDh6Of99zxWcl82Y0PC6Ht0LqG3ATWrK/oJtS0uJaynfmgv/6nAqYM/uc",
+	"M1bgQVb8F0ZKvuLanFYc3o2W8qY0A7TDNkIMz9mnVqr8OiM/IwWrmCiMOEnAbL6qZE1rXm5IIOKSw67A",
+	"O8RhzdECJj2j+Z2cz2F+11K+p2Jj70z11fkqbggrjPZhOL/bD/PHDfxhGOcpWVOuydwyKFCnF/zeSBiC",
+	"3F6aqR2fGZ351kgWQfxp8GjIqqlYLkUBtmDoyPIuWDMuFieDIknaePkkYgsEuUrQRi9lzX9hX+lYf5AE",
+	"RZLWyQJsuTI8XGjgy2ZM5hH2fuMmjJIKrfgNCJHt73hAPgnVVIZzsQJk82uY8D/kcFuOdNvv7xZOiR/m",
+	"DQj0N2ZnYA6/us0EijnLzXeXTIHO9vdIn0GksgjUDrhVrVBGlFwx1GTN5Wg0CiFbZgomPG9Af0EoAbsf",
+	"hk6Qiiq1lnVhGzM/lXIhG31Crpo8N9o6V+TN9fUFefbkSeAEgkU4NAtf01yTsxdERd5vRGl+AkGrACNi",
+	"VZtZaI4SNM1xrv2p/2TmZ2imkAJ0YafGWpulaciO/Ngug9Ft5WLBimPZxOIKsoMVUyrqcfgJ3R1VxYS5",
+	"/bkgpmHwwmw1okFjTLTB20ETLV8E2kotS9aNSMm68V8Zue0ost+a74yqcms3//L66iI4UV6AUgzFQrSa",
+	"betVLS/5q1tuP4t2Tdr1krP/YLk2Uz2rOKiNMZNdoCYaTcyIWaw4NQsgmBFBlrK0Nx++A87VDGWnOSjN",
+	"QML29t9Y82OPOMpSrlnxtor4rM5LI9ISWhS1IbAaw+oPz9++vDwKurXqN0iL81quTglbVXqDghwVG98A",
+	"V8R2B+qito6y7e3HH2hd043522qbZ7Hjay6Odiihbnr46focTsMUK6rv5MeIUe28ZbHIE2wPvt+MhHoh",
+	"6HoFGuByKZShSkdA0rIZlHf99kZPQcEXTOmLms355zjjQivc02dkyT7TguV8RUtD/YZbsFo5Xf7qzdnx",
+	"s++fE2zQm7CTHbPPFa+ZSq431daP0S68/QQX/ZSIpiy9wSCQNM1LyS0xH6E8hhfy1rhKqvQnNZkQzOtI",
+	"lVqS4C5kYBjFayY2XvMtHjDz8f7DRRvIloxCV2x8C4TUP4LIkpgpGG37m4ChQbyIzso/hE+BhK1Pcr/Z",
+	"ybVgdcqeZH4n66Ukci3UyFRbtTrCgi5albySXOiQ3eW0rjlTu/GSqqkrqVL3U2ctkaHJ2hsYga1F51Cz",
+	"e0a9MtFvmMFhp4IwkdcbMFbnsgLx5o5VOiNKImNBa4RpKhBDciqM9rsO42fQfrLt74eRyLvJR8S+nSIY",
+	"c2jtK/sTSi31RO6Nk/NH1344ckbtW/uPT8W9vOcdo1d4YDNSMPBX4FHi2p4sbu48Lgq5tgaUe9k6/p1s",
+	"hflcB47Jom0UVvgATv3NhukbaC4qXunpJub0iYMnk+6V7bskct/dqvv8pqL65mx2Xty21ExJxWplKbhm",
+	"uVwIrpzffliGaq3bwETbY9vlO92p9G7MLmfJQkkn5K/hddc5yI4yQvkjFBPCsxZSeeeeGhL53vF4qJWN",
+	"x5HzVj5Q24JbNRrXwxU0FAnn2VJw+0pt1sbP7BOQM6F9802c+HDCPqrUB/k4Fj+kXnppOsL5tdS0HFwx",
+	"7Bhod0W1vVrnENOpMiINt6FlCSNS/Wk+/+NBNE4opGobMRWEJuGY7GpEaaUpuD5fsvwuFlJmVFozcqMK",
+	"UfMmyc2r28SS1Mpefa5KKvCice55aDYulYxKNL7/iEQT9/99QAO2/ZTUbG64jZanhGJ+rmE11oB9vOaF",
+	"fTGuOBp9NZb+5e7gth98M36HKnOxcB3RBK7sExTu55SXTc38afOTd8yei7k8yA7WtBZmgNkBA1P1z2Ps",
+	"zzE9nE0woBFd0pBAOtuUEdC+i2NQEBXLG5gKEg6a86PGAznRZWiuNrEI1GenCJodpEKKzUo2Cu5GtVGa",
+	"rQg0Ht9JeORMT73UOY7hZHlPLTMXVdG5ayt+DIfa8G1UxI6tImbuAzcis8AwnuiNC8szMbDFr+G2dgmq",
+	"9BkqwqOatm8PlJRwGduFM7daXHu7Z0LHV65ngwkvcUcOJyg2BA5e/2TL/xXtPslq3jQrKo5rRguwc7MY",
+	"50mun8zBCTksReKq+AnuagGQjc5ljMG1jLbt5ZTgGpAVo0KhrOM0Fc/JQINAecfRpDXgmUEh9zBiC7QU",
+	"l/eGLGHBnI08TGey0d1dpU6bKTpGGcMLGQr4BHuIy4k1jWcAX1t3Vo9QM8L+1pjTKEEovv3XY3jx+G1x",
+	"S5xPn6Atfyea7hvY7IkMSb3dvZB1ZJ599U9gO7kObU012rWMdlyIizJalRHM0mrTvv6biHd2/h35bnsx",
+	"pkl7wX23j8DnhvIbk/gckMMFVSrltoDzj2JfCxhh5AVS8Mgtjs7qREyrMiQkK2WDHpoVPLXLYt3ch4qx",
+	"0BKuvgEdHdw5R1NpwrQdG8UZYpy4ptFSsuACbQFU3aEJz87SGz8mdAlHIzpx15d9A6XMThpOi6gxuTNZ",
+	"VdH5NVquqOZ5O0X77qSWezTl5tR22C5t5nY6Rlk/0vxuUctGFNdU3SWYFqu5LHgOLmV8mWiqIipF59u0",
+	"MY2qOzAARy8YiJa4p+UVemsjMpZ9gcyYXjMmMOGQC+ffnbgzhlRfNmhPex/pxj1z9xmanxpwRq94WfJE",
+	"d1EWgN35oJSevmV+7nfTuZu5RicfKxIClvnqshExSagTou4nEbOfoQMTn2/w+t/TJg/X+UdRboa1LiAE",
+	"my4KYZioi0nIGGxUgK+0rY/F1U5DxD5fb9vq2Ihz2Qg9yP/NcAAMCrOgaplbR2qtt89mYrPrRoByNz77",
+	"UsrKCF32i6282UjyVkQpDDvpLH87lO2DFVLN1nEICTZYuHEWEpd9fuxyDkVqtuBGe2cAMGAuLTfjLkdJ",
+	"WQj6itb2koXG5rTc4UfR421qssDR46BbMkd/x1wMcfKy/1FKrXRNq7NixUUQ50qLgpvB0/IiWCOb5dfX",
+	"TtCVpaV1TFohplaGkxi5jZrGuelHyzrCybmqSrr5kDbuqKVcC5fCazXprpcXTDUnmEQ3FA7ehhREfD0u",
+	"TMIpWuGwT5FvUKJoae7rJVVL8yI6KtA13uv/2ffPIXSnHU9kOC4CYHs47+SCC2Awp8gSnFxASqYhsbQm",
+	"BV9wDRaNNp0LvfL4jsrwFfN/af7biILVKpc1U5mR1xVfCDSJLDfV0hp6e1kgwRS+M+tnGjYD/N9/PTv+",
+	"N3r8y5Pjf/65/efJzb8c//z3Z9nz7379p1FVys8+2JdBOr3SVDdqmNkh6XV2jyjNyxIRDCSZsTC4vUuM",
+	"M9fTpR/mtvbZ2ChRIXvdQCyjMjeadUMw4hsMXGpcmT+EGYthyjNADQT9UE1gxNtDjC3ZORU5Iiucy9WK",
+	"imK/043NOAjFHJvaXraaURUTxC7h9zZYt43phnZL758KaO77yEH5NTrDis54yfXmnGq2kPUmLlPm9qnl",
+	"3nVxXNFab0juvrdO3J7hMQzPHLDmUsDQsHYOPHtGZQssE73YbhUXMvLkHNzsLC5OaF8p+T0D2A5DQplT",
+	"II7VRuSoTdnEvLj4O02EDpZvzhLWUjfNi9186QIjNbUkjWKdznZxqveOh1/IvqwSG2QW7HP8FFU6X9Lz",
+	"JS1LJmImkTMi2NrQknnP7AC+uE1Q9pURCUNLopgoAGnBf3Eb4ICaW2HXqJmffEaSG57VuGcM7DY2hW26",
+	"qZKv6CIO6HHJzJm+R/iOFlHL9grfjVvY2qUKugpnGN0qCBF0l/iDZRnFtOF6bO3DJyNbij76i6RI4Zz4",
+	"VU+0MPfeKZEVDossWc0yMmM5NeeAit6tUjPFNFrYbOCW+f4b1TbrQ5zMibIW374ksu0RY+v0yCG3I5j8",
+	"l5F/+gJrMKLUFkexz87IPS+YdAzwhNx6/JZbG6dho3VCUJgX5PYPf/jDv9wa8UoUytzpmBi6gYxNnBQm",
+	"hd4uqUIYmzYYT90SRTfwmbsO4MN4BGwIZ7snCG7WQandA5y208Agowghc1GTd4HIOzo1gg4vEzLCT8tN",
+	"B4cSEZC57gL3dnPfvIGBeQvgdtdlKdc/UsXzs0YvP96z+qKkXFxqVQ3f6R2IqRX1UNJ4Qa1YTb9RBBom",
+	"3RD3gNOB7bYy/ZHbWqvqxbff3jr4BcPglQU+sQfYu6W0JFRsjJJqTRSC6bWs70hF9fKEfJzPyWzjkqhf",
+	"4KF8iXGVXNmBsgKzoO1g0ZCKtzd+gGMPEp0Ny+nOBNY1LqnQGOLImQUwdhzOpvkfAv7Ot7SqvnWJ/4o0",
+	"gv+tYV6fQ996Yg8H8Ivxd5DEmctQbjv5KEouWGIGttV7Vm8uDM8dcNlTbzyt7RcEvAbgWzucbfCf4KjU",
+	"sjoijdC8tDv3WaPmhrKYrjfp4SSgkM8c7PFp54hYfZAqoqSE4Gzkwxat2+y+Q5c1/+bKDd6J4DZjx+JC",
+	"WFdgSjLdAz2THH769PblETiHDFnTvJaqC+cRlyQHYq3PbcyoRf/7KuHVIRjoHRfFC17sLkq/rpmHuayt",
+	"Gihr1bFgmMtbJfygRQ+IemeQ6GwLknlrjJMQn1tQCtPa1vhtmoxFNohMI4noPAmzOfTZImeFdAm86ROx",
+	"CCk85pdc4fHwPpecCjOHGQvtr9uHYbEDovI3FpW4b19H47eIr9IyCeMbXlE278cJNYjkax5Yx5VayqYs",
+	"fJJbfC7LBDpvV7+FK8QMuaLiWPNSH/8i5SrZ4paUlG7fTSKA6WvlLnLoo5VPXaithQI4infORwByu0FY",
+	"XtawGLnAFpvKXiBVSbVhLAmWaEQPa1aJs8VtSgBpxbZuzSg+xCyAJLF2U3drmDslEeayC3QH1cRcIioc",
+	"k6NKvLBsmjMif+8QfPcSjbdpR4gYBif9M2MVsUCkLXIGLBbCkZKS0XuAuvK4BeB3BKOLEaGasky4bYYi",
+	"/pyN10G2hjdTd2XcK/GAvwAbdCcIT6P4aLT2TMHWhHfNR1pV1zUVqpK1nvpx55tfswDbctuD12JvWsFw",
+	"485jeExX4BT3+hMqThTUUpQCjdThhds1qLe35sH/+MMf/tB733Bz96YvV+L2xyNhoLSsl+CS78Jg/N+m",
+	"GdPwvzdPnjx77hqDriCD7vbb9Bv4iz0S/+Mp1I/51/f22lFH4Z3TuyLjN45K4H5edfE9E9+9TWjiIRon",
+	"xB9YS76HyybOCIjhjfh6yZXmYgGZJNFOm6oYTI0IPbmo/xnlwyepynpXKcx2OCKFbXc7Kn/dx3FD/xIg",
+	"hHY1k1Nye3Nj1SgAHb25ufWZrGxCikCIVhh1jYYwvwGYbPSK7B/szOOWWnBGD/3agqP1IZG8ty8oYbFd",
+	"iSOohNCWkggro3QKuQRw/31cZ4+8vwUPP6R3Z5HKQL1iKN1KPNv2g74RI6rOOfaaTp5oaT8kywGr09m2",
+	"Eadv3+7WRkLpy2q5tnDScTt9UklZwnHdEj1PiQ1JCqXTMIrTdnWQ2dilaOzmlIJJ3srfKs6F5GIBlgaj",
+	"QJNDITHv3Fy0rDjKyJWL9zukVlABnd6wozXdHGVW9SaHeKcatbSu+T0Xi6OMXFoEBASDgyNOtTZM1oZ6",
+	"nba6sxHO8iUrGuz3wurc3EeFgZXDBaB1VfOjjLy2oWPd99e8LIldbkMj3MqTbmntvA+yAzfPA8DWxd/c",
+	"8A+yA09pr/shT1tbMFxJqPW0eGERkoxs5BlkAOI6Y1qXrjdgnb7EcAuMnjO/KHLVhnW5+Vz6oAz7cGig",
+	"UOokZl7FFHY571x+PWM4PhmNeumW52Jt4ZYJgVS/IesA149kFJhsBpiketoiPraCz2wDdlQYc0cLfLBY",
+	"v4fo8NuQFXrXeHAfRm/xDlU/4m0CJ208eLtTm+m/UxYeTrgzhclhUh1mtk9gtu0cQrKdnolR2V8pCNtJ",
+	"bCsjDb7VbJXCIoEXMJjP4YwEACQu8HUaHgvSc0aQfjOi7nhFDj0uINSKAbcAObQwg6dEMXOLGrmsc4li",
+	"U/4sGMH1jlcDCWgjVuaOzWZJIVR8jRE993H+dBfjk39qgVhkTbZcE12bTbxZLiID7C98uBTwrGUk0bnX",
+	"ac9YN94D/UdzzspCObZqlgJowcNEjnM9W9/jDvieB4yxwxglyP1862fCkismL2qj7MxZTQqZNysbvfeF",
+	"3Kaui4ktXNuhvXSfgaGH3XO27uDvYkhyTwkoqUUPBGETgAudBN3BPz4lsEoeqxieBUsxEgTmpzRht9LI",
+	"UxWMFqCH7N4c2oketXSlHQozQEHNeb2KgTzhK8NWVzdozKvALxI+J7xbI7wAald4jB1prZtrMHfP2NRc",
+	"kFRCylsLtAr3zCkC6JgZt9Ywt192Uyf25++t7aueCSPQm4sT2QhohJbVOX9LQBe73IDB/RGDIglJOr5l",
+	"XOFWEftuEvODq+iVcqUR9Q6foyJsSM40CuWRqbYYV1YFslRY1bJo8skx8OZyqdLUEkDbTtosK8Alm8PH",
+	"+xJfXzqwu5D5I9RSfzuUdo6edh0pBOs/wAsmi5r/nYTM7dJde4iZe0mYvueIjKm+rpCZLm/2xoL+OGeY",
+	"kfTypb2r0KZ5itEtt9a9FIRdZeRWins+h9RbWd67z1DU8qD/aKHMyO1iBtb1WyPEAGh++xSDaa7eXoRy",
+	"VY3mROjjIDuwnw8ZNy70L+dByG/EgHf9b52gYAuh5q0yOJqk5SNlvB+SJ+cyj4Wzn1PhxDt4I+HwrPnw",
+	"t8BRa574vKIi/nVFE+BOAO6p1RBh21fC3btjrFKTczTnNVPLuGHBR6fZhjHDjCEIp3mw2tXGoHlMMjJr",
+	"YJ7EF+EXGasGar5J+cUHPAdmD+wwbMuOJuz2toveXZyhA61/sb5pV5siYtETPuqXANmnAvvdW8n9sGBY",
+	"vrVdLW/ps2OnY5N+YHzQFbjMtYyHD+F7iYNoG1FdEXuCg8c1m4XrMWkL9tSVwk05JSt5z0BuzqXQXDRM",
+	"Od802n7dxAI0Y9lEFKrk6rzkNcsRLtYQYYZcJwPmEYYhOOYLGm0h15gCOAcAKr5YovXr2P7SVMfuR/Oq",
+	"+xn+7R6Y3o65cP+SjXYH4FgwWvs/5vBvM5xjWQGgCvw7LxGUy4wvyvpVxRz5B6XXekJqxTA1sGJ1bla5",
+	"E+X0jQUejTIwX7Lt6VjJNnPIYVdc/q+rVffkydaA3rvttkH6YMRl5TysL7wyushQbnB3fM+fPOmO8MmT",
+	"UZHCUcswnV9haHriOrWB692r9FFvUKugseLHzVkYNR/neZ24ev8pnDZACerHnYF876PrLaI+T9wM+M0l",
+	"vDQeWWV78PfXxfW/xZtNBrG9pwLCo6E872nIMjCQyiHArJcYuzff8XLamk/oM06u+zRy2Y8vBvXhQU3G",
+	"Mfgksj63m0oZ51bJfxwyGNuvdhIT9sM1NrCqbfk1Rut82abFpemvYvWxszH4JDGi4HublgI+Z0AdLTgk",
+	"fLBoZsN4llzY/ooKhKGAjjhGddGyTJmBTN/DrfuI6IGxp6wW6XQEIXXmo9E21kE/ARnIr0Yw9Cl21UsX",
+	"CxaJ/va+bRezHbLSU+/aRie6DTp4RhQpZDODqLqmIlqS78mKiwztWP/f//vsyf9J/oNr69Ho7altKuKz",
+	"7PXFBaFGJQ9ADNx+eBRVGwxgRRM3BwDKLhmtJxtldgK16C5KEsYCPhzUNCIBCiMS7jgsM/usYb8HO4YA",
+	"CNcxV6RomAPSsEGj1l9sy9O4OIl9x9WnZEcDQ0Tbj0Xs569Dzox7IUS4x4QG2mhJsCb5p5cXtvZeWSog",
+	"EkOy1+cXBJAkIAS0C63XQFl/nRtBtCmqIb2/LUz+SuhUkjBaYXsKf41fklIuEsiEsR2UJKcWeS30RZND",
+	"BBp7cXJy4guPeNMKSnjxJJgJOpIlfpjFkGL0tkiGJjolwrcDkTuI6cbN3m0SIfa63kzLDcFWITPk/v+C",
+	"BHleKKIMccw2oLUcpREFd0ITdAKjNaRmNpPsBjLJTqw1OPNar09PN3e/5Rl42ONGmzpmAbio2T2XjS2E",
+	"gePBzDXsTw06FPcosD8d65DmuWxaxQbWc2eYw5989sJ+8IY6ktLwga13W65dIQFtzE57HpOUvCV3IVln",
+	"HYnY+k2RINv1tzh/XSy/Ic7Z3ckkwih1HOi4lAs8Pi9Q6F2QQ0/b1keQEVs3JbNeFAiCa32omcujtPGW",
+	"GD0XZFhm3Vi6zF3WR/6gkMNuAoOCBC9M9HOJJ/gnrJB5DDGAxzYR4RBj6Y1u2w0XgCl1gkND+GtvfPFh",
+	"sGGr01j/uP+jv9RRVIj/sq4QO+MHeUL6F+0+jhE3jn+8X+RK0EotZUwOPgtr2tvXwEnhfKSPZt0o5FqU",
+	"khaTsRZKqiEXeGWo2uIFPX9yjEYi4pojmud3THdlyQCVNZGbltRsfUaXWzNM5AqF0kiyGAMj4PblBb/H",
+	"JjTV2T4G62cfeFQ/P+zJuogZ04jiEO4DVUTTOyZGFnzaRWo9xo9EEqapPclB8V/Yjxsdc6WZs/aAHURG",
+	"b6OupyTyfaO2Ur+JkIl4hTUv9DLSrPl570EP2NFao9k2Ll5npkPcyNwmqVCe0JsD185pNBneQR/mDuIA",
+	"656nY7l38IAHroWhL1DXsL6R1KIFd/7gishq2oKg7+KhMxQtlFYyq7DVoUDqxORcri34JfpsCq4qc7kh",
+	"W5xeHmbysvqwNxX+OpyniikEHeFuXEbut99fo0CE2wp+3NpOF3QXpO/u5DBrGQFKkw5SFWxUW8GGp0bc",
+	"Aw5rpWJv3NU1vY+5KEbRRKxDJzo8BNyIYYKEFel2hNqIQPWN4mcMDfIsgHJO26e34CpGm6wM7Q81OBz6",
+	"2wOWwNxR63Vmn1HROYVCVkT6MEa4weY1Y5MwIaclavSbevLsj0mUgwGkhZcW0cAXiYTAYQsoOmGoKRCF",
+	"lyF8wuT2OiLdQFzrKwsnMrSP6QQVH3g9hWa7CAgDY3pD1TEiHwyNKoVyYL4edsXsimcAtpXPLiJf8YLF",
+	"cqcPPcCUrUmIqvp+mAZXCF4wNIcdkAImUcy0hKHxZnbBBeB6KRuHCJAKZ3pAKv5Xy6rPbOo84PuFyfMh",
+	"hayZR8HoQ6o9+eMP+yedjx28CUnUE7Y2UUuozYbupDRPkAheBtH7O4gEgWpNcqppKRcNIxDNfM9qxaVg",
+	"RSQLgbSbhVqs2zBRbCGVmAPMRV42RQxK1sV4Jq32alcDS19G+hU24y228OxJENPhDS6Ov4zFb7n3drXq",
+	"ure2hJRyTTcKavOd+MhiqhTTx27Nb6fQJKZipR0fbWLcPgvpU8TaZfw+too7RbjjUtr6lrQgVE8MY7dk",
+	"GWGuLm/CvnGKNjprVTWdqDbdRE20NvbOqX2/HYVf+6yl5Amn1acQ7yS9Y+pDXFbfsfbDjvLa9KzaKeT6",
+	"KJfjSIpqdBMQRA8u8zdS6YSVF9V+w8gVOQREZ7oAQ72XsrEdMtuAXtQom45vXi25whT0lRRcyxrSDh2m",
+	"tSILfs9sYJOmPJZHEEgiKmXbgcGT9VIqj2XFAbWQi6nGI2kz+LfjBEQtSyPELoNOYAHAhc5LS2xT+pgw",
+	"fGwZg4UQZ9FmvC8ZrfWMUR1Gak7xDljUh1SvFsmRwTRtvGiBWDxC2uH0i20MhWLrOP75JT7AVZzYWMLu",
+	"/z6gxzsh1wCJHtBhRuwoiBSAAdXetbvyN2f2lw7KQXqgh8qjabg5ZzFaHTx3qxmrE/Dj9kit4J3tU7Fk",
+	"tERz5ODFFXb0Bj8xCorWVbKq31m3nB8O4BtF3lxfX5Czi7fxuBio6DEGkAruGm7xxCzI8WAJlYm1NViw",
+	"TNtpsnSuRyfrqmYHtV10Tedznsdt2Kyc7zJZgeVCqfZYq4kans18XkedhZG276VGK6xziP5FalYfZAcf",
+	"pLiHf46X7PS1PoJF6tJHMCi/zXYBMkeFozT+xlNr32ljfrcBNB2KB5RSBuYYm/MTX8NoPulbUbBIkeh3",
+	"VGlSygXh5rnPT7UCWEtCk4olgbcymhDUuiUDp3CPKGZsyW3UTHsAJhZpOpdC01zHSkK9D0K7g/A6xLnA",
+	"z1pQ+J0mvEstXpQBEpD/NF+O10dwNDB8WBJVPVqi6s7SHRN5B1HKi5oWmC0pYmj+gYKbErB/5ILWGyde",
+	"dzvs4LM0ws973D7eLpGfYtYl7A759WkiFMWHqkG68+mlsjQOPdjF0cvPIKZUWAHBRruCqpuZyfOaLLnS",
+	"thRD72zazYxCs0iha1lGzvip7TIP38CCGUBqdMXc+BIlbGGaE2GI8eU4jg4TRmgdyTGzmN9Gi6saTbRc",
+	"AFFP14zt8kWoGh9A7IZZhAzAO6AkBvw2a/I7Zk+3gni26frtB1mwlhBsT7FADDu6H6GvpKPcu0SpowY3",
+	"urYG3il54qvhuJfauokWfHaCiGi/fRULiHolvB/Ad8FFIddhWblJ/e8UqmubA9/rSLW7rzksQzRq/JA7",
+	"+tqTeMYLrfgD2T1TWcgg3Gh7i9nZ7gQ1tkdogOulCkKde+kPOW9XMumJJEFFt8eSQoImJ9zJj8bbcrla",
+	"cT00XnxDsyIYeaB67TZulHiS7vA2HLOrI/Qgz+yvRpqCkaQBj71pY5Kq5D+Az81dHi19HgqrO1gSO5rf",
+	"r7vYDN1BVV3b4R50o1m9SrcfaECsXu0TPRcecb/XttstUSakvWD67dpHjzFW83OnuVmtaLQGVneXlhxx",
+	"UlBr6VUGHIjEw/c371PE0Ar8tiMrwsA2WWEu6HgzNV7sax6T0anl2xQ/yRy0gwnc7cDORvAe/bnZZP2d",
+	"65DjMP6JJTDZCB29J8zvXuKnXABeBZQUmE5XtOLX8o6JwXU/u3iLZeKm1vFNO5DaRjt1j9RkFbA1bg0f",
+	"gl65jgltJ4STtlF4YWJjjRoZIbywD2Vhy1mwc8F691bITWqAvGw972iosKUeW3vbyB4hUSkGIWIn5BrK",
+	"LkEFYMR5BbAHSzE2LAkj+Lggb7SuPpp/51LeQQUIUdgqCdxeIzNZbOJ4Dkq9mlArzo4FCxvak+DmgL0S",
+	"W5Dt1A+2LWQgdoCAUPUc9iDieqZlw3yy1O2/Hl/d58fnqp4fwwe3hg8XNnAclEsI5oLU1gUXC58FEhQ3",
+	"YgUkG21N5pTMsCKvdM41u12iaAGkzKcOhSOupVZDFRBfzecMgZ2rrVqIQWW4XYofZgd2oANbejZTsmw0",
+	"I6xVo+xXpxZTgGvfu5ELMbVzq9D94DbaFqfJsG51D2lp66S2vnVzH1p6o03BUcSGMkaC3Jqd/HbFbuOZ",
+	"Ymb8Y4LbJxUrau8Hbxvp7mRIpNnWGYrswRCrSMk4H92lieWOZffyWcoV81kZvUADvNBHJdaoqPW42oe7",
+	"ZKeMA18eM8gAmjCQDA4YRAr/xa7hCmtaizhahROa3RsDtZowMh4DQAR7SKnSpAbtttSvaTD0KG1BMtiZ",
+	"vcweq5A3Fa3QkoiIZcXbaHgGVDMm1DplAEEFmMr525eXREhtsbqXzF4wK7ohM2a9N7VcnSLYov0+KPIN",
+	"KLRmLzrrHpaZjEnFPrwj8NqHMTIp1gnUR7UFXm2H628+ru21a3/p1yOfRpYiXfvcHju/B/3YgZGZC6l/",
+	"hEs5MTewgPRnxxWx+L6Ihkk1Zg3sNbdqt5rA7Shs/PwpMZoXWTUKMPtpeHfaiwPQXMCUvBNRcGGJ4mkE",
+	"HLOpK6mG0Pr9UjmP44Qy1qCrMBogZgxFT0MMJDj0bSEskstq06EIrDJuR4RtB3XGcyrgMgEMV3Obn9rA",
+	"aECeBVkSAjZ8/cg7Vk0Bn3UxfcHOpplSiMa9LxoWlFgOI75+KzFBp9FC+2Gd/aC4fpATGq/kP1x8/+mj",
+	"xRsNNrpP9FG40Y+wx1+ygu5D0jjeMb1dINY6iqitqjpcAhYxoH29K9Tq4GIENJSjUyLn8yxV1nWPJJF/",
+	"NIHukoDysIKuu6ak+KIqbRHV7fKpmdXFISW+Uzo1BQG2ex3QR8or6VTqzBzgzrMnx7BzJFrg89CddBiR",
+	"xVA9emAiSq+aZ3ooQW3Ph4xkagrLl6v5ae7oz1hszUayaole47DUpHjU5JexaqDjyTBDp2RKCVAoDQXb",
+	"ZbjbDgkskzt+WJHOnUpkSkg2IRhbDaE8Sh+XkgIqjMueDUpkGpkY+UdPKH6E/Bly+PT46bMfzPxrmiPz",
+	"FtIHTrQ/H+2lEGzl3YzKoBPqc/6ny8m5DPmN6Ywc2kua2B/Ui2+/PTpFXi3ueQgKCmRj/u8U1MOl1lVG",
+	"zH8VlE6g7ub6dPk2LCJpOdsJCTLKsNw9OWwUq1842eBf8OoBi1ynmqavkanSRTJVky8hxQhrY56c9Apf",
+	"npzcBoUxI4/7ZTGPwNzRKiKtudkV5X20TKVTDAVqqZxgsYiT7YItTidsBOL7iL6FajdZZUL+U7Rs5G4c",
+	"4BHyo0Dc/iALdrZgQr/y8d4Ps/sg8qUUqMr3w8i3ZXKt0wgb7/ic6aAOGNzxYcyQXUPyz0+ekMOnAE7Y",
+	"aKaOhmFsf3j+xw6M7fM4iu3Aij0QltkoKSLI9E9iLF/DELa9jRYfYFPZsC9YH6kwu6L1TdjUB+wqhKTv",
+	"lL6FkP4TKIVsfoVvTqpa5kypE4x7OZoidPCCrSqpmcg3UTEHa+uJBRoR2rhTOKh3RgYS7d8wZuQKKihp",
+	"7aARgjrOFJbTmlBH780V/XyWRKZ8yUp+z0D6sT4ojtkVishGt+T23RiM8xiKc0U3RipIE05MVnsrjDDo",
+	"j4JF9eYa5JrKXCoVE4Vyy2h6De7TloxTkKVYGZV4GDu/QW7RrfekdanomvJyksHKpqgkT/pLRgsUj3rT",
+	"c0v+/MmT3Q51dN3XlOtRPB8tfcX7zvS1BNeXpQzUprlYtGN8MoaeHQxvMnA2sIBh/m3YZL7JS/bR2ez2",
+	"ZUylaykw/2lJ6gYcSTTI/NpmWankjPedb0Im8l0MO9D1m7KZSlLIMHob+dWxsgGB/k9ZtX/VrPe4ZnD8",
+	"sgPgfcHz3MxnDh7e45oJtt6p0lr/BE07LLvY0XyCRrtOw8jAQCSfFKsfzZvjncs9yymqHh/SPgh0SHaj",
+	"YToesR3UHydkxmpvcXD/ekk3cImf2ppqRNES0Kipgrhkjql70Vz57593dyhqjpclextjKa3j04vZ5l3V",
+	"usnB3+CC2rs+iQ1Z1FRoL5+aix416bJkj+2pCJMnrCaH5tJ+MdN2hduQ2DDkwGPr+o+twSR6ksxXcVX2",
+	"nVxw4UR5czpVwpoI15I06v6aK5cLEDNXqtBeqTLQvflCqMB0qYbF/e8M4ZmGzQD/91/Pjv+NHv/y5Pif",
+	"f27/eXLzL8c///1Z9vy7X/9pNLXDzz4g6Jaa0ue5cC7aWKSQYOty42vbGS1Uavind8L6NARcUSNB3NOy",
+	"YemItDHN2Y8HkjSjA7s2MlxTlnYI0GHPUHyr7vObiuqb21N3JFuW4Q3YcIYB9xcjX7nuYbSFYLF3bGIo",
+	"ifeMDu+Ya9FNsw39im8XhgN8UrFcyGt7lqHaexu3AlKWVnigIJ4LGIXdGIunDD5sI6C04YDowVvSeyM8",
+	"4zdQADyiXPjOJgZrbA0yw6JQnrm2pNVCqPci1k4SFbNti8MQtvFRdNhNxY/dltiej23P8UKx6XCx16DB",
+	"9oaPM0aqhRtDpQPJgDgpQSED/K3YVE6FdwLwFiexu41fJB4MrwzAEWdiLuscEwzw1rHhbbvFi8E1FpGA",
+	"4rdbP+oF4tO3o9SGWIxpOTaQvYO1erSXdY9FP3IL5xs74y+pppdMmy+lOC8ZFU11kSqKeZXLiqHWWlBt",
+	"aMR+CJ470VSklg0k0lmwIkBjBqVZbHyp0EkQ8mfm51YW9VjxWzU4g0NBNVvIeBarnRlRMIOK1TgB+8lm",
+	"+j76pbJfxjZ1WiyXncrDYrmmyvK99Tt1sUY+imjEAd5NbbJA37bzzspPpbHL5uERWqjYsUFafCjB1Y3w",
+	"KrLyyAzAkCaJ+oNE6Z+BhmKGfUpoWZL2o/Gor3Fe9w9T9wY0uyRJxLFM8XfDeb7Cfu/MXF4i5rxPjjfs",
+	"5eGcxa5FZEfnXPBUfcggSxTW40szlNR6TU6VcfXcmL0s5OTUEOuvPhtLS91jHbZAXl1PncWPcMIg42sC",
+	"U5xRxa5g/8/MqYtRlv/LgzLLHLRXs4iFbWOb6NFSFGnQfmEN5d2KIbfqbyXX7Da6obDwdbSiVns6W7P9",
+	"N4r8reH5HfHfkXzJ8ruM3Mo76y4KEsi2LWmwUDE7J6wXsc99ncJgJSYdN2zmo9+OrdhHC5afwPb26wiV",
+	"ExT/BTw7s42enNaDA/lLCo3BTtOhMfS5dDjfKVjiE2Yy5+U+M9mqGbJAQKHu/EL66S9uOLx246NnBhgt",
+	"hki95iVT+4oQjonxEu/eJa2LYywdYkNteWHEfOtHgnVHBwUTuoykFJmWoja0p8dPnzwhBQTG5BoXmfct",
+	"XyOuqTZy25XYTFnC+nh2PG2LecnV3Xuma54navKvZCO0XSSCZZtiEaf3PI/wmR9Lmd8FxaIj9YNYiiLh",
+	"Zw9cPOEozVXc0/i6HXnfnxTaYmNQPu+hVhCooQnbjKblEO7/jtygUawYXA4ujMK5Q2sXWMg1AZdr28vI",
+	"E0Of3WtRNgjXYtvFaiuRoiJ66etjHvhN6CxNOK9wy7sjjFKnxT0EJwFcjobk06iQ6OxB2bXG6whjVhhh",
+	"JRaSbQ07uqZ5xAV0N2jEsc10oHcCL4aPSDnAZWJK/yiLDfylKilUyxMtf9pELTvmek85kBimFfoZcdW7",
+	"v//06pp8Syv+7f2zb5Huv+ViLjHOBTsnV/D7WzGXJ/ZyuU0kUU+HSKpqOSvZKn6+8FmsVhg8IHM0Gcja",
+	"ZxK59TV/GxWEK8XF4sYmPwW/hA2OooP5lfUlrNzQhqGFXsGNBuVRF2dVVW7OwJAbt4jWXhRa11y72j02",
+	"kqEDyu9DQkWnaIIkc1mWct3GmbUQlRB+CPGGVgYNARXB6XvI25ILt4ELFlMFpWAf5wcv/josGW3N1ysi",
+	"48gp/Zrrv/4cW8D9bm1XNRc83DXXhodZfTy2vhGZ+HPFcs2KqyV99v3zmBg7bxRrFx4uPiFJKcWC1bD4",
+	"YMjHVJEpMSVfUfXODlRQhHp6WEa4qpjgmyE+9P+8+viBrFi9gHC6fNlmrbpq1nBCojEaW4EKrtD399nE",
+	"qIWA6M2RAHrfil1oYzwSZ+jwNkKUt0dh/A3Xyh7aU/LENq1cstejRkT4/Rl0eadO34DSNcZpkpA+w6h1",
+	"gq2tuArSR1XSHNMCgn58gZlUHegZze+ayghisUCwNpGrcoUjTY/JAqALlkDBXrDCE+ZkFTBcamwkpgjm",
+	"u5e7KXzk9iIh/PKSxUMNzjt1W5KLkbycO/VAo59OC3SJsDJ0B41UfkCyqBnU3fRcNFV8WmFBJ3dGUi1T",
+	"u5ZEMAYo320/GH5urgF6xwgDX1KiN4A9/pHmd8NT6FCixW6xFSxmDIpodmeK5eXdgZGp7ByVuHRsgpM9",
+	"BvbKWY9b5H0oTR6UGvJ05XGJDjpH0A8j2M/OymxvSljg0x3BMb5lD1McCbh7WmOaNCtjBXrxfQjtjtM1",
+	"WwNSRkTQLKkQrLDuT6rgaosbncoi0YbLjB9vYzJVh2wUNksRrm2Ij4Z7CepfQ2sT8lFx3YI5BEuyPaqx",
+	"LQzrTcQKZW7fMs443wbZIcJcy5S3LSZTeaALCk1ypxUVdMGK12YNVJJ4FIQU+PjiQMY45OA71ZvMZ5go",
+	"ltdMZ2Qp5Z1y9x6vw/oXR6cta0JJFJL0LE/o3ENpYu6qcNDbSVPHK2H276Zdsnv4o14H+wmbrxCfxs5+",
+	"tgEq71LRHduQw5yuWHlOFUMpFIqDWw75v87evwOaOIpKnik2e/Xm7PjZ989DPnsKQXbmzEGtdaz/ESgI",
+	"4GFElcDvMg/YtONkK0bFesmngOF6pt3duA7j9hw6kBe75D12dg2/S5TmNjfUPLhAu2uPMzo1KiaUnTWX",
+	"nxEudQz5wk5/4Na2Ln+ylk1ZbItDveJn/xDZDrn61UPv5uyg4PMIhPonwedGHDRPw2a+ulC4sRFpXACY",
+	"RWazs9Cg8ph8ocK7dmRF/XIiaSzpPXvYXfooEiIszfB9bc07HAooASxISuEaQ49wnCA4+V1q7K9l5k+c",
+	"G2lMNLOUuPuFb5jGw+0y5iTSmgXJF1Zu+q1aaP4xRhNyCNDINVvJe2a+81eiuYm0hHvRWk1i91zKsjC0",
+	"yTW7CubaZzB1OMa+IPeNcnlVQ+Vs/oESyJSboJ0/yMRqB2khn8J/p1712/f7tF27MPS049Hs7qsn1lMi",
+	"LfwxVJRRmkY8mgtZndN8yd7Tz69ruordzvg7lh31hS0gLfqObeY1ZE1Im+FmE6VtLLwDUzosKWTcYVKd",
+	"0mTFVrLeHI1lqD15Mp4ttSzV60Rhtjfvrohii5WNX13RjltnvqrAraaiDpplqa7w02QqVth8EdTgtYmf",
+	"w5N7NmVidgRR1QKfuFxKa1ouIcC2pBvz8/AAvgsH8Cw6AFtQJXVmobYO9C98cvibj1fXLy4+Xl5P4cql",
+	"XLxj97Fan3guAA2xZLZGsdu3gs2aBUQazKXFijNP61rW0Z0U8hICnq9HsvucjdoFtVJHzNYeLcUNJirf",
+	"CCnYTR2tgLJHuh829P80rGEjJ5ASVUp/xlZ0Q+a0LF1ZFjvMUipzxcC5VDsesB+i49PVhaz1e5qCWb+8",
+	"viCVrEfo7fn333/3fbgWIfZLpDseC3qH9NrH7k8lqPzy+uoh9P3rJH7/qSqoZvuJZKjxkDxk/y9QYKXa",
+	"FjdB4ckIHKwgTQW/ibS699/IebabNIH38u9Or8dwem3JaEPWx1ZedSBSTglcRTN8fxdofhdofhdofhdo",
+	"fhdovoBAE/J8f5qCLjuz7ax0yNdizKjLHrIIG48RVvIwBGcxfROZCzThvrSmAFaE8DSRCAtzi6fqMl11",
+	"Us/bWz88+2091kixVleiNZoaiv6r+Ea/k7JCb0e3LGprngPfV6ou6iQ+aZuOF1alSr9xlX+HKy+AGAR3",
+	"L1YPZkWnoBi7Zw+oHvYFzVa9ajbpgIoHMZtH5yY7s4uhbU7VsrSXnY2qx0IVIdE3Aor6APKXrCqwdbsk",
+	"e0P2jRD4r7ymatk+vplTXvpgBzmf71b50g7LPn+Ibc8XuAyOf1jCMjyc2c6Msn96hhnYWcXjPKwFx0me",
+	"fnJYOk6BeAWQ8RjxnB9FWJ8vPzop9MHC+raitq1nBdlCewDMQgQU16SQieokK6aXMnJwgXnhwx0SBS6o",
+	"XgZlKmABh44GBsSPxZJtKqbARwdccN6IHOvL2yCzsuwG3CXo1M40a2P12x79SLKDWL3YBEG940onz09I",
+	"P0FNfOtOGLwuH8xM5TqhLLYD2dF37I7QWP2Ktui0GcPwCp4HKHYJym1dlxb3TljEqJ73nYrrRowcMaQe",
+	"0wStqnKDQTm6ETbuKuKHbyPG1SQSbXupm94Kb5eAaj+cFNwCoTCxOv/yToUcRDFrSwmPYFXSXlWS/nhM",
+	"8x4c/h8ZaTOVxh06pkp171/wJiJeO17EdiV/B0PrSTaKdPCbF2K+/J3fXu7tBvVOkqPlobvdHehhBjLI",
+	"f6FAW6REUZdzxFmlkQsqqIcYOl13ZJejvHICi0wmxNoHqhvA5Gp3g0kTOZGzvEXZQURLS/b4oTXHpsnE",
+	"ynQ012Mjx53hCu7HMAstpcJdmEFPazW0D4e1xaPN49L9ZdrJ6FV+Hyi6SXW+ZOo8GPuU28ncG52tMsP+",
+	"RkVWfE9U8y/EjQfAB7wOa/UVf1HhJ9262Nq9ta8yO5VPdXc969J+nOa2aTu+zeFqpE/3BWp9ZyDKTsuh",
+	"a8+5Uxlp/p8gd64z08fJnus1uY9T8GOlt/lnd10jt8WjOuEipeh+95kNOYRjlDSQCTZ9X/fOamob/A0k",
+	"JdlZTpZozcu+CpKaZJ0NMM6dlerCm2ZfcgVhfmB6uvTWqasmzxnD5JrXzjJ1zVes+Njog+zgnIqcxTFF",
+	"p2T5eCuTm/6U/OXO7Ifcqo5youkcrZSFRlll7RB7G79teOHj28DnfHERNdi8ikW+T0oy+ZKW9bxqkoAN",
+	"5xefSKNYkGxvNiiDpEz8xm1WLms2CcthL5dn0qKP7CmhAdrcBcs4yCGIChlRWlaZC8/OLNpkRmijpQO0",
+	"Pkp2+ApcoPH+MN5b1s6OCO7SBL96uBTJPmvAmhqUA1VTsfqeK+nDBVwtQot+Rcmc8rKpmZUNPR7w/h6O",
+	"fTlqLALe8g7CC3P1DQquaU0cfbkqmp5nHpgjIiDEaHIxfnQLTXAjuVdtVWvDA0Mp3NcvLXix/4pbqlXR",
+	"Cxq3XXGRs2BcQcWtKRNWKgERc8kUJLDZaJMep5gIGvOf3SE1gVntorQFTqovoLX9Vn1kGPehUsWJFPLD",
+	"4jdjfUt43CreNc2FAH7+nHYur/Bi6fL14OB17ul2sVrm1hE9HuruCxjcoFzXt9PG0bw6JuKOshAR4PAM",
+	"xUoahWcsrOnVGp+tGGUOd51EQCh4zRJSA8dCMTWRja6ajkAIj4wUCE+iBNwphDjie+zKgPilSkJZhHXc",
+	"tu5HXFVBVz1IRSiqZoQRravjeXk/TupBEax2kTK/Je0M0zTxE5stpbx7K2by8yuh6wRJgAekkq7kkquP",
+	"kiSKWIlVozjQqmrx3b1cL+/ITBabDFlmVTNXHWOUM5pv44mQb5zPBorFUk1LucDs4MOPAjmUzRiNy458",
+	"EmA8M0uWEfa3hpbOr8TumdBvvSHArtEaFxqf7iNjXvcL6YK+bfeEJ3yddP0/ozaZ63DdDQXmutwQALDI",
+	"Gb9nBTmE/DTNPidka/fi4AXZsam3bXO9C8gsfvRmwk7TvrMPvPuHbYxiPrTjqVp7121Z3ccj3d5JhjvI",
+	"E3Nk1tvXWafsXWc/2n2fdu7jniJw89CF1yUdAXPzyfaRr6LmnA+gRHp3hnkpKJpMNXk6VSWwMKARLQVN",
+	"Z0T4rmq5RmBl89FUgTEZFWCRmjMi2BrK/hl5dEeP1zaXjThIAQxxaAnBno5OAhjSPpirFeYA++V03Q7F",
+	"JBhBBwAKt/EmDfeQc1teATgG6NDW5hmzJRajxcihv3PrIyyYprwcyLn9e6zUcheDUNeUrKhZOsQaMseS",
+	"zGmuFaEzacsOw7gzXwm0rfpBSU4rnS+p4e9KlvfM17MI6jzQmnlMwq0VTFo73zQrKtoxsRYuEZAVAC8C",
+	"jNUzcxZrlTCJ1kzXm+EwqppVtiahLzxooSdJSbUNnFZojOzOb9uRFwg6uqbxotbX5kHgHLOd9a7K2389",
+	"hheP3xa3xIFf2toi4+IPEFOY2e5Gk6Ti82iw7vs+bSANQw1OK/yGRE2uDSszKiThypI+vAt6tK2x7K3+",
+	"a66XgP1SclDj1xycYkb0tRWd1NLwq1s7jVuorcxkVbITcg5uegpx9uUG+jICNevYmEGdubFW31Z1w59t",
+	"OUL/dyPaEC4o6XMDxVhu6hbEiTZ6aeQchMAMn9iDcGOhIYJfwpewCO6Nr4bV/gS1vm+MKF3yXG89EFLf",
+	"gJYQPDG/tbZd96v95QZKbzmkTvcwUGvtL+72Dzq2q5U783r7k+Gcdd2AVw11NPeNquc3NfsPMDxBiBzU",
+	"0NzAGNsjmB3YmsU3iHcLjwG4dPtRa6J2D7i455qF3fSetBsaVCENp8ZXRhUMW4AZCWDyduduZog36/4M",
+	"gIqCX/EcBj9A4WQnitygGHpTszmrmchZsf0kAAbTS1nAUtCylGv40Wjq4Uv2b+3/bNcNyaDGVHT794bp",
+	"m3uuOC66kLacIZdCQUdt/P2Br0N6o6W8KWmNl6Cve3NTMIEIaEY7n9H87qZkVLFwXSv9CzSrmgp1bftb",
+	"90TVVLObkq84voBOT0Oqc16y/rv+IayLKyNXs3nN1NIfzEZZ6DW5uslLGfyleX7HYKKqWW393J7SWue2",
+	"tfC36gbcMjfs85I2Csdra0DdsM+V3QW10lXLVJSWNV2wm3lTll76bHmP9Ze3T/BoUCA21cw8172hdb40",
+	"4uqBr5jqKo3Zb+4ZdevUXTV7H93IRudyhb/4PblBAtQIL21F1hujHIRb6X7XhhB0jyrXbKYkLGBTLWoa",
+	"kujP2YFV1g9eRKln62Z+dQ8Fp+9ZKauEL23WkaEcUyGHLp6CnGXk37EhwmxL/35wdErstteKaFlCyR3C",
+	"QNYBeDcA4iyophEgdqrpzmBcQh+riuXmjNkOstZVDgqkkZO4piVXnYhxN49vFOq+WJJFm92MCktWfY4Y",
+	"AuFrXoACYa5pmtdSGZUVS6lA4V78yYhR6tQKcZ5Lkju26cjMTcOjuwZDGKjv6ZR/85rR/Hi+JIqVUGQC",
+	"xCuoUiznfv0nu1zOg8gmI345FO97rOnDF1xg6ScjHdKuPYAn9FqZA7JOcaY/6TxVrFoKEtYfxw6hDkoG",
+	"kqj9HbN2sKz0dB1+pH7FBa0hO+++G6bmiD1zyEDlhjw9NeJYcOD9R1A71IzUi8pktiGLhgH899TaF7Kp",
+	"YyUKPsLKdxYnlMDsFY2c1t2CIYP3MVVokJyZW+3YcqFjzZQed+/3a2S4YxJSa3+v/YSy1ioOhz8mIP8J",
+	"J/EyUaXhjNRswZWGBIw//QjvBkUbtgHfBCsTKG3miS9OAi18ozCfQ22MHOHMdRM3DZtImcx8B8+eHGMV",
+	"VTf4PBX0OGBwvuUCNu/2RTB6vzJtNLXXA+JRlXC7Rp1zpiFrZC75nMGZHMme3l6RFRWN0W+bOhY397qW",
+	"K4Lb/FbMpTVdOQ9C3DQpi1hC8h4txUvgdjYKTHnzftPgUmuE5iXhgZfWqtx7+7ive+GkUMjRqcl+SLqm",
+	"QpkeT12Qj7l2aL4MqUAva9kslklbrD8+gyZTT1KGdQCsoitwe8i1QusTKupKzZuSXL7609ur61eXO9Xt",
+	"WknN4u7Rzk5cvfW5e84m4pYH1koxBKI9xNCED2fXRzvl+F2AuTRnp8QqQkGFrzvGqmMKqftrLgq5BghO",
+	"rG6ieMlsJJ2vr9GP+vk5OQ5r9k/uwi2+dossyZqMp6+up5X44po19a/EmIgh6vtuhemmqExPeTV+TXhm",
+	"aI9a1zPkXaDtIDvkENwTjkdlLTPv0fD2eo5eK+OW5u7Nov4b2ZntjDMjtliS4MVkO3P39n6QdTlY+q9g",
+	"XX4DoVfnSxYDW+/Wcuxne/bhBacXoXHBud1yvdgy4YrIux0ur1Al6GeijvPAbkE8/73na3dgaQJFtOjp",
+	"wuMhoRYm2J36odDPN1LpZI0v85CgMcVHe8azM/OqOZdR2aaltFIueE5Lcn7xaapEs0PM43opS4zMBD7a",
+	"JguDGeyelrsUsoKi/rHUwvfbFc+mp82F9dQiRxUGOqd5dBWZXssaSyXiO5N7fes+Gei6lLR4GuXQxysu",
+	"Gs2IeYPQe1b3eV56CaHR72ORXXPNmHhgy9GG7x8y3hVbJYntPUbN7V4SDZq9HigF91YojZnzK9/HLmXh",
+	"Vmz1KV0ZrjPunSvOVUbYGcUIakMW4fTNpIwELE65RjqRU56j9FewN+XOvjlKdiTiibA/GXfAO6cuxR+v",
+	"IR96tLBXkDttb5rfbBJSb1YPTUDaau6BVbu3ctGxqIbaERVgvZTKbgt3yG/FdqluLJe7Gitu8xWhBu89",
+	"tN2ezu+XTJlDZZfNiJa++CC5Y5tT8x+FtrOZWSeumcVOMw/G4aTtAAcR++I0NpSa1NlxpAHrP963PlV7",
+	"rOz7YC2+ZzWC7pt3WspKgh28nRQTJhJJUWqs1FMCf+Aln1sPGygbdiVwiyZf/u0mmOagQGbk+p96isAs",
+	"0SrGEwNy2zpDYYoSDn+YcPyYhxZnxvSaOUneYsm7GmRFeA6cBGvXb8daFZ5WoFQDq1UL/+h6TVZ2si9M",
+	"Khw0lmJkp5Ro69JTCbQWbeGObaLG+JY/7F3tsxvZul5usAhCw4LKEtHGJxVW6EwNKizALYRxPdLZjzYT",
+	"aiuYJehtS29lh2opDBOtX8m4xSNktiG/8ww6huSC5f6Hds290wH15CU7XlJRlAh3hzqENSllB7y6fx7P",
+	"jduPXDt6NQgpwjpmakaLFDGPwDSBUb2dJZps1Z50ncH5l3MyVyewOCv6OSOC6RNIi1NyRT/nUojgt3rF",
+	"Vjfd19adn3h1/8cTXt2AFHGDMRhY7sE/1Xl1o9fo0u/9POfChXb0nqzo5xu1ETczmt+VcuGfPj/JpZif",
+	"0LI8saE2N+ZXggH2kMwjZLIAjJFTVismiiQHgZ9J8B4cLZSODPkYgVqNc397whzlbh22rYF0iWHkiI2V",
+	"LwoPlq17kmL5gyYLEJPwAkRy7xcqmmDD+E92vWN5ll3u97awzJQ7ff8qMoGCUNmtnrTPu+gIdvZ7Kgn/",
+	"WeT24R1KJID/NHZxjZgIQaD/1NoxLxMa1U/LjdvL4AqxQmTnjsmpANXC7JyuE9KOeyktXASdBT15vx7t",
+	"pZ5vi3cpAkvoCF2Sw09mLIUo6BY3bnMISaB9dw/+0Uotk9Hs/Mpmqb3tjD9GdFu2yajIJPrGz1NSU212",
+	"rGvpVUbsNCTpTL7bRAjmr0uW30eC2s2jNlkFrVozKfVEaxk0fRW1HmLTEFu9c7NFLSv1Nmp5sCOtaH7H",
+	"tCLmzWqfkUMXHxsdM/EJ/fD2IYx6aA4YaK32bTk19GLvduMeH0+taVBAu1ZxCruwC7k/jdnm41Tmmt+P",
+	"zmqW3//ItbpgNRpJ07sFMYdckBnX6AjFMJWJ9nAzvJGOYO8e0kvcIdYe/vC0xqYeG2V3c7t7EdB4SJTt",
+	"6Q0OWYwPvjPSxWUjwEQtaKWWUsdisUq+WGqi7BvDwG5hbv+Ws25HJJHAxu+LX7tRPBBlZJGfb/IyWtlT",
+	"rqqSmZttQesZhWo1ZYlBDVNdGAuZDD/8kyQ1rvggdt9C1rLRXETjtiwQQPvORJ1gyWh1VpYyT7ht8MKQ",
+	"c6xhYd62ZQGnztt8crVJgUG8MQ3OsI+ZplwYLc9Zs9CrOZVRToyvivvVm9V51cSAclpHMWlAx3Ww0gm8",
+	"isQyy4qJ1zxKXB8rZjF93O+yVqfk+OlW9tOU6JFhSJTfBnjHFGSLHqLF9OinnVyFvl75rg5CL3oieEMI",
+	"2dB37wXHduu49Y5HGr2hpZ+AT3m6DblLnKkv+J6q7hlE+csSqr5wEYZe902DkIg15JbMl7SmOehnainX",
+	"wrmo8iUtSwYlq1cQN2X6ERtSMo0GRcQWClxXT59H9SsYQVz/8fEtNpWy7XPGwMljod1PidtmGwqIeYuG",
+	"LSHqkSKHijFya/NCT3yvt75oMuSq2BaPplTcqahSa1nHjq594tpuFJplgxafff981I1nPotLkkAaGPEa",
+	"dEEOzaIfc6GYUFzze3a0c6+9E+OHEEw3Rqvv2yzzIXAQTDl40UHnD71sDsYqZob5h0O+4YBTI3gX1hHp",
+	"I919ZYidfYpNHZofj1+/+0sGj4/n7y/+mJE3766Ofi+zMoKa/viwY0CEyVXlaGq1r526GPeSKf/jAzDG",
+	"xjC6IADZrkkHgedRALse1vojoHdFDzdyCrJeGoGvJWquiH3iHMauJnwjMLGMKxt+ujl1W+NvKPPXqsec",
+	"dmRJo1haHVyT+n6ygnH/qNDdW0VDupAkXixLQG11GG+IudVnQrsDYMXwtdrjN3LTxcPSQ5ajyCEOXh3t",
+	"iZrfh+/BQO8dIrzDm3lv8PygkYuoDz+MxV/tuQD/8BD9xw3M7y5Dd/yPuIXJEP0uHRrhvCyh+68Voh8M",
+	"+9Il+/+plk0VLe2Lz70P6I6jqa5nfi9lfmdYykCkB1fwMYF3VcBn3RU5l3XecZd0IraamFXrjVyTFRWb",
+	"iURh+k/EIwDsgfcKhjTSuQYqJo4NWzx2eWOGKUKm/3Gtq2NzSx4D1EDwoOVlXuA4brkapO7ksmD1sdEF",
+	"S6pZvFgreEFiVoRPFUDZwGNDA4R7/5RqMyTcRg5Uxun6taQIPptQKacfKMAFhoY1CJhoR5+1tDKVNmN2",
+	"tEYZ3qWCeUF8aQRRLaAz6+Rvovq2uIQXhyB3fEMruiELSeiS0cKXUgXyjVMv4KGoweM12/ijtSvv6R3i",
+	"L1PCKBkldtWsVrTe+EAtV5L5i4j0CZZ61awg0LQsW4IgQHnT5KqpcpBjrXY/s4BshqPIOrtl3p8SNRsQ",
+	"nIuLkHX/UZSUAQPn3HGouI00DGsFHzl85Oyx3Q6m5Ch/QRLrFBEwa4AHGX/5QgW3YL1HrjOj7AGQE3Ub",
+	"FD/+dYeT7XqqVaB6DkdSdpifq4yExhaAM1u3qmkb2GwIB4B2IPKyhlr+BZHCI2FFjf2pAMzk0XEr2k4l",
+	"26bUzlJNPFE8Z5d0fR7iuQ4WOYig/1MFwJgxeDuho9601+Yz+5Qc/q+z9+/i1hjTfBx45HxrGI9ZHUMt",
+	"6bPvn0cY5Zuz42ffPw+xXOLwpSkDvZ9Q5hfH97brNj0gp+QM6vCnd1RLsq65Zi8Co8CMGrGzqfCWKgFr",
+	"IMPXVAahrIpgGQdRkFqWpf3TJ/M4GwIckXj5iyTBOJ8nDm+bckJb8PNnT//4xzjMBAiPV4nNvYSBteOF",
+	"roQkpRQLVkMCErCtgi9s6sWYJf2rJsf8XhAoljrnD9lARs7QIds/LHPCGbNhle2S9jIm/gsfjsQ+RbeH",
+	"LyzDM+fjksXBJLqJ40obol25L/FoxUKdWR5LZ4aeMPtcnSLSRmH/RIkFY/lFXjYFu8DHQbDlJA0E+sBE",
+	"/4jKYa1J08InYXZmhK0JKr3Bw+BT+NjDSMGezrgwGgq2MNXSumACQNii5v5rvmJWTgbDuJEE/QeIszXd",
+	"x47bkxbtrCAGYAb4bkrMVLxo4nEGKwkRhQ6t3r2aEVBlUO6vajbnn/soCj0w3EmkcYnNJ/VRtdMe9q8Z",
+	"OBv76HUtTXa3N9tG44oSm9+qzB28YNGjJ18KrqXZ5wvJ4+nnVPSBGJbcTHBDZk1+xzQ5hKuDwiVXcHWX",
+	"9YJFfDH1wmq8sbrsYIi61NU7NE1F4A+CmiwEDVhkycqpnjGqo67f1mWEk5l+JoZC2WDRIMzaBrXtjgDx",
+	"SbEi2f4bvlgypV24HBWbEBZiYi+4Ledj0+iF5XXd0zt1dZHydsLeWnvjlt9p6gbjN5fJSCa3ZnU8omlg",
+	"XgNBwNindblPqepRU0GKpnZ4Xy3RbTNL57tK+Olg0VTCWTd10RLoG7DxsgvB8ShQFu5Y2LXfB9FiEHKi",
+	"1z6CTzxeGDJ0UIexyJAGQMuyB48yJRg5ZSz3bkkPWRhhTQOIkuNBzjAN5SOd951D7+6iXSN6J5ytA5TR",
+	"A9FwuBlTY6H73DHCyba4Qf+o9k9Xn0VlWxdS7PL8EAV3/+gqf495LZOFjM4u3pJPl+9sLYDAvJUhdbvo",
+	"LTqWFRb3JrkWzX3dbx8bxCdBdc26EViFJx4YZdvwQKQ/PyjsB/roRP0QBCJEIcQ6wFp12bz/iHFBJYKQ",
+	"j8M7cBXuL8HvLIyyXVDUZY4eo1B4f8PD+ladLvcxN+8T0gKWfgRRnG3I0nOt02CQChxRtFRYUALj58yX",
+	"QbDRg6PrkhEnP6JW1WpaduPaYLJ9YlC8pdH6D9vQE18FK4gzcYj2fbNz/zik+MvZInqVeiaDxiQwb5hD",
+	"EgQVuWn7CMJIUOTkAv5on4T1dKtmzVZM1LIsV6kaUzkV1820avs5FRH8ncNaSjtBCrZQCMr/1ghq36qN",
+	"SpytwGnwCnElYywHHnkREBzbOvQ3nOLIFKmZYGtCNdFrw314XShnZSv5/AGVUIPOrljNo65D+N2hQB4u",
+	"2eej9IgJV6phhWeSi+S+RErqj1FBJ8cHXNcuijpuD9kh6hWI1JuWXCxvERHLv04cLFL1pPqt7lV7BUWP",
+	"xX7EYY6BSFQgc2LAdh3Z3c7n9GsZbmTP5hGN2FWtDSmjW4zUMKO6DnIOuR7N8XjU0F0bRXY0xak60Sk7",
+	"Ctg1HITbpmN/sVDc1NV95ir76ka98PfxIcVyQmY8yD8yImSPvMmG6aPMXjCZv/of+S6fBpiMNjaI298P",
+	"Mtneje+hPr46D3jhlIsKYnR9VSt3z1q86nhK5ATH9HgZWc8Psu7tHefmg7PscLjtZY8FyG5fVYlrdivs",
+	"1skAYwGyXt555XlWLBVVCtzYgLUh/aLa0opFmU07koj4LcoN3NjoQCFQbFtawo0ljMAOfKojV/Kb6+uL",
+	"K6eitXThAbbDk4MQ/QnZ6A1Vy0j0f1v5wSkX52cZuUUv9otbHzO+ZJ9J4DA3k7tqYDkvmlnJ8z+zzVsx",
+	"l6edWwJ9w54/IibE+ZkDF0tIC0UCRN9vRg6sn2uA6lG+wqdZexgvLD/C6TNHKom+wK+ZCJGAui+36j7v",
+	"LDI5OTm59Z5SYEwakmwdStQIy2ZpGTEoLVqAZb9SMMWh+to7Xyzt/qw5yBAt26VqF0AcLFDHgrNoiSzr",
+	"E3W70INHMR6p/sGfMfWA6PT2pGJsumiV0UlOnFY/2js8PXCkDyhZdqUijAKzIyMYS1hViTNFlCRzWk+F",
+	"nd4F9zEYVuoUXW8qNoBv5k5MIZnqIujZIsJO8LZ1yeNdYbmIsaQj+9oOHhb84C+cjpQtQshLW7QiUQyj",
+	"4KqCe3B0nCjnUgAgC9Wojny/v2jWDmTixMLxcE1kowe0rQ8JRmOTb0K7JCjZh1AdE2Pw3hYvwL3ndC5W",
+	"wzvxuDGAmphyQO3pwuL1w6z2JaNFUJQDy1xxDXWilJv4NNpxGMZDmw0QcI+0q0HRrz/HwAD/zDadS3jF",
+	"jDYPzIGSmh3bKmys8EcShEyZCmxf0c9nyHvUIPOxVeacMphczDRHGo/v63ASO+x9kIwX/J4Jj+HYYxmR",
+	"xsBjWEwR2J2ZAqEmjJjUOv+oIIzWpWGrvhReEEhl7QhQOnVBuUgFNlgMvR830XpnttZll1ONsfApsAnU",
+	"KXTWTP5I5JzSH3/yBeLcfgO6qjeE5Zu87GQrX3hF8KXnewfZQeuHucIKwPDra2eZueYrViCMzbmrlxq1",
+	"/GIxzk9Gqkwegw0pHF/BLEwqHOC5hKqF+oXPkBBsrWyAORAhV47zmqdAAHaFpSGxNVd7L/JWeFYLUNyW",
+	"xAl5evdOD9TCHu/pUqM/dZkXVrrcI7y/O3du787s31xdEIyA3/a2pSuN+lM7Iox5lPdoWTiLxrgNX0/t",
+	"Z0YZp93wyVmjB9HtT0llFImQtoPiXxRKKFOiWb3igpYpq/oj4nYHAOS7SXfm11gXe6Q0aEkKSYQNPd8j",
+	"9nvy3ZDiOA7zV3VgGoIZfQ1OM+WsJg7nUIZAQO8vAV1kXAVpPT1cVI3ODF+qGoQdt2FZv2spv2spv2sp",
+	"v2spMYcScohopeN643gsWtMzIsuCQRWuGm+hyTYZu5jXNQUwISmiNad+15jGb0VbRH632tlvzc0Q4b4J",
+	"8mjvo9/1s530s9pnyE7fm494XXc357RXa5bZwrujG/a7hvi7hvhfVkNsuZ8/au0NNiJOv3L3/jbAO/WE",
+	"iYEgGfB33D5ZI1uzFBVT72J+MOgtXd17SvmacR+Pde1M1CfG6952suszQ9edy34KwM6FaQrjkh6MpHP5",
+	"qAg6bl77iC27AOW4CrZhf18BHycY7ZWmOopg3IBvzqHUK1ZCulB32yOqItatfGnzKN+nouzB5Qu3NfAD",
+	"CK+UNg0B7mVvZokuTTosfrY57+qEqXoWU9Dlt5cESMybXDYVi1SuMINoo9a+QP9Wzj5kodTNFamgOnlH",
+	"lWnHtKKfh3blnRQQ1TC6MXRraybmR6A6YK/rswV7H48vcrKN1R7cWgupyYbp4LI8JU/aILGJY/iS59Cd",
+	"Or/5fWLMIqejvy/RZRo5woGeFOXYHbXMJQUkHdJxUXC6TjpmLNoYqWfGSikWimg5GXwlaWbcZEgGqfDr",
+	"tKxpoVuZ0KwXf/alhcpJJpF1LTWLW3p6pNeGkOuOFHYPUtTYle/DtFKQPVAi1gdubgVskv9ooLaRvHNB",
+	"RHItfKxM1ed6a1oXrLiWQ4B7EsvbdDIhdGcURs6yWd+TicgMaUpdmaDc9INQ4g0zHtStXErKGnQeejf9",
+	"nKUCeGyXWWeh7cxT+//OqVUfAdgqykfOhIe9Op7T3PBKr43ZJxDoLTo5Jpl1SBRB8k+S9QwYhT8kHR38",
+	"QcZaqu6wStxv1+SWZHwfG53LFQTQgpWS2DcfE2RHpgkCjOtckcJevo5zokJ5DJqb1y+PlZZV+5c1s4c/",
+	"WD0NtObgeRAfegw5FFF+6oc5zaHgX987yCDx4Q42IqC8fS6r34QDK1zwwJjQkktgE+iaCjqWgMAg4W+w",
+	"jpo/dnNtc6643vpum1WNqqxp5bBtYyf1MMJmHxR2GJ8qWuIj+aMvetepYaVBot2ucZcq67W3u5n/YdNv",
+	"kSfSTt8e7kS8uh/yoLEBo2vJVkbBOoNYrMZGuC+mlhDZuvddTa22hEsn62XTB5VIqr57iDfDCb6ueuqX",
+	"S9VNLEQiAWjDHpAM9ZgZrB8wlNs8fISslan5oRHM8Qj5jZ+XNykvnn0wfFz2WcdKcqGjILdY9w2zMxGW",
+	"BaC1LNbvnj7EPijN5LqQdpyxJfxYMXFWcYCEihd2R0QqtDRDkAFUbG5F45rUsonF/Eyx7waFk2YlQrRE",
+	"REW9lEU824Tgw2EpL7at/rIivAhTxhtRyLxZGd25wImphAdSxzJUqF4SBwYd/47VK64SaaWuJv7t52N1",
+	"nx+37952UrLhR0yziOCfwkJGi1+ZB2QuG1FkZttET8Q1fxv+h63fwOQPsoNwRfyP7qVgOu2PfuFvsEi7",
+	"/Xkli6Zk44zC7rdd46wnlXV6dLMdFqlCGk+BuJ0DIB5XjiSdLYDmugXJq9mCKzCqBKSxDZVnPpqcQe4A",
+	"1Ox38Yp3Xw3RDKBOBC0vzfTO49DtrTljaz3M8WE1uf3WtfPtbWYjQWjNCPsMsHVBabvcL/vDand/FIyY",
+	"R2BH3mZONsvNkovCY2R+unC/7Iqht8U3I94RP47RhWxFb18LLKCHKQ4knMdoRzA3hxoQMN1JXqUdSaKC",
+	"XLvgpOyM+tY7S33st976doYYJeXeOg2VR//Y6JnhlD+x2VLKu3OqaSkXr+6TqBNKU1HQuiDsPgruHU9Y",
+	"hwYhYz0jVBFAcObC7E1JxTcKG0tU1pFNnbMUYvI9K2XFvlEEX7PF8hFvlat2kNtA7TVfLOI4L2CfgixJ",
+	"8JvcTwMgxsRc16wf94RFd5b1+IJD/14gMeuF+ZzWO25ONCDeYLJrMvozVmXq49W1IitqhGEI/8zQYYh+",
+	"KWcvJDXT9dT6FWOGOzNwH8YThBDtyr/BZGaB/SNyqVlcVhBlkf8PqSYrqTT5/umzoCphgKNhZFSs9+ck",
+	"EIzuU02ep0o+wcakjMu4a1y72Q40EYff/hCU6EtTMZ9kMXMrnkSAsLEe4/gPhmRcMFEX8ALVQSvm74m8",
+	"ZBQkrasUZAgIwt1AcBgUho911U77I8nNMm4S6GmJEYWxfOzz6OJQ8hPlmovFpTkoQZSaIkXj4DC4sE4R",
+	"SBxQDwu8GrV29BiLt3eoZuaHn6Jcw2G2fXyRuqvF9JMeojRYrJedDnyP12IN1u5c2vMYHqusZX9b9OXW",
+	"smvVbOfV4zJ9YuifnB0Y/Xh0jr8YCx+Z+hsseyVacehRw3faSXsrr70Fd7IjpK7Z6QE+7VquXIhBd0O+",
+	"QrBPbxYgSVkxLb56XQmN5PiuB1LepqNU8R8U2uZ0xUvO1L7LDq0kgJZ7q2MHMnUVEiXBznDIYAdDubIN",
+	"f5ptQIpa87LIaR1Zi05TyYwU2wFXhM6SqQ7QdXyL8PuO3LvP0nak9QhVi0Rhj9VKCgum3RYxNiOKTsQt",
+	"Vnwqt9jOyR9u7SpLW9YK/1JWmkRaHOssLlOHnQbD8Us8gV6ukoBIi5otzH3kEcj8pWU4MPpZ2jPv8ES6",
+	"6JMpPOsL00K0uisACFFtgcvN//Mln47b615PdHBmH+MUJrbZTnKIDwZLwQVhNF+mUiG9O3Io26Kt6sRA",
+	"5TKLy2uUQcDDn1iXRHyYq9Mw3CkakcBZUROa3wm5LlmxsDmh5NnnzxO7c23GfFhBf9YMAbIzNwdPLurp",
+	"INPW1TvYAWD4OEnHmqCWtFEgpdM29gPgOEGfM4uwmjgC55keHAKKwEQD0mdeUr6avGuh+DypE1tOhdeQ",
+	"mhrWqN/1Pg6c7u1ehnTUG13geY+421v24yPh64/ieslVHCo4zIRpv3AZQRFGQw5B6QFQ0aMUbLhRH4rd",
+	"WQ9wOvv1RJYxp0I2+pLd80SZBKgRUtvnUNlIWjMpBHIYHv0ZErdnjAkyp0LYSHwt47wrQUFcvC75YqlT",
+	"No7g1KU5+JTULvZZAyEMg/sZopygE8ajX3fSBtG/BkZaHY1asSHAfNUPzL1owXijQ328MQLK2mQicf6C",
+	"we2ZcrTDK7h3LPoXaOfy6y1qd9MTJzugwK1T0V+AKdJKoNrG5NuOiEKoA7LLSM0KCnLuIZoEMfQ/r5mO",
+	"1dwoS7k2+nCaMVFBllpXhIkCfKsg8WKCZJz7uHUdPB9btzsaAzzFQQoW7N4DgHUnGCL9OPY0QtrPds0p",
+	"NN3Gs78n6R5on1Eu7DGSYg2UPnzbQCNWBopY3zv3CW59XPp3YtQ3iny6fLezHoRagcplxTIizKKX3FYP",
+	"8vrQSFHf7GBJ1RXQ+AAd21MAoI9Mk0NarukGXWEWNlJRJzAfnQbnhnCtWDlvrew1000tUvQ/zR6bpIDB",
+	"JGX3BOwsngW0ecpcERROpl5mo3bn5DhxbT5NMAHaVTSnzCy8rC2yv9T7nDhv/Oz2hszCNB7qC87fj08D",
+	"ph8NejJdykYno8DA/eySw503xmsROS3LzIgZCr+fuAVTjKhwVDsG1B0XzXYyhU11uhmggJg9Nqqse+7R",
+	"8iXPEbLgBtpa/34KqjPVtod9mwqjiaoQthoaddvl6FxXO17LcRPudWj09gLs1LhM+GDPmKkhCWLvOM2B",
+	"Rvet2LgluribUdbE7syopGLLbsZ7gAqZfbklC8tklFBKUJbQrWAaAWul6FikAp6+87WcWU2n622MFRx9",
+	"vMv71CiQdFaCSG/9xACYgzrefM5yjR4odUJ+QhHLjxk/BdhvtnY2U6cf/q1hjWV5XPuizbJiIjQGQZnT",
+	"Q+1N9UYm5WVJFhKv0w1E1q2Yx4/gyimbQ8ANk6UPOlOybDSDfQdhhBwCCWAxSbDAOCo6ynw6f+4ZoMrM",
+	"TCEfs7Z60bymCwecH1b4fPLHH0ZrxaaknlcAYMx8OIQyHaEJ1ewl6mRckNuTP9wG4UNo6D0lJVvQfEOU",
+	"oHfsJqeKEXMwbUu4Y1EhKhj+02fjo1/Rz2/x06dPsBys+zNSun9nmSUjT4+fPjm1LnZrqcIaolquqOa5",
+	"tVExUaABtmPCaqBwRComwdexfRrWsX26vwCUkUbwvzWM0JW0ZduqtBUF5vbsh/S5n7L8youzVGw+zg9e",
+	"/HVbB8R3MvL0OcB/9/oL2n/+a7ZFhKtKbzICJpkCzN6i3GTkjrFKdarkYie9GTz59ec+133z/uzciXpy",
+	"vj2mjLj7xnSKLP806J8KG3VhRLiZMl1jIE9qSEgVwK7wRRQoIaGMvBJ5vUEYQAjoxbe3xffwTH///AvJ",
+	"hM+Ov3syKBV6gv0uJNhno/YNK28NS1iDUtWEK/+aKb3vVd9eBiGW4cTY6Wv2WfvsQ6pIQTU9sW+709l2",
+	"MOlunRz8oCU0fdoSLQK+YLgpz7FjH5WXoeX0b42RoqWNzdJLwgu87BA3yT1Bt76N1Bqt4Dxtf9Jpv8Ee",
+	"uJs7DAbq+z7xSTwNzyUHt1y8rUjORTi5AIhwetDUW19exVYxXeMMT7q7vEsI1Rkq+ZH24krtDsEx3K+D",
+	"T2AeVpHa4JRglVNBLDCd5On8PBCdaU3qTOh6cwqHxgzVmwUpmMKHYkrMJ7tBWsFojlXFcj7nOZlzVhYK",
+	"Jay247YTW5ODKnL718tXL8/Or1+9/Pk2CnmRpBUMTOAFxLXMwFpYS6ybgxhuIub6bBrQUx8/CC+VUtOB",
+	"BFh7YCzrCq/5goskfJrM4cIrzvQnnU+07GPDu5pUhitdX9BaGZH0vhvO7wJvM3cvl5vJcUWpgN6PsCK9",
+	"ySxmz354+sPTjNQ6t+UpM1tvm4v/n723UY4bx9IFXwWhmA1LvUxZdrnc1VbcuKuS7SpNu2xdSe6enem6",
+	"TohEKjFiAmwClJxVURH7NPtg+yQbOOcABDNBJlOWf6rLMxHVViaTBAGcg/P7fVcZwUBmuPEbVUxIzCdO",
+	"zNOgkJbXV8Keb5D2lxAVbJVPhskTKK9PKwGKXwM+KbpA7beXyzjWub81+Nca/Xey1q27acJMRy2+IN49",
+	"U7BB4WwuWmtzen+gWjVaas/kj6+w2po8PoTzvreYZ2OJGo2EzuJ2IT5Vjdp7SJINWSPaYx7M0IGDRVbh",
+	"0Eo3FAzVpZzYuEKy9ch8cjNEFu67XnBz7fcdTALZwzN8ymtpl4NtXTjrq6xRFfwQe68SLVxzkV+bvkZI",
+	"/PbQg7TgnxRNgRCOgh6nU/x627YieMaxu2dqdmn84+AgQmdZS0CUwpmueC2K/iw0FcWFNDS3UaEC1obN",
+	"uZn7Xmd/w5H1CZ+usY1gchMHuagn+CUrAGzcrS0Cjq2vKsKRb98thjv1J3gMQZonlhe3VH+MEysGYcfR",
+	"9htBn9fumdX2qbXFDyPIvAz0S13nXVLWkRMwmlDfeO3FD6c7Ec6uqlIObcZXyOtqupUR9LOW0iwFvNgH",
+	"Rcctv+RGnLiP3JiHVMj09Ozoh5+O2D8bmV+/gymadp/aadOFC57TAyAEzkuzHY7NulS3b5dCeMnnaDoN",
+	"RclpsycoaqP48gbrF2tT8KJVEzg9/302r9Mgaba/86BcWD7nUlFAq/MU1iLhw1YOm2J/5wMIsTdNdV+b",
+	"fbsAMdX1qom6usvjSUhtyKQMDnSRv0H0d/qeYX0KWAC1LskJtPpaKKgyhVhSIuaRcyuukmgKx/QNRjba",
+	"B7V9MV0uAgwzMF0zI/LGvdKHFHm0z4P4Yg+rOzmtgyo53AmchJ4oYpiG7gCH1yTtERyV5dq6bJcGTf14",
+	"3PHTbpc75zxX5itRfbU6vk5H6zqkAWzEq5oD0oLV0e48Oj2hHfoMFh0QEOPbU4Jo1umUfmAYb+zcKcwc",
+	"YwB1UwqTkeEva6brQtT77HthJAHvGZGx6Z+mcJ57gu3oQRmbulvC93NRItybWsbPcQYWL0tQqAWbYs/z",
+	"lC045E7btm7IC1rNuNJqudCNoZ+ZQ2ahStnOayFC2gTmBUI4uNQY16cvS2ncc+ei7uA3UDzvRopbp1Tw",
+	"r1yrmbxKf7jgCl2a7sc1v137qtRXZuUm8FHyukLfKgI+o48BiW31WsvN9epN8TPxXuSIM+FvGxDSV8YQ",
+	"Pl+9eVNd1bxYvd5/Gq4GjCd/Ef4RvsvnXClRhq/D3+2zbC34on0H+nPt+6rkqEFuZN4+zv8ZLvcftFhE",
+	"/hPLy2s4YCi+E+4RfRJuE31GD44+idYm/lSUAufbq2iUv/BmKx+3b+i/QF9q9XKQ6Z5P1+9RW1OtX+w+",
+	"XL+2MaJevzN+2k6oNG4GJre8LMOsx5+1c2bz7h+Jqe5+6qe2+2mY3lQp1WnJl5c8v34luBFpBi8lblHq",
+	"6VJUBAlTmdL6L/r5WH6EVjcV0gele+odSzk3F1Fv26euirMeQEIAo1cINkmDhn9vS1D8on31kCMtJYQ/",
+	"at2orT1IGMo4Ix0uHRVjhyv786juTKIxV6KWusDz9HJJW6Wk2E6h4WBQEJZXYjT4cEyo3gOiSXTYcDxC",
+	"2NSQScn7WP6VuD2a2TSEBB6CcE2GPYLszwf/B5OK0oB3Whm4XQ8yyZmfp62IvGqB7zpuuf3Vh2D3lvJG",
+	"YFCcDgxIyOia6mlxRwOgLB4PrNQ5FHBMf+0syG8Pf71x5+ZvD3/lVfXbw1/x8pPit2kf7QqM4q9J7Ltg",
+	"QePznX7pYLyVWAoaVNlkJsGPyRs7WYj6SkyQUS2p2GhjpDfw27NXhvpWlhlrlC+jpGYlHNADZEEZb9GS",
+	"fjzHSH4imNJTEnuEJbFYTC8t48VCWgODA2MMFSo2/ZyJG30t0O6aScXLeMKOfPUs/WIn26HrNyNceVWy",
+	"smidfZfuwu8yggRJyxIHQkcuVjRNu2RJU58m97TWVue6TBr7/oCq6CI01T1UmHnApnNrq8msvJlm/t+L",
+	"6gma/dN5aaZYHzB1B/w0Y7qpmU+uwt7426tjuOD1386Y0TN765Zh9+ziFMFYLo5PnVC9fX56COn3t2ev",
+	"OjSRxunCqbnJ31mZXwsbgKha2ntSbRTC5ZY9f3F+fHby/QtnjOvmat7eyL0ulJSBO1GVPIdIxNnF+Wlc",
+	"K7dH73QrLmub01v9/ccXp+187UK7I1fs/Pkp07OZ062o+96evcqoZTEed2IQIQjddgQ9MOyVJr/HezMC",
+	"vSWr2fMXr15cvDhk0pgGImU+rskDayj6VBJzg36T+yXcyXbCCrp/lwZMH1PtZDv4roMGz3lfZlMJdsuX",
+	"Xjsw3mfuXDq3VNSvOchcb3iLLkNxBjBsKmfk7N/5DT+Hn5Css90fX527xTznM17LjP14cXE6mf10+sR9",
+	"eDyv9UI2i8klhwOXbnxI1VJw7ctXf3M70O2Bnp5DZ8gLZdM0jni82oiUFFeyGz2Z3shC6IfvQZDgG78m",
+	"yUNgnqwJ/VHfhjmmWtVbojEV7yvRgzpXReI/RhcHdfFbttPUKa3ha1GdrIa4aSuJWcviGQvAIZBjAONc",
+	"qBVyC8gNk2ZzeC68Bo6quyrZytaiGUxqRcTIPdNlz04mtk0IZISqImqfpyzoUFP8cNQWbipN4HVT+vaQ",
+	"Gl4nIM4UPql9ixgKOc0yXvghZdzw/EL3oGGOKs/2r+DLm2U0KQ8AbhFgc1chzKOh4mu8UeVyxJOoW7id",
+	"hFwrI5RpzOB01Mn1datOMG2xdJKnPqlKrkTGaj6zkxttYStTvUXbF5kxI6uJkVeKlyWVUiMwvK9V3LyZ",
+	"YXRxRWM0JVnb0bMpVnnGZ/a55FdKGyvzJE+Sn6uA/zC0gTGkfaIK8T5hMLuPO8BUUIYV8jYk1figBc/n",
+	"cjTvTa4XC2lHPxcvt6LAEYx8iPvpsVaW5zbJ+yTLUpo1LGx6IPysRRDF5TpkB+uSOXIkr/TV6Pct9dXW",
+	"b3queGXmenhScx3Kd8LDDP1w7LPgxQcQl1eddz91UYZNafrUqZV+nhzVLE5FMvm7ysxyo6HAhpLF2+Sw",
+	"NopQV3G8wmHrmr2EStGelJ4V9aIfBr5VaO66u5S0eBcDnrOyv7rSlXWFPLVXojWN5nxVfpLqSPBCKmEM",
+	"Vj4MpGCxkJyuRjM4URkzwAfmOanC7oJsulRsEYnxyC28DcA14mcPZqv6SyzDe66XQ14Pn4RxscAhM9ey",
+	"qtqilRyY1wLhUE8mGH8z5jG3HLuq6kbFuDXBxfDtVF12m77CBcrA6euddhBZvLbDoM9hT40rDWo3Fc9z",
+	"UVnu9HjP/oKPN9Ss0BTXXG0dcu0pPzpRhbyRRcPLVQkYnwhcEbQUNNboSoSW0Mu9ZPvOfbUJxXJTZYs3",
+	"DLescMF7R8Wc7foMFrKcQazrpSzF985AS6PfO8N+JktnoFKV3lj207/PlyANu0rbd4S6HsJr79w9311p",
+	"ZzWCDfiuUfyGSyh99R8Rkcw7JGRNF+26+/TV2wWKmj7+Avfj8zG4mWd+3C/DL4bJ67hlt+6Iuq21usKj",
+	"rxK6KnsIxRBNdljHzCS6D6rtq2hfMGBtbdgrNF3tI0dsjLv1+eBNRAHjhgCoMwS1OkRwMFkgsyW4jOAM",
+	"FaISqoCS8QS/HIw7MUOPJo8ODpxmtVLlliZpheB1uJtmm67G5GyOnMR0+eupqCHU7KXLIMrnpfsNxNr8",
+	"4YHJ+/VyCbiv6S2DWROCkXpyXTVsrJygkfRPxmnJk7A1t0JcOw/eC1lAF1g9diCdcNKXKfL5aQZ0He5e",
+	"ZjvAkJHschG7/bgTbXOEAZsG7ozc0n3hdRvmAxA93BfDbVnQ9bD79u3J8z3vnJB6GiQCMQJ6qHtzf27z",
+	"sRLE1neYRXnmcZ6JW5D/1Crx7idHr48wcfsL0LlQh1mpe8DmNwFyyC5Gxvi9gXs/vaFJLsKothBdJ2rn",
+	"pd7MkUPrG2A6wpTFQZZI8sKI+9CRh8X/xQ0vm17qQQ/Kg2TFvCxNSwYwjtMWehvdr/+7Ke4AiVLwgaUo",
+	"OHj7tfhAeKU2BJgxo6k5gc03CfFc2kENEM2X2zFs97b/wUh/Y3vC9qXOeeks+YH57XZ2/oLguRS81rOZ",
+	"ERA23U6nXAxCC7ndPBzzgdeOZuKDtcRF9w1HxNq9NAFhr1uxTqwyzCvutOjRw1KTLqg865yXJmO8LBmQ",
+	"tYrQwjSm2YraYT+8pQo4BENEaRuM2Q3YN+xyCcHnOyjBLTqmEAMzAHqTzW1HRic/vFlqRXNv21ZPp8Wt",
+	"VMVa53U46Q4Z91dQb+xCFkpezcEAsbe6PW1W+39TEKx86WXPPT3OnC60oi3eCIP/uhWF8v+286amf85q",
+	"if8w3DY1/bOBX/+crpxKqEFelpO81Pk1E87P/PHHZz/95Kk6LK+th955/OTZwcE+cmtZUbvf/u//Opg8",
+	"/vm/DiZ/+fnZfx1MvsV//lsPzFgqkhI9nR4Gz7/jY1Y2Ek1IINYtBvZOX57573PdciJDzjv0yS64anjJ",
+	"dmMkFV2zS55fC1XsZYC9wnZ9KY/7C5+1BwA1pK3DqsPdnP5rrN5BTZ9cxY5DnS4FjNxHtushd0TBfjp9",
+	"srfPXoHHd+XR98T7ShvBqvnSyJyXALRgDtkUPbS2wBlrimsxE7VQeTqVkxhOVZVUVJ1uI/P20aBjQrUN",
+	"VPUUjntnBkTgR1qJB2kbNC+1EUNVg9iAfSWh1UiDV23Zro8YZszIX0TGbM3za5MxY3VVgQ0CA5pAkWHG",
+	"alFxt/f2ehrmCpH3NFzijR8wvGY71wsLcDe6XkbP7MRtvDmviwn9aAvzbiAwjuUI/oo7RsSFKtJ2U6Qi",
+	"0HyyhlL/gGW0pZk6FPSiYJ0syCfLWO62nXJnqHsqbRC/43QlFGH6uV/2hsnSTQ/RAzE53BacOAnsD7ol",
+	"7Qf3qZv4y6UVY2f8A0N4s5ovUoV7L+FztgvVJ9h80BRSE3+p2XNTN9dlMR6IuhDv+9Tzj+68xg0O1zkx",
+	"hDKnXc48bzZMM+hcFFC26wV1ZWHx0OMsr7mZp4WYHjKILum5giGz74dFiYuxHaeD1bUXq2Vo4AfBnPax",
+	"//fG5oMwzbWxIUefCMK7LfA8ma18e3HMCsr0w2Hr5HjtZdOBDCgz6w9Ceyvd16Nt5lDC4sQfdSq7ddEq",
+	"edgjmIGAHA8pfK3e4UPfLaone/u9hsw4TUWxF4AsYCAu24OzYt1uqsURj8J0dP7GE1+vEIjK2jqTBXpq",
+	"NppPIeDd3Y5RtgQfA/ndnWiwkdqLdFY8da26X0nLtTqps+c669pVCbFM9pt3pLw2A250jKcvkSDqfqE2",
+	"4C0DPipqgu0gNrrm6HiX8SXkNhIuo/mkPmPnVOtpJIa0wopVbYRgP7y4YA95JR/ePH4YdNVDyCdNFroQ",
+	"ZacgNibAONcz+1z4v/y/Bq39c9HTtHvkzWLePRSkIccFuibcXe7JZAcbI7mdZM1g2sFcHluHdTcHQJqx",
+	"pj9mQvvuD6louqZTAAXSC63HVle91pjp29j+2A+0qXSEbVFO9aKudb3RXanFDBp7dM0w2ZthIBNxy+PH",
+	"3o+ZsR5ovW8ro7X1NuudtokjJOu+X6a9eKLYhHOeI6fWshLPZI+7tk2SJQQIDj3Upu9QwUV6AEjtlojX",
+	"x9SF9RtGPnvUbqmQQeK0ab0d63YueCmGcD3TgVg6mEe4kHjZHbDlRx0gpOFaZk30sjePCi77+EbV5kSW",
+	"L3m9Wz7rXoy2dues22295prpWFzBsIpFKt4kXfB3VIP+WBg8aWmFx1phkeX/r2+JxS+6neHlLYPxthf9",
+	"4sswvzpiv9kCi93BO1hhZ35P70RDcBYZapGWjWzYGHN3/wnrzXs53bsl6dtyYvr3DVv5Wqoi3bXiXCBp",
+	"ZWqlL0J1fLgfCIPP8Y2sKPWVFvjpZU8rB/Iwp4//lqM5bO67sITStArKj40cPm4iaHHmGM0+Oj0B1NTe",
+	"gIkV9UKq1JR2ukXClC4hf7xNdWqX1SM8LyUra2Jdc2UgvWWSYDEAno3nj6GojBUDcz+r9aJv1pAMJz1H",
+	"uu9HYIGkf0Nk/uklhsLfnjVZjU64McMY2ptunrsxS+GFKWzo7oQPKzNQDE7rbAxpxQoicbz5b/rL00Ah",
+	"hMOS7bYN2KQfo6JRKJTbu8PZEiu6TbMZhpyeooW+EYXv9DsTRhaNOHYS0lR3rZPE+j6rGeYzWI0PCZ3F",
+	"rMbHpLKy9fKsUR32kxQU8xtVLqnaHfCExNKESD08lE7PRboexNNQJFLmnqDCapa7y6m6E7gYLlFfw9g9",
+	"q3AIVFLnzEJeUcIlgFG2ZZsbuCiGyCfqnjQZps/aOAilyeHhzNZclinI+MGRrLVb0mSFQdxhI6VrRduK",
+	"/XZec/yJ85yLesnqRiWRUoUVxV/FcrAFCLYFXQuADeAq3+qmLNxa0jfomEfPGoMyGG3T9CkkDRL/xTfe",
+	"ZiNClMVdBnJDm9J3ncnavRsKwDamKcxwD0O5W93tmCtR0LQ67HR1haswM7/NvK4WCuAkZ53lzrr7cYBq",
+	"EoBCLuayLk55bZcdrJ4P1myAxICFfIgCEBBiujt1GA7mtbhdhYNpmdVoWj0oD4UqMLymsetxmGbj6UHM",
+	"s/H0IDnhiWmLdsnaiN0asEZBq5sKStCiIShNQFxUmpVaXbnLblNu4rVY9uC7rIgvPgsqf5B+fZyA4sXJ",
+	"8Uc3WreVIRua1ivn2OiXHFUKYZYyqwijG5z2baoIkop4J2snL73trVBuyMf9gI+kYgGi3TfhAYWCR0e8",
+	"E3zkejf1rXNkJ8SSgVFb5//NuQmfpktPS3klL0uxcYsIZQM+iD84UL+jzTFyt1wLUQHuSj9S7Qt60m3t",
+	"JE9RNA/2fItbW7vtUY1tmMX0Tm/TWZfF2E8JtVp3eWSJuRjqYf11FOr06wbk00pDCtRYvqjMh3Ixb0t0",
+	"nHyRQ3bQw7w8INu6lHkS15d2PsMrQrOlnwKp2G1PlHwVY7lFCaWnrW7KaPnWJiS1oUaJap+d9JxOWvBm",
+	"709Ye2Bb4bAdLXqpmqWRB3wHizV6as9cyVr81MZO73aEn7pdKW6x7MTdcSU/l2jU0qHEZYiOEccHiPjM",
+	"+SFXc3ZZ6vwa0Ol8dZ5h4r009pBsOEpwIchHTiz7vYYioBaOcow8vDomhty4FtC6B4qx0IdkvcFtejAz",
+	"7uxtRFxSYCa5p48grUpbIjeCl6I4quSFvhYqbSQHEGnnQrgfQEFkQJxdX1Dbf6+ZU6fwPd02hKjB8gYM",
+	"m4rbd9OewMu1UONabcPQhtWQvyPdOy0YvfA1tYbOUxD1AkmJZ+uYw2i8Ac4mFCslsJoaWdoTNQ4LBi5m",
+	"Uh3ivyZSEZBNzpXS4EN7vDhdx8ojAbbU373WMgloMDNWmM3jgxEz0dDFHqpTObSmrYzw7ufhFoA72BR3",
+	"yBZ86aYCusu2CJm+RYJGFTW6udumm1LCSqdJEta2AQ0RELu2rHZ1PxwJrdg33IE83vpqr7NEryw5IBcI",
+	"BIMbTvhtXF0nGhtPQ5SfUPEXRpvBzgNH3akRH3JAWNs7HJk00T0k1F5Su4sfv8JWTW66rzTrqCxbmRmL",
+	"dh5+MC5YoUtxd2zzM1ud6tr24PI65Xh2ccrglIzgO9tiiIRJNa6VFu62TQG3rEWeVhxErwmaCkfG61re",
+	"UMK0LWPImBGqiC6TFj7poIHSzQBaWaXTaAPIu/CGXLFG1QLf0OP44m8COBrMKLhEecnlYpuZuAsa7+hS",
+	"l5/aMhd9q3xq1Y02rTqT+CIX/tEFe/v89OHF8Wm4w5jMdVNX2oghKgSaPCDWjt1oooablPKmr0KnxKhW",
+	"fyuFtAOgy35VN+3usPpgPtMSB80LVNsAWHZ3ZWtMnSABPD8/OyZgw5YWxk3XCniUHcCMMpbbJqGaQEe0",
+	"uTgvMAF5zb9zwGpNS8/G8pWwwoRpOnrovVCzoeAXtmusS9rdRjO6VlfSmEEc2rAdVvfWJmV7BIiXadnp",
+	"qtzMRyg6tX4t0+qtL9yH7wE/hWIYtu0hcGY5+SDIyy7D/LIp3fNiWYkpJNm0EsQxPXjyxGfHb9nwxa91",
+	"IY7xOUcAMySKnd9+XpmUnm7XznQETqWhQ2izeutVZz/x9yn6JWNxDN46c7bSWIXm7ipVqgavXrmtG9kD",
+	"AxtgmyekbQmYUnNH6sGVxd2Qh44FzL1qO5XZONvjbkEKVEmczWoRSU0gMfJr/cC0s7mSH9tsVQB7jyq2",
+	"tBHSB+MRC6S4a5vp0OcqWCUBlBnfqg/Tvk1efPvtN9/GvPYHj5988LGaYKLeRFC/3Xm08oBvHt/HSTGO",
+	"wd2WvWkm3E+lnAl3DB92ZiUc48F1ApguE9l6++w5xorYN9hq3L9q3z190kk6PTpIrZlT1Z3BUkDr0bfZ",
+	"WkkconBajfp9Fp8ZeCa4EwOOA6qJIdDlELQZOGJ2pwn1Pd1jUhkreNGitJimtIfsgG4NyOKamm2H0m/R",
+	"RBxsznYmTu8B9XLmj+W7JTLRfOdq5VBOwTEN2pSyNQpHbdOvS9+bd7WmOmrs/DiAz/c5rh2Eeoa11rWz",
+	"w6WlmAc2HSI/vzG3ySaTOTen9OUQco2/gVtp/5z4xm6aRDmDGBs8uxa2qVVfTG9Dc0OKHjFqdcB2E5gB",
+	"+gSxHY1PldOk9CEWlol6uufyypkR8C3cpnN7pXQDgXuJleT5nJelUFeibSHZ8Ngxca1oOeNYpq4x0FUL",
+	"4CfYGvyHHp1qvWh3GQateh8pbdcXdcNFKF8OcLW6bHkJNKwaV93oezKg1hPeNKLuBDfbiclYg7HPStRr",
+	"GZthj2m14D483++JrCMM3Tr6dg5/HiW0/QGzVWoJnHio9V4t9B4bUovutoUFvKZnPiDMhve6gOznphov",
+	"K4wlIuyVuUi0wJVXupZ23i+w4QpgUIrt2J+ef7uT7Zz/eDR5/O3TpBnLGzvXtfwFKmt+BIzjngmm7kA2",
+	"pafu7+9P2VH8czZH5GdMGGH6Y1brBRVGO43ZKku3ec9eHrPHTx/9GRlpXh6zPz999PQw9N8zDhSpGanT",
+	"VSWeCHmpVAs+7ncG36IPhsOkcyxjQobcjXM7r+SNUN4ln9XCzJ39XuhFb3vSRqTiVsUQtTZC6Bmb4dYn",
+	"CBMaWO7L8nAKgdKCe/Beb54SEGz6bPmnThQs/a+Gl9JCLUBVa4smFmyZQ6yZgKr1zkAofqA0+yf2GPqN",
+	"pRBGzu2e5LYac8KkFJtpM6nhfOnju3WH4wZMNjq7ajGh6eqsvwny5w9VmHhAhPBzPapgXl9HChR3YRbJ",
+	"La5HWtaiN+lTK+cLfS2cXvkAxNZzojezmhl3u4nbfOu6JqjNRJMG3iGDbQvNhA1QFCOi31Y6N7yQf5cO",
+	"TuvjrWBa8aFjpy6tlyFDjLrZaSV80w8CaL0IqOjmrjMDQ/0gXNbUTG8JPObFA2Zk0+bZultXw16CI+KQ",
+	"tC8wmoi1ys7ImXr0+LuUzy8XQjf9zbDfA/eexzObO1PNPfvQ136wRxvc+W86vnwSarDmyvTAsbtJBCYE",
+	"Fq46RPQtrBx6+/wU1A6iG0IVrdXs4vi0E4dH3C2bO13SFFVS8SbJiWprqmcPH0KuwprKuH8DI1dsg5FZ",
+	"70xCJtVMMzmLmBGZEgIdqcWqd3vw5LtO8Oi7TVaoG+OIHZsWVuw98xvTXU27yK1wwnpqCqmPdSESsauj",
+	"o+OMnR7/dAT/feum503V+L796N3n7qhwN9rfFnnqR30L1b/hwGdW6+uu36IbpFWnGyPKIqQh+/vrAQkT",
+	"m+l9sKroA0Kv+jCQWE29aqZxppn2RhYCJxF4aV3Lm9XkZe+I50JezVN8qroAUmf37f0QePb0/nMVZnpr",
+	"S42za7FEFBx6azBF5EL0sEfYHoB4UYt2vZHrdTfXSoncZqFDMWNG2KbKiDtS16zQSqRb/d0YLjQkE2Dh",
+	"NlL1RFY3b6PQtP/IxaqNDS88cnkHVByAx/qvibhVlBKpdHChdpsCellsXqVfM6m7LmjgogBqNd/atOLv",
+	"rduHshB9cv/j46dP3EB+fPz02+SPb2XhFFl6F8OXozZxQu15zg9LJM6t6kgqxEadA7n3BTfXH96o0YBX",
+	"Q/WTjDMkDmeWmwQRSKrMMvmEtTpL2GrcXEdVlvBDZC2j+KWzlu+74PJD27uGeroa5YRwkFeMrmFFe5HP",
+	"ZKapxa6EEvXGiFh8O2igyHVZYrplyyDYlf4b9qSsP+0H2B4wfOpb2U/fYcHfV7VOvf7ffPXpD29+OvqP",
+	"07M3x+cjVf2VrnVj072kbV1Ze9XoE2RBhd+DZje+9k948RYsMRFj3PoxUwn1UpbiOd1BbyDoqoRC2Kai",
+	"/UHA4EcejUM2edQaJlXJrZsCoC2kkk7MY409X2s+sxvnZoVKDzFP6o2IKdD10PlhXzo5FoF4g3a2WmeH",
+	"pCc3rDa9mB/ogCz/FLZHryjgPaEiRsKLJGQ4P+WNERfa8vJ1yhMEuKkrXl/yqyC6UGuKFFKEt6640tvB",
+	"kV7lp6LORaoW84f1p1leXwlwb91P3Je7P7z54Xiv3VWewGrk9pkLXh2Vpc6/T4NtwccQAy+BAxzMP14x",
+	"XIaxL+l+cr40m54Bd6bF0peWSyWK1gZC7GNoaYcDb+SzVbP4IR+SWh8RLVLLmy/zcjTQqel9Rdw+l/5F",
+	"7/cdV4RyZUlXZj8apZ+bbHX3x7tyQPJOkxYkoAZohDSD/4WiibaH4nLJOFvooilT0M5FUSdZlr6XqmD0",
+	"ra8z0zWbHuzD/yPtMC9L5malnvH8Q1hgcXQRF0MPB4M0Vih342FCCapL4LlteFku2aV3cVPJxM10fevZ",
+	"q0s3OeBlpuHX4HUSrga+pu+WMGG03SfwSiJtLHF+ZVSlO5lbW2UQiQDaWPdPcAyQbXuLMlS3kYiVINTQ",
+	"zTolV3zrOq4XKQz6TnUY9+U84p8NL4F82n2DTd5GqqtSbFUN28tEfxH8KX9NHA4aigOtpv1wIbOYL9pL",
+	"TKiZ9C/fYbUIO3UDIWEr2Omsn/vGdGQZq7aRsQTHt8Favg+7LJ0/PPPDqmCUXBWRAtoigBtpt9H1dP0J",
+	"Rbwb4Ju85AuZIhI6UtBlZ9kMLoACCCGUL8MiM2aCSC5/F5fnOr8Wicht2yIx2B6jhCgCXCeUzoHAwbMf",
+	"GBxKnzdu5GW5gQY8J+roKFvmqze4jbq10hrwVpZFzus+5PTOICGxbqD5ifvGff/7zUn08KS4t2SnfcmN",
+	"q1nzhfirTOkZYGSECFTMnT96HTd0X5HvgA8AeEYVEebLTpVdT59Tr9MHTr8bM40otByH+JLXW3NRltr9",
+	"7VYC8mZmqfLNSswip/1G+u9opn/qOxXdPP/7+ZvXzIr3Hvl628nOm9qkwrNvKg7FGRrxmNju9OzF307O",
+	"T9683j95/fzFf+yfv/hf0z04Nrgxbg/+sxH1kuH9ULpMsxCsBuqWqLs+TOW6dXJDjsCQfnrhLnqhbkSp",
+	"KzF88rxRDJYp8x4oghV5SItdc5PvdyZq/+bRXl+pUTKa80YxXPiM3RJeLGHn1iKC8Uzcz81NMTTkmBuL",
+	"7plrZaVqyFRxZwzhtLgZz93qO0u6Lx41srm/la1azMotvBwj/pmI0OsalVUGaRniXtp9lLHHGfsmY//f",
+	"//P/hmDoFa/MIQIHNdDgmnprvINUV3uHYKvAbIH4+4UI0ML0sMaMbGbv0w4vgyo7pMeBdQZPCkdXTbo4",
+	"DCRKv3R2hLlHLeKmPPMivAk9J9IoQR+cqJlOp3usZoEceqwu4Y2bEUug1j33nQvWVFc1L1rWaecdtD8V",
+	"RazNDWSIGuxJM30s7HAwpo6PnRetZSEh7z8Xccs0YIFBUjCjpw6e5EaINnu4jTkVG0CJdluAlyjljeif",
+	"NEoQuSsNk0UJBBgK/XTDuPsxvEEhrBNaVkDVq+o5B8kMvlhWfVhV7QFuMpwmnjpszJxXgiWOq7vNUDAq",
+	"EpNU8VQ645Qj/aabo7A3M1aLklsw7nRAoryEEmn0GAbUcnoNOMtLiXhY7iIT4J9rQQvRblvSAP34mcbt",
+	"/GSZ10Ws41jtPFQ3y+KfPbTMl/3HX5gNFl3WvseCL4ME7p6LfBKun3jQt73DeOsZAccB9A5CZcNsJmox",
+	"wtSEhesONltVFitbMpqisCyxmEQin1J25/xGvJwtKnF1QQyvdywdwWxgrgEdim4FUIJQXktkNyXPBdu1",
+	"PneIVztLB0aw15PO/17amlvx18tUZvsCI51I6XMpLSa5pWLXl9I+NIfsgJWCyqSFwifmc63NhkJ27LoZ",
+	"KmXPBosN3jS2avy4gEbrkOW6WpJegmJiVTU2PuTc927BeQ5hb+hUrPLFO17yW/rnosF/qy7T5LaIDGGF",
+	"kt1BKZiSbEe8tzU/qq9S5QVNjdz3NMG6ImVr6J8PsUYUKqNNxkq5kBZdywnAh9mMTWyjROb+1jNZimc3",
+	"GZuU4kaUGZtcZWxyLZZS2XcLqTI2uZxlbJLX7r8L/t4tufuwmSEt2qSS79/NFu6mvHb/yUHjTEz+zs5r",
+	"YTzYR0/5m/MWcNhu20YjTzRRDRCQRy1QQTPDaXCWBJamDTMLlRpu6yY2y8CWfXywacf2FWzQw/FrJz2V",
+	"fC9Ks/UQnnyzeQwbKj1+6lZ5rO1VH9WdocFcL9dq4jdXj9EdX29EGqEuW0DSz3UlVnkgjyb/ySe/HEz+",
+	"8nP7z/13k59/PciefvPbv/VWKoxRachXdq8qzf3fpuUZqqSgbYIj206pzR+DKzF//PTbIfXVU4pBD4Zv",
+	"P2B7/vnpd9u1pnV2SmduOtq/72RtaWDveqp2ifRb3g5z/5z6G8WmVW2PYB+tEz9uxY0fPy9ucb0TWf4h",
+	"s3VDhaRIefKh9Pkbp+ODWO8Pk2wsOP4Dd+y0LzG+5/Tgg4jzA2s+gLLJlfzRi8Zttoffi7qUcC6+vTge",
+	"cx5+AlL8uJZ8q2LydZ58Gm2vPOvywwF0ySLmiOnkQ4BoG2NGS5SFT47chalhDXIrgttot9VGe29rHK7t",
+	"+ss/DKQLgvmQroLsUsy5YUTe1NIuH0ZPWMMyjyIbPoLhu0fvCbg8vdfit+7dZWt9ave259b6zxL7L/D/",
+	"g0Lgi5XCW2dJN75bceuugOE210NPBgLP587MsQJIrAt5JTFuoJ3mv5VGULYIrzEZXuL+V7v/Ak6xybXH",
+	"aJovq7lQJqXZu2s80rx79PjPafuu6m0t9n2Wba8tBRhKfQX1+O6tD+mQpP45ofJ6iV1gfknysjFWIA66",
+	"e7P15uOBF/xuuHmLCj93zE2+k92tXTjRHRy1+CnN/tloKG+pWSmVYJe14Ndbrsv//sfOP/5R/+Mf6udf",
+	"H2WPHn+XXokx3bYblyIMO9elVjjhmt3OpRXMVDzfrPk6A3/2j3+Yh27UT5/89m8f0r8btllSi8BZeazL",
+	"ZqHS/m0O32F5A56sVKqVSMQnpxBv3g+mq7R93ZQb6GpoFNKw128u2Ou3r171YcDKBa+XfxXLsferojp4",
+	"+rUTmPTt09mM5yIvuZNBuqu7anMIz9sUmHfws9B5hf4Ve4N/J1cM6O4z5HHMGDHMQIBCituENwCDNn0L",
+	"h7V6eFN/k1BT47ki8+hShZ/G3jeNYbzp1tmWKeb4IrFfnj9/hRhlzthOoc1LlZdNIZ4XJfTVOjcAEC/q",
+	"RmGSxGq24O+fF+XxnNfpMHNRlBf++uEt5oZzy017+238DFzffqGp9e1GvM1a35qVaYDFcCs5NgMJF/fQ",
+	"wMOOADsAB9vyW0cVUKA7u48dWUFAU+CFKVQ3cexBgU0WMSg5n1vcbs7zdcWufb8sCMLKIieFENEczsSN",
+	"vhabu/prdx209ZdloMtDuXKKel0m6ZoXlc7nPZQYhCch3CVef7mboVmgnB1nPB0KRr/cKHIq+HP7PgxE",
+	"GtOIgggbuAIU+pruzOtA1Dpyy7hBjDPowDgkelw/FmKCcPM6Ig1Cz8q6E5ZcMcUrM9f2KM+T5aBHzNAV",
+	"0OJtDLOyJyXbgxrmMdMLfatKzdNVCpsARCGMKTHDZHVl2K2ur1fZVwd7OfDXPe1SEjN5UC/q03iepxhU",
+	"4RzhKXu6PJJ9WGc+Lfj27FXLQwwtZXIBxc+8rpceT7Sd1Q3peHyNzE93Rl1S7QRuXuU7htJo+TU6kFtu",
+	"AKTmg7MRXl6qEvBn/a4IIEnOSQGcAW4tz+cLcra9mgNllu34nyVDoIN4ZoRkFkqwYD7btuanB9sQ4zza",
+	"HAClWRlalXOKSKakj3bhA9PKoTMG0kXd45i371au7R+PwS3Lr4Ui3Nao8EQa9gYWNn2mQ8n4De9fHQ/c",
+	"dSnsrRCqfejI0uBNhL4wVJq+O3H6rrJQhAmPi4BXX3PM2t9NJo+JEdJq54Vs3iC9q3zBr0W0xJ95YVsQ",
+	"gVHitj650IX+XOeNUx9wtB81hbRnIl0W37kytKkop+58hXSula15yrsjoJSTdCq0NTvBwI9RaMY0+o1q",
+	"ePS9pNyw8INtWx17MrnHhAIDXx+isVzV+rJ074KlGapcnvpPyH0Y7c+sL5GbxmRFDj5io3GPs0zRL/rR",
+	"yMm2m/2Xha4FPQLYWJidc+V8I7RpDTRv3aZdmhXV0W3k62yilbeNR5YN4LecW17bwPN5N4WC4W9NeZZn",
+	"bBo03BSc2ymvqimYRFOPRTplu8hwAmTk9GUn7jJ1O6Ve1SfKmZTt+ZaqXakSoExHVVVSJQ8FXzzyKQ9s",
+	"HchacrlkYfSj8lHjjk9vmdNj/VwdQn6qE+ilzBq1mG7ODm4H4BBsFrNisT4w95J9exUSbxD5h27blmGQ",
+	"7QJLPMtLNxmUM+liJFDZmrR7ny5XtxEg1+MP3t+uGUHyf8jevaPF+pv7+927gVxS6im/9Yk7vtVprd8v",
+	"75ogr5qydJry/RLwitxd7yCKVrOquSylmTOprN4qphsyA+/2Jz//n/+28+GygcMpS+YZRu8OlIQbZWg/",
+	"Ra/O75oe6X/z3xlKEgIAHa4DJYHbAHB1bcqFUjS6ZqW+ulqHAd4MlDRS/CLSsqEdkMi/JyFJnDSEnZE+",
+	"inV1Tyexsbpqyx4y0lIcZjV54v9uz9Hum36RR+Yf6XTR1Uc4XBAUc7vtuX1lxNbb4iMfEZsPhc+s1sYo",
+	"tHoYzAeaKkJBi8DVg9Yq5zNBlUjUaLyaaltUPLei6OeF9d+wpgJY97nM58yzAwPwtb/HWBp2bvklN+Jc",
+	"/iJ6sCTcV4GwnC4PdjBATIx8Vn9H3DExn5tOZ9zI297ycuTob2tpxYTPBS/cUbvt+IGLWQxD8iDpEfOX",
+	"3gXvq25JcNd3RGrFVqYgGmh6D7vtTbj9yUwHYr/VeBIhTHkbfoVf77MzD6fFDTsVqugwBhTCuJeh/jWM",
+	"LR7Gfm8hTYVjZLapEd3L2cuMd9kGPGNBrKYeGISFGIq8D4MMRe9/hD8ZPq2P6aTGygAcWVt+un7u4yXj",
+	"klyh5RJvu/v27cnzdEfsSPq8gHO2ZeRrHGikBZ4T3cD+AH2zzrkbNQkSydTQmGvnVrt9xGZS8RJT9BsG",
+	"v5EDbbvWAG49xJyvSmiUlSXLnWWmelnyjvvX+XWHMgPYAQgSWyL5RSsBfe3KRHY/hnmAm2uBsiIt1DNe",
+	"S1U864H1hPndSkbgSBuTVoDuBli+dXLRu2YWwhxnnSxDSPvh63QnbBuGzpQ26MGOXZVVbq5Nqvgw9ipB",
+	"lyKqWNqj7Dw/jYECAEf8CtsSO0NIFO9XSdyC9nwC88NdlLXMzNyyR2NBZ/gVHDwJmcIAFZSVABx2xT+Q",
+	"peyiVbd35SrrnnWJeLrVNsUSc+xpxYFbwienI3qJbTGyKsTtDNPnnzwA5JKQwX5rc3VzZsTS44YOMACR",
+	"Qjpk502eAyZLxl6SYr9wiv1Ng6Wxx6TUIVgBajne03Tc72Q7z4MS24F2d0L8CbffyXbw/jvZjn/ATrbj",
+	"bz8gEKclX6YYJY4A9ha4DqADGKuyNhHQj3Gt1gZyOQQel4rT9lnYta4qUUCjdR+ismF0FbsUOfcwAPSq",
+	"tTNXrdbMlPq2XI587Gz4eVu8QC+t7AWNESJqSIclLXxisFooY3LGuFru30csE8uZ43VPI37BpPXdMQTf",
+	"ZRH16Sx7QA76O73n1laTWXmTMfzXonqSsXlpEJ5sAyhZLRbaiqOiqPvnFO1c7Jx3R3qbOUBIBGn7Tvd6",
+	"g5HYzuCWFuKIsE8axGmzDz+io90va7ZWzBx77cg12fa8R1PtJTqIxqpoxrPXr5BRM6VP6nbxCNxi1TQg",
+	"TKpCFpj3C/gaY+mK6O5bHoCkTRPnX6PA/uZJkK2fNo3c45xnreuHuD2d8a3UXgz6Gesz86F6Y3tyKxxh",
+	"agdspnjqzujALqr1+2WvD36xxrrn5p5aWsgxRwgy/X6ZKG+5F/z/D5/njW7S6nse4lknLRWb+k4sd83D",
+	"2OZNaer3y3EeN4ZhqV9r4xuYtOG1OvIH3vMJGEQkIbe8PWs3aDh6hXUF151FP6b+zUXlx+nYDmhqrSKi",
+	"5Hu1mkYmPWBD61uijcJRHVKo3iNi4lCVDj8CmlXDdn33WdWYeebFYO9ejIxubUbPO+rZrJRKDB2y4ADf",
+	"upd5gxdve9hqNeoRgEGGJWlbP6GWV3IAM4qmASktDNutmrIk8wYnfibLHt4JOn0SnWt0MsfLTgYjnCBY",
+	"cNeW2IUzpKcpoD3IqMJ7JNAndj3kohuFO2TcuZkgGlDsgSjbzmRyJvNa5d+dgioknCGoMiaZFnG08w3y",
+	"Z2ueX/dRccENHxiGF/XP9ua3uHB3SBoU/TGiV8SKqWu77V69FxOy3SLrKhYfkLAlfXxpTBSJlnZ0FMd3",
+	"NfzLR3HiF91ik/lzbHzc5tz3iXz2uE1HzBObATQ2RILx/CHmoMNwXnj8zqAm4TTht3wZx2LwRjvZDv1s",
+	"IKSCIpvcl6KEpjgOnAWo9TseJwptYDVMVtunyvYRs4q+H7mL8n7unQyYdzLWw7/1YSxWAVoa3ngXEFr2",
+	"7pG+KnnL/mm4TuL8ImCOM488q1jbEFII7cFkkrvAAP5GGjPqHLE5PD7Qj7+wXbjR2NFuJj7a6vVXhBDm",
+	"wu+MpMjd5D8KXtr5c2G5LJPNqsoIZRrs4cc0c4EXexvAWdmpttAI1iEJm4mN3USfkO6hhUNbFCfQk5g+",
+	"F/MwQExMF+I9o5/5Ih10MBbcKTYxMnYHBdWJ+ThRhbyRBRyeMHNYkT9eQ+N8Q118Sj8TtsA4j8wDEYTS",
+	"iKhXNCnUJXCg9ibe2theTnUF+IMOgInS9Klb1Wulb/sTfR+MHs9ntucgaPelaQtHont58X7lWV9fQlgf",
+	"/nnMVSELNE/O540t9K3qIdXdVHcRsIh7ClfucnQGqPp2L8RTEa1i1hWQrFMBgRt4UOp9E1Hi1MC9HVqC",
+	"BokCilZ5DNomq8qG7P8mhQB4I2peBhmLNE28uEDtVgiA6AV0BsVvuCxXQkgdDuP0cn4vlTvDPdz2yuM2",
+	"WMf4Cu3dk1MOWu7Fgsvy7uywEZyMEapgHAkGlXbyRKWYYkG8bCuNz00PsME5ftGmYwHZ1Dl0vjCMfuqk",
+	"Hcpv+2sDH0eYZJFjpVPVWLmsAO4jwrgNcgLvsLmTVY+b6U1N5IaKcLaYzSECUuyqgvZGv05SsUVEFjny",
+	"BKKlSJdhwFeTk+fBDweY3BbOONGtoewwrsL5TxctmIxn4472RA8nJ/wgsa/iu1E2xje7b/I2oWeJbtyh",
+	"bIwnpX/t00jh33Mjc+DZdTPvFpdf6sYGQaeKEOwiTlgidQox4Pj0LXPfSCty29QCikiC0U+Wcctvlg78",
+	"fdQTP9eLhUzJPRLt4teem4hTLSTS4K8g9I+lNbRal/mcSxXUafLutxJJPdfuPtfGpsE7ftTGdnDPIpPu",
+	"o9gfOnUyrRB/3WXJq1oXTUobn+IXQ/gkZZK0EVLTXf5CAGsLxFhrFbRbRAj7U6OhhdQ/k67dNkzVVICr",
+	"vqn710iVJ583UqWOPP9HpRxgAdtbBknrkiombbmww2GHZahb4nlenRC/7v0670yXoocIqrMbPgHhU3KD",
+	"HpUl+grd3Tnaa6K3cK+5DdXT8KRdcNMT1wEVNZEqZuwFnzVU6t0VFhLuVOgexJ6SG/sinYSEj1scEAOl",
+	"lx3HTDpbjQqIeu/eZw+dNwuA6NrwgDkn8tNGsaWw/Y9pVEpfnMfs2P4ZqCwOmWrKcuhBd6toRWfpjSo3",
+	"IJfBwgA8JdA2U/iiDS7AbXoIaxql+Ea2LXhAzhW7BJ4StuAKWAb777mRsBBuKQ2ji5nStz1WWlMB1dpp",
+	"zDE9ZqBESk3oh85eWnBAXMIaVdMD58bNdR+4lbnGIxx8CRl40zyh5hjtG27fdZCihVh/485GaKc33q0d",
+	"AYllcViD9Fe0pLSI2aZopfcG43IBrZIbVYIx/JpnjdrsS3Uozlf4zwfjBmkv+NcN7AqwnSamErlz2YDu",
+	"pLTIF2CcKbZiRrWvNVRf/0IVETXZtpZMtVnCpAEzmMcTkxDZfquro0XvMMZwSgzrAXfn1IHS0StwaiSG",
+	"ONe1O47CoQJkM+61C2d/6Jq46i8FfJDOyG7WIlvpiiqogtjSirZCPDPtu2Vhn/YLSK8/RF90/M4ourTB",
+	"6XTyXzxPxj+/d19hnp2DSbKoRMG4BZ1BX+yenL9h3z09eJQxPGGnjQIjDEl4G+V/Br8xH8N/vOMzEStn",
+	"46zSTB6dngR8HZQvGotcVJigM5/Bj4X4LwJu9j4Gv16NO651P8bvJN5XKaa7nvzSvXk8sZ/TXZ3I82n3",
+	"a9cLSkxFSpYgXnf/0NsQ1uMeLGAVfptfcancBVQb5XmmnLVPgMv5nJelIFbjlbBQeaVraecr6M0/Pf+2",
+	"D705/CKEdOK7+8g23uD8x6PJ42+fJmPZHwTzjQ9uJ6EbRPq48NwLYee66M7X8xfnx2cn379YmzRYEvxF",
+	"Kx2wQF1yBH+DjJ2/uHh76g6Y01dH//fq2zztvMw3ay/z86/fZI+epsetdJIF7chPKXwPTRWgzrvjA3oH",
+	"CAoDgzwHEO926Q8ZZ7NamDmruSr0gm62OeQ+phX8n7rqzjZvgOSs+x7/q+GlRBbZqtaWWPVX9+ihG5kg",
+	"5c04m2Mm0DsH/9RVxnIcPMB05BAeO3t5zB4/ffRnhLdChHIEQ0XQ7w7RpEIiCBhkGkpEpq3ljvi+PTvJ",
+	"fDEGIYtXjaV+2XgfIQY6V8EZmTa1nCIHhH/9eXD+1ihTNsz9GAR0P8dBHD8ToLmb2KRansu6OOW1XR7z",
+	"il/KUiZDHm2Mw7NRunMZaLvAmyx0ogSGW+HUYep24WFL1l62xnzZ3p+af8bzXbYPOMb7J/kuP9AYCZSE",
+	"G2yRAQBbCLI66xkwC+IJxpennybDKIUWGEfBi+4eRrkDWUh3lOvMHhsDz/DDkXmR+FkjvAK6c8qaid80",
+	"Xpcs3q3DcvJK3ohT6u9KBhhh2tnbs1eGaraBE5UgAu6Ev9PWu31AdfmdoZXhTQD14FJALtXnD7f0TLdl",
+	"poPnwpZjvKevC/yUHo5BI9VVKSZOc7w9e4Vlm1RoPT4yTeuMDlE6f3Kvhcp4u019rXH9Y2eVAAgckckT",
+	"9ZA/362GeOMOHMC93aKiuH3xrmD6RR4vlR/mVID94qUYRDd0c7o5XpfgklCjOxkuMseANDKd74Jaercz",
+	"jYXWUONUdIs17X7pDoZScGPZN/jHQhvrY9czeYUlmoBLvttiVB/sbYeV+E0SLNHLynC/gsbdFrTdIaD1",
+	"44ZZdGCHkJi2IExX84AlmkWxcrA0RGmuG8SO2zuEf2LvKNv9+48vTveiUkQAz9papP1LdCnOvk3EUgd2",
+	"nb/ZK8GN+PBt5zwHJW6BI6LbQpw4Ny6NLhsrXg3sviffQNXOypGgLS+Z37QRauch2BJmrmssQuAKn013",
+	"bjcg3jaC6rsUS019ncEsfGDQLFkSI3H3s1upTLBjsJEEMAz2DvHuK1vHLX8+1zIXyJwethEZ2W4vQADH",
+	"ycLeZhLVePs/Peht7x4r0aWEIiNs9q5ELXXRmddIprcBkH/6AYI5FzScXN+I2vzB5LJt8P0k0onZkcjM",
+	"awH9pDWs1Dm3uv4dy3BKKu9DyrYzfrtRl6mb7+kdQiZfrmh/aF/moV+bLFANdq5HpG2EjGgb3DZCGH7V",
+	"OPdh698/xuNqn2aM+HgHrMoB2MeeksyLmisDDNkXxOScCqHacFUgG0+owqaQo3i7kfL/Xnm7KdQ3gBwe",
+	"kVH3kWfjuLZj7eY838l2dAUV5lW+eMdLfkv/XDT4714u75HId3TZeDd9ZKlTlzZ+FOWteG9rflSnuGxe",
+	"NjVE/fzCafgCMF7wnw8h8Y/HkslYKReSYI4m0JxkMzaxjRKZ+1vPZCme3WRsUoobUWZscpWxybVYSmXf",
+	"LaTK2ORylrFJXrv/Lvh7t5Xch83MyF/gHvL9u9nC3ZTX7j85KKSJyd/ZeS3MXJddPbMefsBhA/lfO/Ix",
+	"lM6tCvrm8boOApSWdLsabcRZaOPbmsAdDsBhSehr6qOHU1ff3Tnknd2waQzbBpJW9mpMsogkb6uIDxtP",
+	"xA5x/SCJM50HUFqYa2TlG5lke/pND/HqRsDBO7EXhRtvAFeMC/zwEWl8I1mIUQoduzfvVaEfHGwmg4DH",
+	"Dqt0HNl2Kn3+GMqT54+ffjukvHtaQ+nB2Bt6dyH689PvNrz/asg83s/rUbtuIV40c52T0b9VUBKxtkps",
+	"iGz90I/PiD68ynifjjNKeor41s2S8fV7/gdxIdooozNhMt25fu8tzMNRJS/c2fLhLOYgzIyr1gEMDoWn",
+	"zXfb0O1CScdaqmgCSI5OUhL/Wtz6fK1vG6qRo0wqdnzy/Mx5r0S2iZzpHqzAt6xqJZxnoUiFlxKKLiDv",
+	"zNUybjgbzTEfjtvoNA7H7UB+xL2MXcvedbJ241VvOo3sHhFnkVM2xBhfQmn7vZjpWgy8BZQurL6HNG6Z",
+	"5RZnyGAq0T2sWk0nDi81RMmhcvtSMB7/OupAX08/blp0qWjRHyXYxJq60qZnrujLoRVJGb+/9YovwWj/",
+	"UOumupsIv0TRhBjUlbtNK8x3kN9B8/9lLZw59d4myyVG7urn0lQlb/XmVpt540R++BwGNK4PmEXQSdCV",
+	"eNTY+ZsbUZ+WXKoza6oUmZZdL+IipDTOsLcxFOkw7b6t3N3YlEh2pvvsoqkVwtoy7bk3Y5odXgtfJKeE",
+	"KAyGZaCzFIrknAaeYqrtbV1O2e6TgwM2lQrE/92lLpZTpp2LditNB98qKhjui+alVnoEUQdvrEZA/WSP",
+	"sa6xdgqil0P8k+4+fwMgkAQWi9WTqinL9C/HyQJmDKHDQddmnGQU4kbmfsumnJg3r/928pKRK+u8yB++",
+	"f/zdo+8etbBv1KS10VfBR/U/A78HeIj2KfTh6If0coc+lwZbFD3gDcu5UhrUedTftz73oMn+KhK+yF/F",
+	"kjjzgWbR7Xq42Pt1ll8L02FpBmT+GThhcOUYN3zODSD1DJfRG6qUJhz7AECz/j5zbk7tL8N3y/lC1Bza",
+	"oyquJlaWdvKL7jTqxryq5nzOa7+JNtyZZkIaZtyPMFDJmqpFm7PugO/p+dnK447Y1chK816cf0rkxm3c",
+	"WR/hDHEGEYK/fl8Lfp3aYaKClwhEhMHjJfTpUvCbvgapGB95sEQN1yQOPzt9fhFzuo34/VnnN6Eq5m2K",
+	"lA1I8HHLvj17tc8goxCIEhZsd/qnP/3p/5pmbOom9n/86U9/mu5FricdING5krHLJsACBVpgN0CRYYya",
+	"q4IBuJ2xHJO0hi/EM8aR+lwxrjRySFOlrT+dOsdXe1AB0yjUqSaOqL19dgT39TWr8T1qsdA3qBkWSTK5",
+	"bbmb7nasjUTtuwMtF9pBb42o780XZI0R9V2sSJTP18NujZnrW+VLc3OtjC5F5N3hu7K8FLweTZRa61Kc",
+	"FD3Oh/uSyVBguMH34H4aanGj/ZniJgRoSglTjyN1yb15H32gOSC68J33PXBpth1kYHYESqadzC0Vnt0/",
+	"j9tkJoUI8kaFBaRxSUuJZUQCc955xY25dWZbwS1P1Av3JzQCFIG7d5zW2LYGcXhf9u/JBV86iwX2ZW9f",
+	"9Ct9JdXm4cM5gpyW7jlrlb3hQpy/cOUH1PfSxCMj/AawB79IbpY7jDW6ZpBpSdYiu6txvP5yxHOAdVpl",
+	"Ldtq8L0C3RYKB5FAHIQwgXcoS+4Tv5aLbV0E4fgjijP3Cdi4hFg3LHJOA5fC9pB+DAT61wXi7uRC2Ccw",
+	"rhTbXbm/s1UvBEhFJ4zlrs1Yg1kSvtDqCmoFcOqkyssGai5oakAZb646pXfoND3E0p61WF5+R/VHmGNp",
+	"TonPzz2KcTPILbzkFwhtq8Kj7hfkFhfV49P4W44KlcNJMx7ltp0sfCZ03wLibQx3m2H8xO03N5hPBX/7",
+	"d3E51/r6uSjljaiXm4mLCrqS7YZ+k6OM/QMvwU4ZqKsA2878Y2evh4sIb4N/HOtFhdom2/k7lxZogS10",
+	"QQdCogEWIgAEy5ta2iW0e1Ibs+C1qI+aVDqr7REiyQcnY2pu8ncVt+/29/excfiyMVIJgyzUQhXGmfHe",
+	"nOA5QMrgfXbhx4Z+vOfm4EaUBlUwHdpk9bBc62spDsl3MIwzHKuPbUMZVC1m2IXn3OEnB4/YlFfyHVzx",
+	"zq85FJmhU+M8PbhJu0vm1lYR1voxPDWNaelepzs65s5TwpUqQVEGqAy2O3337kdt7AReGX82xQMXfKUC",
+	"t/KPFxen53uHiFwzgRPAaQfqgFvFZoWSRMZLo8HTwqa4/5ic3+STY1PPJpBKmvrWPyB0A4dtgsD4bHou",
+	"8slLYfP55FxaMXVWwfQNfDcF18zOxRKijSsz+w2b5qaevavFfwPPDkyqdDODM7HjXf2d6HXbWeaV/KtY",
+	"7vzmdqFMYsA5bYOOmXv9Ux9qOBc1xrfcBoAc5MSEq9z71YKXcDJOcr1YNMqXHi644lfQ1NXGLVpWRNhP",
+	"US+3x25zd8RfmhDyyjCyOwm9pIUwWSghzVpaa7hSgHKvtV4Yz5Yja8aLhVTSWNwbh6hOfQ2dezlpDTLN",
+	"57AjQpsa1niivrNzQ0tTcrBWCEMXthADBlufl0OWR781C1GVeinqffYClNK/n795zYBQxcepG0OG1xRg",
+	"Vb6HgLGZ80qw6a+5LkTmoQYzANoXJ4V7cVsvnSX0PzOPO/w/f5viiLEyg+7u42u0Wy/cDSYnxdQZpJVW",
+	"RoReVaANx4ob8c/Guf1Tetw0Y0YTJgPRvUD+yKPhLJCzrSXtoeUq9ZXZZ6fc2VWQbwwSagKdif+JUDei",
+	"1PDOeFj7MyJjcERkcLr+18/uJaN4yQLMH1WFZwQDkxBXFrpoSrdutqkVLCbuCqGQyx+JYabu5tN99oLn",
+	"80iPKMCPc/vDK7Q4jeZk+r1TMZP2w2mAw6IHtxfhB9OWyIlmSaiZrnNhkjezoR8XUo2XS2C0QadbGgYr",
+	"7fcyrZJo+yz9k+ggqBtn41MUuajlzDJe8dpiNCt6s+mfpmwhuDLMNGDPhK8yJt7nooJUSbSauDecanT7",
+	"bRleBaTqGXP+Ca5bPqcmOMaVVsuFbgylIiOGq3gkTgdPnZTORQk6mHZ3RzXjHfbZm3ZEC15fi8IPpA1m",
+	"PWO8khOLupqGAkdgOHEN6Tang8H5xiBbBAsQTjx3oZPQ5NF3GE9Q/3DosJ6EYyoeVN49+jpDiwYcDop2",
+	"QO0cviuEku7UiKcHpT3ezIZNcbmmmxYS1eLgKva+ealzXk7cu4Wbxa+Lbe+eUs5tc+1L0UqtK+gbcLZl",
+	"PePUSr+2Tn4uvMIF7BpjZk0ZSMYM6nks4zetuByhJWDY7j926GfxxaxRJYErWlH8Y2cvJrjHQCz9iFzd",
+	"br8NAnJDO0Rsq2BhuWGPDh4FemoCySS+67+Ly3OdXwvLmgownffZm9DVY6g0vfssyFnKUij7DMfYroee",
+	"tYff98TqGYLLoCLY7vd+IpSmN6PiaFxdNxduqFS0TnGKvcPuiyElEzr4bonx2EdltkuowuIG9BbHvAfw",
+	"Lrm/Ti/+ky30jchW+Lv3PCYQDIEYfghAKfTWIob+rTuh6e2kU40QU+Hs8fv3fh+ghvO/y6D/I/eGftd7",
+	"uBJK1LzE6Xm0R5tcEVDRLXcKf+r+h5ojpsSeTGC0wC++Pna7Ssu2O33dUnMd0cCC4vRH+ZQuv1hWYroX",
+	"MYTBUzxCoAdwIkNErawODEBpO8cejRnErumU3OUYQQB9z9u4FsZI3EelvtKNTSwHV2yKrMeIfjZ1/sg/",
+	"GyeIFa/5QngSknYkoRe/EHnJURhWLOCDSLH5rAXcdOqOaEzew+nHmdNnlSgtea0UWfPj5IZJMA9qgR2/",
+	"mA5pm+QOU01yq88Ex4sXWE+4t8/OBC9Q5vA5osCaoDXQIifN/hzrYl3VIheSUixeSvBY9iJDZpr3OLQy",
+	"0lih8uWU7bZTOz2/yePv9ihhaEAkEEuFIyselQY9Y1NQytMs7oLI2inDAPghm5ZSCV7LX5zZOcWmQ+ym",
+	"rRemg8Jcti4QigbSn4c3dlvUc1HAcY67EPGSwNWCkqsOHAnx2aDkzYBnAzbHtwffrPIveDBJJIJ3G7Cd",
+	"Z/foUuPArRPuIIgrg8fUHU4COoVujWFZ3RvpW4XrmfkrQVpDNiRKngFqp/Mj3C2WyIvRfcdSGzo33WFp",
+	"ugZ8xITZNdhpJ5xbXgp/mO76785vcvhiuvcsZg9c8CUr3SFKOJVswWFmat1czUnVg5OF+nKf/b2WcA54",
+	"h9cTX/gsIepAsYQlaVekFdeIeyAoMhBw8l/C8qBFUnDLWSFrkVtdLx8YIIUjU14aAGS6hQWY1UJMTOXM",
+	"gFqAJU1Kw7BbHDMN5s/RYIzVNb8S72ZNWU7ZbpjR6YkyzWwmc2d+nONF073Iy0JmJXycxIcX6LLjzPlM",
+	"LHK+eLXqjiU3GCtUFvwC2EgZmz5EDoep96QLjONAgrDddvglZIHJssecJER1pS1FyKkmXfej05MIjPnZ",
+	"zqP9g/2D/UdP/wIw3pVQvJI7z3a+cR9ief0cQlOeKNOZ2Q8vtbbOfYYSpSqZgj2GaLChcKFTDOg4RL43",
+	"ovR6PCepjOVl2Z5FKynnffYmNgipaBHS4tIaUc5Q3YazmwdD83LZa2s+83OoCMYJVGCufQ0nb41M78yD",
+	"0pB4PnF3F+P0U+0k1Hjqz93pZELfTNwnUhi3efxbOdN0putbDoEKL72705f4GRzw0/+YhD8nf8IPzgQv",
+	"Jyen7o+/ST4N3lEprwXYWsEzwbrg9WPzGzoTOwylYObBRJIjOI+8RN0oiwToSHRM995nL3UNPzLta0Fz",
+	"bsnMXJRlhtWmYDLpEgW6qgHyhreQEGEjoThSc0epr8ijV3plw0CVkqE4pPOkUeV97+8zOdaFUysSskuq",
+	"gGpob0SHtYwWfJez21rDWVOIcMTBTNWiwryoVsKwJ4//suf2IHgZyVF1Tqf1uf/LIQQibjWrMUkeoori",
+	"Pc+tcxmUgGb+fWhkI2vopNh5thPe78g9F+SSznez8+y/koi43ZkN1ke8IA9gqjNqyKZNE+/vdSELgca5",
+	"pwuiQGNqHXykl0Mef0MNxs+YFxDGfq8LqFRzQyUyjqj98+F/G6wgbG89lPjozpyv5YDQZzrB4t4nay1c",
+	"JwpFVCAVou99Om1/J05wOC0DGQ88V0CVPj44uLfXw7xO+m1SCrfTxfhbtvMEx5J6RBjzw+95ESbO/eSb",
+	"zT95qetLWRRC4S/+svkXx1rNSokZniePRjzilC9LzYsLrV/x+krg777d/Lu3iiCvRQG1ds5pgh8/HjHK",
+	"C61/4mpJ0wHMTN+OmcITZd3WKhEnO07/OPl1mz8gBNPRObzL3GHPrwxkwgn/b/WI80UAcaxx59nOX/6y",
+	"4z9rgz07z3YwoNN+h3/iBv4t6zn/J22K/0okAa8BWzwA0fXoc7YUto0oR8UiYLmbOcUjWp0GJo2zGJzb",
+	"4pvoIOUD32iVNCv22YltQw+rcSp2KXLeGHfoXGpnloe6A2+Zh+evK+gfhA2a5jzkxj+W1K8+qkcBtPOF",
+	"y7T/RW3zC4ElL6GuFjd7d38YK8sSfDSrnQtHuqt3+9/rNs95ZfM5f/irLH4b2OKqwBS5aO0a+mXUaRBA",
+	"TKDtsMCc1+nrH5hc8Cvn8wAZ60zeCJ9Pgf3sYe+aFgQzOqu9TUqNsTM5s0IotpCqscJQWEZ6qxbCt/7x",
+	"3sJDL7DFXIkATGFNorH4izEH0kE7BVOMsk779PInBYR62mtKCGfAK4YRSgi2miaaHNwG+ETUBxDjkj77",
+	"Fky0J+iDYX9YkSECLBRWVSXPsRZ+TUqPcXCbTKgEcGKMPgwmkPONWgNIFmsHf2z+hLqIpoErk+bPoLqA",
+	"jfKwQqqLxI0R9jpx66RuiJZuATx2mMKnsjOMk9zZQHiy+SevtX2pG1V8USoJZTmITR72yidWNg9rAadX",
+	"v3t9gvHH4GKjegmLmoVaQjxgKdhgTCNMS0Gfxcrldq69/wfBwLiEl3SU2ze6LJz+cIej0qzU6grwjkKc",
+	"c58dKUZI9u5CVOBLrHXGJ0ejBGc0Puu5ufaggXE8LNIJ61J9hpP14ZKNAW9QHncT8uE+mBEyfneTgN7+",
+	"2L9Ln9x3FmD/jvb8lyOvsFirAkuJh+67fiIphijqxLuPA/ExCrd2yoRbS/ZKFBP3QlEZOPG1Q7RYqis2",
+	"Jek8pV93g6lUnAB5jRDj0KoT4mjTGFGcbboHZjLCe6ylm9NxtaHs9bNOE3wqJpVKTZNqKAW/BmQaj12t",
+	"hMQIF9bpU+AdCvTDLCpdM1u3JfImBGWldRYJzsXa9DGIdTlD85bXRVz6742lrtX1wJB1NKHN534O+RFQ",
+	"tdC/BmnDqd/A+35E73D404zpxkK0cepu1dRiuneIVg2E0CFhETk3AS8nC+F6ssmePP4Lm9bcineE5jON",
+	"Uiy3UhX6llrhjHFK2quCMGlgIi4Edc+GjytdynyZ7GA1fOkcu+XePjsqy7YgISpMpgKpG33t7LO2GjkG",
+	"ooZzCEP9WLyGeTNoVEnZcCg4b26VX7idjxM4wuf4h2wIHPmD0u+UeGo/bUAoTrX2jbbTluDL3Ns6MV9V",
+	"GS/kLXB3wkLe3Sx8NCY449SoruUvovgabLq/I7QNLqHijCWQtBxwTrYylT4sW00PxaYdVb8z+kSFe66d",
+	"naDjhk5MkV+byF6kcYNXDJ2RccxWV1C35TczajxSlgZ6aG81+9Ha6o0qlxk75wtxLq34H+e2lrn1quhZ",
+	"ogg6Kmqc69pOnFtbJCur6QSEUt50/bG70/TcHQ9i2pZt+BeUJlGcHHQM+Qh+VPhM+jA8E+896X4VAb5N",
+	"4xVwR/9rOmDxRXhVYb8gcTrpYokzSRGytpL0+PzsJf0InHZSJck66vUy6sQsw4HkWcEHK6v32d8xgxND",
+	"NNCxePAobeSEpJXhS2pMDnEoUHjoN63FZZpamJBP6gRl1g2EnrBMdJ5jfy73dmsnMS8Njp6+a6sI2a5b",
+	"Wv8xvdyUrENv6eFN9miHrUdmfJVMwv9RMKWvMPoEBzi3IuyZqk0v+td0G7Kdil1niuBjoSFiAjOI3cR5",
+	"rY2ZGGnbPNnuShH8s+iiKQa7nBcor1Qojd9LG5ErFfFU7OcNLBkS775Q21tlaKi5FVk3NmAWPpKBAfce",
+	"kZBimJHqmGVcFeTi+22RkUpHBwiX/9NaHtSUcU6HQV9SiqT8FtAohSLLQ0KNJ5p/UIZlkMoWJRzGei7s",
+	"pK8h5GJdf/SpSaf36a57+50M5Vrc7Mu2c/7QObI3lTudVt3TT+PjY6ljv6FyFjWPexsr2NQqKvQHJ9ft",
+	"fDIeqHoZtivVcQNVzK2ur9FVomO1U1URhcnao8NgFa0qfMf/pbZeBrAjDNG+1k7ijrOOlaNh8FYzoVBe",
+	"r5wJ9eTgL2yakyk9TWpPN1Gf2duJNQ65MGmVE1zOL9lZ+Vx+wwsfA6ENfW+Sl/YFsPm5J+Fmm1pFnemX",
+	"Yi5XRxdMPTwXryXtW0lBNm4717i9IGYzgX3na7B67WHie+KXbZEYGsRtELvECk+0xyhuo1khcgk1jTKf",
+	"Y7es+9TM9S3+Ht5EGiIvBBMzauegStUbqIiCSyHqlc5wYSwCKkM+5nEfPaYvKrK2GkHwsPf9Ewra55Kb",
+	"5zArl6Jne3Ym5L6FaGMWCcvU160kD+UCadc4mt45nWDs4Evjlyk32ZdhxO6xO366N3IHnIG45zMGCOTK",
+	"UmjQt1OYUC1da2i2oV4ND8yuK+lLwSHiOY/bg2Wk+LF2ne2Cb0WjCH1azqMAT0W5g04U4Q67BByiG5u1",
+	"Ac2QeabODhBMiqftRYH2R2xKN3pHP5nus1fyWoTj3E3YpHsWY2+Ab7CISwtbVCe66wNzb23Hvdm186Dn",
+	"vyAHgtav70CPCwG2cCQSezm2zO7qSPxL6rn+1ByIaUe3tEoDec5Qa8Sa4aPb776LvNe4eAXlaG2zuS4L",
+	"oCyStbFYwE0yS81EHrp2LutiUvGacJSd9qpKavhDHNm2ptrKG6xyBxE/9GgazqK4lIoU59Hr5/vsPMDL",
+	"GbQ3oHoZQeaeMcSX83XO2PTXA1MK1ES6jR9IbCmh9q5UmsVNxLGfrbWUemqftJc8POXga466DlA/RlxL",
+	"g/mrWEKAevwvIkzAsT/5qQPROP53r3UhtvrBc48nuu1PWrTT8b/8G4Dljb/+qKq2uBp7Trb+wVZv8IKQ",
+	"Ubd4h4BXu91vCCt3m6WPUTDH/+5HD4261U9O7S9b/OCkC266zV4zzlpBhJ0tJjC3DS+3/dV5gNoc/5sf",
+	"CNj2JajQ7YZIWhiG6X//USt08MkAa5WwbWJgK3/+fOmp1s/lVLk59Iwi7RnlTYfw0br5cPBt2nwIE34j",
+	"xS2AfA02tbW45nFFqneVoPU7EPdO99lx3PvZhQaHM7oqpWV6NsuYUHm9hJ71tS7Ua7GMGAbDwc2mgIE6",
+	"fTjlVTV9OEU8nmmA+W8UpEk8BiPdbBdDdzjGd/ibdyGSt0d1ux7l2MPxIdjBlHdlB7A4pgSTNYWmcvyB",
+	"e50OXjWlhQKG+BTx10yABw7eGcdvPCGf74YHR84pZoHEpCuVIbA6Xst9pKqQ+BkbkjdUfuaufGAIKjgL",
+	"HIOwIyyuqbmVNp8jgNonTNj486C3QhgX7T5ahr6WfnwBpR/YV8S7mvOeFCfidO2knK2H3BhhJwCxNxP1",
+	"Q/HeI3InXbAX77FniGIjtAtbJyqoXgAhw0ZmQQh+M1G3WCa7WBoPGHn7YaDdwUwzfwv2aK/rcDnVTHje",
+	"8NgVz0ppy/BNRHHI6kZh5weGbQKCBWLqresqfElvjLghfdSGIXrQBb31c5qiPtFfm8s/RKgW1wR3mom3",
+	"2v0aFyMkRC68hKTtkL/DOVrVwt1xCq3sRASLWB17AXCgLXvoFJdQ7Sa37FY3ZRF1VmWMsFszZq5lVfmW",
+	"GiyrwAjr7Xy5z1bGACDoHagUsBwI04OX5UTXkzAqhbFd9748RxA+3v6QcGOWjIpbmCSwh9WOajbFmWrL",
+	"PsKyXaEAusftM0AIJ/zSwHOBlgSwjgVbpyCO3MslA7PqIa+qh54StlG+VhIgV9F2wzmCTC4hn0BZzS0w",
+	"fnTH4atOgBpaLsQ+e91aCIaVvK11qtCamkTBokrrctgEA59GJEK4J4u0svk4RbPO6oUHbjCP1hV2hNOE",
+	"60o49Z/cJPLjHyyiLbliu7T/95yQtMBTuOu/Wku/Z2vpFFeWYROEE2zn2ZBm/vg2E55C4+LU/siSCrxE",
+	"5x+1KEGyjmiOGmXNYKz3B3zsFxTw9SEejPp+ggANPHBMlAZn/WuMZiBG092gnzhGQ0RW0hoQi5WISDcE",
+	"AtfGEZDh6ALskU8RYuhQGfacRDD2B/CSWVsNH133Wc5QnKKhIX+NLPzLRRY68v7JTsmHv3qCu99QH5Qi",
+	"xQjwHD43LbOnh/9TbRj5sCVmZAkFobR9B7w10zhE6vlzyHinUIVtwbUWGuxbaq0oIV8blW3igNluYIxV",
+	"iGcIViUiGyL60jOK/l5qO1/XUPh+Kxpqu3N85cz9uOftmOLNVlEQg8kXryi2xT743VSA4vZqGcU+pqxn",
+	"O1Uz0DTNw5nnu2+i60YxrHUlZ509+J4k5/6tg36i4x4JokkIPHRfnjFAASdPJ/ovJt9/KEMAd+dnMATW",
+	"A2YjS7wAj1iqK4RCacNtu+jpY/izkCbXN6IWxV63JCztS1Mu9A9bPrValfGFVFXQHvlaXTHGcx+IQn/0",
+	"bEjg8JkYwescsJH4pSyh0LRHqs8xo4FdvOEGzIgFV1bmDO/kkcAhonfV1L6h1XNbE7VaFzTwLLob3ITQ",
+	"UekqUUTwhXEP1lwrYWy5ZNMAeP0M8yTTdOOGryqgx53D047bd//4YtT/7N4WD3/FHyJF6GnA/YahDaEr",
+	"ojCqBROFtMDB+bGl5NdQYjTS6zVWQz4vrl2a1YL4jFbzXbGD6zGBzxqlpLrK2DnxJmbsjSqlAhMcur0p",
+	"57ieqPN+dI23mB5ia6P0Byk7scaznADsJtTFdMp/DNJe14IXgMDu2/Chf3uDO3xXe/6k+Pw+cFyI89UL",
+	"/kK84I9aRJMNdz5qJboldU5+C6zVJSomoD8nOgreWD1xRyKRSBTQRqBnM4T4bDnsneRixcvQ+fSlitK4",
+	"crZ/Ocn5XIJwJnjxkcQgJHiaDcB5V/JGKIpwbA77sHNyANxPqbIrrsWF5hrkbgG5wNaZqO4rYxzEJMFO",
+	"AewIxNazCFxQIJzdq6it0l22z/4eaAu9ONeNMtiOXJHflYXK0dUTGh4zpRrbqQfvJGS83eSpu/ds5dgd",
+	"DoV9sKh/5PjX7yH0tSnq9a+ql75mzEYFyj51LW7kNTwkv170Fxpe8OtOuwMQPM2GggNQ/79l3X/K1fDt",
+	"3tR7MOhTKG3f0XASnjW1+ojft/ni1+qrwvjsLoDfUIyvhhQ/sfxWvDEDwnvKgfzMid2CW5kz7wM8Y0oj",
+	"kxlABeVz4UZWxKR84r2lFhyo/rX1ch/IUMHu8DJKvj+aTGRiHEbaIg6tA/Oluys+91LkeiEMgzEm3A34",
+	"/F/C4aBq5o4PVtFbf5Xgz1TbCTwvnTX51KJrf+kX3J+cJ5GxX4C2HkhQdOXhxBai5hFwvbvfIYGGYo8c",
+	"MOqjJPuAH4gflJwbd4Lvs7OL89M2AxawMv/CppX9BY7TYC5ND9mb1387eQnOxg/fP/7u0XeP+n8aczu2",
+	"6kTWrICudWBqviKW1zbOnoR5Rogzn4Syv3yBvkg7OCLo3eCPnF78p1+mz+KKtAP1TMK9uos2U0yj/FVd",
+	"/aE8lHOA+ov37IepSNQAZp+wC0epyDbxJ4UZBQgHw41+RPV1oHyQNVUUIXHgLenfgz5s469OiuNp+bKt",
+	"o9XRDqnG6LqvyuazxnVXl+NTJjPXBH8zjt2Rue5Iunc41rQBv+JS/S7k3ZMa/QvLfIve9lX6vxzpR6y2",
+	"+1UAdzr7jbBWqqtx5z4+4cGKyC8D6tqCq4aXFJgkvI3f37l/7qfki5f/MNKB894v8Fdp/+xnvWk31kdP",
+	"4J4L29rqHYFEWgN3eHsBI8WBEcdCM2QnhNbw04v/RFjUDmHsA+O7dVG4WkJhjJzMuQEWsN+B5Hcynfcp",
+	"/B8zEOIHOSIS0q55Z8k+V2Tkq8b6GgoZ5sz6CIpybLgYkiYD1FjI8YDFkFZPqqYsfZEX2yUOZ26tWFQE",
+	"Zh+lYqxciL2M1cI0C0oXTVinXIyytXGditK3HuA7hdS2z85Ws7VOrft02W5I3dIn79os8hQZrgppMIfc",
+	"Xus/mu5FJfzrfpOtl7+PxBEU0Y4r/fTw1jjXIYb81W76TArByRsyopGQIUC4Eyelbz+9cmhqNXFyj9I0",
+	"kBJubKoSHCrfpCJirD7woYhNxu1FenVA88fcb4wZOaYCHOhoqc7Dq4b16xMqIin2Ta08zJmmDqzfd+Y4",
+	"Ay1Lr/9V2D+fk+S2VlTW0BWT+2yJGi3x2CcxKfVAeCTaSQ+IjRjO+lIq8Sx0QKF8E1JZFnVAZr0V5dHV",
+	"fZXl2VrrRtTOIW7c7GdMidvQSBmQzQC8CPHMsNFyivw4pb5iesa474BoW3AsX5rQFDIIbnSG0/ZKf5gT",
+	"lX3OBs72Hf4qVbE17vUrffWy1ovtfnGht7v+jVvDT6JB29kY0wAaiQ0Tytb/ipHmz9o0yiOFE/VyfdLs",
+	"kVG8MnNtx8WNI3xm+l1w8bLQToqWN8I2+6o3jD2V3DoVJhf8SjwwoF5R08lfBGJlEkAg+jT6VjmPGPFl",
+	"kYSM105zEpUwQy5hK/NrYdnu0wOCizR77NKtMB490nThx3NU10CYf1nrW2Ah4grIxWCUMLzQtUAMf21b",
+	"wlDQ+TzM5prC7E7qCdxsJltOlFCnmu1IoGjhdr6T7Si+EO2qnhRr4Z6YSWfB378S6srOd549evxdtrOQ",
+	"KvydrfHsfAqfLcxHHz2R30buTHQrv/9VXQzRovGECH5gdAVF1exXJV9uoS8eIhPRQFkeFcOTePZLJBmI",
+	"U0TG1TWbesmfBmlFYNuZ+9La8hzFfMp2Hx1Mnh4cZB7Jlz092Gtpzd6evfLSFWueVpVIaObFGHqrDOBr",
+	"gL9T2rK5LvFuK1oAzCx6N2RP16pcdt7ugcEHGupwKpdUS8MtvdgG3DwvPkc41b8XnXL/EfPuRGyIluPU",
+	"wpyXciYAO/iTRslXlq0P0Bf3jo9VvT179RXM5/cc9v6h5sqSZYKGSeBq+5LUdlwnkEw4XoC1V4la6kLm",
+	"7XCZVk45+/CdobykrCFJV9/wEtTxN08PWjss0bP5oNc4RALGq5pfYs/2tVjOnLpjdl7r5gr5XRZurYkQ",
+	"GkEDuW0H4AbWtqSS0v/30xc/rCvac36zqmb7U4Z/OEU7MjHpm2FGgch9egW8KUlpuBNT/xJf1e/vuwDb",
+	"JtVsWN5PHHRsNe6vptT2t1H+tVNVXqe4X7HdKSqxKerIhTaW1SIHvghnWu7tsxNLPQcmYaYyXWdQNSE4",
+	"UHk7axeMbbQ+phgkDHNFJ9YVHGVoq7bm7DPGvZEebBek8mq9ZkkKncdGvL/aANmVtTyfA0tK1Mcaedt4",
+	"o2V0+ycHT8Y43b8HtZ2tcZMAiC288yHzi+2OxtXl1kr0jNNtlMEhCtUs3LbHu7tNv3FYR2t7wrs6s86e",
+	"cJuLAUiDn9P1YAkM+Z8Ndo3RmPFuO0MTuXmMWEu0uq3YbiCD647lMDijD4x3EpBn3rQwxnt9I/bbuTNm",
+	"cjt3ngFOWRjzpdal4GpUjAWW/uF/V+Kqe74hG5O7mVQcG+5WeZJTRxpoELjn11jtfRn2fScLTPMnteIt",
+	"H+I5OqJjgIpMnoWUFOahAhxZNw+FlSzEVdTDJOhpBJ2wUbI4tAXFFrkTrCtU7TAWrpxiUOXyGWHEdA1/",
+	"djsXim7A61reCLPPzkQlODRCS8tuyX3gNmY1bNRMKklM5u0RBODhoaTGj7NTHtMWIgLheV/SPZFER/iY",
+	"teKahGPhJvBrSc3XLPtHtXZhGQIR6GdCVDBWV/3q6Lztw/YGZFchnWNdTZZs92e7RsPBHir0onIZpfHl",
+	"nQK44lLtZUFzeTXhLnFGZCFNxa3zAVju1FEZqzpdjdB0++wN5LWc6etUTdd4ZKUmJjcCgkwoBF39XvSB",
+	"robVAUzZv6r0fz5h1tUKSXL1SSEXkOb44UIraXVNJXGbk8FNXTt7e+68FDdooa7coY5QwSAnSEqqdCGw",
+	"WQHOe87m0lhdL9mtVIW+dQIN0HQZRYz81/xG1BwIBJXV7LJxprvZZy/p/rleCDar9YLNBa/tpeAtDSp2",
+	"TuGT57osgO1rIRa6XmLqV4Vhde0HQIdYBspSQrUjqpJaoICBBtO1SHulOJs/tZO5tdDjHah4ZgWOHVwk",
+	"r4NWJpIsHqVvwS9bSNVYYQ6ZvFLwGjD99Bs8QfzU77MDIskGfhe6ps8Xoq9/wvt3PKLgtkhlv3m8kzm3",
+	"Ti6c//no4OC7A/CP8e+D4NFAk4eoUz7emXDuTm47b2s1xIfd+m0Y4WtdiJOiz818+s0ILxPnKTnfGx4O",
+	"v0xPTsGtAALcnREjeKGK9PMPQ9pTbRzMC1Xcw1C+Bxlkt7Kwc7fDKM7fDiSfayOUB/embTl3LrrFaMaj",
+	"xwdBkodHjM+iVO/IPfbd0ycH8R57lNhjH/UcXZP9xDl6THrT60ng8fQC9/VIvTef3bP3t8caeno01/F5",
+	"ilemjtNv0sep0z2pEqu1k/QhnZL3f6JmIWgaaevNpxHtvg85lL40CfoqNfcpNTS369LziQSm1DkvJ1QP",
+	"uVFsOCvl1dyyWhAwd1tRNosIJqDdIjYKq1rnwphn7ErXurFSCZM5O7KC1i5ZuCnw9uLx6Vus4KkAPrkU",
+	"Jilqr9zAqcT2Y5JPxM8JuY8N9XV/CLoJt30hOeFW+IHxaxwm4WNuYGO5bUYW0bo3UaYxzIp64Sz1QrwX",
+	"vuZfQ2DyRrrHhlADySIcCXAALMTi0rMWQ1iumc2cr4TGhOClnTNumBFuxzoXKczLPnsDG1fXhjkfU1pA",
+	"fCbOZqxN87UYQP5uqJ6OOzPTP7jkV4ZdirlUxdCxc46z8mWfNTTIvgAozT0u8Nej5l5ltZ3eViiM3zP3",
+	"LqtoTT2EbzfwnZGcetYjssPglxk4n5U7GiFx4Yy1dB/NC/jVa3jcR9zG7WP6ujrcPo5fYf8Pw8sVv3W0",
+	"pfDj1I56cucd9fBXBdGG39yXY/ZX2DAhpIy3e2BYqXUFXabeZjk6PUGkYYhZXTnrpDHCbNp3R24kG8oi",
+	"3HVMFmtj8Ps6UXGgfFhlfFnEp2w+6Lz/kEy0K/BVr99rY5OKBQ9BZvw2/mRSOBIMs9IerAHVuScSMVkr",
+	"cD455DaxCe0Fc62vQXS7r5u0h9otOQxM98cRzTGQd//SIHefrZeI2FkTUppGsPu4YnojajPEPxtLKA0X",
+	"srdwBtKPUQr94cilIkZOr3aqkju52SCZf6OR/IGF0k9Bjzz66f4qi/dZWrYqhjdhH34kCbwVl+7smkh1",
+	"qd+PMFTxoGuPSLyNYZU2VoT+vY6wdeEKMiZ4PmehLrOpqOri38/fvGbcQI2rvBHFPnsB4Q33RCYNuxYV",
+	"1A07j2uKj92n0e//ozk4+Cb/Uevr13wh4C8xRbQEtouSaevlA+Nklepp8UtZ7NEZLg0rpYFaMzPXt+4i",
+	"bURAXMACFLgNtBobN5RSqyv3v+39dGMv9fsH7i2cLEqtqAdFYj5a2UNWiiueL5lR/Fq8y7nBSQU+fkPJ",
+	"5nrBSwmFL1Ot3uEEvUPsiGIaGECmb9Q5fHVM3+wN+QB/x7k6gYX+JLzaq3AC5bK1kzAGxReC7QoJJTUz",
+	"XS96K27ntLS96dsnIzKW0Qhou15Sk2Zct9g3BLjmHC7pTyN/Jn0dr+0oOAeSMZyNr2zeaY3sprNRBe6O",
+	"CSlmmLFYH4OC2EIfm6WxYrFf6quUVoa7PUQ1MkId4/Xe/sCfdfWtV6PGclXwuvCKz7DbWlorlNfZ+GNf",
+	"3gL1sxiBtjVXxjfSeoLHFszGt1BDoZ60WavahboRpa4EE+95bsslAwRR9+hCOB1ag4LDnUzWxjRjUxjg",
+	"SRH+6eTe/aFzyEcVR/at/f/Ze/fmNm5sX/SroFTnlqVTrYdjJ3tHqqlTiu0kru0kOpIzuXVnsk2wGyQx",
+	"agK9AbRojivf/RbWWkCjyW6SskVJtvnHTCypHwAa+K33b+X+Fxjl8f9Cpcr/q+CODw6O2IXxOAjM5XpE",
+	"vwa8SRJ4CpqUx31/FUgtnjt2DjDsxQDMePCPy1cvz1+8ffXyz0EGk1BhBt4YYS/jbIgahTKKpxoqP0dO",
+	"mEUnYiMe9nGSv8HqX4Zfx8nj73/h71/ho3sxvrn4HsB9m4iGk4D5bAJltG3xIOyQrK9r07hdOptqKxuB",
+	"2TcfD2YUvj2WaqR7IS2wWiC+BLohxJk/xPBK59fCnWJ7V+4mGbP1sOnzOhXWwhTnlfDKml87lQum6ukQ",
+	"A76Yz2vrqX94CQxcqmAzqLjCxRjxqSxD35OcYzZ1Uj03k2XJrPAKi1dg4fI5U0IUlkjNwroQzkyEEQed",
+	"dmYI2PrZxcm99suzxXPV/9IeCy8sL0v+9AnRggfnS1mxseJcNzoLT7vPgp/vqv0/63c9/l6NDS8E8QM0",
+	"wwLRSnVBbQY5Mms6xP+Bl1BgTDnx3jEom7dsf5B+/1/wvAwOMjYCHrSgC+POh+KdZm4WCU6QbQ7L8KVl",
+	"g4koSz04Q3sOpdWA/hwIVfjiUcQZjY03sIbz2OlZ146NeWUpGX+Q18ZqMzhi5yA8OaTiKyVyl7GK25gh",
+	"ZbVpWF3i4KJ262U3PYoC206qWjADaSIomKVrFBZQeiJmnGGOLIw4JFtC4BzsPj+sQFeONyMPgRWqsGxg",
+	"hJ0rr6UED3FeSo8yRvCineCFnzUF5/OL12woRhj9L+ceh7RKi6aoF8t57SYenPLIiQ68qoIbv9D6WgBJ",
+	"Q0gz0KUfIwJUrvW1FBnLJyK/9t8e34b2OGzFU/b85GlTikukOw0cZuz5ybOwQIJpI8dSoestcOcQJ0Go",
+	"0QBDCxfJ33zS3LxwYXoAaDRxHvjJodl+6Q3GLvb33yqhOsFunTfvxfKGCoIlbikgk2GCm1JipNpvStTj",
+	"Ll/9/fXV699+PXr968tX/+/R1av/68+X01HutHZdn5mJU1xl51bcebTbO93773+cHH7/54en2dPv//rn",
+	"P496f/pfe+uN0qcI6gsJz0A0D1SdIRSCLRObL0Rb0ivZXQgT8Geky1LPdgpaj5Dye3aVgLpTuTQeQieG",
+	"Y2oRsYGZudhUwoixtCg2InhWJXf+SGYMiEhRooTWDcUp1XNURliQB/sDDXWfyPKlRyP44QxoSuEewN1a",
+	"Ja+acIvtd3NtioOs5WmM1R1+s+Krrl5foO1aaeOCvoc9LaRhOXe81OPY2s6bjDS0IGK9FQd3DHBIR7Rw",
+	"R/97ECQv3t1tkv2EV7+kVX4ol1v4ZmD2Stt8AdhifTAUM2+WqQPwu/kp40frIhHYpoHYWtdNTMTQQ2mH",
+	"Pd2Bh/bhTqCG9vtHtKtasgUXMOf4A/7jdbGKDMWrSl5FTDCATiJ77Wy7gDtUzCE6WGqcH8TWgA1oBIPG",
+	"3z8IYxiwffABuYmY0o0/vXrLFutd/0+4/m+DbruutTPXaRtv095b35wcFnIsXdMlJy1oakcQwyhWxhCX",
+	"lIRvTjZSA7Z2UPusTPqguyjiHSkSalFab+c8o08c1flNNIg0wmLZfggb2roS5gZCXcN5ktFmD6JiIQ1Q",
+	"N+bzvBSUEJoxzAMAWkfNi275+0sTsHm0acfJGFclp7VWb3dW7jI/rbW028g0bp2U4w+tMOJfx0aMhPHq",
+	"WP8heqFrr2qCJgqXk5uoRX+4DwUpaYaazdjl2ws4KawU3IJjFF1JmVfW58LYDBVkL2wMc2JaAS3UAdZs",
+	"cshH0FQhALzY/6qLsQB3jJNGTLHuynTlPP8k0vN32cxyjVT8JZ2ULHpE4GIs9uNzabJPqsBuaMQwe0AU",
+	"kAx+TaUQnYo1n1YlKuyd7FFPT7LVhdNryqbvCa2SL9rfo5au2AHWXQJWs67LMPAQ+OWRoJ/45Q8vxQOT",
+	"/z72m4WdfkC2cwS2iCgzXZcFKzRxrcykFfRn20H7SlxEfvCnWJXXNE7xZkHkeWkyeIXxZzbnTqTtlrTq",
+	"IoxIPKNYPdh4dBUl/0nLlL+TCWV0w0NzxH4odX4t1Tj9ZPg2cns2Uw6sU9TLZaRNDoOzwnV2bJJGJIfx",
+	"swbVLbHXLi3SCvraC9qf2tBHSZIYjOD2vltrtkbtx7OaiKdqht/eVztOrq+K9nZpG9+9dOhgDPJ/OA6Y",
+	"u8YSbOmn7S5W8cCFLJwnlmKTPZVNUDgQXvtQztU4l5DS2K4D7FIA1afz0HS/eqHupOvdImZ33+kIgms5",
+	"1MXe2qXcNB18GSna9rI9Yqncy/au6jwXooDf/ghNWfeyvbdyKorfareX7b0gMb8RoW338vnbeoNyeDGc",
+	"8E/OQI1vzqG/R5OFmiSb7HsT4lQWvQmxJDJF8cO8Nxf1u5OPHpI2bMJV4f9Vu5Aa0E2f0DdC4G7wT78d",
+	"S+6GA+TOjzHk1klsINU3lJHR0ztgPOr5ekFDXDMIp7c2BMpohIj1RNem/whKlYuf/RWbkij9x38+vy1P",
+	"1wtuxaGEEm7p5I3APBQaoywyYqzxD8pC7N/r1ahp+c8qvHDrm8O1mM+0eTwZ2Ikc2iQYFT7eLhq1wsZt",
+	"6QmJ2oK1259s0rZUFiSZ2cCF3VZePgIpFxKzO7UaIHR5XKrN45buu6P9eR1t1HSSU/HE3u9x9xt1rbN9",
+	"+bw7yIAEe4RZUYocDjvuehYKwslvUNSRSqDDL57sqisYyxrvzc7Q2BkaO0NjZ2jsDI2dodGSG31MGSDC",
+	"dkpItxICAv5+NY4P9K/VyW5IChjIrCPPTEPr16gacduu0i0+ogVW4PLvboEVJvFouSvSyfeejV27grvv",
+	"h5Ru2Hs8TMcY3O0PPqOyZhlvWJugmIdjoYnwescRO1fEIMNLI3gxZwa1QapVdroELQCizF7A8Pxa6Vkp",
+	"ijEGb0MI2kCQLgkpn2FoWzZPJgqHUOlSq4JauS00foZxfx5n+e4jt0uzX9N4NERo/3pgaCHLYNcQ6asM",
+	"vuKuvWswXBdvbcFhIRyX5SeoGFJVtcu8JVbVLmEYJtUD0Wud3vESR/E1ax+0BKt1EGSR8BfutJGtaSPN",
+	"Im9JLyEaLaT2WFPKktDWBSoQrNyFstnGoReLgf2ZBNUkQwJv7GC9grruBQ7jtiGDtx56HXnrNggd4PW/",
+	"tPLF7oHlCGf3Uue117v6j1eytDshfI9n0d+1wQr4LSNz8buK9fM9fOBdZ2ULTHjL5/jY79T5iqRWIx0l",
+	"o4ZDiU1N0Y4Y8vzasroKMQORAdeSsECPhAwAEi/LwBhJJmuEV4fAZkDGEqdD3qu/vq6asvl4hzc2LJWU",
+	"t4Hh3M/jkUDD3RsK6cRgpmsMhfCtYgbvQ+R2Lg0aW1ev6rk6FmfQuz1++YT5O9iysQmuV+bIBTrjocV7",
+	"m7lYUzU+2x8kSgt26RXFIIMayrHCtrZsOAc5NEhCE4ODHa5+6cbNXYE5YOUW4bzPQmoDelVytaI7LRB+",
+	"grPGAzVRCDR4gRUJeBQpxMtZIUejYLt4kCeCAQFklsl8kSGKA5Zz4878cQVKjYaCbxm4L0quvgrc9hPd",
+	"FLaBwmdacWy2+TCQ7cfbm4df8p3CuQPGDYExZOs3nM9toxDh5r4A0vDZx1qvAH6LJqzXasV7t8JWveSz",
+	"L9Vcja+SeTPNIPF6wMOv4g48vjBrFb7qpxxh4tfEhx4ZPovHOdur6n7TFCJeVSlc14B6bVVdFkyraK4G",
+	"WxW6D4E5qsuSfvxIK/QxHPq7V2hWnfdNDNOoPu6M0p1RutO9Htoo3SJqr1XC1liqL9D+WQPwSTElkYxq",
+	"JW5reH59UL2BLQqru7NDd1j49dihDwCGRhwGp8/mRml0E+nY05gaVEy1dadIGZalPf1K7oTK51Hz+vnt",
+	"2wtKflgZYzXiKozui420JnNc45bbIc2XYLSa5oPeVYi1x0L9Oy9lwRfjp1nbEu3QacC9HsKoLb50NDr2",
+	"2zTu3nQ9bFmu+AOqTunTIdjbQej5e+WH+agO/fZ88c30cNq7UOrOat1pao8LtF+Eflvbwu01illldC6s",
+	"XZtgmgyQbukKD8TkNiwnCzzsnR7EqHxd0BC+UL2LpgcdFFa05fHX7GDjIbNMl7f4lhPT6C3HmB/W7yD6",
+	"eTGd7NArQnDY2lpP09qFEhPY/kQ7yj87wI4/1B9P2oWs2rOkSpdhL1IQqJJqagITnZea0K+nq03LJbzp",
+	"sRzrbWlWNLNzWMmNCllApZroGXaXdRpWcbvVLR1DXa1K4cZ4EmqedjrVTqf6THUqRKGt4Plm2tQxwe+K",
+	"7DSnqTMaXNilX90LXMPbd3i9w+sdXu/w+uHwGpXVBwTstXDdA9Jsn8fScvqLtKwUIxcbY9+H3n21g/Ed",
+	"jO9gfAfjDwnjVw8P4rpap3IvDw8BODSt0oYVWuBJC04U6VitnCyJPAR+2XSEuAdw19UO23fYvsP2HbY/",
+	"HLbr6l6h3bjqGDucbcDivNATLekoNNHWPQkxqYkuCwvslKIsoP23cuU8W+B8LaTB9t/dZM6XrrrQxr3B",
+	"sW1C80qDSnlOP6ZFrweTGwHBeHhisZftifcVhOU3Ji6lsQTa0tZcu8YTL+gcEnVQ938Tqm8Un3sUL/3g",
+	"q/o54tLuIPUzRDcgsV4AkTvilsl6tNFze92LUyNtGMex6BGIbT82Q4kCHJTQkRGCadQQMPpONNxTDQR2",
+	"+0P/BYlwAvECcpwnIr8+gF9jf7OEqNfNZC7YbCJL2swduugLII1Nj8QXpYymE1ujhcIKsRlXDtfp/lKk",
+	"0kGu1j9hjDutc6d1fq64DGeMq4jNW+Pea9TN4w/wX+yDCf/sdylcCtKneDhqfrcDcA8FmvuA004TXKDL",
+	"oCttAhBnJayu49qDR/Qw7dGUttwA8jNA9rDS/dj+x2ROfp4gN7frVNgczaMc38H6DtY/8/yMRWDHPb1V",
+	"eIdaoeMP/j+3gXZHfryboPJpRcp5xjRczctyzrS3roNvN/C/jeWNUKscCm3gX4f5UaUr4P09WE9ysh/o",
+	"+xs2fPftt8++TTo2PN2kYwP4FUz4pGGRvkQHw04q7aTSTip96VIp6tJY4LBVs8MZrmyuC2EOnZhWJXfr",
+	"/d3xFrY/Gk0rMT5g8d6MURPow5ksvKgS4NMmfrtWM3h/3jROUqt2A/5ux/fb+OK3caibuL/j4MCvlfQ5",
+	"o971+1hu5sfiL0B28vSK3jZWi83tHwdn+PI6rfIax9XZ9fZZ1WCw2fQu2XzbdNCip9Ob9h0vP/O/pn8H",
+	"+xsqVP3ODN2q4Bc215VI+ofgSXx+8n2fb3V5++xtR/e44jfiRwCQ8KI1Hs8w4fv1dnasx9rxPXKRv5Pg",
+	"q3puwCnoPnb3KoePP4R//sqn4i9EiFI4sYwVL+H3PVgR8AGNQcCD5bOPT+g8+yslrB9aeEF6PjvswnQ2",
+	"n+oI3In5W+AS7pri88Gnz6U1CB6aLUNFD+PFpahKnvfrB2DMJsqAP4uRWGGoizmb1tYxPjZC9NFUfB5w",
+	"8OdOPfmy1JPbHv+vSj2hc3+/+sk6nwAKU3/laWDaiR2WLdsnnwCbiulQGHsQcajJPbHM1IoN54nHzmaR",
+	"clCakCA3nLOJ4MYNBXeRKEYadiOM7W6O7kf4K8xhy326VlnZuLpfjbmsaL3DZqQNcDftseyxFeXoOG6D",
+	"/hjKW34dAiidzb+fWExdAgYDL0od0ypHVihIhoebp8xpZDKGLgytvZ0xqawTvPBCb8axzcOIkuqhsWcl",
+	"jNSFzJttu7xF3xo5HgtzJcrRz3FWW96t8UWXkBret3HjqJnj10J9FVvYbxs0IMImiYug9OwOtnUfyh5/",
+	"UBAl+iu2Yuzf2/+3FrVYLPegzL3llD6qEsE6EGnT3ohniLJ+816JXKuCygbpalHgmUjuYEJhGnO7csRC",
+	"11tZiGmlkQPxWszZFM4gZ0Y4I0VBXd/9j7VR1OfEWJd2auzySt2ib+0vcfY9micu8qPsUrs41zUqZ7Jo",
+	"96dxfsUdsXees408Z9vuVmtErk0h1fiY104f4o/HplaHHqr6MfOXqA94wAqBNq9AI0qhGjsSM2YRCU8D",
+	"O0Z8I10jFB9CW+YJV0qUCKEDP5pLuHLQNAXnLSdTxiwyb9ROT7mTObMC5gs1EfQ4i3crDbVlwjBurwHa",
+	"pcuw7IxbJng+aRiZ/Esxuw9bTnEVkkbo+ZApbNk+H3lNvOHlpRrDgyM24G6AToGhYHxogeLbhDA5Z1Op",
+	"avQmKj07RQFJajcF15NlqkquoLmSuOFlDdvCDwpVKCenHT6Hy1qdxwX8zX/IdekosnE2wAfdv/zxBXv2",
+	"7Nn3oZ3Wv7USB2d+vJgSgLPq8/OB0tWRplJwJw79mPfu18PXrMYFt7ZfT/tjwl2zCIUsdqG8Htu5VhBr",
+	"TlAD16yt1sVd3IVV33VjVbxnDWCNZLnCmv5N+Y84hl2N94gCiGptxnRZCOsITEBnOmIDOLv+HAwAFwZC",
+	"FfiTFaXIXewjZ9kMPN94t/RrZEVO1WtY2LE/1G7Cuk7QGaIgG4qRNsJrfwdH7GduisPgWcZXcCNYKa0D",
+	"lbGcEyj6vwH34N/QXVoMjtiP8XosAuFFYYS1ovD2vVfWTvG+18UgaKtGjIQRKhc9VXFhheHRt64JuUBX",
+	"60bXXcl/b3RtHNJCKtct7tw8aSze8gJFyC3vOq+qW11/5Yzg01u+5MewE/Z6QjjLO5XEr6bSxd/fvmDF",
+	"iupFPDMv0RPWg+R7mwaUcDSRQnQ4xzGQ3Jxofc32tXqH73w3rZ73BpCsrk0uftb6ui969N3z241KqkK8",
+	"FwWOaMbnbN+PJ/Oj5bI/kgW3XcFo+kby7JuPyXFMNgYB0q12xiuErS3XUab7sM9ZlyIwLPVOlq7w87Vl",
+	"1N2J0CW/34IAPW4C4d2a/mtjBOimw1KcMiOm+oY0f7j/CRvOnSBcEdK0VHTL9hMieGnIG41e62shKtK9",
+	"4TAxoZyZIwP8yxBn1dOhddDzzGpICQ1VOqpgpVTXFowANtPm2uvK/tc8tOUmtwuZABCsg6F6YTnWShyx",
+	"c6Sut06WJRsK/wTqvMMkprhSyA8HOBeO7Svt3o28GXtwtmCQ4HtyrvyNXvG315hLeyOQTplkO6zenM2E",
+	"EWwfVuRd3aQyHvRlFCzJ5W24TdJXwXs2aLhjM/b08OnJCSukdVLljsnCZvhliVwA9BhYAz27Zxb6Zi4/",
+	"cJdP+nX/39CEq0vwNFNjeKkYLTPzx9PsMKwbwxIddmtQRki1Cszo5Pej2Q8G2iJYPXILKveQ59cREVBx",
+	"QriAczpJdfTmiNP7sDh7xGVpUVWP43rnH/cO0KaTslOb+znXS6dgd6p3p3qDCDkK0uXjcp82/nHy+hXM",
+	"6rIQJGJPUcCC5GVVyeexzwxqIaRDgObAi6mE/gxwoTA2Y8M61Ras4/MFvWKIIAIBzRZs8NIIXszb62Xr",
+	"PMce82MulVcaWmCilbg1clzpkbtHpWAHHjvwuD14XDWH4GFUgqrkKuYA9zoKzxUT7/m0KrExI9ufCXFd",
+	"8LllJ/95enJy+NT/v//ov799ccCcJg8eZ0rM8PAaPe1siUIO55KrVvr/Vjf1qr6TX2zW2mfTmuR8IazT",
+	"lW22PXsfAkkrugO1A07DOSS9nmHq60iWzpvSwznjLOdWHEplhbISA2P1ED1cqzzKF/D6NYGoC45MSY76",
+	"pD6x8P4+L5zCjNfHkUbeTHNV/hqs7u4IPgJnW9zrd336eonCmJct5Zz5HeMf6sUKV+z1+a/nEMmFGNFp",
+	"Gk3HZ5ObjBjEYmgb+b3CUWHgUcdgesgK9Q/N0InFHTw9YyNelkBhyJkttWP7M16Wh3mp82u43oKvDcnI",
+	"amOBapHx3GhrWcHnpRxP3KHlN5ACCC3PLLjCQgDfq93QxtpZfAGG6dG9FhWBWpXCekN8KrwQFaUNDjOM",
+	"zvfylTVibnvJ6s1L1ui6BFFNr9X7V2NXSXyvouy6TT+KRJ425NyT+QzodvzB/+d1sVHZWwCTs2bAkMQY",
+	"iLLRZnYUR861ymUpjJfSkKHLrV3tvqaDu5YbBXdtNykKzGbTnMOucOCfD3oog+G/O5iPouBsWwczmKbZ",
+	"ivwU2uQrLMev/KzszsjDun95scUTsrINeSzKdMtq1tmC+IEW4TKUmHAHqucKgRRaaD+uQ7ZTZXdI8HiR",
+	"IJRKPgI99pis3BXVarHPNRjGWjFtmB6NOiIpqbB9Rc99aDhYSlf7YyIw2zsx9ft5+EScRv8I6JVDrUsB",
+	"h24n57/e04373p+Rgvj3Hsk5p4KHXp/1BaoIUG6x351vvVCwcBBJHFDcRa8bNnDlc+jqBIdNukVXWVNF",
+	"zUqd8xLv9jdSzMjfM+OW/asuxpDnugw4r2hOj0j7yLreCFNzGqfSUw7yuVR/JAiPq++n2YNEIl6xw6OH",
+	"wqMg7jjuwolX57dthnTiUSgou0WViR9fuA3aEbUyRLFLtBF8uqb24iq8eVd+cY/lFx1FArGmcOOeT+2A",
+	"5EZp9PS1qaJj3UiCLzZULKwu4eioUVg/Jrrpr/upIqDpb1JIEBZhl3SzUXjTNjByD2i5uvFybJOEAPhk",
+	"gVTOhZpXr0Ttx3DiE0vXZwwIGfAHZG5v3e83PZQWDVokc4OMDW4m2jr/D15VVN1n6dgPDo4YklBzlQso",
+	"tjtNG33GkrmFFc3YIG7fQUPrQBVNuVYjaaaigMvg84piQPFacE6lTBNjDfUTGRv8yGUJF0K5X8mtg288",
+	"aFi4Y6kxMJAiFwUtiRKiYJSXXMobiiO3ypohlDMyetp4yK7FfGSAaszPAekqqnpYArE3lkhjLTRWO0NT",
+	"FPozRqeVErmzGbVVtU5XlR8YVC9BSUYYX2h3tRAIRvoKLJDIa2OEcmGRe5pjx4XfVgS49ZKVTO7cNfv2",
+	"ITxmDXj2c7ov7NydWvvZ9mNuvmU4VPdkl4Na4x8nyl5VGJEIeZZVgZRq0gU6hmWRRP3swq8paxiKoxI2",
+	"BDmtSjH1ywXO/RXRMqyYdOIXGOW9nLzmdT2HD9aDTXk+keorIS17CYswFItis7US96SOrG8hHq9uCUvq",
+	"a4EySVdCUeb3bCLziRdhoWYYpKNSula5KNj+ID7uyN9w5BcP6/QPWCmvBTGeAHPHETtfFIwou1vCMVQw",
+	"Pj95zpqnv1PavUNOkkF3j/Hti8jkHRtISEgbaVbn85CUGbtCbaZfv9sJ08+1AfY9y1Ir8tpIN/c/Hzp9",
+	"LdQ6ItDzi9cML0y5O+E31Nt6LKxjlREj+d6LzmY0NmM3vJSFdHM2k6rQM3I8RTpjfMwNL2uwR0Q5AgAC",
+	"BhGqaJSKVaVX/EfaTJMus6ivi4JNhBFH7BVyJzkzD9I/8Z9Dr4QbweErZBHoZkk4C//OIoSxnCtmJ3oG",
+	"4IsjxFaL7FLc6GsoCodVAY4UMXLQ8JbSSaXKy7oQ4UpvvZm6h+fkvJJv8UPci4+ti2cdJ6JnKiHFqK0w",
+	"Z4yXJfze2E3oluDK3+2tSdWXhnVeWg3EM/67JIvdz4KRrnfr3YUY8bp0e6cjXlqR3W/EMXzbTVxKzUHb",
+	"OZVWOJWaZUqAMsBaF05+042T4ZYjWvMNW7eoZgBEzTmsrdclsXJbxAbZjTdhVJclG9ib/F3F3btBgDvy",
+	"45KDR6tyjphIfiSkpfhXbTGN6Orn88Nvvv2O4DZjVVlb5HzLzbyCanBdUbvABusi8rBXoPKZ4ARKUDoS",
+	"xGlFnKB+rtpAwr3NUE2cSRtUaSw5XG4/8wzy9TmtjYdPBOqx4cqxqTbQaZyinsJYrdhsotmUFx77jxgu",
+	"MT0uXWdq4yZmQep4cLAOYqSh4Ruod9dCPbGslFPp7KnHffG+kkYAj13JHcU9ANsw0AzsO0ZPI1tVfCJ0",
+	"feNlqWeieF3ZAdvniumpdH6EA3ruuRswbdrXuUhICMvoBTsN7IzNZAFfmrg/FtfvgNxcNE1cvRpyxCxJ",
+	"R3S04d9lC7EFy3lZ+td54I6FFzgIrfB7kTYfmgnRCWC8LiQ0RJJlX7lDALK9bbKkhpesyRDzmL+gZtD3",
+	"g8poI3MXDftF/YNKuuJmul8TgLZ4XMy+Akn4vjNuiVq3OEtdwXAsG60kMQe94eZVFkWu0iDK4wd97ILl",
+	"q+RWTZDubiXaZur/8Qf475q6DNSsbASnQKekwaeP58FDmZEOOZLQxZAyqxPeNb5/aBegp0K5hUgHqJig",
+	"ZucRvEZS8fIs8eb4X16LyiF8ol8nKIuBrj0FNlTbkZwpEiS0tMtQRebP0SSyOJHnI2bckAwiSu1Yo+bR",
+	"F4QesLFUKMosH4ly3sW44l+bYOrt9P63+MH27kV1XQlSGeQ1SdVe/6Nda6HO3FW/OPdw3nsy2V/Q7naN",
+	"CK1Npe2SLEVtJtGJtOmSowEK/Mnwpi+cnlBwCaLpLGpMIym80PI6beju4S84Yr+KWfr2VBe18VyJ2+ui",
+	"R+x88XBHsiRUqYqgDC52UczYUOS8tridFxCoL4n/js7y3WtW7eGtpUyBz+Q0QeH6D3iv6tM6SAofljS7",
+	"HVP9V6RN4T5/RNrUMVrh/ZGflwIs95CLAs5OsOETbAXDNjEEAjdTtO/9ket2OJBxAOoJsscjbmkDagqE",
+	"Dsa1gVwLYpknIDfaoeHqrfLzxZF4EA2jSZ2q2kS/KgFv1oWuMNjcq4MDeDDEkJrnDBpPBfhjP9psvYT7",
+	"H7eKhWNcbw+iwyj04NP33bTny03wvZroGSxqXGGeHq7G0wcH5KHxRDu+iniuVamYTKjR0hKyKEwB8+I8",
+	"aGyyyJY9KwQtjVMla4FNcKV0eTTRVaXLgv6K7BuRIJf6cmnVYSmSI7EUvKW+kWnlJ1k0YCUCkoWJJMNf",
+	"1gI36pp9CSv9uLHjdq4kP1VMtZsF1TxiyWt0iSpU+YodtNyNtQd76KH0ES8Z18R1F8QoJWZmfosIaKBn",
+	"rMuYrfMJJEOlDpKMQDLAA56nJKKQT0R+bclZ7eUzNB+rKqGKQ63KORzwkAra9IygHQgFYIF4u6Ht9gt5",
+	"xH63InStiC4ZnUPCZnEeKbtKHtOPmRVefdEYZwMGzvDQifRq15zA0J+NZkxG3vTEa69o4c5hkR8qZhtG",
+	"ChOW0OhIOebmlciwGTZxCba3zVF0KPOyhKs3iuvCw0HF//Sm3mHg9PWkZbp2uZ4KCjbjD5uFm/Ha1qCE",
+	"qqdwwuo8F9buZXsjLsva+KsKoaQo/Jm73VBBrw2bLOw+GHpoe9Q1OrzusfUfKiTlKW4Skl4BDbsY9YoY",
+	"dZ+ZckcSAJ64nHIY4T/RgDbq8psgd6Wlcq0wtNKz0LYXUuO5E2MPmlBuCgafQ5ehbYxNo8uQfoupJaS9",
+	"wWp6WRH8/9Mjdq78ErmJUI6CCOTym3J/AjnFMbnjpR57izZ452BnohiCQK4/dvhSb6LOJpoiZd35un7+",
+	"F8k6bfHQNa/pO3PnZbn0Eb6i3sKUEdCe/qedFb8g3YcD9uZGx8Jf2Wz8pQFmCxlmw1qWjklF/fz0jE25",
+	"mkM4nsgLJTVthcQmaZmdeolHoXqDYsXvXQ+/RU9hpi632/bav2DVNoXl+3q2ptFtnuhPgW1cug3zjHD3",
+	"AU4u7bzQkm04Zz+9estW4X9wp61K9/m4CAsZ6TDM2yf7nCOdb/AYhngsdKTezEgnGk5dim0ScOpSbJSN",
+	"kvwee40nPpQk58Sv1j1nnWvIO+7ONAeAa7zLjz5ksouAbETxiWfi7iBrlasBrjj+4P+zIbUnYUbohwvp",
+	"agA+R+wHL0IPpUoUSPwXdcbSNaiULMjVrjS67xs1NDzdylIoV85Zqa2wzMjxxNkzNtU3fhjaChLSTiP8",
+	"0UvJzumhEcVFvp3xfwmrtOW8DXDU9veSaB18crPsfH53zOW5rRO4CUnhRgKJDiGkQEyhUN2Jcs6kgkQP",
+	"Hih4007W/mc8J8G2gubVVke/HR4sYEGcBw//0qFu8jDCbZBm1XmQuQXlAHWFto4wnMfe0yBUt6bn9NI2",
+	"fjIAPJzKImabqy2PS2UJKR44ql2Gx1eY4XHP+o2z1SF4EzZkLb98e3XhFepCKCd5iWALaohCeosFwpBG",
+	"XWkKO59YfAz54ELiLFxV6rFU0YGmmFbemkpeCFcVGvNYmXhPzgaMyjbA9hx9ETClTyoQIH3I2eq8dpMX",
+	"cSDr+ORew3UjKUyAmoUmpiKd1VCUGpqd6T5/e4tuZVMeOghcTKWKP/tBO78J9073/vsf54f/Hz/898nh",
+	"9382/zx6d/jnh5Ps6Tf/8df/2qTz9O/Ntx8tzKpvKn67UEuZjdn0+ifx36f//Kc9/vPD0+y7551Dfmh1",
+	"NPnMy0rplwPvD62WqkVsuisQdbZKNNQVftUOfEy6IuPxRwS0T1IEtIwDNxJENl9iwTHgIJYbL3PbRbxF",
+	"kKu4tTOqGaBMu6ZuLoaR87K2Dirv5iE3uF1qfIbtb7DKGGIOC6XGXtWE+oU7cPQu4enanlUQs0xXNsSG",
+	"0+XBKGu7OfYGodZFcP3UKHA6zCYSHD8bjjL+uNEQE9B8JH24lj7hKsd697mYcpdPQpdz/913cdcV3vrF",
+	"NbxLgNvMb/9xGqA2IbENyopmqNc1Ji8ocZR716slYtJNGx4xcRFKiO8UCYO5jSb8x+uOYLB2aY5bs46X",
+	"XrbGVm5/qPgVs2YlMQeKl9Nu/e4e7eblhVyvcPGwD878zsOvHOPmcZK7wtHH5+hvQOOeVLuV5vGxE3YF",
+	"6eYPtQx7igDqnL451ldNsM0gliqwvJRCOdiHUEDfFEjEUzfTdVkwK1RT7TmWN0KxqXATjafy98vX4EO8",
+	"/PEF++a7p/8Bv/Q//Md3T79jhRhJr6+5iKshcRGHQUMS73nuyjkywvVAr7e2EV9bNdrQuxCeEoq0c26M",
+	"FJSwwtmE20lCaZOeuMYtIF2aPsOjCT+jteJTYbjfDdg4HNbEfqRPIAv5M1D/Km300RLHgP/Iyyj+VnTp",
+	"q1tC8e6XrUHxdCk0zCLKUviOwf8LxSkTXpbCizWINEEu+4PgOMx0dRwHe4KHyhAgBolCPD1S3qyG/JQv",
+	"zqj+qpD/Le7RhwJ7iP6sSZ3KtbK6jJGihjHMm8q1zZLQLnoyodXrWQPsBXe8S+H0+/1azOEasIpI2w5m",
+	"HyMpUEjrgZC0NKuXKt9GEsr6Gc9zXSsXK0mulZ41xTBH7CWloONMVrB8hQuJa8cPBCfrf0POrCZtMTpc",
+	"keAnITToYi3o9A38Dt/hoTLPYwzQthc/XXgo5/GWB6VJi/euMek3subpU9+Bq6G1E4k4v7Y4HPz3Zv4F",
+	"vLYz2Rw5MPeyPepbU0CyOXz4jbLNG7qzIt10a9jOaN89HrYzvy83SSunye0cGb2OjJpO+F3AOq72pmmH",
+	"KX6HosGWqcsdKwW3DqlfdCk6WMtIvbW89HsZtNzQSz99VArxFlwUS0F8yCds9M+GvwzFyF3mMioNj4Hi",
+	"6EjNE4QEZDRWeibMqC5jaqM0TM8g/haBsDOjMSNR4cXL0K9Mesyz2+Q7+iO2VQ4u/4I1ynSYq5+VBJ26",
+	"MVra0reR9SQQk1RI/5T71ath7VbMaZcK+cWlQtZ4XO4ORteqx8cfauA/XZkKeaVH7rCI+ZD+jtOV1FZ1",
+	"VCS7tMQsKsKYia1ZqdVYGK9hx4IECTWfSVl3QuyL2VdYJx3ztkC9CO4XKKhENYfZuhKG8WIqlbQOFetO",
+	"Hp00saEquUMG33LG55YEhdVTgeXoGoYeHgpFFX2pBoSBt9N+iZX2wWPdEWh2qZdbSb3c2onfgFVrwfQk",
+	"kRfSiWMYaANarBeBSytk4Nlg3tJTDfHxhYP/xKJXr93ZAo8yVVsXdd7kaAJzbbBWopbjlRUmRiORu4W0",
+	"UOsEL2AKjiT4e4oxrVbaQtGD3XY65qeDwra4tzbQqB4579ZKxYkSMlGd2zkXv4D8ygdUmo6DJbGiYYqA",
+	"LpweWKIxiUTcxFivFlQTI6iXfEwYJ8BsXI4hMAKty5yGSBKCFDUC00ocsfOy7ADZJDM+1aMAdGcTLbCI",
+	"WiDPkC6LVgi+1GMgvKhd1Ls6mKysAJffRVibRwZzKALD6DbIPU+dABnT8GdelvNsac3vl15wA/WtiT9y",
+	"2ypgSARx3BozYRY5UXfY+FliI5zBtgMrqnMPBZVhmx3jDutHzDd6HKxMQBqobp9N/OYcet0uN4LbEPmg",
+	"pzJR6XwSwtZTILXHqvhwgbS2bthQpAu1Q92UXkjcE3KbeHzKlM/ZhN8INhRCMet0KdRZ25xFIzbhKEQ9",
+	"mE/T9JRuhmUPfB/dwfg+LEYaHI52NfJ0okoHMXzwr7U+5I6ReRUjc1m2xPk9HWto9mSPqfvqurgq2X7G",
+	"kTtVV6FvK4yZutTaJ9REaoGt5xQzl0P6CRx04CfbvxAK3NLYNrVpiwvGLIRZDZvAWyR0UFus03hiGR8L",
+	"5TJMoHkZ7ioydlkrJdU4dLUA/mR2Vee5EIX/O3aZzdhbORXFb7XzRukLrnJRiuKAmn6k/WmlgyDqVGTL",
+	"1SIxM9J/ZvyII3g8qm4Xuiwh06dJcUza+nInMuory3GRe5i/YGVehA/2YO2aJpSYg+MP26AvWpjH/uWf",
+	"HkuFxQHvAaW/66r3vRzUqY0bfrcWF1Wx/uzxsPO30Ay9NY7VndCXkuvvPnt+q8InnelGTc8RGZoNt4vg",
+	"9kZwaa1KORL5PC8jirWiugjVXWLl2x6xgnd0cH+RNMEcwH5hEpufa1VKJRYKQfbJyagVlpEXBzHcQA9m",
+	"1Gg7eBKZ0rNTVhntdK7LjBkx1U6E3gEZG85DI17o7o29PbLwQ2Gwr2XIjWleBPaVLfUsi78E6sZScNQj",
+	"/W8sqxUkV4JIlCoXoF4esfPFUsI0+5G0JWr0xNkIlKVcA55Ebh2p2KBWxotN4KVOfaBesgTn7GyCdfQh",
+	"TbBPalzQh9mkhucecKUb0MJHDoVDCbb0onxVbeHFuJ37AZ36ZN71a9vbrO/18Mf+9f7u+UPAOO6vPhR/",
+	"25zgHWqvY6JbQroOtXfLMB7MkY2MArhluYIS7Woj0I+SAagHo7CzaPJmoq075lVFwzhN7PShQFbW31Bs",
+	"gPYHpjw+BflyLdtvpciTDDRijM5YqdUBvOm30QgeA09IbI6xx2g+4/Mj9tpFa8Uhi3B+bdl+rguRezFj",
+	"dVk7aI4MsoQZUOItkt76H8iCCKIpXSwSHl4C4EXayLFUbL+qyzJjVW0nGbTapmfombdjgsodbQ3IXF2F",
+	"+R/terhTS+EhBEkC4kwWW8fxaL1vzR6gT7mBPZAYljSquzXMti9KaK63sAiame5kyzqLwDagsE0BMtXX",
+	"4tD5GUCNVr93+GduF+pREcUB4nUA6UELIQbQfBRD1AdBUGK5DNVF6drkImMzLl00IcATxa7FHBHbw+hU",
+	"cFsbQbVMKERO2Y0shGZroJ7XhYwXkYhQ1gs7KnnR5jqJzXiwDoIcBwIPI456YR0TqojtXwf+cl27K7QL",
+	"BmyfEqvZ05OMccem2jr27OTgjBxNfhJYqU6OurHwwgoWJtAsDb2AEq6uMhBAB3FsRnCrFXTAjdXfVEb7",
+	"++UbiCpCDkSTM4vVcFmMHyaFEsuucGerK78d3vrTtp0QYOsdayKAuDdCHdb9l1Yl4+zzt/8RstZgY4x0",
+	"rYozpq+ZBbWByB54spVh5xY7QqovPSjo79pgih4nZS5+V/yGS+gltNh4KMLzAmTeiVRYEW1YlAvHQ+7y",
+	"yYqmQrWyrK78af3mhMHdcChs5o+FYVCC6sEyI26UdrWslWpciqYBMWaiqkJUQhUQ5MfsCcjLsGBwEDr4",
+	"E+iB1TaOG/8jXA1jbtXbltEcwpLIiJ/aFA2/FCHfGoj8AVbkHnASXrQRWNpHgJY02j7I/E3FclRvXAYF",
+	"QCr8BDsCgUeUzZCgj/XqBC9TCLJbxyDHjTusjH4/7weepiKpFQMkUhxsRd1SWr3tvgCmTCqnl9waGdO1",
+	"s7IQQCMcjPp9zCGDRYF/aSUO9WjEjPC6GvqYvTprF1zG/r7IruLnRKntfjwQ/YQOZV4PlGqM8cchz6/1",
+	"aJRR0BXbB1gHvvAjdg5UVxy7o5XzU1bpshWZjdYu3o4umSN2zioOwU3uErY8xuMUO3L0z1hwu7fiocYF",
+	"d3cHZYv/M/kc4RNuiaxl4TWbKZXYlEQYUC+relhKO6FKgvuDzWTUFFzrTYZb2toUYHVhM+1Uyp1KuaFK",
+	"ickhiIMIREtMU9tHdl19CrBjj8jWHOBABMRKJMcaPD6jHJfGrRx8zqEWKrj5vXVdSBu9/UfsyiMx5AvT",
+	"GAKZPFVVIRsXs5jJYrsgUlf3gZCtt6wBSJqJhjX+nPBQVzs43MHhR8Chrh4KDefWiSk08S103h/DuxSF",
+	"NCIncT80emaFCT5KqK3yUOcwBin9MlEBZqHzeiqUQ5O64mNyY1JOR/vPEAHiCt2wLXaWs+US0HatFVnr",
+	"TowR3GzUFjWBKaT48nyFuviTcOeVfOnXYQFinp18078mYRnWTHsv20OaI3jiG434tPxYcBVgTkpwBiw/",
+	"LWODhU/oP99hLQdHK4mYFyM0f30FEY1V38nvqtbqpgcNFrY5ZwmJ0eke7c5DMnD2lg/j057DCE/tiIbg",
+	"Z/T21th4zD103F5vElWvhJG6kDlr7mVwL0WzgTUtRBsro3O/s1K2o3wi/KCjj596ldLuk4Za1NYKQt0T",
+	"UVZgrSE5ESu1rhoBWInCXwlBaB04NigJqTv+/EMc9VuY8Bale/tVqxJQlpYypN1AgcBXlWOSbKLFVVlx",
+	"WD71HND5Oo4D6hVMTXt3feMlrdevJ3qmvBAFbwHJkYmeYjD4NHLGTsV0KIydyAr7IApeuknGoMA4gu+U",
+	"SwWRPfRuAu0elX3NuPEbnfgU6TaUTrxpHArUl9QvFIJhoTA55LswI26kpcS1JZH0Asd/RQuxzT7t7Tf1",
+	"8RPSeobV/ipOw09UUrU4+S2egII7fmiE/6z+U+al4Kqujiu/WcRsxYHwm4rI5mMHXD1CsUd18sBclzWN",
+	"P4VyMX0pvpJVupT5nOhLjYAeZFFGlAUGop2ZMw5l+KLIIkFdEQg5uJoDQecR+42I7YAQwJ9SqJGAiqwg",
+	"MDijWTIAmeXjcIG3vuSOX4ZhvsBb1mWr/grh+MD8TDEfnjsdQy60smeM4uc2KAxY/r+idkCbT0sM+tEI",
+	"cejEe0fh9WacsQaEBtc3CLyvbxTfPv3mfpNzuj4QfbteWKEvHye6S8/pAiJaRTQLuOPJcc3jQfhUSMq1",
+	"GsnxbZHJ1OpQq1ysidACcVl6zFv0HSEBx4oSjUmCMCkscM9D6KMsk19j0o8CDnpDzMpZmgI/4xKgKD6a",
+	"9N0CVdq0s5BlY3/kja7Hkx7RTfhHwVwU4QE4UYr7H+ZY+pjrKZFj8K5Qbq16kGwbPriuV13Wah0bcbPO",
+	"TuN3W8gF6uMCvT+nXe/MNucjXpA7uwDw4ylnr7G/RDfY4Qe7O8jrd5H59w+5FYe46w5ht29gnTs+LD12",
+	"SVWI9/4fzsjxGLz5qmAeYtvG5RPLSp3zkvAmvDY12HNd1lMF/MSzaHUAPYUKeSMZXfry5Rsw2nkJvEoN",
+	"WMXnos8Mul9AZdK/Raikj4Y+cbnD8HDYTrNC8rHSVrCpJJcbq4welmJqO82Yl/TCK1i+c1i9dV3XkDsW",
+	"mfhfvsFM6Sml4lCFPzyN6eG/RO7WcdAW5e34Z5f0tF/4ezmtp0zV3m70o/DDyifc8NzPIWY2gvKNgzoL",
+	"oZg4ejQRnalVjvSNPXnu/P3Lonwx4cZ2D/v5yclJtjfSZsodzNI9+2Yv8/f5Qe6dPj05gSumUuEvTuIc",
+	"4aMDUdK2tcDFT96DxnE70geF07XTAfsI5DBFl5zvHiwW1m+bZin6mdc6ZLhiP7/95Q2m34N70AhVQOtq",
+	"KD0I3vglVz+oeYB2A9zbf5vzaTlAjYPPmjuD35ZJZ0U5OmI/aDeBswUxk8QBAwQc8fKEAhhbVWom1Eib",
+	"XKQ9ZYkSUswDC2TT3qoQVannomA3woDbxiOstK2phMQXaOox5ZDfPZyzwaIr+ZQteJIHp37pYrSji1eO",
+	"DZpxviuEkqIYZLcIgNiJBD9tNC6NwFrV/YH/1roSilfyCJb9oBvMdW5/l+vw+xx1ZPyKZ2wwcf47Ntug",
+	"J7CBn9skjr30s/fBJeFgJ1Lu+TfvZZEDnX70L+riPL8dJsJTWpjYoWzyGfutEsp/1qX9e9TVmXPPiffu",
+	"GAa65tlwyrrjTUvRnk7o7fgGpNG3jhvWVqRHcofPPTmLEz17/JEmqUZ6LYpXRhd17jLoyFJkbKJD5xly",
+	"oUsYqJtHumxdENyjhWzTbOaMOT3GigTAHuksqysod/HPFAopPkOMCjseJ47DGuvpQSVVI2mmpKkOpeKG",
+	"0mzgFzQKD95e1eLlNdTA604wu4L1eO2XY5uZJc1bOg7iD9zKnPlP4o8XZJ8Pde2+spjTT8Kx4bqV2KJu",
+	"ExkwjoEnaJPgK+w0vDo10Si9gfh6SE+g4JEwTo7AqdRTkfurLsQ5DmCLGzK+ZVUcFGf29QQ8k895B/ss",
+	"7qeNd9zxBz+C18Vfx0IZXZZT+szd/tTX1taQnqiVOAQYzf34qeWaB8KBvclxPgwfOKD/NjnpCOl4tl4X",
+	"IZRZYHdgCqQCMTN2tcN+GRYomcfYxUubaxurafzFiObvK2mETcoRv2VTqWon7MERO/cKnvQPhCWXxW06",
+	"S8St+6pZpHXhH3oLKPsmZKnT3KNOWXE3aVRKXJGNG5s/69Ekt9X+omMV1jlzyb8kR8LvFjjW28eX5COt",
+	"GBcWxr44Z5VsPMwxv1KDr37X6OJLaHTRYCxrQA72wJ1Cbr8rtwHdCC7rRH3DjdXc0qYtTPj6FhrIpInC",
+	"UHgI3Yhqrw6sUADehDf+1oxxE0KmZnyYABNZNTzW9RnPEek2RrZl36iH0uTlaZF3JzORnMoec/3blW7N",
+	"b1s+zaf37NPs/jSrVKhmTXb28grNq+uEbUEFy1aFpnnXKNg+kgRhRQfoQRVQPUARC9AZeIDOCNLoD1mq",
+	"5zMjlJjx8iBN7A5610Jxif8fZk0mzSAPRzz3Fiz13NGjzpYzjVqwvEP3tq2JLL9yjTISx36/weKe5Vk3",
+	"SP+lQlbOrrLjq4tAdyLDPakrMcC6Jub8ImkIDvkY/oyIIoTU4mPSUIZWggIy5KPwZhvUecSyJgy0Qvga",
+	"g9kQdg5tbaWz7FrMD6HVi//LcrgZMweLSG/mIVIWtbAh0MwNtMslikxWGTGS7xfH1dS06VmMzuBM56Hp",
+	"OOZGEfsMZAiIgtVVp9fvl7AcPaHoNXRmL9D/+bro4DMLcWtieIOpjbShlaTZ0zTXxKyv4BH2zuPW6dBi",
+	"GnIFCU2bjA5vBzq3zpE9XReYXqPB9S5p2vS+4taK4gwDE7AW6JwgMm26FJohA0/qmqW+gMd1zwfN/ntt",
+	"UNven5jV2yelmhQMzMHCL/rFiamHEgDwBSgfJ0FRDzIByrbolF6A/2OC08MAp4dhDCERs99fiJ3nbBZT",
+	"HMESbVIcZ0Y6csQkeOx/hKzKBXAQCXRQz9uFjYjOxKRDGmeFR8BahbbkhZl78SotHuCeJugG2D9Ek68O",
+	"o8O89LEGOgkYUSL74JNFOh4cJ2rbYRKdbSBRIFEpo8X3xIeGso8gkqyTZQniqEMXpzRE/FgX9K0um+2y",
+	"FcqezrfFoaxUx5e+rdOLOf+PJd9zzTRvn/XZ1ADQ9tx5Gj9rTyNkKddVv+Z5HwmjSpP5D42PxJTL8tgJ",
+	"61a1i4MOKYq4/KbCWkyeavLR8a21EQW7+uXtRchjCsqwjqFyaA1OQfLEK9caFJt5/EJCQFTbKWT//OR7",
+	"xESIAw1aN71T2r1rhjFA9QsGIxFskzF65Pj25FlDnpwOGtEXOnTkXPk7QYXn+QSYLYAjXwYGJTyumHNg",
+	"hSrYFBjWNPbQa1VLY7nOE8vyiZZA7IXd8iwbdH27AWZOWeDqPAS3pChOiamDvoFFFmqIXmFhVczQgLvh",
+	"V0kLKbb//Jvv2cA/8R09cUA5bZfCmfnh+cgJM2BDMddkZ3UkWvn98FZY98rPdVvMHLAi8IYN+DCNyGUl",
+	"vQxEV1VsiMdsHVNw75GtY3Hwq6C/daZmXhUA8qpGeUn25g7/v1YqDgE17bBXUthjgs7g1sUGZV+u8/Vg",
+	"Sj7VPSchn9FCem2T46lrJ5YpAZriy4RdP3hukgeHwk6OD8rC8+Lv1QJzZnIvLAL2IJEmybHNklskMAPj",
+	"Kh6x8HXDW9AQGRxL+v3xAOx68R4sd5QzGrst1QqIkV478qJD8SSyq4miWZeg08ppVYqEgcRr9aLbYwQJ",
+	"nJX8OH/Rb6qcX1B9xHb79KXDXO02aBbjM/IaPKwTwLWWbcylWmZJwD27RY9AxY1089sgBBEdYLO5oEaN",
+	"IHYFTYNkKd08C3mUZN9Syk/wHwerFyQ/uZZDySNmn+fpKythDmNFJDbwm3A7YfmES4VcvPHPvCzjEKET",
+	"CD3/iP0BWuhE5NcvY8FScC/XlB1+9X/fSCfY4OLy/Kdfztn/1DK/fgf3DJoGn/h4wIVCoHFPjg8y8K0s",
+	"hXLlnBXyRpixKPyNHiFB9879BlG2tmkR1ZQYI+adcHEBX+nuvcvnNPl07k0RF8x7cdpnKBSM4NR0EztB",
+	"xaIR+HjoQrelnvU3gUi+wye6pNPaLr9VcKD+2wCRsgQaf9gRg3VlXXjLHY3n63EwJ/tztZhAuNm5lrfp",
+	"WvbwSOs8FG4mhFokqdmiPPG4IJWwK+jfAtbGS8PuT0tXW7pjzHSKmf5FTfF+1qr4Q8SqhBlpM7WMoxf6",
+	"ECh0iGvIyGplVT64jaVjldE3gg5vg9ho51l8LrrtlXZ4lKNvN9QcSMt4Cf6QhLJdWvbNyQniAOJqKFWg",
+	"wfuTbYO3I1vo/EzO56Eu5lnjCVGUYovuaV7MV9QmXMYPtCYD7AJX8aMW8RNQvwe9suWqEvAMeOlfCm6h",
+	"b367uyOl2mDFw4rxvILrbof5f27VJU1faDWUho8OH/ysfy8VOy182bR/iA8VTyd2L/dn2P86OdsBD/GU",
+	"Z9S2k5o7++uPOtJJ2lDKGxZ12APbhHpdinW5rrgr0yIsnDsaB9dKzyBzA+u4kBA+bOGQcRqlQfsyCqCV",
+	"c4ZFcUfs0o8n1MeWQI95iBUGRtBFoYGfhHGEh9NHaFAebw4RPPG+Kr1xxmaTefK1/FxI0Q1DHtaOyaL0",
+	"r2EjXZZ6Bo0nOzvlIRjrUtjtV4r516xskZkWyX3F9IT967DNY1QrJ6fimEgwnFxJnYullD+B1Yb9Z6Zi",
+	"qs08S5UUFRiGMHZiewsqj9gVulu92jgaJUWRttKOjbXRtYPGl4bew8ZGz9wkYyUfjzGNNO5Nanjvr4Ce",
+	"D6A28InXG0o97tRJLnEWL5O5b1OyLr+t40TQVSz5IF/fmfhJuLDFehfiHg4F6P+b8NaCnQDhM7+bDVdj",
+	"cFBj9ChEZQJO4+g6DI4gYqLB4VX43NW8LOdomKsF/sGFMmJ/3NhIGjHjUBeH9UbAbhteGls8YYfdoewi",
+	"J/Qzo314AUuw/VPh37NSSPiF9WvwNQsIcteFPYOhYF0JdQ9nwdV+821wGGYT6QT1c38jVf0e6wPwftYY",
+	"fS0eKMpHQrM719OpUIUoGOTiWmo176CDRTgksAzIX4JVV1yBsxWbC41hq6OJmNZpHbHfSAeLY4TMKIjB",
+	"YCifQ/zGiw8nFPltuQrGXVLy5SeLA8Ta/NgK2s/3iWV6pjJ8HgEAjqBLEP2srXuLC7zGLv6lqbiYTbQV",
+	"6YIGvt5l3k9QPFMWfiLGCPE1CvY/seHJaNobshyouk0UzRTupvZqm4Zss6ahf3AnsKSbkxoYf0UswN1H",
+	"887gJNur6t70oCYbMz2OdKJo4ybHjbRIx81YOBh4zLqHGAsFMhBCKDwwBaJv/7AbYeRo3vKFpZ3OW4VL",
+	"skhz8ikLBxM4waxaLOiV/qD5NYD0EdhD7A+k8kwn0CBUaP01FimnSFceJ0WjCsEG8JB3dRPwHyxDybl/",
+	"fAtMtpFp07wA3rcm04Y+mIqV0c0XxtV4bEmZC9ND7qfeyDN+xq4snObTnzFtFh2muCcmnLpsSoVhfWqF",
+	"DIKUS2Q/XOjQo8M23B/8qgtB3X3O6e0D7H03VtJCictwDvtzQLe/nVdicLDLCvqcs0JhW7agG4/UHcA2",
+	"lFb3p/S0lcHjquRqRc+xNIiOQE9HP0YVgt4Hcwm6VBN6Qer3azFveekwW54OXmo3RXDxSHrDS4nZM9i8",
+	"u9EKUeqdxcqypNIc8+zRRzFymAo5kkTfc8T+y6uKoY9lS9ft6uRz0sH6XnJ1j/DsX7c5OkcgLoQFuxU/",
+	"yEOBrx9876hJYym52lEcPyJkCpzuKTbRwds+OGFfk8MWNd0tCk0xWNBAwVIC4gSKbmiy5G1MHofExbOY",
+	"5nMR1OlzVaDn9C0fQ8VSfFnUuLOoA2JsNaw2Gr6YtVQZPzYHUZuCeFOLI/YTr4Ll11QwldSTq7O2dCTf",
+	"+6uwYQVPuonZJr2wO4QLC/wyXd+7SCHszgsKMcRwU2uJgEM/bsmOVYILYmw8Ja5YEYrt/mJ3XrEqnZg2",
+	"rCJnSQMdaBuHEaRIqoxq41RDkqjsJz6Z8veYNW77qEjWUyw/IBtJ395aHdxsM37ukj9vk/zZXjv/oFI4",
+	"odLyE0KGLXoXN+0MN6xl6Q6lgh5WTigIMcPNWar+NfXztb9Uoetcm9CLRRRZ1HIwVamjM9zv0akOnnN0",
+	"Othr5g9agM2cQ5/xkHbepgDpi7duvStc85qVHeHCWuI3wGX8ujzpnUtwB9scl3LlZj/+4P/zK5+Kv7w5",
+	"tabFjNc3qiDXw6BhNyKVYbO1LZt5QR/to0Kj5KhCjyrrZUqj5MND6OE2PuSIneNfQGuAFDJIGgm1FeQ3",
+	"5o5NazwvoTkdZi0sZTdQPRxkZyfXZZ3OrqCtyGC0YWb0TOax0xxkPyDlX0cTmuYAbNREK7oU7TXjlnJf",
+	"QX9qn9keVsXwIVfyKlbc+Q25d7r33//gh/8+Ofz+T/rv4Z8fTrLvnv31v/bujW6xtUQrLMM/AqTquH80",
+	"fI3s0XnrkvncrlEO7F3zuXTp2jEh3X0vnvjxPcw2guDO5IB4L/LaddqqVIKyUTPQxVqWVuVOqGWRrikA",
+	"s4mO01H20gqgsxcQ3bCxNU7n0xuHXfgLKFsTXRYZG4qc1xb4MMUslA/7a6Z8Hi3VtIqOK2i6aEKhXsnz",
+	"a7siafjvtFhbR5Hwog78+HtY54TO+6tMy+lqG7JFA2EmhhOtr+1xzh0v9SYJCNZxVXCDZU/OsrHRdYVy",
+	"fcSnspyTlwZUEvzNE8sGxBP1vwdsJssi56bAowZPYehcInez10VC7yt4ClwD7C0lV/5h+OoBc6Hk3wqw",
+	"Hyy2hMHn27OQJQ5TBC+Ov6hgA/z9Ec3+6J/1ycmz/GetQd+An7rCfz8J9wfe8cq//wUt2TZLNGs39CKn",
+	"67U9UhjXkz7nV3Fs/KzDJmxvzrAMyQHCnbOFA1SIUt4II4U9/iCLv46NcNiNutv8+AUKUDj7EXPF6O55",
+	"DKhfCFVAniXkx3jop/IMPWJ1FeL3dB7IzcS8LjytnKU0nPazJebE+VtCDAZatfn/5hN5I4qGHc8ZKQq2",
+	"742GQRga8HnArCA67k/awNbDOKl34TEDpr12O5NWdHBVAK0F7eeX9Oi1/d2AQmMkRUO/Q3f2mA5yczL2",
+	"5/ebNrNwouMK9Hng6O8ZU3oWNsXRl6UZP5iS6nciJIKO2ofwDuBiLXtDxA3tN8T7W2AGxjYWcYPOBT6N",
+	"0G/fz60SBs58turkHyzizhE7jxQ/z5vUCnwulbtQHgW90ovulXjRdN8FJ71NcUlamtBqvIDD8x6k4DrI",
+	"aEShLNg+Kgyvi8HB4kIp97mCyHtYmdUmebLE8bsHyQKkBDsouUMowZM5Wj6ZsOmTk3mvAINNBlbQP0Bb",
+	"2DhcRIl9LKnKQlZ9lkCFP+nJxhrOQ/ciMItFWdpWykghbQUcwORvJIcmZgn6jYg8WNK1/hyKmsnvqVU5",
+	"P1ilkV/hLO9PctMLe9shjY0Ycye+oqTX8/ac/cZf2FXtnXMfWnmqoG4SCGsPOANHSmjcsVjpbUTBc6CA",
+	"k45ZPm+2PWdW5EaApLTChSwqcCNBIAyTNoqM/PDYaNTfccTOgzJOS2YEK8XIefwIXKhEExGvpNhDd2ws",
+	"bNfWQqzrx1lazSjvKh3NGt6KMKDHU229eGaTRVhZDYOT3YW4e6N87XNyZye5r+kGdo8AWuD0xacgWYUq",
+	"Ki2Vawgk9Eyxn385f0GHKgtOplxXIoPwFjKRFWTqWjzaEIGWltVK/k8tGJ9qCkGv0JzxzjgECe5XPrS6",
+	"rJ1gE+cqy36/fMP2/T+pQhlM+rLUs5+dqw4iM1pDFWkzBifM29gjw8dTSHIOL/HIY3V5g50qWal15bX3",
+	"jJVSXR9im2dtWF7qujicCsehIz5xXwq7nEs5ILh8h9mKoLjD+LwtT5gDIruYSiWtQ8ZluMKyysgbj/Z4",
+	"r2X74Wnn/u8X+Ne3+MfBwRF7I8Y8nzOr+LV4l3OL3jny3tk6nzBulxx0Wr2zzgg+fUfIibRulnto6rj+",
+	"N3UFl7+gq/ErNaAsVG7mkEzOsRELkn1QiVLTj6irbUoHlmwp03QFeq1JO/Ub9iyZb6yVnAjk77i/AOKK",
+	"SawaPaT857DglMNFgneiywK7SUik85OuEcVsJEVZ2F3+/RfR/62F9fdrM6XaEvhmwCtTd4YSq5LnlPmO",
+	"2w/Z82AXN8T4yCsBRcJhZ0PS+7liYlo5wHo+tCCn8Nw2tJQhjx//cEb+4NBJBQs3Gx0yBs5gBF7kHLEX",
+	"lJ5PBVJU/SXeu+Az9jfFFF3V+Ff9+FpKYELBTFhMfuJuX3CH0fZ7VfTC6O0SXdObXxd720rr+Hgc9p+p",
+	"2RNBlXj0AFzDFyo+iwKAXebGnYIvHs5HBr7HBCf9rnEyPW3A3ZE2bKw12eZOV9CUTUhQmnEKGWgO0Ruq",
+	"CvYHl06qMTrzUg+XyPVUsBdc5aIkEmGl3cTfB5njYOYrF7K1plnq356zibROG6gsuBaVy6LaQimv/umW",
+	"jYwQ8ARE9wAUCxWoOM+tgefjwaCW0Nm5qe/GQ4dr+thOd+IS3NhDR9FsiHBBdIta7KKlv9BoV5rooiZt",
+	"B+i/M3TG/fz27UVoxYtlR7BXRUHcbLR+aENWCPT++IpyBKEwsBqxAXowr3rdcC9T7+enndds7R0X8C02",
+	"uw5atC2X10AeQRqoI9428mr3NH0DQohsQ2xYiIQHNokHCML3uQR/85uMj1OPthR2R217R6j0clFOJuf6",
+	"3mMEiEir2++8VlYAI1XsExP8Tv6+QYi+U07bQNNuO6SrDuGqA/KYoQ+qba9lbDivOPZCkEi02LgvsaEK",
+	"Budj4ihekcRX5kwW5NaMv3EQxjf8RpSRpLdkFXcTto/hyYzlJZfTjFk5VtzVpnGXZsFXenAWCBJkzAGg",
+	"PKRFjeeInbMCiRIa49Fbjn4Fujxsb0VnwOIzMQzX9MU5T7rghPYySJISW2y4KMLOmG3NgfgtoM4/w+oQ",
+	"8T81L3H5/SeUxYPalRv21cGNOuM2UECdtXVlCRFg/6sZn+9sz6/K9kx76uA+cfouJcHmSuqa9mvebOM2",
+	"RT4Yc8SyhNgbUA/ZObhdONPh1ANZ8H7LR39wuka60IFBmkFsQhC9fatgde8xIGF08vuxh+gLX4bHHaDt",
+	"AO2LA7SICliLkGDAViHOTaQpDitu3Pw45xW28lllcqc1UrLIknZcaCaL95VsEk9Dxfb5xWvm9LUgvg7o",
+	"dxjeNmc5d2IMhMbUziU+MbZebDMOSUtPw7AfUtCVJTb+ig2W/cv9E7ABcKgs17UjBruRAF3WNjXste2q",
+	"NZ9S4nychCV6ceT+yjyEE4HEcM4G+BmasP0p45U8hBsHZ0j9YXUpmBUWi5uWanKfpgR0lXwH974LkNdd",
+	"gvLWf8gL/x1fpJ9xi8DY88Y+yrbkmsXdAfP7KpLhXobCvFnKc9g+IX4jFjo59ckZbY5+s7/2TvfiBttb",
+	"QoanPcjgl7AfCSZcKVH2o0Ag4VOihIwwP4ORNtRICs/fYh+TkSyRMFUVzOiZDbpS+pzVJ63bh5bswzDs",
+	"2xqGH+USW9eDCwfzX2I+06a4xR2hL/UtbgG5dgV1na9v86pfkTt28xteihuZf8wt9MOt7vz7RIOes+n1",
+	"51V1i6sxFejWN9xqBq8wTfo2c6id/rsshL7lPZciv90u+1VflHwuzA9G8Otb3Pczt+d1IfXtbrlw/77F",
+	"Da/t1YSbsGdutdeAQ4+cxZsvINC93/YuJE/63dxmgD8ZXVf/JeY/AhbebojyBnAPhhnu36Y7nN68ifs7",
+	"yItdcuyK5NiwSGw/EbUH25bz8dMsOby7BP7xhzwA9V9rTQCtovA+DZG02CrfS3nkPtczJYydyOq2wr2t",
+	"1RIY3LoVZiN47uGwrCIsVqLcBYfurLKKexM6qI6fyYk6rko+H/L8ekUQydpaWGYn0KBHqnEpDr1V+vvl",
+	"Gxtpf+iJTywr5Y1gmAOdsVDXSZ48UTSncd+bwmh1TTFkMAh/swNwRk2lc6I4OGKveD6B3HReTCHK9J7n",
+	"rpwHj+ucenyDnS8sMfYOSjkSTk7Flci1KuyA7VOFB3v6zUnWdOx7hj9MtY3NkLGDSoHh9QNIeMS/RaB4",
+	"YsmtQNzzEFqXNtTfAKpw5f8rVVgOBmnnftlOwYc4GsEfw47hsY71ezagJHKsTOXFfICpODGI77iJDOMS",
+	"/QpH7EdtaD1sws11LUQFv/YWETRIzrVSIncZpS1jKhLsAlgSwaSyTvDexPIGAt/IG3ERdtCta+MjBHVW",
+	"tcZNepvi1qlU4cen98am1b0eK9zKwZ5CyzNs1LAsfofcr0O554P2SA6txCGMFwe6cxR/RY7in4Rrvn9E",
+	"jSgKGshLxMC2pR++xR754Xyc8DsE2FvBYB+ruoxQYgb9FBYgs3f2oXoL9FPowIDpFnaQUeceWL2cGyCT",
+	"ZgN7k79zMr8WboACCH3x0tKbkNMLUpv8888iZrQI7iMBo6Db/JAozwJ/YUtZYFX0AH7RyMnvTg6/OznJ",
+	"WCIvD7wEBIojXIEy9FyRlhU1sDIO4C/nXvgO2D4f6tqx/zj5f5hUFEsAWpgDzAuBxi8h9xXuDqVor1CK",
+	"n7sB24+/fLMgyxPx3cywEkbqohHmz59942eBqzIUc01kaMtC/AyvRTWk0Tt+U6FHCxRBBLcwuEO9VM5w",
+	"MbxQLUQpXLLc1PilGRwpJ8SbufRI8Ljf6GsBTadKbYUNSgBu7EHGhHWcaLkZiXCMcRjB8tqFliHfMour",
+	"BCURQcuIm3GVknGGKYZ+KaABgtLUgZrdyEJoxo3BXXS+FDKY8nnYn5bNRAkasGAzMQyXBt3Q66gHp8nS",
+	"QLbPUJRajW0MEtNzM/bPveXl+uce40M/rKmI9Y7xBsxZxh0W+UDCMGFa+6UeU6LQDRGkZ1Gd49hT1atS",
+	"3NqZNqHFxMHt1KE3AptLf/U6UWtBNlGKstZ5xpB7qFMNutL96kftb9qjFjXo7FGeQH6nHn1V6tGbAGgt",
+	"DQCq7IKZ5zTZW8KsU4y2qPmAAbmiSqXp341pnsHkXgiQwWNOWaXLkigXYUCsVk6WpAzd1sd25Z/5uXnZ",
+	"YNCrk3AaO58Qwt8SunntcOLBUl/gMzy0425dHkz3GdbVitw/qCVzCxuv4rVXLf3+47XTh0bkGmn7ek+4",
+	"rs7Q3vAqHh+NRO6QNxE0Oa9MLqgutz7vuvr8jruuVp92v25f7OF+uLOqq8d+VCHCdIiM1puUiaXdeO1i",
+	"IVhts5QPRRXM60mQ3jX46dVbFgbQeukArJyMSjSHtZXQzMUrsEJRRhdXzQHNmFQNWfcPT7ABAhPqRpS6",
+	"EmzwoeJjkUFo9Ur+W2TMacfLDFJm/hqwfW0KQf3N09kwWZyxgb8LvdeD8ADkRNG18XOTQKFNLoLQi8Y+",
+	"YQMiVnvdWZrfzrJJkk1un2nzIrxnO5Vq20SjZN44sNUx8dZW24HSXTeTaS3vtuFI6UKsife1vZv2+AP8",
+	"l8Lo6LDqiqTfaKIqDxatgx4zp1DsnfqdIosVOB8TsqYj9ipxVf389u3F4Y9v/p7hv0a/XDwHOPj5zVXr",
+	"ca04FZE5DQpp6ZpBYI8DuELnY07W1nyVDyw61nA6DSuIETdIjNXn58O+BeDYk9hkuoSOUDHFF/itvJ3/",
+	"xCY5wmz/+ckzNmh+8a4QSi7QTbPzMB6kDvLg2ZmIiwOgUF/j52K81KqjhPclXN7jfbm9O6rt5e7xStG+",
+	"WumTih3n6hroahfdUEsFvX9M5qn7VBU2A1KCJoWzcbzHxjN9hb7YpKavI/033363wYCwG2Edg8SN/5Va",
+	"I4W9SwMMDvu+MTVb+/HQEG7k6Gqdp50YubP8Eb+qS7H4T/YRYVZ1tr50Al73xIa0qYGIgZisFdvJumI1",
+	"4RIg6R1EH0etAvVS8Ic2YNuklwOuBRxsTraHX3+yAHz9E5GUMKCwdbIsPwGLVQ6PKbV1TDooFjaMqzkZ",
+	"t9TtvxlOjIhA+03/4Oe3gHGYyIYY3soy+1wA/M9H4X8/2mFLf27aVpDltsrnMeDEKr8VR8oCr27aUgLp",
+	"Uewo0h2qPku0N62YFQ60uFY4dyEQ3IlhaajeEStagoNoxSZQmMTeISoPUXtA0HlTZGJ1TMoCFRet+0SB",
+	"QGo9eEuBCVqJfIWAsVYiahnQFtEuR8Sydmw3rP87eMq7nFytg9Mm6cvPjoLVqzRgjHF3Y/Aa9D1lPIV4",
+	"glrMg+vD5f2WJwIqztCRAReqcfL4s5CMEJR68d4J+IS4gM2VtwJqJWZ9+nYWKLXSfAK64on1WmpXXwgl",
+	"Zp8pnm+h8+SK1diAozCNDJ8xHikph/8SeRcRJcnXRxYqDnvsy9SgdyHi1bJYQaPJ+xTGBkqxpBqvKqL2",
+	"lwAxcSlsj+/4lLhj/RWYu4Y+L+nna0XuLPvHAOKab+VUeKNAqAL+ecD2L398wZ49e/Z96BT2b63EwWLj",
+	"goF/+OsCnT3Yw29YgmNJGKFycQaOaqlqXdtmCXlutLU0MAhw5bU7ngozFqGr9WoH8mWzQI+hUDMO51Y1",
+	"ivGuzWso4y23LteMd25Y4hivv03NYrzpR1mKjYvhklfRTrzVXa9wy27Xc9+a2Sb1bLC3d8VsK1zwJj3D",
+	"W/W9N29a7YBvrjuecFMcNj73nkobYwR0Uh2W4pQZMYU2ahFyn7Dh3InQeEiahdDhvpsYXY9D+JCP/QJi",
+	"EyTUiyB9V6pCUDcxxr2Z9ZL8y05Ph9aBjms1mBhouVGJgrq2GNOeaXMdeGg5tCTQRkTbwwUSARwqN4KN",
+	"vQ7GzmEO5LQZCjDPkIZmoUsbDnAuHNtX2r0bQdLwmdf/09AiuoyiK59bMphuKLkBRQEnIo2ZMILtw4q8",
+	"qxW/4bL0YqUjrvgzN8WiC70lHLajE/sXeCT4gbt8skYNhqll7Onh05MTVgDTQe6YLGyGX7gyOhfWeltS",
+	"hSYj96sDL82nL1HCAxw1Y6+EgZlBdIcWmUFgeQd63aD3cwMpD4N9BGcboB+hRD/y/eCNTsusHrnDEPDC",
+	"I+z1u4geqHMitMCZTmC1aEX24H2YOzzisqRgZRzSO/+4d+NO7+sl3rw7/7vz/6jPP+3T9qF5ECBYkxGV",
+	"AEEy1n4w+BnqkmCbn6L8BsGemHvoeJMmqCigmEBxMPguyd2asWGdKiPglm2rLUPEHahBbiFN8La2FtfW",
+	"eY7UX2MulddJWvgTGvTeBmyu9Mjt9I0d3nwGeHPVHIXHrm98QC/S5gWe50lhJ7qYtYLzbFK3GNsPUY7/",
+	"kirB2kP/x4Mj9jrW/QT3FdxFx6Jlv2j/fxPnqsPRtHp+ipAFHeIk9EEDBIFivEuo5ty3QoDZJRXj7J/1",
+	"ycmzHGry4J+CiVJMhXIZG42mlRizQ2sPMuzKp6eMAzc29dAD/9zf8BGUJYUP+Yf/zzffFTXiU9clfw6w",
+	"rI9anA3FWCobyBGuxXxksFEI8BVKd3DELjFC08S+2O+Xb44YbCY/vgZBidqQTiVl9WD0qNQQ+Un2gl+v",
+	"jE15O1WtVjVweK+v1IsYe6twDPrukx3RE3/B7ffJTbkfQ1UeVjRRRNWeRf4OLAeAaCA0h4l7+TOpzNtF",
+	"XR62Ro4vQOuIuEuISeS+ZMrKyjmqZluTxE9FfhQF7g+dIC0NoC/4z0IZQ4blcxGcnfgbFs4N2D5pugm9",
+	"DhVtvy4GB1Rl19TdkdSBXggTofroXbySi8VnQPlczmNxjkdyCMScpU8NfZ+I2wCyKlCYhXrwNdGVK1rH",
+	"ewmtdLSFweqlRPz2pWROW1GQHrh++s1/bpAt2rw4fJuivwsNRUQ+/YVxE26h/Q1+xSt8w300v2m9cJMY",
+	"ycJJ3CnyK6IlSX2yvS+ClpXBErroDjlZmprGUl6LBRxdvBRRO63aRtbz4ZyKdeF3pc6hpfT+oAUVg4wN",
+	"bibaQh4sryr/nwSniU6rVQd+ynh4KLbrZgWw0jLkkREq14UwrKrtRFgsGm8ZEPuXb68u4M8oOdAHUzD4",
+	"ddKg+yDz+F+Xpdfc3s9BsebJOuAYkBdmBL1y7GIt2A39peFOJkRTDDrKLtR/nmL5WFoOvt8qVuv46v8n",
+	"rNbfjo6O0AxpScKDyFUWlf2MTSAdjxKL//HnUW3KQcJbPxcmELQssNMcsYXPB7rsUIRcwYQ2JMpVEn5k",
+	"FraEScOp4+VzaiJCGsPAr2CTEh0v8O+F2dCegmictyMyNvjQGt9fxx9gd/11/IFX1V/HH8Jq/TVg++iD",
+	"8dL898s3h/7+Q2FzXoni4IyMyYSrhnziwWWVdv9ITl3TIMQ2PSAhzRGsuBACbCiGqhqrfRJ2OQtViqX2",
+	"qo5d5iE6b+1+CgHSIq8jqfFfoPkeVtwIA604Fgspde2WvnTz7BP/4bwGFOYK6lBSlHiaHITgaQxVoFli",
+	"jMIK/fTDN//59D+fRuFDmYLQLD7ZScnHBju6BJh2/ozBGQ+lrXID8j2Uj4sG7HbNxo53rnEfBipI2CYN",
+	"xcsibVNw6u6oXna93B/SKu3VAMLJvQV/y90T200EL71JsIYGmTM75WXJ8HJmFa/sRLuQhc0LNuQlV3no",
+	"fTDVSjrtLQvgNov2qAfQRJdISM2oOkYCjcTE/z2HrGr/NEwKT5oa4mmPo+Cl1UyqvKwLAcqGFcpSS1MM",
+	"yxTCQRwl9IdXuhCQ7SvVDS8lZMmHdPDIn+YosdvLUaXVfKprywyn/ixA2fYvkTtRoMAmF6a0DJnfgijz",
+	"7wJJcI28bmPDC5rYtyfPFjtIxEkNdTGn1ncodJM8k84Kn5/xU27TfrrJ8SVXNMjexOr+KfvtACI1xEgQ",
+	"5r5F+HmYYSYre9a0JQsJo+CMbO/7DJQLr1VDm1x/+REef5HXRrr53uk/PniLeii4Eea89kfsH3964zYN",
+	"t3q4gnfQ49PdmUABbvxbdET6382vvRqVk5BbHODi6LIPe6RsvND6WoowZBrHUl0NDItJhYn/wHmHE8lA",
+	"QQRvVYZltDZjUy79twUKKEihpaNtHTO1CnS1HD/KPs6RnTyFlKrgXsCFWHZV/G4hOms0BBYbophsyXoh",
+	"5KBVwMExZ7gso76Qc8dLPa5hPEnhX6WlcrYZ2jetoYV1XR7cpcCNLApGDBRsKqZD5IunLkgBscBGaV7x",
+	"LH0F3dzxBmimkWiSQecbG11XNnScgm7vhzw2WWCV1mWWMm+5RgUJn6TU42Y437aGExrRLI/nV/8JiaoG",
+	"vsEFg62e5P85w5VFi9SJaVWC5R0ZJfyu8POgFqFeakD1jJAG9wfmIvYsFDAZdAzrTeKhoJzHto6fBaKU",
+	"qHKHOqvAqpzP8zKdWrSDJc0L9pud6mvskWePFr1yXQN7Gwci1BiMkBFGwpvVwL76FBnPIqU4fkjE1ab3",
+	"VBaN9ySDM1m4Zt2ep+uGL+8Y3ytI7qT9j+XxUTlZbIdENArB/5yQNoFjOLz5aetgp8pO9/JgD7nQqjf0",
+	"FWbUH7Ld1N2m3YBhOaCeDHf0Ie7zP8TwSufXwsVjLxU+kj5BeLL/9ft0kbA93fIof9DaWWd4FbwX2JKN",
+	"F1OppP8DWGnhZYBHbqmHXINUcaW+/z5dKSq+7i628E9o9q5pF2A0OS7BNM9YIQMON+UNcW98l743Gqd7",
+	"f/351/8fAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -4,7 +4,6 @@
 package config
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -13,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/svcplatform/svc/controlplane/fault"
 	"github.com/svcplatform/svc/controlplane/store/raftnode"
 )
 
@@ -140,6 +140,7 @@ type Config struct {
 	// platform, moves them off the defaults to run beside a running one.
 	DevEngineHTTPAddr    string `flag:"engine-http-addr" env:"SVC_DEV_ENGINE_HTTP_ADDR" yaml:"engineHttpAddr" dev:"true" usage:"HOST:PORT of the local engine's media HTTP (HTTP-FLV, HTTP-fMP4, HLS)"`
 	DevEngineRTSPAddr    string `flag:"engine-rtsp-addr" env:"SVC_DEV_ENGINE_RTSP_ADDR" yaml:"engineRtspAddr" dev:"true" usage:"HOST:PORT of the local engine's RTSP server"`
+	DevEngineWebRTCAddr  string `flag:"engine-webrtc-addr" env:"SVC_DEV_ENGINE_WEBRTC_ADDR" yaml:"engineWebrtcAddr" dev:"true" usage:"HOST:PORT of the local engine's WebRTC port (UDP and ICE-TCP: WHEP, WHIP); empty takes the engine's default"`
 	DevEngineControlAddr string `flag:"engine-control-addr" env:"SVC_DEV_ENGINE_CONTROL_ADDR" yaml:"engineControlAddr" dev:"true" usage:"loopback HOST:PORT of the local engine's control API"`
 	DevEngineRTPPortMin  int    `flag:"engine-rtp-port-min" env:"SVC_DEV_ENGINE_RTP_PORT_MIN" yaml:"engineRtpPortMin" dev:"true" usage:"first port of the local engine's RTP range"`
 	DevEngineRTPPortMax  int    `flag:"engine-rtp-port-max" env:"SVC_DEV_ENGINE_RTP_PORT_MAX" yaml:"engineRtpPortMax" dev:"true" usage:"last port of the local engine's RTP range"`
@@ -249,6 +250,9 @@ func (c *Config) Validate() error {
 			if _, port, err := net.SplitHostPort(a.v); err != nil || port == "" {
 				return bad(a.flag, "%q is not HOST:PORT", a.v)
 			}
+		}
+		if _, port, err := net.SplitHostPort(c.DevEngineWebRTCAddr); c.DevEngineWebRTCAddr != "" && (err != nil || port == "") {
+			return bad("engine-webrtc-addr", "%q is not HOST:PORT", c.DevEngineWebRTCAddr)
 		}
 		if c.DevEngineRTPPortMin < 1024 || c.DevEngineRTPPortMax > 65535 || c.DevEngineRTPPortMax-c.DevEngineRTPPortMin < 3 {
 			return bad("engine-rtp-port-min", "%d-%d is not a range of at least 4 ports within 1024-65535", c.DevEngineRTPPortMin, c.DevEngineRTPPortMax)
@@ -395,4 +399,4 @@ func (c *Config) AgentHosts() []string {
 }
 
 // ErrHelp is returned by Load when -h was given.
-var ErrHelp = errors.New("help requested")
+var ErrHelp = fault.New(fault.Invalid, "invalid_body", "help requested")

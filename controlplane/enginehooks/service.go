@@ -21,6 +21,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/channels"
 	"github.com/svcplatform/svc/controlplane/events"
 	"github.com/svcplatform/svc/controlplane/playback"
+	"github.com/svcplatform/svc/controlplane/recording"
 	"github.com/svcplatform/svc/controlplane/rtspauth"
 	"github.com/svcplatform/svc/controlplane/store"
 	"github.com/svcplatform/svc/controlplane/streams"
@@ -34,8 +35,10 @@ type Deps struct {
 	Playback *playback.Service
 	Channels *channels.Service
 	RTSPAuth *rtspauth.Service
-	Store    store.Store
-	Log      *zap.Logger
+	// Recording indexes the files on_record_mp4 reports.
+	Recording *recording.Service
+	Store     store.Store
+	Log       *zap.Logger
 }
 
 // Service implements agentport.HookInbox.
@@ -144,6 +147,21 @@ func (s *Service) decide(ctx context.Context, h agentport.Hook) (engineapi.HookA
 			return engineapi.HookAnswer{}, err
 		}
 		return engineapi.HookAnswer{Allow: true, Password: pw}, nil
+	case "OnRecordMp4":
+		var req engineapi.RecordMP4Hook
+		if err := json.Unmarshal(h.Body, &req); err != nil {
+			return answer(false, "malformed on_record_mp4 body"), nil
+		}
+		if _, _, err := s.Recording.FileCompleted(ctx, h.MediaServerID, h.NodeID, req); err != nil {
+			if recording.IsRefusal(err) {
+				// A report that can never be indexed is answered, not
+				// retried for ever; the inbox keeps it.
+				s.Log.Warn("on_record_mp4 not indexed", zap.String("mediaServerId", h.MediaServerID), zap.Error(err))
+				return answer(false, err.Error()), nil
+			}
+			return engineapi.HookAnswer{}, err
+		}
+		return answer(true, ""), nil
 	case "OnStreamNoneReader":
 		var req engineapi.StreamNoneReaderHook
 		if err := json.Unmarshal(h.Body, &req); err != nil {

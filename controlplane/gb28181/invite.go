@@ -12,6 +12,7 @@ import (
 
 	"github.com/emiago/sipgo"
 	"github.com/emiago/sipgo/sip"
+	"github.com/svcplatform/svc/controlplane/fault"
 	"go.uber.org/zap"
 )
 
@@ -19,12 +20,12 @@ import (
 var (
 	// ErrInviteRejected: the device answered the INVITE with a failure
 	// (486 busy, 404 no such channel, ...); 502 gb28181_invite_rejected.
-	ErrInviteRejected = errors.New("the device refused the INVITE")
+	ErrInviteRejected = fault.New(fault.BadGateway, "gb28181_invite_rejected", "the device refused the INVITE")
 	// ErrInviteTimeout: no final answer within timeoutSeconds; 504
 	// gb28181_invite_timeout.
-	ErrInviteTimeout = errors.New("the device did not answer the INVITE in time")
+	ErrInviteTimeout = fault.NewRetryable(fault.GatewayTimeout, "gb28181_invite_timeout", "the device did not answer the INVITE in time")
 	// ErrBadAnswer: the device's SDP answer cannot be used.
-	ErrBadAnswer = errors.New("the device's SDP answer is unusable")
+	ErrBadAnswer = fault.New(fault.BadGateway, "gb28181_invite_rejected", "the device's SDP answer is unusable")
 )
 
 // Media transports of an invitation, named from the platform's side like

@@ -17,7 +17,7 @@ import (
 func (e *channelEndpoints) ControlChannelPtz(ctx context.Context, r contract.ControlChannelPtzRequestObject) (contract.ControlChannelPtzResponseObject, error) {
 	ch, err := e.channels.Get(requestContext(ctx), channels.ChannelID(r.ChannelId))
 	if err != nil {
-		return nil, channelError(err)
+		return nil, err
 	}
 	if ch.Protocol != channels.ProtocolGB28181 || e.gbPTZ == nil || r.Body == nil {
 		return nil, e.ptz(ctx, r.ChannelId)

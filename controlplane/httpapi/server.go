@@ -25,6 +25,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/nodes"
 	"github.com/svcplatform/svc/controlplane/playback"
 	"github.com/svcplatform/svc/controlplane/ratelimit"
+	"github.com/svcplatform/svc/controlplane/recording"
 	"github.com/svcplatform/svc/controlplane/rtspauth"
 	"github.com/svcplatform/svc/controlplane/session"
 	"github.com/svcplatform/svc/controlplane/snapshots"
@@ -61,6 +62,9 @@ type Deps struct {
 	Channels        *channels.Service
 	// GBPTZ sends PTZ commands to GB28181 channels (nil: no SIP server).
 	GBPTZ func(ctx context.Context, deviceID, channelID, command string, speed int) error
+	// Recording and its auto-record pass (issue 17).
+	Recording  *recording.Service
+	AutoRecord *recording.Reconciler
 	// LoginRatePerMinute bounds logins per client address and per user name.
 	LoginRatePerMinute int
 	Events             *events.Service
@@ -113,6 +117,7 @@ type endpoints struct {
 	*streamEndpoints
 	*snapshotEndpoints
 	*gb28181Endpoints
+	*recordingEndpoints
 }
 
 // NewEngine assembles the router: contract routes behind the guard,
@@ -173,6 +178,7 @@ func NewEngine(d Deps) (*gin.Engine, error) {
 		playbackEndpoints:   &playbackEndpoints{playback: d.Playback},
 		streamEndpoints:     &streamEndpoints{channels: d.Channels, streams: d.Streams, servers: d.MediaServers, nodes: d.Nodes},
 		snapshotEndpoints:   &snapshotEndpoints{snaps: d.Snapshots},
+		recordingEndpoints:  &recordingEndpoints{recording: d.Recording, auto: d.AutoRecord},
 	}
 	// The third-party listing of media servers is the administrative one.
 	handlers.mediaServers = func(ctx context.Context, clusterID *string) (contract.MediaServerList, error) {

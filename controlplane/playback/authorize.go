@@ -15,7 +15,7 @@ type PlayRequest struct {
 	App           string
 	Stream        string
 	// Protocol is the engine's name of the output (http-flv, http-fmp4,
-	// hls, rtsp).
+	// hls, rtsp, webrtc).
 	Protocol string
 	Params   map[string]string
 }
@@ -75,6 +75,17 @@ func (s *Service) AuthorizePlay(ctx context.Context, r PlayRequest) (Decision, e
 		return deny("the lease does not cover protocol " + r.Protocol), nil
 	case r.MediaServerID != "" && l.MediaServerID != r.MediaServerID:
 		return deny("the lease is for another media server"), nil
+	case (l.ResourceKind == KindLive) == isRecorded(vhost):
+		return deny("the lease is for another kind of resource"), nil
+	}
+	if l.ResourceKind != KindLive && s.Resources != nil {
+		ok, reason, err := s.Resources(ctx, l.ResourceKind, l.ResourceID)
+		if err != nil {
+			return Decision{}, err
+		}
+		if !ok {
+			return deny(reason), nil
+		}
 	}
 	ts, err := s.Tokens(ctx, l.TokenID)
 	if err != nil {

@@ -11,15 +11,15 @@ package playback
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/svcplatform/svc/controlplane/fault"
 	"github.com/svcplatform/svc/controlplane/store"
-	"github.com/svcplatform/svc/controlplane/store/sqlitefsm"
+	"github.com/svcplatform/svc/controlplane/store/query"
 )
 
 // Store layout.
@@ -29,7 +29,7 @@ const (
 )
 
 // LeaseIndex lets the sweeper find live leases without reading them all.
-var LeaseIndex = sqlitefsm.IndexSpec{Name: "playback_leases", Prefix: LeasesPrefix, Columns: []sqlitefsm.IndexColumn{
+var LeaseIndex = query.Index{Name: "playback_leases", Prefix: LeasesPrefix, Columns: []query.Column{
 	{Name: "state", Type: "TEXT", Path: "$.state"},
 	{Name: "token_id", Type: "TEXT", Path: "$.tokenId"},
 	{Name: "permission", Type: "TEXT", Path: "$.permission"},
@@ -60,10 +60,15 @@ const (
 	// ProtoRTSP is our addition to the contract's three, for VLC and NVR
 	// software; its ticket is checked by the same on_play.
 	ProtoRTSP Protocol = "rtsp"
+	// ProtoWebRTC is WHEP playback (our addition too): the URL takes an
+	// SDP offer, and its ticket is checked by the same on_play. It is
+	// issued only when asked for, as it needs the media server's WebRTC
+	// UDP (or ICE-TCP) port reachable from the viewer.
+	ProtoWebRTC Protocol = "webrtc"
 )
 
 // AllProtocols is the default when a request names none: the contract's
-// three, then RTSP.
+// three, then RTSP (WebRTC only when asked for).
 var AllProtocols = []Protocol{ProtoFLV, ProtoFMP4, ProtoHLS, ProtoRTSP}
 
 // Lease states. Only Active plays; the others are the contract's
@@ -87,14 +92,14 @@ const (
 
 // Errors mapped to contract codes at the boundary.
 var (
-	ErrInvalid        = errors.New("invalid request")
-	ErrNotFound       = errors.New("not found")
-	ErrStreamNotReady = errors.New("the stream is not online")
-	ErrLeaseConflict  = errors.New("the lease is expired, revoked or at its absolute lifetime")
+	ErrInvalid        = fault.New(fault.Invalid, "invalid_body", "invalid request")
+	ErrNotFound       = fault.New(fault.NotFound, "not_found", "not found")
+	ErrStreamNotReady = fault.New(fault.Conflict, "stream_not_ready", "the stream is not online")
+	ErrLeaseConflict  = fault.New(fault.Conflict, "playback_lease_conflict", "the lease is expired, revoked or at its absolute lifetime")
 	// ErrPermissionDenied is the creating token asking about its lease
 	// without the lease's permission any more (contract B: 403
 	// permission_denied; renewal cannot extend revoked permission).
-	ErrPermissionDenied = errors.New("permission denied")
+	ErrPermissionDenied = fault.New(fault.Forbidden, "permission_denied", "permission denied")
 )
 
 // Lease is a renewable grant to play one resource with some protocols.
@@ -193,9 +198,9 @@ func normalizeProtocols(in []string) ([]Protocol, error) {
 	for _, p := range in {
 		proto := Protocol(strings.ToLower(strings.TrimSpace(p)))
 		switch proto {
-		case ProtoFLV, ProtoFMP4, ProtoHLS, ProtoRTSP:
+		case ProtoFLV, ProtoFMP4, ProtoHLS, ProtoRTSP, ProtoWebRTC:
 		default:
-			return nil, fmt.Errorf("%w: protocol %q is not one of http-flv, http-fmp4, hls, rtsp", ErrInvalid, p)
+			return nil, fmt.Errorf("%w: protocol %q is not one of http-flv, http-fmp4, hls, rtsp, webrtc", ErrInvalid, p)
 		}
 		if !seen[proto] {
 			seen[proto] = true

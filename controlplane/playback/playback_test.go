@@ -400,3 +400,34 @@ func TestStreamLeaseByLocator(t *testing.T) {
 		}
 	}
 }
+
+// TestWebRTCSource: a lease asked for webrtc gets a WHEP URL on the media
+// server whose ticket on_play admits for protocol webrtc only; a lease
+// without it does not cover WebRTC players.
+func TestWebRTCSource(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	_, srcs, err := f.s.CreateLiveLease(ctx, callerA, "cam1", LeaseRequest{Protocols: []string{"webrtc"}, LeaseSeconds: ip(60)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(srcs) != 1 || srcs[0].Protocol != ProtoWebRTC || !strings.HasPrefix(srcs[0].URL, "http://media.example:8088/live/cam1/whep?"+TicketParam+"=") ||
+		srcs[0].ContentType != "application/sdp" || !srcs[0].BrowserNative || !strings.Contains(srcs[0].Hint, "WHEP") {
+		t.Fatalf("sources %+v", srcs)
+	}
+	_, params := ticketOf(t, srcs[0])
+	if d := play(f, "cam1", "webrtc", params); !d.Allow {
+		t.Fatalf("the WHEP ticket was refused: %+v", d)
+	}
+	if d := play(f, "cam1", "http-flv", params); d.Allow {
+		t.Fatal("a webrtc-only lease played HTTP-FLV")
+	}
+	_, srcs, err = f.s.CreateLiveLease(ctx, callerA, "cam1", LeaseRequest{LeaseSeconds: ip(60)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, params = ticketOf(t, srcs[0])
+	if d := play(f, "cam1", "webrtc", params); d.Allow || !strings.Contains(d.Reason, "webrtc") {
+		t.Fatalf("a lease without webrtc admitted a WebRTC player: %+v", d)
+	}
+}

@@ -12,8 +12,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/svcplatform/svc/controlplane/store"
+	"github.com/svcplatform/svc/controlplane/store/query"
 	"github.com/svcplatform/svc/controlplane/store/revcache"
-	"github.com/svcplatform/svc/controlplane/store/sqlitefsm"
 )
 
 // StreamLocation is where a channel's stream plays now.
@@ -87,7 +87,7 @@ type Caller struct {
 // Service issues and checks playback grants.
 type Service struct {
 	Store  store.Store
-	Reader sqlitefsm.Reader
+	Reader query.Reader
 	// MACKeys sign tickets, primary first (from the cluster keyring).
 	MACKeys [][]byte
 	Streams Streams
@@ -108,7 +108,10 @@ type Service struct {
 	// Catchup is a linearizable barrier: a grant created through another
 	// control node moments ago is looked up once more after it.
 	Catchup func(ctx context.Context) error
-	Now     func() time.Time
+	// Resources checks a recorded resource at each play (nil: none is
+	// refused for its own state).
+	Resources ResourceCheck
+	Now       func() time.Time
 
 	leases revcache.Cache[*Lease]
 }
@@ -142,7 +145,7 @@ func (s *Service) CreateLiveLease(ctx context.Context, c Caller, channelID strin
 			err = fmt.Errorf("%w: channel %s; start it and poll its stream until Online", ErrStreamNotReady, channelID)
 		}
 		return loc, err
-	})
+	}, KindLive)
 }
 
 // CreateStreamLease leases a stream named by its locator (a pushed stream,
@@ -156,12 +159,13 @@ func (s *Service) CreateStreamLease(ctx context.Context, c Caller, l StreamLocat
 	if l.Vhost == "" {
 		l.Vhost = DefaultVhost
 	}
-	return s.createLease(ctx, c, "", req, func() (StreamLocation, error) { return s.Streams.LocateStream(ctx, l) })
+	return s.createLease(ctx, c, "", req, func() (StreamLocation, error) { return s.Streams.LocateStream(ctx, l) }, KindLive)
 }
 
 // createLease checks the request, locates the Online stream and writes
 // the lease; resourceID empty means the stream's locator.
-func (s *Service) createLease(ctx context.Context, c Caller, resourceID string, req LeaseRequest, locate func() (StreamLocation, error)) (*Lease, []Source, error) {
+func (s *Service) createLease(ctx context.Context, c Caller, resourceID string, req LeaseRequest, locate func() (StreamLocation, error),
+	kind ResourceKind) (*Lease, []Source, error) {
 	protos, err := normalizeProtocols(req.Protocols)
 	if err != nil {
 		return nil, nil, err
@@ -200,8 +204,12 @@ func (s *Service) createLease(ctx context.Context, c Caller, resourceID string, 
 	if err != nil {
 		return nil, nil, err
 	}
-	l := &Lease{LeaseID: id.String(), ResourceKind: KindLive, ResourceID: resourceID, MediaServerID: loc.MediaServerID,
-		Vhost: loc.Vhost, App: loc.App, Stream: loc.Stream, Protocols: protos, TokenID: c.TokenID, Permission: "streams.play",
+	perm := "streams.play"
+	if kind == KindRecordingFile {
+		protos, perm = recordProtocols, "recordings.play"
+	}
+	l := &Lease{LeaseID: id.String(), ResourceKind: kind, ResourceID: resourceID, MediaServerID: loc.MediaServerID,
+		Vhost: loc.Vhost, App: loc.App, Stream: loc.Stream, Protocols: protos, TokenID: c.TokenID, Permission: perm,
 		LeaseSeconds: leaseSecs, CreatedAt: now, AbsoluteExpiresAt: absolute, State: StateActive}
 	l.round(now, leaseSecs)
 	put, err := putLease(l)
@@ -211,9 +219,7 @@ func (s *Service) createLease(ctx context.Context, c Caller, resourceID string, 
 	if _, err := s.Store.Txn(ctx, store.TxnRequest{Compares: []store.Compare{store.Absent(LeasesPrefix + l.LeaseID)}, Then: []store.Op{put}}); err != nil {
 		return nil, nil, err
 	}
-	srcs, err := s.sources(ctx, kindLease, l.MediaServerID, l.Vhost, l.App, l.Stream, protos, func(Protocol) string {
-		return s.ticket(kindLease, l.LeaseID, l.Vhost, l.App, l.Stream)
-	})
+	srcs, err := s.leaseSources(ctx, l)
 	return l, srcs, err
 }
 
@@ -269,6 +275,9 @@ func (l *Lease) settle(now time.Time) {
 }
 
 func (s *Service) leaseSources(ctx context.Context, l *Lease) ([]Source, error) {
+	if isRecorded(l.Vhost) {
+		return s.recordedSources(ctx, l.MediaServerID, l.Stream, s.ticket(kindLease, l.LeaseID, l.Vhost, l.App, l.Stream))
+	}
 	return s.sources(ctx, kindLease, l.MediaServerID, l.Vhost, l.App, l.Stream, l.Protocols, func(Protocol) string {
 		return s.ticket(kindLease, l.LeaseID, l.Vhost, l.App, l.Stream)
 	})

@@ -34,6 +34,10 @@ var sourceShape = map[Protocol]struct {
 		"Safari and iOS play it natively, other browsers with hls.js; each player gets its own svc_viewer session from this URL; a few seconds more latency than HTTP-FLV."},
 	ProtoRTSP: {"", "application/sdp", false,
 		"RTSP for VLC, ffplay and NVR software, RTP over TCP (interleaved) or UDP; the ticket in the URL stands for credentials and is checked at DESCRIBE. Browsers do not play RTSP."},
+	ProtoWebRTC: {"/whep", "application/sdp", true,
+		"WHEP, sub-second latency in a plain <video>: POST the browser's SDP offer (Content-Type application/sdp) to this URL and apply the answer; " +
+			"the answer's Location is the session, DELETE it when done. Video is H.264 as the camera sends it; Opus and G.711 audio pass through, " +
+			"AAC audio is left out (no transcoding; the answer's X-Svc-Note says so). Media uses the media server's WebRTC UDP port (ICE-TCP as a fallback)."},
 }
 
 // grantHint is what a source's URL promises, by the grant behind it.

@@ -26,7 +26,7 @@ import (
 )
 
 // ownerFunc is what a token's owner may do now (see Start).
-type ownerFunc func(ctx context.Context, userID string) (perms []string, active, found bool, err error)
+type ownerFunc = apitoken.OwnerFunc
 
 // startLive assembles the live path: stream sessions from the engines'
 // reports, playback grants and their tickets, the answers to the engines'
@@ -48,8 +48,9 @@ func (s *Server) startLive(cfg config.Config, keys *keyring.Keyring, tokens *api
 		Revision: areaRevision(st, playback.LeasesPrefix), Catchup: node.LinearizableBarrier}
 	s.Snapshots = &snapshots.Service{Store: node, Channels: s.Channels, Playback: s.Playback, MACKeys: keys.SubKeys("snapshot-ticket"),
 		Log: s.Log.Named("snapshots")}
+	s.startRecording(cfg)
 	s.Hooks = enginehooks.New(enginehooks.Deps{Events: s.Events, Streams: s.Streams, Playback: s.Playback, Channels: s.Channels, RTSPAuth: rtspCreds,
-		Store: node, Log: s.Log.Named("hooks")})
+		Recording: s.Recording, Store: node, Log: s.Log.Named("hooks")})
 	s.streamDispatcher = &streams.Dispatcher{Channels: s.Channels, Nodes: s.agents.nodes, Presence: s.agents.presence,
 		Commands: s.agents.commands, Log: s.Log.Named("streams")}
 	if s.GB28181 != nil {
@@ -68,6 +69,7 @@ func (s *Server) runLive(bg context.Context) {
 	s.background(bg, func(ctx context.Context) { s.Node.Leadership().Run(ctx, s.streamDispatcher.Run) })
 	s.background(bg, func(ctx context.Context) { s.Node.Leadership().Run(ctx, s.streamReconciler.Run) })
 	s.background(bg, func(ctx context.Context) { s.Node.Leadership().Run(ctx, s.Snapshots.Run) })
+	s.background(bg, func(ctx context.Context) { s.Node.Leadership().Run(ctx, s.autoRecording.Run) })
 	log := s.Log.Named("playback")
 	s.background(bg, func(ctx context.Context) {
 		s.Node.Leadership().Run(ctx, func(ctx context.Context) { s.Playback.RunSweeper(ctx, log) })
@@ -145,18 +147,13 @@ func readTokenState(ctx context.Context, tokens *apitoken.Service, owner ownerFu
 	if rec.State(time.Now()) != apitoken.StateActive {
 		return playback.TokenState{}, nil
 	}
-	perms := rec.Permissions
-	if rec.OwnerUserID != "" {
-		owned, active, found, err := owner(ctx, rec.OwnerUserID)
-		if err != nil {
-			return playback.TokenState{}, err
-		}
-		if found && !active {
-			return playback.TokenState{}, nil
-		}
-		if found {
-			perms = permission.Intersect(perms, owned)
-		}
+	o, err := apitoken.ReadOwner(ctx, owner, rec)
+	if err != nil {
+		return playback.TokenState{}, err
+	}
+	perms, ok := apitoken.Effective(rec, o)
+	if !ok {
+		return playback.TokenState{}, nil
 	}
 	return playback.TokenState{Valid: true, ExpiresAt: rec.ExpiresAt, Permissions: perms}, nil
 }

@@ -76,6 +76,7 @@ func DevDefaults() config.Config {
 	c.AgentAddr = "127.0.0.1:8443"
 	c.DevEngineHTTPAddr, c.DevEngineRTSPAddr, c.DevEngineControlAddr = "127.0.0.1:8088", "127.0.0.1:8554", "127.0.0.1:8089"
 	c.DevEngineRTPPortMin, c.DevEngineRTPPortMax = 30000, 30999
+	c.DevEngineWebRTCAddr = "127.0.0.1:8189"
 	// Webhook receivers on this machine are what a developer tries first;
 	// svc dev is a loopback sandbox, so it lets plans target loopback
 	// (svc server keeps the SSRF guard on unless told otherwise).

@@ -40,12 +40,13 @@ import (
 	"github.com/svcplatform/svc/controlplane/nodecommand"
 	"github.com/svcplatform/svc/controlplane/nodes"
 	"github.com/svcplatform/svc/controlplane/playback"
+	"github.com/svcplatform/svc/controlplane/recording"
 	"github.com/svcplatform/svc/controlplane/rtspauth"
 	"github.com/svcplatform/svc/controlplane/session"
 	"github.com/svcplatform/svc/controlplane/snapshots"
 	"github.com/svcplatform/svc/controlplane/store"
+	"github.com/svcplatform/svc/controlplane/store/query"
 	"github.com/svcplatform/svc/controlplane/store/raftnode"
-	"github.com/svcplatform/svc/controlplane/store/sqlitefsm"
 	"github.com/svcplatform/svc/controlplane/streams"
 	"github.com/svcplatform/svc/controlplane/system"
 	"github.com/svcplatform/svc/controlplane/webhooks"
@@ -53,8 +54,8 @@ import (
 
 // IndexSpecs are the typed index tables of every kind the control plane
 // stores. Append only; a changed declaration rebuilds its table at start.
-var IndexSpecs = append([]sqlitefsm.IndexSpec{apitoken.Index, audit.Index, account.Index, nodecommand.Index, events.OutboxIndex,
-	webhooks.DeliveryIndex, streams.SessionIndex, playback.LeaseIndex}, channels.Indexes...)
+var IndexSpecs = append([]query.Index{apitoken.Index, audit.Index, account.Index, nodecommand.Index, events.OutboxIndex,
+	webhooks.DeliveryIndex, streams.SessionIndex, playback.LeaseIndex}, append(channels.Indexes, recording.Indexes...)...)
 
 // authContactWindow is how long a follower keeps deciding on credentials
 // after it last heard from the leader.
@@ -62,8 +63,8 @@ const authContactWindow = 10 * time.Second
 
 // OwnedPrefixes are the key prefixes this version writes; the migration
 // audit reports anything else as a residue.
-var OwnedPrefixes = append([]string{"/cluster/", "/security/", "/system/", "/nodes/", "/events/", "/webhooks/", streams.SessionsPrefix, "/playback/", "/snapshots/"},
-	channels.OwnedPrefixes...)
+var OwnedPrefixes = append(append([]string{"/cluster/", "/security/", "/system/", "/nodes/", "/events/", "/webhooks/", streams.SessionsPrefix, "/playback/",
+	"/snapshots/"}, channels.OwnedPrefixes...), recording.OwnedPrefixes...)
 
 // Server is a running control node.
 type Server struct {
@@ -91,7 +92,10 @@ type Server struct {
 	streamDispatcher *streams.Dispatcher
 	streamReconciler *streams.Reconciler
 	// GB28181 is the SIP registrar, nil unless configured.
-	GB28181       *gb28181.Service
+	GB28181 *gb28181.Service
+	// Recording indexes files and drives the engines' recorders.
+	Recording     *recording.Service
+	autoRecording *recording.Reconciler
 	HTTPAddr      string // the bound address
 	sockets       *httpapi.RuntimeSockets
 	legacyWebhook webhooks.LegacyEndpoint
@@ -259,6 +263,7 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, er
 		Denials:  s.denials,
 		Tokens:   tokens,
 		Channels: s.Channels, Playback: s.Playback, Streams: s.Streams, Snapshots: s.Snapshots, GBPTZ: s.gbPTZ(),
+		Recording: s.Recording, AutoRecord: s.autoRecording,
 		Events: s.Events, Webhooks: s.Webhooks, Dispatcher: s.Dispatcher.Running, Sockets: s.sockets,
 		Nodes: s.agents.nodes, Presence: s.agents.presence, Commands: s.agents.commands, MediaServers: s.agents.servers,
 		Templates: s.agents.templates, Monitor: s.agents.monitor, Authority: s.agents.authority, AgentURL: cfg.AgentURL(),

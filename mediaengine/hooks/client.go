@@ -349,3 +349,14 @@ func (c *Client) RTPServerTimeout(h engineapi.RTPServerTimeoutHook) {
 	h.HookHeader = c.stamp()
 	c.enqueue(event{name: engineapi.HookOnRTPServerTimeout, body: h})
 }
+
+// RecordMP4 sends on_record_mp4 and waits for its answer: the recorder
+// repeats a report until a control node accepted it, so it must know.
+func (c *Client) RecordMP4(ctx context.Context, h engineapi.RecordMP4Hook) error {
+	if !c.Enabled() {
+		return ErrDisabled
+	}
+	h.HookHeader = c.stamp()
+	_, err := c.post(ctx, engineapi.HookOnRecordMP4, h)
+	return err
+}

@@ -37,6 +37,10 @@ type Config struct {
 	// WriteTimeout drops a player whose socket has taken no data for this
 	// long; until then it only loses frames.
 	WriteTimeout time.Duration
+	// Routes are further GET routes on the media port (pattern to
+	// handler), such as recorded playback; they pass the same CORS
+	// handling as the live routes.
+	Routes map[string]http.Handler
 }
 
 // Formats are the hub formats of the long-lived outputs.
@@ -78,6 +82,7 @@ type Server struct {
 	stopShards  chan struct{}
 	shardsDone  sync.WaitGroup
 	srv         *http.Server
+	mux         *http.ServeMux
 	done        chan struct{}
 }
 
@@ -105,9 +110,19 @@ func New(cfg Config, h *hub.Hub, players *player.Registry, gate Gate, formats Fo
 	mux.HandleFunc("GET /{app}/{file}", s.live)
 	mux.HandleFunc("GET /{app}/{stream}/hls.m3u8", s.hlsPlaylist)
 	mux.HandleFunc("GET /{app}/{stream}/hls/{session}/{file}", s.hlsFile)
+	for pattern, h := range cfg.Routes {
+		mux.Handle("GET "+pattern, h)
+	}
 	mux.HandleFunc("OPTIONS /", preflight)
+	s.mux = mux
 	s.srv = &http.Server{Handler: cors(mux), ReadHeaderTimeout: 10 * time.Second, ErrorLog: zap.NewStdLog(log.Named("http"))}
 	return s
+}
+
+// HandleFunc adds a route of another output that shares the media port
+// (WHEP and WHIP signalling); call it before Serve.
+func (s *Server) HandleFunc(pattern string, handler func(http.ResponseWriter, *http.Request)) {
+	s.mux.HandleFunc(pattern, handler)
 }
 
 // Serve serves on ln until Close.
@@ -296,14 +311,17 @@ func cors(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
 		h.Set("Access-Control-Allow-Origin", "*")
-		h.Set("Access-Control-Expose-Headers", "Content-Type, Content-Length")
+		// Location, ETag and Link are the WHEP/WHIP session's resource URL,
+		// ICE session tag and ICE servers; X-Svc-Note says what a WHEP
+		// session left out.
+		h.Set("Access-Control-Expose-Headers", "Content-Type, Content-Length, Location, ETag, Link, X-Svc-Note")
 		next.ServeHTTP(w, r)
 	})
 }
 
 func preflight(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
-	h.Set("Access-Control-Allow-Methods", "GET, OPTIONS")
+	h.Set("Access-Control-Allow-Methods", "GET, POST, PATCH, DELETE, OPTIONS")
 	h.Set("Access-Control-Allow-Headers", r.Header.Get("Access-Control-Request-Headers"))
 	h.Set("Access-Control-Max-Age", "86400")
 	w.WriteHeader(http.StatusNoContent)

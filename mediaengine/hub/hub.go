@@ -136,6 +136,18 @@ func (h *Hub) Publish(path media.Path, origin Origin, tracks []*media.Track) (*P
 // label names the reader in logs. A stream that never appears gives
 // ErrStreamNotFound when ctx ends.
 func (h *Hub) Subscribe(ctx context.Context, path media.Path, format Format, label string) (*Reader, error) {
+	return h.subscribe(ctx, path, format, label, false)
+}
+
+// SubscribeDrain adds a raw reader like Subscribe, whose queued frames
+// survive the end of the stream: Next hands them out before it fails with
+// ErrStreamClosed. A recorder uses it so that a file ends with the
+// stream's last frame rather than a queue's worth before it.
+func (h *Hub) SubscribeDrain(ctx context.Context, path media.Path, label string) (*Reader, error) {
+	return h.subscribe(ctx, path, nil, label, true)
+}
+
+func (h *Hub) subscribe(ctx context.Context, path media.Path, format Format, label string, drain bool) (*Reader, error) {
 	path = Key(path)
 	for {
 		h.mu.Lock()
@@ -149,9 +161,14 @@ func (h *Hub) Subscribe(ctx context.Context, path media.Path, format Format, lab
 		if s != nil {
 			select {
 			case <-s.readyCh:
-				r, err := s.subscribe(format, label)
+				r, err := s.subscribe(format, label, drain)
 				if errors.Is(err, ErrStreamClosed) {
 					continue // replaced by a new publisher meanwhile, or gone
+				}
+				if err == nil && r.waitsForKeyframe() {
+					// The GOP cache did not fit its queue: a source that can
+					// make a keyframe on demand spares it the wait.
+					s.RequestKeyframe()
 				}
 				return r, err
 			default:

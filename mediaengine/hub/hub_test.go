@@ -228,3 +228,49 @@ func TestMergedWritesWakeOncePerWindow(t *testing.T) {
 		t.Fatalf("merged packets waited %v, more than a few windows", waited)
 	}
 }
+
+// TestKeyframeRequests: a source that can make keyframes is asked for one
+// when a reader joins whose queue cannot take the GOP cache, and by
+// RequestKeyframe; a source that cannot is never asked and says so.
+func TestKeyframeRequests(t *testing.T) {
+	h := New(Config{ReaderQueueFrames: 8}, zaptest.NewLogger(t))
+	defer h.Close()
+	tr := testTracks()
+	pub, err := h.Publish(media.Path{App: "live", Stream: "k"}, Origin{Kind: "whip"}, tr[:1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := pub.Stream().Path()
+	if pub.Stream().RequestKeyframe() {
+		t.Fatal("a source without a keyframe requester answered a request")
+	}
+	asked := make(chan struct{}, 8)
+	pub.OnKeyframeRequest(func() { asked <- struct{}{} })
+	for _, f := range frames(tr, 0, 5, 100) {
+		pub.WriteFrame(f)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	rd, err := h.Subscribe(ctx, path, nil, "fits")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	if len(asked) != 0 {
+		t.Fatal("a reader whose queue took the GOP cache asked for a keyframe")
+	}
+	for _, f := range frames(tr, 5, 20, 100) {
+		pub.WriteFrame(f)
+	}
+	rd2, err := h.Subscribe(ctx, path, nil, "too small")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd2.Close()
+	if len(asked) != 1 {
+		t.Fatalf("%d keyframe requests after a reader joined that waits for a keyframe, want 1", len(asked))
+	}
+	if !pub.Stream().RequestKeyframe() || len(asked) != 2 {
+		t.Fatal("RequestKeyframe did not reach the source")
+	}
+}

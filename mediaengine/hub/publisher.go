@@ -22,6 +22,12 @@ func (p *Publisher) Done() <-chan struct{} { return p.s.done }
 // stream was closed.
 func (p *Publisher) WriteFrame(f *media.Frame) error { return p.s.write(f) }
 
+// OnKeyframeRequest registers fn to be called when a reader asks for a
+// keyframe (a WebRTC viewer joined or lost a picture): a source that can
+// produce one on demand (a WHIP publisher sending PLI upstream) sets it;
+// others cannot and leave it unset. fn must not block.
+func (p *Publisher) OnKeyframeRequest(fn func()) { p.s.keyframeReq.Store(&fn) }
+
 // Close ends the stream because its source ended. Readers that can follow
 // a change of publisher wait up to the hub's ContinueGrace for the next
 // publisher of the path; to end the stream for everyone at once (the

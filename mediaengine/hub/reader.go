@@ -2,6 +2,7 @@ package hub
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 
@@ -25,6 +26,10 @@ type Reader struct {
 	header []byte
 	// merged readers are woken by the stream's flush loop, not by push.
 	merged bool
+	// drain keeps what is queued when the stream ends, so Next hands it
+	// out before ErrStreamClosed (SubscribeDrain: a recorder must not lose
+	// a stream's last frames).
+	drain bool
 
 	mu      sync.Mutex
 	ring    []*Packet
@@ -180,6 +185,14 @@ func (r *Reader) seed(gop []*Packet) {
 	r.wake <- struct{}{} // a notify set later is called at once for these
 }
 
+// waitsForKeyframe reports whether the reader is waiting for the next
+// keyframe before it gets any packet.
+func (r *Reader) waitsForKeyframe() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.needKey && r.n == 0
+}
+
 // Next appends every queued packet to dst, waiting until there is at least
 // one. It fails with ErrReaderClosed or ErrStreamClosed once the reader or
 // its stream is closed, and with ctx's error when ctx ends. Reusing dst
@@ -187,7 +200,7 @@ func (r *Reader) seed(gop []*Packet) {
 func (r *Reader) Next(ctx context.Context, dst []*Packet) ([]*Packet, error) {
 	for {
 		r.mu.Lock()
-		if r.err != nil {
+		if r.err != nil && r.n == 0 {
 			err := r.err
 			r.mu.Unlock()
 			return dst, err
@@ -264,8 +277,10 @@ func (r *Reader) fail(err error) {
 	r.mu.Lock()
 	if r.err == nil {
 		r.err = err
-		clear(r.ring)
-		r.n = 0
+		if !r.drain || !errors.Is(err, ErrStreamClosed) {
+			clear(r.ring)
+			r.n = 0
+		}
 	}
 	notify := r.notify
 	r.mu.Unlock()

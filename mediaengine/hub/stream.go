@@ -3,6 +3,7 @@ package hub
 import (
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -43,6 +44,22 @@ type Stream struct {
 	// lastDTS is the latest DTS written (shifted), lastStep the latest
 	// video frame interval: where a next publisher continues from.
 	lastDTS, lastVideoDTS, lastStep time.Duration
+
+	// keyframeReq asks the publisher for a keyframe (Publisher.
+	// OnKeyframeRequest); nil for sources that cannot make one.
+	keyframeReq atomic.Pointer[func()]
+}
+
+// RequestKeyframe asks the stream's source for a keyframe, and reports
+// whether it can make one on demand; a camera pulled over RTSP cannot, and
+// its readers wait for the next keyframe of its GOP.
+func (s *Stream) RequestKeyframe() bool {
+	fn := s.keyframeReq.Load()
+	if fn == nil {
+		return false
+	}
+	(*fn)()
+	return true
 }
 
 func newStream(h *Hub, path media.Path, origin Origin, tracks []*media.Track) *Stream {
@@ -98,7 +115,7 @@ func (s *Stream) write(f *media.Frame) error {
 	}
 	f = s.continueTimeline(f)
 	size := f.Size()
-	s.stats[f.Track.ID].add(now, size)
+	s.stats[f.Track.ID].add(f.DTS, size)
 	s.hub.framesIn.Add(1)
 	s.hub.bytesIn.Add(uint64(size))
 	isVideo := f.Track.Kind() == media.KindVideo
@@ -174,7 +191,7 @@ func fillSize(t *media.Track) {
 }
 
 // subscribe adds a reader of format (nil for raw frames).
-func (s *Stream) subscribe(format Format, label string) (*Reader, error) {
+func (s *Stream) subscribe(format Format, label string, drain bool) (*Reader, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -188,6 +205,7 @@ func (s *Stream) subscribe(format Format, label string) (*Reader, error) {
 		}
 	}
 	r := newReader(s, fd, format, label, s.hub.cfg.ReaderQueueFrames)
+	r.drain = drain
 	r.seed(fd.gop)
 	r.idx = len(fd.readers)
 	fd.readers = append(fd.readers, r)

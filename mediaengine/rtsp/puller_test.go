@@ -249,7 +249,7 @@ func TestPullerRefusedCredentials(t *testing.T) {
 			if len(log.frames) != 0 || len(log.lastErrs) == 0 || !errors.Is(log.lastErrs[0], tc.want) {
 				t.Fatalf("frames %d, errors %v", len(log.frames), log.lastErrs)
 			}
-			if st := p.Status(); st.Attempts < 2 || !strings.Contains(st.LastError, "401") && errors.Is(tc.want, rtsp.ErrUnauthorized) {
+			if st := p.Status(); st.Attempts < 2 || !strings.Contains(st.LastError, "401") && !errors.Is(tc.want, rtsp.ErrBasicRefused) {
 				t.Fatalf("status %+v", st)
 			}
 		})

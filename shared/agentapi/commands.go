@@ -51,6 +51,9 @@ var CommandTypes = map[string]bool{
 	TypeEngineSmokeTestRTSP: true,
 	// Opening an RTP server binds a port (not repeatable); closing converges.
 	TypeEngineRTPServerOpen: false, TypeEngineRTPServerClose: true,
+	// Starting and stopping a recording converge (already_recording and
+	// not_recording answer a repeat).
+	TypeEngineRecordStart: true, TypeEngineRecordStop: true, TypeEngineRecordList: true, TypeEngineRecordDelete: true,
 }
 
 // PingResult answers TypePing: the agent is alive and runs commands.

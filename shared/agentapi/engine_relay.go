@@ -36,6 +36,21 @@ const (
 	TypeEngineRTPServerOpen = "engine.rtp-server.open"
 	// TypeEngineRTPServerClose closes one: RTPServerRef in.
 	TypeEngineRTPServerClose = "engine.rtp-server.close"
+	// TypeEngineRecordStart starts recording a stream:
+	// engineapi.StartRecordingRequest in, engineapi.RecordingInfo out. A
+	// stream already recorded answers with code already_recording.
+	TypeEngineRecordStart = "engine.record.start"
+	// TypeEngineRecordStop stops recording a stream:
+	// engineapi.StopRecordingRequest in, engineapi.RecordingInfo out; code
+	// not_recording when it was not.
+	TypeEngineRecordStop = "engine.record.stop"
+	// TypeEngineRecordList lists what the engine records:
+	// engineapi.RecordingList out.
+	TypeEngineRecordList = "engine.record.list"
+	// TypeEngineRecordDelete removes finished files:
+	// engineapi.DeleteRecordFilesRequest in,
+	// engineapi.DeleteRecordFilesResult out.
+	TypeEngineRecordDelete = "engine.record.delete"
 )
 
 // RTPServerRef names one RTP server.

@@ -49,8 +49,9 @@ type Config struct {
 	// LogLevel is debug, info, warn or error.
 	LogLevel string `yaml:"logLevel" json:"logLevel"`
 
-	Hooks HookConfig `yaml:"hooks" json:"hooks"`
-	HLS   HLSConfig  `yaml:"hls" json:"hls"`
+	Hooks  HookConfig   `yaml:"hooks" json:"hooks"`
+	HLS    HLSConfig    `yaml:"hls" json:"hls"`
+	WebRTC WebRTCConfig `yaml:"webrtc" json:"webrtc"`
 	// GOPCacheMaxFrames bounds the frames kept from the last keyframe so a
 	// new reader starts at once.
 	GOPCacheMaxFrames int `yaml:"gopCacheMaxFrames" json:"gopCacheMaxFrames"`
@@ -77,6 +78,8 @@ type Config struct {
 	// demo's file source).
 	DemoFile string `yaml:"demoFile,omitempty" json:"demoFile,omitempty"`
 	DemoPath string `yaml:"demoPath,omitempty" json:"demoPath,omitempty"`
+	// Recording shapes the recorder; zero fields take RecordingDefaults.
+	Recording RecordingConfig `yaml:"recording" json:"recording"`
 }
 
 // HookConfig says where and how the engine calls the control plane.
@@ -119,6 +122,22 @@ type HLSConfig struct {
 	Segments int `yaml:"segments" json:"segments"`
 	// SessionTimeout ends a viewer's HLS session after no request.
 	SessionTimeout Duration `yaml:"sessionTimeout" json:"sessionTimeout"`
+}
+
+// WebRTCConfig shapes WHEP playback and WHIP publishing.
+type WebRTCConfig struct {
+	// UDPAddr is the one UDP port all WebRTC peers share (ICE UDP mux);
+	// empty turns WebRTC off. When the port cannot be bound the engine
+	// still serves every other output and logs why WebRTC is off.
+	UDPAddr string `yaml:"udpAddr" json:"udpAddr"`
+	// TCPAddr accepts ICE-TCP from peers whose network blocks UDP; empty
+	// turns the fallback off.
+	TCPAddr string `yaml:"tcpAddr,omitempty" json:"tcpAddr,omitempty"`
+	// PublicIPs are announced in ICE candidates instead of the local
+	// addresses (a media host behind 1:1 NAT).
+	PublicIPs []string `yaml:"publicIps,omitempty" json:"publicIps,omitempty"`
+	// MaxSessions bounds WHEP viewers and WHIP publishers together.
+	MaxSessions int `yaml:"maxSessions" json:"maxSessions"`
 }
 
 // Duration is a time.Duration written as "5s" in YAML and JSON.
@@ -164,6 +183,8 @@ func Defaults() Config {
 		ReaderQueueFrames: 256,
 		NoReaderTimeout:   Duration(30 * time.Second),
 		ContinueGrace:     Duration(15 * time.Second),
+		WebRTC:            WebRTCConfig{UDPAddr: "0.0.0.0:8189", TCPAddr: "0.0.0.0:8189", MaxSessions: 2000},
+		Recording:         RecordingDefaults(),
 	}
 }
 
@@ -189,6 +210,16 @@ func (c *Config) Validate() error {
 	}
 	if c.RTPPortMin < 1024 || c.RTPPortMax > 65535 || c.RTPPortMin >= c.RTPPortMax || (c.RTPPortMax-c.RTPPortMin) < 3 {
 		return fmt.Errorf("rtpPortMin/rtpPortMax: %d-%d is not a range of at least 4 ports within 1024-65535", c.RTPPortMin, c.RTPPortMax)
+	}
+	for name, a := range map[string]string{"webrtc.udpAddr": c.WebRTC.UDPAddr, "webrtc.tcpAddr": c.WebRTC.TCPAddr} {
+		if _, _, err := net.SplitHostPort(a); a != "" && err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	for _, ip := range c.WebRTC.PublicIPs {
+		if net.ParseIP(ip) == nil {
+			return fmt.Errorf("webrtc.publicIps: %q is not an IP address", ip)
+		}
 	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
@@ -236,7 +267,8 @@ func (c *Config) Validate() error {
 	if (c.DemoFile == "") != (c.DemoPath == "") {
 		return errors.New("demoFile and demoPath go together")
 	}
-	return nil
+	c.Recording.fillDefaults()
+	return c.Recording.Validate()
 }
 
 // Parse reads a configuration over the defaults and validates it; unknown

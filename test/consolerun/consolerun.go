@@ -188,7 +188,7 @@ func freeAddr() (string, error) {
 }
 
 func startDev(ctx context.Context, bin string) (*dev, error) {
-	addrs := make([]string, 6)
+	addrs := make([]string, 7)
 	for i := range addrs {
 		a, err := freeAddr()
 		if err != nil {
@@ -203,6 +203,7 @@ func startDev(ctx context.Context, bin string) (*dev, error) {
 	d := &dev{dir: dir, api: "http://" + addrs[0], media: "http://" + addrs[3], out: &testkit.Output{}, done: make(chan struct{})}
 	d.cmd = exec.Command(bin, "dev", "--data-dir", filepath.Join(dir, "data"), "--http-addr", addrs[0], "--raft-addr", addrs[1],
 		"--agent-addr", addrs[2], "--engine-http-addr", addrs[3], "--engine-rtsp-addr", addrs[4], "--engine-control-addr", addrs[5],
+		"--engine-webrtc-addr", addrs[6],
 		// A one-minute access cookie makes the console refresh it (at 70%,
 		// 42 s) during the run.
 		"--webhook-allow-private-targets", "--session-access-ttl", "1m", "--log-level", "warn")

@@ -66,10 +66,10 @@ var rtpRange = regexp.MustCompile(`(rtpPort(?:Min|Max)): (\d+)`)
 var expectsError = regexp.MustCompile(`^\s*# \{"code":`)
 
 // svcDevPorts are svc dev's default ports, which the README's commands
-// talk to: API, raft, agent port, and its engine's media HTTP, RTSP and
-// control API.
+// talk to: API, raft, agent port, and its engine's media HTTP, RTSP,
+// control API and WebRTC port.
 var svcDevPorts = map[string]int{"http-addr": 8080, "raft-addr": 8300, "agent-addr": 8443,
-	"engine-http-addr": 8088, "engine-rtsp-addr": 8554, "engine-control-addr": 8089}
+	"engine-http-addr": 8088, "engine-rtsp-addr": 8554, "engine-control-addr": 8089, "engine-webrtc-addr": 8189}
 
 // runnable rewrites a block for the test: the loopback ports the reader
 // uses (svc dev's defaults among them) become free ones, RTP ranges move to

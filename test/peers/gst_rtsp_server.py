@@ -8,6 +8,7 @@ Mounts (all live test sources, 320x240 at 25 fps):
   /h264b     H.264 with B-frames + AAC
   /h265      H.265 (x265) + AAC
   /pcma      H.264 + G.711 A-law
+  /h265pcma  H.265 (x265) + G.711 A-law
   /tcponly   H.264 + AAC, refuses UDP (SETUP answers 461)
   /latm      H.264 + AAC as MP4A-LATM (rtpmp4apay, RFC 6416), as some cameras send it
 
@@ -38,6 +39,8 @@ MOUNTS = {
     "/h265": f"( {VIDEO} ! {X265} ! rtph265pay name=pay0 pt=96 config-interval=-1 {AUDIO} ! {AAC} )",
     "/pcma": f"( {VIDEO} ! {X264} ! rtph264pay name=pay0 pt=96 config-interval=-1 "
              f"audiotestsrc is-live=true ! audio/x-raw,rate=8000,channels=1 ! audioconvert ! alawenc ! rtppcmapay name=pay1 pt=8 )",
+    "/h265pcma": f"( {VIDEO} ! {X265} ! rtph265pay name=pay0 pt=96 config-interval=-1 "
+                 f"audiotestsrc is-live=true ! audio/x-raw,rate=8000,channels=1 ! audioconvert ! alawenc ! rtppcmapay name=pay1 pt=8 )",
     "/tcponly": f"( {VIDEO} ! {X264} ! rtph264pay name=pay0 pt=96 config-interval=-1 {AUDIO} ! {AAC} )",
     "/latm": f"( {VIDEO} ! {X264} ! rtph264pay name=pay0 pt=96 config-interval=-1 {AUDIO} ! avenc_aac ! rtpmp4apay name=pay1 pt=97 )",
 }

@@ -143,7 +143,7 @@ func AgentArgs(t testing.TB, dataDir string) []string {
 	rtp := FreeRTPRange(t)
 	return []string{"agent", "run", "--data-dir", dataDir, "--log-level", "debug",
 		"--engine-control-addr", FreeAddr(t), "--engine-http-addr", FreeAddr(t), "--engine-rtsp-addr", FreeAddr(t),
-		"--rtp-port-min", strconv.Itoa(rtp), "--rtp-port-max", strconv.Itoa(rtp + 99), "--sysctl-dir", filepath.Join(dataDir, "sysctl.d"),
+		"--engine-webrtc-addr", FreeAddr(t), "--rtp-port-min", strconv.Itoa(rtp), "--rtp-port-max", strconv.Itoa(rtp + 99), "--sysctl-dir", filepath.Join(dataDir, "sysctl.d"),
 		"--heartbeat-interval", "500ms", "--poll-wait", "5s", "--engine-backoff-min", "500ms"}
 }
 

@@ -50,6 +50,7 @@ func LocalAgent(ctx context.Context, s *server.Server, stdout io.Writer) (func()
 	c := s.Config
 	o.EngineHTTPAddr, o.EngineRTSPAddr, o.EngineControlAddr = c.DevEngineHTTPAddr, c.DevEngineRTSPAddr, c.DevEngineControlAddr
 	o.RTPPortMin, o.RTPPortMax = c.DevEngineRTPPortMin, c.DevEngineRTPPortMax
+	o.EngineWebRTCAddr = c.DevEngineWebRTCAddr
 	o.EngineDemoFile, o.EngineDemoPath = "builtin", DemoSourcePath
 	o.SysctlDir = filepath.Join(dataDir, "sysctl.d")
 	var wg sync.WaitGroup

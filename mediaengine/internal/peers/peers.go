@@ -137,6 +137,15 @@ func gstScript() string {
 	return filepath.Join(filepath.Dir(file), "..", "..", "..", "test", "peers", "gst_rtsp_server.py")
 }
 
+// GstWHEPClient is test/peers/gst_whep_client.py, a WHEP client on
+// GStreamer's webrtcbin, with Debian's python3; see the script for what it
+// prints.
+func GstWHEPClient(t testing.TB, url string, seconds int) *Process {
+	t.Helper()
+	script := filepath.Join(filepath.Dir(gstScript()), "gst_whep_client.py")
+	return Start(t, gstPython, script, "--url", url, "--seconds", strconv.Itoa(seconds))
+}
+
 // Start (re)starts the server on its port and waits until it listens.
 func (g *GStreamer) Start() {
 	g.t.Helper()
@@ -205,4 +214,18 @@ func (g *GStreamer) URL(userinfo, mount string) string {
 		userinfo += "@"
 	}
 	return "rtsp://" + userinfo + "127.0.0.1:" + strconv.Itoa(g.Port) + "/" + strings.TrimPrefix(mount, "/")
+}
+
+// Chromium is Debian's browser (package chromium).
+const Chromium = "/usr/bin/chromium"
+
+// StartChromium opens url in a headless Chromium with its own profile in
+// a temporary directory: media plays without a user gesture, the fake
+// camera and microphone stand in for real ones, and host candidates are
+// real addresses rather than mDNS names, so WebRTC works on loopback.
+func StartChromium(t testing.TB, url string) *Process {
+	t.Helper()
+	return Start(t, Chromium, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--no-default-browser-check",
+		"--user-data-dir="+t.TempDir(), "--autoplay-policy=no-user-gesture-required", "--use-fake-ui-for-media-stream",
+		"--use-fake-device-for-media-stream", "--disable-features=WebRtcHideLocalIpsWithMdns", "--disable-dev-shm-usage", url)
 }

@@ -1,0 +1,152 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/svcplatform/svc/api/contract"
+	"github.com/svcplatform/svc/controlplane/recording"
+)
+
+// recordingEndpoints serve recording sessions, the file index and the
+// state model (module 06) and the third-party recording listing.
+type recordingEndpoints struct {
+	recording *recording.Service
+	auto      *recording.Reconciler
+}
+
+// convert moves a domain value into its contract type through JSON: the
+// domain structs carry the contract's property names, and what the
+// contract does not name (a file's path on its media host) is left out.
+func convert[T any](v any) (T, error) {
+	var out T
+	b, err := json.Marshal(v)
+	if err == nil {
+		err = json.Unmarshal(b, &out)
+	}
+	return out, err
+}
+
+func (e *recordingEndpoints) StartRecording(ctx context.Context, r contract.StartRecordingRequestObject) (contract.StartRecordingResponseObject, error) {
+	b := r.Body
+	sess, err := e.recording.Start(requestContext(ctx), actor(ctx).Actor, recording.StartRequest{StreamRef: recording.StreamRef{
+		ChannelID: deref(b.ChannelId, ""), MediaServerID: deref(b.MediaServerId, ""), Vhost: deref(b.Vhost, ""), App: deref(b.App, ""),
+		StreamID: deref(b.StreamId, "")}, SegmentSeconds: int(deref(b.SegmentSeconds, 0))})
+	if err != nil {
+		return nil, err
+	}
+	out, err := convert[contract.RecordingSession](sess)
+	return contract.StartRecording200JSONResponse(out), err
+}
+
+func (e *recordingEndpoints) StopRecording(ctx context.Context, r contract.StopRecordingRequestObject) (contract.StopRecordingResponseObject, error) {
+	b := r.Body
+	sess, err := e.recording.Stop(requestContext(ctx), actor(ctx).Actor, recording.StreamRef{ChannelID: deref(b.ChannelId, ""),
+		MediaServerID: deref(b.MediaServerId, ""), Vhost: deref(b.Vhost, ""), App: deref(b.App, ""), StreamID: deref(b.StreamId, "")})
+	if err != nil {
+		return nil, err
+	}
+	out, err := convert[contract.RecordingSession](sess)
+	return contract.StopRecording200JSONResponse(out), err
+}
+
+func (e *recordingEndpoints) ListRecordingSessions(ctx context.Context, r contract.ListRecordingSessionsRequestObject) (contract.ListRecordingSessionsResponseObject, error) {
+	p := r.Params
+	f := recording.SessionFilter{MediaServerID: deref(p.MediaServerId, ""), NodeID: deref(p.NodeId, ""), ChannelID: deref(p.ChannelId, ""),
+		App: deref(p.App, ""), StreamID: deref(p.StreamId, ""), Page: int(deref(p.Page, 1)), PageSize: int(deref(p.PageSize, 20))}
+	if p.State != nil {
+		f.State = string(*p.State)
+	}
+	if p.RecordSource != nil {
+		f.RecordSource = string(*p.RecordSource)
+	}
+	rows, total, err := e.recording.Sessions(requestContext(ctx), f)
+	if err != nil {
+		return nil, err
+	}
+	out := contract.ListRecordingSessions200JSONResponse{Page: int32(max(f.Page, 1)), PageSize: int32(pageSizeOf(f.PageSize)), Total: total,
+		Rows: []contract.RecordingSession{}}
+	for _, s := range rows {
+		c, err := convert[contract.RecordingSession](s)
+		if err != nil {
+			return nil, err
+		}
+		out.Rows = append(out.Rows, c)
+	}
+	return out, nil
+}
+
+// pageSizeOf is the page size a listing used for a requested one.
+func pageSizeOf(n int) int {
+	switch {
+	case n <= 0:
+		return 20
+	case n > recording.MaxPageSize:
+		return recording.MaxPageSize
+	}
+	return n
+}
+
+func (e *recordingEndpoints) GetRecordingStateModel(context.Context, contract.GetRecordingStateModelRequestObject) (contract.GetRecordingStateModelResponseObject, error) {
+	out, err := convert[contract.RecordingStateModel](recording.Model)
+	return contract.GetRecordingStateModel200JSONResponse(out), err
+}
+
+func (e *recordingEndpoints) RunAutoRecordOnce(ctx context.Context, r contract.RunAutoRecordOnceRequestObject) (contract.RunAutoRecordOnceResponseObject, error) {
+	if at := r.Params.At; at != nil && (time.Since(*at) > time.Minute || time.Until(*at) > time.Minute) {
+		return nil, newError(http.StatusBadRequest, "invalid_query", "at: this version has no recording plans, so a pass runs only now (at absent or within a minute of now)")
+	}
+	res, err := e.auto.RunOnce(requestContext(ctx))
+	if err != nil {
+		return nil, err
+	}
+	return contract.RunAutoRecordOnce200JSONResponse{Started: int32(res.Started), Stopped: int32(res.Stopped), Resumed: int32(res.Resumed),
+		Failed: int32(res.Failed)}, nil
+}
+
+func (e *recordingEndpoints) ListRecordingFiles(ctx context.Context, r contract.ListRecordingFilesRequestObject) (contract.ListRecordingFilesResponseObject, error) {
+	p := r.Params
+	f := recording.FileFilter{MediaServerID: deref(p.MediaServerId, ""), NodeID: deref(p.NodeId, ""), ChannelID: deref(p.ChannelId, ""),
+		App: deref(p.App, ""), StreamID: deref(p.StreamId, ""), SourceHook: deref(p.SourceHook, ""), IndexSource: deref(p.IndexSource, ""),
+		Start: p.StartTime, End: p.EndTime, Page: int(deref(p.Page, 1)), PageSize: int(deref(p.PageSize, 20))}
+	if p.FileState != nil {
+		f.FileState = string(*p.FileState)
+	}
+	if p.RecordDate != nil {
+		f.RecordDate = p.RecordDate.Format("2006-01-02")
+	}
+	out, err := e.files(ctx, f)
+	return contract.ListRecordingFiles200JSONResponse(out), err
+}
+
+func (e *recordingEndpoints) ListThirdPartyRecordings(
+	ctx context.Context, r contract.ListThirdPartyRecordingsRequestObject,
+) (contract.ListThirdPartyRecordingsResponseObject, error) {
+	p := r.Params
+	f := recording.FileFilter{MediaServerID: deref(p.MediaServerId, ""), NodeID: deref(p.NodeId, ""), ChannelID: deref(p.ChannelId, ""),
+		App: deref(p.App, ""), StreamID: deref(p.StreamId, ""), Start: p.StartTime, End: p.EndTime, Page: int(deref(p.Page, 1)),
+		PageSize: int(deref(p.PageSize, 20))}
+	if p.FileState != nil {
+		f.FileState = string(*p.FileState)
+	}
+	out, err := e.files(ctx, f)
+	return contract.ListThirdPartyRecordings200JSONResponse(out), err
+}
+
+func (e *recordingEndpoints) files(ctx context.Context, f recording.FileFilter) (contract.RecordingFileList, error) {
+	rows, total, err := e.recording.Files(requestContext(ctx), f)
+	if err != nil {
+		return contract.RecordingFileList{}, err
+	}
+	out := contract.RecordingFileList{Page: int32(max(f.Page, 1)), PageSize: int32(pageSizeOf(f.PageSize)), Total: total, Rows: []contract.RecordingFile{}}
+	for _, row := range rows {
+		c, err := convert[contract.RecordingFile](row)
+		if err != nil {
+			return out, err
+		}
+		out.Rows = append(out.Rows, c)
+	}
+	return out, nil
+}

@@ -1,0 +1,65 @@
+package playback
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/svcplatform/svc/shared/engineapi"
+)
+
+// Leases on recorded resources (issue 17). A recording-file lease plays
+// one file on its media server's recorded-playback route; its ticket is
+// bound to the reserved stream engineapi.RecordPlaybackVhost/App/<fileId>,
+// which only that route asks on_play about.
+
+// ResourceCheck says whether a recorded resource may play now (a file
+// soft- or hard-deleted may not); reason says why not. The recording
+// package provides it.
+type ResourceCheck func(ctx context.Context, kind ResourceKind, resourceID string) (ok bool, reason string, err error)
+
+// RecordingLease names the file a recording lease plays.
+type RecordingLease struct {
+	FileID        string
+	MediaServerID string
+}
+
+// recordProtocols are what a recording lease can cover: the file (with
+// HTTP Range) and its time-addressed fMP4, both over http-fmp4.
+var recordProtocols = []Protocol{ProtoFMP4}
+
+// CreateRecordingLease leases one recorded file to the calling token; it
+// needs recordings.play and follows the live lease's rules otherwise
+// (sliding rounds, renewals keep the URL, the token's state is rechecked at
+// each play, and ResourceCheck refuses a deleted file).
+func (s *Service) CreateRecordingLease(ctx context.Context, c Caller, r RecordingLease, req LeaseRequest) (*Lease, []Source, error) {
+	for _, p := range req.Protocols {
+		if Protocol(strings.ToLower(strings.TrimSpace(p))) != ProtoFMP4 {
+			return nil, nil, fmt.Errorf("%w: a recording plays over http-fmp4 only (the file with HTTP Range, or from a time with start=)", ErrInvalid)
+		}
+	}
+	req.Protocols = nil
+	l, srcs, err := s.createLease(ctx, c, r.FileID, req, func() (StreamLocation, error) {
+		return StreamLocation{MediaServerID: r.MediaServerID, Vhost: engineapi.RecordPlaybackVhost, App: engineapi.RecordPlaybackApp, Stream: r.FileID,
+			Online: true}, nil
+	}, KindRecordingFile)
+	return l, srcs, err
+}
+
+// isRecorded reports whether a lease or a play request is for a recorded
+// resource (its reserved vhost).
+func isRecorded(vhost string) bool { return vhost == engineapi.RecordPlaybackVhost }
+
+// recordedSources are a recording lease's URLs on its media server.
+func (s *Service) recordedSources(ctx context.Context, mediaServerID, fileID, ticket string) ([]Source, error) {
+	base, err := s.Media.BaseURL(ctx, mediaServerID)
+	if err != nil {
+		return nil, err
+	}
+	u := strings.TrimRight(base, "/") + engineapi.RecordPlaybackPath + url.PathEscape(fileID) + ".mp4?" + url.Values{TicketParam: {ticket}}.Encode()
+	return []Source{{Protocol: ProtoFMP4, URL: u, ContentType: "video/mp4", BrowserNative: true,
+		Hint: "The recorded file as it is (fragmented MP4): browsers play and seek it in a <video> element with HTTP Range requests; " +
+			"add &start=<seconds>[&duration=<seconds>] for a stream that begins at the keyframe before that time. " +
+			"The URL stays the same while the lease is renewed; deleting the file makes it unusable."}}, nil
+}

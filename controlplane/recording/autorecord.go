@@ -1,0 +1,195 @@
+package recording
+
+import (
+	"context"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/svcplatform/svc/controlplane/audit"
+	"github.com/svcplatform/svc/controlplane/channels"
+	"github.com/svcplatform/svc/controlplane/mediaserver"
+	"github.com/svcplatform/svc/shared/agentapi"
+	"github.com/svcplatform/svc/shared/engineapi"
+)
+
+// autoActor names the auto-record reconciler in node commands and
+// sessions.
+var autoActor = audit.Actor{Type: "system", ID: "auto-record"}
+
+// Reconciler runs on the leader: it starts recording every enabled
+// channel with autoRecord that has a media server, stops the automatic
+// sessions of channels that no longer ask for it, and starts again on the
+// engine whatever an active session wants recorded but the engine does not
+// record (after an engine restart, recordings live only in the session).
+type Reconciler struct {
+	Recording *Service
+	Log       *zap.Logger
+	// Interval between passes (5 s when zero).
+	Interval time.Duration
+}
+
+// Run reconciles until ctx ends.
+func (r *Reconciler) Run(ctx context.Context) {
+	every := r.Interval
+	if every <= 0 {
+		every = 5 * time.Second
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		if _, err := r.RunOnce(ctx); err != nil && ctx.Err() == nil {
+			r.Log.Warn("auto-record pass failed", zap.Error(err))
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// PassResult counts what one pass did.
+type PassResult struct {
+	Started, Stopped, Resumed, Failed int
+}
+
+// RunOnce makes one pass.
+func (r *Reconciler) RunOnce(ctx context.Context) (PassResult, error) {
+	var res PassResult
+	s := r.Recording
+	want := map[string]string{} // session keys auto-record and plans want, with the source
+	yes := true
+	for page := 1; ; page++ {
+		chs, total, err := s.Channels.List(ctx, channels.Filter{AutoRecord: &yes, Page: page, PageSize: 1000})
+		if err != nil {
+			return res, err
+		}
+		for _, ch := range chs {
+			if !ch.Enabled || ch.MediaServerID == "" {
+				continue
+			}
+			ref := StreamRef{ChannelID: string(ch.ChannelID), MediaServerID: ch.MediaServerID, Vhost: ch.Vhost, App: ch.App, StreamID: ch.Stream}
+			want[sessionKey(ref.MediaServerID, ref.Vhost, ref.App, ref.StreamID)] = RecordAuto
+			sess, err := s.Session(ctx, ref)
+			if err != nil {
+				return res, err
+			}
+			if sess != nil && sess.Active() {
+				continue
+			}
+			if _, err := s.Start(ctx, autoActor, StartRequest{StreamRef: StreamRef{ChannelID: ref.ChannelID}, RecordSource: RecordAuto}); err != nil {
+				res.Failed++
+				r.Log.Warn("auto-record could not start", zap.String("channel", ref.ChannelID), zap.Error(err))
+				continue
+			}
+			res.Started++
+		}
+		if int64(page*1000) >= total {
+			break
+		}
+	}
+	if err := r.plans(ctx, want, &res); err != nil {
+		return res, err
+	}
+	// Active sessions: stop automatic and planned ones nobody wants; make
+	// the engines record the others.
+	byServer := map[string][]Session{}
+	for _, state := range []string{SessionRecording, SessionRequested} {
+		for page := 1; ; page++ {
+			ss, total, err := s.Sessions(ctx, SessionFilter{State: state, Page: page, PageSize: MaxPageSize})
+			if err != nil {
+				return res, err
+			}
+			for _, sess := range ss {
+				key := sessionKey(sess.MediaServerID, sess.Vhost, sess.App, sess.StreamID)
+				if (sess.RecordSource == RecordAuto || sess.RecordSource == RecordPlan) && want[key] == "" {
+					if _, err := s.Stop(ctx, autoActor, StreamRef{MediaServerID: sess.MediaServerID, Vhost: sess.Vhost, App: sess.App, StreamID: sess.StreamID}); err != nil {
+						res.Failed++
+						continue
+					}
+					res.Stopped++
+					continue
+				}
+				byServer[sess.MediaServerID] = append(byServer[sess.MediaServerID], sess)
+			}
+			if int64(page*MaxPageSize) >= total {
+				break
+			}
+		}
+	}
+	for server, ss := range byServer {
+		var list engineapi.RecordingList
+		if _, err := s.Engines.Do(ctx, mediaserver.Call{Target: mediaserver.Target{MediaServerID: server}, Type: agentapi.TypeEngineRecordList,
+			Reason: "auto-record check", Actor: autoActor, Read: true}, &list); err != nil {
+			continue // an offline server is resumed when it is back
+		}
+		have := map[string]bool{}
+		for _, rec := range list.Recordings {
+			have[rec.Vhost+"/"+rec.App+"/"+rec.Stream] = true
+		}
+		for _, sess := range ss {
+			if have[sess.Vhost+"/"+sess.App+"/"+sess.StreamID] {
+				continue
+			}
+			ref := StreamRef{MediaServerID: sess.MediaServerID, Vhost: sess.Vhost, App: sess.App, StreamID: sess.StreamID}
+			if _, err := s.resume(ctx, ref, sess); err != nil {
+				res.Failed++
+				continue
+			}
+			res.Resumed++
+		}
+	}
+	return res, nil
+}
+
+// resume asks the engine again to record what an active session wants.
+func (s *Service) resume(ctx context.Context, r StreamRef, sess Session) (*Session, error) {
+	var info engineapi.RecordingInfo
+	o, err := s.Engines.Do(ctx, mediaserver.Call{Target: mediaserver.Target{MediaServerID: r.MediaServerID}, Type: agentapi.TypeEngineRecordStart,
+		Payload: engineapi.StartRecordingRequest{Vhost: r.Vhost, App: r.App, Stream: r.StreamID, SegmentSeconds: sess.SegmentSeconds},
+		Reason:  "resume recording " + r.App + "/" + r.StreamID, Actor: autoActor, Wait: s.engineWait()}, &info)
+	return s.settle(ctx, r, sess.SessionID, o, err, SessionRecording, engineapi.CodeAlreadyRecording)
+}
+
+// plans starts recording the channels of every enabled plan whose slot
+// holds now, and notes them in want.
+func (r *Reconciler) plans(ctx context.Context, want map[string]string, res *PassResult) error {
+	s := r.Recording
+	plans, err := s.Plans(ctx, "")
+	if err != nil {
+		return err
+	}
+	now := s.now()
+	for _, p := range plans {
+		if !p.Enabled || !p.Evaluate(now).Hit {
+			continue
+		}
+		for _, id := range p.ChannelIDs {
+			ch, err := s.Channels.Get(ctx, channels.ChannelID(id))
+			if err != nil || !ch.Enabled || ch.MediaServerID == "" {
+				continue
+			}
+			key := sessionKey(ch.MediaServerID, ch.Vhost, ch.App, ch.Stream)
+			if want[key] != "" {
+				continue
+			}
+			want[key] = RecordPlan
+			sess, err := s.Session(ctx, StreamRef{MediaServerID: ch.MediaServerID, Vhost: ch.Vhost, App: ch.App, StreamID: ch.Stream})
+			if err != nil {
+				return err
+			}
+			if sess != nil && sess.Active() {
+				continue
+			}
+			if _, err := s.Start(ctx, autoActor, StartRequest{StreamRef: StreamRef{ChannelID: id}, RecordSource: RecordPlan,
+				SegmentSeconds: p.SegmentSeconds}); err != nil {
+				res.Failed++
+				r.Log.Warn("a recording plan could not start a channel", zap.String("plan", p.PlanID), zap.String("channel", id), zap.Error(err))
+				continue
+			}
+			res.Started++
+		}
+	}
+	return nil
+}

@@ -1,0 +1,81 @@
+package recording
+
+import (
+	"time"
+
+	"github.com/svcplatform/svc/controlplane/store/query"
+)
+
+// FilePrefix holds one record per recorded file, keyed by file id.
+const FilePrefix = "/recording/files/"
+
+// File states. Values are append-only; see StateModel.
+const (
+	FileCompleted   = "Completed"
+	FileSoftDeleted = "SoftDeleted"
+	FileDeleted     = "Deleted"
+)
+
+// Sources of a file's index entry.
+const (
+	SourceHookRecordMP4 = "on_record_mp4"
+	IndexFromHook       = "hook"
+	IndexFromRepair     = "repair"
+)
+
+// File is one recorded file as the index keeps it. RelPath is where the
+// file lies under its engine's recording root; it is never returned to
+// callers (recording listings never expose physical paths).
+type File struct {
+	FileID        string `json:"fileId"`
+	MediaServerID string `json:"mediaServerId"`
+	NodeID        string `json:"nodeId"`
+	ChannelID     string `json:"channelId,omitempty"`
+	Vhost         string `json:"vhost"`
+	App           string `json:"app"`
+	StreamID      string `json:"streamId"`
+	FileName      string `json:"fileName"`
+	RelPath       string `json:"relPath"`
+	FileSize      int64  `json:"fileSize"`
+	// StartTime and EndTime (UTC) bound the media; StartMs and EndMs are
+	// the same in Unix milliseconds, for the index.
+	StartTime  time.Time `json:"startTime"`
+	EndTime    time.Time `json:"endTime"`
+	StartMs    int64     `json:"startMs"`
+	EndMs      int64     `json:"endMs"`
+	DurationMs int64     `json:"durationMs"`
+	Frames     uint64    `json:"frames"`
+	Codecs     []string  `json:"codecs,omitempty"`
+	FileState  string    `json:"fileState"`
+	// RecordDate is the UTC date of StartTime (YYYY-MM-DD).
+	RecordDate  string     `json:"recordDate"`
+	SourceHook  string     `json:"sourceHook"`
+	IndexSource string     `json:"indexSource"`
+	CloseReason string     `json:"closeReason,omitempty"`
+	SessionID   string     `json:"sessionId,omitempty"`
+	IndexedAt   time.Time  `json:"indexedAt"`
+	DeletedAt   *time.Time `json:"deletedAt,omitempty"`
+}
+
+// FileIndex serves the file listing: the filters and the time
+// intersection (start_ms, end_ms).
+var FileIndex = query.Index{Name: "recording_files", Prefix: FilePrefix, Columns: []query.Column{
+	{Name: "media_server_id", Type: "TEXT", Path: "$.mediaServerId"},
+	{Name: "node_id", Type: "TEXT", Path: "$.nodeId", NoIndex: true},
+	{Name: "channel_id", Type: "TEXT", Path: "$.channelId"},
+	{Name: "app", Type: "TEXT", Path: "$.app", NoIndex: true},
+	{Name: "stream_id", Type: "TEXT", Path: "$.streamId"},
+	{Name: "file_state", Type: "TEXT", Path: "$.fileState", NoIndex: true},
+	{Name: "record_date", Type: "TEXT", Path: "$.recordDate", NoIndex: true},
+	{Name: "source_hook", Type: "TEXT", Path: "$.sourceHook", NoIndex: true},
+	{Name: "index_source", Type: "TEXT", Path: "$.indexSource", NoIndex: true},
+	{Name: "start_ms", Type: "INTEGER", Path: "$.startMs"},
+	{Name: "end_ms", Type: "INTEGER", Path: "$.endMs", NoIndex: true},
+}}
+
+// MaxFileDuration bounds a file's length (the engine's segment duration
+// is at most 24 h): the time query narrows the start_ms index to files
+// that started at most this long before the range.
+const MaxFileDuration = 25 * time.Hour
+
+func fileKey(id string) string { return FilePrefix + id }

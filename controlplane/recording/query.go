@@ -1,0 +1,87 @@
+package recording
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/svcplatform/svc/controlplane/store/query"
+)
+
+// Every index query of recording lives in this file.
+
+// FileFilter selects files; empty fields do not filter. Start and End
+// select the files whose media intersects [Start, End).
+type FileFilter struct {
+	MediaServerID, NodeID, ChannelID, App, StreamID string
+	FileState, RecordDate, SourceHook, IndexSource  string
+	Start, End                                      *time.Time
+	// IncludeDeleted lists hard-deleted files too (their rows stay as
+	// tombstones so a restore can answer that the bytes are gone).
+	IncludeDeleted bool
+	Page, PageSize int
+}
+
+// MaxPageSize bounds a page of any recording listing.
+const MaxPageSize = 500
+
+func pageSize(n int) int {
+	switch {
+	case n <= 0:
+		return 20
+	case n > MaxPageSize:
+		return MaxPageSize
+	}
+	return n
+}
+
+// Files lists one page of files, oldest media first, and the total.
+//
+// The time intersection is start_ms < end AND end_ms > start. Only
+// start_ms has a b-tree: bounding it below by start - MaxFileDuration
+// turns the query into one index range scan of the files that began in
+// [start - 25 h, end), whatever the table's size.
+func (s *Service) Files(ctx context.Context, f FileFilter) ([]File, int64, error) {
+	var where query.Where
+	eq := where.EqIfSet
+	eq("media_server_id", f.MediaServerID)
+	eq("node_id", f.NodeID)
+	eq("channel_id", f.ChannelID)
+	eq("app", f.App)
+	eq("stream_id", f.StreamID)
+	eq("file_state", f.FileState)
+	eq("record_date", f.RecordDate)
+	eq("source_hook", f.SourceHook)
+	eq("index_source", f.IndexSource)
+	if f.FileState == "" && !f.IncludeDeleted {
+		where.Add(query.Ne("file_state", FileDeleted))
+	}
+	if f.Start != nil && f.End != nil && !f.Start.Before(*f.End) {
+		return nil, 0, fmt.Errorf("%w: startTime must be before endTime", ErrInvalidQuery)
+	}
+	if f.Start != nil {
+		where.Add(query.Gt("end_ms", f.Start.UnixMilli()), query.Ge("start_ms", f.Start.Add(-MaxFileDuration).UnixMilli()))
+	}
+	if f.End != nil {
+		where.Add(query.Lt("start_ms", f.End.UnixMilli()))
+	}
+	return query.Page(ctx, s.Reader, query.Query{Index: FileIndex.Name, Where: where, Order: []query.Order{query.Asc("start_ms")}},
+		max(f.Page, 1), pageSize(f.PageSize), query.JSON[File])
+}
+
+// SessionFilter selects sessions; empty fields do not filter.
+type SessionFilter struct {
+	MediaServerID, NodeID, ChannelID, App, StreamID, State, RecordSource string
+	Page, PageSize                                                       int
+}
+
+// Sessions lists one page of sessions by key and the total.
+func (s *Service) Sessions(ctx context.Context, f SessionFilter) ([]Session, int64, error) {
+	var where query.Where
+	for _, c := range [][2]string{{"media_server_id", f.MediaServerID}, {"node_id", f.NodeID}, {"channel_id", f.ChannelID}, {"app", f.App},
+		{"stream_id", f.StreamID}, {"state", f.State}, {"record_source", f.RecordSource}} {
+		where.EqIfSet(c[0], c[1])
+	}
+	return query.Page(ctx, s.Reader, query.Query{Index: SessionIndex.Name, Where: where, Order: []query.Order{query.Asc(query.Key)}},
+		max(f.Page, 1), pageSize(f.PageSize), query.JSON[Session])
+}

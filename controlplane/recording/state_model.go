@@ -1,0 +1,73 @@
+package recording
+
+// StateModel describes the recording state machines the contract leaves
+// to the implementation, for GET /api/v2/recording/state-model.
+type StateModel struct {
+	Machines []Machine `json:"machines"`
+}
+
+// Machine is one state machine.
+type Machine struct {
+	Name        string       `json:"name"`
+	Description string       `json:"description"`
+	States      []State      `json:"states"`
+	Initial     string       `json:"initial"`
+	Transitions []Transition `json:"transitions"`
+}
+
+// State is one state of a machine.
+type State struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	Terminal    bool   `json:"terminal"`
+}
+
+// Transition is one allowed change of state and what causes it.
+type Transition struct {
+	From    string `json:"from"`
+	To      string `json:"to"`
+	Trigger string `json:"trigger"`
+}
+
+// Model is the recording state model this version implements.
+var Model = StateModel{Machines: []Machine{
+	{
+		Name: "recording-session",
+		Description: "A stream a media server is asked to record (one per media server and vhost/app/stream; " +
+			"a start after a stop opens a new session id).",
+		Initial: SessionRequested,
+		States: []State{
+			{SessionRequested, "the start was accepted; the engine has not confirmed it yet", false},
+			{SessionRecording, "the engine records the stream, or waits for it to be published and then records it", false},
+			{SessionStopped, "recording was stopped; the engine finished and reported its open file", true},
+			{SessionFailed, "the engine refused or failed the start or stop (lastError says why); a new start retries", true},
+		},
+		Transitions: []Transition{
+			{SessionRequested, SessionRecording, "the engine confirms the start (POST /api/v2/recording/start, auto-record, a plan)"},
+			{SessionRequested, SessionFailed, "the engine refuses the start or its node command fails"},
+			{SessionRecording, SessionStopped, "POST /api/v2/recording/stop, or auto-record/plan no longer asks for it"},
+			{SessionRecording, SessionFailed, "the engine refuses the stop"},
+			{SessionRequested, SessionStopped, "stopped before the engine confirmed"},
+			{SessionStopped, SessionRequested, "a new start (new session id)"},
+			{SessionFailed, SessionRequested, "a new start (new session id)"},
+			{SessionRecording, SessionRecording, "an engine restarted: the leader's reconciler asks it to record again"},
+		},
+	},
+	{
+		Name: "recording-file",
+		Description: "A recorded fragmented-MP4 file, indexed when its engine reports it (on_record_mp4), " +
+			"also after the engine repaired it following a crash. Files are addressed by fileId only.",
+		Initial: FileCompleted,
+		States: []State{
+			{FileCompleted, "finished and indexed; listed, playable and downloadable", false},
+			{FileSoftDeleted, "hidden from playback and links (its leases stop working); the bytes stay and it can be restored", false},
+			{FileDeleted, "the bytes are removed on their media server; a restore answers that they are gone", true},
+		},
+		Transitions: []Transition{
+			{FileCompleted, FileSoftDeleted, "POST /api/v2/recording/files/soft-delete"},
+			{FileSoftDeleted, FileCompleted, "POST /api/v2/recording/files/restore"},
+			{FileCompleted, FileDeleted, "POST /api/v2/recording/files/delete (hard delete)"},
+			{FileSoftDeleted, FileDeleted, "POST /api/v2/recording/files/delete (hard delete)"},
+		},
+	},
+}}

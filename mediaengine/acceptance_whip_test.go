@@ -1,0 +1,114 @@
+package mediaengine
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"os/exec"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/svcplatform/svc/mediaengine/internal/mediaprobe"
+	"github.com/svcplatform/svc/mediaengine/internal/peers"
+)
+
+// whipHarness is the page Chromium runs to publish: its fake camera and
+// microphone go to a WHIP URL; it reports the connection state to /report
+// and, when the answer says stop, releases the session with DELETE.
+const whipHarness = `<!doctype html><html><body><script>
+const whip = new URLSearchParams(location.search).get('whip');
+async function report(o) {
+  const r = await fetch('/report', {method: 'POST', body: JSON.stringify(o)});
+  return r.json();
+}
+(async () => {
+  try {
+    const media = await navigator.mediaDevices.getUserMedia({video: {width: 640, height: 480, frameRate: 25}, audio: true});
+    const pc = new RTCPeerConnection();
+    for (const track of media.getTracks()) pc.addTransceiver(track, {direction: 'sendonly'});
+    const offer = await pc.createOffer();
+    await pc.setLocalDescription(offer);
+    const r = await fetch(whip, {method: 'POST', headers: {'Content-Type': 'application/sdp'}, body: offer.sdp});
+    if (r.status !== 201) { await report({error: 'WHIP answered ' + r.status + ': ' + await r.text()}); return; }
+    const loc = new URL(r.headers.get('Location'), whip).href;
+    await pc.setRemoteDescription({type: 'answer', sdp: await r.text()});
+    for (;;) {
+      await new Promise(res => setTimeout(res, 500));
+      const ans = await report({state: pc.connectionState});
+      if (ans.stop) {
+        const d = await fetch(loc, {method: 'DELETE'});
+        await report({deleted: d.status});
+        pc.close();
+        return;
+      }
+    }
+  } catch (e) {
+    await report({error: String(e)});
+  }
+})();
+</script></body></html>`
+
+// TestAcceptanceWHIPFromChromium: Chromium publishes its fake camera and
+// microphone over WHIP; the engine's stream carries H.264 and Opus as sent
+// (no transcoding), HTTP-FLV plays its video and HTTP-fMP4 both tracks
+// (ffprobe reads them), and DELETE on the session ends the stream.
+func TestAcceptanceWHIPFromChromium(t *testing.T) {
+	te := startEngine(t, noDemo)
+	h := startBrowserHarness(t)
+	h.page = whipHarness
+	whip := te.mediaURL("/live/browser/whip")
+	browser := peers.StartChromium(t, "http://"+h.addr+"/?whip="+url.QueryEscape(whip))
+	h.waitReport(t, "the publisher to connect", 60*time.Second, func(r browserReport) bool { return r.State == "connected" })
+	info := waitStreamReady(t, te, "live", "browser", 30*time.Second)
+	if got := trackCodecs(info); got != "video:H264,audio:Opus" || info.Origin != "whip" {
+		t.Fatalf("the published stream has %s from %q, want video:H264,audio:Opus from whip; browser: %s", got, info.Origin, browser.Output())
+	}
+	for _, o := range []struct{ name, path, want string }{
+		{"http-flv", "/live/browser.live.flv", "video:h264"}, // FLV has no Opus
+		{"http-fmp4", "/live/browser.live.mp4", "audio:opus,video:h264"},
+	} {
+		if got := probePackets(t, te.mediaURL(o.path), 150); got != o.want {
+			t.Fatalf("%s of the WHIP stream carries %s, want %s", o.name, got, o.want)
+		}
+	}
+	h.requestStop()
+	if del := h.waitReport(t, "the session's DELETE", 30*time.Second, func(r browserReport) bool { return r.Deleted != 0 }); del.Deleted != http.StatusOK {
+		t.Fatalf("DELETE of the WHIP session answered %d, want 200", del.Deleted)
+	}
+	waitFor(t, "the stream to end", 10*time.Second, func() bool {
+		_, live := te.Hub().Stream(hubPath("live", "browser"))
+		return !live && te.rtc.Sessions() == 0
+	})
+}
+
+// probePackets reads n packets of a media URL with ffprobe and lists the
+// streams (kind:codec, sorted) that have at least a fifth of them. It
+// counts packets rather than seconds: ffprobe's time-based reading
+// (mediaprobe) reads nothing of a live fMP4 that starts seconds in.
+func probePackets(t *testing.T, url string, n int) string {
+	t.Helper()
+	out, err := exec.Command("ffprobe", "-v", "error", "-rw_timeout", "10000000", "-read_intervals", "%+#"+strconv.Itoa(n),
+		"-show_entries", "packet=stream_index:stream=index,codec_type,codec_name", "-of", "json", url).Output()
+	if err != nil {
+		t.Fatalf("ffprobe %s: %v", url, err)
+	}
+	var r mediaprobe.Result
+	if err := json.Unmarshal(out, &r); err != nil {
+		t.Fatal(err)
+	}
+	count := map[int]int{}
+	for _, p := range r.Packets {
+		count[p.StreamIndex]++
+	}
+	var got []string
+	for _, s := range r.Streams {
+		if count[s.Index] >= n/5 {
+			got = append(got, s.CodecType+":"+s.CodecName)
+		}
+	}
+	sort.Strings(got)
+	return strings.Join(got, ",")
+}

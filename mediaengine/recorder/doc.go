@@ -1,0 +1,30 @@
+// Package recorder writes a stream from the hub into fragmented MP4 files
+// (segments) under a recording root, one directory per stream and day.
+//
+// A segment is ftyp+moov and then one moof+mdat per part. A part holds at
+// most PartDuration of media and is written the moment it closes, so a
+// crash of the engine loses at most the open part; a keyframe always
+// starts a new part, so every keyframe is a seek point whose byte offset
+// the sidecar index (<file>.idx, JSON lines) records with the part's time,
+// duration and frame count.
+//
+// A segment closes at a keyframe once it has reached the segment duration
+// or size, when the publisher's tracks change, when the stream ends and
+// when recording stops. The next segment starts with that very keyframe:
+// the frames before it (and the audio that arrived before it) are all in
+// the closing file, every frame after it in the next, so no frame is lost
+// or written twice at a boundary. Timestamps are the stream's own
+// timeline (fmp4.ToTimescale), so one file's last frame and the next
+// file's first follow each other by one frame duration.
+//
+// A sidecar without its end line marks a segment that was open when the
+// engine died: Repair truncates the file to its last whole fragment,
+// rebuilds the index from the fragments themselves and reports the file
+// like any other. Every finished file is reported through the Report
+// function (the engine's on_record_mp4 hook) until it succeeds, across
+// restarts: the sidecar notes the report once it was accepted.
+//
+// Cost: one raw hub reader per recorded stream, one fmp4.Fragment
+// allocation and one write(2) per part plus one small sidecar append; the
+// hub's frames are not copied.
+package recorder

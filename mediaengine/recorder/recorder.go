@@ -1,0 +1,196 @@
+package recorder
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/svcplatform/svc/mediaengine/hub"
+	"github.com/svcplatform/svc/mediaengine/media"
+	"github.com/svcplatform/svc/shared/engineapi"
+)
+
+// Config shapes a Recorder.
+type Config struct {
+	// Root is the recording root; it is created when missing.
+	Root            string
+	SegmentDuration time.Duration
+	SegmentMaxBytes int64
+	PartDuration    time.Duration
+	// Report delivers a finished file to the control plane
+	// (on_record_mp4); an error makes the reporter try again later. Nil
+	// leaves files unreported until a recorder with a Report runs.
+	Report func(ctx context.Context, f FileInfo) error
+}
+
+// Recorder records streams of a hub; one instance per recorded stream.
+type Recorder struct {
+	hub      *hub.Hub
+	cfg      Config
+	root     string
+	log      *zap.Logger
+	reporter *reporter
+
+	mu        sync.Mutex
+	instances map[media.Path]*instance
+	closed    bool
+	// files maps the id of every finished file under the root to its path
+	// under the root: playback and deletion find files by id only.
+	files map[string]string
+}
+
+// New makes a recorder and starts its reporter; Close ends both.
+func New(h *hub.Hub, cfg Config, log *zap.Logger) (*Recorder, error) {
+	if err := os.MkdirAll(cfg.Root, 0o750); err != nil {
+		return nil, fmt.Errorf("recorder: root: %w", err)
+	}
+	r := &Recorder{hub: h, cfg: cfg, root: cfg.Root, log: log, instances: map[media.Path]*instance{}, files: map[string]string{}}
+	r.reporter = newReporter(cfg.Root, cfg.Report, log)
+	return r, nil
+}
+
+// nameRE is what an app, stream or vhost must look like to name a
+// directory: no separators, no "..", nothing hidden.
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$`)
+
+// Start begins recording the stream at p (which need not be live yet);
+// segment, when positive, overrides the segment duration.
+func (r *Recorder) Start(p media.Path, segment time.Duration) (engineapi.RecordingInfo, error) {
+	p = hub.Key(p)
+	for _, n := range []string{p.Vhost, p.App, p.Stream} {
+		if !nameRE.MatchString(n) {
+			return engineapi.RecordingInfo{}, fmt.Errorf("%w: %q", ErrBadName, n)
+		}
+	}
+	if segment <= 0 {
+		segment = r.cfg.SegmentDuration
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return engineapi.RecordingInfo{}, ErrClosed
+	}
+	if _, ok := r.instances[p]; ok {
+		return engineapi.RecordingInfo{}, fmt.Errorf("%w: %s", ErrAlreadyRecording, p)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	in := &instance{rec: r, path: p, segDur: segment, cancel: cancel, done: make(chan struct{}), stopReason: ReasonStopped,
+		info: engineapi.RecordingInfo{Vhost: p.Vhost, App: p.App, Stream: p.Stream, State: "waiting", StartedAt: time.Now().UTC()}}
+	r.instances[p] = in
+	go in.run(ctx)
+	r.log.Info("recording started", zap.String("stream", p.String()), zap.Duration("segment", segment))
+	return in.snapshot(), nil
+}
+
+// Stop ends recording the stream at p; it returns once the open file is
+// finished and handed to the reporter.
+func (r *Recorder) Stop(p media.Path) (engineapi.RecordingInfo, error) {
+	p = hub.Key(p)
+	r.mu.Lock()
+	in, ok := r.instances[p]
+	delete(r.instances, p)
+	r.mu.Unlock()
+	if !ok {
+		return engineapi.RecordingInfo{}, fmt.Errorf("%w: %s", ErrNotRecording, p)
+	}
+	in.cancel()
+	<-in.done
+	r.log.Info("recording stopped", zap.String("stream", p.String()))
+	info := in.snapshot()
+	info.State = "stopped"
+	return info, nil
+}
+
+// List describes the streams being recorded, by path.
+func (r *Recorder) List() []engineapi.RecordingInfo {
+	r.mu.Lock()
+	ins := make([]*instance, 0, len(r.instances))
+	for _, in := range r.instances {
+		ins = append(ins, in)
+	}
+	r.mu.Unlock()
+	out := make([]engineapi.RecordingInfo, 0, len(ins))
+	for _, in := range ins {
+		out = append(out, in.snapshot())
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		return a.Vhost+"/"+a.App+"/"+a.Stream < b.Vhost+"/"+b.App+"/"+b.Stream
+	})
+	return out
+}
+
+// addFile makes a finished file findable by its id.
+func (r *Recorder) addFile(id, rel string) {
+	r.mu.Lock()
+	r.files[id] = rel
+	r.mu.Unlock()
+}
+
+// Lookup finds a finished file by id: its absolute path and its sidecar
+// index. A file still being written is not found.
+func (r *Recorder) Lookup(fileID string) (string, *Index, error) {
+	r.mu.Lock()
+	rel, ok := r.files[fileID]
+	r.mu.Unlock()
+	if !ok {
+		return "", nil, fmt.Errorf("%w: %q", ErrFileNotFound, fileID)
+	}
+	abs := filepath.Join(r.root, rel)
+	x, err := readIndex(abs + ".idx")
+	if err != nil {
+		return "", nil, err
+	}
+	return abs, x, nil
+}
+
+// Delete removes a finished file and its sidecar; a file being written
+// (or unknown) gives ErrFileNotFound.
+func (r *Recorder) Delete(fileID string) error {
+	r.mu.Lock()
+	rel, ok := r.files[fileID]
+	delete(r.files, fileID)
+	r.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("%w: %q", ErrFileNotFound, fileID)
+	}
+	abs := filepath.Join(r.root, rel)
+	err := os.Remove(abs)
+	if errors.Is(err, fs.ErrNotExist) {
+		err = nil
+	}
+	if rerr := os.Remove(abs + ".idx"); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) && err == nil {
+		err = rerr
+	}
+	return err
+}
+
+// Root is the recording root.
+func (r *Recorder) Root() string { return r.root }
+
+// Close stops every recording (their files are finished) and the
+// reporter; reports not yet delivered are sent by the next recorder on
+// the same root.
+func (r *Recorder) Close() {
+	r.mu.Lock()
+	r.closed = true
+	ins := r.instances
+	r.instances = map[media.Path]*instance{}
+	r.mu.Unlock()
+	for _, in := range ins {
+		in.cancel()
+	}
+	for _, in := range ins {
+		<-in.done
+	}
+	r.reporter.close()
+}

@@ -1,0 +1,264 @@
+package recorder
+
+import (
+	"time"
+
+	"github.com/svcplatform/svc/mediaengine/fmp4"
+	"github.com/svcplatform/svc/mediaengine/media"
+)
+
+// streamWriter turns one publisher's frames into parts and segments. It
+// is owned by its instance's goroutine.
+//
+// A sample's duration is known only from the next frame of its track, so
+// each track's latest frame is held. A keyframe completes the held video
+// frame and starts a new part; a part also closes once it spans
+// PartDuration. A segment closes at a keyframe (or, without video, at any
+// frame) past its duration or size: the held video frame ends where the
+// keyframe starts, held audio takes its track's last duration, and the
+// keyframe opens the next file.
+type streamWriter struct {
+	root     string
+	path     media.Path
+	segDur   time.Duration
+	segMax   int64
+	partDur  time.Duration
+	tracks   []*media.Track // carried, in stream order
+	byID     []int          // stream track ID -> index in tracks, -1 when not carried
+	hasVideo bool
+	// wall0 is the wall-clock time of the stream time dts0: a frame's wall
+	// time is wall0 + (DTS - dts0), free of the jitter of arrival.
+	wall0 time.Time
+	dts0  time.Duration
+
+	held    []*media.Frame
+	lastDur []uint32 // per track, in its timescale
+	runs    []fmp4.Run
+	// The open part: its frames, the first completed sample's time and
+	// the latest end of a completed sample.
+	partFrames int
+	partStart  time.Duration
+	partEnd    time.Duration
+
+	seg *segment
+	// onFile receives each finished file; onErr a write error (the
+	// instance stops the file and retries at the next keyframe).
+	onFile func(FileInfo, error)
+}
+
+func newStreamWriter(root string, p media.Path, tracks []*media.Track, segDur time.Duration, segMax int64, partDur time.Duration,
+	onFile func(FileInfo, error)) *streamWriter {
+	w := &streamWriter{root: root, path: p, segDur: segDur, segMax: segMax, partDur: partDur, onFile: onFile}
+	maxID := 0
+	for _, t := range tracks {
+		maxID = max(maxID, t.ID+1)
+	}
+	w.byID = make([]int, maxID)
+	for i := range w.byID {
+		w.byID[i] = -1
+	}
+	for _, t := range tracks {
+		switch t.Codec {
+		case media.CodecH264, media.CodecH265, media.CodecAAC, media.CodecOpus, media.CodecPCMA, media.CodecPCMU:
+		default:
+			continue
+		}
+		w.byID[t.ID] = len(w.tracks)
+		w.tracks = append(w.tracks, t)
+		w.hasVideo = w.hasVideo || t.Kind() == media.KindVideo
+	}
+	w.held = make([]*media.Frame, len(w.tracks))
+	w.lastDur = make([]uint32, len(w.tracks))
+	w.runs = make([]fmp4.Run, len(w.tracks))
+	for i, t := range w.tracks {
+		w.runs[i].Track = t
+	}
+	return w
+}
+
+// carries reports whether the writer records any track.
+func (w *streamWriter) carries() bool { return len(w.tracks) > 0 }
+
+// frame records one frame; it returns the bytes written to the files so
+// far, for statistics.
+func (w *streamWriter) frame(f *media.Frame) error {
+	id := f.Track.ID
+	if id < 0 || id >= len(w.byID) || w.byID[id] < 0 {
+		return nil
+	}
+	i := w.byID[id]
+	video := f.Track.Kind() == media.KindVideo
+	key := video && f.Keyframe
+	boundary := key || !w.hasVideo
+	if w.seg == nil {
+		if !boundary {
+			return nil // a file starts at a keyframe; the hub's reader does too
+		}
+		if w.wall0.IsZero() {
+			w.wall0, w.dts0 = time.Now(), f.DTS
+		}
+		if err := w.open(f.DTS); err != nil {
+			return err
+		}
+	} else if boundary && (f.DTS-w.seg.baseDTS >= w.segDur || w.seg.size >= w.segMax) {
+		reason := ReasonDuration
+		if f.DTS-w.seg.baseDTS < w.segDur {
+			reason = ReasonSize
+		}
+		if err := w.closeSegment(f.DTS, true, reason); err != nil {
+			return err
+		}
+		if err := w.open(f.DTS); err != nil {
+			return err
+		}
+	} else if key {
+		w.complete(i, f.DTS)
+		if err := w.flushPart(); err != nil {
+			return err
+		}
+	}
+	if w.held[i] != nil {
+		w.complete(i, f.DTS)
+	}
+	w.held[i] = f
+	if w.partFrames > 0 && w.partEnd-w.partStart >= w.partDur {
+		return w.flushPart()
+	}
+	return nil
+}
+
+func (w *streamWriter) open(first time.Duration) error {
+	seg, err := createSegment(w.root, w.path, w.tracks, first, w.wall0.Add(first-w.dts0))
+	if err != nil {
+		return err
+	}
+	w.seg = seg
+	return nil
+}
+
+// complete moves track i's held frame into the open part, ending at next
+// (its successor's DTS).
+func (w *streamWriter) complete(i int, next time.Duration) {
+	prev := w.held[i]
+	if prev == nil {
+		return
+	}
+	w.held[i] = nil
+	t := w.tracks[i]
+	scale := fmp4.Timescale(t)
+	base := fmp4.ToTimescale(prev.DTS, scale)
+	end := fmp4.ToTimescale(next, scale)
+	dur := uint32(0)
+	if end > base {
+		dur = uint32(end - base)
+	}
+	w.lastDur[i] = dur
+	w.add(i, prev, base, dur, next)
+}
+
+// completeEstimated moves track i's held frame into the open part with
+// the track's last duration: the frame ends a file and its successor goes
+// to the next one (or never comes).
+func (w *streamWriter) completeEstimated(i int) {
+	prev := w.held[i]
+	if prev == nil {
+		return
+	}
+	w.held[i] = nil
+	t := w.tracks[i]
+	scale := fmp4.Timescale(t)
+	dur := w.lastDur[i]
+	if dur == 0 {
+		dur = defaultDuration(t)
+	}
+	base := fmp4.ToTimescale(prev.DTS, scale)
+	w.add(i, prev, base, dur, prev.DTS+time.Duration(dur)*time.Second/time.Duration(scale))
+}
+
+// defaultDuration is a frame's duration when a track has shown none: 40 ms
+// of video, an AAC frame, 20 ms of other audio.
+func defaultDuration(t *media.Track) uint32 {
+	scale := fmp4.Timescale(t)
+	switch {
+	case t.Kind() == media.KindVideo:
+		return scale / 25
+	case t.Codec == media.CodecAAC:
+		return 1024
+	}
+	return scale / 50
+}
+
+func (w *streamWriter) add(i int, f *media.Frame, base uint64, dur uint32, end time.Duration) {
+	r := &w.runs[i]
+	if len(r.Samples) == 0 {
+		r.BaseTime = base
+	}
+	r.Samples = append(r.Samples, fmp4.Sample{Frame: f, Duration: dur})
+	if w.partFrames == 0 || f.DTS < w.partStart {
+		w.partStart = f.DTS
+	}
+	if w.partFrames == 0 || end > w.partEnd {
+		w.partEnd = end
+	}
+	w.partFrames++
+}
+
+// flushPart writes the open part as one fragment.
+func (w *streamWriter) flushPart() error {
+	if w.partFrames == 0 {
+		return nil
+	}
+	runs := make([]fmp4.Run, 0, len(w.runs))
+	key := !w.hasVideo
+	for i := range w.runs {
+		r := w.runs[i]
+		if len(r.Samples) == 0 {
+			continue
+		}
+		if r.Track.Kind() == media.KindVideo {
+			key = r.Samples[0].Frame.Keyframe
+		}
+		runs = append(runs, r)
+	}
+	err := w.seg.writePart(runs, w.partStart, w.partEnd, key, w.partFrames)
+	for i := range w.runs {
+		clear(w.runs[i].Samples)
+		w.runs[i].Samples = w.runs[i].Samples[:0]
+	}
+	w.partFrames = 0
+	return err
+}
+
+// closeSegment finishes the open file. At a keyframe (atKey) the held
+// video frames end where it starts and the keyframe goes to the next
+// file; otherwise (the stream ended, recording stopped) every held frame
+// takes its track's last duration.
+func (w *streamWriter) closeSegment(next time.Duration, atKey bool, reason string) error {
+	if w.seg == nil {
+		return nil
+	}
+	for i, t := range w.tracks {
+		if atKey && t.Kind() == media.KindVideo {
+			w.complete(i, next)
+		} else {
+			w.completeEstimated(i)
+		}
+	}
+	err := w.flushPart()
+	seg := w.seg
+	w.seg = nil
+	info, ferr := seg.finish(reason)
+	if err == nil {
+		err = ferr
+	}
+	w.onFile(info, err)
+	return err
+}
+
+// written is the open file's size so far.
+func (w *streamWriter) written() (id string, size int64, frames uint64) {
+	if w.seg == nil {
+		return "", 0, 0
+	}
+	return w.seg.head.FileID, w.seg.size, w.seg.frames
+}

@@ -1,0 +1,152 @@
+// Package recordplay serves recorded files on the engine's media port,
+// behind the same on_play check as live streams: a recording lease's
+// ticket is bound to the reserved vhost RecordVhost, app RecordApp and the
+// file's id as stream, so a live ticket never opens a file nor a file
+// ticket a live stream.
+//
+// GET /record/{fileId}.mp4 answers the file as it is, with HTTP Range
+// (206, 416) and conditional requests, for <video> elements, downloads and
+// ffmpeg's own seeking. With ?start=S (seconds from the file's start) and
+// optionally &duration=D it answers a time-addressed fragmented MP4: the
+// initialisation segment and the parts from the last keyframe at or
+// before S, found in the sidecar index without reading the media.
+package recordplay
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"go.uber.org/zap"
+
+	"github.com/svcplatform/svc/mediaengine/recorder"
+	"github.com/svcplatform/svc/shared/engineapi"
+)
+
+// The reserved stream names of recorded playback in on_play.
+const (
+	RecordVhost = engineapi.RecordPlaybackVhost
+	RecordApp   = engineapi.RecordPlaybackApp
+	// Protocol is the on_play protocol of every recorded-playback request.
+	Protocol = "http-fmp4"
+)
+
+// Files finds finished files by id (recorder.Recorder).
+type Files interface {
+	Lookup(fileID string) (string, *recorder.Index, error)
+}
+
+// Gate is the on_play hook.
+type Gate interface {
+	AllowPlay(ctx context.Context, req engineapi.PlayHook) (engineapi.HookAnswer, error)
+}
+
+// Handler serves /record/{file}.
+type Handler struct {
+	Files Files
+	Gate  Gate
+	Log   *zap.Logger
+}
+
+// maxSeconds bounds start and duration (a day).
+const maxSeconds = 86400
+
+// ServeHTTP answers GET /record/{file}, {file} being <fileId>.mp4.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	id, ok := strings.CutSuffix(r.PathValue("file"), ".mp4")
+	if _, err := uuid.Parse(id); !ok || err != nil {
+		http.Error(w, "no such recording file", http.StatusNotFound)
+		return
+	}
+	q := r.URL.Query()
+	start, okS := seconds(q.Get("start"))
+	dur, okD := seconds(q.Get("duration"))
+	if !okS || !okD {
+		http.Error(w, "start and duration are seconds within 0-86400", http.StatusBadRequest)
+		return
+	}
+	if !h.admit(w, r, id) {
+		return
+	}
+	path, x, err := h.Files.Lookup(id)
+	if errors.Is(err, recorder.ErrFileNotFound) {
+		http.Error(w, "no such recording file on this media server", http.StatusNotFound)
+		return
+	}
+	if err != nil {
+		h.Log.Warn("recorded file unreadable", zap.String("fileId", id), zap.Error(err))
+		http.Error(w, "the recording file cannot be read", http.StatusInternalServerError)
+		return
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		http.Error(w, "the recording file cannot be read", http.StatusNotFound)
+		return
+	}
+	defer f.Close()
+	w.Header().Set("Content-Type", "video/mp4")
+	w.Header().Set("Cache-Control", "private, no-store")
+	if q.Get("start") == "" && q.Get("duration") == "" {
+		st, err := f.Stat()
+		if err != nil {
+			http.Error(w, "the recording file cannot be read", http.StatusInternalServerError)
+			return
+		}
+		http.ServeContent(w, r, id+".mp4", st.ModTime(), f)
+		return
+	}
+	from, to, ok := x.Span(start, dur)
+	if !ok || (x.Duration() > 0 && start >= x.Duration()) {
+		http.Error(w, "the file has no media at that time", http.StatusRequestedRangeNotSatisfiable)
+		return
+	}
+	w.Header().Set("Content-Length", strconv.FormatInt(x.InitSize()+to-from, 10))
+	w.WriteHeader(http.StatusOK)
+	if r.Method == http.MethodHead {
+		return
+	}
+	if _, err := io.Copy(w, io.NewSectionReader(f, 0, x.InitSize())); err != nil {
+		return
+	}
+	io.Copy(w, io.NewSectionReader(f, from, to-from))
+}
+
+func seconds(v string) (time.Duration, bool) {
+	if v == "" {
+		return 0, true
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || f < 0 || f > maxSeconds || f != f {
+		return 0, false
+	}
+	return time.Duration(f * float64(time.Second)), true
+}
+
+// admit asks on_play (a stand-alone engine without hooks admits every
+// request, as it does live players); a refusal answers 403 with the control plane's
+// reason, no decision (an unreachable control plane) 503.
+func (h *Handler) admit(w http.ResponseWriter, r *http.Request, fileID string) bool {
+	params := map[string]string{}
+	for k, v := range r.URL.Query() {
+		if len(v) > 0 {
+			params[k] = v[0]
+		}
+	}
+	ans, err := h.Gate.AllowPlay(r.Context(), engineapi.PlayHook{StreamRef: engineapi.StreamRef{Vhost: RecordVhost, App: RecordApp, Stream: fileID},
+		Protocol: Protocol, RemoteAddr: r.RemoteAddr, Params: params})
+	if err != nil {
+		http.Error(w, "the playback ticket could not be checked; try again", http.StatusServiceUnavailable)
+		return false
+	}
+	if !ans.Allow {
+		http.Error(w, "not allowed: "+ans.Reason, http.StatusForbidden)
+		return false
+	}
+	return true
+}

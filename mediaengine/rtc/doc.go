@@ -1,0 +1,30 @@
+// Package rtc is the engine's WebRTC server: WHEP playback of any hub
+// stream and WHIP publishing into the hub, on github.com/pion/webrtc/v4.
+//
+// All peers share one UDP port (the ICE UDP mux) and, as a fallback for
+// networks that block UDP, one ICE-TCP port; a session is found by its ICE
+// username fragment, so the engine needs no port range for WebRTC.
+//
+// Nothing is transcoded. A WHEP viewer is a raw hub reader like an RTSP
+// player: its bounded queue drops frames until the next keyframe when the
+// viewer falls behind, and each frame is packetised once for that viewer
+// (rtpcodec) and sent through pion, whose interceptors answer NACKs from
+// their send buffer and send RTCP reports. Audio the browser cannot take
+// (AAC, or G.711 it did not offer) is left out and the session says so in
+// its notes; video that is not H.264 (or H.265 a browser offered) leaves the
+// session without video. A viewer starts at a keyframe that arrives after
+// it joined, and asks the source for one (RequestKeyframe): a WHIP
+// publisher relays that as a PLI; a camera's next GOP comes on its own.
+// Viewers' PLI and FIR are relayed the same way.
+//
+// A WHIP publisher is admitted by on_publish with the tracks the answer
+// negotiated (H.264, Opus, G.711: what the hub carries; VP8, which no
+// output could mux, is not answered), before the answer is sent; its RTP
+// is put back in order (NACK retransmissions arrive late) and
+// depacketised into the hub like an RTSP publisher's, and keyframe
+// requests from any reader reach it as PLI.
+//
+// Signalling is plain HTTP (RFC 9725 WHIP, and WHEP drafted on it): POST
+// an SDP offer, get the answer with a session resource URL (Location);
+// DELETE it to leave, PATCH it with an SDP fragment for trickle ICE.
+package rtc

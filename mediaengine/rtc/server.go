@@ -1,0 +1,292 @@
+package rtc
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+
+	"github.com/pion/interceptor"
+	"github.com/pion/webrtc/v4"
+	"go.uber.org/zap"
+
+	"github.com/svcplatform/svc/mediaengine/hub"
+	"github.com/svcplatform/svc/mediaengine/media"
+)
+
+// Config shapes the server.
+type Config struct {
+	// UDPAddr is the one UDP port every peer's media uses (ICE UDP mux).
+	UDPAddr string
+	// TCPAddr, when set, accepts ICE-TCP (RFC 6544 passive candidates) for
+	// peers whose network blocks UDP.
+	TCPAddr string
+	// PublicIPs, when set, are announced in candidates instead of the
+	// addresses the ports are bound to (a host behind 1:1 NAT).
+	PublicIPs []string
+	// MaxSessions bounds the WHEP and WHIP sessions together.
+	MaxSessions int
+}
+
+// Host is what the server needs of the engine: players and publishers
+// admitted by its hooks. Refusals wrap ErrPlayDenied, ErrPublishDenied,
+// ErrStreamNotFound or ErrAlreadyPublishing so the server answers with
+// their codes.
+type Host interface {
+	// Play admits a player of path and subscribes it to the stream's raw
+	// frames; leave ends it.
+	Play(ctx context.Context, path media.Path, protocol, remoteAddr string, params map[string]string) (rd *hub.Reader, leave func(), err error)
+	// Publish admits a publisher of path with these tracks.
+	Publish(ctx context.Context, path media.Path, origin hub.Origin, params map[string]string, tracks []*media.Track) (*hub.Publisher, error)
+}
+
+// Refusals a Host wraps.
+var (
+	ErrPlayDenied        = &Error{http.StatusForbidden, "play_denied", "playback denied"}
+	ErrPublishDenied     = &Error{http.StatusForbidden, "publish_denied", "publishing denied"}
+	ErrStreamNotFound    = &Error{http.StatusNotFound, "stream_not_found", "no such stream"}
+	ErrAlreadyPublishing = &Error{http.StatusConflict, "already_publishing", "the stream already has a publisher"}
+)
+
+// Protocol names WebRTC players and publishers in hooks and listings.
+const Protocol = "webrtc"
+
+// Server is the WebRTC server.
+type Server struct {
+	cfg  Config
+	host Host
+	log  *zap.Logger
+	api  *webrtc.API // WHEP viewers
+	// whipAPI answers publishers with the codecs the hub carries only.
+	whipAPI *webrtc.API
+	udp     net.PacketConn
+	tcp     net.Listener
+
+	// logsOff silences pion once the server has closed.
+	logsOff atomic.Bool
+
+	mu       sync.Mutex
+	sessions map[string]session
+	closed   bool
+	wg       sync.WaitGroup
+}
+
+// session is a WHEP viewer or a WHIP publisher.
+type session interface {
+	// addCandidates trickles a PATCH's candidates into the session.
+	addCandidates(f *candidateFragment) error
+	// close ends the session; the server forgets it.
+	close(reason error)
+	// path is the stream the session plays or publishes.
+	path() media.Path
+}
+
+// New opens the server's ports.
+func New(cfg Config, host Host, log *zap.Logger) (*Server, error) {
+	if cfg.MaxSessions <= 0 {
+		cfg.MaxSessions = 2000
+	}
+	s := &Server{cfg: cfg, host: host, log: log, sessions: map[string]session{}}
+	udp, err := net.ListenPacket("udp", cfg.UDPAddr)
+	if err != nil {
+		return nil, fmt.Errorf("rtc: udp %s: %w", cfg.UDPAddr, err)
+	}
+	s.udp = udp
+	logs := pionLogs{log: log.Named("pion"), closed: &s.logsOff}
+	var se webrtc.SettingEngine
+	se.LoggerFactory = logs
+	se.SetICEUDPMux(webrtc.NewICEUDPMux(logs.NewLogger("udpmux"), udp))
+	networks := []webrtc.NetworkType{webrtc.NetworkTypeUDP4, webrtc.NetworkTypeUDP6}
+	if cfg.TCPAddr != "" {
+		tcp, err := net.Listen("tcp", cfg.TCPAddr)
+		if err != nil {
+			udp.Close()
+			return nil, fmt.Errorf("rtc: ice-tcp %s: %w", cfg.TCPAddr, err)
+		}
+		s.tcp = tcp
+		se.SetICETCPMux(webrtc.NewICETCPMux(logs.NewLogger("tcpmux"), tcp, 32))
+		networks = append(networks, webrtc.NetworkTypeTCP4, webrtc.NetworkTypeTCP6)
+	}
+	se.SetNetworkTypes(networks)
+	if ua, ok := udp.LocalAddr().(*net.UDPAddr); ok && ua.IP.IsLoopback() {
+		// A server bound to loopback (tests, a host behind a local proxy)
+		// has only loopback candidates to give.
+		se.SetIncludeLoopbackCandidate(true)
+	}
+	if len(cfg.PublicIPs) > 0 {
+		if err := se.SetICEAddressRewriteRules(webrtc.ICEAddressRewriteRule{External: cfg.PublicIPs,
+			AsCandidateType: webrtc.ICECandidateTypeHost}); err != nil {
+			s.closePorts()
+			return nil, fmt.Errorf("rtc: publicIps: %w", err)
+		}
+	}
+	for _, publish := range []bool{false, true} {
+		me := &webrtc.MediaEngine{}
+		if err := registerCodecs(me, publish); err != nil {
+			s.closePorts()
+			return nil, err
+		}
+		ir := &interceptor.Registry{}
+		if err := webrtc.RegisterDefaultInterceptors(me, ir); err != nil {
+			s.closePorts()
+			return nil, fmt.Errorf("rtc: interceptors: %w", err)
+		}
+		api := webrtc.NewAPI(webrtc.WithSettingEngine(se), webrtc.WithMediaEngine(me), webrtc.WithInterceptorRegistry(ir))
+		if publish {
+			s.whipAPI = api
+		} else {
+			s.api = api
+		}
+	}
+	log.Info("WebRTC server listening", zap.String("udp", udp.LocalAddr().String()), zap.Stringer("tcp", addrOf(s.tcp)))
+	return s, nil
+}
+
+func addrOf(ln net.Listener) net.Addr {
+	if ln == nil {
+		return &net.TCPAddr{}
+	}
+	return ln.Addr()
+}
+
+func (s *Server) closePorts() {
+	s.udp.Close()
+	if s.tcp != nil {
+		s.tcp.Close()
+	}
+}
+
+// UDPAddr is the address of the shared UDP port.
+func (s *Server) UDPAddr() net.Addr { return s.udp.LocalAddr() }
+
+// TCPAddr is the address of the ICE-TCP port, nil when it is off.
+func (s *Server) TCPAddr() net.Addr {
+	if s.tcp == nil {
+		return nil
+	}
+	return s.tcp.Addr()
+}
+
+// Sessions is the number of open sessions.
+func (s *Server) Sessions() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.sessions)
+}
+
+// Close ends every session and closes the ports.
+func (s *Server) Close() {
+	s.mu.Lock()
+	s.closed = true
+	all := make([]session, 0, len(s.sessions))
+	for _, ss := range s.sessions {
+		all = append(all, ss)
+	}
+	s.mu.Unlock()
+	for _, ss := range all {
+		ss.close(ErrClosed)
+	}
+	s.wg.Wait()
+	// The mux's reader reports the closed socket as an error: not one.
+	s.logsOff.Store(true)
+	s.closePorts()
+}
+
+// reserve takes a session slot under a new id.
+func (s *Server) reserve() (string, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("rtc: session id: %w", err)
+	}
+	id := hex.EncodeToString(b[:])
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return "", ErrClosed
+	}
+	if len(s.sessions) >= s.cfg.MaxSessions {
+		return "", ErrTooManySessions
+	}
+	s.sessions[id] = nil
+	return id, nil
+}
+
+// register fills a reserved slot; it fails when the server closed meanwhile.
+func (s *Server) register(id string, ss session) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.sessions[id] = ss
+	s.wg.Add(1)
+	return true
+}
+
+// release forgets a session (or an unfilled reservation).
+func (s *Server) release(id string, filled bool) {
+	s.mu.Lock()
+	delete(s.sessions, id)
+	s.mu.Unlock()
+	if filled {
+		s.wg.Done()
+	}
+}
+
+func (s *Server) lookup(id string, path media.Path) (session, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ss := s.sessions[id]
+	if ss == nil || ss.path() != path {
+		return nil, ErrSessionNotFound
+	}
+	return ss, nil
+}
+
+// newPeerConnection makes a peer connection for a viewer or, with publish,
+// a publisher.
+func (s *Server) newPeerConnection(publish bool) (*webrtc.PeerConnection, error) {
+	api := s.api
+	if publish {
+		api = s.whipAPI
+	}
+	pc, err := api.NewPeerConnection(webrtc.Configuration{})
+	if err != nil {
+		return nil, fmt.Errorf("rtc: peer connection: %w", err)
+	}
+	return pc, nil
+}
+
+// answer applies the offer, makes the answer and waits for the candidates
+// of the shared ports (immediate with a mux), so the answer is complete
+// and the client need not trickle.
+func answer(ctx context.Context, pc *webrtc.PeerConnection, offerSDP string) (string, error) {
+	if err := pc.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeOffer, SDP: offerSDP}); err != nil {
+		return "", fmt.Errorf("%w: %w", ErrInvalidSDP, err)
+	}
+	ans, err := pc.CreateAnswer(nil)
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", ErrNoCommonCodec, err)
+	}
+	gathered := webrtc.GatheringCompletePromise(pc)
+	if err := pc.SetLocalDescription(ans); err != nil {
+		return "", fmt.Errorf("rtc: local description: %w", err)
+	}
+	select {
+	case <-gathered:
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+	return pc.LocalDescription().SDP, nil
+}
+
+// errorIsClosed reports whether err only says a connection ended.
+func errorIsClosed(err error) bool {
+	return err == nil || errors.Is(err, net.ErrClosed) || errors.Is(err, context.Canceled) ||
+		errors.Is(err, hub.ErrReaderClosed) || errors.Is(err, hub.ErrStreamClosed)
+}

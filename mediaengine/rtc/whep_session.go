@@ -1,0 +1,273 @@
+package rtc
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/pion/rtcp"
+	"github.com/pion/webrtc/v4"
+	"go.uber.org/zap"
+
+	"github.com/svcplatform/svc/mediaengine/hub"
+	"github.com/svcplatform/svc/mediaengine/media"
+	"github.com/svcplatform/svc/mediaengine/rtpcodec"
+)
+
+// mtu is the RTP packet size sent to browsers: less than the usual 1400
+// to leave room for SRTP's tag and a TURN relay's headers.
+const mtu = 1200
+
+// connectTimeout ends a session whose peer never completes ICE and DTLS.
+const connectTimeout = 20 * time.Second
+
+// keyframeInterval spaces the keyframe requests one viewer relays.
+const keyframeInterval = 500 * time.Millisecond
+
+// whepSession is one WHEP viewer: a raw hub reader whose frames are
+// packetised and sent to the peer.
+type whepSession struct {
+	id    string
+	srv   *Server
+	p     media.Path
+	pc    *webrtc.PeerConnection
+	rd    *hub.Reader
+	leave func()
+	// tracks is indexed by hub track id; nil for a track left out.
+	tracks []*sendTrack
+	notes  []string
+
+	ctx       context.Context
+	cancel    context.CancelFunc
+	connected chan struct{}
+	connOnce  sync.Once
+	closeOnce sync.Once
+	wg        sync.WaitGroup
+
+	keyMu   sync.Mutex
+	lastKey time.Time
+}
+
+// sendTrack is one hub track on its way to the viewer.
+type sendTrack struct {
+	local *webrtc.TrackLocalStaticRTP
+	pack  rtpcodec.Packetizer
+	clock int64
+	base  uint32
+}
+
+func (s *whepSession) path() media.Path { return s.p }
+
+// setup adds the tracks the viewer can take to pc, or fails with
+// ErrNoCommonCodec when it can take none.
+func (s *whepSession) setup(o *offer) error {
+	s.tracks = make([]*sendTrack, len(s.rd.Tracks()))
+	for _, t := range s.rd.Tracks() {
+		capability, note := sendCapability(t, o)
+		if note != "" {
+			s.notes = append(s.notes, note)
+			continue
+		}
+		local, err := webrtc.NewTrackLocalStaticRTP(capability, string(t.Kind()), "svc")
+		if err != nil {
+			return err
+		}
+		sender, err := s.pc.AddTrack(local)
+		if err != nil {
+			return err
+		}
+		var rnd [8]byte
+		_, _ = rand.Read(rnd[:])
+		pack, err := rtpcodec.NewPacketizer(rtpcodec.Format{PayloadType: 96, ClockRate: t.ClockRate}, t, binary.BigEndian.Uint32(rnd[:4]),
+			binary.BigEndian.Uint16(rnd[4:6]), mtu)
+		if err != nil {
+			return err
+		}
+		s.tracks[t.ID] = &sendTrack{local: local, pack: pack, clock: int64(capability.ClockRate), base: binary.BigEndian.Uint32(rnd[4:])}
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.readRTCP(sender)
+		}()
+	}
+	for _, st := range s.tracks {
+		if st != nil {
+			return nil
+		}
+	}
+	return ErrNoCommonCodec
+}
+
+// start watches the connection and sends frames once it is up.
+func (s *whepSession) start() {
+	s.pc.OnConnectionStateChange(func(st webrtc.PeerConnectionState) {
+		switch st {
+		case webrtc.PeerConnectionStateConnected:
+			s.connOnce.Do(func() { close(s.connected) })
+		case webrtc.PeerConnectionStateFailed:
+			s.close(errors.New("ICE or DTLS failed"))
+		case webrtc.PeerConnectionStateClosed:
+			s.close(nil)
+		}
+	})
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.run()
+	}()
+}
+
+func (s *whepSession) run() {
+	t := time.NewTimer(connectTimeout)
+	select {
+	case <-s.connected:
+		t.Stop()
+	case <-t.C:
+		s.close(errors.New("the peer did not connect within " + connectTimeout.String()))
+		return
+	case <-s.ctx.Done():
+		t.Stop()
+		return
+	}
+	s.requestKeyframe()
+	var buf []*hub.Packet
+	started := false
+	for {
+		var err error
+		buf, err = s.rd.Next(s.ctx, buf[:0])
+		if err != nil {
+			s.close(err)
+			return
+		}
+		from := 0
+		if !started {
+			// Start at the newest keyframe queued: the GOP cache and what
+			// came while ICE and DTLS were set up.
+			from = -1
+			for i := len(buf) - 1; i >= 0; i-- {
+				if buf[i].Keyframe {
+					from = i
+					break
+				}
+			}
+			if from < 0 {
+				clear(buf)
+				continue
+			}
+			started = true
+		}
+		for i := from; i < len(buf); i++ {
+			if err := s.send(buf[i].Frame); err != nil {
+				s.close(err)
+				return
+			}
+		}
+		clear(buf)
+	}
+}
+
+func (s *whepSession) send(f *media.Frame) error {
+	st := s.tracks[f.Track.ID]
+	if st == nil {
+		return nil
+	}
+	ts := st.base + uint32(int64(f.PTS)*st.clock/int64(time.Second))
+	return st.pack.Packetize(f, ts, func(pkt []byte) error {
+		// A write fails only when the connection is going away, which the
+		// connection state reports; the other tracks keep going until then.
+		_, _ = st.local.Write(pkt)
+		return nil
+	})
+}
+
+// readRTCP reads a sender's RTCP (which also runs pion's NACK responder
+// and report interceptors) and relays keyframe requests to the source.
+func (s *whepSession) readRTCP(sender *webrtc.RTPSender) {
+	for {
+		pkts, _, err := sender.ReadRTCP()
+		if err != nil {
+			return
+		}
+		for _, p := range pkts {
+			switch p.(type) {
+			case *rtcp.PictureLossIndication, *rtcp.FullIntraRequest:
+				s.requestKeyframe()
+			}
+		}
+	}
+}
+
+// requestKeyframe asks the source for a keyframe, at most once per
+// keyframeInterval for this viewer.
+func (s *whepSession) requestKeyframe() {
+	s.keyMu.Lock()
+	if time.Since(s.lastKey) < keyframeInterval {
+		s.keyMu.Unlock()
+		return
+	}
+	s.lastKey = time.Now()
+	s.keyMu.Unlock()
+	s.rd.Stream().RequestKeyframe()
+}
+
+func (s *whepSession) addCandidates(f *candidateFragment) error {
+	return addCandidates(s.pc, f)
+}
+
+func (s *whepSession) close(reason error) {
+	s.closeOnce.Do(func() {
+		s.cancel()
+		s.leave()
+		go func() {
+			// pion's Close waits for its own goroutines, some of which may
+			// be the caller (a state-change callback): close elsewhere.
+			_ = s.pc.Close()
+			s.wg.Wait()
+			s.srv.release(s.id, true)
+		}()
+		log := s.srv.log.Info
+		if errorIsClosed(reason) {
+			log = s.srv.log.Debug
+		}
+		log("WHEP session ended", zap.String("session", s.id), zap.String("stream", s.p.String()), zap.Uint64("frames", s.rd.Frames()),
+			zap.Uint64("dropped", s.rd.Dropped()), zap.NamedError("reason", reason))
+	})
+}
+
+// addCandidates trickles a fragment's candidates into pc.
+func addCandidates(pc *webrtc.PeerConnection, f *candidateFragment) error {
+	remote := pc.RemoteDescription()
+	if remote == nil {
+		return ErrSessionNotFound
+	}
+	if f.ufrag != "" && !sameUfrag(remote.SDP, f.ufrag) {
+		return ErrICERestart
+	}
+	for _, c := range f.candidates {
+		init := webrtc.ICECandidateInit{Candidate: c.candidate}
+		if c.mid != "" {
+			mid := c.mid
+			init.SDPMid = &mid
+		} else {
+			zero := uint16(0)
+			init.SDPMLineIndex = &zero
+		}
+		if err := pc.AddICECandidate(init); err != nil {
+			return ErrInvalidFragment
+		}
+	}
+	return nil
+}
+
+func sameUfrag(sdpText, ufrag string) bool {
+	for _, line := range strings.Split(sdpText, "\n") {
+		if strings.TrimSuffix(line, "\r") == "a=ice-ufrag:"+ufrag {
+			return true
+		}
+	}
+	return false
+}

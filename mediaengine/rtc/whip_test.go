@@ -1,0 +1,105 @@
+package rtc
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/pion/webrtc/v4"
+
+	"github.com/svcplatform/svc/mediaengine/hub"
+	"github.com/svcplatform/svc/mediaengine/media"
+)
+
+// publisherOffer is the offer of a pion peer that knows only the codecs
+// given and sends a track of each.
+func publisherOffer(t *testing.T, codecs ...webrtc.RTPCodecCapability) string {
+	t.Helper()
+	me := &webrtc.MediaEngine{}
+	for i, c := range codecs {
+		kind := webrtc.RTPCodecTypeVideo
+		if strings.HasPrefix(c.MimeType, "audio/") {
+			kind = webrtc.RTPCodecTypeAudio
+		}
+		if err := me.RegisterCodec(webrtc.RTPCodecParameters{RTPCodecCapability: c, PayloadType: webrtc.PayloadType(96 + i)}, kind); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pc, err := webrtc.NewAPI(webrtc.WithMediaEngine(me)).NewPeerConnection(webrtc.Configuration{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pc.Close() })
+	for i, c := range codecs {
+		tr, err := webrtc.NewTrackLocalStaticRTP(c, "t"+string(rune('0'+i)), "s")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := pc.AddTransceiverFromTrack(tr, webrtc.RTPTransceiverInit{Direction: webrtc.RTPTransceiverDirectionSendonly}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	offer, err := pc.CreateOffer(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gathered := webrtc.GatheringCompletePromise(pc)
+	if err := pc.SetLocalDescription(offer); err != nil {
+		t.Fatal(err)
+	}
+	<-gathered
+	return pc.LocalDescription().SDP
+}
+
+// TestWHIPOffers: a publisher of H.264 and Opus is admitted with those
+// tracks; offers the hub cannot carry, receiving offers, publishing over a
+// live stream and a publisher the hook refuses get their codes.
+func TestWHIPOffers(t *testing.T) {
+	ts := startServer(t)
+	h264 := webrtc.RTPCodecCapability{MimeType: webrtc.MimeTypeH264, ClockRate: 90000,
+		SDPFmtpLine: "level-asymmetry-allowed=1;packetization-mode=1;profile-level-id=42e01f"}
+	opus := webrtc.RTPCodecCapability{MimeType: webrtc.MimeTypeOpus, ClockRate: 48000, Channels: 2}
+	vp8 := webrtc.RTPCodecCapability{MimeType: webrtc.MimeTypeVP8, ClockRate: 90000}
+	var published []*media.Track
+	ts.publish = func(path media.Path, tracks []*media.Track) (*hub.Publisher, error) {
+		switch path.Stream {
+		case "denied":
+			return nil, ErrPublishDenied
+		case "cam":
+			return nil, ErrAlreadyPublishing
+		}
+		published = tracks
+		return ts.hub.Publish(path, hub.Origin{Kind: "whip"}, tracks)
+	}
+	_, viewer := clientOffer(t, defaultCodecs, webrtc.RTPCodecTypeVideo)
+
+	resp, body := ts.post(t, "/live/new/whip", "application/sdp", publisherOffer(t, h264, opus))
+	if resp.StatusCode != http.StatusCreated || !strings.HasPrefix(resp.Header.Get("Location"), "/live/new/whip/") {
+		t.Fatalf("H.264 + Opus publisher: %d %s", resp.StatusCode, body)
+	}
+	if len(published) != 2 || published[0].Codec != media.CodecH264 || published[1].Codec != media.CodecOpus || !strings.Contains(body, "H264/90000") {
+		t.Fatalf("published tracks %v; answer %s", published, body)
+	}
+	tests := []struct {
+		name, path, body string
+		status           int
+		code             string
+	}{
+		{"VP8 only", "/live/vp8/whip", publisherOffer(t, vp8), 400, "no_common_codec"},
+		{"receives instead of sending", "/live/x/whip", viewer, 400, "invalid_sdp"},
+		{"stream already published", "/live/cam/whip", publisherOffer(t, h264), 409, "already_publishing"},
+		{"refused by on_publish", "/live/denied/whip", publisherOffer(t, h264), 403, "publish_denied"},
+		{"no ICE credentials", "/live/y/whip", stripLines(publisherOffer(t, h264), "a=ice-ufrag", "a=ice-pwd"), 400, "invalid_sdp"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, body := ts.post(t, tt.path, "application/sdp", tt.body)
+			if resp.StatusCode != tt.status || !strings.Contains(body, `"code":"`+tt.code+`"`) {
+				t.Fatalf("got %d %s, want %d %s", resp.StatusCode, body, tt.status, tt.code)
+			}
+		})
+	}
+	if n := ts.Sessions(); n != 1 {
+		t.Fatalf("%d sessions, want the one admitted publisher", n)
+	}
+}

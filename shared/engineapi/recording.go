@@ -1,0 +1,187 @@
+package engineapi
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Recording on the engine: the control API starts and stops recording a
+// stream, lists what is being recorded, and the engine reports each
+// finished file with on_record_mp4 (ZLMediaKit's hook of that name).
+const (
+	// PathRecordings lists recordings (GET, RecordingList) and starts one
+	// (POST StartRecordingRequest, RecordingInfo).
+	PathRecordings = "/api/v1/recordings"
+	// PathRecordingStop stops recording a stream (POST
+	// StopRecordingRequest, RecordingInfo).
+	PathRecordingStop = "/api/v1/recordings/stop"
+	// PathRecordingFilesDelete removes finished files by id (POST
+	// DeleteRecordFilesRequest, DeleteRecordFilesResult).
+	PathRecordingFilesDelete = "/api/v1/recordings/files/delete"
+
+	// HookOnRecordMP4 reports a finished recording file (RecordMP4Hook).
+	// The engine repeats it until a control node answers 2xx, also across
+	// its own restarts, so the control plane must take it idempotently
+	// (by FileID).
+	HookOnRecordMP4 = "on_record_mp4"
+)
+
+// Recorded playback on the media port (GET /record/{fileId}.mp4) asks
+// on_play for this reserved stream, the file's id as its stream name, with
+// protocol http-fmp4: a recording lease's ticket is bound to it, so it
+// never opens a live stream, nor a live ticket a file.
+const (
+	RecordPlaybackVhost = "__record__"
+	RecordPlaybackApp   = "file"
+	// RecordPlaybackPath prefixes a file's URL: <prefix><fileId>.mp4.
+	RecordPlaybackPath = "/record/"
+)
+
+// Error codes of the recording routes.
+const (
+	CodeAlreadyRecording = "already_recording"
+	CodeNotRecording     = "not_recording"
+	CodeFileNotFound     = "file_not_found"
+)
+
+// DeleteRecordFilesRequest names finished files to remove (at most 1000).
+type DeleteRecordFilesRequest struct {
+	FileIDs []string `json:"fileIds"`
+}
+
+// DeleteRecordFilesResult says, per file, whether it was removed; Code
+// file_not_found means the engine has no finished file of that id (gone
+// already, or still being written).
+type DeleteRecordFilesResult struct {
+	Results []DeleteRecordFileResult `json:"results"`
+}
+
+// DeleteRecordFileResult is one file's outcome.
+type DeleteRecordFileResult struct {
+	FileID  string `json:"fileId"`
+	Deleted bool   `json:"deleted"`
+	Code    string `json:"code,omitempty"`
+	Message string `json:"message,omitempty"`
+}
+
+// RecordingConfig shapes the engine's recorder.
+type RecordingConfig struct {
+	// Root is the directory recordings are written under; empty means
+	// <dataDir>/record.
+	Root string `yaml:"root,omitempty" json:"root,omitempty"`
+	// SegmentDuration closes a file at the first keyframe after this long.
+	SegmentDuration Duration `yaml:"segmentDuration" json:"segmentDuration"`
+	// SegmentMaxBytes closes a file at the first keyframe after it grew
+	// this large.
+	SegmentMaxBytes int64 `yaml:"segmentMaxBytes" json:"segmentMaxBytes"`
+	// PartDuration is how much media each fragment (part) holds at most
+	// before it is written: a crash loses at most the open part. A
+	// keyframe always starts a new part, so every keyframe is a seek point.
+	PartDuration Duration `yaml:"partDuration" json:"partDuration"`
+}
+
+// Validate says which recording field is wrong.
+func (c RecordingConfig) Validate() error {
+	if c.SegmentDuration.D() < time.Second || c.SegmentDuration.D() > 24*time.Hour {
+		return fmt.Errorf("recording.segmentDuration: %s is not within [1s, 24h]", c.SegmentDuration.D())
+	}
+	if c.SegmentMaxBytes < 1<<20 {
+		return fmt.Errorf("recording.segmentMaxBytes: %d is less than 1 MiB", c.SegmentMaxBytes)
+	}
+	if c.PartDuration.D() < 100*time.Millisecond || c.PartDuration.D() > 10*time.Second {
+		return fmt.Errorf("recording.partDuration: %s is not within [100ms, 10s]", c.PartDuration.D())
+	}
+	if c.PartDuration.D() > c.SegmentDuration.D() {
+		return errors.New("recording.partDuration: longer than segmentDuration")
+	}
+	return nil
+}
+
+// RecordingDefaults are the recorder's settings unless configured.
+func RecordingDefaults() RecordingConfig {
+	return RecordingConfig{SegmentDuration: Duration(10 * time.Minute), SegmentMaxBytes: 1 << 30, PartDuration: Duration(time.Second)}
+}
+
+// fillDefaults sets the zero fields from RecordingDefaults, so a
+// configuration file written before recording existed stays valid.
+func (c *RecordingConfig) fillDefaults() {
+	d := RecordingDefaults()
+	if c.SegmentDuration == 0 {
+		c.SegmentDuration = d.SegmentDuration
+	}
+	if c.SegmentMaxBytes == 0 {
+		c.SegmentMaxBytes = d.SegmentMaxBytes
+	}
+	if c.PartDuration == 0 {
+		c.PartDuration = d.PartDuration
+	}
+}
+
+// StartRecordingRequest starts recording a stream. The stream need not be
+// live yet: the recorder waits for it, and after its publisher goes, for
+// the next one, until stopped.
+type StartRecordingRequest struct {
+	Vhost  string `json:"vhost,omitempty"`
+	App    string `json:"app"`
+	Stream string `json:"stream"`
+	// SegmentSeconds, when positive, overrides recording.segmentDuration
+	// for this stream.
+	SegmentSeconds int `json:"segmentSeconds,omitempty"`
+}
+
+// StopRecordingRequest stops recording a stream; the open file is closed
+// and reported.
+type StopRecordingRequest struct {
+	Vhost  string `json:"vhost,omitempty"`
+	App    string `json:"app"`
+	Stream string `json:"stream"`
+}
+
+// RecordingInfo describes one stream being recorded.
+type RecordingInfo struct {
+	Vhost  string `json:"vhost"`
+	App    string `json:"app"`
+	Stream string `json:"stream"`
+	// State is "waiting" (no live stream yet) or "recording".
+	State string `json:"state"`
+	// FileID is the open file's id, empty while waiting.
+	FileID    string    `json:"fileId,omitempty"`
+	StartedAt time.Time `json:"startedAt"`
+	// Files counts the files finished so far; Bytes and Frames all written.
+	Files  int    `json:"files"`
+	Bytes  int64  `json:"bytes"`
+	Frames uint64 `json:"frames"`
+	// Dropped counts frames the recorder lost by falling behind the hub.
+	Dropped uint64 `json:"dropped"`
+}
+
+// RecordingList answers GET PathRecordings.
+type RecordingList struct {
+	Recordings []RecordingInfo `json:"recordings"`
+}
+
+// RecordMP4Hook reports a finished file (on_record_mp4). Field names
+// follow ZLMediaKit's where it has them; the path is relative to the
+// recording root, never absolute.
+type RecordMP4Hook struct {
+	HookHeader
+	StreamRef
+	// FileID is the file's stable id (UUID), chosen when it was opened.
+	FileID string `json:"fileId"`
+	// FileName is the base name; FilePath the path under the recording
+	// root.
+	FileName string `json:"fileName"`
+	FilePath string `json:"filePath"`
+	FileSize int64  `json:"fileSize"`
+	// StartTime is the wall-clock time of the first frame, TimeLen the
+	// media duration in seconds.
+	StartTime time.Time `json:"startTime"`
+	TimeLen   float64   `json:"timeLen"`
+	Frames    uint64    `json:"frames"`
+	// Codecs lists the tracks ("H264", "AAC").
+	Codecs []string `json:"codecs"`
+	// Reason is why the file closed: duration, size, tracks, stopped,
+	// stream-ended or repaired (after a crash of the engine).
+	Reason string `json:"reason"`
+}
