@@ -31,6 +31,16 @@ func (a *agent) engineRelays() map[string]commands.Handler {
 			}
 			return nil, call(ctx, http.MethodDelete, strings.Replace(engineapi.PathProxy, "{id}", url.PathEscape(in.ID), 1), nil, nil)
 		}),
+		agentapi.TypeEngineRTPServerOpen: with(func(ctx context.Context, in engineapi.OpenRTPServerRequest) (any, error) {
+			var out engineapi.RTPServerInfo
+			return out, call(ctx, http.MethodPost, engineapi.PathRTPServers, in, &out)
+		}),
+		agentapi.TypeEngineRTPServerClose: with(func(ctx context.Context, in agentapi.RTPServerRef) (any, error) {
+			if in.ID == "" {
+				return nil, commands.Errorf(agentapi.CodeInvalid, "an RTP server id is required")
+			}
+			return nil, call(ctx, http.MethodDelete, strings.Replace(engineapi.PathRTPServer, "{id}", url.PathEscape(in.ID), 1), nil, nil)
+		}),
 		agentapi.TypeEngineProxyList: noPayload(func(ctx context.Context) (any, error) {
 			var out engineapi.ProxyList
 			return out, call(ctx, http.MethodGet, engineapi.PathProxies, nil, &out)

@@ -126,6 +126,14 @@ type Config struct {
 	WebhookLegacyEndpoint   string `flag:"webhook-legacy-endpoint" env:"SVC_WEBHOOK_LEGACY_ENDPOINT" yaml:"webhookLegacyEndpoint" usage:"legacy single outbound webhook URL, migrated once to a delivery plan"`
 	WebhookLegacySecretFile string `flag:"webhook-legacy-secret-file" env:"SVC_WEBHOOK_LEGACY_SECRET_FILE" yaml:"webhookLegacySecretFile" usage:"file holding the legacy webhook's HMAC secret"`
 
+	// GB28181 signalling (controlplane/gb28181): the SIP registrar serves
+	// UDP and TCP on SIPAddr once a device password file is set; there is
+	// no default password, so no node accepts devices by accident.
+	SIPAddr             string `flag:"sip-addr" env:"SVC_SIP_ADDR" yaml:"sipAddr" usage:"HOST:PORT of the GB28181 SIP server (UDP and TCP)"`
+	GB28181ID           string `flag:"gb28181-id" env:"SVC_GB28181_ID" yaml:"gb28181Id" usage:"the platform's 20-digit GB28181 SIP server code"`
+	GB28181Domain       string `flag:"gb28181-domain" env:"SVC_GB28181_DOMAIN" yaml:"gb28181Domain" usage:"the GB28181 SIP domain, also the digest realm"`
+	GB28181PasswordFile string `flag:"gb28181-password-file" env:"SVC_GB28181_PASSWORD_FILE" yaml:"gb28181PasswordFile" usage:"file holding the password GB28181 devices register with; the SIP server runs only when it is set"`
+
 	// The local media host of `svc dev` (tag `dev`: flags of svc dev only,
 	// absent from svc server's). Like `svc agent run`'s engine flags they
 	// take effect when the data directory is new. A test, or a second
@@ -178,6 +186,10 @@ func Defaults() Config {
 		AuditMaxEntries:    1_000_000,
 		AuditDenialWindow:  time.Minute,
 		TokenUsageInterval: time.Minute,
+
+		SIPAddr:       "0.0.0.0:5060",
+		GB28181ID:     "34020000002000000001",
+		GB28181Domain: "3402000000",
 	}
 }
 

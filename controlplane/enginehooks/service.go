@@ -180,6 +180,12 @@ func (s *Service) allowPublish(ctx context.Context, req engineapi.PublishHook) (
 	if err != nil && !errors.Is(err, channels.ErrNotFound) {
 		return engineapi.HookAnswer{}, err
 	}
+	if ch != nil && ch.Protocol == channels.ProtocolGB28181 && req.Protocol == "gb28181" {
+		// The device's media through the RTP server the platform opened
+		// for this channel's INVITE: the engine publishes it, nobody else
+		// can (an RTSP pusher's protocol is not gb28181).
+		return answer(true, ""), nil
+	}
 	if ch != nil {
 		return answer(false, fmt.Sprintf("%s/%s is channel %s's stream, which the platform pulls", req.App, req.Stream, ch.ChannelID)), nil
 	}

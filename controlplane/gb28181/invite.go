@@ -48,6 +48,10 @@ type InviteRequest struct {
 	// Playback: s=Playback with t= start and end (Unix seconds), else Play.
 	Playback   bool
 	Start, End int64
+	// SSRC is the y= value (NewSSRC); 0 makes one. The engine's RTP
+	// server is opened with it before the INVITE, so it drops packets of
+	// any other stream from the start.
+	SSRC uint32
 	// Timeout bounds waiting for the device's answer; default 10 s.
 	Timeout time.Duration
 }
@@ -68,8 +72,13 @@ type MediaSession struct {
 	once   sync.Once
 }
 
-// ssrcFor makes a GB/T 28181 SSRC: ten decimal digits, the first 0 for
+// NewSSRC makes a GB/T 28181 SSRC: ten decimal digits, the first 0 for
 // live and 1 for history, then digits 4-8 of the domain, then a sequence.
+func (s *Service) NewSSRC(playback bool) uint32 {
+	n, _ := s.ssrcFor(playback)
+	return n
+}
+
 func (s *Service) ssrcFor(playback bool) (uint32, string) {
 	s.mu.Lock()
 	s.ssrcSeq = (s.ssrcSeq + 1) % 10000
@@ -140,7 +149,10 @@ func (s *Service) Invite(ctx context.Context, r InviteRequest) (*MediaSession, e
 	}
 	host, portStr, _ := net.SplitHostPort(addr)
 	port, _ := strconv.Atoi(portStr)
-	ssrc, ssrcStr := s.ssrcFor(r.Playback)
+	ssrc, ssrcStr := r.SSRC, fmt.Sprintf("%010d", r.SSRC)
+	if ssrc == 0 {
+		ssrc, ssrcStr = s.ssrcFor(r.Playback)
+	}
 	recipient := sip.Uri{User: r.ChannelID, Host: host, Port: port}
 	req := sip.NewRequest(sip.INVITE, recipient)
 	req.SetTransport(strings.ToUpper(transport))

@@ -11,6 +11,9 @@ import (
 // third-party channel operations (module 11), which share its domain calls.
 type channelEndpoints struct {
 	channels *channels.Service
+	// gbPTZ sends a PTZ command to a GB28181 channel; nil when the node
+	// runs no SIP server.
+	gbPTZ func(ctx context.Context, deviceID, channelID, command string, speed int) error
 }
 
 // toChannel is the only way a channel leaves the API: the source URL is

@@ -89,10 +89,6 @@ func (e *channelEndpoints) ptz(ctx context.Context, id string) error {
 	return channels.PTZ(ch)
 }
 
-func (e *channelEndpoints) ControlChannelPtz(ctx context.Context, r contract.ControlChannelPtzRequestObject) (contract.ControlChannelPtzResponseObject, error) {
-	return nil, e.ptz(ctx, r.ChannelId)
-}
-
 func (e *channelEndpoints) GetChannelPtzCapabilities(
 	ctx context.Context,
 	r contract.GetChannelPtzCapabilitiesRequestObject,

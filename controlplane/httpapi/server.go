@@ -60,6 +60,8 @@ type Deps struct {
 	Snapshots       *snapshots.Service
 	Proxies         *ProxyTrust
 	Channels        *channels.Service
+	// GBPTZ sends PTZ commands to GB28181 channels (nil: no SIP server).
+	GBPTZ func(ctx context.Context, deviceID, channelID, command string, speed int) error
 	// Recording and its auto-record pass (issue 17).
 	Recording  *recording.Service
 	AutoRecord *recording.Reconciler
@@ -114,6 +116,7 @@ type endpoints struct {
 	*playbackEndpoints
 	*streamEndpoints
 	*snapshotEndpoints
+	*gb28181Endpoints
 	*recordingEndpoints
 }
 
@@ -159,8 +162,9 @@ func NewEngine(d Deps) (*gin.Engine, error) {
 			byAddress: ratelimit.New(float64(d.LoginRatePerMinute), d.LoginRatePerMinute),
 			byUser:    ratelimit.New(float64(d.LoginRatePerMinute), d.LoginRatePerMinute),
 			captchas:  ratelimit.New(float64(3*d.LoginRatePerMinute), 3*d.LoginRatePerMinute)},
-		channelEndpoints: &channelEndpoints{channels: d.Channels},
+		channelEndpoints: &channelEndpoints{channels: d.Channels, gbPTZ: d.GBPTZ},
 		eventEndpoints:   &eventEndpoints{events: d.Events, auth: d.Auth, sockets: d.Sockets, log: d.Log},
+		gb28181Endpoints: &gb28181Endpoints{store: d.Node},
 		webhookEndpoints: &webhookEndpoints{plans: d.Webhooks, dispatcher: d.Dispatcher},
 		lifecycleEndpoints: &lifecycleEndpoints{nodes: d.Nodes, presence: d.Presence, servers: d.MediaServers, authority: d.Authority,
 			agentURL: d.AgentURL},

@@ -53,6 +53,9 @@ func (s *Server) startLive(cfg config.Config, keys *keyring.Keyring, tokens *api
 		Recording: s.Recording, Store: node, Log: s.Log.Named("hooks")})
 	s.streamDispatcher = &streams.Dispatcher{Channels: s.Channels, Nodes: s.agents.nodes, Presence: s.agents.presence,
 		Commands: s.agents.commands, Log: s.Log.Named("streams")}
+	if s.GB28181 != nil {
+		s.streamDispatcher.GB = s.GB28181
+	}
 	s.streamReconciler = &streams.Reconciler{Store: node, Sessions: s.Streams, Channels: s.Channels, Nodes: s.agents.nodes,
 		Presence: s.agents.presence, Servers: s.agents.servers, Log: s.Log.Named("streams")}
 }

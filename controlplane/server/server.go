@@ -34,6 +34,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/connguard"
 	"github.com/svcplatform/svc/controlplane/enginehooks"
 	"github.com/svcplatform/svc/controlplane/events"
+	"github.com/svcplatform/svc/controlplane/gb28181"
 	"github.com/svcplatform/svc/controlplane/httpapi"
 	"github.com/svcplatform/svc/controlplane/keyring"
 	"github.com/svcplatform/svc/controlplane/nodecommand"
@@ -90,6 +91,8 @@ type Server struct {
 	Hooks            *enginehooks.Service
 	streamDispatcher *streams.Dispatcher
 	streamReconciler *streams.Reconciler
+	// GB28181 is the SIP registrar, nil unless configured.
+	GB28181 *gb28181.Service
 	// Recording indexes files and drives the engines' recorders.
 	Recording     *recording.Service
 	autoRecording *recording.Reconciler
@@ -226,6 +229,14 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, er
 		Catchup: node.LinearizableBarrier, Config: session.Config{AccessTTL: cfg.SessionAccessTTL, SessionTTL: cfg.SessionTTL}}
 	s.Sessions = sessions
 	s.Channels = &channels.Service{Store: node, Reader: node.State(), Keys: keys}
+	if err := s.startGB28181(bg, cfg, log); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if !ok && s.GB28181 != nil {
+			s.GB28181.Close()
+		}
+	}()
 	if err := s.startEvents(bg, cfg, keys, tasks); err != nil {
 		return nil, err
 	}
@@ -251,7 +262,8 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, er
 		LinkKeys: keys.LinkKeys(), ContractYAML: api.OpenAPIYAML,
 		Denials:  s.denials,
 		Tokens:   tokens,
-		Channels: s.Channels, Playback: s.Playback, Streams: s.Streams, Snapshots: s.Snapshots, Recording: s.Recording, AutoRecord: s.autoRecording,
+		Channels: s.Channels, Playback: s.Playback, Streams: s.Streams, Snapshots: s.Snapshots, GBPTZ: s.gbPTZ(),
+		Recording: s.Recording, AutoRecord: s.autoRecording,
 		Events: s.Events, Webhooks: s.Webhooks, Dispatcher: s.Dispatcher.Running, Sockets: s.sockets,
 		Nodes: s.agents.nodes, Presence: s.agents.presence, Commands: s.agents.commands, MediaServers: s.agents.servers,
 		Templates: s.agents.templates, Monitor: s.agents.monitor, Authority: s.agents.authority, AgentURL: cfg.AgentURL(),
@@ -334,6 +346,9 @@ func (s *Server) Shutdown() error {
 	err := errors.Join(s.http.Shutdown(ctx), agentErr)
 	<-s.done
 	s.cancel()
+	if s.GB28181 != nil {
+		s.GB28181.Close()
+	}
 	s.wg.Wait()
 	s.sockets.Wait()
 	s.denials.Wait() // flushes queued audit records while the store is up

@@ -35,8 +35,12 @@ type Dispatcher struct {
 	// CommandWait bounds how long one node command may take (default 30 s).
 	CommandWait time.Duration
 
+	// GB invites GB28181 devices for their channels; nil fails their starts.
+	GB GBInviter
+
 	mu       sync.Mutex
 	inFlight map[channels.CommandID]bool
+	gb       gbSessions
 }
 
 // system is the actor of everything the dispatcher does.
@@ -141,6 +145,10 @@ func (d *Dispatcher) start(ctx context.Context, cmd channels.StreamCommand, ch *
 			d.Log.Warn("recording a failed start failed", zap.String("channel", string(ch.ChannelID)), zap.Error(err))
 		}
 	}
+	if ch.Protocol == channels.ProtocolGB28181 {
+		d.startGB(ctx, cmd, ch, fail)
+		return
+	}
 	if ch.Protocol != channels.ProtocolRTSP {
 		fail(fmt.Sprintf("pulling %s channels needs the %s device integration, which this version does not have", ch.Protocol, ch.Protocol))
 		return
@@ -171,6 +179,10 @@ func (d *Dispatcher) start(ctx context.Context, cmd channels.StreamCommand, ch *
 }
 
 func (d *Dispatcher) stop(ctx context.Context, cmd channels.StreamCommand, ch *channels.Channel) {
+	if ch.Protocol == channels.ProtocolGB28181 {
+		d.stopGB(ctx, cmd, ch)
+		return
+	}
 	if ch.MediaServerID == "" {
 		d.mark(ctx, cmd, channels.CommandSucceeded, "", "")
 		return

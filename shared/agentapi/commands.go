@@ -49,6 +49,8 @@ var CommandTypes = map[string]bool{
 	TypeEngineProxyAdd: true, TypeEngineProxyRemove: true, TypeEngineProxyList: true, TypeEngineStreamList: true,
 	TypeEngineStreamClose: true, TypeEnginePlayerList: true, TypeEnginePlayerKick: true, TypeEngineStats: true,
 	TypeEngineSmokeTestRTSP: true,
+	// Opening an RTP server binds a port (not repeatable); closing converges.
+	TypeEngineRTPServerOpen: false, TypeEngineRTPServerClose: true,
 	// Starting and stopping a recording converge (already_recording and
 	// not_recording answer a repeat).
 	TypeEngineRecordStart: true, TypeEngineRecordStop: true, TypeEngineRecordList: true, TypeEngineRecordDelete: true,

@@ -31,6 +31,11 @@ const (
 	// SmokeTest (an engineapi.SmokeTestRequest whose URL may be sealed
 	// away) in, engineapi.SmokeTestResult out.
 	TypeEngineSmokeTestRTSP = "engine.smoke-test.rtsp"
+	// TypeEngineRTPServerOpen opens a GB28181 RTP server on a leased port:
+	// engineapi.OpenRTPServerRequest in, engineapi.RTPServerInfo out.
+	TypeEngineRTPServerOpen = "engine.rtp-server.open"
+	// TypeEngineRTPServerClose closes one: RTPServerRef in.
+	TypeEngineRTPServerClose = "engine.rtp-server.close"
 	// TypeEngineRecordStart starts recording a stream:
 	// engineapi.StartRecordingRequest in, engineapi.RecordingInfo out. A
 	// stream already recorded answers with code already_recording.
@@ -47,6 +52,11 @@ const (
 	// engineapi.DeleteRecordFilesResult out.
 	TypeEngineRecordDelete = "engine.record.delete"
 )
+
+// RTPServerRef names one RTP server.
+type RTPServerRef struct {
+	ID string `json:"id"`
+}
 
 // ProxyRef names one pull proxy.
 type ProxyRef struct {

@@ -1,0 +1,175 @@
+package streams
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/svcplatform/svc/controlplane/channels"
+	"github.com/svcplatform/svc/controlplane/gb28181"
+	"github.com/svcplatform/svc/controlplane/nodecommand"
+	"github.com/svcplatform/svc/controlplane/nodes"
+	"github.com/svcplatform/svc/shared/agentapi"
+	"github.com/svcplatform/svc/shared/engineapi"
+)
+
+// GBInviter invites GB28181 devices; *gb28181.Service is one.
+type GBInviter interface {
+	Invite(ctx context.Context, r gb28181.InviteRequest) (*gb28181.MediaSession, error)
+	Bye(ctx context.Context, m *gb28181.MediaSession) error
+	NewSSRC(playback bool) uint32
+}
+
+// gbLive is a GB28181 channel's running media: its port lease, RTP server
+// and SIP dialog, kept by the leader's dispatcher to undo them on stop.
+type gbLive struct {
+	rec     *nodes.Record
+	lease   agentapi.Lease
+	server  engineapi.RTPServerInfo
+	session *gb28181.MediaSession
+}
+
+// gbSessions are the running GB28181 channels, by channel.
+type gbSessions struct {
+	mu sync.Mutex
+	m  map[channels.ChannelID]*gbLive
+}
+
+// gbTimeoutSeconds is how long an RTP server waits for media before it
+// closes and reports on_rtp_server_timeout.
+const gbTimeoutSeconds = 15
+
+// startGB starts a GB28181 channel: an RTP port leased on the media
+// server's agent, the engine's RTP server opened on it, and the device
+// INVITEd to send there. The channel goes Online when the first frames
+// reach the engine's hub (on_stream_changed), as RTSP channels do.
+func (d *Dispatcher) startGB(ctx context.Context, cmd channels.StreamCommand, ch *channels.Channel, fail func(string)) {
+	if d.GB == nil {
+		fail("this control node runs no GB28181 SIP server (set --gb28181-password-file)")
+		return
+	}
+	rec, err := d.place(ctx, ch)
+	if err != nil {
+		fail(err.Error())
+		return
+	}
+	if _, err := d.Channels.SetCommandState(ctx, system, ch.ChannelID, cmd.CommandID, channels.ActualStarting,
+		"inviting GB28181 device "+ch.DeviceID+" to media server "+rec.MediaServerID+"; waiting for media"); err != nil && ctx.Err() == nil {
+		d.Log.Warn("recording Starting failed", zap.String("channel", string(ch.ChannelID)), zap.Error(err))
+	}
+	live := &gbLive{rec: rec}
+	undo := func() { d.undoGB(context.WithoutCancel(ctx), cmd, live) }
+	if err := d.step(ctx, cmd, rec, "lease", agentapi.TypeRTPLease, agentapi.LeaseRequest{Direction: agentapi.DirectionReceive, Purpose: "gb28181",
+		StreamID: ch.App + "/" + ch.Stream, TTLSeconds: 24 * 3600}, &live.lease); err != nil {
+		fail("leasing an RTP port: " + err.Error())
+		return
+	}
+	transport, ssrc := gb28181.MediaUDP, d.GB.NewSSRC(false)
+	if err := d.step(ctx, cmd, rec, "open", agentapi.TypeEngineRTPServerOpen, engineapi.OpenRTPServerRequest{Vhost: ch.Vhost, App: ch.App,
+		Stream: ch.Stream, Port: live.lease.Port, Transport: transport, SSRC: ssrc, TimeoutSeconds: gbTimeoutSeconds}, &live.server); err != nil {
+		undo()
+		fail("opening the RTP server: " + err.Error())
+		return
+	}
+	host, _, _ := net.SplitHostPort(rec.Engine.RTSPAddr)
+	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	session, err := d.GB.Invite(ctx, gb28181.InviteRequest{DeviceID: gb28181.DeviceID(ch.DeviceID), ChannelID: ch.DeviceChannelID,
+		MediaIP: host, MediaPort: live.lease.Port, Transport: transport, SSRC: ssrc, Timeout: 10 * time.Second})
+	if err != nil {
+		undo()
+		fail(err.Error())
+		return
+	}
+	live.session = session
+	d.gb.mu.Lock()
+	if d.gb.m == nil {
+		d.gb.m = map[channels.ChannelID]*gbLive{}
+	}
+	d.gb.m[ch.ChannelID] = live
+	d.gb.mu.Unlock()
+	d.mark(ctx, cmd, channels.CommandSucceeded, "", "")
+}
+
+// stopGB sends the BYE, closes the RTP server and releases the port.
+func (d *Dispatcher) stopGB(ctx context.Context, cmd channels.StreamCommand, ch *channels.Channel) {
+	d.gb.mu.Lock()
+	live := d.gb.m[ch.ChannelID]
+	delete(d.gb.m, ch.ChannelID)
+	d.gb.mu.Unlock()
+	if live != nil {
+		d.undoGB(ctx, cmd, live)
+	}
+	d.mark(ctx, cmd, channels.CommandSucceeded, "", "")
+	if _, err := d.Channels.SetCommandState(ctx, system, ch.ChannelID, cmd.CommandID, channels.ActualOffline, "stopped"); err != nil && ctx.Err() == nil {
+		d.Log.Warn("recording Offline failed", zap.String("channel", string(ch.ChannelID)), zap.Error(err))
+	}
+}
+
+// undoGB ends what a start set up, in reverse; each step is logged and
+// the rest still run.
+func (d *Dispatcher) undoGB(ctx context.Context, cmd channels.StreamCommand, live *gbLive) {
+	if live.session != nil {
+		if err := d.GB.Bye(ctx, live.session); err != nil {
+			d.Log.Info("GB28181 BYE failed", zap.String("device", string(live.session.DeviceID)), zap.Error(err))
+		}
+	}
+	if live.server.ID != "" {
+		if err := d.step(ctx, cmd, live.rec, "close", agentapi.TypeEngineRTPServerClose, agentapi.RTPServerRef{ID: live.server.ID}, nil); err != nil &&
+			!errors.Is(err, errNodeCode) {
+			d.Log.Info("closing a GB28181 RTP server failed", zap.String("server", live.server.ID), zap.Error(err))
+		}
+	}
+	if live.lease.LeaseID != "" {
+		if err := d.step(ctx, cmd, live.rec, "release", agentapi.TypeRTPRelease, agentapi.ReleaseRequest{LeaseID: live.lease.LeaseID}, nil); err != nil {
+			d.Log.Info("releasing a GB28181 RTP port failed", zap.Int("port", live.lease.Port), zap.Error(err))
+		}
+	}
+}
+
+// errNodeCode marks a node command that failed with an error code.
+var errNodeCode = errors.New("node command failed")
+
+// step runs one node command of a stream command, with its own
+// idempotency key, and decodes its result into out.
+func (d *Dispatcher) step(ctx context.Context, cmd channels.StreamCommand, rec *nodes.Record, name, typ string, payload, out any) error {
+	raw, err := json.Marshal(payload)
+	if err != nil {
+		return err
+	}
+	wait := d.CommandWait
+	if wait <= 0 {
+		wait = 30 * time.Second
+	}
+	nc, _, err := d.Commands.Create(ctx, nodecommand.CreateRequest{NodeID: rec.NodeID, EngineNodeID: rec.NodeID, Type: typ, Payload: raw,
+		IdempotencyKey: "stream-command:" + string(cmd.CommandID) + ":" + name, Reason: "GB28181 channel " + string(cmd.ChannelID) + ": " + name,
+		Actor: system, Timeout: 2 * wait, Guards: nodes.ActiveGuards(rec.NodeID)})
+	if err != nil {
+		return err
+	}
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	done, err := d.Commands.Wait(wctx, nc.CommandID)
+	if err != nil {
+		return fmt.Errorf("node command %s on %s: %w", nc.CommandID, rec.MediaServerID, err)
+	}
+	if done.Status != nodecommand.Succeeded {
+		if done.Error != nil {
+			return fmt.Errorf("%w: media server %s: %s: %s", errNodeCode, rec.MediaServerID, done.Error.Code, done.Error.Message)
+		}
+		return fmt.Errorf("media server %s: node command %s ended %s", rec.MediaServerID, nc.CommandID, done.Status)
+	}
+	if out != nil && len(done.Result) > 0 {
+		if err := json.Unmarshal(done.Result, out); err != nil {
+			return fmt.Errorf("node command %s result: %w", nc.CommandID, err)
+		}
+	}
+	return nil
+}
