@@ -79,7 +79,7 @@ vet:
 ## (a module of its own, so its dependencies stay out of ours)
 LINT := bin/golangci-lint
 $(LINT): tools/go.mod tools/go.sum
-	$(GO) -C tools build -o ../$(LINT) github.com/golangci/golangci-lint/v2/cmd/golangci-lint
+	$(GO) -C tools build -o $(CURDIR)/$(LINT) github.com/golangci/golangci-lint/v2/cmd/golangci-lint
 
 lint: $(LINT)
 	$(LINT) run ./...

@@ -32,6 +32,9 @@ func (e *Engine) controlRoutes() http.Handler {
 	mux.HandleFunc("PUT "+engineapi.PathConfig, e.putConfig)
 	mux.HandleFunc("GET "+engineapi.PathStats, e.stats)
 	mux.HandleFunc("POST "+engineapi.PathSmokeTestRTSP, e.smokeTestRTSP)
+	mux.HandleFunc("GET "+engineapi.PathRTPServers, e.listRTPServers)
+	mux.HandleFunc("POST "+engineapi.PathRTPServers, e.openRTPServer)
+	mux.HandleFunc("DELETE "+engineapi.PathRTPServer, e.closeRTPServer)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, engineapi.CodeNotFound, "no such control API route: "+r.Method+" "+r.URL.Path)
 	})

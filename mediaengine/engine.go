@@ -47,7 +47,9 @@ type Engine struct {
 	proxies *proxy.Registry
 	flows   *flowReporter
 	rtsp    *rtsp.Server
-	rtc     *rtc.Server // nil when WebRTC is off
+	// rtpServers receive GB28181 program streams over RTP.
+	rtpServers *rtpServers
+	rtc        *rtc.Server // nil when WebRTC is off
 
 	mediaAddr net.Addr
 	control   *http.Server
@@ -105,6 +107,7 @@ func Start(ctx context.Context, path string, cfg engineapi.Config, log *zap.Logg
 	// take their pairs from the rest.
 	pulls := rtspPuller{udpPorts: [2]int{cfg.RTPPortMin + 2, cfg.RTPPortMax}, log: log.Named("rtsp-pull")}
 	e.proxies = proxy.NewRegistry(e.hub, map[string]proxy.Puller{"file": filePuller{}, "rtsp": pulls, "rtsps": pulls}, log)
+	e.rtpServers = newRTPServers(e)
 	e.hls = hls.NewManager(e.hlsConfig, e.hub, e.players, log)
 	e.media = httpmedia.New(httpmedia.Config{WaitStream: waitStream}, e.hub, e.players, e,
 		httpmedia.Formats{FLV: flv.Format{}, FMP4: fmp4.LiveFormat{}}, e.hls, log.Named("media"))
@@ -206,6 +209,7 @@ func (e *Engine) Hub() *hub.Hub { return e.hub }
 func (e *Engine) Close() error {
 	e.cancel()
 	e.rtsp.Close()
+	e.rtpServers.closeAll()
 	if e.rtc != nil {
 		e.rtc.Close()
 	}

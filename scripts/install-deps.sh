@@ -53,6 +53,10 @@ case "${1:-}" in
     # nginx: the reverse proxy on the same host that forwards a remote
     # client's bootstrap (test/adversarial TestAttack06BootstrapBehindAReverseProxy).
     packages+=(nginx)
+    # sip-tester (SIPp): the GB28181 devices of controlplane/gb28181's tests
+    # (registration, keep-alive, catalog, INVITE/BYE). The GB28181 media sender
+    # (test/peers/psrtp) uses GStreamer's mpegpsmux (-bad) and ffmpeg from above.
+    packages+=(sip-tester)
     # curl and git: test/e2e TestReadmeCommandsRun runs the README's command
     # blocks (curl, ffmpeg, ffprobe, python3 as their webhook receiver);
     # test TestNoTrackedFileRefersOutsideTheRepository lists files with git.

@@ -43,3 +43,39 @@ func TestImportDirection(t *testing.T) {
 		t.Fatalf("only %d packages checked; the layout changed?", checked)
 	}
 }
+
+// TestDomainsQueryThroughTheStore enforces the store's promise (see
+// controlplane/store): domain packages find records through
+// controlplane/store/query and never see the embedded SQLite backend, so
+// SQL text lives only in store/sqlitefsm and another backend can replace
+// it. The composition root (server) opens the backend; system is the
+// store's own administration (schema and migration audits) and reads the
+// backend's reports, but writes no SQL either.
+func TestDomainsQueryThroughTheStore(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}}`, module+"controlplane/...").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	backend := module + "controlplane/store/sqlitefsm"
+	mayOpenBackend := map[string]bool{module + "controlplane/server": true, module + "controlplane/system": true}
+	checked := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		pkg, imports := fields[0], fields[1:]
+		if strings.HasPrefix(pkg, module+"controlplane/store/") {
+			continue
+		}
+		checked++
+		for _, imp := range imports {
+			switch {
+			case imp == "database/sql":
+				t.Errorf("%s imports database/sql: queries go through controlplane/store/query", pkg)
+			case imp == backend && !mayOpenBackend[pkg]:
+				t.Errorf("%s imports %s: domain packages depend on controlplane/store and store/query only", pkg, backend)
+			}
+		}
+	}
+	if checked < 20 {
+		t.Fatalf("only %d packages checked; the layout changed?", checked)
+	}
+}

@@ -4,11 +4,11 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/svcplatform/svc/controlplane/fault"
 	"golang.org/x/crypto/argon2"
 )
 
@@ -23,7 +23,7 @@ const (
 )
 
 // ErrWeakPassword is a password the policy refuses; the message says why.
-var ErrWeakPassword = errors.New("password does not meet the policy")
+var ErrWeakPassword = fault.New(fault.Invalid, "invalid_body", "password does not meet the policy")
 
 // commonPasswords are refused outright (NIST SP 800-63B asks for a
 // blocklist rather than composition rules).

@@ -13,9 +13,10 @@ import (
 
 	"github.com/svcplatform/svc/controlplane/apitoken"
 	"github.com/svcplatform/svc/controlplane/audit"
+	"github.com/svcplatform/svc/controlplane/fault"
 	"github.com/svcplatform/svc/controlplane/permission"
 	"github.com/svcplatform/svc/controlplane/store"
-	"github.com/svcplatform/svc/controlplane/store/sqlitefsm"
+	"github.com/svcplatform/svc/controlplane/store/query"
 )
 
 // Store layout.
@@ -28,7 +29,7 @@ const (
 )
 
 // Index declares the users index table.
-var Index = sqlitefsm.IndexSpec{Name: "users", Prefix: UsersPrefix, Columns: []sqlitefsm.IndexColumn{
+var Index = query.Index{Name: "users", Prefix: UsersPrefix, Columns: []query.Column{
 	{Name: "username", Type: "TEXT", Path: "$.username"},
 	{Name: "display_name", Type: "TEXT", Path: "$.displayName"},
 	{Name: "status", Type: "TEXT", Path: "$.status"},
@@ -43,11 +44,11 @@ const (
 
 // Errors mapped to contract codes at the boundary.
 var (
-	ErrInvalid       = errors.New("invalid request")
-	ErrNotFound      = errors.New("not found")
-	ErrConflict      = errors.New("conflict")
-	ErrBeyondGranter = errors.New("grants permissions the caller does not hold")
-	ErrBootstrapped  = errors.New("an administrator already exists")
+	ErrInvalid       = fault.New(fault.Invalid, "invalid_body", "invalid request")
+	ErrNotFound      = fault.New(fault.NotFound, "not_found", "not found")
+	ErrConflict      = fault.New(fault.Conflict, "conflict", "conflict")
+	ErrBeyondGranter = fault.New(fault.Forbidden, "permission_denied", "grants permissions the caller does not hold")
+	ErrBootstrapped  = fault.New(fault.Conflict, "conflict", "an administrator already exists")
 )
 
 // User is the stored user. PasswordHash never leaves this package's callers
@@ -111,19 +112,17 @@ type UserQuery struct {
 
 // Users lists users by name.
 func (s *Service) Users(ctx context.Context, q UserQuery) ([]User, int64, error) {
-	var where []string
-	var args []any
+	var where query.Where
 	if q.Keyword != "" {
-		where = append(where, "(instr(lower(i.username), lower(?)) > 0 OR instr(lower(coalesce(i.display_name, '')), lower(?)) > 0)")
-		args = append(args, q.Keyword, q.Keyword)
+		where.Add(query.AnyOf(query.Contains("username", q.Keyword), query.Contains("display_name", q.Keyword)))
 	}
 	if q.Status != "" {
-		where = append(where, "i.status = ?")
-		args = append(args, q.Status)
+		where.Add(query.Eq("status", q.Status))
 	} else if !q.IncludeDeleted {
-		where = append(where, "i.status != 'deleted'")
+		where.Add(query.Ne("status", "deleted"))
 	}
-	return sqlitefsm.IndexPage[User](ctx, s.Reader, "idx_users", where, args, "i.username", q.Page, q.PageSize)
+	return query.Page(ctx, s.Reader, query.Query{Index: Index.Name, Where: where, Order: []query.Order{query.Asc("username")}},
+		q.Page, q.PageSize, query.JSON[User])
 }
 
 // User reads one user with its mod revision.

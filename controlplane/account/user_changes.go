@@ -2,7 +2,6 @@ package account
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +10,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/apitoken"
 	"github.com/svcplatform/svc/controlplane/permission"
 	"github.com/svcplatform/svc/controlplane/store"
+	"github.com/svcplatform/svc/controlplane/store/query"
 )
 
 // changeUser applies fn to a live user and writes it with its audit record
@@ -189,31 +189,20 @@ func (s *Service) DeleteUser(ctx context.Context, a Actor, id string) error {
 func (s *Service) revokeTokensOf(ctx context.Context, userID string) ([]store.Op, int, error) {
 	var ops []store.Op
 	t := now()
-	err := s.Reader.ReadTx(ctx, func(tx *sql.Tx, _ int64) error {
-		rows, err := tx.QueryContext(ctx, `SELECT kv.value FROM idx_api_tokens i JOIN kv ON kv.key = i.key WHERE i.owner_user_id = ? AND i.revoked_at IS NULL`, userID)
+	live, err := query.All(ctx, s.Reader, query.Query{Index: apitoken.Index.Name,
+		Where: []query.Cond{query.Eq("owner_user_id", userID), query.IsNull("revoked_at")}}, query.JSON[apitoken.Record])
+	if err != nil {
+		return nil, 0, err
+	}
+	for _, r := range live {
+		r.RevokedAt, r.Sealed = &t, ""
+		op, err := apitoken.Put(r)
 		if err != nil {
-			return err
+			return nil, 0, err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var raw []byte
-			var r apitoken.Record
-			if err := rows.Scan(&raw); err != nil {
-				return err
-			}
-			if err := json.Unmarshal(raw, &r); err != nil {
-				return err
-			}
-			r.RevokedAt, r.Sealed = &t, ""
-			op, err := apitoken.Put(r)
-			if err != nil {
-				return err
-			}
-			ops = append(ops, op)
-		}
-		return rows.Err()
-	})
-	return ops, len(ops), err
+		ops = append(ops, op)
+	}
+	return ops, len(ops), nil
 }
 
 // mayAct refuses an action on user u by a caller who does not hold all of

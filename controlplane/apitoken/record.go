@@ -2,22 +2,22 @@ package apitoken
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net"
 	"time"
 
+	"github.com/svcplatform/svc/controlplane/fault"
+	"github.com/svcplatform/svc/controlplane/permission"
 	"github.com/svcplatform/svc/controlplane/store"
-	"github.com/svcplatform/svc/controlplane/store/sqlitefsm"
+	"github.com/svcplatform/svc/controlplane/store/query"
 )
 
 // KeyPrefix holds one record per token, keyed by token id.
 const KeyPrefix = "/security/api-tokens/"
 
 // Index declares the typed index the lookup by digest uses.
-var Index = sqlitefsm.IndexSpec{Name: "api_tokens", Prefix: KeyPrefix, Columns: []sqlitefsm.IndexColumn{
+var Index = query.Index{Name: "api_tokens", Prefix: KeyPrefix, Columns: []query.Column{
 	{Name: "digest", Type: "TEXT", Path: "$.digest"},
 	{Name: "owner_user_id", Type: "TEXT", Path: "$.ownerUserId"},
 	{Name: "revoked_at", Type: "TEXT", Path: "$.revokedAt"},
@@ -67,16 +67,16 @@ func (r *Record) State(now time.Time) string {
 
 // Reasons a presented token is refused; all map to 401 api_token_required.
 var (
-	ErrUnknown    = errors.New("apitoken: unknown token")
-	ErrRevoked    = errors.New("apitoken: token revoked")
-	ErrExpired    = errors.New("apitoken: token expired")
-	ErrNotYet     = errors.New("apitoken: token not yet valid")
-	ErrIPNotAllow = errors.New("apitoken: client address not allowed")
+	ErrUnknown    = fault.New(fault.Unauthenticated, "api_token_required", "apitoken: unknown token")
+	ErrRevoked    = fault.New(fault.Unauthenticated, "api_token_required", "apitoken: token revoked")
+	ErrExpired    = fault.New(fault.Unauthenticated, "api_token_required", "apitoken: token expired")
+	ErrNotYet     = fault.New(fault.Unauthenticated, "api_token_required", "apitoken: token not yet valid")
+	ErrIPNotAllow = fault.New(fault.Unauthenticated, "api_token_required", "apitoken: client address not allowed")
 )
 
 // Reader is what resolving needs from the store: the local state for the
 // index query.
-type Reader = sqlitefsm.Reader
+type Reader = query.Reader
 
 // Lookup finds the record of a well-formed token by its digest.
 func Lookup(ctx context.Context, r Reader, token string) (*Record, error) {
@@ -84,19 +84,12 @@ func Lookup(ctx context.Context, r Reader, token string) (*Record, error) {
 		return nil, err
 	}
 	digest := Digest(token)
-	var raw []byte
-	err := r.ReadTx(ctx, func(tx *sql.Tx, _ int64) error {
-		return tx.QueryRowContext(ctx, `SELECT kv.value FROM idx_api_tokens i JOIN kv ON kv.key = i.key WHERE i.digest = ?`, digest).Scan(&raw)
-	})
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, ErrUnknown
-	}
+	rec, found, err := query.First(ctx, r, query.Query{Index: Index.Name, Where: []query.Cond{query.Eq("digest", digest)}}, query.JSON[Record])
 	if err != nil {
-		return nil, err
-	}
-	var rec Record
-	if err := json.Unmarshal(raw, &rec); err != nil {
 		return nil, fmt.Errorf("apitoken: stored record: %w", err)
+	}
+	if !found {
+		return nil, ErrUnknown
 	}
 	return &rec, nil
 }
@@ -137,4 +130,37 @@ func Put(rec Record) (store.Op, error) {
 		return store.Op{}, err
 	}
 	return store.Put(KeyPrefix+rec.TokenID, val), nil
+}
+
+// Owner is what a token's owning user may do now.
+type Owner struct {
+	Permissions   []string
+	Active, Found bool
+}
+
+// OwnerFunc reads a user's current permissions and standing.
+type OwnerFunc func(ctx context.Context, userID string) (perms []string, active, found bool, err error)
+
+// ReadOwner reads the owner of rec through read (nil reads nothing: the
+// token then stands on its own permissions).
+func ReadOwner(ctx context.Context, read OwnerFunc, rec *Record) (Owner, error) {
+	if read == nil || rec.OwnerUserID == "" {
+		return Owner{}, nil
+	}
+	perms, active, found, err := read(ctx, rec.OwnerUserID)
+	return Owner{Permissions: perms, Active: active, Found: found}, err
+}
+
+// Effective is the one rule for what a usable token may do: nothing when
+// its owner is disabled or deleted (ok false), otherwise its own
+// permissions within what its owner may do now. A token whose owner record
+// is gone entirely (a bootstrap token) keeps its own.
+func Effective(rec *Record, owner Owner) (perms []string, ok bool) {
+	if owner.Found && !owner.Active {
+		return nil, false
+	}
+	if owner.Found {
+		return permission.Intersect(rec.Permissions, owner.Permissions), true
+	}
+	return rec.Permissions, true
 }

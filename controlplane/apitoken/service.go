@@ -12,19 +12,20 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/svcplatform/svc/controlplane/audit"
+	"github.com/svcplatform/svc/controlplane/fault"
 	"github.com/svcplatform/svc/controlplane/keyring"
 	"github.com/svcplatform/svc/controlplane/permission"
 	"github.com/svcplatform/svc/controlplane/store"
-	"github.com/svcplatform/svc/controlplane/store/sqlitefsm"
+	"github.com/svcplatform/svc/controlplane/store/query"
 )
 
 // Errors of the token service, mapped to contract codes at the boundary.
 var (
-	ErrInvalid         = errors.New("invalid token request")
-	ErrNotFound        = errors.New("no such API token")
-	ErrNotRevealable   = errors.New("token cannot be revealed")
-	ErrRevokedConflict = errors.New("token is revoked")
-	ErrBeyondCreator   = errors.New("requested permissions exceed the creator's")
+	ErrInvalid         = fault.New(fault.Invalid, "invalid_body", "invalid token request")
+	ErrNotFound        = fault.New(fault.NotFound, "not_found", "no such API token")
+	ErrNotRevealable   = fault.New(fault.Conflict, "token_not_revealable", "token cannot be revealed")
+	ErrRevokedConflict = fault.New(fault.Conflict, "conflict", "token is revoked")
+	ErrBeyondCreator   = fault.New(fault.Forbidden, "permission_denied", "requested permissions exceed the creator's")
 )
 
 // Actor is who asks for a change, for the permission ceiling and the audit.
@@ -410,16 +411,13 @@ func (s *Service) Reveal(ctx context.Context, actor Actor, id string) (string, e
 
 // List returns one page of tokens, newest first.
 func (s *Service) List(ctx context.Context, owner string, includeRevoked bool, page, size int) ([]Record, int64, error) {
-	var where []string
-	var args []any
-	if owner != "" {
-		where = append(where, "i.owner_user_id = ?")
-		args = append(args, owner)
-	}
+	var where query.Where
+	where.EqIfSet("owner_user_id", owner)
 	if !includeRevoked {
-		where = append(where, "i.revoked_at IS NULL")
+		where.Add(query.IsNull("revoked_at"))
 	}
-	return sqlitefsm.IndexPage[Record](ctx, s.Reader, "idx_api_tokens", where, args, "i.key DESC", page, size)
+	return query.Page(ctx, s.Reader, query.Query{Index: Index.Name, Where: where, Order: []query.Order{query.Desc(query.Key)}},
+		page, size, query.JSON[Record])
 }
 
 // Get reads one token record.

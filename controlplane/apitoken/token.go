@@ -9,10 +9,11 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"hash/crc32"
 	"math/big"
 	"strings"
+
+	"github.com/svcplatform/svc/controlplane/fault"
 )
 
 // Prefix marks every API token.
@@ -26,7 +27,7 @@ const (
 
 // ErrMalformed means the string is not an API token (wrong prefix, length,
 // alphabet or checksum).
-var ErrMalformed = errors.New("apitoken: malformed token")
+var ErrMalformed = fault.New(fault.Unauthenticated, "api_token_required", "apitoken: malformed token")
 
 func encode62(n *big.Int, width int) string {
 	out := make([]byte, width)

@@ -14,7 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/svcplatform/svc/controlplane/store"
-	"github.com/svcplatform/svc/controlplane/store/sqlitefsm"
+	"github.com/svcplatform/svc/controlplane/store/query"
 )
 
 // KeyPrefix holds one record per event; keys are UUIDv7, so key order is
@@ -22,7 +22,7 @@ import (
 const KeyPrefix = "/security/audit/"
 
 // Index declares the typed index the queries use.
-var Index = sqlitefsm.IndexSpec{Name: "audit", Prefix: KeyPrefix, Columns: []sqlitefsm.IndexColumn{
+var Index = query.Index{Name: "audit", Prefix: KeyPrefix, Columns: []query.Column{
 	{Name: "event_type", Type: "TEXT", Path: "$.eventType"},
 	{Name: "outcome", Type: "TEXT", Path: "$.outcome"},
 	{Name: "occurred_at", Type: "TEXT", Path: "$.occurredAt"},
@@ -79,7 +79,7 @@ func (a Actor) Success(event, target, msg string) (store.Op, error) {
 }
 
 // Reader is the local state the queries run on.
-type Reader = sqlitefsm.Reader
+type Reader = query.Reader
 
 // Query filters a listing; zero values do not filter.
 type Query struct {
@@ -92,23 +92,16 @@ type Query struct {
 
 // List returns one page of records, newest first, and the total matching.
 func List(ctx context.Context, r Reader, q Query) ([]Record, int64, error) {
-	var where []string
-	var args []any
-	if q.EventType != "" {
-		where = append(where, "i.event_type = ?")
-		args = append(args, q.EventType)
-	}
-	if q.Outcome != "" {
-		where = append(where, "i.outcome = ?")
-		args = append(args, q.Outcome)
-	}
+	var where query.Where
+	where.EqIfSet("event_type", q.EventType)
+	where.EqIfSet("outcome", q.Outcome)
 	if q.Before != nil {
 		// UUIDv7 keys start with the millisecond timestamp, so key order is
 		// time order (text comparison of RFC 3339 times is not).
-		where = append(where, "i.key < ?")
-		args = append(args, keyBefore(*q.Before))
+		where.Add(query.Lt(query.Key, keyBefore(*q.Before)))
 	}
-	return sqlitefsm.IndexPage[Record](ctx, r, "idx_audit", where, args, "i.key DESC", q.Page, q.PageSize)
+	return query.Page(ctx, r, query.Query{Index: Index.Name, Where: where, Order: []query.Order{query.Desc(query.Key)}},
+		q.Page, q.PageSize, query.JSON[Record])
 }
 
 // keyBefore is the smallest key of a record created at t (millisecond

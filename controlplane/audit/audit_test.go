@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/svcplatform/svc/controlplane/store"
+	"github.com/svcplatform/svc/controlplane/store/query"
 	"github.com/svcplatform/svc/controlplane/store/sqlitefsm"
 )
 
@@ -22,7 +23,7 @@ func TestKeyBeforeMatchesUUIDv7Order(t *testing.T) {
 }
 
 func TestListFiltersAndPages(t *testing.T) {
-	s, err := sqlitefsm.Open(filepath.Join(t.TempDir(), "s.db"), []sqlitefsm.IndexSpec{Index})
+	s, err := sqlitefsm.Open(filepath.Join(t.TempDir(), "s.db"), []query.Index{Index})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/svcplatform/svc/controlplane/store"
-	"github.com/svcplatform/svc/controlplane/store/sqlitefsm"
+	"github.com/svcplatform/svc/controlplane/store/query"
 )
 
 // CommandAction is what a stream command asks for. Values are append-only.
@@ -132,32 +132,24 @@ type CommandQuery struct {
 // Commands lists one page of stream commands, newest first, and the total.
 // The dispatcher lists State Pending oldest-first with PendingCommands.
 func (s *Service) Commands(ctx context.Context, q CommandQuery) ([]StreamCommand, int64, error) {
-	where, args := commandFilters(q)
-	return sqlitefsm.IndexPage[StreamCommand](ctx, s.Reader, CommandIndex.Table(), where, args, "i.key DESC", max(q.Page, 1), pageSize(q.PageSize))
+	return query.Page(ctx, s.Reader, query.Query{Index: CommandIndex.Name, Where: commandFilters(q), Order: []query.Order{query.Desc(query.Key)}},
+		max(q.Page, 1), pageSize(q.PageSize), query.JSON[StreamCommand])
 }
 
 // PendingCommands lists up to limit Pending commands, oldest first: the
 // dispatcher's work queue.
 func (s *Service) PendingCommands(ctx context.Context, limit int) ([]StreamCommand, error) {
-	where, args := commandFilters(CommandQuery{State: CommandPending})
-	rows, _, err := sqlitefsm.IndexPage[StreamCommand](ctx, s.Reader, CommandIndex.Table(), where, args, "i.key ASC", 1, pageSize(limit))
-	return rows, err
+	return query.All(ctx, s.Reader, query.Query{Index: CommandIndex.Name, Where: commandFilters(CommandQuery{State: CommandPending}),
+		Order: []query.Order{query.Asc(query.Key)}, Limit: pageSize(limit)}, query.JSON[StreamCommand])
 }
 
-func commandFilters(q CommandQuery) ([]string, []any) {
-	var where []string
-	var args []any
-	add := func(col, v string) {
-		if v != "" {
-			where = append(where, "i."+col+" = ?")
-			args = append(args, v)
-		}
-	}
-	add("channel_id", string(q.ChannelID))
-	add("action", string(q.Action))
-	add("state", string(q.State))
-	add("media_server_id", q.MediaServerID)
-	return where, args
+func commandFilters(q CommandQuery) query.Where {
+	var where query.Where
+	where.EqIfSet("channel_id", string(q.ChannelID))
+	where.EqIfSet("action", string(q.Action))
+	where.EqIfSet("state", string(q.State))
+	where.EqIfSet("media_server_id", q.MediaServerID)
+	return where
 }
 
 func pageSize(n int) int {

@@ -2,7 +2,6 @@ package channels
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +9,7 @@ import (
 	"time"
 
 	"github.com/svcplatform/svc/controlplane/store"
+	"github.com/svcplatform/svc/controlplane/store/query"
 )
 
 // Group is a named set of channels. A channel joining a group compares
@@ -74,21 +74,12 @@ func (s *Service) Group(ctx context.Context, k GroupKey) (*Group, error) {
 // groupCounts counts channels per group from the channel index.
 func (s *Service) groupCounts(ctx context.Context) (map[GroupKey]int, error) {
 	counts := map[GroupKey]int{}
-	err := s.Reader.ReadTx(ctx, func(tx *sql.Tx, _ int64) error {
-		rows, err := tx.QueryContext(ctx, `SELECT group_key, count(*) FROM `+Index.Table()+` WHERE group_key != '' GROUP BY group_key`)
-		if err != nil {
-			return err
+	err := s.Reader.View(ctx, func(v query.View) error {
+		by, err := v.CountBy(Index.Name, "group_key", query.Ne("group_key", ""))
+		for k, n := range by {
+			counts[GroupKey(k)] = int(n)
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var k string
-			var n int
-			if err := rows.Scan(&k, &n); err != nil {
-				return err
-			}
-			counts[GroupKey(k)] = n
-		}
-		return rows.Err()
+		return err
 	})
 	return counts, err
 }

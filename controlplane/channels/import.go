@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/svcplatform/svc/controlplane/fault"
 	"github.com/svcplatform/svc/controlplane/store"
 )
 
@@ -51,7 +52,7 @@ type ImportOptions struct {
 
 // ErrImportRejected: 409 import_rejected; a confirm whose plan has errors
 // applies nothing.
-var ErrImportRejected = fmt.Errorf("%w: the import has invalid items and nothing was applied", ErrInvalid)
+var ErrImportRejected = fault.New(fault.Conflict, "import_rejected", "invalid channel request: the import has invalid items and nothing was applied")
 
 // plan is an import worked out against one catalogue.
 type plan struct {

@@ -1,8 +1,6 @@
 package channels
 
-import (
-	"github.com/svcplatform/svc/controlplane/store/sqlitefsm"
-)
+import "github.com/svcplatform/svc/controlplane/store/query"
 
 // Key layout. Everything the catalogue writes lives under these prefixes.
 const (
@@ -43,7 +41,7 @@ func runtimeLogKey(ch ChannelID, entry string) string {
 // description, source URL) and the yes/no flags scan this table rather
 // than have a b-tree each: every new channel would write all of them, for
 // filters an index does not speed up.
-var Index = sqlitefsm.IndexSpec{Name: "channels", Prefix: ChannelPrefix, Columns: []sqlitefsm.IndexColumn{
+var Index = query.Index{Name: "channels", Prefix: ChannelPrefix, Columns: []query.Column{
 	{Name: "name", Type: "TEXT", Path: "$.name", NoIndex: true},
 	{Name: "description", Type: "TEXT", Path: "$.description", NoIndex: true},
 	{Name: "protocol", Type: "TEXT", Path: "$.protocol"},
@@ -71,7 +69,7 @@ var Index = sqlitefsm.IndexSpec{Name: "channels", Prefix: ChannelPrefix, Columns
 }}
 
 // RuntimeLogIndex serves the runtime-log timeline of one channel.
-var RuntimeLogIndex = sqlitefsm.IndexSpec{Name: "channel_runtime_logs", Prefix: RuntimeLogPrefix, Columns: []sqlitefsm.IndexColumn{
+var RuntimeLogIndex = query.Index{Name: "channel_runtime_logs", Prefix: RuntimeLogPrefix, Columns: []query.Column{
 	{Name: "channel_id", Type: "TEXT", Path: "$.channelId"},
 	{Name: "kind", Type: "TEXT", Path: "$.kind"},
 	{Name: "command_id", Type: "TEXT", Path: "$.commandId"},
@@ -82,7 +80,7 @@ var RuntimeLogIndex = sqlitefsm.IndexSpec{Name: "channel_runtime_logs", Prefix: 
 
 // CommandIndex serves the stream command listings (by channel, state,
 // action, media server).
-var CommandIndex = sqlitefsm.IndexSpec{Name: "stream_commands", Prefix: CommandPrefix, Columns: []sqlitefsm.IndexColumn{
+var CommandIndex = query.Index{Name: "stream_commands", Prefix: CommandPrefix, Columns: []query.Column{
 	{Name: "channel_id", Type: "TEXT", Path: "$.channelId"},
 	{Name: "action", Type: "TEXT", Path: "$.action"},
 	{Name: "state", Type: "TEXT", Path: "$.state"},
@@ -91,4 +89,4 @@ var CommandIndex = sqlitefsm.IndexSpec{Name: "stream_commands", Prefix: CommandP
 }}
 
 // Indexes are this package's index tables, for the server's IndexSpecs.
-var Indexes = []sqlitefsm.IndexSpec{Index, RuntimeLogIndex, CommandIndex}
+var Indexes = []query.Index{Index, RuntimeLogIndex, CommandIndex}

@@ -4,7 +4,7 @@ import (
 	"context"
 	"strings"
 
-	"github.com/svcplatform/svc/controlplane/store/sqlitefsm"
+	"github.com/svcplatform/svc/controlplane/store/query"
 )
 
 // Filter selects channels; nil or empty fields do not filter. It carries
@@ -41,28 +41,11 @@ type Filter struct {
 	PageSize       int
 }
 
-// likeEscape makes v a literal inside a LIKE pattern (escape character \).
-func likeEscape(v string) string {
-	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(v)
-}
-
 // List returns one page of channels, oldest first (ids are UUIDv7, so key
 // order is creation order), and the total matching.
 func (s *Service) List(ctx context.Context, f Filter) ([]Channel, int64, error) {
-	var where []string
-	var args []any
-	eq := func(col, v string) {
-		if v != "" {
-			where = append(where, "i."+col+" = ?")
-			args = append(args, v)
-		}
-	}
-	flag := func(col string, v *bool) {
-		if v != nil {
-			where = append(where, "i."+col+" = ?")
-			args = append(args, *v)
-		}
-	}
+	var where query.Where
+	eq, flag := where.EqIfSet, where.BoolIfSet
 	eq("protocol", string(f.Protocol))
 	eq("media_server_id", f.MediaServerID)
 	eq("node_id", f.NodeID)
@@ -84,17 +67,16 @@ func (s *Service) List(ctx context.Context, f Filter) ([]Channel, int64, error) 
 	flag("has_ptz", f.HasPTZ)
 	flag("is_share_channel", f.IsShareChannel)
 	if f.SourceURL != "" {
-		where = append(where, `i.source_url LIKE ? ESCAPE '\'`)
-		args = append(args, "%"+likeEscape(stripCredentials(f.SourceURL))+"%")
+		where.Add(query.Contains("source_url", stripCredentials(f.SourceURL)))
 	}
 	if kw := strings.TrimSpace(f.Keyword); kw != "" {
 		// One keyword searches the names people use for a channel.
-		var anyOf []string
-		for _, col := range []string{"name", "description", "app", "stream", "device_id", "device_channel_id", "key"} {
-			anyOf = append(anyOf, "i."+col+` LIKE ? ESCAPE '\'`)
-			args = append(args, "%"+likeEscape(kw)+"%")
+		var anyOf []query.Cond
+		for _, col := range []string{"name", "description", "app", "stream", "device_id", "device_channel_id", query.Key} {
+			anyOf = append(anyOf, query.Contains(col, kw))
 		}
-		where = append(where, "("+strings.Join(anyOf, " OR ")+")")
+		where.Add(query.AnyOf(anyOf...))
 	}
-	return sqlitefsm.IndexPage[Channel](ctx, s.Reader, Index.Table(), where, args, "i.key ASC", max(f.Page, 1), pageSize(f.PageSize))
+	return query.Page(ctx, s.Reader, query.Query{Index: Index.Name, Where: where, Order: []query.Order{query.Asc(query.Key)}},
+		max(f.Page, 1), pageSize(f.PageSize), query.JSON[Channel])
 }

@@ -2,10 +2,10 @@ package channels
 
 import (
 	"context"
-	"database/sql"
 	"time"
 
 	"github.com/svcplatform/svc/controlplane/store"
+	"github.com/svcplatform/svc/controlplane/store/query"
 )
 
 // DefaultRetention is how long runtime-log entries and finished stream
@@ -20,30 +20,21 @@ const DefaultRetention = 90 * 24 * time.Hour
 func (s *Service) Prune(ctx context.Context, before time.Time, limit int) (int, error) {
 	cut := uuidTimePrefix(before)
 	var keys []string
-	err := s.Reader.ReadTx(ctx, func(tx *sql.Tx, _ int64) error {
-		for _, q := range []struct {
-			sql  string
-			args []any
-		}{
-			{`SELECT key FROM ` + RuntimeLogIndex.Table() + ` WHERE entry_id < ? ORDER BY entry_id LIMIT ?`, []any{cut, limit}},
-			{`SELECT key FROM ` + CommandIndex.Table() + ` WHERE key < ? AND state IN (?, ?, ?, ?) ORDER BY key LIMIT ?`,
-				[]any{CommandPrefix + cut, CommandSucceeded, CommandFailed, CommandTimedOut, CommandCanceled, limit}},
+	err := s.Reader.View(ctx, func(v query.View) error {
+		for _, q := range []query.Query{
+			{Index: RuntimeLogIndex.Name, Where: []query.Cond{query.Lt("entry_id", cut)}, Order: []query.Order{query.Asc("entry_id")}},
+			{Index: CommandIndex.Name, Where: []query.Cond{query.Lt(query.Key, CommandPrefix+cut),
+				query.In("state", CommandSucceeded, CommandFailed, CommandTimedOut, CommandCanceled)}, Order: []query.Order{query.Asc(query.Key)}},
 		} {
-			rows, err := tx.QueryContext(ctx, q.sql, q.args...)
+			if len(keys) >= limit {
+				break
+			}
+			q.Limit = limit - len(keys)
+			found, err := v.Keys(q)
 			if err != nil {
 				return err
 			}
-			for rows.Next() && len(keys) < limit {
-				var k string
-				if err := rows.Scan(&k); err != nil {
-					rows.Close()
-					return err
-				}
-				keys = append(keys, k)
-			}
-			if err := rows.Close(); err != nil {
-				return err
-			}
+			keys = append(keys, found...)
 		}
 		return nil
 	})

@@ -9,7 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/svcplatform/svc/controlplane/store"
-	"github.com/svcplatform/svc/controlplane/store/sqlitefsm"
+	"github.com/svcplatform/svc/controlplane/store/query"
 )
 
 // LogKind groups runtime-log entries for filtering. Values are append-only.
@@ -90,27 +90,22 @@ func (s *Service) RuntimeLog(ctx context.Context, id ChannelID, q LogQuery) ([]L
 		return nil, 0, err
 	}
 	prefix := RuntimeLogPrefix + string(id) + "/"
-	where := []string{"i.key >= ?", "i.key < ?"}
-	args := []any{prefix, store.PrefixEnd(prefix)}
-	if q.Kind != "" {
-		where = append(where, "i.kind = ?")
-		args = append(args, string(q.Kind))
-	}
+	where := query.Where{query.Ge(query.Key, prefix), query.Lt(query.Key, store.PrefixEnd(prefix))}
+	where.EqIfSet("kind", string(q.Kind))
 	// Entry ids are UUIDv7, whose text starts with the millisecond time, so
 	// time bounds are key bounds.
 	if q.From != nil {
-		where = append(where, "i.key >= ?")
-		args = append(args, prefix+uuidTimePrefix(*q.From))
+		where.Add(query.Ge(query.Key, prefix+uuidTimePrefix(*q.From)))
 	}
 	if q.To != nil {
-		where = append(where, "i.key < ?")
-		args = append(args, prefix+uuidTimePrefix(q.To.Add(time.Millisecond)))
+		where.Add(query.Lt(query.Key, prefix+uuidTimePrefix(q.To.Add(time.Millisecond))))
 	}
-	order := "i.key DESC"
+	order := query.Desc(query.Key)
 	if q.Oldest {
-		order = "i.key ASC"
+		order = query.Asc(query.Key)
 	}
-	rows, total, err := sqlitefsm.IndexPage[LogEntry](ctx, s.Reader, RuntimeLogIndex.Table(), where, args, order, q.Page, q.PageSize)
+	rows, total, err := query.Page(ctx, s.Reader, query.Query{Index: RuntimeLogIndex.Name, Where: where, Order: []query.Order{order}},
+		q.Page, q.PageSize, query.JSON[LogEntry])
 	if err != nil {
 		return nil, 0, err
 	}

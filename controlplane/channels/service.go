@@ -14,7 +14,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/audit"
 	"github.com/svcplatform/svc/controlplane/keyring"
 	"github.com/svcplatform/svc/controlplane/store"
-	"github.com/svcplatform/svc/controlplane/store/sqlitefsm"
+	"github.com/svcplatform/svc/controlplane/store/query"
 )
 
 // Actor is who asks for a change; runtime-log entries and stream commands
@@ -32,7 +32,7 @@ func who(a Actor) string {
 // Service is the channel catalogue on the replicated store.
 type Service struct {
 	Store  store.Store
-	Reader sqlitefsm.Reader
+	Reader query.Reader
 	Keys   *keyring.Keyring
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time

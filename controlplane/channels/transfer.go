@@ -2,12 +2,12 @@ package channels
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"time"
 
 	"github.com/svcplatform/svc/controlplane/store"
+	"github.com/svcplatform/svc/controlplane/store/query"
 )
 
 // Asset transfer: the catalogue as a versioned document that another
@@ -68,9 +68,9 @@ type catalogue struct {
 // agree with each other and with the revision.
 func (s *Service) readCatalogue(ctx context.Context) (*catalogue, error) {
 	cat := &catalogue{groups: map[GroupKey]*Group{}, groupRevs: map[GroupKey]int64{}, byID: map[ChannelID]*Channel{}, byName: map[string]*Channel{}}
-	err := s.Reader.ReadTx(ctx, func(tx *sql.Tx, rev int64) error {
-		cat.revision = rev
-		return forEachKV(ctx, tx, []string{GroupPrefix, ChannelPrefix}, func(kv *store.KeyValue) error {
+	err := s.Reader.View(ctx, func(v query.View) error {
+		cat.revision = v.Revision()
+		return forEachKV(v, []string{GroupPrefix, ChannelPrefix}, func(kv *store.KeyValue) error {
 			if len(kv.Key) > len(GroupPrefix) && kv.Key[:len(GroupPrefix)] == GroupPrefix {
 				var g Group
 				if err := json.Unmarshal(kv.Value, &g); err != nil {
@@ -93,24 +93,12 @@ func (s *Service) readCatalogue(ctx context.Context) (*catalogue, error) {
 	return cat, err
 }
 
-func forEachKV(ctx context.Context, tx *sql.Tx, prefixes []string, fn func(*store.KeyValue) error) error {
+func forEachKV(v query.View, prefixes []string, fn func(*store.KeyValue) error) error {
 	for _, p := range prefixes {
-		rows, err := tx.QueryContext(ctx, `SELECT key, value, mod_revision FROM kv WHERE key >= ? AND key < ? ORDER BY key`, p, store.PrefixEnd(p))
+		err := v.Scan(p, func(r query.Row) error {
+			return fn(&store.KeyValue{Key: r.Key, Value: r.Value, ModRevision: r.ModRevision})
+		})
 		if err != nil {
-			return err
-		}
-		for rows.Next() {
-			kv := &store.KeyValue{}
-			if err := rows.Scan(&kv.Key, &kv.Value, &kv.ModRevision); err != nil {
-				rows.Close()
-				return err
-			}
-			if err := fn(kv); err != nil {
-				rows.Close()
-				return err
-			}
-		}
-		if err := rows.Close(); err != nil {
 			return err
 		}
 	}

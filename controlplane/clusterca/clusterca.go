@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/svcplatform/svc/controlplane/fault"
 	"github.com/svcplatform/svc/controlplane/keyring"
 	"github.com/svcplatform/svc/controlplane/store"
 	"github.com/svcplatform/svc/shared/pki"
@@ -23,7 +24,7 @@ import (
 const Key = "/cluster/pki/ca"
 
 // ErrNotReady means the first leader has not made the CA yet.
-var ErrNotReady = errors.New("the cluster CA does not exist yet")
+var ErrNotReady = fault.NewRetryable(fault.Unavailable, "unavailable", "the cluster CA does not exist yet")
 
 // Record is the stored CA: the certificate in clear, the key sealed.
 type Record struct {

@@ -4,7 +4,6 @@
 package config
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -13,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/svcplatform/svc/controlplane/fault"
 	"github.com/svcplatform/svc/controlplane/store/raftnode"
 )
 
@@ -387,4 +387,4 @@ func (c *Config) AgentHosts() []string {
 }
 
 // ErrHelp is returned by Load when -h was given.
-var ErrHelp = errors.New("help requested")
+var ErrHelp = fault.New(fault.Invalid, "invalid_body", "help requested")

@@ -11,7 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/svcplatform/svc/controlplane/store"
-	"github.com/svcplatform/svc/controlplane/store/sqlitefsm"
+	"github.com/svcplatform/svc/controlplane/store/query"
 	"github.com/svcplatform/svc/shared/engineapi"
 )
 
@@ -61,7 +61,7 @@ var mediaServerRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
 // inputs (engine hooks) and reads the outbox and the inbox.
 type Service struct {
 	Store  store.Store
-	Reader sqlitefsm.Reader
+	Reader query.Reader
 	// NodeID is this control node, the envelope's nodeId.
 	NodeID string
 	Clock  Clock
@@ -149,19 +149,17 @@ type InboxQuery struct {
 // engine.webhook events of the outbox, kept as long as its retention keeps
 // them.
 func (s *Service) ListInbox(ctx context.Context, q InboxQuery) ([]InboxEntry, int64, error) {
-	where := []string{"i.event_name >= ?", "i.event_name < ?"}
-	args := []any{EngineWebhookPrefix, store.PrefixEnd(EngineWebhookPrefix)}
+	where := query.Where{query.Ge("event_name", EngineWebhookPrefix), query.Lt("event_name", store.PrefixEnd(EngineWebhookPrefix))}
 	if q.HookName != "" {
 		hook, err := NormalizeHookName(q.HookName)
 		if err != nil {
 			return nil, 0, err
 		}
-		where, args = []string{"i.event_name = ?"}, []any{EngineWebhookPrefix + hook}
+		where = query.Where{query.Eq("event_name", EngineWebhookPrefix+hook)}
 	}
-	if q.MediaServerID != "" {
-		where, args = append(where, "i.media_server_id = ?"), append(args, q.MediaServerID)
-	}
-	entries, total, err := sqlitefsm.IndexPage[Entry](ctx, s.Reader, OutboxIndex.Table(), where, args, "i.key DESC", q.Page, q.PageSize)
+	where.EqIfSet("media_server_id", q.MediaServerID)
+	entries, total, err := query.Page(ctx, s.Reader, query.Query{Index: OutboxIndex.Name, Where: where, Order: []query.Order{query.Desc(query.Key)}},
+		q.Page, q.PageSize, query.JSON[Entry])
 	if err != nil {
 		return nil, 0, err
 	}

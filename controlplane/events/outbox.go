@@ -7,13 +7,13 @@ import (
 	"time"
 
 	"github.com/svcplatform/svc/controlplane/store"
-	"github.com/svcplatform/svc/controlplane/store/sqlitefsm"
+	"github.com/svcplatform/svc/controlplane/store/query"
 )
 
 // OutboxIndex is the typed index of the outbox; the listing, the webhook
 // inbox (the engine.webhook events, filtered by media server) and the
 // dispatcher's retention query use it.
-var OutboxIndex = sqlitefsm.IndexSpec{Name: "event_outbox", Prefix: OutboxPrefix, Columns: []sqlitefsm.IndexColumn{
+var OutboxIndex = query.Index{Name: "event_outbox", Prefix: OutboxPrefix, Columns: []query.Column{
 	{Name: "event_name", Type: "TEXT", Path: "$.eventName"},
 	{Name: "source", Type: "TEXT", Path: "$.source"},
 	{Name: "target", Type: "TEXT", Path: "$.targetSubscriptionId"},
@@ -67,8 +67,8 @@ func Get(ctx context.Context, s store.Store, eventID string) (Entry, error) {
 
 // ListOutbox returns one page of the outbox, newest first (keys are UUIDv7,
 // so key order is time order), and the total number of entries.
-func ListOutbox(ctx context.Context, r sqlitefsm.Reader, page, size int) ([]Entry, int64, error) {
-	return sqlitefsm.IndexPage[Entry](ctx, r, OutboxIndex.Table(), nil, nil, "i.key DESC", page, size)
+func ListOutbox(ctx context.Context, r query.Reader, page, size int) ([]Entry, int64, error) {
+	return query.Page(ctx, r, query.Query{Index: OutboxIndex.Name, Order: []query.Order{query.Desc(query.Key)}}, page, size, query.JSON[Entry])
 }
 
 // KeyBefore is the smallest key under prefix of a UUIDv7 record created at

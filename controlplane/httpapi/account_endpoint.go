@@ -2,8 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"errors"
-	"net/http"
 
 	"github.com/svcplatform/svc/api/contract"
 	"github.com/svcplatform/svc/controlplane/account"
@@ -17,22 +15,6 @@ type accountEndpoints struct {
 	// csrf gives a console session its CSRF token, so a reloaded console
 	// can recover it from auth/me.
 	csrf func(sessionID string) string
-}
-
-func accountError(err error) error {
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, account.ErrInvalid):
-		return &Error{Status: http.StatusBadRequest, Code: "invalid_body", Message: err.Error(), Retryable: retryable(false), Err: err}
-	case errors.Is(err, account.ErrNotFound):
-		return &Error{Status: http.StatusNotFound, Code: "not_found", Message: err.Error(), Retryable: retryable(false), Err: err}
-	case errors.Is(err, account.ErrConflict), errors.Is(err, account.ErrBootstrapped):
-		return &Error{Status: http.StatusConflict, Code: "conflict", Message: err.Error(), Retryable: retryable(false), Err: err}
-	case errors.Is(err, account.ErrBeyondGranter):
-		return &Error{Status: http.StatusForbidden, Code: "permission_denied", Message: err.Error(), Retryable: retryable(false), Err: err}
-	}
-	return err
 }
 
 func accountActor(raw context.Context) account.Actor {
@@ -83,7 +65,7 @@ func (e *accountEndpoints) CreateUser(ctx context.Context, r contract.CreateUser
 	}
 	u, err := e.accounts.CreateUser(requestContext(ctx), accountActor(ctx), b.Username, b.Password, deref(b.DisplayName, ""), status, b.RoleIds)
 	if err != nil {
-		return nil, accountError(err)
+		return nil, err
 	}
 	return contract.CreateUser200JSONResponse(toUser(u)), nil
 }
@@ -97,21 +79,21 @@ func (e *accountEndpoints) UpdateUser(ctx context.Context, r contract.UpdateUser
 	}
 	u, err := e.accounts.UpdateUser(requestContext(ctx), accountActor(ctx), r.UserId, b.DisplayName, status, b.RoleIds)
 	if err != nil {
-		return nil, accountError(err)
+		return nil, err
 	}
 	return contract.UpdateUser200JSONResponse(toUser(u)), nil
 }
 
 func (e *accountEndpoints) DeleteUser(ctx context.Context, r contract.DeleteUserRequestObject) (contract.DeleteUserResponseObject, error) {
 	if err := e.accounts.DeleteUser(requestContext(ctx), accountActor(ctx), r.UserId); err != nil {
-		return nil, accountError(err)
+		return nil, err
 	}
 	return contract.DeleteUser200JSONResponse(done(contract.ActionResultActionDeleted, r.UserId, "the user was deleted; its sessions and API tokens were revoked")), nil
 }
 
 func (e *accountEndpoints) ResetUserPassword(ctx context.Context, r contract.ResetUserPasswordRequestObject) (contract.ResetUserPasswordResponseObject, error) {
 	if err := e.accounts.SetPassword(requestContext(ctx), accountActor(ctx), r.UserId, r.Body.NewPassword); err != nil {
-		return nil, accountError(err)
+		return nil, err
 	}
 	return contract.ResetUserPassword200JSONResponse(
 		done(contract.ActionResultActionPasswordChanged, r.UserId, "the password was changed and every session of the user was revoked"),
@@ -121,7 +103,7 @@ func (e *accountEndpoints) ResetUserPassword(ctx context.Context, r contract.Res
 func (e *accountEndpoints) RevokeUserSessions(ctx context.Context, r contract.RevokeUserSessionsRequestObject) (contract.RevokeUserSessionsResponseObject, error) {
 	u, err := e.accounts.RevokeSessions(requestContext(ctx), accountActor(ctx), r.UserId)
 	if err != nil {
-		return nil, accountError(err)
+		return nil, err
 	}
 	return contract.RevokeUserSessions200JSONResponse{UserId: u.UserID, SessionEpoch: u.SessionEpoch}, nil
 }
@@ -146,7 +128,7 @@ func (e *accountEndpoints) ListRoles(ctx context.Context, _ contract.ListRolesRe
 func (e *accountEndpoints) CreateRole(ctx context.Context, r contract.CreateRoleRequestObject) (contract.CreateRoleResponseObject, error) {
 	role, err := e.accounts.CreateRole(requestContext(ctx), accountActor(ctx), r.Body.Name, deref(r.Body.Description, ""), r.Body.Permissions)
 	if err != nil {
-		return nil, accountError(err)
+		return nil, err
 	}
 	return contract.CreateRole200JSONResponse(toRole(role, 0)), nil
 }
@@ -154,7 +136,7 @@ func (e *accountEndpoints) CreateRole(ctx context.Context, r contract.CreateRole
 func (e *accountEndpoints) UpdateRole(ctx context.Context, r contract.UpdateRoleRequestObject) (contract.UpdateRoleResponseObject, error) {
 	role, err := e.accounts.UpdateRole(requestContext(ctx), accountActor(ctx), r.RoleId, r.Body.Name, deref(r.Body.Description, ""), r.Body.Permissions)
 	if err != nil {
-		return nil, accountError(err)
+		return nil, err
 	}
 	counts, _ := e.accounts.RoleUserCounts(requestContext(ctx))
 	return contract.UpdateRole200JSONResponse(toRole(role, counts[role.RoleID])), nil
@@ -162,7 +144,7 @@ func (e *accountEndpoints) UpdateRole(ctx context.Context, r contract.UpdateRole
 
 func (e *accountEndpoints) DeleteRole(ctx context.Context, r contract.DeleteRoleRequestObject) (contract.DeleteRoleResponseObject, error) {
 	if err := e.accounts.DeleteRole(requestContext(ctx), accountActor(ctx), r.RoleId); err != nil {
-		return nil, accountError(err)
+		return nil, err
 	}
 	return contract.DeleteRole200JSONResponse(done(contract.ActionResultActionDeleted, r.RoleId, "the role was deleted")), nil
 }
@@ -180,7 +162,7 @@ func (e *accountEndpoints) BootstrapAdmin(ctx context.Context, r contract.Bootst
 	a.Type = "anonymous"
 	u, err := e.accounts.Bootstrap(requestContext(ctx), a, r.Body.Username, r.Body.Password, deref(r.Body.DisplayName, ""))
 	if err != nil {
-		return nil, accountError(err)
+		return nil, err
 	}
 	return contract.BootstrapAdmin200JSONResponse(toUser(u)), nil
 }

@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"net"
 	"net/http"
@@ -11,14 +10,12 @@ import (
 
 	"github.com/svcplatform/svc/controlplane/apitoken"
 	"github.com/svcplatform/svc/controlplane/identity"
-	"github.com/svcplatform/svc/controlplane/permission"
+	"github.com/svcplatform/svc/controlplane/store/query"
 	"github.com/svcplatform/svc/controlplane/store/revcache"
 )
 
 // TokenReader is the local state the token lookup queries.
-type TokenReader interface {
-	ReadTx(ctx context.Context, fn func(tx *sql.Tx, revision int64) error) error
-}
+type TokenReader = query.Reader
 
 // APITokenAuth authenticates `Authorization: Bearer svc_pat_...` against the
 // token records in the store. Console sessions join in the security module.
@@ -40,15 +37,9 @@ type APITokenAuth struct {
 	// Owner returns the current permissions of a token's owning user and
 	// whether that user is active; found is false when the owner is not a
 	// console user (a token created before users existed, or by svc dev).
-	Owner func(ctx context.Context, userID string) (perms []string, active, found bool, err error)
+	Owner apitoken.OwnerFunc
 	// Usage notes each use of a token (lastUsedAt), written in batches.
 	Usage *apitoken.Usage
-}
-
-// ownerState is what a token's owner may do now.
-type ownerState struct {
-	perms         []string
-	active, found bool
 }
 
 func tokenRefused(err error) *Error {
@@ -110,14 +101,10 @@ func (a APITokenAuth) Authenticate(r *http.Request, clientIP net.IP) (*identity.
 		}
 		return nil, err
 	}
-	rec, owner := entry.rec, entry.owner
-	perms := rec.Permissions
-	if owner.found && !owner.active {
+	rec := entry.rec
+	perms, ok := apitoken.Effective(rec, entry.owner)
+	if !ok {
 		return nil, &Error{Status: http.StatusUnauthorized, Code: "api_token_required", Message: "the API token's owner is disabled or deleted", Retryable: retryable(false)}
-	}
-	if owner.found {
-		// A token never does more than its owner may do now.
-		perms = permission.Intersect(perms, owner.perms)
 	}
 	a.Usage.Touch(rec.TokenID, at)
 	return &identity.Identity{Kind: identity.KindAPIToken, Subject: rec.OwnerUserID, CredentialID: rec.TokenID, Permissions: perms, ExpiresAt: rec.ExpiresAt,
@@ -153,14 +140,11 @@ func (a APITokenAuth) resolve(ctx context.Context, token string) (cachedToken, e
 	if err != nil {
 		return cachedToken{}, err
 	}
-	e := cachedToken{rec: rec}
-	if a.Owner != nil && rec.OwnerUserID != "" {
-		perms, active, found, err := a.Owner(ctx, rec.OwnerUserID)
-		if err != nil {
-			return cachedToken{}, err
-		}
-		e.owner = ownerState{perms: perms, active: active, found: found}
+	owner, err := apitoken.ReadOwner(ctx, a.Owner, rec)
+	if err != nil {
+		return cachedToken{}, err
 	}
+	e := cachedToken{rec: rec, owner: owner}
 	if a.Fresh == nil || a.Fresh() {
 		a.Cache.Put(token, rev, e)
 	}
@@ -172,5 +156,5 @@ type AuthCache = revcache.Cache[cachedToken]
 
 type cachedToken struct {
 	rec   *apitoken.Record
-	owner ownerState
+	owner apitoken.Owner
 }

@@ -2,8 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"errors"
-	"net/http"
 
 	"github.com/svcplatform/svc/api/contract"
 	"github.com/svcplatform/svc/controlplane/channels"
@@ -13,48 +11,6 @@ import (
 // third-party channel operations (module 11), which share its domain calls.
 type channelEndpoints struct {
 	channels *channels.Service
-}
-
-// channelError maps the catalogue's sentinels to contract codes.
-func channelError(err error) error {
-	conflict := func(code string) error {
-		return &Error{Status: http.StatusConflict, Code: code, Message: err.Error(), Retryable: retryable(false), Err: err}
-	}
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, channels.ErrImportRejected):
-		return conflict("import_rejected")
-	case errors.Is(err, channels.ErrInvalid):
-		return &Error{Status: http.StatusBadRequest, Code: "invalid_body", Message: err.Error(), Retryable: retryable(false), Err: err}
-	case errors.Is(err, channels.ErrNotFound), errors.Is(err, channels.ErrGroupNotFound), errors.Is(err, channels.ErrCommandNotFound):
-		return &Error{Status: http.StatusNotFound, Code: "not_found", Message: err.Error(), Retryable: retryable(false), Err: err}
-	case errors.Is(err, channels.ErrDuplicateStream):
-		return conflict("channel_stream_conflict")
-	case errors.Is(err, channels.ErrDuplicateGroup):
-		return conflict("channel_group_conflict")
-	case errors.Is(err, channels.ErrGroupNotEmpty):
-		return conflict("channel_group_not_empty")
-	case errors.Is(err, channels.ErrPending):
-		return conflict("channel_pending_activation")
-	case errors.Is(err, channels.ErrNotPending):
-		return conflict("channel_not_pending")
-	case errors.Is(err, channels.ErrDisabled):
-		return conflict("channel_disabled")
-	case errors.Is(err, channels.ErrRunning):
-		return conflict("channel_running")
-	case errors.Is(err, channels.ErrCommandFinished):
-		return conflict("stream_command_finished")
-	case errors.Is(err, channels.ErrPTZNotSupported):
-		return conflict("ptz_not_supported")
-	case errors.Is(err, channels.ErrPTZUnavailable):
-		return conflict("ptz_unavailable")
-	case errors.Is(err, channels.ErrBadTransition):
-		return conflict("conflict")
-	case errors.Is(err, channels.ErrContended):
-		return &Error{Status: http.StatusConflict, Code: "conflict", Message: err.Error(), Retryable: retryable(true), Err: err}
-	}
-	return err
 }
 
 // toChannel is the only way a channel leaves the API: the source URL is
@@ -132,7 +88,7 @@ func (e *channelEndpoints) list(ctx context.Context, p contract.ListChannelsPara
 	f := channelFilter(p)
 	rows, total, err := e.channels.List(requestContext(ctx), f)
 	if err != nil {
-		return contract.ChannelList{}, channelError(err)
+		return contract.ChannelList{}, err
 	}
 	return toChannelList(rows, total, f.Page, f.PageSize), nil
 }
@@ -183,7 +139,7 @@ func (e *channelEndpoints) CreateChannel(ctx context.Context, r contract.CreateC
 		AllowBasicAuthOverPlainRTSP: b.AllowBasicAuthOverPlainRtsp,
 	})
 	if err != nil {
-		return nil, channelError(err)
+		return nil, err
 	}
 	return contract.CreateChannel200JSONResponse(toChannel(ch)), nil
 }
@@ -191,7 +147,7 @@ func (e *channelEndpoints) CreateChannel(ctx context.Context, r contract.CreateC
 func (e *channelEndpoints) GetChannel(ctx context.Context, r contract.GetChannelRequestObject) (contract.GetChannelResponseObject, error) {
 	ch, err := e.channels.Get(requestContext(ctx), channels.ChannelID(r.ChannelId))
 	if err != nil {
-		return nil, channelError(err)
+		return nil, err
 	}
 	return contract.GetChannel200JSONResponse(toChannel(ch)), nil
 }
@@ -206,14 +162,14 @@ func (e *channelEndpoints) UpdateChannel(ctx context.Context, r contract.UpdateC
 		HasPTZ: b.HasPtz, IsShareChannel: b.IsShareChannel, AllowBasicAuthOverPlainRTSP: b.AllowBasicAuthOverPlainRtsp,
 	})
 	if err != nil {
-		return nil, channelError(err)
+		return nil, err
 	}
 	return contract.UpdateChannel200JSONResponse(toChannel(ch)), nil
 }
 
 func (e *channelEndpoints) DeleteChannel(ctx context.Context, r contract.DeleteChannelRequestObject) (contract.DeleteChannelResponseObject, error) {
 	if err := e.channels.Delete(requestContext(ctx), actor(ctx).Actor, channels.ChannelID(r.ChannelId)); err != nil {
-		return nil, channelError(err)
+		return nil, err
 	}
 	return contract.DeleteChannel200JSONResponse(done(contract.ActionResultActionDeleted, r.ChannelId, "the channel was deleted")), nil
 }
@@ -224,7 +180,7 @@ func (e *channelEndpoints) ListChannelRuntimeLogs(ctx context.Context, r contrac
 		Oldest: p.Order != nil && *p.Order == contract.ListChannelRuntimeLogsParamsOrderOldest}
 	rows, total, err := e.channels.RuntimeLog(requestContext(ctx), channels.ChannelID(r.ChannelId), q)
 	if err != nil {
-		return nil, channelError(err)
+		return nil, err
 	}
 	out := contract.ListChannelRuntimeLogs200JSONResponse{Page: int32(q.Page), PageSize: int32(q.PageSize), Total: total, Rows: []contract.ChannelRuntimeLogEntry{}}
 	for _, l := range rows {

@@ -39,13 +39,13 @@ func TestChannelErrorCodes(t *testing.T) {
 		t.Run(tc.code, func(t *testing.T) {
 			wrapped := fmt.Errorf("%w: detail", tc.err)
 			var e *Error
-			if !errors.As(channelError(wrapped), &e) || e.Status != tc.status || e.Code != tc.code || !errors.Is(e, tc.err) {
-				t.Fatalf("channelError(%v) = %+v", wrapped, e)
+			if e = toError(wrapped); e.Status != tc.status || e.Code != tc.code || !errors.Is(e, tc.err) {
+				t.Fatalf("toError(%v) = %+v", wrapped, e)
 			}
 		})
 	}
 	other := errors.New("disk on fire")
-	if got := channelError(other); !errors.Is(got, other) || got.Error() != other.Error() {
+	if got := toError(other); !errors.Is(got, other) || got.Status != http.StatusInternalServerError || got.Message != "internal error" {
 		t.Fatal("an unknown error was mapped")
 	}
 }

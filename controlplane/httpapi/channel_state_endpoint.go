@@ -14,7 +14,7 @@ import (
 func (e *channelEndpoints) start(ctx context.Context, id string) (contract.ChannelStartResult, error) {
 	ch, cmd, err := e.channels.Start(requestContext(ctx), actor(ctx).Actor, channels.ChannelID(id))
 	if err != nil {
-		return contract.ChannelStartResult{}, channelError(err)
+		return contract.ChannelStartResult{}, err
 	}
 	return contract.ChannelStartResult{Channel: toChannel(ch), Command: toStreamCommand(cmd)}, nil
 }
@@ -22,7 +22,7 @@ func (e *channelEndpoints) start(ctx context.Context, id string) (contract.Chann
 func (e *channelEndpoints) stop(ctx context.Context, id string) (contract.ChannelStopResult, error) {
 	ch, cmd, err := e.channels.Stop(requestContext(ctx), actor(ctx).Actor, channels.ChannelID(id))
 	if err != nil {
-		return contract.ChannelStopResult{}, channelError(err)
+		return contract.ChannelStopResult{}, err
 	}
 	out := contract.ChannelStopResult{StreamCommandId: string(cmd.CommandID), State: contract.StreamCommandState(cmd.State), Channel: toChannel(ch)}
 	if cmd.NodeCommandID != "" {
@@ -50,7 +50,7 @@ func (e *channelEndpoints) StopChannel(ctx context.Context, r contract.StopChann
 func (e *channelEndpoints) RetryChannel(ctx context.Context, r contract.RetryChannelRequestObject) (contract.RetryChannelResponseObject, error) {
 	ch, cmd, err := e.channels.Retry(requestContext(ctx), actor(ctx).Actor, channels.ChannelID(r.ChannelId))
 	if err != nil {
-		return nil, channelError(err)
+		return nil, err
 	}
 	return contract.RetryChannel200JSONResponse{Channel: toChannel(ch), Command: toStreamCommand(cmd)}, nil
 }
@@ -58,7 +58,7 @@ func (e *channelEndpoints) RetryChannel(ctx context.Context, r contract.RetryCha
 func (e *channelEndpoints) PauseChannel(ctx context.Context, r contract.PauseChannelRequestObject) (contract.PauseChannelResponseObject, error) {
 	ch, err := e.channels.Pause(requestContext(ctx), actor(ctx).Actor, channels.ChannelID(r.ChannelId))
 	if err != nil {
-		return nil, channelError(err)
+		return nil, err
 	}
 	return contract.PauseChannel200JSONResponse(toChannel(ch)), nil
 }
@@ -66,7 +66,7 @@ func (e *channelEndpoints) PauseChannel(ctx context.Context, r contract.PauseCha
 func (e *channelEndpoints) ActivateChannel(ctx context.Context, r contract.ActivateChannelRequestObject) (contract.ActivateChannelResponseObject, error) {
 	ch, err := e.channels.Activate(requestContext(ctx), actor(ctx).Actor, channels.ChannelID(r.ChannelId))
 	if err != nil {
-		return nil, channelError(err)
+		return nil, err
 	}
 	return contract.ActivateChannel200JSONResponse(toChannel(ch)), nil
 }
@@ -74,7 +74,7 @@ func (e *channelEndpoints) ActivateChannel(ctx context.Context, r contract.Activ
 func (e *channelEndpoints) ReturnChannelToPending(ctx context.Context, r contract.ReturnChannelToPendingRequestObject) (contract.ReturnChannelToPendingResponseObject, error) {
 	ch, err := e.channels.ReturnToPending(requestContext(ctx), actor(ctx).Actor, channels.ChannelID(r.ChannelId))
 	if err != nil {
-		return nil, channelError(err)
+		return nil, err
 	}
 	return contract.ReturnChannelToPending200JSONResponse(toChannel(ch)), nil
 }
@@ -90,7 +90,7 @@ func (e *channelEndpoints) ListThirdPartyChannels(ctx context.Context, r contrac
 func (e *channelEndpoints) GetThirdPartyChannel(ctx context.Context, r contract.GetThirdPartyChannelRequestObject) (contract.GetThirdPartyChannelResponseObject, error) {
 	ch, err := e.channels.Get(requestContext(ctx), channels.ChannelID(r.ChannelId))
 	if err != nil {
-		return nil, channelError(err)
+		return nil, err
 	}
 	return contract.GetThirdPartyChannel200JSONResponse(toChannel(ch)), nil
 }

@@ -31,7 +31,7 @@ func convertJSON[T any](from any) (*T, error) {
 func (e *channelEndpoints) ExportChannelAssets(ctx context.Context, _ contract.ExportChannelAssetsRequestObject) (contract.ExportChannelAssetsResponseObject, error) {
 	doc, err := e.channels.Export(requestContext(ctx))
 	if err != nil {
-		return nil, channelError(err)
+		return nil, err
 	}
 	out, err := convertJSON[contract.ChannelTransferDocument](doc)
 	if err != nil {
@@ -43,7 +43,7 @@ func (e *channelEndpoints) ExportChannelAssets(ctx context.Context, _ contract.E
 func (e *channelEndpoints) ImportChannelAssets(ctx context.Context, r contract.ImportChannelAssetsRequestObject) (contract.ImportChannelAssetsResponseObject, error) {
 	doc, err := convertJSON[channels.TransferDocument](r.Body.Document)
 	if err != nil {
-		return nil, channelError(err)
+		return nil, err
 	}
 	res, err := e.channels.Import(requestContext(ctx), actor(ctx).Actor, doc, channels.ImportOptions{
 		Preview: deref(r.Body.Preview, true), Activation: channels.Activation(opt(r.Body.ActivationState)),
@@ -52,7 +52,7 @@ func (e *channelEndpoints) ImportChannelAssets(ctx context.Context, r contract.I
 		if res != nil && res.Failed > 0 {
 			return nil, importRejected(err, res)
 		}
-		return nil, channelError(err)
+		return nil, err
 	}
 	out, err := convertJSON[contract.ChannelImportResult](res)
 	if err != nil {
@@ -64,10 +64,10 @@ func (e *channelEndpoints) ImportChannelAssets(ctx context.Context, r contract.I
 // importRejected says how many items are invalid and names the first, so
 // a caller sees why without another call; a preview lists them all.
 func importRejected(err error, res *channels.ImportResult) error {
-	var e *Error
-	if !errors.As(channelError(err), &e) {
+	if !errors.Is(err, channels.ErrImportRejected) || res == nil {
 		return err
 	}
+	e := toError(err)
 	e.Details = map[string]string{"failed": fmt.Sprint(res.Failed)}
 	for _, it := range res.Items {
 		if it.Action == channels.ImportError {
@@ -84,9 +84,9 @@ func importRejected(err error, res *channels.ImportResult) error {
 func (e *channelEndpoints) ptz(ctx context.Context, id string) error {
 	ch, err := e.channels.Get(requestContext(ctx), channels.ChannelID(id))
 	if err != nil {
-		return channelError(err)
+		return err
 	}
-	return channelError(channels.PTZ(ch))
+	return channels.PTZ(ch)
 }
 
 func (e *channelEndpoints) ControlChannelPtz(ctx context.Context, r contract.ControlChannelPtzRequestObject) (contract.ControlChannelPtzResponseObject, error) {

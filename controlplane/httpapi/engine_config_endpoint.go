@@ -12,7 +12,7 @@ import (
 // read runs a read-only engine command and decodes its result.
 func (e *engineEndpoints) read(ctx context.Context, t mediaserver.Target, typ string, payload, out any) (mediaserver.Outcome, error) {
 	o, err := e.servers.Do(ctx, mediaserver.Call{Target: t, Type: typ, Payload: payload, Actor: auditActor(ctx), Read: true}, out)
-	return o, nodeError(err)
+	return o, err
 }
 
 // apply runs a configuration change and decodes its result; acc is set
@@ -28,7 +28,7 @@ func (e *engineEndpoints) apply(
 	var res contract.EngineConfigApplyResult
 	o, err := e.servers.Do(ctx, mediaserver.Call{Target: t, Type: typ, Payload: payload, Reason: reason, Actor: auditActor(ctx), Wait: waitFor(wait)}, &res)
 	if err != nil {
-		return nil, nil, nodeError(err)
+		return nil, nil, err
 	}
 	if !o.Done {
 		a := accepted(o)

@@ -25,7 +25,7 @@ type engineEndpoints struct {
 func (e *engineEndpoints) state(ctx context.Context, t mediaserver.Target) (contract.EngineProcessState, error) {
 	rec, err := e.nodes.Resolve(ctx, t.NodeID, t.MediaServerID)
 	if err != nil {
-		return contract.EngineProcessState{}, nodeError(err)
+		return contract.EngineProcessState{}, err
 	}
 	if hb, at, ok := e.presence.Last(rec.NodeID); ok {
 		return toEngineState(rec, &hb, &at), nil
@@ -57,7 +57,7 @@ func (e *engineEndpoints) processAction(
 	var st agentapi.EngineState
 	o, err := e.servers.Do(ctx, mediaserver.Call{Target: t, Type: typ, Reason: reason, Actor: auditActor(ctx), Wait: wait}, &st)
 	if err != nil {
-		return contract.EngineProcessActionResult{}, nil, nodeError(err)
+		return contract.EngineProcessActionResult{}, nil, err
 	}
 	if !o.Done {
 		a := accepted(o)
@@ -148,7 +148,7 @@ func (e *engineEndpoints) engineNode(ctx context.Context, nodeID string) (*nodes
 		err = nodes.ErrNotFound
 	}
 	if err != nil {
-		return nil, contract.EngineProcessState{}, nil, nodeError(err)
+		return nil, contract.EngineProcessState{}, nil, err
 	}
 	hb, at, ok := e.presence.Last(rec.NodeID)
 	if !ok {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/svcplatform/svc/controlplane/fault"
 	"github.com/svcplatform/svc/controlplane/store"
 	"github.com/svcplatform/svc/controlplane/store/raftnode"
 )
@@ -81,7 +82,30 @@ func toError(err error) *Error {
 	case errors.Is(err, context.DeadlineExceeded):
 		return &Error{Status: http.StatusServiceUnavailable, Code: "timeout", Message: "the operation did not finish in time", Retryable: retryable(true), Err: err}
 	}
+	if c, ok := fault.Of(err); ok && c.Kind() != fault.Internal {
+		e := &Error{Status: kindStatus[c.Kind()], Code: c.ErrorCode(), Message: err.Error(), Retryable: retryable(c.Retryable()), Err: err}
+		var d fault.Detailer
+		if errors.As(err, &d) {
+			e.Details = d.Details()
+		}
+		return e
+	}
 	return &Error{Status: http.StatusInternalServerError, Code: "internal", Message: "internal error", Err: err}
+}
+
+// kindStatus is the one place a kind of failure becomes an HTTP status.
+var kindStatus = map[fault.Kind]int{
+	fault.Invalid:         http.StatusBadRequest,
+	fault.Unauthenticated: http.StatusUnauthorized,
+	fault.Forbidden:       http.StatusForbidden,
+	fault.NotFound:        http.StatusNotFound,
+	fault.Conflict:        http.StatusConflict,
+	fault.TooLarge:        http.StatusRequestEntityTooLarge,
+	fault.RateLimited:     http.StatusTooManyRequests,
+	fault.Unavailable:     http.StatusServiceUnavailable,
+	fault.StorageFull:     http.StatusInsufficientStorage,
+	fault.BadGateway:      http.StatusBadGateway,
+	fault.GatewayTimeout:  http.StatusGatewayTimeout,
 }
 
 // abortWithError writes the error body and stops the chain.

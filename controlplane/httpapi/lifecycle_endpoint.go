@@ -34,11 +34,11 @@ func (e *lifecycleEndpoints) CreateNodeAgentEnrollment(
 	}
 	ca, err := e.authority.CA(ctx)
 	if err != nil {
-		return nil, nodeError(err)
+		return nil, err
 	}
 	en, err := e.nodes.CreateEnrollment(ctx, auditActor(ctx), r.NodeId, ttl)
 	if err != nil {
-		return nil, nodeError(err)
+		return nil, err
 	}
 	hash := pki.Hash(ca.Cert)
 	return contract.CreateNodeAgentEnrollment200JSONResponse{NodeId: en.NodeID, Code: en.Code, ExpiresAt: en.ExpiresAt, CaHash: hash, AgentServerUrl: e.agentURL,
@@ -80,7 +80,7 @@ func (e *lifecycleEndpoints) CreateNodeLifecycleOperation(
 	ctx = requestContext(ctx)
 	op, err := e.servers.StartOperation(ctx, auditActor(ctx), r.Body.NodeId, string(r.Body.Operation), r.Body.Reason)
 	if err != nil {
-		return nil, nodeError(err)
+		return nil, err
 	}
 	return contract.CreateNodeLifecycleOperation200JSONResponse(toOperation(op)), nil
 }
@@ -92,7 +92,7 @@ func (e *lifecycleEndpoints) ListNodeLifecycleOperations(
 	ctx = requestContext(ctx)
 	ops, err := e.servers.Operations(ctx, deref(r.Params.NodeId, ""), int(deref(r.Params.Limit, 50)))
 	if err != nil {
-		return nil, nodeError(err)
+		return nil, err
 	}
 	out := contract.ListNodeLifecycleOperations200JSONResponse{Rows: []contract.NodeLifecycleOperation{}}
 	for _, op := range ops {

@@ -78,18 +78,10 @@ func strPtr[T ~string](v *T) *string {
 	return &s
 }
 
-// filterError reports a bad filter as the query problem it is.
-func filterError(err error) error {
-	if errors.Is(err, nodecommand.ErrInvalid) {
-		return &Error{Status: http.StatusBadRequest, Code: "invalid_query", Message: err.Error(), Retryable: retryable(false), Err: err}
-	}
-	return nodeError(err)
-}
-
 func (e *nodeCommandEndpoints) list(ctx context.Context, f nodecommand.Filter, page, size int32) (contract.NodeCommandList, error) {
 	rows, total, err := e.commands.List(ctx, f, int(page), int(size))
 	if err != nil {
-		return contract.NodeCommandList{}, filterError(err)
+		return contract.NodeCommandList{}, err
 	}
 	out := contract.NodeCommandList{Page: page, PageSize: size, Total: total, Rows: []contract.NodeCommand{}}
 	for i := range rows {
@@ -117,7 +109,7 @@ func (e *nodeCommandEndpoints) GetNodeCommandStats(ctx context.Context, r contra
 	p := r.Params
 	st, err := e.commands.Stats(ctx, commandFilter(p.NodeId, p.EngineNodeId, strPtr(p.Status), p.CommandType, p.RequestedBy, p.LocalOnly, p.From, p.To, p.SinceHours, p.Keyword))
 	if err != nil {
-		return nil, filterError(err)
+		return nil, err
 	}
 	return contract.GetNodeCommandStats200JSONResponse{Total: st.Total, ByStatus: st.ByStatus, ByCommandType: st.ByCommandType,
 		AverageDurationMs: st.AvgDurationMs, MaxDurationMs: st.MaxDurationMs, OldestPendingAgeMs: st.OldestPendingMs}, nil
@@ -127,7 +119,7 @@ func (e *nodeCommandEndpoints) GetNodeCommand(ctx context.Context, r contract.Ge
 	ctx = requestContext(ctx)
 	rec, err := e.commands.Get(ctx, r.CommandId)
 	if err != nil {
-		return nil, nodeError(err)
+		return nil, err
 	}
 	return contract.GetNodeCommand200JSONResponse(toNodeCommand(rec)), nil
 }
@@ -136,7 +128,7 @@ func (e *nodeCommandEndpoints) GetNodeCommandDetail(ctx context.Context, r contr
 	ctx = requestContext(ctx)
 	rec, err := e.commands.Get(ctx, r.CommandId)
 	if err != nil {
-		return nil, nodeError(err)
+		return nil, err
 	}
 	return contract.GetNodeCommandDetail200JSONResponse(toNodeCommandDetail(rec)), nil
 }
@@ -149,7 +141,7 @@ func (e *nodeCommandEndpoints) CancelNodeCommand(ctx context.Context, r contract
 	}
 	rec, err := e.commands.Cancel(ctx, auditActor(ctx), r.CommandId, reason)
 	if err != nil {
-		return nil, nodeError(err)
+		return nil, err
 	}
 	return contract.CancelNodeCommand200JSONResponse(toNodeCommand(rec)), nil
 }
@@ -181,7 +173,7 @@ func (e *nodeCommandEndpoints) CreateNodeCommand(ctx context.Context, r contract
 		}
 	}
 	if err := nodes.ValidNodeID(r.NodeId); err != nil {
-		return nil, nodeError(err)
+		return nil, err
 	}
 	b := r.Body
 	var payload json.RawMessage
@@ -205,7 +197,7 @@ func (e *nodeCommandEndpoints) CreateNodeCommand(ctx context.Context, r contract
 		}
 	}
 	if err != nil {
-		return nil, nodeError(err)
+		return nil, err
 	}
 	return contract.CreateNodeCommand200JSONResponse(toNodeCommand(cmd)), nil
 }

@@ -180,7 +180,7 @@ func (e *nodesEndpoints) GetMediaServerReferences(ctx context.Context, r contrac
 	}
 	refs, err := e.servers.References(ctx, r.MediaServerId, int(deref(r.Params.SampleSize, 10)))
 	if err != nil {
-		return nil, nodeError(err)
+		return nil, err
 	}
 	return contract.GetMediaServerReferences200JSONResponse(toReferences(refs)), nil
 }
@@ -193,7 +193,7 @@ func (e *nodesEndpoints) RetireMediaServer(ctx context.Context, r contract.Retir
 	preview := deref(r.Body.Preview, true)
 	res, err := e.servers.Retire(ctx, auditActor(ctx), r.MediaServerId, preview, deref(r.Body.Force, false), deref(r.Body.Reason, ""))
 	if err != nil && (!res.Retired || errors.Is(err, nodes.ErrRetired)) {
-		return nil, nodeError(err)
+		return nil, err
 	}
 	out := contract.RetireMediaServer200JSONResponse{MediaServerId: res.References.Node.MediaServerID, NodeId: res.References.Node.NodeID, Preview: preview,
 		Retired: res.Retired, CanceledCommands: int32(res.CanceledCommands), References: toReferences(res.References), Message: res.Message}

@@ -2,8 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"errors"
-	"net/http"
 
 	"github.com/google/uuid"
 	openapi_types "github.com/oapi-codegen/runtime/types"
@@ -17,24 +15,6 @@ import (
 // time URLs and playback leases.
 type playbackEndpoints struct {
 	playback *playback.Service
-}
-
-func playbackError(err error) error {
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, playback.ErrInvalid):
-		return &Error{Status: http.StatusBadRequest, Code: "invalid_body", Message: err.Error(), Retryable: retryable(false), Err: err}
-	case errors.Is(err, playback.ErrNotFound):
-		return &Error{Status: http.StatusNotFound, Code: "not_found", Message: err.Error(), Retryable: retryable(false), Err: err}
-	case errors.Is(err, playback.ErrStreamNotReady):
-		return &Error{Status: http.StatusConflict, Code: "stream_not_ready", Message: err.Error(), Retryable: retryable(false), Err: err}
-	case errors.Is(err, playback.ErrPermissionDenied):
-		return &Error{Status: http.StatusForbidden, Code: "permission_denied", Message: err.Error(), Retryable: retryable(false), Err: err}
-	case errors.Is(err, playback.ErrLeaseConflict):
-		return &Error{Status: http.StatusConflict, Code: "playback_lease_conflict", Message: err.Error(), Retryable: retryable(false), Err: err}
-	}
-	return err
 }
 
 func caller(ctx context.Context) playback.Caller {
@@ -90,7 +70,7 @@ func (e *playbackEndpoints) CreateThirdPartyLivePlayback(
 	}
 	p, err := e.playback.CreateOneTimeLinks(requestContext(ctx), caller(ctx), r.ChannelId, protocolNames(r.Body.Protocols), lifetime)
 	if err != nil {
-		return nil, playbackError(err)
+		return nil, err
 	}
 	return contract.CreateThirdPartyLivePlayback200JSONResponse{ChannelId: r.ChannelId, MediaServerId: p.Location.MediaServerID,
 		Vhost: p.Location.Vhost, App: p.Location.App, StreamId: p.Location.Stream, StreamState: contract.ThirdPartyLivePlaybackStreamStateOnline,
@@ -112,7 +92,7 @@ func (e *playbackEndpoints) CreateThirdPartyLivePlaybackLease(
 	l, srcs, err := e.playback.CreateLiveLease(requestContext(ctx), caller(ctx), r.ChannelId, playback.LeaseRequest{
 		Protocols: protocolNames(r.Body.Protocols), LeaseSeconds: intPtr(r.Body.LeaseSeconds), AbsoluteLifetimeSeconds: intPtr(r.Body.AbsoluteLifetimeSeconds)})
 	if err != nil {
-		return nil, playbackError(err)
+		return nil, err
 	}
 	return contract.CreateThirdPartyLivePlaybackLease200JSONResponse(toLease(l, srcs)), nil
 }
@@ -126,7 +106,7 @@ func (e *playbackEndpoints) CreateThirdPartyStreamPlaybackLease(
 		playback.StreamLocator{MediaServerID: deref(b.MediaServerId, ""), Vhost: deref(b.Vhost, ""), App: b.App, Stream: b.StreamId},
 		playback.LeaseRequest{Protocols: protocolNames(b.Protocols), LeaseSeconds: intPtr(b.LeaseSeconds), AbsoluteLifetimeSeconds: intPtr(b.AbsoluteLifetimeSeconds)})
 	if err != nil {
-		return nil, playbackError(err)
+		return nil, err
 	}
 	return contract.CreateThirdPartyStreamPlaybackLease200JSONResponse(toLease(l, srcs)), nil
 }
@@ -137,7 +117,7 @@ func (e *playbackEndpoints) GetThirdPartyPlaybackLease(
 ) (contract.GetThirdPartyPlaybackLeaseResponseObject, error) {
 	l, srcs, err := e.playback.ReadLease(requestContext(ctx), caller(ctx), r.LeaseId.String())
 	if err != nil {
-		return nil, playbackError(err)
+		return nil, err
 	}
 	return contract.GetThirdPartyPlaybackLease200JSONResponse(toLease(l, srcs)), nil
 }
@@ -148,7 +128,7 @@ func (e *playbackEndpoints) RenewThirdPartyPlaybackLease(
 ) (contract.RenewThirdPartyPlaybackLeaseResponseObject, error) {
 	l, srcs, err := e.playback.Renew(requestContext(ctx), caller(ctx), r.LeaseId.String(), intPtr(r.Body.LeaseSeconds))
 	if err != nil {
-		return nil, playbackError(err)
+		return nil, err
 	}
 	return contract.RenewThirdPartyPlaybackLease200JSONResponse(toLease(l, srcs)), nil
 }
@@ -159,7 +139,7 @@ func (e *playbackEndpoints) DeleteThirdPartyPlaybackLease(
 ) (contract.DeleteThirdPartyPlaybackLeaseResponseObject, error) {
 	l, err := e.playback.Revoke(requestContext(ctx), caller(ctx), r.LeaseId.String(), deref(r.Params.Reason, ""), deref(r.Params.Disconnect, false))
 	if err != nil {
-		return nil, playbackError(err)
+		return nil, err
 	}
 	return contract.DeleteThirdPartyPlaybackLease200JSONResponse(toLease(l, nil)), nil
 }

@@ -20,7 +20,7 @@ func (e *rtpEndpoints) lease(ctx context.Context, t mediaserver.Target, typ stri
 	var l contract.RtpPortLease
 	o, err := e.servers.Do(ctx, mediaserver.Call{Target: t, Type: typ, Payload: payload, Actor: auditActor(ctx), Wait: waitFor(wait)}, &l)
 	if err != nil {
-		return nil, nil, nodeError(err)
+		return nil, nil, err
 	}
 	if !o.Done {
 		a := accepted(o)
@@ -35,7 +35,7 @@ func (e *rtpEndpoints) ListRtpPortLeases(ctx context.Context, r contract.ListRtp
 	o, err := e.servers.Do(ctx, mediaserver.Call{Target: target(r.Params.NodeId, r.Params.MediaServerId), Type: agentapi.TypeRTPList, Read: true, Actor: auditActor(ctx),
 		Payload: agentapi.ListLeasesRequest{Status: deref(strPtr(r.Params.Status), ""), Direction: deref(strPtr(r.Params.Direction), "")}}, &list)
 	if err != nil {
-		return nil, nodeError(err)
+		return nil, err
 	}
 	list.NodeId = o.Node.NodeID
 	if list.Rows == nil {

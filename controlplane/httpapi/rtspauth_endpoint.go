@@ -2,8 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"errors"
-	"net/http"
 
 	"github.com/svcplatform/svc/api/contract"
 	"github.com/svcplatform/svc/controlplane/rtspauth"
@@ -14,16 +12,6 @@ type rtspAuthEndpoints struct {
 	creds *rtspauth.Service
 }
 
-func rtspError(err error) error {
-	switch {
-	case errors.Is(err, rtspauth.ErrInvalid):
-		return &Error{Status: http.StatusBadRequest, Code: "invalid_body", Message: err.Error(), Retryable: retryable(false), Err: err}
-	case errors.Is(err, rtspauth.ErrNotFound):
-		return &Error{Status: http.StatusNotFound, Code: "not_found", Message: err.Error(), Retryable: retryable(false), Err: err}
-	}
-	return err
-}
-
 func toRtspCredential(c *rtspauth.Credential) contract.RtspAuthCredential {
 	return contract.RtspAuthCredential{MediaServerId: c.MediaServerID, Username: c.Username, Realm: c.Realm,
 		HasPassword: c.Sealed != "", UpdatedAt: c.UpdatedAt, UpdatedBy: c.UpdatedBy}
@@ -32,7 +20,7 @@ func toRtspCredential(c *rtspauth.Credential) contract.RtspAuthCredential {
 func (e *rtspAuthEndpoints) ListRtspAuthCredentials(ctx context.Context, r contract.ListRtspAuthCredentialsRequestObject) (contract.ListRtspAuthCredentialsResponseObject, error) {
 	list, err := e.creds.List(requestContext(ctx), deref(r.Params.MediaServerId, ""), deref(r.Params.Username, ""))
 	if err != nil {
-		return nil, rtspError(err)
+		return nil, err
 	}
 	out := contract.ListRtspAuthCredentials200JSONResponse{Rows: []contract.RtspAuthCredential{}}
 	for i := range list {
@@ -45,7 +33,7 @@ func (e *rtspAuthEndpoints) SaveRtspAuthCredential(ctx context.Context, r contra
 	b := r.Body
 	c, err := e.creds.Save(requestContext(ctx), actor(ctx).Actor, b.MediaServerId, b.Username, b.Password, deref(b.Realm, ""))
 	if err != nil {
-		return nil, rtspError(err)
+		return nil, err
 	}
 	return contract.SaveRtspAuthCredential200JSONResponse(toRtspCredential(c)), nil
 }
@@ -55,7 +43,7 @@ func (e *rtspAuthEndpoints) DeleteRtspAuthCredential(
 	r contract.DeleteRtspAuthCredentialRequestObject,
 ) (contract.DeleteRtspAuthCredentialResponseObject, error) {
 	if err := e.creds.Delete(requestContext(ctx), actor(ctx).Actor, r.Params.MediaServerId, r.Params.Username); err != nil {
-		return nil, rtspError(err)
+		return nil, err
 	}
 	return contract.DeleteRtspAuthCredential200JSONResponse(
 		done(contract.ActionResultActionDeleted, r.Params.MediaServerId+"/"+r.Params.Username, "the RTSP credential was deleted"),
@@ -73,7 +61,7 @@ func (e *rtspAuthEndpoints) TestRtspAuthCredential(ctx context.Context, r contra
 	}
 	res, err := e.creds.Test(requestContext(ctx), b.MediaServerId, b.Username, deref(b.Method, "DESCRIBE"), b.Uri, alg, qop, deref(b.Nonce, ""))
 	if err != nil {
-		return nil, rtspError(err)
+		return nil, err
 	}
 	return contract.TestRtspAuthCredential200JSONResponse{Ok: res.Header != "" && res.Verified, Realm: res.Realm, Nonce: res.Nonce,
 		Algorithm: contract.RtspAuthTestResultAlgorithm(res.Algorithm), Qop: contract.RtspAuthTestResultQop(res.QOP),

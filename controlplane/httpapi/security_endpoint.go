@@ -2,8 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"errors"
-	"net/http"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -21,24 +19,6 @@ import (
 type securityEndpoints struct {
 	tokens *apitoken.Service
 	audit  audit.Reader
-}
-
-func tokenError(err error) error {
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, apitoken.ErrInvalid):
-		return &Error{Status: http.StatusBadRequest, Code: "invalid_body", Message: err.Error(), Retryable: retryable(false), Err: err}
-	case errors.Is(err, apitoken.ErrNotFound):
-		return &Error{Status: http.StatusNotFound, Code: "not_found", Message: err.Error(), Retryable: retryable(false), Err: err}
-	case errors.Is(err, apitoken.ErrNotRevealable):
-		return &Error{Status: http.StatusConflict, Code: "token_not_revealable", Message: err.Error(), Retryable: retryable(false), Err: err}
-	case errors.Is(err, apitoken.ErrRevokedConflict):
-		return &Error{Status: http.StatusConflict, Code: "conflict", Message: err.Error(), Retryable: retryable(false), Err: err}
-	case errors.Is(err, apitoken.ErrBeyondCreator):
-		return &Error{Status: http.StatusForbidden, Code: "permission_denied", Message: err.Error(), Retryable: retryable(false), Err: err}
-	}
-	return err
 }
 
 // actor describes the caller of a request for the services and the audit.
@@ -100,7 +80,7 @@ func (e *securityEndpoints) CreateApiToken(ctx context.Context, r contract.Creat
 		NotBefore: b.NotBefore, ExpiresAt: b.ExpiresAt, Revealable: deref(b.Revealable, false),
 	})
 	if err != nil {
-		return nil, tokenError(err)
+		return nil, err
 	}
 	return contract.CreateApiToken200JSONResponse{TokenId: rec.TokenID, Token: tok, ApiToken: e.toAPIToken(requestContext(ctx), rec, time.Now())}, nil
 }
@@ -111,7 +91,7 @@ func (e *securityEndpoints) UpdateApiToken(ctx context.Context, r contract.Updat
 		Name: b.Name, Purpose: b.Purpose, Permissions: b.Permissions, AllowedIPs: b.AllowedIps, NotBefore: b.NotBefore, ExpiresAt: b.ExpiresAt,
 	})
 	if err != nil {
-		return nil, tokenError(err)
+		return nil, err
 	}
 	return contract.UpdateApiToken200JSONResponse(e.toAPIToken(requestContext(ctx), rec, time.Now())), nil
 }
@@ -119,7 +99,7 @@ func (e *securityEndpoints) UpdateApiToken(ctx context.Context, r contract.Updat
 func (e *securityEndpoints) RevokeApiToken(ctx context.Context, r contract.RevokeApiTokenRequestObject) (contract.RevokeApiTokenResponseObject, error) {
 	rec, err := e.tokens.Revoke(requestContext(ctx), actor(ctx), r.TokenId)
 	if err != nil {
-		return nil, tokenError(err)
+		return nil, err
 	}
 	return contract.RevokeApiToken200JSONResponse(e.toAPIToken(requestContext(ctx), rec, time.Now())), nil
 }
@@ -127,7 +107,7 @@ func (e *securityEndpoints) RevokeApiToken(ctx context.Context, r contract.Revok
 func (e *securityEndpoints) RevealApiToken(ctx context.Context, r contract.RevealApiTokenRequestObject) (contract.RevealApiTokenResponseObject, error) {
 	tok, err := e.tokens.Reveal(requestContext(ctx), actor(ctx), r.TokenId)
 	if err != nil {
-		return nil, tokenError(err)
+		return nil, err
 	}
 	return contract.RevealApiToken200JSONResponse{TokenId: r.TokenId, Token: tok}, nil
 }
@@ -135,7 +115,7 @@ func (e *securityEndpoints) RevealApiToken(ctx context.Context, r contract.Revea
 func (e *securityEndpoints) RotateApiToken(ctx context.Context, r contract.RotateApiTokenRequestObject) (contract.RotateApiTokenResponseObject, error) {
 	rec, tok, err := e.tokens.Rotate(requestContext(ctx), actor(ctx), r.TokenId)
 	if err != nil {
-		return nil, tokenError(err)
+		return nil, err
 	}
 	return contract.RotateApiToken200JSONResponse{TokenId: rec.TokenID, Token: tok, ApiToken: e.toAPIToken(requestContext(ctx), rec, time.Now())}, nil
 }
@@ -176,7 +156,7 @@ func (e *securityEndpoints) GetThirdPartyCapabilities(
 	id := identity.From(ctx)
 	rec, err := e.tokens.Get(ctx, id.CredentialID)
 	if err != nil {
-		return nil, tokenError(err)
+		return nil, err
 	}
 	out := contract.GetThirdPartyCapabilities200JSONResponse{TokenId: rec.TokenID, ContractVersion: buildinfo.ContractVersion,
 		Permissions: rec.Permissions, ExpiresAt: rec.ExpiresAt, Categories: []contract.CapabilityCategory{}}

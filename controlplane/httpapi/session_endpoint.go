@@ -30,32 +30,6 @@ type sessionEndpoints struct {
 	byAddress, byUser, captchas *ratelimit.Limiter
 }
 
-func sessionError(err error) error {
-	var ce *session.CaptchaError
-	details := map[string]string(nil)
-	if errors.As(err, &ce) {
-		details = map[string]string{"captchaId": ce.CaptchaID, "captchaRequired": "true"}
-	}
-	unauthorized := func(code string) error {
-		return &Error{Status: http.StatusUnauthorized, Code: code, Message: err.Error(), Retryable: retryable(false), Details: details, Err: err}
-	}
-	switch {
-	case errors.Is(err, session.ErrCaptchaRequired):
-		return unauthorized("captcha_required")
-	case errors.Is(err, session.ErrCaptchaWrong):
-		return unauthorized("captcha_invalid")
-	case errors.Is(err, session.ErrBadCredentials):
-		return unauthorized("invalid_credentials")
-	case errors.Is(err, session.ErrRefreshReused):
-		return unauthorized("refresh_token_reused")
-	case errors.Is(err, session.ErrSessionEnded), errors.Is(err, session.ErrMalformed):
-		return unauthorized("session_expired")
-	case errors.Is(err, session.ErrNotFound):
-		return &Error{Status: http.StatusNotFound, Code: "not_found", Message: "no such captcha, or it expired or was used", Retryable: retryable(false), Err: err}
-	}
-	return err
-}
-
 func ginContext(ctx context.Context) *gin.Context {
 	c, _ := ctx.(*gin.Context)
 	return c
@@ -145,7 +119,7 @@ func (e *sessionEndpoints) Login(ctx context.Context, r contract.LoginRequestObj
 		RequireCaptcha: needCaptcha, ClientAddress: c.ClientIP(), UserAgent: c.Request.UserAgent(), TraceID: traceID(c)}
 	is, err := e.sessions.Login(requestContext(ctx), in)
 	if err != nil {
-		return nil, sessionError(err)
+		return nil, err
 	}
 	body, err := e.consoleSession(requestContext(ctx), is)
 	if err != nil {
@@ -163,11 +137,11 @@ func (e *sessionEndpoints) RefreshSession(ctx context.Context, _ contract.Refres
 	_, refreshName := cookieNames(e.proxies.Secure(c.Request))
 	tok := cookieValue(c.Request, refreshName)
 	if tok == "" {
-		return nil, sessionError(session.ErrSessionEnded)
+		return nil, session.ErrSessionEnded
 	}
 	id, err := session.RefreshSessionID(tok)
 	if err != nil {
-		return nil, sessionError(err)
+		return nil, err
 	}
 	// Refresh is a cookie-authenticated state change like any other.
 	if err := e.proxies.SameOrigin(c.Request); err != nil {
@@ -181,7 +155,7 @@ func (e *sessionEndpoints) RefreshSession(ctx context.Context, _ contract.Refres
 		if errors.Is(err, session.ErrRefreshReused) || errors.Is(err, session.ErrSessionEnded) {
 			e.clearCookies(c)
 		}
-		return nil, sessionError(err)
+		return nil, err
 	}
 	body, err := e.consoleSession(requestContext(ctx), is)
 	if err != nil {
@@ -222,7 +196,7 @@ func (e *sessionEndpoints) ChangeOwnPassword(ctx context.Context, r contract.Cha
 	}
 	u, _, err := e.accounts.User(rctx, id.Subject)
 	if err != nil {
-		return nil, accountError(err)
+		return nil, err
 	}
 	wait, err := e.sessions.CheckCurrentPassword(rctx, session.PasswordCheck{User: u, Current: deref(r.Body.CurrentPassword, ""),
 		ClientAddress: c.ClientIP(), TraceID: traceID(c)})
@@ -235,7 +209,7 @@ func (e *sessionEndpoints) ChangeOwnPassword(ctx context.Context, r contract.Cha
 		return nil, err
 	}
 	if err := e.accounts.SetPassword(rctx, accountActor(ctx), u.UserID, r.Body.NewPassword); err != nil {
-		return nil, accountError(err)
+		return nil, err
 	}
 	e.clearCookies(c)
 	return contract.ChangeOwnPassword200JSONResponse(
@@ -250,7 +224,7 @@ func (e *sessionEndpoints) GetCaptcha(ctx context.Context, r contract.GetCaptcha
 	}
 	img, err := e.sessions.CaptchaPNG(requestContext(ctx), r.Id.String())
 	if err != nil {
-		return nil, sessionError(err)
+		return nil, err
 	}
 	c.Header("Cache-Control", "no-store")
 	return contract.GetCaptcha200ImagepngResponse{Body: bytes.NewReader(img), ContentLength: int64(len(img))}, nil

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"net/http"
 	"net/url"
 	"time"
 
@@ -19,20 +18,6 @@ type snapshotEndpoints struct {
 	snaps *snapshots.Service
 }
 
-func snapshotError(err error) error {
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, snapshots.ErrInvalid):
-		return &Error{Status: http.StatusBadRequest, Code: "invalid_body", Message: err.Error(), Retryable: retryable(false), Err: err}
-	case errors.Is(err, snapshots.ErrNotFound):
-		return &Error{Status: http.StatusNotFound, Code: "not_found", Message: err.Error(), Retryable: retryable(false), Err: err}
-	case errors.Is(err, snapshots.ErrBadTicket):
-		return &Error{Status: http.StatusUnauthorized, Code: "authentication_required", Message: err.Error(), Retryable: retryable(false), Err: err}
-	}
-	return channelError(err)
-}
-
 func imageURL(channelID, ticket string) string {
 	return "/api/v2/channels/" + url.PathEscape(channelID) + "/snapshots/latest?ticket=" + url.QueryEscape(ticket)
 }
@@ -41,7 +26,7 @@ func (e *snapshotEndpoints) GetChannelSnapshots(ctx context.Context, r contract.
 	rctx := requestContext(ctx)
 	st, err := e.snaps.Settings(rctx, r.ChannelId)
 	if err != nil {
-		return nil, snapshotError(err)
+		return nil, err
 	}
 	out := contract.GetChannelSnapshots200JSONResponse{ChannelId: r.ChannelId, Enabled: st.Enabled, IntervalSeconds: int32(st.IntervalSeconds)}
 	if loc, err := e.snaps.Playback.Streams.Locate(rctx, r.ChannelId); err == nil {
@@ -64,7 +49,7 @@ func (e *snapshotEndpoints) GetChannelSnapshots(ctx context.Context, r contract.
 			}
 		}
 	} else if !errors.Is(err, snapshots.ErrNotFound) {
-		return nil, snapshotError(err)
+		return nil, err
 	}
 	return out, nil
 }
@@ -77,13 +62,13 @@ func (e *snapshotEndpoints) GetChannelSnapshot(ctx context.Context, r contract.G
 		// decides how the image is answered.
 		action, err := e.snaps.CheckTicket(r.ChannelId, deref(r.Params.Ticket, ""))
 		if err != nil {
-			return nil, snapshotError(err)
+			return nil, err
 		}
 		download = action == snapshots.ActionDownload
 	}
 	img, err := e.snaps.Latest(rctx, r.ChannelId)
 	if err != nil {
-		return nil, snapshotError(err)
+		return nil, err
 	}
 	c := ginContext(ctx)
 	c.Header("Cache-Control", "private, max-age=5")
@@ -100,12 +85,12 @@ func (e *snapshotEndpoints) CreateChannelSnapshotAccess(
 	r contract.CreateChannelSnapshotAccessRequestObject,
 ) (contract.CreateChannelSnapshotAccessResponseObject, error) {
 	if _, err := e.snaps.Settings(requestContext(ctx), r.ChannelId); err != nil {
-		return nil, snapshotError(err)
+		return nil, err
 	}
 	ttl := int(deref(r.Body.TtlSeconds, snapshots.DefaultTicketTTL))
 	tok, exp, err := e.snaps.Ticket(r.ChannelId, string(r.Body.Action), time.Duration(ttl)*time.Second)
 	if err != nil {
-		return nil, snapshotError(err)
+		return nil, err
 	}
 	return contract.CreateChannelSnapshotAccess200JSONResponse{Ticket: tok, Action: string(r.Body.Action), Url: imageURL(r.ChannelId, tok), ExpiresAt: exp}, nil
 }
@@ -121,7 +106,7 @@ func (e *snapshotEndpoints) SaveChannelSnapshotSettings(
 	}
 	st, err := e.snaps.SaveSettings(requestContext(ctx), r.ChannelId, r.Body.Enabled, interval)
 	if err != nil {
-		return nil, snapshotError(err)
+		return nil, err
 	}
 	return contract.SaveChannelSnapshotSettings200JSONResponse{
 		ChannelId:       st.ChannelID,

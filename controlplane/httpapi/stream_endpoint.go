@@ -122,7 +122,7 @@ func (e *streamEndpoints) ListThirdPartyMediaServers(
 ) (contract.ListThirdPartyMediaServersResponseObject, error) {
 	all, err := e.mediaServers(requestContext(ctx), r.Params.ClusterId)
 	if err != nil {
-		return nil, nodeError(err)
+		return nil, err
 	}
 	page, size := int(deref(r.Params.Page, 1)), int(deref(r.Params.PageSize, 50))
 	from := min((page-1)*size, len(all.Rows))
@@ -139,7 +139,7 @@ func (e *streamEndpoints) ListStreamPlayers(ctx context.Context, r contract.List
 	if id := deref(r.Params.MediaServerId, ""); id != "" {
 		rec, err := e.nodes.Resolve(rctx, "", id)
 		if err != nil {
-			return nil, nodeError(err)
+			return nil, err
 		}
 		targets = append(targets, rec)
 	} else {
@@ -233,7 +233,7 @@ func (e *streamEndpoints) proxyCall(ctx context.Context, mediaServerID, vhost, a
 	}
 	if err != nil {
 		if o.Command == nil {
-			return out, nodeError(err)
+			return out, err
 		}
 		msg := err.Error()
 		out.Error = &msg
@@ -286,7 +286,7 @@ func (e *streamEndpoints) smokeTest(ctx context.Context, req contract.RtspSmokeT
 		out.MediaServerId = &o.Node.MediaServerID
 	}
 	if err != nil {
-		return out, nodeError(err)
+		return out, err
 	}
 	if !o.Done {
 		return out, &Error{Status: http.StatusServiceUnavailable, Code: "agent_timeout", Retryable: retryable(true),

@@ -3,7 +3,6 @@ package httpapi
 import (
 	"bytes"
 	"context"
-	"errors"
 	"net/http"
 
 	"github.com/gin-gonic/gin"
@@ -56,33 +55,6 @@ func mediaHosts(ctx context.Context, n *nodes.Service) (*contract.ClusterMediaHo
 		}
 	}
 	return h, nil
-}
-
-// systemError maps the system package's sentinels to contract errors.
-func systemError(err error) error {
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, system.ErrUnknownCluster), errors.Is(err, system.ErrUnknownTask):
-		return &Error{Status: http.StatusNotFound, Code: "not_found", Message: err.Error(), Retryable: retryable(false), Err: err}
-	case errors.Is(err, system.ErrTaskRunning), errors.Is(err, system.ErrNotResidue):
-		return &Error{Status: http.StatusConflict, Code: "conflict", Message: err.Error(), Retryable: retryable(false), Err: err}
-	case errors.Is(err, system.ErrInvalidTuning), errors.Is(err, system.ErrInvalidEmail):
-		return &Error{Status: http.StatusBadRequest, Code: "invalid_body", Message: err.Error(), Retryable: retryable(false), Err: err}
-	case errors.Is(err, system.ErrAgentUnavailable):
-		return &Error{Status: http.StatusConflict, Code: "agent_unavailable", Message: err.Error(), Retryable: retryable(false), Err: err}
-	case errors.Is(err, system.ErrEmailNotConfigured):
-		return &Error{
-			Status:    http.StatusConflict,
-			Code:      "notifications_not_configured",
-			Message:   "set smtp-host and smtp-from to enable operations e-mail",
-			Retryable: retryable(false),
-			Err:       err,
-		}
-	case errors.Is(err, system.ErrEmailFailed):
-		return &Error{Status: http.StatusServiceUnavailable, Code: "smtp_failed", Message: err.Error(), Retryable: retryable(true), Err: err}
-	}
-	return err
 }
 
 // requestContext unwraps the *gin.Context the strict server passes as ctx:
@@ -139,7 +111,7 @@ func (e *systemEndpoints) ListBackgroundTasks(_ context.Context, _ contract.List
 func (e *systemEndpoints) GetConsoleSummary(ctx context.Context, _ contract.GetConsoleSummaryRequestObject) (contract.GetConsoleSummaryResponseObject, error) {
 	ctx = requestContext(ctx)
 	s, err := e.svc.ConsoleSummary(ctx)
-	return contract.GetConsoleSummary200JSONResponse(s), systemError(err)
+	return contract.GetConsoleSummary200JSONResponse(s), err
 }
 
 func (e *systemEndpoints) GetSystemReadiness(ctx context.Context, r contract.GetSystemReadinessRequestObject) (contract.GetSystemReadinessResponseObject, error) {
@@ -154,13 +126,13 @@ func (e *systemEndpoints) GetSystemReadiness(ctx context.Context, r contract.Get
 func (e *systemEndpoints) GetParityAudit(ctx context.Context, r contract.GetParityAuditRequestObject) (contract.GetParityAuditResponseObject, error) {
 	ctx = requestContext(ctx)
 	rep, err := e.svc.ParityAudit(ctx, r.Params)
-	return contract.GetParityAudit200JSONResponse(rep), systemError(err)
+	return contract.GetParityAudit200JSONResponse(rep), err
 }
 
 func (e *systemEndpoints) GetMigrationAudit(ctx context.Context, r contract.GetMigrationAuditRequestObject) (contract.GetMigrationAuditResponseObject, error) {
 	ctx = requestContext(ctx)
 	rep, err := e.svc.MigrationAudit(ctx, r.Params)
-	return contract.GetMigrationAudit200JSONResponse(rep), systemError(err)
+	return contract.GetMigrationAudit200JSONResponse(rep), err
 }
 
 func (e *systemEndpoints) CleanupRemovedProtocolResidues(
@@ -169,13 +141,13 @@ func (e *systemEndpoints) CleanupRemovedProtocolResidues(
 ) (contract.CleanupRemovedProtocolResiduesResponseObject, error) {
 	ctx = requestContext(ctx)
 	res, err := e.svc.CleanupResidues(ctx, *r.Body)
-	return contract.CleanupRemovedProtocolResidues200JSONResponse(res), systemError(err)
+	return contract.CleanupRemovedProtocolResidues200JSONResponse(res), err
 }
 
 func (e *systemEndpoints) GetDatabaseSchemaAudit(ctx context.Context, r contract.GetDatabaseSchemaAuditRequestObject) (contract.GetDatabaseSchemaAuditResponseObject, error) {
 	ctx = requestContext(ctx)
 	rep, err := e.svc.SchemaAudit(ctx, deref(r.Params.IncludeDdl, false), int(deref(r.Params.MaxDdlChars, 4000)))
-	return contract.GetDatabaseSchemaAudit200JSONResponse(rep), systemError(err)
+	return contract.GetDatabaseSchemaAudit200JSONResponse(rep), err
 }
 
 func (e *systemEndpoints) PreviewDataRetentionCleanup(
@@ -184,7 +156,7 @@ func (e *systemEndpoints) PreviewDataRetentionCleanup(
 ) (contract.PreviewDataRetentionCleanupResponseObject, error) {
 	ctx = requestContext(ctx)
 	p, err := e.svc.RetentionPreview(ctx, deref(r.Params.Actor, actorOf(ctx)), deref(r.Params.Reason, ""))
-	return contract.PreviewDataRetentionCleanup200JSONResponse(p), systemError(err)
+	return contract.PreviewDataRetentionCleanup200JSONResponse(p), err
 }
 
 func (e *systemEndpoints) RunDataRetentionCleanup(ctx context.Context, r contract.RunDataRetentionCleanupRequestObject) (contract.RunDataRetentionCleanupResponseObject, error) {
@@ -199,7 +171,7 @@ func (e *systemEndpoints) RunDataRetentionCleanup(ctx context.Context, r contrac
 		}
 	}
 	res, err := e.svc.RetentionRun(ctx, deref(r.Body.Actor, actorOf(ctx)), r.Body.Reason, deref(r.Body.Categories, nil))
-	return contract.RunDataRetentionCleanup200JSONResponse(res), systemError(err)
+	return contract.RunDataRetentionCleanup200JSONResponse(res), err
 }
 
 func (e *systemEndpoints) GetApiDocs(_ context.Context, _ contract.GetApiDocsRequestObject) (contract.GetApiDocsResponseObject, error) {
@@ -232,7 +204,7 @@ func (e *systemEndpoints) ListSystemTasks(_ context.Context, _ contract.ListSyst
 func (e *systemEndpoints) RunSystemTask(ctx context.Context, r contract.RunSystemTaskRequestObject) (contract.RunSystemTaskResponseObject, error) {
 	ctx = requestContext(ctx)
 	res, err := e.svc.RunTask(ctx, r.TaskName, deref(r.Body.Preview, false))
-	return contract.RunSystemTask200JSONResponse(res), systemError(err)
+	return contract.RunSystemTask200JSONResponse(res), err
 }
 
 func (e *systemEndpoints) GetRuntimeDiagnostics(_ context.Context, _ contract.GetRuntimeDiagnosticsRequestObject) (contract.GetRuntimeDiagnosticsResponseObject, error) {
@@ -254,7 +226,7 @@ func (e *systemEndpoints) SendTestEmail(ctx context.Context, r contract.SendTest
 		}
 	}
 	res, err := e.svc.SendTestEmail(string(r.Body.To), deref(r.Body.Subject, ""), actorOf(ctx))
-	return contract.SendTestEmail200JSONResponse(res), systemError(err)
+	return contract.SendTestEmail200JSONResponse(res), err
 }
 
 func (e *systemEndpoints) GetClusterStatus(ctx context.Context, r contract.GetClusterStatusRequestObject) (contract.GetClusterStatusResponseObject, error) {
@@ -263,5 +235,5 @@ func (e *systemEndpoints) GetClusterStatus(ctx context.Context, r contract.GetCl
 	if err == nil && e.nodes != nil {
 		st.MediaHosts, err = mediaHosts(ctx, e.nodes)
 	}
-	return contract.GetClusterStatus200JSONResponse(st), systemError(err)
+	return contract.GetClusterStatus200JSONResponse(st), err
 }

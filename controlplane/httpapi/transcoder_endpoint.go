@@ -50,7 +50,7 @@ func (e *transcoderEndpoints) CreateTranscoderTemplate(
 	ctx = requestContext(ctx)
 	t, err := e.templates.Save(ctx, auditActor(ctx), fromTemplateRequest(r.Body), true)
 	if err != nil {
-		return nil, nodeError(err)
+		return nil, err
 	}
 	return contract.CreateTranscoderTemplate200JSONResponse(toTemplate(t)), nil
 }
@@ -65,7 +65,7 @@ func (e *transcoderEndpoints) UpdateTranscoderTemplate(
 	}
 	t, err := e.templates.Save(ctx, auditActor(ctx), fromTemplateRequest(r.Body), false)
 	if err != nil {
-		return nil, nodeError(err)
+		return nil, err
 	}
 	return contract.UpdateTranscoderTemplate200JSONResponse(toTemplate(t)), nil
 }
@@ -77,7 +77,7 @@ func (e *transcoderEndpoints) DeleteTranscoderTemplate(
 	ctx = requestContext(ctx)
 	t, err := e.templates.Delete(ctx, auditActor(ctx), deref(r.Params.MediaServerId, ""), r.TemplateName)
 	if err != nil {
-		return nil, nodeError(err)
+		return nil, err
 	}
 	return contract.DeleteTranscoderTemplate200JSONResponse(toTemplate(t)), nil
 }

@@ -30,7 +30,7 @@ func (e *tuningEndpoints) local(ctx context.Context, nodeID *string) (bool, erro
 	if id == "" && errors.Is(err, nodes.ErrNoMediaHosts) {
 		return true, nil
 	}
-	return false, nodeError(err)
+	return false, err
 }
 
 func (e *tuningEndpoints) GetHostTuning(ctx context.Context, r contract.GetHostTuningRequestObject) (contract.GetHostTuningResponseObject, error) {
@@ -42,7 +42,7 @@ func (e *tuningEndpoints) GetHostTuning(ctx context.Context, r contract.GetHostT
 	o, err := e.servers.Do(ctx, mediaserver.Call{Target: mediaserver.Target{NodeID: deref(r.Params.NodeId, "")}, Type: agentapi.TypeHostTuningGet,
 		Read: true, Actor: auditActor(ctx)}, &st)
 	if err != nil {
-		return nil, nodeError(err)
+		return nil, err
 	}
 	st.NodeId = o.Node.NodeID
 	return contract.GetHostTuning200JSONResponse(st), nil
@@ -51,20 +51,20 @@ func (e *tuningEndpoints) GetHostTuning(ctx context.Context, r contract.GetHostT
 func (e *tuningEndpoints) PlanHostTuning(ctx context.Context, r contract.PlanHostTuningRequestObject) (contract.PlanHostTuningResponseObject, error) {
 	ctx = requestContext(ctx)
 	if err := system.CheckTuning(r.Body.Values); err != nil {
-		return nil, systemError(err)
+		return nil, err
 	}
 	if local, err := e.local(ctx, r.Body.NodeId); err != nil || local {
 		if err != nil {
 			return nil, err
 		}
 		plan, err := e.svc.TuningPlan(r.Body.Values)
-		return contract.PlanHostTuning200JSONResponse(plan), systemError(err)
+		return contract.PlanHostTuning200JSONResponse(plan), err
 	}
 	var plan contract.HostTuningPlan
 	o, err := e.servers.Do(ctx, mediaserver.Call{Target: mediaserver.Target{NodeID: deref(r.Body.NodeId, "")}, Type: agentapi.TypeHostTuningPlan,
 		Payload: agentapi.TuningValues{Values: r.Body.Values}, Read: true, Actor: auditActor(ctx)}, &plan)
 	if err != nil {
-		return nil, nodeError(err)
+		return nil, err
 	}
 	plan.NodeId = o.Node.NodeID
 	return contract.PlanHostTuning200JSONResponse(plan), nil
@@ -73,11 +73,11 @@ func (e *tuningEndpoints) PlanHostTuning(ctx context.Context, r contract.PlanHos
 func (e *tuningEndpoints) ApplyHostTuning(ctx context.Context, r contract.ApplyHostTuningRequestObject) (contract.ApplyHostTuningResponseObject, error) {
 	ctx = requestContext(ctx)
 	if err := system.CheckTuning(r.Body.Values); err != nil {
-		return nil, systemError(err)
+		return nil, err
 	}
 	if local, err := e.local(ctx, r.Body.NodeId); err != nil || local {
 		if err == nil {
-			err = systemError(system.ErrNoTuningAgent)
+			err = system.ErrNoTuningAgent
 		}
 		return nil, err
 	}
@@ -85,7 +85,7 @@ func (e *tuningEndpoints) ApplyHostTuning(ctx context.Context, r contract.ApplyH
 	o, err := e.servers.Do(ctx, mediaserver.Call{Target: mediaserver.Target{NodeID: deref(r.Body.NodeId, "")}, Type: agentapi.TypeHostTuningApply,
 		Payload: agentapi.TuningValues{Values: r.Body.Values}, Reason: r.Body.Reason, Wait: mediaserver.ReadWait, Actor: auditActor(ctx)}, &res)
 	if err != nil {
-		return nil, nodeError(err)
+		return nil, err
 	}
 	var out contract.HostTuningApplyAnswer
 	if !o.Done {

@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"errors"
 	"net/http"
 
 	"github.com/svcplatform/svc/api/contract"
@@ -15,30 +14,6 @@ type webhookEndpoints struct {
 	plans *webhooks.Service
 	// dispatcher reports whether the dispatcher runs here and its load.
 	dispatcher func() (running bool, inFlight int64)
-}
-
-func webhookError(err error) error {
-	bad := func(code string) error {
-		return &Error{Status: http.StatusBadRequest, Code: code, Message: err.Error(), Retryable: retryable(false), Err: err}
-	}
-	conflict := func(code string) error {
-		return &Error{Status: http.StatusConflict, Code: code, Message: err.Error(), Retryable: retryable(false), Err: err}
-	}
-	switch {
-	case errors.Is(err, webhooks.ErrTargetRefused):
-		return bad("webhook_target_not_allowed")
-	case errors.Is(err, webhooks.ErrInvalid), errors.Is(err, events.ErrInvalid):
-		return bad("invalid_body")
-	case errors.Is(err, webhooks.ErrNotFound), errors.Is(err, events.ErrNotFound):
-		return &Error{Status: http.StatusNotFound, Code: "not_found", Message: err.Error(), Retryable: retryable(false), Err: err}
-	case errors.Is(err, webhooks.ErrNameTaken):
-		return conflict("webhook_name_conflict")
-	case errors.Is(err, webhooks.ErrArchived):
-		return conflict("subscription_archived")
-	case errors.Is(err, webhooks.ErrNotRetryable):
-		return conflict("delivery_not_retryable")
-	}
-	return err
 }
 
 func toSubscription(p *webhooks.Plan) contract.OutboundWebhookSubscription {
@@ -119,7 +94,7 @@ func (e *webhookEndpoints) CreateWebhookSubscription(
 ) (contract.CreateWebhookSubscriptionResponseObject, error) {
 	p, err := e.plans.Create(requestContext(ctx), actor(ctx).Actor, planInput(r.Body))
 	if err != nil {
-		return nil, webhookError(err)
+		return nil, err
 	}
 	return contract.CreateWebhookSubscription200JSONResponse(toSubscription(p)), nil
 }
@@ -130,7 +105,7 @@ func (e *webhookEndpoints) UpdateWebhookSubscription(
 ) (contract.UpdateWebhookSubscriptionResponseObject, error) {
 	p, err := e.plans.Update(requestContext(ctx), actor(ctx).Actor, webhooks.PlanID(r.Id), planInput(r.Body))
 	if err != nil {
-		return nil, webhookError(err)
+		return nil, err
 	}
 	return contract.UpdateWebhookSubscription200JSONResponse(toSubscription(p)), nil
 }
@@ -141,7 +116,7 @@ func (e *webhookEndpoints) ArchiveWebhookSubscription(
 ) (contract.ArchiveWebhookSubscriptionResponseObject, error) {
 	p, err := e.plans.Archive(requestContext(ctx), actor(ctx).Actor, webhooks.PlanID(r.Id))
 	if err != nil {
-		return nil, webhookError(err)
+		return nil, err
 	}
 	return contract.ArchiveWebhookSubscription200JSONResponse(toSubscription(p)), nil
 }
@@ -150,7 +125,7 @@ func (e *webhookEndpoints) ArchiveWebhookSubscription(
 func (e *webhookEndpoints) test(ctx context.Context, id string, b *contract.OutboundWebhookTestRequest) (contract.OutboundWebhookTestResult, error) {
 	entry, d, err := e.plans.Test(requestContext(ctx), actor(ctx).Actor, webhooks.PlanID(id), deref(b.Message, ""))
 	if err != nil {
-		return contract.OutboundWebhookTestResult{}, webhookError(err)
+		return contract.OutboundWebhookTestResult{}, err
 	}
 	return contract.OutboundWebhookTestResult{EventId: entry.EventID, DeliveryId: string(d.ID), SubscriptionId: id, EventName: entry.EventName}, nil
 }
@@ -190,7 +165,7 @@ func (e *webhookEndpoints) ListWebhookDeliveries(ctx context.Context, r contract
 	}
 	list, total, err := e.plans.ListDeliveries(requestContext(ctx), q)
 	if err != nil {
-		return nil, webhookError(err)
+		return nil, err
 	}
 	out := contract.ListWebhookDeliveries200JSONResponse{Page: int32(page), PageSize: int32(size), Total: total, Rows: []contract.OutboundWebhookDelivery{}}
 	for i := range list {
@@ -202,7 +177,7 @@ func (e *webhookEndpoints) ListWebhookDeliveries(ctx context.Context, r contract
 func (e *webhookEndpoints) RetryWebhookDelivery(ctx context.Context, r contract.RetryWebhookDeliveryRequestObject) (contract.RetryWebhookDeliveryResponseObject, error) {
 	d, err := e.plans.Retry(requestContext(ctx), actor(ctx).Actor, webhooks.DeliveryID(r.Id))
 	if err != nil {
-		return nil, webhookError(err)
+		return nil, err
 	}
 	return contract.RetryWebhookDelivery200JSONResponse(toDelivery(d)), nil
 }
@@ -210,7 +185,7 @@ func (e *webhookEndpoints) RetryWebhookDelivery(ctx context.Context, r contract.
 func (e *webhookEndpoints) RetryWebhookOutboxEvent(ctx context.Context, r contract.RetryWebhookOutboxEventRequestObject) (contract.RetryWebhookOutboxEventResponseObject, error) {
 	list, err := e.plans.RetryEvent(requestContext(ctx), actor(ctx).Actor, r.Id)
 	if err != nil {
-		return nil, webhookError(err)
+		return nil, err
 	}
 	out := contract.RetryWebhookOutboxEvent200JSONResponse{EventId: r.Id, Deliveries: []contract.OutboundWebhookDelivery{}}
 	for i := range list {

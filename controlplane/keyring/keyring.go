@@ -19,6 +19,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/svcplatform/svc/controlplane/fault"
 )
 
 // File is the on-disk form of the key file.
@@ -45,7 +47,7 @@ type Keyring struct {
 var (
 	// ErrDecrypt means a ciphertext is damaged or was sealed with a key this
 	// ring does not have.
-	ErrDecrypt = errors.New("keyring: cannot decrypt")
+	ErrDecrypt = fault.New(fault.Internal, "internal", "keyring: cannot decrypt")
 	idRe       = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
 )
 

@@ -13,19 +13,21 @@ import (
 	"time"
 
 	"github.com/svcplatform/svc/controlplane/audit"
+	"github.com/svcplatform/svc/controlplane/fault"
 	"github.com/svcplatform/svc/controlplane/nodecommand"
 	"github.com/svcplatform/svc/controlplane/nodes"
+	"github.com/svcplatform/svc/shared/agentapi"
 )
 
 // Sentinel errors, mapped to contract codes at the boundary.
 var (
 	// ErrAgentUnavailable: the host's agent is not online, so nothing is
 	// queued for it.
-	ErrAgentUnavailable = errors.New("the node agent is not online")
+	ErrAgentUnavailable = fault.New(fault.Conflict, "agent_unavailable", "the node agent is not online")
 	// ErrAgentTimeout: a read did not come back within the wait.
-	ErrAgentTimeout = errors.New("the node agent did not answer in time")
+	ErrAgentTimeout = fault.NewRetryable(fault.Unavailable, "agent_timeout", "the node agent did not answer in time")
 	// ErrReferenced refuses a retirement that would cut blocking references.
-	ErrReferenced = errors.New("the media server is still referenced")
+	ErrReferenced = fault.New(fault.Conflict, "media_server_referenced", "the media server is still referenced")
 )
 
 // CommandError is a command that ended without success, with the agent's
@@ -37,6 +39,45 @@ type CommandError struct {
 func (e *CommandError) Error() string {
 	return fmt.Sprintf("node command %s %s: %s: %s", e.CommandID, e.Status, e.Code, e.Message)
 }
+
+// Kind classes the agent's answer (see fault.Coded).
+func (e *CommandError) Kind() fault.Kind {
+	switch e.Code {
+	case agentapi.CodeInvalid:
+		return fault.Invalid
+	case agentapi.CodeNotFound:
+		return fault.NotFound
+	case "timed_out":
+		return fault.Unavailable
+	}
+	return fault.Conflict
+}
+
+// ErrorCode is the contract code of the agent's answer.
+func (e *CommandError) ErrorCode() string {
+	switch e.Code {
+	case agentapi.CodeInvalid:
+		return "invalid_body"
+	case agentapi.CodeNotFound:
+		return "not_found"
+	case "timed_out":
+		return "agent_timeout"
+	case "canceled":
+		return "command_canceled"
+	case agentapi.CodeConflict:
+		return "conflict"
+	case agentapi.CodeRTPPortsExhausted:
+		return "rtp_ports_exhausted"
+	case agentapi.CodeNotPermitted:
+		return "not_permitted"
+	case agentapi.CodeInterrupted:
+		return "command_interrupted"
+	}
+	return "agent_command_failed"
+}
+
+// Retryable: only an agent that did not answer in time may answer later.
+func (e *CommandError) Retryable() bool { return e.Code == "timed_out" }
 
 // ReadWait bounds how long reads and plans wait for the agent.
 const ReadWait = 15 * time.Second

@@ -2,7 +2,6 @@ package nodecommand
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/svcplatform/svc/controlplane/store"
+	"github.com/svcplatform/svc/controlplane/store/query"
 	"github.com/svcplatform/svc/shared/agentapi"
 )
 
@@ -23,33 +23,24 @@ type pendingRow struct {
 }
 
 func (s *Service) pending(ctx context.Context, nodeID string, limit int) ([]pendingRow, error) {
-	return s.rows(ctx, `WHERE i.node_id = ? AND i.status = ? ORDER BY i.created_ms, i.key LIMIT ?`, nodeID, Pending, limit)
+	return s.rows(ctx, query.Query{Index: Index.Name, Where: []query.Cond{query.Eq("node_id", nodeID), query.Eq("status", Pending)},
+		Order: []query.Order{query.Asc("created_ms")}, Limit: limit})
 }
 
-// rows reads commands selected by a condition on the index (alias i) with
-// the mod revisions a change compares.
-func (s *Service) rows(ctx context.Context, cond string, args ...any) ([]pendingRow, error) {
+// rows reads the commands q selects with the mod revisions a change
+// compares.
+func (s *Service) rows(ctx context.Context, q query.Query) ([]pendingRow, error) {
 	var out []pendingRow
-	err := s.Reader.ReadTx(ctx, func(tx *sql.Tx, _ int64) error {
-		rows, err := tx.QueryContext(ctx, `SELECT kv.key, kv.mod_revision, kv.value FROM idx_node_commands i JOIN kv ON kv.key = i.key `+cond, args...)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var p pendingRow
-			var raw []byte
-			if err := rows.Scan(&p.key, &p.rev, &raw); err != nil {
-				return err
-			}
+	err := s.Reader.View(ctx, func(v query.View) error {
+		rows, err := v.Find(q)
+		for _, row := range rows {
 			var r Record
-			if err := json.Unmarshal(raw, &r); err != nil {
-				return fmt.Errorf("node command %s: %w", p.key, err)
+			if err := json.Unmarshal(row.Value, &r); err != nil {
+				return fmt.Errorf("node command %s: %w", row.Key, err)
 			}
-			p.rec = &r
-			out = append(out, p)
+			out = append(out, pendingRow{key: row.Key, rev: row.ModRevision, rec: &r})
 		}
-		return rows.Err()
+		return err
 	})
 	return out, err
 }

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/svcplatform/svc/controlplane/store"
+	"github.com/svcplatform/svc/controlplane/store/query"
 )
 
 // ReapInterval is how often the leader looks for overdue commands.
@@ -22,8 +23,10 @@ const ReapInterval = 500 * time.Millisecond
 func (s *Service) Reap(ctx context.Context) (requeued, timedOut int, err error) {
 	now := s.now()
 	ms := now.UnixMilli()
-	rows, err := s.rows(ctx, `WHERE (i.status IN (?, ?) AND i.visible_until_ms > 0 AND i.visible_until_ms <= ?)
-		OR (i.status IN (?, ?, ?) AND i.expires_ms <= ?) LIMIT 500`, Dispatched, Running, ms, Pending, Dispatched, Running, ms)
+	rows, err := s.rows(ctx, query.Query{Index: Index.Name, Limit: 500, Where: []query.Cond{query.AnyOf(
+		query.AllOf(query.In("status", Dispatched, Running), query.Gt("visible_until_ms", 0), query.Le("visible_until_ms", ms)),
+		query.AllOf(query.In("status", Pending, Dispatched, Running), query.Le("expires_ms", ms)),
+	)}})
 	if err != nil {
 		return 0, 0, err
 	}

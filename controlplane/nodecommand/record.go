@@ -11,10 +11,10 @@ package nodecommand
 
 import (
 	"encoding/json"
-	"errors"
 	"time"
 
-	"github.com/svcplatform/svc/controlplane/store/sqlitefsm"
+	"github.com/svcplatform/svc/controlplane/fault"
+	"github.com/svcplatform/svc/controlplane/store/query"
 )
 
 // Key prefixes of the package.
@@ -53,15 +53,17 @@ func Terminal(status string) bool {
 
 // Sentinel errors, mapped to contract codes at the boundaries.
 var (
-	ErrInvalid  = errors.New("invalid node command")
-	ErrNotFound = errors.New("no such node command")
+	ErrInvalid  = fault.New(fault.Invalid, "invalid_body", "invalid node command")
+	ErrNotFound = fault.New(fault.NotFound, "not_found", "no such node command")
+	// ErrInvalidQuery: a listing's filters are out of range.
+	ErrInvalidQuery = fault.New(fault.Invalid, "invalid_query", "invalid node command query")
 	// ErrNotHeld answers an agent that reports on a command that is no
 	// longer its to finish (canceled, finished, or another node's).
-	ErrNotHeld = errors.New("the command is not held by this agent")
+	ErrNotHeld = fault.New(fault.Conflict, "conflict", "the command is not held by this agent")
 	// ErrFinished refuses to cancel a command that already ended.
-	ErrFinished = errors.New("the command has already finished")
+	ErrFinished = fault.New(fault.Conflict, "conflict", "the command has already finished")
 	// ErrGuard means a guard of the creation did not hold.
-	ErrGuard = errors.New("the command's preconditions do not hold")
+	ErrGuard = fault.New(fault.Conflict, "conflict", "the command's preconditions do not hold")
 )
 
 // Limits of stored command data.
@@ -72,20 +74,25 @@ const (
 )
 
 // Index declares the typed columns the queue, the reaper and the listing's
-// order use. Every column gets a b-tree that each write of a command
-// updates, so only these are indexed; the listing's other filters read the
-// record itself (fields), which a listing can afford and a write would pay
-// for on every status change.
-var Index = sqlitefsm.IndexSpec{Name: "node_commands", Prefix: Prefix, Columns: []sqlitefsm.IndexColumn{
+// order use. Every indexed column gets a b-tree that each write of a
+// command updates, so only these have one.
+var Index = query.Index{Name: "node_commands", Prefix: Prefix, Columns: []query.Column{
 	{Name: "node_id", Type: "TEXT", Path: "$.nodeId"},
 	{Name: "status", Type: "TEXT", Path: "$.status"},
 	{Name: "created_ms", Type: "INTEGER", Path: "$.createdAtMs"},
 	{Name: "visible_until_ms", Type: "INTEGER", Path: "$.visibleUntilMs"},
 	{Name: "expires_ms", Type: "INTEGER", Path: "$.expiresAtMs"},
+	// The listing's other filters and statistics: kept in the index row
+	// without a b-tree each, so a write pays for none of them.
+	{Name: "engine_node_id", Type: "TEXT", Path: "$.engineNodeId", NoIndex: true},
+	{Name: "command_type", Type: "TEXT", Path: "$.commandType", NoIndex: true},
+	{Name: "requested_by", Type: "TEXT", Path: "$.requestedBy", NoIndex: true},
+	{Name: "created_via", Type: "TEXT", Path: "$.createdVia", NoIndex: true},
+	{Name: "dispatched_via", Type: "TEXT", Path: "$.dispatchedVia", NoIndex: true},
+	{Name: "reason", Type: "TEXT", Path: "$.reason", NoIndex: true},
+	{Name: "error_message", Type: "TEXT", Path: "$.error.message", NoIndex: true},
+	{Name: "finished_ms", Type: "INTEGER", Path: "$.finishedAtMs", NoIndex: true},
 }}
-
-// field is a record field in SQL, read from the stored JSON (kv.value).
-func field(path string) string { return "json_extract(kv.value, '" + path + "')" }
 
 // Record is one stored node command.
 type Record struct {

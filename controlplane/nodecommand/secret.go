@@ -4,17 +4,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 
+	"github.com/svcplatform/svc/controlplane/fault"
 	"github.com/svcplatform/svc/shared/agentapi"
 	"github.com/svcplatform/svc/shared/credurl"
 )
 
 // ErrNoKeys means the service was built without a keyring and so cannot
 // store a secret.
-var ErrNoKeys = errors.New("node commands cannot carry secrets without the cluster keyring")
+var ErrNoKeys = fault.New(fault.Internal, "internal", "node commands cannot carry secrets without the cluster keyring")
 
 // sealURL moves the credentials of a payload's top-level "url" out of the
 // payload, for the command types whose URL may carry them

@@ -15,7 +15,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/audit"
 	"github.com/svcplatform/svc/controlplane/keyring"
 	"github.com/svcplatform/svc/controlplane/store"
-	"github.com/svcplatform/svc/controlplane/store/sqlitefsm"
+	"github.com/svcplatform/svc/controlplane/store/query"
 	"github.com/svcplatform/svc/shared/agentapi"
 )
 
@@ -30,7 +30,7 @@ const (
 // Service is the command queue on one control node.
 type Service struct {
 	Store  store.Store
-	Reader sqlitefsm.Reader
+	Reader query.Reader
 	// LocalNodeID is the control node that answers.
 	LocalNodeID string
 	// Visibility is the delivery deadline new commands get (tests shorten it).

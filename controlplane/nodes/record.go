@@ -9,11 +9,11 @@ package nodes
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sort"
 	"time"
 
+	"github.com/svcplatform/svc/controlplane/fault"
 	"github.com/svcplatform/svc/controlplane/store"
 	"github.com/svcplatform/svc/shared/pki"
 )
@@ -45,14 +45,14 @@ const (
 
 // Sentinel errors, mapped to contract codes at the boundaries.
 var (
-	ErrInvalid      = errors.New("invalid node request")
-	ErrNotFound     = errors.New("no such node")
-	ErrRetired      = errors.New("the node is retired")
-	ErrCodeRefused  = errors.New("the enrollment code is unknown, used or expired")
-	ErrSuperseded   = errors.New("the certificate was superseded by a later enrollment of this node")
-	ErrNotEnrolled  = errors.New("the node has no enrolled agent")
-	ErrAmbiguous    = errors.New("several media servers exist; name one with nodeId or mediaServerId")
-	ErrNoMediaHosts = errors.New("no media server is enrolled")
+	ErrInvalid      = fault.New(fault.Invalid, "invalid_body", "invalid node request")
+	ErrNotFound     = fault.New(fault.NotFound, "not_found", "no such node")
+	ErrRetired      = fault.New(fault.Conflict, "node_retired", "the node is retired")
+	ErrCodeRefused  = fault.New(fault.Forbidden, "permission_denied", "the enrollment code is unknown, used or expired")
+	ErrSuperseded   = fault.New(fault.Forbidden, "permission_denied", "the certificate was superseded by a later enrollment of this node")
+	ErrNotEnrolled  = fault.New(fault.Conflict, "agent_unavailable", "the node has no enrolled agent")
+	ErrAmbiguous    = fault.New(fault.Invalid, "node_required", "several media servers exist; name one with nodeId or mediaServerId")
+	ErrNoMediaHosts = fault.New(fault.Conflict, "agent_unavailable", "no media server is enrolled")
 )
 
 // Record is one media host.

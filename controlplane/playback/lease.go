@@ -11,15 +11,15 @@ package playback
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/svcplatform/svc/controlplane/fault"
 	"github.com/svcplatform/svc/controlplane/store"
-	"github.com/svcplatform/svc/controlplane/store/sqlitefsm"
+	"github.com/svcplatform/svc/controlplane/store/query"
 )
 
 // Store layout.
@@ -29,7 +29,7 @@ const (
 )
 
 // LeaseIndex lets the sweeper find live leases without reading them all.
-var LeaseIndex = sqlitefsm.IndexSpec{Name: "playback_leases", Prefix: LeasesPrefix, Columns: []sqlitefsm.IndexColumn{
+var LeaseIndex = query.Index{Name: "playback_leases", Prefix: LeasesPrefix, Columns: []query.Column{
 	{Name: "state", Type: "TEXT", Path: "$.state"},
 	{Name: "token_id", Type: "TEXT", Path: "$.tokenId"},
 	{Name: "permission", Type: "TEXT", Path: "$.permission"},
@@ -92,14 +92,14 @@ const (
 
 // Errors mapped to contract codes at the boundary.
 var (
-	ErrInvalid        = errors.New("invalid request")
-	ErrNotFound       = errors.New("not found")
-	ErrStreamNotReady = errors.New("the stream is not online")
-	ErrLeaseConflict  = errors.New("the lease is expired, revoked or at its absolute lifetime")
+	ErrInvalid        = fault.New(fault.Invalid, "invalid_body", "invalid request")
+	ErrNotFound       = fault.New(fault.NotFound, "not_found", "not found")
+	ErrStreamNotReady = fault.New(fault.Conflict, "stream_not_ready", "the stream is not online")
+	ErrLeaseConflict  = fault.New(fault.Conflict, "playback_lease_conflict", "the lease is expired, revoked or at its absolute lifetime")
 	// ErrPermissionDenied is the creating token asking about its lease
 	// without the lease's permission any more (contract B: 403
 	// permission_denied; renewal cannot extend revoked permission).
-	ErrPermissionDenied = errors.New("permission denied")
+	ErrPermissionDenied = fault.New(fault.Forbidden, "permission_denied", "permission denied")
 )
 
 // Lease is a renewable grant to play one resource with some protocols.

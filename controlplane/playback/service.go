@@ -12,8 +12,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/svcplatform/svc/controlplane/store"
+	"github.com/svcplatform/svc/controlplane/store/query"
 	"github.com/svcplatform/svc/controlplane/store/revcache"
-	"github.com/svcplatform/svc/controlplane/store/sqlitefsm"
 )
 
 // StreamLocation is where a channel's stream plays now.
@@ -87,7 +87,7 @@ type Caller struct {
 // Service issues and checks playback grants.
 type Service struct {
 	Store  store.Store
-	Reader sqlitefsm.Reader
+	Reader query.Reader
 	// MACKeys sign tickets, primary first (from the cluster keyring).
 	MACKeys [][]byte
 	Streams Streams

@@ -2,7 +2,6 @@ package playback
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"time"
@@ -10,7 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/svcplatform/svc/controlplane/store"
-	"github.com/svcplatform/svc/controlplane/store/sqlitefsm"
+	"github.com/svcplatform/svc/controlplane/store/query"
 )
 
 // SweepInterval is how often the leader ends leases that ran out or whose
@@ -120,12 +119,11 @@ var farFuture = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
 // pair that fails.
 func (s *Service) endLeases(ctx context.Context, tokens bool) (time.Time, error) {
 	now := s.now()
-	table := "idx_" + LeaseIndex.Name
 	var errs []error
-	// "+i.state" keeps SQLite on the ends_at_ms index: the state index
-	// would walk every Active lease.
-	candidates, _, err := sqlitefsm.IndexPage[Lease](ctx, s.Reader, table,
-		[]string{"i.ends_at_ms <= ?", "+i.state = ?"}, []any{now.UnixMilli(), StateActive}, "i.ends_at_ms", 1, 1<<30)
+	// Searching by ends_at_ms: the state index would walk every Active lease.
+	candidates, err := query.All(ctx, s.Reader, query.Query{Index: LeaseIndex.Name,
+		Where: []query.Cond{query.Le("ends_at_ms", now.UnixMilli()), query.Eq("state", StateActive)},
+		Order: []query.Order{query.Asc("ends_at_ms")}, Using: "ends_at_ms"}, query.JSON[Lease])
 	if err != nil {
 		return farFuture, err
 	}
@@ -138,18 +136,15 @@ func (s *Service) endLeases(ctx context.Context, tokens bool) (time.Time, error)
 		}
 	}
 	if tokens {
-		errs = append(errs, s.endTokenless(ctx, table))
+		errs = append(errs, s.endTokenless(ctx))
 	}
 	due := farFuture
-	err = s.Reader.ReadTx(ctx, func(tx *sql.Tx, _ int64) error {
-		var first sql.NullInt64
-		if err := tx.QueryRowContext(ctx, "SELECT min(ends_at_ms) FROM "+table).Scan(&first); err != nil {
-			return err
+	err = s.Reader.View(ctx, func(v query.View) error {
+		first, ok, err := v.Min(LeaseIndex.Name, "ends_at_ms")
+		if ok {
+			due = time.UnixMilli(first).UTC()
 		}
-		if first.Valid {
-			due = time.UnixMilli(first.Int64).UTC()
-		}
-		return nil
+		return err
 	})
 	return due, errors.Join(append(errs, err)...)
 }
@@ -157,23 +152,15 @@ func (s *Service) endLeases(ctx context.Context, tokens bool) (time.Time, error)
 // endTokenless ends the Active leases whose token is no longer valid or
 // lost the lease's permission, checking each distinct (token, permission)
 // pair once.
-func (s *Service) endTokenless(ctx context.Context, table string) error {
+func (s *Service) endTokenless(ctx context.Context) error {
 	type pair struct{ token, permission string }
 	var pairs []pair
-	err := s.Reader.ReadTx(ctx, func(tx *sql.Tx, _ int64) error {
-		rows, err := tx.QueryContext(ctx, "SELECT DISTINCT coalesce(token_id, ''), coalesce(permission, '') FROM "+table+" WHERE state = ?", StateActive)
-		if err != nil {
-			return err
+	err := s.Reader.View(ctx, func(v query.View) error {
+		tuples, err := v.Distinct(LeaseIndex.Name, []string{"token_id", "permission"}, query.Eq("state", StateActive))
+		for _, t := range tuples {
+			pairs = append(pairs, pair{t[0], t[1]})
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var p pair
-			if err := rows.Scan(&p.token, &p.permission); err != nil {
-				return err
-			}
-			pairs = append(pairs, p)
-		}
-		return rows.Err()
+		return err
 	})
 	if err != nil {
 		return err
@@ -192,8 +179,9 @@ func (s *Service) endTokenless(ctx context.Context, table string) error {
 		if ts.Valid && s.Grants(ts.Permissions, p.permission) {
 			continue
 		}
-		lost, _, err := sqlitefsm.IndexPage[Lease](ctx, s.Reader, table, []string{"i.state = ?", "i.token_id = ?", "i.permission = ?"},
-			[]any{StateActive, p.token, p.permission}, "i.key", 1, 1<<30)
+		lost, err := query.All(ctx, s.Reader, query.Query{Index: LeaseIndex.Name,
+			Where: []query.Cond{query.Eq("state", StateActive), query.Eq("token_id", p.token), query.Eq("permission", p.permission)}},
+			query.JSON[Lease])
 		errs = append(errs, err)
 		for _, l := range lost {
 			errs = append(errs, s.end(ctx, l.LeaseID, StateRevoked, "its API token was revoked, expired or lost "+l.Permission))
@@ -206,8 +194,8 @@ func (s *Service) endTokenless(ctx context.Context, table string) error {
 // version before it was kept), so the expiry index finds them; the
 // sweeper runs it once when it starts.
 func (s *Service) stampUnindexed(ctx context.Context) error {
-	old, _, err := sqlitefsm.IndexPage[Lease](ctx, s.Reader, "idx_"+LeaseIndex.Name, []string{"i.state = ?", "i.ends_at_ms IS NULL"},
-		[]any{StateActive}, "i.key", 1, 1<<30)
+	old, err := query.All(ctx, s.Reader, query.Query{Index: LeaseIndex.Name,
+		Where: []query.Cond{query.Eq("state", StateActive), query.IsNull("ends_at_ms")}}, query.JSON[Lease])
 	if err != nil {
 		return err
 	}
@@ -238,8 +226,9 @@ func earliest(t time.Time, more ...time.Time) time.Time {
 // cutPending asks the media servers to cut the players of every lease
 // whose cut was requested and not yet done.
 func (s *Service) cutPending(ctx context.Context) error {
-	cut, _, err := sqlitefsm.IndexPage[Lease](ctx, s.Reader, "idx_"+LeaseIndex.Name,
-		[]string{"i.cut_requested = 1", "coalesce(i.cut_done, 0) = 0"}, nil, "i.key", 1, 1000)
+	cut, err := query.All(ctx, s.Reader, query.Query{Index: LeaseIndex.Name, Limit: 1000,
+		Where: []query.Cond{query.Eq("cut_requested", 1), query.AnyOf(query.IsNull("cut_done"), query.Eq("cut_done", 0))}},
+		query.JSON[Lease])
 	if err != nil {
 		return err
 	}
@@ -291,8 +280,8 @@ func (s *Service) markCut(ctx context.Context, id string) error {
 // prune removes leases ended long ago and one-time grants past their time.
 func (s *Service) prune(ctx context.Context) error {
 	now := s.now()
-	ended, _, err := sqlitefsm.IndexPage[Lease](ctx, s.Reader, "idx_"+LeaseIndex.Name,
-		[]string{"i.state != ?", "i.ended_at IS NOT NULL"}, []any{StateActive}, "i.key", 1, 1000)
+	ended, err := query.All(ctx, s.Reader, query.Query{Index: LeaseIndex.Name, Limit: 1000,
+		Where: []query.Cond{query.Ne("state", StateActive), query.NotNull("ended_at")}}, query.JSON[Lease])
 	if err != nil {
 		return err
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/svcplatform/svc/controlplane/store"
-	"github.com/svcplatform/svc/controlplane/store/sqlitefsm"
+	"github.com/svcplatform/svc/controlplane/store/query"
 )
 
 // The sweep ends exactly the leases past either expiry and those whose
@@ -170,7 +170,8 @@ func BenchmarkSweepLook(b *testing.B) {
 	}
 	b.Run("decode all", func(b *testing.B) {
 		for b.Loop() {
-			if _, _, err := sqlitefsm.IndexPage[Lease](ctx, f.s.Reader, "idx_"+LeaseIndex.Name, []string{"i.state = ?"}, []any{StateActive}, "i.key", 1, 1<<30); err != nil {
+			if _, err := query.All(ctx, f.s.Reader, query.Query{Index: LeaseIndex.Name, Where: []query.Cond{query.Eq("state", StateActive)}},
+				query.JSON[Lease]); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -9,13 +9,13 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"regexp"
 	"strings"
 	"time"
 
 	"github.com/svcplatform/svc/controlplane/audit"
+	"github.com/svcplatform/svc/controlplane/fault"
 	"github.com/svcplatform/svc/controlplane/keyring"
 	"github.com/svcplatform/svc/controlplane/store"
 	"github.com/svcplatform/svc/shared/digestauth"
@@ -26,8 +26,8 @@ const KeyPrefix = "/security/rtsp-auth/"
 
 // Errors mapped to contract codes at the boundary.
 var (
-	ErrInvalid  = errors.New("invalid RTSP credential request")
-	ErrNotFound = errors.New("no such RTSP credential")
+	ErrInvalid  = fault.New(fault.Invalid, "invalid_body", "invalid RTSP credential request")
+	ErrNotFound = fault.New(fault.NotFound, "not_found", "no such RTSP credential")
 )
 
 // Credential is the stored record.

@@ -26,7 +26,7 @@ import (
 )
 
 // ownerFunc is what a token's owner may do now (see Start).
-type ownerFunc func(ctx context.Context, userID string) (perms []string, active, found bool, err error)
+type ownerFunc = apitoken.OwnerFunc
 
 // startLive assembles the live path: stream sessions from the engines'
 // reports, playback grants and their tickets, the answers to the engines'
@@ -142,18 +142,13 @@ func readTokenState(ctx context.Context, tokens *apitoken.Service, owner ownerFu
 	if rec.State(time.Now()) != apitoken.StateActive {
 		return playback.TokenState{}, nil
 	}
-	perms := rec.Permissions
-	if rec.OwnerUserID != "" {
-		owned, active, found, err := owner(ctx, rec.OwnerUserID)
-		if err != nil {
-			return playback.TokenState{}, err
-		}
-		if found && !active {
-			return playback.TokenState{}, nil
-		}
-		if found {
-			perms = permission.Intersect(perms, owned)
-		}
+	o, err := apitoken.ReadOwner(ctx, owner, rec)
+	if err != nil {
+		return playback.TokenState{}, err
+	}
+	perms, ok := apitoken.Effective(rec, o)
+	if !ok {
+		return playback.TokenState{}, nil
 	}
 	return playback.TokenState{Valid: true, ExpiresAt: rec.ExpiresAt, Permissions: perms}, nil
 }

@@ -43,8 +43,8 @@ import (
 	"github.com/svcplatform/svc/controlplane/session"
 	"github.com/svcplatform/svc/controlplane/snapshots"
 	"github.com/svcplatform/svc/controlplane/store"
+	"github.com/svcplatform/svc/controlplane/store/query"
 	"github.com/svcplatform/svc/controlplane/store/raftnode"
-	"github.com/svcplatform/svc/controlplane/store/sqlitefsm"
 	"github.com/svcplatform/svc/controlplane/streams"
 	"github.com/svcplatform/svc/controlplane/system"
 	"github.com/svcplatform/svc/controlplane/webhooks"
@@ -52,7 +52,7 @@ import (
 
 // IndexSpecs are the typed index tables of every kind the control plane
 // stores. Append only; a changed declaration rebuilds its table at start.
-var IndexSpecs = append([]sqlitefsm.IndexSpec{apitoken.Index, audit.Index, account.Index, nodecommand.Index, events.OutboxIndex,
+var IndexSpecs = append([]query.Index{apitoken.Index, audit.Index, account.Index, nodecommand.Index, events.OutboxIndex,
 	webhooks.DeliveryIndex, streams.SessionIndex, playback.LeaseIndex}, channels.Indexes...)
 
 // authContactWindow is how long a follower keeps deciding on credentials

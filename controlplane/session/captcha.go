@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/json"
-	"fmt"
 	"image"
 	"image/color"
 	"image/png"
@@ -113,7 +112,7 @@ func (s *Service) CaptchaPNG(ctx context.Context, id string) ([]byte, error) {
 		return nil, err
 	}
 	if c == nil || !s.now().Before(c.ExpiresAt) {
-		return nil, fmt.Errorf("%w: captcha %q", ErrNotFound, id)
+		return nil, ErrNotFound
 	}
 	return renderCaptcha(s.captchaAnswer(id))
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/svcplatform/svc/controlplane/account"
+	"github.com/svcplatform/svc/controlplane/fault"
 	"github.com/svcplatform/svc/controlplane/store"
 )
 
@@ -30,25 +31,25 @@ const (
 var (
 	// ErrBadCredentials: unknown user, wrong password, or a user that may not
 	// log in; deliberately one error so the answer does not reveal which.
-	ErrBadCredentials = errors.New("the user name or password is wrong, or the account is disabled")
+	ErrBadCredentials = fault.New(fault.Unauthenticated, "invalid_credentials", "the user name or password is wrong, or the account is disabled")
 	// ErrCaptchaRequired: too many recent failures; solve the captcha named
 	// by the error's CaptchaID and send its answer with the login.
-	ErrCaptchaRequired = errors.New("too many failed logins: solve the captcha and send captchaId and captchaAnswer")
+	ErrCaptchaRequired = fault.New(fault.Unauthenticated, "captcha_required", "too many failed logins: solve the captcha and send captchaId and captchaAnswer")
 	// ErrCaptchaWrong: the answer was wrong or the captcha expired or was
 	// used; a new one is issued.
-	ErrCaptchaWrong = errors.New("the captcha answer is wrong, expired or already used")
+	ErrCaptchaWrong = fault.New(fault.Unauthenticated, "captcha_invalid", "the captcha answer is wrong, expired or already used")
 	// ErrSessionEnded: the session was revoked, expired, or its user changed.
-	ErrSessionEnded = errors.New("the console session has ended; log in again")
+	ErrSessionEnded = fault.New(fault.Unauthenticated, "session_expired", "the console session has ended; log in again")
 	// ErrRefreshReused: an already rotated refresh token was presented; the
 	// whole session was revoked.
-	ErrRefreshReused = errors.New("this refresh token was already used; the session has been revoked")
+	ErrRefreshReused = fault.New(fault.Unauthenticated, "refresh_token_reused", "this refresh token was already used; the session has been revoked")
 	// ErrMalformed: the token is not one of ours.
-	ErrMalformed = errors.New("the session token is malformed")
+	ErrMalformed = fault.New(fault.Unauthenticated, "session_expired", "the session token is malformed")
 	// ErrNotFound: no such captcha.
-	ErrNotFound = errors.New("not found")
+	ErrNotFound = fault.New(fault.NotFound, "not_found", "no such captcha, or it expired or was used")
 	// ErrTooManyFailures: the user's recent failed logins and password
 	// checks reached the threshold; password changes wait for the window.
-	ErrTooManyFailures = errors.New("too many wrong passwords for this user recently; try again later")
+	ErrTooManyFailures = fault.NewRetryable(fault.RateLimited, "rate_limited", "too many wrong passwords for this user recently; try again later")
 )
 
 // Audited events of password checks.
@@ -65,6 +66,11 @@ type CaptchaError struct {
 
 func (e *CaptchaError) Error() string { return e.Err.Error() }
 func (e *CaptchaError) Unwrap() error { return e.Err }
+
+// Details names the captcha the next login must answer.
+func (e *CaptchaError) Details() map[string]string {
+	return map[string]string{"captchaId": e.CaptchaID, "captchaRequired": "true"}
+}
 
 // Session is one console login: a refresh-token family.
 type Session struct {

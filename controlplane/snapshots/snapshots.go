@@ -25,6 +25,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/svcplatform/svc/controlplane/channels"
+	"github.com/svcplatform/svc/controlplane/fault"
 	"github.com/svcplatform/svc/controlplane/playback"
 	"github.com/svcplatform/svc/controlplane/store"
 )
@@ -55,9 +56,9 @@ const (
 
 // Errors mapped to contract codes at the boundary.
 var (
-	ErrInvalid   = errors.New("invalid snapshot request")
-	ErrNotFound  = errors.New("no snapshot")
-	ErrBadTicket = errors.New("the snapshot ticket is invalid, expired, or for another channel or action")
+	ErrInvalid   = fault.New(fault.Invalid, "invalid_body", "invalid snapshot request")
+	ErrNotFound  = fault.New(fault.NotFound, "not_found", "no snapshot")
+	ErrBadTicket = fault.New(fault.Unauthenticated, "authentication_required", "the snapshot ticket is invalid, expired, or for another channel or action")
 )
 
 // Settings are a channel's snapshot schedule.

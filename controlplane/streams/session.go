@@ -18,16 +18,17 @@ import (
 
 	"github.com/svcplatform/svc/controlplane/channels"
 	"github.com/svcplatform/svc/controlplane/events"
+	"github.com/svcplatform/svc/controlplane/fault"
 	"github.com/svcplatform/svc/controlplane/playback"
 	"github.com/svcplatform/svc/controlplane/store"
-	"github.com/svcplatform/svc/controlplane/store/sqlitefsm"
+	"github.com/svcplatform/svc/controlplane/store/query"
 )
 
 // SessionsPrefix holds one record per media server and stream.
 const SessionsPrefix = "/streams/sessions/"
 
 // SessionIndex serves the session listing and the playback lookup.
-var SessionIndex = sqlitefsm.IndexSpec{Name: "stream_sessions", Prefix: SessionsPrefix, Columns: []sqlitefsm.IndexColumn{
+var SessionIndex = query.Index{Name: "stream_sessions", Prefix: SessionsPrefix, Columns: []query.Column{
 	{Name: "media_server_id", Type: "TEXT", Path: "$.mediaServerId"},
 	{Name: "vhost", Type: "TEXT", Path: "$.vhost"},
 	{Name: "app", Type: "TEXT", Path: "$.app"},
@@ -95,12 +96,12 @@ type Change struct {
 }
 
 // ErrSessionChanged answers a guarded change whose session moved on.
-var ErrSessionChanged = errors.New("streams: the session changed since it was read")
+var ErrSessionChanged = fault.NewRetryable(fault.Conflict, "conflict", "streams: the session changed since it was read")
 
 // Service keeps stream sessions.
 type Service struct {
 	Store    store.Store
-	Reader   sqlitefsm.Reader
+	Reader   query.Reader
 	Channels *channels.Service
 	// NodeID is this control node, the events' originating node.
 	NodeID string
@@ -333,13 +334,11 @@ type SessionQuery struct {
 
 // Sessions lists sessions, newest change first.
 func (s *Service) Sessions(ctx context.Context, q SessionQuery) ([]Session, int64, error) {
-	var where []string
-	var args []any
-	for col, v := range map[string]string{"media_server_id": q.MediaServerID, "stream": q.Stream, "state": q.State, "channel_id": q.ChannelID} {
-		if v != "" {
-			where = append(where, "i."+col+" = ?")
-			args = append(args, v)
-		}
-	}
-	return sqlitefsm.IndexPage[Session](ctx, s.Reader, "idx_"+SessionIndex.Name, where, args, "i.key", max(q.Page, 1), max(q.PageSize, 1))
+	var where query.Where
+	where.EqIfSet("media_server_id", q.MediaServerID)
+	where.EqIfSet("stream", q.Stream)
+	where.EqIfSet("state", q.State)
+	where.EqIfSet("channel_id", q.ChannelID)
+	return query.Page(ctx, s.Reader, query.Query{Index: SessionIndex.Name, Where: where, Order: []query.Order{query.Asc(query.Key)}},
+		max(q.Page, 1), max(q.PageSize, 1), query.JSON[Session])
 }

@@ -2,7 +2,6 @@ package system
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"sort"
 	"strings"
@@ -27,28 +26,18 @@ func (s *Service) MigrationAudit(ctx context.Context, p contract.GetMigrationAud
 	}
 	rep := contract.MigrationAuditReport{ClusterId: id, GeneratedAt: time.Now().UTC(), ExpectedSchemaVersion: sqlitefsm.SchemaVersion, Passed: true}
 	var checks []contract.AuditCheck
-	err = s.d.Node.State().ReadTx(ctx, func(tx *sql.Tx, _ int64) error {
-		var applied int32
-		if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&applied); err != nil {
-			return err
-		}
-		rep.SchemaVersion = applied
-		ok := applied == sqlitefsm.SchemaVersion
-		checks = append(checks, contract.AuditCheck{Name: "schema-migrations", Passed: ok, Severity: sev(ok, contract.AuditCheckSeverityError),
-			Message: fmt.Sprintf("applied schema version %d, this binary expects %d", applied, sqlitefsm.SchemaVersion)})
-		for _, spec := range s.d.Node.State().Specs() {
-			missing, orphan, err := sqlitefsm.IndexConsistency(ctx, tx, spec)
-			if err != nil {
-				return err
-			}
-			ok := missing == 0 && orphan == 0
-			checks = append(checks, contract.AuditCheck{Name: "index-" + spec.Name, Passed: ok, Severity: sev(ok, contract.AuditCheckSeverityError),
-				Message: fmt.Sprintf("%d records without index row, %d stale or orphaned index rows", missing, orphan)})
-		}
-		return nil
-	})
+	applied, indexes, err := s.d.Node.State().Migrations(ctx)
 	if err != nil {
 		return rep, err
+	}
+	rep.SchemaVersion = applied
+	ok := applied == sqlitefsm.SchemaVersion
+	checks = append(checks, contract.AuditCheck{Name: "schema-migrations", Passed: ok, Severity: sev(ok, contract.AuditCheckSeverityError),
+		Message: fmt.Sprintf("applied schema version %d, this binary expects %d", applied, sqlitefsm.SchemaVersion)})
+	for _, ix := range indexes {
+		ok := ix.Missing == 0 && ix.Stale == 0
+		checks = append(checks, contract.AuditCheck{Name: "index-" + ix.Name, Passed: ok, Severity: sev(ok, contract.AuditCheckSeverityError),
+			Message: fmt.Sprintf("%d records without index row, %d stale or orphaned index rows", ix.Missing, ix.Stale)})
 	}
 	groups, err := s.residues(ctx, p.IncludeSamples != nil && *p.IncludeSamples, sample)
 	if err != nil {
@@ -92,35 +81,23 @@ func (s *Service) owned(key string) bool {
 
 func (s *Service) residues(ctx context.Context, withSamples bool, sample int) ([]contract.ResidueGroup, error) {
 	byPrefix := map[string]*contract.ResidueGroup{}
-	err := s.d.Node.State().ReadTx(ctx, func(tx *sql.Tx, _ int64) error {
-		rows, err := tx.QueryContext(ctx, `SELECT key FROM kv ORDER BY key`)
-		if err != nil {
-			return err
+	err := s.d.Node.State().EachKey(ctx, func(k string) {
+		if s.owned(k) {
+			return
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var k string
-			if err := rows.Scan(&k); err != nil {
-				return err
+		p := residuePrefix(k)
+		g := byPrefix[p]
+		if g == nil {
+			g = &contract.ResidueGroup{Prefix: p}
+			if withSamples {
+				g.SampleKeys = &[]string{}
 			}
-			if s.owned(k) {
-				continue
-			}
-			p := residuePrefix(k)
-			g := byPrefix[p]
-			if g == nil {
-				g = &contract.ResidueGroup{Prefix: p}
-				if withSamples {
-					g.SampleKeys = &[]string{}
-				}
-				byPrefix[p] = g
-			}
-			g.KeyCount++
-			if withSamples && len(*g.SampleKeys) < sample {
-				*g.SampleKeys = append(*g.SampleKeys, k)
-			}
+			byPrefix[p] = g
 		}
-		return rows.Err()
+		g.KeyCount++
+		if withSamples && len(*g.SampleKeys) < sample {
+			*g.SampleKeys = append(*g.SampleKeys, k)
+		}
 	})
 	out := []contract.ResidueGroup{}
 	for _, g := range byPrefix {

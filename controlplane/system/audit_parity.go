@@ -2,7 +2,6 @@ package system
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"time"
 
@@ -127,10 +126,7 @@ func short(h string) string {
 }
 
 func (s *Service) quickCheck(ctx context.Context) string {
-	var res string
-	err := s.d.Node.State().ReadTx(ctx, func(tx *sql.Tx, _ int64) error {
-		return tx.QueryRowContext(ctx, `PRAGMA quick_check`).Scan(&res)
-	})
+	res, err := s.d.Node.State().QuickCheck(ctx)
 	if err != nil {
 		return "error: " + err.Error()
 	}

@@ -10,27 +10,27 @@ package system
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
 
+	"github.com/svcplatform/svc/controlplane/fault"
 	"github.com/svcplatform/svc/controlplane/store"
 	"github.com/svcplatform/svc/controlplane/store/raftnode"
 )
 
 // Sentinel errors, mapped to contract codes at the HTTP boundary.
 var (
-	ErrUnknownCluster     = errors.New("unknown cluster id")
-	ErrUnknownTask        = errors.New("unknown task")
-	ErrTaskRunning        = errors.New("task is already running")
-	ErrNotResidue         = errors.New("prefix is not a residue prefix")
-	ErrInvalidTuning      = errors.New("invalid host tuning request")
-	ErrAgentUnavailable   = errors.New("no node agent can apply host tuning")
-	ErrEmailNotConfigured = errors.New("operations e-mail is not configured")
-	ErrEmailFailed        = errors.New("SMTP delivery failed")
-	ErrInvalidEmail       = errors.New("invalid e-mail request")
+	ErrUnknownCluster     = fault.New(fault.NotFound, "not_found", "unknown cluster id")
+	ErrUnknownTask        = fault.New(fault.NotFound, "not_found", "unknown task")
+	ErrTaskRunning        = fault.New(fault.Conflict, "conflict", "task is already running")
+	ErrNotResidue         = fault.New(fault.Conflict, "conflict", "prefix is not a residue prefix")
+	ErrInvalidTuning      = fault.New(fault.Invalid, "invalid_body", "invalid host tuning request")
+	ErrAgentUnavailable   = fault.New(fault.Conflict, "agent_unavailable", "no node agent can apply host tuning")
+	ErrEmailNotConfigured = fault.New(fault.Conflict, "notifications_not_configured", "operations e-mail is not configured: set smtp-host and smtp-from to enable it")
+	ErrEmailFailed        = fault.NewRetryable(fault.Unavailable, "smtp_failed", "SMTP delivery failed")
+	ErrInvalidEmail       = fault.New(fault.Invalid, "invalid_body", "invalid e-mail request")
 )
 
 // IdentityKey holds the cluster's identity record, written once by the

@@ -8,7 +8,6 @@ package transcoder
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"regexp"
 	"sort"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/svcplatform/svc/controlplane/audit"
+	"github.com/svcplatform/svc/controlplane/fault"
 	"github.com/svcplatform/svc/controlplane/store"
 	"github.com/svcplatform/svc/shared/pki"
 )
@@ -28,9 +28,9 @@ const allScope = "_all"
 
 // Sentinel errors, mapped to contract codes at the boundary.
 var (
-	ErrInvalid  = errors.New("invalid transcoder template")
-	ErrNotFound = errors.New("no such transcoder template")
-	ErrExists   = errors.New("a transcoder template of that name exists in that scope")
+	ErrInvalid  = fault.New(fault.Invalid, "invalid_body", "invalid transcoder template")
+	ErrNotFound = fault.New(fault.NotFound, "not_found", "no such transcoder template")
+	ErrExists   = fault.New(fault.Conflict, "conflict", "a transcoder template of that name exists in that scope")
 )
 
 // Template is one stored template.

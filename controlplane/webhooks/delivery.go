@@ -3,7 +3,6 @@ package webhooks
 import (
 	"context"
 	"crypto/sha256"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -15,7 +14,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/audit"
 	"github.com/svcplatform/svc/controlplane/events"
 	"github.com/svcplatform/svc/controlplane/store"
-	"github.com/svcplatform/svc/controlplane/store/sqlitefsm"
+	"github.com/svcplatform/svc/controlplane/store/query"
 )
 
 // DeliveryPrefix holds one record per plan and event.
@@ -43,7 +42,7 @@ var AllStates = []State{StatePending, StateDelivering, StateCompleted, StateWait
 
 // DeliveryIndex is the typed index of deliveries: per-plan history, the
 // dispatcher's due query and the retention check use it.
-var DeliveryIndex = sqlitefsm.IndexSpec{Name: "webhook_delivery", Prefix: DeliveryPrefix, Columns: []sqlitefsm.IndexColumn{
+var DeliveryIndex = query.Index{Name: "webhook_delivery", Prefix: DeliveryPrefix, Columns: []query.Column{
 	{Name: "plan_id", Type: "TEXT", Path: "$.subscriptionId"},
 	{Name: "event_id", Type: "TEXT", Path: "$.eventId"},
 	{Name: "state", Type: "TEXT", Path: "$.state"},
@@ -175,26 +174,17 @@ type storedDelivery struct {
 }
 
 // queryDeliveries reads deliveries through the index.
-func queryDeliveries(ctx context.Context, r sqlitefsm.Reader, where string, args []any, order string, limit int) ([]storedDelivery, error) {
+func queryDeliveries(ctx context.Context, r query.Reader, where []query.Cond, order query.Order, limit int) ([]storedDelivery, error) {
 	var out []storedDelivery
-	err := r.ReadTx(ctx, func(tx *sql.Tx, _ int64) error {
-		rows, err := tx.QueryContext(ctx, fmt.Sprintf("SELECT kv.key, kv.mod_revision, kv.value FROM %s i JOIN kv ON kv.key = i.key WHERE %s ORDER BY %s LIMIT %d",
-			DeliveryIndex.Table(), where, order, limit), args...)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var d storedDelivery
-			var raw []byte
-			if err := rows.Scan(&d.key, &d.modRev, &raw); err != nil {
-				return err
-			}
-			if json.Unmarshal(raw, &d.rec) == nil {
+	err := r.View(ctx, func(v query.View) error {
+		rows, err := v.Find(query.Query{Index: DeliveryIndex.Name, Where: where, Order: []query.Order{order}, Limit: limit})
+		for _, row := range rows {
+			d := storedDelivery{key: row.Key, modRev: row.ModRevision}
+			if json.Unmarshal(row.Value, &d.rec) == nil {
 				out = append(out, d)
 			}
 		}
-		return rows.Err()
+		return err
 	})
 	return out, err
 }
@@ -212,11 +202,10 @@ func (s *Service) ListDeliveries(ctx context.Context, q DeliveryQuery) ([]Delive
 	if _, _, err := s.GetPlan(ctx, q.Plan); err != nil {
 		return nil, 0, err
 	}
-	where, args := []string{"i.plan_id = ?"}, []any{string(q.Plan)}
-	if q.State != "" {
-		where, args = append(where, "i.state = ?"), append(args, string(q.State))
-	}
-	return sqlitefsm.IndexPage[Delivery](ctx, s.Reader, DeliveryIndex.Table(), where, args, "i.key DESC", q.Page, q.PageSize)
+	where := query.Where{query.Eq("plan_id", string(q.Plan))}
+	where.EqIfSet("state", string(q.State))
+	return query.Page(ctx, s.Reader, query.Query{Index: DeliveryIndex.Name, Where: where, Order: []query.Order{query.Desc(query.Key)}},
+		q.Page, q.PageSize, query.JSON[Delivery])
 }
 
 // GetDelivery reads one delivery.
@@ -279,7 +268,7 @@ func (s *Service) RetryEvent(ctx context.Context, a audit.Actor, eventID string)
 		return nil, err
 	}
 	for attempt := 0; attempt < 5; attempt++ {
-		failed, err := queryDeliveries(ctx, s.Reader, "i.event_id = ? AND i.state = 'Failed'", []any{eventID}, "i.key", 1000)
+		failed, err := queryDeliveries(ctx, s.Reader, []query.Cond{query.Eq("event_id", eventID), query.Eq("state", "Failed")}, query.Asc(query.Key), 1000)
 		if err != nil {
 			return nil, err
 		}

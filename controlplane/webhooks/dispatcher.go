@@ -2,7 +2,6 @@ package webhooks
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"math/rand/v2"
@@ -19,7 +18,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/events"
 	"github.com/svcplatform/svc/controlplane/keyring"
 	"github.com/svcplatform/svc/controlplane/store"
-	"github.com/svcplatform/svc/controlplane/store/sqlitefsm"
+	"github.com/svcplatform/svc/controlplane/store/query"
 )
 
 // cursorKey holds the store revision up to which the outbox has been fanned
@@ -48,7 +47,7 @@ const (
 // leader's claims.
 type Dispatcher struct {
 	Store   store.Store
-	Reader  sqlitefsm.Reader
+	Reader  query.Reader
 	Keys    *keyring.Keyring
 	Targets *TargetGuard
 	NodeID  string
@@ -239,7 +238,7 @@ const orphanGrace = 2 * MaxTimeout * time.Second
 func (s *session) recoverOrphans(ctx context.Context, claimedBefore time.Time) error {
 	after := ""
 	for {
-		held, err := queryDeliveries(ctx, s.d.Reader, "i.state = 'Delivering' AND i.key > ?", []any{after}, "i.key", 200)
+		held, err := queryDeliveries(ctx, s.d.Reader, []query.Cond{query.Eq("state", "Delivering"), query.Gt(query.Key, after)}, query.Asc(query.Key), 200)
 		if err != nil || len(held) == 0 {
 			return err
 		}
@@ -587,8 +586,8 @@ func (s *session) claimDue(ctx context.Context) (time.Duration, error) {
 		}
 	}
 	s.round++
-	err = s.d.Reader.ReadTx(ctx, func(tx *sql.Tx, _ int64) error {
-		var keys []any
+	err = s.d.Reader.View(ctx, func(v query.View) error {
+		var keys []string
 		for i := range order {
 			p := order[(i+s.round)%len(order)]
 			s.mu.Lock()
@@ -602,50 +601,32 @@ func (s *session) claimDue(ctx context.Context) (time.Duration, error) {
 			if room <= 0 || (busy > 0 && room < max(1, s.d.PerPlan/4)) {
 				continue
 			}
-			q := "SELECT i.key FROM " + DeliveryIndex.Table() + " i INDEXED BY " + DeliveryIndex.Table() +
-				"_plan_due WHERE i.plan_due > ? AND i.plan_due <= ? AND i.state IN ('Pending','WaitingRetry')"
+			where := []query.Cond{query.Gt("plan_due", string(p.ID)+"/"), query.Le("plan_due", planDue(p.ID, now.UnixMilli())),
+				query.In("state", "Pending", "WaitingRetry")}
 			if !p.Enabled {
-				q += " AND i.test = 1" // a disabled plan still takes its test events
+				where = append(where, query.Eq("test", 1)) // a disabled plan still takes its test events
 			}
-			rows, err := tx.QueryContext(ctx, q+" ORDER BY i.plan_due LIMIT ?", string(p.ID)+"/", planDue(p.ID, now.UnixMilli()), room)
+			due, err := v.Keys(query.Query{Index: DeliveryIndex.Name, Where: where, Order: []query.Order{query.Asc("plan_due")},
+				Limit: room, Using: "plan_due"})
 			if err != nil {
 				return err
 			}
-			for rows.Next() {
-				var key string
-				if err := rows.Scan(&key); err != nil {
-					rows.Close()
-					return err
-				}
-				keys = append(keys, key)
-			}
-			rows.Close()
-			if err := rows.Err(); err != nil {
-				return err
-			}
+			keys = append(keys, due...)
 		}
 		if len(keys) == 0 {
 			return nil
 		}
-		vals, err := tx.QueryContext(ctx, "SELECT key, mod_revision, value FROM kv WHERE key IN (?"+strings.Repeat(",?", len(keys)-1)+")", keys...)
+		rows, err := v.Get(keys...)
 		if err != nil {
 			return err
 		}
-		defer vals.Close()
-		for vals.Next() {
-			var d storedDelivery
-			var raw []byte
-			if err := vals.Scan(&d.key, &d.modRev, &raw); err != nil {
-				return err
-			}
-			if json.Unmarshal(raw, &d.rec) == nil {
+		for _, row := range rows {
+			d := storedDelivery{key: row.Key, modRev: row.ModRevision}
+			if json.Unmarshal(row.Value, &d.rec) == nil {
 				picked = append(picked, d)
 			}
 		}
-		if err := vals.Err(); err != nil {
-			return err
-		}
-		return s.loadEvents(ctx, tx, picked)
+		return s.loadEvents(v, picked)
 	})
 	if err != nil {
 		return 0, err
@@ -705,37 +686,28 @@ func (s *session) claim(ctx context.Context, picked []storedDelivery, plans map[
 
 // loadEvents reads the outbox entries of the picked deliveries in the same
 // read transaction, so an attempt does not read the store again.
-func (s *session) loadEvents(ctx context.Context, tx *sql.Tx, picked []storedDelivery) error {
+func (s *session) loadEvents(v query.View, picked []storedDelivery) error {
 	if len(picked) == 0 {
 		return nil
 	}
-	keys := make([]any, 0, len(picked))
+	keys := make([]string, 0, len(picked))
 	for _, d := range picked {
 		keys = append(keys, events.OutboxPrefix+d.rec.EventID)
 	}
-	rows, err := tx.QueryContext(ctx, "SELECT key, value FROM kv WHERE key IN (?"+strings.Repeat(",?", len(keys)-1)+")", keys...)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
+	rows, err := v.Get(keys...)
 	found := map[string][]byte{}
-	for rows.Next() {
-		var k string
-		var v []byte
-		if err := rows.Scan(&k, &v); err != nil {
-			return err
-		}
-		found[k[len(events.OutboxPrefix):]] = v
+	for _, row := range rows {
+		found[row.Key[len(events.OutboxPrefix):]] = row.Value
 	}
 	for i := range picked {
 		picked[i].event = found[picked[i].rec.EventID]
 	}
-	return rows.Err()
+	return err
 }
 
 // nextDue is how long until the earliest WaitingRetry delivery is due.
 func (s *session) nextDue(ctx context.Context, now time.Time) (time.Duration, error) {
-	next, err := queryDeliveries(ctx, s.d.Reader, "i.state = 'WaitingRetry'", nil, "i.due_ms", 1)
+	next, err := queryDeliveries(ctx, s.d.Reader, []query.Cond{query.Eq("state", "WaitingRetry")}, query.Asc("due_ms"), 1)
 	if err != nil || len(next) == 0 {
 		return idleWait, err
 	}

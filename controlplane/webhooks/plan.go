@@ -20,7 +20,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/events"
 	"github.com/svcplatform/svc/controlplane/keyring"
 	"github.com/svcplatform/svc/controlplane/store"
-	"github.com/svcplatform/svc/controlplane/store/sqlitefsm"
+	"github.com/svcplatform/svc/controlplane/store/query"
 )
 
 // Store keys of this package.
@@ -89,7 +89,7 @@ const (
 // Service manages delivery plans and deliveries.
 type Service struct {
 	Store   store.Store
-	Reader  sqlitefsm.Reader
+	Reader  query.Reader
 	Keys    *keyring.Keyring
 	Targets *TargetGuard
 	// NodeID is this control node, the nodeId of test events.
@@ -351,7 +351,7 @@ func (s *Service) Archive(ctx context.Context, a audit.Actor, id PlanID) (*Plan,
 // Canceled, in batches, each delivery guarded by its mod revision.
 func (s *Service) cancelOpen(ctx context.Context, id PlanID) error {
 	for tries := 0; tries < 100; tries++ {
-		open, err := queryDeliveries(ctx, s.Reader, "i.plan_id = ? AND i.state IN ('Pending','WaitingRetry')", []any{string(id)}, "i.key", 200)
+		open, err := queryDeliveries(ctx, s.Reader, []query.Cond{query.Eq("plan_id", string(id)), query.In("state", "Pending", "WaitingRetry")}, query.Asc(query.Key), 200)
 		if err != nil || len(open) == 0 {
 			return err
 		}

@@ -2,12 +2,12 @@ package webhooks
 
 import (
 	"context"
-	"database/sql"
-	"fmt"
+	"encoding/json"
 	"time"
 
 	"github.com/svcplatform/svc/controlplane/events"
 	"github.com/svcplatform/svc/controlplane/store"
+	"github.com/svcplatform/svc/controlplane/store/query"
 )
 
 // Retention bounds the outbox: delivered entries older than MaxAge, and the
@@ -20,6 +20,14 @@ type Retention struct {
 	MaxEntries int
 }
 
+// targeted reports whether an outbox entry is addressed to one plan.
+func targeted(value []byte) bool {
+	var e struct {
+		Target *string `json:"targetSubscriptionId"`
+	}
+	return json.Unmarshal(value, &e) == nil && e.Target != nil
+}
+
 // PruneOutbox removes up to batch delivered entries that retention no
 // longer keeps and returns how many it removed.
 func (s *Service) PruneOutbox(ctx context.Context, r Retention, batch int) (int64, error) {
@@ -28,55 +36,55 @@ func (s *Service) PruneOutbox(ctx context.Context, r Retention, batch int) (int6
 		return 0, err
 	}
 	cutoff := events.KeyBefore(events.OutboxPrefix, s.now().Add(-r.MaxAge))
-	outbox := events.OutboxIndex.Table()
+	outbox := events.OutboxIndex.Name
 	var keys, deliveries []string
 	var revs []int64
-	err = s.Reader.ReadTx(ctx, func(tx *sql.Tx, _ int64) error {
-		var total int64
-		if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM "+outbox).Scan(&total); err != nil {
+	err = s.Reader.View(ctx, func(v query.View) error {
+		total, err := v.Count(outbox)
+		if err != nil {
 			return err
 		}
 		bound := cutoff
 		if excess := total - int64(r.MaxEntries); excess > 0 {
-			var k string
-			err := tx.QueryRowContext(ctx, fmt.Sprintf("SELECT key FROM %s ORDER BY key LIMIT 1 OFFSET %d", outbox, excess)).Scan(&k)
-			if err == nil && k > bound {
-				bound = k
-			}
-		}
-		rows, err := tx.QueryContext(ctx, fmt.Sprintf(`SELECT o.key, kv.mod_revision FROM %s o JOIN kv ON kv.key = o.key
-			WHERE o.key < ? AND (kv.create_revision <= ? OR o.target IS NOT NULL)
-			AND NOT EXISTS (SELECT 1 FROM %s d WHERE d.event_id = substr(o.key, ?) AND d.state IN ('Pending','Delivering','WaitingRetry'))
-			ORDER BY o.key LIMIT ?`, outbox, DeliveryIndex.Table()), bound, cur, len(events.OutboxPrefix)+1, batch)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var k string
-			var rev int64
-			if err := rows.Scan(&k, &rev); err != nil {
-				return err
-			}
-			keys, revs = append(keys, k), append(revs, rev)
-		}
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		for _, k := range keys {
-			drows, err := tx.QueryContext(ctx, "SELECT key FROM "+DeliveryIndex.Table()+" WHERE event_id = ?", k[len(events.OutboxPrefix):])
+			k, err := v.Keys(query.Query{Index: outbox, Order: []query.Order{query.Asc(query.Key)}, Limit: 1, Offset: int(excess)})
 			if err != nil {
 				return err
 			}
-			for drows.Next() {
-				var dk string
-				if err := drows.Scan(&dk); err != nil {
-					drows.Close()
+			if len(k) == 1 && k[0] > bound {
+				bound = k[0]
+			}
+		}
+		// Old entries, oldest first, that the dispatcher has read past (or
+		// that target one plan) and that no delivery still needs.
+		after := ""
+		for len(keys) < batch {
+			page, err := v.Find(query.Query{Index: outbox, Where: []query.Cond{query.Lt(query.Key, bound), query.Gt(query.Key, after)},
+				Order: []query.Order{query.Asc(query.Key)}, Limit: batch})
+			if err != nil || len(page) == 0 {
+				return err
+			}
+			for _, row := range page {
+				after = row.Key
+				if row.CreateRevision > cur && !targeted(row.Value) {
+					continue
+				}
+				eventID := row.Key[len(events.OutboxPrefix):]
+				open, err := v.Count(DeliveryIndex.Name, query.Eq("event_id", eventID), query.In("state", "Pending", "Delivering", "WaitingRetry"))
+				if err != nil {
 					return err
 				}
-				deliveries = append(deliveries, dk)
+				if open > 0 {
+					continue
+				}
+				done, err := v.Keys(query.Query{Index: DeliveryIndex.Name, Where: []query.Cond{query.Eq("event_id", eventID)}})
+				if err != nil {
+					return err
+				}
+				keys, revs, deliveries = append(keys, row.Key), append(revs, row.ModRevision), append(deliveries, done...)
+				if len(keys) == batch {
+					return nil
+				}
 			}
-			drows.Close()
 		}
 		return nil
 	})

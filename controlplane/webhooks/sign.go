@@ -4,10 +4,11 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/svcplatform/svc/controlplane/fault"
 )
 
 // Headers of every delivery (contract A, "Delivery contract").
@@ -33,8 +34,8 @@ func Sign(secret []byte, timestamp int64, body []byte) string {
 
 // Verification failures of Verify.
 var (
-	ErrBadSignature = errors.New("signature does not match")
-	ErrStale        = errors.New("timestamp outside the accepted window")
+	ErrBadSignature = fault.New(fault.Unauthenticated, "authentication_required", "signature does not match")
+	ErrStale        = fault.New(fault.Unauthenticated, "authentication_required", "timestamp outside the accepted window")
 )
 
 // Verify does what contract A asks of a receiver before parsing the body:

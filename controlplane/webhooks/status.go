@@ -2,8 +2,9 @@ package webhooks
 
 import (
 	"context"
-	"database/sql"
 	"time"
+
+	"github.com/svcplatform/svc/controlplane/store/query"
 )
 
 // Status is the aggregate of plans and deliveries.
@@ -38,31 +39,22 @@ func (s *Service) Status(ctx context.Context) (Status, error) {
 			st.ActivePlans++
 		}
 	}
-	err = s.Reader.ReadTx(ctx, func(tx *sql.Tx, rev int64) error {
-		st.StoreRevision = rev
-		rows, err := tx.QueryContext(ctx, "SELECT state, count(*) FROM "+DeliveryIndex.Table()+" GROUP BY state")
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var state string
-			var n int64
-			if err := rows.Scan(&state, &n); err != nil {
-				return err
-			}
+	err = s.Reader.View(ctx, func(v query.View) error {
+		st.StoreRevision = v.Revision()
+		by, err := v.CountBy(DeliveryIndex.Name, "state")
+		for state, n := range by {
 			st.Deliveries[State(state)] = n
 		}
-		return rows.Err()
+		return err
 	})
 	if err != nil {
 		return st, err
 	}
-	if open, err := queryDeliveries(ctx, s.Reader, "i.state IN ('Pending','WaitingRetry')", nil, "i.key", 1); err == nil && len(open) > 0 {
+	if open, err := queryDeliveries(ctx, s.Reader, []query.Cond{query.In("state", "Pending", "WaitingRetry")}, query.Asc(query.Key), 1); err == nil && len(open) > 0 {
 		t := open[0].rec.CreatedAt
 		st.OldestOpenAt = &t
 	}
-	if next, err := queryDeliveries(ctx, s.Reader, "i.state = 'WaitingRetry'", nil, "i.due_ms", 1); err == nil && len(next) > 0 {
+	if next, err := queryDeliveries(ctx, s.Reader, []query.Cond{query.Eq("state", "WaitingRetry")}, query.Asc("due_ms"), 1); err == nil && len(next) > 0 {
 		t := time.UnixMilli(next[0].rec.DueMs).UTC()
 		st.NextRetryAt = &t
 	}

@@ -343,3 +343,9 @@ func (c *Client) FlowReport(h engineapi.FlowReportHook) {
 func (c *Client) Keepalive(stats engineapi.Stats) {
 	c.enqueue(event{name: engineapi.HookOnServerKeepalive, body: engineapi.KeepaliveHook{HookHeader: c.stamp(), Stats: stats}})
 }
+
+// RTPServerTimeout sends on_rtp_server_timeout.
+func (c *Client) RTPServerTimeout(h engineapi.RTPServerTimeoutHook) {
+	h.HookHeader = c.stamp()
+	c.enqueue(event{name: engineapi.HookOnRTPServerTimeout, body: h})
+}

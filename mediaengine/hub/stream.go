@@ -115,7 +115,7 @@ func (s *Stream) write(f *media.Frame) error {
 	}
 	f = s.continueTimeline(f)
 	size := f.Size()
-	s.stats[f.Track.ID].add(now, size)
+	s.stats[f.Track.ID].add(f.DTS, size)
 	s.hub.framesIn.Add(1)
 	s.hub.bytesIn.Add(uint64(size))
 	isVideo := f.Track.Kind() == media.KindVideo

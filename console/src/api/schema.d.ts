@@ -2940,13 +2940,15 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /**
+         * @description Machine-readable error code of an error answer. This list is every code the platform answers with; a client switches on it and shows `message` to people. Codes are only ever added.
+         * @example permission_denied
+         * @enum {string}
+         */
+        ErrorCode: "agent_command_failed" | "agent_timeout" | "agent_unavailable" | "api_token_required" | "authentication_required" | "captcha_invalid" | "captcha_required" | "channel_disabled" | "channel_group_conflict" | "channel_group_not_empty" | "channel_not_pending" | "channel_pending_activation" | "channel_running" | "channel_stream_conflict" | "command_canceled" | "command_interrupted" | "conflict" | "csrf_rejected" | "delivery_not_retryable" | "import_rejected" | "internal" | "invalid_body" | "invalid_credentials" | "invalid_header" | "invalid_query" | "media_server_referenced" | "method_not_allowed" | "node_required" | "node_retired" | "not_found" | "not_permitted" | "not_yet_visible" | "notifications_not_configured" | "payload_too_large" | "permission_denied" | "playback_lease_conflict" | "ptz_not_supported" | "ptz_unavailable" | "rate_limited" | "refresh_token_reused" | "rtp_ports_exhausted" | "session_expired" | "smtp_failed" | "storage_full" | "stream_command_finished" | "stream_not_ready" | "subscription_archived" | "timeout" | "token_not_revealable" | "unavailable" | "unknown_outcome" | "unsupported_media_type" | "webhook_name_conflict" | "webhook_target_not_allowed" | "websocket_upgrade_required";
         /** @description Body of every JSON error answer. */
         ErrorBody: {
-            /**
-             * @description Machine-readable error code, for example invalid_body, invalid_query, authentication_required, api_token_required, permission_denied, not_found, conflict, payload_too_large, unsupported_media_type, rate_limited, internal or unavailable; console logins add invalid_credentials, captcha_required, captcha_invalid, session_expired, refresh_token_reused and csrf_rejected.
-             * @example permission_denied
-             */
-            code: string;
+            code: components["schemas"]["ErrorCode"];
             /** @description Human-readable explanation; not meant to be parsed. */
             message: string;
             /** @description Trace id of the request, equal to the `X-Trace-Id` response header. */

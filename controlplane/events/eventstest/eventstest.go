@@ -7,14 +7,14 @@ import (
 	"testing"
 
 	"github.com/svcplatform/svc/controlplane/keyring"
+	"github.com/svcplatform/svc/controlplane/store/query"
 	"github.com/svcplatform/svc/controlplane/store/raftnode"
-	"github.com/svcplatform/svc/controlplane/store/sqlitefsm"
 	"github.com/svcplatform/svc/controlplane/store/storetest"
 )
 
 // OpenNode starts a single-node store that is the ready leader, with a
 // fresh keyring, and shuts it down when the test ends.
-func OpenNode(t *testing.T, specs ...sqlitefsm.IndexSpec) (*raftnode.Node, *keyring.Keyring) {
+func OpenNode(t *testing.T, specs ...query.Index) (*raftnode.Node, *keyring.Keyring) {
 	t.Helper()
 	return storetest.WithKeys(t, specs...)
 }

@@ -10,48 +10,34 @@ import (
 	"strings"
 
 	"github.com/svcplatform/svc/controlplane/store"
+	"github.com/svcplatform/svc/controlplane/store/query"
 )
 
-// IndexSpec declares a typed index table for one kind of record. Every key
-// under Prefix whose value is a JSON object gets a row in table idx_<Name>
-// with one typed column per IndexColumn, maintained in the same SQLite
-// transaction as the kv row, so a query on the index never sees a state the
-// kv table does not have. Each column has a b-tree index of its own unless
-// it is declared NoIndex.
+// IndexSpec is a query.Index: each is kept as table idx_<Name> with one
+// typed column per query.Column, maintained in the same SQLite transaction
+// as the kv row, so a query on the index never sees a state the kv table
+// does not have. Each column has a b-tree index of its own unless it is
+// declared NoIndex.
 //
 // What a put costs here: a new key inserts its row and one entry into each
 // column's b-tree, a page each; an update writes only the columns whose
 // value changed (and nothing when none did), since SQLite rewrites every
 // b-tree of a column named in an UPDATE even when its value stays.
-type IndexSpec struct {
-	Name    string
-	Prefix  string
-	Columns []IndexColumn
-}
+type IndexSpec = query.Index
 
-// IndexColumn maps a JSON path of the stored value to a typed column.
-type IndexColumn struct {
-	Name string
-	// Type is TEXT, INTEGER or REAL.
-	Type string
-	// Path is a SQLite JSON path such as $.username.
-	Path string
-	// NoIndex keeps the column for filtering by scanning the index table
-	// (substring searches, yes/no flags) without a b-tree of its own,
-	// which every new row would otherwise have to write.
-	NoIndex bool
-}
+// IndexColumn is a query.Column.
+type IndexColumn = query.Column
 
 // maxColumns bounds the columns of one index (a change mask is a uint64).
 const maxColumns = 63
 
-// Table is the SQL table name of the index.
-func (s IndexSpec) Table() string { return "idx_" + s.Name }
+// tableOf is the SQL table name of an index.
+func tableOf(s IndexSpec) string { return "idx_" + s.Name }
 
 var identRe = regexp.MustCompile(`^[a-z][a-z0-9_]{0,62}$`)
 var pathRe = regexp.MustCompile(`^\$(\.[A-Za-z_][A-Za-z0-9_]*)+$`)
 
-func (s IndexSpec) validate() error {
+func validate(s IndexSpec) error {
 	if !identRe.MatchString(s.Name) {
 		return fmt.Errorf("index %q: name must match %s", s.Name, identRe)
 	}
@@ -66,7 +52,7 @@ func (s IndexSpec) validate() error {
 			return fmt.Errorf("index %q: bad column name %q", s.Name, c.Name)
 		}
 		switch c.Type {
-		case "TEXT", "INTEGER", "REAL":
+		case query.Text, query.Integer, query.Real:
 		default:
 			return fmt.Errorf("index %q: column %q has type %q, want TEXT, INTEGER or REAL", s.Name, c.Name, c.Type)
 		}
@@ -82,7 +68,7 @@ func (s IndexSpec) validate() error {
 // per-column b-trees optional).
 const indexLayout = 2
 
-func (s IndexSpec) fingerprint() string {
+func fingerprint(s IndexSpec) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s|%s|layout %d", s.Name, s.Prefix, indexLayout)
 	for _, c := range s.Columns {
@@ -91,15 +77,15 @@ func (s IndexSpec) fingerprint() string {
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }
 
-func (s IndexSpec) createDDL() []string {
+func createDDL(s IndexSpec) []string {
 	cols := []string{"key TEXT PRIMARY KEY"}
 	for _, c := range s.Columns {
-		cols = append(cols, c.Name+" "+c.Type)
+		cols = append(cols, c.Name+" "+string(c.Type))
 	}
-	ddl := []string{fmt.Sprintf("CREATE TABLE %s (%s) WITHOUT ROWID", s.Table(), strings.Join(cols, ", "))}
+	ddl := []string{fmt.Sprintf("CREATE TABLE %s (%s) WITHOUT ROWID", tableOf(s), strings.Join(cols, ", "))}
 	for _, c := range s.Columns {
 		if !c.NoIndex {
-			ddl = append(ddl, fmt.Sprintf("CREATE INDEX %s_%s ON %s (%s)", s.Table(), c.Name, s.Table(), c.Name))
+			ddl = append(ddl, fmt.Sprintf("CREATE INDEX %s_%s ON %s (%s)", tableOf(s), c.Name, tableOf(s), c.Name))
 		}
 	}
 	return ddl
@@ -107,13 +93,13 @@ func (s IndexSpec) createDDL() []string {
 
 // extract is the column's value in the JSON value argument v: values that
 // are not valid JSON index as NULL instead of failing the transaction.
-func (c IndexColumn) extract(v string) string {
+func extract(c IndexColumn, v string) string {
 	return fmt.Sprintf("CASE WHEN json_valid(%s) THEN json_extract(%s, '%s') END", v, v, c.Path)
 }
 
 // upsertSQL writes rows index rows from kv values, each given as two
 // arguments (key, value).
-func (s IndexSpec) upsertSQL(rows int) string {
+func upsertSQL(s IndexSpec, rows int) string {
 	names := []string{"key"}
 	for _, c := range s.Columns {
 		names = append(names, c.Name)
@@ -123,19 +109,19 @@ func (s IndexSpec) upsertSQL(rows int) string {
 		k, v := 2*r+1, 2*r+2
 		vals := []string{fmt.Sprintf("?%d", k)}
 		for _, c := range s.Columns {
-			vals = append(vals, c.extract(fmt.Sprintf("?%d", v)))
+			vals = append(vals, extract(c, fmt.Sprintf("?%d", v)))
 		}
 		tuples[r] = "(" + strings.Join(vals, ", ") + ")"
 	}
-	return fmt.Sprintf("INSERT OR REPLACE INTO %s (%s) VALUES %s", s.Table(), strings.Join(names, ", "), strings.Join(tuples, ", "))
+	return fmt.Sprintf("INSERT OR REPLACE INTO %s (%s) VALUES %s", tableOf(s), strings.Join(names, ", "), strings.Join(tuples, ", "))
 }
 
 // changedSQL answers, for an old value ?1 and a new value ?2, the mask of
 // the columns whose extracted value differs (bit i for column i).
-func (s IndexSpec) changedSQL() string {
+func changedSQL(s IndexSpec) string {
 	terms := make([]string, len(s.Columns))
 	for i, c := range s.Columns {
-		terms[i] = fmt.Sprintf("((%s IS NOT %s) << %d)", c.extract("?1"), c.extract("?2"), i)
+		terms[i] = fmt.Sprintf("((%s IS NOT %s) << %d)", extract(c, "?1"), extract(c, "?2"), i)
 	}
 	if len(terms) == 0 {
 		return "SELECT 0"
@@ -144,20 +130,20 @@ func (s IndexSpec) changedSQL() string {
 }
 
 // setColumnSQL sets column i of the row of key ?1 from the value ?2.
-func (s IndexSpec) setColumnSQL(i int) string {
+func setColumnSQL(s IndexSpec, i int) string {
 	c := s.Columns[i]
-	return fmt.Sprintf("UPDATE %s SET %s = %s WHERE key = ?1", s.Table(), c.Name, c.extract("?2"))
+	return fmt.Sprintf("UPDATE %s SET %s = %s WHERE key = ?1", tableOf(s), c.Name, extract(c, "?2"))
 }
 
-func (s IndexSpec) backfillSQL() string {
+func backfillSQL(s IndexSpec) string {
 	names := []string{"key"}
 	vals := []string{"key"}
 	for _, c := range s.Columns {
 		names = append(names, c.Name)
-		vals = append(vals, c.extract("value"))
+		vals = append(vals, extract(c, "value"))
 	}
 	return fmt.Sprintf("INSERT INTO %s (%s) SELECT %s FROM kv WHERE key >= ?1 AND key < ?2",
-		s.Table(), strings.Join(names, ", "), strings.Join(vals, ", "))
+		tableOf(s), strings.Join(names, ", "), strings.Join(vals, ", "))
 }
 
 // IndexConsistency checks one index table against the kv table inside tx:
@@ -165,15 +151,15 @@ func (s IndexSpec) backfillSQL() string {
 // index rows without a record or whose columns differ from the record's
 // value.
 func IndexConsistency(ctx context.Context, tx *sql.Tx, s IndexSpec) (missing, stale int64, err error) {
-	q := fmt.Sprintf(`SELECT count(*) FROM kv WHERE key >= ? AND key < ? AND key NOT IN (SELECT key FROM %s)`, s.Table())
+	q := fmt.Sprintf(`SELECT count(*) FROM kv WHERE key >= ? AND key < ? AND key NOT IN (SELECT key FROM %s)`, tableOf(s))
 	if err := tx.QueryRowContext(ctx, q, s.Prefix, store.PrefixEnd(s.Prefix)).Scan(&missing); err != nil {
 		return 0, 0, err
 	}
 	differs := []string{"kv.key IS NULL"}
 	for _, c := range s.Columns {
-		differs = append(differs, fmt.Sprintf("i.%s IS NOT %s", c.Name, c.extract("kv.value")))
+		differs = append(differs, fmt.Sprintf("i.%s IS NOT %s", c.Name, extract(c, "kv.value")))
 	}
-	q = fmt.Sprintf(`SELECT count(*) FROM %s i LEFT JOIN kv ON kv.key = i.key WHERE %s`, s.Table(), strings.Join(differs, " OR "))
+	q = fmt.Sprintf(`SELECT count(*) FROM %s i LEFT JOIN kv ON kv.key = i.key WHERE %s`, tableOf(s), strings.Join(differs, " OR "))
 	if err := tx.QueryRowContext(ctx, q).Scan(&stale); err != nil {
 		return 0, 0, err
 	}
@@ -195,24 +181,24 @@ func ensureIndexes(db *sql.DB, specs []IndexSpec) error {
 	for _, s := range specs {
 		var fp string
 		err := tx.QueryRow(`SELECT fingerprint FROM index_specs WHERE name = ?`, s.Name).Scan(&fp)
-		if err == nil && fp == s.fingerprint() {
+		if err == nil && fp == fingerprint(s) {
 			continue
 		}
 		if err != nil && err != sql.ErrNoRows {
 			return err
 		}
-		if _, err := tx.Exec("DROP TABLE IF EXISTS " + s.Table()); err != nil {
+		if _, err := tx.Exec("DROP TABLE IF EXISTS " + tableOf(s)); err != nil {
 			return err
 		}
-		for _, ddl := range s.createDDL() {
+		for _, ddl := range createDDL(s) {
 			if _, err := tx.Exec(ddl); err != nil {
 				return fmt.Errorf("index %s: %w", s.Name, err)
 			}
 		}
-		if _, err := tx.Exec(s.backfillSQL(), s.Prefix, store.PrefixEnd(s.Prefix)); err != nil {
+		if _, err := tx.Exec(backfillSQL(s), s.Prefix, store.PrefixEnd(s.Prefix)); err != nil {
 			return fmt.Errorf("index %s backfill: %w", s.Name, err)
 		}
-		if _, err := tx.Exec(`INSERT OR REPLACE INTO index_specs (name, fingerprint) VALUES (?, ?)`, s.Name, s.fingerprint()); err != nil {
+		if _, err := tx.Exec(`INSERT OR REPLACE INTO index_specs (name, fingerprint) VALUES (?, ?)`, s.Name, fingerprint(s)); err != nil {
 			return err
 		}
 	}
@@ -246,7 +232,7 @@ func dropUndeclared(tx *sql.Tx, specs []IndexSpec) error {
 		return err
 	}
 	for _, name := range gone {
-		if _, err := tx.Exec("DROP TABLE IF EXISTS " + IndexSpec{Name: name}.Table()); err != nil {
+		if _, err := tx.Exec("DROP TABLE IF EXISTS " + tableOf(IndexSpec{Name: name})); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(`DELETE FROM index_specs WHERE name = ?`, name); err != nil {

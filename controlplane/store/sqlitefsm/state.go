@@ -85,7 +85,7 @@ func Open(path string, specs []IndexSpec) (*State, error) {
 	sorted := append([]IndexSpec(nil), specs...)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
 	for i, s := range sorted {
-		if err := s.validate(); err != nil {
+		if err := validate(s); err != nil {
 			return nil, err
 		}
 		if i > 0 && sorted[i-1].Name == s.Name {

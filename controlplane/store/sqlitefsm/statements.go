@@ -79,10 +79,10 @@ func prepare(db *sql.DB, specs []IndexSpec) (*statements, error) {
 	st.saveMeta = p(`INSERT INTO meta (name, num, text) VALUES (?, ?, ?) ON CONFLICT(name) DO UPDATE SET num = excluded.num, text = excluded.text`)
 	for _, spec := range specs {
 		st.indexUpsertMany[spec.Name] = map[int]*sql.Stmt{}
-		st.indexDelete[spec.Name] = p("DELETE FROM " + spec.Table() + " WHERE key = ?")
-		st.indexChanged[spec.Name] = p(spec.changedSQL())
+		st.indexDelete[spec.Name] = p("DELETE FROM " + tableOf(spec) + " WHERE key = ?")
+		st.indexChanged[spec.Name] = p(changedSQL(spec))
 		for i := range spec.Columns {
-			st.indexSet[spec.Name] = append(st.indexSet[spec.Name], p(spec.setColumnSQL(i)))
+			st.indexSet[spec.Name] = append(st.indexSet[spec.Name], p(setColumnSQL(spec, i)))
 		}
 	}
 	for _, n := range rowSizes {
@@ -92,7 +92,7 @@ func prepare(db *sql.DB, specs []IndexSpec) (*statements, error) {
 			valuesList(n, func(int) string { return "(?, ?, ?, ?, ?)" }) +
 			` ON CONFLICT(key) DO UPDATE SET value = excluded.value, mod_revision = excluded.mod_revision, version = excluded.version`)
 		for _, spec := range specs {
-			st.indexUpsertMany[spec.Name][n] = p(spec.upsertSQL(n))
+			st.indexUpsertMany[spec.Name][n] = p(upsertSQL(spec, n))
 		}
 	}
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"time"
 )
 
 // WALPages is what a step wrote to SQLite's WAL: the frames (one written
@@ -56,9 +57,11 @@ func (s *State) MeasureWAL(step func()) (WALPages, error) {
 		if busy == 0 {
 			break
 		}
-		if try == 100 {
+		if try == 500 {
 			return WALPages{}, fmt.Errorf("sqlitefsm: the WAL stays busy; cannot measure")
 		}
+		// A reader's snapshot pins the WAL: give it time to finish.
+		time.Sleep(10 * time.Millisecond)
 	}
 	step()
 	raw, err := os.ReadFile(s.path + "-wal")

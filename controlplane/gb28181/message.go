@@ -1,0 +1,78 @@
+package gb28181
+
+import (
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/emiago/sipgo/sip"
+	"go.uber.org/zap"
+)
+
+// onMessage takes a device's MANSCDP MESSAGE: keep-alives, and the
+// responses to the platform's queries.
+func (s *Service) onMessage(req *sip.Request, tx sip.ServerTransaction) {
+	from := req.From()
+	if from == nil || !ValidCode(from.Address.User) {
+		s.respond(tx, req, 400, "Bad Request: the From user is not a 20-digit GB28181 code", nil)
+		return
+	}
+	id := DeviceID(from.Address.User)
+	m, err := ParseManscdp(req.Body())
+	if err != nil {
+		s.log.Info("GB28181 MANSCDP refused", zap.String("deviceId", string(id)), zap.String("source", req.Source()), zap.Error(err))
+		s.respond(tx, req, 400, "Bad Request: invalid MANSCDP body", nil)
+		return
+	}
+	now := s.now()
+	switch m.CmdType {
+	case "Keepalive":
+		err := s.keepalive(id, strings.ToLower(req.Transport()), req.Source(), now)
+		if errors.Is(err, ErrDeviceNotFound) {
+			// Not registered (or unregistered): refusing makes the device
+			// register again rather than keep talking to nobody.
+			s.respond(tx, req, 403, "Forbidden: not registered", nil)
+			return
+		}
+		if err != nil {
+			s.log.Warn("GB28181 keep-alive not recorded", zap.String("deviceId", string(id)), zap.Error(err))
+			s.respond(tx, req, 500, "Server Internal Error", nil)
+			return
+		}
+	default:
+		if !s.registered(id) {
+			s.respond(tx, req, 403, "Forbidden: not registered", nil)
+			return
+		}
+		s.touch(id, now)
+		s.dispatch(id, m)
+	}
+	s.respond(tx, req, 200, "OK", nil)
+}
+
+// registered reports whether this node holds the device online.
+func (s *Service) registered(id DeviceID) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.live[id]
+	return p != nil && p.status == StatusOnline
+}
+
+// touch counts any message from an online device as a sign of life.
+func (s *Service) touch(id DeviceID, now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p := s.live[id]; p != nil && p.status == StatusOnline {
+		p.lastSeen = now
+	}
+}
+
+// dispatch hands a query's response or a notification to whoever waits
+// for it.
+func (s *Service) dispatch(id DeviceID, m Manscdp) {
+	s.log.Debug("GB28181 MANSCDP", zap.String("deviceId", string(id)), zap.String("cmdType", m.CmdType), zap.Int64("sn", m.SN))
+	switch {
+	case m.Root == "Response" && m.CmdType == "Catalog":
+		s.catalogPage(id, m)
+	}
+}
