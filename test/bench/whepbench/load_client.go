@@ -71,7 +71,9 @@ func runClient(url string, n int, seconds int, statsPath string) error {
 	var firsts []time.Duration
 	pcs := make([]*webrtc.PeerConnection, n)
 	stop := make(chan struct{})
-	defer close(stop)
+	var stopOnce sync.Once
+	stopWriter := func() { stopOnce.Do(func() { close(stop) }) }
+	defer stopWriter()
 	go func() {
 		for {
 			select {
@@ -113,7 +115,9 @@ func runClient(url string, n int, seconds int, statsPath string) error {
 		}
 	}
 	// Warm-up is the parent's business: it reads counters over its window.
+	// The viewers play for seconds once all have joined.
 	time.Sleep(time.Duration(seconds) * time.Second)
+	stopWriter() // the final counters below are not overwritten
 	mu.Lock()
 	p50, p99 := pctMs(firsts, 0.5), pctMs(firsts, 0.99)
 	mu.Unlock()

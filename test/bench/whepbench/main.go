@@ -112,8 +112,8 @@ func run(outPath string, window time.Duration, ladderFlag string) error {
 		if err != nil {
 			return err
 		}
-		fmt.Printf("%d viewers: %.3f cores, %.1f viewers/core, %.1f Mbit/s, loss %.3f%%, first packet p50 %.0f p99 %.0f ms\n",
-			st.viewers, st.cores, float64(st.viewers)/st.cores, st.mbps, st.lossPct, st.firstP50, st.firstP99)
+		fmt.Printf("%d viewers (%d receiving): %.3f cores, %.1f viewers/core, %.1f Mbit/s, loss %.3f%%, first packet p50 %.0f p99 %.0f ms\n",
+			st.viewers, st.connected, st.cores, float64(st.connected)/st.cores, st.mbps, st.lossPct, st.firstP50, st.firstP99)
 		steps = append(steps, st)
 	}
 	return benchdoc.WriteSection(outPath, "whepbench", report("go run ./test/bench/whepbench -window "+window.String()+" -ladder "+ladderFlag, window, steps))
@@ -171,13 +171,15 @@ func startEngine(svc, dir, clip string) (*exec.Cmd, string, error) {
 // window once they all receive.
 func measure(self string, pid int, url string, n int, window time.Duration, statsPath string) (step, error) {
 	const setup, warmup = 120 * time.Second, 3 * time.Second
-	client := exec.Command(self, "-client", "-url", url, "-n", strconv.Itoa(n), "-seconds", strconv.Itoa(int((setup + warmup + window + 5*time.Second).Seconds())),
+	client := exec.Command(self, "-client", "-url", url, "-n", strconv.Itoa(n), "-seconds", strconv.Itoa(int((warmup + window + 5*time.Second).Seconds())),
 		"-stats", statsPath)
 	client.Stderr = os.Stderr
 	if err := client.Start(); err != nil {
 		return step{}, err
 	}
 	defer func() { client.Process.Kill(); client.Wait(); time.Sleep(2 * time.Second) }()
+	// Every viewer should receive; on a loaded machine a few handshakes
+	// may time out, which the report shows (connected) rather than hides.
 	deadline := time.Now().Add(setup)
 	for {
 		st, err := readStats(statsPath)
@@ -185,7 +187,10 @@ func measure(self string, pid int, url string, n int, window time.Duration, stat
 			break
 		}
 		if time.Now().After(deadline) {
-			return step{}, fmt.Errorf("%d viewers: only %d connected within %s", n, st.Connected, setup)
+			if st.Connected < n*95/100 {
+				return step{}, fmt.Errorf("%d viewers: only %d connected within %s", n, st.Connected, setup)
+			}
+			break
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -246,10 +251,10 @@ func report(cmd string, window time.Duration, steps []step) string {
 		"loopback (video only, DTLS-SRTP, NACK and RTCP as pion's defaults). Engine CPU is measured over %s after 3 s of warm-up, from /proc; "+
 		"loss is sequence gaps seen by the viewers; first packet is the time from a viewer's offer to its first RTP packet, while the others "+
 		"were joining. The load client shares the machine's cores with the engine.\n\n", window)
-	fmt.Fprintf(&b, "| viewers | engine cores | viewers per core | delivered Mbit/s | loss | first packet p50 / p99 |\n|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&b, "| viewers (receiving) | engine cores | viewers per core | delivered Mbit/s | loss | first packet p50 / p99 |\n|---|---|---|---|---|---|\n")
 	for _, s := range steps {
-		fmt.Fprintf(&b, "| %d | %.3f | %.0f | %.1f | %.3f%% | %.0f / %.0f ms |\n", s.viewers, s.cores, float64(s.viewers)/s.cores, s.mbps, s.lossPct,
-			s.firstP50, s.firstP99)
+		fmt.Fprintf(&b, "| %d (%d) | %.3f | %.0f | %.1f | %.3f%% | %.0f / %.0f ms |\n", s.viewers, s.connected, s.cores, float64(s.connected)/s.cores, s.mbps,
+			s.lossPct, s.firstP50, s.firstP99)
 	}
 	fmt.Fprintf(&b, "\nTarget (issue 19): at least 300 viewers per engine core with under 0.5%% loss; anchor LiveKit's published ~190 per vCPU.\n")
 	return b.String()
