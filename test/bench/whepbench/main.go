@@ -177,7 +177,16 @@ func measure(self string, pid int, url string, n int, window time.Duration, stat
 	if err := client.Start(); err != nil {
 		return step{}, err
 	}
-	defer func() { client.Process.Kill(); client.Wait(); time.Sleep(2 * time.Second) }()
+	exited := make(chan error, 1)
+	go func() { exited <- client.Wait() }()
+	ended := false
+	defer func() {
+		if !ended {
+			client.Process.Kill()
+			<-exited
+		}
+		time.Sleep(2 * time.Second) // the engine lets the sessions go
+	}()
 	// Every viewer should receive; on a loaded machine a few handshakes
 	// may time out, which the report shows (connected) rather than hides.
 	deadline := time.Now().Add(setup)
@@ -185,6 +194,12 @@ func measure(self string, pid int, url string, n int, window time.Duration, stat
 		st, err := readStats(statsPath)
 		if err == nil && st.Connected == n {
 			break
+		}
+		select {
+		case err := <-exited:
+			ended = true
+			return step{}, fmt.Errorf("%d viewers: the load client ended while they joined: %v", n, err)
+		default:
 		}
 		if time.Now().After(deadline) {
 			if st.Connected < n*95/100 {
@@ -212,7 +227,8 @@ func measure(self string, pid int, url string, n int, window time.Duration, stat
 	if pkts+lost > 0 {
 		st.lossPct = 100 * float64(lost) / float64(pkts+lost)
 	}
-	client.Wait() // the client writes its first-packet percentiles as it ends
+	<-exited // the client writes its first-packet percentiles as it ends
+	ended = true
 	if fin, err := readStats(statsPath); err == nil {
 		st.firstP50, st.firstP99 = fin.FirstP50, fin.FirstP99
 	}
