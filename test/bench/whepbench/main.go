@@ -198,7 +198,7 @@ func measure(self string, pid int, url string, n int, window time.Duration, stat
 		select {
 		case err := <-exited:
 			ended = true
-			return step{}, fmt.Errorf("%d viewers: the load client ended while they joined: %v", n, err)
+			return step{}, fmt.Errorf("%d viewers: the load client ended while they joined: %w", n, err)
 		default:
 		}
 		if time.Now().After(deadline) {
