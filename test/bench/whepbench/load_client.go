@@ -81,7 +81,11 @@ func runClient(url string, n int, seconds int, statsPath string) error {
 				return
 			case <-time.After(200 * time.Millisecond):
 			}
-			_ = writeStats(statsPath, clientStats{Connected: int(connected.Load()), Packets: packets.Load(), Lost: lostPackets(&mu), Bytes: bytesIn.Load()})
+			mu.Lock()
+			p50, p99 := pctMs(firsts, 0.5), pctMs(firsts, 0.99)
+			mu.Unlock()
+			_ = writeStats(statsPath, clientStats{Connected: int(connected.Load()), Packets: packets.Load(), Lost: lostPackets(&mu), Bytes: bytesIn.Load(),
+				FirstP50: p50, FirstP99: p99})
 		}
 	}()
 	// Viewers join eight at a time, as a crowd would.
