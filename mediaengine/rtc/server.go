@@ -53,6 +53,9 @@ var (
 	ErrAlreadyPublishing = &Error{http.StatusConflict, "already_publishing", "the stream already has a publisher"}
 )
 
+// socketBuffer is the shared UDP port's kernel buffer size, each way.
+const socketBuffer = 8 << 20
+
 // Protocol names WebRTC players and publishers in hooks and listings.
 const Protocol = "webrtc"
 
@@ -97,6 +100,13 @@ func New(cfg Config, host Host, log *zap.Logger) (*Server, error) {
 		return nil, fmt.Errorf("rtc: udp %s: %w", cfg.UDPAddr, err)
 	}
 	s.udp = udp
+	if uc, ok := udp.(*net.UDPConn); ok {
+		// One socket carries every peer's media: give it room for bursts
+		// (a keyframe to hundreds of viewers at once). The kernel caps
+		// these at net.core.{r,w}mem_max, which host tuning raises.
+		_ = uc.SetReadBuffer(socketBuffer)
+		_ = uc.SetWriteBuffer(socketBuffer)
+	}
 	logs := pionLogs{log: log.Named("pion"), closed: &s.logsOff}
 	var se webrtc.SettingEngine
 	se.LoggerFactory = logs
