@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // Index declares a typed index over the records under Prefix. Every key
@@ -260,14 +261,41 @@ func Page[T any](ctx context.Context, r Reader, q Query, page, size int, decode 
 		if size < 1 || q.Offset >= int(total) {
 			return nil
 		}
+		// A page in the second half is read from the end: the reversed
+		// order skips fewer rows, so the last page costs what the first
+		// does.
+		reversed := q.Offset > int(total)/2
+		if reversed {
+			q = reverse(q, int(total))
+		}
 		rows, err := v.Find(q)
 		if err != nil {
 			return err
+		}
+		if reversed {
+			slices.Reverse(rows)
 		}
 		out, err = decodeAll(rows, decode)
 		return err
 	})
 	return out, total, err
+}
+
+// reverse is q over the same rows in the opposite order: every order
+// flipped (the key, which breaks ties in the direction of the last order,
+// flips with them) and the window counted from the other end.
+func reverse(q Query, total int) Query {
+	orders := q.Order
+	if len(orders) == 0 {
+		orders = []Order{Asc(Key)}
+	}
+	flipped := make([]Order, len(orders))
+	for i, o := range orders {
+		flipped[i] = Order{Column: o.Column, Desc: !o.Desc}
+	}
+	end := min(q.Offset+q.Limit, total)
+	q.Order, q.Offset, q.Limit = flipped, total-end, end-q.Offset
+	return q
 }
 
 // All returns every record q selects (up to q.Limit when set).

@@ -205,3 +205,30 @@ func mustJSON(t *testing.T, v any) []byte {
 	}
 	return b
 }
+
+// Pages in the second half are read from the end (query.Page reverses the
+// order); every page size must still give the rows of All in its order,
+// ties on the order column included.
+func TestDeepPagesMatchTheForwardOrder(t *testing.T) {
+	h := itemHarness(t)
+	ctx := context.Background()
+	for _, order := range [][]query.Order{nil, {query.Desc("state")}, {query.Asc("enabled"), query.Desc("size")}} {
+		q := query.Query{Index: "items", Order: order}
+		want := names(t, h, q)
+		for size := 1; size <= 4; size++ {
+			var got []string
+			for page := 1; len(got) < len(want); page++ {
+				rows, total, err := query.Page(ctx, h.s, q, page, size, query.JSON[item])
+				if err != nil || int(total) != len(want) || len(rows) == 0 {
+					t.Fatalf("order %v size %d page %d: %d rows, total %d, %v", order, size, page, len(rows), total, err)
+				}
+				for _, r := range rows {
+					got = append(got, r.Name)
+				}
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("order %v size %d: pages give %q, want %q", order, size, got, want)
+			}
+		}
+	}
+}
