@@ -488,6 +488,70 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v2/system/lifecycle/agents": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List node agents
+         * @description Lists the node agents with their online state, versions and certificates.
+         */
+        get: operations["listNodeAgents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/system/lifecycle/agents/{nodeId}/enrollment": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create a node agent enrollment code
+         * @description Issues a one-time code with which `svc agent enroll` enrolls a media host as nodeId. The code is shown once, stored only as a digest, works exactly once and expires (default 15 minutes). A retired node id is refused with 409.
+         */
+        post: operations["createNodeAgentEnrollment"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/system/lifecycle/operations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List lifecycle operations
+         * @description Lists lifecycle operations, newest first, with the status of the node command each one runs as.
+         */
+        get: operations["listNodeLifecycleOperations"];
+        put?: never;
+        /**
+         * Run a lifecycle operation
+         * @description Runs a lifecycle operation (engine start, stop, restart or reload, agent restart, certificate renewal) on a media host as a node command and keeps an operator-facing record of it.
+         */
+        post: operations["createNodeLifecycleOperation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v2/security/api-tokens": {
         parameters: {
             query?: never;
@@ -752,370 +816,6 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/v2/third-party/channels/{channelId}/playback": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * Get one-time playback URLs for an Online live stream
-         * @description Issues short single-use URLs for the channel's live stream, one per requested protocol (all of them when `protocols` is omitted). Each URL admits exactly one player and expires after `lifetimeSeconds` (default 120, at least 30, at most the configured bound) or at the API token's expiry, whichever is first. Only an Online stream gets URLs: an offline channel answers 409 `stream_not_ready` and is never started by this call. For players that must keep playing or reconnect, create a playback lease instead.
-         */
-        post: operations["createThirdPartyLivePlayback"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v2/third-party/channels/{channelId}/playback-lease": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * Lease the live stream of a channel to a player
-         * @description Creates a renewable playback lease for an Online live stream and returns its `sources`, whose URLs carry an `svc_ticket` bound to this lease and this stream; the URLs never change while the lease lives. The lease slides by `leaseSeconds` (60-600, default 120) at each renewal, which is due at `renewAfter` (about 70% into the round), and ends for good at `absoluteExpiresAt` (`absoluteLifetimeSeconds`, at least the lease period, at most 43200, never beyond the API token's expiry; 43200 when omitted). Only the creating token can read, renew or delete the lease. When the lease expires, or the creating token is revoked or loses `streams.play`, established connections are cut within 5 seconds. An offline stream answers 409 `stream_not_ready`; HTTP 200 does not prove video arrives. A console session may lease as well (the web console's live view): the lease then belongs to that session, "the creating token" above means that session, and it ends when the session does (logout, revocation, expiry, a role or password change).
-         */
-        post: operations["createThirdPartyLivePlaybackLease"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v2/third-party/streams/playback-lease": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * Lease a live stream named by its locator to a player
-         * @description Creates a renewable playback lease, exactly like the channel's playback lease, for a live stream named by its stream locator (`mediaServerId`, `vhost`, `app`, `streamId`) instead of a channel: a stream that a device or an encoder pushes to a media server (RTSP push with managed RTSP credentials), a pull proxy, or a channel's stream. The flow is contract B's live flow with the stream in place of the channel: list the streams (`GET /api/v2/third-party/streams?streamId=...&state=Online`), create the lease, hand `sources[].url` to the player, renew at `renewAfter`. `mediaServerId` may be omitted when the stream is Online on one media server. The lease's `resourceKind` is `live` and its `resourceId` the locator as a path, `{mediaServerId}/{vhost}/{app}/{streamId}` (each part URL-path-escaped); it is read, renewed and deleted with the playback-lease operations, and its URLs keep working while the publisher reconnects, as long as the lease lives. A stream that is not Online answers 409 `stream_not_ready`; one Online on several media servers without `mediaServerId` answers 400. This operation is our addition: contract B leases channels, recordings and GB28181 sessions, and names the stream locator as the alternative to a channel id.
-         */
-        post: operations["createThirdPartyStreamPlaybackLease"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v2/third-party/playback-leases/{leaseId}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * Read a playback lease
-         * @description Returns the lease's state, `expiresAt`, `renewAfter`, `absoluteExpiresAt`, `renewCount` and its unchanged sources. Only the API token that created the lease may read it, and only while it still holds the resource's permission (403 `permission_denied` once it lost it); for any other caller the lease does not exist (404). A lease created by a console session is read by that session alone.
-         */
-        get: operations["getThirdPartyPlaybackLease"];
-        put?: never;
-        post?: never;
-        /**
-         * Revoke a playback lease
-         * @description Revokes the lease at once: new connections with its URLs are refused. Established HTTP-FLV, HTTP-fMP4 and HLS connections keep playing unless `disconnect` is true, in which case they are cut within 5 seconds. A revoked lease cannot be revived. Only the creating token may delete it, while it holds the resource's permission (403 `permission_denied` otherwise). A lease created by a console session is deleted by that session alone.
-         */
-        delete: operations["deleteThirdPartyPlaybackLease"];
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v2/third-party/playback-leases/{leaseId}/renew": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * Renew a playback lease
-         * @description Starts a new sliding round of `leaseSeconds` (60-600; the creation setting when omitted), never beyond `absoluteExpiresAt`, and returns the new `expiresAt` and `renewAfter`; the URLs and tickets stay the same so players keep their connections. An expired or revoked lease, or one already at its absolute lifetime, answers 409 `playback_lease_conflict`: create a new lease. Only the creating token may renew it, and only while it holds the resource's permission: a token that lost it gets 403 `permission_denied` (contract B's code for a missing permission; renewal cannot extend revoked permission). A lease created by a console session is renewed by that session alone, and not beyond the session's end.
-         */
-        post: operations["renewThirdPartyPlaybackLease"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v2/streams/commands": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * List stream lifecycle commands
-         * @description Lists the start and stop commands of channels' streams, newest first: each carries its state (Pending until the stream dispatcher hands it to the media server's agent, then Dispatched, Running, and a final Succeeded, Failed, TimedOut or Canceled), the node command it became, the media server and the error of a failed one. Poll it, with the channel's state, after a start.
-         */
-        get: operations["listStreamCommands"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v2/streams/sessions": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * List stream sessions
-         * @description Lists the streams the media engines have reported, one session per media server and vhost/app/stream: a session becomes Online only when media arrives (the engine's stream registration) and Offline when the stream goes away. It carries the tracks (codec, resolution, frame rate, sample rate), the protocols the stream plays with, the origin (pull, push, file), the owning channel and the times.
-         */
-        get: operations["listStreamSessions"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v2/streams/players": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * List the players connected to the media servers
-         * @description Asks the online media servers (or the one named) for the players connected right now: protocol, remote address, bytes and frames sent, frames dropped because the player was slow, the playback lease it plays under, and since when. A media server that does not answer within a few seconds is listed in `unreachable` instead of failing the whole answer.
-         */
-        get: operations["listStreamPlayers"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v2/streams/start-proxy": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * Start a pull proxy on a media server
-         * @description Creates a node command that makes a media server pull an RTSP source into vhost/app/stream, outside any channel (for a test or a one-off relay), and waits a few seconds for it. The proxy keeps pulling, reconnecting with backoff, until it is stopped. Acceptance only: poll the stream sessions until Online. A path that belongs to a channel is refused with 409; use the channel's start instead.
-         */
-        post: operations["startStreamProxy"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v2/streams/stop-proxy": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * Stop a pull proxy on a media server
-         * @description Creates a node command that stops a pull proxy started with start-proxy and waits a few seconds for it; its stream goes Offline and its players are disconnected. Stopping a proxy that no longer exists succeeds.
-         */
-        post: operations["stopStreamProxy"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v2/third-party/media-servers": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * List the media servers
-         * @description Lists the media servers with their status, addresses and load, as `GET /api/v2/media-servers` does, for a business backend with an API token, in contract B's list envelope `{page, pageSize, total, rows}` (ordered by media server id; `page` and `pageSize` are our addition to the documents' `clusterId`).
-         */
-        get: operations["listThirdPartyMediaServers"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v2/third-party/streams": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * List live streams
-         * @description Lists stream sessions for a business backend: after starting a channel, poll with `state=Online` (and the channel's `streamId`) until the stream is there, then create a playback lease. A start is only accepted at first; the stream becomes Online when media arrives.
-         */
-        get: operations["listThirdPartyStreams"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v2/streams/smoke-tests/rtsp": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * Smoke-test an RTSP source
-         * @description Has a media server (the only one when `mediaServerId` is omitted) connect to an RTSP source, wait for the first keyframe and measure what arrives: video codec, resolution, frame rate, audio codec, the transport that worked and the time to the first frame. The test ends within `timeoutSeconds` (default 10, at most 30); a failure names the stage (connect, describe, setup, play) and the reason. Credentials in the URL are used and never stored, logged or returned.
-         */
-        post: operations["rtspSmokeTest"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v2/streams/smoke-tests/rtsp/batch": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * Smoke-test several RTSP sources
-         * @description Runs up to 20 smoke tests, four at a time, each exactly as the single operation and independent of the others: a source that fails does not fail the batch. The answer lists the results in the order of the request.
-         */
-        post: operations["rtspSmokeTestBatch"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v2/channels/{channelId}/snapshots": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * Describe a channel's snapshots
-         * @description Returns the channel's snapshot settings, whether its stream is Online, the latest image's time and size, and preview and download URLs that carry a short- lived ticket (60 seconds) bound to this channel and action, so a browser can show the image without an API credential.
-         */
-        get: operations["getChannelSnapshots"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v2/channels/{channelId}/snapshots/{slot}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * Get a channel's snapshot image
-         * @description Returns the JPEG of the slot (`latest`, the most recent image). It accepts the API credential or, instead of it, the `ticket` of a snapshot access grant for this channel: a `view` ticket answers the image inline, a `download` ticket as an attachment. A channel without an image yet answers 404.
-         */
-        get: operations["getChannelSnapshot"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v2/channels/{channelId}/snapshots/access": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * Grant short-lived access to a channel's snapshots
-         * @description Makes a ticket bound to this channel and to the `view` or `download` action, valid for `ttlSeconds` (10-600, default 60), and the URL of the latest image that carries it, for a browser that must not hold the API credential. The ticket opens only this channel's images and only for that action.
-         */
-        post: operations["createChannelSnapshotAccess"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v2/channels/{channelId}/snapshots/settings": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        /**
-         * Set a channel's snapshot schedule
-         * @description Turns periodic snapshots on or off and sets their interval (10-3600 seconds). While the channel's stream is Online, the leader grabs one keyframe through the media server at that interval and keeps the latest JPEG.
-         */
-        put: operations["saveChannelSnapshotSettings"];
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
     "/api/v2/security/rtsp-auth": {
         parameters: {
             query?: never;
@@ -1344,7 +1044,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/v2/node/commands": {
+    "/api/v2/channels/{channelId}/snapshots": {
         parameters: {
             query?: never;
             header?: never;
@@ -1352,10 +1052,10 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * List node commands
-         * @description Lists node commands newest first with the contract's filters.
+         * Describe a channel's snapshots
+         * @description Returns the channel's snapshot settings, whether its stream is Online, the latest image's time and size, and preview and download URLs that carry a short- lived ticket (60 seconds) bound to this channel and action, so a browser can show the image without an API credential.
          */
-        get: operations["listNodeCommands"];
+        get: operations["getChannelSnapshots"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1364,7 +1064,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/v2/node/commands/local": {
+    "/api/v2/channels/{channelId}/snapshots/{slot}": {
         parameters: {
             query?: never;
             header?: never;
@@ -1372,10 +1072,10 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * List this control node's node commands
-         * @description Lists the node commands created or handed out by the answering control node, newest first.
+         * Get a channel's snapshot image
+         * @description Returns the JPEG of the slot (`latest`, the most recent image). It accepts the API credential or, instead of it, the `ticket` of a snapshot access grant for this channel: a `view` ticket answers the image inline, a `download` ticket as an attachment. A channel without an image yet answers 404.
          */
-        get: operations["listLocalNodeCommands"];
+        get: operations["getChannelSnapshot"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1384,67 +1084,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/v2/node/commands/stats": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * Count node commands
-         * @description Counts the node commands the filters select by status and type, with durations.
-         */
-        get: operations["getNodeCommandStats"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v2/node/commands/{commandId}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * Get a node command
-         * @description Returns one node command with its status and error.
-         */
-        get: operations["getNodeCommand"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v2/node/commands/{commandId}/detail": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * Get a node command in detail
-         * @description Returns one node command with its input, output and every status change.
-         */
-        get: operations["getNodeCommandDetail"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v2/node/commands/{commandId}/cancel": {
+    "/api/v2/channels/{channelId}/snapshots/access": {
         parameters: {
             query?: never;
             header?: never;
@@ -1454,125 +1094,17 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Cancel a node command
-         * @description Cancels a command that has not ended. An agent already running it is told at its next acknowledgement and its result is refused; what it already changed is not undone.
+         * Grant short-lived access to a channel's snapshots
+         * @description Makes a ticket bound to this channel and to the `view` or `download` action, valid for `ttlSeconds` (10-600, default 60), and the URL of the latest image that carries it, for a browser that must not hold the API credential. The ticket opens only this channel's images and only for that action.
          */
-        post: operations["cancelNodeCommand"];
+        post: operations["createChannelSnapshotAccess"];
         delete?: never;
         options?: never;
         head?: never;
         patch?: never;
         trace?: never;
     };
-    "/api/v2/nodes/{nodeId}/commands": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * Create a node command
-         * @description Queues a node command for a media host's agent. The answer is the command; with waitSeconds it is answered once the command ends or the wait passes. An idempotency key makes a retried create return the first command.
-         */
-        post: operations["createNodeCommand"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v2/node/rtp/leases": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * List RTP port leases
-         * @description Lists the RTP port leases the media host's agent holds or held recently, by status and direction.
-         */
-        get: operations["listRtpPortLeases"];
-        put?: never;
-        /**
-         * Lease an RTP port
-         * @description Asks the media host's agent for a port of its RTP range that is free on the host at this moment (bound and released to check) and never handed out twice while leased.
-         */
-        post: operations["createRtpPortLease"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v2/node/rtp/leases/{leaseId}/release": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * Release an RTP port lease
-         * @description Releases a lease; its port becomes free to lease again.
-         */
-        post: operations["releaseRtpPortLease"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v2/node/rtp/ports/{port}/release": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * Release the lease of a port
-         * @description Releases the active lease on a port, optionally only when it has the given direction.
-         */
-        post: operations["releaseRtpPort"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v2/node/transcoder-templates": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * List transcoder templates
-         * @description Lists transcoder (ffmpeg) templates, cluster-wide ones and, with mediaServerId, those of one media server.
-         */
-        get: operations["listTranscoderTemplates"];
-        put?: never;
-        /**
-         * Create a transcoder template
-         * @description Creates a transcoder template; a template of the same name in the same scope is refused with 409.
-         */
-        post: operations["createTranscoderTemplate"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v2/node/transcoder-templates/{templateName}": {
+    "/api/v2/channels/{channelId}/snapshots/settings": {
         parameters: {
             query?: never;
             header?: never;
@@ -1581,406 +1113,10 @@ export interface paths {
         };
         get?: never;
         /**
-         * Replace a transcoder template
-         * @description Replaces a transcoder template; the name in the path and the body must agree.
+         * Set a channel's snapshot schedule
+         * @description Turns periodic snapshots on or off and sets their interval (10-3600 seconds). While the channel's stream is Online, the leader grabs one keyframe through the media server at that interval and keeps the latest JPEG.
          */
-        put: operations["updateTranscoderTemplate"];
-        post?: never;
-        /**
-         * Delete a transcoder template
-         * @description Deletes a transcoder template of the given scope.
-         */
-        delete: operations["deleteTranscoderTemplate"];
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v2/node/engine/config": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * Get the engine configuration
-         * @description Reads the engine configuration of a media host through its agent, as settings.
-         */
-        get: operations["getEngineConfig"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v2/node/engine/config/plan": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * Preview an engine configuration change
-         * @description Shows what writing the settings would change, with a diff of the file and whether the engine needs a restart; nothing is written.
-         */
-        post: operations["planEngineConfig"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v2/node/engine/config/apply": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * Write the engine configuration
-         * @description Writes the settings: the agent backs up the file, writes it, reads it back, has the engine reload it and restores the backup when the engine refuses it.
-         */
-        post: operations["applyEngineConfig"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v2/node/engine/config/raw": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * Get the engine configuration file
-         * @description Reads the engine configuration file of a media host as text.
-         */
-        get: operations["getEngineRawConfig"];
-        /**
-         * Write the engine configuration file
-         * @description Writes a complete configuration file: the agent backs up the old one, writes, reads back and rolls back when the engine refuses it.
-         */
-        put: operations["applyEngineRawConfig"];
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v2/node/engine/config/raw/plan": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * Preview an engine configuration file
-         * @description Compares a complete configuration file with the current one; nothing is written.
-         */
-        post: operations["planEngineRawConfig"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v2/node/engine/core-settings": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * Get the engine core settings
-         * @description Reads the engine settings operators change most: ports, protocols, latency and the HTTP output.
-         */
-        get: operations["getEngineCoreSettings"];
-        /**
-         * Change the engine core settings
-         * @description Validates the settings, backs up the configuration file and writes it through the agent (with the same read-back and rollback as a configuration apply).
-         */
-        put: operations["updateEngineCoreSettings"];
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v2/node/engine/process": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * Get the engine process
-         * @description Returns the engine process of a media host as its agent last reported it.
-         */
-        get: operations["getEngineProcess"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v2/node/engine/process/start": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * Start the engine process
-         * @description Starts the engine process (a running engine is left as it is). The action is a node command; the answer comes when it ended or the wait passed.
-         */
-        post: operations["startEngineProcess"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v2/node/engine/process/stop": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * Stop the engine process
-         * @description Stops the engine process; the supervisor does not restart it until it is started again. The action is a node command; the answer comes when it ended or the wait passed.
-         */
-        post: operations["stopEngineProcess"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v2/node/engine/process/restart": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * Restart the engine process
-         * @description Stops and starts the engine process. The action is a node command; the answer comes when it ended or the wait passed.
-         */
-        post: operations["restartEngineProcess"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v2/node/engine/process/reload": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * Reload the engine process
-         * @description Has the engine re-read its configuration without a restart (hot reload). The action is a node command; the answer comes when it ended or the wait passed.
-         */
-        post: operations["reloadEngineProcess"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v2/engine/nodes": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * List engine nodes
-         * @description Lists the configured engine nodes, one per media host.
-         */
-        get: operations["listEngineNodes"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v2/engine/nodes/{nodeId}/apis": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * List an engine node's control API
-         * @description Lists the operations of the engine's loopback control API the node agent uses.
-         */
-        get: operations["listEngineNodeApis"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v2/engine/nodes/{nodeId}/capabilities": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * Discover an engine node's capabilities
-         * @description Reports the media protocols, the node command types and the hooks of an engine node.
-         */
-        get: operations["getEngineNodeCapabilities"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v2/engine/nodes/{nodeId}/version": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * Get an engine node's version
-         * @description Reports the engine and agent versions of a node against the control plane's.
-         */
-        get: operations["getEngineNodeVersion"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v2/system/lifecycle/agents": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * List node agents
-         * @description Lists the node agents with their online state, versions and certificates.
-         */
-        get: operations["listNodeAgents"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v2/system/lifecycle/agents/{nodeId}/enrollment": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * Create a node agent enrollment code
-         * @description Issues a one-time code with which `svc agent enroll` enrolls a media host as nodeId. The code is shown once, stored only as a digest, works exactly once and expires (default 15 minutes). A retired node id is refused with 409.
-         */
-        post: operations["createNodeAgentEnrollment"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v2/system/lifecycle/operations": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * List lifecycle operations
-         * @description Lists lifecycle operations, newest first, with the status of the node command each one runs as.
-         */
-        get: operations["listNodeLifecycleOperations"];
-        put?: never;
-        /**
-         * Run a lifecycle operation
-         * @description Runs a lifecycle operation (engine start, stop, restart or reload, agent restart, certificate renewal) on a media host as a node command and keeps an operator-facing record of it.
-         */
-        post: operations["createNodeLifecycleOperation"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v2/third-party/capabilities": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * Describe what the calling API token can do
-         * @description Returns the id, permissions and expiry of the calling API token and, per capability category, the permissions it needs and whether this token holds them all. Integrations call it first to find out which features they can use before calling them. Only API tokens are accepted, as marked by `x-svc-credential: api-token`; a console session is refused with 401 and code `api_token_required`.
-         */
-        get: operations["getThirdPartyCapabilities"];
-        put?: never;
+        put: operations["saveChannelSnapshotSettings"];
         post?: never;
         delete?: never;
         options?: never;
@@ -2392,6 +1528,890 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v2/node/commands": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List node commands
+         * @description Lists node commands newest first with the contract's filters.
+         */
+        get: operations["listNodeCommands"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/node/commands/local": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List this control node's node commands
+         * @description Lists the node commands created or handed out by the answering control node, newest first.
+         */
+        get: operations["listLocalNodeCommands"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/node/commands/stats": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Count node commands
+         * @description Counts the node commands the filters select by status and type, with durations.
+         */
+        get: operations["getNodeCommandStats"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/node/commands/{commandId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a node command
+         * @description Returns one node command with its status and error.
+         */
+        get: operations["getNodeCommand"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/node/commands/{commandId}/detail": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a node command in detail
+         * @description Returns one node command with its input, output and every status change.
+         */
+        get: operations["getNodeCommandDetail"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/node/commands/{commandId}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a node command
+         * @description Cancels a command that has not ended. An agent already running it is told at its next acknowledgement and its result is refused; what it already changed is not undone.
+         */
+        post: operations["cancelNodeCommand"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/nodes/{nodeId}/commands": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create a node command
+         * @description Queues a node command for a media host's agent. The answer is the command; with waitSeconds it is answered once the command ends or the wait passes. An idempotency key makes a retried create return the first command.
+         */
+        post: operations["createNodeCommand"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/node/rtp/leases": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List RTP port leases
+         * @description Lists the RTP port leases the media host's agent holds or held recently, by status and direction.
+         */
+        get: operations["listRtpPortLeases"];
+        put?: never;
+        /**
+         * Lease an RTP port
+         * @description Asks the media host's agent for a port of its RTP range that is free on the host at this moment (bound and released to check) and never handed out twice while leased.
+         */
+        post: operations["createRtpPortLease"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/node/rtp/leases/{leaseId}/release": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Release an RTP port lease
+         * @description Releases a lease; its port becomes free to lease again.
+         */
+        post: operations["releaseRtpPortLease"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/node/rtp/ports/{port}/release": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Release the lease of a port
+         * @description Releases the active lease on a port, optionally only when it has the given direction.
+         */
+        post: operations["releaseRtpPort"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/node/transcoder-templates": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List transcoder templates
+         * @description Lists transcoder (ffmpeg) templates, cluster-wide ones and, with mediaServerId, those of one media server.
+         */
+        get: operations["listTranscoderTemplates"];
+        put?: never;
+        /**
+         * Create a transcoder template
+         * @description Creates a transcoder template; a template of the same name in the same scope is refused with 409.
+         */
+        post: operations["createTranscoderTemplate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/node/transcoder-templates/{templateName}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Replace a transcoder template
+         * @description Replaces a transcoder template; the name in the path and the body must agree.
+         */
+        put: operations["updateTranscoderTemplate"];
+        post?: never;
+        /**
+         * Delete a transcoder template
+         * @description Deletes a transcoder template of the given scope.
+         */
+        delete: operations["deleteTranscoderTemplate"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/streams/commands": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List stream lifecycle commands
+         * @description Lists the start and stop commands of channels' streams, newest first: each carries its state (Pending until the stream dispatcher hands it to the media server's agent, then Dispatched, Running, and a final Succeeded, Failed, TimedOut or Canceled), the node command it became, the media server and the error of a failed one. Poll it, with the channel's state, after a start.
+         */
+        get: operations["listStreamCommands"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/streams/sessions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List stream sessions
+         * @description Lists the streams the media engines have reported, one session per media server and vhost/app/stream: a session becomes Online only when media arrives (the engine's stream registration) and Offline when the stream goes away. It carries the tracks (codec, resolution, frame rate, sample rate), the protocols the stream plays with, the origin (pull, push, file), the owning channel and the times.
+         */
+        get: operations["listStreamSessions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/streams/players": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the players connected to the media servers
+         * @description Asks the online media servers (or the one named) for the players connected right now: protocol, remote address, bytes and frames sent, frames dropped because the player was slow, the playback lease it plays under, and since when. A media server that does not answer within a few seconds is listed in `unreachable` instead of failing the whole answer.
+         */
+        get: operations["listStreamPlayers"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/streams/start-proxy": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start a pull proxy on a media server
+         * @description Creates a node command that makes a media server pull an RTSP source into vhost/app/stream, outside any channel (for a test or a one-off relay), and waits a few seconds for it. The proxy keeps pulling, reconnecting with backoff, until it is stopped. Acceptance only: poll the stream sessions until Online. A path that belongs to a channel is refused with 409; use the channel's start instead.
+         */
+        post: operations["startStreamProxy"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/streams/stop-proxy": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Stop a pull proxy on a media server
+         * @description Creates a node command that stops a pull proxy started with start-proxy and waits a few seconds for it; its stream goes Offline and its players are disconnected. Stopping a proxy that no longer exists succeeds.
+         */
+        post: operations["stopStreamProxy"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/streams/smoke-tests/rtsp": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Smoke-test an RTSP source
+         * @description Has a media server (the only one when `mediaServerId` is omitted) connect to an RTSP source, wait for the first keyframe and measure what arrives: video codec, resolution, frame rate, audio codec, the transport that worked and the time to the first frame. The test ends within `timeoutSeconds` (default 10, at most 30); a failure names the stage (connect, describe, setup, play) and the reason. Credentials in the URL are used and never stored, logged or returned.
+         */
+        post: operations["rtspSmokeTest"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/streams/smoke-tests/rtsp/batch": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Smoke-test several RTSP sources
+         * @description Runs up to 20 smoke tests, four at a time, each exactly as the single operation and independent of the others: a source that fails does not fail the batch. The answer lists the results in the order of the request.
+         */
+        post: operations["rtspSmokeTestBatch"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/node/engine/config": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get the engine configuration
+         * @description Reads the engine configuration of a media host through its agent, as settings.
+         */
+        get: operations["getEngineConfig"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/node/engine/config/plan": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Preview an engine configuration change
+         * @description Shows what writing the settings would change, with a diff of the file and whether the engine needs a restart; nothing is written.
+         */
+        post: operations["planEngineConfig"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/node/engine/config/apply": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Write the engine configuration
+         * @description Writes the settings: the agent backs up the file, writes it, reads it back, has the engine reload it and restores the backup when the engine refuses it.
+         */
+        post: operations["applyEngineConfig"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/node/engine/config/raw": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get the engine configuration file
+         * @description Reads the engine configuration file of a media host as text.
+         */
+        get: operations["getEngineRawConfig"];
+        /**
+         * Write the engine configuration file
+         * @description Writes a complete configuration file: the agent backs up the old one, writes, reads back and rolls back when the engine refuses it.
+         */
+        put: operations["applyEngineRawConfig"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/node/engine/config/raw/plan": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Preview an engine configuration file
+         * @description Compares a complete configuration file with the current one; nothing is written.
+         */
+        post: operations["planEngineRawConfig"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/node/engine/core-settings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get the engine core settings
+         * @description Reads the engine settings operators change most: ports, protocols, latency and the HTTP output.
+         */
+        get: operations["getEngineCoreSettings"];
+        /**
+         * Change the engine core settings
+         * @description Validates the settings, backs up the configuration file and writes it through the agent (with the same read-back and rollback as a configuration apply).
+         */
+        put: operations["updateEngineCoreSettings"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/node/engine/process": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get the engine process
+         * @description Returns the engine process of a media host as its agent last reported it.
+         */
+        get: operations["getEngineProcess"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/node/engine/process/start": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start the engine process
+         * @description Starts the engine process (a running engine is left as it is). The action is a node command; the answer comes when it ended or the wait passed.
+         */
+        post: operations["startEngineProcess"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/node/engine/process/stop": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Stop the engine process
+         * @description Stops the engine process; the supervisor does not restart it until it is started again. The action is a node command; the answer comes when it ended or the wait passed.
+         */
+        post: operations["stopEngineProcess"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/node/engine/process/restart": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Restart the engine process
+         * @description Stops and starts the engine process. The action is a node command; the answer comes when it ended or the wait passed.
+         */
+        post: operations["restartEngineProcess"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/node/engine/process/reload": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Reload the engine process
+         * @description Has the engine re-read its configuration without a restart (hot reload). The action is a node command; the answer comes when it ended or the wait passed.
+         */
+        post: operations["reloadEngineProcess"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/engine/nodes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List engine nodes
+         * @description Lists the configured engine nodes, one per media host.
+         */
+        get: operations["listEngineNodes"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/engine/nodes/{nodeId}/apis": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List an engine node's control API
+         * @description Lists the operations of the engine's loopback control API the node agent uses.
+         */
+        get: operations["listEngineNodeApis"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/engine/nodes/{nodeId}/capabilities": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Discover an engine node's capabilities
+         * @description Reports the media protocols, the node command types and the hooks of an engine node.
+         */
+        get: operations["getEngineNodeCapabilities"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/engine/nodes/{nodeId}/version": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get an engine node's version
+         * @description Reports the engine and agent versions of a node against the control plane's.
+         */
+        get: operations["getEngineNodeVersion"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/engine/nodes/{nodeId}/recording-status": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * What a media host's engine records now
+         * @description Asks the node's engine (through its agent) which streams it records at this moment, with the open file and counters of each, next to the state of the control plane's recording session for the stream, so the actual and the wanted state can be compared.
+         */
+        get: operations["getEngineRecordingStatus"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/third-party/channels/{channelId}/playback": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Get one-time playback URLs for an Online live stream
+         * @description Issues short single-use URLs for the channel's live stream, one per requested protocol (all of them when `protocols` is omitted). Each URL admits exactly one player and expires after `lifetimeSeconds` (default 120, at least 30, at most the configured bound) or at the API token's expiry, whichever is first. Only an Online stream gets URLs: an offline channel answers 409 `stream_not_ready` and is never started by this call. For players that must keep playing or reconnect, create a playback lease instead.
+         */
+        post: operations["createThirdPartyLivePlayback"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/third-party/channels/{channelId}/playback-lease": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Lease the live stream of a channel to a player
+         * @description Creates a renewable playback lease for an Online live stream and returns its `sources`, whose URLs carry an `svc_ticket` bound to this lease and this stream; the URLs never change while the lease lives. The lease slides by `leaseSeconds` (60-600, default 120) at each renewal, which is due at `renewAfter` (about 70% into the round), and ends for good at `absoluteExpiresAt` (`absoluteLifetimeSeconds`, at least the lease period, at most 43200, never beyond the API token's expiry; 43200 when omitted). Only the creating token can read, renew or delete the lease. When the lease expires, or the creating token is revoked or loses `streams.play`, established connections are cut within 5 seconds. An offline stream answers 409 `stream_not_ready`; HTTP 200 does not prove video arrives. A console session may lease as well (the web console's live view): the lease then belongs to that session, "the creating token" above means that session, and it ends when the session does (logout, revocation, expiry, a role or password change).
+         */
+        post: operations["createThirdPartyLivePlaybackLease"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/third-party/streams/playback-lease": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Lease a live stream named by its locator to a player
+         * @description Creates a renewable playback lease, exactly like the channel's playback lease, for a live stream named by its stream locator (`mediaServerId`, `vhost`, `app`, `streamId`) instead of a channel: a stream that a device or an encoder pushes to a media server (RTSP push with managed RTSP credentials), a pull proxy, or a channel's stream. The flow is contract B's live flow with the stream in place of the channel: list the streams (`GET /api/v2/third-party/streams?streamId=...&state=Online`), create the lease, hand `sources[].url` to the player, renew at `renewAfter`. `mediaServerId` may be omitted when the stream is Online on one media server. The lease's `resourceKind` is `live` and its `resourceId` the locator as a path, `{mediaServerId}/{vhost}/{app}/{streamId}` (each part URL-path-escaped); it is read, renewed and deleted with the playback-lease operations, and its URLs keep working while the publisher reconnects, as long as the lease lives. A stream that is not Online answers 409 `stream_not_ready`; one Online on several media servers without `mediaServerId` answers 400. This operation is our addition: contract B leases channels, recordings and GB28181 sessions, and names the stream locator as the alternative to a channel id.
+         */
+        post: operations["createThirdPartyStreamPlaybackLease"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/third-party/playback-leases/{leaseId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read a playback lease
+         * @description Returns the lease's state, `expiresAt`, `renewAfter`, `absoluteExpiresAt`, `renewCount` and its unchanged sources. Only the API token that created the lease may read it, and only while it still holds the resource's permission (403 `permission_denied` once it lost it); for any other caller the lease does not exist (404). A lease created by a console session is read by that session alone.
+         */
+        get: operations["getThirdPartyPlaybackLease"];
+        put?: never;
+        post?: never;
+        /**
+         * Revoke a playback lease
+         * @description Revokes the lease at once: new connections with its URLs are refused. Established HTTP-FLV, HTTP-fMP4 and HLS connections keep playing unless `disconnect` is true, in which case they are cut within 5 seconds. A revoked lease cannot be revived. Only the creating token may delete it, while it holds the resource's permission (403 `permission_denied` otherwise). A lease created by a console session is deleted by that session alone.
+         */
+        delete: operations["deleteThirdPartyPlaybackLease"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/third-party/playback-leases/{leaseId}/renew": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Renew a playback lease
+         * @description Starts a new sliding round of `leaseSeconds` (60-600; the creation setting when omitted), never beyond `absoluteExpiresAt`, and returns the new `expiresAt` and `renewAfter`; the URLs and tickets stay the same so players keep their connections. An expired or revoked lease, or one already at its absolute lifetime, answers 409 `playback_lease_conflict`: create a new lease. Only the creating token may renew it, and only while it holds the resource's permission: a token that lost it gets 403 `permission_denied` (contract B's code for a missing permission; renewal cannot extend revoked permission). A lease created by a console session is renewed by that session alone, and not beyond the session's end.
+         */
+        post: operations["renewThirdPartyPlaybackLease"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/third-party/media-servers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the media servers
+         * @description Lists the media servers with their status, addresses and load, as `GET /api/v2/media-servers` does, for a business backend with an API token, in contract B's list envelope `{page, pageSize, total, rows}` (ordered by media server id; `page` and `pageSize` are our addition to the documents' `clusterId`).
+         */
+        get: operations["listThirdPartyMediaServers"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/third-party/streams": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List live streams
+         * @description Lists stream sessions for a business backend: after starting a channel, poll with `state=Online` (and the channel's `streamId`) until the stream is there, then create a playback lease. A start is only accepted at first; the stream becomes Online when media arrives.
+         */
+        get: operations["listThirdPartyStreams"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/third-party/capabilities": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Describe what the calling API token can do
+         * @description Returns the id, permissions and expiry of the calling API token and, per capability category, the permissions it needs and whether this token holds them all. Integrations call it first to find out which features they can use before calling them. Only API tokens are accepted, as marked by `x-svc-credential: api-token`; a console session is refused with 401 and code `api_token_required`.
+         */
+        get: operations["getThirdPartyCapabilities"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v2/third-party/channels": {
         parameters: {
             query?: never;
@@ -2472,7 +2492,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/v2/auth/bootstrap-status": {
+    "/api/v2/third-party/recordings": {
         parameters: {
             query?: never;
             header?: never;
@@ -2480,10 +2500,10 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Tell whether the first administrator still has to be created
-         * @description Reports whether no administrator exists yet, so that the console can show the bootstrap form instead of the login form on a fresh installation. It accepts anonymous callers because nobody can log in before bootstrap.
+         * List recordings
+         * @description Recorded files for a business backend: the files whose media intersects [`startTime`, `endTime`) (RFC 3339 with a zone), oldest first. `fileId` is the stable reference; continuous playback across files uses cut/merge tasks.
          */
-        get: operations["getBootstrapStatus"];
+        get: operations["listThirdPartyRecordings"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2492,7 +2512,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/v2/auth/bootstrap": {
+    "/api/v2/third-party/recordings/{fileId}/playback-lease": {
         parameters: {
             query?: never;
             header?: never;
@@ -2502,37 +2522,17 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Create the first super administrator
-         * @description Creates the first super administrator of a fresh installation without credentials. Only clients on the host itself are accepted, as marked by `x-svc-local-only: true`: the connection must come from a loopback address that is not a trusted reverse proxy (`--trusted-proxies`), without any forwarding header (`Forwarded`, `X-Forwarded-*`, `X-Real-IP`, `Via` and the like); any other client is refused with 403, so a proxy on the same host cannot hand the account to a remote client. For hosts without a local shell, each control node prints a one-time bootstrap code in its log while no administrator exists; sent in `X-Svc-Bootstrap-Code`, it stands in for the loopback connection (a wrong code answers 403, repeated ones 429). Once an administrator exists the request is refused with 409; of two racing requests exactly one wins.
+         * Lease a recorded file for playback
+         * @description A renewable lease on one recorded file (resourceKind recording-file). Its source is the file on its media server over http-fmp4: played as it is with HTTP Range (seeking in a <video> element, ffmpeg -ss), or from a time with `start=<seconds>[&duration=<seconds>]` (the answer begins at the keyframe before it). Renewals keep the URL. Soft- or hard-deleting the file, or the token losing recordings.play, makes the lease unusable.
          */
-        post: operations["bootstrapAdmin"];
+        post: operations["createThirdPartyRecordingPlaybackLease"];
         delete?: never;
         options?: never;
         head?: never;
         patch?: never;
         trace?: never;
     };
-    "/api/v2/auth/captcha/{id}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * Render a login captcha
-         * @description Renders the one-time captcha challenge named by the id as a PNG image. After five failed logins for a user name or a client address within fifteen minutes, a login must carry the id and the answer of a live challenge; the failed login answer names the challenge in `details.captchaId`. A challenge lives five minutes, is consumed by the first login that tries it, and answers 404 once expired, used or replaced.
-         */
-        get: operations["getCaptcha"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v2/auth/captcha/{id}/refresh": {
+    "/api/v2/third-party/recordings/soft-delete": {
         parameters: {
             query?: never;
             header?: never;
@@ -2542,17 +2542,17 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Replace a login captcha with a new challenge
-         * @description Invalidates the named challenge, when it exists, and issues a new one, for a user who cannot read the current image. The old id can no longer be answered. An unknown id still yields a new challenge, so a console can ask for one before the first login.
+         * Soft-delete recordings
+         * @description Hides files: they leave playback and their leases stop admitting players, but the bytes stay and a restore brings them back. A file already soft-deleted succeeds again; a hard-deleted one fails with recording_file_gone.
          */
-        post: operations["refreshCaptcha"];
+        post: operations["softDeleteThirdPartyRecordings"];
         delete?: never;
         options?: never;
         head?: never;
         patch?: never;
         trace?: never;
     };
-    "/api/v2/auth/login": {
+    "/api/v2/third-party/recordings/restore": {
         parameters: {
             query?: never;
             header?: never;
@@ -2562,17 +2562,17 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Open a console session
-         * @description Checks a console user's name and password and opens a session. The answer sets two HttpOnly, SameSite=Strict cookies: the session cookie with the short-lived access token (`svc_session`, or `__Host-svc_session` with `Secure` when the console is served over HTTPS) and the refresh cookie (`svc_refresh`, or `__Secure-svc_refresh`, limited to `/api/v2/auth`). Neither token appears in the body. The body carries the CSRF token that every state-changing request authenticated by the session cookie must send in the `X-Svc-Csrf-Token` header. Wrong credentials answer 401 `invalid_credentials` without saying whether the user exists. After five failures for the user name or the client address within fifteen minutes the login needs a captcha: the answer is 401 `captcha_required` (or `captcha_invalid` after a wrong answer) with `details.captchaId` naming the challenge to render. Logins are rate limited per client address and user name (429 with `Retry-After`). A cross-site request (`Sec-Fetch-Site: cross-site` or a foreign `Origin`) is refused with 403 `csrf_rejected`. Every outcome is written to the security audit log.
+         * Restore soft-deleted recordings
+         * @description Brings soft-deleted files back. A file whose bytes were hard-deleted cannot be restored and fails with recording_file_gone.
          */
-        post: operations["login"];
+        post: operations["restoreThirdPartyRecordings"];
         delete?: never;
         options?: never;
         head?: never;
         patch?: never;
         trace?: never;
     };
-    "/api/v2/auth/refresh": {
+    "/api/v2/third-party/recordings/hard-delete": {
         parameters: {
             query?: never;
             header?: never;
@@ -2582,70 +2582,10 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Rotate the refresh token and issue a new access token
-         * @description Reads the refresh cookie, replaces it with a new refresh token and sets a new session cookie with a fresh access token. A refresh token works once: presenting one that was already rotated means it was copied, and the whole session is revoked at once (401 `refresh_token_reused`). An ended session (logged out, revoked, expired, or its user changed) answers 401 `session_expired`. Like every cookie-authenticated state change, the request needs the session's `X-Svc-Csrf-Token` header and a same-origin `Sec-Fetch-Site` or `Origin`.
+         * Hard-delete recordings
+         * @description Irreversible: removes the files' bytes on their media servers (through their agents) and keeps each index entry as a Deleted tombstone, so its leases and links stop working and a restore answers that the bytes are gone. A file still being written is not in the index yet (not_found); a media server that cannot be asked leaves its files as they were (agent_unavailable).
          */
-        post: operations["refreshSession"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v2/auth/logout": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * End the calling console session
-         * @description Revokes the calling session on the server, so its access and refresh tokens stop working on every control node before the answer is sent, and clears both cookies. A caller authenticated by an API token has no session to end and gets 409 `conflict`.
-         */
-        post: operations["logout"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v2/auth/change-password": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * Change the calling user's own password
-         * @description Changes the password of the logged-in console user after checking `currentPassword`, which is required here (a wrong one answers 403 `invalid_credentials`). It is for console sessions, as marked by `x-svc-credential: console-session`: an API token is refused with 403 `permission_denied`, so a leaked token can neither change its owner's password nor try passwords through it. A wrong `currentPassword` counts toward the user's and the client address's failed-login counters and is audited (`security.password_change`, outcome `failure`); once they reach the login threshold, changes answer 429 `rate_limited` until the window has passed. The new password must meet the password policy (400 `invalid_body` says why). All sessions of the user are revoked, including the calling one, whose cookies are cleared.
-         */
-        post: operations["changeOwnPassword"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v2/auth/me": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * Describe the calling credential and its user
-         * @description Returns the user behind the calling credential, the kind and id of that credential, its effective permission points and the roles they come from. The console calls it after login to decide which pages to show. The user is absent for API tokens that have no user owner.
-         */
-        get: operations["getCurrentUser"];
-        put?: never;
-        post?: never;
+        post: operations["hardDeleteThirdPartyRecordings"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2936,30 +2876,522 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v2/auth/bootstrap-status": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Tell whether the first administrator still has to be created
+         * @description Reports whether no administrator exists yet, so that the console can show the bootstrap form instead of the login form on a fresh installation. It accepts anonymous callers because nobody can log in before bootstrap.
+         */
+        get: operations["getBootstrapStatus"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/auth/bootstrap": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create the first super administrator
+         * @description Creates the first super administrator of a fresh installation without credentials. Only clients on the host itself are accepted, as marked by `x-svc-local-only: true`: the connection must come from a loopback address that is not a trusted reverse proxy (`--trusted-proxies`), without any forwarding header (`Forwarded`, `X-Forwarded-*`, `X-Real-IP`, `Via` and the like); any other client is refused with 403, so a proxy on the same host cannot hand the account to a remote client. For hosts without a local shell, each control node prints a one-time bootstrap code in its log while no administrator exists; sent in `X-Svc-Bootstrap-Code`, it stands in for the loopback connection (a wrong code answers 403, repeated ones 429). Once an administrator exists the request is refused with 409; of two racing requests exactly one wins.
+         */
+        post: operations["bootstrapAdmin"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/auth/captcha/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Render a login captcha
+         * @description Renders the one-time captcha challenge named by the id as a PNG image. After five failed logins for a user name or a client address within fifteen minutes, a login must carry the id and the answer of a live challenge; the failed login answer names the challenge in `details.captchaId`. A challenge lives five minutes, is consumed by the first login that tries it, and answers 404 once expired, used or replaced.
+         */
+        get: operations["getCaptcha"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/auth/captcha/{id}/refresh": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Replace a login captcha with a new challenge
+         * @description Invalidates the named challenge, when it exists, and issues a new one, for a user who cannot read the current image. The old id can no longer be answered. An unknown id still yields a new challenge, so a console can ask for one before the first login.
+         */
+        post: operations["refreshCaptcha"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/auth/login": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Open a console session
+         * @description Checks a console user's name and password and opens a session. The answer sets two HttpOnly, SameSite=Strict cookies: the session cookie with the short-lived access token (`svc_session`, or `__Host-svc_session` with `Secure` when the console is served over HTTPS) and the refresh cookie (`svc_refresh`, or `__Secure-svc_refresh`, limited to `/api/v2/auth`). Neither token appears in the body. The body carries the CSRF token that every state-changing request authenticated by the session cookie must send in the `X-Svc-Csrf-Token` header. Wrong credentials answer 401 `invalid_credentials` without saying whether the user exists. After five failures for the user name or the client address within fifteen minutes the login needs a captcha: the answer is 401 `captcha_required` (or `captcha_invalid` after a wrong answer) with `details.captchaId` naming the challenge to render. Logins are rate limited per client address and user name (429 with `Retry-After`). A cross-site request (`Sec-Fetch-Site: cross-site` or a foreign `Origin`) is refused with 403 `csrf_rejected`. Every outcome is written to the security audit log.
+         */
+        post: operations["login"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/auth/refresh": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rotate the refresh token and issue a new access token
+         * @description Reads the refresh cookie, replaces it with a new refresh token and sets a new session cookie with a fresh access token. A refresh token works once: presenting one that was already rotated means it was copied, and the whole session is revoked at once (401 `refresh_token_reused`). An ended session (logged out, revoked, expired, or its user changed) answers 401 `session_expired`. Like every cookie-authenticated state change, the request needs the session's `X-Svc-Csrf-Token` header and a same-origin `Sec-Fetch-Site` or `Origin`.
+         */
+        post: operations["refreshSession"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/auth/logout": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * End the calling console session
+         * @description Revokes the calling session on the server, so its access and refresh tokens stop working on every control node before the answer is sent, and clears both cookies. A caller authenticated by an API token has no session to end and gets 409 `conflict`.
+         */
+        post: operations["logout"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/auth/change-password": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Change the calling user's own password
+         * @description Changes the password of the logged-in console user after checking `currentPassword`, which is required here (a wrong one answers 403 `invalid_credentials`). It is for console sessions, as marked by `x-svc-credential: console-session`: an API token is refused with 403 `permission_denied`, so a leaked token can neither change its owner's password nor try passwords through it. A wrong `currentPassword` counts toward the user's and the client address's failed-login counters and is audited (`security.password_change`, outcome `failure`); once they reach the login threshold, changes answer 429 `rate_limited` until the window has passed. The new password must meet the password policy (400 `invalid_body` says why). All sessions of the user are revoked, including the calling one, whose cookies are cleared.
+         */
+        post: operations["changeOwnPassword"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/auth/me": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Describe the calling credential and its user
+         * @description Returns the user behind the calling credential, the kind and id of that credential, its effective permission points and the roles they come from. The console calls it after login to decide which pages to show. The user is absent for API tokens that have no user owner.
+         */
+        get: operations["getCurrentUser"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/gb28181/devices": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * GB28181 devices
+         * @description Lists the GB28181 devices registered with the platform, ordered by device id: their presence (`online` or `offline`; a device that unregistered has no record), the control node holding their SIP transport, and what their catalog reported. Presence changes are what `device.gb28181.*` events report.
+         */
+        get: operations["listGb28181Devices"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/gb28181/devices/{deviceId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One GB28181 device
+         * @description Reads one registered device. Its channels are channel records with `protocol` `gb28181` and this `deviceId` (list them with `GET /api/v2/channels?deviceId=`).
+         */
+        get: operations["getGb28181Device"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/recording/start": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start recording a stream
+         * @description Asks the stream's media server to record it (a channel's stream, or a stream on a media server named by `mediaServerId`, `vhost`, `app` and `streamId`). Acceptance only: the answer is the recording session, `Recording` once the engine confirmed, `Requested` while its node command goes on, `Failed` with `lastError` when the engine refused. The stream need not be live: the engine records it from its next keyframe once it is published, and again after its publisher reconnects, until stopped. Starting a stream that is being recorded returns its current session.
+         */
+        post: operations["startRecording"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/recording/stop": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Stop recording a stream
+         * @description Stops recording: the engine finishes its open file, which is indexed and announced (`recording.file.completed`) like every other. A stream that is not being recorded answers 404 `recording_not_active`.
+         */
+        post: operations["stopRecording"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/recording/sessions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List recording sessions
+         * @description One page of recording sessions, by media server and stream.
+         */
+        get: operations["listRecordingSessions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/recording/state-model": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Describe the recording state machines
+         * @description The states and transitions of recording sessions and recording files, as this version implements them.
+         */
+        get: operations["getRecordingStateModel"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/recording/auto-record/run-once": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Run one auto-record pass now
+         * @description Makes the pass the leader makes every few seconds: starts recording every enabled channel with `autoRecord` that has a media server, stops automatic sessions of channels that no longer ask for it, and has each engine record again what an active session wants (after an engine restart). `at` must be absent or within a minute of now: this version has no recording plans to evaluate at another time.
+         */
+        post: operations["runAutoRecordOnce"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/recording/files": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List recorded files
+         * @description One page of recorded files, oldest media first. `startTime` and `endTime` select the files whose media intersects the range (both RFC 3339 with a zone; start before end). Hard-deleted files are listed only with `fileState=Deleted`. Files are never addressed by path: `fileId` is the reference.
+         */
+        get: operations["listRecordingFiles"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/recording/files/soft-delete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Soft-delete recorded files
+         * @description Hides files: they leave playback and their leases stop admitting players, but the bytes stay and a restore brings them back. A file already soft-deleted succeeds again; a hard-deleted one fails with recording_file_gone.
+         */
+        post: operations["softDeleteRecordingFiles"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/recording/files/restore": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Restore soft-deleted files
+         * @description Brings soft-deleted files back. A file whose bytes were hard-deleted cannot be restored and fails with recording_file_gone.
+         */
+        post: operations["restoreRecordingFiles"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/recording/files/delete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Hard-delete recorded files
+         * @description Irreversible: removes the files' bytes on their media servers (through their agents) and keeps each index entry as a Deleted tombstone, so its leases and links stop working and a restore answers that the bytes are gone. A file still being written is not in the index yet (not_found); a media server that cannot be asked leaves its files as they were (agent_unavailable).
+         */
+        post: operations["deleteRecordingFiles"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/recording/plans": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List recording plans
+         * @description Recording plans by name; name filters by a case-insensitive substring.
+         */
+        get: operations["listRecordPlans"];
+        put?: never;
+        /**
+         * Create a recording plan
+         * @description A weekly schedule in an IANA time zone: the leader records each of its channels while the plan is enabled and the time, in that zone, falls in a slot (wall-clock times, so the hours hold across daylight-saving changes); a channel leaving its slot stops being recorded unless someone else asked for it.
+         */
+        post: operations["createRecordPlan"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/recording/plans/{planId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read a recording plan
+         * @description One plan.
+         */
+        get: operations["getRecordPlan"];
+        /**
+         * Replace a recording plan
+         * @description Replaces the plan's settings; the reconciler applies them at its next pass.
+         */
+        put: operations["updateRecordPlan"];
+        post?: never;
+        /**
+         * Delete a recording plan
+         * @description Deletes the plan; recordings it started stop at the reconciler's next pass.
+         */
+        delete: operations["deleteRecordPlan"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/recording/plans/{planId}/enabled": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Enable or disable a recording plan
+         * @description Turns the plan on or off.
+         */
+        post: operations["setRecordPlanEnabled"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/recording/plans/{planId}/evaluate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Whether a time hits a recording plan
+         * @description Places `at` (RFC 3339 with a zone; now when absent) in the plan's time zone and says whether it falls in a slot, with the local time and weekday it was judged by.
+         */
+        get: operations["evaluateRecordPlan"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/recording/plan-template": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A recording plan template
+         * @description An example plan (weekdays 08:00-18:00 in UTC) to start a new one from.
+         */
+        get: operations["getRecordPlanTemplate"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
-        /**
-         * @description Machine-readable error code of an error answer. This list is every code the platform answers with; a client switches on it and shows `message` to people. Codes are only ever added.
-         * @example permission_denied
-         * @enum {string}
-         */
-        ErrorCode: "agent_command_failed" | "agent_timeout" | "agent_unavailable" | "api_token_required" | "authentication_required" | "captcha_invalid" | "captcha_required" | "channel_disabled" | "channel_group_conflict" | "channel_group_not_empty" | "channel_not_pending" | "channel_pending_activation" | "channel_running" | "channel_stream_conflict" | "command_canceled" | "command_interrupted" | "conflict" | "csrf_rejected" | "delivery_not_retryable" | "import_rejected" | "internal" | "invalid_body" | "invalid_credentials" | "invalid_header" | "invalid_query" | "media_server_referenced" | "method_not_allowed" | "node_required" | "node_retired" | "not_found" | "not_permitted" | "not_yet_visible" | "notifications_not_configured" | "payload_too_large" | "permission_denied" | "playback_lease_conflict" | "ptz_not_supported" | "ptz_unavailable" | "rate_limited" | "refresh_token_reused" | "rtp_ports_exhausted" | "session_expired" | "smtp_failed" | "storage_full" | "stream_command_finished" | "stream_not_ready" | "subscription_archived" | "timeout" | "token_not_revealable" | "unavailable" | "unknown_outcome" | "unsupported_media_type" | "webhook_name_conflict" | "webhook_target_not_allowed" | "websocket_upgrade_required";
-        /** @description Body of every JSON error answer. */
-        ErrorBody: {
-            code: components["schemas"]["ErrorCode"];
-            /** @description Human-readable explanation; not meant to be parsed. */
-            message: string;
-            /** @description Trace id of the request, equal to the `X-Trace-Id` response header. */
-            traceId: string;
-            /** @description Whether repeating the same request later may succeed; absent when unknown. */
-            retryable?: boolean;
-            /** @description Extra machine-readable facts about the error, such as the id of a captcha to solve; absent when there are none. */
-            details?: {
-                [key: string]: string;
-            };
-        };
         /** @description Health snapshot of one node. */
         SvcHealthSnapshot: {
             /**
@@ -3911,6 +4343,145 @@ export interface components {
             /** @description Message-ID of the sent message. */
             messageId: string;
         };
+        /** @description The host tuning result, or the node command to follow when the node agent has not finished within the wait (it carries `commandType`). */
+        HostTuningApplyAnswer: components["schemas"]["HostTuningApplyResult"] | components["schemas"]["NodeCommandAccepted"];
+        /** @description Request for a one-time enrollment code. */
+        CreateNodeAgentEnrollmentRequest: {
+            /**
+             * Format: int32
+             * @description Lifetime of the code in seconds; default 900 (15 minutes).
+             */
+            ttlSeconds?: number;
+        };
+        /** @description A one-time enrollment code for a node agent, shown once; only its digest is stored. */
+        NodeAgentEnrollment: {
+            /** @description Node id the agent will be enrolled as. */
+            nodeId: string;
+            /** @description The one-time code; it works exactly once and only until expiresAt. */
+            code: string;
+            /**
+             * Format: date-time
+             * @description When the code stops working.
+             */
+            expiresAt: string;
+            /** @description Pin of the cluster CA, `sha256:` and the hex SHA-256 of its SubjectPublicKeyInfo; the agent refuses a server whose CA differs. */
+            caHash: string;
+            /** @description HTTPS URL of the agent port the agent enrolls with. */
+            agentServerUrl: string;
+            /** @description The exact `svc agent enroll ...` command line to run on the media host. */
+            command: string;
+        };
+        /** @description Node agents of the cluster. */
+        NodeAgentList: {
+            /** @description The node agents, by node id. */
+            rows: components["schemas"]["NodeAgent"][];
+        };
+        /** @description One node agent with its online and version state. */
+        NodeAgent: {
+            /** @description Node id of the media host. */
+            nodeId: string;
+            /** @description Media server (engine) id of the host. */
+            mediaServerId: string;
+            /**
+             * @description Agent status: pending (a code was issued, no agent enrolled yet), online, offline or retired.
+             * @enum {string}
+             */
+            status: "pending" | "online" | "offline" | "retired";
+            /** @description Host name the agent reported; empty before enrollment. */
+            hostname: string;
+            /** @description Version of the agent binary; empty before enrollment. */
+            agentVersion: string;
+            /** @description Version of the control node that answered. */
+            controlPlaneVersion: string;
+            /** @description Whether the agent runs the same version as the answering control node. */
+            versionMatchesControlPlane: boolean;
+            /**
+             * Format: date-time
+             * @description When the agent enrolled; null before enrollment.
+             */
+            enrolledAt: string | null;
+            /**
+             * Format: date-time
+             * @description When the status last changed.
+             */
+            statusChangedAt: string;
+            /**
+             * Format: date-time
+             * @description When the last heartbeat reached this control node; null when none arrived since it started.
+             */
+            lastHeartbeatAt: string | null;
+            /** @description Serial number (hex) of the latest certificate issued to the agent. */
+            certificateSerial: string;
+            /**
+             * Format: date-time
+             * @description Expiry of the latest certificate; agents renew at two thirds of its life.
+             */
+            certificateExpiresAt: string | null;
+            /**
+             * @description Last reported state of the supervised engine process.
+             * @enum {string}
+             */
+            engineStatus: "unknown" | "stopped" | "starting" | "running" | "crashed" | "start_failed" | "backoff";
+            /** @description Whether the agent can apply host tuning (root with a writable /proc/sys). */
+            canTune: boolean;
+            /**
+             * Format: date-time
+             * @description When the node was retired; null unless retired.
+             */
+            retiredAt: string | null;
+        };
+        /** @description An operator-facing lifecycle operation on a media host, carried by a node command. */
+        NodeLifecycleOperation: {
+            /** @description Identifier of the operation. */
+            operationId: string;
+            /** @description Media host. */
+            nodeId: string;
+            /**
+             * @description What is done.
+             * @enum {string}
+             */
+            operation: "engine-start" | "engine-stop" | "engine-restart" | "engine-reload" | "agent-restart" | "certificate-renew";
+            /** @description Reason given. */
+            reason: string;
+            /** @description Credential that asked. */
+            requestedBy: string;
+            /**
+             * Format: date-time
+             * @description When it was asked for.
+             */
+            createdAt: string;
+            /** @description Node command that carries it. */
+            commandId: string;
+            /**
+             * @description Status of the command.
+             * @enum {string}
+             */
+            status: "Pending" | "Dispatched" | "Running" | "Succeeded" | "Failed" | "TimedOut" | "Canceled";
+            /**
+             * Format: date-time
+             * @description When it ended; null before.
+             */
+            finishedAt: string | null;
+            /** @description Outcome or error message. */
+            message: string;
+        };
+        /** @description Lifecycle operations, newest first. */
+        NodeLifecycleOperationList: {
+            /** @description The operations. */
+            rows: components["schemas"]["NodeLifecycleOperation"][];
+        };
+        /** @description A lifecycle operation to run on a media host. */
+        CreateNodeLifecycleOperationRequest: {
+            /** @description Media host. */
+            nodeId: string;
+            /**
+             * @description What to do.
+             * @enum {string}
+             */
+            operation: "engine-start" | "engine-stop" | "engine-restart" | "engine-reload" | "agent-restart" | "certificate-renew";
+            /** @description Reason recorded in the audit trail. */
+            reason: string;
+        };
         /** @description One page of API tokens. */
         ApiTokenList: {
             /**
@@ -4141,42 +4712,6 @@ export interface components {
             /** @description The users on this page. */
             rows: components["schemas"]["User"][];
         };
-        /** @description One console user; it never holds any password data. */
-        User: {
-            /** @description Identifier of the user. */
-            userId: string;
-            /** @description Login name of the user, unique among all users including deleted ones. */
-            username: string;
-            /** @description Name shown in the console; may be empty. */
-            displayName: string;
-            /**
-             * @description Current status of the user; only active users can log in.
-             * @enum {string}
-             */
-            status: "active" | "disabled" | "deleted";
-            /** @description Identifiers of the roles the user holds. */
-            roleIds: string[];
-            /**
-             * Format: date-time
-             * @description Time the user was created (UTC).
-             */
-            createdAt: string;
-            /**
-             * Format: date-time
-             * @description Time the user was last changed (UTC).
-             */
-            updatedAt: string;
-            /**
-             * Format: date-time
-             * @description Time the user last logged in (UTC); null when the user never logged in.
-             */
-            lastLoginAt: string | null;
-            /**
-             * Format: date-time
-             * @description Time the password was last changed or reset (UTC); null when it was never changed since creation.
-             */
-            passwordChangedAt: string | null;
-        };
         /** @description Request to create a user. */
         CreateUserRequest: {
             /** @description Login name; starts with a letter or digit and otherwise holds letters, digits, dots, underscores, at signs and hyphens. */
@@ -4206,13 +4741,6 @@ export interface components {
             /** @description New role identifiers, replacing the current ones; a change revokes the user's sessions at once. */
             roleIds?: string[];
         };
-        /** @description Request to set a new password. */
-        ChangePasswordRequest: {
-            /** @description Current password of the user; optional here, because an administrator resetting another user's password does not need it. */
-            currentPassword?: string;
-            /** @description The new password; only a salted hash of it is stored. */
-            newPassword: string;
-        };
         /** @description Result of revoking all sessions of a user. */
         SessionRevokeResult: {
             /** @description Identifier of the user whose sessions were revoked. */
@@ -4227,34 +4755,6 @@ export interface components {
         RoleList: {
             /** @description The roles. */
             rows: components["schemas"]["Role"][];
-        };
-        /** @description One role, a named set of permission points that users hold. */
-        Role: {
-            /** @description Identifier of the role. */
-            roleId: string;
-            /** @description Unique name of the role. */
-            name: string;
-            /** @description What the role is for; may be empty. */
-            description: string;
-            /** @description Whether the role is built in; built-in roles cannot be changed or deleted. */
-            builtIn: boolean;
-            /** @description Permission points the role grants. */
-            permissions: string[];
-            /**
-             * Format: int64
-             * @description Number of users that hold the role, not counting deleted users.
-             */
-            userCount: number;
-            /**
-             * Format: date-time
-             * @description Time the role was created (UTC); null when it is not recorded, as for built-in roles.
-             */
-            createdAt: string | null;
-            /**
-             * Format: date-time
-             * @description Time the role was last changed (UTC); null when it was never changed.
-             */
-            updatedAt: string | null;
         };
         /** @description Request to create a role or to replace the fields of one. */
         SaveRoleRequest: {
@@ -4463,127 +4963,6 @@ export interface components {
             version: string;
             /** @description Explanation of the status. */
             message: string;
-        };
-        /** @description The host tuning result, or the node command to follow when the node agent has not finished within the wait (it carries `commandType`). */
-        HostTuningApplyAnswer: components["schemas"]["HostTuningApplyResult"] | components["schemas"]["NodeCommandAccepted"];
-        /** @description The RTP port lease, or the node command to follow when the node agent has not finished within the wait (it carries `commandType`). */
-        RtpPortLeaseAnswer: components["schemas"]["RtpPortLease"] | components["schemas"]["NodeCommandAccepted"];
-        /** @description The result of writing the engine configuration, or the node command to follow when the node agent has not finished within the wait (it carries `commandType`). */
-        EngineConfigApplyAnswer: components["schemas"]["EngineConfigApplyResult"] | components["schemas"]["NodeCommandAccepted"];
-        /** @description The result of an engine process action, or the node command to follow when the node agent has not finished within the wait (it carries `commandType`). */
-        EngineProcessActionAnswer: components["schemas"]["EngineProcessActionResult"] | components["schemas"]["NodeCommandAccepted"];
-        /** @description The answer of an operation that changed something and has no resource left to return: a deletion, a password change, a logout. Success is HTTP 200 with this body (contract A: success is HTTP 200 unless stated). */
-        ActionResult: {
-            /**
-             * @description What was done.
-             * @enum {string}
-             */
-            action: "deleted" | "password-changed" | "logged-out";
-            /** @description What it was done to: the user, role or channel id, the group key, `mediaServerId/username` of an RTSP credential, or the session id. */
-            target: string;
-            /** @description What happened, in words. */
-            message: string;
-        };
-        /** @description A request the node agent has accepted as a node command but not finished within the wait; poll the command until it reaches a terminal state. */
-        NodeCommandAccepted: {
-            /** @description Identifier of the node command that carries the request. */
-            commandId: string;
-            /** @description Media host the command runs on. */
-            nodeId: string;
-            /** @description Type of the node command. */
-            commandType: string;
-            /**
-             * @description Current status of the command.
-             * @enum {string}
-             */
-            status: "Pending" | "Dispatched" | "Running" | "Succeeded" | "Failed" | "TimedOut" | "Canceled";
-            /** @description What to do next. */
-            message: string;
-        };
-        /** @description Request for a one-time enrollment code. */
-        CreateNodeAgentEnrollmentRequest: {
-            /**
-             * Format: int32
-             * @description Lifetime of the code in seconds; default 900 (15 minutes).
-             */
-            ttlSeconds?: number;
-        };
-        /** @description A one-time enrollment code for a node agent, shown once; only its digest is stored. */
-        NodeAgentEnrollment: {
-            /** @description Node id the agent will be enrolled as. */
-            nodeId: string;
-            /** @description The one-time code; it works exactly once and only until expiresAt. */
-            code: string;
-            /**
-             * Format: date-time
-             * @description When the code stops working.
-             */
-            expiresAt: string;
-            /** @description Pin of the cluster CA, `sha256:` and the hex SHA-256 of its SubjectPublicKeyInfo; the agent refuses a server whose CA differs. */
-            caHash: string;
-            /** @description HTTPS URL of the agent port the agent enrolls with. */
-            agentServerUrl: string;
-            /** @description The exact `svc agent enroll ...` command line to run on the media host. */
-            command: string;
-        };
-        /** @description Node agents of the cluster. */
-        NodeAgentList: {
-            /** @description The node agents, by node id. */
-            rows: components["schemas"]["NodeAgent"][];
-        };
-        /** @description One node agent with its online and version state. */
-        NodeAgent: {
-            /** @description Node id of the media host. */
-            nodeId: string;
-            /** @description Media server (engine) id of the host. */
-            mediaServerId: string;
-            /**
-             * @description Agent status: pending (a code was issued, no agent enrolled yet), online, offline or retired.
-             * @enum {string}
-             */
-            status: "pending" | "online" | "offline" | "retired";
-            /** @description Host name the agent reported; empty before enrollment. */
-            hostname: string;
-            /** @description Version of the agent binary; empty before enrollment. */
-            agentVersion: string;
-            /** @description Version of the control node that answered. */
-            controlPlaneVersion: string;
-            /** @description Whether the agent runs the same version as the answering control node. */
-            versionMatchesControlPlane: boolean;
-            /**
-             * Format: date-time
-             * @description When the agent enrolled; null before enrollment.
-             */
-            enrolledAt: string | null;
-            /**
-             * Format: date-time
-             * @description When the status last changed.
-             */
-            statusChangedAt: string;
-            /**
-             * Format: date-time
-             * @description When the last heartbeat reached this control node; null when none arrived since it started.
-             */
-            lastHeartbeatAt: string | null;
-            /** @description Serial number (hex) of the latest certificate issued to the agent. */
-            certificateSerial: string;
-            /**
-             * Format: date-time
-             * @description Expiry of the latest certificate; agents renew at two thirds of its life.
-             */
-            certificateExpiresAt: string | null;
-            /**
-             * @description Last reported state of the supervised engine process.
-             * @enum {string}
-             */
-            engineStatus: "unknown" | "stopped" | "starting" | "running" | "crashed" | "start_failed" | "backoff";
-            /** @description Whether the agent can apply host tuning (root with a writable /proc/sys). */
-            canTune: boolean;
-            /**
-             * Format: date-time
-             * @description When the node was retired; null unless retired.
-             */
-            retiredAt: string | null;
         };
         /** @description Every node of the cluster: control nodes and media hosts. */
         NodeList: {
@@ -4977,84 +5356,6 @@ export interface components {
             /** @description The media servers, by id. */
             rows: components["schemas"]["MediaServer"][];
         };
-        /** @description One page of media servers (engines) of the cluster. */
-        MediaServerPage: {
-            /**
-             * Format: int32
-             * @description Number of this page, starting at 1.
-             */
-            page: number;
-            /**
-             * Format: int32
-             * @description Maximum rows per page.
-             */
-            pageSize: number;
-            /**
-             * Format: int64
-             * @description Media servers in all pages.
-             */
-            total: number;
-            /** @description The media servers of this page, by id. */
-            rows: components["schemas"]["MediaServer"][];
-        };
-        /** @description One media server: the engine a node agent supervises. */
-        MediaServer: {
-            /** @description Media server id. */
-            mediaServerId: string;
-            /** @description Node id of the host. */
-            nodeId: string;
-            /**
-             * @description online while the agent is online and the engine runs and is healthy; retired after retirement.
-             * @enum {string}
-             */
-            status: "online" | "offline" | "retired";
-            /**
-             * @description Status of the host's node agent.
-             * @enum {string}
-             */
-            agentStatus: "pending" | "online" | "offline" | "retired";
-            /**
-             * @description Last reported engine process state.
-             * @enum {string}
-             */
-            engineStatus: "unknown" | "stopped" | "starting" | "running" | "crashed" | "start_failed" | "backoff";
-            /** @description Engine version; empty when unknown. */
-            version: string;
-            /**
-             * Format: date-time
-             * @description When the agent last reported; null when never.
-             */
-            lastHeartbeatAt: string | null;
-            /** @description Media HTTP listen address (HTTP-FLV, HTTP-fMP4, HLS). */
-            httpAddr: string;
-            /** @description RTSP listen address. */
-            rtspAddr: string;
-            /**
-             * Format: int32
-             * @description First port of the RTP range.
-             */
-            rtpPortMin: number;
-            /**
-             * Format: int32
-             * @description Last port of the RTP range.
-             */
-            rtpPortMax: number;
-            /**
-             * Format: int32
-             * @description Streams the engine serves.
-             */
-            streams: number;
-            /**
-             * Format: int32
-             * @description Players connected.
-             */
-            players: number;
-            /**
-             * Format: date-time
-             * @description When it was retired; null unless retired.
-             */
-            retiredAt: string | null;
-        };
         /** @description Business references to a media server that retirement would cut. */
         MediaServerReferences: {
             /** @description Media server id. */
@@ -5124,6 +5425,558 @@ export interface components {
             /** @description What happened or would happen. */
             message: string;
         };
+        /** @description A new channel. */
+        CreateChannelRequest: {
+            /** @description Display name (1-128 characters, no control characters). */
+            name: string;
+            /** @description Free text for operators. */
+            description?: string;
+            protocol: components["schemas"]["ChannelProtocol"];
+            /** @description Required for rtsp (rtsp:// or rtsps://); for onvif the device service address (http, https) or a stream URI; empty for gb28181. Credentials in it (user:password@, and user and password parameters of the query or the path such as `?user=..&password=..` or `/user=..&password=..&channel=1`) are encrypted and never returned. */
+            sourceUrl?: string;
+            rtspTransport?: components["schemas"]["ChannelRtspTransport"];
+            /** @description Virtual host; `__defaultVhost__` when absent. */
+            vhost?: string;
+            /** @description App name; letters, digits, dot, underscore and hyphen, starting with a letter or digit. */
+            app: string;
+            /** @description Stream name; same characters as app. vhost/app/stream must be unused in the cluster. */
+            stream: string;
+            /** @description Media server to pull on; the least-loaded online one is chosen at start when absent. */
+            mediaServerId?: string;
+            /** @description ONVIF device id, or the 20-digit GB28181 device code (required for gb28181). */
+            deviceId?: string;
+            /** @description ONVIF profile, or the 20-digit GB28181 channel code (required for gb28181). */
+            deviceChannelId?: string;
+            /** @description Key of an existing group to put the channel in. */
+            groupKey?: string;
+            /**
+             * @description Disabled channels cannot be started.
+             * @default true
+             */
+            enabled?: boolean;
+            /**
+             * @description Auto-pull; start as soon as active and enabled, and recover with backoff.
+             * @default false
+             */
+            autoVideo?: boolean;
+            /**
+             * @description Record whenever the stream is Online.
+             * @default false
+             */
+            autoRecord?: boolean;
+            /**
+             * @description Whether the source carries audio.
+             * @default true
+             */
+            hasAudio?: boolean;
+            /**
+             * @description Keep pulling when the last player leaves.
+             * @default false
+             */
+            noPlayerBreak?: boolean;
+            /**
+             * @description Whether the camera has pan-tilt-zoom (not for rtsp).
+             * @default false
+             */
+            hasPtz?: boolean;
+            /**
+             * @description Whether the channel is shared with upstream platforms.
+             * @default false
+             */
+            isShareChannel?: boolean;
+            /**
+             * @description Let the media server answer a Basic challenge over plain `rtsp://` (the password travels in clear); off, only Digest is answered.
+             * @default false
+             */
+            allowBasicAuthOverPlainRtsp?: boolean;
+            activationState?: components["schemas"]["ChannelActivationState"];
+        };
+        /** @description Fields of a channel to change; omitted fields keep their value. */
+        UpdateChannelRequest: {
+            /** @description Display name. */
+            name?: string;
+            /** @description Free text for operators. */
+            description?: string;
+            protocol?: components["schemas"]["ChannelProtocol"];
+            /** @description New source URL. The masked form (`***@`, `name=***`) keeps the stored credentials, but only while the scheme, host and port stay the same: a URL on another server needs the credentials sent again, or none (400 `invalid_body`). A URL without credentials removes them. */
+            sourceUrl?: string;
+            rtspTransport?: components["schemas"]["ChannelRtspTransport"];
+            /** @description Virtual host. */
+            vhost?: string;
+            /** @description App name. */
+            app?: string;
+            /** @description Stream name. */
+            stream?: string;
+            /** @description Media server to pull on; empty lets the platform choose. */
+            mediaServerId?: string;
+            /** @description ONVIF device id or GB28181 device code. */
+            deviceId?: string;
+            /** @description ONVIF profile or GB28181 channel code. */
+            deviceChannelId?: string;
+            /** @description Key of an existing group; empty takes the channel out of its group. */
+            groupKey?: string;
+            /** @description Disabled channels cannot be started. */
+            enabled?: boolean;
+            /** @description Auto-pull. */
+            autoVideo?: boolean;
+            /** @description Record whenever Online. */
+            autoRecord?: boolean;
+            /** @description Whether the source carries audio. */
+            hasAudio?: boolean;
+            /** @description Keep pulling when the last player leaves. */
+            noPlayerBreak?: boolean;
+            /** @description Whether the camera has pan-tilt-zoom. */
+            hasPtz?: boolean;
+            /** @description Whether the channel is shared with upstream platforms. */
+            isShareChannel?: boolean;
+            /** @description Let the media server answer a Basic challenge over plain `rtsp://`. Turning it on while credentials are stored needs them sent again in `sourceUrl` (400 `invalid_body` otherwise). */
+            allowBasicAuthOverPlainRtsp?: boolean;
+        };
+        /** @description One entry of a channel's runtime log. */
+        ChannelRuntimeLogEntry: {
+            /** @description Identifier of the entry (UUIDv7, so ids sort by time). */
+            entryId: string;
+            /** @description Channel of the entry. */
+            channelId: string;
+            kind: components["schemas"]["ChannelRuntimeLogKind"];
+            /** @description What happened, for example channel.created, actual_state.changed, command.recorded or attempt.failed. */
+            event: string;
+            /** @description Previous state, for state changes. */
+            from?: string;
+            /** @description New state, for state changes. */
+            to?: string;
+            /** @description Human-readable account of the event. */
+            message: string;
+            /** @description Stream command the entry is about, if any. */
+            commandId?: string;
+            /** @description Who caused it, as kind:id (system:... for the platform itself). */
+            actor: string;
+            /** @description Trace id of the request that caused it, if any. */
+            traceId?: string;
+            /**
+             * Format: date-time
+             * @description When it happened (UTC).
+             */
+            occurredAt: string;
+        };
+        /** @description One page of runtime-log entries. */
+        ChannelRuntimeLogList: {
+            /**
+             * Format: int32
+             * @description Number of this page, starting at 1.
+             */
+            page: number;
+            /**
+             * Format: int32
+             * @description Maximum number of rows per page.
+             */
+            pageSize: number;
+            /**
+             * Format: int64
+             * @description Number of entries matching the filters.
+             */
+            total: number;
+            /** @description The entries of this page. */
+            rows: components["schemas"]["ChannelRuntimeLogEntry"][];
+        };
+        /** @description A group of channels. */
+        ChannelGroup: {
+            /** @description Key of the group, chosen by its creator. */
+            groupKey: string;
+            /** @description Display name. */
+            name: string;
+            /** @description Free text; empty when not set. */
+            description: string;
+            /**
+             * Format: int32
+             * @description Number of channels in the group.
+             */
+            channelCount: number;
+            /**
+             * Format: date-time
+             * @description Creation time (UTC).
+             */
+            createdAt: string;
+            /** @description Credential that created it, as kind:id. */
+            createdBy: string;
+            /**
+             * Format: date-time
+             * @description Time of the last change (UTC).
+             */
+            updatedAt: string;
+            /** @description Credential of the last change, as kind:id. */
+            updatedBy: string;
+        };
+        /** @description One page of channel groups. */
+        ChannelGroupList: {
+            /**
+             * Format: int32
+             * @description Number of this page, starting at 1.
+             */
+            page: number;
+            /**
+             * Format: int32
+             * @description Maximum number of rows per page.
+             */
+            pageSize: number;
+            /**
+             * Format: int64
+             * @description Number of groups matching the filter.
+             */
+            total: number;
+            /** @description The groups of this page. */
+            rows: components["schemas"]["ChannelGroup"][];
+        };
+        /** @description A new channel group. */
+        CreateChannelGroupRequest: {
+            /** @description Key of the group; letters, digits, dot, underscore and hyphen, starting with a letter or digit. */
+            groupKey: string;
+            /** @description Display name. */
+            name: string;
+            /** @description Free text. */
+            description?: string;
+        };
+        /** @description Fields of a group to change; omitted fields keep their value. */
+        UpdateChannelGroupRequest: {
+            /** @description Display name. */
+            name?: string;
+            /** @description Free text. */
+            description?: string;
+        };
+        /** @description A PTZ command; movement continues until a stop command or the timeout. */
+        ChannelPtzCommandRequest: {
+            /**
+             * @description Direction, zoom, focus, iris or stop.
+             * @enum {string}
+             */
+            command: "up" | "down" | "left" | "right" | "up-left" | "up-right" | "down-left" | "down-right" | "zoom-in" | "zoom-out" | "focus-near" | "focus-far" | "iris-open" | "iris-close" | "stop";
+            /**
+             * Format: int32
+             * @description Speed in percent of the device's range.
+             * @default 50
+             */
+            speed?: number;
+            /**
+             * Format: int32
+             * @description Movement stops by itself after this many milliseconds.
+             * @default 1000
+             */
+            timeoutMs?: number;
+        };
+        /** @description An accepted PTZ command. */
+        ChannelPtzCommandAccepted: {
+            /** @description Channel the command was sent to. */
+            channelId: string;
+            /** @description The command sent. */
+            command: string;
+            /**
+             * Format: date-time
+             * @description When it was accepted (UTC).
+             */
+            acceptedAt: string;
+        };
+        /** @description PTZ capabilities of a channel's device. */
+        ChannelPtzCapabilities: {
+            /** @description The channel. */
+            channelId: string;
+            /** @description Can pan. */
+            pan: boolean;
+            /** @description Can tilt. */
+            tilt: boolean;
+            /** @description Can zoom. */
+            zoom: boolean;
+            /** @description Can change focus. */
+            focus: boolean;
+            /** @description Can change the iris. */
+            iris: boolean;
+            /**
+             * Format: int32
+             * @description Number of presets the device keeps.
+             */
+            presets: number;
+            /**
+             * Format: date-time
+             * @description When the device last reported them (UTC).
+             */
+            refreshedAt: string;
+        };
+        /** @description PTZ settings of a channel. */
+        ChannelPtzSettings: {
+            /** @description The channel. */
+            channelId: string;
+            /** @description Whether the device reported PTZ. */
+            deviceReportsPtz: boolean;
+            /** @description Manual switch; PTZ commands are refused while off. */
+            enabled: boolean;
+            /** @description An administrator confirmed PTZ for a GB28181 device that does not report it. */
+            confirmedByAdministrator: boolean;
+        };
+        /** @description PTZ switch and confirmation. */
+        ChannelPtzSettingsRequest: {
+            /** @description Manual PTZ switch. */
+            enabled: boolean;
+            /** @description Confirm PTZ for a GB28181 device that does not report it. */
+            confirmedByAdministrator?: boolean;
+        };
+        /** @description Whether per-channel recording search options can be edited here. */
+        ChannelRecordingSearchCapability: {
+            /** @description Whether recording semantic search is installed. */
+            available: boolean;
+            /** @description Whether channel search options can be edited. */
+            editable: boolean;
+            /** @description Why not, when they cannot. */
+            reason: string;
+        };
+        /** @description The channel catalogue as a versioned transfer document. Source URLs are masked and credentials are not included. */
+        ChannelTransferDocument: {
+            /** @description Always `svc.channels.asset-transfer`. */
+            format: string;
+            /**
+             * Format: int32
+             * @description Document version; this server reads and writes 1.
+             */
+            version: number;
+            /**
+             * Format: date-time
+             * @description When it was exported (UTC).
+             */
+            exportedAt?: string;
+            /**
+             * Format: int64
+             * @description Store revision the export was read at.
+             */
+            revision?: number;
+            /** @description Channel groups. */
+            groups: components["schemas"]["ChannelTransferGroup"][];
+            /** @description Channels. */
+            channels: components["schemas"]["ChannelTransferChannel"][];
+        };
+        /** @description A group in a transfer document. */
+        ChannelTransferGroup: {
+            /** @description Key of the group. */
+            groupKey: string;
+            /** @description Display name. */
+            name: string;
+            /** @description Free text. */
+            description?: string;
+        };
+        /** @description A channel's configuration in a transfer document; run-time state does not travel. */
+        ChannelTransferChannel: {
+            /** @description Id of the channel where it was exported; kept on import when free. */
+            channelId?: string;
+            /** @description Display name. */
+            name: string;
+            /** @description Free text. */
+            description?: string;
+            protocol: components["schemas"]["ChannelProtocol"];
+            /** @description Source URL, masked as `***@` where credentials were stored. */
+            sourceUrl?: string;
+            /** @description Whether the exporting side stored credentials (they are not exported). */
+            hasSourceCredentials?: boolean;
+            rtspTransport?: components["schemas"]["ChannelRtspTransport"];
+            /** @description Virtual host. */
+            vhost?: string;
+            /** @description App name. */
+            app: string;
+            /** @description Stream name. */
+            stream: string;
+            /** @description Media server. */
+            mediaServerId?: string;
+            /** @description Device id or code. */
+            deviceId?: string;
+            /** @description Device channel id or code. */
+            deviceChannelId?: string;
+            /** @description Group key. */
+            groupKey?: string;
+            /**
+             * @description Enabled switch.
+             * @default true
+             */
+            enabled?: boolean;
+            /**
+             * @description Auto-pull switch.
+             * @default false
+             */
+            autoVideo?: boolean;
+            /**
+             * @description Auto-record switch.
+             * @default false
+             */
+            autoRecord?: boolean;
+            /**
+             * @description Has-audio switch.
+             * @default true
+             */
+            hasAudio?: boolean;
+            /** @description Keep pulling without players. */
+            noPlayerBreak?: boolean;
+            /** @description Has-PTZ switch. */
+            hasPtz?: boolean;
+            /** @description Shared switch. */
+            isShareChannel?: boolean;
+            /**
+             * @description Basic over plain `rtsp://` allowed.
+             * @default false
+             */
+            allowBasicAuthOverPlainRtsp?: boolean;
+        };
+        /** @description An import of a transfer document. */
+        ChannelImportRequest: {
+            /**
+             * @description Plan only and write nothing (the default); false applies the document.
+             * @default true
+             */
+            preview?: boolean;
+            activationState?: components["schemas"]["ChannelActivationState"];
+            document: components["schemas"]["ChannelTransferDocument"];
+        };
+        /** @description What importing one group or channel does. */
+        ChannelImportItem: {
+            /**
+             * @description group or channel.
+             * @enum {string}
+             */
+            kind: "group" | "channel";
+            /** @description Group key, or vhost/app/stream of the channel. */
+            key: string;
+            /** @description Id the channel has or will have. */
+            channelId?: string;
+            /**
+             * @description create, update, skip (unchanged) or error (invalid; see reason).
+             * @enum {string}
+             */
+            action: "create" | "update" | "skip" | "error";
+            /** @description Why, for example which fields change or what is invalid. */
+            reason: string;
+        };
+        /** @description The plan of an import (preview) or what it applied (confirm). */
+        ChannelImportResult: {
+            /** @description Whether this was a preview. */
+            preview: boolean;
+            /** @description Whether the document was applied. */
+            applied: boolean;
+            /**
+             * Format: int32
+             * @description Items created (or that would be).
+             */
+            created: number;
+            /**
+             * Format: int32
+             * @description Items updated (or that would be).
+             */
+            updated: number;
+            /**
+             * Format: int32
+             * @description Items unchanged.
+             */
+            skipped: number;
+            /**
+             * Format: int32
+             * @description Invalid items; a confirm with any applies nothing.
+             */
+            failed: number;
+            /** @description One entry per group and channel of the document. */
+            items: components["schemas"]["ChannelImportItem"][];
+            /**
+             * Format: int64
+             * @description Store revision the plan was made at, or that the import produced.
+             */
+            revision: number;
+        };
+        /** @description A channel's snapshot schedule. */
+        SnapshotSettings: {
+            /** @description The channel. */
+            channelId: string;
+            /** @description Whether snapshots are taken while the stream is Online. */
+            enabled: boolean;
+            /**
+             * Format: int32
+             * @description Seconds between snapshots.
+             */
+            intervalSeconds: number;
+            /**
+             * Format: date-time
+             * @description When the schedule last changed.
+             */
+            updatedAt?: string;
+        };
+        /** @description Changes to a snapshot schedule. */
+        SnapshotSettingsRequest: {
+            /** @description Take snapshots while the stream is Online. */
+            enabled?: boolean;
+            /**
+             * Format: int32
+             * @description Seconds between snapshots.
+             */
+            intervalSeconds?: number;
+        };
+        /** @description A channel's snapshot overview. */
+        ChannelSnapshots: {
+            /** @description The channel. */
+            channelId: string;
+            /** @description Whether snapshots are scheduled. */
+            enabled: boolean;
+            /**
+             * Format: int32
+             * @description Seconds between snapshots.
+             */
+            intervalSeconds: number;
+            /** @description Whether the channel's stream is Online now. */
+            streamOnline: boolean;
+            /**
+             * Format: date-time
+             * @description When the latest image was taken; absent when there is none.
+             */
+            latestAt?: string;
+            /**
+             * Format: int32
+             * @description Width of the latest image.
+             */
+            width?: number;
+            /**
+             * Format: int32
+             * @description Height of the latest image.
+             */
+            height?: number;
+            /**
+             * Format: int32
+             * @description Size of the latest image.
+             */
+            sizeBytes?: number;
+            /** @description Relative URL of the latest image with a 60-second view ticket; absent when there is none. */
+            previewUrl?: string;
+            /** @description Relative URL of the latest image with a 60-second download ticket; absent when there is none. */
+            downloadUrl?: string;
+        };
+        /** @description Access to grant. */
+        SnapshotAccessRequest: {
+            /**
+             * @description view shows the image inline, download answers it as an attachment.
+             * @enum {string}
+             */
+            action: "view" | "download";
+            /**
+             * Format: int32
+             * @description Lifetime of the ticket; default 60.
+             */
+            ttlSeconds?: number;
+        };
+        /** @description A snapshot access ticket. */
+        SnapshotAccess: {
+            /** @description The ticket, bound to the channel and the action. */
+            ticket: string;
+            /** @description view or download. */
+            action: string;
+            /** @description Relative URL of the latest image carrying the ticket. */
+            url: string;
+            /**
+             * Format: date-time
+             * @description When the ticket stops working.
+             */
+            expiresAt: string;
+        };
+        /** @description The RTP port lease, or the node command to follow when the node agent has not finished within the wait (it carries `commandType`). */
+        RtpPortLeaseAnswer: components["schemas"]["RtpPortLease"] | components["schemas"]["NodeCommandAccepted"];
         /** @description One node command. */
         NodeCommand: {
             /** @description Identifier of the command. */
@@ -5597,92 +6450,194 @@ export interface components {
             /** @description Credential of the last change. */
             updatedBy: string;
         };
-        /** @description The engine process of one media host as its agent reports it. */
-        EngineProcessState: {
-            /** @description Media host. */
-            nodeId: string;
-            /** @description Media server id. */
-            mediaServerId: string;
-            /**
-             * @description Engine process state.
-             * @enum {string}
-             */
-            status: "unknown" | "stopped" | "starting" | "running" | "crashed" | "start_failed" | "backoff";
-            /**
-             * @description Status of the host's node agent.
-             * @enum {string}
-             */
-            agentStatus: "pending" | "online" | "offline" | "retired";
+        /** @description One page of stream commands. */
+        StreamCommandList: {
             /**
              * Format: int32
-             * @description Process id; 0 when not running.
+             * @description Number of this page, starting at 1.
              */
-            pid: number;
-            /** @description Engine version. */
-            version: string;
-            /**
-             * Format: date-time
-             * @description When the running process started; null when not running.
-             */
-            startedAt: string | null;
+            page: number;
             /**
              * Format: int32
-             * @description Restarts since the agent started.
+             * @description Maximum rows per page.
              */
-            restarts: number;
-            /** @description Last managed action (start, stop, restart, reload, auto-restart). */
-            lastAction: string;
-            /** @description Last start or health error. */
-            lastError: string;
-            /**
-             * Format: date-time
-             * @description When the supervisor starts it again after a failure; null otherwise.
-             */
-            nextStartAt: string | null;
+            pageSize: number;
             /**
              * Format: int64
-             * @description Resident memory of the process.
+             * @description Commands matching the filters.
              */
-            rssBytes: number;
+            total: number;
+            /** @description The commands, newest first. */
+            rows: components["schemas"]["StreamCommand"][];
+        };
+        /** @description A player connected to a media server. */
+        StreamPlayer: {
+            /** @description The engine's id of the player. */
+            playerId: string;
+            /** @description The media server it is connected to. */
+            mediaServerId: string;
+            /** @description Virtual host. */
+            vhost?: string;
+            /** @description Application. */
+            app: string;
+            /** @description Stream id. */
+            streamId: string;
+            /** @description http-flv, http-fmp4, hls, rtsp or webrtc. */
+            protocol: string;
+            /** @description The player's address as the engine sees it. */
+            remoteAddr: string;
+            /** @description The playback lease it plays under, if any. */
+            leaseId?: string;
             /**
-             * Format: double
-             * @description CPU use of the process, in percent of one core.
+             * Format: int64
+             * @description Bytes sent.
              */
-            cpuPercent: number;
+            bytes: number;
             /**
-             * Format: int32
-             * @description Streams served.
+             * Format: int64
+             * @description Frames sent.
              */
-            streams: number;
+            frames: number;
             /**
-             * Format: int32
-             * @description Players connected.
+             * Format: int64
+             * @description Frames dropped because the player read too slowly.
              */
-            players: number;
-            /** @description Engine configuration file on the host. */
-            configPath: string;
-            /** @description Loopback address of the engine control API. */
-            controlAddr: string;
-            /** @description Media HTTP listen address. */
-            httpAddr: string;
-            /** @description RTSP listen address. */
-            rtspAddr: string;
-            /**
-             * Format: int32
-             * @description First RTP port.
-             */
-            rtpPortMin: number;
-            /**
-             * Format: int32
-             * @description Last RTP port.
-             */
-            rtpPortMax: number;
+            droppedFrames: number;
             /**
              * Format: date-time
-             * @description When the agent reported this state; null when it never did.
+             * @description When it connected (UTC).
              */
-            reportedAt: string | null;
+            startedAt: string;
         };
+        /** @description The players, and the media servers that did not answer. */
+        StreamPlayerList: {
+            /** @description The players. */
+            rows: components["schemas"]["StreamPlayer"][];
+            /** @description Media servers that did not answer in time, with the reason. */
+            unreachable: {
+                /** @description The media server. */
+                mediaServerId: string;
+                /** @description Why it did not answer. */
+                error: string;
+            }[];
+        };
+        /** @description A pull proxy to start. */
+        StartStreamProxyRequest: {
+            /** @description The media server to pull on; the only one when omitted. */
+            mediaServerId?: string;
+            /** @description rtsp:// or rtsps:// source; credentials in it are used and never stored or logged. */
+            url: string;
+            /** @description Virtual host; the default when omitted. */
+            vhost?: string;
+            /** @description Application to publish into. */
+            app: string;
+            /** @description Stream id to publish as. */
+            stream: string;
+            /**
+             * @description RTSP lower transport; auto tries UDP and falls back to TCP.
+             * @enum {string}
+             */
+            transport?: "auto" | "tcp" | "udp";
+        };
+        /** @description A pull proxy to stop. */
+        StopStreamProxyRequest: {
+            /** @description The media server; the only one when omitted. */
+            mediaServerId?: string;
+            /** @description Virtual host; the default when omitted. */
+            vhost?: string;
+            /** @description Application. */
+            app: string;
+            /** @description Stream id. */
+            stream: string;
+        };
+        /** @description The node command that starts or stops a proxy. */
+        StreamProxyCommand: {
+            /** @description Identifier of the proxy on the media server. */
+            proxyId: string;
+            /** @description The media server. */
+            mediaServerId: string;
+            /** @description The node command; read it under /api/v2/node/commands. */
+            nodeCommandId: string;
+            /** @description The node command's state when the answer was sent. */
+            state: string;
+            /** @description Why it failed, when it did. */
+            error?: string;
+        };
+        /** @description An RTSP source to smoke-test. */
+        RtspSmokeTestRequest: {
+            /** @description rtsp:// or rtsps:// URL, credentials in its user info if the source needs them. */
+            url: string;
+            /** @description The media server to test from; the only one when omitted. */
+            mediaServerId?: string;
+            /**
+             * @description RTSP lower transport; auto tries UDP and falls back to TCP.
+             * @enum {string}
+             */
+            transport?: "auto" | "tcp" | "udp";
+            /**
+             * Format: int32
+             * @description Bound of the whole test; default 10.
+             */
+            timeoutSeconds?: number;
+        };
+        /** @description What an RTSP smoke test found. */
+        RtspSmokeTestResult: {
+            /** @description The tested URL without credentials. */
+            url: string;
+            /** @description The media server that ran the test. */
+            mediaServerId?: string;
+            /** @description Whether a keyframe arrived in time. */
+            ok: boolean;
+            /** @description Where the test ended (connect, describe, setup, play, or done). */
+            stage: string;
+            /** @description Why it failed, when it did. */
+            error?: string;
+            /** @description The transport that delivered media (udp or tcp). */
+            transport?: string;
+            /**
+             * Format: double
+             * @description Milliseconds from the start of the test to the first keyframe.
+             */
+            timeToFirstFrameMs?: number;
+            /** @description H264 or H265. */
+            videoCodec?: string;
+            /**
+             * Format: int32
+             * @description Coded width.
+             */
+            width?: number;
+            /**
+             * Format: int32
+             * @description Coded height.
+             */
+            height?: number;
+            /**
+             * Format: double
+             * @description Frame rate measured over the frames that arrived.
+             */
+            fps?: number;
+            /** @description AAC, PCMA, PCMU or Opus, when the source has audio. */
+            audioCodec?: string;
+            /**
+             * Format: double
+             * @description How long the test took.
+             */
+            durationMs: number;
+        };
+        /** @description Sources to smoke-test. */
+        RtspSmokeTestBatchRequest: {
+            /** @description The sources, tested four at a time. */
+            items: components["schemas"]["RtspSmokeTestRequest"][];
+        };
+        /** @description One result per source, in request order. */
+        RtspSmokeTestBatchResult: {
+            /** @description The results. */
+            results: components["schemas"]["RtspSmokeTestResult"][];
+        };
+        /** @description The result of writing the engine configuration, or the node command to follow when the node agent has not finished within the wait (it carries `commandType`). */
+        EngineConfigApplyAnswer: components["schemas"]["EngineConfigApplyResult"] | components["schemas"]["NodeCommandAccepted"];
+        /** @description The result of an engine process action, or the node command to follow when the node agent has not finished within the wait (it carries `commandType`). */
+        EngineProcessActionAnswer: components["schemas"]["EngineProcessActionResult"] | components["schemas"]["NodeCommandAccepted"];
         /** @description Options of an engine process action. */
         EngineProcessActionRequest: {
             /** @description Reason recorded in the audit trail. */
@@ -6100,57 +7055,82 @@ export interface components {
              */
             startedAt: string | null;
         };
-        /** @description An operator-facing lifecycle operation on a media host, carried by a node command. */
-        NodeLifecycleOperation: {
-            /** @description Identifier of the operation. */
-            operationId: string;
-            /** @description Media host. */
+        /** @description What one engine records now. */
+        EngineRecordingStatus: {
+            /** @description The media host. */
             nodeId: string;
-            /**
-             * @description What is done.
-             * @enum {string}
-             */
-            operation: "engine-start" | "engine-stop" | "engine-restart" | "engine-reload" | "agent-restart" | "certificate-renew";
-            /** @description Reason given. */
-            reason: string;
-            /** @description Credential that asked. */
-            requestedBy: string;
+            /** @description Its media server. */
+            mediaServerId: string;
             /**
              * Format: date-time
-             * @description When it was asked for.
+             * @description When the engine answered.
              */
-            createdAt: string;
-            /** @description Node command that carries it. */
-            commandId: string;
+            checkedAt: string;
+            /** @description One per stream being recorded. */
+            recordings: components["schemas"]["EngineRecordingEntry"][];
+        };
+        /** @description One stream an engine records. */
+        EngineRecordingEntry: {
+            /** @description Virtual host. */
+            vhost: string;
+            /** @description Application. */
+            app: string;
+            /** @description Stream id. */
+            stream: string;
             /**
-             * @description Status of the command.
+             * @description waiting (no live stream yet; it records once one is published) or recording.
              * @enum {string}
              */
-            status: "Pending" | "Dispatched" | "Running" | "Succeeded" | "Failed" | "TimedOut" | "Canceled";
+            state: "waiting" | "recording";
+            /** @description The file being written. */
+            fileId?: string;
             /**
              * Format: date-time
-             * @description When it ended; null before.
+             * @description When the engine began recording the stream.
              */
-            finishedAt: string | null;
-            /** @description Outcome or error message. */
-            message: string;
-        };
-        /** @description Lifecycle operations, newest first. */
-        NodeLifecycleOperationList: {
-            /** @description The operations. */
-            rows: components["schemas"]["NodeLifecycleOperation"][];
-        };
-        /** @description A lifecycle operation to run on a media host. */
-        CreateNodeLifecycleOperationRequest: {
-            /** @description Media host. */
-            nodeId: string;
+            startedAt: string;
             /**
-             * @description What to do.
-             * @enum {string}
+             * Format: int32
+             * @description Files finished since then.
              */
-            operation: "engine-start" | "engine-stop" | "engine-restart" | "engine-reload" | "agent-restart" | "certificate-renew";
-            /** @description Reason recorded in the audit trail. */
-            reason: string;
+            files: number;
+            /**
+             * Format: int64
+             * @description Bytes written since then.
+             */
+            bytes: number;
+            /**
+             * Format: int64
+             * @description Frames written since then.
+             */
+            frames: number;
+            /**
+             * Format: int64
+             * @description Frames lost by falling behind the stream (0 when healthy).
+             */
+            dropped: number;
+            /** @description State of the control plane's recording session for the stream, when it has one. */
+            sessionState?: string;
+        };
+        /** @description One page of media servers (engines) of the cluster. */
+        MediaServerPage: {
+            /**
+             * Format: int32
+             * @description Number of this page, starting at 1.
+             */
+            page: number;
+            /**
+             * Format: int32
+             * @description Maximum rows per page.
+             */
+            pageSize: number;
+            /**
+             * Format: int64
+             * @description Media servers in all pages.
+             */
+            total: number;
+            /** @description The media servers of this page, by id. */
+            rows: components["schemas"]["MediaServer"][];
         };
         /** @description What the calling API token can do. */
         ThirdPartyCapabilities: {
@@ -6168,668 +7148,6 @@ export interface components {
             /** @description Capability categories and whether the token can use them. */
             categories: components["schemas"]["CapabilityCategory"][];
         };
-        /**
-         * @description How the platform reaches the source; `rtsp` pulls `sourceUrl`, `onvif` resolves the stream from the device, `gb28181` invites the device over SIP.
-         * @enum {string}
-         */
-        ChannelProtocol: "rtsp" | "onvif" | "gb28181";
-        /**
-         * @description What the channel's owner asked for; start and retry set Running, stop sets Stopped.
-         * @enum {string}
-         */
-        ChannelDesiredState: "Running" | "Stopped";
-        /**
-         * @description What the stream is doing. Offline (nothing pulled), Starting (a start is under way), Online (media is arriving), Retrying (the last attempt failed; the next is scheduled), Paused (it failed and auto-recovery is paused), Failed (it failed and will not be retried).
-         * @enum {string}
-         */
-        ChannelActualState: "Offline" | "Starting" | "Online" | "Retrying" | "Paused" | "Failed";
-        /**
-         * @description Pending channels wait in the pending-activation pool and cannot be started; Active channels can.
-         * @enum {string}
-         */
-        ChannelActivationState: "Pending" | "Active";
-        /**
-         * @description Lower transport of an RTSP pull; auto tries UDP and falls back to TCP interleaved.
-         * @enum {string}
-         */
-        ChannelRtspTransport: "auto" | "tcp" | "udp";
-        /**
-         * @description Kind of a runtime-log entry: config (created, updated, deleted, imported), activation, state (desired and actual state, auto-recovery, backoff), command (stream commands), stream (engine stream events), media-server (assignment).
-         * @enum {string}
-         */
-        ChannelRuntimeLogKind: "config" | "activation" | "state" | "command" | "stream" | "media-server";
-        /**
-         * @description State of a stream command, following its node command; Succeeded, Failed, TimedOut and Canceled are final.
-         * @enum {string}
-         */
-        StreamCommandState: "Pending" | "Dispatched" | "Running" | "Succeeded" | "Failed" | "TimedOut" | "Canceled";
-        /**
-         * @description What a stream command asks of the media server.
-         * @enum {string}
-         */
-        StreamCommandAction: "start" | "stop";
-        /** @description A video channel. `sourceUrl` never carries credentials: `***@` stands where they are stored, and `hasSourceCredentials` says whether they are. */
-        Channel: {
-            /** @description Identifier of the channel (UUID), stable across media servers. */
-            channelId: string;
-            /** @description Display name. */
-            name: string;
-            /** @description Free text for operators; empty when not set. */
-            description: string;
-            protocol: components["schemas"]["ChannelProtocol"];
-            /** @description Source URL with any stored credentials masked: `***@` where a user name and password were, `name=***` where a user or password parameter of the query or the path was (for example `?user=***&password=***`, or `/user=***&password=***&channel=1` on XM devices); empty for GB28181 channels. */
-            sourceUrl: string;
-            /** @description Whether source credentials are stored (encrypted; never returned). */
-            hasSourceCredentials: boolean;
-            rtspTransport: components["schemas"]["ChannelRtspTransport"];
-            /** @description Virtual host of the stream; `__defaultVhost__` unless set. */
-            vhost: string;
-            /** @description App name of the stream (vhost/app/stream is unique in the cluster). */
-            app: string;
-            /** @description Stream name. */
-            stream: string;
-            /** @description The stream name again, under the name playback and stream listings use. */
-            streamId: string;
-            /** @description Media server that pulls the channel; empty until one is chosen. */
-            mediaServerId: string;
-            /** @description Node of the assigned media server; empty until assigned. */
-            nodeId: string;
-            /** @description ONVIF device id or GB28181 device code; empty for plain RTSP sources. */
-            deviceId: string;
-            /** @description GB28181 channel code or ONVIF profile of the device; empty when not applicable. */
-            deviceChannelId: string;
-            /** @description Key of the channel's group; empty when it has none. */
-            groupKey: string;
-            /** @description Disabled channels cannot be started. */
-            enabled: boolean;
-            /** @description Auto-pull; the channel starts as soon as it is active and enabled and is recovered with backoff after failures. */
-            autoVideo: boolean;
-            /** @description Record whenever the stream is Online. */
-            autoRecord: boolean;
-            /** @description Whether the source carries audio the engine should wait for. */
-            hasAudio: boolean;
-            /** @description Keep pulling when the last player leaves instead of stopping the pull. */
-            noPlayerBreak: boolean;
-            /** @description Whether the camera has pan-tilt-zoom. */
-            hasPtz: boolean;
-            /** @description Whether the channel is shared with upstream platforms. */
-            isShareChannel: boolean;
-            /** @description Whether the media server may answer the camera's Basic authentication challenge over plain `rtsp://`, which sends the password readable to anyone on the network path. Off by default: only Digest is answered and a camera that offers only Basic fails with an authentication error. */
-            allowBasicAuthOverPlainRtsp: boolean;
-            activationState: components["schemas"]["ChannelActivationState"];
-            desiredState: components["schemas"]["ChannelDesiredState"];
-            actualState: components["schemas"]["ChannelActualState"];
-            /** @description Why the channel is in its actual state (for example the last error). */
-            actualStateReason: string;
-            /**
-             * Format: date-time
-             * @description When the actual state last changed (UTC).
-             */
-            actualStateAt: string;
-            /** @description Whether automatic recovery is paused (by pause or stop) until the next start or retry. */
-            autoRecoveryPaused: boolean;
-            retry: components["schemas"]["ChannelRetry"];
-            /** @description Id of the channel's last stream command; absent before the first start or stop. */
-            lastCommandId?: string;
-            /**
-             * Format: date-time
-             * @description Creation time (UTC).
-             */
-            createdAt: string;
-            /** @description Credential that created the channel, as kind:id. */
-            createdBy: string;
-            /**
-             * Format: date-time
-             * @description Time of the last change by an operator (UTC).
-             */
-            updatedAt: string;
-            /** @description Credential of the last change, as kind:id. */
-            updatedBy: string;
-        };
-        /** @description Auto-recovery backoff of a channel; failed attempts wait 2 s doubling up to 5 min, with ±20% jitter. */
-        ChannelRetry: {
-            /**
-             * Format: int32
-             * @description Failed attempts in a row since the channel was last Online or the backoff was cleared.
-             */
-            attempts: number;
-            /**
-             * Format: date-time
-             * @description When the next attempt is due (UTC); absent when none is scheduled.
-             */
-            nextRetryAt?: string | null;
-            /** @description Error of the last failed attempt. */
-            lastError?: string;
-            /**
-             * Format: date-time
-             * @description When the last attempt failed (UTC).
-             */
-            lastErrorAt?: string | null;
-        };
-        /** @description One page of channels. */
-        ChannelList: {
-            /**
-             * Format: int32
-             * @description Number of this page, starting at 1.
-             */
-            page: number;
-            /**
-             * Format: int32
-             * @description Maximum number of rows per page.
-             */
-            pageSize: number;
-            /**
-             * Format: int64
-             * @description Number of channels matching the filters.
-             */
-            total: number;
-            /** @description The channels of this page. */
-            rows: components["schemas"]["Channel"][];
-        };
-        /** @description A new channel. */
-        CreateChannelRequest: {
-            /** @description Display name (1-128 characters, no control characters). */
-            name: string;
-            /** @description Free text for operators. */
-            description?: string;
-            protocol: components["schemas"]["ChannelProtocol"];
-            /** @description Required for rtsp (rtsp:// or rtsps://); for onvif the device service address (http, https) or a stream URI; empty for gb28181. Credentials in it (user:password@, and user and password parameters of the query or the path such as `?user=..&password=..` or `/user=..&password=..&channel=1`) are encrypted and never returned. */
-            sourceUrl?: string;
-            rtspTransport?: components["schemas"]["ChannelRtspTransport"];
-            /** @description Virtual host; `__defaultVhost__` when absent. */
-            vhost?: string;
-            /** @description App name; letters, digits, dot, underscore and hyphen, starting with a letter or digit. */
-            app: string;
-            /** @description Stream name; same characters as app. vhost/app/stream must be unused in the cluster. */
-            stream: string;
-            /** @description Media server to pull on; the least-loaded online one is chosen at start when absent. */
-            mediaServerId?: string;
-            /** @description ONVIF device id, or the 20-digit GB28181 device code (required for gb28181). */
-            deviceId?: string;
-            /** @description ONVIF profile, or the 20-digit GB28181 channel code (required for gb28181). */
-            deviceChannelId?: string;
-            /** @description Key of an existing group to put the channel in. */
-            groupKey?: string;
-            /**
-             * @description Disabled channels cannot be started.
-             * @default true
-             */
-            enabled?: boolean;
-            /**
-             * @description Auto-pull; start as soon as active and enabled, and recover with backoff.
-             * @default false
-             */
-            autoVideo?: boolean;
-            /**
-             * @description Record whenever the stream is Online.
-             * @default false
-             */
-            autoRecord?: boolean;
-            /**
-             * @description Whether the source carries audio.
-             * @default true
-             */
-            hasAudio?: boolean;
-            /**
-             * @description Keep pulling when the last player leaves.
-             * @default false
-             */
-            noPlayerBreak?: boolean;
-            /**
-             * @description Whether the camera has pan-tilt-zoom (not for rtsp).
-             * @default false
-             */
-            hasPtz?: boolean;
-            /**
-             * @description Whether the channel is shared with upstream platforms.
-             * @default false
-             */
-            isShareChannel?: boolean;
-            /**
-             * @description Let the media server answer a Basic challenge over plain `rtsp://` (the password travels in clear); off, only Digest is answered.
-             * @default false
-             */
-            allowBasicAuthOverPlainRtsp?: boolean;
-            activationState?: components["schemas"]["ChannelActivationState"];
-        };
-        /** @description Fields of a channel to change; omitted fields keep their value. */
-        UpdateChannelRequest: {
-            /** @description Display name. */
-            name?: string;
-            /** @description Free text for operators. */
-            description?: string;
-            protocol?: components["schemas"]["ChannelProtocol"];
-            /** @description New source URL. The masked form (`***@`, `name=***`) keeps the stored credentials, but only while the scheme, host and port stay the same: a URL on another server needs the credentials sent again, or none (400 `invalid_body`). A URL without credentials removes them. */
-            sourceUrl?: string;
-            rtspTransport?: components["schemas"]["ChannelRtspTransport"];
-            /** @description Virtual host. */
-            vhost?: string;
-            /** @description App name. */
-            app?: string;
-            /** @description Stream name. */
-            stream?: string;
-            /** @description Media server to pull on; empty lets the platform choose. */
-            mediaServerId?: string;
-            /** @description ONVIF device id or GB28181 device code. */
-            deviceId?: string;
-            /** @description ONVIF profile or GB28181 channel code. */
-            deviceChannelId?: string;
-            /** @description Key of an existing group; empty takes the channel out of its group. */
-            groupKey?: string;
-            /** @description Disabled channels cannot be started. */
-            enabled?: boolean;
-            /** @description Auto-pull. */
-            autoVideo?: boolean;
-            /** @description Record whenever Online. */
-            autoRecord?: boolean;
-            /** @description Whether the source carries audio. */
-            hasAudio?: boolean;
-            /** @description Keep pulling when the last player leaves. */
-            noPlayerBreak?: boolean;
-            /** @description Whether the camera has pan-tilt-zoom. */
-            hasPtz?: boolean;
-            /** @description Whether the channel is shared with upstream platforms. */
-            isShareChannel?: boolean;
-            /** @description Let the media server answer a Basic challenge over plain `rtsp://`. Turning it on while credentials are stored needs them sent again in `sourceUrl` (400 `invalid_body` otherwise). */
-            allowBasicAuthOverPlainRtsp?: boolean;
-        };
-        /** @description A start or stop of a channel's stream. Recorded as Pending with the desired-state change; the stream dispatcher turns it into a node command for the media server's agent. */
-        StreamCommand: {
-            /** @description Identifier of the stream command (UUID). */
-            commandId: string;
-            /** @description Channel the command is for. */
-            channelId: string;
-            action: components["schemas"]["StreamCommandAction"];
-            state: components["schemas"]["StreamCommandState"];
-            /** @description Node command that carries it once dispatched. */
-            nodeCommandId?: string;
-            /** @description Media server that runs it; empty until chosen. */
-            mediaServerId?: string;
-            /** @description Credential that asked for it, as kind:id. */
-            requestedBy: string;
-            /**
-             * Format: date-time
-             * @description When it was recorded (UTC).
-             */
-            createdAt: string;
-            /**
-             * Format: date-time
-             * @description When its state last changed (UTC).
-             */
-            updatedAt: string;
-            /**
-             * Format: date-time
-             * @description When it reached a final state (UTC).
-             */
-            finishedAt?: string | null;
-            /** @description Why it failed, timed out or was canceled. */
-            error?: string;
-        };
-        /** @description An accepted start; the stream is Online only once media arrives. */
-        ChannelStartResult: {
-            channel: components["schemas"]["Channel"];
-            command: components["schemas"]["StreamCommand"];
-        };
-        /** @description An accepted stop. */
-        ChannelStopResult: {
-            /** @description Id of the stop stream command. */
-            streamCommandId: string;
-            /** @description Node command that carries it; null until dispatched. */
-            nodeCommandId: string | null;
-            state: components["schemas"]["StreamCommandState"];
-            channel: components["schemas"]["Channel"];
-        };
-        /** @description One entry of a channel's runtime log. */
-        ChannelRuntimeLogEntry: {
-            /** @description Identifier of the entry (UUIDv7, so ids sort by time). */
-            entryId: string;
-            /** @description Channel of the entry. */
-            channelId: string;
-            kind: components["schemas"]["ChannelRuntimeLogKind"];
-            /** @description What happened, for example channel.created, actual_state.changed, command.recorded or attempt.failed. */
-            event: string;
-            /** @description Previous state, for state changes. */
-            from?: string;
-            /** @description New state, for state changes. */
-            to?: string;
-            /** @description Human-readable account of the event. */
-            message: string;
-            /** @description Stream command the entry is about, if any. */
-            commandId?: string;
-            /** @description Who caused it, as kind:id (system:... for the platform itself). */
-            actor: string;
-            /** @description Trace id of the request that caused it, if any. */
-            traceId?: string;
-            /**
-             * Format: date-time
-             * @description When it happened (UTC).
-             */
-            occurredAt: string;
-        };
-        /** @description One page of runtime-log entries. */
-        ChannelRuntimeLogList: {
-            /**
-             * Format: int32
-             * @description Number of this page, starting at 1.
-             */
-            page: number;
-            /**
-             * Format: int32
-             * @description Maximum number of rows per page.
-             */
-            pageSize: number;
-            /**
-             * Format: int64
-             * @description Number of entries matching the filters.
-             */
-            total: number;
-            /** @description The entries of this page. */
-            rows: components["schemas"]["ChannelRuntimeLogEntry"][];
-        };
-        /** @description A group of channels. */
-        ChannelGroup: {
-            /** @description Key of the group, chosen by its creator. */
-            groupKey: string;
-            /** @description Display name. */
-            name: string;
-            /** @description Free text; empty when not set. */
-            description: string;
-            /**
-             * Format: int32
-             * @description Number of channels in the group.
-             */
-            channelCount: number;
-            /**
-             * Format: date-time
-             * @description Creation time (UTC).
-             */
-            createdAt: string;
-            /** @description Credential that created it, as kind:id. */
-            createdBy: string;
-            /**
-             * Format: date-time
-             * @description Time of the last change (UTC).
-             */
-            updatedAt: string;
-            /** @description Credential of the last change, as kind:id. */
-            updatedBy: string;
-        };
-        /** @description One page of channel groups. */
-        ChannelGroupList: {
-            /**
-             * Format: int32
-             * @description Number of this page, starting at 1.
-             */
-            page: number;
-            /**
-             * Format: int32
-             * @description Maximum number of rows per page.
-             */
-            pageSize: number;
-            /**
-             * Format: int64
-             * @description Number of groups matching the filter.
-             */
-            total: number;
-            /** @description The groups of this page. */
-            rows: components["schemas"]["ChannelGroup"][];
-        };
-        /** @description A new channel group. */
-        CreateChannelGroupRequest: {
-            /** @description Key of the group; letters, digits, dot, underscore and hyphen, starting with a letter or digit. */
-            groupKey: string;
-            /** @description Display name. */
-            name: string;
-            /** @description Free text. */
-            description?: string;
-        };
-        /** @description Fields of a group to change; omitted fields keep their value. */
-        UpdateChannelGroupRequest: {
-            /** @description Display name. */
-            name?: string;
-            /** @description Free text. */
-            description?: string;
-        };
-        /** @description A PTZ command; movement continues until a stop command or the timeout. */
-        ChannelPtzCommandRequest: {
-            /**
-             * @description Direction, zoom, focus, iris or stop.
-             * @enum {string}
-             */
-            command: "up" | "down" | "left" | "right" | "up-left" | "up-right" | "down-left" | "down-right" | "zoom-in" | "zoom-out" | "focus-near" | "focus-far" | "iris-open" | "iris-close" | "stop";
-            /**
-             * Format: int32
-             * @description Speed in percent of the device's range.
-             * @default 50
-             */
-            speed?: number;
-            /**
-             * Format: int32
-             * @description Movement stops by itself after this many milliseconds.
-             * @default 1000
-             */
-            timeoutMs?: number;
-        };
-        /** @description An accepted PTZ command. */
-        ChannelPtzCommandAccepted: {
-            /** @description Channel the command was sent to. */
-            channelId: string;
-            /** @description The command sent. */
-            command: string;
-            /**
-             * Format: date-time
-             * @description When it was accepted (UTC).
-             */
-            acceptedAt: string;
-        };
-        /** @description PTZ capabilities of a channel's device. */
-        ChannelPtzCapabilities: {
-            /** @description The channel. */
-            channelId: string;
-            /** @description Can pan. */
-            pan: boolean;
-            /** @description Can tilt. */
-            tilt: boolean;
-            /** @description Can zoom. */
-            zoom: boolean;
-            /** @description Can change focus. */
-            focus: boolean;
-            /** @description Can change the iris. */
-            iris: boolean;
-            /**
-             * Format: int32
-             * @description Number of presets the device keeps.
-             */
-            presets: number;
-            /**
-             * Format: date-time
-             * @description When the device last reported them (UTC).
-             */
-            refreshedAt: string;
-        };
-        /** @description PTZ settings of a channel. */
-        ChannelPtzSettings: {
-            /** @description The channel. */
-            channelId: string;
-            /** @description Whether the device reported PTZ. */
-            deviceReportsPtz: boolean;
-            /** @description Manual switch; PTZ commands are refused while off. */
-            enabled: boolean;
-            /** @description An administrator confirmed PTZ for a GB28181 device that does not report it. */
-            confirmedByAdministrator: boolean;
-        };
-        /** @description PTZ switch and confirmation. */
-        ChannelPtzSettingsRequest: {
-            /** @description Manual PTZ switch. */
-            enabled: boolean;
-            /** @description Confirm PTZ for a GB28181 device that does not report it. */
-            confirmedByAdministrator?: boolean;
-        };
-        /** @description Whether per-channel recording search options can be edited here. */
-        ChannelRecordingSearchCapability: {
-            /** @description Whether recording semantic search is installed. */
-            available: boolean;
-            /** @description Whether channel search options can be edited. */
-            editable: boolean;
-            /** @description Why not, when they cannot. */
-            reason: string;
-        };
-        /** @description The channel catalogue as a versioned transfer document. Source URLs are masked and credentials are not included. */
-        ChannelTransferDocument: {
-            /** @description Always `svc.channels.asset-transfer`. */
-            format: string;
-            /**
-             * Format: int32
-             * @description Document version; this server reads and writes 1.
-             */
-            version: number;
-            /**
-             * Format: date-time
-             * @description When it was exported (UTC).
-             */
-            exportedAt?: string;
-            /**
-             * Format: int64
-             * @description Store revision the export was read at.
-             */
-            revision?: number;
-            /** @description Channel groups. */
-            groups: components["schemas"]["ChannelTransferGroup"][];
-            /** @description Channels. */
-            channels: components["schemas"]["ChannelTransferChannel"][];
-        };
-        /** @description A group in a transfer document. */
-        ChannelTransferGroup: {
-            /** @description Key of the group. */
-            groupKey: string;
-            /** @description Display name. */
-            name: string;
-            /** @description Free text. */
-            description?: string;
-        };
-        /** @description A channel's configuration in a transfer document; run-time state does not travel. */
-        ChannelTransferChannel: {
-            /** @description Id of the channel where it was exported; kept on import when free. */
-            channelId?: string;
-            /** @description Display name. */
-            name: string;
-            /** @description Free text. */
-            description?: string;
-            protocol: components["schemas"]["ChannelProtocol"];
-            /** @description Source URL, masked as `***@` where credentials were stored. */
-            sourceUrl?: string;
-            /** @description Whether the exporting side stored credentials (they are not exported). */
-            hasSourceCredentials?: boolean;
-            rtspTransport?: components["schemas"]["ChannelRtspTransport"];
-            /** @description Virtual host. */
-            vhost?: string;
-            /** @description App name. */
-            app: string;
-            /** @description Stream name. */
-            stream: string;
-            /** @description Media server. */
-            mediaServerId?: string;
-            /** @description Device id or code. */
-            deviceId?: string;
-            /** @description Device channel id or code. */
-            deviceChannelId?: string;
-            /** @description Group key. */
-            groupKey?: string;
-            /**
-             * @description Enabled switch.
-             * @default true
-             */
-            enabled?: boolean;
-            /**
-             * @description Auto-pull switch.
-             * @default false
-             */
-            autoVideo?: boolean;
-            /**
-             * @description Auto-record switch.
-             * @default false
-             */
-            autoRecord?: boolean;
-            /**
-             * @description Has-audio switch.
-             * @default true
-             */
-            hasAudio?: boolean;
-            /** @description Keep pulling without players. */
-            noPlayerBreak?: boolean;
-            /** @description Has-PTZ switch. */
-            hasPtz?: boolean;
-            /** @description Shared switch. */
-            isShareChannel?: boolean;
-            /**
-             * @description Basic over plain `rtsp://` allowed.
-             * @default false
-             */
-            allowBasicAuthOverPlainRtsp?: boolean;
-        };
-        /** @description An import of a transfer document. */
-        ChannelImportRequest: {
-            /**
-             * @description Plan only and write nothing (the default); false applies the document.
-             * @default true
-             */
-            preview?: boolean;
-            activationState?: components["schemas"]["ChannelActivationState"];
-            document: components["schemas"]["ChannelTransferDocument"];
-        };
-        /** @description What importing one group or channel does. */
-        ChannelImportItem: {
-            /**
-             * @description group or channel.
-             * @enum {string}
-             */
-            kind: "group" | "channel";
-            /** @description Group key, or vhost/app/stream of the channel. */
-            key: string;
-            /** @description Id the channel has or will have. */
-            channelId?: string;
-            /**
-             * @description create, update, skip (unchanged) or error (invalid; see reason).
-             * @enum {string}
-             */
-            action: "create" | "update" | "skip" | "error";
-            /** @description Why, for example which fields change or what is invalid. */
-            reason: string;
-        };
-        /** @description The plan of an import (preview) or what it applied (confirm). */
-        ChannelImportResult: {
-            /** @description Whether this was a preview. */
-            preview: boolean;
-            /** @description Whether the document was applied. */
-            applied: boolean;
-            /**
-             * Format: int32
-             * @description Items created (or that would be).
-             */
-            created: number;
-            /**
-             * Format: int32
-             * @description Items updated (or that would be).
-             */
-            updated: number;
-            /**
-             * Format: int32
-             * @description Items unchanged.
-             */
-            skipped: number;
-            /**
-             * Format: int32
-             * @description Invalid items; a confirm with any applies nothing.
-             */
-            failed: number;
-            /** @description One entry per group and channel of the document. */
-            items: components["schemas"]["ChannelImportItem"][];
-            /**
-             * Format: int64
-             * @description Store revision the plan was made at, or that the import produced.
-             */
-            revision: number;
-        };
         /** @description One category of third-party capabilities. */
         CapabilityCategory: {
             /** @description Category name, for example live-playback, channel-sync or recordings. */
@@ -6841,34 +7159,9 @@ export interface components {
             /** @description Whether the calling token holds all of the required permissions. */
             available: boolean;
         };
-        /** @description Whether the first administrator still has to be created. */
-        BootstrapStatus: {
-            /** @description True when no administrator exists yet, so the bootstrap operation is open to loopback clients. */
-            bootstrapRequired: boolean;
-        };
-        /** @description Request to create the first super administrator. */
-        BootstrapAdminRequest: {
-            /** @description Login name; starts with a letter or digit and otherwise holds letters, digits, dots, underscores, at signs and hyphens. */
-            username: string;
-            /** @description Password of the administrator; only a salted hash of it is stored. */
-            password: string;
-            /** @description Name shown in the console; empty when absent. */
-            displayName?: string;
-        };
-        /** @description A console login attempt. */
-        LoginRequest: {
-            /** @description Login name of the user (case-insensitive). */
-            username: string;
-            /** @description Password of the user. */
-            password: string;
-            /** @description Id of the captcha challenge being answered; required after repeated failures (see `details.captchaId` of the failed answer). */
-            captchaId?: string;
-            /** @description The characters shown in the challenge image, in any letter case. */
-            captchaAnswer?: string;
-        };
         /** @description Request for one-time live playback URLs. */
         ThirdPartyLivePlaybackRequest: {
-            /** @description Protocols to issue URLs for; all of them when omitted (the documents' http-flv, http-fmp4 and hls, then our rtsp). */
+            /** @description Protocols to issue URLs for; all of them when omitted (the documents' http-flv, http-fmp4 and hls, then our rtsp); our webrtc (WHEP) only when named. */
             protocols?: components["schemas"]["PlaybackProtocol"][];
             /**
              * Format: int32
@@ -6879,7 +7172,7 @@ export interface components {
         };
         /** @description Request for a renewable playback lease. */
         ThirdPartyPlaybackLeaseRequest: {
-            /** @description Protocols the lease covers; all of them when omitted (the documents' http-flv, http-fmp4 and hls, then our rtsp). */
+            /** @description Protocols the lease covers; all of them when omitted (the documents' http-flv, http-fmp4 and hls, then our rtsp); our webrtc (WHEP) only when named. */
             protocols?: components["schemas"]["PlaybackProtocol"][];
             /**
              * Format: int32
@@ -6904,7 +7197,7 @@ export interface components {
             app: string;
             /** @description Stream id within the application. */
             streamId: string;
-            /** @description Protocols the lease covers; all of them when omitted (the documents' http-flv, http-fmp4 and hls, then our rtsp). */
+            /** @description Protocols the lease covers; all of them when omitted (the documents' http-flv, http-fmp4 and hls, then our rtsp); our webrtc (WHEP) only when named. */
             protocols?: components["schemas"]["PlaybackProtocol"][];
             /**
              * Format: int32
@@ -6928,10 +7221,10 @@ export interface components {
             leaseSeconds?: number;
         };
         /**
-         * @description A playback protocol: the documents' `http-flv`, `http-fmp4` and `hls`, and `rtsp`, our addition for VLC and NVR software (RTP over TCP or UDP; its URL carries the same `svc_ticket`, which the media server checks at DESCRIBE through the same play hook, in place of RTSP credentials).
+         * @description A playback protocol: the documents' `http-flv`, `http-fmp4` and `hls`, and `rtsp`, our addition for VLC and NVR software (RTP over TCP or UDP; its URL carries the same `svc_ticket`, which the media server checks at DESCRIBE through the same play hook, in place of RTSP credentials), and `webrtc`, our WHEP playback (POST an SDP offer to the URL, whose `svc_ticket` the same play hook checks; the answer's Location is the session to DELETE; issued only when a request names it).
          * @enum {string}
          */
-        PlaybackProtocol: "http-flv" | "http-fmp4" | "hls" | "rtsp";
+        PlaybackProtocol: "http-flv" | "http-fmp4" | "hls" | "rtsp" | "webrtc";
         /** @description One way to play a grant. */
         PlaybackSource: {
             protocol: components["schemas"]["PlaybackProtocol"];
@@ -7025,459 +7318,6 @@ export interface components {
             /** @description One single-use URL per protocol. */
             sources: components["schemas"]["PlaybackSource"][];
         };
-        /** @description One page of stream commands. */
-        StreamCommandList: {
-            /**
-             * Format: int32
-             * @description Number of this page, starting at 1.
-             */
-            page: number;
-            /**
-             * Format: int32
-             * @description Maximum rows per page.
-             */
-            pageSize: number;
-            /**
-             * Format: int64
-             * @description Commands matching the filters.
-             */
-            total: number;
-            /** @description The commands, newest first. */
-            rows: components["schemas"]["StreamCommand"][];
-        };
-        /**
-         * @description Online once media arrived; Offline after the stream went away.
-         * @enum {string}
-         */
-        StreamSessionState: "Online" | "Offline";
-        /** @description One elementary stream as the engine reported it. */
-        StreamTrack: {
-            /**
-             * @description video or audio.
-             * @enum {string}
-             */
-            kind: "video" | "audio";
-            /** @description H264, H265, AAC, PCMA, PCMU or Opus. */
-            codec: string;
-            /**
-             * Format: int32
-             * @description Coded width (video).
-             */
-            width?: number;
-            /**
-             * Format: int32
-             * @description Coded height (video).
-             */
-            height?: number;
-            /**
-             * Format: double
-             * @description Frame rate measured by the engine (video).
-             */
-            fps?: number;
-            /**
-             * Format: int32
-             * @description Sample rate in Hz (audio).
-             */
-            sampleRate?: number;
-            /**
-             * Format: int32
-             * @description Audio channels.
-             */
-            channels?: number;
-        };
-        /** @description A stream on one media server. */
-        StreamSession: {
-            /** @description Identifier of this presence of the stream; a new one each time it comes Online. */
-            sessionId: string;
-            /** @description The media server the stream is on. */
-            mediaServerId: string;
-            /** @description Virtual host. */
-            vhost: string;
-            /** @description Application. */
-            app: string;
-            /** @description Stream id within the application. */
-            streamId: string;
-            /** @description The channel that owns the stream; absent for a stream no channel claims (an RTSP push, a proxy). */
-            channelId?: string;
-            state: components["schemas"]["StreamSessionState"];
-            /** @description How the stream arrives (pull, rtsp push, file). */
-            origin?: string;
-            /** @description Protocols the stream plays with while Online. */
-            schemas?: string[];
-            /** @description The stream's tracks while Online. */
-            tracks?: components["schemas"]["StreamTrack"][];
-            /**
-             * Format: date-time
-             * @description When it last came Online (UTC).
-             */
-            onlineAt?: string;
-            /**
-             * Format: date-time
-             * @description When it last went Offline (UTC).
-             */
-            offlineAt?: string;
-            /**
-             * Format: date-time
-             * @description Last report (UTC).
-             */
-            updatedAt: string;
-        };
-        /** @description One page of stream sessions. */
-        StreamSessionList: {
-            /**
-             * Format: int32
-             * @description Number of this page, starting at 1.
-             */
-            page: number;
-            /**
-             * Format: int32
-             * @description Maximum rows per page.
-             */
-            pageSize: number;
-            /**
-             * Format: int64
-             * @description Sessions matching the filters.
-             */
-            total: number;
-            /** @description The sessions. */
-            rows: components["schemas"]["StreamSession"][];
-        };
-        /** @description A player connected to a media server. */
-        StreamPlayer: {
-            /** @description The engine's id of the player. */
-            playerId: string;
-            /** @description The media server it is connected to. */
-            mediaServerId: string;
-            /** @description Virtual host. */
-            vhost?: string;
-            /** @description Application. */
-            app: string;
-            /** @description Stream id. */
-            streamId: string;
-            /** @description http-flv, http-fmp4, hls or rtsp. */
-            protocol: string;
-            /** @description The player's address as the engine sees it. */
-            remoteAddr: string;
-            /** @description The playback lease it plays under, if any. */
-            leaseId?: string;
-            /**
-             * Format: int64
-             * @description Bytes sent.
-             */
-            bytes: number;
-            /**
-             * Format: int64
-             * @description Frames sent.
-             */
-            frames: number;
-            /**
-             * Format: int64
-             * @description Frames dropped because the player read too slowly.
-             */
-            droppedFrames: number;
-            /**
-             * Format: date-time
-             * @description When it connected (UTC).
-             */
-            startedAt: string;
-        };
-        /** @description The players, and the media servers that did not answer. */
-        StreamPlayerList: {
-            /** @description The players. */
-            rows: components["schemas"]["StreamPlayer"][];
-            /** @description Media servers that did not answer in time, with the reason. */
-            unreachable: {
-                /** @description The media server. */
-                mediaServerId: string;
-                /** @description Why it did not answer. */
-                error: string;
-            }[];
-        };
-        /** @description A pull proxy to start. */
-        StartStreamProxyRequest: {
-            /** @description The media server to pull on; the only one when omitted. */
-            mediaServerId?: string;
-            /** @description rtsp:// or rtsps:// source; credentials in it are used and never stored or logged. */
-            url: string;
-            /** @description Virtual host; the default when omitted. */
-            vhost?: string;
-            /** @description Application to publish into. */
-            app: string;
-            /** @description Stream id to publish as. */
-            stream: string;
-            /**
-             * @description RTSP lower transport; auto tries UDP and falls back to TCP.
-             * @enum {string}
-             */
-            transport?: "auto" | "tcp" | "udp";
-        };
-        /** @description A pull proxy to stop. */
-        StopStreamProxyRequest: {
-            /** @description The media server; the only one when omitted. */
-            mediaServerId?: string;
-            /** @description Virtual host; the default when omitted. */
-            vhost?: string;
-            /** @description Application. */
-            app: string;
-            /** @description Stream id. */
-            stream: string;
-        };
-        /** @description The node command that starts or stops a proxy. */
-        StreamProxyCommand: {
-            /** @description Identifier of the proxy on the media server. */
-            proxyId: string;
-            /** @description The media server. */
-            mediaServerId: string;
-            /** @description The node command; read it under /api/v2/node/commands. */
-            nodeCommandId: string;
-            /** @description The node command's state when the answer was sent. */
-            state: string;
-            /** @description Why it failed, when it did. */
-            error?: string;
-        };
-        /** @description An RTSP source to smoke-test. */
-        RtspSmokeTestRequest: {
-            /** @description rtsp:// or rtsps:// URL, credentials in its user info if the source needs them. */
-            url: string;
-            /** @description The media server to test from; the only one when omitted. */
-            mediaServerId?: string;
-            /**
-             * @description RTSP lower transport; auto tries UDP and falls back to TCP.
-             * @enum {string}
-             */
-            transport?: "auto" | "tcp" | "udp";
-            /**
-             * Format: int32
-             * @description Bound of the whole test; default 10.
-             */
-            timeoutSeconds?: number;
-        };
-        /** @description What an RTSP smoke test found. */
-        RtspSmokeTestResult: {
-            /** @description The tested URL without credentials. */
-            url: string;
-            /** @description The media server that ran the test. */
-            mediaServerId?: string;
-            /** @description Whether a keyframe arrived in time. */
-            ok: boolean;
-            /** @description Where the test ended (connect, describe, setup, play, or done). */
-            stage: string;
-            /** @description Why it failed, when it did. */
-            error?: string;
-            /** @description The transport that delivered media (udp or tcp). */
-            transport?: string;
-            /**
-             * Format: double
-             * @description Milliseconds from the start of the test to the first keyframe.
-             */
-            timeToFirstFrameMs?: number;
-            /** @description H264 or H265. */
-            videoCodec?: string;
-            /**
-             * Format: int32
-             * @description Coded width.
-             */
-            width?: number;
-            /**
-             * Format: int32
-             * @description Coded height.
-             */
-            height?: number;
-            /**
-             * Format: double
-             * @description Frame rate measured over the frames that arrived.
-             */
-            fps?: number;
-            /** @description AAC, PCMA, PCMU or Opus, when the source has audio. */
-            audioCodec?: string;
-            /**
-             * Format: double
-             * @description How long the test took.
-             */
-            durationMs: number;
-        };
-        /** @description Sources to smoke-test. */
-        RtspSmokeTestBatchRequest: {
-            /** @description The sources, tested four at a time. */
-            items: components["schemas"]["RtspSmokeTestRequest"][];
-        };
-        /** @description One result per source, in request order. */
-        RtspSmokeTestBatchResult: {
-            /** @description The results. */
-            results: components["schemas"]["RtspSmokeTestResult"][];
-        };
-        /** @description A channel's snapshot schedule. */
-        SnapshotSettings: {
-            /** @description The channel. */
-            channelId: string;
-            /** @description Whether snapshots are taken while the stream is Online. */
-            enabled: boolean;
-            /**
-             * Format: int32
-             * @description Seconds between snapshots.
-             */
-            intervalSeconds: number;
-            /**
-             * Format: date-time
-             * @description When the schedule last changed.
-             */
-            updatedAt?: string;
-        };
-        /** @description Changes to a snapshot schedule. */
-        SnapshotSettingsRequest: {
-            /** @description Take snapshots while the stream is Online. */
-            enabled?: boolean;
-            /**
-             * Format: int32
-             * @description Seconds between snapshots.
-             */
-            intervalSeconds?: number;
-        };
-        /** @description A channel's snapshot overview. */
-        ChannelSnapshots: {
-            /** @description The channel. */
-            channelId: string;
-            /** @description Whether snapshots are scheduled. */
-            enabled: boolean;
-            /**
-             * Format: int32
-             * @description Seconds between snapshots.
-             */
-            intervalSeconds: number;
-            /** @description Whether the channel's stream is Online now. */
-            streamOnline: boolean;
-            /**
-             * Format: date-time
-             * @description When the latest image was taken; absent when there is none.
-             */
-            latestAt?: string;
-            /**
-             * Format: int32
-             * @description Width of the latest image.
-             */
-            width?: number;
-            /**
-             * Format: int32
-             * @description Height of the latest image.
-             */
-            height?: number;
-            /**
-             * Format: int32
-             * @description Size of the latest image.
-             */
-            sizeBytes?: number;
-            /** @description Relative URL of the latest image with a 60-second view ticket; absent when there is none. */
-            previewUrl?: string;
-            /** @description Relative URL of the latest image with a 60-second download ticket; absent when there is none. */
-            downloadUrl?: string;
-        };
-        /** @description Access to grant. */
-        SnapshotAccessRequest: {
-            /**
-             * @description view shows the image inline, download answers it as an attachment.
-             * @enum {string}
-             */
-            action: "view" | "download";
-            /**
-             * Format: int32
-             * @description Lifetime of the ticket; default 60.
-             */
-            ttlSeconds?: number;
-        };
-        /** @description A snapshot access ticket. */
-        SnapshotAccess: {
-            /** @description The ticket, bound to the channel and the action. */
-            ticket: string;
-            /** @description view or download. */
-            action: string;
-            /** @description Relative URL of the latest image carrying the ticket. */
-            url: string;
-            /**
-             * Format: date-time
-             * @description When the ticket stops working.
-             */
-            expiresAt: string;
-        };
-        /** @description A console session as the console sees it. The access and refresh tokens travel only in HttpOnly cookies and never in this body. */
-        ConsoleSession: {
-            /** @description Identifier of the session (also the credential id in the audit log and in `auth/me`). */
-            sessionId: string;
-            user: components["schemas"]["User"];
-            /** @description Effective permission points of the user. */
-            permissions: string[];
-            /** @description Value for the `X-Svc-Csrf-Token` header of every state-changing request authenticated by the session cookie; bound to this session and unchanged by refreshes. */
-            csrfToken: string;
-            /**
-             * Format: date-time
-             * @description When the access token in the session cookie expires; refresh before then.
-             */
-            accessExpiresAt: string;
-            /**
-             * Format: date-time
-             * @description Absolute end of the session; after it the user logs in again.
-             */
-            sessionExpiresAt: string;
-        };
-        /** @description A new captcha challenge. */
-        CaptchaChallenge: {
-            /** @description Identifier to send as `captchaId` with the login. */
-            captchaId: string;
-            /** @description Relative URL of the challenge image. */
-            imageUrl: string;
-            /**
-             * Format: date-time
-             * @description When the challenge stops being accepted.
-             */
-            expiresAt: string;
-        };
-        /** @description The calling credential and its user. The user property is absent for API tokens that have no user owner. */
-        CurrentUser: {
-            user?: components["schemas"]["User"];
-            /**
-             * @description Kind of the calling credential.
-             * @enum {string}
-             */
-            credentialKind: "api-token" | "console-session";
-            /** @description Identifier of the calling credential, the id of the API token or of the console session. */
-            credentialId: string;
-            /** @description Effective permission points of the caller, as enforced on every request. */
-            permissions: string[];
-            /** @description Roles the user holds; empty when there is no user. */
-            roles: components["schemas"]["Role"][];
-            /** @description For a console session, the value of its `X-Svc-Csrf-Token` header, so a reloaded console can recover it; absent for API tokens. */
-            csrfToken?: string;
-        };
-        /** @description The body of every delivery (contract A, "Event envelope"); consumers tolerate extra fields in data. */
-        EventEnvelope: {
-            /**
-             * Format: int32
-             * @description Parsing version of the envelope, currently 1; an unsupported version must not be parsed by guessing.
-             */
-            schemaVersion: number;
-            /**
-             * Format: uuid
-             * @description Event id, stable across retries and across plans; the idempotency key.
-             */
-            eventId: string;
-            /** @description Name of the event, which selects the shape of data. */
-            eventName: string;
-            /**
-             * Format: date-time
-             * @description Creation time of the event (UTC), not of the HTTP attempt.
-             */
-            occurredAtUtc: string;
-            /**
-             * @description Origin of the event.
-             * @enum {string}
-             */
-            source: "gb28181" | "rtc" | "media" | "recording" | "engine" | "outbound-webhook-test";
-            /** @description Control node where the event originated (not a media server id). */
-            nodeId: string;
-            /** @description Event-specific fields, with the exact capitalisation of the contract's event data table. */
-            data: {
-                [key: string]: unknown;
-            };
-        };
         /** @description One outbox entry; data is redacted as in deliveries. */
         OutboxEvent: {
             /**
@@ -7565,33 +7405,6 @@ export interface components {
             permission: string;
             /** @description Whether the calling credential holds that permission. */
             visible: boolean;
-        };
-        /** @description One JSON text frame of the runtime-state WebSocket. */
-        RuntimeStateMessage: {
-            /**
-             * @description Frame type; hello first, then event frames, and resync when the stream restarts.
-             * @enum {string}
-             */
-            type: "hello" | "event" | "resync";
-            /**
-             * Format: int64
-             * @description For event, its number (1, 2, 3, … without gaps; a resumed stream continues the numbering); for hello and resync, the last number used.
-             */
-            seq: number;
-            /** @description Opaque position (`REVISION.INDEX.SEQ`) to pass as query cursor to resume right after this frame. */
-            cursor: string;
-            /**
-             * Format: int64
-             * @description Store revision the frame reflects.
-             */
-            revision: number;
-            /** @description On hello, the protocol version (svc.runtime-state.v1). */
-            protocol?: string;
-            /** @description On hello, whether the stream continues the one the cursor came from. */
-            resumed?: boolean;
-            /** @description On resync, why the stream restarted. */
-            reason?: string;
-            event?: components["schemas"]["EventEnvelope"];
         };
         /** @description Aggregate state of delivery plans and deliveries on the answering node. */
         OutboundWebhookStatus: {
@@ -7925,6 +7738,1171 @@ export interface components {
             /** @description The entries, newest first. */
             rows: components["schemas"]["EngineWebhookInboxEntry"][];
         };
+        /** @description Whether the first administrator still has to be created. */
+        BootstrapStatus: {
+            /** @description True when no administrator exists yet, so the bootstrap operation is open to loopback clients. */
+            bootstrapRequired: boolean;
+        };
+        /** @description Request to create the first super administrator. */
+        BootstrapAdminRequest: {
+            /** @description Login name; starts with a letter or digit and otherwise holds letters, digits, dots, underscores, at signs and hyphens. */
+            username: string;
+            /** @description Password of the administrator; only a salted hash of it is stored. */
+            password: string;
+            /** @description Name shown in the console; empty when absent. */
+            displayName?: string;
+        };
+        /** @description A console login attempt. */
+        LoginRequest: {
+            /** @description Login name of the user (case-insensitive). */
+            username: string;
+            /** @description Password of the user. */
+            password: string;
+            /** @description Id of the captcha challenge being answered; required after repeated failures (see `details.captchaId` of the failed answer). */
+            captchaId?: string;
+            /** @description The characters shown in the challenge image, in any letter case. */
+            captchaAnswer?: string;
+        };
+        /** @description A console session as the console sees it. The access and refresh tokens travel only in HttpOnly cookies and never in this body. */
+        ConsoleSession: {
+            /** @description Identifier of the session (also the credential id in the audit log and in `auth/me`). */
+            sessionId: string;
+            user: components["schemas"]["User"];
+            /** @description Effective permission points of the user. */
+            permissions: string[];
+            /** @description Value for the `X-Svc-Csrf-Token` header of every state-changing request authenticated by the session cookie; bound to this session and unchanged by refreshes. */
+            csrfToken: string;
+            /**
+             * Format: date-time
+             * @description When the access token in the session cookie expires; refresh before then.
+             */
+            accessExpiresAt: string;
+            /**
+             * Format: date-time
+             * @description Absolute end of the session; after it the user logs in again.
+             */
+            sessionExpiresAt: string;
+        };
+        /** @description A new captcha challenge. */
+        CaptchaChallenge: {
+            /** @description Identifier to send as `captchaId` with the login. */
+            captchaId: string;
+            /** @description Relative URL of the challenge image. */
+            imageUrl: string;
+            /**
+             * Format: date-time
+             * @description When the challenge stops being accepted.
+             */
+            expiresAt: string;
+        };
+        /** @description The calling credential and its user. The user property is absent for API tokens that have no user owner. */
+        CurrentUser: {
+            user?: components["schemas"]["User"];
+            /**
+             * @description Kind of the calling credential.
+             * @enum {string}
+             */
+            credentialKind: "api-token" | "console-session";
+            /** @description Identifier of the calling credential, the id of the API token or of the console session. */
+            credentialId: string;
+            /** @description Effective permission points of the caller, as enforced on every request. */
+            permissions: string[];
+            /** @description Roles the user holds; empty when there is no user. */
+            roles: components["schemas"]["Role"][];
+            /** @description For a console session, the value of its `X-Svc-Csrf-Token` header, so a reloaded console can recover it; absent for API tokens. */
+            csrfToken?: string;
+        };
+        /** @description A registered GB28181 device. */
+        Gb28181Device: {
+            /** @description The device's 20-digit GB28181 code. */
+            deviceId: string;
+            /** @description The device's name from DeviceInfo, null until it reported one. */
+            name: string | null;
+            /** @description `inbound`: the device registers with the platform. */
+            direction: string;
+            /**
+             * @description Presence; offline after the keep-alive window passes in silence.
+             * @enum {string}
+             */
+            status: "online" | "offline";
+            /**
+             * @description The SIP transport the device registered over.
+             * @enum {string}
+             */
+            transport: "udp" | "tcp";
+            /** @description The device's SIP address as the holding node sees it (after NAT). */
+            remoteAddr: string;
+            /** @description The control node holding the device's transport; commands reach the device through it. */
+            nodeId: string;
+            /**
+             * Format: int32
+             * @description Registration lifetime in seconds.
+             */
+            expires: number;
+            /** @description From DeviceInfo, when reported. */
+            manufacturer?: string;
+            /** @description From DeviceInfo, when reported. */
+            model?: string;
+            /**
+             * Format: int32
+             * @description Channels in the device's last synced catalog.
+             */
+            channels: number;
+            /**
+             * Format: date-time
+             * @description When the device record was created (its first successful REGISTER).
+             */
+            registeredAt: string;
+            /**
+             * Format: date-time
+             * @description When `status` last changed.
+             */
+            statusChangedAt: string;
+        };
+        /** @description One page of GB28181 devices. */
+        Gb28181DeviceList: {
+            /**
+             * Format: int32
+             * @description Number of this page, starting at 1.
+             */
+            page: number;
+            /**
+             * Format: int32
+             * @description Maximum number of rows per page.
+             */
+            pageSize: number;
+            /**
+             * Format: int64
+             * @description Number of matching devices.
+             */
+            total: number;
+            /** @description The devices, by device id. */
+            rows: components["schemas"]["Gb28181Device"][];
+        };
+        /**
+         * @description State of a recording session (see GET /api/v2/recording/state-model).
+         * @enum {string}
+         */
+        RecordingSessionState: "Requested" | "Recording" | "Stopped" | "Failed";
+        /**
+         * @description Who asked for a recording, manual (an operator or backend), auto (channel autoRecord) or plan.
+         * @enum {string}
+         */
+        RecordSource: "manual" | "auto" | "plan";
+        /** @description What to record: `channelId`, or `app` and `streamId` (with `vhost` and `mediaServerId` where the stream is not a channel's). */
+        StartRecordingRequest: {
+            /** @description The channel whose stream to record; its media server records it. */
+            channelId?: string;
+            /** @description The media server; defaults to the channel's. */
+            mediaServerId?: string;
+            /** @description Virtual host; __defaultVhost__ when absent. */
+            vhost?: string;
+            /** @description Application of a stream that is not named by channelId. */
+            app?: string;
+            /** @description Stream id of a stream that is not named by channelId. */
+            streamId?: string;
+            /**
+             * Format: int32
+             * @description Length of each file in seconds (files close at the first keyframe after it); the engine's setting when 0 or absent.
+             */
+            segmentSeconds?: number;
+        };
+        /** @description What to stop recording, named as in StartRecordingRequest. */
+        StopRecordingRequest: {
+            /** @description The channel whose stream to stop recording. */
+            channelId?: string;
+            /** @description The media server; defaults to the channel's. */
+            mediaServerId?: string;
+            /** @description Virtual host; __defaultVhost__ when absent. */
+            vhost?: string;
+            /** @description Application of a stream that is not named by channelId. */
+            app?: string;
+            /** @description Stream id of a stream that is not named by channelId. */
+            streamId?: string;
+        };
+        /** @description A stream a media server is asked to record. */
+        RecordingSession: {
+            /** @description Id of this session (UUID); a start after a stop opens a new one. */
+            sessionId: string;
+            /** @description The media server that records. */
+            mediaServerId: string;
+            /** @description Its media host node. */
+            nodeId?: string;
+            /** @description The channel whose stream it is, when it is one's. */
+            channelId?: string;
+            /** @description Virtual host. */
+            vhost: string;
+            /** @description Application. */
+            app: string;
+            /** @description Stream id. */
+            streamId: string;
+            state: components["schemas"]["RecordingSessionState"];
+            recordSource: components["schemas"]["RecordSource"];
+            /**
+             * Format: int32
+             * @description File length asked for; absent for the engine's setting.
+             */
+            segmentSeconds?: number;
+            /** @description Who started it (actor type:id). */
+            requestedBy: string;
+            /**
+             * Format: date-time
+             * @description When it was started.
+             */
+            startedAt: string;
+            /**
+             * Format: date-time
+             * @description When its state last changed.
+             */
+            updatedAt: string;
+            /**
+             * Format: date-time
+             * @description When it was stopped.
+             */
+            stoppedAt?: string;
+            /**
+             * Format: int64
+             * @description Files indexed for this session.
+             */
+            files: number;
+            /**
+             * Format: int64
+             * @description Their total size.
+             */
+            bytes: number;
+            /** @description Why the engine refused or failed, in a Failed session. */
+            lastError?: string;
+            /** @description The node command of the last start or stop. */
+            commandId?: string;
+        };
+        /** @description One page of recording sessions. */
+        RecordingSessionList: {
+            /**
+             * Format: int32
+             * @description Number of this page, starting at 1.
+             */
+            page: number;
+            /**
+             * Format: int32
+             * @description Maximum rows per page.
+             */
+            pageSize: number;
+            /**
+             * Format: int64
+             * @description Sessions matching the filters.
+             */
+            total: number;
+            /** @description The sessions. */
+            rows: components["schemas"]["RecordingSession"][];
+        };
+        /** @description What one auto-record pass did. */
+        AutoRecordPassResult: {
+            /**
+             * Format: int32
+             * @description Sessions started for channels with autoRecord.
+             */
+            started: number;
+            /**
+             * Format: int32
+             * @description Automatic sessions stopped.
+             */
+            stopped: number;
+            /**
+             * Format: int32
+             * @description Active sessions an engine was asked to record again.
+             */
+            resumed: number;
+            /**
+             * Format: int32
+             * @description Starts, stops or resumptions that failed (see the sessions' lastError).
+             */
+            failed: number;
+        };
+        /** @description The recording state machines. */
+        RecordingStateModel: {
+            /** @description One per kind of record (recording-session, recording-file). */
+            machines: components["schemas"]["RecordingStateMachine"][];
+        };
+        /** @description One state machine. */
+        RecordingStateMachine: {
+            /** @description What it describes. */
+            name: string;
+            /** @description What a record of this kind is. */
+            description: string;
+            /** @description The state a record starts in. */
+            initial: string;
+            /** @description Its states. */
+            states: {
+                /** @description State name as the API shows it. */
+                name: string;
+                /** @description What the state means. */
+                description: string;
+                /** @description Whether the record stays in it. */
+                terminal: boolean;
+            }[];
+            /** @description Allowed changes of state. */
+            transitions: {
+                /** @description State before. */
+                from: string;
+                /** @description State after. */
+                to: string;
+                /** @description What causes it. */
+                trigger: string;
+            }[];
+        };
+        /** @description Recorded files to hard-delete; each id is processed independently. */
+        DeleteRecordFilesRequest: {
+            /** @description 1-100 distinct file ids. */
+            fileIds: string[];
+        };
+        /** @description A weekly window in the plan's time zone; a window across midnight is two slots. */
+        RecordPlanSlot: {
+            /**
+             * @description Day of the week.
+             * @enum {string}
+             */
+            day: "monday" | "tuesday" | "wednesday" | "thursday" | "friday" | "saturday" | "sunday";
+            /** @description Wall-clock start, HH:MM. */
+            start: string;
+            /** @description Wall-clock end, HH:MM after start, up to 24:00. */
+            end: string;
+        };
+        /** @description A recording plan's settings. */
+        SaveRecordPlanRequest: {
+            /** @description Name of the plan. */
+            name: string;
+            /** @description What it is for. */
+            description?: string;
+            /** @description IANA time zone the slots are in, for example Europe/Berlin or UTC. */
+            timeZone: string;
+            /** @description Whether it records; true when absent. */
+            enabled?: boolean;
+            /** @description The channels it records. */
+            channelIds?: string[];
+            /** @description The weekly slots. */
+            weekly: components["schemas"]["RecordPlanSlot"][];
+            /**
+             * Format: int32
+             * @description File length of its recordings; the engine's setting when 0 or absent.
+             */
+            segmentSeconds?: number;
+        };
+        /** @description A weekly recording plan. */
+        RecordPlan: {
+            /** @description Id of the plan (UUID); empty in the template. */
+            planId: string;
+            /** @description Name of the plan. */
+            name: string;
+            /** @description What it is for. */
+            description?: string;
+            /** @description IANA time zone of the slots. */
+            timeZone: string;
+            /** @description Whether it records. */
+            enabled: boolean;
+            /** @description The channels it records. */
+            channelIds: string[];
+            /** @description The weekly slots. */
+            weekly: components["schemas"]["RecordPlanSlot"][];
+            /**
+             * Format: int32
+             * @description File length of its recordings.
+             */
+            segmentSeconds?: number;
+            /**
+             * Format: date-time
+             * @description When it was created.
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description When it last changed.
+             */
+            updatedAt: string;
+        };
+        /** @description Recording plans, all on one page. */
+        RecordPlanList: {
+            /**
+             * Format: int32
+             * @description Always 1.
+             */
+            page: number;
+            /**
+             * Format: int32
+             * @description The number of plans.
+             */
+            pageSize: number;
+            /**
+             * Format: int64
+             * @description Plans matching the filter.
+             */
+            total: number;
+            /** @description The plans by name. */
+            rows: components["schemas"]["RecordPlan"][];
+        };
+        /** @description Whether a time falls in a plan. */
+        RecordPlanEvaluation: {
+            /** @description The plan. */
+            planId: string;
+            /**
+             * Format: date-time
+             * @description The time judged (UTC).
+             */
+            at: string;
+            /** @description Whether it falls in a slot (whether the plan is enabled or not). */
+            hit: boolean;
+            /** @description Whether the plan is enabled, so that a hit records. */
+            enabled: boolean;
+            /** @description The time in the plan's zone with its offset then. */
+            localTime: string;
+            /** @description The weekday there. */
+            day: string;
+            /** @description The plan's zone. */
+            timeZone: string;
+            /**
+             * Format: int32
+             * @description Index of the slot it falls in.
+             */
+            slot?: number;
+        };
+        /**
+         * @description Machine-readable error code of an error answer. This list is every code the platform answers with; a client switches on it and shows `message` to people. Codes are only ever added.
+         * @example permission_denied
+         * @enum {string}
+         */
+        ErrorCode: "agent_command_failed" | "agent_timeout" | "agent_unavailable" | "api_token_required" | "authentication_required" | "captcha_invalid" | "captcha_required" | "channel_disabled" | "channel_group_conflict" | "channel_group_not_empty" | "channel_not_pending" | "channel_pending_activation" | "channel_running" | "channel_stream_conflict" | "command_canceled" | "command_interrupted" | "conflict" | "csrf_rejected" | "delivery_not_retryable" | "gb28181_device_not_found" | "gb28181_device_offline" | "gb28181_device_unreachable" | "gb28181_invite_rejected" | "gb28181_invite_timeout" | "idempotency_conflict" | "import_rejected" | "internal" | "invalid_body" | "invalid_credentials" | "invalid_header" | "invalid_query" | "media_server_referenced" | "media_server_required" | "method_not_allowed" | "node_required" | "node_retired" | "not_found" | "not_permitted" | "not_yet_visible" | "notifications_not_configured" | "payload_too_large" | "permission_denied" | "playback_lease_conflict" | "ptz_not_supported" | "ptz_unavailable" | "rate_limited" | "recording_file_unavailable" | "recording_not_active" | "refresh_token_reused" | "room_closed" | "room_ticket_consumed" | "room_ticket_invalid" | "rtc_token_invalid" | "rtp_ports_exhausted" | "session_expired" | "smtp_failed" | "storage_full" | "stream_command_finished" | "stream_not_ready" | "subscription_archived" | "timeout" | "token_not_revealable" | "unavailable" | "unknown_outcome" | "unsupported_media_type" | "webhook_name_conflict" | "webhook_target_not_allowed" | "websocket_upgrade_required";
+        /** @description Body of every JSON error answer. */
+        ErrorBody: {
+            code: components["schemas"]["ErrorCode"];
+            /** @description Human-readable explanation; not meant to be parsed. */
+            message: string;
+            /** @description Trace id of the request, equal to the `X-Trace-Id` response header. */
+            traceId: string;
+            /** @description Whether repeating the same request later may succeed; absent when unknown. */
+            retryable?: boolean;
+            /** @description Extra machine-readable facts about the error, such as the id of a captcha to solve; absent when there are none. */
+            details?: {
+                [key: string]: string;
+            };
+        };
+        /** @description One console user; it never holds any password data. */
+        User: {
+            /** @description Identifier of the user. */
+            userId: string;
+            /** @description Login name of the user, unique among all users including deleted ones. */
+            username: string;
+            /** @description Name shown in the console; may be empty. */
+            displayName: string;
+            /**
+             * @description Current status of the user; only active users can log in.
+             * @enum {string}
+             */
+            status: "active" | "disabled" | "deleted";
+            /** @description Identifiers of the roles the user holds. */
+            roleIds: string[];
+            /**
+             * Format: date-time
+             * @description Time the user was created (UTC).
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description Time the user was last changed (UTC).
+             */
+            updatedAt: string;
+            /**
+             * Format: date-time
+             * @description Time the user last logged in (UTC); null when the user never logged in.
+             */
+            lastLoginAt: string | null;
+            /**
+             * Format: date-time
+             * @description Time the password was last changed or reset (UTC); null when it was never changed since creation.
+             */
+            passwordChangedAt: string | null;
+        };
+        /** @description Request to set a new password. */
+        ChangePasswordRequest: {
+            /** @description Current password of the user; optional here, because an administrator resetting another user's password does not need it. */
+            currentPassword?: string;
+            /** @description The new password; only a salted hash of it is stored. */
+            newPassword: string;
+        };
+        /** @description One role, a named set of permission points that users hold. */
+        Role: {
+            /** @description Identifier of the role. */
+            roleId: string;
+            /** @description Unique name of the role. */
+            name: string;
+            /** @description What the role is for; may be empty. */
+            description: string;
+            /** @description Whether the role is built in; built-in roles cannot be changed or deleted. */
+            builtIn: boolean;
+            /** @description Permission points the role grants. */
+            permissions: string[];
+            /**
+             * Format: int64
+             * @description Number of users that hold the role, not counting deleted users.
+             */
+            userCount: number;
+            /**
+             * Format: date-time
+             * @description Time the role was created (UTC); null when it is not recorded, as for built-in roles.
+             */
+            createdAt: string | null;
+            /**
+             * Format: date-time
+             * @description Time the role was last changed (UTC); null when it was never changed.
+             */
+            updatedAt: string | null;
+        };
+        /** @description The answer of an operation that changed something and has no resource left to return: a deletion, a password change, a logout. Success is HTTP 200 with this body (contract A: success is HTTP 200 unless stated). */
+        ActionResult: {
+            /**
+             * @description What was done.
+             * @enum {string}
+             */
+            action: "deleted" | "password-changed" | "logged-out";
+            /** @description What it was done to: the user, role or channel id, the group key, `mediaServerId/username` of an RTSP credential, or the session id. */
+            target: string;
+            /** @description What happened, in words. */
+            message: string;
+        };
+        /** @description A request the node agent has accepted as a node command but not finished within the wait; poll the command until it reaches a terminal state. */
+        NodeCommandAccepted: {
+            /** @description Identifier of the node command that carries the request. */
+            commandId: string;
+            /** @description Media host the command runs on. */
+            nodeId: string;
+            /** @description Type of the node command. */
+            commandType: string;
+            /**
+             * @description Current status of the command.
+             * @enum {string}
+             */
+            status: "Pending" | "Dispatched" | "Running" | "Succeeded" | "Failed" | "TimedOut" | "Canceled";
+            /** @description What to do next. */
+            message: string;
+        };
+        /** @description One media server: the engine a node agent supervises. */
+        MediaServer: {
+            /** @description Media server id. */
+            mediaServerId: string;
+            /** @description Node id of the host. */
+            nodeId: string;
+            /**
+             * @description online while the agent is online and the engine runs and is healthy; retired after retirement.
+             * @enum {string}
+             */
+            status: "online" | "offline" | "retired";
+            /**
+             * @description Status of the host's node agent.
+             * @enum {string}
+             */
+            agentStatus: "pending" | "online" | "offline" | "retired";
+            /**
+             * @description Last reported engine process state.
+             * @enum {string}
+             */
+            engineStatus: "unknown" | "stopped" | "starting" | "running" | "crashed" | "start_failed" | "backoff";
+            /** @description Engine version; empty when unknown. */
+            version: string;
+            /**
+             * Format: date-time
+             * @description When the agent last reported; null when never.
+             */
+            lastHeartbeatAt: string | null;
+            /** @description Media HTTP listen address (HTTP-FLV, HTTP-fMP4, HLS). */
+            httpAddr: string;
+            /** @description RTSP listen address. */
+            rtspAddr: string;
+            /**
+             * Format: int32
+             * @description First port of the RTP range.
+             */
+            rtpPortMin: number;
+            /**
+             * Format: int32
+             * @description Last port of the RTP range.
+             */
+            rtpPortMax: number;
+            /**
+             * Format: int32
+             * @description Streams the engine serves.
+             */
+            streams: number;
+            /**
+             * Format: int32
+             * @description Players connected.
+             */
+            players: number;
+            /**
+             * Format: date-time
+             * @description When it was retired; null unless retired.
+             */
+            retiredAt: string | null;
+        };
+        /** @description The engine process of one media host as its agent reports it. */
+        EngineProcessState: {
+            /** @description Media host. */
+            nodeId: string;
+            /** @description Media server id. */
+            mediaServerId: string;
+            /**
+             * @description Engine process state.
+             * @enum {string}
+             */
+            status: "unknown" | "stopped" | "starting" | "running" | "crashed" | "start_failed" | "backoff";
+            /**
+             * @description Status of the host's node agent.
+             * @enum {string}
+             */
+            agentStatus: "pending" | "online" | "offline" | "retired";
+            /**
+             * Format: int32
+             * @description Process id; 0 when not running.
+             */
+            pid: number;
+            /** @description Engine version. */
+            version: string;
+            /**
+             * Format: date-time
+             * @description When the running process started; null when not running.
+             */
+            startedAt: string | null;
+            /**
+             * Format: int32
+             * @description Restarts since the agent started.
+             */
+            restarts: number;
+            /** @description Last managed action (start, stop, restart, reload, auto-restart). */
+            lastAction: string;
+            /** @description Last start or health error. */
+            lastError: string;
+            /**
+             * Format: date-time
+             * @description When the supervisor starts it again after a failure; null otherwise.
+             */
+            nextStartAt: string | null;
+            /**
+             * Format: int64
+             * @description Resident memory of the process.
+             */
+            rssBytes: number;
+            /**
+             * Format: double
+             * @description CPU use of the process, in percent of one core.
+             */
+            cpuPercent: number;
+            /**
+             * Format: int32
+             * @description Streams served.
+             */
+            streams: number;
+            /**
+             * Format: int32
+             * @description Players connected.
+             */
+            players: number;
+            /** @description Engine configuration file on the host. */
+            configPath: string;
+            /** @description Loopback address of the engine control API. */
+            controlAddr: string;
+            /** @description Media HTTP listen address. */
+            httpAddr: string;
+            /** @description RTSP listen address. */
+            rtspAddr: string;
+            /**
+             * Format: int32
+             * @description First RTP port.
+             */
+            rtpPortMin: number;
+            /**
+             * Format: int32
+             * @description Last RTP port.
+             */
+            rtpPortMax: number;
+            /**
+             * Format: date-time
+             * @description When the agent reported this state; null when it never did.
+             */
+            reportedAt: string | null;
+        };
+        /**
+         * @description How the platform reaches the source; `rtsp` pulls `sourceUrl`, `onvif` resolves the stream from the device, `gb28181` invites the device over SIP.
+         * @enum {string}
+         */
+        ChannelProtocol: "rtsp" | "onvif" | "gb28181";
+        /**
+         * @description What the channel's owner asked for; start and retry set Running, stop sets Stopped.
+         * @enum {string}
+         */
+        ChannelDesiredState: "Running" | "Stopped";
+        /**
+         * @description What the stream is doing. Offline (nothing pulled), Starting (a start is under way), Online (media is arriving), Retrying (the last attempt failed; the next is scheduled), Paused (it failed and auto-recovery is paused), Failed (it failed and will not be retried).
+         * @enum {string}
+         */
+        ChannelActualState: "Offline" | "Starting" | "Online" | "Retrying" | "Paused" | "Failed";
+        /**
+         * @description Pending channels wait in the pending-activation pool and cannot be started; Active channels can.
+         * @enum {string}
+         */
+        ChannelActivationState: "Pending" | "Active";
+        /**
+         * @description Lower transport of an RTSP pull; auto tries UDP and falls back to TCP interleaved.
+         * @enum {string}
+         */
+        ChannelRtspTransport: "auto" | "tcp" | "udp";
+        /**
+         * @description Kind of a runtime-log entry: config (created, updated, deleted, imported), activation, state (desired and actual state, auto-recovery, backoff), command (stream commands), stream (engine stream events), media-server (assignment).
+         * @enum {string}
+         */
+        ChannelRuntimeLogKind: "config" | "activation" | "state" | "command" | "stream" | "media-server";
+        /**
+         * @description State of a stream command, following its node command; Succeeded, Failed, TimedOut and Canceled are final.
+         * @enum {string}
+         */
+        StreamCommandState: "Pending" | "Dispatched" | "Running" | "Succeeded" | "Failed" | "TimedOut" | "Canceled";
+        /**
+         * @description What a stream command asks of the media server.
+         * @enum {string}
+         */
+        StreamCommandAction: "start" | "stop";
+        /** @description A video channel. `sourceUrl` never carries credentials: `***@` stands where they are stored, and `hasSourceCredentials` says whether they are. */
+        Channel: {
+            /** @description Identifier of the channel (UUID), stable across media servers. */
+            channelId: string;
+            /** @description Display name. */
+            name: string;
+            /** @description Free text for operators; empty when not set. */
+            description: string;
+            protocol: components["schemas"]["ChannelProtocol"];
+            /** @description Source URL with any stored credentials masked: `***@` where a user name and password were, `name=***` where a user or password parameter of the query or the path was (for example `?user=***&password=***`, or `/user=***&password=***&channel=1` on XM devices); empty for GB28181 channels. */
+            sourceUrl: string;
+            /** @description Whether source credentials are stored (encrypted; never returned). */
+            hasSourceCredentials: boolean;
+            rtspTransport: components["schemas"]["ChannelRtspTransport"];
+            /** @description Virtual host of the stream; `__defaultVhost__` unless set. */
+            vhost: string;
+            /** @description App name of the stream (vhost/app/stream is unique in the cluster). */
+            app: string;
+            /** @description Stream name. */
+            stream: string;
+            /** @description The stream name again, under the name playback and stream listings use. */
+            streamId: string;
+            /** @description Media server that pulls the channel; empty until one is chosen. */
+            mediaServerId: string;
+            /** @description Node of the assigned media server; empty until assigned. */
+            nodeId: string;
+            /** @description ONVIF device id or GB28181 device code; empty for plain RTSP sources. */
+            deviceId: string;
+            /** @description GB28181 channel code or ONVIF profile of the device; empty when not applicable. */
+            deviceChannelId: string;
+            /** @description Key of the channel's group; empty when it has none. */
+            groupKey: string;
+            /** @description Disabled channels cannot be started. */
+            enabled: boolean;
+            /** @description Auto-pull; the channel starts as soon as it is active and enabled and is recovered with backoff after failures. */
+            autoVideo: boolean;
+            /** @description Record whenever the stream is Online. */
+            autoRecord: boolean;
+            /** @description Whether the source carries audio the engine should wait for. */
+            hasAudio: boolean;
+            /** @description Keep pulling when the last player leaves instead of stopping the pull. */
+            noPlayerBreak: boolean;
+            /** @description Whether the camera has pan-tilt-zoom. */
+            hasPtz: boolean;
+            /** @description Whether the channel is shared with upstream platforms. */
+            isShareChannel: boolean;
+            /** @description Whether the media server may answer the camera's Basic authentication challenge over plain `rtsp://`, which sends the password readable to anyone on the network path. Off by default: only Digest is answered and a camera that offers only Basic fails with an authentication error. */
+            allowBasicAuthOverPlainRtsp: boolean;
+            activationState: components["schemas"]["ChannelActivationState"];
+            desiredState: components["schemas"]["ChannelDesiredState"];
+            actualState: components["schemas"]["ChannelActualState"];
+            /** @description Why the channel is in its actual state (for example the last error). */
+            actualStateReason: string;
+            /**
+             * Format: date-time
+             * @description When the actual state last changed (UTC).
+             */
+            actualStateAt: string;
+            /** @description Whether automatic recovery is paused (by pause or stop) until the next start or retry. */
+            autoRecoveryPaused: boolean;
+            retry: components["schemas"]["ChannelRetry"];
+            /** @description Id of the channel's last stream command; absent before the first start or stop. */
+            lastCommandId?: string;
+            /**
+             * Format: date-time
+             * @description Creation time (UTC).
+             */
+            createdAt: string;
+            /** @description Credential that created the channel, as kind:id. */
+            createdBy: string;
+            /**
+             * Format: date-time
+             * @description Time of the last change by an operator (UTC).
+             */
+            updatedAt: string;
+            /** @description Credential of the last change, as kind:id. */
+            updatedBy: string;
+        };
+        /** @description Auto-recovery backoff of a channel; failed attempts wait 2 s doubling up to 5 min, with ±20% jitter. */
+        ChannelRetry: {
+            /**
+             * Format: int32
+             * @description Failed attempts in a row since the channel was last Online or the backoff was cleared.
+             */
+            attempts: number;
+            /**
+             * Format: date-time
+             * @description When the next attempt is due (UTC); absent when none is scheduled.
+             */
+            nextRetryAt?: string | null;
+            /** @description Error of the last failed attempt. */
+            lastError?: string;
+            /**
+             * Format: date-time
+             * @description When the last attempt failed (UTC).
+             */
+            lastErrorAt?: string | null;
+        };
+        /** @description One page of channels. */
+        ChannelList: {
+            /**
+             * Format: int32
+             * @description Number of this page, starting at 1.
+             */
+            page: number;
+            /**
+             * Format: int32
+             * @description Maximum number of rows per page.
+             */
+            pageSize: number;
+            /**
+             * Format: int64
+             * @description Number of channels matching the filters.
+             */
+            total: number;
+            /** @description The channels of this page. */
+            rows: components["schemas"]["Channel"][];
+        };
+        /** @description A start or stop of a channel's stream. Recorded as Pending with the desired-state change; the stream dispatcher turns it into a node command for the media server's agent. */
+        StreamCommand: {
+            /** @description Identifier of the stream command (UUID). */
+            commandId: string;
+            /** @description Channel the command is for. */
+            channelId: string;
+            action: components["schemas"]["StreamCommandAction"];
+            state: components["schemas"]["StreamCommandState"];
+            /** @description Node command that carries it once dispatched. */
+            nodeCommandId?: string;
+            /** @description Media server that runs it; empty until chosen. */
+            mediaServerId?: string;
+            /** @description Credential that asked for it, as kind:id. */
+            requestedBy: string;
+            /**
+             * Format: date-time
+             * @description When it was recorded (UTC).
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description When its state last changed (UTC).
+             */
+            updatedAt: string;
+            /**
+             * Format: date-time
+             * @description When it reached a final state (UTC).
+             */
+            finishedAt?: string | null;
+            /** @description Why it failed, timed out or was canceled. */
+            error?: string;
+        };
+        /** @description An accepted start; the stream is Online only once media arrives. */
+        ChannelStartResult: {
+            channel: components["schemas"]["Channel"];
+            command: components["schemas"]["StreamCommand"];
+        };
+        /** @description An accepted stop. */
+        ChannelStopResult: {
+            /** @description Id of the stop stream command. */
+            streamCommandId: string;
+            /** @description Node command that carries it; null until dispatched. */
+            nodeCommandId: string | null;
+            state: components["schemas"]["StreamCommandState"];
+            channel: components["schemas"]["Channel"];
+        };
+        /**
+         * @description Online once media arrived; Offline after the stream went away.
+         * @enum {string}
+         */
+        StreamSessionState: "Online" | "Offline";
+        /** @description One elementary stream as the engine reported it. */
+        StreamTrack: {
+            /**
+             * @description video or audio.
+             * @enum {string}
+             */
+            kind: "video" | "audio";
+            /** @description H264, H265, AAC, PCMA, PCMU or Opus. */
+            codec: string;
+            /**
+             * Format: int32
+             * @description Coded width (video).
+             */
+            width?: number;
+            /**
+             * Format: int32
+             * @description Coded height (video).
+             */
+            height?: number;
+            /**
+             * Format: double
+             * @description Frame rate measured by the engine (video).
+             */
+            fps?: number;
+            /**
+             * Format: int32
+             * @description Sample rate in Hz (audio).
+             */
+            sampleRate?: number;
+            /**
+             * Format: int32
+             * @description Audio channels.
+             */
+            channels?: number;
+        };
+        /** @description A stream on one media server. */
+        StreamSession: {
+            /** @description Identifier of this presence of the stream; a new one each time it comes Online. */
+            sessionId: string;
+            /** @description The media server the stream is on. */
+            mediaServerId: string;
+            /** @description Virtual host. */
+            vhost: string;
+            /** @description Application. */
+            app: string;
+            /** @description Stream id within the application. */
+            streamId: string;
+            /** @description The channel that owns the stream; absent for a stream no channel claims (an RTSP push, a proxy). */
+            channelId?: string;
+            state: components["schemas"]["StreamSessionState"];
+            /** @description How the stream arrives (pull, rtsp push, file). */
+            origin?: string;
+            /** @description Protocols the stream plays with while Online. */
+            schemas?: string[];
+            /** @description The stream's tracks while Online. */
+            tracks?: components["schemas"]["StreamTrack"][];
+            /**
+             * Format: date-time
+             * @description When it last came Online (UTC).
+             */
+            onlineAt?: string;
+            /**
+             * Format: date-time
+             * @description When it last went Offline (UTC).
+             */
+            offlineAt?: string;
+            /**
+             * Format: date-time
+             * @description Last report (UTC).
+             */
+            updatedAt: string;
+        };
+        /** @description One page of stream sessions. */
+        StreamSessionList: {
+            /**
+             * Format: int32
+             * @description Number of this page, starting at 1.
+             */
+            page: number;
+            /**
+             * Format: int32
+             * @description Maximum rows per page.
+             */
+            pageSize: number;
+            /**
+             * Format: int64
+             * @description Sessions matching the filters.
+             */
+            total: number;
+            /** @description The sessions. */
+            rows: components["schemas"]["StreamSession"][];
+        };
+        /** @description The body of every delivery (contract A, "Event envelope"); consumers tolerate extra fields in data. */
+        EventEnvelope: {
+            /**
+             * Format: int32
+             * @description Parsing version of the envelope, currently 1; an unsupported version must not be parsed by guessing.
+             */
+            schemaVersion: number;
+            /**
+             * Format: uuid
+             * @description Event id, stable across retries and across plans; the idempotency key.
+             */
+            eventId: string;
+            /** @description Name of the event, which selects the shape of data. */
+            eventName: string;
+            /**
+             * Format: date-time
+             * @description Creation time of the event (UTC), not of the HTTP attempt.
+             */
+            occurredAtUtc: string;
+            /**
+             * @description Origin of the event.
+             * @enum {string}
+             */
+            source: "gb28181" | "rtc" | "media" | "recording" | "engine" | "outbound-webhook-test";
+            /** @description Control node where the event originated (not a media server id). */
+            nodeId: string;
+            /** @description Event-specific fields, with the exact capitalisation of the contract's event data table. */
+            data: {
+                [key: string]: unknown;
+            };
+        };
+        /** @description One JSON text frame of the runtime-state WebSocket. */
+        RuntimeStateMessage: {
+            /**
+             * @description Frame type; hello first, then event frames, and resync when the stream restarts.
+             * @enum {string}
+             */
+            type: "hello" | "event" | "resync";
+            /**
+             * Format: int64
+             * @description For event, its number (1, 2, 3, … without gaps; a resumed stream continues the numbering); for hello and resync, the last number used.
+             */
+            seq: number;
+            /** @description Opaque position (`REVISION.INDEX.SEQ`) to pass as query cursor to resume right after this frame. */
+            cursor: string;
+            /**
+             * Format: int64
+             * @description Store revision the frame reflects.
+             */
+            revision: number;
+            /** @description On hello, the protocol version (svc.runtime-state.v1). */
+            protocol?: string;
+            /** @description On hello, whether the stream continues the one the cursor came from. */
+            resumed?: boolean;
+            /** @description On resync, why the stream restarted. */
+            reason?: string;
+            event?: components["schemas"]["EventEnvelope"];
+        };
+        /**
+         * @description State of a recorded file (see GET /api/v2/recording/state-model).
+         * @enum {string}
+         */
+        RecordingFileState: "Completed" | "SoftDeleted" | "Deleted";
+        /** @description A recorded file (fragmented MP4). Listings never expose physical paths; `fileId` is the stable reference. */
+        RecordingFile: {
+            /** @description The file's id (UUID), chosen by its engine when it opened the file. */
+            fileId: string;
+            /** @description The media server that holds it. */
+            mediaServerId: string;
+            /** @description Its media host node. */
+            nodeId: string;
+            /** @description The channel whose stream it recorded, when it is one's. */
+            channelId?: string;
+            /** @description Virtual host. */
+            vhost: string;
+            /** @description Application. */
+            app: string;
+            /** @description Stream id. */
+            streamId: string;
+            /** @description The file's name, without a path. */
+            fileName: string;
+            /**
+             * Format: int64
+             * @description Size in bytes.
+             */
+            fileSize: number;
+            /**
+             * Format: date-time
+             * @description Wall-clock time of its first frame (UTC).
+             */
+            startTime: string;
+            /**
+             * Format: date-time
+             * @description Wall-clock time its media ends (UTC).
+             */
+            endTime: string;
+            /**
+             * Format: int64
+             * @description Media duration in milliseconds.
+             */
+            durationMs: number;
+            /**
+             * Format: int64
+             * @description Frames (video and audio samples) it holds.
+             */
+            frames?: number;
+            /** @description Its tracks' codecs. */
+            codecs?: string[];
+            fileState: components["schemas"]["RecordingFileState"];
+            /**
+             * Format: date
+             * @description UTC date of startTime.
+             */
+            recordDate: string;
+            /** @description The engine hook that reported it (on_record_mp4). */
+            sourceHook: string;
+            /** @description How it was indexed, hook (a finished file) or repair (repaired by its engine after a crash). */
+            indexSource: string;
+            /** @description Why the engine closed it (duration, size, tracks, stopped, stream-ended, repaired). */
+            closeReason?: string;
+            /** @description The recording session it belongs to. */
+            sessionId?: string;
+            /**
+             * Format: date-time
+             * @description When the control plane indexed it.
+             */
+            indexedAt: string;
+            /**
+             * Format: date-time
+             * @description When it was soft- or hard-deleted.
+             */
+            deletedAt?: string;
+        };
+        /** @description One page of recorded files. */
+        RecordingFileList: {
+            /**
+             * Format: int32
+             * @description Number of this page, starting at 1.
+             */
+            page: number;
+            /**
+             * Format: int32
+             * @description Maximum rows per page.
+             */
+            pageSize: number;
+            /**
+             * Format: int64
+             * @description Files matching the filters.
+             */
+            total: number;
+            /** @description The files, oldest media first. */
+            rows: components["schemas"]["RecordingFile"][];
+        };
+        /** @description Recorded files to act on; each id is processed independently. */
+        RecordFileBatchRequest: {
+            /** @description 1-100 distinct file ids. */
+            fileIds: string[];
+        };
+        /** @description Per-file outcomes of a batch, in request order. */
+        RecordFileBatchResult: {
+            /** @description One per requested id. */
+            results: components["schemas"]["RecordFileBatchItem"][];
+        };
+        /** @description One file's outcome. */
+        RecordFileBatchItem: {
+            /** @description The requested id. */
+            fileId: string;
+            /** @description Whether the file is now in the requested state. */
+            success: boolean;
+            fileState?: components["schemas"]["RecordingFileState"];
+            /** @description Why not (not_found, recording_file_gone, agent_unavailable, agent_command_failed). */
+            code?: string;
+            /** @description What went wrong, for people. */
+            message?: string;
+        };
     };
     responses: {
         /** @description The query or body is invalid (for example `invalid_query` or `invalid_body`); correct the input instead of replaying it unchanged. */
@@ -8110,6 +9088,22 @@ export interface components {
         TargetNodeId: string;
         /** @description Media server the operation acts on, instead of nodeId; may be omitted when the cluster has exactly one media server. */
         TargetMediaServerId: string;
+        /** @description Only this media server. */
+        RecordingMediaServerId: string;
+        /** @description Only this media host node. */
+        RecordingNodeId: string;
+        /** @description Only this channel's stream. */
+        RecordingChannelId: string;
+        /** @description Only this application. */
+        RecordingApp: string;
+        /** @description Only this stream id. */
+        RecordingStreamId: string;
+        /** @description Only files in this state (Deleted lists hard-deleted files, which are otherwise left out). */
+        RecordingFileState: components["schemas"]["RecordingFileState"];
+        /** @description Start of the time range (RFC 3339 with a zone); files ending after it. */
+        RecordingStartTime: string;
+        /** @description End of the time range (RFC 3339 with a zone, after startTime); files starting before it. */
+        RecordingEndTime: string;
     };
     requestBodies: never;
     headers: {
@@ -8851,6 +9845,130 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    listNodeAgents: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The agents. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NodeAgentList"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    createNodeAgentEnrollment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Node id to enroll the host as. */
+                nodeId: string;
+            };
+            cookie?: never;
+        };
+        /** @description The code's lifetime. */
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["CreateNodeAgentEnrollmentRequest"];
+            };
+        };
+        responses: {
+            /** @description The code, the CA pin and the command to run. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NodeAgentEnrollment"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listNodeLifecycleOperations: {
+        parameters: {
+            query?: {
+                /** @description Only operations on this media host. */
+                nodeId?: string;
+                /** @description Most operations returned. */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The operations. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NodeLifecycleOperationList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    createNodeLifecycleOperation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The operation. */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateNodeLifecycleOperationRequest"];
+            };
+        };
+        responses: {
+            /** @description The operation as recorded. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NodeLifecycleOperation"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
     listApiTokens: {
         parameters: {
             query?: {
@@ -9421,664 +10539,6 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
-    createThirdPartyLivePlayback: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /** @description Identifier of the channel. */
-                channelId: string;
-            };
-            cookie?: never;
-        };
-        /** @description Protocols and lifetime of the URLs. */
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["ThirdPartyLivePlaybackRequest"];
-            };
-        };
-        responses: {
-            /** @description The one-time URLs. */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ThirdPartyLivePlayback"];
-                };
-            };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
-            409: components["responses"]["Conflict"];
-            413: components["responses"]["PayloadTooLarge"];
-            415: components["responses"]["UnsupportedMediaType"];
-            429: components["responses"]["TooManyRequests"];
-            500: components["responses"]["InternalError"];
-        };
-    };
-    createThirdPartyLivePlaybackLease: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /** @description Identifier of the channel. */
-                channelId: string;
-            };
-            cookie?: never;
-        };
-        /** @description Protocols, lease period and absolute lifetime. */
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["ThirdPartyPlaybackLeaseRequest"];
-            };
-        };
-        responses: {
-            /** @description The lease and its sources. */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["PlaybackLease"];
-                };
-            };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
-            409: components["responses"]["Conflict"];
-            413: components["responses"]["PayloadTooLarge"];
-            415: components["responses"]["UnsupportedMediaType"];
-            429: components["responses"]["TooManyRequests"];
-            500: components["responses"]["InternalError"];
-        };
-    };
-    createThirdPartyStreamPlaybackLease: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** @description The stream, the protocols, the lease period and the absolute lifetime. */
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["ThirdPartyStreamPlaybackLeaseRequest"];
-            };
-        };
-        responses: {
-            /** @description The lease and its sources. */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["PlaybackLease"];
-                };
-            };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            409: components["responses"]["Conflict"];
-            413: components["responses"]["PayloadTooLarge"];
-            415: components["responses"]["UnsupportedMediaType"];
-            429: components["responses"]["TooManyRequests"];
-            500: components["responses"]["InternalError"];
-        };
-    };
-    getThirdPartyPlaybackLease: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /** @description Identifier of the playback lease. */
-                leaseId: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description The lease. */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["PlaybackLease"];
-                };
-            };
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
-            429: components["responses"]["TooManyRequests"];
-            500: components["responses"]["InternalError"];
-        };
-    };
-    deleteThirdPartyPlaybackLease: {
-        parameters: {
-            query?: {
-                /** @description Why the lease ends, kept with the lease for the audit. */
-                reason?: string;
-                /** @description Also cut the connections already playing with this lease. */
-                disconnect?: boolean;
-            };
-            header?: never;
-            path: {
-                /** @description Identifier of the playback lease. */
-                leaseId: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description The revoked lease. */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["PlaybackLease"];
-                };
-            };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
-            429: components["responses"]["TooManyRequests"];
-            500: components["responses"]["InternalError"];
-        };
-    };
-    renewThirdPartyPlaybackLease: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /** @description Identifier of the playback lease. */
-                leaseId: string;
-            };
-            cookie?: never;
-        };
-        /** @description The new lease period; an empty object keeps the current one. */
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["RenewThirdPartyPlaybackLeaseRequest"];
-            };
-        };
-        responses: {
-            /** @description The renewed lease. */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["PlaybackLease"];
-                };
-            };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
-            409: components["responses"]["Conflict"];
-            413: components["responses"]["PayloadTooLarge"];
-            415: components["responses"]["UnsupportedMediaType"];
-            429: components["responses"]["TooManyRequests"];
-            500: components["responses"]["InternalError"];
-        };
-    };
-    listStreamCommands: {
-        parameters: {
-            query?: {
-                /** @description Number of the page to return, starting at 1. */
-                page?: components["parameters"]["Page"];
-                /** @description Maximum number of rows per page. */
-                pageSize?: components["parameters"]["PageSize"];
-                /** @description Only this channel's commands. */
-                channelId?: string;
-                /** @description Only starts or only stops. */
-                action?: components["schemas"]["StreamCommandAction"];
-                /** @description Only commands in this state. */
-                state?: components["schemas"]["StreamCommandState"];
-                /** @description Only this media server. */
-                mediaServerId?: string;
-            };
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description One page of stream commands. */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["StreamCommandList"];
-                };
-            };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            429: components["responses"]["TooManyRequests"];
-            500: components["responses"]["InternalError"];
-        };
-    };
-    listStreamSessions: {
-        parameters: {
-            query?: {
-                /** @description Number of the page to return, starting at 1. */
-                page?: components["parameters"]["Page"];
-                /** @description Maximum number of rows per page. */
-                pageSize?: components["parameters"]["PageSize"];
-                /** @description Only this media server. */
-                mediaServerId?: string;
-                /** @description Only this stream id. */
-                stream?: string;
-                /** @description Only sessions in this state. */
-                state?: components["schemas"]["StreamSessionState"];
-                /** @description Only this channel's sessions. */
-                channelId?: string;
-            };
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description One page of stream sessions. */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["StreamSessionList"];
-                };
-            };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            429: components["responses"]["TooManyRequests"];
-            500: components["responses"]["InternalError"];
-        };
-    };
-    listStreamPlayers: {
-        parameters: {
-            query?: {
-                /** @description Only this media server. */
-                mediaServerId?: string;
-                /** @description Only players of this application. */
-                app?: string;
-                /** @description Only players of this stream. */
-                stream?: string;
-                /** @description Only players of this playback lease. */
-                leaseId?: string;
-            };
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description The players. */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["StreamPlayerList"];
-                };
-            };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            429: components["responses"]["TooManyRequests"];
-            500: components["responses"]["InternalError"];
-        };
-    };
-    startStreamProxy: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** @description The source and where to publish it. */
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["StartStreamProxyRequest"];
-            };
-        };
-        responses: {
-            /** @description The node command that starts the proxy. */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["StreamProxyCommand"];
-                };
-            };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
-            409: components["responses"]["Conflict"];
-            413: components["responses"]["PayloadTooLarge"];
-            415: components["responses"]["UnsupportedMediaType"];
-            429: components["responses"]["TooManyRequests"];
-            500: components["responses"]["InternalError"];
-            503: components["responses"]["ServiceUnavailable"];
-        };
-    };
-    stopStreamProxy: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** @description The proxy to stop. */
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["StopStreamProxyRequest"];
-            };
-        };
-        responses: {
-            /** @description The node command that stops the proxy. */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["StreamProxyCommand"];
-                };
-            };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
-            409: components["responses"]["Conflict"];
-            413: components["responses"]["PayloadTooLarge"];
-            415: components["responses"]["UnsupportedMediaType"];
-            429: components["responses"]["TooManyRequests"];
-            500: components["responses"]["InternalError"];
-            503: components["responses"]["ServiceUnavailable"];
-        };
-    };
-    listThirdPartyMediaServers: {
-        parameters: {
-            query?: {
-                /** @description Identifier of the cluster; defaults to the cluster of the node that answers. */
-                clusterId?: components["parameters"]["ClusterId"];
-                /** @description Number of the page to return, starting at 1. */
-                page?: components["parameters"]["Page"];
-                /** @description Maximum number of rows per page. */
-                pageSize?: components["parameters"]["PageSize"];
-            };
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description One page of media servers. */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["MediaServerPage"];
-                };
-            };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
-            429: components["responses"]["TooManyRequests"];
-            500: components["responses"]["InternalError"];
-        };
-    };
-    listThirdPartyStreams: {
-        parameters: {
-            query?: {
-                /** @description Number of the page to return, starting at 1. */
-                page?: components["parameters"]["Page"];
-                /** @description Maximum number of rows per page. */
-                pageSize?: components["parameters"]["PageSize"];
-                /** @description Only this media server. */
-                mediaServerId?: string;
-                /** @description Only this stream id. */
-                streamId?: string;
-                /** @description Only sessions in this state. */
-                state?: components["schemas"]["StreamSessionState"];
-            };
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description One page of stream sessions. */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["StreamSessionList"];
-                };
-            };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            429: components["responses"]["TooManyRequests"];
-            500: components["responses"]["InternalError"];
-        };
-    };
-    rtspSmokeTest: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** @description The source to test. */
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["RtspSmokeTestRequest"];
-            };
-        };
-        responses: {
-            /** @description What the test found; ok says whether a keyframe arrived. */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["RtspSmokeTestResult"];
-                };
-            };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
-            409: components["responses"]["Conflict"];
-            413: components["responses"]["PayloadTooLarge"];
-            415: components["responses"]["UnsupportedMediaType"];
-            429: components["responses"]["TooManyRequests"];
-            500: components["responses"]["InternalError"];
-            503: components["responses"]["ServiceUnavailable"];
-        };
-    };
-    rtspSmokeTestBatch: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** @description The sources to test. */
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["RtspSmokeTestBatchRequest"];
-            };
-        };
-        responses: {
-            /** @description One result per source, in order. */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["RtspSmokeTestBatchResult"];
-                };
-            };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            413: components["responses"]["PayloadTooLarge"];
-            415: components["responses"]["UnsupportedMediaType"];
-            429: components["responses"]["TooManyRequests"];
-            500: components["responses"]["InternalError"];
-        };
-    };
-    getChannelSnapshots: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /** @description Identifier of the channel. */
-                channelId: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description The snapshot overview. */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ChannelSnapshots"];
-                };
-            };
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
-            429: components["responses"]["TooManyRequests"];
-            500: components["responses"]["InternalError"];
-        };
-    };
-    getChannelSnapshot: {
-        parameters: {
-            query?: {
-                /** @description A snapshot access ticket of this channel, in place of the API credential. */
-                ticket?: string;
-                /** @description Answer as an attachment (with the API credential; a ticket's action decides otherwise). */
-                download?: boolean;
-            };
-            header?: never;
-            path: {
-                /** @description Identifier of the channel. */
-                channelId: string;
-                /** @description Which image; `latest` is the most recent one. */
-                slot: "latest";
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description The JPEG image. */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "image/jpeg": string;
-                };
-            };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
-            429: components["responses"]["TooManyRequests"];
-            500: components["responses"]["InternalError"];
-        };
-    };
-    createChannelSnapshotAccess: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /** @description Identifier of the channel. */
-                channelId: string;
-            };
-            cookie?: never;
-        };
-        /** @description The action and lifetime. */
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["SnapshotAccessRequest"];
-            };
-        };
-        responses: {
-            /** @description The ticket and its URL. */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["SnapshotAccess"];
-                };
-            };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
-            413: components["responses"]["PayloadTooLarge"];
-            415: components["responses"]["UnsupportedMediaType"];
-            429: components["responses"]["TooManyRequests"];
-            500: components["responses"]["InternalError"];
-        };
-    };
-    saveChannelSnapshotSettings: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /** @description Identifier of the channel. */
-                channelId: string;
-            };
-            cookie?: never;
-        };
-        /** @description The schedule; omitted fields keep their value. */
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["SnapshotSettingsRequest"];
-            };
-        };
-        responses: {
-            /** @description The saved schedule. */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["SnapshotSettings"];
-                };
-            };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
-            413: components["responses"]["PayloadTooLarge"];
-            415: components["responses"]["UnsupportedMediaType"];
-            429: components["responses"]["TooManyRequests"];
-            500: components["responses"]["InternalError"];
-        };
-    };
     listRtspAuthCredentials: {
         parameters: {
             query?: {
@@ -10477,153 +10937,60 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
-    listNodeCommands: {
-        parameters: {
-            query?: {
-                /** @description Number of the page to return, starting at 1. */
-                page?: components["parameters"]["Page"];
-                /** @description Maximum number of rows per page. */
-                pageSize?: components["parameters"]["PageSize"];
-                /** @description Only commands of this media host. */
-                nodeId?: string;
-                /** @description Only commands of this engine node. */
-                engineNodeId?: string;
-                /** @description Only commands in this status. */
-                status?: "Pending" | "Dispatched" | "Running" | "Succeeded" | "Failed" | "TimedOut" | "Canceled";
-                /** @description Only commands of this type. */
-                commandType?: string;
-                /** @description Only commands created by this credential (kind:id). */
-                requestedBy?: string;
-                /** @description Only commands created or handed out by the answering control node. */
-                localOnly?: boolean;
-                /** @description Only commands created at or after this time. */
-                from?: string;
-                /** @description Only commands created before this time. */
-                to?: string;
-                /** @description Only commands created in the last hours. */
-                sinceHours?: number;
-                /** @description Case-insensitive text in the id, node, type, requester, reason or error. */
-                keyword?: string;
-            };
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description One page of commands. */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["NodeCommandList"];
-                };
-            };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            429: components["responses"]["TooManyRequests"];
-            500: components["responses"]["InternalError"];
-        };
-    };
-    listLocalNodeCommands: {
-        parameters: {
-            query?: {
-                /** @description Number of the page to return, starting at 1. */
-                page?: components["parameters"]["Page"];
-                /** @description Maximum number of rows per page. */
-                pageSize?: components["parameters"]["PageSize"];
-                /** @description Only commands in this status. */
-                status?: "Pending" | "Dispatched" | "Running" | "Succeeded" | "Failed" | "TimedOut" | "Canceled";
-            };
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description One page of commands. */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["NodeCommandList"];
-                };
-            };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            429: components["responses"]["TooManyRequests"];
-            500: components["responses"]["InternalError"];
-        };
-    };
-    getNodeCommandStats: {
-        parameters: {
-            query?: {
-                /** @description Only commands of this media host. */
-                nodeId?: string;
-                /** @description Only commands of this engine node. */
-                engineNodeId?: string;
-                /** @description Only commands in this status. */
-                status?: "Pending" | "Dispatched" | "Running" | "Succeeded" | "Failed" | "TimedOut" | "Canceled";
-                /** @description Only commands of this type. */
-                commandType?: string;
-                /** @description Only commands created by this credential (kind:id). */
-                requestedBy?: string;
-                /** @description Only commands created or handed out by the answering control node. */
-                localOnly?: boolean;
-                /** @description Only commands created at or after this time. */
-                from?: string;
-                /** @description Only commands created before this time. */
-                to?: string;
-                /** @description Only commands created in the last hours. */
-                sinceHours?: number;
-                /** @description Case-insensitive text in the id, node, type, requester, reason or error. */
-                keyword?: string;
-            };
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description The counts. */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["NodeCommandStats"];
-                };
-            };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            429: components["responses"]["TooManyRequests"];
-            500: components["responses"]["InternalError"];
-        };
-    };
-    getNodeCommand: {
+    getChannelSnapshots: {
         parameters: {
             query?: never;
             header?: never;
             path: {
-                /** @description Identifier of the command. */
-                commandId: string;
+                /** @description Identifier of the channel. */
+                channelId: string;
             };
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description The command. */
+            /** @description The snapshot overview. */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["NodeCommand"];
+                    "application/json": components["schemas"]["ChannelSnapshots"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getChannelSnapshot: {
+        parameters: {
+            query?: {
+                /** @description A snapshot access ticket of this channel, in place of the API credential. */
+                ticket?: string;
+                /** @description Answer as an attachment (with the API credential; a ticket's action decides otherwise). */
+                download?: boolean;
+            };
+            header?: never;
+            path: {
+                /** @description Identifier of the channel. */
+                channelId: string;
+                /** @description Which image; `latest` is the most recent one. */
+                slot: "latest";
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The JPEG image. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "image/jpeg": string;
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -10634,359 +11001,66 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
-    getNodeCommandDetail: {
+    createChannelSnapshotAccess: {
         parameters: {
             query?: never;
             header?: never;
             path: {
-                /** @description Identifier of the command. */
-                commandId: string;
+                /** @description Identifier of the channel. */
+                channelId: string;
             };
             cookie?: never;
         };
-        requestBody?: never;
-        responses: {
-            /** @description The command in detail. */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["NodeCommandDetail"];
-                };
-            };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
-            429: components["responses"]["TooManyRequests"];
-            500: components["responses"]["InternalError"];
-        };
-    };
-    cancelNodeCommand: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /** @description Identifier of the command. */
-                commandId: string;
-            };
-            cookie?: never;
-        };
-        /** @description The reason. */
-        requestBody?: {
-            content: {
-                "application/json": components["schemas"]["CancelNodeCommandRequest"];
-            };
-        };
-        responses: {
-            /** @description The canceled command. */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["NodeCommand"];
-                };
-            };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
-            409: components["responses"]["Conflict"];
-            413: components["responses"]["PayloadTooLarge"];
-            415: components["responses"]["UnsupportedMediaType"];
-            429: components["responses"]["TooManyRequests"];
-            500: components["responses"]["InternalError"];
-        };
-    };
-    createNodeCommand: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /** @description Media host. */
-                nodeId: string;
-            };
-            cookie?: never;
-        };
-        /** @description The command. */
+        /** @description The action and lifetime. */
         requestBody: {
             content: {
-                "application/json": components["schemas"]["CreateNodeCommandRequest"];
+                "application/json": components["schemas"]["SnapshotAccessRequest"];
             };
         };
         responses: {
-            /** @description The command. */
+            /** @description The ticket and its URL. */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["NodeCommand"];
+                    "application/json": components["schemas"]["SnapshotAccess"];
                 };
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
-            409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };
     };
-    listRtpPortLeases: {
-        parameters: {
-            query?: {
-                /** @description Only leases in this state. */
-                status?: "active" | "released" | "expired";
-                /** @description Only leases of this direction. */
-                direction?: "receive" | "send";
-                /** @description Media host (node id) the operation acts on through its node agent; may be omitted when the cluster has exactly one media server. */
-                nodeId?: components["parameters"]["TargetNodeId"];
-                /** @description Media server the operation acts on, instead of nodeId; may be omitted when the cluster has exactly one media server. */
-                mediaServerId?: components["parameters"]["TargetMediaServerId"];
-            };
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description The leases. */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["RtpPortLeaseList"];
-                };
-            };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
-            409: components["responses"]["Conflict"];
-            429: components["responses"]["TooManyRequests"];
-            500: components["responses"]["InternalError"];
-            503: components["responses"]["ServiceUnavailable"];
-        };
-    };
-    createRtpPortLease: {
-        parameters: {
-            query?: {
-                /** @description Media host (node id) the operation acts on through its node agent; may be omitted when the cluster has exactly one media server. */
-                nodeId?: components["parameters"]["TargetNodeId"];
-                /** @description Media server the operation acts on, instead of nodeId; may be omitted when the cluster has exactly one media server. */
-                mediaServerId?: components["parameters"]["TargetMediaServerId"];
-            };
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** @description The lease wanted. */
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["RtpPortLeaseRequest"];
-            };
-        };
-        responses: {
-            /** @description The lease; or, when the node agent has not finished within the wait, the node command to follow (`NodeCommandAccepted`, recognisable by its `commandType`). */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["RtpPortLeaseAnswer"];
-                };
-            };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
-            409: components["responses"]["Conflict"];
-            413: components["responses"]["PayloadTooLarge"];
-            415: components["responses"]["UnsupportedMediaType"];
-            429: components["responses"]["TooManyRequests"];
-            500: components["responses"]["InternalError"];
-            503: components["responses"]["ServiceUnavailable"];
-        };
-    };
-    releaseRtpPortLease: {
-        parameters: {
-            query?: {
-                /** @description Media host (node id) the operation acts on through its node agent; may be omitted when the cluster has exactly one media server. */
-                nodeId?: components["parameters"]["TargetNodeId"];
-                /** @description Media server the operation acts on, instead of nodeId; may be omitted when the cluster has exactly one media server. */
-                mediaServerId?: components["parameters"]["TargetMediaServerId"];
-            };
-            header?: never;
-            path: {
-                /** @description Identifier of the lease. */
-                leaseId: string;
-            };
-            cookie?: never;
-        };
-        /** @description Why it is released. */
-        requestBody?: {
-            content: {
-                "application/json": components["schemas"]["RtpPortReleaseRequest"];
-            };
-        };
-        responses: {
-            /** @description The released lease; or, when the node agent has not finished within the wait, the node command to follow (`NodeCommandAccepted`, recognisable by its `commandType`). */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["RtpPortLeaseAnswer"];
-                };
-            };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
-            409: components["responses"]["Conflict"];
-            413: components["responses"]["PayloadTooLarge"];
-            415: components["responses"]["UnsupportedMediaType"];
-            429: components["responses"]["TooManyRequests"];
-            500: components["responses"]["InternalError"];
-            503: components["responses"]["ServiceUnavailable"];
-        };
-    };
-    releaseRtpPort: {
-        parameters: {
-            query?: {
-                /** @description Only release a lease of this direction. */
-                direction?: "receive" | "send";
-                /** @description Media host (node id) the operation acts on through its node agent; may be omitted when the cluster has exactly one media server. */
-                nodeId?: components["parameters"]["TargetNodeId"];
-                /** @description Media server the operation acts on, instead of nodeId; may be omitted when the cluster has exactly one media server. */
-                mediaServerId?: components["parameters"]["TargetMediaServerId"];
-            };
-            header?: never;
-            path: {
-                /** @description The leased port. */
-                port: number;
-            };
-            cookie?: never;
-        };
-        /** @description Why it is released. */
-        requestBody?: {
-            content: {
-                "application/json": components["schemas"]["RtpPortReleaseRequest"];
-            };
-        };
-        responses: {
-            /** @description The released lease; or, when the node agent has not finished within the wait, the node command to follow (`NodeCommandAccepted`, recognisable by its `commandType`). */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["RtpPortLeaseAnswer"];
-                };
-            };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
-            409: components["responses"]["Conflict"];
-            413: components["responses"]["PayloadTooLarge"];
-            415: components["responses"]["UnsupportedMediaType"];
-            429: components["responses"]["TooManyRequests"];
-            500: components["responses"]["InternalError"];
-            503: components["responses"]["ServiceUnavailable"];
-        };
-    };
-    listTranscoderTemplates: {
-        parameters: {
-            query?: {
-                /** @description Only templates for this media server (and those for every media server). */
-                mediaServerId?: string;
-            };
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description The templates. */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["TranscoderTemplateList"];
-                };
-            };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            429: components["responses"]["TooManyRequests"];
-            500: components["responses"]["InternalError"];
-        };
-    };
-    createTranscoderTemplate: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** @description The template. */
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["SaveFfmpegTemplateRequest"];
-            };
-        };
-        responses: {
-            /** @description The template. */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["TranscoderTemplate"];
-                };
-            };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            409: components["responses"]["Conflict"];
-            413: components["responses"]["PayloadTooLarge"];
-            415: components["responses"]["UnsupportedMediaType"];
-            429: components["responses"]["TooManyRequests"];
-            500: components["responses"]["InternalError"];
-        };
-    };
-    updateTranscoderTemplate: {
+    saveChannelSnapshotSettings: {
         parameters: {
             query?: never;
             header?: never;
             path: {
-                /** @description Name of the template. */
-                templateName: string;
+                /** @description Identifier of the channel. */
+                channelId: string;
             };
             cookie?: never;
         };
-        /** @description The template. */
+        /** @description The schedule; omitted fields keep their value. */
         requestBody: {
             content: {
-                "application/json": components["schemas"]["SaveFfmpegTemplateRequest"];
+                "application/json": components["schemas"]["SnapshotSettingsRequest"];
             };
         };
         responses: {
-            /** @description The template. */
+            /** @description The saved schedule. */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["TranscoderTemplate"];
+                    "application/json": components["schemas"]["SnapshotSettings"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -10995,788 +11069,6 @@ export interface operations {
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
-            429: components["responses"]["TooManyRequests"];
-            500: components["responses"]["InternalError"];
-        };
-    };
-    deleteTranscoderTemplate: {
-        parameters: {
-            query?: {
-                /** @description Only templates for this media server (and those for every media server). */
-                mediaServerId?: string;
-            };
-            header?: never;
-            path: {
-                /** @description Name of the template. */
-                templateName: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description The deleted template. */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["TranscoderTemplate"];
-                };
-            };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
-            429: components["responses"]["TooManyRequests"];
-            500: components["responses"]["InternalError"];
-        };
-    };
-    getEngineConfig: {
-        parameters: {
-            query?: {
-                /** @description Media host (node id) the operation acts on through its node agent; may be omitted when the cluster has exactly one media server. */
-                nodeId?: components["parameters"]["TargetNodeId"];
-                /** @description Media server the operation acts on, instead of nodeId; may be omitted when the cluster has exactly one media server. */
-                mediaServerId?: components["parameters"]["TargetMediaServerId"];
-            };
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description The configuration. */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["EngineConfigDocument"];
-                };
-            };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
-            409: components["responses"]["Conflict"];
-            429: components["responses"]["TooManyRequests"];
-            500: components["responses"]["InternalError"];
-            503: components["responses"]["ServiceUnavailable"];
-        };
-    };
-    planEngineConfig: {
-        parameters: {
-            query?: {
-                /** @description Media host (node id) the operation acts on through its node agent; may be omitted when the cluster has exactly one media server. */
-                nodeId?: components["parameters"]["TargetNodeId"];
-                /** @description Media server the operation acts on, instead of nodeId; may be omitted when the cluster has exactly one media server. */
-                mediaServerId?: components["parameters"]["TargetMediaServerId"];
-            };
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** @description The settings to compare. */
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["EngineConfigPlanRequest"];
-            };
-        };
-        responses: {
-            /** @description The plan. */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["EngineConfigPlan"];
-                };
-            };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
-            409: components["responses"]["Conflict"];
-            413: components["responses"]["PayloadTooLarge"];
-            415: components["responses"]["UnsupportedMediaType"];
-            429: components["responses"]["TooManyRequests"];
-            500: components["responses"]["InternalError"];
-            503: components["responses"]["ServiceUnavailable"];
-        };
-    };
-    applyEngineConfig: {
-        parameters: {
-            query?: {
-                /** @description Media host (node id) the operation acts on through its node agent; may be omitted when the cluster has exactly one media server. */
-                nodeId?: components["parameters"]["TargetNodeId"];
-                /** @description Media server the operation acts on, instead of nodeId; may be omitted when the cluster has exactly one media server. */
-                mediaServerId?: components["parameters"]["TargetMediaServerId"];
-            };
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** @description The settings and the reason. */
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["EngineConfigApplyRequest"];
-            };
-        };
-        responses: {
-            /** @description The change; or, when the node agent has not finished within the wait, the node command to follow (`NodeCommandAccepted`, recognisable by its `commandType`). */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["EngineConfigApplyAnswer"];
-                };
-            };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
-            409: components["responses"]["Conflict"];
-            413: components["responses"]["PayloadTooLarge"];
-            415: components["responses"]["UnsupportedMediaType"];
-            429: components["responses"]["TooManyRequests"];
-            500: components["responses"]["InternalError"];
-            503: components["responses"]["ServiceUnavailable"];
-        };
-    };
-    getEngineRawConfig: {
-        parameters: {
-            query?: {
-                /** @description Media host (node id) the operation acts on through its node agent; may be omitted when the cluster has exactly one media server. */
-                nodeId?: components["parameters"]["TargetNodeId"];
-                /** @description Media server the operation acts on, instead of nodeId; may be omitted when the cluster has exactly one media server. */
-                mediaServerId?: components["parameters"]["TargetMediaServerId"];
-            };
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description The file. */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["MediaServiceRawConfiguration"];
-                };
-            };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
-            409: components["responses"]["Conflict"];
-            429: components["responses"]["TooManyRequests"];
-            500: components["responses"]["InternalError"];
-            503: components["responses"]["ServiceUnavailable"];
-        };
-    };
-    applyEngineRawConfig: {
-        parameters: {
-            query?: {
-                /** @description Media host (node id) the operation acts on through its node agent; may be omitted when the cluster has exactly one media server. */
-                nodeId?: components["parameters"]["TargetNodeId"];
-                /** @description Media server the operation acts on, instead of nodeId; may be omitted when the cluster has exactly one media server. */
-                mediaServerId?: components["parameters"]["TargetMediaServerId"];
-            };
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** @description The file and the reason. */
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["MediaServiceRawConfigurationApplyRequest"];
-            };
-        };
-        responses: {
-            /** @description The change; or, when the node agent has not finished within the wait, the node command to follow (`NodeCommandAccepted`, recognisable by its `commandType`). */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["EngineConfigApplyAnswer"];
-                };
-            };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
-            409: components["responses"]["Conflict"];
-            413: components["responses"]["PayloadTooLarge"];
-            415: components["responses"]["UnsupportedMediaType"];
-            429: components["responses"]["TooManyRequests"];
-            500: components["responses"]["InternalError"];
-            503: components["responses"]["ServiceUnavailable"];
-        };
-    };
-    planEngineRawConfig: {
-        parameters: {
-            query?: {
-                /** @description Media host (node id) the operation acts on through its node agent; may be omitted when the cluster has exactly one media server. */
-                nodeId?: components["parameters"]["TargetNodeId"];
-                /** @description Media server the operation acts on, instead of nodeId; may be omitted when the cluster has exactly one media server. */
-                mediaServerId?: components["parameters"]["TargetMediaServerId"];
-            };
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** @description The file to compare. */
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["MediaServiceRawConfigurationPlanRequest"];
-            };
-        };
-        responses: {
-            /** @description The plan. */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["EngineConfigPlan"];
-                };
-            };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
-            409: components["responses"]["Conflict"];
-            413: components["responses"]["PayloadTooLarge"];
-            415: components["responses"]["UnsupportedMediaType"];
-            429: components["responses"]["TooManyRequests"];
-            500: components["responses"]["InternalError"];
-            503: components["responses"]["ServiceUnavailable"];
-        };
-    };
-    getEngineCoreSettings: {
-        parameters: {
-            query?: {
-                /** @description Media host (node id) the operation acts on through its node agent; may be omitted when the cluster has exactly one media server. */
-                nodeId?: components["parameters"]["TargetNodeId"];
-                /** @description Media server the operation acts on, instead of nodeId; may be omitted when the cluster has exactly one media server. */
-                mediaServerId?: components["parameters"]["TargetMediaServerId"];
-            };
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description The settings. */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["EngineCoreSettings"];
-                };
-            };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
-            409: components["responses"]["Conflict"];
-            429: components["responses"]["TooManyRequests"];
-            500: components["responses"]["InternalError"];
-            503: components["responses"]["ServiceUnavailable"];
-        };
-    };
-    updateEngineCoreSettings: {
-        parameters: {
-            query?: {
-                /** @description Media host (node id) the operation acts on through its node agent; may be omitted when the cluster has exactly one media server. */
-                nodeId?: components["parameters"]["TargetNodeId"];
-                /** @description Media server the operation acts on, instead of nodeId; may be omitted when the cluster has exactly one media server. */
-                mediaServerId?: components["parameters"]["TargetMediaServerId"];
-            };
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** @description The settings and the reason. */
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["EngineCoreSettingsUpdateRequest"];
-            };
-        };
-        responses: {
-            /** @description The change; or, when the node agent has not finished within the wait, the node command to follow (`NodeCommandAccepted`, recognisable by its `commandType`). */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["EngineConfigApplyAnswer"];
-                };
-            };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
-            409: components["responses"]["Conflict"];
-            413: components["responses"]["PayloadTooLarge"];
-            415: components["responses"]["UnsupportedMediaType"];
-            429: components["responses"]["TooManyRequests"];
-            500: components["responses"]["InternalError"];
-            503: components["responses"]["ServiceUnavailable"];
-        };
-    };
-    getEngineProcess: {
-        parameters: {
-            query?: {
-                /** @description Media host (node id) the operation acts on through its node agent; may be omitted when the cluster has exactly one media server. */
-                nodeId?: components["parameters"]["TargetNodeId"];
-                /** @description Media server the operation acts on, instead of nodeId; may be omitted when the cluster has exactly one media server. */
-                mediaServerId?: components["parameters"]["TargetMediaServerId"];
-            };
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description The process. */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["EngineProcessState"];
-                };
-            };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
-            409: components["responses"]["Conflict"];
-            429: components["responses"]["TooManyRequests"];
-            500: components["responses"]["InternalError"];
-        };
-    };
-    startEngineProcess: {
-        parameters: {
-            query?: {
-                /** @description Media host (node id) the operation acts on through its node agent; may be omitted when the cluster has exactly one media server. */
-                nodeId?: components["parameters"]["TargetNodeId"];
-                /** @description Media server the operation acts on, instead of nodeId; may be omitted when the cluster has exactly one media server. */
-                mediaServerId?: components["parameters"]["TargetMediaServerId"];
-            };
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** @description The reason and how long to wait. */
-        requestBody?: {
-            content: {
-                "application/json": components["schemas"]["EngineProcessActionRequest"];
-            };
-        };
-        responses: {
-            /** @description The action's result; or, when the node agent has not finished within the wait, the node command to follow (`NodeCommandAccepted`, recognisable by its `commandType`). */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["EngineProcessActionAnswer"];
-                };
-            };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
-            409: components["responses"]["Conflict"];
-            413: components["responses"]["PayloadTooLarge"];
-            415: components["responses"]["UnsupportedMediaType"];
-            429: components["responses"]["TooManyRequests"];
-            500: components["responses"]["InternalError"];
-            503: components["responses"]["ServiceUnavailable"];
-        };
-    };
-    stopEngineProcess: {
-        parameters: {
-            query?: {
-                /** @description Media host (node id) the operation acts on through its node agent; may be omitted when the cluster has exactly one media server. */
-                nodeId?: components["parameters"]["TargetNodeId"];
-                /** @description Media server the operation acts on, instead of nodeId; may be omitted when the cluster has exactly one media server. */
-                mediaServerId?: components["parameters"]["TargetMediaServerId"];
-            };
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** @description The reason and how long to wait. */
-        requestBody?: {
-            content: {
-                "application/json": components["schemas"]["EngineProcessActionRequest"];
-            };
-        };
-        responses: {
-            /** @description The action's result; or, when the node agent has not finished within the wait, the node command to follow (`NodeCommandAccepted`, recognisable by its `commandType`). */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["EngineProcessActionAnswer"];
-                };
-            };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
-            409: components["responses"]["Conflict"];
-            413: components["responses"]["PayloadTooLarge"];
-            415: components["responses"]["UnsupportedMediaType"];
-            429: components["responses"]["TooManyRequests"];
-            500: components["responses"]["InternalError"];
-            503: components["responses"]["ServiceUnavailable"];
-        };
-    };
-    restartEngineProcess: {
-        parameters: {
-            query?: {
-                /** @description Media host (node id) the operation acts on through its node agent; may be omitted when the cluster has exactly one media server. */
-                nodeId?: components["parameters"]["TargetNodeId"];
-                /** @description Media server the operation acts on, instead of nodeId; may be omitted when the cluster has exactly one media server. */
-                mediaServerId?: components["parameters"]["TargetMediaServerId"];
-            };
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** @description The reason and how long to wait. */
-        requestBody?: {
-            content: {
-                "application/json": components["schemas"]["EngineProcessActionRequest"];
-            };
-        };
-        responses: {
-            /** @description The action's result; or, when the node agent has not finished within the wait, the node command to follow (`NodeCommandAccepted`, recognisable by its `commandType`). */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["EngineProcessActionAnswer"];
-                };
-            };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
-            409: components["responses"]["Conflict"];
-            413: components["responses"]["PayloadTooLarge"];
-            415: components["responses"]["UnsupportedMediaType"];
-            429: components["responses"]["TooManyRequests"];
-            500: components["responses"]["InternalError"];
-            503: components["responses"]["ServiceUnavailable"];
-        };
-    };
-    reloadEngineProcess: {
-        parameters: {
-            query?: {
-                /** @description Media host (node id) the operation acts on through its node agent; may be omitted when the cluster has exactly one media server. */
-                nodeId?: components["parameters"]["TargetNodeId"];
-                /** @description Media server the operation acts on, instead of nodeId; may be omitted when the cluster has exactly one media server. */
-                mediaServerId?: components["parameters"]["TargetMediaServerId"];
-            };
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** @description The reason and how long to wait. */
-        requestBody?: {
-            content: {
-                "application/json": components["schemas"]["EngineProcessActionRequest"];
-            };
-        };
-        responses: {
-            /** @description The action's result; or, when the node agent has not finished within the wait, the node command to follow (`NodeCommandAccepted`, recognisable by its `commandType`). */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["EngineProcessActionAnswer"];
-                };
-            };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
-            409: components["responses"]["Conflict"];
-            413: components["responses"]["PayloadTooLarge"];
-            415: components["responses"]["UnsupportedMediaType"];
-            429: components["responses"]["TooManyRequests"];
-            500: components["responses"]["InternalError"];
-            503: components["responses"]["ServiceUnavailable"];
-        };
-    };
-    listEngineNodes: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description The engine nodes. */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["EngineNodeList"];
-                };
-            };
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            429: components["responses"]["TooManyRequests"];
-            500: components["responses"]["InternalError"];
-        };
-    };
-    listEngineNodeApis: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /** @description Node id of the engine's host. */
-                nodeId: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description The operations. */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["EngineNodeApiList"];
-                };
-            };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
-            429: components["responses"]["TooManyRequests"];
-            500: components["responses"]["InternalError"];
-        };
-    };
-    getEngineNodeCapabilities: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /** @description Node id of the engine's host. */
-                nodeId: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description The capabilities. */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["EngineNodeCapabilities"];
-                };
-            };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
-            429: components["responses"]["TooManyRequests"];
-            500: components["responses"]["InternalError"];
-        };
-    };
-    getEngineNodeVersion: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /** @description Node id of the engine's host. */
-                nodeId: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description The versions. */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["EngineNodeVersion"];
-                };
-            };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
-            429: components["responses"]["TooManyRequests"];
-            500: components["responses"]["InternalError"];
-        };
-    };
-    listNodeAgents: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description The agents. */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["NodeAgentList"];
-                };
-            };
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            429: components["responses"]["TooManyRequests"];
-            500: components["responses"]["InternalError"];
-        };
-    };
-    createNodeAgentEnrollment: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /** @description Node id to enroll the host as. */
-                nodeId: string;
-            };
-            cookie?: never;
-        };
-        /** @description The code's lifetime. */
-        requestBody?: {
-            content: {
-                "application/json": components["schemas"]["CreateNodeAgentEnrollmentRequest"];
-            };
-        };
-        responses: {
-            /** @description The code, the CA pin and the command to run. */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["NodeAgentEnrollment"];
-                };
-            };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            409: components["responses"]["Conflict"];
-            413: components["responses"]["PayloadTooLarge"];
-            415: components["responses"]["UnsupportedMediaType"];
-            429: components["responses"]["TooManyRequests"];
-            500: components["responses"]["InternalError"];
-        };
-    };
-    listNodeLifecycleOperations: {
-        parameters: {
-            query?: {
-                /** @description Only operations on this media host. */
-                nodeId?: string;
-                /** @description Most operations returned. */
-                limit?: number;
-            };
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description The operations. */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["NodeLifecycleOperationList"];
-                };
-            };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            429: components["responses"]["TooManyRequests"];
-            500: components["responses"]["InternalError"];
-        };
-    };
-    createNodeLifecycleOperation: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** @description The operation. */
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["CreateNodeLifecycleOperationRequest"];
-            };
-        };
-        responses: {
-            /** @description The operation as recorded. */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["NodeLifecycleOperation"];
-                };
-            };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
-            409: components["responses"]["Conflict"];
-            413: components["responses"]["PayloadTooLarge"];
-            415: components["responses"]["UnsupportedMediaType"];
-            429: components["responses"]["TooManyRequests"];
-            500: components["responses"]["InternalError"];
-        };
-    };
-    getThirdPartyCapabilities: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description The capabilities of the calling token. */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ThirdPartyCapabilities"];
-                };
-            };
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };
@@ -12617,6 +11909,1744 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
+    listNodeCommands: {
+        parameters: {
+            query?: {
+                /** @description Number of the page to return, starting at 1. */
+                page?: components["parameters"]["Page"];
+                /** @description Maximum number of rows per page. */
+                pageSize?: components["parameters"]["PageSize"];
+                /** @description Only commands of this media host. */
+                nodeId?: string;
+                /** @description Only commands of this engine node. */
+                engineNodeId?: string;
+                /** @description Only commands in this status. */
+                status?: "Pending" | "Dispatched" | "Running" | "Succeeded" | "Failed" | "TimedOut" | "Canceled";
+                /** @description Only commands of this type. */
+                commandType?: string;
+                /** @description Only commands created by this credential (kind:id). */
+                requestedBy?: string;
+                /** @description Only commands created or handed out by the answering control node. */
+                localOnly?: boolean;
+                /** @description Only commands created at or after this time. */
+                from?: string;
+                /** @description Only commands created before this time. */
+                to?: string;
+                /** @description Only commands created in the last hours. */
+                sinceHours?: number;
+                /** @description Case-insensitive text in the id, node, type, requester, reason or error. */
+                keyword?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of commands. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NodeCommandList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listLocalNodeCommands: {
+        parameters: {
+            query?: {
+                /** @description Number of the page to return, starting at 1. */
+                page?: components["parameters"]["Page"];
+                /** @description Maximum number of rows per page. */
+                pageSize?: components["parameters"]["PageSize"];
+                /** @description Only commands in this status. */
+                status?: "Pending" | "Dispatched" | "Running" | "Succeeded" | "Failed" | "TimedOut" | "Canceled";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of commands. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NodeCommandList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getNodeCommandStats: {
+        parameters: {
+            query?: {
+                /** @description Only commands of this media host. */
+                nodeId?: string;
+                /** @description Only commands of this engine node. */
+                engineNodeId?: string;
+                /** @description Only commands in this status. */
+                status?: "Pending" | "Dispatched" | "Running" | "Succeeded" | "Failed" | "TimedOut" | "Canceled";
+                /** @description Only commands of this type. */
+                commandType?: string;
+                /** @description Only commands created by this credential (kind:id). */
+                requestedBy?: string;
+                /** @description Only commands created or handed out by the answering control node. */
+                localOnly?: boolean;
+                /** @description Only commands created at or after this time. */
+                from?: string;
+                /** @description Only commands created before this time. */
+                to?: string;
+                /** @description Only commands created in the last hours. */
+                sinceHours?: number;
+                /** @description Case-insensitive text in the id, node, type, requester, reason or error. */
+                keyword?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The counts. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NodeCommandStats"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getNodeCommand: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Identifier of the command. */
+                commandId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The command. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NodeCommand"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getNodeCommandDetail: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Identifier of the command. */
+                commandId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The command in detail. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NodeCommandDetail"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    cancelNodeCommand: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Identifier of the command. */
+                commandId: string;
+            };
+            cookie?: never;
+        };
+        /** @description The reason. */
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["CancelNodeCommandRequest"];
+            };
+        };
+        responses: {
+            /** @description The canceled command. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NodeCommand"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    createNodeCommand: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Media host. */
+                nodeId: string;
+            };
+            cookie?: never;
+        };
+        /** @description The command. */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateNodeCommandRequest"];
+            };
+        };
+        responses: {
+            /** @description The command. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NodeCommand"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listRtpPortLeases: {
+        parameters: {
+            query?: {
+                /** @description Only leases in this state. */
+                status?: "active" | "released" | "expired";
+                /** @description Only leases of this direction. */
+                direction?: "receive" | "send";
+                /** @description Media host (node id) the operation acts on through its node agent; may be omitted when the cluster has exactly one media server. */
+                nodeId?: components["parameters"]["TargetNodeId"];
+                /** @description Media server the operation acts on, instead of nodeId; may be omitted when the cluster has exactly one media server. */
+                mediaServerId?: components["parameters"]["TargetMediaServerId"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The leases. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RtpPortLeaseList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createRtpPortLease: {
+        parameters: {
+            query?: {
+                /** @description Media host (node id) the operation acts on through its node agent; may be omitted when the cluster has exactly one media server. */
+                nodeId?: components["parameters"]["TargetNodeId"];
+                /** @description Media server the operation acts on, instead of nodeId; may be omitted when the cluster has exactly one media server. */
+                mediaServerId?: components["parameters"]["TargetMediaServerId"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The lease wanted. */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RtpPortLeaseRequest"];
+            };
+        };
+        responses: {
+            /** @description The lease; or, when the node agent has not finished within the wait, the node command to follow (`NodeCommandAccepted`, recognisable by its `commandType`). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RtpPortLeaseAnswer"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    releaseRtpPortLease: {
+        parameters: {
+            query?: {
+                /** @description Media host (node id) the operation acts on through its node agent; may be omitted when the cluster has exactly one media server. */
+                nodeId?: components["parameters"]["TargetNodeId"];
+                /** @description Media server the operation acts on, instead of nodeId; may be omitted when the cluster has exactly one media server. */
+                mediaServerId?: components["parameters"]["TargetMediaServerId"];
+            };
+            header?: never;
+            path: {
+                /** @description Identifier of the lease. */
+                leaseId: string;
+            };
+            cookie?: never;
+        };
+        /** @description Why it is released. */
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["RtpPortReleaseRequest"];
+            };
+        };
+        responses: {
+            /** @description The released lease; or, when the node agent has not finished within the wait, the node command to follow (`NodeCommandAccepted`, recognisable by its `commandType`). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RtpPortLeaseAnswer"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    releaseRtpPort: {
+        parameters: {
+            query?: {
+                /** @description Only release a lease of this direction. */
+                direction?: "receive" | "send";
+                /** @description Media host (node id) the operation acts on through its node agent; may be omitted when the cluster has exactly one media server. */
+                nodeId?: components["parameters"]["TargetNodeId"];
+                /** @description Media server the operation acts on, instead of nodeId; may be omitted when the cluster has exactly one media server. */
+                mediaServerId?: components["parameters"]["TargetMediaServerId"];
+            };
+            header?: never;
+            path: {
+                /** @description The leased port. */
+                port: number;
+            };
+            cookie?: never;
+        };
+        /** @description Why it is released. */
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["RtpPortReleaseRequest"];
+            };
+        };
+        responses: {
+            /** @description The released lease; or, when the node agent has not finished within the wait, the node command to follow (`NodeCommandAccepted`, recognisable by its `commandType`). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RtpPortLeaseAnswer"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listTranscoderTemplates: {
+        parameters: {
+            query?: {
+                /** @description Only templates for this media server (and those for every media server). */
+                mediaServerId?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The templates. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TranscoderTemplateList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    createTranscoderTemplate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The template. */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SaveFfmpegTemplateRequest"];
+            };
+        };
+        responses: {
+            /** @description The template. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TranscoderTemplate"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    updateTranscoderTemplate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Name of the template. */
+                templateName: string;
+            };
+            cookie?: never;
+        };
+        /** @description The template. */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SaveFfmpegTemplateRequest"];
+            };
+        };
+        responses: {
+            /** @description The template. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TranscoderTemplate"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    deleteTranscoderTemplate: {
+        parameters: {
+            query?: {
+                /** @description Only templates for this media server (and those for every media server). */
+                mediaServerId?: string;
+            };
+            header?: never;
+            path: {
+                /** @description Name of the template. */
+                templateName: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The deleted template. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TranscoderTemplate"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listStreamCommands: {
+        parameters: {
+            query?: {
+                /** @description Number of the page to return, starting at 1. */
+                page?: components["parameters"]["Page"];
+                /** @description Maximum number of rows per page. */
+                pageSize?: components["parameters"]["PageSize"];
+                /** @description Only this channel's commands. */
+                channelId?: string;
+                /** @description Only starts or only stops. */
+                action?: components["schemas"]["StreamCommandAction"];
+                /** @description Only commands in this state. */
+                state?: components["schemas"]["StreamCommandState"];
+                /** @description Only this media server. */
+                mediaServerId?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of stream commands. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StreamCommandList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listStreamSessions: {
+        parameters: {
+            query?: {
+                /** @description Number of the page to return, starting at 1. */
+                page?: components["parameters"]["Page"];
+                /** @description Maximum number of rows per page. */
+                pageSize?: components["parameters"]["PageSize"];
+                /** @description Only this media server. */
+                mediaServerId?: string;
+                /** @description Only this stream id. */
+                stream?: string;
+                /** @description Only sessions in this state. */
+                state?: components["schemas"]["StreamSessionState"];
+                /** @description Only this channel's sessions. */
+                channelId?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of stream sessions. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StreamSessionList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listStreamPlayers: {
+        parameters: {
+            query?: {
+                /** @description Only this media server. */
+                mediaServerId?: string;
+                /** @description Only players of this application. */
+                app?: string;
+                /** @description Only players of this stream. */
+                stream?: string;
+                /** @description Only players of this playback lease. */
+                leaseId?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The players. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StreamPlayerList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    startStreamProxy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The source and where to publish it. */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["StartStreamProxyRequest"];
+            };
+        };
+        responses: {
+            /** @description The node command that starts the proxy. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StreamProxyCommand"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    stopStreamProxy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The proxy to stop. */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["StopStreamProxyRequest"];
+            };
+        };
+        responses: {
+            /** @description The node command that stops the proxy. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StreamProxyCommand"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    rtspSmokeTest: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The source to test. */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RtspSmokeTestRequest"];
+            };
+        };
+        responses: {
+            /** @description What the test found; ok says whether a keyframe arrived. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RtspSmokeTestResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    rtspSmokeTestBatch: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The sources to test. */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RtspSmokeTestBatchRequest"];
+            };
+        };
+        responses: {
+            /** @description One result per source, in order. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RtspSmokeTestBatchResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getEngineConfig: {
+        parameters: {
+            query?: {
+                /** @description Media host (node id) the operation acts on through its node agent; may be omitted when the cluster has exactly one media server. */
+                nodeId?: components["parameters"]["TargetNodeId"];
+                /** @description Media server the operation acts on, instead of nodeId; may be omitted when the cluster has exactly one media server. */
+                mediaServerId?: components["parameters"]["TargetMediaServerId"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The configuration. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EngineConfigDocument"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    planEngineConfig: {
+        parameters: {
+            query?: {
+                /** @description Media host (node id) the operation acts on through its node agent; may be omitted when the cluster has exactly one media server. */
+                nodeId?: components["parameters"]["TargetNodeId"];
+                /** @description Media server the operation acts on, instead of nodeId; may be omitted when the cluster has exactly one media server. */
+                mediaServerId?: components["parameters"]["TargetMediaServerId"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The settings to compare. */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EngineConfigPlanRequest"];
+            };
+        };
+        responses: {
+            /** @description The plan. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EngineConfigPlan"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    applyEngineConfig: {
+        parameters: {
+            query?: {
+                /** @description Media host (node id) the operation acts on through its node agent; may be omitted when the cluster has exactly one media server. */
+                nodeId?: components["parameters"]["TargetNodeId"];
+                /** @description Media server the operation acts on, instead of nodeId; may be omitted when the cluster has exactly one media server. */
+                mediaServerId?: components["parameters"]["TargetMediaServerId"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The settings and the reason. */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EngineConfigApplyRequest"];
+            };
+        };
+        responses: {
+            /** @description The change; or, when the node agent has not finished within the wait, the node command to follow (`NodeCommandAccepted`, recognisable by its `commandType`). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EngineConfigApplyAnswer"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getEngineRawConfig: {
+        parameters: {
+            query?: {
+                /** @description Media host (node id) the operation acts on through its node agent; may be omitted when the cluster has exactly one media server. */
+                nodeId?: components["parameters"]["TargetNodeId"];
+                /** @description Media server the operation acts on, instead of nodeId; may be omitted when the cluster has exactly one media server. */
+                mediaServerId?: components["parameters"]["TargetMediaServerId"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The file. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MediaServiceRawConfiguration"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    applyEngineRawConfig: {
+        parameters: {
+            query?: {
+                /** @description Media host (node id) the operation acts on through its node agent; may be omitted when the cluster has exactly one media server. */
+                nodeId?: components["parameters"]["TargetNodeId"];
+                /** @description Media server the operation acts on, instead of nodeId; may be omitted when the cluster has exactly one media server. */
+                mediaServerId?: components["parameters"]["TargetMediaServerId"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The file and the reason. */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["MediaServiceRawConfigurationApplyRequest"];
+            };
+        };
+        responses: {
+            /** @description The change; or, when the node agent has not finished within the wait, the node command to follow (`NodeCommandAccepted`, recognisable by its `commandType`). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EngineConfigApplyAnswer"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    planEngineRawConfig: {
+        parameters: {
+            query?: {
+                /** @description Media host (node id) the operation acts on through its node agent; may be omitted when the cluster has exactly one media server. */
+                nodeId?: components["parameters"]["TargetNodeId"];
+                /** @description Media server the operation acts on, instead of nodeId; may be omitted when the cluster has exactly one media server. */
+                mediaServerId?: components["parameters"]["TargetMediaServerId"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The file to compare. */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["MediaServiceRawConfigurationPlanRequest"];
+            };
+        };
+        responses: {
+            /** @description The plan. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EngineConfigPlan"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getEngineCoreSettings: {
+        parameters: {
+            query?: {
+                /** @description Media host (node id) the operation acts on through its node agent; may be omitted when the cluster has exactly one media server. */
+                nodeId?: components["parameters"]["TargetNodeId"];
+                /** @description Media server the operation acts on, instead of nodeId; may be omitted when the cluster has exactly one media server. */
+                mediaServerId?: components["parameters"]["TargetMediaServerId"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The settings. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EngineCoreSettings"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    updateEngineCoreSettings: {
+        parameters: {
+            query?: {
+                /** @description Media host (node id) the operation acts on through its node agent; may be omitted when the cluster has exactly one media server. */
+                nodeId?: components["parameters"]["TargetNodeId"];
+                /** @description Media server the operation acts on, instead of nodeId; may be omitted when the cluster has exactly one media server. */
+                mediaServerId?: components["parameters"]["TargetMediaServerId"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The settings and the reason. */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EngineCoreSettingsUpdateRequest"];
+            };
+        };
+        responses: {
+            /** @description The change; or, when the node agent has not finished within the wait, the node command to follow (`NodeCommandAccepted`, recognisable by its `commandType`). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EngineConfigApplyAnswer"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getEngineProcess: {
+        parameters: {
+            query?: {
+                /** @description Media host (node id) the operation acts on through its node agent; may be omitted when the cluster has exactly one media server. */
+                nodeId?: components["parameters"]["TargetNodeId"];
+                /** @description Media server the operation acts on, instead of nodeId; may be omitted when the cluster has exactly one media server. */
+                mediaServerId?: components["parameters"]["TargetMediaServerId"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The process. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EngineProcessState"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    startEngineProcess: {
+        parameters: {
+            query?: {
+                /** @description Media host (node id) the operation acts on through its node agent; may be omitted when the cluster has exactly one media server. */
+                nodeId?: components["parameters"]["TargetNodeId"];
+                /** @description Media server the operation acts on, instead of nodeId; may be omitted when the cluster has exactly one media server. */
+                mediaServerId?: components["parameters"]["TargetMediaServerId"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The reason and how long to wait. */
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["EngineProcessActionRequest"];
+            };
+        };
+        responses: {
+            /** @description The action's result; or, when the node agent has not finished within the wait, the node command to follow (`NodeCommandAccepted`, recognisable by its `commandType`). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EngineProcessActionAnswer"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    stopEngineProcess: {
+        parameters: {
+            query?: {
+                /** @description Media host (node id) the operation acts on through its node agent; may be omitted when the cluster has exactly one media server. */
+                nodeId?: components["parameters"]["TargetNodeId"];
+                /** @description Media server the operation acts on, instead of nodeId; may be omitted when the cluster has exactly one media server. */
+                mediaServerId?: components["parameters"]["TargetMediaServerId"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The reason and how long to wait. */
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["EngineProcessActionRequest"];
+            };
+        };
+        responses: {
+            /** @description The action's result; or, when the node agent has not finished within the wait, the node command to follow (`NodeCommandAccepted`, recognisable by its `commandType`). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EngineProcessActionAnswer"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    restartEngineProcess: {
+        parameters: {
+            query?: {
+                /** @description Media host (node id) the operation acts on through its node agent; may be omitted when the cluster has exactly one media server. */
+                nodeId?: components["parameters"]["TargetNodeId"];
+                /** @description Media server the operation acts on, instead of nodeId; may be omitted when the cluster has exactly one media server. */
+                mediaServerId?: components["parameters"]["TargetMediaServerId"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The reason and how long to wait. */
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["EngineProcessActionRequest"];
+            };
+        };
+        responses: {
+            /** @description The action's result; or, when the node agent has not finished within the wait, the node command to follow (`NodeCommandAccepted`, recognisable by its `commandType`). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EngineProcessActionAnswer"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    reloadEngineProcess: {
+        parameters: {
+            query?: {
+                /** @description Media host (node id) the operation acts on through its node agent; may be omitted when the cluster has exactly one media server. */
+                nodeId?: components["parameters"]["TargetNodeId"];
+                /** @description Media server the operation acts on, instead of nodeId; may be omitted when the cluster has exactly one media server. */
+                mediaServerId?: components["parameters"]["TargetMediaServerId"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The reason and how long to wait. */
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["EngineProcessActionRequest"];
+            };
+        };
+        responses: {
+            /** @description The action's result; or, when the node agent has not finished within the wait, the node command to follow (`NodeCommandAccepted`, recognisable by its `commandType`). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EngineProcessActionAnswer"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listEngineNodes: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The engine nodes. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EngineNodeList"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listEngineNodeApis: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Node id of the engine's host. */
+                nodeId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The operations. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EngineNodeApiList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getEngineNodeCapabilities: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Node id of the engine's host. */
+                nodeId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The capabilities. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EngineNodeCapabilities"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getEngineNodeVersion: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Node id of the engine's host. */
+                nodeId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The versions. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EngineNodeVersion"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getEngineRecordingStatus: {
+        parameters: {
+            query?: {
+                /** @description Only this application. */
+                app?: string;
+                /** @description Only this stream id. */
+                streamId?: string;
+            };
+            header?: never;
+            path: {
+                /** @description The media host. */
+                nodeId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The engine's recordings. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EngineRecordingStatus"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createThirdPartyLivePlayback: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Identifier of the channel. */
+                channelId: string;
+            };
+            cookie?: never;
+        };
+        /** @description Protocols and lifetime of the URLs. */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ThirdPartyLivePlaybackRequest"];
+            };
+        };
+        responses: {
+            /** @description The one-time URLs. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ThirdPartyLivePlayback"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    createThirdPartyLivePlaybackLease: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Identifier of the channel. */
+                channelId: string;
+            };
+            cookie?: never;
+        };
+        /** @description Protocols, lease period and absolute lifetime. */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ThirdPartyPlaybackLeaseRequest"];
+            };
+        };
+        responses: {
+            /** @description The lease and its sources. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PlaybackLease"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    createThirdPartyStreamPlaybackLease: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The stream, the protocols, the lease period and the absolute lifetime. */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ThirdPartyStreamPlaybackLeaseRequest"];
+            };
+        };
+        responses: {
+            /** @description The lease and its sources. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PlaybackLease"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getThirdPartyPlaybackLease: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Identifier of the playback lease. */
+                leaseId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The lease. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PlaybackLease"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    deleteThirdPartyPlaybackLease: {
+        parameters: {
+            query?: {
+                /** @description Why the lease ends, kept with the lease for the audit. */
+                reason?: string;
+                /** @description Also cut the connections already playing with this lease. */
+                disconnect?: boolean;
+            };
+            header?: never;
+            path: {
+                /** @description Identifier of the playback lease. */
+                leaseId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The revoked lease. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PlaybackLease"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    renewThirdPartyPlaybackLease: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Identifier of the playback lease. */
+                leaseId: string;
+            };
+            cookie?: never;
+        };
+        /** @description The new lease period; an empty object keeps the current one. */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RenewThirdPartyPlaybackLeaseRequest"];
+            };
+        };
+        responses: {
+            /** @description The renewed lease. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PlaybackLease"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listThirdPartyMediaServers: {
+        parameters: {
+            query?: {
+                /** @description Identifier of the cluster; defaults to the cluster of the node that answers. */
+                clusterId?: components["parameters"]["ClusterId"];
+                /** @description Number of the page to return, starting at 1. */
+                page?: components["parameters"]["Page"];
+                /** @description Maximum number of rows per page. */
+                pageSize?: components["parameters"]["PageSize"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of media servers. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MediaServerPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listThirdPartyStreams: {
+        parameters: {
+            query?: {
+                /** @description Number of the page to return, starting at 1. */
+                page?: components["parameters"]["Page"];
+                /** @description Maximum number of rows per page. */
+                pageSize?: components["parameters"]["PageSize"];
+                /** @description Only this media server. */
+                mediaServerId?: string;
+                /** @description Only this stream id. */
+                streamId?: string;
+                /** @description Only sessions in this state. */
+                state?: components["schemas"]["StreamSessionState"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of stream sessions. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StreamSessionList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getThirdPartyCapabilities: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The capabilities of the calling token. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ThirdPartyCapabilities"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
     listThirdPartyChannels: {
         parameters: {
             query?: {
@@ -12779,252 +13809,171 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
-    getBootstrapStatus: {
+    listThirdPartyRecordings: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Number of the page to return, starting at 1. */
+                page?: components["parameters"]["Page"];
+                /** @description Maximum number of rows per page. */
+                pageSize?: components["parameters"]["PageSize"];
+                /** @description Only this channel's stream. */
+                channelId?: components["parameters"]["RecordingChannelId"];
+                /** @description Only this media host node. */
+                nodeId?: components["parameters"]["RecordingNodeId"];
+                /** @description Only this media server. */
+                mediaServerId?: components["parameters"]["RecordingMediaServerId"];
+                /** @description Only this application. */
+                app?: components["parameters"]["RecordingApp"];
+                /** @description Only this stream id. */
+                streamId?: components["parameters"]["RecordingStreamId"];
+                /** @description Only files in this state (Deleted lists hard-deleted files, which are otherwise left out). */
+                fileState?: components["parameters"]["RecordingFileState"];
+                /** @description Start of the time range (RFC 3339 with a zone); files ending after it. */
+                startTime?: components["parameters"]["RecordingStartTime"];
+                /** @description End of the time range (RFC 3339 with a zone, after startTime); files starting before it. */
+                endTime?: components["parameters"]["RecordingEndTime"];
+            };
             header?: never;
             path?: never;
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description The bootstrap status. */
+            /** @description One page of files. */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BootstrapStatus"];
-                };
-            };
-            429: components["responses"]["TooManyRequests"];
-            500: components["responses"]["InternalError"];
-        };
-    };
-    bootstrapAdmin: {
-        parameters: {
-            query?: never;
-            header?: {
-                /** @description The bootstrap code from the control node's log, for a client that is not on the host itself. */
-                "X-Svc-Bootstrap-Code"?: string;
-            };
-            path?: never;
-            cookie?: never;
-        };
-        /** @description The username, password and display name of the first super administrator. */
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["BootstrapAdminRequest"];
-            };
-        };
-        responses: {
-            /** @description The super administrator was created. */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["User"];
+                    "application/json": components["schemas"]["RecordingFileList"];
                 };
             };
             400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            409: components["responses"]["Conflict"];
-            413: components["responses"]["PayloadTooLarge"];
-            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };
     };
-    getCaptcha: {
+    createThirdPartyRecordingPlaybackLease: {
         parameters: {
             query?: never;
             header?: never;
             path: {
-                /** @description Identifier of the challenge. */
-                id: string;
+                /** @description The recorded file. */
+                fileId: string;
             };
             cookie?: never;
         };
-        requestBody?: never;
+        /** @description Lease settings; protocols may only name http-fmp4. */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ThirdPartyPlaybackLeaseRequest"];
+            };
+        };
         responses: {
-            /** @description The challenge image; it is never cached. */
+            /** @description The lease and its source. */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "image/png": string;
+                    "application/json": components["schemas"]["PlaybackLease"];
                 };
             };
             400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
-            429: components["responses"]["TooManyRequests"];
-            500: components["responses"]["InternalError"];
-        };
-    };
-    refreshCaptcha: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /** @description Identifier of the challenge to replace. */
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description The new challenge. */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["CaptchaChallenge"];
-                };
-            };
-            403: components["responses"]["Forbidden"];
-            429: components["responses"]["TooManyRequests"];
-            500: components["responses"]["InternalError"];
-        };
-    };
-    login: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** @description The user name, the password and, when required, the captcha answer. */
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["LoginRequest"];
-            };
-        };
-        responses: {
-            /** @description The session was opened and its cookies were set. */
-            200: {
-                headers: {
-                    /** @description The session cookie and the refresh cookie (two headers). */
-                    "Set-Cookie"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ConsoleSession"];
-                };
-            };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            413: components["responses"]["PayloadTooLarge"];
-            415: components["responses"]["UnsupportedMediaType"];
-            429: components["responses"]["TooManyRequests"];
-            500: components["responses"]["InternalError"];
-        };
-    };
-    refreshSession: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description The session was refreshed and its cookies were replaced. */
-            200: {
-                headers: {
-                    /** @description The new session cookie and refresh cookie (two headers). */
-                    "Set-Cookie"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ConsoleSession"];
-                };
-            };
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            429: components["responses"]["TooManyRequests"];
-            500: components["responses"]["InternalError"];
-        };
-    };
-    logout: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description The session was revoked and its cookies were cleared. */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ActionResult"];
-                };
-            };
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
             409: components["responses"]["Conflict"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };
     };
-    changeOwnPassword: {
+    softDeleteThirdPartyRecordings: {
         parameters: {
             query?: never;
             header?: never;
             path?: never;
             cookie?: never;
         };
-        /** @description The current and the new password. */
+        /** @description The files, 1-100 distinct ids, each processed on its own. */
         requestBody: {
             content: {
-                "application/json": components["schemas"]["ChangePasswordRequest"];
+                "application/json": components["schemas"]["RecordFileBatchRequest"];
             };
         };
         responses: {
-            /** @description The password was changed and every session of the user was revoked. */
+            /** @description One result per file, in request order. */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ActionResult"];
+                    "application/json": components["schemas"]["RecordFileBatchResult"];
                 };
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            409: components["responses"]["Conflict"];
-            413: components["responses"]["PayloadTooLarge"];
-            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };
     };
-    getCurrentUser: {
+    restoreThirdPartyRecordings: {
         parameters: {
             query?: never;
             header?: never;
             path?: never;
             cookie?: never;
         };
-        requestBody?: never;
+        /** @description The files, 1-100 distinct ids, each processed on its own. */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RecordFileBatchRequest"];
+            };
+        };
         responses: {
-            /** @description The calling credential and its user. */
+            /** @description One result per file, in request order. */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["CurrentUser"];
+                    "application/json": components["schemas"]["RecordFileBatchResult"];
                 };
             };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    hardDeleteThirdPartyRecordings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The files, 1-100 distinct ids, each processed on its own. */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RecordFileBatchRequest"];
+            };
+        };
+        responses: {
+            /** @description One result per file, in request order. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RecordFileBatchResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
@@ -13480,6 +14429,873 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getBootstrapStatus: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The bootstrap status. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BootstrapStatus"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    bootstrapAdmin: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The bootstrap code from the control node's log, for a client that is not on the host itself. */
+                "X-Svc-Bootstrap-Code"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The username, password and display name of the first super administrator. */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BootstrapAdminRequest"];
+            };
+        };
+        responses: {
+            /** @description The super administrator was created. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["User"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            403: components["responses"]["Forbidden"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getCaptcha: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Identifier of the challenge. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The challenge image; it is never cached. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "image/png": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    refreshCaptcha: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Identifier of the challenge to replace. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The new challenge. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CaptchaChallenge"];
+                };
+            };
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    login: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The user name, the password and, when required, the captcha answer. */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["LoginRequest"];
+            };
+        };
+        responses: {
+            /** @description The session was opened and its cookies were set. */
+            200: {
+                headers: {
+                    /** @description The session cookie and the refresh cookie (two headers). */
+                    "Set-Cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConsoleSession"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    refreshSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The session was refreshed and its cookies were replaced. */
+            200: {
+                headers: {
+                    /** @description The new session cookie and refresh cookie (two headers). */
+                    "Set-Cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConsoleSession"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    logout: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The session was revoked and its cookies were cleared. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ActionResult"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    changeOwnPassword: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The current and the new password. */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ChangePasswordRequest"];
+            };
+        };
+        responses: {
+            /** @description The password was changed and every session of the user was revoked. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ActionResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getCurrentUser: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The calling credential and its user. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CurrentUser"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listGb28181Devices: {
+        parameters: {
+            query?: {
+                /** @description Number of the page to return, starting at 1. */
+                page?: components["parameters"]["Page"];
+                /** @description Maximum number of rows per page. */
+                pageSize?: components["parameters"]["PageSize"];
+                /** @description Only devices in this presence state. */
+                status?: "online" | "offline";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of devices. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Gb28181DeviceList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getGb28181Device: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The device's 20-digit GB28181 code. */
+                deviceId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The device. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Gb28181Device"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    startRecording: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description What to record. */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["StartRecordingRequest"];
+            };
+        };
+        responses: {
+            /** @description The recording session. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RecordingSession"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    stopRecording: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description What to stop recording. */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["StopRecordingRequest"];
+            };
+        };
+        responses: {
+            /** @description The recording session, Stopped once the engine confirmed. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RecordingSession"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listRecordingSessions: {
+        parameters: {
+            query?: {
+                /** @description Number of the page to return, starting at 1. */
+                page?: components["parameters"]["Page"];
+                /** @description Maximum number of rows per page. */
+                pageSize?: components["parameters"]["PageSize"];
+                /** @description Only this media server. */
+                mediaServerId?: components["parameters"]["RecordingMediaServerId"];
+                /** @description Only this media host node. */
+                nodeId?: components["parameters"]["RecordingNodeId"];
+                /** @description Only this channel's stream. */
+                channelId?: components["parameters"]["RecordingChannelId"];
+                /** @description Only this application. */
+                app?: components["parameters"]["RecordingApp"];
+                /** @description Only this stream id. */
+                streamId?: components["parameters"]["RecordingStreamId"];
+                /** @description Only sessions in this state. */
+                state?: components["schemas"]["RecordingSessionState"];
+                /** @description Only sessions started this way. */
+                recordSource?: components["schemas"]["RecordSource"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of sessions. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RecordingSessionList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getRecordingStateModel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The state machines. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RecordingStateModel"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    runAutoRecordOnce: {
+        parameters: {
+            query?: {
+                /** @description Time of the pass (RFC 3339 with a zone); now when absent. */
+                at?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description What the pass did. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AutoRecordPassResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listRecordingFiles: {
+        parameters: {
+            query?: {
+                /** @description Number of the page to return, starting at 1. */
+                page?: components["parameters"]["Page"];
+                /** @description Maximum number of rows per page. */
+                pageSize?: components["parameters"]["PageSize"];
+                /** @description Only this media server. */
+                mediaServerId?: components["parameters"]["RecordingMediaServerId"];
+                /** @description Only this media host node. */
+                nodeId?: components["parameters"]["RecordingNodeId"];
+                /** @description Only this channel's stream. */
+                channelId?: components["parameters"]["RecordingChannelId"];
+                /** @description Only this application. */
+                app?: components["parameters"]["RecordingApp"];
+                /** @description Only this stream id. */
+                streamId?: components["parameters"]["RecordingStreamId"];
+                /** @description Only files in this state (Deleted lists hard-deleted files, which are otherwise left out). */
+                fileState?: components["parameters"]["RecordingFileState"];
+                /** @description Only files whose media starts on this UTC date. */
+                recordDate?: string;
+                /** @description Only files reported by this engine hook (on_record_mp4). */
+                sourceHook?: string;
+                /** @description Only files indexed this way (hook, repair). */
+                indexSource?: string;
+                /** @description Start of the time range (RFC 3339 with a zone); files ending after it. */
+                startTime?: components["parameters"]["RecordingStartTime"];
+                /** @description End of the time range (RFC 3339 with a zone, after startTime); files starting before it. */
+                endTime?: components["parameters"]["RecordingEndTime"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of files. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RecordingFileList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    softDeleteRecordingFiles: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The files, 1-100 distinct ids, each processed on its own. */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RecordFileBatchRequest"];
+            };
+        };
+        responses: {
+            /** @description One result per file, in request order. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RecordFileBatchResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    restoreRecordingFiles: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The files, 1-100 distinct ids, each processed on its own. */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RecordFileBatchRequest"];
+            };
+        };
+        responses: {
+            /** @description One result per file, in request order. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RecordFileBatchResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    deleteRecordingFiles: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The files, 1-100 distinct ids, each processed on its own. */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DeleteRecordFilesRequest"];
+            };
+        };
+        responses: {
+            /** @description One result per file, in request order. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RecordFileBatchResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listRecordPlans: {
+        parameters: {
+            query?: {
+                /** @description Part of the plan's name. */
+                name?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The plans. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RecordPlanList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    createRecordPlan: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The plan's settings. */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SaveRecordPlanRequest"];
+            };
+        };
+        responses: {
+            /** @description The new plan. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RecordPlan"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getRecordPlan: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The plan. */
+                planId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The plan. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RecordPlan"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    updateRecordPlan: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The plan. */
+                planId: string;
+            };
+            cookie?: never;
+        };
+        /** @description The plan's settings. */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SaveRecordPlanRequest"];
+            };
+        };
+        responses: {
+            /** @description The plan. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RecordPlan"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    deleteRecordPlan: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The plan. */
+                planId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The deleted plan. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RecordPlan"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    setRecordPlanEnabled: {
+        parameters: {
+            query: {
+                /** @description Whether the plan is on. */
+                enabled: boolean;
+            };
+            header?: never;
+            path: {
+                /** @description The plan. */
+                planId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The plan. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RecordPlan"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    evaluateRecordPlan: {
+        parameters: {
+            query?: {
+                /** @description The time to judge (RFC 3339 with a zone). */
+                at?: string;
+            };
+            header?: never;
+            path: {
+                /** @description The plan. */
+                planId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The evaluation. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RecordPlanEvaluation"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getRecordPlanTemplate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The template. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RecordPlan"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };
