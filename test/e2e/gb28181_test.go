@@ -201,4 +201,3 @@ func freeUDPPort(t *testing.T) int {
 }
 
 func freeUDPAddr(t *testing.T) string { return "127.0.0.1:" + strconv.Itoa(freeUDPPort(t)) }
-
