@@ -53,7 +53,8 @@ soak:
 	SVC_SOAK=1 $(GO) test -race -count=1 -timeout 90m ./test/faults/
 	$(GO) test -race -count=5 -timeout 60m -run 'TestLeaderKilledWhileClientsWrite|TestRestartAfterSuffixTruncation' ./controlplane/store/raftnode/
 
-## generate: regenerate api/contract and the console's permission table from api/openapi.yaml
+## generate: bundle api/openapi.yaml from its sources in api/openapi/ (one file per tag), then regenerate
+## api/contract and the console's permission table from it
 ## (the console's TypeScript types come with make console)
 generate:
 	$(GO) generate ./api/... ./console/...
