@@ -95,36 +95,6 @@ func Of(err error) (Coded, bool) {
 	return nil, false
 }
 
-// recoded gives an error another code while keeping its chain.
-type recoded struct {
-	error
-	code string
-}
-
-func (r recoded) Unwrap() error     { return r.error }
-func (r recoded) ErrorCode() string { return r.code }
-func (r recoded) Kind() Kind {
-	if c, ok := Of(r.error); ok {
-		return c.Kind()
-	}
-	return Internal
-}
-
-func (r recoded) Retryable() bool {
-	c, ok := Of(r.error)
-	return ok && c.Retryable()
-}
-
-// Recode answers err under another code of the same kind, for an endpoint
-// whose contract names a narrower code (a list's bad filter is
-// invalid_query where the domain says invalid_body). Nil stays nil.
-func Recode(err error, code string) error {
-	if err == nil {
-		return nil
-	}
-	return recoded{err, code}
-}
-
 // Detailer is an error with machine-readable facts for the caller (such as
 // the captcha a login must answer next).
 type Detailer interface {
