@@ -41,6 +41,11 @@ type whipSession struct {
 
 	mu        sync.Mutex
 	videoSSRC uint32
+
+	// decodeMu serialises the depacketisers of all the peer's tracks:
+	// they share the stream clock, and a video track's parameter sets,
+	// filled in as they arrive, are read by every write to the stream.
+	decodeMu sync.Mutex
 }
 
 // whipTrack is one negotiated media section of a publisher.
@@ -150,7 +155,7 @@ func (s *whipSession) start() {
 			s.close(err)
 			return
 		}
-		d := &lockedDepacketizer{d: depack}
+		d := &lockedDepacketizer{mu: &s.decodeMu, d: depack}
 		s.wg.Add(2)
 		go func() {
 			defer s.wg.Done()
@@ -184,9 +189,9 @@ func (s *whipSession) start() {
 }
 
 // lockedDepacketizer shares a track's depacketiser between its RTP reader
-// and its RTCP reader.
+// and its RTCP reader, under the session's decode lock.
 type lockedDepacketizer struct {
-	mu sync.Mutex
+	mu *sync.Mutex
 	d  rtpcodec.Depacketizer
 }
 
