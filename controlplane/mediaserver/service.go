@@ -40,14 +40,15 @@ func (e *CommandError) Error() string {
 	return fmt.Sprintf("node command %s %s: %s: %s", e.CommandID, e.Status, e.Code, e.Message)
 }
 
-// Kind classes the agent's answer (see fault.Coded).
+// Kind classes the agent's answer (see fault.Coded), from its contract
+// code.
 func (e *CommandError) Kind() fault.Kind {
-	switch e.Code {
-	case agentapi.CodeInvalid:
+	switch e.ErrorCode() {
+	case "invalid_body":
 		return fault.Invalid
-	case agentapi.CodeNotFound:
+	case "not_found":
 		return fault.NotFound
-	case "timed_out":
+	case "agent_timeout":
 		return fault.Unavailable
 	}
 	return fault.Conflict
@@ -77,7 +78,7 @@ func (e *CommandError) ErrorCode() string {
 }
 
 // Retryable: only an agent that did not answer in time may answer later.
-func (e *CommandError) Retryable() bool { return e.Code == "timed_out" }
+func (e *CommandError) Retryable() bool { return e.ErrorCode() == "agent_timeout" }
 
 // ReadWait bounds how long reads and plans wait for the agent.
 const ReadWait = 15 * time.Second

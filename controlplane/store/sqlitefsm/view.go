@@ -58,7 +58,7 @@ func likeEscape(v string) string {
 // where renders conditions joined by AND, with their arguments.
 // Conditions on columns other than using (when set) are written so that
 // SQLite does not search by them (a unary + on the column).
-func where(s IndexSpec, conds []query.Cond, using ...string) (string, []any, error) {
+func where(s IndexSpec, conds []query.Cond, using string) (string, []any, error) {
 	if len(conds) == 0 {
 		return "", nil, nil
 	}
@@ -69,7 +69,7 @@ func where(s IndexSpec, conds []query.Cond, using ...string) (string, []any, err
 		if err != nil {
 			return "", nil, err
 		}
-		if len(using) == 1 && using[0] != "" && c.Column != using[0] && c.Op != query.OpAnyOf && c.Op != query.OpAllOf {
+		if using != "" && c.Column != using && c.Op != query.OpAnyOf && c.Op != query.OpAllOf {
 			sqlText = "+" + sqlText
 		}
 		parts = append(parts, sqlText)
@@ -173,29 +173,29 @@ func orderBy(s IndexSpec, orders []query.Order) (string, error) {
 	return " ORDER BY " + strings.Join(parts, ", "), nil
 }
 
-// selectKeys renders the keys q selects, in order, paged.
-func selectKeys(s IndexSpec, q query.Query) (string, []any, error) {
+// selectKeys renders the keys q selects, in order, paged, and the ORDER
+// BY clause it sorts them with.
+func selectKeys(s IndexSpec, q query.Query) (text string, args []any, order string, err error) {
 	if q.Using != "" {
 		if _, err := column(s, q.Using); err != nil {
-			return "", nil, err
+			return "", nil, "", err
 		}
 	}
 	cond, args, err := where(s, q.Where, q.Using)
 	if err != nil {
-		return "", nil, err
+		return "", nil, "", err
 	}
-	order, err := orderBy(s, q.Order)
-	if err != nil {
-		return "", nil, err
+	if order, err = orderBy(s, q.Order); err != nil {
+		return "", nil, "", err
 	}
-	text := "SELECT i.key FROM " + tableOf(s) + " i" + cond + order
+	text = "SELECT i.key FROM " + tableOf(s) + " i" + cond + order
 	switch {
 	case q.Limit > 0:
 		text += fmt.Sprintf(" LIMIT %d OFFSET %d", q.Limit, max(q.Offset, 0))
 	case q.Offset > 0:
 		text += fmt.Sprintf(" LIMIT -1 OFFSET %d", q.Offset)
 	}
-	return text, args, nil
+	return text, args, order, nil
 }
 
 func (v *view) Keys(q query.Query) ([]string, error) {
@@ -203,7 +203,7 @@ func (v *view) Keys(q query.Query) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	text, args, err := selectKeys(s, q)
+	text, args, _, err := selectKeys(s, q)
 	if err != nil {
 		return nil, err
 	}
@@ -223,19 +223,16 @@ func (v *view) Keys(q query.Query) ([]string, error) {
 	return out, rows.Err()
 }
 
-// Find pages the keys through the index alone (its rows are small and
-// its order columns have their own b-trees) and joins only the page's
-// keys with the kv table, so skipping rows never reads their records.
+// Find pages the keys through the index table alone and joins only the
+// page's keys with the kv table, so skipping rows never reads their
+// records (the index rows it skips still hold every column: query.Page
+// reads a deep page from the nearer end).
 func (v *view) Find(q query.Query) ([]query.Row, error) {
 	s, err := v.spec(q.Index)
 	if err != nil {
 		return nil, err
 	}
-	keys, args, err := selectKeys(s, q)
-	if err != nil {
-		return nil, err
-	}
-	order, err := orderBy(s, q.Order)
+	keys, args, order, err := selectKeys(s, q)
 	if err != nil {
 		return nil, err
 	}
@@ -270,7 +267,7 @@ func (v *view) Span(index, from, to string, conds ...query.Cond) (float64, int64
 	if err != nil {
 		return 0, 0, err
 	}
-	cond, args, err := where(s, append(conds, query.NotNull(from), query.Gt(to, 0)))
+	cond, args, err := where(s, append(conds, query.NotNull(from), query.Gt(to, 0)), "")
 	if err != nil {
 		return 0, 0, err
 	}
@@ -337,7 +334,7 @@ func (v *view) Count(index string, conds ...query.Cond) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	cond, args, err := where(s, conds)
+	cond, args, err := where(s, conds, "")
 	if err != nil {
 		return 0, err
 	}
@@ -355,7 +352,7 @@ func (v *view) CountBy(index, name string, conds ...query.Cond) (map[string]int6
 	if err != nil {
 		return nil, err
 	}
-	cond, args, err := where(s, conds)
+	cond, args, err := where(s, conds, "")
 	if err != nil {
 		return nil, err
 	}
@@ -385,7 +382,7 @@ func (v *view) Min(index, name string, conds ...query.Cond) (int64, bool, error)
 	if err != nil {
 		return 0, false, err
 	}
-	cond, args, err := where(s, conds)
+	cond, args, err := where(s, conds, "")
 	if err != nil {
 		return 0, false, err
 	}
@@ -410,7 +407,7 @@ func (v *view) Distinct(index string, names []string, conds ...query.Cond) ([][]
 		}
 		cols[i] = "coalesce(CAST(" + col + " AS TEXT), '')"
 	}
-	cond, args, err := where(s, conds)
+	cond, args, err := where(s, conds, "")
 	if err != nil {
 		return nil, err
 	}
