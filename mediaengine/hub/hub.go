@@ -62,6 +62,8 @@ type Hub struct {
 	// inline instead of racing the wait.
 	draining bool
 	wg       sync.WaitGroup
+	// events holds each path's callbacks not yet run, in order.
+	events map[media.Path]*eventQueue
 
 	framesIn, bytesIn, dropped atomic.Uint64
 }
@@ -81,6 +83,7 @@ func New(cfg Config, log *zap.Logger) *Hub {
 		cfg.OnNoneReader = func(*Stream) {}
 	}
 	return &Hub{cfg: cfg, log: log, epoch: time.Now(), streams: map[media.Path]*Stream{}, parked: map[media.Path]*continuation{},
+		events: map[media.Path]*eventQueue{},
 		changed: make(chan struct{})}
 }
 
@@ -256,17 +259,41 @@ func (h *Hub) notify() {
 }
 
 // async runs an event callback off the hot path; Close waits for it.
-func (h *Hub) async(fn func()) {
+// Callbacks of one path run one after another in the order they were
+// raised: a stream's "unregistered" must never reach the control plane
+// after the "registered" of the publisher that replaced it.
+func (h *Hub) async(path media.Path, fn func()) {
 	h.mu.Lock()
+	if q := h.events[path]; q != nil {
+		q.pending = append(q.pending, fn)
+		h.mu.Unlock()
+		return
+	}
 	if h.draining {
 		h.mu.Unlock()
 		fn()
 		return
 	}
+	q := &eventQueue{pending: []func(){fn}}
+	h.events[path] = q
 	h.wg.Add(1)
 	h.mu.Unlock()
 	go func() {
 		defer h.wg.Done()
-		fn()
+		for {
+			h.mu.Lock()
+			if len(q.pending) == 0 {
+				delete(h.events, path)
+				h.mu.Unlock()
+				return
+			}
+			next := q.pending[0]
+			q.pending = q.pending[1:]
+			h.mu.Unlock()
+			next()
+		}
 	}()
 }
+
+// eventQueue holds the callbacks of one path waiting for its runner.
+type eventQueue struct{ pending []func() }

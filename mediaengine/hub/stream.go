@@ -172,7 +172,7 @@ func (s *Stream) becomeReady(first *media.Frame) {
 	close(s.readyCh)
 	s.hub.notify()
 	s.armIdle()
-	s.hub.async(func() { s.hub.cfg.OnStreamChanged(s, true) })
+	s.hub.async(s.path, func() { s.hub.cfg.OnStreamChanged(s, true) })
 }
 
 // fillSize takes a video track's coded size from its SPS when the input
@@ -299,7 +299,7 @@ func (s *Stream) armIdle() {
 		s.idle = nil
 		s.mu.Unlock()
 		if fire {
-			s.hub.async(func() { s.hub.cfg.OnNoneReader(s) })
+			s.hub.async(s.path, func() { s.hub.cfg.OnNoneReader(s) })
 		}
 	})
 }
@@ -348,7 +348,7 @@ func (s *Stream) end(continuable bool) {
 	close(s.done)
 	s.hub.log.Info("stream closed", zap.String("stream", s.path.String()), zap.Int("readers", len(readers)), zap.Int("waitingForPublisher", len(waiting)))
 	if wasReady {
-		s.hub.async(func() { s.hub.cfg.OnStreamChanged(s, false) })
+		s.hub.async(s.path, func() { s.hub.cfg.OnStreamChanged(s, false) })
 	}
 }
 
