@@ -83,7 +83,7 @@ func New(cfg Config, log *zap.Logger) *Hub {
 		cfg.OnNoneReader = func(*Stream) {}
 	}
 	return &Hub{cfg: cfg, log: log, epoch: time.Now(), streams: map[media.Path]*Stream{}, parked: map[media.Path]*continuation{},
-		events: map[media.Path]*eventQueue{},
+		events:  map[media.Path]*eventQueue{},
 		changed: make(chan struct{})}
 }
 
