@@ -60,6 +60,7 @@ func newAgentSide(cfg config.Config, node *raftnode.Node, keys *keyring.Keyring,
 	if err != nil {
 		return nil, err
 	}
+	cfg.AgentAddr = config.Bound(cfg.AgentAddr, ln.Addr().String())
 	a := &agentSide{cfg: cfg, log: log.Named("agents"), node: node, keys: keys, ln: connguard.Limit(ln, cfg.MaxConnectionsPerClient, nil)}
 	a.authority = &clusterca.Authority{Store: node, Keys: keys}
 	a.nodes = &nodes.Service{Store: node, LocalNodeID: cfg.NodeID, Propagated: node.WaitMembersApplied,

@@ -146,6 +146,7 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, er
 	if err != nil {
 		return nil, unreadableHint(cfg, err)
 	}
+	cfg.RaftAddr = config.Bound(cfg.RaftAddr, node.RaftAddress())
 	s := &Server{Config: cfg, Log: log, Keys: keys, Node: node, done: make(chan struct{})}
 	ok := false
 	defer func() {
@@ -168,9 +169,14 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, er
 		}
 	}()
 	s.HTTPAddr = s.ln.Addr().String()
+	cfg.HTTPAddr = config.Bound(cfg.HTTPAddr, s.HTTPAddr)
 	if s.agents, err = newAgentSide(cfg, node, keys, log); err != nil {
 		return nil, fmt.Errorf("agent port: %w", err)
 	}
+	// From here on the configuration names the bound ports, which others
+	// are told (member records, the agent port URL, join requests).
+	cfg.AgentAddr = s.agents.cfg.AgentAddr
+	s.Config = cfg
 	defer func() {
 		if !ok {
 			s.agents.shutdown(context.Background())

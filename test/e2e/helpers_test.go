@@ -22,6 +22,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/server"
 	"github.com/svcplatform/svc/controlplane/store"
 	"github.com/svcplatform/svc/test/testkit"
+	"github.com/svcplatform/svc/test/testkit/cluster"
 )
 
 func freeAddr(t *testing.T) string { return testkit.FreeAddr(t) }
@@ -36,7 +37,7 @@ type controlNode struct {
 
 func startControlNode(t *testing.T, tune func(*config.Config)) *controlNode {
 	t.Helper()
-	cfg := testkit.NodeConfig(t, "cp1")
+	cfg := cluster.NodeConfig(t, "cp1")
 	if tune != nil {
 		tune(&cfg)
 	}
@@ -62,7 +63,7 @@ func startControlNode(t *testing.T, tune func(*config.Config)) *controlNode {
 
 // newToken writes an API token record the way the security module does.
 func (c *controlNode) newToken(perms ...string) string {
-	tok, _ := testkit.WriteToken(c.t, c.s.Node, "e2e", perms...)
+	tok, _ := cluster.WriteToken(c.t, c.s.Node, "e2e", perms...)
 	return tok
 }
 
@@ -117,12 +118,6 @@ func (c *controlNode) events(name string) []events.Envelope {
 		}
 	}
 	return out
-}
-
-// eventually polls cond until it holds or the time is up.
-func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	testkit.Eventually(t, within, what, cond)
 }
 
 // process is a child svc process with its output collected.
