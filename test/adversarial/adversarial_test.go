@@ -9,7 +9,6 @@ package adversarial
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -22,7 +21,6 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest"
 
-	"github.com/svcplatform/svc/controlplane/clusterca"
 	"github.com/svcplatform/svc/controlplane/config"
 	"github.com/svcplatform/svc/controlplane/server"
 	"github.com/svcplatform/svc/controlplane/store"
@@ -57,23 +55,8 @@ func startNode(t *testing.T, id, join, keyFile string, tune func(*config.Config)
 	if tune != nil {
 		tune(&cfg)
 	}
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	s, err := server.Start(ctx, cfg, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Shutdown() })
+	s := cluster.StartNode(t, cfg, log)
 	n := &node{t: t, s: s, api: "http://" + s.HTTPAddr, logs: logs, tokenIDs: map[string]string{}}
-	if join == "" {
-		ca := &clusterca.Authority{Store: s.Node, Keys: s.Keys}
-		if _, err := ca.Wait(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
 	return n
 }
 

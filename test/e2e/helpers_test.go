@@ -16,7 +16,6 @@ import (
 
 	"github.com/svcplatform/svc/controlplane/account"
 	"github.com/svcplatform/svc/controlplane/audit"
-	"github.com/svcplatform/svc/controlplane/clusterca"
 	"github.com/svcplatform/svc/controlplane/config"
 	"github.com/svcplatform/svc/controlplane/events"
 	"github.com/svcplatform/svc/controlplane/server"
@@ -41,23 +40,9 @@ func startControlNode(t *testing.T, tune func(*config.Config)) *controlNode {
 	if tune != nil {
 		tune(&cfg)
 	}
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	s, err := server.Start(ctx, cfg, zaptest.NewLogger(t).Named("cp1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Shutdown() })
+	s := cluster.StartNode(t, cfg, zaptest.NewLogger(t).Named("cp1"))
 	c := &controlNode{t: t, s: s, api: "http://" + s.HTTPAddr}
 	c.token = c.newToken("*")
-	// The first leader makes the cluster CA just after start.
-	ca := &clusterca.Authority{Store: s.Node, Keys: s.Keys}
-	if _, err := ca.Wait(ctx); err != nil {
-		t.Fatal(err)
-	}
 	return c
 }
 
