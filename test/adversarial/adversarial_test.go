@@ -26,6 +26,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/store"
 	"github.com/svcplatform/svc/test/testkit"
 	"github.com/svcplatform/svc/test/testkit/cluster"
+	"github.com/svcplatform/svc/test/testkit/controlnode"
 )
 
 // node is a real control node in this process with its log captured.
@@ -55,7 +56,7 @@ func startNode(t *testing.T, id, join, keyFile string, tune func(*config.Config)
 	if tune != nil {
 		tune(&cfg)
 	}
-	s := cluster.StartNode(t, cfg, log)
+	s := controlnode.Start(t, cfg, log)
 	n := &node{t: t, s: s, api: "http://" + s.HTTPAddr, logs: logs, tokenIDs: map[string]string{}}
 	return n
 }

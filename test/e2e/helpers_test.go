@@ -22,6 +22,7 @@ import (
 	"github.com/svcplatform/svc/controlplane/store"
 	"github.com/svcplatform/svc/test/testkit"
 	"github.com/svcplatform/svc/test/testkit/cluster"
+	"github.com/svcplatform/svc/test/testkit/controlnode"
 )
 
 func freeAddr(t *testing.T) string { return testkit.FreeAddr(t) }
@@ -40,7 +41,7 @@ func startControlNode(t *testing.T, tune func(*config.Config)) *controlNode {
 	if tune != nil {
 		tune(&cfg)
 	}
-	s := cluster.StartNode(t, cfg, zaptest.NewLogger(t).Named("cp1"))
+	s := controlnode.Start(t, cfg, zaptest.NewLogger(t).Named("cp1"))
 	c := &controlNode{t: t, s: s, api: "http://" + s.HTTPAddr}
 	c.token = c.newToken("*")
 	return c

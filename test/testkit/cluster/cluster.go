@@ -12,13 +12,10 @@ import (
 	"time"
 
 	"github.com/svcplatform/svc/controlplane/apitoken"
-	"github.com/svcplatform/svc/controlplane/clusterca"
 	"github.com/svcplatform/svc/controlplane/config"
-	"github.com/svcplatform/svc/controlplane/server"
 	"github.com/svcplatform/svc/controlplane/store"
 	"github.com/svcplatform/svc/controlplane/store/raftnode"
 	"github.com/svcplatform/svc/test/testkit"
-	"go.uber.org/zap"
 )
 
 // NodeConfig is a control node's configuration for a test: id, a fresh
@@ -72,28 +69,4 @@ func AgentArgs(t testing.TB, dataDir string) []string {
 		"--engine-control-addr", testkit.FreeAddr(t), "--engine-http-addr", testkit.FreeAddr(t), "--engine-rtsp-addr", testkit.FreeAddr(t),
 		"--engine-webrtc-addr", testkit.FreeAddr(t), "--rtp-port-min", strconv.Itoa(rtp), "--rtp-port-max", strconv.Itoa(rtp + 99), "--sysctl-dir", filepath.Join(dataDir, "sysctl.d"),
 		"--heartbeat-interval", "500ms", "--poll-wait", "5s", "--engine-backoff-min", "500ms"}
-}
-
-// StartNode starts a control node with cfg (from NodeConfig, adjusted) and
-// log until the test ends, and returns once it serves; a founding node
-// has also made the cluster CA, which agents and their engines need.
-func StartNode(t testing.TB, cfg config.Config, log *zap.Logger) *server.Server {
-	t.Helper()
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	s, err := server.Start(ctx, cfg, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Shutdown() })
-	if cfg.Join == "" {
-		ca := &clusterca.Authority{Store: s.Node, Keys: s.Keys}
-		if _, err := ca.Wait(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return s
 }
