@@ -240,8 +240,10 @@ type Decode[T any] func(Row) (T, error)
 // JSON decodes a record stored as JSON.
 func JSON[T any](row Row) (T, error) {
 	var v T
-	err := json.Unmarshal(row.Value, &v)
-	return v, err
+	if err := json.Unmarshal(row.Value, &v); err != nil {
+		return v, fmt.Errorf("stored record %s: %w", row.Key, err)
+	}
+	return v, nil
 }
 
 // Page returns one page (1-based) of the records q selects, decoded by
