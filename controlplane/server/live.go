@@ -60,22 +60,6 @@ func (s *Server) startLive(cfg config.Config, keys *keyring.Keyring, tokens *api
 		Presence: s.agents.presence, Servers: s.agents.servers, Log: s.Log.Named("streams")}
 }
 
-// runLive starts the live path's background work: hook inbox writes on
-// every node; the stream dispatcher, the stream reconciler and the lease
-// sweeper on the leader.
-func (s *Server) runLive(bg context.Context) {
-	s.AgentPort().SetHooks(s.Hooks)
-	s.background(bg, s.Hooks.Run)
-	s.background(bg, func(ctx context.Context) { s.Node.Leadership().Run(ctx, s.streamDispatcher.Run) })
-	s.background(bg, func(ctx context.Context) { s.Node.Leadership().Run(ctx, s.streamReconciler.Run) })
-	s.background(bg, func(ctx context.Context) { s.Node.Leadership().Run(ctx, s.Snapshots.Run) })
-	s.background(bg, func(ctx context.Context) { s.Node.Leadership().Run(ctx, s.autoRecording.Run) })
-	log := s.Log.Named("playback")
-	s.background(bg, func(ctx context.Context) {
-		s.Node.Leadership().Run(ctx, func(ctx context.Context) { s.Playback.RunSweeper(ctx, log) })
-	})
-}
-
 // tokenAreas hold what an API token's state depends on: the token, its
 // owner and the owner's roles.
 var tokenAreas = []string{apitoken.KeyPrefix, account.UsersPrefix, account.RolesPrefix}

@@ -106,6 +106,9 @@ type Server struct {
 	wg            sync.WaitGroup
 	denials       *httpapi.DenialAuditor
 	agents        *agentSide
+	// tasks and tokenUsage are run by loops (loops.go).
+	tasks      *system.Tasks
+	tokenUsage *apitoken.Usage
 	// bootstrapCode stands in for a loopback connection on the bootstrap
 	// until an administrator exists (printed in the log, see
 	// announceBootstrap).
@@ -297,49 +300,13 @@ func Start(ctx context.Context, cfg config.Config, log *zap.Logger) (*Server, er
 			return nil, err
 		}
 	}
-	s.background(bg, func(ctx context.Context) {
-		node.Leadership().Run(ctx, func(ctx context.Context) { ensureIdentity(ctx, node, log) })
-	})
-	s.background(bg, func(ctx context.Context) {
-		registerSelf(ctx, node, raftnode.MemberRecord{NodeID: cfg.NodeID, RaftAddress: node.RaftAddress(), HTTPAddress: cfg.APIURL()}, log)
-	})
-	s.background(bg, tasks.Loop)
-	s.background(bg, s.announceBootstrap)
-	s.background(bg, func(ctx context.Context) {
-		usage.Run(ctx, cfg.TokenUsageInterval, func(err error) { log.Warn("writing API token use times failed", zap.Error(err)) })
-	})
-	s.background(bg, func(ctx context.Context) {
-		node.Leadership().Run(ctx, func(ctx context.Context) { sweepSessions(ctx, sessions, log.Named("session")) })
-	})
-	s.background(bg, func(ctx context.Context) {
-		node.Leadership().Run(ctx, func(ctx context.Context) {
-			clog := log.Named("channels")
-			s.Channels.PruneLoop(ctx, channels.DefaultRetention, time.Hour, func(removed int, err error) {
-				if err != nil && ctx.Err() == nil {
-					clog.Warn("pruning channel history failed", zap.Error(err))
-				} else if removed > 0 {
-					clog.Debug("pruned channel history", zap.Int("removed", removed))
-				}
-			})
-		})
-	})
-	s.background(bg, func(ctx context.Context) { node.Leadership().Run(ctx, s.Dispatcher.Run) })
-	s.background(bg, func(ctx context.Context) { node.Leadership().Run(ctx, s.migrateLegacyWebhook) })
 	s.agents.start()
-	s.agents.background(bg, s, s.System)
-	s.runLive(bg)
+	s.AgentPort().SetHooks(s.Hooks)
+	s.tasks, s.tokenUsage = tasks, usage
+	s.runLoops(bg)
 	ok = true
 	log.Info("control node started", zap.String("api", cfg.APIURL()), zap.String("raft", node.RaftAddress()), zap.Bool("founding", founding))
 	return s, nil
-}
-
-// background runs fn until the server shuts down; Shutdown waits for it.
-func (s *Server) background(ctx context.Context, fn func(context.Context)) {
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		fn(ctx)
-	}()
 }
 
 // Shutdown stops accepting requests, lets running ones finish within the
