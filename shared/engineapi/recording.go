@@ -34,6 +34,13 @@ const (
 const (
 	RecordPlaybackVhost = "__record__"
 	RecordPlaybackApp   = "file"
+	// RecordDownloadApp is the reserved app of a download of a file
+	// (?download=1 on the same route: the file as an attachment, whole or
+	// by Range): a playback ticket never downloads, nor a download ticket
+	// plays.
+	RecordDownloadApp = "download"
+	// RecordDownloadParam asks the route for a download.
+	RecordDownloadParam = "download"
 	// RecordPlaybackPath prefixes a file's URL: <prefix><fileId>.mp4.
 	RecordPlaybackPath = "/record/"
 )
