@@ -840,6 +840,7 @@ const (
 	ErrorCodePlaybackLeaseConflict      ErrorCode = "playback_lease_conflict"
 	ErrorCodePtzNotSupported            ErrorCode = "ptz_not_supported"
 	ErrorCodePtzUnavailable             ErrorCode = "ptz_unavailable"
+	ErrorCodeRangeNotSatisfiable        ErrorCode = "range_not_satisfiable"
 	ErrorCodeRateLimited                ErrorCode = "rate_limited"
 	ErrorCodeRecordingFileUnavailable   ErrorCode = "recording_file_unavailable"
 	ErrorCodeRecordingNotActive         ErrorCode = "recording_not_active"
@@ -957,6 +958,8 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodePtzNotSupported:
 		return true
 	case ErrorCodePtzUnavailable:
+		return true
+	case ErrorCodeRangeNotSatisfiable:
 		return true
 	case ErrorCodeRateLimited:
 		return true
@@ -2392,6 +2395,42 @@ const (
 func (e ThirdPartyLivePlaybackStreamState) Valid() bool {
 	switch e {
 	case ThirdPartyLivePlaybackStreamStateOnline:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ThirdPartyMediaLinkAction.
+const (
+	ThirdPartyMediaLinkActionDownload ThirdPartyMediaLinkAction = "download"
+	ThirdPartyMediaLinkActionPlay     ThirdPartyMediaLinkAction = "play"
+)
+
+// Valid indicates whether the value is a known member of the ThirdPartyMediaLinkAction enum.
+func (e ThirdPartyMediaLinkAction) Valid() bool {
+	switch e {
+	case ThirdPartyMediaLinkActionDownload:
+		return true
+	case ThirdPartyMediaLinkActionPlay:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ThirdPartyMediaLinkResourceKind.
+const (
+	ThirdPartyMediaLinkResourceKindCutMergeOutput ThirdPartyMediaLinkResourceKind = "cut-merge-output"
+	ThirdPartyMediaLinkResourceKindRecordingFile  ThirdPartyMediaLinkResourceKind = "recording-file"
+)
+
+// Valid indicates whether the value is a known member of the ThirdPartyMediaLinkResourceKind enum.
+func (e ThirdPartyMediaLinkResourceKind) Valid() bool {
+	switch e {
+	case ThirdPartyMediaLinkResourceKindCutMergeOutput:
+		return true
+	case ThirdPartyMediaLinkResourceKindRecordingFile:
 		return true
 	default:
 		return false
@@ -8101,6 +8140,39 @@ type ThirdPartyLivePlaybackRequest struct {
 	Protocols *[]PlaybackProtocol `json:"protocols,omitempty"`
 }
 
+// ThirdPartyMediaLink A single-use link to play or download a recorded resource.
+type ThirdPartyMediaLink struct {
+	// Action What the link does.
+	Action ThirdPartyMediaLinkAction `json:"action"`
+
+	// ExpiresAt When the link stops admitting requests (UTC).
+	ExpiresAt time.Time `json:"expiresAt"`
+
+	// ResourceId The resource's id (the file id of a recording-file).
+	ResourceId string `json:"resourceId"`
+
+	// ResourceKind What the link plays or downloads.
+	ResourceKind ThirdPartyMediaLinkResourceKind `json:"resourceKind"`
+
+	// SupportsRange Whether the URL honours HTTP Range requests (seeking, resuming).
+	SupportsRange bool `json:"supportsRange"`
+
+	// Url The controlled HTTP URL on the owning media server (never a file path); it carries the ticket.
+	Url string `json:"url"`
+}
+
+// ThirdPartyMediaLinkAction What the link does.
+type ThirdPartyMediaLinkAction string
+
+// ThirdPartyMediaLinkResourceKind What the link plays or downloads.
+type ThirdPartyMediaLinkResourceKind string
+
+// ThirdPartyMediaLinkRequest Request for a single-use playback or download link.
+type ThirdPartyMediaLinkRequest struct {
+	// LifetimeSeconds Seconds the link stays usable; default 120, at least 30, at most the configured bound (default 600), never beyond the API token's expiry.
+	LifetimeSeconds *int32 `json:"lifetimeSeconds,omitempty"`
+}
+
 // ThirdPartyPlaybackLeaseRequest Request for a renewable playback lease.
 type ThirdPartyPlaybackLeaseRequest struct {
 	// AbsoluteLifetimeSeconds Total lifetime in seconds; not shorter than leaseSeconds, at most 43200, and never beyond the API token's expiry (the token's expiry wins when it comes first); 43200 when omitted (our choice, the documents name only the bound).
@@ -8452,6 +8524,9 @@ type RecordingChannelId = string
 // RecordingEndTime defines model for RecordingEndTime.
 type RecordingEndTime = time.Time
 
+// RecordingFileIdPath defines model for RecordingFileIdPath.
+type RecordingFileIdPath = string
+
 // RecordingMediaServerId defines model for RecordingMediaServerId.
 type RecordingMediaServerId = string
 
@@ -8505,6 +8580,9 @@ type NotFound = ErrorBody
 
 // PayloadTooLarge Body of every JSON error answer.
 type PayloadTooLarge = ErrorBody
+
+// RangeNotSatisfiable Body of every JSON error answer.
+type RangeNotSatisfiable = ErrorBody
 
 // ServiceUnavailable Body of every JSON error answer.
 type ServiceUnavailable = ErrorBody
@@ -9742,8 +9820,14 @@ type RestoreThirdPartyRecordingsJSONRequestBody = RecordFileBatchRequest
 // SoftDeleteThirdPartyRecordingsJSONRequestBody defines body for SoftDeleteThirdPartyRecordings for application/json ContentType.
 type SoftDeleteThirdPartyRecordingsJSONRequestBody = RecordFileBatchRequest
 
+// CreateThirdPartyRecordingDownloadLinkJSONRequestBody defines body for CreateThirdPartyRecordingDownloadLink for application/json ContentType.
+type CreateThirdPartyRecordingDownloadLinkJSONRequestBody = ThirdPartyMediaLinkRequest
+
 // CreateThirdPartyRecordingPlaybackLeaseJSONRequestBody defines body for CreateThirdPartyRecordingPlaybackLease for application/json ContentType.
 type CreateThirdPartyRecordingPlaybackLeaseJSONRequestBody = ThirdPartyPlaybackLeaseRequest
+
+// CreateThirdPartyRecordingPlaybackLinkJSONRequestBody defines body for CreateThirdPartyRecordingPlaybackLink for application/json ContentType.
+type CreateThirdPartyRecordingPlaybackLinkJSONRequestBody = ThirdPartyMediaLinkRequest
 
 // CreateThirdPartyStreamPlaybackLeaseJSONRequestBody defines body for CreateThirdPartyStreamPlaybackLease for application/json ContentType.
 type CreateThirdPartyStreamPlaybackLeaseJSONRequestBody = ThirdPartyStreamPlaybackLeaseRequest
@@ -10271,6 +10355,12 @@ type ServerInterface interface {
 	// SoftDeleteRecordingFiles Soft-delete recorded files
 	// (POST /api/v2/recording/files/soft-delete)
 	SoftDeleteRecordingFiles(c *gin.Context)
+	// DownloadRecordingFile Download a recorded file
+	// (GET /api/v2/recording/files/{fileId}/download)
+	DownloadRecordingFile(c *gin.Context, fileId RecordingFileIdPath)
+	// GetRecordingFileMedia Play a recorded file
+	// (GET /api/v2/recording/files/{fileId}/media)
+	GetRecordingFileMedia(c *gin.Context, fileId RecordingFileIdPath)
 	// GetRecordPlanTemplate A recording plan template
 	// (GET /api/v2/recording/plan-template)
 	GetRecordPlanTemplate(c *gin.Context)
@@ -10556,9 +10646,15 @@ type ServerInterface interface {
 	// SoftDeleteThirdPartyRecordings Soft-delete recordings
 	// (POST /api/v2/third-party/recordings/soft-delete)
 	SoftDeleteThirdPartyRecordings(c *gin.Context)
+	// CreateThirdPartyRecordingDownloadLink Single-use download link of a recorded file
+	// (POST /api/v2/third-party/recordings/{fileId}/download-link)
+	CreateThirdPartyRecordingDownloadLink(c *gin.Context, fileId RecordingFileIdPath)
 	// CreateThirdPartyRecordingPlaybackLease Lease a recorded file for playback
 	// (POST /api/v2/third-party/recordings/{fileId}/playback-lease)
 	CreateThirdPartyRecordingPlaybackLease(c *gin.Context, fileId string)
+	// CreateThirdPartyRecordingPlaybackLink Single-use playback link of a recorded file
+	// (POST /api/v2/third-party/recordings/{fileId}/playback-link)
+	CreateThirdPartyRecordingPlaybackLink(c *gin.Context, fileId RecordingFileIdPath)
 	// ListThirdPartyStreams List live streams
 	// (GET /api/v2/third-party/streams)
 	ListThirdPartyStreams(c *gin.Context, params ListThirdPartyStreamsParams)
@@ -13606,6 +13702,56 @@ func (siw *ServerInterfaceWrapper) SoftDeleteRecordingFiles(c *gin.Context) {
 	siw.Handler.SoftDeleteRecordingFiles(c)
 }
 
+// DownloadRecordingFile operation middleware
+func (siw *ServerInterfaceWrapper) DownloadRecordingFile(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "fileId" -------------
+	var fileId RecordingFileIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "fileId", c.Param("fileId"), &fileId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter fileId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.DownloadRecordingFile(c, fileId)
+}
+
+// GetRecordingFileMedia operation middleware
+func (siw *ServerInterfaceWrapper) GetRecordingFileMedia(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "fileId" -------------
+	var fileId RecordingFileIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "fileId", c.Param("fileId"), &fileId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter fileId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetRecordingFileMedia(c, fileId)
+}
+
 // GetRecordPlanTemplate operation middleware
 func (siw *ServerInterfaceWrapper) GetRecordPlanTemplate(c *gin.Context) {
 
@@ -16257,6 +16403,31 @@ func (siw *ServerInterfaceWrapper) SoftDeleteThirdPartyRecordings(c *gin.Context
 	siw.Handler.SoftDeleteThirdPartyRecordings(c)
 }
 
+// CreateThirdPartyRecordingDownloadLink operation middleware
+func (siw *ServerInterfaceWrapper) CreateThirdPartyRecordingDownloadLink(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "fileId" -------------
+	var fileId RecordingFileIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "fileId", c.Param("fileId"), &fileId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter fileId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateThirdPartyRecordingDownloadLink(c, fileId)
+}
+
 // CreateThirdPartyRecordingPlaybackLease operation middleware
 func (siw *ServerInterfaceWrapper) CreateThirdPartyRecordingPlaybackLease(c *gin.Context) {
 
@@ -16280,6 +16451,31 @@ func (siw *ServerInterfaceWrapper) CreateThirdPartyRecordingPlaybackLease(c *gin
 	}
 
 	siw.Handler.CreateThirdPartyRecordingPlaybackLease(c, fileId)
+}
+
+// CreateThirdPartyRecordingPlaybackLink operation middleware
+func (siw *ServerInterfaceWrapper) CreateThirdPartyRecordingPlaybackLink(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "fileId" -------------
+	var fileId RecordingFileIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "fileId", c.Param("fileId"), &fileId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter fileId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateThirdPartyRecordingPlaybackLink(c, fileId)
 }
 
 // ListThirdPartyStreams operation middleware
@@ -16537,6 +16733,8 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 	router.POST(options.BaseURL+"/api/v2/third-party/channels/:channelId/start", wrapper.StartThirdPartyChannel)
 	router.POST(options.BaseURL+"/api/v2/third-party/channels/:channelId/stop", wrapper.StopThirdPartyChannel)
 	router.GET(options.BaseURL+"/api/v2/third-party/recordings", wrapper.ListThirdPartyRecordings)
+	router.POST(options.BaseURL+"/api/v2/third-party/recordings/:fileId/playback-link", wrapper.CreateThirdPartyRecordingPlaybackLink)
+	router.POST(options.BaseURL+"/api/v2/third-party/recordings/:fileId/download-link", wrapper.CreateThirdPartyRecordingDownloadLink)
 	router.POST(options.BaseURL+"/api/v2/third-party/recordings/:fileId/playback-lease", wrapper.CreateThirdPartyRecordingPlaybackLease)
 	router.POST(options.BaseURL+"/api/v2/third-party/recordings/soft-delete", wrapper.SoftDeleteThirdPartyRecordings)
 	router.POST(options.BaseURL+"/api/v2/third-party/recordings/restore", wrapper.RestoreThirdPartyRecordings)
@@ -16573,6 +16771,8 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 	router.GET(options.BaseURL+"/api/v2/recording/state-model", wrapper.GetRecordingStateModel)
 	router.POST(options.BaseURL+"/api/v2/recording/auto-record/run-once", wrapper.RunAutoRecordOnce)
 	router.GET(options.BaseURL+"/api/v2/recording/files", wrapper.ListRecordingFiles)
+	router.GET(options.BaseURL+"/api/v2/recording/files/:fileId/media", wrapper.GetRecordingFileMedia)
+	router.GET(options.BaseURL+"/api/v2/recording/files/:fileId/download", wrapper.DownloadRecordingFile)
 	router.POST(options.BaseURL+"/api/v2/recording/files/soft-delete", wrapper.SoftDeleteRecordingFiles)
 	router.POST(options.BaseURL+"/api/v2/recording/files/restore", wrapper.RestoreRecordingFiles)
 	router.POST(options.BaseURL+"/api/v2/recording/files/delete", wrapper.DeleteRecordingFiles)
@@ -16599,6 +16799,15 @@ type InternalErrorJSONResponse ErrorBody
 type NotFoundJSONResponse ErrorBody
 
 type PayloadTooLargeJSONResponse ErrorBody
+
+type RangeNotSatisfiableResponseHeaders struct {
+	ContentRange *string
+}
+type RangeNotSatisfiableJSONResponse struct {
+	Body ErrorBody
+
+	Headers RangeNotSatisfiableResponseHeaders
+}
 
 type ServiceUnavailableJSONResponse ErrorBody
 
@@ -27391,6 +27600,414 @@ func (response SoftDeleteRecordingFiles500JSONResponse) VisitSoftDeleteRecording
 	return err
 }
 
+type DownloadRecordingFileRequestObject struct {
+	FileId RecordingFileIdPath `json:"fileId"`
+}
+
+type DownloadRecordingFileResponseObject interface {
+	VisitDownloadRecordingFileResponse(w http.ResponseWriter) error
+}
+
+type DownloadRecordingFile200ResponseHeaders struct {
+	ContentDisposition *string
+}
+
+type DownloadRecordingFile200Videomp4Response struct {
+	Body          io.Reader
+	Headers       DownloadRecordingFile200ResponseHeaders
+	ContentLength int64
+}
+
+func (response DownloadRecordingFile200Videomp4Response) VisitDownloadRecordingFileResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "video/mp4")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	if response.Headers.ContentDisposition != nil {
+		w.Header().Set("Content-Disposition", fmt.Sprint(*response.Headers.ContentDisposition))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type DownloadRecordingFile206ResponseHeaders struct {
+	ContentRange *string
+}
+
+type DownloadRecordingFile206Videomp4Response struct {
+	Body          io.Reader
+	Headers       DownloadRecordingFile206ResponseHeaders
+	ContentLength int64
+}
+
+func (response DownloadRecordingFile206Videomp4Response) VisitDownloadRecordingFileResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "video/mp4")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	if response.Headers.ContentRange != nil {
+		w.Header().Set("Content-Range", fmt.Sprint(*response.Headers.ContentRange))
+	}
+	w.WriteHeader(206)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type DownloadRecordingFile304Response struct {
+}
+
+func (response DownloadRecordingFile304Response) VisitDownloadRecordingFileResponse(w http.ResponseWriter) error {
+	w.WriteHeader(304)
+	return nil
+}
+
+type DownloadRecordingFile400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response DownloadRecordingFile400JSONResponse) VisitDownloadRecordingFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadRecordingFile401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response DownloadRecordingFile401JSONResponse) VisitDownloadRecordingFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadRecordingFile403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response DownloadRecordingFile403JSONResponse) VisitDownloadRecordingFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadRecordingFile404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response DownloadRecordingFile404JSONResponse) VisitDownloadRecordingFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadRecordingFile409JSONResponse struct{ ConflictJSONResponse }
+
+func (response DownloadRecordingFile409JSONResponse) VisitDownloadRecordingFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadRecordingFile416JSONResponse struct {
+	RangeNotSatisfiableJSONResponse
+}
+
+func (response DownloadRecordingFile416JSONResponse) VisitDownloadRecordingFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.ContentRange != nil {
+		w.Header().Set("Content-Range", fmt.Sprint(*response.Headers.ContentRange))
+	}
+	w.WriteHeader(416)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadRecordingFile429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response DownloadRecordingFile429JSONResponse) VisitDownloadRecordingFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadRecordingFile500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response DownloadRecordingFile500JSONResponse) VisitDownloadRecordingFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadRecordingFile503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DownloadRecordingFile503JSONResponse) VisitDownloadRecordingFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordingFileMediaRequestObject struct {
+	FileId RecordingFileIdPath `json:"fileId"`
+}
+
+type GetRecordingFileMediaResponseObject interface {
+	VisitGetRecordingFileMediaResponse(w http.ResponseWriter) error
+}
+
+type GetRecordingFileMedia200ResponseHeaders struct {
+	AcceptRanges *string
+}
+
+type GetRecordingFileMedia200Videomp4Response struct {
+	Body          io.Reader
+	Headers       GetRecordingFileMedia200ResponseHeaders
+	ContentLength int64
+}
+
+func (response GetRecordingFileMedia200Videomp4Response) VisitGetRecordingFileMediaResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "video/mp4")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	if response.Headers.AcceptRanges != nil {
+		w.Header().Set("Accept-Ranges", fmt.Sprint(*response.Headers.AcceptRanges))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type GetRecordingFileMedia206ResponseHeaders struct {
+	ContentRange *string
+}
+
+type GetRecordingFileMedia206Videomp4Response struct {
+	Body          io.Reader
+	Headers       GetRecordingFileMedia206ResponseHeaders
+	ContentLength int64
+}
+
+func (response GetRecordingFileMedia206Videomp4Response) VisitGetRecordingFileMediaResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "video/mp4")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	if response.Headers.ContentRange != nil {
+		w.Header().Set("Content-Range", fmt.Sprint(*response.Headers.ContentRange))
+	}
+	w.WriteHeader(206)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type GetRecordingFileMedia304Response struct {
+}
+
+func (response GetRecordingFileMedia304Response) VisitGetRecordingFileMediaResponse(w http.ResponseWriter) error {
+	w.WriteHeader(304)
+	return nil
+}
+
+type GetRecordingFileMedia400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetRecordingFileMedia400JSONResponse) VisitGetRecordingFileMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordingFileMedia401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetRecordingFileMedia401JSONResponse) VisitGetRecordingFileMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordingFileMedia403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetRecordingFileMedia403JSONResponse) VisitGetRecordingFileMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordingFileMedia404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetRecordingFileMedia404JSONResponse) VisitGetRecordingFileMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordingFileMedia409JSONResponse struct{ ConflictJSONResponse }
+
+func (response GetRecordingFileMedia409JSONResponse) VisitGetRecordingFileMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordingFileMedia416JSONResponse struct {
+	RangeNotSatisfiableJSONResponse
+}
+
+func (response GetRecordingFileMedia416JSONResponse) VisitGetRecordingFileMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.ContentRange != nil {
+		w.Header().Set("Content-Range", fmt.Sprint(*response.Headers.ContentRange))
+	}
+	w.WriteHeader(416)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordingFileMedia429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetRecordingFileMedia429JSONResponse) VisitGetRecordingFileMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordingFileMedia500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetRecordingFileMedia500JSONResponse) VisitGetRecordingFileMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordingFileMedia503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetRecordingFileMedia503JSONResponse) VisitGetRecordingFileMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetRecordPlanTemplateRequestObject struct {
 }
 
@@ -37981,6 +38598,128 @@ func (response SoftDeleteThirdPartyRecordings500JSONResponse) VisitSoftDeleteThi
 	return err
 }
 
+type CreateThirdPartyRecordingDownloadLinkRequestObject struct {
+	FileId RecordingFileIdPath `json:"fileId"`
+	Body   *CreateThirdPartyRecordingDownloadLinkJSONRequestBody
+}
+
+type CreateThirdPartyRecordingDownloadLinkResponseObject interface {
+	VisitCreateThirdPartyRecordingDownloadLinkResponse(w http.ResponseWriter) error
+}
+
+type CreateThirdPartyRecordingDownloadLink200JSONResponse ThirdPartyMediaLink
+
+func (response CreateThirdPartyRecordingDownloadLink200JSONResponse) VisitCreateThirdPartyRecordingDownloadLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyRecordingDownloadLink400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateThirdPartyRecordingDownloadLink400JSONResponse) VisitCreateThirdPartyRecordingDownloadLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyRecordingDownloadLink401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateThirdPartyRecordingDownloadLink401JSONResponse) VisitCreateThirdPartyRecordingDownloadLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyRecordingDownloadLink403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateThirdPartyRecordingDownloadLink403JSONResponse) VisitCreateThirdPartyRecordingDownloadLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyRecordingDownloadLink404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateThirdPartyRecordingDownloadLink404JSONResponse) VisitCreateThirdPartyRecordingDownloadLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyRecordingDownloadLink409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateThirdPartyRecordingDownloadLink409JSONResponse) VisitCreateThirdPartyRecordingDownloadLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyRecordingDownloadLink429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateThirdPartyRecordingDownloadLink429JSONResponse) VisitCreateThirdPartyRecordingDownloadLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyRecordingDownloadLink500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateThirdPartyRecordingDownloadLink500JSONResponse) VisitCreateThirdPartyRecordingDownloadLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateThirdPartyRecordingPlaybackLeaseRequestObject struct {
 	FileId string `json:"fileId"`
 	Body   *CreateThirdPartyRecordingPlaybackLeaseJSONRequestBody
@@ -38092,6 +38831,128 @@ func (response CreateThirdPartyRecordingPlaybackLease429JSONResponse) VisitCreat
 type CreateThirdPartyRecordingPlaybackLease500JSONResponse struct{ InternalErrorJSONResponse }
 
 func (response CreateThirdPartyRecordingPlaybackLease500JSONResponse) VisitCreateThirdPartyRecordingPlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyRecordingPlaybackLinkRequestObject struct {
+	FileId RecordingFileIdPath `json:"fileId"`
+	Body   *CreateThirdPartyRecordingPlaybackLinkJSONRequestBody
+}
+
+type CreateThirdPartyRecordingPlaybackLinkResponseObject interface {
+	VisitCreateThirdPartyRecordingPlaybackLinkResponse(w http.ResponseWriter) error
+}
+
+type CreateThirdPartyRecordingPlaybackLink200JSONResponse ThirdPartyMediaLink
+
+func (response CreateThirdPartyRecordingPlaybackLink200JSONResponse) VisitCreateThirdPartyRecordingPlaybackLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyRecordingPlaybackLink400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateThirdPartyRecordingPlaybackLink400JSONResponse) VisitCreateThirdPartyRecordingPlaybackLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyRecordingPlaybackLink401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateThirdPartyRecordingPlaybackLink401JSONResponse) VisitCreateThirdPartyRecordingPlaybackLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyRecordingPlaybackLink403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateThirdPartyRecordingPlaybackLink403JSONResponse) VisitCreateThirdPartyRecordingPlaybackLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyRecordingPlaybackLink404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateThirdPartyRecordingPlaybackLink404JSONResponse) VisitCreateThirdPartyRecordingPlaybackLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyRecordingPlaybackLink409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateThirdPartyRecordingPlaybackLink409JSONResponse) VisitCreateThirdPartyRecordingPlaybackLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyRecordingPlaybackLink429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateThirdPartyRecordingPlaybackLink429JSONResponse) VisitCreateThirdPartyRecordingPlaybackLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyRecordingPlaybackLink500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateThirdPartyRecordingPlaybackLink500JSONResponse) VisitCreateThirdPartyRecordingPlaybackLinkResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
@@ -38643,6 +39504,12 @@ type StrictServerInterface interface {
 	// SoftDeleteRecordingFiles Soft-delete recorded files
 	// (POST /api/v2/recording/files/soft-delete)
 	SoftDeleteRecordingFiles(ctx context.Context, request SoftDeleteRecordingFilesRequestObject) (SoftDeleteRecordingFilesResponseObject, error)
+	// DownloadRecordingFile Download a recorded file
+	// (GET /api/v2/recording/files/{fileId}/download)
+	DownloadRecordingFile(ctx context.Context, request DownloadRecordingFileRequestObject) (DownloadRecordingFileResponseObject, error)
+	// GetRecordingFileMedia Play a recorded file
+	// (GET /api/v2/recording/files/{fileId}/media)
+	GetRecordingFileMedia(ctx context.Context, request GetRecordingFileMediaRequestObject) (GetRecordingFileMediaResponseObject, error)
 	// GetRecordPlanTemplate A recording plan template
 	// (GET /api/v2/recording/plan-template)
 	GetRecordPlanTemplate(ctx context.Context, request GetRecordPlanTemplateRequestObject) (GetRecordPlanTemplateResponseObject, error)
@@ -38928,9 +39795,15 @@ type StrictServerInterface interface {
 	// SoftDeleteThirdPartyRecordings Soft-delete recordings
 	// (POST /api/v2/third-party/recordings/soft-delete)
 	SoftDeleteThirdPartyRecordings(ctx context.Context, request SoftDeleteThirdPartyRecordingsRequestObject) (SoftDeleteThirdPartyRecordingsResponseObject, error)
+	// CreateThirdPartyRecordingDownloadLink Single-use download link of a recorded file
+	// (POST /api/v2/third-party/recordings/{fileId}/download-link)
+	CreateThirdPartyRecordingDownloadLink(ctx context.Context, request CreateThirdPartyRecordingDownloadLinkRequestObject) (CreateThirdPartyRecordingDownloadLinkResponseObject, error)
 	// CreateThirdPartyRecordingPlaybackLease Lease a recorded file for playback
 	// (POST /api/v2/third-party/recordings/{fileId}/playback-lease)
 	CreateThirdPartyRecordingPlaybackLease(ctx context.Context, request CreateThirdPartyRecordingPlaybackLeaseRequestObject) (CreateThirdPartyRecordingPlaybackLeaseResponseObject, error)
+	// CreateThirdPartyRecordingPlaybackLink Single-use playback link of a recorded file
+	// (POST /api/v2/third-party/recordings/{fileId}/playback-link)
+	CreateThirdPartyRecordingPlaybackLink(ctx context.Context, request CreateThirdPartyRecordingPlaybackLinkRequestObject) (CreateThirdPartyRecordingPlaybackLinkResponseObject, error)
 	// ListThirdPartyStreams List live streams
 	// (GET /api/v2/third-party/streams)
 	ListThirdPartyStreams(ctx context.Context, request ListThirdPartyStreamsRequestObject) (ListThirdPartyStreamsResponseObject, error)
@@ -41924,6 +42797,58 @@ func (sh *strictHandler) SoftDeleteRecordingFiles(ctx *gin.Context) {
 		sh.options.HandlerErrorFunc(ctx, err)
 	} else if validResponse, ok := response.(SoftDeleteRecordingFilesResponseObject); ok {
 		if err := validResponse.VisitSoftDeleteRecordingFilesResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// DownloadRecordingFile operation middleware
+func (sh *strictHandler) DownloadRecordingFile(ctx *gin.Context, fileId RecordingFileIdPath) {
+	var request DownloadRecordingFileRequestObject
+
+	request.FileId = fileId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DownloadRecordingFile(ctx, request.(DownloadRecordingFileRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DownloadRecordingFile")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(DownloadRecordingFileResponseObject); ok {
+		if err := validResponse.VisitDownloadRecordingFileResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetRecordingFileMedia operation middleware
+func (sh *strictHandler) GetRecordingFileMedia(ctx *gin.Context, fileId RecordingFileIdPath) {
+	var request GetRecordingFileMediaRequestObject
+
+	request.FileId = fileId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetRecordingFileMedia(ctx, request.(GetRecordingFileMediaRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetRecordingFileMedia")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetRecordingFileMediaResponseObject); ok {
+		if err := validResponse.VisitGetRecordingFileMediaResponse(ctx.Writer); err != nil {
 			sh.options.ResponseErrorHandlerFunc(ctx, err)
 		}
 	} else if response != nil {
@@ -44958,6 +45883,50 @@ func (sh *strictHandler) SoftDeleteThirdPartyRecordings(ctx *gin.Context) {
 	}
 }
 
+// CreateThirdPartyRecordingDownloadLink operation middleware
+func (sh *strictHandler) CreateThirdPartyRecordingDownloadLink(ctx *gin.Context, fileId RecordingFileIdPath) {
+	var request CreateThirdPartyRecordingDownloadLinkRequestObject
+
+	request.FileId = fileId
+
+	var body CreateThirdPartyRecordingDownloadLinkJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateThirdPartyRecordingDownloadLink(ctx, request.(CreateThirdPartyRecordingDownloadLinkRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateThirdPartyRecordingDownloadLink")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateThirdPartyRecordingDownloadLinkResponseObject); ok {
+		if err := validResponse.VisitCreateThirdPartyRecordingDownloadLinkResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // CreateThirdPartyRecordingPlaybackLease operation middleware
 func (sh *strictHandler) CreateThirdPartyRecordingPlaybackLease(ctx *gin.Context, fileId string) {
 	var request CreateThirdPartyRecordingPlaybackLeaseRequestObject
@@ -44995,6 +45964,50 @@ func (sh *strictHandler) CreateThirdPartyRecordingPlaybackLease(ctx *gin.Context
 		sh.options.HandlerErrorFunc(ctx, err)
 	} else if validResponse, ok := response.(CreateThirdPartyRecordingPlaybackLeaseResponseObject); ok {
 		if err := validResponse.VisitCreateThirdPartyRecordingPlaybackLeaseResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CreateThirdPartyRecordingPlaybackLink operation middleware
+func (sh *strictHandler) CreateThirdPartyRecordingPlaybackLink(ctx *gin.Context, fileId RecordingFileIdPath) {
+	var request CreateThirdPartyRecordingPlaybackLinkRequestObject
+
+	request.FileId = fileId
+
+	var body CreateThirdPartyRecordingPlaybackLinkJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateThirdPartyRecordingPlaybackLink(ctx, request.(CreateThirdPartyRecordingPlaybackLinkRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateThirdPartyRecordingPlaybackLink")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateThirdPartyRecordingPlaybackLinkResponseObject); ok {
+		if err := validResponse.VisitCreateThirdPartyRecordingPlaybackLinkResponse(ctx.Writer); err != nil {
 			sh.options.ResponseErrorHandlerFunc(ctx, err)
 		}
 	} else if response != nil {
@@ -45099,1294 +46112,1320 @@ func (sh *strictHandler) GetHealth(ctx *gin.Context) {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L39ctw4li/4Kgjt3Sipg3LZri5vjxU3dlSy3fZtf2gluXvuzO0rQSQyEyMmwAZApbM66qH2FfbJNnAO",
-	"AIJMgMlMye6amfqnykqS+Dw4OJ+/8/eDUi4bKZgw+uDl3w8WjFZMwT8v78tLQ2tm/10xXSreGC7FwcuD",
+	"7L39ctw4li/4KgjtbJTUQblsV5e3x4obOyrZbvu2P7SS3D13ZvpKEInMxIgJsAFQ6ayJeqh9hX2yDZwD",
+	"gCATYDJTsrtmpv6pspIkPg8Ozufv/MdBKZeNFEwYffDyPw4WjFZMwT8v78tLQ2tm/10xXSreGC7FwcuD",
 	"G6NadkOkIOyeqTWhQq+YInJGKBGyYsQsqCELqkkttSGlFIaWhqy4WRCzYKSsW22YIjV09hJ+c22Ucsk0",
 	"mSm5JGbBNTT3nSZyJYg21Nj3KrKka1LT8o6UCyrmTJMlhU6VbOcLIs2CKfhQE81FyZ6Q01vNhCGrBa8Z",
-	"9Aaj5JpwsTk6HNWTg+JAlwu2pHb+TLTLg5f/dmAnfvDX4sCsG3bw8kAbxcX84JdffikOGqrokhm3eGcL",
+	"9Aaj5JpwsTk6HNWTg+JAlwu2pHb+TLTLg5f/emAnfvDX4sCsG3bw8kAbxcX84JdffikOGqrokhm3eGcL",
 	"KgSrT0vD76ldtks7+je8NkxtLugnUa8Jte8yIhWR9s+GiYqLOcxRsFrbAXH78t9aptYHxYGgSzsG2u+i",
-	"N+z/ptjs4OXB//F9t8nf41P9fXqEB3Yq3aOW1vhzesh+bHYdYbsofIJbNTLg0Ozugw2fxgNtmm0DdLtr",
-	"h9g0xI4kO7ym6Q1rSb+8Z2JuFgcvX/x+c+e7QbRGXrBSqmrrWBZSM0JbI48VfED0iptyAScGxnhP6zY/",
-	"wK6jeJxuYLdS1oyK4cj+zCsmdxhY09Y1OaT+y6Pdh4g9ThvhK6a5YtUkUut2ssKvxqmtipvekdx6w+oN",
-	"956XzP3xrtplxPZD/4Twihz+8afnf3j2h2fht9JyJqnIp49/fveGNErOeM2O8rPrjyRDuM+e/2GEcnE6",
-	"2+chZ71ZHOIQ3V+8sqP2s/ETldW2se876NeC3tZs4llj+PJuROw+mkjCf1Sybf7E1psD+hNb49J1Gz+3",
-	"LxeEalLa8QmyWjBBuCEr+5Ni1LAqDKuhZtGNau77KQ4U+1tr6fPgpb2W9uFZftCj99LG/sMQcqsWjW//",
-	"8aySXPSManbMhWZCc7gqDftiyEy2osILiOHQyJ1dcTXK5e9cJ3vR3luqT9uKT+SnC6qPqX19N/Jb+E6m",
-	"0d9bqs/Nz9NHdH71rzuPx3YwbTQpZvKuYsLwGUdJMToOcBAUM60SrEodBbuZNdf5Q1FGDHDSqRjf33f6",
-	"ckGVZ6vT1lTbLypyyHvf7nhv9j+euNYPOS+234JEnxVWPiqINorRZdExd233oLu3vsqxei/nb5RcZtab",
-	"CaM404QaOxQ6swoErKjhS0YO8ZLlS/azFPk7xyoWvcHNpFpSY28jatix/f5gfISfVJXilB/ZimkTBjnj",
-	"ShtyaJe4YjPa1uYIBPu6sm/B09wQJXQQj9G1cPDyQEAvB0XQR8IP2HJKNYkHfyUnLe4tm0nFdl9dIx+w",
-	"th9YxeklU/dMbRdFqNZ8brmFkTjMpf2aaPg8N7xlr4e9SPSjPK/pmqmfFKN30xjDHWMNiNNczI/tOsrW",
-	"HDfQiiaHIm5wR27R+3Yis/goqwmSHo48XlOiWqGtxh+08vyoqr2FunMljSxlPVUSadz7ubH457sK/mEc",
-	"0dguWmFJ+L2c/4mLalRi8qfJD/OOizzH5KLadXj9ocSDvJStKtlnNfXSgtfJ54v3eMRla+ydCxc1rfUR",
-	"Gke4cNRo74+ClINrpV6fxB/5qwVIl1DFCJ8LqVh2BXQYc4Zmnj/9/RjRXMJdNV0Jw7ttVDrEV/YSYXE0",
-	"uyiF0XjwxtD2X1STG3xyczQ+zPxhGx3onxdSm6kH7Z4rMOzYb3KjuYcGdzz3aAmcKC7iyyf+StXI/Tt7",
-	"onuvM0GiUTFrOitD77uN2q7RuZK3NVvqzYFfgCSLRjxu2FJ7c+g9I9SyLPtd9vaPm04KATNaa1akWPw5",
-	"nSesJx/b5W23Ng2dM7tsKG5bQY8qw8Xc3vzPsmzUNpwczLOiu+W5MD88PygOllzwpRVPnoVRcmHYnKkw",
-	"ykv+c2KkH+gX+yERYcRKrjRpmIJhj40OGkyO8MenqSFiT5a1PN06YLS1cTHPmxm9YbHmJZhS97AtZkgt",
-	"dL7N2gRDcOf2O89UsoS/p8EojOa1qK6sPLcxltei8qQGkqOiYs7I4cWbM/LDDz/8E7I9SqwYWTghHkjQ",
-	"tnZ0Qma8ZrojSieIcpO30eA49hA7w1ze8JqNWR5xTN7CjV6Iw1esZlYztWqpJguqquPK/QTvF2S14OUC",
-	"7j9wSKy4ZqRmM0Nka/L6SRjLVJEgMY3e7KaI1d9Egg4jGhVBo6HY6+TxJc0wjEtPdpsjgUdTyThQrfPX",
-	"IFHnSTaQ+4OIdouYEQsWeW19m/yQW0JZs2k3tpI1e7h1R2F/Y6adzUFetrdhbNMGW7Gagzuzqal4+Kh5",
-	"9TAT7eV9eSaFtl2IMmFWfqOYXgimNfpdFaPVE3JTy5LWNwPLgxODvFuVOSYWVDnQN+H6YtUJuam5YFTx",
-	"n+ltzW6cKaOUYsYVyDLeQwquWPxKoyPYLMBhKZdLbuwSBTsCI3YhmDaEKsXvWVXAxzPKvST849MfyE0r",
-	"6D3lNfbr9RHqHbLktCxZA0vvHc+yYQou3BOyUtwwDfyW1iu61iSeRtgj9G93u/Qvx5f35XG80GnLC6xr",
-	"ZHjxf8edpK0vV1TNmdnChj/EqrZdrzAzQktjFe+CcKENo3C9Iuc7AUf4LSPSrTeQaSwQ231lX2hp6jWR",
-	"gn11Ho9zzTH4Dx1bP0QHfHWUnmzw5XPjKJTOmTBfZ8Lj18iLH5ITlXdsIls5PX9HjH19K0vJMBLj+tqN",
-	"/33WU9WqVjP1cHbXakcv0wf5i31ZN1JoBmrUT7S6QDZh/yqlMEzAPyPJ+vt/13Yaf58oHb1WSqqfZLXG",
-	"7vpLcbVgBGgBbJ6yWmNEyD2teUUOZ1JZUlo2NSM37tdreP3Gvh9+sh/eHJ2QUirFSgNLykXTmvjAKtbU",
-	"dG25IzekFRi3Uj05sCqwFLOal99wzp4Xl65nHUXmtEoxYbyUe+NfgSlTsrTsXDes5DNeonf3BG6e6Fbx",
-	"TF/BdOmccgHzfCPVLa8qJr7dREta10xBqJAOtxCEDDRMLbnWluVIRRRzhjBdysZOu3t8XTHBWXVzBHN4",
-	"J3Q7m/GSM2EujVRO4f42s+nMGoqVzN6iMCe4+Ao7jc3QqsJS9C2r5Qo46UwxdqwbWtqVAKYI17Bis1bH",
-	"rXV6F7AADFJhFTm80Tjp61lb1zeF5Rhqba8+IANjT5KwywhdcOywcmNDhk5FF56FfEYGedUybCu2LiRK",
-	"39CMW3fDlKA1rNG3W3F3H1sxhVWkFexLw0rDqnpNDm+4G9MNzL2xYwZ1QcHc8Wx/lOaNbEX17YbMPXuv",
-	"OqquJLO3qCHsC9fg4OH49z3X/LZmwYyGx+XwRkhzDW5CR/bndF1LWl1J+d5e8N+eUwFzZl9Kxio8yJr/",
-	"zEjNl9zY04rDuzZSXtd2gG7YVojhJfvcSZXfZuSnpGINE5UVJwmYzZeNVFTxek0iEZcc9gXeMQ5rjxYw",
-	"6Vta3snZDOZ3JeUHKtbuztTfnK/ihrDKah+W8/v9sH9cwx+WcZ6QFeWGzByDAnV6zu+thCHIzYWd2vGp",
-	"1ZlvrGQRxZ9Gj8asmpqVUlRgC4aOHO+CNeNi/mRUJMkbL58mbIEgVwnamoVU/Gf2jY71R0lQJOmcLMCW",
-	"G8vDhQG+bMdkH2Hv137CKKnQhl+DENn9jgfks9BtYzkXq0A2v4IJ/0MOt+NIN8P+buCUhGFeg0B/bXcG",
-	"5vCL30ygmNPSfnfBNOhsf0/0GUUqi0jtgFvVCWVEyyVDTdZejlajELJjpmDCCwb0l4QSsPth6ARpqNYr",
-	"qSrXmP2plnPZmifksi1Lq61zTd5eXZ2T50+fRk4gWIRDu/CKloacviQ68X4ravsTCFoVGBEbZWdhOErQ",
-	"tMS5Dqf+Fzs/SzOVFKALezXW2SxtQ27kx24ZrG4r53NWHcs2FVdQHCyZ1kmPw1/Q3dE0TNjbnwtiGwYv",
-	"zEYjBjTGTBu8GzQx8mWkrShZs35EStGP/yrITU+R/d5+Z1WVG7f5F1eX59GJCgKUZigWotVsU6/qeMm/",
-	"+eUOs+jWpFsvefvvrDR2qqcNB7UxZbKL1ESriVkxi1UndgEEsyLIQtbu5sN3wLlaoOw0A6UZSNjd/mtn",
-	"fhwQR13LFaveNQmf1VltRVpCq0pZAlMYVn949u7VxVHUrVO/QVqcKbk8IWzZmDUKclSsQwNcE9cdqIvG",
-	"Oco2tx9/oErRtf3baZunqeNrL45uKLFuevj56gxOwxQraujkp4RR7axjscgTXA+h34LEeiHoehUa4Eop",
-	"tKVKT0DSsRmUd8P2Jk9BxedMm3PFZvxLmnGhFe7Zc7JgX2jFSr6ktaV+yy2Y0l6Xv3x7evz8xxcEGwwm",
-	"7GzH7EvDFdPZ9abG+TG6hXef4KKfENHWdTAYRJKmfSm7JfYjlMfwQt4YV021+awnE4J9HanSSBLdhQwM",
-	"o3jNpMZrv8UDZj/ef7hoA9mQUeiSbd8CIc1PILJkZgpG2+EmYGgQr5KzCg/hUyBh55Pcb3ZyJZjK2ZPs",
-	"72S1kESuhN4y1U6tTrCg804lbyQXJmZ3JVWKM70bL2la1Uidu596a4kMTapgYAS2lpyDYveMBmVi2DCD",
-	"w04FYaJUazBWl7IB8eaONaYgWiJjQWuEbSoSQ0oqrPa7iuNn0H6y6e+Hkci7yUfEvZ0jGHto3Sv7E4qS",
-	"ZiL3xsmFo+s+3HJG3Vv7j0+nvbxnPaNXfGALUjHwV+BR4sadLG7vPC4quXIGlHvZOf69bIX5XAeeyaJt",
-	"FFb4AE799ZqZa2guKV6Z6Sbm/ImDJ5Pulc27JHHf3ej78rqh5vr09qy66aiZkoYp7ShYsVLOBdfebz8u",
-	"Q3XWbWCi3bHt853+VAY3Zp+zFLGkE/PX+LrrHWRPGbH8EYsJ8VmLqbx3T42JfO95OtTKxePIWScf6E3B",
-	"rdka18M1NJQI59lQcIdKbdHFz+wTkDOhfftNmvhwwiGqNAT5eBY/pl4GaTrB+Y00tB5dMewYaHdJjbta",
-	"ZxDTqQsiLbehdQ0j0sNpvvj9QTJOKKZqFzEVhSbhmNxqJGmlrbg5W7DyLhVSZlVaO3KrClH7Jintq5vE",
-	"ktXKXn9pairwovHueWg2LZVslWhC/wmJJu3/+4gGbPcpUWxmuY2RJ4Rifq5lNc6AfbzilXsxrThafTWV",
-	"/uXv4K4ffDN9h2p7sXCT0AQu3RMU7meU161i4bSFyXtmz8VMHhQHK6qEHWBxwMBU/ddt7M8zPZxNNKAt",
-	"uqQlgXy2KSOgfVfHoCBqVrYwFSQcNOcnjQdyosvQXm1iHqnPXhG0O0iFFOulbDXcjXqtDVsSaDy9k/DI",
-	"m54GqXMcw8nKgVpmL6qqd9c2/BgOteXbqIgdO0XM3gd+RHaBYTzJGxeWZ2JgS1jDTe0SVOlTVIS3atqh",
-	"PVBS4mXsFs7eamnt7Z4Jk165gQ0mvsQ9OTxBsSFy8IYnG/6vZPdZVvO2XVJxrBitwM7NUpwnu36yBCfk",
-	"uBSJqxImuKsFQLamlCkG1zHarpcTgmtAlowKjbKO11QCJwMNAuUdT5POgGcHhdzDii3QUlreG7OERXO2",
-	"8jC9la3p7yr12kzVM8pYXshQwCfYQ1pOVDSdAXzl3FkDQi0I+1trT6MEofjmX47hxeN31Q3xPn2Ctvyd",
-	"aHpoYHMnMib1bvdi1lEE9jU8gd3kerQ11WjXMdrtQlyS0eqCYJZWl/b1X0S8c/PvyXebizFN2ovuu30E",
-	"Pj+UX5nE54EczqnWObcFnH8U+zrACCsvkIonbnF0VmdiWrUlIdloF/TQLuGpWxbn5j7UjMWWcP0d6Ojg",
-	"zjmaShO27dQoThHjxDeNlpI5F2gLoPoOTXhulsH4MaFLOBrJifu+3BsoZfbScDpEjcmdyaZJzq81ckkN",
-	"L7spuncntTygKT+nrsNuaQu/0ynK+omWd3MlW1FdUX2XYVpMcVnxElzK+DIxVCdUit63eWMa1XdgAE5e",
-	"MBAtcU/rS/TWJmQs9wK5ZWbFmMCEQy68f3fizlhSfdWiPe1Dohv/zN9naH5qwRm95HXNM90lWQB2F4JS",
-	"BvqW/XnYTe9u5gadfKzKCFj2q4tWpCShXoh6mETKfoYOTHy+xut/T5s8XOefRL0e17qAEFy6KIRhoi4m",
-	"IWOw1RG+0qY+llY7LRGHfL1Nq2MrzmQrzCj/t8MBMCjMglKydI5UZTbPZmazVStAuds++1rKxgpd7ouN",
-	"vNlE8lZCKYw76S1/N5TNgxVTzcZxiAk2WrjtLCQt+/zU5xyaKDbnVntnADBgLy0/4z5HyVkIhorW5pLF",
-	"xua83BFGMeBterLAMeCgGzLHcMd8DHH2sv9JSqONos1pteQiinOlVcXt4Gl9Hq2Ry/IbaifoyjLSOSad",
-	"EKO05SRWbqO2cW77MVIlODnXTU3XH/PGHb2QK+FTeJ0m3ffygqnmCSbRjYWDdyEFCV+PD5PwilY87BPk",
-	"G5RoWtv7ekH1wr6Ijgp0jQ/6f/7jCwjd6caTGI6PANgczns55wIYzAmyBC8XkJoZSCxVpOJzbsCi0aVz",
-	"oVce39EFvmL/L+1/W1ExpUupmC6svK75XKBJZLFuFs7QO8gCiabwg10/27Ad4P/+t9Pjf6XHPz89/qe/",
-	"dv98cv3Px3/9+/PixQ+//LetqlSYfbQvo3R6aahp9TizQ9Lr7R7Rhtc1IhhIcsvi4PY+Md76ni7CMDe1",
-	"z9ZFiQo56AZiGbW90ZwbgpHQYORS49r+IexYLFO+BdRA0A/1BEa8OcTUkp1RUSKywplcLqmo9jvd2IyH",
-	"UCyxqc1lU4zqlCB2Ab93wbpdTDe0Wwf/VERzPyYOyi/JGTb0ltfcrM+oYXOp1mmZsnRPHfdW1XFDlVmT",
-	"0n/vnLgDw2McnjlizaWAoeHsHHj2rMoWWSYGsd06LWSU2Tn42TlcnNi+UvN7BrAdloQKr0Ac67UoUZty",
-	"iXlp8XeaCB0t34xlrKV+mue7+dIFRmoaSVrNep3t4lQfHI+wkENZJTXIItrn9ClqTLmgZwta10ykTCKn",
-	"RLCVpSX7nt0BfHGToNwrWyQMI4lmogKkhfDFTYQDam+FXaNm/hIykvzwnMZ9y8Bu41LYppsq+ZLO04Ae",
-	"F8ye6XuE7+gQtVyv8N12C1u3VFFX8QyTWwUhgv4Sf7Aso5mxXI+tQvhkYkvRR3+eFSm8E78ZiBb23jsh",
-	"ssFhkQVTrCC3rKT2HFAxuFUU08yghc0Fbtnvv9NdsyHEyZ4oZ/EdSiKbHjG2yo8ccjuiyX8d+WcosEYj",
-	"ym1xEvvslNzziknPAJ+Qm4DfcuPiNFy0TgwK85Lc/O53v/vnGyteiUrbOx0TQ9eQsYmTwqTQmwXVCGPT",
-	"BePpG6LpGj7z1wF8mI6AjeFs9wTBLXootXuA0/YaGGUUMWQuavI+EHlHp0bU4UVGRvjLYt3DoUQEZG76",
-	"wL393LdgYGDBArjZdV3L1U9U8/K0NYtP90yd15SLC6Ob8Tu9BzG1pAFKGi+oJVP0O02gYdIPcY84Hdhu",
-	"G9sfuVFGNy+///7Gwy9YBq8d8Ik7wMEtZSShYm2VVGeiEMyspLojDTWLJ+TTbEZu1z6J+iUeylcYV8m1",
-	"GyirMAvaDRYNqXh74wc49ijR2bKc/kxgXdOSCk0hjpw6AGPP4Vya/yHg73xPm+Z7n/ivSSv431oW9Dn0",
-	"rWf2cAS/GH8HSZz5DOWuk0+i5oJlZuBavWdqfW557ojLngbjqXJfEPAagG/t8HaN/wRHpZHNEWmF4bXb",
-	"uS8GNTeUxYxa54eTgUI+9bDHJ70j4vRBqomWEoKzkQ87tG67+x5d1v6baz94L4K7jB2HC+FcgTnJdA/0",
-	"THL4+fO7V0fgHLJkTUsldR/OIy1JjsRan7mYUYf+903Cq2Mw0Dsuqpe82l2UfqNYgLlUTg2USvcsGPby",
-	"1hk/aDUAot4ZJLrYgGTeGOMkxOcOlMK2tjF+lybjkA0S08giOk/CbI59tshZIV0Cb/pMLEIOj/kV13g8",
-	"gs+lpMLO4ZbF9tfNwzDfAVH5O4dKPLSvo/FbpFdpkYXxja8ol/fjhRpE8rUPnONKL2RbVyHJLT2XRQad",
-	"t6/fwhVih9xQcWx4bY5/lnKZbXFDSsq37ycRwfR1chc5DNHKJz7U1kEBHKU751sAcvtBWEHWcBi5wBbb",
-	"xl0gTU2NZSwZlmhFD2dWSbPFTUoAacW17swoIcQsgiRxdlN/a9g7JRPmsgt0BzXEXiI6HpOnSrywXJoz",
-	"In/vEHz3Co23eUeIGAcn/RNjDXFApB1yBiwWwpGSmtF7gLoKuAXgdwSjixWh2rrOuG3GIv68jddDtsY3",
-	"U39l/CvpgL8IG3QnCE+r+Bi09kzB1oR37UdGN1eKCt1IZaZ+3PvmlyLCttz04HXYm04wXPvzGB/TJTjF",
-	"g/6EihMFtRSlQCt1BOF2BertjX3w33/3u98N3rfc3L8ZypX4/QlIGCgtmwW45PswGP+3bcY2/L/ap0+f",
-	"v/CNQVeQQXfzff4N/MUdif/+DOrH/MsHd+3oo/jOGVyR6RtHZ3A/L/v4npnv3mU08RiNE+IPnCU/wGUT",
-	"bwTE8EZ8vebacDGHTJJkp21TjaZGxJ5c1P+s8hGSVKXaVQpzHW6Rwja73Sp/3adxQ/8cIYT2NZMTcnN9",
-	"7dQoAB29vr4JmaxsQopAjFaYdI3GML8RmGzyihwe7CLgljpwxgD92oGjDSGRgrcvKmGxWYkjqoTQlZKI",
-	"K6P0CrlEcP9DXOeAvL8BDz+mdxeJykCDYij9Sjyb9oOhESOpznn2mk+e6Gg/JssRq9PpphFnaN/u10ZC",
-	"6ctpua5w0nE3fdJIWcNx3RA9T4gLSYql0ziK03V1ULjYpWTs5pSCScHK3ynOleRiDpYGq0CTQyEx79xe",
-	"tKw6Ksilj/c7pE5QAZ3esqMVXR8VTvUmh3inWrVUKX7PxfyoIBcOAQHB4OCIU2Msk3WhXied7myFs3LB",
-	"qhb7PXc6Nw9RYWDl8AFofdX8qCBvXOhY//0Vr2viltvSCHfypF9aN++D4sDP8wCwdfE3P/yD4iBQ2pth",
-	"yNPGFoxXEuo8LUFYhCQjF3kGGYC4zpjWZdQarNMXGG6B0XP2F00uu7AuP5+LEJThHo4NFEqdpMyrmMIu",
-	"Z73Lb2AMxydbo1765blYV7hlQiDVr8g6wM0jGQUmmwEmqZ6uiI+r4HO7BjsqjLmnBT5YrN9DdPh1yAqD",
-	"azy6D5O3eI+qH/E2gZO2PXi7V5vpv1IWHk64N4XJYVI9ZrZPYLbrHEKyvZ6JUdnfKAjbS2xLKw2+M2yZ",
-	"wyKBFzCYz+OMRAAkPvB1Gh4L0nNBkH4Lou94Qw4DLiDUigG3ADl0MIMnRDN7i1q5rHeJYlPhLFjB9Y43",
-	"IwloW6zMPZvNgkKo+Aojeu7T/OkuxSf/2AGxSEU2XBN9m026WS4SAxwufLwU8KxjJMm5q7xnrB/vgf6j",
-	"GWd1pT1btUsBtBBgIrdzPVff4w74XgCMccPYSpD7+dZPhSNXTF40VtmZMUUqWbZLF733ldymvouJLVy5",
-	"ob3yn4Ghh91zturh72JI8kAJqKlDDwRhE4ALvQTdwz8+IbBKAasYnkVLsSUILExpwm7lkacaGC1AD7m9",
-	"OXQTPeroyngUZoCCmnG1TIE84SvjVlc/aMyrwC8yPie8WxO8AGpXBIwd6aybKzB337KpuSC5hJR3DmgV",
-	"7pkTBNCxM+6sYX6/3KZO7C/cW5tXPRNWoLcXJ7IR0Agdq/P+logudrkBo/sjBUUSk3R6y7jGrSLu3Szm",
-	"B9fJK+XSIOodPkdF2JKcbRTKI1PjMK6cCuSosFGyasvJMfD2cmny1BJB207aLCfAZZvDx/sS31A6cLtQ",
-	"hCPUUX83lG6OgXY9KUTrP8ILJoua/5WEzM3SXXuImXtJmKHnhIypv62QmS9v9taB/nhnmJX0yoW7q9Cm",
-	"eYLRLTfOvRSFXRXkRop7PoPUW1nf+89Q1Aqg/2ihLMjN/Bas6zdWiAHQ/O4pBtNcvjuP5SqF5kTo46A4",
-	"cJ+PGTfOzc9nUchvwoB39a+9oGAHoRasMjiarOUjZ7wfkydnskyFs59R4cU7eCPj8FR8/FvgqIpnPm+o",
-	"SH/d0Ay4E4B7Gj1G2O6VePfuGGv05BzNmWJ6kTYshOg01zBmmDEE4bQPlrvaGAxPSUZ2DeyT9CL8LFPV",
-	"QO03Ob/4iOfA7oEbhmvZ04Tb3m7R+4szdqDNz8437WtTJCx6IkT9EiD7XGC/fyu7Hw4MK7S2q+Utf3bc",
-	"dFzSD4wPugKXuZHp8CF8L3MQXSO6L2JPcPD4Zot4PSZtwZ66UrwpJ2Qp7xnIzaUUhouWae+bRtuvn1iE",
-	"ZizbhEKVXZ1XXLES4WItERbIdQpgHnEYgme+oNFWcoUpgDMAoOLzBVq/jt0vbXPsf7Sv+p/h3/6B7e2Y",
-	"C/8v2Rp/AI4Foyr8MYN/2+EcywYAVeDfZY2gXHZ8SdavG+bJPyq9NhBSG4apgQ1TpV3lXpTTdw54NMnA",
-	"Qsm2Z9tKttlDDrvi8399rbqnTzcG9MFvtwvSByMuq2dxfeGl1UXGcoP743vx9Gl/hE+fbhUpPLWM0/kl",
-	"hqZnrlMXuN6/Sh/1BnUKGqt+Wp/GUfNpnteLqw+fwmkDlKBh3BnI9yG63iHq88zNgN9cwEvbI6tcD+H+",
-	"Or/613Sz2SC2D1RAeDSU5z2JWQYGUnkEmNUCY/dmO15OG/OJfcbZdZ9GLvvxxag+PKjJOIaQRDbkdlMp",
-	"48wp+Y9DBtv2q5vEhP3wjY2sald+jVFVLrq0uDz9NUwdextDSBIjGr53aSngcwbU0YpDwgdLZjZsz5KL",
-	"219SgTAU0BHHqC5a1zkzkO17vPUQET0y9pzVIp+OIKQpQjTa2jnoJyADhdWIhj7FrnrhY8ES0d/Bt+1j",
-	"tmNWehJc2+hEd0EHz4kmlWxvIaqubYiR5Eey5KJAO9b/9/8+f/p/kn/nxnk0Bnvqmkr4LAd9cUGoVckj",
-	"EAO/HwFF1QUDONHEzwGAsmtG1WSjzE6gFv1FycJYwIejmkYiQGGLhLsdlpl9MbDfox1DAITvmGtStcwD",
-	"abigUecvduVpfJzEvuMaUrKngTGiHcYiDvPXIWfGvxAj3GNCA22NJFiT/POrc1d7r641EIkl2auzcwJI",
-	"EhAC2ofWa6GsvymtINpWzZje3xUmfy1MLkkYrbADhV/hl6SW8wwyYWoHJSmpQ16LfdHkEIHGXj558iQU",
-	"HgmmFZTw0kkwE3QkR/wwizHF6F2VDU30SkRoByJ3ENON271bZ0LsjVpPyw3BViEz5P7/ggR5XmmiLXHc",
-	"rkFrOcojCu6EJugFRmdILVwm2TVkkj1x1uAiaL0hPd3e/Y5n4GFPG21UygJwrtg9l60rhIHjwcw17E+P",
-	"OhT3KLA/HeuQlqVsO8UG1nNnmMO/hOyF/eANTSKl4SNb7bZcu0ICupid7jxmKXlD7kKyLnoSsfObIkF2",
-	"6+9w/vpYfmOcs7+TWYRR6jnQcS3neHxeotA7J4eBtp2PoCCubkrhvCgQBNf5UAufR+niLTF6LsqwLPqx",
-	"dIW/rI/CQSGH/QQGDQlemOjnE0/wT1gh+xhiAI9dIsIhxtJb3bYfLgBT6gWHxvDXwfgSwmDjVqex/u3+",
-	"j+FSJ1Eh/tO6QtyMH+QJGV60+zhG/Dj+8X6RS0EbvZApOfg0rmnvXgMnhfeRPpp1o5IrUUtaTcZaqKmB",
-	"XOClpWqHF/Ti6TEaiYhvjhhe3jHTlyUjVNZMblpWsw0ZXX7NMJErFkoTyWIMjICblxf8nprQVGf7Nlg/",
-	"9yCg+oVhT9ZF7Ji2KA7xPlBNDL1jYsuCT7tIncf4kUjCNrUnOWj+M/tpbVKuNHvWHrCDyOhd1PWURL7v",
-	"9EbqNxEyE6+w4pVZJJq1P+896BE7Wmc028TF6810jBvZ2yQXyhN7c+DaOUkmw3vow9JDHGDd83ws9w4e",
-	"8Mi1MPYF6hrON5JbtOjOH10R2UxbEPRdPHSGooPSymYVdjoUSJ2YnMuNA79En03FdWMvN2SL08vDTF7W",
-	"EPam41/H81QxhaAn3G2XkYftD9coEuE2gh83ttMH3UXpuzs5zDpGgNKkh1QFG9VGsOGJFfeAwzqpOBh3",
-	"jaL3KRfFVjQR59BJDg8BN1KYIHFFuh2hNhJQfVvxM8YGeRpBOeft0xtwFVubbCztjzU4Hvo7AJbA3FHn",
-	"dWZfUNE5gUJWRIYwRrjBZoqxSZiQ0xI1hk09ff77LMrBCNLCK4doEIpEQuCwAxSdMNQciMKrGD5hcns9",
-	"kW4krvW1gxMZ28d8gkoIvJ5Cs30EhJExvaX6GJEPxkaVQzmwX4+7YnbFMwDbyhcfka95xVK504cBYMrV",
-	"JERVfT9Mg0sELxibww5IAZMoZlrC0PZmdsEF4GYhW48IkAtnekAq/jfLqi9c6jzg+8XJ8zGFrFhAwRhC",
-	"qj39/R/2TzrfdvAmJFFP2NpMLaEuG7qX0jxBIngVRe/vIBJEqjUpqaG1nLeMQDTzPVOaS8GqRBYC6TYL",
-	"tVi/YaLaQCqxB5iLsm6rFJSsj/HMWu31rgaWoYz0C2zGO2zh+dMopiMYXDx/2Ra/5d/b1arr39oQUuoV",
-	"XWuozfckRBZTrZk59mt+M4UmMRUr7/joEuP2WciQItYt44+pVdwpwh2X0tW3pBWhZmIYuyPLBHP1eRPu",
-	"jRO00Tmrqu1Ed+kmeqK1cXBO3fvdKMLaFx0lTzitIYV4J+kdUx/SsvqOtR92lNemZ9VOIddHuRy3pKgm",
-	"NwFB9OAyfyu1yVh5Ue23jFyTQ0B0pnMw1AcpG9sht2vQi1rt0vHtqzXXmIK+lIIbqSDt0GNaazLn98wF",
-	"NhnKU3kEkSSic7YdGDxZLaQOWFYcUAu5mGo8ki6DfzNOQChZWyF2EXUCCwAudF47YpvSx4ThY8sYLIQ4",
-	"iy7jfcGoMreMmjhSc4p3wKE+5Hp1SI4MpuniRSvE4hHSDWdYbGMsFNuk8c8v8AGu4sTGMnb/DxE93gm5",
-	"Akj0iA4L4kZBpAAMqO6u3ZW/ebO/9FAOMgA9NAFNw8+5SNHq6Llb3jKVgR93R2oJ72yeigWjNZojRy+u",
-	"uKO3+IlVUIxpslX9Tvvl/HAA32ny9urqnJyev0vHxUBFj20AqeCu4Q5PzIEcj5ZQmVhbg0XLtJkmS2dm",
-	"62R91eyototRdDbjZdqGzerZLpMVWC6UmoC1mqnh2c5mKuksTLR9Lw1aYb1D9M/SMHVQHHyU4h7+ub1k",
-	"Z6j1ES1Snz6iQYVtdgtQeCrcSuNvA7UOnTb2dxdA06N4QCllYI5xOT/pNUzmk74TFUsUiX5PtSG1nBNu",
-	"n4f8VCeAdSQ0qVgSeCuTCUGdWzJyCg+I4pYtuIua6Q7AxCJNZ1IYWppUSagPUWh3FF6HOBf4WQcKv9OE",
-	"d6nFizJABvKflovt9RE8DYwflkxVj46o+rP0x0TeQZTyXNEKsyVFCs0/UnBzAvZPXFC19uJ1v8MePksr",
-	"wry328e7JQpTLPqE3SO/IU3EovhYNUh/PoNUlsehB7s4evkZxJQKJyC4aFdQdQs7ea7IgmvjSjEMzqbb",
-	"zCQ0ixRGyTpxxk9cl2X8BhbMAFKjS+bHlylhC9OcCEOML6dxdJiwQuuWHDOH+W21uKY1xMg5EPV0zdgt",
-	"X4Kq8QHEbthFKAC8A0piwG+3bXnH3OnWEM82Xb/9KCvWEYLrKRWI4Ub3E/SVdZQHlyj11OBH19XAOyFP",
-	"QzUc/1JXN9GBz04QEd23r1MBUa9F8AOELrio5CouKzep/51CdV1z4HvdUu3uWw7LEo3efsg9fe1JPNsL",
-	"rYQD2T9TRcwg/GgHi9nb7gw1dkdohOvlCkKdBekPOW9fMhmIJFFFt8eSQqImJ9zJj8bbSrlccjM2XnzD",
-	"sCoaeaR67TZulHiy7vAuHLOvIwwgz9yvVpqCkeQBj4NpY5KqFD6Az+1dnix9HgurO1gSe5rfL7vYDP1B",
-	"1X3b4R50Y5ha5tuPNCCmlvtEz8VHPOy163ZDlIlpL5p+t/bJY4zV/PxpbpdLmqyB1d+lBUecFNRaBpUB",
-	"RyLx8P31hxwxdAK/68iJMLBNTpiLOl5PjRf7lsdk69TKTYqfZA7awQTud2BnI/iA/vxsiuHO9chxHP/E",
-	"EZhshUneE/b3IPFTLgCvAkoKTKcr2vArecfE6Lqfnr/DMnFT6/jmHUhdo726R3qyCtgZt8YPwaBcx4S2",
-	"M8JJ1yi8MLGxVm8ZIbywD2Vhy0W0c9F6D1bIT2qEvFw972SosKMeV3vbyh4xUWkGIWJPyBWUXYIKwIjz",
-	"CmAPjmJcWBJG8HFB3hrTfLL/LqW8gwoQonJVEri7Rm5ltU7jOWj9ekKtODcWLGzoToKfA/ZKXEG2kzDY",
-	"rpCB2AECQqsZ7EHC9UzrloVkqZt/Ob68L4/PtJodwwc3lg9XLnAclEsI5oLU1jkX85AFEhU3YhUkG21M",
-	"5oTcYkVe6Z1rbrtE1QFI2U89CkdaS23GKiC+ns0YAjs3G7UQo8pwuxQ/LA7cQEe29PRWy7o1jLBOjXJf",
-	"nThMAW5C71YuxNTOjUL3o9voWpwmw/rVPaS1q5Pa+dbtfejojbYVRxEbyhgJcmN38vslu0lnitnxbxPc",
-	"PutUUfsweNdIfydjIi02zlBiD8ZYRU7G+eQvTSx3LPuXz0IuWcjKGAQa4IW+VWJNilqPq334S3bKOPDl",
-	"bQYZQBMGksEBg0gRvtg1XGFFlUijVXih2b8xUqsJI+MxAESwh5QqzWrQfkvDmkZDT9IWJIOdusvssQp5",
-	"U9EJLZmIWFa9S4ZnQDVjQp1TBhBUgKmcvXt1QYQ0Dqt7wdwFs6Rrcsuc90bJ5QmCLbrvoyLfgEJr96K3",
-	"7nGZyZRUHMI7Iq99HCOTY51AfdQ44NVuuOHm48Zdu+6XYT3yaWQp8rXP3bELezCMHdgycyHNT3ApZ+YG",
-	"FpDh7LgmDt8X0TCpwayBvebW7FYTuBuFi58/IVbzIstWA2Y/je9Od3EAmguYknciCi4cUTxLgGO2qpF6",
-	"DK0/LJX3OE4oYw26CqMRYsZY9DTEQIJD3xXCIqVs1j2KwCrjbkTYdlRnvKQCLhPAcLW3+YkLjAbkWZAl",
-	"IWAj1I+8Y80U8Fkf0xftbJ4pxWjc+6JhQYnlOOLr1xITdJIstB/X2Y+K60c5oelK/uPF9589WrzRaKP7",
-	"RB/FG/0Ie/w1K+g+JI3jPTObBWKdo4i6qqrjJWARAzrUu0KtDi5GQEM5OiFyNityZV33SBL5RxPoLgko",
-	"DyvoumtKSiiq0hVR3SyfWjhdHFLie6VTcxBgu9cBfaS8kl6lzsID7jx/egw7R5IFPg/9SYcROQzVowcm",
-	"ogyqeeaHEtX2fMhIpqawfL2an/aO/oLF1lwkq5HoNY5LTYpHTX7ZVg10ezLM2CmZUgIUSkPBdlnutkMC",
-	"y+SOH1akc6cSmRKSTQjGVkMojzbHtaSACuOzZ6MSmVYmRv4xEIofIX+GHD47fvb8D3b+ipbIvIUMgRPd",
-	"z0d7KQQbeTdbZdAJ9Tn/w+XkXMT8xnZGDt0lTdwP+uX33x+dIK8W9zwGBQWysf/3CurhwpimIPa/Gkon",
-	"UH9zfb54FxeRdJztCYkyyrDcPTlsNVMvvWzwz3j1gEWuV00z1MjU+SKZui0XkGKEtTGfPBkUvnzy5CYq",
-	"jJl4PCyLeQTmjk4R6czNvijvo2UqnWAoUEflBItFPNks2OJ1wlYgvo8YWqh2k1Um5D8ly0buxgEeIT8K",
-	"xO2PsmKncybM6xDv/TC7DyJfSoGq/DCMfFMmNyaPsPGez5iJ6oDBHR/HDLk1JP/09Ck5fAbghK1h+mgc",
-	"xvYPL37fg7F9kUaxHVmxB8IyWyVFRJn+WYzlKxjCprfR4QOsGxf2BesjNWZXdL4Jl/qAXcWQ9L3StxDS",
-	"/wRKIdtf4ZsnjZIl0/oJxr0cTRE6eMWWjTRMlOukmIO19cQcjQhd3Ckc1DsrA4nubxgzcgUdlbT20AhR",
-	"HWcKy+lMqFvvzSX9cppFpnzFan7PQPpxPiiO2RWayNZ05PbDNhjnbSjODV1bqSBPOClZ7Z2wwmA4Cg7V",
-	"mxuQaxp7qTRMVNovo+01uk87Ms5BlmJlVBJg7MIG+UV33pPOpWIU5fUkg5VLUcme9FeMVigeDabnl/zF",
-	"06e7Herkuq8oN1vxfIwMFe970zcSXF+OMlCb5mLejfHpNvTsaHiTgbOBBYzzb8smy3VZs0/eZrcvY6p9",
-	"S5H5z0iiWnAk0Sjza5Nl5ZIzPvS+iZnIDynsQN9vzmYqSSXj6G3kV8faBQSGP2XT/aXY4LFicPyKA+B9",
-	"0fPSzmcGHt5jxQRb7VRpbXiCph2WXexoIUGjW6dxZGAgks+aqUfz5gTn8sByiqrHx7wPAh2S/WiYnkds",
-	"B/XHC5mp2lsc3L9B0o1c4ieuphrRtAY0aqohLplj6l4yV/7HF/0dSprjZc3epVhK5/gMYrZ9V3ducvA3",
-	"+KD2vk9iTeaKChPkU3vRoyZd1+yxPRVx8oTT5NBcOixm2q1wFxIbhxwEbN3wsTOYJE+S/Sqtyr6Xcy68",
-	"KG9Pp85YE+FaklbdX3HtcwFS5kod2yt1Abo3nwsdmS71uLj/gyU827Ad4P/+t9Pjf6XHPz89/qe/dv98",
-	"cv3Px3/9+/PixQ+//LetqR1h9hFBd9SUP8+Vd9GmIoUEW9XrUNvOaqHSwD+DEzakIeCKWgnintYty0ek",
-	"bdOcw3ggSTM5sCsrw7V17YYAHQ4MxTf6vrxuqLm+OfFHsmMZwYANZxhwfzHylZsBRlsMFnvHJoaSBM/o",
-	"+I75Fv00u9Cv9HZhOMBnncqFvHJnGaq9d3ErIGUZjQcK4rmAUbiNcXjK4MO2AkoXDogevAW9t8IzfgMF",
-	"wBPKRehsYrDGxiALLAoVmGtHWh2E+iBi7UmmYrZrcRzCNj2KHrtp+LHfEtfzses5XSg2Hy72BjTYwfBx",
-	"xki1cGPofCAZECclKGSAvxWbKqkITgDe4ST2t/GrxIPhlQE44kzMpCoxwQBvHRfetlu8GFxjCQkofbsN",
-	"o14gPn0zSm2MxdiWUwPZO1hrQHtF/1gMI7dwvqkz/ooaesGM/VKKs5pR0TbnuaKYl6VsGGqtFTWWRtyH",
-	"4LkTbUOUbCGRzoEVARozKM1iHUqFToKQP7U/d7JowIrfqMEZHQpq2Fyms1jdzIiGGTRM4QTcJ+vp+xiW",
-	"yn2Z2tRpsVxuKg+L5Zoqyw/W78THGoUooi0O8H5qkwP6dp33Vn4qjV20D4/QQsWOjdLiQwlOtSKoyDog",
-	"MwBDmiTqjxJleAYaih32CaF1TbqPtkd9bed1/zB1b0Szy5JEGssUf7ec5xvs987M5RVizofkeMteHs5Z",
-	"3FokdnTGBc/Vh4yyRGE9vjZDya3X5FQZX8+NuctCTk4Ncf7q021pqXuswwbIq++pt/gJThhlfE1girdU",
-	"s0vY/1N76lKUFf4KoMyyBO3VLmLl2tgkerQUJRp0XzhDeb9iyI3+W80Nu0luKCy8SlbU6k5nZ7b/TpO/",
-	"tby8I+E7Ui5YeVeQG3nn3EVRAtmmJQ0WKmXnhPUi7nmoUxitxKTjhs18CtuxEfvowPIz2N5hHaFyguY/",
-	"g2fndm0mp/XgQP6cQ2Nw0/RoDEMuHc93Cpb4hJnMeL3PTDZqhswRUKg/v5h+hosbD6/b+OSZAUaLIVJv",
-	"eM30viKEZ2K8xrt3QVV1jKVDXKgtr6yY7/xIsO7ooGDC1ImUIttS0ob27PjZ06ekgsCY0uAi86Hla4tr",
-	"qovc9iU2c5awIZ4dz9tiXnF994EZxctMTf6lbIVxi0SwbFMq4vSelwk+81Mty7uoWHSifhDLUST8HICL",
-	"JxylmU57Gt90Ix/6k2JbbArK5wPUCgI1NGObMbQew/3fkRu0mlWjy8GFVTh3aO0cC7lm4HJdewV5aumz",
-	"fy3KFuFaXLtYbSVRVMQsQn3Mg7AJvaWJ5xVveX+ESep0uIfgJIDL0ZJ8HhUSnT0ouyq8jjBmhRFWYyHZ",
-	"zrBjFC0TLqC7USOOa6YHvRN5MUJEygEuE9PmJ1mt4S/dSKE7nuj40zpp2bHXe86BxDCtMMyI68H9/cfX",
-	"V+R72vDv759/j3T/PRcziXEu2Dm5hN/fiZl84i6Xm0wS9XSIpEbJ25ot0+cLn6VqhcEDMkOTgVQhk8iv",
-	"r/3bqiBcay7m1y75KfolbnArOlhY2VDCyg9tHFroNdxoUB51fto09foUDLlpi6gKotBKceNr97hIhh4o",
-	"fwgJFb2iCZLMZF3LVRdn1kFUQvghxBs6GTQGVASn7yHvSi7cRC5YTBWUgn2aHbz8t3HJaGO+QRHZjpwy",
-	"rLn+y19TC7jfre2r5oKHW3FjeZjTx1Prm5CJvzSsNKy6XNDnP75IibGzVrNu4eHiE5LUUsyZgsUHQz6m",
-	"ikyJKfmGqndxoKMi1NPDMuJVxQTfAvGh/8flp49kydQcwunKRZe16qtZwwlJxmhsBCr4Qt8/FhOjFiKi",
-	"t0cC6H0jdqGL8cicocObBFHeHMXxN9xod2hPyFPXtPbJXo8aERH2Z9TlnTt9I0rXNk6ThfQZR60TbOXE",
-	"VZA+mpqWmBYQ9RMKzOTqQN/S8q5trCCWCgTrErkaXzjS9pgtADpnGRTsOasCYU5WAeOlxkZSimC5e7mb",
-	"KkRuzzPCL69ZOtTgrFe3JbsY2cu5Vw80+em0QJcEK0N30JbKD0gWikHdzcBFc8WnNRZ08mck1zJ1a0kE",
-	"Y4Dy3fWD4ef2GqB3jDDwJWV6A9jjn2h5Nz6FHiU67BZXweKWQRHN/kyxvLw/MDKXnaMzl45LcHLHwF05",
-	"q+0W+RBKU0alhgJdBVyig94RDMOI9rO3MpubEhf49EdwG99yhymNBNw/rSlNmtWpAr34PoR2p+marQAp",
-	"IyFo1lQIVjn3J9VwtaWNTnWVacNnxm9vYzJVx2wUNksTblyIj4F7CepfQ2sT8lFx3aI5REuyOaptWxjX",
-	"m0gVyty8ZbxxvguyQ4S5jilvWkym8kAfFJrlTksq6JxVb+wa6CzxaAgpCPHFkYxxyMF3atZFyDDRrFTM",
-	"FGQh5Z329x5Xcf2Lo5OONaEkCkl6jif07qE8MfdVOOjtSavSlTCHd9Mu2T38Ua+D/YTN14hP42Z/uwYq",
-	"71PRHVuTw5IuWX1GNUMpFIqDOw75P08/vAeaOEpKnjk2e/n29Pj5jy9iPnsCQXb2zEGtdaz/ESkI4GFE",
-	"lSDsMo/YtOdkS0bFasGngOEGpt3fuB7jDhw6khf75L3t7Fp+lynNbW+oWXSB9tceZ3RiVUwoO2svPytc",
-	"mhTyhZv+yK3tXP5kJdu62hSHBsXP/iGyHXL1y4fezcVBxWcJCPXPgs+sOGifxs18c6Fw7SLSuAAwi8Jl",
-	"Z6FB5TH5QoN37ZYVDcuJpLGg9+xhd+mjSIiwNOP3tTPvcCigBLAgOYVrG3qE5wTRye9T43Ati3Di/EhT",
-	"opmjxN0vfMs0Hm6XsSeRKhYlXzi56ddqofnHGE3IIUAjK7aU98x+F65EexMZCfeis5qk7rmcZWFskxW7",
-	"jOY6ZDAqHuNQkPtO+7yqsXI2/0AJZMpN0M0fZGK9g7RQTuG/U6/6zft92q6dW3ra8Wj29zUQ6wmRDv4Y",
-	"KspoQxMezblszmi5YB/olzeKLlO3M/6OZUdDYQtIi75j65mCrAnpMtxcorSLhfdgSoc1hYw7TKrThizZ",
-	"Uqr10bYMtadPt2dLLWr9JlOY7e37S6LZfOniV5e059aZLRtwq+mkg2ZR60v8NJuKFTdfRTV4XeLn+OSe",
-	"T5mYG0FStcAnPpfSmZZrCLCt6dr+PD6AH+IBPE8OwBVUyZ1ZqK0D/YuQHP720+XVy/NPF1dTuHIt5+/Z",
-	"farWJ54LQEOsmatR7PetYrftHCINZtJhxdmnSkmV3EkhLyDg+WpLdp+3UfugVuqJ2dmjpbjGROVrIQW7",
-	"VskKKHuk+2FD/0/LWrblBFKiaxnO2JKuyYzWtS/L4oZZS22vGDiXescD9ofk+ExzLpX5QHMw6xdX56SR",
-	"agu9vfjxxx9+jNcixn5JdMdTQe+QXvvY/ekMlV9cXT6Evn+ZxO8/NxU1bD+RDDUeUsbs/yUKrNS44iYo",
-	"PFmBg1WkbeA3kVf3/gs5z3aTJvBe/s3p9RhOrw0Zbcz62MmrHkTKK4HLZIbvbwLNbwLNbwLNbwLNbwLN",
-	"VxBoYp4fTlPUZW+2vZWO+VqKGfXZQ5Fg4ynCyh6G6CzmbyJ7gWbcl84UwKoYniYRYWFv8Vxdpste6nl3",
-	"68dnv6vHmijW6ku0JlND0X+V3uj3Ujbo7eiXRe3Mc+D7ytVFncQnXdPpwqpUm7e+8u945QUQg+DuxerB",
-	"rOoVFGP37AHVw76i2WpQzSYfUPEgZvPo3GRndjG2zblalu6yc1H1WKgiJvpWQFEfQP6STQO2bp9kb8m+",
-	"FQL/VSqqF93j6xnldQh2kLPZbpUv3bDc84fY9kKBy+j4xyUs48NZ7Mwoh6dnnIGdNjzNwzpwnOzpJ4e1",
-	"5xSIVwAZjwnP+VGC9YXyo5NCHxysbydqu3pWkC20B8AsREBxQyqZqU6yZGYhEwcXmBc+3CFR4JyaRVSm",
-	"AhZw7GhgQPy2WLJ1wzT46IALzlpRYn15F2RW1/2AuwydupkWXax+12MYSXGQqhebIaj3XJvs+YnpJ6qJ",
-	"79wJo9flg5mpXGWUxW4gO/qO/RHaVr+iKzptxzC+gmcRil2GcjvXpcO9Ew4xauB9p+KqFVuOGFKPbYI2",
-	"Tb3GoBzTChd3lfDDdxHjehKJdr2odrDCmyWgug8nBbdAKEyqzr+80zEH0czZUuIj2NR0UJVkOB7bfACH",
-	"/0dG2kylcY+OqXPdhxeCiYgrz4vYruTvYWgDySaRDn71QszXv/O7y73boMFJ8rQ8drf7Az3OQEb5LxRo",
-	"S5Qo6nOONKu0ckED9RBjp+uO7HIrr5zAIrMJse6B7gcw+drdYNJETuQtb0l2kNDSsj1+7MyxeTJxMh0t",
-	"zbaR485wDfdjnIWWU+HO7aCntRrbh+Pa4snmcen+PO1kDCq/jxTdpKZcMH0WjX3K7WTvjd5W2WF/pxMr",
-	"vieq+VfixiPgA0GHdfpKuKjwk35dbOPf2leZncqn+rte9Gk/TXObtJ3e5ng18qf7HLW+UxBlp+XQdefc",
-	"q4y0/A+QO9eb6eNkzw2a3Mcp+Kkxm/yzv66J2+JRnXCJUnS/+czGHMIpShrJBJu+r3tnNXUN/gqSktws",
-	"J0u09uVQBUlPss5GGOfeSnUeTLOvuIYwPzA9XQTr1GVbloxhcs0bb5m64ktWfWrNQXFwRkXJ0piiU7J8",
-	"gpXJT39K/nJv9mNuVU85yXSOTspCo6x2doi9jd8uvPDxbeAzPj9PGmxepyLfJyWZfE3Letm0WcCGs/PP",
-	"pNUsSra3G1RAUiZ+4zerlIpNwnLYy+WZtegje8pogC53wTEOcgiiQkG0kU3hw7MLhzZZENoa6QGtj7Id",
-	"vgYXaLo/jPeWytsRwV2a4VcPlyLZFwNYU6NyoG4bpu65liFcwNcidOhXlMwor1vFnGwY8ID393Dsy1FT",
-	"EfCOdxBe2atvVHDNa+Loy9XJ9Dz7wB4RASFGk4vxo1toghvJv+qqWlseGEvhoX5pxav9V9xRrU5e0Ljt",
-	"mouSReOKKm5NmbDWGYiYC6Yhgc1Fmww4xUTQmP/oDqkJzGoXpS1yUn0Fre3X6iPDuA+dK06kkR9Wvxrr",
-	"W8bj1vC+aS4G8AvntHd5xRdLn69HB693T3eL1TG3nujxUHdfxOBG5bqhnTaN5tUzEfeUhYQAh2coVdIo",
-	"PmNxTa/O+OzEKHu4VRYBoeKKZaQGjoViFJGtadqeQAiPrBQIT5IE3CuEuMX32JcB8UudhbKI67ht3I+4",
-	"qoIuB5CKUFTNCiPGNMez+n47qUdFsLpFKsKWdDPM0wTi23Exfy2MytCDqx4WZ8rZj3QSLCRZWrXmJc3q",
-	"grdjWGYuyLi7DsXEK6pSyPFyYWO1VVNuMVgM0qkwXiyqoXr4tAc9eTQVYQ6A9DJlASCOmoGZoYueTqZ3",
-	"6jRGne6MUvklybDY2Xgg3d5L7YDjM/oi/NxDVPNG9u+0oyS7Hq6RYKzBTSiC1LWgeoCYsdtd7Uj3ls2p",
-	"iLrtupqOe6vTE11RxNY5FBJDTh0drZmBKg/u1GDwryuO2bS3NewmFEEMw4oZmWsWmLx7PHIdZ0sFZrSS",
-	"CTX8tvMhbGRQic+vUzGAxK3hcrwNQH8uBs+f1wmsKmcuANtRFD/gF9wlYg9z0ll5N41m4nLS0yhki7r4",
-	"zuheTeyd7FxXCzZwvSXUC7dSI947R5zIjLxtdkdH3uDymBz+MJTMur3ojT1PCn9htwsp796JW/ll5OIC",
-	"v30jfaFAX9UrK8qkbi+73LRpuqokwRol78itrNaORTWK+ZpOW+V5+206ff+tjzSAEufU0FrOEdPi8JPA",
-	"k+xwDtIWDz6pzAmzS1YQ9jd7xD0u3j0T5l0wX7s1WuFC49N9LCNXw/LvYCV2e8Iz5EtX/yPpSbiK193K",
-	"TaWp1wRgl0rG71lFDiGr2rAvGYuQf3H02Pcuqa5tbnaBRseP3k7YaToMUYGYtMMusr4c2/Ec27/qBJnH",
-	"I93BgQbNKRBzYtabR31wRUT70e37tHOfjm8A9kbnQeDwBMztJ5tHvkk6IT6C6TM44e1LUal/asizqYYs",
-	"B16dsK2hw4eI0JWSKywHYD+aaubIxrK5+gIFEWwFxWq52jlOY5PLJsJ6AMJ3bAnBC4yubRjSPkjhDSJX",
-	"hOX03Y5F0ln1HGB1NzULyz3kzBUFAo4Bll930ac8YBjjP7pktoUzF9lSMUN5PYIUkajFMUTONYqSJbVL",
-	"hwh59liSGS2NJvRWumL5MO4i1K/ualVRUtLGlAtq+buW9T0LVZii6kRUsYCku7GCWR/d23ZJRTcm1oH8",
-	"Ah4QoByBi/XWnkWlM448xYxajwf/Kta4SrqhXK4DTCY1NS7dR6MLrT+/zfCTSD03ipZp2co+iEI6XGeD",
-	"q/LmX47hxeN31Q3xkM2uItZ2YRmIKcZj8aPJUvFZMsXkw5A2kIahcrQz2cRETa4sK6u5BkgaJH14F6y/",
-	"NTUgZXhf9YqbBSCW1RyMzysOoRxEgi5GRQUF6zS5cdO4sWvTMNnU7Ak5g+AyCtlh9Rr6IrRy4mUoYzZn",
-	"wlw7X2VncMSfXRHd8HcrusBjKER3DSXErlUHPUhbq7EaZ2iIn7iDcO0AjaJf4pewdPt1qOHY/TRXsm2u",
-	"SylmNS/NxgMhzTXYtqIn9rfOI+l/db9cQ8FIjy/tH0bGWPeLv/2jjt1qld4p3P1kOadSLcSCoGXRf6PV",
-	"7Fqxfwd3CQR2Q+XnNYyxO4LFgau0f40o7fAY4LY3H3WO1cGDVihGy8WgQS7uuWHxGAZPut2OCmvH8+bL",
-	"RioTtwDTFXADuG29vkUIdf9nhL0X/YqHNPrhby1DmHArp1yjjHqt2IwpJkpWbT6JsC7NQlawTrSu5Qp+",
-	"tCpO/JL724Q/u0VFGlGIruL+XjNzfc81xwUU0lXo5VJo6KhLKTsIpbWvjZTXNVV4Q4ZSbtcVEwjq2dR0",
-	"fUvLu+uaUc3idW3Mz9Csbhs0H7vf+sdNUcOua77k+EJQ0K6tLj98NzyEdfGVURWbKaYX4dS22qGJyuV1",
-	"WcvoL8PLOwYT1e1y4+fuCCtTutbi35priDS4Zl8WtNU4XmdYumZfGrcLemmajuNoIxWds+tZW9dBNO0Y",
-	"k7O2dU/w3FAgNt3eBpZ8TVW5sLLsQSgC7otnum/uGfXr1F81d1ldy9aUcom/hD25RgI0WDHBybPXVnOI",
-	"t9L/biwhmAFVrtitlrCAbTNXNCbRvxYHzv588DJJPRvX9murCr4W96yWTSY85LYnYHmOQw59iCA5Lcj/",
-	"woYIcy39r4OjE+K2XWliZA1V5AgDQQgQSwFbuqKGJmqLUEN3xpcU5lg3rLRnzHVQdNFfoF1aIYobWnPd",
-	"S4Ly8/hOo2KMVcaM3c2kJOV064RvC77mFWgX9g6npZLa6rNYHQxq0eNPVsbSJ07CC1yS3LF1T6BuW57c",
-	"NRjCSMlqbxmwr1m1kJcLolkNdZNA9oLC+3IW1n+yveosCta1spkvTHGPZer4nAusZmhFR9o3FvCM0itL",
-	"AIurTs1nUya6VMxVdOeDqWFprwLEVPc7JqIaY+/wHWzA4yWZzqmChPP7fuS1J/bCg93Va/LsxMpq0YEP",
-	"H0E5bDvSIEeT2zWZtwwqWkwt5yRblaq68wlWvrc4sXjmrmjktP4W7Nmgi65+k2zNrb3Vjh0XOjZMm+0R",
-	"a8OyT/6YxNQ63OswoaIzJ8LhT0nPf8RJvMoUHjolis25NpBT+Mef4N2oDtEmhqlgdQZ41D4J9baghe80",
-	"pijqtZUjvC1v4qZhEzl7Wujg+dNjLAzuB1/m4vhHfKg3XMDm3byMRh9WpksQCkpCOlEAbtdkvIltyPlN",
-	"az5jcCa3AIJsrsiSitYqv61KhYK/UXJJcJvfiZl0di3vFE/bLWWVwtjYo6V0VffeRoGdbzZsGqJEWmF4",
-	"je4hd/ydPr532NbVIEMCahN7HToMySgqtO3xxMet2muHlouYCsxCyXa+yBpqw/EZtacGkrKsA5CCfc32",
-	"Q240mqZQi9d61tbk4vUf311evb7YqRTlUhqWjvjp7cTlu5CO7g0mfnlgrTRDbPVDjLb7eHp1tFPa+jnY",
-	"Ukt2QpyWFBWtvGOsOabgGlxxUckVoEpjwS7Na+aCw0PJqGEg61+z43A+gewu3OBrN8iSnD15+uoGWkkv",
-	"rl3T8EqKiViidm6uEJpUNbanstl+TQRm6I5aP9ghRPV0g+yRQ3RPeB5VdMx8QMOb67n1Wtluhu7fLPq/",
-	"kBHazbiwYosjCT7dx9i/vR9keo6W/huYnt9CwMjZgqXqh/TLEw8BDIaIudPrqvl8k34FemyZcE3k3Q6X",
-	"V6wSDMEVtvPAfo3X8H3ga3dghgJFtBrowtuzHBzyvT/1Y9kMb6U22bKV9iFBY0pIYEgDDpRNeyaTsk1H",
-	"abWc85LW5Oz881SJZocw/tVC1phsAHy0w78AM9g9rXepzWjZp05ly3/YLOI5PRM8LhGaOKow0Bktk6vI",
-	"zEoqrP6L70zu9Z3/ZKTrWtLqWZJDHy+5aA0j9g1C75ka8rz8EkKjP6ZCtGaGMfHAlpMN3z9kvEu2zBLb",
-	"BwwE373KJzR7NVLd9J3QBsFglqGPXSqdLtnyc77YaW/cOxdRbaywsxX2rovCh9N3K2UiBn/KNdILBg4c",
-	"ZbiCgyn39s1TsieRQITDyfgD3jt1Of54BRAfW2tVRnAg7qb51ebVDmb10Jzajeb2qyKNTksjN+FVsE6U",
-	"3hHoZrWQ2m0L92Cm1YkvBBAwTrAC/NZwsW+Innsf0Fr39Iy/YtoeKrdsVrQM9XTJHVuf2P9otJ3d2nXi",
-	"hjk4UPtge4UEN8BRENo0jY1l2/Z2HGnAOZf3LbnYHSv3PliL75nCOjL2nY6ysvg97yYFjIlMnq/eVr0w",
-	"A6nzis+chw2UDbcSuEWTL/9uE2xzUPM5cf1PPUVglugU44k5Jl3pvDjrFoc/TjhhzGOLc8vMinlJ3pVH",
-	"8WU1q/gceAnWrd+O5ZcCrUD1IaZ0h2jse80WK3QvTKqFty1r1k0p09ZFoBJoLdnCHVsnjfEdf9i7gHU/",
-	"WWO1WGNdn5ZFxZLSIdZTagX1pgZFg+AWwqAf6e1H6wnlguwSDLZlsLJj5YHGiTasZNriETPbmN8FBp0C",
-	"JzNsLtXorvl3ejjVvGbHCyoqDCcXqEM4k1JxwJv7F+l07/3ItadXg5AinGNGMVrliHkL8iAY1btZoslW",
-	"70nXBZx/OSMz/QQWZ0m/FEQw8wQyvbVc0i+lFCL6TS3Z8rr/2qr3E2/uf/+EN9cgRVxjDAZWMApPTdlc",
-	"mxW69Ac/z7jwoR2DJ0v65VqvxfUtLe9qOQ9PXzwppZg9oXX9xMXhXNtfCeaMQX6qkNmaZlZOWS6ZqLIc",
-	"BH4m0XtwtFA6suRjBWq9nfu7E+Ypd+OwbQykTwxbjti2inzxwXKlvHIsf9RkAWISXoBI7sPaexNsGP/B",
-	"rnesOLbL/d7VSptyp+9fGC1SEBq31ZP2eRcdwc1+TyXhP4rcPr5DmRy1v2y7uLaYCEGg/9zZMS8yGtVf",
-	"Fmu/l9EV4oTI3h1TUgGqhd05ozLSjn8pL1xEnUU9Bb8eHaCpbIp3OQLL6Ah9ksNPblkOJNcvbtrmEJNA",
-	"9+4e/KOTWiZnKIWVLXJ72xt/iug2bJNJkUkMjZ8nRFFjd6xv6dVW7LQk6U2+m0QI5q8LVt7ncmlDJgta",
-	"tW6lNBOtZdD0ZdJ6iE1D4PXOzVZKNvpd0vLgRtrQ8o4ZTVx24J5dfGpNysQnzMPbhxjrsTlgFLbet+Xc",
-	"0Ku92017fAK15nFu3VqlKezcLeT+NOaaT1OZb34/OlOsvP+JG33OFBpJ87sFMYdckFtu0BGKYSoT7eF2",
-	"eFs6gr17SC9ph1h3+OPTmpp6apT9ze3vRUTjMVF2pzc6ZCk++N5KFxetABO1oI1eSJOKxar5fGGIdm+M",
-	"Y5XGcDUbzrodwbEiGz+IXrLVYRQPBM6al2frMpnKfyaXTc3szTan6pZCAba6xqCGqS6MucyGH/5REoUr",
-	"PgpHO5dKtoaLZNyWw7bp3pmoEywYbU7rWpY/jeE6yBnmyNu3XaXbqfO2n1yuc/hGb22Dt9jHraFcWC3P",
-	"W7PQqzmVUU6Mr0r71dvlWdOmsN86RzFpQcf1lRIyEEyZZZYNE2/SOBGfGuZg6vzvUukTcvxsIzVqSvTI",
-	"OMrXrwOPagoAxACkaXr0006uQmh9HwdhED0RjyjGTBi696Jju3HcBscjD0jU0U/EpwLdxtwlzdTnfE9V",
-	"9xSi/GUNhcy4iEOvh6ZByNIac0uWC6poCfqZXsiV8C6qckHrmok5I3wJcVO2H7EmNTNoUES4vMh19exF",
-	"Ur+CEaT1nxDf4vIsuz4RU8GjRpwQv80uFBCTGi1bQiA/TQ41Y+TGJY0+Cb3e+C4wV8W1eDSliFxDtV5J",
-	"lTq67olvu9Volo1afP7ji61uPPtZWpIE0sCI16gLcmgX/ZgLzYTmht+zo517HZyYMIRouila/dCloI/h",
-	"XWHKwcse8EfsZfPIjCkzzD8cxRQHnBvB+7g01hC89Rujxu1TP/HQ/nj85v2fC3h8PPtw/vuCvH1/efRb",
-	"5bAthUAeH0kTiDC7qhxNre61Ex/jXjMdfnwAbOY22EkIQHZr0gOVexQMyoe1/giAlMnDjZyCrBZW4OuI",
-	"mmvinniHsUdFagUmlnHtoc1O/NaEG8r+tRwwpx1Z0lZ4yB7oibqfrGDcP2o1io06WH28kiCWZdAje4w3",
-	"hpEcMqHdMR1TkJHd8dty06XD0mOWo8khDl4f7VkIZojtg4HeO0R4xzfz3vVgokbOkz78OBZ/uecC/MND",
-	"9B83ML+/DP3xP+IWZkP0+3RohfO6hu6/VYh+NOwLn+z/RyXbJlmtHp8HH9AdR1PdwPxey/LOspSRSA+u",
-	"4WMC7+qIz/orciZV2XOX9CK22pRV661ckSUV64lEYfvPxCMA7EHwCg4B6sI10DBxbNnisc8bs0wRMv2P",
-	"lWmO7S15DFAD0YOOlwWB47jjapC6U8qKqWOrC9bUsHT9cfCCpKwInxvAuYHHlgYID/4p3WVI+I0cKfbW",
-	"92tJEX02ofjbMFCACwwNaxED2I2+6GhlKm2m7GittrxLR/OC+NIE3FpEZ87J3yb1bXEBL47h8YSGlnRN",
-	"5pLQBaNVqA4O5JumXgBL0aPH63YdjtauvGdwiL9OVb5slNhlu1xStQ6BWlhIUqqvItJnWOplu4RA07ru",
-	"CIIA5U2Tq6bKQZ61uv0sIrIZjyLr7ZZ9f0rUbERwPi5CquGjJCkDQM6Z51BpG2kc1go+cvjI22P7HUzJ",
-	"Uf6KJNari2PXAA8y/vKVakjCem+5zlYAy1uvCfUblD7+qsfJdj3VOlI9xyMpe8zPF/tDYwtgna061bQL",
-	"bLaEA0A7EHmp2KzVkIcdYLKSxv5cAGb26PgV7aZSbFJqb6kmnihesgu6Ooshykfr9iQK2lANqJkp7Dth",
-	"kt60N/Yz95Qc/s/TD++PsmDWaeCRs41hPGbBJ72gz398kWCUb0+Pn//4IsZySWOb5gz0YUJFWJzQ267b",
-	"9ICcklMi2GpkR40ERG/2MjIK3FIrdrYN3lI1YA0U+JouIJRVE6xMJCqiZF27P1cDRGQ8IumKTlmC8T5P",
-	"HN4m5cS24BfPn/3+92mYCRAeLzObewED68YLXQlJainmTEECErCtis9d6sU2S/o3TY75rcZdKnUuHLKR",
-	"jJyxQ7Z/WOaEM+bCKrslHWRM/Cc+HJl9Sm4PnzuGZ8/HBUuDSfQTx7WxRLv0X+LRygC5p8p2w0nEpyeI",
-	"tFG5P1FiwVh+UdZtxc7xcRRsOUkDgT4w0T+hcjhr0rTwSZidHWFngspv8Dj4FD4OMFKwp7dcWA0FW5hq",
-	"aZ0zASBsSXP/FV8yJyeDYdxKguEDxNma7mPH7cmLdk4QAzADfDcnZmpetek4g6WEiEJfgMW/WhBQZVDu",
-	"bxSb8S9DFIUBUu4k0rjA5rP6qN5pD4fXDJyNffS6jib721tsonEliS1sVeEPXrToyZMvBTfS7vO55On0",
-	"cyqGQAwLbie4JrdteccMOYSrg8IlV3F9VwyCRUKdhsppvEcJFy0Yoi5M8x5NUwn4g6jMGEEDFlmweqpn",
-	"jJqk67dzGeFkpp+JsVA2WDQIs3ZBbbsjQHzWrMq2/5bPF0wbHy5HxTqGhZjYC27L2bZpDMLy+u7pnbo6",
-	"z3k7YW+dvXHD7zR1g/Gbi2wkk18zlY5oGpnXSBAw9ulc7lMKVSkqSNUqj/fVEd0ms/S+q4yfDhZNZ5x1",
-	"Uxctg74BGy/7EByPAmXhj4Vb+30QLUYhJwbtI/jE44UhQwcqjkWGNABa1wN4lCnByDljeXBLBsjCBGsa",
-	"QZTcHuQM09Ah0nnfOQzuLto3ovfC2XpAGQMQDY+bMTUWesgdE5xsgxsMj+rwdA1ZVLFxIaUuz49J5PdP",
-	"Lg9pq9cyW5vv9Pwd+Xzx3hUKiMxbBVK3j96i27LC0t4k36K9r4ftY4P4JCoYrVqBJXrSgVGujQBE+tcH",
-	"hf1AH72oH4JAhCiEOAdYpy7b9x8xLqhGEPLt8A5cx/tL8DsHo+wWFHWZozSD380gPdzwuGRjr8t9zM37",
-	"hLSApR9BFG/XZBG41kk0SA2OKFprrDaB8XNYSy0EGz04ui4bcfITalWdpuU2rgsm2ycGJVganf+wCz0J",
-	"hR2jOBOPaD80Ow+PQ46/nM6TV2lgMmhMAvOGPSRRUJGfdoggTARFZhWcP/eRkZ19EtbTr5ozWzGhZF0v",
-	"cwWoSiquWsHGjxM2X1KRwN85VFK6CVKwhUJQ/vdWUPter3XmbEVOg9eIK5liOfAoiIDg2Daxv+EER6aJ",
-	"YoKtCDXErCz34VAoEK1sNZ89oLh31NklUzzpOoTfPQrk4YJ9OcqPmHCtW1YFJjnP7guyjPOaCjaVCno5",
-	"PuC6jmvvPSjqVcdlKEMsb5UQy79NHCxS9aSS5P5VdwUlj8V+xGGPgciUJ/NiwGZp9N3O5/RrGW7kwOYR",
-	"jdgXYo8po19f2zIjpaKcQ2625ng8auiuiyI7muJUneiU3QrYNR6E26Vjf7VQ3NzVfeqL1ZtWvwz38SHF",
-	"WkN2PMg/CiLkgLzJmpmjwl0wRbj6H/kunwaYjDY2iNvfDzLZ3Y0fKNRNOot44ZSLCmJ0Q8krf886vOp0",
-	"SuQEx/T2yuiBHxT92zvNzUdn2eNwm8ueCpDdvKoy1+xG2K2XAbYFyAZ553XgWalUVClwYyPWhvSLaksn",
-	"FhUu7Ugi4reo13BjowPFiu9gp61yCSOwA59V4kp+e3V1fulVtI4uAsB2fHIQoj8jG72lepGI/u8qP3jl",
-	"4uy0IDfoxX55E2LGF+wLiRzmdnKXLSzneXtb8/JPbP1OzORJ75ZA33Dgj4gJcXbqwcUy0kKVAdEPm1EC",
-	"6+cGoHp0KP8J5ZTteGH5EU6feVLJ9AV+zUyIBNR9udH3ZW+RyZMnT26CpxQYk4EkW48StYVls7yMGNUd",
-	"rcCy32iY4rDGxyi/2XaxdPuz4iBDdGyX6l0AcbB6HYvOoiOyYkjU3UKPHsV0pPrHcMb0A6LTu5OKsemi",
-	"U0YnOXE6/Wjv8PTIkT6iZLmVSjAKzI5MYCxhVSXONNGSzKiaCju9C+5jNKzcKbpaN2wE38yfmEoy3UfQ",
-	"cxWGveCtWEid3ewKy0VsSzpyr+3gYcEP/szplrJFCHnpilZkimFUXDdwD24dJ8q5FADIYjWqJ9/vL5p1",
-	"A5k4sXg83BDZmhFt62OG0bjkm9guCUr2IZTOxBi8d9XLuD57wxS8k44bA6iJKQfUnS4olbmF1b5itIqK",
-	"cmCZK26gTpT2E59GOx7DeGyzAQLukXY1Kvr1pxQY4J/YuncJL5nV5oE5UKLYsavCxqpwJEHIlLnA9iX9",
-	"coq8R48yH1dlziuD2cXMc6Tt8X09TuKGvQ+S8ZzfMxEwHAcsI9EYeAyrKQK7N1Mg1ASH+v7e+UcFYVTV",
-	"lq2GUnhRIJWzI0Bd1TnlIhfY4DD0flon6525Wpd9TrWNhU+BTaBeoXNm8kci55z++JdQIM7vN6CrBkNY",
-	"uS7rXrbyeVAEXwW+d1AcdH6YSywPDL++8ZaZK75kFcLYnPliqknLLxbj/GylyuwxWJPK8xXMwqTCA55L",
-	"qFpoXoYMCcFW2gWYAxFy7TmvfQoE4FZYWhJbcb33Im+EZ3UAxV1JnJin9+/0SC0c8J4+NYZTVwRhpc89",
-	"4vu7d+cO7szhzdUHwYj47WBb+tJoOLVbhLGA8p4sC+fQGDfh66n7zCrjtB8+eduaUXT7E9JYRSKm7aj4",
-	"F4X6ypQYppZc0DpnVX9E3O4IgHw36c7+mupij5QGI0kliXCh53vEfk++G3Icx2P+6h5MQzSjb8FpppzV",
-	"zOEcyxCI6P0VoItsV0E6Tw8XTWsKy5eaFmHHXVjWb1rKb1rKb1rKb1pKyqGEHCJZ6VitPY9Fa3pBZF0x",
-	"qMKl8BaabJNxi3mlKIAJSZGsOfWbxrT9VnRF5Hernf3O3gwJ7pshj+4++k0/20k/UyFDdvrefMLrur85",
-	"J4Nas8wV3t26Yb9piL9piP9pNcSO+4Wj1t1gW8Tp1/7e3wR4p4EwMRCkAP6O2ycVsjVHUSn1LuUHg97y",
-	"1b2nlK/Z7uNxrp2J+sT2ure97PrC0nXvsp8CsHNum8K4pAcj6Vw8KoKOn9c+YssuQDm+gm3c3zfAx4lG",
-	"e2moSSIYt+Cb8yj1mtWQLtTf9oSqiHUrX7k8yg+5KHtw+cJtDfwAwiulS0OAezmYWZJLkw+Lv12f9XXC",
-	"XD2LKejym0sCJBZMLuuGJSpX2EF0UWtfoX8nZx+yWOrmmjRQnbynynRjWtIvY7vyXgqIati6MXRjaybm",
-	"R6A64K7r0zn7kI4v8rKN0x78WgtpyJqZ6LI8IU+7ILGJY/ia59CfurD5Q2IsEqdjuC/JZdpyhCM9Kcmx",
-	"e2qZTwrIOqTTouB0nXSbsWhtpZ5bVksx18TIyeArWTPjukAyyIVf52VNB93KhGGD+LOvLVROMomslDQs",
-	"bekZkF4XQm56Utg9SFHbrvwQppWD7IESsSFwcyNgk/x7C7WN5J0PIpIrEWJlmiHXW1FVsepKjgHuSSxv",
-	"08uEML1RWDnLZX1PJiI7pCl1ZaJy0w9CibfMeFS38ikpK9B56N30c5YL4HFdFr2FdjPP7f97r1Z9AmCr",
-	"JB85FQH26nhGS8srgzbmnkCgt+jlmBTOIVFFyT9Z1jNiFP6YdXTwBxlrqb7DKnG/XpNblvF9ak0plxBA",
-	"C1ZK4t58TJAdmScIMK5zTSp3+XrOiQrlMWhuQb881kY23V/OzB7/4PQ00Jqj51F86DHkUCT5aRjmNIdC",
-	"eH3vIIPMhzvYiIDy9rmsfhUOrHjBI2NCRy6RTaBvKuhZAiKDRLjBemr+tptrk3Ol9db3m6xqq8qaVw67",
-	"NnZSDxNs9kFhh+mpoiU+kT/6cnCdWlYaJdrtGnepi0F7u5v5Hzb9Dnki7/Qd4E6kq/shD9o2YHQtucoo",
-	"WGcQi9W4CPf51BIiG/e+r6nVlXDpZb2sh6ASWdV3D/FmPMHXV0/9eqm6mYXIJACt2QOSoR4zg/UjhnLb",
-	"h4+QtTI1PzSBOZ4gv+3n5W3Oi+cejB+XfdaxkVyYJMgt1n3D7EyEZQFoLYf1u6cPcQhKM7kupBtnagk/",
-	"NUycNhwgodKF3RGRCi3NEGQAFZs70VgRJdtUzM8U+25UOOm2RoiWhKhoFrJKZ5sQfDgu5aW2NVxWhFdx",
-	"yngrKlm2S6s7VzgxnfFAmlSGCjUL4sGg098xteQ6k1bqa+LffDnW9+Vx9+5NLyUbfsQ0iwT+KSxksviV",
-	"fUBmshVVYbdNDERc+7flf9j6NUz+oDiIVyT86F+KptP9GBb+Gou0u5+Xsmprtp1RuP12a1wMpLJej362",
-	"4yJVTOM5ELczAMTj2pOktwXQ0nQgeYrNuQajSkQam1B59qPJGeQeQM19l654980QzQDqRND6wk7vLA3d",
-	"3pkzNtbDHh+myM33vp3vbwoXCUIVI+wLwNZFpe3KsOwPq939STBiH4EdeZM5uSw3Ry4aj5H96dz/siuG",
-	"3gbfTHhHwji2LmQneodaYBE9THEg4Ty2dgRz86gBEdOd5FXakSQayLWLTsrOqG+DszTEfhusb2+ISVIe",
-	"rNNYefRPrbm1nPIv7HYh5d0ZNbSW89f3WdQJbaioqKoIu0+Ce6cT1qFByFgvCNUEEJy5sHtTU/GdxsYy",
-	"lXVkq0qWQ0y+Z7Vs2Hea4GuuWD7irXLdDXITqF3x+TyN8wL2KciSBL/J/TQAYkzM9c2GcU9YdG9ZTy84",
-	"9B8EErtemM/pvOP2RAPiDSa7ZqM/U1WmPl1eabKkVhiG8M8CHYbol/L2QqKYUVPrV2wz3NmBhzCeKIRo",
-	"V/4NJjMH7J+QS+3isopoh/x/SA1ZSm3Ij8+eR1UJIxwNK6NivT8vgWB0n27LMlfyCTYmZ1zGXePGz3ak",
-	"iTT89seoRF+eivkki5lf8SwChIv12I7/YEnGBxP1AS9QHXRi/p7IS1ZBMqbJQYaAINwPBIdBYfhYX+10",
-	"P5LSLuM6g56WGVEcy8e+bF0cSv5CueFifmEPShSlpknVejgMLpxTBBIH9MMCr7ZaOwaMJdg7dHsbhp+j",
-	"XMthNn18ibqr1fSTHqM0OKyXnQ78gNdiDdb+XLrzGB+romN/G/Tl17Jv1ezmNeAyQ2IYnpwdGP326Jxw",
-	"MVYhMvVXWPZKdOLQo4bvdJMOVl53C+5kR8hds9MDfLq1XPoQg/6GfINgn8EsQJJyYlp69foSGinx3QCk",
-	"vElHueI/KLTN6JLXnOl9lx1ayQAtD1bHDWTqKmRKgp3ikMEOhnJlF/50uwYpasXrqqQqsRa9prIZKa4D",
-	"rgm9zaY6QNfpLcLve3LvPkvbk9YTVC0yhT2WSykcmHZXxNiOKDkRv1jpqdxgO09+d+NWWbqyVviXdtIk",
-	"0uK2ztIyddxpNJywxBPo5TILiDRXbG7vo4BAFi4ty4HRz9KdeY8n0kefzOFZn9sWktVdAUCIGgdcbv9f",
-	"Lvh03F7/eqaDU/cYpzCxzW6SY3wwWgouCKPlIpcKGdyRY9kWXVUnBiqXXVyuUAYBD39mXTLxYb5Ow3in",
-	"aEQCZ4UitLwTclWzau5yQsnzL18mdufbTPmwov6cGQJkZ24Pnpyr6SDTztU72gFg+HhJx5mgFrTVIKXT",
-	"LvYD4DhBn7OLsJw4Au+ZHh0CisDEANJnWVO+nLxrsfg8qRNXToUrSE2Na9Tveh9HTvduL2M6Gowu8rwn",
-	"3O0d+wmR8OqTuFpwnYYKjjNhui98RlCC0ZBDUHoAVPQoBxtu1Ydqd9YDnM59PZFlzKiQrblg9zxTJgFq",
-	"hCj3HCobSWcmhUAOy6O/QOL2LWOCzKgQLhLfyDTvylAQF29qPl+YnI0jOnV5Dj4ltYt9MUAI4+B+lign",
-	"6ITp6NedtEH0r4GR1iSjVlwIMF8OA3PPOzDe5FAfb4yAsjaZSLy/YHR7phzt+AoeHIvhBdq7/AaL2t/0",
-	"zMmOKHDjVAwXYIq0Eqm2Kfm2J6IQ6oHsCqJYRUHOPUSTIIb+l4qZVM2NupYrqw/nGRMVZGFMQ5iowLcK",
-	"Ei8mSKa5j1/X0fOxcbujMSBQHKRgwe49AFh3giEyjGNPI6T7bNecQtttOvt7ku6B9hntwx4TKdZA6eO3",
-	"DTTiZKCE9b13n+DWp6V/L0Z9p8nni/c760GoFehSNqwgwi56zV31oKAPbSnqWxwsqL4EGh+hY3cKAPSR",
-	"GXJI6xVdoyvMwUZq6gXmo5Po3BBuNKtnnZVdMdMqkaP/afbYLAWMJin7J2BnCSygy1PmmqBwMvUy22p3",
-	"zo4T1+bzBBOgW0V7yuzCS+WQ/aXZ58QF42e/N2QWtvFYX/D+fnwaMf1k0JPtUrYmGwUG7mefHO69MUGL",
-	"KGldF1bM0Pj9xC2YYkSFo9ozoO64aK6TKWyq180IBaTssUllPXCPji8FjlBEN9DG+g9TUL2ptjvsm1SY",
-	"TFSFsNXYqNstR++62vFaTptwr2KjdxBgp8Zlwgd7xkyNSRB7x2mONLpvxcYN0cXfjFIRtzNbJRVXdjPd",
-	"A1TIHMotRVwmo4ZSgrKGbgUzCFgrRc8iFfH0na/lwmk6fW9jquDo413eJ1aBpLc1iPTOTwyAOajjzWas",
-	"NOiB0k/IX1DECmPGTwH2m628zdTrh39rWetYHjehaLNsmIiNQVDm9NAEU72VSXldk7nE63QNkXVLFvAj",
-	"uPbK5hhww2Tpg95qWbeGwb6DMEIOgQSwmCRYYDwVHRUhnb8MDFAXdqaQj6mcXjRTdO6B8+MKn09//4et",
-	"tWJzUs9rADBmIRxC247QhGr3EnUyLsjNk9/dROFDaOg9ITWb03JNtKB37LqkmhF7MF1LuGNJISoa/rPn",
-	"20e/pF/e4afPnmI5WP9nonT/zjJLQZ4dP3t64lzszlKFNUSNXFLDS2ejYqJCA2zPhNVC4YhcTEKoY/ss",
-	"rmP7bH8BqCCt4H9rGaFL6cq2NXkrCszt+R/y537K8usgzlKx/jQ7ePlvmzogvlOQZy8A/nvQX9T+i1+K",
-	"DSJcNmZdEDDJVGD2FvW6IHeMNbpXJRc7Gczg6S9/HXLdtx9Oz7yoJ2ebYyqIv29sp8jyT6L+qXBRF1aE",
-	"u9W2awzkyQ0JqQLYFb6IAiUklJHXolRrhAGEgF58e1N8j8/0jy++kkz4/PiHp6NSYSDYH2KCfb7VvuHk",
-	"rXEJa1SqmnDlXzFt9r3qu8vg/2fvbZTjxrF0wVdBKGbDUi9Tll0ud7UVN+6qZLvK0/7RleTq2Zmu64RI",
-	"pBIjJsAiQMlZFRWxT7MPtk+ygXMOQDATZDJl+ae6PBNRLWcySRDAOTi/3xdjGY6snT4X723oPuSGFdzy",
-	"fbraS2f7gFFn6+jiB6vh1oftpkXAFyw3lTk+OFTlZRg5/aVxVrSm2iw7Z7LAww5xk/w3mNanSq2NDM7j",
-	"1qe/7TdaA39yx8VAq7lP/Cbdhuebg1st3jKSSxW/XAREOL5o6kWgVyEW0xt8w/3uKm9TQnWETn7ifmmn",
-	"doviGBnmITQwD7tIbXFKNMt9RSzwOr3S+X6gOpNC6kLZenkIQuOGGsKCHELhQzUl7ifbQVrBaCamErmc",
-	"yZzNpCgLgxZW++D2IcTJwQ2b/tfps6dHx+fPnv48TUJe9O4VLEyQBdS1XEC0sNbIm4MYbiqV+mwa8FPv",
-	"vgivr6WmAwlwE4CxKBVey0upeuHTdA4HXnFk39p8ZGQfb7xtSGWY6fqE18aZpNfdcn5feJv5c7lcjq4r",
-	"6ivofQMzsvIylxcPv3vw3YOM1TYnesqM+LaluswIBjLDjd+oYkJiPnFingaFtLy+FPZsg7Q/h6hgq3wy",
-	"TJ5AeX1aCVD8GvBJ0QVqv71YxrHO/a3Bv9bov5O1bt1NE2Y6avEF8e6Zgg0KZ3PRWpvT+xPVqtFSeyZ/",
-	"fIXV1uTxIZz3vcU8G0vUaCR0FrcL8alq1N5DkmzIGtEe82CGDhwssgqHVrqhYKgu5YWNKyRbj8wnN0Nk",
-	"4a7rBTfXft/CJJA9PMMnvJZ2OdjWhbO+yhpVwQ+x9yrRwjUX+ZXpa4TEbw89SAv+k6IpEMJR0ON0gl9v",
-	"21YEzzh290zNLo1/HBxE6CxrCYhSONMVr0XRn4WmoriQhuY2KlTA2rA5N3Pf6+xvOLI+4dM1thFMbuIg",
-	"F/UEv2QFgI27tUXAsfVVRTjy7bvFcKe+gscQpHlieXFL9cc4sWIQdhxtvxH0ee2eWW2fWlv8MILMy0C/",
-	"1HXeJWUdOQGjCfWN1178cLoT4eyqKuXQZnyJvK6mWxlBP2spzVLAi31QdNzyC27EC/eRG/OQCpmenB79",
-	"8OqI/dLI/OodTNG0+9ROmy5c8JQeACFwXprtcGzWpbp9uxTCSz5H02koSk6bPUFRG8WXN1i/WJuCF62a",
-	"wOn577N5nQZJs/2dBeXC8jmXigJanaewFgkftnLYFPs7H0CIvWmq+9rs2wWIqa5XTdTVXR5PQmpDJmVw",
-	"oIv8DaK/0/cM61PAAqh1SU6g1VdCQZUpxJISMY+cW3GZRFM4pm8wstE+qO2L6XIRYJiB6ZoZkTfulT6k",
-	"yKN9HsQXe1jdyWkdVMnhTuAk9EQRwzR0Bzi8JmmP4Kgs19ZluzRo6sfjjp92u9w657kyX4nqq9XxdTpa",
-	"1yENYCNe1hyQFqyOdufRyQvaoU9g0QEBMb49JYhmnU7pe4bxxs6dwswxBlA3pTAZGf6yZrouRL3PvhdG",
-	"EvCeERmb/mUK57kn2I4elLGpuyV8Pxclwr2pZfwcZ2DxsgSFWrAp9jxP2YJD7rRt64a8oNWMK62WC90Y",
-	"+pk5ZBaqlO28FiKkTWBeIISDS41xffqylMY9dy7qDn4DxfOupbhxSgX/lWs1k5fpDxdcoUvT/bjmN2tf",
-	"lfrSrNwEPkpeV+gbRcBn9DEgsa1ea7m5Wr0pfibeixxxJvxtA0L6yhjC56s3b6rLmher1/tPw9WA8eQv",
-	"wn+E7/I5V0qU4evw7/ZZthZ80b4D/XPt+6rkqEGuZd4+zv8zXO4/aLGI/CeWl1dwwFB8J9wj+iTcJvqM",
-	"Hhx9Eq1N/KkoBc63V9Eof+HNVj5u39B/gb7U6uUg0z2frt+jtqZav9h9uH5tY0S9fmf8tJ1QadwMTG54",
-	"WYZZjz9r58zm3X8kprr7qZ/a7qdhelOlVCclX17w/Oql4EakGbyUuEGpp0tRESRMZUrrP+vnY/kRWt1U",
-	"SB+U7qm3LOXcXES9bZ+6Kk57AAkBjF4h2CQNGv7elqD4WfvqIUdaSgh/1LpRW3uQMJRxRjpcOirGDlf2",
-	"51HdmURjrkQtdYHn6cWStkpJsZ1Cw8GgICyvxGjw4ZhQvQdEk+iw4XiEsKkhk5L3sfwrcXM0s2kICTwE",
-	"4ZoMewTZXw/+DyYVpQFvtTJwux5kklM/T1sRedUC33XccvurD8HuLeW1wKA4HRiQkNE11dPijgZAWTwe",
-	"WKlzKOCY/tZZkN/v/3btzs3f7//Gq+r3+7/h5S+K36d9tCswir8nse+CBY3Pd/qlg/FWYiloUGWTmQQ/",
-	"Jm/sZCHqSzFBRrWkYqONkd7Ab09fGupbWWasUb6MkpqVcED3kAVlvEVL+vEMI/mJYEpPSewRlsRiMb20",
-	"jBcLaQ0MDowxVKjY9HMqrvWVQLtrJhUv4wk78tWz9IudbIeu34xw5VXJyqJ19l26C7/LCBIkLUscCB25",
-	"WNE07ZIlTX2a3JNaW53rMmns+wOqoovQVPdQYeYem86trSaz8nqa+b8X1SM0+6fz0kyxPmDqDvhpxnRT",
-	"M59chb3x08tjuOD1T6fM6Jm9ccuwe3p+gmAs58cnTqjePj05hPT729OXHZpI43Th1Fzn76zMr4QNQFQt",
-	"7T2pNgrhcsuePjs7Pn3x/TNnjOvmct7eyL0ulJSBO1GVPIdIxOn52UlcK7dH73QjLmqb01v948dnJ+18",
-	"7UK7I1fs7OkJ07OZ062o+96evsyoZTEed2IQIQjddgTdM+ylJr/HezMCvSWr2dNnL5+dPztk0pgGImU+",
-	"rskDayj6VBJzg36T+yXcyXbCCrq/SwOmj6l2sh1810GD56wvs6kEu+FLrx0Y7zN3LpxbKurXHGSuN7xF",
-	"l6E4Axg2lTNy9u/8mp/BT0jW2e6PL8/cYp7xGa9lxn48Pz+ZzF6dPHIfHs9rvZDNYnLB4cClGx9StRRc",
-	"+/zlT24Huj3Q03PoDHmhbJrGEY9XG5GS4kp2oyfTa1kIff89CBJ849ckeQjMkzWhP+qbMMdUq3pDNKbi",
-	"fSV6UOeqSPzH6OKgLn7Pdpo6pTV8LaqT1RA3bSUxa1k8YwE4BHIMYJwLtUJuAblh0mwOz4XXwFF1VyVb",
-	"2Vo0g0mtiBi5p7rs2cnEtgmBjFBVRO3zlAUdaoofjtrCTaUJvG5K3xxSw+sExJnCJ7VvEUMhp1nGCz+k",
-	"jBueX+geNMxR5dn+FXx5s4wm5R7ALQJs7iqEeTRUfI03qlyOeBJ1C7eTkGtlhDKNGZyOOrm+btUJpi2W",
-	"TvLUJ1XJlchYzWd2cq0tbGWqt2j7IjNmZDUx8lLxsqRSagSG97WKmzczjC6uaIymJGs7ejbFKk/5zD6V",
-	"/FJpY2We5EnycxXwH4Y2MIa0X6hCvE8YzO7jDjAVlGGFvA1JNT5owfO5HM17k+vFQtrRz8XLrShwBCMf",
-	"4n56rJXluU3yPsmylGYNC5seCD9rEURxuQ7ZwbpkjhzJS305+n1Lfbn1m54pXpm5Hp7UXIfynfAwQz8c",
-	"+yx48QHE5VXn3U9dlGFTmj51aqWfJ0c1ixORTP6uMrNcayiwoWTxNjmsjSLUVRwvcdi6Zs+hUrQnpWdF",
-	"veiHgW8VmrvuNiUt3sWA56zsr650ZV0hT+2VaE2jOV+Vn6Q6EryQShiDlQ8DKVgsJKer0QxOVMYM8IF5",
-	"TqqwuyCbLhVbRGI8cgtvA3CN+NmD2ar+EsvwnuvlkFfDJ2FcLHDIzJWsqrZoJQfmtUA41JMJxt+MecwN",
-	"x66qulExbk1wMXw7VZfdpq9wgTJw+mqnHUQWr+0w6HPYU+NKg9pNxfNcVJY7Pd6zv+DjDTUrNMU1V1uH",
-	"XHvKj16oQl7LouHlqgSMTwSuCFoKGmt0JUJL6OVesn3nvtqEYrmpssUbhltWuOC9o2LOdn0GC1lOIdb1",
-	"XJbie2egpdHvnWE/k6UzUKlKbyz76T/mS5CGXaXtO0JdD+G1d+6e7y61sxrBBnzXKH7NJZS++o+ISOYd",
-	"ErKmi3bdffrq7QJFTR9/gfvx2RjczFM/7ufhF8PkddyyG3dE3dRaXeLRVwldlT2EYogmO6xjZhLdB9X2",
-	"VbQvGLC2NuwVmq72kSM2xu36fPAmooBxQwDUGYJaHSI4mCyQ2RJcRnCGClEJVUDJeIJfDsadmKEHkwcH",
-	"B06zWqlyS5O0QvA63E2zTVdjcjZHTmK6/PVE1BBq9tJlEOXzwv0GYm3+8MDk/Xq5BNzX9JbBrAnBSD25",
-	"rho2Vk7QSPon46TkSdiaGyGunAfvhSygC6weO5BOeNGXKfL5aQZ0He5eZjvAkJHschG7/bgTbXOEAZsG",
-	"bo3c0n3hdRvmAxA93BfDbVnQ9bD79u2Lp3veOSH1NEgEYgT0UPfm/tzmYyWIre8wi/LM4zwTtyD/qVXi",
-	"3V8cvT7CxO2vQOdCHWal7gGb3wTIIbsYGeP3Bu799IYmuQij2kJ0naidlXozRw6tb4DpCFMWB1kiyQsj",
-	"7kNHHhb/Z9e8bHqpBz0oD5IV87I0LRnAOE5b6G10v/7vprgFJErBB5ai4ODt1+ID4ZXaEGDGjKbmBDbf",
-	"JMRzaQc1QDRfbsew3Zv+ByP9je0J25c656Wz5Afmt9vZ+SuC51LwWs9mRkDYdDudcj4ILeR283DMB147",
-	"mokP1hLn3TccEWv30gSEvW7FOrHKMK+406JHD0tNuqDytHNemozxsmRA1ipCC9OYZitqh/3wlirgEAwR",
-	"pW0wZjdg37CLJQSfb6EEt+iYQgzMAOhNNrcdGZ388GapFc29bVs9nRY3UhVrndfhpDtk3F9BvbELWSh5",
-	"OQcDxN7o9rRZ7f9NQbDypZc99/Q4c7rQirZ4Iwz+dSMK5f+286amP2e1xD8Mt01Nfzbw65/TlVMJNcjL",
-	"cpKXOr9iwvmZP/745NUrT9VheW099M7DR08ODvaRW8uK2v32f//XweThz/91MPnbz0/+62DyLf75bz0w",
-	"Y6lISvR0ehg8/5aPWdlINCGBWLcY2Dt9eeZ/zHXLiQw579Anu+Cq4SXbjZFUdM0ueH4lVLGXAfYK2/Wl",
-	"PO5f+Kw9AKghbR1WHe7m9F9j9Q5q+uQqdhzqdClg5D6yXQ+5Iwr26uTR3j57CR7fpUffE+8rbQSr5ksj",
-	"c14C0II5ZFP00NoCZ6wprsVM1ELl6VROYjhVVVJRdbqNzNtHg44J1TZQ1VM47p0ZEIEfaSXupW3QvNRG",
-	"DFUNYgP2pYRWIw1etWW7PmKYMSN/FRmzNc+vTMaM1VUFNggMaAJFhhmrRcXd3tvraZgrRN7TcIk3vsfw",
-	"mu1cLyzA3eh6GT2zE7fx5rwuJvSjLcy7gcA4liP4K24ZEReqSNtNkYpA88kaSv0DltGWZupQ0IuCdbIg",
-	"nyxjudt2yp2h7qm0QfyO05VQhOnnftkbJks3PUQPxORwW3DiJLA/6Ja0H9ynbuIvllaMnfEPDOHNar5I",
-	"Fe49h8/ZLlSfYPNBU0hN/KVmz03dXJfFeCDqQrzvU88/uvMaNzhc58QQypx2OfO82TDNoHNRQNmuF9SV",
-	"hcVDj7O85maeFmJ6yCC6pOcKhsy+HxYlLsZ2nA5W156vlqGBHwRz2sf+3xubD8I018aGHH0iCO+2wNNk",
-	"tvLt+TErKNMPh62T47WXTQcyoMysPwjtrXRfj7aZQwmLE3/UqezWeavkYY9gBgJyPKTwtXqHD323qB7t",
-	"7fcaMuM0FcVeALKAgbhsD86KdbupFkc8CtPR+WtPfL1CICpr60wW6KnZaD6FgHd3O0bZEnwM5Hd3osFG",
-	"ai/SWfHUtep+JS3X6qTOnuusa1clxDLZb96R8toMuNExnr5Egqi7hdqAtwz4qKgJtoPY6Jqj413G55Db",
-	"SLiM5pP6jJ1TraeRGNIKK1a1EYL98Oyc3eeVvH/98H7QVfchnzRZ6EKUnYLYmADjTM/sU+H/5f8atPbP",
-	"RE/T7pE3i3n3UJCGHBfomnB3uSOTHWyM5HaSNYNpB3N5bB3W7RwAacaa/pgJ7bs/pKLpmk4BFEgvtB5b",
-	"XfVaY6ZvY/tjP9Cm0hG2RTnVs7rW9UZ3pRYzaOzRNcNkb4aBTMQtjx97N2bGeqD1rq2M1tbbrHfaJo6Q",
-	"rPt+mfbiiWITznmOnFrLSjyRPe7aNkmWECA49FCbvkMFF+keILVbIl4fUxfWbxj57FG7pUIGidOm9Xas",
-	"27ngpRjC9UwHYulgHuFC4mW3wJYfdYCQhmuZNdHL3jwquOzjG1WbE1m+5PV2+aw7MdranbNut/Waa6Zj",
-	"cQXDKhapeJN0wd9RDfpjYfCkpRUea4VFlv+/viUWv+h2hpe3DMbbXvSLL8P86oj9ZgssdgdvYYWd+j29",
-	"Ew3BWWSoRVo2smFjzN39Fdab93K6d0vSt+XE9O8btvKVVEW6a8W5QNLK1Eqfh+r4cD8QBp/jG1lR6ist",
-	"8NOLnlYO5GFOH/8tR3PY3LdhCaVpFZQfGzl83ETQ4swxmn108gJQU3sDJlbUC6lSU9rpFglTuoT88TbV",
-	"qV1Wj/C8lKysiXXNlYH0lkmCxQB4Np4/hqIyVgzM/azWi75ZQzKc9Bzpvh+BBZL+DZH5p5cYCn971mQ1",
-	"OuHGDGNob7p57sYshRemsKG7Ez6szEAxOK2zMaQVK4jE8ea/6S9PA4UQDku22zZgk36MikahUG7vFmdL",
-	"rOg2zWYYcnqKFvpaFL7T71QYWTTi2ElIU922ThLr+6xmmM9gNT4kdBazGh+TysrWy9NGddhPUlDMb1S5",
-	"pGp3wBMSSxMi9fBQOj0X6XoQT0ORSJl7ggqrWe4up+pO4GK4QH0NY/eswiFQSZ0zC3lJCZcARtmWbW7g",
-	"ohgin6h70mSYPmvjIJQmh4czW3NZpiDjB0ey1m5JkxUGcYuNlK4VbSv223nN8SfOcy7qJasblURKFVYU",
-	"fxfLwRYg2BZ0LQA2gKt8o5uycGtJ36BjHj1rDMpgtE3Tp5A0SPwX33ibjQhRFncZyA1tSt91Jmv3bigA",
-	"25imMMM9DOVudbdjrkRB0+qw09UVrsLM/DbzuloogJOcdZY76+7HAapJAAo5n8u6OOG1XXawej5YswES",
-	"AxbyIQpAQIjp7tRhOJjX4mYVDqZlVqNp9aA8FKrA8JrGrsdhmo3HBzHPxuOD5IQnpi3aJWsjdmvAGgWt",
-	"biooQYuGoDQBcVFpVmp16S67SbmJV2LZg++yIr74LKj8Qfr1cQKKFyfHH91o3VaGbGhar5xho19yVCmE",
-	"WcqsIoxucNq3qSJIKuKdrJ289La3QrkhH/cDPpKKBYh234QHFAoeHfFW8JHr3dQ3zpGdEEsGRm2d/zfn",
-	"JnyaLj0t5aW8KMXGLSKUDfgg/uBA/Y42x8jdciVEBbgr/Ui1z+hJN7WTPEXRPNjzLW5t7bZHNbZhFtM7",
-	"vU1nXRZjPyXUat3lkSXmYqiH9ddRqNOvG5BPKw0pUGP5ojIfysW8LdFx8kUO2UEP8/KAbOtS5klcX9r5",
-	"DK8IzZZ+CqRiNz1R8lWM5RYllJ62uimj5VubkNSGGiWqfXbSUzppwZu9O2HtgW2Fw3a06KVqlkYe8B0s",
-	"1uipPXMla/GqjZ3e7gg/cbtS3GDZibvjSn4u0ailQ4nLEB0jjg8Q8ZnzQy7n7KLU+RWg0/nqPMPEe2ns",
-	"IdlwlOBCkI+cWPZ7DUVALRzlGHl4dUwMuXEtoHUPFGOhD8l6g9v0YGbc2tuIuKTATHJPH0FalbZErgUv",
-	"RXFUyXN9JVTaSA4g0s6FcD+AgsiAOLu+oLb/XjOnTuF7um0IUYPlDRg2Fbfvpj2BlyuhxrXahqENqyF/",
-	"R7p3WjB64WtqDZ2nIOoFkhLP1jGH0XgDnE0oVkpgNTWytC/UOCwYuJhJdYh/TaQiIJucK6XBh/Z4cbqO",
-	"lUcCbKm/e61lEtBgZqwwm8cHI2aioYs9VKdyaE1bGeHtz8MtAHewKe6QLfjSTQV0l20RMn2LBI0qanRz",
-	"t003pYSVTpMkrG0DGiIgdm1Z7ep+OBJasW+4A3m89dVeZ4leWXJALhAIBjec8Nu4uk40Np6GKD+h4i+M",
-	"NoOdB466UyM+5ICwtrc4Mmmie0iovaR2Fz9+ha2a3HRfadZRWbYyMxbtPPxgXLBCl+L22OantjrRte3B",
-	"5XXK8fT8hMEpGcF3tsUQCZNqXCst3G2bAm5ZizytOIheEzQVjozXtbymhGlbxpAxI1QRXSYtfNJBA6Wb",
-	"AbSySqfRBpB34Q25Yo2qBb6hx/HF3wRwNJhRcInyksvFNjNxGzTe0aUur9oyF32jfGrVjTatOpP4Iuf+",
-	"0QV7+/Tk/vnxSbjDmMx1U1faiCEqBJo8INaO3WiihpuU8rqvQqfEqFZ/K4W0A6DLflU37e6w+mA+0xIH",
-	"zQtU2wBYdntla0ydIAE8Ozs9JmDDlhbGTdcKeJQdwIwyltsmoZpAR7S5OC8wAXnNv3PAak1Lz8bylbDC",
-	"hGk6eui9ULOh4Be2a6xL2t1GM7pWV9KYQRzasB1W99YmZXsEiJdp2emq3MxHKDq1fi3T6o0v3IfvAT+F",
-	"Yhi27SFwZjn5IMjLLsP8sind83xZiSkk2bQSxDE9ePLEZ8fv2fDFr3UhjvE5RwAzJIqd339emZSebtfO",
-	"dAROpaFDaLN661Vnr/j7FP2SsTgGb505W2msQnN3lSpVg1ev3NaN7J6BDbDNE9K2BEypuSX14MribshD",
-	"xwLmXrWdymyc7XG7IAWqJM5mtYikJpAY+bW+Z9rZXMmPbbYqgL1HFVvaCOmD8YgFUty1zXTocxWskgDK",
-	"jG/Vh2nfJi++/fabb2Ne+4OHjz74WE0wUW8iqN/uPFp5wDcP7+KkGMfgbsveNBPup1LOhDuGDzuzEo7x",
-	"4DoBTJeJbL199hRjRewbbDXuX7XvHj/qJJ0eHKTWzKnqzmApoPXg22ytJA5ROK1G/T6Lzww8E9yJAccB",
-	"1cQQ6HII2gwcMbvThPqe7jGpjBW8aFFaTFPaQ3ZAtwZkcU3NtkPpt2giDjZnOxOn94B6OfXH8u0SmWi+",
-	"c7VyKKfgmAZtStkahaO26del7827WlMdNXZ+HMDn+xzXDkI9w1rr2tnh0lLMA5sOkZ/fmJtkk8mcmxP6",
-	"cgi5xt/ArbR/TnxjN02inEGMDZ5dC9vUqi+mt6G5IUWPGLU6YLsJzAB9gtiOxqfKaVL6EAvLRD3dU3np",
-	"zAj4Fm7Tub1SuoHAvcRK8nzOy1KoS9G2kGx47Ji4VrSccSxT1xjoqgXwE2wN/kOPTrVetLsMg1a9j5S2",
-	"64u64SKULwe4Wl22vAQaVo2rbvQ9GVDrCW8aUXeCm+3EZKzB2Gcl6rWMzbDHtFpwH57v90TWEYZuHX07",
-	"hz+PEtr+gNkqtQROPNR6rxZ6jw2pRXfbwgJe0zMfEGbDe51D9nNTjZcVxhIR9spcJFrgyktdSzvvF9hw",
-	"BTAoxXbsq6ff7mQ7Zz8eTR5++zhpxvLGznUtf4XKmh8B47hngqk7kE3pqfv7+1N2FP+czRH5GRNGmP6Y",
-	"1XpBhdFOY7bK0m3e0+fH7OHjB39FRprnx+yvjx88Pgz994wDRWpG6nRViSdCXirVgo/7ncG36IPhMOkc",
-	"y5iQIXfj3M5LeS2Ud8lntTBzZ78XetHbnrQRqbhVMUStjRB6xma49QnChAaW+7I8nEKgtOAevNebpwQE",
-	"mz5bftGJgqX/1fBSWqgFqGpt0cSCLXOINRNQtd4ZCMUPlGa/YI+h31gKYeTc7kluqzEnTEqxmTaTGs6X",
-	"Pr5bdzhuwGSjs6sWE5quzvqbIH/+UIWJB0QIP9ejCub1VaRAcRdmkdzieqRlLXqTPrVyttBXwumVD0Bs",
-	"PSN6M6uZcbebuM23rmuC2kw0aeAdMti20EzYAEUxIvptpXPDC/l36eC0PtwKphUfOnbq0noZMsSom51W",
-	"wjf9IIDW84CKbm47MzDUD8JlTc30lsBjXjxgRjZtnq27dTXsJTgiDkn7AqOJWKvsjJypBw+/S/n8ciF0",
-	"098M+z1w73k8s7kz1dyzD33tB3uwwZ3/puPLJ6EGa65MDxy7m0RgQmDhqkNE38LKobdPT0DtILohVNFa",
-	"zc6PTzpxeMTdsrnTJU1RJRVvkpyotqZ6cv8+5CqsqYz7Gxi5YhuMzHpnEjKpZprJWcSMyJQQ6EgtVr3b",
-	"g0ffdYJH322yQt0YR+zYtLBi75nfmO5q2kVuhRPWU1NIfawLkYhdHR0dZ+zk+NUR/Petm543VeP79qN3",
-	"n7ujwt1of1vkqR/1DVT/hgOfWa2vun6LbpBWnW6MKIuQhuzvrwckTGym98Gqog8IverDQGI19aqZxplm",
-	"2htZCJxE4KV1La9Xk5e9I54LeTlP8anqAkid3bd3Q+DZ0/vPVZjprS01zq7EElFw6K3BFJEL0cMeYXsA",
-	"4kUt2vVGrtfdXCslcpuFDsWMGWGbKiPuSF2zQiuRbvV3YzjXkEyAhdtI1RNZ3byNQtP+IxerNja88Mjl",
-	"HVBxAB7rvybiVlFKpNLBhdptCuhlsXmVfs2k7jqngYsCqNV8a9OKv7duH8pC9Mn9jw8fP3ID+fHh42+T",
-	"P76RhVNk6V0MX47axAm15zk/LJE4t6ojqRAbdQbk3ufcXH14o0YDXg3VTzLOkDicWW4SRCCpMsvkE9bq",
-	"LGGrcXMVVVnCD5G1jOKXzlq+64LLD23vGurpapQTwkFeMbqGFe1FPpOZpha7FErUGyNi8e2ggSLXZYnp",
-	"li2DYJf6J+xJWX/aD7A9YPjUt7KfvsOCv69qnXr9n3z16Q9vXh39x8npm+Ozkar+Ute6sele0raurL1q",
-	"9AmyoMLvQbMbX/sVXrwFS0zEGLd+zFRCPZeleEp30BsIuiqhELapaH8QMPiRR+OQTR60hklVcuumAGgL",
-	"qaQT81hjz9eaz+zGuVmh0kPMk3ojYgp0PXR+2JdOjkUg3qCdrdbZIenJDatNL+YHOiDLr8L26BUFvCdU",
-	"xEh4kYQM5ye8MeJcW16+TnmCADd1yesLfhlEF2pNkUKK8NYVV3o7ONLL/ETUuUjVYv6w/jTL60sB7q37",
-	"ifty94c3PxzvtbvKE1iN3D5zwaujstT592mwLfgYYuAlcICD+ccrhssw9iXdT86WZtMz4M60WPrCcqlE",
-	"0dpAiH0MLe1w4I18tmoWP+RDUusjokVqefNlXo4GOjW9r4jb58K/6N2+44pQrizpyuxHo/Rzk63u/nhX",
-	"DkjeSdKCBNQAjZBm8L9QNNH2UFwsGWcLXTRlCtq5KOoky9L3UhWMvvV1Zrpm04N9+H+kHeZlydys1DOe",
-	"fwgLLI4u4mLo4WCQxgrlbjxMKEF1CTy3DS/LJbvwLm4qmbiZrm89e3XhJge8zDT8GrxOwtXA1/TdEiaM",
-	"tvsEXkmkjSXOr4yqdCdza6sMIhFAG+v+BMcA2ba3KEN1G4lYCUIN3axTcsW3ruN6lsKg71SHcV/OI35p",
-	"eAnk0+4bbPI2Ul2WYqtq2F4m+vPgT/lr4nDQUBxoNe2HC5nFfNFeYkLNpH/5DqtF2KkbCAlbwU5n/dw3",
-	"piPLWLWNjCU4vg3W8l3YZen84akfVgWj5KqIFNAWAdxIu42up+tPKOLdAN/kOV/IFJHQkYIuO8tmcAEU",
-	"QAihfBkWmTETRHL5h7g40/mVSERu2xaJwfYYJUQR4DqhdA4EDp59z+BQ+rxxIy/KDTTgOVFHR9kyX73B",
-	"bdStldaAN7Iscl73Iad3BgmJdQPNT9w37vvfb06ihyfFvSU77UtuXM2aL8TfZUrPACMjRKBi7vzR67ih",
-	"+4p8B3wAwDOqiDBfdqrsevqcep0+cPrdmGlEoeU4xJe83pqLstTu324lIG9mlirfrMQsctpvpP+OZvpV",
-	"36no5vnfz968Zla898jX20523tQmFZ59U3EoztCIx8R2p6fPfnpx9uLN6/0Xr58++4/9s2f/a7oHxwY3",
-	"xu3BXxpRLxneD6XLNAvBaqBuibrrw1SuWyfX5AgM6adn7qJn6lqUuhLDJ88bxWCZMu+BIliRh7TYNdf5",
-	"fmei9q8f7PWVGiWjOW8Uw4XP2A3hxRJ2bi0iGM/E/dzcFENDjrmx6J65VlaqhkwVd8YQToub8dytvrOk",
-	"++JRI5v7W9mqxazcwssx4pdEhF7XqKwySMsQ99Lug4w9zNg3Gfv//p//NwRDL3llDhE4qIEG19Rb4x2k",
-	"utw7BFsFZgvE3y9EgBamhzVmZDN7n3Z4HlTZIT0OrDN4Uji6atLFYSBR+qWzI8wdahE35ZkX4U3oOZFG",
-	"CfrghZrpdLrHahbIocfqEt64GbEEat1z37lgTXVZ86JlnXbeQftTUcTa3ECGqMGeNNPHwg4HY+r42HnW",
-	"WhYS8v5zEbdMAxYYJAUzeurgSW6EaLOH25hTsQGUaLcFeIlSXov+SaMEkbvSMFmUQICh0E83jLsfwxsU",
-	"wjqhZQVUvaqec5DM4PNl1YdV1R7gJsNp4qnDxsx5JVjiuLrdDAWjIjFJFU+lM0440m+6OQp7M2O1KLkF",
-	"404HJMoLKJFGj2FALafXgLO8lIiH5S4yAf65FrQQ7bYlDdCPn2nczk+WeZ3HOo7VzkN1syx+6aFlvug/",
-	"/sJssOiy9j0WfBkkcPdM5JNw/cSDvu0dxlvPCDgOoHcQKhtmM1GLEaYmLFx3sNmqsljZktEUhWWJxSQS",
-	"+ZSyO+PX4vlsUYnLc2J4vWXpCGYDcw3oUHQrgBKE8loiuyl5Ltiu9blDvNpZOjCCvZ50/vfS1tyKv1+k",
-	"MtvnGOlESp8LaTHJLRW7upD2vjlkB6wUVCYtFD4xn2ttNhSyY9fNUCl7Nlhs8KaxVePHBTRahyzX1ZL0",
-	"EhQTq6qx8SHnvncLznMIe0OnYpUv3vGS39Cfiwb/Vl2myW0RGcIKJbuDUjAl2Y54b2t+VF+myguaGrnv",
-	"aYJ1RcrW0J/3sUYUKqNNxkq5kBZdywnAh9mMTWyjROb+rWeyFE+uMzYpxbUoMza5zNjkSiylsu8WUmVs",
-	"cjHL2CSv3X8X/L1bcvdhM0NatEkl37+bLdxNee3+k4PGmZj8nZ3Xwniwj57yN+ct4LDdto1GnmiiGiAg",
-	"j1qggmaG0+A0CSxNG2YWKjXc1k1sloEt+/Bg047tK9igh+PXTnoq+V6UZushPPpm8xg2VHq86lZ5rO1V",
-	"H9WdocFcL9dq4jdXj9EdX29EGqEuW0DSz3UlVnkgjyb/ySe/Hkz+9nP75/67yc+/HWSPv/n933orFcao",
-	"NOQru1OV5v5v0/IMVVLQNsGRbafU5g/BlZg/fPztkPrqKcWgB8O3H7A9//r4u+1a0zo7pTM3He3fd7K2",
-	"NLC3PVW7RPotb4e5e079jWLTqrYHsI/WiR+34saPnxe3uN6KLP+Q2bqhQlKkPPlQ+vyN0/FBrPeHSTYW",
-	"HP+BO3balxjfc3rwQcT5gTUfQNnkSv7oWeM22/3vRV1KOBffnh+POQ8/ASl+XEu+VTH5Ok8+jbZXnnX5",
-	"4QC6ZBFzxHTyIUC0jTGjJcrCJ0duw9SwBrkVwW2022qjvbc1Dtd2/eUfBtIFwXxIV0F2KebcMCJvammX",
-	"96MnrGGZR5ENH8Hw3aN3BFye3mvxW/fusrU+tTvbc2v9Z4n9F/j/QSHwxUrhrbOkG9+tuHVXwHCb66En",
-	"A4Hnc2fmWAEk1oW8lBg30E7z30gjKFuE15gML3H/q91/AafY5NpjNM2X1Vwok9Ls3TUead49ePjXtH1X",
-	"9bYW+z7LtteWAgylvoR6fPfWh3RIUv+cUHm9xC4wvyR52RgrEAfdvdl68/HAC3433LxFhZ875jrfyW7X",
-	"LpzoDo5a/JRmvzQayltqVkol2EUt+NWW6/K//7nzz3/W//yn+vm3B9mDh9+lV2JMt+3GpQjDznWpFU64",
-	"ZjdzaQUzFc83a77OwJ/885/mvhv140e//9uH9O+GbZbUInBWHuuyWai0f5vDd1jegCcrlWolEvHJKcSb",
-	"94PpKm1fN+UGuhoahTTs9Ztz9vrty5d9GLBywevl38Vy7P2qqA6efu0EJn37dDbjqchL7mSQ7uqu2hzC",
-	"8zYF5h38LHReoX/F3uC/kysGdPcZ8jhmjBhmIEAhxU3CG4BBm76Fw1o9vKm/Saip8VyReXSpwk9j75vG",
-	"MN5062zLFHN8kdgvT5++RIwyZ2yn0OalysumEE+LEvpqnRsAiBd1ozBJYjVb8PdPi/J4zut0mLkoynN/",
-	"/fAWc8O54aa9/TZ+Bq5vv9DU+mYj3matb8zKNMBiuJUcm4GEi3to4GFHgB2Ag235raMKKNCd3ceOrCCg",
-	"KfDCFKqbOPagwCaLGJSczy1uNuf5umLXvl8WBGFlkZNCiGgOp+JaX4nNXf21uw7a+ssy0OWhXDlFvS6T",
-	"dM2zSufzHkoMwpMQ7hKvv9zN0CxQzo4zng4Fo19uFDkV/Ll9HwYijWlEQYQNXAEKfU135nUgah25Zdwg",
-	"xhl0YBwSPa4fCzFBuHkdkQahZ2XdCUuumOKVmWt7lOfJctAjZugKaPE2hlnZk5LtQQ3zmOmFvlGl5ukq",
-	"hU0AohDGlJhhsroy7EbXV6vsq4O9HPjrnnYpiZk8qBf1aTzPUwyqcI7wlD1dHsk+rFOfFnx7+rLlIYaW",
-	"MrmA4mde10uPJ9rO6oZ0PL5G5qc7oy6pdgI3r/ItQ2m0/BodyC03AFLzwdkILy9VCfizflcEkCTnpADO",
-	"ALeW5/MFOdtezYEyy3b8z5Ih0EE8M0IyCyVYMJ9tW/Pjg22IcR5sDoDSrAytyhlFJFPSR7vwnmnl0BkD",
-	"6aLucczbtyvX9o/H4JblV0IRbmtUeCINewMLmz7ToWT8mvevjgfuuhD2RgjVPnRkafAmQl8YKk3frTh9",
-	"V1kowoTHRcCrrzlm7W8nk8fECGm180I2b5DeVT7nVyJa4s+8sC2IwChxW59c6EJ/qvPGqQ842o+aQtpT",
-	"kS6L71wZ2lSUU3e+QjrXytY85d0RUMqLdCq0NTvBwI9RaMY0+o1qePS9pNyw8INtWx17MrnHhAIDXx+i",
-	"sVzV+qJ074KlGapcnvhPyH0Y7c+sL5GbxmRFDj5io3GPs0zRL/rRyMm2m/2Xha4FPQLYWJidc+V8I7Rp",
-	"DTRv3aRdmhXV0W3k62yilbeNR5YN4LecWV7bwPN5O4WC4W9NeZYnbBo03BSc2ymvqimYRFOPRTplu8hw",
-	"AmTk9GUn7jJ1O6Ve1SfKmZTt+ZaqXakSoExHVVVSJQ8FXzzyKQ9sHchacrFkYfSj8lHjjk9vmdNj/Vwd",
-	"Qn6qE+ilzBq1mG7ODm4H4BBsFrNisd4zd5J9exkSbxD5h27blmGQ7QJLPMtLNxmUM+liJFDZmrR7ny5X",
-	"txEg1+MP3t2uGUHyf8jevaPF+sn9+927gVxS6im/94k7vtVJrd8vb5sgr5qydJry/RLwitxdbyGKVrOq",
-	"uSilmTOprN4qphsyA+/2Jz//n/+28+GygcMpS+YZRm8PlIQbZWg/Ra/Ob5se6X/zPxhKEgIAHa4DJYHb",
-	"AHB1bcqFUjS6ZqW+vFyHAd4MlDRS/CLSsqEdkMi/JyFJnDSEnZE+inV1Ryexsbpqyx4y0lIcZjV54v9h",
-	"z9Hum36RR+af6XTR1Uc4XBAUc7vtuX1lxNbb4iMfEZsPhc+s1sYotHoYzAeaKkJBi8DVg9Yq5zNBlUjU",
-	"aLyaaltUPLei6OeF9d+wpgJY97nM58yzAwPwtb/HWBp2bvkFN+JM/ip6sCTcV4GwnC4PdjBATIx8Vn9H",
-	"3DExn5tOZ9zI297wcuTob2ppxYTPBS/cUbvt+IGLWQxD8iDpEfOX3gbvq25JcNd3RGrFVqYgGmh6D7vt",
-	"Tbj9yUwHYr/VeBIhTHkbfoVf77NTD6fFDTsRqugwBhTCuJeh/jWMLR7Gfm8hTYVjZLapEd3L2cuMd9kG",
-	"PGNBrKbuGYSFGIq8D4MMRe9/hD8ZPq2P6aTGygAcWVt+un7u4yXjklyh5RJvu/v27Yun6Y7YkfR5Aeds",
-	"y8jXONBICzwnuoH9AfpmnXM3ahIkkqmhMdfOrXb7iM2k4iWm6DcMfiMH2natAdx6iDlfldAoK0uWO8tM",
-	"9bLkHfev8+sOZQawAxAktkTyi1YC+tqViex+DPMAN1cCZUVaqGe8kqp40gPrCfO7lYzAkTYmrQDdDbB8",
-	"6+Sit80shDnOOlmGkPbD1+lO2DYMnSlt0IMduyqr3FyZVPFh7FWCLkVUsbRH2Xl+GgMFAI74JbYldoaQ",
-	"KN6vkrgF7fkE5oe7KGuZmbllD8aCzvBLOHgSMoUBKigrATjsin8gS9l5q25vy1XWPesS8XSrbYol5tjT",
-	"igO3hE9OR/QS22JkVYjbGabPP3kAyCUhg/3W5urmzIilxw0dYAAihXTIzpo8B0yWjD0nxX7uFPubBktj",
-	"j0mpQ7AC1HK8p+m438l2ngYltgPt7oT4E26/k+3g/XeyHf+AnWzH335AIE5KvkwxShwB7C1wHUAHMFZl",
-	"bSKgH+NarQ3kYgg8LhWn7bOwa11VooBG6z5EZcPoKnYhcu5hAOhVa2euWq2ZKfVNuRz52Nnw87Z4gV5a",
-	"2XMaI0TUkA5LWvjEYLVQxuSMcbXcv4tYJpYzx+ueRvyCSeu7Ywi+yyLq01n2gBz0d3rPra0ms/I6Y/jX",
-	"onqUsXlpEJ5sAyhZLRbaiqOiqPvnFO1c7Jx3R3qbOUBIBGn7Tvd6g5HYzuCWFuKIsE8axGmzDz+io90v",
-	"a7ZWzBx77cg12fa8R1PtJTqIxqpoxrPXr5BRM6VP6nbxCNxi1TQgTKpCFpj3C/gaY+mK6O5bHoCkTRPn",
-	"X6PA/uZJkK1Xm0bucc6z1vVD3J7O+FZqLwb9jPWZ+VC9sT25FY4wtQM2Uzx1Z3RgF9X6/bLXBz9fY91z",
-	"c08tLeSYIwSZfr9MlLfcCf7/h8/zRjdp9T0P8ayTlopNfSeWu+Z+bPOmNPX75TiPG8Ow1K+18Q1M2vBa",
-	"Hfk97/kEDCKSkBvenrUbNBy9wrqC686iH1P/5qLy43RsBzS1VhFR8p1aTSOTHrCh9Q3RRuGoDilU7xEx",
-	"cahKhx8Bzaphu777rGrMPPNisHcnRka3NqPnHfVsVkolhg5ZcIBv3Mu8wYu3PWy1GvUIwCDDkrStn1DL",
-	"SzmAGUXTgJQWhu1WTVmSeYMTP5NlD+8EnT6JzjU6meNlJ4MRThAsuGtL7MIZ0tMU0B5kVOE9EugTux5y",
-	"0Y3CHTLu3EwQDSj2QJRtZzI5k3mt8u9WQRUSzhBUGZNMizja+Qb5szXPr/qouOCG9wzDi/pne/NbnLs7",
-	"JA2K/hjRS2LF1LXddq/eiQnZbpF1FYsPSNiSPr40JopESzs6iuO7Gv7lozjxi26xyfw5Nj5uc+b7RD57",
-	"3KYj5onNABobIsF4/hBz0GE4Lzx+Z1CTcJrwG76MYzF4o51sh342EFJBkU3uS1FCUxwHzgLU+h2PE4U2",
-	"sBomq+1TZfuIWUXfj9xFeT/3TgbMOxnr4d/6MBarAC0Nb7wLCC17d0hflbxl/zRcJXF+ETDHmUeeVaxt",
-	"CCmE9mAyyV1gAH8jjRl1htgcHh/ox1/ZLtxo7Gg3Ex9t9forQghz4XdGUuSu8x8FL+38qbBclslmVWWE",
-	"Mg328GOaucCLvQ3grOxUW2gE65CEzcTGbqJPSPfQwqEtihfQk5g+F/MwQExMF+I9o5/5Ih10MBbcKTYx",
-	"MnYHBdWJ+XihCnktCzg8YeawIn+8hsb5hrr4lH4mbIFxHpkHIgilEVGvaFKoS+BA7U28tbG9nOoK8Acd",
-	"ABOl6VO3qldK3/Qn+j4YPZ7PbM9B0O5L0xaORPfy4v3Ss74+h7A+/HnMVSELNE/O5o0t9I3qIdXdVHcR",
-	"sIh7Clduc3QGqPp2L8RTEa1i1hWQrFMBgRt4UOp9E1Hi1MC9HVqCBokCilZ5DNomq8qG7P8mhQB4LWpe",
-	"BhmLNE28uEDtVgiA6AV0BsWvuSxXQkgdDuP0cn4vlTvDPdz2yuM2WMf4Cu3dk1MOWu7Zgsvy9uywEZyM",
-	"EapgHAkGlXbyRKWYYkG8bCuNz00PsMEZftGmYwHZ1Dl0vjCMfuqkHcpv+2sDH0aYZJFjpVPVWLmsAO4j",
-	"wrgNcgLvsLmTVY+b6U1N5IaKcLaYzSECUuyqgvZGv05SsUVEFjnyBKKlSJdhwFeTF0+DHw4wuS2ccaJb",
-	"Q9lhXIWzV+ctmIxn4472RA8nJ/wgsa/iu1E2xje7b/I2oWeJbtyhbIwnpX/t00jh33Mjc+DZdTPvFpdf",
-	"6MYGQaeKEOwiTlgidQox4PjkLXPfSCty29QCikiC0U+Wcctvlg78fdQTP9eLhUzJPRLt4teem4hTLSTS",
-	"4K8g9I+lNbRal/mcSxXUafLuNxJJPdfuPtfGpsE7ftTGdnDPIpPuo9gfOnUyrRB/3WbJq1oXTUobn+AX",
-	"Q/gkZZK0EVLTXf5CAGsLxFhrFbRbRAj7U6OhhdQ/k67dNkzVVICrvqn710iVJ583UqWOPP9HpRxgAdtb",
-	"Bknrkiombbmww2GHZahb4nlenRC/7v0671SXoocIqrMbPgHhU3KDHpUl+grd3Tnaa6K3cK+5DdXT8KSd",
-	"c9MT1wEVNZEqZuwFnzVU6t0WFhLuVOgexJ6SG/ssnYSEj1scEAOllx3HTDpbjQqIeu/eZw+dNQuA6Nrw",
-	"gDkn8tNGsaWw/Y9pVEpfnMXs2P4ZqCwOmWrKcuhBt6toRWfpjSo3IJfBwgA8JdA2U/iiDS7AbXoIaxql",
-	"+Ea2LXhAzhW7AJ4StuAKWAb777mRsBBuKQ2ji5nSNz1WWlMB1dpJzDE9ZqBESk3oh85eWnBAXMIaVdMD",
-	"58bNVR+4lbnCIxx8CRl40zyh5hjtG27fdZCihVh/485GaKc33q0dAYllcViD9Fe0pLSI2aZopfcG43IB",
-	"rZIbVYIx/JqnjdrsS3Uozlf4zwfjBmkv+LcN7AqwnSamErlz2YDupLTIF2CcKbZiRrWvNVRf/0wVETXZ",
-	"tpZMtVnCpAEzmMcTkxDZfquro0VvMcZwSgzrAXfn1IHS0StwaiSGONe1O47CoQJkM+61C2d/6Jq46i8E",
-	"fJDOyG7WIlvpiiqogtjSirZCPDPtu2Vhn/YLSK8/RF90/M4ourTB6XTyXzxNxj+/d19hnp2DSbKoRMG4",
-	"BZ1BX+y+OHvDvnt88CBjeMJOGwVGGJLwNsr/DH5jPob/eMtnIlbOxlmlmTw6eRHwdVC+aCxyUWGCznwG",
-	"Pxbivwi42fsY/Ho17rjW/Ri/k3hfpZjuevJLd+bxxH5Od3Uiz6fdr10vKDEVKVmCeN3dQ29DWI97sIBV",
-	"+G1+yaVyF1BtlOeZctY+AS7nc16WgliNV8JC5aWupZ2voDe/evptH3pz+EUI6cR395FtvMHZj0eTh98+",
-	"TsayPwjmGx/cTkI3iPRx4bkXws510Z2vp8/Ojk9ffP9sbdJgSfAXrXTAAnXJEfwNMnb27PztiTtgTl4e",
-	"/d+rb/O48zLfrL3Mz799kz14nB630kkWtCM/pfA9NFWAOu+OD+gdICgMDPIcQLzbpT9knM1qYeas5qrQ",
-	"C7rZ5pD7mFbwX3TVnW3eAMlZ9z3+V8NLiSyyVa0tseqv7tFDNzJByptxNsdMoHcOftFVxnIcPMB05BAe",
-	"O31+zB4+fvBXhLdChHIEQ0XQ7w7RpEIiCBhkGkpEpq3ljvi+PX2R+WIMQhavGkv9svE+Qgx0roIzMm1q",
-	"OUUOCP/68+D8rVGmbJj7MQjofo6DOH4mQHM3sUm1PJd1ccJruzzmFb+QpUyGPNoYh2ejdOcy0HaBN1no",
-	"RAkMt8Kpw9TtwsOWrL1sjfmyvT81/4znu2wfcIz3T/JdfqAxEigJN9giAwC2EGR11jNgFsQTjC9PP02G",
-	"UQotMI6CF90+jHILspDuKNeZPTYGnuGHI/Mi8bNGeAV055Q1E79pvC5ZvFuH5eSlvBYn1N+VDDDCtLO3",
-	"py8N1WwDJypBBNwKf6etd/uA6vJbQyvDmwDqwYWAXKrPH27pmW7LTAfPhS3HeE9fF/gpPRyDRqrLUkyc",
-	"5nh7+hLLNqnQenxkmtYZHaJ0/uROC5Xxdpv6WuP6x84qARA4IpMn6iF/vl0N8cYdOIB7u0VFcfviXcH0",
-	"izxeKj/MqQD7xUsxiG7o5nRzvC7BJaFGdzJcZI4BaWQ63wW19G5nGgutocap6BZr2v3SHQyl4Mayb/Af",
-	"C22sj13P5CWWaAIu+W6LUX2wtx1W4jdJsEQvK8P9Chp3W9B2h4DWjxtm0YEdQmLagjBdzT2WaBbFysHS",
-	"EKW5bhA7bu8Q/sTeUbb7jx+fnexFpYgAnrW1SPuX6FKcfZuIpQ7sOn+zl4Ib8eHbznkOStwAR0S3hThx",
-	"blwYXTZWvBzYfY++gaqdlSNBW14yv2kj1M5DsCXMXNdYhMAVPpvu3G5AvG0E1Xchlpr6OoNZeM+gWbIk",
-	"RuLuZzdSmWDHYCMJYBjsHeLdV7aOW/58rmUukDk9bCMyst1egACOk4W9zSSq8fZ/fNDb3j1WoksJRUbY",
-	"7F2JWuqiM6+RTG8DIP/4AwRzLmg4ub4WtfmTyWXb4PtJpBOzI5GZ1wL6SWtYqXNudf0HluGUVN6FlG1n",
-	"/HajLlM339NbhEy+XNH+0L7MQ782WaAa7FyPSNsIGdE2uG2EMPyqce7C1r97jMfVPs0Y8fEWWJUDsI89",
-	"JZnnNVcGGLLPick5FUK14apANp5QhU0hR/F2I+X/nfJ2U6hvADk8IqPuI8/GcW3H2s15vpPt6AoqzKt8",
-	"8Y6X/Ib+XDT4dy+X90jkO7psvJs+stSpSxs/ivJWvLc1P6pTXDbPmxqifn7hNHwBGC/4531I/OOxZDJW",
-	"yoUkmKMJNCfZjE1so0Tm/q1nshRPrjM2KcW1KDM2uczY5EospbLvFlJlbHIxy9gkr91/F/y920ruw2Zm",
-	"5K9wD/n+3Wzhbspr958cFNLE5O/svBZmrsuunlkPP+CwgfyvHfkYSudWBX3zcF0HAUpLul2NNuIstPFt",
-	"TeAOB+CwJPQ19dHDqavv9hzyzm7YNIZtA0krezUmWUSSt1XEh40nYoe4fpDEmc4DKC3MNbLyjUyyPf6m",
-	"h3h1I+DgrdiLwo03gCvGBX74iDS+kSzEKIWO3Zt3qtAPDjaTQcBjh1U6jmw7lT5/COXJ84ePvx1S3j2t",
-	"ofRg7A29vRD99fF3G95/NWQe7+f1qF23EC+auc7J6N8qKIlYWyU2RLZ+6MdnRB9eZbxPxxklPUV862bJ",
-	"+Po9/4O4EG2U0ZkwmW5dv/cW5uGokufubPlwFnMQZsZV6wAGh8LT5rtt6HahpGMtVTQBJEcvUhL/Wtz4",
-	"fK1vG6qRo0wqdvzi6anzXolsEznTPViBb1nVSjjPQpEKLyUUXUDematl3HA2mmM+HLfRaRyO24H8iHsZ",
-	"u5a962TtxqvedBrZPSLOIqdsiDG+hNL2ezHTtRh4CyhdWH0Padwyyy3OkMFUontYtZpOHF5qiJJD5faF",
-	"YDz+ddSBvp5+3LToUtGiP0iwiTV1pU3PXNGXQyuSMn5/7xVfgtH+odZNdTsRfo6iCTGoS3ebVphvIb+D",
-	"5v/zWjhz6r1NlkuM3NVPpalK3urNrTbzxon88DkMaFwfMIugk6Ar8aix8zfXoj4puVSn1lQpMi27XsRF",
-	"SGmcYW9jKNJh2n1bubuxKZHsTPfZeVMrhLVl2nNvxjQ7vBa+SE4JURgMy0BnKRTJOQ08xVTb27qcst1H",
-	"BwdsKhWI/7sLXSynTDsX7UaaDr5VVDDcF81LrfQIog7eWI2A+skeY11j7RREL4f4J919fgIgkAQWi9WT",
-	"qinL9C/HyQJmDKHDQddmnGQU4lrmfsumnJg3r3968ZyRK+u8yB++f/jdg+8etLBv1KS10VfBR/U/A78H",
-	"eIj2KfTh6If0coc+lQZbFD3gDcu5UhrUedTftz73oMn+LhK+yN/FkjjzgWbR7Xq42Pt1ll8J02FpBmT+",
-	"GThhcOUYN3zODSD1DJfRG6qUJhz7AECz/j5zbk7sr8N3y/lC1BzaoyquJlaWdvKr7jTqxryq5mzOa7+J",
-	"NtyZZkIaZtyPMFDJmqpFm7PugO/p+dnK447Y1chK816cf0rkxm3cWR/hDHEGEYK/fl8LfpXaYaKClwhE",
-	"hMHjJfTpUvDrvgapGB95sEQN1yQOPzt9fh5zuo34/WnnN6Eq5m2KlA1I8HHLvj19uc8goxCIEhZsd/qX",
-	"v/zl/5pmbOom9n/85S9/me5FricdING5krGLJsACBVpgN0CRYYyaq4IBuJ2xHJO0hi/EE8aR+lwxrjRy",
-	"SFOlrT+dOsdXe1AB0yjUqSaOqL19dgT39TWr8T1qsdDXqBkWSTK5bbmbbnesjUTtuwUtF9pBb42o78wX",
-	"ZI0R9W2sSJTP18NujZnrG+VLc3OtjC5F5N3hu7K8FLweTZRa61K8KHqcD/clk6HAcIPvwf001OJa+zPF",
-	"TQjQlBKmHkfqkjvzPvpAc0B04Tvve+DSbDvIwOwIlEw7mVsqPLt/HrfJTAoR5I0KC0jjkpYSy4gE5rzz",
-	"ihtz48y2glueqBfuT2gEKAJ37zitsW0N4vC+7N+TC750Fgvsy96+6Jf6UqrNw4dzBDkt3XPWKnvDhTh/",
-	"4coPqO+liUdG+A1gD36R3Cx3GGt0zSDTkqxFdlfjeP3liOcA67TKWrbV4HsFui0UDiKBOAhhAm9Rltwn",
-	"fi0X27oIwvFHFGfuE7BxCbFuWOScBi6F7SH9GAj0rwvE7cmFsE9gXCm2u3J/Z6teCJCKThjLXZuxBrMk",
-	"fKHVJdQK4NRJlZcN1FzQ1IAy3lx1Su/QaXqIpT1rsbz8juqPMMfSnBKfn3sU42aQW3jJLxDaVoVH3S3I",
-	"LS6qx6fxtxwVKoeTZjzKbTtZ+EzovgXE2xjuNsP4idtvbjCfCv72H+JirvXVU1HKa1EvNxMXFXQl2w39",
-	"JkcZ+ydegp0yUFcBtp35585eDxcR3gb/cawXFWqbbOcfXFqgBbbQBR0IiQZYiAAQLG9qaZfQ7kltzILX",
-	"oj5qUumstkeIJB+cjKm5zt9V3L7b39/HxuGLxkglDLJQC1UYZ8Z7c4LnACmD99mFHxv68Z6bg2tRGlTB",
-	"dGiT1cNyra+kOCTfwTDOcKw+tg1lULWYYReec4cfHTxgU17Jd3DFO7/mUGSGTo3z9OAm7S6ZW1tFWOvH",
-	"8NQ0pqV7ne7omDtPCVeqBEUZoDLY7vTdux+1sRN4ZfzZFA9c8JUK3Mo/np+fnO0dInLNBE4Apx2oA24V",
-	"mxVKEhkvjQZPC5vi/mNydp1Pjk09m0Aqaepb/4DQDRy2CQLjs+mZyCfPhc3nkzNpxdRZBdM38N0UXDM7",
-	"F0uINq7M7Ddsmpt69q4W/w08OzCp0s0MzsSOd/V3otdtZ5lX8u9iufO724UyiQHntA06Zu71T3yo4UzU",
-	"GN9yGwBykBMTrnLvVwtewsk4yfVi0Shferjgil9CU1cbt2hZEWE/Rb3cHrvN3RF/aULIK8PI7iT0khbC",
-	"ZKGENGtpreFKAcq91nphPFuOrBkvFlJJY3FvHKI69TV07uWkNcg0n8OOCG1qWOOJ+s7ODS1NycFaIQxd",
-	"2EIMGGx9Xg5ZHv3WLERV6qWo99kzUEr/fvbmNQNCFR+nbgwZXlOAVfkeAsZmzivBpr/luhCZhxrMAGhf",
-	"vCjci9t66Syh/5l53OH/+fsUR4yVGXR3H1+j3XrubjB5UUydQVppZUToVQXacKy4Eb80zu2f0uOmGTOa",
-	"MBmI7gXyRx4NZ4GcbS1pDy1XqS/NPjvhzq6CfGOQUBPoTPxPhLoWpYZ3xsPanxEZgyMig9P1v352LxnF",
-	"SxZg/qgqPCMYmIS4stBFU7p1s02tYDFxVwiFXP5IDDN1N5/us2c8n0d6RAF+nNsfXqHFaTQn0++dipm0",
-	"H04DHBY9uL0IP5i2RE40S0LNdJ0Lk7yZDf24kGq8WAKjDTrd0jBYab+XaZVE22fpn0QHQd04G5+iyEUt",
-	"Z5bxitcWo1nRm03/MmULwZVhpgF7JnyVMfE+FxWkSqLVxL3hVKPbb8vwKiBVT5jzT3Dd8jk1wTGutFou",
-	"dGMoFRkxXMUjcTp46qR0LkrQwbS7O6oZ77DP3rQjWvD6ShR+IG0w6wnjlZxY1NU0FDgCw4lrSLc5HQzO",
-	"NwbZIliAcOK5C52EJo++w3iC+odDh/UkHFPxoPLu0dcZWjTgcFC0A2rn8F0hlHSnRjw9KO3xZjZsiss1",
-	"3bSQqBYHV7H3zUud83Li3i3cLH5dbHv3lHJum2tfilZqXUHfgLMt6xmnVvq1dfJz4RUuYNcYM2vKQDJm",
-	"UM9jGb9pxeUILQHDdv+5Qz+LL2aNKglc0Yrinzt7McE9BmLpR+TqdvttEJAb2iFiWwULyw17cPAg0FMT",
-	"SCbxXf9DXJzp/EpY1lSA6bzP3oSuHkOl6d1nQc5SlkLZJzjGdj30rD38vidWzxBcBhXBdr/3E6E0vRkV",
-	"R+PqurlwQ6WidYpT7B12XwwpmdDBd0uMxz4qs11CFRbXoLc45j2Ad8n96+T8P9lCX4tshb97z2MCwRCI",
-	"4YcAlEJvLWLo37gTmt5OOtUIMRXOHr5/7/cBajj/uwz6P3Jv6He9h0uhRM1LnJ4He7TJFQEV3XCn8Kfu",
-	"f6g5YkrsyQRGC/zi62O3q7Rsu9PXLTXXEQ0sKE5/lE/p8vNlJaZ7EUMYPMUjBHoAJzJE1MrqwACUtnPs",
-	"0ZhB7JpOyV2OEQTQ97yNa2GMxH1U6kvd2MRycMWmyHqM6GdT54/80jhBrHjNF8KTkLQjCb34hchLjsKw",
-	"YgEfRIrNZy3gplN3RGPyHk4/zpw+q0RpyWulyJofJzdMgnlQC+z4xXRI2yR3mGqSW30mOF68wHrCvX12",
-	"KniBMofPEQXWBK2BFjlp9udYF+uqFrmQlGLxUoLHshcZMtO8x6GVkcYKlS+nbLed2unZdR5/t0cJQwMi",
-	"gVgqHFnxqDToCZuCUp5mcRdE1k4ZBsAP2bSUSvBa/urMzik2HWI3bb0wHRTmsnWBUDSQ/jy8sduinosC",
-	"jnPchYiXBK4WlFx14EiIzwYlbwY8G7A5vj34ZpV/wYNJIhG824DtPLtHlxoHbp1wB0FcGTym7nAS0Cl0",
-	"awzL6t5I3yhcz8xfCdIasiFR8gxQO50f4W6xRF6M7juW2tC56Q5L0zXgIybMrsFOO+HM8lL4w3TXf3d2",
-	"ncMX070nMXvggi9Z6Q5RwqlkCw4zU+vmck6qHpws1Jf77B+1hHPAO7ye+MJnCVEHiiUsSbsirbhG3ANB",
-	"kYGAk/8SlgctkoJbzgpZi9zqennPACkcmfLSACDTDSzArBZiYipnBtQCLGlSGobd4JhpMH+NBmOsrvml",
-	"eDdrynLKdsOMTl8o08xmMnfmxxleNN2LvCxkVsLHSXx4gS47zpzPxCLni1er7lhyg7FCZcEvgI2Usel9",
-	"5HCYek+6wDgOJAjbbYdfQhaYLHvMSUJUV9pShJxq0nU/OnkRgTE/2Xmwf7B/sP/g8d8AxrsSildy58nO",
-	"N+5DLK+fQ2jKE2U6M/v+hdbWuc9QolQlU7DHEA02FC50igEdh8j3RpRej+cklbG8LNuzaCXlvM/exAYh",
-	"FS1CWlxaI8oZqttwdvNgaF4se23NJ34OFcE4gQrMta/h5K2R6Z15UBoSzyfu7mKcfqqdhBpP/bk7nUzo",
-	"m4n7RArjNo9/K2eaznR9wyFQ4aV3d/ocP4MDfvofk/DPyV/wg1PBy8mLE/ePnySfBu+olFcCbK3gmWBd",
-	"8Pqx+Q2diR2GUjDzYCLJEZxHXqJulEUCdCQ6pnvvs+e6hh+Z9rWgObdkZi7KMsNqUzCZdIkCXdUAecNb",
-	"SIiwkVAcqbmj1Jfk0Su9smGgSslQHNJ50qjyvvf3mRzrwqkVCdklVUA1tDeiw1pGC77L2U2t4awpRDji",
-	"YKZqUWFeVCth2KOHf9tzexC8jOSoOqfT+tz/7RACETea1ZgkD1FF8Z7n1rkMSkAz/z40spE19KLYebIT",
-	"3u/IPRfkks53s/Pkv5KIuN2ZDdZHvCD3YKozasimTRPv73UhC4HGuacLokBjah18pJdDHn9DDcbPmBcQ",
-	"xn6vC6hUc0MlMo6o/fP+fxusIGxvPZT46M6cr+WA0Gc6weLeJ2stXCcKRVQgFaLvfTptfydOcDgtAxkP",
-	"PFdAlT48OLiz18O8TvptUgq308X4e7bzCMeSekQY8/3veREmzv3km80/ea7rC1kUQuEv/rb5F8dazUqJ",
-	"GZ5HD0Y84oQvS82Lc61f8vpS4O++3fy7t4ogr0UBtXbOaYIfPxwxynOtX3G1pOkAZqZvx0zhC2Xd1ioR",
-	"JztO/zj5dZs/IATT0Tm8y9xhzy8NZMIJ/2/1iPNFAHGscefJzt/+tuM/a4M9O092MKDTfof/xA38e9Zz",
-	"/k/aFP+lSAJeA7Z4AKLr0edsKWwbUY6KRcByN3OKR7Q6DUwaZzE4t8U30UHKB77RKmlW7LMXtg09rMap",
-	"2IXIeWPcoXOhnVke6g68ZR6ev66gfxA2aJqzkBv/WFK/+qgeBdDOFy7T/he1zc8FlryEulrc7N39Yaws",
-	"S/DRrHYuHOmu3u1/p9s855XN5/z+b7L4fWCLqwJT5KK1a+iXUadBADGBtsMCc14nr39gcsEvnc8DZKwz",
-	"eS18PgX2s4e9a1oQzOis9jYpNcbO5MwKodhCqsYKQ2EZ6a1aCN/6x3sLD73AFnMlAjCFNYnG4i/GHEgH",
-	"7RRMMco67dPLvygg1NNeU0I4A14xjFBCsNU00eTgNsAnoj6AGJf02bdgoj1CHwz7w4oMEWChsKoqeY61",
-	"8GtSeoyD22RCJYATY/RhMIGcb9QaQLJYO/hj8yfURTQNXJk0fwbVBWyU+xVSXSRujLDXiVsndUO0dAvg",
-	"scMUPpWdYZzk1gbCo80/ea3tc92o4otSSSjLQWzysFc+sbK5Xws4vfrd6xcYfwwuNqqXsKhZqCXEA5aC",
-	"DcY0wrQU9FmsXG7m2vt/EAyMS3hJR7l9o8vC6Q93OCrNSq0uAe8oxDn32ZFihGTvLkQFvsRaZ3xyNEpw",
-	"RuOznpsrDxoYx8MinbAu1ac4WR8u2RjwBuVxOyEf7oMZIeO3Nwno7Y/9u/TJfWcB9m9pz3858gqLtSqw",
-	"lHjovusnkmKIok68+zgQH6Nwa6dMuLVkL0UxcS8UlYETXztEi6W6ZFOSzhP6dTeYSsUJkNcIMQ6tOiGO",
-	"No0Rxdmme2AmI7zHWro5HVcbyl4/6TTBp2JSqdQ0qYZS8CtApvHY1UpIjHBhnT4F3qFAP8yi0jWzdVsi",
-	"b0JQVlpnkeBcrE0fg1iXMzRveF3Epf/eWOpaXfcMWUcT2nzu55AfAVUL/WuQNpz6DbzvR/QOhz/NmG4s",
-	"RBun7lZNLaZ7h2jVQAgdEhaRcxPwcrIQrieb7NHDv7Fpza14R2g+0yjFciNVoW+oFc4Yp6S9KgiTBibi",
-	"QlD3bPi40qXMl8kOVsOXzrFb7u2zo7JsCxKiwmQqkLrWV84+a6uRYyBqOIcw1I/Fa5g3g0aVlA2HgvPm",
-	"RvmF2/k4gSN8jn/IhsCRPyj9Tomn9tMGhOJUa99oO20Jvsy9rRPzVZXxQt4Adycs5O3NwgdjgjNOjepa",
-	"/iqKr8GmuztC2+ASKs5YAknLAedkK1Ppw7LV9FBs2lH1O6NPVLjn2tkJOm7oxBT5lYnsRRo3eMXQGRnH",
-	"bHUFdVt+M6PGI2VpoIf2RrMfra3eqHKZsTO+EGfSiv9xZmuZW6+KniSKoKOixrmu7cS5tUWysppOQCjl",
-	"TdcfuztNz9zxIKZt2YZ/QWkSxclBx5CP4EeFz6QPwzPx3pPuVxHg2zReAXf0v6YDFl+EVxX2CxKnky6W",
-	"OJMUIWsrSY/PTp/Tj8BpJ1WSrKNeL6NOzDIcSJ4VfLCyep/9AzM4MUQDHYsHD9JGTkhaGb6kxuQQhwKF",
-	"h37TWlymqYUJ+aROUGbdQOgJy0TnOfbncm+3dhLz0uDo6bu2ipDtuqX1H9PLTck69JYe3mSPdth6ZMZX",
-	"yST8HwVT+hKjT3CAcyvCnqna9KJ/Tbch26nYdaYIPhYaIiYwg9hNnNfamImRts2T7a4UwT+JLppisMt5",
-	"gfJShdL4vbQRuVIRT8V+3sCSIfHuC7W9VYaGmluRdWMDZuEjGRhw7xEJKYYZqY5ZxlVBLr7fFhmpdHSA",
-	"cPk/reVBTRlndBj0JaVIym8AjVIosjwk1Hii+QdlWAapbFHCYaxnwk76GkLO1/VHn5p0ep/uurffyVCu",
-	"xc2+bDvnT50je1O502nVPf00Pj6WOvYbKqdR87i3sYJNraJCf3By3c4n44Gql2G7Uh03UMXc6PoKXSU6",
-	"VjtVFVGYrD06DFbRqsJ3/F9o62UAO8IQ7WvtJO4461g5GgZvNRMK5fXSmVCPDv7GpjmZ0tOk9nQT9Zm9",
-	"nVjjkAuTVjnB5fySnZXP5Tc88zEQ2tB3JnlpXwCbn3sSbrapVdSZfiHmcnV0wdTDc/FK0r6VFGTjtnON",
-	"2wtiNhPYd74Gq9ceJr4nftkWiaFB3AaxS6zwRHuM4jaaFSKXUNMo8zl2y7pPzVzf4O/hTaQh8kIwMaN2",
-	"DqpUvYaKKLgUol7pDBfGIqAy5GMe99Fj+qIia6sRBA973z+hoH0uuXkKs3IherZnZ0LuWog2ZpGwTH3d",
-	"SvJQLpB2jaPpndMJxg6+NH6ZcpN9GUbsHrvjp3sjd8AZiHs+YYBAriyFBn07hQnV0rWGZhvq1fDA7LqS",
-	"vhQcIp7zuD1YRoofa9fZLvhWNIrQp+U8CvBUlDvoRBHusEvAIbqxWRvQDJln6uwAwaR42l4UaH/ApnSj",
-	"d/ST6T57Ka9EOM7dhE26ZzH2BvgGi7i0sEV1orveM3fWdtybXTsLev4LciBo/foO9LgQYAtHIrGXY8vs",
-	"to7Ev6Se60/NgZh2dEurNJDnDLVGrBk+uv3uu8h7jYuXUI7WNpvrsgDKIlkbiwXcJLPUTOSha+eyLiYV",
-	"rwlH2WmvqqSGP8SRbWuqrbzGKncQ8UOPpuEsigupSHEevX66z84CvJxBewOqlxFk7glDfDlf54xNfz0w",
-	"pUBNpNv4gcSWEmrvSqVZ3EQc+9laS6mn9kl7yf0TDr7mqOsA9WPEtTSYv4slBKjH/yLCBBz7k1cdiMbx",
-	"v3utC7HVD556PNFtf9KinY7/5U8Aljf++qOq2uJq7DnZ+gdbvcEzQkbd4h0CXu12vyGs3G2WPkbBHP+7",
-	"Hz006lY/ObG/bvGDF11w0232mnHWCiLsbDGBuW14ue2vzgLU5vjf/EDAts9BhW43RNLCMEz/+49aoYNP",
-	"BlirhG0TA1v58+dLT7V+LqfKzaFnFGnPKG86hI/WzYeDb9PmQ5jwayluAORrsKmtxTWPK1K9qwSt34G4",
-	"d7rPjuPezy40OJzRVSkt07NZxoTK6yX0rK91oV6JZcQwGA5uNgUM1On9Ka+q6f0p4vFMA8x/oyBN4jEY",
-	"6Wa7GLrDMb7D37wLkbw9qtv1KMcejg/BDqa8KzuAxTElmKwpNJXjD9zrdPCqKS0UMMSniL9mAjxw8M44",
-	"fuMJ+Xw3PDhyTjELJCZdqQyB1fFa7iNVhcTP2JC8ofIzd+U9Q1DBWeAYhB1hcU3NjbT5HAHUPmHCxp8H",
-	"vRXCuGh30TL0tfTjCyj9wL4i3tWcd6Q4EadrJ+Vs3efGCDsBiL2ZqO+L9x6RO+mCPXuPPUMUG6Fd2DpR",
-	"QfUCCBk2MgtC8JuJusUy2cXSeMDI2w8D7Q5mmvlbsAd7XYfLqWbC84bHrnhWSluGbyKKQ1Y3Cjs/MGwT",
-	"ECwQU29dV+FLemPEDemjNgzRg87prZ/SFPWJ/tpc/ilCtbgmuNNMvNXu1rgYISFy4SUkbYf8A87Rqhbu",
-	"jlNoZSciWMTq2AuAA23ZQ6e4hGo3uWU3uimLqLMqY4TdmjFzJavKt9RgWQVGWG/my322MgYAQe9ApYDl",
-	"QJgevCwnup6EUSmM7br35TmC8PH2h4Qbs2RU3MIkgT2sdlSzKc5UW/YRlu0SBdA9bp8BQjjhlwaeC7Qk",
-	"gHUs2DoFceReLBmYVfd5Vd33lLCN8rWSALmKthvOEWRyCfkEympugPGjOw5fdQLU0HIh9tnr1kIwrORt",
-	"rVOF1tQkChZVWpfDJhj4NCIRwn2xSCubj1M066xeeOAG82hdYUc4TbiuhFP/yU0iP/7BItqSK7ZL+3/P",
-	"CUkLPIW7/qu19Ee2lk5wZRk2QTjBdp4NaeaPbzPhKTQuTu2PLKnAS3T+UYsSJOuI5qhR1gzGen/Ax35B",
-	"AV8f4sGo7ycI0MADx0RpcNa/xmgGYjTdDfqJYzREZCWtAbFYiYh0QyBwbRwBGY4uwB75FCGGDpVhz0kE",
-	"Y78HL5m11fDRdZ/lDMUpGhry18jCv1xkoSPvn+yUvP+bJ7j7HfVBKVKMAE/hc9Mye3r4P9WGkQ9bYkaW",
-	"UBBK23fAWzONQ6SeP4eMdwpV2BZca6HBvqXWihLytVHZJg6Y7QbGWIV4hmBVIrIhoi89oejvhbbzdQ2F",
-	"77eiobY7x1fO3I973o4p3mwVBTGYfPGKYlvsgz9MBShur5ZR7GPKerZTNQNN0zyceb77JrpuFMNaV3LW",
-	"2YPvSHLu3jroJzrukSCahMBD9+UZAxRw8nSi/2Ly/acyBHB3fgZDYD1gNrLEC/CIpbpEKJQ23LaLnj6G",
-	"Pwtpcn0talHsdUvC0r405UL/tOVTq1UZX0hVBe2Rr9UVYzz3gSj0R8+GBA6fiRG8zgEbiV/IEgpNe6T6",
-	"DDMa2MUbbsCMWHBlZc7wTh4JHCJ6l03tG1o9tzVRq3VBA0+ju8FNCB2VrhJFBF8Y92DNtRLGlks2DYDX",
-	"TzBPMk03bviqAnrcGTztuH33jy9G/c/ubfHwV/wpUoSeBtxvGNoQuiIKo1owUUgLHJwfW0p+CyVGI71e",
-	"YzXk8+LapVktiM9oNd8VO7geE/i0UUqqy4ydEW9ixt6oUiowwaHbm3KO64k670fXeIvpIbY2Sn+QshfW",
-	"eJYTgN2EuphO+Y9B2uta8AIQ2H0bPvRvb3CHb2vPvyg+vw8cF+J89YK/EC/4oxbRZMOdj1qJbkmdk98C",
-	"a3WJignoz4mOgjdWT9yRSCQSBbQR6NkMIT5bDnsnuVjxMnQ+famiNK6c7V9Ocj6XIJwKXnwkMQgJnmYD",
-	"cN6lvBaKIhybwz7sjBwA91Oq7IprcaG5BrlbQC6wdSaq+8oYBzFJsFMAOwKx9SwCFxQIZ/cqaqt0l+2z",
-	"fwTaQi/OdaMMtiNX5HdloXJ09YSGx0ypxnbqwTsJGW83eeruPVk5dodDYR8s6h85/vVHCH1tinr9q+ql",
-	"rxmzUYGyT12LG3kN98mvF/2Fhuf8qtPuAARPs6HgANT/b1n3n3I1fLs39R4M+hRK23c0nIRnTa0+4o9t",
-	"vvi1+qowPrsL4DcU46shxU8svxVvzIDwnnAgP3Nit+BW5sz7AE+Y0shkBlBB+Vy4kRUxKZ94b6kFB6p/",
-	"bb3cBzJUsDu8jJLvjyYTmRiHkbaIQ+vAfOnuis+9ELleCMNgjAl3Az7/l3A4qJq544NV9NZfJfgz1XYC",
-	"z0tnTT616Npf+wX3lfMkMvYr0NYDCYquPJzYQtQ8Aq539zsk0FDskQNGfZRkH/AD8YOSc+NO8H12en52",
-	"0mbAAlbm39i0sr/CcRrMpekhe/P6pxfPwdn44fuH3z347kH/T2Nux1adyJoV0LUOTM2XxPLaxtmTMM8I",
-	"ceaTUPbXL9AXaQdHBL0b/JGT8//0y/RZXJF2oJ5JuFd30WaKaZS/qqs/lYdyBlB/8Z79MBWJGsDsE3bh",
-	"KBXZJv6kMKMA4WC40Y+ovg6UD7KmiiIkDrwl/UfQh2381UlxPC1ftnW0Otoh1Rhd91XZfNa47upyfMpk",
-	"5prgb8axOzJXHUn3DseaNuCXXKo/hLx7UqN/YZlv0du+Sv+XI/2I1Xa3CuBWZ78R1kp1Oe7cxyfcWxH5",
-	"ZUBdW3DV8JICk4S38cc798/8lHzx8h9GOnDe+wX+Ku2f/aw37cb66AncM2FbW70jkEhr4A5vL2CkODDi",
-	"WGiG7ITQGn5y/p8Ii9ohjL1nfLcuCldLKIyRkzk3wAL2B5D8TqbzLoX/YwZC/CBHRELaNe8s2eeKjHzV",
-	"WF9DIcOcWR9BUY4NF0PSZIAaCzkesBjS6knVlKUv8mK7xOHMrRWLisDso1SMlQuxl7FamGZB6aIJ65SL",
-	"UbY2rlNR+sYDfKeQ2vbZ6Wq21ql1ny7bDalb+uRdm0WeIsNVIQ3mkNtr/UfTvaiEf91vsvXyj5E4giLa",
-	"caWfHt4a5zrEkL/aTZ9JITh5Q0Y0EjIECHfipPTNp1cOTa0mTu5RmgZSwo1NVYJD5ZtURIzVBz4Uscm4",
-	"vUivDmj+mPuNMSPHVIADHS3VeXjVsH59QkUkxb6plYc509SB9cfOHGegZen1vwr753OS3NaKyhq6YnKX",
-	"LVGjJR77JCalHgiPRDvpHrERw1lfSiWehA4olG9CKsuiDsist6I8urqvsjxba92I2jnEtZv9jClxExop",
-	"A7IZgBchnhk2Wk6RH6fUl0zPGPcdEG0LjuVLE5pCBsGNTnHaXuoPc6Kyz9nA2b7D36Uqtsa9fqkvn9d6",
-	"sd0vzvV2179xa/hJNGg7G2MaQCOxYULZ+l8x0vxZm0Z5pHCiXq5Pmj0yildmru24uHGEz0y/Cy5eFtpJ",
-	"0fJG2GZf9Yaxp5Jbp8Lkgl+KewbUK2o6+atArEwCCESfRt8o5xEjviySkPHaaU6iEmbIJWxlfiUs2318",
-	"QHCRZo9duBXGo0eaLvx4juoaCPMvan0DLERcAbkYjBKGF7oWiOGvbUsYCjqfhdlcU5jdSX0BN5vJlhMl",
-	"1KlmOxIoWrid72Q7ii9Eu6ovirVwT8yks+DvXwp1aec7Tx48/C7bWUgV/p2t8ex8Cp8tzEcfPZHfRu5M",
-	"dCu//1VdDNGi8YQIfmB0BUXV7FclX26hL+4jE9FAWR4Vw5N49kskGYhTRMbVNZt6yZ8GaUVg25n70try",
-	"DMV8ynYfHEweHxxkHsmXPT7Ya2nN3p6+9NIVa55WlUho5sUYeqsM4GuAv1Pasrku8W4rWgDMLHo3ZE/X",
-	"qlx23u6ewQca6nAql1RLwy292AbcPC8+RzjVfxSdcvcR8+5EbIiW49TCnJdyJgA7+JNGyVeWrQ/QF/eO",
-	"j1W9PX35Fcznjxz2/qHmypJlgoZJ4Gr7ktR2XCeQTDieg7VXiVrqQubtcJlWTjn78J2hvKSsIUlXX/MS",
-	"1PE3jw9aOyzRs3mv1zhEAsbLml9gz/aVWM6cumN2XuvmEvldFm6tiRAaQQO5bQfgBta2pJLS//eTZz+s",
-	"K9ozfr2qZvtThn86RTsyMembYUaByH16BbwpSWm4E1P/El/V7x+7ANsm1WxY3k8cdGw17m+m1Pb3Uf61",
-	"U1Vep7hfsd0pKrEp6siFNpbVIge+CGda7u2zF5Z6DkzCTGW6zqBqQnCg8nbWLhjbaH1MMUgY5opOrEs4",
-	"ytBWbc3ZJ4x7Iz3YLkjl1XrNkhQ6j414f7UBsitreT4HlpSojzXytvFGy+j2jw4ejXG6/whqO1vjJgEQ",
-	"W3jnQ+YX2x2Nq8utlegZp9sog0MUqlm4bY93d5t+47CO1vaEd3VmnT3hNhcDkAY/p+vBEhjyLw12jdGY",
-	"8W47QxO5eYxYS7S6rdhuIIPrjuUwOKP3jHcSkGfetDDGe30j9tu5M2ZyO3eeAE5ZGPOF1qXgalSMBZb+",
-	"/n9X4rJ7viEbk7uZVBwb7lZ5klNHGmgQuOfXWO1dGfZ9JwtM8ye14i0f4jk6omOAikyehJQU5qECHFk3",
-	"D4WVLMRV1MMk6GkEnbBRsji0BcUWuROsS1TtMBaunGJQ5fIJYcR0DX92MxeKbsDrWl4Ls89ORSU4NEJL",
-	"y27IfeA2ZjVs1EwqSUzm7REE4OGhpMaPs1Me0xYiAuF5X9I9kURH+Ji14pqEY+Em8GtJzdcs+0e1dmEZ",
-	"AhHoZ0JUMFZX/erorO3D9gZkVyGdYV1Nlmz3Z7tGw8EeKvSichml8eWdArjkUu1lQXN5NeEucUZkIU3F",
-	"rfMBWO7UURmrOl2N0HT77A3ktZzp61RN13hkpSYmNwKCTCgEXf1R9IGuhtUBTNm/qvR/PmHW1QpJcvVJ",
-	"IReQ5vj+QitpdU0lcZuTwU1dO3t77rwUN2ihLt2hjlDBICdISqp0IbBZAc57zubSWF0v2Y1Uhb5xAg3Q",
-	"dBlFjPzX/FrUHAgEldXsonGmu9lnz+n+uV4INqv1gs0Fr+2F4C0NKnZO4ZPnuiyA7WshFrpeYupXhWF1",
-	"7QdAh1gGylJCtSOqklqggIEG07VIe6U4m6/aydxa6PEOVDyzAscOLpLXQSsTSRaP0jfgly2kaqwwh0xe",
-	"KngNmH76DZ4gfur32QGRZAO/C13T5wvR16/w/h2PKLgtUtlvHu5kzq2TC+d/Pjg4+O4A/GP890HwaKDJ",
-	"Q9QpH+9UOHcnt523tRriw279NozwtS7Ei6LPzXz8zQgvE+cpOd8bHg6/TE9Owa0AAtydESN4por08w9D",
-	"2lNtHMwzVdzBUL4HGWQ3srBzt8Mozt8OJJ9rI5QH96ZtOXcuusVoxoOHB0GSh0eMz6JU78g99t3jRwfx",
-	"HnuQ2GMf9Rxdk/3EOXpMetPrSeDx9AL39Ui9M5/ds/e3xxp6ejTX8XmKV6aO02/Sx6nTPakSq7WT9D6d",
-	"knd/omYhaBpp682nEe2+DzmUvjQJ+io1dyk1NLfr0vOJBKbUOS8nVA+5UWw4K+Xl3LJaEDB3W1E2iwgm",
-	"oN0iNgqrWufCmCfsUte6sVIJkzk7soLWLlm4KfD24vHJW6zgqQA+uRQmKWov3cCpxPZjkk/Ezwm5jw31",
-	"dX8Kugm3fSE54Vb4nvFrHCbhY25gY7ltRhbRujdRpjHMinrhLPVCvBe+5l9DYPJauseGUAPJIhwJcAAs",
-	"xOLCsxZDWK6ZzZyvhMaE4KWdM26YEW7HOhcpzMs+ewMbV9eGOR9TWkB8Js5mrE3ztRhA/m6ono47M9M/",
-	"uOSXhl2IuVTF0LFzhrPyZZ81NMi+ACjNPS7w16PmTmW1nd5WKIzfM3cuq2hN3YdvN/CdkZx61iOyw+CX",
-	"GTiflTsaIXHhjLV0H80z+NVreNxH3MbtY/q6Otw+jl9h/0/DyxW/dbSl8OPUjnp06x11/zcF0Ybf3Zdj",
-	"9lfYMCGkjLe7Z1ipdQVdpt5mOTp5gUjDELO6dNZJY4TZtO+O3Eg2lEW465gs1sbg93Wi4kD5sMr4sohP",
-	"2XzQef8hmWhX4Ktev9PGJhULHoLM+G38yaRwJBhmpT1YA6pzTyRislbgfHLIbWIT2gvmWl+B6HZfN2kP",
-	"tVtyGJjuzyOaYyDv/qVB7j5bLxGxsyakNI1g93HFNGKvHHahAmoljZbGvuurw50bBCfjHkNmeKqtcR4O",
-	"PsRgwbg0xDCPETR/FqNrTwBLjZtADLjxfJ4hAAw1KmHy2rtmpNmqkoNoxlyaMB+hTgaH0xJfYou4VyY3",
-	"XNmQGA+0m4uK1z0wdyhJLQNlj6e1LlRdq/XjqJC1xMGb0BsV6Y6+BACvqp07epqvOCr6noUX9OeIPpOG",
-	"XF3XQaM+3nZfwbY+pWJ1vxoxA2eivpa5eNuC3a0RpULYpRXNVr951dUFyvm4Ovla1GaIEzy2mmiYUFED",
-	"fgn9GC0j77BwqYgleUVhbrCWfqKR/IkNJT8FPSrAT/dX++guy31XTaPrsA8/kgTeiAvnT0ykutDvRwQP",
-	"0Plo3Ra8jWGVNs6OIFOlI2xdCJkMLJvWAmoqOiv//ezN/8/euze3cWP7ol8FpTq3LJ1qPRw72TtSTZ1S",
-	"bCdxbSfRkZzJrTuTbYLdIIlRE+gNoEVzXPnut7DWAhpNdpOULUqyzT8Si2Q/8PxhPX/rV8bhSBHyRhRH",
-	"7BWYnP0bmbTsWlSQy6GVYAN87RG1/uif9cnJs/xnra9/5VMBn8QAGWy8oCaAR2T+xPq9SjkO+KMsDkgU",
-	"kpaV0kL8r53omb9IWxFZcDAoEB4D9A/WN6XUauz/bZ6nazfU7+Fg9HvRy2GYFygxRki5M1aKMc/nzCp+",
-	"Ld7l3OKgMo8PlgKAzJSXEoIRB1q9wwF6h3w+xSBWZRr8pq7gpxf0y8Equ8wfOFavYaJvaxn/KKqcDuEo",
-	"6q7oF+BTwfaFhDDHkTbT3iyICU1tb0jN803FM2wBLdchiWtpLHlfE+CaK7jk0Ylt6dxuRLFDewxH47FD",
-	"+EMhsh/OWhW4Og4JmGHEUjwGgLgFHtu5dWJ6VOpxFyrD044RRjaAY7w+yB94WxtvA4xax1XBTRGAz7KZ",
-	"kc4JFTAbbw4hh5DTgF5BZ7iygdzAJqoo1bAlWgsInpapcivUjSh1JZh4z3NXzhmwOvtXF8JjqAGAw5VM",
-	"0sYgYwNo4Osi/un3vf+gc4gRKM7d7y73X6Dn3f+FQpX/q+CODw6O2IXxOAjVJPSIvga8SYIqC+qUx31/",
-	"FZxaPHfsHGDYHwPQ48E/Ll+9PH/x9tXLPwcZdEKFHkhhj9jL2Buiq6Isj6mGbPyRE2bRsdMcD/vYyd9g",
-	"9C/D17Hz+P0v/P0rfHQvxjcX3wO4bxPRsBPQn02gjJYtboQdkvVV0hu36QxSaWUjMPvm48GMQmqOpRrp",
-	"XkgLTEOIL4ECDnHmDzG80vm1cKdYcpu7ScZsPWxqb0+FtdDFeSW8sObHTuWCqXo6xCAczLGw9dQ/vARW",
-	"RFWQwQ4HY8Snsgy1qHKOGS5JRvNMliWzwgssXoCFy+dMCVFYIpoM40I4MxFGHHTqmSGIxvcudu61H54t",
-	"7qv+l/ZoeGF4WfLTJ3hwH5zDasXCin3daC887d4Lvr+r1v+s38b8ezU2vBDE2dI0C47WYE9usXqSWtNx",
-	"/B/4EwqUKSfeOwZUJpbtD9L5/wX3y+AgYyPgpgyyMK58SKhs+maRdAoZQJEaRVo2mIiy1IMz1OfwtBrQ",
-	"z4Hkii9uRezR2HgFaziP1fd17diYV5YSpAZ5baw2gyN2DocnB2uUUiJ3Gau4jVGrVpuGaSs2Lkq3/uym",
-	"R1GwkZOqFsxA6B4ezNI1AgsIPREzzjBvAVocAuAhmAn0Pt+sYFXDm5EbxgpVWDYwws6Vl1KCoT0vpUcZ",
-	"I3jRDrrFaU3B+fziNRuKEUZklXOPQ1qliaxUH+u8dhMPTnmsUwFc14IbP9D6WgBxTgj90qWIvoFc62sp",
-	"MpZPRH7t5x7fhvo4LMVT9vzkaUOPQERoDRxm7PnJszBAgmkjx1Kh6S3wmRFPTMibQ7s4DJK/+aS5eeHC",
-	"dANQa2I/cMq9xsZLrzB2OSl+q4TqBLt11rwXywsqHCxxSQHBFxPclBKjh/yiRDnu8tXfX1+9/u3Xo9e/",
-	"vnz1/x5dvfq/fn85Hc+d1qrrUzOxi6v03Io7j3Z7p3v//Y+Tw+///PA0e/r9X//851Hvp/+1t14pfYqg",
-	"vpCEAsU/gD45uKexjG0zQ7QkvZDdhTABf0a6LPVsJ6D1HFJ+za46oO70XBoPoTrOMZXt2UDNXCz0Y8RY",
-	"Wjw2InhWJXd+S2YMyKHxRAnldIpTyrGrjLBwHuwPNOTiI/OiHo3gwxlQR8M9gLu1Sl414RZLoufaFAdZ",
-	"y9IYM+78YsVXXb2+QN210sYFeQ/rDEnDcu54qcex3KhXGalp4Yj1WhzcMcAmHdHAHf3vQTh58e5ulewn",
-	"vPoljfJDmdzCnIHaK20zA7DE+v2T5NddpnPBefNdxknrInbZpoLYGtdNVMRQ126HPd2Oh/bmTqCG1vtH",
-	"lBBc0gUXMOf4A/7xulhFUOVFJQ2+yIgBtBPZa2fbpBohizn4LQGXBuHYGrABtWDQ2PsHoQ0Dtg82IDcR",
-	"U7rxp1dv2SIHwf8J1/9t0K3XtVbmJjERsR7iNyeHhRxL11QuS5NM2x7E0IqVPsQlIeGbk43EgK1t1D4t",
-	"kyZ050W8I0FCLZ7W29nPaBNHcX4TCSL1sFi2H9yGtq6EuQFX13CeRBnbgyhYSAN0uvk8LwUF6WcM4wCA",
-	"alfzovv8/aVx2DzaVJCkjasChlujt9srdxkz3BrabWR/tHbK8YeWG/GvYyNGwnhxrH8TvdC1FzVBEoXL",
-	"yUzUoqTdh0jCNGrYZuzy7QXsFFYKbsEwiqakzAvrc2FshgKyP2wMc2JaAVXfAcYKcohH0JS1BcGB/6qL",
-	"sQBzjJNGTDEX1nTlofwk0v132fRyzan4S9qpJHyufQQu+mI/KWLwE1gxGmpHjB4QBSToXFN6WqdgzadV",
-	"iQJ7J6Pf05NsNZnFGiqLe0KrZEb764bTFTvAukvAasZ1GQYeAr88EvSTcf3hT/FQXWUfa4DDSj8g3TkC",
-	"W0SUma7LghWa+K9m0gr62XZQcRM/nG/8KYZTN8WsjEi4t5qsCmH8ns25E2kJPK26SHwSyyhmdDcWXUXB",
-	"f9Iy5e9kQhndcIMdsR9KnV9LNU6nDN9GZs+my4EJkOprjbTJoXFWuM4qetKIZDN+1qC6JUbxpUFaQSl+",
-	"QetTG5qUJIjBCG7vu9xxq9W+PavJ0aqm+e11tYvJ/qqoyJeW8d2fDh0sbv6H44C5azTBlnzariwYN1yI",
-	"wnliyTfZk20KyVzhtQ9lXI19CSGNHVkuCwKg+nRusO5XL+QCdr1bxOjuO21BMC0HroJbm5SbQrAvI23m",
-	"XrZHzMF72d5VnedCFPDtj1Aoey/beyunovitdnvZ3gs65jciGe8ePn9br1MOL4Yd/skRqPHNOdRcaqJQ",
-	"k2CTfa9CnMqiNyCWjkxR/DDvjUX97uSjm6QNm3BV+L9qF0IDuilt+loIfDr+6bdjLt+wgdz5NobYOolF",
-	"/fqaMjJ6egcsdD2zFyTENY1wemtNoIhG8FhPdG36t6BUufjZX7Epsd1//Ofz23InvuBWHEqg1ZBO3giM",
-	"Q6E2yiIjFjH/oCz4/r1cjZKWn1bhD7e+PlyL+UybxxOBnZxDmzijwuTtvFErdNyWnJCILcin8ckqbUtk",
-	"QeKvDUzYbeHlI5ByITC7U6oBkq3HJdo87tN9t7U/r62Nkk6yK57Y+93ufqGuNbYv73cHEZCgjzArSpHD",
-	"ZsdVzwJJB9kNijrSu3TYxZNVdQVtWWO92SkaO0Vjp2jsFI2dorFTNFrnRh97ERxhOyGkWwiBA/5+JY4P",
-	"9NfqYDckag0FBiL3V0O12ogacdmuki0+oixhqK/SXZYwdOLRclekne/dG7sSMndfoy5dsPe4mY7Rudvv",
-	"fEZhzTLeMOlBMg/HRBPh5Y4jdq6IQYaXRvBizgxKg5Sr7HQJUgB4mf0Bw/NrpWelKMbovA0uaANOusSl",
-	"fIaubdk8mSgcQqZLrQoqr7lQjB/a/Xns5bv33C71fk0x6OCh/euBoYU0g12Ruq/S+Yqr9q7BcJ2/tQWH",
-	"hXBclp8gYkhV1S7zmlhVu4T1nUQPRK91csdLbMXXLH3QEKyWQZBFwl+4k0a2Jo00g7wluYRotJDaY00q",
-	"S0JbF6hAMHMX0mYbgx5bohbNsKiCc8i02Etd9wKbcVuXwVsPvY6sdRu4DvD6X1rxYvfAcoS9e6nz2std",
-	"/dsrGdrdIfwZslKGGg1de2ULTHjL+/jYr9T5iqBWIx0Fo4ZNiYWmUY8Y8vzasroKPgORAdeSsECPhAwA",
-	"Ei/LQBlJOmuEF4dAZ0DGEqdD3Ku/vq6atPl4h1c2LKWUt4Hh3PfjkUDD3SsKacegp2sUhTBXMYL3IWI7",
-	"lxp9DsbuVXWwx+KMaZM1M59UYwi6bCxM7oU5MoHOuF9vy2zymrLx2f4gEVqwcrooBhnkUI4Vlhpnwzmc",
-	"Q4PENTE42OHql67c3BnFsEe+LcJ5n4bUBvSq5GpFxXAg/ARjjQdqohBo8AIzEnArkouXs0KORkF3iQzu",
-	"s4kAMsukv8gQxQHLuXFnfrsCpUZDwbcM3BclV18FbvuObgrbQOED1PQPB9m+vb1x+CXfCZw7YNwQGEO0",
-	"fsP53FYKEW7uCyANn32s9grgt6jCeqlWvHerSkjw2ZeqrsZXybzpZjjxesDDj+IOPL4wbRVm9VO2MPFr",
-	"4kOPDJ/F7ZztVXW/agoer6oUrqtBvbqqLgumVVRXg64KFeFAHdVlSR8/Ugt9DJv+7gWaVft9E8U0io87",
-	"pXSnlO5kr4dWSreI2muFsDWa6gvUf9YAfJJMSSSjWonbKp5fH1RvoIvC6O700B0Wfj166AOAoRGHweiz",
-	"uVIazUQ61pmnAhVTbd0pUoZlaZ3Vkjuh8nmUvH5++/aCgh9W+liNuAqt+2I9rUkf15jldkjzJSitppnQ",
-	"u3Kx9miof+elLPii/zRra6IdMg2Y14MbtcWXjkrHfpvG3auuhy3NFT+g6JQ+HZy9HYSev1e+mY9q02/P",
-	"Ft90D7u9c6XutNadpPa4QPtFqLe1LdxeI5hVRufC2rUBpkkD6ZYu90AMbsN0ssDD3mlBjMLXBTXhC5W7",
-	"qHtQQWFFWR5/zQ42HjLKdHmJbzkwjd5yjPFh/QainxfDyQ69IASbrS31NKVdKDCB7U+0o/izA6z4Q/Xx",
-	"pF2Iqj1LsnQZ1iKFA1VSTk1govOnJtTr6SrTcglveizbeluSFfXsHEZyo0QWEKkmeobVZZ2GUdxudktH",
-	"U1eLUrgwnoScp51MtZOpPlOZClFoK3i+mTR1TPC7IjrNaaqMBhd2yVf3Atfw9h1e7/B6h9c7vH44vEZh",
-	"9QEBey1c94A02+cxtZx+kZaVYuRiYez7kLuvdjC+g/EdjO9g/CFh/OrhQVxX60Tu5eYhAIeiVdqwQgvc",
-	"acGIIh2rlZMlkYfAl01FiHsAd13tsH2H7Tts32H7w2G7ru4V2o2rjrHC2QYszgs10ZKKQhNt3ZPgk5ro",
-	"srDATinKAsp/K1fOswXO10IaLP/dTeZ86aoLbdwbbNsmNK/UqJTn9GNK9HowuRHgjIcnFnvZnnhfgVt+",
-	"Y+JSakugLW31tas98YLOJlEFdf+bUH2t+Ny9eOmEr6rniEO7g9TPEN2AxHoBRO6IWybrkUbP7XUvTo20",
-	"YRzbokdwbPu2GQoU4CCEjowQTKOEgN53ouGeaiCw2x/6GSTCCcQLiHGeiPz6AL7G+mYJUa+byVyw2USW",
-	"tJg7ZNEXQBqbbokvShhNO7ZGCoURYjOuHI7T/YVIpY1cLX9CG3dS507q/FxxGfYYVxGbt8a914ibxx/g",
-	"X6yDCX/2mxQuBclTPGw1v9oBuIcC1X3AaacJLtBk0BU2AYizElbXce3BI3qY9qhLWy4A+Rkgexjpfmz/",
-	"YzInO084N7drVNgczeM5voP1Hax/5vEZi8COa3qr8A65Qscf/D+3gXZHdrybIPJpRcJ5xjRczctyzrTX",
-	"roNtN/C/jeWNUKsMCm3gX4f5UaQr4P09WE/nZD/Q9xds+O7bb599m1RseLpJxQawK5gwpWGQvkQDw+5U",
-	"2p1Ku1PpSz+VoiyNCQ5bVTuc4crmuhDm0IlpVXK33t4db2H7o9G0EuMDFu/NGBWBPpzJwh9VAmzaxG/X",
-	"Kgbv95vGTmrVLsDfbfh+G1/8NjZ1E/N3bBzYtZI6Z1S7fh/TzXxb/AXITp5e0VvGarG4/ePgDF8ep1VW",
-	"4zg6u9o+qwoMNoveJYtvmwZatHR61b7j5Wf+a/o76N+QoepXZqhWBV/YXFciqR+CO/H5yfd9ttXl5bO3",
-	"Hdnjit+IHwFAwovWWDxDh+/X2tkxHmvb98iP/N0JvqrmBuyC7m13r+fw8Yfw5698Kv5ChCiFE8tY8RK+",
-	"78GKgA+oDAIeLO99fELn3l95wvqmhRek+7NDL0x786mGwN0xfwtcwlVTfD749LmUBsFNs2Wo6GG8uBRV",
-	"yfN++QCU2UQY8HsxEisMdTFn09o6xsdGiD6ais8DDv7ciSdflnhy2+3/VYkntO/vVz5ZZxPAw9RfeRqY",
-	"dmKFZcv2ySbApmI6FMYeRBxqYk8sM7Viw3lisbNZpByUJgTIDedsIrhxQ8FdJIqRht0IY7uLo/sW/gp9",
-	"2HKdrlVaNo7uV6MuKxrvsBhpAdxNeSx7bEU5Oo7LoN+H8pZfBwdKZ/HvJxZDl4DBwB+ljmmVIysUBMPD",
-	"zVPmNDIZQxWG1trOmFTWCV74Q2/GsczDiILqobBnJYzUhcybZbu8RN8aOR4LcyXK0c+xV1terfFFlxAa",
-	"3rdwY6uZ49dCfRVL2C8bVCDCIomDoPTsDpZ1H8oef1DgJforlmLsX9v/txa1WEz3oMi95ZA+yhLBPBBp",
-	"09qIZ4iyfvFeiVyrgtIG6WpR4J5I7mBCYRhzO3PEQtVbWYhppZED8VrM2RT2IGdGOCNFQVXf/cfaKKpz",
-	"YqxLKzV2WaVuUbf2l9j7HskTB/lRVqld7OsakTMZtPuTOL/iitg7y9lGlrNtV6s1ItemkGp8zGunD/Hj",
-	"sanVoYeqfsz8JcoDHrCCo80L0IhSKMaOxIxZRMLTwI4R30jXCMWHUJZ5wpUSJULowLfmEq4cNEXBecvI",
-	"lDGLzBu101PuZM6sgP5CTgQ9zuLdSkNumTCM22uAdukyTDvjlgmeTxpGJv9SjO7DklNchaARej5EClu2",
-	"z0deEm94eSnH8OCIDbgboFFgKBgfWqD4NsFNztlUqhqtiUrPTvGAJLGbnOvJMFUlV1BcSdzwsoZl4RuF",
-	"IpST0w6bw2WtzuMA/uYncl04imyMDTCh+5c/vmDPnj37PpTT+rdW4uDMtxdDArBXfXY+ELo6wlQK7sSh",
-	"b/Pe/Vr4mtG44Nb2y2l/TLhrBqGQxc6V16M71wp8zQlq4Ji1xbq4iruw6rturIr3rAGskSxXaNO/KT+J",
-	"Y1jVeI8ogKjWZkyXhbCOwARkpiM2gL3r98EAcGEgVIGfrChF7mIdOctmYPnGu6UfIytyyl7DxI79oXYT",
-	"1rWDzhAF2VCMtBFe+js4Yj9zUxwGyzK+ghvBSmkdiIzlnEDR/wbcg39Dc2kxOGI/xusxCYQXhRHWisLr",
-	"915YO8X7XheDIK0aMRJGqFz0ZMWFEYZH3zon5AJNrRtddyX/vdG1sUkLoVy3uHPzoLF4yws8Qm5513lV",
-	"3er6K2cEn97yJT+GlbDX48JZXql0/GpKXfz97QtWrMhexD3zEi1hPUi+t6lDCVsTKUSHc2wDnZsTra/Z",
-	"vlbv8J3vptXzXgeS1bXJxc9aX/d5j757frtWSVWI96LAFs34nO379mS+tVz2e7LgtitoTV9Lnn3zMTGO",
-	"ycIgQLrVyniFsLXlPMp0HfYZ61IEhqHenaUr7HztM+rujtAlu9/CAXrcOMK7Jf3XxgiQTYelOGVGTPUN",
-	"Sf5w/xM2nDtBuCKkaYnolu0nRPDSkDUardbXQlQke8NmYkI5M0cG+JfBz6qnQ+ug5pnVEBIasnRUwUqp",
-	"ri0oAWymzbWXlf3XPJTlJrMLqQDgrIOm+sNyrJU4YudIXW+dLEs2FP4JVHmHSQxxJZcfNnAuHNtX2r0b",
-	"eTX24GxBIcH35Fz5G73gb68xlvZGIJ0yne0wenM2E0awfRiRd3UTynjQF1GwdC5vw2ySvgres0HBHZux",
-	"p4dPT05YIa2TKndMFjbDmSVyAZBjYAz07J5Z6Ju+/MBdPumX/X9DFa4uwdJMheGlYjTMzG9Ps8OwbgxL",
-	"ZNitQRkh1Sowo53fj2Y/GCiLYPXILYjcQ55fR0RAwQnhAvbpJJXRmy1O78Pk7BGXpUVRPbbrnX/cO0Cb",
-	"TspObe5nXy/tgt2u3u3qDTzkeJAub5f71PGPk9evYFaXhaAj9hQPWDh5WVXyeawzg1IIyRAgOfBiKqE+",
-	"A1wojM3YsE6lBev4fEGuGCKIgEOzBRu8NIIX8/Z42TrPscb8mEvlhYYWmGglbo0cV3rk7lEo2IHHDjxu",
-	"Dx5XzSZ4GJGgKrmKMcC9hsJzxcR7Pq1KLMzI9mdCXBd8btnJf56enBw+9f/3k/772xcHzGmy4HGmxAw3",
-	"r9HTzpIoZHAuuWqF/291Ua+qO/nFRq19NqVJzhfcOl3RZtvT98GRtKI6UNvhNJxD0OsZhr6OZOm8Kj2c",
-	"M85ybsWhVFYoK9ExVg/RwrXKonwBr1/jiLrgyJTkqE7qEwvv77PCKYx4fRxh5E03V8WvwejutuAjMLbF",
-	"tX7Xu6+XKIz5s6WcM79i/EP9scIVe33+6zl4csFHdJp60/HZZCYjBrHo2kZ+r7BVGFjU0ZkeokL9QzM0",
-	"YnEHT8/YiJclUBhyZkvt2P6Ml+VhXur8Gq63YGtDMrLaWKBaZDw32lpW8HkpxxN3aPkNhABCyTMLprDg",
-	"wPdiN5SxdhZfgG56NK9FQaBWpbBeEZ8Kf4iK0gaDGXrne/nKmmNue8HqzUvWyLoEUU2t1fsXY1ed+F5E",
-	"2VWbfhSBPG3IuSf1GdDt+IP/53WxUdpbAJOzpsEQxBiIslFnduRHzrXKZSmMP6UhQpdbu9p8TRt3LTcK",
-	"rtpuUhTozaYxh13uwD8fdFMGxX+3MR9Fwtm2NmZQTbMV8Sm0yFdojl/5XtntkYc1//JiiztkZRnymJTp",
-	"lsWss4XjB0qEy5Biwh2InisOpFBC+3Ftsp0ou0OCx4sEIVXyEcixx6TlrshWi3WuQTHWimnD9GjU4UlJ",
-	"D9tX9NyHhoOlcLU/JgKjvRNVv5+HT8Ru9LeAXjnUuhSw6Xbn/Ne7u3Hd+z1SEP/eI9nnlPDQa7O+QBEB",
-	"0i32u+OtFxIWDiKJAx530eqGBVz5HKo6wWaTbtFU1mRRs1LnvMS7/Y3kM/L3zLhl/6qLMcS5LgPOK+rT",
-	"I5I+sq43Qtecxq70pIN8LtkfCcLj6Ptu9iCRiFfs8Oih8CgcdxxX4cSL89tWQzrxKCSU3SLLxLcv3Abl",
-	"iFoRolgl2gg+XZN7cRXevEu/uMf0i44kgZhTuHHNp7ZDcqMwepptyuhY15Jgiw0ZC6tTODpyFNa3iW76",
-	"636yCKj7myQShEHYBd1s5N60DYzcA1quLrwcyyQhAD5ZIJVzIefVC1H70Z34xNL1GQNCBvyAzO2t+/2i",
-	"h9SiQYtkbpCxwc1EW+f/4FVF2X2Wtv3g4IghCTVXuYBku9O00GdMmVsY0YwN4vIdNLQOlNGUazWSZioK",
-	"uAymVxQD8teCcSplmhhryJ/I2OBHLku4ENL9Sm4dzPGgYeGOqcbAQIpcFDQkSoiCUVxyKW/Ij9xKawZX",
-	"zsjoaWMhuxbzkQGqMd8HpKuo6mEJxN6YIo250JjtDEVR6Gf0TislcmczKqtqna4q3zDIXoKUjNC+UO5q",
-	"wRGM9BWYIJHXxgjlwiD3FMeOA78tD3DrJSuZ3Llr1u1DWMwa8OzndF9YuTux9rOtx9zMZdhU96SXg1jj",
-	"HyfKXlEYkQh5llWBlGrSBTqG5SOJ6tmFrylqGJKjEjYEOa1KMfXDBcb9Fd4yzJh04hdo5b3svOZ1PZsP",
-	"xoNNeT6R6ishLXsJgzAUi8dmayTuSRxZX0I8Xt06LKmuBZ5JuhKKIr9nE5lP/BEWcobhdFRK1yoXBdsf",
-	"xMcd+RuO/OBhnv4BK+W1IMYTYO44YueLByOe3a3DMWQwPj95zpqnv1PavUNOkkF3jfHtH5HJOzY4ISFs",
-	"pBmdz+OkzNgVSjP98t3uMP1cC2Df81lqRV4b6eb+86HT10KtIwI9v3jN8MKUuxO+odrWY2Edq4wYyff+",
-	"6GxaYzN2w0tZSDdnM6kKPSPDU6Qzxsfc8LIGfUSUIwAgYBChjEapWFV6wX+kzTSpMovyuijYRBhxxF4h",
-	"d5Iz83D6J/ZzqJVwIzjMQhaBbpa4s/B3FiGM5VwxO9EzAF9sIZZaZJfiRl9DUjiMCnCkiJGDgrcUTipV",
-	"XtaFCFd67c3UPTwn55V8ixNxLza2Lp517IieqYQUo7bCnDFelvC9sZvQLcGVv9tbk6ovNeu8tBqIZ/y8",
-	"JIPdz4KRjnfr3YUY8bp0e6cjXlqR3a/HMcztJialZqPtjEorjErNMCVAGWCtCye/6cbJcMsRjfmGpVtU",
-	"0wCi5hzW1suSmLktYoHsxpowqsuSDexN/q7i7t0gwB3ZccnAo1U5R0wkOxLSUvyrthhGdPXz+eE3335H",
-	"cJuxqqwtcr7lZl5BNriuqFxgg3URedgrEPlMMAIlKB0J4rQiTlDfV20g4N5mKCbOpA2iNKYcLpefeQbx",
-	"+pzGxsMnAvXYcOXYVBuoNE5eT2GsVmw20WzKC4/9RwyHmB6XjjOVcROzcOp4cLAOfKSh4BuId9dCPbGs",
-	"lFPp7KnHffG+kkYAj13JHfk9ANvQ0QzsO0ZPI1tVfCJUfeNlqWeieF3ZAdvniumpdL6FA3ruuRswbdrX",
-	"uUhICMPoD3Zq2BmbyQJmmrg/FsfvgMxc1E0cvRpixCydjmhow99lC7EFy3lZ+td54I6JF9gIrXC+SJoP",
-	"xYRoBzBeFxIKIsmyL90hANneNllSw0vWRIh5zF8QM2j+IDPayNxFxX5R/qCUrriY7lcFoCUeB7MvQRLm",
-	"d8YtUesWZ6kpGLZlI5Uk6qBX3LzIoshUGo7yOKGP/WD5KrlVE6S72xNtM/H/+AP8uyYvAyUrG8Ep0Clp",
-	"sOnjfvBQZqRDjiQ0MaTM6oR3je0fygXoqVBuwdMBIiaI2XkEr5FUvDxLrDn+y2tROYRPtOsEYTHQtafA",
-	"hmI7kjNFgoSWdBmyyPw+mkQWJ7J8xIgbOoOIUjvmqHn0hUMP2FgqPMosH4ly3sW44l+bYOrt5P63OGF7",
-	"9yK6rgSpDOKapGqP/9GutFBn7KofnHvY7z2R7C9odbvmCK1Npe3SWYrSTCITadN1jgYo8DvDq76we0LC",
-	"JRxNZ1FiGknhDy0v04bqHv6CI/armKVvT2VRG/eVuL0sesTOFzd3JEtCkaoIwuBiFcWMDUXOa4vLeQGB",
-	"+oL472gv371k1W7eWsoUmCanCQrXT+C9ik/rIClMLEl2O6b6r0iawnX+iKSpY9TC+z0/LwVo7iEWBYyd",
-	"oMMn2AqKbaIIBG6mqN/7LddtcCDlAMQTZI9H3NIGxBRwHYxrA7EWxDJPQG60Q8XVa+Xniy3xIBpakxpV",
-	"tYl2VQLerAtdobG5FwcH8GDwITXPGTSWCrDHfrTaegn3P24RC9u4Xh9Eg1Gowafvu2jPlxvgezXRMxjU",
-	"OMI83VyNpQ82yEPjiXZ8FfFcK1Mx6VAjpSVkURgC5o/zILHJIlu2rBC0NEaVrAU2wZTSZdFEU5UuC/oV",
-	"2TciQS7V5dKqQ1MkQ2IpeEt8I9XKd7JowEoEJAsdSZq/LAVuVDX7Ekb6cWPH7UxJvqsYajcLonnEktdo",
-	"ElUo8hU7aLkbbQ/W0EPJI/5kXOPXXThGKTAz80tEQAE9Y13GbJ1PIBgqNZBkBJIBHnA/JR6FfCLya0vG",
-	"an8+Q/GxqhKqONSqnMMGD6GgTc0IWoGQABaItxvabj+QR+x3K0LVimiS0TkEbBbnkbKr5DH8mFnhxReN",
-	"fjZg4AwPnUgvds0JDP3eaNpk5E2Pv/aKBu4cBvmhfLahpdBhCYWOlGNuXokMi2ETl2B72RxFgzIvS7h6",
-	"I78uPBxE/E8v6h0aTrMnLdO1y/VUkLMZP2zmbsZrW40Sqp7CDqvzXFi7l+2NuCxr468qhJKi8Hvudk0F",
-	"uTYssrD6oOmh7FFX6/C6x1Z/qJAUp7iJS3oFNOx81Ct81H1qyh2dAPDE5ZDDCP+JBLRRld8EuSstlWu5",
-	"oZWehbK9EBrPnRh70IR0U1D4HJoMbaNsGl2G8FsMLSHpDUbTnxXB/j89YufKD5GbCOXIiUAmvyn3O5CT",
-	"H5M7Xuqx12iDdQ5WJh5D4Mj12w5f6lXU2USTp6w7Xtf3/yIZpy1uuuY1fXvuvCyXJuErqi1MEQHt7n/a",
-	"XvED0r05YG1utC38lc3CX2pgthBhNqxl6ZhUVM9Pz9iUqzm444m8UFLRVghskpbZqT/xyFVv8Fjxa9fD",
-	"b9GTmKnL7Za99i9YtUxh+L6epWl0myf6U2Abh27DOCNcfYCTSysvlGQbztlPr96yVfgfzGmrwn0+zsNC",
-	"Sjo08/bBPudI5xsshsEfCxWpN1PSiYZTl2KbBJy6FBtFoyTfY63xxIaSxJz40brnqHMNccfdkeYAcI11",
-	"+dG7THYekI0oPnFP3B1krTI1wBXHH/w/G1J7EmaEergQrgbgc8R+8EfooVSJAIl/UWUsXYNIycK52hVG",
-	"930jhoanW1kK5co5K7UVlhk5njh7xqb6xjdDW0GHtNMIf/RS0nN6aERxkG+n/F/CKG05bgMMtf21JFob",
-	"n8wsO5vfHXN5bmsHbkJSuNGBRJsQQiCmkKjuRDlnUkGgBw8UvGkla/8Z90nQraB4tdXRbocbC1gQ58HC",
-	"v7SpmziMcBuEWXVuZG5BOEBZoS0jDOex9jQcqluTc3ppGz8ZAB5OZBGzzcWWxyWyhBAPbNUuwuMrjPC4",
-	"Z/nG2eoQrAkbspZfvr268AJ1IZSTvESwBTFEIb3FAmFII640iZ1PLD6GbHAhcBauKvVYqmhAU0wrr00l",
-	"L4SrCo1xrEy8J2MDemUbYHuOtgjo0iclCJA85Gx1XrvJi9iQdXxyr+G6kRQmQM1CEVOR9mooSg3FznSf",
-	"vb1Ft7IpDx04LqZSxc++0c4vwr3Tvf/+x/nh/8cP/31y+P2fzZ9H7w7//HCSPf3mP/76X5tUnv69mfvR",
-	"Qq/6uuKXC5WU2ZhNr78T/336z3/a4z8/PM2+e97Z5IcWR5NpXhZKvxx4f2ixVC1i012BqLNVIqGusKt2",
-	"4GNSFRm3PyKgfZIioGUcuJHAs/kSE44BBzHdeJnbLuItglzFrZ1RzgBF2jV5c9GNnJe1dZB5Nw+xwe1U",
-	"4zMsf4NZxuBzWEg19qIm5C/cgaF3CU/X1qwCn2U6ssE3nA4PelnbxbE3cLUuguuneoHTZjae4Dht2Mr4",
-	"caMmJqD5SOpwLU3hKsN6976YcpdPQpVzP+87v+sKa/3iGN4lwG1mt/84CVCbENgGaUUzlOsalReEOIq9",
-	"65USMeimDY8YuAgpxHeKhEHdRhX+42VHUFi7JMetacdLL1ujK7cnKs5i1owkxkDxctot392j3rw8kOsF",
-	"Lh7WwZlfeTjL0W8eO7lLHH18hv4GNO5JtFupHh87YVeQbv5Qy7CmCKDOac4xv2qCZQYxVYHlpRTKwTqE",
-	"BPomQSLuupmuy4JZoZpsz7G8EYpNhZto3JW/X74GG+Lljy/YN989/Q/40n/4j++efscKMZJeXnMRV0Pg",
-	"IjaDmiTe89yVc2SE64Fer20jvrZytKF2ITwlJGnn3BgpKGCFswm3k4TSJt1xjVlAujR8hkcVfkZjxafC",
-	"cL8asHA4jIn9SJtAFuJnIP9V2mijJY4BP8nLKP5WdMmrW0Lx7petQfF0KDT0Ip6lMI/B/gvJKRNelsIf",
-	"a+Bpglj2B8Fx6OlqPw7WBA+ZIUAMEg/xdEt5tRriU744pfqrQv63uEYfCuzB+7MmdCrXyuoyeooaxjCv",
-	"Ktc2S1y7aMmEUq9nDbAX3PEugdOv92sxh2tAKyJpO6h9jE6BQloPhCSlWb2U+TaSkNbPeJ7rWrmYSXKt",
-	"9KxJhjliLykEHXuyguUrXEhcO74h2Fn/DRmzmrDFaHBFgp+E0KCLtaDTNvA7zMNDRZ5HH6BtD3468JDO",
-	"4zUPCpMW712j0m+kzdNU34GpobUSiTi/ttgc/Hsz+wJe2xlsjhyYe9ke1a0pINgcJn6jaPOG7qxIF90a",
-	"tjNad4+H7cyvy03CyqlzO0NGryGjph1+F7COo71p2GGK3yFpsKXqcsdKwa1D6hddig7WMhJvLS/9WgYp",
-	"N9TSTx+VQrwFE8WSEx/iCRv5s+Evw2PkLmMZlYbHQHJ0pOYJhwRENFZ6JsyoLmNoozRMz8D/FoGwM6Ix",
-	"o6PCHy9DPzLpNs9uE+/ot9hWObj8C9YI06GvvlcSZOpGaWmfvs1ZTwdiEgrpn3K/cjWM3Yo+7UIhv7hQ",
-	"yBq3y93B6Frx+PhDDfynK0Mhr/TIHRYxHtLfcbqS2qqOgmSXlJhFQRgjsTUrtRoL4yXsmJAgIeczSetO",
-	"iH0x+grzpGPcFogXwfwCCZUo5jBbV8IwXkylktahYN3Jo5MGNlQld8jgW8743NJBYfVUYDq6hqaHh0JS",
-	"RV+oAWHg7aRfYqV9cF93BJpd6OVWQi+3tuM3YNVaUD3pyAvhxNENtAEt1ovApRUi8GxQb+mphvj4wsZ/",
-	"YtGq165sgVuZsq2LOm9iNIG5NmgrUcrxwgoTo5HI3UJYqHWCF9AFRyf4e/IxrRbaQtKD3XY45qeDwra4",
-	"tzaQqB4579ZKwYkCMlGc2xkXv4D4ygcUmo6DJrGiYIqAKpweWKIyiUTcxFivFkQTI6iWfAwYJ8BsTI7B",
-	"MQKly5wGTxKCFBUC00ocsfOy7ADZJDI+laMAdGcTLTCJWiDPkC6Llgu+1GMgvKhdlLs6mKysAJPfRRib",
-	"RwZzeASG1m0Qe54aATKm4WdelvNsaczvl15wA/Gt8T9y20pgSA7iuDRmwixyou6w8bPERtiDbQNWFOce",
-	"CirDMjvGFdaPmG/0OGiZgDSQ3T6b+MU59LJdbgS3wfNBT2Wi0vkkuK2nQGqPWfHhAmlt3bChSBdyh7op",
-	"vZC4J8Q28fiUKZ+zCb8RbCiEYtbpUqiztjqLSmzCUYhyMJ+m4SndDMse+D66gvF9aIzUOGztauTpRJUO",
-	"YvhgX2tN5I6ReRUjc1m2jvN72tZQ7MkeU/XVdX5V0v2MI3OqrkLdVmgzVam1T6iI1AJbzylGLofwE9jo",
-	"wE+2fyEUmKWxbGpTFheUWXCzGjaBt0iooLaYp/HEMj4WymUYQPMy3FVk7LJWSqpxqGoB/Mnsqs5zIQr/",
-	"O1aZzdhbORXFb7XzSukLrnJRiuKAin6k9WmlAyfqVGTL2SIxMtJPM07iCB6PotuFLkuI9GlCHJOyvtyJ",
-	"jOrKchzkHuYvGJkXYcIerFzThAJzsP1hGfR5C/NYv/zTfakwOGA9oPB3XfW+l4M4tXHB79bgoijWHz0e",
-	"Vv4WiqG32rG6EvpScP3dR89v9fBJe7pR0XNEhmbB7Ty4vR5cGqtSjkQ+z8uIYi2vLkJ117Hybc+xgnd0",
-	"cH/RaYIxgP2HSSx+rlUplVhIBNknI6NWmEZeHER3Az2YUaHtYElkSs9OWWW007kuM2bEVDsRagdkbDgP",
-	"hXihujfW9sjCh8JgXcsQG9O8CPQrW+pZFr8E6sZScJQj/TeW1QqCK+FIlCoXIF4esfPFVMI0+pGkJSr0",
-	"xNkIhKVcA55Ebh2p2KBWxh+bwEud2kD9yRKMs7MJ5tGHMMG+U+OCJmaTHJ57wJVuQAuTHBKHEmzpRfmq",
-	"2sKLcTn3AzrVybzr17aXWd/r4cf+8f7u+UPAOK6vPhR/2+zgHWqvY6JbQroOsXfLMB7UkY2UArhlOYMS",
-	"9Woj0I6SAagHpbAzafJmoq075lVFzThN9PShQFbW3/DYAOkPVHl8CvLlWrbfCpGnM9CIMRpjpVYH8Kbf",
-	"RiN4DDwh0TnGHqP5jM+P2GsXtRWHLML5tWX7uS5E7o8Zq8vaQXFkOEuYASHeIumt/0AaRDia0sGiw8Of",
-	"AHiRNnIsFduv6rLMWFXbSQaltukZeub1mCByR10DIldXYf5Hmx7uVFN4iIMkAXEmi63jeNTet6YP0FRu",
-	"oA8kiiW16m4Vs+0fJdTXW2gETU93Z8s6jcA2oLDNA2Sqr8Wh8z2AHK1+6/DP3C7koyKKA8TrANKDFkIM",
-	"oPgouqgPwkGJ6TKUF6Vrk4uMzbh0UYUASxS7FnNEbA+jU8FtbQTlMuEhcspuZCE0WwP1vC5kvIiOCGX9",
-	"YUcpL9pcJ74ZD9bhIMeGwMOIo15Yx4QqYvnXgb9c1+4K9YIB26fAavb0JGPcsam2jj07OTgjQ5PvBGaq",
-	"k6FuLPxhBQMTaJaG/oASrq4yOIAOYtuM4FYrqIAbs78pjfb3yzfgVYQYiCZmFrPhsug/TBIllk3hzlZX",
-	"fjm89bttOy7A1jvWeABxbYQ8rPtPrUra2Wdv/yNErcHCGOlaFWdMXzMLYgORPfBkKcPKLXaEVF+6U9Df",
-	"tUEXPU7KXPyu+A2XUEtosfBQhOcFyLyTU2GFt2HxXDgecpdPVhQVqpVldeV36zcnDO6GTWEzvy0MgxRU",
-	"D5YZcaO0s2WtVONSNAWIMRJVFaISqgAnP0ZPQFyGBYWD0MHvQA+stjHc+I9wNbS5lW9bRnUIUyIjfmpT",
-	"NPxShHxrIPIHGJF7wEl40UZgaR8BWlJr+yDzNxXTUb1yGQQAqXAKdgQCjyiaIUEf68UJXqYQZLeOQY4b",
-	"d1gZ/X7eDzxNRlLLB0ikOFiKuiW0et19AUyZVE4vmTUypmtnZSGARjgo9fsYQwaDAn9pJQ71aMSM8LIa",
-	"2pi9OGsXTMb+vsiu4vtEoe2+PeD9hAplXg6Uaoz+xyHPr/VolJHTFcsHWAe28CN2DlRXHKujlfNTVumy",
-	"5ZmN2i7ejiaZI3bOKg7OTe4StjzGYxc7YvTPWDC7t/yhxgVzdwdli/+ZbI4whVsia1l4zWZCJRYlEQbE",
-	"y6oeltJOKJPg/mAzaTU513qD4ZaWNjlYXVhMO5FyJ1JuKFJicAjiIALREtPU9pFdV58C7FgjstUH2BAB",
-	"sZKTYw0en1GMS2NWDjbnkAsVzPxeuy6kjdb+I3blkRjihakNgUyesqqQjYtZjGSxXRCpq/tAyNZb1gAk",
-	"9UTDGH9OeKirHRzu4PAj4FBXD4WGc+vEFIr4Fjrv9+FdikIakdNxPzR6ZoUJNkrIrfJQ59AHKf0wUQJm",
-	"ofN6KpRDlbriYzJjUkxH+2fwAHGFZtgWO8vZcgpoO9eKtHUnxghuNkqLmsAUQnx5vkJc/Em480q+9OOw",
-	"ADHPTr7pH5MwDGu6vZftIc0RPPGNRnxafiyYCjAmJRgDlp+WscHCFPrpO6zl4GglEfOih+avr8CjsWqe",
-	"/KpqjW660WBgm32WkBid7tHqPCQFZ295Mz7t2Yzw1A5vCE6j17fGxmPuoeP2ehOveiWM1IXMWXMvg3vJ",
-	"mw2sacHbWBmd+5WVsh3lE+EbHW38VKuUVp80VKK2VuDqnoiyAm0NyYlYqXXVHICVKPyV4ITWgWODgpC6",
-	"/c8/xFa/hQ5v8XRvv2pVAMrSUIawG0gQ+KpiTJJFtDgqKzbLp+4D2l/HsUG9B1NT3l3f+JPWy9cTPVP+",
-	"EAVrAZ0jEz1FZ/Bp5IydiulQGDuRFdZBFLx0k4xBgnEE3ymXCjx7aN0E2j1K+5px4xc68SnSbXg68aZw",
-	"KFBfUr1QcIaFxOQQ78KMuJGWAteWjqQX2P4rGoht1mlvv6mPn5DGM4z2V7EbfqKUqsXOb3EHFNzxQyP8",
-	"tPqpzEvBVV0dV36xiNmKDeEXFZHNxwq4eoTHHuXJA3Nd1hT+FMrF8KX4SlbpUuZzoi81AmqQxTOiLNAR",
-	"7cyccUjDF0UWCeqKQMjB1RwIOo/Yb0RsB4QAfpdCjgRkZIUDgzPqJQOQWd4OF3jrS+74ZWjmC7xlXbTq",
-	"r+COD8zP5PPhudPR5UIje8bIf26DwIDp/ytyB7T5tMCgH40Qh068d+Reb9oZc0CocX2NwPv6WvHt02/u",
-	"Nzina4Jo7nphhWY+dnQXntMFRDSKqBZwx5PtmseN8KmQlGs1kuPbIpOp1aFWuVjjoQXisnSbt+g7QgCO",
-	"FSUqkwRhUljgngfXR1kmX2PQjwIOekPMylkaAj/jEqAoPprk3QJF2rSykGVjv+WNrseTnqOb8I+cuXiE",
-	"B+DEU9x/mGPqY66nRI7Bu1y5tepBsm3Y4LpedVmrdWzEzTg7jfO2EAvUxwV6f0a73p5tzke8cO7sHMCP",
-	"J529xvoS3WCHE3Z3kNdvIvPvH3IrDnHVHcJq30A7d3xYeuySqhDv/R/OyPEYrPmqYB5i28rlE8tKnfOS",
-	"8Ca8NlXYc13WUwX8xLOodQA9hQpxIxld+vLlG1DaeQm8Sg1YxeeizQyqX0Bm0r9FyKSPij5xuUPzsNlO",
-	"s0LysdJWsKkkkxurjB6WYmo71ZiX9MIrGL5zGL11VdeQOxaZ+F++wUjpKYXiUIY/PI3p4b9E7tZx0Bbl",
-	"7fhnl+S0X/h7Oa2nTNVeb/St8M3KJ9zw3PchRjaC8I2NOguumNh6VBGdqVWO9I09ce78/cuifDHhxnY3",
-	"+/nJyUm2N9Jmyh300j37Zi/z9/lG7p0+PTmBK6ZS4RcnsY8w6UCUtG0pcHHKe9A4LkeaUNhdOxmwj0AO",
-	"Q3TJ+O7BYmH8tqmWop15rUGGK/bz21/eYPg9mAeNUAWUrobUg2CNXzL1g5gHaDfAtf23OZ+WA5Q4+Ky5",
-	"M9htmXRWlKMj9oN2E9hb4DNJDDBAwBEvTyiAsVSlZkKNtMlFWlOWKCHFPLBANuWtClGVei4KdiMMmG08",
-	"wkrb6koIfIGiHlMO8d3DORssmpJP2YIleXDqhy56O7p45digaee7QigpikF2CweInUiw00bl0gjMVd0f",
-	"+LnWlVC8kkcw7AfdYK5z+7tch9/nKCPjLJ6xwcT5eWyWQY9jA6fbJIa9dNr74JJwsBMp9/yb97LIgU4f",
-	"/Yu6OM9vh4nwlBYmdgibfMZ+q4Ty07q0fo+6KnPuOfHeHUND1zwbdlm3v2nJ29MJvR1zQBJ9a7thbkW6",
-	"JXf43BOzONGzx+9pkmqk16J4ZXRR5y6DiixFxiY6VJ4hE7qEhrp5pMvWBcE9asg2jWbOmNNjzEgA7JHO",
-	"srqCdBf/TKGQ4jP4qLDicWI4rDGfHkRSNZJmSpLqUCpuKMwGvqBWePD2ohYvryEHXneC2RWMx2s/HNuM",
-	"LGne0rERf+BW5sxPid9eEH0+1LX7ynxOPwnHhutGYouyTWTAOAaeoE2cr7DS8OpURaPwBuLrITmBnEfC",
-	"ODkCo1JPRu6vuhDn2IAtLsj4llV+UOzZ1+PwTKbzDtZZXE8br7jjD74Fr4u/joUyuiynNM3d9tTX1tYQ",
-	"nqiVOAQYzX37qeSaB8KBvcmxPwwfOKB/m5h0hHTcW6+L4MossDowOVKBmBmr2mG9DAuUzGOs4qXNtY3Z",
-	"NP5iRPP3lTTCJumI37KpVLUT9uCInXsBT/oHwpDL4jaVJeLSfdUM0jr3D70FhH0TotSp71GmrLibNCIl",
-	"jsjGhc2f9UiS2yp/0TEK64y5ZF+SI+FXC2zr7eNLMkkr2oWJsS/OWSUbC3OMr9Rgq98VuvgSCl00GMsa",
-	"kIM1cKeQ22/KbUA3gsu6o77hxmpuadMWJnx9CwVk0kBhSDyEakS1FwdWCABvwht/a9q4CSFT0z4MgIms",
-	"Gh7r+pTniHQbI9uybdRDafLyNMm7k5lITmWPuv7tSrPmty2b5tN7tml2T80qEaoZk52+vELy6tphWxDB",
-	"slWuad7VCraPJEGY0QFyUAVUD5DEAnQGHqAzgjT6IUvlfGaEEjNeHqSB3UHuWkgu8f9h1GRSDPJwxHOv",
-	"wVLNHT3qLDnTiAXLK3Rv25LI8ivXCCOx7ffrLO4ZnnWN9DMVonJ2mR1fnQe6ExnuSVyJDtY1PucXSUFw",
-	"iMfwe0QUwaUWH5O6MrQS5JAhG4VX2yDPI6Y1oaMV3NfozAa3cyhrK51l12J+CKVe/C/L7maMHCwivZmH",
-	"SFnUwgZHMzdQLpcoMlllxEi+X2xXk9OmZ9E7gz2dh6LjGBtF7DMQISAKVledVr9fwnD0uKLX0Jm9QPvn",
-	"66KDzyz4rYnhDbo20oZGknpP3Vzjs76CR9g791unTYthyBUENG3SOrwd6Nw6W/Z0nWN6jQTXO6Rp0fuK",
-	"WyuKM3RMwFigcYLItOlSKIYMPKlrhvoCHtfdH1T777VAbXt9YlRv3ynVhGBgDBbO6Bd3TD3UAQAzQPE4",
-	"CYp6kAlQtkWj9AL8HxOcHgY4PQxtCIGY/fZCrDxnsxjiCJpoE+I4M9KRISbBY/8RoioXwEEk0EE1bxcW",
-	"IhoTkwppnBUeAWsVypIXZu6PV2lxA/cUQTfA/iGaeHVoHcaljzXQSUCLkrMPpizS8WA7UdoOnegsA4kH",
-	"EqUyWnxPfGhI+whHknWyLOE46pDFKQwRJ+uC5uqyWS5boezpfFtsykpxfGlunV6M+X8s8Z5runn7qM8m",
-	"B4CW587S+FlbGiFKua76Jc/7CBhVmtR/KHwkplyWx05Yt6pcHFRIUcTlNxXWYvBUE4+Ob62NKNjVL28v",
-	"QhxTEIZ1dJVDaXBykidWuVaj2MzjFxICothOLvvnJ98jJoIfaNC66Z3S7l3TjAGKX9AYiWCbtNEjx7cn",
-	"zxry5LTRiL5QoSPnyt8JIjzPJ8BsARz5MjAo4XbFmAMrVMGmwLCmsYZeK1sa03WeWJZPtARiL6yWZ9mg",
-	"a+4GGDllgavzEMySojglpg6aA4ss1OC9wsSqGKEBd8NXSQkptv/8m+/ZwD/xHT1xQDFtl8KZ+eH5yAkz",
-	"YEMx16RndQRa+fXwVlj3yvd1W8wcMCLwhg34MI3IZSX9GYimqlgQj9k6huDeI1vHYuNXQX9rT828KADk",
-	"VY3wkqzNHf5/rVQcAnLaYa2ksMcE7cGtHxsUfbnO1oMh+ZT3nLh8RgvhtU2Mp66dWKYEaJIvE3b9YLlJ",
-	"HhwSOzk+KAvPi9+rBebM5F4YBKxBIk0SY5slt0hgBsZRPGJhdsNbUBEZHEv6/ngAer14D5o7njMaqy3V",
-	"CoiRXjuyokPyJLKriaIZlyDTymlVioSBxEv1ottiBAGclfw4e9FvqpxfUH7Eduv0pc1cbTZoBuMzsho8",
-	"rBHAtYZtzKVaZknANbtFi0DFjXTz2yAEER1gsbkgRo3AdwVFg2Qp3TwLcZSk31LIT7AfB60XTn4yLYeU",
-	"R4w+z9NXVsIcxoxILOA34XbC8gmXCrl448+8LGMToRIIPf+I/QFS6ETk1y9jwlIwL9cUHX71f99IJ9jg",
-	"4vL8p1/O2f/UMr9+B/cMmgKf+HjAhUKgck+GD1LwrSyFcuWcFfJGmLEo/I0eIUH2zv0CUba2aRLVlBgj",
-	"5p1wcQGzdPfW5XPqfNr3JokL+r3Y7TM8FIzgVHQTK0HFpBGYPDSh21LP+otAJPPwiSbpNLfLLxVsqJ8b",
-	"IFKWQOMPK2KwLq0Lb7mj9nw9BuZkfa4+JhBudqblbZqWPTzSOA+FmwmhFklqtnieeFyQStgV9G8Ba+Ol",
-	"YfWnqast2TFGOsVI/6Imfz9rZfwhYlXCjLSZWsbRCn0IFDrENWRktTIrH8zG0rHK6BtBm7dBbNTzLD4X",
-	"zfZKO9zK0bYbcg6kZbwEe0hC2S4t++bkBHEAcTWkKlDj/c62wdqRLVR+JuPzUBfzrLGEKAqxRfM0L+Yr",
-	"chMu4wStiQC7wFH8qEH8BNTvQa9sOasELAP+9C8Ft1A3v13dkUJtMONhRXtewXW3w/w/t2qSphlaDaVh",
-	"0mHCz/rXUrGTwpdV+4eYqLg7sXq538P+62RvBzzEXZ5R2U4q7uyvP+oIJ2lDKW9Y1GENbBPqdSnWxbri",
-	"qkyTsLDvqBxcKz2DyA3M40JC+LCEQ8RpPA3al5EDrZwzTIo7Ype+PSE/tgR6zEPMMDCCLgoF/CS0Izyc",
-	"JqFBebw5ePDE+6r0yhmbTebJbPm+kKAbmjysHZNF6V/DRros9QwKT3ZWykMw1qWw288U869ZWSIzTZL7",
-	"iukJ+8dhm9uoVk5OxTGRYDi5kjoXUyl/Aq0N689MxVSbeZYKKSowDKHvxPYmVB6xKzS3erFxNEqSIm2l",
-	"HRtro2sHhS8NvYeNjZ65ScZKPh5jGGlcm1Tw3l8BNR9AbOATLzeUetwpk1xiL14mfd/mybr8to4dQVex",
-	"ZEK+vj3xk3BhifUOxD1sCpD/N+GtBT0B3Gd+NRuuxmCgRu9R8MoEnMbWdSgc4YiJCocX4XNX87Kco2Ku",
-	"FvgHF9KI/XZjI2nEjENeHOYbAbtteGks8YQVdoeyi5zQ94zW4QUMwfZ3hX/PykPCD6wfg6/5gCBzXVgz",
-	"6ArWlVD3sBdc7RffBpthNpFOUD33N1LV7zE/AO9njdLX4oGieCRUu3M9nQpViIJBLK6lUvMOKliETQLD",
-	"gPwlmHXFFRhbsbjQGJY6qohpntYR+41ksNhGiIwCHwy68jn4b/zx4YQiuy1XQblLUr58Z7GBmJsfS0H7",
-	"/j6xTM9Uhs8jAMAWdB1EP2vr3uIAr9GLf2kyLmYTbUU6oIGvd5n3EwTPlIWfiDGCf42c/U9seDKq9oY0",
-	"B8puE0XThbvJvdqmItuMaagf3Aks6eKkAsZfEQtw99a8MzjJ9qq6NzyoicZMtyPtKFq4yXYjKdJxMxYO",
-	"Gh6j7sHHQo4MhBByD0yB6Ns/7EYYOZq3bGFppfNW4pIs0ph8isLBAE5QqxYTeqXfaH4MIHwE1hD7A6k8",
-	"0w40CBVKf41FyinSFcdJ3qhCsAE85F3dOPwHy1By7h/fApNtRNo0L4D3rYm0oQlTMTO6mWEcjccWlLnQ",
-	"PeR+6vU84zR2ReE0U3/GtFk0mOKamHCqsikVuvWpFDIcpFwi++FChR4dluH+4FddCKruc05vH2Dtu7GS",
-	"FlJchnNYnwO6/e28EoODXVTQ5xwVCsuyBd24pe4AtiG1uj+kpy0MHlclVytqjqVOdAR62vrRqxDkPuhL",
-	"kKUa1wtSv1+LectKh9HytPFSvSmCi0fSG15KjJ7B4t2NVIin3lnMLEsyzTHOHm0UI4ehkCNJ9D1H7L+8",
-	"qBjqWLZk3a5KPicdrO8lV/cIz/51m6NzBOJCWNBbcUIeCnx943tbTRJLydWO4vgRIVPgdE+xiTbe9sEJ",
-	"65octqjpbpFois6CBgqWAhAnkHRDnSVrY/I4JC6exTCfiyBOn6sCLadv+RgyluLLosSdRRkQfathtFHx",
-	"xailyvi2OfDaFMSbWhyxn3gVNL8mg6mkmlyduaUj+d5fhQUreFJNzDbhhd0uXBjgl+n43kUIYXdcUPAh",
-	"hptaQwQc+nFJdowSXBB94ylxxQpXbPeM3XnGqnRi2rCKnCUFdKBsHHqQIqkyio1TDUGisp/4ZMrfY9S4",
-	"7aMiWU+x/IBsJH1ra7Vzs834uQv+vE3wZ3vs/INK4YRK008IGbZoXdy0MtywlqU7lApqWDmhwMUMN2ep",
-	"+Nfkz9f+UoWmc21CLRZRZFHKwVCljspwv0ejOljO0ehgr5nfaAE2cw51xkPYeZsCpM/fuvWqcM1rVlaE",
-	"C2OJc4DD+HVZ0juH4A6WOQ7lysV+/MH/8yufir+8OrWmxIyXN6pwrodGw2pEKsNmaVs28wd91I8KjSdH",
-	"FWpUWX+mNEI+PIQebuNDjtg5/gJSA4SQQdBIyK0guzF3bFrjfgnF6TBqYSm6gfLhIDo7uS7rNHYFaUUG",
-	"pQ0jo2cyj5XmIPoBKf86itA0G2CjIlrRpGivGbcU+wryU3vP9rAqholcyatYcecX5N7p3n//gx/+++Tw",
-	"+z/p38M/P5xk3z3763/t3RvdYmuIVmiGfwRI1XH9aJiN7NFZ65L+3K5QDqxd87lU6doxId19LZ44+R5m",
-	"m4Pgzs4B8V7ktevUVSkFZaNioIu5LK3MnZDLIl2TAGYTGacj7aXlQGcvwLthY2mczqc3BrvwCwhbE10W",
-	"GRuKnNcW+DDFLKQP+2umfB411TSLjisoumhCol7J82u7Imj47zRYW0eR8KIO/Ph7GOeEzvurDMvpKhuy",
-	"RQVhJoYTra/tcc4dL/UmAQjWcVVwg2lPzrKx0XWF5/qIT2U5JysNiCT4zRPLBsQT9b8HbCbLIuemwK0G",
-	"T2FoXCJzs5dFQu0reApcA+wtJVf+YfjqAXMh5d8K0B8sloTB59uzECUOXQQrjr+oYAP8/oh6f/TP+uTk",
-	"Wf6z1iBvwKcu999Pwv2Bd7zy739BQ7bNFM3aDf2R0/XanlMYx5Om86vYNr7XYRG2F2cYhmQD4crZwgYq",
-	"RClvhJHCHn+QxV/HRjisRt2tfvwCCSic/YixYnT3PDrUL4QqIM4S4mM89FN6hh6xugr+e9oPZGZiXhae",
-	"Vs5SGE772RJj4vwtwQcDpdr8v/lE3oiiYcdzRoqC7XulYRCaBnwe0CvwjvudNrD1MHbqXXjMgGkv3c6k",
-	"FR1cFUBrQev5JT16bX03oNAYSdHQ79CdPaqD3JyM/fn9hs0s7Og4An0WOPo9Y0rPwqI4+rIk4wcTUv1K",
-	"hEDQUXsT3gFcrGVviLih/YJ4fwvMQN/GIm7QvsCnEfrt+75VwsCez1bt/INF3Dli55Hi53kTWoHPpXQX",
-	"iqOgV/qjeyVeNNV3wUhvU1ySljq0Gi9g87yHU3AdZDRHoSzYPgoMr4vBweJAKfe5gsh7GJnVKnkyxHHe",
-	"w8kCpAQ7KLlDKMGdOVrembDok515rwCDRQZW0D9AWdjYXESJfUypykJUfZZAhd/pycIazkP1IlCLRVna",
-	"VshIIW0FHMBkbySDJkYJ+oWIPFjStX4OSc1k99SqnB+sksivsJf3d3LTC3vLIY2NGHMnvqKg1/N2n/3C",
-	"X1hV7ZVzH1J5KqBu4ghrNzgDQ0oo3LGY6W1EwXOggJOOWT5vlj1nVuRGwElphQtRVGBGAkcYBm0UGdnh",
-	"sdCov+OInQdhnIbMCFaKkfP4EbhQiSYiXkm+h27fWFiurYFYV4+ztJpR3FXamjW8FaFBjyfbenHPJoOw",
-	"MhsGO7tzcfd6+dr75M52cl/RDaweAbTA6YtP4WQVqqi0VK4hkNAzxX7+5fwFbaosGJlyXYkM3FvIRFaQ",
-	"qmtxa4MHWlpWK/k/tWB8qskFvUJyxjtjEySYX/nQ6rJ2gk2cqyz7/fIN2/d/UoYyqPRlqWc/O1cdRGa0",
-	"hirSZgx2mNexR4aPpxDkHF7ikcfq8gYrVbJS68pL7xkrpbo+xDLP2rC81HVxOBWOQ0V84r4UdjmWckBw",
-	"+Q6jFUFwh/Z5XZ4wB47sYiqVtA4Zl+EKyyojbzza472W7YennfvfL/DXt/jj4OCIvRFjns+ZVfxavMu5",
-	"RescWe9snU8Yt0sGOq3eWWcEn74j5ERaN8s9NHVc/5u6gstf0NU4Sw0oC5WbOQSTcyzEgmQflKLU1CPq",
-	"KpvSgSVbijRdgV5rwk79gj1L+htzJScC+Tvuz4G4ohOrWg8h/zkMOMVw0cE70WWB1SQk0vlJ1xzFbCRF",
-	"Wdhd/P0XUf+thfX3qzOl0hLYZsAqU3e6EquS5xT5jssP2fNgFTfE+MgrAUnCYWVD0Pu5YmJaOcB6PrRw",
-	"TuG+bWgpQxw//nBG9uBQSQUTNxsZMjrOoAX+yDliLyg8nxKkKPtLvHfBZuxviiG6qrGv+va1hMCEgpmw",
-	"mOzE3bbgDqXt96rohdHbBbqmN78u9rYV1vHxOOynqVkTQZR49ABcwwwVn0UCwC5y407BFzfnIwPfY4KT",
-	"ftM4qZ424O5IGzbWmnRzpysoyiYkCM3YhQwkh2gNVQX7g0sn1RiNeamFS+R6KtgLrnJREomw0m7i74PI",
-	"cVDzlQvRWtMstW/P2URapw1kFlyLymVRbKGQV/90y0ZGCHgConsAioUMVOzn1sDz8WBQ69DZmanvxkKH",
-	"Y/rYdndiEtzYQkfebPBwgXeLSuyipr9QaFeaaKImaQfovzM0xv389u1FKMWLaUewVkVB3Gw0fqhDVgj0",
-	"fvuKcgSuMNAasQB6UK96zXAvU+vnp+3XbO0dFzAXm10HJdqW02sgjiB11BFvG1m1e4q+ASFEtiE2LHjC",
-	"A5vEAzjh+0yCv/lFxsepRVsKu6O2vSNUerl4Tib7+t59BIhIq8vvvFZWACNVrBMT7E7+vkHwvlNM20DT",
-	"ajukqw7hqgOymKENqq2vZWw4rzjWQpBItNiYL7GgCjrnY+AoXpH4V+ZMFmTWjN84cOMbfiPKSNJbsoq7",
-	"CdtH92TG8pLLacasHCvuatOYS7NgKz04CwQJMsYAUBzSosRzxM5ZgUQJjfLoNUc/Al0Wtrei02HxmSiG",
-	"a+rinCdVcEJ5GSRJiSU2XDzCzpht9YH4LSDPP8PsEPE/NS9x+P0UyuJB9coN6+rgQp1xGyigztqysgQP",
-	"sP9qxuc73fOr0j3Tmjq4Tpy+y5NgcyF1Tfk1r7ZxmyIftDliWULsDaiH7BzcLuzpsOuBLHi/ZaM/OF1z",
-	"utCGQZpBLEIQrX2rYHXvMSBhNPL7tgfvC1+Gxx2g7QDtiwO0iAqYi5BgwFYhzk2kKQ4rbtz8OOcVlvJZ",
-	"pXKnOVKyyJJyXKgmi/eVbAJPQ8b2+cVr5vS1IL4OqHcY3jZnOXdiDITGVM4lPjGWXmwzDklLT0O3H1LQ",
-	"lSUW/ooFlv3L/ROwAHDILNe1Iwa7kQBZ1jY57LXtyjWfUuB87IQlenHk/so8hBOBxHDOBjgNjdv+lPFK",
-	"HsKNgzOk/rC6FMwKi8lNSzm5T1MCukq+g3vfBcjrTkF56yfyws/ji3QatwiMPW/so2xLrllcHdC/ryIY",
-	"7mVIzJulPIftHeIXYqGTXZ/s0WbrN+tr73QvLrC9JWR42oMMfgj7kWDClRJlPwoEEj4lSogI8z0YaUOF",
-	"pHD/LdYxGckSCVNVwYye2SArpc9ZvdO6bWjJOgzNvq1i+FEmsXU1uLAx/yXmM22KW9wR6lLf4hY4164g",
-	"r/P1bV71K3LHbn7DS3Ej84+5hT7c6s6/TzTIOZtef15Vt7gaQ4FufcOtevAKw6Rv04fa6b/LQuhb3nMp",
-	"8tutsl/1RcnnwvxgBL++xX0/c3teF1Lf7pYL9+9b3PDaXk24CWvmVmsNOPTIWLz5AALd+23vQvKk381t",
-	"GviT0XX1X2L+I2Dh7ZoobwD3oJnh/m2aw+nNm5i/w3mxC45dERwbBontJ0ftwbbP+Tg1SwbvrgP/+EMe",
-	"gPqvtSqAVvHwPg2etFgq35/yyH2uZ0oYO5HVbQ/3tlRLYHDrUpjNwXMPm2UVYbES5c45dGeZVdyr0EF0",
-	"/Ex21HFV8vmQ59crnEjW1sIyO4ECPVKNS3HotdLfL9/YSPtDT3xiWSlvBMMY6IyFvE6y5Imi2Y37XhVG",
-	"rWuKLoNB+M0OwBg1lc6J4uCIveL5BGLTeTEFL9N7nrtyHiyuc6rxDXq+sMTYOyjlSDg5FVci16qwA7ZP",
-	"GR7s6TcnWVOx7xl+mGobiyFjBZUC3esHEPCIv0WgeGLJrEDc8+Balzbk3wCqcOX/lSoMB4Owcz9sp2BD",
-	"HI3gx7BieMxj/Z4NKIgcM1N5MR9gKE504jtuIsO4RLvCEftRGxoPm3BzXQtRwddeI4ICyblWSuQuo7Bl",
-	"DEWCVQBDIphU1gneG1jeQOAbeSMuwgq6dW58hKDOrNa4SG+T3DqVKnx8em9sWt3jscKsHPQp1DzDQg3D",
-	"4lfI/RqUeya05+TQShxCe7GhO0PxV2Qo/km4Zv4jasSjoIG85BjY9umHb7FHvjkfd/gdAuytYLCPWV1G",
-	"KDGDegoLkNnb+5C9BfIpVGDAcAs7yKhyD4xezg2QSbOBvcnfOZlfCzfAAwht8dLSm5DTC0Kb/PPPIma0",
-	"CO4jAaOg23yTKM4Cv7ClLDAregBfNOfkdyeH352cZCw5Lw/8CQgURzgCZai5Ii0ramBlHMAv5/7wHbB9",
-	"PtS1Y/9x8v8wqciXALQwBxgXAoVfQuwr3B1S0V7hKX7uBmw/fvlm4SxPju+mh5UwUhfNYf782Te+Fzgq",
-	"QzHXRIa2fIif4bUohjRyx28q1GiBJIhgFgZzqD+VMxwMf6gWohQuGW4q/NI0joQT4s1ceiRY3G/0tYCi",
-	"U6W2wgYhABf2IGPCOk603IyOcPRxGMHy2oWSId8yi6MEKRFByoiLcZWQcYYhhn4ooACC0lSBmt3IQmjG",
-	"jcFVdL7kMpjyeVifls1ECRKwYDMxDJcG2dDLqAenydBAtM9QlFqNbXQS03Mz9s+95eH65x7jQ9+sqYj5",
-	"jvEGjFnGFRb5QEIzoVv7pR5ToNANEaRnUZzjWFPVi1Lc2pk2ocTEwe3EoTcCi0t/9TJRa0A2EYqy1n5G",
-	"l3vIUw2y0v3KR+057RGLGnT2KE8gvxOPvirx6E0AtJYEAFl2Qc1zmvQtYdYJRluUfECBXJGl0tTvxjDP",
-	"oHIvOMjgMaes0mVJlIvQIFYrJ0sShm5rY7vyz/zcrGzQ6NVBOI2eTwjhbwnVvHY48WChLzAND224WxcH",
-	"072HdbUi9g9yydzCwqt47UVLv/547fShEblG2r7eHa6rM9Q3vIjHRyORO+RNBEnOC5MLosut97uuPr/t",
-	"rqvVu92P2xe7uR9ur+rqsW9V8DAdIqP1JmliaTVeu5gIVtss5UNRBfNyEoR3DX569ZaFBrReOgAtJ6MU",
-	"zWFtJRRz8QKsUBTRxVWzQTMmVUPW/cMTLIDAhLoRpa4EG3yo+Fhk4Fq9kv8WGXPa8TKDkJm/Bmxfm0JQ",
-	"ffO0N0wWZ2zg70Lr9SA8ADlRdG183yRQaJOJINSisU/YgIjVXnem5rejbJJgk9tH2rwI79lOpto20Sjp",
-	"NzZstU+8tdR2oHTXxWRaw7ttOFK6EGv8fW3rpj3+AP+SGx0NVl2e9BtNVOVBo3VQY+YUkr1Tu1NksQLj",
-	"Y0LWdMReJaaqn9++vTj88c3fM/xr9MvFc4CDn99ctR7X8lMRmdOgkJauGQT2OIArND7mpG3NV9nAomEN",
-	"u9Owghhxg8RYfXY+rFsAhj2JRaZLqAgVQ3yB38rr+U9sEiPM9p+fPGOD5ot3hVBygW6anYf2IHWQB8/O",
-	"QFxsALn6GjsX46VWHSm8L+HyHuvL7c1RbSt3j1WK1tVKm1SsOFfXQFe7aIZaSuj9YzJPzaeqsBmQEjQh",
-	"nI3hPRae6Uv0xSI1fRXpv/n2uw0ahNUI6+gkbuyvVBoprF1qYDDY97WpWdqPh4ZwI0NXaz/tjpE7ix/x",
-	"o7rki/9kGxFGVWfrUyfgdU9sCJsaiOiIyVq+nazLVxMuAZLeQbRx1CpQLwV7aAO2TXg54FrAwWZne/j1",
-	"OwvA1z8RSQkDClsny/ITsFjl8JhSW8ekg2Rhw7iak3JL1f6b5kSPCJTf9A9+fgsYh45siOGtKLPPBcD/",
-	"fBT296MdtvTHpm0FWW4rfB4DTqyyW3GkLPDipi0lkB7FiiLdruqzRHrTilnhQIpruXMXHMGdGJa66h2x",
-	"oiU4iFpsAoWJ7x288uC1BwSdN0kmVsegLBBxUbtPBAik1oO3FBiglZyv4DDWSkQpA8oi2mWPWNb27Ybx",
-	"fwdPeZeTqXVw2gR9+d6Rs3qVBIw+7m4MXoO+p4ynEE9Qi3Fwfbi837JEQMYZGjLgQjVOHn8WghGCUC/e",
-	"OwFTiAPYXHkroFZi1idvZ4FSK40noCueWC+ldtWFUGL2meL5FipPrhiNDTgKU8/wGeORknL4L5F3EVHS",
-	"+frIXMVhjX2ZEvTORbz6LFZQaPI+D2MDqVhSjVclUftLgJi4FLbHdnxK3LH+CoxdQ5uX9P21IneW/WMA",
-	"fs23ciq8UiBUAX8esP3LH1+wZ8+efR8qhf1bK3GwWLhg4B/+ukBjD9bwG5ZgWBJGqFycgaFaqlrXthlC",
-	"nhttLTUMHFx57Y6nwoxFqGq92oB82QzQY0jUjM25VY5ivGvzHMp4y63TNeOdG6Y4xutvk7MYb/pRlmLj",
-	"ZLjkVbQSb3XXK1yy27Xct3q2ST4brO1dMtsKE7xJ9/BWbe/Nm1Yb4JvrjifcFIeNzb0n08YYAZVUh6U4",
-	"ZUZMoYxahNwnbDh3IhQekmbBdbjvJkbX4+A+5GM/gFgECeUiCN+VqhBUTYxxr2a9JPuy09OhdSDjWg0q",
-	"BmpulKKgri36tGfaXAceWg4lCbQRUfdwgUQAm8qNYGMvg7Fz6AMZbYYC1DOkoVmo0oYNnAvH9pV270YQ",
-	"NHzm5f/UtYgmo2jK55YUphsKbsCjgBORxkwYwfZhRN7Vit9wWfpjpcOv+DM3xaIJvXU4bEcm9i/wSPAD",
-	"d/lkjRgMXcvY08OnJyesAKaD3DFZ2AxnuDI6F9Z6XVKFIiP3KwMv9acvUMIDHBVjr4SBnoF3hwaZgWN5",
-	"B3rdoPdzAykPg30EZxugH6FEP/L94JVOy6weucPg8MIt7OW7iB4ocyK0wJ5OYLVoefbgfRg7POKyJGdl",
-	"bNI7/7h3407r6yXevNv/u/3/qPc/rdP2pnkQIFgTEZUAQdLWfjD4GfKSYJmf4vkNB3ui7qHhTZogooBg",
-	"AsnBYLskc2vGhnUqjIBZti22DBF3IAe5hTTB2toaXFvnOVJ/jblUXiZp4U8o0HsbsLnSI7eTN3Z48xng",
-	"zVWzFR67vPEBrUibJ3ieJ4mdaGLWCvazSc1ibD94Of5LqgRrD/2PB0fsdcz7CeYruIu2RUt/0f5/E+eq",
-	"w9G0en6KkAUV4iTUQQMEgWS8S8jm3LdCgNolFePsn/XJybMccvLgT8FEKaZCuYyNRtNKjNmhtQcZVuXT",
-	"U8aBG5tq6IF97m/4CIqSwof8w//zzXdFjfjUdcmfA0zroxJnQzGWygZyhGsxHxksFAJ8hdIdHLFL9NA0",
-	"vi/2++WbIwaLybevQVCiNqRdSVE96D0qNXh+krXgxytjU94OVatVDRze6zP1Isbeyh2DtvtkRfT4X3D5",
-	"fXJR7seQlYcZTeRRtWeRvwPTAcAbCMVh4lr+TDLzdl6Xh82R4wvQOiLuEmISua8zZWXmHGWzrQnipyQ/",
-	"8gL3u06QlgbQF+xnIY0hw/S5CM5O/A0T5wZsnyTdhF6HkrZfF4MDyrJr8u7o1IFaCBOh+uhdvJCLyWdA",
-	"+VzOY3KOR3JwxJylTw11n4jbAKIq8DAL+eBrvCtXNI734lrpKAuD2UvJ8dsXkjlteUF64PrpN/+5QbRo",
-	"8+IwN0V/FRryiHz6C+Mi3EL5G5zFK3zDfRS/ab1wEx/Jwk7cCfIrvCVJfrK9L4KWlc4SuugOOVmanMZS",
-	"XosFHF28FFE7zdpG1vPhnJJ14btS51BSen/QgopBxgY3E20hDpZXlf8nwWmi02rlgZ8yHh6K5bpZAay0",
-	"DHlkhMp1IQyrajsRFpPGWwrE/uXbqwv4GU8OtMEUDL5OCnQfZB7/67L0ktv7OQjWPBkHbAPywoygVo5d",
-	"zAW7oV8a7mRCNMWgouxC/ucppo+l6eD7rWS1jln/P2G0/nZ0dIRqSOskPIhcZVHYz9gEwvEosPgffx7V",
-	"phwkvPVzYQJBywI7zRFbmD6QZYcixAomtCHxXKXDj9TC1mHScOr48zlVESGMYeBHsAmJjhf490JvaE2B",
-	"N87rERkbfGi176/jD7C6/jr+wKvqr+MPYbT+GrB9tMH40/z3yzeH/v5DYXNeieLgjJTJhKuGbOLBZJVW",
-	"/0h2XVMgxDY1ICHMEbS44AJsKIaqGrN9EnY5C1mKpfaijl3mITpvrX5yAdIgryOp8TPQzIcVN8JAKY7F",
-	"REpdu6WZbp594ifOS0ChryAOJUmJp8lGCJbGkAWaJcoojNBPP3zzn0//82k8fChSEIrFJyspmWzQo0uA",
-	"aef3GOzxkNoqNyDfw/NxUYHdrtrY8c415sNABQnLpKF4WaRtCkbdHdXLrpb7Q2qlvRJA2Lm34G+5e2K7",
-	"ieClVwnW0CBzZqe8LBlezqzilZ1oF6KwecGGvOQqD7UPplpJp71mAdxmUR/1AJrIEgmpGWXHSKCRmPjf",
-	"c4iq9k/DoPCkqCHu9tgKXlrNpMrLuhAgbFihLJU0RbdMIRz4UUJ9eKULAdG+Ut3wUkKUfAgHj/xpjgK7",
-	"/TmqtJpPdW2Z4VSfBSjb/iVyJwo8sMmEKS1D5rdwlPl3wUlwjbxuY8ML6ti3J88WK0jETg11MafSd3jo",
-	"JnEmnRk+P+NUblN/usnxJVfUyN7A6v4u++UAR2rwkSDMfYvw8zDNTEb2rClLFgJGwRjZXvcZCBdeqoYy",
-	"uf7yI9z+Iq+NdPO903988Br1UHAjzHntt9g//vTKbepu9XAF76DHp6szgQJc+LeoiPS/m6+9GJXTIbfY",
-	"wMXWZR/2SNh4ofW1FKHJ1I6lvBpoFpMKA/+B8w47koGACNaqDNNobcamXPq5BQooCKGlrW0dM7UKdLUc",
-	"J2Uf+8hOnkJIVTAv4EAsmyp+t+CdNRociw1RTLakvRBy0Chg45gzXJZRXsi546Ue19CeJPGv0lI52zTt",
-	"m1bTwrguN+5S4EIWBSMGCjYV0yHyxVMVpIBYoKM0r3iWvoJu7ngDFNNIJMkg842NrisbKk5BtfdDHoss",
-	"sErrMkuZt1wjgoQpKfW4ac63reaEQjTL7fnVTyFR1cAcXDBY6kn8nzNcWdRInZhWJWjekVHCrwrfDyoR",
-	"6k8NyJ4R0uD6wFjEnoECJoOOZr1JLBQU89iW8bNAlBJF7pBnFViV83lepl2LerCkfsF6s1N9jTXy7NGi",
-	"Va6rYW9jQ4QagxIyQk94MxpYV58841mkFMeJRFxtak9lUXlPIjiTgWvG7Xk6bvjyjva9guBOWv+YHh+F",
-	"k8VySESjEOzPCWkTGIbDm5+2NnYq7HQPD9aQC6V6Q11hRvUh20XdbVoNGIYD8slwRR/iOv9DDK90fi1c",
-	"3PZS4SNpCsKT/dfv00HC8nTLrfxBa2ed4VWwXmBJNl5MpZL+B9DSwssAj9xSDbkGqeJIff99OlKUfL34",
-	"8p9+OH7LUF9Eq4/X0cfS44XfPzfCsKvXF2F9V0ZY4XEYFw7A3VlIIwwVPIAAg7ABVVNyIkfC/fEQ3pi0",
-	"jr7pBEFSbpPNZdoZIk0QTrAdZKyQ4aBo8i/i4v0uHZioPe/99edf/38AAAD//w==",
+	"N+x/UGx28PLg//i+2+Tv8an+Pj3CAzuV7lFLa/w5PWQ/NruOsF0UPsGtGhlwaHb3wYZP44E2zbYBut21",
+	"Q2waYkeSHV7T9Ia1pF/eMzE3i4OXL36/ufPdIFojL1gpVbV1LAupGaGtkccKPiB6xU25gBMDY7yndZsf",
+	"YNdRPE43sFspa0bFcGR/5hWTOwysaeuaHFL/5dHuQ8Qep43wFdNcsWoSqXU7WeFX49RWxU3vSG69YfWG",
+	"e89L5v54V+0yYvuhf0J4RQ7/+NPzPzz7w7PwW2k5k1Tk08c/v3tDGiVnvGZH+dn1R5Ih3GfP/zBCuTid",
+	"7fOQs94sDnGI7i9e2VH72fiJymrb2Pcd9GtBb2s28awxfHk3InYfTSThPyrZNn9i680B/Ymtcem6jZ/b",
+	"lwtCNSnt+ARZLZgg3JCV/UkxalgVhtVQs+hGNff9FAeK/a219Hnw0l5L+/AsP+jRe2lj/2EIuVWLxrf/",
+	"eFZJLnpGNTvmQjOhOVyVhn0xZCZbUeEFxHBo5M6uuBrl8neuk71o7y3Vp23FJ/LTBdXH1L6+G/ktfCfT",
+	"6O8t1efm5+kjOr/6l53HYzuYNpoUM3lXMWH4jKOkGB0HOAiKmVYJVqWOgt3Mmuv8oSgjBjjpVIzv7zt9",
+	"uaDKs9Vpa6rtFxU55L1vd7w3+x9PXOuHnBfbb0GizworHxVEG8XosuiYu7Z70N1bX+VYvZfzN0ouM+vN",
+	"hFGcaUKNHQqdWQUCVtTwJSOHeMnyJftZivydYxWL3uBmUi2psbcRNezYfn8wPsJPqkpxyo9sxbQJg5xx",
+	"pQ05tEtcsRlta3MEgn1d2bfgaW6IEjqIx+haOHh5IKCXgyLoI+EHbDmlmsSDv5KTFveWzaRiu6+ukQ9Y",
+	"2w+s4vSSqXumtosiVGs+t9zCSBzm0n5NNHyeG96y18NeJPpRntd0zdRPitG7aYzhjrEGxGku5sd2HWVr",
+	"jhtoRZNDETe4I7fofTuRWXyU1QRJD0cerylRrdBW4w9aeX5U1d5C3bmSRpayniqJNO793Fj8810F/zCO",
+	"aGwXrbAk/F7O/8RFNSox+dPkh3nHRZ5jclHtOrz+UOJBXspWleyzmnppwevk88V7POKyNfbOhYua1voI",
+	"jSNcOGq090dBysG1Uq9P4o/81QKkS6hihM+FVCy7AjqMOUMzz5/+foxoLuGumq6E4d02Kh3iK3uJsDia",
+	"XZTCaDx4Y2j7L6rJDT65ORofZv6wjQ70zwupzdSDds8VGHbsN7nR3EODO557tAROFBfx5RN/pWrk/p09",
+	"0b3XmSDRqJg1nZWh991GbdfoXMnbmi315sAvQJJFIx43bKm9OfSeEWpZlv0ue/vHTSeFgBmtNStSLP6c",
+	"zhPWk4/t8rZbm4bOmV02FLetoEeV4WJub/5nWTZqG04O5lnR3fJcmB+eHxQHSy740oonz8IouTBszlQY",
+	"5SX/OTHSD/SL/ZCIMGIlV5o0TMGwx0YHDSZH+OPT1BCxJ8tanm4dMNrauJjnzYzesFjzEkype9gWM6QW",
+	"Ot9mbYIhuHP7nWcqWcLf02AURvNaVFdWntsYy2tReVIDyVFRMWfk8OLNGfnhhx/+EdkeJVaMLJwQDyRo",
+	"Wzs6ITNeM90RpRNEucnbaHAce4idYS5veM3eVedWodyYztWCEbTRsgoGl1FAZ9DGw2wyvQGNmUJxkbzJ",
+	"Hd0ih69YzayqbPVkTRZUVceV+wneL8hqwcsFXMjgIVlxzUjNZobI1uQVpjCWqTJKYhq92U2R87+JSB9G",
+	"NCoTR0Ox99vji75hGJf+HGyOBB5NPVfhGDkHEp6y/BkK5+9Bp2iL3BNLOnnzwTaBJreEsmbTRAgla/Zw",
+	"c5OSW0/75iAv29swtmmDrVjNwb/a1FQ8fNT8gfzp8r48k0LbLkSZsHO/UUwvBNMaHcGK0eoJuallSeub",
+	"gSnEyWXez8scEwu6JSjAcJ+y6oTc1FwwqvjP9LZmN862Ukox4wqEK++yBd8wfqXRM20W4EGVyyU3domC",
+	"YcNy9b+1TBtCleL3rCrg4xnlXjT/8ekP5KYV9J7yGvv1ChL1HmJyWpasgaX3nnDZMAUSwAlZKW6YBn5L",
+	"6xVdaxJPI+wROty7Xfrn48v78jhe6LQpCNY1sgT5v+NO0uagK6rmzGxhwx9i3d+uV5gZoaXRRIqCcKEN",
+	"o3DfI+c7Ac/8LSPSrTeQaSyh231lX2hp6jWRgn11Ho9zzTH4Dx1bP8SIgOooPdkQXMCNo1A6Z8J8nQmP",
+	"XyMvfkhOVN6xiWzl9PwdMfb1rSwlw0iM62s3/vdZT9XzWs3Uw9ldqx29TB/kL/Zl3UihGeh1P9HqAtmE",
+	"/auUwjAB/4xE/e//Xdtp/MdE6ei1UlL9JKs1drcpbQItgBFWVmsMUbmnNa/I4UwqS0rLpmbkxv16Da/f",
+	"2PfDT/bDm6MTUkqlWGlgSbloWhMfWMWamq4td+SGtAIDaaonB1Ynl2JW8/Ibztnz4tL1rKNQoVYpJoyX",
+	"cm/8KzBlSpaWneuGlXzGS3Q3n8DNE90qnukrmC6dUy5gnm+kuuVVxcS3m2hJ65opiF3S4RaCGIaGqSXX",
+	"2rIcqYhizjKnS9nYaXePrysmOKtujmAO74RuZzNecibMpZHKWQC+zWw6O4tiJbO3KMwJLr7CTmMz1quw",
+	"FH3LarkCTjpTjB3rhpZ2JYApwjWs2KzVcWudIggsIGhkhzcaJ309a+v6prAcQ63t1QdkYOxJEnYZoQuO",
+	"HVZubMjQqejixZDPyCCvWoZtxdaFROkbmnHrbpgStIY1+nYr7u5jK6awirSCfWlYaVhVr8nhDXdjuoG5",
+	"N3bMoC4omDue7Y/SvJGtqL7dkLln71VH1ZVk9hY1hH3hGjxOHP++55rf1izY9fC4HN4Iaa7Bb+nI/pyu",
+	"a0mrKynf2wv+23MqYM7sS8lYhQdZ858ZqfmSG3tacXjXRsrr2g7QDfvCMtmP0lxSw/WMg4j2rYdupeC1",
+	"8QokiMqyNZpXKBZbzZEc3sDTa7vsuhurJaybMxzsMczlhsz5PdPhy+80LIS9kaNA0t4niWhSOx5Nfvf9",
+	"v7VPn/5Q2gbgX+zmycHobW11Eqbueck+d3L6t1nQU1KxhonKCugEPCPLRiqqeL0mkdJADvsqxNidZZkV",
+	"XHu3tLyTsxlQzJWUH6hYOylEf/ObCkmcVVafs3epp3D7xzX8Ya+iE7Ki3JCZY/lgoLCEIQgX5ObCTu34",
+	"dGaYuhlQRvRozHCtWSlFBeZ+6MjdBrBmXMyfjAp5efv004S5FyRVQVuzkIr/zL4Ro/woCQp5nR8NLrrG",
+	"3orCwE1nx2QfYe/XfsIo+9GGX4NY3v2OLOez0G1j7wJWgbZzBRP+u7BLx+Nvhv3dwCkJw7wGFena7gzM",
+	"4Re/mUAxp6X97oJp0IJT5tooGF1EihzIKU7MJVouGdoGrLhhdTQhu+sJjKLBR/KSUAKWVIyOIQ3VeiVV",
+	"5RqzP9VyLlvzhFy2Zcm0tjN9e3V1Tp4/fRr5+WARDu3CK1oacvqS6MT7rajtTyC6VmCWbZSdheGok9AS",
+	"5zqc+l/s/CzNVFIAA/aGAWcFtg25kR+7ZTgoDmo5n7PqWLap0JHiYMm0TjqV/oIeraZhwspTXBDbMDja",
+	"NhoxoINn2uDdoImRLyP9T8ma9YOOin6IX0FueqaB7+13Vvm7cZt/cXV5Hp2oIJJqhoI22iE3NdWOl/yr",
+	"X+4wi25NuvWSt//OSmOnetpwUMRTRtBI8ba6rRVcWXViF0AwK9QtZO1kCXwH/OcFSqMzMEMACTt5au0M",
+	"ugPiqGu5YtW7JuGWPKutkkBoVSlLYAozJw7P3r26OIq6dQYNkL9nSi5PCFs2Zo2iMRXr0ADXxHUHCrhx",
+	"vtDN7ccfqFJ0bf92+vtp6vjai6MbSqztH36+OoPTMMUuHTr5KWGmPOtYLPIE10PotyCxpg3ac4UmzVIK",
+	"banSE5B0bAY1iLC9yVNQ8TnT5lyxGf+SZlxo13z2nCzYF1qxki9pbanfcgumtLeOXL49PX7+4wuCDQan",
+	"QLZj9qXhiunselPjPEPdwrtPcNFPiGjrOphgItndvpTdEvsRymN4IW+Mq6bafNaTCcG+jlRpJInuQgam",
+	"ZrxmUuO13+IBsx/vP1y0Km3IKHTJtm+BkOYnEFkyMwUz+HATMPqLV8lZhYfwKZCwczvvNzu5EkzlLHT2",
+	"d7JaSCJXQm+ZameoSLCg887I0UguTMzuSqoUZ3o3XtK0qpE6dz/11hIZmlTBZAtsLTkHxe4ZDcrEsGEG",
+	"h50KwkSp1mD+L2UD4s0da0xBtETGgvYd21QkhpRUEL2QqzhECi1SmyEdMBJ5N/mIuLdzBGMPrXtlf0JR",
+	"0kzk3ji5cHTdh1vOqHtr//HptN/8rGdGjA9sQSoGHiA8Sty4k8XtncdFJVfOJHUvu9gOL1thyt6BZ7Jo",
+	"bYYVPoBTf71m5hqaS4pXZrrRPn/i4Mmke2XzLkncdzf6vrxuqLk+vT2rbjpqpqRhSjsKVqyUc8G1D80Y",
+	"l6E6fwEw0e7Y9vlOfyqDG7PPWYpY0on5a3zd9Q6yp4xY/ojFhPisxVTeu6fGRL73PB1N50Ku5KyTD/Sm",
+	"4NZsDd3iGhpKRGxtKLhDpbboQqT2ibma0L79Jk18OOEQOBziuDyLH1MvgzSd4PxGGlqPrhh2DLS7pMZd",
+	"rTMI29UFkZbb0LqGEenhNF/8/iAZChZTtQuKi6LPcExuNZK00lbcnC1YeZeKGrQqrR25VYWofZOU9tVN",
+	"YslqZa+/NDUVeNH4gAdoNi2VbJVoQv8JiSbtUf0onR0RPiWKzSy3MfKEUEzBtqzGuQSOV7xyL6YVR6uv",
+	"pjL8/B3c9YNvpu9QbS8WbhKawKV7gsL9jPK6VSyctjB5z+y5mMmD4mBFlbADLA4YGP//uo39eaaHs4kG",
+	"tEWXtCSQTyhmBLTv6hgURM3KFqaChIMOkqTxQE50wtqrTcwj9dkrgnYHqZBivZSthrtRr7VhSwKNp3cS",
+	"HnnT0yA7kmPEYDlQy+xFVfXu2oYfw6G2fBsVsWOniNn7wI/ILjCMJ3njwvJMDBUKa7ipXYIqfYqK8FZN",
+	"O7QHSkq8jN3C2Vstrb3dM2HSKzewwcSXuCeHJyg2RC7z8GTDo5jsPstq3rZLKo4VoxXYuVmK82TXT5bg",
+	"1h2XInFVwgR3tQDI1pQyxeA6Rtv1ckJwDciSUaFR1vGaSuBkoEGgvONp0hnw7KCQe1ixBVpKy3tjlrBo",
+	"zlYepreyNf1dpV6bqXpGGcsLGQr4BHtIy4mKppO8r5yDcECoBWF/a+1plCAU3/zzMbx4/K66IT5KgqAt",
+	"fyeaHhrY3ImMSb3bvZh1FIF9DU9gN7kebU012nWMdrsQl2S0uiCYiNdl9v03Ee/c/Hvy3eZiTJP2ovtu",
+	"H4HPD+VXJvF5rI5zqnXObQHnH8W+DhPEyguk4olbHN3/mShhbUlINtqFkbRLeOqWxQUOHGrGYku4/g50",
+	"dHDnHE2lCdt2ahSnCGPjm0ZLyZwLtAVQfYcmPDfLYPyY0CUcjeTEfV/uDZQye5lWHWjK5M5k0yTn1xq5",
+	"pIaX3RTdu5NaHtCUn1PXYbe0hd/pFGX9RMu7uZKtqK6ovsswLaa4rHgJLmV8mRiqEypF79u8MY3qOzAA",
+	"Jy8YiD+5p/UlemsTMpZ7gdwys2JMYE4pF96/O3FnLKm+atGe9iHRjX/m7zM0P7XgjF7yuuaZ7pIsALsL",
+	"YT4Dfcv+POymdzdzg04+VmUELPvVRStSklAv6D9MImU/QwcmPl/j9b+nTR6u80+iXo9rXUAILiMYAltR",
+	"F5OQFNrqCEJrUx9Lq52WiENK5qbVsRVnshVmlP/b4QDeFya6KVk6R6oym2czs9mqFaDcbZ99LWVjhS73",
+	"xUZqdCI/L6EUxp30lr8byubBiqlm4zjEBBst3HYWkpZ9fupzDk0Um3OrvTPAkLCXlp9xn6PkLARDRWtz",
+	"yWJjc17uCKMY8DY9WeAYcNANmWO4Yz4qO3vZ/ySl0UbR5rRachFFDtOq4nbwtD6P1sglcg61E3RlGekc",
+	"k06IUdpyEiu3Uds4t/0YqRKcnOumpuuPeeOOXsiV8FnaTpPue3nBVPME8yTHAuy7kIKEr8eHSXhFKx72",
+	"CfINSjSt7X29oHphX0RHBbrGB/0///EFhO5040kMx0cAbA7nvZxzAQzmBFmClwtIzQzkDitS8Tk3YNHo",
+	"EuTQK4/v6AJfsf+X9r+tqJjSpVRMF1Ze13wu0CSyWDcLZ+gd5NVEU/jBrp9t2A7wf//r6fG/0OOfnx7/",
+	"41+7fz65/qfjv/7H8+LFD7/8w1ZVKsw+2pdROr001LR6nNkh6fV2j2jD6xpBKiS5ZXG6QJ8Yb31PF2GY",
+	"m9pn6+JuhRx0A9Gh2t5ozg3BSGgwcqlxbf8QdiyWKd8CMCToh3oCI94cYmrJzqgoETzjTC6XVFT7nW5s",
+	"xqNkltjU5rIpRnVKELuA37vw5y5KHtqtg38qorkfEwfll+QMG3rLa27WZ9SwuVTrtExZuqeOe6vquKHK",
+	"rEnpv3dO3IHhMQ7PHLHmUoBJcXYOPHtWZYssE4NoeZ0WMsrsHPzsHPRRbF+p+T0DZBZLQoVXII71WpSo",
+	"TblUx7T4O02EjpZvxjLWUj/N89186QIjNY0krWa9znZxqg+OR1jIoaySGmQR7XP6FDWmXNCzBa1rlowF",
+	"PiWCrSwt2ffsDuCLmwTlXtkiYRhJNBMVgGmEL24iqFd7K+waNfOXkOPlh+c07lsGdhuXFDjdVMmXdJ7G",
+	"bLlg9kzfI0JLB5rmeoXvtlvYuqWKuopnmNwqCBH0l/iDZRnNjOV6bBXCJxNbij7686xI4Z34zUC0sPfe",
+	"CZENDossmGIFuWUlteeAisGtophmBi1sLnDLfv+d7poNIU72RDmL71AS2fSIsVV+5JAtE03+68g/Q4E1",
+	"GlFui5PwdqfknldMegb4hNwEiJ4bF6fhonVi3J+X5OZ3v/vdP91Y8UpU2t7pmGq7hhxYnBSm2d4sqEak",
+	"oi4YT98QTdfwmb8O4MN0BGyMWLwnznHRAyLeA3+418Aoo4hRkVGT94HIOzo1og4vMjLCXxbrHtQoglxz",
+	"08dm7mcTBgMDCxbAza7rWq5+opqXp61ZfLpn6rymXFwY3Yzf6T0UsSUNaOF4QS2Zot9pAg2Tfoh7xOnA",
+	"dtvY/siNMrp5+f33Nx7QwjJ47bBt3AEObikjCRVrq6Q6E4VgZiXVHWmoWTwhn2Yzcrv2aekv8VC+wrhK",
+	"rt1AWYV55W6waEjF2xs/wLFHqeOW5fRnAuuallRoClTm1GFUew7ngBMOAWLpe9o033soBU1awf/WsqDP",
+	"oW89s4cjENX4O0jizOd8d518EjUXLDMD1+o9U+tzy3NHXPY0GE+V+4KA1wB8a4e3a/wnOCqNbI5IKwyv",
+	"3c59Mai5oSxm1Do/nAza9alHtj7pHRGnD1JNtJQQnI182AGy2933AML231z7wXsR3GXsOKQN5wrMSaZ7",
+	"AKSSw8+f3706AueQJWtaKqn7AClpSXIk1vrMxYw6gMdvEl4d473ecVG95NXuovQbxQKSqXJqoFS6Z8Gw",
+	"l7fO+EGrAdb4zjjgxQbq9sYYJ4F6dzAftrWN8bs0GYcVkZhGFrR7Eix37LNFzgrpEnjTZ2IRcpDbr7jG",
+	"4xF8LiUVdg63LLa/bh6G+Q6g2d854OmhfR2N3yK9SossUnN8Rbm8Hy/UIFizfeAcV3oh27oKSW7puSwy",
+	"AMx9/RauEDvkhopjw2tz/LOUy2yLG1JSvn0/iQiJsZO7yGGIVj7xobYOXOEo3TnfgoHcD8IKsoaDQQa2",
+	"2DbuAmlqaixjybBEK3o4s0qaLW5SAkgrrnVnRgkhZhHIi7Ob+lvD3imZMJddwFCoIfYS0fGYPFXiheUS",
+	"xxHcfYfgu1dovM07QsQ4/uyfGGuIw5rtsEhgsRBxltSM3gN4WECCAL8jGF2sCNXWdcZtMxbx5228HpU3",
+	"vpn6K+NfSQf8RfCvO6G0WsXHoLVnCnwqvGs/Mrq5UlToRioz9ePeN78UEXzppgevg1d1guHan8f4mC7B",
+	"KR70J1ScKKilKAVaqSMItytQb2/sg//xu9/9bvC+5eb+zVCRxu9PwBZBadkswCXfBxb5v20ztuF/a58+",
+	"ff7CNwZdQQbdzff5N/AXdyT+xzMoEfTPH9y1o4/iO2dwRaZvHJ2Bdr3sQ7hmvnuX0cRjwFWIP3CW/ICI",
+	"TrwREMMb8fWaa8PFHDJJkp22TTWaGhF7clH/s8pHSFKValcpzHW4RQrb7Har/HWfhob9cwQC29dMTsjN",
+	"9bVTowBX9vr6JmSysgkpAjEgZdI1GiM5R3jByStyeLCLAE3r8DcDum8HNzcEmQrevqhKyWaxlajYRVct",
+	"JC5+06vVE1V0GEJ3h+IKGxUAxvTuIlH8aVDvpl9sadN+MDRiJNU5z17zyRMd7cdkOWJ1Ot004gzt2/3y",
+	"Vyh9OS3X1cY67qZPGilrOK4boucJcSFJsXQaR3G6rg4KF7uUjN2cUhMrWPk7xbmSXMzB0mAVaHIoJOad",
+	"24uWVUcFufTxfofUCSqg01t2tKLro8Kp3uQQ71SrlirF77mYHxXkwiEgILweHHFqjGWyLtTrpNOdrXBW",
+	"LljVYr/nTufmISoMrBw+AK2vmh8V5I0LHeu/v+J1TdxyWxrhTp70S+vmfVAc+HkeAHwy/uaHf1AcBEp7",
+	"Mwx52tiC8WJRnaclCIuQZOQizyADENcZ07qMWoN1+gLDLTB6zv6iyWUX1uXncxGCMtzDsYFCNZuUeRVT",
+	"2OWsd/kNjOH4ZGvUS78CG+tq80wIpPoVWQe4eSSjwGQzwCTV09VpckWabtdgR4Ux97TAB4v1e4gOvw5Z",
+	"YXCNR/dh8hbvUfUj3iZw0rYHb/fKb/13ysLDCfemMDlMqsfM9gnMdp1DSLbXMzEq+xsFYXuJbWmlwXeG",
+	"LXNYJPACBvN5nJEIgMQHvk7DY0F6LgjSb0H0HW/IYUBahHJA4BYghw648YRoZm9RK5f1LlFsKpwFK7je",
+	"8WYkAW2Llblns1lQCBVfYUTPfZo/3aX45B87IBapyIZrom+zSTfLRWKAw4WPlwKedYwkOXeV94z14z3Q",
+	"fzTjrK60Z6t2KYAWAvDmdq7nSrjcAd8LgDFuGFsJcj/f+qlw5IrJi8YqOzOmSCXLdumi976S29R3MbGF",
+	"Kze0V/4zMPSwe85WPURjDEkeKAE1dXiMIGwCFKSXoHuI0icEVimgP8OzaCm2BIGFKU3YrTzyVAOjBegh",
+	"tzeHbqJHHV0Zj2sNUFAzrpYpkCd8Zdzq6geNeRX4RcbnhHdrghdAeZKAsSOddXMF5u5bNjUXJJeQ8s5B",
+	"18I9c4IAOnbGnTXM75fb1In9hXtr86pnwgr09uJENgIaoWN13t8S0cUuN2B0f6SgSGKSTm8Z17hVxL2b",
+	"xfzgOnmlXBpEvcPnqAhbkrONQgVsahzGlVOBHBU2SlZtOTkG3l4uTZ5aIrDgSZvlBLhsc/h4X+IbSgdu",
+	"F4pwhDrq74bSzTHQrieFaP1HeMFkUfO/k5C5WZ1tDzFzLwkz9JyQMfW3FTLzFezeOtAf7wyzkl65cHcV",
+	"2jRPMLrlxrmXorCrgtxIcc9nkHora4+56kStUEYBLZQFuZnfgnX9xgoxUIage4rBNJfvzmO5SqE5Efo4",
+	"KA7c52PGjXPz81kU8psw4F39Sy8o2EGoBasMjiZr+cgZ78fkyZksU+HsZ1R48Q7eyDg8FR//Fjiq4pnP",
+	"GyrSXzc0A+4E4J5GjxG2eyXevTvGGj05R3OmmF6kDQshOs01jBlmDEE47YPlrjYGw1OSkV0D+yS9CD/L",
+	"VMFX+03OLz7iObB74IbhWvY04ba3W/T+4owdaPOz8037ah8Ji54IUb8EyD4X2O/fyu6HA8MKre1qecuf",
+	"HTcdl/QD44OuwGVuZDp8CN/LHETXiO6L2BMcPL7ZIl6PSVuwp64Ub8oJWcp7BnJzKYXhomXa+6bR9usn",
+	"FqEZyzahUGVX5xVXrES4WEuEBXKdAphHHIbgmS9otJVcYQrgDACo+HyB1q9j90vbHPsf7av+Z/i3f2B7",
+	"O+bC/0u2xh+AY8GoCn/M4N92OMeyAUAV+HdZIyiXHV+S9euGefKPqusNhNSGYWpgw1RpV7kX5fSdAx5N",
+	"MrBQle/Ztqp89pDDrvj8X1+O8OnTjQF98NvtgvTBiMvqWVxCeml1kbHc4P74Xjx92h/h06dbRQpPLeN0",
+	"fomh6Znr1AWu96/SR71BnYLGqp/Wp3HUfJrn9eLqw6dw2gAlaBh3BvJ9iK53NQp45mbAby7gpe2RVa6H",
+	"cH+dX/1LutlsENsHKiA8Giown8QsAwOpPALMaoGxe7MdL6eN+cQ+4+y6TyOX/fgikBQWnAY1GccQksiG",
+	"3G4qZZw5Jf9xyGDbfnWTmLAfvrGRVe0K2jGqykWXFpenv4apY29jCEliRMP3Li0FfM6AOlpxSPhgycyG",
+	"7VlycftLKhCGAjriGNVF6zpnBrJ9j7ceIqJHxp6zWuTTEYQ0RYhGWzsH/QRkoLAa0dCn2FUvfCxYIvo7",
+	"+LZ9zHbMSk+Caxud6C7o4DnRpJLtLUTVtQ0xkvxIllwUaMf6//7f50//T/Lv3DiPxmBPXVMJn+WgLy4I",
+	"tSp5BGLg9yOgqLpgACea+DkAUHbNqJpslNkJ1KK/KFkYC/hwVNNIBChskXC3wzKzLwb2e7RjCIDwHXNN",
+	"qpZ5IA0XNOr8xa7gj4+T2HdcQ0r2NDBGtMNYxGH+OuTM+BdihHtMaKCtkQTLzn9+de6qGda1BiKxJHt1",
+	"dk4ASQJCQPvQeq2RdldLK4i2VTOm93e1518Lk0sSRivsQOFX+CWp5TyDTJjaQUlK6pDXYl80OUSgsZdP",
+	"njwJhUeCaQUlvHQSzAQdyRE/zGJMMXpXZUMTvRIR2oHIHcR043bv1pkQe6PW03JDsFXIDLn/vyBBnlea",
+	"aEsct2vQWo7yiII7oQl6gdEZUguXSXYNmWRPnDW4CFpvSE+3d7/jGXjY00YblbIAnCt2z2XrCmHgeDBz",
+	"DfvTow7FKXG8gY7/ZD/aAeuQlqVsO8UG1nNnmMO/hOyF/eANTSKl4SNb7bZcu0ICupid7jxmKXlD7kKy",
+	"LnoSsfObIkF26+9w/vpYfmOcs7+TWYRR6jnQcS3neHxeotA7J4eBtp2PoCCubkrhvCgQBNf5UAufR+ni",
+	"LTF6LsqwLPqxdIW/rI/CQSGH/QQGDQlemOjnE0/wT1gh+xhiAI9dIsIhxtJb3bYfLgBT6gWHxvDXwfgS",
+	"wmDjVqex/u3+j+FSJ1Eh/su6QtyMH+QJGV60+zhG/Dj+/n6RS0EbvZApOfg0khG0ew2cFN5H+mjWjUqu",
+	"RC1pNRlroaYGcoGXlqodXtCLp8doJCK+OWJ4ecdMX5aMUFkzuWlZzTZkdPk1w0SuWChNJIsxMAJuXl7w",
+	"e2pCU53t22D93IOA6heGPVkXsWPaojjE+0A1MfSOiS0LPu0idR7jRyIJ29Se5KD5z+yntUm50uxZe8AO",
+	"IqN3UddTEvm+0xup30TITLzCildmkWjW/rz3oEfsaJ3RbBMXrzfTMW5kb5NcKE/szYFr5ySZDO+hD0sP",
+	"cYCV5POx3Dt4wCPXwtgXqGs430hu0aI7f3RFZDNtQdB38dAZig5KK5tV2OlQIHVici43DvwSfTYV1429",
+	"3JAtTi8PM3lZQ9ibjn8dz1PFFIKecLddRh62P1yjSITbCH7c2E4fdBel7+7kMOsYAUqTHlIVbFQbwYYn",
+	"VtwDDuuk4mDcNYrep1wUW9FEnEMnOTwE3EhhgsQV6XaE2khA9W3Fzxgb5GkE5Zy3T2/AVWxtsrG0P9bg",
+	"eOjvAFgCc0ed15l9QUXnBApZERnCGOEGmynGJmFCTkvUGDb19PnvsygHI0gLrxyiQSgSCYHDDlB0wlBz",
+	"IAqvYviEye31RLqRuNbXDk5kbB/zCSoh8HoKzfYREEbG9JbqY0Q+GBtVDuXAfj3uitkVzwBsK198RD4U",
+	"qE7kTh8GgClXkxBV9f0wDS4RvGBsDjsgBUyimGkJQ9ub2QUXgJuFbD0iQC6c6QGp+N8sq75wqfOA7xcn",
+	"z8cUsmIBBWMIqfb093/YP+l828GbkEQ9YWsztYS6bOheSvMEieBVFL2/g0gQqdakpIbWct4yAtHM90xp",
+	"LgWrElkIpNss1GL9holqA6nEHmAuyrqtUlCyPsYza7XXuxpYhjLSL7AZ77CF50+jmI5gcPH8ZVv8ln9v",
+	"V6uuf2tDSKlXdK2hNt+TEFlMtWbm2K/5zRSaxFSsvOOjS4zbZyFDili3jD+mVnGnCHdcSlffklaEmolh",
+	"7I4sE8zV5024N07QRuesqrYT3aWb6InWxsE5de93owhrX3SUPOG0hhTinaR3TH1Iy+o71n7YUV6bnlU7",
+	"hVwf5XLckqKa3AQE0YPL/K3UJmPlRbXfMnJNDgHRmc7BUB+kbGyH3K5BL2q1S8e3r9ZcYwr6UgpupIK0",
+	"Q49prcmc3zMX2GQoT+URRJKIztl2YPBktZA6YFlxQC3kYqrxSLoM/s04AaFkbYXYRdQJLAC40HntiG1K",
+	"HxOGjy1jsBDiLLqM9wWjytwyauJIzSneAYf6kOvVITkymKaLF60Qi0dIN5xhsY2xUGyTxj+/wAe4ihMb",
+	"y9j9P0T0eCfkCiDRIzosiBsFkQIwoLq7dlf+5s3+0kM5yAD00AQ0DT/nIkWro+duectUBn7cHaklvLN5",
+	"KhaM1miOHL244o7e4idWQTGmyVb1O+2X88MBfKfJ26urc3J6/i4dFwMVPbYBpIK7hjs8MQdyPFpCZWJt",
+	"DRYt02aaLJ2ZrZP1VbOj2i5G0dmMl2kbNqtnu0xWYLlQagLWaqaGZzubqaSzMNH2vTRohfUO0T9Lw9RB",
+	"cfBRinv45/aSnaHWR7RIffqIBhW22S1A4alwK42/DdQ6dNrY310ATY/iAaWUgTnG5fyk1zCZT/pOVCxR",
+	"JPo91YbUck64fR7yU50A1pHQpGJJ4K1MJgR1bsnIKTwgilu24C5qpjsAE4s0nUlhaGlSJaE+RKHdUXgd",
+	"4lzgZx0o/E4T3qUWL8oAGch/Wi6210fwNDB+WDJVPTqi6s/SHxN5B1HKc0UrzJYUKTT/SMHNCdg/cUHV",
+	"2ovX/Q57+CytCPPebh/vlihMsegTdo/8hjQRi+Jj1SD9+QxSWR6HHuzi6OVnEFMqnIDgol1B1S3s5Lki",
+	"C66NK8UwOJtuM5PQLFIYJevEGT9xXZbxG1gwA0iNLpkfX6aELUxzIgwxvpzG0WHCCq1bcswc5rfV4prW",
+	"ECPnQNTTNWO3fAmqxgcQu2EXoQDwDiiJAb/dtuUdc6dbQzzbdP32o6xYRwiup1QghhvdT9BX1lEeXKLU",
+	"U4MfXVcD74Q8DdVw/Etd3UQHPjtBRHTfvk4FRL0WwQ8QuuCikqu4rNyk/ncK1XXNge91S7W7bzksSzR6",
+	"+yH39LUn8WwvtBIOZP9MFTGD8KMdLGZvuzPU2B2hEa6XKwh1FqQ/5Lx9yWQgkkQV3R5LComanHAnPxpv",
+	"K+Vyyc3YePENw6po5JHqtdu4UeLJusO7cMy+jjCAPHO/WmkKRpIHPA6mjUmqUvgAPrd3ebL0eSys7mBJ",
+	"7Gl+v+xiM/QHVfdth3vQjWFqmW8/0oCYWu4TPRcf8bDXrtsNUSamvWj63donjzFW8/OnuV0uabIGVn+X",
+	"FhxxUlBrGVQGHInEw/fXH3LE0An8riMnwsA2OWEu6ng9NV7sWx6TrVMrNyl+kjloBxO434GdjeAD+vOz",
+	"KYY71yPHcfwTR2CyFSZ5T9jfg8RPuQC8CigpMJ2uaMOv5B0To+t+ev4Oy8RNreObdyB1jfbqHunJKmBn",
+	"3Bo/BINyHRPazggnXaPwwsTGWr1lhPDCPpSFLRfRzkXrPVghP6kR8nL1vJOhwo56XO1tK3vERKUZhIg9",
+	"IVdQdgkqACPOK4A9OIpxYUkYwccFeWtM88n+u5TyDipAiMpVSeDuGrmV1TqN56D16wm14txYsLChOwl+",
+	"DtgrcQXZTsJgu0IGYgcICK1msAcJ1zOtWxaSpW7++fjyvjw+02p2DB/cWD5cucBxUC4hmAtSW+dczEMW",
+	"SFTciFWQbLQxmRNyixV5pXeuue0SVQcgZT/1KBxpLbUZq4D4ejZjCOzcbNRCjCrD7VL8sDhwAx3Z0tNb",
+	"LevWMMI6Ncp9deIwBbgJvVu5EFM7Nwrdj26ja3GaDOtX95DWrk5q51u396GjN9pWHEVsKGMkyI3dye+X",
+	"7CadKWbHv01w+6xTRe3D4F0j/Z2MibTYOEOJPRhjFTkZ55O/NLHcsexfPgu5ZCErYxBogBf6Vok1KWo9",
+	"rvbhL9kp48CXtxlkAE0YSAYHDCJF+GLXcIUVVSKNVuGFZv/GSK0mjIzHABDBHlKqNKtB+y0NaxoNPUlb",
+	"kAx26i6zxyrkTUUntGQiYln1LhmeAdWMCXVOGUBQAaZy9u7VBRHSOKzuBXMXzJKuyS1z3hsllycItui+",
+	"j4p8Awqt3YveusdlJlNScQjviLz2cYxMjnUC9VHjgFe74Yabjxt37bpfhvXIp5GlyNc+d8cu7MEwdmDL",
+	"zIU0P8GlnJkbWECGs+OaOHxfRMOkBrMG9ppbs1tN4G4ULn7+hFjNiyxbDZj9NL473cUBaC5gSt6JKLhw",
+	"RPEsAY7ZqkbqMbT+sFTe4zihjDXoKoxGiBlj0dMQAwkOfVcIi5SyWfcoAquMuxFh21Gd8ZIKuEwAw9Xe",
+	"5icuMBqQZ0GWhICNUD/yjjVTwGd9TF+0s3mmFKNx74uGBSWW44ivX0tM0Emy0H5cZz8qrh/lhKYr+Y8X",
+	"33/2aPFGo43uE30Ub/Qj7PHXrKD7kDSO98xsFoh1jiLqqqqOl4BFDOhQ7wq1OrgYAQ3l6ITI2azIlXXd",
+	"I0nk702guySgPKyg664pKaGoSldEdbN8auF0cUiJ75VOzUGA7V4H9JHySnqVOgsPuPP86THsHEkW+Dz0",
+	"Jx1G5DBUjx6YiDKo5pkfSlTb8yEjmZrC8vVqfto7+gsWW3ORrEai1zguNSkeNfllWzXQ7ckwY6dkSglQ",
+	"KA0F22W52w4JLJM7fliRzp1KZEpINiEYWw2hPNoc15ICKozPno1KZFqZGPnHQCh+hPwZcvjs+NnzP9j5",
+	"K1oi8xYyBE50Px/tpRBs5N1slUEn1Of8T5eTcxHzG9sZOXSXNHE/6Jfff390grxa3PMYFBTIxv7fK6iH",
+	"C2Oagtj/aiidQP3N9fniXVxE0nG2JyTKKMNy9+Sw1Uy99LLBP+HVAxa5XjXNUCNT54tk6rZcQIoR1sZ8",
+	"8mRQ+PLJk5uoMGbi8bAs5hGYOzpFpDM3+6K8j5apdIKhQB2VEywW8WSzYIvXCVuB+D5iaKHaTVaZkP+U",
+	"LBu5Gwd4hPwoELc/yoqdzpkwr0O898PsPoh8KQWq8sMw8k2Z3Jg8wsZ7PmMmqgMGd3wcM+TWkPzj06fk",
+	"8BmAE7aG6aNxGNs/vPh9D8b2RRrFdmTFHgjLbJUUEWX6ZzGWr2AIm95Ghw+wblzYF6yP1Jhd0fkmXOoD",
+	"dhVD0vdK30JI/xMohWx/hW+eNEqWTOsnGPdyNEXo4BVbNtIwUa6TYg7W1hNzNCJ0cadwUO+sDCS6v2HM",
+	"yBV0VNLaQyNEdZwpLKczoW69N5f0y2kWmfIVq/k9A+nH+aA4ZldoIlvTkdsP22Cct6E4N3RtpYI84aRk",
+	"tXfCCoPhKDhUb25ArmnspdIwUWm/jLbX6D7tyDgHWYqVUUmAsQsb5BfdeU86l4pRlNeTDFYuRSV70l8x",
+	"WqF4NJieX/IXT5/udqiT676i3GzF8zEyVLzvTd9IcH05ykBtmot5N8an29Czo+FNBs4GFjDOvy2bLNdl",
+	"zT55m92+jKn2LUXmPyOJasGRRKPMr02WlUvO+ND7JmYiP6SwA32/OZupJJWMo7eRXx1rFxAY/pRN95di",
+	"g8eKwfErDoD3Rc9LO58ZeHiPFRNstVOlteEJmnZYdrGjhQSNbp3GkYGBSD5rph7NmxOcywPLKaoeH/M+",
+	"CHRI9qNheh6xHdQfL2Smam9xcP8GSTdyiZ+4mmpE0xrQqKmGuGSOqXvJXPkfX/R3KGmOlzV7l2IpneMz",
+	"iNn2Xd25ycHf4IPa+z6JNZkrKkyQT+1Fj5p0XbPH9lTEyRNOk0Nz6bCYabfCXUhsHHIQsHXDx85gkjxJ",
+	"9qu0Kvtezrnworw9nTpjTYRrSVp1f8W1zwVImSt1bK/UBejefC50ZLrU4+L+D5bwbMN2gP/7X0+P/4Ue",
+	"//z0+B//2v3zyfU/Hf/1P54XL3745R+2pnaE2UcE3VFT/jxX3kWbihQSbFWvQ207q4VKA/8MTtiQhoAr",
+	"aiWIe1q3LB+Rtk1zDuOBJM3kwK6sDNfWtRsCdDgwFN/o+/K6oeb65sQfyY5lBAM2nGHA/cXIV24GGG0x",
+	"WOwdmxhKEjyj4zvmW/TT7EK/0tuF4QCfdSoX8sqdZaj23sWtgJRlNB4oiOcCRuE2xuEpgw/bCihdOCB6",
+	"8Bb03grP+A0UAE8oF6GzicEaG4MssChUYK4daXUQ6oOItSeZitmuxXEI2/Qoeuym4cd+S1zPx67ndKHY",
+	"fLjYG9BgB8PHGSPVwo2h84FkQJyUoJAB/lZsqqQiOAF4h5PY38avEg+GVwbgiDMxk6rEBAO8dVx4227x",
+	"YnCNJSSg9O02jHqB+PTNKLUxFmNbTg1k72CtAe0V/WMxjNzC+abO+Ctq6AUz9kspzmpGRduc54piXpay",
+	"Yai1VtRYGnEfgudOtA1RsoVEOgdWBGjMoDSLdSgVOglC/tT+3MmiASt+owZndCioYXOZzmJ1MyMaZtAw",
+	"hRNwn6yn72NYKvdlalOnxXK5qTwslmuqLD9YvxMfaxSiiLY4wPupTQ7o23XeW/mpNHbRPjxCCxU7NkqL",
+	"DyU41YqgIuuAzAAMaZKoP0qU4RloKHbYJ4TWNek+2h71tZ3X/d3UvRHNLksSaSxT/N1ynm+w3zszl1eI",
+	"OR+S4y17eThncWuR2NEZFzxXHzLKEoX1+NoMJbdek1NlfD035i4LOTk1xPmrT7elpe6xDhsgr76n3uIn",
+	"OGGU8TWBKd5SzS5h/0/tqUtRVvgrgDLLErRXu4iVa2OT6NFSlGjQfeEM5f2KITf6bzU37Ca5obDwKllR",
+	"qzudndn+O03+1vLyjoTvSLlg5V1BbuSdcxdFCWSbljRYqJSdE9aLuOehTmG0EpOOGzbzKWzHRuyjA8vP",
+	"YHuHdYTKCZr/DJ6d27WZnNaDA/lzDo3BTdOjMQy5dDzfKVjiE2Yy4/U+M9moGTJHQKH+/GL6GS5uPLxu",
+	"45NnBhgthki94TXT+4oQnonxGu/eBVXVMZYOcaG2vLJivvMjwbqjg4IJUydSimxLSRvas+NnT5+SCgJj",
+	"SoOLzIeWry2uqS5y25fYzFnChnh2PG+LecX13QdmFC8zNfmXshXGLRLBsk2piNN7Xib4zE+1LO+iYtGJ",
+	"+kEsR5HwcwAunnCUZjrtaXzTjXzoT4ptsSkonw9QKwjU0IxtxtB6DPd/R27QalaNLgcXVuHcobVzLOSa",
+	"gct17RXkqaXP/rUoW4Rrce1itZVEURGzCPUxD8Im9JYmnle85f0RJqnT4R6CkwAuR0vyeVRIdPag7Krw",
+	"OsKYFUZYjYVkO8OOUbRMuIDuRo04rpke9E7kxQgRKQe4TEybn2S1hr90I4XueKLjT+ukZcde7zkHEsO0",
+	"wjAjrgf39x9fX5HvacO/v3/+PdL991zMJMa5YOfkEn5/J2byibtcbjJJ1NMhkholb2u2TJ8vfJaqFQYP",
+	"yAxNBlKFTCK/vvZvq4JwrbmYX7vkp+iXuMGt6GBhZUMJKz+0cWih13CjQXnU+WnT1OtTMOSmLaIqiEIr",
+	"xY2v3eMiGXqg/CEkVPSKJkgyk3UtV12cWQdRCeGHEG/oZNAYUBGcvoe8K7lwE7lgMVVQCvZpdvDyX8cl",
+	"o435BkVkO3LKsOb6L39NLeB+t7avmgsebsWN5WFOH0+tb0Im/tKw0rDqckGf//giJcbOWs26hYeLT0hS",
+	"SzFnChYfDPmYKjIlpuQbqt7FgY6KUE8Py4hXFRN8C8SH/p+Xnz6SJVNzCKcrF13Wqq9mDSckGaOxEajg",
+	"C33/WEyMWoiI3h4JoPeN2IUuxiNzhg5vEkR5cxTH33Cj3aE9IU9d09onez1qRETYn1GXd+70jShd2zhN",
+	"FtJnHLVOsJUTV0H6aGpaYlpA1E8oMJOrA31Ly7u2sYJYKhCsS+RqfOFI22O2AOicZVCw56wKhDlZBYyX",
+	"GhtJKYLl7uVuqhC5Pc8Iv7xm6VCDs17dluxiZC/nXj3Q5KfTAl0SrAzdQVsqPyBZKAZ1NwMXzRWf1ljQ",
+	"yZ+RXMvUrSURjAHKd9cPhp/ba4DeMcLAl5TpDWCPf6Ll3fgUepTosFtcBYtbBkU0+zPF8vL+wMhcdo7O",
+	"XDouwckdA3flrLZb5EMoTRmVGgp0FXCJDnpHMAwj2s/eymxuSlzg0x/BbXzLHaY0EnD/tKY0aVanCvTi",
+	"+xDanaZrtgKkjISgWVMhWOXcn1TD1ZY2OtVVpg2fGb+9jclUHbNR2CxNuHEhPgbuJah/Da1NyEfFdYvm",
+	"EC3J5qi2bWFcbyJVKHPzlvHG+S7IDhHmOqa8aTGZygN9UGiWOy2poHNWvbFroLPEoyGkIMQXRzLGIQff",
+	"qVkXIcNEs1IxU5CFlHfa33tcxfUvjk461oSSKCTpOZ7Qu4fyxNxX4aC3J61KV8Ic3k27ZPfwR70O9hM2",
+	"XyM+jZv97RqovE9Fd2xNDku6ZPUZ1QylUCgO7jjk/zr98B5o4igpeebY7OXb0+PnP76I+ewJBNnZMwe1",
+	"1rH+R6QggIcRVYKwyzxi056TLRkVqwWfAoYbmHZ/43qMO3DoSF7sk/e2s2v5XaY0t72hZtEF2l97nNGJ",
+	"VTGh7Ky9/KxwaVLIF276I7e2c/mTlWzralMcGhQ/+7vIdsjVLx96NxcHFZ8lINQ/Cz6z4qB9GjfzzYXC",
+	"tYtI4wLALAqXnYUGlcfkCw3etVtWNCwnksaC3rOH3aWPIiHC0ozf1868w6GAEsCC5BSubegRnhNEJ79P",
+	"jcO1LMKJ8yNNiWaOEne/8C3TeLhdxp5EqliUfOHkpl+rhebvYzQhhwCNrNhS3jP7XbgS7U1kJNyLzmqS",
+	"uudyloWxTVbsMprrkMGoeIxDQe477fOqxsrZ/B0lkCk3QTd/kIn1DtJCOYX/Tr3qN+/3abt2bulpx6PZ",
+	"39dArCdEOvhjqCijDU14NOeyOaPlgn2gX94oukzdzvg7lh0NhS0gLfqOrWcKsiaky3BzidIuFt6DKR3W",
+	"FDLuMKlOG7JkS6nWR9sy1J4+3Z4ttaj1m0xhtrfvL4lm86WLX13SnltntmzAraaTDppFrS/x02wqVtx8",
+	"FdXgdYmf45N7PmVibgRJ1QKf+FxKZ1quIcC2pmv78/gAfogH8Dw5AFdQJXdmobYO9C9CcvjbT5dXL88/",
+	"XVxN4cq1nL9n96lan3guAA2xZq5Gsd+3it22c4g0mEmHFWefKiVVcieFvICA56st2X3eRu2DWqknZmeP",
+	"luIaE5WvhRTsWiUroOyR7ocN/T8ta9mWE0iJrmU4Y0u6JjNa174sixtmLbW9YuBc6h0P2B+S4zPNuVTm",
+	"A83BrF9cnZNGqi309uLHH3/4MV6LGPsl0R1PBb1Deu1j96czVH5xdfkQ+v5lEr//3FTUsP1EMtR4SBmz",
+	"/5cosFLjipug8GQFDlaRtoHfRF7d+2/kPNtNmsB7+Ten12M4vTZktDHrYyevehAprwQukxm+vwk0vwk0",
+	"vwk0vwk0vwk0X0GgiXl+OE1Rl73Z9lY65mspZtRnD0WCjacIK3sYorOYv4nsBZpxXzpTAKtieJpEhIW9",
+	"xXN1mS57qefdrR+f/a4ea6JYqy/RmkwNRf9VeqPfS9mgt6NfFrUzz4HvK1cXdRKfdE2nC6tSbd76yr/j",
+	"lRdADIK7F6sHs6pXUIzdswdUD/uKZqtBNZt8QMWDmM2jc5Od2cXYNudqWbrLzkXVY6GKmOhbAUV9APlL",
+	"Ng3Yun2SvSX7Vgj8V6moXnSPr2eU1yHYQc5mu1W+dMNyzx9i2wsFLqPjH5ewjA9nsTOjHJ6ecQZ22vA0",
+	"D+vAcbKnnxzWnlMgXgFkPCY850cJ1hfKj04KfXCwvp2o7epZQbbQHgCzEAHFDalkpjrJkpmFTBxcYF74",
+	"cIdEgXNqFlGZCljAsaOBAfHbYsnWDdPgowMuOGtFifXlXZBZXfcD7jJ06mZadLH6XY9hJMVBql5shqDe",
+	"c22y5yemn6gmvnMnjF6XD2amcpVRFruB7Og79kdoW/2Krui0HcP4Cp5FKHYZyu1clw73TjjEqIH3nYqr",
+	"Vmw5Ykg9tgnaNPUag3JMK1zcVcIP30WM60kk2vWi2sEKb5aA6j6cFNwCoTCpOv/yTsccRDNnS4mPYFPT",
+	"QVWS4Xhs8wEc/u8ZaTOVxj06ps51H14IJiKuPC9iu5K/h6ENJJtEOvjVCzFf/87vLvdugwYnydPy2N3u",
+	"D/Q4Axnlv1CgLVGiqM850qzSygUN1EOMna47ssutvHICi8wmxLoHuh/A5Gt3g0kTOZG3vCXZQUJLy/b4",
+	"sTPH5snEyXS0NNtGjjvDNdyPcRZaToU7t4Oe1mpsH45riyebx6X787STMaj8PlJ0k5pywfRZNPYpt5O9",
+	"N3pbZYf9nU6s+J6o5l+JG4+ADwQd1ukr4aLCT/p1sY1/a19ldiqf6u960af9NM1t0nZ6m+PVyJ/uc9T6",
+	"TkGUnZZD151zrzLS8j9B7lxvpo+TPTdoch+n4KfGbPLP/rombotHdcIlStH95jMbcwinKGkkE2z6vu6d",
+	"1dQ1+CtISnKznCzR2pdDFSQ9yTobYZx7K9V5MM2+4hrC/MD0dBGsU5dtWTKGyTVvvGXqii9Z9ak1B8XB",
+	"GRUlS2OKTsnyCVYmP/0p+cu92Y+5VT3lJNM5OikLjbLa2SH2Nn678MLHt4HP+Pw8abB5nYp8n5Rk8jUt",
+	"62XTZgEbzs4/k1azKNneblABSZn4jd+sUio2CcthL5dn1qKP7CmjAbrcBcc4yCGICgXRRjaFD88uHNpk",
+	"QWhrpAe0Psp2+BpcoOn+MN5bKm9HBHdphl89XIpkXwxgTY3KgbptmLrnWoZwAV+L0KFfUTKjvG4Vc7Jh",
+	"wAPe38OxL0dNRcA73kF4Za++UcE1r4mjL1cn0/PsA3tEBIQYTS7Gj26hCW4k/6qram15YCyFh/qlFa/2",
+	"X3FHtTp5QeO2ay5KFo0rqrg1ZcJaZyBiLpiGBDYXbTLgFBNBY/6zO6QmMKtdlLbISfUVtLZfq48M4z50",
+	"rjiRRn5Y/WqsbxmPW8P7prkYwC+c097lFV8sfb4eHbzePd0tVsfceqLHQ919EYMbleuGdto0mlfPRNxT",
+	"FhICHJ6hVEmj+IzFNb0647MTo+zhVlkEhIorlpEaOBaKUUS2pml7AiE8slIgPEkScK8Q4hbfY18GxC91",
+	"FsoiruO2cT/iqgq6HEAqQlE1K4wY0xzP6vvtpB4VweoWqQhb0s0wTxOIb8fF/LUwKkMPrnpYnClnP9JJ",
+	"sJBkadWalzSrC96OYZm5IOPuOhQTr6hKIcfLhY3VVk25xWAxSKfCeLGohurh0x705NFUhDkA0suUBYA4",
+	"agZmhi56OpneqdMYdbozSuWXJMNiZ+OBdHsvtQOOz+iL8HMPUc0b2b/TjpLserhGgrEGN6EIUteC6gFi",
+	"xm53tSPdWzanIuq262o67q1OT3RFEVvnUEgMOXV0tGYGqjy4U4PBv644ZtPe1rCbUAQxDCtmZK5ZYPLu",
+	"8ch1nC0VmNFKJtTw286HsJFBJT6/TsUAEreGy/E2AP25GDx/Xiewqpy5AGxHUfyAX3CXiD3MSWfl3TSa",
+	"ictJT6OQLeriO6N7NbF3snNdLdjA9ZZQL9xKjXjvHHEiM/K22R0deYPLY3L4w1Ay6/aiN/Y8KfyF3S6k",
+	"vHsnbuWXkYsL/PaN9IUCfVWvrCiTur3sctOm6aqSBGuUvCO3slo7FtUo5ms6bZXn7bfp9P23PtIASpxT",
+	"Q2s5R0yLw08CT7LDOUhbPPikMifMLllB2N/sEfe4ePdMmHfBfO3WaIULjU/3sYxcDcu/g5XY7QnPkC9d",
+	"/c+kJ+EqXncrN5WmXhOAXSoZv2cVOYSsasO+ZCxC/sXRY9+7pLq2udkFGh0/ejthp+kwRAVi0g67yPpy",
+	"bMdzbP+qE2Qej3QHBxo0p0DMiVlvHvXBFRHtR7fv0859Or4B2BudB4HDEzC3n2we+SbphPgIps/ghLcv",
+	"RaX+qSHPphqyHHh1wraGDh8iQldKrrAcgP1oqpkjG8vm6gsURLAVFKvlauc4jU0umwjrAQjfsSUELzC6",
+	"tmFI+yCFN4hcEZbTdzsWSWfVc4DV3dQsLPeQM1cUCDgGWH7dRZ/ygGGM/+iS2RbOXGRLxQzl9QhSRKIW",
+	"xxA51yhKltQuHSLk2WNJZrQ0mtBb6Yrlw7iLUL+6q1VFSUkbUy6o5e9a1vcsVGGKqhNRxQKS7sYKZn10",
+	"b9slFd2YWAfyC3hAgHIELtZbexaVzjjyFDNqPR78q1jjKumGcrkOMJnU1Lh0H40utP78NsNPIvXcKFqm",
+	"ZSv7IArpcJ0Nrsqbfz6GF4/fVTfEQza7iljbhWUgphiPxY8mS8VnyRSTD0PaQBqGytHOZBMTNbmyrKzm",
+	"GiBpkPThXbD+1tSAlOF91StuFoBYVnMwPq84hHIQCboYFRUUrNPkxk3jxq5Nw2RTsyfkDILLKGSH1Wvo",
+	"i9DKiZehjNmcCXPtfJWdwRF/dkV0w9+t6AKPoRDdNZQQu1Yd9CBtrcZqnKEhfuIOwrUDNIp+iV/C0u3X",
+	"oYZj99Ncyba5LqWY1bw0Gw+ENNdg24qe2N86j6T/1f1yDQUjPb60fxgZY90v/vaPOnarVXqncPeT5ZxK",
+	"tRALgpZF/41Ws2vF/h3cJRDYDZWf1zDG7ggWB67S/jWitMNjgNvefNQ5VgcPWqEYLReDBrm454bFYxg8",
+	"6XY7Kqwdz5svG6lM3AJMV8AN4Lb1+hYh1P2fEfZe9Cse0uiHv7UMYcKtnHKNMuq1YjOmmChZtfkkwro0",
+	"C1nBOtG6liv40ao48UvubxP+7BYVaUQhuor7e83M9T3XHBdQSFehl0uhoaMupewglNa+NlJe11ThDRlK",
+	"uV1XTCCoZ1PT9S0t765rRjWL17UxP0Ozum3QfOx+6x83sMzie9RwPePhd8Oua77k+GFQ3K6tjj9sIzyE",
+	"9fIVUxWbKaYX4TS32qGMyuV1WcvoL8PLOwYLoNvlxs/d0VamdK3FvzXXEIFwzb4saKtxvM7gdM2+NG53",
+	"9NI0HSfSRio6Z9eztq6DyNoxLGeF657geaJAhLq9Daz6mqpyYWXcg1Ac3BfVdN/cM+rXqb9q7hK7lq0p",
+	"5RJ/CXt1jYRpsJKCk3OvrUYRb7H/3VgCMQNqXbFbLWEB22auaEy6fy0OnF364GWSqjau89dWRXwt7lkt",
+	"m0zYyG1P8PKciBz60EFyWpB/w4YIcy3928HRCXHbrjQxsobqcoSBgARIpoA5XVFDEzVHqKE7404Kc6wb",
+	"Vtqz5zoouqgw0DqtcMUNrbnuJUf5eXynUWHG6mPG7mZSwnI6d8LnBV/zCrQOe7fTUklt9VysGgY16vEn",
+	"K3vpEyf5Be5J7ti6J2i3LU/uGgxhpJS1txjY16y6yMsF0ayGekogk0FBfjkL6z/ZjnUWBfFamc0XrLjH",
+	"8nV8zgVWObQiJe0bEXhGGZYlgMhVp+azKRNdKuYqvfPB1LDkVwHiq/sdE1SNsXf7Drbh8VJN51RBIvp9",
+	"PyLbE3vhQfDqNXl2YmW46MCHj6BMth1pkK/J7ZrMWwaVLqaWeZKtSlXj+QQr31ucWGxzVzdyWn879mzT",
+	"RVfXSbbm1t52x44LHRumzfZItmE5KH9MYmod7nWYUNGZGeHwp6TqP+IkXmUKEp0SxeZcG8g1/ONP8G5U",
+	"n2gT21SwOgNIap+EOlzQwncaUxf12soX3sY3cdOwiZydLXTw/OkxFgz3gy9z8f0jvtUbLmDzbl5Gow8r",
+	"0yUOBeUhnUAAt2syDsU25PypNZ8xOJNbgEI2V2RJRWuV4lalQsTfKLkkuM3vxEw6e5d3lqftmbJKYW/s",
+	"0VK62ntvo8D+Nxs2DdEjrTC8RreRO/5OT987nOtqkDkBNYu9bh2GZBQV2vZ44uNZ7bVDy0VMBWahZDtf",
+	"ZA244fiM2lkDSVnWAQjCvpb7ITcaTVao3Ws9a2ty8fqP7y6vXl/sVKJyKQ1LRwL1duLyXUhT94YUvzyw",
+	"Vpoh5vohRuF9PL062imd/RxsrCU7IU57iopZ3jHWHFNwGa64qOQK0KaxkJfmNXNB46GU1DDA9a/ZcThf",
+	"QXYXbvC1G2RJzs48fXUDraQX165peCXFRCxRO/dXCFmqGttT2Wy/JgIzdEetHwQRon26QfbIIbonPI8q",
+	"OmY+oOHN9dx6rWw3T/dvFv3fyDjtZlxYscWRBJ/ue+zf3g8ySUdL/w1M0m8hkORswVJ1Rfpli4fABkMk",
+	"3en11nweSr8yPbZMuCbybofLK1YJhqAL23lgv/Zr+D7wtTswT4EiWg104e3ZDw4R35/6sSyHt1KbbDlL",
+	"+5CgkSUkNqSBCMqmPZNJ2aajtFrOeUlrcnb+eapEs0N4/2oha0xCAD7a4WKAeeye1rvUbLTsU6ey6D9s",
+	"FvecniEelw5NHFUY6IyWyVVkZiUVVgXGdyb3+s5/MtJ1LWn1LMmhj5dctIYR+wah90wNeV5+CaHRH1Oh",
+	"WzPDmHhgy8mG7x8y3iVbZontAwaI7179E5q9Gql6+k5ogyAxy9DHLhVQl2z5OV8EtTfunYurNlbY2QqH",
+	"10Xnw+m7lTIRmz/lGukFCQeOMlzBwZR7++Yp2ZNIIMLhZPwB7526HH+8AuiPrTUsI5gQd9P8avNtB7N6",
+	"aK7tRnP7VZdGZ6aRm7ArWD9K7wiAs1pI7baFe5DT6sQXCAjYJ1gZfmsY2TdE1b0PKK57esxfMW0PlVs2",
+	"K1qGOrvkjq1P7H802s5u7TpxwxxMqH2wvXKCG+AoOG2axsaycHs7jjTgnM77lmLsjpV7H6zF90xhfRn7",
+	"TkdZWVyfd5MCyUQm/1dvq2qYgdp5xWfO8wbKhlsJ3KLJl3+3CbY5qAWduP6nniIwS3SK8cTck66kXpyN",
+	"i8MfJ5ww5rHFuWVmxbwk78qm+HKbVXwOvATr1m/HskyBVqAqEVO6Qzr2vWaLGLoXJtXI25ZN66aUaesi",
+	"UAm0lmzhjq2TxviOP+xd2LqfxLFarLHeT8uiIkrp0OspNYR6U4NiQnALYTCQ9Paj9YQyQnYJBtsyWNmx",
+	"skHjRBtWMm3xiJltzO8Cg06Blhk2l2p01/w7PfxqXrPjBRUVhpkL1CGcSak44M39i3Qa+H7k2tOrQUgR",
+	"zjGjGK1yxLwFkRCM6t0s0WSr96TrAs6/nJGZfgKLs6RfCiKYeQIZ4Fou6ZdSChH9ppZsed1/bdX7iTf3",
+	"v3/Cm2uQIq4xNgMrG4WnpmyuzQpd+oOfZ1z4kI/BkyX9cq3X4vqWlne1nIenL56UUsye0Lp+4uJzru2v",
+	"BHPJIG9VyGytMyunLJdMVFkOAj+T6D04WigdWfKxArXezv3dCfOUu3HYNgbSJ4YtR2xbpb74YLkSXzmW",
+	"P2qyADEJL0Ak92FNvgk2jP9k1ztWItvlfu9qqE250/cvmBYpCI3b6kn7vIuO4Ga/p5Lwn0VuH9+hTO7a",
+	"X7ZdXFtMhCDQf+7smBcZjeovi7Xfy+gKcUJk744pqQDVwu6cURlpx7+UFy6izqKegl+PDlBWNsW7HIFl",
+	"dIQ+yeEntywHnusXN21ziEmge3cP/tFJLZMzl8LKFrm97Y0/RXQbtsmkyCSGxs8ToqixO9a39GordlqS",
+	"9CbfTSIE89cFK+9zObYhwwWtWrdSmonWMmj6Mmk9xKYhIHvnZislG/0uaXlwI21oeceMJi5rcM8uPrUm",
+	"ZeIT5uHtQ+z12BwwOlvv23Ju6NXe7aY9PoFa8/i3bq3SFHbuFnJ/GnPNp6nMN78fnSlW3v/EjT5nCo2k",
+	"+d2CmEMuyC036AjFMJWJ9nA7vC0dwd49pJe0Q6w7/PFpTU09Ncr+5vb3IqLxmCi70xsdshQffG+li4tW",
+	"gIla0EYvpEnFYtV8vjBEuzfGMUxjGJsNZ92OoFmRjR9EL9nqMIoHAmrNy7N1mUzxP5PLpmb2ZptTdUuh",
+	"MFtdY1DDVBfGXGbDD/8oicIVH4WpnUslW8NFMm7LYd5070zUCRaMNqd1LcufxvAe5Axz5+3brgLu1Hnb",
+	"Ty7XOdyjt7bBW+zj1lAurJbnrVno1ZzKKCfGV6X96u3yrGlTmHCdo5i0oOP6CgoZaKbMMsuGiTdp/IhP",
+	"DXPwdf53qfQJOX62kTI1JXpkHP3r14FTNQUYYgDeND36aSdXIbS+j4MwiJ6IUxRjKQzde9Gx3Thug+OR",
+	"Byrq6CfiU4FuY+6SZupzvqeqewpR/rKGAmdcxKHXQ9MgZG+NuSXLBVW0BP1ML+RKeBdVuaB1zcScEb6E",
+	"uCnbj1iTmhk0KCKMXuS6evYiqV/BCNL6T4hvcfmXXZ+IteDRJE6I32YXCojJjpYtIcCfJoeaMXLjkkmf",
+	"hF5vfBeYq+JaPJpSXK6hWq+kSh1d98S33Wo0y0YtPv/xxVY3nv0sLUkCaWDEa9QFObSLfsyFZkJzw+/Z",
+	"0c69Dk5MGEI03RStfuhS08dwsDDl4GUPECT2snnExpQZ5u+ObooDzo3gfVwyawjq+o3R5Papq3hofzx+",
+	"8/7PBTw+nn04/31B3r6/PPqtotiWAiGPj7AJRJhdVY6mVvfaiY9xr5kOPz4ATnMbHCUEILs16YHNPQo2",
+	"5cNafwSgyuThRk5BVgsr8HVEzTVxT7zD2KMltQITy7j2kGcnfmvCDWX/Wg6Y044saStsZA8MRd1PVjDu",
+	"H7VKxUZ9rD6OSRDLMqiSPcYbw0sOmdDuWI8pKMnu+G256dJh6THL0eQQB6+P9iwQM8T8wUDvHSK845t5",
+	"7zoxUSPnSR9+HIu/3HMB/u4h+o8bmN9fhv74H3ELsyH6fTq0wnldQ/ffKkQ/GvaFBwH4o5Jtk6xij8+D",
+	"D+iOo6luYH6vZXlnWcpIpAfX8DGBd3XEZ/0VOZOq7LlLehFbbcqq9VauyJKK9USisP1n4hEADiF4BYfA",
+	"deEaaJg4tmzx2OeNWaYImf7HyjTH9pY8BgiC6EHHy4LAcdxxNUjdKWXF1LHVBWtqWLouOXhBUlaEzw3g",
+	"38BjSwOEB/+U7jIk/EaOFIHr+7WkiD6bUBRuGCjABYaGtYgN7EZfdLQylTZTdrRWW96lo3lBfGkChi2i",
+	"M+fkb5P6triAF8dwekJDS7omc0nogtEqVA0H8k1TL4Co6NHjdbsOR2tX3jM4xF+nWl82SuyyXS6pWodA",
+	"LSwwKdVXEekzLPWyXUKgaV13BEGA8qbJVVPlIM9a3X4WEdmMR5H1dsu+PyVqNiI4Hxch1fBRkpQBOOfM",
+	"c6i0jTQOawUfOXzk7bH9DqbkKH9FEuvVy7FrgAcZf/lKtSVhvbdcZyuA663XhPoNSh9/1eNku55qHame",
+	"45GUPebniwCisQUw0FadatoFNlvCAQAeiLxUbNZqyMMO8FlJY38uADN7dPyKdlMpNim1t1QTTxQv2QVd",
+	"ncXQ5aP1fBKFbqgGNM0UJp4wSW/aG/uZe0oO/9fph/dHWZDrNPDI2cYwHrMQlF7Q5z++SDDKt6fHz398",
+	"EWO5pDFPcwb6MKEiLE7obddtekBOySkRbDWyo0YC0jd7GRkFbqkVO9sGb6kasAYKfE0XEMqqCVYsEhVR",
+	"sq7dn6sBUjIekXSlpyzBeJ8nDm+TcmJb8Ivnz37/+zTMBAiPl5nNvYCBdeOFroQktRRzpiABCdhWxecu",
+	"9WKbJf2bJsf8VvsulToXDtlIRs7YIds/LHPCGXNhld2SDjIm/gsfjsw+JbeHzx3Ds+fjgqXBJPqJ49pY",
+	"ol36L/FoZQDeU+W84STi0xNE2qjcnyixYCy/KOu2Yuf4OAq2nKSBQB+Y6J9QOZw1aVr4JMzOjrAzQeU3",
+	"eBx8Ch8HGCnY01surIaCLUy1tM6ZABC2pLn/ii+Zk5PBMG4lwfAB4mxN97Hj9uRFOyeIAZgBvpsTMzWv",
+	"2nScwVJCRKEvzOJfLQioMij3N4rN+JchisIAQXcSaVxg81l9VO+0h8NrBs7GPnpdR5P97S020biSxBa2",
+	"qvAHL1r05MmXghtp9/lc8nT6ORVDIIYFtxNck9u2vGOGHMLVQeGSq7i+KwbBIqF+Q+U03qOEixYMURem",
+	"eY+mqQT8QVR+jKABiyxYPdUzRk3S9du5jHAy08/EWCgbLBqEWbugtt0RID5rVmXbf8vnC6aND5ejYh3D",
+	"QkzsBbflbNs0BmF5fff0Tl2d57ydsLfO3rjhd5q6wfjNRTaSya+ZSkc0jcxrJAgY+3Qu9ykFrBQVpGqV",
+	"x/vqiG6TWXrfVcZPB4umM866qYuWQd+AjZd9CI5HgbLwx8Kt/T6IFqOQE4P2EXzi8cKQoQMVxyJDGgCt",
+	"6wE8ypRg5JyxPLglA2RhgjWNIEpuD3KGaegQ6bzvHAZ3F+0b0XvhbD2gjAGIhsfNmBoLPeSOCU62wQ2G",
+	"R3V4uoYsqti4kFKX58ckIvwnl4e01WuZrdl3ev6OfL547woIROatAqnbR2/RbVlhaW+Sb9He18P2sUF8",
+	"EhWSVq3A0j3pwCjXRgAi/euDwn6gj17UD0EgQhRCnAOsU5ft+48YF1QjOPl2eAeu4/0l+J2DUXYLirrM",
+	"UZrB72aQHm54XMqx1+U+5uZ9QlrA0o8girdrsghc6yQapAZHFK01VqHA+DmssRaCjR4cXZeNOPkJtapO",
+	"03Ib1wWT7RODEiyNzn/YhZ6Ego9RnIlHuh+anYfHIcdfTufJqzQwGTQmgXnDHpIoqMhPO0QQJoIiswrO",
+	"n/vIyM4+CevpV82ZrZhQsq6XucJUJRVXrWDjxwmbL6lI4O8cKindBCnYQiEo/3srqH2v1zpztiKnwWvE",
+	"lUyxHHgUREBwbJvY33CCI9NEMcFWhBpiVpb7cCggiFa2ms8eUPQ76uySKZ50HcLvHgXycMG+HOVHTLjW",
+	"LasCk5xn9wVZxnlNBZtKBb0cH3BdxzX5HhT1quPylCGWt0qI5d8mDhapelKpcv+qu4KSx2I/4rDHQGTK",
+	"lnkxYLNk+m7nc/q1DDdyYPOIRuwLtMeU0a+7bZmRUlHOITdbczweNXTXRZEdTXGqTnTKbgXsGg/C7dKx",
+	"v1oobu7qPvVF7E2rX4b7+JBiDSI7HuQfBRFyQN5kzcxR4S6YIlz9j3yXTwNMRhsbxO3vB5ns7sYPFOop",
+	"nUW8cMpFBTG6oRSWv2cdXnU6JXKCY3p7xfTAD4r+7Z3m5qOz7HG4zWVPBchuXlWZa3Yj7NbLANsCZIO8",
+	"8zrwrFQqqhS4sRFrQ/pFtaUTiwqXdiQR8VvUa7ix0YFixXew01a5hBHYgc8qcSW/vbo6v/QqWkcXAWA7",
+	"PjkI0Z+Rjd5SvUhE/3eVH7xycXZakBv0Yr+8CTHjC/aFRA5zO7nLFpbzvL2tefkntn4nZvKkd0ugbzjw",
+	"R8SEODv14GIZaaHKgOiHzSiB9XMDUD06lAWFMst2vLD8CKfPPKlk+gK/ZiZEAuq+3Oj7srfI5MmTJzfB",
+	"UwqMyUCSrUeJ2sKyWV5GjOqRVmDZbzRMcVjjY5TfbLtYuv1ZcZAhOrZL9S6AOFjVjkVn0RFZMSTqbqFH",
+	"j2I6Uv1jOGP6AdHp3UnF2HTRKaOTnDidfrR3eHrkSB9RstxKJRgFZkcmMJawqhJnmmhJZlRNhZ3eBfcx",
+	"GlbuFF2tGzaCb+ZPTCWZ7iPoucrDXvBWLKTObnaF5SK2JR2513bwsOAHf+Z0S9kihLx0RSsyxTAqrhu4",
+	"B7eOE+VcCgBksRrVk+/3F826gUycWDwebohszYi29THDaFzyTWyXBCX7EEpqYgzeu+plXLe9YQreSceN",
+	"AdTElAPqTheU0NzCal8xWkVFObDMFTdQJ0r7iU+jHY9hPLbZAAH3SLsaFf36UwoM8E9s3buEl8xq88Ac",
+	"KFHs2FVhY1U4kiBkylxg+5J+OUXeo0eZj6sy55XB7GLmOdL2+L4eJ3HD3gfJeM7vmQgYjgOWkWgMPIbV",
+	"FIHdmykQaoJD3X/v/KOCMKpqy1ZDKbwokMrZEaDe6pxykQtscBh6P62T9c5cDcw+p9rGwqfAJlCv0Dkz",
+	"+SORc05//EsoEOf3G9BVgyGsXJd1L1v5PCiCrwLfOygOOj/MJZYNhl/feMvMFV+yCmFsznyR1aTlF4t0",
+	"frZSZfYYrEnl+QpmYVLhAc8lVC00L0OGhGAr7QLMgQi59pzXPgUCcCssLYmtuN57kTfCszqA4q4kTszT",
+	"+3d6pBYOeE+fGsOpK4Kw0uce8f3du3MHd+bw5uqDYET8drAtfWk0nNotwlhAeU+WhXNojJvw9dR9ZpVx",
+	"2g+fvG3NKLr9CWmsIhHTdlT8i0LdZUoMU0suaJ2zqj8ibncEQL6bdGd/TXWxR0qDkaSSRLjQ8z1ivyff",
+	"DTmO4zF/dQ+mIZrRt+A0U85q5nCOZQhE9P4K0EW2qyCdp4eLpjWF5UtNi7DjLizrNy3lNy3lNy3lNy0l",
+	"5VBCDpGsdKzWnseiNb0gsq4YVOFSeAtNtsm4xbxSFMCEpEjWnPpNY9p+K7ri8rvVzn5nb4YE982QR3cf",
+	"/aaf7aSfqZAhO31vPuF13d+ck0GtWeYK727dsN80xN80xP+yGmLH/cJR626wLeL0a3/vbwK800CYGAhS",
+	"AH/H7ZMK2ZqjqJR6l/KDQW/56t5Tytds9/E4185EfWJ73dtedn1h6bp32U8B2Dm3TWFc0oORdC4eFUHH",
+	"z2sfsWUXoBxfwTbu7xvg40SjvTTUJBGMW/DNeZR6zWpIF+pve0JVxLqVr1we5YdclD24fOG2Bn4A4ZXS",
+	"pSHAvRzMLMmlyYfF367P+jphrp7FFHT5zSUBEgsml3XDEpUr7CC6qLWv0L+Tsw9ZLHVzTRqoTt5TZbox",
+	"LemXsV15LwVENWzdGLqxNRPzI1AdcNf16Zx9SMcXednGaQ9+rYU0ZM1MdFmekKddkNjEMXzNc+hPXdj8",
+	"ITEWidMx3JfkMm05wpGelOTYPbXMJwVkHdJpUXC6TrrNWLS2Us8tq6WYa2LkZPCVrJlxXSAZ5MKv87Km",
+	"g25lwrBB/NnXFionmURWShqWtvQMSK8LITc9KewepKhtV34I08pB9kCJ2BC4uRGwSf69hdpG8s4HEcmV",
+	"CLEyzZDrraiqWHUlxwD3JJa36WVCmN4orJzlsr4nE5Ed0pS6MlG56QehxFtmPKpb+ZSUFeg89G76OcsF",
+	"8Lgui95Cu5nn9v+9V6s+AbBVko+cigB7dTyjpeWVQRtzTyDQW/RyTArnkKii5J8s6xkxCn/MOjr4g4y1",
+	"VN9hlbhfr8kty/g+taaUSwigBSslcW8+JsiOzBMEGNe5JpW7fD3nRIXyGDS3oF8eayOb7i9nZo9/cHoa",
+	"aM3R8yg+9BhyKJL8NAxzmkMhvL53kEHmwx1sREB5+1xWvwoHVrzgkTGhI5fIJtA3FfQsAZFBItxgPTV/",
+	"2821ybnSeuv7TVa1VWXNK4ddGzuphwk2+6Cww/RU0RKfyB99ObhOLSuNEu12jbvUxaC93c38D5t+hzyR",
+	"d/oOcCfS1f2QB20bMLqWXGUUrDOIxWpchPt8agmRjXvf19TqSrj0sl7WQ1CJrOq7h3gznuDrq6d+vVTd",
+	"zEJkEoDW7AHJUI+ZwfoRQ7ntw0fIWpmaH5rAHE+Q3/bz8jbnxXMPxo/LPuvYSC5MEuQW675hdibCsgC0",
+	"lsP63dOHOASlmVwX0o0ztYSfGiZOGw6QUOnC7ohIhZZmCDKAis2daKyIkm0q5meKfTcqnHRbI0RLQlQ0",
+	"C1mls00IPhyX8lLbGi4rwqs4ZbwVlSzbpdWdK5yYznggTSpDhZoF8WDQ6e+YWnKdSSv1NfFvvhzr+/K4",
+	"e/eml5INP2KaRQL/FBYyWfzKPiAz2YqqsNsmBiKu/dvyP2z9GiZ/UBzEKxJ+9C9F0+l+DAt/jUXa3c9L",
+	"WbU1284o3H67NS4GUlmvRz/bcZEqpvEciNsZAOJx7UnS2wJoaTqQPMXmXINRJSKNTag8+9HkDHIPoOa+",
+	"S1e8+2aIZgB1Imh9Yad3loZu78wZG+thjw9T5OZ73873N4WLBKGKEfYFYOui0nZlWPaH1e7+JBixj8CO",
+	"vMmcXJabIxeNx8j+dO5/2RVDb4NvJrwjYRxbF7ITvUMtsIgepjiQcB5bO4K5edSAiOlO8irtSBIN5NpF",
+	"J2Vn1LfBWRpivw3WtzfEJCkP1mmsPPqn1txaTvkXdruQ8u6MGlrL+ev7LOqENlRUVFWE3SfBvdMJ69Ag",
+	"ZKwXhGoCCM5c2L2pqfhOY2OZyjqyVSXLISbfs1o27DtN8DVXLB/xVrnuBrkJ1K74fJ7GeQH7FGRJgt/k",
+	"fhoAMSbm+mbDuCcsurespxcc+g8CiV0vzOd03nF7ogHxBpNds9GfqSpTny6vNFlSKwxD+GeBDkP0S3l7",
+	"IVHMqKn1K7YZ7uzAQxhPFEK0K/8Gk5kD9k/IpXZxWUW0Q/4/pIYspTbkx2fPo6qEEY6GlVGx3p+XQDC6",
+	"T7dlmSv5BBuTMy7jrnHjZzvSRBp++2NUoi9PxXySxcyveBYBwsV6bMd/sCTjg4n6gBeoDjoxf0/kJasg",
+	"GdPkIENAEO4HgsOgMHysr3a6H0lpl3GdQU/LjCiO5WNfti4OJX+h3HAxv7AHJYpS06RqPRwGF84pAokD",
+	"+mGBV1utHQPGEuwdur0Nw89RruUwmz6+RN3VavpJj1EaHNbLTgd+wGuxBmt/Lt15jI9V0bG/Dfrya9m3",
+	"anbzGnCZITEMT84OjH57dE64GKsQmforLHslOnHoUcN3ukkHK6+7BXeyI+Su2ekBPt1aLn2IQX9DvkGw",
+	"z2AWIEk5MS29en0JjZT4bgBS3qSjXPEfFNpmdMlrzvS+yw6tZICWB6vjBjJ1FTIlwU5xyGAHQ7myC3+6",
+	"XYMUteJ1VVKVWIteU9mMFNcB14TeZlMdoOv0FuH3Pbl3n6XtSesJqhaZwh7LpRQOTLsrYmxHlJyIX6z0",
+	"VG6wnSe/u3GrLF1ZK/xLO2kSaXFbZ2mZOu40Gk5Y4gn0cpkFRJorNrf3UUAgC5eW5cDoZ+nOvMcT6aNP",
+	"5vCsz20LyequACBEjQMut/8vF3w6bq9/PdPBqXuMU5jYZjfJMT4YLQUXhNFykUuFDO7IsWyLrqoTA5XL",
+	"Li5XKIOAhz+zLpn4MF+nYbxTNCKBs0IRWt4JuapZNXc5oeT5ly8Tu/NtpnxYUX/ODAGyM7cHT87VdJBp",
+	"5+od7QAwfLyk40xQC9pqkNJpF/sBcJygz9lFWE4cgfdMjw4BRWBiAOmzrClfTt61WHye1Ikrp8IVpKbG",
+	"Nep3vY8jp3u3lzEdDUYXed4T7vaO/YRIePVJXC24TkMFx5kw3Rc+IyjBaMghKD0AKnqUgw236kO1O+sB",
+	"Tue+nsgyZlTI1lywe54pkwA1QpR7DpWNpDOTQiCH5dFfIHH7ljFBZlQIF4lvZJp3ZSiIizc1ny9MzsYR",
+	"nbo8B5+S2sW+GCCEcXA/S5QTdMJ09OtO2iD618BIa5JRKy4EmC+HgbnnHRhvcqiPN0ZAWZtMJN5fMLo9",
+	"U452fAUPjsXwAu1dfoNF7W965mRHFLhxKoYLMEVaiVTblHzbE1EI9UB2BVGsoiDnHqJJEEP/S8VMquZG",
+	"XcuV1YfzjIkKsjCmIUxU4FsFiRcTJNPcx6/r6PnYuN3RGBAoDlKwYPceAKw7wRAZxrGnEdJ9tmtOoe02",
+	"nf09SfdA+4z2YY+JFGug9PHbBhpxMlDC+t67T3Dr09K/F6O+0+Tzxfud9SDUCnQpG1YQYRe95q56UNCH",
+	"thT1LQ4WVF8CjY/QsTsFAPrIDDmk9Yqu0RXmYCM19QLz0Ul0bgg3mtWzzsqumGmVyNH/NHtslgJGk5T9",
+	"E7CzBBbQ5SlzTVA4mXqZbbU7Z8eJa/N5ggnQraI9ZXbhpXLI/tLsc+KC8bPfGzIL23isL3h/Pz6NmH4y",
+	"6Ml2KVuTjQID97NPDvfemKBFlLSuCytmaPx+4hZMMaLCUe0ZUHdcNNfJFDbV62aEAlL22KSyHrhHx5cC",
+	"RyiiG2hj/YcpqN5U2x32TSpMJqpC2Gps1O2Wo3dd7Xgtp024V7HROwiwU+My4YM9Y6bGJIi94zRHGt23",
+	"YuOG6OJvRqmI25mtkooru5nuASpkDuWWIi6TUUMpQVlDt4IZBKyVomeRinj6ztdy4TSdvrcxVXD08S7v",
+	"E6tA0tsaRHrnJwbAHNTxZjNWGvRA6SfkLyhihTHjpwD7zVbeZur1w7+1rHUsj5tQtFk2TMTGIChzemiC",
+	"qd7KpLyuyVzidbqGyLolC/gRXHtlcwy4YbL0QW+1rFvDYN9BGCGHQAJYTBIsMJ6KjoqQzl8GBqgLO1PI",
+	"x1ROL5opOvfA+XGFz6e//8PWWrE5qec1ABizEA6hbUdoQrV7iToZF+Tmye9uovAhNPSekJrNabkmWtA7",
+	"dl1SzYg9mK4l3LGkEBUN/9nz7aNf0i/v8NNnT7EcrP8zUbp/Z5mlIM+Onz09cS52Z6nCGqJGLqnhpbNR",
+	"MVGhAbZnwmqhcEQuJiHUsX0W17F9tr8AVJBW8L+1jNCldGXbmrwVBeb2/A/5cz9l+XUQZ6lYf/r/2Xsb",
+	"5biNLF3wVTIYsyGyF0VRsq12i3HjLk1Jtqb1w0tS3bMz7atKAlmsHKIyYWSCpbLDEfs0+2D7JBt5zslE",
+	"oiqBQlGUbHdrJsJNFYD8PyfP73dme0//a1MHxHcy9ugJwH+v9Re1/+TXbOMQLiq7yhiYZAowe6tylbEb",
+	"ISrTqZKLnazN4OjXH9e57g+vT069qKdnm2PKmL9vXKfI8o+j/rmiqAsnwl0Z1zUG8vQNCU8FsCt8EQVK",
+	"SChjz1VerxAGEAJ68e1N8T2m6W+efCKZ8PHkq6NBqTAc2K/iA/t4q32D5K1hCWtQqhpx5V8KY+961beX",
+	"QYxlODJ2+lJ8sCH7kBtWcMsP6W1PnW0Ho+7W0cEPVkPTx+2hRcAXDDeVOXYcovIytJz+1DgpWlNslp0z",
+	"WeBlh7hJ/gm69SlSa2sF53H705/2G+2Bv7njYKB13yc+Safh+eTglou3FcmliicXARGOD5p6GcqrUBXT",
+	"Jc7wsLvLu4RQnaCSn2gvrdTuEBwjwzqEBOZhFakNTolWuS+IBabTS50fBqIzyaQulK1Xx0A0bqjBLMjB",
+	"FD4UU+I+2Q3SCkYzMZXI5UzmbCZFWRiUsNqO206oJgc3bPpf58+fnZxePn/24zQJedF7VjAwQRYQ13IF",
+	"1sJaY90cxHBTKddn04Ceev9BeH0pNR1IgGUAxiJXeC2vpeqFT9M5XHjFiX1n85GWfWx4V5PKcKXrM14b",
+	"J5LedsP5feBt5u/lcjU6rqgvoPctrMjaZK6vHn/76NtHGattTuUpM6q3LdV1RjCQGR78RhUTIvOJI/M0",
+	"KKTl9bWwF1uo/QVYBVvmk6HzBMLr00yA7NeAT4oqUPv0ahXbOg93Bv/aKP+djHXrHpqw0lGKL5B3zxJs",
+	"YTjbg9Zan96/UKwabbWv5I9TWE9NHm/C+dAbzLM1RI1GQndxuxGfK0btAzjJhqQR7TEPZqjAwSarcGml",
+	"EwqG4lJe2jhCstXIvHMzWBbuO15we+z3HUQC2VNn+IzX0q4G07pw1derRlXwIeZeJVK45iK/MX2JkPj0",
+	"2IO04D/JmgImHAU5Tmf4eNe0Iujj1LWZWl0a/zg4iJBZ1hYgSuFMV7wWRb8XmoLighua2yhQAWPD5tzM",
+	"fa6zb3BkfMLnS2wjmNzERS7qCT5kBYCNu71FwLHNXUU48t2zxfCkvoZuCNI8sb14pPptnBgxCCeOjt+I",
+	"8nntmVlPn9rY/DCCzNNAP9V15pKSjhyB0YL6xGtPfrjcCXN2VZVy6DC+wrquphsZQZ+1Jc1SwIt9UHTc",
+	"8ituxEv3kxvzEAuZnp2ffP/6hP3UyPzmPSzRtNtrJ00XXnhGHYAJnJdmNxybTapuZ5dCeMnnKDoNWcnp",
+	"sCdK1Eb25S3SL8am4EvrInB6/ftkXsdB0tX+LgJzYfmcS0UGrU4vrEXCh6McDsXh3kcUxN621H1p9u0G",
+	"xKWu10XU9VMeL0LqQCZpcCCL/C2iv9NzhvEpIAHUuiQl0OoboSDKFGxJCZtHzq24TqIpnNITtGy0HbV5",
+	"Md1aBGhmYLpmRuSNm9LHBHm0/YF9saeqOymtgyw5tARKQo8VMSxDd4DDe5LWCE7KcmNfdnODpj4ed/20",
+	"x+XOPs+19UpEX62Pr5PRuglpAAfxuuaAtGB1dDpPzl7SCX0Kmw4IiHHz5CCadTKlHxjGGzt3DDNHG0Dd",
+	"lMJkJPjLmum6EPUh+04YScB7RmRs+qcp3Oe+wHbUUcamrkl4Phclwr2pVdyPE7B4WQJDLdgUc56nbMHB",
+	"d9qmdYNf0GrGlVarhW4MfWaOmYUoZTuvhQhuE1gXMOHgVqNdnx6W0rh+56Lu4DeQPe9WiqVjKvivXKuZ",
+	"vE7/uOAKVZruzzVfbjwq9bVZawR+Sr5X6KUi4DP6GZDY1t+13NysN4q/iQ8iR5wJ32xASF8bQ/h9vfGm",
+	"uq55sf6+/zW8DRhP/iX8R3iWz7lSogyPw7/bvmwt+KKdA/1z43lVcuQgtzJvu/P/DK/7H1osIv+L5eUN",
+	"XDBk3wltRL+EZqLfqOPol2hv4l9FKXC9PYtG+gszW/u5naF/gLrU+utA0z2/brZRW1Ntvux+3Hy3MaLe",
+	"bBl/bRdUGrcCkyUvy7Dq8W/tmtm8+4/EUnd/9Uvb/TUsbyqU6qzkqyue37wS3Ih0BS8llkj19CoygoSo",
+	"TG795/31WH6AVDcV3Ael6/WOoZzbg6h3zVNXxXkPICGA0SsEm6RBw9+7Fih+3k49+EhLCeaPWjdqZw0S",
+	"hjJOSIdXR9nY4c1+P6q7k2jMlailLvA+vVrRUSnJtlNouBgUmOWVGA0+HBdU7wHRpHLYcD2C2dSQSMn7",
+	"qvwrsTyZ2TSEBF6C8E6GOYLsz0f/B5OK3IB32hlorgeZ5Nyv006FvGqBcx233f7tY5B7S3kr0ChOFwY4",
+	"ZHRN8bR4ogFQFq8HVuocAjimv3Q25NeHv9y6e/PXh7/wqvr14S/4+svi12lf2RUYxV+T2HdBgsb+HX/p",
+	"YLyVGAoaWNlkJkGPyRs7WYj6WkywolqSsdHBSB/gd+evDOWtrDLWKB9GSclKOKAHWAVlvERL/PECLfkJ",
+	"Y0pPSOwJhsRiML20jBcLaQ0MDoQxZKiY9HMubvWNQLlrJhUv4wU78dGz9MVetkfvb0e48qxkbdM65y6d",
+	"hd+tCBIoLUtcCB26WOM07ZYlRX1a3LNaW53rMins+wuqopdQVPdQYeYBm86trSaz8naa+b8X1dco9k/n",
+	"pZlifMDUXfDTjOmmZt65Cmfjb69O4YU3fztnRs/s0m3D/vnlGYKxXJ6eOaJ69+zsGNzv785fdcpEGscL",
+	"p+Y2f29lfiNsAKJqy94TayMTLrfs2fOL0/OX3z13wrhurudtQ266EFIG6kRV8hwsEeeXF2dxrNwBzWkp",
+	"rmqb06z+/sPzs3a99iHdkSt28eyM6dnM8Vbkfe/OX2WUshiPOzGIYIRuM4IeGPZKk97jtRmB2pLV7Nnz",
+	"V88vnx8zaUwDljJv1+ShaijqVBJ9g/6Q+y3cy/bCDrq/SwOij6n2sj2c66DAc9Hn2VSCLfnKcwfG+8Sd",
+	"K6eWivoNB5rrNW/Ra0jOAIZN4Yyc/Tu/5RfwCdE62//h1YXbzAs+47XM2A+Xl2eT2euzr92Pp/NaL2Sz",
+	"mFxxuHCp4WOKloJ3X7z6mzuB7gz05Bw6QV4omy7jiNerjYqS4k52rSfTW1kI/fADEBI88XuSvATmyZjQ",
+	"H/QyrDHFqi6pjKn4UIke1LkqIv8xvDiwi1+zvaZOcQ0fi+poNdhNW0rM2iqeMQEcQ3EMqDgXYoXcBnLD",
+	"pNlungvTwFF1dyVbO1q0gkmuiBi557rsOclUbRMMGSGqiNLnyQs6lBQ/bLWFRqUJdd2UXh5TwusEyJnM",
+	"J7VPEUMip1XGFz8mjBv6L3QPGuao8Gw/BR/eLKNFeQBwiwCbuw5hHg0Vp/FWlasRPVG2cLsIuVZGKNOY",
+	"weWok/vrdp1g2mLqJE19UpVciYzVfGYnt9rCUaZ4izYvMmNGVhMjrxUvSwqlRmB4H6u4/TDD6OKIxmhJ",
+	"sjajZ5ut8pzP7DPJr5U2VubJOkl+rQL+w9ABRpP2S1WIDwmB2f3cAaaCMKzgtyGqxo4WPJ/L0XVvcr1Y",
+	"SDu6X3zdigJHMLIT9+mpVpbnNln3SZalNBtY2NQhfNYiiOJ2HbOjTcocOZJX+nr0fEt9vfNMLxSvzFwP",
+	"L2quQ/hO6MzQh2P7gokPIC6vK+9+6SIPm9L0q2Mr/XVyVLM4E0nn73plllsNATbkLN7Fh7WVhLqM4xUO",
+	"W9fsBUSK9rj0rKgX/TDwLUNz790lpMWrGNDP2vnqUlfWJfLUWYn2NFrzdfpJsiPBC6mEMRj5MOCCxUBy",
+	"ehvF4ERkzEA9MF+TKpwu8KZLxRYRGY88wrsAXCN+9qC3qj/EMsxzMxzyZvgmjIMFjpm5kVXVBq3kUHkt",
+	"FBzq8QTjN2O6WXLMqqobFePWBBXDp1N1q9v0BS6QB07f7LWDyOK9HQZ9DmdqXGhQe6h4novKcsfHe84X",
+	"/LwlZoWWuOZqZ5NrT/jRS1XIW1k0vFyngPGOwDVCS0FjjY5EaAt6uUm2c+6LTShW2yJbvGC4Y4QLth0F",
+	"c7b7MxjIcg62rheyFN85AS2Nfu8E+5ksnYBKUXpjq5/+fb4CathX2r4n1PVgXnvv2nx/rZ3UCDLg+0bx",
+	"Wy4h9NX/RIVk3mNB1nTQrmunL94ulKjpq1/gPr4Yg5t57sf9InwxXLyOW7Z0V9Sy1uoar75K6KrsKSiG",
+	"aLLDPGYmUX1QbV5FO8GAtbXlrNBytV2OOBh3y/PBRkQB4wYDqBMEtTpGcDBZYGVLUBlBGSpEJVQBIeOJ",
+	"+nIw7sQKPZo8OjpynNVKlVtapLUCr8PZNLtkNSZXc+QipsNfz0QNpmZPXQZRPq/cN2Br85cHOu83wyWg",
+	"XdMbBrNBBCP55CZr2Bo5QSPpX4yzkidha5ZC3DgN3hNZQBdYv3bAnfCyz1Pk/dMMynW4tsxugCEjq8tF",
+	"1e3H3WjbLQyYNHBn5JbuhDdlmI9A9HAPhtOyIOth/927l88OvHJC7GmwEIgRkEPd6/tzh4+VQLY+wyzy",
+	"M4/TTNyG/KdWibm/PHlzgo7bn6GcC2WYlboHbH4bIIfsYmSMPxt49tMHmugijGoH0nWkdlHq7TVyaH8D",
+	"TEdYstjIElFeGHEfOvIw+T+/5WXTW3rQg/JgsWJelqYtBjCupi3kNrqv/7sp7gCJUvCBrSg4aPu1+Eh4",
+	"pdYEmDGjKTmBzbcR8VzaQQ4QrZc7MWx/2d8xlr+xPWb7Uue8dJL8wPp2Mzt/RvBcMl7r2cwIMJvuxlMu",
+	"B6GF3GketvnAtKOV+Ggucdmd4Qhbu6cmKNjrdqxjqwzriict6nqYatIBleed+9JkjJclg2KtIqQwjUm2",
+	"onTYj0+pghqCwaK0C8bsFuwbdrUC4/MdmOAOGVOIgRkAvUnmtiOtkx+fLLXGuXdNq6fbYilVsZF5HW66",
+	"Y8b9G5Qbu5CFktdzEEDsUre3zXr+bwqCla887bneY8/pQis64o0w+NdSFMr/bedNTX/Oaol/GG6bmv5s",
+	"4Osf05FTCTbIy3KSlzq/YcLpmT/88PT1a1+qw/Laeuidx18/PTo6xNpaVtTu2//9X0eTxz/+19HkLz8+",
+	"/a+jyTf457/1wIylLClR79QZ9H/HbtYOEi1IKKxbDJydPj/z3+e6rYkMPu+QJ7vgquEl24+RVHTNrnh+",
+	"I1RxkAH2Ctv3oTzuX9jXAQDUELcOuw6tOf7XWL2HnD65ix2FOh0KGKmPbN9D7oiCvT77+uCQvQKN79qj",
+	"74kPlTaCVfOVkTkvAWjBHLMpamhtgDPGFNdiJmqh8rQrJzGcqiopqDqdRublo0HFhGIbKOopXPdODIjA",
+	"j7QSD9IyaF5qI4aiBjEB+1pCqpEGrdqyfW8xzJiRP4uM2ZrnNyZjxuqqAhkEBjSBIMOM1aLi7uwd9CTM",
+	"FSLvSbjEhh8wfGc31QsDcLeqXkbP7MQdvDmviwl9tIN4N2AYx3AE/8YdLeJCFWm5KWIRKD5ZQ65/wDLa",
+	"UUwdMnqRsU4WpJNlLHfHTrk71PVKB8SfOF0JRZh+7steM1k66SHqEJ3DbcCJo8B+o1tSfnC/uoW/Wlkx",
+	"dsU/0oQ3q/kiFbj3An5n+xB9gskHTSE11S81B27p5rosxgNRF+JDH3v+wd3XeMDhPUeGEOa0z5mvmw3L",
+	"DDwXCZTte0Jd21i89DjLa27maSKmTgbRJX2tYPDs+2GR42JsxulgdO3lehga6EGwpn3V/3tt84GY5trY",
+	"4KNPGOHdEXiW9Fa+uzxlBXn64bJ1dLwx2bQhA8LM+o3QXkr38WjbayhhcOIPOuXdumyZPJwR9ECAj4cY",
+	"vlbvsdP3i+rrg8NeQWYcpyLbC0AWMCCX3cFZMW43leKIV2HaOn/rC1+vFRCVtXUiC+TUbBWfgsG7exwj",
+	"bwl2A/7dvWiwEduLeFa8dC27X3PLtTypc+Y6+9plCTFN9ot3xLy2A250hKffY4Go+4XagFkGfFTkBLtB",
+	"bHTF0fEq4wvwbSRURvNZdcbOrdaTSAxuhTWp2gjBvn9+yR7ySj68ffww8KqH4E+aLHQhyk5AbFwA40LP",
+	"7DPh/+X/GpT2L0RP0u6JF4t591KQhhQXyJpwrdyTyA4yRvI4yZrBsoO4PDYO624KgDRjRX/0hPa1D65o",
+	"eqcTAAXUC6nHVle90pjpO9j+2g9lU+kK2yGc6nld63qrulKLGST26JqhszdDQybilsfd3o+YsWlovW8p",
+	"o5X1tvOdNokjOOu+W6W1eCqxCfc8x5paq0o8lT3q2i5OlmAgOPZQmz5DBTfpASC1Wyq8PiYurF8w8t6j",
+	"9kgFDxKnQ+vlWHdyQUsxhOuZNsTSxTxChcTX7oAtP+oCIQ7XVtZELXv7qOC1Ty9UbXdk+ZDXu/mz7kVo",
+	"a0/OptzWK66ZjsQVBKuYpOJD0gV/Rzbor4XBm5Z2eKwUFkn+//ySWDzR3QQvLxmMl73oi9+H+NUh++0S",
+	"WKwO3kEKO/dnei8agpPIkIu01ciGhTHX+muMN++t6d4NSd+1JqafbzjKN1IV6awVpwJJK1M7fRmi40N7",
+	"QAzexzcyotRHWuCvVz2pHFiHOX39tzWaw+G+S5VQWlZB/rGRw8dDBCnOHK3ZJ2cvATW112BiRb2QKrWk",
+	"nWyRsKQr8B/vEp3areoR+kvRygZZ11wZcG+ZJFgMgGfj/WPIKmPFwNrPar3oWzUshpNeI933EUgg6W+o",
+	"mH96iyHwt2dP1q0TbswwhrbR7Ws3Zis8MYUD3V3wYWYGjMFxna0mrZhBJK43/6Q/PA0YQrgs2X6bgE38",
+	"MQoahUC5gzvcLTGj27aaYcjpJVroW1H4TL9zYWTRiFNHIU111zhJjO+zmqE/g9XYScgsZjV2k/LK1qvz",
+	"RnWqn6SgmN+qckXR7oAnJFYmWOqhU7o9F+l4EF+GIuEy9wUqrGa5e52iO6EWwxXyaxi7ryocDJWUObOQ",
+	"1+RwCWCUbdjmlloUQ8Un6h43GbrPWjsIucmhc2ZrLssUZPzgSDbSLWmxwiDucJDSsaJtxH67rjl+4jTn",
+	"ol6xulFJpFRhRfFXsRpMAYJjQe8CYAOoykvdlIXbS3qCinnU1xiUweiYpm8habDwX9zwLgcRrCzuNaAb",
+	"OpQ+60zWbm5IALuIprDCPRXK3e7uVrkSCU2r405WV3gLPfO7rOt6oAAuctbZ7qx7HgdKTQJQyOVc1sUZ",
+	"r+2qg9Xz0ZwNkBgwkA9RAAJCTPekDsPBvBHLdTiYtrIaLasH5SFTBZrXNGY9DpfZeHIU19l4cpRc8MSy",
+	"RadkY8RuD1ijINVNBSZoURCUJiAuKs1Kra7da8uUmngjVj34Lmvki31B5A+WXx9HoPhycvxRQ5uyMnhD",
+	"03zlAhP9kqNKIcySZxVhdIPSvksUQZIR72Xt4qWPvRXKDfm0H/CRWCxAtPskPCih4NER7wQfuZlNvXSK",
+	"7ISqZKDV1ul/c27Cr+nQ01Jey6tSbD0iQtmAD+IvDuTvKHOMPC03QlSAu9KPVPucelrWjvIUWfPgzLe4",
+	"tbU7HtXYhFl07/QmnXWrGPsloVTrbh1ZqlwM8bD+PTJ1+n2D4tNKgwvUWL6ozMfWYt610HFyIsfsqKfy",
+	"8gBt61LmSVxfOvkM3wjJln4JpGLLHiv5OsZyixJKva0fymj7NhYkdaBGkWqfnPSMblrQZu+PWHtgW+Gy",
+	"HU16qZilkRd8B4s16rVnrWQtXre207td4WfuVIolhp24Ftf8c4lELR1CXIbKMeL4ABGfOT3kes6uSp3f",
+	"ADqdj84zTHyQxh6TDEcOLgT5yKnKfq+gCKiFoxQjD6+OjiE3rgWk7gFjLPQxSW/QTA9mxp21jaiWFIhJ",
+	"rvcRRavSksit4KUoTip5qW+ESgvJAUTaqRDuAwiIDIizmxtq+9uaOXYKz6nZYKIGyRswbCpu3097DC83",
+	"Qo1LtQ1DG2ZDvkVqO00YvfA1tYbMUyD1AosSzzYxh1F4A5xNCFZKYDU1srQv1TgsGHiZSXWMf02kIiCb",
+	"nCulQYf2eHG6jplHAmypP3utrSSgQcxYq2weX4zoiYYs9hCdyiE1bW2Ed78PdwDcwaS4Y7bgK7cUkF22",
+	"g8n0HRZoVFGim2s2nZQSdjpdJGHjGNAQAbFrx2hX9+FIaMW+4Q748TZ3e7NK9NqWA3KBQDC4YYff1t11",
+	"pLH1NkT6CRF/YbQZnDxQ1B0b8SYHhLW9w5VJC91ThNpTanfz4ynslOSm+0KzTsqypZmxaOfhg3HGCl2K",
+	"u2Obn9vqTNe2B5fXMcfzyzMGt2QE39kGQyREqnGptNDaLgHcshZ5mnFQeU3gVDgyXtfylhymbRhDxoxQ",
+	"RfSatPBLBw2UGgNoZZV2ow0g78IMuWKNqgXO0OP44jcBHA1WFFSivORysctK3AWNd3Soy+s2zEUvlXet",
+	"utGmWWcSX+TSd12wd8/OHl6enoUWxnium7rSRgyVQqDFg8LasRpNpeEmpbzti9Ap0arVn0oh7QDost/V",
+	"bac77D6Iz7TFgfNCqW0ALLs7szWmThQBvLg4PyVgw7YsjFuuNfAoO4AZZSy3TYI1AY9ofXGeYALymp9z",
+	"wGpNU8/W8JWww4RpOnrovVCzIeAXjmvMS9rTRiu6EVfSmEEc2nAc1s/WNmZ7AoiXadrpstzMWyg6sX5t",
+	"pdWlD9yH54CfQjYM2+YQOLGcdBCsyy7D+rIptXm5qsQUnGxaCaoxPXjzxHfHr9nwy290IU6xnxOAGRLF",
+	"3q8/ri1KT7ZrZzlCTaWhS2g7e+tlZ6/5h1T5JWNxDF46c7LSWIbmWpUqFYNXrzXrRvbAwAHYpYe0LAFL",
+	"au5YenBtc7f4oWMCc1NtlzIbJ3vczUiBLImzWS0iqglFjPxePzDtaq75x7ZLFVC9RxU7ygjpi/GEhaK4",
+	"G4fp2PsqWCUBlBln1Ydp3zovvvnmq2/iuvZHj7/+6Gs1UYl6W4H63e6jtQ6+enwfN8W4Cu627HUz4Xkq",
+	"5Uy4a/i4syrhGg+qE8B0mUjWO2TP0FbEvsJU4/5d+/bJ1x2n06Oj1J45Vt0ZLBm0Hn2TbYTEIQqn1cjf",
+	"Z/GdgXeCuzHgOqCYGAJdDkabgStmf5pg39MDJpWxghctSotpSnvMjqhpQBbXlGw75H6LFuJou7czcXsP",
+	"sJdzfy3fzZGJ4jtXa5dyCo5pUKaUrVA46ph+2fpev6s11Ulj56cBfL5Pce0g1DOMta6dHC4t2Tww6RDr",
+	"8xuzTCaZzLk5o4dDyDW+AbfTvp+4YbdMopyBjQ36roVtatVn09uS3JAqjxilOmC6CawA/YLYjsa7ymlR",
+	"+hALy0Q83TN57cQIeArNdJpXSjdguJcYSZ7PeVkKdS3aFJIt3Y6xa0XbGdsydY2GrlpAfYKdwX+o61Tq",
+	"RXvK0GjV26W0XV3UDRehfDnA1eqyrUugYde46lrfkwa1HvOmEXXHuNkuTMYatH1Wot7w2AxrTOsB96F/",
+	"fyayDjF04+jbNfxxFNH2G8zWS0vgwkOs93qg91iTWtTaDhLwBp/5CDMbtnUJ3s9tMV5WGEuFsNfWIpEC",
+	"V17rWtp5P8GGN6CCUizHvn72zV62d/HDyeTxN0+SYixv7FzX8meIrPkBMI57FpiyA9mUej08PJyyk/hz",
+	"NkfkZ3QYoftjVusFBUY7jtkyS3d4z1+cssdPHv0ZK9K8OGV/fvLoyXHIv2ccSqRmxE7XmXjC5KVSKfh4",
+	"3hk8RR0Mh0n3WMaEDL4bp3Zey1uhvEo+q4WZO/m90Ive9KStSMUti6HS2gihZ2yGR58gTGhguQ/LwyWE",
+	"khbcg/d68ZSAYNN3y086EbD0vxpeSguxAFWtLYpYcGSOMWYCotY7AyH7gdLsJ8wx9AdLIYycOz3JYzXm",
+	"hkkxNtN6UsP90lfv1l2OWzDZ6O6qxYSWq7P/JtCfv1Rh4QERwq/1qIB5fRMxUDyFWUS3uB9pWotm0sdW",
+	"Lhb6Rji+8hGIrRdU3sxqZlxzE3f4NnlNYJuJJA1sIYNjC8mEDZQoRkS/nXhumJCfSwen9fFOMK3Y6dil",
+	"S/Nl8BAjb3ZcCWf6UQCtlwEV3dx1ZWCoH4XLmlrpHYHHPHnAimw7PDtn62o4S3BFHBP3hYomYiOyM1Km",
+	"Hj3+NqXzy4XQTX8y7HdQe8/jmc2dqOb6PvaxH+zRFnX+q44un4QarLkyPXDsbhGhEgILbx0j+hZGDr17",
+	"dgZsB9ENIYrWanZ5etaxwyPuls0dL2mKKsl4k8WJamuqpw8fgq/Cmsq4v6EiVyyDkVjvREIm1UwzOYsq",
+	"IzIlBCpSi3Xt9ujrbzvGo2+3SaFujCNObJpYMffMH0z3Np0it8MJ6akppD7VhUjYrk5OTjN2dvr6BP77",
+	"zi3P26rxefvR3OfuqnANHe6KPPWDXkL0b7jwmdX6pqu36AbLqlPDiLIIbsj+/HpAwsRkem+sKvqA0Ks+",
+	"DCRWU66aaZxopr2QhcBJBF5a1/J23XnZO+K5kNfzVD1VXUBRZ/f0fgp49uT+cxVWemdJjbMbsUIUHJo1",
+	"iCJyIXqqR9gegHhRi3a/sdbrfq6VErnNQoZixoywTZVR7Uhds0IrkU71d2O41OBMgI3bWqonkrp5a4Wm",
+	"80cqVm1smPDI7R1gcQAe6x9T4VZRSiylgxu13xSQy2LzKj3NJO+6pIGLAkqr+dSmNX1vUz6Uheij+x8e",
+	"P/naDeSHx0++SX68lIVjZOlTDA9HHeIE2/M1PywVcW5ZR5IhNuoCintfcnPz8YkaDWg1FD/JOMPC4cxy",
+	"kygEkgqzTPawEWcJR42bmyjKEj7EqmVkv3TS8n0HXH5setdQTlejHBEO1hWjd1jRvuQ9menSYtdCiXqr",
+	"RSxuDhIocl2W6G7Z0Qh2rf+GOSmbvX0PxwOGT3krh+kWFvxDVevU9P/mo0+/f/v65D/Ozt+eXoxk9de6",
+	"1o1N55K2cWXtW6NvkAUFfg+K3Tjt1/jyDlVioopxm9dMJdQLWYpn1ILeUqCrEgphm4r2g4DBj3U0jtnk",
+	"USuYVCW3bgmgbCGFdKIfa+z9WvOZ3bo2a6X0EPOk3oqYAlkPnQ/73MkxCcQHtHPUOickvbhht2lifqAD",
+	"tPw6HI9eUsA2ISJGwkQSNJyf8caIS215+SalCQLc1DWvr/h1IF2INcUSUoS3rrjSu8GRXudnos5FKhbz",
+	"+83eLK+vBai37hP3cP/7t9+fHrSnyhewGnl85oJXJ2Wp8+/SYFvwM9jAS6gBDuIfrxhuw9hJuk8uVmZb",
+	"H9AybZa+slwqUbQyEGIfQ0o7XHgj+1bN4vt8iGq9RbRIbW++ysvRQKemd4p4fK78RO93jmtEubala6sf",
+	"jdKvTbZ++uNTOUB5Z0kJElADNEKawf9C0ESbQ3G1YpwtdNGUKWjnoqiTVZa+k6pg9NTHmemaTY8O4f+x",
+	"7DAvS+ZWpZ7x/GOqwOLooloMPTUYpLFCuYaHC0pQXALPbcPLcsWuvIqbciZuL9e36b26cosDWmYafg2m",
+	"k1A1cJo+W8KE0XZ74JXEsrFU8yujKN3J3NoqA0sElI11f4JigNW2dwhDdQeJqhKEGLpZJ+SK7xzH9TyF",
+	"Qd+JDuM+nEf81PASik+7J5jkbaS6LsVO0bC9legvgz7l34nNQUN2oHW3H25kFteL9hQTYib95DtVLcJJ",
+	"3VKQsCXstNfPPTEdWsaobaxYguPbIi3fh1yW9h+e+2FVMEquiogB7WDAjbjb6Hi6focitgb4Ji/4QqYK",
+	"CZ0oyLKzbAYvQACEEMqHYZEYM0Ekl7+Lqwud34iE5bZNkRhMj1FCFAGuE0LngOCg7wcGh9KnjRt5VW4p",
+	"A55T6ejIW+ajN7iNsrXSHHApyyLndR9yemeQ4Fg3kPzEfeK+/367Ez30FOeW7LWT3LqbNV+Iv8oUn4GK",
+	"jGCBimvnj97HLdlXpDtgBwDPqKKC+bITZdeT59Sr9IHS78ZMIwopx8G+5PnWXJSldv92OwF+M7NS+XYm",
+	"ZrGm/dby39FKv+67Fd06//vF2zfMig8e+XrXxc6b2qTMs28rDsEZGvGY2P70/PnfXl68fPvm8OWbZ8//",
+	"4/Di+f+aHsC1wY1xZ/CnRtQrhu0hdZlmIVgNpVui7PqwlJvSyS0pAkP86bl76bm6FaWuxPDN81Yx2KbM",
+	"a6AIVuQhLfbNbX7YWajD20cHfaFGSWvOW8Vw4zO2JLxYws6tRQTjmWjPrU0xNOS4Nha1mWtlpWpIVHF3",
+	"DOG0uBXP3e47SbrPHjUyub+lrVrMyh20HCN+SljodY3MKgO3DNVe2n+UsccZ+ypj/9//8/8GY+g1r8wx",
+	"Agc1kOCamjW2INX1wTHIKrBaQP5+IwK0MHXWmJHJ7H3c4UVgZcfUHUhn0FO4umrixWEgkfulcyLMPXIR",
+	"t+SZJ+Ft6DkRRwn84KWa6bS7x2oWikOP5SW8cStiCdS6p925YE11XfOirTrttIP2U1HE3NyAh6jBnDTT",
+	"V4UdLsbU9bH3vJUsJPj95yJOmQYsMHAKZtTr4E1uhGi9h7uIU7EAlEi3BXiJUt6K/kUjB5F70zBZlFAA",
+	"Q6Gebhh3H8MMCmEd0bICol5Vzz1IYvDlqurDqmovcJPhMvHUZWPmvBIscV3dbYWCUJFYpIqn3BlnHMtv",
+	"ujUKZzNjtSi5BeFOByTKKwiRRo1hgC2n94CzvJSIh+VeMgH+uRa0Ee2xJQ7Qj59p3MlPhnldxjyO1U5D",
+	"dassfuopy3zVf/2F1WDRa+08FnwVKHD/QuST8P7Eg74dHMdHzwi4DiB3ECIbZjNRixGiJmxcd7DZOrNY",
+	"O5LREoVtickkIvkUs7vgt+LFbFGJ60uq8HrH0BH0BuYa0KGoKYAShPBaKnZT8lywfet9h/i2k3RgBAc9",
+	"7vzvpK25FX+9Snm2L9HSiSV9rqRFJ7dU7OZK2ofmmB2xUlCYtFDYYz7X2mwJZMesm6FQ9mww2OBtY6vG",
+	"jwvKaB2zXFcr4ksQTKyqxsaXnHvuNpznYPaGTMUqX7znJV/Sn4sG/1bdSpO7IjKEHUpmB6VgSrI98cHW",
+	"/KS+ToUXNDXWvqcF1hUxW0N/PsQYUYiMNhkr5UJaVC0nAB9mMzaxjRKZ+7eeyVI8vc3YpBS3oszY5Dpj",
+	"kxuxksq+X0iVscnVLGOTvHb/XfAPbsvdj80My6JNKvnh/WzhGuW1+08OHGdi8vd2XgvjwT56wt+ctoDD",
+	"dsc2GnkiiWqgAHmUAhU4M9wG50lgaTowsxCp4Y5u4rAMHNnHR9tObF/ABnWOjx31VPKDKM3OQ/j6q+1j",
+	"2BLp8bob5bFxVr1Vd4YCc73aiInfHj1GLb7ZijRCWbaApJ/rSqzXgTyZ/Cef/Hw0+cuP7Z+H7yc//nKU",
+	"Pfnq13/rjVQYw9KwXtm9sjT3f9u2ZyiSgo4Jjmw3pjZ/DKrE/PGTb4bYV08oBnUMTz/ieP75ybe7paZ1",
+	"TkpnbTrcv+9mbcvA3vVW7RbSb+t2mPuvqb+VbFrW9gjO0Wbhx51q48f9xSmudyqWf8xs3VAgKZY8+djy",
+	"+VuX46Oq3h8nq7Hg+I/ctdNOYnzO6dFHFc4PVfMBlE2u+Y+eN+6wPfxO1KWEe/Hd5emY+/AzFMWPY8l3",
+	"CibfrJNPo+2lZ11+PIAuScQcMZ28CRBlY/RoibLwzpG7VGrYgNyK4DbaY7VV3tsZh2u3/PKPA+kCYz64",
+	"q8C7FNfcMCJvamlXD6MeNrDMI8uGt2D47NF7Ai5Pn7V41r2nbCNP7d7O3Eb+WeL8hfr/wBD4Yi3w1knS",
+	"jc9W3DkrYDjN9dgXA4H+uRNzrIAi1oW8lmg30I7zL6UR5C3Cd0yGr7j/1e6/gFNscu0xmuarai6USXH2",
+	"7h6PFO8ePf5zWr6relOLfZ5lm2tLBoZSX0M8vpv1MV2SlD8nVF6vMAvMb0leNsYKxEF3M9tMPh6Y4LfD",
+	"yVsU+LlnbvO97G7pwons4CjFT2n2U6MhvKVmpVSCXdWC3+y4L//7H3v/+Ef9j3+oH395lD16/G16J8Zk",
+	"227dijDsXJda4YJrtpxLK5ipeL6d83UG/vQf/zAP3aiffP3rv31M/m44ZkkuAnflqS6bhUrrtzk8w/AG",
+	"vFkpVCvhiE8uITbeD6artH3TlFvK1dAopGFv3l6yN+9everDgJULXq/+KlZj26uiOHj62hFMuvm0N+OZ",
+	"yEvuaJBadW9tN+F5mQL9Dn4VOlPo37G3+O/kjkG5+wzrOGaMKsyAgUKKZUIbgEGbvo3DWD1s1DcSYmp8",
+	"rcg8elXhr7H2TWMYL7p1jmWqcnyROC/Pnr1CjDInbKfQ5qXKy6YQz4oS8mqdGgCIF3Wj0EliNVvwD8+K",
+	"8nTO67SZuSjKS//+8BFzw1ly0za/i56B+9tPNLVebsXbrPXSrC0DbIbbybEeSHi5pww8nAiQA3CwbX3r",
+	"KAIKeGe325ERBLQEnphCdBPHHBQ4ZFEFJadzi+V2P1+X7Nr5ZYEQ1jY5SYSI5nAubvWN2J7VX7v3IK2/",
+	"LEO5PKQrx6g3aZLeeV7pfN5TEoPwJIR7xfMv1xiKBcrJccaXQ0HrlxtFTgF/7tyHgUhjGlFQwQauAIW+",
+	"ppZ5HQq1jjwybhDjBDoQDqk8rh8LVYJw6zrCDUJ9Zd0FS+6Y4pWZa3uS58lw0BNm6A1I8TaGWdnjku1B",
+	"DfOY6YVeqlLzdJTCNgBRMGNK9DBZXRm21PXNevXVwVwO/LonXUqiJw/iRb0bz9cpBlY4R3jKniyPZB7W",
+	"uXcLvjt/1dYhhpQyuYDgZ17XK48n2q7qFnc8TiPzy51RllS7gNt3+Y6mNNp+jQrkjgcAS/PB3QiTl6oE",
+	"/Fl/KgJIklNSAGeAW8vz+YKUbc/mgJlle/6zpAl0EM+MkMxCCBasZ5vW/ORol8I4j7YbQGlVhnblgiyS",
+	"KeqjU/jAtHTohIF0UPe4ytt3C9f23aNxy/IboQi3NQo8kYa9hY1N3+kQMn7L+3fHA3ddCbsUQrWdjgwN",
+	"3lbQF4ZKy3enmr7rVSjCgsdBwOvTHLP3d6PJU6oIabXTQrYfkN5dvuQ3Itri33hjWxCBUeS2ubiQhf5M",
+	"541jH3C1nzSFtOciHRbfeTOkqSjH7nyEdK6VrXlKuyOglJdpV2grdoKAH6PQjEn0G5Xw6HNJuWHhg11T",
+	"HXs8uaeEAgOPj1FYrmp9Vbq5YGiGKldn/hdSH0brM5tb5JYxGZGDXWwV7nGVyfpFH41cbLtdf1noWlAX",
+	"UI2F2TlXTjdCmdZA8tYyrdKssY5uIl/nEK3NNh5ZNoDfcmF5bUOdz7sxFDR/a/KzPGXTwOGmoNxOeVVN",
+	"QSSaeizSKdvHCidQjJweduwuU3dS6nV+opxI2d5vqdiVKgHKdFJVJUXykPHFI5/yUK0Dq5ZcrVgY/Sh/",
+	"1Ljr00vm1K1fq2PwT3UMveRZoxTT7d7B3QAcgsxi1iTWB+ZevG+vguMNLP+QbdtWGGT7UCWe5aVbDPKZ",
+	"dDESKGxN2oPP56vbCpDr8Qfv79SMKPJ/zN6/p836m/v3+/cDvqRUL7/2kTvO6qzWH1Z3dZBXTVk6Tvlh",
+	"BXhFrtU7kKLVrGquSmnmTCqrd7LpBs/A+8PJj//nv+19PG3gcMqS+QqjdwdKwoMydJ6iqfO7ukf6Z/4H",
+	"Q0lCAKDjTaAkUBsArq51uZCLRtes1NfXmzDA24GSRpJfVLRs6AQk/O9JSBJHDeFkpK9iXd3TTWysrtqw",
+	"h4y4FIdVTd74f9h7tDvT3+WV+a90u+jqE1wuCIq52/HcPTJi52Pxia+I7ZfCb8zWxjC0ehjMB5IqQkCL",
+	"wN2D1CqnM0GUSJRovO5qW1Q8t6Lorwvrn7CmAlj3ucznzFcHBuBr38bYMuzc8ituxIX8WfRgSbhHoWA5",
+	"vR7kYICYGNlXf0bcKVU+N53MuJHNLnk5cvTLWlox4XPBC3fV7jp+qMUshiF5sOgR86/eBe+rbovgbp6I",
+	"1I6tLUE00PQZdsebcPuTng7EfqvxJkKY8tb8Cl8fsnMPp8UNOxOq6FQMKIRxk6H8NbQtHsd6byFNhWNk",
+	"tqkR3cvJy4x3qw34igUxm3pgEBZiyPI+DDIUzf8EPxm+rU/ppsbIABxZG366ee/jK+OcXCHlEpvdf/fu",
+	"5bN0RuzI8nkB52xHy9c40EgLdU50A+cD+M1mzd0oSZCKTA2NuXZqtTtHbCYVL9FFv2XwW2ug7ZYawK2H",
+	"mPNRCY2ysmS5k8xUb5W80/59ftMpmQHVAQgSW2Lxi5YC+tKVqdj9mMoD3NwIpBVpIZ7xRqriaQ+sJ6zv",
+	"TjQCV9oYtwJkN8D2bRYXvatnIaxx1vEyBLcfTqe7YLtU6Exxgx7s2HVa5ebGpIIPY60SeCmiiqU1yk7/",
+	"aQwUADji15iW2BlCIni/SuIWtPcTiB/upaytzMwtezQWdIZfw8WToCk0UEFYCcBhV/wjq5Rdtuz2rrXK",
+	"unddwp5utU1ViTn1ZcWhtoR3TkflJXbFyKoQtzMsn+95AMglQYP90ub64cyoSo8bOsAARAzpmF00eQ6Y",
+	"LBl7QYz90jH2tw2Gxp4SUwdjBbDl+EzTdb+X7T0LTGwP0t0J8Sc0v5ftYft72Z7vYC/b880PEMRZyVep",
+	"ihInAHsLtQ4gAxijsrYVoB+jWm0M5GoIPC5lp+2TsGtdVaKAROs+RGXD6C12JXLuYQBoqrUTV63WzJR6",
+	"Wa5Gdjsb7m+HCfSWlb2kMYJFDcthSQu/GIwWypicMa5Wh/dhy8Rw5njf04hfsGh9LQbjuyyiPJ1VD8hB",
+	"f6b33NpqMitvM4Z/LaqvMzYvDcKTbQElq8VCW3FSFHX/mqKci5nz7kpvPQcIiSBt3+1ebxES2xXcUUIc",
+	"YfZJgzht1+FHZLT7bc02gpljrR1rTbY579FSe4oOpLFOmvHq9TNk5Ezpm7rdPAK3WBcNCJOqkAX6/QK+",
+	"xthyRdT6jhcgcdPE/dcokL95EmTr9baRe5zzrFX9ELenM7612ItBPWNzZT6Wb+xe3ApHmDoB20s8dVd0",
+	"4BTV+sOqVwe/3Ki659aeUlpIMUcIMv1hlQhvuRf8/49f561q0vo8j/Guk5aCTX0mlnvnYSzzpjj1h9U4",
+	"jRvNsJSvtXUGJi14rY/8gdd8AgYRUciSt3ftFg5HU9hkcN1V9GPqP1wUfpy27QCn1ioqlHyvUtNIpwcc",
+	"aL2kslE4qmMy1XtETByq0uEjKLNq2L7PPqsaM888GRzci5DRjc3omaOezUqpxNAlCwrw0k3mLb6862Wr",
+	"1aguAIMMQ9J27qGW13IAM4qWAUtaGLZfNWVJ4g0u/EyWPXUn6PZJZK7RzRxvOwmMcINgwF0bYhfukJ6k",
+	"gPYiowjvkUCfmPWQi64V7phxp2YCaUCwB6JsO5HJicwbkX93MqoQcQajyhhnWlSjnW+hP1vz/KavFBc0",
+	"+MAwfKl/tbfP4tK1kBQo+m1Er6gqpq7trmf1XkTI9ohssljsICFLevvSGCsSbe1oK47Pavint+LEE93h",
+	"kPl7bLzd5sLnifzmdpsOmScOA3BssATj/UOVg47DfeHxOwObhNuEL/kqtsVgQ3vZHn02YFJBkk2eS1FC",
+	"UhyHmgXI9TsaJxJtqGqYjLZPhe0jZhU9H3mK8v7aOxlU3slYT/2tj6tiFaClYcb7gNBycI/lq5JN9i/D",
+	"TRLnFwFznHjkq4q1CSGF0B5MJnkKDOBvpDGjLhCbw+MD/fAz24eGxo52e+Gjnaa/RoSwFv5kJEnuNv9B",
+	"8NLOnwnLZZlMVlVGKNNgDj+6mQt82csATspOpYVGsA5J2ExM7KbyCekcWri0RfESchLT92IeBoiO6UJ8",
+	"YPSZD9JBBWPBHWMTI213EFCdWI+XqpC3soDLE1YOI/LHc2hcb4iLT/FnwhYYp5F5IIIQGhHliiaJuoQa",
+	"qL2Ot9a2l1NcAX7QATBRmn51u3qj9LLf0ffR6PF8ZnsugvZcmjZwJGrLk/crX/X1BZj14c9TrgpZoHhy",
+	"MW9soZeqp6jutriLgEXcE7hyl6szQNW3ZyFeimgXsy6BZJ0ICDzAg1Tvk4gStwae7ZASNFgooGiZx6Bs",
+	"ss5sSP5vUgiAt6LmZaCxiNPEmwul3QoBEL2AzqD4LZflmgmpU8M4vZ3fSeXucA+3vdbdFukYp9C2nlxy",
+	"4HLPF1yWd68OG8HJGKEKxrHAoNKOnigUUyyoLtta4nPTA2xwgQ9adywgmzqFzgeG0aeO2iH8tj828HGE",
+	"SRYpVjoVjZXLCuA+IozbQCcwh+2ZrHrcSm9LIjcUhLPDag4VIMWsKkhv9PskFVtExSJH3kC0FekwDHg0",
+	"efks6OEAk9vCGSeyNZQdxlW4eH3Zgsn4atzRmeipyQkfJM5V3Bp5Y3yy+zZtE3KWqOFOycZ4Ufr3Po0U",
+	"/h03Moc6u27l3ebyK93YQOgUEYJZxAlJpE4hBpyevWPuibQit00tIIgkCP0kGbf1zdKGv0964+d6sZAp",
+	"usdCu/jY1ybiFAuJZfDXEPrHljW0Wpf5nEsV2Gmy9aXEop4brc+1sWnwjh+0sR3cs0ik+yTyh07dTGuF",
+	"v+6y5VWtiybFjc/wwRA+SZks2giu6W79QgBrC4WxNiJod7AQ9rtGQwqp75Pe3dVM1VSAq74t+9dIlSf7",
+	"G8lSR97/o1wOsIFtk4HSukUVk7JcOOFwwjLkLfE6ry+I3/d+nneuS9FTCKpzGj5DwafkAT0pS9QVuqdz",
+	"tNZEs3DT3KXU0/CiXXLTY9cBFjWRKq7YCzpriNS7KywktFToHsSekhv7PO2EhJ9bHBADoZcdxUw6WY0C",
+	"iHpb75OHLpoFQHRt6WDOqfhpo9hK2P5uGpXiFxdxdWzfBzKLY6aashzq6G4RragsvVXlFuQy2BiAp4Sy",
+	"zWS+aI0L0ExPwZpGKb612hZ0kHPFrqBOCVtwBVUG+9vcWrAQmpSG0ctM6WWPlNZUUGrtLK4xPWagVJSa",
+	"0A+dvLTggLiEMaqmB86Nm5s+cCtzg1c46BIy1E3zBTXHcN/QfFdBijZic8adg9Aub3xaOwQS0+IwB+mP",
+	"aElxEbNL0EpvA+N8AS2TGxWCMTzN80Zt16U6Jc7X6p8P2g3SWvAvW6orwHGamErkTmWDcielxXoBxoli",
+	"a2JUO62h+PrnqohKk+0qyVTbKUwaEIN5vDAJku2Xujpc9A5jDLfEMB9wLaculA5fgVsjMcS5rt11FC4V",
+	"KDbjpl04+UPXVKv+SsAPaY/sdi6yE6+oAiuIJa3oKMQr084tC+e0n0B69SF60NE7I+vSFqXT0X/xLGn/",
+	"/M49Qj87B5FkUYmCcQs8gx7sv7x4y759cvQoY3jDThsFQhgW4W2U/wy+MZ9Cf7xjn4iVs3VVaSVPzl4G",
+	"fB2kLxqLXFTooDO/gR4L9l8E3OztBh+v2x03sh/jOYkPVarSXY9/6d40nljP6e5OpPm057WrBSWWIkVL",
+	"YK+7f+htMOtxDxawDr/Nr7lU7gWKjfJ1ppy0T4DL+ZyXpaCqxmtmofJa19LO19CbXz/7pg+9OXwRTDpx",
+	"696yjQ1c/HAyefzNk6Qt+6NgvrHjdhG6RqRPC8+9EHaui+56PXt+cXr+8rvnG4sGW4JftNQBG9QtjuAb",
+	"yNjF88t3Z+6COXt18n+vz+ZJZzJfbUzmx1++yh49SY9b6WQVtBO/pPAckiqAnXfHB+UdwCgMFeQ5gHi3",
+	"W3/MOJvVwsxZzVWhF9TYdpP7mFTwn3TVXW3eQJGz7jz+V8NLiVVkq1pbqqq/fkaP3cgEMW/G2Rw9gV45",
+	"+ElXGctx8ADTkYN57PzFKXv85NGfEd4KEcoRDBVBvzuFJhUWgoBBpqFEZFpa7pDvu/OXmQ/GIGTxqrGU",
+	"LxufI8RA5yooI9OmllOsAeGnPw/K30bJlC1rPwYB3a9xIMffCNDcLWySLc9lXZzx2q5OecWvZCmTJo/W",
+	"xuGrUbp7Gcp2gTZZ6EQIDLfCscNUc6GzFWtf26h82bZPyT/j6122HZxi+8l6lx8pjISShFtkkQEAWzCy",
+	"OukZMAviBcbJ06dJM0qhBdpR8KW7m1HuUCykO8rNyh5bDc/w4Ui/SNzXCK2AWk5JM/FM433J4tM6TCev",
+	"5K04o/yupIERlp29O39lKGYbaqISRMCd8HfaeLePiC6/M7QyzARQD64E+FK9/3BHzXTXynTQLxw5xnvy",
+	"ukBP6akxaKS6LsXEcY53568wbJMCrcdbpmmfUSFK+0/uNVAZm9uW1xrHP3Z2CYDAEZk8EQ/5491iiLee",
+	"wAHc2x0iituJdwnTb/J4qvw4pQLkF0/FQLohm9Ot8SYFl4Qa3fFwkTgGRSPT/i6IpXcn01hIDTWORbdY",
+	"0+5LdzGUghvLvsJ/LLSx3nY9k9cYogm45PstRvXRwW5YiV8lwRI9rQznK2g8bYHbHQNaPx6YRQd2CAvT",
+	"FoTpah6wRLIoRg6Whkqa6wax4w6O4U/MHWX7f//h+dlBFIoI4Fk7k7SfRLfE2TcJW+rAqQOe9Uqqm6Tq",
+	"0DKgUipA13MnKYa7p7LNgExSCzzp47HTg0wGzXu/kyd619c2MPQx7B8ap9y6wu0lFIRGYjG73gF+kn13",
+	"lX+Oucj7FKcuAnZaQICb9OfZ+Db+mgwW7i4aZtlEO9JZwm5vUOLeThaivhYTDSUz0yHF5J045+p6i9vI",
+	"kf9cK93Uhv1weXnG4JtodY0QN4DsB7Wnpbo+SNtqkxCMCBWhbK3LUhTYAdQbwI3VS/ArdUwH+4i9yHHV",
+	"K27nB1AbwwO17FKNoLMPna0fKFCwvnw/jqO/j2f5PKbXwPFjWnUH5t64f0RZ9839MwLQvBIrTdnWQVl7",
+	"YFBZWH38FTHMGT2bfSW4EfexO7VQYgnVc7rgCgl2eWV02VjxamBnvv4K4hnX6EVbXjK/oRGe8TFoWWau",
+	"awzP4gr7ppbbzcFmIxDTwT2gWu3d35ZSmaDhYYodoLscHGPra5equxjzuZa5yFjngiXzg7slwbTtzsnB",
+	"9vLS8a4/OeoFvhh72ksJ4ZcIg1GJWuqis67Red+ltMaTjxBZHOHBcHJ9K2rzLyaxtNAHn4U68daOFOAW",
+	"6lRaw0qdc6vrPzANp6jyPqhsN7NA1x49des9vYMx+fdL2h+bsX7s9yYLRVg772MNAgTTaVN/t4K7fuE4",
+	"92EFuX/02/UM9hgL9w4ovgOAuD3B6pc1VybXhagvqcZ9SkO04S3mS+EnWGFTSP2dtDW34q9XqcTNS15f",
+	"C4vZj+xK2pCxeHMl7UOo418K63NXsb98rrURw4QZnCADNRWiMv2bVjjQkWhckKd4zHJdrdiNEBXV+1JV",
+	"0ynh5Z47/YDne9meriD3psoX73nJl/TnosG/wZf0490xQem18crryCBQ2sl0Lf50MXDxwdb8pE5V+XrR",
+	"1KAu+o3T8ADQr/DPhxAShdeSyVgpF5IA4CaQtmkzNrGNEpn7t3Z63dPbjE1KcSvKjE2uMza5ESup7PuF",
+	"VBmbXM0yNslr998F/+COkvuxmRn5M7QhP7yfLVyjvHb/yYEhTUz+3s5rYea67PKZTcMsDhvKorYjH1Ps",
+	"vmVBXz3e5EGAX5VO5KWDOAsJzo4kEodwgBQeb60u0pfuTJ1TvrNUrJIfRGl2HoKTG7aNYVcT+9pZjcvP",
+	"YvnLdSycrTeib/HN1vL2dB9A0HWusV7pyPCDJ1/1lKTeCsV6p7puoeEtsLNx6DN2kUZ+k4UYxdAxr/1e",
+	"Gbr7v22HCLodZuk4st1Y+vwxJG7MHz/5Zoh59yTNU8eYNX93Ivrzk2+3zH/dmRif501/RjdEOVq5zs3o",
+	"ZxWYRMytEgci27z04zuiD8k3PqfjhJKe8OZNsWR8ZLP/IA7RHSV0JkSmO0c2v4N1OKnkpbtbPjrIDImZ",
+	"cdUqgEGhwGASA8fQnUJJ11oqnAzKv71MUfwbsfSRLD6hssbqjVKx05fPzp32SmWIa1GVPPcwLj6ZXyvh",
+	"NAtFLLyUEI4GETlcreJU3LAb2wplhOs2uo3DdTvgOnCTsRtxDZ14hvGsNx1g47qI42tSMsQYXUJp+52Y",
+	"6VoMzAKCutbnIY3bZrnDHTIYZOE6q9YDLYa3GvyHkNNyJRiPv46wOTYDM7ZtulS06Y8SdRabutKmZ63o",
+	"4dCOpITfX3vJlwoMfF/rprobCb9A0gQb1LVrpiXmO9DvoPj/ohZOnPpgk4FkI0/1M2nAQ+j55k6HeetC",
+	"fvwaBpzCj1hF4EmQr33S2PnbW1GflVyqc2uqVJlBuxneShiSnGHWdwhfZNo9rVxrbErlx6aH7LKpFQJ+",
+	"M+2rEscFyHgtfPiwEgJdMwvMuYfwYceBp+i6eleXU7b/9dERm0oF5P/+SherKdNORVtKI3rcc33WvNRO",
+	"jyhhxBursdRIEn1B1xhVCtbLocq8rp2/AURSAqXK6knVlGX6y3G0gLEUkPulazOOMgpxK3N/ZFNKzNs3",
+	"f3v5gpEq67TI7797/O2jbx+1gJiUvrpVV8Gu+vvA5+B7bnuhH0d30ltV+Zk0mLztocBYzpXSwM6jzOfN",
+	"tQdO9leR0EX+KiDE1wkBH6QBRz287PU6y2/Ih+vXCmqWzEAJgzfHqOFzbgDDbNi1bSiHhBzHAZprcz5z",
+	"bs7sz8Ot5Xwhag6JoxVXEytLO/lZdyAM4orT5mLOa3+ItrRMKyENM+4jNFSypmpxOK274HuyIXfSuKO6",
+	"kySleS3O9xKpcVtP1ie4Q5xAhLDY39WC36ROmKhgEqFEa9B4CZe/FPy2L3U0Ro4fDN7FPYnNz46fX8bV",
+	"Lkd8f975JsQLvkvFSjgJho7su/NXhww8CqGEzILtT//0pz/9X9OMTd3C/o8//elP04NI9aQLJLpXMnbV",
+	"BMC0UDDdDVBkaKPmqmAA+2ksRyet4QvxlHEfpMGVxur6lIPgb6fO9dVeVFCDGSL4E1fUwSE7gXZ9NH/c",
+	"Ri0W+hY5wyJZZnPXqnZ3u9ZG4pneoWAhykHvjKjvTRdkjRH1XaRIpM83w2qNmeul8kkLuVZGlyLS7nCu",
+	"LC8Fr0eXkK51KV4WPcqHe8hkCL3eontwvwy1uNX+TnELAgWcCW2UY1Gne9M++uDEgHThmdc9cGt2HWSo",
+	"eQvF6vYyt1V4d/847pCZFFbSWxU2kMYlLTmWESPRaecVN2bpxLaCW57IpOh3aASQFtd27NbYNTJv+Fz2",
+	"n8kFXzmJBc5lL2LEK30t1fbhwz2C1X5dPxs5D+FFXL/w5kdkPtDCn6JFeBgGx2+SW+VOLS9dM/C0JLM0",
+	"3Ns4Xv86It3APq3Xc9xp8L0E3aZQBJJAhJiwgHdI2Ogjv7ZK5SYJwvVHxR/dLyDjEpbnMMk5DlwK21MO",
+	"acDQv0kQdy+7hhlU45JU3JuHeztliQFVdMxY7t2MNegl4QutriFWAJdOqrxsIOaClgaY8fY4TJpDJx0s",
+	"pvasRTn0J6rfwhxTc4p8fuxhjNvhv2GSv0PQbxW6ul/4b9xUj9zlmxxlKoebZjz+d7tY2CfgEgAWeAwE",
+	"nqH9xJ03N5jPBQz+d3E11/rmmSjlrahX20u6FfQm2w+ZeCcZ+we+gjmEEFcBsp35x95BT5U2bAb/caoX",
+	"FXKbbO/vXFoomG4BHyKUahuozwZQiXlTS7uCRHgCeBC8FvVJk3JntdmTRPmgZEzNbf6+4vb94eEhQipc",
+	"NUYqYbA+v1CFcWK8Fyd4DmBb2M4+fGzo4wO3BreiNMiC6dImqYflWt9IcUy6g2Gc4Vi9bRvCoGoxw/xk",
+	"pw5/ffSITXkl38Mb7/2eQ5AZKjVO04NG2lMyt7aKqlCcQq9ptF83ne7omLtPCXGvBEYZQITY/vT9+x+0",
+	"sROYMn42xQsXdKUCj/IPl5dnFwfHiOk1gRugk7vQRa2GkETGS6NB08J04f+YXNzmk1NTzybgSpr6pGgo",
+	"dQkK2wRLhrDphcgnL4TN55MLacXUSQXTt/BsCqqZnYsVWBvXVvYrNs1NPXtfi/+GCmSwqNKtDK7Enlf1",
+	"96LptqvMK/lXsdr71Z1CmUTHdNwGFTM3/TNvargQNdq33AEAH+TEhLfc/GrBS7gZJ7leLBrlQw8XXPFr",
+	"SHdt7RZtvVg4TxHKhUe1dC3ilyaYvDK07E5Cln0hTBZCSLM23QPeFJh6ovXC+DpisoakFCWNxbNxjOzU",
+	"x9C5yUlrWNVclTLHFAjPNjDGE/mdnRvampKDtELo4nCEGNT29n45rH/rj2YhqlKvRH3IngNT+veLt28Y",
+	"lJrydurGkOA1BcCp78BgbOa8Emz6S64LkXkQ1gxKkIiXhZu4rVdOEvqfmUdk/5+/TnHEGJlBrceJGdP/",
+	"mFy6BiYvi6kTSCutjAhZ/G7YFHEjfmqc2j+l7qYZM5rQaqgQFviPPE7YAqtZtuXMaLtKfW0O2Rl3chX4",
+	"GwOFmlDoyX8i1K0oNcwZL2t/R2QMrogMbtf/+tFNMrKXLED8UVXoIwiYhEW10EVTun2zTa1gM/FUCGVh",
+	"XbBk1tQ1Pj1kz3k+j/iIAmRNdz48Q4vdaI6mPzgWM2l/nAagQOq4fQl/mLYl7miVhJrpOhcm2ZgNSAXg",
+	"arxaQa0vVLqlYbDT/izTLok2A933RBdB3TgZn6zIRS1nlvGK1xatWdHMpn+asoXgyjDTgDwTHmVMfMhF",
+	"Ba6SaDfxbDjW6M7bKkwFqOopc/oJ7ls+p/RgxpVWq4VuDLkio9p/8UgcD546Kp2LEngwne4Oa8YWDtnb",
+	"dkQLXt+Iwg+kNWY9ZbySE4u8moYCV2C4cQ3xNseDQflGI1sEmBJuPPeio9Dk1XccL1D/cOiynoRrKh5U",
+	"3r36OkOLBhwuinZA7Rq+L4SS7taIlwepPT7Mhk1xu6bbNhLZ4uAu9s681DkvJ25uobF4uggI4ottumOu",
+	"fShaqXUFeQNOtqxnnEBGNvbJr4VnuIDqZcysKUP5RcqlwzB+05LLCUoChu3/Y48+i19mjSoJdtaK4h97",
+	"B8cUK176vv1HpOp2822wVAGkQ8SyCgaWG/bo6FEo3E/wwRP85O/i6kLnN8KypgK0+0P2NmT1GApN7/YF",
+	"PktZCmWf4hjb/dCz9vL7juodB+MysAi2/51fCKVpZhQcjbvr1sINlYLWyU5xcNydGBarQwXfbTFe+8jM",
+	"9glvXdwC3+Lo94CKdO5fZ5f/yRb6Vri/43qBBx4tDYZAtc8IWi6gDmB1kaW7oWl20rFGsKlw9vjDB38O",
+	"kMP57zLI/8i9oN/VHq6FEjUvcXkeHdAhVwThtuSO4U/d/1ByxJTqyhNMN78GQXp97Ha9YOX+9E1btPCE",
+	"BhYYp7/Kp/T65aoS04OodiL04rFTPbQdCSJqbXdgAErbOeZozMB2TbfkPkcLAvB73tq10Ebifir1tW5s",
+	"Yju4YlOsB4+4kFOnj/zUOEKseM0XwpdnakcSUEoKkZcciWFNAj6KGJv3WkCjU3dFo/Mebj/OHD+rRGlJ",
+	"ayXLmh8nN0yCeFALxEJAd0ibJHecSpJb7xMUL15gPOHBITsXvECaw35EgTFBG3Bujpr9PdZFAaxFLiS5",
+	"WDyV4LXsSYbENK9xaGWksULlqynbb5d2enGbx88OyGFogCQQZYpjvVAKDXrKpsCUp1mcBZG1S4YG8GM2",
+	"LaUSvJY/O7FzikmHmGlaL0wHn75sVSAkDcfOynbG7oj6Kj1wneMpRCQ5ULUg5KoD1ESVvpDyZlCBCA7H",
+	"N0dfrVem8TC7gjup1B3Adp1d16XGgVtH3IEQ1waPrjtcBFQK3R7DtroZ6aXC/cz8m0CtwRsSOc8Az9jp",
+	"Ea6JFVYM6s6x1IbuTXdZmq4AH9UI7grsdBIuLC+Fv0z3/bOL2xweTA+exnVVF3zFSneJEoIvW3BYmVo3",
+	"13Ni9aBkIb88ZH+vJdwDXuH1JYG8lxB5oFjBlrQ70pJrVJUlMDIgcNJfwvagRFJwy1kha5FbXa8eGMgz",
+	"J1FeGoCqW8IGzGohJqZyYkAtQJImpmHYEsdMg/lzNBhjdc2vxftZU5ZTth9WdPpSmWY2k7kTPy7wpelB",
+	"pGVhzTnsTmLnBarsuHLeE4vVsDxbddeSG4wVKgt6ARykjE0fYnWbqdekC7TjgIOwPXb4ELzAJNmjTxKs",
+	"utKWIvhUk6r7ydnLCKb+6d6jw6PDo8NHT/4CBQ4qoXgl957ufeV+xPD6OZimfAlhJ2Y/vNLaOvUZQpSq",
+	"pAv2FKzBhsyFjjGg4hDp3ohf7pHupDKWl2V7F625nA/Z21ggpKBFcItLa0Q5Q3Yb7m4eBM2rVa+s+dSv",
+	"oSKAO2CBufYxnLwVMr0yD0xD4v3EXSvGAhSHW1JfFHl/OpnQk4n7RQrjDo+flRNNZ7pecjBUeOrdn77A",
+	"3+CCn/7HJPxz8if84VzwcvLyzP3jb5JPg3ZUyhsBslbQTDAuePPa/IruxE7tZhDzYCFJEZxHWqJuFAgC",
+	"nGEJeGr7kL3QNXxk2mlBcm7JzFyUZYbRpgQmgQRd1QAGxluwnHCQkBwpuaPU16TRK712YCBKyZAd0mnS",
+	"yPK+8+1MTnXh2IoE75IqIBraC9FhL6MN3+dsWWu4awoRrjhYqVpU6BfVShj29eO/HLgzCFpGclSd22lz",
+	"7f9yDIaIpWY1OsmDVVF84Ll1KoMSkMx/CIlsJA29LPae7oX5nbh+gS7pfjd7T/8riRXeXdkgfcQb8gCW",
+	"OqOEbDo08fneJLJgaJz7QmpkaEztg7f0cvDjb4nB+BH9AsLY73QBkWpuqFSmKEr/fPjfBiMI26aHHB/d",
+	"lfOxHGD6TDtY3HyyVsJ1pFBEAVLB+t7H0w73YgeH4zIIMAP3CrDSx0dH9zY99OukZ5NiuJ0sxl+zva9x",
+	"LKkuwpgffseLsHDuk6+2f/JC11eyKITCL/6y/YtTrWalRA/P149GdHHGV6XmxaXWr3h9LfC7b7Z/904R",
+	"XowoINbOKU3w8eMRo7zU+jVXK1oOqFn3zZglfKmsO1olVhCI3T+Oft3hD9jpdHUOnzJ32fNrA55wQkZd",
+	"v+J8EEBsa9x7uveXv+z531pjz97TPTTotM/wn3iAf8167v9J6+K/FslSAADMEyA6e/g5WwnbWpSjYBGQ",
+	"3M2c7BEtTwORxkkMTm3xSXTg8oEnWiXFikP20ramh3U7FbsSOW+Mu3SutBPLQ9yBl8xD/5sM+nthA6e5",
+	"CL7xT0X16131MIB2vXCbDn9Xx/xSYMhLiKvFw949H8bKsgQdzWqnwhHv6j3+93rMc17ZfM4f/iKLXweO",
+	"uCrQRS5auYa+jDINAogJpB0W6PM6e/M9kwt+7XQeKFM9k7fC+1PgPHtA0KaFB47uai+TUmLsTM6sEIot",
+	"pGqsMGSWkV6qBfOt795LeKgFtpgrEbQz7Ek0Fv8y+kA6ONAgipHX6ZAm/7IAU0/7TgnmDJhiGKEEY6tp",
+	"osXBY4A9Ij8AG5f03rcgon2NOhjmhxUZYmNDYFVV8hxj4Teo9BQHt02ESkDKxrjsIAI53agVgGSxcfHH",
+	"4k+Ii2gaeDMp/gyyCzgoDyssApRoGAsCJJpO8oZo6xZQ4RNd+BR2hnaSOwsIX2//5I22L3Sjit8VS0Ja",
+	"DmSTh7PymZnNw1rA7dWvXr9E+2NQsZG9hE3NQiwhXrBkbDCmEY7vKLF0vCqLmctyrr3+B8bAOISXeJQ7",
+	"N7osHP9wl6PSrNTqGvCOgp3zkJ0oRjU+3IvIwFcY64w9R6MEZTS+67m58XCqsT0s4gmbVH2Oi/XxlI0G",
+	"b2AedyPy4TyYETR+d5GAZn/q59JH950NOLyjPP/7oVfYrHWCJcdDd66fiYrBijrx6uOAfYzMrZ0w4VaS",
+	"vRbFxE0oCgNnHEQEsBZLdc2mRJ1n9HXXmErBCeDXCDYOrTomjtaNEdnZpgcgJiO8x4a7OW1XG/JeP+0k",
+	"wadsUinXNLGGUvAbQKbxqP5KSLRwYZw+Gd4hQD+sotI1s3UbIm+CUVZaJ5HgWmwsHwNblxM0l7wu4tB/",
+	"Lyx1pa4HhqSjCR0+9zn4R4DVQv4auA2n/gAf+hG9x+FPM6YbC9bGqWuqqcX04BilGjChg8MiUm4CXk4W",
+	"zPUkk339+C9sWnMr3hOazzRysSylKvSSUuGMcUzas4KwaCAiLgRlz4afK13KfJXMYDV85RS71cEhOynL",
+	"NiAhCkymAKlbfePkszYaOYboh3sITf0YvIZ+M0hUSclwSDhvl8pv3N6nMRxhP76TLYYjf1H6kxIv7ec1",
+	"CMWu1r7RdtISfJh7GyfmoyrjjVxCVWPYyLuLhY/GGGccG9W1/FkUX4xN93eFtsYlZJwxBRKXg2q8LU2l",
+	"L8uW00OwaYfV742+UaHNjbsTeNzQjSnyGxPJizRu0IohMzK22eoK4rb8YUaOR8zSQA7tUrMfrK3eqnKV",
+	"sQu+EBfSiv9xYWuZW8+KniaCoKOgxrmu7cSptUUysppuQAjlTccfu5amF+56ENM2bMNPUJpEcHLgMaQj",
+	"+FFhn/Rj6BPbnnQfRYBv03gH3NX/hi5YnAivKswXpGp3uljhSpKFrI0kPb04f0EfgdJOrCQZR70ZRp1Y",
+	"ZbiQjIgKMfVFVh+yv6MHJ4ZooGvx6FFayAlOK8NXlJgc7FDA8FBv2rDLNLUwwZ/UMcpsCgg9ZpnoPsf8",
+	"XO7l1o5jXhocPT1rowjZvtta/zNNbkrSoZf0sJEDOmGblhkfJZPQfxQs6Su0PsEFzq0IZ6Zq3Yt+mu5A",
+	"tkux70QR7BYSIiawgphNnNfamImRtvWT7a8FwT+NXpqisctpgfJahdD4g7QQuRYRT8F+XsCSwfHuA7W9",
+	"VIaCmtuRTWEDVuETCRjQ9giHFEOPVEcs46ogFd8fi4xYOipAuP2fV/KgpIwLugz6nFJE5UtAoxSKJA8J",
+	"MZ4o/kEYlsF6AUjhMNYLYSd9CSGXm/yjj006vk+tHhx2PJQbdrPft5zzL+0je1u522ldPf08Oj6GOvYL",
+	"KudR8riXsYJMraJAf1By3ckn4YGil+G4Uhw3FNFa6voGVSW6VjtRFZGZrL06DEbRqsJn/F9p62kAM8IQ",
+	"7WvjJu4o6xg5GgZvNRMK6fXaiVBfH/2FTXMSpadJ7ukW6jfWdmKOQypMmuUElfP3rKz8VnrDc28DoQN9",
+	"b5SX1gUw+bnH4WabWkWZ6VdiLtdHF0Q9vBdvJJ1bSUY2bjvvuLMgZjOBeecbsHrtZeJz4ldtkBgKxK0R",
+	"u8QIT5THyG6jWSFyCTGNMp9jtqz71cz1Er+HmUhDZV1BxIzSOShS9RYiouBVsHqlPVxoi4DIkE953Ufd",
+	"9FlFNnYjEB7mvn9GQvut6OYZrMqV6DmenQW5byLa6kXCMPVNKclDuYDbNbamd24nGDvo0vgwpSb7MIxY",
+	"PXbXT7chd8EZsHs+ZYBAriyZBn06hQnR0rWGZBvK1fDA7LqSPhQcLJ7zOD1YRowfY9fZPuhWNIqQp+U0",
+	"CtBUlLvoRBFa2CfgEN3YrDVoBs8zZXYAYZI97SAytD9iU2roPX0yPWSv5I0I17lbsEn3LsbcAJ9gEYcW",
+	"tqhO1OoDc29px73etYvA539HCgTtX9+FHgcC7KBIJM5yLJndVZH4p+Rz/a45INMOb2mZBlaARK4Rc4ZP",
+	"Lr/7LPJe4eIVhKO1yea6LKBkkayNxQBuollKJvLQtXNZF5OK14Sj7LhXVVLCH+LItjHVVt5ilDuQ+LFH",
+	"03ASxZVUxDhP3jw7ZBcBXs6gvAHRywgy95QhvpyPc8akvx6YUihNpFv7gcSUEkrvSrlZ3EKc+tXacKmn",
+	"zkn7ysMzDrrmqPcA9WPEuzSYv4oVGKjHfxFhAo795HUHonH8d290IXb64JnHE931kxbtdPyXfwOwvPHv",
+	"n1TVDm9jzsnOH+w0g+eEjLrDHAJe7W7fEFbuLlsfo2CO/+4HD4260ydn9ucdPnjZBTfd5awZJ60gws4O",
+	"C5jbhpe7fnURoDbHf/M9Adu+ABa62xCJC8Mw/fefNEIHewZYq4RsEwNb+fvn9+5q/a2UKreGvqJIe0d5",
+	"0SH8tCk+HH2TFh/Cgt9KsQSQr8GkthbXPI5I9aoSpH6HkubTQ3Ya5352ocHhjq5KaZmezTImVF6vIGd9",
+	"Iwv1RqyiCoPh4mZTwECdPpzyqpo+nCIezzTA/DcK3CQeg5Ea20fTHY7xPX7zPljyDihu16Mcezg+BDuY",
+	"8i7tABbHlGCyppBUjh+46XTwqsktFDDEp4i/ZgI8cNDOOD7xBfl8Njwoclj8+iARGQK747ncJ4oKifvY",
+	"4ryh8DP35gNDUMFZqDEIJ8LinpqltPkcAdQ+o8PG3we9EcK4afeRMvQl9ON3EPqBeUW8yznviXEiTtde",
+	"Stl6yI0RdgIQezNRPxQfPCJ3UgV7/gFzhsg2QqewVaIC6wUQMkxkFoTgNxN1i2Wyj6HxgJF3GAbaHcw0",
+	"802wRwddhcuxZsLzhm7XNCulLcOZiOKY1Y3CzA802wQEC8TU2+RVOEkvjLghfdKEIerokmb9jJaoj/Q3",
+	"1vJfwlSLe4InzcRH7X6FixEUIheeQtJyyN/hHq1q4VqcQio7FYJFrI6DADjQhj10gksodpNbttRNWUSZ",
+	"VRkj7NaMmRtZVT6lBsMq0MK6nK8O2doYAAS9A5UCkgNhevCynOh6Ekal0Lbr5ot1/Y8Zbz8k3JgVo+AW",
+	"JgnsYT2jmk1xpdqwj7Bt10iArrtDBgjhhF8a6lygJAFVx4KsU1CN3KsVA7HqIa+qh74kbKN8rCRArqLs",
+	"hmsEnlxCPoGwmiVU/OiOw0edQGlouRCH7E0rIRhW8jbWqUJpahIZiyqty2ERDHQakTDhvlykmc2nCZp1",
+	"Ui90uEU82mTYEU4T7ivh1H92kciPfzCItuSK7dP5P3BE0gJP4an/Ii39kaWlM9xZhkkQjrCdZkOc+dPL",
+	"THgLjbNT+ytLKtASnX7UogTJOipz1ChrBm2932O3vyODrzfxoNX3MxhooMMxVhpc9S82mgEbTfeAfmYb",
+	"DRWyktYAWaxZRLomEHg3toAMWxfgjHwOE0OnlGHPTQRjfwCTzNpo+Oi93+QOxSUaGvIXy8I/nWWhQ++f",
+	"7ZZ8+IsvcPcr8oNSpCoCPIPfTVvZ08P/qdaMfNwWZmQJBqG0fQ91a6axidTXzyHhnUwVtgXXWmiQbym1",
+	"ogR/bRS2iQNm+6FirEI8Q5AqEdkQ0ZeekvX3Stv5JofC+a1xqN3u8bU799Pet2OCN1tGQRVMfveMYlfs",
+	"gz9MBCger7ai2Kek9WyvagaSpnm483z2TfTeqAprXcrZrB58T5Rz/9JBf6HjHgqiRQh16H5/wgAZnHw5",
+	"0X8y+v6XEgTwdP4GgsCmwWxkiBfgEUt1jVAorbltHzV9NH8W0uT6VtSiOOiGhKV1afKF/suGT61HZfxO",
+	"oirojHyJrhijuQ9YoT+5NyTU8JkYwescsJH4lSwh0LSHqi/Qo4FZvKEBZsSCKytzhi15JHCw6F03tU9o",
+	"9bWtqbRaFzTwPGoNGiF0VHpLFBF8YZyDNddKGFuu2DQAXj9FP8k0nbjhowqouwvo7bSd+6cno/6+e1M8",
+	"/Bv/Ei5CXwbcHxg6ELqiEka1YKKQFmpwfmoq+SWEGI3Ueo3V4M+LY5dmtaB6Ruv+rljB9ZjA541SUl1n",
+	"7ILqJmbsrSqlAhEcsr3J57jpqPN6dI1NTI8xtVH6i5S9tMZXOQHYTYiL6YT/GCx7XQteAAK7T8OH/O0t",
+	"6vBd5fmXxW+vA8eBOF+04N+JFvxJg2iy4cxHrUQ3pM7Rb4GxulSKCcqfUzkK3lg9cVciFZEoII1Az2YI",
+	"8dnWsHeUixEvQ/fT75WUxoWz/dNRzm9FCOeCF5+IDIKDp9kCnHctb4UiC8d2sw+7IAXAfUqRXXEsLiTX",
+	"YO0WoAtMnYnivjLGgUwS1SmgOgJV61mEWlBAnN23KK3SvXbI/h7KFnpyrhtlMB25Ir0rC5Gj6zc0dDOl",
+	"GNupB+8kZLz95K178HTt2h02hX00qX9i+9cfwfS1zer1z8qXvnjMRhnKPncsbqQ1PCS9XvQHGl7ym066",
+	"AxR4mg0ZByD+f8e4/5Sq4dO9KfdgUKdQ2r6n4SQ0a0r1EX9s8cXv1ReG8ZurAP5AMb5uUvzM9FvxxgwQ",
+	"7xmH4meO7Bbcypx5HeApUxormQFUUD4XbmRFXJRPfLCUggPRv7ZeHUIxVJA7PI2S7o8iE4kYxxG3iE3r",
+	"UPnStYr9XolcL4RhMMaEugG//1MoHBTN3NHBKpr1Fwr+jWI7oc5LZ08+N+nan/sJ97XTJDL2M5SthyIo",
+	"uvJwYgtR8wi43rV3TKChmCMHFfWRkr3BD8gPQs6Nu8EP2fnlxVnrAQtYmX9h08r+DNdpEJemx+ztm7+9",
+	"fAHKxvffPf720beP+j+Nazu27ETWrICsdajUfE1VXls7exLmGSHOvBPK/vw71EXawVGB3i36yNnlf/pt",
+	"+k1UkXagvpJwL++iwxSXUf7Crv6lNJQLgPqLz+zHsUjkAOaQsAtHscjW8SeFGQUIB8ONPqL4OmA+WDVV",
+	"FMFx4CXpPwI/bO2vjorjZfl9S0frox1ijdF7X5jNb2rXXd+Oz+nM3CD87Th2J+amQ+le4djgBvyaS/WH",
+	"oHdf1OifmOZb9LYv1P/7oX7EartfBnCnu98Ia6W6HnfvYw8P1kh+FVDXFlw1vCTDJOFt/PHu/Qu/JL97",
+	"+g8jHbjv/QZ/ofbf/K437cH65A7cC2FbWb1DkFjWwF3ensCIcaDFsdAMqxNCavjZ5X8iLGqnYOwD47N1",
+	"kbjagsJoOZlzA1XA/gCU3/F03ifxf0pDiB/kCEtIu+edLfutLCNfONYXU8hwzaxPwCjHmovBaTJQGgtr",
+	"PGAwpNWTqilLH+TF9qmGM7dWLCoCs49cMVYuxEHGamGaBbmLJqwTLkbe2jhORemlB/hOIbUdsvN1b61j",
+	"695dth9ct/TL+9aLPMUKV4U06ENu3/U/TQ+iEP5NvcnWqz+G4wiCaMeFfnp4a1zrYEP+Ijf9RgzB0RtW",
+	"RCMiQ4BwR05KLz8/c2hqNXF0j9Q04BJubCoSHCLfpKLCWH3gQ1E1GXcWaeqA5o++3xgzckwEOJSjpTgP",
+	"zxo230+wiCTZN7XyMGeaMrD+2J7jDLgsTf8Lsf92SpI7WlFYQ5dM7jMlajTFY57EpNQD5pHoJD2gasRw",
+	"15dSiachAwrpm5DKsigDMuuNKI/e7osszzZSN6J0DnHrVj9jSixDImVANgPwIsQzw0TLKdbHKfU10zPG",
+	"fQZEm4Jj+cqEpJBBcKNzXLZX+uOUqOy3TOBs5/BXqYqdca9f6esXtV7s9sWl3u39t24PPwsHbVdjTAJo",
+	"RDZMKFv/M1qaf9OkUR4xnCiX67N6j4zilZlrO85uHOEz03dBxctCOilK3gjb7KPe0PZUcutYmFzwa/HA",
+	"AHtFTid/FoiVSQCBqNPopXIaMeLLYhEyXjvOSaWEGdYStjK/EZbtPzkiuEhzwK7cDuPVI00XfjxHdg0F",
+	"869qvYQqRFxBcTEYJQwvZC1Qhb82LWHI6HwRVnODYXYX9SU0NpNtTZQQp5rtSSjRwu18L9tTfCHaXX1Z",
+	"bJh74ko6C/7hlVDXdr739NHjb7O9hVTh39lGnZ3PobOF9egrT+SPkbsT3c4ffmEXQ2XReIIEP9K6gqRq",
+	"DquSr3bgFw+xEtFAWB4FwxN59lMkCYhTRMbVNZt6yp8GakVg25l7aG15gWQ+ZfuPjiZPjo4yj+TLnhwd",
+	"tGXN3p2/8tQVc56WlUhI5kUbessM4DHA3ylt2VyX2NoaFwAxi+aG1dO1Kled2T0w2KGhDKdyRbE03NLE",
+	"tuDmefI5waX+o/CU+7eYdxdii7UclxbWvJQzAdjBn9VKvrZtfYC+eHa8rerd+asvYD5/ZLP39zVXliQT",
+	"FExCrbbfE9uO4wSSDsdLkPYqUUtdyLwdLtPKMWdvvjPkl5Q1OOnqW14CO/7qyVErhyVyNh/0CodYgPG6",
+	"5leYs30jVjPH7pid17q5xvouC7fXVBAaQQO5bQfgBtampBLT//ez599vMtoLfrvOZvtdhv9yjHakY9In",
+	"w4wCkfv8DHibk9JwR6Z+El/Y7x87ANsm2WzY3s9sdGw57i+m1PbXUfq1Y1Wep7iv2P4UmdgUeeRCG8tq",
+	"kUO9CCdaHhyyl5ZyDkxCTGW6ziBqQnAo5e2kXRC2UfqYopEwrBXdWNdwlaGs2oqzTxn3QnqQXbCUV6s1",
+	"S2LoPBbi/dsGil1Zy/M5VEmJ8lgjbRsbWkXNf3309Ril+4/AtrON2iQAYgtzPmZ+s93VuL7dWomecbqD",
+	"MjhEoZqFO/bYujv0W4d1snEmvKoz65wJd7gYgDT4Nd00lsCQf2owa4zGjK3tDS3k9jFiLNH6sWL7oRhc",
+	"dyzHQRl9YLySgHXmTQtjfNA3Yn+cO2MmtXPvKeCUhTFfaV0KrkbZWGDrH/53Ja679xtWY3KNScUx4W69",
+	"TnLqSgMOAm1+sdXel2Dfd7PAMn9WKd7yoTpHJ3QNUJDJ0+CSQj9UgCPr+qEwkoVqFfVUEvRlBB2xkbM4",
+	"pAXFErkjrGtk7TAWrhxjUOXqKWHEdAV/tpwLRQ3wupa3whyyc1EJDonQ0rIlqQ/cxlUNGzWTSlIl8/YK",
+	"AvDwEFLjx9kJj2kDEaHgeZ/TPeFER/iYjeCahGLhFvBLSM0XL/snlXZhG0Ih0N8IUcFYXfWzo4s2D9sL",
+	"kF2GdIFxNVky3Z/tGw0Xe4jQi8JllMbJOwZwzaU6yALn8mzCveKEyEKailunA7DcsaMyZnW6GsHpDtlb",
+	"8Gs50dexmq7wyEpNldwICDLBEHT1R+EHuhpmB7Bk/6zU/9sRs67WiiRXnxVyAcscP1xoJa2uKSRuuzO4",
+	"qWsnb8+dluIGLdS1u9QRKhjoBIuSKl0ITFaA+56zuTRW1yu2lKrQS0fQAE2XkcXIP+a3ouZQQFBZza4a",
+	"J7qbQ/aC2s/1QrBZrRdsLnhtrwRvy6Bi5hT2PNdlAdW+FmKh6xW6flUYVld+AHSIVShZSqh2VKqkFkhg",
+	"wMF0LdJaKa7m63YxdyZ6bIGCZ9bg2EFF8jxobSFJ4lF6CXrZQqrGCnPM5LWCacDy0zd4g/ilP2RHVCQb",
+	"6rvQO326ED1+je13NKKgtkhlv3q8lzm1Ti6c/vno6OjbI9CP8d9HQaOBJA9Rp3S8c+HUndx2Zms12Ifd",
+	"/m0Z4RtdiJdFn5r55KsRWiauU3K9t3QOX6YXp+BWQAHcvREjeK6KdP/Hwe2ptg7muSruYSjfAQ2ypSzs",
+	"3J0wsvO3A8nn2gjlwb3pWM6dim7RmvHo8VGg5OERY1/k6h15xr598vVRfMYeJc7YJ71HN2g/cY+eEt/0",
+	"fBLqeHqC+3Kl3pvO7qv3t9caanq01vF9im+mrtOv0tep4z2pEKuNm/Qh3ZL3f6NmwWgacevttxGdvo+5",
+	"lH5vFPSFau6TamhtN6nnMxFMqXNeTigecivZcFbK67lltSBg7jaibBYVmIB0i1gorGqdC2Oesmtd68ZK",
+	"JUzm5MgKUrtk4ZbAy4unZ+8wgqcC+ORSmCSpvXIDpxDbT1l8Iu4n+D62xNf9S5SbcMcXnBNuhx8Yv8dh",
+	"ET7lATaW22ZkEK2biTKNYVbUCyepF+KD8DH/GgyTt9J1G0wNRItwJcAFsBCLK1+1GMxyzWzmdCUUJsT/",
+	"z96/N7dxY/vC8FdBqc5blna1Lr4ke0eqqVOK7SR+txPrWM7kqWcm2wS7QRKjJtAHQIvmuPLdn8JaC2g0",
+	"2U1StijJNv+YiSX1BUADv3X/LV66CeOWWeF3rDeR4rocsTewcbWxzNuY0gHjM/Vsxty0kIsBzd8t5dNx",
+	"r2aGF5d8bNlQTKQqVomdS1yVhy1raJB9DlBae/zAO1Fzq2e1Wd7mUNiwZ279rKI2dQx/XdPvjM5p6HpE",
+	"ehjcmYHxWXnRCIELr6x119G8hLt+g9dtcRs3r+mr6vD7OJ3C0TfTlyuddbKl8NddO+rZJ++o448KvA1/",
+	"+T9usr/ihokuZXzcI8tKrSuoMg06y/nFK2QaBp/V2GsntRV23b479yNZkxbhr2OyWBpD2NcdGQcquFU2",
+	"T4u4y+KD1vxXnYnmC+xw/VYLm1R68JBkJmzjOzuFG5JhVjqQNSCch0YiNmsOXAgO+U1sY3nBROsrOLrt",
+	"6XbqQ82WXE1M9+0czU0o775qkrt7qyWi7qwdp7SbwW67xzTpXrnahIqslTRaGvt+yA73ZhBIxgOGneEp",
+	"t8ZbOPgSiwnj0lKHefSgBVmMpj0RLNV+AdHhxvNJhgQwVKiEwetgmhGyVSWHo5n20oT1iHkyOJym8SWW",
+	"iAcwmXHlYmA8tt2cVtz00NzhSWo6UPZYWsuHqq21bgdClgIHb2JtVIIdfQEAXlV7t/S2kHFU9L0LL+iP",
+	"Ed0TQi5+15VKfbrtdmRbdwms/q4NVuBSmGuZi98bsrulRqngdmmOZoNvAbraRDnbxeRrYeyqnuCp1kTD",
+	"hIwasEvoZtSMgsHCpaIuyQuAuUZb+juN5BtWlMIS9EBAWO6dfnSb6b6LqtF13IdbOoEzMfT2xKFUQ/1h",
+	"A+cBGh+N2YKPsazS1usRpKq0DlubQiYDzabRgOqKZOX///LNb4yDSBHyWhRH7CW4nP0bmbTsSlRQy6GV",
+	"YAN87RGN/uif9cnJ0/wXra9+41MBP4kBMth4RU0Aj8j8kfVnlWoc8I+yOCBVSFpWSgv5v3aiZ/4ibUVk",
+	"wcGkQHgM0D9YP5RSq7H/b/M8Xbuh/gCC0Z9Fr4dhXaDEHCHlzlgpxjyfM6v4lXifc4uLyjw+WEoAMlNe",
+	"SkhGHGj1HhfoPfL5FIPYlWnwRl3Cn57TXw5W+WX+wLV6BR/6pp7xT6LK6VCOou2KcQE+FWxfSEhzHGkz",
+	"7a2CmNCn7U2pebapeoYjoO06JHUtzSXvGwJccwmXPDi1Lf22G1Hs0BnD1XjoEH5fiOyXs1YF7o5DAmZY",
+	"sRSPASBugMd2bp2YHpV63IXK8LRjhJEN4BivD/oH3tbG2wCj1nFVcFME4LNsZqRzQgXMxptDyiHUNGBU",
+	"0BmubCA3sIkpSj1sidYCkqdlatwKdS1KXQkmPvDclXMGrM7+1YXwGGoA4HAnk7YxyNgABviqiP/0597/",
+	"oHPIESjO3e8u97/AyLv/FypV/l8Fd3xwcMQujMdB6CahR/RrwJskqbKgSXnc91eB1OK5Y+cAw14MwIwH",
+	"/3j78sX583cvX/w5yGASKsxACnvEXsTZEF0VVXlMNVTjj5wwi4GdRjzs4yTfwOq/Db+Ok8ff/8o/vMRH",
+	"92J8c/EdgPs2EQ0nAfPZBMpo2+JB2CFZXye9cZvOINVWNgKzJ58OZpRScyzVSPdCWmAaQnwJFHCIM3+I",
+	"4aXOr4Q7xZbb3E0yZuth03t7KqyFKc4r4ZU1v3YqF0zV0yEm4WCNha2n/uElsCKqghx2uBgjPpVl6EWV",
+	"c6xwSSqaZ7IsmRVeYfEKLFw+Z0qIwhLRZFgXwpmJMOKg084MSTR+dnFyr/zybPFc9b+0x8ILy8uSP31G",
+	"BPfeOaxWbKw4143OwuPus+Dnu2r/z/p9zL9XY8MLQZwtzbBAtAZ/covVk8yaDvF/4CUUGFNOfHAMqEws",
+	"2x+k3/9XPC+Dg4yNgJsy6MK486GgspmbRdIpZABFahRp2WAiylIPztCeQ2k1oD8Hkiu+eBRxRmPjDazh",
+	"PHbf17VjY15ZKpAa5LWx2gyO2DkITw7eKKVE7jJWcRuzVq02DdNWHFzUbr3spkdRspGTqhbMQOoeCmbp",
+	"GoUFlJ6IGWdYtwAjDgnwkMwEdp8fVvCq4c3IDWOFKiwbGGHnymspwdGel9KjjBG8aCfd4mdNwfn84hUb",
+	"ihFmZJVzj0NapYWs1B/rvHYTD0557FMBXNeCG7/Q+koAcU5I/dKliLGBXOsrKTKWT0R+5b89vg3tcdiK",
+	"p+zZyeOGHoGI0Bo4zNizk6dhgQTTRo6lQtdb4DMjnphQN4d+cVgkf/NJc/PChekBoNHEeeAn9xYbL73B",
+	"2BWkeFMJ1Ql267x5z5c3VBAscUsBwRcT3JQSs4f8pkQ97u3Lv7+6fPXmt6NXv714+f8cXb78P/58OR3l",
+	"TmvX9ZmZOMVVdm7FnUe7vdO9//nHyeEPf358nD3+4a9//vOo96f/tbfeKH2MoL5QhALNP4A+OYSnsY1t",
+	"84VoS3oluwthAv6MdFnq2U5B6xFSfs+uElC3KpfGQ+iOc0xtezYwMxcb/RgxlhbFRgTPquTOH8mMATk0",
+	"SpTQTqc4pRq7yggL8mB/oKEWH5kX9WgEP5wBdTTcA7hbq+RVE26xJXquTXGQtTyNseLOb1Z81eWrC7Rd",
+	"K21c0Pewz5A0LOeOl3oc2416k5GGFkSst+LgjgEO6YgW7ug/BkHy4t3dJtnPePULWuX7crmFbwZmr7TN",
+	"F4At1h+fpLjuMp0Lfjc/ZfxoXcQu2zQQW+u6iYkY+trtsKc78NA+3AnU0H7/hBaCS7bgAuYcf8R/vCpW",
+	"EVR5VUlDLDJiAJ1E9srZNqlGqGIOcUvApUEQWwM2oBEMGn//IIxhwPbBB+QmYko3/vzyHVvkIPjf4fq/",
+	"DbrtutbO3CQnIvZDfHJyWMixdE3nsrTItB1BDKNYGUNcUhKenGykBmztoPZZmfRBd1HEW1Ik1KK03s55",
+	"Rp84qvObaBBphMWy/RA2tHUlzDWEuobzJMvYHkTFQhqg083neSkoST9jmAcAVLuaF93y99cmYPNgS0GS",
+	"Ma5KGG6t3u6s3GbOcGtpt1H90Topxx9bYcS/jo0YCePVsf5D9FzXXtUETRQuJzdRi5J2HzIJ06xhm7G3",
+	"7y7gpLBScAuOUXQlZV5ZnwtjM1SQvbAxzIlpBVR9B5gryCEfQVPVFiQH/qsuxgLcMU4aMcVaWNNVh/Kz",
+	"SM/f22aWa6Tir+mkkvS5tghcjMV+VsbgZ7BiNNSOmD0gCijQuaLytE7Fmk+rEhX2Tka/xyfZajKLNVQW",
+	"d4RWyRft7xtOV+wA6zYBq1nXZRi4D/zySNBPxvWHl+Khu8o+9gCHnX5AtnMEtogoM12XBSs08V/NpBX0",
+	"Z9tBxU38cH7wp5hO3TSzMiLh3mqqKoTxZzbnTqQt8LTqIvFJPKNY0d14dBUl/0nLlL+TCWV0ww12xH4s",
+	"dX4l1Tj9ZPg2cns2Uw5MgNRfa6RNDoOzwnV20ZNGJIfxiwbVLTGKLy3SCkrxC9qf2tBHSZIYjOD2rtsd",
+	"t0btx7OaHK1qht/eV7uc7G+KinxpG9++dOhgcfN/OA6Yu8YSbOmn7c6C8cCFLJxHlmKTPdWmUMwVXntf",
+	"ztU4l5DS2FHlsqAAqs/nBut+9UItYNe7RczuvtURBNdy4Cq4sUu5aQT7ItJm7mV7xBy8l+1d1nkuRAG/",
+	"/QkaZe9le+/kVBRvareX7T0nMb8RyXj38vnbeoNyeDGc8M/OQI1vzqHnUpOFmiSb7HsT4lQWvQmxJDJF",
+	"8eO8Nxf1+5NPHpI2bMJV4f9Vu5Aa0E1p0zdC4NPxT78Zc/mGA+TOjzHk1kls6tc3lJHR01tgoev5ekFD",
+	"XDMIp7c2BMpohIj1RNem/whKlYtf/BWbEtv95389uyl34nNuxaEEWg3p5LXAPBQaoywyYhHzD8pC7N/r",
+	"1ahp+c8qvHDrm8OVmM+0eTgZ2Ikc2iQYFT7eLhq1wsZt6QmJ2oJ8Gp9t0rZUFiT+2sCF3VZePgEpFxKz",
+	"O7UaINl6WKrNw5buu6P9ZR1t1HSSU/HI3u1x9xt1rbN9+bw7yIAEe4RZUYocDjvuehZIOshvUNSR3qXD",
+	"L57sqksYyxrvzc7Q2BkaO0NjZ2jsDI2dodGSG33sRSDCdkpItxICAv5uNY6P9K/VyW5I1BoaDETur4Zq",
+	"tVE14rZdpVt8QlvC0F+luy1hmMSD5a5IJ997NnYtZG6/R126Ye/wMB1jcLc/+IzKmmW8YdKDYh6OhSbC",
+	"6x1H7FwRgwwvjeDFnBnUBqlW2ekStACIMnsBw/MrpWelKMYYvA0haANBuiSkfIahbdk8mSgcQqVLrQpq",
+	"r7nQjB/G/WWc5duP3C7Nfk0z6BCh/eueoYUsg12Tum8y+Iq79rbBcF28tQWHhXBclp+hYkhV1S7zllhV",
+	"u4T1nVQPRK91escLHMW3rH3QEqzWQZBFwl+400a2po00i7wlvYRotJDaY00pS0JbF6hAsHIXymYbhx5b",
+	"ohbNsKmCc8i02Etd9xyHcdOQwTsPvY68dRuEDvD6X1v5YnfAcoSze6Hz2utd/ccrWdqdEP4CWSlDj4au",
+	"s7IFJrzlc3zsd+p8RVKrkY6SUcOhxEbTaEcMeX5lWV2FmIHIgGtJWKBHQgYAiZdlYIwkkzXCq0NgMyBj",
+	"idMh79VfX1dN2Xy8wxsblkrK28Bw7ufxQKDh9g2FdGIw0zWGQvhWMYP3PnI7lwZ9Ds7uVX2wx+KMaZM1",
+	"Xz7pxhBs2diY3Ctz5AKdcb/fltnkNVXjs/1BorRg53RRDDKooRwrbDXOhnOQQ4MkNDE42OHq127c3BrF",
+	"sEe+LcJ5n4XUBvSq5GpFx3Ag/ARnjQdqohBo8AIrEvAoUoiXs0KORsF2iQzus4kAMstkvsgQxQHLuXFn",
+	"/rgCpUZDwbcM3BclV98EbvuJbgrbQOED1PT3B9l+vL15+CXfKZw7YNwQGEO2fsP53DYKEW7uCiANn32q",
+	"9Qrgt2jCeq1WfHCrWkjw2ddqrsZXybyZZpB4PeDhV3EHHl+ZtQpf9XOOMPFr4kOPDJ/F45ztVXW/aQoR",
+	"r6oUrmtAvbaqLgumVTRXg60KHeHAHNVlST9+ohX6EA797Ss0q877JoZpVB93RunOKN3pXvdtlG4Rtdcq",
+	"YWss1edo/6wB+KSYkkhGtRI3NTy/PajewBaF1d3ZoTss/Hbs0HsAQyMOg9Nnc6M0uol07DNPDSqm2rpT",
+	"pAzL0j6rJXdC5fOoef3y7t0FJT+sjLEacRlG99VGWpM5rnHL7ZDmazBaTfNBbyvE2mOh/p2XsuCL8dOs",
+	"bYl26DTgXg9h1BZfOhod+20ad2+6HrYsV/wBVaf06RDs7SD0/L3yw3xQh357vvhmejjtXSh1Z7XuNLWH",
+	"BdrPQ7+tbeH2GsWsMjoX1q5NME0GSLd0hQdichuWkwUe9k4PYlS+LmgIX6neRdODDgor2vL4a3awcZ9Z",
+	"pstbfMuJafSWY8wP63cQ/bKYTnboFSE4bG2tp2ntQokJbH+iHeWfHWDHH+qPJ+1CVu1ZUqXLsBcpCFRJ",
+	"NTWBic5LTejX09Wm5S286aEc621pVjSzc1jJjQpZQKWa6Bl2l3UaVnG71S0dQ12tSuHGeBRqnnY61U6n",
+	"+kJ1KkShreD5ZtrUMcHviuw0p6kzGlzYpV/dCVzD23d4vcPrHV7v8Pr+8BqV1XsE7LVw3QPSbJ/H0nL6",
+	"i7SsFCMXG2Pfhd59uYPxHYzvYHwH4/cJ45f3D+K6WqdyLw8PATg0rdKGFVrgSQtOFOlYrZwsiTwEftl0",
+	"hLgDcNfVDtt32L7D9h223x+26+pOod246hg7nG3A4rzQEy3pKDTR1j0KMamJLgsL7JSiLKD9t3LlPFvg",
+	"fC2kwfbf3WTOb111oY17jWPbhOaVBpXynH5Ki14PJtcCgvHwxGIv2xMfKgjLb0xcSmMJtKWtuXaNJ17Q",
+	"OSTqoO7/JlTfKL70KF76wVf1c8Sl3UHqF4huQGK9ACK3xC2T9Wij5/aqF6dG2jCOY9EjENt+bIYSBTgo",
+	"oSMjBNOoIWD0nWi4pxoI7PaH/gsS4QTiBeQ4T0R+dQC/xv5mCVGvm8lcsNlElrSZO3TR50Aamx6Jr0oZ",
+	"TSe2RguFFWIzrhyu092lSKWDXK1/whh3WudO6/xScRnOGFcRm7fGvdeom8cf4b/YBxP+2e9SeCtIn+Lh",
+	"qPndDsA9FGjuA047TXCBLoOutAlAnJWwuo5rDx7Rw7RHU9pyA8gvANnDSvdj+x+TOfl5gtzcrlNhczSP",
+	"cnwH6ztY/8LzMxaBHff0VuEdaoWOP/r/3ATaHfnxroPKpxUp5xnTcDUvyznT3roOvt3A/zaW10Ktcii0",
+	"gX8d5keVroD392A9ycl+oO9v2PD9d989/S7p2PB4k44N4Fcw4ZOGRfoaHQw7qbSTSjup9LVLpahLY4HD",
+	"Vs0OZ7iyuS6EOXRiWpXcrfd3x1vY/mg0rcT4gMV7M0ZNoA9nsvCiSoBPm/jtWs3g/XnTOEmt2g34ux3f",
+	"7+KL38WhbuL+joMDv1bS54x61+9juZkfi78A2cnTK3rbWC02t38YnOHL67TKaxxXZ9fbZ1WDwWbTu2Tz",
+	"bdNBi55Ob9p3vPzM/5r+HexvqFD1OzN0q4Jf2FxXIukfgifx2ckPfb7V5e2ztx3d45Jfi58AQMKL1ng8",
+	"w4Tv1tvZsR5rx/fARf5Ogq/quQGnoPvY3akcPv4Y/vkbn4q/ECFK4cQyVryA3/dgRcAHNAYBD5bPPj6h",
+	"8+yvlLB+aOEF6fnssAvT2XyuI3An5m+AS7hrii8Hn76U1iB4aLYMFT2MF29FVfK8Xz8AYzZRBvxZjMQK",
+	"Q13M2bS2jvGxEaKPpuLLgIM/d+rJ16We3PT4f1PqCZ37u9VP1vkEUJj6K08D007ssGzZPvkE2FRMh8LY",
+	"g4hDTe6JZaZWbDhPPHY2i5SD0oQEueGcTQQ3bii4i0Qx0rBrYWx3c3Q/wt9gDlvu07XKysbV/WbMZUXr",
+	"HTYjbYDbaY9lj60oR8dxG/THUN7xqxBA6Wz+/chi6hIwGHhR6phWObJCQTI83DxlTiOTMXRhaO3tjEll",
+	"neCFF3ozjm0eRpRUD409K2GkLmTebNvlLfrOyPFYmEtRjn6Js9rybo0vegup4X0bN46aOX4l1Dexhf22",
+	"QQMibJK4CErPbmFb96Hs8UcFUaK/YivG/r39f2pRi8VyD8rcW07poyoRrAORNu2NeIYo6zfvpci1Kqhs",
+	"kK4WBZ6J5A4mFKYxtytHLHS9lYWYVho5EK/EnE3hDHJmhDNSFNT13f9YG0V9Tox1aafGLq/UDfrW/hpn",
+	"36N54iI/yC61i3Ndo3Imi3Z3Guc33BF75znbyHO27W61RuTaFFKNj3nt9CH+eGxqdeihqh8zf436gAes",
+	"EGjzCjSiFKqxIzFjFpHwNLBjxDfSNULxIbRlnnClRIkQOvCjeQtXDpqm4LzlZMqYReaN2ukpdzJnVsB8",
+	"oSaCHmfxbqWhtkwYxu0VQLt0GZadccsEzycNI5N/KWb3YcsprkLSCD0fMoUt2+cjr4k3vLxUY3hwxAbc",
+	"DdApMBSMDy1QfJsQJudsKlWN3kSlZ6coIEntpuB6skxVyRU0VxLXvKxhW/hBoQrl5LTD5/C2VudxAd/4",
+	"D7kuHUU2zgb4oPtvf3rOnj59+kNop/VvrcTBmR8vpgTgrPr8fKB0daSpFNyJQz/mvbv18DWrccGt7dfT",
+	"/phw1yxCIYtdKK/Hdq4VxJoT1MA1a6t1cRd3YdX33VgV71kDWCNZrrCm3yj/Ecewq/EeUQBRrc2YLgth",
+	"HYEJ6ExHbABn15+DAeDCQKgCf7KiFLmLfeQsm4HnG++Wfo2syKl6DQs79ofaTVjXCTpDFGRDMdJGeO3v",
+	"4Ij9wk1xGDzL+ApuBCuldaAylnMCRf834B78G7pLi8ER+ylej0UgvCiMsFYU3r73ytop3veqGARt1YiR",
+	"MELloqcqLqwwPPrGNSEX6Grd6LpL+e+Nro1DWkjlusGdmyeNxVueowi54V3nVXWj6y+dEXx6w5f8FHbC",
+	"Xk8IZ3mnkvjVVLr4+7vnrFhRvYhn5gV6wnqQfG/TgBKOJlKIDuc4BpKbE62v2L5W7/Gd76fVs94AktW1",
+	"ycUvWl/1RY++f3azUUlViA+iwBHN+Jzt+/FkfrRc9key4LZLGE3fSJ4++ZQcx2RjECDdaGe8RNjach1l",
+	"ug/7nHUpAsNS72TpCj9fW0bdnghd8vstCNDjJhDerem/MkaAbjosxSkzYqqvSfOH+x+x4dwJwhUhTUtF",
+	"t2w/IYKXhrzR6LW+EqIi3RsOExPKmTkywL8IcVY9HVoHPc+shpTQUKWjClZKdWXBCGAzba68rux/zUNb",
+	"bnK7kAkAwToYqheWY63EETtH6nrrZFmyofBPoM47TGKKK4X8cIBz4di+0u79yJuxB2cLBgm+J+fK3+gV",
+	"f3uFubTXAumUSbbD6s3ZTBjB9mFF3tdNKuNBX0bBklzehtskfRW8Z4OGOzZjjw8fn5ywQlonVe6YLGyG",
+	"X5bIBUCPgTXQsztmoW/m8iN3+aRf93+DJlxdgqeZGsNLxWiZmT+eZodh3RiW6LBbgzJCqlVgRie/H81+",
+	"NNAWweqRW1C5hzy/ioiAihPCBZzTSaqjN0ec3ofF2SMuS4uqehzXe/+494A2nZSd2tzNuV46BbtTvTvV",
+	"G0TIUZAuH5e7tPGPk9evYFaXhSARe4oCFiQvq0o+j31mUAshHQI0B15MJfRngAuFsRkb1qm2YB2fL+gV",
+	"QwQRCGi2YIOXRvBi3l4vW+c59pgfc6m80tACE63EjZHjUo/cHSoFO/DYgcfNweOyOQT3qRJ8RO/XX8eF",
+	"nqnQnKHTZdi0+rXg9HeO5xNkYBk8x313+ELaSlvp7zhNrhjg4Q1KPqQLZsEjB264A+zWzEZGT1P2LbAZ",
+	"9Ey1umbNJjKfwM1pikSwZzzchMnA9gQuQv9+6JD3Fn2QT06+P2PPHn/PKm4DlWNxcMTA9fGcmpMG5Sc8",
+	"7pRxBC+g1lr0S0aD6tnJD2ywgFSJCTPoMGHoBS28urFvsXX3q+KCu8kmjo5rWQh9PK2etSEi+rKGUnHw",
+	"7Sx6azrxbTbRZc9G8fOeQBgMRtKxaZZ33WBpFwXb+pGFfXTU8i8tDfGvbO/JyfdbnTHBHXjuXHByU7QI",
+	"++J3Ths2Yvcxw0fEtIiQxEaztvLfG8z6Kcace85wqFHFrmIFs7JJvVCFxGLvMLNHll1j2zttdpH2x9+v",
+	"vwG+7W/aXXIn7UhiDeaXWSwaoAkUvERM3aKUCpJnIzkFLqW1QuqRJf10f2T42KOHKNivF88OAuUYaLPM",
+	"bzehnNeTguNdsPOLVyw3AmhneBnSj3KtrEc2inKvlVcu9lveUGol0klaNtFK1/7we0mFsXgvrTDS1YKQ",
+	"U5rpfxx7YBjQBBFCQLh5seuFWwaAbAQbvBrhrYMM/v2bVuLwV6/rUXDv1ejwV13IkRTF4aVHhgE4GDn7",
+	"Z31y8jQH+IR/CiZKATqAFeIKmB+l6xGifslvS4Cyn2CSv799zZwGZjf/3/hZm+5QzXfMWE0lz24iTXFY",
+	"cePmjflTSnXlBxW5hZZauLWkK0TavnQBvSCYkG0Ad4bt4PErZ3xu2QB222Andndidyd2t9jXvOTz7Ylc",
+	"D3s94rYquYqlob1y9lwx8YF7gIcELLY/E+Kq8Phw8l+nJyeHj/3/e3Hw+7vnBx6bMbGDMyVm6NMxeroC",
+	"Zi9KrlpV4Vv1dfi3fXPFTF9Mx8rzhWy/riKk7YWBIb9wRdPYdh7icA5G6RlWRI5k6eW+/y1nObfiUCor",
+	"lLd1rwWz9RBFx6pEowt4/Zr8xAuOBLqQmldylZjGXckZCgshH0Z1cTPNVWVNsLq7I/gAcjDiXr/t09fL",
+	"H828bCnnzO8Y/1AvVrhir85/O4cEX0gdPE2TrPHZlD1BxNIx4xlpn8NRYZBohTnWQeHzD80wt4E7eHrG",
+	"Rrwswb7hzJbasf0ZL8vDvNT5FVxvwUJCjuraWGDgZzw32lpW8HkpxxN3aPk1VIaB9mchQyLkdZcC/+aH",
+	"Ci/A7G3MuohaQK1KYS2zeiq8EBWlDXkUmLTdS2PdiLnt1TA3L1kTAiGICp2/7yO6sUriexXFD3EHN/de",
+	"39GGnDuKqgK6HX/0/3lVbMSGEsDkrBkwBCxC/yQMpTpKL861ymUpjJfSULjJrV2d1UQHdy1lJu7abq5M",
+	"mM2mpWhdWaJ/3uuhDH6i3cF8EDwk2zqYIWKZrShboE2+wnL8xs/K7ozcb1ZQEiy5/RMSleWVXD1uWc06",
+	"WxA/DLZgYB7gGCdYIZCQqeehHbKdKrtDgoeLBIFB5wHoscdk5a4gMamNapCDacW0YXo06kiwS4XtS3ru",
+	"fcPBUhXTHxOBRcCJqd9Pzy7iNPpHQK8cal0KOHQ7Of/tnm7c9/6MFETL/kDOOdXB9/qsL1BFgCr8/e4y",
+	"3IU69oPI7YfiLnrdwGVm+Rya/cJhk27RVdaQa7FS57zEu/2NFDPy98y4Zf+qizFEc5cB5yXN6QFpH1nX",
+	"G2FqTuNUelgCvhRSgAThcfX9NHuQSMQrdnh0X3gUxB3HXTjx6vy2zZBOPAo8IzcgH/DjC7dBl9pW4SCA",
+	"DNSBrynJvwxv3lXl32FVfkfteKSa2bgVcDsguVF1NX1tKvRfN5Lgiw2F7Ksr+ztK19ePiW76626Ky2n6",
+	"m9SXh0XY1WJsFN60DYzcAVr6fdlvlMXuuQiAjxa4xl2gQvJK1H4MJz6ydH3GIFESf8CGXq37/aaHxNdB",
+	"i3t8kLHB9URb5//Bq4ryQi0d+8HBEcNsQa5yARwspwn7ZcOksrCiGRvE7Tto2P4odzbXaiTNVBRwGSX3",
+	"DSheC86plIBwrKGsPmODn7gs4ULIjS25dfCNB01zpshABY0pkKKQlkQJUTAqVy3lNcWRW2xXEMqBRN/o",
+	"IbsS85EBBmo/B2QxrOphCf2eMFsXKbKQBAt6ZdKfMTqtlMidzVitnCwhPlT5gQGpBVTqh/GFLsgLgWBk",
+	"NcS6+bw2BlNwYZE7zHX/1Ljw24oAt16yssEXd82+vQ+PWQOe/bmlCzt3p9Z+gTmUsCWTbxkO1R3Z5aDW",
+	"+MeJcmW9AlxHFNOGK6yEst3KMbU5D7+mYlLgzEhI8uS0wrR8dO6vTmcH/elXGOWdnLzmdT2HD9aDTXk+",
+	"keob4bJ+AYswFItis7USd6SO6KpfG7mEpKR4dUtYUrtDlEm6EooKgqHuxYuwQCUF0lEpXatcFGy/KfQ4",
+	"grT9PNSNDA5YKa8EEWECoeMRO18UjCi7W8KxKSN5lpaRKO3eI1XloEtG6mr7IjJ5xwYSEtJGmtX5MiRl",
+	"xi5Rm+nX73bC9IsUpulmvBtZakVeG+nm/udDp6+EWtcf4vziFcML05YO8BvAnUKOhXWsMmIkP3jR2YzG",
+	"ZlhuI92czaQq9IwcT7HLDT7mmpc12COiHAEAQU0fEd1IxarSK/4jbaZwP/4Z9XVRsIkw4oi9REpdZ+ZB",
+	"+if+c2ihdy04fIUsAt0sCWfh31mEMJZzxexEzwB8cYTYgZ+9Fdf6CrjCYFWAOlOMHNO1C+mkUuVlXYhw",
+	"pbfeTN1Df3leyXf4Ie7Ex9bVfgsnomcq4UqsrTBnjJcl/N7YTVh44crf7Y17bWXLlXFWAx+p/y7JYveT",
+	"I6br3Xp3IUa8Lt3e6YiXVmR3G3EM33YTl1Jz0HZOpRVOpWaZEqAMsNaFk0+6cTLcckRrvmFHT9UMgOqC",
+	"h7X1uiQSeglVkEHReBNGdVmygb3O31fcvR8EuCM/Ljl4tCrniInkR0K2wn/VVG58+cv54ZPvvie4zVhV",
+	"1hapwHMzr4AkTFfURb7Buog87CWofE2FZ7MWkTdcKyqc9HPVBhLubYZq4kzaoEojE81yV9KnVNGMa+Ph",
+	"E4F6bLhybKoN1HJT1FMYqxWbTTSb8kJAiTMuMT0uXWfq7i1mQep4cLAOYqShDziod1dCPbKslFPp7KnH",
+	"ffGhkkYAvXnJHcU9ANsw0AykrEZPI4lxfCI0A+dlqWeieFXZAdvniumpdH6EA3ruuRswbdrXuchTD8vo",
+	"BTsN7IzNZAFfmighF9fvgNxcNE1cvRpyxCxJR3S04d9lC7EFy3lZ+td54I6FFzgIrfB7kTYfeszSCWC8",
+	"LiT0yZVlX7lDALK9bTbPCC9ZkyGGXDctNYO+HxBmGZm7aNgv6h9U0hU3092aALTF42L2FUjC951xSx1X",
+	"irPUFQzHstFKEnPQG25eZVHkKg2iPH7Qhy5YvsmWGwnS3a5E20z9P/4I/11Tl4GalY3gFCg4NPj08Tx4",
+	"KDPSIXUuuhhavById43vH7rIaeC6aEc6QMUENTuP4DWSipdniTfH//JKVA7hE/06QVkMXbxSYEO1HTl7",
+	"I29eS7sMVWT+HE0iuS95PmLGDckg6rQUa9Q8+oLQA5LOCkWZ5SNRzruIOP1rE0y9md7/Dj/Y3p2oritB",
+	"KoO8Jqna63+06zjbmbvqF+cOzntPJvtz2t2uEaG1qbRdkqWozSQ6kTZdcjRAQaCGgdMTCi5BNJ1FjWkk",
+	"hRdaXqcNTR/9BUfsNzFL357qojaeK3FzXfSInS8e7sihiypVEZTBxeb6GRuKnNcWt/MCAvUl8d/SWb59",
+	"zao9vLVMmvCZnCYoXP8B71R9WgdJ4cOSZrdrYPYNaVO4zx+QNnWMVnh/5OeFAMs95KKAsxNs+ARbwbBN",
+	"DIFA2Rvte3/kuh0OZByAeoJNxRC3tAE1BUIH49pArgU1HyMgN9qh4eqt8vPFkQDZEo0mdapqE/2qBLxZ",
+	"F7rCYHOvDg7gwRBDap4zaDwV4I/9ZLP1Ldz/sFUsHON6exAdRqE1u77rXq5fb4Lv5UTPYFHjCvP0cDWe",
+	"Pjgg940n2vFVfOStSsVkQo2WlpBFYQqYF+dBY5NFtuxZIWhpnCpZC2yCK6XLo4muKl0W9Fdk34h9U6hd",
+	"s1YdliI5EkvBW+obmVZ+kkUDViIgWZhIMvxlLbADkTqwA1b6YWPHzVxJgSs6fqwk/PYKXaKKGPR20HI7",
+	"1h7sofvSR7xkXBPXXRCjlJiZ+S0ioK+6sS5jts4nkAyVOkgyAskAD3iekohCPhH5lSVntZfP0JO6qoQq",
+	"DrUq53DAQypo00owcDhqE8kpkm5OfiGP2O9WhGaG0SWjc0jYLM4jZVfJY/oxs8KrLxrjbMBMGh46kV7t",
+	"mhMY+rPRjMnI65547SUt3Dks8n3FbMNIYcIS+t8qx9y8Ehm4vwKXYHvbHEWHMi9LuHqjuC48HFT8z4rq",
+	"tgZOX09apmuX66mgYDP+sFm4Ga9tDUqoegonrM5zYe1etjfisqyNv6oQSorCn7mbDRUpiGmThd0HQw/d",
+	"cLtGh9c9tLa0haQ8xU1C0iugYRejXhGj7jNTbkkCwBOXUw4j/Cca0BohgLpXgtyVlsq1wtBKz2zWaBA5",
+	"d2LsQRPKTcHgc+gytI2xaXQZ0m8xtYS0N1hNLyuC/396xM7VfIE0nFx+Uz5HRnB0Azpe6rG3aIN3DnYm",
+	"iiEI5Ppjhy/1JupsoilS1p2v6+d/kazTFg9d85q+M3delksf4dtI043HZWn6n3dW/IJ0Hw7YmxsdC39l",
+	"s/GXBpgtZJgNa1k6JhW1edczNuVqDuF4Ii+UDlUiSGySltmpl3gUqjcoVvze9fBb9BRm6tB1aVs+Cd3f",
+	"YNVvU1i+b2drGt1uH/Q5sI1Lt2GeEe4+wMmlnRc6dQ/n7OeX79gq/A/utFXpPp8WYSEjHYZ582Sfc6Tz",
+	"DR7DEI91fGMjnWg4dSm2ScCpS7FRNkryezjQqQ8lyTnxq3XHWeca8o67M80B4Brv8oMPmewiIBtRfOoW",
+	"sf3nQ9YqVwNccfzR/2dDak/CDDj6SmO6GoDPEfvRi9BDqRIFEv9FDZN1TW1JSK52pdH90Kih4elWlkK5",
+	"cs5KbYVlRo4nzp6xqb72w9BWkJB2GuGPXkp2Tg+NqP6UdmKwSlvO2wBHbX+LwdbBJzfLzud3y1ye2zqB",
+	"m5AUbiSQ6BBCCsQUCtWdKOdMKuqPQs+KRZIkw/CcBNuKSQeHLfjt8GABC+I8ePiXDnWThxFugzSrzoPM",
+	"LSgHqCu0dYSht0Cb07o9PaeXtvGzAeD+VBYx21xteVgqS0jxwFHtMjy+wQyPO9ZvnK0OwZuwIWv523eX",
+	"F61mdx5sQQ1RSG+xQBjSqCtNYecji48hH1xInIWrSj2WKjrQFNPKW1PJC+GqQmMeKxMfyNkQm3ARsD1D",
+	"XwRM6bMKBEgfcrY6r93keRzIOj65V3DdSAoToKbNw4LVC2FWQ1Fq6IGt+/ztLbqVTXnoIHAxlSr+7Aft",
+	"/CbcO937n3+cH/6//PDfJ4c//Nn88+j94Z8fT7LHT/7zr/+1t0Eo4ffm248WZtU3Fb9dqKXMxmx6/ZP4",
+	"n9N//tMe//nxcfb9s84h37c6mnzmZaX064H3+1ZL1SI23RaIOlslGuoKv2oHPtoG+/D4IwLaRykCWsaB",
+	"Gwkimy+w4BhwEMuNl7ntIt4iyFXc2hnVDFCmXVM3F8PIeVlbB5V385Ab3C41PsP2N1hlDDGHhVJjr2pC",
+	"/cItOHqX8HRtzyqIWaYrG2LD6fJglDX9zUah1kVw/dwocDrMJhIcPxuOMv640RAT0HwgfbiWPuEqx3r3",
+	"uZhyl8cG3f677+KuK7z1i2t4mwC3md/+0zRAbUJiG5QVzVCva0xeUOIo965XS8SkmzY8YuIilBDfKhIG",
+	"cxtN+E/XHcFg7dIct2YdL71sja3c/lDxK2bNSmIOFC+n3frdHdrNywu5XuHiYR+c+Z2HXznGzeMkd4Wj",
+	"D8/R34DGHal2K83jYyfsCtLNH2sZ9hQB1Dl9c6yvwrbSVKrA8lIK5WAfQgF9UyART91M12XBrFBNtedY",
+	"XgvFpsJNNJ7K39++Ah/i25+esyffP/5P+KX/4T+/f/w9K8RIen3NRVwNiYs4DBqS+MBzV86REa4Her21",
+	"jfjaqtGG3oXwlFCknXNjpKCEFc4m3E4SSpv0xDVuAenS9BkeTfgZrRWfCsP9bqBW7X5N7Cf6BLKQPwP1",
+	"r9JGHy1xDPiPvIzi70SXvrolFO9+2RoUT5dCwyyiLIXvGPy/UJwy4WUpvFiDSBPkst8LjsNMV8dx4K+x",
+	"MgSIQaIQT4+UN6shP+WrM6q/KeR/h3v0vsAeoj9rUqdyrawuY6SoYQzzpnJtsyS0i55MaPV61gB7wR3v",
+	"Ujj9fr8Sc7gGrCLStoPZx0gKFNJ6ICQtzeqlyreRhLJ+xvNc18rFSpIrpWdNMcwRe0Ep6DiTFSxf4ULi",
+	"2vEDwcn635Azq0lbjA5XJPhJCA26WAs6fQO/w3e4r8zzGAO07cVPFx7KebzlQWnS4oNrTPqNrHn61Lfg",
+	"amjtRCLOry0OB/+9mX8Br+1MNkcOzL1sj/rWFJBsDh9+o2zzhu6sSDfdGrYz2ncPh+3M78tN0sppcjtH",
+	"Rq8jo6YTfhuwjqu9adphit+haLBl6nLHSsGtQ+oXXYoO1jJSby0v/V4GLTf00k8flUK8BRfFUhAf8gkb",
+	"/bPhL0Mxcpu5jErDY6A4OlLzBCEBGY2VngkzqsuY2igN0zOIv0Ug7MxozEhUePEy9CuTHvPsJvmO/oht",
+	"lYPLv2CNMh3m6mclQadujJa29G1kPQnEJBXSP+Vu9WpYuxVz2qVCfnWpkDUel9uD0bXq8fHHGvhPV6ZC",
+	"XuqROyxiPqS/43QltVUdFckuLTGLijBmYmtWajUWxmvYsSBBQs1nUtadEPti9hXWSce8LVAvgvsFCipR",
+	"zWG2roRhvJhKJa1DxbqTRydNbKhK7pDBt5zxuSVBYfVUYDm6hqGHh0JRRV+qAWHgzbRfYqW991h3BJpd",
+	"6uVWUi+3duI3YNVaMD1J5IV04hgG2oAW63ng0goZeDaYt/RUQ3x84eA/sujVa3e2wKNM1dZFnTc5msBc",
+	"G6yVqOV4ZYWJ0UjkbiEt1DrBC5iCIwn+gWJMq5W2UPRgt52O+fmgsC3urQ00qgfOu7VScaKETFTnds7F",
+	"ryC/8h6VpuNgSaxomCKgC6cHlmhMIhE3MdarBdXECOolHxPGCTAbl2MIjEDrMqchkoQgRY3AtBJH7Lws",
+	"O0A2yYxP9SgA3dlECyyiFsgzpMuiFYIv9RgIL2oX9a4OJisrwOV3EdbmgcEcisAwug1yz1MnQMY0/JmX",
+	"5TxbWvO7pRfcQH1r4o/ctgoYEkEct8ZMmEVO1B02fpHYCGew7cCK6tx9QWXYZse4w/oR87UeBysTkAaq",
+	"22cTvzmHXrfLjeA2RD7oqUxUOp+EsPUUSO2xKj5cIK2tGzYU6ULtUDelFxL3hNwmHp8y5XM24deCDYVQ",
+	"zDpdCnXWNmfRiE04ClEP5tM0PaWbYdkD3yd3ML4Li5EGh6NdjTydqNJBDB/8a60PuWNkXsXIXJYtcX5H",
+	"xxqaPdlj6r66Lq5Ktp9x5E7VVejbCmOmLrX2ETWRWmDrOcXM5ZB+Agcd+Mn2L4QCtzS2TW3a4oIxC2FW",
+	"wybwFgkd1BbrNB5ZxsdCuQwTaF6Eu4qMva2VkmoculoAfzK7rPNciML/HbvMZuydnIriTe28Ufqcq1yU",
+	"ojigph9pf1rpIIg6FdlytUjMjPSfGT/iCB6PqtuFLkvI9GlSHJO2vtyJjPrKclzkHuYvWJnn4YPdW7um",
+	"CSXm4PjDNuiLFuaxf/nnx1JhccB7QOnvuup9Lwd1auOG363FRVWsP3s87PwtNENvjWN1J/Sl5Prbz57f",
+	"qvBJZ7pR03NEhmbD7SK4vRFcWqtSjkQ+z8uIYq2oLkJ1l1j5rkes4B0d3F8kTTAHsF+YxObnWpVSiYVC",
+	"kH1yMmqFZeTFQQw30IMZNdoOnkSm9OyUVUY7nesyY0ZMtROhd0DGhvPQiBe6e2Nvjyz8UBjsaxlyY5oX",
+	"gX1lSz3L4i+BurEUHPVI/xvLagXJlSASpcoFqJdH7HyxlDDNfiRtiRo9cTYCZSnXgCeRW0cqNqiV8WIT",
+	"eKlTH6iXLME5O5tgHX1IE+yTGhf0YTap4bkDXOkGtPCRQ+FQgi29KF9VW3gxbud+QKc+mbf92vY263s9",
+	"/LF/vb9/dh8wjvurD8XfNSd4h9rrmOiWkK5D7d0yjAdzZCOjAG5ZrqBEu9oI9KNkAOrBKOwsmryeaOuO",
+	"eVXRME4TO30okJX1DYoN0P7AlMenIF+uZfutFHmSgUaM0RkrtTqAN70ZjeAx8ITE5hh7jOYzPj9ir1y0",
+	"VhyyCOdXlu3nuhC5FzNWl7WD5sggS5gBJd4i6a3/gSyIIJrSxSLh4SUAXqSNHEvF9qu6LDNW1XaSQatt",
+	"eoaeeTsmqNzR1oDM1VWY/8muh1u1FO5DkCQgzmSxdRyP1vvW7AH6lBvYA4lhSaO6XcNs+6KE5noDi6CZ",
+	"6U62rLMIbAMK2xQgU30lDp2fAdRo9XuHf+F2oR4VURwgXgeQHrQQYgDNRzFEfRAEJZbLUF2Urk0uMjbj",
+	"0kUTAjxR7ErMEbE9jE4Ft7URVMuEQuSUXctCaLYG6nldyHgRiQhlvbCjkhdtrpLYjAfrIMhxIPAw4qgX",
+	"1jGhitj+deAv17W7RLtgwPYpsZo9PskYd2yqrWNPTw7OyNHkJ4GV6uSoGwsvrGBhAs3S0Aso4eoqAwF0",
+	"EMdmBLdaQQfcWP1NZbS/v30NUUXIgWhyZrEaLovxw6RQYtkV7mx16bfDO3/athMCbL1jTQQQ90aow7r7",
+	"0qpknH3+9j9C1hpsjJGuVXHG9BWzoDYQ2QNPtjLs3GJHSPW1BwX9XRtM0eOkzMXvil9zCb2EFhsPRXhe",
+	"gMxbkQorog2LcuF4yF0+WdFUqFaW1ZU/rU9OGNwNh8Jm/lgYBiWoHiwz4kZpV8taqcalaBoQYyaqKkQl",
+	"VAFBfsyegLwMCwYHoYM/gR5YbeO48T/C1TDmVr1tGc0hLImM+KlN0fBLEfKtgcgfYUXuACfhRRuBpX0A",
+	"aEmj7YPMNyqWo3rjMigAUuEn2BEIPKBshgR9rFcneJlCkN06Bjlu3GFl9Id5P/A0FUmtGCCR4mAr6pbS",
+	"6m33BTBlUjm95NbImK6dlYUAGuFg1O9jDhksCvxLK3GoRyNmhNfV0Mfs1Vm74DL290V2FT8nSm3344Ho",
+	"J3Qo83qgVGOMPw55fqVHo4yCrtg+wDrwhR+xc6C64tgdrZyfskqXrchstHbxdnTJHLFzVnEIbnKXsOUx",
+	"HqfYkaN/xoLbvRUPNS64uzsoW/yfyecIn3BLZC0Lr9lMqcSmJMKAelnVw1LaCVUS3B1sJqOm4FpvMtzS",
+	"1qYAqwubaadS7lTKDVVKTA5BHEQgWmKa2j6y6+pzgB17RLbmAAciIFYiOdbg8RnluDRu5eBzDrVQwc3v",
+	"retC2ujtP2KXHokhX5jGEMjkqaoK2biYxUwW2wWRuroLhGy9ZQ1A0kw0rPGXhIe62sHhDg4/AQ51dV9o",
+	"OLdOTKGJb6Hz/hjeW1FII3IS90OjZ1aY4KOE2ioPdQ5jkNIvExVgFjqvp0I5NKkrPiY3JuV0tP8MESCu",
+	"0A3bYmc5Wy4BbddakbXuxBjBzUZtUROYQoovz1eoiz8Ld17JF34dFiDm6cmT/jUJy7Bm2nvZHtIcwRNf",
+	"a8Sn5ceCqwBzUoIzYPlpGRssfEL/+Q5rOThaScS8GKH56xuIaKz6Tn5XtVY3PWiwsM05S0iMTvdodx6S",
+	"gbO3fBgf9xxGeGpHNAQ/o7e3xsZj7qHj9mqTqHoljNSFzFlzL4N7KZoNrGkh2lgZnfudlbId5RPhBx19",
+	"/NSrlHafNNSitlYQ6p6IsgJrDcmJWKl11QjAShT+SghC68CxQUlI3fHnH+Oo38GEtyjd269alYCytJQh",
+	"7QYKBL6pHJNkEy2uyorD8rnngM7XcRxQr2Bq2rvray9pvX490TPlhSh4C0iOTPQUg8GnkTN2KqZDYexE",
+	"VtgHUfDSTTIGBcYRfKdcKojsoXcTaPeo7GvGjd/oxKdIt6F04k3jUKC+pH6hEAwLhckh34UZcS0tJa4t",
+	"iaTnOP5LWoht9mlvv6mPn5DWM6z2N3EafqaSqsXJb/EEFNzxQyP8Z/WfMi8FV3V1XPnNImYrDoTfVEQ2",
+	"Hzvg6hGKPaqTB+a6rGn8KZSL6UvxlazSpcznRF9qBPQgizKiLDAQ7cyccSjDF0UWCeqKQMjB1RwIOo/Y",
+	"GyK2A0IAf0qhRgIqsoLA4IxmyQBklo/DBd76gjv+NgzzOd6yLlv1NwjHB+Znivnw3OkYcqGVPWMUP7dB",
+	"YcDy/xW1A9p8XmLQT0aIQyc+OAqvN+OMNSA0uL5B4H19o/ju8ZO7Tc7p+kD07Xphhb58nOguPacLiGgV",
+	"0SzgjifHNY8H4XMhKddqJMc3RSZTq0OtcrEmQgvEZekxb9F3hAQcK0o0JgnCpLDAPQ+hj7JMfo1JPwo4",
+	"6A0xK2dpCvyMS4Ci+GjSdwtUadPOQpaN/ZE3uh5PekQ34R8Fc1GEB+BEKe5/mGPpY66nRI7Bu0K5tepB",
+	"sm344Lpe9bZW69iIm3V2Gr/bQi5QHxfo3Tnteme2OR/xgtzZBYAfTjl7jf0lusEOP9jtQV6/i8y/f8it",
+	"OMRddwi7fQPr3PFh6bFLqkJ88P9wRo7H4M1XBfMQ2zYuH1lW6pyXhDfhtanBnuuynirgJ55FqwPoKVTI",
+	"G8no0hcvXoPRzkvgVWrAKj4XfWbQ/QIqk/4tQiV9NPSJyx2Gh8N2mhWSj5W2gk0ludxYZfSwFFPbaca8",
+	"oBdewvKdw+qt67qG3LHIxP/iNWZKTykVhyr84WlMD/8lcreOg7Yob8Y/u6Sn/co/yGk9Zar2dqMfhR9W",
+	"PuGG534OMbMRlG8c1FkIxcTRo4noTK1ypG/syXPnH14U5fMJN7Z72M9OTk6yvZE2U+5glu7pk73M3+cH",
+	"uXf6+OQErphKhb84iXOEjw5ESdvWAhc/eQ8ax+1IHxRO104H7COQwxRdcr57sFhYv22apehnXuuQ4Yr9",
+	"8u7X15h+D+5BI1QBrauh9CB445dc/aDmAdoNcG//bc6n5QA1Dj5r7gx+WyadFeXoiP2o3QTOFsRMEgcM",
+	"EHDEyxMKYGxVqZlQI21ykfaUJUpIMQ8skE17q0JUpZ6Lgl0LA24bj7DStqYSEl+gqceUQ373cM4Gi67k",
+	"U7bgSR6c+qWL0Y4uXjk2aMb5vhBKimKQ3SAAYicS/LTRuDQCa1X3B/5b60ooXskjWPaDbjDXuf1drsPv",
+	"c9SR8SuescHE+e/YbIOewAZ+bpM49tLP3geXhIOdSLnn37yXRQ50+tG/qIvz/GaYCE9pYWKHssln7E0l",
+	"lP+sS/v3qKsz554TH9wxDHTNs+GUdceblqI9ndDb8Q1Io28dN6ytSI/kDp97chYnevbwI01SjfRaFK+M",
+	"LurcZdCRpcjYRIfOM+RClzBQN4902boguEcL2abZzBlzeowVCYA90llWV1Du4p8pFFJ8hhgVdjxOHIc1",
+	"1tODSqpG0kxJUx1KxQ2l2cAvaBQevL2qxcsrqIHXnWB2Cevxyi/HNjNLmrd0HMQfuZU585/EHy/IPh/q",
+	"2n1jMaefhWPDdSuxRd0mMmAcA0/QJsFX2Gl4dWqiUXoD8fWQnkDBI2GcHIFTqaci9zddiHMcwBY3ZHzL",
+	"qjgozuzbCXgmn/MW9lncTxvvuOOPfgSvir+OhTK6LKf0mbv9qa+srSE9UStxCDCa+/FTyzUPhAN7neN8",
+	"GD5wQP9tctIR0vFsvSpCKLPA7sAUSAViZuxqh/0yLFAyj7GLlzZXNlbT+IsRzT9U0giblCN+x6ZS1U7Y",
+	"gyN27hU86R8ISy6Lm3SWiFv3ZbNI68I/9BZQ9k3IUqe5R52y4m7SqJS4Ihs3Nn/ao0luq/1Fxyqsc+aS",
+	"f0mOhN8tcKy3jy/JR1oxLiyMfX7OKtl4mGN+pQZf/a7RxdfQ6KLBWNaAHOyBW4XcflduA7oRXNaJ+oYb",
+	"q7mlTVuY8PUtNJBJE4Wh8BC6EdVeHVihALwOb3zTjHETQqZmfJgAE1k1PNb1Gc8R6TZGtmXfqIfS5OVp",
+	"kXcnM5Gcyh5z/buVbs3vWj7Nx3fs0+z+NKtUqGZNdvbyCs2r64RtQQXLVoWmedco2D6SBGFFB+hBFVA9",
+	"QBEL0Bl4gM4I0ugPWarnMyOUmPHyIE3sDnrXQnGJ/x9mTSbNIA9HPPcWLPXc0aPOljONWrC8Q/e2rYks",
+	"v3KNMhLHfrfB4p7lWTdI/6VCVs6usuObi0B3IsMdqSsxwLom5vw8aQgO+Rj+jIgihNTiY9JQhlaCAjLk",
+	"o/BmG9R5xLImDLRC+BqD2RB2Dm1tpbPsSswPodWL/8tyuBkzB4tIb+YhUha1sCHQzA20yyWKTFYZMZIf",
+	"FsfV1LTpWYzO4Eznoek45kYR+wxkCIiC1VWn1+/XsBw9oeg1dGbP0f/5qujgMwtxa2J4g6mNtKGVpNnT",
+	"NNfErC/hEfbW49bp0GIacgUJTZuMDm8HOrfOkT1eF5heo8H1Lmna9L7i1oriDAMTsBbonCAybboUmiED",
+	"T+qapb6Ax3XPB83+O21Q296fmNXbJ6WaFAzMwcIv+tWJqfsSAPAFKB8nQVEPMgHKtuiUXoD/Y4LTwwCn",
+	"h2EMIRGz31+InedsFlMcwRJtUhxnRjpyxCR47H+ErMoFcBAJdFDP24WNiM7EpEMaZ4VHwFqFtuSFmXvx",
+	"Ki0e4J4m6AbYP0STrw6jw7z0sQY6CRhRIvvgk0U6HhwnatthEp1tIFEgUSmjxffEh4ayjyCSrJNlCeKo",
+	"QxenNET8WBf0rd4222UrlD2db4tDWamOL31bpxdz/h9Kvueaad4867OpAaDtufM0ftGeRshSrqt+zfMu",
+	"EkaVJvMfGh+JKZflsRPWrWoXBx1SFHH5TYW1mDzV5KPjW2sjCnb567uLkMcUlGEdQ+XQGpyC5IlXrjUo",
+	"NvP4hYSAqLZTyP7ZyQ+IiRAHGrRueq+0e98MY4DqFwxGItgmY/TI8d3J04Y8OR00oi906Mi58neCCs/z",
+	"CTBbAEe+DAxKeFwx58AKVbApMKxp7KHXqpbGcp1HluUTLYHYC7vlWTbo+nYDzJyywNV5CG5JUZwSUwd9",
+	"A4ss1BC9wsKqmKEBd8OvkhZSbP/Zkx/YwD/xPT1xQDltb4Uz88PzkRNmwIZirsnO6ki08vvhnbDupZ/r",
+	"tpg5YEXgDRvwYRqRy0p6GYiuqtgQj9k6puDeIVvH4uBXQX/rTM28KgDkVY3ykuzNHf5/q1QcAmraYa+k",
+	"sMcEncGtiw3Kvlzn68GUfKp7TkI+o4X02ibHU9dOLFMCNMWXCbt+8NwkDw6FnRwflIXnxd+rBebM5F5Y",
+	"BOxBIk2SY5slt0hgBsZVPGLh64a3oCEyOJb0++MB2PXiA1juKGc0dluqFRAjvXLkRYfiSWRXE0WzLkGn",
+	"ldOqFAkDidfqRbfHCBI4K/lp/qI3qpxfUH3Edvv0pcNc7TZoFuML8hrcrxPAtZZtzKVaZknAPbtFj0DF",
+	"jXTzmyAEER1gs7mgRo0gdgVNg2Qp3TwLeZRk31LKT/AfB6sXJD+5lkPJI2af5+krK2EOY0UkNvCbcDth",
+	"+YRLhVy88c+8LOMQoRMIPf+I/QFa6ETkVy9iwVJwL9eUHX75f15LJ9jg4u35z7+es/9by/zqPdwzaBp8",
+	"4uMBFwqBxj05PsjAt7IUypVzVshrYcai8Dd6hATdO/cbRNnapkVUU2KMmHfCxQV8pdv3Lp/T5NO5N0Vc",
+	"MO/FaZ+hUDCCU9NN7AQVi0bg46EL3ZZ61t8EIvkOn+mSTmu7/FbBgfpvA0TKEmj8YUcM1pV14S23NJ5v",
+	"x8Gc7M/VYgLhZuda3qZr2cMjrfNQuJkQapGkZovyxOOCVMKuoH8LWBsvDbs/LV1t6Y4x0ylm+hc1xftZ",
+	"q+IPEasSZqTN1DKOXuhDoNAhriEjq5VV+eA2lo5VRl8LOrwNYqOdZ/G56LZX2uFRjr7dUHMgLeMl+EMS",
+	"ynZp2ZOTE8QBxNVQqkCD9yfbBm9HttD5mZzPQ13Ms8YToijFFt3TvJivqE14Gz/QmgywC1zFT1rEz0D9",
+	"HvTKlqtKwDPgpX8puIW++e3ujpRqgxUPK8bzEq67Geb/uVWXNH2h1VAaPjp88LP+vVTstPBl0/4+PlQ8",
+	"ndi93J9h/+vkbAc8xFOeUdtOau7srz/qSCdpQylvWNRhD2wT6nUp1uW64q5Mi7Bw7mgcXCk9g8wNrONC",
+	"QviwhUPGaZQG7csogFbOGRbFHbG3fjyhPrYEesxDrDAwgi4KDfwkjCM8nD5Cg/J4c4jgiQ9V6Y0zNpvM",
+	"k6/l50KKbhjysHZMFqV/DRvpstQzaDzZ2SkPwViXwm6/Usy/ZmWLzLRI7humJ+xfh20eo1o5ORXHRILh",
+	"5ErqXCyl/BmsNuw/MxVTbeZZqqSowDCEsRPbW1B5xC7R3erVxtEoKYq0lXZsrI2uHTS+NPQeNjZ65iYZ",
+	"K/l4jGmkcW9Sw3t/BfR8ALWBT7zeUOpxp07yFmfxIpn7NiXr8ts6TgRdxZIP8u2diZ+FC1usdyHu4FCA",
+	"/r8Jby3YCRA+87vZcDUGBzVGj0JUJuA0jq7D4AgiJhocXoXPXc3Lco6GuVrgH1woI/bHjY2kETMOdXFY",
+	"bwTstuGlscUTdtgdyi5yQj8z2ocXsATbPxX+PSuFhF9YvwbfsoAgd13YMxgK1pVQd3AWXO033waHYTaR",
+	"TlA/99dS1R+wPgDvZ43R1+KBonwkNLtzPZ0KVYiCQS6upVbzDjpYhEMCy4D8JVh1xRU4W7G50Bi2OpqI",
+	"aZ3WEXtDOlgcI2RGQQwGQ/kc4jdefDihyG/LVTDukpIvP1kcINbmx1bQfr6PLNMzleHzCABwBF2C6Bdt",
+	"3Ttc4DV28a9NxcVsoq1IFzTw9S7zfoLimbLwEzFGiK9RsP+RDU9G096Q5UDVbaJopnA7tVfbNGSbNQ39",
+	"gzuBJd2c1MD4G2IB7j6atwYn2V5V96YHNdmY6XGkE0UbNzlupEU6bsbCwcBj1j3EWCiQgRBC4YEpEH37",
+	"h10LI0fzli8s7XTeKlySRZqTT1k4mMAJZtViQa/0B82vAaSPwB5ifyCVZzqBBqFC66+xSDlFuvI4KRpV",
+	"CDaAh7yvm4D/YBlKzv3jW2CyjUyb5gXwvjWZNvTBVKyMbr4wrsZDS8pcmB5yP/VGnvEzdmXhNJ/+jGmz",
+	"6DDFPTHh1GVTKgzrUytkEKRcIvvhQoceHbbh/uA3XQjq7nNObx9g77uxkhZKXIZz2J8Duv3dvBKDg11W",
+	"0JecFQrbsgXdeKRuAbahtLo/paetDB5XJVcreo6lQXQEejr6MaoQ9D6YS9ClmtALUr9fiXnLS4fZ8nTw",
+	"UrspgotH0mteSsyewebdjVaIUu8sVpYlleaYZ48+ipHDVMiRJPqeI/bfXlUMfSxbum5XJ5+TDtb3kqs7",
+	"hGf/us3ROQJxISzYrfhB7gt8/eB7R00aS8nVjuL4ASFT4HRPsYkO3vbBCfuaHLao6W5QaIrBggYKlhIQ",
+	"J1B0Q5Mlb2PyOCQunsU0n4ugTp+rAj2n7/gYKpbiy6LGnUUdEGOrYbXR8MWspcr4sTmI2hTEm1ocsZ95",
+	"FSy/poKppJ5cnbWlI/nBX4UNK3jSTcw26YXdIVxY4Bfp+t5GCmF3XlCIIYabWksEHPpxS3asElwQY+Mp",
+	"ccWKUGz3F7v1ilXpxLRhFTlLGuhA2ziMIEVSZVQbpxqSRGU/8cmUf8CscdtHRbKeYvke2Uj69tbq4Gab",
+	"8XOX/HmT5M/22vkHlcIJlZafEDJs0bu4aWe4YS1LdygV9LByQkGIGW7OUvWvqZ+v/aUKXefahF4sosii",
+	"loOpSh2d4X6PTnXwnKPTwV4xf9ACbOYc+oyHtPM2BUhfvHXrXeGa16zsCBfWEr8BLuO35UnvXIJb2Oa4",
+	"lCs3+/FH/5/f+FT85c2pNS1mvL5RBbkeBg27EakMm61t2cwL+mgfFRolRxV6VFkvUxolHx5CD7fxIUfs",
+	"HP8CWgOkkEHSSKitIL8xd2xa43kJzekwa2Epu4Hq4SA7O7ku63R2BW1FBqMNM6NnMo+d5iD7ASn/OprQ",
+	"NAdgoyZa0aVorxi3lPsK+lP7zPawKoYPuZJXseLOb8i9073/+Qc//PfJ4Q9/0n8P//x4kn3/9K//tXdn",
+	"dIutJVphGf4RIFXH/aPha2QPzluXzOdmjXJg75ovpUvXjgnp9nvxxI/vYbYRBLcmB8QHkdeu01alEpSN",
+	"moEu1rK0KndCLYt0TQGYTXScjrKXVgCdPYfoho2tcTqf3jjswl9A2ZrossjYUOS8tsCHKWahfNhfM+Xz",
+	"aKmmVXRcQdNFEwr1Sp5f2RVJw3+nxdo6ioQXdeDH38M6J3Te32RaTlfbkC0aCDMxnGh9ZY9z7nipN0lA",
+	"sI6rghsse3KWjY2uK5TrIz6V5Zy8NKCS4G8eWTYgnqj/GLCZLIucmwKPGjyFoXOJ3M1eFwm9r+ApcA2w",
+	"t5Rc+YfhqwfMhZJ/K8B+sNgSBp9vz0KWOEwRvDj+ooIN8PdHNPujf9YnJ0/zX7QGfQN+6gr//SzcH3jH",
+	"S//+57Rk2yzRrN3Qi5yu1/ZIYVxP+pzfxLHxsw6bsL05wzIkBwh3zhYOUCFKeS2MFPb4oyz+OjbCYTfq",
+	"bvPjVyhA4ewnzBWju+cxoH4hVAF5lpAf46GfyjP0iNVViN/TeSA3E/O68LRyltJw2s+WmBPnbwkxGGjV",
+	"5v+bT+S1KBp2PGekKNi+NxoGYWjA5wGzgui4P2kDWw/jpN6HxwyY9trtTFrRwVUBtBa0n1/Qo9f2dwMK",
+	"jZEUDf0O3dljOsjNydif3W3azMKJjivQ54Gjv2dM6VnYFEdfl2Z8b0qq34mQCDpqH8JbgIu17A0RN7Tf",
+	"EB9ugBkY21jEDToX+DRCv30/t0oYOPPZqpN/sIg7R+w8Uvw8a1Ir8LlU7kJ5FPRKL7pX4kXTfRec9DbF",
+	"JWlpQqvxAg7PB5CC6yCjEYWyYPuoMLwqBgeLC6XclwoiH2BlVpvkyRLH7x4kC5AS7KDkFqEET+Zo+WTC",
+	"pk9O5p0CDDYZWEH/AG1h43ARJfaxpCoLWfVZAhX+pCcbazgP3YvALBZlaVspI4W0FXAAk7+RHJqYJeg3",
+	"IvJgSdf6cyhqJr+nVuX8YJVGfomzvDvJTS/sbYc0NmLMnfiGkl7P23P2G39hV7V3zl1o5amCukkgrD3g",
+	"DBwpoXHHYqW3EQXPgQJOOmb5vNn2nFmRGwGS0goXsqjAjQSBMEzaKDLyw2OjUX/HETsPyjgtmRGsFCPn",
+	"8SNwoRJNRLySYg/dsbGwXVsLsa4fZ2k1o7yrdDRreCvCgB5OtfXimU0WYWU1DE52F+LujfK1z8mtneS+",
+	"phvYPQJogdMXn4JkFaqotFSuIZDQM8V++fX8OR2qLDiZcl2JDMJbyERWkKlr8WhDBFpaViv5f2vB+FRT",
+	"CHqF5ox3xiFIcL/yodVl7QSbOFdZ9vvb12zf/5MqlMGkL0s9+8W56iAyozVUkTZjcMK8jT0yfDyFJOfw",
+	"Eo88VpfX2KmSlVpXXnvPWCnV1SG2edaG5aWui8OpcBw64hP3pbDLuZQDgsv3mK0IijuMz9vyhDkgsoup",
+	"VNI6ZFyGKyyrjLz2aI/3WrYfnnbu/36Bf32HfxwcHLHXYszzObOKX4n3ObfonSPvna3zCeN2yUGn1Xvr",
+	"jODT94ScSOtmuYemjuvfqEu4/DldjV+pAWWhcjOHZHKOjViQ7INKlJp+RF1tUzqwZEuZpivQa03aqd+w",
+	"Z8l8Y63kRCB/x90FEFdMYtXoIeU/hwWnHC4SvBNdFthNQiKdn3SNKGYjKcrC7vLvv4r+by2sv1ubKdWW",
+	"wDcDXpm6M5RYlTynzHfcfsieB7u4IcZHXgkoEg47G5LezxUT08oB1vOhBTmF57ahpQx5/PiHM/IHh04q",
+	"WLjZ6JAxcAYj8CLniD2n9HwqkKLqL/HBBZ+xvymm6KrGv+rH11ICEwpmwmLyE3f7gjuMtt+rohdGb5bo",
+	"mt78qtjbVlrHp+Ow/0zNngiqxIMH4Bq+UPFFFADsMjduFXzxcD4w8D0mOOl3jZPpaQPujrRhY63JNne6",
+	"gqZsQoLSjFPIQHOI3lBVsD+4dFKN0ZmXerhErqeCPecqFyWRCCvtJv4+yBwHM1+5kK01zVL/9pxNpHXa",
+	"QGXBlahcFtUWSnn1T7dsZISAJyC6B6BYqEDFeW4NPB8OBrWEzs5NfTseOlzTh3a6E5fgxh46imZDhAui",
+	"W9RiFy39hUa70kQXNWk7QP+doTPul3fvLkIrXiw7gr0qCuJmo/VDG7JCoPfHV5QjCIWB1YgN0IN51euG",
+	"e5F6Pz/vvGZr77iAb7HZddCibbm8BvII0kAd8baRV7un6RsQQmQbYsNCJDywSdxDEL7PJfjGbzI+Tj3a",
+	"Utgdte0todKLRTmZnOs7jxEgIq1uv/NKWQGMVLFPTPA7+fsGIfpOOW0DTbvtkK46hKsOyGOGPqi2vZax",
+	"4bzi2AtBItFi477EhioYnI+Jo3hFEl+ZM1mQWzP+xkEY3/BrUUaS3pJV3E3YPoYnM5aXXE4zZuVYcVeb",
+	"xl2aBV/pwVkgSJAxB4DykBY1niN2zgokSmiMR285+hXo8rC9E50Biy/EMFzTF+c86YIT2ssgSUpsseGi",
+	"CDtjtjUH4reAOv8Mq0PE/615icvvP6Es7tWu3LCvDm7UGbeBAuqsrStLiAD7X834fGd7flO2Z9pTB/eJ",
+	"07cpCTZXUte0X/NmG7cp8sGYI5YlxN6AesjOwe3CmQ6nHsiC91s++oPTNdKFDgzSDGITgujtWwWrew8B",
+	"CaOT3489RF/4MjzuAG0HaF8doEVUwFqEBAO2CnFuIk1xWHHj5sc5r7CVzyqTO62RkkWWtONCM1l8qGST",
+	"eBoqts8vXjGnrwTxdUC/w/C2Ocu5E2MgNKZ2LvGJsfVim3FIWnoahv2Qgq4ssfFXbLDsX+6fgA2AQ2W5",
+	"rh0x2I0E6LK2qWGvbVet+ZQS5+MkLNGLI/dX5iGcCCSGczbAz9CE7U8Zr+Qh3Dg4Q+oPq0vBrLBY3LRU",
+	"k/s4JaCr5Hu4932AvO4SlHf+Q1747/g8/YxbBMaeN/ZRtiXXLO4OmN83kQz3IhTmzVKew/YJ8Rux0Mmp",
+	"T85oc/Sb/bV3uhc32N4SMjzuQQa/hP1IMOFKibIfBQIJnxIlZIT5GYy0oUZSeP4W+5iMZImEqapgRs9s",
+	"0JXS56w+ad0+tGQfhmHf1DD8JJfYuh5cOJj/FvOZNsUN7gh9qW9wC8i1S6jrfHWTV/2G3LGb3/BCXMv8",
+	"U26hH250598nGvScTa8/r6obXI2pQDe+4UYzeIlp0jeZQ+3032Uh9A3veSvym+2y3/RFyefC/GgEv7rB",
+	"fb9we14XUt/slgv37xvc8MpeTrgJe+ZGew049MhZvPkCAt37Te9C8qTfzU0G+LPRdfXfYv4TYOHNhiiv",
+	"AfdgmOH+bbrD6c2buL+DvNglx65Ijg2LxPYTUXuwbTkfP82Sw7tL4B9/zANQ/7XWBNAqCu/TEEmLrfK9",
+	"lEfucz1TwtiJrG4q3NtaLYHBjVthNoLnDg7LKsJiJcpdcOjWKqu4N6GD6viFnKjjquTzIc+vVgSRrK2F",
+	"ZXYCDXqkGpfi0Fulv799bSPtDz3xkWWlvBYMc6AzFuo6yZMniuY07ntTGK2uKYYMBuFvdgDOqKl0ThQH",
+	"R+wlzyeQm86LKUSZPvDclfPgcZ1Tj2+w84Ulxt5BKUfCyam4FLlWhR2wfarwYI+fnGRNx76n+MNU29gM",
+	"GTuoFBheP4CER/xbBIpHltwKxD0PoXVpQ/0NoApX/r9SheVgkHbul+0UfIijEfwx7Bge61h/YANKIsfK",
+	"VF7MB5iKE4P4jpvIMC7Rr3DEftKG1sMm3FxXQlTwa28RQYPkXCslcpdR2jKmIsEugCURTCrrBO9NLG8g",
+	"8LW8FhdhB924Nj5CUGdVa9ykNylunUoVfnx8Z2xa3euxwq0c7Cm0PMNGDcvid8jdOpR7PmiP5NBKHMJ4",
+	"caA7R/E35Cj+Wbjm+0fUiKKggbxEDGxb+uFb7JEfzqcJv0OAvRUM9rGqywglZtBPYQEye2cfqrdAP4UO",
+	"DJhuYQcZde6B1cu5ATJpNrDX+Xsn8yvhBiiA0BcvLb0JOb0gtck//yxiRovgPhIwCrrND4nyLPAXtpQF",
+	"VkUP4BeNnPz+5PD7k5OMJfLywEtAoDjCFShDzxVpWVEDK+MA/nLuhe+A7fOhrh37z5P/H5OKYglAC3OA",
+	"eSHQ+CXkvsLdoRTtJUrxczdg+/GXrxdkeSK+mxlWwkhdNML82dMnfha4KkMx10SGtizEz/BaVEMaveON",
+	"Cj1aoAgiuIXBHeqlcoaL4YVqIUrhkuWmxi/N4Eg5Id7MpUeCx/1aXwloOlVqK2xQAnBjDzImrONEy81I",
+	"hGOMwwiW1y60DPmOWVwlKIkIWkbcjKuUjDNMMfRLAQ0QlKYO1OxaFkIzbgzuovOlkMGUz8P+tGwmStCA",
+	"BZuJYbg06IZeRz04TZYGsn2GotRqbGOQmJ6bsX/uLS/XP/cYH/phTUWsd4w3YM4y7rDIBxKGCdPaL/WY",
+	"EoWuiSA9i+ocx56qXpXi1s60CS0mDm6mDr0W2Fz6m9eJWguyiVKUtc4zhtxDnWrQle5WP2p/0x61qEFn",
+	"j/IE8jv16JtSj14HQGtpAFBlF8w8p8neEmadYrRFzQcMyBVVKk3/bkzzDCb3QoAMHnPKKl2WRLkIA2K1",
+	"crIkZeimPrZL/8wvzcsGg16dhNPY+YQQ/pbQzWuHE/eW+gKf4b4dd+vyYLrPsK5W5P5BLZlb2HgVr71q",
+	"6fcfr50+NCLXSNvXe8J1dYb2hlfx+Ggkcoe8iaDJeWVyQXW58XnX1Zd33HW1+rT7dftqD/f9nVVdPfSj",
+	"ChGmQ2S03qRMLO3GaxcLwWqbpXwoqmBeT4L0rsHPL9+xMIDWSwdg5WRUojmsrYRmLl6BFYoyurhqDmjG",
+	"pGrIun98hA0QmFDXotSVYIOPFR+LDEKrl/LfImNOO15mkDLz14Dta1MI6m+ezobJ4owN/F3ovR6EByAn",
+	"iq6Nn5sECm1yEYReNPYRGxCx2qvO0vx2lk2SbHLzTJvn4T3bqVTbJhol88aBrY6Jt7baDpRuu5lMa3m3",
+	"DUdKF2JNvK/t3bTHH+G/FEZHh1VXJP1aE1V5sGgd9Jg5hWLv1O8UWazA+ZiQNR2xl4mr6pd37y4Of3r9",
+	"9wz/Nfr14hnAwS+vL1uPa8WpiMxpUEhL1wwCexzAFTofc7K25qt8YNGxhtNpWEGMuEZirD4/H/YtAMee",
+	"xCbTJXSEiim+wG/l7fxHNskRZvvPTp6yQfOL94VQcoFump2H8SB1kAfPzkRcHACF+ho/F+OlVh0lvC/g",
+	"8h7vy83dUW0vd49XivbVSp9U7DhX10BXu+iGWiro/WMyT92nqrAZkBI0KZyN4z02nukr9MUmNX0d6Z98",
+	"9/0GA8JuhHUMEjf+V2qNFPYuDTA47PvG1Gzth0NDuJGjq3WedmLk1vJH/KouxeI/20eEWdXZ+tIJeN0j",
+	"G9KmBiIGYrJWbCfritWES4CkdxB9HLUK1EvBH9qAbZNeDrgWcLA52R5+/ckC8PVPRFLCgMLWybL8DCxW",
+	"OTym1NYx6aBY2DCu5mTcUrf/ZjgxIgLtN/2Dn90AxmEiG2J4K8vsSwHwPx+E//1ohy39uWlbQZabKp/H",
+	"gBOr/FYcKQu8umlLCaRHsaNId6j6LNHetGJWONDiWuHchUBwJ4aloXpHrGgJDqIVm0BhEnuHqDxE7QFB",
+	"502RidUxKQtUXLTuEwUCqfXgLQUmaCXyFQLGWomoZUBbRLscEcvasd2w/u/hKe9zcrUOTpukLz87Clav",
+	"0oAxxt2NwWvQ95TxFOIJajEPrg+X91ueCKg4Q0cGXKjGyePPQjJCUOrFByfgE+ICNlfeCKiVmPXp21mg",
+	"1ErzCeiKR9ZrqV19IZSYfaF4voXOkytWYwOOwjQyfMZ4pKQc/kvkXUSUJF8fWKg47LGvU4PehYhXy2IF",
+	"jSbvUhgbKMWSaryqiNpfAsTEpbA9vuNT4o71V2DuGvq8pJ+vFbmz7B8DiGu+k1PhjQKhCvjnAdt/+9Nz",
+	"9vTp0x9Cp7B/ayUOFhsXDPzDXxXo7MEefsMSHEvCCJWLM3BUS1Xr2jZLyHOjraWBQYArr93xVJixCF2t",
+	"VzuQ3zYL9BAKNeNwblSjGO/avIYy3nLjcs1454YljvH6m9Qsxpt+kqXYuBgueRXtxBvd9RK37HY9962Z",
+	"bVLPBnt7V8y2wgVv0jO8Vd9786bVDvjmuuMJN8Vh43PvqbQxRkAn1WEpTpkRU2ijFiH3ERvOnQiNh6RZ",
+	"CB3uu4nR9TiED/nYLyA2QUK9CNJ3pSoEdRNj3JtZL8i/7PR0aB3ouFaDiYGWG5UoqCuLMe2ZNleBh5ZD",
+	"SwJtRLQ9XCARwKFyI9jY62DsHOZATpuhAPMMaWgWurThAOfCsX2l3fsRJA2fef0/DS2iyyi68rklg+ma",
+	"khtQFHAi0pgJI9g+rMj7WvFrLksvVjriir9wUyy60FvCYTs6sX+BR4Ifucsna9RgmFrGHh8+PjlhBTAd",
+	"5I7Jwmb4hSujc2GttyVVaDJytzrw0nz6EiU8wFEz9koYmBlEd2iRGQSWd6DXDXq/NJByP9hHcLYB+hFK",
+	"9CPfj97otMzqkTsMAS88wl6/i+iBOidCC5zpBFaLVmQP3oe5wyMuSwpWxiG99497P+70vr7Fm3fnf3f+",
+	"H/T5p33aPjT3AgRrMqISIEjG2g8Gv0BdEmzzU5TfINgTcw8db9IEFQUUEygOBt8luVszNqxTZQTcsm21",
+	"ZYi4AzXILaQJ3tbW4to6z5H6a8yl8jpJC39Cg96bgM2lHrmdvrHDmy8Aby6bo/DQ9Y2P6EX667jQM1Vq",
+	"Xhx6A2ZFuQOwC4BNEe4IUY3EKwb2kmLcOZ5PpsCcHVOg4O+KT8UZbLApeK3gr1BR9xYLyKD60r9Kxvax",
+	"y1aNnqnG6EPaPeBe9sYaRpgWykLjdfATh6DSGZMu0CUAKUophXLBf2fAXMY9P5QK2pTFyju89JENiaeh",
+	"TLXkrmFysGy/mdgps0J4ozDDyUs1PsCk7wKDb1QP0kopQCbVGG2HlybEg0fsJbCShmEakU9EfpWszD5H",
+	"dGbatHEY/to86SDIiyTjYB/t0GteUm+2JpkAwo3JpqP9EMpBn+tpleqnY+HIOsbmUguon1ibg4Mj9spR",
+	"FNKLKIsGeODKUNpgjkHqG5bqKm7J9fWHUXK8oFte+21/U49myzf1qrjgbrK3/TJB8ED68a4RR35JIEX5",
+	"PgoBO4a7apy70M69CauGpyYcHzxMUIvXgvW7lGA0lBvJsE1JCs4TcgIMk2oF2N8WYvshUv/fUiX2wqH/",
+	"IyBUqF0NIRi4i1S7lrTS/v8mzlWHo2n17BTVbuhyKgHJF8Qf2ycp4TUuzv5Zn5w8zaGuHP4pmCiFl6oZ",
+	"G42mlRizQ2sPMuwsq6cg/KYkUzHG9Dd8BGX64kP+4f/z5PuiRpTsuuTPAZamU5vOoRhLZQPBz5WYjww2",
+	"uwLOXekOjthbzDJo8je8DD9il8vSh+h5SbOkzFQUOaW2C6LFr1fGprydbl2rGvpQ3ADtb5RS8G5RrenJ",
+	"IcDtd5M68wdbWY5VuZQVZM8iBxWWtEFGCzQ4i3v5C6ku34mX+63zXhAkEDSvGjasu5IqK6u/V0uUTa0i",
+	"VFeXLaL90PRbFOzXi2dnq3A96Lxe2xbiykJKGUG9ERyMkDNvdLABgvhngjymMFAJPsxiNdRj6EpOd3ba",
+	"l2in+c11Ozba+bLGmBKGw5D9TvBS1gk2Nly5TxHWO9NsZ5p946ZZ289xr6bZSiFKtCZrqrlJ1FA6cH8O",
+	"HfKTgnSDRIpQz54hj0q0cJz4GzKoDNh+gMaGZ5XYu14VgwOC7YaAhUw3aIo3EaqP59NjHbKQgJwr55Gl",
+	"wctIED9n6VNDA2AiuYP0epSLgRhsTZrdJa3jneTYdfQHRRqLRJL31eZNW+lwPTbP4yf/tUHZYPPi8G2K",
+	"/naklBr3+S+Mm3ALfVDxK17iG+6iC2rrhZskyy2cxF1EZ0XaXEJUZe+KqXNl1hxddIvknA25TSmvxAKO",
+	"Ll6KqJ3Sd2H7q+GcWJvgd6XOudOG7Q9aUDHI2OB6oi0URPKq8v9JcJp4lVuEYKcLRgpnBbQnYUgoKlSu",
+	"C2FYVduJsMge1rJF9t++u7yAP6PkwGB8weDXzQezB5nH/7osWWX0hzl4p3iyDjgGNH1G0DTVLpKCXNNf",
+	"miY6hGjKr2IuFoiATpFHJOUF22+xlnR89f8dVutvR0dH0QxsJOFBJK2OHrOMTaAuiypM//HnUW3KQdLA",
+	"bC5MYOpcoCk9YgufDxxCQxGKxhL+yChXSfiRb7UlTBpyVS+fUz8r5LMP/Ao2tbHxAv9emA3tKYgKVdxN",
+	"Mjb42BrfX8cfYXf9dfyRV9Vfxx/Dav01YPsYjPfS/Pe3rw/9/YfC5rwSxcEZeWQT0lJKjgq2WNoGMjl1",
+	"TadIm8WBQ70buEJDLmjDNVvVSPuQ0IxboKsptVd17DIh7Xlr91MuKC3yOrZS/wWa72HFtTDQk3GRUUfX",
+	"bulLN88+8R/Oa0BhrqAOJew0p8lBCCkngQ4oS4xQWKGff3zyX4//63EUPlQyxqfCpjsp+djgjC4Bpp0/",
+	"Y3DGA8eR3CDsh/Jx0Qu8XZuw451rrMMQ54Rt0nB9LvL3Ri/AjvNzW6blrj5rA9durwYQTu4NiDxvn+F8",
+	"InjpTYI1/XA4s1NelgwvZ1bxyk60C+W4vGBDXnKVhyZ4U62k096yAJLraI96AE10iYTdmmgSJPAJTvzf",
+	"cyiv9U/D6uCkuz2e9jgKXlrNpMrLuhCgbFihbE0uYsjPK4SDhDpQLEA2FALKPqVCn6A2sS44Emk7qvCF",
+	"dB2t5lNdW2Y4NeoE7u5/idyJAgU2xQGlZUgBHkSZfxdIgisk+B4bXtDEvjt5uthKME5qqIs59UBHoZu4",
+	"FzupHn7BT7lN++k6x5dc0iB7K2z7p+y3A4jU6Fk+wuP29P6GmazsWdOfOlQOQkSvve8zUC68Vu0PPlx+",
+	"hMdf5LWRbr53+o+P3qIeCm6EOa/9EfvHn964TfNuPVzBO+jx6e5MoAA3/g1a4/5H82uvRuUk5BYHuDi6",
+	"7OMeKRvPtb6SIgyZxrFEsADDYlJhBTiQn+NEMlAQwVuVIZ+SzdiUS/9tgQsYainpaFvHTK1C3xKOH2Uf",
+	"58hOHkNtTXAv4EIsuyp+t5CmazRkmDaModmS9ULIQauAg2POcFlGfSHnjpd6XMN4EgaYSkvlbDO0J62h",
+	"hXVdHtxbgRtZFIyoCNlUTIfYOIza4QbEAhulecXT9BV0c8cboKtiokkGnW9sdF3Z0HpYQXoGj932WKV1",
+	"maUUzK5RQcInKfW4Gc53reGEjqTL4/nNf0LiLIVvcMFgqyeFYM5wZdEidWJalWB5R2pBvyv8PCAOhn2N",
+	"gUZBSIP7A4vSehYKKO06hvU68VB0heNwpaRJVO5AuBHa6+TzvEynFu1gSfOC/Wan+gqbpdujRa9c18De",
+	"xYEINQYjZIQp0c1qZPBVKEU6i72l8EMirjZNiLNovCelfMnCNev2LF03fHnH+F5ClR/tf+RJi8rJYl9c",
+	"4tML/ueEvRccw+HNj1sHO1V2upcHm4nr2g31/6cKHQhdmpeiUA65uR5x+XxBTiL0tm6oEDg4wBPOkBSt",
+	"C0nn4alJwfnguVVYts/MgxgJjQKYySDhCuRAgtxTjulKp/z8kuKSosQC2OgFZNo1MSU3My8TJAHupcEs",
+	"A5dHJRiXiSNKKnhIWVoihxT0FC50y92d9EMUIP1FyKgPqI+engkqL0D5pyy1SCHYMwCWvguKUotTQeUw",
+	"JOGAiztr2HkysKscwSchQssGSNcUuhILfvNaehLYRiTXQUWwFoLQzi1S5ipCPSoAsRsDNnago5CSCaso",
+	"EBvx4YnXDDlg4L1npdrYWkAAAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
