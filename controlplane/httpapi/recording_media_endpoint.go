@@ -53,8 +53,12 @@ func (f engineFile) relay(w http.ResponseWriter) error {
 	return err
 }
 
-func (f engineFile) VisitGetRecordingFileMediaResponse(w http.ResponseWriter) error { return f.relay(w) }
-func (f engineFile) VisitDownloadRecordingFileResponse(w http.ResponseWriter) error  { return f.relay(w) }
+func (f engineFile) VisitGetRecordingFileMediaResponse(w http.ResponseWriter) error {
+	return f.relay(w)
+}
+func (f engineFile) VisitDownloadRecordingFileResponse(w http.ResponseWriter) error {
+	return f.relay(w)
+}
 
 // readFile asks the owning engine for a file, for action (play or
 // download); only 200, 206 and 304 come back as they are.
