@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -80,7 +81,8 @@ func (e *recordingEndpoints) readFile(ctx context.Context, fileID, action string
 		}
 	}
 	resp, err := mediaClient.Do(req)
-	if ue, ok := err.(*url.Error); ok {
+	var ue *url.Error
+	if errors.As(err, &ue) {
 		err = ue.Err // its text would carry the URL, and with it the ticket
 	}
 	if err != nil {
