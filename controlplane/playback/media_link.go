@@ -79,8 +79,8 @@ type IssuedLink struct {
 // recordedStream is the reserved stream a recorded resource's requests
 // ask on_play about, by action.
 func recordedStream(kind ResourceKind, id, action string) (vhost, app, stream string, err error) {
-	if kind != KindRecordingFile {
-		return "", "", "", fmt.Errorf("%w: resource kind %s has no media links in this version", ErrInvalid, kind)
+	if kind != KindRecordingFile && kind != KindCutMergeOutput {
+		return "", "", "", fmt.Errorf("%w: resource kind %s has no media links", ErrInvalid, kind)
 	}
 	switch action {
 	case ActionPlay:
@@ -287,14 +287,24 @@ func (s *Service) authorizeSystem(ctx context.Context, id string, r PlayRequest,
 	if now.Sub(made) > systemTicketTTL || made.Sub(now) > systemTicketSkew {
 		return deny("the system ticket expired"), nil
 	}
+	// The engine serves files and cut/merge outputs alike by id (UUIDs
+	// both); the MAC bound the ticket to this id, so whichever it is must
+	// be playable now.
 	if s.Resources != nil {
-		ok, reason, err := s.Resources(ctx, KindRecordingFile, r.Stream)
-		if err != nil {
-			return Decision{}, err
+		var reason string
+		for _, kind := range []ResourceKind{KindRecordingFile, KindCutMergeOutput} {
+			ok, why, err := s.Resources(ctx, kind, r.Stream)
+			if err != nil {
+				return Decision{}, err
+			}
+			if ok {
+				return Decision{Allow: true}, nil
+			}
+			if reason == "" {
+				reason = why
+			}
 		}
-		if !ok {
-			return deny(reason), nil
-		}
+		return deny(reason), nil
 	}
 	return Decision{Allow: true}, nil
 }

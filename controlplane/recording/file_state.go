@@ -197,9 +197,23 @@ func (s *Service) HardDelete(ctx context.Context, actor audit.Actor, ids []strin
 }
 
 // Playable is the playback package's ResourceCheck: a recording-file
-// lease plays while its file is Completed.
+// lease plays while its file is Completed, a cut-merge-output lease while
+// its task is Succeeded and its output kept.
 func (s *Service) Playable(ctx context.Context, kind playback.ResourceKind, id string) (bool, string, error) {
-	if kind != playback.KindRecordingFile {
+	switch kind {
+	case playback.KindCutMergeOutput:
+		_, err := s.succeededTask(ctx, id)
+		switch {
+		case errors.Is(err, ErrTaskNotFound):
+			return false, "the cut/merge task does not exist", nil
+		case errors.Is(err, ErrOutputUnavailable):
+			return false, err.Error(), nil
+		case err != nil:
+			return false, "", err
+		}
+		return true, "", nil
+	case playback.KindRecordingFile:
+	default:
 		return false, "this version cannot play " + string(kind) + " resources", nil
 	}
 	f, err := s.File(ctx, id)

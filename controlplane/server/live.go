@@ -70,6 +70,7 @@ func (s *Server) runLive(bg context.Context) {
 	s.background(bg, func(ctx context.Context) { s.Node.Leadership().Run(ctx, s.streamReconciler.Run) })
 	s.background(bg, func(ctx context.Context) { s.Node.Leadership().Run(ctx, s.Snapshots.Run) })
 	s.background(bg, func(ctx context.Context) { s.Node.Leadership().Run(ctx, s.autoRecording.Run) })
+	s.background(bg, func(ctx context.Context) { s.Node.Leadership().Run(ctx, s.cutMerge.Run) })
 	log := s.Log.Named("playback")
 	s.background(bg, func(ctx context.Context) {
 		s.Node.Leadership().Run(ctx, func(ctx context.Context) { s.Playback.RunSweeper(ctx, log) })
