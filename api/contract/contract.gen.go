@@ -478,6 +478,51 @@ func (e CurrentUserCredentialKind) Valid() bool {
 	}
 }
 
+// Defines values for CutMergeTaskCallbackState.
+const (
+	CutMergeTaskCallbackStateDelivered CutMergeTaskCallbackState = "Delivered"
+	CutMergeTaskCallbackStateFailed    CutMergeTaskCallbackState = "Failed"
+	CutMergeTaskCallbackStatePending   CutMergeTaskCallbackState = "Pending"
+)
+
+// Valid indicates whether the value is a known member of the CutMergeTaskCallbackState enum.
+func (e CutMergeTaskCallbackState) Valid() bool {
+	switch e {
+	case CutMergeTaskCallbackStateDelivered:
+		return true
+	case CutMergeTaskCallbackStateFailed:
+		return true
+	case CutMergeTaskCallbackStatePending:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CutMergeTaskStatus.
+const (
+	CutMergeTaskStatusFailed    CutMergeTaskStatus = "Failed"
+	CutMergeTaskStatusPending   CutMergeTaskStatus = "Pending"
+	CutMergeTaskStatusRunning   CutMergeTaskStatus = "Running"
+	CutMergeTaskStatusSucceeded CutMergeTaskStatus = "Succeeded"
+)
+
+// Valid indicates whether the value is a known member of the CutMergeTaskStatus enum.
+func (e CutMergeTaskStatus) Valid() bool {
+	switch e {
+	case CutMergeTaskStatusFailed:
+		return true
+	case CutMergeTaskStatusPending:
+		return true
+	case CutMergeTaskStatusRunning:
+		return true
+	case CutMergeTaskStatusSucceeded:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for DocumentationAuditItemKind.
 const (
 	DocumentationAuditItemKindOperation      DocumentationAuditItemKind = "operation"
@@ -813,6 +858,7 @@ const (
 	ErrorCodeCommandInterrupted         ErrorCode = "command_interrupted"
 	ErrorCodeConflict                   ErrorCode = "conflict"
 	ErrorCodeCsrfRejected               ErrorCode = "csrf_rejected"
+	ErrorCodeCutMergeOutputUnavailable  ErrorCode = "cut_merge_output_unavailable"
 	ErrorCodeDeliveryNotRetryable       ErrorCode = "delivery_not_retryable"
 	ErrorCodeGb28181DeviceNotFound      ErrorCode = "gb28181_device_not_found"
 	ErrorCodeGb28181DeviceOffline       ErrorCode = "gb28181_device_offline"
@@ -904,6 +950,8 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodeConflict:
 		return true
 	case ErrorCodeCsrfRejected:
+		return true
+	case ErrorCodeCutMergeOutputUnavailable:
 		return true
 	case ErrorCodeDeliveryNotRetryable:
 		return true
@@ -4108,6 +4156,141 @@ type CurrentUser struct {
 // CurrentUserCredentialKind Kind of the calling credential.
 type CurrentUserCredentialKind string
 
+// CutMergeRequest A range of one stream's recordings to join: a channel (the stable cross-server key), or app and streamId.
+type CutMergeRequest struct {
+	// App Application of the stream, when no channelId is given.
+	App *string `json:"app,omitempty"`
+
+	// CallbackUrl An http(s) URL the outcome is POSTed to (JSON with taskId, taskStatus, processPercentage, fileSize, actualDurationMs, error, completedAt); guarded like webhook endpoints. It is not shown again.
+	CallbackUrl *string `json:"callbackUrl,omitempty"`
+
+	// ChannelId The channel whose recordings to join.
+	ChannelId *string `json:"channelId,omitempty"`
+
+	// EndTime End of the range (after startTime, at most 7 days later), RFC 3339 with a zone.
+	EndTime time.Time `json:"endTime"`
+
+	// MediaServerId A fallback that narrows the files to one media server when they lie on several.
+	MediaServerId *string `json:"mediaServerId,omitempty"`
+
+	// StartTime Start of the range, RFC 3339 with a zone.
+	StartTime time.Time `json:"startTime"`
+
+	// StreamId Stream id, when no channelId is given.
+	StreamId *string `json:"streamId,omitempty"`
+
+	// Vhost Virtual host of the stream, with app and streamId (default __defaultVhost__).
+	Vhost *string `json:"vhost,omitempty"`
+}
+
+// CutMergeTask A cut/merge task.
+type CutMergeTask struct {
+	// ActualDurationMs Media the output covers (the ranges with recordings, gaps skipped), once Succeeded.
+	ActualDurationMs *int64 `json:"actualDurationMs,omitempty"`
+
+	// App Application of the stream.
+	App string `json:"app"`
+
+	// CallbackState Delivery of the callback, when one was given.
+	CallbackState *CutMergeTaskCallbackState `json:"callbackState,omitempty"`
+
+	// ChannelId The channel, when the stream has one.
+	ChannelId *string `json:"channelId,omitempty"`
+
+	// CompletedAt When the task ended (UTC).
+	CompletedAt *time.Time `json:"completedAt,omitempty"`
+
+	// CreatedAt Creation time (UTC).
+	CreatedAt time.Time `json:"createdAt"`
+
+	// EndTime Requested end (UTC).
+	EndTime time.Time `json:"endTime"`
+
+	// Error Why a Failed task failed.
+	Error *string `json:"error,omitempty"`
+
+	// FileSize Output size in bytes, once Succeeded.
+	FileSize *int64 `json:"fileSize,omitempty"`
+
+	// Frames Frames in the output (all tracks).
+	Frames *int64 `json:"frames,omitempty"`
+
+	// Gaps Gaps without recordings the output skipped.
+	Gaps *int32 `json:"gaps,omitempty"`
+
+	// MediaServerId The media server that holds the files and the output.
+	MediaServerId string `json:"mediaServerId"`
+
+	// OutputDeleted The output file was deleted.
+	OutputDeleted *bool `json:"outputDeleted,omitempty"`
+
+	// OutputStartTime Wall-clock time of the output's first frame (UTC).
+	OutputStartTime *time.Time `json:"outputStartTime,omitempty"`
+
+	// ProcessPercentage 0 while Pending, 10 while Running, 100 once Succeeded.
+	ProcessPercentage int32 `json:"processPercentage"`
+
+	// SourceFileCount Recorded files the output joins.
+	SourceFileCount int32 `json:"sourceFileCount"`
+
+	// StartTime Requested start (UTC).
+	StartTime time.Time `json:"startTime"`
+
+	// StartedAt When the media server was last asked (UTC).
+	StartedAt *time.Time `json:"startedAt,omitempty"`
+
+	// StreamId Stream id.
+	StreamId string `json:"streamId"`
+
+	// TaskId The task; also the output's id.
+	TaskId openapi_types.UUID `json:"taskId"`
+
+	// TaskStatus State of a cut/merge task (GET /api/v2/recording/state-model, machine cut-merge-task): Pending, Running, Succeeded or Failed.
+	TaskStatus CutMergeTaskStatus `json:"taskStatus"`
+
+	// Vhost Virtual host of the stream.
+	Vhost string `json:"vhost"`
+}
+
+// CutMergeTaskCallbackState Delivery of the callback, when one was given.
+type CutMergeTaskCallbackState string
+
+// CutMergeTaskDetail A cut/merge task with the sources it joins.
+type CutMergeTaskDetail struct {
+	// Sources The source files in output order, each with the span taken from it.
+	Sources []struct {
+		// FileId The recorded file.
+		FileId string `json:"fileId"`
+
+		// FromMs Milliseconds after the file's first frame where the span starts (the output begins at the keyframe at or before it).
+		FromMs int64 `json:"fromMs"`
+
+		// ToMs Milliseconds after the file's first frame where the span ends; absent for the file's end.
+		ToMs *int64 `json:"toMs,omitempty"`
+	} `json:"sources"`
+
+	// Task A cut/merge task.
+	Task CutMergeTask `json:"task"`
+}
+
+// CutMergeTaskList One page of cut/merge tasks.
+type CutMergeTaskList struct {
+	// Page Number of this page, starting at 1.
+	Page int32 `json:"page"`
+
+	// PageSize Maximum rows per page.
+	PageSize int32 `json:"pageSize"`
+
+	// Rows The tasks, newest first.
+	Rows []CutMergeTask `json:"rows"`
+
+	// Total Tasks matching the filters.
+	Total int64 `json:"total"`
+}
+
+// CutMergeTaskStatus State of a cut/merge task (GET /api/v2/recording/state-model, machine cut-merge-task): Pending, Running, Succeeded or Failed.
+type CutMergeTaskStatus string
+
 // DataRetentionCleanupPreview Scope of a data retention cleanup round, without deleting anything.
 type DataRetentionCleanupPreview struct {
 	// Actor Actor recorded for the preview.
@@ -6790,7 +6973,7 @@ type RecordingStateMachine struct {
 
 // RecordingStateModel The recording state machines.
 type RecordingStateModel struct {
-	// Machines One per kind of record (recording-session, recording-file).
+	// Machines One per kind of record (recording-session, recording-file, cut-merge-task).
 	Machines []RecordingStateMachine `json:"machines"`
 }
 
@@ -8506,6 +8689,9 @@ type ChannelVhost = string
 // ClusterId defines model for ClusterId.
 type ClusterId = string
 
+// CutMergeTaskIdPath defines model for CutMergeTaskIdPath.
+type CutMergeTaskIdPath = string
+
 // OnlyProblems defines model for OnlyProblems.
 type OnlyProblems = bool
 
@@ -9133,6 +9319,45 @@ type RunAutoRecordOnceParams struct {
 	At *time.Time `form:"at,omitempty" json:"at,omitempty"`
 }
 
+// ListCutMergeTasksParams defines parameters for ListCutMergeTasks.
+type ListCutMergeTasksParams struct {
+	// Page Number of the page to return, starting at 1.
+	Page *Page `form:"page,omitempty" json:"page,omitempty"`
+
+	// PageSize Maximum number of rows per page.
+	PageSize *PageSize `form:"pageSize,omitempty" json:"pageSize,omitempty"`
+
+	// MediaServerId Only tasks on this media server.
+	MediaServerId *string `form:"mediaServerId,omitempty" json:"mediaServerId,omitempty"`
+
+	// TaskStatus Only tasks in this state.
+	TaskStatus *CutMergeTaskStatus `form:"taskStatus,omitempty" json:"taskStatus,omitempty"`
+
+	// MainId Only tasks of this channel (the stable cross-server key).
+	MainId *string `form:"mainId,omitempty" json:"mainId,omitempty"`
+
+	// App Only tasks of streams of this application.
+	App *string `form:"app,omitempty" json:"app,omitempty"`
+}
+
+// DeleteCutMergeTaskParams defines parameters for DeleteCutMergeTask.
+type DeleteCutMergeTaskParams struct {
+	// DeleteOutputFile Also remove the output file on its media server (default false: the task record goes, the file stays until cleaned up).
+	DeleteOutputFile *bool `form:"deleteOutputFile,omitempty" json:"deleteOutputFile,omitempty"`
+}
+
+// GetCutMergeTaskParams defines parameters for GetCutMergeTask.
+type GetCutMergeTaskParams struct {
+	// MediaServerId The task's media server.
+	MediaServerId string `form:"mediaServerId" json:"mediaServerId"`
+}
+
+// GetCutMergeTaskDetailParams defines parameters for GetCutMergeTaskDetail.
+type GetCutMergeTaskDetailParams struct {
+	// MediaServerId The task's media server.
+	MediaServerId *string `form:"mediaServerId,omitempty" json:"mediaServerId,omitempty"`
+}
+
 // ListRecordingFilesParams defines parameters for ListRecordingFiles.
 type ListRecordingFilesParams struct {
 	// Page Number of the page to return, starting at 1.
@@ -9547,6 +9772,30 @@ type ListThirdPartyChannelsParams struct {
 	ActivationState *ChannelActivationStateFilter `form:"activationState,omitempty" json:"activationState,omitempty"`
 }
 
+// ListThirdPartyCutMergeTasksParams defines parameters for ListThirdPartyCutMergeTasks.
+type ListThirdPartyCutMergeTasksParams struct {
+	// Page Number of the page to return, starting at 1.
+	Page *Page `form:"page,omitempty" json:"page,omitempty"`
+
+	// PageSize Maximum number of rows per page.
+	PageSize *PageSize `form:"pageSize,omitempty" json:"pageSize,omitempty"`
+
+	// MediaServerId Only tasks on this media server.
+	MediaServerId *string `form:"mediaServerId,omitempty" json:"mediaServerId,omitempty"`
+
+	// TaskStatus Only tasks in this state.
+	TaskStatus *CutMergeTaskStatus `form:"taskStatus,omitempty" json:"taskStatus,omitempty"`
+
+	// MainId Only tasks of this channel (the stable cross-server key).
+	MainId *string `form:"mainId,omitempty" json:"mainId,omitempty"`
+}
+
+// DeleteThirdPartyCutMergeTaskParams defines parameters for DeleteThirdPartyCutMergeTask.
+type DeleteThirdPartyCutMergeTaskParams struct {
+	// DeleteOutputFile Also remove the output file on its media server (default false: the task record goes, the file stays until cleaned up).
+	DeleteOutputFile *bool `form:"deleteOutputFile,omitempty" json:"deleteOutputFile,omitempty"`
+}
+
 // ListThirdPartyMediaServersParams defines parameters for ListThirdPartyMediaServers.
 type ListThirdPartyMediaServersParams struct {
 	// ClusterId Identifier of the cluster; defaults to the cluster of the node that answers.
@@ -9706,6 +9955,9 @@ type UpdateTranscoderTemplateJSONRequestBody = SaveFfmpegTemplateRequest
 // CreateNodeCommandJSONRequestBody defines body for CreateNodeCommand for application/json ContentType.
 type CreateNodeCommandJSONRequestBody = CreateNodeCommandRequest
 
+// CreateCutMergeTaskJSONRequestBody defines body for CreateCutMergeTask for application/json ContentType.
+type CreateCutMergeTaskJSONRequestBody = CutMergeRequest
+
 // DeleteRecordingFilesJSONRequestBody defines body for DeleteRecordingFiles for application/json ContentType.
 type DeleteRecordingFilesJSONRequestBody = DeleteRecordFilesRequest
 
@@ -9807,6 +10059,18 @@ type CreateThirdPartyLivePlaybackJSONRequestBody = ThirdPartyLivePlaybackRequest
 
 // CreateThirdPartyLivePlaybackLeaseJSONRequestBody defines body for CreateThirdPartyLivePlaybackLease for application/json ContentType.
 type CreateThirdPartyLivePlaybackLeaseJSONRequestBody = ThirdPartyPlaybackLeaseRequest
+
+// CreateThirdPartyCutMergeTaskJSONRequestBody defines body for CreateThirdPartyCutMergeTask for application/json ContentType.
+type CreateThirdPartyCutMergeTaskJSONRequestBody = CutMergeRequest
+
+// CreateThirdPartyCutMergeDownloadLinkJSONRequestBody defines body for CreateThirdPartyCutMergeDownloadLink for application/json ContentType.
+type CreateThirdPartyCutMergeDownloadLinkJSONRequestBody = ThirdPartyMediaLinkRequest
+
+// CreateThirdPartyCutMergePlaybackLeaseJSONRequestBody defines body for CreateThirdPartyCutMergePlaybackLease for application/json ContentType.
+type CreateThirdPartyCutMergePlaybackLeaseJSONRequestBody = ThirdPartyPlaybackLeaseRequest
+
+// CreateThirdPartyCutMergePlaybackLinkJSONRequestBody defines body for CreateThirdPartyCutMergePlaybackLink for application/json ContentType.
+type CreateThirdPartyCutMergePlaybackLinkJSONRequestBody = ThirdPartyMediaLinkRequest
 
 // RenewThirdPartyPlaybackLeaseJSONRequestBody defines body for RenewThirdPartyPlaybackLease for application/json ContentType.
 type RenewThirdPartyPlaybackLeaseJSONRequestBody = RenewThirdPartyPlaybackLeaseRequest
@@ -10343,6 +10607,27 @@ type ServerInterface interface {
 	// RunAutoRecordOnce Run one auto-record pass now
 	// (POST /api/v2/recording/auto-record/run-once)
 	RunAutoRecordOnce(c *gin.Context, params RunAutoRecordOnceParams)
+	// ListCutMergeTasks List cut/merge tasks
+	// (GET /api/v2/recording/cut-merge/tasks)
+	ListCutMergeTasks(c *gin.Context, params ListCutMergeTasksParams)
+	// CreateCutMergeTask Create a cut/merge task
+	// (POST /api/v2/recording/cut-merge/tasks)
+	CreateCutMergeTask(c *gin.Context)
+	// DeleteCutMergeTask Delete a cut/merge task
+	// (DELETE /api/v2/recording/cut-merge/tasks/{taskId})
+	DeleteCutMergeTask(c *gin.Context, taskId CutMergeTaskIdPath, params DeleteCutMergeTaskParams)
+	// GetCutMergeTask Read a cut/merge task
+	// (GET /api/v2/recording/cut-merge/tasks/{taskId})
+	GetCutMergeTask(c *gin.Context, taskId CutMergeTaskIdPath, params GetCutMergeTaskParams)
+	// GetCutMergeTaskDetail Read a cut/merge task with its sources
+	// (GET /api/v2/recording/cut-merge/tasks/{taskId}/detail)
+	GetCutMergeTaskDetail(c *gin.Context, taskId CutMergeTaskIdPath, params GetCutMergeTaskDetailParams)
+	// DownloadCutMergeTaskOutput Download a cut/merge output
+	// (GET /api/v2/recording/cut-merge/tasks/{taskId}/download)
+	DownloadCutMergeTaskOutput(c *gin.Context, taskId CutMergeTaskIdPath)
+	// GetCutMergeTaskMedia Play a cut/merge output
+	// (GET /api/v2/recording/cut-merge/tasks/{taskId}/media)
+	GetCutMergeTaskMedia(c *gin.Context, taskId CutMergeTaskIdPath)
 	// ListRecordingFiles List recorded files
 	// (GET /api/v2/recording/files)
 	ListRecordingFiles(c *gin.Context, params ListRecordingFilesParams)
@@ -10622,6 +10907,27 @@ type ServerInterface interface {
 	// StopThirdPartyChannel Stop a channel (third-party)
 	// (POST /api/v2/third-party/channels/{channelId}/stop)
 	StopThirdPartyChannel(c *gin.Context, channelId ChannelId)
+	// ListThirdPartyCutMergeTasks List cut/merge tasks
+	// (GET /api/v2/third-party/cut-merge/tasks)
+	ListThirdPartyCutMergeTasks(c *gin.Context, params ListThirdPartyCutMergeTasksParams)
+	// CreateThirdPartyCutMergeTask Create a cut/merge task
+	// (POST /api/v2/third-party/cut-merge/tasks)
+	CreateThirdPartyCutMergeTask(c *gin.Context)
+	// DeleteThirdPartyCutMergeTask Delete a cut/merge task
+	// (DELETE /api/v2/third-party/cut-merge/tasks/{taskId})
+	DeleteThirdPartyCutMergeTask(c *gin.Context, taskId CutMergeTaskIdPath, params DeleteThirdPartyCutMergeTaskParams)
+	// GetThirdPartyCutMergeTask Read a cut/merge task
+	// (GET /api/v2/third-party/cut-merge/tasks/{taskId})
+	GetThirdPartyCutMergeTask(c *gin.Context, taskId CutMergeTaskIdPath)
+	// CreateThirdPartyCutMergeDownloadLink Single-use download link of a cut/merge output
+	// (POST /api/v2/third-party/cut-merge/tasks/{taskId}/download-link)
+	CreateThirdPartyCutMergeDownloadLink(c *gin.Context, taskId CutMergeTaskIdPath)
+	// CreateThirdPartyCutMergePlaybackLease Lease a cut/merge output for playback
+	// (POST /api/v2/third-party/cut-merge/tasks/{taskId}/playback-lease)
+	CreateThirdPartyCutMergePlaybackLease(c *gin.Context, taskId CutMergeTaskIdPath)
+	// CreateThirdPartyCutMergePlaybackLink Single-use playback link of a cut/merge output
+	// (POST /api/v2/third-party/cut-merge/tasks/{taskId}/playback-link)
+	CreateThirdPartyCutMergePlaybackLink(c *gin.Context, taskId CutMergeTaskIdPath)
 	// ListThirdPartyMediaServers List the media servers
 	// (GET /api/v2/third-party/media-servers)
 	ListThirdPartyMediaServers(c *gin.Context, params ListThirdPartyMediaServersParams)
@@ -13540,6 +13846,244 @@ func (siw *ServerInterfaceWrapper) RunAutoRecordOnce(c *gin.Context) {
 	siw.Handler.RunAutoRecordOnce(c, params)
 }
 
+// ListCutMergeTasks operation middleware
+func (siw *ServerInterfaceWrapper) ListCutMergeTasks(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListCutMergeTasksParams
+
+	// ------------- Optional query parameter "page" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "page", c.Request.URL.Query(), &params.Page, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter page: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "pageSize" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "pageSize", c.Request.URL.Query(), &params.PageSize, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter pageSize: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "mediaServerId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "mediaServerId", c.Request.URL.Query(), &params.MediaServerId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter mediaServerId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "taskStatus" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "taskStatus", c.Request.URL.Query(), &params.TaskStatus, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter taskStatus: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "mainId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "mainId", c.Request.URL.Query(), &params.MainId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter mainId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "app" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "app", c.Request.URL.Query(), &params.App, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter app: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListCutMergeTasks(c, params)
+}
+
+// CreateCutMergeTask operation middleware
+func (siw *ServerInterfaceWrapper) CreateCutMergeTask(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateCutMergeTask(c)
+}
+
+// DeleteCutMergeTask operation middleware
+func (siw *ServerInterfaceWrapper) DeleteCutMergeTask(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "taskId" -------------
+	var taskId CutMergeTaskIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "taskId", c.Param("taskId"), &taskId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter taskId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params DeleteCutMergeTaskParams
+
+	// ------------- Optional query parameter "deleteOutputFile" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "deleteOutputFile", c.Request.URL.Query(), &params.DeleteOutputFile, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter deleteOutputFile: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.DeleteCutMergeTask(c, taskId, params)
+}
+
+// GetCutMergeTask operation middleware
+func (siw *ServerInterfaceWrapper) GetCutMergeTask(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "taskId" -------------
+	var taskId CutMergeTaskIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "taskId", c.Param("taskId"), &taskId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter taskId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetCutMergeTaskParams
+
+	// ------------- Required query parameter "mediaServerId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "mediaServerId", c.Request.URL.Query(), &params.MediaServerId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter mediaServerId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetCutMergeTask(c, taskId, params)
+}
+
+// GetCutMergeTaskDetail operation middleware
+func (siw *ServerInterfaceWrapper) GetCutMergeTaskDetail(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "taskId" -------------
+	var taskId CutMergeTaskIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "taskId", c.Param("taskId"), &taskId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter taskId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetCutMergeTaskDetailParams
+
+	// ------------- Optional query parameter "mediaServerId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "mediaServerId", c.Request.URL.Query(), &params.MediaServerId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter mediaServerId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetCutMergeTaskDetail(c, taskId, params)
+}
+
+// DownloadCutMergeTaskOutput operation middleware
+func (siw *ServerInterfaceWrapper) DownloadCutMergeTaskOutput(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "taskId" -------------
+	var taskId CutMergeTaskIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "taskId", c.Param("taskId"), &taskId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter taskId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.DownloadCutMergeTaskOutput(c, taskId)
+}
+
+// GetCutMergeTaskMedia operation middleware
+func (siw *ServerInterfaceWrapper) GetCutMergeTaskMedia(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "taskId" -------------
+	var taskId CutMergeTaskIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "taskId", c.Param("taskId"), &taskId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter taskId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetCutMergeTaskMedia(c, taskId)
+}
+
 // ListRecordingFiles operation middleware
 func (siw *ServerInterfaceWrapper) ListRecordingFiles(c *gin.Context) {
 
@@ -16128,6 +16672,214 @@ func (siw *ServerInterfaceWrapper) StopThirdPartyChannel(c *gin.Context) {
 	siw.Handler.StopThirdPartyChannel(c, channelId)
 }
 
+// ListThirdPartyCutMergeTasks operation middleware
+func (siw *ServerInterfaceWrapper) ListThirdPartyCutMergeTasks(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListThirdPartyCutMergeTasksParams
+
+	// ------------- Optional query parameter "page" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "page", c.Request.URL.Query(), &params.Page, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter page: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "pageSize" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "pageSize", c.Request.URL.Query(), &params.PageSize, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter pageSize: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "mediaServerId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "mediaServerId", c.Request.URL.Query(), &params.MediaServerId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter mediaServerId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "taskStatus" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "taskStatus", c.Request.URL.Query(), &params.TaskStatus, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter taskStatus: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "mainId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "mainId", c.Request.URL.Query(), &params.MainId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter mainId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListThirdPartyCutMergeTasks(c, params)
+}
+
+// CreateThirdPartyCutMergeTask operation middleware
+func (siw *ServerInterfaceWrapper) CreateThirdPartyCutMergeTask(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateThirdPartyCutMergeTask(c)
+}
+
+// DeleteThirdPartyCutMergeTask operation middleware
+func (siw *ServerInterfaceWrapper) DeleteThirdPartyCutMergeTask(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "taskId" -------------
+	var taskId CutMergeTaskIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "taskId", c.Param("taskId"), &taskId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter taskId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params DeleteThirdPartyCutMergeTaskParams
+
+	// ------------- Optional query parameter "deleteOutputFile" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "deleteOutputFile", c.Request.URL.Query(), &params.DeleteOutputFile, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter deleteOutputFile: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.DeleteThirdPartyCutMergeTask(c, taskId, params)
+}
+
+// GetThirdPartyCutMergeTask operation middleware
+func (siw *ServerInterfaceWrapper) GetThirdPartyCutMergeTask(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "taskId" -------------
+	var taskId CutMergeTaskIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "taskId", c.Param("taskId"), &taskId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter taskId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetThirdPartyCutMergeTask(c, taskId)
+}
+
+// CreateThirdPartyCutMergeDownloadLink operation middleware
+func (siw *ServerInterfaceWrapper) CreateThirdPartyCutMergeDownloadLink(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "taskId" -------------
+	var taskId CutMergeTaskIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "taskId", c.Param("taskId"), &taskId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter taskId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateThirdPartyCutMergeDownloadLink(c, taskId)
+}
+
+// CreateThirdPartyCutMergePlaybackLease operation middleware
+func (siw *ServerInterfaceWrapper) CreateThirdPartyCutMergePlaybackLease(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "taskId" -------------
+	var taskId CutMergeTaskIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "taskId", c.Param("taskId"), &taskId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter taskId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateThirdPartyCutMergePlaybackLease(c, taskId)
+}
+
+// CreateThirdPartyCutMergePlaybackLink operation middleware
+func (siw *ServerInterfaceWrapper) CreateThirdPartyCutMergePlaybackLink(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "taskId" -------------
+	var taskId CutMergeTaskIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "taskId", c.Param("taskId"), &taskId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter taskId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateThirdPartyCutMergePlaybackLink(c, taskId)
+}
+
 // ListThirdPartyMediaServers operation middleware
 func (siw *ServerInterfaceWrapper) ListThirdPartyMediaServers(c *gin.Context) {
 
@@ -16736,6 +17488,13 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 	router.POST(options.BaseURL+"/api/v2/third-party/recordings/:fileId/playback-link", wrapper.CreateThirdPartyRecordingPlaybackLink)
 	router.POST(options.BaseURL+"/api/v2/third-party/recordings/:fileId/download-link", wrapper.CreateThirdPartyRecordingDownloadLink)
 	router.POST(options.BaseURL+"/api/v2/third-party/recordings/:fileId/playback-lease", wrapper.CreateThirdPartyRecordingPlaybackLease)
+	router.GET(options.BaseURL+"/api/v2/third-party/cut-merge/tasks", wrapper.ListThirdPartyCutMergeTasks)
+	router.POST(options.BaseURL+"/api/v2/third-party/cut-merge/tasks", wrapper.CreateThirdPartyCutMergeTask)
+	router.DELETE(options.BaseURL+"/api/v2/third-party/cut-merge/tasks/:taskId", wrapper.DeleteThirdPartyCutMergeTask)
+	router.GET(options.BaseURL+"/api/v2/third-party/cut-merge/tasks/:taskId", wrapper.GetThirdPartyCutMergeTask)
+	router.POST(options.BaseURL+"/api/v2/third-party/cut-merge/tasks/:taskId/playback-link", wrapper.CreateThirdPartyCutMergePlaybackLink)
+	router.POST(options.BaseURL+"/api/v2/third-party/cut-merge/tasks/:taskId/download-link", wrapper.CreateThirdPartyCutMergeDownloadLink)
+	router.POST(options.BaseURL+"/api/v2/third-party/cut-merge/tasks/:taskId/playback-lease", wrapper.CreateThirdPartyCutMergePlaybackLease)
 	router.POST(options.BaseURL+"/api/v2/third-party/recordings/soft-delete", wrapper.SoftDeleteThirdPartyRecordings)
 	router.POST(options.BaseURL+"/api/v2/third-party/recordings/restore", wrapper.RestoreThirdPartyRecordings)
 	router.POST(options.BaseURL+"/api/v2/third-party/recordings/hard-delete", wrapper.HardDeleteThirdPartyRecordings)
@@ -16776,6 +17535,13 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 	router.POST(options.BaseURL+"/api/v2/recording/files/soft-delete", wrapper.SoftDeleteRecordingFiles)
 	router.POST(options.BaseURL+"/api/v2/recording/files/restore", wrapper.RestoreRecordingFiles)
 	router.POST(options.BaseURL+"/api/v2/recording/files/delete", wrapper.DeleteRecordingFiles)
+	router.GET(options.BaseURL+"/api/v2/recording/cut-merge/tasks", wrapper.ListCutMergeTasks)
+	router.POST(options.BaseURL+"/api/v2/recording/cut-merge/tasks", wrapper.CreateCutMergeTask)
+	router.DELETE(options.BaseURL+"/api/v2/recording/cut-merge/tasks/:taskId", wrapper.DeleteCutMergeTask)
+	router.GET(options.BaseURL+"/api/v2/recording/cut-merge/tasks/:taskId", wrapper.GetCutMergeTask)
+	router.GET(options.BaseURL+"/api/v2/recording/cut-merge/tasks/:taskId/detail", wrapper.GetCutMergeTaskDetail)
+	router.GET(options.BaseURL+"/api/v2/recording/cut-merge/tasks/:taskId/media", wrapper.GetCutMergeTaskMedia)
+	router.GET(options.BaseURL+"/api/v2/recording/cut-merge/tasks/:taskId/download", wrapper.DownloadCutMergeTaskOutput)
 	router.GET(options.BaseURL+"/api/v2/recording/plans", wrapper.ListRecordPlans)
 	router.POST(options.BaseURL+"/api/v2/recording/plans", wrapper.CreateRecordPlan)
 	router.DELETE(options.BaseURL+"/api/v2/recording/plans/:planId", wrapper.DeleteRecordPlan)
@@ -27224,6 +27990,958 @@ func (response RunAutoRecordOnce500JSONResponse) VisitRunAutoRecordOnceResponse(
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListCutMergeTasksRequestObject struct {
+	Params ListCutMergeTasksParams
+}
+
+type ListCutMergeTasksResponseObject interface {
+	VisitListCutMergeTasksResponse(w http.ResponseWriter) error
+}
+
+type ListCutMergeTasks200JSONResponse CutMergeTaskList
+
+func (response ListCutMergeTasks200JSONResponse) VisitListCutMergeTasksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListCutMergeTasks400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListCutMergeTasks400JSONResponse) VisitListCutMergeTasksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListCutMergeTasks401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListCutMergeTasks401JSONResponse) VisitListCutMergeTasksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListCutMergeTasks403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListCutMergeTasks403JSONResponse) VisitListCutMergeTasksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListCutMergeTasks429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListCutMergeTasks429JSONResponse) VisitListCutMergeTasksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListCutMergeTasks500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListCutMergeTasks500JSONResponse) VisitListCutMergeTasksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateCutMergeTaskRequestObject struct {
+	Body *CreateCutMergeTaskJSONRequestBody
+}
+
+type CreateCutMergeTaskResponseObject interface {
+	VisitCreateCutMergeTaskResponse(w http.ResponseWriter) error
+}
+
+type CreateCutMergeTask200JSONResponse CutMergeTask
+
+func (response CreateCutMergeTask200JSONResponse) VisitCreateCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateCutMergeTask400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateCutMergeTask400JSONResponse) VisitCreateCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateCutMergeTask401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateCutMergeTask401JSONResponse) VisitCreateCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateCutMergeTask403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateCutMergeTask403JSONResponse) VisitCreateCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateCutMergeTask404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateCutMergeTask404JSONResponse) VisitCreateCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateCutMergeTask429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateCutMergeTask429JSONResponse) VisitCreateCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateCutMergeTask500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateCutMergeTask500JSONResponse) VisitCreateCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteCutMergeTaskRequestObject struct {
+	TaskId CutMergeTaskIdPath `json:"taskId"`
+	Params DeleteCutMergeTaskParams
+}
+
+type DeleteCutMergeTaskResponseObject interface {
+	VisitDeleteCutMergeTaskResponse(w http.ResponseWriter) error
+}
+
+type DeleteCutMergeTask200JSONResponse CutMergeTask
+
+func (response DeleteCutMergeTask200JSONResponse) VisitDeleteCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteCutMergeTask400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response DeleteCutMergeTask400JSONResponse) VisitDeleteCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteCutMergeTask401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response DeleteCutMergeTask401JSONResponse) VisitDeleteCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteCutMergeTask403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response DeleteCutMergeTask403JSONResponse) VisitDeleteCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteCutMergeTask404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response DeleteCutMergeTask404JSONResponse) VisitDeleteCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteCutMergeTask409JSONResponse struct{ ConflictJSONResponse }
+
+func (response DeleteCutMergeTask409JSONResponse) VisitDeleteCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteCutMergeTask429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response DeleteCutMergeTask429JSONResponse) VisitDeleteCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteCutMergeTask500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response DeleteCutMergeTask500JSONResponse) VisitDeleteCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteCutMergeTask503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DeleteCutMergeTask503JSONResponse) VisitDeleteCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTaskRequestObject struct {
+	TaskId CutMergeTaskIdPath `json:"taskId"`
+	Params GetCutMergeTaskParams
+}
+
+type GetCutMergeTaskResponseObject interface {
+	VisitGetCutMergeTaskResponse(w http.ResponseWriter) error
+}
+
+type GetCutMergeTask200JSONResponse CutMergeTask
+
+func (response GetCutMergeTask200JSONResponse) VisitGetCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTask400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetCutMergeTask400JSONResponse) VisitGetCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTask401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetCutMergeTask401JSONResponse) VisitGetCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTask403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetCutMergeTask403JSONResponse) VisitGetCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTask404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetCutMergeTask404JSONResponse) VisitGetCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTask429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetCutMergeTask429JSONResponse) VisitGetCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTask500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetCutMergeTask500JSONResponse) VisitGetCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTaskDetailRequestObject struct {
+	TaskId CutMergeTaskIdPath `json:"taskId"`
+	Params GetCutMergeTaskDetailParams
+}
+
+type GetCutMergeTaskDetailResponseObject interface {
+	VisitGetCutMergeTaskDetailResponse(w http.ResponseWriter) error
+}
+
+type GetCutMergeTaskDetail200JSONResponse CutMergeTaskDetail
+
+func (response GetCutMergeTaskDetail200JSONResponse) VisitGetCutMergeTaskDetailResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTaskDetail400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetCutMergeTaskDetail400JSONResponse) VisitGetCutMergeTaskDetailResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTaskDetail401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetCutMergeTaskDetail401JSONResponse) VisitGetCutMergeTaskDetailResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTaskDetail403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetCutMergeTaskDetail403JSONResponse) VisitGetCutMergeTaskDetailResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTaskDetail404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetCutMergeTaskDetail404JSONResponse) VisitGetCutMergeTaskDetailResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTaskDetail429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetCutMergeTaskDetail429JSONResponse) VisitGetCutMergeTaskDetailResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTaskDetail500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetCutMergeTaskDetail500JSONResponse) VisitGetCutMergeTaskDetailResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadCutMergeTaskOutputRequestObject struct {
+	TaskId CutMergeTaskIdPath `json:"taskId"`
+}
+
+type DownloadCutMergeTaskOutputResponseObject interface {
+	VisitDownloadCutMergeTaskOutputResponse(w http.ResponseWriter) error
+}
+
+type DownloadCutMergeTaskOutput200ResponseHeaders struct {
+	ContentDisposition *string
+}
+
+type DownloadCutMergeTaskOutput200Videomp4Response struct {
+	Body          io.Reader
+	Headers       DownloadCutMergeTaskOutput200ResponseHeaders
+	ContentLength int64
+}
+
+func (response DownloadCutMergeTaskOutput200Videomp4Response) VisitDownloadCutMergeTaskOutputResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "video/mp4")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	if response.Headers.ContentDisposition != nil {
+		w.Header().Set("Content-Disposition", fmt.Sprint(*response.Headers.ContentDisposition))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type DownloadCutMergeTaskOutput206ResponseHeaders struct {
+	ContentRange *string
+}
+
+type DownloadCutMergeTaskOutput206Videomp4Response struct {
+	Body          io.Reader
+	Headers       DownloadCutMergeTaskOutput206ResponseHeaders
+	ContentLength int64
+}
+
+func (response DownloadCutMergeTaskOutput206Videomp4Response) VisitDownloadCutMergeTaskOutputResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "video/mp4")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	if response.Headers.ContentRange != nil {
+		w.Header().Set("Content-Range", fmt.Sprint(*response.Headers.ContentRange))
+	}
+	w.WriteHeader(206)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type DownloadCutMergeTaskOutput304Response struct {
+}
+
+func (response DownloadCutMergeTaskOutput304Response) VisitDownloadCutMergeTaskOutputResponse(w http.ResponseWriter) error {
+	w.WriteHeader(304)
+	return nil
+}
+
+type DownloadCutMergeTaskOutput400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response DownloadCutMergeTaskOutput400JSONResponse) VisitDownloadCutMergeTaskOutputResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadCutMergeTaskOutput401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response DownloadCutMergeTaskOutput401JSONResponse) VisitDownloadCutMergeTaskOutputResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadCutMergeTaskOutput403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response DownloadCutMergeTaskOutput403JSONResponse) VisitDownloadCutMergeTaskOutputResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadCutMergeTaskOutput404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response DownloadCutMergeTaskOutput404JSONResponse) VisitDownloadCutMergeTaskOutputResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadCutMergeTaskOutput409JSONResponse struct{ ConflictJSONResponse }
+
+func (response DownloadCutMergeTaskOutput409JSONResponse) VisitDownloadCutMergeTaskOutputResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadCutMergeTaskOutput416JSONResponse struct {
+	RangeNotSatisfiableJSONResponse
+}
+
+func (response DownloadCutMergeTaskOutput416JSONResponse) VisitDownloadCutMergeTaskOutputResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.ContentRange != nil {
+		w.Header().Set("Content-Range", fmt.Sprint(*response.Headers.ContentRange))
+	}
+	w.WriteHeader(416)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadCutMergeTaskOutput429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response DownloadCutMergeTaskOutput429JSONResponse) VisitDownloadCutMergeTaskOutputResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadCutMergeTaskOutput500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response DownloadCutMergeTaskOutput500JSONResponse) VisitDownloadCutMergeTaskOutputResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadCutMergeTaskOutput503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DownloadCutMergeTaskOutput503JSONResponse) VisitDownloadCutMergeTaskOutputResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTaskMediaRequestObject struct {
+	TaskId CutMergeTaskIdPath `json:"taskId"`
+}
+
+type GetCutMergeTaskMediaResponseObject interface {
+	VisitGetCutMergeTaskMediaResponse(w http.ResponseWriter) error
+}
+
+type GetCutMergeTaskMedia200Videomp4Response struct {
+	Body          io.Reader
+	ContentLength int64
+}
+
+func (response GetCutMergeTaskMedia200Videomp4Response) VisitGetCutMergeTaskMediaResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "video/mp4")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type GetCutMergeTaskMedia206ResponseHeaders struct {
+	ContentRange *string
+}
+
+type GetCutMergeTaskMedia206Videomp4Response struct {
+	Body          io.Reader
+	Headers       GetCutMergeTaskMedia206ResponseHeaders
+	ContentLength int64
+}
+
+func (response GetCutMergeTaskMedia206Videomp4Response) VisitGetCutMergeTaskMediaResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "video/mp4")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	if response.Headers.ContentRange != nil {
+		w.Header().Set("Content-Range", fmt.Sprint(*response.Headers.ContentRange))
+	}
+	w.WriteHeader(206)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type GetCutMergeTaskMedia304Response struct {
+}
+
+func (response GetCutMergeTaskMedia304Response) VisitGetCutMergeTaskMediaResponse(w http.ResponseWriter) error {
+	w.WriteHeader(304)
+	return nil
+}
+
+type GetCutMergeTaskMedia400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetCutMergeTaskMedia400JSONResponse) VisitGetCutMergeTaskMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTaskMedia401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetCutMergeTaskMedia401JSONResponse) VisitGetCutMergeTaskMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTaskMedia403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetCutMergeTaskMedia403JSONResponse) VisitGetCutMergeTaskMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTaskMedia404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetCutMergeTaskMedia404JSONResponse) VisitGetCutMergeTaskMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTaskMedia409JSONResponse struct{ ConflictJSONResponse }
+
+func (response GetCutMergeTaskMedia409JSONResponse) VisitGetCutMergeTaskMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTaskMedia416JSONResponse struct {
+	RangeNotSatisfiableJSONResponse
+}
+
+func (response GetCutMergeTaskMedia416JSONResponse) VisitGetCutMergeTaskMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.ContentRange != nil {
+		w.Header().Set("Content-Range", fmt.Sprint(*response.Headers.ContentRange))
+	}
+	w.WriteHeader(416)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTaskMedia429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetCutMergeTaskMedia429JSONResponse) VisitGetCutMergeTaskMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTaskMedia500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetCutMergeTaskMedia500JSONResponse) VisitGetCutMergeTaskMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTaskMedia503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetCutMergeTaskMedia503JSONResponse) VisitGetCutMergeTaskMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -37766,6 +39484,815 @@ func (response StopThirdPartyChannel500JSONResponse) VisitStopThirdPartyChannelR
 	return err
 }
 
+type ListThirdPartyCutMergeTasksRequestObject struct {
+	Params ListThirdPartyCutMergeTasksParams
+}
+
+type ListThirdPartyCutMergeTasksResponseObject interface {
+	VisitListThirdPartyCutMergeTasksResponse(w http.ResponseWriter) error
+}
+
+type ListThirdPartyCutMergeTasks200JSONResponse CutMergeTaskList
+
+func (response ListThirdPartyCutMergeTasks200JSONResponse) VisitListThirdPartyCutMergeTasksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListThirdPartyCutMergeTasks400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListThirdPartyCutMergeTasks400JSONResponse) VisitListThirdPartyCutMergeTasksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListThirdPartyCutMergeTasks401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListThirdPartyCutMergeTasks401JSONResponse) VisitListThirdPartyCutMergeTasksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListThirdPartyCutMergeTasks403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListThirdPartyCutMergeTasks403JSONResponse) VisitListThirdPartyCutMergeTasksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListThirdPartyCutMergeTasks429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListThirdPartyCutMergeTasks429JSONResponse) VisitListThirdPartyCutMergeTasksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListThirdPartyCutMergeTasks500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListThirdPartyCutMergeTasks500JSONResponse) VisitListThirdPartyCutMergeTasksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergeTaskRequestObject struct {
+	Body *CreateThirdPartyCutMergeTaskJSONRequestBody
+}
+
+type CreateThirdPartyCutMergeTaskResponseObject interface {
+	VisitCreateThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error
+}
+
+type CreateThirdPartyCutMergeTask200JSONResponse CutMergeTask
+
+func (response CreateThirdPartyCutMergeTask200JSONResponse) VisitCreateThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergeTask400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateThirdPartyCutMergeTask400JSONResponse) VisitCreateThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergeTask401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateThirdPartyCutMergeTask401JSONResponse) VisitCreateThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergeTask403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateThirdPartyCutMergeTask403JSONResponse) VisitCreateThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergeTask404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateThirdPartyCutMergeTask404JSONResponse) VisitCreateThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergeTask429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateThirdPartyCutMergeTask429JSONResponse) VisitCreateThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergeTask500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateThirdPartyCutMergeTask500JSONResponse) VisitCreateThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteThirdPartyCutMergeTaskRequestObject struct {
+	TaskId CutMergeTaskIdPath `json:"taskId"`
+	Params DeleteThirdPartyCutMergeTaskParams
+}
+
+type DeleteThirdPartyCutMergeTaskResponseObject interface {
+	VisitDeleteThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error
+}
+
+type DeleteThirdPartyCutMergeTask200JSONResponse CutMergeTask
+
+func (response DeleteThirdPartyCutMergeTask200JSONResponse) VisitDeleteThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteThirdPartyCutMergeTask400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response DeleteThirdPartyCutMergeTask400JSONResponse) VisitDeleteThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteThirdPartyCutMergeTask401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response DeleteThirdPartyCutMergeTask401JSONResponse) VisitDeleteThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteThirdPartyCutMergeTask403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response DeleteThirdPartyCutMergeTask403JSONResponse) VisitDeleteThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteThirdPartyCutMergeTask404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response DeleteThirdPartyCutMergeTask404JSONResponse) VisitDeleteThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteThirdPartyCutMergeTask409JSONResponse struct{ ConflictJSONResponse }
+
+func (response DeleteThirdPartyCutMergeTask409JSONResponse) VisitDeleteThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteThirdPartyCutMergeTask429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response DeleteThirdPartyCutMergeTask429JSONResponse) VisitDeleteThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteThirdPartyCutMergeTask500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response DeleteThirdPartyCutMergeTask500JSONResponse) VisitDeleteThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteThirdPartyCutMergeTask503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DeleteThirdPartyCutMergeTask503JSONResponse) VisitDeleteThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetThirdPartyCutMergeTaskRequestObject struct {
+	TaskId CutMergeTaskIdPath `json:"taskId"`
+}
+
+type GetThirdPartyCutMergeTaskResponseObject interface {
+	VisitGetThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error
+}
+
+type GetThirdPartyCutMergeTask200JSONResponse CutMergeTask
+
+func (response GetThirdPartyCutMergeTask200JSONResponse) VisitGetThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetThirdPartyCutMergeTask400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetThirdPartyCutMergeTask400JSONResponse) VisitGetThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetThirdPartyCutMergeTask401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetThirdPartyCutMergeTask401JSONResponse) VisitGetThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetThirdPartyCutMergeTask403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetThirdPartyCutMergeTask403JSONResponse) VisitGetThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetThirdPartyCutMergeTask404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetThirdPartyCutMergeTask404JSONResponse) VisitGetThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetThirdPartyCutMergeTask429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetThirdPartyCutMergeTask429JSONResponse) VisitGetThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetThirdPartyCutMergeTask500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetThirdPartyCutMergeTask500JSONResponse) VisitGetThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergeDownloadLinkRequestObject struct {
+	TaskId CutMergeTaskIdPath `json:"taskId"`
+	Body   *CreateThirdPartyCutMergeDownloadLinkJSONRequestBody
+}
+
+type CreateThirdPartyCutMergeDownloadLinkResponseObject interface {
+	VisitCreateThirdPartyCutMergeDownloadLinkResponse(w http.ResponseWriter) error
+}
+
+type CreateThirdPartyCutMergeDownloadLink200JSONResponse ThirdPartyMediaLink
+
+func (response CreateThirdPartyCutMergeDownloadLink200JSONResponse) VisitCreateThirdPartyCutMergeDownloadLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergeDownloadLink400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateThirdPartyCutMergeDownloadLink400JSONResponse) VisitCreateThirdPartyCutMergeDownloadLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergeDownloadLink401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateThirdPartyCutMergeDownloadLink401JSONResponse) VisitCreateThirdPartyCutMergeDownloadLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergeDownloadLink403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateThirdPartyCutMergeDownloadLink403JSONResponse) VisitCreateThirdPartyCutMergeDownloadLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergeDownloadLink404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateThirdPartyCutMergeDownloadLink404JSONResponse) VisitCreateThirdPartyCutMergeDownloadLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergeDownloadLink409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateThirdPartyCutMergeDownloadLink409JSONResponse) VisitCreateThirdPartyCutMergeDownloadLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergeDownloadLink429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateThirdPartyCutMergeDownloadLink429JSONResponse) VisitCreateThirdPartyCutMergeDownloadLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergeDownloadLink500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateThirdPartyCutMergeDownloadLink500JSONResponse) VisitCreateThirdPartyCutMergeDownloadLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergePlaybackLeaseRequestObject struct {
+	TaskId CutMergeTaskIdPath `json:"taskId"`
+	Body   *CreateThirdPartyCutMergePlaybackLeaseJSONRequestBody
+}
+
+type CreateThirdPartyCutMergePlaybackLeaseResponseObject interface {
+	VisitCreateThirdPartyCutMergePlaybackLeaseResponse(w http.ResponseWriter) error
+}
+
+type CreateThirdPartyCutMergePlaybackLease200JSONResponse PlaybackLease
+
+func (response CreateThirdPartyCutMergePlaybackLease200JSONResponse) VisitCreateThirdPartyCutMergePlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergePlaybackLease400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateThirdPartyCutMergePlaybackLease400JSONResponse) VisitCreateThirdPartyCutMergePlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergePlaybackLease401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateThirdPartyCutMergePlaybackLease401JSONResponse) VisitCreateThirdPartyCutMergePlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergePlaybackLease403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateThirdPartyCutMergePlaybackLease403JSONResponse) VisitCreateThirdPartyCutMergePlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergePlaybackLease404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateThirdPartyCutMergePlaybackLease404JSONResponse) VisitCreateThirdPartyCutMergePlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergePlaybackLease409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateThirdPartyCutMergePlaybackLease409JSONResponse) VisitCreateThirdPartyCutMergePlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergePlaybackLease429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateThirdPartyCutMergePlaybackLease429JSONResponse) VisitCreateThirdPartyCutMergePlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergePlaybackLease500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateThirdPartyCutMergePlaybackLease500JSONResponse) VisitCreateThirdPartyCutMergePlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergePlaybackLinkRequestObject struct {
+	TaskId CutMergeTaskIdPath `json:"taskId"`
+	Body   *CreateThirdPartyCutMergePlaybackLinkJSONRequestBody
+}
+
+type CreateThirdPartyCutMergePlaybackLinkResponseObject interface {
+	VisitCreateThirdPartyCutMergePlaybackLinkResponse(w http.ResponseWriter) error
+}
+
+type CreateThirdPartyCutMergePlaybackLink200JSONResponse ThirdPartyMediaLink
+
+func (response CreateThirdPartyCutMergePlaybackLink200JSONResponse) VisitCreateThirdPartyCutMergePlaybackLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergePlaybackLink400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateThirdPartyCutMergePlaybackLink400JSONResponse) VisitCreateThirdPartyCutMergePlaybackLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergePlaybackLink401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateThirdPartyCutMergePlaybackLink401JSONResponse) VisitCreateThirdPartyCutMergePlaybackLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergePlaybackLink403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateThirdPartyCutMergePlaybackLink403JSONResponse) VisitCreateThirdPartyCutMergePlaybackLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergePlaybackLink404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateThirdPartyCutMergePlaybackLink404JSONResponse) VisitCreateThirdPartyCutMergePlaybackLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergePlaybackLink409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateThirdPartyCutMergePlaybackLink409JSONResponse) VisitCreateThirdPartyCutMergePlaybackLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergePlaybackLink429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateThirdPartyCutMergePlaybackLink429JSONResponse) VisitCreateThirdPartyCutMergePlaybackLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergePlaybackLink500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateThirdPartyCutMergePlaybackLink500JSONResponse) VisitCreateThirdPartyCutMergePlaybackLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListThirdPartyMediaServersRequestObject struct {
 	Params ListThirdPartyMediaServersParams
 }
@@ -39492,6 +42019,27 @@ type StrictServerInterface interface {
 	// RunAutoRecordOnce Run one auto-record pass now
 	// (POST /api/v2/recording/auto-record/run-once)
 	RunAutoRecordOnce(ctx context.Context, request RunAutoRecordOnceRequestObject) (RunAutoRecordOnceResponseObject, error)
+	// ListCutMergeTasks List cut/merge tasks
+	// (GET /api/v2/recording/cut-merge/tasks)
+	ListCutMergeTasks(ctx context.Context, request ListCutMergeTasksRequestObject) (ListCutMergeTasksResponseObject, error)
+	// CreateCutMergeTask Create a cut/merge task
+	// (POST /api/v2/recording/cut-merge/tasks)
+	CreateCutMergeTask(ctx context.Context, request CreateCutMergeTaskRequestObject) (CreateCutMergeTaskResponseObject, error)
+	// DeleteCutMergeTask Delete a cut/merge task
+	// (DELETE /api/v2/recording/cut-merge/tasks/{taskId})
+	DeleteCutMergeTask(ctx context.Context, request DeleteCutMergeTaskRequestObject) (DeleteCutMergeTaskResponseObject, error)
+	// GetCutMergeTask Read a cut/merge task
+	// (GET /api/v2/recording/cut-merge/tasks/{taskId})
+	GetCutMergeTask(ctx context.Context, request GetCutMergeTaskRequestObject) (GetCutMergeTaskResponseObject, error)
+	// GetCutMergeTaskDetail Read a cut/merge task with its sources
+	// (GET /api/v2/recording/cut-merge/tasks/{taskId}/detail)
+	GetCutMergeTaskDetail(ctx context.Context, request GetCutMergeTaskDetailRequestObject) (GetCutMergeTaskDetailResponseObject, error)
+	// DownloadCutMergeTaskOutput Download a cut/merge output
+	// (GET /api/v2/recording/cut-merge/tasks/{taskId}/download)
+	DownloadCutMergeTaskOutput(ctx context.Context, request DownloadCutMergeTaskOutputRequestObject) (DownloadCutMergeTaskOutputResponseObject, error)
+	// GetCutMergeTaskMedia Play a cut/merge output
+	// (GET /api/v2/recording/cut-merge/tasks/{taskId}/media)
+	GetCutMergeTaskMedia(ctx context.Context, request GetCutMergeTaskMediaRequestObject) (GetCutMergeTaskMediaResponseObject, error)
 	// ListRecordingFiles List recorded files
 	// (GET /api/v2/recording/files)
 	ListRecordingFiles(ctx context.Context, request ListRecordingFilesRequestObject) (ListRecordingFilesResponseObject, error)
@@ -39771,6 +42319,27 @@ type StrictServerInterface interface {
 	// StopThirdPartyChannel Stop a channel (third-party)
 	// (POST /api/v2/third-party/channels/{channelId}/stop)
 	StopThirdPartyChannel(ctx context.Context, request StopThirdPartyChannelRequestObject) (StopThirdPartyChannelResponseObject, error)
+	// ListThirdPartyCutMergeTasks List cut/merge tasks
+	// (GET /api/v2/third-party/cut-merge/tasks)
+	ListThirdPartyCutMergeTasks(ctx context.Context, request ListThirdPartyCutMergeTasksRequestObject) (ListThirdPartyCutMergeTasksResponseObject, error)
+	// CreateThirdPartyCutMergeTask Create a cut/merge task
+	// (POST /api/v2/third-party/cut-merge/tasks)
+	CreateThirdPartyCutMergeTask(ctx context.Context, request CreateThirdPartyCutMergeTaskRequestObject) (CreateThirdPartyCutMergeTaskResponseObject, error)
+	// DeleteThirdPartyCutMergeTask Delete a cut/merge task
+	// (DELETE /api/v2/third-party/cut-merge/tasks/{taskId})
+	DeleteThirdPartyCutMergeTask(ctx context.Context, request DeleteThirdPartyCutMergeTaskRequestObject) (DeleteThirdPartyCutMergeTaskResponseObject, error)
+	// GetThirdPartyCutMergeTask Read a cut/merge task
+	// (GET /api/v2/third-party/cut-merge/tasks/{taskId})
+	GetThirdPartyCutMergeTask(ctx context.Context, request GetThirdPartyCutMergeTaskRequestObject) (GetThirdPartyCutMergeTaskResponseObject, error)
+	// CreateThirdPartyCutMergeDownloadLink Single-use download link of a cut/merge output
+	// (POST /api/v2/third-party/cut-merge/tasks/{taskId}/download-link)
+	CreateThirdPartyCutMergeDownloadLink(ctx context.Context, request CreateThirdPartyCutMergeDownloadLinkRequestObject) (CreateThirdPartyCutMergeDownloadLinkResponseObject, error)
+	// CreateThirdPartyCutMergePlaybackLease Lease a cut/merge output for playback
+	// (POST /api/v2/third-party/cut-merge/tasks/{taskId}/playback-lease)
+	CreateThirdPartyCutMergePlaybackLease(ctx context.Context, request CreateThirdPartyCutMergePlaybackLeaseRequestObject) (CreateThirdPartyCutMergePlaybackLeaseResponseObject, error)
+	// CreateThirdPartyCutMergePlaybackLink Single-use playback link of a cut/merge output
+	// (POST /api/v2/third-party/cut-merge/tasks/{taskId}/playback-link)
+	CreateThirdPartyCutMergePlaybackLink(ctx context.Context, request CreateThirdPartyCutMergePlaybackLinkRequestObject) (CreateThirdPartyCutMergePlaybackLinkResponseObject, error)
 	// ListThirdPartyMediaServers List the media servers
 	// (GET /api/v2/third-party/media-servers)
 	ListThirdPartyMediaServers(ctx context.Context, request ListThirdPartyMediaServersRequestObject) (ListThirdPartyMediaServersResponseObject, error)
@@ -42645,6 +45214,207 @@ func (sh *strictHandler) RunAutoRecordOnce(ctx *gin.Context, params RunAutoRecor
 		sh.options.HandlerErrorFunc(ctx, err)
 	} else if validResponse, ok := response.(RunAutoRecordOnceResponseObject); ok {
 		if err := validResponse.VisitRunAutoRecordOnceResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListCutMergeTasks operation middleware
+func (sh *strictHandler) ListCutMergeTasks(ctx *gin.Context, params ListCutMergeTasksParams) {
+	var request ListCutMergeTasksRequestObject
+
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListCutMergeTasks(ctx, request.(ListCutMergeTasksRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListCutMergeTasks")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListCutMergeTasksResponseObject); ok {
+		if err := validResponse.VisitListCutMergeTasksResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CreateCutMergeTask operation middleware
+func (sh *strictHandler) CreateCutMergeTask(ctx *gin.Context) {
+	var request CreateCutMergeTaskRequestObject
+
+	var body CreateCutMergeTaskJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateCutMergeTask(ctx, request.(CreateCutMergeTaskRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateCutMergeTask")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateCutMergeTaskResponseObject); ok {
+		if err := validResponse.VisitCreateCutMergeTaskResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// DeleteCutMergeTask operation middleware
+func (sh *strictHandler) DeleteCutMergeTask(ctx *gin.Context, taskId CutMergeTaskIdPath, params DeleteCutMergeTaskParams) {
+	var request DeleteCutMergeTaskRequestObject
+
+	request.TaskId = taskId
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteCutMergeTask(ctx, request.(DeleteCutMergeTaskRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteCutMergeTask")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(DeleteCutMergeTaskResponseObject); ok {
+		if err := validResponse.VisitDeleteCutMergeTaskResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetCutMergeTask operation middleware
+func (sh *strictHandler) GetCutMergeTask(ctx *gin.Context, taskId CutMergeTaskIdPath, params GetCutMergeTaskParams) {
+	var request GetCutMergeTaskRequestObject
+
+	request.TaskId = taskId
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetCutMergeTask(ctx, request.(GetCutMergeTaskRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetCutMergeTask")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetCutMergeTaskResponseObject); ok {
+		if err := validResponse.VisitGetCutMergeTaskResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetCutMergeTaskDetail operation middleware
+func (sh *strictHandler) GetCutMergeTaskDetail(ctx *gin.Context, taskId CutMergeTaskIdPath, params GetCutMergeTaskDetailParams) {
+	var request GetCutMergeTaskDetailRequestObject
+
+	request.TaskId = taskId
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetCutMergeTaskDetail(ctx, request.(GetCutMergeTaskDetailRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetCutMergeTaskDetail")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetCutMergeTaskDetailResponseObject); ok {
+		if err := validResponse.VisitGetCutMergeTaskDetailResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// DownloadCutMergeTaskOutput operation middleware
+func (sh *strictHandler) DownloadCutMergeTaskOutput(ctx *gin.Context, taskId CutMergeTaskIdPath) {
+	var request DownloadCutMergeTaskOutputRequestObject
+
+	request.TaskId = taskId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DownloadCutMergeTaskOutput(ctx, request.(DownloadCutMergeTaskOutputRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DownloadCutMergeTaskOutput")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(DownloadCutMergeTaskOutputResponseObject); ok {
+		if err := validResponse.VisitDownloadCutMergeTaskOutputResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetCutMergeTaskMedia operation middleware
+func (sh *strictHandler) GetCutMergeTaskMedia(ctx *gin.Context, taskId CutMergeTaskIdPath) {
+	var request GetCutMergeTaskMediaRequestObject
+
+	request.TaskId = taskId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetCutMergeTaskMedia(ctx, request.(GetCutMergeTaskMediaRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetCutMergeTaskMedia")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetCutMergeTaskMediaResponseObject); ok {
+		if err := validResponse.VisitGetCutMergeTaskMediaResponse(ctx.Writer); err != nil {
 			sh.options.ResponseErrorHandlerFunc(ctx, err)
 		}
 	} else if response != nil {
@@ -45608,6 +48378,259 @@ func (sh *strictHandler) StopThirdPartyChannel(ctx *gin.Context, channelId Chann
 	}
 }
 
+// ListThirdPartyCutMergeTasks operation middleware
+func (sh *strictHandler) ListThirdPartyCutMergeTasks(ctx *gin.Context, params ListThirdPartyCutMergeTasksParams) {
+	var request ListThirdPartyCutMergeTasksRequestObject
+
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListThirdPartyCutMergeTasks(ctx, request.(ListThirdPartyCutMergeTasksRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListThirdPartyCutMergeTasks")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListThirdPartyCutMergeTasksResponseObject); ok {
+		if err := validResponse.VisitListThirdPartyCutMergeTasksResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CreateThirdPartyCutMergeTask operation middleware
+func (sh *strictHandler) CreateThirdPartyCutMergeTask(ctx *gin.Context) {
+	var request CreateThirdPartyCutMergeTaskRequestObject
+
+	var body CreateThirdPartyCutMergeTaskJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateThirdPartyCutMergeTask(ctx, request.(CreateThirdPartyCutMergeTaskRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateThirdPartyCutMergeTask")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateThirdPartyCutMergeTaskResponseObject); ok {
+		if err := validResponse.VisitCreateThirdPartyCutMergeTaskResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// DeleteThirdPartyCutMergeTask operation middleware
+func (sh *strictHandler) DeleteThirdPartyCutMergeTask(ctx *gin.Context, taskId CutMergeTaskIdPath, params DeleteThirdPartyCutMergeTaskParams) {
+	var request DeleteThirdPartyCutMergeTaskRequestObject
+
+	request.TaskId = taskId
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteThirdPartyCutMergeTask(ctx, request.(DeleteThirdPartyCutMergeTaskRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteThirdPartyCutMergeTask")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(DeleteThirdPartyCutMergeTaskResponseObject); ok {
+		if err := validResponse.VisitDeleteThirdPartyCutMergeTaskResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetThirdPartyCutMergeTask operation middleware
+func (sh *strictHandler) GetThirdPartyCutMergeTask(ctx *gin.Context, taskId CutMergeTaskIdPath) {
+	var request GetThirdPartyCutMergeTaskRequestObject
+
+	request.TaskId = taskId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetThirdPartyCutMergeTask(ctx, request.(GetThirdPartyCutMergeTaskRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetThirdPartyCutMergeTask")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetThirdPartyCutMergeTaskResponseObject); ok {
+		if err := validResponse.VisitGetThirdPartyCutMergeTaskResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CreateThirdPartyCutMergeDownloadLink operation middleware
+func (sh *strictHandler) CreateThirdPartyCutMergeDownloadLink(ctx *gin.Context, taskId CutMergeTaskIdPath) {
+	var request CreateThirdPartyCutMergeDownloadLinkRequestObject
+
+	request.TaskId = taskId
+
+	var body CreateThirdPartyCutMergeDownloadLinkJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateThirdPartyCutMergeDownloadLink(ctx, request.(CreateThirdPartyCutMergeDownloadLinkRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateThirdPartyCutMergeDownloadLink")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateThirdPartyCutMergeDownloadLinkResponseObject); ok {
+		if err := validResponse.VisitCreateThirdPartyCutMergeDownloadLinkResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CreateThirdPartyCutMergePlaybackLease operation middleware
+func (sh *strictHandler) CreateThirdPartyCutMergePlaybackLease(ctx *gin.Context, taskId CutMergeTaskIdPath) {
+	var request CreateThirdPartyCutMergePlaybackLeaseRequestObject
+
+	request.TaskId = taskId
+
+	var body CreateThirdPartyCutMergePlaybackLeaseJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateThirdPartyCutMergePlaybackLease(ctx, request.(CreateThirdPartyCutMergePlaybackLeaseRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateThirdPartyCutMergePlaybackLease")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateThirdPartyCutMergePlaybackLeaseResponseObject); ok {
+		if err := validResponse.VisitCreateThirdPartyCutMergePlaybackLeaseResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CreateThirdPartyCutMergePlaybackLink operation middleware
+func (sh *strictHandler) CreateThirdPartyCutMergePlaybackLink(ctx *gin.Context, taskId CutMergeTaskIdPath) {
+	var request CreateThirdPartyCutMergePlaybackLinkRequestObject
+
+	request.TaskId = taskId
+
+	var body CreateThirdPartyCutMergePlaybackLinkJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateThirdPartyCutMergePlaybackLink(ctx, request.(CreateThirdPartyCutMergePlaybackLinkRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateThirdPartyCutMergePlaybackLink")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateThirdPartyCutMergePlaybackLinkResponseObject); ok {
+		if err := validResponse.VisitCreateThirdPartyCutMergePlaybackLinkResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // ListThirdPartyMediaServers operation middleware
 func (sh *strictHandler) ListThirdPartyMediaServers(ctx *gin.Context, params ListThirdPartyMediaServersParams) {
 	var request ListThirdPartyMediaServersRequestObject
@@ -46112,1320 +49135,1372 @@ func (sh *strictHandler) GetHealth(ctx *gin.Context) {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L39ctw4li/4KgjtbJTUQblsV5e3x4obOyrZbvu2P7SS3D13ZvpKEInMxIgJsAFQ6ayJeqh9hX2yDZwD",
-	"gCATYDJTsrtmpv6pspIkPg8Ozufv/MdBKZeNFEwYffDyPw4WjFZMwT8v78tLQ2tm/10xXSreGC7FwcuD",
-	"G6NadkOkIOyeqTWhQq+YInJGKBGyYsQsqCELqkkttSGlFIaWhqy4WRCzYKSsW22YIjV09hJ+c22Ucsk0",
-	"mSm5JGbBNTT3nSZyJYg21Nj3KrKka1LT8o6UCyrmTJMlhU6VbOcLIs2CKfhQE81FyZ6Q01vNhCGrBa8Z",
-	"9Aaj5JpwsTk6HNWTg+JAlwu2pHb+TLTLg5f/emAnfvDX4sCsG3bw8kAbxcX84JdffikOGqrokhm3eGcL",
-	"KgSrT0vD76ldtks7+je8NkxtLugnUa8Jte8yIhWR9s+GiYqLOcxRsFrbAXH78t9aptYHxYGgSzsG2u+i",
-	"N+x/UGx28PLg//i+2+Tv8an+Pj3CAzuV7lFLa/w5PWQ/NruOsF0UPsGtGhlwaHb3wYZP44E2zbYBut21",
-	"Q2waYkeSHV7T9Ia1pF/eMzE3i4OXL36/ufPdIFojL1gpVbV1LAupGaGtkccKPiB6xU25gBMDY7yndZsf",
-	"YNdRPE43sFspa0bFcGR/5hWTOwysaeuaHFL/5dHuQ8Qep43wFdNcsWoSqXU7WeFX49RWxU3vSG69YfWG",
-	"e89L5v54V+0yYvuhf0J4RQ7/+NPzPzz7w7PwW2k5k1Tk08c/v3tDGiVnvGZH+dn1R5Ih3GfP/zBCuTid",
-	"7fOQs94sDnGI7i9e2VH72fiJymrb2Pcd9GtBb2s28awxfHk3InYfTSThPyrZNn9i680B/Ymtcem6jZ/b",
-	"lwtCNSnt+ARZLZgg3JCV/UkxalgVhtVQs+hGNff9FAeK/a219Hnw0l5L+/AsP+jRe2lj/2EIuVWLxrf/",
-	"eFZJLnpGNTvmQjOhOVyVhn0xZCZbUeEFxHBo5M6uuBrl8neuk71o7y3Vp23FJ/LTBdXH1L6+G/ktfCfT",
-	"6O8t1efm5+kjOr/6l53HYzuYNpoUM3lXMWH4jKOkGB0HOAiKmVYJVqWOgt3Mmuv8oSgjBjjpVIzv7zt9",
-	"uaDKs9Vpa6rtFxU55L1vd7w3+x9PXOuHnBfbb0GizworHxVEG8XosuiYu7Z70N1bX+VYvZfzN0ouM+vN",
-	"hFGcaUKNHQqdWQUCVtTwJSOHeMnyJftZivydYxWL3uBmUi2psbcRNezYfn8wPsJPqkpxyo9sxbQJg5xx",
-	"pQ05tEtcsRlta3MEgn1d2bfgaW6IEjqIx+haOHh5IKCXgyLoI+EHbDmlmsSDv5KTFveWzaRiu6+ukQ9Y",
-	"2w+s4vSSqXumtosiVGs+t9zCSBzm0n5NNHyeG96y18NeJPpRntd0zdRPitG7aYzhjrEGxGku5sd2HWVr",
-	"jhtoRZNDETe4I7fofTuRWXyU1QRJD0cerylRrdBW4w9aeX5U1d5C3bmSRpayniqJNO793Fj8810F/zCO",
-	"aGwXrbAk/F7O/8RFNSox+dPkh3nHRZ5jclHtOrz+UOJBXspWleyzmnppwevk88V7POKyNfbOhYua1voI",
-	"jSNcOGq090dBysG1Uq9P4o/81QKkS6hihM+FVCy7AjqMOUMzz5/+foxoLuGumq6E4d02Kh3iK3uJsDia",
-	"XZTCaDx4Y2j7L6rJDT65ORofZv6wjQ70zwupzdSDds8VGHbsN7nR3EODO557tAROFBfx5RN/pWrk/p09",
-	"0b3XmSDRqJg1nZWh991GbdfoXMnbmi315sAvQJJFIx43bKm9OfSeEWpZlv0ue/vHTSeFgBmtNStSLP6c",
-	"zhPWk4/t8rZbm4bOmV02FLetoEeV4WJub/5nWTZqG04O5lnR3fJcmB+eHxQHSy740oonz8IouTBszlQY",
-	"5SX/OTHSD/SL/ZCIMGIlV5o0TMGwx0YHDSZH+OPT1BCxJ8tanm4dMNrauJjnzYzesFjzEkype9gWM6QW",
-	"Ot9mbYIhuHP7nWcqWcLf02AURvNaVFdWntsYy2tReVIDyVFRMWfk8OLNGfnhhx/+EdkeJVaMLJwQDyRo",
-	"Wzs6ITNeM90RpRNEucnbaHAce4idYS5veM3eVedWodyYztWCEbTRsgoGl1FAZ9DGw2wyvQGNmUJxkbzJ",
-	"Hd0ih69YzayqbPVkTRZUVceV+wneL8hqwcsFXMjgIVlxzUjNZobI1uQVpjCWqTJKYhq92U2R87+JSB9G",
-	"NCoTR0Ox99vji75hGJf+HGyOBB5NPVfhGDkHEp6y/BkK5+9Bp2iL3BNLOnnzwTaBJreEsmbTRAgla/Zw",
-	"c5OSW0/75iAv29swtmmDrVjNwb/a1FQ8fNT8gfzp8r48k0LbLkSZsHO/UUwvBNMaHcGK0eoJuallSeub",
-	"gSnEyWXez8scEwu6JSjAcJ+y6oTc1FwwqvjP9LZmN862Ukox4wqEK++yBd8wfqXRM20W4EGVyyU3domC",
-	"YcNy9b+1TBtCleL3rCrg4xnlXjT/8ekP5KYV9J7yGvv1ChL1HmJyWpasgaX3nnDZMAUSwAlZKW6YBn5L",
-	"6xVdaxJPI+wROty7Xfrn48v78jhe6LQpCNY1sgT5v+NO0uagK6rmzGxhwx9i3d+uV5gZoaXRRIqCcKEN",
-	"o3DfI+c7Ac/8LSPSrTeQaSyh231lX2hp6jWRgn11Ho9zzTH4Dx1bP8SIgOooPdkQXMCNo1A6Z8J8nQmP",
-	"XyMvfkhOVN6xiWzl9PwdMfb1rSwlw0iM62s3/vdZT9XzWs3Uw9ldqx29TB/kL/Zl3UihGeh1P9HqAtmE",
-	"/auUwjAB/4xE/e//Xdtp/MdE6ei1UlL9JKs1drcpbQItgBFWVmsMUbmnNa/I4UwqS0rLpmbkxv16Da/f",
-	"2PfDT/bDm6MTUkqlWGlgSbloWhMfWMWamq4td+SGtAIDaaonB1Ynl2JW8/Ibztnz4tL1rKNQoVYpJoyX",
-	"cm/8KzBlSpaWneuGlXzGS3Q3n8DNE90qnukrmC6dUy5gnm+kuuVVxcS3m2hJ65opiF3S4RaCGIaGqSXX",
-	"2rIcqYhizjKnS9nYaXePrysmOKtujmAO74RuZzNecibMpZHKWQC+zWw6O4tiJbO3KMwJLr7CTmMz1quw",
-	"FH3LarkCTjpTjB3rhpZ2JYApwjWs2KzVcWudIggsIGhkhzcaJ309a+v6prAcQ63t1QdkYOxJEnYZoQuO",
-	"HVZubMjQqejixZDPyCCvWoZtxdaFROkbmnHrbpgStIY1+nYr7u5jK6awirSCfWlYaVhVr8nhDXdjuoG5",
-	"N3bMoC4omDue7Y/SvJGtqL7dkLln71VH1ZVk9hY1hH3hGjxOHP++55rf1izY9fC4HN4Iaa7Bb+nI/pyu",
-	"a0mrKynf2wv+23MqYM7sS8lYhQdZ858ZqfmSG3tacXjXRsrr2g7QDfvCMtmP0lxSw/WMg4j2rYdupeC1",
-	"8QokiMqyNZpXKBZbzZEc3sDTa7vsuhurJaybMxzsMczlhsz5PdPhy+80LIS9kaNA0t4niWhSOx5Nfvf9",
-	"v7VPn/5Q2gbgX+zmycHobW11Eqbueck+d3L6t1nQU1KxhonKCugEPCPLRiqqeL0mkdJADvsqxNidZZkV",
-	"XHu3tLyTsxlQzJWUH6hYOylEf/ObCkmcVVafs3epp3D7xzX8Ya+iE7Ki3JCZY/lgoLCEIQgX5ObCTu34",
-	"dGaYuhlQRvRozHCtWSlFBeZ+6MjdBrBmXMyfjAp5efv004S5FyRVQVuzkIr/zL4Ro/woCQp5nR8NLrrG",
-	"3orCwE1nx2QfYe/XfsIo+9GGX4NY3v2OLOez0G1j7wJWgbZzBRP+u7BLx+Nvhv3dwCkJw7wGFena7gzM",
-	"4Re/mUAxp6X97oJp0IJT5tooGF1EihzIKU7MJVouGdoGrLhhdTQhu+sJjKLBR/KSUAKWVIyOIQ3VeiVV",
-	"5RqzP9VyLlvzhFy2Zcm0tjN9e3V1Tp4/fRr5+WARDu3CK1oacvqS6MT7rajtTyC6VmCWbZSdheGok9AS",
-	"5zqc+l/s/CzNVFIAA/aGAWcFtg25kR+7ZTgoDmo5n7PqWLap0JHiYMm0TjqV/oIeraZhwspTXBDbMDja",
-	"NhoxoINn2uDdoImRLyP9T8ma9YOOin6IX0FueqaB7+13Vvm7cZt/cXV5Hp2oIJJqhoI22iE3NdWOl/yr",
-	"X+4wi25NuvWSt//OSmOnetpwUMRTRtBI8ba6rRVcWXViF0AwK9QtZO1kCXwH/OcFSqMzMEMACTt5au0M",
-	"ugPiqGu5YtW7JuGWPKutkkBoVSlLYAozJw7P3r26OIq6dQYNkL9nSi5PCFs2Zo2iMRXr0ADXxHUHCrhx",
-	"vtDN7ccfqFJ0bf92+vtp6vjai6MbSqztH36+OoPTMMUuHTr5KWGmPOtYLPIE10PotyCxpg3ac4UmzVIK",
-	"banSE5B0bAY1iLC9yVNQ8TnT5lyxGf+SZlxo13z2nCzYF1qxki9pbanfcgumtLeOXL49PX7+4wuCDQan",
-	"QLZj9qXhiunselPjPEPdwrtPcNFPiGjrOphgItndvpTdEvsRymN4IW+Mq6bafNaTCcG+jlRpJInuQgam",
-	"ZrxmUuO13+IBsx/vP1y0Km3IKHTJtm+BkOYnEFkyMwUz+HATMPqLV8lZhYfwKZCwczvvNzu5EkzlLHT2",
-	"d7JaSCJXQm+ZameoSLCg887I0UguTMzuSqoUZ3o3XtK0qpE6dz/11hIZmlTBZAtsLTkHxe4ZDcrEsGEG",
-	"h50KwkSp1mD+L2UD4s0da0xBtETGgvYd21QkhpRUEL2QqzhECi1SmyEdMBJ5N/mIuLdzBGMPrXtlf0JR",
-	"0kzk3ji5cHTdh1vOqHtr//HptN/8rGdGjA9sQSoGHiA8Sty4k8XtncdFJVfOJHUvu9gOL1thyt6BZ7Jo",
-	"bYYVPoBTf71m5hqaS4pXZrrRPn/i4Mmke2XzLkncdzf6vrxuqLk+vT2rbjpqpqRhSjsKVqyUc8G1D80Y",
-	"l6E6fwEw0e7Y9vlOfyqDG7PPWYpY0on5a3zd9Q6yp4xY/ojFhPisxVTeu6fGRL73PB1N50Ku5KyTD/Sm",
-	"4NZsDd3iGhpKRGxtKLhDpbboQqT2ibma0L79Jk18OOEQOBziuDyLH1MvgzSd4PxGGlqPrhh2DLS7pMZd",
-	"rTMI29UFkZbb0LqGEenhNF/8/iAZChZTtQuKi6LPcExuNZK00lbcnC1YeZeKGrQqrR25VYWofZOU9tVN",
-	"YslqZa+/NDUVeNH4gAdoNi2VbJVoQv8JiSbtUf0onR0RPiWKzSy3MfKEUEzBtqzGuQSOV7xyL6YVR6uv",
-	"pjL8/B3c9YNvpu9QbS8WbhKawKV7gsL9jPK6VSyctjB5z+y5mMmD4mBFlbADLA4YGP//uo39eaaHs4kG",
-	"tEWXtCSQTyhmBLTv6hgURM3KFqaChIMOkqTxQE50wtqrTcwj9dkrgnYHqZBivZSthrtRr7VhSwKNp3cS",
-	"HnnT0yA7kmPEYDlQy+xFVfXu2oYfw6G2fBsVsWOniNn7wI/ILjCMJ3njwvJMDBUKa7ipXYIqfYqK8FZN",
-	"O7QHSkq8jN3C2Vstrb3dM2HSKzewwcSXuCeHJyg2RC7z8GTDo5jsPstq3rZLKo4VoxXYuVmK82TXT5bg",
-	"1h2XInFVwgR3tQDI1pQyxeA6Rtv1ckJwDciSUaFR1vGaSuBkoEGgvONp0hnw7KCQe1ixBVpKy3tjlrBo",
-	"zlYepreyNf1dpV6bqXpGGcsLGQr4BHtIy4mKppO8r5yDcECoBWF/a+1plCAU3/zzMbx4/K66IT5KgqAt",
-	"fyeaHhrY3ImMSb3bvZh1FIF9DU9gN7kebU012nWMdrsQl2S0uiCYiNdl9v03Ee/c/Hvy3eZiTJP2ovtu",
-	"H4HPD+VXJvF5rI5zqnXObQHnH8W+DhPEyguk4olbHN3/mShhbUlINtqFkbRLeOqWxQUOHGrGYku4/g50",
-	"dHDnHE2lCdt2ahSnCGPjm0ZLyZwLtAVQfYcmPDfLYPyY0CUcjeTEfV/uDZQye5lWHWjK5M5k0yTn1xq5",
-	"pIaX3RTdu5NaHtCUn1PXYbe0hd/pFGX9RMu7uZKtqK6ovsswLaa4rHgJLmV8mRiqEypF79u8MY3qOzAA",
-	"Jy8YiD+5p/UlemsTMpZ7gdwys2JMYE4pF96/O3FnLKm+atGe9iHRjX/m7zM0P7XgjF7yuuaZ7pIsALsL",
-	"YT4Dfcv+POymdzdzg04+VmUELPvVRStSklAv6D9MImU/QwcmPl/j9b+nTR6u80+iXo9rXUAILiMYAltR",
-	"F5OQFNrqCEJrUx9Lq52WiENK5qbVsRVnshVmlP/b4QDeFya6KVk6R6oym2czs9mqFaDcbZ99LWVjhS73",
-	"xUZqdCI/L6EUxp30lr8byubBiqlm4zjEBBst3HYWkpZ9fupzDk0Um3OrvTPAkLCXlp9xn6PkLARDRWtz",
-	"yWJjc17uCKMY8DY9WeAYcNANmWO4Yz4qO3vZ/ySl0UbR5rRachFFDtOq4nbwtD6P1sglcg61E3RlGekc",
-	"k06IUdpyEiu3Uds4t/0YqRKcnOumpuuPeeOOXsiV8FnaTpPue3nBVPME8yTHAuy7kIKEr8eHSXhFKx72",
-	"CfINSjSt7X29oHphX0RHBbrGB/0///EFhO5040kMx0cAbA7nvZxzAQzmBFmClwtIzQzkDitS8Tk3YNHo",
-	"EuTQK4/v6AJfsf+X9r+tqJjSpVRMF1Ze13wu0CSyWDcLZ+gd5NVEU/jBrp9t2A7wf//r6fG/0OOfnx7/",
-	"41+7fz65/qfjv/7H8+LFD7/8w1ZVKsw+2pdROr001LR6nNkh6fV2j2jD6xpBKiS5ZXG6QJ8Yb31PF2GY",
-	"m9pn6+JuhRx0A9Gh2t5ozg3BSGgwcqlxbf8QdiyWKd8CMCToh3oCI94cYmrJzqgoETzjTC6XVFT7nW5s",
-	"xqNkltjU5rIpRnVKELuA37vw5y5KHtqtg38qorkfEwfll+QMG3rLa27WZ9SwuVTrtExZuqeOe6vquKHK",
-	"rEnpv3dO3IHhMQ7PHLHmUoBJcXYOPHtWZYssE4NoeZ0WMsrsHPzsHPRRbF+p+T0DZBZLQoVXII71WpSo",
-	"TblUx7T4O02EjpZvxjLWUj/N89186QIjNY0krWa9znZxqg+OR1jIoaySGmQR7XP6FDWmXNCzBa1rlowF",
-	"PiWCrSwt2ffsDuCLmwTlXtkiYRhJNBMVgGmEL24iqFd7K+waNfOXkOPlh+c07lsGdhuXFDjdVMmXdJ7G",
-	"bLlg9kzfI0JLB5rmeoXvtlvYuqWKuopnmNwqCBH0l/iDZRnNjOV6bBXCJxNbij7686xI4Z34zUC0sPfe",
-	"CZENDossmGIFuWUlteeAisGtophmBi1sLnDLfv+d7poNIU72RDmL71AS2fSIsVV+5JAtE03+68g/Q4E1",
-	"GlFui5PwdqfknldMegb4hNwEiJ4bF6fhonVi3J+X5OZ3v/vdP91Y8UpU2t7pmGq7hhxYnBSm2d4sqEak",
-	"oi4YT98QTdfwmb8O4MN0BGyMWLwnznHRAyLeA3+418Aoo4hRkVGT94HIOzo1og4vMjLCXxbrHtQoglxz",
-	"08dm7mcTBgMDCxbAza7rWq5+opqXp61ZfLpn6rymXFwY3Yzf6T0UsSUNaOF4QS2Zot9pAg2Tfoh7xOnA",
-	"dtvY/siNMrp5+f33Nx7QwjJ47bBt3AEObikjCRVrq6Q6E4VgZiXVHWmoWTwhn2Yzcrv2aekv8VC+wrhK",
-	"rt1AWYV55W6waEjF2xs/wLFHqeOW5fRnAuuallRoClTm1GFUew7ngBMOAWLpe9o033soBU1awf/WsqDP",
-	"oW89s4cjENX4O0jizOd8d518EjUXLDMD1+o9U+tzy3NHXPY0GE+V+4KA1wB8a4e3a/wnOCqNbI5IKwyv",
-	"3c59Mai5oSxm1Do/nAza9alHtj7pHRGnD1JNtJQQnI182AGy2933AML231z7wXsR3GXsOKQN5wrMSaZ7",
-	"AKSSw8+f3706AueQJWtaKqn7AClpSXIk1vrMxYw6gMdvEl4d473ecVG95NXuovQbxQKSqXJqoFS6Z8Gw",
-	"l7fO+EGrAdb4zjjgxQbq9sYYJ4F6dzAftrWN8bs0GYcVkZhGFrR7Eix37LNFzgrpEnjTZ2IRcpDbr7jG",
-	"4xF8LiUVdg63LLa/bh6G+Q6g2d854OmhfR2N3yK9SossUnN8Rbm8Hy/UIFizfeAcV3oh27oKSW7puSwy",
-	"AMx9/RauEDvkhopjw2tz/LOUy2yLG1JSvn0/iQiJsZO7yGGIVj7xobYOXOEo3TnfgoHcD8IKsoaDQQa2",
-	"2DbuAmlqaixjybBEK3o4s0qaLW5SAkgrrnVnRgkhZhHIi7Ob+lvD3imZMJddwFCoIfYS0fGYPFXiheUS",
-	"xxHcfYfgu1dovM07QsQ4/uyfGGuIw5rtsEhgsRBxltSM3gN4WECCAL8jGF2sCNXWdcZtMxbx5228HpU3",
-	"vpn6K+NfSQf8RfCvO6G0WsXHoLVnCnwqvGs/Mrq5UlToRioz9ePeN78UEXzppgevg1d1guHan8f4mC7B",
-	"KR70J1ScKKilKAVaqSMItytQb2/sg//xu9/9bvC+5eb+zVCRxu9PwBZBadkswCXfBxb5v20ztuF/a58+",
-	"ff7CNwZdQQbdzff5N/AXdyT+xzMoEfTPH9y1o4/iO2dwRaZvHJ2Bdr3sQ7hmvnuX0cRjwFWIP3CW/ICI",
-	"TrwREMMb8fWaa8PFHDJJkp22TTWaGhF7clH/s8pHSFKValcpzHW4RQrb7Har/HWfhob9cwQC29dMTsjN",
-	"9bVTowBX9vr6JmSysgkpAjEgZdI1GiM5R3jByStyeLCLAE3r8DcDum8HNzcEmQrevqhKyWaxlajYRVct",
-	"JC5+06vVE1V0GEJ3h+IKGxUAxvTuIlH8aVDvpl9sadN+MDRiJNU5z17zyRMd7cdkOWJ1Ot004gzt2/3y",
-	"Vyh9OS3X1cY67qZPGilrOK4boucJcSFJsXQaR3G6rg4KF7uUjN2cUhMrWPk7xbmSXMzB0mAVaHIoJOad",
-	"24uWVUcFufTxfofUCSqg01t2tKLro8Kp3uQQ71SrlirF77mYHxXkwiEgILweHHFqjGWyLtTrpNOdrXBW",
-	"LljVYr/nTufmISoMrBw+AK2vmh8V5I0LHeu/v+J1TdxyWxrhTp70S+vmfVAc+HkeAHwy/uaHf1AcBEp7",
-	"Mwx52tiC8WJRnaclCIuQZOQizyADENcZ07qMWoN1+gLDLTB6zv6iyWUX1uXncxGCMtzDsYFCNZuUeRVT",
-	"2OWsd/kNjOH4ZGvUS78CG+tq80wIpPoVWQe4eSSjwGQzwCTV09VpckWabtdgR4Ux97TAB4v1e4gOvw5Z",
-	"YXCNR/dh8hbvUfUj3iZw0rYHb/fKb/13ysLDCfemMDlMqsfM9gnMdp1DSLbXMzEq+xsFYXuJbWmlwXeG",
-	"LXNYJPACBvN5nJEIgMQHvk7DY0F6LgjSb0H0HW/IYUBahHJA4BYghw648YRoZm9RK5f1LlFsKpwFK7je",
-	"8WYkAW2Llblns1lQCBVfYUTPfZo/3aX45B87IBapyIZrom+zSTfLRWKAw4WPlwKedYwkOXeV94z14z3Q",
-	"fzTjrK60Z6t2KYAWAvDmdq7nSrjcAd8LgDFuGFsJcj/f+qlw5IrJi8YqOzOmSCXLdumi976S29R3MbGF",
-	"Kze0V/4zMPSwe85WPURjDEkeKAE1dXiMIGwCFKSXoHuI0icEVimgP8OzaCm2BIGFKU3YrTzyVAOjBegh",
-	"tzeHbqJHHV0Zj2sNUFAzrpYpkCd8Zdzq6geNeRX4RcbnhHdrghdAeZKAsSOddXMF5u5bNjUXJJeQ8s5B",
-	"18I9c4IAOnbGnTXM75fb1In9hXtr86pnwgr09uJENgIaoWN13t8S0cUuN2B0f6SgSGKSTm8Z17hVxL2b",
-	"xfzgOnmlXBpEvcPnqAhbkrONQgVsahzGlVOBHBU2SlZtOTkG3l4uTZ5aIrDgSZvlBLhsc/h4X+IbSgdu",
-	"F4pwhDrq74bSzTHQrieFaP1HeMFkUfO/k5C5WZ1tDzFzLwkz9JyQMfW3FTLzFezeOtAf7wyzkl65cHcV",
-	"2jRPMLrlxrmXorCrgtxIcc9nkHora4+56kStUEYBLZQFuZnfgnX9xgoxUIage4rBNJfvzmO5SqE5Efo4",
-	"KA7c52PGjXPz81kU8psw4F39Sy8o2EGoBasMjiZr+cgZ78fkyZksU+HsZ1R48Q7eyDg8FR//Fjiq4pnP",
-	"GyrSXzc0A+4E4J5GjxG2eyXevTvGGj05R3OmmF6kDQshOs01jBlmDEE47YPlrjYGw1OSkV0D+yS9CD/L",
-	"VMFX+03OLz7iObB74IbhWvY04ba3W/T+4owdaPOz8037ah8Ji54IUb8EyD4X2O/fyu6HA8MKre1qecuf",
-	"HTcdl/QD44OuwGVuZDp8CN/LHETXiO6L2BMcPL7ZIl6PSVuwp64Ub8oJWcp7BnJzKYXhomXa+6bR9usn",
-	"FqEZyzahUGVX5xVXrES4WEuEBXKdAphHHIbgmS9otJVcYQrgDACo+HyB1q9j90vbHPsf7av+Z/i3f2B7",
-	"O+bC/0u2xh+AY8GoCn/M4N92OMeyAUAV+HdZIyiXHV+S9euGefKPqusNhNSGYWpgw1RpV7kX5fSdAx5N",
-	"MrBQle/Ztqp89pDDrvj8X1+O8OnTjQF98NvtgvTBiMvqWVxCeml1kbHc4P74Xjx92h/h06dbRQpPLeN0",
-	"fomh6Znr1AWu96/SR71BnYLGqp/Wp3HUfJrn9eLqw6dw2gAlaBh3BvJ9iK53NQp45mbAby7gpe2RVa6H",
-	"cH+dX/1LutlsENsHKiA8Giown8QsAwOpPALMaoGxe7MdL6eN+cQ+4+y6TyOX/fgikBQWnAY1GccQksiG",
-	"3G4qZZw5Jf9xyGDbfnWTmLAfvrGRVe0K2jGqykWXFpenv4apY29jCEliRMP3Li0FfM6AOlpxSPhgycyG",
-	"7VlycftLKhCGAjriGNVF6zpnBrJ9j7ceIqJHxp6zWuTTEYQ0RYhGWzsH/QRkoLAa0dCn2FUvfCxYIvo7",
-	"+LZ9zHbMSk+Caxud6C7o4DnRpJLtLUTVtQ0xkvxIllwUaMf6//7f50//T/Lv3DiPxmBPXVMJn+WgLy4I",
-	"tSp5BGLg9yOgqLpgACea+DkAUHbNqJpslNkJ1KK/KFkYC/hwVNNIBChskXC3wzKzLwb2e7RjCIDwHXNN",
-	"qpZ5IA0XNOr8xa7gj4+T2HdcQ0r2NDBGtMNYxGH+OuTM+BdihHtMaKCtkQTLzn9+de6qGda1BiKxJHt1",
-	"dk4ASQJCQPvQeq2RdldLK4i2VTOm93e1518Lk0sSRivsQOFX+CWp5TyDTJjaQUlK6pDXYl80OUSgsZdP",
-	"njwJhUeCaQUlvHQSzAQdyRE/zGJMMXpXZUMTvRIR2oHIHcR043bv1pkQe6PW03JDsFXIDLn/vyBBnlea",
-	"aEsct2vQWo7yiII7oQl6gdEZUguXSXYNmWRPnDW4CFpvSE+3d7/jGXjY00YblbIAnCt2z2XrCmHgeDBz",
-	"DfvTow7FKXG8gY7/ZD/aAeuQlqVsO8UG1nNnmMO/hOyF/eANTSKl4SNb7bZcu0ICupid7jxmKXlD7kKy",
-	"LnoSsfObIkF26+9w/vpYfmOcs7+TWYRR6jnQcS3neHxeotA7J4eBtp2PoCCubkrhvCgQBNf5UAufR+ni",
-	"LTF6LsqwLPqxdIW/rI/CQSGH/QQGDQlemOjnE0/wT1gh+xhiAI9dIsIhxtJb3bYfLgBT6gWHxvDXwfgS",
-	"wmDjVqex/u3+j+FSJ1Eh/su6QtyMH+QJGV60+zhG/Dj+/n6RS0EbvZApOfg0khG0ew2cFN5H+mjWjUqu",
-	"RC1pNRlroaYGcoGXlqodXtCLp8doJCK+OWJ4ecdMX5aMUFkzuWlZzTZkdPk1w0SuWChNJIsxMAJuXl7w",
-	"e2pCU53t22D93IOA6heGPVkXsWPaojjE+0A1MfSOiS0LPu0idR7jRyIJ29Se5KD5z+yntUm50uxZe8AO",
-	"IqN3UddTEvm+0xup30TITLzCildmkWjW/rz3oEfsaJ3RbBMXrzfTMW5kb5NcKE/szYFr5ySZDO+hD0sP",
-	"cYCV5POx3Dt4wCPXwtgXqGs430hu0aI7f3RFZDNtQdB38dAZig5KK5tV2OlQIHVici43DvwSfTYV1429",
-	"3JAtTi8PM3lZQ9ibjn8dz1PFFIKecLddRh62P1yjSITbCH7c2E4fdBel7+7kMOsYAUqTHlIVbFQbwYYn",
-	"VtwDDuuk4mDcNYrep1wUW9FEnEMnOTwE3EhhgsQV6XaE2khA9W3Fzxgb5GkE5Zy3T2/AVWxtsrG0P9bg",
-	"eOjvAFgCc0ed15l9QUXnBApZERnCGOEGmynGJmFCTkvUGDb19PnvsygHI0gLrxyiQSgSCYHDDlB0wlBz",
-	"IAqvYviEye31RLqRuNbXDk5kbB/zCSoh8HoKzfYREEbG9JbqY0Q+GBtVDuXAfj3uitkVzwBsK198RD4U",
-	"qE7kTh8GgClXkxBV9f0wDS4RvGBsDjsgBUyimGkJQ9ub2QUXgJuFbD0iQC6c6QGp+N8sq75wqfOA7xcn",
-	"z8cUsmIBBWMIqfb093/YP+l828GbkEQ9YWsztYS6bOheSvMEieBVFL2/g0gQqdakpIbWct4yAtHM90xp",
-	"LgWrElkIpNss1GL9holqA6nEHmAuyrqtUlCyPsYza7XXuxpYhjLSL7AZ77CF50+jmI5gcPH8ZVv8ln9v",
-	"V6uuf2tDSKlXdK2hNt+TEFlMtWbm2K/5zRSaxFSsvOOjS4zbZyFDili3jD+mVnGnCHdcSlffklaEmolh",
-	"7I4sE8zV5024N07QRuesqrYT3aWb6InWxsE5de93owhrX3SUPOG0hhTinaR3TH1Iy+o71n7YUV6bnlU7",
-	"hVwf5XLckqKa3AQE0YPL/K3UJmPlRbXfMnJNDgHRmc7BUB+kbGyH3K5BL2q1S8e3r9ZcYwr6UgpupIK0",
-	"Q49prcmc3zMX2GQoT+URRJKIztl2YPBktZA6YFlxQC3kYqrxSLoM/s04AaFkbYXYRdQJLAC40HntiG1K",
-	"HxOGjy1jsBDiLLqM9wWjytwyauJIzSneAYf6kOvVITkymKaLF60Qi0dIN5xhsY2xUGyTxj+/wAe4ihMb",
-	"y9j9P0T0eCfkCiDRIzosiBsFkQIwoLq7dlf+5s3+0kM5yAD00AQ0DT/nIkWro+duectUBn7cHaklvLN5",
-	"KhaM1miOHL244o7e4idWQTGmyVb1O+2X88MBfKfJ26urc3J6/i4dFwMVPbYBpIK7hjs8MQdyPFpCZWJt",
-	"DRYt02aaLJ2ZrZP1VbOj2i5G0dmMl2kbNqtnu0xWYLlQagLWaqaGZzubqaSzMNH2vTRohfUO0T9Lw9RB",
-	"cfBRinv45/aSnaHWR7RIffqIBhW22S1A4alwK42/DdQ6dNrY310ATY/iAaWUgTnG5fyk1zCZT/pOVCxR",
-	"JPo91YbUck64fR7yU50A1pHQpGJJ4K1MJgR1bsnIKTwgilu24C5qpjsAE4s0nUlhaGlSJaE+RKHdUXgd",
-	"4lzgZx0o/E4T3qUWL8oAGch/Wi6210fwNDB+WDJVPTqi6s/SHxN5B1HKc0UrzJYUKTT/SMHNCdg/cUHV",
-	"2ovX/Q57+CytCPPebh/vlihMsegTdo/8hjQRi+Jj1SD9+QxSWR6HHuzi6OVnEFMqnIDgol1B1S3s5Lki",
-	"C66NK8UwOJtuM5PQLFIYJevEGT9xXZbxG1gwA0iNLpkfX6aELUxzIgwxvpzG0WHCCq1bcswc5rfV4prW",
-	"ECPnQNTTNWO3fAmqxgcQu2EXoQDwDiiJAb/dtuUdc6dbQzzbdP32o6xYRwiup1QghhvdT9BX1lEeXKLU",
-	"U4MfXVcD74Q8DdVw/Etd3UQHPjtBRHTfvk4FRL0WwQ8QuuCikqu4rNyk/ncK1XXNge91S7W7bzksSzR6",
-	"+yH39LUn8WwvtBIOZP9MFTGD8KMdLGZvuzPU2B2hEa6XKwh1FqQ/5Lx9yWQgkkQV3R5LComanHAnPxpv",
-	"K+Vyyc3YePENw6po5JHqtdu4UeLJusO7cMy+jjCAPHO/WmkKRpIHPA6mjUmqUvgAPrd3ebL0eSys7mBJ",
-	"7Gl+v+xiM/QHVfdth3vQjWFqmW8/0oCYWu4TPRcf8bDXrtsNUSamvWj63donjzFW8/OnuV0uabIGVn+X",
-	"FhxxUlBrGVQGHInEw/fXH3LE0An8riMnwsA2OWEu6ng9NV7sWx6TrVMrNyl+kjloBxO434GdjeAD+vOz",
-	"KYY71yPHcfwTR2CyFSZ5T9jfg8RPuQC8CigpMJ2uaMOv5B0To+t+ev4Oy8RNreObdyB1jfbqHunJKmBn",
-	"3Bo/BINyHRPazggnXaPwwsTGWr1lhPDCPpSFLRfRzkXrPVghP6kR8nL1vJOhwo56XO1tK3vERKUZhIg9",
-	"IVdQdgkqACPOK4A9OIpxYUkYwccFeWtM88n+u5TyDipAiMpVSeDuGrmV1TqN56D16wm14txYsLChOwl+",
-	"DtgrcQXZTsJgu0IGYgcICK1msAcJ1zOtWxaSpW7++fjyvjw+02p2DB/cWD5cucBxUC4hmAtSW+dczEMW",
-	"SFTciFWQbLQxmRNyixV5pXeuue0SVQcgZT/1KBxpLbUZq4D4ejZjCOzcbNRCjCrD7VL8sDhwAx3Z0tNb",
-	"LevWMMI6Ncp9deIwBbgJvVu5EFM7Nwrdj26ja3GaDOtX95DWrk5q51u396GjN9pWHEVsKGMkyI3dye+X",
-	"7CadKWbHv01w+6xTRe3D4F0j/Z2MibTYOEOJPRhjFTkZ55O/NLHcsexfPgu5ZCErYxBogBf6Vok1KWo9",
-	"rvbhL9kp48CXtxlkAE0YSAYHDCJF+GLXcIUVVSKNVuGFZv/GSK0mjIzHABDBHlKqNKtB+y0NaxoNPUlb",
-	"kAx26i6zxyrkTUUntGQiYln1LhmeAdWMCXVOGUBQAaZy9u7VBRHSOKzuBXMXzJKuyS1z3hsllycItui+",
-	"j4p8Awqt3YveusdlJlNScQjviLz2cYxMjnUC9VHjgFe74Yabjxt37bpfhvXIp5GlyNc+d8cu7MEwdmDL",
-	"zIU0P8GlnJkbWECGs+OaOHxfRMOkBrMG9ppbs1tN4G4ULn7+hFjNiyxbDZj9NL473cUBaC5gSt6JKLhw",
-	"RPEsAY7ZqkbqMbT+sFTe4zihjDXoKoxGiBlj0dMQAwkOfVcIi5SyWfcoAquMuxFh21Gd8ZIKuEwAw9Xe",
-	"5icuMBqQZ0GWhICNUD/yjjVTwGd9TF+0s3mmFKNx74uGBSWW44ivX0tM0Emy0H5cZz8qrh/lhKYr+Y8X",
-	"33/2aPFGo43uE30Ub/Qj7PHXrKD7kDSO98xsFoh1jiLqqqqOl4BFDOhQ7wq1OrgYAQ3l6ITI2azIlXXd",
-	"I0nk702guySgPKyg664pKaGoSldEdbN8auF0cUiJ75VOzUGA7V4H9JHySnqVOgsPuPP86THsHEkW+Dz0",
-	"Jx1G5DBUjx6YiDKo5pkfSlTb8yEjmZrC8vVqfto7+gsWW3ORrEai1zguNSkeNfllWzXQ7ckwY6dkSglQ",
-	"KA0F22W52w4JLJM7fliRzp1KZEpINiEYWw2hPNoc15ICKozPno1KZFqZGPnHQCh+hPwZcvjs+NnzP9j5",
-	"K1oi8xYyBE50Px/tpRBs5N1slUEn1Of8T5eTcxHzG9sZOXSXNHE/6Jfff390grxa3PMYFBTIxv7fK6iH",
-	"C2Oagtj/aiidQP3N9fniXVxE0nG2JyTKKMNy9+Sw1Uy99LLBP+HVAxa5XjXNUCNT54tk6rZcQIoR1sZ8",
-	"8mRQ+PLJk5uoMGbi8bAs5hGYOzpFpDM3+6K8j5apdIKhQB2VEywW8WSzYIvXCVuB+D5iaKHaTVaZkP+U",
-	"LBu5Gwd4hPwoELc/yoqdzpkwr0O898PsPoh8KQWq8sMw8k2Z3Jg8wsZ7PmMmqgMGd3wcM+TWkPzj06fk",
-	"8BmAE7aG6aNxGNs/vPh9D8b2RRrFdmTFHgjLbJUUEWX6ZzGWr2AIm95Ghw+wblzYF6yP1Jhd0fkmXOoD",
-	"dhVD0vdK30JI/xMohWx/hW+eNEqWTOsnGPdyNEXo4BVbNtIwUa6TYg7W1hNzNCJ0cadwUO+sDCS6v2HM",
-	"yBV0VNLaQyNEdZwpLKczoW69N5f0y2kWmfIVq/k9A+nH+aA4ZldoIlvTkdsP22Cct6E4N3RtpYI84aRk",
-	"tXfCCoPhKDhUb25ArmnspdIwUWm/jLbX6D7tyDgHWYqVUUmAsQsb5BfdeU86l4pRlNeTDFYuRSV70l8x",
-	"WqF4NJieX/IXT5/udqiT676i3GzF8zEyVLzvTd9IcH05ykBtmot5N8an29Czo+FNBs4GFjDOvy2bLNdl",
-	"zT55m92+jKn2LUXmPyOJasGRRKPMr02WlUvO+ND7JmYiP6SwA32/OZupJJWMo7eRXx1rFxAY/pRN95di",
-	"g8eKwfErDoD3Rc9LO58ZeHiPFRNstVOlteEJmnZYdrGjhQSNbp3GkYGBSD5rph7NmxOcywPLKaoeH/M+",
-	"CHRI9qNheh6xHdQfL2Smam9xcP8GSTdyiZ+4mmpE0xrQqKmGuGSOqXvJXPkfX/R3KGmOlzV7l2IpneMz",
-	"iNn2Xd25ycHf4IPa+z6JNZkrKkyQT+1Fj5p0XbPH9lTEyRNOk0Nz6bCYabfCXUhsHHIQsHXDx85gkjxJ",
-	"9qu0Kvtezrnworw9nTpjTYRrSVp1f8W1zwVImSt1bK/UBejefC50ZLrU4+L+D5bwbMN2gP/7X0+P/4Ue",
-	"//z0+B//2v3zyfU/Hf/1P54XL3745R+2pnaE2UcE3VFT/jxX3kWbihQSbFWvQ207q4VKA/8MTtiQhoAr",
-	"aiWIe1q3LB+Rtk1zDuOBJM3kwK6sDNfWtRsCdDgwFN/o+/K6oeb65sQfyY5lBAM2nGHA/cXIV24GGG0x",
-	"WOwdmxhKEjyj4zvmW/TT7EK/0tuF4QCfdSoX8sqdZaj23sWtgJRlNB4oiOcCRuE2xuEpgw/bCihdOCB6",
-	"8Bb03grP+A0UAE8oF6GzicEaG4MssChUYK4daXUQ6oOItSeZitmuxXEI2/Qoeuym4cd+S1zPx67ndKHY",
-	"fLjYG9BgB8PHGSPVwo2h84FkQJyUoJAB/lZsqqQiOAF4h5PY38avEg+GVwbgiDMxk6rEBAO8dVx4227x",
-	"YnCNJSSg9O02jHqB+PTNKLUxFmNbTg1k72CtAe0V/WMxjNzC+abO+Ctq6AUz9kspzmpGRduc54piXpay",
-	"Yai1VtRYGnEfgudOtA1RsoVEOgdWBGjMoDSLdSgVOglC/tT+3MmiASt+owZndCioYXOZzmJ1MyMaZtAw",
-	"hRNwn6yn72NYKvdlalOnxXK5qTwslmuqLD9YvxMfaxSiiLY4wPupTQ7o23XeW/mpNHbRPjxCCxU7NkqL",
-	"DyU41YqgIuuAzAAMaZKoP0qU4RloKHbYJ4TWNek+2h71tZ3X/d3UvRHNLksSaSxT/N1ynm+w3zszl1eI",
-	"OR+S4y17eThncWuR2NEZFzxXHzLKEoX1+NoMJbdek1NlfD035i4LOTk1xPmrT7elpe6xDhsgr76n3uIn",
-	"OGGU8TWBKd5SzS5h/0/tqUtRVvgrgDLLErRXu4iVa2OT6NFSlGjQfeEM5f2KITf6bzU37Ca5obDwKllR",
-	"qzudndn+O03+1vLyjoTvSLlg5V1BbuSdcxdFCWSbljRYqJSdE9aLuOehTmG0EpOOGzbzKWzHRuyjA8vP",
-	"YHuHdYTKCZr/DJ6d27WZnNaDA/lzDo3BTdOjMQy5dDzfKVjiE2Yy4/U+M9moGTJHQKH+/GL6GS5uPLxu",
-	"45NnBhgthki94TXT+4oQnonxGu/eBVXVMZYOcaG2vLJivvMjwbqjg4IJUydSimxLSRvas+NnT5+SCgJj",
-	"SoOLzIeWry2uqS5y25fYzFnChnh2PG+LecX13QdmFC8zNfmXshXGLRLBsk2piNN7Xib4zE+1LO+iYtGJ",
-	"+kEsR5HwcwAunnCUZjrtaXzTjXzoT4ptsSkonw9QKwjU0IxtxtB6DPd/R27QalaNLgcXVuHcobVzLOSa",
-	"gct17RXkqaXP/rUoW4Rrce1itZVEURGzCPUxD8Im9JYmnle85f0RJqnT4R6CkwAuR0vyeVRIdPag7Krw",
-	"OsKYFUZYjYVkO8OOUbRMuIDuRo04rpke9E7kxQgRKQe4TEybn2S1hr90I4XueKLjT+ukZcde7zkHEsO0",
-	"wjAjrgf39x9fX5HvacO/v3/+PdL991zMJMa5YOfkEn5/J2byibtcbjJJ1NMhkholb2u2TJ8vfJaqFQYP",
-	"yAxNBlKFTCK/vvZvq4JwrbmYX7vkp+iXuMGt6GBhZUMJKz+0cWih13CjQXnU+WnT1OtTMOSmLaIqiEIr",
-	"xY2v3eMiGXqg/CEkVPSKJkgyk3UtV12cWQdRCeGHEG/oZNAYUBGcvoe8K7lwE7lgMVVQCvZpdvDyX8cl",
-	"o435BkVkO3LKsOb6L39NLeB+t7avmgsebsWN5WFOH0+tb0Im/tKw0rDqckGf//giJcbOWs26hYeLT0hS",
-	"SzFnChYfDPmYKjIlpuQbqt7FgY6KUE8Py4hXFRN8C8SH/p+Xnz6SJVNzCKcrF13Wqq9mDSckGaOxEajg",
-	"C33/WEyMWoiI3h4JoPeN2IUuxiNzhg5vEkR5cxTH33Cj3aE9IU9d09onez1qRETYn1GXd+70jShd2zhN",
-	"FtJnHLVOsJUTV0H6aGpaYlpA1E8oMJOrA31Ly7u2sYJYKhCsS+RqfOFI22O2AOicZVCw56wKhDlZBYyX",
-	"GhtJKYLl7uVuqhC5Pc8Iv7xm6VCDs17dluxiZC/nXj3Q5KfTAl0SrAzdQVsqPyBZKAZ1NwMXzRWf1ljQ",
-	"yZ+RXMvUrSURjAHKd9cPhp/ba4DeMcLAl5TpDWCPf6Ll3fgUepTosFtcBYtbBkU0+zPF8vL+wMhcdo7O",
-	"XDouwckdA3flrLZb5EMoTRmVGgp0FXCJDnpHMAwj2s/eymxuSlzg0x/BbXzLHaY0EnD/tKY0aVanCvTi",
-	"+xDanaZrtgKkjISgWVMhWOXcn1TD1ZY2OtVVpg2fGb+9jclUHbNR2CxNuHEhPgbuJah/Da1NyEfFdYvm",
-	"EC3J5qi2bWFcbyJVKHPzlvHG+S7IDhHmOqa8aTGZygN9UGiWOy2poHNWvbFroLPEoyGkIMQXRzLGIQff",
-	"qVkXIcNEs1IxU5CFlHfa33tcxfUvjk461oSSKCTpOZ7Qu4fyxNxX4aC3J61KV8Ic3k27ZPfwR70O9hM2",
-	"XyM+jZv97RqovE9Fd2xNDku6ZPUZ1QylUCgO7jjk/zr98B5o4igpeebY7OXb0+PnP76I+ewJBNnZMwe1",
-	"1rH+R6QggIcRVYKwyzxi056TLRkVqwWfAoYbmHZ/43qMO3DoSF7sk/e2s2v5XaY0t72hZtEF2l97nNGJ",
-	"VTGh7Ky9/KxwaVLIF276I7e2c/mTlWzralMcGhQ/+7vIdsjVLx96NxcHFZ8lINQ/Cz6z4qB9GjfzzYXC",
-	"tYtI4wLALAqXnYUGlcfkCw3etVtWNCwnksaC3rOH3aWPIiHC0ozf1868w6GAEsCC5BSubegRnhNEJ79P",
-	"jcO1LMKJ8yNNiWaOEne/8C3TeLhdxp5EqliUfOHkpl+rhebvYzQhhwCNrNhS3jP7XbgS7U1kJNyLzmqS",
-	"uudyloWxTVbsMprrkMGoeIxDQe477fOqxsrZ/B0lkCk3QTd/kIn1DtJCOYX/Tr3qN+/3abt2bulpx6PZ",
-	"39dArCdEOvhjqCijDU14NOeyOaPlgn2gX94oukzdzvg7lh0NhS0gLfqOrWcKsiaky3BzidIuFt6DKR3W",
-	"FDLuMKlOG7JkS6nWR9sy1J4+3Z4ttaj1m0xhtrfvL4lm86WLX13SnltntmzAraaTDppFrS/x02wqVtx8",
-	"FdXgdYmf45N7PmVibgRJ1QKf+FxKZ1quIcC2pmv78/gAfogH8Dw5AFdQJXdmobYO9C9CcvjbT5dXL88/",
-	"XVxN4cq1nL9n96lan3guAA2xZq5Gsd+3it22c4g0mEmHFWefKiVVcieFvICA56st2X3eRu2DWqknZmeP",
-	"luIaE5WvhRTsWiUroOyR7ocN/T8ta9mWE0iJrmU4Y0u6JjNa174sixtmLbW9YuBc6h0P2B+S4zPNuVTm",
-	"A83BrF9cnZNGqi309uLHH3/4MV6LGPsl0R1PBb1Deu1j96czVH5xdfkQ+v5lEr//3FTUsP1EMtR4SBmz",
-	"/5cosFLjipug8GQFDlaRtoHfRF7d+2/kPNtNmsB7+Ten12M4vTZktDHrYyevehAprwQukxm+vwk0vwk0",
-	"vwk0vwk0vwk0X0GgiXl+OE1Rl73Z9lY65mspZtRnD0WCjacIK3sYorOYv4nsBZpxXzpTAKtieJpEhIW9",
-	"xXN1mS57qefdrR+f/a4ea6JYqy/RmkwNRf9VeqPfS9mgt6NfFrUzz4HvK1cXdRKfdE2nC6tSbd76yr/j",
-	"lRdADIK7F6sHs6pXUIzdswdUD/uKZqtBNZt8QMWDmM2jc5Od2cXYNudqWbrLzkXVY6GKmOhbAUV9APlL",
-	"Ng3Yun2SvSX7Vgj8V6moXnSPr2eU1yHYQc5mu1W+dMNyzx9i2wsFLqPjH5ewjA9nsTOjHJ6ecQZ22vA0",
-	"D+vAcbKnnxzWnlMgXgFkPCY850cJ1hfKj04KfXCwvp2o7epZQbbQHgCzEAHFDalkpjrJkpmFTBxcYF74",
-	"cIdEgXNqFlGZCljAsaOBAfHbYsnWDdPgowMuOGtFifXlXZBZXfcD7jJ06mZadLH6XY9hJMVBql5shqDe",
-	"c22y5yemn6gmvnMnjF6XD2amcpVRFruB7Og79kdoW/2Krui0HcP4Cp5FKHYZyu1clw73TjjEqIH3nYqr",
-	"Vmw5Ykg9tgnaNPUag3JMK1zcVcIP30WM60kk2vWi2sEKb5aA6j6cFNwCoTCpOv/yTsccRDNnS4mPYFPT",
-	"QVWS4Xhs8wEc/u8ZaTOVxj06ps51H14IJiKuPC9iu5K/h6ENJJtEOvjVCzFf/87vLvdugwYnydPy2N3u",
-	"D/Q4Axnlv1CgLVGiqM850qzSygUN1EOMna47ssutvHICi8wmxLoHuh/A5Gt3g0kTOZG3vCXZQUJLy/b4",
-	"sTPH5snEyXS0NNtGjjvDNdyPcRZaToU7t4Oe1mpsH45riyebx6X787STMaj8PlJ0k5pywfRZNPYpt5O9",
-	"N3pbZYf9nU6s+J6o5l+JG4+ADwQd1ukr4aLCT/p1sY1/a19ldiqf6u960af9NM1t0nZ6m+PVyJ/uc9T6",
-	"TkGUnZZD151zrzLS8j9B7lxvpo+TPTdoch+n4KfGbPLP/rombotHdcIlStH95jMbcwinKGkkE2z6vu6d",
-	"1dQ1+CtISnKznCzR2pdDFSQ9yTobYZx7K9V5MM2+4hrC/MD0dBGsU5dtWTKGyTVvvGXqii9Z9ak1B8XB",
-	"GRUlS2OKTsnyCVYmP/0p+cu92Y+5VT3lJNM5OikLjbLa2SH2Nn678MLHt4HP+Pw8abB5nYp8n5Rk8jUt",
-	"62XTZgEbzs4/k1azKNneblABSZn4jd+sUio2CcthL5dn1qKP7CmjAbrcBcc4yCGICgXRRjaFD88uHNpk",
-	"QWhrpAe0Psp2+BpcoOn+MN5bKm9HBHdphl89XIpkXwxgTY3KgbptmLrnWoZwAV+L0KFfUTKjvG4Vc7Jh",
-	"wAPe38OxL0dNRcA73kF4Za++UcE1r4mjL1cn0/PsA3tEBIQYTS7Gj26hCW4k/6qram15YCyFh/qlFa/2",
-	"X3FHtTp5QeO2ay5KFo0rqrg1ZcJaZyBiLpiGBDYXbTLgFBNBY/6zO6QmMKtdlLbISfUVtLZfq48M4z50",
-	"rjiRRn5Y/WqsbxmPW8P7prkYwC+c097lFV8sfb4eHbzePd0tVsfceqLHQ919EYMbleuGdto0mlfPRNxT",
-	"FhICHJ6hVEmj+IzFNb0647MTo+zhVlkEhIorlpEaOBaKUUS2pml7AiE8slIgPEkScK8Q4hbfY18GxC91",
-	"FsoiruO2cT/iqgq6HEAqQlE1K4wY0xzP6vvtpB4VweoWqQhb0s0wTxOIb8fF/LUwKkMPrnpYnClnP9JJ",
-	"sJBkadWalzSrC96OYZm5IOPuOhQTr6hKIcfLhY3VVk25xWAxSKfCeLGohurh0x705NFUhDkA0suUBYA4",
-	"agZmhi56OpneqdMYdbozSuWXJMNiZ+OBdHsvtQOOz+iL8HMPUc0b2b/TjpLserhGgrEGN6EIUteC6gFi",
-	"xm53tSPdWzanIuq262o67q1OT3RFEVvnUEgMOXV0tGYGqjy4U4PBv644ZtPe1rCbUAQxDCtmZK5ZYPLu",
-	"8ch1nC0VmNFKJtTw286HsJFBJT6/TsUAEreGy/E2AP25GDx/Xiewqpy5AGxHUfyAX3CXiD3MSWfl3TSa",
-	"ictJT6OQLeriO6N7NbF3snNdLdjA9ZZQL9xKjXjvHHEiM/K22R0deYPLY3L4w1Ay6/aiN/Y8KfyF3S6k",
-	"vHsnbuWXkYsL/PaN9IUCfVWvrCiTur3sctOm6aqSBGuUvCO3slo7FtUo5ms6bZXn7bfp9P23PtIASpxT",
-	"Q2s5R0yLw08CT7LDOUhbPPikMifMLllB2N/sEfe4ePdMmHfBfO3WaIULjU/3sYxcDcu/g5XY7QnPkC9d",
-	"/c+kJ+EqXncrN5WmXhOAXSoZv2cVOYSsasO+ZCxC/sXRY9+7pLq2udkFGh0/ejthp+kwRAVi0g67yPpy",
-	"bMdzbP+qE2Qej3QHBxo0p0DMiVlvHvXBFRHtR7fv0859Or4B2BudB4HDEzC3n2we+SbphPgIps/ghLcv",
-	"RaX+qSHPphqyHHh1wraGDh8iQldKrrAcgP1oqpkjG8vm6gsURLAVFKvlauc4jU0umwjrAQjfsSUELzC6",
-	"tmFI+yCFN4hcEZbTdzsWSWfVc4DV3dQsLPeQM1cUCDgGWH7dRZ/ygGGM/+iS2RbOXGRLxQzl9QhSRKIW",
-	"xxA51yhKltQuHSLk2WNJZrQ0mtBb6Yrlw7iLUL+6q1VFSUkbUy6o5e9a1vcsVGGKqhNRxQKS7sYKZn10",
-	"b9slFd2YWAfyC3hAgHIELtZbexaVzjjyFDNqPR78q1jjKumGcrkOMJnU1Lh0H40utP78NsNPIvXcKFqm",
-	"ZSv7IArpcJ0Nrsqbfz6GF4/fVTfEQza7iljbhWUgphiPxY8mS8VnyRSTD0PaQBqGytHOZBMTNbmyrKzm",
-	"GiBpkPThXbD+1tSAlOF91StuFoBYVnMwPq84hHIQCboYFRUUrNPkxk3jxq5Nw2RTsyfkDILLKGSH1Wvo",
-	"i9DKiZehjNmcCXPtfJWdwRF/dkV0w9+t6AKPoRDdNZQQu1Yd9CBtrcZqnKEhfuIOwrUDNIp+iV/C0u3X",
-	"oYZj99Ncyba5LqWY1bw0Gw+ENNdg24qe2N86j6T/1f1yDQUjPb60fxgZY90v/vaPOnarVXqncPeT5ZxK",
-	"tRALgpZF/41Ws2vF/h3cJRDYDZWf1zDG7ggWB67S/jWitMNjgNvefNQ5VgcPWqEYLReDBrm454bFYxg8",
-	"6XY7Kqwdz5svG6lM3AJMV8AN4Lb1+hYh1P2fEfZe9Cse0uiHv7UMYcKtnHKNMuq1YjOmmChZtfkkwro0",
-	"C1nBOtG6liv40ao48UvubxP+7BYVaUQhuor7e83M9T3XHBdQSFehl0uhoaMupewglNa+NlJe11ThDRlK",
-	"uV1XTCCoZ1PT9S0t765rRjWL17UxP0Ozum3QfOx+6x83sMzie9RwPePhd8Oua77k+GFQ3K6tjj9sIzyE",
-	"9fIVUxWbKaYX4TS32qGMyuV1WcvoL8PLOwYLoNvlxs/d0VamdK3FvzXXEIFwzb4saKtxvM7gdM2+NG53",
-	"9NI0HSfSRio6Z9eztq6DyNoxLGeF657geaJAhLq9Daz6mqpyYWXcg1Ac3BfVdN/cM+rXqb9q7hK7lq0p",
-	"5RJ/CXt1jYRpsJKCk3OvrUYRb7H/3VgCMQNqXbFbLWEB22auaEy6fy0OnF364GWSqjau89dWRXwt7lkt",
-	"m0zYyG1P8PKciBz60EFyWpB/w4YIcy3928HRCXHbrjQxsobqcoSBgARIpoA5XVFDEzVHqKE7404Kc6wb",
-	"Vtqz5zoouqgw0DqtcMUNrbnuJUf5eXynUWHG6mPG7mZSwnI6d8LnBV/zCrQOe7fTUklt9VysGgY16vEn",
-	"K3vpEyf5Be5J7ti6J2i3LU/uGgxhpJS1txjY16y6yMsF0ayGekogk0FBfjkL6z/ZjnUWBfFamc0XrLjH",
-	"8nV8zgVWObQiJe0bEXhGGZYlgMhVp+azKRNdKuYqvfPB1LDkVwHiq/sdE1SNsXf7Drbh8VJN51RBIvp9",
-	"PyLbE3vhQfDqNXl2YmW46MCHj6BMth1pkK/J7ZrMWwaVLqaWeZKtSlXj+QQr31ucWGxzVzdyWn879mzT",
-	"RVfXSbbm1t52x44LHRumzfZItmE5KH9MYmod7nWYUNGZGeHwp6TqP+IkXmUKEp0SxeZcG8g1/ONP8G5U",
-	"n2gT21SwOgNIap+EOlzQwncaUxf12soX3sY3cdOwiZydLXTw/OkxFgz3gy9z8f0jvtUbLmDzbl5Gow8r",
-	"0yUOBeUhnUAAt2syDsU25PypNZ8xOJNbgEI2V2RJRWuV4lalQsTfKLkkuM3vxEw6e5d3lqftmbJKYW/s",
-	"0VK62ntvo8D+Nxs2DdEjrTC8RreRO/5OT987nOtqkDkBNYu9bh2GZBQV2vZ44uNZ7bVDy0VMBWahZDtf",
-	"ZA244fiM2lkDSVnWAQjCvpb7ITcaTVao3Ws9a2ty8fqP7y6vXl/sVKJyKQ1LRwL1duLyXUhT94YUvzyw",
-	"Vpoh5vohRuF9PL062imd/RxsrCU7IU57iopZ3jHWHFNwGa64qOQK0KaxkJfmNXNB46GU1DDA9a/ZcThf",
-	"QXYXbvC1G2RJzs48fXUDraQX165peCXFRCxRO/dXCFmqGttT2Wy/JgIzdEetHwQRon26QfbIIbonPI8q",
-	"OmY+oOHN9dx6rWw3T/dvFv3fyDjtZlxYscWRBJ/ue+zf3g8ySUdL/w1M0m8hkORswVJ1Rfpli4fABkMk",
-	"3en11nweSr8yPbZMuCbybofLK1YJhqAL23lgv/Zr+D7wtTswT4EiWg104e3ZDw4R35/6sSyHt1KbbDlL",
-	"+5CgkSUkNqSBCMqmPZNJ2aajtFrOeUlrcnb+eapEs0N4/2oha0xCAD7a4WKAeeye1rvUbLTsU6ey6D9s",
-	"FvecniEelw5NHFUY6IyWyVVkZiUVVgXGdyb3+s5/MtJ1LWn1LMmhj5dctIYR+wah90wNeV5+CaHRH1Oh",
-	"WzPDmHhgy8mG7x8y3iVbZontAwaI7179E5q9Gql6+k5ogyAxy9DHLhVQl2z5OV8EtTfunYurNlbY2QqH",
-	"10Xnw+m7lTIRmz/lGukFCQeOMlzBwZR7++Yp2ZNIIMLhZPwB7526HH+8AuiPrTUsI5gQd9P8avNtB7N6",
-	"aK7tRnP7VZdGZ6aRm7ArWD9K7wiAs1pI7baFe5DT6sQXCAjYJ1gZfmsY2TdE1b0PKK57esxfMW0PlVs2",
-	"K1qGOrvkjq1P7H802s5u7TpxwxxMqH2wvXKCG+AoOG2axsaycHs7jjTgnM77lmLsjpV7H6zF90xhfRn7",
-	"TkdZWVyfd5MCyUQm/1dvq2qYgdp5xWfO8wbKhlsJ3KLJl3+3CbY5qAWduP6nniIwS3SK8cTck66kXpyN",
-	"i8MfJ5ww5rHFuWVmxbwk78qm+HKbVXwOvATr1m/HskyBVqAqEVO6Qzr2vWaLGLoXJtXI25ZN66aUaesi",
-	"UAm0lmzhjq2TxviOP+xd2LqfxLFarLHeT8uiIkrp0OspNYR6U4NiQnALYTCQ9Paj9YQyQnYJBtsyWNmx",
-	"skHjRBtWMm3xiJltzO8Cg06Blhk2l2p01/w7PfxqXrPjBRUVhpkL1CGcSak44M39i3Qa+H7k2tOrQUgR",
-	"zjGjGK1yxLwFkRCM6t0s0WSr96TrAs6/nJGZfgKLs6RfCiKYeQIZ4Fou6ZdSChH9ppZsed1/bdX7iTf3",
-	"v3/Cm2uQIq4xNgMrG4WnpmyuzQpd+oOfZ1z4kI/BkyX9cq3X4vqWlne1nIenL56UUsye0Lp+4uJzru2v",
-	"BHPJIG9VyGytMyunLJdMVFkOAj+T6D04WigdWfKxArXezv3dCfOUu3HYNgbSJ4YtR2xbpb74YLkSXzmW",
-	"P2qyADEJL0Ak92FNvgk2jP9k1ztWItvlfu9qqE250/cvmBYpCI3b6kn7vIuO4Ga/p5Lwn0VuH9+hTO7a",
-	"X7ZdXFtMhCDQf+7smBcZjeovi7Xfy+gKcUJk744pqQDVwu6cURlpx7+UFy6izqKegl+PDlBWNsW7HIFl",
-	"dIQ+yeEntywHnusXN21ziEmge3cP/tFJLZMzl8LKFrm97Y0/RXQbtsmkyCSGxs8ToqixO9a39GordlqS",
-	"9CbfTSIE89cFK+9zObYhwwWtWrdSmonWMmj6Mmk9xKYhIHvnZislG/0uaXlwI21oeceMJi5rcM8uPrUm",
-	"ZeIT5uHtQ+z12BwwOlvv23Ju6NXe7aY9PoFa8/i3bq3SFHbuFnJ/GnPNp6nMN78fnSlW3v/EjT5nCo2k",
-	"+d2CmEMuyC036AjFMJWJ9nA7vC0dwd49pJe0Q6w7/PFpTU09Ncr+5vb3IqLxmCi70xsdshQffG+li4tW",
-	"gIla0EYvpEnFYtV8vjBEuzfGMUxjGJsNZ92OoFmRjR9EL9nqMIoHAmrNy7N1mUzxP5PLpmb2ZptTdUuh",
-	"MFtdY1DDVBfGXGbDD/8oicIVH4WpnUslW8NFMm7LYd5070zUCRaMNqd1LcufxvAe5Axz5+3brgLu1Hnb",
-	"Ty7XOdyjt7bBW+zj1lAurJbnrVno1ZzKKCfGV6X96u3yrGlTmHCdo5i0oOP6CgoZaKbMMsuGiTdp/IhP",
-	"DXPwdf53qfQJOX62kTI1JXpkHP3r14FTNQUYYgDeND36aSdXIbS+j4MwiJ6IUxRjKQzde9Gx3Thug+OR",
-	"Byrq6CfiU4FuY+6SZupzvqeqewpR/rKGAmdcxKHXQ9MgZG+NuSXLBVW0BP1ML+RKeBdVuaB1zcScEb6E",
-	"uCnbj1iTmhk0KCKMXuS6evYiqV/BCNL6T4hvcfmXXZ+IteDRJE6I32YXCojJjpYtIcCfJoeaMXLjkkmf",
-	"hF5vfBeYq+JaPJpSXK6hWq+kSh1d98S33Wo0y0YtPv/xxVY3nv0sLUkCaWDEa9QFObSLfsyFZkJzw+/Z",
-	"0c69Dk5MGEI03RStfuhS08dwsDDl4GUPECT2snnExpQZ5u+ObooDzo3gfVwyawjq+o3R5Papq3hofzx+",
-	"8/7PBTw+nn04/31B3r6/PPqtotiWAiGPj7AJRJhdVY6mVvfaiY9xr5kOPz4ATnMbHCUEILs16YHNPQo2",
-	"5cNafwSgyuThRk5BVgsr8HVEzTVxT7zD2KMltQITy7j2kGcnfmvCDWX/Wg6Y044saStsZA8MRd1PVjDu",
-	"H7VKxUZ9rD6OSRDLMqiSPcYbw0sOmdDuWI8pKMnu+G256dJh6THL0eQQB6+P9iwQM8T8wUDvHSK845t5",
-	"7zoxUSPnSR9+HIu/3HMB/u4h+o8bmN9fhv74H3ELsyH6fTq0wnldQ/ffKkQ/GvaFBwH4o5Jtk6xij8+D",
-	"D+iOo6luYH6vZXlnWcpIpAfX8DGBd3XEZ/0VOZOq7LlLehFbbcqq9VauyJKK9USisP1n4hEADiF4BYfA",
-	"deEaaJg4tmzx2OeNWaYImf7HyjTH9pY8BgiC6EHHy4LAcdxxNUjdKWXF1LHVBWtqWLouOXhBUlaEzw3g",
-	"38BjSwOEB/+U7jIk/EaOFIHr+7WkiD6bUBRuGCjABYaGtYgN7EZfdLQylTZTdrRWW96lo3lBfGkChi2i",
-	"M+fkb5P6triAF8dwekJDS7omc0nogtEqVA0H8k1TL4Co6NHjdbsOR2tX3jM4xF+nWl82SuyyXS6pWodA",
-	"LSwwKdVXEekzLPWyXUKgaV13BEGA8qbJVVPlIM9a3X4WEdmMR5H1dsu+PyVqNiI4Hxch1fBRkpQBOOfM",
-	"c6i0jTQOawUfOXzk7bH9DqbkKH9FEuvVy7FrgAcZf/lKtSVhvbdcZyuA663XhPoNSh9/1eNku55qHame",
-	"45GUPebniwCisQUw0FadatoFNlvCAQAeiLxUbNZqyMMO8FlJY38uADN7dPyKdlMpNim1t1QTTxQv2QVd",
-	"ncXQ5aP1fBKFbqgGNM0UJp4wSW/aG/uZe0oO/9fph/dHWZDrNPDI2cYwHrMQlF7Q5z++SDDKt6fHz398",
-	"EWO5pDFPcwb6MKEiLE7obddtekBOySkRbDWyo0YC0jd7GRkFbqkVO9sGb6kasAYKfE0XEMqqCVYsEhVR",
-	"sq7dn6sBUjIekXSlpyzBeJ8nDm+TcmJb8Ivnz37/+zTMBAiPl5nNvYCBdeOFroQktRRzpiABCdhWxecu",
-	"9WKbJf2bJsf8VvsulToXDtlIRs7YIds/LHPCGXNhld2SDjIm/gsfjsw+JbeHzx3Ds+fjgqXBJPqJ49pY",
-	"ol36L/FoZQDeU+W84STi0xNE2qjcnyixYCy/KOu2Yuf4OAq2nKSBQB+Y6J9QOZw1aVr4JMzOjrAzQeU3",
-	"eBx8Ch8HGCnY01surIaCLUy1tM6ZABC2pLn/ii+Zk5PBMG4lwfAB4mxN97Hj9uRFOyeIAZgBvpsTMzWv",
-	"2nScwVJCRKEvzOJfLQioMij3N4rN+JchisIAQXcSaVxg81l9VO+0h8NrBs7GPnpdR5P97S020biSxBa2",
-	"qvAHL1r05MmXghtp9/lc8nT6ORVDIIYFtxNck9u2vGOGHMLVQeGSq7i+KwbBIqF+Q+U03qOEixYMURem",
-	"eY+mqQT8QVR+jKABiyxYPdUzRk3S9du5jHAy08/EWCgbLBqEWbugtt0RID5rVmXbf8vnC6aND5ejYh3D",
-	"QkzsBbflbNs0BmF5fff0Tl2d57ydsLfO3rjhd5q6wfjNRTaSya+ZSkc0jcxrJAgY+3Qu9ykFrBQVpGqV",
-	"x/vqiG6TWXrfVcZPB4umM866qYuWQd+AjZd9CI5HgbLwx8Kt/T6IFqOQE4P2EXzi8cKQoQMVxyJDGgCt",
-	"6wE8ypRg5JyxPLglA2RhgjWNIEpuD3KGaegQ6bzvHAZ3F+0b0XvhbD2gjAGIhsfNmBoLPeSOCU62wQ2G",
-	"R3V4uoYsqti4kFKX58ckIvwnl4e01WuZrdl3ev6OfL547woIROatAqnbR2/RbVlhaW+Sb9He18P2sUF8",
-	"EhWSVq3A0j3pwCjXRgAi/euDwn6gj17UD0EgQhRCnAOsU5ft+48YF1QjOPl2eAeu4/0l+J2DUXYLirrM",
-	"UZrB72aQHm54XMqx1+U+5uZ9QlrA0o8girdrsghc6yQapAZHFK01VqHA+DmssRaCjR4cXZeNOPkJtapO",
-	"03Ib1wWT7RODEiyNzn/YhZ6Ego9RnIlHuh+anYfHIcdfTufJqzQwGTQmgXnDHpIoqMhPO0QQJoIiswrO",
-	"n/vIyM4+CevpV82ZrZhQsq6XucJUJRVXrWDjxwmbL6lI4O8cKindBCnYQiEo/3srqH2v1zpztiKnwWvE",
-	"lUyxHHgUREBwbJvY33CCI9NEMcFWhBpiVpb7cCggiFa2ms8eUPQ76uySKZ50HcLvHgXycMG+HOVHTLjW",
-	"LasCk5xn9wVZxnlNBZtKBb0cH3BdxzX5HhT1quPylCGWt0qI5d8mDhapelKpcv+qu4KSx2I/4rDHQGTK",
-	"lnkxYLNk+m7nc/q1DDdyYPOIRuwLtMeU0a+7bZmRUlHOITdbczweNXTXRZEdTXGqTnTKbgXsGg/C7dKx",
-	"v1oobu7qPvVF7E2rX4b7+JBiDSI7HuQfBRFyQN5kzcxR4S6YIlz9j3yXTwNMRhsbxO3vB5ns7sYPFOop",
-	"nUW8cMpFBTG6oRSWv2cdXnU6JXKCY3p7xfTAD4r+7Z3m5qOz7HG4zWVPBchuXlWZa3Yj7NbLANsCZIO8",
-	"8zrwrFQqqhS4sRFrQ/pFtaUTiwqXdiQR8VvUa7ix0YFixXew01a5hBHYgc8qcSW/vbo6v/QqWkcXAWA7",
-	"PjkI0Z+Rjd5SvUhE/3eVH7xycXZakBv0Yr+8CTHjC/aFRA5zO7nLFpbzvL2tefkntn4nZvKkd0ugbzjw",
-	"R8SEODv14GIZaaHKgOiHzSiB9XMDUD06lAWFMst2vLD8CKfPPKlk+gK/ZiZEAuq+3Oj7srfI5MmTJzfB",
-	"UwqMyUCSrUeJ2sKyWV5GjOqRVmDZbzRMcVjjY5TfbLtYuv1ZcZAhOrZL9S6AOFjVjkVn0RFZMSTqbqFH",
-	"j2I6Uv1jOGP6AdHp3UnF2HTRKaOTnDidfrR3eHrkSB9RstxKJRgFZkcmMJawqhJnmmhJZlRNhZ3eBfcx",
-	"GlbuFF2tGzaCb+ZPTCWZ7iPoucrDXvBWLKTObnaF5SK2JR2513bwsOAHf+Z0S9kihLx0RSsyxTAqrhu4",
-	"B7eOE+VcCgBksRrVk+/3F826gUycWDwebohszYi29THDaFzyTWyXBCX7EEpqYgzeu+plXLe9YQreSceN",
-	"AdTElAPqTheU0NzCal8xWkVFObDMFTdQJ0r7iU+jHY9hPLbZAAH3SLsaFf36UwoM8E9s3buEl8xq88Ac",
-	"KFHs2FVhY1U4kiBkylxg+5J+OUXeo0eZj6sy55XB7GLmOdL2+L4eJ3HD3gfJeM7vmQgYjgOWkWgMPIbV",
-	"FIHdmykQaoJD3X/v/KOCMKpqy1ZDKbwokMrZEaDe6pxykQtscBh6P62T9c5cDcw+p9rGwqfAJlCv0Dkz",
-	"+SORc05//EsoEOf3G9BVgyGsXJd1L1v5PCiCrwLfOygOOj/MJZYNhl/feMvMFV+yCmFsznyR1aTlF4t0",
-	"frZSZfYYrEnl+QpmYVLhAc8lVC00L0OGhGAr7QLMgQi59pzXPgUCcCssLYmtuN57kTfCszqA4q4kTszT",
-	"+3d6pBYOeE+fGsOpK4Kw0uce8f3du3MHd+bw5uqDYET8drAtfWk0nNotwlhAeU+WhXNojJvw9dR9ZpVx",
-	"2g+fvG3NKLr9CWmsIhHTdlT8i0LdZUoMU0suaJ2zqj8ibncEQL6bdGd/TXWxR0qDkaSSRLjQ8z1ivyff",
-	"DTmO4zF/dQ+mIZrRt+A0U85q5nCOZQhE9P4K0EW2qyCdp4eLpjWF5UtNi7DjLizrNy3lNy3lNy3lNy0l",
-	"5VBCDpGsdKzWnseiNb0gsq4YVOFSeAtNtsm4xbxSFMCEpEjWnPpNY9p+K7ri8rvVzn5nb4YE982QR3cf",
-	"/aaf7aSfqZAhO31vPuF13d+ck0GtWeYK727dsN80xN80xP+yGmLH/cJR626wLeL0a3/vbwK800CYGAhS",
-	"AH/H7ZMK2ZqjqJR6l/KDQW/56t5Tytds9/E4185EfWJ73dtedn1h6bp32U8B2Dm3TWFc0oORdC4eFUHH",
-	"z2sfsWUXoBxfwTbu7xvg40SjvTTUJBGMW/DNeZR6zWpIF+pve0JVxLqVr1we5YdclD24fOG2Bn4A4ZXS",
-	"pSHAvRzMLMmlyYfF367P+jphrp7FFHT5zSUBEgsml3XDEpUr7CC6qLWv0L+Tsw9ZLHVzTRqoTt5TZbox",
-	"LemXsV15LwVENWzdGLqxNRPzI1AdcNf16Zx9SMcXednGaQ9+rYU0ZM1MdFmekKddkNjEMXzNc+hPXdj8",
-	"ITEWidMx3JfkMm05wpGelOTYPbXMJwVkHdJpUXC6TrrNWLS2Us8tq6WYa2LkZPCVrJlxXSAZ5MKv87Km",
-	"g25lwrBB/NnXFionmURWShqWtvQMSK8LITc9KewepKhtV34I08pB9kCJ2BC4uRGwSf69hdpG8s4HEcmV",
-	"CLEyzZDrraiqWHUlxwD3JJa36WVCmN4orJzlsr4nE5Ed0pS6MlG56QehxFtmPKpb+ZSUFeg89G76OcsF",
-	"8Lgui95Cu5nn9v+9V6s+AbBVko+cigB7dTyjpeWVQRtzTyDQW/RyTArnkKii5J8s6xkxCn/MOjr4g4y1",
-	"VN9hlbhfr8kty/g+taaUSwigBSslcW8+JsiOzBMEGNe5JpW7fD3nRIXyGDS3oF8eayOb7i9nZo9/cHoa",
-	"aM3R8yg+9BhyKJL8NAxzmkMhvL53kEHmwx1sREB5+1xWvwoHVrzgkTGhI5fIJtA3FfQsAZFBItxgPTV/",
-	"2821ybnSeuv7TVa1VWXNK4ddGzuphwk2+6Cww/RU0RKfyB99ObhOLSuNEu12jbvUxaC93c38D5t+hzyR",
-	"d/oOcCfS1f2QB20bMLqWXGUUrDOIxWpchPt8agmRjXvf19TqSrj0sl7WQ1CJrOq7h3gznuDrq6d+vVTd",
-	"zEJkEoDW7AHJUI+ZwfoRQ7ntw0fIWpmaH5rAHE+Q3/bz8jbnxXMPxo/LPuvYSC5MEuQW675hdibCsgC0",
-	"lsP63dOHOASlmVwX0o0ztYSfGiZOGw6QUOnC7ohIhZZmCDKAis2daKyIkm0q5meKfTcqnHRbI0RLQlQ0",
-	"C1mls00IPhyX8lLbGi4rwqs4ZbwVlSzbpdWdK5yYznggTSpDhZoF8WDQ6e+YWnKdSSv1NfFvvhzr+/K4",
-	"e/eml5INP2KaRQL/FBYyWfzKPiAz2YqqsNsmBiKu/dvyP2z9GiZ/UBzEKxJ+9C9F0+l+DAt/jUXa3c9L",
-	"WbU1284o3H67NS4GUlmvRz/bcZEqpvEciNsZAOJx7UnS2wJoaTqQPMXmXINRJSKNTag8+9HkDHIPoOa+",
-	"S1e8+2aIZgB1Imh9Yad3loZu78wZG+thjw9T5OZ73873N4WLBKGKEfYFYOui0nZlWPaH1e7+JBixj8CO",
-	"vMmcXJabIxeNx8j+dO5/2RVDb4NvJrwjYRxbF7ITvUMtsIgepjiQcB5bO4K5edSAiOlO8irtSBIN5NpF",
-	"J2Vn1LfBWRpivw3WtzfEJCkP1mmsPPqn1txaTvkXdruQ8u6MGlrL+ev7LOqENlRUVFWE3SfBvdMJ69Ag",
-	"ZKwXhGoCCM5c2L2pqfhOY2OZyjqyVSXLISbfs1o27DtN8DVXLB/xVrnuBrkJ1K74fJ7GeQH7FGRJgt/k",
-	"fhoAMSbm+mbDuCcsurespxcc+g8CiV0vzOd03nF7ogHxBpNds9GfqSpTny6vNFlSKwxD+GeBDkP0S3l7",
-	"IVHMqKn1K7YZ7uzAQxhPFEK0K/8Gk5kD9k/IpXZxWUW0Q/4/pIYspTbkx2fPo6qEEY6GlVGx3p+XQDC6",
-	"T7dlmSv5BBuTMy7jrnHjZzvSRBp++2NUoi9PxXySxcyveBYBwsV6bMd/sCTjg4n6gBeoDjoxf0/kJasg",
-	"GdPkIENAEO4HgsOgMHysr3a6H0lpl3GdQU/LjCiO5WNfti4OJX+h3HAxv7AHJYpS06RqPRwGF84pAokD",
-	"+mGBV1utHQPGEuwdur0Nw89RruUwmz6+RN3VavpJj1EaHNbLTgd+wGuxBmt/Lt15jI9V0bG/Dfrya9m3",
-	"anbzGnCZITEMT84OjH57dE64GKsQmforLHslOnHoUcN3ukkHK6+7BXeyI+Su2ekBPt1aLn2IQX9DvkGw",
-	"z2AWIEk5MS29en0JjZT4bgBS3qSjXPEfFNpmdMlrzvS+yw6tZICWB6vjBjJ1FTIlwU5xyGAHQ7myC3+6",
-	"XYMUteJ1VVKVWIteU9mMFNcB14TeZlMdoOv0FuH3Pbl3n6XtSesJqhaZwh7LpRQOTLsrYmxHlJyIX6z0",
-	"VG6wnSe/u3GrLF1ZK/xLO2kSaXFbZ2mZOu40Gk5Y4gn0cpkFRJorNrf3UUAgC5eW5cDoZ+nOvMcT6aNP",
-	"5vCsz20LyequACBEjQMut/8vF3w6bq9/PdPBqXuMU5jYZjfJMT4YLQUXhNFykUuFDO7IsWyLrqoTA5XL",
-	"Li5XKIOAhz+zLpn4MF+nYbxTNCKBs0IRWt4JuapZNXc5oeT5ly8Tu/NtpnxYUX/ODAGyM7cHT87VdJBp",
-	"5+od7QAwfLyk40xQC9pqkNJpF/sBcJygz9lFWE4cgfdMjw4BRWBiAOmzrClfTt61WHye1Ikrp8IVpKbG",
-	"Nep3vY8jp3u3lzEdDUYXed4T7vaO/YRIePVJXC24TkMFx5kw3Rc+IyjBaMghKD0AKnqUgw236kO1O+sB",
-	"Tue+nsgyZlTI1lywe54pkwA1QpR7DpWNpDOTQiCH5dFfIHH7ljFBZlQIF4lvZJp3ZSiIizc1ny9MzsYR",
-	"nbo8B5+S2sW+GCCEcXA/S5QTdMJ09OtO2iD618BIa5JRKy4EmC+HgbnnHRhvcqiPN0ZAWZtMJN5fMLo9",
-	"U452fAUPjsXwAu1dfoNF7W965mRHFLhxKoYLMEVaiVTblHzbE1EI9UB2BVGsoiDnHqJJEEP/S8VMquZG",
-	"XcuV1YfzjIkKsjCmIUxU4FsFiRcTJNPcx6/r6PnYuN3RGBAoDlKwYPceAKw7wRAZxrGnEdJ9tmtOoe02",
-	"nf09SfdA+4z2YY+JFGug9PHbBhpxMlDC+t67T3Dr09K/F6O+0+Tzxfud9SDUCnQpG1YQYRe95q56UNCH",
-	"thT1LQ4WVF8CjY/QsTsFAPrIDDmk9Yqu0RXmYCM19QLz0Ul0bgg3mtWzzsqumGmVyNH/NHtslgJGk5T9",
-	"E7CzBBbQ5SlzTVA4mXqZbbU7Z8eJa/N5ggnQraI9ZXbhpXLI/tLsc+KC8bPfGzIL23isL3h/Pz6NmH4y",
-	"6Ml2KVuTjQID97NPDvfemKBFlLSuCytmaPx+4hZMMaLCUe0ZUHdcNNfJFDbV62aEAlL22KSyHrhHx5cC",
-	"RyiiG2hj/YcpqN5U2x32TSpMJqpC2Gps1O2Wo3dd7Xgtp024V7HROwiwU+My4YM9Y6bGJIi94zRHGt23",
-	"YuOG6OJvRqmI25mtkooru5nuASpkDuWWIi6TUUMpQVlDt4IZBKyVomeRinj6ztdy4TSdvrcxVXD08S7v",
-	"E6tA0tsaRHrnJwbAHNTxZjNWGvRA6SfkLyhihTHjpwD7zVbeZur1w7+1rHUsj5tQtFk2TMTGIChzemiC",
-	"qd7KpLyuyVzidbqGyLolC/gRXHtlcwy4YbL0QW+1rFvDYN9BGCGHQAJYTBIsMJ6KjoqQzl8GBqgLO1PI",
-	"x1ROL5opOvfA+XGFz6e//8PWWrE5qec1ABizEA6hbUdoQrV7iToZF+Tmye9uovAhNPSekJrNabkmWtA7",
-	"dl1SzYg9mK4l3LGkEBUN/9nz7aNf0i/v8NNnT7EcrP8zUbp/Z5mlIM+Onz09cS52Z6nCGqJGLqnhpbNR",
-	"MVGhAbZnwmqhcEQuJiHUsX0W17F9tr8AVJBW8L+1jNCldGXbmrwVBeb2/A/5cz9l+XUQZ6lYf/r/2Xsb",
-	"5biNLF3wVTIYsyGyF0VRsq12i3HjLk1Jtqb1w0tS3bMz7atKAlmsHKIyYWSCpbLDEfs0+2D7JBt5zslE",
-	"oiqBQlGUbHdrJsJNFYD8PyfP73dme0//a1MHxHcy9ugJwH+v9Re1/+TXbOMQLiq7yhiYZAowe6tylbEb",
-	"ISrTqZKLnazN4OjXH9e57g+vT069qKdnm2PKmL9vXKfI8o+j/rmiqAsnwl0Z1zUG8vQNCU8FsCt8EQVK",
-	"SChjz1VerxAGEAJ68e1N8T2m6W+efCKZ8PHkq6NBqTAc2K/iA/t4q32D5K1hCWtQqhpx5V8KY+961beX",
-	"QYxlODJ2+lJ8sCH7kBtWcMsP6W1PnW0Ho+7W0cEPVkPTx+2hRcAXDDeVOXYcovIytJz+1DgpWlNslp0z",
-	"WeBlh7hJ/gm69SlSa2sF53H705/2G+2Bv7njYKB13yc+Safh+eTglou3FcmliicXARGOD5p6GcqrUBXT",
-	"Jc7wsLvLu4RQnaCSn2gvrdTuEBwjwzqEBOZhFakNTolWuS+IBabTS50fBqIzyaQulK1Xx0A0bqjBLMjB",
-	"FD4UU+I+2Q3SCkYzMZXI5UzmbCZFWRiUsNqO206oJgc3bPpf58+fnZxePn/24zQJedF7VjAwQRYQ13IF",
-	"1sJaY90cxHBTKddn04Ceev9BeH0pNR1IgGUAxiJXeC2vpeqFT9M5XHjFiX1n85GWfWx4V5PKcKXrM14b",
-	"J5LedsP5feBt5u/lcjU6rqgvoPctrMjaZK6vHn/76NtHGattTuUpM6q3LdV1RjCQGR78RhUTIvOJI/M0",
-	"KKTl9bWwF1uo/QVYBVvmk6HzBMLr00yA7NeAT4oqUPv0ahXbOg93Bv/aKP+djHXrHpqw0lGKL5B3zxJs",
-	"YTjbg9Zan96/UKwabbWv5I9TWE9NHm/C+dAbzLM1RI1GQndxuxGfK0btAzjJhqQR7TEPZqjAwSarcGml",
-	"EwqG4lJe2jhCstXIvHMzWBbuO15we+z3HUQC2VNn+IzX0q4G07pw1derRlXwIeZeJVK45iK/MX2JkPj0",
-	"2IO04D/JmgImHAU5Tmf4eNe0Iujj1LWZWl0a/zg4iJBZ1hYgSuFMV7wWRb8XmoLighua2yhQAWPD5tzM",
-	"fa6zb3BkfMLnS2wjmNzERS7qCT5kBYCNu71FwLHNXUU48t2zxfCkvoZuCNI8sb14pPptnBgxCCeOjt+I",
-	"8nntmVlPn9rY/DCCzNNAP9V15pKSjhyB0YL6xGtPfrjcCXN2VZVy6DC+wrquphsZQZ+1Jc1SwIt9UHTc",
-	"8ituxEv3kxvzEAuZnp2ffP/6hP3UyPzmPSzRtNtrJ00XXnhGHYAJnJdmNxybTapuZ5dCeMnnKDoNWcnp",
-	"sCdK1Eb25S3SL8am4EvrInB6/ftkXsdB0tX+LgJzYfmcS0UGrU4vrEXCh6McDsXh3kcUxN621H1p9u0G",
-	"xKWu10XU9VMeL0LqQCZpcCCL/C2iv9NzhvEpIAHUuiQl0OoboSDKFGxJCZtHzq24TqIpnNITtGy0HbV5",
-	"Md1aBGhmYLpmRuSNm9LHBHm0/YF9saeqOymtgyw5tARKQo8VMSxDd4DDe5LWCE7KcmNfdnODpj4ed/20",
-	"x+XOPs+19UpEX62Pr5PRuglpAAfxuuaAtGB1dDpPzl7SCX0Kmw4IiHHz5CCadTKlHxjGGzt3DDNHG0Dd",
-	"lMJkJPjLmum6EPUh+04YScB7RmRs+qcp3Oe+wHbUUcamrkl4Phclwr2pVdyPE7B4WQJDLdgUc56nbMHB",
-	"d9qmdYNf0GrGlVarhW4MfWaOmYUoZTuvhQhuE1gXMOHgVqNdnx6W0rh+56Lu4DeQPe9WiqVjKvivXKuZ",
-	"vE7/uOAKVZruzzVfbjwq9bVZawR+Sr5X6KUi4DP6GZDY1t+13NysN4q/iQ8iR5wJ32xASF8bQ/h9vfGm",
-	"uq55sf6+/zW8DRhP/iX8R3iWz7lSogyPw7/bvmwt+KKdA/1z43lVcuQgtzJvu/P/DK/7H1osIv+L5eUN",
-	"XDBk3wltRL+EZqLfqOPol2hv4l9FKXC9PYtG+gszW/u5naF/gLrU+utA0z2/brZRW1Ntvux+3Hy3MaLe",
-	"bBl/bRdUGrcCkyUvy7Dq8W/tmtm8+4/EUnd/9Uvb/TUsbyqU6qzkqyue37wS3Ih0BS8llkj19CoygoSo",
-	"TG795/31WH6AVDcV3Ael6/WOoZzbg6h3zVNXxXkPICGA0SsEm6RBw9+7Fih+3k49+EhLCeaPWjdqZw0S",
-	"hjJOSIdXR9nY4c1+P6q7k2jMlailLvA+vVrRUSnJtlNouBgUmOWVGA0+HBdU7wHRpHLYcD2C2dSQSMn7",
-	"qvwrsTyZ2TSEBF6C8E6GOYLsz0f/B5OK3IB32hlorgeZ5Nyv006FvGqBcx233f7tY5B7S3kr0ChOFwY4",
-	"ZHRN8bR4ogFQFq8HVuocAjimv3Q25NeHv9y6e/PXh7/wqvr14S/4+svi12lf2RUYxV+T2HdBgsb+HX/p",
-	"YLyVGAoaWNlkJkGPyRs7WYj6WkywolqSsdHBSB/gd+evDOWtrDLWKB9GSclKOKAHWAVlvERL/PECLfkJ",
-	"Y0pPSOwJhsRiML20jBcLaQ0MDoQxZKiY9HMubvWNQLlrJhUv4wU78dGz9MVetkfvb0e48qxkbdM65y6d",
-	"hd+tCBIoLUtcCB26WOM07ZYlRX1a3LNaW53rMins+wuqopdQVPdQYeYBm86trSaz8naa+b8X1dco9k/n",
-	"pZlifMDUXfDTjOmmZt65Cmfjb69O4YU3fztnRs/s0m3D/vnlGYKxXJ6eOaJ69+zsGNzv785fdcpEGscL",
-	"p+Y2f29lfiNsAKJqy94TayMTLrfs2fOL0/OX3z13wrhurudtQ266EFIG6kRV8hwsEeeXF2dxrNwBzWkp",
-	"rmqb06z+/sPzs3a99iHdkSt28eyM6dnM8Vbkfe/OX2WUshiPOzGIYIRuM4IeGPZKk97jtRmB2pLV7Nnz",
-	"V88vnx8zaUwDljJv1+ShaijqVBJ9g/6Q+y3cy/bCDrq/SwOij6n2sj2c66DAc9Hn2VSCLfnKcwfG+8Sd",
-	"K6eWivoNB5rrNW/Ra0jOAIZN4Yyc/Tu/5RfwCdE62//h1YXbzAs+47XM2A+Xl2eT2euzr92Pp/NaL2Sz",
-	"mFxxuHCp4WOKloJ3X7z6mzuB7gz05Bw6QV4omy7jiNerjYqS4k52rSfTW1kI/fADEBI88XuSvATmyZjQ",
-	"H/QyrDHFqi6pjKn4UIke1LkqIv8xvDiwi1+zvaZOcQ0fi+poNdhNW0rM2iqeMQEcQ3EMqDgXYoXcBnLD",
-	"pNlungvTwFF1dyVbO1q0gkmuiBi557rsOclUbRMMGSGqiNLnyQs6lBQ/bLWFRqUJdd2UXh5TwusEyJnM",
-	"J7VPEUMip1XGFz8mjBv6L3QPGuao8Gw/BR/eLKNFeQBwiwCbuw5hHg0Vp/FWlasRPVG2cLsIuVZGKNOY",
-	"weWok/vrdp1g2mLqJE19UpVciYzVfGYnt9rCUaZ4izYvMmNGVhMjrxUvSwqlRmB4H6u4/TDD6OKIxmhJ",
-	"sjajZ5ut8pzP7DPJr5U2VubJOkl+rQL+w9ABRpP2S1WIDwmB2f3cAaaCMKzgtyGqxo4WPJ/L0XVvcr1Y",
-	"SDu6X3zdigJHMLIT9+mpVpbnNln3SZalNBtY2NQhfNYiiOJ2HbOjTcocOZJX+nr0fEt9vfNMLxSvzFwP",
-	"L2quQ/hO6MzQh2P7gokPIC6vK+9+6SIPm9L0q2Mr/XVyVLM4E0nn73plllsNATbkLN7Fh7WVhLqM4xUO",
-	"W9fsBUSK9rj0rKgX/TDwLUNz790lpMWrGNDP2vnqUlfWJfLUWYn2NFrzdfpJsiPBC6mEMRj5MOCCxUBy",
-	"ehvF4ERkzEA9MF+TKpwu8KZLxRYRGY88wrsAXCN+9qC3qj/EMsxzMxzyZvgmjIMFjpm5kVXVBq3kUHkt",
-	"FBzq8QTjN2O6WXLMqqobFePWBBXDp1N1q9v0BS6QB07f7LWDyOK9HQZ9DmdqXGhQe6h4novKcsfHe84X",
-	"/LwlZoWWuOZqZ5NrT/jRS1XIW1k0vFyngPGOwDVCS0FjjY5EaAt6uUm2c+6LTShW2yJbvGC4Y4QLth0F",
-	"c7b7MxjIcg62rheyFN85AS2Nfu8E+5ksnYBKUXpjq5/+fb4CathX2r4n1PVgXnvv2nx/rZ3UCDLg+0bx",
-	"Wy4h9NX/RIVk3mNB1nTQrmunL94ulKjpq1/gPr4Yg5t57sf9InwxXLyOW7Z0V9Sy1uoar75K6KrsKSiG",
-	"aLLDPGYmUX1QbV5FO8GAtbXlrNBytV2OOBh3y/PBRkQB4wYDqBMEtTpGcDBZYGVLUBlBGSpEJVQBIeOJ",
-	"+nIw7sQKPZo8OjpynNVKlVtapLUCr8PZNLtkNSZXc+QipsNfz0QNpmZPXQZRPq/cN2Br85cHOu83wyWg",
-	"XdMbBrNBBCP55CZr2Bo5QSPpX4yzkidha5ZC3DgN3hNZQBdYv3bAnfCyz1Pk/dMMynW4tsxugCEjq8tF",
-	"1e3H3WjbLQyYNHBn5JbuhDdlmI9A9HAPhtOyIOth/927l88OvHJC7GmwEIgRkEPd6/tzh4+VQLY+wyzy",
-	"M4/TTNyG/KdWibm/PHlzgo7bn6GcC2WYlboHbH4bIIfsYmSMPxt49tMHmugijGoH0nWkdlHq7TVyaH8D",
-	"TEdYstjIElFeGHEfOvIw+T+/5WXTW3rQg/JgsWJelqYtBjCupi3kNrqv/7sp7gCJUvCBrSg4aPu1+Eh4",
-	"pdYEmDGjKTmBzbcR8VzaQQ4QrZc7MWx/2d8xlr+xPWb7Uue8dJL8wPp2Mzt/RvBcMl7r2cwIMJvuxlMu",
-	"B6GF3GketvnAtKOV+Ggucdmd4Qhbu6cmKNjrdqxjqwzriict6nqYatIBleed+9JkjJclg2KtIqQwjUm2",
-	"onTYj0+pghqCwaK0C8bsFuwbdrUC4/MdmOAOGVOIgRkAvUnmtiOtkx+fLLXGuXdNq6fbYilVsZF5HW66",
-	"Y8b9G5Qbu5CFktdzEEDsUre3zXr+bwqCla887bneY8/pQis64o0w+NdSFMr/bedNTX/Oaol/GG6bmv5s",
-	"4Osf05FTCTbIy3KSlzq/YcLpmT/88PT1a1+qw/Laeuidx18/PTo6xNpaVtTu2//9X0eTxz/+19HkLz8+",
-	"/a+jyTf457/1wIylLClR79QZ9H/HbtYOEi1IKKxbDJydPj/z3+e6rYkMPu+QJ7vgquEl24+RVHTNrnh+",
-	"I1RxkAH2Ctv3oTzuX9jXAQDUELcOuw6tOf7XWL2HnD65ix2FOh0KGKmPbN9D7oiCvT77+uCQvQKN79qj",
-	"74kPlTaCVfOVkTkvAWjBHLMpamhtgDPGFNdiJmqh8rQrJzGcqiopqDqdRublo0HFhGIbKOopXPdODIjA",
-	"j7QSD9IyaF5qI4aiBjEB+1pCqpEGrdqyfW8xzJiRP4uM2ZrnNyZjxuqqAhkEBjSBIMOM1aLi7uwd9CTM",
-	"FSLvSbjEhh8wfGc31QsDcLeqXkbP7MQdvDmviwl9tIN4N2AYx3AE/8YdLeJCFWm5KWIRKD5ZQ65/wDLa",
-	"UUwdMnqRsU4WpJNlLHfHTrk71PVKB8SfOF0JRZh+7steM1k66SHqEJ3DbcCJo8B+o1tSfnC/uoW/Wlkx",
-	"dsU/0oQ3q/kiFbj3An5n+xB9gskHTSE11S81B27p5rosxgNRF+JDH3v+wd3XeMDhPUeGEOa0z5mvmw3L",
-	"DDwXCZTte0Jd21i89DjLa27maSKmTgbRJX2tYPDs+2GR42JsxulgdO3lehga6EGwpn3V/3tt84GY5trY",
-	"4KNPGOHdEXiW9Fa+uzxlBXn64bJ1dLwx2bQhA8LM+o3QXkr38WjbayhhcOIPOuXdumyZPJwR9ECAj4cY",
-	"vlbvsdP3i+rrg8NeQWYcpyLbC0AWMCCX3cFZMW43leKIV2HaOn/rC1+vFRCVtXUiC+TUbBWfgsG7exwj",
-	"bwl2A/7dvWiwEduLeFa8dC27X3PLtTypc+Y6+9plCTFN9ot3xLy2A250hKffY4Go+4XagFkGfFTkBLtB",
-	"bHTF0fEq4wvwbSRURvNZdcbOrdaTSAxuhTWp2gjBvn9+yR7ySj68ffww8KqH4E+aLHQhyk5AbFwA40LP",
-	"7DPh/+X/GpT2L0RP0u6JF4t591KQhhQXyJpwrdyTyA4yRvI4yZrBsoO4PDYO624KgDRjRX/0hPa1D65o",
-	"eqcTAAXUC6nHVle90pjpO9j+2g9lU+kK2yGc6nld63qrulKLGST26JqhszdDQybilsfd3o+YsWlovW8p",
-	"o5X1tvOdNokjOOu+W6W1eCqxCfc8x5paq0o8lT3q2i5OlmAgOPZQmz5DBTfpASC1Wyq8PiYurF8w8t6j",
-	"9kgFDxKnQ+vlWHdyQUsxhOuZNsTSxTxChcTX7oAtP+oCIQ7XVtZELXv7qOC1Ty9UbXdk+ZDXu/mz7kVo",
-	"a0/OptzWK66ZjsQVBKuYpOJD0gV/Rzbor4XBm5Z2eKwUFkn+//ySWDzR3QQvLxmMl73oi9+H+NUh++0S",
-	"WKwO3kEKO/dnei8agpPIkIu01ciGhTHX+muMN++t6d4NSd+1JqafbzjKN1IV6awVpwJJK1M7fRmi40N7",
-	"QAzexzcyotRHWuCvVz2pHFiHOX39tzWaw+G+S5VQWlZB/rGRw8dDBCnOHK3ZJ2cvATW112BiRb2QKrWk",
-	"nWyRsKQr8B/vEp3areoR+kvRygZZ11wZcG+ZJFgMgGfj/WPIKmPFwNrPar3oWzUshpNeI933EUgg6W+o",
-	"mH96iyHwt2dP1q0TbswwhrbR7Ws3Zis8MYUD3V3wYWYGjMFxna0mrZhBJK43/6Q/PA0YQrgs2X6bgE38",
-	"MQoahUC5gzvcLTGj27aaYcjpJVroW1H4TL9zYWTRiFNHIU111zhJjO+zmqE/g9XYScgsZjV2k/LK1qvz",
-	"RnWqn6SgmN+qckXR7oAnJFYmWOqhU7o9F+l4EF+GIuEy9wUqrGa5e52iO6EWwxXyaxi7ryocDJWUObOQ",
-	"1+RwCWCUbdjmlloUQ8Un6h43GbrPWjsIucmhc2ZrLssUZPzgSDbSLWmxwiDucJDSsaJtxH67rjl+4jTn",
-	"ol6xulFJpFRhRfFXsRpMAYJjQe8CYAOoykvdlIXbS3qCinnU1xiUweiYpm8habDwX9zwLgcRrCzuNaAb",
-	"OpQ+60zWbm5IALuIprDCPRXK3e7uVrkSCU2r405WV3gLPfO7rOt6oAAuctbZ7qx7HgdKTQJQyOVc1sUZ",
-	"r+2qg9Xz0ZwNkBgwkA9RAAJCTPekDsPBvBHLdTiYtrIaLasH5SFTBZrXNGY9DpfZeHIU19l4cpRc8MSy",
-	"RadkY8RuD1ijINVNBSZoURCUJiAuKs1Kra7da8uUmngjVj34Lmvki31B5A+WXx9HoPhycvxRQ5uyMnhD",
-	"03zlAhP9kqNKIcySZxVhdIPSvksUQZIR72Xt4qWPvRXKDfm0H/CRWCxAtPskPCih4NER7wQfuZlNvXSK",
-	"7ISqZKDV1ul/c27Cr+nQ01Jey6tSbD0iQtmAD+IvDuTvKHOMPC03QlSAu9KPVPucelrWjvIUWfPgzLe4",
-	"tbU7HtXYhFl07/QmnXWrGPsloVTrbh1ZqlwM8bD+PTJ1+n2D4tNKgwvUWL6ozMfWYt610HFyIsfsqKfy",
-	"8gBt61LmSVxfOvkM3wjJln4JpGLLHiv5OsZyixJKva0fymj7NhYkdaBGkWqfnPSMblrQZu+PWHtgW+Gy",
-	"HU16qZilkRd8B4s16rVnrWQtXre207td4WfuVIolhp24Ftf8c4lELR1CXIbKMeL4ABGfOT3kes6uSp3f",
-	"ADqdj84zTHyQxh6TDEcOLgT5yKnKfq+gCKiFoxQjD6+OjiE3rgWk7gFjLPQxSW/QTA9mxp21jaiWFIhJ",
-	"rvcRRavSksit4KUoTip5qW+ESgvJAUTaqRDuAwiIDIizmxtq+9uaOXYKz6nZYKIGyRswbCpu3097DC83",
-	"Qo1LtQ1DG2ZDvkVqO00YvfA1tYbMUyD1AosSzzYxh1F4A5xNCFZKYDU1srQv1TgsGHiZSXWMf02kIiCb",
-	"nCulQYf2eHG6jplHAmypP3utrSSgQcxYq2weX4zoiYYs9hCdyiE1bW2Ed78PdwDcwaS4Y7bgK7cUkF22",
-	"g8n0HRZoVFGim2s2nZQSdjpdJGHjGNAQAbFrx2hX9+FIaMW+4Q748TZ3e7NK9NqWA3KBQDC4YYff1t11",
-	"pLH1NkT6CRF/YbQZnDxQ1B0b8SYHhLW9w5VJC91ThNpTanfz4ynslOSm+0KzTsqypZmxaOfhg3HGCl2K",
-	"u2Obn9vqTNe2B5fXMcfzyzMGt2QE39kGQyREqnGptNDaLgHcshZ5mnFQeU3gVDgyXtfylhymbRhDxoxQ",
-	"RfSatPBLBw2UGgNoZZV2ow0g78IMuWKNqgXO0OP44jcBHA1WFFSivORysctK3AWNd3Soy+s2zEUvlXet",
-	"utGmWWcSX+TSd12wd8/OHl6enoUWxnium7rSRgyVQqDFg8LasRpNpeEmpbzti9Ap0arVn0oh7QDost/V",
-	"bac77D6Iz7TFgfNCqW0ALLs7szWmThQBvLg4PyVgw7YsjFuuNfAoO4AZZSy3TYI1AY9ofXGeYALymp9z",
-	"wGpNU8/W8JWww4RpOnrovVCzIeAXjmvMS9rTRiu6EVfSmEEc2nAc1s/WNmZ7AoiXadrpstzMWyg6sX5t",
-	"pdWlD9yH54CfQjYM2+YQOLGcdBCsyy7D+rIptXm5qsQUnGxaCaoxPXjzxHfHr9nwy290IU6xnxOAGRLF",
-	"3q8/ri1KT7ZrZzlCTaWhS2g7e+tlZ6/5h1T5JWNxDF46c7LSWIbmWpUqFYNXrzXrRvbAwAHYpYe0LAFL",
-	"au5YenBtc7f4oWMCc1NtlzIbJ3vczUiBLImzWS0iqglFjPxePzDtaq75x7ZLFVC9RxU7ygjpi/GEhaK4",
-	"G4fp2PsqWCUBlBln1Ydp3zovvvnmq2/iuvZHj7/+6Gs1UYl6W4H63e6jtQ6+enwfN8W4Cu627HUz4Xkq",
-	"5Uy4a/i4syrhGg+qE8B0mUjWO2TP0FbEvsJU4/5d+/bJ1x2n06Oj1J45Vt0ZLBm0Hn2TbYTEIQqn1cjf",
-	"Z/GdgXeCuzHgOqCYGAJdDkabgStmf5pg39MDJpWxghctSotpSnvMjqhpQBbXlGw75H6LFuJou7czcXsP",
-	"sJdzfy3fzZGJ4jtXa5dyCo5pUKaUrVA46ph+2fpev6s11Ulj56cBfL5Pce0g1DOMta6dHC4t2Tww6RDr",
-	"8xuzTCaZzLk5o4dDyDW+AbfTvp+4YbdMopyBjQ36roVtatVn09uS3JAqjxilOmC6CawA/YLYjsa7ymlR",
-	"+hALy0Q83TN57cQIeArNdJpXSjdguJcYSZ7PeVkKdS3aFJIt3Y6xa0XbGdsydY2GrlpAfYKdwX+o61Tq",
-	"RXvK0GjV26W0XV3UDRehfDnA1eqyrUugYde46lrfkwa1HvOmEXXHuNkuTMYatH1Wot7w2AxrTOsB96F/",
-	"fyayDjF04+jbNfxxFNH2G8zWS0vgwkOs93qg91iTWtTaDhLwBp/5CDMbtnUJ3s9tMV5WGEuFsNfWIpEC",
-	"V17rWtp5P8GGN6CCUizHvn72zV62d/HDyeTxN0+SYixv7FzX8meIrPkBMI57FpiyA9mUej08PJyyk/hz",
-	"NkfkZ3QYoftjVusFBUY7jtkyS3d4z1+cssdPHv0ZK9K8OGV/fvLoyXHIv2ccSqRmxE7XmXjC5KVSKfh4",
-	"3hk8RR0Mh0n3WMaEDL4bp3Zey1uhvEo+q4WZO/m90Ive9KStSMUti6HS2gihZ2yGR58gTGhguQ/LwyWE",
-	"khbcg/d68ZSAYNN3y086EbD0vxpeSguxAFWtLYpYcGSOMWYCotY7AyH7gdLsJ8wx9AdLIYycOz3JYzXm",
-	"hkkxNtN6UsP90lfv1l2OWzDZ6O6qxYSWq7P/JtCfv1Rh4QERwq/1qIB5fRMxUDyFWUS3uB9pWotm0sdW",
-	"Lhb6Rji+8hGIrRdU3sxqZlxzE3f4NnlNYJuJJA1sIYNjC8mEDZQoRkS/nXhumJCfSwen9fFOMK3Y6dil",
-	"S/Nl8BAjb3ZcCWf6UQCtlwEV3dx1ZWCoH4XLmlrpHYHHPHnAimw7PDtn62o4S3BFHBP3hYomYiOyM1Km",
-	"Hj3+NqXzy4XQTX8y7HdQe8/jmc2dqOb6PvaxH+zRFnX+q44un4QarLkyPXDsbhGhEgILbx0j+hZGDr17",
-	"dgZsB9ENIYrWanZ5etaxwyPuls0dL2mKKsl4k8WJamuqpw8fgq/Cmsq4v6EiVyyDkVjvREIm1UwzOYsq",
-	"IzIlBCpSi3Xt9ujrbzvGo2+3SaFujCNObJpYMffMH0z3Np0it8MJ6akppD7VhUjYrk5OTjN2dvr6BP77",
-	"zi3P26rxefvR3OfuqnANHe6KPPWDXkL0b7jwmdX6pqu36AbLqlPDiLIIbsj+/HpAwsRkem+sKvqA0Ks+",
-	"DCRWU66aaZxopr2QhcBJBF5a1/J23XnZO+K5kNfzVD1VXUBRZ/f0fgp49uT+cxVWemdJjbMbsUIUHJo1",
-	"iCJyIXqqR9gegHhRi3a/sdbrfq6VErnNQoZixoywTZVR7Uhds0IrkU71d2O41OBMgI3bWqonkrp5a4Wm",
-	"80cqVm1smPDI7R1gcQAe6x9T4VZRSiylgxu13xSQy2LzKj3NJO+6pIGLAkqr+dSmNX1vUz6Uheij+x8e",
-	"P/naDeSHx0++SX68lIVjZOlTDA9HHeIE2/M1PywVcW5ZR5IhNuoCintfcnPz8YkaDWg1FD/JOMPC4cxy",
-	"kygEkgqzTPawEWcJR42bmyjKEj7EqmVkv3TS8n0HXH5setdQTlejHBEO1hWjd1jRvuQ9menSYtdCiXqr",
-	"RSxuDhIocl2W6G7Z0Qh2rf+GOSmbvX0PxwOGT3krh+kWFvxDVevU9P/mo0+/f/v65D/Ozt+eXoxk9de6",
-	"1o1N55K2cWXtW6NvkAUFfg+K3Tjt1/jyDlVioopxm9dMJdQLWYpn1ILeUqCrEgphm4r2g4DBj3U0jtnk",
-	"USuYVCW3bgmgbCGFdKIfa+z9WvOZ3bo2a6X0EPOk3oqYAlkPnQ/73MkxCcQHtHPUOickvbhht2lifqAD",
-	"tPw6HI9eUsA2ISJGwkQSNJyf8caIS215+SalCQLc1DWvr/h1IF2INcUSUoS3rrjSu8GRXudnos5FKhbz",
-	"+83eLK+vBai37hP3cP/7t9+fHrSnyhewGnl85oJXJ2Wp8+/SYFvwM9jAS6gBDuIfrxhuw9hJuk8uVmZb",
-	"H9AybZa+slwqUbQyEGIfQ0o7XHgj+1bN4vt8iGq9RbRIbW++ysvRQKemd4p4fK78RO93jmtEubala6sf",
-	"jdKvTbZ++uNTOUB5Z0kJElADNEKawf9C0ESbQ3G1YpwtdNGUKWjnoqiTVZa+k6pg9NTHmemaTY8O4f+x",
-	"7DAvS+ZWpZ7x/GOqwOLooloMPTUYpLFCuYaHC0pQXALPbcPLcsWuvIqbciZuL9e36b26cosDWmYafg2m",
-	"k1A1cJo+W8KE0XZ74JXEsrFU8yujKN3J3NoqA0sElI11f4JigNW2dwhDdQeJqhKEGLpZJ+SK7xzH9TyF",
-	"Qd+JDuM+nEf81PASik+7J5jkbaS6LsVO0bC9legvgz7l34nNQUN2oHW3H25kFteL9hQTYib95DtVLcJJ",
-	"3VKQsCXstNfPPTEdWsaobaxYguPbIi3fh1yW9h+e+2FVMEquiogB7WDAjbjb6Hi6focitgb4Ji/4QqYK",
-	"CZ0oyLKzbAYvQACEEMqHYZEYM0Ekl7+Lqwud34iE5bZNkRhMj1FCFAGuE0LngOCg7wcGh9KnjRt5VW4p",
-	"A55T6ejIW+ajN7iNsrXSHHApyyLndR9yemeQ4Fg3kPzEfeK+/367Ez30FOeW7LWT3LqbNV+Iv8oUn4GK",
-	"jGCBimvnj97HLdlXpDtgBwDPqKKC+bITZdeT59Sr9IHS78ZMIwopx8G+5PnWXJSldv92OwF+M7NS+XYm",
-	"ZrGm/dby39FKv+67Fd06//vF2zfMig8e+XrXxc6b2qTMs28rDsEZGvGY2P70/PnfXl68fPvm8OWbZ8//",
-	"4/Di+f+aHsC1wY1xZ/CnRtQrhu0hdZlmIVgNpVui7PqwlJvSyS0pAkP86bl76bm6FaWuxPDN81Yx2KbM",
-	"a6AIVuQhLfbNbX7YWajD20cHfaFGSWvOW8Vw4zO2JLxYws6tRQTjmWjPrU0xNOS4Nha1mWtlpWpIVHF3",
-	"DOG0uBXP3e47SbrPHjUyub+lrVrMyh20HCN+SljodY3MKgO3DNVe2n+UsccZ+ypj/9//8/8GY+g1r8wx",
-	"Agc1kOCamjW2INX1wTHIKrBaQP5+IwK0MHXWmJHJ7H3c4UVgZcfUHUhn0FO4umrixWEgkfulcyLMPXIR",
-	"t+SZJ+Ft6DkRRwn84KWa6bS7x2oWikOP5SW8cStiCdS6p925YE11XfOirTrttIP2U1HE3NyAh6jBnDTT",
-	"V4UdLsbU9bH3vJUsJPj95yJOmQYsMHAKZtTr4E1uhGi9h7uIU7EAlEi3BXiJUt6K/kUjB5F70zBZlFAA",
-	"Q6Gebhh3H8MMCmEd0bICol5Vzz1IYvDlqurDqmovcJPhMvHUZWPmvBIscV3dbYWCUJFYpIqn3BlnHMtv",
-	"ujUKZzNjtSi5BeFOByTKKwiRRo1hgC2n94CzvJSIh+VeMgH+uRa0Ee2xJQ7Qj59p3MlPhnldxjyO1U5D",
-	"dassfuopy3zVf/2F1WDRa+08FnwVKHD/QuST8P7Eg74dHMdHzwi4DiB3ECIbZjNRixGiJmxcd7DZOrNY",
-	"O5LREoVtickkIvkUs7vgt+LFbFGJ60uq8HrH0BH0BuYa0KGoKYAShPBaKnZT8lywfet9h/i2k3RgBAc9",
-	"7vzvpK25FX+9Snm2L9HSiSV9rqRFJ7dU7OZK2ofmmB2xUlCYtFDYYz7X2mwJZMesm6FQ9mww2OBtY6vG",
-	"jwvKaB2zXFcr4ksQTKyqxsaXnHvuNpznYPaGTMUqX7znJV/Sn4sG/1bdSpO7IjKEHUpmB6VgSrI98cHW",
-	"/KS+ToUXNDXWvqcF1hUxW0N/PsQYUYiMNhkr5UJaVC0nAB9mMzaxjRKZ+7eeyVI8vc3YpBS3oszY5Dpj",
-	"kxuxksq+X0iVscnVLGOTvHb/XfAPbsvdj80My6JNKvnh/WzhGuW1+08OHGdi8vd2XgvjwT56wt+ctoDD",
-	"dsc2GnkiiWqgAHmUAhU4M9wG50lgaTowsxCp4Y5u4rAMHNnHR9tObF/ABnWOjx31VPKDKM3OQ/j6q+1j",
-	"2BLp8bob5bFxVr1Vd4YCc73aiInfHj1GLb7ZijRCWbaApJ/rSqzXgTyZ/Cef/Hw0+cuP7Z+H7yc//nKU",
-	"Pfnq13/rjVQYw9KwXtm9sjT3f9u2ZyiSgo4Jjmw3pjZ/DKrE/PGTb4bYV08oBnUMTz/ieP75ybe7paZ1",
-	"TkpnbTrcv+9mbcvA3vVW7RbSb+t2mPuvqb+VbFrW9gjO0Wbhx51q48f9xSmudyqWf8xs3VAgKZY8+djy",
-	"+VuX46Oq3h8nq7Hg+I/ctdNOYnzO6dFHFc4PVfMBlE2u+Y+eN+6wPfxO1KWEe/Hd5emY+/AzFMWPY8l3",
-	"CibfrJNPo+2lZ11+PIAuScQcMZ28CRBlY/RoibLwzpG7VGrYgNyK4DbaY7VV3tsZh2u3/PKPA+kCYz64",
-	"q8C7FNfcMCJvamlXD6MeNrDMI8uGt2D47NF7Ai5Pn7V41r2nbCNP7d7O3Eb+WeL8hfr/wBD4Yi3w1knS",
-	"jc9W3DkrYDjN9dgXA4H+uRNzrIAi1oW8lmg30I7zL6UR5C3Cd0yGr7j/1e6/gFNscu0xmuarai6USXH2",
-	"7h6PFO8ePf5zWr6relOLfZ5lm2tLBoZSX0M8vpv1MV2SlD8nVF6vMAvMb0leNsYKxEF3M9tMPh6Y4LfD",
-	"yVsU+LlnbvO97G7pwons4CjFT2n2U6MhvKVmpVSCXdWC3+y4L//7H3v/+Ef9j3+oH395lD16/G16J8Zk",
-	"227dijDsXJda4YJrtpxLK5ipeL6d83UG/vQf/zAP3aiffP3rv31M/m44ZkkuAnflqS6bhUrrtzk8w/AG",
-	"vFkpVCvhiE8uITbeD6artH3TlFvK1dAopGFv3l6yN+9everDgJULXq/+KlZj26uiOHj62hFMuvm0N+OZ",
-	"yEvuaJBadW9tN+F5mQL9Dn4VOlPo37G3+O/kjkG5+wzrOGaMKsyAgUKKZUIbgEGbvo3DWD1s1DcSYmp8",
-	"rcg8elXhr7H2TWMYL7p1jmWqcnyROC/Pnr1CjDInbKfQ5qXKy6YQz4oS8mqdGgCIF3Wj0EliNVvwD8+K",
-	"8nTO67SZuSjKS//+8BFzw1ly0za/i56B+9tPNLVebsXbrPXSrC0DbIbbybEeSHi5pww8nAiQA3CwbX3r",
-	"KAIKeGe325ERBLQEnphCdBPHHBQ4ZFEFJadzi+V2P1+X7Nr5ZYEQ1jY5SYSI5nAubvWN2J7VX7v3IK2/",
-	"LEO5PKQrx6g3aZLeeV7pfN5TEoPwJIR7xfMv1xiKBcrJccaXQ0HrlxtFTgF/7tyHgUhjGlFQwQauAIW+",
-	"ppZ5HQq1jjwybhDjBDoQDqk8rh8LVYJw6zrCDUJ9Zd0FS+6Y4pWZa3uS58lw0BNm6A1I8TaGWdnjku1B",
-	"DfOY6YVeqlLzdJTCNgBRMGNK9DBZXRm21PXNevXVwVwO/LonXUqiJw/iRb0bz9cpBlY4R3jKniyPZB7W",
-	"uXcLvjt/1dYhhpQyuYDgZ17XK48n2q7qFnc8TiPzy51RllS7gNt3+Y6mNNp+jQrkjgcAS/PB3QiTl6oE",
-	"/Fl/KgJIklNSAGeAW8vz+YKUbc/mgJlle/6zpAl0EM+MkMxCCBasZ5vW/ORol8I4j7YbQGlVhnblgiyS",
-	"KeqjU/jAtHTohIF0UPe4ytt3C9f23aNxy/IboQi3NQo8kYa9hY1N3+kQMn7L+3fHA3ddCbsUQrWdjgwN",
-	"3lbQF4ZKy3enmr7rVSjCgsdBwOvTHLP3d6PJU6oIabXTQrYfkN5dvuQ3Itri33hjWxCBUeS2ubiQhf5M",
-	"541jH3C1nzSFtOciHRbfeTOkqSjH7nyEdK6VrXlKuyOglJdpV2grdoKAH6PQjEn0G5Xw6HNJuWHhg11T",
-	"HXs8uaeEAgOPj1FYrmp9Vbq5YGiGKldn/hdSH0brM5tb5JYxGZGDXWwV7nGVyfpFH41cbLtdf1noWlAX",
-	"UI2F2TlXTjdCmdZA8tYyrdKssY5uIl/nEK3NNh5ZNoDfcmF5bUOdz7sxFDR/a/KzPGXTwOGmoNxOeVVN",
-	"QSSaeizSKdvHCidQjJweduwuU3dS6nV+opxI2d5vqdiVKgHKdFJVJUXykPHFI5/yUK0Dq5ZcrVgY/Sh/",
-	"1Ljr00vm1K1fq2PwT3UMveRZoxTT7d7B3QAcgsxi1iTWB+ZevG+vguMNLP+QbdtWGGT7UCWe5aVbDPKZ",
-	"dDESKGxN2oPP56vbCpDr8Qfv79SMKPJ/zN6/p836m/v3+/cDvqRUL7/2kTvO6qzWH1Z3dZBXTVk6Tvlh",
-	"BXhFrtU7kKLVrGquSmnmTCqrd7LpBs/A+8PJj//nv+19PG3gcMqS+QqjdwdKwoMydJ6iqfO7ukf6Z/4H",
-	"Q0lCAKDjTaAkUBsArq51uZCLRtes1NfXmzDA24GSRpJfVLRs6AQk/O9JSBJHDeFkpK9iXd3TTWysrtqw",
-	"h4y4FIdVTd74f9h7tDvT3+WV+a90u+jqE1wuCIq52/HcPTJi52Pxia+I7ZfCb8zWxjC0ehjMB5IqQkCL",
-	"wN2D1CqnM0GUSJRovO5qW1Q8t6Lorwvrn7CmAlj3ucznzFcHBuBr38bYMuzc8ituxIX8WfRgSbhHoWA5",
-	"vR7kYICYGNlXf0bcKVU+N53MuJHNLnk5cvTLWlox4XPBC3fV7jp+qMUshiF5sOgR86/eBe+rbovgbp6I",
-	"1I6tLUE00PQZdsebcPuTng7EfqvxJkKY8tb8Cl8fsnMPp8UNOxOq6FQMKIRxk6H8NbQtHsd6byFNhWNk",
-	"tqkR3cvJy4x3qw34igUxm3pgEBZiyPI+DDIUzf8EPxm+rU/ppsbIABxZG366ee/jK+OcXCHlEpvdf/fu",
-	"5bN0RuzI8nkB52xHy9c40EgLdU50A+cD+M1mzd0oSZCKTA2NuXZqtTtHbCYVL9FFv2XwW2ug7ZYawK2H",
-	"mPNRCY2ysmS5k8xUb5W80/59ftMpmQHVAQgSW2Lxi5YC+tKVqdj9mMoD3NwIpBVpIZ7xRqriaQ+sJ6zv",
-	"TjQCV9oYtwJkN8D2bRYXvatnIaxx1vEyBLcfTqe7YLtU6Exxgx7s2HVa5ebGpIIPY60SeCmiiqU1yk7/",
-	"aQwUADji15iW2BlCIni/SuIWtPcTiB/upaytzMwtezQWdIZfw8WToCk0UEFYCcBhV/wjq5Rdtuz2rrXK",
-	"unddwp5utU1ViTn1ZcWhtoR3TkflJXbFyKoQtzMsn+95AMglQYP90ub64cyoSo8bOsAARAzpmF00eQ6Y",
-	"LBl7QYz90jH2tw2Gxp4SUwdjBbDl+EzTdb+X7T0LTGwP0t0J8Sc0v5ftYft72Z7vYC/b880PEMRZyVep",
-	"ihInAHsLtQ4gAxijsrYVoB+jWm0M5GoIPC5lp+2TsGtdVaKAROs+RGXD6C12JXLuYQBoqrUTV63WzJR6",
-	"Wa5Gdjsb7m+HCfSWlb2kMYJFDcthSQu/GIwWypicMa5Wh/dhy8Rw5njf04hfsGh9LQbjuyyiPJ1VD8hB",
-	"f6b33NpqMitvM4Z/LaqvMzYvDcKTbQElq8VCW3FSFHX/mqKci5nz7kpvPQcIiSBt3+1ebxES2xXcUUIc",
-	"YfZJgzht1+FHZLT7bc02gpljrR1rTbY579FSe4oOpLFOmvHq9TNk5Ezpm7rdPAK3WBcNCJOqkAX6/QK+",
-	"xthyRdT6jhcgcdPE/dcokL95EmTr9baRe5zzrFX9ELenM7612ItBPWNzZT6Wb+xe3ApHmDoB20s8dVd0",
-	"4BTV+sOqVwe/3Ki659aeUlpIMUcIMv1hlQhvuRf8/49f561q0vo8j/Guk5aCTX0mlnvnYSzzpjj1h9U4",
-	"jRvNsJSvtXUGJi14rY/8gdd8AgYRUciSt3ftFg5HU9hkcN1V9GPqP1wUfpy27QCn1ioqlHyvUtNIpwcc",
-	"aL2kslE4qmMy1XtETByq0uEjKLNq2L7PPqsaM888GRzci5DRjc3omaOezUqpxNAlCwrw0k3mLb6862Wr",
-	"1aguAIMMQ9J27qGW13IAM4qWAUtaGLZfNWVJ4g0u/EyWPXUn6PZJZK7RzRxvOwmMcINgwF0bYhfukJ6k",
-	"gPYiowjvkUCfmPWQi64V7phxp2YCaUCwB6JsO5HJicwbkX93MqoQcQajyhhnWlSjnW+hP1vz/KavFBc0",
-	"+MAwfKl/tbfP4tK1kBQo+m1Er6gqpq7trmf1XkTI9ohssljsICFLevvSGCsSbe1oK47Pavint+LEE93h",
-	"kPl7bLzd5sLnifzmdpsOmScOA3BssATj/UOVg47DfeHxOwObhNuEL/kqtsVgQ3vZHn02YFJBkk2eS1FC",
-	"UhyHmgXI9TsaJxJtqGqYjLZPhe0jZhU9H3mK8v7aOxlU3slYT/2tj6tiFaClYcb7gNBycI/lq5JN9i/D",
-	"TRLnFwFznHjkq4q1CSGF0B5MJnkKDOBvpDGjLhCbw+MD/fAz24eGxo52e+Gjnaa/RoSwFv5kJEnuNv9B",
-	"8NLOnwnLZZlMVlVGKNNgDj+6mQt82csATspOpYVGsA5J2ExM7KbyCekcWri0RfESchLT92IeBoiO6UJ8",
-	"YPSZD9JBBWPBHWMTI213EFCdWI+XqpC3soDLE1YOI/LHc2hcb4iLT/FnwhYYp5F5IIIQGhHliiaJuoQa",
-	"qL2Ot9a2l1NcAX7QATBRmn51u3qj9LLf0ffR6PF8ZnsugvZcmjZwJGrLk/crX/X1BZj14c9TrgpZoHhy",
+	"7P37dtw4licKvwqWvvlWSrUo37LSU22tWaeVsl3WlC86klzZ0901EoJERKDEAFgEqHBkr3yo8wrnyc7C",
+	"3gAIMgCSEZKd2dNZf1RaQRLXjY19/e3/OMjlqpKCCa0OXv3HwZLRgtXwz6v7/ErTkpl/F0zlNa80l+Lg",
+	"1cGtrht2S6Qg7J7VG0KFWrOayDmhRMiCEb2kmiypIqVUmuRSaJprsuZ6SfSSkbxslGY1KaGzV/CbbSOX",
+	"K6bIvJYropdcQXPfKSLXgihNtXmvICu6ISXN70i+pGLBFFlR6LSWzWJJpF6yGj5URHGRsyfkdKaY0GS9",
+	"5CWD3mCUXBEutkeHo3pykB2ofMlW1MyfiWZ18OrfDszED/6WHehNxQ5eHShdc7E4+OWXX7KDitZ0xbRd",
+	"vLMlFYKVp7nm99Qs25UZ/VtealZvL+gnUW4INe8yImsizZ8VEwUXC5ijYKUyA+Lm5X80rN4cZAeCrswY",
+	"aLeLzrD/W83mB68O/n9P201+ik/V0/gID8xU2kcNLfHn+JDd2Mw6wnZR+AS3amDAvtndB+s/DQdaVWMD",
+	"tLtrhlhVxIwkObyq6gxrRb+8Z2KhlwevXv5xe+fbQTRaXrJc1sXoWJZSMUIbLY9r+ICoNdf5Ek4MjPGe",
+	"lk16gG1H4TjtwGZSloyK/sj+ygsmdxhY1ZQlOaTuy6Pdh4g9Thvha6Z4zYpJpNbuZIFfDVNbETa9I7l1",
+	"htUZ7j3Pmf3jvNhlxOZD94Twghz++ccXf3r+p+f+t9xwJlmTTx//ev6WVLWc85IdpWfXHUmCcJ+/+NMA",
+	"5eJ0xuch551ZHOIQ7V+8MKN2s3ETlcXY2Pcd9BtBZyWbeNYYvrwbEduPJpLwn2vZVH9hm+0B/YVtcOna",
+	"jV+YlzNCFcnN+ARZL5kgXJO1+almVLPCD6uietmOauH6yQ5q9o/G0OfBK3Mt7cOz3KAH76Wt/YchpFYt",
+	"GN/+41lHuegZVeyYC8WE4nBVavZFk7lsRIEXEMOhkTuz4vUgl7+znexFe++oOm0KPpGfLqk6pub13chv",
+	"6TqZRn/vqLrQP08f0cX1v+48HtPBtNHEmMl5wYTmc46SYnAc4CDUTDe1YEXsKJjNLLlKH4o8YICTTsXw",
+	"/p6rqyWtHVudtqbKfFGQQ975dsd7s/vxxLV+yHkx/WYk+Cwz8lFGlK4ZXWUtc1dmD9p766scq/dy8baW",
+	"q8R6M6FrzhSh2gyFzo0CASuq+YqRQ7xk+Yr9LEX6zjGKRWdwc1mvqDa3EdXs2Hx/MDzCT3UR45Qf2Zop",
+	"7Qc557XS5NAsccHmtCn1EQj2ZWHegqepIUroIByjbeHg1YGAXg4yr4/4H7DlmGoSDv5aTlrcGZvLmu2+",
+	"ulo+YG0/sILTK1bfs3pcFKFK8YXhFlriMFfma6Lg89TwVp0e9iLRj/KipBtW/1gzejeNMdwxVoE4zcXi",
+	"2KyjbPRxBa0ocijCBnfkFp1vJzKLj7KYIOnhyMM1JXUjlNH4vVaeHlWxt1B3UUstc1lOlUQq+35qLO75",
+	"roK/H0cwtstGGBJ+Lxd/4aIYlJjcaXLDvOMizTG5KHYdXnco4SCvZFPn7HM99dKC18nny/d4xGWjzZ0L",
+	"FzUt1REaR7iw1Gjuj4zkvWul3JyEH7mrBUiX0JoRvhCyZskVUH7MCZp58eyPQ0RzBXfVdCUM77ZB6RBf",
+	"2UuExdHsohQG48EbQ5l/UUVu8cnt0fAw04dtcKB/XUqlpx60e16DYcd8kxrNPTS447lHS+BEcRFfPnFX",
+	"qkLu39oT7XutCRKNiknTWe5733HUjf7A6gW7puruvLgwoujW8K/NuBr9dGVeJJqqu4TsqqGRB6pzwYCu",
+	"NNWNSmys6ay11g0aTnTb1mT2tD0MMzrT80UtZyVbRcZ1CYI/2jy5ZivlrMf3jFDD4c13SWEpbDoqM81p",
+	"qVgWuxEv6CJibPrYrGYtKVXUbJ602omRi2mtuVgYQel58tYxDUcH8zxrhSIu9PcvDrKDFRd8ZaS5536U",
+	"XGi2YLUf5RX/OTLSD/SL+ZAIP+JarhWpWA3DHhodNBgd4Q/PYkPEngwnfjY6YDRNcrFIW2WdHbbkOVie",
+	"9zDFJk6m73zMOAdDsGzuO8eDk3xiT/uaH80bUVwb8XdrLG9E4UgNBO2aigUjh5dvz8j333//T3hLUGKk",
+	"7szqPECCprWjEzLnJVMtUVq5neu0SQvHsYeU7ufylpdsiOmhSZsVMLgEz5tDGw/jeZ0BDVmOcZE6PI8c",
+	"vmYl06wAs4IiS1oXx4X9Cd7PyHrJ8yXIL+BQWnPFSMnmmshGp/VLP5apPDMyjc7spqhF30QD8iMaVCGC",
+	"oRhx4PE1BT+MK3cOtkcCj6aeK3+MrL8NT1n6DPnz96BTNCImhoJh2toyJv+lllCWbJrEVcuSPdw6V8vR",
+	"0749yKtm5sc2bbAFKzm4o6uSioePmj+QP13d52dSKNOFyCNugbc1U0vBlEK/ec1o8YTcljKn5W3PcmTF",
+	"WOcWZ5aJeVUc7AVwn7LihNyWXDBa85/prGS31hSVSzHnNQhXzsMNrnT8SqEjXy/B4SxXK67NEnk7kOHq",
+	"/2iY0oTWNb9nRQYfzyl3mswPz74nt42g95SX2K/TJ6lzqJPTPGcVLL0LHJAVq0ECOCHrmmumgN/Sck03",
+	"ioTT8HuE8QntLv3L8dV9fhwudNxyBusaGM7c32EncevZNa0XTI+w4Q+hqcSsl58ZoblWRIqMcKE0o3Df",
+	"I+c7gUCGGSPSrjeQaajQmH1lX2iuyw2Rgn11Ho9zTTH4Dy1bP8QAiuIoPlkfi8G1pVC6YEJ/nQkPXyMv",
+	"v49OVN6xiWzl9OKcaPP6KEtJKXi2r93432c1VS1uFKsfzu4aZell+iB/MS+rSgrFQK/7kRaXyCbMX7kU",
+	"mgn4ZyDqP/27MtP4j4nS0Zu6lvWPsthgd9vSJtAC2KxlscGInnta8oIczmVtSGlVlYzc2l9v4PVb877/",
+	"yXx4e3RCclnXLNewpFxUjQ4PbM2qkm4Md+SaNALjjoonB0b3lmJe8vwbztnx4tz2rILIqqaumdBOyr11",
+	"r8CUKVkZdq4qlvM5z9E7fwI3T3CrOKZfw3TpgnIB83wr6xkvCia+3URzWpashlAv5W8hCPmoWL3iShmW",
+	"I2tSM2vIVLmszLTbxzcFE5wVt0cwh3Ohmvmc55wJfaVlbS0A32Y2rVmqZjkztyjMCS6+zExjOzQuMxQ9",
+	"Y6VcAyed14wdq4rmZiWAKcI1XLN5o8LWWkUQWIDXyA5vFU76Zt6U5W1mOEa9MVcfkIE2J0mYZYQuOHZY",
+	"2LEhQ6eiDa9DPiO9vGoYthFblxKlb2jGrrtmtaAlrNG3W3F7HxsxhRWkEexLxXLNinJDDm+5HdMtzL0y",
+	"YwZ1oYa549n+KPVb2Yji2w2ZO/ZetFRdSGZuUU3YF67AQcfx73uu+Kxk3gyKx+XwVkh9A25eS/YXdFNK",
+	"WlxL+d5c8N+eUwFzZl9yxgo8yIr/zEjJV1yb04rDu9FS3pRmgHbYl4bJfpT6imqu5hxEtG89dCMFb7RT",
+	"IEFUlo1WvECx2GiO5PAWnt6YZVftWA1h3Z7hYI9hLrdkwe+Z8l9+p2AhzI0cxN12PokE35rxKPKHp//e",
+	"PHv2fW4agH+x2ycHg7e10UlYfc9z9rmV07/Ngp6SglVMFEZAJ+BIWlWypjUvNyRQGshhV4UYurMMs4Jr",
+	"b0bzOzmfA8VcS/mBio2VQtQ3v6mQxFlh9DlzlzoKN3/cwB/mKjoha8o1mVuWDwYKQxiCcEFuL83Ujk/n",
+	"mtW3PcoIHg0ZrhXLpSjAOwId2dsA1oyLxZNBIS9tn34WMfeCpCpoo5ey5j+zb8QoP0qCQl7rdoSLrjK3",
+	"otBw05kxmUfY+42bMMp+tOI3IJa3vyPL+SxUU5m7gBWg7VzDhH8Vdml5/G2/v1s4JX6YN6Ai3ZidgTn8",
+	"4jYTKOY0N99dMgVacMxcG8Tui0CRAznFirlEyRVD24ARN4yOJmR7PYFR1PtIXhFKwJKKwUSkokqtZV3Y",
+	"xsxPpVzIRj8hV02eM6XMTN9dX1+QF8+eBW5RWIRDs/A1zTU5fUVU5P1GlOYnEF0LMMtWtZmF5qiT0Bzn",
+	"2p/6T2Z+hmYKKYABO8OAtQKbhuzIj+0yHGQHpVwsWHEsm1ikTXawYkpFnUo/oUerqpgw8hQXxDQMfsmt",
+	"RjTo4Ik2eDtoouWrQP+rZcm6MVpZNyIyI7cd08BT851R/m7t5l9eX10EJ8qLpIqhoI12yG1NteUl/+aW",
+	"28+iXZN2veTs7yzXZqqnFQdFPGYEDRRvo9sawZUVJ2YBBDNC3VKWVpbAdyDcIENpdA5mCCBhK09trEG3",
+	"RxxlKdesOK8ibsmz0igJhBZFbQisxkSTw7Pz15dHQbfWoAHy97yWqxPCVpXeoGhMxcY3wBWx3YECrq0v",
+	"dHv78Qda13Rj/rb6+2ns+JqLox1KqO0ffr4+g9MwxS7tO/kxYqY8a1ks8gTbg+83I6GmDdpzgSbNXApl",
+	"qNIRkLRsBjUIv73RU1DwBVP6omZz/iXOuNCu+fwFWbIvtGA5X9HSUL/hFqxWzjpy9e70+MUPLwk26J0C",
+	"yY7Zl4rXTCXXm2rrGWoX3n6Ci35CRFOW3gQTyO7mpeSWmI9QHsMLeWtcJVX6s5pMCOZ1pEotSXAXMjA1",
+	"4zUTG6/5Fg+Y+Xj/4aJVaUtGoSs2vgVC6h9BZEnMFMzg/U3AYDleRGflH8KnQMLW7bzf7ORasDploTO/",
+	"k/VSErkWamSqraEiwoIuWiNHJbnQIbvLaV1zpnbjJVVTV1Kl7qfOWiJDk7U32QJbi86hZveMemWi3zCD",
+	"w04FYSKvN2D+z2UF4s0dq3RGlETGgvYd01QghuRUELWU6zCiDC1S2yEdMBJ5N/mI2LdTBGMOrX1lf0Kp",
+	"pZ7IvXFy/ujaD0fOqH1r//GpuN/8rGNGDA9sRgoGHiA8Slzbk8XNncdFIdfWJHUv29gOJ1thhuOBY7Jo",
+	"bYYVPoBTf7Nh+gaai4pXerrRPn3i4Mmke2X7Loncd7fqPr+pqL45nZ0Vty01U1KxWlkKrlkuF4IrF5ox",
+	"LEO1/gJgou2x7fKd7lR6N2aXs2ShpBPy1/C66xxkRxmh/BGKCeFZC6m8c08NiXzveTz40IZcyXkrH6ht",
+	"wa0aDd3iChqKRGxtKbh9pTZrQ6T2ibma0L75Jk58OGEfZ+3juByLH1IvvTQd4fxaaloOrhh2DLS7otpe",
+	"rXOIclYZkYbb0LKEEan+NF/+8SAaChZStQ2KC6LPcEx2NaK00hRcny1ZfheLGjQqrRm5UYWoeZPk5tVt",
+	"YklqZW++VCUVeNG4gAdoNi6VjEo0vv+IRBP3qH6U1o4In5KazQ230fKEUMxYN6zGugSO17ywL8YVR6Ov",
+	"xhIi3R3c9oNvxu9QZS4WriOawJV9gsL9nPKyqZk/bX7yjtlzMZcH2cGa1sIMMDtgYPz/2xj7c0wPZxMM",
+	"aESXNCSQzr9mBLTv4hgURMXyBqaChIMOkqjxQE50wpqrTSwC9dkpgmYHqZBis5KNgrtRbZRmKwKNx3cS",
+	"HjnTUy+ZlGPEYN5Ty8xFVXTu2oofw6E2fBsVsWOriJn7wI3ILDCMJ3rjwvJMDBXya7itXYIqfYqK8Kim",
+	"7dsDJSVcxnbhzK0W197umdDxlevZYMJL3JHDExQbApe5f7LlUYx2n2Q175oVFcc1owXYuVmM8yTXT+bg",
+	"1h2WInFV/AR3tQDIRucyxuBaRtv2ckJwDciKUaFQ1nGaiudkoEGgvONo0hrwzKCQexixBVqKy3tDlrBg",
+	"zkYepjPZ6O6uUqfNFB2jjOGFDAV8gj3E5cSaxnPir62DsEeoGWH/aMxplCAU3/7LMbx4fF7cEhclQdCW",
+	"vxNN9w1s9kSGpN7uXsg6Ms+++iewnVyHtqYa7VpGOy7ERRmtygjmLbaJkP9FxDs7/458t70Y06S94L7b",
+	"R+BzQ/mNSXwO2uSCKpVyW8D5R7GvhVAx8gIpeOQWR/d/IkpYGRKSlbJhJM0KntplsYEDh4qx0BKuvgMd",
+	"Hdw5R1NpwrQdG8Upov64ptFSsuACbQFU3aEJz87SGz8mdAlHIzpx15d9A6XMTmJaizEzuTNZVdH5NVqu",
+	"qOZ5O0X77qSWezTl5tR22C5t5nY6Rlk/0vxuUctGFNdU3SWYFqu5LHgOLmV82SdudUmq823amEbVHRiA",
+	"oxcMxJ/c0/IKvbURGcu+QGZMrxkTmILLhfPvTtwZQ6qvG7SnfYh04565+wzNTw04o1e8LHmiuygLwO58",
+	"mE9P3zI/97vp3M1co5OPFQkBy3x12YiYJNQJ+veTiNnP0IGJzzd4/e9pk4fr/JMoN8NaFxCCTaCGwFbU",
+	"xSTk0DYqQBzb1sfiaqchYp/Bum11bMSZbIQe5P9mOACPholutcytI7XW22czsdl1I0C5G599KWVlhC77",
+	"xVYmeSQ/L6IUhp10lr8dyvbBCqlm6ziEBBss3DgLics+P3Y5hyI1W3CjvTOA3DCXlptxl6OkLAR9RWt7",
+	"yUJjc1ru8KPo8TY1WeDocdAtmaO/Yy4qO3nZ/yilVrqm1Wmx4iKIHKZFwc3gaXkRrJFN5OxrJ+jK0tI6",
+	"Jq0QUyvDSYzcRk3j3PSjZR3h5FxVJd18TBt31FKuhUtqt5p018sLpponmCc5FGDfhhREfD0uTMIpWuGw",
+	"T5BvUKJoae7rJVVL8yI6KtA13uv/xQ8vIXSnHU9kOC4CYHs47+WCC2AwJ8gSnFxASqYh1bomBV9wDRaN",
+	"NkEOvfL4jsrwFfNfaf6/EQWrVS5rpjIjryu+EGgSWW6qpTX09vJqgil8b9bPNGwG+L//7fT4X+nxz8+O",
+	"/+lv7T+f3Pzz8d/+40X28vtf/tuoKuVnH+zLIJ2mMqtDZoek19k9ojQvS8T0kGTGwnSBLjHOXE+Xfpjb",
+	"2mdj426F7HUD0aHK3GjWDcGIbzBwqXFl/hBmLIYpzwBHE/RDNYERbw8xtmRnVOSINXImVysqiv1ONzbj",
+	"QEVzbGp72WpGVUwQu4Tf2/DnNkoe2i29fyqguR8iB+WX6AwrOuMl15szqtlC1pu4TJnbp5Z718VxRWu9",
+	"Ibn73jpxe4bHMDxzwJpLAVXG2jnw7BmVLbBM9KLlVVzIyJNzcLOzSFGhfaXk9wyAbAwJZU6BOFYbkaM2",
+	"ZVMd4+LvNBE6WL45S1hL3TQvdvOlC4zU1JI0inU628Wp3jsefiH7skpskFmwz/FTVOl8Sc+WtCxZNBb4",
+	"lAi2NrRk3jM7gC9uE5R9ZUTC0JIoJgrAHvFf3AbIuOZW2DVq5ief4+WGZzXuGQO7jU0KnG6q5Cu6iEPc",
+	"XDJzpu8R0KbFmLO9wnfjFrZ2qYKuwhlGtwpCBN0l/mBZRjFtuB5b+/DJyJaij/4iKVI4J37VEy3MvXdC",
+	"ZIXDIktWs4zMWE7NOaCid6vUTDGNFjYbuGW+/061zfoQJ3OirMW3L4lse8TYOj1yyJYJJv915J++wBqM",
+	"KLXFUTTAU3LPCyYdA3xCbj2i0a2N07DROiFM0ity+4c//OGfb414JQpl7nRMtd1ADixOCtNsb5dUIbBT",
+	"G4ynbomiG/jMXQfwYTwCNgR43hMWOuvgNu8B19xpYJBRhCDSqMm7QOQdnRpBh5cJGeGn5aaDzIqY4Fx3",
+	"oay72YTewMC8BXC767KU6x+p4vlpo5ef7ll9UVIuLrWqhu/0DujainpwdbygVqym3ykCDZNuiHvA6cB2",
+	"W5n+yG2tVfXq6dNbB2hhGLyy2Db2AHu3lJaEio1RUq2JQjC9lvUdqahePiGf5nMy27i09Fd4KF9jXCVX",
+	"dqCswLxyO1g0pOLtjR/g2IPUccNyujOBdY1LKjQGKnNqIb0dh7PACYeASPWUVtVTB6WgSCP4Pxrm9Tn0",
+	"rSf2cADRG38HSZy5nO+2k0+i5IIlZmBbvWf15sLw3AGXPfXG09p+QcBrAL61w9kG/wmOSi2rI9IIzUu7",
+	"c180am4oi+l6kx5OAhz81AGBn3SOiNUHqSJKSgjORj5s8evN7ju8ZfNvrtzgnQhuM3Ys0oZ1BaYk0z3w",
+	"ZMnh58/nr4/AOWTImua1VF2AlLgkORBrfWZjRi0e5jcJrw7hce+4KF7xYndR+m3NPPBrbdVAWauOBcNc",
+	"3irhBy160Ow7w6ZnWyDlW2OchIHewnyY1rbGb9NkLFZEZBpJjPNJKOahzxY5K6RL4E2fiEVIIZS/5gqP",
+	"h/e55FSYOcxYaH/dPgyLHTDGv7M43X37Ohq/RXyVlklg6/CKsnk/TqhBbGvzwDqu1FI2ZeGT3OJzWSbw",
+	"qrv6LVwhZsgVFceal/r4ZylXyRa3pKR0+24SAXBlK3eRQx+tfOJCbS24wlG8cz4CGd0NwvKyhkWNBrbY",
+	"VPYCqUqqDWNJsEQjelizSpwtblMCSCu2dWtG8SFmAciLtZu6W8PcKYkwl13AUKgm5hJR4ZgcVeKFZRPH",
+	"EQt/h+C712i8TTtCxDBc718Yq4iF5m2xSGCxEKCXlIzeA3iYR4IAvyMYXYwI1ZRlwm0zFPHnbLwOxDi8",
+	"mbor416JB/wFaLk7gdoaxUejtWcK2iy8az7SqrquqVCVrPXUjzvf/JIFaK/bHrwWjdYKhht3HsNjugKn",
+	"uNefUHGioJaiFGikDi/crkG9vTUP/scf/vCH3vuGm7s3fQEftz8eWwSlZb0El3wXWOT/Ms2Yhv+9efbs",
+	"xUvXGHQFGXS3T9Nv4C/2SPyP51BR6V8+2GtHHYV3Tu+KjN84KoGEe9VFvE18d57QxEN8Wog/sJZ8DyBP",
+	"nBEQwxvx9ZIrzcUCMkminTZVMZgaEXpyUf8zyodPUpX1rlKY7XBECtvudlT+uo8j6f41wMztaiYn5Pbm",
+	"xqpRAMN7c3PrM1nZhBSBEJAy6hoNga8DeOXoFdk/2JlH8rX4mx4MuYWb64NMeW9fUNRluzZNUBukLa4S",
+	"1grqlDYKCmD0kc59LYqtgglDencWqZXVKw/UrU21bT/oGzGi6pxjr+nkiZb2Q7IcsDqdbhtx+vbtbrUw",
+	"lL6slmtLiR230yeVlCUc1y3R84TYkKRQOg2jOG1XB5mNXYrGbk4pIeat/K3iXEguFmBpMAo0ORQS887N",
+	"RcuKo4xcuXi/Q2oFFdDpDTta081RZlVvcoh3qlFL65rfc7E4ysilRUBAeD044lRrw2RtqNdJqzsb4Sxf",
+	"sqLBfi+szs19VBhYOVwAWlc1P8rIWxs61n1/zcuS2OU2NMKtPOmW1s77IDtw8zwA+GT8zQ3/IDvwlPa2",
+	"H/K0tQXDtbVaT4sXFiHJyEaeQQYgrjOmdel6A9bpSwy3wOg584siV21Yl5vPpQ/KsA+HBgrFf2LmVUxh",
+	"l/PO5dczhuOT0aiXbsE61pYymhBI9RuyDnD9SEaByWaASaqnLWtla1rNNmBHhTF3tMAHi/V7iA6/DVmh",
+	"d40H92H0Fu9Q9SPeJnDSxoO3O9XK/itl4eGEO1OYHCbVYWb7BGbbziEk2+mZGJX9jYKwncS2MtLguWar",
+	"FBYJvIDBfA5nJAAgcYGv0/BYkJ4zgvSbEXXHK3LokRahehK4BcihBW48IYqZW9TIZZ1LFJvyZ8EIrne8",
+	"GkhAG7Eyd2w2Swqh4muM6LmP86e7GJ/8cwvEImuy5Zro2mzizXIRGWB/4cOlgGctI4nOvU57xrrxHug/",
+	"mnNWFsqxVbMUQAseeHOc69mKN3fA9zxgjB3GKEHu51s/FZZcMXlRG2VnzmpSyLxZ2ei9r+Q2dV1MbOHa",
+	"Du21+wwMPeyes3UH0RhDkntKQEktHiMImwAF6SToDqL0CYFV8ujP8CxYipEgMD+lCbuVRp6qYLQAPWT3",
+	"5tBO9KilK+1wrQEKas7rVQzkCV8Ztrq6QWNeBX6R8Dnh3RrhBVCexGPsSGvdXIO5e8am5oKkElLOLXQt",
+	"3DMnCKBjZtxaw9x+2U2d2J+/t7aveiaMQG8uTmQjoBFaVuf8LQFd7HIDBvdHDIokJOn4lnGFW0Xsu0nM",
+	"D66iV8qVRtQ7fI6KsCE50ygUDKfaYlxZFchSYVXLosknx8Cby6VKU0sAFjxps6wAl2wOH+9LfH3pwO5C",
+	"5o9QS/3tUNo5etp1pBCs/wAvmCxq/lcSMreL2e0hZu4lYfqeIzKm+rZCZrrg3zsL+uOcYUbSy5f2rkKb",
+	"5glGt9xa91IQdpWRWynu+RxSb2XpMFetqOXLKKCFMiO3ixlY12+NEANlCNqnGExzdX4RylU1mhOhj4Ps",
+	"wH4+ZNy40D+fBSG/EQPe9b92goIthJq3yuBokpaPlPF+SJ6cyzwWzn5GhRPv4I2Ew7Pmw98CR6154vOK",
+	"ivjXFU2AOwG4p1ZDhG1fCXfvjrFKTc7RnNdMLeOGBR+dZhvGDDOGIJzmwWpXG4PmMcnIrIF5El+En2Ws",
+	"Pq75JuUXH/AcmD2ww7AtO5qw29suendxhg60/tn6pl21j4hFT/ioXwJknwrsd28l98OCYfnWdrW8pc+O",
+	"nY5N+oHxQVfgMtcyHj6E7yUOom1EdUXsCQ4e12wWrsekLdhTVwo35YSs5D0DuTmXQnPRMOV802j7dRML",
+	"0IxlE1GokqvzmtcsR7hYQ4QZcp0MmEcYhuCYL2i0hVxjCuAcAKj4YonWr2P7S1Mdux/Nq+5n+Ld7YHo7",
+	"5sL9SzbaHYBjwWjt/5jDv81wjmUFgCrw77xEUC4zvijrVxVz5B9U1+sJqRXD1MCK1blZ5U6U03cWeDTK",
+	"wHxVvudjVfnMIYddcfm/rhzhs2dbA/rgttsG6YMRl5XzsOL2yugiQ7nB3fG9fPasO8Jnz0ZFCkctw3R+",
+	"haHpievUBq53r9JHvUGtgsaKHzenYdR8nOd14ur9p3DaACWoH3cG8r2Prrc1CnjiZsBvLuGl8cgq24O/",
+	"vy6u/zXebDKI7QMVEB4NBatPQpaBgVQOAWa9xNi9+Y6X09Z8Qp9xct2nkct+fBFICutzg5qMY/BJZH1u",
+	"N5UyzqyS/zhkMLZf7SQm7IdrbGBV24J2jNb5sk2LS9NfxepjZ2PwSWJEwfc2LQV8zoA6WnBI+GDRzIbx",
+	"LLmw/RUVCEMBHXGM6qJlmTIDmb6HW/cR0QNjT1kt0ukIQurMR6NtrIN+AjKQX41g6FPsqpcuFiwS/e19",
+	"2y5mO2SlJ961jU50G3TwgihSyGYGUXVNRbQkP5AVFxnasf7f/+fFs/8/+TvX1qPR21PbVMRn2euLC0KN",
+	"Sh6AGLj98CiqNhjAiiZuDgCUXTJaTzbK7ARq0V2UJIwFfDioaUQCFEYk3HFYZvZFw34PdgwBEK5jrkjR",
+	"MAekYYNGrb/YFvxxcRL7jqtPyY4Ghoi2H4vYz1+HnBn3QohwjwkNtNGSYJX+z68vbDXDslRAJIZkr88u",
+	"CCBJQAhoF1qv0dLsam4E0aaohvT+tlT/G6FTScJohe0p/DV+SUq5SCATxnZQkpxa5LXQF00OEWjs1ZMn",
+	"T3zhEW9aQQkvngQzQUeyxA+zGFKMzotkaKJTInw7ELmDmG7c7N0mEWKv68203BBsFTJD7v87JMjzQhFl",
+	"iGO2Aa3lKI0ouBOaoBMYrSE1s5lkN1ht3VqDM6/1+vR0c/dbnoGHPW60qWMWgIua3XPZ2EIYOB7MXMP+",
+	"1KBDcUocr6fjv5iPdsA6pHkum1axgfXcGebwJ5+9sB+8oY6kNHxk692Wa1dIQBuz057HJCVvyV1I1llH",
+	"IrZ+UyTIdv0tzl8Xy2+Ic3Z3MokwSh0HOi7lAo/PKxR6F+TQ07b1EWTE1k3JrBcFguBaH2rm8ihtvCVG",
+	"zwUZllk3li5zl/WRPyjksJvAoCDBCxP9XOIJ/gkrZB5DDOCxTUQ4xFh6o9t2wwVgSp3g0BD+2htffBhs",
+	"2Oo01j/u/+gvdRQV4v9YV4id8YM8If2Ldh/HiBvHr+8XuRK0UksZk4NPAxlB2dfASeF8pI9m3SjkWpSS",
+	"FpOxFkqqIRd4Zaja4gW9fHaMRiLimiOa53dMd2XJAJU1kZuW1Gx9RpdbM0zkCoXSSLIYAyPg9uUFv8cm",
+	"NNXZPgbrZx94VD8/7Mm6iBnTiOIQ7gNVRNM7JkYWfNpFaj3Gj0QSpqk9yUHxn9mPGx1zpZmz9oAdREZv",
+	"o66nJPJ9p7ZSv4mQiXiFNS/0MtKs+XnvQQ/Y0Vqj2TYuXmemQ9zI3CapUJ7QmwPXzkk0Gd5BH+YO4gAr",
+	"yadjuXfwgAeuhaEvUNewvpHUogV3/uCKyGragqDv4qEzFC2UVjKrsNWhQOrE5FyuLfgl+mwKripzuSFb",
+	"nF4eZvKy+rA3Ff46nKeKKQQd4W5cRu6331+jQITbCn7c2k4XdBek7+7kMGsZAUqTDlIVbFRbwYYnRtwD",
+	"DmulYm/c1TW9j7koRtFErEMnOjwE3IhhgoQV6XaE2ohA9Y3iZwwN8jSAck7bp7fgKkabrAztDzU4HPrb",
+	"A5bA3FHrdWZfUNE5gUJWRPowRrjB5jVjkzAhpyVq9Jt69uKPSZSDAaSF1xbRwBeJhMBhCyg6YagpEIXX",
+	"IXzC5PY6It1AXOsbCycytI/pBBUfeD2FZrsICANjekfVMSIfDI0qhXJgvh52xeyKZwC2lS8uIh8KVEdy",
+	"pw89wJStSYiq+n6YBlcIXjA0hx2QAiZRzLSEofFmdsEF4HopG4cIkApnekAq/jfLqs9s6jzg+4XJ8yGF",
+	"rJlHwehDqj3745/2TzofO3gTkqgnbG2illCbDd1JaZ4gEbwOovd3EAkC1ZrkVNNSLhpGIJr5ntWKS8GK",
+	"SBYCaTcLtVi3YaLYQioxB5iLvGyKGJSsi/FMWu3VrgaWvoz0C2zGObbw4lkQ0+ENLo6/jMVvufd2teq6",
+	"t7aElHJNNwpq8z3xkcVUKaaP3ZrfTqFJTMVKOz7axLh9FtKniLXL+ENsFXeKcMeltPUtaUGonhjGbsky",
+	"wlxd3oR94wRtdNaqajpRbbqJmmht7J1T+347Cr/2WUvJE06rTyHeSXrH1Ie4rL5j7Ycd5bXpWbVTyPVR",
+	"LseRFNXoJiCIHlzm76TSCSsvqv2GkStyCIjOdAGGei9lYztktgG9qFE2Hd+8WnKFKegrKbiWNaQdOkxr",
+	"RRb8ntnAJk15LI8gkERUyrYDgyfrpVQey4oDaiEXU41H0mbwb8cJiFqWRohdBp3AAoALnZeW2Kb0MWH4",
+	"2DIGCyHOos14XzJa6xmjOozUnOIdsKgPqV4tkiODadp40QKxeIS0w+kX2xgKxdZx/PNLfICrOLGxhN3/",
+	"Q0CPd0KuARI9oMOM2FEQKQADqr1rd+VvzuwvHZSD9EAPlUfTcHPOYrQ6eO5WM1Yn4MftkVrBO9unYslo",
+	"iebIwYsr7OgdfmIUFK2rZFW/0245PxzAd4q8u76+IKcX5/G4GKjoMQaQCu4abvHELMjxYAmVibU1WLBM",
+	"22mydK5HJ+uqZge1XXRN53Oex23YrJzvMlmB5UKp9liriRqezXxeR52FkbbvpUYrrHOI/lVqVh9kBx+l",
+	"uId/jpfs9LU+gkXq0kcwKL/NdgEyR4WjNP7OU2vfaWN+twE0HYoHlFIG5hib8xNfw2g+6bkoWKRI9Huq",
+	"NCnlgnDz3OenWgGsJaFJxZLAWxlNCGrdkoFTuEcUM7bkNmqmPQATizSdSaFprmMloT4Eod1BeB3iXOBn",
+	"LSj8ThPepRYvygAJyH+aL8frIzgaGD4siaoeLVF1Z+mOibyDKOVFTQvMlhQxNP9AwU0J2D9yQeuNE6+7",
+	"HXbwWRrh5z1uH2+XyE8x6xJ2h/z6NBGK4kPVIN359FJZGoce7OLo5WcQUyqsgGCjXUHVzczkeU2WXGlb",
+	"iqF3Nu1mRqFZpNC1LCNn/MR2mYdvYMEMIDW6Ym58iRK2MM2JMMT4chxHhwkjtI7kmFnMb6PFVY0mWi6A",
+	"qKdrxnb5IlSNDyB2wyxCBuAdUBIDfps1+R2zp1tBPNt0/fajLFhLCLanWCCGHd2P0FfSUe5dotRRgxtd",
+	"WwPvhDzz1XDcS23dRAs+O0FEtN++iQVEvRHeD+C74KKQ67Cs3KT+dwrVtc2B73Wk2t23HJYhGjV+yB19",
+	"7Uk844VW/IHsnqksZBButL3F7Gx3ghrbIzTA9VIFoc689IectyuZ9ESSoKLbY0khQZMT7uRH4225XK24",
+	"HhovvqFZEYw8UL12GzdKPEl3eBuO2dURepBn9lcjTcFI0oDH3rQxSVXyH8Dn5i6Plj4PhdUdLIkdze+X",
+	"XWyG7qCqru1wD7rRrF6l2w80IFav9omeC4+432vb7ZYoE9JeMP127aPHGKv5udPcrFY0WgOru0tLjjgp",
+	"qLX0KgMOROLh+5sPKWJoBX7bkRVhYJusMBd0vJkaL/Ytj8no1PJtip9kDtrBBO52YGcjeI/+3Gyy/s51",
+	"yHEY/8QSmGyEjt4T5ncv8VMuAK8CSgpMpyta8Wt5x8Tgup9enGOZuKl1fNMOpLbRTt0jNVkFbI1bw4eg",
+	"V65jQtsJ4aRtFF6Y2FijRkYIL+xDWdhyFuxcsN69FXKTGiAvW887GipsqcfW3jayR0hUikGI2BNyDWWX",
+	"oAIw4rwC2IOlGBuWhBF8XJB3WlefzL9zKe+gAoQobJUEbq+RmSw2cTwHpd5MqBVnx4KFDe1JcHPAXokt",
+	"yHbiB9sWMhA7QECoeg57EHE907JhPlnq9l+Or+7z4zNVz4/hg1vDhwsbOA7KJQRzQWrrgouFzwIJihux",
+	"ApKNtiZzQmZYkVc655rdLlG0AFLmU4fCEddSq6EKiG/mc4bAztVWLcSgMtwuxQ+zAzvQgS09nSlZNpoR",
+	"1qpR9qsTiynAte/dyIWY2rlV6H5wG22L02RYt7qHtLR1UlvfurkPLb3RpuAoYkMZI0FuzU4+XbHbeKaY",
+	"Gf+Y4PZZxYra+8HbRro7GRJptnWGInswxCpSMs4nd2liuWPZvXyWcsV8VkYv0AAv9FGJNSpqPa724S7Z",
+	"KePAl8cMMoAmDCSDAwaRwn+xa7jCmtYijlbhhGb3xkCtJoyMxwAQwR5SqjSpQbst9WsaDD1KW5AMdmov",
+	"s8cq5E1FK7QkImJZcR4Nz4BqxoRapwwgqABTOTt/fUmE1Bare8nsBbOiGzJj1ntTy9UJgi3a74Mi34BC",
+	"a/ais+5hmcmYVOzDOwKvfRgjk2KdQH1UW+DVdrj+5uPaXrv2l3498mlkKdK1z+2x83vQjx0YmbmQ+ke4",
+	"lBNzAwtIf3ZcEYvvi2iYVGPWwF5zq3arCdyOwsbPnxCjeZFVowCzn4Z3p704AM0FTMk7EQUXliieR8Ax",
+	"m7qSagit3y+V8zhOKGMNugqjAWLGUPQ0xECCQ98WwiK5rDYdisAq43ZE2HZQZzynAi4TwHA1t/mJDYwG",
+	"5FmQJSFgw9ePvGPVFPBZF9MX7GyaKYVo3PuiYUGJ5TDi67cSE3QSLbQf1tkPiusHOaHxSv7DxfefP1q8",
+	"0WCj+0QfhRv9CHv8NSvoPiSN4z3T2wViraOI2qqqwyVgEQPa17tCrQ4uRkBDOTohcj7PUmVd90gS+bUJ",
+	"dJcElIcVdN01JcUXVWmLqG6XT82sLg4p8Z3SqSkIsN3rgD5SXkmnUmfmAHdePDuGnSPRAp+H7qTDiCyG",
+	"6tEDE1F61TzTQwlqez5kJFNTWL5ezU9zR3/BYms2klVL9BqHpSbFoya/jFUDHU+GGTolU0qAQmko2C7D",
+	"3XZIYJnc8cOKdO5UIlNCsgnB2GoI5VH6uJQUUGFc9mxQItPIxMg/ekLxI+TPkMPnx89f/MnMv6Y5Mm8h",
+	"feBE+/PRXgrBVt7NqAw6oT7nf7qcnMuQ35jOyKG9pIn9Qb16+vToBHm1uOchKCiQjfmvU1APl1pXGTH/",
+	"r6B0AnU31+fL87CIpOVsT0iQUYbl7slho1j9yskG/4xXD1jkOtU0fY1MlS6SqZp8CSlGWBvzyZNe4csn",
+	"T26DwpiRx/2ymEdg7mgVkdbc7IryPlqm0gmGArVUTrBYxJPtgi1OJ2wE4vuIvoVqN1llQv5TtGzkbhzg",
+	"EfKjQNz+KAt2umBCv/Hx3g+z+yDypRSoyvfDyLdlcq3TCBvv+ZzpoA4Y3PFhzJBdQ/JPz56Rw+cATtho",
+	"po6GYWz/9PKPHRjbl3EU24EVeyAss1FSRJDpn8RYvoYhbHsbLT7AprJhX7A+UmF2ReubsKkP2FUISd8p",
+	"fQsh/U+gFLL5Fb55UtUyZ0o9wbiXoylCBy/YqpKaiXwTFXOwtp5YoBGhjTuFg3pnZCDR/g1jRq6ggpLW",
+	"DhohqONMYTmtCXX03lzRL6dJZMrXrOT3DKQf64PimF2hiGx0S27fj8E4j6E4V3RjpII04cRktXNhhEF/",
+	"FCyqN9cg11TmUqmYKJRbRtNrcJ+2ZJyCLMXKqMTD2PkNcotuvSetS0XXlJeTDFY2RSV50l8zWqB41Jue",
+	"W/KXz57tdqij676mXI/i+WjpK953pq8luL4sZaA2zcWiHeOzMfTsYHiTgbOBBQzzb8Mm801esk/OZrcv",
+	"YypdS4H5T0tSN+BIokHm1zbLSiVnfOh8EzKR72PYga7flM1UkkKG0dvIr46VDQj0f8qq/atmvcc1g+OX",
+	"HQDvC57nZj5z8PAe10yw9U6V1vonaNph2cWO5hM02nUaRgYGIvmsWP1o3hzvXO5ZTlH1+Jj2QaBDshsN",
+	"0/GI7aD+OCEzVnuLg/vXS7qBS/zE1lQjipaARk0VxCVzTN2L5sr/8LK7Q1FzvCzZeYyltI5PL2abd1Xr",
+	"Jgd/gwtq7/okNmRRU6G9fGouetSky5I9tqciTJ6wmhyaS/vFTNsVbkNiw5ADj63rP7YGk+hJMl/FVdn3",
+	"csGFE+XN6VQJayJcS9Ko+2uuXC5AzFypQnulykD35guhAtOlGhb3vzeEZxo2A/zf/3Z6/K/0+Odnx//0",
+	"t/afT27++fhv//Eie/n9L/9tNLXDzz4g6Jaa0ue5cC7aWKSQYOty42vbGS1Uavind8L6NARcUSNB3NOy",
+	"YemItDHN2Y8HkjSjA7s2MlxTlnYI0GHPUHyr7vObiuqb2xN3JFuW4Q3YcIYB9xcjX7nuYbSFYLF3bGIo",
+	"ifeMDu+Ya9FNsw39im8XhgN8VrFcyGt7lqHaexu3AlKWVnigIJ4LGIXdGIunDD5sI6C04YDowVvSeyM8",
+	"4zdQADyiXPjOJgZrbA0yw6JQnrm2pNVCqPci1p4kKmbbFochbOOj6LCbih+7LbE9H9ue44Vi0+Fib0GD",
+	"7Q0fZ4xUCzeGSgeSAXFSgkIG+FuxqZwK7wTgLU5idxu/SjwYXhmAI87EXNY5JhjgrWPD23aLF4NrLCIB",
+	"xW+3ftQLxKdvR6kNsRjTcmwgewdr9Wgv6x6LfuQWzjd+xvUHVi/YvjJ3jfV353C/o73mO9XWuwB95O+S",
+	"i1ctqDz6/xRUhiB5LZVy2Mh3bHMErhJaYWw7Nngez42NOvxKI/12sjdNC5mPH/c4a2YXF/w+HlCyfeBo",
+	"Wc5ofhc1o54KMHoeqiOAHIXg70bncgWkcvHp6pqB/nX4P68+fbSKKVV350UG/8X0nYxYo8UFVmAC/OQ5",
+	"LwGy14G3v7aIfh9UhmWoAZa6AsjrU310QhYNBdm95HeMrNlsKeWd0fvwQD0h5xqpV9vLycc3jpstpyH4",
+	"WtyHbQKY6MYqrvmKDSa/IcUdYswmXMHmExCIVlJp8t9JQTcKwEvro4xcvj0j33///T85+evnnXBmR/wn",
+	"p1CtAWs1mPtL0BogqS1gM4PZm5PR8Za3RVVKbgRjogwro+WkJfIzHknGg2V66PTd+Usaq3nx4KM1weK8",
+	"dZhhLj0eQQ6dJaNvnT7a3SLdrnJLlEPs85qqu2jge6OfrswLcNKjMR2dY50yQFieUjWawA2MEHouphDW",
+	"oz1yGVnQShFbLddwVJEzctXkOWPF5ILCu3HYuIBkD4ePV4kaLDfhPW9etyRlzg0EujpSctLShccqsS1A",
+	"4jsW5tm1rn7AutpqR85vBVX2E8DPAd8dSCAwu2747x5FIa2upFOmaKNm8xXbtd0ki7USACvATrhrq/Gq",
+	"RD8tN4QSWzIJ1mKopIi97CLRFEj5iv8MDpTZRhsNeC+qntd0FRP93sLvzr5jj9ohNRpfTfO7badMon1z",
+	"8iLYn+Y8OgTH8G5s+7KndWIm2si9dN0P0ELtygMN4N3kKt3gCOLFUODRayyqEe/Hjt80CcfVVuCIO8Px",
+	"5av0HfYTLcvjvJTmRg18Z/jdd8o6UmAXd6XRLflqu/dntk6g5TAZee5+uWyEsL88G6G8FJ47+OHfchv1",
+	"HzuA1vBqJYd2bY38pCbDxifXtj3hGLWx4/rZ+KBBfteVc1z9M8z337m7UdkjbjYB0TpOq+bZCfH5Np6q",
+	"eHcTm4YXqabbZPvBYIxALrBf7CPqTDDp4Gw7Y4uRep9luMF0Xe0OsHxL9tkm3/CGGpOMXgMa3rh8FHhV",
+	"XfZpQPxdycm+Ed9nGwyGB4kLd47M8aozjKVvu6qowMoUmAjAu7aEbq+mxRRx1eH5TRbNGgU6cgVucfg9",
+	"lodAuX7Y1rR8GPCKGVtwoYgNh79jG/yQQtKI9wtPvc60fNTxMoh7CCxHwWdMFPsksdod8Ysbo8WtCjxW",
+	"Wp96gqOnzp8JNUr/44WXuufgt1h06XFLLcEsMyLYGqJuDMVMR53o7Mzk+krm9V+3ptL2nRBT4TWzOC1d",
+	"1nj45zfX5Cmt+NP7F0+9CPkUk31XsjD6y4qauTHz6TF8emw+PXrVyjNejPHSi2ELb71Qvq1i2S8OsgP/",
+	"ybCy9Zpqesk0E2ZKZ0bwa6oLLNcTmW8uKzvfgmpKavch5AKIpiK1bACaywrPIF0CcYuNNhs5uSjlqfk5",
+	"YNIuVhCHltBfNVvIOC6enRlRMANzMGAC9pPNdMuwXyr7ZYykp2WH2qk8LDt0anRAb/1OXPaiz0scSanp",
+	"giXZ0oG2887Kx45SjMYum4fnfGKoCBukxYcSXN0IH3SjPNYruDgmmqIHiNI/g5gHM2wj7pak/Wg8j3Tc",
+	"e/KrBZAMxIokSSJeHQl/d46Lr7zfOzMXq3B7uE3DXh7OWexaRHZ0zgVXyzh7CU3vgA7xlRlKar0mg++0",
+	"AileFnIy2MyAhtu1re++DjH7smV+weJHOGGAITWBKc6oYlew/6fm1MUoy//ly7zJHOJhzCIWto1tosfY",
+	"s0iD9gsbetutQXyr/lFyzW6jGwoLX0dr9Lensw0E/k6RfzQ8vyP+O5IvWX6XkVt5ZwPQA0iqbVMWLFRM",
+	"5oL1Iva56zRciUnHDZv5lFQ6nKiYqBbo1xFUgo6pcyr1wgD+msJ3tdN0+K59Lh3Od4qZacJMwCS4+0y2",
+	"qhAvEKK8O7+QfvqLGw6v3fjomQFGi5a3t7xkal8Romu6k2RJ6+IYTaE2eZ+DX8xaZmDdMeSZCV1GQIpQ",
+	"r40s7/Pj58+ekQJS7XJrd+X9WLqRYPcWC+K5DTtOxdZFte3EWnJ194HpmucqruyuZCO0XSSCheBjOez3",
+	"PI/wmR/BJoxPE8YVlqJI+NmXQpviJVDx3IW37cj7EephdGcMHPwDVB8HP3wi2kvTcqiS6I7coFGsGFwO",
+	"Lkij2A6tWWtiogCXbS8jzwx9dq9F2SAAtG0X6zdHVGq9PHBJtQd+EzpLE84r3PLuCKPUaSupgOcMLkdD",
+	"8uk6M+hhQ9m1xusIs+AYYSWDlKA2VEzXNI8Eld8NhoXZZjpg3kFctM9xO8BlYkr/KIsN/KUqKVTLEy1/",
+	"2kT1cXO9p0LSnXHOzYir3v0dGh2Q7p9yMZeYOYedkyv4/VzM5RN7udwmYBmng65XtZyVLO5Vts8iQCr4",
+	"gMzRZCBrj03k1tf8bVQQrhQXixsLpxT8EjY4Wm/Ar6wviu+GNgxW/gZutDMo0XlaVeXmFEJDU1ZlJwqt",
+	"a66d5crmRnXKfPokc9EpwyrJXJalXLfe7bboDXi4IYPZyqBhiRZIIznkbRHX2yCpA8HHpGCf5gev/m1Y",
+	"Mtqar1dExrGYbbbYqa1ke/DL32ILuN+tfcW0diFKUDbKiJYyub4RmfhLxXLNiqslffHDy5gYO28Uaxce",
+	"Lj4hSSnFgtWw+GC3RfCZKVlq31D1zg6UXZ/dEr3CVUXIwAwrzkH0G1o0ofhvi4NnP8ATEs362kp9slH+",
+	"z3/IJuZBBURvjgTQ+1Y2VOsVSpyhw9sIUd4ehRl9XCt7aE/IM9u0cvBRj5pj5fdnMIkmdfoGlK4xTpME",
+	"CR+ugyHY2oqrIH1UJc2ZD0Kw/fiS1VzHIwhmNL9rKiOIxVJLW2gosEvKRqW9cUicibp6C1Z4wpysAoZL",
+	"jY3EFMF89wLahceCWLBk7Ew8eemsUwk6uRjJy/knjMuvKiYScTvTUucirAwDzEdqySJZ1OwYIJQdF43T",
+	"hs2Eu/RnJNUytWtJBGNQN7DtB0MjzDVA7xhhEJ2e6A0Kqf1I87vhKXQo0aJB25q4M5ZTc0N0ZjqHRH53",
+	"YGQK70clLh0LmWSPgb1y1uMWeZ+clwfFyz1deaTzg84R9MMI9rOzMtub0tJaewTH+JY9TPHaYt3TGtOk",
+	"WRmLIsH3ASwiTtdsDdi7EUGzpEKwwiZUUAVXW9zoVBaJNhzW5ngbk6k6ZKOwWRA/gUmDGu4lwb5YyJYJ",
+	"CHe4bsEcgiXZHtXYFoYVbLel3Ngt44zzbdou1qxomfK2xWQqD3Rp5knutKKCLljx1qyBShKPgiQlj1gQ",
+	"yBiHHLIx9CbzmDWK5TXTGVlKeeeD73gdVtQ9OmlZE0qiAPtleULnHkoTc1eFg96eNHUZtzr07qZd8IL4",
+	"o14H+wmbbxDx2s5+tgEq71LRHduQw5yuWHlGFUMp1IhgjkP+r9MP74EmjqKSZ4rNXr07PX7xw8uQz55A",
+	"2q45c5ARgBWFAwUBPIyoEvhd5gGbdpxsxaiAqMMdmHY/uitg3J5DB/Jil7zHzq7hdzF1G93NFvwrdoJx",
+	"RidGxYSgC3P5GeFSx7B07fQHbm3r8idr2ZTFtjgUXI6/mmyHXP3qoXdzdlDweaQo42fB50YcNE/DZr65",
+	"ULixOa5cADxuZvGe0KDymHyhwrt2ZEX9ciJpLOk9e9hd+igSIizN8H1tzTscSrID0HBK4RrDo3WcIDj5",
+	"XWrsr2XmT5wbaUw0s5S4+4VvmMbD7TLmJNKaBXAuVm76rVpofh2jCTmEYms1W8l7Zr7zVyLkpkm4F63V",
+	"JHbPpSwLQ5tcs6tgrn0GU4dj7AtyEO65sFCmyQLZv6IEMuUmaOcPMrHaQVrIp/DfqVf99v0+bdcuDD3t",
+	"eDS7++qJ9YRIW1ANalQrTSMezYWszmi+ZB/ol7fDWTh3rNJtqVxIIfCBzJCcbhRjC71oQ6AdPPthSQHD",
+	"CzNblSYrtpL15mgM88r8bwx/aVmqt7aJrXqW76+IYouVjWte0Y5bZ76qwK2mog6aZamu8NMkuFPYfOHI",
+	"poWSG57ciykTsyOIqhb4xKGzWdNyCSn7Jd2Yn4cH8H04gBfRAdgSzakzC9W6oX/h4Sbffbq6fnXx6fJ6",
+	"Clcu5eI9u2dlLLwJ7pFSLkhp3gj3rWCzZgGRBnNpq08cuFy3v0UZzyVAKFyP4IU5G7ULaqWOmK09Woob",
+	"zMe4EVKwmzpaU3kPADFs6P9uWMNGTiAlqpT+jK3oBhKdXaFnO8xSKnPFYErdjgfsT9Hx6epC1voDTRVu",
+	"vLy+IJWsR+jt5Q8/fP9DuBYhmnSkOx6D0YAkhsfuTyWo/PL66iH0/cskfv+5KqjeE+gBNR6Sh+z/FQqs",
+	"VNtyySg8GYGDFaSp4DeRVvf+CznPdpMm8F7+3en1GE6vLRltyPrYyqsOlt4pgasoZuDvAs3vAs3vAs3v",
+	"As3vAs1XEGhCnu9PU9BlZ7adlQ75WowZddlDFmHjMcJKHobgLKZvInOBJtyX1hTAihDwOhJhYW7xobTB",
+	"FsyyvfXDs1/5lD6s5WD+MZ/bf9VM94x6IdIJ+K/iG/1eygq9HXaXOzH73vd1enEetblM4pO26WgD5i59",
+	"x2itZ4zq4VquIAbB3VszcwZYcULAaoYARuy+x5LCbA7zHhYsQ+vdrkBRDzFb9epjpwMqHsRsHp2b7Mwu",
+	"hrZZJQjfXnY2qh5L34ZE3wgoEw6oBrKqmMc3wJNQ++TWvKZq2T6+QZwaG+wg5/PoybhP5VrYYdnnD7Ht",
+	"OUSH8Pi3HXcPZ7Yzo+yfnmEGdlrxOA9r4baTp58clo5TIAIqZDxGPOdHEdZ3T3lQLnAs9MEWCmtFbVsh",
+	"H7KF9ihZBRFQXJNCJuodr5heysjBBeaFD3dIFLigehkUvoUFHDoaGBA/Fku2qZgCHx1wwXkjckiMc0Fm",
+	"ZdkNuEvQqZ1p1sbqtz36kWTBho0SVBwa4c02/Xga8+6Ewevywcw0CV3QDmRH37E7QmMVcT0zSCIJtO2d",
+	"BXUxEpTbui5tJQ1hMeh73ncqrhsxcsSQekwTtKrKDQbl6EbYuKuIH76NGFeTSLTtpW56K7xdVL79cFJw",
+	"C4TCRI4pxOPo0A5gbSnhEaxK2qtz3B8PYG26cpO/ZqTNVBp39XaSqIP+BW8i4rXjRWxX8neFrTzJRpEO",
+	"fvNCzNe/89vLvd2g3klytDx0t7sDPcxABvmvGaKKFD3vco44qwR0G6Nqd5yuO7LLUV45gUUmE2LtA9UN",
+	"YEJJxKKYIydylrcoO4hoackeP7bm2DSZWJmO5nps5B73x9yPYRZaSoW7MIOe1mpoH3ZzdjdtBFPSLN1f",
+	"p52MDqC2lc8TIZg6XzJ1Fox9yu1k7o3OVplhf6ciK75nncSvxI2nwOtZfcVfVPhJR42V2r21rzI7lU91",
+	"dz3r0n6c5rZpO77N4WqkT/cFan2nIMpOy6Frz7lTGWn+nyB3rjPTx8me6zW5j1PwU6W3+Wd3XSO3xaM6",
+	"4bZO0e8+s1T9vzQlDWSCTd/XvbOa2gZ/A0lJdpaTJVrzsq+rriZZZ4OqiRFAa64gzA9MT4PQaxngfhWf",
+	"Gn2QHZxRkbM4INuULB/Vww2dlL/cmf2QW9VRTjSdo5Wy0CirrB1ib+O3DS98fBv4nC8uogabN7HI90lJ",
+	"Jl/Tsp5XTRKw4eziM2kUC5LtzQZlkJSJ37jNymXNJmE57OXyTFr0kT0lNECbu2AZBzkEUSEjSssqc+HZ",
+	"ma1fkxHaaOlK5B0lO3wTxy+H/jDeW9bOjgju0icHX8kJwL4gPPagHKiaitX3XEkfLsCtmmLRrygArTc1",
+	"s7KhrzC2v4djX44ai4C3vIPwwlx9g4LrAGYp+HJVND3PPDBHRECI0VRbgXULTXAjuVdR/wK3QyiFc20r",
+	"Qxc9ZOmdVtxSrYpe0LjtioucBeMKavhPmbBSCYiYS6Yggc1Gm/Q4xUTQmP/sDqkJzGoXpS1wUn0Fre23",
+	"6iPDuA+VQnFXyA+L34z1LeFxq3jXNBcC+Plz2rm8wouly9eDg9e5p9vFaplbR/R4qLsvYHCDcl3fThtH",
+	"8+qYiDvKQkSAwzMUK5IenjFnGzK6WGt8tmKUOdx1EgGh4DVLSA0cS0/XQaELR/vw6MDVpYgSMBNYAHSK",
+	"77ErA+KXKgll4evdx+5HXFVBVz1IRbPRIIxoXR3Py/txUg/K6reLlPktaWeYpolLhzf9Rug6QQ+2Zk6Y",
+	"KWc+UrvXbovu72wIy8wGGbfXoZh4RRU1crxU2Fhp1JQZBotBOhXGiwU1gg6fdaAnpwLrDxUSwDhqBmaG",
+	"Nno6mt6p4hh1qjVKpZckwWJHKuTsvdS2FGVCX/TA51tG9rCcoKtn6Y01nfJ+XA9WbJpyV1vSnbEFFUG3",
+	"3Yock8ulxCa6poitcygkhpxaOtowDXVj7anB4F+jgnFFqmZWwm4eEY8wbEUFx8hss8Dk7eOB63jXmioT",
+	"CpeM86FYwZEDt05ZDxK3hMtx5oH+bAyeO68TWFXKXAC2oyB+wC24TcTu56Sz/G4azbi4k0crLniuVaee",
+	"zk52rrYC1AAAj6tDlfbeWeJEZuRsszs68nqXx+Twh75k1u5FZ+xpUvgJ61+ei5n8MnBxgd++khALPtsQ",
+	"atctKcrEbi+z3LSq2jrH3hol78hMFhvLoqqauSrxo/K8+Taevv/ORRoQLkhONS3lAjEtDj8JPMkW5yBu",
+	"8eCTCiczs2QZYf8wR9zh4t0zoc+9+dqukS80es8S6KZ71Suze8IT5EvX/zPqSbgO193ITbkuNwRgl3LG",
+	"71lhC7Fq9iVhEXIvDh77ziXVts31LtDo+NG7CTtN+yEqEJN22EbW50M7nmL7160g83ik2zvQoDl5Yo7M",
+	"evuo966IYD/afZ927sdL74C7zhIwN5/8BovvCN/V45bhsfUF9izEk+Ky02vytEvo6/LYIX2jmjygngOs",
+	"7rZmYbiHnNsy48AxwPJrL/qYBwxj/AeXzLRwZiNbCiiLNoAUEanF0UfO1TV1ZX8AIQ+Kas9prhWhM9lg",
+	"0IotFa2afOn4CAYkUJLTSudLavi7kuU989W5gnrntGYeSXdrBZM+unfNiop2TKwF+QU8IEA5AhfrzJzF",
+	"WiUceTXT9WY4+LdmFaMesFIZbmkBk7EKNKT7KHShdee3HX4SqOe6pnlctjIPgpAO21nvqrz9l2N48fi8",
+	"uCUOstnW2B8XloGYQjwWN5okFZ9FU0w+9GkDadg070w2IVGTa8PKSq4AkgZJH94F629JNUgZzle95noJ",
+	"iGUlB+PzmkMoB5Ggi0Fx5qXhV7d2GrdmbSomq5I9IWcQXEYhO6zcQF+EFkW3DhUY4W6sr7I1OOLPGhNx",
+	"/N+NaAOPzR3Cb7S8Y+KmbqEHaWM0Vm0NDeETexBuLKBR8Ev4ElYKvim4QpNJ+9Oilk11k0sxL3mutx4I",
+	"qW/AthU8Mb+1Hkn3q/3lhuaa3zt8afcwMMbaX9ztH3RsVyt3TuH2J8M567qBWBC0LLpvVD2/qdnfwV0C",
+	"yEH6BlBnbtAy1lvbwlZuhim0JzQ7WMxe/On5n57fIIg7PAY07u1Hrd+196ARNaP5stcgF/dcs3CIvSct",
+	"MfCCrSoJSbPhsvBVJWsdtgCrIeCCsLt+M0OEdfdnAM0X/IpnOPjhHw1DFHEjxtygCHtTszmrmchZsf0k",
+	"gMLUS1nAOtGylGv40WhA4Uv2b+3/bBcVSahG8BX794bpm3uuOC6gkEaqR3pX0FGbcQaX5aaUtLjRUt6U",
+	"tMYL1DQIdpabggnE/KxKupnR/O6mZFSxcF0r/TM0q5oKrcv2ty7FgOEW36Oaqzn3v2t2U/IVxw+9Xncz",
+	"5yXrt+EfwnqZ84E/z2umlv6wN8qCkMrVTV7K4C/N8zsGC6Ca1dbP7cmvdW5bC3+rbiBA4YZ9WdJG4Xit",
+	"PeqGfans7qiVrlpGpbSs6YLdzJuy9BJty8+ska59gueJAhGqZuY5+Q2t86URgc1N4Ckdx4jf3DPq1qm7",
+	"avaOMwc5lyv8xe/VDRKmxkILVgy+MQpHuMXud20IRPeodc1mSsICNtWipiHp/i07sGbrg1dRqtq67d8Y",
+	"DfKNuGelrBJRJbOOXOY4ETl0kYXkNCP/jg0RZlv694OjE2K3vVZEyxKKzxEG8hMAnQIkdUE1jZQkoZru",
+	"DEsp9LGqWG7Onu0ga4PGQCk1shfXtOSqkzvl5vGdQn0ai5Nps5tRAcyq5BGXGHzNC1BKzNVP81oqowZj",
+	"UTFzP9ufjGimTqxg6LknuWObSXWRYQhxBdb86g0K5jWjTfJ8SRQrodwSiGxLilUg3fpPNnOdBTG+QbFZ",
+	"XDhZ8wUXWATRSJy0a2PgCV1Z5oAxV5zqzzofq74fTg0rgmUg3drfMX9Va3P172A6Hq7kdEFryFO/7wZs",
+	"O2LPHEZeuSHPT4yIFxx4/9GqURpG6sVvMtuQRcOgEMZONc0j+jWsfGdxQqnOXt3Iad3t2DFdZ23ZJ9no",
+	"mbntji0XOtZM6fFAt361KHdMQmrt77WfUNZaIeHwx4TuP+MkXifqFZ2Smi240pCK+Ocf4d2gfNE29Klg",
+	"ZQKv1DzxZbqghe9sYXW1MfKFMwFO3DRsImWG8x28eHZc8AXXfvB5Kvx/wPV6ywVs3u2rYPR+Zdq8Iq9b",
+	"xPML4HaNhqmYhqy7teRzBmdyBEdke0VWVDRGZ27qWAT521quCG7zuZhLaw5zvvS4uVMWMWiOPVoSUa7a",
+	"2SgwD877TUNwSSM0L9GrZI+/VeP3jva67iVWkKUsvYvMD0nXVCjT44kLdzXXDs2XIRXoZS2bxTJp3/XH",
+	"Z9AM60nKsA4AGLZ16ckh164YOSj/Ss2bkly++fP51fWby50qWK6kZvFAoc5OXJ37LHZnZ3HLA2ulGEKy",
+	"H2KQ3sfT66Odst0vwASbsxNitaeg1uUdY9UxBY/imotCrgGMGut8KV4yG1PuK03141//lhyHdSUkd+EW",
+	"X7tFlmTN0NNX19NKfHHNmvpXYkzEELX1jvmIpqIyPeXV+DXhmaE9at0YCR8M1A6yQw7BPeF4VNYy8x4N",
+	"b6/n6LUybr3u3izqv5Dt2s44M2KLJQk+3TXZvb0fZLEOlv4bWKzfQZzJ2ZLFyo50qxr3cQ/6QLvTy7G5",
+	"NJUgcw8L0rD8jnBF5N0Ol1eoEvQxGcZ5YLc0rP/e87U7ME+BIlr0dOHx5AgLmO9O/VASxDupdLLapXlI",
+	"0Mji8x7iOAV51ZzJqGzTUlopFzynJTm7+DxVotkh+n+9lCXmKAAfbWEzwDx2T8tdSjoa9qliSfYftmt/",
+	"Tk8gDyuLRo4qDHRO8+gqMr2WNRYNxncm93ruPhnoupS0eB7l0McrLhrNiHmD0HtW93leegmh0R9ikV1z",
+	"zZh4YMvRhu8fMt4VWyWJ7QPGj+9eHBSavR4oinoulEYMmZXvY5cCqSu2+pyukdoZ9861Vysj7Iyi5bXB",
+	"+3D6ZlJGQvenXCOdGGLPUfor2JtyZ98cJTsS8UTYn4w74J1Tl+KP14AMMlriMkARsTfNbzYdtzerh6bi",
+	"bjW3X/Fp9HVquY3KguWl1I74OOulVHZbuMNALU5c/QAPjYKF40ejzL4h6O69B3nd06H+milzqOyyGdHS",
+	"l+Eld2xzYv5Poe1sZtaJa2ZRRM2D8cIKdoCD2LVxGhtK0u3sONKA9UnvW6mxPVb2fbAW37May8+Yd1rK",
+	"SsL+nE+KMxOJ9GA1VvQwgcTzms+t5w2UDbsSuEWTL/92E0xzUCo6cv1PPUVglmgV44mpKW3FvTBZF4c/",
+	"TDh+zEOLM2N6zZwkb6uquGqcRXgOnARr12/Hqk2eVqBoEatVC4Tsek3WOLQvTCqhN5Zsa6eUaOvSUwm0",
+	"Fm3hjm2ixviWP+xd97qb47FebrAcUMOCGkvxyOwpJYY6U4NaQ3ALYayQdPajzYQqQ2YJetvSW9mhqkLD",
+	"ROtXMm7xCJltyO88g45hmmm2kPXgrrl3OvDWvGTHSyoKjEIXqENYk1J2wKv7l/Es8f3ItaNXg5AirGOm",
+	"ZrRIEfMIYCEY1dtZoslW7UnXGZx/OSdz9QQWZ0W/ZEQw/QQSxJVc0S+5FCL4rV6x1U33tXXnJ17d//EJ",
+	"r25AirjB2AwsfOSf6ry60Wt06fd+nnPhQj56T1b0y43aiJsZze9KufBPXz7JpZg/oWX5xIbv3JhfCaaa",
+	"QVqrkMlSaEZOWa2YKJIcBH4mwXtwtFA6MuRjBGo1zv3tCXOUu3XYtgbSJYaRIzZWyC88WLYCWIrlD5os",
+	"QEzCCxDJvV+yb4IN4z/Z9Y6Fyna539sSa1Pu9P3rqQUKQmW3etI+76Ij2NnvqST8Z5Hbh3cokdr209jF",
+	"NWIiBIH+c2vHvExoVD8tN24vgyvECpGdOyanAlQLs3O6Tkg77qW0cBF0FvTk/Xq0B8KyLd6lCCyhI3RJ",
+	"Dj+ZsRS2rlvcuM0hJIH23T34Ryu1TE5s8iubpfa2M/4Y0W3ZJqMik+gbP09ITbXZsa6lVxmx05CkM/lu",
+	"EyGYvy5Zfp9KwfUJMGjVmkmpJ1rLoOmrqPUQm4Z47Z2bLWpZqfOo5cGOtKL5HdOK2KTCPbv41OiYiU/o",
+	"h7cPodlDc8DgbbVvy6mhF3u3G/f4eGpNw+PatYpT2IVdyP1pzDYfpzLX/H50VrP8/keu1QWr0Uia3i2I",
+	"OeSCzLhGRyiGqUy0h5vhjXQEe/eQXuIOsfbwh6c1NvXYKLub292LgMZDomxPb3DIYnzwvZEuLhsBJmpB",
+	"K7WUOhaLVfLFUhNl3xiGOA1RbracdTtiagU2fhC9ZKP8KB6It7XIzzZ5FAHgTK6qkpmbbUHrGYW6bWWJ",
+	"QQ1TXRgLmQw//LMkNa74IIrtQtay0VxE47YsJE77zkSdYMlodVqWMv9xCA5CzjG13rxtC+ROnbf55GqT",
+	"gkV6ZxqcYR8zTbkwWp6zZqFXcyqjnBhfFferN6uzqolBxrWOYtKAjusKLCSQmxLLLCsm3sbhJT5VzKLb",
+	"ud9lrU7I8fOtjKop0SPD4GC/DRirKbgRPWyn6dFPO7kKofV9HIRe9EQYoxBqoe/eC47t1nHrHY80jlFL",
+	"PwGf8nQbcpc4U1/wPVXdU4jylyXUP+MiDL3umwYhuWvILZkvaU1z0M/UUq6Fc1HlS1qWTCwY4SuImzL9",
+	"iA0pmUaDIqLsBa6r5y+j+hWMIK7/+PgWm57Z9olQDA5s4oS4bbahgJgLadgS4v8pcqgYI7c21/SJ7/XW",
+	"dYG5KrbFoym15yqq1FrWsaNrn7i2G4Vm2aDFFz+8HHXjmc/ikiSQBka8Bl2QQ7Pox1woJhTX/J4d7dxr",
+	"78T4IQTTjdHqhzZzfQgmC1MOXnXwQkIvmwN0jJlhfnXwUxxwagTvw4pafczXbww2t0/ZxUPz4/Hb93/N",
+	"4PHx/MPFHzPy7v3V0e8Fx0bqhzw+ACcQYXJVOZpa7WsnLsa9ZMr/+AC0zTG0SghAtmvSwaJ7FOjKh7X+",
+	"CDiW0cONnIKsl0bga4maK2KfOIexA1NqBCaWceUQ0U7c1vgbyvy16jGnHVnSKKpkByulvp+sYNw/ahGL",
+	"rfJZXZgTL5YlQCc7jDdEn+wzod2hIGNIk+3xG7np4mHpIctR5BAHr472rB/ThwTCQO8dIrzDm3nvMjJB",
+	"IxdRH34Yi7/acwF+9RD9xw3M7y5Dd/yPuIXJEP0uHRrhvCyh+28Voh8M+9KBAPy5lk0VLXKPz70P6I6j",
+	"qa5nfi9lfmdYykCkB1fwMYF3VcBn3RU5l3XecZd0IraamFXrnVyTFRWbiURh+k/EIwAcgvcK9nHt/DVQ",
+	"MXFs2OKxyxszTBEy/Y9rXR2bW/IYIAiCBy0v8wLHccvVIHUnlwWrj40uWFLN4mXLwQsSsyJ8rgAeBx4b",
+	"GiDc+6dUmyHhNnKgRlzXryVF8NmEmnH9QAEuMDSsQehgO/qspZWptBmzozXK8C4VzAviSyMobQGdWSd/",
+	"E9W3xSW8OATj4xta0Q1ZSEKXjBa+qDiQb5x6AWNFDR6v2cYfrV15T+8Qf51ifskosatmtaL1xgdqYf1J",
+	"WX8VkT7BUq+aFQSalmVLEAQob5pcNVUOcqzV7mcWkM1wFFlnt8z7U6JmA4JzcRGy7j+KkjLg6pw5DhW3",
+	"kYZhreAjh4+cPbbbwZQc5a9IYp1yOmYN8CDjL1+p9CSs98h1tgY033JDqNug+PGvO5xs11OtAtVzOJKy",
+	"w/xcjUA0tgBE2rpVTdvAZkM4AMADkZc1mzcK8rA9ulbU2J8KwEweHbei7VSybUrtLNXEE8VzdknXZyGy",
+	"+WC5n0gdHKoAbDMGmSd01Jv21nxmn5LD/3X64f1REgM7DjxytjWMx6wTpZb0xQ8vI4zy3enxix9ehlgu",
+	"cUjUlIHeTyjzi+N723WbHpBTckoEWw/sqJYABM5eBUaBGTViZ1PhLVUC1kCGr6kMQlkVwYJGoiC1LEv7",
+	"57oHpIxHJF4IKkkwzueJw9umnNAW/PLF8z/+MQ4zAcLjVWJzL2Fg7XihKyFJKcWC1ZCABGyr4AubejFm",
+	"Sf+myTG/l8aLpc75QzaQkTN0yPYPy5xwxmxYZbukvYyJ/4MPR2KfotvDF5bhmfNxyeJgEt3EcaUN0a7c",
+	"l3i0EvjvsWrfcBLx6QkibRT2T5RYMJZf5GVTsAt8HARbTtJAoA9M9I+oHNaaNC18EmZnRtiaoNIbPAw+",
+	"hY89jBTs6YwLo6FgC1MtrQsmAIQtau6/5itm5WQwjBtJ0H+AOFvTfey4PWnRzgpiAGaA76bETMWLJh5n",
+	"sJIQUejqtrhXMwKqDMr9Vc3m/EsfRaEHsDuJNC6x+aQ+qnbaw/41A2djH72upcnu9mbbaFxRYvNblbmD",
+	"Fyx69ORLwbU0+3wheTz9nIo+EMOSmwluyKzJ75gmh3B1ULjkCq7usl6wiC/vUFiN9yjiogVD1KWu3qNp",
+	"KgJ/EFQnI2jAIktWTvWMUR11/bYuI5zM9DMxFMoGiwZh1jaobXcEiM+KFcn23/HFkintwuWo2ISwEBN7",
+	"wW05G5tGLyyv657eqauLlLcT9tbaG7f8TlM3GL+5TEYyuTWr4xFNA/MaCALGPq3LfUp9q5oKUjS1w/tq",
+	"iW6bWTrfVcJPB4umEs66qYuWQN+AjZddCI5HgbJwx8Ku/T6IFoOQE732EXzi8cKQoYM6jEWGNABalj14",
+	"lCnByCljuXdLesjCCGsaQJQcD3KGaSgf6bzvHHp3F+0a0TvhbB2gjB6IhsPNmBoL3eeOEU62xQ36R7V/",
+	"uvosKtu6kGKX58coYPwnm4c06rVMlvQ7vTgnny/f2/oCgXkrQ+p20Vt0LCss7k1yLZr7ut8+NohPgjrT",
+	"dSOwsk88MMq24YFI//agsB/ooxP1QxCIEIUQ6wBr1WXz/iPGBZUITj4O78BVuL8Ev7MwynZBUZc5ijP4",
+	"3QzS/Q0PKz12utzH3LxPSAtY+hFEcbYhS8+1ToJBKnBE0VJhkQqMn8MSbD7Y6MHRdcmIkx9Rq2o1Lbtx",
+	"bTDZPjEo3tJo/Ydt6ImvBxnEmTik+77ZuX8cUvzldBG9Sj2TQWMSmDfMIQmCity0fQRhJCgyqeD8tYuM",
+	"bO2TsJ5u1azZiolaluUqVbcqp+K6EWz4OGHzORUR/J3DWko7QQq2UAjKf2oEtadqoxJnK3AavEFcyRjL",
+	"gUdeBATHtg79DSc4MkVqJtiaUE302nAfDvUF0cpW8vkDaoIHnV2xmkddh/C7Q4E8XLIvR+kRE65UwwrP",
+	"JBfJfUGWcVFSwaZSQSfHB1zXYcm+B0W9qrB6pY/lLSJi+beJg0WqnlTJ3L1qr6DosdiPOMwxEImqZk4M",
+	"2K6ovtv5nH4tw43s2TyiEbv67SFldMtyG2ZU10HOIdejOR6PGrpro8iOpjhVJzplRwG7hoNw23TsrxaK",
+	"m7q6T12Ne92oV/4+PqRYosiMB/lHRoTskTfZMH2U2Qsm81f/I9/l0wCT0cYGcfv7QSbbu/EDhXJLZwEv",
+	"nHJRQYyur5Tl7lmLVx1PiZzgmB4vqO75Qda9vePcfHCWHQ63veyxANntqypxzW6F3ToZYCxA1ss7bzzP",
+	"iqWiSoEbG7A2pF9UW1qxKLNpRxIRv0W5gRsbHShGfAc7bZFKGIEd+FxHruR319cXV05Fa+nCA2yHJwch",
+	"+hOy0TuqlpHo/7byg1Muzk4zcote7Fe3PmZ8yb6QwGFuJnfVwHJeNLOS539hm3MxlyedWwJ9w54/IibE",
+	"2akDF0tIC0UCRN9vRg6sn2uA6lG+aihUYTbjheVHOH3mSCXRF/g1EyESUPflVt3nnUUmT548ufWeUmBM",
+	"GpJsHUrUCMtmaRkxKFdagGW/UjDFfo2PQX4zdrG0+7PmIEO0bJeqXQBxsOgdC86iJbKsT9TtQg8exXik",
+	"+kd/xtQDotPbk4qx6aJVRic5cVr9aO/w9MCRPqBk2ZWKMArMjoxgLGFVJc4UUZLMaT0VdnoX3MdgWKlT",
+	"dL2p2AC+mTsxhWSqi6BnCxM7wbtmPnV2uyssFzGWdGRf28HDgh/8ldORskUIeWmLViSKYRRcVXAPjo4T",
+	"5VwKAGShGtWR7/cXzdqBTJxYOB6uiWz0gLb1McFobPJNaJcEJfsQKm5iDN558Sos616xGt6Jx40B1MSU",
+	"A2pPF1TYHGG1rxktgqIcWOaKa6gTpdzEp9GOwzAe2myAgHukXQ2Kfv0lBgb4F7bpXMIrZrR5YA6U1OzY",
+	"VmFjhT+SIGTKVGD7in45Rd6jBpmPrTLnlMHkYqY50nh8X4eT2GHvg2S84PdMeAzHHsuINAYew2KKwO7M",
+	"FAg1YcSk1vlHBWG0Lg1b9aXwgkAqa0eAcqwLykUqsMFi6P24idY7szUwu5xqjIVPgU2gTqGzZvJHIueU",
+	"/viTLxDn9hvQVb0hLN/kZSdb+cIrgq893zvIDlo/zBVWFYZf3zrLzDVfsQJhbM5cDdao5ReLdH42UmXy",
+	"GGxI4fgKZmFS4QDPJVQt1K98hoRga2UDzIEIuXKc1zwFArArLA2Jrbnae5G3wrNagOK2JE7I07t3eqAW",
+	"9nhPlxr9qcu8sNLlHuH93blze3dm/+bqgmAE/La3LV1p1J/aEWHMo7xHy8JZNMZt+HpqPzPKOO2GT84a",
+	"PYhuf0Iqo0iEtB0U/6JQlpkSzeoVF7RMWdUfEbc7ACDfTbozv8a62COlQUtSSCJs6Pkesd+T74YUx3GY",
+	"v6oD0xDM6FtwmilnNXE4hzIEAnp/Degi4ypI6+nhomp0RrC6NGjYNizrdy3ldy3ldy3ldy0l5lBCDhGt",
+	"dFxvHI9Fa3pGZFkwqMJV4y002SZjF/O6pgAmJEW05tTvGtP4rWiLy+9WO/vc3AwR7psgj/Y++l0/20k/",
+	"q32G7PS9+YTXdXdzTnq1ZpktvDu6Yb9riL9riP/Haogt9/NHrb3BRsTpN+7e3wZ4p54wMRAkA/6O2ydr",
+	"ZGuWomLqXcwPBr2lq3tPKV8z7uOxrp2J+sR43dtOdn1m6Lpz2U8B2LkwTWFc0oORdC4fFUHHzWsfsWUX",
+	"oBxXwTbs7xvg4wSjvdJURxGMG/DNOZR6xUpIF+pue0RVxLqVr20e5YdUlD24fOG2Bn4A4ZXSpiHAvezN",
+	"LNGlSYfFzzZnXZ0wVc9iCrr89pIAiXmTy6ZikcoVZhBt1NpX6N/K2YcslLq5IhVUJ++oMu2YVvTL0K68",
+	"lwKiGkY3hm5tzcT8CFQH7HV9umAf4vFFTrax2oNbayE12TAdXJYn5FkbJDZxDF/zHLpT5ze/T4xZ5HT0",
+	"9yW6TCNHONCTohy7o5a5pICkQzouCk7XSceMRRsj9cxYKcVCES0ng68kzYybDMkgFX6dljUtdCsTmvXi",
+	"z762UDnJJLKupWZxS0+P9NoQct2Rwu5Bihq78n2YVgqyB0rE+sDNrYBN8vcGahvJOxdEJNfCx8pUfa63",
+	"pnXBims5BLgnsbxNJxNCd0Zh5Cyb9T2ZiMyQptSVCcpNPwgl3jDjQd3KpaSsQeehd9PPWSqAx3aZdRba",
+	"zjy1/++dWvUJgK2ifORUeNir4znNDa/02ph9AoHeopNjklmHRBEk/yRZz4BR+GPS0cEfZKyl6g6rxP12",
+	"TW5Jxvep0blcQQAtWCmJffMxQXZkmiDAuM4VKezl6zgnKpTHoLl5/fJYaVm1f1kze/iD1dNAaw6eB/Gh",
+	"x5BDEeWnfpjTHAr+9b2DDBIf7mAjAsrb57L6TTiwwgUPjAktuQQ2ga6poGMJCAwS/gbrqPljN9c254rr",
+	"re+3WdWoyppWDts2dlIPI2z2QWGH8amiJT6SP/qqd50aVhok2u0ad6myXnu7m/kfNv0WeSLt9O3hTsSr",
+	"+yEPGhswupZsZRSsM4jFamyE+2JqCZGte9/V1GpLuHSyXjZ9UImk6ruHeDOc4Ouqp369VN3EQiQSgDbs",
+	"AclQj5nB+hFDuc3DR8hamZofGsEcj5Df+Hl5l/Li2QfDx2WfdawkFzoKcot13zA7E2FZAFrLYv3u6UPs",
+	"g9JMrgtpxxlbwk8VE6cVB0ioeGF3RKRCSzMEGUDF5lY0rkktm1jMzxT7blA4aVYiREtEVNRLWcSzTQg+",
+	"HJbyYtvqLyvCizBlvBGFzJuV0Z0LnJhKeCB1LEOF6iVxYNDx71i94iqRVupq4t9+OVb3+XH77m0nJRt+",
+	"xDSLCP4pLGS0+JV5QOayEUVmtk30RFzzt+F/2PoNTP4gOwhXxP/oXgqm0/7oF/4Gi7Tbn1eyaEo2zijs",
+	"fts1znpSWadHN9thkSqk8RSI2xkA4nHlSNLZAmiuW5C8mi24AqNKQBrbUHnmo8kZ5A5AzX4Xr3j3zRDN",
+	"AOpE0PLSTO8sDt3emjO21sMcH1aT26eunae3mY0EoTUj7AvA1gWl7XK/7A+r3f1JMGIegR15mznZLDdL",
+	"LgqPkfnpwv2yK4beFt+MeEf8OEYXshW9fS2wgB6mOJBwHqMdwdwcakDAdCd5lXYkiQpy7YKTsjPqW+8s",
+	"9bHfeuvbGWKUlHvrNFQe/VOjZ4ZT/sRmSynvzqimpVy8uU+iTihNRUHrgrD7KLh3PGEdGoSM9YxQRQDB",
+	"mQuzNyUV3ylsLFFZRzZ1zlKIyfeslBX7ThF8zRbLR7xVrtpBbgO113yxiOO8gH0KsiTBb3I/DYAYE3Nd",
+	"s37cExbdWdbjCw79e4HErBfmc1rvuDnRgHiDya7J6M9YlalPV9eKrKgRhiH8M0OHIfqlnL2Q1EzXU+tX",
+	"jBnuzMB9GE8QQrQr/waTmQX2j8ilZnFZQZRF/j+kmqyk0uSH5y+CqoQBjoaRUbHen5NAMLpPNXmeKvkE",
+	"G5MyLuOuce1mO9BEHH77Y1CiL03FfJLFzK14EgHCxnqM4z8YknHBRF3AC1QHrZi/J/KSUZC0rlKQISAI",
+	"dwPBYVAYPtZVO+2PJDfLuEmgpyVGFMbysS+ji0PJT5RrLhaX5qAEUWqKFI2Dw+DCOkUgcUA9LPBq1NrR",
+	"Yyze3qGamR9+inINh9n28UXqrhbTT3qI0mCxXnY68D1eizVYu3Npz2N4rLKW/W3Rl1vLrlWznVePy/SJ",
+	"oX9ydmD049E5/mIsfGTqb7DslWjFoUcN32kn7a289hbcyY6QumanB/i0a7lyIQbdDfkGwT69WYAkZcW0",
+	"+Op1JTSS47seSHmbjlLFf1Bom9MVLzlT+y47tJIAWu6tjh3I1FVIlAQ7xSGDHQzlyjb8abYBKWrNyyKn",
+	"dWQtOk0lM1JsB1wROkumOkDX8S3C7zty7z5L25HWI1QtEoU9VispLJh2W8TYjCg6EbdY8ancYjtP/nBr",
+	"V1naslb4l7LSJNLiWGdxmTrsNBiOX+IJ9HKVBERa1Gxh7iOPQOYvLcOB0c/SnnmHJ9JFn0zhWV+YFqLV",
+	"XQFAiGoLXG7+my/5dNxe93qig1P7GKcwsc12kkN8MFgKLgij+TKVCundkUPZFm1VJwYql1lcXqMMAh7+",
+	"xLok4sNcnYbhTtGIBM6KmtD8Tsh1yYqFzQklL758mdidazPmwwr6s2YIkJ25OXhyUU8Hmbau3sEOAMPH",
+	"STrWBLWkjQIpnbaxHwDHCfqcWYTVxBE4z/TgEFAEJhqQPvOS8tXkXQvF50md2HIqvIbU1LBG/a73ceB0",
+	"b/cypKPe6ALPe8Td3rIfHwlffxLXS67+P/beRzluG9sbfBWU6m5ZmmXLspN4MlZ99a0i24nvOLY+SZ65",
+	"e+/kc0MkWo0rNsAQoNqdVKr2afbB9km2cM4BCHaDbLYkO8lM7q3KyE0S/8/B+fs7aajgOBOm/cJnBCUY",
+	"DdsHpQdARQ/6YMOd+lDsznqA09HXI1nGjCvd2HNxK3vKJECNkJqeQ2UjTWZSCORwPPojJG5fCaHYjCtF",
+	"kfhWp3lXzwmS6lUpr+e2z8YRUV0/Bx+T2iU+WjgIw+B+7lCO0AnT0a87aYPoXwMjrU1GrVAIsFysB+ae",
+	"tWC8yaE+3BgBZW30IfH+gsHtGUPa8RW8RhbrF2jn8ltb1O6m91B2dAI3qGJ9AcZIK5Fqm5JvOyIK4x7I",
+	"LmO1KDjIuftoEsTQ/7wWNlVzoyz10unD/YyJKza3tmJCFeBbBYkXEyTT3Mev6yB9bNzuaAwIJw5SsGD3",
+	"7gGsO8IQGcZxRyMkfbZrTqHrNp39PUr3QPuM8WGPiRRrOOnDtw00QjJQwvreuU9w69PSvxejHhn2/vzN",
+	"znoQagUm15XImHKLXkqqHhT0oS1FfbO9OTcXcMYHzjFRAYA+Csv2ebnkK3SFEWyk4V5gPjiO6IZJa0Q5",
+	"a63stbBNrfrO/zh7bO8JGExS9k/AzhJYQJunLA1D4WTsZbbV7tw7Tlyb9yNMgLSKjsrcwuuakP21vQvF",
+	"BeNntzdkFq7xWF/w/n58GjH9ZNCT61I3tjcKDNzPPjnce2OCFpHzssycmGHw+5FbMMaICqTaMaDuuGjU",
+	"yRg21elm4ASk7LFJZT1wj5YvBY6QRTfQxvqvp6B6U21L7JunMJmoCmGrsVG3XY7OdbXjtZw24V7GRu8g",
+	"wI6Ny4QP7hgzNSRB3DlOc6DRu1Zs3BBd/M2oa0Y7s1VSobKb6R6gQua63JLFZTJKKCWoS+hWCYuAtVp1",
+	"LFIRT9/5Ws5I0+l6G1MFRx/u8j52CiS/KkGkJz8xAOagjjebidyiB8ocsr+jiBXGjJ8C7LdYepup1w9/",
+	"bERDLE/aULRZV0LFxiAoc7pvg6neyaSyLNm1xut0BZF1CxHwI6TxyuYQcMNo6YNfGV02VsC+gzDC9uEI",
+	"YDFJsMD4U3SQhXT+PDBAk7mZQj5mTXrRrObXHjg/rvB59OXXW2vF9kk9LwHAWIRwCOM6QhOq20vUyaRi",
+	"08M/TaPwITT0HrNSXPN8xYziN+JDzo1gjjCpJdyxpBAVDf/J0+2jX/CPr/HTJ0dYDtb/M1G6f2eZJWNP",
+	"Jk+OjsnFTpYqrCFq9YJbmZONSqgCDbAdE1YDhSP6YhJCHdsncR3bJ3cXgDLWKPljIxhfaCrbVvVbUWBu",
+	"T7/up/sxy2+COMvV6t1s7/l/beqA+E7GnjwD+O+1/qL2n/2SbRzCRWVXGQOTTAFmb1WuMnYjRGU6VXKx",
+	"k7UZHP3ywzrX/e77k1Mv6unZ5pgy5u8b1ymy/OOof64o6sKJcFfGdY2BPH1DwlMB7ApfRIESEsrYS5XX",
+	"K4QBhIBefHtTfI9p+qtnn0gmfDr54mhQKgwH9ov4wD7dat8geWtYwhqUqkZc+ZfC2Lte9e1lEGMZjoyd",
+	"vhQfbcg+5IYV3PJDettTZ9vBqLt1dPCD1dD0cXtoEfAFw01ljh2HqLwMLac/Nk6K1hSbZedMFnjZIW6S",
+	"f4JufYrU2lrBedz+9Kf9Rnvgb+44GGjd94lP0ml4Pjm45eJtRXKp4slFQITjg6Zeh/IqVMV0iTM87O7y",
+	"LiFUJ6jkJ9pLK7U7BMfIsA4hgXlYRWqDU6JV7gtigen0UufHgehMMqkLZevVMRCNG2owC3IwhQ/FlLhP",
+	"doO0gtFMTCVyOZM5m0lRFgYlrLbjthOqycENm/7X+csXJ6eXL1/8ME1CXvSeFQxMkAXEtVyBtbDWWDcH",
+	"MdxUyvXZNKCnPnwQXl9KTQcSYBmAscgVXstrqXrh03QOF15xYt/bfKRlHxve1aQyXOn6jNfGiaS33XB+",
+	"H3ib+Xu5XI2OK+oL6H0HK7I2meurp18/+fpJxmqbU3nKjOptS3WdEQxkhge/UcWEyHziyDwNCml5fS3s",
+	"xRZqfwVWwZb5ZOg8gfD6NBMg+zXgk6IK1D69WsW2zsOdwb82yn8nY926hyasdJTiC+TdswRbGM72oLXW",
+	"p/cvFKtGW+0r+eMU1lOTx5twPvYG82wNUaOR0F3cbsTnilH7CE6yIWlEe8yDGSpwsMkqXFrphIKhuJTX",
+	"No6QbDUy79wMloWHjhfcHvt9B5FA9tQZPuO1tKvBtC5c9fWqURV8iLlXiRSuuchvTF8iJD499iAt+E+y",
+	"poAJR0GO0xk+3jWtCPo4dW2mVpfGPw4OImSWtQWIUjjTFa9F0e+FpqC44IbmNgpUwNiwOTdzn+vsGxwZ",
+	"n/D5EtsIJjdxkYt6gg9ZAWDjbm8RcGxzVxGOfPdsMTyp30M3BGme2F48Uv02TowYhBNHx29E+bz2zKyn",
+	"T21sfhhB5mmgn+o6c0lJR47AaEF94rUnP1zuhDm7qko5dBjfYF1X042MoM/akmYp4MU+KDpu+RU34rX7",
+	"yY15iIVMz85Pvv3+hP3YyPzmAyzRtNtrJ00XXnhBHYAJnJdmNxybTapuZ5dCeMnnKDoNWcnpsCdK1Eb2",
+	"5S3SL8am4EvrInB6/ftkXsdB0tX+LgJzYfmcS0UGrU4vrEXCh6McDsXh3j0KYm9b6r40+3YD4lLX6yLq",
+	"+imPFyF1IJM0OJBF/g7R3+k5w/gUkABqXZISaPWNUBBlCrakhM0j51ZcJ9EUTukJWjbajtq8mG4tAjQz",
+	"MF0zI/LGTek+QR5tf2Bf7KnqTkrrIEsOLYGS0GNFDMvQHeDwnqQ1gpOy3NiX3dygqY/HXT/tcbmzz3Nt",
+	"vRLRV+vj62S0bkIawEG8rjkgLVgdnc6Ts9d0Qp/DpgMCYtw8OYhmnUzpR4bxxs4dw8zRBlA3pTAZCf6y",
+	"ZrouRH3IvhFGEvCeERmb/mkK97kvsB11lLGpaxKez0WJcG9qFffjBCxelsBQCzbFnOcpW3DwnbZp3eAX",
+	"tJpxpdVqoRtDn5ljZiFK2c5rIYLbBNYFTDi41WjXp4elNK7fuag7+A1kz7uVYumYCv4r12omr9M/LrhC",
+	"lab7c82XG49KfW3WGoGfku8VeqkI+Ix+BiS29XctNzfrjeJv4qPIEWfCNxsQ0tfGEH5fb7yprmterL/v",
+	"fw1vA8aTfwn/EZ7lc66UKMPj8O+2L1sLvmjnQP/ceF6VHDnIrczb7vw/w+v+hxaLyP9ieXkDFwzZd0Ib",
+	"0S+hmeg36jj6Jdqb+FdRClxvz6KR/sLM1n5uZ+gfoC61/jrQdM+vm23U1lSbL7sfN99tjKg3W8Zf2wWV",
+	"xq3AZMnLMqx6/Fu7Zjbv/iOx1N1f/dJ2fw3LmwqlOiv56ornN28ENyJdwUuJJVI9vYqMICEqk1v/ZX89",
+	"lu8g1U0F90Hper1jKOf2IOpd89RVcd4DSAhg9ArBJmnQ8PeuBYpftlMPPtJSgvmj1o3aWYOEoYwT0uHV",
+	"UTZ2eLPfj+ruJBpzJWqpC7xPr1Z0VEqy7RQaLgYFZnklRoMPxwXVe0A0qRw2XI9gNjUkUvK+Kv9KLE9m",
+	"Ng0hgZcgvJNhjiD789H/waQiN+Cddgaa60EmOffrtFMhr1rgXMdtt3/7GOTeUt4KNIrThQEOGV1TPC2e",
+	"aACUxeuBlTqHAI7pz50N+eXxz7fu3vzl8c+8qn55/DO+/rr4ZdpXdgVG8dck9l2QoLF/x186GG8lhoIG",
+	"VjaZSdBj8sZOFqK+FhOsqJZkbHQw0gf4/fkbQ3krq4w1yodRUrISDugRVkEZL9ESf7xAS37CmNITEnuC",
+	"IbEYTC8t48VCWgODA2EMGSom/ZyLW30jUO6aScXLeMFOfPQsfbGX7dH72xGuPCtZ27TOuUtn4XcrggRK",
+	"yxIXQocu1jhNu2VJUZ8W96zWVue6TAr7/oKq6CUU1T1UmHnEpnNrq8msvJ1m/u9F9SWK/dN5aaYYHzB1",
+	"F/w0Y7qpmXeuwtn425tTeOHt386Z0TO7dNuwf355hmAsl6dnjqjevzg7Bvf7+/M3nTKRxvHCqbnNP1iZ",
+	"3wgbgKjasvfE2siEyy178fLi9Pz1Ny+dMK6b63nbkJsuhJSBOlGVPAdLxPnlxVkcK3dAc1qKq9rmNKu/",
+	"f/fyrF2vfUh35IpdvDhjejZzvBV53/vzNxmlLMbjTgwiGKHbjKBHhr3RpPd4bUagtmQ1e/HyzcvLl8dM",
+	"GtOApczbNXmoGoo6lUTfoD/kfgv3sr2wg+7v0oDoY6q9bA/nOijwXPR5NpVgS77y3IHxPnHnyqmlon7L",
+	"geZ6zVv0GpIzgGFTOCNn/85v+QV8QrTO9r97c+E284LPeC0z9t3l5dlk9v3Zl+7H03mtF7JZTK44XLjU",
+	"8DFFS8G7r978zZ1AdwZ6cg6dIC+UTZdxxOvVRkVJcSe71pPprSyEfvwRCAme+D1JXgLzZEzod3oZ1phi",
+	"VZdUxlR8rEQP6lwVkf8YXhzYxS/ZXlOnuIaPRXW0GuymLSVmbRXPmACOoTgGVJwLsUJuA7lh0mw3z4Vp",
+	"4Ki6u5KtHS1awSRXRIzcc132nGSqtgmGjBBVROnz5AUdSoofttpCo9KEum5KL48p4XUC5Ezmk9qniCGR",
+	"0yrji/cJ44b+C92DhjkqPNtPwYc3y2hRHgHcIsDmrkOYR0PFabxT5WpET5Qt3C5CrpURyjRmcDnq5P66",
+	"XSeYtpg6SVOfVCVXImM1n9nJrbZwlCneos2LzJiR1cTIa8XLkkKpERjexypuP8wwujiiMVqSrM3o2War",
+	"POcz+0Lya6WNlXmyTpJfq4D/MHSA0aT9WhXiY0Jgdj93gKkgDCv4bYiqsaMFz+dydN2bXC8W0o7uF1+3",
+	"osARjOzEfXqqleW5TdZ9kmUpzQYWNnUIn7UIorhdx+xokzJHjuSNvh4931Jf7zzTC8UrM9fDi5rrEL4T",
+	"OjP04di+YOIDiMvryrtfusjDpjT96thKf50c1SzORNL5u16Z5VZDgA05i3fxYW0loS7jeIPD1jV7BZGi",
+	"PS49K+pFPwx8y9Dce3cJafEqBvSzdr661JV1iTx1VqI9jdZ8nX6S7EjwQiphDEY+DLhgMZCc3kYxOBEZ",
+	"M1APzNekCqcLvOlSsUVExiOP8C4A14ifPeit6g+xDPPcDIe8Gb4J42CBY2ZuZFW1QSs5VF4LBYd6PMH4",
+	"zZhulhyzqupGxbg1QcXw6VTd6jZ9gQvkgdM3e+0gsnhvh0Gfw5kaFxrUHiqe56Ky3PHxnvMFP2+JWaEl",
+	"rrna2eTaE370WhXyVhYNL9cpYLwjcI3QUtBYoyMR2oJebpLtnPtiE4rVtsgWLxjuGOGCbUfBnO3+DAay",
+	"nIOt65UsxTdOQEuj3zvBfiZLJ6BSlN7Y6qd/n6+AGvaVth8IdT2Y1z64Nj9cayc1ggz4oVH8lksIffU/",
+	"USGZD1iQNR2069rpi7cLJWr66he4jy/G4Gae+3G/Cl8MF6/jli3dFbWstbrGq68Suip7Coohmuwwj5lJ",
+	"VB9Um1fRTjBgbW05K7RcbZcjDsbd8nywEVHAuMEA6gRBrY4RHEwWWNkSVEZQhgpRCVVAyHiivhyMO7FC",
+	"TyZPjo4cZ7VS5ZYWaa3A63A2zS5ZjcnVHLmI6fDXM1GDqdlTl0GUzyv3Ddja/OWBzvvNcAlo1/SGwWwQ",
+	"wUg+uckatkZO0Ej6F+Os5EnYmqUQN06D90QW0AXWrx1wJ7zu8xR5/zSDch2uLbMbYMjI6nJRdftxN9p2",
+	"CwMmDdwZuaU74U0Z5h6IHu7BcFoWZD3sv3//+sWBV06IPQ0WAjECcqh7fX/u8LESyNZnmEV+5nGaiduQ",
+	"/9QqMffXJ29P0HH7E5RzoQyzUveAzW8D5JBdjIzxZwPPfvpAE12EUe1Auo7ULkq9vUYO7W+A6QhLFhtZ",
+	"IsoLI+5DRx4m/5e3vGx6Sw96UB4sVszL0rTFAMbVtIXcRvf1fzfFHSBRCj6wFQUHbb8W94RXak2AGTOa",
+	"khPYfBsRz6Ud5ADRerkTw/aX/R1j+RvbY7Yvdc5LJ8kPrG83s/MnBM8l47WezYwAs+luPOVyEFrIneZh",
+	"mw9MO1qJe3OJy+4MR9jaPTVBwV63Yx1bZVhXPGlR18NUkw6oPO/clyZjvCwZFGsVIYVpTLIVpcPeP6UK",
+	"aggGi9IuGLNbsG/Y1QqMz3dggjtkTCEGZgD0JpnbjrRO3j9Zao1z75pWT7fFUqpiI/M63HTHjPs3KDd2",
+	"IQslr+cggNilbm+b9fzfFAQrX3nac73HntOFVnTEG2Hwr6UolP/bzpua/pzVEv8w3DY1/dnA1z+kI6cS",
+	"bJCX5SQvdX7DhNMzv/vu+fff+1IdltfWQ+88/fL50dEh1tayonbf/u//Opo8/eG/jiZ/+eH5fx1NvsI/",
+	"/60HZixlSYl6p86g/zt2s3aQaEFCYd1i4Oz0+Zn/PtdtTWTweYc82QVXDS/Zfoykomt2xfMboYqDDLBX",
+	"2L4P5XH/wr4OAKCGuHXYdWjN8b/G6j3k9Mld7CjU6VDASH1k+x5yRxTs+7MvDw7ZG9D4rj36nvhYaSNY",
+	"NV8ZmfMSgBbMMZuihtYGOGNMcS1mohYqT7tyEsOpqpKCqtNpZF4+GlRMKLaBop7Cde/EgAj8SCvxKC2D",
+	"5qU2YihqEBOwryWkGmnQqi3b9xbDjBn5k8iYrXl+YzJmrK4qkEFgQBMIMsxYLSruzt5BT8JcIfKehEts",
+	"+BHDd3ZTvTAAd6vqZfTMTtzBm/O6mNBHO4h3A4ZxDEfwb9zRIi5UkZabIhaB4pM15PoHLKMdxdQhoxcZ",
+	"62RBOlnGcnfslLtDXa90QPyJ05VQhOnnvuw1k6WTHqIO0TncBpw4Cuw3uiXlB/erW/irlRVjV/yeJrxZ",
+	"zRepwL1X8Dvbh+gTTD5oCqmpfqk5cEs312UxHoi6EB/72PN37r7GAw7vOTKEMKd9znzdbFhm4LlIoGzf",
+	"E+raxuKlx1leczNPEzF1Mogu6WsFg2ffD4scF2MzTgejay/Xw9BAD4I17av+32ubD8Q018YGH33CCO+O",
+	"wIukt/L95SkryNMPl62j443Jpg0ZEGbWb4T2UrqPR9teQwmDE7/TKe/WZcvk4YygBwJ8PMTwtfqAnX5Y",
+	"VF8eHPYKMuM4FdleALKAAbnsDs6KcbupFEe8CtPW+Vtf+HqtgKisrRNZIKdmq/gUDN7d4xh5S7Ab8O/u",
+	"RYON2F7Es+Kla9n9mluu5UmdM9fZ1y5LiGmyX7wj5rUdcKMjPP0WC0Q9LNQGzDLgoyIn2A1ioyuOjlcZ",
+	"X4FvI6Eyms+qM3ZutZ5EYnArrEnVRgj27ctL9phX8vHt08eBVz0Gf9JkoQtRdgJi4wIYF3pmXwj/L//X",
+	"oLR/IXqSdk+8WMy7l4I0pLhA1oRr5YFEdpAxksdJ1gyWHcTlsXFYd1MApBkr+qMntK99cEXTO50AKKBe",
+	"SD22uuqVxkzfwfbXfiibSlfYDuFUL+ta11vVlVrMILFH1wydvRkaMhG3PO72YcSMTUPrQ0sZray3ne+0",
+	"SRzBWffNKq3FU4lNuOc51tRaVeK57FHXdnGyBAPBsYfa9BkquEmPAKndUuH1MXFh/YKR9x61Ryp4kDgd",
+	"Wi/HupMLWoohXM+0IZYu5hEqJL52B2z5URcIcbi2siZq2dtHBa99eqFquyPLh7zezZ/1IEJbe3I25bZe",
+	"cc10JK4gWMUkFR+SLvg7skF/LQzetLTDY6WwSPL/55fE4onuJnh5yWC87EVf/DbErw7Zb5fAYnXwDlLY",
+	"uT/Te9EQnESGXKStRjYsjLnWv8d4896a7t2Q9F1rYvr5hqN8I1WRzlpxKpC0MrXTlyE6PrQHxOB9fCMj",
+	"Sn2kBf561ZPKgXWY09d/W6M5HO67VAmlZRXkHxs5fDxEkOLM0Zp9cvYaUFN7DSZW1AupUkvayRYJS7oC",
+	"//Eu0andqh6hvxStbJB1zZUB95ZJgsUAeDbeP4asMlYMrP2s1ou+VcNiOOk10n0fgQSS/oaK+ae3GAJ/",
+	"e/Zk3TrhxgxjaBvdvnZjtsITUzjQ3QUfZmbAGBzX2WrSihlE4nrzT/rD04AhhMuS7bcJ2MQfo6BRCJTL",
+	"WJuSbbm5ObjDXRMzvm2rG6aQXrKFvhWFz/w7F0YWjTh1FNNUd42bxHg/qxn6N1iNnYRMY1ZjNykvbb06",
+	"b1SnGkoKmvmdKlcU/Q74QmJlguUeOqXbdJGOD/FlKRIudF+wwmqWu9cp2hNqM1wh/4ax+yrDwXBJmTQL",
+	"eU0OmABO2YZxbqlNMVSMou5xm6E7rbWLkNscOme25rJMQcgPjmQj/ZIWKwziDgcpHTvaRvC365rjJ06T",
+	"LuoVqxuVRE4VVhR/FavBlCA4FvQuADiA6rzUTVm4vaQnqKhHfY1BHYyOafpWkgYLAcYN73IQweriXgO6",
+	"oUPps9Bk7eaGBLCLqAor3FOx3O3ubpUskdC0Ou5keYW30FO/y7quBw7gImed7c6653Gg9CQAh1zOZV2c",
+	"8dquOtg99+ZsgMyAgX2IChAQY7ondRge5q1YrsPDtJXWaFk9SA+ZLtDcpjELcrjsxrOjuO7Gs6PkgieW",
+	"LTolGyN2e8AaBalvKjBBi4KhNAGBUWlWanXtXlum1MYbserBe1kjX+wLIoGwHPs4AsWXk+OPGtqUncE7",
+	"muYrF5j4lxxVCnGWPK0IqxuU+F2iCpKMeC9rFy997K1Qbsin/QCQxGIBst0n5UFJBY+WeCc4yc3s6qVT",
+	"bCdUNQOtuE4fnHMTfk2HopbyWl6VYusREcoGvBB/cSB/R5lj5Gm5EaICHJZ+5NqX1NOydpSnyLoHZ77F",
+	"sa3d8ajGJtCiu6c3Ca1b1dgvCaVed+vKUiVjiI/175Hp0+8bFKNWGlyixvJFZe5bm3nXwsfJiRyzo55K",
+	"zAO0rUuZJ3F+6eQzfCMkX/olkIote6zm65jLLWoo9bZ+KKPt21iQ1IEaRap9ctILumlBu304Yu2BcYXL",
+	"djTppWKYRl7wHWzWqNeetZK1+L61pd7tCj9zp1IsMQzFtbjmr0skbukQ8jJUnhHHBwj5zOkh13N2Ver8",
+	"BtDqfLSeYeKjNPaYZDhyeCHoR05V93sFRUAxHKUYebh1dBS5cS0glQ8YY6GPSXqDZnowNO6sbUS1pUBM",
+	"cr2PKGKVlkRuBS9FcVLJS30jVFpIDqDSToVwH0CAZECg3dxQ29/WzLFTeE7NBpM1SN6AaVNx+2HaY4i5",
+	"EWpc6m0Y2jAb8i1S22nC6IWzqTVkogKpF1ikeLaJQYzCG+BuQvBSArupkaV9rcZhw8DLTKpj/GsiFQHb",
+	"5FwpDTq0x4/Tdcw8EuBL/dlsbWUBDWLGWqXz+GJEzzRktYdoVQ6pamsjvPt9uAMADybJHbMFX7mlgGyz",
+	"HUyo77Fgo4oS31yz6SSVsNPpogkbx4CGCAheO0a/ug9HQi32DXfAr7e525tVo9e2HJAMBILDDTsAt+6u",
+	"I42ttyHST4gADKPN4OSBou7YiDc5IMztHa5MWuieotSeUrubH09hp6Q33ReqdVKWLc2MRT8PH4wzVuhS",
+	"3B3r/NxWZ7q2PTi9jjmeX54xuCUjOM82OCIhUo1LrYXWdgnolrXI04yDym0Cp8KR8bqWt+RAbcMaMmaE",
+	"KqLXpIVfOuig1BhALau0W20AiRdmyBVrVC1whh7XF78JYGmwoqAS5SWXi11W4i7ovKNDX75vw170UnlX",
+	"qxttmnUm8UYufdcFe//i7PHl6VloYYwnu6krbcRQaQRaPCi0HavRVCpuUsrbvoidEq1a/akV0g6AMPtd",
+	"3Xa6w+6D+ExbHDgvlN4GALO7M1tj6kRRwIuL81MCOmzLxLjlWgOTsgMYUsZy2yRYE/CI1jfnCSYgsfk5",
+	"B+zWNPVsDWcJO0wYp6OH3gs9GwKA4bjGvKQ9bbSiG3EmjRnEpQ3HYf1sbWO2J4CAmaadLsvNvIWiE/vX",
+	"Vl5d+kB+eA54KmTDsG1OgRPLSQfBOu0yrC+bUpuXq0pMwcmmlaCa04M3T3x3/JINv/xWF+IU+zkB2CFR",
+	"7P3yw9qi9GS/dpYj1FgauoS2s7dedvY9/5gqx2QsjsFLZ05WGsvQXKtSpWLy6rVm3cgeGTgAu/SQliVg",
+	"Sc0dSxGube4Wv3RMYG6q7VJm42SPuxkpkCVxNqtFRDWhqJHf60emXc01/9h2qQKq+ahiRxkhfTGesFAk",
+	"d+MwHXtfBaskgDTjrPow7lvnxVdfffFVXOf+6OmX975WE5WptxWs3+0+Wuvgi6cPcVOMq+huy143E56n",
+	"Us6Eu4aPO6sSrvGgOgFsl4lkvUP2Am1F7AtMPe7fta+ffdlxOj05Su2ZY9WdwZJB68lX2UaIHKJyWo38",
+	"fRbfGXgnuBsDrgOKkSEQ5mC0Gbhi9qcJ9j09YFIZK3jRoraYprTH7IiaBqRxTcm3Q+63aCGOtns7E7f3",
+	"AHs599fy3RyZKL5ztXYpp+CZBmVK2QqFo47pH1vf63e1pjpp7Pw0gNH3Ka4dxHqGsde1k8OlJZsHJiFi",
+	"vX5jlsmkkzk3Z/RwCMnGN+B22vcTN+yWSZQzsLFB37WwTa36bHpbkh1S5RKj1AdMP4EVoF8Q69F4Vzkt",
+	"Sh+CYZmIr3shr50YAU+hmU7zSukGDPcSI8vzOS9Loa5Fm1Kypdsxdq1oO2Nbpq7R0FULqFewMxgQdZ1K",
+	"xWhPGRqteruUtquLuuEitC8H+FpdtnUKNOwaV13re9Kg1mPeNKLuGDfbhclYg7bPStQbHpthjWk9AD/0",
+	"789E1iGGblx9u4Y/jCLafoPZeqkJXHiI/V4P/B5rUota20EC3uAz9zCzYVuX4P3cFuNlhbFUGHttLRIp",
+	"ceW1rqWd9xNseAMqKsVy7PcvvtrL9i6+O5k8/epZUozljZ3rWv4EkTXfAeZxzwJTtiCbUq+Hh4dTdhJ/",
+	"zuaIBI0OI3R/zGq9oEBpxzFbZukO7/mrU/b02ZM/Y4WaV6fsz8+ePDsO+fiMQ8nUjNjpOhNPmLxUKiUf",
+	"zzuDp6iD4TDpHsuYkMF349TOa3krlFfJZ7Uwcye/F3rRm660Fbm4ZTFUahsh9YzN8OgTpAkNLPdhebiE",
+	"UOKCezBfL54SMGz6bvlRJwKW/lfDS2khFqCqtUURC47MMcZMQBR7ZyBkP1Ca/Yg5h/5gKYSVc6cneazG",
+	"3DApxmZaT2q4X/rq37rLcQtGG91dtZjQcnX23wT685cqLDwgRPi1HhVAr28iBoqnMIvoFvcjTWvRTPrY",
+	"ysVC3wjHV+6B4HpB5c6sZsY1N3GHb5PXBLaZSNrAFjI4tpBc2EDJYkT424nnhgn5uXRwW5/uBNuKnY5d",
+	"ujRfBg8x8mbHlXCm9wJsvQwo6eauKwNDvRdOa2qldwQi8+QBK7Lt8OycvavhLMEVcUzcFyqciI3IzkiZ",
+	"evL065TOLxdCN/3Jsd9ALT6PbzZ3oprr+9jHfrAnW9T5Lzq6fBJ6sObK9MCzu0WEyggsvHWMaFwYOfT+",
+	"xRmwHUQ7hChaq9nl6VnHDo84XDZ3vKQpqiTjTRYrqq2pnj9+DL4Kayrj/oYKXbEMRmK9EwmZVDPN5Cyq",
+	"lMiUEKhILda126Mvv+4Yj77eJoW6MY44sWlixVw0fzDd23SK3A4npKemkPpUFyJhuzo5Oc3Y2en3J/Df",
+	"92553lWNz+OP5j53V4Vr6HBXJKrv9BKif8OFz6zWN129RTdYZp0aRtRFcEP259sDMiYm13tjVdEHjF71",
+	"YSKxmnLXTONEM+2FLARSIjDTupa3687L3hHPhbyep+qr6gKKPLunD1PQswcLgKuw0jtLapzdiBWi4tCs",
+	"QRSRC9FTTcL2AMaLWrT7jbVf93OtlMhtFjIWM2aEbaqMaknqmhVaiXTqvxvDpQZnAmzc1tI9kdTNWys0",
+	"nT9SsWpjw4RHbu8AiwMwWf+YCrmKUmJpHdyo/aaAXBabV+lpJnnXJQ1cFFBqzac2rel7m/KhLEQf3X/3",
+	"9NmXbiDfPX32VfLjpSwcI0ufYng46hAn2J6vAWKpqHPLOpIMsVEXUOz7kpub+ydqNKDVUPwk4wwLiTPL",
+	"TaIwSCrMMtnDRpwlHDVubqIoS/gQq5iR/dJJyw8dcHnf9K6hnK5GOSIcrDNG77Cifcl7MtOlxq6FEvVW",
+	"i1jcHCRQ5Los0d2yoxHsWv8Nc1I2e/sWjgcMn/JWDtMtLPjHqtap6f/NR59+++77k/84O393ejGS1V/r",
+	"Wjc2nVvaxpW1b42+QRYU+D0oduO0v8eXd6gaE1WQ27xmKqFeyVK8oBb0loJdlVAI41S0HwRMfqyrccwm",
+	"T1rBpCq5dUsAZQwppBP9WGPv15rP7Na1WSuthxgo9VYEFch66HzY506OSSA+oJ2j1jkh6cUNu00T8wMd",
+	"oOXvw/HoJQVsEyJiJEwkQcP5GW+MuNSWl29TmiDAT13z+opfB9KFWFMsKUX464orvRs86XV+JupcpGIx",
+	"v93szfL6WoB66z5xD/e/ffft6UF7qnxBq5HHZy54dVKWOv8mDb4FP4MNvISa4CD+8YrhNoydpPvkYmW2",
+	"9QEt02bpK8ulEkUrAyEWMqS4w4U3sm/VLL7Nh6jWW0SL1Pbmq7wcDXxqeqeIx+fKT/Rh57hGlGtburb6",
+	"0Sj92mTrpz8+lQOUd5aUIAFFQCPEGfwvBE20ORRXK8bZQhdNmYJ6Loo6WXXpG6kKRk99nJmu2fToEP4f",
+	"yxDzsmRuVeoZz+9TFRZHF9Vm6KnJII0VyjU8XGCC4hJ4bhtelit25VXclDNxe/m+Te/VlVsc0DLTcGww",
+	"nYSqgdP02RImjLbbA68klpGlGmAZRelO5tZWGVgioIys+xMUA6y+vUMYqjtIVKUgxNDNOiFXfOc4rpcp",
+	"TPpOdBj34Tzix4aXUIzaPcEkbyPVdSl2iobtrUx/GfQp/05sDhqyA627/XAjs7h+tKeYEDPpJ9+pchFO",
+	"6pYChS1hp71+7onp0DJGbWMFExzfFmn5IeSytP/w3A+rglFyVUQMaAcDbsTdRsfT9TsUsTXAN3nFFzJV",
+	"WOhEQZadZTN4AQIghFA+DIvEmAkiu/xdXF3o/EYkLLdtisRgeowSogjwnRA6BwQHfT8yOJQ+bdzIq3JL",
+	"WfCcSklH3jIfvcFtlK2V5oBLWRY5r/uQ1DuDBMe6geQn7hP3/ffbneihpzi3ZK+d5NbdrPlC/FWm+AxU",
+	"aAQLVFxLf/Q+bsm+It0BOwC4RhUV0JedKLuePKdepQ+UfjdmGlFIOQ72Jc+35qIstfu32wnwm5mVyrcz",
+	"MYs17reWA49W+vu+W9Gt879fvHvLrPjokbB3Xey8qU3KPPuu4hCcoRGfie1Pz1/+7fXF63dvD1+/ffHy",
+	"Pw4vXv6v6QFcG9wYdwZ/bES9YtgeUpdpFoLVUMolyq4PS7kpndySIjDEn166l16qW1HqSgzfPO8Ug23K",
+	"vAaKYEUe0mLf3OaHnYU6vH1y0BdqlLTmvFMMNz5jS8KPJSzdWkSwnon23NoUQ0OOa2VRm7lWVqqGRBV3",
+	"xxBOi1vx3O2+k6T77FEjk/tb2qrFrNxByzHix4SFXtfIrDJwy1Atpv0nGXuasS8y9v/9P/9vMIZe88oc",
+	"I3BQAwmuqVljC1JdHxyDrAKrBeTvNyJADVNnjRmZzN7HHV4FVnZM3YF0Bj2Fq6smXhwGErlfOifCPCAX",
+	"cUueeRLehp4TcZTAD16rmU67e6xmoVj0WF7CG7cilkCue9qdC9ZU1zUv2irUTjtoPxVFzM0NeIgazEkz",
+	"fVXZ4WJMXR97L1vJQoLffy7ilGnAAgOnYEa9Dt7kRojWe7iLOBULQIl0W4CXKOWt6F80chC5Nw2TRQkF",
+	"MRTq6YZx9zHMoBDWES0rIOpV9dyDJAZfrqo+rKr2AjcZLhNPXTZmzivBEtfV3VYoCBWJRap4yp1xxrEc",
+	"p1ujcDYzVouSWxDudECmvIIQadQYBthyeg84y0uJeFjuJRPgoGtBG9EeW+IA/Xiaxp38ZJjXZczjWO00",
+	"VLfK4seeMs1X/ddfWA0WvdbOY8FXgQL3L0Q+Ce9PPOjbwXF89IyA6wByByGyYTYTtRghasLGdQebrTOL",
+	"tSMZLVHYlphMIpJPMbsLfitezRaVuL6kiq93DB1Bb2CuAR2KmgIoQQivpeI3Jc8F27fed4hvO0kHRnDQ",
+	"487/RtqaW/HXq5Rn+xItnVji50padHJLxW6upH1sjtkRKwWFSQuFPeZzrc2WQHbMuhkKZc8Ggw3eNbZq",
+	"/LigrNYxy3W1Ir4EwcSqamx8ybnnbsN5DmZvyFSs8sUHXvIl/blo8G/VrTy5KyJD2KFkdlAKpiTbEx9t",
+	"zU/q61R4QVNjLXxaYF0RszX052OMEYXIaJOxUi6kRdVyAvBhNmMT2yiRuX/rmSzF89uMTUpxK8qMTa4z",
+	"NrkRK6nsh4VUGZtczTI2yWv33wX/6Lbc/djMsEzapJIfP8wWrlFeu//kwHEmJv9g57UwHuyjJ/zNaQs4",
+	"bHdso5EnkqgGCpJHKVCBM8NtcJ4EmqYDMwuRGu7oJg7LwJF9erTtxPYFbFDn+NhRTyU/itLsPIQvv9g+",
+	"hi2RHt93ozw2zqq36s5QYK5XGzHx26PHqMW3W5FGKMsWkPVzXYn1upAnk//kk5+OJn/5of3z8MPkh5+P",
+	"smdf/PJvvZEKY1ga1i97UJbm/m/b9gxFUtAxwZHtxtTmT0GVmD999tUQ++oJxaCO4ek9juefn329W2pa",
+	"56R01qbD/ftu1rYs7F1v1W5h/baOh3n4GvtbyaZlbU/gHG0WgtypVn7cX5zieqfi+cfM1g0FkmIJlPuW",
+	"09+6HPeqgn+crM6C4z9y1047ifE5p0f3KqQfqugDKJtc8x+9bNxhe/yNqEsJ9+L7y9Mx9+FnKJIfx5Lv",
+	"FEy+WTefRttLz7q8P4AuScQcMZ28CRBlY/RoibLwzpG7VG7YgNyK4DbaY7VV3tsZh2u3/PL7gXSBMR/c",
+	"VeBdimtwGJE3tbSrx1EPG1jmkWXDWzB89ugDAZenz1o8695TtpGn9mBnbiP/LHH+ICDfJxEbvlgLvHWS",
+	"dOOzFXfOChhOcz32xUGgf+7EHCugqHUhryXaDbTj/EtpBHmL8B2T4Svuf7X7L+AUm1x7jKb5qpoLZVKc",
+	"vbvHI8W7J0//nJbvqt7UYp9n2ebakoGh1NcQj+9mfUyXJOXPCZXXK8wC81uSl42xAnHQ3cw2k48HJvj1",
+	"cPIWBX7umdt8L7tbunAiOzhK8VOa/dhoCG+pWSmVYFe14Dc77sv//sfeP/5R/+Mf6oefn2RPnn6d3okx",
+	"2bZbtyIMO9elVrjgmi3n0gpmKp5v53ydgT//xz/MYzfqZ1/+8m/3yd8NxyzJReCuPNVls1Bp/TaHZxje",
+	"gDcrhWolHPHJJcTG+8F0lbZvm3JL+RoahTTs7btL9vb9mzd9GLBywevVX8VqbHtVFAdPXzuCSTef9ma8",
+	"EHnJHQ1Sq+6t7SY8L1Og38GvQmcK/Tv2Dv+d3DEof59hXceMUcUZMFBIsUxoAzBo07dxGKuHjfpGQkyN",
+	"rx2ZR68q/DXWvmkM40W3zrFMVZIvEuflxYs3iFHmhO0U2rxUedkU4kVRQl6tUwMA8aJuFDpJrGYL/vFF",
+	"UZ7OeZ02MxdFeenfHz5ibjhLbtrmd9EzcH/7iabWy614m7VemrVlgM1wOznWAwkv95SFhxMBcgAOtq13",
+	"HUVAAe/sdjsygoCWwBNTiG7imIMChyyqqOR0brHc7ufrkl07vywQwtomJ4kQ0RzOxa2+Eduz+mv3HqT1",
+	"l2Uon4d05Rj1Jk3SOy8rnc97SmIQnoRwr3j+5RpDsUA5Oc74ciho/XKjyCngz537MBBpTCMKKtjAFaDQ",
+	"19Qyr0Ph1pFHxg1inEAHwiGVy/VjoUoQbl1HuEGor6y7YMkdU7wyc21P8jwZDnrCDL0BKd7GMCt7XLI9",
+	"qGEeM73QS1Vqno5S2AYgCmZMiR4mqyvDlrq+Wa/GOpjLgV/3pEtJ9ORBvKh34/m6xcAK5whP2ZPlkczD",
+	"Ovduwffnb9q6xJBSJhcQ/MzreuXxRNtV3eKOx2lkfrkzypJqF3D7Lt/RlEbbr1GB3PEAYKk+uBth8lKV",
+	"gD/rT0UASXJKCuAMcGt5Pl+Qsu3ZHDCzbM9/ljSBDuKZEZJZCMGC9WzTmp8d7VIY58l2AyitytCuXJBF",
+	"MkV9dAofmZYOnTCQDuoeV4n7buHavns0bll+IxThtkaBJ9Kwd7Cx6TsdQsZvef/ueOCuK2GXQqi205Gh",
+	"wdsK/MJQafnuVON3vQpFWPA4CHh9mmP2/m40eUoVIq12Wsj2A9K7y5f8RkRb/CtvbAsiMIrcNhcXstBf",
+	"6Lxx7AOu9pOmkPZcpMPiO2+GNBXl2J2PkM61sjVPaXcElPI67QptxU4Q8GMUmjGJfqMSHn0uKTcsfLBr",
+	"qmOPJ/eUUGDg8TEKy1Wtr0o3FwzNUOXqzP9C6sNofWZzi9wyJiNysIutwj2uMlm/6KORi2236y8LXQvq",
+	"AqqxMDvnyulGKNMaSN5aplWaNdbRTeTrHKK12cYjywbwWy4sr22o83k3hoLmb01+ludsGjjcFJTbKa+q",
+	"KYhEU49FOmX7WOEEipPTw47dZepOSr3OT5QTKdv7LRW7UiVAmU6qqqRIHjK+eORTHqp1YNWSqxULox/l",
+	"jxp3fXrJnLr1a3UM/qmOoZc8a5Riut07uBuAQ5BZzJrE+sg8iPftTXC8geUfsm3bCoNsH6rGs7x0i0E+",
+	"ky5GAoWtSXvw+Xx1WwFyPf7gw52aEUX/j9mHD7RZf3P//vBhwJeU6uWXPnLHWZ3V+uPqrg7yqilLxyk/",
+	"rgCvyLV6B1K0mlXNVSnNnEll9U423eAZ+HA4+eH//Le9+9MGDqcsma8wenegJDwoQ+cpmjq/q3ukf+a/",
+	"M5QkBAA63gRKArUB4Opalwu5aHTNSn19vQkDvB0oaST5RUXLhk5Awv+ehCRx1BBORvoq1tUD3cTG6qoN",
+	"e8iIS3FY1eSN/7u9R7sz/U1emf9Kt4uuPsHlgqCYux3P3SMjdj4Wn/iK2H4p/MpsbQxDq4fBfCCpIgS0",
+	"CNw9SK1yOhNEiUSJxuuutkXFcyuK/rqw/glrKoB1n8t8znx1YAC+9m2MLcPOLb/iRlzIn0QPloR7FAqW",
+	"0+tBDgaIiZF99WfEnVLlc9PJjBvZ7JKXI0e/rKUVEz4XvHBX7a7jh1rMYhiSB4seMf/qXfC+6rYI7uaJ",
+	"SO3Y2hJEA02fYXe8Cbc/6elA7LcabyKEKW/Nr/D1ITv3cFrcsDOhik7FgEIYNxnKX0Pb4nGs9xbSVDhG",
+	"Zpsa0b2cvMx4t9qAr1gQs6lHBmEhhizvwyBD0fxP8JPh2/qUbmqMDMCRteGnm/c+vjLOyRVSLrHZ/ffv",
+	"X79IZ8SOLJ8XcM52tHyNA420UOdEN3A+gN9s1tyNkgSpyNTQmGunVrtzxGZS8RJd9FsGv7UG2m6pAdx6",
+	"iDkfldAoK0uWO8lM9VbJO+3f57edkhlQHYAgsSUWv2gpoC9dmYrdj6k8wM2NQFqRFuIZb6QqnvfAesL6",
+	"7kQjcKWNcStAdgNs32Zx0bt6FsIaZx0vQ3D74XS6C7ZLhc4UN+jBjl2nVW5uTCr4MNYqgZciqlhao+z0",
+	"n8ZAAYAjfo1piZ0hJIL3qyRuQXs/gfjhXsrayszcsidjQWf4NVw8CZpCAxWElQAcdsXvWaXssmW3d61V",
+	"1r3rEvZ0q22qSsypLysOtSW8czoqL7ErRlaFuJ1h+XzPA0AuCRrslzbXD2dGVXrc0AEGIGJIx+yiyXPA",
+	"ZMnYK2Lsl46xv2swNPaUmDoYK4Atx2earvu9bO9FYGJ7kO5OiD+h+b1sD9vfy/Z8B3vZnm9+gCDOSr5K",
+	"VZQ4AdhbqHUAGcAYlbWtAP0Y1WpjIFdD4HEpO22fhF3rqhIFJFr3ISobRm+xK5FzDwNAU62duGq1ZqbU",
+	"y3I1stvZcH87TKC3rOwljREsalgOS1r4xWC0UMbkjHG1OnwIWyaGM8f7nkb8gkXrazEY32UR5emsekAO",
+	"+jO959ZWk1l5mzH8a1F9mbF5aRCebAsoWS0W2oqToqj71xTlXMycd1d66zlASARp+273eouQ2K7gjhLi",
+	"CLNPGsRpuw4/IqPdb2u2Ecwca+1Ya7LNeY+W2lN0II110oxXr58hI2dK39Tt5hG4xbpoQJhUhSzQ7xfw",
+	"NcaWK6LWd7wAiZsm7r9GgfzNkyBb328bucc5z1rVD3F7OuNbi70Y1DM2V+a+fGP34lY4wtQJ2F7iqbui",
+	"A6eo1h9XvTr45UbVPbf2lNJCijlCkOmPq0R4y4Pg/99/nbeqSevzPMa7TloKNvWZWO6dx7HMm+LUH1fj",
+	"NG40w1K+1tYZmLTgtT7yR17zCRhERCFL3t61WzgcTWGTwXVX0Y+p/3BR+HHatgOcWquoUPKDSk0jnR5w",
+	"oPWSykbhqI7JVO8RMXGoSoePoMyqYfs++6xqzDzzZHDwIEJGNzajZ456NiulEkOXLCjASzeZd/jyrpet",
+	"VqO6AAwyDEnbuYdaXssBzChaBixpYdh+1ZQliTe48DNZ9tSdoNsnkblGN3O87SQwwg2CAXdtiF24Q3qS",
+	"AtqLjCK8RwJ9YtZDLrpWuGPGnZoJpAHBHoiy7UQmJzJvRP7dyahCxBmMKmOcaVGNdr6F/mzN85u+UlzQ",
+	"4CPD8KX+1d4+i0vXQlKg6LcRvaGqmLq2u57VBxEh2yOyyWKxg4Qs6e1LY6xItLWjrTg+q+Gf3ooTT3SH",
+	"Q+bvsfF2mwufJ/Kr2206ZJ44DMCxwRKM9w9VDjoO94XH7wxsEm4TvuSr2BaDDe1le/TZgEkFSTZ5LkUJ",
+	"SXEcahYg1+9onEi0oaphMto+FbaPmFX0fOQpyvtr72RQeSdjPfW37lfFKkBLw4z3AaHl4AHLVyWb7F+G",
+	"myTOLwLmOPHIVxVrE0IKoT2YTPIUGMDfSGNGXSA2h8cH+u4ntg8NjR3t9sJHO01/jQhhLfzJSJLcbf6d",
+	"4KWdvxCWyzKZrKqMUKbBHH50Mxf4spcBnJSdSguNYB2SsJmY2E3lE9I5tHBpi+I15CSm78U8DBAd04X4",
+	"yOgzH6SDCsaCO8YmRtruIKA6sR6vVSFvZQGXJ6wcRuSP59C43hAXn+LPhC0wTiPzQAQhNCLKFU0SdQk1",
+	"UHsdb61tL6e4AvygA2CiNP3qdvVG6WW/o+/e6PF8ZnsugvZcmjZwJGrLk/cbX/X1FZj14c9TrgpZoHhy",
 	"MW9soZeqp6jutriLgEXcE7hyl6szQNW3ZyFeimgXsy6BZJ0ICDzAg1Tvk4gStwae7ZASNFgooGiZx6Bs",
-	"ss5sSP5vUgiAt6LmZaCxiNPEmwul3QoBEL2AzqD4LZflmgmpU8M4vZ3fSeXucA+3vdbdFukYp9C2nlxy",
-	"4HLPF1yWd68OG8HJGKEKxrHAoNKOnigUUyyoLtta4nPTA2xwgQ9adywgmzqFzgeG0aeO2iH8tj828HGE",
+	"ss5sSP5vUgiAt6LmZaCxiNPEmwul3QoBEL2AzqD4LZflmgmpU8M4vZ3fSOXucA+3vdbdFukYp9C2nlxy",
+	"4HIvF1yWd68OG8HJGKEKxrHAoNKOnigUUyyoLtta4nPTA2xwgQ9adywgmzqFzgeG0aeO2iH8tj828GmE",
 	"SRYpVjoVjZXLCuA+IozbQCcwh+2ZrHrcSm9LIjcUhLPDag4VIMWsKkhv9PskFVtExSJH3kC0FekwDHg0",
-	"efks6OEAk9vCGSeyNZQdxlW4eH3Zgsn4atzRmeipyQkfJM5V3Bp5Y3yy+zZtE3KWqOFOycZ4Ufr3Po0U",
-	"/h03Moc6u27l3ebyK93YQOgUEYJZxAlJpE4hBpyevWPuibQit00tIIgkCP0kGbf1zdKGv0964+d6sZAp",
-	"usdCu/jY1ybiFAuJZfDXEPrHljW0Wpf5nEsV2Gmy9aXEop4brc+1sWnwjh+0sR3cs0ik+yTyh07dTGuF",
-	"v+6y5VWtiybFjc/wwRA+SZks2giu6W79QgBrC4WxNiJod7AQ9rtGQwqp75Pe3dVM1VSAq74t+9dIlSf7",
-	"G8lSR97/o1wOsIFtk4HSukUVk7JcOOFwwjLkLfE6ry+I3/d+nneuS9FTCKpzGj5DwafkAT0pS9QVuqdz",
-	"tNZEs3DT3KXU0/CiXXLTY9cBFjWRKq7YCzpriNS7KywktFToHsSekhv7PO2EhJ9bHBADoZcdxUw6WY0C",
-	"iHpb75OHLpoFQHRt6WDOqfhpo9hK2P5uGpXiFxdxdWzfBzKLY6aashzq6G4RragsvVXlFuQy2BiAp4Sy",
-	"zWS+aI0L0ExPwZpGKb612hZ0kHPFrqBOCVtwBVUG+9vcWrAQmpSG0ctM6WWPlNZUUGrtLK4xPWagVJSa",
-	"0A+dvLTggLiEMaqmB86Nm5s+cCtzg1c46BIy1E3zBTXHcN/QfFdBijZic8adg9Aub3xaOwQS0+IwB+mP",
-	"aElxEbNL0EpvA+N8AS2TGxWCMTzN80Zt16U6Jc7X6p8P2g3SWvAvW6orwHGamErkTmWDcielxXoBxoli",
-	"a2JUO62h+PrnqohKk+0qyVTbKUwaEIN5vDAJku2Xujpc9A5jDLfEMB9wLaculA5fgVsjMcS5rt11FC4V",
-	"KDbjpl04+UPXVKv+SsAPaY/sdi6yE6+oAiuIJa3oKMQr084tC+e0n0B69SF60NE7I+vSFqXT0X/xLGn/",
-	"/M49Qj87B5FkUYmCcQs8gx7sv7x4y759cvQoY3jDThsFQhgW4W2U/wy+MZ9Cf7xjn4iVs3VVaSVPzl4G",
-	"fB2kLxqLXFTooDO/gR4L9l8E3OztBh+v2x03sh/jOYkPVarSXY9/6d40nljP6e5OpPm057WrBSWWIkVL",
-	"YK+7f+htMOtxDxawDr/Nr7lU7gWKjfJ1ppy0T4DL+ZyXpaCqxmtmofJa19LO19CbXz/7pg+9OXwRTDpx",
-	"696yjQ1c/HAyefzNk6Qt+6NgvrHjdhG6RqRPC8+9EHaui+56PXt+cXr+8rvnG4sGW4JftNQBG9QtjuAb",
-	"yNjF88t3Z+6COXt18n+vz+ZJZzJfbUzmx1++yh49SY9b6WQVtBO/pPAckiqAnXfHB+UdwCgMFeQ5gHi3",
-	"W3/MOJvVwsxZzVWhF9TYdpP7mFTwn3TVXW3eQJGz7jz+V8NLiVVkq1pbqqq/fkaP3cgEMW/G2Rw9gV45",
-	"+ElXGctx8ADTkYN57PzFKXv85NGfEd4KEcoRDBVBvzuFJhUWgoBBpqFEZFpa7pDvu/OXmQ/GIGTxqrGU",
-	"LxufI8RA5yooI9OmllOsAeGnPw/K30bJlC1rPwYB3a9xIMffCNDcLWySLc9lXZzx2q5OecWvZCmTJo/W",
-	"xuGrUbp7Gcp2gTZZ6EQIDLfCscNUc6GzFWtf26h82bZPyT/j6122HZxi+8l6lx8pjISShFtkkQEAWzCy",
-	"OukZMAviBcbJ06dJM0qhBdpR8KW7m1HuUCykO8rNyh5bDc/w4Ui/SNzXCK2AWk5JM/FM433J4tM6TCev",
-	"5K04o/yupIERlp29O39lKGYbaqISRMCd8HfaeLePiC6/M7QyzARQD64E+FK9/3BHzXTXynTQLxw5xnvy",
-	"ukBP6akxaKS6LsXEcY53568wbJMCrcdbpmmfUSFK+0/uNVAZm9uW1xrHP3Z2CYDAEZk8EQ/5491iiLee",
-	"wAHc2x0iituJdwnTb/J4qvw4pQLkF0/FQLohm9Ot8SYFl4Qa3fFwkTgGRSPT/i6IpXcn01hIDTWORbdY",
-	"0+5LdzGUghvLvsJ/LLSx3nY9k9cYogm45PstRvXRwW5YiV8lwRI9rQznK2g8bYHbHQNaPx6YRQd2CAvT",
-	"FoTpah6wRLIoRg6Whkqa6wax4w6O4U/MHWX7f//h+dlBFIoI4Fk7k7SfRLfE2TcJW+rAqQOe9Uqqm6Tq",
-	"0DKgUipA13MnKYa7p7LNgExSCzzp47HTg0wGzXu/kyd619c2MPQx7B8ap9y6wu0lFIRGYjG73gF+kn13",
-	"lX+Oucj7FKcuAnZaQICb9OfZ+Db+mgwW7i4aZtlEO9JZwm5vUOLeThaivhYTDSUz0yHF5J045+p6i9vI",
-	"kf9cK93Uhv1weXnG4JtodY0QN4DsB7Wnpbo+SNtqkxCMCBWhbK3LUhTYAdQbwI3VS/ArdUwH+4i9yHHV",
-	"K27nB1AbwwO17FKNoLMPna0fKFCwvnw/jqO/j2f5PKbXwPFjWnUH5t64f0RZ9839MwLQvBIrTdnWQVl7",
-	"YFBZWH38FTHMGT2bfSW4EfexO7VQYgnVc7rgCgl2eWV02VjxamBnvv4K4hnX6EVbXjK/oRGe8TFoWWau",
-	"awzP4gr7ppbbzcFmIxDTwT2gWu3d35ZSmaDhYYodoLscHGPra5equxjzuZa5yFjngiXzg7slwbTtzsnB",
-	"9vLS8a4/OeoFvhh72ksJ4ZcIg1GJWuqis67Red+ltMaTjxBZHOHBcHJ9K2rzLyaxtNAHn4U68daOFOAW",
-	"6lRaw0qdc6vrPzANp6jyPqhsN7NA1x49des9vYMx+fdL2h+bsX7s9yYLRVg772MNAgTTaVN/t4K7fuE4",
-	"92EFuX/02/UM9hgL9w4ovgOAuD3B6pc1VybXhagvqcZ9SkO04S3mS+EnWGFTSP2dtDW34q9XqcTNS15f",
-	"C4vZj+xK2pCxeHMl7UOo418K63NXsb98rrURw4QZnCADNRWiMv2bVjjQkWhckKd4zHJdrdiNEBXV+1JV",
-	"0ynh5Z47/YDne9meriD3psoX73nJl/TnosG/wZf0490xQem18crryCBQ2sl0Lf50MXDxwdb8pE5V+XrR",
-	"1KAu+o3T8ADQr/DPhxAShdeSyVgpF5IA4CaQtmkzNrGNEpn7t3Z63dPbjE1KcSvKjE2uMza5ESup7PuF",
-	"VBmbXM0yNslr998F/+COkvuxmRn5M7QhP7yfLVyjvHb/yYEhTUz+3s5rYea67PKZTcMsDhvKorYjH1Ps",
-	"vmVBXz3e5EGAX5VO5KWDOAsJzo4kEodwgBQeb60u0pfuTJ1TvrNUrJIfRGl2HoKTG7aNYVcT+9pZjcvP",
-	"YvnLdSycrTeib/HN1vL2dB9A0HWusV7pyPCDJ1/1lKTeCsV6p7puoeEtsLNx6DN2kUZ+k4UYxdAxr/1e",
-	"Gbr7v22HCLodZuk4st1Y+vwxJG7MHz/5Zoh59yTNU8eYNX93Ivrzk2+3zH/dmRif501/RjdEOVq5zs3o",
-	"ZxWYRMytEgci27z04zuiD8k3PqfjhJKe8OZNsWR8ZLP/IA7RHSV0JkSmO0c2v4N1OKnkpbtbPjrIDImZ",
-	"cdUqgEGhwGASA8fQnUJJ11oqnAzKv71MUfwbsfSRLD6hssbqjVKx05fPzp32SmWIa1GVPPcwLj6ZXyvh",
-	"NAtFLLyUEI4GETlcreJU3LAb2wplhOs2uo3DdTvgOnCTsRtxDZ14hvGsNx1g47qI42tSMsQYXUJp+52Y",
-	"6VoMzAKCutbnIY3bZrnDHTIYZOE6q9YDLYa3GvyHkNNyJRiPv46wOTYDM7ZtulS06Y8SdRabutKmZ63o",
-	"4dCOpITfX3vJlwoMfF/rprobCb9A0gQb1LVrpiXmO9DvoPj/ohZOnPpgk4FkI0/1M2nAQ+j55k6HeetC",
-	"fvwaBpzCj1hF4EmQr33S2PnbW1GflVyqc2uqVJlBuxneShiSnGHWdwhfZNo9rVxrbErlx6aH7LKpFQJ+",
-	"M+2rEscFyHgtfPiwEgJdMwvMuYfwYceBp+i6eleXU7b/9dERm0oF5P/+SherKdNORVtKI3rcc33WvNRO",
-	"jyhhxBursdRIEn1B1xhVCtbLocq8rp2/AURSAqXK6knVlGX6y3G0gLEUkPulazOOMgpxK3N/ZFNKzNs3",
-	"f3v5gpEq67TI7797/O2jbx+1gJiUvrpVV8Gu+vvA5+B7bnuhH0d30ltV+Zk0mLztocBYzpXSwM6jzOfN",
-	"tQdO9leR0EX+KiDE1wkBH6QBRz287PU6y2/Ih+vXCmqWzEAJgzfHqOFzbgDDbNi1bSiHhBzHAZprcz5z",
-	"bs7sz8Ot5Xwhag6JoxVXEytLO/lZdyAM4orT5mLOa3+ItrRMKyENM+4jNFSypmpxOK274HuyIXfSuKO6",
-	"kySleS3O9xKpcVtP1ie4Q5xAhLDY39WC36ROmKhgEqFEa9B4CZe/FPy2L3U0Ro4fDN7FPYnNz46fX8bV",
-	"Lkd8f975JsQLvkvFSjgJho7su/NXhww8CqGEzILtT//0pz/9X9OMTd3C/o8//elP04NI9aQLJLpXMnbV",
-	"BMC0UDDdDVBkaKPmqmAA+2ksRyet4QvxlHEfpMGVxur6lIPgb6fO9dVeVFCDGSL4E1fUwSE7gXZ9NH/c",
-	"Ri0W+hY5wyJZZnPXqnZ3u9ZG4pneoWAhykHvjKjvTRdkjRH1XaRIpM83w2qNmeul8kkLuVZGlyLS7nCu",
-	"LC8Fr0eXkK51KV4WPcqHe8hkCL3eontwvwy1uNX+TnELAgWcCW2UY1Gne9M++uDEgHThmdc9cGt2HWSo",
-	"eQvF6vYyt1V4d/847pCZFFbSWxU2kMYlLTmWESPRaecVN2bpxLaCW57IpOh3aASQFtd27NbYNTJv+Fz2",
-	"n8kFXzmJBc5lL2LEK30t1fbhwz2C1X5dPxs5D+FFXL/w5kdkPtDCn6JFeBgGx2+SW+VOLS9dM/C0JLM0",
-	"3Ns4Xv86It3APq3Xc9xp8L0E3aZQBJJAhJiwgHdI2Ogjv7ZK5SYJwvVHxR/dLyDjEpbnMMk5DlwK21MO",
-	"acDQv0kQdy+7hhlU45JU3JuHeztliQFVdMxY7t2MNegl4QutriFWAJdOqrxsIOaClgaY8fY4TJpDJx0s",
-	"pvasRTn0J6rfwhxTc4p8fuxhjNvhv2GSv0PQbxW6ul/4b9xUj9zlmxxlKoebZjz+d7tY2CfgEgAWeAwE",
-	"nqH9xJ03N5jPBQz+d3E11/rmmSjlrahX20u6FfQm2w+ZeCcZ+we+gjmEEFcBsp35x95BT5U2bAb/caoX",
-	"FXKbbO/vXFoomG4BHyKUahuozwZQiXlTS7uCRHgCeBC8FvVJk3JntdmTRPmgZEzNbf6+4vb94eEhQipc",
-	"NUYqYbA+v1CFcWK8Fyd4DmBb2M4+fGzo4wO3BreiNMiC6dImqYflWt9IcUy6g2Gc4Vi9bRvCoGoxw/xk",
-	"pw5/ffSITXkl38Mb7/2eQ5AZKjVO04NG2lMyt7aKqlCcQq9ptF83ne7omLtPCXGvBEYZQITY/vT9+x+0",
-	"sROYMn42xQsXdKUCj/IPl5dnFwfHiOk1gRugk7vQRa2GkETGS6NB08J04f+YXNzmk1NTzybgSpr6pGgo",
-	"dQkK2wRLhrDphcgnL4TN55MLacXUSQXTt/BsCqqZnYsVWBvXVvYrNs1NPXtfi/+GCmSwqNKtDK7Enlf1",
-	"96LptqvMK/lXsdr71Z1CmUTHdNwGFTM3/TNvargQNdq33AEAH+TEhLfc/GrBS7gZJ7leLBrlQw8XXPFr",
-	"SHdt7RZtvVg4TxHKhUe1dC3ilyaYvDK07E5Cln0hTBZCSLM23QPeFJh6ovXC+DpisoakFCWNxbNxjOzU",
-	"x9C5yUlrWNVclTLHFAjPNjDGE/mdnRvampKDtELo4nCEGNT29n45rH/rj2YhqlKvRH3IngNT+veLt28Y",
-	"lJrydurGkOA1BcCp78BgbOa8Emz6S64LkXkQ1gxKkIiXhZu4rVdOEvqfmUdk/5+/TnHEGJlBrceJGdP/",
-	"mFy6BiYvi6kTSCutjAhZ/G7YFHEjfmqc2j+l7qYZM5rQaqgQFviPPE7YAqtZtuXMaLtKfW0O2Rl3chX4",
-	"GwOFmlDoyX8i1K0oNcwZL2t/R2QMrogMbtf/+tFNMrKXLED8UVXoIwiYhEW10EVTun2zTa1gM/FUCGVh",
-	"XbBk1tQ1Pj1kz3k+j/iIAmRNdz48Q4vdaI6mPzgWM2l/nAagQOq4fQl/mLYl7miVhJrpOhcm2ZgNSAXg",
-	"arxaQa0vVLqlYbDT/izTLok2A933RBdB3TgZn6zIRS1nlvGK1xatWdHMpn+asoXgyjDTgDwTHmVMfMhF",
-	"Ba6SaDfxbDjW6M7bKkwFqOopc/oJ7ls+p/RgxpVWq4VuDLkio9p/8UgcD546Kp2LEngwne4Oa8YWDtnb",
-	"dkQLXt+Iwg+kNWY9ZbySE4u8moYCV2C4cQ3xNseDQflGI1sEmBJuPPeio9Dk1XccL1D/cOiynoRrKh5U",
-	"3r36OkOLBhwuinZA7Rq+L4SS7taIlwepPT7Mhk1xu6bbNhLZ4uAu9s681DkvJ25uobF4uggI4ottumOu",
-	"fShaqXUFeQNOtqxnnEBGNvbJr4VnuIDqZcysKUP5RcqlwzB+05LLCUoChu3/Y48+i19mjSoJdtaK4h97",
-	"B8cUK176vv1HpOp2822wVAGkQ8SyCgaWG/bo6FEo3E/wwRP85O/i6kLnN8KypgK0+0P2NmT1GApN7/YF",
-	"PktZCmWf4hjb/dCz9vL7juodB+MysAi2/51fCKVpZhQcjbvr1sINlYLWyU5xcNydGBarQwXfbTFe+8jM",
-	"9glvXdwC3+Lo94CKdO5fZ5f/yRb6Vri/43qBBx4tDYZAtc8IWi6gDmB1kaW7oWl20rFGsKlw9vjDB38O",
-	"kMP57zLI/8i9oN/VHq6FEjUvcXkeHdAhVwThtuSO4U/d/1ByxJTqyhNMN78GQXp97Ha9YOX+9E1btPCE",
-	"BhYYp7/Kp/T65aoS04OodiL04rFTPbQdCSJqbXdgAErbOeZozMB2TbfkPkcLAvB73tq10Ebifir1tW5s",
-	"Yju4YlOsB4+4kFOnj/zUOEKseM0XwpdnakcSUEoKkZcciWFNAj6KGJv3WkCjU3dFo/Mebj/OHD+rRGlJ",
-	"ayXLmh8nN0yCeFALxEJAd0ibJHecSpJb7xMUL15gPOHBITsXvECaw35EgTFBG3Bujpr9PdZFAaxFLiS5",
-	"WDyV4LXsSYbENK9xaGWksULlqynbb5d2enGbx88OyGFogCQQZYpjvVAKDXrKpsCUp1mcBZG1S4YG8GM2",
-	"LaUSvJY/O7FzikmHmGlaL0wHn75sVSAkDcfOynbG7oj6Kj1wneMpRCQ5ULUg5KoD1ESVvpDyZlCBCA7H",
-	"N0dfrVem8TC7gjup1B3Adp1d16XGgVtH3IEQ1waPrjtcBFQK3R7DtroZ6aXC/cz8m0CtwRsSOc8Az9jp",
-	"Ea6JFVYM6s6x1IbuTXdZmq4AH9UI7grsdBIuLC+Fv0z3/bOL2xweTA+exnVVF3zFSneJEoIvW3BYmVo3",
-	"13Ni9aBkIb88ZH+vJdwDXuH1JYG8lxB5oFjBlrQ70pJrVJUlMDIgcNJfwvagRFJwy1kha5FbXa8eGMgz",
-	"J1FeGoCqW8IGzGohJqZyYkAtQJImpmHYEsdMg/lzNBhjdc2vxftZU5ZTth9WdPpSmWY2k7kTPy7wpelB",
-	"pGVhzTnsTmLnBarsuHLeE4vVsDxbddeSG4wVKgt6ARykjE0fYnWbqdekC7TjgIOwPXb4ELzAJNmjTxKs",
-	"utKWIvhUk6r7ydnLCKb+6d6jw6PDo8NHT/4CBQ4qoXgl957ufeV+xPD6OZimfAlhJ2Y/vNLaOvUZQpSq",
-	"pAv2FKzBhsyFjjGg4hDp3ohf7pHupDKWl2V7F625nA/Z21ggpKBFcItLa0Q5Q3Yb7m4eBM2rVa+s+dSv",
-	"oSKAO2CBufYxnLwVMr0yD0xD4v3EXSvGAhSHW1JfFHl/OpnQk4n7RQrjDo+flRNNZ7pecjBUeOrdn77A",
-	"3+CCn/7HJPxz8if84VzwcvLyzP3jb5JPg3ZUyhsBslbQTDAuePPa/IruxE7tZhDzYCFJEZxHWqJuFAgC",
-	"nGEJeGr7kL3QNXxk2mlBcm7JzFyUZYbRpgQmgQRd1QAGxluwnHCQkBwpuaPU16TRK712YCBKyZAd0mnS",
-	"yPK+8+1MTnXh2IoE75IqIBraC9FhL6MN3+dsWWu4awoRrjhYqVpU6BfVShj29eO/HLgzCFpGclSd22lz",
-	"7f9yDIaIpWY1OsmDVVF84Ll1KoMSkMx/CIlsJA29LPae7oX5nbh+gS7pfjd7T/8riRXeXdkgfcQb8gCW",
-	"OqOEbDo08fneJLJgaJz7QmpkaEztg7f0cvDjb4nB+BH9AsLY73QBkWpuqFSmKEr/fPjfBiMI26aHHB/d",
-	"lfOxHGD6TDtY3HyyVsJ1pFBEAVLB+t7H0w73YgeH4zIIMAP3CrDSx0dH9zY99OukZ5NiuJ0sxl+zva9x",
-	"LKkuwpgffseLsHDuk6+2f/JC11eyKITCL/6y/YtTrWalRA/P149GdHHGV6XmxaXWr3h9LfC7b7Z/904R",
-	"XowoINbOKU3w8eMRo7zU+jVXK1oOqFn3zZglfKmsO1olVhCI3T+Oft3hD9jpdHUOnzJ32fNrA55wQkZd",
-	"v+J8EEBsa9x7uveXv+z531pjz97TPTTotM/wn3iAf8167v9J6+K/FslSAADMEyA6e/g5WwnbWpSjYBGQ",
-	"3M2c7BEtTwORxkkMTm3xSXTg8oEnWiXFikP20ramh3U7FbsSOW+Mu3SutBPLQ9yBl8xD/5sM+nthA6e5",
-	"CL7xT0X16131MIB2vXCbDn9Xx/xSYMhLiKvFw949H8bKsgQdzWqnwhHv6j3+93rMc17ZfM4f/iKLXweO",
-	"uCrQRS5auYa+jDINAogJpB0W6PM6e/M9kwt+7XQeKFM9k7fC+1PgPHtA0KaFB47uai+TUmLsTM6sEIot",
-	"pGqsMGSWkV6qBfOt795LeKgFtpgrEbQz7Ek0Fv8y+kA6ONAgipHX6ZAm/7IAU0/7TgnmDJhiGKEEY6tp",
-	"osXBY4A9Ij8AG5f03rcgon2NOhjmhxUZYmNDYFVV8hxj4Teo9BQHt02ESkDKxrjsIAI53agVgGSxcfHH",
-	"4k+Ii2gaeDMp/gyyCzgoDyssApRoGAsCJJpO8oZo6xZQ4RNd+BR2hnaSOwsIX2//5I22L3Sjit8VS0Ja",
-	"DmSTh7PymZnNw1rA7dWvXr9E+2NQsZG9hE3NQiwhXrBkbDCmEY7vKLF0vCqLmctyrr3+B8bAOISXeJQ7",
-	"N7osHP9wl6PSrNTqGvCOgp3zkJ0oRjU+3IvIwFcY64w9R6MEZTS+67m58XCqsT0s4gmbVH2Oi/XxlI0G",
-	"b2AedyPy4TyYETR+d5GAZn/q59JH950NOLyjPP/7oVfYrHWCJcdDd66fiYrBijrx6uOAfYzMrZ0w4VaS",
-	"vRbFxE0oCgNnHEQEsBZLdc2mRJ1n9HXXmErBCeDXCDYOrTomjtaNEdnZpgcgJiO8x4a7OW1XG/JeP+0k",
-	"wadsUinXNLGGUvAbQKbxqP5KSLRwYZw+Gd4hQD+sotI1s3UbIm+CUVZaJ5HgWmwsHwNblxM0l7wu4tB/",
-	"Lyx1pa4HhqSjCR0+9zn4R4DVQv4auA2n/gAf+hG9x+FPM6YbC9bGqWuqqcX04BilGjChg8MiUm4CXk4W",
-	"zPUkk339+C9sWnMr3hOazzRysSylKvSSUuGMcUzas4KwaCAiLgRlz4afK13KfJXMYDV85RS71cEhOynL",
-	"NiAhCkymAKlbfePkszYaOYboh3sITf0YvIZ+M0hUSclwSDhvl8pv3N6nMRxhP76TLYYjf1H6kxIv7ec1",
-	"CMWu1r7RdtISfJh7GyfmoyrjjVxCVWPYyLuLhY/GGGccG9W1/FkUX4xN93eFtsYlZJwxBRKXg2q8LU2l",
-	"L8uW00OwaYfV742+UaHNjbsTeNzQjSnyGxPJizRu0IohMzK22eoK4rb8YUaOR8zSQA7tUrMfrK3eqnKV",
-	"sQu+EBfSiv9xYWuZW8+KniaCoKOgxrmu7cSptUUysppuQAjlTccfu5amF+56ENM2bMNPUJpEcHLgMaQj",
-	"+FFhn/Rj6BPbnnQfRYBv03gH3NX/hi5YnAivKswXpGp3uljhSpKFrI0kPb04f0EfgdJOrCQZR70ZRp1Y",
-	"ZbiQjIgKMfVFVh+yv6MHJ4ZooGvx6FFayAlOK8NXlJgc7FDA8FBv2rDLNLUwwZ/UMcpsCgg9ZpnoPsf8",
-	"XO7l1o5jXhocPT1rowjZvtta/zNNbkrSoZf0sJEDOmGblhkfJZPQfxQs6Su0PsEFzq0IZ6Zq3Yt+mu5A",
-	"tkux70QR7BYSIiawgphNnNfamImRtvWT7a8FwT+NXpqisctpgfJahdD4g7QQuRYRT8F+XsCSwfHuA7W9",
-	"VIaCmtuRTWEDVuETCRjQ9giHFEOPVEcs46ogFd8fi4xYOipAuP2fV/KgpIwLugz6nFJE5UtAoxSKJA8J",
-	"MZ4o/kEYlsF6AUjhMNYLYSd9CSGXm/yjj006vk+tHhx2PJQbdrPft5zzL+0je1u522ldPf08Oj6GOvYL",
-	"KudR8riXsYJMraJAf1By3ckn4YGil+G4Uhw3FNFa6voGVSW6VjtRFZGZrL06DEbRqsJn/F9p62kAM8IQ",
-	"7WvjJu4o6xg5GgZvNRMK6fXaiVBfH/2FTXMSpadJ7ukW6jfWdmKOQypMmuUElfP3rKz8VnrDc28DoQN9",
-	"b5SX1gUw+bnH4WabWkWZ6VdiLtdHF0Q9vBdvJJ1bSUY2bjvvuLMgZjOBeecbsHrtZeJz4ldtkBgKxK0R",
-	"u8QIT5THyG6jWSFyCTGNMp9jtqz71cz1Er+HmUhDZV1BxIzSOShS9RYiouBVsHqlPVxoi4DIkE953Ufd",
-	"9FlFNnYjEB7mvn9GQvut6OYZrMqV6DmenQW5byLa6kXCMPVNKclDuYDbNbamd24nGDvo0vgwpSb7MIxY",
-	"PXbXT7chd8EZsHs+ZYBAriyZBn06hQnR0rWGZBvK1fDA7LqSPhQcLJ7zOD1YRowfY9fZPuhWNIqQp+U0",
-	"CtBUlLvoRBFa2CfgEN3YrDVoBs8zZXYAYZI97SAytD9iU2roPX0yPWSv5I0I17lbsEn3LsbcAJ9gEYcW",
-	"tqhO1OoDc29px73etYvA539HCgTtX9+FHgcC7KBIJM5yLJndVZH4p+Rz/a45INMOb2mZBlaARK4Rc4ZP",
-	"Lr/7LPJe4eIVhKO1yea6LKBkkayNxQBuollKJvLQtXNZF5OK14Sj7LhXVVLCH+LItjHVVt5ilDuQ+LFH",
-	"03ASxZVUxDhP3jw7ZBcBXs6gvAHRywgy95QhvpyPc8akvx6YUihNpFv7gcSUEkrvSrlZ3EKc+tXacKmn",
-	"zkn7ysMzDrrmqPcA9WPEuzSYv4oVGKjHfxFhAo795HUHonH8d290IXb64JnHE931kxbtdPyXfwOwvPHv",
-	"n1TVDm9jzsnOH+w0g+eEjLrDHAJe7W7fEFbuLlsfo2CO/+4HD4260ydn9ucdPnjZBTfd5awZJ60gws4O",
-	"C5jbhpe7fnURoDbHf/M9Adu+ABa62xCJC8Mw/fefNEIHewZYq4RsEwNb+fvn9+5q/a2UKreGvqJIe0d5",
-	"0SH8tCk+HH2TFh/Cgt9KsQSQr8GkthbXPI5I9aoSpH6HkubTQ3Ya5352ocHhjq5KaZmezTImVF6vIGd9",
-	"Iwv1RqyiCoPh4mZTwECdPpzyqpo+nCIezzTA/DcK3CQeg5Ea20fTHY7xPX7zPljyDihu16Mcezg+BDuY",
-	"8i7tABbHlGCyppBUjh+46XTwqsktFDDEp4i/ZgI8cNDOOD7xBfl8Njwoclj8+iARGQK747ncJ4oKifvY",
-	"4ryh8DP35gNDUMFZqDEIJ8LinpqltPkcAdQ+o8PG3we9EcK4afeRMvQl9ON3EPqBeUW8yznviXEiTtde",
-	"Stl6yI0RdgIQezNRPxQfPCJ3UgV7/gFzhsg2QqewVaIC6wUQMkxkFoTgNxN1i2Wyj6HxgJF3GAbaHcw0",
-	"802wRwddhcuxZsLzhm7XNCulLcOZiOKY1Y3CzA802wQEC8TU2+RVOEkvjLghfdKEIerokmb9jJaoj/Q3",
-	"1vJfwlSLe4InzcRH7X6FixEUIheeQtJyyN/hHq1q4VqcQio7FYJFrI6DADjQhj10gksodpNbttRNWUSZ",
-	"VRkj7NaMmRtZVT6lBsMq0MK6nK8O2doYAAS9A5UCkgNhevCynOh6Ekal0Lbr5ot1/Y8Zbz8k3JgVo+AW",
-	"JgnsYT2jmk1xpdqwj7Bt10iArrtDBgjhhF8a6lygJAFVx4KsU1CN3KsVA7HqIa+qh74kbKN8rCRArqLs",
-	"hmsEnlxCPoGwmiVU/OiOw0edQGlouRCH7E0rIRhW8jbWqUJpahIZiyqty2ERDHQakTDhvlykmc2nCZp1",
-	"Ui90uEU82mTYEU4T7ivh1H92kciPfzCItuSK7dP5P3BE0gJP4an/Ii39kaWlM9xZhkkQjrCdZkOc+dPL",
-	"THgLjbNT+ytLKtASnX7UogTJOipz1ChrBm2932O3vyODrzfxoNX3MxhooMMxVhpc9S82mgEbTfeAfmYb",
-	"DRWyktYAWaxZRLomEHg3toAMWxfgjHwOE0OnlGHPTQRjfwCTzNpo+Oi93+QOxSUaGvIXy8I/nWWhQ++f",
-	"7ZZ8+IsvcPcr8oNSpCoCPIPfTVvZ08P/qdaMfNwWZmQJBqG0fQ91a6axidTXzyHhnUwVtgXXWmiQbym1",
-	"ogR/bRS2iQNm+6FirEI8Q5AqEdkQ0ZeekvX3Stv5JofC+a1xqN3u8bU799Pet2OCN1tGQRVMfveMYlfs",
-	"gz9MBCger7ai2Kek9WyvagaSpnm483z2TfTeqAprXcrZrB58T5Rz/9JBf6HjHgqiRQh16H5/wgAZnHw5",
-	"0X8y+v6XEgTwdP4GgsCmwWxkiBfgEUt1jVAorbltHzV9NH8W0uT6VtSiOOiGhKV1afKF/suGT61HZfxO",
-	"oirojHyJrhijuQ9YoT+5NyTU8JkYwescsJH4lSwh0LSHqi/Qo4FZvKEBZsSCKytzhi15JHCw6F03tU9o",
-	"9bWtqbRaFzTwPGoNGiF0VHpLFBF8YZyDNddKGFuu2DQAXj9FP8k0nbjhowqouwvo7bSd+6cno/6+e1M8",
-	"/Bv/Ei5CXwbcHxg6ELqiEka1YKKQFmpwfmoq+SWEGI3Ueo3V4M+LY5dmtaB6Ruv+rljB9ZjA541SUl1n",
-	"7ILqJmbsrSqlAhEcsr3J57jpqPN6dI1NTI8xtVH6i5S9tMZXOQHYTYiL6YT/GCx7XQteAAK7T8OH/O0t",
-	"6vBd5fmXxW+vA8eBOF+04N+JFvxJg2iy4cxHrUQ3pM7Rb4GxulSKCcqfUzkK3lg9cVciFZEoII1Az2YI",
-	"8dnWsHeUixEvQ/fT75WUxoWz/dNRzm9FCOeCF5+IDIKDp9kCnHctb4UiC8d2sw+7IAXAfUqRXXEsLiTX",
-	"YO0WoAtMnYnivjLGgUwS1SmgOgJV61mEWlBAnN23KK3SvXbI/h7KFnpyrhtlMB25Ir0rC5Gj6zc0dDOl",
-	"GNupB+8kZLz95K178HTt2h02hX00qX9i+9cfwfS1zer1z8qXvnjMRhnKPncsbqQ1PCS9XvQHGl7ym066",
-	"AxR4mg0ZByD+f8e4/5Sq4dO9KfdgUKdQ2r6n4SQ0a0r1EX9s8cXv1ReG8ZurAP5AMb5uUvzM9FvxxgwQ",
-	"7xmH4meO7Bbcypx5HeApUxormQFUUD4XbmRFXJRPfLCUggPRv7ZeHUIxVJA7PI2S7o8iE4kYxxG3iE3r",
-	"UPnStYr9XolcL4RhMMaEugG//1MoHBTN3NHBKpr1Fwr+jWI7oc5LZ08+N+nan/sJ97XTJDL2M5SthyIo",
-	"uvJwYgtR8wi43rV3TKChmCMHFfWRkr3BD8gPQs6Nu8EP2fnlxVnrAQtYmX9h08r+DNdpEJemx+ztm7+9",
-	"fAHKxvffPf720beP+j+Nazu27ETWrICsdajUfE1VXls7exLmGSHOvBPK/vw71EXawVGB3i36yNnlf/pt",
-	"+k1UkXagvpJwL++iwxSXUf7Crv6lNJQLgPqLz+zHsUjkAOaQsAtHscjW8SeFGQUIB8ONPqL4OmA+WDVV",
-	"FMFx4CXpPwI/bO2vjorjZfl9S0frox1ijdF7X5jNb2rXXd+Oz+nM3CD87Th2J+amQ+le4djgBvyaS/WH",
-	"oHdf1OifmOZb9LYv1P/7oX7EartfBnCnu98Ia6W6HnfvYw8P1kh+FVDXFlw1vCTDJOFt/PHu/Qu/JL97",
-	"+g8jHbjv/QZ/ofbf/K437cH65A7cC2FbWb1DkFjWwF3ensCIcaDFsdAMqxNCavjZ5X8iLGqnYOwD47N1",
-	"kbjagsJoOZlzA1XA/gCU3/F03ifxf0pDiB/kCEtIu+edLfutLCNfONYXU8hwzaxPwCjHmovBaTJQGgtr",
-	"PGAwpNWTqilLH+TF9qmGM7dWLCoCs49cMVYuxEHGamGaBbmLJqwTLkbe2jhORemlB/hOIbUdsvN1b61j",
-	"695dth9ct/TL+9aLPMUKV4U06ENu3/U/TQ+iEP5NvcnWqz+G4wiCaMeFfnp4a1zrYEP+Ijf9RgzB0RtW",
-	"RCMiQ4BwR05KLz8/c2hqNXF0j9Q04BJubCoSHCLfpKLCWH3gQ1E1GXcWaeqA5o++3xgzckwEOJSjpTgP",
-	"zxo230+wiCTZN7XyMGeaMrD+2J7jDLgsTf8Lsf92SpI7WlFYQ5dM7jMlajTFY57EpNQD5pHoJD2gasRw",
-	"15dSiachAwrpm5DKsigDMuuNKI/e7osszzZSN6J0DnHrVj9jSixDImVANgPwIsQzw0TLKdbHKfU10zPG",
-	"fQZEm4Jj+cqEpJBBcKNzXLZX+uOUqOy3TOBs5/BXqYqdca9f6esXtV7s9sWl3u39t24PPwsHbVdjTAJo",
-	"RDZMKFv/M1qaf9OkUR4xnCiX67N6j4zilZlrO85uHOEz03dBxctCOilK3gjb7KPe0PZUcutYmFzwa/HA",
-	"AHtFTid/FoiVSQCBqNPopXIaMeLLYhEyXjvOSaWEGdYStjK/EZbtPzkiuEhzwK7cDuPVI00XfjxHdg0F",
-	"869qvYQqRFxBcTEYJQwvZC1Qhb82LWHI6HwRVnODYXYX9SU0NpNtTZQQp5rtSSjRwu18L9tTfCHaXX1Z",
-	"bJh74ko6C/7hlVDXdr739NHjb7O9hVTh39lGnZ3PobOF9egrT+SPkbsT3c4ffmEXQ2XReIIEP9K6gqRq",
-	"DquSr3bgFw+xEtFAWB4FwxN59lMkCYhTRMbVNZt6yp8GakVg25l7aG15gWQ+ZfuPjiZPjo4yj+TLnhwd",
-	"tGXN3p2/8tQVc56WlUhI5kUbessM4DHA3ylt2VyX2NoaFwAxi+aG1dO1Kled2T0w2KGhDKdyRbE03NLE",
-	"tuDmefI5waX+o/CU+7eYdxdii7UclxbWvJQzAdjBn9VKvrZtfYC+eHa8rerd+asvYD5/ZLP39zVXliQT",
-	"FExCrbbfE9uO4wSSDsdLkPYqUUtdyLwdLtPKMWdvvjPkl5Q1OOnqW14CO/7qyVErhyVyNh/0CodYgPG6",
-	"5leYs30jVjPH7pid17q5xvouC7fXVBAaQQO5bQfgBtampBLT//ez599vMtoLfrvOZvtdhv9yjHakY9In",
-	"w4wCkfv8DHibk9JwR6Z+El/Y7x87ANsm2WzY3s9sdGw57i+m1PbXUfq1Y1Wep7iv2P4UmdgUeeRCG8tq",
-	"kUO9CCdaHhyyl5ZyDkxCTGW6ziBqQnAo5e2kXRC2UfqYopEwrBXdWNdwlaGs2oqzTxn3QnqQXbCUV6s1",
-	"S2LoPBbi/dsGil1Zy/M5VEmJ8lgjbRsbWkXNf3309Ril+4/AtrON2iQAYgtzPmZ+s93VuL7dWomecbqD",
-	"MjhEoZqFO/bYujv0W4d1snEmvKoz65wJd7gYgDT4Nd00lsCQf2owa4zGjK3tDS3k9jFiLNH6sWL7oRhc",
-	"dyzHQRl9YLySgHXmTQtjfNA3Yn+cO2MmtXPvKeCUhTFfaV0KrkbZWGDrH/53Ja679xtWY3KNScUx4W69",
-	"TnLqSgMOAm1+sdXel2Dfd7PAMn9WKd7yoTpHJ3QNUJDJ0+CSQj9UgCPr+qEwkoVqFfVUEvRlBB2xkbM4",
-	"pAXFErkjrGtk7TAWrhxjUOXqKWHEdAV/tpwLRQ3wupa3whyyc1EJDonQ0rIlqQ/cxlUNGzWTSlIl8/YK",
-	"AvDwEFLjx9kJj2kDEaHgeZ/TPeFER/iYjeCahGLhFvBLSM0XL/snlXZhG0Ih0N8IUcFYXfWzo4s2D9sL",
-	"kF2GdIFxNVky3Z/tGw0Xe4jQi8JllMbJOwZwzaU6yALn8mzCveKEyEKailunA7DcsaMyZnW6GsHpDtlb",
-	"8Gs50dexmq7wyEpNldwICDLBEHT1R+EHuhpmB7Bk/6zU/9sRs67WiiRXnxVyAcscP1xoJa2uKSRuuzO4",
-	"qWsnb8+dluIGLdS1u9QRKhjoBIuSKl0ITFaA+56zuTRW1yu2lKrQS0fQAE2XkcXIP+a3ouZQQFBZza4a",
-	"J7qbQ/aC2s/1QrBZrRdsLnhtrwRvy6Bi5hT2PNdlAdW+FmKh6xW6flUYVld+AHSIVShZSqh2VKqkFkhg",
-	"wMF0LdJaKa7m63YxdyZ6bIGCZ9bg2EFF8jxobSFJ4lF6CXrZQqrGCnPM5LWCacDy0zd4g/ilP2RHVCQb",
-	"6rvQO326ED1+je13NKKgtkhlv3q8lzm1Ti6c/vno6OjbI9CP8d9HQaOBJA9Rp3S8c+HUndx2Zms12Ifd",
-	"/m0Z4RtdiJdFn5r55KsRWiauU3K9t3QOX6YXp+BWQAHcvREjeK6KdP/Hwe2ptg7muSruYSjfAQ2ypSzs",
-	"3J0wsvO3A8nn2gjlwb3pWM6dim7RmvHo8VGg5OERY1/k6h15xr598vVRfMYeJc7YJ71HN2g/cY+eEt/0",
-	"fBLqeHqC+3Kl3pvO7qv3t9caanq01vF9im+mrtOv0tep4z2pEKuNm/Qh3ZL3f6NmwWgacevttxGdvo+5",
-	"lH5vFPSFau6TamhtN6nnMxFMqXNeTigecivZcFbK67lltSBg7jaibBYVmIB0i1gorGqdC2Oesmtd68ZK",
-	"JUzm5MgKUrtk4ZbAy4unZ+8wgqcC+ORSmCSpvXIDpxDbT1l8Iu4n+D62xNf9S5SbcMcXnBNuhx8Yv8dh",
-	"ET7lATaW22ZkEK2biTKNYVbUCyepF+KD8DH/GgyTt9J1G0wNRItwJcAFsBCLK1+1GMxyzWzmdCUUJsT/",
-	"z96/N7dxY/vC8FdBqc5blna1Lr4ke0eqqVOK7SR+txPrWM7kqWcm2wS7QRKjJtAHQIvmuPLdn8JaC2g0",
-	"2U1StijJNv+YiSX1BUADv3X/LV66CeOWWeF3rDeR4rocsTewcbWxzNuY0gHjM/Vsxty0kIsBzd8t5dNx",
-	"r2aGF5d8bNlQTKQqVomdS1yVhy1raJB9DlBae/zAO1Fzq2e1Wd7mUNiwZ279rKI2dQx/XdPvjM5p6HpE",
-	"ehjcmYHxWXnRCIELr6x119G8hLt+g9dtcRs3r+mr6vD7OJ3C0TfTlyuddbKl8NddO+rZJ++o448KvA1/",
-	"+T9usr/ihokuZXzcI8tKrSuoMg06y/nFK2QaBp/V2GsntRV23b479yNZkxbhr2OyWBpD2NcdGQcquFU2",
-	"T4u4y+KD1vxXnYnmC+xw/VYLm1R68JBkJmzjOzuFG5JhVjqQNSCch0YiNmsOXAgO+U1sY3nBROsrOLrt",
-	"6XbqQ82WXE1M9+0czU0o775qkrt7qyWi7qwdp7SbwW67xzTpXrnahIqslTRaGvt+yA73ZhBIxgOGneEp",
-	"t8ZbOPgSiwnj0lKHefSgBVmMpj0RLNV+AdHhxvNJhgQwVKiEwetgmhGyVSWHo5n20oT1iHkyOJym8SWW",
-	"iAcwmXHlYmA8tt2cVtz00NzhSWo6UPZYWsuHqq21bgdClgIHb2JtVIIdfQEAXlV7t/S2kHFU9L0LL+iP",
-	"Ed0TQi5+15VKfbrtdmRbdwms/q4NVuBSmGuZi98bsrulRqngdmmOZoNvAbraRDnbxeRrYeyqnuCp1kTD",
-	"hIwasEvoZtSMgsHCpaIuyQuAuUZb+juN5BtWlMIS9EBAWO6dfnSb6b6LqtF13IdbOoEzMfT2xKFUQ/1h",
-	"A+cBGh+N2YKPsazS1usRpKq0DlubQiYDzabRgOqKZOX///LNb4yDSBHyWhRH7CW4nP0bmbTsSlRQy6GV",
-	"YAN87RGN/uif9cnJ0/wXra9+41MBP4kBMth4RU0Aj8j8kfVnlWoc8I+yOCBVSFpWSgv5v3aiZ/4ibUVk",
-	"wcGkQHgM0D9YP5RSq7H/b/M8Xbuh/gCC0Z9Fr4dhXaDEHCHlzlgpxjyfM6v4lXifc4uLyjw+WEoAMlNe",
-	"SkhGHGj1HhfoPfL5FIPYlWnwRl3Cn57TXw5W+WX+wLV6BR/6pp7xT6LK6VCOou2KcQE+FWxfSEhzHGkz",
-	"7a2CmNCn7U2pebapeoYjoO06JHUtzSXvGwJccwmXPDi1Lf22G1Hs0BnD1XjoEH5fiOyXs1YF7o5DAmZY",
-	"sRSPASBugMd2bp2YHpV63IXK8LRjhJEN4BivD/oH3tbG2wCj1nFVcFME4LNsZqRzQgXMxptDyiHUNGBU",
-	"0BmubCA3sIkpSj1sidYCkqdlatwKdS1KXQkmPvDclXMGrM7+1YXwGGoA4HAnk7YxyNgABviqiP/0597/",
-	"oHPIESjO3e8u97/AyLv/FypV/l8Fd3xwcMQujMdB6CahR/RrwJskqbKgSXnc91eB1OK5Y+cAw14MwIwH",
-	"/3j78sX583cvX/w5yGASKsxACnvEXsTZEF0VVXlMNVTjj5wwi4GdRjzs4yTfwOq/Db+Ok8ff/8o/vMRH",
-	"92J8c/EdgPs2EQ0nAfPZBMpo2+JB2CFZXye9cZvOINVWNgKzJ58OZpRScyzVSPdCWmAaQnwJFHCIM3+I",
-	"4aXOr4Q7xZbb3E0yZuth03t7KqyFKc4r4ZU1v3YqF0zV0yEm4WCNha2n/uElsCKqghx2uBgjPpVl6EWV",
-	"c6xwSSqaZ7IsmRVeYfEKLFw+Z0qIwhLRZFgXwpmJMOKg084MSTR+dnFyr/zybPFc9b+0x8ILy8uSP31G",
-	"BPfeOaxWbKw4143OwuPus+Dnu2r/z/p9zL9XY8MLQZwtzbBAtAZ/covVk8yaDvF/4CUUGFNOfHAMqEws",
-	"2x+k3/9XPC+Dg4yNgJsy6MK486GgspmbRdIpZABFahRp2WAiylIPztCeQ2k1oD8Hkiu+eBRxRmPjDazh",
-	"PHbf17VjY15ZKpAa5LWx2gyO2DkITw7eKKVE7jJWcRuzVq02DdNWHFzUbr3spkdRspGTqhbMQOoeCmbp",
-	"GoUFlJ6IGWdYtwAjDgnwkMwEdp8fVvCq4c3IDWOFKiwbGGHnymspwdGel9KjjBG8aCfd4mdNwfn84hUb",
-	"ihFmZJVzj0NapYWs1B/rvHYTD0557FMBXNeCG7/Q+koAcU5I/dKliLGBXOsrKTKWT0R+5b89vg3tcdiK",
-	"p+zZyeOGHoGI0Bo4zNizk6dhgQTTRo6lQtdb4DMjnphQN4d+cVgkf/NJc/PChekBoNHEeeAn9xYbL73B",
-	"2BWkeFMJ1Ql267x5z5c3VBAscUsBwRcT3JQSs4f8pkQ97u3Lv7+6fPXmt6NXv714+f8cXb78P/58OR3l",
-	"TmvX9ZmZOMVVdm7FnUe7vdO9//nHyeEPf358nD3+4a9//vOo96f/tbfeKH2MoL5QhALNP4A+OYSnsY1t",
-	"84VoS3oluwthAv6MdFnq2U5B6xFSfs+uElC3KpfGQ+iOc0xtezYwMxcb/RgxlhbFRgTPquTOH8mMATk0",
-	"SpTQTqc4pRq7yggL8mB/oKEWH5kX9WgEP5wBdTTcA7hbq+RVE26xJXquTXGQtTyNseLOb1Z81eWrC7Rd",
-	"K21c0Pewz5A0LOeOl3oc2416k5GGFkSst+LgjgEO6YgW7ug/BkHy4t3dJtnPePULWuX7crmFbwZmr7TN",
-	"F4At1h+fpLjuMp0Lfjc/ZfxoXcQu2zQQW+u6iYkY+trtsKc78NA+3AnU0H7/hBaCS7bgAuYcf8R/vCpW",
-	"EVR5VUlDLDJiAJ1E9srZNqlGqGIOcUvApUEQWwM2oBEMGn//IIxhwPbBB+QmYko3/vzyHVvkIPjf4fq/",
-	"DbrtutbO3CQnIvZDfHJyWMixdE3nsrTItB1BDKNYGUNcUhKenGykBmztoPZZmfRBd1HEW1Ik1KK03s55",
-	"Rp84qvObaBBphMWy/RA2tHUlzDWEuobzJMvYHkTFQhqg083neSkoST9jmAcAVLuaF93y99cmYPNgS0GS",
-	"Ma5KGG6t3u6s3GbOcGtpt1H90Topxx9bYcS/jo0YCePVsf5D9FzXXtUETRQuJzdRi5J2HzIJ06xhm7G3",
-	"7y7gpLBScAuOUXQlZV5ZnwtjM1SQvbAxzIlpBVR9B5gryCEfQVPVFiQH/qsuxgLcMU4aMcVaWNNVh/Kz",
-	"SM/f22aWa6Tir+mkkvS5tghcjMV+VsbgZ7BiNNSOmD0gCijQuaLytE7Fmk+rEhX2Tka/xyfZajKLNVQW",
-	"d4RWyRft7xtOV+wA6zYBq1nXZRi4D/zySNBPxvWHl+Khu8o+9gCHnX5AtnMEtogoM12XBSs08V/NpBX0",
-	"Z9tBxU38cH7wp5hO3TSzMiLh3mqqKoTxZzbnTqQt8LTqIvFJPKNY0d14dBUl/0nLlL+TCWV0ww12xH4s",
-	"dX4l1Tj9ZPg2cns2Uw5MgNRfa6RNDoOzwnV20ZNGJIfxiwbVLTGKLy3SCkrxC9qf2tBHSZIYjOD2rtsd",
-	"t0btx7OaHK1qht/eV7uc7G+KinxpG9++dOhgcfN/OA6Yu8YSbOmn7c6C8cCFLJxHlmKTPdWmUMwVXntf",
-	"ztU4l5DS2FHlsqAAqs/nBut+9UItYNe7RczuvtURBNdy4Cq4sUu5aQT7ItJm7mV7xBy8l+1d1nkuRAG/",
-	"/QkaZe9le+/kVBRvareX7T0nMb8RyXj38vnbeoNyeDGc8M/OQI1vzqHnUpOFmiSb7HsT4lQWvQmxJDJF",
-	"8eO8Nxf1+5NPHpI2bMJV4f9Vu5Aa0E1p0zdC4NPxT78Zc/mGA+TOjzHk1kls6tc3lJHR01tgoev5ekFD",
-	"XDMIp7c2BMpohIj1RNem/whKlYtf/BWbEtv95389uyl34nNuxaEEWg3p5LXAPBQaoywyYhHzD8pC7N/r",
-	"1ahp+c8qvHDrm8OVmM+0eTgZ2Ikc2iQYFT7eLhq1wsZt6QmJ2oJ8Gp9t0rZUFiT+2sCF3VZePgEpFxKz",
-	"O7UaINl6WKrNw5buu6P9ZR1t1HSSU/HI3u1x9xt1rbN9+bw7yIAEe4RZUYocDjvuehZIOshvUNSR3qXD",
-	"L57sqksYyxrvzc7Q2BkaO0NjZ2jsDI2dodGSG33sRSDCdkpItxICAv5uNY6P9K/VyW5I1BoaDETur4Zq",
-	"tVE14rZdpVt8QlvC0F+luy1hmMSD5a5IJ997NnYtZG6/R126Ye/wMB1jcLc/+IzKmmW8YdKDYh6OhSbC",
-	"6x1H7FwRgwwvjeDFnBnUBqlW2ekStACIMnsBw/MrpWelKMYYvA0haANBuiSkfIahbdk8mSgcQqVLrQpq",
-	"r7nQjB/G/WWc5duP3C7Nfk0z6BCh/eueoYUsg12Tum8y+Iq79rbBcF28tQWHhXBclp+hYkhV1S7zllhV",
-	"u4T1nVQPRK91escLHMW3rH3QEqzWQZBFwl+400a2po00i7wlvYRotJDaY00pS0JbF6hAsHIXymYbhx5b",
-	"ohbNsKmCc8i02Etd9xyHcdOQwTsPvY68dRuEDvD6X1v5YnfAcoSze6Hz2utd/ccrWdqdEP4CWSlDj4au",
-	"s7IFJrzlc3zsd+p8RVKrkY6SUcOhxEbTaEcMeX5lWV2FmIHIgGtJWKBHQgYAiZdlYIwkkzXCq0NgMyBj",
-	"idMh79VfX1dN2Xy8wxsblkrK28Bw7ufxQKDh9g2FdGIw0zWGQvhWMYP3PnI7lwZ9Ds7uVX2wx+KMaZM1",
-	"Xz7pxhBs2diY3Ctz5AKdcb/fltnkNVXjs/1BorRg53RRDDKooRwrbDXOhnOQQ4MkNDE42OHq127c3BrF",
-	"sEe+LcJ5n4XUBvSq5GpFx3Ag/ARnjQdqohBo8AIrEvAoUoiXs0KORsF2iQzus4kAMstkvsgQxQHLuXFn",
-	"/rgCpUZDwbcM3BclV98EbvuJbgrbQOED1PT3B9l+vL15+CXfKZw7YNwQGEO2fsP53DYKEW7uCiANn32q",
-	"9Qrgt2jCeq1WfHCrWkjw2ddqrsZXybyZZpB4PeDhV3EHHl+ZtQpf9XOOMPFr4kOPDJ/F45ztVXW/aQoR",
-	"r6oUrmtAvbaqLgumVTRXg60KHeHAHNVlST9+ohX6EA797Ss0q877JoZpVB93RunOKN3pXvdtlG4Rtdcq",
-	"YWss1edo/6wB+KSYkkhGtRI3NTy/PajewBaF1d3ZoTss/Hbs0HsAQyMOg9Nnc6M0uol07DNPDSqm2rpT",
-	"pAzL0j6rJXdC5fOoef3y7t0FJT+sjLEacRlG99VGWpM5rnHL7ZDmazBaTfNBbyvE2mOh/p2XsuCL8dOs",
-	"bYl26DTgXg9h1BZfOhod+20ad2+6HrYsV/wBVaf06RDs7SD0/L3yw3xQh357vvhmejjtXSh1Z7XuNLWH",
-	"BdrPQ7+tbeH2GsWsMjoX1q5NME0GSLd0hQdichuWkwUe9k4PYlS+LmgIX6neRdODDgor2vL4a3awcZ9Z",
-	"pstbfMuJafSWY8wP63cQ/bKYTnboFSE4bG2tp2ntQokJbH+iHeWfHWDHH+qPJ+1CVu1ZUqXLsBcpCFRJ",
-	"NTWBic5LTejX09Wm5S286aEc621pVjSzc1jJjQpZQKWa6Bl2l3UaVnG71S0dQ12tSuHGeBRqnnY61U6n",
-	"+kJ1KkShreD5ZtrUMcHviuw0p6kzGlzYpV/dCVzD23d4vcPrHV7v8Pr+8BqV1XsE7LVw3QPSbJ/H0nL6",
-	"i7SsFCMXG2Pfhd59uYPxHYzvYHwH4/cJ45f3D+K6WqdyLw8PATg0rdKGFVrgSQtOFOlYrZwsiTwEftl0",
-	"hLgDcNfVDtt32L7D9h223x+26+pOod246hg7nG3A4rzQEy3pKDTR1j0KMamJLgsL7JSiLKD9t3LlPFvg",
-	"fC2kwfbf3WTOb111oY17jWPbhOaVBpXynH5Ki14PJtcCgvHwxGIv2xMfKgjLb0xcSmMJtKWtuXaNJ17Q",
-	"OSTqoO7/JlTfKL70KF76wVf1c8Sl3UHqF4huQGK9ACK3xC2T9Wij5/aqF6dG2jCOY9EjENt+bIYSBTgo",
-	"oSMjBNOoIWD0nWi4pxoI7PaH/gsS4QTiBeQ4T0R+dQC/xv5mCVGvm8lcsNlElrSZO3TR50Aamx6Jr0oZ",
-	"TSe2RguFFWIzrhyu092lSKWDXK1/whh3WudO6/xScRnOGFcRm7fGvdeom8cf4b/YBxP+2e9SeCtIn+Lh",
-	"qPndDsA9FGjuA047TXCBLoOutAlAnJWwuo5rDx7Rw7RHU9pyA8gvANnDSvdj+x+TOfl5gtzcrlNhczSP",
-	"cnwH6ztY/8LzMxaBHff0VuEdaoWOP/r/3ATaHfnxroPKpxUp5xnTcDUvyznT3roOvt3A/zaW10Ktcii0",
-	"gX8d5keVroD392A9ycl+oO9v2PD9d989/S7p2PB4k44N4Fcw4ZOGRfoaHQw7qbSTSjup9LVLpahLY4HD",
-	"Vs0OZ7iyuS6EOXRiWpXcrfd3x1vY/mg0rcT4gMV7M0ZNoA9nsvCiSoBPm/jtWs3g/XnTOEmt2g34ux3f",
-	"7+KL38WhbuL+joMDv1bS54x61+9juZkfi78A2cnTK3rbWC02t38YnOHL67TKaxxXZ9fbZ1WDwWbTu2Tz",
-	"bdNBi55Ob9p3vPzM/5r+HexvqFD1OzN0q4Jf2FxXIukfgifx2ckPfb7V5e2ztx3d45Jfi58AQMKL1ng8",
-	"w4Tv1tvZsR5rx/fARf5Ogq/quQGnoPvY3akcPv4Y/vkbn4q/ECFK4cQyVryA3/dgRcAHNAYBD5bPPj6h",
-	"8+yvlLB+aOEF6fnssAvT2XyuI3An5m+AS7hrii8Hn76U1iB4aLYMFT2MF29FVfK8Xz8AYzZRBvxZjMQK",
-	"Q13M2bS2jvGxEaKPpuLLgIM/d+rJ16We3PT4f1PqCZ37u9VP1vkEUJj6K08D007ssGzZPvkE2FRMh8LY",
-	"g4hDTe6JZaZWbDhPPHY2i5SD0oQEueGcTQQ3bii4i0Qx0rBrYWx3c3Q/wt9gDlvu07XKysbV/WbMZUXr",
-	"HTYjbYDbaY9lj60oR8dxG/THUN7xqxBA6Wz+/chi6hIwGHhR6phWObJCQTI83DxlTiOTMXRhaO3tjEll",
-	"neCFF3ozjm0eRpRUD409K2GkLmTebNvlLfrOyPFYmEtRjn6Js9rybo0vegup4X0bN46aOX4l1Dexhf22",
-	"QQMibJK4CErPbmFb96Hs8UcFUaK/YivG/r39f2pRi8VyD8rcW07poyoRrAORNu2NeIYo6zfvpci1Kqhs",
-	"kK4WBZ6J5A4mFKYxtytHLHS9lYWYVho5EK/EnE3hDHJmhDNSFNT13f9YG0V9Tox1aafGLq/UDfrW/hpn",
-	"36N54iI/yC61i3Ndo3Imi3Z3Guc33BF75znbyHO27W61RuTaFFKNj3nt9CH+eGxqdeihqh8zf436gAes",
-	"EGjzCjSiFKqxIzFjFpHwNLBjxDfSNULxIbRlnnClRIkQOvCjeQtXDpqm4LzlZMqYReaN2ukpdzJnVsB8",
-	"oSaCHmfxbqWhtkwYxu0VQLt0GZadccsEzycNI5N/KWb3YcsprkLSCD0fMoUt2+cjr4k3vLxUY3hwxAbc",
-	"DdApMBSMDy1QfJsQJudsKlWN3kSlZ6coIEntpuB6skxVyRU0VxLXvKxhW/hBoQrl5LTD5/C2VudxAd/4",
-	"D7kuHUU2zgb4oPtvf3rOnj59+kNop/VvrcTBmR8vpgTgrPr8fKB0daSpFNyJQz/mvbv18DWrccGt7dfT",
-	"/phw1yxCIYtdKK/Hdq4VxJoT1MA1a6t1cRd3YdX33VgV71kDWCNZrrCm3yj/Ecewq/EeUQBRrc2YLgth",
-	"HYEJ6ExHbABn15+DAeDCQKgCf7KiFLmLfeQsm4HnG++Wfo2syKl6DQs79ofaTVjXCTpDFGRDMdJGeO3v",
-	"4Ij9wk1xGDzL+ApuBCuldaAylnMCRf834B78G7pLi8ER+ylej0UgvCiMsFYU3r73ytop3veqGARt1YiR",
-	"MELloqcqLqwwPPrGNSEX6Grd6LpL+e+Nro1DWkjlusGdmyeNxVueowi54V3nVXWj6y+dEXx6w5f8FHbC",
-	"Xk8IZ3mnkvjVVLr4+7vnrFhRvYhn5gV6wnqQfG/TgBKOJlKIDuc4BpKbE62v2L5W7/Gd76fVs94AktW1",
-	"ycUvWl/1RY++f3azUUlViA+iwBHN+Jzt+/FkfrRc9key4LZLGE3fSJ4++ZQcx2RjECDdaGe8RNjach1l",
-	"ug/7nHUpAsNS72TpCj9fW0bdnghd8vstCNDjJhDerem/MkaAbjosxSkzYqqvSfOH+x+x4dwJwhUhTUtF",
-	"t2w/IYKXhrzR6LW+EqIi3RsOExPKmTkywL8IcVY9HVoHPc+shpTQUKWjClZKdWXBCGAzba68rux/zUNb",
-	"bnK7kAkAwToYqheWY63EETtH6nrrZFmyofBPoM47TGKKK4X8cIBz4di+0u79yJuxB2cLBgm+J+fK3+gV",
-	"f3uFubTXAumUSbbD6s3ZTBjB9mFF3tdNKuNBX0bBklzehtskfRW8Z4OGOzZjjw8fn5ywQlonVe6YLGyG",
-	"X5bIBUCPgTXQsztmoW/m8iN3+aRf93+DJlxdgqeZGsNLxWiZmT+eZodh3RiW6LBbgzJCqlVgRie/H81+",
-	"NNAWweqRW1C5hzy/ioiAihPCBZzTSaqjN0ec3ofF2SMuS4uqehzXe/+494A2nZSd2tzNuV46BbtTvTvV",
-	"G0TIUZAuH5e7tPGPk9evYFaXhSARe4oCFiQvq0o+j31mUAshHQI0B15MJfRngAuFsRkb1qm2YB2fL+gV",
-	"QwQRCGi2YIOXRvBi3l4vW+c59pgfc6m80tACE63EjZHjUo/cHSoFO/DYgcfNweOyOQT3qRJ8RO/XX8eF",
-	"nqnQnKHTZdi0+rXg9HeO5xNkYBk8x313+ELaSlvp7zhNrhjg4Q1KPqQLZsEjB264A+zWzEZGT1P2LbAZ",
-	"9Ey1umbNJjKfwM1pikSwZzzchMnA9gQuQv9+6JD3Fn2QT06+P2PPHn/PKm4DlWNxcMTA9fGcmpMG5Sc8",
-	"7pRxBC+g1lr0S0aD6tnJD2ywgFSJCTPoMGHoBS28urFvsXX3q+KCu8kmjo5rWQh9PK2etSEi+rKGUnHw",
-	"7Sx6azrxbTbRZc9G8fOeQBgMRtKxaZZ33WBpFwXb+pGFfXTU8i8tDfGvbO/JyfdbnTHBHXjuXHByU7QI",
-	"++J3Ths2Yvcxw0fEtIiQxEaztvLfG8z6Kcace85wqFHFrmIFs7JJvVCFxGLvMLNHll1j2zttdpH2x9+v",
-	"vwG+7W/aXXIn7UhiDeaXWSwaoAkUvERM3aKUCpJnIzkFLqW1QuqRJf10f2T42KOHKNivF88OAuUYaLPM",
-	"bzehnNeTguNdsPOLVyw3AmhneBnSj3KtrEc2inKvlVcu9lveUGol0klaNtFK1/7we0mFsXgvrTDS1YKQ",
-	"U5rpfxx7YBjQBBFCQLh5seuFWwaAbAQbvBrhrYMM/v2bVuLwV6/rUXDv1ejwV13IkRTF4aVHhgE4GDn7",
-	"Z31y8jQH+IR/CiZKATqAFeIKmB+l6xGifslvS4Cyn2CSv799zZwGZjf/3/hZm+5QzXfMWE0lz24iTXFY",
-	"cePmjflTSnXlBxW5hZZauLWkK0TavnQBvSCYkG0Ad4bt4PErZ3xu2QB222Andndidyd2t9jXvOTz7Ylc",
-	"D3s94rYquYqlob1y9lwx8YF7gIcELLY/E+Kq8Phw8l+nJyeHj/3/e3Hw+7vnBx6bMbGDMyVm6NMxeroC",
-	"Zi9KrlpV4Vv1dfi3fXPFTF9Mx8rzhWy/riKk7YWBIb9wRdPYdh7icA5G6RlWRI5k6eW+/y1nObfiUCor",
-	"lLd1rwWz9RBFx6pEowt4/Zr8xAuOBLqQmldylZjGXckZCgshH0Z1cTPNVWVNsLq7I/gAcjDiXr/t09fL",
-	"H828bCnnzO8Y/1AvVrhir85/O4cEX0gdPE2TrPHZlD1BxNIx4xlpn8NRYZBohTnWQeHzD80wt4E7eHrG",
-	"Rrwswb7hzJbasf0ZL8vDvNT5FVxvwUJCjuraWGDgZzw32lpW8HkpxxN3aPk1VIaB9mchQyLkdZcC/+aH",
-	"Ci/A7G3MuohaQK1KYS2zeiq8EBWlDXkUmLTdS2PdiLnt1TA3L1kTAiGICp2/7yO6sUriexXFD3EHN/de",
-	"39GGnDuKqgK6HX/0/3lVbMSGEsDkrBkwBCxC/yQMpTpKL861ymUpjJfSULjJrV2d1UQHdy1lJu7abq5M",
-	"mM2mpWhdWaJ/3uuhDH6i3cF8EDwk2zqYIWKZrShboE2+wnL8xs/K7ozcb1ZQEiy5/RMSleWVXD1uWc06",
-	"WxA/DLZgYB7gGCdYIZCQqeehHbKdKrtDgoeLBIFB5wHoscdk5a4gMamNapCDacW0YXo06kiwS4XtS3ru",
-	"fcPBUhXTHxOBRcCJqd9Pzy7iNPpHQK8cal0KOHQ7Of/tnm7c9/6MFETL/kDOOdXB9/qsL1BFgCr8/e4y",
-	"3IU69oPI7YfiLnrdwGVm+Rya/cJhk27RVdaQa7FS57zEu/2NFDPy98y4Zf+qizFEc5cB5yXN6QFpH1nX",
-	"G2FqTuNUelgCvhRSgAThcfX9NHuQSMQrdnh0X3gUxB3HXTjx6vy2zZBOPAo8IzcgH/DjC7dBl9pW4SCA",
-	"DNSBrynJvwxv3lXl32FVfkfteKSa2bgVcDsguVF1NX1tKvRfN5Lgiw2F7Ksr+ztK19ePiW76626Ky2n6",
-	"m9SXh0XY1WJsFN60DYzcAVr6fdlvlMXuuQiAjxa4xl2gQvJK1H4MJz6ydH3GIFESf8CGXq37/aaHxNdB",
-	"i3t8kLHB9URb5//Bq4ryQi0d+8HBEcNsQa5yARwspwn7ZcOksrCiGRvE7Tto2P4odzbXaiTNVBRwGSX3",
-	"DSheC86plIBwrKGsPmODn7gs4ULIjS25dfCNB01zpshABY0pkKKQlkQJUTAqVy3lNcWRW2xXEMqBRN/o",
-	"IbsS85EBBmo/B2QxrOphCf2eMFsXKbKQBAt6ZdKfMTqtlMidzVitnCwhPlT5gQGpBVTqh/GFLsgLgWBk",
-	"NcS6+bw2BlNwYZE7zHX/1Ljw24oAt16yssEXd82+vQ+PWQOe/bmlCzt3p9Z+gTmUsCWTbxkO1R3Z5aDW",
-	"+MeJcmW9AlxHFNOGK6yEst3KMbU5D7+mYlLgzEhI8uS0wrR8dO6vTmcH/elXGOWdnLzmdT2HD9aDTXk+",
-	"keob4bJ+AYswFItis7USd6SO6KpfG7mEpKR4dUtYUrtDlEm6EooKgqHuxYuwQCUF0lEpXatcFGy/KfQ4",
-	"grT9PNSNDA5YKa8EEWECoeMRO18UjCi7W8KxKSN5lpaRKO3eI1XloEtG6mr7IjJ5xwYSEtJGmtX5MiRl",
-	"xi5Rm+nX73bC9IsUpulmvBtZakVeG+nm/udDp6+EWtcf4vziFcML05YO8BvAnUKOhXWsMmIkP3jR2YzG",
-	"ZlhuI92czaQq9IwcT7HLDT7mmpc12COiHAEAQU0fEd1IxarSK/4jbaZwP/4Z9XVRsIkw4oi9REpdZ+ZB",
-	"+if+c2ihdy04fIUsAt0sCWfh31mEMJZzxexEzwB8cYTYgZ+9Fdf6CrjCYFWAOlOMHNO1C+mkUuVlXYhw",
-	"pbfeTN1Df3leyXf4Ie7Ex9bVfgsnomcq4UqsrTBnjJcl/N7YTVh44crf7Y17bWXLlXFWAx+p/y7JYveT",
-	"I6br3Xp3IUa8Lt3e6YiXVmR3G3EM33YTl1Jz0HZOpRVOpWaZEqAMsNaFk0+6cTLcckRrvmFHT9UMgOqC",
-	"h7X1uiQSeglVkEHReBNGdVmygb3O31fcvR8EuCM/Ljl4tCrniInkR0K2wn/VVG58+cv54ZPvvie4zVhV",
-	"1hapwHMzr4AkTFfURb7Buog87CWofE2FZ7MWkTdcKyqc9HPVBhLubYZq4kzaoEojE81yV9KnVNGMa+Ph",
-	"E4F6bLhybKoN1HJT1FMYqxWbTTSb8kJAiTMuMT0uXWfq7i1mQep4cLAOYqShDziod1dCPbKslFPp7KnH",
-	"ffGhkkYAvXnJHcU9ANsw0AykrEZPI4lxfCI0A+dlqWeieFXZAdvniumpdH6EA3ruuRswbdrXuchTD8vo",
-	"BTsN7IzNZAFfmighF9fvgNxcNE1cvRpyxCxJR3S04d9lC7EFy3lZ+td54I6FFzgIrfB7kTYfeszSCWC8",
-	"LiT0yZVlX7lDALK9bTbPCC9ZkyGGXDctNYO+HxBmGZm7aNgv6h9U0hU3092aALTF42L2FUjC951xSx1X",
-	"irPUFQzHstFKEnPQG25eZVHkKg2iPH7Qhy5YvsmWGwnS3a5E20z9P/4I/11Tl4GalY3gFCg4NPj08Tx4",
-	"KDPSIXUuuhhavById43vH7rIaeC6aEc6QMUENTuP4DWSipdniTfH//JKVA7hE/06QVkMXbxSYEO1HTl7",
-	"I29eS7sMVWT+HE0iuS95PmLGDckg6rQUa9Q8+oLQA5LOCkWZ5SNRzruIOP1rE0y9md7/Dj/Y3p2oritB",
-	"KoO8Jqna63+06zjbmbvqF+cOzntPJvtz2t2uEaG1qbRdkqWozSQ6kTZdcjRAQaCGgdMTCi5BNJ1FjWkk",
-	"hRdaXqcNTR/9BUfsNzFL357qojaeK3FzXfSInS8e7sihiypVEZTBxeb6GRuKnNcWt/MCAvUl8d/SWb59",
-	"zao9vLVMmvCZnCYoXP8B71R9WgdJ4cOSZrdrYPYNaVO4zx+QNnWMVnh/5OeFAMs95KKAsxNs+ARbwbBN",
-	"DIFA2Rvte3/kuh0OZByAeoJNxRC3tAE1BUIH49pArgU1HyMgN9qh4eqt8vPFkQDZEo0mdapqE/2qBLxZ",
-	"F7rCYHOvDg7gwRBDap4zaDwV4I/9ZLP1Ldz/sFUsHON6exAdRqE1u77rXq5fb4Lv5UTPYFHjCvP0cDWe",
-	"Pjgg940n2vFVfOStSsVkQo2WlpBFYQqYF+dBY5NFtuxZIWhpnCpZC2yCK6XLo4muKl0W9Fdk34h9U6hd",
-	"s1YdliI5EkvBW+obmVZ+kkUDViIgWZhIMvxlLbADkTqwA1b6YWPHzVxJgSs6fqwk/PYKXaKKGPR20HI7",
-	"1h7sofvSR7xkXBPXXRCjlJiZ+S0ioK+6sS5jts4nkAyVOkgyAskAD3iekohCPhH5lSVntZfP0JO6qoQq",
-	"DrUq53DAQypo00owcDhqE8kpkm5OfiGP2O9WhGaG0SWjc0jYLM4jZVfJY/oxs8KrLxrjbMBMGh46kV7t",
-	"mhMY+rPRjMnI65547SUt3Dks8n3FbMNIYcIS+t8qx9y8Ehm4vwKXYHvbHEWHMi9LuHqjuC48HFT8z4rq",
-	"tgZOX09apmuX66mgYDP+sFm4Ga9tDUqoegonrM5zYe1etjfisqyNv6oQSorCn7mbDRUpiGmThd0HQw/d",
-	"cLtGh9c9tLa0haQ8xU1C0iugYRejXhGj7jNTbkkCwBOXUw4j/Cca0BohgLpXgtyVlsq1wtBKz2zWaBA5",
-	"d2LsQRPKTcHgc+gytI2xaXQZ0m8xtYS0N1hNLyuC/396xM7VfIE0nFx+Uz5HRnB0Azpe6rG3aIN3DnYm",
-	"iiEI5Ppjhy/1JupsoilS1p2v6+d/kazTFg9d85q+M3delksf4dtI043HZWn6n3dW/IJ0Hw7YmxsdC39l",
-	"s/GXBpgtZJgNa1k6JhW1edczNuVqDuF4Ii+UDlUiSGySltmpl3gUqjcoVvze9fBb9BRm6tB1aVs+Cd3f",
-	"YNVvU1i+b2drGt1uH/Q5sI1Lt2GeEe4+wMmlnRc6dQ/n7OeX79gq/A/utFXpPp8WYSEjHYZ582Sfc6Tz",
-	"DR7DEI91fGMjnWg4dSm2ScCpS7FRNkryezjQqQ8lyTnxq3XHWeca8o67M80B4Brv8oMPmewiIBtRfOoW",
-	"sf3nQ9YqVwNccfzR/2dDak/CDDj6SmO6GoDPEfvRi9BDqRIFEv9FDZN1TW1JSK52pdH90Kih4elWlkK5",
-	"cs5KbYVlRo4nzp6xqb72w9BWkJB2GuGPXkp2Tg+NqP6UdmKwSlvO2wBHbX+LwdbBJzfLzud3y1ye2zqB",
-	"m5AUbiSQ6BBCCsQUCtWdKOdMKuqPQs+KRZIkw/CcBNuKSQeHLfjt8GABC+I8ePiXDnWThxFugzSrzoPM",
-	"LSgHqCu0dYSht0Cb07o9PaeXtvGzAeD+VBYx21xteVgqS0jxwFHtMjy+wQyPO9ZvnK0OwZuwIWv523eX",
-	"F61mdx5sQQ1RSG+xQBjSqCtNYecji48hH1xInIWrSj2WKjrQFNPKW1PJC+GqQmMeKxMfyNkQm3ARsD1D",
-	"XwRM6bMKBEgfcrY6r93keRzIOj65V3DdSAoToKbNw4LVC2FWQ1Fq6IGt+/ztLbqVTXnoIHAxlSr+7Aft",
-	"/CbcO937n3+cH/6//PDfJ4c//Nn88+j94Z8fT7LHT/7zr/+1t0Eo4ffm248WZtU3Fb9dqKXMxmx6/ZP4",
-	"n9N//tMe//nxcfb9s84h37c6mnzmZaX064H3+1ZL1SI23RaIOlslGuoKv2oHPtoG+/D4IwLaRykCWsaB",
-	"Gwkimy+w4BhwEMuNl7ntIt4iyFXc2hnVDFCmXVM3F8PIeVlbB5V385Ab3C41PsP2N1hlDDGHhVJjr2pC",
-	"/cItOHqX8HRtzyqIWaYrG2LD6fJglDX9zUah1kVw/dwocDrMJhIcPxuOMv640RAT0HwgfbiWPuEqx3r3",
-	"uZhyl8cG3f677+KuK7z1i2t4mwC3md/+0zRAbUJiG5QVzVCva0xeUOIo965XS8SkmzY8YuIilBDfKhIG",
-	"cxtN+E/XHcFg7dIct2YdL71sja3c/lDxK2bNSmIOFC+n3frdHdrNywu5XuHiYR+c+Z2HXznGzeMkd4Wj",
-	"D8/R34DGHal2K83jYyfsCtLNH2sZ9hQB1Dl9c6yvwrbSVKrA8lIK5WAfQgF9UyART91M12XBrFBNtedY",
-	"XgvFpsJNNJ7K39++Ah/i25+esyffP/5P+KX/4T+/f/w9K8RIen3NRVwNiYs4DBqS+MBzV86REa4Her21",
-	"jfjaqtGG3oXwlFCknXNjpKCEFc4m3E4SSpv0xDVuAenS9BkeTfgZrRWfCsP9bqBW7X5N7Cf6BLKQPwP1",
-	"r9JGHy1xDPiPvIzi70SXvrolFO9+2RoUT5dCwyyiLIXvGPy/UJwy4WUpvFiDSBPkst8LjsNMV8dx4K+x",
-	"MgSIQaIQT4+UN6shP+WrM6q/KeR/h3v0vsAeoj9rUqdyrawuY6SoYQzzpnJtsyS0i55MaPV61gB7wR3v",
-	"Ujj9fr8Sc7gGrCLStoPZx0gKFNJ6ICQtzeqlyreRhLJ+xvNc18rFSpIrpWdNMcwRe0Ep6DiTFSxf4ULi",
-	"2vEDwcn635Azq0lbjA5XJPhJCA26WAs6fQO/w3e4r8zzGAO07cVPFx7KebzlQWnS4oNrTPqNrHn61Lfg",
-	"amjtRCLOry0OB/+9mX8Br+1MNkcOzL1sj/rWFJBsDh9+o2zzhu6sSDfdGrYz2ncPh+3M78tN0sppcjtH",
-	"Rq8jo6YTfhuwjqu9adphit+haLBl6nLHSsGtQ+oXXYoO1jJSby0v/V4GLTf00k8flUK8BRfFUhAf8gkb",
-	"/bPhL0Mxcpu5jErDY6A4OlLzBCEBGY2VngkzqsuY2igN0zOIv0Ug7MxozEhUePEy9CuTHvPsJvmO/oht",
-	"lYPLv2CNMh3m6mclQadujJa29G1kPQnEJBXSP+Vu9WpYuxVz2qVCfnWpkDUel9uD0bXq8fHHGvhPV6ZC",
-	"XuqROyxiPqS/43QltVUdFckuLTGLijBmYmtWajUWxmvYsSBBQs1nUtadEPti9hXWSce8LVAvgvsFCipR",
-	"zWG2roRhvJhKJa1DxbqTRydNbKhK7pDBt5zxuSVBYfVUYDm6hqGHh0JRRV+qAWHgzbRfYqW991h3BJpd",
-	"6uVWUi+3duI3YNVaMD1J5IV04hgG2oAW63ng0goZeDaYt/RUQ3x84eA/sujVa3e2wKNM1dZFnTc5msBc",
-	"G6yVqOV4ZYWJ0UjkbiEt1DrBC5iCIwn+gWJMq5W2UPRgt52O+fmgsC3urQ00qgfOu7VScaKETFTnds7F",
-	"ryC/8h6VpuNgSaxomCKgC6cHlmhMIhE3MdarBdXECOolHxPGCTAbl2MIjEDrMqchkoQgRY3AtBJH7Lws",
-	"O0A2yYxP9SgA3dlECyyiFsgzpMuiFYIv9RgIL2oX9a4OJisrwOV3EdbmgcEcisAwug1yz1MnQMY0/JmX",
-	"5TxbWvO7pRfcQH1r4o/ctgoYEkEct8ZMmEVO1B02fpHYCGew7cCK6tx9QWXYZse4w/oR87UeBysTkAaq",
-	"22cTvzmHXrfLjeA2RD7oqUxUOp+EsPUUSO2xKj5cIK2tGzYU6ULtUDelFxL3hNwmHp8y5XM24deCDYVQ",
-	"zDpdCnXWNmfRiE04ClEP5tM0PaWbYdkD3yd3ML4Li5EGh6NdjTydqNJBDB/8a60PuWNkXsXIXJYtcX5H",
-	"xxqaPdlj6r66Lq5Ktp9x5E7VVejbCmOmLrX2ETWRWmDrOcXM5ZB+Agcd+Mn2L4QCtzS2TW3a4oIxC2FW",
-	"wybwFgkd1BbrNB5ZxsdCuQwTaF6Eu4qMva2VkmoculoAfzK7rPNciML/HbvMZuydnIriTe28Ufqcq1yU",
-	"ojigph9pf1rpIIg6FdlytUjMjPSfGT/iCB6PqtuFLkvI9GlSHJO2vtyJjPrKclzkHuYvWJnn4YPdW7um",
-	"CSXm4PjDNuiLFuaxf/nnx1JhccB7QOnvuup9Lwd1auOG363FRVWsP3s87PwtNENvjWN1J/Sl5Prbz57f",
-	"qvBJZ7pR03NEhmbD7SK4vRFcWqtSjkQ+z8uIYq2oLkJ1l1j5rkes4B0d3F8kTTAHsF+YxObnWpVSiYVC",
-	"kH1yMmqFZeTFQQw30IMZNdoOnkSm9OyUVUY7nesyY0ZMtROhd0DGhvPQiBe6e2Nvjyz8UBjsaxlyY5oX",
-	"gX1lSz3L4i+BurEUHPVI/xvLagXJlSASpcoFqJdH7HyxlDDNfiRtiRo9cTYCZSnXgCeRW0cqNqiV8WIT",
-	"eKlTH6iXLME5O5tgHX1IE+yTGhf0YTap4bkDXOkGtPCRQ+FQgi29KF9VW3gxbud+QKc+mbf92vY263s9",
-	"/LF/vb9/dh8wjvurD8XfNSd4h9rrmOiWkK5D7d0yjAdzZCOjAG5ZrqBEu9oI9KNkAOrBKOwsmryeaOuO",
-	"eVXRME4TO30okJX1DYoN0P7AlMenIF+uZfutFHmSgUaM0RkrtTqAN70ZjeAx8ITE5hh7jOYzPj9ir1y0",
-	"VhyyCOdXlu3nuhC5FzNWl7WD5sggS5gBJd4i6a3/gSyIIJrSxSLh4SUAXqSNHEvF9qu6LDNW1XaSQatt",
-	"eoaeeTsmqNzR1oDM1VWY/8muh1u1FO5DkCQgzmSxdRyP1vvW7AH6lBvYA4lhSaO6XcNs+6KE5noDi6CZ",
-	"6U62rLMIbAMK2xQgU30lDp2fAdRo9XuHf+F2oR4VURwgXgeQHrQQYgDNRzFEfRAEJZbLUF2Urk0uMjbj",
-	"0kUTAjxR7ErMEbE9jE4Ft7URVMuEQuSUXctCaLYG6nldyHgRiQhlvbCjkhdtrpLYjAfrIMhxIPAw4qgX",
-	"1jGhitj+deAv17W7RLtgwPYpsZo9PskYd2yqrWNPTw7OyNHkJ4GV6uSoGwsvrGBhAs3S0Aso4eoqAwF0",
-	"EMdmBLdaQQfcWP1NZbS/v30NUUXIgWhyZrEaLovxw6RQYtkV7mx16bfDO3/athMCbL1jTQQQ90aow7r7",
-	"0qpknH3+9j9C1hpsjJGuVXHG9BWzoDYQ2QNPtjLs3GJHSPW1BwX9XRtM0eOkzMXvil9zCb2EFhsPRXhe",
-	"gMxbkQorog2LcuF4yF0+WdFUqFaW1ZU/rU9OGNwNh8Jm/lgYBiWoHiwz4kZpV8taqcalaBoQYyaqKkQl",
-	"VAFBfsyegLwMCwYHoYM/gR5YbeO48T/C1TDmVr1tGc0hLImM+KlN0fBLEfKtgcgfYUXuACfhRRuBpX0A",
-	"aEmj7YPMNyqWo3rjMigAUuEn2BEIPKBshgR9rFcneJlCkN06Bjlu3GFl9Id5P/A0FUmtGCCR4mAr6pbS",
-	"6m33BTBlUjm95NbImK6dlYUAGuFg1O9jDhksCvxLK3GoRyNmhNfV0Mfs1Vm74DL290V2FT8nSm3344Ho",
-	"J3Qo83qgVGOMPw55fqVHo4yCrtg+wDrwhR+xc6C64tgdrZyfskqXrchstHbxdnTJHLFzVnEIbnKXsOUx",
-	"HqfYkaN/xoLbvRUPNS64uzsoW/yfyecIn3BLZC0Lr9lMqcSmJMKAelnVw1LaCVUS3B1sJqOm4FpvMtzS",
-	"1qYAqwubaadS7lTKDVVKTA5BHEQgWmKa2j6y6+pzgB17RLbmAAciIFYiOdbg8RnluDRu5eBzDrVQwc3v",
-	"retC2ujtP2KXHokhX5jGEMjkqaoK2biYxUwW2wWRuroLhGy9ZQ1A0kw0rPGXhIe62sHhDg4/AQ51dV9o",
-	"OLdOTKGJb6Hz/hjeW1FII3IS90OjZ1aY4KOE2ioPdQ5jkNIvExVgFjqvp0I5NKkrPiY3JuV0tP8MESCu",
-	"0A3bYmc5Wy4BbddakbXuxBjBzUZtUROYQoovz1eoiz8Ld17JF34dFiDm6cmT/jUJy7Bm2nvZHtIcwRNf",
-	"a8Sn5ceCqwBzUoIzYPlpGRssfEL/+Q5rOThaScS8GKH56xuIaKz6Tn5XtVY3PWiwsM05S0iMTvdodx6S",
-	"gbO3fBgf9xxGeGpHNAQ/o7e3xsZj7qHj9mqTqHoljNSFzFlzL4N7KZoNrGkh2lgZnfudlbId5RPhBx19",
-	"/NSrlHafNNSitlYQ6p6IsgJrDcmJWKl11QjAShT+SghC68CxQUlI3fHnH+Oo38GEtyjd269alYCytJQh",
-	"7QYKBL6pHJNkEy2uyorD8rnngM7XcRxQr2Bq2rvray9pvX490TPlhSh4C0iOTPQUg8GnkTN2KqZDYexE",
-	"VtgHUfDSTTIGBcYRfKdcKojsoXcTaPeo7GvGjd/oxKdIt6F04k3jUKC+pH6hEAwLhckh34UZcS0tJa4t",
-	"iaTnOP5LWoht9mlvv6mPn5DWM6z2N3EafqaSqsXJb/EEFNzxQyP8Z/WfMi8FV3V1XPnNImYrDoTfVEQ2",
-	"Hzvg6hGKPaqTB+a6rGn8KZSL6UvxlazSpcznRF9qBPQgizKiLDAQ7cyccSjDF0UWCeqKQMjB1RwIOo/Y",
-	"GyK2A0IAf0qhRgIqsoLA4IxmyQBklo/DBd76gjv+NgzzOd6yLlv1NwjHB+Znivnw3OkYcqGVPWMUP7dB",
-	"YcDy/xW1A9p8XmLQT0aIQyc+OAqvN+OMNSA0uL5B4H19o/ju8ZO7Tc7p+kD07Xphhb58nOguPacLiGgV",
-	"0SzgjifHNY8H4XMhKddqJMc3RSZTq0OtcrEmQgvEZekxb9F3hAQcK0o0JgnCpLDAPQ+hj7JMfo1JPwo4",
-	"6A0xK2dpCvyMS4Ci+GjSdwtUadPOQpaN/ZE3uh5PekQ34R8Fc1GEB+BEKe5/mGPpY66nRI7Bu0K5tepB",
-	"sm344Lpe9bZW69iIm3V2Gr/bQi5QHxfo3Tnteme2OR/xgtzZBYAfTjl7jf0lusEOP9jtQV6/i8y/f8it",
-	"OMRddwi7fQPr3PFh6bFLqkJ88P9wRo7H4M1XBfMQ2zYuH1lW6pyXhDfhtanBnuuynirgJ55FqwPoKVTI",
-	"G8no0hcvXoPRzkvgVWrAKj4XfWbQ/QIqk/4tQiV9NPSJyx2Gh8N2mhWSj5W2gk0ludxYZfSwFFPbaca8",
-	"oBdewvKdw+qt67qG3LHIxP/iNWZKTykVhyr84WlMD/8lcreOg7Yob8Y/u6Sn/co/yGk9Zar2dqMfhR9W",
-	"PuGG534OMbMRlG8c1FkIxcTRo4noTK1ypG/syXPnH14U5fMJN7Z72M9OTk6yvZE2U+5glu7pk73M3+cH",
-	"uXf6+OQErphKhb84iXOEjw5ESdvWAhc/eQ8ax+1IHxRO104H7COQwxRdcr57sFhYv22apehnXuuQ4Yr9",
-	"8u7X15h+D+5BI1QBrauh9CB445dc/aDmAdoNcG//bc6n5QA1Dj5r7gx+WyadFeXoiP2o3QTOFsRMEgcM",
-	"EHDEyxMKYGxVqZlQI21ykfaUJUpIMQ8skE17q0JUpZ6Lgl0LA24bj7DStqYSEl+gqceUQ373cM4Gi67k",
-	"U7bgSR6c+qWL0Y4uXjk2aMb5vhBKimKQ3SAAYicS/LTRuDQCa1X3B/5b60ooXskjWPaDbjDXuf1drsPv",
-	"c9SR8SuescHE+e/YbIOewAZ+bpM49tLP3geXhIOdSLnn37yXRQ50+tG/qIvz/GaYCE9pYWKHssln7E0l",
-	"lP+sS/v3qKsz554TH9wxDHTNs+GUdceblqI9ndDb8Q1Io28dN6ytSI/kDp97chYnevbwI01SjfRaFK+M",
-	"LurcZdCRpcjYRIfOM+RClzBQN4902boguEcL2abZzBlzeowVCYA90llWV1Du4p8pFFJ8hhgVdjxOHIc1",
-	"1tODSqpG0kxJUx1KxQ2l2cAvaBQevL2qxcsrqIHXnWB2Cevxyi/HNjNLmrd0HMQfuZU585/EHy/IPh/q",
-	"2n1jMaefhWPDdSuxRd0mMmAcA0/QJsFX2Gl4dWqiUXoD8fWQnkDBI2GcHIFTqaci9zddiHMcwBY3ZHzL",
-	"qjgozuzbCXgmn/MW9lncTxvvuOOPfgSvir+OhTK6LKf0mbv9qa+srSE9UStxCDCa+/FTyzUPhAN7neN8",
-	"GD5wQP9tctIR0vFsvSpCKLPA7sAUSAViZuxqh/0yLFAyj7GLlzZXNlbT+IsRzT9U0giblCN+x6ZS1U7Y",
-	"gyN27hU86R8ISy6Lm3SWiFv3ZbNI68I/9BZQ9k3IUqe5R52y4m7SqJS4Ihs3Nn/ao0luq/1Fxyqsc+aS",
-	"f0mOhN8tcKy3jy/JR1oxLiyMfX7OKtl4mGN+pQZf/a7RxdfQ6KLBWNaAHOyBW4XcflduA7oRXNaJ+oYb",
-	"q7mlTVuY8PUtNJBJE4Wh8BC6EdVeHVihALwOb3zTjHETQqZmfJgAE1k1PNb1Gc8R6TZGtmXfqIfS5OVp",
-	"kXcnM5Gcyh5z/buVbs3vWj7Nx3fs0+z+NKtUqGZNdvbyCs2r64RtQQXLVoWmedco2D6SBGFFB+hBFVA9",
-	"QBEL0Bl4gM4I0ugPWarnMyOUmPHyIE3sDnrXQnGJ/x9mTSbNIA9HPPcWLPXc0aPOljONWrC8Q/e2rYks",
-	"v3KNMhLHfrfB4p7lWTdI/6VCVs6usuObi0B3IsMdqSsxwLom5vw8aQgO+Rj+jIgihNTiY9JQhlaCAjLk",
-	"o/BmG9R5xLImDLRC+BqD2RB2Dm1tpbPsSswPodWL/8tyuBkzB4tIb+YhUha1sCHQzA20yyWKTFYZMZIf",
-	"FsfV1LTpWYzO4Eznoek45kYR+wxkCIiC1VWn1+/XsBw9oeg1dGbP0f/5qujgMwtxa2J4g6mNtKGVpNnT",
-	"NNfErC/hEfbW49bp0GIacgUJTZuMDm8HOrfOkT1eF5heo8H1Lmna9L7i1oriDAMTsBbonCAybboUmiED",
-	"T+qapb6Ax3XPB83+O21Q296fmNXbJ6WaFAzMwcIv+tWJqfsSAPAFKB8nQVEPMgHKtuiUXoD/Y4LTwwCn",
-	"h2EMIRGz31+InedsFlMcwRJtUhxnRjpyxCR47H+ErMoFcBAJdFDP24WNiM7EpEMaZ4VHwFqFtuSFmXvx",
-	"Ki0e4J4m6AbYP0STrw6jw7z0sQY6CRhRIvvgk0U6HhwnatthEp1tIFEgUSmjxffEh4ayjyCSrJNlCeKo",
-	"QxenNET8WBf0rd4222UrlD2db4tDWamOL31bpxdz/h9Kvueaad4867OpAaDtufM0ftGeRshSrqt+zfMu",
-	"EkaVJvMfGh+JKZflsRPWrWoXBx1SFHH5TYW1mDzV5KPjW2sjCnb567uLkMcUlGEdQ+XQGpyC5IlXrjUo",
-	"NvP4hYSAqLZTyP7ZyQ+IiRAHGrRueq+0e98MY4DqFwxGItgmY/TI8d3J04Y8OR00oi906Mi58neCCs/z",
-	"CTBbAEe+DAxKeFwx58AKVbApMKxp7KHXqpbGcp1HluUTLYHYC7vlWTbo+nYDzJyywNV5CG5JUZwSUwd9",
-	"A4ss1BC9wsKqmKEBd8OvkhZSbP/Zkx/YwD/xPT1xQDltb4Uz88PzkRNmwIZirsnO6ki08vvhnbDupZ/r",
-	"tpg5YEXgDRvwYRqRy0p6GYiuqtgQj9k6puDeIVvH4uBXQX/rTM28KgDkVY3ykuzNHf5/q1QcAmraYa+k",
-	"sMcEncGtiw3Kvlzn68GUfKp7TkI+o4X02ibHU9dOLFMCNMWXCbt+8NwkDw6FnRwflIXnxd+rBebM5F5Y",
-	"BOxBIk2SY5slt0hgBsZVPGLh64a3oCEyOJb0++MB2PXiA1juKGc0dluqFRAjvXLkRYfiSWRXE0WzLkGn",
-	"ldOqFAkDidfqRbfHCBI4K/lp/qI3qpxfUH3Edvv0pcNc7TZoFuML8hrcrxPAtZZtzKVaZknAPbtFj0DF",
-	"jXTzmyAEER1gs7mgRo0gdgVNg2Qp3TwLeZRk31LKT/AfB6sXJD+5lkPJI2af5+krK2EOY0UkNvCbcDth",
-	"+YRLhVy88c+8LOMQoRMIPf+I/QFa6ETkVy9iwVJwL9eUHX75f15LJ9jg4u35z7+es/9by/zqPdwzaBp8",
-	"4uMBFwqBxj05PsjAt7IUypVzVshrYcai8Dd6hATdO/cbRNnapkVUU2KMmHfCxQV8pdv3Lp/T5NO5N0Vc",
-	"MO/FaZ+hUDCCU9NN7AQVi0bg46EL3ZZ61t8EIvkOn+mSTmu7/FbBgfpvA0TKEmj8YUcM1pV14S23NJ5v",
-	"x8Gc7M/VYgLhZuda3qZr2cMjrfNQuJkQapGkZovyxOOCVMKuoH8LWBsvDbs/LV1t6Y4x0ylm+hc1xftZ",
-	"q+IPEasSZqTN1DKOXuhDoNAhriEjq5VV+eA2lo5VRl8LOrwNYqOdZ/G56LZX2uFRjr7dUHMgLeMl+EMS",
-	"ynZp2ZOTE8QBxNVQqkCD9yfbBm9HttD5mZzPQ13Ms8YToijFFt3TvJivqE14Gz/QmgywC1zFT1rEz0D9",
-	"HvTKlqtKwDPgpX8puIW++e3ujpRqgxUPK8bzEq67Geb/uVWXNH2h1VAaPjp88LP+vVTstPBl0/4+PlQ8",
-	"ndi93J9h/+vkbAc8xFOeUdtOau7srz/qSCdpQylvWNRhD2wT6nUp1uW64q5Mi7Bw7mgcXCk9g8wNrONC",
-	"QviwhUPGaZQG7csogFbOGRbFHbG3fjyhPrYEesxDrDAwgi4KDfwkjCM8nD5Cg/J4c4jgiQ9V6Y0zNpvM",
-	"k6/l50KKbhjysHZMFqV/DRvpstQzaDzZ2SkPwViXwm6/Usy/ZmWLzLRI7humJ+xfh20eo1o5ORXHRILh",
-	"5ErqXCyl/BmsNuw/MxVTbeZZqqSowDCEsRPbW1B5xC7R3erVxtEoKYq0lXZsrI2uHTS+NPQeNjZ65iYZ",
-	"K/l4jGmkcW9Sw3t/BfR8ALWBT7zeUOpxp07yFmfxIpn7NiXr8ts6TgRdxZIP8u2diZ+FC1usdyHu4FCA",
-	"/r8Jby3YCRA+87vZcDUGBzVGj0JUJuA0jq7D4AgiJhocXoXPXc3Lco6GuVrgH1woI/bHjY2kETMOdXFY",
-	"bwTstuGlscUTdtgdyi5yQj8z2ocXsATbPxX+PSuFhF9YvwbfsoAgd13YMxgK1pVQd3AWXO033waHYTaR",
-	"TlA/99dS1R+wPgDvZ43R1+KBonwkNLtzPZ0KVYiCQS6upVbzDjpYhEMCy4D8JVh1xRU4W7G50Bi2OpqI",
-	"aZ3WEXtDOlgcI2RGQQwGQ/kc4jdefDihyG/LVTDukpIvP1kcINbmx1bQfr6PLNMzleHzCABwBF2C6Bdt",
-	"3Ttc4DV28a9NxcVsoq1IFzTw9S7zfoLimbLwEzFGiK9RsP+RDU9G096Q5UDVbaJopnA7tVfbNGSbNQ39",
-	"gzuBJd2c1MD4G2IB7j6atwYn2V5V96YHNdmY6XGkE0UbNzlupEU6bsbCwcBj1j3EWCiQgRBC4YEpEH37",
-	"h10LI0fzli8s7XTeKlySRZqTT1k4mMAJZtViQa/0B82vAaSPwB5ifyCVZzqBBqFC66+xSDlFuvI4KRpV",
-	"CDaAh7yvm4D/YBlKzv3jW2CyjUyb5gXwvjWZNvTBVKyMbr4wrsZDS8pcmB5yP/VGnvEzdmXhNJ/+jGmz",
-	"6DDFPTHh1GVTKgzrUytkEKRcIvvhQoceHbbh/uA3XQjq7nNObx9g77uxkhZKXIZz2J8Duv3dvBKDg11W",
-	"0JecFQrbsgXdeKRuAbahtLo/paetDB5XJVcreo6lQXQEejr6MaoQ9D6YS9ClmtALUr9fiXnLS4fZ8nTw",
-	"UrspgotH0mteSsyewebdjVaIUu8sVpYlleaYZ48+ipHDVMiRJPqeI/bfXlUMfSxbum5XJ5+TDtb3kqs7",
-	"hGf/us3ROQJxISzYrfhB7gt8/eB7R00aS8nVjuL4ASFT4HRPsYkO3vbBCfuaHLao6W5QaIrBggYKlhIQ",
-	"J1B0Q5Mlb2PyOCQunsU0n4ugTp+rAj2n7/gYKpbiy6LGnUUdEGOrYbXR8MWspcr4sTmI2hTEm1ocsZ95",
-	"FSy/poKppJ5cnbWlI/nBX4UNK3jSTcw26YXdIVxY4Bfp+t5GCmF3XlCIIYabWksEHPpxS3asElwQY+Mp",
-	"ccWKUGz3F7v1ilXpxLRhFTlLGuhA2ziMIEVSZVQbpxqSRGU/8cmUf8CscdtHRbKeYvke2Uj69tbq4Gab",
-	"8XOX/HmT5M/22vkHlcIJlZafEDJs0bu4aWe4YS1LdygV9LByQkGIGW7OUvWvqZ+v/aUKXefahF4sosii",
-	"loOpSh2d4X6PTnXwnKPTwV4xf9ACbOYc+oyHtPM2BUhfvHXrXeGa16zsCBfWEr8BLuO35UnvXIJb2Oa4",
-	"lCs3+/FH/5/f+FT85c2pNS1mvL5RBbkeBg27EakMm61t2cwL+mgfFRolRxV6VFkvUxolHx5CD7fxIUfs",
-	"HP8CWgOkkEHSSKitIL8xd2xa43kJzekwa2Epu4Hq4SA7O7ku63R2BW1FBqMNM6NnMo+d5iD7ASn/OprQ",
-	"NAdgoyZa0aVorxi3lPsK+lP7zPawKoYPuZJXseLOb8i9073/+Qc//PfJ4Q9/0n8P//x4kn3/9K//tXdn",
-	"dIutJVphGf4RIFXH/aPha2QPzluXzOdmjXJg75ovpUvXjgnp9nvxxI/vYbYRBLcmB8QHkdeu01alEpSN",
-	"moEu1rK0KndCLYt0TQGYTXScjrKXVgCdPYfoho2tcTqf3jjswl9A2ZrossjYUOS8tsCHKWahfNhfM+Xz",
-	"aKmmVXRcQdNFEwr1Sp5f2RVJw3+nxdo6ioQXdeDH38M6J3Te32RaTlfbkC0aCDMxnGh9ZY9z7nipN0lA",
-	"sI6rghsse3KWjY2uK5TrIz6V5Zy8NKCS4G8eWTYgnqj/GLCZLIucmwKPGjyFoXOJ3M1eFwm9r+ApcA2w",
-	"t5Rc+YfhqwfMhZJ/K8B+sNgSBp9vz0KWOEwRvDj+ooIN8PdHNPujf9YnJ0/zX7QGfQN+6gr//SzcH3jH",
-	"S//+57Rk2yzRrN3Qi5yu1/ZIYVxP+pzfxLHxsw6bsL05wzIkBwh3zhYOUCFKeS2MFPb4oyz+OjbCYTfq",
-	"bvPjVyhA4ewnzBWju+cxoH4hVAF5lpAf46GfyjP0iNVViN/TeSA3E/O68LRyltJw2s+WmBPnbwkxGGjV",
-	"5v+bT+S1KBp2PGekKNi+NxoGYWjA5wGzgui4P2kDWw/jpN6HxwyY9trtTFrRwVUBtBa0n1/Qo9f2dwMK",
-	"jZEUDf0O3dljOsjNydif3W3azMKJjivQ54Gjv2dM6VnYFEdfl2Z8b0qq34mQCDpqH8JbgIu17A0RN7Tf",
-	"EB9ugBkY21jEDToX+DRCv30/t0oYOPPZqpN/sIg7R+w8Uvw8a1Ir8LlU7kJ5FPRKL7pX4kXTfRec9DbF",
-	"JWlpQqvxAg7PB5CC6yCjEYWyYPuoMLwqBgeLC6XclwoiH2BlVpvkyRLH7x4kC5AS7KDkFqEET+Zo+WTC",
-	"pk9O5p0CDDYZWEH/AG1h43ARJfaxpCoLWfVZAhX+pCcbazgP3YvALBZlaVspI4W0FXAAk7+RHJqYJeg3",
-	"IvJgSdf6cyhqJr+nVuX8YJVGfomzvDvJTS/sbYc0NmLMnfiGkl7P23P2G39hV7V3zl1o5amCukkgrD3g",
-	"DBwpoXHHYqW3EQXPgQJOOmb5vNn2nFmRGwGS0goXsqjAjQSBMEzaKDLyw2OjUX/HETsPyjgtmRGsFCPn",
-	"8SNwoRJNRLySYg/dsbGwXVsLsa4fZ2k1o7yrdDRreCvCgB5OtfXimU0WYWU1DE52F+LujfK1z8mtneS+",
-	"phvYPQJogdMXn4JkFaqotFSuIZDQM8V++fX8OR2qLDiZcl2JDMJbyERWkKlr8WhDBFpaViv5f2vB+FRT",
-	"CHqF5ox3xiFIcL/yodVl7QSbOFdZ9vvb12zf/5MqlMGkL0s9+8W56iAyozVUkTZjcMK8jT0yfDyFJOfw",
-	"Eo88VpfX2KmSlVpXXnvPWCnV1SG2edaG5aWui8OpcBw64hP3pbDLuZQDgsv3mK0IijuMz9vyhDkgsoup",
-	"VNI6ZFyGKyyrjLz2aI/3WrYfnnbu/36Bf32HfxwcHLHXYszzObOKX4n3ObfonSPvna3zCeN2yUGn1Xvr",
-	"jODT94ScSOtmuYemjuvfqEu4/DldjV+pAWWhcjOHZHKOjViQ7INKlJp+RF1tUzqwZEuZpivQa03aqd+w",
-	"Z8l8Y63kRCB/x90FEFdMYtXoIeU/hwWnHC4SvBNdFthNQiKdn3SNKGYjKcrC7vLvv4r+by2sv1ubKdWW",
+	"ef0i6OEAk9vCGSeyNZQdxlW4+P6yBZPx1bijM9FTkxM+SJyruDXyxvhk923aJuQsUcOdko3xovTvfRop",
+	"/BtuZA51dt3Ku83lV7qxgdApIgSziBOSSJ1CDDg9e8/cE2lFbptaQBBJEPpJMm7rm6UNf5/0xs/1YiFT",
+	"dI+FdvGxr03EKRYSy+CvIfSPLWtotS7zOZcqsNNk60uJRT03Wp9rY9PgHd9pYzu4Z5FI90nkD526mdYK",
+	"f91ly6taF02KG5/hgyF8kjJZtBFc0936hQDWFgpjbUTQ7mAh7HeNhhRS3ye9u6uZqqkAV31b9q+RKk/2",
+	"N5Kljrz/R7kcYAPbJgOldYsqJmW5cMLhhGXIW+J1Xl8Qv+/9PO9cl6KnEFTnNHyGgk/JA3pSlqgrdE/n",
+	"aK2JZuGmuUupp+FFu+Smx64DLGoiVVyxF3TWEKl3V1hIaKnQPYg9JTf2ZdoJCT+3OCAGQi87ipl0shoF",
+	"EPW23icPXTQLgOja0sGcU/HTRrGVsP3dNCrFLy7i6ti+D2QWx0w1ZTnU0d0iWlFZeqfKLchlsDEATwll",
+	"m8l80RoXoJmegjWNUnxrtS3oIOeKXUGdErbgCqoM9re5tWAhNCkNo5eZ0sseKa2poNTaWVxjesxAqSg1",
+	"oR86eWnBAXEJY1RND5wbNzd94FbmBq9w0CVkqJvmC2qO4b6h+a6CFG3E5ow7B6Fd3vi0dggkpsVhDtIf",
+	"0ZLiImaXoJXeBsb5AlomNyoEY3ia543arkt1Spyv1T8ftBukteCft1RXgOM0MZXIncoG5U5Ki/UCjBPF",
+	"1sSodlpD8fUvVRGVJttVkqm2U5g0IAbzeGESJNsvdXW46B3GGG6JYT7gWk5dKB2+ArdGYohzXbvrKFwq",
+	"UGzGTbtw8oeuqVb9lYAf0h7Z7VxkJ15RBVYQS1rRUYhXpp1bFs5pP4H06kP0oKN3RtalLUqno//iRdL+",
+	"+Y17hH52DiLJohIF4xZ4Bj3Yf33xjn397OhJxvCGnTYKhDAswtso/xl8Yz6F/njHPhErZ+uq0kqenL0O",
+	"+DpIXzQWuajQQWd+BT0W7L8IuNnbDT5etztuZD/GcxIfq1Slux7/0oNpPLGe092dSPNpz2tXC0osRYqW",
+	"wF738NDbYNbjHixgHX6bX3Op3AsUG+XrTDlpnwCX8zkvS0FVjdfMQuW1rqWdr6E3f//iqz705vBFMOnE",
+	"rXvLNjZw8d3J5OlXz5K27HvBfGPH7SJ0jUifFp57IexcF931evHy4vT89TcvNxYNtgS/aKkDNqhbHME3",
+	"kLGLl5fvz9wFc/bm5P9en82zzmS+2JjMDz9/kT15lh630skqaCd+SeE5JFUAO++OD8o7gFEYKshzAPFu",
+	"t/6YcTarhZmzmqtCL6ix7Sb3MangP+qqu9q8gSJn3Xn8r4aXEqvIVrW2VFV//Yweu5EJYt6Mszl6Ar1y",
+	"8KOuMpbj4AGmIwfz2PmrU/b02ZM/I7wVIpQjGCqCfncKTSosBAGDTEOJyLS03CHf9+evMx+MQcjiVWMp",
+	"XzY+R4iBzlVQRqZNLadYA8JPfx6Uv42SKVvWfgwCul/jQI6/EqC5W9gkW57LujjjtV2d8opfyVImTR6t",
+	"jcNXo3T3MpTtAm2y0IkQGG6FY4ep5kJnK9a+tlH5sm2fkn/G17tsOzjF9pP1Lu8pjISShFtkkQEAWzCy",
+	"OukZMAviBcbJ06dJM0qhBdpR8KW7m1HuUCykO8rNyh5bDc/w4Ui/SNzXCK2AWk5JM/FM433J4tM6TCdv",
+	"5K04o/yupIERlp29P39jKGYbaqISRMCd8HfaeLd7RJffGVoZZgKoB1cCfKnef7ijZrprZTroF44c4z15",
+	"XaCn9NQYNFJdl2LiOMf78zcYtkmB1uMt07TPqBCl/ScPGqiMzW3La43jHzu7BEDgiEyeiIf84W4xxFtP",
+	"4ADu7Q4Rxe3Eu4TpN3k8Vd5PqQD5xVMxkG7I5nRrvEnBJaFGdzxcJI5B0ci0vwti6d3JNBZSQ41j0S3W",
+	"tPvSXQyl4MayL/AfC22st13P5DWGaAIu+X6LUX10sBtW4hdJsERPK8P5ChpPW+B2x4DWjwdm0YEdwsK0",
+	"BWG6mkcskSyKkYOloZLmukHsuINj+BNzR9n+3797eXYQhSICeNbOJO0n0S1x9lXCljpw6oBnvZHqJqk6",
+	"tAyolArQ9dxJiuHuqWwzIJPUAk/6eOz0IJNB897v5Ine9bUNDH0M+4fGKbeucHsJBaGRWMyud4CfZN9d",
+	"5Z9jLvI+xamLgJ0WEOAm/Xk2vo2/JoOFu4uGWTbRjnSWsNsblLi3k4Wor8VEQ8nMdEgxeSfOubre4jZy",
+	"5D/XSje1Yd9dXp4x+CZaXSPEDSD7Qe1pqa4P0rbaJAQjQkUoW+uyFAV2APUGcGP1EvxKHdPBPmIvclz1",
+	"itv5AdTG8EAtu1Qj6OxDZ+sHChSsL98P4+jv/iyfx/QaOH5Mq+7APBj3jyjrobl/RgCaV2KlKds6KGuP",
+	"DCoLq/tfEcOc0bPZN4Ib8RC7UwslllA9pwuukGCXV0aXjRVvBnbmyy8gnnGNXrTlJfMbGuEZH4OWZea6",
+	"xvAsrrBvarndHGw2AjEd3AOq1d79bSmVCRoeptgBusvBMba+dqm6izGfa5mLjHUuWDI/uFsSTNvunBxs",
+	"Ly8d7/qzo17gi7GnvZQQfokwGJWopS466xqd911Kazy7h8jiCA+Gk+tbUZt/MYmlhT74LNSJt3akALdQ",
+	"p9IaVuqcW13/jmk4RZUPQWW7mQW69uipW+/pHYzJv13Svm/G+rHfmywUYe28jzUIEEynTf3dCu76B8d5",
+	"CCvIw6Pfrmewx1i4d0DxHQDE7QlWv6y5MrkuRH1JNe5TGqINbzFfCj/BCptC6m+krbkVf71KJW5e8vpa",
+	"WMx+ZFfShozFmytpH0Md/1JYn7uK/eVzrY0YJszgBBmoqRCV6d+0woGOROOCPMVjlutqxW6EqKjel6qa",
+	"Tgkv99zpBzzfy/Z0Bbk3Vb74wEu+pD8XDf4NvqQf7o4JSq+NV15HBoHSTqZr8aeLgYuPtuYndarK16um",
+	"BnXRb5yGB4B+hX8+hpAovJZMxkq5kAQAN4G0TZuxiW2UyNy/tdPrnt9mbFKKW1FmbHKdscmNWEllPyyk",
+	"ytjkapaxSV67/y74R3eU3I/NzMifoA358cNs4RrltftPDgxpYvIPdl4LM9dll89sGmZx2FAWtR35mGL3",
+	"LQv64ukmDwL8qnQiLx3EWUhwdiSROIQDpPB0a3WRvnRn6pzynaVilfwoSrPzEJzcsG0Mu5rY185qXH4W",
+	"y1+uY+FsvRF9i2+3lren+wCCrnON9UpHhh88+6KnJPVWKNY71XULDW+BnY1Dn7GLNPKbLMQoho557Q/K",
+	"0N3/bTtE0O0wS8eR7cbS508hcWP+9NlXQ8y7J2meOsas+bsT0Z+ffb1l/uvOxPg8b/ozuiHK0cp1bkY/",
+	"q8AkYm6VOBDZ5qUf3xF9SL7xOR0nlPSEN2+KJeMjm/0HcYjuKKEzITLdObL5PazDSSUv3d1y7yAzJGbG",
+	"VasABoUCg0kMHEN3CiVda6lwMij/9jpF8W/F0key+ITKGqs3SsVOX784d9orlSGuRVXy3MO4+GR+rYTT",
+	"LBSx8FJCOBpE5HC1ilNxw25sK5QRrtvoNg7X7YDrwE3GbsQ1dOIZxrPedICN6yKOr0nJEGN0CaXtN2Km",
+	"azEwCwjqWp+HNG6b5Q53yGCQheusWg+0GN5q8B9CTsuVYDz+OsLm2AzM2LbpUtGmP0nUWWzqSpuetaKH",
+	"QzuSEn5/6SVfKjDwba2b6m4k/ApJE2xQ166ZlpjvQL+D4v+rWjhx6qNNBpKNPNUvpAEPoeebOx3mrQt5",
+	"/zUMOIX3WEXgSZCvfdLY+btbUZ+VXKpza6pUmUG7Gd5KGJKcYdZ3CF9k2j2tXGtsSuXHpofssqkVAn4z",
+	"7asSxwXIeC18+LASAl0zC8y5h/Bhx4Gn6Lp6X5dTtv/l0RGbSgXk/+FKF6sp005FW0ojetxzfda81E6P",
+	"KGHEG6ux1EgSfUHXGFUK1suhyryunb8BRFICpcrqSdWUZfrLcbSAsRSQ+6VrM44yCnErc39kU0rMu7d/",
+	"e/2KkSrrtMhvv3n69ZOvn7SAmJS+ulVXwa76+8Dn4Htue6EfR3fSW1X5hTSYvO2hwFjOldLAzqPM5821",
+	"B072V5HQRf4qIMTXCQEfpQFHPbzs9TrLb8iH69cKapbMQAmDN8eo4XNuAMNs2LVtKIeEHMcBmmtzPnNu",
+	"zuxPw63lfCFqDomjFVcTK0s7+Ul3IAziitPmYs5rf4i2tEwrIQ0z7iM0VLKmanE4rbvge7Ihd9K4o7qT",
+	"JKV5Lc73EqlxW0/WJ7hDnECEsNjf1ILfpE6YqGASoURr0HgJl78U/LYvdTRGjh8M3sU9ic3Pjp9fxtUu",
+	"R3x/3vkmxAu+T8VKOAmGjuz78zeHDDwKoYTMgu1P//SnP/1f04xN3cL+jz/96U/Tg0j1pAskulcydtUE",
+	"wLRQMN0NUGRoo+aqYAD7aSxHJ63hC/GccR+kwZXG6vqUg+Bvp8711V5UUIMZIvgTV9TBITuBdn00f9xG",
+	"LRb6FjnDIllmc9eqdne71kbimd6hYCHKQe+NqB9MF2SNEfVdpEikz7fDao2Z66XySQu5VkaXItLucK4s",
+	"LwWvR5eQrnUpXhc9yod7yGQIvd6ie3C/DLW41f5OcQsCBZwJbZRjUacH0z764MSAdOGZ1z1wa3YdZKh5",
+	"C8Xq9jK3VXh3/zDukJkUVtI7FTaQxiUtOZYRI9Fp5xU3ZunEtoJbnsik6HdoBJAW13bs1tg1Mm/4XPaf",
+	"yQVfOYkFzmUvYsQbfS3V9uHDPYLVfl0/GzkP4UVcv/DmPTIfaOFP0SI8DIPjN8mtcqeWl64ZeFqSWRru",
+	"bRyvfx2RbmCf1us57jT4XoJuUygCSSBCTFjAOyRs9JFfW6VykwTh+qPij+4XkHEJy3OY5BwHLoXtKYc0",
+	"YOjfJIi7l13DDKpxSSruzcO9nbLEgCo6Ziz3bsYa9JLwhVbXECuASydVXjYQc0FLA8x4exwmzaGTDhZT",
+	"e9aiHPoT1W9hjqk5RT4/9DDG7fDfMMnfIOi3Cl09LPw3bqpH7vJNjjKVw00zHv+7XSzsE3AJAAs8BgLP",
+	"0H7izpsbzOcCBv+7uJprffNClPJW1KvtJd0KepPth0y8k4z9A1/BHEKIqwDZzvxj76CnShs2g/841YsK",
+	"uU2293cuLRRMt4APEUq1DdRnA6jEvKmlXUEiPAE8CF6L+qRJubPa7EmifFAypuY2/1Bx++Hw8BAhFa4a",
+	"I5UwWJ9fqMI4Md6LEzwHsC1sZx8+NvTxgVuDW1EaZMF0aZPUw3Ktb6Q4Jt3BMM5wrN62DWFQtZhhfrJT",
+	"h788esKmvJIf4I0Pfs8hyAyVGqfpQSPtKZlbW0VVKE6h1zTar5tOd3TM3aeEuFcCowwgQmx/+uHDd9rY",
+	"CUwZP5vihQu6UoFH+bvLy7OLg2PE9JrADdDJXeiiVkNIIuOl0aBpYbrwf0wubvPJqalnE3AlTX1SNJS6",
+	"BIVtgiVD2PRC5JNXwubzyYW0Yuqkguk7eDYF1czOxQqsjWsr+wWb5qaefajFf0MFMlhU6VYGV2LPq/p7",
+	"0XTbVeaV/KtY7f3iTqFMomM6boOKmZv+mTc1XIga7VvuAIAPcmLCW25+teAl3IyTXC8WjfKhhwuu+DWk",
+	"u7Z2i7ZeLJynCOXCo1q6FvFLE0xeGVp2JyHLvhAmCyGkWZvuAW8KTD3RemF8HTFZQ1KKksbi2ThGdupj",
+	"6NzkpDWsaq5KmWMKhGcbGOOJ/M7ODW1NyUFaIXRxOEIMant7vxzWv/VHsxBVqVeiPmQvgSn9+8W7twxK",
+	"TXk7dWNI8JoC4NQ3YDA2c14JNv0514XIPAhrBiVIxOvCTdzWKycJ/c/MI7L/z1+mOGKMzKDW48SM6X9M",
+	"Ll0Dk9fF1AmklVZGhCx+N2yKuBE/Nk7tn1J304wZTWg1VAgL/EceJ2yB1Szbcma0XaW+NofsjDu5CvyN",
+	"gUJNKPTkPxHqVpQa5oyXtb8jMgZXRAa363/94CYZ2UsWIP6oKvQRBEzColrooindvtmmVrCZeCqEsrAu",
+	"WDJr6hqfHrKXPJ9HfEQBsqY7H56hxW40R9MfHYuZtD9OA1Agddy+hD9M2xJ3tEpCzXSdC5NszAakAnA1",
+	"Xq2g1hcq3dIw2Gl/lmmXRJuB7nuii6BunIxPVuSiljPLeMVri9asaGbTP03ZQnBlmGlAngmPMiY+5qIC",
+	"V0m0m3g2HGt0520VpgJU9Zw5/QT3LZ9TejDjSqvVQjeGXJFR7b94JI4HTx2VzkUJPJhOd4c1YwuH7F07",
+	"ogWvb0ThB9Ias54zXsmJRV5NQ4ErMNy4hnib48GgfKORLQJMCTeee9FRaPLqO44XqH84dFlPwjUVDyrv",
+	"Xn2doUUDDhdFO6B2DT8UQkl3a8TLg9QeH2bDprhd020biWxxcBd7Z17qnJcTN7fQWDxdBATxxTbdMdc+",
+	"FK3UuoK8ASdb1jNOICMb++TXwjNcQPUyZtaUofwi5dJhGL9pyeUEJQHD9v+xR5/FL7NGlQQ7a0Xxj72D",
+	"Y4oVL33f/iNSdbv5NliqANIhYlkFA8sNe3L0JBTuJ/jgCX7yd3F1ofMbYVlTAdr9IXsXsnoMhaZ3+wKf",
+	"pSyFss9xjO1+6Fl7+X1D9Y6DcRlYBNv/xi+E0jQzCo7G3XVr4YZKQetkpzg47k4Mi9Whgu+2GK99ZGb7",
+	"hLcuboFvcfR7QEU696+zy/9kC30r3N9xvcADj5YGQ6DaZwQtF1AHsLrI0t3QNDvpWCPYVDh7+vGjPwfI",
+	"4fx3GeR/5F7Q72oP10KJmpe4PE8O6JArgnBbcsfwp+5/KDliSnXlCaabX4MgvT52u16wcn/6ti1aeEID",
+	"C4zTX+VTev1yVYnpQVQ7EXrx2Kke2o4EEbW2OzAApe0cczRmYLumW3KfowUB+D1v7VpoI3E/lfpaNzax",
+	"HVyxKdaDR1zIqdNHfmwcIVa85gvhyzO1IwkoJYXIS47EsCYBH0WMzXstoNGpu6LReQ+3H2eOn1WitKS1",
+	"kmXNj5MbJkE8qAViIaA7pE2SO04lya33CYoXLzCe8OCQnQteIM1hP6LAmKANODdHzf4e66IA1iIXklws",
+	"nkrwWvYkQ2Ka1zi0MtJYofLVlO23Szu9uM3jZwfkMDRAEogyxbFeKIUGPWdTYMrTLM6CyNolQwP4MZuW",
+	"Ugley5+c2DnFpEPMNK0XpoNPX7YqEJKGY2dlO2N3RH2VHrjO8RQikhyoWhBy1QFqokpfSHkzqEAEh+Or",
+	"oy/WK9N4mF3BnVTqDmC7zq7rUuPArSPuQIhrg0fXHS4CKoVuj2Fb3Yz0UuF+Zv5NoNbgDYmcZ4Bn7PQI",
+	"18QKKwZ151hqQ/emuyxNV4CPagR3BXY6CReWl8Jfpvv+2cVtDg+mB8/juqoLvmKlu0QJwZctOKxMrZvr",
+	"ObF6ULKQXx6yv9cS7gGv8PqSQN5LiDxQrGBL2h1pyTWqyhIYGRA46S9he1AiKbjlrJC1yK2uV48M5JmT",
+	"KC8NQNUtYQNmtRATUzkxoBYgSRPTMGyJY6bB/DkajLG65tfiw6wpyynbDys6fa1MM5vJ3IkfF/jS9CDS",
+	"srDmHHYnsfMCVXZcOe+JxWpYnq26a8kNxgqVBb0ADlLGpo+xus3Ua9IF2nHAQdgeO3wIXmCS7NEnCVZd",
+	"aUsRfKpJ1f3k7HUEU/9878nh0eHR4ZNnf4ECB5VQvJJ7z/e+cD9ieP0cTFO+hLATsx9faW2d+gwhSlXS",
+	"BXsK1mBD5kLHGFBxiHRvxC/3SHdSGcvLsr2L1lzOh+xdLBBS0CK4xaU1opwhuw13Nw+C5tWqV9Z87tdQ",
+	"EcAdsMBc+xhO3gqZXpkHpiHxfuKuFWMBisMtqS+KvD+dTOjJxP0ihXGHx8/KiaYzXS85GCo89e5PX+Fv",
+	"cMFP/2MS/jn5E/5wLng5eX3m/vE3yadBOyrljQBZK2gmGBe8eW1+QXdip3YziHmwkKQIziMtUTcKBAHO",
+	"sAQ8tX3IXukaPjLttCA5t2RmLsoyw2hTApNAgq5qAAPjLVhOOEhIjpTcUepr0uiVXjswEKVkyA7pNGlk",
+	"ed/4dianunBsRYJ3SRUQDe2F6LCX0Ybvc7asNdw1hQhXHKxULSr0i2olDPvy6V8O3BkELSM5qs7ttLn2",
+	"fzkGQ8RSsxqd5MGqKD7y3DqVQQlI5j+ERDaShl4Xe8/3wvxOXL9Al3S/m73n/5XECu+ubJA+4g15BEud",
+	"UUI2HZr4fG8SWTA0zn0hNTI0pvbBW3o5+PG3xGD8gH4BYew3uoBINTdUKlMUpX8+/m+DEYRt00OOj+7K",
+	"+VgOMH2mHSxuPlkr4TpSKKIAqWB97+Nph3uxg8NxGQSYgXsFWOnTo6MHmx76ddKzSTHcThbjL9nelziW",
+	"VBdhzI+/4UVYOPfJF9s/eaXrK1kUQuEXf9n+xalWs1Kih+fLJyO6OOOrUvPiUus3vL4W+N1X2797rwgv",
+	"RhQQa+eUJvj46YhRXmr9PVcrWg6oWffVmCV8raw7WiVWEIjdP45+3eEP2Ol0dQ6fMnfZ82sDnnBCRl2/",
+	"4nwQQGxr3Hu+95e/7PnfWmPP3vM9NOi0z/CfeIB/yXru/0nr4r8WyVIAAMwTIDp7+DlbCdtalKNgEZDc",
+	"zZzsES1PA5HGSQxObfFJdODygSdaJcWKQ/batqaHdTsVuxI5b4y7dK60E8tD3IGXzEP/mwz6W2EDp7kI",
+	"vvFPRfXrXfUwgHa9cJsOf1PH/FJgyEuIq8XD3j0fxsqyBB3NaqfCEe/qPf4PesxzXtl8zh//LItfBo64",
+	"KtBFLlq5hr6MMg0CiAmkHRbo8zp7+y2TC37tdB4oUz2Tt8L7U+A8e0DQpoUHju5qL5NSYuxMzqwQii2k",
+	"aqwwZJaRXqoF863v3kt4qAW2mCsRtDPsSTQW/zL6QDo40CCKkdfpkCb/ugBTT/tOCeYMmGIYoQRjq2mi",
+	"xcFjgD0iPwAbl/TetyCifYk6GOaHFRliY0NgVVXyHGPhN6j0FAe3TYRKQMrGuOwgAjndqBWAZLFx8cfi",
+	"T4iLaBp4Myn+DLILOCiPKywClGgYCwIkmk7yhmjrFlDhE134FHaGdpI7Cwhfbv/krbavdKOK3xRLQloO",
+	"ZJOHs/KZmc3jWsDt1a9ev0b7Y1Cxkb2ETc1CLCFesGRsMKYRju8osXS8KouZy3Kuvf4HxsA4hJd4lDs3",
+	"uiwc/3CXo9Ks1Ooa8I6CnfOQnShGNT7ci8jAVxjrjD1HowRlNL7rubnxcKqxPSziCZtUfY6LdX/KRoM3",
+	"MI+7EflwHswIGr+7SECzP/Vz6aP7zgYc3lGe/+3QK2zWOsGS46E7189ExWBFnXj1ccA+RubWTphwK8le",
+	"i2LiJhSFgTMOIgJYi6W6ZlOizjP6umtMpeAE8GsEG4dWHRNH68aI7GzTAxCTEd5jw92ctqsNea+fd5Lg",
+	"UzaplGuaWEMp+A0g03hUfyUkWrgwTp8M7xCgH1ZR6ZrZug2RN8EoK62TSHAtNpaPga3LCZpLXhdx6L8X",
+	"lrpS1yND0tGEDp/7HPwjwGohfw3chlN/gA/9iD7g8KcZ040Fa+PUNdXUYnpwjFINmNDBYREpNwEvJwvm",
+	"epLJvnz6FzatuRUfCM1nGrlYllIVekmpcMY4Ju1ZQVg0EBEXgrJnw8+VLmW+SmawGr5yit3q4JCdlGUb",
+	"kBAFJlOA1K2+cfJZG40cQ/TDPYSmfgxeQ78ZJKqkZDgknHdL5Tdu79MYjrAf38kWw5G/KP1JiZf28xqE",
+	"Yldr32g7aQk+zL2NE/NRlfFGLqGqMWzk3cXCJ2OMM46N6lr+JIo/jE0Pd4W2xiVknDEFEpeDarwtTaUv",
+	"y5bTQ7Bph9Xvjb5Roc2NuxN43NCNKfIbE8mLNG7QiiEzMrbZ6gritvxhRo5HzNJADu1Ss++srd6pcpWx",
+	"C74QF9KK/3Fha5lbz4qeJ4Kgo6DGua7txKm1RTKymm5ACOVNxx+7lqYX7noQ0zZsw09QmkRwcuAxpCP4",
+	"UWGf9GPoE9uedB9FgG/TeAfc1f+WLlicCK8qzBekane6WOFKkoWsjSQ9vTh/RR+B0k6sJBlHvRlGnVhl",
+	"uJCMiAox9UVWH7K/owcnhmiga/HoSVrICU4rw1eUmBzsUMDwUG/asMs0tTDBn9QxymwKCD1mmeg+x/xc",
+	"7uXWjmNeGhw9PWujCNm+21r/M01uStKhl/SwkQM6YZuWGR8lk9B/FCzpG7Q+wQXOrQhnpmrdi36a7kC2",
+	"S7HvRBHsFhIiJrCCmE2c19qYiZG29ZPtrwXBP49emqKxy2mB8lqF0PiDtBC5FhFPwX5ewJLB8e4Dtb1U",
+	"hoKa25FNYQNW4RMJGND2CIcUQ49URyzjqiAV3x+LjFg6KkC4/Z9X8qCkjAu6DPqcUkTlS0CjFIokDwkx",
+	"nij+QRiWwXoBSOEw1gthJ30JIZeb/KOPTTq+T60eHHY8lBt2s9+2nPMv7SN7V7nbaV09/Tw6PoY69gsq",
+	"51HyuJexgkytokB/UHLdySfhgaKX4bhSHDcU0Vrq+gZVJbpWO1EVkZmsvToMRtGqwmf8X2nraQAzwhDt",
+	"a+Mm7ijrGDkaBm81Ewrp9dqJUF8e/YVNcxKlp0nu6RbqV9Z2Yo5DKkya5QSV87esrPxaesNLbwOhA/1g",
+	"lJfWBTD5ucfhZptaRZnpV2Iu10cXRD28F28knVtJRjZuO++4syBmM4F55xuweu1l4nPiV22QGArErRG7",
+	"xAhPlMfIbqNZIXIJMY0yn2O2rPvVzPUSv4eZSENlXUHEjNI5KFL1FiKi4FWweqU9XGiLgMiQT3ndR930",
+	"WUU2diMQHua+f0ZC+7Xo5gWsypXoOZ6dBXloItrqRcIw9U0pyUO5gNs1tqZ3bicYO+jS+DClJvswjFg9",
+	"dtdPtyF3wRmwez5ngECuLJkGfTqFCdHStYZkG8rV8MDsupI+FBwsnvM4PVhGjB9j19k+6FY0ipCn5TQK",
+	"0FSUu+hEEVrYJ+AQ3disNWgGzzNldgBhkj3tIDK0P2FTaugDfTI9ZG/kjQjXuVuwSfcuxtwAn2ARhxa2",
+	"qE7U6iPzYGnHvd61i8Dnf0MKBO1f34UeBwLsoEgkznIsmd1Vkfin5HP9rjkg0w5vaZkGVoBErhFzhk8u",
+	"v/ss8l7h4g2Eo7XJ5rosoGSRrI3FAG6iWUom8tC1c1kXk4rXhKPsuFdVUsIf4si2MdVW3mKUO5D4sUfT",
+	"cBLFlVTEOE/evjhkFwFezqC8AdHLCDL3nCG+nI9zxqS/HphSKE2kW/uBxJQSSu9KuVncQpz61dpwqafO",
+	"SfvK4zMOuuao9wD1Y8S7NJi/ihUYqMd/EWECjv3k+w5E4/jv3upC7PTBC48nuusnLdrp+C//BmB5498/",
+	"qaod3sack50/2GkGLwkZdYc5BLza3b4hrNxdtj5GwRz/3XceGnWnT87sTzt88LoLbrrLWTNOWkGEnR0W",
+	"MLcNL3f96iJAbY7/5lsCtn0FLHS3IRIXhmH67z9phA72DLBWCdkmBrby989v3dX6aylVbg19RZH2jvKi",
+	"Q/hpU3w4+iotPoQFv5ViCSBfg0ltLa55HJHqVSVI/Q4lzaeH7DTO/exCg8MdXZXSMj2bZUyovF5BzvpG",
+	"FuqNWEUVBsPFzaaAgTp9POVVNX08RTyeaYD5bxS4STwGIzW2j6Y7HOMH/OZDsOQdUNyuRzn2cHwIdjDl",
+	"XdoBLI4pwWRNIakcP3DT6eBVk1soYIhPEX/NBHjgoJ1xfOIL8vlseFDksPj1QSIyBHbHc7lPFBUS97HF",
+	"eUPhZ+7NR4aggrNQYxBOhMU9NUtp8zkCqH1Gh42/D3ojhHHTHiJl6I/Qj99A6AfmFfEu53wgxok4XXsp",
+	"ZesxN0bYCUDszUT9WHz0iNxJFezlR8wZItsIncJWiQqsF0DIMJFZEILfTNQtlsk+hsYDRt5hGGh3MNPM",
+	"N8GeHHQVLseaCc8bul3TrJS2DGciimNWNwozP9BsExAsEFNvk1fhJL0w4ob0SROGqKNLmvULWqI+0t9Y",
+	"y38JUy3uCZ40Ex+1hxUuRlCIXHgKScshf4d7tKqFa3EKqexUCBaxOg4C4EAb9tAJLqHYTW7ZUjdlEWVW",
+	"ZYywWzNmbmRV+ZQaDKtAC+tyvjpka2MAEPQOVApIDoTpwctyoutJGJVC266bL9b1P2a8/ZBwY1aMgluY",
+	"JLCH9YxqNsWVasM+wrZdIwG67g4ZIIQTfmmoc4GSBFQdC7JOQTVyr1YMxKrHvKoe+5KwjfKxkgC5irIb",
+	"rhF4cgn5BMJqllDxozsOH3UCpaHlQhyyt62EYFjJ21inCqWpSWQsqrQuh0Uw0GlEwoT7epFmNp8maNZJ",
+	"vdDhFvFok2FHOE24r4RT/9lFIj/+wSDakiu2T+f/wBFJCzyFp/4Paen3LC2d4c4yTIJwhO00G+LMn15m",
+	"wltonJ3aX1lSgZbo9KMWJUjWUZmjRlkzaOv9Frv9DRl8vYkHrb6fwUADHY6x0uCq/2GjGbDRdA/oZ7bR",
+	"UCEraQ2QxZpFpGsCgXdjC8iwdQHOyOcwMXRKGfbcRDD2RzDJrI2Gj977Ve5QXKKhIf9hWfinsyx06P2z",
+	"3ZKPf/YF7n5BflCKVEWAF/C7aSt7evg/1ZqRj9vCjCzBIJS2H6BuzTQ2kfr6OSS8k6nCtuBaCw3yLaVW",
+	"lOCvjcI2ccBsP1SMVYhnCFIlIhsi+tJzsv5eaTvf5FA4vzUOtds9vnbnftr7dkzwZssoqILJb55R7Ip9",
+	"8LuJAMXj1VYU+5S0nu1VzUDSNA93ns++id4bVWGtSzmb1YMfiHIeXjroL3TcQ0G0CKEO3W9PGCCDky8n",
+	"+k9G3/9SggCezl9BENg0mI0M8QI8YqmuEQqlNbfto6aP5s9CmlzfiloUB92QsLQuTb7Qf9nwqfWojN9I",
+	"VAWdkT+iK8Zo7gNW6E/uDQk1fCZG8DoHbCR+JUsINO2h6gv0aGAWb2iAGbHgysqcYUseCRwsetdN7RNa",
+	"fW1rKq3WBQ08j1qDRggdld4SRQRfGOdgzbUSxpYrNg2A18/RTzJNJ274qALq7gJ6O23n/unJqL/v3hQP",
+	"/8a/hIvQlwH3B4YOhK6ohFEtmCikhRqcn5pKfg4hRiO1XmM1+PPi2KVZLaie0bq/K1ZwPSbweaOUVNcZ",
+	"u6C6iRl7p0qpQASHbG/yOW466rweXWMT02NMbZT+ImWvrfFVTgB2E+JiOuE/Bste14IXgMDu0/Ahf3uL",
+	"OnxXef518evrwHEgzh9a8G9EC/6kQTTZcOajVqIbUufot8BYXSrFBOXPqRwFb6yeuCuRikgUkEagZzOE",
+	"+Gxr2DvKxYiXofvpt0pK48LZ/uko59cihHPBi09EBsHB02wBzruWt0KRhWO72YddkALgPqXIrjgWF5Jr",
+	"sHYL0AWmzkRxXxnjQCaJ6hRQHYGq9SxCLSggzu5blFbpXjtkfw9lCz05140ymI5ckd6VhcjR9RsauplS",
+	"jO3Ug3cSMt5+8tY9eL527Q6bwu5N6p/Y/vV7MH1ts3r9s/KlPzxmowxlnzsWN9IaHpNeL/oDDS/5TSfd",
+	"AQo8zYaMAxD/v2Pcf0rV8OnelHswqFMobT/QcBKaNaX6iN+3+OL36g+G8aurAP5AMb5uUvzM9FvxxgwQ",
+	"7xmH4meO7Bbcypx5HeA5UxormQFUUD4XbmRFXJRPfLSUggPRv7ZeHUIxVJA7PI2S7o8iE4kYxxG3iE3r",
+	"UPnStYr9XolcL4RhMMaEugG//1MoHBTN3NHBKpr1HxT8K8V2Qp2Xzp58btK1P/UT7vdOk8jYT1C2Hoqg",
+	"6MrDiS1EzSPgetfeMYGGYo4cVNRHSvYGPyA/CDk37gY/ZOeXF2etByxgZf6FTSv7E1ynQVyaHrN3b//2",
+	"+hUoG99+8/TrJ18/6f80ru3YshNZswKy1qFS8zVVeW3t7EmYZ4Q4804o+9NvUBdpB0cFerfoI2eX/+m3",
+	"6VdRRdqB+krCvbyLDlNcRvkPdvUvpaFcANRffGbvxyKRA5hDwi4cxSJbx58UZhQgHAw3+oji64D5YNVU",
+	"UQTHgZekfw/8sLW/OiqOl+W3LR2tj3aINUbv/cFsflW77vp2fE5n5gbhb8exOzE3HUr3CscGN+DXXKrf",
+	"Bb37okb/xDTforf9Qf2/HepHrLaHZQB3uvuNsFaq63H3PvbwaI3kVwF1bcFVw0syTBLexu/v3r/wS/Kb",
+	"p/8w0oH73m/wH9T+q9/1pj1Yn9yBeyFsK6t3CBLLGrjL2xMYMQ60OBaaYXVCSA0/u/xPhEXtFIx9ZHy2",
+	"LhJXW1AYLSdzbqAK2O+A8juezock/k9pCPGDHGEJafe8s2W/lmXkD471hylkuGbWJ2CUY83F4DQZKI2F",
+	"NR4wGNLqSdWUpQ/yYvtUw5lbKxYVgdlHrhgrF+IgY7UwzYLcRRPWCRcjb20cp6L00gN8p5DaDtn5urfW",
+	"sXXvLtsPrlv65UPrRZ5ihatCGvQht+/6n6YHUQj/pt5k69Xvw3EEQbTjQj89vDWudbAh/yE3/UoMwdEb",
+	"VkQjIkOAcEdOSi8/P3NoajVxdI/UNOASbmwqEhwi36Siwlh94ENRNRl3FmnqgOaPvt8YM3JMBDiUo6U4",
+	"D88aNt9PsIgk2Te18jBnmjKwft+e4wy4LE3/D2L/9ZQkd7SisIYumTxkStRoisc8iUmpB8wj0Ul6RNWI",
+	"4a4vpRLPQwYU0jchlWVRBmTWG1Eevd0XWZ5tpG5E6Rzi1q1+xpRYhkTKgGwG4EWIZ4aJllOsj1Pqa6Zn",
+	"jPsMiDYFx/KVCUkhg+BG57hsb/T9lKjs10zgbOfwV6mKnXGv3+jrV7Ve7PbFpd7t/XduDz8LB21XY0wC",
+	"aEQ2TChb/zNamn/VpFEeMZwol+uzeo+M4pWZazvObhzhM9N3QcXLQjopSt4I2+yj3tD2VHLrWJhc8Gvx",
+	"yAB7RU4nfxKIlUkAgajT6KVyGjHiy2IRMl47zkmlhBnWErYyvxGW7T87IrhIc8Cu3A7j1SNNF348R3YN",
+	"BfOvar2EKkRcQXExGCUML2QtUIW/Ni1hyOh8EVZzg2F2F/U1NDaTbU2UEKea7Uko0cLtfC/bU3wh2l19",
+	"XWyYe+JKOgv+8Y1Q13a+9/zJ06+zvYVU4d/ZRp2dz6GzhfXoK0/kj5G7E93OH/7BLobKovEECd7TuoKk",
+	"ag6rkq924BePsRLRQFgeBcMTefZTJAmIU0TG1TWbesqfBmpFYNuZe2hteYFkPmX7T44mz46OMo/ky54d",
+	"HbRlzd6fv/HUFXOelpVISOZFG3rLDOAxwN8pbdlcl9jaGhcAMYvmhtXTtSpXndk9MtihoQynckWxNNzS",
+	"xLbg5nnyOcGl/r3wlIe3mHcXYou1HJcW1ryUMwHYwZ/VSr62bX2Avnh2vK3q/fmbP8B8fs9m729rrixJ",
+	"JiiYhFptvyW2HccJJB2OlyDtVaKWupB5O1ymlWPO3nxnyC8pa3DS1be8BHb8xbOjVg5L5Gw+6hUOsQDj",
+	"dc2vMGf7Rqxmjt0xO691c431XRZur6kgNIIGctsOwA2sTUklpv/vZy+/3WS0F/x2nc32uwz/5RjtSMek",
+	"T4YZBSL3+RnwNiel4Y5M/ST+YL+/7wBsm2SzYXs/s9Gx5bg/m1LbX0bp145VeZ7ivmL7U2RiU+SRC20s",
+	"q0UO9SKcaHlwyF5byjkwCTGV6TqDqAnBoZS3k3ZB2EbpY4pGwrBWdGNdw1WGsmorzj5n3AvpQXbBUl6t",
+	"1iyJofNYiPdvGyh2ZS3P51AlJcpjjbRtbGgVNf/l0ZdjlO7fA9vONmqTAIgtzPmY+c12V+P6dmslesbp",
+	"DsrgEIVqFu7YY+vu0G8d1snGmfCqzqxzJtzhYgDS4Nd001gCQ/6xwawxGjO2tje0kNvHiLFE68eK7Ydi",
+	"cN2xHAdl9JHxSgLWmTctjPFB34j9ce6MmdTOveeAUxbGfKV1KbgaZWOBrX/835W47t5vWI3JNSYVx4S7",
+	"9TrJqSsNOAi0+Yet9qEE+76bBZb5s0rxlg/VOTqha4CCTJ4HlxT6oQIc2f/P3r82t5Fj6aLwX0Eo9huW",
+	"dqQuLrtqpqTY8YbKdlV5j13WWHbXidPdY4KZIIlREsgBkKLZjvrvJ7DWAhJJZpKULUqyzQ/dZUl5AZDA",
+	"s+7PasehMJOFehX1dBIMbQT9YaNgcSwLSjVyf7DGCO0wFq48MKhyfkocMW3Fn80mQtEDuDHyWtgj9lZU",
+	"gkMhtHRsRuYDd2lXw1qNpJLUybwRQUAeHlNqwjhb6TFNIiI0PO8LuncE0ZE+Zim5psOw8Au4S6nZRdm3",
+	"qu3CZ4iNQO+JUcE6XfXD0WVThx0UyDYgXWJeTdZZ7s/2rQbBHjP0knQZpXHyHgDGXKqDLCJXgAl/iVci",
+	"C2kr7rwNwHIPR2UKdbraAOmO2BuIa3nV10NNW3lkpaZObkQE2QEIuvpa8EBXq+EAluxbPf33d5h1tdAk",
+	"ubpTygVsc3w81Uo6bSglbn0wuDbG69sTb6X4QQs19kIdqYLhnGBTUqULgcUKIO85m0jrtJmzmVSFnvkD",
+	"DdR0GXmMwp/5tTAcGggqp9mw9qq7PWK/0vNzPRVsZPSUTQQ3bih40wYVK6fwzRNdFtDtayqm2swx9Kvi",
+	"sNr6A7BDzGPLUmK1o1YlRuABAwTTRnRbpbiar5vFvPGhxydQ8swCHTuYSAGDFhaSNB6lZ2CXTaWqnbBn",
+	"TI4VTAOWn+5BCRKW/oidUJNs6O9C1/TZQvTn1/j8lkUUzRap3JMf9jJv1smptz8fn5z8+wnYx/jzSbRo",
+	"oMhDmC4b763w5k7uWrN1GvzD/vutGeEfuhAviz4z86cnG1iZuE6d673m5XBn9+IU3AlogLu3wQheqKL7",
+	"/Wcx7KnWDuaFKm5hKL/AGWQzWbiJ32Hk528Gkk+0FSqQe9O2nHgT3aE34/EPJ/Ekrx4xvotCvRvusX//",
+	"6elJusced+yxrcrRpbPfIUefEW4GnIQ+nuHA7UTqrdnsoXt/I9bQ0qO1TuUpXtklTp90i1OPPV0pVkuS",
+	"9Jik5O1L1Cw6TRO0Xi+NaPd9iVB6aCdod2pu89TQ2i6fnjs6MKXOeXlI+ZBrjw1npRxPHDOCiLmbjLJR",
+	"0mACyi1SpbAyOhfWnrKxNrp2UgmbeT2ygtIuWfglCPris4v3mMFTAX1yKWznUXvlB04ptttsPpG+J8Y+",
+	"1uTXfRftJvz2heCE/8KPbPjGcRG2uYGt467eMInWz0TZ2jInzNRr6oX4KELOvwbH5LX0r42uBjqLIBJA",
+	"AEzFdBi6FoNbrh6NvK2EyoTgpZswbpkVfsd6EymuyxF7AxtXG8u8jSkdMD5Tz2bMTQu5GND83VI+Hfdq",
+	"ZnhxyceWDcVEqmKV2LnEVXnYsoYG2ecApbXHD7wTNbd6VpvlbQ6FDXvm1s8qalPH8Nc1/c7onIauR6SH",
+	"wZ0ZGJ+VF40QuPDKWncdzQu46w943Ra3cfOavqoOv4/TKRx9N3250lknWwp/3bWjnn72jjr+pMDb8Jf/",
+	"4yb7K26Y6FLGxz2yrNS6girToLOcX7xEpmHwWY29dlJbYdftu3M/kjVpEf46JoulMYR93ZFxoIJbZfO0",
+	"iLssPmjNf9WZaL7ADtdvtbBJpQcPSWbCNr6zU7ghGWalA1kDwnloJGKz5sCF4JDfxDaWF0y0voKj255u",
+	"pz7UbMnVxHTfz9HchPLumya5u7daIurO2nFKuxnstntMk+6Vq02oyFpJo6Wx74fscG8GgWQ8YNgZnnJr",
+	"vIWDL7GYMC4tdZhHD1qQxWjaE8FS7RcQHW48n2RIAEOFShi8DqYZIVtVcjiaaS9NWI+YJ4PDaRpfYol4",
+	"AJMZVy4GxmPbzWnFTQ/NHZ6kpgNlj6W1fKjaWut2IGQpcPAm1kYl2NEXAOBVtXdLbwsZR0Xfu/CC/hjR",
+	"PSHk4nddqdSn225HtnWXwOrv2mAFLoW5lrl435DdLTVKBbdLczQbfAvQ1SbK2S4mXwtjV/UET7UmGiZk",
+	"1IBdQjejZhQMFi4VdUleAMw12tLfaCTfsaIUlqAHAsJy7/Sj20z3XVSNruM+3NIJnImhtycOpRrqjxs4",
+	"D9D4aMwWfIxllbZejyBVpXXY2hQyGWg2jQZUVyQr/+/lmz8YB5Ei5LUojtgLcDn7NzJp2ZWooJZDK8EG",
+	"+NojGv3RP+qTkyf571pf/cGnAn4SA2Sw8YqaAB6R+SPrzyrVOOAfZXFAqpC0rJQW8n/tRM/8RdqKyIKD",
+	"SYHwGKB/sH4opVZj/9/mebp2Q/0RBKM/i14Pw7pAiTlCyp2xUox5PmdW8SvxIecWF5V5fLCUAGSmvJSQ",
+	"jDjQ6gMu0Afk8ykGsSvT4I26hD89o78crPLL/Ilr9RI+9E09459FldOhHEXbFeMCfCrYvpCQ5jjSZtpb",
+	"BTGhT9ubUvN0U/UMR0DbdUjqWppL3jcEuOYSLnlwalv6bTei2KEzhqvx0CH8vhDZL2etCtwdhwTMsGIp",
+	"HgNA3ACP7dw6MT0q9bgLleFpxwgjG8AxXh/0D7ytjbcBRq3jquCmCMBn2cxI54QKmI03h5RDqGnAqKAz",
+	"XNlAbmATU5R62BKtBSRPy9S4FepalLoSTHzkuSvnDFid/asL4THUAMDhTiZtY5CxAQzwZRH/6c+9/0Hn",
+	"kCNQnLv3Lve/wMi7/xcqVf5fBXd8cHDELozHQegmoUf0a8CbJKmyoEl53PdXgdTiuWPnAMNeDMCMB39/",
+	"++L5+bN3L57/c5DBJFSYgRT2iD2PsyG6KqrymGqoxh85YRYDO4142MdJvoHVfxt+HSePv3/NP77AR/di",
+	"fHPxHYD7NhENJwHz2QTKaNviQdghWV8nvXGbziDVVjYCsx8+H8wopeZYqpHuhbTANIT4EijgEGf+FMNL",
+	"nV8Jd4ott7mbZMzWw6b39lRYC1OcV8Ira37tVC6YqqdDTMLBGgtbT/3DS2BFVAU57HAxRnwqy9CLKudY",
+	"4ZJUNM9kWTIrvMLiFVi4fM6UEIUlosmwLoQzE2HEQaedGZJo/Ozi5F765dniuep/aY+FF5aXJX/6ggju",
+	"vXNYrdhYca4bnYXH3WfBz3fV/p/1+5jfV2PDC0GcLc2wQLQGf3KL1ZPMmg7xf+AlFBhTTnx0DKhMLNsf",
+	"pN//NZ6XwUHGRsBNGXRh3PlQUNnMzSLpFDKAIjWKtGwwEWWpB2doz6G0GtCfA8kVXzyKOKOx8QbWcB67",
+	"7+vasTGvLBVIDfLaWG0GR+wchCcHb5RSIncZq7iNWatWm4ZpKw4uardedtOjKNnISVULZiB1DwWzdI3C",
+	"AkpPxIwzrFuAEYcEeEhmArvPDyt41fBm5IaxQhWWDYywc+W1lOBoz0vpUcYIXrSTbvGzpuB8fvGSDcUI",
+	"M7LKucchrdJCVuqPdV67iQenPPapAK5rwY1faH0lgDgnpH7pUsTYQK71lRQZyyciv/LfHt+G9jhsxVP2",
+	"9ORxQ49ARGgNHGbs6cmTsECCaSPHUqHrLfCZEU9MqJtDvzgskr/5pLl54cL0ANBo4jzwk3uLjZfeYOwK",
+	"UryphOoEu3XevGfLGyoIlrilgOCLCW5KidlDflOiHvf2xd9eXr5888fRyz+ev/h/ji5f/Kc/X05HudPa",
+	"dX1mJk5xlZ1bcefRbu9077/+fnL48z8/Pc4e//zXP/5x1PvT/9pbb5Q+RlBfKEKB5h9AnxzC09jGtvlC",
+	"tCW9kt2FMAF/Rros9WynoPUIKb9nVwmoW5VL4yF0xzmmtj0bmJmLjX6MGEuLYiOCZ1Vy549kxoAcGiVK",
+	"aKdTnFKNXWWEBXmwP9BQi4/Mi3o0gh/OgDoa7gHcrVXyqgm32BI916Y4yFqexlhx5zcrvury5QXarpU2",
+	"Luh72GdIGpZzx0s9ju1GvclIQwsi1ltxcMcAh3REC3f0vwdB8uLd3SbZb3j1c1rl+3K5hW8GZq+0zReA",
+	"LdYfn6S47jKdC343P2X8aF3ELts0EFvruomJGPra7bCnO/DQPtwJ1NB+/4wWgku24ALmHH/Cf7wsVhFU",
+	"eVVJQywyYgCdRPbS2TapRqhiDnFLwKVBEFsDNqARDBp//yCMYcD2wQfkJmJKN/724h1b5CD4/4fr/8+g",
+	"265r7cxNciJiP8QfTg4LOZau6VyWFpm2I4hhFCtjiEtKwg8nG6kBWzuofVYmfdBdFPGWFAm1KK23c57R",
+	"J47q/CYaRBphsWw/hA1tXQlzDaGu4TzJMrYHUbGQBuh083leCkrSzxjmAQDVruZFt/x93QRsHmwpSDLG",
+	"VQnDrdXbnZXbzBluLe02qj9aJ+X4UyuM+NexESNhvDrWf4ie6dqrmqCJwuXkJmpR0u5DJmGaNWwz9vbd",
+	"BZwUVgpuwTGKrqTMK+tzYWyGCrIXNoY5Ma2Aqu8AcwU55CNoqtqC5MD/rouxAHeMk0ZMsRbWdNWh/CbS",
+	"8/e2meUaqfg6nVSSPtcWgYux2C/KGPwCVoyG2hGzB0QBBTpXVJ7WqVjzaVWiwt7J6Pf4JFtNZrGGyuKO",
+	"0Cr5ov19w+mKHWDdJmA167oMA/eBXx4J+sm4/vRSPHRX2cce4LDTD8h2jsAWEWWm67JghSb+q5m0gv5s",
+	"O6i4iR/OD/4U06mbZlZGJNxbTVWFMP7M5tyJtAWeVl0kPolnFCu6G4+uouQ/aZnydzKhjG64wY7YL6XO",
+	"r6Qap58M30Zuz2bKgQmQ+muNtMlhcFa4zi560ojkMH7VoLolRvGlRVpBKX5B+1Mb+ihJEoMR3N51u+PW",
+	"qP14VpOjVc3w2/tql5P9XVGRL23j25cOHSxu/g/HAXPXWIIt/bTdWTAeuJCF88hSbLKn2hSKucJr78u5",
+	"GucSUho7qlwWFED15dxg3a9eqAXsereI2d23OoLgWg5cBTd2KTeNYJ9H2sy9bI+Yg/eyvcs6z4Uo4Le/",
+	"QqPsvWzvnZyK4k3t9rK9ZyTmNyIZ714+f1tvUA4vhhP+xRmo8c059FxqslCTZJN9b0KcyqI3IZZEpih+",
+	"mffmov508tlD0oZNuCr8v2oXUgO6KW36Rgh8Ov7pN2Mu33CA3Pkxhtw6iU39+oYyMnp6Cyx0PV8vaIhr",
+	"BuH01oZAGY0QsZ7o2vQfQaly8bu/YlNiu3/796c35U58xq04lECrIZ28FpiHQmOURUYsYv5BWYj9e70a",
+	"NS3/WYUXbn1zuBLzmTYPJwM7kUObBKPCx9tFo1bYuC09IVFbkE/ji03alsqCxF8buLDbystnIOVCYnan",
+	"VgMkWw9LtXnY0n13tL+uo42aTnIqHtm7Pe5+o651ti+fdwcZkGCPMCtKkcNhx13PAkkH+Q2KOtK7dPjF",
+	"k111CWNZ473ZGRo7Q2NnaOwMjZ2hsTM0WnKjj70IRNhOCelWQkDA363G8Yn+tTrZDYlaQ4OByP3VUK02",
+	"qkbctqt0i89oSxj6q3S3JQyTeLDcFenke8/GroXM7feoSzfsHR6mYwzu9gefUVmzjDdMelDMw7HQRHi9",
+	"44idK2KQ4aURvJgzg9og1So7XYIWAFFmL2B4fqX0rBTFGIO3IQRtIEiXhJTPMLQtmycThUOodKlVQe01",
+	"F5rxw7i/jrN8+5HbpdmvaQYdIrR/3TO0kGWwa1L3XQZfcdfeNhiui7e24LAQjsvyC1QMqaraZd4Sq2qX",
+	"sL6T6oHotU7veI6j+J61D1qC1ToIskj4C3fayNa0kWaRt6SXEI0WUnusKWVJaOsCFQhW7kLZbOPQY0vU",
+	"ohk2VXAOmRZ7qeue4TBuGjJ456HXkbdug9ABXv+6lS92ByxHOLvnOq+93tV/vJKl3Qnhr5CVMvRo6Dor",
+	"W2DCWz7Hx36nzlcktRrpKBk1HEpsNI12xJDnV5bVVYgZiAy4loQFeiRkAJB4WQbGSDJZI7w6BDYDMpY4",
+	"HfJe/fV11ZTNxzu8sWGppLwNDOd+Hg8EGm7fUEgnBjNdYyiEbxUzeO8jt3Np0Ofg7F7VB3sszpg2WfPl",
+	"k24MwZaNjcm9Mkcu0Bn3+22ZTV5TNT7bHyRKC3ZOF8UggxrKscJW42w4Bzk0SEITg4Mdrn7rxs2tUQx7",
+	"5NsinPdZSG1Ar0quVnQMB8JPcNZ4oCYKgQYvsCIBjyKFeDkr5GgUbJfI4D6bCCCzTOaLDFEcsJwbd+aP",
+	"K1BqNBR8y8B9UXL1XeC2n+imsA0UPkBNf3+Q7cfbm4df8p3CuQPGDYExZOs3nM9toxDh5q4A0vDZ51qv",
+	"AH6LJqzXasVHt6qFBJ99q+ZqfJXMm2kGidcDHn4Vd+DxjVmr8FW/5AgTvyY+9MjwWTzO2V5V95umEPGq",
+	"SuG6BtRrq+qyYFpFczXYqtARDsxRXZb042daoQ/h0N++QrPqvG9imEb1cWeU7ozSne5130bpFlF7rRK2",
+	"xlJ9hvbPGoBPiimJZFQrcVPD8/uD6g1sUVjdnR26w8Lvxw69BzA04jA4fTY3SqObSMc+89SgYqqtO0XK",
+	"sCzts1pyJ1Q+j5rX7+/eXVDyw8oYqxGXYXTfbKQ1meMat9wOab4Fo9U0H/S2Qqw9FurfeCkLvhg/zdqW",
+	"aIdOA+71EEZt8aWj0bHfpnH3puthy3LFH1B1Sp8Owd4OQs/3lR/mgzr02/PFN9PDae9CqTurdaepPSzQ",
+	"fhb6bW0Lt9coZpXRubB2bYJpMkC6pSs8EJPbsJws8LB3ehCj8nVBQ/hG9S6aHnRQWNGWx1+zg437zDJd",
+	"3uJbTkyjtxxjfli/g+j3xXSyQ68IwWFraz1NaxdKTGD7E+0o/+wAO/5QfzxpF7Jqz5IqXYa9SEGgSqqp",
+	"CUx0XmpCv56uNi1v4U0P5VhvS7OimZ3DSm5UyAIq1UTPsLus07CK261u6RjqalUKN8ajUPO006l2OtVX",
+	"qlMhCm0FzzfTpo4JfldkpzlNndHgwi796k7gGt6+w+sdXu/weofX94fXqKzeI2CvhesekGb7PJaW01+k",
+	"ZaUYudgY+y707ssdjO9gfAfjOxi/Txi/vH8Q19U6lXt5eAjAoWmVNqzQAk9acKJIx2rlZEnkIfDLpiPE",
+	"HYC7rnbYvsP2HbbvsP3+sF1XdwrtxlXH2OFsAxbnhZ5oSUehibbuUYhJTXRZWGCnFGUB7b+VK+fZAudr",
+	"IQ22/+4mc37rqgtt3Csc2yY0rzSolOf0c1r0ejC5FhCMhycWe9me+FhBWH5j4lIaS6Atbc21azzxgs4h",
+	"UQd1/zeh+kbxtUfx0g++qp8jLu0OUr9CdAMS6wUQuSVumaxHGz23V704NdKGcRyLHoHY9mMzlCjAQQkd",
+	"GSGYRg0Bo+9Ewz3VQGC3P/RfkAgnEC8gx3ki8qsD+DX2N0uIet1M5oLNJrKkzdyhiz4D0tj0SHxTymg6",
+	"sTVaKKwQm3HlcJ3uLkUqHeRq/RPGuNM6d1rn14rLcMa4iti8Ne69Rt08/gT/xT6Y8M9+l8JbQfoUD0fN",
+	"73YA7qFAcx9w2mmCC3QZdKVNAOKshNV1XHvwiB6mPZrSlhtAfgXIHla6H9v/nMzJzxPk5nadCpujeZTj",
+	"O1jfwfpXnp+xCOy4p7cK71ArdPzJ/+cm0O7Ij3cdVD6tSDnPmIareVnOmfbWdfDtBv63sbwWapVDoQ38",
+	"6zA/qnQFvL8H60lO9gN9f8OGn3788cmPSceGx5t0bAC/ggmfNCzSt+hg2EmlnVTaSaVvXSpFXRoLHLZq",
+	"djjDlc11IcyhE9Oq5G69vzvewvZHo2klxgcs3psxagJ9OJOFF1UCfNrEb9dqBu/Pm8ZJatVuwN/t+H4X",
+	"X/wuDnUT93ccHPi1kj5n1Lt+H8vN/Fj8BchOnl7R28Zqsbn9w+AMX16nVV7juDq73j6rGgw2m94lm2+b",
+	"Dlr0dHrTvuPlZ/7X9O9gf0OFqt+ZoVsV/MLmuhJJ/xA8iU9Pfu7zrS5vn73t6B6X/Fr8CgASXrTG4xkm",
+	"fLfezo71WDu+By7ydxJ8Vc8NOAXdx+5O5fDxp/DPP/hU/IUIUQonlrHiOfy+BysCPqAxCHiwfPbxCZ1n",
+	"f6WE9UMLL0jPZ4ddmM7mSx2BOzF/A1zCXVN8Pfj0tbQGwUOzZajoYbx4K6qS5/36ARiziTLgz2IkVhjq",
+	"Ys6mtXWMj40QfTQVXwcc/HOnnnxb6slNj/93pZ7Qub9b/WSdTwCFqb/yNDDtxA7Llu2TT4BNxXQojD2I",
+	"ONTknlhmasWG88RjZ7NIOShNSJAbztlEcOOGgrtIFCMNuxbGdjdH9yP8A+aw5T5dq6xsXN3vxlxWtN5h",
+	"M9IGuJ32WPbYinJ0HLdBfwzlHb8KAZTO5t+PLKYuAYOBF6WOaZUjKxQkw8PNU+Y0MhlDF4bW3s6YVNYJ",
+	"XnihN+PY5mFESfXQ2LMSRupC5s22Xd6i74wcj4W5FOXo9zirLe/W+KK3kBret3HjqJnjV0J9F1vYbxs0",
+	"IMImiYug9OwWtnUfyh5/UhAl+iu2Yuzf2/9Zi1oslntQ5t5ySh9ViWAdiLRpb8QzRFm/eS9FrlVBZYN0",
+	"tSjwTCR3MKEwjbldOWKh660sxLTSyIF4JeZsCmeQMyOckaKgru/+x9oo6nNirEs7NXZ5pW7Qt/Z1nH2P",
+	"5omL/CC71C7OdY3KmSza3Wmc33FH7J3nbCPP2ba71RqRa1NINT7mtdOH+OOxqdWhh6p+zHwd9QEPWCHQ",
+	"5hVoRClUY0dixiwi4Wlgx4hvpGuE4kNoyzzhSokSIXTgR/MWrhw0TcF5y8mUMYvMG7XTU+5kzqyA+UJN",
+	"BD3O4t1KQ22ZMIzbK4B26TIsO+OWCZ5PGkYm/1LM7sOWU1yFpBF6PmQKW7bPR14Tb3h5qcbw4IgNuBug",
+	"U2AoGB9aoPg2IUzO2VSqGr2JSs9OUUCS2k3B9WSZqpIraK4krnlZw7bwg0IVyslph8/hba3O4wK+8R9y",
+	"XTqKbJwN8EH33/76jD158uTn0E7rX1qJgzM/XkwJwFn1+flA6epIUym4E4d+zHt36+FrVuOCW9uvp/05",
+	"4a5ZhEIWu1Bej+1cK4g1J6iBa9ZW6+Iu7sKqn7qxKt6zBrDy2h1OhRmLY8ftVb9d/ax2x3Adg+sypsRM",
+	"gKlirOs2cp/V7rW/4x08+KZVERfobNzoukv5L7y2yw3v346FIQse+Nt3r68fbboml1jatnrclDYWcH0f",
+	"4qgO0ntyo609pGjClZj3xwu4VDefyaoxWWcEnzbDSzClF8yq6sGEKtKv0OcleaM8fo0R0P28dyC2wsGS",
+	"t+Hh9sBrdU7C/9WSqFifUaOQopH5NqTy4G5l+zwco8zrEbyqiG/M//VlcUClZH6qVuSO/X0AmoiX6oOM",
+	"DYQq4J8H/hIND3598ZTtjwwfT4VyojgI9WetOB8qXlBp6yZimkVSyuAvlWqMXkpk5Q8qHsnQKzEfefgA",
+	"Z5BhQzHSRrBkaCxawJEbPAyJ7XMHjQEYJw2SJplrryg1czpjY17ZOLJkCbkRzF7JqhJFxqxOxvnIsiLw",
+	"bEYL/hoMdKjMs0ds0ILSAdJBjDixlMNIIE1YcWP0zMYuozYmTM5ZKSHD2Ho9l5etpSVGOL/jwqJdCOXH",
+	"fcYqXZYNT8VlnedCEL/Er1x6VXnfCsF+e/GOLQtFqEj221SUB5CGqZgeOg5aZynV1RH7E/TrnKby3pSD",
+	"sDK5nkJ6Cy+tZhdvLt8JcAkbgdjt/D5XvMSqZ2TPkGXpNdOh8OqrHElRsOEcZiDV+OCInVOpY9fnAZ+I",
+	"ZU9Pnp7BlpxhQBkWEbnAC7/R8iub5twM52nt+j6uyEGfryOFyy3l3oRXrGO6gHUI3no8uXfrbGitRV9g",
+	"i9urLGzFXXD7tq35tqy5Hz35+JP/z8tiZRbMWzHV15BwSuQ2gFT7T09+pqJi9GvSRvHQ9BaZ0w7IBzrA",
+	"J78BvP1VlmIACd0kJ6hNk84Y2tCzicwncIHHKAxGUc2Gt/HZTJsr2JDduTYLp/xm2np688vigrtJh157",
+	"7iHRwKKk8g5bqyoYeTtDphAjXpfOiwxLkTxYQjKVxlrYrGlNbR2fWwL8vBRciYLVVa9WvLi2Le2U3rx3",
+	"Cq+O2ulQa//gO1RP1+bQcHu1c2t+hdn1MVdnW3BGqPRX1m3Qn+NRApyBIl2jx0ZYm0U1VP5LZIznruZl",
+	"1PQyJvwyALZQbz6v/4EDbUndA98d5PyEk/to8YQ/PXmKYcyZtOKgsyfC9nHpXffoNvUPfGHU5p4VlZ1+",
+	"cmuJMLzY4nFeSj1Yr5scF8JxWfb69KLxFBVqXZs8WA/Ssf8G83ofpKssmj5ItuLKG9eC55ODjIhTMO+l",
+	"4m5ig33UxoPMP3ItJqzFgOc4qYeIBA/v5NNirTj/8FG9AMCPb3d4sE08aOQtLfc9A4SeqdBqpRciortn",
+	"OHfCpg4v9vri6QE0oWMjo6fLGnxoYAemCaBEmq0UvBcZNKxTjDvH84l/NGXaQa/Kt2Dz7/9w8tMZe/r4",
+	"J1ZxG0hViwNSRFQhsfCckXPCHjFvZg3y2n2AmX/AWXyoG4VsQLZCNCsaL5F/KhpVib014zao3R02FK1k",
+	"evjQtrgVpFqPF9eyEPp4Wj1tA0UMGg6l4oBdi1DUiQyziS5F0iZ0AmFpePUzfOfhc2krbSXetLhvBs23",
+	"HDR+ybiTPH4etQBzaVR/ZXs/nPy01UnSXgF/mCPnUs9kYRN2H4/gk6LkpCAj41y9Hr1+rk8Q1/pOX6wW",
+	"Dz49K5skqKXd/8iya2xAqc3OOHz80/ob4Pv+od0ld9KOJNprX6lhSUjUkj06QNFtGZdBcNxQ4IB0uG9p",
+	"I1Uplfj6ZMyCIgxJVt+AdNkh/Q7pd0j/OU3tSz7fKspXJZ/3IDz4CHqBPE2ewHtEgW6FjOmyENYRcmP6",
+	"0FI4OwammRWlyF0rMqxtiLDHWD2GjvF87g+1m7CuzLszjBKHGLrH9iP2OzfFYfCm4yu4EayUABfIYgXO",
+	"DP836Fn6f9B1WwyO2K/xevSB8KIwwlKEteJucor3UfAbe0iPhBEqFz1s2mGF4dF3kzW15to4pAUKqBvc",
+	"uTnZVLzlGaZq3PCu86q60fWXlPxxo5t+DTuhL3dreadSekJIQ3v/7hkrVrCe45l5jhV0PRmge5tmbeFo",
+	"YuthiP1LG4L/E62v2L5WH/CdH6bV096QGfosftf6qs/Z9dPTm41KqkJ8hAwJadmMz9m+H0/mR8tlfwU8",
+	"3HYJo+kbyZMfPic/L9kYBEg32hkvELa2zL+e7sNN0tdgqXfpayvS19oy6k58cvCm4yZ1oDvB7aUxAnLa",
+	"h6U4pdh5kif1iKwkzDuTpp0exfaDRYR/xCpWtGeuhKgoZx8OExPKmTk44tjzEFvW06F12ptKVmNiAbH7",
+	"qoJyDNLEArRoIIHfi9eQmuRCNjgO1QvLsVbiiJ2HsL0sSzYU/gkzI50TkE/mVWCiCsABzoVj+0q7DyOv",
+	"IB6cLRQyUGIbV/7GoWDcXiEH37XANuwk2y2mlc0gIwtWJLXXDvqyI5bk8jayoNJXwXvWpEORRvX48PHJ",
+	"CSukdVLljsnCZvhlqSkJ6DFoZc7UHVOzx7n8wl0+6a8ZeIOlH3UJFaowM2+oBzuH+eNpdhjWjWGJDrs1",
+	"KAvpBCvAjE5+P5r9YiBp0eqRW1C5hzy/ioiAihPCBZzTSaqjN0ec3oeW+IjLklJg47g++Md9ALTpbPWr",
+	"zd2c66VTsDvVu1O9QQARBenycbmjnEc81cnr+0/277IQJGJPKW/bS15WlXwOyd4NM0aaksiLqXSO6vPm",
+	"4Jwd1qm2YB2fL+gVQwQRIEJowQYvjeDFvL1eFv2tFmsRvdLQAhOtxI2R41KP3B0qBTvw2IHHzcHjsjkE",
+	"96kSfELv14aZBniMF3IB2P6gI+R8ypYizEHJh+hyyEri4IY7yJK4UVL5gCUoMwXZTpuFjzzchMnA9oQe",
+	"pptFko4YuD6aWiVUfsLjThlH8IKWfIt+yaTW42c2WECqNOTUn5zQwqsb+xZbd99v6Khzo9xenoJ//IPO",
+	"UghV5n6gtxbHoll/YRQLPs0uhrWLYd04W6Elpu4sVWFBTq1PUKBj0pOeQK0KQZtlfrsJ5bye1BTdnV+8",
+	"ZLkR0K6Kl4G2KNfKemQjdoy18ipWvWwqtRLpJC2baKVrf/i9pEIODy+tMNLVgpBTmun/PvbAMKAJIoSA",
+	"cPNi1ws3zOIzgg1ejvDWQQb//kMrcfja63oU3Hs5OnytCyh0PLz0yDAAByNn/6hPTp7kAJ/wT8FEKUAH",
+	"sEJcQcdY6XqEqF/y2xKg7FeY5Pu3r5jT0BHS/zd+1lCHyZPvmLGaWiW4iTTFYcWNmzfmTynVlR9U7Em2",
+	"lNnRkq6fl9rxwAT0gmDCLiW4M2xHPUo543PLBrDbBjuxuxO7O7G79dSRLYncFXkjVclVpJTvlbPniomP",
+	"3AM8EDex/ZkQV4XHh5N/Pz05OXzs/9+Lg/fvnh14bMbEDs6UmKFPx+jpCpi9KLlqdZPYqq/Dv+27I0F+",
+	"yDWcraNwvsAS1kVevL0wMPCS9Z6Dtwv8ZcM5GKVnWEE1kqWX+/63nOXcikOprFDe1r0WzNZDFB2rEo0u",
+	"4PVreM0uODbeBkqvkqvENO5KzlBIoP4wiqGaaa6iQ4bV3R3BB5CDEff6XVEInTMvW8o58zvGP9SLFa7Y",
+	"y/M/zqGuGVIHT1NyRnw2ZU9QQ/rIlIjMDuGoMEi0Qm7GoPD5h2aY28AdPD0DUhywbzizpXZsf8bL8jAv",
+	"dX4F19tIvjPRtbHAJ8Q4MICxgs9LOZ64Q8uvgVEatD8LGRKBN6wU+DeoPPMvQNZHzLqIWkCtSmEts3oq",
+	"vBAVpQ15FEj22Nv+vhFz2+t90LxkTQiEIMoKiCzZ+4hurJL4XkXxQ9zBzb0zybQh546iqoBux5/8f9bw",
+	"x4QuSgFMzlLmJ0lEYd7Mg1Cqo/TiXKtclsJ4KQ2E79za1VlNdHDXttrFXdvdYxdmsykZQleW6D/v9VAG",
+	"P9HuYD6I/kXbOphrOFEgaZY2+QrL8Ts/K7sz8gBoBbZ1QqKyvLLHl1tWs84WxA9ywoaOJRzjBCsEEnb4",
+	"emiHbKfK7pDg4SJB6Lz1APTYY7JyVzQ/qo1qkINpxbRhejTqSLBLhe0Leu59w8FSFdOfE4HNAxJTv5/+",
+	"WsRp9I/gTkkGd6f7YZ9u3Pf+jBTSwj8fyDmn/hm9PusLVBGge8d+dxnuQv+Lg9gTFMVd9LohPzefAx80",
+	"HDbpFl1lTVM+Vuqcl3i3v5FiRv6eGbfsv+tiDNHcZcB5QXN6QNpHNzWZn5rTOJWe7iJfSzORBOFx9f00",
+	"e5BIxCt2eHRfeBTEHcddOPHq/LbNkE48Cv2JbkA+4McXbsvYsN1mO2kCsKYk/zK8eVeVf4dV+R2147FF",
+	"laR6eiDT761ad4t19BtVV9PXpkL/dSMJvthQyL66sr+jdH39mOimv+6muJymv0l9eViEXS3GRuFN28DI",
+	"HaCl35f9Rtm5vbJJL4VFfmYXWqh5Jarpn/LI0vXYSCU0WNFqsSbbb3pIfF2igh1cT7R1/h+8qigvNHRi",
+	"GRwcMcwW5CoXwMFymnTNbZhUFlY0Y4O4fQdNl1DKnc21GkkzFQVcRsl9g8jEb9uNS8cayuozNsDmGFQd",
+	"MCi5dfCNB7FHSdO5DpprYFMSWhIlRMGoXLWU1xRHbnXJg1BOJDQDD1ns+QJzwC4BVT0spZ344UM9HLTW",
+	"a/jDwp8xOq2UyJ3NiHzMOl1VfmBAagGV+mF82PJmKRCM3VCxbj6vjcEUXFjkDnPdPzUu/LYiwK2XrHCb",
+	"YfO5sG/vw2PWgGd/bunCzt2ptV9hDiVsyeRbhkN1R3Z50qRoZb0CXEfc3YYrrISyfcpx8zviy1DFYnOv",
+	"DEk0km6bclphnj56+1fnt4NC9RqGfSdHsXldz2nETkxTnk+k+k6a4j+HRRiKRTnaWok70k901a+eXEKW",
+	"Ury6JT1HUnmBh0JKV0JRhTC1wWm4pUBcKqVrlYuC7TeVH0eQx5+HQpLBASvllaCOutCV4oidL0pKFOYt",
+	"aZk04UrrSpR2H7Dn7aBLaOpq+zIzeccGIhPySJrV+TpEZ8YuUb3pV/h20vWrlK7pZrwb4WpFXhvp5v7n",
+	"Q6evxAovkzfqLBTz4YXRDS0N/gZwp5BjYR2rjBjJj8JmrBmNzbD+Rro5m0lV6Bl5orgTGEzHx1zzsgYD",
+	"RZQjACAo8iPmG6lYVXpLYKTNFO7HP6MCLwo2EUYcsRfYm9uZeVAHEoc69AW8Fhy+QhaBbpbEt/DvLEIY",
+	"y7lidqJnAL44QrBIjthbca2vgDwMVgW4NMXIMV27kF8qVV7WhQhXenPO1D18mOeVfIcf4t4aCONE9Ewl",
+	"5Im1FeaM8bKE3xu7STtvuPK9/Zyuwh191Ep0KqSL3c+WmK73w+lzFr7tJj6m5qDtvEwrvEzNMiVAGWCt",
+	"Cyd/6MbJcMsRrfnqHHpMqAU6hjgAKhQe1tbrksjwJRRqY6l7YVSXJRvY6/xDxd2HQYA7cuySx0erco6Y",
+	"GNtdi8qy/66p/vjy9/PDH378ieA2Y1VZU9vF3MwrYA3T1RwPaYN1EXnYC1D5mpLPZi2wYdFQQFUZVFL6",
+	"uWqDHX2zpnkZ4SRS0yStVkEsPD15QiXOuDYePhGox4Yrx6baQHE3hUGFsVqx2USzKS8E1DzjEtPj0nXG",
+	"BohKzILU8eCArRD9taHMAP74yLJSTqWzpx73xcdKGuE1WlZyR4EQwDaMPANLq9HTyGocn+iXfMDLUs9E",
+	"8bKyA7bPFdNT6fwIB/Tcczdg2rSvc/yKssdgGb1gp4GdsZks4EsTR+Ti+h2Q34umiatXQ9KYJelI7YDh",
+	"77KF2ILlHLrpAnDHSgwcBPYvjto8xaLDCWC8LiQ0a5ZlX/1DALJtNcdtvWRNyhiS37TUDPp+wKBlZI72",
+	"v1+DRf2DarziZrrj1rq4xeNi9lVMwvedcYufTxRnqW8YG21HrSQxB73h5lUWRb7TIMrjB33oguXxBndc",
+	"8HmpefFO61fcjLE8+fGPmwzP1hUSREM88Z3XAx5CjUaCdLcr0TZT/48/wX/XNvr1mpWN4BQ4OTQ4+fE8",
+	"eCgz0iGXLroYWkQdiHdNMAD6yGsgv2iHPkDFBDU7j+A1koqXZ4k3x//ySlQO4RP9OkFZHBHlSApsqLYj",
+	"iW8k0mtpl6GszJ+jSWT7Jc9HTMEhGWTRrohFax59QegBa2eFoszykSjnXcyc/rUJpt5M73+HH2zvTlTX",
+	"lSCVQaKTVO31P9p1y+tMZvWLcwfnvSe1/RntbteI0NpU2i7JUtRmEp1Imy45GqAgcMXA6QkVmCCazqLG",
+	"NJLCCy2v05IDAS44Yn+IWfr2VBe18VyJm+uiR+x88XBHUl1UqYqgDC7c+nPGhiLntcXtvIBAfVn9t3SW",
+	"b1+zag9vLbUmfCanCQrXf8A7VZ/WQVL4sKTZffeEL9+TNoX7/AFpU8dohfdHfp4LsNxDcgo4O8GGT7AV",
+	"DNvEEAgcvtG+90eu2+FAxgGoJ9z5hUHc0gbUFAgdjGsDyRdoLgQgN9qh4eqt8vPFkQD7Eo0mdapqE/2q",
+	"BLxZF7pSq7lCsAE8GGJIzXMGjacC/LGfbba+hfsftoqFY1xvD6LDiEzXFNx2wZsvpBCe6Bksalxhnh6u",
+	"xtMHB+S+8UQ7voqgvFW6mEyo0dIS9ijMCfPiPGhsssiWPSsELY1TJWuBTXCldHk00VWly4L+inQcsZGK",
+	"w2CmVh2WIjkSS8Fb6huZVn6SRQNWIiBZmEgy/GUtsAOROrADVvphY8fNXEmBPDp+rCT89hJdoooo9XbQ",
+	"cjvWHuyh+9JHvGRcE9ddEKOUqZn5LeJtKmhbmDFb5xNIhkodJBmBZIAHPE9JRCGfiPzKkrPay2e/w3hV",
+	"CVUcalXO4YCH3NCmt2AgddQmslUk7Z38Qh6x91aE7oZN0+0cMjiL88jhVfKYj8ys8OqLxjgbUJWGh06k",
+	"V7vmBIb+bDRjMvK6J157SQt3Dot8XzHbMFKYsLQeRZVjbl6JDNxfgVywvW2OokOZlyVcvVFcFx4OKv4X",
+	"RXVbA6evJ6ExcK6ngoLN+MNm4Wa8tjUooeopnLA6z4W1e9neiMuyNv6qQigpCn/mbjZU5CSmTRZ2Hwzd",
+	"yX6SOLzuYZWkwZ7FRKRNQtIroGEXo14Ro+4zU25JAsATl1MOI/wnGtAaIYC6V4LclZbKtcLQSs9s1mgQ",
+	"OXdi7EET6k/B4HPoMrSNsWl0SKyl1BLS3mA1vawI/v/pETtX8wUWcXL5TfkcKcLRDeh4qcfeog3eOdiZ",
+	"KIYgkOuPHb7Um6iziaZIWXe+rp//RbJOWzx0zWv6ztx5WS59hO8jTTcel6Xpf9lZ8QvSfThgb250LPyV",
+	"zcZfGmC2kGE2rGXpmFRoInnLcsrVHMLxxGYoHapEkNgkLbNTL/EoVG9QrPi96+G36KnU1KEN07Z8Erq/",
+	"46rfprB838/WNLrdT+hLYBuXbsM8I9x9gJNLOy+07h7O2W8v3rFV+B/caavSfT4vwkJGOgzz5sk+58jv",
+	"GzyGIR7r+MZGOvFy6lJsk5FTl2KjbJTk93CgUx9KknPiV+uOs8415B13Z5oDwDXe5QcfMtlFQDbi/NQt",
+	"pvsvh6xVrga44viT/8+GXJ+EGXD0lcZ0NQCfI/aLF6GHUiUKJP6LOijrmvqUkFztSqP7uVFDw9OtLIVy",
+	"5ZyV2grLjBxPnD1jU33th6GtICHtNMIfvZTsnB5eUf05/cVglbactwGO2v6eg62DT26Wnc/vlsk9t3UC",
+	"N2Et3Egg0SGEFIgpVK47Uc6ZVNQwhZ4VyR9IhuE5CbYVkw4OW/Db4cECWsR58PAvHeomDyPcBmlWnQeZ",
+	"W1AOUFdo6whDb4E2p3V7ek4vj+MXA8D9qSxitrna8rBUlpDigaPaZXh8hxked6zfOFsdgjdhQxrzt+8u",
+	"L1rd7zzYghqikO9igUGkUVeaws5HFh9DPriQOAtXlXosVXSgKaaVt6aSF8JVhcY8ViY+krMhduUiYHuK",
+	"vgiY0hcVCJA+5Gx1XrvJsziQdQRzL+G6kRQmQE2bmAWrF8KshqLU0BRb9/nbW/wrmxLTQeBiKlX82Q/a",
+	"+U24d7r3X38/P/x/+eG/Tg5//mfzz6MPh//8dJI9/uHf/vpfexuEEt433360MKu+qfjtQj1mNqbX65/E",
+	"f53+4x/2+J+fHmc/Pe0c8n2ro8lnXlZKvx14v2+1VC1i022BqLNVoqGu8Kt24KNtsA+PPyKgfZQioGUc",
+	"yJIgsvkcC44BB7HceJnsLuItglzFrZ1RzQBl2jV1czGMnJe1dVB5Nw+5we1S4zPsh4NVxhBzWCg19qom",
+	"1C/cgqN3CU/XNrGCmGW6siE2nC4PRlnT32wUal0E1y+NAqfDbCLB8bPhKOOPGw0xAc0H0phr6ROucqx3",
+	"n4spd3ns2O2/+y7uusJbv7iGtwlwm/ntP08D1CYktkFZ0Qz1usbkBSWOcu96tURMumnDIyYuQgnxrSJh",
+	"MLfRhP983REM1i7NcWvW8dLL1tjK7Q8Vv2LWrCTmQPFy2q3f3aHdvLyQ6xUuHvbBmd95+JVj3DxOclc4",
+	"+vAc/Q1o3JFqt9I8PnbCrmDh/KWWYU8RQJ3TN8f6KuwzTaUKLC+lUA72IRTQNwUS8dTNdF0WzArVVHuO",
+	"5bVQbCrcROOpfP/2JfgQ3/76jP3w0+N/g1/6H/7tp8c/sUKMpNfXXMTVkLiIw6AhiY88d+UcGeF6oNdb",
+	"24ivrRptaGYITwlF2jk3RgpKWOFswu0kobRJT1zjFpAuTZ/h0YSf0VrxqTDc7wbq3e7XxH6mTyAL+TNQ",
+	"/ypt9NESx4D/yMso/k506atbQvHul61B8XQpNMwiylL4jsH/C8UpE16Wwos1iDRBLvu94DjMdHUcB/4a",
+	"K0OAGCQK8fRIebMa8lO+OaP6u0L+d7hH7wvsIfqzJnUq18rqMkaKGsYwbyrXNktCu+jJhN6vZw2wF9zx",
+	"LoXT7/crMYdrwCoibTuYfYykQCGtB0LS0qxeqnwbSSjrZzzPda1crCS5UnrWFMMcseeUgo4zWcHyFS4k",
+	"rh0/EJys/w05s5q0xehwRYKfhNCgi7Wg0zfwHr7DfWWexxigbS9+uvBQzuMtD0qTFh9dY9JvZM3Tp74F",
+	"V0NrJxKTfm1xOPjvzfwLeG1nsjlyYO5le9TIpoBkc/jwG2WbN3RnRbrp1rCd0b57OGxnfl9uklZOk9s5",
+	"MnodGTWd8NuAdVztTdMOU/wORYMtU5c7VgpuHVK/6FJ0sJaRemt56fcyaLmhuX76qBTiLbgoloL4kE/Y",
+	"6J8NfxmKkdvMZVQaHgPF0ZGaJwgJyGis9EyYUV3G1EZpmJ5B/C0CYWdGY0aiwouXoV+Z9JhnN8l39Eds",
+	"qxxc/gVrlOkwVz8rCTp1Y7S0pW8j60kgJqmQ/il3q1fD2q2Y0y4V8ptLhazxuNwejK5Vj48/1cB/ujIV",
+	"8lKP3GER8yH9Hacrqa3qqEh2aYlZVIQxE1uzUquxMF7DjgUJEmo+k7LuhNgXs6+wTjrmbYF6EdwvUFCJ",
+	"ag6zdSUM48VUKmkdKtadPDppYkNVcocMvuWMzy0JCqunAsvRNQw9PBSKKvpSDQgDb6b9Eivtvce6I9Ds",
+	"Ui+3knq5tRO/AavWgulJIi+kE8cw0Aa0WM8Cl1bIwLPBvKWnGuLjCwf/kUWvXtrqIhxlqrYu6rzJ0QTm",
+	"2mCtRC3HKytMjEYidwtpodYJXsAUHEnwjxRjWq20haIHu+10zC8HhW1xb22gUT1w3q2VihMlZKI6t3Mu",
+	"fgP5lfeoNB0HS2JFwxQBbTk9sERjEom4ibFeLagmRlBz+ZgwToDZuBxDYAR6mTkNkSQEKeoMppU4Yudl",
+	"2QGySWZ8qkcB6M4mWmARtUCeIV0WrRB8qcdAeFG7qHd1MFlZAS6/i7A2DwzmUASG0W2Qe546ATKm4c+8",
+	"LOfZ0prfLb3gBupbE3/ktlXAkAjiuDVmwixyou6w8avERjiDbQdWVOfuCyrDNjvGHdaPmK/0OFiZgDRQ",
+	"3T6b+M059LpdbgS3IfJBT2Wi0vkkhK2nQGqPVfHhAmlt3bChSBdqh7opvZC4J+Q28fiUKZ+zCb8WbCiE",
+	"YtbpUqiztjmLRmzCUYh6MJ+m6SndDMse+D67pfFdWIw0OBztauTpRJUOYvjgX2t9yB0j8ypG5rJsifM7",
+	"OtbQ7MkeUzvWdXFVsv2MI3eqrkIjVxgzta21j6iJ1AJbzylmLof0EzjowE+2fyEUuKWxj2rTJxeMWQiz",
+	"GjaBt0jooLZYp/HIMj4WymWYQPM83FVk7G2tlFTj0NUC+JPZZZ3nQhT+79h2NmPv5FQUb2rnjdJnXOWi",
+	"FMUBNf1IG9ZKB0HUqciWq0ViZqT/zPgRR/B4VN0udFlCpk+T4pj0+eVOZNRoluMi9zB/wco8Cx/s3to1",
+	"TSgxB8cftkFftDCPDc2/PJYKiwPeA0p/11XvezmoUxt3AG8tLqpi/dnjYedvoTt6axyrW6MvJdfffvb8",
+	"VoVPOtONuqAjMjQbbhfB7Y3g0lqVciTyeV5GFGtFdRGqu8TKjz1iBe/o4P4iaYI5gP3CJHZD16qUSiwU",
+	"guyTk1ErLCMvDmK4gR7MqPN28CQypWenrDLa6VyXGTNiqp0IvQMyNpyHzrzQ7ht7e2Thh8JgX8uQG9O8",
+	"COwrW+pZFn8J1I2l4KhH+t9YVitIrgSRKFUuQL08YueLpYRp9iNpS9ToibMRKEu5BjyJ3DpSsUGtjBeb",
+	"wEud+kC9ZAnO2dkE6+hDmmCf1LigD7NJDc8d4Eo3oIWPHAqHEmzpRfmq2sKLcTv3Azr1ybzt17a3Wd/r",
+	"4Y/96/3T0/uAcdxffSj+rjnBO9Rex0S3hHQdau+WYTyYIxsZBXDLcgUl2tVGoB8lA1APRmFn0eT1RFt3",
+	"zKuKhnGa2OlDgaysb1BsgPYHpjw+BflyLdtvpciTDDRijM5YqdUBvOnNaASPgSckNsfYYzSf8fkRe+mi",
+	"teKQRTi/smw/14XIvZixuqwdNEcGWcIMKPEWSW/9D2RBBNGULhYJDy8B8CJt5Fgqtl/VZZmxqraTDFpt",
+	"0zP0zNsxQeWOtgZkrq7C/M92PdyqpXAfgiQBcSaLreN4tN63Zg/Qp9zAHkgMSxrV7Rpm2xclNNcbWATN",
+	"THeyZZ1FYBtQ2KYAmeorcej8DKBGq987/Du3C/WoiOIA8TqA9KCFEANoPooh6oMgKLFchuqidG1ykbEZ",
+	"ly6aEOCJYldijojtYXQquK2NoFomFCKn7FoWQrM1UM/rQsaLSEQo64Udlbxoc5XEZjxYB0GOA4GHEUe9",
+	"sI4JVcT2rwN/ua7dJdoFA7ZPidXs8UnGuGNTbR17cnJwRo4mPwmsVCdH3Vh4YQULE2iWhl5ACVdXGQig",
+	"gzg2I7jVCjrgxupvKqN9//YVRBUhB6LJmcVquCzGD5NCiWVXuLPVpd8O7/xp204IsPWONRFA3BuhDuvu",
+	"S6uScfb52/8MWWuwMUa6VsUZ01fMgtpAZA882cqwc4sdIdW3HhT0d20wRY+TMhfvFb/mEnoJLTYeivC8",
+	"AJm3IhVWRBsW5cLxkLt8sqKpUK0sqyt/Wn84YXA3HAqb+WNhGJSgerDMiBulXS1rpRqXomlAjJmoqhCV",
+	"UAUE+TF7AvIyLBgchA7+BHpgtY3jxv8IV8OYW/W2ZTSHsCQy4qc2RcMvRci3BiJ/gRW5A5yEF20ElvYB",
+	"oCWNtg8y36hYjuqNy6AASIWfYEcg8ICyGRL0sV6d4GUKQXbrGOS4cYeV0R/n/cDTVCS1YoBEioOtqFtK",
+	"q7fdF8CUSeX0klsjY7p2VhYCaISDUb+POWSwKPAvrcShHo2YEV5XQx+zV2ftgsvY3xfZVfycKLXdjwei",
+	"n9ChzOuBUo0x/jjk+ZUejTIKumL7AOvAF37EzoHqimN3tHJ+yipdtiKz0drF29Elc8TOWcUhuMldwpbH",
+	"eJxiR47+GQtu91Y81Ljg7u6gbPF/Jp8jfMItkbUsvGYzpRKbkggD6mVVD0tpJ1RJcHewmYyagmu9yXBL",
+	"W5sCrC5spp1KuVMpN1QpMTkEcRCBaIlpavvIrqsvAXbsEdmaAxyIgFiJ5FiDx2eU49K4lYPPOdRCBTe/",
+	"t64LaaO3/4hdeiSGfGEaQyCTp6oqZONiFjNZbBdE6uouELL1ljUASTPRsMZfEx7qageHOzj8DDjU1X2h",
+	"4dw6MYUmvoXO+2N4b0UhjchJ3A+Nnllhgo8Saqs81DmMQUq/TFSAWei8ngrl0KSu+JjcmJTT0f4zRIC4",
+	"Qjdsi53lbLkEtF1rRda6E2MENxu1RU1gCim+PF+hLv4m3Hkln/t1WICYJyc/9K9JWIY1097L9pDmCJ74",
+	"SiM+LT8WXAWYkxKcActPy9hg4RP6z3dYy8HRSiLmxQjNX99BRGPVd/K7qrW66UGDhW3OWUJidLpHu/OQ",
+	"DJy95cP4uOcwwlM7oiH4Gb29NTYecw8dt1ebRNUrYaQuZM6aexncS9FsYE0L0cbK6NzvrJTtKJ8IP+jo",
+	"46depbT7pKEWtbWCUPdElBVYa0hOxEqtq0YAVqLwV0IQWgeODUpC6o4//xJH/Q4mvEXp3n7VqgSUpaUM",
+	"aTdQIPBd5Zgkm2hxVVYcli89B3S+juOAegVT095dX3tJ6/XriZ4pL0TBW0ByZKKnGAw+jZyxUzEdCmMn",
+	"ssI+iIKXbpIxKDCO4DvlUkFkD72bQLtHZV8zbvxGJz5Fug2lE28ahwL1JfULhWBYKEwO+S7MiGtpKXFt",
+	"SSQ9w/Ff0kJss097+019/IS0nmG1v4vT8BuVVC1OfosnoOCOHxrhP6v/lHkpuKqr48pvFjFbcSD8piKy",
+	"+dgBV49Q7FGdPDDXZU3jT6FcTF+Kr2SVLmU+J/pSI6AHWZQRZYGBaGfmjEMZviiySFBXBEIOruZA0HnE",
+	"3hCxHRAC+FMKNRJQkRUEBmc0SwYgs3wcLvDW59zxt2GYz/CWddmqf0A4PjA/U8yH507HkAut7Bmj+LkN",
+	"CgOW/6+oHdDmyxKDfjVCHDrx0VF4vRlnrAGhwfUNAu/rG8WPj3+42+Scrg9E364XVujLx4nu0nO6gIhW",
+	"Ec0C7nhyXPN4EL4UknKtRnJ8U2QytTrUKhdrIrRAXJYe8xZ9R0jAsaJEY5IgTAoL3PMQ+ijL5NeY9KOA",
+	"g94Qs3KWpsDPuAQoio8mfbdAlTbtLGTZ2B95o+vxpEd0E/5RMBdFeABOlOL+hzmWPuZ6SuQYvCuUW6se",
+	"JNuGD67rVW9rtY6NuFlnp/G7LeQC9XGB3p3Trndmm/MRL8idXQD44ZSz19hfohvs8IPdHuT1u8j8+4fc",
+	"ikPcdYew2zewzh0flh67pCrER/8PZ+R4DN58VTAPsW3j8pFlpc55SXgTXpsa7Lku66kCfuJZtDqAnkKF",
+	"vJGMLn3+/BUY7bwEXqUGrOJz0WcG3S+gMulfIlTSR0OfuNxheDhsp1kh+VhpK9hUksuNVUYPSzG1nWbM",
+	"c3rhJSzfOazeuq5ryB2LTPzPX2Gm9JRScajCH57G9PC/Re7WcdAW5c34Z5f0tNf8o5zWU6Zqbzf6Ufhh",
+	"5RNueO7nEDMbQfnGQZ2FUEwcPZqIztQqR/rGnjx3/vF5UT6bcGO7h/305OQk2xtpM+UOZume/LCX+fv8",
+	"IPdOH5+cwBVTqfAXJ3GO8NGBKGnbWuDiJ+9B47gd6YPC6drpgH0EcpiiS853DxYL67dNsxT9zGsdMlyx",
+	"39+9foXp9+AeNEIV0LoaSg+CN37J1Q9qHqDdAPf2/5nzaTlAjYPPmjuD35ZJZ0U5OmK/aDeBswUxk8QB",
+	"AwQc8fKEAhhbVWom1EibXKQ9ZYkSUswDC2TT3qoQVannomDXwoDbxiOstK2phMQXaOox5ZDfPZyzwaIr",
+	"+ZQteJIHp37pYrSji1eODZpxfiiEkqIYZDcIgNiJBD9tNC6NwFrV/YH/1roSilfyCJb9oBvMdW7fy3X4",
+	"fY46Mn7FMzaYOP8dm23QE9jAz20Sx1762fvgknCwEyn3/Jv3ssiBTj/6F3Vxnt8ME+EpLUzsUDb5jL2p",
+	"hPKfdWn/HnV15txz4qM7hoGueTacsu5401K0pxN6O74BafSt44a1FemR3OFzT87iRM8efqRJqpFei+KV",
+	"0UWduww6shQZm+jQeYZc6BIG6uaRLlsXBPdoIds0mzljTo+xIgGwRzrL6grKXfwzhUKKzxCjwo7HieOw",
+	"xnp6UEnVSJopaapDqbihNBv4BY3Cg7dXtXh5BTXwuhPMLmE9Xvrl2GZmSfOWjoP4C7cyZ/6T+OMF2edD",
+	"XbvvLOb0m3BsuG4ltqjbRAaMY+AJ2iT4CjsNr05NNEpvIL4e0hMoeCSMkyNwKvVU5P6hC3GOA9jihoxv",
+	"WRUHxZl9PwHP5HPewj6L+2njHXf8yY/gZfHXsVBGl+WUPnO3P/WltTWkJ2olDgFGcz9+arnmgXBgr3Oc",
+	"D8MHDui/TU46QjqerZdFCGUW2B2YAqlAzIxd7bBfhgVK5jF28dLmysZqGn8xovnHShphk3LEH9lUqtoJ",
+	"e3DEzr2CJ/0DYcllcZPOEnHrvmgWaV34h94Cyr4JWeo096hTVtxNGpUSV2TjxuZPejTJbbW/6FiFdc5c",
+	"8i/JkfC7BY719vEl+UgrxoWFsc/OWSUbD3PMr9Tgq981uvgWGl00GMsakIM9cKuQ2+/KbUA3gss6Ud9w",
+	"YzW3tGkLE76+hQYyaaIwFB5CN6LaqwMrFIBX4Y1vmjFuQsjUjA8TYCKrhse6PuM5It3GyLbsG/VQmrw8",
+	"LfLuZCaSU9ljrv+40q35Y8un+fiOfZrdn2aVCtWsyc5eXqF5dZ2wLahg2arQNO8aBdtHkiCs6AA9qAKq",
+	"ByhiAToDD9AZQRr9IUv1fGaEEjNeHqSJ3UHvWigu8f/DrMmkGeThiOfegqWeO3rU2XKmUQuWd+jetjWR",
+	"5VeuUUbi2O82WNyzPOsG6b9UyMrZVXZ8dxHoTmS4I3UlBljXxJyfJQ3BIR/DnxFRhJBafEwaytBKUECG",
+	"fBTebIM6j1jWhIFWCF9jMBvCzqGtrXSWXYn5IbR68X9ZDjdj5mAR6c08RMqiFjYEmrmBdrlEkckqI0by",
+	"4+K4mpo2PYvRGZzpPDQdx9woYp+BDAFRsLrq9Pq9DsvRE4peQ2f2DP2fL4sOPrMQtyaGN5jaSBtaSZo9",
+	"TXNNzPoSHmFvPW6dDi2mIVeQ0LTJ6PB2oHPrHNnjdYHpNRpc75KmTe8rbq0ozjAwAWuBzgki06ZLoRky",
+	"8KSuWeoLeFz3fNDsv9MGte39iVm9fVKqScHAHCz8ot+cmLovAQBfgPJxEhT1IBOgbItO6QX4PyY4PQxw",
+	"ehjGEBIx+/2F2HnOZjHFESzRJsVxZqQjR0yCx/5HyKpcAAeRQAf1vF3YiOhMTDqkcVZ4BKxVaEtemLkX",
+	"r9LiAe5pgm6A/UM0+eowOsxLH2ugk4ARJbIPPlmk48FxorYdJtHZBhIFEpUyWnxPfGgo+wgiyTpZliCO",
+	"OnRxSkPEj3VB3+pts122QtnT+bY4lJXq+NK3dXox5/+h5HuumebNsz6bGgDanjtP41ftaYQs5brq1zzv",
+	"ImFUaTL/ofGRmHJZHjth3ap2cdAhRRGX31RYi8lTTT46vrU2omCXr99dhDymoAzrGCqH1uAUJE+8cq1B",
+	"sZnHLyQERLWdQvZPT35GTIQ40KB10wel3YdmGANUv2AwEsE2GaNHjh9PnjTkyemgEX2hQ0fOlb8TVHie",
+	"T4DZAjjyZWBQwuOKOQdWqIJNgWFNYw+9VrU0lus8siyfaAnEXtgtz7JB17cbYOaUBa7OQ3BLiuKUmDro",
+	"G1hkoYboFRZWxQwNuBt+lbSQYvtPf/iZDfwTP9ATB5TT9lY4Mz88HzlhBmwo5prsrI5EK78f3gnrXvi5",
+	"bouZA1YE3rABH6YRuaykl4HoqooN8ZitYwruHbJ1LA5+FfS3ztTMqwJAXtUoL8ne3OH/90rFIaCmHfZK",
+	"CntM0Bncutig7Mt1vh5Myae65yTkM1pIr21yPHXtxDIlQFN8mbDrB89N8uBQ2MnxQVl4Xvy9WmDOTO6F",
+	"RcAeJNIkObZZcosEZmBcxSMWvm54Cxoig2NJvz8egF0vPoLljnJGY7elWgEx0ktHXnQonkR2NVE06xJ0",
+	"WjmtSpEwkHitXnR7jCCBs5Kf5y96o8r5BdVHbLdPXzrM1W6DZjG+Iq/B/ToBXGvZxlyqZZYE3LNb9AhU",
+	"3Eg3vwlCENEBNpsLatQIYlfQNEiW0s2zkEdJ9i2l/AT/cbB6QfKTazmUPGL2eZ6+shLmMFZEYgO/CbcT",
+	"lk+4VMjFG//MyzIOETqB0POP2J+ghU5EfvU8FiwF93JN2eGX//lKOsEGF2/Pf3t9zv6nlvnVB7hn0DT4",
+	"xMcDLhQCjXtyfJCBb2UplCvnrJDXwoxF4W/0CAm6d+43iLK1TYuopsQYMe+Eiwv4SrfvXT6nyadzb4q4",
+	"YN6L0z5DoWAEp6ab2AkqFo3Ax0MXui31rL8JRPIdvtAlndZ2+a2CA/XfBoiUJdD4w44YrCvrwltuaTzf",
+	"j4M52Z+rxQTCzc61vE3XsodHWuehcDMh1CJJzRbliccFqYRdQf8WsDZeGnZ/Wrra0h1jplPM9C9qivez",
+	"VsUfIlYlzEibqWUcvdCHQKFDXENGViur8sFtLB2rjL4WdHgbxEY7z+Jz0W2vtMOjHH27oeZAWsZL8Ick",
+	"lO3Ssh9OThAHEFdDqQIN3p9sG7wd2ULnZ3I+D3UxzxpPiKIUW3RP82K+ojbhbfxAazLALnAVP2sRvwD1",
+	"e9ArW64qAc+Al/6l4Bb65re7O1KqDVY8rBjPC7juZpj/z626pOkLrYbS8NHhg5/176Vip4Uvm/b38aHi",
+	"6cTu5f4M+18nZzvgIZ7yjNp2UnNnf/1RRzpJG0p5w6IOe2CbUK9LsS7XFXdlWoSFc0fj4ErpGWRuYB0X",
+	"EsKHLRwyTqM0aF9GAbRyzrAo7oi99eMJ9bEl0GMeYoWBEXRRaOAnYRzh4fQRGpTHm0MET3ysSm+csdlk",
+	"nnwtPxdSdMOQh7Vjsij9a9hIl6WeQePJzk55CMa6FHb7lWL+NStbZKZFct8xPWH/OmzzGNXKyak4JhIM",
+	"J1dS52Ip5W9gtWH/mamYajPPUiVFBYYhjJ3Y3oLKI3aJ7lavNo5GSVGkrbRjY2107aDxpaH3sLHRMzfJ",
+	"WMnHY0wjjXuTGt77K6DnA6gNfOL1hlKPO3WStziL58nctylZl9/WcSLoKpZ8kO/vTPwmXNhivQtxB4cC",
+	"9P9NeGvBToDwmd/NhqsxOKgxehSiMgGncXQdBkcQMdHg8Cp87mpelnM0zNUC/+BCGbE/bmwkjZhxqIvD",
+	"eiNgtw0vjS2esMPuUHaRE/qZ0T68gCXY/qnw71kpJPzC+jX4ngUEuevCnsFQsK6EuoOz4Gq/+TY4DLOJ",
+	"dIL6ub+Sqv6I9QF4P2uMvhYPFOUjodmd6+lUqEIUDHJxLbWad9DBIhwSWAbkL8GqK67A2YrNhcaw1dFE",
+	"TOu0jtgb0sHiGCEzCmIwGMrnEL/x4sMJRX5broJxl5R8+cniALE2P7aC9vN9ZJmeqQyfRwCAI+gSRL9r",
+	"697hAq+xi183FRezibYiXdDA17vM+wmKZ8rCT8QYIb5Gwf5HNjwZTXtDlgNVt4mimcLt1F5t05Bt1jT0",
+	"D+4ElnRzUgPj74gFuPto3hqcZHtV3Zse1GRjpseRThRt3OS4kRbpuBkLBwOPWfcQY6FABkIIhQemQPTt",
+	"H3YtjBzNW76wtNN5q3BJFmlOPmXhYAInmFWLBb3SHzS/BpA+AnuI/YlUnukEGoQKrb/GIuUU6crjpGhU",
+	"IdgAHvKhbgL+g2UoOfePb4HJNjJtmhfA+9Zk2tAHU7EyuvnCuBoPLSlzYXrI/dQbecbP2JWF03z6M6bN",
+	"osMU98SEU5dNqTCsT62QQZByieyHCx16dNiG+4M/dCGou885vX2Ave/GSloocRnOYX8O6PZ380oMDnZZ",
+	"QV9zVihsyxZ045G6BdiG0ur+lJ62MnhclVyt6DmWBtER6Onox6hC0PtgLkGXakIvSP1+JeYtLx1my9PB",
+	"S+2mCC4eSa95KTF7Bpt3N1ohSr2zWFmWVJpjnj36KEYOUyFHkuh7jth/eFUx9LFs6bpdnXxOOljfS67u",
+	"EJ796zZH5wjEhbBgt+IHuS/w9YPvHTVpLCVXO4rjB4RMgdM9xSY6eNsHJ+xrctiiprtBoSkGCxooWEpA",
+	"nEDRDU2WvI3J45C4eBbTfC6COn2uCvScvuNjqFiKL4sadxZ1QIythtVGwxezlirjx+YgalMQb2pxxH7j",
+	"VbD8mgqmknpyddaWjuRHfxU2rOBJNzHbpBd2h3BhgZ+n63sbKYTdeUEhhhhuai0RcOjHLdmxSnBBjI2n",
+	"xBUrQrHdX+zWK1alE9OGVeQsaaADbeMwghRJlVFtnGpIEpX9xCdT/hGzxm0fFcl6iuV7ZCPp21urg5tt",
+	"xs9d8udNkj/ba+cfVAonVFp+QsiwRe/ipp3hhrUs3aFU0MPKCQUhZrg5S9W/pn6+9pcqdJ1rE3qxiCKL",
+	"Wg6mKnV0hnsfnergOUeng71i/qAF2Mw59BkPaedtCpC+eOvWu8I1r1nZES6sJX4DXMbvy5PeuQS3sM1x",
+	"KVdu9uNP/j9/8Kn4y5tTa1rMeH2jCnI9DBp2I1IZNlvbspkX9NE+KjRKjir0qLJepjRKPjyEHm7jQ47Y",
+	"Of4FtAZIIYOkkVBbQX5j7ti0xvMSmtNh1sJSdgPVw0F2dnJd1unsCtqKDEYbZkbPZB47zUH2A1L+dTSh",
+	"aQ7ARk20okvRXjFuKfcV9Kf2me1hVQwfciWvYsWd35B7p3v/9Xd++K+Tw5//Sf89/Oenk+ynJ3/9r707",
+	"o1tsLdEKy/DPAKk67h8NXyN7cN66ZD43a5QDe9d8LV26dkxIt9+LJ358D7ONILg1OSA+irx2nbYqlaBs",
+	"1Ax0sZalVbkTalmkawrAbKLjdJS9tALo7BlEN2xsjdP59MZhF/4CytZEl0XGhiLntQU+TDEL5cP+mimf",
+	"R0s1raLjCpoumlCoV/L8yq5IGv4bLdbWUSS8qAM//hbWOaHz/i7TcrrahmzRQJiJ4UTrK3ucc8dLvUkC",
+	"gnVcFdxg2ZOzbGx0XaFcH/GpLOfkpQGVBH/zyLIB8UT97wGbybLIuSnwqMFTGDqXyN3sdZHQ+wqeAtcA",
+	"e0vJlX8YvnrAXCj5twLsB4stYfD59ixkicMUwYvjLyrYAH9/RLM/+kd9cvIk/11r0Dfgp67w32/C/Yl3",
+	"vPDvf0ZLts0SzdoNvcjpem2PFMb1pM/5XRwbP+uwCdubMyxDcoBw52zhABWilNfCSGGPP8nir2MjHHaj",
+	"7jY/XkMBCme/Yq4Y3T2PAfULoQrIs4T8GA/9VJ6hR6yuQvyezgO5mZjXhaeVs5SG0362xJw4f0uIwUCr",
+	"Nv/ffCKvRdGw4zkjRcH2vdEwCEMDPg+YFUTH/Ukb2HoYJ/UhPGbAtNduZ9KKDq4KoLWg/fycHr22vxtQ",
+	"aIykaOh36M4e00FuTsb+9G7TZhZOdFyBPg8c/T1jSs/Cpjj6tjTje1NS/U6ERNBR+xDeAlysZW+IuKH9",
+	"hvh4A8zA2MYibtC5wKcR+u37uVXCwJnPVp38g0XcOWLnkeLnaZNagc+lchfKo6BXetG9Ei+a7rvgpLcp",
+	"LklLE1qNF3B4PoIUXAcZjSiUBdtHheFlMThYXCjlvlYQ+Qgrs9okT5Y4fvcgWYCUYAcltwgleDJHyycT",
+	"Nn1yMu8UYLDJwAr6B2gLG4eLKLGPJVVZyKrPEqjwJz3ZWMN56F4EZrEoS9tKGSmkrYADmPyN5NDELEG/",
+	"EZEHS7rWn0NRM/k9tSrnB6s08kuc5d1JbnphbzuksRFj7sR3lPR63p6z3/gLu6q9c+5CK08V1E0CYe0B",
+	"Z+BICY07Fiu9jSh4DhRw0jHL582258yK3AiQlFa4kEUFbiQIhGHSRpGRHx4bjfo7jth5UMZpyYxgpRg5",
+	"jx+BC5VoIuKVFHvojo2F7dpaiHX9OEurGeVdpaNZw1sRBvRwqq0Xz2yyCCurYXCyuxB3b5SvfU5u7ST3",
+	"Nd3A7hFAC5y++BQkq1BFpaVyDYGEnin2++vzZ3SosuBkynUlMghvIRNZQaauxaMNEWhpWa3k/9SC8amm",
+	"EPQKzRnvjEOQ4H7lQ6vL2gk2ca6y7P3bV2zf/5MqlMGkL0s9+9256iAyozVUkTZjcMK8jT0yfDyFJOfw",
+	"Eo88VpfX2KmSlVpXXnvPWCnV1SG2edaG5aWui8OpcBw64hP3pbDLuZQDgssPmK0IijuMz9vyhDkgsoup",
+	"VNI6ZFyGKyyrjLz2aI/3WrYfnnbu/36Bf32HfxwcHLFXYszzObOKX4kPObfonSPvna3zCeN2yUGn1Qfr",
+	"jODTD4ScSOtmuYemjuvfqEu4/BldjV+pAWWhcjOHZHKOjViQ7INKlJp+RF1tUzqwZEuZpivQa03aqd+w",
+	"Z8l8Y63kRCB/x90FEFdMYtXoIeU/hwWnHC4SvBNdFthNQiKdn3SNKGYjKcrC7vLvv4n+by2sv1ubKdWW",
 	"wDcDXpm6M5RYlTynzHfcfsieB7u4IcZHXgkoEg47G5LezxUT08oB1vOhBTmF57ahpQx5/PiHM/IHh04q",
-	"WLjZ6JAxcAYj8CLniD2n9HwqkKLqL/HBBZ+xvymm6KrGv+rH11ICEwpmwmLyE3f7gjuMtt+rohdGb5bo",
-	"mt78qtjbVlrHp+Ow/0zNngiqxIMH4Bq+UPFFFADsMjduFXzxcD4w8D0mOOl3jZPpaQPujrRhY63JNne6",
-	"gqZsQoLSjFPIQHOI3lBVsD+4dFKN0ZmXerhErqeCPecqFyWRCCvtJv4+yBwHM1+5kK01zVL/9pxNpHXa",
-	"QGXBlahcFtUWSnn1T7dsZISAJyC6B6BYqEDFeW4NPB8OBrWEzs5NfTseOlzTh3a6E5fgxh46imZDhAui",
-	"W9RiFy39hUa70kQXNWk7QP+doTPul3fvLkIrXiw7gr0qCuJmo/VDG7JCoPfHV5QjCIWB1YgN0IN51euG",
-	"e5F6Pz/vvGZr77iAb7HZddCibbm8BvII0kAd8baRV7un6RsQQmQbYsNCJDywSdxDEL7PJfjGbzI+Tj3a",
-	"Utgdte0todKLRTmZnOs7jxEgIq1uv/NKWQGMVLFPTPA7+fsGIfpOOW0DTbvtkK46hKsOyGOGPqi2vZax",
-	"4bzi2AtBItFi477EhioYnI+Jo3hFEl+ZM1mQWzP+xkEY3/BrUUaS3pJV3E3YPoYnM5aXXE4zZuVYcVeb",
-	"xl2aBV/pwVkgSJAxB4DykBY1niN2zgokSmiMR285+hXo8rC9E50Biy/EMFzTF+c86YIT2ssgSUpsseGi",
-	"CDtjtjUH4reAOv8Mq0PE/615icvvP6Es7tWu3LCvDm7UGbeBAuqsrStLiAD7X834fGd7flO2Z9pTB/eJ",
-	"07cpCTZXUte0X/NmG7cp8sGYI5YlxN6AesjOwe3CmQ6nHsiC91s++oPTNdKFDgzSDGITgujtWwWrew8B",
-	"CaOT3489RF/4MjzuAG0HaF8doEVUwFqEBAO2CnFuIk1xWHHj5sc5r7CVzyqTO62RkkWWtONCM1l8qGST",
-	"eBoqts8vXjGnrwTxdUC/w/C2Ocu5E2MgNKZ2LvGJsfVim3FIWnoahv2Qgq4ssfFXbLDsX+6fgA2AQ2W5",
-	"rh0x2I0E6LK2qWGvbVet+ZQS5+MkLNGLI/dX5iGcCCSGczbAz9CE7U8Zr+Qh3Dg4Q+oPq0vBrLBY3LRU",
-	"k/s4JaCr5Hu4932AvO4SlHf+Q1747/g8/YxbBMaeN/ZRtiXXLO4OmN83kQz3IhTmzVKew/YJ8Rux0Mmp",
-	"T85oc/Sb/bV3uhc32N4SMjzuQQa/hP1IMOFKibIfBQIJnxIlZIT5GYy0oUZSeP4W+5iMZImEqapgRs9s",
-	"0JXS56w+ad0+tGQfhmHf1DD8JJfYuh5cOJj/FvOZNsUN7gh9qW9wC8i1S6jrfHWTV/2G3LGb3/BCXMv8",
-	"U26hH250598nGvScTa8/r6obXI2pQDe+4UYzeIlp0jeZQ+3032Uh9A3veSvym+2y3/RFyefC/GgEv7rB",
-	"fb9we14XUt/slgv37xvc8MpeTrgJe+ZGew049MhZvPkCAt37Te9C8qTfzU0G+LPRdfXfYv4TYOHNhiiv",
-	"AfdgmOH+bbrD6c2buL+DvNglx65Ijg2LxPYTUXuwbTkfP82Sw7tL4B9/zANQ/7XWBNAqCu/TEEmLrfK9",
-	"lEfucz1TwtiJrG4q3NtaLYHBjVthNoLnDg7LKsJiJcpdcOjWKqu4N6GD6viFnKjjquTzIc+vVgSRrK2F",
-	"ZXYCDXqkGpfi0Fulv799bSPtDz3xkWWlvBYMc6AzFuo6yZMniuY07ntTGK2uKYYMBuFvdgDOqKl0ThQH",
-	"R+wlzyeQm86LKUSZPvDclfPgcZ1Tj2+w84Ulxt5BKUfCyam4FLlWhR2wfarwYI+fnGRNx76n+MNU29gM",
-	"GTuoFBheP4CER/xbBIpHltwKxD0PoXVpQ/0NoApX/r9SheVgkHbul+0UfIijEfwx7Bge61h/YANKIsfK",
-	"VF7MB5iKE4P4jpvIMC7Rr3DEftKG1sMm3FxXQlTwa28RQYPkXCslcpdR2jKmIsEugCURTCrrBO9NLG8g",
-	"8LW8FhdhB924Nj5CUGdVa9ykNylunUoVfnx8Z2xa3euxwq0c7Cm0PMNGDcvid8jdOpR7PmiP5NBKHMJ4",
-	"caA7R/E35Cj+Wbjm+0fUiKKggbxEDGxb+uFb7JEfzqcJv0OAvRUM9rGqywglZtBPYQEye2cfqrdAP4UO",
-	"DJhuYQcZde6B1cu5ATJpNrDX+Xsn8yvhBiiA0BcvLb0JOb0gtck//yxiRovgPhIwCrrND4nyLPAXtpQF",
-	"VkUP4BeNnPz+5PD7k5OMJfLywEtAoDjCFShDzxVpWVEDK+MA/nLuhe+A7fOhrh37z5P/H5OKYglAC3OA",
-	"eSHQ+CXkvsLdoRTtJUrxczdg+/GXrxdkeSK+mxlWwkhdNML82dMnfha4KkMx10SGtizEz/BaVEMaveON",
-	"Cj1aoAgiuIXBHeqlcoaL4YVqIUrhkuWmxi/N4Eg5Id7MpUeCx/1aXwloOlVqK2xQAnBjDzImrONEy81I",
-	"hGOMwwiW1y60DPmOWVwlKIkIWkbcjKuUjDNMMfRLAQ0QlKYO1OxaFkIzbgzuovOlkMGUz8P+tGwmStCA",
-	"BZuJYbg06IZeRz04TZYGsn2GotRqbGOQmJ6bsX/uLS/XP/cYH/phTUWsd4w3YM4y7rDIBxKGCdPaL/WY",
-	"EoWuiSA9i+ocx56qXpXi1s60CS0mDm6mDr0W2Fz6m9eJWguyiVKUtc4zhtxDnWrQle5WP2p/0x61qEFn",
-	"j/IE8jv16JtSj14HQGtpAFBlF8w8p8neEmadYrRFzQcMyBVVKk3/bkzzDCb3QoAMHnPKKl2WRLkIA2K1",
-	"crIkZeimPrZL/8wvzcsGg16dhNPY+YQQ/pbQzWuHE/eW+gKf4b4dd+vyYLrPsK5W5P5BLZlb2HgVr71q",
-	"6fcfr50+NCLXSNvXe8J1dYb2hlfx+Ggkcoe8iaDJeWVyQXW58XnX1Zd33HW1+rT7dftqD/f9nVVdPfSj",
-	"ChGmQ2S03qRMLO3GaxcLwWqbpXwoqmBeT4L0rsHPL9+xMIDWSwdg5WRUojmsrYRmLl6BFYoyurhqDmjG",
-	"pGrIun98hA0QmFDXotSVYIOPFR+LDEKrl/LfImNOO15mkDLz14Dta1MI6m+ezobJ4owN/F3ovR6EByAn",
-	"iq6Nn5sECm1yEYReNPYRGxCx2qvO0vx2lk2SbHLzTJvn4T3bqVTbJhol88aBrY6Jt7baDpRuu5lMa3m3",
-	"DUdKF2JNvK/t3bTHH+G/FEZHh1VXJP1aE1V5sGgd9Jg5hWLv1O8UWazA+ZiQNR2xl4mr6pd37y4Of3r9",
-	"9wz/Nfr14hnAwS+vL1uPa8WpiMxpUEhL1wwCexzAFTofc7K25qt8YNGxhtNpWEGMuEZirD4/H/YtAMee",
-	"xCbTJXSEiim+wG/l7fxHNskRZvvPTp6yQfOL94VQcoFump2H8SB1kAfPzkRcHACF+ho/F+OlVh0lvC/g",
-	"8h7vy83dUW0vd49XivbVSp9U7DhX10BXu+iGWiro/WMyT92nqrAZkBI0KZyN4z02nukr9MUmNX0d6Z98",
-	"9/0GA8JuhHUMEjf+V2qNFPYuDTA47PvG1Gzth0NDuJGjq3WedmLk1vJH/KouxeI/20eEWdXZ+tIJeN0j",
-	"G9KmBiIGYrJWbCfritWES4CkdxB9HLUK1EvBH9qAbZNeDrgWcLA52R5+/ckC8PVPRFLCgMLWybL8DCxW",
-	"OTym1NYx6aBY2DCu5mTcUrf/ZjgxIgLtN/2Dn90AxmEiG2J4K8vsSwHwPx+E//1ohy39uWlbQZabKp/H",
-	"gBOr/FYcKQu8umlLCaRHsaNId6j6LNHetGJWONDiWuHchUBwJ4aloXpHrGgJDqIVm0BhEnuHqDxE7QFB",
-	"502RidUxKQtUXLTuEwUCqfXgLQUmaCXyFQLGWomoZUBbRLscEcvasd2w/u/hKe9zcrUOTpukLz87Clav",
-	"0oAxxt2NwWvQ95TxFOIJajEPrg+X91ueCKg4Q0cGXKjGyePPQjJCUOrFByfgE+ICNlfeCKiVmPXp21mg",
-	"1ErzCeiKR9ZrqV19IZSYfaF4voXOkytWYwOOwjQyfMZ4pKQc/kvkXUSUJF8fWKg47LGvU4PehYhXy2IF",
-	"jSbvUhgbKMWSaryqiNpfAsTEpbA9vuNT4o71V2DuGvq8pJ+vFbmz7B8DiGu+k1PhjQKhCvjnAdt/+9Nz",
-	"9vTp0x9Cp7B/ayUOFhsXDPzDXxXo7MEefsMSHEvCCJWLM3BUS1Xr2jZLyHOjraWBQYArr93xVJixCF2t",
-	"VzuQ3zYL9BAKNeNwblSjGO/avIYy3nLjcs1454YljvH6m9Qsxpt+kqXYuBgueRXtxBvd9RK37HY9962Z",
-	"bVLPBnt7V8y2wgVv0jO8Vd9786bVDvjmuuMJN8Vh43PvqbQxRkAn1WEpTpkRU2ijFiH3ERvOnQiNh6RZ",
-	"CB3uu4nR9TiED/nYLyA2QUK9CNJ3pSoEdRNj3JtZL8i/7PR0aB3ouFaDiYGWG5UoqCuLMe2ZNleBh5ZD",
-	"SwJtRLQ9XCARwKFyI9jY62DsHOZATpuhAPMMaWgWurThAOfCsX2l3fsRJA2fef0/DS2iyyi68rklg+ma",
-	"khtQFHAi0pgJI9g+rMj7WvFrLksvVjriir9wUyy60FvCYTs6sX+BR4Ifucsna9RgmFrGHh8+PjlhBTAd",
-	"5I7Jwmb4hSujc2GttyVVaDJytzrw0nz6EiU8wFEz9koYmBlEd2iRGQSWd6DXDXq/NJByP9hHcLYB+hFK",
-	"9CPfj97otMzqkTsMAS88wl6/i+iBOidCC5zpBFaLVmQP3oe5wyMuSwpWxiG99497P+70vr7Fm3fnf3f+",
-	"H/T5p33aPjT3AgRrMqISIEjG2g8Gv0BdEmzzU5TfINgTcw8db9IEFQUUEygOBt8luVszNqxTZQTcsm21",
-	"ZYi4AzXILaQJ3tbW4to6z5H6a8yl8jpJC39Cg96bgM2lHrmdvrHDmy8Aby6bo/DQ9Y2P6EX667jQM1Vq",
-	"Xhx6A2ZFuQOwC4BNEe4IUY3EKwb2kmLcOZ5PpsCcHVOg4O+KT8UZbLApeK3gr1BR9xYLyKD60r9Kxvax",
-	"y1aNnqnG6EPaPeBe9sYaRpgWykLjdfATh6DSGZMu0CUAKUophXLBf2fAXMY9P5QK2pTFyju89JENiaeh",
-	"TLXkrmFysGy/mdgps0J4ozDDyUs1PsCk7wKDb1QP0kopQCbVGG2HlybEg0fsJbCShmEakU9EfpWszD5H",
-	"dGbatHEY/to86SDIiyTjYB/t0GteUm+2JpkAwo3JpqP9EMpBn+tpleqnY+HIOsbmUguon1ibg4Mj9spR",
-	"FNKLKIsGeODKUNpgjkHqG5bqKm7J9fWHUXK8oFte+21/U49myzf1qrjgbrK3/TJB8ED68a4RR35JIEX5",
-	"PgoBO4a7apy70M69CauGpyYcHzxMUIvXgvW7lGA0lBvJsE1JCs4TcgIMk2oF2N8WYvshUv/fUiX2wqH/",
-	"IyBUqF0NIRi4i1S7lrTS/v8mzlWHo2n17BTVbuhyKgHJF8Qf2ycp4TUuzv5Zn5w8zaGuHP4pmCiFl6oZ",
-	"G42mlRizQ2sPMuwsq6cg/KYkUzHG9Dd8BGX64kP+4f/z5PuiRpTsuuTPAZamU5vOoRhLZQPBz5WYjww2",
-	"uwLOXekOjthbzDJo8je8DD9il8vSh+h5SbOkzFQUOaW2C6LFr1fGprydbl2rGvpQ3ADtb5RS8G5RrenJ",
-	"IcDtd5M68wdbWY5VuZQVZM8iBxWWtEFGCzQ4i3v5C6ku34mX+63zXhAkEDSvGjasu5IqK6u/V0uUTa0i",
-	"VFeXLaL90PRbFOzXi2dnq3A96Lxe2xbiykJKGUG9ERyMkDNvdLABgvhngjymMFAJPsxiNdRj6EpOd3ba",
-	"l2in+c11Ozba+bLGmBKGw5D9TvBS1gk2Nly5TxHWO9NsZ5p946ZZ289xr6bZSiFKtCZrqrlJ1FA6cH8O",
-	"HfKTgnSDRIpQz54hj0q0cJz4GzKoDNh+gMaGZ5XYu14VgwOC7YaAhUw3aIo3EaqP59NjHbKQgJwr55Gl",
-	"wctIED9n6VNDA2AiuYP0epSLgRhsTZrdJa3jneTYdfQHRRqLRJL31eZNW+lwPTbP4yf/tUHZYPPi8G2K",
-	"/naklBr3+S+Mm3ALfVDxK17iG+6iC2rrhZskyy2cxF1EZ0XaXEJUZe+KqXNl1hxddIvknA25TSmvxAKO",
-	"Ll6KqJ3Sd2H7q+GcWJvgd6XOudOG7Q9aUDHI2OB6oi0URPKq8v9JcJp4lVuEYKcLRgpnBbQnYUgoKlSu",
-	"C2FYVduJsMge1rJF9t++u7yAP6PkwGB8weDXzQezB5nH/7osWWX0hzl4p3iyDjgGNH1G0DTVLpKCXNNf",
-	"miY6hGjKr2IuFoiATpFHJOUF22+xlnR89f8dVutvR0dH0QxsJOFBJK2OHrOMTaAuiypM//HnUW3KQdLA",
-	"bC5MYOpcoCk9YgufDxxCQxGKxhL+yChXSfiRb7UlTBpyVS+fUz8r5LMP/Ao2tbHxAv9emA3tKYgKVdxN",
-	"Mjb42BrfX8cfYXf9dfyRV9Vfxx/Dav01YPsYjPfS/Pe3rw/9/YfC5rwSxcEZeWQT0lJKjgq2WNoGMjl1",
-	"TadIm8WBQ70buEJDLmjDNVvVSPuQ0IxboKsptVd17DIh7Xlr91MuKC3yOrZS/wWa72HFtTDQk3GRUUfX",
-	"bulLN88+8R/Oa0BhrqAOJew0p8lBCCkngQ4oS4xQWKGff3zyX4//63EUPlQyxqfCpjsp+djgjC4Bpp0/",
-	"Y3DGA8eR3CDsh/Jx0Qu8XZuw451rrMMQ54Rt0nB9LvL3Ri/AjvNzW6blrj5rA9durwYQTu4NiDxvn+F8",
-	"InjpTYI1/XA4s1NelgwvZ1bxyk60C+W4vGBDXnKVhyZ4U62k096yAJLraI96AE10iYTdmmgSJPAJTvzf",
-	"cyiv9U/D6uCkuz2e9jgKXlrNpMrLuhCgbFihbE0uYsjPK4SDhDpQLEA2FALKPqVCn6A2sS44Emk7qvCF",
-	"dB2t5lNdW2Y4NeoE7u5/idyJAgU2xQGlZUgBHkSZfxdIgisk+B4bXtDEvjt5uthKME5qqIs59UBHoZu4",
-	"FzupHn7BT7lN++k6x5dc0iB7K2z7p+y3A4jU6Fk+wuP29P6GmazsWdOfOlQOQkSvve8zUC68Vu0PPlx+",
-	"hMdf5LWRbr53+o+P3qIeCm6EOa/9EfvHn964TfNuPVzBO+jx6e5MoAA3/g1a4/5H82uvRuUk5BYHuDi6",
-	"7OMeKRvPtb6SIgyZxrFEsADDYlJhBTiQn+NEMlAQwVuVIZ+SzdiUS/9tgQsYainpaFvHTK1C3xKOH2Uf",
-	"58hOHkNtTXAv4EIsuyp+t5CmazRkmDaModmS9ULIQauAg2POcFlGfSHnjpd6XMN4EgaYSkvlbDO0J62h",
-	"hXVdHtxbgRtZFIyoCNlUTIfYOIza4QbEAhulecXT9BV0c8cboKtiokkGnW9sdF3Z0HpYQXoGj932WKV1",
-	"maUUzK5RQcInKfW4Gc53reGEjqTL4/nNf0LiLIVvcMFgqyeFYM5wZdEidWJalWB5R2pBvyv8PCAOhn2N",
-	"gUZBSIP7A4vSehYKKO06hvU68VB0heNwpaRJVO5AuBHa6+TzvEynFu1gSfOC/Wan+gqbpdujRa9c18De",
-	"xYEINQYjZIQp0c1qZPBVKEU6i72l8EMirjZNiLNovCelfMnCNev2LF03fHnH+F5ClR/tf+RJi8rJYl9c",
-	"4tML/ueEvRccw+HNj1sHO1V2upcHm4nr2g31/6cKHQhdmpeiUA65uR5x+XxBTiL0tm6oEDg4wBPOkBSt",
-	"C0nn4alJwfnguVVYts/MgxgJjQKYySDhCuRAgtxTjulKp/z8kuKSosQC2OgFZNo1MSU3My8TJAHupcEs",
-	"A5dHJRiXiSNKKnhIWVoihxT0FC50y92d9EMUIP1FyKgPqI+engkqL0D5pyy1SCHYMwCWvguKUotTQeUw",
-	"JOGAiztr2HkysKscwSchQssGSNcUuhILfvNaehLYRiTXQUWwFoLQzi1S5ipCPSoAsRsDNnago5CSCaso",
-	"EBvx4YnXDDlg4L1npdrYWkAAAAD//w==",
+	"WLjZ6JAxcAYj8CLniD2j9HwqkKLqL/HRBZ+xvymm6KrGv+rH11ICEwpmwmLyE3f7gjuMtvdV0QujN0t0",
+	"TW9+WextK63j83HYf6ZmTwRV4sEDcA1fqPgqCgB2mRu3Cr54OB8Y+B4TnPS7xsn0tAF3R9qwsdZkmztd",
+	"QVM2IUFpxilkoDlEb6gq2J9cOqnG6MxLPVwi11PBnnGVi5JIhJV2E38fZI6Dma9cyNaaZql/e84m0jpt",
+	"oLLgSlQui2oLpbz6p1s2MkLAExDdA1AsVKDiPLcGng8Hg1pCZ+emvh0PHa7pQzvdiUtwYw8dRbMhwgXR",
+	"LWqxi5b+QqNdaaKLmrQdoP/O0Bn3+7t3F6EVL5YdwV4VBXGz0fqhDVkh0PvjK8oRhMLAasQG6MG86nXD",
+	"PU+9n192XrO1d1zAt9jsOmjRtlxeA3kEaaCOeNvIq93T9A0IIbINsWEhEh7YJO4hCN/nEnzjNxkfpx5t",
+	"KeyO2vaWUOn5opxMzvWdxwgQkVa333mprABGqtgnJvid/H2DEH2nnLaBpt12SFcdwlUH5DFDH1TbXsvY",
+	"cF5x7IUgkWixcV9iQxUMzsfEUbwiia/MmSzIrRl/4yCMb/i1KCNJb8kq7iZsH8OTGctLLqcZs3KsuKtN",
+	"4y7Ngq/04CwQJMiYA0B5SIsazxE7ZwUSJTTGo7cc/Qp0edjeic6AxVdiGK7pi3OedMEJ7WWQJCW22HBR",
+	"hJ0x25oD8VtAnX+G1SHif2pe4vL7TyiLe7UrN+yrgxt1xm2ggDpr68oSIsD+VzM+39me35XtmfbUwX3i",
+	"9G1Kgs2V1DXt17zZxm2KfDDmiGUJsTegHrJzcLtwpsOpB7Lg/ZaP/uB0jXShA4M0g9iEIHr7VsHq3kNA",
+	"wujk92MP0Re+DI87QNsB2jcHaBEVsBYhwYCtQpybSFMcVty4+XHOK2zls8rkTmukZJEl7bjQTBYfK9kk",
+	"noaK7fOLl8zpK0F8HdDvMLxtznLuxBgIjamdS3xibL3YZhySlp6GYT+koCtLbPwVGyz7l/snYAPgUFmu",
+	"a0cMdiMBuqxtathr21VrPqXE+TgJS/TiyP2VeQgnAonhnA3wMzRh+1PGK3kINw7OkPrD6lIwKywWNy3V",
+	"5D5OCegq+QHu/RAgr7sE5Z3/kBf+Oz5LP+MWgbHnjX2Ubck1i7sD5vddJMM9D4V5s5TnsH1C/EYsdHLq",
+	"kzPaHP1mf+2d7sUNtreEDI97kMEvYT8STLhSouxHgUDCp0QJGWF+BiNtqJEUnr/FPiYjWSJhqiqY0TMb",
+	"dKX0OatPWrcPLdmHYdg3NQw/yyW2rgcXDuY/xHymTXGDO0Jf6hvcAnLtEuo6X97kVX8gd+zmNzwX1zL/",
+	"nFvohxvd+beJBj1n0+vPq+oGV2Mq0I1vuNEMXmCa9E3mUDv9N1kIfcN73or8ZrvsD31R8rkwvxjBr25w",
+	"3+/cnteF1De75cL96wY3vLSXE27CnrnRXgMOPXIWb76AQPd+07uQPOm9uckAfzO6rv5DzH8FLLzZEOU1",
+	"4B4MM9y/TXc4vXkT93eQF7vk2BXJsWGR2H4iag+2Lefjp1lyeHcJ/ONPeQDqv9aaAFpF4X0aImmxVb6X",
+	"8sh9rmdKGDuR1U2Fe1urJTC4cSvMRvDcwWFZRVisRLkLDt1aZRX3JnRQHb+SE3VclXw+5PnViiCStbWw",
+	"zE6gQY9U41Iceqv0/dtXNtL+0BMfWVbKa8EwBzpjoa6TPHmiaE7jvjeF0eqaYshgEP5mB+CMmkrnRHFw",
+	"xF7wfAK56byYQpTpI89dOQ8e1zn1+AY7X1hi7B2UciScnIpLkWtV2AHbpwoP9viHk6zp2PcEf5hqG5sh",
+	"YweVAsPrB5DwiH+LQPHIkluBuOchtC5tqL8BVOHK/1eqsBwM0s79sp2CD3E0gj+GHcNjHevPbEBJ5FiZ",
+	"yov5AFNxYhDfcRMZxiX6FY7Yr9rQetiEm+tKiAp+7S0iaJCca6VE7jJKW8ZUJNgFsCSCSWWd4L2J5Q0E",
+	"vpLX4iLsoBvXxkcI6qxqjZv0JsWtU6nCj4/vjE2rez1WuJWDPYWWZ9ioYVn8Drlbh3LPB+2RHFqJQxgv",
+	"DnTnKP6OHMW/Cdd8/4gaURQ0kJeIgW1LP3yLPfLD+Tzhdwiwt4LBPlZ1GaHEDPopLEBm7+xD9Rbop9CB",
+	"AdMt7CCjzj2wejk3QCbNBvY6/+BkfiXcAAUQ+uKlpTchpxekNvnnn0XMaBHcRwJGQbf5IVGeBf7ClrLA",
+	"qugB/KKRkz+dHP50cpKxRF4eeAkIFEe4AmXouSItK2pgZRzAX8698B2wfT7UtWP/dvL/Y1JRLAFoYQ4w",
+	"LwQav4TcV7g7lKK9QCl+7gZsP/7y1YIsT8R3M8NKGKmLRpg/ffKDnwWuylDMNZGhLQvxM7wW1ZBG73ij",
+	"Qo8WKIIIbmFwh3qpnOFieKFaiFK4ZLmp8UszOFJOiDdz6ZHgcb/WVwKaTpXaChuUANzYg4wJ6zjRcjMS",
+	"4RjjMILltQstQ35kFlcJSiKClhE34yol4wxTDP1SQAMEpakDNbuWhdCMG4O76HwpZDDl87A/LZuJEjRg",
+	"wWZiGC4NuqHXUQ9Ok6WBbJ+hKLUa2xgkpudm7B97y8v1jz3Gh35YUxHrHeMNmLOMOyzygYRhwrT2Sz2m",
+	"RKFrIkjPojrHsaeqV6W4tTNtQouJg5upQ68ENpf+7nWi1oJsohRlrfOMIfdQpxp0pbvVj9rftEctatDZ",
+	"ozyB/E49+q7Uo1cB0FoaAFTZBTPPabK3hFmnGG1R8wEDckWVStO/G9M8g8m9ECCDx5yySpclUS7CgFit",
+	"nCxJGbqpj+3SP/Nr87LBoFcn4TR2PiGEvyV089rhxL2lvsBnuG/H3bo8mO4zrKsVuX9QS+YWNl7Fa69a",
+	"+v3Ha6cPjcg10vb1nnBdnaG94VU8PhqJ3CFvImhyXplcUF1ufN519fUdd12tPu1+3b7Zw31/Z1VXD/6o",
+	"1u5wKsxYrOlp8qx2x3BdaF9CdWHoQV6XVlK71/7e0EnkDnJLOsqtYODIg+bhIWkr3NucqJUV0mOzPP7h",
+	"35fNlA3C0smaBM6zleMOfb2a3QSEYMPSm5va2kOiJb8SyOjW3W1JqhvOZKvwlKzBJlHytOXLLkTeGSJv",
+	"H9Nto4yBpBmpxnYN0dT/1ZJSXp9RxybsmI43h8o0MkD2I2aC/4lXFXVSx/ShA+q24tfCevH+9wEop+/k",
+	"VAwyNhCqgH8eoC/PP/j1xVO2HxifRHEQ2BBTEMCnNvmwWSSQcoYrm2s/1NNAclrVDlViG4JtV2I+MlDB",
+	"4PyoKQs2GVrjSYxpfWFIbD94ATm5w2iSoO7YZk5nbMwrG0eWLCHwNl3JqhJFhh1pwjgfWVbU1B1Qkrqk",
+	"scbBAHvJERu0kA7imZyNeFkifa0fCVBsKW4g8RA5WUrRuKzmrJTe+mJWXAsDpQbN0pIjF3v34KIRP8AZ",
+	"GmPSkQ12Wee5EAX6FYmLd98KwX578Y4F+RVnDRycwm9TUR5k6JnTQ8elYhxYu6gP/iCnqbw35SCsDHAP",
+	"QKsgq9nFm8t3oqDm8ftYMpZ2xgYqAidLMIiHAvtySwxp+hlINT44Yue4oJ2fp6H9PYMtic50XMRA+OIM",
+	"z69sms9MPZmJb38fV2QD116KrFsqTQmvWFOPYmK/28bivlt3WGstevvJ2qtsgQd8pwDfGuNUWyzdoVS6",
+	"mfaLTc4ocwtjJF3JW1PsMaA8mPtT62ENuJowiCWBGi4QoGjD3mITsoMzogXEJ78BcP5VlmKA5IooVEYQ",
+	"B9M6o8QQils5C4BGIXjBvVkMRttMmyvYs4uQ8Bze0gsJN7RXk5tfFhfcTfoaoBpYnlRMwoyoVqslcGOG",
+	"C1CYnjZNzfADsrEWNouyxgPxPPjq8lJwJQpWV7267uIqPxz21E0ACUePm2vnbbtDAPN3bbACXleSuXiv",
+	"+DWXpbfCltkXxP1iHwHYX1m3RU8dEyO5a2X02Ahrs6jeyn+JjHFI7Y4aZEbkLVhfBaq81yu7Wxu2809v",
+	"G3/++QB0hp2qcMv5qPd1WFanovaoCceFnqlS8+LQy+YV8amFRFS0qMLNNgq+R1EL6BSXnGGiTZpnE6Vs",
+	"0LA5pFmckdg01rG8lEJ5K7DkXqF4Cwo5WQTk7S4wiYSE60DEpJaMcTUn/zk+J5gmB0csAT/iqsxr9wEW",
+	"6gOO6kPdXDI4oMdHMR+NPSJfAX0nUYVm3AY5uLnF85xW9ZX/IrcGM9vMOIBYsB/uGkvK7zHISrmPnIKO",
+	"4a4a505lubegQ4M0AWDgi1BYP+IrnrG7VEdoNDdH2U3zHs+TfEdMb9k3AjNb/kN6fSW84BAnD25Anvic",
+	"FjDYg+7EuepwNK2eZqyUVwJyKv2UgBO7FI/sGUJU6Koe7sW0OcyWKzUwTiVr4WfEptBkEVxfNXA5bQ5y",
+	"a7K2HiLKbZpXhTkpVji/pPYsVmBgQJe8kFPRfJivJLdqh4j3m+W0jH2Q0Fs15SB3BYSr05/Wg+BnqJr+",
+	"5p2aeZtqZsSBnZq5UzO/bzWzKS15CGrmSnQFoKNEiU1IkVtBzEXa49pmafcfVTCv3gKZ0SANV7ZeOoCc",
+	"/owIyYe1lUpYC21ChSL+Iq6adLSMSdW0pv8FDqZ1TKhrUepKsMGnio9FBikSl+Cwc9rxMgOCmL8GbN/r",
+	"qgYjiS2Yl8UZG/i7MC49CA/ADkC6Nn5uEp17KAEKndfQp/8RG1AbwZedjSjayT8JtcrNc3+ehfdsh5d5",
+	"my7EZN44sNW5Le14+c6teItJMUsnedtwpHQh1rgU2zatPf4E/10berzW1Jg/2Bheh8vFKbQ2SKusolsf",
+	"Su2S1mRH7EVSmPX7u3cXh7+++luG/xq9vngKcPD7q8vW41pV2dS6bFBIS9cMQq9EgCsMWeZUWzBfVfEV",
+	"y8hwOk0PHCOusQ1cX1WbtwapjE26rAm9xgQeFmz/RzZhxPMa5BM2aH7xoRBKLjRXZ+dhPNgoy4NnJ+1c",
+	"iNJBmkZT1cV4qZVYH5L9wuKrdk1nTw0W7auVFVgjbabc7Z3u1TU0Z+7IZmyP5c/JPC0WVIXNoAVHk9nU",
+	"lJmCtVAX0vUFao3gFrioO5MSf/jxpw0GBKFnv8eIEqGpNiyhVjDuXRpgKE/tDR7/f+xdbW/bOBL+K0S/",
+	"1DkoTtJ0F1sbxaHd624X2DsUSffuQ6+oaYm2uZFFgaST+IL89wNn+CpLfmmT1l34U1pbFimKHM4M53ke",
+	"P7X359h4q9RDsp4O28iDnU6ZUV1hnvhiRBRyCGabiUKhuafKkQQloXOMZM7akMnuEpCkHvm81KJydWcO",
+	"/ReMbSBTxDJEawfDyjbm16wsML7mjijB6aww1sp9vi2ucrhNKZQmXAM1voxzBLQsrf4bdsfjf9mt2fF7",
+	"z0+f72DG4UG2tOHJmfb3YsA/7kVGtH+wLd0n349iWXZ1Pk/ATqxDaWHFM7ibquRQ4QZECWZKtxMzDCPv",
+	"DeqDIbOfkhc0aA9abVhMTKGtBmBkBzGKjUxhxDQBSUvIaYIFXQZKVSU8BRG4uBjdRw4ECklCKwXSEUX7",
+	"K5Sni4p5L4NqxKo18d9ZymTgxv8T3OVTbhM6o0GgODJPZ6kZ1nnAyOjQboM3WN8BobGJt6YWWZ+67HIv",
+	"yUQAvzImMuDCahrdfuioN5xTz241g1eIAxiu3MlQV+ymy9/OnIBczJ5hr3iqjJe6as0vzA2/U3v+8Mni",
+	"daOxhSJnzIMwhPpYFGAd/8nyNtlVu7/u2eGdm2N/TQ/6QIiwfi828/jrbsYhd72GLzQqOVAdueNBgsoR",
+	"yuW8PE5KdQOlehe//EzOz89f2AQ0+Z+o2FFGRFkEkCcZmZtbeFCEPpRswiSrcjaERDWvFmKhwhBSQCfa",
+	"jgGcuwFS25RAvggDtA+05L47OzFy+19tzxjuf7IzObn/5ZaE3v76XRi6/Y9+4SXbmvo5asrOxJ1+9Qan",
+	"7ONm7pMn2waXCnP7gEtdk4KX8Rrei5recN3JjMriOOTcO3hlpTQhiuLjkg0syiUCQj4l46VmFl5uYoj0",
+	"6LCnZ1Ispu74kE7NAB6Bw4p+EZDV8apgt4RVWgKxBSX/cCgQMR8rDT6uEggGQggQEnJWVykYyMqtSqa0",
+	"kMzHHtpJZmBXqWRkanww8soBbHhZkjGD8AxFl4DDVXg9QuzgkmnSq4T+NAGKvKHx/1eAtCGVT5UNmK4t",
+	"lQduBdTKxtwA5BJGJK7jaDlXfEtl0UyhJ5vD4/jEpgFjCV5Tnc82uMHwaBk5Oz47PSUF6HrkmvBCZfiG",
+	"aylyppSJJbH0Rtx8Zdn6lefpogUxBk7Ct8CJbJ4MTnfsIBM4WD4YvXaj9zaYlG9j+xz4Z7P1s1ai2/K9",
+	"loBgVmKij92BFy5h499564E+J5oWWNORWS2Skz1oD5nyJpSX9rDSd+mTud2naWv29QJ/fFj/h/W/1+vf",
+	"ztN00XwTQ7ABAR0Zgqiv3cbgLbDwwjQfWN4Hs7FH4R4m3rhMUMpY+gkZQky3ZmS8iJ0RSMumbssY7Q4w",
+	"7ieWxmVbk8FVWOWpCJ1SXhmfJLE/omI7G5tLMdEHf+Ngb74De3MZlsK++xt3mEXaATzZgZhMgDgQL1WE",
+	"ak3zGVLq+BIo+L6iczaECTaHrBV8C/zRF0iXDBQ1pimuuumBxE0Vgj4EQYPSuAnWVqvmuQrXwf9c1TzX",
+	"ThwEJICg4n0Q1dK7OT/mVQEQIccz7YvsbeGpI2XHmntfbd8LDzYgijETFGb48LyaHm1RjV+sVuQHWpo+",
+	"eQMavK6bkuUzll9FI9OjaJ2JkKkdhm/DnY48oCBUHPQwDr2mJS8s8ZMrJmjAqNx8cOTngVsK/dMp0zY6",
+	"RtxAw+onqIE++U3bU0hES0AA7pRhKiGxxoA2yp1dFzYjB/zO8UUI1SQ3dcAOHLADfzmIamLW9wmf2raH",
+	"fT40VVRg+9NNLMWr+gaPzZdgoRya0B3BdHLrpODVAbrdhTFqSE/U2P6AZA1Sh8Cd9t/F6el5DioK8E9G",
+	"WMnMrpqRyWResyk5VuoIyh8mUsxh85vbPRXPmF7iLWylL97kg/nz7EdHJdJ2yccRsq9hypKM2ZRXqwx7",
+	"lluP66M+ucAqg1C/YfbwPrlc3X0cRBc9yy0QupmF6IYys+2Rut5O71RS8L7p1nTUEOD020VVYW91FA54",
+	"38P28jh439S07iPYd/2Osm1UFMC9jc0kEJ6Sf757Plxn153Pa7xtxq4UlJRZUy8ZhSBkaIIOMkIj/oVG",
+	"HksYLN8rPMV6U49HV3x+iNO+xzjNTK6HidFerXqMsTw+EroSxcwuqxmZSlrpz9msD6HZITQ7wLqbsO5v",
+	"FZqt3UStiM8GNLfdamw5cHcNHbJDwO4GhRSBiRyIqn2Eo9lL1AsakZ4zjUFVeOS4yhM2CtsHDN0ks4TV",
+	"Haq2xtah5g7sc+XSa5KYPRK2n2F81zHLxZwpJ+kI5fW4LzoZvA1ldpd2HL+ZPMNXUWXoati9m6KrVfdG",
+	"H6BBPwl55RqnmnU3THVKXrvO0uJbvMQWbFXeoxbLJQ1uUyzXWImHE501ZXORLJv6Wrq0a6vm7EUPKEUb",
+	"pJyAXy21o81L0WrHYnVmkQAehAcjX4qcaiFJryFrkJHR9UwoAETSujZ/IjttVcQT+btBI0ihpGDXPAe9",
+	"TeD/zkXBJKkXasYUauWlXEoX7y/fwde4c+BhfEHg4/DC1FFm7P+iLEktxe0SZS+icbC0+RD6TEpxY/aE",
+	"BinItf3GI7CdRavMKOasIXs1QB6RWAWvl7CWtLz1v7vRetnv930YGHbCIy/R7jNmGZkBLssiTD987C9A",
+	"gkF4vAyTTpe2Icq7qkoxp0syZg40Fqml+n3Vbn42t5psJkFK2OzPcZ4V6tlHZgQDNtZfYNqFp7FzCk6F",
+	"aqpnGRndJf27P7mD2XV/ckfr+v7kzo3W/Yj08DDe7OZ/XPx+bH5/zFROa1YcDW1GNpLotcVRLhbzrzRd",
+	"dcTv5irzHQe8G6RCXS1oUFauF0j7EInqK6CrKYVxddSq/PKrZPbbWlA7yJu0ec0bCO+jVRbEC2U033S4",
+	"96l5ccYDcs8K7lDETjOIFoIrOXHiV1mqwFGQX18/++nspzO/+VjIGJ0zFc+k6GVDMroEM63NGoM17jSY",
+	"+BbHfrg/NrPAjxsTtrS5ITp055wwTYKybVOtOtC/HRRuHym0POCztkjtdnoAbuXuIFv78Hr+M0ZLExLc",
+	"red1oETNaVkSvJyoitZqJrSD49KCjGlJq9wYQjOL56LiWpjIAiTdfTxqDGjkS0Ra7pYmgYN65sx8nwO8",
+	"1twN0cFqqTSbg8+Hq933AmSReJWXi4KBs6FYpRY2RQz1eQXTUFDnlOkqUTCAffIKc4JCelywl43XFuEL",
+	"5TqiWs7FQhFJIX+pZ6BU/yfLNStww7bngFwRFLx3W5lpC3aCK5Szn0pa2Af74fQ8i7wgQHm7hxqLYpmh",
+	"44CbbpRebKV6eIuv8jHjp+scG7m0nexE2HY/spkOsKX6zHI/ErL4Nt2MRhbzFGbsPXIQTvTSeZ+Bc2G8",
+	"ahCYMJf3cfmzfCG5Xj4ZfLgzEfWYUcnkq4VZYh8+muA2rrs15grasLePZ2dkCnDit2A4TzuW+d/Cx8aN",
+	"yu0m1+xgs3fZ3RPrbPwsxBVnrsu2HysEC9AtwitEgIPgBj5IBg4iZKsy5FNSGZlTbt4tKF+jTCQubaWJ",
+	"XFRwJg/hDLyUHj4jOT0DbI1LL+BArKYq/lBQpisFVJgGfdxsJXqxlsOOAnaOaEl56f2FnGpaiukC+hMx",
+	"wNSCV1qFrj1LuubGdbVzFwwnMiuIpSIkczYfM6lmvLbiJM5ioYCbb+I8bsL+uKWFf/OCiciTdD7fVIpF",
+	"bR+5Ro2nY5prfo3eaS1EmcWC4zq4IO6VlGIauvND0h3bXEt//mVeoVXohXfwjsBUj4BgTqfQmFI2r0uI",
+	"vD21oJkV5jngHKwgZtdAdTkucX4gKK1joIDSrqVbv0cZirbjOBwpLiOX2xFuIHZtwvJlXsaP5uNgbp8L",
+	"5puaiytGNBq3RlaurWPvfUeseJ6YYEl0GI3M6d7ksKhyUU341Cklol2t6ZiXXHMGiw2D9wjKFw1cGLfn",
+	"8bhh4y39ewMoPzv/kSfNOyeA2Z762M7x6bn8c6RVDYlh1/JZsrBjZ6d9eNg1sDAs9FjcZvh3URXkho1n",
+	"QlyZ8JPD8WFd0kq5iNR8xJ0ul53RxzjP/8PGlwLOVt2y5xXe0r4Cd2fz8W08SKYjbS/xtRBaaUlrl73A",
+	"Y1dazHnFzRfaShFBY2CP9NJnOijoMkaWyo/UixfxSFkWrmbjv74+eU8wXsSsj4nRp9zYC7N+rpkkl7+9",
+	"c/O7lkwxY4dx4oC5Gzo+GbuskQnR2gYMTW0llou5yHQMLUa9s5+0GkEb3EaLS6ZUAQGN4XIHGSm42ygC",
+	"EN9P3h/jgfHR85P7j/f/DwAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -60,15 +60,26 @@ func (f engineFile) VisitGetRecordingFileMediaResponse(w http.ResponseWriter) er
 func (f engineFile) VisitDownloadRecordingFileResponse(w http.ResponseWriter) error {
 	return f.relay(w)
 }
+func (f engineFile) VisitGetCutMergeTaskMediaResponse(w http.ResponseWriter) error { return f.relay(w) }
+func (f engineFile) VisitDownloadCutMergeTaskOutputResponse(w http.ResponseWriter) error {
+	return f.relay(w)
+}
 
 // readFile asks the owning engine for a file, for action (play or
-// download); only 200, 206 and 304 come back as they are.
+// download).
 func (e *recordingEndpoints) readFile(ctx context.Context, fileID, action string) (engineFile, error) {
-	rctx := requestContext(ctx)
-	_, u, err := e.recording.FileURL(rctx, fileID, action)
+	_, u, err := e.recording.FileURL(requestContext(ctx), fileID, action)
 	if err != nil {
 		return engineFile{}, err
 	}
+	return readEngine(ctx, u, "recording_file_unavailable", "the recording file cannot be played")
+}
+
+// readEngine reads a recorded resource from its engine at u; only 200,
+// 206 and 304 come back as they are. A refusal of the engine's on_play
+// means the resource left its playable state meanwhile: 409 with code.
+func readEngine(ctx context.Context, u, code, refused string) (engineFile, error) {
+	rctx := requestContext(ctx)
 	req, err := http.NewRequestWithContext(rctx, http.MethodGet, u, nil)
 	if err != nil {
 		return engineFile{}, err
@@ -104,7 +115,7 @@ func (e *recordingEndpoints) readFile(ctx context.Context, fileID, action string
 		return engineFile{}, newError(http.StatusNotFound, "not_found", "the media server no longer holds the file")
 	case http.StatusForbidden:
 		// The engine's on_play refused: the file left Completed meanwhile.
-		return engineFile{}, newError(http.StatusConflict, "recording_file_unavailable", "the recording file cannot be played")
+		return engineFile{}, newError(http.StatusConflict, code, refused)
 	}
 	return engineFile{}, &Error{Status: http.StatusServiceUnavailable, Code: "agent_unavailable",
 		Message: "the media server that holds the file answered " + resp.Status + "; try again", Retryable: retryable(true)}
@@ -131,8 +142,12 @@ func (e *recordingEndpoints) link(ctx context.Context, fileID, action string, li
 	if err != nil {
 		return contract.ThirdPartyMediaLink{}, err
 	}
+	return toLink(l), nil
+}
+
+func toLink(l *playback.IssuedLink) contract.ThirdPartyMediaLink {
 	return contract.ThirdPartyMediaLink{ResourceKind: contract.ThirdPartyMediaLinkResourceKind(l.ResourceKind), ResourceId: l.ResourceID,
-		Action: contract.ThirdPartyMediaLinkAction(l.Action), Url: l.URL, ExpiresAt: l.ExpiresAt, SupportsRange: l.SupportsRange}, nil
+		Action: contract.ThirdPartyMediaLinkAction(l.Action), Url: l.URL, ExpiresAt: l.ExpiresAt, SupportsRange: l.SupportsRange}
 }
 
 func (e *recordingEndpoints) CreateThirdPartyRecordingPlaybackLink(
