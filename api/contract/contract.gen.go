@@ -478,6 +478,51 @@ func (e CurrentUserCredentialKind) Valid() bool {
 	}
 }
 
+// Defines values for CutMergeTaskCallbackState.
+const (
+	CutMergeTaskCallbackStateDelivered CutMergeTaskCallbackState = "Delivered"
+	CutMergeTaskCallbackStateFailed    CutMergeTaskCallbackState = "Failed"
+	CutMergeTaskCallbackStatePending   CutMergeTaskCallbackState = "Pending"
+)
+
+// Valid indicates whether the value is a known member of the CutMergeTaskCallbackState enum.
+func (e CutMergeTaskCallbackState) Valid() bool {
+	switch e {
+	case CutMergeTaskCallbackStateDelivered:
+		return true
+	case CutMergeTaskCallbackStateFailed:
+		return true
+	case CutMergeTaskCallbackStatePending:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CutMergeTaskStatus.
+const (
+	CutMergeTaskStatusFailed    CutMergeTaskStatus = "Failed"
+	CutMergeTaskStatusPending   CutMergeTaskStatus = "Pending"
+	CutMergeTaskStatusRunning   CutMergeTaskStatus = "Running"
+	CutMergeTaskStatusSucceeded CutMergeTaskStatus = "Succeeded"
+)
+
+// Valid indicates whether the value is a known member of the CutMergeTaskStatus enum.
+func (e CutMergeTaskStatus) Valid() bool {
+	switch e {
+	case CutMergeTaskStatusFailed:
+		return true
+	case CutMergeTaskStatusPending:
+		return true
+	case CutMergeTaskStatusRunning:
+		return true
+	case CutMergeTaskStatusSucceeded:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for DocumentationAuditItemKind.
 const (
 	DocumentationAuditItemKindOperation      DocumentationAuditItemKind = "operation"
@@ -813,6 +858,7 @@ const (
 	ErrorCodeCommandInterrupted         ErrorCode = "command_interrupted"
 	ErrorCodeConflict                   ErrorCode = "conflict"
 	ErrorCodeCsrfRejected               ErrorCode = "csrf_rejected"
+	ErrorCodeCutMergeOutputUnavailable  ErrorCode = "cut_merge_output_unavailable"
 	ErrorCodeDeliveryNotRetryable       ErrorCode = "delivery_not_retryable"
 	ErrorCodeGb28181DeviceNotFound      ErrorCode = "gb28181_device_not_found"
 	ErrorCodeGb28181DeviceOffline       ErrorCode = "gb28181_device_offline"
@@ -840,6 +886,7 @@ const (
 	ErrorCodePlaybackLeaseConflict      ErrorCode = "playback_lease_conflict"
 	ErrorCodePtzNotSupported            ErrorCode = "ptz_not_supported"
 	ErrorCodePtzUnavailable             ErrorCode = "ptz_unavailable"
+	ErrorCodeRangeNotSatisfiable        ErrorCode = "range_not_satisfiable"
 	ErrorCodeRateLimited                ErrorCode = "rate_limited"
 	ErrorCodeRecordingFileUnavailable   ErrorCode = "recording_file_unavailable"
 	ErrorCodeRecordingNotActive         ErrorCode = "recording_not_active"
@@ -904,6 +951,8 @@ func (e ErrorCode) Valid() bool {
 		return true
 	case ErrorCodeCsrfRejected:
 		return true
+	case ErrorCodeCutMergeOutputUnavailable:
+		return true
 	case ErrorCodeDeliveryNotRetryable:
 		return true
 	case ErrorCodeGb28181DeviceNotFound:
@@ -957,6 +1006,8 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodePtzNotSupported:
 		return true
 	case ErrorCodePtzUnavailable:
+		return true
+	case ErrorCodeRangeNotSatisfiable:
 		return true
 	case ErrorCodeRateLimited:
 		return true
@@ -2392,6 +2443,42 @@ const (
 func (e ThirdPartyLivePlaybackStreamState) Valid() bool {
 	switch e {
 	case ThirdPartyLivePlaybackStreamStateOnline:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ThirdPartyMediaLinkAction.
+const (
+	ThirdPartyMediaLinkActionDownload ThirdPartyMediaLinkAction = "download"
+	ThirdPartyMediaLinkActionPlay     ThirdPartyMediaLinkAction = "play"
+)
+
+// Valid indicates whether the value is a known member of the ThirdPartyMediaLinkAction enum.
+func (e ThirdPartyMediaLinkAction) Valid() bool {
+	switch e {
+	case ThirdPartyMediaLinkActionDownload:
+		return true
+	case ThirdPartyMediaLinkActionPlay:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ThirdPartyMediaLinkResourceKind.
+const (
+	ThirdPartyMediaLinkResourceKindCutMergeOutput ThirdPartyMediaLinkResourceKind = "cut-merge-output"
+	ThirdPartyMediaLinkResourceKindRecordingFile  ThirdPartyMediaLinkResourceKind = "recording-file"
+)
+
+// Valid indicates whether the value is a known member of the ThirdPartyMediaLinkResourceKind enum.
+func (e ThirdPartyMediaLinkResourceKind) Valid() bool {
+	switch e {
+	case ThirdPartyMediaLinkResourceKindCutMergeOutput:
+		return true
+	case ThirdPartyMediaLinkResourceKindRecordingFile:
 		return true
 	default:
 		return false
@@ -4068,6 +4155,141 @@ type CurrentUser struct {
 
 // CurrentUserCredentialKind Kind of the calling credential.
 type CurrentUserCredentialKind string
+
+// CutMergeRequest A range of one stream's recordings to join: a channel (the stable cross-server key), or app and streamId.
+type CutMergeRequest struct {
+	// App Application of the stream, when no channelId is given.
+	App *string `json:"app,omitempty"`
+
+	// CallbackUrl An http(s) URL the outcome is POSTed to (JSON with taskId, taskStatus, processPercentage, fileSize, actualDurationMs, error, completedAt); guarded like webhook endpoints. It is not shown again.
+	CallbackUrl *string `json:"callbackUrl,omitempty"`
+
+	// ChannelId The channel whose recordings to join.
+	ChannelId *string `json:"channelId,omitempty"`
+
+	// EndTime End of the range (after startTime, at most 7 days later), RFC 3339 with a zone.
+	EndTime time.Time `json:"endTime"`
+
+	// MediaServerId A fallback that narrows the files to one media server when they lie on several.
+	MediaServerId *string `json:"mediaServerId,omitempty"`
+
+	// StartTime Start of the range, RFC 3339 with a zone.
+	StartTime time.Time `json:"startTime"`
+
+	// StreamId Stream id, when no channelId is given.
+	StreamId *string `json:"streamId,omitempty"`
+
+	// Vhost Virtual host of the stream, with app and streamId (default __defaultVhost__).
+	Vhost *string `json:"vhost,omitempty"`
+}
+
+// CutMergeTask A cut/merge task.
+type CutMergeTask struct {
+	// ActualDurationMs Media the output covers (the ranges with recordings, gaps skipped), once Succeeded.
+	ActualDurationMs *int64 `json:"actualDurationMs,omitempty"`
+
+	// App Application of the stream.
+	App string `json:"app"`
+
+	// CallbackState Delivery of the callback, when one was given.
+	CallbackState *CutMergeTaskCallbackState `json:"callbackState,omitempty"`
+
+	// ChannelId The channel, when the stream has one.
+	ChannelId *string `json:"channelId,omitempty"`
+
+	// CompletedAt When the task ended (UTC).
+	CompletedAt *time.Time `json:"completedAt,omitempty"`
+
+	// CreatedAt Creation time (UTC).
+	CreatedAt time.Time `json:"createdAt"`
+
+	// EndTime Requested end (UTC).
+	EndTime time.Time `json:"endTime"`
+
+	// Error Why a Failed task failed.
+	Error *string `json:"error,omitempty"`
+
+	// FileSize Output size in bytes, once Succeeded.
+	FileSize *int64 `json:"fileSize,omitempty"`
+
+	// Frames Frames in the output (all tracks).
+	Frames *int64 `json:"frames,omitempty"`
+
+	// Gaps Gaps without recordings the output skipped.
+	Gaps *int32 `json:"gaps,omitempty"`
+
+	// MediaServerId The media server that holds the files and the output.
+	MediaServerId string `json:"mediaServerId"`
+
+	// OutputDeleted The output file was deleted.
+	OutputDeleted *bool `json:"outputDeleted,omitempty"`
+
+	// OutputStartTime Wall-clock time of the output's first frame (UTC).
+	OutputStartTime *time.Time `json:"outputStartTime,omitempty"`
+
+	// ProcessPercentage 0 while Pending, 10 while Running, 100 once Succeeded.
+	ProcessPercentage int32 `json:"processPercentage"`
+
+	// SourceFileCount Recorded files the output joins.
+	SourceFileCount int32 `json:"sourceFileCount"`
+
+	// StartTime Requested start (UTC).
+	StartTime time.Time `json:"startTime"`
+
+	// StartedAt When the media server was last asked (UTC).
+	StartedAt *time.Time `json:"startedAt,omitempty"`
+
+	// StreamId Stream id.
+	StreamId string `json:"streamId"`
+
+	// TaskId The task; also the output's id.
+	TaskId openapi_types.UUID `json:"taskId"`
+
+	// TaskStatus State of a cut/merge task (GET /api/v2/recording/state-model, machine cut-merge-task): Pending, Running, Succeeded or Failed.
+	TaskStatus CutMergeTaskStatus `json:"taskStatus"`
+
+	// Vhost Virtual host of the stream.
+	Vhost string `json:"vhost"`
+}
+
+// CutMergeTaskCallbackState Delivery of the callback, when one was given.
+type CutMergeTaskCallbackState string
+
+// CutMergeTaskDetail A cut/merge task with the sources it joins.
+type CutMergeTaskDetail struct {
+	// Sources The source files in output order, each with the span taken from it.
+	Sources []struct {
+		// FileId The recorded file.
+		FileId string `json:"fileId"`
+
+		// FromMs Milliseconds after the file's first frame where the span starts (the output begins at the keyframe at or before it).
+		FromMs int64 `json:"fromMs"`
+
+		// ToMs Milliseconds after the file's first frame where the span ends; absent for the file's end.
+		ToMs *int64 `json:"toMs,omitempty"`
+	} `json:"sources"`
+
+	// Task A cut/merge task.
+	Task CutMergeTask `json:"task"`
+}
+
+// CutMergeTaskList One page of cut/merge tasks.
+type CutMergeTaskList struct {
+	// Page Number of this page, starting at 1.
+	Page int32 `json:"page"`
+
+	// PageSize Maximum rows per page.
+	PageSize int32 `json:"pageSize"`
+
+	// Rows The tasks, newest first.
+	Rows []CutMergeTask `json:"rows"`
+
+	// Total Tasks matching the filters.
+	Total int64 `json:"total"`
+}
+
+// CutMergeTaskStatus State of a cut/merge task (GET /api/v2/recording/state-model, machine cut-merge-task): Pending, Running, Succeeded or Failed.
+type CutMergeTaskStatus string
 
 // DataRetentionCleanupPreview Scope of a data retention cleanup round, without deleting anything.
 type DataRetentionCleanupPreview struct {
@@ -6751,7 +6973,7 @@ type RecordingStateMachine struct {
 
 // RecordingStateModel The recording state machines.
 type RecordingStateModel struct {
-	// Machines One per kind of record (recording-session, recording-file).
+	// Machines One per kind of record (recording-session, recording-file, cut-merge-task).
 	Machines []RecordingStateMachine `json:"machines"`
 }
 
@@ -8101,6 +8323,39 @@ type ThirdPartyLivePlaybackRequest struct {
 	Protocols *[]PlaybackProtocol `json:"protocols,omitempty"`
 }
 
+// ThirdPartyMediaLink A single-use link to play or download a recorded resource.
+type ThirdPartyMediaLink struct {
+	// Action What the link does.
+	Action ThirdPartyMediaLinkAction `json:"action"`
+
+	// ExpiresAt When the link stops admitting requests (UTC).
+	ExpiresAt time.Time `json:"expiresAt"`
+
+	// ResourceId The resource's id (the file id of a recording-file).
+	ResourceId string `json:"resourceId"`
+
+	// ResourceKind What the link plays or downloads.
+	ResourceKind ThirdPartyMediaLinkResourceKind `json:"resourceKind"`
+
+	// SupportsRange Whether the URL honours HTTP Range requests (seeking, resuming).
+	SupportsRange bool `json:"supportsRange"`
+
+	// Url The controlled HTTP URL on the owning media server (never a file path); it carries the ticket.
+	Url string `json:"url"`
+}
+
+// ThirdPartyMediaLinkAction What the link does.
+type ThirdPartyMediaLinkAction string
+
+// ThirdPartyMediaLinkResourceKind What the link plays or downloads.
+type ThirdPartyMediaLinkResourceKind string
+
+// ThirdPartyMediaLinkRequest Request for a single-use playback or download link.
+type ThirdPartyMediaLinkRequest struct {
+	// LifetimeSeconds Seconds the link stays usable; default 120, at least 30, at most the configured bound (default 600), never beyond the API token's expiry.
+	LifetimeSeconds *int32 `json:"lifetimeSeconds,omitempty"`
+}
+
 // ThirdPartyPlaybackLeaseRequest Request for a renewable playback lease.
 type ThirdPartyPlaybackLeaseRequest struct {
 	// AbsoluteLifetimeSeconds Total lifetime in seconds; not shorter than leaseSeconds, at most 43200, and never beyond the API token's expiry (the token's expiry wins when it comes first); 43200 when omitted (our choice, the documents name only the bound).
@@ -8434,6 +8689,9 @@ type ChannelVhost = string
 // ClusterId defines model for ClusterId.
 type ClusterId = string
 
+// CutMergeTaskIdPath defines model for CutMergeTaskIdPath.
+type CutMergeTaskIdPath = string
+
 // OnlyProblems defines model for OnlyProblems.
 type OnlyProblems = bool
 
@@ -8451,6 +8709,9 @@ type RecordingChannelId = string
 
 // RecordingEndTime defines model for RecordingEndTime.
 type RecordingEndTime = time.Time
+
+// RecordingFileIdPath defines model for RecordingFileIdPath.
+type RecordingFileIdPath = string
 
 // RecordingMediaServerId defines model for RecordingMediaServerId.
 type RecordingMediaServerId = string
@@ -8505,6 +8766,9 @@ type NotFound = ErrorBody
 
 // PayloadTooLarge Body of every JSON error answer.
 type PayloadTooLarge = ErrorBody
+
+// RangeNotSatisfiable Body of every JSON error answer.
+type RangeNotSatisfiable = ErrorBody
 
 // ServiceUnavailable Body of every JSON error answer.
 type ServiceUnavailable = ErrorBody
@@ -9055,6 +9319,45 @@ type RunAutoRecordOnceParams struct {
 	At *time.Time `form:"at,omitempty" json:"at,omitempty"`
 }
 
+// ListCutMergeTasksParams defines parameters for ListCutMergeTasks.
+type ListCutMergeTasksParams struct {
+	// Page Number of the page to return, starting at 1.
+	Page *Page `form:"page,omitempty" json:"page,omitempty"`
+
+	// PageSize Maximum number of rows per page.
+	PageSize *PageSize `form:"pageSize,omitempty" json:"pageSize,omitempty"`
+
+	// MediaServerId Only tasks on this media server.
+	MediaServerId *string `form:"mediaServerId,omitempty" json:"mediaServerId,omitempty"`
+
+	// TaskStatus Only tasks in this state.
+	TaskStatus *CutMergeTaskStatus `form:"taskStatus,omitempty" json:"taskStatus,omitempty"`
+
+	// MainId Only tasks of this channel (the stable cross-server key).
+	MainId *string `form:"mainId,omitempty" json:"mainId,omitempty"`
+
+	// App Only tasks of streams of this application.
+	App *string `form:"app,omitempty" json:"app,omitempty"`
+}
+
+// DeleteCutMergeTaskParams defines parameters for DeleteCutMergeTask.
+type DeleteCutMergeTaskParams struct {
+	// DeleteOutputFile Also remove the output file on its media server (default false: the task record goes, the file stays until cleaned up).
+	DeleteOutputFile *bool `form:"deleteOutputFile,omitempty" json:"deleteOutputFile,omitempty"`
+}
+
+// GetCutMergeTaskParams defines parameters for GetCutMergeTask.
+type GetCutMergeTaskParams struct {
+	// MediaServerId The task's media server.
+	MediaServerId string `form:"mediaServerId" json:"mediaServerId"`
+}
+
+// GetCutMergeTaskDetailParams defines parameters for GetCutMergeTaskDetail.
+type GetCutMergeTaskDetailParams struct {
+	// MediaServerId The task's media server.
+	MediaServerId *string `form:"mediaServerId,omitempty" json:"mediaServerId,omitempty"`
+}
+
 // ListRecordingFilesParams defines parameters for ListRecordingFiles.
 type ListRecordingFilesParams struct {
 	// Page Number of the page to return, starting at 1.
@@ -9469,6 +9772,30 @@ type ListThirdPartyChannelsParams struct {
 	ActivationState *ChannelActivationStateFilter `form:"activationState,omitempty" json:"activationState,omitempty"`
 }
 
+// ListThirdPartyCutMergeTasksParams defines parameters for ListThirdPartyCutMergeTasks.
+type ListThirdPartyCutMergeTasksParams struct {
+	// Page Number of the page to return, starting at 1.
+	Page *Page `form:"page,omitempty" json:"page,omitempty"`
+
+	// PageSize Maximum number of rows per page.
+	PageSize *PageSize `form:"pageSize,omitempty" json:"pageSize,omitempty"`
+
+	// MediaServerId Only tasks on this media server.
+	MediaServerId *string `form:"mediaServerId,omitempty" json:"mediaServerId,omitempty"`
+
+	// TaskStatus Only tasks in this state.
+	TaskStatus *CutMergeTaskStatus `form:"taskStatus,omitempty" json:"taskStatus,omitempty"`
+
+	// MainId Only tasks of this channel (the stable cross-server key).
+	MainId *string `form:"mainId,omitempty" json:"mainId,omitempty"`
+}
+
+// DeleteThirdPartyCutMergeTaskParams defines parameters for DeleteThirdPartyCutMergeTask.
+type DeleteThirdPartyCutMergeTaskParams struct {
+	// DeleteOutputFile Also remove the output file on its media server (default false: the task record goes, the file stays until cleaned up).
+	DeleteOutputFile *bool `form:"deleteOutputFile,omitempty" json:"deleteOutputFile,omitempty"`
+}
+
 // ListThirdPartyMediaServersParams defines parameters for ListThirdPartyMediaServers.
 type ListThirdPartyMediaServersParams struct {
 	// ClusterId Identifier of the cluster; defaults to the cluster of the node that answers.
@@ -9628,6 +9955,9 @@ type UpdateTranscoderTemplateJSONRequestBody = SaveFfmpegTemplateRequest
 // CreateNodeCommandJSONRequestBody defines body for CreateNodeCommand for application/json ContentType.
 type CreateNodeCommandJSONRequestBody = CreateNodeCommandRequest
 
+// CreateCutMergeTaskJSONRequestBody defines body for CreateCutMergeTask for application/json ContentType.
+type CreateCutMergeTaskJSONRequestBody = CutMergeRequest
+
 // DeleteRecordingFilesJSONRequestBody defines body for DeleteRecordingFiles for application/json ContentType.
 type DeleteRecordingFilesJSONRequestBody = DeleteRecordFilesRequest
 
@@ -9730,6 +10060,18 @@ type CreateThirdPartyLivePlaybackJSONRequestBody = ThirdPartyLivePlaybackRequest
 // CreateThirdPartyLivePlaybackLeaseJSONRequestBody defines body for CreateThirdPartyLivePlaybackLease for application/json ContentType.
 type CreateThirdPartyLivePlaybackLeaseJSONRequestBody = ThirdPartyPlaybackLeaseRequest
 
+// CreateThirdPartyCutMergeTaskJSONRequestBody defines body for CreateThirdPartyCutMergeTask for application/json ContentType.
+type CreateThirdPartyCutMergeTaskJSONRequestBody = CutMergeRequest
+
+// CreateThirdPartyCutMergeDownloadLinkJSONRequestBody defines body for CreateThirdPartyCutMergeDownloadLink for application/json ContentType.
+type CreateThirdPartyCutMergeDownloadLinkJSONRequestBody = ThirdPartyMediaLinkRequest
+
+// CreateThirdPartyCutMergePlaybackLeaseJSONRequestBody defines body for CreateThirdPartyCutMergePlaybackLease for application/json ContentType.
+type CreateThirdPartyCutMergePlaybackLeaseJSONRequestBody = ThirdPartyPlaybackLeaseRequest
+
+// CreateThirdPartyCutMergePlaybackLinkJSONRequestBody defines body for CreateThirdPartyCutMergePlaybackLink for application/json ContentType.
+type CreateThirdPartyCutMergePlaybackLinkJSONRequestBody = ThirdPartyMediaLinkRequest
+
 // RenewThirdPartyPlaybackLeaseJSONRequestBody defines body for RenewThirdPartyPlaybackLease for application/json ContentType.
 type RenewThirdPartyPlaybackLeaseJSONRequestBody = RenewThirdPartyPlaybackLeaseRequest
 
@@ -9742,8 +10084,14 @@ type RestoreThirdPartyRecordingsJSONRequestBody = RecordFileBatchRequest
 // SoftDeleteThirdPartyRecordingsJSONRequestBody defines body for SoftDeleteThirdPartyRecordings for application/json ContentType.
 type SoftDeleteThirdPartyRecordingsJSONRequestBody = RecordFileBatchRequest
 
+// CreateThirdPartyRecordingDownloadLinkJSONRequestBody defines body for CreateThirdPartyRecordingDownloadLink for application/json ContentType.
+type CreateThirdPartyRecordingDownloadLinkJSONRequestBody = ThirdPartyMediaLinkRequest
+
 // CreateThirdPartyRecordingPlaybackLeaseJSONRequestBody defines body for CreateThirdPartyRecordingPlaybackLease for application/json ContentType.
 type CreateThirdPartyRecordingPlaybackLeaseJSONRequestBody = ThirdPartyPlaybackLeaseRequest
+
+// CreateThirdPartyRecordingPlaybackLinkJSONRequestBody defines body for CreateThirdPartyRecordingPlaybackLink for application/json ContentType.
+type CreateThirdPartyRecordingPlaybackLinkJSONRequestBody = ThirdPartyMediaLinkRequest
 
 // CreateThirdPartyStreamPlaybackLeaseJSONRequestBody defines body for CreateThirdPartyStreamPlaybackLease for application/json ContentType.
 type CreateThirdPartyStreamPlaybackLeaseJSONRequestBody = ThirdPartyStreamPlaybackLeaseRequest
@@ -10259,6 +10607,27 @@ type ServerInterface interface {
 	// RunAutoRecordOnce Run one auto-record pass now
 	// (POST /api/v2/recording/auto-record/run-once)
 	RunAutoRecordOnce(c *gin.Context, params RunAutoRecordOnceParams)
+	// ListCutMergeTasks List cut/merge tasks
+	// (GET /api/v2/recording/cut-merge/tasks)
+	ListCutMergeTasks(c *gin.Context, params ListCutMergeTasksParams)
+	// CreateCutMergeTask Create a cut/merge task
+	// (POST /api/v2/recording/cut-merge/tasks)
+	CreateCutMergeTask(c *gin.Context)
+	// DeleteCutMergeTask Delete a cut/merge task
+	// (DELETE /api/v2/recording/cut-merge/tasks/{taskId})
+	DeleteCutMergeTask(c *gin.Context, taskId CutMergeTaskIdPath, params DeleteCutMergeTaskParams)
+	// GetCutMergeTask Read a cut/merge task
+	// (GET /api/v2/recording/cut-merge/tasks/{taskId})
+	GetCutMergeTask(c *gin.Context, taskId CutMergeTaskIdPath, params GetCutMergeTaskParams)
+	// GetCutMergeTaskDetail Read a cut/merge task with its sources
+	// (GET /api/v2/recording/cut-merge/tasks/{taskId}/detail)
+	GetCutMergeTaskDetail(c *gin.Context, taskId CutMergeTaskIdPath, params GetCutMergeTaskDetailParams)
+	// DownloadCutMergeTaskOutput Download a cut/merge output
+	// (GET /api/v2/recording/cut-merge/tasks/{taskId}/download)
+	DownloadCutMergeTaskOutput(c *gin.Context, taskId CutMergeTaskIdPath)
+	// GetCutMergeTaskMedia Play a cut/merge output
+	// (GET /api/v2/recording/cut-merge/tasks/{taskId}/media)
+	GetCutMergeTaskMedia(c *gin.Context, taskId CutMergeTaskIdPath)
 	// ListRecordingFiles List recorded files
 	// (GET /api/v2/recording/files)
 	ListRecordingFiles(c *gin.Context, params ListRecordingFilesParams)
@@ -10271,6 +10640,12 @@ type ServerInterface interface {
 	// SoftDeleteRecordingFiles Soft-delete recorded files
 	// (POST /api/v2/recording/files/soft-delete)
 	SoftDeleteRecordingFiles(c *gin.Context)
+	// DownloadRecordingFile Download a recorded file
+	// (GET /api/v2/recording/files/{fileId}/download)
+	DownloadRecordingFile(c *gin.Context, fileId RecordingFileIdPath)
+	// GetRecordingFileMedia Play a recorded file
+	// (GET /api/v2/recording/files/{fileId}/media)
+	GetRecordingFileMedia(c *gin.Context, fileId RecordingFileIdPath)
 	// GetRecordPlanTemplate A recording plan template
 	// (GET /api/v2/recording/plan-template)
 	GetRecordPlanTemplate(c *gin.Context)
@@ -10532,6 +10907,27 @@ type ServerInterface interface {
 	// StopThirdPartyChannel Stop a channel (third-party)
 	// (POST /api/v2/third-party/channels/{channelId}/stop)
 	StopThirdPartyChannel(c *gin.Context, channelId ChannelId)
+	// ListThirdPartyCutMergeTasks List cut/merge tasks
+	// (GET /api/v2/third-party/cut-merge/tasks)
+	ListThirdPartyCutMergeTasks(c *gin.Context, params ListThirdPartyCutMergeTasksParams)
+	// CreateThirdPartyCutMergeTask Create a cut/merge task
+	// (POST /api/v2/third-party/cut-merge/tasks)
+	CreateThirdPartyCutMergeTask(c *gin.Context)
+	// DeleteThirdPartyCutMergeTask Delete a cut/merge task
+	// (DELETE /api/v2/third-party/cut-merge/tasks/{taskId})
+	DeleteThirdPartyCutMergeTask(c *gin.Context, taskId CutMergeTaskIdPath, params DeleteThirdPartyCutMergeTaskParams)
+	// GetThirdPartyCutMergeTask Read a cut/merge task
+	// (GET /api/v2/third-party/cut-merge/tasks/{taskId})
+	GetThirdPartyCutMergeTask(c *gin.Context, taskId CutMergeTaskIdPath)
+	// CreateThirdPartyCutMergeDownloadLink Single-use download link of a cut/merge output
+	// (POST /api/v2/third-party/cut-merge/tasks/{taskId}/download-link)
+	CreateThirdPartyCutMergeDownloadLink(c *gin.Context, taskId CutMergeTaskIdPath)
+	// CreateThirdPartyCutMergePlaybackLease Lease a cut/merge output for playback
+	// (POST /api/v2/third-party/cut-merge/tasks/{taskId}/playback-lease)
+	CreateThirdPartyCutMergePlaybackLease(c *gin.Context, taskId CutMergeTaskIdPath)
+	// CreateThirdPartyCutMergePlaybackLink Single-use playback link of a cut/merge output
+	// (POST /api/v2/third-party/cut-merge/tasks/{taskId}/playback-link)
+	CreateThirdPartyCutMergePlaybackLink(c *gin.Context, taskId CutMergeTaskIdPath)
 	// ListThirdPartyMediaServers List the media servers
 	// (GET /api/v2/third-party/media-servers)
 	ListThirdPartyMediaServers(c *gin.Context, params ListThirdPartyMediaServersParams)
@@ -10556,9 +10952,15 @@ type ServerInterface interface {
 	// SoftDeleteThirdPartyRecordings Soft-delete recordings
 	// (POST /api/v2/third-party/recordings/soft-delete)
 	SoftDeleteThirdPartyRecordings(c *gin.Context)
+	// CreateThirdPartyRecordingDownloadLink Single-use download link of a recorded file
+	// (POST /api/v2/third-party/recordings/{fileId}/download-link)
+	CreateThirdPartyRecordingDownloadLink(c *gin.Context, fileId RecordingFileIdPath)
 	// CreateThirdPartyRecordingPlaybackLease Lease a recorded file for playback
 	// (POST /api/v2/third-party/recordings/{fileId}/playback-lease)
 	CreateThirdPartyRecordingPlaybackLease(c *gin.Context, fileId string)
+	// CreateThirdPartyRecordingPlaybackLink Single-use playback link of a recorded file
+	// (POST /api/v2/third-party/recordings/{fileId}/playback-link)
+	CreateThirdPartyRecordingPlaybackLink(c *gin.Context, fileId RecordingFileIdPath)
 	// ListThirdPartyStreams List live streams
 	// (GET /api/v2/third-party/streams)
 	ListThirdPartyStreams(c *gin.Context, params ListThirdPartyStreamsParams)
@@ -13444,6 +13846,244 @@ func (siw *ServerInterfaceWrapper) RunAutoRecordOnce(c *gin.Context) {
 	siw.Handler.RunAutoRecordOnce(c, params)
 }
 
+// ListCutMergeTasks operation middleware
+func (siw *ServerInterfaceWrapper) ListCutMergeTasks(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListCutMergeTasksParams
+
+	// ------------- Optional query parameter "page" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "page", c.Request.URL.Query(), &params.Page, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter page: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "pageSize" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "pageSize", c.Request.URL.Query(), &params.PageSize, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter pageSize: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "mediaServerId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "mediaServerId", c.Request.URL.Query(), &params.MediaServerId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter mediaServerId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "taskStatus" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "taskStatus", c.Request.URL.Query(), &params.TaskStatus, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter taskStatus: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "mainId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "mainId", c.Request.URL.Query(), &params.MainId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter mainId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "app" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "app", c.Request.URL.Query(), &params.App, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter app: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListCutMergeTasks(c, params)
+}
+
+// CreateCutMergeTask operation middleware
+func (siw *ServerInterfaceWrapper) CreateCutMergeTask(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateCutMergeTask(c)
+}
+
+// DeleteCutMergeTask operation middleware
+func (siw *ServerInterfaceWrapper) DeleteCutMergeTask(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "taskId" -------------
+	var taskId CutMergeTaskIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "taskId", c.Param("taskId"), &taskId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter taskId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params DeleteCutMergeTaskParams
+
+	// ------------- Optional query parameter "deleteOutputFile" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "deleteOutputFile", c.Request.URL.Query(), &params.DeleteOutputFile, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter deleteOutputFile: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.DeleteCutMergeTask(c, taskId, params)
+}
+
+// GetCutMergeTask operation middleware
+func (siw *ServerInterfaceWrapper) GetCutMergeTask(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "taskId" -------------
+	var taskId CutMergeTaskIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "taskId", c.Param("taskId"), &taskId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter taskId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetCutMergeTaskParams
+
+	// ------------- Required query parameter "mediaServerId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "mediaServerId", c.Request.URL.Query(), &params.MediaServerId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter mediaServerId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetCutMergeTask(c, taskId, params)
+}
+
+// GetCutMergeTaskDetail operation middleware
+func (siw *ServerInterfaceWrapper) GetCutMergeTaskDetail(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "taskId" -------------
+	var taskId CutMergeTaskIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "taskId", c.Param("taskId"), &taskId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter taskId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetCutMergeTaskDetailParams
+
+	// ------------- Optional query parameter "mediaServerId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "mediaServerId", c.Request.URL.Query(), &params.MediaServerId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter mediaServerId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetCutMergeTaskDetail(c, taskId, params)
+}
+
+// DownloadCutMergeTaskOutput operation middleware
+func (siw *ServerInterfaceWrapper) DownloadCutMergeTaskOutput(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "taskId" -------------
+	var taskId CutMergeTaskIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "taskId", c.Param("taskId"), &taskId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter taskId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.DownloadCutMergeTaskOutput(c, taskId)
+}
+
+// GetCutMergeTaskMedia operation middleware
+func (siw *ServerInterfaceWrapper) GetCutMergeTaskMedia(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "taskId" -------------
+	var taskId CutMergeTaskIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "taskId", c.Param("taskId"), &taskId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter taskId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetCutMergeTaskMedia(c, taskId)
+}
+
 // ListRecordingFiles operation middleware
 func (siw *ServerInterfaceWrapper) ListRecordingFiles(c *gin.Context) {
 
@@ -13604,6 +14244,56 @@ func (siw *ServerInterfaceWrapper) SoftDeleteRecordingFiles(c *gin.Context) {
 	}
 
 	siw.Handler.SoftDeleteRecordingFiles(c)
+}
+
+// DownloadRecordingFile operation middleware
+func (siw *ServerInterfaceWrapper) DownloadRecordingFile(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "fileId" -------------
+	var fileId RecordingFileIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "fileId", c.Param("fileId"), &fileId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter fileId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.DownloadRecordingFile(c, fileId)
+}
+
+// GetRecordingFileMedia operation middleware
+func (siw *ServerInterfaceWrapper) GetRecordingFileMedia(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "fileId" -------------
+	var fileId RecordingFileIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "fileId", c.Param("fileId"), &fileId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter fileId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetRecordingFileMedia(c, fileId)
 }
 
 // GetRecordPlanTemplate operation middleware
@@ -15982,6 +16672,214 @@ func (siw *ServerInterfaceWrapper) StopThirdPartyChannel(c *gin.Context) {
 	siw.Handler.StopThirdPartyChannel(c, channelId)
 }
 
+// ListThirdPartyCutMergeTasks operation middleware
+func (siw *ServerInterfaceWrapper) ListThirdPartyCutMergeTasks(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListThirdPartyCutMergeTasksParams
+
+	// ------------- Optional query parameter "page" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "page", c.Request.URL.Query(), &params.Page, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter page: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "pageSize" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "pageSize", c.Request.URL.Query(), &params.PageSize, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter pageSize: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "mediaServerId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "mediaServerId", c.Request.URL.Query(), &params.MediaServerId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter mediaServerId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "taskStatus" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "taskStatus", c.Request.URL.Query(), &params.TaskStatus, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter taskStatus: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// ------------- Optional query parameter "mainId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "mainId", c.Request.URL.Query(), &params.MainId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter mainId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.ListThirdPartyCutMergeTasks(c, params)
+}
+
+// CreateThirdPartyCutMergeTask operation middleware
+func (siw *ServerInterfaceWrapper) CreateThirdPartyCutMergeTask(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateThirdPartyCutMergeTask(c)
+}
+
+// DeleteThirdPartyCutMergeTask operation middleware
+func (siw *ServerInterfaceWrapper) DeleteThirdPartyCutMergeTask(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "taskId" -------------
+	var taskId CutMergeTaskIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "taskId", c.Param("taskId"), &taskId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter taskId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params DeleteThirdPartyCutMergeTaskParams
+
+	// ------------- Optional query parameter "deleteOutputFile" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "deleteOutputFile", c.Request.URL.Query(), &params.DeleteOutputFile, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter deleteOutputFile: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.DeleteThirdPartyCutMergeTask(c, taskId, params)
+}
+
+// GetThirdPartyCutMergeTask operation middleware
+func (siw *ServerInterfaceWrapper) GetThirdPartyCutMergeTask(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "taskId" -------------
+	var taskId CutMergeTaskIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "taskId", c.Param("taskId"), &taskId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter taskId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetThirdPartyCutMergeTask(c, taskId)
+}
+
+// CreateThirdPartyCutMergeDownloadLink operation middleware
+func (siw *ServerInterfaceWrapper) CreateThirdPartyCutMergeDownloadLink(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "taskId" -------------
+	var taskId CutMergeTaskIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "taskId", c.Param("taskId"), &taskId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter taskId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateThirdPartyCutMergeDownloadLink(c, taskId)
+}
+
+// CreateThirdPartyCutMergePlaybackLease operation middleware
+func (siw *ServerInterfaceWrapper) CreateThirdPartyCutMergePlaybackLease(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "taskId" -------------
+	var taskId CutMergeTaskIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "taskId", c.Param("taskId"), &taskId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter taskId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateThirdPartyCutMergePlaybackLease(c, taskId)
+}
+
+// CreateThirdPartyCutMergePlaybackLink operation middleware
+func (siw *ServerInterfaceWrapper) CreateThirdPartyCutMergePlaybackLink(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "taskId" -------------
+	var taskId CutMergeTaskIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "taskId", c.Param("taskId"), &taskId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter taskId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateThirdPartyCutMergePlaybackLink(c, taskId)
+}
+
 // ListThirdPartyMediaServers operation middleware
 func (siw *ServerInterfaceWrapper) ListThirdPartyMediaServers(c *gin.Context) {
 
@@ -16257,6 +17155,31 @@ func (siw *ServerInterfaceWrapper) SoftDeleteThirdPartyRecordings(c *gin.Context
 	siw.Handler.SoftDeleteThirdPartyRecordings(c)
 }
 
+// CreateThirdPartyRecordingDownloadLink operation middleware
+func (siw *ServerInterfaceWrapper) CreateThirdPartyRecordingDownloadLink(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "fileId" -------------
+	var fileId RecordingFileIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "fileId", c.Param("fileId"), &fileId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter fileId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateThirdPartyRecordingDownloadLink(c, fileId)
+}
+
 // CreateThirdPartyRecordingPlaybackLease operation middleware
 func (siw *ServerInterfaceWrapper) CreateThirdPartyRecordingPlaybackLease(c *gin.Context) {
 
@@ -16280,6 +17203,31 @@ func (siw *ServerInterfaceWrapper) CreateThirdPartyRecordingPlaybackLease(c *gin
 	}
 
 	siw.Handler.CreateThirdPartyRecordingPlaybackLease(c, fileId)
+}
+
+// CreateThirdPartyRecordingPlaybackLink operation middleware
+func (siw *ServerInterfaceWrapper) CreateThirdPartyRecordingPlaybackLink(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "fileId" -------------
+	var fileId RecordingFileIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "fileId", c.Param("fileId"), &fileId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter fileId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateThirdPartyRecordingPlaybackLink(c, fileId)
 }
 
 // ListThirdPartyStreams operation middleware
@@ -16537,7 +17485,16 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 	router.POST(options.BaseURL+"/api/v2/third-party/channels/:channelId/start", wrapper.StartThirdPartyChannel)
 	router.POST(options.BaseURL+"/api/v2/third-party/channels/:channelId/stop", wrapper.StopThirdPartyChannel)
 	router.GET(options.BaseURL+"/api/v2/third-party/recordings", wrapper.ListThirdPartyRecordings)
+	router.POST(options.BaseURL+"/api/v2/third-party/recordings/:fileId/playback-link", wrapper.CreateThirdPartyRecordingPlaybackLink)
+	router.POST(options.BaseURL+"/api/v2/third-party/recordings/:fileId/download-link", wrapper.CreateThirdPartyRecordingDownloadLink)
 	router.POST(options.BaseURL+"/api/v2/third-party/recordings/:fileId/playback-lease", wrapper.CreateThirdPartyRecordingPlaybackLease)
+	router.GET(options.BaseURL+"/api/v2/third-party/cut-merge/tasks", wrapper.ListThirdPartyCutMergeTasks)
+	router.POST(options.BaseURL+"/api/v2/third-party/cut-merge/tasks", wrapper.CreateThirdPartyCutMergeTask)
+	router.DELETE(options.BaseURL+"/api/v2/third-party/cut-merge/tasks/:taskId", wrapper.DeleteThirdPartyCutMergeTask)
+	router.GET(options.BaseURL+"/api/v2/third-party/cut-merge/tasks/:taskId", wrapper.GetThirdPartyCutMergeTask)
+	router.POST(options.BaseURL+"/api/v2/third-party/cut-merge/tasks/:taskId/playback-link", wrapper.CreateThirdPartyCutMergePlaybackLink)
+	router.POST(options.BaseURL+"/api/v2/third-party/cut-merge/tasks/:taskId/download-link", wrapper.CreateThirdPartyCutMergeDownloadLink)
+	router.POST(options.BaseURL+"/api/v2/third-party/cut-merge/tasks/:taskId/playback-lease", wrapper.CreateThirdPartyCutMergePlaybackLease)
 	router.POST(options.BaseURL+"/api/v2/third-party/recordings/soft-delete", wrapper.SoftDeleteThirdPartyRecordings)
 	router.POST(options.BaseURL+"/api/v2/third-party/recordings/restore", wrapper.RestoreThirdPartyRecordings)
 	router.POST(options.BaseURL+"/api/v2/third-party/recordings/hard-delete", wrapper.HardDeleteThirdPartyRecordings)
@@ -16573,9 +17530,18 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 	router.GET(options.BaseURL+"/api/v2/recording/state-model", wrapper.GetRecordingStateModel)
 	router.POST(options.BaseURL+"/api/v2/recording/auto-record/run-once", wrapper.RunAutoRecordOnce)
 	router.GET(options.BaseURL+"/api/v2/recording/files", wrapper.ListRecordingFiles)
+	router.GET(options.BaseURL+"/api/v2/recording/files/:fileId/media", wrapper.GetRecordingFileMedia)
+	router.GET(options.BaseURL+"/api/v2/recording/files/:fileId/download", wrapper.DownloadRecordingFile)
 	router.POST(options.BaseURL+"/api/v2/recording/files/soft-delete", wrapper.SoftDeleteRecordingFiles)
 	router.POST(options.BaseURL+"/api/v2/recording/files/restore", wrapper.RestoreRecordingFiles)
 	router.POST(options.BaseURL+"/api/v2/recording/files/delete", wrapper.DeleteRecordingFiles)
+	router.GET(options.BaseURL+"/api/v2/recording/cut-merge/tasks", wrapper.ListCutMergeTasks)
+	router.POST(options.BaseURL+"/api/v2/recording/cut-merge/tasks", wrapper.CreateCutMergeTask)
+	router.DELETE(options.BaseURL+"/api/v2/recording/cut-merge/tasks/:taskId", wrapper.DeleteCutMergeTask)
+	router.GET(options.BaseURL+"/api/v2/recording/cut-merge/tasks/:taskId", wrapper.GetCutMergeTask)
+	router.GET(options.BaseURL+"/api/v2/recording/cut-merge/tasks/:taskId/detail", wrapper.GetCutMergeTaskDetail)
+	router.GET(options.BaseURL+"/api/v2/recording/cut-merge/tasks/:taskId/media", wrapper.GetCutMergeTaskMedia)
+	router.GET(options.BaseURL+"/api/v2/recording/cut-merge/tasks/:taskId/download", wrapper.DownloadCutMergeTaskOutput)
 	router.GET(options.BaseURL+"/api/v2/recording/plans", wrapper.ListRecordPlans)
 	router.POST(options.BaseURL+"/api/v2/recording/plans", wrapper.CreateRecordPlan)
 	router.DELETE(options.BaseURL+"/api/v2/recording/plans/:planId", wrapper.DeleteRecordPlan)
@@ -16599,6 +17565,15 @@ type InternalErrorJSONResponse ErrorBody
 type NotFoundJSONResponse ErrorBody
 
 type PayloadTooLargeJSONResponse ErrorBody
+
+type RangeNotSatisfiableResponseHeaders struct {
+	ContentRange *string
+}
+type RangeNotSatisfiableJSONResponse struct {
+	Body ErrorBody
+
+	Headers RangeNotSatisfiableResponseHeaders
+}
 
 type ServiceUnavailableJSONResponse ErrorBody
 
@@ -27019,6 +27994,958 @@ func (response RunAutoRecordOnce500JSONResponse) VisitRunAutoRecordOnceResponse(
 	return err
 }
 
+type ListCutMergeTasksRequestObject struct {
+	Params ListCutMergeTasksParams
+}
+
+type ListCutMergeTasksResponseObject interface {
+	VisitListCutMergeTasksResponse(w http.ResponseWriter) error
+}
+
+type ListCutMergeTasks200JSONResponse CutMergeTaskList
+
+func (response ListCutMergeTasks200JSONResponse) VisitListCutMergeTasksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListCutMergeTasks400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListCutMergeTasks400JSONResponse) VisitListCutMergeTasksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListCutMergeTasks401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListCutMergeTasks401JSONResponse) VisitListCutMergeTasksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListCutMergeTasks403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListCutMergeTasks403JSONResponse) VisitListCutMergeTasksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListCutMergeTasks429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListCutMergeTasks429JSONResponse) VisitListCutMergeTasksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListCutMergeTasks500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListCutMergeTasks500JSONResponse) VisitListCutMergeTasksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateCutMergeTaskRequestObject struct {
+	Body *CreateCutMergeTaskJSONRequestBody
+}
+
+type CreateCutMergeTaskResponseObject interface {
+	VisitCreateCutMergeTaskResponse(w http.ResponseWriter) error
+}
+
+type CreateCutMergeTask200JSONResponse CutMergeTask
+
+func (response CreateCutMergeTask200JSONResponse) VisitCreateCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateCutMergeTask400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateCutMergeTask400JSONResponse) VisitCreateCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateCutMergeTask401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateCutMergeTask401JSONResponse) VisitCreateCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateCutMergeTask403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateCutMergeTask403JSONResponse) VisitCreateCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateCutMergeTask404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateCutMergeTask404JSONResponse) VisitCreateCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateCutMergeTask429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateCutMergeTask429JSONResponse) VisitCreateCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateCutMergeTask500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateCutMergeTask500JSONResponse) VisitCreateCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteCutMergeTaskRequestObject struct {
+	TaskId CutMergeTaskIdPath `json:"taskId"`
+	Params DeleteCutMergeTaskParams
+}
+
+type DeleteCutMergeTaskResponseObject interface {
+	VisitDeleteCutMergeTaskResponse(w http.ResponseWriter) error
+}
+
+type DeleteCutMergeTask200JSONResponse CutMergeTask
+
+func (response DeleteCutMergeTask200JSONResponse) VisitDeleteCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteCutMergeTask400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response DeleteCutMergeTask400JSONResponse) VisitDeleteCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteCutMergeTask401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response DeleteCutMergeTask401JSONResponse) VisitDeleteCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteCutMergeTask403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response DeleteCutMergeTask403JSONResponse) VisitDeleteCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteCutMergeTask404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response DeleteCutMergeTask404JSONResponse) VisitDeleteCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteCutMergeTask409JSONResponse struct{ ConflictJSONResponse }
+
+func (response DeleteCutMergeTask409JSONResponse) VisitDeleteCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteCutMergeTask429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response DeleteCutMergeTask429JSONResponse) VisitDeleteCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteCutMergeTask500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response DeleteCutMergeTask500JSONResponse) VisitDeleteCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteCutMergeTask503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DeleteCutMergeTask503JSONResponse) VisitDeleteCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTaskRequestObject struct {
+	TaskId CutMergeTaskIdPath `json:"taskId"`
+	Params GetCutMergeTaskParams
+}
+
+type GetCutMergeTaskResponseObject interface {
+	VisitGetCutMergeTaskResponse(w http.ResponseWriter) error
+}
+
+type GetCutMergeTask200JSONResponse CutMergeTask
+
+func (response GetCutMergeTask200JSONResponse) VisitGetCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTask400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetCutMergeTask400JSONResponse) VisitGetCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTask401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetCutMergeTask401JSONResponse) VisitGetCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTask403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetCutMergeTask403JSONResponse) VisitGetCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTask404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetCutMergeTask404JSONResponse) VisitGetCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTask429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetCutMergeTask429JSONResponse) VisitGetCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTask500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetCutMergeTask500JSONResponse) VisitGetCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTaskDetailRequestObject struct {
+	TaskId CutMergeTaskIdPath `json:"taskId"`
+	Params GetCutMergeTaskDetailParams
+}
+
+type GetCutMergeTaskDetailResponseObject interface {
+	VisitGetCutMergeTaskDetailResponse(w http.ResponseWriter) error
+}
+
+type GetCutMergeTaskDetail200JSONResponse CutMergeTaskDetail
+
+func (response GetCutMergeTaskDetail200JSONResponse) VisitGetCutMergeTaskDetailResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTaskDetail400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetCutMergeTaskDetail400JSONResponse) VisitGetCutMergeTaskDetailResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTaskDetail401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetCutMergeTaskDetail401JSONResponse) VisitGetCutMergeTaskDetailResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTaskDetail403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetCutMergeTaskDetail403JSONResponse) VisitGetCutMergeTaskDetailResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTaskDetail404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetCutMergeTaskDetail404JSONResponse) VisitGetCutMergeTaskDetailResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTaskDetail429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetCutMergeTaskDetail429JSONResponse) VisitGetCutMergeTaskDetailResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTaskDetail500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetCutMergeTaskDetail500JSONResponse) VisitGetCutMergeTaskDetailResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadCutMergeTaskOutputRequestObject struct {
+	TaskId CutMergeTaskIdPath `json:"taskId"`
+}
+
+type DownloadCutMergeTaskOutputResponseObject interface {
+	VisitDownloadCutMergeTaskOutputResponse(w http.ResponseWriter) error
+}
+
+type DownloadCutMergeTaskOutput200ResponseHeaders struct {
+	ContentDisposition *string
+}
+
+type DownloadCutMergeTaskOutput200Videomp4Response struct {
+	Body          io.Reader
+	Headers       DownloadCutMergeTaskOutput200ResponseHeaders
+	ContentLength int64
+}
+
+func (response DownloadCutMergeTaskOutput200Videomp4Response) VisitDownloadCutMergeTaskOutputResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "video/mp4")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	if response.Headers.ContentDisposition != nil {
+		w.Header().Set("Content-Disposition", fmt.Sprint(*response.Headers.ContentDisposition))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type DownloadCutMergeTaskOutput206ResponseHeaders struct {
+	ContentRange *string
+}
+
+type DownloadCutMergeTaskOutput206Videomp4Response struct {
+	Body          io.Reader
+	Headers       DownloadCutMergeTaskOutput206ResponseHeaders
+	ContentLength int64
+}
+
+func (response DownloadCutMergeTaskOutput206Videomp4Response) VisitDownloadCutMergeTaskOutputResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "video/mp4")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	if response.Headers.ContentRange != nil {
+		w.Header().Set("Content-Range", fmt.Sprint(*response.Headers.ContentRange))
+	}
+	w.WriteHeader(206)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type DownloadCutMergeTaskOutput304Response struct {
+}
+
+func (response DownloadCutMergeTaskOutput304Response) VisitDownloadCutMergeTaskOutputResponse(w http.ResponseWriter) error {
+	w.WriteHeader(304)
+	return nil
+}
+
+type DownloadCutMergeTaskOutput400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response DownloadCutMergeTaskOutput400JSONResponse) VisitDownloadCutMergeTaskOutputResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadCutMergeTaskOutput401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response DownloadCutMergeTaskOutput401JSONResponse) VisitDownloadCutMergeTaskOutputResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadCutMergeTaskOutput403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response DownloadCutMergeTaskOutput403JSONResponse) VisitDownloadCutMergeTaskOutputResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadCutMergeTaskOutput404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response DownloadCutMergeTaskOutput404JSONResponse) VisitDownloadCutMergeTaskOutputResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadCutMergeTaskOutput409JSONResponse struct{ ConflictJSONResponse }
+
+func (response DownloadCutMergeTaskOutput409JSONResponse) VisitDownloadCutMergeTaskOutputResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadCutMergeTaskOutput416JSONResponse struct {
+	RangeNotSatisfiableJSONResponse
+}
+
+func (response DownloadCutMergeTaskOutput416JSONResponse) VisitDownloadCutMergeTaskOutputResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.ContentRange != nil {
+		w.Header().Set("Content-Range", fmt.Sprint(*response.Headers.ContentRange))
+	}
+	w.WriteHeader(416)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadCutMergeTaskOutput429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response DownloadCutMergeTaskOutput429JSONResponse) VisitDownloadCutMergeTaskOutputResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadCutMergeTaskOutput500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response DownloadCutMergeTaskOutput500JSONResponse) VisitDownloadCutMergeTaskOutputResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadCutMergeTaskOutput503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DownloadCutMergeTaskOutput503JSONResponse) VisitDownloadCutMergeTaskOutputResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTaskMediaRequestObject struct {
+	TaskId CutMergeTaskIdPath `json:"taskId"`
+}
+
+type GetCutMergeTaskMediaResponseObject interface {
+	VisitGetCutMergeTaskMediaResponse(w http.ResponseWriter) error
+}
+
+type GetCutMergeTaskMedia200Videomp4Response struct {
+	Body          io.Reader
+	ContentLength int64
+}
+
+func (response GetCutMergeTaskMedia200Videomp4Response) VisitGetCutMergeTaskMediaResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "video/mp4")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type GetCutMergeTaskMedia206ResponseHeaders struct {
+	ContentRange *string
+}
+
+type GetCutMergeTaskMedia206Videomp4Response struct {
+	Body          io.Reader
+	Headers       GetCutMergeTaskMedia206ResponseHeaders
+	ContentLength int64
+}
+
+func (response GetCutMergeTaskMedia206Videomp4Response) VisitGetCutMergeTaskMediaResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "video/mp4")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	if response.Headers.ContentRange != nil {
+		w.Header().Set("Content-Range", fmt.Sprint(*response.Headers.ContentRange))
+	}
+	w.WriteHeader(206)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type GetCutMergeTaskMedia304Response struct {
+}
+
+func (response GetCutMergeTaskMedia304Response) VisitGetCutMergeTaskMediaResponse(w http.ResponseWriter) error {
+	w.WriteHeader(304)
+	return nil
+}
+
+type GetCutMergeTaskMedia400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetCutMergeTaskMedia400JSONResponse) VisitGetCutMergeTaskMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTaskMedia401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetCutMergeTaskMedia401JSONResponse) VisitGetCutMergeTaskMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTaskMedia403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetCutMergeTaskMedia403JSONResponse) VisitGetCutMergeTaskMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTaskMedia404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetCutMergeTaskMedia404JSONResponse) VisitGetCutMergeTaskMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTaskMedia409JSONResponse struct{ ConflictJSONResponse }
+
+func (response GetCutMergeTaskMedia409JSONResponse) VisitGetCutMergeTaskMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTaskMedia416JSONResponse struct {
+	RangeNotSatisfiableJSONResponse
+}
+
+func (response GetCutMergeTaskMedia416JSONResponse) VisitGetCutMergeTaskMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.ContentRange != nil {
+		w.Header().Set("Content-Range", fmt.Sprint(*response.Headers.ContentRange))
+	}
+	w.WriteHeader(416)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTaskMedia429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetCutMergeTaskMedia429JSONResponse) VisitGetCutMergeTaskMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTaskMedia500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetCutMergeTaskMedia500JSONResponse) VisitGetCutMergeTaskMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetCutMergeTaskMedia503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetCutMergeTaskMedia503JSONResponse) VisitGetCutMergeTaskMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListRecordingFilesRequestObject struct {
 	Params ListRecordingFilesParams
 }
@@ -27387,6 +29314,414 @@ func (response SoftDeleteRecordingFiles500JSONResponse) VisitSoftDeleteRecording
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadRecordingFileRequestObject struct {
+	FileId RecordingFileIdPath `json:"fileId"`
+}
+
+type DownloadRecordingFileResponseObject interface {
+	VisitDownloadRecordingFileResponse(w http.ResponseWriter) error
+}
+
+type DownloadRecordingFile200ResponseHeaders struct {
+	ContentDisposition *string
+}
+
+type DownloadRecordingFile200Videomp4Response struct {
+	Body          io.Reader
+	Headers       DownloadRecordingFile200ResponseHeaders
+	ContentLength int64
+}
+
+func (response DownloadRecordingFile200Videomp4Response) VisitDownloadRecordingFileResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "video/mp4")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	if response.Headers.ContentDisposition != nil {
+		w.Header().Set("Content-Disposition", fmt.Sprint(*response.Headers.ContentDisposition))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type DownloadRecordingFile206ResponseHeaders struct {
+	ContentRange *string
+}
+
+type DownloadRecordingFile206Videomp4Response struct {
+	Body          io.Reader
+	Headers       DownloadRecordingFile206ResponseHeaders
+	ContentLength int64
+}
+
+func (response DownloadRecordingFile206Videomp4Response) VisitDownloadRecordingFileResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "video/mp4")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	if response.Headers.ContentRange != nil {
+		w.Header().Set("Content-Range", fmt.Sprint(*response.Headers.ContentRange))
+	}
+	w.WriteHeader(206)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type DownloadRecordingFile304Response struct {
+}
+
+func (response DownloadRecordingFile304Response) VisitDownloadRecordingFileResponse(w http.ResponseWriter) error {
+	w.WriteHeader(304)
+	return nil
+}
+
+type DownloadRecordingFile400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response DownloadRecordingFile400JSONResponse) VisitDownloadRecordingFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadRecordingFile401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response DownloadRecordingFile401JSONResponse) VisitDownloadRecordingFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadRecordingFile403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response DownloadRecordingFile403JSONResponse) VisitDownloadRecordingFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadRecordingFile404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response DownloadRecordingFile404JSONResponse) VisitDownloadRecordingFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadRecordingFile409JSONResponse struct{ ConflictJSONResponse }
+
+func (response DownloadRecordingFile409JSONResponse) VisitDownloadRecordingFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadRecordingFile416JSONResponse struct {
+	RangeNotSatisfiableJSONResponse
+}
+
+func (response DownloadRecordingFile416JSONResponse) VisitDownloadRecordingFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.ContentRange != nil {
+		w.Header().Set("Content-Range", fmt.Sprint(*response.Headers.ContentRange))
+	}
+	w.WriteHeader(416)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadRecordingFile429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response DownloadRecordingFile429JSONResponse) VisitDownloadRecordingFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadRecordingFile500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response DownloadRecordingFile500JSONResponse) VisitDownloadRecordingFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadRecordingFile503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DownloadRecordingFile503JSONResponse) VisitDownloadRecordingFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordingFileMediaRequestObject struct {
+	FileId RecordingFileIdPath `json:"fileId"`
+}
+
+type GetRecordingFileMediaResponseObject interface {
+	VisitGetRecordingFileMediaResponse(w http.ResponseWriter) error
+}
+
+type GetRecordingFileMedia200ResponseHeaders struct {
+	AcceptRanges *string
+}
+
+type GetRecordingFileMedia200Videomp4Response struct {
+	Body          io.Reader
+	Headers       GetRecordingFileMedia200ResponseHeaders
+	ContentLength int64
+}
+
+func (response GetRecordingFileMedia200Videomp4Response) VisitGetRecordingFileMediaResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "video/mp4")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	if response.Headers.AcceptRanges != nil {
+		w.Header().Set("Accept-Ranges", fmt.Sprint(*response.Headers.AcceptRanges))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type GetRecordingFileMedia206ResponseHeaders struct {
+	ContentRange *string
+}
+
+type GetRecordingFileMedia206Videomp4Response struct {
+	Body          io.Reader
+	Headers       GetRecordingFileMedia206ResponseHeaders
+	ContentLength int64
+}
+
+func (response GetRecordingFileMedia206Videomp4Response) VisitGetRecordingFileMediaResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "video/mp4")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	if response.Headers.ContentRange != nil {
+		w.Header().Set("Content-Range", fmt.Sprint(*response.Headers.ContentRange))
+	}
+	w.WriteHeader(206)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type GetRecordingFileMedia304Response struct {
+}
+
+func (response GetRecordingFileMedia304Response) VisitGetRecordingFileMediaResponse(w http.ResponseWriter) error {
+	w.WriteHeader(304)
+	return nil
+}
+
+type GetRecordingFileMedia400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetRecordingFileMedia400JSONResponse) VisitGetRecordingFileMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordingFileMedia401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetRecordingFileMedia401JSONResponse) VisitGetRecordingFileMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordingFileMedia403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetRecordingFileMedia403JSONResponse) VisitGetRecordingFileMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordingFileMedia404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetRecordingFileMedia404JSONResponse) VisitGetRecordingFileMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordingFileMedia409JSONResponse struct{ ConflictJSONResponse }
+
+func (response GetRecordingFileMedia409JSONResponse) VisitGetRecordingFileMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordingFileMedia416JSONResponse struct {
+	RangeNotSatisfiableJSONResponse
+}
+
+func (response GetRecordingFileMedia416JSONResponse) VisitGetRecordingFileMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.ContentRange != nil {
+		w.Header().Set("Content-Range", fmt.Sprint(*response.Headers.ContentRange))
+	}
+	w.WriteHeader(416)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordingFileMedia429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetRecordingFileMedia429JSONResponse) VisitGetRecordingFileMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordingFileMedia500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetRecordingFileMedia500JSONResponse) VisitGetRecordingFileMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRecordingFileMedia503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetRecordingFileMedia503JSONResponse) VisitGetRecordingFileMediaResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -37149,6 +39484,815 @@ func (response StopThirdPartyChannel500JSONResponse) VisitStopThirdPartyChannelR
 	return err
 }
 
+type ListThirdPartyCutMergeTasksRequestObject struct {
+	Params ListThirdPartyCutMergeTasksParams
+}
+
+type ListThirdPartyCutMergeTasksResponseObject interface {
+	VisitListThirdPartyCutMergeTasksResponse(w http.ResponseWriter) error
+}
+
+type ListThirdPartyCutMergeTasks200JSONResponse CutMergeTaskList
+
+func (response ListThirdPartyCutMergeTasks200JSONResponse) VisitListThirdPartyCutMergeTasksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListThirdPartyCutMergeTasks400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListThirdPartyCutMergeTasks400JSONResponse) VisitListThirdPartyCutMergeTasksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListThirdPartyCutMergeTasks401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListThirdPartyCutMergeTasks401JSONResponse) VisitListThirdPartyCutMergeTasksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListThirdPartyCutMergeTasks403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListThirdPartyCutMergeTasks403JSONResponse) VisitListThirdPartyCutMergeTasksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListThirdPartyCutMergeTasks429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListThirdPartyCutMergeTasks429JSONResponse) VisitListThirdPartyCutMergeTasksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListThirdPartyCutMergeTasks500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListThirdPartyCutMergeTasks500JSONResponse) VisitListThirdPartyCutMergeTasksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergeTaskRequestObject struct {
+	Body *CreateThirdPartyCutMergeTaskJSONRequestBody
+}
+
+type CreateThirdPartyCutMergeTaskResponseObject interface {
+	VisitCreateThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error
+}
+
+type CreateThirdPartyCutMergeTask200JSONResponse CutMergeTask
+
+func (response CreateThirdPartyCutMergeTask200JSONResponse) VisitCreateThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergeTask400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateThirdPartyCutMergeTask400JSONResponse) VisitCreateThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergeTask401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateThirdPartyCutMergeTask401JSONResponse) VisitCreateThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergeTask403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateThirdPartyCutMergeTask403JSONResponse) VisitCreateThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergeTask404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateThirdPartyCutMergeTask404JSONResponse) VisitCreateThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergeTask429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateThirdPartyCutMergeTask429JSONResponse) VisitCreateThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergeTask500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateThirdPartyCutMergeTask500JSONResponse) VisitCreateThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteThirdPartyCutMergeTaskRequestObject struct {
+	TaskId CutMergeTaskIdPath `json:"taskId"`
+	Params DeleteThirdPartyCutMergeTaskParams
+}
+
+type DeleteThirdPartyCutMergeTaskResponseObject interface {
+	VisitDeleteThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error
+}
+
+type DeleteThirdPartyCutMergeTask200JSONResponse CutMergeTask
+
+func (response DeleteThirdPartyCutMergeTask200JSONResponse) VisitDeleteThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteThirdPartyCutMergeTask400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response DeleteThirdPartyCutMergeTask400JSONResponse) VisitDeleteThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteThirdPartyCutMergeTask401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response DeleteThirdPartyCutMergeTask401JSONResponse) VisitDeleteThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteThirdPartyCutMergeTask403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response DeleteThirdPartyCutMergeTask403JSONResponse) VisitDeleteThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteThirdPartyCutMergeTask404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response DeleteThirdPartyCutMergeTask404JSONResponse) VisitDeleteThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteThirdPartyCutMergeTask409JSONResponse struct{ ConflictJSONResponse }
+
+func (response DeleteThirdPartyCutMergeTask409JSONResponse) VisitDeleteThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteThirdPartyCutMergeTask429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response DeleteThirdPartyCutMergeTask429JSONResponse) VisitDeleteThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteThirdPartyCutMergeTask500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response DeleteThirdPartyCutMergeTask500JSONResponse) VisitDeleteThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteThirdPartyCutMergeTask503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DeleteThirdPartyCutMergeTask503JSONResponse) VisitDeleteThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetThirdPartyCutMergeTaskRequestObject struct {
+	TaskId CutMergeTaskIdPath `json:"taskId"`
+}
+
+type GetThirdPartyCutMergeTaskResponseObject interface {
+	VisitGetThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error
+}
+
+type GetThirdPartyCutMergeTask200JSONResponse CutMergeTask
+
+func (response GetThirdPartyCutMergeTask200JSONResponse) VisitGetThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetThirdPartyCutMergeTask400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetThirdPartyCutMergeTask400JSONResponse) VisitGetThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetThirdPartyCutMergeTask401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetThirdPartyCutMergeTask401JSONResponse) VisitGetThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetThirdPartyCutMergeTask403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetThirdPartyCutMergeTask403JSONResponse) VisitGetThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetThirdPartyCutMergeTask404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetThirdPartyCutMergeTask404JSONResponse) VisitGetThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetThirdPartyCutMergeTask429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetThirdPartyCutMergeTask429JSONResponse) VisitGetThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetThirdPartyCutMergeTask500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetThirdPartyCutMergeTask500JSONResponse) VisitGetThirdPartyCutMergeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergeDownloadLinkRequestObject struct {
+	TaskId CutMergeTaskIdPath `json:"taskId"`
+	Body   *CreateThirdPartyCutMergeDownloadLinkJSONRequestBody
+}
+
+type CreateThirdPartyCutMergeDownloadLinkResponseObject interface {
+	VisitCreateThirdPartyCutMergeDownloadLinkResponse(w http.ResponseWriter) error
+}
+
+type CreateThirdPartyCutMergeDownloadLink200JSONResponse ThirdPartyMediaLink
+
+func (response CreateThirdPartyCutMergeDownloadLink200JSONResponse) VisitCreateThirdPartyCutMergeDownloadLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergeDownloadLink400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateThirdPartyCutMergeDownloadLink400JSONResponse) VisitCreateThirdPartyCutMergeDownloadLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergeDownloadLink401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateThirdPartyCutMergeDownloadLink401JSONResponse) VisitCreateThirdPartyCutMergeDownloadLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergeDownloadLink403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateThirdPartyCutMergeDownloadLink403JSONResponse) VisitCreateThirdPartyCutMergeDownloadLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergeDownloadLink404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateThirdPartyCutMergeDownloadLink404JSONResponse) VisitCreateThirdPartyCutMergeDownloadLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergeDownloadLink409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateThirdPartyCutMergeDownloadLink409JSONResponse) VisitCreateThirdPartyCutMergeDownloadLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergeDownloadLink429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateThirdPartyCutMergeDownloadLink429JSONResponse) VisitCreateThirdPartyCutMergeDownloadLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergeDownloadLink500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateThirdPartyCutMergeDownloadLink500JSONResponse) VisitCreateThirdPartyCutMergeDownloadLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergePlaybackLeaseRequestObject struct {
+	TaskId CutMergeTaskIdPath `json:"taskId"`
+	Body   *CreateThirdPartyCutMergePlaybackLeaseJSONRequestBody
+}
+
+type CreateThirdPartyCutMergePlaybackLeaseResponseObject interface {
+	VisitCreateThirdPartyCutMergePlaybackLeaseResponse(w http.ResponseWriter) error
+}
+
+type CreateThirdPartyCutMergePlaybackLease200JSONResponse PlaybackLease
+
+func (response CreateThirdPartyCutMergePlaybackLease200JSONResponse) VisitCreateThirdPartyCutMergePlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergePlaybackLease400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateThirdPartyCutMergePlaybackLease400JSONResponse) VisitCreateThirdPartyCutMergePlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergePlaybackLease401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateThirdPartyCutMergePlaybackLease401JSONResponse) VisitCreateThirdPartyCutMergePlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergePlaybackLease403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateThirdPartyCutMergePlaybackLease403JSONResponse) VisitCreateThirdPartyCutMergePlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergePlaybackLease404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateThirdPartyCutMergePlaybackLease404JSONResponse) VisitCreateThirdPartyCutMergePlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergePlaybackLease409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateThirdPartyCutMergePlaybackLease409JSONResponse) VisitCreateThirdPartyCutMergePlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergePlaybackLease429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateThirdPartyCutMergePlaybackLease429JSONResponse) VisitCreateThirdPartyCutMergePlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergePlaybackLease500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateThirdPartyCutMergePlaybackLease500JSONResponse) VisitCreateThirdPartyCutMergePlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergePlaybackLinkRequestObject struct {
+	TaskId CutMergeTaskIdPath `json:"taskId"`
+	Body   *CreateThirdPartyCutMergePlaybackLinkJSONRequestBody
+}
+
+type CreateThirdPartyCutMergePlaybackLinkResponseObject interface {
+	VisitCreateThirdPartyCutMergePlaybackLinkResponse(w http.ResponseWriter) error
+}
+
+type CreateThirdPartyCutMergePlaybackLink200JSONResponse ThirdPartyMediaLink
+
+func (response CreateThirdPartyCutMergePlaybackLink200JSONResponse) VisitCreateThirdPartyCutMergePlaybackLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergePlaybackLink400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateThirdPartyCutMergePlaybackLink400JSONResponse) VisitCreateThirdPartyCutMergePlaybackLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergePlaybackLink401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateThirdPartyCutMergePlaybackLink401JSONResponse) VisitCreateThirdPartyCutMergePlaybackLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergePlaybackLink403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateThirdPartyCutMergePlaybackLink403JSONResponse) VisitCreateThirdPartyCutMergePlaybackLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergePlaybackLink404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateThirdPartyCutMergePlaybackLink404JSONResponse) VisitCreateThirdPartyCutMergePlaybackLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergePlaybackLink409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateThirdPartyCutMergePlaybackLink409JSONResponse) VisitCreateThirdPartyCutMergePlaybackLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergePlaybackLink429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateThirdPartyCutMergePlaybackLink429JSONResponse) VisitCreateThirdPartyCutMergePlaybackLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyCutMergePlaybackLink500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateThirdPartyCutMergePlaybackLink500JSONResponse) VisitCreateThirdPartyCutMergePlaybackLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListThirdPartyMediaServersRequestObject struct {
 	Params ListThirdPartyMediaServersParams
 }
@@ -37981,6 +41125,128 @@ func (response SoftDeleteThirdPartyRecordings500JSONResponse) VisitSoftDeleteThi
 	return err
 }
 
+type CreateThirdPartyRecordingDownloadLinkRequestObject struct {
+	FileId RecordingFileIdPath `json:"fileId"`
+	Body   *CreateThirdPartyRecordingDownloadLinkJSONRequestBody
+}
+
+type CreateThirdPartyRecordingDownloadLinkResponseObject interface {
+	VisitCreateThirdPartyRecordingDownloadLinkResponse(w http.ResponseWriter) error
+}
+
+type CreateThirdPartyRecordingDownloadLink200JSONResponse ThirdPartyMediaLink
+
+func (response CreateThirdPartyRecordingDownloadLink200JSONResponse) VisitCreateThirdPartyRecordingDownloadLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyRecordingDownloadLink400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateThirdPartyRecordingDownloadLink400JSONResponse) VisitCreateThirdPartyRecordingDownloadLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyRecordingDownloadLink401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateThirdPartyRecordingDownloadLink401JSONResponse) VisitCreateThirdPartyRecordingDownloadLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyRecordingDownloadLink403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateThirdPartyRecordingDownloadLink403JSONResponse) VisitCreateThirdPartyRecordingDownloadLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyRecordingDownloadLink404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateThirdPartyRecordingDownloadLink404JSONResponse) VisitCreateThirdPartyRecordingDownloadLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyRecordingDownloadLink409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateThirdPartyRecordingDownloadLink409JSONResponse) VisitCreateThirdPartyRecordingDownloadLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyRecordingDownloadLink429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateThirdPartyRecordingDownloadLink429JSONResponse) VisitCreateThirdPartyRecordingDownloadLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyRecordingDownloadLink500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateThirdPartyRecordingDownloadLink500JSONResponse) VisitCreateThirdPartyRecordingDownloadLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateThirdPartyRecordingPlaybackLeaseRequestObject struct {
 	FileId string `json:"fileId"`
 	Body   *CreateThirdPartyRecordingPlaybackLeaseJSONRequestBody
@@ -38092,6 +41358,128 @@ func (response CreateThirdPartyRecordingPlaybackLease429JSONResponse) VisitCreat
 type CreateThirdPartyRecordingPlaybackLease500JSONResponse struct{ InternalErrorJSONResponse }
 
 func (response CreateThirdPartyRecordingPlaybackLease500JSONResponse) VisitCreateThirdPartyRecordingPlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyRecordingPlaybackLinkRequestObject struct {
+	FileId RecordingFileIdPath `json:"fileId"`
+	Body   *CreateThirdPartyRecordingPlaybackLinkJSONRequestBody
+}
+
+type CreateThirdPartyRecordingPlaybackLinkResponseObject interface {
+	VisitCreateThirdPartyRecordingPlaybackLinkResponse(w http.ResponseWriter) error
+}
+
+type CreateThirdPartyRecordingPlaybackLink200JSONResponse ThirdPartyMediaLink
+
+func (response CreateThirdPartyRecordingPlaybackLink200JSONResponse) VisitCreateThirdPartyRecordingPlaybackLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyRecordingPlaybackLink400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateThirdPartyRecordingPlaybackLink400JSONResponse) VisitCreateThirdPartyRecordingPlaybackLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyRecordingPlaybackLink401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateThirdPartyRecordingPlaybackLink401JSONResponse) VisitCreateThirdPartyRecordingPlaybackLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyRecordingPlaybackLink403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateThirdPartyRecordingPlaybackLink403JSONResponse) VisitCreateThirdPartyRecordingPlaybackLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyRecordingPlaybackLink404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateThirdPartyRecordingPlaybackLink404JSONResponse) VisitCreateThirdPartyRecordingPlaybackLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyRecordingPlaybackLink409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateThirdPartyRecordingPlaybackLink409JSONResponse) VisitCreateThirdPartyRecordingPlaybackLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyRecordingPlaybackLink429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateThirdPartyRecordingPlaybackLink429JSONResponse) VisitCreateThirdPartyRecordingPlaybackLinkResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyRecordingPlaybackLink500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateThirdPartyRecordingPlaybackLink500JSONResponse) VisitCreateThirdPartyRecordingPlaybackLinkResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
@@ -38631,6 +42019,27 @@ type StrictServerInterface interface {
 	// RunAutoRecordOnce Run one auto-record pass now
 	// (POST /api/v2/recording/auto-record/run-once)
 	RunAutoRecordOnce(ctx context.Context, request RunAutoRecordOnceRequestObject) (RunAutoRecordOnceResponseObject, error)
+	// ListCutMergeTasks List cut/merge tasks
+	// (GET /api/v2/recording/cut-merge/tasks)
+	ListCutMergeTasks(ctx context.Context, request ListCutMergeTasksRequestObject) (ListCutMergeTasksResponseObject, error)
+	// CreateCutMergeTask Create a cut/merge task
+	// (POST /api/v2/recording/cut-merge/tasks)
+	CreateCutMergeTask(ctx context.Context, request CreateCutMergeTaskRequestObject) (CreateCutMergeTaskResponseObject, error)
+	// DeleteCutMergeTask Delete a cut/merge task
+	// (DELETE /api/v2/recording/cut-merge/tasks/{taskId})
+	DeleteCutMergeTask(ctx context.Context, request DeleteCutMergeTaskRequestObject) (DeleteCutMergeTaskResponseObject, error)
+	// GetCutMergeTask Read a cut/merge task
+	// (GET /api/v2/recording/cut-merge/tasks/{taskId})
+	GetCutMergeTask(ctx context.Context, request GetCutMergeTaskRequestObject) (GetCutMergeTaskResponseObject, error)
+	// GetCutMergeTaskDetail Read a cut/merge task with its sources
+	// (GET /api/v2/recording/cut-merge/tasks/{taskId}/detail)
+	GetCutMergeTaskDetail(ctx context.Context, request GetCutMergeTaskDetailRequestObject) (GetCutMergeTaskDetailResponseObject, error)
+	// DownloadCutMergeTaskOutput Download a cut/merge output
+	// (GET /api/v2/recording/cut-merge/tasks/{taskId}/download)
+	DownloadCutMergeTaskOutput(ctx context.Context, request DownloadCutMergeTaskOutputRequestObject) (DownloadCutMergeTaskOutputResponseObject, error)
+	// GetCutMergeTaskMedia Play a cut/merge output
+	// (GET /api/v2/recording/cut-merge/tasks/{taskId}/media)
+	GetCutMergeTaskMedia(ctx context.Context, request GetCutMergeTaskMediaRequestObject) (GetCutMergeTaskMediaResponseObject, error)
 	// ListRecordingFiles List recorded files
 	// (GET /api/v2/recording/files)
 	ListRecordingFiles(ctx context.Context, request ListRecordingFilesRequestObject) (ListRecordingFilesResponseObject, error)
@@ -38643,6 +42052,12 @@ type StrictServerInterface interface {
 	// SoftDeleteRecordingFiles Soft-delete recorded files
 	// (POST /api/v2/recording/files/soft-delete)
 	SoftDeleteRecordingFiles(ctx context.Context, request SoftDeleteRecordingFilesRequestObject) (SoftDeleteRecordingFilesResponseObject, error)
+	// DownloadRecordingFile Download a recorded file
+	// (GET /api/v2/recording/files/{fileId}/download)
+	DownloadRecordingFile(ctx context.Context, request DownloadRecordingFileRequestObject) (DownloadRecordingFileResponseObject, error)
+	// GetRecordingFileMedia Play a recorded file
+	// (GET /api/v2/recording/files/{fileId}/media)
+	GetRecordingFileMedia(ctx context.Context, request GetRecordingFileMediaRequestObject) (GetRecordingFileMediaResponseObject, error)
 	// GetRecordPlanTemplate A recording plan template
 	// (GET /api/v2/recording/plan-template)
 	GetRecordPlanTemplate(ctx context.Context, request GetRecordPlanTemplateRequestObject) (GetRecordPlanTemplateResponseObject, error)
@@ -38904,6 +42319,27 @@ type StrictServerInterface interface {
 	// StopThirdPartyChannel Stop a channel (third-party)
 	// (POST /api/v2/third-party/channels/{channelId}/stop)
 	StopThirdPartyChannel(ctx context.Context, request StopThirdPartyChannelRequestObject) (StopThirdPartyChannelResponseObject, error)
+	// ListThirdPartyCutMergeTasks List cut/merge tasks
+	// (GET /api/v2/third-party/cut-merge/tasks)
+	ListThirdPartyCutMergeTasks(ctx context.Context, request ListThirdPartyCutMergeTasksRequestObject) (ListThirdPartyCutMergeTasksResponseObject, error)
+	// CreateThirdPartyCutMergeTask Create a cut/merge task
+	// (POST /api/v2/third-party/cut-merge/tasks)
+	CreateThirdPartyCutMergeTask(ctx context.Context, request CreateThirdPartyCutMergeTaskRequestObject) (CreateThirdPartyCutMergeTaskResponseObject, error)
+	// DeleteThirdPartyCutMergeTask Delete a cut/merge task
+	// (DELETE /api/v2/third-party/cut-merge/tasks/{taskId})
+	DeleteThirdPartyCutMergeTask(ctx context.Context, request DeleteThirdPartyCutMergeTaskRequestObject) (DeleteThirdPartyCutMergeTaskResponseObject, error)
+	// GetThirdPartyCutMergeTask Read a cut/merge task
+	// (GET /api/v2/third-party/cut-merge/tasks/{taskId})
+	GetThirdPartyCutMergeTask(ctx context.Context, request GetThirdPartyCutMergeTaskRequestObject) (GetThirdPartyCutMergeTaskResponseObject, error)
+	// CreateThirdPartyCutMergeDownloadLink Single-use download link of a cut/merge output
+	// (POST /api/v2/third-party/cut-merge/tasks/{taskId}/download-link)
+	CreateThirdPartyCutMergeDownloadLink(ctx context.Context, request CreateThirdPartyCutMergeDownloadLinkRequestObject) (CreateThirdPartyCutMergeDownloadLinkResponseObject, error)
+	// CreateThirdPartyCutMergePlaybackLease Lease a cut/merge output for playback
+	// (POST /api/v2/third-party/cut-merge/tasks/{taskId}/playback-lease)
+	CreateThirdPartyCutMergePlaybackLease(ctx context.Context, request CreateThirdPartyCutMergePlaybackLeaseRequestObject) (CreateThirdPartyCutMergePlaybackLeaseResponseObject, error)
+	// CreateThirdPartyCutMergePlaybackLink Single-use playback link of a cut/merge output
+	// (POST /api/v2/third-party/cut-merge/tasks/{taskId}/playback-link)
+	CreateThirdPartyCutMergePlaybackLink(ctx context.Context, request CreateThirdPartyCutMergePlaybackLinkRequestObject) (CreateThirdPartyCutMergePlaybackLinkResponseObject, error)
 	// ListThirdPartyMediaServers List the media servers
 	// (GET /api/v2/third-party/media-servers)
 	ListThirdPartyMediaServers(ctx context.Context, request ListThirdPartyMediaServersRequestObject) (ListThirdPartyMediaServersResponseObject, error)
@@ -38928,9 +42364,15 @@ type StrictServerInterface interface {
 	// SoftDeleteThirdPartyRecordings Soft-delete recordings
 	// (POST /api/v2/third-party/recordings/soft-delete)
 	SoftDeleteThirdPartyRecordings(ctx context.Context, request SoftDeleteThirdPartyRecordingsRequestObject) (SoftDeleteThirdPartyRecordingsResponseObject, error)
+	// CreateThirdPartyRecordingDownloadLink Single-use download link of a recorded file
+	// (POST /api/v2/third-party/recordings/{fileId}/download-link)
+	CreateThirdPartyRecordingDownloadLink(ctx context.Context, request CreateThirdPartyRecordingDownloadLinkRequestObject) (CreateThirdPartyRecordingDownloadLinkResponseObject, error)
 	// CreateThirdPartyRecordingPlaybackLease Lease a recorded file for playback
 	// (POST /api/v2/third-party/recordings/{fileId}/playback-lease)
 	CreateThirdPartyRecordingPlaybackLease(ctx context.Context, request CreateThirdPartyRecordingPlaybackLeaseRequestObject) (CreateThirdPartyRecordingPlaybackLeaseResponseObject, error)
+	// CreateThirdPartyRecordingPlaybackLink Single-use playback link of a recorded file
+	// (POST /api/v2/third-party/recordings/{fileId}/playback-link)
+	CreateThirdPartyRecordingPlaybackLink(ctx context.Context, request CreateThirdPartyRecordingPlaybackLinkRequestObject) (CreateThirdPartyRecordingPlaybackLinkResponseObject, error)
 	// ListThirdPartyStreams List live streams
 	// (GET /api/v2/third-party/streams)
 	ListThirdPartyStreams(ctx context.Context, request ListThirdPartyStreamsRequestObject) (ListThirdPartyStreamsResponseObject, error)
@@ -41779,6 +45221,207 @@ func (sh *strictHandler) RunAutoRecordOnce(ctx *gin.Context, params RunAutoRecor
 	}
 }
 
+// ListCutMergeTasks operation middleware
+func (sh *strictHandler) ListCutMergeTasks(ctx *gin.Context, params ListCutMergeTasksParams) {
+	var request ListCutMergeTasksRequestObject
+
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListCutMergeTasks(ctx, request.(ListCutMergeTasksRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListCutMergeTasks")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListCutMergeTasksResponseObject); ok {
+		if err := validResponse.VisitListCutMergeTasksResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CreateCutMergeTask operation middleware
+func (sh *strictHandler) CreateCutMergeTask(ctx *gin.Context) {
+	var request CreateCutMergeTaskRequestObject
+
+	var body CreateCutMergeTaskJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateCutMergeTask(ctx, request.(CreateCutMergeTaskRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateCutMergeTask")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateCutMergeTaskResponseObject); ok {
+		if err := validResponse.VisitCreateCutMergeTaskResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// DeleteCutMergeTask operation middleware
+func (sh *strictHandler) DeleteCutMergeTask(ctx *gin.Context, taskId CutMergeTaskIdPath, params DeleteCutMergeTaskParams) {
+	var request DeleteCutMergeTaskRequestObject
+
+	request.TaskId = taskId
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteCutMergeTask(ctx, request.(DeleteCutMergeTaskRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteCutMergeTask")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(DeleteCutMergeTaskResponseObject); ok {
+		if err := validResponse.VisitDeleteCutMergeTaskResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetCutMergeTask operation middleware
+func (sh *strictHandler) GetCutMergeTask(ctx *gin.Context, taskId CutMergeTaskIdPath, params GetCutMergeTaskParams) {
+	var request GetCutMergeTaskRequestObject
+
+	request.TaskId = taskId
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetCutMergeTask(ctx, request.(GetCutMergeTaskRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetCutMergeTask")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetCutMergeTaskResponseObject); ok {
+		if err := validResponse.VisitGetCutMergeTaskResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetCutMergeTaskDetail operation middleware
+func (sh *strictHandler) GetCutMergeTaskDetail(ctx *gin.Context, taskId CutMergeTaskIdPath, params GetCutMergeTaskDetailParams) {
+	var request GetCutMergeTaskDetailRequestObject
+
+	request.TaskId = taskId
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetCutMergeTaskDetail(ctx, request.(GetCutMergeTaskDetailRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetCutMergeTaskDetail")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetCutMergeTaskDetailResponseObject); ok {
+		if err := validResponse.VisitGetCutMergeTaskDetailResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// DownloadCutMergeTaskOutput operation middleware
+func (sh *strictHandler) DownloadCutMergeTaskOutput(ctx *gin.Context, taskId CutMergeTaskIdPath) {
+	var request DownloadCutMergeTaskOutputRequestObject
+
+	request.TaskId = taskId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DownloadCutMergeTaskOutput(ctx, request.(DownloadCutMergeTaskOutputRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DownloadCutMergeTaskOutput")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(DownloadCutMergeTaskOutputResponseObject); ok {
+		if err := validResponse.VisitDownloadCutMergeTaskOutputResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetCutMergeTaskMedia operation middleware
+func (sh *strictHandler) GetCutMergeTaskMedia(ctx *gin.Context, taskId CutMergeTaskIdPath) {
+	var request GetCutMergeTaskMediaRequestObject
+
+	request.TaskId = taskId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetCutMergeTaskMedia(ctx, request.(GetCutMergeTaskMediaRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetCutMergeTaskMedia")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetCutMergeTaskMediaResponseObject); ok {
+		if err := validResponse.VisitGetCutMergeTaskMediaResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // ListRecordingFiles operation middleware
 func (sh *strictHandler) ListRecordingFiles(ctx *gin.Context, params ListRecordingFilesParams) {
 	var request ListRecordingFilesRequestObject
@@ -41924,6 +45567,58 @@ func (sh *strictHandler) SoftDeleteRecordingFiles(ctx *gin.Context) {
 		sh.options.HandlerErrorFunc(ctx, err)
 	} else if validResponse, ok := response.(SoftDeleteRecordingFilesResponseObject); ok {
 		if err := validResponse.VisitSoftDeleteRecordingFilesResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// DownloadRecordingFile operation middleware
+func (sh *strictHandler) DownloadRecordingFile(ctx *gin.Context, fileId RecordingFileIdPath) {
+	var request DownloadRecordingFileRequestObject
+
+	request.FileId = fileId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DownloadRecordingFile(ctx, request.(DownloadRecordingFileRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DownloadRecordingFile")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(DownloadRecordingFileResponseObject); ok {
+		if err := validResponse.VisitDownloadRecordingFileResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetRecordingFileMedia operation middleware
+func (sh *strictHandler) GetRecordingFileMedia(ctx *gin.Context, fileId RecordingFileIdPath) {
+	var request GetRecordingFileMediaRequestObject
+
+	request.FileId = fileId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetRecordingFileMedia(ctx, request.(GetRecordingFileMediaRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetRecordingFileMedia")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetRecordingFileMediaResponseObject); ok {
+		if err := validResponse.VisitGetRecordingFileMediaResponse(ctx.Writer); err != nil {
 			sh.options.ResponseErrorHandlerFunc(ctx, err)
 		}
 	} else if response != nil {
@@ -44683,6 +48378,259 @@ func (sh *strictHandler) StopThirdPartyChannel(ctx *gin.Context, channelId Chann
 	}
 }
 
+// ListThirdPartyCutMergeTasks operation middleware
+func (sh *strictHandler) ListThirdPartyCutMergeTasks(ctx *gin.Context, params ListThirdPartyCutMergeTasksParams) {
+	var request ListThirdPartyCutMergeTasksRequestObject
+
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListThirdPartyCutMergeTasks(ctx, request.(ListThirdPartyCutMergeTasksRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListThirdPartyCutMergeTasks")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(ListThirdPartyCutMergeTasksResponseObject); ok {
+		if err := validResponse.VisitListThirdPartyCutMergeTasksResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CreateThirdPartyCutMergeTask operation middleware
+func (sh *strictHandler) CreateThirdPartyCutMergeTask(ctx *gin.Context) {
+	var request CreateThirdPartyCutMergeTaskRequestObject
+
+	var body CreateThirdPartyCutMergeTaskJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateThirdPartyCutMergeTask(ctx, request.(CreateThirdPartyCutMergeTaskRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateThirdPartyCutMergeTask")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateThirdPartyCutMergeTaskResponseObject); ok {
+		if err := validResponse.VisitCreateThirdPartyCutMergeTaskResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// DeleteThirdPartyCutMergeTask operation middleware
+func (sh *strictHandler) DeleteThirdPartyCutMergeTask(ctx *gin.Context, taskId CutMergeTaskIdPath, params DeleteThirdPartyCutMergeTaskParams) {
+	var request DeleteThirdPartyCutMergeTaskRequestObject
+
+	request.TaskId = taskId
+	request.Params = params
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteThirdPartyCutMergeTask(ctx, request.(DeleteThirdPartyCutMergeTaskRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteThirdPartyCutMergeTask")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(DeleteThirdPartyCutMergeTaskResponseObject); ok {
+		if err := validResponse.VisitDeleteThirdPartyCutMergeTaskResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetThirdPartyCutMergeTask operation middleware
+func (sh *strictHandler) GetThirdPartyCutMergeTask(ctx *gin.Context, taskId CutMergeTaskIdPath) {
+	var request GetThirdPartyCutMergeTaskRequestObject
+
+	request.TaskId = taskId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetThirdPartyCutMergeTask(ctx, request.(GetThirdPartyCutMergeTaskRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetThirdPartyCutMergeTask")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetThirdPartyCutMergeTaskResponseObject); ok {
+		if err := validResponse.VisitGetThirdPartyCutMergeTaskResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CreateThirdPartyCutMergeDownloadLink operation middleware
+func (sh *strictHandler) CreateThirdPartyCutMergeDownloadLink(ctx *gin.Context, taskId CutMergeTaskIdPath) {
+	var request CreateThirdPartyCutMergeDownloadLinkRequestObject
+
+	request.TaskId = taskId
+
+	var body CreateThirdPartyCutMergeDownloadLinkJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateThirdPartyCutMergeDownloadLink(ctx, request.(CreateThirdPartyCutMergeDownloadLinkRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateThirdPartyCutMergeDownloadLink")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateThirdPartyCutMergeDownloadLinkResponseObject); ok {
+		if err := validResponse.VisitCreateThirdPartyCutMergeDownloadLinkResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CreateThirdPartyCutMergePlaybackLease operation middleware
+func (sh *strictHandler) CreateThirdPartyCutMergePlaybackLease(ctx *gin.Context, taskId CutMergeTaskIdPath) {
+	var request CreateThirdPartyCutMergePlaybackLeaseRequestObject
+
+	request.TaskId = taskId
+
+	var body CreateThirdPartyCutMergePlaybackLeaseJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateThirdPartyCutMergePlaybackLease(ctx, request.(CreateThirdPartyCutMergePlaybackLeaseRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateThirdPartyCutMergePlaybackLease")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateThirdPartyCutMergePlaybackLeaseResponseObject); ok {
+		if err := validResponse.VisitCreateThirdPartyCutMergePlaybackLeaseResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CreateThirdPartyCutMergePlaybackLink operation middleware
+func (sh *strictHandler) CreateThirdPartyCutMergePlaybackLink(ctx *gin.Context, taskId CutMergeTaskIdPath) {
+	var request CreateThirdPartyCutMergePlaybackLinkRequestObject
+
+	request.TaskId = taskId
+
+	var body CreateThirdPartyCutMergePlaybackLinkJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateThirdPartyCutMergePlaybackLink(ctx, request.(CreateThirdPartyCutMergePlaybackLinkRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateThirdPartyCutMergePlaybackLink")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateThirdPartyCutMergePlaybackLinkResponseObject); ok {
+		if err := validResponse.VisitCreateThirdPartyCutMergePlaybackLinkResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // ListThirdPartyMediaServers operation middleware
 func (sh *strictHandler) ListThirdPartyMediaServers(ctx *gin.Context, params ListThirdPartyMediaServersParams) {
 	var request ListThirdPartyMediaServersRequestObject
@@ -44958,6 +48906,50 @@ func (sh *strictHandler) SoftDeleteThirdPartyRecordings(ctx *gin.Context) {
 	}
 }
 
+// CreateThirdPartyRecordingDownloadLink operation middleware
+func (sh *strictHandler) CreateThirdPartyRecordingDownloadLink(ctx *gin.Context, fileId RecordingFileIdPath) {
+	var request CreateThirdPartyRecordingDownloadLinkRequestObject
+
+	request.FileId = fileId
+
+	var body CreateThirdPartyRecordingDownloadLinkJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateThirdPartyRecordingDownloadLink(ctx, request.(CreateThirdPartyRecordingDownloadLinkRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateThirdPartyRecordingDownloadLink")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateThirdPartyRecordingDownloadLinkResponseObject); ok {
+		if err := validResponse.VisitCreateThirdPartyRecordingDownloadLinkResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // CreateThirdPartyRecordingPlaybackLease operation middleware
 func (sh *strictHandler) CreateThirdPartyRecordingPlaybackLease(ctx *gin.Context, fileId string) {
 	var request CreateThirdPartyRecordingPlaybackLeaseRequestObject
@@ -44995,6 +48987,50 @@ func (sh *strictHandler) CreateThirdPartyRecordingPlaybackLease(ctx *gin.Context
 		sh.options.HandlerErrorFunc(ctx, err)
 	} else if validResponse, ok := response.(CreateThirdPartyRecordingPlaybackLeaseResponseObject); ok {
 		if err := validResponse.VisitCreateThirdPartyRecordingPlaybackLeaseResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CreateThirdPartyRecordingPlaybackLink operation middleware
+func (sh *strictHandler) CreateThirdPartyRecordingPlaybackLink(ctx *gin.Context, fileId RecordingFileIdPath) {
+	var request CreateThirdPartyRecordingPlaybackLinkRequestObject
+
+	request.FileId = fileId
+
+	var body CreateThirdPartyRecordingPlaybackLinkJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateThirdPartyRecordingPlaybackLink(ctx, request.(CreateThirdPartyRecordingPlaybackLinkRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateThirdPartyRecordingPlaybackLink")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateThirdPartyRecordingPlaybackLinkResponseObject); ok {
+		if err := validResponse.VisitCreateThirdPartyRecordingPlaybackLinkResponse(ctx.Writer); err != nil {
 			sh.options.ResponseErrorHandlerFunc(ctx, err)
 		}
 	} else if response != nil {
@@ -45099,1294 +49135,1372 @@ func (sh *strictHandler) GetHealth(ctx *gin.Context) {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L39ctw4li/4Kgjt3Sipg3LZri5vjxU3dlSy3fZtf2gluXvuzO0rQSQyEyMmwAZApbM66qH2FfbJNnAO",
-	"AIJMgMlMye6amfqnykqS+Dw4OJ+/8/eDUi4bKZgw+uDl3w8WjFZMwT8v78tLQ2tm/10xXSreGC7FwcuD",
-	"G6NadkOkIOyeqTWhQq+YInJGKBGyYsQsqCELqkkttSGlFIaWhqy4WRCzYKSsW22YIjV09hJ+c22Ucsk0",
-	"mSm5JGbBNTT3nSZyJYg21Nj3KrKka1LT8o6UCyrmTJMlhU6VbOcLIs2CKfhQE81FyZ6Q01vNhCGrBa8Z",
-	"9Aaj5JpwsTk6HNWTg+JAlwu2pHb+TLTLg5f/dmAnfvDX4sCsG3bw8kAbxcX84JdffikOGqrokhm3eGcL",
-	"KgSrT0vD76ldtks7+je8NkxtLugnUa8Jte8yIhWR9s+GiYqLOcxRsFrbAXH78t9aptYHxYGgSzsG2u+i",
-	"N+z/ptjs4OXB//F9t8nf41P9fXqEB3Yq3aOW1vhzesh+bHYdYbsofIJbNTLg0Ozugw2fxgNtmm0DdLtr",
-	"h9g0xI4kO7ym6Q1rSb+8Z2JuFgcvX/x+c+e7QbRGXrBSqmrrWBZSM0JbI48VfED0iptyAScGxnhP6zY/",
-	"wK6jeJxuYLdS1oyK4cj+zCsmdxhY09Y1OaT+y6Pdh4g9ThvhK6a5YtUkUut2ssKvxqmtipvekdx6w+oN",
-	"956XzP3xrtplxPZD/4Twihz+8afnf3j2h2fht9JyJqnIp49/fveGNErOeM2O8rPrjyRDuM+e/2GEcnE6",
-	"2+chZ71ZHOIQ3V+8sqP2s/ETldW2se876NeC3tZs4llj+PJuROw+mkjCf1Sybf7E1psD+hNb49J1Gz+3",
-	"LxeEalLa8QmyWjBBuCEr+5Ni1LAqDKuhZtGNau77KQ4U+1tr6fPgpb2W9uFZftCj99LG/sMQcqsWjW//",
-	"8aySXPSManbMhWZCc7gqDftiyEy2osILiOHQyJ1dcTXK5e9cJ3vR3luqT9uKT+SnC6qPqX19N/Jb+E6m",
-	"0d9bqs/Nz9NHdH71rzuPx3YwbTQpZvKuYsLwGUdJMToOcBAUM60SrEodBbuZNdf5Q1FGDHDSqRjf33f6",
-	"ckGVZ6vT1lTbLypyyHvf7nhv9j+euNYPOS+234JEnxVWPiqINorRZdExd233oLu3vsqxei/nb5RcZtab",
-	"CaM404QaOxQ6swoErKjhS0YO8ZLlS/azFPk7xyoWvcHNpFpSY28jatix/f5gfISfVJXilB/ZimkTBjnj",
-	"ShtyaJe4YjPa1uYIBPu6sm/B09wQJXQQj9G1cPDyQEAvB0XQR8IP2HJKNYkHfyUnLe4tm0nFdl9dIx+w",
-	"th9YxeklU/dMbRdFqNZ8brmFkTjMpf2aaPg8N7xlr4e9SPSjPK/pmqmfFKN30xjDHWMNiNNczI/tOsrW",
-	"HDfQiiaHIm5wR27R+3Yis/goqwmSHo48XlOiWqGtxh+08vyoqr2FunMljSxlPVUSadz7ubH457sK/mEc",
-	"0dguWmFJ+L2c/4mLalRi8qfJD/OOizzH5KLadXj9ocSDvJStKtlnNfXSgtfJ54v3eMRla+ydCxc1rfUR",
-	"Gke4cNRo74+ClINrpV6fxB/5qwVIl1DFCJ8LqVh2BXQYc4Zmnj/9/RjRXMJdNV0Jw7ttVDrEV/YSYXE0",
-	"uyiF0XjwxtD2X1STG3xyczQ+zPxhGx3onxdSm6kH7Z4rMOzYb3KjuYcGdzz3aAmcKC7iyyf+StXI/Tt7",
-	"onuvM0GiUTFrOitD77uN2q7RuZK3NVvqzYFfgCSLRjxu2FJ7c+g9I9SyLPtd9vaPm04KATNaa1akWPw5",
-	"nSesJx/b5W23Ng2dM7tsKG5bQY8qw8Xc3vzPsmzUNpwczLOiu+W5MD88PygOllzwpRVPnoVRcmHYnKkw",
-	"ykv+c2KkH+gX+yERYcRKrjRpmIJhj40OGkyO8MenqSFiT5a1PN06YLS1cTHPmxm9YbHmJZhS97AtZkgt",
-	"dL7N2gRDcOf2O89UsoS/p8EojOa1qK6sPLcxltei8qQGkqOiYs7I4cWbM/LDDz/8E7I9SqwYWTghHkjQ",
-	"tnZ0Qma8ZrojSieIcpO30eA49hA7w1ze8JqNWR5xTN7CjV6Iw1esZlYztWqpJguqquPK/QTvF2S14OUC",
-	"7j9wSKy4ZqRmM0Nka/L6SRjLVJEgMY3e7KaI1d9Egg4jGhVBo6HY6+TxJc0wjEtPdpsjgUdTyThQrfPX",
-	"IFHnSTaQ+4OIdouYEQsWeW19m/yQW0JZs2k3tpI1e7h1R2F/Y6adzUFetrdhbNMGW7Gagzuzqal4+Kh5",
-	"9TAT7eV9eSaFtl2IMmFWfqOYXgimNfpdFaPVE3JTy5LWNwPLgxODvFuVOSYWVDnQN+H6YtUJuam5YFTx",
-	"n+ltzW6cKaOUYsYVyDLeQwquWPxKoyPYLMBhKZdLbuwSBTsCI3YhmDaEKsXvWVXAxzPKvST849MfyE0r",
-	"6D3lNfbr9RHqHbLktCxZA0vvHc+yYQou3BOyUtwwDfyW1iu61iSeRtgj9G93u/Qvx5f35XG80GnLC6xr",
-	"ZHjxf8edpK0vV1TNmdnChj/EqrZdrzAzQktjFe+CcKENo3C9Iuc7AUf4LSPSrTeQaSwQ231lX2hp6jWR",
-	"gn11Ho9zzTH4Dx1bP0QHfHWUnmzw5XPjKJTOmTBfZ8Lj18iLH5ITlXdsIls5PX9HjH19K0vJMBLj+tqN",
-	"/33WU9WqVjP1cHbXakcv0wf5i31ZN1JoBmrUT7S6QDZh/yqlMEzAPyPJ+vt/13Yaf58oHb1WSqqfZLXG",
-	"7vpLcbVgBGgBbJ6yWmNEyD2teUUOZ1JZUlo2NSM37tdreP3Gvh9+sh/eHJ2QUirFSgNLykXTmvjAKtbU",
-	"dG25IzekFRi3Uj05sCqwFLOal99wzp4Xl65nHUXmtEoxYbyUe+NfgSlTsrTsXDes5DNeonf3BG6e6Fbx",
-	"TF/BdOmccgHzfCPVLa8qJr7dREta10xBqJAOtxCEDDRMLbnWluVIRRRzhjBdysZOu3t8XTHBWXVzBHN4",
-	"J3Q7m/GSM2EujVRO4f42s+nMGoqVzN6iMCe4+Ao7jc3QqsJS9C2r5Qo46UwxdqwbWtqVAKYI17Bis1bH",
-	"rXV6F7AADFJhFTm80Tjp61lb1zeF5Rhqba8+IANjT5KwywhdcOywcmNDhk5FF56FfEYGedUybCu2LiRK",
-	"39CMW3fDlKA1rNG3W3F3H1sxhVWkFexLw0rDqnpNDm+4G9MNzL2xYwZ1QcHc8Wx/lOaNbEX17YbMPXuv",
-	"OqquJLO3qCHsC9fg4OH49z3X/LZmwYyGx+XwRkhzDW5CR/bndF1LWl1J+d5e8N+eUwFzZl9Kxio8yJr/",
-	"zEjNl9zY04rDuzZSXtd2gG7YVojhJfvcSZXfZuSnpGINE5UVJwmYzZeNVFTxek0iEZcc9gXeMQ5rjxYw",
-	"6Vta3snZDOZ3JeUHKtbuztTfnK/ihrDKah+W8/v9sH9cwx+WcZ6QFeWGzByDAnV6zu+thCHIzYWd2vGp",
-	"1ZlvrGQRxZ9Gj8asmpqVUlRgC4aOHO+CNeNi/mRUJMkbL58mbIEgVwnamoVU/Gf2jY71R0lQJOmcLMCW",
-	"G8vDhQG+bMdkH2Hv137CKKnQhl+DENn9jgfks9BtYzkXq0A2v4IJ/0MOt+NIN8P+buCUhGFeg0B/bXcG",
-	"5vCL30ygmNPSfnfBNOhsf0/0GUUqi0jtgFvVCWVEyyVDTdZejlajELJjpmDCCwb0l4QSsPth6ARpqNYr",
-	"qSrXmP2plnPZmifksi1Lq61zTd5eXZ2T50+fRk4gWIRDu/CKloacviQ68X4ravsTCFoVGBEbZWdhOErQ",
-	"tMS5Dqf+Fzs/SzOVFKALezXW2SxtQ27kx24ZrG4r53NWHcs2FVdQHCyZ1kmPw1/Q3dE0TNjbnwtiGwYv",
-	"zEYjBjTGTBu8GzQx8mWkrShZs35EStGP/yrITU+R/d5+Z1WVG7f5F1eX59GJCgKUZigWotVsU6/qeMm/",
-	"+eUOs+jWpFsvefvvrDR2qqcNB7UxZbKL1ESriVkxi1UndgEEsyLIQtbu5sN3wLlaoOw0A6UZSNjd/mtn",
-	"fhwQR13LFaveNQmf1VltRVpCq0pZAlMYVn949u7VxVHUrVO/QVqcKbk8IWzZmDUKclSsQwNcE9cdqIvG",
-	"Oco2tx9/oErRtf3baZunqeNrL45uKLFuevj56gxOwxQraujkp4RR7axjscgTXA+h34LEeiHoehUa4Eop",
-	"tKVKT0DSsRmUd8P2Jk9BxedMm3PFZvxLmnGhFe7Zc7JgX2jFSr6ktaV+yy2Y0l6Xv3x7evz8xxcEGwwm",
-	"7GzH7EvDFdPZ9abG+TG6hXef4KKfENHWdTAYRJKmfSm7JfYjlMfwQt4YV021+awnE4J9HanSSBLdhQwM",
-	"o3jNpMZrv8UDZj/ef7hoA9mQUeiSbd8CIc1PILJkZgpG2+EmYGgQr5KzCg/hUyBh55Pcb3ZyJZjK2ZPs",
-	"72S1kESuhN4y1U6tTrCg804lbyQXJmZ3JVWKM70bL2la1Uidu596a4kMTapgYAS2lpyDYveMBmVi2DCD",
-	"w04FYaJUazBWl7IB8eaONaYgWiJjQWuEbSoSQ0oqrPa7iuNn0H6y6e+Hkci7yUfEvZ0jGHto3Sv7E4qS",
-	"ZiL3xsmFo+s+3HJG3Vv7j0+nvbxnPaNXfGALUjHwV+BR4sadLG7vPC4quXIGlHvZOf69bIX5XAeeyaJt",
-	"FFb4AE799ZqZa2guKV6Z6Sbm/ImDJ5Pulc27JHHf3ej78rqh5vr09qy66aiZkoYp7ShYsVLOBdfebz8u",
-	"Q3XWbWCi3bHt853+VAY3Zp+zFLGkE/PX+LrrHWRPGbH8EYsJ8VmLqbx3T42JfO95OtTKxePIWScf6E3B",
-	"rdka18M1NJQI59lQcIdKbdHFz+wTkDOhfftNmvhwwiGqNAT5eBY/pl4GaTrB+Y00tB5dMewYaHdJjbta",
-	"ZxDTqQsiLbehdQ0j0sNpvvj9QTJOKKZqFzEVhSbhmNxqJGmlrbg5W7DyLhVSZlVaO3KrClH7Jintq5vE",
-	"ktXKXn9pairwovHueWg2LZVslWhC/wmJJu3/+4gGbPcpUWxmuY2RJ4Rifq5lNc6AfbzilXsxrThafTWV",
-	"/uXv4K4ffDN9h2p7sXCT0AQu3RMU7meU161i4bSFyXtmz8VMHhQHK6qEHWBxwMBU/ddt7M8zPZxNNKAt",
-	"uqQlgXy2KSOgfVfHoCBqVrYwFSQcNOcnjQdyosvQXm1iHqnPXhG0O0iFFOulbDXcjXqtDVsSaDy9k/DI",
-	"m54GqXMcw8nKgVpmL6qqd9c2/BgOteXbqIgdO0XM3gd+RHaBYTzJGxeWZ2JgS1jDTe0SVOlTVIS3atqh",
-	"PVBS4mXsFs7eamnt7Z4Jk165gQ0mvsQ9OTxBsSFy8IYnG/6vZPdZVvO2XVJxrBitwM7NUpwnu36yBCfk",
-	"uBSJqxImuKsFQLamlCkG1zHarpcTgmtAlowKjbKO11QCJwMNAuUdT5POgGcHhdzDii3QUlreG7OERXO2",
-	"8jC9la3p7yr12kzVM8pYXshQwCfYQ1pOVDSdAXzl3FkDQi0I+1trT6MEofjmX47hxeN31Q3xPn2Ctvyd",
-	"aHpoYHMnMib1bvdi1lEE9jU8gd3kerQ11WjXMdrtQlyS0eqCYJZWl/b1X0S8c/PvyXebizFN2ovuu30E",
-	"Pj+UX5nE54EczqnWObcFnH8U+zrACCsvkIonbnF0VmdiWrUlIdloF/TQLuGpWxbn5j7UjMWWcP0d6Ojg",
-	"zjmaShO27dQoThHjxDeNlpI5F2gLoPoOTXhulsH4MaFLOBrJifu+3BsoZfbScDpEjcmdyaZJzq81ckkN",
-	"L7spuncntTygKT+nrsNuaQu/0ynK+omWd3MlW1FdUX2XYVpMcVnxElzK+DIxVCdUit63eWMa1XdgAE5e",
-	"MBAtcU/rS/TWJmQs9wK5ZWbFmMCEQy68f3fizlhSfdWiPe1Dohv/zN9naH5qwRm95HXNM90lWQB2F4JS",
-	"BvqW/XnYTe9u5gadfKzKCFj2q4tWpCShXoh6mETKfoYOTHy+xut/T5s8XOefRL0e17qAEFy6KIRhoi4m",
-	"IWOw1RG+0qY+llY7LRGHfL1Nq2MrzmQrzCj/t8MBMCjMglKydI5UZTbPZmazVStAuds++1rKxgpd7ouN",
-	"vNlE8lZCKYw76S1/N5TNgxVTzcZxiAk2WrjtLCQt+/zU5xyaKDbnVntnADBgLy0/4z5HyVkIhorW5pLF",
-	"xua83BFGMeBterLAMeCgGzLHcMd8DHH2sv9JSqONos1pteQiinOlVcXt4Gl9Hq2Ry/IbaifoyjLSOSad",
-	"EKO05SRWbqO2cW77MVIlODnXTU3XH/PGHb2QK+FTeJ0m3ffygqnmCSbRjYWDdyEFCV+PD5PwilY87BPk",
-	"G5RoWtv7ekH1wr6Ijgp0jQ/6f/7jCwjd6caTGI6PANgczns55wIYzAmyBC8XkJoZSCxVpOJzbsCi0aVz",
-	"oVce39EFvmL/L+1/W1ExpUupmC6svK75XKBJZLFuFs7QO8gCiabwg10/27Ad4P/+t9Pjf6XHPz89/qe/",
-	"dv98cv3Px3/9+/PixQ+//LetqlSYfbQvo3R6aahp9TizQ9Lr7R7Rhtc1IhhIcsvi4PY+Md76ni7CMDe1",
-	"z9ZFiQo56AZiGbW90ZwbgpHQYORS49r+IexYLFO+BdRA0A/1BEa8OcTUkp1RUSKywplcLqmo9jvd2IyH",
-	"UCyxqc1lU4zqlCB2Ab93wbpdTDe0Wwf/VERzPyYOyi/JGTb0ltfcrM+oYXOp1mmZsnRPHfdW1XFDlVmT",
-	"0n/vnLgDw2McnjlizaWAoeHsHHj2rMoWWSYGsd06LWSU2Tn42TlcnNi+UvN7BrAdloQKr0Ac67UoUZty",
-	"iXlp8XeaCB0t34xlrKV+mue7+dIFRmoaSVrNep3t4lQfHI+wkENZJTXIItrn9ClqTLmgZwta10ykTCKn",
-	"RLCVpSX7nt0BfHGToNwrWyQMI4lmogKkhfDFTYQDam+FXaNm/hIykvzwnMZ9y8Bu41LYppsq+ZLO04Ae",
-	"F8ye6XuE7+gQtVyv8N12C1u3VFFX8QyTWwUhgv4Sf7Aso5mxXI+tQvhkYkvRR3+eFSm8E78ZiBb23jsh",
-	"ssFhkQVTrCC3rKT2HFAxuFUU08yghc0Fbtnvv9NdsyHEyZ4oZ/EdSiKbHjG2yo8ccjuiyX8d+WcosEYj",
-	"ym1xEvvslNzziknPAJ+Qm4DfcuPiNFy0TgwK85Lc/O53v/vnGyteiUrbOx0TQ9eQsYmTwqTQmwXVCGPT",
-	"BePpG6LpGj7z1wF8mI6AjeFs9wTBLXootXuA0/YaGGUUMWQuavI+EHlHp0bU4UVGRvjLYt3DoUQEZG76",
-	"wL393LdgYGDBArjZdV3L1U9U8/K0NYtP90yd15SLC6Ob8Tu9BzG1pAFKGi+oJVP0O02gYdIPcY84Hdhu",
-	"G9sfuVFGNy+///7Gwy9YBq8d8Ik7wMEtZSShYm2VVGeiEMyspLojDTWLJ+TTbEZu1z6J+iUeylcYV8m1",
-	"GyirMAvaDRYNqXh74wc49ijR2bKc/kxgXdOSCk0hjpw6AGPP4Vya/yHg73xPm+Z7n/ivSSv431oW9Dn0",
-	"rWf2cAS/GH8HSZz5DOWuk0+i5oJlZuBavWdqfW557ojLngbjqXJfEPAagG/t8HaN/wRHpZHNEWmF4bXb",
-	"uS8GNTeUxYxa54eTgUI+9bDHJ70j4vRBqomWEoKzkQ87tG67+x5d1v6baz94L4K7jB2HC+FcgTnJdA/0",
-	"THL4+fO7V0fgHLJkTUsldR/OIy1JjsRan7mYUYf+903Cq2Mw0Dsuqpe82l2UfqNYgLlUTg2USvcsGPby",
-	"1hk/aDUAot4ZJLrYgGTeGOMkxOcOlMK2tjF+lybjkA0S08giOk/CbI59tshZIV0Cb/pMLEIOj/kV13g8",
-	"gs+lpMLO4ZbF9tfNwzDfAVH5O4dKPLSvo/FbpFdpkYXxja8ol/fjhRpE8rUPnONKL2RbVyHJLT2XRQad",
-	"t6/fwhVih9xQcWx4bY5/lnKZbXFDSsq37ycRwfR1chc5DNHKJz7U1kEBHKU751sAcvtBWEHWcBi5wBbb",
-	"xl0gTU2NZSwZlmhFD2dWSbPFTUoAacW17swoIcQsgiRxdlN/a9g7JRPmsgt0BzXEXiI6HpOnSrywXJoz",
-	"In/vEHz3Co23eUeIGAcn/RNjDXFApB1yBiwWwpGSmtF7gLoKuAXgdwSjixWh2rrOuG3GIv68jddDtsY3",
-	"U39l/CvpgL8IG3QnCE+r+Bi09kzB1oR37UdGN1eKCt1IZaZ+3PvmlyLCttz04HXYm04wXPvzGB/TJTjF",
-	"g/6EihMFtRSlQCt1BOF2BertjX3w33/3u98N3rfc3L8ZypX4/QlIGCgtmwW45PswGP+3bcY2/L/ap0+f",
-	"v/CNQVeQQXfzff4N/MUdif/+DOrH/MsHd+3oo/jOGVyR6RtHZ3A/L/v4npnv3mU08RiNE+IPnCU/wGUT",
-	"bwTE8EZ8vebacDGHTJJkp21TjaZGxJ5c1P+s8hGSVKXaVQpzHW6Rwja73Sp/3adxQ/8cIYT2NZMTcnN9",
-	"7dQoAB29vr4JmaxsQopAjFaYdI3GML8RmGzyihwe7CLgljpwxgD92oGjDSGRgrcvKmGxWYkjqoTQlZKI",
-	"K6P0CrlEcP9DXOeAvL8BDz+mdxeJykCDYij9Sjyb9oOhESOpznn2mk+e6Gg/JssRq9PpphFnaN/u10ZC",
-	"6ctpua5w0nE3fdJIWcNx3RA9T4gLSYql0ziK03V1ULjYpWTs5pSCScHK3ynOleRiDpYGq0CTQyEx79xe",
-	"tKw6Ksilj/c7pE5QAZ3esqMVXR8VTvUmh3inWrVUKX7PxfyoIBcOAQHB4OCIU2Msk3WhXied7myFs3LB",
-	"qhb7PXc6Nw9RYWDl8AFofdX8qCBvXOhY//0Vr2viltvSCHfypF9aN++D4sDP8wCwdfE3P/yD4iBQ2pth",
-	"yNPGFoxXEuo8LUFYhCQjF3kGGYC4zpjWZdQarNMXGG6B0XP2F00uu7AuP5+LEJThHo4NFEqdpMyrmMIu",
-	"Z73Lb2AMxydbo1765blYV7hlQiDVr8g6wM0jGQUmmwEmqZ6uiI+r4HO7BjsqjLmnBT5YrN9DdPh1yAqD",
-	"azy6D5O3eI+qH/E2gZO2PXi7V5vpv1IWHk64N4XJYVI9ZrZPYLbrHEKyvZ6JUdnfKAjbS2xLKw2+M2yZ",
-	"wyKBFzCYz+OMRAAkPvB1Gh4L0nNBkH4Lou94Qw4DLiDUigG3ADl0MIMnRDN7i1q5rHeJYlPhLFjB9Y43",
-	"IwloW6zMPZvNgkKo+Aojeu7T/OkuxSf/2AGxSEU2XBN9m026WS4SAxwufLwU8KxjJMm5q7xnrB/vgf6j",
-	"GWd1pT1btUsBtBBgIrdzPVff4w74XgCMccPYSpD7+dZPhSNXTF40VtmZMUUqWbZLF733ldymvouJLVy5",
-	"ob3yn4Ghh91zturh72JI8kAJqKlDDwRhE4ALvQTdwz8+IbBKAasYnkVLsSUILExpwm7lkacaGC1AD7m9",
-	"OXQTPeroyngUZoCCmnG1TIE84SvjVlc/aMyrwC8yPie8WxO8AGpXBIwd6aybKzB337KpuSC5hJR3DmgV",
-	"7pkTBNCxM+6sYX6/3KZO7C/cW5tXPRNWoLcXJ7IR0Agdq/P+logudrkBo/sjBUUSk3R6y7jGrSLu3Szm",
-	"B9fJK+XSIOodPkdF2JKcbRTKI1PjMK6cCuSosFGyasvJMfD2cmny1BJB207aLCfAZZvDx/sS31A6cLtQ",
-	"hCPUUX83lG6OgXY9KUTrP8ILJoua/5WEzM3SXXuImXtJmKHnhIypv62QmS9v9taB/nhnmJX0yoW7q9Cm",
-	"eYLRLTfOvRSFXRXkRop7PoPUW1nf+89Q1Aqg/2ihLMjN/Bas6zdWiAHQ/O4pBtNcvjuP5SqF5kTo46A4",
-	"cJ+PGTfOzc9nUchvwoB39a+9oGAHoRasMjiarOUjZ7wfkydnskyFs59R4cU7eCPj8FR8/FvgqIpnPm+o",
-	"SH/d0Ay4E4B7Gj1G2O6VePfuGGv05BzNmWJ6kTYshOg01zBmmDEE4bQPlrvaGAxPSUZ2DeyT9CL8LFPV",
-	"QO03Ob/4iOfA7oEbhmvZ04Tb3m7R+4szdqDNz8437WtTJCx6IkT9EiD7XGC/fyu7Hw4MK7S2q+Utf3bc",
-	"dFzSD4wPugKXuZHp8CF8L3MQXSO6L2JPcPD4Zot4PSZtwZ66UrwpJ2Qp7xnIzaUUhouWae+bRtuvn1iE",
-	"ZizbhEKVXZ1XXLES4WItERbIdQpgHnEYgme+oNFWcoUpgDMAoOLzBVq/jt0vbXPsf7Sv+p/h3/6B7e2Y",
-	"C/8v2Rp/AI4Foyr8MYN/2+EcywYAVeDfZY2gXHZ8SdavG+bJPyq9NhBSG4apgQ1TpV3lXpTTdw54NMnA",
-	"Qsm2Z9tKttlDDrvi8399rbqnTzcG9MFvtwvSByMuq2dxfeGl1UXGcoP743vx9Gl/hE+fbhUpPLWM0/kl",
-	"hqZnrlMXuN6/Sh/1BnUKGqt+Wp/GUfNpnteLqw+fwmkDlKBh3BnI9yG63iHq88zNgN9cwEvbI6tcD+H+",
-	"Or/613Sz2SC2D1RAeDSU5z2JWQYGUnkEmNUCY/dmO15OG/OJfcbZdZ9GLvvxxag+PKjJOIaQRDbkdlMp",
-	"48wp+Y9DBtv2q5vEhP3wjY2sald+jVFVLrq0uDz9NUwdextDSBIjGr53aSngcwbU0YpDwgdLZjZsz5KL",
-	"219SgTAU0BHHqC5a1zkzkO17vPUQET0y9pzVIp+OIKQpQjTa2jnoJyADhdWIhj7FrnrhY8ES0d/Bt+1j",
-	"tmNWehJc2+hEd0EHz4kmlWxvIaqubYiR5Eey5KJAO9b/9/8+f/p/kn/nxnk0Bnvqmkr4LAd9cUGoVckj",
-	"EAO/HwFF1QUDONHEzwGAsmtG1WSjzE6gFv1FycJYwIejmkYiQGGLhLsdlpl9MbDfox1DAITvmGtStcwD",
-	"abigUecvduVpfJzEvuMaUrKngTGiHcYiDvPXIWfGvxAj3GNCA22NJFiT/POrc1d7r641EIkl2auzcwJI",
-	"EhAC2ofWa6GsvymtINpWzZje3xUmfy1MLkkYrbADhV/hl6SW8wwyYWoHJSmpQ16LfdHkEIHGXj558iQU",
-	"HgmmFZTw0kkwE3QkR/wwizHF6F2VDU30SkRoByJ3ENON271bZ0LsjVpPyw3BViEz5P7/ggR5XmmiLXHc",
-	"rkFrOcojCu6EJugFRmdILVwm2TVkkj1x1uAiaL0hPd3e/Y5n4GFPG21UygJwrtg9l60rhIHjwcw17E+P",
-	"OhT3KLA/HeuQlqVsO8UG1nNnmMO/hOyF/eANTSKl4SNb7bZcu0ICupid7jxmKXlD7kKyLnoSsfObIkF2",
-	"6+9w/vpYfmOcs7+TWYRR6jnQcS3neHxeotA7J4eBtp2PoCCubkrhvCgQBNf5UAufR+niLTF6LsqwLPqx",
-	"dIW/rI/CQSGH/QQGDQlemOjnE0/wT1gh+xhiAI9dIsIhxtJb3bYfLgBT6gWHxvDXwfgSwmDjVqex/u3+",
-	"j+FSJ1Eh/tO6QtyMH+QJGV60+zhG/Dj+8X6RS0EbvZApOfg0rmnvXgMnhfeRPpp1o5IrUUtaTcZaqKmB",
-	"XOClpWqHF/Ti6TEaiYhvjhhe3jHTlyUjVNZMblpWsw0ZXX7NMJErFkoTyWIMjICblxf8nprQVGf7Nlg/",
-	"9yCg+oVhT9ZF7Ji2KA7xPlBNDL1jYsuCT7tIncf4kUjCNrUnOWj+M/tpbVKuNHvWHrCDyOhd1PWURL7v",
-	"9EbqNxEyE6+w4pVZJJq1P+896BE7Wmc028TF6810jBvZ2yQXyhN7c+DaOUkmw3vow9JDHGDd83ws9w4e",
-	"8Mi1MPYF6hrON5JbtOjOH10R2UxbEPRdPHSGooPSymYVdjoUSJ2YnMuNA79En03FdWMvN2SL08vDTF7W",
-	"EPam41/H81QxhaAn3G2XkYftD9coEuE2gh83ttMH3UXpuzs5zDpGgNKkh1QFG9VGsOGJFfeAwzqpOBh3",
-	"jaL3KRfFVjQR59BJDg8BN1KYIHFFuh2hNhJQfVvxM8YGeRpBOeft0xtwFVubbCztjzU4Hvo7AJbA3FHn",
-	"dWZfUNE5gUJWRIYwRrjBZoqxSZiQ0xI1hk09ff77LMrBCNLCK4doEIpEQuCwAxSdMNQciMKrGD5hcns9",
-	"kW4krvW1gxMZ28d8gkoIvJ5Cs30EhJExvaX6GJEPxkaVQzmwX4+7YnbFMwDbyhcfka95xVK504cBYMrV",
-	"JERVfT9Mg0sELxibww5IAZMoZlrC0PZmdsEF4GYhW48IkAtnekAq/jfLqi9c6jzg+8XJ8zGFrFhAwRhC",
-	"qj39/R/2TzrfdvAmJFFP2NpMLaEuG7qX0jxBIngVRe/vIBJEqjUpqaG1nLeMQDTzPVOaS8GqRBYC6TYL",
-	"tVi/YaLaQCqxB5iLsm6rFJSsj/HMWu31rgaWoYz0C2zGO2zh+dMopiMYXDx/2Ra/5d/b1arr39oQUuoV",
-	"XWuozfckRBZTrZk59mt+M4UmMRUr7/joEuP2WciQItYt44+pVdwpwh2X0tW3pBWhZmIYuyPLBHP1eRPu",
-	"jRO00Tmrqu1Ed+kmeqK1cXBO3fvdKMLaFx0lTzitIYV4J+kdUx/SsvqOtR92lNemZ9VOIddHuRy3pKgm",
-	"NwFB9OAyfyu1yVh5Ue23jFyTQ0B0pnMw1AcpG9sht2vQi1rt0vHtqzXXmIK+lIIbqSDt0GNaazLn98wF",
-	"NhnKU3kEkSSic7YdGDxZLaQOWFYcUAu5mGo8ki6DfzNOQChZWyF2EXUCCwAudF47YpvSx4ThY8sYLIQ4",
-	"iy7jfcGoMreMmjhSc4p3wKE+5Hp1SI4MpuniRSvE4hHSDWdYbGMsFNuk8c8v8AGu4sTGMnb/DxE93gm5",
-	"Akj0iA4L4kZBpAAMqO6u3ZW/ebO/9FAOMgA9NAFNw8+5SNHq6Llb3jKVgR93R2oJ72yeigWjNZojRy+u",
-	"uKO3+IlVUIxpslX9Tvvl/HAA32ny9urqnJyev0vHxUBFj20AqeCu4Q5PzIEcj5ZQmVhbg0XLtJkmS2dm",
-	"62R91eyototRdDbjZdqGzerZLpMVWC6UmoC1mqnh2c5mKuksTLR9Lw1aYb1D9M/SMHVQHHyU4h7+ub1k",
-	"Z6j1ES1Snz6iQYVtdgtQeCrcSuNvA7UOnTb2dxdA06N4QCllYI5xOT/pNUzmk74TFUsUiX5PtSG1nBNu",
-	"n4f8VCeAdSQ0qVgSeCuTCUGdWzJyCg+I4pYtuIua6Q7AxCJNZ1IYWppUSagPUWh3FF6HOBf4WQcKv9OE",
-	"d6nFizJABvKflovt9RE8DYwflkxVj46o+rP0x0TeQZTyXNEKsyVFCs0/UnBzAvZPXFC19uJ1v8MePksr",
-	"wry328e7JQpTLPqE3SO/IU3EovhYNUh/PoNUlsehB7s4evkZxJQKJyC4aFdQdQs7ea7IgmvjSjEMzqbb",
-	"zCQ0ixRGyTpxxk9cl2X8BhbMAFKjS+bHlylhC9OcCEOML6dxdJiwQuuWHDOH+W21uKY1xMg5EPV0zdgt",
-	"X4Kq8QHEbthFKAC8A0piwG+3bXnH3OnWEM82Xb/9KCvWEYLrKRWI4Ub3E/SVdZQHlyj11OBH19XAOyFP",
-	"QzUc/1JXN9GBz04QEd23r1MBUa9F8AOELrio5CouKzep/51CdV1z4HvdUu3uWw7LEo3efsg9fe1JPNsL",
-	"rYQD2T9TRcwg/GgHi9nb7gw1dkdohOvlCkKdBekPOW9fMhmIJFFFt8eSQqImJ9zJj8bbSrlccjM2XnzD",
-	"sCoaeaR67TZulHiy7vAuHLOvIwwgz9yvVpqCkeQBj4NpY5KqFD6Az+1dnix9HgurO1gSe5rfL7vYDP1B",
-	"1X3b4R50Y5ha5tuPNCCmlvtEz8VHPOy163ZDlIlpL5p+t/bJY4zV/PxpbpdLmqyB1d+lBUecFNRaBpUB",
-	"RyLx8P31hxwxdAK/68iJMLBNTpiLOl5PjRf7lsdk69TKTYqfZA7awQTud2BnI/iA/vxsiuHO9chxHP/E",
-	"EZhshUneE/b3IPFTLgCvAkoKTKcr2vArecfE6Lqfnr/DMnFT6/jmHUhdo726R3qyCtgZt8YPwaBcx4S2",
-	"M8JJ1yi8MLGxVm8ZIbywD2Vhy0W0c9F6D1bIT2qEvFw972SosKMeV3vbyh4xUWkGIWJPyBWUXYIKwIjz",
-	"CmAPjmJcWBJG8HFB3hrTfLL/LqW8gwoQonJVEri7Rm5ltU7jOWj9ekKtODcWLGzoToKfA/ZKXEG2kzDY",
-	"rpCB2AECQqsZ7EHC9UzrloVkqZt/Ob68L4/PtJodwwc3lg9XLnAclEsI5oLU1jkX85AFEhU3YhUkG21M",
-	"5oTcYkVe6Z1rbrtE1QFI2U89CkdaS23GKiC+ns0YAjs3G7UQo8pwuxQ/LA7cQEe29PRWy7o1jLBOjXJf",
-	"nThMAW5C71YuxNTOjUL3o9voWpwmw/rVPaS1q5Pa+dbtfejojbYVRxEbyhgJcmN38vslu0lnitnxbxPc",
-	"PutUUfsweNdIfydjIi02zlBiD8ZYRU7G+eQvTSx3LPuXz0IuWcjKGAQa4IW+VWJNilqPq334S3bKOPDl",
-	"bQYZQBMGksEBg0gRvtg1XGFFlUijVXih2b8xUqsJI+MxAESwh5QqzWrQfkvDmkZDT9IWJIOdusvssQp5",
-	"U9EJLZmIWFa9S4ZnQDVjQp1TBhBUgKmcvXt1QYQ0Dqt7wdwFs6Rrcsuc90bJ5QmCLbrvoyLfgEJr96K3",
-	"7nGZyZRUHMI7Iq99HCOTY51AfdQ44NVuuOHm48Zdu+6XYT3yaWQp8rXP3bELezCMHdgycyHNT3ApZ+YG",
-	"FpDh7LgmDt8X0TCpwayBvebW7FYTuBuFi58/IVbzIstWA2Y/je9Od3EAmguYknciCi4cUTxLgGO2qpF6",
-	"DK0/LJX3OE4oYw26CqMRYsZY9DTEQIJD3xXCIqVs1j2KwCrjbkTYdlRnvKQCLhPAcLW3+YkLjAbkWZAl",
-	"IWAj1I+8Y80U8Fkf0xftbJ4pxWjc+6JhQYnlOOLr1xITdJIstB/X2Y+K60c5oelK/uPF9589WrzRaKP7",
-	"RB/FG/0Ie/w1K+g+JI3jPTObBWKdo4i6qqrjJWARAzrUu0KtDi5GQEM5OiFyNityZV33SBL5RxPoLgko",
-	"DyvoumtKSiiq0hVR3SyfWjhdHFLie6VTcxBgu9cBfaS8kl6lzsID7jx/egw7R5IFPg/9SYcROQzVowcm",
-	"ogyqeeaHEtX2fMhIpqawfL2an/aO/oLF1lwkq5HoNY5LTYpHTX7ZVg10ezLM2CmZUgIUSkPBdlnutkMC",
-	"y+SOH1akc6cSmRKSTQjGVkMojzbHtaSACuOzZ6MSmVYmRv4xEIofIX+GHD47fvb8D3b+ipbIvIUMgRPd",
-	"z0d7KQQbeTdbZdAJ9Tn/w+XkXMT8xnZGDt0lTdwP+uX33x+dIK8W9zwGBQWysf/3CurhwpimIPa/Gkon",
-	"UH9zfb54FxeRdJztCYkyyrDcPTlsNVMvvWzwz3j1gEWuV00z1MjU+SKZui0XkGKEtTGfPBkUvnzy5CYq",
-	"jJl4PCyLeQTmjk4R6czNvijvo2UqnWAoUEflBItFPNks2OJ1wlYgvo8YWqh2k1Um5D8ly0buxgEeIT8K",
-	"xO2PsmKncybM6xDv/TC7DyJfSoGq/DCMfFMmNyaPsPGez5iJ6oDBHR/HDLk1JP/09Ck5fAbghK1h+mgc",
-	"xvYPL37fg7F9kUaxHVmxB8IyWyVFRJn+WYzlKxjCprfR4QOsGxf2BesjNWZXdL4Jl/qAXcWQ9L3StxDS",
-	"/wRKIdtf4ZsnjZIl0/oJxr0cTRE6eMWWjTRMlOukmIO19cQcjQhd3Ckc1DsrA4nubxgzcgUdlbT20AhR",
-	"HWcKy+lMqFvvzSX9cppFpnzFan7PQPpxPiiO2RWayNZ05PbDNhjnbSjODV1bqSBPOClZ7Z2wwmA4Cg7V",
-	"mxuQaxp7qTRMVNovo+01uk87Ms5BlmJlVBJg7MIG+UV33pPOpWIU5fUkg5VLUcme9FeMVigeDabnl/zF",
-	"06e7Herkuq8oN1vxfIwMFe970zcSXF+OMlCb5mLejfHpNvTsaHiTgbOBBYzzb8smy3VZs0/eZrcvY6p9",
-	"S5H5z0iiWnAk0Sjza5Nl5ZIzPvS+iZnIDynsQN9vzmYqSSXj6G3kV8faBQSGP2XT/aXY4LFicPyKA+B9",
-	"0fPSzmcGHt5jxQRb7VRpbXiCph2WXexoIUGjW6dxZGAgks+aqUfz5gTn8sByiqrHx7wPAh2S/WiYnkds",
-	"B/XHC5mp2lsc3L9B0o1c4ieuphrRtAY0aqohLplj6l4yV/7HF/0dSprjZc3epVhK5/gMYrZ9V3ducvA3",
-	"+KD2vk9iTeaKChPkU3vRoyZd1+yxPRVx8oTT5NBcOixm2q1wFxIbhxwEbN3wsTOYJE+S/Sqtyr6Xcy68",
-	"KG9Pp85YE+FaklbdX3HtcwFS5kod2yt1Abo3nwsdmS71uLj/gyU827Ad4P/+t9Pjf6XHPz89/qe/dv98",
-	"cv3Px3/9+/PixQ+//LetqR1h9hFBd9SUP8+Vd9GmIoUEW9XrUNvOaqHSwD+DEzakIeCKWgnintYty0ek",
-	"bdOcw3ggSTM5sCsrw7V17YYAHQ4MxTf6vrxuqLm+OfFHsmMZwYANZxhwfzHylZsBRlsMFnvHJoaSBM/o",
-	"+I75Fv00u9Cv9HZhOMBnncqFvHJnGaq9d3ErIGUZjQcK4rmAUbiNcXjK4MO2AkoXDogevAW9t8IzfgMF",
-	"wBPKRehsYrDGxiALLAoVmGtHWh2E+iBi7UmmYrZrcRzCNj2KHrtp+LHfEtfzses5XSg2Hy72BjTYwfBx",
-	"xki1cGPofCAZECclKGSAvxWbKqkITgDe4ST2t/GrxIPhlQE44kzMpCoxwQBvHRfetlu8GFxjCQkofbsN",
-	"o14gPn0zSm2MxdiWUwPZO1hrQHtF/1gMI7dwvqkz/ooaesGM/VKKs5pR0TbnuaKYl6VsGGqtFTWWRtyH",
-	"4LkTbUOUbCGRzoEVARozKM1iHUqFToKQP7U/d7JowIrfqMEZHQpq2Fyms1jdzIiGGTRM4QTcJ+vp+xiW",
-	"yn2Z2tRpsVxuKg+L5Zoqyw/W78THGoUooi0O8H5qkwP6dp33Vn4qjV20D4/QQsWOjdLiQwlOtSKoyDog",
-	"MwBDmiTqjxJleAYaih32CaF1TbqPtkd9bed1/zB1b0Szy5JEGssUf7ec5xvs987M5RVizofkeMteHs5Z",
-	"3FokdnTGBc/Vh4yyRGE9vjZDya3X5FQZX8+NuctCTk4Ncf7q021pqXuswwbIq++pt/gJThhlfE1girdU",
-	"s0vY/1N76lKUFf4KoMyyBO3VLmLl2tgkerQUJRp0XzhDeb9iyI3+W80Nu0luKCy8SlbU6k5nZ7b/TpO/",
-	"tby8I+E7Ui5YeVeQG3nn3EVRAtmmJQ0WKmXnhPUi7nmoUxitxKTjhs18CtuxEfvowPIz2N5hHaFyguY/",
-	"g2fndm0mp/XgQP6cQ2Nw0/RoDEMuHc93Cpb4hJnMeL3PTDZqhswRUKg/v5h+hosbD6/b+OSZAUaLIVJv",
-	"eM30viKEZ2K8xrt3QVV1jKVDXKgtr6yY7/xIsO7ooGDC1ImUIttS0ob27PjZ06ekgsCY0uAi86Hla4tr",
-	"qovc9iU2c5awIZ4dz9tiXnF994EZxctMTf6lbIVxi0SwbFMq4vSelwk+81Mty7uoWHSifhDLUST8HICL",
-	"JxylmU57Gt90Ix/6k2JbbArK5wPUCgI1NGObMbQew/3fkRu0mlWjy8GFVTh3aO0cC7lm4HJdewV5aumz",
-	"fy3KFuFaXLtYbSVRVMQsQn3Mg7AJvaWJ5xVveX+ESep0uIfgJIDL0ZJ8HhUSnT0ouyq8jjBmhRFWYyHZ",
-	"zrBjFC0TLqC7USOOa6YHvRN5MUJEygEuE9PmJ1mt4S/dSKE7nuj40zpp2bHXe86BxDCtMMyI68H9/cfX",
-	"V+R72vDv759/j3T/PRcziXEu2Dm5hN/fiZl84i6Xm0wS9XSIpEbJ25ot0+cLn6VqhcEDMkOTgVQhk8iv",
-	"r/3bqiBcay7m1y75KfolbnArOlhY2VDCyg9tHFroNdxoUB51fto09foUDLlpi6gKotBKceNr97hIhh4o",
-	"fwgJFb2iCZLMZF3LVRdn1kFUQvghxBs6GTQGVASn7yHvSi7cRC5YTBWUgn2aHbz8t3HJaGO+QRHZjpwy",
-	"rLn+y19TC7jfre2r5oKHW3FjeZjTx1Prm5CJvzSsNKy6XNDnP75IibGzVrNu4eHiE5LUUsyZgsUHQz6m",
-	"ikyJKfmGqndxoKMi1NPDMuJVxQTfAvGh/8flp49kydQcwunKRZe16qtZwwlJxmhsBCr4Qt8/FhOjFiKi",
-	"t0cC6H0jdqGL8cicocObBFHeHMXxN9xod2hPyFPXtPbJXo8aERH2Z9TlnTt9I0rXNk6ThfQZR60TbOXE",
-	"VZA+mpqWmBYQ9RMKzOTqQN/S8q5trCCWCgTrErkaXzjS9pgtADpnGRTsOasCYU5WAeOlxkZSimC5e7mb",
-	"KkRuzzPCL69ZOtTgrFe3JbsY2cu5Vw80+em0QJcEK0N30JbKD0gWikHdzcBFc8WnNRZ08mck1zJ1a0kE",
-	"Y4Dy3fWD4ef2GqB3jDDwJWV6A9jjn2h5Nz6FHiU67BZXweKWQRHN/kyxvLw/MDKXnaMzl45LcHLHwF05",
-	"q+0W+RBKU0alhgJdBVyig94RDMOI9rO3MpubEhf49EdwG99yhymNBNw/rSlNmtWpAr34PoR2p+marQAp",
-	"IyFo1lQIVjn3J9VwtaWNTnWVacNnxm9vYzJVx2wUNksTblyIj4F7CepfQ2sT8lFx3aI5REuyOaptWxjX",
-	"m0gVyty8ZbxxvguyQ4S5jilvWkym8kAfFJrlTksq6JxVb+wa6CzxaAgpCPHFkYxxyMF3atZFyDDRrFTM",
-	"FGQh5Z329x5Xcf2Lo5OONaEkCkl6jif07qE8MfdVOOjtSavSlTCHd9Mu2T38Ua+D/YTN14hP42Z/uwYq",
-	"71PRHVuTw5IuWX1GNUMpFIqDOw75P08/vAeaOEpKnjk2e/n29Pj5jy9iPnsCQXb2zEGtdaz/ESkI4GFE",
-	"lSDsMo/YtOdkS0bFasGngOEGpt3fuB7jDhw6khf75L3t7Fp+lynNbW+oWXSB9tceZ3RiVUwoO2svPytc",
-	"mhTyhZv+yK3tXP5kJdu62hSHBsXP/iGyHXL1y4fezcVBxWcJCPXPgs+sOGifxs18c6Fw7SLSuAAwi8Jl",
-	"Z6FB5TH5QoN37ZYVDcuJpLGg9+xhd+mjSIiwNOP3tTPvcCigBLAgOYVrG3qE5wTRye9T43Ati3Di/EhT",
-	"opmjxN0vfMs0Hm6XsSeRKhYlXzi56ddqofnHGE3IIUAjK7aU98x+F65EexMZCfeis5qk7rmcZWFskxW7",
-	"jOY6ZDAqHuNQkPtO+7yqsXI2/0AJZMpN0M0fZGK9g7RQTuG/U6/6zft92q6dW3ra8Wj29zUQ6wmRDv4Y",
-	"KspoQxMezblszmi5YB/olzeKLlO3M/6OZUdDYQtIi75j65mCrAnpMtxcorSLhfdgSoc1hYw7TKrThizZ",
-	"Uqr10bYMtadPt2dLLWr9JlOY7e37S6LZfOniV5e059aZLRtwq+mkg2ZR60v8NJuKFTdfRTV4XeLn+OSe",
-	"T5mYG0FStcAnPpfSmZZrCLCt6dr+PD6AH+IBPE8OwBVUyZ1ZqK0D/YuQHP720+XVy/NPF1dTuHIt5+/Z",
-	"farWJ54LQEOsmatR7PetYrftHCINZtJhxdmnSkmV3EkhLyDg+WpLdp+3UfugVuqJ2dmjpbjGROVrIQW7",
-	"VskKKHuk+2FD/0/LWrblBFKiaxnO2JKuyYzWtS/L4oZZS22vGDiXescD9ofk+ExzLpX5QHMw6xdX56SR",
-	"agu9vfjxxx9+jNcixn5JdMdTQe+QXvvY/ekMlV9cXT6Evn+ZxO8/NxU1bD+RDDUeUsbs/yUKrNS44iYo",
-	"PFmBg1WkbeA3kVf3/gs5z3aTJvBe/s3p9RhOrw0Zbcz62MmrHkTKK4HLZIbvbwLNbwLNbwLNbwLNbwLN",
-	"VxBoYp4fTlPUZW+2vZWO+VqKGfXZQ5Fg4ynCyh6G6CzmbyJ7gWbcl84UwKoYniYRYWFv8Vxdpste6nl3",
-	"68dnv6vHmijW6ku0JlND0X+V3uj3Ujbo7eiXRe3Mc+D7ytVFncQnXdPpwqpUm7e+8u945QUQg+DuxerB",
-	"rOoVFGP37AHVw76i2WpQzSYfUPEgZvPo3GRndjG2zblalu6yc1H1WKgiJvpWQFEfQP6STQO2bp9kb8m+",
-	"FQL/VSqqF93j6xnldQh2kLPZbpUv3bDc84fY9kKBy+j4xyUs48NZ7Mwoh6dnnIGdNjzNwzpwnOzpJ4e1",
-	"5xSIVwAZjwnP+VGC9YXyo5NCHxysbydqu3pWkC20B8AsREBxQyqZqU6yZGYhEwcXmBc+3CFR4JyaRVSm",
-	"AhZw7GhgQPy2WLJ1wzT46IALzlpRYn15F2RW1/2AuwydupkWXax+12MYSXGQqhebIaj3XJvs+YnpJ6qJ",
-	"79wJo9flg5mpXGWUxW4gO/qO/RHaVr+iKzptxzC+gmcRil2GcjvXpcO9Ew4xauB9p+KqFVuOGFKPbYI2",
-	"Tb3GoBzTChd3lfDDdxHjehKJdr2odrDCmyWgug8nBbdAKEyqzr+80zEH0czZUuIj2NR0UJVkOB7bfACH",
-	"/0dG2kylcY+OqXPdhxeCiYgrz4vYruTvYWgDySaRDn71QszXv/O7y73boMFJ8rQ8drf7Az3OQEb5LxRo",
-	"S5Qo6nOONKu0ckED9RBjp+uO7HIrr5zAIrMJse6B7gcw+drdYNJETuQtb0l2kNDSsj1+7MyxeTJxMh0t",
-	"zbaR485wDfdjnIWWU+HO7aCntRrbh+Pa4snmcen+PO1kDCq/jxTdpKZcMH0WjX3K7WTvjd5W2WF/pxMr",
-	"vieq+VfixiPgA0GHdfpKuKjwk35dbOPf2leZncqn+rte9Gk/TXObtJ3e5ng18qf7HLW+UxBlp+XQdefc",
-	"q4y0/A+QO9eb6eNkzw2a3Mcp+Kkxm/yzv66J2+JRnXCJUnS/+czGHMIpShrJBJu+r3tnNXUN/gqSktws",
-	"J0u09uVQBUlPss5GGOfeSnUeTLOvuIYwPzA9XQTr1GVbloxhcs0bb5m64ktWfWrNQXFwRkXJ0piiU7J8",
-	"gpXJT39K/nJv9mNuVU85yXSOTspCo6x2doi9jd8uvPDxbeAzPj9PGmxepyLfJyWZfE3Letm0WcCGs/PP",
-	"pNUsSra3G1RAUiZ+4zerlIpNwnLYy+WZtegje8pogC53wTEOcgiiQkG0kU3hw7MLhzZZENoa6QGtj7Id",
-	"vgYXaLo/jPeWytsRwV2a4VcPlyLZFwNYU6NyoG4bpu65liFcwNcidOhXlMwor1vFnGwY8ID393Dsy1FT",
-	"EfCOdxBe2atvVHDNa+Loy9XJ9Dz7wB4RASFGk4vxo1toghvJv+qqWlseGEvhoX5pxav9V9xRrU5e0Ljt",
-	"mouSReOKKm5NmbDWGYiYC6Yhgc1Fmww4xUTQmP/oDqkJzGoXpS1yUn0Fre3X6iPDuA+dK06kkR9Wvxrr",
-	"W8bj1vC+aS4G8AvntHd5xRdLn69HB693T3eL1TG3nujxUHdfxOBG5bqhnTaN5tUzEfeUhYQAh2coVdIo",
-	"PmNxTa/O+OzEKHu4VRYBoeKKZaQGjoViFJGtadqeQAiPrBQIT5IE3CuEuMX32JcB8UudhbKI67ht3I+4",
-	"qoIuB5CKUFTNCiPGNMez+n47qUdFsLpFKsKWdDPM0wTi23Exfy2MytCDqx4WZ8rZj3QSLCRZWrXmJc3q",
-	"grdjWGYuyLi7DsXEK6pSyPFyYWO1VVNuMVgM0qkwXiyqoXr4tAc9eTQVYQ6A9DJlASCOmoGZoYueTqZ3",
-	"6jRGne6MUvklybDY2Xgg3d5L7YDjM/oi/NxDVPNG9u+0oyS7Hq6RYKzBTSiC1LWgeoCYsdtd7Uj3ls2p",
-	"iLrtupqOe6vTE11RxNY5FBJDTh0drZmBKg/u1GDwryuO2bS3NewmFEEMw4oZmWsWmLx7PHIdZ0sFZrSS",
-	"CTX8tvMhbGRQic+vUzGAxK3hcrwNQH8uBs+f1wmsKmcuANtRFD/gF9wlYg9z0ll5N41m4nLS0yhki7r4",
-	"zuheTeyd7FxXCzZwvSXUC7dSI947R5zIjLxtdkdH3uDymBz+MJTMur3ojT1PCn9htwsp796JW/ll5OIC",
-	"v30jfaFAX9UrK8qkbi+73LRpuqokwRol78itrNaORTWK+ZpOW+V5+206ff+tjzSAEufU0FrOEdPi8JPA",
-	"k+xwDtIWDz6pzAmzS1YQ9jd7xD0u3j0T5l0wX7s1WuFC49N9LCNXw/LvYCV2e8Iz5EtX/yPpSbiK193K",
-	"TaWp1wRgl0rG71lFDiGr2rAvGYuQf3H02Pcuqa5tbnaBRseP3k7YaToMUYGYtMMusr4c2/Ec27/qBJnH",
-	"I93BgQbNKRBzYtabR31wRUT70e37tHOfjm8A9kbnQeDwBMztJ5tHvkk6IT6C6TM44e1LUal/asizqYYs",
-	"B16dsK2hw4eI0JWSKywHYD+aaubIxrK5+gIFEWwFxWq52jlOY5PLJsJ6AMJ3bAnBC4yubRjSPkjhDSJX",
-	"hOX03Y5F0ln1HGB1NzULyz3kzBUFAo4Bll930ac8YBjjP7pktoUzF9lSMUN5PYIUkajFMUTONYqSJbVL",
-	"hwh59liSGS2NJvRWumL5MO4i1K/ualVRUtLGlAtq+buW9T0LVZii6kRUsYCku7GCWR/d23ZJRTcm1oH8",
-	"Ah4QoByBi/XWnkWlM448xYxajwf/Kta4SrqhXK4DTCY1NS7dR6MLrT+/zfCTSD03ipZp2co+iEI6XGeD",
-	"q/LmX47hxeN31Q3xkM2uItZ2YRmIKcZj8aPJUvFZMsXkw5A2kIahcrQz2cRETa4sK6u5BkgaJH14F6y/",
-	"NTUgZXhf9YqbBSCW1RyMzysOoRxEgi5GRQUF6zS5cdO4sWvTMNnU7Ak5g+AyCtlh9Rr6IrRy4mUoYzZn",
-	"wlw7X2VncMSfXRHd8HcrusBjKER3DSXErlUHPUhbq7EaZ2iIn7iDcO0AjaJf4pewdPt1qOHY/TRXsm2u",
-	"SylmNS/NxgMhzTXYtqIn9rfOI+l/db9cQ8FIjy/tH0bGWPeLv/2jjt1qld4p3P1kOadSLcSCoGXRf6PV",
-	"7Fqxfwd3CQR2Q+XnNYyxO4LFgau0f40o7fAY4LY3H3WO1cGDVihGy8WgQS7uuWHxGAZPut2OCmvH8+bL",
-	"RioTtwDTFXADuG29vkUIdf9nhL0X/YqHNPrhby1DmHArp1yjjHqt2IwpJkpWbT6JsC7NQlawTrSu5Qp+",
-	"tCpO/JL724Q/u0VFGlGIruL+XjNzfc81xwUU0lXo5VJo6KhLKTsIpbWvjZTXNVV4Q4ZSbtcVEwjq2dR0",
-	"fUvLu+uaUc3idW3Mz9Csbhs0H7vf+sdNUcOua77k+EJQ0K6tLj98NzyEdfGVURWbKaYX4dS22qGJyuV1",
-	"WcvoL8PLOwYT1e1y4+fuCCtTutbi35priDS4Zl8WtNU4XmdYumZfGrcLemmajuNoIxWds+tZW9dBNO0Y",
-	"k7O2dU/w3FAgNt3eBpZ8TVW5sLLsQSgC7otnum/uGfXr1F81d1ldy9aUcom/hD25RgI0WDHBybPXVnOI",
-	"t9L/biwhmAFVrtitlrCAbTNXNCbRvxYHzv588DJJPRvX9murCr4W96yWTSY85LYnYHmOQw59iCA5Lcj/",
-	"woYIcy39r4OjE+K2XWliZA1V5AgDQQgQSwFbuqKGJmqLUEN3xpcU5lg3rLRnzHVQdNFfoF1aIYobWnPd",
-	"S4Ly8/hOo2KMVcaM3c2kJOV064RvC77mFWgX9g6npZLa6rNYHQxq0eNPVsbSJ07CC1yS3LF1T6BuW57c",
-	"NRjCSMlqbxmwr1m1kJcLolkNdZNA9oLC+3IW1n+yveosCta1spkvTHGPZer4nAusZmhFR9o3FvCM0itL",
-	"AIurTs1nUya6VMxVdOeDqWFprwLEVPc7JqIaY+/wHWzA4yWZzqmChPP7fuS1J/bCg93Va/LsxMpq0YEP",
-	"H0E5bDvSIEeT2zWZtwwqWkwt5yRblaq68wlWvrc4sXjmrmjktP4W7Nmgi65+k2zNrb3Vjh0XOjZMm+0R",
-	"a8OyT/6YxNQ63OswoaIzJ8LhT0nPf8RJvMoUHjolis25NpBT+Mef4N2oDtEmhqlgdQZ41D4J9baghe80",
-	"pijqtZUjvC1v4qZhEzl7Wujg+dNjLAzuB1/m4vhHfKg3XMDm3byMRh9WpksQCkpCOlEAbtdkvIltyPlN",
-	"az5jcCa3AIJsrsiSitYqv61KhYK/UXJJcJvfiZl0di3vFE/bLWWVwtjYo6V0VffeRoGdbzZsGqJEWmF4",
-	"je4hd/ydPr532NbVIEMCahN7HToMySgqtO3xxMet2muHlouYCsxCyXa+yBpqw/EZtacGkrKsA5CCfc32",
-	"Q240mqZQi9d61tbk4vUf311evb7YqRTlUhqWjvjp7cTlu5CO7g0mfnlgrTRDbPVDjLb7eHp1tFPa+jnY",
-	"Ukt2QpyWFBWtvGOsOabgGlxxUckVoEpjwS7Na+aCw0PJqGEg61+z43A+gewu3OBrN8iSnD15+uoGWkkv",
-	"rl3T8EqKiViidm6uEJpUNbanstl+TQRm6I5aP9ghRPV0g+yRQ3RPeB5VdMx8QMOb67n1Wtluhu7fLPq/",
-	"kBHazbiwYosjCT7dx9i/vR9keo6W/huYnt9CwMjZgqXqh/TLEw8BDIaIudPrqvl8k34FemyZcE3k3Q6X",
-	"V6wSDMEVtvPAfo3X8H3ga3dghgJFtBrowtuzHBzyvT/1Y9kMb6U22bKV9iFBY0pIYEgDDpRNeyaTsk1H",
-	"abWc85LW5Oz881SJZocw/tVC1phsAHy0w78AM9g9rXepzWjZp05ly3/YLOI5PRM8LhGaOKow0Bktk6vI",
-	"zEoqrP6L70zu9Z3/ZKTrWtLqWZJDHy+5aA0j9g1C75ka8rz8EkKjP6ZCtGaGMfHAlpMN3z9kvEu2zBLb",
-	"BwwE373KJzR7NVLd9J3QBsFglqGPXSqdLtnyc77YaW/cOxdRbaywsxX2rovCh9N3K2UiBn/KNdILBg4c",
-	"ZbiCgyn39s1TsieRQITDyfgD3jt1Of54BRAfW2tVRnAg7qb51ebVDmb10Jzajeb2qyKNTksjN+FVsE6U",
-	"3hHoZrWQ2m0L92Cm1YkvBBAwTrAC/NZwsW+Innsf0Fr39Iy/YtoeKrdsVrQM9XTJHVuf2P9otJ3d2nXi",
-	"hjk4UPtge4UEN8BRENo0jY1l2/Z2HGnAOZf3LbnYHSv3PliL75nCOjL2nY6ysvg97yYFjIlMnq/eVr0w",
-	"A6nzis+chw2UDbcSuEWTL/9uE2xzUPM5cf1PPUVglugU44k5Jl3pvDjrFoc/TjhhzGOLc8vMinlJ3pVH",
-	"8WU1q/gceAnWrd+O5ZcCrUD1IaZ0h2jse80WK3QvTKqFty1r1k0p09ZFoBJoLdnCHVsnjfEdf9i7gHU/",
-	"WWO1WGNdn5ZFxZLSIdZTagX1pgZFg+AWwqAf6e1H6wnlguwSDLZlsLJj5YHGiTasZNriETPbmN8FBp0C",
-	"JzNsLtXorvl3ejjVvGbHCyoqDCcXqEM4k1JxwJv7F+l07/3ItadXg5AinGNGMVrliHkL8iAY1btZoslW",
-	"70nXBZx/OSMz/QQWZ0m/FEQw8wQyvbVc0i+lFCL6TS3Z8rr/2qr3E2/uf/+EN9cgRVxjDAZWMApPTdlc",
-	"mxW69Ac/z7jwoR2DJ0v65VqvxfUtLe9qOQ9PXzwppZg9oXX9xMXhXNtfCeaMQX6qkNmaZlZOWS6ZqLIc",
-	"BH4m0XtwtFA6suRjBWq9nfu7E+Ypd+OwbQykTwxbjti2inzxwXKlvHIsf9RkAWISXoBI7sPaexNsGP/B",
-	"rnesOLbL/d7VSptyp+9fGC1SEBq31ZP2eRcdwc1+TyXhP4rcPr5DmRy1v2y7uLaYCEGg/9zZMS8yGtVf",
-	"Fmu/l9EV4oTI3h1TUgGqhd05ozLSjn8pL1xEnUU9Bb8eHaCpbIp3OQLL6Ah9ksNPblkOJNcvbtrmEJNA",
-	"9+4e/KOTWiZnKIWVLXJ72xt/iug2bJNJkUkMjZ8nRFFjd6xv6dVW7LQk6U2+m0QI5q8LVt7ncmlDJgta",
-	"tW6lNBOtZdD0ZdJ6iE1D4PXOzVZKNvpd0vLgRtrQ8o4ZTVx24J5dfGpNysQnzMPbhxjrsTlgFLbet+Xc",
-	"0Ku92017fAK15nFu3VqlKezcLeT+NOaaT1OZb34/OlOsvP+JG33OFBpJ87sFMYdckFtu0BGKYSoT7eF2",
-	"eFs6gr17SC9ph1h3+OPTmpp6apT9ze3vRUTjMVF2pzc6ZCk++N5KFxetABO1oI1eSJOKxar5fGGIdm+M",
-	"Y5XGcDUbzrodwbEiGz+IXrLVYRQPBM6al2frMpnKfyaXTc3szTan6pZCAba6xqCGqS6MucyGH/5REoUr",
-	"PgpHO5dKtoaLZNyWw7bp3pmoEywYbU7rWpY/jeE6yBnmyNu3XaXbqfO2n1yuc/hGb22Dt9jHraFcWC3P",
-	"W7PQqzmVUU6Mr0r71dvlWdOmsN86RzFpQcf1lRIyEEyZZZYNE2/SOBGfGuZg6vzvUukTcvxsIzVqSvTI",
-	"OMrXrwOPagoAxACkaXr0006uQmh9HwdhED0RjyjGTBi696Jju3HcBscjD0jU0U/EpwLdxtwlzdTnfE9V",
-	"9xSi/GUNhcy4iEOvh6ZByNIac0uWC6poCfqZXsiV8C6qckHrmok5I3wJcVO2H7EmNTNoUES4vMh19exF",
-	"Ur+CEaT1nxDf4vIsuz4RU8GjRpwQv80uFBCTGi1bQiA/TQ41Y+TGJY0+Cb3e+C4wV8W1eDSliFxDtV5J",
-	"lTq67olvu9Volo1afP7ji61uPPtZWpIE0sCI16gLcmgX/ZgLzYTmht+zo517HZyYMIRouila/dCloI/h",
-	"XWHKwcse8EfsZfPIjCkzzD8cxRQHnBvB+7g01hC89Rujxu1TP/HQ/nj85v2fC3h8PPtw/vuCvH1/efRb",
-	"5bAthUAeH0kTiDC7qhxNre61Ex/jXjMdfnwAbOY22EkIQHZr0gOVexQMyoe1/giAlMnDjZyCrBZW4OuI",
-	"mmvinniHsUdFagUmlnHtoc1O/NaEG8r+tRwwpx1Z0lZ4yB7oibqfrGDcP2o1io06WH28kiCWZdAje4w3",
-	"hpEcMqHdMR1TkJHd8dty06XD0mOWo8khDl4f7VkIZojtg4HeO0R4xzfz3vVgokbOkz78OBZ/uecC/MND",
-	"9B83ML+/DP3xP+IWZkP0+3RohfO6hu6/VYh+NOwLn+z/RyXbJlmtHp8HH9AdR1PdwPxey/LOspSRSA+u",
-	"4WMC7+qIz/orciZV2XOX9CK22pRV661ckSUV64lEYfvPxCMA7EHwCg4B6sI10DBxbNnisc8bs0wRMv2P",
-	"lWmO7S15DFAD0YOOlwWB47jjapC6U8qKqWOrC9bUsHT9cfCCpKwInxvAuYHHlgYID/4p3WVI+I0cKfbW",
-	"92tJEX02ofjbMFCACwwNaxED2I2+6GhlKm2m7GittrxLR/OC+NIE3FpEZ87J3yb1bXEBL47h8YSGlnRN",
-	"5pLQBaNVqA4O5JumXgBL0aPH63YdjtauvGdwiL9OVb5slNhlu1xStQ6BWlhIUqqvItJnWOplu4RA07ru",
-	"CIIA5U2Tq6bKQZ61uv0sIrIZjyLr7ZZ9f0rUbERwPi5CquGjJCkDQM6Z51BpG2kc1go+cvjI22P7HUzJ",
-	"Uf6KJNari2PXAA8y/vKVakjCem+5zlYAy1uvCfUblD7+qsfJdj3VOlI9xyMpe8zPF/tDYwtgna061bQL",
-	"bLaEA0A7EHmp2KzVkIcdYLKSxv5cAGb26PgV7aZSbFJqb6kmnihesgu6Ooshykfr9iQK2lANqJkp7Dth",
-	"kt60N/Yz95Qc/s/TD++PsmDWaeCRs41hPGbBJ72gz398kWCUb0+Pn//4IsZySWOb5gz0YUJFWJzQ267b",
-	"9ICcklMi2GpkR40ERG/2MjIK3FIrdrYN3lI1YA0U+JouIJRVE6xMJCqiZF27P1cDRGQ8IumKTlmC8T5P",
-	"HN4m5cS24BfPn/3+92mYCRAeLzObewED68YLXQlJainmTEECErCtis9d6sU2S/o3TY75rcZdKnUuHLKR",
-	"jJyxQ7Z/WOaEM+bCKrslHWRM/Cc+HJl9Sm4PnzuGZ8/HBUuDSfQTx7WxRLv0X+LRygC5p8p2w0nEpyeI",
-	"tFG5P1FiwVh+UdZtxc7xcRRsOUkDgT4w0T+hcjhr0rTwSZidHWFngspv8Dj4FD4OMFKwp7dcWA0FW5hq",
-	"aZ0zASBsSXP/FV8yJyeDYdxKguEDxNma7mPH7cmLdk4QAzADfDcnZmpetek4g6WEiEJfgMW/WhBQZVDu",
-	"bxSb8S9DFIUBUu4k0rjA5rP6qN5pD4fXDJyNffS6jib721tsonEliS1sVeEPXrToyZMvBTfS7vO55On0",
-	"cyqGQAwLbie4JrdteccMOYSrg8IlV3F9VwyCRUKdhsppvEcJFy0Yoi5M8x5NUwn4g6jMGEEDFlmweqpn",
-	"jJqk67dzGeFkpp+JsVA2WDQIs3ZBbbsjQHzWrMq2/5bPF0wbHy5HxTqGhZjYC27L2bZpDMLy+u7pnbo6",
-	"z3k7YW+dvXHD7zR1g/Gbi2wkk18zlY5oGpnXSBAw9ulc7lMKVSkqSNUqj/fVEd0ms/S+q4yfDhZNZ5x1",
-	"Uxctg74BGy/7EByPAmXhj4Vb+30QLUYhJwbtI/jE44UhQwcqjkWGNABa1wN4lCnByDljeXBLBsjCBGsa",
-	"QZTcHuQM09Ah0nnfOQzuLto3ovfC2XpAGQMQDY+bMTUWesgdE5xsgxsMj+rwdA1ZVLFxIaUuz49J5PdP",
-	"Lg9pq9cyW5vv9Pwd+Xzx3hUKiMxbBVK3j96i27LC0t4k36K9r4ftY4P4JCoYrVqBJXrSgVGujQBE+tcH",
-	"hf1AH72oH4JAhCiEOAdYpy7b9x8xLqhGEPLt8A5cx/tL8DsHo+wWFHWZozSD380gPdzwuGRjr8t9zM37",
-	"hLSApR9BFG/XZBG41kk0SA2OKFprrDaB8XNYSy0EGz04ui4bcfITalWdpuU2rgsm2ycGJVganf+wCz0J",
-	"hR2jOBOPaD80Ow+PQ46/nM6TV2lgMmhMAvOGPSRRUJGfdoggTARFZhWcP/eRkZ19EtbTr5ozWzGhZF0v",
-	"cwWoSiquWsHGjxM2X1KRwN85VFK6CVKwhUJQ/vdWUPter3XmbEVOg9eIK5liOfAoiIDg2Daxv+EER6aJ",
-	"YoKtCDXErCz34VAoEK1sNZ89oLh31NklUzzpOoTfPQrk4YJ9OcqPmHCtW1YFJjnP7guyjPOaCjaVCno5",
-	"PuC6jmvvPSjqVcdlKEMsb5UQy79NHCxS9aSS5P5VdwUlj8V+xGGPgciUJ/NiwGZp9N3O5/RrGW7kwOYR",
-	"jdgXYo8po19f2zIjpaKcQ2625ng8auiuiyI7muJUneiU3QrYNR6E26Vjf7VQ3NzVfeqL1ZtWvwz38SHF",
-	"WkN2PMg/CiLkgLzJmpmjwl0wRbj6H/kunwaYjDY2iNvfDzLZ3Y0fKNRNOot44ZSLCmJ0Q8krf886vOp0",
-	"SuQEx/T2yuiBHxT92zvNzUdn2eNwm8ueCpDdvKoy1+xG2K2XAbYFyAZ553XgWalUVClwYyPWhvSLaksn",
-	"FhUu7Ugi4reo13BjowPFiu9gp61yCSOwA59V4kp+e3V1fulVtI4uAsB2fHIQoj8jG72lepGI/u8qP3jl",
-	"4uy0IDfoxX55E2LGF+wLiRzmdnKXLSzneXtb8/JPbP1OzORJ75ZA33Dgj4gJcXbqwcUy0kKVAdEPm1EC",
-	"6+cGoHp0KP8J5ZTteGH5EU6feVLJ9AV+zUyIBNR9udH3ZW+RyZMnT26CpxQYk4EkW48StYVls7yMGNUd",
-	"rcCy32iY4rDGxyi/2XaxdPuz4iBDdGyX6l0AcbB6HYvOoiOyYkjU3UKPHsV0pPrHcMb0A6LTu5OKsemi",
-	"U0YnOXE6/Wjv8PTIkT6iZLmVSjAKzI5MYCxhVSXONNGSzKiaCju9C+5jNKzcKbpaN2wE38yfmEoy3UfQ",
-	"cxWGveCtWEid3ewKy0VsSzpyr+3gYcEP/szplrJFCHnpilZkimFUXDdwD24dJ8q5FADIYjWqJ9/vL5p1",
-	"A5k4sXg83BDZmhFt62OG0bjkm9guCUr2IZTOxBi8d9XLuD57wxS8k44bA6iJKQfUnS4olbmF1b5itIqK",
-	"cmCZK26gTpT2E59GOx7DeGyzAQLukXY1Kvr1pxQY4J/YuncJL5nV5oE5UKLYsavCxqpwJEHIlLnA9iX9",
-	"coq8R48yH1dlziuD2cXMc6Tt8X09TuKGvQ+S8ZzfMxEwHAcsI9EYeAyrKQK7N1Mg1ASH+v7e+UcFYVTV",
-	"lq2GUnhRIJWzI0Bd1TnlIhfY4DD0flon6525Wpd9TrWNhU+BTaBeoXNm8kci55z++JdQIM7vN6CrBkNY",
-	"uS7rXrbyeVAEXwW+d1AcdH6YSywPDL++8ZaZK75kFcLYnPliqknLLxbj/GylyuwxWJPK8xXMwqTCA55L",
-	"qFpoXoYMCcFW2gWYAxFy7TmvfQoE4FZYWhJbcb33Im+EZ3UAxV1JnJin9+/0SC0c8J4+NYZTVwRhpc89",
-	"4vu7d+cO7szhzdUHwYj47WBb+tJoOLVbhLGA8p4sC+fQGDfh66n7zCrjtB8+eduaUXT7E9JYRSKm7aj4",
-	"F4X6ypQYppZc0DpnVX9E3O4IgHw36c7+mupij5QGI0kliXCh53vEfk++G3Icx2P+6h5MQzSjb8FpppzV",
-	"zOEcyxCI6P0VoItsV0E6Tw8XTWsKy5eaFmHHXVjWb1rKb1rKb1rKb1pKyqGEHCJZ6VitPY9Fa3pBZF0x",
-	"qMKl8BaabJNxi3mlKIAJSZGsOfWbxrT9VnRF5Hernf3O3gwJ7pshj+4++k0/20k/UyFDdvrefMLrur85",
-	"J4Nas8wV3t26Yb9piL9piP9pNcSO+4Wj1t1gW8Tp1/7e3wR4p4EwMRCkAP6O2ycVsjVHUSn1LuUHg97y",
-	"1b2nlK/Z7uNxrp2J+sT2ure97PrC0nXvsp8CsHNum8K4pAcj6Vw8KoKOn9c+YssuQDm+gm3c3zfAx4lG",
-	"e2moSSIYt+Cb8yj1mtWQLtTf9oSqiHUrX7k8yg+5KHtw+cJtDfwAwiulS0OAezmYWZJLkw+Lv12f9XXC",
-	"XD2LKejym0sCJBZMLuuGJSpX2EF0UWtfoX8nZx+yWOrmmjRQnbynynRjWtIvY7vyXgqIati6MXRjaybm",
-	"R6A64K7r0zn7kI4v8rKN0x78WgtpyJqZ6LI8IU+7ILGJY/ia59CfurD5Q2IsEqdjuC/JZdpyhCM9Kcmx",
-	"e2qZTwrIOqTTouB0nXSbsWhtpZ5bVksx18TIyeArWTPjukAyyIVf52VNB93KhGGD+LOvLVROMomslDQs",
-	"bekZkF4XQm56Utg9SFHbrvwQppWD7IESsSFwcyNgk/x7C7WN5J0PIpIrEWJlmiHXW1FVsepKjgHuSSxv",
-	"08uEML1RWDnLZX1PJiI7pCl1ZaJy0w9CibfMeFS38ikpK9B56N30c5YL4HFdFr2FdjPP7f97r1Z9AmCr",
-	"JB85FQH26nhGS8srgzbmnkCgt+jlmBTOIVFFyT9Z1jNiFP6YdXTwBxlrqb7DKnG/XpNblvF9ak0plxBA",
-	"C1ZK4t58TJAdmScIMK5zTSp3+XrOiQrlMWhuQb881kY23V/OzB7/4PQ00Jqj51F86DHkUCT5aRjmNIdC",
-	"eH3vIIPMhzvYiIDy9rmsfhUOrHjBI2NCRy6RTaBvKuhZAiKDRLjBemr+tptrk3Ol9db3m6xqq8qaVw67",
-	"NnZSDxNs9kFhh+mpoiU+kT/6cnCdWlYaJdrtGnepi0F7u5v5Hzb9Dnki7/Qd4E6kq/shD9o2YHQtucoo",
-	"WGcQi9W4CPf51BIiG/e+r6nVlXDpZb2sh6ASWdV3D/FmPMHXV0/9eqm6mYXIJACt2QOSoR4zg/UjhnLb",
-	"h4+QtTI1PzSBOZ4gv+3n5W3Oi+cejB+XfdaxkVyYJMgt1n3D7EyEZQFoLYf1u6cPcQhKM7kupBtnagk/",
-	"NUycNhwgodKF3RGRCi3NEGQAFZs70VgRJdtUzM8U+25UOOm2RoiWhKhoFrJKZ5sQfDgu5aW2NVxWhFdx",
-	"yngrKlm2S6s7VzgxnfFAmlSGCjUL4sGg098xteQ6k1bqa+LffDnW9+Vx9+5NLyUbfsQ0iwT+KSxksviV",
-	"fUBmshVVYbdNDERc+7flf9j6NUz+oDiIVyT86F+KptP9GBb+Gou0u5+Xsmprtp1RuP12a1wMpLJej362",
-	"4yJVTOM5ELczAMTj2pOktwXQ0nQgeYrNuQajSkQam1B59qPJGeQeQM19l654980QzQDqRND6wk7vLA3d",
-	"3pkzNtbDHh+myM33vp3vbwoXCUIVI+wLwNZFpe3KsOwPq939STBiH4EdeZM5uSw3Ry4aj5H96dz/siuG",
-	"3gbfTHhHwji2LmQneodaYBE9THEg4Ty2dgRz86gBEdOd5FXakSQayLWLTsrOqG+DszTEfhusb2+ISVIe",
-	"rNNYefRPrbm1nPIv7HYh5d0ZNbSW89f3WdQJbaioqKoIu0+Ce6cT1qFByFgvCNUEEJy5sHtTU/GdxsYy",
-	"lXVkq0qWQ0y+Z7Vs2Hea4GuuWD7irXLdDXITqF3x+TyN8wL2KciSBL/J/TQAYkzM9c2GcU9YdG9ZTy84",
-	"9B8EErtemM/pvOP2RAPiDSa7ZqM/U1WmPl1eabKkVhiG8M8CHYbol/L2QqKYUVPrV2wz3NmBhzCeKIRo",
-	"V/4NJjMH7J+QS+3isopoh/x/SA1ZSm3Ij8+eR1UJIxwNK6NivT8vgWB0n27LMlfyCTYmZ1zGXePGz3ak",
-	"iTT89seoRF+eivkki5lf8SwChIv12I7/YEnGBxP1AS9QHXRi/p7IS1ZBMqbJQYaAINwPBIdBYfhYX+10",
-	"P5LSLuM6g56WGVEcy8e+bF0cSv5CueFifmEPShSlpknVejgMLpxTBBIH9MMCr7ZaOwaMJdg7dHsbhp+j",
-	"XMthNn18ibqr1fSTHqM0OKyXnQ78gNdiDdb+XLrzGB+romN/G/Tl17Jv1ezmNeAyQ2IYnpwdGP326Jxw",
-	"MVYhMvVXWPZKdOLQo4bvdJMOVl53C+5kR8hds9MDfLq1XPoQg/6GfINgn8EsQJJyYlp69foSGinx3QCk",
-	"vElHueI/KLTN6JLXnOl9lx1ayQAtD1bHDWTqKmRKgp3ikMEOhnJlF/50uwYpasXrqqQqsRa9prIZKa4D",
-	"rgm9zaY6QNfpLcLve3LvPkvbk9YTVC0yhT2WSykcmHZXxNiOKDkRv1jpqdxgO09+d+NWWbqyVviXdtIk",
-	"0uK2ztIyddxpNJywxBPo5TILiDRXbG7vo4BAFi4ty4HRz9KdeY8n0kefzOFZn9sWktVdAUCIGgdcbv9f",
-	"Lvh03F7/eqaDU/cYpzCxzW6SY3wwWgouCKPlIpcKGdyRY9kWXVUnBiqXXVyuUAYBD39mXTLxYb5Ow3in",
-	"aEQCZ4UitLwTclWzau5yQsnzL18mdufbTPmwov6cGQJkZ24Pnpyr6SDTztU72gFg+HhJx5mgFrTVIKXT",
-	"LvYD4DhBn7OLsJw4Au+ZHh0CisDEANJnWVO+nLxrsfg8qRNXToUrSE2Na9Tveh9HTvduL2M6Gowu8rwn",
-	"3O0d+wmR8OqTuFpwnYYKjjNhui98RlCC0ZBDUHoAVPQoBxtu1Ydqd9YDnM59PZFlzKiQrblg9zxTJgFq",
-	"hCj3HCobSWcmhUAOy6O/QOL2LWOCzKgQLhLfyDTvylAQF29qPl+YnI0jOnV5Dj4ltYt9MUAI4+B+lign",
-	"6ITp6NedtEH0r4GR1iSjVlwIMF8OA3PPOzDe5FAfb4yAsjaZSLy/YHR7phzt+AoeHIvhBdq7/AaL2t/0",
-	"zMmOKHDjVAwXYIq0Eqm2Kfm2J6IQ6oHsCqJYRUHOPUSTIIb+l4qZVM2NupYrqw/nGRMVZGFMQ5iowLcK",
-	"Ei8mSKa5j1/X0fOxcbujMSBQHKRgwe49AFh3giEyjGNPI6T7bNecQtttOvt7ku6B9hntwx4TKdZA6eO3",
-	"DTTiZKCE9b13n+DWp6V/L0Z9p8nni/c760GoFehSNqwgwi56zV31oKAPbSnqWxwsqL4EGh+hY3cKAPSR",
-	"GXJI6xVdoyvMwUZq6gXmo5Po3BBuNKtnnZVdMdMqkaP/afbYLAWMJin7J2BnCSygy1PmmqBwMvUy22p3",
-	"zo4T1+bzBBOgW0V7yuzCS+WQ/aXZ58QF42e/N2QWtvFYX/D+fnwaMf1k0JPtUrYmGwUG7mefHO69MUGL",
-	"KGldF1bM0Pj9xC2YYkSFo9ozoO64aK6TKWyq180IBaTssUllPXCPji8FjlBEN9DG+g9TUL2ptjvsm1SY",
-	"TFSFsNXYqNstR++62vFaTptwr2KjdxBgp8Zlwgd7xkyNSRB7x2mONLpvxcYN0cXfjFIRtzNbJRVXdjPd",
-	"A1TIHMotRVwmo4ZSgrKGbgUzCFgrRc8iFfH0na/lwmk6fW9jquDo413eJ1aBpLc1iPTOTwyAOajjzWas",
-	"NOiB0k/IX1DECmPGTwH2m628zdTrh39rWetYHjehaLNsmIiNQVDm9NAEU72VSXldk7nE63QNkXVLFvAj",
-	"uPbK5hhww2Tpg95qWbeGwb6DMEIOgQSwmCRYYDwVHRUhnb8MDFAXdqaQj6mcXjRTdO6B8+MKn09//4et",
-	"tWJzUs9rADBmIRxC247QhGr3EnUyLsjNk9/dROFDaOg9ITWb03JNtKB37LqkmhF7MF1LuGNJISoa/rPn",
-	"20e/pF/e4afPnmI5WP9nonT/zjJLQZ4dP3t64lzszlKFNUSNXFLDS2ejYqJCA2zPhNVC4YhcTEKoY/ss",
-	"rmP7bH8BqCCt4H9rGaFL6cq2NXkrCszt+R/y537K8usgzlKx/jQ7ePlvmzogvlOQZy8A/nvQX9T+i1+K",
-	"DSJcNmZdEDDJVGD2FvW6IHeMNbpXJRc7Gczg6S9/HXLdtx9Oz7yoJ2ebYyqIv29sp8jyT6L+qXBRF1aE",
-	"u9W2awzkyQ0JqQLYFb6IAiUklJHXolRrhAGEgF58e1N8j8/0jy++kkz4/PiHp6NSYSDYH2KCfb7VvuHk",
-	"rXEJa1SqmnDlXzFt9r3qu8vg/2fvbZTjxrF0wVdBKGbDUi9Tll0ud7UVN+6qZLvK0/7RleTq2Zmu64RI",
-	"pBIjJsAiQMlZFRWxT7MPtk+ygXMOQDATZDJl+ae6PBNRLWcySRDAOTi/3xdjGY6snT4X723oPuSGFdzy",
-	"fbraS2f7gFFn6+jiB6vh1oftpkXAFyw3lTk+OFTlZRg5/aVxVrSm2iw7Z7LAww5xk/w3mNanSq2NDM7j",
-	"1qe/7TdaA39yx8VAq7lP/Cbdhuebg1st3jKSSxW/XAREOL5o6kWgVyEW0xt8w/3uKm9TQnWETn7ifmmn",
-	"doviGBnmITQwD7tIbXFKNMt9RSzwOr3S+X6gOpNC6kLZenkIQuOGGsKCHELhQzUl7ifbQVrBaCamErmc",
-	"yZzNpCgLgxZW++D2IcTJwQ2b/tfps6dHx+fPnv48TUJe9O4VLEyQBdS1XEC0sNbIm4MYbiqV+mwa8FPv",
-	"vgivr6WmAwlwE4CxKBVey0upeuHTdA4HXnFk39p8ZGQfb7xtSGWY6fqE18aZpNfdcn5feJv5c7lcjq4r",
-	"6ivofQMzsvIylxcPv3vw3YOM1TYnesqM+LaluswIBjLDjd+oYkJiPnFingaFtLy+FPZsg7Q/h6hgq3wy",
-	"TJ5AeX1aCVD8GvBJ0QVqv71YxrHO/a3Bv9bov5O1bt1NE2Y6avEF8e6Zgg0KZ3PRWpvT+xPVqtFSeyZ/",
-	"fIXV1uTxIZz3vcU8G0vUaCR0FrcL8alq1N5DkmzIGtEe82CGDhwssgqHVrqhYKgu5YWNKyRbj8wnN0Nk",
-	"4a7rBTfXft/CJJA9PMMnvJZ2OdjWhbO+yhpVwQ+x9yrRwjUX+ZXpa4TEbw89SAv+k6IpEMJR0ON0gl9v",
-	"21YEzzh290zNLo1/HBxE6CxrCYhSONMVr0XRn4WmoriQhuY2KlTA2rA5N3Pf6+xvOLI+4dM1thFMbuIg",
-	"F/UEv2QFgI27tUXAsfVVRTjy7bvFcKe+gscQpHlieXFL9cc4sWIQdhxtvxH0ee2eWW2fWlv8MILMy0C/",
-	"1HXeJWUdOQGjCfWN1178cLoT4eyqKuXQZnyJvK6mWxlBP2spzVLAi31QdNzyC27EC/eRG/OQCpmenB79",
-	"8OqI/dLI/OodTNG0+9ROmy5c8JQeACFwXprtcGzWpbp9uxTCSz5H02koSk6bPUFRG8WXN1i/WJuCF62a",
-	"wOn577N5nQZJs/2dBeXC8jmXigJanaewFgkftnLYFPs7H0CIvWmq+9rs2wWIqa5XTdTVXR5PQmpDJmVw",
-	"oIv8DaK/0/cM61PAAqh1SU6g1VdCQZUpxJISMY+cW3GZRFM4pm8wstE+qO2L6XIRYJiB6ZoZkTfulT6k",
-	"yKN9HsQXe1jdyWkdVMnhTuAk9EQRwzR0Bzi8JmmP4Kgs19ZluzRo6sfjjp92u9w657kyX4nqq9XxdTpa",
-	"1yENYCNe1hyQFqyOdufRyQvaoU9g0QEBMb49JYhmnU7pe4bxxs6dwswxBlA3pTAZGf6yZrouRL3PvhdG",
-	"EvCeERmb/mUK57kn2I4elLGpuyV8Pxclwr2pZfwcZ2DxsgSFWrAp9jxP2YJD7rRt64a8oNWMK62WC90Y",
-	"+pk5ZBaqlO28FiKkTWBeIISDS41xffqylMY9dy7qDn4DxfOupbhxSgX/lWs1k5fpDxdcoUvT/bjmN2tf",
-	"lfrSrNwEPkpeV+gbRcBn9DEgsa1ea7m5Wr0pfibeixxxJvxtA0L6yhjC56s3b6rLmher1/tPw9WA8eQv",
-	"wn+E7/I5V0qU4evw7/ZZthZ80b4D/XPt+6rkqEGuZd4+zv8zXO4/aLGI/CeWl1dwwFB8J9wj+iTcJvqM",
-	"Hhx9Eq1N/KkoBc63V9Eof+HNVj5u39B/gb7U6uUg0z2frt+jtqZav9h9uH5tY0S9fmf8tJ1QadwMTG54",
-	"WYZZjz9r58zm3X8kprr7qZ/a7qdhelOlVCclX17w/Oql4EakGbyUuEGpp0tRESRMZUrrP+vnY/kRWt1U",
-	"SB+U7qm3LOXcXES9bZ+6Kk57AAkBjF4h2CQNGv7elqD4WfvqIUdaSgh/1LpRW3uQMJRxRjpcOirGDlf2",
-	"51HdmURjrkQtdYHn6cWStkpJsZ1Cw8GgICyvxGjw4ZhQvQdEk+iw4XiEsKkhk5L3sfwrcXM0s2kICTwE",
-	"4ZoMewTZXw/+DyYVpQFvtTJwux5kklM/T1sRedUC33XccvurD8HuLeW1wKA4HRiQkNE11dPijgZAWTwe",
-	"WKlzKOCY/tZZkN/v/3btzs3f7//Gq+r3+7/h5S+K36d9tCswir8nse+CBY3Pd/qlg/FWYiloUGWTmQQ/",
-	"Jm/sZCHqSzFBRrWkYqONkd7Ab09fGupbWWasUb6MkpqVcED3kAVlvEVL+vEMI/mJYEpPSewRlsRiMb20",
-	"jBcLaQ0MDowxVKjY9HMqrvWVQLtrJhUv4wk78tWz9IudbIeu34xw5VXJyqJ19l26C7/LCBIkLUscCB25",
-	"WNE07ZIlTX2a3JNaW53rMmns+wOqoovQVPdQYeYem86trSaz8nqa+b8X1SM0+6fz0kyxPmDqDvhpxnRT",
-	"M59chb3x08tjuOD1T6fM6Jm9ccuwe3p+gmAs58cnTqjePj05hPT729OXHZpI43Th1Fzn76zMr4QNQFQt",
-	"7T2pNgrhcsuePjs7Pn3x/TNnjOvmct7eyL0ulJSBO1GVPIdIxOn52UlcK7dH73QjLmqb01v948dnJ+18",
-	"7UK7I1fs7OkJ07OZ062o+96evsyoZTEed2IQIQjddgTdM+ylJr/HezMCvSWr2dNnL5+dPztk0pgGImU+",
-	"rskDayj6VBJzg36T+yXcyXbCCrq/SwOmj6l2sh1810GD56wvs6kEu+FLrx0Y7zN3LpxbKurXHGSuN7xF",
-	"l6E4Axg2lTNy9u/8mp/BT0jW2e6PL8/cYp7xGa9lxn48Pz+ZzF6dPHIfHs9rvZDNYnLB4cClGx9StRRc",
-	"+/zlT24Huj3Q03PoDHmhbJrGEY9XG5GS4kp2oyfTa1kIff89CBJ849ckeQjMkzWhP+qbMMdUq3pDNKbi",
-	"fSV6UOeqSPzH6OKgLn7Pdpo6pTV8LaqT1RA3bSUxa1k8YwE4BHIMYJwLtUJuAblh0mwOz4XXwFF1VyVb",
-	"2Vo0g0mtiBi5p7rs2cnEtgmBjFBVRO3zlAUdaoofjtrCTaUJvG5K3xxSw+sExJnCJ7VvEUMhp1nGCz+k",
-	"jBueX+geNMxR5dn+FXx5s4wm5R7ALQJs7iqEeTRUfI03qlyOeBJ1C7eTkGtlhDKNGZyOOrm+btUJpi2W",
-	"TvLUJ1XJlchYzWd2cq0tbGWqt2j7IjNmZDUx8lLxsqRSagSG97WKmzczjC6uaIymJGs7ejbFKk/5zD6V",
-	"/FJpY2We5EnycxXwH4Y2MIa0X6hCvE8YzO7jDjAVlGGFvA1JNT5owfO5HM17k+vFQtrRz8XLrShwBCMf",
-	"4n56rJXluU3yPsmylGYNC5seCD9rEURxuQ7ZwbpkjhzJS305+n1Lfbn1m54pXpm5Hp7UXIfynfAwQz8c",
-	"+yx48QHE5VXn3U9dlGFTmj51aqWfJ0c1ixORTP6uMrNcayiwoWTxNjmsjSLUVRwvcdi6Zs+hUrQnpWdF",
-	"veiHgW8VmrvuNiUt3sWA56zsr650ZV0hT+2VaE2jOV+Vn6Q6EryQShiDlQ8DKVgsJKer0QxOVMYM8IF5",
-	"TqqwuyCbLhVbRGI8cgtvA3CN+NmD2ar+EsvwnuvlkFfDJ2FcLHDIzJWsqrZoJQfmtUA41JMJxt+MecwN",
-	"x66qulExbk1wMXw7VZfdpq9wgTJw+mqnHUQWr+0w6HPYU+NKg9pNxfNcVJY7Pd6zv+DjDTUrNMU1V1uH",
-	"XHvKj16oQl7LouHlqgSMTwSuCFoKGmt0JUJL6OVesn3nvtqEYrmpssUbhltWuOC9o2LOdn0GC1lOIdb1",
-	"XJbie2egpdHvnWE/k6UzUKlKbyz76T/mS5CGXaXtO0JdD+G1d+6e7y61sxrBBnzXKH7NJZS++o+ISOYd",
-	"ErKmi3bdffrq7QJFTR9/gfvx2RjczFM/7ufhF8PkddyyG3dE3dRaXeLRVwldlT2EYogmO6xjZhLdB9X2",
-	"VbQvGLC2NuwVmq72kSM2xu36fPAmooBxQwDUGYJaHSI4mCyQ2RJcRnCGClEJVUDJeIJfDsadmKEHkwcH",
-	"B06zWqlyS5O0QvA63E2zTVdjcjZHTmK6/PVE1BBq9tJlEOXzwv0GYm3+8MDk/Xq5BNzX9JbBrAnBSD25",
-	"rho2Vk7QSPon46TkSdiaGyGunAfvhSygC6weO5BOeNGXKfL5aQZ0He5eZjvAkJHschG7/bgTbXOEAZsG",
-	"bo3c0n3hdRvmAxA93BfDbVnQ9bD79u2Lp3veOSH1NEgEYgT0UPfm/tzmYyWIre8wi/LM4zwTtyD/qVXi",
-	"3V8cvT7CxO2vQOdCHWal7gGb3wTIIbsYGeP3Bu799IYmuQij2kJ0naidlXozRw6tb4DpCFMWB1kiyQsj",
-	"7kNHHhb/Z9e8bHqpBz0oD5IV87I0LRnAOE5b6G10v/7vprgFJErBB5ai4ODt1+ID4ZXaEGDGjKbmBDbf",
-	"JMRzaQc1QDRfbsew3Zv+ByP9je0J25c656Wz5Afmt9vZ+SuC51LwWs9mRkDYdDudcj4ILeR283DMB147",
-	"mokP1hLn3TccEWv30gSEvW7FOrHKMK+406JHD0tNuqDytHNemozxsmRA1ipCC9OYZitqh/3wlirgEAwR",
-	"pW0wZjdg37CLJQSfb6EEt+iYQgzMAOhNNrcdGZ388GapFc29bVs9nRY3UhVrndfhpDtk3F9BvbELWSh5",
-	"OQcDxN7o9rRZ7f9NQbDypZc99/Q4c7rQirZ4Iwz+dSMK5f+286amP2e1xD8Mt01Nfzbw65/TlVMJNcjL",
-	"cpKXOr9iwvmZP/745NUrT9VheW099M7DR08ODvaRW8uK2v32f//XweThz/91MPnbz0/+62DyLf75bz0w",
-	"Y6lISvR0ehg8/5aPWdlINCGBWLcY2Dt9eeZ/zHXLiQw579Anu+Cq4SXbjZFUdM0ueH4lVLGXAfYK2/Wl",
-	"PO5f+Kw9AKghbR1WHe7m9F9j9Q5q+uQqdhzqdClg5D6yXQ+5Iwr26uTR3j57CR7fpUffE+8rbQSr5ksj",
-	"c14C0II5ZFP00NoCZ6wprsVM1ELl6VROYjhVVVJRdbqNzNtHg44J1TZQ1VM47p0ZEIEfaSXupW3QvNRG",
-	"DFUNYgP2pYRWIw1etWW7PmKYMSN/FRmzNc+vTMaM1VUFNggMaAJFhhmrRcXd3tvraZgrRN7TcIk3vsfw",
-	"mu1cLyzA3eh6GT2zE7fx5rwuJvSjLcy7gcA4liP4K24ZEReqSNtNkYpA88kaSv0DltGWZupQ0IuCdbIg",
-	"nyxjudt2yp2h7qm0QfyO05VQhOnnftkbJks3PUQPxORwW3DiJLA/6Ja0H9ynbuIvllaMnfEPDOHNar5I",
-	"Fe49h8/ZLlSfYPNBU0hN/KVmz03dXJfFeCDqQrzvU88/uvMaNzhc58QQypx2OfO82TDNoHNRQNmuF9SV",
-	"hcVDj7O85maeFmJ6yCC6pOcKhsy+HxYlLsZ2nA5W156vlqGBHwRz2sf+3xubD8I018aGHH0iCO+2wNNk",
-	"tvLt+TErKNMPh62T47WXTQcyoMysPwjtrXRfj7aZQwmLE3/UqezWeavkYY9gBgJyPKTwtXqHD323qB7t",
-	"7fcaMuM0FcVeALKAgbhsD86KdbupFkc8CtPR+WtPfL1CICpr60wW6KnZaD6FgHd3O0bZEnwM5Hd3osFG",
-	"ai/SWfHUtep+JS3X6qTOnuusa1clxDLZb96R8toMuNExnr5Egqi7hdqAtwz4qKgJtoPY6Jqj413G55Db",
-	"SLiM5pP6jJ1TraeRGNIKK1a1EYL98Oyc3eeVvH/98H7QVfchnzRZ6EKUnYLYmADjTM/sU+H/5f8atPbP",
-	"RE/T7pE3i3n3UJCGHBfomnB3uSOTHWyM5HaSNYNpB3N5bB3W7RwAacaa/pgJ7bs/pKLpmk4BFEgvtB5b",
-	"XfVaY6ZvY/tjP9Cm0hG2RTnVs7rW9UZ3pRYzaOzRNcNkb4aBTMQtjx97N2bGeqD1rq2M1tbbrHfaJo6Q",
-	"rPt+mfbiiWITznmOnFrLSjyRPe7aNkmWECA49FCbvkMFF+keILVbIl4fUxfWbxj57FG7pUIGidOm9Xas",
-	"27ngpRjC9UwHYulgHuFC4mW3wJYfdYCQhmuZNdHL3jwquOzjG1WbE1m+5PV2+aw7MdranbNut/Waa6Zj",
-	"cQXDKhapeJN0wd9RDfpjYfCkpRUea4VFlv+/viUWv+h2hpe3DMbbXvSLL8P86oj9ZgssdgdvYYWd+j29",
-	"Ew3BWWSoRVo2smFjzN39Fdab93K6d0vSt+XE9O8btvKVVEW6a8W5QNLK1Eqfh+r4cD8QBp/jG1lR6ist",
-	"8NOLnlYO5GFOH/8tR3PY3LdhCaVpFZQfGzl83ETQ4swxmn108gJQU3sDJlbUC6lSU9rpFglTuoT88TbV",
-	"qV1Wj/C8lKysiXXNlYH0lkmCxQB4Np4/hqIyVgzM/azWi75ZQzKc9Bzpvh+BBZL+DZH5p5cYCn971mQ1",
-	"OuHGDGNob7p57sYshRemsKG7Ez6szEAxOK2zMaQVK4jE8ea/6S9PA4UQDku22zZgk36MikahUG7vFmdL",
-	"rOg2zWYYcnqKFvpaFL7T71QYWTTi2ElIU922ThLr+6xmmM9gNT4kdBazGh+TysrWy9NGddhPUlDMb1S5",
-	"pGp3wBMSSxMi9fBQOj0X6XoQT0ORSJl7ggqrWe4up+pO4GK4QH0NY/eswiFQSZ0zC3lJCZcARtmWbW7g",
-	"ohgin6h70mSYPmvjIJQmh4czW3NZpiDjB0ey1m5JkxUGcYuNlK4VbSv223nN8SfOcy7qJasblURKFVYU",
-	"fxfLwRYg2BZ0LQA2gKt8o5uycGtJ36BjHj1rDMpgtE3Tp5A0SPwX33ibjQhRFncZyA1tSt91Jmv3bigA",
-	"25imMMM9DOVudbdjrkRB0+qw09UVrsLM/DbzuloogJOcdZY76+7HAapJAAo5n8u6OOG1XXawej5YswES",
-	"AxbyIQpAQIjp7tRhOJjX4mYVDqZlVqNp9aA8FKrA8JrGrsdhmo3HBzHPxuOD5IQnpi3aJWsjdmvAGgWt",
-	"biooQYuGoDQBcVFpVmp16S67SbmJV2LZg++yIr74LKj8Qfr1cQKKFyfHH91o3VaGbGhar5xho19yVCmE",
-	"WcqsIoxucNq3qSJIKuKdrJ289La3QrkhH/cDPpKKBYh234QHFAoeHfFW8JHr3dQ3zpGdEEsGRm2d/zfn",
-	"JnyaLj0t5aW8KMXGLSKUDfgg/uBA/Y42x8jdciVEBbgr/Ui1z+hJN7WTPEXRPNjzLW5t7bZHNbZhFtM7",
-	"vU1nXRZjPyXUat3lkSXmYqiH9ddRqNOvG5BPKw0pUGP5ojIfysW8LdFx8kUO2UEP8/KAbOtS5klcX9r5",
-	"DK8IzZZ+CqRiNz1R8lWM5RYllJ62uimj5VubkNSGGiWqfXbSUzppwZu9O2HtgW2Fw3a06KVqlkYe8B0s",
-	"1uipPXMla/GqjZ3e7gg/cbtS3GDZibvjSn4u0ailQ4nLEB0jjg8Q8ZnzQy7n7KLU+RWg0/nqPMPEe2ns",
-	"IdlwlOBCkI+cWPZ7DUVALRzlGHl4dUwMuXEtoHUPFGOhD8l6g9v0YGbc2tuIuKTATHJPH0FalbZErgUv",
-	"RXFUyXN9JVTaSA4g0s6FcD+AgsiAOLu+oLb/XjOnTuF7um0IUYPlDRg2Fbfvpj2BlyuhxrXahqENqyF/",
-	"R7p3WjB64WtqDZ2nIOoFkhLP1jGH0XgDnE0oVkpgNTWytC/UOCwYuJhJdYh/TaQiIJucK6XBh/Z4cbqO",
-	"lUcCbKm/e61lEtBgZqwwm8cHI2aioYs9VKdyaE1bGeHtz8MtAHewKe6QLfjSTQV0l20RMn2LBI0qanRz",
-	"t003pYSVTpMkrG0DGiIgdm1Z7ep+OBJasW+4A3m89dVeZ4leWXJALhAIBjec8Nu4uk40Np6GKD+h4i+M",
-	"NoOdB466UyM+5ICwtrc4Mmmie0iovaR2Fz9+ha2a3HRfadZRWbYyMxbtPPxgXLBCl+L22OantjrRte3B",
-	"5XXK8fT8hMEpGcF3tsUQCZNqXCst3G2bAm5ZizytOIheEzQVjozXtbymhGlbxpAxI1QRXSYtfNJBA6Wb",
-	"AbSySqfRBpB34Q25Yo2qBb6hx/HF3wRwNJhRcInyksvFNjNxGzTe0aUur9oyF32jfGrVjTatOpP4Iuf+",
-	"0QV7+/Tk/vnxSbjDmMx1U1faiCEqBJo8INaO3WiihpuU8rqvQqfEqFZ/K4W0A6DLflU37e6w+mA+0xIH",
-	"zQtU2wBYdntla0ydIAE8Ozs9JmDDlhbGTdcKeJQdwIwyltsmoZpAR7S5OC8wAXnNv3PAak1Lz8bylbDC",
-	"hGk6eui9ULOh4Be2a6xL2t1GM7pWV9KYQRzasB1W99YmZXsEiJdp2emq3MxHKDq1fi3T6o0v3IfvAT+F",
-	"Yhi27SFwZjn5IMjLLsP8sind83xZiSkk2bQSxDE9ePLEZ8fv2fDFr3UhjvE5RwAzJIqd339emZSebtfO",
-	"dAROpaFDaLN661Vnr/j7FP2SsTgGb505W2msQnN3lSpVg1ev3NaN7J6BDbDNE9K2BEypuSX14MribshD",
-	"xwLmXrWdymyc7XG7IAWqJM5mtYikJpAY+bW+Z9rZXMmPbbYqgL1HFVvaCOmD8YgFUty1zXTocxWskgDK",
-	"jG/Vh2nfJi++/fabb2Ne+4OHjz74WE0wUW8iqN/uPFp5wDcP7+KkGMfgbsveNBPup1LOhDuGDzuzEo7x",
-	"4DoBTJeJbL199hRjRewbbDXuX7XvHj/qJJ0eHKTWzKnqzmApoPXg22ytJA5ROK1G/T6Lzww8E9yJAccB",
-	"1cQQ6HII2gwcMbvThPqe7jGpjBW8aFFaTFPaQ3ZAtwZkcU3NtkPpt2giDjZnOxOn94B6OfXH8u0SmWi+",
-	"c7VyKKfgmAZtStkahaO26del7827WlMdNXZ+HMDn+xzXDkI9w1rr2tnh0lLMA5sOkZ/fmJtkk8mcmxP6",
-	"cgi5xt/ArbR/TnxjN02inEGMDZ5dC9vUqi+mt6G5IUWPGLU6YLsJzAB9gtiOxqfKaVL6EAvLRD3dU3np",
-	"zAj4Fm7Tub1SuoHAvcRK8nzOy1KoS9G2kGx47Ji4VrSccSxT1xjoqgXwE2wN/kOPTrVetLsMg1a9j5S2",
-	"64u64SKULwe4Wl22vAQaVo2rbvQ9GVDrCW8aUXeCm+3EZKzB2Gcl6rWMzbDHtFpwH57v90TWEYZuHX07",
-	"hz+PEtr+gNkqtQROPNR6rxZ6jw2pRXfbwgJe0zMfEGbDe51D9nNTjZcVxhIR9spcJFrgyktdSzvvF9hw",
-	"BTAoxXbsq6ff7mQ7Zz8eTR5++zhpxvLGznUtf4XKmh8B47hngqk7kE3pqfv7+1N2FP+czRH5GRNGmP6Y",
-	"1XpBhdFOY7bK0m3e0+fH7OHjB39FRprnx+yvjx88Pgz994wDRWpG6nRViSdCXirVgo/7ncG36IPhMOkc",
-	"y5iQIXfj3M5LeS2Ud8lntTBzZ78XetHbnrQRqbhVMUStjRB6xma49QnChAaW+7I8nEKgtOAevNebpwQE",
-	"mz5bftGJgqX/1fBSWqgFqGpt0cSCLXOINRNQtd4ZCMUPlGa/YI+h31gKYeTc7kluqzEnTEqxmTaTGs6X",
-	"Pr5bdzhuwGSjs6sWE5quzvqbIH/+UIWJB0QIP9ejCub1VaRAcRdmkdzieqRlLXqTPrVyttBXwumVD0Bs",
-	"PSN6M6uZcbebuM23rmuC2kw0aeAdMti20EzYAEUxIvptpXPDC/l36eC0PtwKphUfOnbq0noZMsSom51W",
-	"wjf9IIDW84CKbm47MzDUD8JlTc30lsBjXjxgRjZtnq27dTXsJTgiDkn7AqOJWKvsjJypBw+/S/n8ciF0",
-	"098M+z1w73k8s7kz1dyzD33tB3uwwZ3/puPLJ6EGa65MDxy7m0RgQmDhqkNE38LKobdPT0DtILohVNFa",
-	"zc6PTzpxeMTdsrnTJU1RJRVvkpyotqZ6cv8+5CqsqYz7Gxi5YhuMzHpnEjKpZprJWcSMyJQQ6EgtVr3b",
-	"g0ffdYJH322yQt0YR+zYtLBi75nfmO5q2kVuhRPWU1NIfawLkYhdHR0dZ+zk+NUR/Petm543VeP79qN3",
-	"n7ujwt1of1vkqR/1DVT/hgOfWa2vun6LbpBWnW6MKIuQhuzvrwckTGym98Gqog8IverDQGI19aqZxplm",
-	"2htZCJxE4KV1La9Xk5e9I54LeTlP8anqAkid3bd3Q+DZ0/vPVZjprS01zq7EElFw6K3BFJEL0cMeYXsA",
-	"4kUt2vVGrtfdXCslcpuFDsWMGWGbKiPuSF2zQiuRbvV3YzjXkEyAhdtI1RNZ3byNQtP+IxerNja88Mjl",
-	"HVBxAB7rvybiVlFKpNLBhdptCuhlsXmVfs2k7jqngYsCqNV8a9OKv7duH8pC9Mn9jw8fP3ID+fHh42+T",
-	"P76RhVNk6V0MX47axAm15zk/LJE4t6ojqRAbdQbk3ufcXH14o0YDXg3VTzLOkDicWW4SRCCpMsvkE9bq",
-	"LGGrcXMVVVnCD5G1jOKXzlq+64LLD23vGurpapQTwkFeMbqGFe1FPpOZpha7FErUGyNi8e2ggSLXZYnp",
-	"li2DYJf6J+xJWX/aD7A9YPjUt7KfvsOCv69qnXr9n3z16Q9vXh39x8npm+Ozkar+Ute6sele0raurL1q",
-	"9AmyoMLvQbMbX/sVXrwFS0zEGLd+zFRCPZeleEp30BsIuiqhELapaH8QMPiRR+OQTR60hklVcuumAGgL",
-	"qaQT81hjz9eaz+zGuVmh0kPMk3ojYgp0PXR+2JdOjkUg3qCdrdbZIenJDatNL+YHOiDLr8L26BUFvCdU",
-	"xEh4kYQM5ye8MeJcW16+TnmCADd1yesLfhlEF2pNkUKK8NYVV3o7ONLL/ETUuUjVYv6w/jTL60sB7q37",
-	"ifty94c3PxzvtbvKE1iN3D5zwaujstT592mwLfgYYuAlcICD+ccrhssw9iXdT86WZtMz4M60WPrCcqlE",
-	"0dpAiH0MLe1w4I18tmoWP+RDUusjokVqefNlXo4GOjW9r4jb58K/6N2+44pQrizpyuxHo/Rzk63u/nhX",
-	"DkjeSdKCBNQAjZBm8L9QNNH2UFwsGWcLXTRlCtq5KOoky9L3UhWMvvV1Zrpm04N9+H+kHeZlydys1DOe",
-	"fwgLLI4u4mLo4WCQxgrlbjxMKEF1CTy3DS/LJbvwLm4qmbiZrm89e3XhJge8zDT8GrxOwtXA1/TdEiaM",
-	"tvsEXkmkjSXOr4yqdCdza6sMIhFAG+v+BMcA2ba3KEN1G4lYCUIN3axTcsW3ruN6lsKg71SHcV/OI35p",
-	"eAnk0+4bbPI2Ul2WYqtq2F4m+vPgT/lr4nDQUBxoNe2HC5nFfNFeYkLNpH/5DqtF2KkbCAlbwU5n/dw3",
-	"piPLWLWNjCU4vg3W8l3YZen84akfVgWj5KqIFNAWAdxIu42up+tPKOLdAN/kOV/IFJHQkYIuO8tmcAEU",
-	"QAihfBkWmTETRHL5h7g40/mVSERu2xaJwfYYJUQR4DqhdA4EDp59z+BQ+rxxIy/KDTTgOVFHR9kyX73B",
-	"bdStldaAN7Iscl73Iad3BgmJdQPNT9w37vvfb06ihyfFvSU77UtuXM2aL8TfZUrPACMjRKBi7vzR67ih",
-	"+4p8B3wAwDOqiDBfdqrsevqcep0+cPrdmGlEoeU4xJe83pqLstTu324lIG9mlirfrMQsctpvpP+OZvpV",
-	"36no5vnfz968Zla898jX20523tQmFZ59U3EoztCIx8R2p6fPfnpx9uLN6/0Xr58++4/9s2f/a7oHxwY3",
-	"xu3BXxpRLxneD6XLNAvBaqBuibrrw1SuWyfX5AgM6adn7qJn6lqUuhLDJ88bxWCZMu+BIliRh7TYNdf5",
-	"fmei9q8f7PWVGiWjOW8Uw4XP2A3hxRJ2bi0iGM/E/dzcFENDjrmx6J65VlaqhkwVd8YQToub8dytvrOk",
-	"++JRI5v7W9mqxazcwssx4pdEhF7XqKwySMsQ99Lug4w9zNg3Gfv//p//NwRDL3llDhE4qIEG19Rb4x2k",
-	"utw7BFsFZgvE3y9EgBamhzVmZDN7n3Z4HlTZIT0OrDN4Uji6atLFYSBR+qWzI8wdahE35ZkX4U3oOZFG",
-	"CfrghZrpdLrHahbIocfqEt64GbEEat1z37lgTXVZ86JlnXbeQftTUcTa3ECGqMGeNNPHwg4HY+r42HnW",
-	"WhYS8v5zEbdMAxYYJAUzeurgSW6EaLOH25hTsQGUaLcFeIlSXov+SaMEkbvSMFmUQICh0E83jLsfwxsU",
-	"wjqhZQVUvaqec5DM4PNl1YdV1R7gJsNp4qnDxsx5JVjiuLrdDAWjIjFJFU+lM0440m+6OQp7M2O1KLkF",
-	"404HJMoLKJFGj2FALafXgLO8lIiH5S4yAf65FrQQ7bYlDdCPn2nczk+WeZ3HOo7VzkN1syx+6aFlvug/",
-	"/sJssOiy9j0WfBkkcPdM5JNw/cSDvu0dxlvPCDgOoHcQKhtmM1GLEaYmLFx3sNmqsljZktEUhWWJxSQS",
-	"+ZSyO+PX4vlsUYnLc2J4vWXpCGYDcw3oUHQrgBKE8loiuyl5Ltiu9blDvNpZOjCCvZ50/vfS1tyKv1+k",
-	"MtvnGOlESp8LaTHJLRW7upD2vjlkB6wUVCYtFD4xn2ttNhSyY9fNUCl7Nlhs8KaxVePHBTRahyzX1ZL0",
-	"EhQTq6qx8SHnvncLznMIe0OnYpUv3vGS39Cfiwb/Vl2myW0RGcIKJbuDUjAl2Y54b2t+VF+myguaGrnv",
-	"aYJ1RcrW0J/3sUYUKqNNxkq5kBZdywnAh9mMTWyjROb+rWeyFE+uMzYpxbUoMza5zNjkSiylsu8WUmVs",
-	"cjHL2CSv3X8X/L1bcvdhM0NatEkl37+bLdxNee3+k4PGmZj8nZ3Xwniwj57yN+ct4LDdto1GnmiiGiAg",
-	"j1qggmaG0+A0CSxNG2YWKjXc1k1sloEt+/Bg047tK9igh+PXTnoq+V6UZushPPpm8xg2VHq86lZ5rO1V",
-	"H9WdocFcL9dq4jdXj9EdX29EGqEuW0DSz3UlVnkgjyb/ySe/Hkz+9nP75/67yc+/HWSPv/n933orFcao",
-	"NOQru1OV5v5v0/IMVVLQNsGRbafU5g/BlZg/fPztkPrqKcWgB8O3H7A9//r4u+1a0zo7pTM3He3fd7K2",
-	"NLC3PVW7RPotb4e5e079jWLTqrYHsI/WiR+34saPnxe3uN6KLP+Q2bqhQlKkPPlQ+vyN0/FBrPeHSTYW",
-	"HP+BO3balxjfc3rwQcT5gTUfQNnkSv7oWeM22/3vRV1KOBffnh+POQ8/ASl+XEu+VTH5Ok8+jbZXnnX5",
-	"4QC6ZBFzxHTyIUC0jTGjJcrCJ0duw9SwBrkVwW2022qjvbc1Dtd2/eUfBtIFwXxIV0F2KebcMCJvammX",
-	"96MnrGGZR5ENH8Hw3aN3BFye3mvxW/fusrU+tTvbc2v9Z4n9F/j/QSHwxUrhrbOkG9+tuHVXwHCb66En",
-	"A4Hnc2fmWAEk1oW8lBg30E7z30gjKFuE15gML3H/q91/AafY5NpjNM2X1Vwok9Ls3TUead49ePjXtH1X",
-	"9bYW+z7LtteWAgylvoR6fPfWh3RIUv+cUHm9xC4wvyR52RgrEAfdvdl68/HAC3433LxFhZ875jrfyW7X",
-	"LpzoDo5a/JRmvzQayltqVkol2EUt+NWW6/K//7nzz3/W//yn+vm3B9mDh9+lV2JMt+3GpQjDznWpFU64",
-	"ZjdzaQUzFc83a77OwJ/885/mvhv140e//9uH9O+GbZbUInBWHuuyWai0f5vDd1jegCcrlWolEvHJKcSb",
-	"94PpKm1fN+UGuhoahTTs9Ztz9vrty5d9GLBywevl38Vy7P2qqA6efu0EJn37dDbjqchL7mSQ7uqu2hzC",
-	"8zYF5h38LHReoX/F3uC/kysGdPcZ8jhmjBhmIEAhxU3CG4BBm76Fw1o9vKm/Saip8VyReXSpwk9j75vG",
-	"MN5062zLFHN8kdgvT5++RIwyZ2yn0OalysumEE+LEvpqnRsAiBd1ozBJYjVb8PdPi/J4zut0mLkoynN/",
-	"/fAWc8O54aa9/TZ+Bq5vv9DU+mYj3matb8zKNMBiuJUcm4GEi3to4GFHgB2Ag235raMKKNCd3ceOrCCg",
-	"KfDCFKqbOPagwCaLGJSczy1uNuf5umLXvl8WBGFlkZNCiGgOp+JaX4nNXf21uw7a+ssy0OWhXDlFvS6T",
-	"dM2zSufzHkoMwpMQ7hKvv9zN0CxQzo4zng4Fo19uFDkV/Ll9HwYijWlEQYQNXAEKfU135nUgah25Zdwg",
-	"xhl0YBwSPa4fCzFBuHkdkQahZ2XdCUuumOKVmWt7lOfJctAjZugKaPE2hlnZk5LtQQ3zmOmFvlGl5ukq",
-	"hU0AohDGlJhhsroy7EbXV6vsq4O9HPjrnnYpiZk8qBf1aTzPUwyqcI7wlD1dHsk+rFOfFnx7+rLlIYaW",
-	"MrmA4mde10uPJ9rO6oZ0PL5G5qc7oy6pdgI3r/ItQ2m0/BodyC03AFLzwdkILy9VCfizflcEkCTnpADO",
-	"ALeW5/MFOdtezYEyy3b8z5Ih0EE8M0IyCyVYMJ9tW/Pjg22IcR5sDoDSrAytyhlFJFPSR7vwnmnl0BkD",
-	"6aLucczbtyvX9o/H4JblV0IRbmtUeCINewMLmz7ToWT8mvevjgfuuhD2RgjVPnRkafAmQl8YKk3frTh9",
-	"V1kowoTHRcCrrzlm7W8nk8fECGm180I2b5DeVT7nVyJa4s+8sC2IwChxW59c6EJ/qvPGqQ842o+aQtpT",
-	"kS6L71wZ2lSUU3e+QjrXytY85d0RUMqLdCq0NTvBwI9RaMY0+o1qePS9pNyw8INtWx17MrnHhAIDXx+i",
-	"sVzV+qJ074KlGapcnvhPyH0Y7c+sL5GbxmRFDj5io3GPs0zRL/rRyMm2m/2Xha4FPQLYWJidc+V8I7Rp",
-	"DTRv3aRdmhXV0W3k62yilbeNR5YN4LecWV7bwPN5O4WC4W9NeZYnbBo03BSc2ymvqimYRFOPRTplu8hw",
-	"AmTk9GUn7jJ1O6Ve1SfKmZTt+ZaqXakSoExHVVVSJQ8FXzzyKQ9sHchacrFkYfSj8lHjjk9vmdNj/Vwd",
-	"Qn6qE+ilzBq1mG7ODm4H4BBsFrNisd4zd5J9exkSbxD5h27blmGQ7QJLPMtLNxmUM+liJFDZmrR7ny5X",
-	"txEg1+MP3t2uGUHyf8jevaPF+sn9+927gVxS6im/94k7vtVJrd8vb5sgr5qydJry/RLwitxdbyGKVrOq",
-	"uSilmTOprN4qphsyA+/2Jz//n/+28+GygcMpS+YZRm8PlIQbZWg/Ra/Ob5se6X/zPxhKEgIAHa4DJYHb",
-	"AHB1bcqFUjS6ZqW+vFyHAd4MlDRS/CLSsqEdkMi/JyFJnDSEnZE+inV1Ryexsbpqyx4y0lIcZjV54v9h",
-	"z9Hum36RR+af6XTR1Uc4XBAUc7vtuX1lxNbb4iMfEZsPhc+s1sYotHoYzAeaKkJBi8DVg9Yq5zNBlUjU",
-	"aLyaaltUPLei6OeF9d+wpgJY97nM58yzAwPwtb/HWBp2bvkFN+JM/ip6sCTcV4GwnC4PdjBATIx8Vn9H",
-	"3DExn5tOZ9zI297wcuTob2ppxYTPBS/cUbvt+IGLWQxD8iDpEfOX3gbvq25JcNd3RGrFVqYgGmh6D7vt",
-	"Tbj9yUwHYr/VeBIhTHkbfoVf77NTD6fFDTsRqugwBhTCuJeh/jWMLR7Gfm8hTYVjZLapEd3L2cuMd9kG",
-	"PGNBrKbuGYSFGIq8D4MMRe9/hD8ZPq2P6aTGygAcWVt+un7u4yXjklyh5RJvu/v27Yun6Y7YkfR5Aeds",
-	"y8jXONBICzwnuoH9AfpmnXM3ahIkkqmhMdfOrXb7iM2k4iWm6DcMfiMH2natAdx6iDlfldAoK0uWO8tM",
-	"9bLkHfev8+sOZQawAxAktkTyi1YC+tqViex+DPMAN1cCZUVaqGe8kqp40gPrCfO7lYzAkTYmrQDdDbB8",
-	"6+Sit80shDnOOlmGkPbD1+lO2DYMnSlt0IMduyqr3FyZVPFh7FWCLkVUsbRH2Xl+GgMFAI74JbYldoaQ",
-	"KN6vkrgF7fkE5oe7KGuZmbllD8aCzvBLOHgSMoUBKigrATjsin8gS9l5q25vy1XWPesS8XSrbYol5tjT",
-	"igO3hE9OR/QS22JkVYjbGabPP3kAyCUhg/3W5urmzIilxw0dYAAihXTIzpo8B0yWjD0nxX7uFPubBktj",
-	"j0mpQ7AC1HK8p+m438l2ngYltgPt7oT4E26/k+3g/XeyHf+AnWzH335AIE5KvkwxShwB7C1wHUAHMFZl",
-	"bSKgH+NarQ3kYgg8LhWn7bOwa11VooBG6z5EZcPoKnYhcu5hAOhVa2euWq2ZKfVNuRz52Nnw87Z4gV5a",
-	"2XMaI0TUkA5LWvjEYLVQxuSMcbXcv4tYJpYzx+ueRvyCSeu7Ywi+yyLq01n2gBz0d3rPra0ms/I6Y/jX",
-	"onqUsXlpEJ5sAyhZLRbaiqOiqPvnFO1c7Jx3R3qbOUBIBGn7Tvd6g5HYzuCWFuKIsE8axGmzDz+io90v",
-	"a7ZWzBx77cg12fa8R1PtJTqIxqpoxrPXr5BRM6VP6nbxCNxi1TQgTKpCFpj3C/gaY+mK6O5bHoCkTRPn",
-	"X6PA/uZJkK1Xm0bucc6z1vVD3J7O+FZqLwb9jPWZ+VC9sT25FY4wtQM2Uzx1Z3RgF9X6/bLXBz9fY91z",
-	"c08tLeSYIwSZfr9MlLfcCf7/h8/zRjdp9T0P8ayTlopNfSeWu+Z+bPOmNPX75TiPG8Ow1K+18Q1M2vBa",
-	"Hfk97/kEDCKSkBvenrUbNBy9wrqC686iH1P/5qLy43RsBzS1VhFR8p1aTSOTHrCh9Q3RRuGoDilU7xEx",
-	"cahKhx8Bzaphu777rGrMPPNisHcnRka3NqPnHfVsVkolhg5ZcIBv3Mu8wYu3PWy1GvUIwCDDkrStn1DL",
-	"SzmAGUXTgJQWhu1WTVmSeYMTP5NlD+8EnT6JzjU6meNlJ4MRThAsuGtL7MIZ0tMU0B5kVOE9EugTux5y",
-	"0Y3CHTLu3EwQDSj2QJRtZzI5k3mt8u9WQRUSzhBUGZNMizja+Qb5szXPr/qouOCG9wzDi/pne/NbnLs7",
-	"JA2K/hjRS2LF1LXddq/eiQnZbpF1FYsPSNiSPr40JopESzs6iuO7Gv7lozjxi26xyfw5Nj5uc+b7RD57",
-	"3KYj5onNABobIsF4/hBz0GE4Lzx+Z1CTcJrwG76MYzF4o51sh342EFJBkU3uS1FCUxwHzgLU+h2PE4U2",
-	"sBomq+1TZfuIWUXfj9xFeT/3TgbMOxnr4d/6MBarAC0Nb7wLCC17d0hflbxl/zRcJXF+ETDHmUeeVaxt",
-	"CCmE9mAyyV1gAH8jjRl1htgcHh/ox1/ZLtxo7Gg3Ex9t9forQghz4XdGUuSu8x8FL+38qbBclslmVWWE",
-	"Mg328GOaucCLvQ3grOxUW2gE65CEzcTGbqJPSPfQwqEtihfQk5g+F/MwQExMF+I9o5/5Ih10MBbcKTYx",
-	"MnYHBdWJ+XihCnktCzg8YeawIn+8hsb5hrr4lH4mbIFxHpkHIgilEVGvaFKoS+BA7U28tbG9nOoK8Acd",
-	"ABOl6VO3qldK3/Qn+j4YPZ7PbM9B0O5L0xaORPfy4v3Ss74+h7A+/HnMVSELNE/O5o0t9I3qIdXdVHcR",
-	"sIh7Clduc3QGqPp2L8RTEa1i1hWQrFMBgRt4UOp9E1Hi1MC9HVqCBokCilZ5DNomq8qG7P8mhQB4LWpe",
-	"BhmLNE28uEDtVgiA6AV0BsWvuSxXQkgdDuP0cn4vlTvDPdz2yuM2WMf4Cu3dk1MOWu7Zgsvy9uywEZyM",
-	"EapgHAkGlXbyRKWYYkG8bCuNz00PsMEZftGmYwHZ1Dl0vjCMfuqkHcpv+2sDH0aYZJFjpVPVWLmsAO4j",
-	"wrgNcgLvsLmTVY+b6U1N5IaKcLaYzSECUuyqgvZGv05SsUVEFjnyBKKlSJdhwFeTF0+DHw4wuS2ccaJb",
-	"Q9lhXIWzV+ctmIxn4472RA8nJ/wgsa/iu1E2xje7b/I2oWeJbtyhbIwnpX/t00jh33Mjc+DZdTPvFpdf",
-	"6MYGQaeKEOwiTlgidQox4PjkLXPfSCty29QCikiC0U+Wcctvlg78fdQTP9eLhUzJPRLt4teem4hTLSTS",
-	"4K8g9I+lNbRal/mcSxXUafLuNxJJPdfuPtfGpsE7ftTGdnDPIpPuo9gfOnUyrRB/3WbJq1oXTUobn+AX",
-	"Q/gkZZK0EVLTXf5CAGsLxFhrFbRbRAj7U6OhhdQ/k67dNkzVVICrvqn710iVJ583UqWOPP9HpRxgAdtb",
-	"Bknrkiombbmww2GHZahb4nlenRC/7v0671SXoocIqrMbPgHhU3KDHpUl+grd3Tnaa6K3cK+5DdXT8KSd",
-	"c9MT1wEVNZEqZuwFnzVU6t0WFhLuVOgexJ6SG/ssnYSEj1scEAOllx3HTDpbjQqIeu/eZw+dNQuA6Nrw",
-	"gDkn8tNGsaWw/Y9pVEpfnMXs2P4ZqCwOmWrKcuhBt6toRWfpjSo3IJfBwgA8JdA2U/iiDS7AbXoIaxql",
-	"+Ea2LXhAzhW7AJ4StuAKWAb777mRsBBuKQ2ji5nSNz1WWlMB1dpJzDE9ZqBESk3oh85eWnBAXMIaVdMD",
-	"58bNVR+4lbnCIxx8CRl40zyh5hjtG27fdZCihVh/485GaKc33q0dAYllcViD9Fe0pLSI2aZopfcG43IB",
-	"rZIbVYIx/JqnjdrsS3Uozlf4zwfjBmkv+LcN7AqwnSamErlz2YDupLTIF2CcKbZiRrWvNVRf/0wVETXZ",
-	"tpZMtVnCpAEzmMcTkxDZfquro0VvMcZwSgzrAXfn1IHS0StwaiSGONe1O47CoQJkM+61C2d/6Jq46i8E",
-	"fJDOyG7WIlvpiiqogtjSirZCPDPtu2Vhn/YLSK8/RF90/M4ourTB6XTyXzxNxj+/d19hnp2DSbKoRMG4",
-	"BZ1BX+y+OHvDvnt88CBjeMJOGwVGGJLwNsr/DH5jPob/eMtnIlbOxlmlmTw6eRHwdVC+aCxyUWGCznwG",
-	"Pxbivwi42fsY/Ho17rjW/Ri/k3hfpZjuevJLd+bxxH5Od3Uiz6fdr10vKDEVKVmCeN3dQ29DWI97sIBV",
-	"+G1+yaVyF1BtlOeZctY+AS7nc16WgliNV8JC5aWupZ2voDe/evptH3pz+EUI6cR395FtvMHZj0eTh98+",
-	"TsayPwjmGx/cTkI3iPRx4bkXws510Z2vp8/Ojk9ffP9sbdJgSfAXrXTAAnXJEfwNMnb27PztiTtgTl4e",
-	"/d+rb/O48zLfrL3Mz799kz14nB630kkWtCM/pfA9NFWAOu+OD+gdICgMDPIcQLzbpT9knM1qYeas5qrQ",
-	"C7rZ5pD7mFbwX3TVnW3eAMlZ9z3+V8NLiSyyVa0tseqv7tFDNzJByptxNsdMoHcOftFVxnIcPMB05BAe",
-	"O31+zB4+fvBXhLdChHIEQ0XQ7w7RpEIiCBhkGkpEpq3ljvi+PX2R+WIMQhavGkv9svE+Qgx0roIzMm1q",
-	"OUUOCP/68+D8rVGmbJj7MQjofo6DOH4mQHM3sUm1PJd1ccJruzzmFb+QpUyGPNoYh2ejdOcy0HaBN1no",
-	"RAkMt8Kpw9TtwsOWrL1sjfmyvT81/4znu2wfcIz3T/JdfqAxEigJN9giAwC2EGR11jNgFsQTjC9PP02G",
-	"UQotMI6CF90+jHILspDuKNeZPTYGnuGHI/Mi8bNGeAV055Q1E79pvC5ZvFuH5eSlvBYn1N+VDDDCtLO3",
-	"py8N1WwDJypBBNwKf6etd/uA6vJbQyvDmwDqwYWAXKrPH27pmW7LTAfPhS3HeE9fF/gpPRyDRqrLUkyc",
-	"5nh7+hLLNqnQenxkmtYZHaJ0/uROC5Xxdpv6WuP6x84qARA4IpMn6iF/vl0N8cYdOIB7u0VFcfviXcH0",
-	"izxeKj/MqQD7xUsxiG7o5nRzvC7BJaFGdzJcZI4BaWQ63wW19G5nGgutocap6BZr2v3SHQyl4Mayb/Af",
-	"C22sj13P5CWWaAIu+W6LUX2wtx1W4jdJsEQvK8P9Chp3W9B2h4DWjxtm0YEdQmLagjBdzT2WaBbFysHS",
-	"EKW5bhA7bu8Q/sTeUbb7jx+fnexFpYgAnrW1SPuX6FKcfZuIpQ7sOn+zl4Ib8eHbznkOStwAR0S3hThx",
-	"blwYXTZWvBzYfY++gaqdlSNBW14yv2kj1M5DsCXMXNdYhMAVPpvu3G5AvG0E1Xchlpr6OoNZeM+gWbIk",
-	"RuLuZzdSmWDHYCMJYBjsHeLdV7aOW/58rmUukDk9bCMyst1egACOk4W9zSSq8fZ/fNDb3j1WoksJRUbY",
-	"7F2JWuqiM6+RTG8DIP/4AwRzLmg4ub4WtfmTyWXb4PtJpBOzI5GZ1wL6SWtYqXNudf0HluGUVN6FlG1n",
-	"/HajLlM339NbhEy+XNH+0L7MQ782WaAa7FyPSNsIGdE2uG2EMPyqce7C1r97jMfVPs0Y8fEWWJUDsI89",
-	"JZnnNVcGGLLPick5FUK14apANp5QhU0hR/F2I+X/nfJ2U6hvADk8IqPuI8/GcW3H2s15vpPt6AoqzKt8",
-	"8Y6X/Ib+XDT4dy+X90jkO7psvJs+stSpSxs/ivJWvLc1P6pTXDbPmxqifn7hNHwBGC/4531I/OOxZDJW",
-	"yoUkmKMJNCfZjE1so0Tm/q1nshRPrjM2KcW1KDM2uczY5EospbLvFlJlbHIxy9gkr91/F/y920ruw2Zm",
-	"5K9wD/n+3Wzhbspr958cFNLE5O/svBZmrsuunlkPP+CwgfyvHfkYSudWBX3zcF0HAUpLul2NNuIstPFt",
-	"TeAOB+CwJPQ19dHDqavv9hzyzm7YNIZtA0krezUmWUSSt1XEh40nYoe4fpDEmc4DKC3MNbLyjUyyPf6m",
-	"h3h1I+DgrdiLwo03gCvGBX74iDS+kSzEKIWO3Zt3qtAPDjaTQcBjh1U6jmw7lT5/COXJ84ePvx1S3j2t",
-	"ofRg7A29vRD99fF3G95/NWQe7+f1qF23EC+auc7J6N8qKIlYWyU2RLZ+6MdnRB9eZbxPxxklPUV862bJ",
-	"+Po9/4O4EG2U0ZkwmW5dv/cW5uGokufubPlwFnMQZsZV6wAGh8LT5rtt6HahpGMtVTQBJEcvUhL/Wtz4",
-	"fK1vG6qRo0wqdvzi6anzXolsEznTPViBb1nVSjjPQpEKLyUUXUDematl3HA2mmM+HLfRaRyO24H8iHsZ",
-	"u5a962TtxqvedBrZPSLOIqdsiDG+hNL2ezHTtRh4CyhdWH0Padwyyy3OkMFUontYtZpOHF5qiJJD5faF",
-	"YDz+ddSBvp5+3LToUtGiP0iwiTV1pU3PXNGXQyuSMn5/7xVfgtH+odZNdTsRfo6iCTGoS3ebVphvIb+D",
-	"5v/zWjhz6r1NlkuM3NVPpalK3urNrTbzxon88DkMaFwfMIugk6Ar8aix8zfXoj4puVSn1lQpMi27XsRF",
-	"SGmcYW9jKNJh2n1bubuxKZHsTPfZeVMrhLVl2nNvxjQ7vBa+SE4JURgMy0BnKRTJOQ08xVTb27qcst1H",
-	"BwdsKhWI/7sLXSynTDsX7UaaDr5VVDDcF81LrfQIog7eWI2A+skeY11j7RREL4f4J919fgIgkAQWi9WT",
-	"qinL9C/HyQJmDKHDQddmnGQU4lrmfsumnJg3r3968ZyRK+u8yB++f/jdg+8etLBv1KS10VfBR/U/A78H",
-	"eIj2KfTh6If0coc+lQZbFD3gDcu5UhrUedTftz73oMn+LhK+yN/FkjjzgWbR7Xq42Pt1ll8J02FpBmT+",
-	"GThhcOUYN3zODSD1DJfRG6qUJhz7AECz/j5zbk7sr8N3y/lC1BzaoyquJlaWdvKr7jTqxryq5mzOa7+J",
-	"NtyZZkIaZtyPMFDJmqpFm7PugO/p+dnK447Y1chK816cf0rkxm3cWR/hDHEGEYK/fl8LfpXaYaKClwhE",
-	"hMHjJfTpUvDrvgapGB95sEQN1yQOPzt9fh5zuo34/WnnN6Eq5m2KlA1I8HHLvj19uc8goxCIEhZsd/qX",
-	"v/zl/5pmbOom9n/85S9/me5FricdING5krGLJsACBVpgN0CRYYyaq4IBuJ2xHJO0hi/EE8aR+lwxrjRy",
-	"SFOlrT+dOsdXe1AB0yjUqSaOqL19dgT39TWr8T1qsdDXqBkWSTK5bbmbbnesjUTtuwUtF9pBb42o78wX",
-	"ZI0R9W2sSJTP18NujZnrG+VLc3OtjC5F5N3hu7K8FLweTZRa61K8KHqcD/clk6HAcIPvwf001OJa+zPF",
-	"TQjQlBKmHkfqkjvzPvpAc0B04Tvve+DSbDvIwOwIlEw7mVsqPLt/HrfJTAoR5I0KC0jjkpYSy4gE5rzz",
-	"ihtz48y2glueqBfuT2gEKAJ37zitsW0N4vC+7N+TC750Fgvsy96+6Jf6UqrNw4dzBDkt3XPWKnvDhTh/",
-	"4coPqO+liUdG+A1gD36R3Cx3GGt0zSDTkqxFdlfjeP3liOcA67TKWrbV4HsFui0UDiKBOAhhAm9Rltwn",
-	"fi0X27oIwvFHFGfuE7BxCbFuWOScBi6F7SH9GAj0rwvE7cmFsE9gXCm2u3J/Z6teCJCKThjLXZuxBrMk",
-	"fKHVJdQK4NRJlZcN1FzQ1IAy3lx1Su/QaXqIpT1rsbz8juqPMMfSnBKfn3sU42aQW3jJLxDaVoVH3S3I",
-	"LS6qx6fxtxwVKoeTZjzKbTtZ+EzovgXE2xjuNsP4idtvbjCfCv72H+JirvXVU1HKa1EvNxMXFXQl2w39",
-	"JkcZ+ydegp0yUFcBtp35585eDxcR3gb/cawXFWqbbOcfXFqgBbbQBR0IiQZYiAAQLG9qaZfQ7kltzILX",
-	"oj5qUumstkeIJB+cjKm5zt9V3L7b39/HxuGLxkglDLJQC1UYZ8Z7c4LnACmD99mFHxv68Z6bg2tRGlTB",
-	"dGiT1cNyra+kOCTfwTDOcKw+tg1lULWYYReec4cfHTxgU17Jd3DFO7/mUGSGTo3z9OAm7S6ZW1tFWOvH",
-	"8NQ0pqV7ne7omDtPCVeqBEUZoDLY7vTdux+1sRN4ZfzZFA9c8JUK3Mo/np+fnO0dInLNBE4Apx2oA24V",
-	"mxVKEhkvjQZPC5vi/mNydp1Pjk09m0Aqaepb/4DQDRy2CQLjs+mZyCfPhc3nkzNpxdRZBdM38N0UXDM7",
-	"F0uINq7M7Ddsmpt69q4W/w08OzCp0s0MzsSOd/V3otdtZ5lX8u9iufO724UyiQHntA06Zu71T3yo4UzU",
-	"GN9yGwBykBMTrnLvVwtewsk4yfVi0Shferjgil9CU1cbt2hZEWE/Rb3cHrvN3RF/aULIK8PI7iT0khbC",
-	"ZKGENGtpreFKAcq91nphPFuOrBkvFlJJY3FvHKI69TV07uWkNcg0n8OOCG1qWOOJ+s7ODS1NycFaIQxd",
-	"2EIMGGx9Xg5ZHv3WLERV6qWo99kzUEr/fvbmNQNCFR+nbgwZXlOAVfkeAsZmzivBpr/luhCZhxrMAGhf",
-	"vCjci9t66Syh/5l53OH/+fsUR4yVGXR3H1+j3XrubjB5UUydQVppZUToVQXacKy4Eb80zu2f0uOmGTOa",
-	"MBmI7gXyRx4NZ4GcbS1pDy1XqS/NPjvhzq6CfGOQUBPoTPxPhLoWpYZ3xsPanxEZgyMig9P1v352LxnF",
-	"SxZg/qgqPCMYmIS4stBFU7p1s02tYDFxVwiFXP5IDDN1N5/us2c8n0d6RAF+nNsfXqHFaTQn0++dipm0",
-	"H04DHBY9uL0IP5i2RE40S0LNdJ0Lk7yZDf24kGq8WAKjDTrd0jBYab+XaZVE22fpn0QHQd04G5+iyEUt",
-	"Z5bxitcWo1nRm03/MmULwZVhpgF7JnyVMfE+FxWkSqLVxL3hVKPbb8vwKiBVT5jzT3Dd8jk1wTGutFou",
-	"dGMoFRkxXMUjcTp46qR0LkrQwbS7O6oZ77DP3rQjWvD6ShR+IG0w6wnjlZxY1NU0FDgCw4lrSLc5HQzO",
-	"NwbZIliAcOK5C52EJo++w3iC+odDh/UkHFPxoPLu0dcZWjTgcFC0A2rn8F0hlHSnRjw9KO3xZjZsiss1",
-	"3bSQqBYHV7H3zUud83Li3i3cLH5dbHv3lHJum2tfilZqXUHfgLMt6xmnVvq1dfJz4RUuYNcYM2vKQDJm",
-	"UM9jGb9pxeUILQHDdv+5Qz+LL2aNKglc0Yrinzt7McE9BmLpR+TqdvttEJAb2iFiWwULyw17cPAg0FMT",
-	"SCbxXf9DXJzp/EpY1lSA6bzP3oSuHkOl6d1nQc5SlkLZJzjGdj30rD38vidWzxBcBhXBdr/3E6E0vRkV",
-	"R+PqurlwQ6WidYpT7B12XwwpmdDBd0uMxz4qs11CFRbXoLc45j2Ad8n96+T8P9lCX4tshb97z2MCwRCI",
-	"4YcAlEJvLWLo37gTmt5OOtUIMRXOHr5/7/cBajj/uwz6P3Jv6He9h0uhRM1LnJ4He7TJFQEV3XCn8Kfu",
-	"f6g5YkrsyQRGC/zi62O3q7Rsu9PXLTXXEQ0sKE5/lE/p8vNlJaZ7EUMYPMUjBHoAJzJE1MrqwACUtnPs",
-	"0ZhB7JpOyV2OEQTQ97yNa2GMxH1U6kvd2MRycMWmyHqM6GdT54/80jhBrHjNF8KTkLQjCb34hchLjsKw",
-	"YgEfRIrNZy3gplN3RGPyHk4/zpw+q0RpyWulyJofJzdMgnlQC+z4xXRI2yR3mGqSW30mOF68wHrCvX12",
-	"KniBMofPEQXWBK2BFjlp9udYF+uqFrmQlGLxUoLHshcZMtO8x6GVkcYKlS+nbLed2unZdR5/t0cJQwMi",
-	"gVgqHFnxqDToCZuCUp5mcRdE1k4ZBsAP2bSUSvBa/urMzik2HWI3bb0wHRTmsnWBUDSQ/jy8sduinosC",
-	"jnPchYiXBK4WlFx14EiIzwYlbwY8G7A5vj34ZpV/wYNJIhG824DtPLtHlxoHbp1wB0FcGTym7nAS0Cl0",
-	"awzL6t5I3yhcz8xfCdIasiFR8gxQO50f4W6xRF6M7juW2tC56Q5L0zXgIybMrsFOO+HM8lL4w3TXf3d2",
-	"ncMX070nMXvggi9Z6Q5RwqlkCw4zU+vmck6qHpws1Jf77B+1hHPAO7ye+MJnCVEHiiUsSbsirbhG3ANB",
-	"kYGAk/8SlgctkoJbzgpZi9zqennPACkcmfLSACDTDSzArBZiYipnBtQCLGlSGobd4JhpMH+NBmOsrvml",
-	"eDdrynLKdsOMTl8o08xmMnfmxxleNN2LvCxkVsLHSXx4gS47zpzPxCLni1er7lhyg7FCZcEvgI2Usel9",
-	"5HCYek+6wDgOJAjbbYdfQhaYLHvMSUJUV9pShJxq0nU/OnkRgTE/2Xmwf7B/sP/g8d8AxrsSildy58nO",
-	"N+5DLK+fQ2jKE2U6M/v+hdbWuc9QolQlU7DHEA02FC50igEdh8j3RpRej+cklbG8LNuzaCXlvM/exAYh",
-	"FS1CWlxaI8oZqttwdvNgaF4se23NJ34OFcE4gQrMta/h5K2R6Z15UBoSzyfu7mKcfqqdhBpP/bk7nUzo",
-	"m4n7RArjNo9/K2eaznR9wyFQ4aV3d/ocP4MDfvofk/DPyV/wg1PBy8mLE/ePnySfBu+olFcCbK3gmWBd",
-	"8Pqx+Q2diR2GUjDzYCLJEZxHXqJulEUCdCQ6pnvvs+e6hh+Z9rWgObdkZi7KMsNqUzCZdIkCXdUAecNb",
-	"SIiwkVAcqbmj1Jfk0Su9smGgSslQHNJ50qjyvvf3mRzrwqkVCdklVUA1tDeiw1pGC77L2U2t4awpRDji",
-	"YKZqUWFeVCth2KOHf9tzexC8jOSoOqfT+tz/7RACETea1ZgkD1FF8Z7n1rkMSkAz/z40spE19KLYebIT",
-	"3u/IPRfkks53s/Pkv5KIuN2ZDdZHvCD3YKozasimTRPv73UhC4HGuacLokBjah18pJdDHn9DDcbPmBcQ",
-	"xn6vC6hUc0MlMo6o/fP+fxusIGxvPZT46M6cr+WA0Gc6weLeJ2stXCcKRVQgFaLvfTptfydOcDgtAxkP",
-	"PFdAlT48OLiz18O8TvptUgq308X4e7bzCMeSekQY8/3veREmzv3km80/ea7rC1kUQuEv/rb5F8dazUqJ",
-	"GZ5HD0Y84oQvS82Lc61f8vpS4O++3fy7t4ogr0UBtXbOaYIfPxwxynOtX3G1pOkAZqZvx0zhC2Xd1ioR",
-	"JztO/zj5dZs/IATT0Tm8y9xhzy8NZMIJ/2/1iPNFAHGscefJzt/+tuM/a4M9O092MKDTfof/xA38e9Zz",
-	"/k/aFP+lSAJeA7Z4AKLr0edsKWwbUY6KRcByN3OKR7Q6DUwaZzE4t8U30UHKB77RKmlW7LMXtg09rMap",
-	"2IXIeWPcoXOhnVke6g68ZR6ev66gfxA2aJqzkBv/WFK/+qgeBdDOFy7T/he1zc8FlryEulrc7N39Yaws",
-	"S/DRrHYuHOmu3u1/p9s855XN5/z+b7L4fWCLqwJT5KK1a+iXUadBADGBtsMCc14nr39gcsEvnc8DZKwz",
-	"eS18PgX2s4e9a1oQzOis9jYpNcbO5MwKodhCqsYKQ2EZ6a1aCN/6x3sLD73AFnMlAjCFNYnG4i/GHEgH",
-	"7RRMMco67dPLvygg1NNeU0I4A14xjFBCsNU00eTgNsAnoj6AGJf02bdgoj1CHwz7w4oMEWChsKoqeY61",
-	"8GtSeoyD22RCJYATY/RhMIGcb9QaQLJYO/hj8yfURTQNXJk0fwbVBWyU+xVSXSRujLDXiVsndUO0dAvg",
-	"scMUPpWdYZzk1gbCo80/ea3tc92o4otSSSjLQWzysFc+sbK5Xws4vfrd6xcYfwwuNqqXsKhZqCXEA5aC",
-	"DcY0wrQU9FmsXG7m2vt/EAyMS3hJR7l9o8vC6Q93OCrNSq0uAe8oxDn32ZFihGTvLkQFvsRaZ3xyNEpw",
-	"RuOznpsrDxoYx8MinbAu1ac4WR8u2RjwBuVxOyEf7oMZIeO3Nwno7Y/9u/TJfWcB9m9pz3858gqLtSqw",
-	"lHjovusnkmKIok68+zgQH6Nwa6dMuLVkL0UxcS8UlYETXztEi6W6ZFOSzhP6dTeYSsUJkNcIMQ6tOiGO",
-	"No0Rxdmme2AmI7zHWro5HVcbyl4/6TTBp2JSqdQ0qYZS8CtApvHY1UpIjHBhnT4F3qFAP8yi0jWzdVsi",
-	"b0JQVlpnkeBcrE0fg1iXMzRveF3Epf/eWOpaXfcMWUcT2nzu55AfAVUL/WuQNpz6DbzvR/QOhz/NmG4s",
-	"RBun7lZNLaZ7h2jVQAgdEhaRcxPwcrIQrieb7NHDv7Fpza14R2g+0yjFciNVoW+oFc4Yp6S9KgiTBibi",
-	"QlD3bPi40qXMl8kOVsOXzrFb7u2zo7JsCxKiwmQqkLrWV84+a6uRYyBqOIcw1I/Fa5g3g0aVlA2HgvPm",
-	"RvmF2/k4gSN8jn/IhsCRPyj9Tomn9tMGhOJUa99oO20Jvsy9rRPzVZXxQt4Adycs5O3NwgdjgjNOjepa",
-	"/iqKr8GmuztC2+ASKs5YAknLAedkK1Ppw7LV9FBs2lH1O6NPVLjn2tkJOm7oxBT5lYnsRRo3eMXQGRnH",
-	"bHUFdVt+M6PGI2VpoIf2RrMfra3eqHKZsTO+EGfSiv9xZmuZW6+KniSKoKOixrmu7cS5tUWysppOQCjl",
-	"TdcfuztNz9zxIKZt2YZ/QWkSxclBx5CP4EeFz6QPwzPx3pPuVxHg2zReAXf0v6YDFl+EVxX2CxKnky6W",
-	"OJMUIWsrSY/PTp/Tj8BpJ1WSrKNeL6NOzDIcSJ4VfLCyep/9AzM4MUQDHYsHD9JGTkhaGb6kxuQQhwKF",
-	"h37TWlymqYUJ+aROUGbdQOgJy0TnOfbncm+3dhLz0uDo6bu2ipDtuqX1H9PLTck69JYe3mSPdth6ZMZX",
-	"yST8HwVT+hKjT3CAcyvCnqna9KJ/Tbch26nYdaYIPhYaIiYwg9hNnNfamImRts2T7a4UwT+JLppisMt5",
-	"gfJShdL4vbQRuVIRT8V+3sCSIfHuC7W9VYaGmluRdWMDZuEjGRhw7xEJKYYZqY5ZxlVBLr7fFhmpdHSA",
-	"cPk/reVBTRlndBj0JaVIym8AjVIosjwk1Hii+QdlWAapbFHCYaxnwk76GkLO1/VHn5p0ep/uurffyVCu",
-	"xc2+bDvnT50je1O502nVPf00Pj6WOvYbKqdR87i3sYJNraJCf3By3c4n44Gql2G7Uh03UMXc6PoKXSU6",
-	"VjtVFVGYrD06DFbRqsJ3/F9o62UAO8IQ7WvtJO4461g5GgZvNRMK5fXSmVCPDv7GpjmZ0tOk9nQT9Zm9",
-	"nVjjkAuTVjnB5fySnZXP5Tc88zEQ2tB3JnlpXwCbn3sSbrapVdSZfiHmcnV0wdTDc/FK0r6VFGTjtnON",
-	"2wtiNhPYd74Gq9ceJr4nftkWiaFB3AaxS6zwRHuM4jaaFSKXUNMo8zl2y7pPzVzf4O/hTaQh8kIwMaN2",
-	"DqpUvYaKKLgUol7pDBfGIqAy5GMe99Fj+qIia6sRBA973z+hoH0uuXkKs3IherZnZ0LuWog2ZpGwTH3d",
-	"SvJQLpB2jaPpndMJxg6+NH6ZcpN9GUbsHrvjp3sjd8AZiHs+YYBAriyFBn07hQnV0rWGZhvq1fDA7LqS",
-	"vhQcIp7zuD1YRoofa9fZLvhWNIrQp+U8CvBUlDvoRBHusEvAIbqxWRvQDJln6uwAwaR42l4UaH/ApnSj",
-	"d/ST6T57Ka9EOM7dhE26ZzH2BvgGi7i0sEV1orveM3fWdtybXTsLev4LciBo/foO9LgQYAtHIrGXY8vs",
-	"to7Ev6Se60/NgZh2dEurNJDnDLVGrBk+uv3uu8h7jYuXUI7WNpvrsgDKIlkbiwXcJLPUTOSha+eyLiYV",
-	"rwlH2WmvqqSGP8SRbWuqrbzGKncQ8UOPpuEsigupSHEevX66z84CvJxBewOqlxFk7glDfDlf54xNfz0w",
-	"pUBNpNv4gcSWEmrvSqVZ3EQc+9laS6mn9kl7yf0TDr7mqOsA9WPEtTSYv4slBKjH/yLCBBz7k1cdiMbx",
-	"v3utC7HVD556PNFtf9KinY7/5U8Aljf++qOq2uJq7DnZ+gdbvcEzQkbd4h0CXu12vyGs3G2WPkbBHP+7",
-	"Hz006lY/ObG/bvGDF11w0232mnHWCiLsbDGBuW14ue2vzgLU5vjf/EDAts9BhW43RNLCMEz/+49aoYNP",
-	"BlirhG0TA1v58+dLT7V+LqfKzaFnFGnPKG86hI/WzYeDb9PmQ5jwayluAORrsKmtxTWPK1K9qwSt34G4",
-	"d7rPjuPezy40OJzRVSkt07NZxoTK6yX0rK91oV6JZcQwGA5uNgUM1On9Ka+q6f0p4vFMA8x/oyBN4jEY",
-	"6Wa7GLrDMb7D37wLkbw9qtv1KMcejg/BDqa8KzuAxTElmKwpNJXjD9zrdPCqKS0UMMSniL9mAjxw8M44",
-	"fuMJ+Xw3PDhyTjELJCZdqQyB1fFa7iNVhcTP2JC8ofIzd+U9Q1DBWeAYhB1hcU3NjbT5HAHUPmHCxp8H",
-	"vRXCuGh30TL0tfTjCyj9wL4i3tWcd6Q4EadrJ+Vs3efGCDsBiL2ZqO+L9x6RO+mCPXuPPUMUG6Fd2DpR",
-	"QfUCCBk2MgtC8JuJusUy2cXSeMDI2w8D7Q5mmvlbsAd7XYfLqWbC84bHrnhWSluGbyKKQ1Y3Cjs/MGwT",
-	"ECwQU29dV+FLemPEDemjNgzRg87prZ/SFPWJ/tpc/ilCtbgmuNNMvNXu1rgYISFy4SUkbYf8A87Rqhbu",
-	"jlNoZSciWMTq2AuAA23ZQ6e4hGo3uWU3uimLqLMqY4TdmjFzJavKt9RgWQVGWG/my322MgYAQe9ApYDl",
-	"QJgevCwnup6EUSmM7br35TmC8PH2h4Qbs2RU3MIkgT2sdlSzKc5UW/YRlu0SBdA9bp8BQjjhlwaeC7Qk",
-	"gHUs2DoFceReLBmYVfd5Vd33lLCN8rWSALmKthvOEWRyCfkEympugPGjOw5fdQLU0HIh9tnr1kIwrORt",
-	"rVOF1tQkChZVWpfDJhj4NCIRwn2xSCubj1M066xeeOAG82hdYUc4TbiuhFP/yU0iP/7BItqSK7ZL+3/P",
-	"CUkLPIW7/qu19Ee2lk5wZRk2QTjBdp4NaeaPbzPhKTQuTu2PLKnAS3T+UYsSJOuI5qhR1gzGen/Ax35B",
-	"AV8f4sGo7ycI0MADx0RpcNa/xmgGYjTdDfqJYzREZCWtAbFYiYh0QyBwbRwBGY4uwB75FCGGDpVhz0kE",
-	"Y78HL5m11fDRdZ/lDMUpGhry18jCv1xkoSPvn+yUvP+bJ7j7HfVBKVKMAE/hc9Mye3r4P9WGkQ9bYkaW",
-	"UBBK23fAWzONQ6SeP4eMdwpV2BZca6HBvqXWihLytVHZJg6Y7QbGWIV4hmBVIrIhoi89oejvhbbzdQ2F",
-	"77eiobY7x1fO3I973o4p3mwVBTGYfPGKYlvsgz9MBShur5ZR7GPKerZTNQNN0zyceb77JrpuFMNaV3LW",
-	"2YPvSHLu3jroJzrukSCahMBD9+UZAxRw8nSi/2Ly/acyBHB3fgZDYD1gNrLEC/CIpbpEKJQ23LaLnj6G",
-	"Pwtpcn0talHsdUvC0r405UL/tOVTq1UZX0hVBe2Rr9UVYzz3gSj0R8+GBA6fiRG8zgEbiV/IEgpNe6T6",
-	"DDMa2MUbbsCMWHBlZc7wTh4JHCJ6l03tG1o9tzVRq3VBA0+ju8FNCB2VrhJFBF8Y92DNtRLGlks2DYDX",
-	"TzBPMk03bviqAnrcGTztuH33jy9G/c/ubfHwV/wpUoSeBtxvGNoQuiIKo1owUUgLHJwfW0p+CyVGI71e",
-	"YzXk8+LapVktiM9oNd8VO7geE/i0UUqqy4ydEW9ixt6oUiowwaHbm3KO64k670fXeIvpIbY2Sn+QshfW",
-	"eJYTgN2EuphO+Y9B2uta8AIQ2H0bPvRvb3CHb2vPvyg+vw8cF+J89YK/EC/4oxbRZMOdj1qJbkmdk98C",
-	"a3WJignoz4mOgjdWT9yRSCQSBbQR6NkMIT5bDnsnuVjxMnQ+famiNK6c7V9Ocj6XIJwKXnwkMQgJnmYD",
-	"cN6lvBaKIhybwz7sjBwA91Oq7IprcaG5BrlbQC6wdSaq+8oYBzFJsFMAOwKx9SwCFxQIZ/cqaqt0l+2z",
-	"fwTaQi/OdaMMtiNX5HdloXJ09YSGx0ypxnbqwTsJGW83eeruPVk5dodDYR8s6h85/vVHCH1tinr9q+ql",
-	"rxmzUYGyT12LG3kN98mvF/2Fhuf8qtPuAARPs6HgANT/b1n3n3I1fLs39R4M+hRK23c0nIRnTa0+4o9t",
-	"vvi1+qowPrsL4DcU46shxU8svxVvzIDwnnAgP3Nit+BW5sz7AE+Y0shkBlBB+Vy4kRUxKZ94b6kFB6p/",
-	"bb3cBzJUsDu8jJLvjyYTmRiHkbaIQ+vAfOnuis+9ELleCMNgjAl3Az7/l3A4qJq544NV9NZfJfgz1XYC",
-	"z0tnTT616Npf+wX3lfMkMvYr0NYDCYquPJzYQtQ8Aq539zsk0FDskQNGfZRkH/AD8YOSc+NO8H12en52",
-	"0mbAAlbm39i0sr/CcRrMpekhe/P6pxfPwdn44fuH3z347kH/T2Nux1adyJoV0LUOTM2XxPLaxtmTMM8I",
-	"ceaTUPbXL9AXaQdHBL0b/JGT8//0y/RZXJF2oJ5JuFd30WaKaZS/qqs/lYdyBlB/8Z79MBWJGsDsE3bh",
-	"KBXZJv6kMKMA4WC40Y+ovg6UD7KmiiIkDrwl/UfQh2381UlxPC1ftnW0Otoh1Rhd91XZfNa47upyfMpk",
-	"5prgb8axOzJXHUn3DseaNuCXXKo/hLx7UqN/YZlv0du+Sv+XI/2I1Xa3CuBWZ78R1kp1Oe7cxyfcWxH5",
-	"ZUBdW3DV8JICk4S38cc798/8lHzx8h9GOnDe+wX+Ku2f/aw37cb66AncM2FbW70jkEhr4A5vL2CkODDi",
-	"WGiG7ITQGn5y/p8Ii9ohjL1nfLcuCldLKIyRkzk3wAL2B5D8TqbzLoX/YwZC/CBHRELaNe8s2eeKjHzV",
-	"WF9DIcOcWR9BUY4NF0PSZIAaCzkesBjS6knVlKUv8mK7xOHMrRWLisDso1SMlQuxl7FamGZB6aIJ65SL",
-	"UbY2rlNR+sYDfKeQ2vbZ6Wq21ql1ny7bDalb+uRdm0WeIsNVIQ3mkNtr/UfTvaiEf91vsvXyj5E4giLa",
-	"caWfHt4a5zrEkL/aTZ9JITh5Q0Y0EjIECHfipPTNp1cOTa0mTu5RmgZSwo1NVYJD5ZtURIzVBz4Uscm4",
-	"vUivDmj+mPuNMSPHVIADHS3VeXjVsH59QkUkxb6plYc509SB9cfOHGegZen1vwr753OS3NaKyhq6YnKX",
-	"LVGjJR77JCalHgiPRDvpHrERw1lfSiWehA4olG9CKsuiDsist6I8urqvsjxba92I2jnEtZv9jClxExop",
-	"A7IZgBchnhk2Wk6RH6fUl0zPGPcdEG0LjuVLE5pCBsGNTnHaXuoPc6Kyz9nA2b7D36Uqtsa9fqkvn9d6",
-	"sd0vzvV2179xa/hJNGg7G2MaQCOxYULZ+l8x0vxZm0Z5pHCiXq5Pmj0yildmru24uHGEz0y/Cy5eFtpJ",
-	"0fJG2GZf9Yaxp5Jbp8Lkgl+KewbUK2o6+atArEwCCESfRt8o5xEjviySkPHaaU6iEmbIJWxlfiUs2318",
-	"QHCRZo9duBXGo0eaLvx4juoaCPMvan0DLERcAbkYjBKGF7oWiOGvbUsYCjqfhdlcU5jdSX0BN5vJlhMl",
-	"1KlmOxIoWrid72Q7ii9Eu6ovirVwT8yks+DvXwp1aec7Tx48/C7bWUgV/p2t8ex8Cp8tzEcfPZHfRu5M",
-	"dCu//1VdDNGi8YQIfmB0BUXV7FclX26hL+4jE9FAWR4Vw5N49kskGYhTRMbVNZt6yZ8GaUVg25n70try",
-	"DMV8ynYfHEweHxxkHsmXPT7Ya2nN3p6+9NIVa55WlUho5sUYeqsM4GuAv1Pasrku8W4rWgDMLHo3ZE/X",
-	"qlx23u6ewQca6nAql1RLwy292AbcPC8+RzjVfxSdcvcR8+5EbIiW49TCnJdyJgA7+JNGyVeWrQ/QF/eO",
-	"j1W9PX35Fcznjxz2/qHmypJlgoZJ4Gr7ktR2XCeQTDieg7VXiVrqQubtcJlWTjn78J2hvKSsIUlXX/MS",
-	"1PE3jw9aOyzRs3mv1zhEAsbLml9gz/aVWM6cumN2XuvmEvldFm6tiRAaQQO5bQfgBta2pJLS//eTZz+s",
-	"K9ozfr2qZvtThn86RTsyMembYUaByH16BbwpSWm4E1P/El/V7x+7ANsm1WxY3k8cdGw17m+m1Pb3Uf61",
-	"U1Vep7hfsd0pKrEp6siFNpbVIge+CGda7u2zF5Z6DkzCTGW6zqBqQnCg8nbWLhjbaH1MMUgY5opOrEs4",
-	"ytBWbc3ZJ4x7Iz3YLkjl1XrNkhQ6j414f7UBsitreT4HlpSojzXytvFGy+j2jw4ejXG6/whqO1vjJgEQ",
-	"W3jnQ+YX2x2Nq8utlegZp9sog0MUqlm4bY93d5t+47CO1vaEd3VmnT3hNhcDkAY/p+vBEhjyLw12jdGY",
-	"8W47QxO5eYxYS7S6rdhuIIPrjuUwOKP3jHcSkGfetDDGe30j9tu5M2ZyO3eeAE5ZGPOF1qXgalSMBZb+",
-	"/n9X4rJ7viEbk7uZVBwb7lZ5klNHGmgQuOfXWO1dGfZ9JwtM8ye14i0f4jk6omOAikyehJQU5qECHFk3",
-	"D4WVLMRV1MMk6GkEnbBRsji0BcUWuROsS1TtMBaunGJQ5fIJYcR0DX92MxeKbsDrWl4Ls89ORSU4NEJL",
-	"y27IfeA2ZjVs1EwqSUzm7REE4OGhpMaPs1Me0xYiAuF5X9I9kURH+Ji14pqEY+Em8GtJzdcs+0e1dmEZ",
-	"AhHoZ0JUMFZX/erorO3D9gZkVyGdYV1Nlmz3Z7tGw8EeKvSichml8eWdArjkUu1lQXN5NeEucUZkIU3F",
-	"rfMBWO7UURmrOl2N0HT77A3ktZzp61RN13hkpSYmNwKCTCgEXf1R9IGuhtUBTNm/qvR/PmHW1QpJcvVJ",
-	"IReQ5vj+QitpdU0lcZuTwU1dO3t77rwUN2ihLt2hjlDBICdISqp0IbBZAc57zubSWF0v2Y1Uhb5xAg3Q",
-	"dBlFjPzX/FrUHAgEldXsonGmu9lnz+n+uV4INqv1gs0Fr+2F4C0NKnZO4ZPnuiyA7WshFrpeYupXhWF1",
-	"7QdAh1gGylJCtSOqklqggIEG07VIe6U4m6/aydxa6PEOVDyzAscOLpLXQSsTSRaP0jfgly2kaqwwh0xe",
-	"KngNmH76DZ4gfur32QGRZAO/C13T5wvR16/w/h2PKLgtUtlvHu5kzq2TC+d/Pjg4+O4A/GP890HwaKDJ",
-	"Q9QpH+9UOHcnt523tRriw279NozwtS7Ei6LPzXz8zQgvE+cpOd8bHg6/TE9Owa0AAtydESN4por08w9D",
-	"2lNtHMwzVdzBUL4HGWQ3srBzt8Mozt8OJJ9rI5QH96ZtOXcuusVoxoOHB0GSh0eMz6JU78g99t3jRwfx",
-	"HnuQ2GMf9Rxdk/3EOXpMetPrSeDx9AL39Ui9M5/ds/e3xxp6ejTX8XmKV6aO02/Sx6nTPakSq7WT9D6d",
-	"knd/omYhaBpp682nEe2+DzmUvjQJ+io1dyk1NLfr0vOJBKbUOS8nVA+5UWw4K+Xl3LJaEDB3W1E2iwgm",
-	"oN0iNgqrWufCmCfsUte6sVIJkzk7soLWLlm4KfD24vHJW6zgqQA+uRQmKWov3cCpxPZjkk/Ezwm5jw31",
-	"dX8Kugm3fSE54Vb4nvFrHCbhY25gY7ltRhbRujdRpjHMinrhLPVCvBe+5l9DYPJauseGUAPJIhwJcAAs",
-	"xOLCsxZDWK6ZzZyvhMaE4KWdM26YEW7HOhcpzMs+ewMbV9eGOR9TWkB8Js5mrE3ztRhA/m6ono47M9M/",
-	"uOSXhl2IuVTF0LFzhrPyZZ81NMi+ACjNPS7w16PmTmW1nd5WKIzfM3cuq2hN3YdvN/CdkZx61iOyw+CX",
-	"GTiflTsaIXHhjLV0H80z+NVreNxH3MbtY/q6Otw+jl9h/0/DyxW/dbSl8OPUjnp06x11/zcF0Ybf3Zdj",
-	"9lfYMCGkjLe7Z1ipdQVdpt5mOTp5gUjDELO6dNZJY4TZtO+O3Eg2lEW465gs1sbg93Wi4kD5sMr4sohP",
-	"2XzQef8hmWhX4Ktev9PGJhULHoLM+G38yaRwJBhmpT1YA6pzTyRislbgfHLIbWIT2gvmWl+B6HZfN2kP",
-	"tVtyGJjuzyOaYyDv/qVB7j5bLxGxsyakNI1g93HFNGKvHHahAmoljZbGvuurw50bBCfjHkNmeKqtcR4O",
-	"PsRgwbg0xDCPETR/FqNrTwBLjZtADLjxfJ4hAAw1KmHy2rtmpNmqkoNoxlyaMB+hTgaH0xJfYou4VyY3",
-	"XNmQGA+0m4uK1z0wdyhJLQNlj6e1LlRdq/XjqJC1xMGb0BsV6Y6+BACvqp07epqvOCr6noUX9OeIPpOG",
-	"XF3XQaM+3nZfwbY+pWJ1vxoxA2eivpa5eNuC3a0RpULYpRXNVr951dUFyvm4Ovla1GaIEzy2mmiYUFED",
-	"fgn9GC0j77BwqYgleUVhbrCWfqKR/IkNJT8FPSrAT/dX++guy31XTaPrsA8/kgTeiAvnT0ykutDvRwQP",
-	"0Plo3Ra8jWGVNs6OIFOlI2xdCJkMLJvWAmoqOiv//ezN/8/euze3cWP7ol8FpTq3LJ1qPRw72TtSTZ1S",
-	"bCdxbSfRkZzJrTuTbYLdIIlRE+gNoEVzXPnut7DWAhpNdpOULUqyzT8Si2Q/8PxhPX/rV8bhSBHyRhRH",
-	"7BWYnP0bmbTsWlSQy6GVYAN87RG1/uif9cnJs/xnra9/5VMBn8QAGWy8oCaAR2T+xPq9SjkO+KMsDkgU",
-	"kpaV0kL8r53omb9IWxFZcDAoEB4D9A/WN6XUauz/bZ6nazfU7+Fg9HvRy2GYFygxRki5M1aKMc/nzCp+",
-	"Ld7l3OKgMo8PlgKAzJSXEoIRB1q9wwF6h3w+xSBWZRr8pq7gpxf0y8Equ8wfOFavYaJvaxn/KKqcDuEo",
-	"6q7oF+BTwfaFhDDHkTbT3iyICU1tb0jN803FM2wBLdchiWtpLHlfE+CaK7jk0Ylt6dxuRLFDewxH47FD",
-	"+EMhsh/OWhW4Og4JmGHEUjwGgLgFHtu5dWJ6VOpxFyrD044RRjaAY7w+yB94WxtvA4xax1XBTRGAz7KZ",
-	"kc4JFTAbbw4hh5DTgF5BZ7iygdzAJqoo1bAlWgsInpapcivUjSh1JZh4z3NXzhmwOvtXF8JjqAGAw5VM",
-	"0sYgYwNo4Osi/un3vf+gc4gRKM7d7y73X6Dn3f+FQpX/q+CODw6O2IXxOAjVJPSIvga8SYIqC+qUx31/",
-	"FZxaPHfsHGDYHwPQ48E/Ll+9PH/x9tXLPwcZdEKFHkhhj9jL2Buiq6Isj6mGbPyRE2bRsdMcD/vYyd9g",
-	"9C/D17Hz+P0v/P0rfHQvxjcX3wO4bxPRsBPQn02gjJYtboQdkvVV0hu36QxSaWUjMPvm48GMQmqOpRrp",
-	"XkgLTEOIL4ECDnHmDzG80vm1cKdYcpu7ScZsPWxqb0+FtdDFeSW8sObHTuWCqXo6xCAczLGw9dQ/vARW",
-	"RFWQwQ4HY8Snsgy1qHKOGS5JRvNMliWzwgssXoCFy+dMCVFYIpoM40I4MxFGHHTqmSGIxvcudu61H54t",
-	"7qv+l/ZoeGF4WfLTJ3hwH5zDasXCin3daC887d4Lvr+r1v+s38b8ezU2vBDE2dI0C47WYE9usXqSWtNx",
-	"/B/4EwqUKSfeOwZUJpbtD9L5/wX3y+AgYyPgpgyyMK58SKhs+maRdAoZQJEaRVo2mIiy1IMz1OfwtBrQ",
-	"z4Hkii9uRezR2HgFaziP1fd17diYV5YSpAZ5baw2gyN2DocnB2uUUiJ3Gau4jVGrVpuGaSs2Lkq3/uym",
-	"R1GwkZOqFsxA6B4ezNI1AgsIPREzzjBvAVocAuAhmAn0Pt+sYFXDm5EbxgpVWDYwws6Vl1KCoT0vpUcZ",
-	"I3jRDrrFaU3B+fziNRuKEUZklXOPQ1qliaxUH+u8dhMPTnmsUwFc14IbP9D6WgBxTgj90qWIvoFc62sp",
-	"MpZPRH7t5x7fhvo4LMVT9vzkaUOPQERoDRxm7PnJszBAgmkjx1Kh6S3wmRFPTMibQ7s4DJK/+aS5eeHC",
-	"dANQa2I/cMq9xsZLrzB2OSl+q4TqBLt11rwXywsqHCxxSQHBFxPclBKjh/yiRDnu8tXfX1+9/u3Xo9e/",
-	"vnz1/x5dvfq/fn85Hc+d1qrrUzOxi6v03Io7j3Z7p3v//Y+Tw+///PA0e/r9X//851Hvp/+1t14pfYqg",
-	"vpCEAsU/gD45uKexjG0zQ7QkvZDdhTABf0a6LPVsJ6D1HFJ+za46oO70XBoPoTrOMZXt2UDNXCz0Y8RY",
-	"Wjw2InhWJXd+S2YMyKHxRAnldIpTyrGrjLBwHuwPNOTiI/OiHo3gwxlQR8M9gLu1Sl414RZLoufaFAdZ",
-	"y9IYM+78YsVXXb2+QN210sYFeQ/rDEnDcu54qcex3KhXGalp4Yj1WhzcMcAmHdHAHf3vQTh58e5ulewn",
-	"vPoljfJDmdzCnIHaK20zA7DE+v2T5NddpnPBefNdxknrInbZpoLYGtdNVMRQ126HPd2Oh/bmTqCG1vtH",
-	"lBBc0gUXMOf4A/7xulhFUOVFJQ2+yIgBtBPZa2fbpBohizn4LQGXBuHYGrABtWDQ2PsHoQ0Dtg82IDcR",
-	"U7rxp1dv2SIHwf8J1/9t0K3XtVbmJjERsR7iNyeHhRxL11QuS5NM2x7E0IqVPsQlIeGbk43EgK1t1D4t",
-	"kyZ050W8I0FCLZ7W29nPaBNHcX4TCSL1sFi2H9yGtq6EuQFX13CeRBnbgyhYSAN0uvk8LwUF6WcM4wCA",
-	"alfzovv8/aVx2DzaVJCkjasChlujt9srdxkz3BrabWR/tHbK8YeWG/GvYyNGwnhxrH8TvdC1FzVBEoXL",
-	"yUzUoqTdh0jCNGrYZuzy7QXsFFYKbsEwiqakzAvrc2FshgKyP2wMc2JaAVXfAcYKcohH0JS1BcGB/6qL",
-	"sQBzjJNGTDEX1nTlofwk0v132fRyzan4S9qpJHyufQQu+mI/KWLwE1gxGmpHjB4QBSToXFN6WqdgzadV",
-	"iQJ7J6Pf05NsNZnFGiqLe0KrZEb764bTFTvAukvAasZ1GQYeAr88EvSTcf3hT/FQXWUfa4DDSj8g3TkC",
-	"W0SUma7LghWa+K9m0gr62XZQcRM/nG/8KYZTN8WsjEi4t5qsCmH8ns25E2kJPK26SHwSyyhmdDcWXUXB",
-	"f9Iy5e9kQhndcIMdsR9KnV9LNU6nDN9GZs+my4EJkOprjbTJoXFWuM4qetKIZDN+1qC6JUbxpUFaQSl+",
-	"QetTG5qUJIjBCG7vu9xxq9W+PavJ0aqm+e11tYvJ/qqoyJeW8d2fDh0sbv6H44C5azTBlnzariwYN1yI",
-	"wnliyTfZk20KyVzhtQ9lXI19CSGNHVkuCwKg+nRusO5XL+QCdr1bxOjuO21BMC0HroJbm5SbQrAvI23m",
-	"XrZHzMF72d5VnedCFPDtj1Aoey/beyunovitdnvZ3gs65jciGe8ePn9br1MOL4Yd/skRqPHNOdRcaqJQ",
-	"k2CTfa9CnMqiNyCWjkxR/DDvjUX97uSjm6QNm3BV+L9qF0IDuilt+loIfDr+6bdjLt+wgdz5NobYOolF",
-	"/fqaMjJ6egcsdD2zFyTENY1wemtNoIhG8FhPdG36t6BUufjZX7Epsd1//Ofz23InvuBWHEqg1ZBO3giM",
-	"Q6E2yiIjFjH/oCz4/r1cjZKWn1bhD7e+PlyL+UybxxOBnZxDmzijwuTtvFErdNyWnJCILcin8ckqbUtk",
-	"QeKvDUzYbeHlI5ByITC7U6oBkq3HJdo87tN9t7U/r62Nkk6yK57Y+93ufqGuNbYv73cHEZCgjzArSpHD",
-	"ZsdVzwJJB9kNijrSu3TYxZNVdQVtWWO92SkaO0Vjp2jsFI2dorFTNFrnRh97ERxhOyGkWwiBA/5+JY4P",
-	"9NfqYDckag0FBiL3V0O12ogacdmuki0+oixhqK/SXZYwdOLRclekne/dG7sSMndfoy5dsPe4mY7Rudvv",
-	"fEZhzTLeMOlBMg/HRBPh5Y4jdq6IQYaXRvBizgxKg5Sr7HQJUgB4mf0Bw/NrpWelKMbovA0uaANOusSl",
-	"fIaubdk8mSgcQqZLrQoqr7lQjB/a/Xns5bv33C71fk0x6OCh/euBoYU0g12Ruq/S+Yqr9q7BcJ2/tQWH",
-	"hXBclp8gYkhV1S7zmlhVu4T1nUQPRK91csdLbMXXLH3QEKyWQZBFwl+4k0a2Jo00g7wluYRotJDaY00q",
-	"S0JbF6hAMHMX0mYbgx5bohbNsKiCc8i02Etd9wKbcVuXwVsPvY6sdRu4DvD6X1rxYvfAcoS9e6nz2std",
-	"/dsrGdrdIfwZslKGGg1de2ULTHjL+/jYr9T5iqBWIx0Fo4ZNiYWmUY8Y8vzasroKPgORAdeSsECPhAwA",
-	"Ei/LQBlJOmuEF4dAZ0DGEqdD3Ku/vq6atPl4h1c2LKWUt4Hh3PfjkUDD3SsKacegp2sUhTBXMYL3IWI7",
-	"lxp9DsbuVXWwx+KMaZM1M59UYwi6bCxM7oU5MoHOuF9vy2zymrLx2f4gEVqwcrooBhnkUI4Vlhpnwzmc",
-	"Q4PENTE42OHql67c3BnFsEe+LcJ5n4bUBvSq5GpFxXAg/ARjjQdqohBo8AIzEnArkouXs0KORkF3iQzu",
-	"s4kAMsukv8gQxQHLuXFnfrsCpUZDwbcM3BclV18FbvuObgrbQOED1PQPB9m+vb1x+CXfCZw7YNwQGEO0",
-	"fsP53FYKEW7uCyANn32s9grgt6jCeqlWvHerSkjw2ZeqrsZXybzpZjjxesDDj+IOPL4wbRVm9VO2MPFr",
-	"4kOPDJ/F7ZztVXW/agoer6oUrqtBvbqqLgumVVRXg64KFeFAHdVlSR8/Ugt9DJv+7gWaVft9E8U0io87",
-	"pXSnlO5kr4dWSreI2muFsDWa6gvUf9YAfJJMSSSjWonbKp5fH1RvoIvC6O700B0Wfj166AOAoRGHweiz",
-	"uVIazUQ61pmnAhVTbd0pUoZlaZ3Vkjuh8nmUvH5++/aCgh9W+liNuAqt+2I9rUkf15jldkjzJSitppnQ",
-	"u3Kx9miof+elLPii/zRra6IdMg2Y14MbtcWXjkrHfpvG3auuhy3NFT+g6JQ+HZy9HYSev1e+mY9q02/P",
-	"Ft90D7u9c6XutNadpPa4QPtFqLe1LdxeI5hVRufC2rUBpkkD6ZYu90AMbsN0ssDD3mlBjMLXBTXhC5W7",
-	"qHtQQWFFWR5/zQ42HjLKdHmJbzkwjd5yjPFh/QainxfDyQ69IASbrS31NKVdKDCB7U+0o/izA6z4Q/Xx",
-	"pF2Iqj1LsnQZ1iKFA1VSTk1govOnJtTr6SrTcglveizbeluSFfXsHEZyo0QWEKkmeobVZZ2GUdxudktH",
-	"U1eLUrgwnoScp51MtZOpPlOZClFoK3i+mTR1TPC7IjrNaaqMBhd2yVf3Atfw9h1e7/B6h9c7vH44vEZh",
-	"9QEBey1c94A02+cxtZx+kZaVYuRiYez7kLuvdjC+g/EdjO9g/CFh/OrhQVxX60Tu5eYhAIeiVdqwQgvc",
-	"acGIIh2rlZMlkYfAl01FiHsAd13tsH2H7Tts32H7w2G7ru4V2o2rjrHC2QYszgs10ZKKQhNt3ZPgk5ro",
-	"srDATinKAsp/K1fOswXO10IaLP/dTeZ86aoLbdwbbNsmNK/UqJTn9GNK9HowuRHgjIcnFnvZnnhfgVt+",
-	"Y+JSakugLW31tas98YLOJlEFdf+bUH2t+Ny9eOmEr6rniEO7g9TPEN2AxHoBRO6IWybrkUbP7XUvTo20",
-	"YRzbokdwbPu2GQoU4CCEjowQTKOEgN53ouGeaiCw2x/6GSTCCcQLiHGeiPz6AL7G+mYJUa+byVyw2USW",
-	"tJg7ZNEXQBqbbokvShhNO7ZGCoURYjOuHI7T/YVIpY1cLX9CG3dS507q/FxxGfYYVxGbt8a914ibxx/g",
-	"X6yDCX/2mxQuBclTPGw1v9oBuIcC1X3AaacJLtBk0BU2AYizElbXce3BI3qY9qhLWy4A+Rkgexjpfmz/",
-	"YzInO084N7drVNgczeM5voP1Hax/5vEZi8COa3qr8A65Qscf/D+3gXZHdrybIPJpRcJ5xjRczctyzrTX",
-	"roNtN/C/jeWNUKsMCm3gX4f5UaQr4P09WE/nZD/Q9xds+O7bb599m1RseLpJxQawK5gwpWGQvkQDw+5U",
-	"2p1Ku1PpSz+VoiyNCQ5bVTuc4crmuhDm0IlpVXK33t4db2H7o9G0EuMDFu/NGBWBPpzJwh9VAmzaxG/X",
-	"Kgbv95vGTmrVLsDfbfh+G1/8NjZ1E/N3bBzYtZI6Z1S7fh/TzXxb/AXITp5e0VvGarG4/ePgDF8ep1VW",
-	"4zg6u9o+qwoMNoveJYtvmwZatHR61b7j5Wf+a/o76N+QoepXZqhWBV/YXFciqR+CO/H5yfd9ttXl5bO3",
-	"Hdnjit+IHwFAwovWWDxDh+/X2tkxHmvb98iP/N0JvqrmBuyC7m13r+fw8Yfw5698Kv5ChCiFE8tY8RK+",
-	"78GKgA+oDAIeLO99fELn3l95wvqmhRek+7NDL0x786mGwN0xfwtcwlVTfD749LmUBsFNs2Wo6GG8uBRV",
-	"yfN++QCU2UQY8HsxEisMdTFn09o6xsdGiD6ais8DDv7ciSdflnhy2+3/VYkntO/vVz5ZZxPAw9RfeRqY",
-	"dmKFZcv2ySbApmI6FMYeRBxqYk8sM7Viw3lisbNZpByUJgTIDedsIrhxQ8FdJIqRht0IY7uLo/sW/gp9",
-	"2HKdrlVaNo7uV6MuKxrvsBhpAdxNeSx7bEU5Oo7LoN+H8pZfBwdKZ/HvJxZDl4DBwB+ljmmVIysUBMPD",
-	"zVPmNDIZQxWG1trOmFTWCV74Q2/GsczDiILqobBnJYzUhcybZbu8RN8aOR4LcyXK0c+xV1terfFFlxAa",
-	"3rdwY6uZ49dCfRVL2C8bVCDCIomDoPTsDpZ1H8oef1DgJforlmLsX9v/txa1WEz3oMi95ZA+yhLBPBBp",
-	"09qIZ4iyfvFeiVyrgtIG6WpR4J5I7mBCYRhzO3PEQtVbWYhppZED8VrM2RT2IGdGOCNFQVXf/cfaKKpz",
-	"YqxLKzV2WaVuUbf2l9j7HskTB/lRVqld7OsakTMZtPuTOL/iitg7y9lGlrNtV6s1ItemkGp8zGunD/Hj",
-	"sanVoYeqfsz8JcoDHrCCo80L0IhSKMaOxIxZRMLTwI4R30jXCMWHUJZ5wpUSJULowLfmEq4cNEXBecvI",
-	"lDGLzBu101PuZM6sgP5CTgQ9zuLdSkNumTCM22uAdukyTDvjlgmeTxpGJv9SjO7DklNchaARej5EClu2",
-	"z0deEm94eSnH8OCIDbgboFFgKBgfWqD4NsFNztlUqhqtiUrPTvGAJLGbnOvJMFUlV1BcSdzwsoZl4RuF",
-	"IpST0w6bw2WtzuMA/uYncl04imyMDTCh+5c/vmDPnj37PpTT+rdW4uDMtxdDArBXfXY+ELo6wlQK7sSh",
-	"b/Pe/Vr4mtG44Nb2y2l/TLhrBqGQxc6V16M71wp8zQlq4Ji1xbq4iruw6rturIr3rAGskSxXaNO/KT+J",
-	"Y1jVeI8ogKjWZkyXhbCOwARkpiM2gL3r98EAcGEgVIGfrChF7mIdOctmYPnGu6UfIytyyl7DxI79oXYT",
-	"1rWDzhAF2VCMtBFe+js4Yj9zUxwGyzK+ghvBSmkdiIzlnEDR/wbcg39Dc2kxOGI/xusxCYQXhRHWisLr",
-	"915YO8X7XheDIK0aMRJGqFz0ZMWFEYZH3zon5AJNrRtddyX/vdG1sUkLoVy3uHPzoLF4yws8Qm5513lV",
-	"3er6K2cEn97yJT+GlbDX48JZXql0/GpKXfz97QtWrMhexD3zEi1hPUi+t6lDCVsTKUSHc2wDnZsTra/Z",
-	"vlbv8J3vptXzXgeS1bXJxc9aX/d5j757frtWSVWI96LAFs34nO379mS+tVz2e7LgtitoTV9Lnn3zMTGO",
-	"ycIgQLrVyniFsLXlPMp0HfYZ61IEhqHenaUr7HztM+rujtAlu9/CAXrcOMK7Jf3XxgiQTYelOGVGTPUN",
-	"Sf5w/xM2nDtBuCKkaYnolu0nRPDSkDUardbXQlQke8NmYkI5M0cG+JfBz6qnQ+ug5pnVEBIasnRUwUqp",
-	"ri0oAWymzbWXlf3XPJTlJrMLqQDgrIOm+sNyrJU4YudIXW+dLEs2FP4JVHmHSQxxJZcfNnAuHNtX2r0b",
-	"eTX24GxBIcH35Fz5G73gb68xlvZGIJ0yne0wenM2E0awfRiRd3UTynjQF1GwdC5vw2ySvgres0HBHZux",
-	"p4dPT05YIa2TKndMFjbDmSVyAZBjYAz07J5Z6Ju+/MBdPumX/X9DFa4uwdJMheGlYjTMzG9Ps8OwbgxL",
-	"ZNitQRkh1Sowo53fj2Y/GCiLYPXILYjcQ55fR0RAwQnhAvbpJJXRmy1O78Pk7BGXpUVRPbbrnX/cO0Cb",
-	"TspObe5nXy/tgt2u3u3qDTzkeJAub5f71PGPk9evYFaXhaAj9hQPWDh5WVXyeawzg1IIyRAgOfBiKqE+",
-	"A1wojM3YsE6lBev4fEGuGCKIgEOzBRu8NIIX8/Z42TrPscb8mEvlhYYWmGglbo0cV3rk7lEo2IHHDjxu",
-	"Dx5XzSZ4GJGgKrmKMcC9hsJzxcR7Pq1KLMzI9mdCXBd8btnJf56enBw+9f/3k/772xcHzGmy4HGmxAw3",
-	"r9HTzpIoZHAuuWqF/291Ua+qO/nFRq19NqVJzhfcOl3RZtvT98GRtKI6UNvhNJxD0OsZhr6OZOm8Kj2c",
-	"M85ybsWhVFYoK9ExVg/RwrXKonwBr1/jiLrgyJTkqE7qEwvv77PCKYx4fRxh5E03V8WvwejutuAjMLbF",
-	"tX7Xu6+XKIz5s6WcM79i/EP9scIVe33+6zl4csFHdJp60/HZZCYjBrHo2kZ+r7BVGFjU0ZkeokL9QzM0",
-	"YnEHT8/YiJclUBhyZkvt2P6Ml+VhXur8Gq63YGtDMrLaWKBaZDw32lpW8HkpxxN3aPkNhABCyTMLprDg",
-	"wPdiN5SxdhZfgG56NK9FQaBWpbBeEZ8Kf4iK0gaDGXrne/nKmmNue8HqzUvWyLoEUU2t1fsXY1ed+F5E",
-	"2VWbfhSBPG3IuSf1GdDt+IP/53WxUdpbAJOzpsEQxBiIslFnduRHzrXKZSmMP6UhQpdbu9p8TRt3LTcK",
-	"rtpuUhTozaYxh13uwD8fdFMGxX+3MR9Fwtm2NmZQTbMV8Sm0yFdojl/5XtntkYc1//JiiztkZRnymJTp",
-	"lsWss4XjB0qEy5Biwh2InisOpFBC+3Ftsp0ou0OCx4sEIVXyEcixx6TlrshWi3WuQTHWimnD9GjU4UlJ",
-	"D9tX9NyHhoOlcLU/JgKjvRNVv5+HT8Ru9LeAXjnUuhSw6Xbn/Ne7u3Hd+z1SEP/eI9nnlPDQa7O+QBEB",
-	"0i32u+OtFxIWDiKJAx530eqGBVz5HKo6wWaTbtFU1mRRs1LnvMS7/Y3kM/L3zLhl/6qLMcS5LgPOK+rT",
-	"I5I+sq43Qtecxq70pIN8LtkfCcLj6Ptu9iCRiFfs8Oih8CgcdxxX4cSL89tWQzrxKCSU3SLLxLcv3Abl",
-	"iFoRolgl2gg+XZN7cRXevEu/uMf0i44kgZhTuHHNp7ZDcqMwepptyuhY15Jgiw0ZC6tTODpyFNa3iW76",
-	"636yCKj7myQShEHYBd1s5N60DYzcA1quLrwcyyQhAD5ZIJVzIefVC1H70Z34xNL1GQNCBvyAzO2t+/2i",
-	"h9SiQYtkbpCxwc1EW+f/4FVF2X2Wtv3g4IghCTVXuYBku9O00GdMmVsY0YwN4vIdNLQOlNGUazWSZioK",
-	"uAymVxQD8teCcSplmhhryJ/I2OBHLku4ENL9Sm4dzPGgYeGOqcbAQIpcFDQkSoiCUVxyKW/Ij9xKawZX",
-	"zsjoaWMhuxbzkQGqMd8HpKuo6mEJxN6YIo250JjtDEVR6Gf0TislcmczKqtqna4q3zDIXoKUjNC+UO5q",
-	"wRGM9BWYIJHXxgjlwiD3FMeOA78tD3DrJSuZ3Llr1u1DWMwa8OzndF9YuTux9rOtx9zMZdhU96SXg1jj",
-	"HyfKXlEYkQh5llWBlGrSBTqG5SOJ6tmFrylqGJKjEjYEOa1KMfXDBcb9Fd4yzJh04hdo5b3svOZ1PZsP",
-	"xoNNeT6R6ishLXsJgzAUi8dmayTuSRxZX0I8Xt06LKmuBZ5JuhKKIr9nE5lP/BEWcobhdFRK1yoXBdsf",
-	"xMcd+RuO/OBhnv4BK+W1IMYTYO44YueLByOe3a3DMWQwPj95zpqnv1PavUNOkkF3jfHtH5HJOzY4ISFs",
-	"pBmdz+OkzNgVSjP98t3uMP1cC2Df81lqRV4b6eb+86HT10KtIwI9v3jN8MKUuxO+odrWY2Edq4wYyff+",
-	"6GxaYzN2w0tZSDdnM6kKPSPDU6Qzxsfc8LIGfUSUIwAgYBChjEapWFV6wX+kzTSpMovyuijYRBhxxF4h",
-	"d5Iz83D6J/ZzqJVwIzjMQhaBbpa4s/B3FiGM5VwxO9EzAF9sIZZaZJfiRl9DUjiMCnCkiJGDgrcUTipV",
-	"XtaFCFd67c3UPTwn55V8ixNxLza2Lp517IieqYQUo7bCnDFelvC9sZvQLcGVv9tbk6ovNeu8tBqIZ/y8",
-	"JIPdz4KRjnfr3YUY8bp0e6cjXlqR3a/HMcztJialZqPtjEorjErNMCVAGWCtCye/6cbJcMsRjfmGpVtU",
-	"0wCi5hzW1suSmLktYoHsxpowqsuSDexN/q7i7t0gwB3ZccnAo1U5R0wkOxLSUvyrthhGdPXz+eE3335H",
-	"cJuxqqwtcr7lZl5BNriuqFxgg3URedgrEPlMMAIlKB0J4rQiTlDfV20g4N5mKCbOpA2iNKYcLpefeQbx",
-	"+pzGxsMnAvXYcOXYVBuoNE5eT2GsVmw20WzKC4/9RwyHmB6XjjOVcROzcOp4cLAOfKSh4BuId9dCPbGs",
-	"lFPp7KnHffG+kkYAj13JHfk9ANvQ0QzsO0ZPI1tVfCJUfeNlqWeieF3ZAdvniumpdL6FA3ruuRswbdrX",
-	"uUhICMPoD3Zq2BmbyQJmmrg/FsfvgMxc1E0cvRpixCydjmhow99lC7EFy3lZ+td54I6JF9gIrXC+SJoP",
-	"xYRoBzBeFxIKIsmyL90hANneNllSw0vWRIh5zF8QM2j+IDPayNxFxX5R/qCUrriY7lcFoCUeB7MvQRLm",
-	"d8YtUesWZ6kpGLZlI5Uk6qBX3LzIoshUGo7yOKGP/WD5KrlVE6S72xNtM/H/+AP8uyYvAyUrG8Ep0Clp",
-	"sOnjfvBQZqRDjiQ0MaTM6oR3je0fygXoqVBuwdMBIiaI2XkEr5FUvDxLrDn+y2tROYRPtOsEYTHQtafA",
-	"hmI7kjNFgoSWdBmyyPw+mkQWJ7J8xIgbOoOIUjvmqHn0hUMP2FgqPMosH4ly3sW44l+bYOrt5P63OGF7",
-	"9yK6rgSpDOKapGqP/9GutFBn7KofnHvY7z2R7C9odbvmCK1Npe3SWYrSTCITadN1jgYo8DvDq76we0LC",
-	"JRxNZ1FiGknhDy0v04bqHv6CI/armKVvT2VRG/eVuL0sesTOFzd3JEtCkaoIwuBiFcWMDUXOa4vLeQGB",
-	"+oL472gv371k1W7eWsoUmCanCQrXT+C9ik/rIClMLEl2O6b6r0iawnX+iKSpY9TC+z0/LwVo7iEWBYyd",
-	"oMMn2AqKbaIIBG6mqN/7LddtcCDlAMQTZI9H3NIGxBRwHYxrA7EWxDJPQG60Q8XVa+Xniy3xIBpakxpV",
-	"tYl2VQLerAtdobG5FwcH8GDwITXPGTSWCrDHfrTaegn3P24RC9u4Xh9Eg1Gowafvu2jPlxvgezXRMxjU",
-	"OMI83VyNpQ82yEPjiXZ8FfFcK1Mx6VAjpSVkURgC5o/zILHJIlu2rBC0NEaVrAU2wZTSZdFEU5UuC/oV",
-	"2TciQS7V5dKqQ1MkQ2IpeEt8I9XKd7JowEoEJAsdSZq/LAVuVDX7Ekb6cWPH7UxJvqsYajcLonnEktdo",
-	"ElUo8hU7aLkbbQ/W0EPJI/5kXOPXXThGKTAz80tEQAE9Y13GbJ1PIBgqNZBkBJIBHnA/JR6FfCLya0vG",
-	"an8+Q/GxqhKqONSqnMMGD6GgTc0IWoGQABaItxvabj+QR+x3K0LVimiS0TkEbBbnkbKr5DH8mFnhxReN",
-	"fjZg4AwPnUgvds0JDP3eaNpk5E2Pv/aKBu4cBvmhfLahpdBhCYWOlGNuXokMi2ETl2B72RxFgzIvS7h6",
-	"I78uPBxE/E8v6h0aTrMnLdO1y/VUkLMZP2zmbsZrW40Sqp7CDqvzXFi7l+2NuCxr468qhJKi8Hvudk0F",
-	"uTYssrD6oOmh7FFX6/C6x1Z/qJAUp7iJS3oFNOx81Ct81H1qyh2dAPDE5ZDDCP+JBLRRld8EuSstlWu5",
-	"oZWehbK9EBrPnRh70IR0U1D4HJoMbaNsGl2G8FsMLSHpDUbTnxXB/j89YufKD5GbCOXIiUAmvyn3O5CT",
-	"H5M7Xuqx12iDdQ5WJh5D4Mj12w5f6lXU2USTp6w7Xtf3/yIZpy1uuuY1fXvuvCyXJuErqi1MEQHt7n/a",
-	"XvED0r05YG1utC38lc3CX2pgthBhNqxl6ZhUVM9Pz9iUqzm444m8UFLRVghskpbZqT/xyFVv8Fjxa9fD",
-	"b9GTmKnL7Za99i9YtUxh+L6epWl0myf6U2Abh27DOCNcfYCTSysvlGQbztlPr96yVfgfzGmrwn0+zsNC",
-	"Sjo08/bBPudI5xsshsEfCxWpN1PSiYZTl2KbBJy6FBtFoyTfY63xxIaSxJz40brnqHMNccfdkeYAcI11",
-	"+dG7THYekI0oPnFP3B1krTI1wBXHH/w/G1J7EmaEergQrgbgc8R+8EfooVSJAIl/UWUsXYNIycK52hVG",
-	"930jhoanW1kK5co5K7UVlhk5njh7xqb6xjdDW0GHtNMIf/RS0nN6aERxkG+n/F/CKG05bgMMtf21JFob",
-	"n8wsO5vfHXN5bmsHbkJSuNGBRJsQQiCmkKjuRDlnUkGgBw8UvGkla/8Z90nQraB4tdXRbocbC1gQ58HC",
-	"v7SpmziMcBuEWXVuZG5BOEBZoS0jDOex9jQcqluTc3ppGz8ZAB5OZBGzzcWWxyWyhBAPbNUuwuMrjPC4",
-	"Z/nG2eoQrAkbspZfvr268AJ1IZSTvESwBTFEIb3FAmFII640iZ1PLD6GbHAhcBauKvVYqmhAU0wrr00l",
-	"L4SrCo1xrEy8J2MDemUbYHuOtgjo0iclCJA85Gx1XrvJi9iQdXxyr+G6kRQmQM1CEVOR9mooSg3FznSf",
-	"vb1Ft7IpDx04LqZSxc++0c4vwr3Tvf/+x/nh/8cP/31y+P2fzZ9H7w7//HCSPf3mP/76X5tUnv69mfvR",
-	"Qq/6uuKXC5WU2ZhNr78T/336z3/a4z8/PM2+e97Z5IcWR5NpXhZKvxx4f2ixVC1i012BqLNVIqGusKt2",
-	"4GNSFRm3PyKgfZIioGUcuJHAs/kSE44BBzHdeJnbLuItglzFrZ1RzgBF2jV5c9GNnJe1dZB5Nw+xwe1U",
-	"4zMsf4NZxuBzWEg19qIm5C/cgaF3CU/X1qwCn2U6ssE3nA4PelnbxbE3cLUuguuneoHTZjae4Dht2Mr4",
-	"caMmJqD5SOpwLU3hKsN6976YcpdPQpVzP+87v+sKa/3iGN4lwG1mt/84CVCbENgGaUUzlOsalReEOIq9",
-	"65USMeimDY8YuAgpxHeKhEHdRhX+42VHUFi7JMetacdLL1ujK7cnKs5i1owkxkDxctot392j3rw8kOsF",
-	"Lh7WwZlfeTjL0W8eO7lLHH18hv4GNO5JtFupHh87YVeQbv5Qy7CmCKDOac4xv2qCZQYxVYHlpRTKwTqE",
-	"BPomQSLuupmuy4JZoZpsz7G8EYpNhZto3JW/X74GG+Lljy/YN989/Q/40n/4j++efscKMZJeXnMRV0Pg",
-	"IjaDmiTe89yVc2SE64Fer20jvrZytKF2ITwlJGnn3BgpKGCFswm3k4TSJt1xjVlAujR8hkcVfkZjxafC",
-	"cL8asHA4jIn9SJtAFuJnIP9V2mijJY4BP8nLKP5WdMmrW0Lx7petQfF0KDT0Ip6lMI/B/gvJKRNelsIf",
-	"a+Bpglj2B8Fx6OlqPw7WBA+ZIUAMEg/xdEt5tRriU744pfqrQv63uEYfCuzB+7MmdCrXyuoyeooaxjCv",
-	"Ktc2S1y7aMmEUq9nDbAX3PEugdOv92sxh2tAKyJpO6h9jE6BQloPhCSlWb2U+TaSkNbPeJ7rWrmYSXKt",
-	"9KxJhjliLykEHXuyguUrXEhcO74h2Fn/DRmzmrDFaHBFgp+E0KCLtaDTNvA7zMNDRZ5HH6BtD3468JDO",
-	"4zUPCpMW712j0m+kzdNU34GpobUSiTi/ttgc/Hsz+wJe2xlsjhyYe9ke1a0pINgcJn6jaPOG7qxIF90a",
-	"tjNad4+H7cyvy03CyqlzO0NGryGjph1+F7COo71p2GGK3yFpsKXqcsdKwa1D6hddig7WMhJvLS/9WgYp",
-	"N9TSTx+VQrwFE8WSEx/iCRv5s+Evw2PkLmMZlYbHQHJ0pOYJhwRENFZ6JsyoLmNoozRMz8D/FoGwM6Ix",
-	"o6PCHy9DPzLpNs9uE+/ot9hWObj8C9YI06GvvlcSZOpGaWmfvs1ZTwdiEgrpn3K/cjWM3Yo+7UIhv7hQ",
-	"yBq3y93B6Frx+PhDDfynK0Mhr/TIHRYxHtLfcbqS2qqOgmSXlJhFQRgjsTUrtRoL4yXsmJAgIeczSetO",
-	"iH0x+grzpGPcFogXwfwCCZUo5jBbV8IwXkylktahYN3Jo5MGNlQld8jgW8743NJBYfVUYDq6hqaHh0JS",
-	"RV+oAWHg7aRfYqV9cF93BJpd6OVWQi+3tuM3YNVaUD3pyAvhxNENtAEt1ovApRUi8GxQb+mphvj4wsZ/",
-	"YtGq165sgVuZsq2LOm9iNIG5NmgrUcrxwgoTo5HI3UJYqHWCF9AFRyf4e/IxrRbaQtKD3XY45qeDwra4",
-	"tzaQqB4579ZKwYkCMlGc2xkXv4D4ygcUmo6DJrGiYIqAKpweWKIyiUTcxFivFkQTI6iWfAwYJ8BsTI7B",
-	"MQKly5wGTxKCFBUC00ocsfOy7ADZJDI+laMAdGcTLTCJWiDPkC6Llgu+1GMgvKhdlLs6mKysAJPfRRib",
-	"RwZzeASG1m0Qe54aATKm4WdelvNsaczvl15wA/Gt8T9y20pgSA7iuDRmwixyou6w8bPERtiDbQNWFOce",
-	"CirDMjvGFdaPmG/0OGiZgDSQ3T6b+MU59LJdbgS3wfNBT2Wi0vkkuK2nQGqPWfHhAmlt3bChSBdyh7op",
-	"vZC4J8Q28fiUKZ+zCb8RbCiEYtbpUqiztjqLSmzCUYhyMJ+m4SndDMse+D66gvF9aIzUOGztauTpRJUO",
-	"YvhgX2tN5I6ReRUjc1m2jvN72tZQ7MkeU/XVdX5V0v2MI3OqrkLdVmgzVam1T6iI1AJbzylGLofwE9jo",
-	"wE+2fyEUmKWxbGpTFheUWXCzGjaBt0iooLaYp/HEMj4WymUYQPMy3FVk7LJWSqpxqGoB/Mnsqs5zIQr/",
-	"O1aZzdhbORXFb7XzSukLrnJRiuKAin6k9WmlAyfqVGTL2SIxMtJPM07iCB6PotuFLkuI9GlCHJOyvtyJ",
-	"jOrKchzkHuYvGJkXYcIerFzThAJzsP1hGfR5C/NYv/zTfakwOGA9oPB3XfW+l4M4tXHB79bgoijWHz0e",
-	"Vv4WiqG32rG6EvpScP3dR89v9fBJe7pR0XNEhmbB7Ty4vR5cGqtSjkQ+z8uIYi2vLkJ117Hybc+xgnd0",
-	"cH/RaYIxgP2HSSx+rlUplVhIBNknI6NWmEZeHER3Az2YUaHtYElkSs9OWWW007kuM2bEVDsRagdkbDgP",
-	"hXihujfW9sjCh8JgXcsQG9O8CPQrW+pZFr8E6sZScJQj/TeW1QqCK+FIlCoXIF4esfPFVMI0+pGkJSr0",
-	"xNkIhKVcA55Ebh2p2KBWxh+bwEud2kD9yRKMs7MJ5tGHMMG+U+OCJmaTHJ57wJVuQAuTHBKHEmzpRfmq",
-	"2sKLcTn3AzrVybzr17aXWd/r4cf+8f7u+UPAOK6vPhR/2+zgHWqvY6JbQroOsXfLMB7UkY2UArhlOYMS",
-	"9Woj0I6SAagHpbAzafJmoq075lVFzThN9PShQFbW3/DYAOkPVHl8CvLlWrbfCpGnM9CIMRpjpVYH8Kbf",
-	"RiN4DDwh0TnGHqP5jM+P2GsXtRWHLML5tWX7uS5E7o8Zq8vaQXFkOEuYASHeIumt/0AaRDia0sGiw8Of",
-	"AHiRNnIsFduv6rLMWFXbSQaltukZeub1mCByR10DIldXYf5Hmx7uVFN4iIMkAXEmi63jeNTet6YP0FRu",
-	"oA8kiiW16m4Vs+0fJdTXW2gETU93Z8s6jcA2oLDNA2Sqr8Wh8z2AHK1+6/DP3C7koyKKA8TrANKDFkIM",
-	"oPgouqgPwkGJ6TKUF6Vrk4uMzbh0UYUASxS7FnNEbA+jU8FtbQTlMuEhcspuZCE0WwP1vC5kvIiOCGX9",
-	"YUcpL9pcJ74ZD9bhIMeGwMOIo15Yx4QqYvnXgb9c1+4K9YIB26fAavb0JGPcsam2jj07OTgjQ5PvBGaq",
-	"k6FuLPxhBQMTaJaG/oASrq4yOIAOYtuM4FYrqIAbs78pjfb3yzfgVYQYiCZmFrPhsug/TBIllk3hzlZX",
-	"fjm89bttOy7A1jvWeABxbYQ8rPtPrUra2Wdv/yNErcHCGOlaFWdMXzMLYgORPfBkKcPKLXaEVF+6U9Df",
-	"tUEXPU7KXPyu+A2XUEtosfBQhOcFyLyTU2GFt2HxXDgecpdPVhQVqpVldeV36zcnDO6GTWEzvy0MgxRU",
-	"D5YZcaO0s2WtVONSNAWIMRJVFaISqgAnP0ZPQFyGBYWD0MHvQA+stjHc+I9wNbS5lW9bRnUIUyIjfmpT",
-	"NPxShHxrIPIHGJF7wEl40UZgaR8BWlJr+yDzNxXTUb1yGQQAqXAKdgQCjyiaIUEf68UJXqYQZLeOQY4b",
-	"d1gZ/X7eDzxNRlLLB0ikOFiKuiW0et19AUyZVE4vmTUypmtnZSGARjgo9fsYQwaDAn9pJQ71aMSM8LIa",
-	"2pi9OGsXTMb+vsiu4vtEoe2+PeD9hAplXg6Uaoz+xyHPr/VolJHTFcsHWAe28CN2DlRXHKujlfNTVumy",
-	"5ZmN2i7ejiaZI3bOKg7OTe4StjzGYxc7YvTPWDC7t/yhxgVzdwdli/+ZbI4whVsia1l4zWZCJRYlEQbE",
-	"y6oeltJOKJPg/mAzaTU513qD4ZaWNjlYXVhMO5FyJ1JuKFJicAjiIALREtPU9pFdV58C7FgjstUH2BAB",
-	"sZKTYw0en1GMS2NWDjbnkAsVzPxeuy6kjdb+I3blkRjihakNgUyesqqQjYtZjGSxXRCpq/tAyNZb1gAk",
-	"9UTDGH9OeKirHRzu4PAj4FBXD4WGc+vEFIr4Fjrv9+FdikIakdNxPzR6ZoUJNkrIrfJQ59AHKf0wUQJm",
-	"ofN6KpRDlbriYzJjUkxH+2fwAHGFZtgWO8vZcgpoO9eKtHUnxghuNkqLmsAUQnx5vkJc/Em480q+9OOw",
-	"ADHPTr7pH5MwDGu6vZftIc0RPPGNRnxafiyYCjAmJRgDlp+WscHCFPrpO6zl4GglEfOih+avr8CjsWqe",
-	"/KpqjW660WBgm32WkBid7tHqPCQFZ295Mz7t2Yzw1A5vCE6j17fGxmPuoeP2ehOveiWM1IXMWXMvg3vJ",
-	"mw2sacHbWBmd+5WVsh3lE+EbHW38VKuUVp80VKK2VuDqnoiyAm0NyYlYqXXVHICVKPyV4ITWgWODgpC6",
-	"/c8/xFa/hQ5v8XRvv2pVAMrSUIawG0gQ+KpiTJJFtDgqKzbLp+4D2l/HsUG9B1NT3l3f+JPWy9cTPVP+",
-	"EAVrAZ0jEz1FZ/Bp5IydiulQGDuRFdZBFLx0k4xBgnEE3ymXCjx7aN0E2j1K+5px4xc68SnSbXg68aZw",
-	"KFBfUr1QcIaFxOQQ78KMuJGWAteWjqQX2P4rGoht1mlvv6mPn5DGM4z2V7EbfqKUqsXOb3EHFNzxQyP8",
-	"tPqpzEvBVV0dV36xiNmKDeEXFZHNxwq4eoTHHuXJA3Nd1hT+FMrF8KX4SlbpUuZzoi81AmqQxTOiLNAR",
-	"7cyccUjDF0UWCeqKQMjB1RwIOo/Yb0RsB4QAfpdCjgRkZIUDgzPqJQOQWd4OF3jrS+74ZWjmC7xlXbTq",
-	"r+COD8zP5PPhudPR5UIje8bIf26DwIDp/ytyB7T5tMCgH40Qh068d+Reb9oZc0CocX2NwPv6WvHt02/u",
-	"Nzina4Jo7nphhWY+dnQXntMFRDSKqBZwx5PtmseN8KmQlGs1kuPbIpOp1aFWuVjjoQXisnSbt+g7QgCO",
-	"FSUqkwRhUljgngfXR1kmX2PQjwIOekPMylkaAj/jEqAoPprk3QJF2rSykGVjv+WNrseTnqOb8I+cuXiE",
-	"B+DEU9x/mGPqY66nRI7Bu1y5tepBsm3Y4LpedVmrdWzEzTg7jfO2EAvUxwV6f0a73p5tzke8cO7sHMCP",
-	"J529xvoS3WCHE3Z3kNdvIvPvH3IrDnHVHcJq30A7d3xYeuySqhDv/R/OyPEYrPmqYB5i28rlE8tKnfOS",
-	"8Ca8NlXYc13WUwX8xLOodQA9hQpxIxld+vLlG1DaeQm8Sg1YxeeizQyqX0Bm0r9FyKSPij5xuUPzsNlO",
-	"s0LysdJWsKkkkxurjB6WYmo71ZiX9MIrGL5zGL11VdeQOxaZ+F++wUjpKYXiUIY/PI3p4b9E7tZx0Bbl",
-	"7fhnl+S0X/h7Oa2nTNVeb/St8M3KJ9zw3PchRjaC8I2NOguumNh6VBGdqVWO9I09ce78/cuifDHhxnY3",
-	"+/nJyUm2N9Jmyh300j37Zi/z9/lG7p0+PTmBK6ZS4RcnsY8w6UCUtG0pcHHKe9A4LkeaUNhdOxmwj0AO",
-	"Q3TJ+O7BYmH8tqmWop15rUGGK/bz21/eYPg9mAeNUAWUrobUg2CNXzL1g5gHaDfAtf23OZ+WA5Q4+Ky5",
-	"M9htmXRWlKMj9oN2E9hb4DNJDDBAwBEvTyiAsVSlZkKNtMlFWlOWKCHFPLBANuWtClGVei4KdiMMmG08",
-	"wkrb6koIfIGiHlMO8d3DORssmpJP2YIleXDqhy56O7p45digaee7QigpikF2CweInUiw00bl0gjMVd0f",
-	"+LnWlVC8kkcw7AfdYK5z+7tch9/nKCPjLJ6xwcT5eWyWQY9jA6fbJIa9dNr74JJwsBMp9/yb97LIgU4f",
-	"/Yu6OM9vh4nwlBYmdgibfMZ+q4Ty07q0fo+6KnPuOfHeHUND1zwbdlm3v2nJ29MJvR1zQBJ9a7thbkW6",
-	"JXf43BOzONGzx+9pkmqk16J4ZXRR5y6DiixFxiY6VJ4hE7qEhrp5pMvWBcE9asg2jWbOmNNjzEgA7JHO",
-	"srqCdBf/TKGQ4jP4qLDicWI4rDGfHkRSNZJmSpLqUCpuKMwGvqBWePD2ohYvryEHXneC2RWMx2s/HNuM",
-	"LGne0rERf+BW5sxPid9eEH0+1LX7ynxOPwnHhutGYouyTWTAOAaeoE2cr7DS8OpURaPwBuLrITmBnEfC",
-	"ODkCo1JPRu6vuhDn2IAtLsj4llV+UOzZ1+PwTKbzDtZZXE8br7jjD74Fr4u/joUyuiynNM3d9tTX1tYQ",
-	"nqiVOAQYzX37qeSaB8KBvcmxPwwfOKB/m5h0hHTcW6+L4MossDowOVKBmBmr2mG9DAuUzGOs4qXNtY3Z",
-	"NP5iRPP3lTTCJumI37KpVLUT9uCInXsBT/oHwpDL4jaVJeLSfdUM0jr3D70FhH0TotSp71GmrLibNCIl",
-	"jsjGhc2f9UiS2yp/0TEK64y5ZF+SI+FXC2zr7eNLMkkr2oWJsS/OWSUbC3OMr9Rgq98VuvgSCl00GMsa",
-	"kIM1cKeQ22/KbUA3gsu6o77hxmpuadMWJnx9CwVk0kBhSDyEakS1FwdWCABvwht/a9q4CSFT0z4MgIms",
-	"Gh7r+pTniHQbI9uybdRDafLyNMm7k5lITmWPuv7tSrPmty2b5tN7tml2T80qEaoZk52+vELy6tphWxDB",
-	"slWuad7VCraPJEGY0QFyUAVUD5DEAnQGHqAzgjT6IUvlfGaEEjNeHqSB3UHuWkgu8f9h1GRSDPJwxHOv",
-	"wVLNHT3qLDnTiAXLK3Rv25LI8ivXCCOx7ffrLO4ZnnWN9DMVonJ2mR1fnQe6ExnuSVyJDtY1PucXSUFw",
-	"iMfwe0QUwaUWH5O6MrQS5JAhG4VX2yDPI6Y1oaMV3NfozAa3cyhrK51l12J+CKVe/C/L7maMHCwivZmH",
-	"SFnUwgZHMzdQLpcoMlllxEi+X2xXk9OmZ9E7gz2dh6LjGBtF7DMQISAKVledVr9fwnD0uKLX0Jm9QPvn",
-	"66KDzyz4rYnhDbo20oZGknpP3Vzjs76CR9g791unTYthyBUENG3SOrwd6Nw6W/Z0nWN6jQTXO6Rp0fuK",
-	"WyuKM3RMwFigcYLItOlSKIYMPKlrhvoCHtfdH1T777VAbXt9YlRv3ynVhGBgDBbO6Bd3TD3UAQAzQPE4",
-	"CYp6kAlQtkWj9AL8HxOcHgY4PQxtCIGY/fZCrDxnsxjiCJpoE+I4M9KRISbBY/8RoioXwEEk0EE1bxcW",
-	"IhoTkwppnBUeAWsVypIXZu6PV2lxA/cUQTfA/iGaeHVoHcaljzXQSUCLkrMPpizS8WA7UdoOnegsA4kH",
-	"EqUyWnxPfGhI+whHknWyLOE46pDFKQwRJ+uC5uqyWS5boezpfFtsykpxfGlunV6M+X8s8Z5runn7qM8m",
-	"B4CW587S+FlbGiFKua76Jc/7CBhVmtR/KHwkplyWx05Yt6pcHFRIUcTlNxXWYvBUE4+Ob62NKNjVL28v",
-	"QhxTEIZ1dJVDaXBykidWuVaj2MzjFxICothOLvvnJ98jJoIfaNC66Z3S7l3TjAGKX9AYiWCbtNEjx7cn",
-	"zxry5LTRiL5QoSPnyt8JIjzPJ8BsARz5MjAo4XbFmAMrVMGmwLCmsYZeK1sa03WeWJZPtARiL6yWZ9mg",
-	"a+4GGDllgavzEMySojglpg6aA4ss1OC9wsSqGKEBd8NXSQkptv/8m+/ZwD/xHT1xQDFtl8KZ+eH5yAkz",
-	"YEMx16RndQRa+fXwVlj3yvd1W8wcMCLwhg34MI3IZSX9GYimqlgQj9k6huDeI1vHYuNXQX9rT828KADk",
-	"VY3wkqzNHf5/rVQcAnLaYa2ksMcE7cGtHxsUfbnO1oMh+ZT3nLh8RgvhtU2Mp66dWKYEaJIvE3b9YLlJ",
-	"HhwSOzk+KAvPi9+rBebM5F4YBKxBIk0SY5slt0hgBsZRPGJhdsNbUBEZHEv6/ngAer14D5o7njMaqy3V",
-	"CoiRXjuyokPyJLKriaIZlyDTymlVioSBxEv1ottiBAGclfw4e9FvqpxfUH7Eduv0pc1cbTZoBuMzsho8",
-	"rBHAtYZtzKVaZknANbtFi0DFjXTz2yAEER1gsbkgRo3AdwVFg2Qp3TwLcZSk31LIT7AfB60XTn4yLYeU",
-	"R4w+z9NXVsIcxoxILOA34XbC8gmXCrl448+8LGMToRIIPf+I/QFS6ETk1y9jwlIwL9cUHX71f99IJ9jg",
-	"4vL8p1/O2f/UMr9+B/cMmgKf+HjAhUKgck+GD1LwrSyFcuWcFfJGmLEo/I0eIUH2zv0CUba2aRLVlBgj",
-	"5p1wcQGzdPfW5XPqfNr3JokL+r3Y7TM8FIzgVHQTK0HFpBGYPDSh21LP+otAJPPwiSbpNLfLLxVsqJ8b",
-	"IFKWQOMPK2KwLq0Lb7mj9nw9BuZkfa4+JhBudqblbZqWPTzSOA+FmwmhFklqtnieeFyQStgV9G8Ba+Ol",
-	"YfWnqast2TFGOsVI/6Imfz9rZfwhYlXCjLSZWsbRCn0IFDrENWRktTIrH8zG0rHK6BtBm7dBbNTzLD4X",
-	"zfZKO9zK0bYbcg6kZbwEe0hC2S4t++bkBHEAcTWkKlDj/c62wdqRLVR+JuPzUBfzrLGEKAqxRfM0L+Yr",
-	"chMu4wStiQC7wFH8qEH8BNTvQa9sOasELAP+9C8Ft1A3v13dkUJtMONhRXtewXW3w/w/t2qSphlaDaVh",
-	"0mHCz/rXUrGTwpdV+4eYqLg7sXq538P+62RvBzzEXZ5R2U4q7uyvP+oIJ2lDKW9Y1GENbBPqdSnWxbri",
-	"qkyTsLDvqBxcKz2DyA3M40JC+LCEQ8RpPA3al5EDrZwzTIo7Ype+PSE/tgR6zEPMMDCCLgoF/CS0Izyc",
-	"JqFBebw5ePDE+6r0yhmbTebJbPm+kKAbmjysHZNF6V/DRros9QwKT3ZWykMw1qWw288U869ZWSIzTZL7",
-	"iukJ+8dhm9uoVk5OxTGRYDi5kjoXUyl/Aq0N689MxVSbeZYKKSowDKHvxPYmVB6xKzS3erFxNEqSIm2l",
-	"HRtro2sHhS8NvYeNjZ65ScZKPh5jGGlcm1Tw3l8BNR9AbOATLzeUetwpk1xiL14mfd/mybr8to4dQVex",
-	"ZEK+vj3xk3BhifUOxD1sCpD/N+GtBT0B3Gd+NRuuxmCgRu9R8MoEnMbWdSgc4YiJCocX4XNX87Kco2Ku",
-	"FvgHF9KI/XZjI2nEjENeHOYbAbtteGks8YQVdoeyi5zQ94zW4QUMwfZ3hX/PykPCD6wfg6/5gCBzXVgz",
-	"6ArWlVD3sBdc7RffBpthNpFOUD33N1LV7zE/AO9njdLX4oGieCRUu3M9nQpViIJBLK6lUvMOKliETQLD",
-	"gPwlmHXFFRhbsbjQGJY6qohpntYR+41ksNhGiIwCHwy68jn4b/zx4YQiuy1XQblLUr58Z7GBmJsfS0H7",
-	"/j6xTM9Uhs8jAMAWdB1EP2vr3uIAr9GLf2kyLmYTbUU6oIGvd5n3EwTPlIWfiDGCf42c/U9seDKq9oY0",
-	"B8puE0XThbvJvdqmItuMaagf3Aks6eKkAsZfEQtw99a8MzjJ9qq6NzyoicZMtyPtKFq4yXYjKdJxMxYO",
-	"Gh6j7sHHQo4MhBByD0yB6Ns/7EYYOZq3bGFppfNW4pIs0ph8isLBAE5QqxYTeqXfaH4MIHwE1hD7A6k8",
-	"0w40CBVKf41FyinSFcdJ3qhCsAE85F3dOPwHy1By7h/fApNtRNo0L4D3rYm0oQlTMTO6mWEcjccWlLnQ",
-	"PeR+6vU84zR2ReE0U3/GtFk0mOKamHCqsikVuvWpFDIcpFwi++FChR4dluH+4FddCKruc05vH2Dtu7GS",
-	"FlJchnNYnwO6/e28EoODXVTQ5xwVCsuyBd24pe4AtiG1uj+kpy0MHlclVytqjqVOdAR62vrRqxDkPuhL",
-	"kKUa1wtSv1+LectKh9HytPFSvSmCi0fSG15KjJ7B4t2NVIin3lnMLEsyzTHOHm0UI4ehkCNJ9D1H7L+8",
-	"qBjqWLZk3a5KPicdrO8lV/cIz/51m6NzBOJCWNBbcUIeCnx943tbTRJLydWO4vgRIVPgdE+xiTbe9sEJ",
-	"65octqjpbpFois6CBgqWAhAnkHRDnSVrY/I4JC6exTCfiyBOn6sCLadv+RgyluLLosSdRRkQfathtFHx",
-	"xailyvi2OfDaFMSbWhyxn3gVNL8mg6mkmlyduaUj+d5fhQUreFJNzDbhhd0uXBjgl+n43kUIYXdcUPAh",
-	"hptaQwQc+nFJdowSXBB94ylxxQpXbPeM3XnGqnRi2rCKnCUFdKBsHHqQIqkyio1TDUGisp/4ZMrfY9S4",
-	"7aMiWU+x/IBsJH1ra7Vzs834uQv+vE3wZ3vs/INK4YRK008IGbZoXdy0MtywlqU7lApqWDmhwMUMN2ep",
-	"+Nfkz9f+UoWmc21CLRZRZFHKwVCljspwv0ejOljO0ehgr5nfaAE2cw51xkPYeZsCpM/fuvWqcM1rVlaE",
-	"C2OJc4DD+HVZ0juH4A6WOQ7lysV+/MH/8yufir+8OrWmxIyXN6pwrodGw2pEKsNmaVs28wd91I8KjSdH",
-	"FWpUWX+mNEI+PIQebuNDjtg5/gJSA4SQQdBIyK0guzF3bFrjfgnF6TBqYSm6gfLhIDo7uS7rNHYFaUUG",
-	"pQ0jo2cyj5XmIPoBKf86itA0G2CjIlrRpGivGbcU+wryU3vP9rAqholcyatYcecX5N7p3n//gx/+++Tw",
-	"+z/p38M/P5xk3z3763/t3RvdYmuIVmiGfwRI1XH9aJiN7NFZ65L+3K5QDqxd87lU6doxId19LZ44+R5m",
-	"m4Pgzs4B8V7ktevUVSkFZaNioIu5LK3MnZDLIl2TAGYTGacj7aXlQGcvwLthY2mczqc3BrvwCwhbE10W",
-	"GRuKnNcW+DDFLKQP+2umfB411TSLjisoumhCol7J82u7Imj47zRYW0eR8KIO/Ph7GOeEzvurDMvpKhuy",
-	"RQVhJoYTra/tcc4dL/UmAQjWcVVwg2lPzrKx0XWF5/qIT2U5JysNiCT4zRPLBsQT9b8HbCbLIuemwK0G",
-	"T2FoXCJzs5dFQu0reApcA+wtJVf+YfjqAXMh5d8K0B8sloTB59uzECUOXQQrjr+oYAP8/oh6f/TP+uTk",
-	"Wf6z1iBvwKcu999Pwv2Bd7zy739BQ7bNFM3aDf2R0/XanlMYx5Om86vYNr7XYRG2F2cYhmQD4crZwgYq",
-	"RClvhJHCHn+QxV/HRjisRt2tfvwCCSic/YixYnT3PDrUL4QqIM4S4mM89FN6hh6xugr+e9oPZGZiXhae",
-	"Vs5SGE772RJj4vwtwQcDpdr8v/lE3oiiYcdzRoqC7XulYRCaBnwe0CvwjvudNrD1MHbqXXjMgGkv3c6k",
-	"FR1cFUBrQev5JT16bX03oNAYSdHQ79CdPaqD3JyM/fn9hs0s7Og4An0WOPo9Y0rPwqI4+rIk4wcTUv1K",
-	"hEDQUXsT3gFcrGVviLih/YJ4fwvMQN/GIm7QvsCnEfrt+75VwsCez1bt/INF3Dli55Hi53kTWoHPpXQX",
-	"iqOgV/qjeyVeNNV3wUhvU1ySljq0Gi9g87yHU3AdZDRHoSzYPgoMr4vBweJAKfe5gsh7GJnVKnkyxHHe",
-	"w8kCpAQ7KLlDKMGdOVrembDok515rwCDRQZW0D9AWdjYXESJfUypykJUfZZAhd/pycIazkP1IlCLRVna",
-	"VshIIW0FHMBkbySDJkYJ+oWIPFjStX4OSc1k99SqnB+sksivsJf3d3LTC3vLIY2NGHMnvqKg1/N2n/3C",
-	"X1hV7ZVzH1J5KqBu4ghrNzgDQ0oo3LGY6W1EwXOggJOOWT5vlj1nVuRGwElphQtRVGBGAkcYBm0UGdnh",
-	"sdCov+OInQdhnIbMCFaKkfP4EbhQiSYiXkm+h27fWFiurYFYV4+ztJpR3FXamjW8FaFBjyfbenHPJoOw",
-	"MhsGO7tzcfd6+dr75M52cl/RDaweAbTA6YtP4WQVqqi0VK4hkNAzxX7+5fwFbaosGJlyXYkM3FvIRFaQ",
-	"qmtxa4MHWlpWK/k/tWB8qskFvUJyxjtjEySYX/nQ6rJ2gk2cqyz7/fIN2/d/UoYyqPRlqWc/O1cdRGa0",
-	"hirSZgx2mNexR4aPpxDkHF7ikcfq8gYrVbJS68pL7xkrpbo+xDLP2rC81HVxOBWOQ0V84r4UdjmWckBw",
-	"+Q6jFUFwh/Z5XZ4wB47sYiqVtA4Zl+EKyyojbzza472W7YennfvfL/DXt/jj4OCIvRFjns+ZVfxavMu5",
-	"RescWe9snU8Yt0sGOq3eWWcEn74j5ERaN8s9NHVc/5u6gstf0NU4Sw0oC5WbOQSTcyzEgmQflKLU1CPq",
-	"KpvSgSVbijRdgV5rwk79gj1L+htzJScC+Tvuz4G4ohOrWg8h/zkMOMVw0cE70WWB1SQk0vlJ1xzFbCRF",
-	"Wdhd/P0XUf+thfX3qzOl0hLYZsAqU3e6EquS5xT5jssP2fNgFTfE+MgrAUnCYWVD0Pu5YmJaOcB6PrRw",
-	"TuG+bWgpQxw//nBG9uBQSQUTNxsZMjrOoAX+yDliLyg8nxKkKPtLvHfBZuxviiG6qrGv+va1hMCEgpmw",
-	"mOzE3bbgDqXt96rohdHbBbqmN78u9rYV1vHxOOynqVkTQZR49ABcwwwVn0UCwC5y407BFzfnIwPfY4KT",
-	"ftM4qZ424O5IGzbWmnRzpysoyiYkCM3YhQwkh2gNVQX7g0sn1RiNeamFS+R6KtgLrnJREomw0m7i74PI",
-	"cVDzlQvRWtMstW/P2URapw1kFlyLymVRbKGQV/90y0ZGCHgConsAioUMVOzn1sDz8WBQ69DZmanvxkKH",
-	"Y/rYdndiEtzYQkfebPBwgXeLSuyipr9QaFeaaKImaQfovzM0xv389u1FKMWLaUewVkVB3Gw0fqhDVgj0",
-	"fvuKcgSuMNAasQB6UK96zXAvU+vnp+3XbO0dFzAXm10HJdqW02sgjiB11BFvG1m1e4q+ASFEtiE2LHjC",
-	"A5vEAzjh+0yCv/lFxsepRVsKu6O2vSNUerl4Tib7+t59BIhIq8vvvFZWACNVrBMT7E7+vkHwvlNM20DT",
-	"ajukqw7hqgOymKENqq2vZWw4rzjWQpBItNiYL7GgCjrnY+AoXpH4V+ZMFmTWjN84cOMbfiPKSNJbsoq7",
-	"CdtH92TG8pLLacasHCvuatOYS7NgKz04CwQJMsYAUBzSosRzxM5ZgUQJjfLoNUc/Al0Wtrei02HxmSiG",
-	"a+rinCdVcEJ5GSRJiSU2XDzCzpht9YH4LSDPP8PsEPE/NS9x+P0UyuJB9coN6+rgQp1xGyigztqysgQP",
-	"sP9qxuc73fOr0j3Tmjq4Tpy+y5NgcyF1Tfk1r7ZxmyIftDliWULsDaiH7BzcLuzpsOuBLHi/ZaM/OF1z",
-	"utCGQZpBLEIQrX2rYHXvMSBhNPL7tgfvC1+Gxx2g7QDtiwO0iAqYi5BgwFYhzk2kKQ4rbtz8OOcVlvJZ",
-	"pXKnOVKyyJJyXKgmi/eVbAJPQ8b2+cVr5vS1IL4OqHcY3jZnOXdiDITGVM4lPjGWXmwzDklLT0O3H1LQ",
-	"lSUW/ooFlv3L/ROwAHDILNe1Iwa7kQBZ1jY57LXtyjWfUuB87IQlenHk/so8hBOBxHDOBjgNjdv+lPFK",
-	"HsKNgzOk/rC6FMwKi8lNSzm5T1MCukq+g3vfBcjrTkF56yfyws/ji3QatwiMPW/so2xLrllcHdC/ryIY",
-	"7mVIzJulPIftHeIXYqGTXZ/s0WbrN+tr73QvLrC9JWR42oMMfgj7kWDClRJlPwoEEj4lSogI8z0YaUOF",
-	"pHD/LdYxGckSCVNVwYye2SArpc9ZvdO6bWjJOgzNvq1i+FEmsXU1uLAx/yXmM22KW9wR6lLf4hY4164g",
-	"r/P1bV71K3LHbn7DS3Ej84+5hT7c6s6/TzTIOZtef15Vt7gaQ4FufcOtevAKw6Rv04fa6b/LQuhb3nMp",
-	"8tutsl/1RcnnwvxgBL++xX0/c3teF1Lf7pYL9+9b3PDaXk24CWvmVmsNOPTIWLz5AALd+23vQvKk381t",
-	"GviT0XX1X2L+I2Dh7ZoobwD3oJnh/m2aw+nNm5i/w3mxC45dERwbBontJ0ftwbbP+Tg1SwbvrgP/+EMe",
-	"gPqvtSqAVvHwPg2etFgq35/yyH2uZ0oYO5HVbQ/3tlRLYHDrUpjNwXMPm2UVYbES5c45dGeZVdyr0EF0",
-	"/Ex21HFV8vmQ59crnEjW1sIyO4ECPVKNS3HotdLfL9/YSPtDT3xiWSlvBMMY6IyFvE6y5Imi2Y37XhVG",
-	"rWuKLoNB+M0OwBg1lc6J4uCIveL5BGLTeTEFL9N7nrtyHiyuc6rxDXq+sMTYOyjlSDg5FVci16qwA7ZP",
-	"GR7s6TcnWVOx7xl+mGobiyFjBZUC3esHEPCIv0WgeGLJrEDc8+Balzbk3wCqcOX/lSoMB4Owcz9sp2BD",
-	"HI3gx7BieMxj/Z4NKIgcM1N5MR9gKE504jtuIsO4RLvCEftRGxoPm3BzXQtRwddeI4ICyblWSuQuo7Bl",
-	"DEWCVQBDIphU1gneG1jeQOAbeSMuwgq6dW58hKDOrNa4SG+T3DqVKnx8em9sWt3jscKsHPQp1DzDQg3D",
-	"4lfI/RqUeya05+TQShxCe7GhO0PxV2Qo/km4Zv4jasSjoIG85BjY9umHb7FHvjkfd/gdAuytYLCPWV1G",
-	"KDGDegoLkNnb+5C9BfIpVGDAcAs7yKhyD4xezg2QSbOBvcnfOZlfCzfAAwht8dLSm5DTC0Kb/PPPIma0",
-	"CO4jAaOg23yTKM4Cv7ClLDAregBfNOfkdyeH352cZCw5Lw/8CQgURzgCZai5Ii0ramBlHMAv5/7wHbB9",
-	"PtS1Y/9x8v8wqciXALQwBxgXAoVfQuwr3B1S0V7hKX7uBmw/fvlm4SxPju+mh5UwUhfNYf782Te+Fzgq",
-	"QzHXRIa2fIif4bUohjRyx28q1GiBJIhgFgZzqD+VMxwMf6gWohQuGW4q/NI0joQT4s1ceiRY3G/0tYCi",
-	"U6W2wgYhABf2IGPCOk603IyOcPRxGMHy2oWSId8yi6MEKRFByoiLcZWQcYYhhn4ooACC0lSBmt3IQmjG",
-	"jcFVdL7kMpjyeVifls1ECRKwYDMxDJcG2dDLqAenydBAtM9QlFqNbXQS03Mz9s+95eH65x7jQ9+sqYj5",
-	"jvEGjFnGFRb5QEIzoVv7pR5ToNANEaRnUZzjWFPVi1Lc2pk2ocTEwe3EoTcCi0t/9TJRa0A2EYqy1n5G",
-	"l3vIUw2y0v3KR+057RGLGnT2KE8gvxOPvirx6E0AtJYEAFl2Qc1zmvQtYdYJRluUfECBXJGl0tTvxjDP",
-	"oHIvOMjgMaes0mVJlIvQIFYrJ0sShm5rY7vyz/zcrGzQ6NVBOI2eTwjhbwnVvHY48WChLzAND224WxcH",
-	"072HdbUi9g9yydzCwqt47UVLv/547fShEblG2r7eHa6rM9Q3vIjHRyORO+RNBEnOC5MLosut97uuPr/t",
-	"rqvVu92P2xe7uR9ur+rqsW9V8DAdIqP1JmliaTVeu5gIVtss5UNRBfNyEoR3DX569ZaFBrReOgAtJ6MU",
-	"zWFtJRRz8QKsUBTRxVWzQTMmVUPW/cMTLIDAhLoRpa4EG3yo+Fhk4Fq9kv8WGXPa8TKDkJm/Bmxfm0JQ",
-	"ffO0N0wWZ2zg70Lr9SA8ADlRdG183yRQaJOJINSisU/YgIjVXnem5rejbJJgk9tH2rwI79lOpto20Sjp",
-	"NzZstU+8tdR2oHTXxWRaw7ttOFK6EGv8fW3rpj3+AP+SGx0NVl2e9BtNVOVBo3VQY+YUkr1Tu1NksQLj",
-	"Y0LWdMReJaaqn9++vTj88c3fM/xr9MvFc4CDn99ctR7X8lMRmdOgkJauGQT2OIArND7mpG3NV9nAomEN",
-	"u9Owghhxg8RYfXY+rFsAhj2JRaZLqAgVQ3yB38rr+U9sEiPM9p+fPGOD5ot3hVBygW6anYf2IHWQB8/O",
-	"QFxsALn6GjsX46VWHSm8L+HyHuvL7c1RbSt3j1WK1tVKm1SsOFfXQFe7aIZaSuj9YzJPzaeqsBmQEjQh",
-	"nI3hPRae6Uv0xSI1fRXpv/n2uw0ahNUI6+gkbuyvVBoprF1qYDDY97WpWdqPh4ZwI0NXaz/tjpE7ix/x",
-	"o7rki/9kGxFGVWfrUyfgdU9sCJsaiOiIyVq+nazLVxMuAZLeQbRx1CpQLwV7aAO2TXg54FrAwWZne/j1",
-	"OwvA1z8RSQkDClsny/ITsFjl8JhSW8ekg2Rhw7iak3JL1f6b5kSPCJTf9A9+fgsYh45siOGtKLPPBcD/",
-	"fBT296MdtvTHpm0FWW4rfB4DTqyyW3GkLPDipi0lkB7FiiLdruqzRHrTilnhQIpruXMXHMGdGJa66h2x",
-	"oiU4iFpsAoWJ7x288uC1BwSdN0kmVsegLBBxUbtPBAik1oO3FBiglZyv4DDWSkQpA8oi2mWPWNb27Ybx",
-	"fwdPeZeTqXVw2gR9+d6Rs3qVBIw+7m4MXoO+p4ynEE9Qi3Fwfbi837JEQMYZGjLgQjVOHn8WghGCUC/e",
-	"OwFTiAPYXHkroFZi1idvZ4FSK40noCueWC+ldtWFUGL2meL5FipPrhiNDTgKU8/wGeORknL4L5F3EVHS",
-	"+frIXMVhjX2ZEvTORbz6LFZQaPI+D2MDqVhSjVclUftLgJi4FLbHdnxK3LH+CoxdQ5uX9P21IneW/WMA",
-	"fs23ciq8UiBUAX8esP3LH1+wZ8+efR8qhf1bK3GwWLhg4B/+ukBjD9bwG5ZgWBJGqFycgaFaqlrXthlC",
-	"nhttLTUMHFx57Y6nwoxFqGq92oB82QzQY0jUjM25VY5ivGvzHMp4y63TNeOdG6Y4xutvk7MYb/pRlmLj",
-	"ZLjkVbQSb3XXK1yy27Xct3q2ST4brO1dMtsKE7xJ9/BWbe/Nm1Yb4JvrjifcFIeNzb0n08YYAZVUh6U4",
-	"ZUZMoYxahNwnbDh3IhQekmbBdbjvJkbX4+A+5GM/gFgECeUiCN+VqhBUTYxxr2a9JPuy09OhdSDjWg0q",
-	"BmpulKKgri36tGfaXAceWg4lCbQRUfdwgUQAm8qNYGMvg7Fz6AMZbYYC1DOkoVmo0oYNnAvH9pV270YQ",
-	"NHzm5f/UtYgmo2jK55YUphsKbsCjgBORxkwYwfZhRN7Vit9wWfpjpcOv+DM3xaIJvXU4bEcm9i/wSPAD",
-	"d/lkjRgMXcvY08OnJyesAKaD3DFZ2AxnuDI6F9Z6XVKFIiP3KwMv9acvUMIDHBVjr4SBnoF3hwaZgWN5",
-	"B3rdoPdzAykPg30EZxugH6FEP/L94JVOy6weucPg8MIt7OW7iB4ocyK0wJ5OYLVoefbgfRg7POKyJGdl",
-	"bNI7/7h3407r6yXevNv/u/3/qPc/rdP2pnkQIFgTEZUAQdLWfjD4GfKSYJmf4vkNB3ui7qHhTZogooBg",
-	"AsnBYLskc2vGhnUqjIBZti22DBF3IAe5hTTB2toaXFvnOVJ/jblUXiZp4U8o0HsbsLnSI7eTN3Z48xng",
-	"zVWzFR67vPEBrUibJ3ieJ4mdaGLWCvazSc1ibD94Of5LqgRrD/2PB0fsdcz7CeYruIu2RUt/0f5/E+eq",
-	"w9G0en6KkAUV4iTUQQMEgWS8S8jm3LdCgNolFePsn/XJybMccvLgT8FEKaZCuYyNRtNKjNmhtQcZVuXT",
-	"U8aBG5tq6IF97m/4CIqSwof8w//zzXdFjfjUdcmfA0zroxJnQzGWygZyhGsxHxksFAJ8hdIdHLFL9NA0",
-	"vi/2++WbIwaLybevQVCiNqRdSVE96D0qNXh+krXgxytjU94OVatVDRze6zP1Isbeyh2DtvtkRfT4X3D5",
-	"fXJR7seQlYcZTeRRtWeRvwPTAcAbCMVh4lr+TDLzdl6Xh82R4wvQOiLuEmISua8zZWXmHGWzrQnipyQ/",
-	"8gL3u06QlgbQF+xnIY0hw/S5CM5O/A0T5wZsnyTdhF6HkrZfF4MDyrJr8u7o1IFaCBOh+uhdvJCLyWdA",
-	"+VzOY3KOR3JwxJylTw11n4jbAKIq8DAL+eBrvCtXNI734lrpKAuD2UvJ8dsXkjlteUF64PrpN/+5QbRo",
-	"8+IwN0V/FRryiHz6C+Mi3EL5G5zFK3zDfRS/ab1wEx/Jwk7cCfIrvCVJfrK9L4KWlc4SuugOOVmanMZS",
-	"XosFHF28FFE7zdpG1vPhnJJ14btS51BSen/QgopBxgY3E20hDpZXlf8nwWmi02rlgZ8yHh6K5bpZAay0",
-	"DHlkhMp1IQyrajsRFpPGWwrE/uXbqwv4GU8OtMEUDL5OCnQfZB7/67L0ktv7OQjWPBkHbAPywoygVo5d",
-	"zAW7oV8a7mRCNMWgouxC/ucppo+l6eD7rWS1jln/P2G0/nZ0dIRqSOskPIhcZVHYz9gEwvEosPgffx7V",
-	"phwkvPVzYQJBywI7zRFbmD6QZYcixAomtCHxXKXDj9TC1mHScOr48zlVESGMYeBHsAmJjhf490JvaE2B",
-	"N87rERkbfGi176/jD7C6/jr+wKvqr+MPYbT+GrB9tMH40/z3yzeH/v5DYXNeieLgjJTJhKuGbOLBZJVW",
-	"/0h2XVMgxDY1ICHMEbS44AJsKIaqGrN9EnY5C1mKpfaijl3mITpvrX5yAdIgryOp8TPQzIcVN8JAKY7F",
-	"REpdu6WZbp594ifOS0ChryAOJUmJp8lGCJbGkAWaJcoojNBPP3zzn0//82k8fChSEIrFJyspmWzQo0uA",
-	"aef3GOzxkNoqNyDfw/NxUYHdrtrY8c415sNABQnLpKF4WaRtCkbdHdXLrpb7Q2qlvRJA2Lm34G+5e2K7",
-	"ieClVwnW0CBzZqe8LBlezqzilZ1oF6KwecGGvOQqD7UPplpJp71mAdxmUR/1AJrIEgmpGWXHSKCRmPjf",
-	"c4iq9k/DoPCkqCHu9tgKXlrNpMrLuhAgbFihLJU0RbdMIRz4UUJ9eKULAdG+Ut3wUkKUfAgHj/xpjgK7",
-	"/TmqtJpPdW2Z4VSfBSjb/iVyJwo8sMmEKS1D5rdwlPl3wUlwjbxuY8ML6ti3J88WK0jETg11MafSd3jo",
-	"JnEmnRk+P+NUblN/usnxJVfUyN7A6v4u++UAR2rwkSDMfYvw8zDNTEb2rClLFgJGwRjZXvcZCBdeqoYy",
-	"uf7yI9z+Iq+NdPO903988Br1UHAjzHntt9g//vTKbepu9XAF76DHp6szgQJc+LeoiPS/m6+9GJXTIbfY",
-	"wMXWZR/2SNh4ofW1FKHJ1I6lvBpoFpMKA/+B8w47koGACNaqDNNobcamXPq5BQooCKGlrW0dM7UKdLUc",
-	"J2Uf+8hOnkJIVTAv4EAsmyp+t+CdNRociw1RTLakvRBy0Chg45gzXJZRXsi546Ue19CeJPGv0lI52zTt",
-	"m1bTwrguN+5S4EIWBSMGCjYV0yHyxVMVpIBYoKM0r3iWvoJu7ngDFNNIJMkg842NrisbKk5BtfdDHoss",
-	"sErrMkuZt1wjgoQpKfW4ac63reaEQjTL7fnVTyFR1cAcXDBY6kn8nzNcWdRInZhWJWjekVHCrwrfDyoR",
-	"6k8NyJ4R0uD6wFjEnoECJoOOZr1JLBQU89iW8bNAlBJF7pBnFViV83lepl2LerCkfsF6s1N9jTXy7NGi",
-	"Va6rYW9jQ4QagxIyQk94MxpYV58841mkFMeJRFxtak9lUXlPIjiTgWvG7Xk6bvjyjva9guBOWv+YHh+F",
-	"k8VySESjEOzPCWkTGIbDm5+2NnYq7HQPD9aQC6V6Q11hRvUh20XdbVoNGIYD8slwRR/iOv9DDK90fi1c",
-	"3PZS4SNpCsKT/dfv00HC8nTLrfxBa2ed4VWwXmBJNl5MpZL+B9DSwssAj9xSDbkGqeJIff99OlKUfL34",
-	"8p9+OH7LUF9Eq4/X0cfS44XfPzfCsKvXF2F9V0ZY4XEYFw7A3VlIIwwVPIAAg7ABVVNyIkfC/fEQ3pi0",
-	"jr7pBEFSbpPNZdoZIk0QTrAdZKyQ4aBo8i/i4v0uHZioPe/99edf/38AAAD//w==",
+	"7P37dtw4licKvwqWvvlWSrUo37LSU22tWaeVsl3WlC86klzZ0901EoJERKDEAFgEqHBkr3yo8wrnyc7C",
+	"3gAIMgCSEZKd2dNZf1RaQRLXjY19/e3/OMjlqpKCCa0OXv3HwZLRgtXwz6v7/ErTkpl/F0zlNa80l+Lg",
+	"1cGtrht2S6Qg7J7VG0KFWrOayDmhRMiCEb2kmiypIqVUmuRSaJprsuZ6SfSSkbxslGY1KaGzV/CbbSOX",
+	"K6bIvJYropdcQXPfKSLXgihNtXmvICu6ISXN70i+pGLBFFlR6LSWzWJJpF6yGj5URHGRsyfkdKaY0GS9",
+	"5CWD3mCUXBEutkeHo3pykB2ofMlW1MyfiWZ18OrfDszED/6WHehNxQ5eHShdc7E4+OWXX7KDitZ0xbRd",
+	"vLMlFYKVp7nm99Qs25UZ/VtealZvL+gnUW4INe8yImsizZ8VEwUXC5ijYKUyA+Lm5X80rN4cZAeCrswY",
+	"aLeLzrD/W83mB68O/n9P201+ik/V0/gID8xU2kcNLfHn+JDd2Mw6wnZR+AS3amDAvtndB+s/DQdaVWMD",
+	"tLtrhlhVxIwkObyq6gxrRb+8Z2KhlwevXv5xe+fbQTRaXrJc1sXoWJZSMUIbLY9r+ICoNdf5Ek4MjPGe",
+	"lk16gG1H4TjtwGZSloyK/sj+ygsmdxhY1ZQlOaTuy6Pdh4g9Thvha6Z4zYpJpNbuZIFfDVNbETa9I7l1",
+	"htUZ7j3Pmf3jvNhlxOZD94Twghz++ccXf3r+p+f+t9xwJlmTTx//ev6WVLWc85IdpWfXHUmCcJ+/+NMA",
+	"5eJ0xuch551ZHOIQ7V+8MKN2s3ETlcXY2Pcd9BtBZyWbeNYYvrwbEduPJpLwn2vZVH9hm+0B/YVtcOna",
+	"jV+YlzNCFcnN+ARZL5kgXJO1+almVLPCD6uietmOauH6yQ5q9o/G0OfBK3Mt7cOz3KAH76Wt/YchpFYt",
+	"GN/+41lHuegZVeyYC8WE4nBVavZFk7lsRIEXEMOhkTuz4vUgl7+znexFe++oOm0KPpGfLqk6pub13chv",
+	"6TqZRn/vqLrQP08f0cX1v+48HtPBtNHEmMl5wYTmc46SYnAc4CDUTDe1YEXsKJjNLLlKH4o8YICTTsXw",
+	"/p6rqyWtHVudtqbKfFGQQ975dsd7s/vxxLV+yHkx/WYk+Cwz8lFGlK4ZXWUtc1dmD9p766scq/dy8baW",
+	"q8R6M6FrzhSh2gyFzo0CASuq+YqRQ7xk+Yr9LEX6zjGKRWdwc1mvqDa3EdXs2Hx/MDzCT3UR45Qf2Zop",
+	"7Qc557XS5NAsccHmtCn1EQj2ZWHegqepIUroIByjbeHg1YGAXg4yr4/4H7DlmGoSDv5aTlrcGZvLmu2+",
+	"ulo+YG0/sILTK1bfs3pcFKFK8YXhFlriMFfma6Lg89TwVp0e9iLRj/KipBtW/1gzejeNMdwxVoE4zcXi",
+	"2KyjbPRxBa0ocijCBnfkFp1vJzKLj7KYIOnhyMM1JXUjlNH4vVaeHlWxt1B3UUstc1lOlUQq+35qLO75",
+	"roK/H0cwtstGGBJ+Lxd/4aIYlJjcaXLDvOMizTG5KHYdXnco4SCvZFPn7HM99dKC18nny/d4xGWjzZ0L",
+	"FzUt1REaR7iw1Gjuj4zkvWul3JyEH7mrBUiX0JoRvhCyZskVUH7MCZp58eyPQ0RzBXfVdCUM77ZB6RBf",
+	"2UuExdHsohQG48EbQ5l/UUVu8cnt0fAw04dtcKB/XUqlpx60e16DYcd8kxrNPTS447lHS+BEcRFfPnFX",
+	"qkLu39oT7XutCRKNiknTWe5733HUjf7A6gW7puruvLgwoujW8K/NuBr9dGVeJJqqu4TsqqGRB6pzwYCu",
+	"NNWNSmys6ay11g0aTnTb1mT2tD0MMzrT80UtZyVbRcZ1CYI/2jy5ZivlrMf3jFDD4c13SWEpbDoqM81p",
+	"qVgWuxEv6CJibPrYrGYtKVXUbJ602omRi2mtuVgYQel58tYxDUcH8zxrhSIu9PcvDrKDFRd8ZaS5536U",
+	"XGi2YLUf5RX/OTLSD/SL+ZAIP+JarhWpWA3DHhodNBgd4Q/PYkPEngwnfjY6YDRNcrFIW2WdHbbkOVie",
+	"9zDFJk6m73zMOAdDsGzuO8eDk3xiT/uaH80bUVwb8XdrLG9E4UgNBO2aigUjh5dvz8j333//T3hLUGKk",
+	"7szqPECCprWjEzLnJVMtUVq5neu0SQvHsYeU7ufylpdsiOmhSZsVMLgEz5tDGw/jeZ0BDVmOcZE6PI8c",
+	"vmYl06wAs4IiS1oXx4X9Cd7PyHrJ8yXIL+BQWnPFSMnmmshGp/VLP5apPDMyjc7spqhF30QD8iMaVCGC",
+	"oRhx4PE1BT+MK3cOtkcCj6aeK3+MrL8NT1n6DPnz96BTNCImhoJh2toyJv+lllCWbJrEVcuSPdw6V8vR",
+	"0749yKtm5sc2bbAFKzm4o6uSioePmj+QP13d52dSKNOFyCNugbc1U0vBlEK/ec1o8YTcljKn5W3PcmTF",
+	"WOcWZ5aJeVUc7AVwn7LihNyWXDBa85/prGS31hSVSzHnNQhXzsMNrnT8SqEjXy/B4SxXK67NEnk7kOHq",
+	"/2iY0oTWNb9nRQYfzyl3mswPz74nt42g95SX2K/TJ6lzqJPTPGcVLL0LHJAVq0ECOCHrmmumgN/Sck03",
+	"ioTT8HuE8QntLv3L8dV9fhwudNxyBusaGM7c32EncevZNa0XTI+w4Q+hqcSsl58ZoblWRIqMcKE0o3Df",
+	"I+c7gUCGGSPSrjeQaajQmH1lX2iuyw2Rgn11Ho9zTTH4Dy1bP8QAiuIoPlkfi8G1pVC6YEJ/nQkPXyMv",
+	"v49OVN6xiWzl9OKcaPP6KEtJKXi2r93432c1VS1uFKsfzu4aZell+iB/MS+rSgrFQK/7kRaXyCbMX7kU",
+	"mgn4ZyDqP/27MtP4j4nS0Zu6lvWPsthgd9vSJtAC2KxlscGInnta8oIczmVtSGlVlYzc2l9v4PVb877/",
+	"yXx4e3RCclnXLNewpFxUjQ4PbM2qkm4Md+SaNALjjoonB0b3lmJe8vwbztnx4tz2rILIqqaumdBOyr11",
+	"r8CUKVkZdq4qlvM5z9E7fwI3T3CrOKZfw3TpgnIB83wr6xkvCia+3URzWpashlAv5W8hCPmoWL3iShmW",
+	"I2tSM2vIVLmszLTbxzcFE5wVt0cwh3Ohmvmc55wJfaVlbS0A32Y2rVmqZjkztyjMCS6+zExjOzQuMxQ9",
+	"Y6VcAyed14wdq4rmZiWAKcI1XLN5o8LWWkUQWIDXyA5vFU76Zt6U5W1mOEa9MVcfkIE2J0mYZYQuOHZY",
+	"2LEhQ6eiDa9DPiO9vGoYthFblxKlb2jGrrtmtaAlrNG3W3F7HxsxhRWkEexLxXLNinJDDm+5HdMtzL0y",
+	"YwZ1oYa549n+KPVb2Yji2w2ZO/ZetFRdSGZuUU3YF67AQcfx73uu+Kxk3gyKx+XwVkh9A25eS/YXdFNK",
+	"WlxL+d5c8N+eUwFzZl9yxgo8yIr/zEjJV1yb04rDu9FS3pRmgHbYl4bJfpT6imqu5hxEtG89dCMFb7RT",
+	"IEFUlo1WvECx2GiO5PAWnt6YZVftWA1h3Z7hYI9hLrdkwe+Z8l9+p2AhzI0cxN12PokE35rxKPKHp//e",
+	"PHv2fW4agH+x2ycHg7e10UlYfc9z9rmV07/Ngp6SglVMFEZAJ+BIWlWypjUvNyRQGshhV4UYurMMs4Jr",
+	"b0bzOzmfA8VcS/mBio2VQtQ3v6mQxFlh9DlzlzoKN3/cwB/mKjoha8o1mVuWDwYKQxiCcEFuL83Ujk/n",
+	"mtW3PcoIHg0ZrhXLpSjAOwId2dsA1oyLxZNBIS9tn34WMfeCpCpoo5ey5j+zb8QoP0qCQl7rdoSLrjK3",
+	"otBw05kxmUfY+42bMMp+tOI3IJa3vyPL+SxUU5m7gBWg7VzDhH8Vdml5/G2/v1s4JX6YN6Ai3ZidgTn8",
+	"4jYTKOY0N99dMgVacMxcG8Tui0CRAznFirlEyRVD24ARN4yOJmR7PYFR1PtIXhFKwJKKwUSkokqtZV3Y",
+	"xsxPpVzIRj8hV02eM6XMTN9dX1+QF8+eBW5RWIRDs/A1zTU5fUVU5P1GlOYnEF0LMMtWtZmF5qiT0Bzn",
+	"2p/6T2Z+hmYKKYABO8OAtQKbhuzIj+0yHGQHpVwsWHEsm1ikTXawYkpFnUo/oUerqpgw8hQXxDQMfsmt",
+	"RjTo4Ik2eDtoouWrQP+rZcm6MVpZNyIyI7cd08BT851R/m7t5l9eX10EJ8qLpIqhoI12yG1NteUl/+aW",
+	"28+iXZN2veTs7yzXZqqnFQdFPGYEDRRvo9sawZUVJ2YBBDNC3VKWVpbAdyDcIENpdA5mCCBhK09trEG3",
+	"RxxlKdesOK8ibsmz0igJhBZFbQisxkSTw7Pz15dHQbfWoAHy97yWqxPCVpXeoGhMxcY3wBWx3YECrq0v",
+	"dHv78Qda13Rj/rb6+2ns+JqLox1KqO0ffr4+g9MwxS7tO/kxYqY8a1ks8gTbg+83I6GmDdpzgSbNXApl",
+	"qNIRkLRsBjUIv73RU1DwBVP6omZz/iXOuNCu+fwFWbIvtGA5X9HSUL/hFqxWzjpy9e70+MUPLwk26J0C",
+	"yY7Zl4rXTCXXm2rrGWoX3n6Ci35CRFOW3gQTyO7mpeSWmI9QHsMLeWtcJVX6s5pMCOZ1pEotSXAXMjA1",
+	"4zUTG6/5Fg+Y+Xj/4aJVaUtGoSs2vgVC6h9BZEnMFMzg/U3AYDleRGflH8KnQMLW7bzf7ORasDploTO/",
+	"k/VSErkWamSqraEiwoIuWiNHJbnQIbvLaV1zpnbjJVVTV1Kl7qfOWiJDk7U32QJbi86hZveMemWi3zCD",
+	"w04FYSKvN2D+z2UF4s0dq3RGlETGgvYd01QghuRUELWU6zCiDC1S2yEdMBJ5N/mI2LdTBGMOrX1lf0Kp",
+	"pZ7IvXFy/ujaD0fOqH1r//GpuN/8rGNGDA9sRgoGHiA8Slzbk8XNncdFIdfWJHUv29gOJ1thhuOBY7Jo",
+	"bYYVPoBTf7Nh+gaai4pXerrRPn3i4Mmke2X7Loncd7fqPr+pqL45nZ0Vty01U1KxWlkKrlkuF4IrF5ox",
+	"LEO1/gJgou2x7fKd7lR6N2aXs2ShpBPy1/C66xxkRxmh/BGKCeFZC6m8c08NiXzveTz40IZcyXkrH6ht",
+	"wa0aDd3iChqKRGxtKbh9pTZrQ6T2ibma0L75Jk58OGEfZ+3juByLH1IvvTQd4fxaaloOrhh2DLS7otpe",
+	"rXOIclYZkYbb0LKEEan+NF/+8SAaChZStQ2KC6LPcEx2NaK00hRcny1ZfheLGjQqrRm5UYWoeZPk5tVt",
+	"YklqZW++VCUVeNG4gAdoNi6VjEo0vv+IRBP3qH6U1o4In5KazQ230fKEUMxYN6zGugSO17ywL8YVR6Ov",
+	"xhIi3R3c9oNvxu9QZS4WriOawJV9gsL9nPKyqZk/bX7yjtlzMZcH2cGa1sIMMDtgYPz/2xj7c0wPZxMM",
+	"aESXNCSQzr9mBLTv4hgURMXyBqaChIMOkqjxQE50wpqrTSwC9dkpgmYHqZBis5KNgrtRbZRmKwKNx3cS",
+	"HjnTUy+ZlGPEYN5Ty8xFVXTu2oofw6E2fBsVsWOriJn7wI3ILDCMJ3rjwvJMDBXya7itXYIqfYqK8Kim",
+	"7dsDJSVcxnbhzK0W197umdDxlevZYMJL3JHDExQbApe5f7LlUYx2n2Q175oVFcc1owXYuVmM8yTXT+bg",
+	"1h2WInFV/AR3tQDIRucyxuBaRtv2ckJwDciKUaFQ1nGaiudkoEGgvONo0hrwzKCQexixBVqKy3tDlrBg",
+	"zkYepjPZ6O6uUqfNFB2jjOGFDAV8gj3E5cSaxnPir62DsEeoGWH/aMxplCAU3/7LMbx4fF7cEhclQdCW",
+	"vxNN9w1s9kSGpN7uXsg6Ms+++iewnVyHtqYa7VpGOy7ERRmtygjmLbaJkP9FxDs7/458t70Y06S94L7b",
+	"R+BzQ/mNSXwO2uSCKpVyW8D5R7GvhVAx8gIpeOQWR/d/IkpYGRKSlbJhJM0KntplsYEDh4qx0BKuvgMd",
+	"Hdw5R1NpwrQdG8Upov64ptFSsuACbQFU3aEJz87SGz8mdAlHIzpx15d9A6XMTmJaizEzuTNZVdH5NVqu",
+	"qOZ5O0X77qSWezTl5tR22C5t5nY6Rlk/0vxuUctGFNdU3SWYFqu5LHgOLmV82SdudUmq823amEbVHRiA",
+	"oxcMxJ/c0/IKvbURGcu+QGZMrxkTmILLhfPvTtwZQ6qvG7SnfYh04565+wzNTw04o1e8LHmiuygLwO58",
+	"mE9P3zI/97vp3M1co5OPFQkBy3x12YiYJNQJ+veTiNnP0IGJzzd4/e9pk4fr/JMoN8NaFxCCTaCGwFbU",
+	"xSTk0DYqQBzb1sfiaqchYp/Bum11bMSZbIQe5P9mOACPholutcytI7XW22czsdl1I0C5G599KWVlhC77",
+	"xVYmeSQ/L6IUhp10lr8dyvbBCqlm6ziEBBss3DgLics+P3Y5hyI1W3CjvTOA3DCXlptxl6OkLAR9RWt7",
+	"yUJjc1ru8KPo8TY1WeDocdAtmaO/Yy4qO3nZ/yilVrqm1Wmx4iKIHKZFwc3gaXkRrJFN5OxrJ+jK0tI6",
+	"Jq0QUyvDSYzcRk3j3PSjZR3h5FxVJd18TBt31FKuhUtqt5p018sLpponmCc5FGDfhhREfD0uTMIpWuGw",
+	"T5BvUKJoae7rJVVL8yI6KtA13uv/xQ8vIXSnHU9kOC4CYHs47+WCC2AwJ8gSnFxASqYh1bomBV9wDRaN",
+	"NkEOvfL4jsrwFfNfaf6/EQWrVS5rpjIjryu+EGgSWW6qpTX09vJqgil8b9bPNGwG+L//7fT4X+nxz8+O",
+	"/+lv7T+f3Pzz8d/+40X28vtf/tuoKuVnH+zLIJ2mMqtDZoek19k9ojQvS8T0kGTGwnSBLjHOXE+Xfpjb",
+	"2mdj426F7HUD0aHK3GjWDcGIbzBwqXFl/hBmLIYpzwBHE/RDNYERbw8xtmRnVOSINXImVysqiv1ONzbj",
+	"QEVzbGp72WpGVUwQu4Tf2/DnNkoe2i29fyqguR8iB+WX6AwrOuMl15szqtlC1pu4TJnbp5Z718VxRWu9",
+	"Ibn73jpxe4bHMDxzwJpLAVXG2jnw7BmVLbBM9KLlVVzIyJNzcLOzSFGhfaXk9wyAbAwJZU6BOFYbkaM2",
+	"ZVMd4+LvNBE6WL45S1hL3TQvdvOlC4zU1JI0inU628Wp3jsefiH7skpskFmwz/FTVOl8Sc+WtCxZNBb4",
+	"lAi2NrRk3jM7gC9uE5R9ZUTC0JIoJgrAHvFf3AbIuOZW2DVq5ief4+WGZzXuGQO7jU0KnG6q5Cu6iEPc",
+	"XDJzpu8R0KbFmLO9wnfjFrZ2qYKuwhlGtwpCBN0l/mBZRjFtuB5b+/DJyJaij/4iKVI4J37VEy3MvXdC",
+	"ZIXDIktWs4zMWE7NOaCid6vUTDGNFjYbuGW+/061zfoQJ3OirMW3L4lse8TYOj1yyJYJJv915J++wBqM",
+	"KLXFUTTAU3LPCyYdA3xCbj2i0a2N07DROiFM0ity+4c//OGfb414JQpl7nRMtd1ADixOCtNsb5dUIbBT",
+	"G4ynbomiG/jMXQfwYTwCNgR43hMWOuvgNu8B19xpYJBRhCDSqMm7QOQdnRpBh5cJGeGn5aaDzIqY4Fx3",
+	"oay72YTewMC8BXC767KU6x+p4vlpo5ef7ll9UVIuLrWqhu/0DujainpwdbygVqym3ykCDZNuiHvA6cB2",
+	"W5n+yG2tVfXq6dNbB2hhGLyy2Db2AHu3lJaEio1RUq2JQjC9lvUdqahePiGf5nMy27i09Fd4KF9jXCVX",
+	"dqCswLxyO1g0pOLtjR/g2IPUccNyujOBdY1LKjQGKnNqIb0dh7PACYeASPWUVtVTB6WgSCP4Pxrm9Tn0",
+	"rSf2cADRG38HSZy5nO+2k0+i5IIlZmBbvWf15sLw3AGXPfXG09p+QcBrAL61w9kG/wmOSi2rI9IIzUu7",
+	"c180am4oi+l6kx5OAhz81AGBn3SOiNUHqSJKSgjORj5s8evN7ju8ZfNvrtzgnQhuM3Ys0oZ1BaYk0z3w",
+	"ZMnh58/nr4/AOWTImua1VF2AlLgkORBrfWZjRi0e5jcJrw7hce+4KF7xYndR+m3NPPBrbdVAWauOBcNc",
+	"3irhBy160Ow7w6ZnWyDlW2OchIHewnyY1rbGb9NkLFZEZBpJjPNJKOahzxY5K6RL4E2fiEVIIZS/5gqP",
+	"h/e55FSYOcxYaH/dPgyLHTDGv7M43X37Ohq/RXyVlklg6/CKsnk/TqhBbGvzwDqu1FI2ZeGT3OJzWSbw",
+	"qrv6LVwhZsgVFceal/r4ZylXyRa3pKR0+24SAXBlK3eRQx+tfOJCbS24wlG8cz4CGd0NwvKyhkWNBrbY",
+	"VPYCqUqqDWNJsEQjelizSpwtblMCSCu2dWtG8SFmAciLtZu6W8PcKYkwl13AUKgm5hJR4ZgcVeKFZRPH",
+	"EQt/h+C712i8TTtCxDBc718Yq4iF5m2xSGCxEKCXlIzeA3iYR4IAvyMYXYwI1ZRlwm0zFPHnbLwOxDi8",
+	"mbor416JB/wFaLk7gdoaxUejtWcK2iy8az7SqrquqVCVrPXUjzvf/JIFaK/bHrwWjdYKhht3HsNjugKn",
+	"uNefUHGioJaiFGikDi/crkG9vTUP/scf/vCH3vuGm7s3fQEftz8eWwSlZb0El3wXWOT/Ms2Yhv+9efbs",
+	"xUvXGHQFGXS3T9Nv4C/2SPyP51BR6V8+2GtHHYV3Tu+KjN84KoGEe9VFvE18d57QxEN8Wog/sJZ8DyBP",
+	"nBEQwxvx9ZIrzcUCMkminTZVMZgaEXpyUf8zyodPUpX1rlKY7XBECtvudlT+uo8j6f41wMztaiYn5Pbm",
+	"xqpRAMN7c3PrM1nZhBSBEJAy6hoNga8DeOXoFdk/2JlH8rX4mx4MuYWb64NMeW9fUNRluzZNUBukLa4S",
+	"1grqlDYKCmD0kc59LYqtgglDencWqZXVKw/UrU21bT/oGzGi6pxjr+nkiZb2Q7IcsDqdbhtx+vbtbrUw",
+	"lL6slmtLiR230yeVlCUc1y3R84TYkKRQOg2jOG1XB5mNXYrGbk4pIeat/K3iXEguFmBpMAo0ORQS887N",
+	"RcuKo4xcuXi/Q2oFFdDpDTta081RZlVvcoh3qlFL65rfc7E4ysilRUBAeD044lRrw2RtqNdJqzsb4Sxf",
+	"sqLBfi+szs19VBhYOVwAWlc1P8rIWxs61n1/zcuS2OU2NMKtPOmW1s77IDtw8zwA+GT8zQ3/IDvwlPa2",
+	"H/K0tQXDtbVaT4sXFiHJyEaeQQYgrjOmdel6A9bpSwy3wOg584siV21Yl5vPpQ/KsA+HBgrFf2LmVUxh",
+	"l/PO5dczhuOT0aiXbsE61pYymhBI9RuyDnD9SEaByWaASaqnLWtla1rNNmBHhTF3tMAHi/V7iA6/DVmh",
+	"d40H92H0Fu9Q9SPeJnDSxoO3O9XK/itl4eGEO1OYHCbVYWb7BGbbziEk2+mZGJX9jYKwncS2MtLguWar",
+	"FBYJvIDBfA5nJAAgcYGv0/BYkJ4zgvSbEXXHK3LokRahehK4BcihBW48IYqZW9TIZZ1LFJvyZ8EIrne8",
+	"GkhAG7Eyd2w2Swqh4muM6LmP86e7GJ/8cwvEImuy5Zro2mzizXIRGWB/4cOlgGctI4nOvU57xrrxHug/",
+	"mnNWFsqxVbMUQAseeHOc69mKN3fA9zxgjB3GKEHu51s/FZZcMXlRG2VnzmpSyLxZ2ei9r+Q2dV1MbOHa",
+	"Du21+wwMPeyes3UH0RhDkntKQEktHiMImwAF6SToDqL0CYFV8ujP8CxYipEgMD+lCbuVRp6qYLQAPWT3",
+	"5tBO9KilK+1wrQEKas7rVQzkCV8Ztrq6QWNeBX6R8Dnh3RrhBVCexGPsSGvdXIO5e8am5oKkElLOLXQt",
+	"3DMnCKBjZtxaw9x+2U2d2J+/t7aveiaMQG8uTmQjoBFaVuf8LQFd7HIDBvdHDIokJOn4lnGFW0Xsu0nM",
+	"D66iV8qVRtQ7fI6KsCE50ygUDKfaYlxZFchSYVXLosknx8Cby6VKU0sAFjxps6wAl2wOH+9LfH3pwO5C",
+	"5o9QS/3tUNo5etp1pBCs/wAvmCxq/lcSMreL2e0hZu4lYfqeIzKm+rZCZrrg3zsL+uOcYUbSy5f2rkKb",
+	"5glGt9xa91IQdpWRWynu+RxSb2XpMFetqOXLKKCFMiO3ixlY12+NEANlCNqnGExzdX4RylU1mhOhj4Ps",
+	"wH4+ZNy40D+fBSG/EQPe9b92goIthJq3yuBokpaPlPF+SJ6cyzwWzn5GhRPv4I2Ew7Pmw98CR6154vOK",
+	"ivjXFU2AOwG4p1ZDhG1fCXfvjrFKTc7RnNdMLeOGBR+dZhvGDDOGIJzmwWpXG4PmMcnIrIF5El+En2Ws",
+	"Pq75JuUXH/AcmD2ww7AtO5qw29suendxhg60/tn6pl21j4hFT/ioXwJknwrsd28l98OCYfnWdrW8pc+O",
+	"nY5N+oHxQVfgMtcyHj6E7yUOom1EdUXsCQ4e12wWrsekLdhTVwo35YSs5D0DuTmXQnPRMOV802j7dRML",
+	"0IxlE1GokqvzmtcsR7hYQ4QZcp0MmEcYhuCYL2i0hVxjCuAcAKj4YonWr2P7S1Mdux/Nq+5n+Ld7YHo7",
+	"5sL9SzbaHYBjwWjt/5jDv81wjmUFgCrw77xEUC4zvijrVxVz5B9U1+sJqRXD1MCK1blZ5U6U03cWeDTK",
+	"wHxVvudjVfnMIYddcfm/rhzhs2dbA/rgttsG6YMRl5XzsOL2yugiQ7nB3fG9fPasO8Jnz0ZFCkctw3R+",
+	"haHpievUBq53r9JHvUGtgsaKHzenYdR8nOd14ur9p3DaACWoH3cG8r2Prrc1CnjiZsBvLuGl8cgq24O/",
+	"vy6u/zXebDKI7QMVEB4NBatPQpaBgVQOAWa9xNi9+Y6X09Z8Qp9xct2nkct+fBFICutzg5qMY/BJZH1u",
+	"N5UyzqyS/zhkMLZf7SQm7IdrbGBV24J2jNb5sk2LS9NfxepjZ2PwSWJEwfc2LQV8zoA6WnBI+GDRzIbx",
+	"LLmw/RUVCEMBHXGM6qJlmTIDmb6HW/cR0QNjT1kt0ukIQurMR6NtrIN+AjKQX41g6FPsqpcuFiwS/e19",
+	"2y5mO2SlJ961jU50G3TwgihSyGYGUXVNRbQkP5AVFxnasf7f/+fFs/8/+TvX1qPR21PbVMRn2euLC0KN",
+	"Sh6AGLj98CiqNhjAiiZuDgCUXTJaTzbK7ARq0V2UJIwFfDioaUQCFEYk3HFYZvZFw34PdgwBEK5jrkjR",
+	"MAekYYNGrb/YFvxxcRL7jqtPyY4Ghoi2H4vYz1+HnBn3QohwjwkNtNGSYJX+z68vbDXDslRAJIZkr88u",
+	"CCBJQAhoF1qv0dLsam4E0aaohvT+tlT/G6FTScJohe0p/DV+SUq5SCATxnZQkpxa5LXQF00OEWjs1ZMn",
+	"T3zhEW9aQQkvngQzQUeyxA+zGFKMzotkaKJTInw7ELmDmG7c7N0mEWKv68203BBsFTJD7v87JMjzQhFl",
+	"iGO2Aa3lKI0ouBOaoBMYrSE1s5lkN1ht3VqDM6/1+vR0c/dbnoGHPW60qWMWgIua3XPZ2EIYOB7MXMP+",
+	"1KBDcUocr6fjv5iPdsA6pHkum1axgfXcGebwJ5+9sB+8oY6kNHxk692Wa1dIQBuz057HJCVvyV1I1llH",
+	"IrZ+UyTIdv0tzl8Xy2+Ic3Z3MokwSh0HOi7lAo/PKxR6F+TQ07b1EWTE1k3JrBcFguBaH2rm8ihtvCVG",
+	"zwUZllk3li5zl/WRPyjksJvAoCDBCxP9XOIJ/gkrZB5DDOCxTUQ4xFh6o9t2wwVgSp3g0BD+2htffBhs",
+	"2Oo01j/u/+gvdRQV4v9YV4id8YM8If2Ldh/HiBvHr+8XuRK0UksZk4NPAxlB2dfASeF8pI9m3SjkWpSS",
+	"FpOxFkqqIRd4Zaja4gW9fHaMRiLimiOa53dMd2XJAJU1kZuW1Gx9RpdbM0zkCoXSSLIYAyPg9uUFv8cm",
+	"NNXZPgbrZx94VD8/7Mm6iBnTiOIQ7gNVRNM7JkYWfNpFaj3Gj0QSpqk9yUHxn9mPGx1zpZmz9oAdREZv",
+	"o66nJPJ9p7ZSv4mQiXiFNS/0MtKs+XnvQQ/Y0Vqj2TYuXmemQ9zI3CapUJ7QmwPXzkk0Gd5BH+YO4gAr",
+	"yadjuXfwgAeuhaEvUNewvpHUogV3/uCKyGragqDv4qEzFC2UVjKrsNWhQOrE5FyuLfgl+mwKripzuSFb",
+	"nF4eZvKy+rA3Ff46nKeKKQQd4W5cRu6331+jQITbCn7c2k4XdBek7+7kMGsZAUqTDlIVbFRbwYYnRtwD",
+	"DmulYm/c1TW9j7koRtFErEMnOjwE3IhhgoQV6XaE2ohA9Y3iZwwN8jSAck7bp7fgKkabrAztDzU4HPrb",
+	"A5bA3FHrdWZfUNE5gUJWRPowRrjB5jVjkzAhpyVq9Jt69uKPSZSDAaSF1xbRwBeJhMBhCyg6YagpEIXX",
+	"IXzC5PY6It1AXOsbCycytI/pBBUfeD2FZrsICANjekfVMSIfDI0qhXJgvh52xeyKZwC2lS8uIh8KVEdy",
+	"pw89wJStSYiq+n6YBlcIXjA0hx2QAiZRzLSEofFmdsEF4HopG4cIkApnekAq/jfLqs9s6jzg+4XJ8yGF",
+	"rJlHwehDqj3745/2TzofO3gTkqgnbG2illCbDd1JaZ4gEbwOovd3EAkC1ZrkVNNSLhpGIJr5ntWKS8GK",
+	"SBYCaTcLtVi3YaLYQioxB5iLvGyKGJSsi/FMWu3VrgaWvoz0C2zGObbw4lkQ0+ENLo6/jMVvufd2teq6",
+	"t7aElHJNNwpq8z3xkcVUKaaP3ZrfTqFJTMVKOz7axLh9FtKniLXL+ENsFXeKcMeltPUtaUGonhjGbsky",
+	"wlxd3oR94wRtdNaqajpRbbqJmmht7J1T+347Cr/2WUvJE06rTyHeSXrH1Ie4rL5j7Ycd5bXpWbVTyPVR",
+	"LseRFNXoJiCIHlzm76TSCSsvqv2GkStyCIjOdAGGei9lYztktgG9qFE2Hd+8WnKFKegrKbiWNaQdOkxr",
+	"RRb8ntnAJk15LI8gkERUyrYDgyfrpVQey4oDaiEXU41H0mbwb8cJiFqWRohdBp3AAoALnZeW2Kb0MWH4",
+	"2DIGCyHOos14XzJa6xmjOozUnOIdsKgPqV4tkiODadp40QKxeIS0w+kX2xgKxdZx/PNLfICrOLGxhN3/",
+	"Q0CPd0KuARI9oMOM2FEQKQADqr1rd+VvzuwvHZSD9EAPlUfTcHPOYrQ6eO5WM1Yn4MftkVrBO9unYslo",
+	"iebIwYsr7OgdfmIUFK2rZFW/0245PxzAd4q8u76+IKcX5/G4GKjoMQaQCu4abvHELMjxYAmVibU1WLBM",
+	"22mydK5HJ+uqZge1XXRN53Oex23YrJzvMlmB5UKp9liriRqezXxeR52FkbbvpUYrrHOI/lVqVh9kBx+l",
+	"uId/jpfs9LU+gkXq0kcwKL/NdgEyR4WjNP7OU2vfaWN+twE0HYoHlFIG5hib8xNfw2g+6bkoWKRI9Huq",
+	"NCnlgnDz3OenWgGsJaFJxZLAWxlNCGrdkoFTuEcUM7bkNmqmPQATizSdSaFprmMloT4Eod1BeB3iXOBn",
+	"LSj8ThPepRYvygAJyH+aL8frIzgaGD4siaoeLVF1Z+mOibyDKOVFTQvMlhQxNP9AwU0J2D9yQeuNE6+7",
+	"HXbwWRrh5z1uH2+XyE8x6xJ2h/z6NBGK4kPVIN359FJZGoce7OLo5WcQUyqsgGCjXUHVzczkeU2WXGlb",
+	"iqF3Nu1mRqFZpNC1LCNn/MR2mYdvYMEMIDW6Ym58iRK2MM2JMMT4chxHhwkjtI7kmFnMb6PFVY0mWi6A",
+	"qKdrxnb5IlSNDyB2wyxCBuAdUBIDfps1+R2zp1tBPNt0/fajLFhLCLanWCCGHd2P0FfSUe5dotRRgxtd",
+	"WwPvhDzz1XDcS23dRAs+O0FEtN++iQVEvRHeD+C74KKQ67Cs3KT+dwrVtc2B73Wk2t23HJYhGjV+yB19",
+	"7Uk844VW/IHsnqksZBButL3F7Gx3ghrbIzTA9VIFoc689IectyuZ9ESSoKLbY0khQZMT7uRH4225XK24",
+	"HhovvqFZEYw8UL12GzdKPEl3eBuO2dURepBn9lcjTcFI0oDH3rQxSVXyH8Dn5i6Plj4PhdUdLIkdze+X",
+	"XWyG7qCqru1wD7rRrF6l2w80IFav9omeC4+432vb7ZYoE9JeMP127aPHGKv5udPcrFY0WgOru0tLjjgp",
+	"qLX0KgMOROLh+5sPKWJoBX7bkRVhYJusMBd0vJkaL/Ytj8no1PJtip9kDtrBBO52YGcjeI/+3Gyy/s51",
+	"yHEY/8QSmGyEjt4T5ncv8VMuAK8CSgpMpyta8Wt5x8Tgup9enGOZuKl1fNMOpLbRTt0jNVkFbI1bw4eg",
+	"V65jQtsJ4aRtFF6Y2FijRkYIL+xDWdhyFuxcsN69FXKTGiAvW887GipsqcfW3jayR0hUikGI2BNyDWWX",
+	"oAIw4rwC2IOlGBuWhBF8XJB3WlefzL9zKe+gAoQobJUEbq+RmSw2cTwHpd5MqBVnx4KFDe1JcHPAXokt",
+	"yHbiB9sWMhA7QECoeg57EHE907JhPlnq9l+Or+7z4zNVz4/hg1vDhwsbOA7KJQRzQWrrgouFzwIJihux",
+	"ApKNtiZzQmZYkVc655rdLlG0AFLmU4fCEddSq6EKiG/mc4bAztVWLcSgMtwuxQ+zAzvQgS09nSlZNpoR",
+	"1qpR9qsTiynAte/dyIWY2rlV6H5wG22L02RYt7qHtLR1UlvfurkPLb3RpuAoYkMZI0FuzU4+XbHbeKaY",
+	"Gf+Y4PZZxYra+8HbRro7GRJptnWGInswxCpSMs4nd2liuWPZvXyWcsV8VkYv0AAv9FGJNSpqPa724S7Z",
+	"KePAl8cMMoAmDCSDAwaRwn+xa7jCmtYijlbhhGb3xkCtJoyMxwAQwR5SqjSpQbst9WsaDD1KW5AMdmov",
+	"s8cq5E1FK7QkImJZcR4Nz4BqxoRapwwgqABTOTt/fUmE1Bare8nsBbOiGzJj1ntTy9UJgi3a74Mi34BC",
+	"a/ais+5hmcmYVOzDOwKvfRgjk2KdQH1UW+DVdrj+5uPaXrv2l3498mlkKdK1z+2x83vQjx0YmbmQ+ke4",
+	"lBNzAwtIf3ZcEYvvi2iYVGPWwF5zq3arCdyOwsbPnxCjeZFVowCzn4Z3p704AM0FTMk7EQUXliieR8Ax",
+	"m7qSagit3y+V8zhOKGMNugqjAWLGUPQ0xECCQ98WwiK5rDYdisAq43ZE2HZQZzynAi4TwHA1t/mJDYwG",
+	"5FmQJSFgw9ePvGPVFPBZF9MX7GyaKYVo3PuiYUGJ5TDi67cSE3QSLbQf1tkPiusHOaHxSv7DxfefP1q8",
+	"0WCj+0QfhRv9CHv8NSvoPiSN4z3T2wViraOI2qqqwyVgEQPa17tCrQ4uRkBDOTohcj7PUmVd90gS+bUJ",
+	"dJcElIcVdN01JcUXVWmLqG6XT82sLg4p8Z3SqSkIsN3rgD5SXkmnUmfmAHdePDuGnSPRAp+H7qTDiCyG",
+	"6tEDE1F61TzTQwlqez5kJFNTWL5ezU9zR3/BYms2klVL9BqHpSbFoya/jFUDHU+GGTolU0qAQmko2C7D",
+	"3XZIYJnc8cOKdO5UIlNCsgnB2GoI5VH6uJQUUGFc9mxQItPIxMg/ekLxI+TPkMPnx89f/MnMv6Y5Mm8h",
+	"feBE+/PRXgrBVt7NqAw6oT7nf7qcnMuQ35jOyKG9pIn9Qb16+vToBHm1uOchKCiQjfmvU1APl1pXGTH/",
+	"r6B0AnU31+fL87CIpOVsT0iQUYbl7slho1j9yskG/4xXD1jkOtU0fY1MlS6SqZp8CSlGWBvzyZNe4csn",
+	"T26DwpiRx/2ymEdg7mgVkdbc7IryPlqm0gmGArVUTrBYxJPtgi1OJ2wE4vuIvoVqN1llQv5TtGzkbhzg",
+	"EfKjQNz+KAt2umBCv/Hx3g+z+yDypRSoyvfDyLdlcq3TCBvv+ZzpoA4Y3PFhzJBdQ/JPz56Rw+cATtho",
+	"po6GYWz/9PKPHRjbl3EU24EVeyAss1FSRJDpn8RYvoYhbHsbLT7AprJhX7A+UmF2ReubsKkP2FUISd8p",
+	"fQsh/U+gFLL5Fb55UtUyZ0o9wbiXoylCBy/YqpKaiXwTFXOwtp5YoBGhjTuFg3pnZCDR/g1jRq6ggpLW",
+	"DhohqONMYTmtCXX03lzRL6dJZMrXrOT3DKQf64PimF2hiGx0S27fj8E4j6E4V3RjpII04cRktXNhhEF/",
+	"FCyqN9cg11TmUqmYKJRbRtNrcJ+2ZJyCLMXKqMTD2PkNcotuvSetS0XXlJeTDFY2RSV50l8zWqB41Jue",
+	"W/KXz57tdqij676mXI/i+WjpK953pq8luL4sZaA2zcWiHeOzMfTsYHiTgbOBBQzzb8Mm801esk/OZrcv",
+	"YypdS4H5T0tSN+BIokHm1zbLSiVnfOh8EzKR72PYga7flM1UkkKG0dvIr46VDQj0f8qq/atmvcc1g+OX",
+	"HQDvC57nZj5z8PAe10yw9U6V1vonaNph2cWO5hM02nUaRgYGIvmsWP1o3hzvXO5ZTlH1+Jj2QaBDshsN",
+	"0/GI7aD+OCEzVnuLg/vXS7qBS/zE1lQjipaARk0VxCVzTN2L5sr/8LK7Q1FzvCzZeYyltI5PL2abd1Xr",
+	"Jgd/gwtq7/okNmRRU6G9fGouetSky5I9tqciTJ6wmhyaS/vFTNsVbkNiw5ADj63rP7YGk+hJMl/FVdn3",
+	"csGFE+XN6VQJayJcS9Ko+2uuXC5AzFypQnulykD35guhAtOlGhb3vzeEZxo2A/zf/3Z6/K/0+Odnx//0",
+	"t/afT27++fhv//Eie/n9L/9tNLXDzz4g6Jaa0ue5cC7aWKSQYOty42vbGS1Uavind8L6NARcUSNB3NOy",
+	"YemItDHN2Y8HkjSjA7s2MlxTlnYI0GHPUHyr7vObiuqb2xN3JFuW4Q3YcIYB9xcjX7nuYbSFYLF3bGIo",
+	"ifeMDu+Ya9FNsw39im8XhgN8VrFcyGt7lqHaexu3AlKWVnigIJ4LGIXdGIunDD5sI6C04YDowVvSeyM8",
+	"4zdQADyiXPjOJgZrbA0yw6JQnrm2pNVCqPci1p4kKmbbFochbOOj6LCbih+7LbE9H9ue44Vi0+Fib0GD",
+	"7Q0fZ4xUCzeGSgeSAXFSgkIG+FuxqZwK7wTgLU5idxu/SjwYXhmAI87EXNY5JhjgrWPD23aLF4NrLCIB",
+	"xW+3ftQLxKdvR6kNsRjTcmwgewdr9Wgv6x6LfuQWzjd+xvUHVi/YvjJ3jfV353C/o73mO9XWuwB95O+S",
+	"i1ctqDz6/xRUhiB5LZVy2Mh3bHMErhJaYWw7Nngez42NOvxKI/12sjdNC5mPH/c4a2YXF/w+HlCyfeBo",
+	"Wc5ofhc1o54KMHoeqiOAHIXg70bncgWkcvHp6pqB/nX4P68+fbSKKVV350UG/8X0nYxYo8UFVmAC/OQ5",
+	"LwGy14G3v7aIfh9UhmWoAZa6AsjrU310QhYNBdm95HeMrNlsKeWd0fvwQD0h5xqpV9vLycc3jpstpyH4",
+	"WtyHbQKY6MYqrvmKDSa/IcUdYswmXMHmExCIVlJp8t9JQTcKwEvro4xcvj0j33///T85+evnnXBmR/wn",
+	"p1CtAWs1mPtL0BogqS1gM4PZm5PR8Za3RVVKbgRjogwro+WkJfIzHknGg2V66PTd+Usaq3nx4KM1weK8",
+	"dZhhLj0eQQ6dJaNvnT7a3SLdrnJLlEPs85qqu2jge6OfrswLcNKjMR2dY50yQFieUjWawA2MEHouphDW",
+	"oz1yGVnQShFbLddwVJEzctXkOWPF5ILCu3HYuIBkD4ePV4kaLDfhPW9etyRlzg0EujpSctLShccqsS1A",
+	"4jsW5tm1rn7AutpqR85vBVX2E8DPAd8dSCAwu2747x5FIa2upFOmaKNm8xXbtd0ki7USACvATrhrq/Gq",
+	"RD8tN4QSWzIJ1mKopIi97CLRFEj5iv8MDpTZRhsNeC+qntd0FRP93sLvzr5jj9ohNRpfTfO7badMon1z",
+	"8iLYn+Y8OgTH8G5s+7KndWIm2si9dN0P0ELtygMN4N3kKt3gCOLFUODRayyqEe/Hjt80CcfVVuCIO8Px",
+	"5av0HfYTLcvjvJTmRg18Z/jdd8o6UmAXd6XRLflqu/dntk6g5TAZee5+uWyEsL88G6G8FJ47+OHfchv1",
+	"HzuA1vBqJYd2bY38pCbDxifXtj3hGLWx4/rZ+KBBfteVc1z9M8z337m7UdkjbjYB0TpOq+bZCfH5Np6q",
+	"eHcTm4YXqabbZPvBYIxALrBf7CPqTDDp4Gw7Y4uRep9luMF0Xe0OsHxL9tkm3/CGGpOMXgMa3rh8FHhV",
+	"XfZpQPxdycm+Ed9nGwyGB4kLd47M8aozjKVvu6qowMoUmAjAu7aEbq+mxRRx1eH5TRbNGgU6cgVucfg9",
+	"lodAuX7Y1rR8GPCKGVtwoYgNh79jG/yQQtKI9wtPvc60fNTxMoh7CCxHwWdMFPsksdod8Ysbo8WtCjxW",
+	"Wp96gqOnzp8JNUr/44WXuufgt1h06XFLLcEsMyLYGqJuDMVMR53o7Mzk+krm9V+3ptL2nRBT4TWzOC1d",
+	"1nj45zfX5Cmt+NP7F0+9CPkUk31XsjD6y4qauTHz6TF8emw+PXrVyjNejPHSi2ELb71Qvq1i2S8OsgP/",
+	"ybCy9Zpqesk0E2ZKZ0bwa6oLLNcTmW8uKzvfgmpKavch5AKIpiK1bACaywrPIF0CcYuNNhs5uSjlqfk5",
+	"YNIuVhCHltBfNVvIOC6enRlRMANzMGAC9pPNdMuwXyr7ZYykp2WH2qk8LDt0anRAb/1OXPaiz0scSanp",
+	"giXZ0oG2887Kx45SjMYum4fnfGKoCBukxYcSXN0IH3SjPNYruDgmmqIHiNI/g5gHM2wj7pak/Wg8j3Tc",
+	"e/KrBZAMxIokSSJeHQl/d46Lr7zfOzMXq3B7uE3DXh7OWexaRHZ0zgVXyzh7CU3vgA7xlRlKar0mg++0",
+	"AileFnIy2MyAhtu1re++DjH7smV+weJHOGGAITWBKc6oYlew/6fm1MUoy//ly7zJHOJhzCIWto1tosfY",
+	"s0iD9gsbetutQXyr/lFyzW6jGwoLX0dr9Lensw0E/k6RfzQ8vyP+O5IvWX6XkVt5ZwPQA0iqbVMWLFRM",
+	"5oL1Iva56zRciUnHDZv5lFQ6nKiYqBbo1xFUgo6pcyr1wgD+msJ3tdN0+K59Lh3Od4qZacJMwCS4+0y2",
+	"qhAvEKK8O7+QfvqLGw6v3fjomQFGi5a3t7xkal8Romu6k2RJ6+IYTaE2eZ+DX8xaZmDdMeSZCV1GQIpQ",
+	"r40s7/Pj58+ekQJS7XJrd+X9WLqRYPcWC+K5DTtOxdZFte3EWnJ194HpmucqruyuZCO0XSSCheBjOez3",
+	"PI/wmR/BJoxPE8YVlqJI+NmXQpviJVDx3IW37cj7EephdGcMHPwDVB8HP3wi2kvTcqiS6I7coFGsGFwO",
+	"Lkij2A6tWWtiogCXbS8jzwx9dq9F2SAAtG0X6zdHVGq9PHBJtQd+EzpLE84r3PLuCKPUaSupgOcMLkdD",
+	"8uk6M+hhQ9m1xusIs+AYYSWDlKA2VEzXNI8Eld8NhoXZZjpg3kFctM9xO8BlYkr/KIsN/KUqKVTLEy1/",
+	"2kT1cXO9p0LSnXHOzYir3v0dGh2Q7p9yMZeYOYedkyv4/VzM5RN7udwmYBmng65XtZyVLO5Vts8iQCr4",
+	"gMzRZCBrj03k1tf8bVQQrhQXixsLpxT8EjY4Wm/Ar6wviu+GNgxW/gZutDMo0XlaVeXmFEJDU1ZlJwqt",
+	"a66d5crmRnXKfPokc9EpwyrJXJalXLfe7bboDXi4IYPZyqBhiRZIIznkbRHX2yCpA8HHpGCf5gev/m1Y",
+	"Mtqar1dExrGYbbbYqa1ke/DL32ILuN+tfcW0diFKUDbKiJYyub4RmfhLxXLNiqslffHDy5gYO28Uaxce",
+	"Lj4hSSnFgtWw+GC3RfCZKVlq31D1zg6UXZ/dEr3CVUXIwAwrzkH0G1o0ofhvi4NnP8ATEs362kp9slH+",
+	"z3/IJuZBBURvjgTQ+1Y2VOsVSpyhw9sIUd4ehRl9XCt7aE/IM9u0cvBRj5pj5fdnMIkmdfoGlK4xTpME",
+	"CR+ugyHY2oqrIH1UJc2ZD0Kw/fiS1VzHIwhmNL9rKiOIxVJLW2gosEvKRqW9cUicibp6C1Z4wpysAoZL",
+	"jY3EFMF89wLahceCWLBk7Ew8eemsUwk6uRjJy/knjMuvKiYScTvTUucirAwDzEdqySJZ1OwYIJQdF43T",
+	"hs2Eu/RnJNUytWtJBGNQN7DtB0MjzDVA7xhhEJ2e6A0Kqf1I87vhKXQo0aJB25q4M5ZTc0N0ZjqHRH53",
+	"YGQK70clLh0LmWSPgb1y1uMWeZ+clwfFyz1deaTzg84R9MMI9rOzMtub0tJaewTH+JY9TPHaYt3TGtOk",
+	"WRmLIsH3ASwiTtdsDdi7EUGzpEKwwiZUUAVXW9zoVBaJNhzW5ngbk6k6ZKOwWRA/gUmDGu4lwb5YyJYJ",
+	"CHe4bsEcgiXZHtXYFoYVbLel3Ngt44zzbdou1qxomfK2xWQqD3Rp5knutKKCLljx1qyBShKPgiQlj1gQ",
+	"yBiHHLIx9CbzmDWK5TXTGVlKeeeD73gdVtQ9OmlZE0qiAPtleULnHkoTc1eFg96eNHUZtzr07qZd8IL4",
+	"o14H+wmbbxDx2s5+tgEq71LRHduQw5yuWHlGFUMp1IhgjkP+r9MP74EmjqKSZ4rNXr07PX7xw8uQz55A",
+	"2q45c5ARgBWFAwUBPIyoEvhd5gGbdpxsxaiAqMMdmHY/uitg3J5DB/Jil7zHzq7hdzF1G93NFvwrdoJx",
+	"RidGxYSgC3P5GeFSx7B07fQHbm3r8idr2ZTFtjgUXI6/mmyHXP3qoXdzdlDweaQo42fB50YcNE/DZr65",
+	"ULixOa5cADxuZvGe0KDymHyhwrt2ZEX9ciJpLOk9e9hd+igSIizN8H1tzTscSrID0HBK4RrDo3WcIDj5",
+	"XWrsr2XmT5wbaUw0s5S4+4VvmMbD7TLmJNKaBXAuVm76rVpofh2jCTmEYms1W8l7Zr7zVyLkpkm4F63V",
+	"JHbPpSwLQ5tcs6tgrn0GU4dj7AtyEO65sFCmyQLZv6IEMuUmaOcPMrHaQVrIp/DfqVf99v0+bdcuDD3t",
+	"eDS7++qJ9YRIW1ANalQrTSMezYWszmi+ZB/ol7fDWTh3rNJtqVxIIfCBzJCcbhRjC71oQ6AdPPthSQHD",
+	"CzNblSYrtpL15mgM88r8bwx/aVmqt7aJrXqW76+IYouVjWte0Y5bZ76qwK2mog6aZamu8NMkuFPYfOHI",
+	"poWSG57ciykTsyOIqhb4xKGzWdNyCSn7Jd2Yn4cH8H04gBfRAdgSzakzC9W6oX/h4Sbffbq6fnXx6fJ6",
+	"Clcu5eI9u2dlLLwJ7pFSLkhp3gj3rWCzZgGRBnNpq08cuFy3v0UZzyVAKFyP4IU5G7ULaqWOmK09Woob",
+	"zMe4EVKwmzpaU3kPADFs6P9uWMNGTiAlqpT+jK3oBhKdXaFnO8xSKnPFYErdjgfsT9Hx6epC1voDTRVu",
+	"vLy+IJWsR+jt5Q8/fP9DuBYhmnSkOx6D0YAkhsfuTyWo/PL66iH0/cskfv+5KqjeE+gBNR6Sh+z/FQqs",
+	"VNtyySg8GYGDFaSp4DeRVvf+CznPdpMm8F7+3en1GE6vLRltyPrYyqsOlt4pgasoZuDvAs3vAs3vAs3v",
+	"As3vAs1XEGhCnu9PU9BlZ7adlQ75WowZddlDFmHjMcJKHobgLKZvInOBJtyX1hTAihDwOhJhYW7xobTB",
+	"FsyyvfXDs1/5lD6s5WD+MZ/bf9VM94x6IdIJ+K/iG/1eygq9HXaXOzH73vd1enEetblM4pO26WgD5i59",
+	"x2itZ4zq4VquIAbB3VszcwZYcULAaoYARuy+x5LCbA7zHhYsQ+vdrkBRDzFb9epjpwMqHsRsHp2b7Mwu",
+	"hrZZJQjfXnY2qh5L34ZE3wgoEw6oBrKqmMc3wJNQ++TWvKZq2T6+QZwaG+wg5/PoybhP5VrYYdnnD7Ht",
+	"OUSH8Pi3HXcPZ7Yzo+yfnmEGdlrxOA9r4baTp58clo5TIAIqZDxGPOdHEdZ3T3lQLnAs9MEWCmtFbVsh",
+	"H7KF9ihZBRFQXJNCJuodr5heysjBBeaFD3dIFLigehkUvoUFHDoaGBA/Fku2qZgCHx1wwXkjckiMc0Fm",
+	"ZdkNuEvQqZ1p1sbqtz36kWTBho0SVBwa4c02/Xga8+6Ewevywcw0CV3QDmRH37E7QmMVcT0zSCIJtO2d",
+	"BXUxEpTbui5tJQ1hMeh73ncqrhsxcsSQekwTtKrKDQbl6EbYuKuIH76NGFeTSLTtpW56K7xdVL79cFJw",
+	"C4TCRI4pxOPo0A5gbSnhEaxK2qtz3B8PYG26cpO/ZqTNVBp39XaSqIP+BW8i4rXjRWxX8neFrTzJRpEO",
+	"fvNCzNe/89vLvd2g3klytDx0t7sDPcxABvmvGaKKFD3vco44qwR0G6Nqd5yuO7LLUV45gUUmE2LtA9UN",
+	"YEJJxKKYIydylrcoO4hoackeP7bm2DSZWJmO5nps5B73x9yPYRZaSoW7MIOe1mpoH3ZzdjdtBFPSLN1f",
+	"p52MDqC2lc8TIZg6XzJ1Fox9yu1k7o3OVplhf6ciK75nncSvxI2nwOtZfcVfVPhJR42V2r21rzI7lU91",
+	"dz3r0n6c5rZpO77N4WqkT/cFan2nIMpOy6Frz7lTGWn+nyB3rjPTx8me6zW5j1PwU6W3+Wd3XSO3xaM6",
+	"4bZO0e8+s1T9vzQlDWSCTd/XvbOa2gZ/A0lJdpaTJVrzsq+rriZZZ4OqiRFAa64gzA9MT4PQaxngfhWf",
+	"Gn2QHZxRkbM4INuULB/Vww2dlL/cmf2QW9VRTjSdo5Wy0CirrB1ib+O3DS98fBv4nC8uogabN7HI90lJ",
+	"Jl/Tsp5XTRKw4eziM2kUC5LtzQZlkJSJ37jNymXNJmE57OXyTFr0kT0lNECbu2AZBzkEUSEjSssqc+HZ",
+	"ma1fkxHaaOlK5B0lO3wTxy+H/jDeW9bOjgju0icHX8kJwL4gPPagHKiaitX3XEkfLsCtmmLRrygArTc1",
+	"s7KhrzC2v4djX44ai4C3vIPwwlx9g4LrAGYp+HJVND3PPDBHRECI0VRbgXULTXAjuVdR/wK3QyiFc20r",
+	"Qxc9ZOmdVtxSrYpe0LjtioucBeMKavhPmbBSCYiYS6Yggc1Gm/Q4xUTQmP/sDqkJzGoXpS1wUn0Fre23",
+	"6iPDuA+VQnFXyA+L34z1LeFxq3jXNBcC+Plz2rm8wouly9eDg9e5p9vFaplbR/R4qLsvYHCDcl3fThtH",
+	"8+qYiDvKQkSAwzMUK5IenjFnGzK6WGt8tmKUOdx1EgGh4DVLSA0cS0/XQaELR/vw6MDVpYgSMBNYAHSK",
+	"77ErA+KXKgll4evdx+5HXFVBVz1IRbPRIIxoXR3Py/txUg/K6reLlPktaWeYpolLhzf9Rug6QQ+2Zk6Y",
+	"KWc+UrvXbovu72wIy8wGGbfXoZh4RRU1crxU2Fhp1JQZBotBOhXGiwU1gg6fdaAnpwLrDxUSwDhqBmaG",
+	"Nno6mt6p4hh1qjVKpZckwWJHKuTsvdS2FGVCX/TA51tG9rCcoKtn6Y01nfJ+XA9WbJpyV1vSnbEFFUG3",
+	"3Yock8ulxCa6poitcygkhpxaOtowDXVj7anB4F+jgnFFqmZWwm4eEY8wbEUFx8hss8Dk7eOB63jXmioT",
+	"CpeM86FYwZEDt05ZDxK3hMtx5oH+bAyeO68TWFXKXAC2oyB+wC24TcTu56Sz/G4azbi4k0crLniuVaee",
+	"zk52rrYC1AAAj6tDlfbeWeJEZuRsszs68nqXx+Twh75k1u5FZ+xpUvgJ61+ei5n8MnBxgd++khALPtsQ",
+	"atctKcrEbi+z3LSq2jrH3hol78hMFhvLoqqauSrxo/K8+Taevv/ORRoQLkhONS3lAjEtDj8JPMkW5yBu",
+	"8eCTCiczs2QZYf8wR9zh4t0zoc+9+dqukS80es8S6KZ71Suze8IT5EvX/zPqSbgO193ITbkuNwRgl3LG",
+	"71lhC7Fq9iVhEXIvDh77ziXVts31LtDo+NG7CTtN+yEqEJN22EbW50M7nmL7160g83ik2zvQoDl5Yo7M",
+	"evuo966IYD/afZ927sdL74C7zhIwN5/8BovvCN/V45bhsfUF9izEk+Ky02vytEvo6/LYIX2jmjygngOs",
+	"7rZmYbiHnNsy48AxwPJrL/qYBwxj/AeXzLRwZiNbCiiLNoAUEanF0UfO1TV1ZX8AIQ+Kas9prhWhM9lg",
+	"0IotFa2afOn4CAYkUJLTSudLavi7kuU989W5gnrntGYeSXdrBZM+unfNiop2TKwF+QU8IEA5AhfrzJzF",
+	"WiUceTXT9WY4+LdmFaMesFIZbmkBk7EKNKT7KHShdee3HX4SqOe6pnlctjIPgpAO21nvqrz9l2N48fi8",
+	"uCUOstnW2B8XloGYQjwWN5okFZ9FU0w+9GkDadg070w2IVGTa8PKSq4AkgZJH94F629JNUgZzle95noJ",
+	"iGUlB+PzmkMoB5Ggi0Fx5qXhV7d2GrdmbSomq5I9IWcQXEYhO6zcQF+EFkW3DhUY4W6sr7I1OOLPGhNx",
+	"/N+NaAOPzR3Cb7S8Y+KmbqEHaWM0Vm0NDeETexBuLKBR8Ev4ElYKvim4QpNJ+9Oilk11k0sxL3mutx4I",
+	"qW/AthU8Mb+1Hkn3q/3lhuaa3zt8afcwMMbaX9ztH3RsVyt3TuH2J8M567qBWBC0LLpvVD2/qdnfwV0C",
+	"yEH6BlBnbtAy1lvbwlZuhim0JzQ7WMxe/On5n57fIIg7PAY07u1Hrd+196ARNaP5stcgF/dcs3CIvSct",
+	"MfCCrSoJSbPhsvBVJWsdtgCrIeCCsLt+M0OEdfdnAM0X/IpnOPjhHw1DFHEjxtygCHtTszmrmchZsf0k",
+	"gMLUS1nAOtGylGv40WhA4Uv2b+3/bBcVSahG8BX794bpm3uuOC6gkEaqR3pX0FGbcQaX5aaUtLjRUt6U",
+	"tMYL1DQIdpabggnE/KxKupnR/O6mZFSxcF0r/TM0q5oKrcv2ty7FgOEW36Oaqzn3v2t2U/IVxw+9Xncz",
+	"5yXrt+EfwnqZ84E/z2umlv6wN8qCkMrVTV7K4C/N8zsGC6Ca1dbP7cmvdW5bC3+rbiBA4YZ9WdJG4Xit",
+	"PeqGfans7qiVrlpGpbSs6YLdzJuy9BJty8+ska59gueJAhGqZuY5+Q2t86URgc1N4Ckdx4jf3DPq1qm7",
+	"avaOMwc5lyv8xe/VDRKmxkILVgy+MQpHuMXud20IRPeodc1mSsICNtWipiHp/i07sGbrg1dRqtq67d8Y",
+	"DfKNuGelrBJRJbOOXOY4ETl0kYXkNCP/jg0RZlv694OjE2K3vVZEyxKKzxEG8hMAnQIkdUE1jZQkoZru",
+	"DEsp9LGqWG7Onu0ga4PGQCk1shfXtOSqkzvl5vGdQn0ai5Nps5tRAcyq5BGXGHzNC1BKzNVP81oqowZj",
+	"UTFzP9ufjGimTqxg6LknuWObSXWRYQhxBdb86g0K5jWjTfJ8SRQrodwSiGxLilUg3fpPNnOdBTG+QbFZ",
+	"XDhZ8wUXWATRSJy0a2PgCV1Z5oAxV5zqzzofq74fTg0rgmUg3drfMX9Va3P172A6Hq7kdEFryFO/7wZs",
+	"O2LPHEZeuSHPT4yIFxx4/9GqURpG6sVvMtuQRcOgEMZONc0j+jWsfGdxQqnOXt3Iad3t2DFdZ23ZJ9no",
+	"mbntji0XOtZM6fFAt361KHdMQmrt77WfUNZaIeHwx4TuP+MkXifqFZ2Smi240pCK+Ocf4d2gfNE29Klg",
+	"ZQKv1DzxZbqghe9sYXW1MfKFMwFO3DRsImWG8x28eHZc8AXXfvB5Kvx/wPV6ywVs3u2rYPR+Zdq8Iq9b",
+	"xPML4HaNhqmYhqy7teRzBmdyBEdke0VWVDRGZ27qWAT521quCG7zuZhLaw5zvvS4uVMWMWiOPVoSUa7a",
+	"2SgwD877TUNwSSM0L9GrZI+/VeP3jva67iVWkKUsvYvMD0nXVCjT44kLdzXXDs2XIRXoZS2bxTJp3/XH",
+	"Z9AM60nKsA4AGLZ16ckh164YOSj/Ss2bkly++fP51fWby50qWK6kZvFAoc5OXJ37LHZnZ3HLA2ulGEKy",
+	"H2KQ3sfT66Odst0vwASbsxNitaeg1uUdY9UxBY/imotCrgGMGut8KV4yG1PuK03141//lhyHdSUkd+EW",
+	"X7tFlmTN0NNX19NKfHHNmvpXYkzEELX1jvmIpqIyPeXV+DXhmaE9at0YCR8M1A6yQw7BPeF4VNYy8x4N",
+	"b6/n6LUybr3u3izqv5Dt2s44M2KLJQk+3TXZvb0fZLEOlv4bWKzfQZzJ2ZLFyo50qxr3cQ/6QLvTy7G5",
+	"NJUgcw8L0rD8jnBF5N0Ol1eoEvQxGcZ5YLc0rP/e87U7ME+BIlr0dOHx5AgLmO9O/VASxDupdLLapXlI",
+	"0Mji8x7iOAV51ZzJqGzTUlopFzynJTm7+DxVotkh+n+9lCXmKAAfbWEzwDx2T8tdSjoa9qliSfYftmt/",
+	"Tk8gDyuLRo4qDHRO8+gqMr2WNRYNxncm93ruPhnoupS0eB7l0McrLhrNiHmD0HtW93leegmh0R9ikV1z",
+	"zZh4YMvRhu8fMt4VWyWJ7QPGj+9eHBSavR4oinoulEYMmZXvY5cCqSu2+pyukdoZ9861Vysj7Iyi5bXB",
+	"+3D6ZlJGQvenXCOdGGLPUfor2JtyZ98cJTsS8UTYn4w74J1Tl+KP14AMMlriMkARsTfNbzYdtzerh6bi",
+	"bjW3X/Fp9HVquY3KguWl1I74OOulVHZbuMNALU5c/QAPjYKF40ejzL4h6O69B3nd06H+milzqOyyGdHS",
+	"l+Eld2xzYv5Poe1sZtaJa2ZRRM2D8cIKdoCD2LVxGhtK0u3sONKA9UnvW6mxPVb2fbAW37May8+Yd1rK",
+	"SsL+nE+KMxOJ9GA1VvQwgcTzms+t5w2UDbsSuEWTL/92E0xzUCo6cv1PPUVglmgV44mpKW3FvTBZF4c/",
+	"TDh+zEOLM2N6zZwkb6uquGqcRXgOnARr12/Hqk2eVqBoEatVC4Tsek3WOLQvTCqhN5Zsa6eUaOvSUwm0",
+	"Fm3hjm2ixviWP+xd97qb47FebrAcUMOCGkvxyOwpJYY6U4NaQ3ALYayQdPajzYQqQ2YJetvSW9mhqkLD",
+	"ROtXMm7xCJltyO88g45hmmm2kPXgrrl3OvDWvGTHSyoKjEIXqENYk1J2wKv7l/Es8f3ItaNXg5AirGOm",
+	"ZrRIEfMIYCEY1dtZoslW7UnXGZx/OSdz9QQWZ0W/ZEQw/QQSxJVc0S+5FCL4rV6x1U33tXXnJ17d//EJ",
+	"r25AirjB2AwsfOSf6ry60Wt06fd+nnPhQj56T1b0y43aiJsZze9KufBPXz7JpZg/oWX5xIbv3JhfCaaa",
+	"QVqrkMlSaEZOWa2YKJIcBH4mwXtwtFA6MuRjBGo1zv3tCXOUu3XYtgbSJYaRIzZWyC88WLYCWIrlD5os",
+	"QEzCCxDJvV+yb4IN4z/Z9Y6Fyna539sSa1Pu9P3rqQUKQmW3etI+76Ij2NnvqST8Z5Hbh3cokdr209jF",
+	"NWIiBIH+c2vHvExoVD8tN24vgyvECpGdOyanAlQLs3O6Tkg77qW0cBF0FvTk/Xq0B8KyLd6lCCyhI3RJ",
+	"Dj+ZsRS2rlvcuM0hJIH23T34Ryu1TE5s8iubpfa2M/4Y0W3ZJqMik+gbP09ITbXZsa6lVxmx05CkM/lu",
+	"EyGYvy5Zfp9KwfUJMGjVmkmpJ1rLoOmrqPUQm4Z47Z2bLWpZqfOo5cGOtKL5HdOK2KTCPbv41OiYiU/o",
+	"h7cPodlDc8DgbbVvy6mhF3u3G/f4eGpNw+PatYpT2IVdyP1pzDYfpzLX/H50VrP8/keu1QWr0Uia3i2I",
+	"OeSCzLhGRyiGqUy0h5vhjXQEe/eQXuIOsfbwh6c1NvXYKLub292LgMZDomxPb3DIYnzwvZEuLhsBJmpB",
+	"K7WUOhaLVfLFUhNl3xiGOA1RbracdTtiagU2fhC9ZKP8KB6It7XIzzZ5FAHgTK6qkpmbbUHrGYW6bWWJ",
+	"QQ1TXRgLmQw//LMkNa74IIrtQtay0VxE47YsJE77zkSdYMlodVqWMv9xCA5CzjG13rxtC+ROnbf55GqT",
+	"gkV6ZxqcYR8zTbkwWp6zZqFXcyqjnBhfFferN6uzqolBxrWOYtKAjusKLCSQmxLLLCsm3sbhJT5VzKLb",
+	"ud9lrU7I8fOtjKop0SPD4GC/DRirKbgRPWyn6dFPO7kKofV9HIRe9EQYoxBqoe/eC47t1nHrHY80jlFL",
+	"PwGf8nQbcpc4U1/wPVXdU4jylyXUP+MiDL3umwYhuWvILZkvaU1z0M/UUq6Fc1HlS1qWTCwY4SuImzL9",
+	"iA0pmUaDIqLsBa6r5y+j+hWMIK7/+PgWm57Z9olQDA5s4oS4bbahgJgLadgS4v8pcqgYI7c21/SJ7/XW",
+	"dYG5KrbFoym15yqq1FrWsaNrn7i2G4Vm2aDFFz+8HHXjmc/ikiSQBka8Bl2QQ7Pox1woJhTX/J4d7dxr",
+	"78T4IQTTjdHqhzZzfQgmC1MOXnXwQkIvmwN0jJlhfnXwUxxwagTvw4pafczXbww2t0/ZxUPz4/Hb93/N",
+	"4PHx/MPFHzPy7v3V0e8Fx0bqhzw+ACcQYXJVOZpa7WsnLsa9ZMr/+AC0zTG0SghAtmvSwaJ7FOjKh7X+",
+	"CDiW0cONnIKsl0bga4maK2KfOIexA1NqBCaWceUQ0U7c1vgbyvy16jGnHVnSKKpkByulvp+sYNw/ahGL",
+	"rfJZXZgTL5YlQCc7jDdEn+wzod2hIGNIk+3xG7np4mHpIctR5BAHr472rB/ThwTCQO8dIrzDm3nvMjJB",
+	"IxdRH34Yi7/acwF+9RD9xw3M7y5Dd/yPuIXJEP0uHRrhvCyh+28Voh8M+9KBAPy5lk0VLXKPz70P6I6j",
+	"qa5nfi9lfmdYykCkB1fwMYF3VcBn3RU5l3XecZd0IraamFXrnVyTFRWbiURh+k/EIwAcgvcK9nHt/DVQ",
+	"MXFs2OKxyxszTBEy/Y9rXR2bW/IYIAiCBy0v8wLHccvVIHUnlwWrj40uWFLN4mXLwQsSsyJ8rgAeBx4b",
+	"GiDc+6dUmyHhNnKgRlzXryVF8NmEmnH9QAEuMDSsQehgO/qspZWptBmzozXK8C4VzAviSyMobQGdWSd/",
+	"E9W3xSW8OATj4xta0Q1ZSEKXjBa+qDiQb5x6AWNFDR6v2cYfrV15T+8Qf51ifskosatmtaL1xgdqYf1J",
+	"WX8VkT7BUq+aFQSalmVLEAQob5pcNVUOcqzV7mcWkM1wFFlnt8z7U6JmA4JzcRGy7j+KkjLg6pw5DhW3",
+	"kYZhreAjh4+cPbbbwZQc5a9IYp1yOmYN8CDjL1+p9CSs98h1tgY033JDqNug+PGvO5xs11OtAtVzOJKy",
+	"w/xcjUA0tgBE2rpVTdvAZkM4AMADkZc1mzcK8rA9ulbU2J8KwEweHbei7VSybUrtLNXEE8VzdknXZyGy",
+	"+WC5n0gdHKoAbDMGmSd01Jv21nxmn5LD/3X64f1REgM7DjxytjWMx6wTpZb0xQ8vI4zy3enxix9ehlgu",
+	"cUjUlIHeTyjzi+N723WbHpBTckoEWw/sqJYABM5eBUaBGTViZ1PhLVUC1kCGr6kMQlkVwYJGoiC1LEv7",
+	"57oHpIxHJF4IKkkwzueJw9umnNAW/PLF8z/+MQ4zAcLjVWJzL2Fg7XihKyFJKcWC1ZCABGyr4AubejFm",
+	"Sf+myTG/l8aLpc75QzaQkTN0yPYPy5xwxmxYZbukvYyJ/4MPR2KfotvDF5bhmfNxyeJgEt3EcaUN0a7c",
+	"l3i0EvjvsWrfcBLx6QkibRT2T5RYMJZf5GVTsAt8HARbTtJAoA9M9I+oHNaaNC18EmZnRtiaoNIbPAw+",
+	"hY89jBTs6YwLo6FgC1MtrQsmAIQtau6/5itm5WQwjBtJ0H+AOFvTfey4PWnRzgpiAGaA76bETMWLJh5n",
+	"sJIQUejqtrhXMwKqDMr9Vc3m/EsfRaEHsDuJNC6x+aQ+qnbaw/41A2djH72upcnu9mbbaFxRYvNblbmD",
+	"Fyx69ORLwbU0+3wheTz9nIo+EMOSmwluyKzJ75gmh3B1ULjkCq7usl6wiC/vUFiN9yjiogVD1KWu3qNp",
+	"KgJ/EFQnI2jAIktWTvWMUR11/bYuI5zM9DMxFMoGiwZh1jaobXcEiM+KFcn23/HFkintwuWo2ISwEBN7",
+	"wW05G5tGLyyv657eqauLlLcT9tbaG7f8TlM3GL+5TEYyuTWr4xFNA/MaCALGPq3LfUp9q5oKUjS1w/tq",
+	"iW6bWTrfVcJPB4umEs66qYuWQN+AjZddCI5HgbJwx8Ku/T6IFoOQE732EXzi8cKQoYM6jEWGNABalj14",
+	"lCnByCljuXdLesjCCGsaQJQcD3KGaSgf6bzvHHp3F+0a0TvhbB2gjB6IhsPNmBoL3eeOEU62xQ36R7V/",
+	"uvosKtu6kGKX58coYPwnm4c06rVMlvQ7vTgnny/f2/oCgXkrQ+p20Vt0LCss7k1yLZr7ut8+NohPgjrT",
+	"dSOwsk88MMq24YFI//agsB/ooxP1QxCIEIUQ6wBr1WXz/iPGBZUITj4O78BVuL8Ev7MwynZBUZc5ijP4",
+	"3QzS/Q0PKz12utzH3LxPSAtY+hFEcbYhS8+1ToJBKnBE0VJhkQqMn8MSbD7Y6MHRdcmIkx9Rq2o1Lbtx",
+	"bTDZPjEo3tJo/Ydt6ImvBxnEmTik+77ZuX8cUvzldBG9Sj2TQWMSmDfMIQmCity0fQRhJCgyqeD8tYuM",
+	"bO2TsJ5u1azZiolaluUqVbcqp+K6EWz4OGHzORUR/J3DWko7QQq2UAjKf2oEtadqoxJnK3AavEFcyRjL",
+	"gUdeBATHtg79DSc4MkVqJtiaUE302nAfDvUF0cpW8vkDaoIHnV2xmkddh/C7Q4E8XLIvR+kRE65UwwrP",
+	"JBfJfUGWcVFSwaZSQSfHB1zXYcm+B0W9qrB6pY/lLSJi+beJg0WqnlTJ3L1qr6DosdiPOMwxEImqZk4M",
+	"2K6ovtv5nH4tw43s2TyiEbv67SFldMtyG2ZU10HOIdejOR6PGrpro8iOpjhVJzplRwG7hoNw23TsrxaK",
+	"m7q6T12Ne92oV/4+PqRYosiMB/lHRoTskTfZMH2U2Qsm81f/I9/l0wCT0cYGcfv7QSbbu/EDhXJLZwEv",
+	"nHJRQYyur5Tl7lmLVx1PiZzgmB4vqO75Qda9vePcfHCWHQ63veyxANntqypxzW6F3ToZYCxA1ss7bzzP",
+	"iqWiSoEbG7A2pF9UW1qxKLNpRxIRv0W5gRsbHShGfAc7bZFKGIEd+FxHruR319cXV05Fa+nCA2yHJwch",
+	"+hOy0TuqlpHo/7byg1Muzk4zcote7Fe3PmZ8yb6QwGFuJnfVwHJeNLOS539hm3MxlyedWwJ9w54/IibE",
+	"2akDF0tIC0UCRN9vRg6sn2uA6lG+aihUYTbjheVHOH3mSCXRF/g1EyESUPflVt3nnUUmT548ufWeUmBM",
+	"GpJsHUrUCMtmaRkxKFdagGW/UjDFfo2PQX4zdrG0+7PmIEO0bJeqXQBxsOgdC86iJbKsT9TtQg8exXik",
+	"+kd/xtQDotPbk4qx6aJVRic5cVr9aO/w9MCRPqBk2ZWKMArMjoxgLGFVJc4UUZLMaT0VdnoX3MdgWKlT",
+	"dL2p2AC+mTsxhWSqi6BnCxM7wbtmPnV2uyssFzGWdGRf28HDgh/8ldORskUIeWmLViSKYRRcVXAPjo4T",
+	"5VwKAGShGtWR7/cXzdqBTJxYOB6uiWz0gLb1McFobPJNaJcEJfsQKm5iDN558Sos616xGt6Jx40B1MSU",
+	"A2pPF1TYHGG1rxktgqIcWOaKa6gTpdzEp9GOwzAe2myAgHukXQ2Kfv0lBgb4F7bpXMIrZrR5YA6U1OzY",
+	"VmFjhT+SIGTKVGD7in45Rd6jBpmPrTLnlMHkYqY50nh8X4eT2GHvg2S84PdMeAzHHsuINAYew2KKwO7M",
+	"FAg1YcSk1vlHBWG0Lg1b9aXwgkAqa0eAcqwLykUqsMFi6P24idY7szUwu5xqjIVPgU2gTqGzZvJHIueU",
+	"/viTLxDn9hvQVb0hLN/kZSdb+cIrgq893zvIDlo/zBVWFYZf3zrLzDVfsQJhbM5cDdao5ReLdH42UmXy",
+	"GGxI4fgKZmFS4QDPJVQt1K98hoRga2UDzIEIuXKc1zwFArArLA2Jrbnae5G3wrNagOK2JE7I07t3eqAW",
+	"9nhPlxr9qcu8sNLlHuH93blze3dm/+bqgmAE/La3LV1p1J/aEWHMo7xHy8JZNMZt+HpqPzPKOO2GT84a",
+	"PYhuf0Iqo0iEtB0U/6JQlpkSzeoVF7RMWdUfEbc7ACDfTbozv8a62COlQUtSSCJs6Pkesd+T74YUx3GY",
+	"v6oD0xDM6FtwmilnNXE4hzIEAnp/Degi4ypI6+nhomp0RrC6NGjYNizrdy3ldy3ldy3ldy0l5lBCDhGt",
+	"dFxvHI9Fa3pGZFkwqMJV4y002SZjF/O6pgAmJEW05tTvGtP4rWiLy+9WO/vc3AwR7psgj/Y++l0/20k/",
+	"q32G7PS9+YTXdXdzTnq1ZpktvDu6Yb9riL9riP/Haogt9/NHrb3BRsTpN+7e3wZ4p54wMRAkA/6O2ydr",
+	"ZGuWomLqXcwPBr2lq3tPKV8z7uOxrp2J+sR43dtOdn1m6Lpz2U8B2LkwTWFc0oORdC4fFUHHzWsfsWUX",
+	"oBxXwTbs7xvg4wSjvdJURxGMG/DNOZR6xUpIF+pue0RVxLqVr20e5YdUlD24fOG2Bn4A4ZXSpiHAvezN",
+	"LNGlSYfFzzZnXZ0wVc9iCrr89pIAiXmTy6ZikcoVZhBt1NpX6N/K2YcslLq5IhVUJ++oMu2YVvTL0K68",
+	"lwKiGkY3hm5tzcT8CFQH7HV9umAf4vFFTrax2oNbayE12TAdXJYn5FkbJDZxDF/zHLpT5ze/T4xZ5HT0",
+	"9yW6TCNHONCTohy7o5a5pICkQzouCk7XSceMRRsj9cxYKcVCES0ng68kzYybDMkgFX6dljUtdCsTmvXi",
+	"z762UDnJJLKupWZxS0+P9NoQct2Rwu5Bihq78n2YVgqyB0rE+sDNrYBN8vcGahvJOxdEJNfCx8pUfa63",
+	"pnXBims5BLgnsbxNJxNCd0Zh5Cyb9T2ZiMyQptSVCcpNPwgl3jDjQd3KpaSsQeehd9PPWSqAx3aZdRba",
+	"zjy1/++dWvUJgK2ifORUeNir4znNDa/02ph9AoHeopNjklmHRBEk/yRZz4BR+GPS0cEfZKyl6g6rxP12",
+	"TW5Jxvep0blcQQAtWCmJffMxQXZkmiDAuM4VKezl6zgnKpTHoLl5/fJYaVm1f1kze/iD1dNAaw6eB/Gh",
+	"x5BDEeWnfpjTHAr+9b2DDBIf7mAjAsrb57L6TTiwwgUPjAktuQQ2ga6poGMJCAwS/gbrqPljN9c254rr",
+	"re+3WdWoyppWDts2dlIPI2z2QWGH8amiJT6SP/qqd50aVhok2u0ad6myXnu7m/kfNv0WeSLt9O3hTsSr",
+	"+yEPGhswupZsZRSsM4jFamyE+2JqCZGte9/V1GpLuHSyXjZ9UImk6ruHeDOc4Ouqp369VN3EQiQSgDbs",
+	"AclQj5nB+hFDuc3DR8hamZofGsEcj5Df+Hl5l/Li2QfDx2WfdawkFzoKcot13zA7E2FZAFrLYv3u6UPs",
+	"g9JMrgtpxxlbwk8VE6cVB0ioeGF3RKRCSzMEGUDF5lY0rkktm1jMzxT7blA4aVYiREtEVNRLWcSzTQg+",
+	"HJbyYtvqLyvCizBlvBGFzJuV0Z0LnJhKeCB1LEOF6iVxYNDx71i94iqRVupq4t9+OVb3+XH77m0nJRt+",
+	"xDSLCP4pLGS0+JV5QOayEUVmtk30RFzzt+F/2PoNTP4gOwhXxP/oXgqm0/7oF/4Gi7Tbn1eyaEo2zijs",
+	"fts1znpSWadHN9thkSqk8RSI2xkA4nHlSNLZAmiuW5C8mi24AqNKQBrbUHnmo8kZ5A5AzX4Xr3j3zRDN",
+	"AOpE0PLSTO8sDt3emjO21sMcH1aT26eunae3mY0EoTUj7AvA1gWl7XK/7A+r3f1JMGIegR15mznZLDdL",
+	"LgqPkfnpwv2yK4beFt+MeEf8OEYXshW9fS2wgB6mOJBwHqMdwdwcakDAdCd5lXYkiQpy7YKTsjPqW+8s",
+	"9bHfeuvbGWKUlHvrNFQe/VOjZ4ZT/sRmSynvzqimpVy8uU+iTihNRUHrgrD7KLh3PGEdGoSM9YxQRQDB",
+	"mQuzNyUV3ylsLFFZRzZ1zlKIyfeslBX7ThF8zRbLR7xVrtpBbgO113yxiOO8gH0KsiTBb3I/DYAYE3Nd",
+	"s37cExbdWdbjCw79e4HErBfmc1rvuDnRgHiDya7J6M9YlalPV9eKrKgRhiH8M0OHIfqlnL2Q1EzXU+tX",
+	"jBnuzMB9GE8QQrQr/waTmQX2j8ilZnFZQZRF/j+kmqyk0uSH5y+CqoQBjoaRUbHen5NAMLpPNXmeKvkE",
+	"G5MyLuOuce1mO9BEHH77Y1CiL03FfJLFzK14EgHCxnqM4z8YknHBRF3AC1QHrZi/J/KSUZC0rlKQISAI",
+	"dwPBYVAYPtZVO+2PJDfLuEmgpyVGFMbysS+ji0PJT5RrLhaX5qAEUWqKFI2Dw+DCOkUgcUA9LPBq1NrR",
+	"Yyze3qGamR9+inINh9n28UXqrhbTT3qI0mCxXnY68D1eizVYu3Npz2N4rLKW/W3Rl1vLrlWznVePy/SJ",
+	"oX9ydmD049E5/mIsfGTqb7DslWjFoUcN32kn7a289hbcyY6QumanB/i0a7lyIQbdDfkGwT69WYAkZcW0",
+	"+Op1JTSS47seSHmbjlLFf1Bom9MVLzlT+y47tJIAWu6tjh3I1FVIlAQ7xSGDHQzlyjb8abYBKWrNyyKn",
+	"dWQtOk0lM1JsB1wROkumOkDX8S3C7zty7z5L25HWI1QtEoU9VispLJh2W8TYjCg6EbdY8ancYjtP/nBr",
+	"V1naslb4l7LSJNLiWGdxmTrsNBiOX+IJ9HKVBERa1Gxh7iOPQOYvLcOB0c/SnnmHJ9JFn0zhWV+YFqLV",
+	"XQFAiGoLXG7+my/5dNxe93qig1P7GKcwsc12kkN8MFgKLgij+TKVCundkUPZFm1VJwYql1lcXqMMAh7+",
+	"xLok4sNcnYbhTtGIBM6KmtD8Tsh1yYqFzQklL758mdidazPmwwr6s2YIkJ25OXhyUU8Hmbau3sEOAMPH",
+	"STrWBLWkjQIpnbaxHwDHCfqcWYTVxBE4z/TgEFAEJhqQPvOS8tXkXQvF50md2HIqvIbU1LBG/a73ceB0",
+	"b/cypKPe6ALPe8Td3rIfHwlffxLXS67+P/beRzluG9sbfBWU6m5ZmmXLspN4MlZ99a0i24nvOLY+SZ65",
+	"e+/kc0MkWo0rNsAQoNqdVKr2afbB9km2cM4BCHaDbLYkO8lM7q3KyE0S/8/B+fs7aajgOBOm/cJnBCUY",
+	"DdsHpQdARQ/6YMOd+lDsznqA09HXI1nGjCvd2HNxK3vKJECNkJqeQ2UjTWZSCORwPPojJG5fCaHYjCtF",
+	"kfhWp3lXzwmS6lUpr+e2z8YRUV0/Bx+T2iU+WjgIw+B+7lCO0AnT0a87aYPoXwMjrU1GrVAIsFysB+ae",
+	"tWC8yaE+3BgBZW30IfH+gsHtGUPa8RW8RhbrF2jn8ltb1O6m91B2dAI3qGJ9AcZIK5Fqm5JvOyIK4x7I",
+	"LmO1KDjIuftoEsTQ/7wWNlVzoyz10unD/YyJKza3tmJCFeBbBYkXEyTT3Mev6yB9bNzuaAwIJw5SsGD3",
+	"7gGsO8IQGcZxRyMkfbZrTqHrNp39PUr3QPuM8WGPiRRrOOnDtw00QjJQwvreuU9w69PSvxejHhn2/vzN",
+	"znoQagUm15XImHKLXkqqHhT0oS1FfbO9OTcXcMYHzjFRAYA+Csv2ebnkK3SFEWyk4V5gPjiO6IZJa0Q5",
+	"a63stbBNrfrO/zh7bO8JGExS9k/AzhJYQJunLA1D4WTsZbbV7tw7Tlyb9yNMgLSKjsrcwuuakP21vQvF",
+	"BeNntzdkFq7xWF/w/n58GjH9ZNCT61I3tjcKDNzPPjnce2OCFpHzssycmGHw+5FbMMaICqTaMaDuuGjU",
+	"yRg21elm4ASk7LFJZT1wj5YvBY6QRTfQxvqvp6B6U21L7JunMJmoCmGrsVG3XY7OdbXjtZw24V7GRu8g",
+	"wI6Ny4QP7hgzNSRB3DlOc6DRu1Zs3BBd/M2oa0Y7s1VSobKb6R6gQua63JLFZTJKKCWoS+hWCYuAtVp1",
+	"LFIRT9/5Ws5I0+l6G1MFRx/u8j52CiS/KkGkJz8xAOagjjebidyiB8ocsr+jiBXGjJ8C7LdYepup1w9/",
+	"bERDLE/aULRZV0LFxiAoc7pvg6neyaSyLNm1xut0BZF1CxHwI6TxyuYQcMNo6YNfGV02VsC+gzDC9uEI",
+	"YDFJsMD4U3SQhXT+PDBAk7mZQj5mTXrRrObXHjg/rvB59OXXW2vF9kk9LwHAWIRwCOM6QhOq20vUyaRi",
+	"08M/TaPwITT0HrNSXPN8xYziN+JDzo1gjjCpJdyxpBAVDf/J0+2jX/CPr/HTJ0dYDtb/M1G6f2eZJWNP",
+	"Jk+OjsnFTpYqrCFq9YJbmZONSqgCDbAdE1YDhSP6YhJCHdsncR3bJ3cXgDLWKPljIxhfaCrbVvVbUWBu",
+	"T7/up/sxy2+COMvV6t1s7/l/beqA+E7GnjwD+O+1/qL2n/2SbRzCRWVXGQOTTAFmb1WuMnYjRGU6VXKx",
+	"k7UZHP3ywzrX/e77k1Mv6unZ5pgy5u8b1ymy/OOof64o6sKJcFfGdY2BPH1DwlMB7ApfRIESEsrYS5XX",
+	"K4QBhIBefHtTfI9p+qtnn0gmfDr54mhQKgwH9ov4wD7dat8geWtYwhqUqkZc+ZfC2Lte9e1lEGMZjoyd",
+	"vhQfbcg+5IYV3PJDettTZ9vBqLt1dPCD1dD0cXtoEfAFw01ljh2HqLwMLac/Nk6K1hSbZedMFnjZIW6S",
+	"f4JufYrU2lrBedz+9Kf9Rnvgb+44GGjd94lP0ml4Pjm45eJtRXKp4slFQITjg6Zeh/IqVMV0iTM87O7y",
+	"LiFUJ6jkJ9pLK7U7BMfIsA4hgXlYRWqDU6JV7gtigen0UufHgehMMqkLZevVMRCNG2owC3IwhQ/FlLhP",
+	"doO0gtFMTCVyOZM5m0lRFgYlrLbjthOqycENm/7X+csXJ6eXL1/8ME1CXvSeFQxMkAXEtVyBtbDWWDcH",
+	"MdxUyvXZNKCnPnwQXl9KTQcSYBmAscgVXstrqXrh03QOF15xYt/bfKRlHxve1aQyXOn6jNfGiaS33XB+",
+	"H3ib+Xu5XI2OK+oL6H0HK7I2meurp18/+fpJxmqbU3nKjOptS3WdEQxkhge/UcWEyHziyDwNCml5fS3s",
+	"xRZqfwVWwZb5ZOg8gfD6NBMg+zXgk6IK1D69WsW2zsOdwb82yn8nY926hyasdJTiC+TdswRbGM72oLXW",
+	"p/cvFKtGW+0r+eMU1lOTx5twPvYG82wNUaOR0F3cbsTnilH7CE6yIWlEe8yDGSpwsMkqXFrphIKhuJTX",
+	"No6QbDUy79wMloWHjhfcHvt9B5FA9tQZPuO1tKvBtC5c9fWqURV8iLlXiRSuuchvTF8iJD499iAt+E+y",
+	"poAJR0GO0xk+3jWtCPo4dW2mVpfGPw4OImSWtQWIUjjTFa9F0e+FpqC44IbmNgpUwNiwOTdzn+vsGxwZ",
+	"n/D5EtsIJjdxkYt6gg9ZAWDjbm8RcGxzVxGOfPdsMTyp30M3BGme2F48Uv02TowYhBNHx29E+bz2zKyn",
+	"T21sfhhB5mmgn+o6c0lJR47AaEF94rUnP1zuhDm7qko5dBjfYF1X042MoM/akmYp4MU+KDpu+RU34rX7",
+	"yY15iIVMz85Pvv3+hP3YyPzmAyzRtNtrJ00XXnhBHYAJnJdmNxybTapuZ5dCeMnnKDoNWcnpsCdK1Eb2",
+	"5S3SL8am4EvrInB6/ftkXsdB0tX+LgJzYfmcS0UGrU4vrEXCh6McDsXh3j0KYm9b6r40+3YD4lLX6yLq",
+	"+imPFyF1IJM0OJBF/g7R3+k5w/gUkABqXZISaPWNUBBlCrakhM0j51ZcJ9EUTukJWjbajtq8mG4tAjQz",
+	"MF0zI/LGTek+QR5tf2Bf7KnqTkrrIEsOLYGS0GNFDMvQHeDwnqQ1gpOy3NiX3dygqY/HXT/tcbmzz3Nt",
+	"vRLRV+vj62S0bkIawEG8rjkgLVgdnc6Ts9d0Qp/DpgMCYtw8OYhmnUzpR4bxxs4dw8zRBlA3pTAZCf6y",
+	"ZrouRH3IvhFGEvCeERmb/mkK97kvsB11lLGpaxKez0WJcG9qFffjBCxelsBQCzbFnOcpW3DwnbZp3eAX",
+	"tJpxpdVqoRtDn5ljZiFK2c5rIYLbBNYFTDi41WjXp4elNK7fuag7+A1kz7uVYumYCv4r12omr9M/LrhC",
+	"lab7c82XG49KfW3WGoGfku8VeqkI+Ix+BiS29XctNzfrjeJv4qPIEWfCNxsQ0tfGEH5fb7yprmterL/v",
+	"fw1vA8aTfwn/EZ7lc66UKMPj8O+2L1sLvmjnQP/ceF6VHDnIrczb7vw/w+v+hxaLyP9ieXkDFwzZd0Ib",
+	"0S+hmeg36jj6Jdqb+FdRClxvz6KR/sLM1n5uZ+gfoC61/jrQdM+vm23U1lSbL7sfN99tjKg3W8Zf2wWV",
+	"xq3AZMnLMqx6/Fu7Zjbv/iOx1N1f/dJ2fw3LmwqlOiv56ornN28ENyJdwUuJJVI9vYqMICEqk1v/ZX89",
+	"lu8g1U0F90Hper1jKOf2IOpd89RVcd4DSAhg9ArBJmnQ8PeuBYpftlMPPtJSgvmj1o3aWYOEoYwT0uHV",
+	"UTZ2eLPfj+ruJBpzJWqpC7xPr1Z0VEqy7RQaLgYFZnklRoMPxwXVe0A0qRw2XI9gNjUkUvK+Kv9KLE9m",
+	"Ng0hgZcgvJNhjiD789H/waQiN+Cddgaa60EmOffrtFMhr1rgXMdtt3/7GOTeUt4KNIrThQEOGV1TPC2e",
+	"aACUxeuBlTqHAI7pz50N+eXxz7fu3vzl8c+8qn55/DO+/rr4ZdpXdgVG8dck9l2QoLF/x186GG8lhoIG",
+	"VjaZSdBj8sZOFqK+FhOsqJZkbHQw0gf4/fkbQ3krq4w1yodRUrISDugRVkEZL9ESf7xAS37CmNITEnuC",
+	"IbEYTC8t48VCWgODA2EMGSom/ZyLW30jUO6aScXLeMFOfPQsfbGX7dH72xGuPCtZ27TOuUtn4XcrggRK",
+	"yxIXQocu1jhNu2VJUZ8W96zWVue6TAr7/oKq6CUU1T1UmHnEpnNrq8msvJ1m/u9F9SWK/dN5aaYYHzB1",
+	"F/w0Y7qpmXeuwtn425tTeOHt386Z0TO7dNuwf355hmAsl6dnjqjevzg7Bvf7+/M3nTKRxvHCqbnNP1iZ",
+	"3wgbgKjasvfE2siEyy178fLi9Pz1Ny+dMK6b63nbkJsuhJSBOlGVPAdLxPnlxVkcK3dAc1qKq9rmNKu/",
+	"f/fyrF2vfUh35IpdvDhjejZzvBV53/vzNxmlLMbjTgwiGKHbjKBHhr3RpPd4bUagtmQ1e/HyzcvLl8dM",
+	"GtOApczbNXmoGoo6lUTfoD/kfgv3sr2wg+7v0oDoY6q9bA/nOijwXPR5NpVgS77y3IHxPnHnyqmlon7L",
+	"geZ6zVv0GpIzgGFTOCNn/85v+QV8QrTO9r97c+E284LPeC0z9t3l5dlk9v3Zl+7H03mtF7JZTK44XLjU",
+	"8DFFS8G7r978zZ1AdwZ6cg6dIC+UTZdxxOvVRkVJcSe71pPprSyEfvwRCAme+D1JXgLzZEzod3oZ1phi",
+	"VZdUxlR8rEQP6lwVkf8YXhzYxS/ZXlOnuIaPRXW0GuymLSVmbRXPmACOoTgGVJwLsUJuA7lh0mw3z4Vp",
+	"4Ki6u5KtHS1awSRXRIzcc132nGSqtgmGjBBVROnz5AUdSoofttpCo9KEum5KL48p4XUC5Ezmk9qniCGR",
+	"0yrji/cJ44b+C92DhjkqPNtPwYc3y2hRHgHcIsDmrkOYR0PFabxT5WpET5Qt3C5CrpURyjRmcDnq5P66",
+	"XSeYtpg6SVOfVCVXImM1n9nJrbZwlCneos2LzJiR1cTIa8XLkkKpERjexypuP8wwujiiMVqSrM3o2War",
+	"POcz+0Lya6WNlXmyTpJfq4D/MHSA0aT9WhXiY0Jgdj93gKkgDCv4bYiqsaMFz+dydN2bXC8W0o7uF1+3",
+	"osARjOzEfXqqleW5TdZ9kmUpzQYWNnUIn7UIorhdx+xokzJHjuSNvh4931Jf7zzTC8UrM9fDi5rrEL4T",
+	"OjP04di+YOIDiMvryrtfusjDpjT96thKf50c1SzORNL5u16Z5VZDgA05i3fxYW0loS7jeIPD1jV7BZGi",
+	"PS49K+pFPwx8y9Dce3cJafEqBvSzdr661JV1iTx1VqI9jdZ8nX6S7EjwQiphDEY+DLhgMZCc3kYxOBEZ",
+	"M1APzNekCqcLvOlSsUVExiOP8C4A14ifPeit6g+xDPPcDIe8Gb4J42CBY2ZuZFW1QSs5VF4LBYd6PMH4",
+	"zZhulhyzqupGxbg1QcXw6VTd6jZ9gQvkgdM3e+0gsnhvh0Gfw5kaFxrUHiqe56Ky3PHxnvMFP2+JWaEl",
+	"rrna2eTaE370WhXyVhYNL9cpYLwjcI3QUtBYoyMR2oJebpLtnPtiE4rVtsgWLxjuGOGCbUfBnO3+DAay",
+	"nIOt65UsxTdOQEuj3zvBfiZLJ6BSlN7Y6qd/n6+AGvaVth8IdT2Y1z64Nj9cayc1ggz4oVH8lksIffU/",
+	"USGZD1iQNR2069rpi7cLJWr66he4jy/G4Gae+3G/Cl8MF6/jli3dFbWstbrGq68Suip7Coohmuwwj5lJ",
+	"VB9Um1fRTjBgbW05K7RcbZcjDsbd8nywEVHAuMEA6gRBrY4RHEwWWNkSVEZQhgpRCVVAyHiivhyMO7FC",
+	"TyZPjo4cZ7VS5ZYWaa3A63A2zS5ZjcnVHLmI6fDXM1GDqdlTl0GUzyv3Ddja/OWBzvvNcAlo1/SGwWwQ",
+	"wUg+uckatkZO0Ej6F+Os5EnYmqUQN06D90QW0AXWrx1wJ7zu8xR5/zSDch2uLbMbYMjI6nJRdftxN9p2",
+	"CwMmDdwZuaU74U0Z5h6IHu7BcFoWZD3sv3//+sWBV06IPQ0WAjECcqh7fX/u8LESyNZnmEV+5nGaiduQ",
+	"/9QqMffXJ29P0HH7E5RzoQyzUveAzW8D5JBdjIzxZwPPfvpAE12EUe1Auo7ULkq9vUYO7W+A6QhLFhtZ",
+	"IsoLI+5DRx4m/5e3vGx6Sw96UB4sVszL0rTFAMbVtIXcRvf1fzfFHSBRCj6wFQUHbb8W94RXak2AGTOa",
+	"khPYfBsRz6Ud5ADRerkTw/aX/R1j+RvbY7Yvdc5LJ8kPrG83s/MnBM8l47WezYwAs+luPOVyEFrIneZh",
+	"mw9MO1qJe3OJy+4MR9jaPTVBwV63Yx1bZVhXPGlR18NUkw6oPO/clyZjvCwZFGsVIYVpTLIVpcPeP6UK",
+	"aggGi9IuGLNbsG/Y1QqMz3dggjtkTCEGZgD0JpnbjrRO3j9Zao1z75pWT7fFUqpiI/M63HTHjPs3KDd2",
+	"IQslr+cggNilbm+b9fzfFAQrX3nac73HntOFVnTEG2Hwr6UolP/bzpua/pzVEv8w3DY1/dnA1z+kI6cS",
+	"bJCX5SQvdX7DhNMzv/vu+fff+1IdltfWQ+88/fL50dEh1tayonbf/u//Opo8/eG/jiZ/+eH5fx1NvsI/",
+	"/60HZixlSYl6p86g/zt2s3aQaEFCYd1i4Oz0+Zn/PtdtTWTweYc82QVXDS/Zfoykomt2xfMboYqDDLBX",
+	"2L4P5XH/wr4OAKCGuHXYdWjN8b/G6j3k9Mld7CjU6VDASH1k+x5yRxTs+7MvDw7ZG9D4rj36nvhYaSNY",
+	"NV8ZmfMSgBbMMZuihtYGOGNMcS1mohYqT7tyEsOpqpKCqtNpZF4+GlRMKLaBop7Cde/EgAj8SCvxKC2D",
+	"5qU2YihqEBOwryWkGmnQqi3b9xbDjBn5k8iYrXl+YzJmrK4qkEFgQBMIMsxYLSruzt5BT8JcIfKehEts",
+	"+BHDd3ZTvTAAd6vqZfTMTtzBm/O6mNBHO4h3A4ZxDEfwb9zRIi5UkZabIhaB4pM15PoHLKMdxdQhoxcZ",
+	"62RBOlnGcnfslLtDXa90QPyJ05VQhOnnvuw1k6WTHqIO0TncBpw4Cuw3uiXlB/erW/irlRVjV/yeJrxZ",
+	"zRepwL1X8Dvbh+gTTD5oCqmpfqk5cEs312UxHoi6EB/72PN37r7GAw7vOTKEMKd9znzdbFhm4LlIoGzf",
+	"E+raxuKlx1leczNPEzF1Mogu6WsFg2ffD4scF2MzTgejay/Xw9BAD4I17av+32ubD8Q018YGH33CCO+O",
+	"wIukt/L95SkryNMPl62j443Jpg0ZEGbWb4T2UrqPR9teQwmDE7/TKe/WZcvk4YygBwJ8PMTwtfqAnX5Y",
+	"VF8eHPYKMuM4FdleALKAAbnsDs6KcbupFEe8CtPW+Vtf+HqtgKisrRNZIKdmq/gUDN7d4xh5S7Ab8O/u",
+	"RYON2F7Es+Kla9n9mluu5UmdM9fZ1y5LiGmyX7wj5rUdcKMjPP0WC0Q9LNQGzDLgoyIn2A1ioyuOjlcZ",
+	"X4FvI6Eyms+qM3ZutZ5EYnArrEnVRgj27ctL9phX8vHt08eBVz0Gf9JkoQtRdgJi4wIYF3pmXwj/L//X",
+	"oLR/IXqSdk+8WMy7l4I0pLhA1oRr5YFEdpAxksdJ1gyWHcTlsXFYd1MApBkr+qMntK99cEXTO50AKKBe",
+	"SD22uuqVxkzfwfbXfiibSlfYDuFUL+ta11vVlVrMILFH1wydvRkaMhG3PO72YcSMTUPrQ0sZray3ne+0",
+	"SRzBWffNKq3FU4lNuOc51tRaVeK57FHXdnGyBAPBsYfa9BkquEmPAKndUuH1MXFh/YKR9x61Ryp4kDgd",
+	"Wi/HupMLWoohXM+0IZYu5hEqJL52B2z5URcIcbi2siZq2dtHBa99eqFquyPLh7zezZ/1IEJbe3I25bZe",
+	"cc10JK4gWMUkFR+SLvg7skF/LQzetLTDY6WwSPL/55fE4onuJnh5yWC87EVf/DbErw7Zb5fAYnXwDlLY",
+	"uT/Te9EQnESGXKStRjYsjLnWv8d4896a7t2Q9F1rYvr5hqN8I1WRzlpxKpC0MrXTlyE6PrQHxOB9fCMj",
+	"Sn2kBf561ZPKgXWY09d/W6M5HO67VAmlZRXkHxs5fDxEkOLM0Zp9cvYaUFN7DSZW1AupUkvayRYJS7oC",
+	"//Eu0andqh6hvxStbJB1zZUB95ZJgsUAeDbeP4asMlYMrP2s1ou+VcNiOOk10n0fgQSS/oaK+ae3GAJ/",
+	"e/Zk3TrhxgxjaBvdvnZjtsITUzjQ3QUfZmbAGBzX2WrSihlE4nrzT/rD04AhhMuS7bcJ2MQfo6BRCJTL",
+	"WJuSbbm5ObjDXRMzvm2rG6aQXrKFvhWFz/w7F0YWjTh1FNNUd42bxHg/qxn6N1iNnYRMY1ZjNykvbb06",
+	"b1SnGkoKmvmdKlcU/Q74QmJlguUeOqXbdJGOD/FlKRIudF+wwmqWu9cp2hNqM1wh/4ax+yrDwXBJmTQL",
+	"eU0OmABO2YZxbqlNMVSMou5xm6E7rbWLkNscOme25rJMQcgPjmQj/ZIWKwziDgcpHTvaRvC365rjJ06T",
+	"LuoVqxuVRE4VVhR/FavBlCA4FvQuADiA6rzUTVm4vaQnqKhHfY1BHYyOafpWkgYLAcYN73IQweriXgO6",
+	"oUPps9Bk7eaGBLCLqAor3FOx3O3ubpUskdC0Ou5keYW30FO/y7quBw7gImed7c6653Gg9CQAh1zOZV2c",
+	"8dquOtg99+ZsgMyAgX2IChAQY7ondRge5q1YrsPDtJXWaFk9SA+ZLtDcpjELcrjsxrOjuO7Gs6PkgieW",
+	"LTolGyN2e8AaBalvKjBBi4KhNAGBUWlWanXtXlum1MYbserBe1kjX+wLIoGwHPs4AsWXk+OPGtqUncE7",
+	"muYrF5j4lxxVCnGWPK0IqxuU+F2iCpKMeC9rFy997K1Qbsin/QCQxGIBst0n5UFJBY+WeCc4yc3s6qVT",
+	"bCdUNQOtuE4fnHMTfk2HopbyWl6VYusREcoGvBB/cSB/R5lj5Gm5EaICHJZ+5NqX1NOydpSnyLoHZ77F",
+	"sa3d8ajGJtCiu6c3Ca1b1dgvCaVed+vKUiVjiI/175Hp0+8bFKNWGlyixvJFZe5bm3nXwsfJiRyzo55K",
+	"zAO0rUuZJ3F+6eQzfCMkX/olkIote6zm65jLLWoo9bZ+KKPt21iQ1IEaRap9ctILumlBu304Yu2BcYXL",
+	"djTppWKYRl7wHWzWqNeetZK1+L61pd7tCj9zp1IsMQzFtbjmr0skbukQ8jJUnhHHBwj5zOkh13N2Ver8",
+	"BtDqfLSeYeKjNPaYZDhyeCHoR05V93sFRUAxHKUYebh1dBS5cS0glQ8YY6GPSXqDZnowNO6sbUS1pUBM",
+	"cr2PKGKVlkRuBS9FcVLJS30jVFpIDqDSToVwH0CAZECg3dxQ29/WzLFTeE7NBpM1SN6AaVNx+2HaY4i5",
+	"EWpc6m0Y2jAb8i1S22nC6IWzqTVkogKpF1ikeLaJQYzCG+BuQvBSArupkaV9rcZhw8DLTKpj/GsiFQHb",
+	"5FwpDTq0x4/Tdcw8EuBL/dlsbWUBDWLGWqXz+GJEzzRktYdoVQ6pamsjvPt9uAMADybJHbMFX7mlgGyz",
+	"HUyo77Fgo4oS31yz6SSVsNPpogkbx4CGCAheO0a/ug9HQi32DXfAr7e525tVo9e2HJAMBILDDTsAt+6u",
+	"I42ttyHST4gADKPN4OSBou7YiDc5IMztHa5MWuieotSeUrubH09hp6Q33ReqdVKWLc2MRT8PH4wzVuhS",
+	"3B3r/NxWZ7q2PTi9jjmeX54xuCUjOM82OCIhUo1LrYXWdgnolrXI04yDym0Cp8KR8bqWt+RAbcMaMmaE",
+	"KqLXpIVfOuig1BhALau0W20AiRdmyBVrVC1whh7XF78JYGmwoqAS5SWXi11W4i7ovKNDX75vw170UnlX",
+	"qxttmnUm8UYufdcFe//i7PHl6VloYYwnu6krbcRQaQRaPCi0HavRVCpuUsrbvoidEq1a/akV0g6AMPtd",
+	"3Xa6w+6D+ExbHDgvlN4GALO7M1tj6kRRwIuL81MCOmzLxLjlWgOTsgMYUsZy2yRYE/CI1jfnCSYgsfk5",
+	"B+zWNPVsDWcJO0wYp6OH3gs9GwKA4bjGvKQ9bbSiG3EmjRnEpQ3HYf1sbWO2J4CAmaadLsvNvIWiE/vX",
+	"Vl5d+kB+eA54KmTDsG1OgRPLSQfBOu0yrC+bUpuXq0pMwcmmlaCa04M3T3x3/JINv/xWF+IU+zkB2CFR",
+	"7P3yw9qi9GS/dpYj1FgauoS2s7dedvY9/5gqx2QsjsFLZ05WGsvQXKtSpWLy6rVm3cgeGTgAu/SQliVg",
+	"Sc0dSxGube4Wv3RMYG6q7VJm42SPuxkpkCVxNqtFRDWhqJHf60emXc01/9h2qQKq+ahiRxkhfTGesFAk",
+	"d+MwHXtfBaskgDTjrPow7lvnxVdfffFVXOf+6OmX975WE5WptxWs3+0+Wuvgi6cPcVOMq+huy143E56n",
+	"Us6Eu4aPO6sSrvGgOgFsl4lkvUP2Am1F7AtMPe7fta+ffdlxOj05Su2ZY9WdwZJB68lX2UaIHKJyWo38",
+	"fRbfGXgnuBsDrgOKkSEQ5mC0Gbhi9qcJ9j09YFIZK3jRoraYprTH7IiaBqRxTcm3Q+63aCGOtns7E7f3",
+	"AHs599fy3RyZKL5ztXYpp+CZBmVK2QqFo47pH1vf63e1pjpp7Pw0gNH3Ka4dxHqGsde1k8OlJZsHJiFi",
+	"vX5jlsmkkzk3Z/RwCMnGN+B22vcTN+yWSZQzsLFB37WwTa36bHpbkh1S5RKj1AdMP4EVoF8Q69F4Vzkt",
+	"Sh+CYZmIr3shr50YAU+hmU7zSukGDPcSI8vzOS9Loa5Fm1Kypdsxdq1oO2Nbpq7R0FULqFewMxgQdZ1K",
+	"xWhPGRqteruUtquLuuEitC8H+FpdtnUKNOwaV13re9Kg1mPeNKLuGDfbhclYg7bPStQbHpthjWk9AD/0",
+	"789E1iGGblx9u4Y/jCLafoPZeqkJXHiI/V4P/B5rUota20EC3uAz9zCzYVuX4P3cFuNlhbFUGHttLRIp",
+	"ceW1rqWd9xNseAMqKsVy7PcvvtrL9i6+O5k8/epZUozljZ3rWv4EkTXfAeZxzwJTtiCbUq+Hh4dTdhJ/",
+	"zuaIBI0OI3R/zGq9oEBpxzFbZukO7/mrU/b02ZM/Y4WaV6fsz8+ePDsO+fiMQ8nUjNjpOhNPmLxUKiUf",
+	"zzuDp6iD4TDpHsuYkMF349TOa3krlFfJZ7Uwcye/F3rRm660Fbm4ZTFUahsh9YzN8OgTpAkNLPdhebiE",
+	"UOKCezBfL54SMGz6bvlRJwKW/lfDS2khFqCqtUURC47MMcZMQBR7ZyBkP1Ca/Yg5h/5gKYSVc6cneazG",
+	"3DApxmZaT2q4X/rq37rLcQtGG91dtZjQcnX23wT685cqLDwgRPi1HhVAr28iBoqnMIvoFvcjTWvRTPrY",
+	"ysVC3wjHV+6B4HpB5c6sZsY1N3GHb5PXBLaZSNrAFjI4tpBc2EDJYkT424nnhgn5uXRwW5/uBNuKnY5d",
+	"ujRfBg8x8mbHlXCm9wJsvQwo6eauKwNDvRdOa2qldwQi8+QBK7Lt8OycvavhLMEVcUzcFyqciI3IzkiZ",
+	"evL065TOLxdCN/3Jsd9ALT6PbzZ3oprr+9jHfrAnW9T5Lzq6fBJ6sObK9MCzu0WEyggsvHWMaFwYOfT+",
+	"xRmwHUQ7hChaq9nl6VnHDo84XDZ3vKQpqiTjTRYrqq2pnj9+DL4Kayrj/oYKXbEMRmK9EwmZVDPN5Cyq",
+	"lMiUEKhILda126Mvv+4Yj77eJoW6MY44sWlixVw0fzDd23SK3A4npKemkPpUFyJhuzo5Oc3Y2en3J/Df",
+	"92553lWNz+OP5j53V4Vr6HBXJKrv9BKif8OFz6zWN129RTdYZp0aRtRFcEP259sDMiYm13tjVdEHjF71",
+	"YSKxmnLXTONEM+2FLARSIjDTupa3687L3hHPhbyep+qr6gKKPLunD1PQswcLgKuw0jtLapzdiBWi4tCs",
+	"QRSRC9FTTcL2AMaLWrT7jbVf93OtlMhtFjIWM2aEbaqMaknqmhVaiXTqvxvDpQZnAmzc1tI9kdTNWys0",
+	"nT9SsWpjw4RHbu8AiwMwWf+YCrmKUmJpHdyo/aaAXBabV+lpJnnXJQ1cFFBqzac2rel7m/KhLEQf3X/3",
+	"9NmXbiDfPX32VfLjpSwcI0ufYng46hAn2J6vAWKpqHPLOpIMsVEXUOz7kpub+ydqNKDVUPwk4wwLiTPL",
+	"TaIwSCrMMtnDRpwlHDVubqIoS/gQq5iR/dJJyw8dcHnf9K6hnK5GOSIcrDNG77Cifcl7MtOlxq6FEvVW",
+	"i1jcHCRQ5Los0d2yoxHsWv8Nc1I2e/sWjgcMn/JWDtMtLPjHqtap6f/NR59+++77k/84O393ejGS1V/r",
+	"Wjc2nVvaxpW1b42+QRYU+D0oduO0v8eXd6gaE1WQ27xmKqFeyVK8oBb0loJdlVAI41S0HwRMfqyrccwm",
+	"T1rBpCq5dUsAZQwppBP9WGPv15rP7Na1WSuthxgo9VYEFch66HzY506OSSA+oJ2j1jkh6cUNu00T8wMd",
+	"oOXvw/HoJQVsEyJiJEwkQcP5GW+MuNSWl29TmiDAT13z+opfB9KFWFMsKUX464orvRs86XV+JupcpGIx",
+	"v93szfL6WoB66z5xD/e/ffft6UF7qnxBq5HHZy54dVKWOv8mDb4FP4MNvISa4CD+8YrhNoydpPvkYmW2",
+	"9QEt02bpK8ulEkUrAyEWMqS4w4U3sm/VLL7Nh6jWW0SL1Pbmq7wcDXxqeqeIx+fKT/Rh57hGlGtburb6",
+	"0Sj92mTrpz8+lQOUd5aUIAFFQCPEGfwvBE20ORRXK8bZQhdNmYJ6Loo6WXXpG6kKRk99nJmu2fToEP4f",
+	"yxDzsmRuVeoZz+9TFRZHF9Vm6KnJII0VyjU8XGCC4hJ4bhtelit25VXclDNxe/m+Te/VlVsc0DLTcGww",
+	"nYSqgdP02RImjLbbA68klpGlGmAZRelO5tZWGVgioIys+xMUA6y+vUMYqjtIVKUgxNDNOiFXfOc4rpcp",
+	"TPpOdBj34Tzix4aXUIzaPcEkbyPVdSl2iobtrUx/GfQp/05sDhqyA627/XAjs7h+tKeYEDPpJ9+pchFO",
+	"6pYChS1hp71+7onp0DJGbWMFExzfFmn5IeSytP/w3A+rglFyVUQMaAcDbsTdRsfT9TsUsTXAN3nFFzJV",
+	"WOhEQZadZTN4AQIghFA+DIvEmAkiu/xdXF3o/EYkLLdtisRgeowSogjwnRA6BwQHfT8yOJQ+bdzIq3JL",
+	"WfCcSklH3jIfvcFtlK2V5oBLWRY5r/uQ1DuDBMe6geQn7hP3/ffbneihpzi3ZK+d5NbdrPlC/FWm+AxU",
+	"aAQLVFxLf/Q+bsm+It0BOwC4RhUV0JedKLuePKdepQ+UfjdmGlFIOQ72Jc+35qIstfu32wnwm5mVyrcz",
+	"MYs17reWA49W+vu+W9Gt879fvHvLrPjokbB3Xey8qU3KPPuu4hCcoRGfie1Pz1/+7fXF63dvD1+/ffHy",
+	"Pw4vXv6v6QFcG9wYdwZ/bES9YtgeUpdpFoLVUMolyq4PS7kpndySIjDEn166l16qW1HqSgzfPO8Ug23K",
+	"vAaKYEUe0mLf3OaHnYU6vH1y0BdqlLTmvFMMNz5jS8KPJSzdWkSwnon23NoUQ0OOa2VRm7lWVqqGRBV3",
+	"xxBOi1vx3O2+k6T77FEjk/tb2qrFrNxByzHix4SFXtfIrDJwy1Atpv0nGXuasS8y9v/9P/9vMIZe88oc",
+	"I3BQAwmuqVljC1JdHxyDrAKrBeTvNyJADVNnjRmZzN7HHV4FVnZM3YF0Bj2Fq6smXhwGErlfOifCPCAX",
+	"cUueeRLehp4TcZTAD16rmU67e6xmoVj0WF7CG7cilkCue9qdC9ZU1zUv2irUTjtoPxVFzM0NeIgazEkz",
+	"fVXZ4WJMXR97L1vJQoLffy7ilGnAAgOnYEa9Dt7kRojWe7iLOBULQIl0W4CXKOWt6F80chC5Nw2TRQkF",
+	"MRTq6YZx9zHMoBDWES0rIOpV9dyDJAZfrqo+rKr2AjcZLhNPXTZmzivBEtfV3VYoCBWJRap4yp1xxrEc",
+	"p1ujcDYzVouSWxDudECmvIIQadQYBthyeg84y0uJeFjuJRPgoGtBG9EeW+IA/Xiaxp38ZJjXZczjWO00",
+	"VLfK4seeMs1X/ddfWA0WvdbOY8FXgQL3L0Q+Ce9PPOjbwXF89IyA6wByByGyYTYTtRghasLGdQebrTOL",
+	"tSMZLVHYlphMIpJPMbsLfitezRaVuL6kiq93DB1Bb2CuAR2KmgIoQQivpeI3Jc8F27fed4hvO0kHRnDQ",
+	"487/RtqaW/HXq5Rn+xItnVji50padHJLxW6upH1sjtkRKwWFSQuFPeZzrc2WQHbMuhkKZc8Ggw3eNbZq",
+	"/LigrNYxy3W1Ir4EwcSqamx8ybnnbsN5DmZvyFSs8sUHXvIl/blo8G/VrTy5KyJD2KFkdlAKpiTbEx9t",
+	"zU/q61R4QVNjLXxaYF0RszX052OMEYXIaJOxUi6kRdVyAvBhNmMT2yiRuX/rmSzF89uMTUpxK8qMTa4z",
+	"NrkRK6nsh4VUGZtczTI2yWv33wX/6Lbc/djMsEzapJIfP8wWrlFeu//kwHEmJv9g57UwHuyjJ/zNaQs4",
+	"bHdso5EnkqgGCpJHKVCBM8NtcJ4EmqYDMwuRGu7oJg7LwJF9erTtxPYFbFDn+NhRTyU/itLsPIQvv9g+",
+	"hi2RHt93ozw2zqq36s5QYK5XGzHx26PHqMW3W5FGKMsWkPVzXYn1upAnk//kk5+OJn/5of3z8MPkh5+P",
+	"smdf/PJvvZEKY1ga1i97UJbm/m/b9gxFUtAxwZHtxtTmT0GVmD999tUQ++oJxaCO4ek9juefn329W2pa",
+	"56R01qbD/ftu1rYs7F1v1W5h/baOh3n4GvtbyaZlbU/gHG0WgtypVn7cX5zieqfi+cfM1g0FkmIJlPuW",
+	"09+6HPeqgn+crM6C4z9y1047ifE5p0f3KqQfqugDKJtc8x+9bNxhe/yNqEsJ9+L7y9Mx9+FnKJIfx5Lv",
+	"FEy+WTefRttLz7q8P4AuScQcMZ28CRBlY/RoibLwzpG7VG7YgNyK4DbaY7VV3tsZh2u3/PL7gXSBMR/c",
+	"VeBdimtwGJE3tbSrx1EPG1jmkWXDWzB89ugDAZenz1o8695TtpGn9mBnbiP/LHH+ICDfJxEbvlgLvHWS",
+	"dOOzFXfOChhOcz32xUGgf+7EHCugqHUhryXaDbTj/EtpBHmL8B2T4Svuf7X7L+AUm1x7jKb5qpoLZVKc",
+	"vbvHI8W7J0//nJbvqt7UYp9n2ebakoGh1NcQj+9mfUyXJOXPCZXXK8wC81uSl42xAnHQ3cw2k48HJvj1",
+	"cPIWBX7umdt8L7tbunAiOzhK8VOa/dhoCG+pWSmVYFe14Dc77sv//sfeP/5R/+Mf6oefn2RPnn6d3okx",
+	"2bZbtyIMO9elVrjgmi3n0gpmKp5v53ydgT//xz/MYzfqZ1/+8m/3yd8NxyzJReCuPNVls1Bp/TaHZxje",
+	"gDcrhWolHPHJJcTG+8F0lbZvm3JL+RoahTTs7btL9vb9mzd9GLBywevVX8VqbHtVFAdPXzuCSTef9ma8",
+	"EHnJHQ1Sq+6t7SY8L1Og38GvQmcK/Tv2Dv+d3DEof59hXceMUcUZMFBIsUxoAzBo07dxGKuHjfpGQkyN",
+	"rx2ZR68q/DXWvmkM40W3zrFMVZIvEuflxYs3iFHmhO0U2rxUedkU4kVRQl6tUwMA8aJuFDpJrGYL/vFF",
+	"UZ7OeZ02MxdFeenfHz5ibjhLbtrmd9EzcH/7iabWy614m7VemrVlgM1wOznWAwkv95SFhxMBcgAOtq13",
+	"HUVAAe/sdjsygoCWwBNTiG7imIMChyyqqOR0brHc7ufrkl07vywQwtomJ4kQ0RzOxa2+Eduz+mv3HqT1",
+	"l2Uon4d05Rj1Jk3SOy8rnc97SmIQnoRwr3j+5RpDsUA5Oc74ciho/XKjyCngz537MBBpTCMKKtjAFaDQ",
+	"19Qyr0Ph1pFHxg1inEAHwiGVy/VjoUoQbl1HuEGor6y7YMkdU7wyc21P8jwZDnrCDL0BKd7GMCt7XLI9",
+	"qGEeM73QS1Vqno5S2AYgCmZMiR4mqyvDlrq+Wa/GOpjLgV/3pEtJ9ORBvKh34/m6xcAK5whP2ZPlkczD",
+	"Ovduwffnb9q6xJBSJhcQ/MzreuXxRNtV3eKOx2lkfrkzypJqF3D7Lt/RlEbbr1GB3PEAYKk+uBth8lKV",
+	"gD/rT0UASXJKCuAMcGt5Pl+Qsu3ZHDCzbM9/ljSBDuKZEZJZCMGC9WzTmp8d7VIY58l2AyitytCuXJBF",
+	"MkV9dAofmZYOnTCQDuoeV4n7buHavns0bll+IxThtkaBJ9Kwd7Cx6TsdQsZvef/ueOCuK2GXQqi205Gh",
+	"wdsK/MJQafnuVON3vQpFWPA4CHh9mmP2/m40eUoVIq12Wsj2A9K7y5f8RkRb/CtvbAsiMIrcNhcXstBf",
+	"6Lxx7AOu9pOmkPZcpMPiO2+GNBXl2J2PkM61sjVPaXcElPI67QptxU4Q8GMUmjGJfqMSHn0uKTcsfLBr",
+	"qmOPJ/eUUGDg8TEKy1Wtr0o3FwzNUOXqzP9C6sNofWZzi9wyJiNysIutwj2uMlm/6KORi2236y8LXQvq",
+	"AqqxMDvnyulGKNMaSN5aplWaNdbRTeTrHKK12cYjywbwWy4sr22o83k3hoLmb01+ludsGjjcFJTbKa+q",
+	"KYhEU49FOmX7WOEEipPTw47dZepOSr3OT5QTKdv7LRW7UiVAmU6qqqRIHjK+eORTHqp1YNWSqxULox/l",
+	"jxp3fXrJnLr1a3UM/qmOoZc8a5Riut07uBuAQ5BZzJrE+sg8iPftTXC8geUfsm3bCoNsH6rGs7x0i0E+",
+	"ky5GAoWtSXvw+Xx1WwFyPf7gw52aEUX/j9mHD7RZf3P//vBhwJeU6uWXPnLHWZ3V+uPqrg7yqilLxyk/",
+	"rgCvyLV6B1K0mlXNVSnNnEll9U423eAZ+HA4+eH//Le9+9MGDqcsma8wenegJDwoQ+cpmjq/q3ukf+a/",
+	"M5QkBAA63gRKArUB4Opalwu5aHTNSn19vQkDvB0oaST5RUXLhk5Awv+ehCRx1BBORvoq1tUD3cTG6qoN",
+	"e8iIS3FY1eSN/7u9R7sz/U1emf9Kt4uuPsHlgqCYux3P3SMjdj4Wn/iK2H4p/MpsbQxDq4fBfCCpIgS0",
+	"CNw9SK1yOhNEiUSJxuuutkXFcyuK/rqw/glrKoB1n8t8znx1YAC+9m2MLcPOLb/iRlzIn0QPloR7FAqW",
+	"0+tBDgaIiZF99WfEnVLlc9PJjBvZ7JKXI0e/rKUVEz4XvHBX7a7jh1rMYhiSB4seMf/qXfC+6rYI7uaJ",
+	"SO3Y2hJEA02fYXe8Cbc/6elA7LcabyKEKW/Nr/D1ITv3cFrcsDOhik7FgEIYNxnKX0Pb4nGs9xbSVDhG",
+	"Zpsa0b2cvMx4t9qAr1gQs6lHBmEhhizvwyBD0fxP8JPh2/qUbmqMDMCRteGnm/c+vjLOyRVSLrHZ/ffv",
+	"X79IZ8SOLJ8XcM52tHyNA420UOdEN3A+gN9s1tyNkgSpyNTQmGunVrtzxGZS8RJd9FsGv7UG2m6pAdx6",
+	"iDkfldAoK0uWO8lM9VbJO+3f57edkhlQHYAgsSUWv2gpoC9dmYrdj6k8wM2NQFqRFuIZb6QqnvfAesL6",
+	"7kQjcKWNcStAdgNs32Zx0bt6FsIaZx0vQ3D74XS6C7ZLhc4UN+jBjl2nVW5uTCr4MNYqgZciqlhao+z0",
+	"n8ZAAYAjfo1piZ0hJIL3qyRuQXs/gfjhXsrayszcsidjQWf4NVw8CZpCAxWElQAcdsXvWaXssmW3d61V",
+	"1r3rEvZ0q22qSsypLysOtSW8czoqL7ErRlaFuJ1h+XzPA0AuCRrslzbXD2dGVXrc0AEGIGJIx+yiyXPA",
+	"ZMnYK2Lsl46xv2swNPaUmDoYK4Atx2earvu9bO9FYGJ7kO5OiD+h+b1sD9vfy/Z8B3vZnm9+gCDOSr5K",
+	"VZQ4AdhbqHUAGcAYlbWtAP0Y1WpjIFdD4HEpO22fhF3rqhIFJFr3ISobRm+xK5FzDwNAU62duGq1ZqbU",
+	"y3I1stvZcH87TKC3rOwljREsalgOS1r4xWC0UMbkjHG1OnwIWyaGM8f7nkb8gkXrazEY32UR5emsekAO",
+	"+jO959ZWk1l5mzH8a1F9mbF5aRCebAsoWS0W2oqToqj71xTlXMycd1d66zlASARp+273eouQ2K7gjhLi",
+	"CLNPGsRpuw4/IqPdb2u2Ecwca+1Ya7LNeY+W2lN0II110oxXr58hI2dK39Tt5hG4xbpoQJhUhSzQ7xfw",
+	"NcaWK6LWd7wAiZsm7r9GgfzNkyBb328bucc5z1rVD3F7OuNbi70Y1DM2V+a+fGP34lY4wtQJ2F7iqbui",
+	"A6eo1h9XvTr45UbVPbf2lNJCijlCkOmPq0R4y4Pg/99/nbeqSevzPMa7TloKNvWZWO6dx7HMm+LUH1fj",
+	"NG40w1K+1tYZmLTgtT7yR17zCRhERCFL3t61WzgcTWGTwXVX0Y+p/3BR+HHatgOcWquoUPKDSk0jnR5w",
+	"oPWSykbhqI7JVO8RMXGoSoePoMyqYfs++6xqzDzzZHDwIEJGNzajZ456NiulEkOXLCjASzeZd/jyrpet",
+	"VqO6AAwyDEnbuYdaXssBzChaBixpYdh+1ZQliTe48DNZ9tSdoNsnkblGN3O87SQwwg2CAXdtiF24Q3qS",
+	"AtqLjCK8RwJ9YtZDLrpWuGPGnZoJpAHBHoiy7UQmJzJvRP7dyahCxBmMKmOcaVGNdr6F/mzN85u+UlzQ",
+	"4CPD8KX+1d4+i0vXQlKg6LcRvaGqmLq2u57VBxEh2yOyyWKxg4Qs6e1LY6xItLWjrTg+q+Gf3ooTT3SH",
+	"Q+bvsfF2mwufJ/Kr2206ZJ44DMCxwRKM9w9VDjoO94XH7wxsEm4TvuSr2BaDDe1le/TZgEkFSTZ5LkUJ",
+	"SXEcahYg1+9onEi0oaphMto+FbaPmFX0fOQpyvtr72RQeSdjPfW37lfFKkBLw4z3AaHl4AHLVyWb7F+G",
+	"myTOLwLmOPHIVxVrE0IKoT2YTPIUGMDfSGNGXSA2h8cH+u4ntg8NjR3t9sJHO01/jQhhLfzJSJLcbf6d",
+	"4KWdvxCWyzKZrKqMUKbBHH50Mxf4spcBnJSdSguNYB2SsJmY2E3lE9I5tHBpi+I15CSm78U8DBAd04X4",
+	"yOgzH6SDCsaCO8YmRtruIKA6sR6vVSFvZQGXJ6wcRuSP59C43hAXn+LPhC0wTiPzQAQhNCLKFU0SdQk1",
+	"UHsdb61tL6e4AvygA2CiNP3qdvVG6WW/o+/e6PF8ZnsugvZcmjZwJGrLk/cbX/X1FZj14c9TrgpZoHhy",
+	"MW9soZeqp6jutriLgEXcE7hyl6szQNW3ZyFeimgXsy6BZJ0ICDzAg1Tvk4gStwae7ZASNFgooGiZx6Bs",
+	"ss5sSP5vUgiAt6LmZaCxiNPEmwul3QoBEL2AzqD4LZflmgmpU8M4vZ3fSOXucA+3vdbdFukYp9C2nlxy",
+	"4HIvF1yWd68OG8HJGKEKxrHAoNKOnigUUyyoLtta4nPTA2xwgQ9adywgmzqFzgeG0aeO2iH8tj828GmE",
+	"SRYpVjoVjZXLCuA+IozbQCcwh+2ZrHrcSm9LIjcUhLPDag4VIMWsKkhv9PskFVtExSJH3kC0FekwDHg0",
+	"ef0i6OEAk9vCGSeyNZQdxlW4+P6yBZPx1bijM9FTkxM+SJyruDXyxvhk923aJuQsUcOdko3xovTvfRop",
+	"/BtuZA51dt3Ku83lV7qxgdApIgSziBOSSJ1CDDg9e8/cE2lFbptaQBBJEPpJMm7rm6UNf5/0xs/1YiFT",
+	"dI+FdvGxr03EKRYSy+CvIfSPLWtotS7zOZcqsNNk60uJRT03Wp9rY9PgHd9pYzu4Z5FI90nkD526mdYK",
+	"f91ly6taF02KG5/hgyF8kjJZtBFc0936hQDWFgpjbUTQ7mAh7HeNhhRS3ye9u6uZqqkAV31b9q+RKk/2",
+	"N5Kljrz/R7kcYAPbJgOldYsqJmW5cMLhhGXIW+J1Xl8Qv+/9PO9cl6KnEFTnNHyGgk/JA3pSlqgrdE/n",
+	"aK2JZuGmuUupp+FFu+Smx64DLGoiVVyxF3TWEKl3V1hIaKnQPYg9JTf2ZdoJCT+3OCAGQi87ipl0shoF",
+	"EPW23icPXTQLgOja0sGcU/HTRrGVsP3dNCrFLy7i6ti+D2QWx0w1ZTnU0d0iWlFZeqfKLchlsDEATwll",
+	"m8l80RoXoJmegjWNUnxrtS3oIOeKXUGdErbgCqoM9re5tWAhNCkNo5eZ0sseKa2poNTaWVxjesxAqSg1",
+	"oR86eWnBAXEJY1RND5wbNzd94FbmBq9w0CVkqJvmC2qO4b6h+a6CFG3E5ow7B6Fd3vi0dggkpsVhDtIf",
+	"0ZLiImaXoJXeBsb5AlomNyoEY3ia543arkt1Spyv1T8ftBukteCft1RXgOM0MZXIncoG5U5Ki/UCjBPF",
+	"1sSodlpD8fUvVRGVJttVkqm2U5g0IAbzeGESJNsvdXW46B3GGG6JYT7gWk5dKB2+ArdGYohzXbvrKFwq",
+	"UGzGTbtw8oeuqVb9lYAf0h7Z7VxkJ15RBVYQS1rRUYhXpp1bFs5pP4H06kP0oKN3RtalLUqno//iRdL+",
+	"+Y17hH52DiLJohIF4xZ4Bj3Yf33xjn397OhJxvCGnTYKhDAswtso/xl8Yz6F/njHPhErZ+uq0kqenL0O",
+	"+DpIXzQWuajQQWd+BT0W7L8IuNnbDT5etztuZD/GcxIfq1Slux7/0oNpPLGe092dSPNpz2tXC0osRYqW",
+	"wF738NDbYNbjHixgHX6bX3Op3AsUG+XrTDlpnwCX8zkvS0FVjdfMQuW1rqWdr6E3f//iqz705vBFMOnE",
+	"rXvLNjZw8d3J5OlXz5K27HvBfGPH7SJ0jUifFp57IexcF931evHy4vT89TcvNxYNtgS/aKkDNqhbHME3",
+	"kLGLl5fvz9wFc/bm5P9en82zzmS+2JjMDz9/kT15lh630skqaCd+SeE5JFUAO++OD8o7gFEYKshzAPFu",
+	"t/6YcTarhZmzmqtCL6ix7Sb3MangP+qqu9q8gSJn3Xn8r4aXEqvIVrW2VFV//Yweu5EJYt6Mszl6Ar1y",
+	"8KOuMpbj4AGmIwfz2PmrU/b02ZM/I7wVIpQjGCqCfncKTSosBAGDTEOJyLS03CHf9+evMx+MQcjiVWMp",
+	"XzY+R4iBzlVQRqZNLadYA8JPfx6Uv42SKVvWfgwCul/jQI6/EqC5W9gkW57LujjjtV2d8opfyVImTR6t",
+	"jcNXo3T3MpTtAm2y0IkQGG6FY4ep5kJnK9a+tlH5sm2fkn/G17tsOzjF9pP1Lu8pjISShFtkkQEAWzCy",
+	"OukZMAviBcbJ06dJM0qhBdpR8KW7m1HuUCykO8rNyh5bDc/w4Ui/SNzXCK2AWk5JM/FM433J4tM6TCdv",
+	"5K04o/yupIERlp29P39jKGYbaqISRMCd8HfaeLd7RJffGVoZZgKoB1cCfKnef7ijZrprZTroF44c4z15",
+	"XaCn9NQYNFJdl2LiOMf78zcYtkmB1uMt07TPqBCl/ScPGqiMzW3La43jHzu7BEDgiEyeiIf84W4xxFtP",
+	"4ADu7Q4Rxe3Eu4TpN3k8Vd5PqQD5xVMxkG7I5nRrvEnBJaFGdzxcJI5B0ci0vwti6d3JNBZSQ41j0S3W",
+	"tPvSXQyl4MayL/AfC22st13P5DWGaAIu+X6LUX10sBtW4hdJsERPK8P5ChpPW+B2x4DWjwdm0YEdwsK0",
+	"BWG6mkcskSyKkYOloZLmukHsuINj+BNzR9n+3797eXYQhSICeNbOJO0n0S1x9lXCljpw6oBnvZHqJqk6",
+	"tAyolArQ9dxJiuHuqWwzIJPUAk/6eOz0IJNB897v5Ine9bUNDH0M+4fGKbeucHsJBaGRWMyud4CfZN9d",
+	"5Z9jLvI+xamLgJ0WEOAm/Xk2vo2/JoOFu4uGWTbRjnSWsNsblLi3k4Wor8VEQ8nMdEgxeSfOubre4jZy",
+	"5D/XSje1Yd9dXp4x+CZaXSPEDSD7Qe1pqa4P0rbaJAQjQkUoW+uyFAV2APUGcGP1EvxKHdPBPmIvclz1",
+	"itv5AdTG8EAtu1Qj6OxDZ+sHChSsL98P4+jv/iyfx/QaOH5Mq+7APBj3jyjrobl/RgCaV2KlKds6KGuP",
+	"DCoLq/tfEcOc0bPZN4Ib8RC7UwslllA9pwuukGCXV0aXjRVvBnbmyy8gnnGNXrTlJfMbGuEZH4OWZea6",
+	"xvAsrrBvarndHGw2AjEd3AOq1d79bSmVCRoeptgBusvBMba+dqm6izGfa5mLjHUuWDI/uFsSTNvunBxs",
+	"Ly8d7/qzo17gi7GnvZQQfokwGJWopS466xqd911Kazy7h8jiCA+Gk+tbUZt/MYmlhT74LNSJt3akALdQ",
+	"p9IaVuqcW13/jmk4RZUPQWW7mQW69uipW+/pHYzJv13Svm/G+rHfmywUYe28jzUIEEynTf3dCu76B8d5",
+	"CCvIw6Pfrmewx1i4d0DxHQDE7QlWv6y5MrkuRH1JNe5TGqINbzFfCj/BCptC6m+krbkVf71KJW5e8vpa",
+	"WMx+ZFfShozFmytpH0Md/1JYn7uK/eVzrY0YJszgBBmoqRCV6d+0woGOROOCPMVjlutqxW6EqKjel6qa",
+	"Tgkv99zpBzzfy/Z0Bbk3Vb74wEu+pD8XDf4NvqQf7o4JSq+NV15HBoHSTqZr8aeLgYuPtuYndarK16um",
+	"BnXRb5yGB4B+hX8+hpAovJZMxkq5kAQAN4G0TZuxiW2UyNy/tdPrnt9mbFKKW1FmbHKdscmNWEllPyyk",
+	"ytjkapaxSV67/y74R3eU3I/NzMifoA358cNs4RrltftPDgxpYvIPdl4LM9dll89sGmZx2FAWtR35mGL3",
+	"LQv64ukmDwL8qnQiLx3EWUhwdiSROIQDpPB0a3WRvnRn6pzynaVilfwoSrPzEJzcsG0Mu5rY185qXH4W",
+	"y1+uY+FsvRF9i2+3lren+wCCrnON9UpHhh88+6KnJPVWKNY71XULDW+BnY1Dn7GLNPKbLMQoho557Q/K",
+	"0N3/bTtE0O0wS8eR7cbS508hcWP+9NlXQ8y7J2meOsas+bsT0Z+ffb1l/uvOxPg8b/ozuiHK0cp1bkY/",
+	"q8AkYm6VOBDZ5qUf3xF9SL7xOR0nlPSEN2+KJeMjm/0HcYjuKKEzITLdObL5PazDSSUv3d1y7yAzJGbG",
+	"VasABoUCg0kMHEN3CiVda6lwMij/9jpF8W/F0key+ITKGqs3SsVOX784d9orlSGuRVXy3MO4+GR+rYTT",
+	"LBSx8FJCOBpE5HC1ilNxw25sK5QRrtvoNg7X7YDrwE3GbsQ1dOIZxrPedICN6yKOr0nJEGN0CaXtN2Km",
+	"azEwCwjqWp+HNG6b5Q53yGCQheusWg+0GN5q8B9CTsuVYDz+OsLm2AzM2LbpUtGmP0nUWWzqSpuetaKH",
+	"QzuSEn5/6SVfKjDwba2b6m4k/ApJE2xQ166ZlpjvQL+D4v+rWjhx6qNNBpKNPNUvpAEPoeebOx3mrQt5",
+	"/zUMOIX3WEXgSZCvfdLY+btbUZ+VXKpza6pUmUG7Gd5KGJKcYdZ3CF9k2j2tXGtsSuXHpofssqkVAn4z",
+	"7asSxwXIeC18+LASAl0zC8y5h/Bhx4Gn6Lp6X5dTtv/l0RGbSgXk/+FKF6sp005FW0ojetxzfda81E6P",
+	"KGHEG6ux1EgSfUHXGFUK1suhyryunb8BRFICpcrqSdWUZfrLcbSAsRSQ+6VrM44yCnErc39kU0rMu7d/",
+	"e/2KkSrrtMhvv3n69ZOvn7SAmJS+ulVXwa76+8Dn4Htue6EfR3fSW1X5hTSYvO2hwFjOldLAzqPM5821",
+	"B072V5HQRf4qIMTXCQEfpQFHPbzs9TrLb8iH69cKapbMQAmDN8eo4XNuAMNs2LVtKIeEHMcBmmtzPnNu",
+	"zuxPw63lfCFqDomjFVcTK0s7+Ul3IAziitPmYs5rf4i2tEwrIQ0z7iM0VLKmanE4rbvge7Ihd9K4o7qT",
+	"JKV5Lc73EqlxW0/WJ7hDnECEsNjf1ILfpE6YqGASoURr0HgJl78U/LYvdTRGjh8M3sU9ic3Pjp9fxtUu",
+	"R3x/3vkmxAu+T8VKOAmGjuz78zeHDDwKoYTMgu1P//SnP/1f04xN3cL+jz/96U/Tg0j1pAskulcydtUE",
+	"wLRQMN0NUGRoo+aqYAD7aSxHJ63hC/GccR+kwZXG6vqUg+Bvp8711V5UUIMZIvgTV9TBITuBdn00f9xG",
+	"LRb6FjnDIllmc9eqdne71kbimd6hYCHKQe+NqB9MF2SNEfVdpEikz7fDao2Z66XySQu5VkaXItLucK4s",
+	"LwWvR5eQrnUpXhc9yod7yGQIvd6ie3C/DLW41f5OcQsCBZwJbZRjUacH0z764MSAdOGZ1z1wa3YdZKh5",
+	"C8Xq9jK3VXh3/zDukJkUVtI7FTaQxiUtOZYRI9Fp5xU3ZunEtoJbnsik6HdoBJAW13bs1tg1Mm/4XPaf",
+	"yQVfOYkFzmUvYsQbfS3V9uHDPYLVfl0/GzkP4UVcv/DmPTIfaOFP0SI8DIPjN8mtcqeWl64ZeFqSWRru",
+	"bRyvfx2RbmCf1us57jT4XoJuUygCSSBCTFjAOyRs9JFfW6VykwTh+qPij+4XkHEJy3OY5BwHLoXtKYc0",
+	"YOjfJIi7l13DDKpxSSruzcO9nbLEgCo6Ziz3bsYa9JLwhVbXECuASydVXjYQc0FLA8x4exwmzaGTDhZT",
+	"e9aiHPoT1W9hjqk5RT4/9DDG7fDfMMnfIOi3Cl09LPw3bqpH7vJNjjKVw00zHv+7XSzsE3AJAAs8BgLP",
+	"0H7izpsbzOcCBv+7uJprffNClPJW1KvtJd0KepPth0y8k4z9A1/BHEKIqwDZzvxj76CnShs2g/841YsK",
+	"uU2293cuLRRMt4APEUq1DdRnA6jEvKmlXUEiPAE8CF6L+qRJubPa7EmifFAypuY2/1Bx++Hw8BAhFa4a",
+	"I5UwWJ9fqMI4Md6LEzwHsC1sZx8+NvTxgVuDW1EaZMF0aZPUw3Ktb6Q4Jt3BMM5wrN62DWFQtZhhfrJT",
+	"h788esKmvJIf4I0Pfs8hyAyVGqfpQSPtKZlbW0VVKE6h1zTar5tOd3TM3aeEuFcCowwgQmx/+uHDd9rY",
+	"CUwZP5vihQu6UoFH+bvLy7OLg2PE9JrADdDJXeiiVkNIIuOl0aBpYbrwf0wubvPJqalnE3AlTX1SNJS6",
+	"BIVtgiVD2PRC5JNXwubzyYW0Yuqkguk7eDYF1czOxQqsjWsr+wWb5qaefajFf0MFMlhU6VYGV2LPq/p7",
+	"0XTbVeaV/KtY7f3iTqFMomM6boOKmZv+mTc1XIga7VvuAIAPcmLCW25+teAl3IyTXC8WjfKhhwuu+DWk",
+	"u7Z2i7ZeLJynCOXCo1q6FvFLE0xeGVp2JyHLvhAmCyGkWZvuAW8KTD3RemF8HTFZQ1KKksbi2ThGdupj",
+	"6NzkpDWsaq5KmWMKhGcbGOOJ/M7ODW1NyUFaIXRxOEIMant7vxzWv/VHsxBVqVeiPmQvgSn9+8W7twxK",
+	"TXk7dWNI8JoC4NQ3YDA2c14JNv0514XIPAhrBiVIxOvCTdzWKycJ/c/MI7L/z1+mOGKMzKDW48SM6X9M",
+	"Ll0Dk9fF1AmklVZGhCx+N2yKuBE/Nk7tn1J304wZTWg1VAgL/EceJ2yB1Szbcma0XaW+NofsjDu5CvyN",
+	"gUJNKPTkPxHqVpQa5oyXtb8jMgZXRAa363/94CYZ2UsWIP6oKvQRBEzColrooindvtmmVrCZeCqEsrAu",
+	"WDJr6hqfHrKXPJ9HfEQBsqY7H56hxW40R9MfHYuZtD9OA1Agddy+hD9M2xJ3tEpCzXSdC5NszAakAnA1",
+	"Xq2g1hcq3dIw2Gl/lmmXRJuB7nuii6BunIxPVuSiljPLeMVri9asaGbTP03ZQnBlmGlAngmPMiY+5qIC",
+	"V0m0m3g2HGt0520VpgJU9Zw5/QT3LZ9TejDjSqvVQjeGXJFR7b94JI4HTx2VzkUJPJhOd4c1YwuH7F07",
+	"ogWvb0ThB9Ias54zXsmJRV5NQ4ErMNy4hnib48GgfKORLQJMCTeee9FRaPLqO44XqH84dFlPwjUVDyrv",
+	"Xn2doUUDDhdFO6B2DT8UQkl3a8TLg9QeH2bDprhd020biWxxcBd7Z17qnJcTN7fQWDxdBATxxTbdMdc+",
+	"FK3UuoK8ASdb1jNOICMb++TXwjNcQPUyZtaUofwi5dJhGL9pyeUEJQHD9v+xR5/FL7NGlQQ7a0Xxj72D",
+	"Y4oVL33f/iNSdbv5NliqANIhYlkFA8sNe3L0JBTuJ/jgCX7yd3F1ofMbYVlTAdr9IXsXsnoMhaZ3+wKf",
+	"pSyFss9xjO1+6Fl7+X1D9Y6DcRlYBNv/xi+E0jQzCo7G3XVr4YZKQetkpzg47k4Mi9Whgu+2GK99ZGb7",
+	"hLcuboFvcfR7QEU696+zy/9kC30r3N9xvcADj5YGQ6DaZwQtF1AHsLrI0t3QNDvpWCPYVDh7+vGjPwfI",
+	"4fx3GeR/5F7Q72oP10KJmpe4PE8O6JArgnBbcsfwp+5/KDliSnXlCaabX4MgvT52u16wcn/6ti1aeEID",
+	"C4zTX+VTev1yVYnpQVQ7EXrx2Kke2o4EEbW2OzAApe0cczRmYLumW3KfowUB+D1v7VpoI3E/lfpaNzax",
+	"HVyxKdaDR1zIqdNHfmwcIVa85gvhyzO1IwkoJYXIS47EsCYBH0WMzXstoNGpu6LReQ+3H2eOn1WitKS1",
+	"kmXNj5MbJkE8qAViIaA7pE2SO04lya33CYoXLzCe8OCQnQteIM1hP6LAmKANODdHzf4e66IA1iIXklws",
+	"nkrwWvYkQ2Ka1zi0MtJYofLVlO23Szu9uM3jZwfkMDRAEogyxbFeKIUGPWdTYMrTLM6CyNolQwP4MZuW",
+	"Ugley5+c2DnFpEPMNK0XpoNPX7YqEJKGY2dlO2N3RH2VHrjO8RQikhyoWhBy1QFqokpfSHkzqEAEh+Or",
+	"oy/WK9N4mF3BnVTqDmC7zq7rUuPArSPuQIhrg0fXHS4CKoVuj2Fb3Yz0UuF+Zv5NoNbgDYmcZ4Bn7PQI",
+	"18QKKwZ151hqQ/emuyxNV4CPagR3BXY6CReWl8Jfpvv+2cVtDg+mB8/juqoLvmKlu0QJwZctOKxMrZvr",
+	"ObF6ULKQXx6yv9cS7gGv8PqSQN5LiDxQrGBL2h1pyTWqyhIYGRA46S9he1AiKbjlrJC1yK2uV48M5JmT",
+	"KC8NQNUtYQNmtRATUzkxoBYgSRPTMGyJY6bB/DkajLG65tfiw6wpyynbDys6fa1MM5vJ3IkfF/jS9CDS",
+	"srDmHHYnsfMCVXZcOe+JxWpYnq26a8kNxgqVBb0ADlLGpo+xus3Ua9IF2nHAQdgeO3wIXmCS7NEnCVZd",
+	"aUsRfKpJ1f3k7HUEU/9878nh0eHR4ZNnf4ECB5VQvJJ7z/e+cD9ieP0cTFO+hLATsx9faW2d+gwhSlXS",
+	"BXsK1mBD5kLHGFBxiHRvxC/3SHdSGcvLsr2L1lzOh+xdLBBS0CK4xaU1opwhuw13Nw+C5tWqV9Z87tdQ",
+	"EcAdsMBc+xhO3gqZXpkHpiHxfuKuFWMBisMtqS+KvD+dTOjJxP0ihXGHx8/KiaYzXS85GCo89e5PX+Fv",
+	"cMFP/2MS/jn5E/5wLng5eX3m/vE3yadBOyrljQBZK2gmGBe8eW1+QXdip3YziHmwkKQIziMtUTcKBAHO",
+	"sAQ8tX3IXukaPjLttCA5t2RmLsoyw2hTApNAgq5qAAPjLVhOOEhIjpTcUepr0uiVXjswEKVkyA7pNGlk",
+	"ed/4dianunBsRYJ3SRUQDe2F6LCX0Ybvc7asNdw1hQhXHKxULSr0i2olDPvy6V8O3BkELSM5qs7ttLn2",
+	"fzkGQ8RSsxqd5MGqKD7y3DqVQQlI5j+ERDaShl4Xe8/3wvxOXL9Al3S/m73n/5XECu+ubJA+4g15BEud",
+	"UUI2HZr4fG8SWTA0zn0hNTI0pvbBW3o5+PG3xGD8gH4BYew3uoBINTdUKlMUpX8+/m+DEYRt00OOj+7K",
+	"+VgOMH2mHSxuPlkr4TpSKKIAqWB97+Nph3uxg8NxGQSYgXsFWOnTo6MHmx76ddKzSTHcThbjL9nelziW",
+	"VBdhzI+/4UVYOPfJF9s/eaXrK1kUQuEXf9n+xalWs1Kih+fLJyO6OOOrUvPiUus3vL4W+N1X2797rwgv",
+	"RhQQa+eUJvj46YhRXmr9PVcrWg6oWffVmCV8raw7WiVWEIjdP45+3eEP2Ol0dQ6fMnfZ82sDnnBCRl2/",
+	"4nwQQGxr3Hu+95e/7PnfWmPP3vM9NOi0z/CfeIB/yXru/0nr4r8WyVIAAMwTIDp7+DlbCdtalKNgEZDc",
+	"zZzsES1PA5HGSQxObfFJdODygSdaJcWKQ/batqaHdTsVuxI5b4y7dK60E8tD3IGXzEP/mwz6W2EDp7kI",
+	"vvFPRfXrXfUwgHa9cJsOf1PH/FJgyEuIq8XD3j0fxsqyBB3NaqfCEe/qPf4PesxzXtl8zh//LItfBo64",
+	"KtBFLlq5hr6MMg0CiAmkHRbo8zp7+y2TC37tdB4oUz2Tt8L7U+A8e0DQpoUHju5qL5NSYuxMzqwQii2k",
+	"aqwwZJaRXqoF863v3kt4qAW2mCsRtDPsSTQW/zL6QDo40CCKkdfpkCb/ugBTT/tOCeYMmGIYoQRjq2mi",
+	"xcFjgD0iPwAbl/TetyCifYk6GOaHFRliY0NgVVXyHGPhN6j0FAe3TYRKQMrGuOwgAjndqBWAZLFx8cfi",
+	"T4iLaBp4Myn+DLILOCiPKywClGgYCwIkmk7yhmjrFlDhE134FHaGdpI7Cwhfbv/krbavdKOK3xRLQloO",
+	"ZJOHs/KZmc3jWsDt1a9ev0b7Y1Cxkb2ETc1CLCFesGRsMKYRju8osXS8KouZy3Kuvf4HxsA4hJd4lDs3",
+	"uiwc/3CXo9Ks1Ooa8I6CnfOQnShGNT7ci8jAVxjrjD1HowRlNL7rubnxcKqxPSziCZtUfY6LdX/KRoM3",
+	"MI+7EflwHswIGr+7SECzP/Vz6aP7zgYc3lGe/+3QK2zWOsGS46E7189ExWBFnXj1ccA+RubWTphwK8le",
+	"i2LiJhSFgTMOIgJYi6W6ZlOizjP6umtMpeAE8GsEG4dWHRNH68aI7GzTAxCTEd5jw92ctqsNea+fd5Lg",
+	"UzaplGuaWEMp+A0g03hUfyUkWrgwTp8M7xCgH1ZR6ZrZug2RN8EoK62TSHAtNpaPga3LCZpLXhdx6L8X",
+	"lrpS1yND0tGEDp/7HPwjwGohfw3chlN/gA/9iD7g8KcZ040Fa+PUNdXUYnpwjFINmNDBYREpNwEvJwvm",
+	"epLJvnz6FzatuRUfCM1nGrlYllIVekmpcMY4Ju1ZQVg0EBEXgrJnw8+VLmW+SmawGr5yit3q4JCdlGUb",
+	"kBAFJlOA1K2+cfJZG40cQ/TDPYSmfgxeQ78ZJKqkZDgknHdL5Tdu79MYjrAf38kWw5G/KP1JiZf28xqE",
+	"Yldr32g7aQk+zL2NE/NRlfFGLqGqMWzk3cXCJ2OMM46N6lr+JIo/jE0Pd4W2xiVknDEFEpeDarwtTaUv",
+	"y5bTQ7Bph9Xvjb5Roc2NuxN43NCNKfIbE8mLNG7QiiEzMrbZ6gritvxhRo5HzNJADu1Ss++srd6pcpWx",
+	"C74QF9KK/3Fha5lbz4qeJ4Kgo6DGua7txKm1RTKymm5ACOVNxx+7lqYX7noQ0zZsw09QmkRwcuAxpCP4",
+	"UWGf9GPoE9uedB9FgG/TeAfc1f+WLlicCK8qzBekane6WOFKkoWsjSQ9vTh/RR+B0k6sJBlHvRlGnVhl",
+	"uJCMiAox9UVWH7K/owcnhmiga/HoSVrICU4rw1eUmBzsUMDwUG/asMs0tTDBn9QxymwKCD1mmeg+x/xc",
+	"7uXWjmNeGhw9PWujCNm+21r/M01uStKhl/SwkQM6YZuWGR8lk9B/FCzpG7Q+wQXOrQhnpmrdi36a7kC2",
+	"S7HvRBHsFhIiJrCCmE2c19qYiZG29ZPtrwXBP49emqKxy2mB8lqF0PiDtBC5FhFPwX5ewJLB8e4Dtb1U",
+	"hoKa25FNYQNW4RMJGND2CIcUQ49URyzjqiAV3x+LjFg6KkC4/Z9X8qCkjAu6DPqcUkTlS0CjFIokDwkx",
+	"nij+QRiWwXoBSOEw1gthJ30JIZeb/KOPTTq+T60eHHY8lBt2s9+2nPMv7SN7V7nbaV09/Tw6PoY69gsq",
+	"51HyuJexgkytokB/UHLdySfhgaKX4bhSHDcU0Vrq+gZVJbpWO1EVkZmsvToMRtGqwmf8X2nraQAzwhDt",
+	"a+Mm7ijrGDkaBm81Ewrp9dqJUF8e/YVNcxKlp0nu6RbqV9Z2Yo5DKkya5QSV87esrPxaesNLbwOhA/1g",
+	"lJfWBTD5ucfhZptaRZnpV2Iu10cXRD28F28knVtJRjZuO++4syBmM4F55xuweu1l4nPiV22QGArErRG7",
+	"xAhPlMfIbqNZIXIJMY0yn2O2rPvVzPUSv4eZSENlXUHEjNI5KFL1FiKi4FWweqU9XGiLgMiQT3ndR930",
+	"WUU2diMQHua+f0ZC+7Xo5gWsypXoOZ6dBXloItrqRcIw9U0pyUO5gNs1tqZ3bicYO+jS+DClJvswjFg9",
+	"dtdPtyF3wRmwez5ngECuLJkGfTqFCdHStYZkG8rV8MDsupI+FBwsnvM4PVhGjB9j19k+6FY0ipCn5TQK",
+	"0FSUu+hEEVrYJ+AQ3disNWgGzzNldgBhkj3tIDK0P2FTaugDfTI9ZG/kjQjXuVuwSfcuxtwAn2ARhxa2",
+	"qE7U6iPzYGnHvd61i8Dnf0MKBO1f34UeBwLsoEgkznIsmd1Vkfin5HP9rjkg0w5vaZkGVoBErhFzhk8u",
+	"v/ss8l7h4g2Eo7XJ5rosoGSRrI3FAG6iWUom8tC1c1kXk4rXhKPsuFdVUsIf4si2MdVW3mKUO5D4sUfT",
+	"cBLFlVTEOE/evjhkFwFezqC8AdHLCDL3nCG+nI9zxqS/HphSKE2kW/uBxJQSSu9KuVncQpz61dpwqafO",
+	"SfvK4zMOuuao9wD1Y8S7NJi/ihUYqMd/EWECjv3k+w5E4/jv3upC7PTBC48nuusnLdrp+C//BmB5498/",
+	"qaod3sack50/2GkGLwkZdYc5BLza3b4hrNxdtj5GwRz/3XceGnWnT87sTzt88LoLbrrLWTNOWkGEnR0W",
+	"MLcNL3f96iJAbY7/5lsCtn0FLHS3IRIXhmH67z9phA72DLBWCdkmBrby989v3dX6aylVbg19RZH2jvKi",
+	"Q/hpU3w4+iotPoQFv5ViCSBfg0ltLa55HJHqVSVI/Q4lzaeH7DTO/exCg8MdXZXSMj2bZUyovF5BzvpG",
+	"FuqNWEUVBsPFzaaAgTp9POVVNX08RTyeaYD5bxS4STwGIzW2j6Y7HOMH/OZDsOQdUNyuRzn2cHwIdjDl",
+	"XdoBLI4pwWRNIakcP3DT6eBVk1soYIhPEX/NBHjgoJ1xfOIL8vlseFDksPj1QSIyBHbHc7lPFBUS97HF",
+	"eUPhZ+7NR4aggrNQYxBOhMU9NUtp8zkCqH1Gh42/D3ojhHHTHiJl6I/Qj99A6AfmFfEu53wgxok4XXsp",
+	"ZesxN0bYCUDszUT9WHz0iNxJFezlR8wZItsIncJWiQqsF0DIMJFZEILfTNQtlsk+hsYDRt5hGGh3MNPM",
+	"N8GeHHQVLseaCc8bul3TrJS2DGciimNWNwozP9BsExAsEFNvk1fhJL0w4ob0SROGqKNLmvULWqI+0t9Y",
+	"y38JUy3uCZ40Ex+1hxUuRlCIXHgKScshf4d7tKqFa3EKqexUCBaxOg4C4EAb9tAJLqHYTW7ZUjdlEWVW",
+	"ZYywWzNmbmRV+ZQaDKtAC+tyvjpka2MAEPQOVApIDoTpwctyoutJGJVC266bL9b1P2a8/ZBwY1aMgluY",
+	"JLCH9YxqNsWVasM+wrZdIwG67g4ZIIQTfmmoc4GSBFQdC7JOQTVyr1YMxKrHvKoe+5KwjfKxkgC5irIb",
+	"rhF4cgn5BMJqllDxozsOH3UCpaHlQhyyt62EYFjJ21inCqWpSWQsqrQuh0Uw0GlEwoT7epFmNp8maNZJ",
+	"vdDhFvFok2FHOE24r4RT/9lFIj/+wSDakiu2T+f/wBFJCzyFp/4Paen3LC2d4c4yTIJwhO00G+LMn15m",
+	"wltonJ3aX1lSgZbo9KMWJUjWUZmjRlkzaOv9Frv9DRl8vYkHrb6fwUADHY6x0uCq/2GjGbDRdA/oZ7bR",
+	"UCEraQ2QxZpFpGsCgXdjC8iwdQHOyOcwMXRKGfbcRDD2RzDJrI2Gj977Ve5QXKKhIf9hWfinsyx06P2z",
+	"3ZKPf/YF7n5BflCKVEWAF/C7aSt7evg/1ZqRj9vCjCzBIJS2H6BuzTQ2kfr6OSS8k6nCtuBaCw3yLaVW",
+	"lOCvjcI2ccBsP1SMVYhnCFIlIhsi+tJzsv5eaTvf5FA4vzUOtds9vnbnftr7dkzwZssoqILJb55R7Ip9",
+	"8LuJAMXj1VYU+5S0nu1VzUDSNA93ns++id4bVWGtSzmb1YMfiHIeXjroL3TcQ0G0CKEO3W9PGCCDky8n",
+	"+k9G3/9SggCezl9BENg0mI0M8QI8YqmuEQqlNbfto6aP5s9CmlzfiloUB92QsLQuTb7Qf9nwqfWojN9I",
+	"VAWdkT+iK8Zo7gNW6E/uDQk1fCZG8DoHbCR+JUsINO2h6gv0aGAWb2iAGbHgysqcYUseCRwsetdN7RNa",
+	"fW1rKq3WBQ08j1qDRggdld4SRQRfGOdgzbUSxpYrNg2A18/RTzJNJ274qALq7gJ6O23n/unJqL/v3hQP",
+	"/8a/hIvQlwH3B4YOhK6ohFEtmCikhRqcn5pKfg4hRiO1XmM1+PPi2KVZLaie0bq/K1ZwPSbweaOUVNcZ",
+	"u6C6iRl7p0qpQASHbG/yOW466rweXWMT02NMbZT+ImWvrfFVTgB2E+JiOuE/Bste14IXgMDu0/Ahf3uL",
+	"OnxXef518evrwHEgzh9a8G9EC/6kQTTZcOajVqIbUufot8BYXSrFBOXPqRwFb6yeuCuRikgUkEagZzOE",
+	"+Gxr2DvKxYiXofvpt0pK48LZ/uko59cihHPBi09EBsHB02wBzruWt0KRhWO72YddkALgPqXIrjgWF5Jr",
+	"sHYL0AWmzkRxXxnjQCaJ6hRQHYGq9SxCLSggzu5blFbpXjtkfw9lCz05140ymI5ckd6VhcjR9RsauplS",
+	"jO3Ug3cSMt5+8tY9eL527Q6bwu5N6p/Y/vV7MH1ts3r9s/KlPzxmowxlnzsWN9IaHpNeL/oDDS/5TSfd",
+	"AQo8zYaMAxD/v2Pcf0rV8OnelHswqFMobT/QcBKaNaX6iN+3+OL36g+G8aurAP5AMb5uUvzM9FvxxgwQ",
+	"7xmH4meO7Bbcypx5HeA5UxormQFUUD4XbmRFXJRPfLSUggPRv7ZeHUIxVJA7PI2S7o8iE4kYxxG3iE3r",
+	"UPnStYr9XolcL4RhMMaEugG//1MoHBTN3NHBKpr1HxT8K8V2Qp2Xzp58btK1P/UT7vdOk8jYT1C2Hoqg",
+	"6MrDiS1EzSPgetfeMYGGYo4cVNRHSvYGPyA/CDk37gY/ZOeXF2etByxgZf6FTSv7E1ynQVyaHrN3b//2",
+	"+hUoG99+8/TrJ18/6f80ru3YshNZswKy1qFS8zVVeW3t7EmYZ4Q4804o+9NvUBdpB0cFerfoI2eX/+m3",
+	"6VdRRdqB+krCvbyLDlNcRvkPdvUvpaFcANRffGbvxyKRA5hDwi4cxSJbx58UZhQgHAw3+oji64D5YNVU",
+	"UQTHgZekfw/8sLW/OiqOl+W3LR2tj3aINUbv/cFsflW77vp2fE5n5gbhb8exOzE3HUr3CscGN+DXXKrf",
+	"Bb37okb/xDTforf9Qf2/HepHrLaHZQB3uvuNsFaq63H3PvbwaI3kVwF1bcFVw0syTBLexu/v3r/wS/Kb",
+	"p/8w0oH73m/wH9T+q9/1pj1Yn9yBeyFsK6t3CBLLGrjL2xMYMQ60OBaaYXVCSA0/u/xPhEXtFIx9ZHy2",
+	"LhJXW1AYLSdzbqAK2O+A8juezock/k9pCPGDHGEJafe8s2W/lmXkD471hylkuGbWJ2CUY83F4DQZKI2F",
+	"NR4wGNLqSdWUpQ/yYvtUw5lbKxYVgdlHrhgrF+IgY7UwzYLcRRPWCRcjb20cp6L00gN8p5DaDtn5urfW",
+	"sXXvLtsPrlv65UPrRZ5ihatCGvQht+/6n6YHUQj/pt5k69Xvw3EEQbTjQj89vDWudbAh/yE3/UoMwdEb",
+	"VkQjIkOAcEdOSi8/P3NoajVxdI/UNOASbmwqEhwi36Siwlh94ENRNRl3FmnqgOaPvt8YM3JMBDiUo6U4",
+	"D88aNt9PsIgk2Te18jBnmjKwft+e4wy4LE3/D2L/9ZQkd7SisIYumTxkStRoisc8iUmpB8wj0Ul6RNWI",
+	"4a4vpRLPQwYU0jchlWVRBmTWG1Eevd0XWZ5tpG5E6Rzi1q1+xpRYhkTKgGwG4EWIZ4aJllOsj1Pqa6Zn",
+	"jPsMiDYFx/KVCUkhg+BG57hsb/T9lKjs10zgbOfwV6mKnXGv3+jrV7Ve7PbFpd7t/XduDz8LB21XY0wC",
+	"aEQ2TChb/zNamn/VpFEeMZwol+uzeo+M4pWZazvObhzhM9N3QcXLQjopSt4I2+yj3tD2VHLrWJhc8Gvx",
+	"yAB7RU4nfxKIlUkAgajT6KVyGjHiy2IRMl47zkmlhBnWErYyvxGW7T87IrhIc8Cu3A7j1SNNF348R3YN",
+	"BfOvar2EKkRcQXExGCUML2QtUIW/Ni1hyOh8EVZzg2F2F/U1NDaTbU2UEKea7Uko0cLtfC/bU3wh2l19",
+	"XWyYe+JKOgv+8Y1Q13a+9/zJ06+zvYVU4d/ZRp2dz6GzhfXoK0/kj5G7E93OH/7BLobKovEECd7TuoKk",
+	"ag6rkq924BePsRLRQFgeBcMTefZTJAmIU0TG1TWbesqfBmpFYNuZe2hteYFkPmX7T44mz46OMo/ky54d",
+	"HbRlzd6fv/HUFXOelpVISOZFG3rLDOAxwN8pbdlcl9jaGhcAMYvmhtXTtSpXndk9MtihoQynckWxNNzS",
+	"xLbg5nnyOcGl/r3wlIe3mHcXYou1HJcW1ryUMwHYwZ/VSr62bX2Avnh2vK3q/fmbP8B8fs9m729rrixJ",
+	"JiiYhFptvyW2HccJJB2OlyDtVaKWupB5O1ymlWPO3nxnyC8pa3DS1be8BHb8xbOjVg5L5Gw+6hUOsQDj",
+	"dc2vMGf7Rqxmjt0xO691c431XRZur6kgNIIGctsOwA2sTUklpv/vZy+/3WS0F/x2nc32uwz/5RjtSMek",
+	"T4YZBSL3+RnwNiel4Y5M/ST+YL+/7wBsm2SzYXs/s9Gx5bg/m1LbX0bp145VeZ7ivmL7U2RiU+SRC20s",
+	"q0UO9SKcaHlwyF5byjkwCTGV6TqDqAnBoZS3k3ZB2EbpY4pGwrBWdGNdw1WGsmorzj5n3AvpQXbBUl6t",
+	"1iyJofNYiPdvGyh2ZS3P51AlJcpjjbRtbGgVNf/l0ZdjlO7fA9vONmqTAIgtzPmY+c12V+P6dmslesbp",
+	"DsrgEIVqFu7YY+vu0G8d1snGmfCqzqxzJtzhYgDS4Nd001gCQ/6xwawxGjO2tje0kNvHiLFE68eK7Ydi",
+	"cN2xHAdl9JHxSgLWmTctjPFB34j9ce6MmdTOveeAUxbGfKV1KbgaZWOBrX/835W47t5vWI3JNSYVx4S7",
+	"9TrJqSsNOAi0+Yet9qEE+76bBZb5s0rxlg/VOTqha4CCTJ4HlxT6oQIc2f/P3r82t5Fj6aLwX0Eo9huW",
+	"dqQuLrtqpqTY8YbKdlV5j13WWHbXidPdY4KZIIlREsgBkKLZjvrvJ7DWAhJJZpKULUqyzQ/dZUl5AZDA",
+	"s+7PasehMJOFehX1dBIMbQT9YaNgcSwLSjVyf7DGCO0wFq48MKhyfkocMW3Fn80mQtEDuDHyWtgj9lZU",
+	"gkMhtHRsRuYDd2lXw1qNpJLUybwRQUAeHlNqwjhb6TFNIiI0PO8LuncE0ZE+Zim5psOw8Au4S6nZRdm3",
+	"qu3CZ4iNQO+JUcE6XfXD0WVThx0UyDYgXWJeTdZZ7s/2rQbBHjP0knQZpXHyHgDGXKqDLCJXgAl/iVci",
+	"C2kr7rwNwHIPR2UKdbraAOmO2BuIa3nV10NNW3lkpaZObkQE2QEIuvpa8EBXq+EAluxbPf33d5h1tdAk",
+	"ubpTygVsc3w81Uo6bSglbn0wuDbG69sTb6X4QQs19kIdqYLhnGBTUqULgcUKIO85m0jrtJmzmVSFnvkD",
+	"DdR0GXmMwp/5tTAcGggqp9mw9qq7PWK/0vNzPRVsZPSUTQQ3bih40wYVK6fwzRNdFtDtayqm2swx9Kvi",
+	"sNr6A7BDzGPLUmK1o1YlRuABAwTTRnRbpbiar5vFvPGhxydQ8swCHTuYSAGDFhaSNB6lZ2CXTaWqnbBn",
+	"TI4VTAOWn+5BCRKW/oidUJNs6O9C1/TZQvTn1/j8lkUUzRap3JMf9jJv1smptz8fn5z8+wnYx/jzSbRo",
+	"oMhDmC4b763w5k7uWrN1GvzD/vutGeEfuhAviz4z86cnG1iZuE6d673m5XBn9+IU3AlogLu3wQheqKL7",
+	"/Wcx7KnWDuaFKm5hKL/AGWQzWbiJ32Hk528Gkk+0FSqQe9O2nHgT3aE34/EPJ/Ekrx4xvotCvRvusX//",
+	"6elJusced+yxrcrRpbPfIUefEW4GnIQ+nuHA7UTqrdnsoXt/I9bQ0qO1TuUpXtklTp90i1OPPV0pVkuS",
+	"9Jik5O1L1Cw6TRO0Xi+NaPd9iVB6aCdod2pu89TQ2i6fnjs6MKXOeXlI+ZBrjw1npRxPHDOCiLmbjLJR",
+	"0mACyi1SpbAyOhfWnrKxNrp2UgmbeT2ygtIuWfglCPris4v3mMFTAX1yKWznUXvlB04ptttsPpG+J8Y+",
+	"1uTXfRftJvz2heCE/8KPbPjGcRG2uYGt467eMInWz0TZ2jInzNRr6oX4KELOvwbH5LX0r42uBjqLIBJA",
+	"AEzFdBi6FoNbrh6NvK2EyoTgpZswbpkVfsd6EymuyxF7AxtXG8u8jSkdMD5Tz2bMTQu5GND83VI+Hfdq",
+	"ZnhxyceWDcVEqmKV2LnEVXnYsoYG2ecApbXHD7wTNbd6VpvlbQ6FDXvm1s8qalPH8Nc1/c7onIauR6SH",
+	"wZ0ZGJ+VF40QuPDKWncdzQu46w943Ra3cfOavqoOv4/TKRx9N3250lknWwp/3bWjnn72jjr+pMDb8Jf/",
+	"4yb7K26Y6FLGxz2yrNS6girToLOcX7xEpmHwWY29dlJbYdftu3M/kjVpEf46JoulMYR93ZFxoIJbZfO0",
+	"iLssPmjNf9WZaL7ADtdvtbBJpQcPSWbCNr6zU7ghGWalA1kDwnloJGKz5sCF4JDfxDaWF0y0voKj255u",
+	"pz7UbMnVxHTfz9HchPLumya5u7daIurO2nFKuxnstntMk+6Vq02oyFpJo6Wx74fscG8GgWQ8YNgZnnJr",
+	"vIWDL7GYMC4tdZhHD1qQxWjaE8FS7RcQHW48n2RIAEOFShi8DqYZIVtVcjiaaS9NWI+YJ4PDaRpfYol4",
+	"AJMZVy4GxmPbzWnFTQ/NHZ6kpgNlj6W1fKjaWut2IGQpcPAm1kYl2NEXAOBVtXdLbwsZR0Xfu/CC/hjR",
+	"PSHk4nddqdSn225HtnWXwOrv2mAFLoW5lrl435DdLTVKBbdLczQbfAvQ1SbK2S4mXwtjV/UET7UmGiZk",
+	"1IBdQjejZhQMFi4VdUleAMw12tLfaCTfsaIUlqAHAsJy7/Sj20z3XVSNruM+3NIJnImhtycOpRrqjxs4",
+	"D9D4aMwWfIxllbZejyBVpXXY2hQyGWg2jQZUVyQr/+/lmz8YB5Ei5LUojtgLcDn7NzJp2ZWooJZDK8EG",
+	"+NojGv3RP+qTkyf571pf/cGnAn4SA2Sw8YqaAB6R+SPrzyrVOOAfZXFAqpC0rJQW8n/tRM/8RdqKyIKD",
+	"SYHwGKB/sH4opVZj/9/mebp2Q/0RBKM/i14Pw7pAiTlCyp2xUox5PmdW8SvxIecWF5V5fLCUAGSmvJSQ",
+	"jDjQ6gMu0Afk8ykGsSvT4I26hD89o78crPLL/Ilr9RI+9E09459FldOhHEXbFeMCfCrYvpCQ5jjSZtpb",
+	"BTGhT9ubUvN0U/UMR0DbdUjqWppL3jcEuOYSLnlwalv6bTei2KEzhqvx0CH8vhDZL2etCtwdhwTMsGIp",
+	"HgNA3ACP7dw6MT0q9bgLleFpxwgjG8AxXh/0D7ytjbcBRq3jquCmCMBn2cxI54QKmI03h5RDqGnAqKAz",
+	"XNlAbmATU5R62BKtBSRPy9S4FepalLoSTHzkuSvnDFid/asL4THUAMDhTiZtY5CxAQzwZRH/6c+9/0Hn",
+	"kCNQnLv3Lve/wMi7/xcqVf5fBXd8cHDELozHQegmoUf0a8CbJKmyoEl53PdXgdTiuWPnAMNeDMCMB39/",
+	"++L5+bN3L57/c5DBJFSYgRT2iD2PsyG6KqrymGqoxh85YRYDO4142MdJvoHVfxt+HSePv3/NP77AR/di",
+	"fHPxHYD7NhENJwHz2QTKaNviQdghWV8nvXGbziDVVjYCsx8+H8wopeZYqpHuhbTANIT4EijgEGf+FMNL",
+	"nV8Jd4ott7mbZMzWw6b39lRYC1OcV8Ira37tVC6YqqdDTMLBGgtbT/3DS2BFVAU57HAxRnwqy9CLKudY",
+	"4ZJUNM9kWTIrvMLiFVi4fM6UEIUlosmwLoQzE2HEQaedGZJo/Ozi5F765dniuep/aY+FF5aXJX/6ggju",
+	"vXNYrdhYca4bnYXH3WfBz3fV/p/1+5jfV2PDC0GcLc2wQLQGf3KL1ZPMmg7xf+AlFBhTTnx0DKhMLNsf",
+	"pN//NZ6XwUHGRsBNGXRh3PlQUNnMzSLpFDKAIjWKtGwwEWWpB2doz6G0GtCfA8kVXzyKOKOx8QbWcB67",
+	"7+vasTGvLBVIDfLaWG0GR+wchCcHb5RSIncZq7iNWatWm4ZpKw4uardedtOjKNnISVULZiB1DwWzdI3C",
+	"AkpPxIwzrFuAEYcEeEhmArvPDyt41fBm5IaxQhWWDYywc+W1lOBoz0vpUcYIXrSTbvGzpuB8fvGSDcUI",
+	"M7LKucchrdJCVuqPdV67iQenPPapAK5rwY1faH0lgDgnpH7pUsTYQK71lRQZyyciv/LfHt+G9jhsxVP2",
+	"9ORxQ49ARGgNHGbs6cmTsECCaSPHUqHrLfCZEU9MqJtDvzgskr/5pLl54cL0ANBo4jzwk3uLjZfeYOwK",
+	"UryphOoEu3XevGfLGyoIlrilgOCLCW5KidlDflOiHvf2xd9eXr5888fRyz+ev/h/ji5f/Kc/X05HudPa",
+	"dX1mJk5xlZ1bcefRbu9077/+fnL48z8/Pc4e//zXP/5x1PvT/9pbb5Q+RlBfKEKB5h9AnxzC09jGtvlC",
+	"tCW9kt2FMAF/Rros9WynoPUIKb9nVwmoW5VL4yF0xzmmtj0bmJmLjX6MGEuLYiOCZ1Vy549kxoAcGiVK",
+	"aKdTnFKNXWWEBXmwP9BQi4/Mi3o0gh/OgDoa7gHcrVXyqgm32BI916Y4yFqexlhx5zcrvury5QXarpU2",
+	"Luh72GdIGpZzx0s9ju1GvclIQwsi1ltxcMcAh3REC3f0vwdB8uLd3SbZb3j1c1rl+3K5hW8GZq+0zReA",
+	"LdYfn6S47jKdC343P2X8aF3ELts0EFvruomJGPra7bCnO/DQPtwJ1NB+/4wWgku24ALmHH/Cf7wsVhFU",
+	"eVVJQywyYgCdRPbS2TapRqhiDnFLwKVBEFsDNqARDBp//yCMYcD2wQfkJmJKN/724h1b5CD4/4fr/8+g",
+	"265r7cxNciJiP8QfTg4LOZau6VyWFpm2I4hhFCtjiEtKwg8nG6kBWzuofVYmfdBdFPGWFAm1KK23c57R",
+	"J47q/CYaRBphsWw/hA1tXQlzDaGu4TzJMrYHUbGQBuh083leCkrSzxjmAQDVruZFt/x93QRsHmwpSDLG",
+	"VQnDrdXbnZXbzBluLe02qj9aJ+X4UyuM+NexESNhvDrWf4ie6dqrmqCJwuXkJmpR0u5DJmGaNWwz9vbd",
+	"BZwUVgpuwTGKrqTMK+tzYWyGCrIXNoY5Ma2Aqu8AcwU55CNoqtqC5MD/rouxAHeMk0ZMsRbWdNWh/CbS",
+	"8/e2meUaqfg6nVSSPtcWgYux2C/KGPwCVoyG2hGzB0QBBTpXVJ7WqVjzaVWiwt7J6Pf4JFtNZrGGyuKO",
+	"0Cr5ov19w+mKHWDdJmA167oMA/eBXx4J+sm4/vRSPHRX2cce4LDTD8h2jsAWEWWm67JghSb+q5m0gv5s",
+	"O6i4iR/OD/4U06mbZlZGJNxbTVWFMP7M5tyJtAWeVl0kPolnFCu6G4+uouQ/aZnydzKhjG64wY7YL6XO",
+	"r6Qap58M30Zuz2bKgQmQ+muNtMlhcFa4zi560ojkMH7VoLolRvGlRVpBKX5B+1Mb+ihJEoMR3N51u+PW",
+	"qP14VpOjVc3w2/tql5P9XVGRL23j25cOHSxu/g/HAXPXWIIt/bTdWTAeuJCF88hSbLKn2hSKucJr78u5",
+	"GucSUho7qlwWFED15dxg3a9eqAXsereI2d23OoLgWg5cBTd2KTeNYJ9H2sy9bI+Yg/eyvcs6z4Uo4Le/",
+	"QqPsvWzvnZyK4k3t9rK9ZyTmNyIZ714+f1tvUA4vhhP+xRmo8c059FxqslCTZJN9b0KcyqI3IZZEpih+",
+	"mffmov508tlD0oZNuCr8v2oXUgO6KW36Rgh8Ov7pN2Mu33CA3Pkxhtw6iU39+oYyMnp6Cyx0PV8vaIhr",
+	"BuH01oZAGY0QsZ7o2vQfQaly8bu/YlNiu3/796c35U58xq04lECrIZ28FpiHQmOURUYsYv5BWYj9e70a",
+	"NS3/WYUXbn1zuBLzmTYPJwM7kUObBKPCx9tFo1bYuC09IVFbkE/ji03alsqCxF8buLDbystnIOVCYnan",
+	"VgMkWw9LtXnY0n13tL+uo42aTnIqHtm7Pe5+o651ti+fdwcZkGCPMCtKkcNhx13PAkkH+Q2KOtK7dPjF",
+	"k111CWNZ473ZGRo7Q2NnaOwMjZ2hsTM0WnKjj70IRNhOCelWQkDA363G8Yn+tTrZDYlaQ4OByP3VUK02",
+	"qkbctqt0i89oSxj6q3S3JQyTeLDcFenke8/GroXM7feoSzfsHR6mYwzu9gefUVmzjDdMelDMw7HQRHi9",
+	"44idK2KQ4aURvJgzg9og1So7XYIWAFFmL2B4fqX0rBTFGIO3IQRtIEiXhJTPMLQtmycThUOodKlVQe01",
+	"F5rxw7i/jrN8+5HbpdmvaQYdIrR/3TO0kGWwa1L3XQZfcdfeNhiui7e24LAQjsvyC1QMqaraZd4Sq2qX",
+	"sL6T6oHotU7veI6j+J61D1qC1ToIskj4C3fayNa0kWaRt6SXEI0WUnusKWVJaOsCFQhW7kLZbOPQY0vU",
+	"ohk2VXAOmRZ7qeue4TBuGjJ456HXkbdug9ABXv+6lS92ByxHOLvnOq+93tV/vJKl3Qnhr5CVMvRo6Dor",
+	"W2DCWz7Hx36nzlcktRrpKBk1HEpsNI12xJDnV5bVVYgZiAy4loQFeiRkAJB4WQbGSDJZI7w6BDYDMpY4",
+	"HfJe/fV11ZTNxzu8sWGppLwNDOd+Hg8EGm7fUEgnBjNdYyiEbxUzeO8jt3Np0Ofg7F7VB3sszpg2WfPl",
+	"k24MwZaNjcm9Mkcu0Bn3+22ZTV5TNT7bHyRKC3ZOF8UggxrKscJW42w4Bzk0SEITg4Mdrn7rxs2tUQx7",
+	"5NsinPdZSG1Ar0quVnQMB8JPcNZ4oCYKgQYvsCIBjyKFeDkr5GgUbJfI4D6bCCCzTOaLDFEcsJwbd+aP",
+	"K1BqNBR8y8B9UXL1XeC2n+imsA0UPkBNf3+Q7cfbm4df8p3CuQPGDYExZOs3nM9toxDh5q4A0vDZ51qv",
+	"AH6LJqzXasVHt6qFBJ99q+ZqfJXMm2kGidcDHn4Vd+DxjVmr8FW/5AgTvyY+9MjwWTzO2V5V95umEPGq",
+	"SuG6BtRrq+qyYFpFczXYqtARDsxRXZb042daoQ/h0N++QrPqvG9imEb1cWeU7ozSne5130bpFlF7rRK2",
+	"xlJ9hvbPGoBPiimJZFQrcVPD8/uD6g1sUVjdnR26w8Lvxw69BzA04jA4fTY3SqObSMc+89SgYqqtO0XK",
+	"sCzts1pyJ1Q+j5rX7+/eXVDyw8oYqxGXYXTfbKQ1meMat9wOab4Fo9U0H/S2Qqw9FurfeCkLvhg/zdqW",
+	"aIdOA+71EEZt8aWj0bHfpnH3puthy3LFH1B1Sp8Owd4OQs/3lR/mgzr02/PFN9PDae9CqTurdaepPSzQ",
+	"fhb6bW0Lt9coZpXRubB2bYJpMkC6pSs8EJPbsJws8LB3ehCj8nVBQ/hG9S6aHnRQWNGWx1+zg437zDJd",
+	"3uJbTkyjtxxjfli/g+j3xXSyQ68IwWFraz1NaxdKTGD7E+0o/+wAO/5QfzxpF7Jqz5IqXYa9SEGgSqqp",
+	"CUx0XmpCv56uNi1v4U0P5VhvS7OimZ3DSm5UyAIq1UTPsLus07CK261u6RjqalUKN8ajUPO006l2OtVX",
+	"qlMhCm0FzzfTpo4JfldkpzlNndHgwi796k7gGt6+w+sdXu/weofX94fXqKzeI2CvhesekGb7PJaW01+k",
+	"ZaUYudgY+y707ssdjO9gfAfjOxi/Txi/vH8Q19U6lXt5eAjAoWmVNqzQAk9acKJIx2rlZEnkIfDLpiPE",
+	"HYC7rnbYvsP2HbbvsP3+sF1XdwrtxlXH2OFsAxbnhZ5oSUehibbuUYhJTXRZWGCnFGUB7b+VK+fZAudr",
+	"IQ22/+4mc37rqgtt3Csc2yY0rzSolOf0c1r0ejC5FhCMhycWe9me+FhBWH5j4lIaS6Atbc21azzxgs4h",
+	"UQd1/zeh+kbxtUfx0g++qp8jLu0OUr9CdAMS6wUQuSVumaxHGz23V704NdKGcRyLHoHY9mMzlCjAQQkd",
+	"GSGYRg0Bo+9Ewz3VQGC3P/RfkAgnEC8gx3ki8qsD+DX2N0uIet1M5oLNJrKkzdyhiz4D0tj0SHxTymg6",
+	"sTVaKKwQm3HlcJ3uLkUqHeRq/RPGuNM6d1rn14rLcMa4iti8Ne69Rt08/gT/xT6Y8M9+l8JbQfoUD0fN",
+	"73YA7qFAcx9w2mmCC3QZdKVNAOKshNV1XHvwiB6mPZrSlhtAfgXIHla6H9v/nMzJzxPk5nadCpujeZTj",
+	"O1jfwfpXnp+xCOy4p7cK71ArdPzJ/+cm0O7Ij3cdVD6tSDnPmIareVnOmfbWdfDtBv63sbwWapVDoQ38",
+	"6zA/qnQFvL8H60lO9gN9f8OGn3788cmPSceGx5t0bAC/ggmfNCzSt+hg2EmlnVTaSaVvXSpFXRoLHLZq",
+	"djjDlc11IcyhE9Oq5G69vzvewvZHo2klxgcs3psxagJ9OJOFF1UCfNrEb9dqBu/Pm8ZJatVuwN/t+H4X",
+	"X/wuDnUT93ccHPi1kj5n1Lt+H8vN/Fj8BchOnl7R28Zqsbn9w+AMX16nVV7juDq73j6rGgw2m94lm2+b",
+	"Dlr0dHrTvuPlZ/7X9O9gf0OFqt+ZoVsV/MLmuhJJ/xA8iU9Pfu7zrS5vn73t6B6X/Fr8CgASXrTG4xkm",
+	"fLfezo71WDu+By7ydxJ8Vc8NOAXdx+5O5fDxp/DPP/hU/IUIUQonlrHiOfy+BysCPqAxCHiwfPbxCZ1n",
+	"f6WE9UMLL0jPZ4ddmM7mSx2BOzF/A1zCXVN8Pfj0tbQGwUOzZajoYbx4K6qS5/36ARiziTLgz2IkVhjq",
+	"Ys6mtXWMj40QfTQVXwcc/HOnnnxb6slNj/93pZ7Qub9b/WSdTwCFqb/yNDDtxA7Llu2TT4BNxXQojD2I",
+	"ONTknlhmasWG88RjZ7NIOShNSJAbztlEcOOGgrtIFCMNuxbGdjdH9yP8A+aw5T5dq6xsXN3vxlxWtN5h",
+	"M9IGuJ32WPbYinJ0HLdBfwzlHb8KAZTO5t+PLKYuAYOBF6WOaZUjKxQkw8PNU+Y0MhlDF4bW3s6YVNYJ",
+	"XnihN+PY5mFESfXQ2LMSRupC5s22Xd6i74wcj4W5FOXo9zirLe/W+KK3kBret3HjqJnjV0J9F1vYbxs0",
+	"IMImiYug9OwWtnUfyh5/UhAl+iu2Yuzf2/9Zi1oslntQ5t5ySh9ViWAdiLRpb8QzRFm/eS9FrlVBZYN0",
+	"tSjwTCR3MKEwjbldOWKh660sxLTSyIF4JeZsCmeQMyOckaKgru/+x9oo6nNirEs7NXZ5pW7Qt/Z1nH2P",
+	"5omL/CC71C7OdY3KmSza3Wmc33FH7J3nbCPP2ba71RqRa1NINT7mtdOH+OOxqdWhh6p+zHwd9QEPWCHQ",
+	"5hVoRClUY0dixiwi4Wlgx4hvpGuE4kNoyzzhSokSIXTgR/MWrhw0TcF5y8mUMYvMG7XTU+5kzqyA+UJN",
+	"BD3O4t1KQ22ZMIzbK4B26TIsO+OWCZ5PGkYm/1LM7sOWU1yFpBF6PmQKW7bPR14Tb3h5qcbw4IgNuBug",
+	"U2AoGB9aoPg2IUzO2VSqGr2JSs9OUUCS2k3B9WSZqpIraK4krnlZw7bwg0IVyslph8/hba3O4wK+8R9y",
+	"XTqKbJwN8EH33/76jD158uTn0E7rX1qJgzM/XkwJwFn1+flA6epIUym4E4d+zHt36+FrVuOCW9uvp/05",
+	"4a5ZhEIWu1Bej+1cK4g1J6iBa9ZW6+Iu7sKqn7qxKt6zBrDy2h1OhRmLY8ftVb9d/ax2x3Adg+sypsRM",
+	"gKlirOs2cp/V7rW/4x08+KZVERfobNzoukv5L7y2yw3v346FIQse+Nt3r68fbboml1jatnrclDYWcH0f",
+	"4qgO0ntyo609pGjClZj3xwu4VDefyaoxWWcEnzbDSzClF8yq6sGEKtKv0OcleaM8fo0R0P28dyC2wsGS",
+	"t+Hh9sBrdU7C/9WSqFifUaOQopH5NqTy4G5l+zwco8zrEbyqiG/M//VlcUClZH6qVuSO/X0AmoiX6oOM",
+	"DYQq4J8H/hIND3598ZTtjwwfT4VyojgI9WetOB8qXlBp6yZimkVSyuAvlWqMXkpk5Q8qHsnQKzEfefgA",
+	"Z5BhQzHSRrBkaCxawJEbPAyJ7XMHjQEYJw2SJplrryg1czpjY17ZOLJkCbkRzF7JqhJFxqxOxvnIsiLw",
+	"bEYL/hoMdKjMs0ds0ILSAdJBjDixlMNIIE1YcWP0zMYuozYmTM5ZKSHD2Ho9l5etpSVGOL/jwqJdCOXH",
+	"fcYqXZYNT8VlnedCEL/Er1x6VXnfCsF+e/GOLQtFqEj221SUB5CGqZgeOg5aZynV1RH7E/TrnKby3pSD",
+	"sDK5nkJ6Cy+tZhdvLt8JcAkbgdjt/D5XvMSqZ2TPkGXpNdOh8OqrHElRsOEcZiDV+OCInVOpY9fnAZ+I",
+	"ZU9Pnp7BlpxhQBkWEbnAC7/R8iub5twM52nt+j6uyEGfryOFyy3l3oRXrGO6gHUI3no8uXfrbGitRV9g",
+	"i9urLGzFXXD7tq35tqy5Hz35+JP/z8tiZRbMWzHV15BwSuQ2gFT7T09+pqJi9GvSRvHQ9BaZ0w7IBzrA",
+	"J78BvP1VlmIACd0kJ6hNk84Y2tCzicwncIHHKAxGUc2Gt/HZTJsr2JDduTYLp/xm2np688vigrtJh157",
+	"7iHRwKKk8g5bqyoYeTtDphAjXpfOiwxLkTxYQjKVxlrYrGlNbR2fWwL8vBRciYLVVa9WvLi2Le2U3rx3",
+	"Cq+O2ulQa//gO1RP1+bQcHu1c2t+hdn1MVdnW3BGqPRX1m3Qn+NRApyBIl2jx0ZYm0U1VP5LZIznruZl",
+	"1PQyJvwyALZQbz6v/4EDbUndA98d5PyEk/to8YQ/PXmKYcyZtOKgsyfC9nHpXffoNvUPfGHU5p4VlZ1+",
+	"cmuJMLzY4nFeSj1Yr5scF8JxWfb69KLxFBVqXZs8WA/Ssf8G83ofpKssmj5ItuLKG9eC55ODjIhTMO+l",
+	"4m5ig33UxoPMP3ItJqzFgOc4qYeIBA/v5NNirTj/8FG9AMCPb3d4sE08aOQtLfc9A4SeqdBqpRciortn",
+	"OHfCpg4v9vri6QE0oWMjo6fLGnxoYAemCaBEmq0UvBcZNKxTjDvH84l/NGXaQa/Kt2Dz7/9w8tMZe/r4",
+	"J1ZxG0hViwNSRFQhsfCckXPCHjFvZg3y2n2AmX/AWXyoG4VsQLZCNCsaL5F/KhpVib014zao3R02FK1k",
+	"evjQtrgVpFqPF9eyEPp4Wj1tA0UMGg6l4oBdi1DUiQyziS5F0iZ0AmFpePUzfOfhc2krbSXetLhvBs23",
+	"HDR+ybiTPH4etQBzaVR/ZXs/nPy01UnSXgF/mCPnUs9kYRN2H4/gk6LkpCAj41y9Hr1+rk8Q1/pOX6wW",
+	"Dz49K5skqKXd/8iya2xAqc3OOHz80/ob4Pv+od0ld9KOJNprX6lhSUjUkj06QNFtGZdBcNxQ4IB0uG9p",
+	"I1Uplfj6ZMyCIgxJVt+AdNkh/Q7pd0j/OU3tSz7fKspXJZ/3IDz4CHqBPE2ewHtEgW6FjOmyENYRcmP6",
+	"0FI4OwammRWlyF0rMqxtiLDHWD2GjvF87g+1m7CuzLszjBKHGLrH9iP2OzfFYfCm4yu4EayUABfIYgXO",
+	"DP836Fn6f9B1WwyO2K/xevSB8KIwwlKEteJucor3UfAbe0iPhBEqFz1s2mGF4dF3kzW15to4pAUKqBvc",
+	"uTnZVLzlGaZq3PCu86q60fWXlPxxo5t+DTuhL3dreadSekJIQ3v/7hkrVrCe45l5jhV0PRmge5tmbeFo",
+	"YuthiP1LG4L/E62v2L5WH/CdH6bV096QGfosftf6qs/Z9dPTm41KqkJ8hAwJadmMz9m+H0/mR8tlfwU8",
+	"3HYJo+kbyZMfPic/L9kYBEg32hkvELa2zL+e7sNN0tdgqXfpayvS19oy6k58cvCm4yZ1oDvB7aUxAnLa",
+	"h6U4pdh5kif1iKwkzDuTpp0exfaDRYR/xCpWtGeuhKgoZx8OExPKmTk44tjzEFvW06F12ptKVmNiAbH7",
+	"qoJyDNLEArRoIIHfi9eQmuRCNjgO1QvLsVbiiJ2HsL0sSzYU/gkzI50TkE/mVWCiCsABzoVj+0q7DyOv",
+	"IB6cLRQyUGIbV/7GoWDcXiEH37XANuwk2y2mlc0gIwtWJLXXDvqyI5bk8jayoNJXwXvWpEORRvX48PHJ",
+	"CSukdVLljsnCZvhlqSkJ6DFoZc7UHVOzx7n8wl0+6a8ZeIOlH3UJFaowM2+oBzuH+eNpdhjWjWGJDrs1",
+	"KAvpBCvAjE5+P5r9YiBp0eqRW1C5hzy/ioiAihPCBZzTSaqjN0ec3oeW+IjLklJg47g++Md9ALTpbPWr",
+	"zd2c66VTsDvVu1O9QQARBenycbmjnEc81cnr+0/277IQJGJPKW/bS15WlXwOyd4NM0aaksiLqXSO6vPm",
+	"4Jwd1qm2YB2fL+gVQwQRIEJowQYvjeDFvL1eFv2tFmsRvdLQAhOtxI2R41KP3B0qBTvw2IHHzcHjsjkE",
+	"96kSfELv14aZBniMF3IB2P6gI+R8ypYizEHJh+hyyEri4IY7yJK4UVL5gCUoMwXZTpuFjzzchMnA9oQe",
+	"pptFko4YuD6aWiVUfsLjThlH8IKWfIt+yaTW42c2WECqNOTUn5zQwqsb+xZbd99v6Khzo9xenoJ//IPO",
+	"UghV5n6gtxbHoll/YRQLPs0uhrWLYd04W6Elpu4sVWFBTq1PUKBj0pOeQK0KQZtlfrsJ5bye1BTdnV+8",
+	"ZLkR0K6Kl4G2KNfKemQjdoy18ipWvWwqtRLpJC2baKVrf/i9pEIODy+tMNLVgpBTmun/PvbAMKAJIoSA",
+	"cPNi1ws3zOIzgg1ejvDWQQb//kMrcfja63oU3Hs5OnytCyh0PLz0yDAAByNn/6hPTp7kAJ/wT8FEKUAH",
+	"sEJcQcdY6XqEqF/y2xKg7FeY5Pu3r5jT0BHS/zd+1lCHyZPvmLGaWiW4iTTFYcWNmzfmTynVlR9U7Em2",
+	"lNnRkq6fl9rxwAT0gmDCLiW4M2xHPUo543PLBrDbBjuxuxO7O7G79dSRLYncFXkjVclVpJTvlbPniomP",
+	"3AM8EDex/ZkQV4XHh5N/Pz05OXzs/9+Lg/fvnh14bMbEDs6UmKFPx+jpCpi9KLlqdZPYqq/Dv+27I0F+",
+	"yDWcraNwvsAS1kVevL0wMPCS9Z6Dtwv8ZcM5GKVnWEE1kqWX+/63nOXcikOprFDe1r0WzNZDFB2rEo0u",
+	"4PVreM0uODbeBkqvkqvENO5KzlBIoP4wiqGaaa6iQ4bV3R3BB5CDEff6XVEInTMvW8o58zvGP9SLFa7Y",
+	"y/M/zqGuGVIHT1NyRnw2ZU9QQ/rIlIjMDuGoMEi0Qm7GoPD5h2aY28AdPD0DUhywbzizpXZsf8bL8jAv",
+	"dX4F19tIvjPRtbHAJ8Q4MICxgs9LOZ64Q8uvgVEatD8LGRKBN6wU+DeoPPMvQNZHzLqIWkCtSmEts3oq",
+	"vBAVpQ15FEj22Nv+vhFz2+t90LxkTQiEIMoKiCzZ+4hurJL4XkXxQ9zBzb0zybQh546iqoBux5/8f9bw",
+	"x4QuSgFMzlLmJ0lEYd7Mg1Cqo/TiXKtclsJ4KQ2E79za1VlNdHDXttrFXdvdYxdmsykZQleW6D/v9VAG",
+	"P9HuYD6I/kXbOphrOFEgaZY2+QrL8Ts/K7sz8gBoBbZ1QqKyvLLHl1tWs84WxA9ywoaOJRzjBCsEEnb4",
+	"emiHbKfK7pDg4SJB6Lz1APTYY7JyVzQ/qo1qkINpxbRhejTqSLBLhe0Leu59w8FSFdOfE4HNAxJTv5/+",
+	"WsRp9I/gTkkGd6f7YZ9u3Pf+jBTSwj8fyDmn/hm9PusLVBGge8d+dxnuQv+Lg9gTFMVd9LohPzefAx80",
+	"HDbpFl1lTVM+Vuqcl3i3v5FiRv6eGbfsv+tiDNHcZcB5QXN6QNpHNzWZn5rTOJWe7iJfSzORBOFx9f00",
+	"e5BIxCt2eHRfeBTEHcddOPHq/LbNkE48Cv2JbkA+4McXbsvYsN1mO2kCsKYk/zK8eVeVf4dV+R2147FF",
+	"laR6eiDT761ad4t19BtVV9PXpkL/dSMJvthQyL66sr+jdH39mOimv+6muJymv0l9eViEXS3GRuFN28DI",
+	"HaCl35f9Rtm5vbJJL4VFfmYXWqh5Jarpn/LI0vXYSCU0WNFqsSbbb3pIfF2igh1cT7R1/h+8qigvNHRi",
+	"GRwcMcwW5CoXwMFymnTNbZhUFlY0Y4O4fQdNl1DKnc21GkkzFQVcRsl9g8jEb9uNS8cayuozNsDmGFQd",
+	"MCi5dfCNB7FHSdO5DpprYFMSWhIlRMGoXLWU1xRHbnXJg1BOJDQDD1ns+QJzwC4BVT0spZ344UM9HLTW",
+	"a/jDwp8xOq2UyJ3NiHzMOl1VfmBAagGV+mF82PJmKRCM3VCxbj6vjcEUXFjkDnPdPzUu/LYiwK2XrHCb",
+	"YfO5sG/vw2PWgGd/bunCzt2ptV9hDiVsyeRbhkN1R3Z50qRoZb0CXEfc3YYrrISyfcpx8zviy1DFYnOv",
+	"DEk0km6bclphnj56+1fnt4NC9RqGfSdHsXldz2nETkxTnk+k+k6a4j+HRRiKRTnaWok70k901a+eXEKW",
+	"Ury6JT1HUnmBh0JKV0JRhTC1wWm4pUBcKqVrlYuC7TeVH0eQx5+HQpLBASvllaCOutCV4oidL0pKFOYt",
+	"aZk04UrrSpR2H7Dn7aBLaOpq+zIzeccGIhPySJrV+TpEZ8YuUb3pV/h20vWrlK7pZrwb4WpFXhvp5v7n",
+	"Q6evxAovkzfqLBTz4YXRDS0N/gZwp5BjYR2rjBjJj8JmrBmNzbD+Rro5m0lV6Bl5orgTGEzHx1zzsgYD",
+	"RZQjACAo8iPmG6lYVXpLYKTNFO7HP6MCLwo2EUYcsRfYm9uZeVAHEoc69AW8Fhy+QhaBbpbEt/DvLEIY",
+	"y7lidqJnAL44QrBIjthbca2vgDwMVgW4NMXIMV27kF8qVV7WhQhXenPO1D18mOeVfIcf4t4aCONE9Ewl",
+	"5Im1FeaM8bKE3xu7STtvuPK9/Zyuwh191Ep0KqSL3c+WmK73w+lzFr7tJj6m5qDtvEwrvEzNMiVAGWCt",
+	"Cyd/6MbJcMsRrfnqHHpMqAU6hjgAKhQe1tbrksjwJRRqY6l7YVSXJRvY6/xDxd2HQYA7cuySx0erco6Y",
+	"GNtdi8qy/66p/vjy9/PDH378ieA2Y1VZU9vF3MwrYA3T1RwPaYN1EXnYC1D5mpLPZi2wYdFQQFUZVFL6",
+	"uWqDHX2zpnkZ4SRS0yStVkEsPD15QiXOuDYePhGox4Yrx6baQHE3hUGFsVqx2USzKS8E1DzjEtPj0nXG",
+	"BohKzILU8eCArRD9taHMAP74yLJSTqWzpx73xcdKGuE1WlZyR4EQwDaMPANLq9HTyGocn+iXfMDLUs9E",
+	"8bKyA7bPFdNT6fwIB/Tcczdg2rSvc/yKssdgGb1gp4GdsZks4EsTR+Ti+h2Q34umiatXQ9KYJelI7YDh",
+	"77KF2ILlHLrpAnDHSgwcBPYvjto8xaLDCWC8LiQ0a5ZlX/1DALJtNcdtvWRNyhiS37TUDPp+wKBlZI72",
+	"v1+DRf2DarziZrrj1rq4xeNi9lVMwvedcYufTxRnqW8YG21HrSQxB73h5lUWRb7TIMrjB33oguXxBndc",
+	"8HmpefFO61fcjLE8+fGPmwzP1hUSREM88Z3XAx5CjUaCdLcr0TZT/48/wX/XNvr1mpWN4BQ4OTQ4+fE8",
+	"eCgz0iGXLroYWkQdiHdNMAD6yGsgv2iHPkDFBDU7j+A1koqXZ4k3x//ySlQO4RP9OkFZHBHlSApsqLYj",
+	"iW8k0mtpl6GszJ+jSWT7Jc9HTMEhGWTRrohFax59QegBa2eFoszykSjnXcyc/rUJpt5M73+HH2zvTlTX",
+	"lSCVQaKTVO31P9p1y+tMZvWLcwfnvSe1/RntbteI0NpU2i7JUtRmEp1Imy45GqAgcMXA6QkVmCCazqLG",
+	"NJLCCy2v05IDAS44Yn+IWfr2VBe18VyJm+uiR+x88XBHUl1UqYqgDC7c+nPGhiLntcXtvIBAfVn9t3SW",
+	"b1+zag9vLbUmfCanCQrXf8A7VZ/WQVL4sKTZffeEL9+TNoX7/AFpU8dohfdHfp4LsNxDcgo4O8GGT7AV",
+	"DNvEEAgcvtG+90eu2+FAxgGoJ9z5hUHc0gbUFAgdjGsDyRdoLgQgN9qh4eqt8vPFkQD7Eo0mdapqE/2q",
+	"BLxZF7pSq7lCsAE8GGJIzXMGjacC/LGfbba+hfsftoqFY1xvD6LDiEzXFNx2wZsvpBCe6Bksalxhnh6u",
+	"xtMHB+S+8UQ7voqgvFW6mEyo0dIS9ijMCfPiPGhsssiWPSsELY1TJWuBTXCldHk00VWly4L+inQcsZGK",
+	"w2CmVh2WIjkSS8Fb6huZVn6SRQNWIiBZmEgy/GUtsAOROrADVvphY8fNXEmBPDp+rCT89hJdoooo9XbQ",
+	"cjvWHuyh+9JHvGRcE9ddEKOUqZn5LeJtKmhbmDFb5xNIhkodJBmBZIAHPE9JRCGfiPzKkrPay2e/w3hV",
+	"CVUcalXO4YCH3NCmt2AgddQmslUk7Z38Qh6x91aE7oZN0+0cMjiL88jhVfKYj8ys8OqLxjgbUJWGh06k",
+	"V7vmBIb+bDRjMvK6J157SQt3Dot8XzHbMFKYsLQeRZVjbl6JDNxfgVywvW2OokOZlyVcvVFcFx4OKv4X",
+	"RXVbA6evJ6ExcK6ngoLN+MNm4Wa8tjUooeopnLA6z4W1e9neiMuyNv6qQigpCn/mbjZU5CSmTRZ2Hwzd",
+	"yX6SOLzuYZWkwZ7FRKRNQtIroGEXo14Ro+4zU25JAsATl1MOI/wnGtAaIYC6V4LclZbKtcLQSs9s1mgQ",
+	"OXdi7EET6k/B4HPoMrSNsWl0SKyl1BLS3mA1vawI/v/pETtX8wUWcXL5TfkcKcLRDeh4qcfeog3eOdiZ",
+	"KIYgkOuPHb7Um6iziaZIWXe+rp//RbJOWzx0zWv6ztx5WS59hO8jTTcel6Xpf9lZ8QvSfThgb250LPyV",
+	"zcZfGmC2kGE2rGXpmFRoInnLcsrVHMLxxGYoHapEkNgkLbNTL/EoVG9QrPi96+G36KnU1KEN07Z8Erq/",
+	"46rfprB838/WNLrdT+hLYBuXbsM8I9x9gJNLOy+07h7O2W8v3rFV+B/caavSfT4vwkJGOgzz5sk+58jv",
+	"GzyGIR7r+MZGOvFy6lJsk5FTl2KjbJTk93CgUx9KknPiV+uOs8415B13Z5oDwDXe5QcfMtlFQDbi/NQt",
+	"pvsvh6xVrga44viT/8+GXJ+EGXD0lcZ0NQCfI/aLF6GHUiUKJP6LOijrmvqUkFztSqP7uVFDw9OtLIVy",
+	"5ZyV2grLjBxPnD1jU33th6GtICHtNMIfvZTsnB5eUf05/cVglbactwGO2v6eg62DT26Wnc/vlsk9t3UC",
+	"N2Et3Egg0SGEFIgpVK47Uc6ZVNQwhZ4VyR9IhuE5CbYVkw4OW/Db4cECWsR58PAvHeomDyPcBmlWnQeZ",
+	"W1AOUFdo6whDb4E2p3V7ek4vj+MXA8D9qSxitrna8rBUlpDigaPaZXh8hxked6zfOFsdgjdhQxrzt+8u",
+	"L1rd7zzYghqikO9igUGkUVeaws5HFh9DPriQOAtXlXosVXSgKaaVt6aSF8JVhcY8ViY+krMhduUiYHuK",
+	"vgiY0hcVCJA+5Gx1XrvJsziQdQRzL+G6kRQmQE2bmAWrF8KshqLU0BRb9/nbW/wrmxLTQeBiKlX82Q/a",
+	"+U24d7r3X38/P/x/+eG/Tg5//mfzz6MPh//8dJI9/uHf/vpfexuEEt433360MKu+qfjtQj1mNqbX65/E",
+	"f53+4x/2+J+fHmc/Pe0c8n2ro8lnXlZKvx14v2+1VC1i022BqLNVoqGu8Kt24KNtsA+PPyKgfZQioGUc",
+	"yJIgsvkcC44BB7HceJnsLuItglzFrZ1RzQBl2jV1czGMnJe1dVB5Nw+5we1S4zPsh4NVxhBzWCg19qom",
+	"1C/cgqN3CU/XNrGCmGW6siE2nC4PRlnT32wUal0E1y+NAqfDbCLB8bPhKOOPGw0xAc0H0phr6ROucqx3",
+	"n4spd3ns2O2/+y7uusJbv7iGtwlwm/ntP08D1CYktkFZ0Qz1usbkBSWOcu96tURMumnDIyYuQgnxrSJh",
+	"MLfRhP983REM1i7NcWvW8dLL1tjK7Q8Vv2LWrCTmQPFy2q3f3aHdvLyQ6xUuHvbBmd95+JVj3DxOclc4",
+	"+vAc/Q1o3JFqt9I8PnbCrmDh/KWWYU8RQJ3TN8f6KuwzTaUKLC+lUA72IRTQNwUS8dTNdF0WzArVVHuO",
+	"5bVQbCrcROOpfP/2JfgQ3/76jP3w0+N/g1/6H/7tp8c/sUKMpNfXXMTVkLiIw6AhiY88d+UcGeF6oNdb",
+	"24ivrRptaGYITwlF2jk3RgpKWOFswu0kobRJT1zjFpAuTZ/h0YSf0VrxqTDc7wbq3e7XxH6mTyAL+TNQ",
+	"/ypt9NESx4D/yMso/k506atbQvHul61B8XQpNMwiylL4jsH/C8UpE16Wwos1iDRBLvu94DjMdHUcB/4a",
+	"K0OAGCQK8fRIebMa8lO+OaP6u0L+d7hH7wvsIfqzJnUq18rqMkaKGsYwbyrXNktCu+jJhN6vZw2wF9zx",
+	"LoXT7/crMYdrwCoibTuYfYykQCGtB0LS0qxeqnwbSSjrZzzPda1crCS5UnrWFMMcseeUgo4zWcHyFS4k",
+	"rh0/EJys/w05s5q0xehwRYKfhNCgi7Wg0zfwHr7DfWWexxigbS9+uvBQzuMtD0qTFh9dY9JvZM3Tp74F",
+	"V0NrJxKTfm1xOPjvzfwLeG1nsjlyYO5le9TIpoBkc/jwG2WbN3RnRbrp1rCd0b57OGxnfl9uklZOk9s5",
+	"MnodGTWd8NuAdVztTdMOU/wORYMtU5c7VgpuHVK/6FJ0sJaRemt56fcyaLmhuX76qBTiLbgoloL4kE/Y",
+	"6J8NfxmKkdvMZVQaHgPF0ZGaJwgJyGis9EyYUV3G1EZpmJ5B/C0CYWdGY0aiwouXoV+Z9JhnN8l39Eds",
+	"qxxc/gVrlOkwVz8rCTp1Y7S0pW8j60kgJqmQ/il3q1fD2q2Y0y4V8ptLhazxuNwejK5Vj48/1cB/ujIV",
+	"8lKP3GER8yH9Hacrqa3qqEh2aYlZVIQxE1uzUquxMF7DjgUJEmo+k7LuhNgXs6+wTjrmbYF6EdwvUFCJ",
+	"ag6zdSUM48VUKmkdKtadPDppYkNVcocMvuWMzy0JCqunAsvRNQw9PBSKKvpSDQgDb6b9Eivtvce6I9Ds",
+	"Ui+3knq5tRO/AavWgulJIi+kE8cw0Aa0WM8Cl1bIwLPBvKWnGuLjCwf/kUWvXtrqIhxlqrYu6rzJ0QTm",
+	"2mCtRC3HKytMjEYidwtpodYJXsAUHEnwjxRjWq20haIHu+10zC8HhW1xb22gUT1w3q2VihMlZKI6t3Mu",
+	"fgP5lfeoNB0HS2JFwxQBbTk9sERjEom4ibFeLagmRlBz+ZgwToDZuBxDYAR6mTkNkSQEKeoMppU4Yudl",
+	"2QGySWZ8qkcB6M4mWmARtUCeIV0WrRB8qcdAeFG7qHd1MFlZAS6/i7A2DwzmUASG0W2Qe546ATKm4c+8",
+	"LOfZ0prfLb3gBupbE3/ktlXAkAjiuDVmwixyou6w8avERjiDbQdWVOfuCyrDNjvGHdaPmK/0OFiZgDRQ",
+	"3T6b+M059LpdbgS3IfJBT2Wi0vkkhK2nQGqPVfHhAmlt3bChSBdqh7opvZC4J+Q28fiUKZ+zCb8WbCiE",
+	"YtbpUqiztjmLRmzCUYh6MJ+m6SndDMse+D67pfFdWIw0OBztauTpRJUOYvjgX2t9yB0j8ypG5rJsifM7",
+	"OtbQ7MkeUzvWdXFVsv2MI3eqrkIjVxgzta21j6iJ1AJbzylmLof0EzjowE+2fyEUuKWxj2rTJxeMWQiz",
+	"GjaBt0jooLZYp/HIMj4WymWYQPM83FVk7G2tlFTj0NUC+JPZZZ3nQhT+79h2NmPv5FQUb2rnjdJnXOWi",
+	"FMUBNf1IG9ZKB0HUqciWq0ViZqT/zPgRR/B4VN0udFlCpk+T4pj0+eVOZNRoluMi9zB/wco8Cx/s3to1",
+	"TSgxB8cftkFftDCPDc2/PJYKiwPeA0p/11XvezmoUxt3AG8tLqpi/dnjYedvoTt6axyrW6MvJdfffvb8",
+	"VoVPOtONuqAjMjQbbhfB7Y3g0lqVciTyeV5GFGtFdRGqu8TKjz1iBe/o4P4iaYI5gP3CJHZD16qUSiwU",
+	"guyTk1ErLCMvDmK4gR7MqPN28CQypWenrDLa6VyXGTNiqp0IvQMyNpyHzrzQ7ht7e2Thh8JgX8uQG9O8",
+	"COwrW+pZFn8J1I2l4KhH+t9YVitIrgSRKFUuQL08YueLpYRp9iNpS9ToibMRKEu5BjyJ3DpSsUGtjBeb",
+	"wEud+kC9ZAnO2dkE6+hDmmCf1LigD7NJDc8d4Eo3oIWPHAqHEmzpRfmq2sKLcTv3Azr1ybzt17a3Wd/r",
+	"4Y/96/3T0/uAcdxffSj+rjnBO9Rex0S3hHQdau+WYTyYIxsZBXDLcgUl2tVGoB8lA1APRmFn0eT1RFt3",
+	"zKuKhnGa2OlDgaysb1BsgPYHpjw+BflyLdtvpciTDDRijM5YqdUBvOnNaASPgSckNsfYYzSf8fkRe+mi",
+	"teKQRTi/smw/14XIvZixuqwdNEcGWcIMKPEWSW/9D2RBBNGULhYJDy8B8CJt5Fgqtl/VZZmxqraTDFpt",
+	"0zP0zNsxQeWOtgZkrq7C/M92PdyqpXAfgiQBcSaLreN4tN63Zg/Qp9zAHkgMSxrV7Rpm2xclNNcbWATN",
+	"THeyZZ1FYBtQ2KYAmeorcej8DKBGq987/Du3C/WoiOIA8TqA9KCFEANoPooh6oMgKLFchuqidG1ykbEZ",
+	"ly6aEOCJYldijojtYXQquK2NoFomFCKn7FoWQrM1UM/rQsaLSEQo64Udlbxoc5XEZjxYB0GOA4GHEUe9",
+	"sI4JVcT2rwN/ua7dJdoFA7ZPidXs8UnGuGNTbR17cnJwRo4mPwmsVCdH3Vh4YQULE2iWhl5ACVdXGQig",
+	"gzg2I7jVCjrgxupvKqN9//YVRBUhB6LJmcVquCzGD5NCiWVXuLPVpd8O7/xp204IsPWONRFA3BuhDuvu",
+	"S6uScfb52/8MWWuwMUa6VsUZ01fMgtpAZA882cqwc4sdIdW3HhT0d20wRY+TMhfvFb/mEnoJLTYeivC8",
+	"AJm3IhVWRBsW5cLxkLt8sqKpUK0sqyt/Wn84YXA3HAqb+WNhGJSgerDMiBulXS1rpRqXomlAjJmoqhCV",
+	"UAUE+TF7AvIyLBgchA7+BHpgtY3jxv8IV8OYW/W2ZTSHsCQy4qc2RcMvRci3BiJ/gRW5A5yEF20ElvYB",
+	"oCWNtg8y36hYjuqNy6AASIWfYEcg8ICyGRL0sV6d4GUKQXbrGOS4cYeV0R/n/cDTVCS1YoBEioOtqFtK",
+	"q7fdF8CUSeX0klsjY7p2VhYCaISDUb+POWSwKPAvrcShHo2YEV5XQx+zV2ftgsvY3xfZVfycKLXdjwei",
+	"n9ChzOuBUo0x/jjk+ZUejTIKumL7AOvAF37EzoHqimN3tHJ+yipdtiKz0drF29Elc8TOWcUhuMldwpbH",
+	"eJxiR47+GQtu91Y81Ljg7u6gbPF/Jp8jfMItkbUsvGYzpRKbkggD6mVVD0tpJ1RJcHewmYyagmu9yXBL",
+	"W5sCrC5spp1KuVMpN1QpMTkEcRCBaIlpavvIrqsvAXbsEdmaAxyIgFiJ5FiDx2eU49K4lYPPOdRCBTe/",
+	"t64LaaO3/4hdeiSGfGEaQyCTp6oqZONiFjNZbBdE6uouELL1ljUASTPRsMZfEx7qageHOzj8DDjU1X2h",
+	"4dw6MYUmvoXO+2N4b0UhjchJ3A+Nnllhgo8Saqs81DmMQUq/TFSAWei8ngrl0KSu+JjcmJTT0f4zRIC4",
+	"Qjdsi53lbLkEtF1rRda6E2MENxu1RU1gCim+PF+hLv4m3Hkln/t1WICYJyc/9K9JWIY1097L9pDmCJ74",
+	"SiM+LT8WXAWYkxKcActPy9hg4RP6z3dYy8HRSiLmxQjNX99BRGPVd/K7qrW66UGDhW3OWUJidLpHu/OQ",
+	"DJy95cP4uOcwwlM7oiH4Gb29NTYecw8dt1ebRNUrYaQuZM6aexncS9FsYE0L0cbK6NzvrJTtKJ8IP+jo",
+	"46depbT7pKEWtbWCUPdElBVYa0hOxEqtq0YAVqLwV0IQWgeODUpC6o4//xJH/Q4mvEXp3n7VqgSUpaUM",
+	"aTdQIPBd5Zgkm2hxVVYcli89B3S+juOAegVT095dX3tJ6/XriZ4pL0TBW0ByZKKnGAw+jZyxUzEdCmMn",
+	"ssI+iIKXbpIxKDCO4DvlUkFkD72bQLtHZV8zbvxGJz5Fug2lE28ahwL1JfULhWBYKEwO+S7MiGtpKXFt",
+	"SSQ9w/Ff0kJss097+019/IS0nmG1v4vT8BuVVC1OfosnoOCOHxrhP6v/lHkpuKqr48pvFjFbcSD8piKy",
+	"+dgBV49Q7FGdPDDXZU3jT6FcTF+Kr2SVLmU+J/pSI6AHWZQRZYGBaGfmjEMZviiySFBXBEIOruZA0HnE",
+	"3hCxHRAC+FMKNRJQkRUEBmc0SwYgs3wcLvDW59zxt2GYz/CWddmqf0A4PjA/U8yH507HkAut7Bmj+LkN",
+	"CgOW/6+oHdDmyxKDfjVCHDrx0VF4vRlnrAGhwfUNAu/rG8WPj3+42+Scrg9E364XVujLx4nu0nO6gIhW",
+	"Ec0C7nhyXPN4EL4UknKtRnJ8U2QytTrUKhdrIrRAXJYe8xZ9R0jAsaJEY5IgTAoL3PMQ+ijL5NeY9KOA",
+	"g94Qs3KWpsDPuAQoio8mfbdAlTbtLGTZ2B95o+vxpEd0E/5RMBdFeABOlOL+hzmWPuZ6SuQYvCuUW6se",
+	"JNuGD67rVW9rtY6NuFlnp/G7LeQC9XGB3p3Trndmm/MRL8idXQD44ZSz19hfohvs8IPdHuT1u8j8+4fc",
+	"ikPcdYew2zewzh0flh67pCrER/8PZ+R4DN58VTAPsW3j8pFlpc55SXgTXpsa7Lku66kCfuJZtDqAnkKF",
+	"vJGMLn3+/BUY7bwEXqUGrOJz0WcG3S+gMulfIlTSR0OfuNxheDhsp1kh+VhpK9hUksuNVUYPSzG1nWbM",
+	"c3rhJSzfOazeuq5ryB2LTPzPX2Gm9JRScajCH57G9PC/Re7WcdAW5c34Z5f0tNf8o5zWU6Zqbzf6Ufhh",
+	"5RNueO7nEDMbQfnGQZ2FUEwcPZqIztQqR/rGnjx3/vF5UT6bcGO7h/305OQk2xtpM+UOZume/LCX+fv8",
+	"IPdOH5+cwBVTqfAXJ3GO8NGBKGnbWuDiJ+9B47gd6YPC6drpgH0EcpiiS853DxYL67dNsxT9zGsdMlyx",
+	"39+9foXp9+AeNEIV0LoaSg+CN37J1Q9qHqDdAPf2/5nzaTlAjYPPmjuD35ZJZ0U5OmK/aDeBswUxk8QB",
+	"AwQc8fKEAhhbVWom1EibXKQ9ZYkSUswDC2TT3qoQVannomDXwoDbxiOstK2phMQXaOox5ZDfPZyzwaIr",
+	"+ZQteJIHp37pYrSji1eODZpxfiiEkqIYZDcIgNiJBD9tNC6NwFrV/YH/1roSilfyCJb9oBvMdW7fy3X4",
+	"fY46Mn7FMzaYOP8dm23QE9jAz20Sx1762fvgknCwEyn3/Jv3ssiBTj/6F3Vxnt8ME+EpLUzsUDb5jL2p",
+	"hPKfdWn/HnV15txz4qM7hoGueTacsu5401K0pxN6O74BafSt44a1FemR3OFzT87iRM8efqRJqpFei+KV",
+	"0UWduww6shQZm+jQeYZc6BIG6uaRLlsXBPdoIds0mzljTo+xIgGwRzrL6grKXfwzhUKKzxCjwo7HieOw",
+	"xnp6UEnVSJopaapDqbihNBv4BY3Cg7dXtXh5BTXwuhPMLmE9Xvrl2GZmSfOWjoP4C7cyZ/6T+OMF2edD",
+	"XbvvLOb0m3BsuG4ltqjbRAaMY+AJ2iT4CjsNr05NNEpvIL4e0hMoeCSMkyNwKvVU5P6hC3GOA9jihoxv",
+	"WRUHxZl9PwHP5HPewj6L+2njHXf8yY/gZfHXsVBGl+WUPnO3P/WltTWkJ2olDgFGcz9+arnmgXBgr3Oc",
+	"D8MHDui/TU46QjqerZdFCGUW2B2YAqlAzIxd7bBfhgVK5jF28dLmysZqGn8xovnHShphk3LEH9lUqtoJ",
+	"e3DEzr2CJ/0DYcllcZPOEnHrvmgWaV34h94Cyr4JWeo096hTVtxNGpUSV2TjxuZPejTJbbW/6FiFdc5c",
+	"8i/JkfC7BY719vEl+UgrxoWFsc/OWSUbD3PMr9Tgq981uvgWGl00GMsakIM9cKuQ2+/KbUA3gss6Ud9w",
+	"YzW3tGkLE76+hQYyaaIwFB5CN6LaqwMrFIBX4Y1vmjFuQsjUjA8TYCKrhse6PuM5It3GyLbsG/VQmrw8",
+	"LfLuZCaSU9ljrv+40q35Y8un+fiOfZrdn2aVCtWsyc5eXqF5dZ2wLahg2arQNO8aBdtHkiCs6AA9qAKq",
+	"ByhiAToDD9AZQRr9IUv1fGaEEjNeHqSJ3UHvWigu8f/DrMmkGeThiOfegqWeO3rU2XKmUQuWd+jetjWR",
+	"5VeuUUbi2O82WNyzPOsG6b9UyMrZVXZ8dxHoTmS4I3UlBljXxJyfJQ3BIR/DnxFRhJBafEwaytBKUECG",
+	"fBTebIM6j1jWhIFWCF9jMBvCzqGtrXSWXYn5IbR68X9ZDjdj5mAR6c08RMqiFjYEmrmBdrlEkckqI0by",
+	"4+K4mpo2PYvRGZzpPDQdx9woYp+BDAFRsLrq9Pq9DsvRE4peQ2f2DP2fL4sOPrMQtyaGN5jaSBtaSZo9",
+	"TXNNzPoSHmFvPW6dDi2mIVeQ0LTJ6PB2oHPrHNnjdYHpNRpc75KmTe8rbq0ozjAwAWuBzgki06ZLoRky",
+	"8KSuWeoLeFz3fNDsv9MGte39iVm9fVKqScHAHCz8ot+cmLovAQBfgPJxEhT1IBOgbItO6QX4PyY4PQxw",
+	"ehjGEBIx+/2F2HnOZjHFESzRJsVxZqQjR0yCx/5HyKpcAAeRQAf1vF3YiOhMTDqkcVZ4BKxVaEtemLkX",
+	"r9LiAe5pgm6A/UM0+eowOsxLH2ugk4ARJbIPPlmk48FxorYdJtHZBhIFEpUyWnxPfGgo+wgiyTpZliCO",
+	"OnRxSkPEj3VB3+pts122QtnT+bY4lJXq+NK3dXox5/+h5HuumebNsz6bGgDanjtP41ftaYQs5brq1zzv",
+	"ImFUaTL/ofGRmHJZHjth3ap2cdAhRRGX31RYi8lTTT46vrU2omCXr99dhDymoAzrGCqH1uAUJE+8cq1B",
+	"sZnHLyQERLWdQvZPT35GTIQ40KB10wel3YdmGANUv2AwEsE2GaNHjh9PnjTkyemgEX2hQ0fOlb8TVHie",
+	"T4DZAjjyZWBQwuOKOQdWqIJNgWFNYw+9VrU0lus8siyfaAnEXtgtz7JB17cbYOaUBa7OQ3BLiuKUmDro",
+	"G1hkoYboFRZWxQwNuBt+lbSQYvtPf/iZDfwTP9ATB5TT9lY4Mz88HzlhBmwo5prsrI5EK78f3gnrXvi5",
+	"bouZA1YE3rABH6YRuaykl4HoqooN8ZitYwruHbJ1LA5+FfS3ztTMqwJAXtUoL8ne3OH/90rFIaCmHfZK",
+	"CntM0Bncutig7Mt1vh5Myae65yTkM1pIr21yPHXtxDIlQFN8mbDrB89N8uBQ2MnxQVl4Xvy9WmDOTO6F",
+	"RcAeJNIkObZZcosEZmBcxSMWvm54Cxoig2NJvz8egF0vPoLljnJGY7elWgEx0ktHXnQonkR2NVE06xJ0",
+	"WjmtSpEwkHitXnR7jCCBs5Kf5y96o8r5BdVHbLdPXzrM1W6DZjG+Iq/B/ToBXGvZxlyqZZYE3LNb9AhU",
+	"3Eg3vwlCENEBNpsLatQIYlfQNEiW0s2zkEdJ9i2l/AT/cbB6QfKTazmUPGL2eZ6+shLmMFZEYgO/CbcT",
+	"lk+4VMjFG//MyzIOETqB0POP2J+ghU5EfvU8FiwF93JN2eGX//lKOsEGF2/Pf3t9zv6nlvnVB7hn0DT4",
+	"xMcDLhQCjXtyfJCBb2UplCvnrJDXwoxF4W/0CAm6d+43iLK1TYuopsQYMe+Eiwv4SrfvXT6nyadzb4q4",
+	"YN6L0z5DoWAEp6ab2AkqFo3Ax0MXui31rL8JRPIdvtAlndZ2+a2CA/XfBoiUJdD4w44YrCvrwltuaTzf",
+	"j4M52Z+rxQTCzc61vE3XsodHWuehcDMh1CJJzRbliccFqYRdQf8WsDZeGnZ/Wrra0h1jplPM9C9qivez",
+	"VsUfIlYlzEibqWUcvdCHQKFDXENGViur8sFtLB2rjL4WdHgbxEY7z+Jz0W2vtMOjHH27oeZAWsZL8Ick",
+	"lO3Ssh9OThAHEFdDqQIN3p9sG7wd2ULnZ3I+D3UxzxpPiKIUW3RP82K+ojbhbfxAazLALnAVP2sRvwD1",
+	"e9ArW64qAc+Al/6l4Bb65re7O1KqDVY8rBjPC7juZpj/z626pOkLrYbS8NHhg5/176Vip4Uvm/b38aHi",
+	"6cTu5f4M+18nZzvgIZ7yjNp2UnNnf/1RRzpJG0p5w6IOe2CbUK9LsS7XFXdlWoSFc0fj4ErpGWRuYB0X",
+	"EsKHLRwyTqM0aF9GAbRyzrAo7oi99eMJ9bEl0GMeYoWBEXRRaOAnYRzh4fQRGpTHm0MET3ysSm+csdlk",
+	"nnwtPxdSdMOQh7Vjsij9a9hIl6WeQePJzk55CMa6FHb7lWL+NStbZKZFct8xPWH/OmzzGNXKyak4JhIM",
+	"J1dS52Ip5W9gtWH/mamYajPPUiVFBYYhjJ3Y3oLKI3aJ7lavNo5GSVGkrbRjY2107aDxpaH3sLHRMzfJ",
+	"WMnHY0wjjXuTGt77K6DnA6gNfOL1hlKPO3WStziL58nctylZl9/WcSLoKpZ8kO/vTPwmXNhivQtxB4cC",
+	"9P9NeGvBToDwmd/NhqsxOKgxehSiMgGncXQdBkcQMdHg8Cp87mpelnM0zNUC/+BCGbE/bmwkjZhxqIvD",
+	"eiNgtw0vjS2esMPuUHaRE/qZ0T68gCXY/qnw71kpJPzC+jX4ngUEuevCnsFQsK6EuoOz4Gq/+TY4DLOJ",
+	"dIL6ub+Sqv6I9QF4P2uMvhYPFOUjodmd6+lUqEIUDHJxLbWad9DBIhwSWAbkL8GqK67A2YrNhcaw1dFE",
+	"TOu0jtgb0sHiGCEzCmIwGMrnEL/x4sMJRX5broJxl5R8+cniALE2P7aC9vN9ZJmeqQyfRwCAI+gSRL9r",
+	"697hAq+xi183FRezibYiXdDA17vM+wmKZ8rCT8QYIb5Gwf5HNjwZTXtDlgNVt4mimcLt1F5t05Bt1jT0",
+	"D+4ElnRzUgPj74gFuPto3hqcZHtV3Zse1GRjpseRThRt3OS4kRbpuBkLBwOPWfcQY6FABkIIhQemQPTt",
+	"H3YtjBzNW76wtNN5q3BJFmlOPmXhYAInmFWLBb3SHzS/BpA+AnuI/YlUnukEGoQKrb/GIuUU6crjpGhU",
+	"IdgAHvKhbgL+g2UoOfePb4HJNjJtmhfA+9Zk2tAHU7EyuvnCuBoPLSlzYXrI/dQbecbP2JWF03z6M6bN",
+	"osMU98SEU5dNqTCsT62QQZByieyHCx16dNiG+4M/dCGou885vX2Ave/GSloocRnOYX8O6PZ380oMDnZZ",
+	"QV9zVihsyxZ045G6BdiG0ur+lJ62MnhclVyt6DmWBtER6Onox6hC0PtgLkGXakIvSP1+JeYtLx1my9PB",
+	"S+2mCC4eSa95KTF7Bpt3N1ohSr2zWFmWVJpjnj36KEYOUyFHkuh7jth/eFUx9LFs6bpdnXxOOljfS67u",
+	"EJ796zZH5wjEhbBgt+IHuS/w9YPvHTVpLCVXO4rjB4RMgdM9xSY6eNsHJ+xrctiiprtBoSkGCxooWEpA",
+	"nEDRDU2WvI3J45C4eBbTfC6COn2uCvScvuNjqFiKL4sadxZ1QIythtVGwxezlirjx+YgalMQb2pxxH7j",
+	"VbD8mgqmknpyddaWjuRHfxU2rOBJNzHbpBd2h3BhgZ+n63sbKYTdeUEhhhhuai0RcOjHLdmxSnBBjI2n",
+	"xBUrQrHdX+zWK1alE9OGVeQsaaADbeMwghRJlVFtnGpIEpX9xCdT/hGzxm0fFcl6iuV7ZCPp21urg5tt",
+	"xs9d8udNkj/ba+cfVAonVFp+QsiwRe/ipp3hhrUs3aFU0MPKCQUhZrg5S9W/pn6+9pcqdJ1rE3qxiCKL",
+	"Wg6mKnV0hnsfnergOUeng71i/qAF2Mw59BkPaedtCpC+eOvWu8I1r1nZES6sJX4DXMbvy5PeuQS3sM1x",
+	"KVdu9uNP/j9/8Kn4y5tTa1rMeH2jCnI9DBp2I1IZNlvbspkX9NE+KjRKjir0qLJepjRKPjyEHm7jQ47Y",
+	"Of4FtAZIIYOkkVBbQX5j7ti0xvMSmtNh1sJSdgPVw0F2dnJd1unsCtqKDEYbZkbPZB47zUH2A1L+dTSh",
+	"aQ7ARk20okvRXjFuKfcV9Kf2me1hVQwfciWvYsWd35B7p3v/9Xd++K+Tw5//Sf89/Oenk+ynJ3/9r707",
+	"o1tsLdEKy/DPAKk67h8NXyN7cN66ZD43a5QDe9d8LV26dkxIt9+LJ358D7ONILg1OSA+irx2nbYqlaBs",
+	"1Ax0sZalVbkTalmkawrAbKLjdJS9tALo7BlEN2xsjdP59MZhF/4CytZEl0XGhiLntQU+TDEL5cP+mimf",
+	"R0s1raLjCpoumlCoV/L8yq5IGv4bLdbWUSS8qAM//hbWOaHz/i7TcrrahmzRQJiJ4UTrK3ucc8dLvUkC",
+	"gnVcFdxg2ZOzbGx0XaFcH/GpLOfkpQGVBH/zyLIB8UT97wGbybLIuSnwqMFTGDqXyN3sdZHQ+wqeAtcA",
+	"e0vJlX8YvnrAXCj5twLsB4stYfD59ixkicMUwYvjLyrYAH9/RLM/+kd9cvIk/11r0Dfgp67w32/C/Yl3",
+	"vPDvf0ZLts0SzdoNvcjpem2PFMb1pM/5XRwbP+uwCdubMyxDcoBw52zhABWilNfCSGGPP8nir2MjHHaj",
+	"7jY/XkMBCme/Yq4Y3T2PAfULoQrIs4T8GA/9VJ6hR6yuQvyezgO5mZjXhaeVs5SG0362xJw4f0uIwUCr",
+	"Nv/ffCKvRdGw4zkjRcH2vdEwCEMDPg+YFUTH/Ukb2HoYJ/UhPGbAtNduZ9KKDq4KoLWg/fycHr22vxtQ",
+	"aIykaOh36M4e00FuTsb+9G7TZhZOdFyBPg8c/T1jSs/Cpjj6tjTje1NS/U6ERNBR+xDeAlysZW+IuKH9",
+	"hvh4A8zA2MYibtC5wKcR+u37uVXCwJnPVp38g0XcOWLnkeLnaZNagc+lchfKo6BXetG9Ei+a7rvgpLcp",
+	"LklLE1qNF3B4PoIUXAcZjSiUBdtHheFlMThYXCjlvlYQ+Qgrs9okT5Y4fvcgWYCUYAcltwgleDJHyycT",
+	"Nn1yMu8UYLDJwAr6B2gLG4eLKLGPJVVZyKrPEqjwJz3ZWMN56F4EZrEoS9tKGSmkrYADmPyN5NDELEG/",
+	"EZEHS7rWn0NRM/k9tSrnB6s08kuc5d1JbnphbzuksRFj7sR3lPR63p6z3/gLu6q9c+5CK08V1E0CYe0B",
+	"Z+BICY07Fiu9jSh4DhRw0jHL582258yK3AiQlFa4kEUFbiQIhGHSRpGRHx4bjfo7jth5UMZpyYxgpRg5",
+	"jx+BC5VoIuKVFHvojo2F7dpaiHX9OEurGeVdpaNZw1sRBvRwqq0Xz2yyCCurYXCyuxB3b5SvfU5u7ST3",
+	"Nd3A7hFAC5y++BQkq1BFpaVyDYGEnin2++vzZ3SosuBkynUlMghvIRNZQaauxaMNEWhpWa3k/9SC8amm",
+	"EPQKzRnvjEOQ4H7lQ6vL2gk2ca6y7P3bV2zf/5MqlMGkL0s9+9256iAyozVUkTZjcMK8jT0yfDyFJOfw",
+	"Eo88VpfX2KmSlVpXXnvPWCnV1SG2edaG5aWui8OpcBw64hP3pbDLuZQDgssPmK0IijuMz9vyhDkgsoup",
+	"VNI6ZFyGKyyrjLz2aI/3WrYfnnbu/36Bf32HfxwcHLFXYszzObOKX4kPObfonSPvna3zCeN2yUGn1Qfr",
+	"jODTD4ScSOtmuYemjuvfqEu4/BldjV+pAWWhcjOHZHKOjViQ7INKlJp+RF1tUzqwZEuZpivQa03aqd+w",
+	"Z8l8Y63kRCB/x90FEFdMYtXoIeU/hwWnHC4SvBNdFthNQiKdn3SNKGYjKcrC7vLvv4n+by2sv1ubKdWW",
+	"wDcDXpm6M5RYlTynzHfcfsieB7u4IcZHXgkoEg47G5LezxUT08oB1vOhBTmF57ahpQx5/PiHM/IHh04q",
+	"WLjZ6JAxcAYj8CLniD2j9HwqkKLqL/HRBZ+xvymm6KrGv+rH11ICEwpmwmLyE3f7gjuMtvdV0QujN0t0",
+	"TW9+WextK63j83HYf6ZmTwRV4sEDcA1fqPgqCgB2mRu3Cr54OB8Y+B4TnPS7xsn0tAF3R9qwsdZkmztd",
+	"QVM2IUFpxilkoDlEb6gq2J9cOqnG6MxLPVwi11PBnnGVi5JIhJV2E38fZI6Dma9cyNaaZql/e84m0jpt",
+	"oLLgSlQui2oLpbz6p1s2MkLAExDdA1AsVKDiPLcGng8Hg1pCZ+emvh0PHa7pQzvdiUtwYw8dRbMhwgXR",
+	"LWqxi5b+QqNdaaKLmrQdoP/O0Bn3+7t3F6EVL5YdwV4VBXGz0fqhDVkh0PvjK8oRhMLAasQG6MG86nXD",
+	"PU+9n192XrO1d1zAt9jsOmjRtlxeA3kEaaCOeNvIq93T9A0IIbINsWEhEh7YJO4hCN/nEnzjNxkfpx5t",
+	"KeyO2vaWUOn5opxMzvWdxwgQkVa333mprABGqtgnJvid/H2DEH2nnLaBpt12SFcdwlUH5DFDH1TbXsvY",
+	"cF5x7IUgkWixcV9iQxUMzsfEUbwiia/MmSzIrRl/4yCMb/i1KCNJb8kq7iZsH8OTGctLLqcZs3KsuKtN",
+	"4y7Ngq/04CwQJMiYA0B5SIsazxE7ZwUSJTTGo7cc/Qp0edjeic6AxVdiGK7pi3OedMEJ7WWQJCW22HBR",
+	"hJ0x25oD8VtAnX+G1SHif2pe4vL7TyiLe7UrN+yrgxt1xm2ggDpr68oSIsD+VzM+39me35XtmfbUwX3i",
+	"9G1Kgs2V1DXt17zZxm2KfDDmiGUJsTegHrJzcLtwpsOpB7Lg/ZaP/uB0jXShA4M0g9iEIHr7VsHq3kNA",
+	"wujk92MP0Re+DI87QNsB2jcHaBEVsBYhwYCtQpybSFMcVty4+XHOK2zls8rkTmukZJEl7bjQTBYfK9kk",
+	"noaK7fOLl8zpK0F8HdDvMLxtznLuxBgIjamdS3xibL3YZhySlp6GYT+koCtLbPwVGyz7l/snYAPgUFmu",
+	"a0cMdiMBuqxtathr21VrPqXE+TgJS/TiyP2VeQgnAonhnA3wMzRh+1PGK3kINw7OkPrD6lIwKywWNy3V",
+	"5D5OCegq+QHu/RAgr7sE5Z3/kBf+Oz5LP+MWgbHnjX2Ubck1i7sD5vddJMM9D4V5s5TnsH1C/EYsdHLq",
+	"kzPaHP1mf+2d7sUNtreEDI97kMEvYT8STLhSouxHgUDCp0QJGWF+BiNtqJEUnr/FPiYjWSJhqiqY0TMb",
+	"dKX0OatPWrcPLdmHYdg3NQw/yyW2rgcXDuY/xHymTXGDO0Jf6hvcAnLtEuo6X97kVX8gd+zmNzwX1zL/",
+	"nFvohxvd+beJBj1n0+vPq+oGV2Mq0I1vuNEMXmCa9E3mUDv9N1kIfcN73or8ZrvsD31R8rkwvxjBr25w",
+	"3+/cnteF1De75cL96wY3vLSXE27CnrnRXgMOPXIWb76AQPd+07uQPOm9uckAfzO6rv5DzH8FLLzZEOU1",
+	"4B4MM9y/TXc4vXkT93eQF7vk2BXJsWGR2H4iag+2Lefjp1lyeHcJ/ONPeQDqv9aaAFpF4X0aImmxVb6X",
+	"8sh9rmdKGDuR1U2Fe1urJTC4cSvMRvDcwWFZRVisRLkLDt1aZRX3JnRQHb+SE3VclXw+5PnViiCStbWw",
+	"zE6gQY9U41Iceqv0/dtXNtL+0BMfWVbKa8EwBzpjoa6TPHmiaE7jvjeF0eqaYshgEP5mB+CMmkrnRHFw",
+	"xF7wfAK56byYQpTpI89dOQ8e1zn1+AY7X1hi7B2UciScnIpLkWtV2AHbpwoP9viHk6zp2PcEf5hqG5sh",
+	"YweVAsPrB5DwiH+LQPHIkluBuOchtC5tqL8BVOHK/1eqsBwM0s79sp2CD3E0gj+GHcNjHevPbEBJ5FiZ",
+	"yov5AFNxYhDfcRMZxiX6FY7Yr9rQetiEm+tKiAp+7S0iaJCca6VE7jJKW8ZUJNgFsCSCSWWd4L2J5Q0E",
+	"vpLX4iLsoBvXxkcI6qxqjZv0JsWtU6nCj4/vjE2rez1WuJWDPYWWZ9ioYVn8Drlbh3LPB+2RHFqJQxgv",
+	"DnTnKP6OHMW/Cdd8/4gaURQ0kJeIgW1LP3yLPfLD+Tzhdwiwt4LBPlZ1GaHEDPopLEBm7+xD9Rbop9CB",
+	"AdMt7CCjzj2wejk3QCbNBvY6/+BkfiXcAAUQ+uKlpTchpxekNvnnn0XMaBHcRwJGQbf5IVGeBf7ClrLA",
+	"qugB/KKRkz+dHP50cpKxRF4eeAkIFEe4AmXouSItK2pgZRzAX8698B2wfT7UtWP/dvL/Y1JRLAFoYQ4w",
+	"LwQav4TcV7g7lKK9QCl+7gZsP/7y1YIsT8R3M8NKGKmLRpg/ffKDnwWuylDMNZGhLQvxM7wW1ZBG73ij",
+	"Qo8WKIIIbmFwh3qpnOFieKFaiFK4ZLmp8UszOFJOiDdz6ZHgcb/WVwKaTpXaChuUANzYg4wJ6zjRcjMS",
+	"4RjjMILltQstQ35kFlcJSiKClhE34yol4wxTDP1SQAMEpakDNbuWhdCMG4O76HwpZDDl87A/LZuJEjRg",
+	"wWZiGC4NuqHXUQ9Ok6WBbJ+hKLUa2xgkpudm7B97y8v1jz3Gh35YUxHrHeMNmLOMOyzygYRhwrT2Sz2m",
+	"RKFrIkjPojrHsaeqV6W4tTNtQouJg5upQ68ENpf+7nWi1oJsohRlrfOMIfdQpxp0pbvVj9rftEctatDZ",
+	"ozyB/E49+q7Uo1cB0FoaAFTZBTPPabK3hFmnGG1R8wEDckWVStO/G9M8g8m9ECCDx5yySpclUS7CgFit",
+	"nCxJGbqpj+3SP/Nr87LBoFcn4TR2PiGEvyV089rhxL2lvsBnuG/H3bo8mO4zrKsVuX9QS+YWNl7Fa69a",
+	"+v3Ha6cPjcg10vb1nnBdnaG94VU8PhqJ3CFvImhyXplcUF1ufN519fUdd12tPu1+3b7Zw31/Z1VXD/6o",
+	"1u5wKsxYrOlp8qx2x3BdaF9CdWHoQV6XVlK71/7e0EnkDnJLOsqtYODIg+bhIWkr3NucqJUV0mOzPP7h",
+	"35fNlA3C0smaBM6zleMOfb2a3QSEYMPSm5va2kOiJb8SyOjW3W1JqhvOZKvwlKzBJlHytOXLLkTeGSJv",
+	"H9Nto4yBpBmpxnYN0dT/1ZJSXp9RxybsmI43h8o0MkD2I2aC/4lXFXVSx/ShA+q24tfCevH+9wEop+/k",
+	"VAwyNhCqgH8eoC/PP/j1xVO2HxifRHEQ2BBTEMCnNvmwWSSQcoYrm2s/1NNAclrVDlViG4JtV2I+MlDB",
+	"4PyoKQs2GVrjSYxpfWFIbD94ATm5w2iSoO7YZk5nbMwrG0eWLCHwNl3JqhJFhh1pwjgfWVbU1B1Qkrqk",
+	"scbBAHvJERu0kA7imZyNeFkifa0fCVBsKW4g8RA5WUrRuKzmrJTe+mJWXAsDpQbN0pIjF3v34KIRP8AZ",
+	"GmPSkQ12Wee5EAX6FYmLd98KwX578Y4F+RVnDRycwm9TUR5k6JnTQ8elYhxYu6gP/iCnqbw35SCsDHAP",
+	"QKsgq9nFm8t3oqDm8ftYMpZ2xgYqAidLMIiHAvtySwxp+hlINT44Yue4oJ2fp6H9PYMtic50XMRA+OIM",
+	"z69sms9MPZmJb38fV2QD116KrFsqTQmvWFOPYmK/28bivlt3WGstevvJ2qtsgQd8pwDfGuNUWyzdoVS6",
+	"mfaLTc4ocwtjJF3JW1PsMaA8mPtT62ENuJowiCWBGi4QoGjD3mITsoMzogXEJ78BcP5VlmKA5IooVEYQ",
+	"B9M6o8QQils5C4BGIXjBvVkMRttMmyvYs4uQ8Bze0gsJN7RXk5tfFhfcTfoaoBpYnlRMwoyoVqslcGOG",
+	"C1CYnjZNzfADsrEWNouyxgPxPPjq8lJwJQpWV7267uIqPxz21E0ACUePm2vnbbtDAPN3bbACXleSuXiv",
+	"+DWXpbfCltkXxP1iHwHYX1m3RU8dEyO5a2X02Ahrs6jeyn+JjHFI7Y4aZEbkLVhfBaq81yu7Wxu2809v",
+	"G3/++QB0hp2qcMv5qPd1WFanovaoCceFnqlS8+LQy+YV8amFRFS0qMLNNgq+R1EL6BSXnGGiTZpnE6Vs",
+	"0LA5pFmckdg01rG8lEJ5K7DkXqF4Cwo5WQTk7S4wiYSE60DEpJaMcTUn/zk+J5gmB0csAT/iqsxr9wEW",
+	"6gOO6kPdXDI4oMdHMR+NPSJfAX0nUYVm3AY5uLnF85xW9ZX/IrcGM9vMOIBYsB/uGkvK7zHISrmPnIKO",
+	"4a4a505lubegQ4M0AWDgi1BYP+IrnrG7VEdoNDdH2U3zHs+TfEdMb9k3AjNb/kN6fSW84BAnD25Anvic",
+	"FjDYg+7EuepwNK2eZqyUVwJyKv2UgBO7FI/sGUJU6Koe7sW0OcyWKzUwTiVr4WfEptBkEVxfNXA5bQ5y",
+	"a7K2HiLKbZpXhTkpVji/pPYsVmBgQJe8kFPRfJivJLdqh4j3m+W0jH2Q0Fs15SB3BYSr05/Wg+BnqJr+",
+	"5p2aeZtqZsSBnZq5UzO/bzWzKS15CGrmSnQFoKNEiU1IkVtBzEXa49pmafcfVTCv3gKZ0SANV7ZeOoCc",
+	"/owIyYe1lUpYC21ChSL+Iq6adLSMSdW0pv8FDqZ1TKhrUepKsMGnio9FBikSl+Cwc9rxMgOCmL8GbN/r",
+	"qgYjiS2Yl8UZG/i7MC49CA/ADkC6Nn5uEp17KAEKndfQp/8RG1AbwZedjSjayT8JtcrNc3+ehfdsh5d5",
+	"my7EZN44sNW5Le14+c6teItJMUsnedtwpHQh1rgU2zatPf4E/10berzW1Jg/2Bheh8vFKbQ2SKusolsf",
+	"Su2S1mRH7EVSmPX7u3cXh7+++luG/xq9vngKcPD7q8vW41pV2dS6bFBIS9cMQq9EgCsMWeZUWzBfVfEV",
+	"y8hwOk0PHCOusQ1cX1WbtwapjE26rAm9xgQeFmz/RzZhxPMa5BM2aH7xoRBKLjRXZ+dhPNgoy4NnJ+1c",
+	"iNJBmkZT1cV4qZVYH5L9wuKrdk1nTw0W7auVFVgjbabc7Z3u1TU0Z+7IZmyP5c/JPC0WVIXNoAVHk9nU",
+	"lJmCtVAX0vUFao3gFrioO5MSf/jxpw0GBKFnv8eIEqGpNiyhVjDuXRpgKE/tDR7/f+xdbW/bOBL+K0S/",
+	"1DkoTtJ0F1sbxaHd624X2DsUSffuQ6+oaYm2uZFFgaST+IL89wNn+CpLfmmT1l34U1pbFimKHM4M53ke",
+	"P7X359h4q9RDsp4O28iDnU6ZUV1hnvhiRBRyCGabiUKhuafKkQQloXOMZM7akMnuEpCkHvm81KJydWcO",
+	"/ReMbSBTxDJEawfDyjbm16wsML7mjijB6aww1sp9vi2ucrhNKZQmXAM1voxzBLQsrf4bdsfjf9mt2fF7",
+	"z0+f72DG4UG2tOHJmfb3YsA/7kVGtH+wLd0n349iWXZ1Pk/ATqxDaWHFM7ibquRQ4QZECWZKtxMzDCPv",
+	"DeqDIbOfkhc0aA9abVhMTKGtBmBkBzGKjUxhxDQBSUvIaYIFXQZKVSU8BRG4uBjdRw4ECklCKwXSEUX7",
+	"K5Sni4p5L4NqxKo18d9ZymTgxv8T3OVTbhM6o0GgODJPZ6kZ1nnAyOjQboM3WN8BobGJt6YWWZ+67HIv",
+	"yUQAvzImMuDCahrdfuioN5xTz241g1eIAxiu3MlQV+ymy9/OnIBczJ5hr3iqjJe6as0vzA2/U3v+8Mni",
+	"daOxhSJnzIMwhPpYFGAd/8nyNtlVu7/u2eGdm2N/TQ/6QIiwfi828/jrbsYhd72GLzQqOVAdueNBgsoR",
+	"yuW8PE5KdQOlehe//EzOz89f2AQ0+Z+o2FFGRFkEkCcZmZtbeFCEPpRswiSrcjaERDWvFmKhwhBSQCfa",
+	"jgGcuwFS25RAvggDtA+05L47OzFy+19tzxjuf7IzObn/5ZaE3v76XRi6/Y9+4SXbmvo5asrOxJ1+9Qan",
+	"7ONm7pMn2waXCnP7gEtdk4KX8Rrei5recN3JjMriOOTcO3hlpTQhiuLjkg0syiUCQj4l46VmFl5uYoj0",
+	"6LCnZ1Ispu74kE7NAB6Bw4p+EZDV8apgt4RVWgKxBSX/cCgQMR8rDT6uEggGQggQEnJWVykYyMqtSqa0",
+	"kMzHHtpJZmBXqWRkanww8soBbHhZkjGD8AxFl4DDVXg9QuzgkmnSq4T+NAGKvKHx/1eAtCGVT5UNmK4t",
+	"lQduBdTKxtwA5BJGJK7jaDlXfEtl0UyhJ5vD4/jEpgFjCV5Tnc82uMHwaBk5Oz47PSUF6HrkmvBCZfiG",
+	"aylyppSJJbH0Rtx8Zdn6lefpogUxBk7Ct8CJbJ4MTnfsIBM4WD4YvXaj9zaYlG9j+xz4Z7P1s1ai2/K9",
+	"loBgVmKij92BFy5h499564E+J5oWWNORWS2Skz1oD5nyJpSX9rDSd+mTud2naWv29QJ/fFj/h/W/1+vf",
+	"ztN00XwTQ7ABAR0Zgqiv3cbgLbDwwjQfWN4Hs7FH4R4m3rhMUMpY+gkZQky3ZmS8iJ0RSMumbssY7Q4w",
+	"7ieWxmVbk8FVWOWpCJ1SXhmfJLE/omI7G5tLMdEHf+Ngb74De3MZlsK++xt3mEXaATzZgZhMgDgQL1WE",
+	"ak3zGVLq+BIo+L6iczaECTaHrBV8C/zRF0iXDBQ1pimuuumBxE0Vgj4EQYPSuAnWVqvmuQrXwf9c1TzX",
+	"ThwEJICg4n0Q1dK7OT/mVQEQIccz7YvsbeGpI2XHmntfbd8LDzYgijETFGb48LyaHm1RjV+sVuQHWpo+",
+	"eQMavK6bkuUzll9FI9OjaJ2JkKkdhm/DnY48oCBUHPQwDr2mJS8s8ZMrJmjAqNx8cOTngVsK/dMp0zY6",
+	"RtxAw+onqIE++U3bU0hES0AA7pRhKiGxxoA2yp1dFzYjB/zO8UUI1SQ3dcAOHLADfzmIamLW9wmf2raH",
+	"fT40VVRg+9NNLMWr+gaPzZdgoRya0B3BdHLrpODVAbrdhTFqSE/U2P6AZA1Sh8Cd9t/F6el5DioK8E9G",
+	"WMnMrpqRyWResyk5VuoIyh8mUsxh85vbPRXPmF7iLWylL97kg/nz7EdHJdJ2yccRsq9hypKM2ZRXqwx7",
+	"lluP66M+ucAqg1C/YfbwPrlc3X0cRBc9yy0QupmF6IYys+2Rut5O71RS8L7p1nTUEOD020VVYW91FA54",
+	"38P28jh439S07iPYd/2Osm1UFMC9jc0kEJ6Sf757Plxn153Pa7xtxq4UlJRZUy8ZhSBkaIIOMkIj/oVG",
+	"HksYLN8rPMV6U49HV3x+iNO+xzjNTK6HidFerXqMsTw+EroSxcwuqxmZSlrpz9msD6HZITQ7wLqbsO5v",
+	"FZqt3UStiM8GNLfdamw5cHcNHbJDwO4GhRSBiRyIqn2Eo9lL1AsakZ4zjUFVeOS4yhM2CtsHDN0ks4TV",
+	"Haq2xtah5g7sc+XSa5KYPRK2n2F81zHLxZwpJ+kI5fW4LzoZvA1ldpd2HL+ZPMNXUWXoati9m6KrVfdG",
+	"H6BBPwl55RqnmnU3THVKXrvO0uJbvMQWbFXeoxbLJQ1uUyzXWImHE501ZXORLJv6Wrq0a6vm7EUPKEUb",
+	"pJyAXy21o81L0WrHYnVmkQAehAcjX4qcaiFJryFrkJHR9UwoAETSujZ/IjttVcQT+btBI0ihpGDXPAe9",
+	"TeD/zkXBJKkXasYUauWlXEoX7y/fwde4c+BhfEHg4/DC1FFm7P+iLEktxe0SZS+icbC0+RD6TEpxY/aE",
+	"BinItf3GI7CdRavMKOasIXs1QB6RWAWvl7CWtLz1v7vRetnv930YGHbCIy/R7jNmGZkBLssiTD987C9A",
+	"gkF4vAyTTpe2Icq7qkoxp0syZg40Fqml+n3Vbn42t5psJkFK2OzPcZ4V6tlHZgQDNtZfYNqFp7FzCk6F",
+	"aqpnGRndJf27P7mD2XV/ckfr+v7kzo3W/Yj08DDe7OZ/XPx+bH5/zFROa1YcDW1GNpLotcVRLhbzrzRd",
+	"dcTv5irzHQe8G6RCXS1oUFauF0j7EInqK6CrKYVxddSq/PKrZPbbWlA7yJu0ec0bCO+jVRbEC2U033S4",
+	"96l5ccYDcs8K7lDETjOIFoIrOXHiV1mqwFGQX18/++nspzO/+VjIGJ0zFc+k6GVDMroEM63NGoM17jSY",
+	"+BbHfrg/NrPAjxsTtrS5ITp055wwTYKybVOtOtC/HRRuHym0POCztkjtdnoAbuXuIFv78Hr+M0ZLExLc",
+	"red1oETNaVkSvJyoitZqJrSD49KCjGlJq9wYQjOL56LiWpjIAiTdfTxqDGjkS0Ra7pYmgYN65sx8nwO8",
+	"1twN0cFqqTSbg8+Hq933AmSReJWXi4KBs6FYpRY2RQz1eQXTUFDnlOkqUTCAffIKc4JCelywl43XFuEL",
+	"5TqiWs7FQhFJIX+pZ6BU/yfLNStww7bngFwRFLx3W5lpC3aCK5Szn0pa2Af74fQ8i7wgQHm7hxqLYpmh",
+	"44CbbpRebKV6eIuv8jHjp+scG7m0nexE2HY/spkOsKX6zHI/ErL4Nt2MRhbzFGbsPXIQTvTSeZ+Bc2G8",
+	"ahCYMJf3cfmzfCG5Xj4ZfLgzEfWYUcnkq4VZYh8+muA2rrs15grasLePZ2dkCnDit2A4TzuW+d/Cx8aN",
+	"yu0m1+xgs3fZ3RPrbPwsxBVnrsu2HysEC9AtwitEgIPgBj5IBg4iZKsy5FNSGZlTbt4tKF+jTCQubaWJ",
+	"XFRwJg/hDLyUHj4jOT0DbI1LL+BArKYq/lBQpisFVJgGfdxsJXqxlsOOAnaOaEl56f2FnGpaiukC+hMx",
+	"wNSCV1qFrj1LuubGdbVzFwwnMiuIpSIkczYfM6lmvLbiJM5ioYCbb+I8bsL+uKWFf/OCiciTdD7fVIpF",
+	"bR+5Ro2nY5prfo3eaS1EmcWC4zq4IO6VlGIauvND0h3bXEt//mVeoVXohXfwjsBUj4BgTqfQmFI2r0uI",
+	"vD21oJkV5jngHKwgZtdAdTkucX4gKK1joIDSrqVbv0cZirbjOBwpLiOX2xFuIHZtwvJlXsaP5uNgbp8L",
+	"5puaiytGNBq3RlaurWPvfUeseJ6YYEl0GI3M6d7ksKhyUU341Cklol2t6ZiXXHMGiw2D9wjKFw1cGLfn",
+	"8bhh4y39ewMoPzv/kSfNOyeA2Z762M7x6bn8c6RVDYlh1/JZsrBjZ6d9eNg1sDAs9FjcZvh3URXkho1n",
+	"QlyZ8JPD8WFd0kq5iNR8xJ0ul53RxzjP/8PGlwLOVt2y5xXe0r4Cd2fz8W08SKYjbS/xtRBaaUlrl73A",
+	"Y1dazHnFzRfaShFBY2CP9NJnOijoMkaWyo/UixfxSFkWrmbjv74+eU8wXsSsj4nRp9zYC7N+rpkkl7+9",
+	"c/O7lkwxY4dx4oC5Gzo+GbuskQnR2gYMTW0llou5yHQMLUa9s5+0GkEb3EaLS6ZUAQGN4XIHGSm42ygC",
+	"EN9P3h/jgfHR85P7j/f/DwAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -113,7 +113,7 @@ func (s *Service) decide(ctx context.Context, h agentport.Hook) (engineapi.HookA
 			return answer(true, ""), nil
 		}
 		d, err := s.Playback.AuthorizePlay(ctx, playback.PlayRequest{MediaServerID: h.MediaServerID, Vhost: req.Vhost, App: req.App,
-			Stream: req.Stream, Protocol: req.Protocol, Params: req.Params})
+			Stream: req.Stream, Protocol: req.Protocol, Params: req.Params, RemoteAddr: req.RemoteAddr})
 		if err != nil {
 			return engineapi.HookAnswer{}, err
 		}

@@ -88,6 +88,7 @@ func (s *Server) loops() []loop {
 		{name: "stream reconciler", leader: true, run: s.streamReconciler.Run},
 		{name: "snapshots", leader: true, run: s.Snapshots.Run},
 		{name: "auto recording", leader: true, run: s.autoRecording.Run},
+		{name: "cut/merge worker", leader: true, run: s.cutMerge.Run},
 		{name: "playback lease sweeper", leader: true, run: func(ctx context.Context) { s.Playback.RunSweeper(ctx, log.Named("playback")) }},
 	}
 }

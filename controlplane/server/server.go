@@ -96,6 +96,7 @@ type Server struct {
 	// Recording indexes files and drives the engines' recorders.
 	Recording     *recording.Service
 	autoRecording *recording.Reconciler
+	cutMerge      *recording.CutMergeWorker
 	HTTPAddr      string // the bound address
 	sockets       *httpapi.RuntimeSockets
 	legacyWebhook webhooks.LegacyEndpoint
