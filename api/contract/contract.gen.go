@@ -1075,6 +1075,45 @@ func (e Gb28181DeviceTransport) Valid() bool {
 	}
 }
 
+// Defines values for Gb28181PlaybackSessionState.
+const (
+	Gb28181PlaybackSessionStateEnded   Gb28181PlaybackSessionState = "Ended"
+	Gb28181PlaybackSessionStatePlaying Gb28181PlaybackSessionState = "Playing"
+)
+
+// Valid indicates whether the value is a known member of the Gb28181PlaybackSessionState enum.
+func (e Gb28181PlaybackSessionState) Valid() bool {
+	switch e {
+	case Gb28181PlaybackSessionStateEnded:
+		return true
+	case Gb28181PlaybackSessionStatePlaying:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for Gb28181RecordQueryState.
+const (
+	Gb28181RecordQueryStateIncomplete Gb28181RecordQueryState = "Incomplete"
+	Gb28181RecordQueryStateRunning    Gb28181RecordQueryState = "Running"
+	Gb28181RecordQueryStateSucceeded  Gb28181RecordQueryState = "Succeeded"
+)
+
+// Valid indicates whether the value is a known member of the Gb28181RecordQueryState enum.
+func (e Gb28181RecordQueryState) Valid() bool {
+	switch e {
+	case Gb28181RecordQueryStateIncomplete:
+		return true
+	case Gb28181RecordQueryStateRunning:
+		return true
+	case Gb28181RecordQueryStateSucceeded:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for HealthCheckStatus.
 const (
 	HealthCheckStatusDegraded    HealthCheckStatus = "degraded"
@@ -1758,15 +1797,18 @@ func (e PermissionName) Valid() bool {
 
 // Defines values for PlaybackLeaseResourceKind.
 const (
-	PlaybackLeaseResourceKindCutMergeOutput PlaybackLeaseResourceKind = "cut-merge-output"
-	PlaybackLeaseResourceKindLive           PlaybackLeaseResourceKind = "live"
-	PlaybackLeaseResourceKindRecordingFile  PlaybackLeaseResourceKind = "recording-file"
+	PlaybackLeaseResourceKindCutMergeOutput  PlaybackLeaseResourceKind = "cut-merge-output"
+	PlaybackLeaseResourceKindGb28181Playback PlaybackLeaseResourceKind = "gb28181-playback"
+	PlaybackLeaseResourceKindLive            PlaybackLeaseResourceKind = "live"
+	PlaybackLeaseResourceKindRecordingFile   PlaybackLeaseResourceKind = "recording-file"
 )
 
 // Valid indicates whether the value is a known member of the PlaybackLeaseResourceKind enum.
 func (e PlaybackLeaseResourceKind) Valid() bool {
 	switch e {
 	case PlaybackLeaseResourceKindCutMergeOutput:
+		return true
+	case PlaybackLeaseResourceKindGb28181Playback:
 		return true
 	case PlaybackLeaseResourceKindLive:
 		return true
@@ -4908,6 +4950,174 @@ type Gb28181DeviceList struct {
 	Total int64 `json:"total"`
 }
 
+// Gb28181PlaybackAction How to play an entry.
+type Gb28181PlaybackAction struct {
+	// Endpoint Path to call (/api/v2/gb28181/playback/invite).
+	Endpoint string `json:"endpoint"`
+
+	// Method HTTP method (POST).
+	Method string `json:"method"`
+
+	// Request A playback invitation.
+	Request Gb28181PlaybackInviteRequest `json:"request"`
+}
+
+// Gb28181PlaybackInviteRequest A playback invitation.
+type Gb28181PlaybackInviteRequest struct {
+	// ChannelId The channel's 20-digit code.
+	ChannelId string `json:"channelId"`
+
+	// DeviceId The device's 20-digit code.
+	DeviceId string `json:"deviceId"`
+
+	// EndTime End of the recording to play.
+	EndTime time.Time `json:"endTime"`
+
+	// MediaServerId Media server to receive on; default the least loaded online one.
+	MediaServerId *string `json:"mediaServerId,omitempty"`
+
+	// RtpWithTcp The device sends over TCP to the media server (TCP passive) instead of UDP.
+	RtpWithTcp *bool `json:"rtpWithTcp,omitempty"`
+
+	// StartTime Start of the recording to play.
+	StartTime time.Time `json:"startTime"`
+
+	// TimeoutSeconds How long to wait for the device's answer (default 10).
+	TimeoutSeconds *int `json:"timeoutSeconds,omitempty"`
+}
+
+// Gb28181PlaybackInviteResult The accepted invitation.
+type Gb28181PlaybackInviteResult struct {
+	// Session A history playback session.
+	Session Gb28181PlaybackSession `json:"session"`
+}
+
+// Gb28181PlaybackSession A history playback session.
+type Gb28181PlaybackSession struct {
+	// App The stream's app.
+	App string `json:"app"`
+
+	// ChannelId The channel's code.
+	ChannelId string `json:"channelId"`
+
+	// CreatedAt When the device accepted the INVITE.
+	CreatedAt time.Time `json:"createdAt"`
+
+	// DeviceId The device's code.
+	DeviceId string `json:"deviceId"`
+
+	// EndReason Why it ended.
+	EndReason *string `json:"endReason,omitempty"`
+
+	// EndTime End of the recording.
+	EndTime time.Time `json:"endTime"`
+
+	// EndedAt When it ended.
+	EndedAt *time.Time `json:"endedAt,omitempty"`
+
+	// Id The session's id.
+	Id string `json:"id"`
+
+	// MediaServerId The media server receiving it.
+	MediaServerId string `json:"mediaServerId"`
+
+	// StartTime Start of the recording.
+	StartTime time.Time `json:"startTime"`
+
+	// State Playing until the device reports the end (MediaStatus 121), hangs up, or the session is stopped.
+	State Gb28181PlaybackSessionState `json:"state"`
+
+	// StreamId The stream's id (the session id).
+	StreamId string `json:"streamId"`
+
+	// Vhost The stream's virtual host.
+	Vhost string `json:"vhost"`
+}
+
+// Gb28181PlaybackSessionState Playing until the device reports the end (MediaStatus 121), hangs up, or the session is stopped.
+type Gb28181PlaybackSessionState string
+
+// Gb28181Record One recording the device holds.
+type Gb28181Record struct {
+	// EndTime End.
+	EndTime time.Time `json:"endTime"`
+
+	// FileSize Size in bytes, when the device reports it.
+	FileSize *int64 `json:"fileSize,omitempty"`
+
+	// Name The device's name for it.
+	Name *string `json:"name,omitempty"`
+
+	// Playback How to play an entry.
+	Playback Gb28181PlaybackAction `json:"playback"`
+
+	// RecordId Position of the entry in the query's list, from 1.
+	RecordId string `json:"recordId"`
+
+	// Secrecy 0 not secret, 1 secret.
+	Secrecy int32 `json:"secrecy"`
+
+	// StartTime Start.
+	StartTime time.Time `json:"startTime"`
+
+	// Type The device's record type (time, alarm, manual, all).
+	Type *string `json:"type,omitempty"`
+}
+
+// Gb28181RecordQuery A record query and what the device answered.
+type Gb28181RecordQuery struct {
+	// ChannelId The channel's code.
+	ChannelId string `json:"channelId"`
+
+	// CreatedAt When the query was sent.
+	CreatedAt time.Time `json:"createdAt"`
+
+	// DeviceId The device's code.
+	DeviceId string `json:"deviceId"`
+
+	// EndTime End of the range.
+	EndTime time.Time `json:"endTime"`
+
+	// FinishedAt When it ended.
+	FinishedAt *time.Time `json:"finishedAt,omitempty"`
+
+	// Records The entries that arrived, in the device's order.
+	Records []Gb28181Record `json:"records"`
+
+	// StartTime Start of the range.
+	StartTime time.Time `json:"startTime"`
+
+	// State Running while pages come; Succeeded when all `sumNum` entries arrived; Incomplete when the device went quiet first (or never answered).
+	State Gb28181RecordQueryState `json:"state"`
+
+	// SumNum How many entries the device announced (0 until its first page).
+	SumNum int32 `json:"sumNum"`
+
+	// TaskId The query's id.
+	TaskId string `json:"taskId"`
+}
+
+// Gb28181RecordQueryState Running while pages come; Succeeded when all `sumNum` entries arrived; Incomplete when the device went quiet first (or never answered).
+type Gb28181RecordQueryState string
+
+// Gb28181RecordQueryRequest A record query.
+type Gb28181RecordQueryRequest struct {
+	// ChannelId The channel's 20-digit code.
+	ChannelId string `json:"channelId"`
+
+	// DeviceId The device's 20-digit code.
+	DeviceId string `json:"deviceId"`
+
+	// EndTime End of the range (after startTime, within 31 days of it).
+	EndTime time.Time `json:"endTime"`
+
+	// StartTime Start of the range.
+	StartTime time.Time `json:"startTime"`
+
+	// TimeoutSeconds How long to wait for the device's next page before the query ends Incomplete (default 10).
+	TimeoutSeconds *int `json:"timeoutSeconds,omitempty"`
+}
+
 // HealthCheck Result of one health check.
 type HealthCheck struct {
 	// Message Explanation of the result; empty when the check is ok.
@@ -6307,7 +6517,7 @@ type PlaybackLease struct {
 	// RenewCount Renewals so far.
 	RenewCount int32 `json:"renewCount"`
 
-	// ResourceId Identifier of the resource; for live, the channel id, or for a lease on a stream locator `{mediaServerId}/{vhost}/{app}/{streamId}`.
+	// ResourceId Identifier of the resource; for live, the channel id, or for a lease on a stream locator `{mediaServerId}/{vhost}/{app}/{streamId}`; for gb28181-playback, the session id.
 	ResourceId string `json:"resourceId"`
 
 	// ResourceKind What the lease plays.
@@ -9577,6 +9787,12 @@ type CreateChannelSnapshotAccessJSONRequestBody = SnapshotAccessRequest
 // SaveChannelSnapshotSettingsJSONRequestBody defines body for SaveChannelSnapshotSettings for application/json ContentType.
 type SaveChannelSnapshotSettingsJSONRequestBody = SnapshotSettingsRequest
 
+// InviteGb28181PlaybackJSONRequestBody defines body for InviteGb28181Playback for application/json ContentType.
+type InviteGb28181PlaybackJSONRequestBody = Gb28181PlaybackInviteRequest
+
+// CreateGb28181RecordQueryJSONRequestBody defines body for CreateGb28181RecordQuery for application/json ContentType.
+type CreateGb28181RecordQueryJSONRequestBody = Gb28181RecordQueryRequest
+
 // RetireMediaServerJSONRequestBody defines body for RetireMediaServer for application/json ContentType.
 type RetireMediaServerJSONRequestBody = RetireMediaServerRequest
 
@@ -9729,6 +9945,9 @@ type CreateThirdPartyLivePlaybackJSONRequestBody = ThirdPartyLivePlaybackRequest
 
 // CreateThirdPartyLivePlaybackLeaseJSONRequestBody defines body for CreateThirdPartyLivePlaybackLease for application/json ContentType.
 type CreateThirdPartyLivePlaybackLeaseJSONRequestBody = ThirdPartyPlaybackLeaseRequest
+
+// CreateThirdPartyGb28181PlaybackLeaseJSONRequestBody defines body for CreateThirdPartyGb28181PlaybackLease for application/json ContentType.
+type CreateThirdPartyGb28181PlaybackLeaseJSONRequestBody = ThirdPartyPlaybackLeaseRequest
 
 // RenewThirdPartyPlaybackLeaseJSONRequestBody defines body for RenewThirdPartyPlaybackLease for application/json ContentType.
 type RenewThirdPartyPlaybackLeaseJSONRequestBody = RenewThirdPartyPlaybackLeaseRequest
@@ -10157,6 +10376,21 @@ type ServerInterface interface {
 	// GetGb28181Device One GB28181 device
 	// (GET /api/v2/gb28181/devices/{deviceId})
 	GetGb28181Device(c *gin.Context, deviceId string)
+	// InviteGb28181Playback Play a device's recording
+	// (POST /api/v2/gb28181/playback/invite)
+	InviteGb28181Playback(c *gin.Context)
+	// GetGb28181PlaybackSession A playback session
+	// (GET /api/v2/gb28181/playback/sessions/{sessionId})
+	GetGb28181PlaybackSession(c *gin.Context, sessionId string)
+	// StopGb28181PlaybackSession Stop a playback session
+	// (POST /api/v2/gb28181/playback/sessions/{sessionId}/stop)
+	StopGb28181PlaybackSession(c *gin.Context, sessionId string)
+	// CreateGb28181RecordQuery Ask a device for a channel's recordings
+	// (POST /api/v2/gb28181/records/query)
+	CreateGb28181RecordQuery(c *gin.Context)
+	// GetGb28181RecordQuery A record query and the device's recordings
+	// (GET /api/v2/gb28181/records/query/{taskId})
+	GetGb28181RecordQuery(c *gin.Context, taskId string)
 	// ListMediaServers List media servers
 	// (GET /api/v2/media-servers)
 	ListMediaServers(c *gin.Context, params ListMediaServersParams)
@@ -10532,6 +10766,9 @@ type ServerInterface interface {
 	// StopThirdPartyChannel Stop a channel (third-party)
 	// (POST /api/v2/third-party/channels/{channelId}/stop)
 	StopThirdPartyChannel(c *gin.Context, channelId ChannelId)
+	// CreateThirdPartyGb28181PlaybackLease Lease a GB28181 playback session to a player
+	// (POST /api/v2/third-party/gb28181/playback-sessions/{sessionId}/playback-lease)
+	CreateThirdPartyGb28181PlaybackLease(c *gin.Context, sessionId string)
 	// ListThirdPartyMediaServers List the media servers
 	// (GET /api/v2/third-party/media-servers)
 	ListThirdPartyMediaServers(c *gin.Context, params ListThirdPartyMediaServersParams)
@@ -12187,6 +12424,107 @@ func (siw *ServerInterfaceWrapper) GetGb28181Device(c *gin.Context) {
 	}
 
 	siw.Handler.GetGb28181Device(c, deviceId)
+}
+
+// InviteGb28181Playback operation middleware
+func (siw *ServerInterfaceWrapper) InviteGb28181Playback(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.InviteGb28181Playback(c)
+}
+
+// GetGb28181PlaybackSession operation middleware
+func (siw *ServerInterfaceWrapper) GetGb28181PlaybackSession(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "sessionId" -------------
+	var sessionId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "sessionId", c.Param("sessionId"), &sessionId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter sessionId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetGb28181PlaybackSession(c, sessionId)
+}
+
+// StopGb28181PlaybackSession operation middleware
+func (siw *ServerInterfaceWrapper) StopGb28181PlaybackSession(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "sessionId" -------------
+	var sessionId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "sessionId", c.Param("sessionId"), &sessionId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter sessionId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.StopGb28181PlaybackSession(c, sessionId)
+}
+
+// CreateGb28181RecordQuery operation middleware
+func (siw *ServerInterfaceWrapper) CreateGb28181RecordQuery(c *gin.Context) {
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateGb28181RecordQuery(c)
+}
+
+// GetGb28181RecordQuery operation middleware
+func (siw *ServerInterfaceWrapper) GetGb28181RecordQuery(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "taskId" -------------
+	var taskId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "taskId", c.Param("taskId"), &taskId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter taskId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.GetGb28181RecordQuery(c, taskId)
 }
 
 // ListMediaServers operation middleware
@@ -15982,6 +16320,31 @@ func (siw *ServerInterfaceWrapper) StopThirdPartyChannel(c *gin.Context) {
 	siw.Handler.StopThirdPartyChannel(c, channelId)
 }
 
+// CreateThirdPartyGb28181PlaybackLease operation middleware
+func (siw *ServerInterfaceWrapper) CreateThirdPartyGb28181PlaybackLease(c *gin.Context) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "sessionId" -------------
+	var sessionId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "sessionId", c.Param("sessionId"), &sessionId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandler(c, fmt.Errorf("Invalid format for parameter sessionId: %w", err), http.StatusBadRequest)
+		return
+	}
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		middleware(c)
+		if c.IsAborted() {
+			return
+		}
+	}
+
+	siw.Handler.CreateThirdPartyGb28181PlaybackLease(c, sessionId)
+}
+
 // ListThirdPartyMediaServers operation middleware
 func (siw *ServerInterfaceWrapper) ListThirdPartyMediaServers(c *gin.Context) {
 
@@ -16525,6 +16888,7 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 	router.GET(options.BaseURL+"/api/v2/engine/nodes/:nodeId/recording-status", wrapper.GetEngineRecordingStatus)
 	router.POST(options.BaseURL+"/api/v2/third-party/channels/:channelId/playback", wrapper.CreateThirdPartyLivePlayback)
 	router.POST(options.BaseURL+"/api/v2/third-party/channels/:channelId/playback-lease", wrapper.CreateThirdPartyLivePlaybackLease)
+	router.POST(options.BaseURL+"/api/v2/third-party/gb28181/playback-sessions/:sessionId/playback-lease", wrapper.CreateThirdPartyGb28181PlaybackLease)
 	router.POST(options.BaseURL+"/api/v2/third-party/streams/playback-lease", wrapper.CreateThirdPartyStreamPlaybackLease)
 	router.DELETE(options.BaseURL+"/api/v2/third-party/playback-leases/:leaseId", wrapper.DeleteThirdPartyPlaybackLease)
 	router.GET(options.BaseURL+"/api/v2/third-party/playback-leases/:leaseId", wrapper.GetThirdPartyPlaybackLease)
@@ -16567,6 +16931,11 @@ func RegisterHandlersWithOptions(router gin.IRouter, si ServerInterface, options
 	router.GET(options.BaseURL+"/api/v2/auth/me", wrapper.GetCurrentUser)
 	router.GET(options.BaseURL+"/api/v2/gb28181/devices", wrapper.ListGb28181Devices)
 	router.GET(options.BaseURL+"/api/v2/gb28181/devices/:deviceId", wrapper.GetGb28181Device)
+	router.POST(options.BaseURL+"/api/v2/gb28181/records/query", wrapper.CreateGb28181RecordQuery)
+	router.GET(options.BaseURL+"/api/v2/gb28181/records/query/:taskId", wrapper.GetGb28181RecordQuery)
+	router.POST(options.BaseURL+"/api/v2/gb28181/playback/invite", wrapper.InviteGb28181Playback)
+	router.GET(options.BaseURL+"/api/v2/gb28181/playback/sessions/:sessionId", wrapper.GetGb28181PlaybackSession)
+	router.POST(options.BaseURL+"/api/v2/gb28181/playback/sessions/:sessionId/stop", wrapper.StopGb28181PlaybackSession)
 	router.POST(options.BaseURL+"/api/v2/recording/start", wrapper.StartRecording)
 	router.POST(options.BaseURL+"/api/v2/recording/stop", wrapper.StopRecording)
 	router.GET(options.BaseURL+"/api/v2/recording/sessions", wrapper.ListRecordingSessions)
@@ -22383,6 +22752,715 @@ func (response GetGb28181Device429JSONResponse) VisitGetGb28181DeviceResponse(w 
 type GetGb28181Device500JSONResponse struct{ InternalErrorJSONResponse }
 
 func (response GetGb28181Device500JSONResponse) VisitGetGb28181DeviceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type InviteGb28181PlaybackRequestObject struct {
+	Body *InviteGb28181PlaybackJSONRequestBody
+}
+
+type InviteGb28181PlaybackResponseObject interface {
+	VisitInviteGb28181PlaybackResponse(w http.ResponseWriter) error
+}
+
+type InviteGb28181Playback200JSONResponse Gb28181PlaybackInviteResult
+
+func (response InviteGb28181Playback200JSONResponse) VisitInviteGb28181PlaybackResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type InviteGb28181Playback400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response InviteGb28181Playback400JSONResponse) VisitInviteGb28181PlaybackResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type InviteGb28181Playback401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response InviteGb28181Playback401JSONResponse) VisitInviteGb28181PlaybackResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type InviteGb28181Playback403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response InviteGb28181Playback403JSONResponse) VisitInviteGb28181PlaybackResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type InviteGb28181Playback404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response InviteGb28181Playback404JSONResponse) VisitInviteGb28181PlaybackResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type InviteGb28181Playback409JSONResponse struct{ ConflictJSONResponse }
+
+func (response InviteGb28181Playback409JSONResponse) VisitInviteGb28181PlaybackResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type InviteGb28181Playback413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response InviteGb28181Playback413JSONResponse) VisitInviteGb28181PlaybackResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type InviteGb28181Playback415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response InviteGb28181Playback415JSONResponse) VisitInviteGb28181PlaybackResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type InviteGb28181Playback429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response InviteGb28181Playback429JSONResponse) VisitInviteGb28181PlaybackResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type InviteGb28181Playback500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response InviteGb28181Playback500JSONResponse) VisitInviteGb28181PlaybackResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type InviteGb28181Playback503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response InviteGb28181Playback503JSONResponse) VisitInviteGb28181PlaybackResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetGb28181PlaybackSessionRequestObject struct {
+	SessionId string `json:"sessionId"`
+}
+
+type GetGb28181PlaybackSessionResponseObject interface {
+	VisitGetGb28181PlaybackSessionResponse(w http.ResponseWriter) error
+}
+
+type GetGb28181PlaybackSession200JSONResponse Gb28181PlaybackSession
+
+func (response GetGb28181PlaybackSession200JSONResponse) VisitGetGb28181PlaybackSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetGb28181PlaybackSession400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetGb28181PlaybackSession400JSONResponse) VisitGetGb28181PlaybackSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetGb28181PlaybackSession401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetGb28181PlaybackSession401JSONResponse) VisitGetGb28181PlaybackSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetGb28181PlaybackSession403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetGb28181PlaybackSession403JSONResponse) VisitGetGb28181PlaybackSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetGb28181PlaybackSession404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetGb28181PlaybackSession404JSONResponse) VisitGetGb28181PlaybackSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetGb28181PlaybackSession429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetGb28181PlaybackSession429JSONResponse) VisitGetGb28181PlaybackSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetGb28181PlaybackSession500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetGb28181PlaybackSession500JSONResponse) VisitGetGb28181PlaybackSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopGb28181PlaybackSessionRequestObject struct {
+	SessionId string `json:"sessionId"`
+}
+
+type StopGb28181PlaybackSessionResponseObject interface {
+	VisitStopGb28181PlaybackSessionResponse(w http.ResponseWriter) error
+}
+
+type StopGb28181PlaybackSession200JSONResponse Gb28181PlaybackSession
+
+func (response StopGb28181PlaybackSession200JSONResponse) VisitStopGb28181PlaybackSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopGb28181PlaybackSession400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response StopGb28181PlaybackSession400JSONResponse) VisitStopGb28181PlaybackSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopGb28181PlaybackSession401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response StopGb28181PlaybackSession401JSONResponse) VisitStopGb28181PlaybackSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopGb28181PlaybackSession403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response StopGb28181PlaybackSession403JSONResponse) VisitStopGb28181PlaybackSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopGb28181PlaybackSession404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response StopGb28181PlaybackSession404JSONResponse) VisitStopGb28181PlaybackSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopGb28181PlaybackSession409JSONResponse struct{ ConflictJSONResponse }
+
+func (response StopGb28181PlaybackSession409JSONResponse) VisitStopGb28181PlaybackSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopGb28181PlaybackSession413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response StopGb28181PlaybackSession413JSONResponse) VisitStopGb28181PlaybackSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopGb28181PlaybackSession415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response StopGb28181PlaybackSession415JSONResponse) VisitStopGb28181PlaybackSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopGb28181PlaybackSession429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response StopGb28181PlaybackSession429JSONResponse) VisitStopGb28181PlaybackSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopGb28181PlaybackSession500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response StopGb28181PlaybackSession500JSONResponse) VisitStopGb28181PlaybackSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StopGb28181PlaybackSession503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response StopGb28181PlaybackSession503JSONResponse) VisitStopGb28181PlaybackSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateGb28181RecordQueryRequestObject struct {
+	Body *CreateGb28181RecordQueryJSONRequestBody
+}
+
+type CreateGb28181RecordQueryResponseObject interface {
+	VisitCreateGb28181RecordQueryResponse(w http.ResponseWriter) error
+}
+
+type CreateGb28181RecordQuery200JSONResponse Gb28181RecordQuery
+
+func (response CreateGb28181RecordQuery200JSONResponse) VisitCreateGb28181RecordQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateGb28181RecordQuery400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateGb28181RecordQuery400JSONResponse) VisitCreateGb28181RecordQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateGb28181RecordQuery401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateGb28181RecordQuery401JSONResponse) VisitCreateGb28181RecordQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateGb28181RecordQuery403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateGb28181RecordQuery403JSONResponse) VisitCreateGb28181RecordQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateGb28181RecordQuery404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateGb28181RecordQuery404JSONResponse) VisitCreateGb28181RecordQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateGb28181RecordQuery409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateGb28181RecordQuery409JSONResponse) VisitCreateGb28181RecordQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateGb28181RecordQuery413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response CreateGb28181RecordQuery413JSONResponse) VisitCreateGb28181RecordQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateGb28181RecordQuery415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response CreateGb28181RecordQuery415JSONResponse) VisitCreateGb28181RecordQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateGb28181RecordQuery429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateGb28181RecordQuery429JSONResponse) VisitCreateGb28181RecordQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateGb28181RecordQuery500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateGb28181RecordQuery500JSONResponse) VisitCreateGb28181RecordQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateGb28181RecordQuery503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response CreateGb28181RecordQuery503JSONResponse) VisitCreateGb28181RecordQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetGb28181RecordQueryRequestObject struct {
+	TaskId string `json:"taskId"`
+}
+
+type GetGb28181RecordQueryResponseObject interface {
+	VisitGetGb28181RecordQueryResponse(w http.ResponseWriter) error
+}
+
+type GetGb28181RecordQuery200JSONResponse Gb28181RecordQuery
+
+func (response GetGb28181RecordQuery200JSONResponse) VisitGetGb28181RecordQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetGb28181RecordQuery400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetGb28181RecordQuery400JSONResponse) VisitGetGb28181RecordQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetGb28181RecordQuery401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetGb28181RecordQuery401JSONResponse) VisitGetGb28181RecordQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetGb28181RecordQuery403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetGb28181RecordQuery403JSONResponse) VisitGetGb28181RecordQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetGb28181RecordQuery404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetGb28181RecordQuery404JSONResponse) VisitGetGb28181RecordQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetGb28181RecordQuery429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetGb28181RecordQuery429JSONResponse) VisitGetGb28181RecordQueryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetGb28181RecordQuery500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetGb28181RecordQuery500JSONResponse) VisitGetGb28181RecordQueryResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
@@ -37149,6 +38227,158 @@ func (response StopThirdPartyChannel500JSONResponse) VisitStopThirdPartyChannelR
 	return err
 }
 
+type CreateThirdPartyGb28181PlaybackLeaseRequestObject struct {
+	SessionId string `json:"sessionId"`
+	Body      *CreateThirdPartyGb28181PlaybackLeaseJSONRequestBody
+}
+
+type CreateThirdPartyGb28181PlaybackLeaseResponseObject interface {
+	VisitCreateThirdPartyGb28181PlaybackLeaseResponse(w http.ResponseWriter) error
+}
+
+type CreateThirdPartyGb28181PlaybackLease200JSONResponse PlaybackLease
+
+func (response CreateThirdPartyGb28181PlaybackLease200JSONResponse) VisitCreateThirdPartyGb28181PlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyGb28181PlaybackLease400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateThirdPartyGb28181PlaybackLease400JSONResponse) VisitCreateThirdPartyGb28181PlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyGb28181PlaybackLease401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateThirdPartyGb28181PlaybackLease401JSONResponse) VisitCreateThirdPartyGb28181PlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyGb28181PlaybackLease403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateThirdPartyGb28181PlaybackLease403JSONResponse) VisitCreateThirdPartyGb28181PlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyGb28181PlaybackLease404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateThirdPartyGb28181PlaybackLease404JSONResponse) VisitCreateThirdPartyGb28181PlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyGb28181PlaybackLease409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateThirdPartyGb28181PlaybackLease409JSONResponse) VisitCreateThirdPartyGb28181PlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyGb28181PlaybackLease413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response CreateThirdPartyGb28181PlaybackLease413JSONResponse) VisitCreateThirdPartyGb28181PlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyGb28181PlaybackLease415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response CreateThirdPartyGb28181PlaybackLease415JSONResponse) VisitCreateThirdPartyGb28181PlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyGb28181PlaybackLease429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateThirdPartyGb28181PlaybackLease429JSONResponse) VisitCreateThirdPartyGb28181PlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateThirdPartyGb28181PlaybackLease500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateThirdPartyGb28181PlaybackLease500JSONResponse) VisitCreateThirdPartyGb28181PlaybackLeaseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListThirdPartyMediaServersRequestObject struct {
 	Params ListThirdPartyMediaServersParams
 }
@@ -38529,6 +39759,21 @@ type StrictServerInterface interface {
 	// GetGb28181Device One GB28181 device
 	// (GET /api/v2/gb28181/devices/{deviceId})
 	GetGb28181Device(ctx context.Context, request GetGb28181DeviceRequestObject) (GetGb28181DeviceResponseObject, error)
+	// InviteGb28181Playback Play a device's recording
+	// (POST /api/v2/gb28181/playback/invite)
+	InviteGb28181Playback(ctx context.Context, request InviteGb28181PlaybackRequestObject) (InviteGb28181PlaybackResponseObject, error)
+	// GetGb28181PlaybackSession A playback session
+	// (GET /api/v2/gb28181/playback/sessions/{sessionId})
+	GetGb28181PlaybackSession(ctx context.Context, request GetGb28181PlaybackSessionRequestObject) (GetGb28181PlaybackSessionResponseObject, error)
+	// StopGb28181PlaybackSession Stop a playback session
+	// (POST /api/v2/gb28181/playback/sessions/{sessionId}/stop)
+	StopGb28181PlaybackSession(ctx context.Context, request StopGb28181PlaybackSessionRequestObject) (StopGb28181PlaybackSessionResponseObject, error)
+	// CreateGb28181RecordQuery Ask a device for a channel's recordings
+	// (POST /api/v2/gb28181/records/query)
+	CreateGb28181RecordQuery(ctx context.Context, request CreateGb28181RecordQueryRequestObject) (CreateGb28181RecordQueryResponseObject, error)
+	// GetGb28181RecordQuery A record query and the device's recordings
+	// (GET /api/v2/gb28181/records/query/{taskId})
+	GetGb28181RecordQuery(ctx context.Context, request GetGb28181RecordQueryRequestObject) (GetGb28181RecordQueryResponseObject, error)
 	// ListMediaServers List media servers
 	// (GET /api/v2/media-servers)
 	ListMediaServers(ctx context.Context, request ListMediaServersRequestObject) (ListMediaServersResponseObject, error)
@@ -38904,6 +40149,9 @@ type StrictServerInterface interface {
 	// StopThirdPartyChannel Stop a channel (third-party)
 	// (POST /api/v2/third-party/channels/{channelId}/stop)
 	StopThirdPartyChannel(ctx context.Context, request StopThirdPartyChannelRequestObject) (StopThirdPartyChannelResponseObject, error)
+	// CreateThirdPartyGb28181PlaybackLease Lease a GB28181 playback session to a player
+	// (POST /api/v2/third-party/gb28181/playback-sessions/{sessionId}/playback-lease)
+	CreateThirdPartyGb28181PlaybackLease(ctx context.Context, request CreateThirdPartyGb28181PlaybackLeaseRequestObject) (CreateThirdPartyGb28181PlaybackLeaseResponseObject, error)
 	// ListThirdPartyMediaServers List the media servers
 	// (GET /api/v2/third-party/media-servers)
 	ListThirdPartyMediaServers(ctx context.Context, request ListThirdPartyMediaServersRequestObject) (ListThirdPartyMediaServersResponseObject, error)
@@ -40562,6 +41810,168 @@ func (sh *strictHandler) GetGb28181Device(ctx *gin.Context, deviceId string) {
 		sh.options.HandlerErrorFunc(ctx, err)
 	} else if validResponse, ok := response.(GetGb28181DeviceResponseObject); ok {
 		if err := validResponse.VisitGetGb28181DeviceResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// InviteGb28181Playback operation middleware
+func (sh *strictHandler) InviteGb28181Playback(ctx *gin.Context) {
+	var request InviteGb28181PlaybackRequestObject
+
+	var body InviteGb28181PlaybackJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.InviteGb28181Playback(ctx, request.(InviteGb28181PlaybackRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "InviteGb28181Playback")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(InviteGb28181PlaybackResponseObject); ok {
+		if err := validResponse.VisitInviteGb28181PlaybackResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetGb28181PlaybackSession operation middleware
+func (sh *strictHandler) GetGb28181PlaybackSession(ctx *gin.Context, sessionId string) {
+	var request GetGb28181PlaybackSessionRequestObject
+
+	request.SessionId = sessionId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetGb28181PlaybackSession(ctx, request.(GetGb28181PlaybackSessionRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetGb28181PlaybackSession")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetGb28181PlaybackSessionResponseObject); ok {
+		if err := validResponse.VisitGetGb28181PlaybackSessionResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// StopGb28181PlaybackSession operation middleware
+func (sh *strictHandler) StopGb28181PlaybackSession(ctx *gin.Context, sessionId string) {
+	var request StopGb28181PlaybackSessionRequestObject
+
+	request.SessionId = sessionId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.StopGb28181PlaybackSession(ctx, request.(StopGb28181PlaybackSessionRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "StopGb28181PlaybackSession")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(StopGb28181PlaybackSessionResponseObject); ok {
+		if err := validResponse.VisitStopGb28181PlaybackSessionResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CreateGb28181RecordQuery operation middleware
+func (sh *strictHandler) CreateGb28181RecordQuery(ctx *gin.Context) {
+	var request CreateGb28181RecordQueryRequestObject
+
+	var body CreateGb28181RecordQueryJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateGb28181RecordQuery(ctx, request.(CreateGb28181RecordQueryRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateGb28181RecordQuery")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateGb28181RecordQueryResponseObject); ok {
+		if err := validResponse.VisitCreateGb28181RecordQueryResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetGb28181RecordQuery operation middleware
+func (sh *strictHandler) GetGb28181RecordQuery(ctx *gin.Context, taskId string) {
+	var request GetGb28181RecordQueryRequestObject
+
+	request.TaskId = taskId
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetGb28181RecordQuery(ctx, request.(GetGb28181RecordQueryRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetGb28181RecordQuery")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(GetGb28181RecordQueryResponseObject); ok {
+		if err := validResponse.VisitGetGb28181RecordQueryResponse(ctx.Writer); err != nil {
 			sh.options.ResponseErrorHandlerFunc(ctx, err)
 		}
 	} else if response != nil {
@@ -44683,6 +46093,50 @@ func (sh *strictHandler) StopThirdPartyChannel(ctx *gin.Context, channelId Chann
 	}
 }
 
+// CreateThirdPartyGb28181PlaybackLease operation middleware
+func (sh *strictHandler) CreateThirdPartyGb28181PlaybackLease(ctx *gin.Context, sessionId string) {
+	var request CreateThirdPartyGb28181PlaybackLeaseRequestObject
+
+	request.SessionId = sessionId
+
+	var body CreateThirdPartyGb28181PlaybackLeaseJSONRequestBody
+	var err error
+	// A request validator built on kin-openapi's openapi3filter with
+	// KeepValidatedValue leaves the value it validated on the body. Bind
+	// that value, matching member names exactly, so the handler receives
+	// what was validated instead of a second, case-insensitive decode.
+	if vb, ok := ctx.Request.Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+		err = ctx.ShouldBindJSON(&body)
+	} else if binding.Validator != nil {
+		// ShouldBindJSON runs the struct validator after decoding; keep that.
+		err = binding.Validator.ValidateStruct(&body)
+	}
+	if err != nil {
+		sh.options.RequestErrorHandlerFunc(ctx, err)
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx *gin.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateThirdPartyGb28181PlaybackLease(ctx, request.(CreateThirdPartyGb28181PlaybackLeaseRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateThirdPartyGb28181PlaybackLease")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		sh.options.HandlerErrorFunc(ctx, err)
+	} else if validResponse, ok := response.(CreateThirdPartyGb28181PlaybackLeaseResponseObject); ok {
+		if err := validResponse.VisitCreateThirdPartyGb28181PlaybackLeaseResponse(ctx.Writer); err != nil {
+			sh.options.ResponseErrorHandlerFunc(ctx, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(ctx, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // ListThirdPartyMediaServers operation middleware
 func (sh *strictHandler) ListThirdPartyMediaServers(ctx *gin.Context, params ListThirdPartyMediaServersParams) {
 	var request ListThirdPartyMediaServersRequestObject
@@ -45099,1294 +46553,1335 @@ func (sh *strictHandler) GetHealth(ctx *gin.Context) {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L39ctw4li/4Kgjt3Sipg3LZri5vjxU3dlSy3fZtf2gluXvuzO0rQSQyEyMmwAZApbM66qH2FfbJNnAO",
-	"AIJMgMlMye6amfqnykqS+Dw4OJ+/8/eDUi4bKZgw+uDl3w8WjFZMwT8v78tLQ2tm/10xXSreGC7FwcuD",
-	"G6NadkOkIOyeqTWhQq+YInJGKBGyYsQsqCELqkkttSGlFIaWhqy4WRCzYKSsW22YIjV09hJ+c22Ucsk0",
-	"mSm5JGbBNTT3nSZyJYg21Nj3KrKka1LT8o6UCyrmTJMlhU6VbOcLIs2CKfhQE81FyZ6Q01vNhCGrBa8Z",
-	"9Aaj5JpwsTk6HNWTg+JAlwu2pHb+TLTLg5f/dmAnfvDX4sCsG3bw8kAbxcX84JdffikOGqrokhm3eGcL",
-	"KgSrT0vD76ldtks7+je8NkxtLugnUa8Jte8yIhWR9s+GiYqLOcxRsFrbAXH78t9aptYHxYGgSzsG2u+i",
-	"N+z/ptjs4OXB//F9t8nf41P9fXqEB3Yq3aOW1vhzesh+bHYdYbsofIJbNTLg0Ozugw2fxgNtmm0DdLtr",
-	"h9g0xI4kO7ym6Q1rSb+8Z2JuFgcvX/x+c+e7QbRGXrBSqmrrWBZSM0JbI48VfED0iptyAScGxnhP6zY/",
-	"wK6jeJxuYLdS1oyK4cj+zCsmdxhY09Y1OaT+y6Pdh4g9ThvhK6a5YtUkUut2ssKvxqmtipvekdx6w+oN",
-	"956XzP3xrtplxPZD/4Twihz+8afnf3j2h2fht9JyJqnIp49/fveGNErOeM2O8rPrjyRDuM+e/2GEcnE6",
-	"2+chZ71ZHOIQ3V+8sqP2s/ETldW2se876NeC3tZs4llj+PJuROw+mkjCf1Sybf7E1psD+hNb49J1Gz+3",
-	"LxeEalLa8QmyWjBBuCEr+5Ni1LAqDKuhZtGNau77KQ4U+1tr6fPgpb2W9uFZftCj99LG/sMQcqsWjW//",
-	"8aySXPSManbMhWZCc7gqDftiyEy2osILiOHQyJ1dcTXK5e9cJ3vR3luqT9uKT+SnC6qPqX19N/Jb+E6m",
-	"0d9bqs/Nz9NHdH71rzuPx3YwbTQpZvKuYsLwGUdJMToOcBAUM60SrEodBbuZNdf5Q1FGDHDSqRjf33f6",
-	"ckGVZ6vT1lTbLypyyHvf7nhv9j+euNYPOS+234JEnxVWPiqINorRZdExd233oLu3vsqxei/nb5RcZtab",
-	"CaM404QaOxQ6swoErKjhS0YO8ZLlS/azFPk7xyoWvcHNpFpSY28jatix/f5gfISfVJXilB/ZimkTBjnj",
-	"ShtyaJe4YjPa1uYIBPu6sm/B09wQJXQQj9G1cPDyQEAvB0XQR8IP2HJKNYkHfyUnLe4tm0nFdl9dIx+w",
-	"th9YxeklU/dMbRdFqNZ8brmFkTjMpf2aaPg8N7xlr4e9SPSjPK/pmqmfFKN30xjDHWMNiNNczI/tOsrW",
-	"HDfQiiaHIm5wR27R+3Yis/goqwmSHo48XlOiWqGtxh+08vyoqr2FunMljSxlPVUSadz7ubH457sK/mEc",
-	"0dguWmFJ+L2c/4mLalRi8qfJD/OOizzH5KLadXj9ocSDvJStKtlnNfXSgtfJ54v3eMRla+ydCxc1rfUR",
-	"Gke4cNRo74+ClINrpV6fxB/5qwVIl1DFCJ8LqVh2BXQYc4Zmnj/9/RjRXMJdNV0Jw7ttVDrEV/YSYXE0",
-	"uyiF0XjwxtD2X1STG3xyczQ+zPxhGx3onxdSm6kH7Z4rMOzYb3KjuYcGdzz3aAmcKC7iyyf+StXI/Tt7",
-	"onuvM0GiUTFrOitD77uN2q7RuZK3NVvqzYFfgCSLRjxu2FJ7c+g9I9SyLPtd9vaPm04KATNaa1akWPw5",
-	"nSesJx/b5W23Ng2dM7tsKG5bQY8qw8Xc3vzPsmzUNpwczLOiu+W5MD88PygOllzwpRVPnoVRcmHYnKkw",
-	"ykv+c2KkH+gX+yERYcRKrjRpmIJhj40OGkyO8MenqSFiT5a1PN06YLS1cTHPmxm9YbHmJZhS97AtZkgt",
-	"dL7N2gRDcOf2O89UsoS/p8EojOa1qK6sPLcxltei8qQGkqOiYs7I4cWbM/LDDz/8E7I9SqwYWTghHkjQ",
-	"tnZ0Qma8ZrojSieIcpO30eA49hA7w1ze8JqNWR5xTN7CjV6Iw1esZlYztWqpJguqquPK/QTvF2S14OUC",
-	"7j9wSKy4ZqRmM0Nka/L6SRjLVJEgMY3e7KaI1d9Egg4jGhVBo6HY6+TxJc0wjEtPdpsjgUdTyThQrfPX",
-	"IFHnSTaQ+4OIdouYEQsWeW19m/yQW0JZs2k3tpI1e7h1R2F/Y6adzUFetrdhbNMGW7Gagzuzqal4+Kh5",
-	"9TAT7eV9eSaFtl2IMmFWfqOYXgimNfpdFaPVE3JTy5LWNwPLgxODvFuVOSYWVDnQN+H6YtUJuam5YFTx",
-	"n+ltzW6cKaOUYsYVyDLeQwquWPxKoyPYLMBhKZdLbuwSBTsCI3YhmDaEKsXvWVXAxzPKvST849MfyE0r",
-	"6D3lNfbr9RHqHbLktCxZA0vvHc+yYQou3BOyUtwwDfyW1iu61iSeRtgj9G93u/Qvx5f35XG80GnLC6xr",
-	"ZHjxf8edpK0vV1TNmdnChj/EqrZdrzAzQktjFe+CcKENo3C9Iuc7AUf4LSPSrTeQaSwQ231lX2hp6jWR",
-	"gn11Ho9zzTH4Dx1bP0QHfHWUnmzw5XPjKJTOmTBfZ8Lj18iLH5ITlXdsIls5PX9HjH19K0vJMBLj+tqN",
-	"/33WU9WqVjP1cHbXakcv0wf5i31ZN1JoBmrUT7S6QDZh/yqlMEzAPyPJ+vt/13Yaf58oHb1WSqqfZLXG",
-	"7vpLcbVgBGgBbJ6yWmNEyD2teUUOZ1JZUlo2NSM37tdreP3Gvh9+sh/eHJ2QUirFSgNLykXTmvjAKtbU",
-	"dG25IzekFRi3Uj05sCqwFLOal99wzp4Xl65nHUXmtEoxYbyUe+NfgSlTsrTsXDes5DNeonf3BG6e6Fbx",
-	"TF/BdOmccgHzfCPVLa8qJr7dREta10xBqJAOtxCEDDRMLbnWluVIRRRzhjBdysZOu3t8XTHBWXVzBHN4",
-	"J3Q7m/GSM2EujVRO4f42s+nMGoqVzN6iMCe4+Ao7jc3QqsJS9C2r5Qo46UwxdqwbWtqVAKYI17Bis1bH",
-	"rXV6F7AADFJhFTm80Tjp61lb1zeF5Rhqba8+IANjT5KwywhdcOywcmNDhk5FF56FfEYGedUybCu2LiRK",
-	"39CMW3fDlKA1rNG3W3F3H1sxhVWkFexLw0rDqnpNDm+4G9MNzL2xYwZ1QcHc8Wx/lOaNbEX17YbMPXuv",
-	"OqquJLO3qCHsC9fg4OH49z3X/LZmwYyGx+XwRkhzDW5CR/bndF1LWl1J+d5e8N+eUwFzZl9Kxio8yJr/",
-	"zEjNl9zY04rDuzZSXtd2gG7YVojhJfvcSZXfZuSnpGINE5UVJwmYzZeNVFTxek0iEZcc9gXeMQ5rjxYw",
-	"6Vta3snZDOZ3JeUHKtbuztTfnK/ihrDKah+W8/v9sH9cwx+WcZ6QFeWGzByDAnV6zu+thCHIzYWd2vGp",
-	"1ZlvrGQRxZ9Gj8asmpqVUlRgC4aOHO+CNeNi/mRUJMkbL58mbIEgVwnamoVU/Gf2jY71R0lQJOmcLMCW",
-	"G8vDhQG+bMdkH2Hv137CKKnQhl+DENn9jgfks9BtYzkXq0A2v4IJ/0MOt+NIN8P+buCUhGFeg0B/bXcG",
-	"5vCL30ygmNPSfnfBNOhsf0/0GUUqi0jtgFvVCWVEyyVDTdZejlajELJjpmDCCwb0l4QSsPth6ARpqNYr",
-	"qSrXmP2plnPZmifksi1Lq61zTd5eXZ2T50+fRk4gWIRDu/CKloacviQ68X4ravsTCFoVGBEbZWdhOErQ",
-	"tMS5Dqf+Fzs/SzOVFKALezXW2SxtQ27kx24ZrG4r53NWHcs2FVdQHCyZ1kmPw1/Q3dE0TNjbnwtiGwYv",
-	"zEYjBjTGTBu8GzQx8mWkrShZs35EStGP/yrITU+R/d5+Z1WVG7f5F1eX59GJCgKUZigWotVsU6/qeMm/",
-	"+eUOs+jWpFsvefvvrDR2qqcNB7UxZbKL1ESriVkxi1UndgEEsyLIQtbu5sN3wLlaoOw0A6UZSNjd/mtn",
-	"fhwQR13LFaveNQmf1VltRVpCq0pZAlMYVn949u7VxVHUrVO/QVqcKbk8IWzZmDUKclSsQwNcE9cdqIvG",
-	"Oco2tx9/oErRtf3baZunqeNrL45uKLFuevj56gxOwxQraujkp4RR7axjscgTXA+h34LEeiHoehUa4Eop",
-	"tKVKT0DSsRmUd8P2Jk9BxedMm3PFZvxLmnGhFe7Zc7JgX2jFSr6ktaV+yy2Y0l6Xv3x7evz8xxcEGwwm",
-	"7GzH7EvDFdPZ9abG+TG6hXef4KKfENHWdTAYRJKmfSm7JfYjlMfwQt4YV021+awnE4J9HanSSBLdhQwM",
-	"o3jNpMZrv8UDZj/ef7hoA9mQUeiSbd8CIc1PILJkZgpG2+EmYGgQr5KzCg/hUyBh55Pcb3ZyJZjK2ZPs",
-	"72S1kESuhN4y1U6tTrCg804lbyQXJmZ3JVWKM70bL2la1Uidu596a4kMTapgYAS2lpyDYveMBmVi2DCD",
-	"w04FYaJUazBWl7IB8eaONaYgWiJjQWuEbSoSQ0oqrPa7iuNn0H6y6e+Hkci7yUfEvZ0jGHto3Sv7E4qS",
-	"ZiL3xsmFo+s+3HJG3Vv7j0+nvbxnPaNXfGALUjHwV+BR4sadLG7vPC4quXIGlHvZOf69bIX5XAeeyaJt",
-	"FFb4AE799ZqZa2guKV6Z6Sbm/ImDJ5Pulc27JHHf3ej78rqh5vr09qy66aiZkoYp7ShYsVLOBdfebz8u",
-	"Q3XWbWCi3bHt853+VAY3Zp+zFLGkE/PX+LrrHWRPGbH8EYsJ8VmLqbx3T42JfO95OtTKxePIWScf6E3B",
-	"rdka18M1NJQI59lQcIdKbdHFz+wTkDOhfftNmvhwwiGqNAT5eBY/pl4GaTrB+Y00tB5dMewYaHdJjbta",
-	"ZxDTqQsiLbehdQ0j0sNpvvj9QTJOKKZqFzEVhSbhmNxqJGmlrbg5W7DyLhVSZlVaO3KrClH7Jintq5vE",
-	"ktXKXn9pairwovHueWg2LZVslWhC/wmJJu3/+4gGbPcpUWxmuY2RJ4Rifq5lNc6AfbzilXsxrThafTWV",
-	"/uXv4K4ffDN9h2p7sXCT0AQu3RMU7meU161i4bSFyXtmz8VMHhQHK6qEHWBxwMBU/ddt7M8zPZxNNKAt",
-	"uqQlgXy2KSOgfVfHoCBqVrYwFSQcNOcnjQdyosvQXm1iHqnPXhG0O0iFFOulbDXcjXqtDVsSaDy9k/DI",
-	"m54GqXMcw8nKgVpmL6qqd9c2/BgOteXbqIgdO0XM3gd+RHaBYTzJGxeWZ2JgS1jDTe0SVOlTVIS3atqh",
-	"PVBS4mXsFs7eamnt7Z4Jk165gQ0mvsQ9OTxBsSFy8IYnG/6vZPdZVvO2XVJxrBitwM7NUpwnu36yBCfk",
-	"uBSJqxImuKsFQLamlCkG1zHarpcTgmtAlowKjbKO11QCJwMNAuUdT5POgGcHhdzDii3QUlreG7OERXO2",
-	"8jC9la3p7yr12kzVM8pYXshQwCfYQ1pOVDSdAXzl3FkDQi0I+1trT6MEofjmX47hxeN31Q3xPn2Ctvyd",
-	"aHpoYHMnMib1bvdi1lEE9jU8gd3kerQ11WjXMdrtQlyS0eqCYJZWl/b1X0S8c/PvyXebizFN2ovuu30E",
-	"Pj+UX5nE54EczqnWObcFnH8U+zrACCsvkIonbnF0VmdiWrUlIdloF/TQLuGpWxbn5j7UjMWWcP0d6Ojg",
-	"zjmaShO27dQoThHjxDeNlpI5F2gLoPoOTXhulsH4MaFLOBrJifu+3BsoZfbScDpEjcmdyaZJzq81ckkN",
-	"L7spuncntTygKT+nrsNuaQu/0ynK+omWd3MlW1FdUX2XYVpMcVnxElzK+DIxVCdUit63eWMa1XdgAE5e",
-	"MBAtcU/rS/TWJmQs9wK5ZWbFmMCEQy68f3fizlhSfdWiPe1Dohv/zN9naH5qwRm95HXNM90lWQB2F4JS",
-	"BvqW/XnYTe9u5gadfKzKCFj2q4tWpCShXoh6mETKfoYOTHy+xut/T5s8XOefRL0e17qAEFy6KIRhoi4m",
-	"IWOw1RG+0qY+llY7LRGHfL1Nq2MrzmQrzCj/t8MBMCjMglKydI5UZTbPZmazVStAuds++1rKxgpd7ouN",
-	"vNlE8lZCKYw76S1/N5TNgxVTzcZxiAk2WrjtLCQt+/zU5xyaKDbnVntnADBgLy0/4z5HyVkIhorW5pLF",
-	"xua83BFGMeBterLAMeCgGzLHcMd8DHH2sv9JSqONos1pteQiinOlVcXt4Gl9Hq2Ry/IbaifoyjLSOSad",
-	"EKO05SRWbqO2cW77MVIlODnXTU3XH/PGHb2QK+FTeJ0m3ffygqnmCSbRjYWDdyEFCV+PD5PwilY87BPk",
-	"G5RoWtv7ekH1wr6Ijgp0jQ/6f/7jCwjd6caTGI6PANgczns55wIYzAmyBC8XkJoZSCxVpOJzbsCi0aVz",
-	"oVce39EFvmL/L+1/W1ExpUupmC6svK75XKBJZLFuFs7QO8gCiabwg10/27Ad4P/+t9Pjf6XHPz89/qe/",
-	"dv98cv3Px3/9+/PixQ+//LetqlSYfbQvo3R6aahp9TizQ9Lr7R7Rhtc1IhhIcsvi4PY+Md76ni7CMDe1",
-	"z9ZFiQo56AZiGbW90ZwbgpHQYORS49r+IexYLFO+BdRA0A/1BEa8OcTUkp1RUSKywplcLqmo9jvd2IyH",
-	"UCyxqc1lU4zqlCB2Ab93wbpdTDe0Wwf/VERzPyYOyi/JGTb0ltfcrM+oYXOp1mmZsnRPHfdW1XFDlVmT",
-	"0n/vnLgDw2McnjlizaWAoeHsHHj2rMoWWSYGsd06LWSU2Tn42TlcnNi+UvN7BrAdloQKr0Ac67UoUZty",
-	"iXlp8XeaCB0t34xlrKV+mue7+dIFRmoaSVrNep3t4lQfHI+wkENZJTXIItrn9ClqTLmgZwta10ykTCKn",
-	"RLCVpSX7nt0BfHGToNwrWyQMI4lmogKkhfDFTYQDam+FXaNm/hIykvzwnMZ9y8Bu41LYppsq+ZLO04Ae",
-	"F8ye6XuE7+gQtVyv8N12C1u3VFFX8QyTWwUhgv4Sf7Aso5mxXI+tQvhkYkvRR3+eFSm8E78ZiBb23jsh",
-	"ssFhkQVTrCC3rKT2HFAxuFUU08yghc0Fbtnvv9NdsyHEyZ4oZ/EdSiKbHjG2yo8ccjuiyX8d+WcosEYj",
-	"ym1xEvvslNzziknPAJ+Qm4DfcuPiNFy0TgwK85Lc/O53v/vnGyteiUrbOx0TQ9eQsYmTwqTQmwXVCGPT",
-	"BePpG6LpGj7z1wF8mI6AjeFs9wTBLXootXuA0/YaGGUUMWQuavI+EHlHp0bU4UVGRvjLYt3DoUQEZG76",
-	"wL393LdgYGDBArjZdV3L1U9U8/K0NYtP90yd15SLC6Ob8Tu9BzG1pAFKGi+oJVP0O02gYdIPcY84Hdhu",
-	"G9sfuVFGNy+///7Gwy9YBq8d8Ik7wMEtZSShYm2VVGeiEMyspLojDTWLJ+TTbEZu1z6J+iUeylcYV8m1",
-	"GyirMAvaDRYNqXh74wc49ijR2bKc/kxgXdOSCk0hjpw6AGPP4Vya/yHg73xPm+Z7n/ivSSv431oW9Dn0",
-	"rWf2cAS/GH8HSZz5DOWuk0+i5oJlZuBavWdqfW557ojLngbjqXJfEPAagG/t8HaN/wRHpZHNEWmF4bXb",
-	"uS8GNTeUxYxa54eTgUI+9bDHJ70j4vRBqomWEoKzkQ87tG67+x5d1v6baz94L4K7jB2HC+FcgTnJdA/0",
-	"THL4+fO7V0fgHLJkTUsldR/OIy1JjsRan7mYUYf+903Cq2Mw0Dsuqpe82l2UfqNYgLlUTg2USvcsGPby",
-	"1hk/aDUAot4ZJLrYgGTeGOMkxOcOlMK2tjF+lybjkA0S08giOk/CbI59tshZIV0Cb/pMLEIOj/kV13g8",
-	"gs+lpMLO4ZbF9tfNwzDfAVH5O4dKPLSvo/FbpFdpkYXxja8ol/fjhRpE8rUPnONKL2RbVyHJLT2XRQad",
-	"t6/fwhVih9xQcWx4bY5/lnKZbXFDSsq37ycRwfR1chc5DNHKJz7U1kEBHKU751sAcvtBWEHWcBi5wBbb",
-	"xl0gTU2NZSwZlmhFD2dWSbPFTUoAacW17swoIcQsgiRxdlN/a9g7JRPmsgt0BzXEXiI6HpOnSrywXJoz",
-	"In/vEHz3Co23eUeIGAcn/RNjDXFApB1yBiwWwpGSmtF7gLoKuAXgdwSjixWh2rrOuG3GIv68jddDtsY3",
-	"U39l/CvpgL8IG3QnCE+r+Bi09kzB1oR37UdGN1eKCt1IZaZ+3PvmlyLCttz04HXYm04wXPvzGB/TJTjF",
-	"g/6EihMFtRSlQCt1BOF2BertjX3w33/3u98N3rfc3L8ZypX4/QlIGCgtmwW45PswGP+3bcY2/L/ap0+f",
-	"v/CNQVeQQXfzff4N/MUdif/+DOrH/MsHd+3oo/jOGVyR6RtHZ3A/L/v4npnv3mU08RiNE+IPnCU/wGUT",
-	"bwTE8EZ8vebacDGHTJJkp21TjaZGxJ5c1P+s8hGSVKXaVQpzHW6Rwja73Sp/3adxQ/8cIYT2NZMTcnN9",
-	"7dQoAB29vr4JmaxsQopAjFaYdI3GML8RmGzyihwe7CLgljpwxgD92oGjDSGRgrcvKmGxWYkjqoTQlZKI",
-	"K6P0CrlEcP9DXOeAvL8BDz+mdxeJykCDYij9Sjyb9oOhESOpznn2mk+e6Gg/JssRq9PpphFnaN/u10ZC",
-	"6ctpua5w0nE3fdJIWcNx3RA9T4gLSYql0ziK03V1ULjYpWTs5pSCScHK3ynOleRiDpYGq0CTQyEx79xe",
-	"tKw6Ksilj/c7pE5QAZ3esqMVXR8VTvUmh3inWrVUKX7PxfyoIBcOAQHB4OCIU2Msk3WhXied7myFs3LB",
-	"qhb7PXc6Nw9RYWDl8AFofdX8qCBvXOhY//0Vr2viltvSCHfypF9aN++D4sDP8wCwdfE3P/yD4iBQ2pth",
-	"yNPGFoxXEuo8LUFYhCQjF3kGGYC4zpjWZdQarNMXGG6B0XP2F00uu7AuP5+LEJThHo4NFEqdpMyrmMIu",
-	"Z73Lb2AMxydbo1765blYV7hlQiDVr8g6wM0jGQUmmwEmqZ6uiI+r4HO7BjsqjLmnBT5YrN9DdPh1yAqD",
-	"azy6D5O3eI+qH/E2gZO2PXi7V5vpv1IWHk64N4XJYVI9ZrZPYLbrHEKyvZ6JUdnfKAjbS2xLKw2+M2yZ",
-	"wyKBFzCYz+OMRAAkPvB1Gh4L0nNBkH4Lou94Qw4DLiDUigG3ADl0MIMnRDN7i1q5rHeJYlPhLFjB9Y43",
-	"IwloW6zMPZvNgkKo+Aojeu7T/OkuxSf/2AGxSEU2XBN9m026WS4SAxwufLwU8KxjJMm5q7xnrB/vgf6j",
-	"GWd1pT1btUsBtBBgIrdzPVff4w74XgCMccPYSpD7+dZPhSNXTF40VtmZMUUqWbZLF733ldymvouJLVy5",
-	"ob3yn4Ghh91zturh72JI8kAJqKlDDwRhE4ALvQTdwz8+IbBKAasYnkVLsSUILExpwm7lkacaGC1AD7m9",
-	"OXQTPeroyngUZoCCmnG1TIE84SvjVlc/aMyrwC8yPie8WxO8AGpXBIwd6aybKzB337KpuSC5hJR3DmgV",
-	"7pkTBNCxM+6sYX6/3KZO7C/cW5tXPRNWoLcXJ7IR0Agdq/P+logudrkBo/sjBUUSk3R6y7jGrSLu3Szm",
-	"B9fJK+XSIOodPkdF2JKcbRTKI1PjMK6cCuSosFGyasvJMfD2cmny1BJB207aLCfAZZvDx/sS31A6cLtQ",
-	"hCPUUX83lG6OgXY9KUTrP8ILJoua/5WEzM3SXXuImXtJmKHnhIypv62QmS9v9taB/nhnmJX0yoW7q9Cm",
-	"eYLRLTfOvRSFXRXkRop7PoPUW1nf+89Q1Aqg/2ihLMjN/Bas6zdWiAHQ/O4pBtNcvjuP5SqF5kTo46A4",
-	"cJ+PGTfOzc9nUchvwoB39a+9oGAHoRasMjiarOUjZ7wfkydnskyFs59R4cU7eCPj8FR8/FvgqIpnPm+o",
-	"SH/d0Ay4E4B7Gj1G2O6VePfuGGv05BzNmWJ6kTYshOg01zBmmDEE4bQPlrvaGAxPSUZ2DeyT9CL8LFPV",
-	"QO03Ob/4iOfA7oEbhmvZ04Tb3m7R+4szdqDNz8437WtTJCx6IkT9EiD7XGC/fyu7Hw4MK7S2q+Utf3bc",
-	"dFzSD4wPugKXuZHp8CF8L3MQXSO6L2JPcPD4Zot4PSZtwZ66UrwpJ2Qp7xnIzaUUhouWae+bRtuvn1iE",
-	"ZizbhEKVXZ1XXLES4WItERbIdQpgHnEYgme+oNFWcoUpgDMAoOLzBVq/jt0vbXPsf7Sv+p/h3/6B7e2Y",
-	"C/8v2Rp/AI4Foyr8MYN/2+EcywYAVeDfZY2gXHZ8SdavG+bJPyq9NhBSG4apgQ1TpV3lXpTTdw54NMnA",
-	"Qsm2Z9tKttlDDrvi8399rbqnTzcG9MFvtwvSByMuq2dxfeGl1UXGcoP743vx9Gl/hE+fbhUpPLWM0/kl",
-	"hqZnrlMXuN6/Sh/1BnUKGqt+Wp/GUfNpnteLqw+fwmkDlKBh3BnI9yG63iHq88zNgN9cwEvbI6tcD+H+",
-	"Or/613Sz2SC2D1RAeDSU5z2JWQYGUnkEmNUCY/dmO15OG/OJfcbZdZ9GLvvxxag+PKjJOIaQRDbkdlMp",
-	"48wp+Y9DBtv2q5vEhP3wjY2sald+jVFVLrq0uDz9NUwdextDSBIjGr53aSngcwbU0YpDwgdLZjZsz5KL",
-	"219SgTAU0BHHqC5a1zkzkO17vPUQET0y9pzVIp+OIKQpQjTa2jnoJyADhdWIhj7FrnrhY8ES0d/Bt+1j",
-	"tmNWehJc2+hEd0EHz4kmlWxvIaqubYiR5Eey5KJAO9b/9/8+f/p/kn/nxnk0Bnvqmkr4LAd9cUGoVckj",
-	"EAO/HwFF1QUDONHEzwGAsmtG1WSjzE6gFv1FycJYwIejmkYiQGGLhLsdlpl9MbDfox1DAITvmGtStcwD",
-	"abigUecvduVpfJzEvuMaUrKngTGiHcYiDvPXIWfGvxAj3GNCA22NJFiT/POrc1d7r641EIkl2auzcwJI",
-	"EhAC2ofWa6GsvymtINpWzZje3xUmfy1MLkkYrbADhV/hl6SW8wwyYWoHJSmpQ16LfdHkEIHGXj558iQU",
-	"HgmmFZTw0kkwE3QkR/wwizHF6F2VDU30SkRoByJ3ENON271bZ0LsjVpPyw3BViEz5P7/ggR5XmmiLXHc",
-	"rkFrOcojCu6EJugFRmdILVwm2TVkkj1x1uAiaL0hPd3e/Y5n4GFPG21UygJwrtg9l60rhIHjwcw17E+P",
-	"OhT3KLA/HeuQlqVsO8UG1nNnmMO/hOyF/eANTSKl4SNb7bZcu0ICupid7jxmKXlD7kKyLnoSsfObIkF2",
-	"6+9w/vpYfmOcs7+TWYRR6jnQcS3neHxeotA7J4eBtp2PoCCubkrhvCgQBNf5UAufR+niLTF6LsqwLPqx",
-	"dIW/rI/CQSGH/QQGDQlemOjnE0/wT1gh+xhiAI9dIsIhxtJb3bYfLgBT6gWHxvDXwfgSwmDjVqex/u3+",
-	"j+FSJ1Eh/tO6QtyMH+QJGV60+zhG/Dj+8X6RS0EbvZApOfg0rmnvXgMnhfeRPpp1o5IrUUtaTcZaqKmB",
-	"XOClpWqHF/Ti6TEaiYhvjhhe3jHTlyUjVNZMblpWsw0ZXX7NMJErFkoTyWIMjICblxf8nprQVGf7Nlg/",
-	"9yCg+oVhT9ZF7Ji2KA7xPlBNDL1jYsuCT7tIncf4kUjCNrUnOWj+M/tpbVKuNHvWHrCDyOhd1PWURL7v",
-	"9EbqNxEyE6+w4pVZJJq1P+896BE7Wmc028TF6810jBvZ2yQXyhN7c+DaOUkmw3vow9JDHGDd83ws9w4e",
-	"8Mi1MPYF6hrON5JbtOjOH10R2UxbEPRdPHSGooPSymYVdjoUSJ2YnMuNA79En03FdWMvN2SL08vDTF7W",
-	"EPam41/H81QxhaAn3G2XkYftD9coEuE2gh83ttMH3UXpuzs5zDpGgNKkh1QFG9VGsOGJFfeAwzqpOBh3",
-	"jaL3KRfFVjQR59BJDg8BN1KYIHFFuh2hNhJQfVvxM8YGeRpBOeft0xtwFVubbCztjzU4Hvo7AJbA3FHn",
-	"dWZfUNE5gUJWRIYwRrjBZoqxSZiQ0xI1hk09ff77LMrBCNLCK4doEIpEQuCwAxSdMNQciMKrGD5hcns9",
-	"kW4krvW1gxMZ28d8gkoIvJ5Cs30EhJExvaX6GJEPxkaVQzmwX4+7YnbFMwDbyhcfka95xVK504cBYMrV",
-	"JERVfT9Mg0sELxibww5IAZMoZlrC0PZmdsEF4GYhW48IkAtnekAq/jfLqi9c6jzg+8XJ8zGFrFhAwRhC",
-	"qj39/R/2TzrfdvAmJFFP2NpMLaEuG7qX0jxBIngVRe/vIBJEqjUpqaG1nLeMQDTzPVOaS8GqRBYC6TYL",
-	"tVi/YaLaQCqxB5iLsm6rFJSsj/HMWu31rgaWoYz0C2zGO2zh+dMopiMYXDx/2Ra/5d/b1arr39oQUuoV",
-	"XWuozfckRBZTrZk59mt+M4UmMRUr7/joEuP2WciQItYt44+pVdwpwh2X0tW3pBWhZmIYuyPLBHP1eRPu",
-	"jRO00Tmrqu1Ed+kmeqK1cXBO3fvdKMLaFx0lTzitIYV4J+kdUx/SsvqOtR92lNemZ9VOIddHuRy3pKgm",
-	"NwFB9OAyfyu1yVh5Ue23jFyTQ0B0pnMw1AcpG9sht2vQi1rt0vHtqzXXmIK+lIIbqSDt0GNaazLn98wF",
-	"NhnKU3kEkSSic7YdGDxZLaQOWFYcUAu5mGo8ki6DfzNOQChZWyF2EXUCCwAudF47YpvSx4ThY8sYLIQ4",
-	"iy7jfcGoMreMmjhSc4p3wKE+5Hp1SI4MpuniRSvE4hHSDWdYbGMsFNuk8c8v8AGu4sTGMnb/DxE93gm5",
-	"Akj0iA4L4kZBpAAMqO6u3ZW/ebO/9FAOMgA9NAFNw8+5SNHq6Llb3jKVgR93R2oJ72yeigWjNZojRy+u",
-	"uKO3+IlVUIxpslX9Tvvl/HAA32ny9urqnJyev0vHxUBFj20AqeCu4Q5PzIEcj5ZQmVhbg0XLtJkmS2dm",
-	"62R91eyototRdDbjZdqGzerZLpMVWC6UmoC1mqnh2c5mKuksTLR9Lw1aYb1D9M/SMHVQHHyU4h7+ub1k",
-	"Z6j1ES1Snz6iQYVtdgtQeCrcSuNvA7UOnTb2dxdA06N4QCllYI5xOT/pNUzmk74TFUsUiX5PtSG1nBNu",
-	"n4f8VCeAdSQ0qVgSeCuTCUGdWzJyCg+I4pYtuIua6Q7AxCJNZ1IYWppUSagPUWh3FF6HOBf4WQcKv9OE",
-	"d6nFizJABvKflovt9RE8DYwflkxVj46o+rP0x0TeQZTyXNEKsyVFCs0/UnBzAvZPXFC19uJ1v8MePksr",
-	"wry328e7JQpTLPqE3SO/IU3EovhYNUh/PoNUlsehB7s4evkZxJQKJyC4aFdQdQs7ea7IgmvjSjEMzqbb",
-	"zCQ0ixRGyTpxxk9cl2X8BhbMAFKjS+bHlylhC9OcCEOML6dxdJiwQuuWHDOH+W21uKY1xMg5EPV0zdgt",
-	"X4Kq8QHEbthFKAC8A0piwG+3bXnH3OnWEM82Xb/9KCvWEYLrKRWI4Ub3E/SVdZQHlyj11OBH19XAOyFP",
-	"QzUc/1JXN9GBz04QEd23r1MBUa9F8AOELrio5CouKzep/51CdV1z4HvdUu3uWw7LEo3efsg9fe1JPNsL",
-	"rYQD2T9TRcwg/GgHi9nb7gw1dkdohOvlCkKdBekPOW9fMhmIJFFFt8eSQqImJ9zJj8bbSrlccjM2XnzD",
-	"sCoaeaR67TZulHiy7vAuHLOvIwwgz9yvVpqCkeQBj4NpY5KqFD6Az+1dnix9HgurO1gSe5rfL7vYDP1B",
-	"1X3b4R50Y5ha5tuPNCCmlvtEz8VHPOy163ZDlIlpL5p+t/bJY4zV/PxpbpdLmqyB1d+lBUecFNRaBpUB",
-	"RyLx8P31hxwxdAK/68iJMLBNTpiLOl5PjRf7lsdk69TKTYqfZA7awQTud2BnI/iA/vxsiuHO9chxHP/E",
-	"EZhshUneE/b3IPFTLgCvAkoKTKcr2vArecfE6Lqfnr/DMnFT6/jmHUhdo726R3qyCtgZt8YPwaBcx4S2",
-	"M8JJ1yi8MLGxVm8ZIbywD2Vhy0W0c9F6D1bIT2qEvFw972SosKMeV3vbyh4xUWkGIWJPyBWUXYIKwIjz",
-	"CmAPjmJcWBJG8HFB3hrTfLL/LqW8gwoQonJVEri7Rm5ltU7jOWj9ekKtODcWLGzoToKfA/ZKXEG2kzDY",
-	"rpCB2AECQqsZ7EHC9UzrloVkqZt/Ob68L4/PtJodwwc3lg9XLnAclEsI5oLU1jkX85AFEhU3YhUkG21M",
-	"5oTcYkVe6Z1rbrtE1QFI2U89CkdaS23GKiC+ns0YAjs3G7UQo8pwuxQ/LA7cQEe29PRWy7o1jLBOjXJf",
-	"nThMAW5C71YuxNTOjUL3o9voWpwmw/rVPaS1q5Pa+dbtfejojbYVRxEbyhgJcmN38vslu0lnitnxbxPc",
-	"PutUUfsweNdIfydjIi02zlBiD8ZYRU7G+eQvTSx3LPuXz0IuWcjKGAQa4IW+VWJNilqPq334S3bKOPDl",
-	"bQYZQBMGksEBg0gRvtg1XGFFlUijVXih2b8xUqsJI+MxAESwh5QqzWrQfkvDmkZDT9IWJIOdusvssQp5",
-	"U9EJLZmIWFa9S4ZnQDVjQp1TBhBUgKmcvXt1QYQ0Dqt7wdwFs6Rrcsuc90bJ5QmCLbrvoyLfgEJr96K3",
-	"7nGZyZRUHMI7Iq99HCOTY51AfdQ44NVuuOHm48Zdu+6XYT3yaWQp8rXP3bELezCMHdgycyHNT3ApZ+YG",
-	"FpDh7LgmDt8X0TCpwayBvebW7FYTuBuFi58/IVbzIstWA2Y/je9Od3EAmguYknciCi4cUTxLgGO2qpF6",
-	"DK0/LJX3OE4oYw26CqMRYsZY9DTEQIJD3xXCIqVs1j2KwCrjbkTYdlRnvKQCLhPAcLW3+YkLjAbkWZAl",
-	"IWAj1I+8Y80U8Fkf0xftbJ4pxWjc+6JhQYnlOOLr1xITdJIstB/X2Y+K60c5oelK/uPF9589WrzRaKP7",
-	"RB/FG/0Ie/w1K+g+JI3jPTObBWKdo4i6qqrjJWARAzrUu0KtDi5GQEM5OiFyNityZV33SBL5RxPoLgko",
-	"DyvoumtKSiiq0hVR3SyfWjhdHFLie6VTcxBgu9cBfaS8kl6lzsID7jx/egw7R5IFPg/9SYcROQzVowcm",
-	"ogyqeeaHEtX2fMhIpqawfL2an/aO/oLF1lwkq5HoNY5LTYpHTX7ZVg10ezLM2CmZUgIUSkPBdlnutkMC",
-	"y+SOH1akc6cSmRKSTQjGVkMojzbHtaSACuOzZ6MSmVYmRv4xEIofIX+GHD47fvb8D3b+ipbIvIUMgRPd",
-	"z0d7KQQbeTdbZdAJ9Tn/w+XkXMT8xnZGDt0lTdwP+uX33x+dIK8W9zwGBQWysf/3CurhwpimIPa/Gkon",
-	"UH9zfb54FxeRdJztCYkyyrDcPTlsNVMvvWzwz3j1gEWuV00z1MjU+SKZui0XkGKEtTGfPBkUvnzy5CYq",
-	"jJl4PCyLeQTmjk4R6czNvijvo2UqnWAoUEflBItFPNks2OJ1wlYgvo8YWqh2k1Um5D8ly0buxgEeIT8K",
-	"xO2PsmKncybM6xDv/TC7DyJfSoGq/DCMfFMmNyaPsPGez5iJ6oDBHR/HDLk1JP/09Ck5fAbghK1h+mgc",
-	"xvYPL37fg7F9kUaxHVmxB8IyWyVFRJn+WYzlKxjCprfR4QOsGxf2BesjNWZXdL4Jl/qAXcWQ9L3StxDS",
-	"/wRKIdtf4ZsnjZIl0/oJxr0cTRE6eMWWjTRMlOukmIO19cQcjQhd3Ckc1DsrA4nubxgzcgUdlbT20AhR",
-	"HWcKy+lMqFvvzSX9cppFpnzFan7PQPpxPiiO2RWayNZ05PbDNhjnbSjODV1bqSBPOClZ7Z2wwmA4Cg7V",
-	"mxuQaxp7qTRMVNovo+01uk87Ms5BlmJlVBJg7MIG+UV33pPOpWIU5fUkg5VLUcme9FeMVigeDabnl/zF",
-	"06e7Herkuq8oN1vxfIwMFe970zcSXF+OMlCb5mLejfHpNvTsaHiTgbOBBYzzb8smy3VZs0/eZrcvY6p9",
-	"S5H5z0iiWnAk0Sjza5Nl5ZIzPvS+iZnIDynsQN9vzmYqSSXj6G3kV8faBQSGP2XT/aXY4LFicPyKA+B9",
-	"0fPSzmcGHt5jxQRb7VRpbXiCph2WXexoIUGjW6dxZGAgks+aqUfz5gTn8sByiqrHx7wPAh2S/WiYnkds",
-	"B/XHC5mp2lsc3L9B0o1c4ieuphrRtAY0aqohLplj6l4yV/7HF/0dSprjZc3epVhK5/gMYrZ9V3ducvA3",
-	"+KD2vk9iTeaKChPkU3vRoyZd1+yxPRVx8oTT5NBcOixm2q1wFxIbhxwEbN3wsTOYJE+S/Sqtyr6Xcy68",
-	"KG9Pp85YE+FaklbdX3HtcwFS5kod2yt1Abo3nwsdmS71uLj/gyU827Ad4P/+t9Pjf6XHPz89/qe/dv98",
-	"cv3Px3/9+/PixQ+//LetqR1h9hFBd9SUP8+Vd9GmIoUEW9XrUNvOaqHSwD+DEzakIeCKWgnintYty0ek",
-	"bdOcw3ggSTM5sCsrw7V17YYAHQ4MxTf6vrxuqLm+OfFHsmMZwYANZxhwfzHylZsBRlsMFnvHJoaSBM/o",
-	"+I75Fv00u9Cv9HZhOMBnncqFvHJnGaq9d3ErIGUZjQcK4rmAUbiNcXjK4MO2AkoXDogevAW9t8IzfgMF",
-	"wBPKRehsYrDGxiALLAoVmGtHWh2E+iBi7UmmYrZrcRzCNj2KHrtp+LHfEtfzses5XSg2Hy72BjTYwfBx",
-	"xki1cGPofCAZECclKGSAvxWbKqkITgDe4ST2t/GrxIPhlQE44kzMpCoxwQBvHRfetlu8GFxjCQkofbsN",
-	"o14gPn0zSm2MxdiWUwPZO1hrQHtF/1gMI7dwvqkz/ooaesGM/VKKs5pR0TbnuaKYl6VsGGqtFTWWRtyH",
-	"4LkTbUOUbCGRzoEVARozKM1iHUqFToKQP7U/d7JowIrfqMEZHQpq2Fyms1jdzIiGGTRM4QTcJ+vp+xiW",
-	"yn2Z2tRpsVxuKg+L5Zoqyw/W78THGoUooi0O8H5qkwP6dp33Vn4qjV20D4/QQsWOjdLiQwlOtSKoyDog",
-	"MwBDmiTqjxJleAYaih32CaF1TbqPtkd9bed1/zB1b0Szy5JEGssUf7ec5xvs987M5RVizofkeMteHs5Z",
-	"3FokdnTGBc/Vh4yyRGE9vjZDya3X5FQZX8+NuctCTk4Ncf7q021pqXuswwbIq++pt/gJThhlfE1girdU",
-	"s0vY/1N76lKUFf4KoMyyBO3VLmLl2tgkerQUJRp0XzhDeb9iyI3+W80Nu0luKCy8SlbU6k5nZ7b/TpO/",
-	"tby8I+E7Ui5YeVeQG3nn3EVRAtmmJQ0WKmXnhPUi7nmoUxitxKTjhs18CtuxEfvowPIz2N5hHaFyguY/",
-	"g2fndm0mp/XgQP6cQ2Nw0/RoDEMuHc93Cpb4hJnMeL3PTDZqhswRUKg/v5h+hosbD6/b+OSZAUaLIVJv",
-	"eM30viKEZ2K8xrt3QVV1jKVDXKgtr6yY7/xIsO7ooGDC1ImUIttS0ob27PjZ06ekgsCY0uAi86Hla4tr",
-	"qovc9iU2c5awIZ4dz9tiXnF994EZxctMTf6lbIVxi0SwbFMq4vSelwk+81Mty7uoWHSifhDLUST8HICL",
-	"JxylmU57Gt90Ix/6k2JbbArK5wPUCgI1NGObMbQew/3fkRu0mlWjy8GFVTh3aO0cC7lm4HJdewV5aumz",
-	"fy3KFuFaXLtYbSVRVMQsQn3Mg7AJvaWJ5xVveX+ESep0uIfgJIDL0ZJ8HhUSnT0ouyq8jjBmhRFWYyHZ",
-	"zrBjFC0TLqC7USOOa6YHvRN5MUJEygEuE9PmJ1mt4S/dSKE7nuj40zpp2bHXe86BxDCtMMyI68H9/cfX",
-	"V+R72vDv759/j3T/PRcziXEu2Dm5hN/fiZl84i6Xm0wS9XSIpEbJ25ot0+cLn6VqhcEDMkOTgVQhk8iv",
-	"r/3bqiBcay7m1y75KfolbnArOlhY2VDCyg9tHFroNdxoUB51fto09foUDLlpi6gKotBKceNr97hIhh4o",
-	"fwgJFb2iCZLMZF3LVRdn1kFUQvghxBs6GTQGVASn7yHvSi7cRC5YTBWUgn2aHbz8t3HJaGO+QRHZjpwy",
-	"rLn+y19TC7jfre2r5oKHW3FjeZjTx1Prm5CJvzSsNKy6XNDnP75IibGzVrNu4eHiE5LUUsyZgsUHQz6m",
-	"ikyJKfmGqndxoKMi1NPDMuJVxQTfAvGh/8flp49kydQcwunKRZe16qtZwwlJxmhsBCr4Qt8/FhOjFiKi",
-	"t0cC6H0jdqGL8cicocObBFHeHMXxN9xod2hPyFPXtPbJXo8aERH2Z9TlnTt9I0rXNk6ThfQZR60TbOXE",
-	"VZA+mpqWmBYQ9RMKzOTqQN/S8q5trCCWCgTrErkaXzjS9pgtADpnGRTsOasCYU5WAeOlxkZSimC5e7mb",
-	"KkRuzzPCL69ZOtTgrFe3JbsY2cu5Vw80+em0QJcEK0N30JbKD0gWikHdzcBFc8WnNRZ08mck1zJ1a0kE",
-	"Y4Dy3fWD4ef2GqB3jDDwJWV6A9jjn2h5Nz6FHiU67BZXweKWQRHN/kyxvLw/MDKXnaMzl45LcHLHwF05",
-	"q+0W+RBKU0alhgJdBVyig94RDMOI9rO3MpubEhf49EdwG99yhymNBNw/rSlNmtWpAr34PoR2p+marQAp",
-	"IyFo1lQIVjn3J9VwtaWNTnWVacNnxm9vYzJVx2wUNksTblyIj4F7CepfQ2sT8lFx3aI5REuyOaptWxjX",
-	"m0gVyty8ZbxxvguyQ4S5jilvWkym8kAfFJrlTksq6JxVb+wa6CzxaAgpCPHFkYxxyMF3atZFyDDRrFTM",
-	"FGQh5Z329x5Xcf2Lo5OONaEkCkl6jif07qE8MfdVOOjtSavSlTCHd9Mu2T38Ua+D/YTN14hP42Z/uwYq",
-	"71PRHVuTw5IuWX1GNUMpFIqDOw75P08/vAeaOEpKnjk2e/n29Pj5jy9iPnsCQXb2zEGtdaz/ESkI4GFE",
-	"lSDsMo/YtOdkS0bFasGngOEGpt3fuB7jDhw6khf75L3t7Fp+lynNbW+oWXSB9tceZ3RiVUwoO2svPytc",
-	"mhTyhZv+yK3tXP5kJdu62hSHBsXP/iGyHXL1y4fezcVBxWcJCPXPgs+sOGifxs18c6Fw7SLSuAAwi8Jl",
-	"Z6FB5TH5QoN37ZYVDcuJpLGg9+xhd+mjSIiwNOP3tTPvcCigBLAgOYVrG3qE5wTRye9T43Ati3Di/EhT",
-	"opmjxN0vfMs0Hm6XsSeRKhYlXzi56ddqofnHGE3IIUAjK7aU98x+F65EexMZCfeis5qk7rmcZWFskxW7",
-	"jOY6ZDAqHuNQkPtO+7yqsXI2/0AJZMpN0M0fZGK9g7RQTuG/U6/6zft92q6dW3ra8Wj29zUQ6wmRDv4Y",
-	"KspoQxMezblszmi5YB/olzeKLlO3M/6OZUdDYQtIi75j65mCrAnpMtxcorSLhfdgSoc1hYw7TKrThizZ",
-	"Uqr10bYMtadPt2dLLWr9JlOY7e37S6LZfOniV5e059aZLRtwq+mkg2ZR60v8NJuKFTdfRTV4XeLn+OSe",
-	"T5mYG0FStcAnPpfSmZZrCLCt6dr+PD6AH+IBPE8OwBVUyZ1ZqK0D/YuQHP720+XVy/NPF1dTuHIt5+/Z",
-	"farWJ54LQEOsmatR7PetYrftHCINZtJhxdmnSkmV3EkhLyDg+WpLdp+3UfugVuqJ2dmjpbjGROVrIQW7",
-	"VskKKHuk+2FD/0/LWrblBFKiaxnO2JKuyYzWtS/L4oZZS22vGDiXescD9ofk+ExzLpX5QHMw6xdX56SR",
-	"agu9vfjxxx9+jNcixn5JdMdTQe+QXvvY/ekMlV9cXT6Evn+ZxO8/NxU1bD+RDDUeUsbs/yUKrNS44iYo",
-	"PFmBg1WkbeA3kVf3/gs5z3aTJvBe/s3p9RhOrw0Zbcz62MmrHkTKK4HLZIbvbwLNbwLNbwLNbwLNbwLN",
-	"VxBoYp4fTlPUZW+2vZWO+VqKGfXZQ5Fg4ynCyh6G6CzmbyJ7gWbcl84UwKoYniYRYWFv8Vxdpste6nl3",
-	"68dnv6vHmijW6ku0JlND0X+V3uj3Ujbo7eiXRe3Mc+D7ytVFncQnXdPpwqpUm7e+8u945QUQg+DuxerB",
-	"rOoVFGP37AHVw76i2WpQzSYfUPEgZvPo3GRndjG2zblalu6yc1H1WKgiJvpWQFEfQP6STQO2bp9kb8m+",
-	"FQL/VSqqF93j6xnldQh2kLPZbpUv3bDc84fY9kKBy+j4xyUs48NZ7Mwoh6dnnIGdNjzNwzpwnOzpJ4e1",
-	"5xSIVwAZjwnP+VGC9YXyo5NCHxysbydqu3pWkC20B8AsREBxQyqZqU6yZGYhEwcXmBc+3CFR4JyaRVSm",
-	"AhZw7GhgQPy2WLJ1wzT46IALzlpRYn15F2RW1/2AuwydupkWXax+12MYSXGQqhebIaj3XJvs+YnpJ6qJ",
-	"79wJo9flg5mpXGWUxW4gO/qO/RHaVr+iKzptxzC+gmcRil2GcjvXpcO9Ew4xauB9p+KqFVuOGFKPbYI2",
-	"Tb3GoBzTChd3lfDDdxHjehKJdr2odrDCmyWgug8nBbdAKEyqzr+80zEH0czZUuIj2NR0UJVkOB7bfACH",
-	"/0dG2kylcY+OqXPdhxeCiYgrz4vYruTvYWgDySaRDn71QszXv/O7y73boMFJ8rQ8drf7Az3OQEb5LxRo",
-	"S5Qo6nOONKu0ckED9RBjp+uO7HIrr5zAIrMJse6B7gcw+drdYNJETuQtb0l2kNDSsj1+7MyxeTJxMh0t",
-	"zbaR485wDfdjnIWWU+HO7aCntRrbh+Pa4snmcen+PO1kDCq/jxTdpKZcMH0WjX3K7WTvjd5W2WF/pxMr",
-	"vieq+VfixiPgA0GHdfpKuKjwk35dbOPf2leZncqn+rte9Gk/TXObtJ3e5ng18qf7HLW+UxBlp+XQdefc",
-	"q4y0/A+QO9eb6eNkzw2a3Mcp+Kkxm/yzv66J2+JRnXCJUnS/+czGHMIpShrJBJu+r3tnNXUN/gqSktws",
-	"J0u09uVQBUlPss5GGOfeSnUeTLOvuIYwPzA9XQTr1GVbloxhcs0bb5m64ktWfWrNQXFwRkXJ0piiU7J8",
-	"gpXJT39K/nJv9mNuVU85yXSOTspCo6x2doi9jd8uvPDxbeAzPj9PGmxepyLfJyWZfE3Letm0WcCGs/PP",
-	"pNUsSra3G1RAUiZ+4zerlIpNwnLYy+WZtegje8pogC53wTEOcgiiQkG0kU3hw7MLhzZZENoa6QGtj7Id",
-	"vgYXaLo/jPeWytsRwV2a4VcPlyLZFwNYU6NyoG4bpu65liFcwNcidOhXlMwor1vFnGwY8ID393Dsy1FT",
-	"EfCOdxBe2atvVHDNa+Loy9XJ9Dz7wB4RASFGk4vxo1toghvJv+qqWlseGEvhoX5pxav9V9xRrU5e0Ljt",
-	"mouSReOKKm5NmbDWGYiYC6Yhgc1Fmww4xUTQmP/oDqkJzGoXpS1yUn0Fre3X6iPDuA+dK06kkR9Wvxrr",
-	"W8bj1vC+aS4G8AvntHd5xRdLn69HB693T3eL1TG3nujxUHdfxOBG5bqhnTaN5tUzEfeUhYQAh2coVdIo",
-	"PmNxTa/O+OzEKHu4VRYBoeKKZaQGjoViFJGtadqeQAiPrBQIT5IE3CuEuMX32JcB8UudhbKI67ht3I+4",
-	"qoIuB5CKUFTNCiPGNMez+n47qUdFsLpFKsKWdDPM0wTi23Exfy2MytCDqx4WZ8rZj3QSLCRZWrXmJc3q",
-	"grdjWGYuyLi7DsXEK6pSyPFyYWO1VVNuMVgM0qkwXiyqoXr4tAc9eTQVYQ6A9DJlASCOmoGZoYueTqZ3",
-	"6jRGne6MUvklybDY2Xgg3d5L7YDjM/oi/NxDVPNG9u+0oyS7Hq6RYKzBTSiC1LWgeoCYsdtd7Uj3ls2p",
-	"iLrtupqOe6vTE11RxNY5FBJDTh0drZmBKg/u1GDwryuO2bS3NewmFEEMw4oZmWsWmLx7PHIdZ0sFZrSS",
-	"CTX8tvMhbGRQic+vUzGAxK3hcrwNQH8uBs+f1wmsKmcuANtRFD/gF9wlYg9z0ll5N41m4nLS0yhki7r4",
-	"zuheTeyd7FxXCzZwvSXUC7dSI947R5zIjLxtdkdH3uDymBz+MJTMur3ojT1PCn9htwsp796JW/ll5OIC",
-	"v30jfaFAX9UrK8qkbi+73LRpuqokwRol78itrNaORTWK+ZpOW+V5+206ff+tjzSAEufU0FrOEdPi8JPA",
-	"k+xwDtIWDz6pzAmzS1YQ9jd7xD0u3j0T5l0wX7s1WuFC49N9LCNXw/LvYCV2e8Iz5EtX/yPpSbiK193K",
-	"TaWp1wRgl0rG71lFDiGr2rAvGYuQf3H02Pcuqa5tbnaBRseP3k7YaToMUYGYtMMusr4c2/Ec27/qBJnH",
-	"I93BgQbNKRBzYtabR31wRUT70e37tHOfjm8A9kbnQeDwBMztJ5tHvkk6IT6C6TM44e1LUal/asizqYYs",
-	"B16dsK2hw4eI0JWSKywHYD+aaubIxrK5+gIFEWwFxWq52jlOY5PLJsJ6AMJ3bAnBC4yubRjSPkjhDSJX",
-	"hOX03Y5F0ln1HGB1NzULyz3kzBUFAo4Bll930ac8YBjjP7pktoUzF9lSMUN5PYIUkajFMUTONYqSJbVL",
-	"hwh59liSGS2NJvRWumL5MO4i1K/ualVRUtLGlAtq+buW9T0LVZii6kRUsYCku7GCWR/d23ZJRTcm1oH8",
-	"Ah4QoByBi/XWnkWlM448xYxajwf/Kta4SrqhXK4DTCY1NS7dR6MLrT+/zfCTSD03ipZp2co+iEI6XGeD",
-	"q/LmX47hxeN31Q3xkM2uItZ2YRmIKcZj8aPJUvFZMsXkw5A2kIahcrQz2cRETa4sK6u5BkgaJH14F6y/",
-	"NTUgZXhf9YqbBSCW1RyMzysOoRxEgi5GRQUF6zS5cdO4sWvTMNnU7Ak5g+AyCtlh9Rr6IrRy4mUoYzZn",
-	"wlw7X2VncMSfXRHd8HcrusBjKER3DSXErlUHPUhbq7EaZ2iIn7iDcO0AjaJf4pewdPt1qOHY/TRXsm2u",
-	"SylmNS/NxgMhzTXYtqIn9rfOI+l/db9cQ8FIjy/tH0bGWPeLv/2jjt1qld4p3P1kOadSLcSCoGXRf6PV",
-	"7Fqxfwd3CQR2Q+XnNYyxO4LFgau0f40o7fAY4LY3H3WO1cGDVihGy8WgQS7uuWHxGAZPut2OCmvH8+bL",
-	"RioTtwDTFXADuG29vkUIdf9nhL0X/YqHNPrhby1DmHArp1yjjHqt2IwpJkpWbT6JsC7NQlawTrSu5Qp+",
-	"tCpO/JL724Q/u0VFGlGIruL+XjNzfc81xwUU0lXo5VJo6KhLKTsIpbWvjZTXNVV4Q4ZSbtcVEwjq2dR0",
-	"fUvLu+uaUc3idW3Mz9Csbhs0H7vf+sdNUcOua77k+EJQ0K6tLj98NzyEdfGVURWbKaYX4dS22qGJyuV1",
-	"WcvoL8PLOwYT1e1y4+fuCCtTutbi35priDS4Zl8WtNU4XmdYumZfGrcLemmajuNoIxWds+tZW9dBNO0Y",
-	"k7O2dU/w3FAgNt3eBpZ8TVW5sLLsQSgC7otnum/uGfXr1F81d1ldy9aUcom/hD25RgI0WDHBybPXVnOI",
-	"t9L/biwhmAFVrtitlrCAbTNXNCbRvxYHzv588DJJPRvX9murCr4W96yWTSY85LYnYHmOQw59iCA5Lcj/",
-	"woYIcy39r4OjE+K2XWliZA1V5AgDQQgQSwFbuqKGJmqLUEN3xpcU5lg3rLRnzHVQdNFfoF1aIYobWnPd",
-	"S4Ly8/hOo2KMVcaM3c2kJOV064RvC77mFWgX9g6npZLa6rNYHQxq0eNPVsbSJ07CC1yS3LF1T6BuW57c",
-	"NRjCSMlqbxmwr1m1kJcLolkNdZNA9oLC+3IW1n+yveosCta1spkvTHGPZer4nAusZmhFR9o3FvCM0itL",
-	"AIurTs1nUya6VMxVdOeDqWFprwLEVPc7JqIaY+/wHWzA4yWZzqmChPP7fuS1J/bCg93Va/LsxMpq0YEP",
-	"H0E5bDvSIEeT2zWZtwwqWkwt5yRblaq68wlWvrc4sXjmrmjktP4W7Nmgi65+k2zNrb3Vjh0XOjZMm+0R",
-	"a8OyT/6YxNQ63OswoaIzJ8LhT0nPf8RJvMoUHjolis25NpBT+Mef4N2oDtEmhqlgdQZ41D4J9baghe80",
-	"pijqtZUjvC1v4qZhEzl7Wujg+dNjLAzuB1/m4vhHfKg3XMDm3byMRh9WpksQCkpCOlEAbtdkvIltyPlN",
-	"az5jcCa3AIJsrsiSitYqv61KhYK/UXJJcJvfiZl0di3vFE/bLWWVwtjYo6V0VffeRoGdbzZsGqJEWmF4",
-	"je4hd/ydPr532NbVIEMCahN7HToMySgqtO3xxMet2muHlouYCsxCyXa+yBpqw/EZtacGkrKsA5CCfc32",
-	"Q240mqZQi9d61tbk4vUf311evb7YqRTlUhqWjvjp7cTlu5CO7g0mfnlgrTRDbPVDjLb7eHp1tFPa+jnY",
-	"Ukt2QpyWFBWtvGOsOabgGlxxUckVoEpjwS7Na+aCw0PJqGEg61+z43A+gewu3OBrN8iSnD15+uoGWkkv",
-	"rl3T8EqKiViidm6uEJpUNbanstl+TQRm6I5aP9ghRPV0g+yRQ3RPeB5VdMx8QMOb67n1Wtluhu7fLPq/",
-	"kBHazbiwYosjCT7dx9i/vR9keo6W/huYnt9CwMjZgqXqh/TLEw8BDIaIudPrqvl8k34FemyZcE3k3Q6X",
-	"V6wSDMEVtvPAfo3X8H3ga3dghgJFtBrowtuzHBzyvT/1Y9kMb6U22bKV9iFBY0pIYEgDDpRNeyaTsk1H",
-	"abWc85LW5Oz881SJZocw/tVC1phsAHy0w78AM9g9rXepzWjZp05ly3/YLOI5PRM8LhGaOKow0Bktk6vI",
-	"zEoqrP6L70zu9Z3/ZKTrWtLqWZJDHy+5aA0j9g1C75ka8rz8EkKjP6ZCtGaGMfHAlpMN3z9kvEu2zBLb",
-	"BwwE373KJzR7NVLd9J3QBsFglqGPXSqdLtnyc77YaW/cOxdRbaywsxX2rovCh9N3K2UiBn/KNdILBg4c",
-	"ZbiCgyn39s1TsieRQITDyfgD3jt1Of54BRAfW2tVRnAg7qb51ebVDmb10Jzajeb2qyKNTksjN+FVsE6U",
-	"3hHoZrWQ2m0L92Cm1YkvBBAwTrAC/NZwsW+Innsf0Fr39Iy/YtoeKrdsVrQM9XTJHVuf2P9otJ3d2nXi",
-	"hjk4UPtge4UEN8BRENo0jY1l2/Z2HGnAOZf3LbnYHSv3PliL75nCOjL2nY6ysvg97yYFjIlMnq/eVr0w",
-	"A6nzis+chw2UDbcSuEWTL/9uE2xzUPM5cf1PPUVglugU44k5Jl3pvDjrFoc/TjhhzGOLc8vMinlJ3pVH",
-	"8WU1q/gceAnWrd+O5ZcCrUD1IaZ0h2jse80WK3QvTKqFty1r1k0p09ZFoBJoLdnCHVsnjfEdf9i7gHU/",
-	"WWO1WGNdn5ZFxZLSIdZTagX1pgZFg+AWwqAf6e1H6wnlguwSDLZlsLJj5YHGiTasZNriETPbmN8FBp0C",
-	"JzNsLtXorvl3ejjVvGbHCyoqDCcXqEM4k1JxwJv7F+l07/3ItadXg5AinGNGMVrliHkL8iAY1btZoslW",
-	"70nXBZx/OSMz/QQWZ0m/FEQw8wQyvbVc0i+lFCL6TS3Z8rr/2qr3E2/uf/+EN9cgRVxjDAZWMApPTdlc",
-	"mxW69Ac/z7jwoR2DJ0v65VqvxfUtLe9qOQ9PXzwppZg9oXX9xMXhXNtfCeaMQX6qkNmaZlZOWS6ZqLIc",
-	"BH4m0XtwtFA6suRjBWq9nfu7E+Ypd+OwbQykTwxbjti2inzxwXKlvHIsf9RkAWISXoBI7sPaexNsGP/B",
-	"rnesOLbL/d7VSptyp+9fGC1SEBq31ZP2eRcdwc1+TyXhP4rcPr5DmRy1v2y7uLaYCEGg/9zZMS8yGtVf",
-	"Fmu/l9EV4oTI3h1TUgGqhd05ozLSjn8pL1xEnUU9Bb8eHaCpbIp3OQLL6Ah9ksNPblkOJNcvbtrmEJNA",
-	"9+4e/KOTWiZnKIWVLXJ72xt/iug2bJNJkUkMjZ8nRFFjd6xv6dVW7LQk6U2+m0QI5q8LVt7ncmlDJgta",
-	"tW6lNBOtZdD0ZdJ6iE1D4PXOzVZKNvpd0vLgRtrQ8o4ZTVx24J5dfGpNysQnzMPbhxjrsTlgFLbet+Xc",
-	"0Ku92017fAK15nFu3VqlKezcLeT+NOaaT1OZb34/OlOsvP+JG33OFBpJ87sFMYdckFtu0BGKYSoT7eF2",
-	"eFs6gr17SC9ph1h3+OPTmpp6apT9ze3vRUTjMVF2pzc6ZCk++N5KFxetABO1oI1eSJOKxar5fGGIdm+M",
-	"Y5XGcDUbzrodwbEiGz+IXrLVYRQPBM6al2frMpnKfyaXTc3szTan6pZCAba6xqCGqS6MucyGH/5REoUr",
-	"PgpHO5dKtoaLZNyWw7bp3pmoEywYbU7rWpY/jeE6yBnmyNu3XaXbqfO2n1yuc/hGb22Dt9jHraFcWC3P",
-	"W7PQqzmVUU6Mr0r71dvlWdOmsN86RzFpQcf1lRIyEEyZZZYNE2/SOBGfGuZg6vzvUukTcvxsIzVqSvTI",
-	"OMrXrwOPagoAxACkaXr0006uQmh9HwdhED0RjyjGTBi696Jju3HcBscjD0jU0U/EpwLdxtwlzdTnfE9V",
-	"9xSi/GUNhcy4iEOvh6ZByNIac0uWC6poCfqZXsiV8C6qckHrmok5I3wJcVO2H7EmNTNoUES4vMh19exF",
-	"Ur+CEaT1nxDf4vIsuz4RU8GjRpwQv80uFBCTGi1bQiA/TQ41Y+TGJY0+Cb3e+C4wV8W1eDSliFxDtV5J",
-	"lTq67olvu9Volo1afP7ji61uPPtZWpIE0sCI16gLcmgX/ZgLzYTmht+zo517HZyYMIRouila/dCloI/h",
-	"XWHKwcse8EfsZfPIjCkzzD8cxRQHnBvB+7g01hC89Rujxu1TP/HQ/nj85v2fC3h8PPtw/vuCvH1/efRb",
-	"5bAthUAeH0kTiDC7qhxNre61Ex/jXjMdfnwAbOY22EkIQHZr0gOVexQMyoe1/giAlMnDjZyCrBZW4OuI",
-	"mmvinniHsUdFagUmlnHtoc1O/NaEG8r+tRwwpx1Z0lZ4yB7oibqfrGDcP2o1io06WH28kiCWZdAje4w3",
-	"hpEcMqHdMR1TkJHd8dty06XD0mOWo8khDl4f7VkIZojtg4HeO0R4xzfz3vVgokbOkz78OBZ/uecC/MND",
-	"9B83ML+/DP3xP+IWZkP0+3RohfO6hu6/VYh+NOwLn+z/RyXbJlmtHp8HH9AdR1PdwPxey/LOspSRSA+u",
-	"4WMC7+qIz/orciZV2XOX9CK22pRV661ckSUV64lEYfvPxCMA7EHwCg4B6sI10DBxbNnisc8bs0wRMv2P",
-	"lWmO7S15DFAD0YOOlwWB47jjapC6U8qKqWOrC9bUsHT9cfCCpKwInxvAuYHHlgYID/4p3WVI+I0cKfbW",
-	"92tJEX02ofjbMFCACwwNaxED2I2+6GhlKm2m7GittrxLR/OC+NIE3FpEZ87J3yb1bXEBL47h8YSGlnRN",
-	"5pLQBaNVqA4O5JumXgBL0aPH63YdjtauvGdwiL9OVb5slNhlu1xStQ6BWlhIUqqvItJnWOplu4RA07ru",
-	"CIIA5U2Tq6bKQZ61uv0sIrIZjyLr7ZZ9f0rUbERwPi5CquGjJCkDQM6Z51BpG2kc1go+cvjI22P7HUzJ",
-	"Uf6KJNari2PXAA8y/vKVakjCem+5zlYAy1uvCfUblD7+qsfJdj3VOlI9xyMpe8zPF/tDYwtgna061bQL",
-	"bLaEA0A7EHmp2KzVkIcdYLKSxv5cAGb26PgV7aZSbFJqb6kmnihesgu6Ooshykfr9iQK2lANqJkp7Dth",
-	"kt60N/Yz95Qc/s/TD++PsmDWaeCRs41hPGbBJ72gz398kWCUb0+Pn//4IsZySWOb5gz0YUJFWJzQ267b",
-	"9ICcklMi2GpkR40ERG/2MjIK3FIrdrYN3lI1YA0U+JouIJRVE6xMJCqiZF27P1cDRGQ8IumKTlmC8T5P",
-	"HN4m5cS24BfPn/3+92mYCRAeLzObewED68YLXQlJainmTEECErCtis9d6sU2S/o3TY75rcZdKnUuHLKR",
-	"jJyxQ7Z/WOaEM+bCKrslHWRM/Cc+HJl9Sm4PnzuGZ8/HBUuDSfQTx7WxRLv0X+LRygC5p8p2w0nEpyeI",
-	"tFG5P1FiwVh+UdZtxc7xcRRsOUkDgT4w0T+hcjhr0rTwSZidHWFngspv8Dj4FD4OMFKwp7dcWA0FW5hq",
-	"aZ0zASBsSXP/FV8yJyeDYdxKguEDxNma7mPH7cmLdk4QAzADfDcnZmpetek4g6WEiEJfgMW/WhBQZVDu",
-	"bxSb8S9DFIUBUu4k0rjA5rP6qN5pD4fXDJyNffS6jib721tsonEliS1sVeEPXrToyZMvBTfS7vO55On0",
-	"cyqGQAwLbie4JrdteccMOYSrg8IlV3F9VwyCRUKdhsppvEcJFy0Yoi5M8x5NUwn4g6jMGEEDFlmweqpn",
-	"jJqk67dzGeFkpp+JsVA2WDQIs3ZBbbsjQHzWrMq2/5bPF0wbHy5HxTqGhZjYC27L2bZpDMLy+u7pnbo6",
-	"z3k7YW+dvXHD7zR1g/Gbi2wkk18zlY5oGpnXSBAw9ulc7lMKVSkqSNUqj/fVEd0ms/S+q4yfDhZNZ5x1",
-	"Uxctg74BGy/7EByPAmXhj4Vb+30QLUYhJwbtI/jE44UhQwcqjkWGNABa1wN4lCnByDljeXBLBsjCBGsa",
-	"QZTcHuQM09Ah0nnfOQzuLto3ovfC2XpAGQMQDY+bMTUWesgdE5xsgxsMj+rwdA1ZVLFxIaUuz49J5PdP",
-	"Lg9pq9cyW5vv9Pwd+Xzx3hUKiMxbBVK3j96i27LC0t4k36K9r4ftY4P4JCoYrVqBJXrSgVGujQBE+tcH",
-	"hf1AH72oH4JAhCiEOAdYpy7b9x8xLqhGEPLt8A5cx/tL8DsHo+wWFHWZozSD380gPdzwuGRjr8t9zM37",
-	"hLSApR9BFG/XZBG41kk0SA2OKFprrDaB8XNYSy0EGz04ui4bcfITalWdpuU2rgsm2ycGJVganf+wCz0J",
-	"hR2jOBOPaD80Ow+PQ46/nM6TV2lgMmhMAvOGPSRRUJGfdoggTARFZhWcP/eRkZ19EtbTr5ozWzGhZF0v",
-	"cwWoSiquWsHGjxM2X1KRwN85VFK6CVKwhUJQ/vdWUPter3XmbEVOg9eIK5liOfAoiIDg2Daxv+EER6aJ",
-	"YoKtCDXErCz34VAoEK1sNZ89oLh31NklUzzpOoTfPQrk4YJ9OcqPmHCtW1YFJjnP7guyjPOaCjaVCno5",
-	"PuC6jmvvPSjqVcdlKEMsb5UQy79NHCxS9aSS5P5VdwUlj8V+xGGPgciUJ/NiwGZp9N3O5/RrGW7kwOYR",
-	"jdgXYo8po19f2zIjpaKcQ2625ng8auiuiyI7muJUneiU3QrYNR6E26Vjf7VQ3NzVfeqL1ZtWvwz38SHF",
-	"WkN2PMg/CiLkgLzJmpmjwl0wRbj6H/kunwaYjDY2iNvfDzLZ3Y0fKNRNOot44ZSLCmJ0Q8krf886vOp0",
-	"SuQEx/T2yuiBHxT92zvNzUdn2eNwm8ueCpDdvKoy1+xG2K2XAbYFyAZ553XgWalUVClwYyPWhvSLaksn",
-	"FhUu7Ugi4reo13BjowPFiu9gp61yCSOwA59V4kp+e3V1fulVtI4uAsB2fHIQoj8jG72lepGI/u8qP3jl",
-	"4uy0IDfoxX55E2LGF+wLiRzmdnKXLSzneXtb8/JPbP1OzORJ75ZA33Dgj4gJcXbqwcUy0kKVAdEPm1EC",
-	"6+cGoHp0KP8J5ZTteGH5EU6feVLJ9AV+zUyIBNR9udH3ZW+RyZMnT26CpxQYk4EkW48StYVls7yMGNUd",
-	"rcCy32iY4rDGxyi/2XaxdPuz4iBDdGyX6l0AcbB6HYvOoiOyYkjU3UKPHsV0pPrHcMb0A6LTu5OKsemi",
-	"U0YnOXE6/Wjv8PTIkT6iZLmVSjAKzI5MYCxhVSXONNGSzKiaCju9C+5jNKzcKbpaN2wE38yfmEoy3UfQ",
-	"cxWGveCtWEid3ewKy0VsSzpyr+3gYcEP/szplrJFCHnpilZkimFUXDdwD24dJ8q5FADIYjWqJ9/vL5p1",
-	"A5k4sXg83BDZmhFt62OG0bjkm9guCUr2IZTOxBi8d9XLuD57wxS8k44bA6iJKQfUnS4olbmF1b5itIqK",
-	"cmCZK26gTpT2E59GOx7DeGyzAQLukXY1Kvr1pxQY4J/YuncJL5nV5oE5UKLYsavCxqpwJEHIlLnA9iX9",
-	"coq8R48yH1dlziuD2cXMc6Tt8X09TuKGvQ+S8ZzfMxEwHAcsI9EYeAyrKQK7N1Mg1ASH+v7e+UcFYVTV",
-	"lq2GUnhRIJWzI0Bd1TnlIhfY4DD0flon6525Wpd9TrWNhU+BTaBeoXNm8kci55z++JdQIM7vN6CrBkNY",
-	"uS7rXrbyeVAEXwW+d1AcdH6YSywPDL++8ZaZK75kFcLYnPliqknLLxbj/GylyuwxWJPK8xXMwqTCA55L",
-	"qFpoXoYMCcFW2gWYAxFy7TmvfQoE4FZYWhJbcb33Im+EZ3UAxV1JnJin9+/0SC0c8J4+NYZTVwRhpc89",
-	"4vu7d+cO7szhzdUHwYj47WBb+tJoOLVbhLGA8p4sC+fQGDfh66n7zCrjtB8+eduaUXT7E9JYRSKm7aj4",
-	"F4X6ypQYppZc0DpnVX9E3O4IgHw36c7+mupij5QGI0kliXCh53vEfk++G3Icx2P+6h5MQzSjb8FpppzV",
-	"zOEcyxCI6P0VoItsV0E6Tw8XTWsKy5eaFmHHXVjWb1rKb1rKb1rKb1pKyqGEHCJZ6VitPY9Fa3pBZF0x",
-	"qMKl8BaabJNxi3mlKIAJSZGsOfWbxrT9VnRF5Hernf3O3gwJ7pshj+4++k0/20k/UyFDdvrefMLrur85",
-	"J4Nas8wV3t26Yb9piL9piP9pNcSO+4Wj1t1gW8Tp1/7e3wR4p4EwMRCkAP6O2ycVsjVHUSn1LuUHg97y",
-	"1b2nlK/Z7uNxrp2J+sT2ure97PrC0nXvsp8CsHNum8K4pAcj6Vw8KoKOn9c+YssuQDm+gm3c3zfAx4lG",
-	"e2moSSIYt+Cb8yj1mtWQLtTf9oSqiHUrX7k8yg+5KHtw+cJtDfwAwiulS0OAezmYWZJLkw+Lv12f9XXC",
-	"XD2LKejym0sCJBZMLuuGJSpX2EF0UWtfoX8nZx+yWOrmmjRQnbynynRjWtIvY7vyXgqIati6MXRjaybm",
-	"R6A64K7r0zn7kI4v8rKN0x78WgtpyJqZ6LI8IU+7ILGJY/ia59CfurD5Q2IsEqdjuC/JZdpyhCM9Kcmx",
-	"e2qZTwrIOqTTouB0nXSbsWhtpZ5bVksx18TIyeArWTPjukAyyIVf52VNB93KhGGD+LOvLVROMomslDQs",
-	"bekZkF4XQm56Utg9SFHbrvwQppWD7IESsSFwcyNgk/x7C7WN5J0PIpIrEWJlmiHXW1FVsepKjgHuSSxv",
-	"08uEML1RWDnLZX1PJiI7pCl1ZaJy0w9CibfMeFS38ikpK9B56N30c5YL4HFdFr2FdjPP7f97r1Z9AmCr",
-	"JB85FQH26nhGS8srgzbmnkCgt+jlmBTOIVFFyT9Z1jNiFP6YdXTwBxlrqb7DKnG/XpNblvF9ak0plxBA",
-	"C1ZK4t58TJAdmScIMK5zTSp3+XrOiQrlMWhuQb881kY23V/OzB7/4PQ00Jqj51F86DHkUCT5aRjmNIdC",
-	"eH3vIIPMhzvYiIDy9rmsfhUOrHjBI2NCRy6RTaBvKuhZAiKDRLjBemr+tptrk3Ol9db3m6xqq8qaVw67",
-	"NnZSDxNs9kFhh+mpoiU+kT/6cnCdWlYaJdrtGnepi0F7u5v5Hzb9Dnki7/Qd4E6kq/shD9o2YHQtucoo",
-	"WGcQi9W4CPf51BIiG/e+r6nVlXDpZb2sh6ASWdV3D/FmPMHXV0/9eqm6mYXIJACt2QOSoR4zg/UjhnLb",
-	"h4+QtTI1PzSBOZ4gv+3n5W3Oi+cejB+XfdaxkVyYJMgt1n3D7EyEZQFoLYf1u6cPcQhKM7kupBtnagk/",
-	"NUycNhwgodKF3RGRCi3NEGQAFZs70VgRJdtUzM8U+25UOOm2RoiWhKhoFrJKZ5sQfDgu5aW2NVxWhFdx",
-	"yngrKlm2S6s7VzgxnfFAmlSGCjUL4sGg098xteQ6k1bqa+LffDnW9+Vx9+5NLyUbfsQ0iwT+KSxksviV",
-	"fUBmshVVYbdNDERc+7flf9j6NUz+oDiIVyT86F+KptP9GBb+Gou0u5+Xsmprtp1RuP12a1wMpLJej362",
-	"4yJVTOM5ELczAMTj2pOktwXQ0nQgeYrNuQajSkQam1B59qPJGeQeQM19l654980QzQDqRND6wk7vLA3d",
-	"3pkzNtbDHh+myM33vp3vbwoXCUIVI+wLwNZFpe3KsOwPq939STBiH4EdeZM5uSw3Ry4aj5H96dz/siuG",
-	"3gbfTHhHwji2LmQneodaYBE9THEg4Ty2dgRz86gBEdOd5FXakSQayLWLTsrOqG+DszTEfhusb2+ISVIe",
-	"rNNYefRPrbm1nPIv7HYh5d0ZNbSW89f3WdQJbaioqKoIu0+Ce6cT1qFByFgvCNUEEJy5sHtTU/GdxsYy",
-	"lXVkq0qWQ0y+Z7Vs2Hea4GuuWD7irXLdDXITqF3x+TyN8wL2KciSBL/J/TQAYkzM9c2GcU9YdG9ZTy84",
-	"9B8EErtemM/pvOP2RAPiDSa7ZqM/U1WmPl1eabKkVhiG8M8CHYbol/L2QqKYUVPrV2wz3NmBhzCeKIRo",
-	"V/4NJjMH7J+QS+3isopoh/x/SA1ZSm3Ij8+eR1UJIxwNK6NivT8vgWB0n27LMlfyCTYmZ1zGXePGz3ak",
-	"iTT89seoRF+eivkki5lf8SwChIv12I7/YEnGBxP1AS9QHXRi/p7IS1ZBMqbJQYaAINwPBIdBYfhYX+10",
-	"P5LSLuM6g56WGVEcy8e+bF0cSv5CueFifmEPShSlpknVejgMLpxTBBIH9MMCr7ZaOwaMJdg7dHsbhp+j",
-	"XMthNn18ibqr1fSTHqM0OKyXnQ78gNdiDdb+XLrzGB+romN/G/Tl17Jv1ezmNeAyQ2IYnpwdGP326Jxw",
-	"MVYhMvVXWPZKdOLQo4bvdJMOVl53C+5kR8hds9MDfLq1XPoQg/6GfINgn8EsQJJyYlp69foSGinx3QCk",
-	"vElHueI/KLTN6JLXnOl9lx1ayQAtD1bHDWTqKmRKgp3ikMEOhnJlF/50uwYpasXrqqQqsRa9prIZKa4D",
-	"rgm9zaY6QNfpLcLve3LvPkvbk9YTVC0yhT2WSykcmHZXxNiOKDkRv1jpqdxgO09+d+NWWbqyVviXdtIk",
-	"0uK2ztIyddxpNJywxBPo5TILiDRXbG7vo4BAFi4ty4HRz9KdeY8n0kefzOFZn9sWktVdAUCIGgdcbv9f",
-	"Lvh03F7/eqaDU/cYpzCxzW6SY3wwWgouCKPlIpcKGdyRY9kWXVUnBiqXXVyuUAYBD39mXTLxYb5Ow3in",
-	"aEQCZ4UitLwTclWzau5yQsnzL18mdufbTPmwov6cGQJkZ24Pnpyr6SDTztU72gFg+HhJx5mgFrTVIKXT",
-	"LvYD4DhBn7OLsJw4Au+ZHh0CisDEANJnWVO+nLxrsfg8qRNXToUrSE2Na9Tveh9HTvduL2M6Gowu8rwn",
-	"3O0d+wmR8OqTuFpwnYYKjjNhui98RlCC0ZBDUHoAVPQoBxtu1Ydqd9YDnM59PZFlzKiQrblg9zxTJgFq",
-	"hCj3HCobSWcmhUAOy6O/QOL2LWOCzKgQLhLfyDTvylAQF29qPl+YnI0jOnV5Dj4ltYt9MUAI4+B+lign",
-	"6ITp6NedtEH0r4GR1iSjVlwIMF8OA3PPOzDe5FAfb4yAsjaZSLy/YHR7phzt+AoeHIvhBdq7/AaL2t/0",
-	"zMmOKHDjVAwXYIq0Eqm2Kfm2J6IQ6oHsCqJYRUHOPUSTIIb+l4qZVM2NupYrqw/nGRMVZGFMQ5iowLcK",
-	"Ei8mSKa5j1/X0fOxcbujMSBQHKRgwe49AFh3giEyjGNPI6T7bNecQtttOvt7ku6B9hntwx4TKdZA6eO3",
-	"DTTiZKCE9b13n+DWp6V/L0Z9p8nni/c760GoFehSNqwgwi56zV31oKAPbSnqWxwsqL4EGh+hY3cKAPSR",
-	"GXJI6xVdoyvMwUZq6gXmo5Po3BBuNKtnnZVdMdMqkaP/afbYLAWMJin7J2BnCSygy1PmmqBwMvUy22p3",
-	"zo4T1+bzBBOgW0V7yuzCS+WQ/aXZ58QF42e/N2QWtvFYX/D+fnwaMf1k0JPtUrYmGwUG7mefHO69MUGL",
-	"KGldF1bM0Pj9xC2YYkSFo9ozoO64aK6TKWyq180IBaTssUllPXCPji8FjlBEN9DG+g9TUL2ptjvsm1SY",
-	"TFSFsNXYqNstR++62vFaTptwr2KjdxBgp8Zlwgd7xkyNSRB7x2mONLpvxcYN0cXfjFIRtzNbJRVXdjPd",
-	"A1TIHMotRVwmo4ZSgrKGbgUzCFgrRc8iFfH0na/lwmk6fW9jquDo413eJ1aBpLc1iPTOTwyAOajjzWas",
-	"NOiB0k/IX1DECmPGTwH2m628zdTrh39rWetYHjehaLNsmIiNQVDm9NAEU72VSXldk7nE63QNkXVLFvAj",
-	"uPbK5hhww2Tpg95qWbeGwb6DMEIOgQSwmCRYYDwVHRUhnb8MDFAXdqaQj6mcXjRTdO6B8+MKn09//4et",
-	"tWJzUs9rADBmIRxC247QhGr3EnUyLsjNk9/dROFDaOg9ITWb03JNtKB37LqkmhF7MF1LuGNJISoa/rPn",
-	"20e/pF/e4afPnmI5WP9nonT/zjJLQZ4dP3t64lzszlKFNUSNXFLDS2ejYqJCA2zPhNVC4YhcTEKoY/ss",
-	"rmP7bH8BqCCt4H9rGaFL6cq2NXkrCszt+R/y537K8usgzlKx/jQ7ePlvmzogvlOQZy8A/nvQX9T+i1+K",
-	"DSJcNmZdEDDJVGD2FvW6IHeMNbpXJRc7Gczg6S9/HXLdtx9Oz7yoJ2ebYyqIv29sp8jyT6L+qXBRF1aE",
-	"u9W2awzkyQ0JqQLYFb6IAiUklJHXolRrhAGEgF58e1N8j8/0jy++kkz4/PiHp6NSYSDYH2KCfb7VvuHk",
-	"rXEJa1SqmnDlXzFt9r3qu8vg/2fvbZTjxrF0wVdBKGbDUi9Tll0ud7UVN+6qZLvK0/7RleTq2Zmu64RI",
-	"pBIjJsAiQMlZFRWxT7MPtk+ygXMOQDATZDJl+ae6PBNRLWcySRDAOTi/3xdjGY6snT4X723oPuSGFdzy",
-	"fbraS2f7gFFn6+jiB6vh1oftpkXAFyw3lTk+OFTlZRg5/aVxVrSm2iw7Z7LAww5xk/w3mNanSq2NDM7j",
-	"1qe/7TdaA39yx8VAq7lP/Cbdhuebg1st3jKSSxW/XAREOL5o6kWgVyEW0xt8w/3uKm9TQnWETn7ifmmn",
-	"doviGBnmITQwD7tIbXFKNMt9RSzwOr3S+X6gOpNC6kLZenkIQuOGGsKCHELhQzUl7ifbQVrBaCamErmc",
-	"yZzNpCgLgxZW++D2IcTJwQ2b/tfps6dHx+fPnv48TUJe9O4VLEyQBdS1XEC0sNbIm4MYbiqV+mwa8FPv",
-	"vgivr6WmAwlwE4CxKBVey0upeuHTdA4HXnFk39p8ZGQfb7xtSGWY6fqE18aZpNfdcn5feJv5c7lcjq4r",
-	"6ivofQMzsvIylxcPv3vw3YOM1TYnesqM+LaluswIBjLDjd+oYkJiPnFingaFtLy+FPZsg7Q/h6hgq3wy",
-	"TJ5AeX1aCVD8GvBJ0QVqv71YxrHO/a3Bv9bov5O1bt1NE2Y6avEF8e6Zgg0KZ3PRWpvT+xPVqtFSeyZ/",
-	"fIXV1uTxIZz3vcU8G0vUaCR0FrcL8alq1N5DkmzIGtEe82CGDhwssgqHVrqhYKgu5YWNKyRbj8wnN0Nk",
-	"4a7rBTfXft/CJJA9PMMnvJZ2OdjWhbO+yhpVwQ+x9yrRwjUX+ZXpa4TEbw89SAv+k6IpEMJR0ON0gl9v",
-	"21YEzzh290zNLo1/HBxE6CxrCYhSONMVr0XRn4WmoriQhuY2KlTA2rA5N3Pf6+xvOLI+4dM1thFMbuIg",
-	"F/UEv2QFgI27tUXAsfVVRTjy7bvFcKe+gscQpHlieXFL9cc4sWIQdhxtvxH0ee2eWW2fWlv8MILMy0C/",
-	"1HXeJWUdOQGjCfWN1178cLoT4eyqKuXQZnyJvK6mWxlBP2spzVLAi31QdNzyC27EC/eRG/OQCpmenB79",
-	"8OqI/dLI/OodTNG0+9ROmy5c8JQeACFwXprtcGzWpbp9uxTCSz5H02koSk6bPUFRG8WXN1i/WJuCF62a",
-	"wOn577N5nQZJs/2dBeXC8jmXigJanaewFgkftnLYFPs7H0CIvWmq+9rs2wWIqa5XTdTVXR5PQmpDJmVw",
-	"oIv8DaK/0/cM61PAAqh1SU6g1VdCQZUpxJISMY+cW3GZRFM4pm8wstE+qO2L6XIRYJiB6ZoZkTfulT6k",
-	"yKN9HsQXe1jdyWkdVMnhTuAk9EQRwzR0Bzi8JmmP4Kgs19ZluzRo6sfjjp92u9w657kyX4nqq9XxdTpa",
-	"1yENYCNe1hyQFqyOdufRyQvaoU9g0QEBMb49JYhmnU7pe4bxxs6dwswxBlA3pTAZGf6yZrouRL3PvhdG",
-	"EvCeERmb/mUK57kn2I4elLGpuyV8Pxclwr2pZfwcZ2DxsgSFWrAp9jxP2YJD7rRt64a8oNWMK62WC90Y",
-	"+pk5ZBaqlO28FiKkTWBeIISDS41xffqylMY9dy7qDn4DxfOupbhxSgX/lWs1k5fpDxdcoUvT/bjmN2tf",
-	"lfrSrNwEPkpeV+gbRcBn9DEgsa1ea7m5Wr0pfibeixxxJvxtA0L6yhjC56s3b6rLmher1/tPw9WA8eQv",
-	"wn+E7/I5V0qU4evw7/ZZthZ80b4D/XPt+6rkqEGuZd4+zv8zXO4/aLGI/CeWl1dwwFB8J9wj+iTcJvqM",
-	"Hhx9Eq1N/KkoBc63V9Eof+HNVj5u39B/gb7U6uUg0z2frt+jtqZav9h9uH5tY0S9fmf8tJ1QadwMTG54",
-	"WYZZjz9r58zm3X8kprr7qZ/a7qdhelOlVCclX17w/Oql4EakGbyUuEGpp0tRESRMZUrrP+vnY/kRWt1U",
-	"SB+U7qm3LOXcXES9bZ+6Kk57AAkBjF4h2CQNGv7elqD4WfvqIUdaSgh/1LpRW3uQMJRxRjpcOirGDlf2",
-	"51HdmURjrkQtdYHn6cWStkpJsZ1Cw8GgICyvxGjw4ZhQvQdEk+iw4XiEsKkhk5L3sfwrcXM0s2kICTwE",
-	"4ZoMewTZXw/+DyYVpQFvtTJwux5kklM/T1sRedUC33XccvurD8HuLeW1wKA4HRiQkNE11dPijgZAWTwe",
-	"WKlzKOCY/tZZkN/v/3btzs3f7//Gq+r3+7/h5S+K36d9tCswir8nse+CBY3Pd/qlg/FWYiloUGWTmQQ/",
-	"Jm/sZCHqSzFBRrWkYqONkd7Ab09fGupbWWasUb6MkpqVcED3kAVlvEVL+vEMI/mJYEpPSewRlsRiMb20",
-	"jBcLaQ0MDowxVKjY9HMqrvWVQLtrJhUv4wk78tWz9IudbIeu34xw5VXJyqJ19l26C7/LCBIkLUscCB25",
-	"WNE07ZIlTX2a3JNaW53rMmns+wOqoovQVPdQYeYem86trSaz8nqa+b8X1SM0+6fz0kyxPmDqDvhpxnRT",
-	"M59chb3x08tjuOD1T6fM6Jm9ccuwe3p+gmAs58cnTqjePj05hPT729OXHZpI43Th1Fzn76zMr4QNQFQt",
-	"7T2pNgrhcsuePjs7Pn3x/TNnjOvmct7eyL0ulJSBO1GVPIdIxOn52UlcK7dH73QjLmqb01v948dnJ+18",
-	"7UK7I1fs7OkJ07OZ062o+96evsyoZTEed2IQIQjddgTdM+ylJr/HezMCvSWr2dNnL5+dPztk0pgGImU+",
-	"rskDayj6VBJzg36T+yXcyXbCCrq/SwOmj6l2sh1810GD56wvs6kEu+FLrx0Y7zN3LpxbKurXHGSuN7xF",
-	"l6E4Axg2lTNy9u/8mp/BT0jW2e6PL8/cYp7xGa9lxn48Pz+ZzF6dPHIfHs9rvZDNYnLB4cClGx9StRRc",
-	"+/zlT24Huj3Q03PoDHmhbJrGEY9XG5GS4kp2oyfTa1kIff89CBJ849ckeQjMkzWhP+qbMMdUq3pDNKbi",
-	"fSV6UOeqSPzH6OKgLn7Pdpo6pTV8LaqT1RA3bSUxa1k8YwE4BHIMYJwLtUJuAblh0mwOz4XXwFF1VyVb",
-	"2Vo0g0mtiBi5p7rs2cnEtgmBjFBVRO3zlAUdaoofjtrCTaUJvG5K3xxSw+sExJnCJ7VvEUMhp1nGCz+k",
-	"jBueX+geNMxR5dn+FXx5s4wm5R7ALQJs7iqEeTRUfI03qlyOeBJ1C7eTkGtlhDKNGZyOOrm+btUJpi2W",
-	"TvLUJ1XJlchYzWd2cq0tbGWqt2j7IjNmZDUx8lLxsqRSagSG97WKmzczjC6uaIymJGs7ejbFKk/5zD6V",
-	"/FJpY2We5EnycxXwH4Y2MIa0X6hCvE8YzO7jDjAVlGGFvA1JNT5owfO5HM17k+vFQtrRz8XLrShwBCMf",
-	"4n56rJXluU3yPsmylGYNC5seCD9rEURxuQ7ZwbpkjhzJS305+n1Lfbn1m54pXpm5Hp7UXIfynfAwQz8c",
-	"+yx48QHE5VXn3U9dlGFTmj51aqWfJ0c1ixORTP6uMrNcayiwoWTxNjmsjSLUVRwvcdi6Zs+hUrQnpWdF",
-	"veiHgW8VmrvuNiUt3sWA56zsr650ZV0hT+2VaE2jOV+Vn6Q6EryQShiDlQ8DKVgsJKer0QxOVMYM8IF5",
-	"TqqwuyCbLhVbRGI8cgtvA3CN+NmD2ar+EsvwnuvlkFfDJ2FcLHDIzJWsqrZoJQfmtUA41JMJxt+MecwN",
-	"x66qulExbk1wMXw7VZfdpq9wgTJw+mqnHUQWr+0w6HPYU+NKg9pNxfNcVJY7Pd6zv+DjDTUrNMU1V1uH",
-	"XHvKj16oQl7LouHlqgSMTwSuCFoKGmt0JUJL6OVesn3nvtqEYrmpssUbhltWuOC9o2LOdn0GC1lOIdb1",
-	"XJbie2egpdHvnWE/k6UzUKlKbyz76T/mS5CGXaXtO0JdD+G1d+6e7y61sxrBBnzXKH7NJZS++o+ISOYd",
-	"ErKmi3bdffrq7QJFTR9/gfvx2RjczFM/7ufhF8PkddyyG3dE3dRaXeLRVwldlT2EYogmO6xjZhLdB9X2",
-	"VbQvGLC2NuwVmq72kSM2xu36fPAmooBxQwDUGYJaHSI4mCyQ2RJcRnCGClEJVUDJeIJfDsadmKEHkwcH",
-	"B06zWqlyS5O0QvA63E2zTVdjcjZHTmK6/PVE1BBq9tJlEOXzwv0GYm3+8MDk/Xq5BNzX9JbBrAnBSD25",
-	"rho2Vk7QSPon46TkSdiaGyGunAfvhSygC6weO5BOeNGXKfL5aQZ0He5eZjvAkJHschG7/bgTbXOEAZsG",
-	"bo3c0n3hdRvmAxA93BfDbVnQ9bD79u2Lp3veOSH1NEgEYgT0UPfm/tzmYyWIre8wi/LM4zwTtyD/qVXi",
-	"3V8cvT7CxO2vQOdCHWal7gGb3wTIIbsYGeP3Bu799IYmuQij2kJ0naidlXozRw6tb4DpCFMWB1kiyQsj",
-	"7kNHHhb/Z9e8bHqpBz0oD5IV87I0LRnAOE5b6G10v/7vprgFJErBB5ai4ODt1+ID4ZXaEGDGjKbmBDbf",
-	"JMRzaQc1QDRfbsew3Zv+ByP9je0J25c656Wz5Afmt9vZ+SuC51LwWs9mRkDYdDudcj4ILeR283DMB147",
-	"mokP1hLn3TccEWv30gSEvW7FOrHKMK+406JHD0tNuqDytHNemozxsmRA1ipCC9OYZitqh/3wlirgEAwR",
-	"pW0wZjdg37CLJQSfb6EEt+iYQgzMAOhNNrcdGZ388GapFc29bVs9nRY3UhVrndfhpDtk3F9BvbELWSh5",
-	"OQcDxN7o9rRZ7f9NQbDypZc99/Q4c7rQirZ4Iwz+dSMK5f+286amP2e1xD8Mt01Nfzbw65/TlVMJNcjL",
-	"cpKXOr9iwvmZP/745NUrT9VheW099M7DR08ODvaRW8uK2v32f//XweThz/91MPnbz0/+62DyLf75bz0w",
-	"Y6lISvR0ehg8/5aPWdlINCGBWLcY2Dt9eeZ/zHXLiQw579Anu+Cq4SXbjZFUdM0ueH4lVLGXAfYK2/Wl",
-	"PO5f+Kw9AKghbR1WHe7m9F9j9Q5q+uQqdhzqdClg5D6yXQ+5Iwr26uTR3j57CR7fpUffE+8rbQSr5ksj",
-	"c14C0II5ZFP00NoCZ6wprsVM1ELl6VROYjhVVVJRdbqNzNtHg44J1TZQ1VM47p0ZEIEfaSXupW3QvNRG",
-	"DFUNYgP2pYRWIw1etWW7PmKYMSN/FRmzNc+vTMaM1VUFNggMaAJFhhmrRcXd3tvraZgrRN7TcIk3vsfw",
-	"mu1cLyzA3eh6GT2zE7fx5rwuJvSjLcy7gcA4liP4K24ZEReqSNtNkYpA88kaSv0DltGWZupQ0IuCdbIg",
-	"nyxjudt2yp2h7qm0QfyO05VQhOnnftkbJks3PUQPxORwW3DiJLA/6Ja0H9ynbuIvllaMnfEPDOHNar5I",
-	"Fe49h8/ZLlSfYPNBU0hN/KVmz03dXJfFeCDqQrzvU88/uvMaNzhc58QQypx2OfO82TDNoHNRQNmuF9SV",
-	"hcVDj7O85maeFmJ6yCC6pOcKhsy+HxYlLsZ2nA5W156vlqGBHwRz2sf+3xubD8I018aGHH0iCO+2wNNk",
-	"tvLt+TErKNMPh62T47WXTQcyoMysPwjtrXRfj7aZQwmLE3/UqezWeavkYY9gBgJyPKTwtXqHD323qB7t",
-	"7fcaMuM0FcVeALKAgbhsD86KdbupFkc8CtPR+WtPfL1CICpr60wW6KnZaD6FgHd3O0bZEnwM5Hd3osFG",
-	"ai/SWfHUtep+JS3X6qTOnuusa1clxDLZb96R8toMuNExnr5Egqi7hdqAtwz4qKgJtoPY6Jqj413G55Db",
-	"SLiM5pP6jJ1TraeRGNIKK1a1EYL98Oyc3eeVvH/98H7QVfchnzRZ6EKUnYLYmADjTM/sU+H/5f8atPbP",
-	"RE/T7pE3i3n3UJCGHBfomnB3uSOTHWyM5HaSNYNpB3N5bB3W7RwAacaa/pgJ7bs/pKLpmk4BFEgvtB5b",
-	"XfVaY6ZvY/tjP9Cm0hG2RTnVs7rW9UZ3pRYzaOzRNcNkb4aBTMQtjx97N2bGeqD1rq2M1tbbrHfaJo6Q",
-	"rPt+mfbiiWITznmOnFrLSjyRPe7aNkmWECA49FCbvkMFF+keILVbIl4fUxfWbxj57FG7pUIGidOm9Xas",
-	"27ngpRjC9UwHYulgHuFC4mW3wJYfdYCQhmuZNdHL3jwquOzjG1WbE1m+5PV2+aw7MdranbNut/Waa6Zj",
-	"cQXDKhapeJN0wd9RDfpjYfCkpRUea4VFlv+/viUWv+h2hpe3DMbbXvSLL8P86oj9ZgssdgdvYYWd+j29",
-	"Ew3BWWSoRVo2smFjzN39Fdab93K6d0vSt+XE9O8btvKVVEW6a8W5QNLK1Eqfh+r4cD8QBp/jG1lR6ist",
-	"8NOLnlYO5GFOH/8tR3PY3LdhCaVpFZQfGzl83ETQ4swxmn108gJQU3sDJlbUC6lSU9rpFglTuoT88TbV",
-	"qV1Wj/C8lKysiXXNlYH0lkmCxQB4Np4/hqIyVgzM/azWi75ZQzKc9Bzpvh+BBZL+DZH5p5cYCn971mQ1",
-	"OuHGDGNob7p57sYshRemsKG7Ez6szEAxOK2zMaQVK4jE8ea/6S9PA4UQDku22zZgk36MikahUG7vFmdL",
-	"rOg2zWYYcnqKFvpaFL7T71QYWTTi2ElIU922ThLr+6xmmM9gNT4kdBazGh+TysrWy9NGddhPUlDMb1S5",
-	"pGp3wBMSSxMi9fBQOj0X6XoQT0ORSJl7ggqrWe4up+pO4GK4QH0NY/eswiFQSZ0zC3lJCZcARtmWbW7g",
-	"ohgin6h70mSYPmvjIJQmh4czW3NZpiDjB0ey1m5JkxUGcYuNlK4VbSv223nN8SfOcy7qJasblURKFVYU",
-	"fxfLwRYg2BZ0LQA2gKt8o5uycGtJ36BjHj1rDMpgtE3Tp5A0SPwX33ibjQhRFncZyA1tSt91Jmv3bigA",
-	"25imMMM9DOVudbdjrkRB0+qw09UVrsLM/DbzuloogJOcdZY76+7HAapJAAo5n8u6OOG1XXawej5YswES",
-	"AxbyIQpAQIjp7tRhOJjX4mYVDqZlVqNp9aA8FKrA8JrGrsdhmo3HBzHPxuOD5IQnpi3aJWsjdmvAGgWt",
-	"biooQYuGoDQBcVFpVmp16S67SbmJV2LZg++yIr74LKj8Qfr1cQKKFyfHH91o3VaGbGhar5xho19yVCmE",
-	"WcqsIoxucNq3qSJIKuKdrJ289La3QrkhH/cDPpKKBYh234QHFAoeHfFW8JHr3dQ3zpGdEEsGRm2d/zfn",
-	"JnyaLj0t5aW8KMXGLSKUDfgg/uBA/Y42x8jdciVEBbgr/Ui1z+hJN7WTPEXRPNjzLW5t7bZHNbZhFtM7",
-	"vU1nXRZjPyXUat3lkSXmYqiH9ddRqNOvG5BPKw0pUGP5ojIfysW8LdFx8kUO2UEP8/KAbOtS5klcX9r5",
-	"DK8IzZZ+CqRiNz1R8lWM5RYllJ62uimj5VubkNSGGiWqfXbSUzppwZu9O2HtgW2Fw3a06KVqlkYe8B0s",
-	"1uipPXMla/GqjZ3e7gg/cbtS3GDZibvjSn4u0ailQ4nLEB0jjg8Q8ZnzQy7n7KLU+RWg0/nqPMPEe2ns",
-	"IdlwlOBCkI+cWPZ7DUVALRzlGHl4dUwMuXEtoHUPFGOhD8l6g9v0YGbc2tuIuKTATHJPH0FalbZErgUv",
-	"RXFUyXN9JVTaSA4g0s6FcD+AgsiAOLu+oLb/XjOnTuF7um0IUYPlDRg2Fbfvpj2BlyuhxrXahqENqyF/",
-	"R7p3WjB64WtqDZ2nIOoFkhLP1jGH0XgDnE0oVkpgNTWytC/UOCwYuJhJdYh/TaQiIJucK6XBh/Z4cbqO",
-	"lUcCbKm/e61lEtBgZqwwm8cHI2aioYs9VKdyaE1bGeHtz8MtAHewKe6QLfjSTQV0l20RMn2LBI0qanRz",
-	"t003pYSVTpMkrG0DGiIgdm1Z7ep+OBJasW+4A3m89dVeZ4leWXJALhAIBjec8Nu4uk40Np6GKD+h4i+M",
-	"NoOdB466UyM+5ICwtrc4Mmmie0iovaR2Fz9+ha2a3HRfadZRWbYyMxbtPPxgXLBCl+L22OantjrRte3B",
-	"5XXK8fT8hMEpGcF3tsUQCZNqXCst3G2bAm5ZizytOIheEzQVjozXtbymhGlbxpAxI1QRXSYtfNJBA6Wb",
-	"AbSySqfRBpB34Q25Yo2qBb6hx/HF3wRwNJhRcInyksvFNjNxGzTe0aUur9oyF32jfGrVjTatOpP4Iuf+",
-	"0QV7+/Tk/vnxSbjDmMx1U1faiCEqBJo8INaO3WiihpuU8rqvQqfEqFZ/K4W0A6DLflU37e6w+mA+0xIH",
-	"zQtU2wBYdntla0ydIAE8Ozs9JmDDlhbGTdcKeJQdwIwyltsmoZpAR7S5OC8wAXnNv3PAak1Lz8bylbDC",
-	"hGk6eui9ULOh4Be2a6xL2t1GM7pWV9KYQRzasB1W99YmZXsEiJdp2emq3MxHKDq1fi3T6o0v3IfvAT+F",
-	"Yhi27SFwZjn5IMjLLsP8sind83xZiSkk2bQSxDE9ePLEZ8fv2fDFr3UhjvE5RwAzJIqd339emZSebtfO",
-	"dAROpaFDaLN661Vnr/j7FP2SsTgGb505W2msQnN3lSpVg1ev3NaN7J6BDbDNE9K2BEypuSX14MribshD",
-	"xwLmXrWdymyc7XG7IAWqJM5mtYikJpAY+bW+Z9rZXMmPbbYqgL1HFVvaCOmD8YgFUty1zXTocxWskgDK",
-	"jG/Vh2nfJi++/fabb2Ne+4OHjz74WE0wUW8iqN/uPFp5wDcP7+KkGMfgbsveNBPup1LOhDuGDzuzEo7x",
-	"4DoBTJeJbL199hRjRewbbDXuX7XvHj/qJJ0eHKTWzKnqzmApoPXg22ytJA5ROK1G/T6Lzww8E9yJAccB",
-	"1cQQ6HII2gwcMbvThPqe7jGpjBW8aFFaTFPaQ3ZAtwZkcU3NtkPpt2giDjZnOxOn94B6OfXH8u0SmWi+",
-	"c7VyKKfgmAZtStkahaO26del7827WlMdNXZ+HMDn+xzXDkI9w1rr2tnh0lLMA5sOkZ/fmJtkk8mcmxP6",
-	"cgi5xt/ArbR/TnxjN02inEGMDZ5dC9vUqi+mt6G5IUWPGLU6YLsJzAB9gtiOxqfKaVL6EAvLRD3dU3np",
-	"zAj4Fm7Tub1SuoHAvcRK8nzOy1KoS9G2kGx47Ji4VrSccSxT1xjoqgXwE2wN/kOPTrVetLsMg1a9j5S2",
-	"64u64SKULwe4Wl22vAQaVo2rbvQ9GVDrCW8aUXeCm+3EZKzB2Gcl6rWMzbDHtFpwH57v90TWEYZuHX07",
-	"hz+PEtr+gNkqtQROPNR6rxZ6jw2pRXfbwgJe0zMfEGbDe51D9nNTjZcVxhIR9spcJFrgyktdSzvvF9hw",
-	"BTAoxXbsq6ff7mQ7Zz8eTR5++zhpxvLGznUtf4XKmh8B47hngqk7kE3pqfv7+1N2FP+czRH5GRNGmP6Y",
-	"1XpBhdFOY7bK0m3e0+fH7OHjB39FRprnx+yvjx88Pgz994wDRWpG6nRViSdCXirVgo/7ncG36IPhMOkc",
-	"y5iQIXfj3M5LeS2Ud8lntTBzZ78XetHbnrQRqbhVMUStjRB6xma49QnChAaW+7I8nEKgtOAevNebpwQE",
-	"mz5bftGJgqX/1fBSWqgFqGpt0cSCLXOINRNQtd4ZCMUPlGa/YI+h31gKYeTc7kluqzEnTEqxmTaTGs6X",
-	"Pr5bdzhuwGSjs6sWE5quzvqbIH/+UIWJB0QIP9ejCub1VaRAcRdmkdzieqRlLXqTPrVyttBXwumVD0Bs",
-	"PSN6M6uZcbebuM23rmuC2kw0aeAdMti20EzYAEUxIvptpXPDC/l36eC0PtwKphUfOnbq0noZMsSom51W",
-	"wjf9IIDW84CKbm47MzDUD8JlTc30lsBjXjxgRjZtnq27dTXsJTgiDkn7AqOJWKvsjJypBw+/S/n8ciF0",
-	"098M+z1w73k8s7kz1dyzD33tB3uwwZ3/puPLJ6EGa65MDxy7m0RgQmDhqkNE38LKobdPT0DtILohVNFa",
-	"zc6PTzpxeMTdsrnTJU1RJRVvkpyotqZ6cv8+5CqsqYz7Gxi5YhuMzHpnEjKpZprJWcSMyJQQ6EgtVr3b",
-	"g0ffdYJH322yQt0YR+zYtLBi75nfmO5q2kVuhRPWU1NIfawLkYhdHR0dZ+zk+NUR/Petm543VeP79qN3",
-	"n7ujwt1of1vkqR/1DVT/hgOfWa2vun6LbpBWnW6MKIuQhuzvrwckTGym98Gqog8IverDQGI19aqZxplm",
-	"2htZCJxE4KV1La9Xk5e9I54LeTlP8anqAkid3bd3Q+DZ0/vPVZjprS01zq7EElFw6K3BFJEL0cMeYXsA",
-	"4kUt2vVGrtfdXCslcpuFDsWMGWGbKiPuSF2zQiuRbvV3YzjXkEyAhdtI1RNZ3byNQtP+IxerNja88Mjl",
-	"HVBxAB7rvybiVlFKpNLBhdptCuhlsXmVfs2k7jqngYsCqNV8a9OKv7duH8pC9Mn9jw8fP3ID+fHh42+T",
-	"P76RhVNk6V0MX47axAm15zk/LJE4t6ojqRAbdQbk3ufcXH14o0YDXg3VTzLOkDicWW4SRCCpMsvkE9bq",
-	"LGGrcXMVVVnCD5G1jOKXzlq+64LLD23vGurpapQTwkFeMbqGFe1FPpOZpha7FErUGyNi8e2ggSLXZYnp",
-	"li2DYJf6J+xJWX/aD7A9YPjUt7KfvsOCv69qnXr9n3z16Q9vXh39x8npm+Ozkar+Ute6sele0raurL1q",
-	"9AmyoMLvQbMbX/sVXrwFS0zEGLd+zFRCPZeleEp30BsIuiqhELapaH8QMPiRR+OQTR60hklVcuumAGgL",
-	"qaQT81hjz9eaz+zGuVmh0kPMk3ojYgp0PXR+2JdOjkUg3qCdrdbZIenJDatNL+YHOiDLr8L26BUFvCdU",
-	"xEh4kYQM5ye8MeJcW16+TnmCADd1yesLfhlEF2pNkUKK8NYVV3o7ONLL/ETUuUjVYv6w/jTL60sB7q37",
-	"ifty94c3PxzvtbvKE1iN3D5zwaujstT592mwLfgYYuAlcICD+ccrhssw9iXdT86WZtMz4M60WPrCcqlE",
-	"0dpAiH0MLe1w4I18tmoWP+RDUusjokVqefNlXo4GOjW9r4jb58K/6N2+44pQrizpyuxHo/Rzk63u/nhX",
-	"DkjeSdKCBNQAjZBm8L9QNNH2UFwsGWcLXTRlCtq5KOoky9L3UhWMvvV1Zrpm04N9+H+kHeZlydys1DOe",
-	"fwgLLI4u4mLo4WCQxgrlbjxMKEF1CTy3DS/LJbvwLm4qmbiZrm89e3XhJge8zDT8GrxOwtXA1/TdEiaM",
-	"tvsEXkmkjSXOr4yqdCdza6sMIhFAG+v+BMcA2ba3KEN1G4lYCUIN3axTcsW3ruN6lsKg71SHcV/OI35p",
-	"eAnk0+4bbPI2Ul2WYqtq2F4m+vPgT/lr4nDQUBxoNe2HC5nFfNFeYkLNpH/5DqtF2KkbCAlbwU5n/dw3",
-	"piPLWLWNjCU4vg3W8l3YZen84akfVgWj5KqIFNAWAdxIu42up+tPKOLdAN/kOV/IFJHQkYIuO8tmcAEU",
-	"QAihfBkWmTETRHL5h7g40/mVSERu2xaJwfYYJUQR4DqhdA4EDp59z+BQ+rxxIy/KDTTgOVFHR9kyX73B",
-	"bdStldaAN7Iscl73Iad3BgmJdQPNT9w37vvfb06ihyfFvSU77UtuXM2aL8TfZUrPACMjRKBi7vzR67ih",
-	"+4p8B3wAwDOqiDBfdqrsevqcep0+cPrdmGlEoeU4xJe83pqLstTu324lIG9mlirfrMQsctpvpP+OZvpV",
-	"36no5vnfz968Zla898jX20523tQmFZ59U3EoztCIx8R2p6fPfnpx9uLN6/0Xr58++4/9s2f/a7oHxwY3",
-	"xu3BXxpRLxneD6XLNAvBaqBuibrrw1SuWyfX5AgM6adn7qJn6lqUuhLDJ88bxWCZMu+BIliRh7TYNdf5",
-	"fmei9q8f7PWVGiWjOW8Uw4XP2A3hxRJ2bi0iGM/E/dzcFENDjrmx6J65VlaqhkwVd8YQToub8dytvrOk",
-	"++JRI5v7W9mqxazcwssx4pdEhF7XqKwySMsQ99Lug4w9zNg3Gfv//p//NwRDL3llDhE4qIEG19Rb4x2k",
-	"utw7BFsFZgvE3y9EgBamhzVmZDN7n3Z4HlTZIT0OrDN4Uji6atLFYSBR+qWzI8wdahE35ZkX4U3oOZFG",
-	"CfrghZrpdLrHahbIocfqEt64GbEEat1z37lgTXVZ86JlnXbeQftTUcTa3ECGqMGeNNPHwg4HY+r42HnW",
-	"WhYS8v5zEbdMAxYYJAUzeurgSW6EaLOH25hTsQGUaLcFeIlSXov+SaMEkbvSMFmUQICh0E83jLsfwxsU",
-	"wjqhZQVUvaqec5DM4PNl1YdV1R7gJsNp4qnDxsx5JVjiuLrdDAWjIjFJFU+lM0440m+6OQp7M2O1KLkF",
-	"404HJMoLKJFGj2FALafXgLO8lIiH5S4yAf65FrQQ7bYlDdCPn2nczk+WeZ3HOo7VzkN1syx+6aFlvug/",
-	"/sJssOiy9j0WfBkkcPdM5JNw/cSDvu0dxlvPCDgOoHcQKhtmM1GLEaYmLFx3sNmqsljZktEUhWWJxSQS",
-	"+ZSyO+PX4vlsUYnLc2J4vWXpCGYDcw3oUHQrgBKE8loiuyl5Ltiu9blDvNpZOjCCvZ50/vfS1tyKv1+k",
-	"MtvnGOlESp8LaTHJLRW7upD2vjlkB6wUVCYtFD4xn2ttNhSyY9fNUCl7Nlhs8KaxVePHBTRahyzX1ZL0",
-	"EhQTq6qx8SHnvncLznMIe0OnYpUv3vGS39Cfiwb/Vl2myW0RGcIKJbuDUjAl2Y54b2t+VF+myguaGrnv",
-	"aYJ1RcrW0J/3sUYUKqNNxkq5kBZdywnAh9mMTWyjROb+rWeyFE+uMzYpxbUoMza5zNjkSiylsu8WUmVs",
-	"cjHL2CSv3X8X/L1bcvdhM0NatEkl37+bLdxNee3+k4PGmZj8nZ3Xwniwj57yN+ct4LDdto1GnmiiGiAg",
-	"j1qggmaG0+A0CSxNG2YWKjXc1k1sloEt+/Bg047tK9igh+PXTnoq+V6UZushPPpm8xg2VHq86lZ5rO1V",
-	"H9WdocFcL9dq4jdXj9EdX29EGqEuW0DSz3UlVnkgjyb/ySe/Hkz+9nP75/67yc+/HWSPv/n933orFcao",
-	"NOQru1OV5v5v0/IMVVLQNsGRbafU5g/BlZg/fPztkPrqKcWgB8O3H7A9//r4u+1a0zo7pTM3He3fd7K2",
-	"NLC3PVW7RPotb4e5e079jWLTqrYHsI/WiR+34saPnxe3uN6KLP+Q2bqhQlKkPPlQ+vyN0/FBrPeHSTYW",
-	"HP+BO3balxjfc3rwQcT5gTUfQNnkSv7oWeM22/3vRV1KOBffnh+POQ8/ASl+XEu+VTH5Ok8+jbZXnnX5",
-	"4QC6ZBFzxHTyIUC0jTGjJcrCJ0duw9SwBrkVwW2022qjvbc1Dtd2/eUfBtIFwXxIV0F2KebcMCJvammX",
-	"96MnrGGZR5ENH8Hw3aN3BFye3mvxW/fusrU+tTvbc2v9Z4n9F/j/QSHwxUrhrbOkG9+tuHVXwHCb66En",
-	"A4Hnc2fmWAEk1oW8lBg30E7z30gjKFuE15gML3H/q91/AafY5NpjNM2X1Vwok9Ls3TUead49ePjXtH1X",
-	"9bYW+z7LtteWAgylvoR6fPfWh3RIUv+cUHm9xC4wvyR52RgrEAfdvdl68/HAC3433LxFhZ875jrfyW7X",
-	"LpzoDo5a/JRmvzQayltqVkol2EUt+NWW6/K//7nzz3/W//yn+vm3B9mDh9+lV2JMt+3GpQjDznWpFU64",
-	"ZjdzaQUzFc83a77OwJ/885/mvhv140e//9uH9O+GbZbUInBWHuuyWai0f5vDd1jegCcrlWolEvHJKcSb",
-	"94PpKm1fN+UGuhoahTTs9Ztz9vrty5d9GLBywevl38Vy7P2qqA6efu0EJn37dDbjqchL7mSQ7uqu2hzC",
-	"8zYF5h38LHReoX/F3uC/kysGdPcZ8jhmjBhmIEAhxU3CG4BBm76Fw1o9vKm/Saip8VyReXSpwk9j75vG",
-	"MN5062zLFHN8kdgvT5++RIwyZ2yn0OalysumEE+LEvpqnRsAiBd1ozBJYjVb8PdPi/J4zut0mLkoynN/",
-	"/fAWc8O54aa9/TZ+Bq5vv9DU+mYj3matb8zKNMBiuJUcm4GEi3to4GFHgB2Ag235raMKKNCd3ceOrCCg",
-	"KfDCFKqbOPagwCaLGJSczy1uNuf5umLXvl8WBGFlkZNCiGgOp+JaX4nNXf21uw7a+ssy0OWhXDlFvS6T",
-	"dM2zSufzHkoMwpMQ7hKvv9zN0CxQzo4zng4Fo19uFDkV/Ll9HwYijWlEQYQNXAEKfU135nUgah25Zdwg",
-	"xhl0YBwSPa4fCzFBuHkdkQahZ2XdCUuumOKVmWt7lOfJctAjZugKaPE2hlnZk5LtQQ3zmOmFvlGl5ukq",
-	"hU0AohDGlJhhsroy7EbXV6vsq4O9HPjrnnYpiZk8qBf1aTzPUwyqcI7wlD1dHsk+rFOfFnx7+rLlIYaW",
-	"MrmA4mde10uPJ9rO6oZ0PL5G5qc7oy6pdgI3r/ItQ2m0/BodyC03AFLzwdkILy9VCfizflcEkCTnpADO",
-	"ALeW5/MFOdtezYEyy3b8z5Ih0EE8M0IyCyVYMJ9tW/Pjg22IcR5sDoDSrAytyhlFJFPSR7vwnmnl0BkD",
-	"6aLucczbtyvX9o/H4JblV0IRbmtUeCINewMLmz7ToWT8mvevjgfuuhD2RgjVPnRkafAmQl8YKk3frTh9",
-	"V1kowoTHRcCrrzlm7W8nk8fECGm180I2b5DeVT7nVyJa4s+8sC2IwChxW59c6EJ/qvPGqQ842o+aQtpT",
-	"kS6L71wZ2lSUU3e+QjrXytY85d0RUMqLdCq0NTvBwI9RaMY0+o1qePS9pNyw8INtWx17MrnHhAIDXx+i",
-	"sVzV+qJ074KlGapcnvhPyH0Y7c+sL5GbxmRFDj5io3GPs0zRL/rRyMm2m/2Xha4FPQLYWJidc+V8I7Rp",
-	"DTRv3aRdmhXV0W3k62yilbeNR5YN4LecWV7bwPN5O4WC4W9NeZYnbBo03BSc2ymvqimYRFOPRTplu8hw",
-	"AmTk9GUn7jJ1O6Ve1SfKmZTt+ZaqXakSoExHVVVSJQ8FXzzyKQ9sHchacrFkYfSj8lHjjk9vmdNj/Vwd",
-	"Qn6qE+ilzBq1mG7ODm4H4BBsFrNisd4zd5J9exkSbxD5h27blmGQ7QJLPMtLNxmUM+liJFDZmrR7ny5X",
-	"txEg1+MP3t2uGUHyf8jevaPF+sn9+927gVxS6im/94k7vtVJrd8vb5sgr5qydJry/RLwitxdbyGKVrOq",
-	"uSilmTOprN4qphsyA+/2Jz//n/+28+GygcMpS+YZRm8PlIQbZWg/Ra/Ob5se6X/zPxhKEgIAHa4DJYHb",
-	"AHB1bcqFUjS6ZqW+vFyHAd4MlDRS/CLSsqEdkMi/JyFJnDSEnZE+inV1Ryexsbpqyx4y0lIcZjV54v9h",
-	"z9Hum36RR+af6XTR1Uc4XBAUc7vtuX1lxNbb4iMfEZsPhc+s1sYotHoYzAeaKkJBi8DVg9Yq5zNBlUjU",
-	"aLyaaltUPLei6OeF9d+wpgJY97nM58yzAwPwtb/HWBp2bvkFN+JM/ip6sCTcV4GwnC4PdjBATIx8Vn9H",
-	"3DExn5tOZ9zI297wcuTob2ppxYTPBS/cUbvt+IGLWQxD8iDpEfOX3gbvq25JcNd3RGrFVqYgGmh6D7vt",
-	"Tbj9yUwHYr/VeBIhTHkbfoVf77NTD6fFDTsRqugwBhTCuJeh/jWMLR7Gfm8hTYVjZLapEd3L2cuMd9kG",
-	"PGNBrKbuGYSFGIq8D4MMRe9/hD8ZPq2P6aTGygAcWVt+un7u4yXjklyh5RJvu/v27Yun6Y7YkfR5Aeds",
-	"y8jXONBICzwnuoH9AfpmnXM3ahIkkqmhMdfOrXb7iM2k4iWm6DcMfiMH2natAdx6iDlfldAoK0uWO8tM",
-	"9bLkHfev8+sOZQawAxAktkTyi1YC+tqViex+DPMAN1cCZUVaqGe8kqp40gPrCfO7lYzAkTYmrQDdDbB8",
-	"6+Sit80shDnOOlmGkPbD1+lO2DYMnSlt0IMduyqr3FyZVPFh7FWCLkVUsbRH2Xl+GgMFAI74JbYldoaQ",
-	"KN6vkrgF7fkE5oe7KGuZmbllD8aCzvBLOHgSMoUBKigrATjsin8gS9l5q25vy1XWPesS8XSrbYol5tjT",
-	"igO3hE9OR/QS22JkVYjbGabPP3kAyCUhg/3W5urmzIilxw0dYAAihXTIzpo8B0yWjD0nxX7uFPubBktj",
-	"j0mpQ7AC1HK8p+m438l2ngYltgPt7oT4E26/k+3g/XeyHf+AnWzH335AIE5KvkwxShwB7C1wHUAHMFZl",
-	"bSKgH+NarQ3kYgg8LhWn7bOwa11VooBG6z5EZcPoKnYhcu5hAOhVa2euWq2ZKfVNuRz52Nnw87Z4gV5a",
-	"2XMaI0TUkA5LWvjEYLVQxuSMcbXcv4tYJpYzx+ueRvyCSeu7Ywi+yyLq01n2gBz0d3rPra0ms/I6Y/jX",
-	"onqUsXlpEJ5sAyhZLRbaiqOiqPvnFO1c7Jx3R3qbOUBIBGn7Tvd6g5HYzuCWFuKIsE8axGmzDz+io90v",
-	"a7ZWzBx77cg12fa8R1PtJTqIxqpoxrPXr5BRM6VP6nbxCNxi1TQgTKpCFpj3C/gaY+mK6O5bHoCkTRPn",
-	"X6PA/uZJkK1Xm0bucc6z1vVD3J7O+FZqLwb9jPWZ+VC9sT25FY4wtQM2Uzx1Z3RgF9X6/bLXBz9fY91z",
-	"c08tLeSYIwSZfr9MlLfcCf7/h8/zRjdp9T0P8ayTlopNfSeWu+Z+bPOmNPX75TiPG8Ow1K+18Q1M2vBa",
-	"Hfk97/kEDCKSkBvenrUbNBy9wrqC686iH1P/5qLy43RsBzS1VhFR8p1aTSOTHrCh9Q3RRuGoDilU7xEx",
-	"cahKhx8Bzaphu777rGrMPPNisHcnRka3NqPnHfVsVkolhg5ZcIBv3Mu8wYu3PWy1GvUIwCDDkrStn1DL",
-	"SzmAGUXTgJQWhu1WTVmSeYMTP5NlD+8EnT6JzjU6meNlJ4MRThAsuGtL7MIZ0tMU0B5kVOE9EugTux5y",
-	"0Y3CHTLu3EwQDSj2QJRtZzI5k3mt8u9WQRUSzhBUGZNMizja+Qb5szXPr/qouOCG9wzDi/pne/NbnLs7",
-	"JA2K/hjRS2LF1LXddq/eiQnZbpF1FYsPSNiSPr40JopESzs6iuO7Gv7lozjxi26xyfw5Nj5uc+b7RD57",
-	"3KYj5onNABobIsF4/hBz0GE4Lzx+Z1CTcJrwG76MYzF4o51sh342EFJBkU3uS1FCUxwHzgLU+h2PE4U2",
-	"sBomq+1TZfuIWUXfj9xFeT/3TgbMOxnr4d/6MBarAC0Nb7wLCC17d0hflbxl/zRcJXF+ETDHmUeeVaxt",
-	"CCmE9mAyyV1gAH8jjRl1htgcHh/ox1/ZLtxo7Gg3Ex9t9forQghz4XdGUuSu8x8FL+38qbBclslmVWWE",
-	"Mg328GOaucCLvQ3grOxUW2gE65CEzcTGbqJPSPfQwqEtihfQk5g+F/MwQExMF+I9o5/5Ih10MBbcKTYx",
-	"MnYHBdWJ+XihCnktCzg8YeawIn+8hsb5hrr4lH4mbIFxHpkHIgilEVGvaFKoS+BA7U28tbG9nOoK8Acd",
-	"ABOl6VO3qldK3/Qn+j4YPZ7PbM9B0O5L0xaORPfy4v3Ss74+h7A+/HnMVSELNE/O5o0t9I3qIdXdVHcR",
-	"sIh7Clduc3QGqPp2L8RTEa1i1hWQrFMBgRt4UOp9E1Hi1MC9HVqCBokCilZ5DNomq8qG7P8mhQB4LWpe",
-	"BhmLNE28uEDtVgiA6AV0BsWvuSxXQkgdDuP0cn4vlTvDPdz2yuM2WMf4Cu3dk1MOWu7Zgsvy9uywEZyM",
-	"EapgHAkGlXbyRKWYYkG8bCuNz00PsMEZftGmYwHZ1Dl0vjCMfuqkHcpv+2sDH0aYZJFjpVPVWLmsAO4j",
-	"wrgNcgLvsLmTVY+b6U1N5IaKcLaYzSECUuyqgvZGv05SsUVEFjnyBKKlSJdhwFeTF0+DHw4wuS2ccaJb",
-	"Q9lhXIWzV+ctmIxn4472RA8nJ/wgsa/iu1E2xje7b/I2oWeJbtyhbIwnpX/t00jh33Mjc+DZdTPvFpdf",
-	"6MYGQaeKEOwiTlgidQox4PjkLXPfSCty29QCikiC0U+Wcctvlg78fdQTP9eLhUzJPRLt4teem4hTLSTS",
-	"4K8g9I+lNbRal/mcSxXUafLuNxJJPdfuPtfGpsE7ftTGdnDPIpPuo9gfOnUyrRB/3WbJq1oXTUobn+AX",
-	"Q/gkZZK0EVLTXf5CAGsLxFhrFbRbRAj7U6OhhdQ/k67dNkzVVICrvqn710iVJ583UqWOPP9HpRxgAdtb",
-	"Bknrkiombbmww2GHZahb4nlenRC/7v0671SXoocIqrMbPgHhU3KDHpUl+grd3Tnaa6K3cK+5DdXT8KSd",
-	"c9MT1wEVNZEqZuwFnzVU6t0WFhLuVOgexJ6SG/ssnYSEj1scEAOllx3HTDpbjQqIeu/eZw+dNQuA6Nrw",
-	"gDkn8tNGsaWw/Y9pVEpfnMXs2P4ZqCwOmWrKcuhBt6toRWfpjSo3IJfBwgA8JdA2U/iiDS7AbXoIaxql",
-	"+Ea2LXhAzhW7AJ4StuAKWAb777mRsBBuKQ2ji5nSNz1WWlMB1dpJzDE9ZqBESk3oh85eWnBAXMIaVdMD",
-	"58bNVR+4lbnCIxx8CRl40zyh5hjtG27fdZCihVh/485GaKc33q0dAYllcViD9Fe0pLSI2aZopfcG43IB",
-	"rZIbVYIx/JqnjdrsS3Uozlf4zwfjBmkv+LcN7AqwnSamErlz2YDupLTIF2CcKbZiRrWvNVRf/0wVETXZ",
-	"tpZMtVnCpAEzmMcTkxDZfquro0VvMcZwSgzrAXfn1IHS0StwaiSGONe1O47CoQJkM+61C2d/6Jq46i8E",
-	"fJDOyG7WIlvpiiqogtjSirZCPDPtu2Vhn/YLSK8/RF90/M4ourTB6XTyXzxNxj+/d19hnp2DSbKoRMG4",
-	"BZ1BX+y+OHvDvnt88CBjeMJOGwVGGJLwNsr/DH5jPob/eMtnIlbOxlmlmTw6eRHwdVC+aCxyUWGCznwG",
-	"Pxbivwi42fsY/Ho17rjW/Ri/k3hfpZjuevJLd+bxxH5Od3Uiz6fdr10vKDEVKVmCeN3dQ29DWI97sIBV",
-	"+G1+yaVyF1BtlOeZctY+AS7nc16WgliNV8JC5aWupZ2voDe/evptH3pz+EUI6cR395FtvMHZj0eTh98+",
-	"TsayPwjmGx/cTkI3iPRx4bkXws510Z2vp8/Ojk9ffP9sbdJgSfAXrXTAAnXJEfwNMnb27PztiTtgTl4e",
-	"/d+rb/O48zLfrL3Mz799kz14nB630kkWtCM/pfA9NFWAOu+OD+gdICgMDPIcQLzbpT9knM1qYeas5qrQ",
-	"C7rZ5pD7mFbwX3TVnW3eAMlZ9z3+V8NLiSyyVa0tseqv7tFDNzJByptxNsdMoHcOftFVxnIcPMB05BAe",
-	"O31+zB4+fvBXhLdChHIEQ0XQ7w7RpEIiCBhkGkpEpq3ljvi+PX2R+WIMQhavGkv9svE+Qgx0roIzMm1q",
-	"OUUOCP/68+D8rVGmbJj7MQjofo6DOH4mQHM3sUm1PJd1ccJruzzmFb+QpUyGPNoYh2ejdOcy0HaBN1no",
-	"RAkMt8Kpw9TtwsOWrL1sjfmyvT81/4znu2wfcIz3T/JdfqAxEigJN9giAwC2EGR11jNgFsQTjC9PP02G",
-	"UQotMI6CF90+jHILspDuKNeZPTYGnuGHI/Mi8bNGeAV055Q1E79pvC5ZvFuH5eSlvBYn1N+VDDDCtLO3",
-	"py8N1WwDJypBBNwKf6etd/uA6vJbQyvDmwDqwYWAXKrPH27pmW7LTAfPhS3HeE9fF/gpPRyDRqrLUkyc",
-	"5nh7+hLLNqnQenxkmtYZHaJ0/uROC5Xxdpv6WuP6x84qARA4IpMn6iF/vl0N8cYdOIB7u0VFcfviXcH0",
-	"izxeKj/MqQD7xUsxiG7o5nRzvC7BJaFGdzJcZI4BaWQ63wW19G5nGgutocap6BZr2v3SHQyl4Mayb/Af",
-	"C22sj13P5CWWaAIu+W6LUX2wtx1W4jdJsEQvK8P9Chp3W9B2h4DWjxtm0YEdQmLagjBdzT2WaBbFysHS",
-	"EKW5bhA7bu8Q/sTeUbb7jx+fnexFpYgAnrW1SPuX6FKcfZuIpQ7sOn+zl4Ib8eHbznkOStwAR0S3hThx",
-	"blwYXTZWvBzYfY++gaqdlSNBW14yv2kj1M5DsCXMXNdYhMAVPpvu3G5AvG0E1Xchlpr6OoNZeM+gWbIk",
-	"RuLuZzdSmWDHYCMJYBjsHeLdV7aOW/58rmUukDk9bCMyst1egACOk4W9zSSq8fZ/fNDb3j1WoksJRUbY",
-	"7F2JWuqiM6+RTG8DIP/4AwRzLmg4ub4WtfmTyWXb4PtJpBOzI5GZ1wL6SWtYqXNudf0HluGUVN6FlG1n",
-	"/HajLlM339NbhEy+XNH+0L7MQ782WaAa7FyPSNsIGdE2uG2EMPyqce7C1r97jMfVPs0Y8fEWWJUDsI89",
-	"JZnnNVcGGLLPick5FUK14apANp5QhU0hR/F2I+X/nfJ2U6hvADk8IqPuI8/GcW3H2s15vpPt6AoqzKt8",
-	"8Y6X/Ib+XDT4dy+X90jkO7psvJs+stSpSxs/ivJWvLc1P6pTXDbPmxqifn7hNHwBGC/4531I/OOxZDJW",
-	"yoUkmKMJNCfZjE1so0Tm/q1nshRPrjM2KcW1KDM2uczY5EospbLvFlJlbHIxy9gkr91/F/y920ruw2Zm",
-	"5K9wD/n+3Wzhbspr958cFNLE5O/svBZmrsuunlkPP+CwgfyvHfkYSudWBX3zcF0HAUpLul2NNuIstPFt",
-	"TeAOB+CwJPQ19dHDqavv9hzyzm7YNIZtA0krezUmWUSSt1XEh40nYoe4fpDEmc4DKC3MNbLyjUyyPf6m",
-	"h3h1I+DgrdiLwo03gCvGBX74iDS+kSzEKIWO3Zt3qtAPDjaTQcBjh1U6jmw7lT5/COXJ84ePvx1S3j2t",
-	"ofRg7A29vRD99fF3G95/NWQe7+f1qF23EC+auc7J6N8qKIlYWyU2RLZ+6MdnRB9eZbxPxxklPUV862bJ",
-	"+Po9/4O4EG2U0ZkwmW5dv/cW5uGokufubPlwFnMQZsZV6wAGh8LT5rtt6HahpGMtVTQBJEcvUhL/Wtz4",
-	"fK1vG6qRo0wqdvzi6anzXolsEznTPViBb1nVSjjPQpEKLyUUXUDematl3HA2mmM+HLfRaRyO24H8iHsZ",
-	"u5a962TtxqvedBrZPSLOIqdsiDG+hNL2ezHTtRh4CyhdWH0Padwyyy3OkMFUontYtZpOHF5qiJJD5faF",
-	"YDz+ddSBvp5+3LToUtGiP0iwiTV1pU3PXNGXQyuSMn5/7xVfgtH+odZNdTsRfo6iCTGoS3ebVphvIb+D",
-	"5v/zWjhz6r1NlkuM3NVPpalK3urNrTbzxon88DkMaFwfMIugk6Ar8aix8zfXoj4puVSn1lQpMi27XsRF",
-	"SGmcYW9jKNJh2n1bubuxKZHsTPfZeVMrhLVl2nNvxjQ7vBa+SE4JURgMy0BnKRTJOQ08xVTb27qcst1H",
-	"BwdsKhWI/7sLXSynTDsX7UaaDr5VVDDcF81LrfQIog7eWI2A+skeY11j7RREL4f4J919fgIgkAQWi9WT",
-	"qinL9C/HyQJmDKHDQddmnGQU4lrmfsumnJg3r3968ZyRK+u8yB++f/jdg+8etLBv1KS10VfBR/U/A78H",
-	"eIj2KfTh6If0coc+lQZbFD3gDcu5UhrUedTftz73oMn+LhK+yN/FkjjzgWbR7Xq42Pt1ll8J02FpBmT+",
-	"GThhcOUYN3zODSD1DJfRG6qUJhz7AECz/j5zbk7sr8N3y/lC1BzaoyquJlaWdvKr7jTqxryq5mzOa7+J",
-	"NtyZZkIaZtyPMFDJmqpFm7PugO/p+dnK447Y1chK816cf0rkxm3cWR/hDHEGEYK/fl8LfpXaYaKClwhE",
-	"hMHjJfTpUvDrvgapGB95sEQN1yQOPzt9fh5zuo34/WnnN6Eq5m2KlA1I8HHLvj19uc8goxCIEhZsd/qX",
-	"v/zl/5pmbOom9n/85S9/me5FricdING5krGLJsACBVpgN0CRYYyaq4IBuJ2xHJO0hi/EE8aR+lwxrjRy",
-	"SFOlrT+dOsdXe1AB0yjUqSaOqL19dgT39TWr8T1qsdDXqBkWSTK5bbmbbnesjUTtuwUtF9pBb42o78wX",
-	"ZI0R9W2sSJTP18NujZnrG+VLc3OtjC5F5N3hu7K8FLweTZRa61K8KHqcD/clk6HAcIPvwf001OJa+zPF",
-	"TQjQlBKmHkfqkjvzPvpAc0B04Tvve+DSbDvIwOwIlEw7mVsqPLt/HrfJTAoR5I0KC0jjkpYSy4gE5rzz",
-	"ihtz48y2glueqBfuT2gEKAJ37zitsW0N4vC+7N+TC750Fgvsy96+6Jf6UqrNw4dzBDkt3XPWKnvDhTh/",
-	"4coPqO+liUdG+A1gD36R3Cx3GGt0zSDTkqxFdlfjeP3liOcA67TKWrbV4HsFui0UDiKBOAhhAm9Rltwn",
-	"fi0X27oIwvFHFGfuE7BxCbFuWOScBi6F7SH9GAj0rwvE7cmFsE9gXCm2u3J/Z6teCJCKThjLXZuxBrMk",
-	"fKHVJdQK4NRJlZcN1FzQ1IAy3lx1Su/QaXqIpT1rsbz8juqPMMfSnBKfn3sU42aQW3jJLxDaVoVH3S3I",
-	"LS6qx6fxtxwVKoeTZjzKbTtZ+EzovgXE2xjuNsP4idtvbjCfCv72H+JirvXVU1HKa1EvNxMXFXQl2w39",
-	"JkcZ+ydegp0yUFcBtp35585eDxcR3gb/cawXFWqbbOcfXFqgBbbQBR0IiQZYiAAQLG9qaZfQ7kltzILX",
-	"oj5qUumstkeIJB+cjKm5zt9V3L7b39/HxuGLxkglDLJQC1UYZ8Z7c4LnACmD99mFHxv68Z6bg2tRGlTB",
-	"dGiT1cNyra+kOCTfwTDOcKw+tg1lULWYYReec4cfHTxgU17Jd3DFO7/mUGSGTo3z9OAm7S6ZW1tFWOvH",
-	"8NQ0pqV7ne7omDtPCVeqBEUZoDLY7vTdux+1sRN4ZfzZFA9c8JUK3Mo/np+fnO0dInLNBE4Apx2oA24V",
-	"mxVKEhkvjQZPC5vi/mNydp1Pjk09m0Aqaepb/4DQDRy2CQLjs+mZyCfPhc3nkzNpxdRZBdM38N0UXDM7",
-	"F0uINq7M7Ddsmpt69q4W/w08OzCp0s0MzsSOd/V3otdtZ5lX8u9iufO724UyiQHntA06Zu71T3yo4UzU",
-	"GN9yGwBykBMTrnLvVwtewsk4yfVi0Shferjgil9CU1cbt2hZEWE/Rb3cHrvN3RF/aULIK8PI7iT0khbC",
-	"ZKGENGtpreFKAcq91nphPFuOrBkvFlJJY3FvHKI69TV07uWkNcg0n8OOCG1qWOOJ+s7ODS1NycFaIQxd",
-	"2EIMGGx9Xg5ZHv3WLERV6qWo99kzUEr/fvbmNQNCFR+nbgwZXlOAVfkeAsZmzivBpr/luhCZhxrMAGhf",
-	"vCjci9t66Syh/5l53OH/+fsUR4yVGXR3H1+j3XrubjB5UUydQVppZUToVQXacKy4Eb80zu2f0uOmGTOa",
-	"MBmI7gXyRx4NZ4GcbS1pDy1XqS/NPjvhzq6CfGOQUBPoTPxPhLoWpYZ3xsPanxEZgyMig9P1v352LxnF",
-	"SxZg/qgqPCMYmIS4stBFU7p1s02tYDFxVwiFXP5IDDN1N5/us2c8n0d6RAF+nNsfXqHFaTQn0++dipm0",
-	"H04DHBY9uL0IP5i2RE40S0LNdJ0Lk7yZDf24kGq8WAKjDTrd0jBYab+XaZVE22fpn0QHQd04G5+iyEUt",
-	"Z5bxitcWo1nRm03/MmULwZVhpgF7JnyVMfE+FxWkSqLVxL3hVKPbb8vwKiBVT5jzT3Dd8jk1wTGutFou",
-	"dGMoFRkxXMUjcTp46qR0LkrQwbS7O6oZ77DP3rQjWvD6ShR+IG0w6wnjlZxY1NU0FDgCw4lrSLc5HQzO",
-	"NwbZIliAcOK5C52EJo++w3iC+odDh/UkHFPxoPLu0dcZWjTgcFC0A2rn8F0hlHSnRjw9KO3xZjZsiss1",
-	"3bSQqBYHV7H3zUud83Li3i3cLH5dbHv3lHJum2tfilZqXUHfgLMt6xmnVvq1dfJz4RUuYNcYM2vKQDJm",
-	"UM9jGb9pxeUILQHDdv+5Qz+LL2aNKglc0Yrinzt7McE9BmLpR+TqdvttEJAb2iFiWwULyw17cPAg0FMT",
-	"SCbxXf9DXJzp/EpY1lSA6bzP3oSuHkOl6d1nQc5SlkLZJzjGdj30rD38vidWzxBcBhXBdr/3E6E0vRkV",
-	"R+PqurlwQ6WidYpT7B12XwwpmdDBd0uMxz4qs11CFRbXoLc45j2Ad8n96+T8P9lCX4tshb97z2MCwRCI",
-	"4YcAlEJvLWLo37gTmt5OOtUIMRXOHr5/7/cBajj/uwz6P3Jv6He9h0uhRM1LnJ4He7TJFQEV3XCn8Kfu",
-	"f6g5YkrsyQRGC/zi62O3q7Rsu9PXLTXXEQ0sKE5/lE/p8vNlJaZ7EUMYPMUjBHoAJzJE1MrqwACUtnPs",
-	"0ZhB7JpOyV2OEQTQ97yNa2GMxH1U6kvd2MRycMWmyHqM6GdT54/80jhBrHjNF8KTkLQjCb34hchLjsKw",
-	"YgEfRIrNZy3gplN3RGPyHk4/zpw+q0RpyWulyJofJzdMgnlQC+z4xXRI2yR3mGqSW30mOF68wHrCvX12",
-	"KniBMofPEQXWBK2BFjlp9udYF+uqFrmQlGLxUoLHshcZMtO8x6GVkcYKlS+nbLed2unZdR5/t0cJQwMi",
-	"gVgqHFnxqDToCZuCUp5mcRdE1k4ZBsAP2bSUSvBa/urMzik2HWI3bb0wHRTmsnWBUDSQ/jy8sduinosC",
-	"jnPchYiXBK4WlFx14EiIzwYlbwY8G7A5vj34ZpV/wYNJIhG824DtPLtHlxoHbp1wB0FcGTym7nAS0Cl0",
-	"awzL6t5I3yhcz8xfCdIasiFR8gxQO50f4W6xRF6M7juW2tC56Q5L0zXgIybMrsFOO+HM8lL4w3TXf3d2",
-	"ncMX070nMXvggi9Z6Q5RwqlkCw4zU+vmck6qHpws1Jf77B+1hHPAO7ye+MJnCVEHiiUsSbsirbhG3ANB",
-	"kYGAk/8SlgctkoJbzgpZi9zqennPACkcmfLSACDTDSzArBZiYipnBtQCLGlSGobd4JhpMH+NBmOsrvml",
-	"eDdrynLKdsOMTl8o08xmMnfmxxleNN2LvCxkVsLHSXx4gS47zpzPxCLni1er7lhyg7FCZcEvgI2Usel9",
-	"5HCYek+6wDgOJAjbbYdfQhaYLHvMSUJUV9pShJxq0nU/OnkRgTE/2Xmwf7B/sP/g8d8AxrsSildy58nO",
-	"N+5DLK+fQ2jKE2U6M/v+hdbWuc9QolQlU7DHEA02FC50igEdh8j3RpRej+cklbG8LNuzaCXlvM/exAYh",
-	"FS1CWlxaI8oZqttwdvNgaF4se23NJ34OFcE4gQrMta/h5K2R6Z15UBoSzyfu7mKcfqqdhBpP/bk7nUzo",
-	"m4n7RArjNo9/K2eaznR9wyFQ4aV3d/ocP4MDfvofk/DPyV/wg1PBy8mLE/ePnySfBu+olFcCbK3gmWBd",
-	"8Pqx+Q2diR2GUjDzYCLJEZxHXqJulEUCdCQ6pnvvs+e6hh+Z9rWgObdkZi7KMsNqUzCZdIkCXdUAecNb",
-	"SIiwkVAcqbmj1Jfk0Su9smGgSslQHNJ50qjyvvf3mRzrwqkVCdklVUA1tDeiw1pGC77L2U2t4awpRDji",
-	"YKZqUWFeVCth2KOHf9tzexC8jOSoOqfT+tz/7RACETea1ZgkD1FF8Z7n1rkMSkAz/z40spE19KLYebIT",
-	"3u/IPRfkks53s/Pkv5KIuN2ZDdZHvCD3YKozasimTRPv73UhC4HGuacLokBjah18pJdDHn9DDcbPmBcQ",
-	"xn6vC6hUc0MlMo6o/fP+fxusIGxvPZT46M6cr+WA0Gc6weLeJ2stXCcKRVQgFaLvfTptfydOcDgtAxkP",
-	"PFdAlT48OLiz18O8TvptUgq308X4e7bzCMeSekQY8/3veREmzv3km80/ea7rC1kUQuEv/rb5F8dazUqJ",
-	"GZ5HD0Y84oQvS82Lc61f8vpS4O++3fy7t4ogr0UBtXbOaYIfPxwxynOtX3G1pOkAZqZvx0zhC2Xd1ioR",
-	"JztO/zj5dZs/IATT0Tm8y9xhzy8NZMIJ/2/1iPNFAHGscefJzt/+tuM/a4M9O092MKDTfof/xA38e9Zz",
-	"/k/aFP+lSAJeA7Z4AKLr0edsKWwbUY6KRcByN3OKR7Q6DUwaZzE4t8U30UHKB77RKmlW7LMXtg09rMap",
-	"2IXIeWPcoXOhnVke6g68ZR6ev66gfxA2aJqzkBv/WFK/+qgeBdDOFy7T/he1zc8FlryEulrc7N39Yaws",
-	"S/DRrHYuHOmu3u1/p9s855XN5/z+b7L4fWCLqwJT5KK1a+iXUadBADGBtsMCc14nr39gcsEvnc8DZKwz",
-	"eS18PgX2s4e9a1oQzOis9jYpNcbO5MwKodhCqsYKQ2EZ6a1aCN/6x3sLD73AFnMlAjCFNYnG4i/GHEgH",
-	"7RRMMco67dPLvygg1NNeU0I4A14xjFBCsNU00eTgNsAnoj6AGJf02bdgoj1CHwz7w4oMEWChsKoqeY61",
-	"8GtSeoyD22RCJYATY/RhMIGcb9QaQLJYO/hj8yfURTQNXJk0fwbVBWyU+xVSXSRujLDXiVsndUO0dAvg",
-	"scMUPpWdYZzk1gbCo80/ea3tc92o4otSSSjLQWzysFc+sbK5Xws4vfrd6xcYfwwuNqqXsKhZqCXEA5aC",
-	"DcY0wrQU9FmsXG7m2vt/EAyMS3hJR7l9o8vC6Q93OCrNSq0uAe8oxDn32ZFihGTvLkQFvsRaZ3xyNEpw",
-	"RuOznpsrDxoYx8MinbAu1ac4WR8u2RjwBuVxOyEf7oMZIeO3Nwno7Y/9u/TJfWcB9m9pz3858gqLtSqw",
-	"lHjovusnkmKIok68+zgQH6Nwa6dMuLVkL0UxcS8UlYETXztEi6W6ZFOSzhP6dTeYSsUJkNcIMQ6tOiGO",
-	"No0Rxdmme2AmI7zHWro5HVcbyl4/6TTBp2JSqdQ0qYZS8CtApvHY1UpIjHBhnT4F3qFAP8yi0jWzdVsi",
-	"b0JQVlpnkeBcrE0fg1iXMzRveF3Epf/eWOpaXfcMWUcT2nzu55AfAVUL/WuQNpz6DbzvR/QOhz/NmG4s",
-	"RBun7lZNLaZ7h2jVQAgdEhaRcxPwcrIQrieb7NHDv7Fpza14R2g+0yjFciNVoW+oFc4Yp6S9KgiTBibi",
-	"QlD3bPi40qXMl8kOVsOXzrFb7u2zo7JsCxKiwmQqkLrWV84+a6uRYyBqOIcw1I/Fa5g3g0aVlA2HgvPm",
-	"RvmF2/k4gSN8jn/IhsCRPyj9Tomn9tMGhOJUa99oO20Jvsy9rRPzVZXxQt4Adycs5O3NwgdjgjNOjepa",
-	"/iqKr8GmuztC2+ASKs5YAknLAedkK1Ppw7LV9FBs2lH1O6NPVLjn2tkJOm7oxBT5lYnsRRo3eMXQGRnH",
-	"bHUFdVt+M6PGI2VpoIf2RrMfra3eqHKZsTO+EGfSiv9xZmuZW6+KniSKoKOixrmu7cS5tUWysppOQCjl",
-	"TdcfuztNz9zxIKZt2YZ/QWkSxclBx5CP4EeFz6QPwzPx3pPuVxHg2zReAXf0v6YDFl+EVxX2CxKnky6W",
-	"OJMUIWsrSY/PTp/Tj8BpJ1WSrKNeL6NOzDIcSJ4VfLCyep/9AzM4MUQDHYsHD9JGTkhaGb6kxuQQhwKF",
-	"h37TWlymqYUJ+aROUGbdQOgJy0TnOfbncm+3dhLz0uDo6bu2ipDtuqX1H9PLTck69JYe3mSPdth6ZMZX",
-	"yST8HwVT+hKjT3CAcyvCnqna9KJ/Tbch26nYdaYIPhYaIiYwg9hNnNfamImRts2T7a4UwT+JLppisMt5",
-	"gfJShdL4vbQRuVIRT8V+3sCSIfHuC7W9VYaGmluRdWMDZuEjGRhw7xEJKYYZqY5ZxlVBLr7fFhmpdHSA",
-	"cPk/reVBTRlndBj0JaVIym8AjVIosjwk1Hii+QdlWAapbFHCYaxnwk76GkLO1/VHn5p0ep/uurffyVCu",
-	"xc2+bDvnT50je1O502nVPf00Pj6WOvYbKqdR87i3sYJNraJCf3By3c4n44Gql2G7Uh03UMXc6PoKXSU6",
-	"VjtVFVGYrD06DFbRqsJ3/F9o62UAO8IQ7WvtJO4461g5GgZvNRMK5fXSmVCPDv7GpjmZ0tOk9nQT9Zm9",
-	"nVjjkAuTVjnB5fySnZXP5Tc88zEQ2tB3JnlpXwCbn3sSbrapVdSZfiHmcnV0wdTDc/FK0r6VFGTjtnON",
-	"2wtiNhPYd74Gq9ceJr4nftkWiaFB3AaxS6zwRHuM4jaaFSKXUNMo8zl2y7pPzVzf4O/hTaQh8kIwMaN2",
-	"DqpUvYaKKLgUol7pDBfGIqAy5GMe99Fj+qIia6sRBA973z+hoH0uuXkKs3IherZnZ0LuWog2ZpGwTH3d",
-	"SvJQLpB2jaPpndMJxg6+NH6ZcpN9GUbsHrvjp3sjd8AZiHs+YYBAriyFBn07hQnV0rWGZhvq1fDA7LqS",
-	"vhQcIp7zuD1YRoofa9fZLvhWNIrQp+U8CvBUlDvoRBHusEvAIbqxWRvQDJln6uwAwaR42l4UaH/ApnSj",
-	"d/ST6T57Ka9EOM7dhE26ZzH2BvgGi7i0sEV1orveM3fWdtybXTsLev4LciBo/foO9LgQYAtHIrGXY8vs",
-	"to7Ev6Se60/NgZh2dEurNJDnDLVGrBk+uv3uu8h7jYuXUI7WNpvrsgDKIlkbiwXcJLPUTOSha+eyLiYV",
-	"rwlH2WmvqqSGP8SRbWuqrbzGKncQ8UOPpuEsigupSHEevX66z84CvJxBewOqlxFk7glDfDlf54xNfz0w",
-	"pUBNpNv4gcSWEmrvSqVZ3EQc+9laS6mn9kl7yf0TDr7mqOsA9WPEtTSYv4slBKjH/yLCBBz7k1cdiMbx",
-	"v3utC7HVD556PNFtf9KinY7/5U8Aljf++qOq2uJq7DnZ+gdbvcEzQkbd4h0CXu12vyGs3G2WPkbBHP+7",
-	"Hz006lY/ObG/bvGDF11w0232mnHWCiLsbDGBuW14ue2vzgLU5vjf/EDAts9BhW43RNLCMEz/+49aoYNP",
-	"BlirhG0TA1v58+dLT7V+LqfKzaFnFGnPKG86hI/WzYeDb9PmQ5jwayluAORrsKmtxTWPK1K9qwSt34G4",
-	"d7rPjuPezy40OJzRVSkt07NZxoTK6yX0rK91oV6JZcQwGA5uNgUM1On9Ka+q6f0p4vFMA8x/oyBN4jEY",
-	"6Wa7GLrDMb7D37wLkbw9qtv1KMcejg/BDqa8KzuAxTElmKwpNJXjD9zrdPCqKS0UMMSniL9mAjxw8M44",
-	"fuMJ+Xw3PDhyTjELJCZdqQyB1fFa7iNVhcTP2JC8ofIzd+U9Q1DBWeAYhB1hcU3NjbT5HAHUPmHCxp8H",
-	"vRXCuGh30TL0tfTjCyj9wL4i3tWcd6Q4EadrJ+Vs3efGCDsBiL2ZqO+L9x6RO+mCPXuPPUMUG6Fd2DpR",
-	"QfUCCBk2MgtC8JuJusUy2cXSeMDI2w8D7Q5mmvlbsAd7XYfLqWbC84bHrnhWSluGbyKKQ1Y3Cjs/MGwT",
-	"ECwQU29dV+FLemPEDemjNgzRg87prZ/SFPWJ/tpc/ilCtbgmuNNMvNXu1rgYISFy4SUkbYf8A87Rqhbu",
-	"jlNoZSciWMTq2AuAA23ZQ6e4hGo3uWU3uimLqLMqY4TdmjFzJavKt9RgWQVGWG/my322MgYAQe9ApYDl",
-	"QJgevCwnup6EUSmM7br35TmC8PH2h4Qbs2RU3MIkgT2sdlSzKc5UW/YRlu0SBdA9bp8BQjjhlwaeC7Qk",
-	"gHUs2DoFceReLBmYVfd5Vd33lLCN8rWSALmKthvOEWRyCfkEympugPGjOw5fdQLU0HIh9tnr1kIwrORt",
-	"rVOF1tQkChZVWpfDJhj4NCIRwn2xSCubj1M066xeeOAG82hdYUc4TbiuhFP/yU0iP/7BItqSK7ZL+3/P",
-	"CUkLPIW7/qu19Ee2lk5wZRk2QTjBdp4NaeaPbzPhKTQuTu2PLKnAS3T+UYsSJOuI5qhR1gzGen/Ax35B",
-	"AV8f4sGo7ycI0MADx0RpcNa/xmgGYjTdDfqJYzREZCWtAbFYiYh0QyBwbRwBGY4uwB75FCGGDpVhz0kE",
-	"Y78HL5m11fDRdZ/lDMUpGhry18jCv1xkoSPvn+yUvP+bJ7j7HfVBKVKMAE/hc9Mye3r4P9WGkQ9bYkaW",
-	"UBBK23fAWzONQ6SeP4eMdwpV2BZca6HBvqXWihLytVHZJg6Y7QbGWIV4hmBVIrIhoi89oejvhbbzdQ2F",
-	"77eiobY7x1fO3I973o4p3mwVBTGYfPGKYlvsgz9MBShur5ZR7GPKerZTNQNN0zyceb77JrpuFMNaV3LW",
-	"2YPvSHLu3jroJzrukSCahMBD9+UZAxRw8nSi/2Ly/acyBHB3fgZDYD1gNrLEC/CIpbpEKJQ23LaLnj6G",
-	"Pwtpcn0talHsdUvC0r405UL/tOVTq1UZX0hVBe2Rr9UVYzz3gSj0R8+GBA6fiRG8zgEbiV/IEgpNe6T6",
-	"DDMa2MUbbsCMWHBlZc7wTh4JHCJ6l03tG1o9tzVRq3VBA0+ju8FNCB2VrhJFBF8Y92DNtRLGlks2DYDX",
-	"TzBPMk03bviqAnrcGTztuH33jy9G/c/ubfHwV/wpUoSeBtxvGNoQuiIKo1owUUgLHJwfW0p+CyVGI71e",
-	"YzXk8+LapVktiM9oNd8VO7geE/i0UUqqy4ydEW9ixt6oUiowwaHbm3KO64k670fXeIvpIbY2Sn+QshfW",
-	"eJYTgN2EuphO+Y9B2uta8AIQ2H0bPvRvb3CHb2vPvyg+vw8cF+J89YK/EC/4oxbRZMOdj1qJbkmdk98C",
-	"a3WJignoz4mOgjdWT9yRSCQSBbQR6NkMIT5bDnsnuVjxMnQ+famiNK6c7V9Ocj6XIJwKXnwkMQgJnmYD",
-	"cN6lvBaKIhybwz7sjBwA91Oq7IprcaG5BrlbQC6wdSaq+8oYBzFJsFMAOwKx9SwCFxQIZ/cqaqt0l+2z",
-	"fwTaQi/OdaMMtiNX5HdloXJ09YSGx0ypxnbqwTsJGW83eeruPVk5dodDYR8s6h85/vVHCH1tinr9q+ql",
-	"rxmzUYGyT12LG3kN98mvF/2Fhuf8qtPuAARPs6HgANT/b1n3n3I1fLs39R4M+hRK23c0nIRnTa0+4o9t",
-	"vvi1+qowPrsL4DcU46shxU8svxVvzIDwnnAgP3Nit+BW5sz7AE+Y0shkBlBB+Vy4kRUxKZ94b6kFB6p/",
-	"bb3cBzJUsDu8jJLvjyYTmRiHkbaIQ+vAfOnuis+9ELleCMNgjAl3Az7/l3A4qJq544NV9NZfJfgz1XYC",
-	"z0tnTT616Npf+wX3lfMkMvYr0NYDCYquPJzYQtQ8Aq539zsk0FDskQNGfZRkH/AD8YOSc+NO8H12en52",
-	"0mbAAlbm39i0sr/CcRrMpekhe/P6pxfPwdn44fuH3z347kH/T2Nux1adyJoV0LUOTM2XxPLaxtmTMM8I",
-	"ceaTUPbXL9AXaQdHBL0b/JGT8//0y/RZXJF2oJ5JuFd30WaKaZS/qqs/lYdyBlB/8Z79MBWJGsDsE3bh",
-	"KBXZJv6kMKMA4WC40Y+ovg6UD7KmiiIkDrwl/UfQh2381UlxPC1ftnW0Otoh1Rhd91XZfNa47upyfMpk",
-	"5prgb8axOzJXHUn3DseaNuCXXKo/hLx7UqN/YZlv0du+Sv+XI/2I1Xa3CuBWZ78R1kp1Oe7cxyfcWxH5",
-	"ZUBdW3DV8JICk4S38cc798/8lHzx8h9GOnDe+wX+Ku2f/aw37cb66AncM2FbW70jkEhr4A5vL2CkODDi",
-	"WGiG7ITQGn5y/p8Ii9ohjL1nfLcuCldLKIyRkzk3wAL2B5D8TqbzLoX/YwZC/CBHRELaNe8s2eeKjHzV",
-	"WF9DIcOcWR9BUY4NF0PSZIAaCzkesBjS6knVlKUv8mK7xOHMrRWLisDso1SMlQuxl7FamGZB6aIJ65SL",
-	"UbY2rlNR+sYDfKeQ2vbZ6Wq21ql1ny7bDalb+uRdm0WeIsNVIQ3mkNtr/UfTvaiEf91vsvXyj5E4giLa",
-	"caWfHt4a5zrEkL/aTZ9JITh5Q0Y0EjIECHfipPTNp1cOTa0mTu5RmgZSwo1NVYJD5ZtURIzVBz4Uscm4",
-	"vUivDmj+mPuNMSPHVIADHS3VeXjVsH59QkUkxb6plYc509SB9cfOHGegZen1vwr753OS3NaKyhq6YnKX",
-	"LVGjJR77JCalHgiPRDvpHrERw1lfSiWehA4olG9CKsuiDsist6I8urqvsjxba92I2jnEtZv9jClxExop",
-	"A7IZgBchnhk2Wk6RH6fUl0zPGPcdEG0LjuVLE5pCBsGNTnHaXuoPc6Kyz9nA2b7D36Uqtsa9fqkvn9d6",
-	"sd0vzvV2179xa/hJNGg7G2MaQCOxYULZ+l8x0vxZm0Z5pHCiXq5Pmj0yildmru24uHGEz0y/Cy5eFtpJ",
-	"0fJG2GZf9Yaxp5Jbp8Lkgl+KewbUK2o6+atArEwCCESfRt8o5xEjviySkPHaaU6iEmbIJWxlfiUs2318",
-	"QHCRZo9duBXGo0eaLvx4juoaCPMvan0DLERcAbkYjBKGF7oWiOGvbUsYCjqfhdlcU5jdSX0BN5vJlhMl",
-	"1KlmOxIoWrid72Q7ii9Eu6ovirVwT8yks+DvXwp1aec7Tx48/C7bWUgV/p2t8ex8Cp8tzEcfPZHfRu5M",
-	"dCu//1VdDNGi8YQIfmB0BUXV7FclX26hL+4jE9FAWR4Vw5N49kskGYhTRMbVNZt6yZ8GaUVg25n70try",
-	"DMV8ynYfHEweHxxkHsmXPT7Ya2nN3p6+9NIVa55WlUho5sUYeqsM4GuAv1Pasrku8W4rWgDMLHo3ZE/X",
-	"qlx23u6ewQca6nAql1RLwy292AbcPC8+RzjVfxSdcvcR8+5EbIiW49TCnJdyJgA7+JNGyVeWrQ/QF/eO",
-	"j1W9PX35Fcznjxz2/qHmypJlgoZJ4Gr7ktR2XCeQTDieg7VXiVrqQubtcJlWTjn78J2hvKSsIUlXX/MS",
-	"1PE3jw9aOyzRs3mv1zhEAsbLml9gz/aVWM6cumN2XuvmEvldFm6tiRAaQQO5bQfgBta2pJLS//eTZz+s",
-	"K9ozfr2qZvtThn86RTsyMembYUaByH16BbwpSWm4E1P/El/V7x+7ANsm1WxY3k8cdGw17m+m1Pb3Uf61",
-	"U1Vep7hfsd0pKrEp6siFNpbVIge+CGda7u2zF5Z6DkzCTGW6zqBqQnCg8nbWLhjbaH1MMUgY5opOrEs4",
-	"ytBWbc3ZJ4x7Iz3YLkjl1XrNkhQ6j414f7UBsitreT4HlpSojzXytvFGy+j2jw4ejXG6/whqO1vjJgEQ",
-	"W3jnQ+YX2x2Nq8utlegZp9sog0MUqlm4bY93d5t+47CO1vaEd3VmnT3hNhcDkAY/p+vBEhjyLw12jdGY",
-	"8W47QxO5eYxYS7S6rdhuIIPrjuUwOKP3jHcSkGfetDDGe30j9tu5M2ZyO3eeAE5ZGPOF1qXgalSMBZb+",
-	"/n9X4rJ7viEbk7uZVBwb7lZ5klNHGmgQuOfXWO1dGfZ9JwtM8ye14i0f4jk6omOAikyehJQU5qECHFk3",
-	"D4WVLMRV1MMk6GkEnbBRsji0BcUWuROsS1TtMBaunGJQ5fIJYcR0DX92MxeKbsDrWl4Ls89ORSU4NEJL",
-	"y27IfeA2ZjVs1EwqSUzm7REE4OGhpMaPs1Me0xYiAuF5X9I9kURH+Ji14pqEY+Em8GtJzdcs+0e1dmEZ",
-	"AhHoZ0JUMFZX/erorO3D9gZkVyGdYV1Nlmz3Z7tGw8EeKvSichml8eWdArjkUu1lQXN5NeEucUZkIU3F",
-	"rfMBWO7UURmrOl2N0HT77A3ktZzp61RN13hkpSYmNwKCTCgEXf1R9IGuhtUBTNm/qvR/PmHW1QpJcvVJ",
-	"IReQ5vj+QitpdU0lcZuTwU1dO3t77rwUN2ihLt2hjlDBICdISqp0IbBZAc57zubSWF0v2Y1Uhb5xAg3Q",
-	"dBlFjPzX/FrUHAgEldXsonGmu9lnz+n+uV4INqv1gs0Fr+2F4C0NKnZO4ZPnuiyA7WshFrpeYupXhWF1",
-	"7QdAh1gGylJCtSOqklqggIEG07VIe6U4m6/aydxa6PEOVDyzAscOLpLXQSsTSRaP0jfgly2kaqwwh0xe",
-	"KngNmH76DZ4gfur32QGRZAO/C13T5wvR16/w/h2PKLgtUtlvHu5kzq2TC+d/Pjg4+O4A/GP890HwaKDJ",
-	"Q9QpH+9UOHcnt523tRriw279NozwtS7Ei6LPzXz8zQgvE+cpOd8bHg6/TE9Owa0AAtydESN4por08w9D",
-	"2lNtHMwzVdzBUL4HGWQ3srBzt8Mozt8OJJ9rI5QH96ZtOXcuusVoxoOHB0GSh0eMz6JU78g99t3jRwfx",
-	"HnuQ2GMf9Rxdk/3EOXpMetPrSeDx9AL39Ui9M5/ds/e3xxp6ejTX8XmKV6aO02/Sx6nTPakSq7WT9D6d",
-	"knd/omYhaBpp682nEe2+DzmUvjQJ+io1dyk1NLfr0vOJBKbUOS8nVA+5UWw4K+Xl3LJaEDB3W1E2iwgm",
-	"oN0iNgqrWufCmCfsUte6sVIJkzk7soLWLlm4KfD24vHJW6zgqQA+uRQmKWov3cCpxPZjkk/Ezwm5jw31",
-	"dX8Kugm3fSE54Vb4nvFrHCbhY25gY7ltRhbRujdRpjHMinrhLPVCvBe+5l9DYPJauseGUAPJIhwJcAAs",
-	"xOLCsxZDWK6ZzZyvhMaE4KWdM26YEW7HOhcpzMs+ewMbV9eGOR9TWkB8Js5mrE3ztRhA/m6ono47M9M/",
-	"uOSXhl2IuVTF0LFzhrPyZZ81NMi+ACjNPS7w16PmTmW1nd5WKIzfM3cuq2hN3YdvN/CdkZx61iOyw+CX",
-	"GTiflTsaIXHhjLV0H80z+NVreNxH3MbtY/q6Otw+jl9h/0/DyxW/dbSl8OPUjnp06x11/zcF0Ybf3Zdj",
-	"9lfYMCGkjLe7Z1ipdQVdpt5mOTp5gUjDELO6dNZJY4TZtO+O3Eg2lEW465gs1sbg93Wi4kD5sMr4sohP",
-	"2XzQef8hmWhX4Ktev9PGJhULHoLM+G38yaRwJBhmpT1YA6pzTyRislbgfHLIbWIT2gvmWl+B6HZfN2kP",
-	"tVtyGJjuzyOaYyDv/qVB7j5bLxGxsyakNI1g93HFNGKvHHahAmoljZbGvuurw50bBCfjHkNmeKqtcR4O",
-	"PsRgwbg0xDCPETR/FqNrTwBLjZtADLjxfJ4hAAw1KmHy2rtmpNmqkoNoxlyaMB+hTgaH0xJfYou4VyY3",
-	"XNmQGA+0m4uK1z0wdyhJLQNlj6e1LlRdq/XjqJC1xMGb0BsV6Y6+BACvqp07epqvOCr6noUX9OeIPpOG",
-	"XF3XQaM+3nZfwbY+pWJ1vxoxA2eivpa5eNuC3a0RpULYpRXNVr951dUFyvm4Ovla1GaIEzy2mmiYUFED",
-	"fgn9GC0j77BwqYgleUVhbrCWfqKR/IkNJT8FPSrAT/dX++guy31XTaPrsA8/kgTeiAvnT0ykutDvRwQP",
-	"0Plo3Ra8jWGVNs6OIFOlI2xdCJkMLJvWAmoqOiv//ezN/8/euze3cWP7ol8FpTq3LJ1qPRw72TtSTZ1S",
-	"bCdxbSfRkZzJrTuTbYLdIIlRE+gNoEVzXPnut7DWAhpNdpOULUqyzT8Si2Q/8PxhPX/rV8bhSBHyRhRH",
-	"7BWYnP0bmbTsWlSQy6GVYAN87RG1/uif9cnJs/xnra9/5VMBn8QAGWy8oCaAR2T+xPq9SjkO+KMsDkgU",
-	"kpaV0kL8r53omb9IWxFZcDAoEB4D9A/WN6XUauz/bZ6nazfU7+Fg9HvRy2GYFygxRki5M1aKMc/nzCp+",
-	"Ld7l3OKgMo8PlgKAzJSXEoIRB1q9wwF6h3w+xSBWZRr8pq7gpxf0y8Equ8wfOFavYaJvaxn/KKqcDuEo",
-	"6q7oF+BTwfaFhDDHkTbT3iyICU1tb0jN803FM2wBLdchiWtpLHlfE+CaK7jk0Ylt6dxuRLFDewxH47FD",
-	"+EMhsh/OWhW4Og4JmGHEUjwGgLgFHtu5dWJ6VOpxFyrD044RRjaAY7w+yB94WxtvA4xax1XBTRGAz7KZ",
-	"kc4JFTAbbw4hh5DTgF5BZ7iygdzAJqoo1bAlWgsInpapcivUjSh1JZh4z3NXzhmwOvtXF8JjqAGAw5VM",
-	"0sYgYwNo4Osi/un3vf+gc4gRKM7d7y73X6Dn3f+FQpX/q+CODw6O2IXxOAjVJPSIvga8SYIqC+qUx31/",
-	"FZxaPHfsHGDYHwPQ48E/Ll+9PH/x9tXLPwcZdEKFHkhhj9jL2Buiq6Isj6mGbPyRE2bRsdMcD/vYyd9g",
-	"9C/D17Hz+P0v/P0rfHQvxjcX3wO4bxPRsBPQn02gjJYtboQdkvVV0hu36QxSaWUjMPvm48GMQmqOpRrp",
-	"XkgLTEOIL4ECDnHmDzG80vm1cKdYcpu7ScZsPWxqb0+FtdDFeSW8sObHTuWCqXo6xCAczLGw9dQ/vARW",
-	"RFWQwQ4HY8Snsgy1qHKOGS5JRvNMliWzwgssXoCFy+dMCVFYIpoM40I4MxFGHHTqmSGIxvcudu61H54t",
-	"7qv+l/ZoeGF4WfLTJ3hwH5zDasXCin3daC887d4Lvr+r1v+s38b8ezU2vBDE2dI0C47WYE9usXqSWtNx",
-	"/B/4EwqUKSfeOwZUJpbtD9L5/wX3y+AgYyPgpgyyMK58SKhs+maRdAoZQJEaRVo2mIiy1IMz1OfwtBrQ",
-	"z4Hkii9uRezR2HgFaziP1fd17diYV5YSpAZ5baw2gyN2DocnB2uUUiJ3Gau4jVGrVpuGaSs2Lkq3/uym",
-	"R1GwkZOqFsxA6B4ezNI1AgsIPREzzjBvAVocAuAhmAn0Pt+sYFXDm5EbxgpVWDYwws6Vl1KCoT0vpUcZ",
-	"I3jRDrrFaU3B+fziNRuKEUZklXOPQ1qliaxUH+u8dhMPTnmsUwFc14IbP9D6WgBxTgj90qWIvoFc62sp",
-	"MpZPRH7t5x7fhvo4LMVT9vzkaUOPQERoDRxm7PnJszBAgmkjx1Kh6S3wmRFPTMibQ7s4DJK/+aS5eeHC",
-	"dANQa2I/cMq9xsZLrzB2OSl+q4TqBLt11rwXywsqHCxxSQHBFxPclBKjh/yiRDnu8tXfX1+9/u3Xo9e/",
-	"vnz1/x5dvfq/fn85Hc+d1qrrUzOxi6v03Io7j3Z7p3v//Y+Tw+///PA0e/r9X//851Hvp/+1t14pfYqg",
-	"vpCEAsU/gD45uKexjG0zQ7QkvZDdhTABf0a6LPVsJ6D1HFJ+za46oO70XBoPoTrOMZXt2UDNXCz0Y8RY",
-	"Wjw2InhWJXd+S2YMyKHxRAnldIpTyrGrjLBwHuwPNOTiI/OiHo3gwxlQR8M9gLu1Sl414RZLoufaFAdZ",
-	"y9IYM+78YsVXXb2+QN210sYFeQ/rDEnDcu54qcex3KhXGalp4Yj1WhzcMcAmHdHAHf3vQTh58e5ulewn",
-	"vPoljfJDmdzCnIHaK20zA7DE+v2T5NddpnPBefNdxknrInbZpoLYGtdNVMRQ126HPd2Oh/bmTqCG1vtH",
-	"lBBc0gUXMOf4A/7xulhFUOVFJQ2+yIgBtBPZa2fbpBohizn4LQGXBuHYGrABtWDQ2PsHoQ0Dtg82IDcR",
-	"U7rxp1dv2SIHwf8J1/9t0K3XtVbmJjERsR7iNyeHhRxL11QuS5NM2x7E0IqVPsQlIeGbk43EgK1t1D4t",
-	"kyZ050W8I0FCLZ7W29nPaBNHcX4TCSL1sFi2H9yGtq6EuQFX13CeRBnbgyhYSAN0uvk8LwUF6WcM4wCA",
-	"alfzovv8/aVx2DzaVJCkjasChlujt9srdxkz3BrabWR/tHbK8YeWG/GvYyNGwnhxrH8TvdC1FzVBEoXL",
-	"yUzUoqTdh0jCNGrYZuzy7QXsFFYKbsEwiqakzAvrc2FshgKyP2wMc2JaAVXfAcYKcohH0JS1BcGB/6qL",
-	"sQBzjJNGTDEX1nTlofwk0v132fRyzan4S9qpJHyufQQu+mI/KWLwE1gxGmpHjB4QBSToXFN6WqdgzadV",
-	"iQJ7J6Pf05NsNZnFGiqLe0KrZEb764bTFTvAukvAasZ1GQYeAr88EvSTcf3hT/FQXWUfa4DDSj8g3TkC",
-	"W0SUma7LghWa+K9m0gr62XZQcRM/nG/8KYZTN8WsjEi4t5qsCmH8ns25E2kJPK26SHwSyyhmdDcWXUXB",
-	"f9Iy5e9kQhndcIMdsR9KnV9LNU6nDN9GZs+my4EJkOprjbTJoXFWuM4qetKIZDN+1qC6JUbxpUFaQSl+",
-	"QetTG5qUJIjBCG7vu9xxq9W+PavJ0aqm+e11tYvJ/qqoyJeW8d2fDh0sbv6H44C5azTBlnzariwYN1yI",
-	"wnliyTfZk20KyVzhtQ9lXI19CSGNHVkuCwKg+nRusO5XL+QCdr1bxOjuO21BMC0HroJbm5SbQrAvI23m",
-	"XrZHzMF72d5VnedCFPDtj1Aoey/beyunovitdnvZ3gs65jciGe8ePn9br1MOL4Yd/skRqPHNOdRcaqJQ",
-	"k2CTfa9CnMqiNyCWjkxR/DDvjUX97uSjm6QNm3BV+L9qF0IDuilt+loIfDr+6bdjLt+wgdz5NobYOolF",
-	"/fqaMjJ6egcsdD2zFyTENY1wemtNoIhG8FhPdG36t6BUufjZX7Epsd1//Ofz23InvuBWHEqg1ZBO3giM",
-	"Q6E2yiIjFjH/oCz4/r1cjZKWn1bhD7e+PlyL+UybxxOBnZxDmzijwuTtvFErdNyWnJCILcin8ckqbUtk",
-	"QeKvDUzYbeHlI5ByITC7U6oBkq3HJdo87tN9t7U/r62Nkk6yK57Y+93ufqGuNbYv73cHEZCgjzArSpHD",
-	"ZsdVzwJJB9kNijrSu3TYxZNVdQVtWWO92SkaO0Vjp2jsFI2dorFTNFrnRh97ERxhOyGkWwiBA/5+JY4P",
-	"9NfqYDckag0FBiL3V0O12ogacdmuki0+oixhqK/SXZYwdOLRclekne/dG7sSMndfoy5dsPe4mY7Rudvv",
-	"fEZhzTLeMOlBMg/HRBPh5Y4jdq6IQYaXRvBizgxKg5Sr7HQJUgB4mf0Bw/NrpWelKMbovA0uaANOusSl",
-	"fIaubdk8mSgcQqZLrQoqr7lQjB/a/Xns5bv33C71fk0x6OCh/euBoYU0g12Ruq/S+Yqr9q7BcJ2/tQWH",
-	"hXBclp8gYkhV1S7zmlhVu4T1nUQPRK91csdLbMXXLH3QEKyWQZBFwl+4k0a2Jo00g7wluYRotJDaY00q",
-	"S0JbF6hAMHMX0mYbgx5bohbNsKiCc8i02Etd9wKbcVuXwVsPvY6sdRu4DvD6X1rxYvfAcoS9e6nz2std",
-	"/dsrGdrdIfwZslKGGg1de2ULTHjL+/jYr9T5iqBWIx0Fo4ZNiYWmUY8Y8vzasroKPgORAdeSsECPhAwA",
-	"Ei/LQBlJOmuEF4dAZ0DGEqdD3Ku/vq6atPl4h1c2LKWUt4Hh3PfjkUDD3SsKacegp2sUhTBXMYL3IWI7",
-	"lxp9DsbuVXWwx+KMaZM1M59UYwi6bCxM7oU5MoHOuF9vy2zymrLx2f4gEVqwcrooBhnkUI4Vlhpnwzmc",
-	"Q4PENTE42OHql67c3BnFsEe+LcJ5n4bUBvSq5GpFxXAg/ARjjQdqohBo8AIzEnArkouXs0KORkF3iQzu",
-	"s4kAMsukv8gQxQHLuXFnfrsCpUZDwbcM3BclV18FbvuObgrbQOED1PQPB9m+vb1x+CXfCZw7YNwQGEO0",
-	"fsP53FYKEW7uCyANn32s9grgt6jCeqlWvHerSkjw2ZeqrsZXybzpZjjxesDDj+IOPL4wbRVm9VO2MPFr",
-	"4kOPDJ/F7ZztVXW/agoer6oUrqtBvbqqLgumVVRXg64KFeFAHdVlSR8/Ugt9DJv+7gWaVft9E8U0io87",
-	"pXSnlO5kr4dWSreI2muFsDWa6gvUf9YAfJJMSSSjWonbKp5fH1RvoIvC6O700B0Wfj166AOAoRGHweiz",
-	"uVIazUQ61pmnAhVTbd0pUoZlaZ3Vkjuh8nmUvH5++/aCgh9W+liNuAqt+2I9rUkf15jldkjzJSitppnQ",
-	"u3Kx9miof+elLPii/zRra6IdMg2Y14MbtcWXjkrHfpvG3auuhy3NFT+g6JQ+HZy9HYSev1e+mY9q02/P",
-	"Ft90D7u9c6XutNadpPa4QPtFqLe1LdxeI5hVRufC2rUBpkkD6ZYu90AMbsN0ssDD3mlBjMLXBTXhC5W7",
-	"qHtQQWFFWR5/zQ42HjLKdHmJbzkwjd5yjPFh/QainxfDyQ69IASbrS31NKVdKDCB7U+0o/izA6z4Q/Xx",
-	"pF2Iqj1LsnQZ1iKFA1VSTk1govOnJtTr6SrTcglveizbeluSFfXsHEZyo0QWEKkmeobVZZ2GUdxudktH",
-	"U1eLUrgwnoScp51MtZOpPlOZClFoK3i+mTR1TPC7IjrNaaqMBhd2yVf3Atfw9h1e7/B6h9c7vH44vEZh",
-	"9QEBey1c94A02+cxtZx+kZaVYuRiYez7kLuvdjC+g/EdjO9g/CFh/OrhQVxX60Tu5eYhAIeiVdqwQgvc",
-	"acGIIh2rlZMlkYfAl01FiHsAd13tsH2H7Tts32H7w2G7ru4V2o2rjrHC2QYszgs10ZKKQhNt3ZPgk5ro",
-	"srDATinKAsp/K1fOswXO10IaLP/dTeZ86aoLbdwbbNsmNK/UqJTn9GNK9HowuRHgjIcnFnvZnnhfgVt+",
-	"Y+JSakugLW31tas98YLOJlEFdf+bUH2t+Ny9eOmEr6rniEO7g9TPEN2AxHoBRO6IWybrkUbP7XUvTo20",
-	"YRzbokdwbPu2GQoU4CCEjowQTKOEgN53ouGeaiCw2x/6GSTCCcQLiHGeiPz6AL7G+mYJUa+byVyw2USW",
-	"tJg7ZNEXQBqbbokvShhNO7ZGCoURYjOuHI7T/YVIpY1cLX9CG3dS507q/FxxGfYYVxGbt8a914ibxx/g",
-	"X6yDCX/2mxQuBclTPGw1v9oBuIcC1X3AaacJLtBk0BU2AYizElbXce3BI3qY9qhLWy4A+Rkgexjpfmz/",
-	"YzInO084N7drVNgczeM5voP1Hax/5vEZi8COa3qr8A65Qscf/D+3gXZHdrybIPJpRcJ5xjRczctyzrTX",
-	"roNtN/C/jeWNUKsMCm3gX4f5UaQr4P09WE/nZD/Q9xds+O7bb599m1RseLpJxQawK5gwpWGQvkQDw+5U",
-	"2p1Ku1PpSz+VoiyNCQ5bVTuc4crmuhDm0IlpVXK33t4db2H7o9G0EuMDFu/NGBWBPpzJwh9VAmzaxG/X",
-	"Kgbv95vGTmrVLsDfbfh+G1/8NjZ1E/N3bBzYtZI6Z1S7fh/TzXxb/AXITp5e0VvGarG4/ePgDF8ep1VW",
-	"4zg6u9o+qwoMNoveJYtvmwZatHR61b7j5Wf+a/o76N+QoepXZqhWBV/YXFciqR+CO/H5yfd9ttXl5bO3",
-	"Hdnjit+IHwFAwovWWDxDh+/X2tkxHmvb98iP/N0JvqrmBuyC7m13r+fw8Yfw5698Kv5ChCiFE8tY8RK+",
-	"78GKgA+oDAIeLO99fELn3l95wvqmhRek+7NDL0x786mGwN0xfwtcwlVTfD749LmUBsFNs2Wo6GG8uBRV",
-	"yfN++QCU2UQY8HsxEisMdTFn09o6xsdGiD6ais8DDv7ciSdflnhy2+3/VYkntO/vVz5ZZxPAw9RfeRqY",
-	"dmKFZcv2ySbApmI6FMYeRBxqYk8sM7Viw3lisbNZpByUJgTIDedsIrhxQ8FdJIqRht0IY7uLo/sW/gp9",
-	"2HKdrlVaNo7uV6MuKxrvsBhpAdxNeSx7bEU5Oo7LoN+H8pZfBwdKZ/HvJxZDl4DBwB+ljmmVIysUBMPD",
-	"zVPmNDIZQxWG1trOmFTWCV74Q2/GsczDiILqobBnJYzUhcybZbu8RN8aOR4LcyXK0c+xV1terfFFlxAa",
-	"3rdwY6uZ49dCfRVL2C8bVCDCIomDoPTsDpZ1H8oef1DgJforlmLsX9v/txa1WEz3oMi95ZA+yhLBPBBp",
-	"09qIZ4iyfvFeiVyrgtIG6WpR4J5I7mBCYRhzO3PEQtVbWYhppZED8VrM2RT2IGdGOCNFQVXf/cfaKKpz",
-	"YqxLKzV2WaVuUbf2l9j7HskTB/lRVqld7OsakTMZtPuTOL/iitg7y9lGlrNtV6s1ItemkGp8zGunD/Hj",
-	"sanVoYeqfsz8JcoDHrCCo80L0IhSKMaOxIxZRMLTwI4R30jXCMWHUJZ5wpUSJULowLfmEq4cNEXBecvI",
-	"lDGLzBu101PuZM6sgP5CTgQ9zuLdSkNumTCM22uAdukyTDvjlgmeTxpGJv9SjO7DklNchaARej5EClu2",
-	"z0deEm94eSnH8OCIDbgboFFgKBgfWqD4NsFNztlUqhqtiUrPTvGAJLGbnOvJMFUlV1BcSdzwsoZl4RuF",
-	"IpST0w6bw2WtzuMA/uYncl04imyMDTCh+5c/vmDPnj37PpTT+rdW4uDMtxdDArBXfXY+ELo6wlQK7sSh",
-	"b/Pe/Vr4mtG44Nb2y2l/TLhrBqGQxc6V16M71wp8zQlq4Ji1xbq4iruw6rturIr3rAGskSxXaNO/KT+J",
-	"Y1jVeI8ogKjWZkyXhbCOwARkpiM2gL3r98EAcGEgVIGfrChF7mIdOctmYPnGu6UfIytyyl7DxI79oXYT",
-	"1rWDzhAF2VCMtBFe+js4Yj9zUxwGyzK+ghvBSmkdiIzlnEDR/wbcg39Dc2kxOGI/xusxCYQXhRHWisLr",
-	"915YO8X7XheDIK0aMRJGqFz0ZMWFEYZH3zon5AJNrRtddyX/vdG1sUkLoVy3uHPzoLF4yws8Qm5513lV",
-	"3er6K2cEn97yJT+GlbDX48JZXql0/GpKXfz97QtWrMhexD3zEi1hPUi+t6lDCVsTKUSHc2wDnZsTra/Z",
-	"vlbv8J3vptXzXgeS1bXJxc9aX/d5j757frtWSVWI96LAFs34nO379mS+tVz2e7LgtitoTV9Lnn3zMTGO",
-	"ycIgQLrVyniFsLXlPMp0HfYZ61IEhqHenaUr7HztM+rujtAlu9/CAXrcOMK7Jf3XxgiQTYelOGVGTPUN",
-	"Sf5w/xM2nDtBuCKkaYnolu0nRPDSkDUardbXQlQke8NmYkI5M0cG+JfBz6qnQ+ug5pnVEBIasnRUwUqp",
-	"ri0oAWymzbWXlf3XPJTlJrMLqQDgrIOm+sNyrJU4YudIXW+dLEs2FP4JVHmHSQxxJZcfNnAuHNtX2r0b",
-	"eTX24GxBIcH35Fz5G73gb68xlvZGIJ0yne0wenM2E0awfRiRd3UTynjQF1GwdC5vw2ySvgres0HBHZux",
-	"p4dPT05YIa2TKndMFjbDmSVyAZBjYAz07J5Z6Ju+/MBdPumX/X9DFa4uwdJMheGlYjTMzG9Ps8OwbgxL",
-	"ZNitQRkh1Sowo53fj2Y/GCiLYPXILYjcQ55fR0RAwQnhAvbpJJXRmy1O78Pk7BGXpUVRPbbrnX/cO0Cb",
-	"TspObe5nXy/tgt2u3u3qDTzkeJAub5f71PGPk9evYFaXhaAj9hQPWDh5WVXyeawzg1IIyRAgOfBiKqE+",
-	"A1wojM3YsE6lBev4fEGuGCKIgEOzBRu8NIIX8/Z42TrPscb8mEvlhYYWmGglbo0cV3rk7lEo2IHHDjxu",
-	"Dx5XzSZ4GJGgKrmKMcC9hsJzxcR7Pq1KLMzI9mdCXBd8btnJf56enBw+9f/3k/772xcHzGmy4HGmxAw3",
-	"r9HTzpIoZHAuuWqF/291Ua+qO/nFRq19NqVJzhfcOl3RZtvT98GRtKI6UNvhNJxD0OsZhr6OZOm8Kj2c",
-	"M85ybsWhVFYoK9ExVg/RwrXKonwBr1/jiLrgyJTkqE7qEwvv77PCKYx4fRxh5E03V8WvwejutuAjMLbF",
-	"tX7Xu6+XKIz5s6WcM79i/EP9scIVe33+6zl4csFHdJp60/HZZCYjBrHo2kZ+r7BVGFjU0ZkeokL9QzM0",
-	"YnEHT8/YiJclUBhyZkvt2P6Ml+VhXur8Gq63YGtDMrLaWKBaZDw32lpW8HkpxxN3aPkNhABCyTMLprDg",
-	"wPdiN5SxdhZfgG56NK9FQaBWpbBeEZ8Kf4iK0gaDGXrne/nKmmNue8HqzUvWyLoEUU2t1fsXY1ed+F5E",
-	"2VWbfhSBPG3IuSf1GdDt+IP/53WxUdpbAJOzpsEQxBiIslFnduRHzrXKZSmMP6UhQpdbu9p8TRt3LTcK",
-	"rtpuUhTozaYxh13uwD8fdFMGxX+3MR9Fwtm2NmZQTbMV8Sm0yFdojl/5XtntkYc1//JiiztkZRnymJTp",
-	"lsWss4XjB0qEy5Biwh2InisOpFBC+3Ftsp0ou0OCx4sEIVXyEcixx6TlrshWi3WuQTHWimnD9GjU4UlJ",
-	"D9tX9NyHhoOlcLU/JgKjvRNVv5+HT8Ru9LeAXjnUuhSw6Xbn/Ne7u3Hd+z1SEP/eI9nnlPDQa7O+QBEB",
-	"0i32u+OtFxIWDiKJAx530eqGBVz5HKo6wWaTbtFU1mRRs1LnvMS7/Y3kM/L3zLhl/6qLMcS5LgPOK+rT",
-	"I5I+sq43Qtecxq70pIN8LtkfCcLj6Ptu9iCRiFfs8Oih8CgcdxxX4cSL89tWQzrxKCSU3SLLxLcv3Abl",
-	"iFoRolgl2gg+XZN7cRXevEu/uMf0i44kgZhTuHHNp7ZDcqMwepptyuhY15Jgiw0ZC6tTODpyFNa3iW76",
-	"636yCKj7myQShEHYBd1s5N60DYzcA1quLrwcyyQhAD5ZIJVzIefVC1H70Z34xNL1GQNCBvyAzO2t+/2i",
-	"h9SiQYtkbpCxwc1EW+f/4FVF2X2Wtv3g4IghCTVXuYBku9O00GdMmVsY0YwN4vIdNLQOlNGUazWSZioK",
-	"uAymVxQD8teCcSplmhhryJ/I2OBHLku4ENL9Sm4dzPGgYeGOqcbAQIpcFDQkSoiCUVxyKW/Ij9xKawZX",
-	"zsjoaWMhuxbzkQGqMd8HpKuo6mEJxN6YIo250JjtDEVR6Gf0TislcmczKqtqna4q3zDIXoKUjNC+UO5q",
-	"wRGM9BWYIJHXxgjlwiD3FMeOA78tD3DrJSuZ3Llr1u1DWMwa8OzndF9YuTux9rOtx9zMZdhU96SXg1jj",
-	"HyfKXlEYkQh5llWBlGrSBTqG5SOJ6tmFrylqGJKjEjYEOa1KMfXDBcb9Fd4yzJh04hdo5b3svOZ1PZsP",
-	"xoNNeT6R6ishLXsJgzAUi8dmayTuSRxZX0I8Xt06LKmuBZ5JuhKKIr9nE5lP/BEWcobhdFRK1yoXBdsf",
-	"xMcd+RuO/OBhnv4BK+W1IMYTYO44YueLByOe3a3DMWQwPj95zpqnv1PavUNOkkF3jfHtH5HJOzY4ISFs",
-	"pBmdz+OkzNgVSjP98t3uMP1cC2Df81lqRV4b6eb+86HT10KtIwI9v3jN8MKUuxO+odrWY2Edq4wYyff+",
-	"6GxaYzN2w0tZSDdnM6kKPSPDU6Qzxsfc8LIGfUSUIwAgYBChjEapWFV6wX+kzTSpMovyuijYRBhxxF4h",
-	"d5Iz83D6J/ZzqJVwIzjMQhaBbpa4s/B3FiGM5VwxO9EzAF9sIZZaZJfiRl9DUjiMCnCkiJGDgrcUTipV",
-	"XtaFCFd67c3UPTwn55V8ixNxLza2Lp517IieqYQUo7bCnDFelvC9sZvQLcGVv9tbk6ovNeu8tBqIZ/y8",
-	"JIPdz4KRjnfr3YUY8bp0e6cjXlqR3a/HMcztJialZqPtjEorjErNMCVAGWCtCye/6cbJcMsRjfmGpVtU",
-	"0wCi5hzW1suSmLktYoHsxpowqsuSDexN/q7i7t0gwB3ZccnAo1U5R0wkOxLSUvyrthhGdPXz+eE3335H",
-	"cJuxqqwtcr7lZl5BNriuqFxgg3URedgrEPlMMAIlKB0J4rQiTlDfV20g4N5mKCbOpA2iNKYcLpefeQbx",
-	"+pzGxsMnAvXYcOXYVBuoNE5eT2GsVmw20WzKC4/9RwyHmB6XjjOVcROzcOp4cLAOfKSh4BuId9dCPbGs",
-	"lFPp7KnHffG+kkYAj13JHfk9ANvQ0QzsO0ZPI1tVfCJUfeNlqWeieF3ZAdvniumpdL6FA3ruuRswbdrX",
-	"uUhICMPoD3Zq2BmbyQJmmrg/FsfvgMxc1E0cvRpixCydjmhow99lC7EFy3lZ+td54I6JF9gIrXC+SJoP",
-	"xYRoBzBeFxIKIsmyL90hANneNllSw0vWRIh5zF8QM2j+IDPayNxFxX5R/qCUrriY7lcFoCUeB7MvQRLm",
-	"d8YtUesWZ6kpGLZlI5Uk6qBX3LzIoshUGo7yOKGP/WD5KrlVE6S72xNtM/H/+AP8uyYvAyUrG8Ep0Clp",
-	"sOnjfvBQZqRDjiQ0MaTM6oR3je0fygXoqVBuwdMBIiaI2XkEr5FUvDxLrDn+y2tROYRPtOsEYTHQtafA",
-	"hmI7kjNFgoSWdBmyyPw+mkQWJ7J8xIgbOoOIUjvmqHn0hUMP2FgqPMosH4ly3sW44l+bYOrt5P63OGF7",
-	"9yK6rgSpDOKapGqP/9GutFBn7KofnHvY7z2R7C9odbvmCK1Npe3SWYrSTCITadN1jgYo8DvDq76we0LC",
-	"JRxNZ1FiGknhDy0v04bqHv6CI/armKVvT2VRG/eVuL0sesTOFzd3JEtCkaoIwuBiFcWMDUXOa4vLeQGB",
-	"+oL472gv371k1W7eWsoUmCanCQrXT+C9ik/rIClMLEl2O6b6r0iawnX+iKSpY9TC+z0/LwVo7iEWBYyd",
-	"oMMn2AqKbaIIBG6mqN/7LddtcCDlAMQTZI9H3NIGxBRwHYxrA7EWxDJPQG60Q8XVa+Xniy3xIBpakxpV",
-	"tYl2VQLerAtdobG5FwcH8GDwITXPGTSWCrDHfrTaegn3P24RC9u4Xh9Eg1Gowafvu2jPlxvgezXRMxjU",
-	"OMI83VyNpQ82yEPjiXZ8FfFcK1Mx6VAjpSVkURgC5o/zILHJIlu2rBC0NEaVrAU2wZTSZdFEU5UuC/oV",
-	"2TciQS7V5dKqQ1MkQ2IpeEt8I9XKd7JowEoEJAsdSZq/LAVuVDX7Ekb6cWPH7UxJvqsYajcLonnEktdo",
-	"ElUo8hU7aLkbbQ/W0EPJI/5kXOPXXThGKTAz80tEQAE9Y13GbJ1PIBgqNZBkBJIBHnA/JR6FfCLya0vG",
-	"an8+Q/GxqhKqONSqnMMGD6GgTc0IWoGQABaItxvabj+QR+x3K0LVimiS0TkEbBbnkbKr5DH8mFnhxReN",
-	"fjZg4AwPnUgvds0JDP3eaNpk5E2Pv/aKBu4cBvmhfLahpdBhCYWOlGNuXokMi2ETl2B72RxFgzIvS7h6",
-	"I78uPBxE/E8v6h0aTrMnLdO1y/VUkLMZP2zmbsZrW40Sqp7CDqvzXFi7l+2NuCxr468qhJKi8Hvudk0F",
-	"uTYssrD6oOmh7FFX6/C6x1Z/qJAUp7iJS3oFNOx81Ct81H1qyh2dAPDE5ZDDCP+JBLRRld8EuSstlWu5",
-	"oZWehbK9EBrPnRh70IR0U1D4HJoMbaNsGl2G8FsMLSHpDUbTnxXB/j89YufKD5GbCOXIiUAmvyn3O5CT",
-	"H5M7Xuqx12iDdQ5WJh5D4Mj12w5f6lXU2USTp6w7Xtf3/yIZpy1uuuY1fXvuvCyXJuErqi1MEQHt7n/a",
-	"XvED0r05YG1utC38lc3CX2pgthBhNqxl6ZhUVM9Pz9iUqzm444m8UFLRVghskpbZqT/xyFVv8Fjxa9fD",
-	"b9GTmKnL7Za99i9YtUxh+L6epWl0myf6U2Abh27DOCNcfYCTSysvlGQbztlPr96yVfgfzGmrwn0+zsNC",
-	"Sjo08/bBPudI5xsshsEfCxWpN1PSiYZTl2KbBJy6FBtFoyTfY63xxIaSxJz40brnqHMNccfdkeYAcI11",
-	"+dG7THYekI0oPnFP3B1krTI1wBXHH/w/G1J7EmaEergQrgbgc8R+8EfooVSJAIl/UWUsXYNIycK52hVG",
-	"930jhoanW1kK5co5K7UVlhk5njh7xqb6xjdDW0GHtNMIf/RS0nN6aERxkG+n/F/CKG05bgMMtf21JFob",
-	"n8wsO5vfHXN5bmsHbkJSuNGBRJsQQiCmkKjuRDlnUkGgBw8UvGkla/8Z90nQraB4tdXRbocbC1gQ58HC",
-	"v7SpmziMcBuEWXVuZG5BOEBZoS0jDOex9jQcqluTc3ppGz8ZAB5OZBGzzcWWxyWyhBAPbNUuwuMrjPC4",
-	"Z/nG2eoQrAkbspZfvr268AJ1IZSTvESwBTFEIb3FAmFII640iZ1PLD6GbHAhcBauKvVYqmhAU0wrr00l",
-	"L4SrCo1xrEy8J2MDemUbYHuOtgjo0iclCJA85Gx1XrvJi9iQdXxyr+G6kRQmQM1CEVOR9mooSg3FznSf",
-	"vb1Ft7IpDx04LqZSxc++0c4vwr3Tvf/+x/nh/8cP/31y+P2fzZ9H7w7//HCSPf3mP/76X5tUnv69mfvR",
-	"Qq/6uuKXC5WU2ZhNr78T/336z3/a4z8/PM2+e97Z5IcWR5NpXhZKvxx4f2ixVC1i012BqLNVIqGusKt2",
-	"4GNSFRm3PyKgfZIioGUcuJHAs/kSE44BBzHdeJnbLuItglzFrZ1RzgBF2jV5c9GNnJe1dZB5Nw+xwe1U",
-	"4zMsf4NZxuBzWEg19qIm5C/cgaF3CU/X1qwCn2U6ssE3nA4PelnbxbE3cLUuguuneoHTZjae4Dht2Mr4",
-	"caMmJqD5SOpwLU3hKsN6976YcpdPQpVzP+87v+sKa/3iGN4lwG1mt/84CVCbENgGaUUzlOsalReEOIq9",
-	"65USMeimDY8YuAgpxHeKhEHdRhX+42VHUFi7JMetacdLL1ujK7cnKs5i1owkxkDxctot392j3rw8kOsF",
-	"Lh7WwZlfeTjL0W8eO7lLHH18hv4GNO5JtFupHh87YVeQbv5Qy7CmCKDOac4xv2qCZQYxVYHlpRTKwTqE",
-	"BPomQSLuupmuy4JZoZpsz7G8EYpNhZto3JW/X74GG+Lljy/YN989/Q/40n/4j++efscKMZJeXnMRV0Pg",
-	"IjaDmiTe89yVc2SE64Fer20jvrZytKF2ITwlJGnn3BgpKGCFswm3k4TSJt1xjVlAujR8hkcVfkZjxafC",
-	"cL8asHA4jIn9SJtAFuJnIP9V2mijJY4BP8nLKP5WdMmrW0Lx7petQfF0KDT0Ip6lMI/B/gvJKRNelsIf",
-	"a+Bpglj2B8Fx6OlqPw7WBA+ZIUAMEg/xdEt5tRriU744pfqrQv63uEYfCuzB+7MmdCrXyuoyeooaxjCv",
-	"Ktc2S1y7aMmEUq9nDbAX3PEugdOv92sxh2tAKyJpO6h9jE6BQloPhCSlWb2U+TaSkNbPeJ7rWrmYSXKt",
-	"9KxJhjliLykEHXuyguUrXEhcO74h2Fn/DRmzmrDFaHBFgp+E0KCLtaDTNvA7zMNDRZ5HH6BtD3468JDO",
-	"4zUPCpMW712j0m+kzdNU34GpobUSiTi/ttgc/Hsz+wJe2xlsjhyYe9ke1a0pINgcJn6jaPOG7qxIF90a",
-	"tjNad4+H7cyvy03CyqlzO0NGryGjph1+F7COo71p2GGK3yFpsKXqcsdKwa1D6hddig7WMhJvLS/9WgYp",
-	"N9TSTx+VQrwFE8WSEx/iCRv5s+Evw2PkLmMZlYbHQHJ0pOYJhwRENFZ6JsyoLmNoozRMz8D/FoGwM6Ix",
-	"o6PCHy9DPzLpNs9uE+/ot9hWObj8C9YI06GvvlcSZOpGaWmfvs1ZTwdiEgrpn3K/cjWM3Yo+7UIhv7hQ",
-	"yBq3y93B6Frx+PhDDfynK0Mhr/TIHRYxHtLfcbqS2qqOgmSXlJhFQRgjsTUrtRoL4yXsmJAgIeczSetO",
-	"iH0x+grzpGPcFogXwfwCCZUo5jBbV8IwXkylktahYN3Jo5MGNlQld8jgW8743NJBYfVUYDq6hqaHh0JS",
-	"RV+oAWHg7aRfYqV9cF93BJpd6OVWQi+3tuM3YNVaUD3pyAvhxNENtAEt1ovApRUi8GxQb+mphvj4wsZ/",
-	"YtGq165sgVuZsq2LOm9iNIG5NmgrUcrxwgoTo5HI3UJYqHWCF9AFRyf4e/IxrRbaQtKD3XY45qeDwra4",
-	"tzaQqB4579ZKwYkCMlGc2xkXv4D4ygcUmo6DJrGiYIqAKpweWKIyiUTcxFivFkQTI6iWfAwYJ8BsTI7B",
-	"MQKly5wGTxKCFBUC00ocsfOy7ADZJDI+laMAdGcTLTCJWiDPkC6Llgu+1GMgvKhdlLs6mKysAJPfRRib",
-	"RwZzeASG1m0Qe54aATKm4WdelvNsaczvl15wA/Gt8T9y20pgSA7iuDRmwixyou6w8bPERtiDbQNWFOce",
-	"CirDMjvGFdaPmG/0OGiZgDSQ3T6b+MU59LJdbgS3wfNBT2Wi0vkkuK2nQGqPWfHhAmlt3bChSBdyh7op",
-	"vZC4J8Q28fiUKZ+zCb8RbCiEYtbpUqiztjqLSmzCUYhyMJ+m4SndDMse+D66gvF9aIzUOGztauTpRJUO",
-	"YvhgX2tN5I6ReRUjc1m2jvN72tZQ7MkeU/XVdX5V0v2MI3OqrkLdVmgzVam1T6iI1AJbzylGLofwE9jo",
-	"wE+2fyEUmKWxbGpTFheUWXCzGjaBt0iooLaYp/HEMj4WymUYQPMy3FVk7LJWSqpxqGoB/Mnsqs5zIQr/",
-	"O1aZzdhbORXFb7XzSukLrnJRiuKAin6k9WmlAyfqVGTL2SIxMtJPM07iCB6PotuFLkuI9GlCHJOyvtyJ",
-	"jOrKchzkHuYvGJkXYcIerFzThAJzsP1hGfR5C/NYv/zTfakwOGA9oPB3XfW+l4M4tXHB79bgoijWHz0e",
-	"Vv4WiqG32rG6EvpScP3dR89v9fBJe7pR0XNEhmbB7Ty4vR5cGqtSjkQ+z8uIYi2vLkJ117Hybc+xgnd0",
-	"cH/RaYIxgP2HSSx+rlUplVhIBNknI6NWmEZeHER3Az2YUaHtYElkSs9OWWW007kuM2bEVDsRagdkbDgP",
-	"hXihujfW9sjCh8JgXcsQG9O8CPQrW+pZFr8E6sZScJQj/TeW1QqCK+FIlCoXIF4esfPFVMI0+pGkJSr0",
-	"xNkIhKVcA55Ebh2p2KBWxh+bwEud2kD9yRKMs7MJ5tGHMMG+U+OCJmaTHJ57wJVuQAuTHBKHEmzpRfmq",
-	"2sKLcTn3AzrVybzr17aXWd/r4cf+8f7u+UPAOK6vPhR/2+zgHWqvY6JbQroOsXfLMB7UkY2UArhlOYMS",
-	"9Woj0I6SAagHpbAzafJmoq075lVFzThN9PShQFbW3/DYAOkPVHl8CvLlWrbfCpGnM9CIMRpjpVYH8Kbf",
-	"RiN4DDwh0TnGHqP5jM+P2GsXtRWHLML5tWX7uS5E7o8Zq8vaQXFkOEuYASHeIumt/0AaRDia0sGiw8Of",
-	"AHiRNnIsFduv6rLMWFXbSQaltukZeub1mCByR10DIldXYf5Hmx7uVFN4iIMkAXEmi63jeNTet6YP0FRu",
-	"oA8kiiW16m4Vs+0fJdTXW2gETU93Z8s6jcA2oLDNA2Sqr8Wh8z2AHK1+6/DP3C7koyKKA8TrANKDFkIM",
-	"oPgouqgPwkGJ6TKUF6Vrk4uMzbh0UYUASxS7FnNEbA+jU8FtbQTlMuEhcspuZCE0WwP1vC5kvIiOCGX9",
-	"YUcpL9pcJ74ZD9bhIMeGwMOIo15Yx4QqYvnXgb9c1+4K9YIB26fAavb0JGPcsam2jj07OTgjQ5PvBGaq",
-	"k6FuLPxhBQMTaJaG/oASrq4yOIAOYtuM4FYrqIAbs78pjfb3yzfgVYQYiCZmFrPhsug/TBIllk3hzlZX",
-	"fjm89bttOy7A1jvWeABxbYQ8rPtPrUra2Wdv/yNErcHCGOlaFWdMXzMLYgORPfBkKcPKLXaEVF+6U9Df",
-	"tUEXPU7KXPyu+A2XUEtosfBQhOcFyLyTU2GFt2HxXDgecpdPVhQVqpVldeV36zcnDO6GTWEzvy0MgxRU",
-	"D5YZcaO0s2WtVONSNAWIMRJVFaISqgAnP0ZPQFyGBYWD0MHvQA+stjHc+I9wNbS5lW9bRnUIUyIjfmpT",
-	"NPxShHxrIPIHGJF7wEl40UZgaR8BWlJr+yDzNxXTUb1yGQQAqXAKdgQCjyiaIUEf68UJXqYQZLeOQY4b",
-	"d1gZ/X7eDzxNRlLLB0ikOFiKuiW0et19AUyZVE4vmTUypmtnZSGARjgo9fsYQwaDAn9pJQ71aMSM8LIa",
-	"2pi9OGsXTMb+vsiu4vtEoe2+PeD9hAplXg6Uaoz+xyHPr/VolJHTFcsHWAe28CN2DlRXHKujlfNTVumy",
-	"5ZmN2i7ejiaZI3bOKg7OTe4StjzGYxc7YvTPWDC7t/yhxgVzdwdli/+ZbI4whVsia1l4zWZCJRYlEQbE",
-	"y6oeltJOKJPg/mAzaTU513qD4ZaWNjlYXVhMO5FyJ1JuKFJicAjiIALREtPU9pFdV58C7FgjstUH2BAB",
-	"sZKTYw0en1GMS2NWDjbnkAsVzPxeuy6kjdb+I3blkRjihakNgUyesqqQjYtZjGSxXRCpq/tAyNZb1gAk",
-	"9UTDGH9OeKirHRzu4PAj4FBXD4WGc+vEFIr4Fjrv9+FdikIakdNxPzR6ZoUJNkrIrfJQ59AHKf0wUQJm",
-	"ofN6KpRDlbriYzJjUkxH+2fwAHGFZtgWO8vZcgpoO9eKtHUnxghuNkqLmsAUQnx5vkJc/Em480q+9OOw",
-	"ADHPTr7pH5MwDGu6vZftIc0RPPGNRnxafiyYCjAmJRgDlp+WscHCFPrpO6zl4GglEfOih+avr8CjsWqe",
-	"/KpqjW660WBgm32WkBid7tHqPCQFZ295Mz7t2Yzw1A5vCE6j17fGxmPuoeP2ehOveiWM1IXMWXMvg3vJ",
-	"mw2sacHbWBmd+5WVsh3lE+EbHW38VKuUVp80VKK2VuDqnoiyAm0NyYlYqXXVHICVKPyV4ITWgWODgpC6",
-	"/c8/xFa/hQ5v8XRvv2pVAMrSUIawG0gQ+KpiTJJFtDgqKzbLp+4D2l/HsUG9B1NT3l3f+JPWy9cTPVP+",
-	"EAVrAZ0jEz1FZ/Bp5IydiulQGDuRFdZBFLx0k4xBgnEE3ymXCjx7aN0E2j1K+5px4xc68SnSbXg68aZw",
-	"KFBfUr1QcIaFxOQQ78KMuJGWAteWjqQX2P4rGoht1mlvv6mPn5DGM4z2V7EbfqKUqsXOb3EHFNzxQyP8",
-	"tPqpzEvBVV0dV36xiNmKDeEXFZHNxwq4eoTHHuXJA3Nd1hT+FMrF8KX4SlbpUuZzoi81AmqQxTOiLNAR",
-	"7cyccUjDF0UWCeqKQMjB1RwIOo/Yb0RsB4QAfpdCjgRkZIUDgzPqJQOQWd4OF3jrS+74ZWjmC7xlXbTq",
-	"r+COD8zP5PPhudPR5UIje8bIf26DwIDp/ytyB7T5tMCgH40Qh068d+Reb9oZc0CocX2NwPv6WvHt02/u",
-	"Nzina4Jo7nphhWY+dnQXntMFRDSKqBZwx5PtmseN8KmQlGs1kuPbIpOp1aFWuVjjoQXisnSbt+g7QgCO",
-	"FSUqkwRhUljgngfXR1kmX2PQjwIOekPMylkaAj/jEqAoPprk3QJF2rSykGVjv+WNrseTnqOb8I+cuXiE",
-	"B+DEU9x/mGPqY66nRI7Bu1y5tepBsm3Y4LpedVmrdWzEzTg7jfO2EAvUxwV6f0a73p5tzke8cO7sHMCP",
-	"J529xvoS3WCHE3Z3kNdvIvPvH3IrDnHVHcJq30A7d3xYeuySqhDv/R/OyPEYrPmqYB5i28rlE8tKnfOS",
-	"8Ca8NlXYc13WUwX8xLOodQA9hQpxIxld+vLlG1DaeQm8Sg1YxeeizQyqX0Bm0r9FyKSPij5xuUPzsNlO",
-	"s0LysdJWsKkkkxurjB6WYmo71ZiX9MIrGL5zGL11VdeQOxaZ+F++wUjpKYXiUIY/PI3p4b9E7tZx0Bbl",
-	"7fhnl+S0X/h7Oa2nTNVeb/St8M3KJ9zw3PchRjaC8I2NOguumNh6VBGdqVWO9I09ce78/cuifDHhxnY3",
-	"+/nJyUm2N9Jmyh300j37Zi/z9/lG7p0+PTmBK6ZS4RcnsY8w6UCUtG0pcHHKe9A4LkeaUNhdOxmwj0AO",
-	"Q3TJ+O7BYmH8tqmWop15rUGGK/bz21/eYPg9mAeNUAWUrobUg2CNXzL1g5gHaDfAtf23OZ+WA5Q4+Ky5",
-	"M9htmXRWlKMj9oN2E9hb4DNJDDBAwBEvTyiAsVSlZkKNtMlFWlOWKCHFPLBANuWtClGVei4KdiMMmG08",
-	"wkrb6koIfIGiHlMO8d3DORssmpJP2YIleXDqhy56O7p45digaee7QigpikF2CweInUiw00bl0gjMVd0f",
-	"+LnWlVC8kkcw7AfdYK5z+7tch9/nKCPjLJ6xwcT5eWyWQY9jA6fbJIa9dNr74JJwsBMp9/yb97LIgU4f",
-	"/Yu6OM9vh4nwlBYmdgibfMZ+q4Ty07q0fo+6KnPuOfHeHUND1zwbdlm3v2nJ29MJvR1zQBJ9a7thbkW6",
-	"JXf43BOzONGzx+9pkmqk16J4ZXRR5y6DiixFxiY6VJ4hE7qEhrp5pMvWBcE9asg2jWbOmNNjzEgA7JHO",
-	"srqCdBf/TKGQ4jP4qLDicWI4rDGfHkRSNZJmSpLqUCpuKMwGvqBWePD2ohYvryEHXneC2RWMx2s/HNuM",
-	"LGne0rERf+BW5sxPid9eEH0+1LX7ynxOPwnHhutGYouyTWTAOAaeoE2cr7DS8OpURaPwBuLrITmBnEfC",
-	"ODkCo1JPRu6vuhDn2IAtLsj4llV+UOzZ1+PwTKbzDtZZXE8br7jjD74Fr4u/joUyuiynNM3d9tTX1tYQ",
-	"nqiVOAQYzX37qeSaB8KBvcmxPwwfOKB/m5h0hHTcW6+L4MossDowOVKBmBmr2mG9DAuUzGOs4qXNtY3Z",
-	"NP5iRPP3lTTCJumI37KpVLUT9uCInXsBT/oHwpDL4jaVJeLSfdUM0jr3D70FhH0TotSp71GmrLibNCIl",
-	"jsjGhc2f9UiS2yp/0TEK64y5ZF+SI+FXC2zr7eNLMkkr2oWJsS/OWSUbC3OMr9Rgq98VuvgSCl00GMsa",
-	"kIM1cKeQ22/KbUA3gsu6o77hxmpuadMWJnx9CwVk0kBhSDyEakS1FwdWCABvwht/a9q4CSFT0z4MgIms",
-	"Gh7r+pTniHQbI9uybdRDafLyNMm7k5lITmWPuv7tSrPmty2b5tN7tml2T80qEaoZk52+vELy6tphWxDB",
-	"slWuad7VCraPJEGY0QFyUAVUD5DEAnQGHqAzgjT6IUvlfGaEEjNeHqSB3UHuWkgu8f9h1GRSDPJwxHOv",
-	"wVLNHT3qLDnTiAXLK3Rv25LI8ivXCCOx7ffrLO4ZnnWN9DMVonJ2mR1fnQe6ExnuSVyJDtY1PucXSUFw",
-	"iMfwe0QUwaUWH5O6MrQS5JAhG4VX2yDPI6Y1oaMV3NfozAa3cyhrK51l12J+CKVe/C/L7maMHCwivZmH",
-	"SFnUwgZHMzdQLpcoMlllxEi+X2xXk9OmZ9E7gz2dh6LjGBtF7DMQISAKVledVr9fwnD0uKLX0Jm9QPvn",
-	"66KDzyz4rYnhDbo20oZGknpP3Vzjs76CR9g791unTYthyBUENG3SOrwd6Nw6W/Z0nWN6jQTXO6Rp0fuK",
-	"WyuKM3RMwFigcYLItOlSKIYMPKlrhvoCHtfdH1T777VAbXt9YlRv3ynVhGBgDBbO6Bd3TD3UAQAzQPE4",
-	"CYp6kAlQtkWj9AL8HxOcHgY4PQxtCIGY/fZCrDxnsxjiCJpoE+I4M9KRISbBY/8RoioXwEEk0EE1bxcW",
-	"IhoTkwppnBUeAWsVypIXZu6PV2lxA/cUQTfA/iGaeHVoHcaljzXQSUCLkrMPpizS8WA7UdoOnegsA4kH",
-	"EqUyWnxPfGhI+whHknWyLOE46pDFKQwRJ+uC5uqyWS5boezpfFtsykpxfGlunV6M+X8s8Z5runn7qM8m",
-	"B4CW587S+FlbGiFKua76Jc/7CBhVmtR/KHwkplyWx05Yt6pcHFRIUcTlNxXWYvBUE4+Ob62NKNjVL28v",
-	"QhxTEIZ1dJVDaXBykidWuVaj2MzjFxICothOLvvnJ98jJoIfaNC66Z3S7l3TjAGKX9AYiWCbtNEjx7cn",
-	"zxry5LTRiL5QoSPnyt8JIjzPJ8BsARz5MjAo4XbFmAMrVMGmwLCmsYZeK1sa03WeWJZPtARiL6yWZ9mg",
-	"a+4GGDllgavzEMySojglpg6aA4ss1OC9wsSqGKEBd8NXSQkptv/8m+/ZwD/xHT1xQDFtl8KZ+eH5yAkz",
-	"YEMx16RndQRa+fXwVlj3yvd1W8wcMCLwhg34MI3IZSX9GYimqlgQj9k6huDeI1vHYuNXQX9rT828KADk",
-	"VY3wkqzNHf5/rVQcAnLaYa2ksMcE7cGtHxsUfbnO1oMh+ZT3nLh8RgvhtU2Mp66dWKYEaJIvE3b9YLlJ",
-	"HhwSOzk+KAvPi9+rBebM5F4YBKxBIk0SY5slt0hgBsZRPGJhdsNbUBEZHEv6/ngAer14D5o7njMaqy3V",
-	"CoiRXjuyokPyJLKriaIZlyDTymlVioSBxEv1ottiBAGclfw4e9FvqpxfUH7Eduv0pc1cbTZoBuMzsho8",
-	"rBHAtYZtzKVaZknANbtFi0DFjXTz2yAEER1gsbkgRo3AdwVFg2Qp3TwLcZSk31LIT7AfB60XTn4yLYeU",
-	"R4w+z9NXVsIcxoxILOA34XbC8gmXCrl448+8LGMToRIIPf+I/QFS6ETk1y9jwlIwL9cUHX71f99IJ9jg",
-	"4vL8p1/O2f/UMr9+B/cMmgKf+HjAhUKgck+GD1LwrSyFcuWcFfJGmLEo/I0eIUH2zv0CUba2aRLVlBgj",
-	"5p1wcQGzdPfW5XPqfNr3JokL+r3Y7TM8FIzgVHQTK0HFpBGYPDSh21LP+otAJPPwiSbpNLfLLxVsqJ8b",
-	"IFKWQOMPK2KwLq0Lb7mj9nw9BuZkfa4+JhBudqblbZqWPTzSOA+FmwmhFklqtnieeFyQStgV9G8Ba+Ol",
-	"YfWnqast2TFGOsVI/6Imfz9rZfwhYlXCjLSZWsbRCn0IFDrENWRktTIrH8zG0rHK6BtBm7dBbNTzLD4X",
-	"zfZKO9zK0bYbcg6kZbwEe0hC2S4t++bkBHEAcTWkKlDj/c62wdqRLVR+JuPzUBfzrLGEKAqxRfM0L+Yr",
-	"chMu4wStiQC7wFH8qEH8BNTvQa9sOasELAP+9C8Ft1A3v13dkUJtMONhRXtewXW3w/w/t2qSphlaDaVh",
-	"0mHCz/rXUrGTwpdV+4eYqLg7sXq538P+62RvBzzEXZ5R2U4q7uyvP+oIJ2lDKW9Y1GENbBPqdSnWxbri",
-	"qkyTsLDvqBxcKz2DyA3M40JC+LCEQ8RpPA3al5EDrZwzTIo7Ype+PSE/tgR6zEPMMDCCLgoF/CS0Izyc",
-	"JqFBebw5ePDE+6r0yhmbTebJbPm+kKAbmjysHZNF6V/DRros9QwKT3ZWykMw1qWw288U869ZWSIzTZL7",
-	"iukJ+8dhm9uoVk5OxTGRYDi5kjoXUyl/Aq0N689MxVSbeZYKKSowDKHvxPYmVB6xKzS3erFxNEqSIm2l",
-	"HRtro2sHhS8NvYeNjZ65ScZKPh5jGGlcm1Tw3l8BNR9AbOATLzeUetwpk1xiL14mfd/mybr8to4dQVex",
-	"ZEK+vj3xk3BhifUOxD1sCpD/N+GtBT0B3Gd+NRuuxmCgRu9R8MoEnMbWdSgc4YiJCocX4XNX87Kco2Ku",
-	"FvgHF9KI/XZjI2nEjENeHOYbAbtteGks8YQVdoeyi5zQ94zW4QUMwfZ3hX/PykPCD6wfg6/5gCBzXVgz",
-	"6ArWlVD3sBdc7RffBpthNpFOUD33N1LV7zE/AO9njdLX4oGieCRUu3M9nQpViIJBLK6lUvMOKliETQLD",
-	"gPwlmHXFFRhbsbjQGJY6qohpntYR+41ksNhGiIwCHwy68jn4b/zx4YQiuy1XQblLUr58Z7GBmJsfS0H7",
-	"/j6xTM9Uhs8jAMAWdB1EP2vr3uIAr9GLf2kyLmYTbUU6oIGvd5n3EwTPlIWfiDGCf42c/U9seDKq9oY0",
-	"B8puE0XThbvJvdqmItuMaagf3Aks6eKkAsZfEQtw99a8MzjJ9qq6NzyoicZMtyPtKFq4yXYjKdJxMxYO",
-	"Gh6j7sHHQo4MhBByD0yB6Ns/7EYYOZq3bGFppfNW4pIs0ph8isLBAE5QqxYTeqXfaH4MIHwE1hD7A6k8",
-	"0w40CBVKf41FyinSFcdJ3qhCsAE85F3dOPwHy1By7h/fApNtRNo0L4D3rYm0oQlTMTO6mWEcjccWlLnQ",
-	"PeR+6vU84zR2ReE0U3/GtFk0mOKamHCqsikVuvWpFDIcpFwi++FChR4dluH+4FddCKruc05vH2Dtu7GS",
-	"FlJchnNYnwO6/e28EoODXVTQ5xwVCsuyBd24pe4AtiG1uj+kpy0MHlclVytqjqVOdAR62vrRqxDkPuhL",
-	"kKUa1wtSv1+LectKh9HytPFSvSmCi0fSG15KjJ7B4t2NVIin3lnMLEsyzTHOHm0UI4ehkCNJ9D1H7L+8",
-	"qBjqWLZk3a5KPicdrO8lV/cIz/51m6NzBOJCWNBbcUIeCnx943tbTRJLydWO4vgRIVPgdE+xiTbe9sEJ",
-	"65octqjpbpFois6CBgqWAhAnkHRDnSVrY/I4JC6exTCfiyBOn6sCLadv+RgyluLLosSdRRkQfathtFHx",
-	"xailyvi2OfDaFMSbWhyxn3gVNL8mg6mkmlyduaUj+d5fhQUreFJNzDbhhd0uXBjgl+n43kUIYXdcUPAh",
-	"hptaQwQc+nFJdowSXBB94ylxxQpXbPeM3XnGqnRi2rCKnCUFdKBsHHqQIqkyio1TDUGisp/4ZMrfY9S4",
-	"7aMiWU+x/IBsJH1ra7Vzs834uQv+vE3wZ3vs/INK4YRK008IGbZoXdy0MtywlqU7lApqWDmhwMUMN2ep",
-	"+Nfkz9f+UoWmc21CLRZRZFHKwVCljspwv0ejOljO0ehgr5nfaAE2cw51xkPYeZsCpM/fuvWqcM1rVlaE",
-	"C2OJc4DD+HVZ0juH4A6WOQ7lysV+/MH/8yufir+8OrWmxIyXN6pwrodGw2pEKsNmaVs28wd91I8KjSdH",
-	"FWpUWX+mNEI+PIQebuNDjtg5/gJSA4SQQdBIyK0guzF3bFrjfgnF6TBqYSm6gfLhIDo7uS7rNHYFaUUG",
-	"pQ0jo2cyj5XmIPoBKf86itA0G2CjIlrRpGivGbcU+wryU3vP9rAqholcyatYcecX5N7p3n//gx/+++Tw",
-	"+z/p38M/P5xk3z3763/t3RvdYmuIVmiGfwRI1XH9aJiN7NFZ65L+3K5QDqxd87lU6doxId19LZ44+R5m",
-	"m4Pgzs4B8V7ktevUVSkFZaNioIu5LK3MnZDLIl2TAGYTGacj7aXlQGcvwLthY2mczqc3BrvwCwhbE10W",
-	"GRuKnNcW+DDFLKQP+2umfB411TSLjisoumhCol7J82u7Imj47zRYW0eR8KIO/Ph7GOeEzvurDMvpKhuy",
-	"RQVhJoYTra/tcc4dL/UmAQjWcVVwg2lPzrKx0XWF5/qIT2U5JysNiCT4zRPLBsQT9b8HbCbLIuemwK0G",
-	"T2FoXCJzs5dFQu0reApcA+wtJVf+YfjqAXMh5d8K0B8sloTB59uzECUOXQQrjr+oYAP8/oh6f/TP+uTk",
-	"Wf6z1iBvwKcu999Pwv2Bd7zy739BQ7bNFM3aDf2R0/XanlMYx5Om86vYNr7XYRG2F2cYhmQD4crZwgYq",
-	"RClvhJHCHn+QxV/HRjisRt2tfvwCCSic/YixYnT3PDrUL4QqIM4S4mM89FN6hh6xugr+e9oPZGZiXhae",
-	"Vs5SGE772RJj4vwtwQcDpdr8v/lE3oiiYcdzRoqC7XulYRCaBnwe0CvwjvudNrD1MHbqXXjMgGkv3c6k",
-	"FR1cFUBrQev5JT16bX03oNAYSdHQ79CdPaqD3JyM/fn9hs0s7Og4An0WOPo9Y0rPwqI4+rIk4wcTUv1K",
-	"hEDQUXsT3gFcrGVviLih/YJ4fwvMQN/GIm7QvsCnEfrt+75VwsCez1bt/INF3Dli55Hi53kTWoHPpXQX",
-	"iqOgV/qjeyVeNNV3wUhvU1ySljq0Gi9g87yHU3AdZDRHoSzYPgoMr4vBweJAKfe5gsh7GJnVKnkyxHHe",
-	"w8kCpAQ7KLlDKMGdOVrembDok515rwCDRQZW0D9AWdjYXESJfUypykJUfZZAhd/pycIazkP1IlCLRVna",
-	"VshIIW0FHMBkbySDJkYJ+oWIPFjStX4OSc1k99SqnB+sksivsJf3d3LTC3vLIY2NGHMnvqKg1/N2n/3C",
-	"X1hV7ZVzH1J5KqBu4ghrNzgDQ0oo3LGY6W1EwXOggJOOWT5vlj1nVuRGwElphQtRVGBGAkcYBm0UGdnh",
-	"sdCov+OInQdhnIbMCFaKkfP4EbhQiSYiXkm+h27fWFiurYFYV4+ztJpR3FXamjW8FaFBjyfbenHPJoOw",
-	"MhsGO7tzcfd6+dr75M52cl/RDaweAbTA6YtP4WQVqqi0VK4hkNAzxX7+5fwFbaosGJlyXYkM3FvIRFaQ",
-	"qmtxa4MHWlpWK/k/tWB8qskFvUJyxjtjEySYX/nQ6rJ2gk2cqyz7/fIN2/d/UoYyqPRlqWc/O1cdRGa0",
-	"hirSZgx2mNexR4aPpxDkHF7ikcfq8gYrVbJS68pL7xkrpbo+xDLP2rC81HVxOBWOQ0V84r4UdjmWckBw",
-	"+Q6jFUFwh/Z5XZ4wB47sYiqVtA4Zl+EKyyojbzza472W7YennfvfL/DXt/jj4OCIvRFjns+ZVfxavMu5",
-	"RescWe9snU8Yt0sGOq3eWWcEn74j5ERaN8s9NHVc/5u6gstf0NU4Sw0oC5WbOQSTcyzEgmQflKLU1CPq",
-	"KpvSgSVbijRdgV5rwk79gj1L+htzJScC+Tvuz4G4ohOrWg8h/zkMOMVw0cE70WWB1SQk0vlJ1xzFbCRF",
-	"Wdhd/P0XUf+thfX3qzOl0hLYZsAqU3e6EquS5xT5jssP2fNgFTfE+MgrAUnCYWVD0Pu5YmJaOcB6PrRw",
-	"TuG+bWgpQxw//nBG9uBQSQUTNxsZMjrOoAX+yDliLyg8nxKkKPtLvHfBZuxviiG6qrGv+va1hMCEgpmw",
-	"mOzE3bbgDqXt96rohdHbBbqmN78u9rYV1vHxOOynqVkTQZR49ABcwwwVn0UCwC5y407BFzfnIwPfY4KT",
-	"ftM4qZ424O5IGzbWmnRzpysoyiYkCM3YhQwkh2gNVQX7g0sn1RiNeamFS+R6KtgLrnJREomw0m7i74PI",
-	"cVDzlQvRWtMstW/P2URapw1kFlyLymVRbKGQV/90y0ZGCHgConsAioUMVOzn1sDz8WBQ69DZmanvxkKH",
-	"Y/rYdndiEtzYQkfebPBwgXeLSuyipr9QaFeaaKImaQfovzM0xv389u1FKMWLaUewVkVB3Gw0fqhDVgj0",
-	"fvuKcgSuMNAasQB6UK96zXAvU+vnp+3XbO0dFzAXm10HJdqW02sgjiB11BFvG1m1e4q+ASFEtiE2LHjC",
-	"A5vEAzjh+0yCv/lFxsepRVsKu6O2vSNUerl4Tib7+t59BIhIq8vvvFZWACNVrBMT7E7+vkHwvlNM20DT",
-	"ajukqw7hqgOymKENqq2vZWw4rzjWQpBItNiYL7GgCjrnY+AoXpH4V+ZMFmTWjN84cOMbfiPKSNJbsoq7",
-	"CdtH92TG8pLLacasHCvuatOYS7NgKz04CwQJMsYAUBzSosRzxM5ZgUQJjfLoNUc/Al0Wtrei02HxmSiG",
-	"a+rinCdVcEJ5GSRJiSU2XDzCzpht9YH4LSDPP8PsEPE/NS9x+P0UyuJB9coN6+rgQp1xGyigztqysgQP",
-	"sP9qxuc73fOr0j3Tmjq4Tpy+y5NgcyF1Tfk1r7ZxmyIftDliWULsDaiH7BzcLuzpsOuBLHi/ZaM/OF1z",
-	"utCGQZpBLEIQrX2rYHXvMSBhNPL7tgfvC1+Gxx2g7QDtiwO0iAqYi5BgwFYhzk2kKQ4rbtz8OOcVlvJZ",
-	"pXKnOVKyyJJyXKgmi/eVbAJPQ8b2+cVr5vS1IL4OqHcY3jZnOXdiDITGVM4lPjGWXmwzDklLT0O3H1LQ",
-	"lSUW/ooFlv3L/ROwAHDILNe1Iwa7kQBZ1jY57LXtyjWfUuB87IQlenHk/so8hBOBxHDOBjgNjdv+lPFK",
-	"HsKNgzOk/rC6FMwKi8lNSzm5T1MCukq+g3vfBcjrTkF56yfyws/ji3QatwiMPW/so2xLrllcHdC/ryIY",
-	"7mVIzJulPIftHeIXYqGTXZ/s0WbrN+tr73QvLrC9JWR42oMMfgj7kWDClRJlPwoEEj4lSogI8z0YaUOF",
-	"pHD/LdYxGckSCVNVwYye2SArpc9ZvdO6bWjJOgzNvq1i+FEmsXU1uLAx/yXmM22KW9wR6lLf4hY4164g",
-	"r/P1bV71K3LHbn7DS3Ej84+5hT7c6s6/TzTIOZtef15Vt7gaQ4FufcOtevAKw6Rv04fa6b/LQuhb3nMp",
-	"8tutsl/1RcnnwvxgBL++xX0/c3teF1Lf7pYL9+9b3PDaXk24CWvmVmsNOPTIWLz5AALd+23vQvKk381t",
-	"GviT0XX1X2L+I2Dh7ZoobwD3oJnh/m2aw+nNm5i/w3mxC45dERwbBontJ0ftwbbP+Tg1SwbvrgP/+EMe",
-	"gPqvtSqAVvHwPg2etFgq35/yyH2uZ0oYO5HVbQ/3tlRLYHDrUpjNwXMPm2UVYbES5c45dGeZVdyr0EF0",
-	"/Ex21HFV8vmQ59crnEjW1sIyO4ECPVKNS3HotdLfL9/YSPtDT3xiWSlvBMMY6IyFvE6y5Imi2Y37XhVG",
-	"rWuKLoNB+M0OwBg1lc6J4uCIveL5BGLTeTEFL9N7nrtyHiyuc6rxDXq+sMTYOyjlSDg5FVci16qwA7ZP",
-	"GR7s6TcnWVOx7xl+mGobiyFjBZUC3esHEPCIv0WgeGLJrEDc8+Balzbk3wCqcOX/lSoMB4Owcz9sp2BD",
-	"HI3gx7BieMxj/Z4NKIgcM1N5MR9gKE504jtuIsO4RLvCEftRGxoPm3BzXQtRwddeI4ICyblWSuQuo7Bl",
-	"DEWCVQBDIphU1gneG1jeQOAbeSMuwgq6dW58hKDOrNa4SG+T3DqVKnx8em9sWt3jscKsHPQp1DzDQg3D",
-	"4lfI/RqUeya05+TQShxCe7GhO0PxV2Qo/km4Zv4jasSjoIG85BjY9umHb7FHvjkfd/gdAuytYLCPWV1G",
-	"KDGDegoLkNnb+5C9BfIpVGDAcAs7yKhyD4xezg2QSbOBvcnfOZlfCzfAAwht8dLSm5DTC0Kb/PPPIma0",
-	"CO4jAaOg23yTKM4Cv7ClLDAregBfNOfkdyeH352cZCw5Lw/8CQgURzgCZai5Ii0ramBlHMAv5/7wHbB9",
-	"PtS1Y/9x8v8wqciXALQwBxgXAoVfQuwr3B1S0V7hKX7uBmw/fvlm4SxPju+mh5UwUhfNYf782Te+Fzgq",
-	"QzHXRIa2fIif4bUohjRyx28q1GiBJIhgFgZzqD+VMxwMf6gWohQuGW4q/NI0joQT4s1ceiRY3G/0tYCi",
-	"U6W2wgYhABf2IGPCOk603IyOcPRxGMHy2oWSId8yi6MEKRFByoiLcZWQcYYhhn4ooACC0lSBmt3IQmjG",
-	"jcFVdL7kMpjyeVifls1ECRKwYDMxDJcG2dDLqAenydBAtM9QlFqNbXQS03Mz9s+95eH65x7jQ9+sqYj5",
-	"jvEGjFnGFRb5QEIzoVv7pR5ToNANEaRnUZzjWFPVi1Lc2pk2ocTEwe3EoTcCi0t/9TJRa0A2EYqy1n5G",
-	"l3vIUw2y0v3KR+057RGLGnT2KE8gvxOPvirx6E0AtJYEAFl2Qc1zmvQtYdYJRluUfECBXJGl0tTvxjDP",
-	"oHIvOMjgMaes0mVJlIvQIFYrJ0sShm5rY7vyz/zcrGzQ6NVBOI2eTwjhbwnVvHY48WChLzAND224WxcH",
-	"072HdbUi9g9yydzCwqt47UVLv/547fShEblG2r7eHa6rM9Q3vIjHRyORO+RNBEnOC5MLosut97uuPr/t",
-	"rqvVu92P2xe7uR9ur+rqsW9V8DAdIqP1JmliaTVeu5gIVtss5UNRBfNyEoR3DX569ZaFBrReOgAtJ6MU",
-	"zWFtJRRz8QKsUBTRxVWzQTMmVUPW/cMTLIDAhLoRpa4EG3yo+Fhk4Fq9kv8WGXPa8TKDkJm/Bmxfm0JQ",
-	"ffO0N0wWZ2zg70Lr9SA8ADlRdG183yRQaJOJINSisU/YgIjVXnem5rejbJJgk9tH2rwI79lOpto20Sjp",
-	"NzZstU+8tdR2oHTXxWRaw7ttOFK6EGv8fW3rpj3+AP+SGx0NVl2e9BtNVOVBo3VQY+YUkr1Tu1NksQLj",
-	"Y0LWdMReJaaqn9++vTj88c3fM/xr9MvFc4CDn99ctR7X8lMRmdOgkJauGQT2OIArND7mpG3NV9nAomEN",
-	"u9Owghhxg8RYfXY+rFsAhj2JRaZLqAgVQ3yB38rr+U9sEiPM9p+fPGOD5ot3hVBygW6anYf2IHWQB8/O",
-	"QFxsALn6GjsX46VWHSm8L+HyHuvL7c1RbSt3j1WK1tVKm1SsOFfXQFe7aIZaSuj9YzJPzaeqsBmQEjQh",
-	"nI3hPRae6Uv0xSI1fRXpv/n2uw0ahNUI6+gkbuyvVBoprF1qYDDY97WpWdqPh4ZwI0NXaz/tjpE7ix/x",
-	"o7rki/9kGxFGVWfrUyfgdU9sCJsaiOiIyVq+nazLVxMuAZLeQbRx1CpQLwV7aAO2TXg54FrAwWZne/j1",
-	"OwvA1z8RSQkDClsny/ITsFjl8JhSW8ekg2Rhw7iak3JL1f6b5kSPCJTf9A9+fgsYh45siOGtKLPPBcD/",
-	"fBT296MdtvTHpm0FWW4rfB4DTqyyW3GkLPDipi0lkB7FiiLdruqzRHrTilnhQIpruXMXHMGdGJa66h2x",
-	"oiU4iFpsAoWJ7x288uC1BwSdN0kmVsegLBBxUbtPBAik1oO3FBiglZyv4DDWSkQpA8oi2mWPWNb27Ybx",
-	"fwdPeZeTqXVw2gR9+d6Rs3qVBIw+7m4MXoO+p4ynEE9Qi3Fwfbi837JEQMYZGjLgQjVOHn8WghGCUC/e",
-	"OwFTiAPYXHkroFZi1idvZ4FSK40noCueWC+ldtWFUGL2meL5FipPrhiNDTgKU8/wGeORknL4L5F3EVHS",
-	"+frIXMVhjX2ZEvTORbz6LFZQaPI+D2MDqVhSjVclUftLgJi4FLbHdnxK3LH+CoxdQ5uX9P21IneW/WMA",
-	"fs23ciq8UiBUAX8esP3LH1+wZ8+efR8qhf1bK3GwWLhg4B/+ukBjD9bwG5ZgWBJGqFycgaFaqlrXthlC",
-	"nhttLTUMHFx57Y6nwoxFqGq92oB82QzQY0jUjM25VY5ivGvzHMp4y63TNeOdG6Y4xutvk7MYb/pRlmLj",
-	"ZLjkVbQSb3XXK1yy27Xct3q2ST4brO1dMtsKE7xJ9/BWbe/Nm1Yb4JvrjifcFIeNzb0n08YYAZVUh6U4",
-	"ZUZMoYxahNwnbDh3IhQekmbBdbjvJkbX4+A+5GM/gFgECeUiCN+VqhBUTYxxr2a9JPuy09OhdSDjWg0q",
-	"BmpulKKgri36tGfaXAceWg4lCbQRUfdwgUQAm8qNYGMvg7Fz6AMZbYYC1DOkoVmo0oYNnAvH9pV270YQ",
-	"NHzm5f/UtYgmo2jK55YUphsKbsCjgBORxkwYwfZhRN7Vit9wWfpjpcOv+DM3xaIJvXU4bEcm9i/wSPAD",
-	"d/lkjRgMXcvY08OnJyesAKaD3DFZ2AxnuDI6F9Z6XVKFIiP3KwMv9acvUMIDHBVjr4SBnoF3hwaZgWN5",
-	"B3rdoPdzAykPg30EZxugH6FEP/L94JVOy6weucPg8MIt7OW7iB4ocyK0wJ5OYLVoefbgfRg7POKyJGdl",
-	"bNI7/7h3407r6yXevNv/u/3/qPc/rdP2pnkQIFgTEZUAQdLWfjD4GfKSYJmf4vkNB3ui7qHhTZogooBg",
-	"AsnBYLskc2vGhnUqjIBZti22DBF3IAe5hTTB2toaXFvnOVJ/jblUXiZp4U8o0HsbsLnSI7eTN3Z48xng",
-	"zVWzFR67vPEBrUibJ3ieJ4mdaGLWCvazSc1ibD94Of5LqgRrD/2PB0fsdcz7CeYruIu2RUt/0f5/E+eq",
-	"w9G0en6KkAUV4iTUQQMEgWS8S8jm3LdCgNolFePsn/XJybMccvLgT8FEKaZCuYyNRtNKjNmhtQcZVuXT",
-	"U8aBG5tq6IF97m/4CIqSwof8w//zzXdFjfjUdcmfA0zroxJnQzGWygZyhGsxHxksFAJ8hdIdHLFL9NA0",
-	"vi/2++WbIwaLybevQVCiNqRdSVE96D0qNXh+krXgxytjU94OVatVDRze6zP1Isbeyh2DtvtkRfT4X3D5",
-	"fXJR7seQlYcZTeRRtWeRvwPTAcAbCMVh4lr+TDLzdl6Xh82R4wvQOiLuEmISua8zZWXmHGWzrQnipyQ/",
-	"8gL3u06QlgbQF+xnIY0hw/S5CM5O/A0T5wZsnyTdhF6HkrZfF4MDyrJr8u7o1IFaCBOh+uhdvJCLyWdA",
-	"+VzOY3KOR3JwxJylTw11n4jbAKIq8DAL+eBrvCtXNI734lrpKAuD2UvJ8dsXkjlteUF64PrpN/+5QbRo",
-	"8+IwN0V/FRryiHz6C+Mi3EL5G5zFK3zDfRS/ab1wEx/Jwk7cCfIrvCVJfrK9L4KWlc4SuugOOVmanMZS",
-	"XosFHF28FFE7zdpG1vPhnJJ14btS51BSen/QgopBxgY3E20hDpZXlf8nwWmi02rlgZ8yHh6K5bpZAay0",
-	"DHlkhMp1IQyrajsRFpPGWwrE/uXbqwv4GU8OtMEUDL5OCnQfZB7/67L0ktv7OQjWPBkHbAPywoygVo5d",
-	"zAW7oV8a7mRCNMWgouxC/ucppo+l6eD7rWS1jln/P2G0/nZ0dIRqSOskPIhcZVHYz9gEwvEosPgffx7V",
-	"phwkvPVzYQJBywI7zRFbmD6QZYcixAomtCHxXKXDj9TC1mHScOr48zlVESGMYeBHsAmJjhf490JvaE2B",
-	"N87rERkbfGi176/jD7C6/jr+wKvqr+MPYbT+GrB9tMH40/z3yzeH/v5DYXNeieLgjJTJhKuGbOLBZJVW",
-	"/0h2XVMgxDY1ICHMEbS44AJsKIaqGrN9EnY5C1mKpfaijl3mITpvrX5yAdIgryOp8TPQzIcVN8JAKY7F",
-	"REpdu6WZbp594ifOS0ChryAOJUmJp8lGCJbGkAWaJcoojNBPP3zzn0//82k8fChSEIrFJyspmWzQo0uA",
-	"aef3GOzxkNoqNyDfw/NxUYHdrtrY8c415sNABQnLpKF4WaRtCkbdHdXLrpb7Q2qlvRJA2Lm34G+5e2K7",
-	"ieClVwnW0CBzZqe8LBlezqzilZ1oF6KwecGGvOQqD7UPplpJp71mAdxmUR/1AJrIEgmpGWXHSKCRmPjf",
-	"c4iq9k/DoPCkqCHu9tgKXlrNpMrLuhAgbFihLJU0RbdMIRz4UUJ9eKULAdG+Ut3wUkKUfAgHj/xpjgK7",
-	"/TmqtJpPdW2Z4VSfBSjb/iVyJwo8sMmEKS1D5rdwlPl3wUlwjbxuY8ML6ti3J88WK0jETg11MafSd3jo",
-	"JnEmnRk+P+NUblN/usnxJVfUyN7A6v4u++UAR2rwkSDMfYvw8zDNTEb2rClLFgJGwRjZXvcZCBdeqoYy",
-	"uf7yI9z+Iq+NdPO903988Br1UHAjzHntt9g//vTKbepu9XAF76DHp6szgQJc+LeoiPS/m6+9GJXTIbfY",
-	"wMXWZR/2SNh4ofW1FKHJ1I6lvBpoFpMKA/+B8w47koGACNaqDNNobcamXPq5BQooCKGlrW0dM7UKdLUc",
-	"J2Uf+8hOnkJIVTAv4EAsmyp+t+CdNRociw1RTLakvRBy0Chg45gzXJZRXsi546Ue19CeJPGv0lI52zTt",
-	"m1bTwrguN+5S4EIWBSMGCjYV0yHyxVMVpIBYoKM0r3iWvoJu7ngDFNNIJMkg842NrisbKk5BtfdDHoss",
-	"sErrMkuZt1wjgoQpKfW4ac63reaEQjTL7fnVTyFR1cAcXDBY6kn8nzNcWdRInZhWJWjekVHCrwrfDyoR",
-	"6k8NyJ4R0uD6wFjEnoECJoOOZr1JLBQU89iW8bNAlBJF7pBnFViV83lepl2LerCkfsF6s1N9jTXy7NGi",
-	"Va6rYW9jQ4QagxIyQk94MxpYV58841mkFMeJRFxtak9lUXlPIjiTgWvG7Xk6bvjyjva9guBOWv+YHh+F",
-	"k8VySESjEOzPCWkTGIbDm5+2NnYq7HQPD9aQC6V6Q11hRvUh20XdbVoNGIYD8slwRR/iOv9DDK90fi1c",
-	"3PZS4SNpCsKT/dfv00HC8nTLrfxBa2ed4VWwXmBJNl5MpZL+B9DSwssAj9xSDbkGqeJIff99OlKUfL34",
-	"8p9+OH7LUF9Eq4/X0cfS44XfPzfCsKvXF2F9V0ZY4XEYFw7A3VlIIwwVPIAAg7ABVVNyIkfC/fEQ3pi0",
-	"jr7pBEFSbpPNZdoZIk0QTrAdZKyQ4aBo8i/i4v0uHZioPe/99edf/38AAAD//w==",
+	"7P19c9w4licKfxWEnnmipA7KJbu6fHus2Lijkl1tb/tFK8ndszPbK0EkMhMjJsAGQKWzOupD3a9wP9kN",
+	"nAOAIBNgMlMqd81O/VNlJUm8Hhyc19/5+0Epl40UTBh98OrvBwtGK6bgn1cP5ZWhNbP/rpguFW8Ml+Lg",
+	"1cGtUS27JVIQ9sDUmlChV0wROSOUCFkxYhbUkAXVpJbakFIKQ0tDVtwsiFkwUtatNkyRGjp7Bb+5Nkq5",
+	"ZJrMlFwSs+AamvtGE7kSRBtq7HsVWdI1qWl5T8oFFXOmyZJCp0q28wWRZsEUfKiJ5qJkz8jZnWbCkNWC",
+	"1wx6g1FyTbjYHB2O6tlBcaDLBVtSO38m2uXBq38/sBM/+GtxYNYNO3h1oI3iYn7w888/FwcNVXTJjFu8",
+	"8wUVgtVnpeEP1C7blR39j7w2TG0u6CdRrwm17zIiFZH2z4aJios5zFGwWtsBcfvy31qm1gfFgaBLOwba",
+	"76I37H9SbHbw6uD/9223yd/iU/1teoQHdirdo5bW+HN6yH5sdh1huyh8gls1MuDQ7O6DDZ/GA22abQN0",
+	"u2uH2DTEjiQ7vKbpDWtJv7xnYm4WB69e/n5z57tBtEZeslKqautYFlIzQlsjjxV8QPSKm3IBJwbG+EDr",
+	"Nj/ArqN4nG5gd1LWjIrhyP7MKyZ3GFjT1jU5pP7Lo92HiD1OG+Frprli1SRS63aywq/Gqa2Km96R3HrD",
+	"6g33gZfM/fGu2mXE9kP/hPCKHP7xhxd/eP6H5+G30nImqcinj39+9yNplJzxmh3lZ9cfSYZwn7/4wwjl",
+	"4nS2z0POerM4xCG6v3hlR+1n4ycqq21j33fQbwS9q9nEs8bw5d2I2H00kYT/qGTb/ImtNwf0J7bGpes2",
+	"fm5fLgjVpLTjE2S1YIJwQ1b2J8WoYVUYVkPNohvV3PdTHCj2t9bS58Erey3tw7P8oEfvpY39hyHkVi0a",
+	"3/7jWSW56DnV7JgLzYTmcFUa9sWQmWxFhRcQw6GRe7viapTL37tO9qK9t1SftRWfyE8XVB9T+/pu5Lfw",
+	"nUyjv7dUX5ifpo/o4vrfdh6P7WDaaFLM5F3FhOEzjpJidBzgIChmWiVYlToKdjNrrvOHoowY4KRTMb6/",
+	"7/TVgirPVqetqbZfVOSQ977d8d7sfzxxrR9zXmy/BYk+K6x8VBBtFKPLomPu2u5Bd2/9IsfqvZz/qOQy",
+	"s95MGMWZJtTYodCZVSBgRQ1fMnKIlyxfsp+kyN85VrHoDW4m1ZIaextRw47t9wfjI/ykqhSn/MhWTJsw",
+	"yBlX2pBDu8QVm9G2Nkcg2NeVfQue5oYooYN4jK6Fg1cHAno5KII+En7AllOqSTz4azlpce/YTCq2++oa",
+	"+Yi1/cAqTq+YemBquyhCteZzyy2MxGEu7ddEw+e54S17PexFoh/lRU3XTP2gGL2fxhjuGWtAnOZifmzX",
+	"UbbmuIFWNDkUcYM7covetxOZxUdZTZD0cOTxmhLVCm01/qCV50dV7S3UXShpZCnrqZJI497PjcU/31Xw",
+	"D+OIxnbZCkvC7+X8T1xUoxKTP01+mPdc5DkmF9Wuw+sPJR7klWxVyT6rqZcWvE4+X77HIy5bY+9cuKhp",
+	"rY/QOMKFo0Z7fxSkHFwr9fo0/shfLUC6hCpG+FxIxbIroMOYMzTz4uT3Y0RzBXfVdCUM77ZR6RBf2UuE",
+	"xdHsohRG48EbQ9t/UU1u8cnt0fgw84dtdKB/Xkhtph60B67AsGO/yY3mARrc8dyjJXCiuIgvn/orVSP3",
+	"7+yJ7r3OBIlGxazprAy97zZqu0YXSt7VbKk3B34Jkiwa8bhhS+3NoQ+MUMuy7HfZ2z9uOikEzGitWZFi",
+	"8Rd0nrCefGyXd93aNHTO7LKhuG0FPaoMF3N78z/PslHbcHIwz4vulufCfPfioDhYcsGXVjx5HkbJhWFz",
+	"psIor/hPiZF+oF/sh0SEESu50qRhCoY9NjpoMDnC709SQ8SeLGs52TpgtLVxMc+bGb1hseYlmFL3sC1m",
+	"SC10vs3aBENw5/Ybz1SyhL+nwSiM5o2orq08tzGWN6LypAaSo6Jizsjh5Y/n5LvvvvtnZHuUWDGycEI8",
+	"kKBt7eiUzHjNdEeUThDlJm+jwXHsIXaGufzIazZmecQxeQs3eiEOX7OaWc3UqqWaLKiqjiv3E7xfkNWC",
+	"lwu4/8AhseKakZrNDJGtyesnYSxTRYLENHqzmyJWfxUJOoxoVASNhmKvk6eXNMMwrjzZbY4EHk0l40C1",
+	"zl+DRJ0n2UDujyLaLWJGLFjktfVt8kNuCWXNpt3YStbs8dYdhf2NmXY2B3nV3oWxTRtsxWoO7sympuLx",
+	"o+bV40y0Vw/luRTadiHKhFn5R8X0QjCt0e+qGK2ekdtalrS+HVgenBjk3arMMbGgyoG+CdcXq07Jbc0F",
+	"o4r/RO9qdutMGaUUM65AlvEeUnDF4lcaHcFmAQ5LuVxyY5co2BEYsQvBtCFUKf7AqgI+nlHuJeHvT74j",
+	"t62gD5TX2K/XR6h3yJKzsmQNLL13PMuGKbhwT8lKccM08Ftar+hak3gaYY/Qv93t0r8eXz2Ux/FCpy0v",
+	"sK6R4cX/HXeStr5cUzVnZgsb/hCr2na9wswILY1VvAvChTaMwvWKnO8UHOF3jEi33kCmsUBs95V9oaWp",
+	"10QK9ovzeJxrjsF/6Nj6ITrgq6P0ZIMvnxtHoXTOhPllJjx+jbz8LjlRec8mspWzi3fE2Ne3spQMIzGu",
+	"r93432c9Va1qNVOPZ3etdvQyfZA/25d1I4VmoEb9QKtLZBP2r1IKwwT8M5Ksv/0Pbafx94nS0RulpPpB",
+	"Vmvsrr8U1wtGgBbA5imrNUaEPNCaV+RwJpUlpWVTM3Lrfr2B12/t++En++Ht0SkppVKsNLCkXDStiQ+s",
+	"Yk1N15Y7ckNagXEr1bMDqwJLMat5+RXn7Hlx6XrWUWROqxQTxku5t/4VmDIlS8vOdcNKPuMlendP4eaJ",
+	"bhXP9BVMl84pFzDPH6W641XFxNebaEnrmikIFdLhFoKQgYapJdfashypiGLOEKZL2dhpd49vKiY4q26P",
+	"YA7vhG5nM15yJsyVkcop3F9nNp1ZQ7GS2VsU5gQXX2GnsRlaVViKvmO1XAEnnSnGjnVDS7sSwBThGlZs",
+	"1uq4tU7vAhaAQSqsIoe3Gid9M2vr+rawHEOt7dUHZGDsSRJ2GaELjh1WbmzI0KnowrOQz8ggr1qGbcXW",
+	"hUTpG5px626YErSGNfp6K+7uYyumsIq0gn1pWGlYVa/J4S13Y7qFuTd2zKAuKJg7nu2P0vwoW1F9vSFz",
+	"z96rjqoryewtagj7wjU4eDj+/cA1v6tZMKPhcTm8FdLcgJvQkf0FXdeSVtdSvrcX/NfnVMCc2ZeSsQoP",
+	"suY/MVLzJTf2tOLwboyUN7UdoBu2FWJ4yT53UuXXGfkZqVjDRGXFSQJm82UjFVW8XpNIxCWHfYF3jMPa",
+	"owVM+o6W93I2g/ldS/mBirW7M/VX56u4Iayy2ofl/H4/7B838IdlnKdkRbkhM8egQJ2e8wcrYQhye2mn",
+	"dnxmdeZbK1lE8afRozGrpmalFBXYgqEjx7tgzbiYPxsVSfLGy5OELRDkKkFbs5CK/8S+0rH+KAmKJJ2T",
+	"BdhyY3m4MMCX7ZjsI+z9xk8YJRXa8BsQIrvf8YB8FrptLOdiFcjm1zDhf8jhdhzpdtjfLZySMMwbEOhv",
+	"7M7AHH72mwkUc1ba7y6ZBp3t74k+o0hlEakdcKs6oYxouWSoydrL0WoUQnbMFEx4wYD+ilACdj8MnSAN",
+	"1XolVeUasz/Vci5b84xctWVptXWuydvr6wvy4uQkcgLBIhzahVe0NOTsFdGJ91tR259A0KrAiNgoOwvD",
+	"UYKmJc51OPW/2PlZmqmkAF3Yq7HOZmkbciM/dstgdVs5n7PqWLapuILiYMm0Tnoc/oLujqZhwt7+XBDb",
+	"MHhhNhoxoDFm2uDdoImRryJtRcma9SNSin78V0Fue4rst/Y7q6rcus2/vL66iE5UEKA0Q7EQrWabelXH",
+	"S/7dL3eYRbcm3XrJu/9gpbFTPWs4qI0pk12kJlpNzIpZrDq1CyCYFUEWsnY3H74DztUCZacZKM1Awu72",
+	"Xzvz44A46lquWPWuSfiszmsr0hJaVcoSmMKw+sPzd68vj6JunfoN0uJMyeUpYcvGrFGQo2IdGuCauO5A",
+	"XTTOUba5/fgDVYqu7d9O2zxLHV97cXRDiXXTw8/X53AaplhRQyc/JIxq5x2LRZ7gegj9FiTWC0HXq9AA",
+	"V0qhLVV6ApKOzaC8G7Y3eQoqPmfaXCg241/SjAutcM9fkAX7QitW8iWtLfVbbsGU9rr81duz4xffvyTY",
+	"YDBhZztmXxqumM6uNzXOj9EtvPsEF/2UiLaug8EgkjTtS9ktsR+hPIYX8sa4aqrNZz2ZEOzrSJVGkugu",
+	"ZGAYxWsmNV77LR4w+/H+w0UbyIaMQpds+xYIaX4AkSUzUzDaDjcBQ4N4lZxVeAifAgk7n+R+s5MrwVTO",
+	"nmR/J6uFJHIl9Japdmp1ggVddCp5I7kwMbsrqVKc6d14SdOqRurc/dRbS2RoUgUDI7C15BwUe2A0KBPD",
+	"hhkcdioIE6Vag7G6lA2IN/esMQXREhkLWiNsU5EYUlJhtd9VHD+D9pNNfz+MRN5PPiLu7RzB2EPrXtmf",
+	"UJQ0E7k3Ti4cXffhljPq3tp/fDrt5T3vGb3iA1uQioG/Ao8SN+5kcXvncVHJlTOgPMjO8e9lK8znOvBM",
+	"Fm2jsMIHcOpv1szcQHNJ8cpMNzHnTxw8mXSvbN4lifvuVj+UNw01N2d359VtR82UNExpR8GKlXIuuPZ+",
+	"+3EZqrNuAxPtjm2f7/SnMrgx+5yliCWdmL/G113vIHvKiOWPWEyIz1pM5b17akzke8/ToVYuHkfOOvlA",
+	"bwpuzda4Hq6hoUQ4z4aCO1Rqiy5+Zp+AnAnt22/SxIcTDlGlIcjHs/gx9TJI0wnOb6Sh9eiKYcdAu0tq",
+	"3NU6g5hOXRBpuQ2taxiRHk7z5e8PknFCMVW7iKkoNAnH5FYjSSttxc35gpX3qZAyq9LakVtViNo3SWlf",
+	"3SSWrFb25ktTU4EXjXfPQ7NpqWSrRBP6T0g0af/fRzRgu0+JYjPLbYw8JRTzcy2rcQbs4xWv3ItpxdHq",
+	"q6n0L38Hd/3gm+k7VNuLhZuEJnDlnqBwP6O8bhULpy1M3jN7LmbyoDhYUSXsAIsDBqbqv25jf57p4Wyi",
+	"AW3RJS0J5LNNGQHtuzoGBVGzsoWpIOGgOT9pPJATXYb2ahPzSH32iqDdQSqkWC9lq+Fu1Gtt2JJA4+md",
+	"hEfe9DRIneMYTlYO1DJ7UVW9u7bhx3CoLd9GRezYKWL2PvAjsgsM40neuLA8EwNbwhpuapegSp+hIrxV",
+	"0w7tgZISL2O3cPZWS2tvD0yY9MoNbDDxJe7J4RmKDZGDNzzZ8H8lu8+ymrftkopjxWgFdm6W4jzZ9ZMl",
+	"OCHHpUhclTDBXS0AsjWlTDG4jtF2vZwSXAOyZFRolHW8phI4GWgQKO94mnQGPDso5B5WbIGW0vLemCUs",
+	"mrOVh+mdbE1/V6nXZqqeUcbyQoYCPsEe0nKioukM4GvnzhoQakHY31p7GiUIxbf/egwvHr+rbon36RO0",
+	"5e9E00MDmzuRMal3uxezjiKwr+EJ7CbXo62pRruO0W4X4pKMVhcEs7S6tK//IuKdm39PvttcjGnSXnTf",
+	"7SPw+aH8yiQ+D+RwQbXOuS3g/KPY1wFGWHmBVDxxi6OzOhPTqi0JyUa7oId2CU/dsjg396FmLLaE629A",
+	"Rwd3ztFUmrBtp0Zxhhgnvmm0lMy5QFsA1fdownOzDMaPCV3C0UhO3Pfl3kAps5eG0yFqTO5MNk1yfq2R",
+	"S2p42U3RvTup5QFN+Tl1HXZLW/idTlHWD7S8nyvZiuqa6vsM02KKy4qX4FLGl4mhOqFS9L7NG9OovgcD",
+	"cPKCgWiJB1pfobc2IWO5F8gdMyvGBCYccuH9uxN3xpLq6xbtaR8S3fhn/j5D81MLzuglr2ue6S7JArC7",
+	"EJQy0Lfsz8NuenczN+jkY1VGwLJfXbYiJQn1QtTDJFL2M3Rg4vM1Xv972uThOv8k6vW41gWE4NJFIQwT",
+	"dTEJGYOtjvCVNvWxtNppiTjk621aHVtxLlthRvm/HQ6AQWEWlJKlc6Qqs3k2M5utWgHK3fbZ11I2Vuhy",
+	"X2zkzSaStxJKYdxJb/m7oWwerJhqNo5DTLDRwm1nIWnZ54c+59BEsTm32jsDgAF7afkZ9zlKzkIwVLQ2",
+	"lyw2NufljjCKAW/TkwWOAQfdkDmGO+ZjiLOX/Q9SGm0Ubc6qJRdRnCutKm4HT+uLaI1clt9QO0FXlpHO",
+	"MemEGKUtJ7FyG7WNc9uPkSrBybluarr+mDfu6IVcCZ/C6zTpvpcXTDXPMIluLBy8CylI+Hp8mIRXtOJh",
+	"nyLfoETT2t7XC6oX9kV0VKBrfND/i+9fQuhON57EcHwEwOZw3ss5F8BgTpEleLmA1MxAYqkiFZ9zAxaN",
+	"Lp0LvfL4ji7wFft/af/bioopXUrFdGHldc3nAk0ii3WzcIbeQRZINIXv7PrZhu0A//e/nx3/Gz3+6eT4",
+	"n//a/fPZzb8c//XvL4qX3/38T1tVqTD7aF9G6fTKUNPqcWaHpNfbPaINr2tEMJDkjsXB7X1ivPM9XYZh",
+	"bmqfrYsSFXLQDcQyanujOTcEI6HByKXGtf1D2LFYpnwHqIGgH+oJjHhziKklO6eiRGSFc7lcUlHtd7qx",
+	"GQ+hWGJTm8umGNUpQewSfu+CdbuYbmi3Dv6piOa+TxyUn5MzbOgdr7lZn1PD5lKt0zJl6Z467q2q44Yq",
+	"syal/945cQeGxzg8c8SaSwFDw9k58OxZlS2yTAxiu3VayCizc/Czc7g4sX2l5g8MYDssCRVegTjWa1Gi",
+	"NuUS89Li7zQROlq+GctYS/00L3bzpQuM1DSStJr1OtvFqT44HmEhh7JKapBFtM/pU9SYckHPF7SumUiZ",
+	"RM6IYCtLS/Y9uwP44iZBuVe2SBhGEs1EBUgL4YvbCAfU3gq7Rs38JWQk+eE5jfuOgd3GpbBNN1XyJZ2n",
+	"AT0umT3TDwjf0SFquV7hu+0Wtm6poq7iGSa3CkIE/SX+aFlGM2O5HluF8MnElqKP/iIrUngnfjMQLey9",
+	"d0pkg8MiC6ZYQe5YSe05oGJwqyimmUELmwvcst9/o7tmQ4iTPVHO4juURDY9YmyVHznkdkST/2Xkn6HA",
+	"Go0ot8VJ7LMz8sArJj0DfEZuA37LrYvTcNE6MSjMK3L7u9/97l9urXglKm3vdEwMXUPGJk4Kk0JvF1Qj",
+	"jE0XjKdviaZr+MxfB/BhOgI2hrPdEwS36KHU7gFO22tglFHEkLmoyftA5B2dGlGHlxkZ4S+LdQ+HEhGQ",
+	"uekD9/Zz34KBgQUL4GbXdS1XP1DNy7PWLD49MHVRUy4ujW7G7/QexNSSBihpvKCWTNFvNIGGST/EPeJ0",
+	"YLttbH/kVhndvPr221sPv2AZvHbAJ+4AB7eUkYSKtVVSnYlCMLOS6p401CyekU+zGblb+yTqV3goX2Nc",
+	"JdduoKzCLGg3WDSk4u2NH+DYo0Rny3L6M4F1TUsqNIU4cuYAjD2Hc2n+h4C/8y1tmm994r8mreB/a1nQ",
+	"59C3ntnDEfxi/B0kceYzlLtOPomaC5aZgWv1gan1heW5Iy57Goynyn1BwGsAvrXDuzX+ExyVRjZHpBWG",
+	"127nvhjU3FAWM2qdH04GCvnMwx6f9o6I0wepJlpKCM5GPuzQuu3ue3RZ+2+u/eC9CO4ydhwuhHMF5iTT",
+	"PdAzyeHnz+9eH4FzyJI1LZXUfTiPtCQ5Emt97mJGHfrfVwmvjsFA77moXvFqd1H6R8UCzKVyaqBUumfB",
+	"sJe3zvhBqwEQ9c4g0cUGJPPGGCchPnegFLa1jfG7NBmHbJCYRhbReRJmc+yzRc4K6RJ402diEXJ4zK+5",
+	"xuMRfC4lFXYOdyy2v24ehvkOiMrfOFTioX0djd8ivUqLLIxvfEW5vB8v1CCSr33gHFd6Idu6Cklu6bks",
+	"Mui8ff0WrhA75IaKY8Nrc/yTlMtsixtSUr59P4kIpq+Tu8hhiFY+9aG2DgrgKN053wKQ2w/CCrKGw8gF",
+	"ttg27gJpamosY8mwRCt6OLNKmi1uUgJIK651Z0YJIWYRJImzm/pbw94pmTCXXaA7qCH2EtHxmDxV4oXl",
+	"0pwR+XuH4LvXaLzNO0LEODjpnxhriAMi7ZAzYLEQjpTUjD4A1FXALQC/IxhdrAjV1nXGbTMW8edtvB6y",
+	"Nb6Z+ivjX0kH/EXYoDtBeFrFx6C1Zwq2JrxrPzK6uVZU6EYqM/Xj3jc/FxG25aYHr8PedILh2p/H+Jgu",
+	"wSke9CdUnCiopSgFWqkjCLcrUG9v7YP/9rvf/W7wvuXm/s1QrsTvT0DCQGnZLMAl34fB+L9tM7bh/9We",
+	"nLx46RuDriCD7vbb/Bv4izsS/+051I/51w/u2tFH8Z0zuCLTN47O4H5e9fE9M9+9y2jiMRonxB84S36A",
+	"yybeCIjhjfh6zbXhYg6ZJMlO26YaTY2IPbmo/1nlIySpSrWrFOY63CKFbXa7Vf56SOOG/jlCCO1rJqfk",
+	"9ubGqVEAOnpzcxsyWdmEFIEYrTDpGo1hfiMw2eQVOTzYRcAtdeCMAfq1A0cbQiIFb19UwmKzEkdUCaEr",
+	"JRFXRukVcong/oe4zgF5fwMefkzvLhKVgQbFUPqVeDbtB0MjRlKd8+w1nzzR0X5MliNWp7NNI87Qvt2v",
+	"jYTSl9NyXeGk4276pJGyhuO6IXqeEheSFEuncRSn6+qgcLFLydjNKQWTgpW/U5wrycUcLA1WgSaHQmLe",
+	"ub1oWXVUkCsf73dInaACOr1lRyu6Piqc6k0O8U61aqlS/IGL+VFBLh0CAoLBwRGnxlgm60K9Tjvd2Qpn",
+	"5YJVLfZ74XRuHqLCwMrhA9D6qvlRQX50oWP991e8rolbbksj3MmTfmndvA+KAz/PA8DWxd/88A+Kg0Bp",
+	"Pw5Dnja2YLySUOdpCcIiJBm5yDPIAMR1xrQuo9Zgnb7EcAuMnrO/aHLVhXX5+VyGoAz3cGygUOokZV7F",
+	"FHY5611+A2M4Ptka9dIvz8W6wi0TAql+RdYBbp7IKDDZDDBJ9XRFfFwFn7s12FFhzD0t8NFi/R6iw69D",
+	"Vhhc49F9mLzFe1T9hLcJnLTtwdu92kz/lbLwcMK9KUwOk+oxs30Cs13nEJLt9UyMyv5KQdheYltaafCd",
+	"YcscFgm8gMF8HmckAiDxga/T8FiQnguC9FsQfc8bchhwAaFWDLgFyKGDGTwlmtlb1MplvUsUmwpnwQqu",
+	"97wZSUDbYmXu2WwWFELFVxjR85DmT/cpPvnHDohFKrLhmujbbNLNcpEY4HDh46WAZx0jSc5d5T1j/XgP",
+	"9B/NOKsr7dmqXQqghQATuZ3rufoe98D3AmCMG8ZWgtzPt34mHLli8qKxys6MKVLJsl266L1fyG3qu5jY",
+	"wrUb2mv/GRh62ANnqx7+LoYkD5SAmjr0QBA2AbjQS9A9/ONTAqsUsIrhWbQUW4LAwpQm7FYeeaqB0QL0",
+	"kNubQzfRo46ujEdhBiioGVfLFMgTvjJudfWDxrwK/CLjc8K7NcELoHZFwNiRzrq5AnP3HZuaC5JLSHnn",
+	"gFbhnjlFAB07484a5vfLberE/sK9tXnVM2EFentxIhsBjdCxOu9viehilxswuj9SUCQxSae3jGvcKuLe",
+	"zWJ+cJ28Uq4Mot7hc1SELcnZRqE8MjUO48qpQI4KGyWrtpwcA28vlyZPLRG07aTNcgJctjl8vC/xDaUD",
+	"twtFOEId9XdD6eYYaNeTQrT+I7xgsqj5X0nI3CzdtYeYuZeEGXpOyJj66wqZ+fJmbx3oj3eGWUmvXLi7",
+	"Cm2apxjdcuvcS1HYVUFupXjgM0i9lfWD/wxFrQD6jxbKgtzO78C6fmuFGADN755iMM3Vu4tYrlJoToQ+",
+	"DooD9/mYcePC/HQehfwmDHjX/9YLCnYQasEqg6PJWj5yxvsxeXImy1Q4+zkVXryDNzIOT8XHvwWOqnjm",
+	"84aK9NcNzYA7Abin0WOE7V6Jd++esUZPztGcKaYXacNCiE5zDWOGGUMQTvtguauNwfCUZGTXwD5JL8JP",
+	"MlUN1H6T84uPeA7sHrhhuJY9Tbjt7Ra9vzhjB9r85HzTvjZFwqInQtQvAbLPBfb7t7L74cCwQmu7Wt7y",
+	"Z8dNxyX9wPigK3CZG5kOH8L3MgfRNaL7IvYEB49vtojXY9IW7KkrxZtySpbygYHcXEphuGiZ9r5ptP36",
+	"iUVoxrJNKFTZ1XnNFSsRLtYSYYFcpwDmEYcheOYLGm0lV5gCOAMAKj5foPXr2P3SNsf+R/uq/xn+7R/Y",
+	"3o658P+SrfEH4FgwqsIfM/i3Hc6xbABQBf5d1gjKZceXZP26YZ78o9JrAyG1YZga2DBV2lXuRTl944BH",
+	"kwwslGx7vq1kmz3ksCs+/9fXqjs52RjQB7/dLkgfjLisnsX1hZdWFxnLDe6P7+XJSX+EJydbRQpPLeN0",
+	"foWh6Znr1AWu96/SJ71BnYLGqh/WZ3HUfJrn9eLqw6dw2gAlaBh3BvJ9iK53iPo8czPgN5fw0vbIKtdD",
+	"uL8urv8t3Ww2iO0DFRAeDeV5T2OWgYFUHgFmtcDYvdmOl9PGfGKfcXbdp5HLfnwxqg8PajKOISSRDbnd",
+	"VMo4d0r+05DBtv3qJjFhP3xjI6valV9jVJWLLi0uT38NU8fexhCSxIiG711aCvicAXW04pDwwZKZDduz",
+	"5OL2l1QgDAV0xDGqi9Z1zgxk+x5vPUREj4w9Z7XIpyMIaYoQjbZ2DvoJyEBhNaKhT7GrXvpYsET0d/Bt",
+	"+5jtmJWeBtc2OtFd0MELokkl2zuIqmsbYiT5niy5KNCO9f/+Py9O/v/kP7hxHo3BnrqmEj7LQV9cEGpV",
+	"8gjEwO9HQFF1wQBONPFzAKDsmlE12SizE6hFf1GyMBbw4aimkQhQ2CLhbodlZl8M7PdoxxAA4TvmmlQt",
+	"80AaLmjU+YtdeRofJ7HvuIaU7GlgjGiHsYjD/HXImfEvxAj3mNBAWyMJ1iT//PrC1d6raw1EYkn2+vyC",
+	"AJIEhID2ofVaKOtvSiuItlUzpvd3hcnfCJNLEkYr7EDhV/glqeU8g0yY2kFJSuqQ12JfNDlEoLFXz549",
+	"C4VHgmkFJbx0EswEHckRP8xiTDF6V2VDE70SEdqByB3EdON279aZEHuj1tNyQ7BVyAx5+L8gQZ5XmmhL",
+	"HHdr0FqO8oiCO6EJeoHRGVILl0l2A5lkz5w1uAhab0hPt3e/4xl42NNGG5WyAFwo9sBl6wph4Hgwcw37",
+	"06MOxT0K7E/HOqRlKdtOsYH13Bnm8C8he2E/eEOTSGn4yFa7LdeukIAuZqc7j1lK3pC7kKyLnkTs/KZI",
+	"kN36O5y/PpbfGOfs72QWYZR6DnRcyzken1co9M7JYaBt5yMoiKubUjgvCgTBdT7UwudRunhLjJ6LMiyL",
+	"fixd4S/ro3BQyGE/gUFDghcm+vnEE/wTVsg+hhjAY5eIcIix9Fa37YcLwJR6waEx/HUwvoQw2LjVaax/",
+	"u/9juNRJVIj/Y10hbsaP8oQML9p9HCN+HP94v8iVoI1eyJQcfBbXtHevgZPC+0ifzLpRyZWoJa0mYy3U",
+	"1EAu8NJStcMLenlyjEYi4psjhpf3zPRlyQiVNZObltVsQ0aXXzNM5IqF0kSyGAMj4OblBb+nJjTV2b4N",
+	"1s89CKh+YdiTdRE7pi2KQ7wPVBND75nYsuDTLlLnMX4ikrBN7UkOmv/EfliblCvNnrVH7CAyehd1PSWR",
+	"7xu9kfpNhMzEK6x4ZRaJZu3Pew96xI7WGc02cfF6Mx3jRvY2yYXyxN4cuHZOk8nwHvqw9BAHWPc8H8u9",
+	"gwc8ci2MfYG6hvON5BYtuvNHV0Q20xYEfRePnaHooLSyWYWdDgVSJybncuPAL9FnU3Hd2MsN2eL08jCT",
+	"lzWEven41/E8VUwh6Al322XkYfvDNYpEuI3gx43t9EF3UfruTg6zjhGgNOkhVcFGtRFseGrFPeCwTioO",
+	"xl2j6EPKRbEVTcQ5dJLDQ8CNFCZIXJFuR6iNBFTfVvyMsUGeRVDOefv0BlzF1iYbS/tjDY6H/g6AJTB3",
+	"1Hmd2RdUdE6hkBWRIYwRbrCZYmwSJuS0RI1hUycvfp9FORhBWnjtEA1CkUgIHHaAohOGmgNReB3DJ0xu",
+	"ryfSjcS1vnFwImP7mE9QCYHXU2i2j4AwMqa3VB8j8sHYqHIoB/brcVfMrngGYFv54iPyNa9YKnf6MABM",
+	"uZqEqKrvh2lwheAFY3PYASlgEsVMSxja3swuuADcLGTrEQFy4UyPSMX/aln1hUudB3y/OHk+ppAVCygY",
+	"Q0i1k9//Yf+k820Hb0IS9YStzdQS6rKheynNEySC11H0/g4iQaRak5IaWst5ywhEMz8wpbkUrEpkIZBu",
+	"s1CL9Rsmqg2kEnuAuSjrtkpByfoYz6zVXu9qYBnKSD/DZrzDFl6cRDEdweDi+cu2+C3/3q5WXf/WhpBS",
+	"r+haQ22+ZyGymGrNzLFf89spNImpWHnHR5cYt89ChhSxbhm/T63iThHuuJSuviWtCDUTw9gdWSaYq8+b",
+	"cG+coo3OWVVtJ7pLN9ETrY2Dc+re70YR1r7oKHnCaQ0pxDtJ75j6kJbVd6z9sKO8Nj2rdgq5PsnluCVF",
+	"NbkJCKIHl/lbqU3Gyotqv2XkmhwCojOdg6E+SNnYDrlbg17UapeOb1+tucYU9KUU3EgFaYce01qTOX9g",
+	"LrDJUJ7KI4gkEZ2z7cDgyWohdcCy4oBayMVU45F0GfybcQJCydoKsYuoE1gAcKHz2hHblD4mDB9bxmAh",
+	"xFl0Ge8LRpW5Y9TEkZpTvAMO9SHXq0NyZDBNFy9aIRaPkG44w2IbY6HYJo1/fokPcBUnNpax+3+I6PFe",
+	"yBVAokd0WBA3CiIFYEB1d+2u/M2b/aWHcpAB6KEJaBp+zkWKVkfP3fKOqQz8uDtSS3hn81QsGK3RHDl6",
+	"ccUdvcVPrIJiTJOt6nfWL+eHA/hGk7fX1xfk7OJdOi4GKnpsA0gFdw13eGIO5Hi0hMrE2hosWqbNNFk6",
+	"M1sn66tmR7VdjKKzGS/TNmxWz3aZrMByodQErNVMDc92NlNJZ2Gi7Qdp0ArrHaJ/loapg+LgoxQP8M/t",
+	"JTtDrY9okfr0EQ0qbLNbgMJT4VYafxuodei0sb+7AJoexQNKKQNzjMv5Sa9hMp/0nahYokj0e6oNqeWc",
+	"cPs85Kc6AawjoUnFksBbmUwI6tySkVN4QBR3bMFd1Ex3ACYWaTqXwtDSpEpCfYhCu6PwOsS5wM86UPid",
+	"JrxLLV6UATKQ/7RcbK+P4Glg/LBkqnp0RNWfpT8m8h6ilOeKVpgtKVJo/pGCmxOwf+CCqrUXr/sd9vBZ",
+	"WhHmvd0+3i1RmGLRJ+we+Q1pIhbFx6pB+vMZpLI8Dj3YxdHLzyCmVDgBwUW7gqpb2MlzRRZcG1eKYXA2",
+	"3WYmoVmkMErWiTN+6ros4zewYAaQGl0yP75MCVuY5kQYYnw5jaPDhBVat+SYOcxvq8U1rSFGzoGop2vG",
+	"bvkSVI0PIHbDLkIB4B1QEgN+u2vLe+ZOt4Z4tun67UdZsY4QXE+pQAw3uh+gr6yjPLhEqacGP7quBt4p",
+	"OQnVcPxLXd1EBz47QUR0375JBUS9EcEPELrgopKruKzcpP53CtV1zYHvdUu1u685LEs0evsh9/S1J/Fs",
+	"L7QSDmT/TBUxg/CjHSxmb7sz1NgdoRGulysIdR6kP+S8fclkIJJEFd2eSgqJmpxwJz8ZbyvlcsnN2Hjx",
+	"DcOqaOSR6rXbuFHiybrDu3DMvo4wgDxzv1ppCkaSBzwOpo1JqlL4AD63d3my9HksrO5gSexpfj/vYjP0",
+	"B1X3bYd70I1haplvP9KAmFruEz0XH/Gw167bDVEmpr1o+t3aJ48xVvPzp7ldLmmyBlZ/lxYccVJQaxlU",
+	"BhyJxMP31x9yxNAJ/K4jJ8LANjlhLup4PTVe7Gsek61TKzcpfpI5aAcTuN+BnY3gA/rzsymGO9cjx3H8",
+	"E0dgshUmeU/Y34PET7kAvAooKTCdrmjDr+U9E6PrfnbxDsvETa3jm3cgdY326h7pySpgZ9waPwSDch0T",
+	"2s4IJ12j8MLExlq9ZYTwwj6UhS0X0c5F6z1YIT+pEfJy9byTocKOelztbSt7xESlGYSIPSPXUHYJKgAj",
+	"ziuAPTiKcWFJGMHHBXlrTPPJ/ruU8h4qQIjKVUng7hq5k9U6jeeg9ZsJteLcWLCwoTsJfg7YK3EF2U7D",
+	"YLtCBmIHCAitZrAHCdczrVsWkqVu//X46qE8Ptdqdgwf3Fo+XLnAcVAuIZgLUlvnXMxDFkhU3IhVkGy0",
+	"MZlTcocVeaV3rrntElUHIGU/9SgcaS21GauA+GY2Ywjs3GzUQowqw+1S/LA4cAMd2dKzOy3r1jDCOjXK",
+	"fXXqMAW4Cb1buRBTOzcK3Y9uo2txmgzrV/eQ1q5Oaudbt/ehozfaVhxFbChjJMit3clvl+w2nSlmx79N",
+	"cPusU0Xtw+BdI/2djIm02DhDiT0YYxU5GeeTvzSx3LHsXz4LuWQhK2MQaIAX+laJNSlqPa324S/ZKePA",
+	"l7cZZABNGEgGBwwiRfhi13CFFVUijVbhhWb/xkitJoyMxwAQwR5TqjSrQfstDWsaDT1JW5AMduYus6cq",
+	"5E1FJ7RkImJZ9S4ZngHVjAl1ThlAUAGmcv7u9SUR0jis7gVzF8ySrskdc94bJZenCLbovo+KfAMKrd2L",
+	"3rrHZSZTUnEI74i89nGMTI51AvVR44BXu+GGm48bd+26X4b1yKeRpcjXPnfHLuzBMHZgy8yFND/ApZyZ",
+	"G1hAhrPjmjh8X0TDpAazBvaaW7NbTeBuFC5+/pRYzYssWw2Y/TS+O93FAWguYEreiSi4cETxPAGO2apG",
+	"6jG0/rBU3uM4oYw16CqMRogZY9HTEAMJDn1XCIuUsln3KAKrjLsRYdtRnfGSCrhMAMPV3uanLjAakGdB",
+	"loSAjVA/8p41U8BnfUxftLN5phSjce+LhgUlluOIr19LTNBpstB+XGc/Kq4f5YSmK/mPF99//mTxRqON",
+	"7hN9FG/0E+zxL1lB9zFpHO+Z2SwQ6xxF1FVVHS8BixjQod4VanVwMQIaytEpkbNZkSvrukeSyD+aQHdJ",
+	"QHlcQdddU1JCUZWuiOpm+dTC6eKQEt8rnZqDANu9DugT5ZX0KnUWHnDnxckx7BxJFvg89CcdRuQwVI8e",
+	"mYgyqOaZH0pU2/MxI5mawvLL1fy0d/QXLLbmIlmNRK9xXGpSPGnyy7ZqoNuTYcZOyZQSoFAaCrbLcrcd",
+	"Elgmd/y4Ip07lciUkGxCMLYaQnm0Oa4lBVQYnz0blci0MjHyj4FQ/AT5M+Tw+fHzF3+w81e0ROYtZAic",
+	"6H4+2ksh2Mi72SqDTqjP+Z8uJ+cy5je2M3LoLmniftCvvv326BR5tXjgMSgokI39v1dQDxfGNAWx/9VQ",
+	"OoH6m+vz5bu4iKTjbM9IlFGG5e7JYauZeuVlg3/Bqwcscr1qmqFGps4XydRtuYAUI6yN+ezZoPDls2e3",
+	"UWHMxONhWcwjMHd0ikhnbvZFeZ8sU+kUQ4E6KidYLOLZZsEWrxO2AvF9xNBCtZusMiH/KVk2cjcO8AT5",
+	"USBuf5QVO5szYd6EeO/H2X0Q+VIKVOWHYeSbMrkxeYSN93zGTFQHDO74OGbIrSH555MTcvgcwAlbw/TR",
+	"OIztH17+vgdj+zKNYjuyYo+EZbZKiogy/bMYy9cwhE1vo8MHWDcu7AvWR2rMruh8Ey71AbuKIel7pW8h",
+	"pP8ZlEK2v8I3zxolS6b1M4x7OZoidPCKLRtpmCjXSTEHa+uJORoRurhTOKj3VgYS3d8wZuQKOipp7aER",
+	"ojrOFJbTmVC33ptL+uUsi0z5mtX8gYH043xQHLMrNJGt6cjtu20wzttQnBu6tlJBnnBSsto7YYXBcBQc",
+	"qjc3INc09lJpmKi0X0bba3SfdmScgyzFyqgkwNiFDfKL7rwnnUvFKMrrSQYrl6KSPemvGa1QPBpMzy/5",
+	"y5OT3Q51ct1XlJuteD5Ghor3vekbCa4vRxmoTXMx78Z4sg09OxreZOBsYAHj/NuyyXJd1uyTt9nty5hq",
+	"31Jk/jOSqBYcSTTK/NpkWbnkjA+9b2Im8l0KO9D3m7OZSlLJOHob+dWxdgGB4U/ZdH8pNnisGBy/4gB4",
+	"X/S8tPOZgYf3WDHBVjtVWhueoGmHZRc7WkjQ6NZpHBkYiOSzZurJvDnBuTywnKLq8THvg0CHZD8apucR",
+	"20H98UJmqvYWB/dvkHQjl/ipq6lGNK0BjZpqiEvmmLqXzJX//mV/h5LmeFmzdymW0jk+g5ht39Wdmxz8",
+	"DT6ove+TWJO5osIE+dRe9KhJ1zV7ak9FnDzhNDk0lw6LmXYr3IXExiEHAVs3fOwMJsmTZL9Kq7Lv5ZwL",
+	"L8rb06kz1kS4lqRV91dc+1yAlLlSx/ZKXYDuzedCR6ZLPS7uf2cJzzZsB/i///3s+N/o8U8nx//81+6f",
+	"z27+5fivf39RvPzu53/amtoRZh8RdEdN+fNceRdtKlJIsFW9DrXtrBYqDfwzOGFDGgKuqJUgHmjdsnxE",
+	"2jbNOYwHkjSTA7u2Mlxb124I0OHAUHyrH8qbhpqb21N/JDuWEQzYcIYB9xcjX7kZYLTFYLH3bGIoSfCM",
+	"ju+Yb9FPswv9Sm8XhgN81qlcyGt3lqHaexe3AlKW0XigIJ4LGIXbGIenDD5sK6B04YDowVvQBys84zdQ",
+	"ADyhXITOJgZrbAyywKJQgbl2pNVBqA8i1p5lKma7FschbNOj6LGbhh/7LXE9H7ue04Vi8+FiP4IGOxg+",
+	"zhipFm4MnQ8kA+KkBIUM8LdiUyUVwQnAO5zE/jb+IvFgeGUAjjgTM6lKTDDAW8eFt+0WLwbXWEICSt9u",
+	"w6gXiE/fjFIbYzG25dRA9g7WGtBe0T8Ww8gtnG/qjL+mhl4yY7+U4rxmVLTNRa4o5lUpG4Zaa0WNpRH3",
+	"IXjuRNsQJVtIpHNgRYDGDEqzWIdSoZMg5M/sz50sGrDiN2pwRoeCGjaX6SxWNzOiYQYNUzgB98l6+j6G",
+	"pXJfpjZ1WiyXm8rjYrmmyvKD9Tv1sUYhimiLA7yf2uSAvl3nvZWfSmOX7eMjtFCxY6O0+FiCU60IKrIO",
+	"yAzAkCaJ+qNEGZ6BhmKHfUpoXZPuo+1RX9t53T9M3RvR7LIkkcYyxd8t5/kK+70zc3mNmPMhOd6yl8dz",
+	"FrcWiR2dccFz9SGjLFFYj1+aoeTWa3KqjK/nxtxlISenhjh/9dm2tNQ91mED5NX31Fv8BCeMMr4mMMU7",
+	"qtkV7P+ZPXUpygp/BVBmWYL2ahexcm1sEj1aihINui+cobxfMeRW/63mht0mNxQWXiUranWnszPbf6PJ",
+	"31pe3pPwHSkXrLwvyK28d+6iKIFs05IGC5Wyc8J6Efc81CmMVmLSccNmPoXt2Ih9dGD5GWzvsI5QOUHz",
+	"n8Czc7c2k9N6cCB/zqExuGl6NIYhl47nOwVLfMJMZrzeZyYbNUPmCCjUn19MP8PFjYfXbXzyzACjxRCp",
+	"H3nN9L4ihGdivMa7d0FVdYylQ1yoLa+smO/8SLDu6KBgwtSJlCLbUtKG9vz4+ckJqSAwpjS4yHxo+dri",
+	"muoit32JzZwlbIhnx/O2mNdc339gRvEyU5N/KVth3CIRLNuUijh94GWCz/xQy/I+KhadqB/EchQJPwfg",
+	"4glHaabTnsYfu5EP/UmxLTYF5fMBagWBGpqxzRhaj+H+78gNWs2q0eXgwiqcO7R2gYVcM3C5rr2CnFj6",
+	"7F+LskW4FtcuVltJFBUxi1Af8yBsQm9p4nnFW94fYZI6He4hOAngcrQkn0eFRGcPyq4KryOMWWGE1VhI",
+	"tjPsGEXLhAvoftSI45rpQe9EXowQkXKAy8S0+UFWa/hLN1Lojic6/rROWnbs9Z5zIDFMKwwz4npwf//x",
+	"zTX5ljb824cX3yLdf8vFTGKcC3ZOruD3d2Imn7nL5TaTRD0dIqlR8q5my/T5wmepWmHwgMzQZCBVyCTy",
+	"62v/tioI15qL+Y1Lfop+iRvcig4WVjaUsPJDG4cWegM3GpRHnZ81Tb0+A0Nu2iKqgii0Utz42j0ukqEH",
+	"yh9CQkWvaIIkM1nXctXFmXUQlRB+CPGGTgaNARXB6XvIu5ILt5ELFlMFpWCfZgev/n1cMtqYb1BEtiOn",
+	"DGuu//zX1ALud2v7qrng4VbcWB7m9PHU+iZk4i8NKw2rrhb0xfcvU2LsrNWsW3i4+IQktRRzpmDxwZCP",
+	"qSJTYkq+oupdHOioCPX0sIx4VTHBt0B86P9+9ekjWTI1h3C6ctFlrfpq1nBCkjEaG4EKvtD398XEqIWI",
+	"6O2RAHrfiF3oYjwyZ+jwNkGUt0dx/A032h3aU3LimtY+2etJIyLC/oy6vHOnb0Tp2sZpspA+46h1gq2c",
+	"uArSR1PTEtMCon5CgZlcHeg7Wt63jRXEUoFgXSJX4wtH2h6zBUDnLIOCPWdVIMzJKmC81NhIShEsdy93",
+	"U4XI7XlG+OU1S4canPfqtmQXI3s59+qBJj+dFuiSYGXoDtpS+QHJQjGouxm4aK74tMaCTv6M5Fqmbi2J",
+	"YAxQvrt+MPzcXgP0nhEGvqRMbwB7/AMt78en0KNEh93iKljcMSii2Z8plpf3B0bmsnN05tJxCU7uGLgr",
+	"Z7XdIh9Cacqo1FCgq4BLdNA7gmEY0X72VmZzU+ICn/4IbuNb7jClkYD7pzWlSbM6VaAX34fQ7jRdsxUg",
+	"ZSQEzZoKwSrn/qQarra00amuMm34zPjtbUym6piNwmZpwo0L8TFwL0H9a2htQj4qrls0h2hJNke1bQvj",
+	"ehOpQpmbt4w3zndBdogw1zHlTYvJVB7og0Kz3GlJBZ2z6ke7BjpLPBpCCkJ8cSRjHHLwnZp1ETJMNCsV",
+	"MwVZSHmv/b3HVVz/4ui0Y00oiUKSnuMJvXsoT8x9FQ56e9aqdCXM4d20S3YPf9LrYD9h8w3i07jZ362B",
+	"yvtUdM/W5LCkS1afU81QCoXi4I5D/s+zD++BJo6SkmeOzV69PTt+8f3LmM+eQpCdPXNQax3rf0QKAngY",
+	"USUIu8wjNu052ZJRsVrwKWC4gWn3N67HuAOHjuTFPnlvO7uW32VKc9sbahZdoP21xxmdWhUTys7ay88K",
+	"lyaFfOGmP3JrO5c/Wcm2rjbFoUHxs3+IbIdc/eqxd3NxUPFZAkL9s+AzKw7ap3EzX10oXLuINC4AzKJw",
+	"2VloUHlKvtDgXbtlRcNyImks6AN73F36JBIiLM34fe3MOxwKKAEsSE7h2oYe4TlBdPL71DhcyyKcOD/S",
+	"lGjmKHH3C98yjcfbZexJpIpFyRdObvq1Wmj+MUYTcgjQyIot5QOz34Ur0d5ERsK96KwmqXsuZ1kY22TF",
+	"rqK5DhmMisc4FOS+0T6vaqyczT9QAplyE3TzB5lY7yAtlFP479SrfvN+n7ZrF5aedjya/X0NxHpKpIM/",
+	"hooy2tCER3Mum3NaLtgH+uVHRZep2xl/x7KjobAFpEXfs/VMQdaEdBluLlHaxcJ7MKXDmkLGHSbVaUOW",
+	"bCnV+mhbhtrJyfZsqUWtf8wUZnv7/opoNl+6+NUl7bl1ZssG3Go66aBZ1PoKP82mYsXNV1ENXpf4OT65",
+	"F1Mm5kaQVC3wic+ldKblGgJsa7q2P48P4Lt4AC+SA3AFVXJnFmrrQP8iJIe//XR1/eri0+X1FK5cy/l7",
+	"9pCq9YnnAtAQa+ZqFPt9q9hdO4dIg5l0WHH2qVJSJXdSyEsIeL7ekt3nbdQ+qJV6Ynb2aCluMFH5RkjB",
+	"blSyAsoe6X7Y0P9oWcu2nEBKdC3DGVvSNZnRuvZlWdwwa6ntFQPnUu94wP6QHJ9pLqQyH2gOZv3y+oI0",
+	"Um2ht5fff//d9/FaxNgvie54Kugd0mufuj+dofLL66vH0PfPk/j956aihu0nkqHGQ8qY/b9CgZUaV9wE",
+	"hScrcLCKtA38JvLq3n8h59lu0gTey785vZ7C6bUho41ZHzt51YNIeSVwmczw/U2g+U2g+U2g+U2g+U2g",
+	"+QUEmpjnh9MUddmbbW+lY76WYkZ99lAk2HiKsLKHITqL+ZvIXqAZ96UzBbAqhqdJRFjYWzxXl+mql3re",
+	"3frx2e/qsSaKtfoSrcnUUPRfpTf6vZQNejv6ZVE78xz4vnJ1USfxSdd0urAq1eatr/w7XnkBxCC4e7F6",
+	"MKt6BcXYA3tE9bBf0Gw1qGaTD6h4FLN5cm6yM7sY2+ZcLUt32bmoeixUERN9K6CoDyB/yaYBW7dPsrdk",
+	"3wqB/yoV1Yvu8c2M8joEO8jZbLfKl25Y7vljbHuhwGV0/OMSlvHhLHZmlMPTM87Azhqe5mEdOE729JPD",
+	"2nMKxCuAjMeE5/wowfpC+dFJoQ8O1rcTtV09K8gW2gNgFiKguCGVzFQnWTKzkImDC8wLH+6QKHBBzSIq",
+	"UwELOHY0MCB+WyzZumEafHTABWetKLG+vAsyq+t+wF2GTt1Miy5Wv+sxjKQ4SNWLzRDUe65N9vzE9BPV",
+	"xHfuhNHr8tHMVK4yymI3kB19x/4Ibatf0RWdtmMYX8HzCMUuQ7md69Lh3gmHGDXwvlNx3YotRwypxzZB",
+	"m6ZeY1COaYWLu0r44buIcT2JRLteVDtY4c0SUN2Hk4JbIBQmVedf3uuYg2jmbCnxEWxqOqhKMhyPbT6A",
+	"w/8jI22m0rhHx9S57sMLwUTEledFbFfy9zC0gWSTSAe/eiHml7/zu8u926DBSfK0PHa3+wM9zkBG+S8U",
+	"aEuUKOpzjjSrtHJBA/UQY6frjuxyK6+cwCKzCbHuge4HMPna3WDSRE7kLW9JdpDQ0rI9fuzMsXkycTId",
+	"Lc22kePOcA33Y5yFllPhLuygp7Ua24fj2uLJ5nHp/jztZAwqv48U3aSmXDB9Ho19yu1k743eVtlhf6MT",
+	"K74nqvkvxI1HwAeCDuv0lXBR4Sf9utjGv7WvMjuVT/V3vejTfprmNmk7vc3xauRP9wVqfWcgyk7LoevO",
+	"uVcZafmfIHeuN9OnyZ4bNLmPU/BTYzb5Z39dE7fFkzrhEqXofvOZjTmEU5Q0kgk2fV/3zmrqGvwVJCW5",
+	"WU6WaO3LoQqSnmSdjTDOvZXqIphmX3MNYX5geroM1qmrtiwZw+SaH71l6povWfWpNQfFwTkVJUtjik7J",
+	"8glWJj/9KfnLvdmPuVU95STTOTopC42y2tkh9jZ+u/DCp7eBz/j8ImmweZOKfJ+UZPJLWtbLps0CNpxf",
+	"fCatZlGyvd2gApIy8Ru/WaVUbBKWw14uz6xFH9lTRgN0uQuOcZBDEBUKoo1sCh+eXTi0yYLQ1kgPaH2U",
+	"7fANuEDT/WG8t1Tejgju0gy/erwUyb4YwJoalQN12zD1wLUM4QK+FqFDv6JkRnndKuZkw4AHvL+HY1+O",
+	"moqAd7yD8MpefaOCa14TR1+uTqbn2Qf2iAgIMZpcjB/dQhPcSP5VV9Xa8sBYCg/1Syte7b/ijmp18oLG",
+	"bddclCwaV1Rxa8qEtc5AxFwyDQlsLtpkwCkmgsb8Z3dITWBWuyhtkZPqF9Dafq0+Moz70LniRBr5YfWr",
+	"sb5lPG4N75vmYgC/cE57l1d8sfT5enTwevd0t1gdc+uJHo9190UMblSuG9pp02hePRNxT1lICHB4hlIl",
+	"jeIzFtf06ozPToyyh1tlERAqrlhGauBYKEYR2Zqm7QmE8MhKgfAkScC9QohbfI99GRC/1Fkoi7iO28b9",
+	"iKsq6HIAqQhF1awwYkxzPKsftpN6VASrW6QibEk3wzxNIL4dF/M3wqgMPbjqYXGmnP1IJ8FCkqVVa17S",
+	"rC54N4Zl5oKMu+tQTLyiKoUcLxc2Vls15Q6DxSCdCuPFohqqhyc96MmjqQhzAKSXKQsAcdQMzAxd9HQy",
+	"vVOnMep0Z5TKL0mGxc7GA+n2XmoHHJ/RF+HnHqKaN7J/ox0l2fVwjQRjDW5CEaSuBdUDxIzd7mpHunds",
+	"TkXUbdfVdNxbnZ7oiiK2zqGQGHLq6GjNDFR5cKcGg39dccymvathN6EIYhhWzMhcs8Dk3eOR6zhbKjCj",
+	"lUyo4bedD2Ejg0p8fp2KASRuDZfjXQD6czF4/rxOYFU5cwHYjqL4Ab/gLhF7mJPOyvtpNBOXk55GIVvU",
+	"xXdG92pi72Tnul6wgestoV64lRrx3jniRGbkbbM7OvIGl8fk8IehZNbtRW/seVL4C7tbSHn/TtzJLyMX",
+	"F/jtG+kLBfqqXllRJnV72eWmTdNVJQnWKHlP7mS1diyqUczXdNoqz9tv0+n7b32kAZQ4p4bWco6YFoef",
+	"BJ5kh3OQtnjwSWVOmF2ygrC/2SPucfEemDDvgvnardEKFxqf7mMZuR6WfwcrsdsTniFfuvrvSU/Cdbzu",
+	"Vm4qTb0mALtUMv7AKnIIWdWGfclYhPyLo8e+d0l1bXOzCzQ6fvR2wk7TYYgKxKQddpH15diO59j+dSfI",
+	"PB3pDg40aE6BmBOz3jzqgysi2o9u36ed+3R8A7A3Og8Chydgbj/ZPPJN0gnxEUyfwQlvX4pK/VNDnk81",
+	"ZDnw6oRtDR0+RISulFxhOQD70VQzRzaWzdUXKIhgKyhWy9XOcRqbXDYR1gMQvmNLCF5gdG3DkPZBCm8Q",
+	"uSIsp+92LJLOqucAq7upWVjuIWeuKBBwDLD8uos+5QHDGP/RJbMtnLvIlooZyusRpIhELY4hcq5RlCyp",
+	"XTpEyLPHksxoaTShd9IVy4dxF6F+dVeripKSNqZcUMvftawfWKjCFFUnoooFJN2NFcz66N62Syq6MbEO",
+	"5BfwgADlCFysd/YsKp1x5Clm1Ho8+FexxlXSDeVyHWAyqalx6T4aXWj9+W2Gn0TquVG0TMtW9kEU0uE6",
+	"G1yVt/96DC8ev6tuiYdsdhWxtgvLQEwxHosfTZaKz5MpJh+GtIE0DJWjnckmJmpybVlZzTVA0iDpw7tg",
+	"/a2pASnD+6pX3CwAsazmYHxecQjlIBJ0MSoqKFinya2bxq1dm4bJpmbPyDkEl1HIDqvX0BehlRMvQxmz",
+	"ORPmxvkqO4Mj/uyK6Ia/W9EFHkMhuhsoIXajOuhB2lqN1ThDQ/zEHYQbB2gU/RK/hKXbb0INx+6nuZJt",
+	"c1NKMat5aTYeCGluwLYVPbG/dR5J/6v75QYKRnp8af8wMsa6X/ztH3XsVqv0TuHuJ8s5lWohFgQti/4b",
+	"rWY3iv0HuEsgsBsqP69hjN0RLA5cpf0bRGmHxwC3vfmoc6wOHrRCMVouBg1y8cANi8cweNLtdlRYO543",
+	"XzZSmbgFmK6AG8Bt680dQqj7PyPsvehXPKTRD39rGcKEWznlBmXUG8VmTDFRsmrzSYR1aRaygnWidS1X",
+	"8KNVceKX3N8m/NktKtKIQnQV9/eamZsHrjkuoJCuQi+XQkNHXUrZQSitfWOkvKmpwhsylHK7qZhAUM+m",
+	"pus7Wt7f1IxqFq9rY36CZnXboPnY/dY/booadlPzJccXgoJ2Y3X54bvhIayLr4yq2EwxvQinttUOTVQu",
+	"b8paRn8ZXt4zmKhulxs/d0dYmdK1Fv/W3ECkwQ37sqCtxvE6w9IN+9K4XdBL03QcRxup6JzdzNq6DqJp",
+	"x5icta17gueGArHp9i6w5BuqyoWVZQ9CEXBfPNN988CoX6f+qrnL6ka2ppRL/CXsyQ0SoMGKCU6evbGa",
+	"Q7yV/ndjCcEMqHLF7rSEBWybuaIxif61OHD254NXSerZuLbfWFXwjXhgtWwy4SF3PQHLcxxy6EMEyVlB",
+	"/hc2RJhr6X8dHJ0St+1KEyNrqCJHGAhCgFgK2NIVNTRRW4QaujO+pDDHumGlPWOug6KL/gLt0gpR3NCa",
+	"614SlJ/HNxoVY6wyZuxuJiUpp1snfFvwNa9Au7B3OC2V1FafxepgUIsef7Iylj51El7gkuSerXsCddvy",
+	"5K7BEEZKVnvLgH3NqoW8XBDNaqibBLIXFN6Xs7D+k+1V51GwrpXNfGGKByxTx+dcYDVDKzrSvrGAZ5Re",
+	"WQJYXHVmPpsy0aVirqI7H0wNS3sVIKa63zER1Rh7h+9gAx4vyXRBFSScP/Qjrz2xFx7srl6T56dWVosO",
+	"fPgIymHbkQY5mtytybxlUNFiajkn2apU1Z1PsPK9xYnFM3dFI6f1t2DPBl109Ztka+7srXbsuNCxYdps",
+	"j1gbln3yxySm1uFehwkVnTkRDn9Kev4jTuJ1pvDQGVFszrWBnMI//gDvRnWINjFMBaszwKP2Sai3BS18",
+	"ozFFUa+tHOFteRM3DZvI2dNCBy9OjrEwuB98mYvjH/Gh3nIBm3f7Khp9WJkuQSgoCelEAbhdk/EmtiHn",
+	"N635jMGZ3AIIsrkiSypaq/y2KhUK/qOSS4Lb/E7MpLNread42m4pqxTGxh4tpau69zYK7HyzYdMQJdIK",
+	"w2t0D7nj7/TxvcO2rgcZElCb2OvQYUhGUaFtj6c+btVeO7RcxFRgFkq280XWUBuOz6g9NZCUZR2AFOxr",
+	"th9yo9E0hVq81rO2Jpdv/vju6vrN5U6lKJfSsHTET28nrt6FdHRvMPHLA2ulGWKrH2K03cez66Od0tYv",
+	"wJZaslPitKSoaOU9Y80xBdfgiotKrgBVGgt2aV4zFxweSkYNA1n/mh2H8wlkd+EWX7tFluTsydNXN9BK",
+	"enHtmoZXUkzEErVzc4XQpKqxPZXN9msiMEN31PrBDiGqpxtkjxyie8LzqKJj5gMa3lzPrdfKdjN0/2bR",
+	"/4WM0G7GhRVbHEnw6T7G/u39KNNztPRfwfTsBn7h9O5cyPNbuQKrWU3XGFtj1DpVnbWC0oIZOAEjMcf/",
+	"0Ndyc4Lbt17r/xaNLEf74huQw4tPV9c5b1pILpqwkX493sGAfGJSFoggTLzrZ8Ji9xtPiHx+XQisSwZc",
+	"2vGH7O2Kj2MJzEtejdUklH3xf//7yfE///XvL05+/qekRLajiLdzB0xU1zwlmcRln7s4GCTEJwtx6EXE",
+	"Q3UEcPQR2ZVIRxgPZm8krC9D8MbzAtDWeunKNH/hZnFdNmOL6JL+7QVErs8vvBG/p2ce2gf2MuYPrJfJ",
+	"9fn1RaZGj2XE6fXtF5Tef4XNFmg2yz9qiS338twC8aA1nxz6BX9+cvQsm2z2fCsrjC7i7oDES9ER3Q4n",
+	"NZ2oBmEXoWLYyFF15r0dedCV+2oTgxJ/nzD+q67jDbwIro1U647XuGZ3CDlBY6Pdw6bJ1jibxKKyOqET",
+	"wqeI7mEn7G/vPv753fWb6XQ8kdOV+Rz06jKTWuqqVTBRZXSznZjg9ClBh9mFi0c0rT2eWRxHN9/oXPje",
+	"rtE3yIYtO+Ijueq78LVHh03a82QHhIpwT3vAtEE0nFXkEO4UlxP4/MXzo4JYMV0DIrGPGnVRpJC6AwGF",
+	"vWxM7OqgsNufyQfEg5dbzHAseUUOex1mLJWZ+MpeWw87BVvy6qDYhRUnYEgS4ZohQwIqhATOMMIHMfgv",
+	"rfr042vdflo9WycF3OwRnU5cM15nlJxeie2iy/cfUBk3E6OdJ5t7pModMn8v7HhpOUUiBHimiPRCat7H",
+	"azNq7S2T4Oz8BqMACrRHPc8UzCgVKxOhMydgj/b1zp67f001RW/hLTuIRutm2x44a5N9kxzadgpCa6qW",
+	"BVlS0dLa/lkfbT9uYalzp8uvVbStW0/N/wCvc9IgDaOGjQLvz2pBeyaVOBZ5T53lUQIBjmwF5fqE+apC",
+	"wPaL3KcQTWUZ6Np9wnvcRZyPhuRhBCxVij+wqthwGkjlooh2sZE4XpywkUy+z3dbu8xd7nANCNS4AxuS",
+	"3dIlOyUB5wAZMK1rcqvb5cd2eRsWxq3JKXkn7FRrZtgGu14xYcjfWs5cSCM5lMpl5PqjcRRf+Wmkha6D",
+	"tAwAA0trXEsq1tFWRgdTyBZcPYcnwajvjdt2JY4mcklD9X3unHgGnpQGB4zLtbOjrBByNnAJOpLeSSoA",
+	"/jZihInZ3H9h6wtUIHCehrAdhUcb+u45qehaY0T+0U5n85c48o83R0CNWrCKO9Cd7kIBE0107LMmi+cv",
+	"vqrN4i3k/p0vWKoUdAemIwXbwKIdFj/LBNO+6aJnO90KoYMiNDUsEs7Ke6vZyPsd/JBxdMcQJ3e7O6ub",
+	"Yu/74KK6B/4CMUXVIKxpO2ANDRyn3QZM81Zq84EZxcsk5UGA+7xVLGDRpLFjy6Y9l0k3dec0qOWcl7Qm",
+	"5xefpzqnd0BkWS1kjbgxaJEMUMYQ0fhg5dKT4+cnJxOhWSquU8CnH2QrDKsw31SvtRUlJssUr7m+92ud",
+	"kChgoDNaJleRmZVU96R7Z3Kv7/wnI13XklbPkxrn8ZKL1jAwJBP6wNTQfZVfQmj0+1S27cwwJh7ZcrLh",
+	"h8eMd8mWWWL7gJgeXFiS242Slmx5LQ2tM7Ah74Q2iOu9DH2ARj1Ra16y5WcAkU623hv3rk23jb2atlYw",
+	"6QBV4PTdSZmAU5niEezhOgSOMlzBwZR7++Yp2ZNIIMLhZPwB7526HH+8BrTms6ap12OQiRGys7tpfrUQ",
+	"iYNZPRYecaO5faAR3Vd2eTaQsrHkv94Rs3y1kNptC/d1qargJQtw1bW0t9LWzN+vWAjtIRTe2jPJ6TXT",
+	"9lC5ZSN3a9JQRZfMysP3bH1q/6MxDPLOrhM3zFV2sg+2F7t1AxytJ5amsTHgxN6OIw04B3XSv1PzbRAj",
+	"0bFy74Pp54EpLAlu3+koKwvF/m5S7q/IQDY6ZN1FFoYlg47+ms9csgTEjbiVwC2afPl3m2Cbe2fYMnX9",
+	"Tz1FEGHWxThNhAvyW9UHUMThjxNOGPPY4twxs2JekneVrqkDHKnic+AlWLd+O1bSD7QCheSZ0l1xOt9r",
+	"P98vpiN8AerpJQRZ97kb5BYARDelTFuXgUqgtWQL92ydjKvu+MNuyKKRotXH3Vkt1liivWVR3fu0N2dK",
+	"2ffe1KD+O9xCmL8pfSjgekLld7sEg20ZrOxYpfdxog0rmfbgxMw25neBQafqTBg2l2p01/w7vZKDvGbH",
+	"CyoqRAYRqEO46MDigDcPL9PInfuRa0+vBiFFuBh7xWiVI+YtRWQgPrqbJUbf6j3puoDzL2dkpp/B4izp",
+	"l4IIZp4BaKeWS/qllEJEv6klW970X1v1fuLNw++f8eYGpIgbTKfDYvThqSmbG7PC7KzBzzMufJbe4MmS",
+	"frnRa3FzR8v7Ws7D05fPSilmz2hdP3MplTf2V4LwXwA1KGSmPDoaHZdLML5nthd+JtF7cLRQOrLkYwVq",
+	"vZ37uxPmKXfjsG0MpE8MW45YTUUyQviBs5Xd3/hg4TnWOZY/arIAMQkvQCT3lWzrKrrMJ9gw/pNd73LZ",
+	"ULXT/e7Xcdqdbvfu0QpC47Z60j7voiO42e+pJPxnkdvHdygDN/aXbRfXFhMhCPSfOzvmWOiR28voCnFC",
+	"ZO+OKakA1cLunFEZace/lBcuos6inkKKBh0AY2+KdzkCy+gIfZLDT+5Yrt6ZX9y0zSEmge7dPfhHJ7VM",
+	"BpsKK1vk9rY3/hTRbdgmkyKTGBo/T4miBjygPUuvtmInhGA5k+8mEYL565KVDzlYxABKhFatOymnhq9A",
+	"01dJ6yE2DRgaOzdbKdnod0nLgxtpQ8t7ZjRxQG97dvGpNSkTnzCPbx/gMsbmgIAaet+Wc0Ov9m437fEJ",
+	"1JovWebWKk1hF24h96cx13yaynzz+9GZYuXDD9zoC6bQSJrfLUgf54LccYM5LZhxONEeboe3pSPYu8f0",
+	"knaIdYc/Pq2pqadG2d/c/l5ENB4TZXd6o0OW4oPvrXRx2QowUQva6IVMuvdrPl8Yot0b42WnYuTxDWfd",
+	"jnUOIhs/iF6y1WEUj6yBMC/P12USlfXc+awrMqfqjs5ts3WN+WlTXRhzmc0k/6MkCld8tLLYXCrZGi6S",
+	"KbguKqd7Z6JOsGC0OatrWf4wBtErZwh3at8mSCxT520/uVrnoOrf2gbvsI87Q7mwWp63ZqFXcyqjnJgq",
+	"m/art8vzpk2V8egcxaQFHdcXvc2g6WeWWTZM/JiG/P3UMFdxxP8ulT4lx883UK6mJAKOF2z4dZQWmILl",
+	"O8Dbnx7DspOrUG/EpE50EAbRE6HlY/jboXsvOrYbx21wPPLY8h39RHwq0G3MXdJMfc73VHXPALBF1gyC",
+	"JkSMojE0DQLg1phbslxQRUvQz/RCroR3UZULWtdMzBnhS0iBtf2INamZQYOi3kgWe5nUr2AEaf0nxLc4",
+	"yLyuT4TH9ZGFp8Rvs8vqRnw6y5awJosmh5oxcuvw/56FXm99Fwg75Fo8Goz85e+TsprWq2Sk/YV74ttu",
+	"NZploxZffP9yqxvPfpaWJIE0MJo96oIc2kU/5kIzobnhD+xo514HJyYMIZpuilY/dJkMY6ULMNnlVQ/D",
+	"Ofay+SI7KTPMP7wgFQ44NwKorhKgItg/tADIHnWhyKH98fjH938u4PHx7MPF7wvy9v1VvoJTXMZ+W/We",
+	"Ol6eXh0W5gAI9qvA8muo6fz0RZGACMfC31eArQyvnXq4kprp8OMjKiBtqyAEWBJuTXr1QZ6knNDjWn+C",
+	"2kLJw+3ynzF6viNqrn1mtHcYe4D7ViBGGNe+SsWp35pwQ9m/lgPmtCNL2lrpp4dfrR4mKxgPT1pYeANJ",
+	"oJ/2FsSyTCGgHuONKwINmdDu5XlS1X+647flpksjjMQsR5NDHLw+2rOm9zBRFDE7dgDriG/mvUt7R41c",
+	"JH34MazKcs8F+IejrTwtxkp/Gfrjf8ItzKKt9OmQY2oPZP58JbSVaNiXHrf1j0q2TUpBdc+DD+iei0Qq",
+	"3V0ty3vLUkYiPbiGjwm8qyM+66/ImVRlz13Si9hqU1Ytn180kShs/5l4BECw1Smsi9410DBxbNnisYcA",
+	"s0wRQFuPlWmO7S15DKix0YOOlwWB47jjaoDCVMqKqWOrC9bU9Bx50Z0CwTcJov7cAGQ5PMbc3eCf0l2G",
+	"hN/IHnWP+bWkiD57lk8qzfAsWGu/cd3oi45WptJmyo7Wasu7dDQviC9NVM6I6Mw5+dukvi0u4cUxaPXQ",
+	"0JKuyVwSumAU43hla5B809QLuNd69HjdrcPR2pX3DA5xghM9gTCejRK7apdLqtYhUMuuKjVS/SIifYal",
+	"XrVLCDSt644gCFDeNLlqqhzkWavbzyIim/Eost5u2fenRM1GBOfjIqQaPkqSMmCdn3sOlbaRxmGt4COH",
+	"j7w9tt/BFLjJX5DEeiXO7RrgQcZffhnVEdd7y3W2ggpr9ZpQv0Hp4696nGzXU60j1XM8krLH/EDLMd7Y",
+	"AmUrVp1q2gU2W8IBzHSIvFRs1moAlgoVD5LG/lwAZvbo+BXtplJsUmpvqSaeKF6yS7o6j6tNjpZgT9Qm",
+	"pxoKIKXKmAiT9Kb9aD9zT8nh/zz78P4oW5cwjSF9vjGMp6zdrxf0xfcvE4zy7dnxi+9fxrDc6TJVOQN9",
+	"mFARFif0tus2PSKn5IwIthrZUSOhOCN7FRkF7qgVO9sGb6kaYGMLfE0XEMqqCRaZFxVRsq7dn6tBcTs8",
+	"Iuni/FmC8T5PHN4m5cS24Jcvnv/+92nEYBAerzKbewkD68YLXQkJOcZMQQISsK2Kz13qxTZL+ldNjllR",
+	"3s+VhkC9g1fPvy8yXqdh3nRksDbSJVr5zOnOlx7gmTPJW4e3iXyo2x7IHYdgD8w5PgklYKCWYplWUNMI",
+	"cifbU+fCIRvJyBk7ZPuHZU44Yy6sslvSQcbE/8GHI7NPye3hc8fw7Pm4ZGlc4H7iuDaWaJf+SzxamZqc",
+	"CQkPesLsc32KoMmV+xMlFozlF2XdVuwCH0fBlpM0EOgDE/0TKoezJk0Ln4TZ2RF2Jqj8Bo/XEcDHoSIA",
+	"7OkdF1ZDwRamWlrnTEA9jaS5/5ovmZOTwTBuJcHwAZZMmO5jx+3Ji3ZOEAMwA3w3J2ZqXrXpOIOlhIhC",
+	"X0vbv1oQUGVQ7m8Um/EvQxSFQdGzSaRxic1n9VG90x4Orxk4G/vodR1N9re32CyskCS2sFWFP3jRoidP",
+	"vhTcSLvPF2lE4g+MiiEQg8fCvGvLe2bIIVwdFC65iuv7YhAsEkruVk7jPUq4aMEQdWma92iaSsAfaANu",
+	"HaBmNGCRBaunesao2QKdgpOZfibGQtlg0SDM2gW17Y4A8VmzKtv+Wz5fMG18uBwV6xgWYmIvuC3n26Yx",
+	"CMvru6d36uoi5+2EvXX2xg2/09QNxm8us5FMfs1UOqJpZF4jQcDYp3O5j2q+XjSnglSt8jCKHdFtMkvv",
+	"u8r46WDRdMZZN3XRMugbsPGyD8HxJFAW/li4td8H0WIUcmLQPoJPPF0YMnSg4lhkSAOgdT2AR5kSjJwz",
+	"lge3ZKg+k2BNI4iM24OcYRo6RDrvO4fB3UX7RvReOFsPKGMAouFxM6bGQg+5Y4KTbXCD4VEdnq4hiyo2",
+	"LqTU5fkxWcTzk8tD2uq1dOEECdn44h35fPne1XyNzFsFUreP3qLbssLS3iTfor2vh+1jg/ika5yoVmC1",
+	"9XRglGsj1JT666PCfqCPXtSPg91DIcQ5wDp12b7/hHFBNdaT3A7vwHW8vwS/cxXx3IKiLnOUZvC7GaSH",
+	"G+6l4JlUvT3U+5ib9wlpAUs/1sO5W5NF4Fqn0SA1OKJorbFwMMbP2S+jYKNHR9dlI05+QK2q07TcxnXB",
+	"ZPvEoARLo/MfdqEn7jz34kx8cdKh2Xl4HHL85WyevEoDk0FjEpg37CGJgor8tEMEYSIoMqvg/Llf5M7Z",
+	"J2E9/ao5sxUTStb1Mm2kBQv6dSvY+HHC5ksqEvg7h0pKN0EKtlAIyv/WCmrf6rXOnK3IafAGSwSlWA48",
+	"CiIgOLZN7G84xZFpophgK0INMSvLfbiqtLey1XzG9mc2UWdXTPGk6xB+9wV9Dhfsy1F+xIRr3bIqMMl5",
+	"dl+QZVzUVLCpVNDL8UHI2wi6+FFRr0CkwbTkY3mrhFj+deJgkaq35Cwg2fpX3RWUPBb7EYc9Buko7rdB",
+	"DOjGMeRq087n9GsZbuTA5rGwHCQrQ/Z6Rxm9q1haZoQYwC4Fg5utOR5PGrrrosiOpjhVJzpltwJ2jQfh",
+	"dunYv1gobu7qPsNYeXj6KtzHhxTLxtvxIP8oiJAD8iZrZo4Kd8EU4ep/4rt8Wu07tLFB3P5+1e/c3fiB",
+	"Qgn884gXTrmoIEYXxkC7FD5fejCdEjnBMR3kiqGoEASMwA+K/u2d5uajs+xxuM1lTwXIbl5VmWt2I+zW",
+	"ywDbAmSDvPMm8KxUKqoUuLERa0P6RbWlE4sKl3YksXijqNdwY6MDxdUTSeLuYxAx7MBnVadrqV15Fa2j",
+	"i1ArMT45WG01Ixu9pXqRiP7vivh65eL8rCC36MV+dRtixhfsC4kc5nZyVy0s50V7V/PyT2z9Tszkae+W",
+	"QN9w4I+ICXF+5sHFMtJClSnOEDajBNbPDUD1aKy1Xa9h7WG8sPwIos48qWT6Ar9mJkQCSnjf6oeyt8jk",
+	"2bNnt8FTCozJQJKtR4nawrJZXkYMDAdIzMoaGqa4U52cbRdLtz8rDjJEx3ap3gUQx+5TPJ1AZMWQqLuF",
+	"Hj2K6Uj1j+GM6UdEp3cnFWPTRaeMTnLidPrR3uHpkSN9RMlyK5VgFJgdmcBYwgL5nGmiJZlRNRV2ehfc",
+	"x2hYuVN0nayqEvDN/ImpJNN9BD1k4c+84K1YSJ3ducaISzpyr+3gYcEP/szplgr0CHnp6g9n6vNUXDdw",
+	"D24dJ8q5FADIYjWqJ9/vL5p1A5k4sXg83BDZmhFt62OG0bjkm9guCUr2IftbS2uMwXtXvQL3nte5mIJ3",
+	"0nFjADUx5YC60/UG3h9nta8ZraL6yqsFLxd2ynZptZ/4ExeCeaJd5RVbNtIwUa7/lAID/BNb9y7hJbPa",
+	"PDAHShQ7rpBfsCocSRAyZS6wfUm/nCHv0aPMh9a1XLHKK4PZxcxzpO3xfT1O4oa9D5LxnD8wETAcBywj",
+	"0Rh4DKspArs3UyDUhBWTOucfFYRRVVu26jZhHQdSOTuCHRGdUy5ygQ0OQ++HxN6fKwasm9Z9TrWNhU+B",
+	"TaBeoXNm8ici55z++BeItoj3G9BVgyGsXJd1L1v5IiiCrwPfOygyJXx+9JaZa75kFcLYnLsI3LTll2t+",
+	"V7PPVqrMHoM1qTxfwSxMKjzguawrTbh5FTIkBFtpF2AORMi157z2KRCAW2FpSWzF9d6LvBGe1QEUd9XN",
+	"Y57ev9MjtXDAe/rUGE5dEYSVPveI7+/enTu4M4c3Vx8EI+K3g23pS6Ph1G4RxgLKe7LSkENj3ISvD0VN",
+	"7b/74ZN3dntH0O1PSWMViZi2fcknZ+uyTRqmllzQOmdVf0Lc7giAfDfpzv6a6mKPlAYjSSWhyM+esd+T",
+	"74Ycx/GYv7oH0xDN6GtwmilnNXM4xzIEInp/Degi21WQztPDRdOawvKlpkXYcReW9ZuW8puW8puW8puW",
+	"knIoIYdILDzISY7HojW9ILKumHY1GXeyybjFvFZUYOXaZM2p3zSm7bdiQ9e1pFU+LwI3eggWam+ETe6b",
+	"IY/uPvpNP9tJP1MhQ3b63nzC67q/OcH558RNJhDnfuuG/aYh/qYh/h+rIXbcLxy17gbbIk6/8ff+JsA7",
+	"DYSJgSAF8HfcPqmQrTmKSql3KT8Y9Javcz2lfM12H49z7UzUJ9Jumxhrp5ddX1i67l32UwB2LmxTGJf0",
+	"aCSdyydF0PHz2kds2QUoxxI7uvq7/r4CPk402itDTRLBuAXfnEep16yGdKH+tidURaxb+drlUX7IRdmD",
+	"yxdua+AHEF4pXRoC3MvBzJJcmnxY/N36vK8T5upZTEGX31wSILFgclk3LFG5wg6ii1r7Bfp3cvYhi6Vu",
+	"rkmjmGaip8p0Y1rSL2O78l4KiGrYujF0Y2sm5kegOuCu67M5+5COL/KyjdMe/FoLaciameiyPCUnXZDY",
+	"xDH8kufQn7qw+UNiLBKnY7gvyWXacoQjPSnJsXtqmU8KyDqk06LgdJ10m7FobaWeO1ZLMdfEyMngK1kz",
+	"47pAMsiFX+dlTQfdyoRhg/izX1qonGQSWSlpWNrSMyC9LoTc9KSwB5Citl35IUwrB9kDJWJD4OZGwCb5",
+	"jxZqG8l7H0QkVyLEyjRDrreiqmLVtRwD3JNY3qaXCWF6o7Bylsv6nkxEdkhT6spE5aYfhRJvmfGobuVT",
+	"Ulag89D76ecsF8Djuix6C+1mntv/916t+gTAVkk+ciYC7NXxjJaWVwZtzD2BQG/RyzEpnEOiipJ/sqxn",
+	"xCj8Mevo4I8y1lJ9j1Xifr0mtyzj+9SaUi4hgBaslMS9+ZQgOzJPEGBc55pU7vL1nBMVymPQ3IJ+eayN",
+	"bLq/nJk9/sHpaaA1R8+j+NBjyKFI8tMwzGkOhfD63kEGmQ93sBEB5e1zWf0qHFjxgkfGhI5cIptA31TQ",
+	"swREBolwg/XU/G031ybnSuut7zdZ1VaVNa8cdm3spB4m2Oyjwg7TU0VLfCJ/9NXgOrWsNEq02zXuUheD",
+	"9nY38z9u+h3yRN7pO8CdSFf3Qx60bcDoWnKVUbDOIBarcRHu86klRDbufV9Tqyvh0st6WQ9BJbKq7x7i",
+	"zXiCr6+e+sul6mYWIpMAtGaPSIZ6ygzWjxjKbR8+QdbK1PzQBOZ4gvy2n5e3OS+eezB+XPZZx0ZyYZIg",
+	"t1j3DbMzEZYFoLUc1u+ePsQhKM3kupBunKkl/NQwcdZwgIRKF3ZHRCq0NEOQAVRs7kRjRZRsUzE/U+y7",
+	"UeGkuxohWhKiolnIKp1tQvDhuJSX2tZwWRFexSnjrahk2S6t7lzhxHTGA2lSGSrULIgHg05/x9SS60xa",
+	"qa+Jf/vlWD+Ux927t72UbPgR0ywS+KewkMniV/YBmclWVIXdNjEQce3flv9h6zcw+YPiIF6R8KN/KZpO",
+	"92NY+Bss0u5+Xsqqrdl2RuH2261xMZDKej362Y6LVDGN50DczgEQj2tPkt4WQEvTgeQpNucajCoRaWxC",
+	"5dmPJmeQewA191264t1XQzQDqBNB60s7vfM0dHtnzthYD3t8mCK33/p2vr0tXCQIVYywLwBbF5W2K8Oy",
+	"P6529yfBiH0EduRN5uSy3By5aDxG9qcL/8uuGHobfDPhHQnj2LqQnegdaoFF9DDFgYTz2NoRzM2jBkRM",
+	"d5JXaUeSaCDXLjopO6O+Dc7SEPttsL69ISZJebBOY+XRP7XmznLKv7C7hZT359TQWs7fPGRRJ7ShoqKq",
+	"IuwhCe6dTliHBiFjvSBUE0Bw5sLuTU3FNxoby1TWka0qWQ4x+YHVsmHfaIKvuWL5iLfKdTfITaB2xefz",
+	"NM4L2KcgSxL8Jg/TAIgxMdc3G8Y9YdG9ZT294NB/EEjsemE+p/OO2xMNiDeY7JqN/kxVmfp0da3Jklph",
+	"GMI/C3QYol/K2wuJYkZNrV+xzXBnBx7CeKIQol35N5jMHLB/Qi61i8sqoh3y/yE1ZCm1Id8/fxFVJYxw",
+	"NKyMivX+vASC0X26LctcySfYmJxxGXeNGz/bkSbS8NsfoxJ9eSrmkyxmfsWzCBAu1mM7/oMlGR9M1Ae8",
+	"QHXQifl7Ii9ZBcmYJgcZAoJwPxAcBoXhY3210/1ISruM6wx6WmZEcSwf+7J1cSj5C+WGi/mlPShRlJom",
+	"VevhMLhwThFIHNCPC7zaau0YMJZg79DtXRh+jnIth9n08SXqrlbTT3qM0uCwXnY68ANeizVY+3PpzmN8",
+	"rIqO/W3Ql1/LvlWzm9eAywyJYXhydmD026NzwsVYhcjUX2HZK9GJQ08avtNNOlh53S24kx0hd81OD/Dp",
+	"1nLpQwz6G/IVgn0GswBJyolp6dXrS2ikxHcDkPImHeWK/6DQNqNLXnOm9112aCUDtDxYHTeQqauQKQl2",
+	"hkMGOxjKlV34090apKgVr6uSqsRa9JrKZqS4Drgm9C6b6gBdp7cIv+/JvfssbU9aT1C1yBT2WC6lcGDa",
+	"XRFjO6LkRPxipadyi+08+92tW2XpylrhX9pJk0iL2zpLy9Rxp9FwwhJPoJerLCDSXLG5vY8CAlm4tCwH",
+	"Rj9Ld+Y9nkgffTKHZ31hW0hWdwUAIWoccLn9f7ng03F7/euZDs7cY5zCxDa7SY7xwWgpuCCMlotcKmRw",
+	"R45lW3RVnRioXHZxuUIZBDz8mXXJxIf5Og3jnaIRCZwVitDyXshVzaq5ywklL758mdidbzPlw4r6c2YI",
+	"kJ25PXhyrqaDTDtX72gHgOHjJR1nglrQVoOUTrvYD4DjBH3OLsJy4gi8Z3p0CCgCEwNIn2VN+XLyrsXi",
+	"86ROXDkVriA1Na5Rv+t9HDndu72M6WgwusjznnC3d+wnRML/f+y9j3LcNrY3+Coo1d2yNMuWZSfxZKz6",
+	"6ltFthPfcWx9kjxz997J54ZItBpXbIAhQLU7qVTt0+yD7ZNs4ZwDEOwG2WxZtpMZ31uVkZskCOLPwfn7",
+	"+9Vv1OVcmjRUcFwJ0z7hK4ISgobtg9EDoKIHfbDhznwodhc9IOno6ZEiY8aVbuy5uJU9NAnAEVLTdWA2",
+	"0uQmhUQOJ6PfQ+H2lRCKzbhSlIlvdVp29awgqV6U8npu+3wc0a7rl+BjSrvEewsLYRjczy3KETZhOvt1",
+	"J2sQ42vgpLXJrBVKAZaL9cTcsxaMN9nV++sjoKyNXiQ+XjA4PWO2dnwEr22L9QO0c/itDWp30nt2drQC",
+	"N3bF+gCM0VYi0zal33ZUFMY9kF3GalFw0HP30SWIqf95LWyKc6Ms9dLZw/2CiSs2t7ZiQhUQWwWNFwsk",
+	"09LHj+vg/tg43dEZEFYclGDB7H0AsO4IR2Toxx2dkPTYrjWF7rXp6u9Rtgf6Z4xPe0yUWMNKHz5toBHS",
+	"gRLe9855glOf1v69GvXAsLfnr3a2g9AqMLmuRMaUG/RSEntQsIe2kPpme3NuLmCND6xj2gUA+igs2+fl",
+	"kq8wFEawkYZ7hfngONo3TFojylnrZa+FbWrVt/7H+WN7V8BgkbK/An6WIALaOmVpGConYw+zrX7n3n7i",
+	"2Lwd4QKkUXS7zA28rgnZX9u77Ljg/Oy+DYWFazy2F3y8H69GQj+Z9OReqRvbmwUG4WdfHO6jMcGKyHlZ",
+	"Zk7NMPj8yCkY40SFrdpxoO44aPSSMWKq85qBFZDyxyaN9SA9WrkUJEIWnUAb479egupdte1m31yFyUJV",
+	"SFuNnbrtcHSOqx2P5bQL9zJ2egcFdmxeJjxwx5ypIQ3iznmaA43elbFxQ3XxJ6OuGc3MVk2FaDfTbwCG",
+	"zHW9JYtpMkqgEtQlvFYJi4C1WnU8UpFM3/lYzsjS6UYbU4Sj93d4HzsDkl+VoNJTnBgAc9DGm81EbjEC",
+	"ZQ7Z31HFCn3GRwH2Wyy9z9Tbhz83oiGRJ20gbdaVULEzCGhO921w1TudVJYlu9Z4nK4gs24hAn6ENN7Y",
+	"HAJuGK198Cujy8YKmHdQRtg+LAEkkwQPjF9FB1ko58+DADSZ+1Kox6zJLprV/NoD58cMn0dff7uVK7ZP",
+	"63kOAMYipEMY9yJ0obq5RJtMKjY9/NM0Sh9CR+8xK8U1z1fMKH4j3uXcCOY2JrWEM5ZUoqLuP3q8vfcL",
+	"/v4lPvroCOlg/T8T1P076ywZezR5dHRMIXbyVCGHqNULbmVOPiqhCnTAdlxYDRBH9OUkBB7bRzGP7aO7",
+	"K0AZa5T8uRGMLzTRtlX9XhT4tsff9u/7McNvgjrL1erNbO/pf23agHhPxh49AfjvtfdF7T/5LdtYhIvK",
+	"rjIGLpkC3N6qXGXsRojKdFhy8SVrX3D020/rUveHH09OvaqnZ5t9ypg/b9xLUeQfR+/nirIunAp3Zdyr",
+	"MZGnr0u4KkBc4Y2oUEJBGXuu8nqFMICQ0It3b6rv8Z7+5slH0gkfT746GtQKw4L9Kl6wj7f6N0jfGtaw",
+	"BrWqEUf+pTD2rkd9exjEWIYjc6cvxXsbqg+5YQW3/JDu9ruzfcGos3V08oPV0PRxu2gR8AXTTWWOLw5Z",
+	"eRl6Tn9unBatKTfLzpks8LBD3CR/BcP6lKm1lcF53Pz0l/1Gc+BP7jgZaD32iVfSZXi+OLiV4i0juVTx",
+	"x0VAhOOTpl4GehViMV3iFx52Z3mXFKoTNPIT7aWN2h2SY2QYh1DAPGwitckp0Sj3JbHA5/TuzvcD2Znk",
+	"UhfK1qtj2DSuq8EtyMEVPpRT4h7ZDdIKejMxlcjlTOZsJkVZGNSw2he3LyFODm7Y9L/Onz87Ob18/uyn",
+	"aRLyonetYGKCLCCv5Qq8hbVG3hzEcFOp0GfTgJ16/0l4fSU1HUiAZQDGolB4La+l6oVP0zkceMWJfWvz",
+	"kZ59bHhXl8ow0/UZr41TSW+76fw+8Tbz53K5Gp1X1JfQ+wZGZO1jrq8ef/vo20cZq21O9JQZ8W1LdZ0R",
+	"DGSGC79RxYS2+cRt8zQopOX1tbAXW3b7C/AKtsInw+AJpNenhQD5rwGfFE2g9urVKvZ1Hu4M/rVB/53M",
+	"desumjDSUYkvbO+eIdgicLYnrbUxvX+hXDWaas/kj5+wXpo83oXzvjeZZ2uKGvWEzuJ2Ij5Vjtp7CJIN",
+	"aSPaYx7M0ICDSVbh0EoXFAzlpby0cYZka5H54GbwLNx3vuD23O87qASyh2f4jNfSrgbLunDU11mjKngQ",
+	"a68SJVxzkd+YvkJIvHrsQVrwn+RNAReOghqnM7y8a1kRvOPUtZkaXer/ODiIUFnWEhClcKYrXouiPwpN",
+	"SXEhDM1tlKiAuWFzbua+1tk3ODI/4dMVthFMbuIgF/UEL7ICwMbd3CLg2OasIhz57tViuFJ/hNcQpHli",
+	"enFJ9fs4MWMQVhwtvxH0ee2aWS+f2pj80IPM74H+Xdf5lpR25DYYDagvvPbbD4c74c6uqlIOLcZXyOtq",
+	"upkR9FhLaZYCXuyDouOWX3EjXrqfXJ+HRMj07Pzk+x9P2M+NzG/ewRBNu2/tlOnCDc/oBeAC56XZDcdm",
+	"c1e3X5dCeMnnqDoNeclpsScoaiP/8hbtF3NT8KZ1FTg9/n06r5Mgaba/iyBcWD7nUpFDq/MW1iLhw1IO",
+	"i+Jw7wMIsbcNdV+ZfTsBMdX1uoq6vsrjQUgtyOQeHKgif4Po73SdYX4KaAC1LskItPpGKMgyBV9SwueR",
+	"cyuuk2gKp3QFPRvti9q6mC4XAboZmK6ZEXnjPulDkjza94F/sYfVnYzWQZEcWgIjoceLGIah28HhOUlb",
+	"BCdluTEvu4VBUw+PO37a5XLnmOfaeCWyr9b716lo3YQ0gIV4XXNAWrA6Wp0nZy9phT6FSQcExLh5ChDN",
+	"OpXSDwzjjZ07gZmjD6BuSmEyUvxlzXRdiPqQfSeMJOA9IzI2/dMUznNPsB29KGNT1yRcn4sS4d7UKn6P",
+	"U7B4WYJALdgUa56nbMEhdtqWdUNc0GrGlVarhW4MPWaOmYUsZTuvhQhhExgXcOHgVKNfny6W0rj3zkXd",
+	"wW8gf96tFEsnVPBfuVYzeZ3+ccEVmjTdn2u+3LhU6muz1gj8lLyv0EtFwGf0MyCxrd9rublZbxR/E+9F",
+	"jjgTvtmAkL7Wh/D7euNNdV3zYv1+/2u4GzCe/E34j3Atn3OlRBkuh3+377K14Iv2G+ifG9erkqMEuZV5",
+	"+zr/z3C7/6HFIvK/WF7ewAFD/p3QRvRLaCb6jV4c/RLNTfyrKAWOtxfRuP/Cl6393H6hv4C21PrtsKd7",
+	"ft1so7am2rzZ/bh5b2NEvdky/toOqDRuBCZLXpZh1OPf2jGzefcfiaHu/uqHtvtrGN5UKtVZyVdXPL95",
+	"JbgRaQYvJZa46+lWFAQJVZnC+s/7+Vh+gFI3FcIHpXvrHVM5tydR71qnrorzHkBCAKNXCDZJnYa/dyUo",
+	"ft5+eoiRlhLcH7Vu1M4WJHRlnJIOt47yscOd/XFUdyZRnytRS13geXq1oqVSkm+n0HAwKHDLKzEafDgm",
+	"VO8B0SQ6bDgewW1qSKXkfSz/SixPZjYNIYGHINyTYY0g+/PR/8GkojDgnWYGmutBJjn347QTkVct8FvH",
+	"Tbe/+xj03lLeCnSK04EBARldUz4trmgAlMXjgZU6hwSO6a+dCfnt4a+37tz87eGvvKp+e/gr3v6y+G2K",
+	"L6IQwMTLiowSS1FHkr3kLNDXvyYR8oKejb10LXeQ4EpMGA0CbzKTYO3kjZ0sRH0tJsi7tpftrfcuKRFp",
+	"RaVX/tvzV4YKXlYZa5TPv6QqJ+zjA6RPGa8KU3cuMASQ8ML05NKeYC4tZuFLy3ixkNZA50CLQ0mM1ULn",
+	"4lbfCFTYZlLxMh7DE592S0/sZXt0/3ZoLC+D1uaxs2DT5ftdKpGwRbPESdLZUGsiqp2ypI1Ag3tWa6tz",
+	"XSatBH+yVXQT6vgeY8w8YNO5tdVkVt5OM//3ovoa7YXpvDRTTCyYOs1gmjHd1MxHZWFt/O3VKdzw+m/n",
+	"zOiZXbpp2D+/PEMUl8vTM7cb3z47O4a4/dvzVx1+SeOE6NTc5u+szG+EDQhWLV8+yUTy/XLLnj2/OD1/",
+	"+d1zp8Xr5nreNuQ+F3LRwA6pSp6DC+P88uIsTrI7oG9aiqva5vRVf//h+Vk7XvtQJ8kVu3h2xvRs5oQy",
+	"Cs23568yqnWM+53oRPBet6VEDwx7pclg8mYQiRCr2bPnr55fPj9m0pgGXGzeIcoD3SgaYxKDin6R+ync",
+	"y/bCDLq/SwM6k6n2sj381kFN6aIvJKoEW/KVlw6M9+lJV86eFfVrDnuu1y9Gt+F2BhRtyoPk7N/5Lb+A",
+	"R2ivs/0fXl24ybzgM17LjP1weXk2mf149rX78XRe64VsFpMrDic1NXxMaVZw74tXf3Mr0K2BnmJFZwEI",
+	"ZdP8j3gu24jNFGey63aZ3spC6IfvYSPBFT8nyXNhnkwm/UEvwxhTkuuS+E/F+0r0wNVV0fYfI4uDuPgt",
+	"22vqlNTwSaxurwaHa7sTs5b+M94Ax8CqAVR1IcnITSA3TJrtfr3wGdir7qxka0uLRjApFRFc91yXPSuZ",
+	"aDrBAxLSkajunsKnQ9X0w+5eaFSaQAin9PKYKmUnsJ3J71L72jLc5DTKeOOH5H/D+wvdA6M5Kq/bf4LP",
+	"i5bRoDwAnEbA213HPo+6ip/xRpWrEW+iMuN2EHKtjFCmMYPDUSfn18064bvFu5NMfKcdKZGxms/s5FZb",
+	"WMqUqNEWVGbMyGpi5LXiZUk52Igo75Mcty9m6F2cChkNSdaWAm1zcp7zmX0m+bXSxso8SbDkxyoARwwt",
+	"YPSFv1SFeJ/QtN3PHUQryN8KAR/a1fiiBc/ncjRhTq4XC2lHvxdvt6LAHox8iXv0VCvLc5skjJJlKc0G",
+	"iDa9EB5roUdxuo7Z0ebOHNmTV/p69PeW+nrnL71QvDJzPTyouQ55P+Flhh4c+y748AGo5nWr3w9dFJpT",
+	"mn51YqWfYEc1izORjBqvU7rcasjMoSjzLsGvrVuoKzheYbd1zV5AimlPLNCKetGPH98KNHffXXJhvIkB",
+	"71lbX93dlXU3eWqtRHMajfn6/kmKI8ELqYQxmDIxELvFDHS6G9XgRErNAJGYJ7MKqwvC8FKxRbSNRy7h",
+	"XZCxEXh7MMzVn5sZvnMzj/Jm+CSMswyOmbmRVdVmu+RA2RaYinpCyPjMmNcsOZZj1Y2KAW+CieHrsLq0",
+	"OH0ZDxS60zd7bSeyeG6H0aLDmhqXU9QuKp7norLcyfGe9QU/b0l2oSGuudrZV9uTt/RSFfJWFg0v13fA",
+	"+Aji2kZLYWqNTmFomcDcR7bf3JfUUKy2pcR4xXDH1BhsO8oCbednMAPmHNxfL2QpvnMKWho23yn2M1k6",
+	"BZXS+8bSpv59voLdsK+0fUdw7cHj9s61+e5aO60RdMB3jeK3XELOrP+JGGjeIZNrOtvXtdOXqBe4bfq8",
+	"iO7hizGAm+e+3y/CE8Osd9yypTuilrVW13j0VUJXZQ8TGcLQDsuYmUTzQbUFGe0HBpCuLWuFhqt95YiF",
+	"cbcCIWxEFNBvcIA6RVCrY0QVkwVSYoLJCMZQISqhCsg1TxDTQb8TI/Ro8ujoyElWK1VuaZDWmGGHy3B2",
+	"KYdMjubIQUznzZ6JGrzPfncZhAe9cs+Ar80fHhj138yzgHZNb/7MxiYYKSc3RcPWlAvqSf9gnJU8iXez",
+	"FOLGWfB+kwVYgvVjB+IQL/tCTD6wzYDnw7VldkMaGUlLF9HijzvRtnsYsNrgzpAv3Q/e1GE+AArEXRiu",
+	"54Jyif23b18+O/DGCYmnQQYRI6D4ujdo6BYfK2Hb+tK0KEA9zjJxE/KfWiW+/eXJ6xOM+P4CPDBUmlbq",
+	"HpT6bUgesguuMX5t4NpPL2jaF6FXO2xdt9UuSr2dXIfmN+B7hCGLnSzRzgs97oNVHt7+z2952fRyFno0",
+	"H2Q55mVpWhaBcWS4UBTpnv7vprgDlkrBB6ai4GDt1+IDcZlaF2DGjKaqBjbftonn0g5KgGi83Iph+8v+",
+	"FyNvju1x25c656XT5AfGt1sS+gui7pLzWs9mRoDbdDeZcjmISeRW87DPBz47GokPlhKX3S8c4Wv3uwmY",
+	"ft2MdXyVYVxxpUWvHt416UzM8855aTLGy5IBy6sItU9jqrSojvbDa7GAfDB4lHYBp90CmsOuVuB8voMQ",
+	"3KHUCsEzAxI46dx2pHfyw6us1iT3rvX4dFospSo2SrbDSXfMuL+DimoXslDyeg4KiF3q9rRZLxxOYbfy",
+	"ld977u1x5HShFS3xRhj8aykK5f+286amP2e1xD8Mt01Nfzbw9E/plKuEGORlOclLnd8w4ezMH354+uOP",
+	"nuPD8tp6zJ7HXz89OjpEUi4ravfs//6vo8njn/7raPKXn57+19HkG/zz33rwyVKelOjt9DJ4/x1fs7aQ",
+	"aEACI28xsHb64sx/n+uWTBli3qHAdsFVw0u2H0Ow6Jpd8fxGqOIgA9AWtu9zgNy/8F0HgGxD0jrMOrTm",
+	"5F9j9R5K+uQsdgzqdA5hZD6yfY/VIwr249nXB4fsFVh81x62T7yvtBGsmq+MzHkJCA3mmE3RQmszozEZ",
+	"uRYzUQuVp0M5ie5UVUnZ2On6M68fDRomlNtA6VLhuHdqQISapJV4kNZB81IbMZRuiJXb1xJqlDRY1Zbt",
+	"e49hxoz8RWTM1jy/MRkzVlcV6CDQoQlkJ2asFhV3a++gp9KuEHlPpSY2/IDhPbuZXpi5u9X0MnpmJ27h",
+	"zXldTOihHdS7Acc4piP4O+7oEReqSOtNkYhA9ckaCv0DCNKOauqQ04ucdbIgmyxjuVt2yp2h7q20QPyK",
+	"05VQBAbonux1k6WrJaIXYnC4TThxO7Df6ZbUH9yvbuCvVlaMHfEPdOHNar5IJe69gN/ZPmSfYNVCU0hN",
+	"xKfmwA3dXJfFeATrQrzvE88/uPMaFzjc57YhpDntc+YJt2GYQebiBmX7fqOuTSweepzlNTfz9CamlwzC",
+	"UnqSYYjs+25R4GJsqepgWu7lehoa2EEwpt34yIjywrCZ5trYEKNPOOHdEniWjFa+vTxlBUX64bB1+3jj",
+	"Y9OODEgz63dCey09pLRuJV/C5MQfdCq6ddkKeVgjGIGAGA8JfK3e4UvfLaqvDw57FZlxkop8L4B1wGC7",
+	"7I7qigm/qdpIPArT3vlbz5i9xjwqa+tUFijG2ao+BYd3dzlG0RJ8DcR396LORmIvklnx0LXifi0s18qk",
+	"zprrzGtXJMR7sl+9I+G1Hamjozz9Hpml7hejA74yAKuiJNgNm6Orjo43GV9AbCNhMppPajN2TrWeCmQI",
+	"K6xp1UYI9v3zS/aQV/Lh7eOHQVY9hHjSZKELUXYSYmPmjAs9s8+E/5f/a1DbvxA91b4nXi3m3UNBGjJc",
+	"oNzCtXJPKjvoGMnlJGsGww7q8tg8rLsZANKMVf0xEtrXPoSi6Z5OAhTsXqhZtrrq1cZM38L2x37gW6Uj",
+	"bId0qud1reut5kotZlARpGuGwd4MHZkIeB6/9n7UjE1H631rGa2ut13utEUcIVj33SptxRM3J5zzHMm4",
+	"VpV4KnvMtV2CLMFBcOwxOn2FCk7SA4B4t8TYPiYvrF8x8tGjdkmFCBKnRev1WLdywUoxBAiadsTSwTzC",
+	"hMTb7gBKP+oAIQnXUnKilb29V3Dbx1eqtgeyfMrr3eJZ96K0tStnU2/rVddMR+MKilW8peJF0kWNRzHo",
+	"j4XBk5ZmeKwWFmn+//yaWPyhuyleXjMYr3vRE78P9auz7bdrYLE5eAct7Nyv6b2oC04jQynS0pgNK2Ou",
+	"9R8x37yXDL6bkr4rmab/3rCUb6Qq0lUrzgSSVqZm+jJkx4f2YDP4GN/IjFKfaYG/XvWUciCBc/r4b8md",
+	"w+K+C70oDaug+NjI7uMigtpojt7sk7OXALfa6zCxol5IlRrSTrVIGNIVxI93yU7t0oGE96X2ysa2rrky",
+	"EN4ySZQZQN3G88eQV8aKgbGf1XrRN2rIopMeI933EGgg6WdqeX2drgznlkHib8+crHsnXJ+hD22j28du",
+	"zFT4zRQWdHfAh4UZCAYndba6tGIBkTje/JX+9DQQCOGwZPttTTbJxyhpFBLlDu5wtsSCbttohi6nh2ih",
+	"b0XhK/3OhZFFI07dDmmqu+ZJYn6f1QzjGazGl4TKYlbja1JR2Xp13qgObUoKw/mNKleU7Q5ARGJlgqce",
+	"Xkqn5yKdD+L5KxIhc89sYTXL3e2U3QkkDlcor6Hvno44OCqpcmYhryngElAs27TNLSQWQ6wVdU+YDMNn",
+	"rR+EwuTwcmZrLssU1vxgTzbKLWmwQifusJDSuaJtxn47rjk+4iznol6xulFJiFVhRfFXsRosAYJlQfcC",
+	"0gOYykvdlIWbS7qChnn0rjHwhNEyTZ9C0iBjYNzwLgsRvCzuNtg3tCh91Zms3bfhBthFNYUR7qE2d7O7",
+	"G+UlbjStjjtVXeEujMzvMq7riQI4yFlnurPuehzgqASEkcu5rIszXttVB+TngyUbIDFgIh+iAARome5K",
+	"HcaReS2W6zgyLSUbDatH8yFXBbrXNFY9DvNzPDmKCTqeHCUHPDFs0SrZ6LGbA9YoKHVTQQhaVASlCVCN",
+	"SrNSq2t32zJlJt6IVQ8wzNr2xXdB5g/yto/boHhzsv9RQ5u6MkRD03LlAgv9kr1KQdNSZBXxd4PRvksW",
+	"QVIQ72Xt4KWXvRXKdfm0HymSRCxgu/siPOBe8LCKd8Kd3KymXjpDdkL0Gui1dfbfnJvwazr1tJTX8qoU",
+	"W5eIUDbgg/iDA+U76hwjV8uNEBXgrvRD3D6nNy1rt/MUefNgzbeAt7VbHtXYglkM7/QWnXXpj/2QUKl1",
+	"l4CWKI8hH9bfR65OP2/AWq00hECN5YvKfCiJ864MyckPOWZHPZTNA3tblzJPAgLTymd4Ryi29EMgFVv2",
+	"eMnXwZlbeFF62/qijKZvY0BSC2rUVu3Tk57RSQvW7P1t1h68VzhsR2+9VM7SyAO+A+IavbVnrGQtfmx9",
+	"p3c7ws/cqhRLTDtxLa7F5xKFWjqkuAzxOGL/AEqfOTvkes6uSp3fAKydz84zTLyXxh6TDkcBLgT5yIme",
+	"v1dRBLjDUYaRx2XHwJDr1wJK90AwFvqYtDdopgcz487WRkRCBWqSe/sItqu0JnIreCmKk0pe6huh0kpy",
+	"QJ92JoR7ABIiA1Tt5oTa/rZmTpzCdWo2uKhB8wYMm4rbd9Mex8uNUONKbUPXhsWQb5HaTm+MXviaWkPl",
+	"KWz1AtmMZ5tgxai8AUAnJCslsJoaWdqXahwWDNzMpDrGvyZSEZBNzpXSYEN7vDhdx8IjAbbUX73WUhBo",
+	"UDPWKNHjgxEj0VDFHrJTOZSmrfXw7ufhDoA7WBR3zBZ85YYCqst2cJm+RWZHFRW6uWbTRSlhptPsChvL",
+	"gLoIiF07Zru6B0diMvZ1dyCOtznbm/TSa1MOyAUCweCGA35bZ9dtja2nIe6fkPEXepvBygND3YkR73JA",
+	"PNw7HJk00D3s1X6ndic//oSditx0X2rWSVm2e2YsTHp4YJyzQpfi7qDo57Y607XtAfR1wvH88ozBKRnh",
+	"frbJEAmValwpLbS2SwK3rEWeFhzEywmSCnvG61reUsC0TWPImBGqiG6TFn7pAIRSY4DJrNJhtAHIXvhC",
+	"rlijaoFf6AGA8ZkAjgYjCiZRXnK52GUk7gLjOzrV5cc2zUUvlQ+tut6mRWcSX+TSv7pgb5+dPbw8PQst",
+	"jIlcN3WljRjiUKDBA0bu2Iz2kK2lvO3L0CnRq9VfSiHtAFqzn9VtqzvMPqjPNMVB8gJHNwCW3V3YGlMn",
+	"2AMvLs5PCdiw5ZNxw7UGHmUHMKOM5bZJiCaQEW0szm+YgLzmvzlgtaZ3z9b0lTDDhGk6uuu9ULMh4ReW",
+	"ayxL2tVGI7qRV9KYQRzasBzW19Y2YXsCiJfpvdMVuZn3UHRy/VqK1qVP3IfrgJ9CPgzb1hA4tZxsECR0",
+	"l2F82ZTavFxVYgpBNq0EkVMPnjzx2fFbNnzza12IU3zPCcAMiWLvt5/WBqWn2rUzHIGMaegQ2i7eesXZ",
+	"j/x9irfJWOyD186crjRWoLlWpUrl4NVrzbqePTCwAHZ5Q1qXgCE1d+QsXJvcLXHoeIO5T22HMhune9zN",
+	"SYEiibNZLaJdE9iP/Fw/MO1orsXHtmsVQPujih11hPTBeMICm+7GYjr2sQpWSQBlxq/qA8NvgxfffPPV",
+	"NzEh/tHjrz/4WE1QWG9jtt/tPFp7wVeP7+OkGEf9bsveMBOup1LOhDuGjzujEo7xYDoBTJeJdL1D9gx9",
+	"RewrLDXun7Vvn3zdCTo9OkrNmRPVnc6SQ+vRN9lGShyicFqN8n0Wnxl4JrgTA44Dyokh0OXgtBk4Yvan",
+	"CfE9PWBSGSt40aK0mKa0x+yImgZkcU3FtkPht2ggjrZHOxOn94B4OffH8t0Cmai+c7V2KKfgmAZ1Stkq",
+	"haOW6Zep7427WlOdNHZ+GsDn+wzXDkI9w1zr2unh0pLPA4sOkdjfmGWyyGTOzRldHEKu8Q24mfbviRt2",
+	"wyTKGfjY4N21sE2t+nx6W4obUryKUakDlpvACNAviO1ofKicBqUPsbBM5NM9k9dOjYCr0EyneaV0A457",
+	"iZnk+ZyXpVDXoi0h2fLaMX6taDpjX6au0dFVC+An2Bn8h16dKr1oVxk6rXpfKW3XFnXdRShfDnC1umx5",
+	"CTTMGldd73vSodbj3jSi7jg324HJWIO+z0rUGxGbYYtpPeE+vN+viayzGbp59O0Y/jRq0/Y7zNapJXDg",
+	"Idd7PdF7rEstam0HDXhDznyAmw3buoTo57YcLyuMJQbttbFIlMCV17qWdt6/YcMdQL0U67E/PvtmL9u7",
+	"+OFk8vibJ0k1ljd2rmv5C2TW/AAYxz0DTNWBbEpvPTw8nLKT+HE2R+RnDBhh+GNW6wUlRjuJ2QpLt3jP",
+	"X5yyx08e/RkZaV6csj8/efTkONTfMw7cqhmJ03UhnnB5qVQJPq53BlfRBsNu0jmWMSFD7MaZndfyVihv",
+	"ks9qYeZOfy/0orc8aStScStiiJMbIfSMzXDpE4QJdSz3aXk4hEBpwT14r1dPCQg2fbb8rBMJS/+r4aW0",
+	"kAtQ1dqiigVL5hhzJiBrvdMR8h8ozX7GGkO/sBTCyLnVk1xWY06YlGAzbSQ1nC99RLnucNyCyUZnVy0m",
+	"NFyd+Tdh//lDFQYeECH8WI9KmNc3kQDFVZhF+xbnI73Xoi/pEysXC30jnFz5AMTWC+JFs5oZ19zELb5N",
+	"WRPEZqJIA1vIYNlCMWED3MaI6LeTzA0f5L+lg9P6eCeYVnzp2KFLy2WIEKNsdlIJv/SDAFovAyq6uevI",
+	"QFc/CJc1NdI7Ao/57QEjsm3x7Fytq2EtwRFxTNIXGE3ERmZnZEw9evxtyuaXC6Gb/mLY74C0z+OZzZ2q",
+	"5t597HM/2KMt5vxXHVs+CTVYc2V64NjdIAITAgt3HSP6FmYOvX12BmIH0Q0hi9Zqdnl61vHDI+6WzZ0s",
+	"aYoqKXiT5ES1NdXThw8hVmFNZdzfwMgV62Ck1juVkEk100zOIkpFpoRAQ2qxbt0eff1tx3n07TYt1PVx",
+	"xIpNb1asPfML091Nq8jNcEJ7agqpT3UhEr6rk5PTjJ2d/ngC/33rhudN1fi6/ejb5+6ocA0d7oo89YNe",
+	"QvZvOPCZ1fqma7foBvnYqWFEWYQwZH99PSBhYjG9d1YVfUDoVR8GEqupVs00TjXTXslC4CQCL61rebse",
+	"vOzt8VzI63mKiFUXwAbtrt4P82dP7T9XYaR31tQ4uxErRMGhrwZVRC5ED3uE7QGIF7Vo5xtJYvdzrZTI",
+	"bRYqFDNmhG2qjLgjdc0KrUS61N/14VJDMAEmbitVT6R189YLTeuPTKza2PDBI6d3QMQBeKy/TIyvopRI",
+	"pYMTtd8UUMti8yr9mUnZdUkdFwVQq/nSpjV7b1M/lIXo2/c/PH7ytevID4+ffJN8eCkLJ8jSqxgujlrE",
+	"CbHnOT8ssT+3oiMpEBt1Aazgl9zcfHihRgNWDeVPMs6QcZxZbhJEIKk0y+QbNvIsYalxcxNlWcKDyFpG",
+	"/kunLd93wuWHlncN1XQ1ym3CQV4xuocV7U0+kpmmFrsWStRbPWJxc1BAkeuyxHDLjk6wa/03rEnZfNv3",
+	"sDyg+1S3cphuYcHfV7VOff7ffPbp929+PPmPs/M3pxcjRf21rnVj07WkbV5Ze9foE2RBid+Dajd+9o94",
+	"8w4sMRFj3OYxUwn1QpbiGbWgtxB0VUIhbFPRPhAw+JFH45hNHrWKSVVy64YAaAsppRPjWGPP15rP7Nax",
+	"WaPSQ8yTeitiClQ9dB7sCyfHWyBeoJ2l1lkh6cENs00f5js6sJd/DMujdytgm5ARI+FDEns4P+ONEZfa",
+	"8vJ1yhIEuKlrXl/x67B1IdcUKaQIb11xpXeDI73Oz0Sdi1Qu5vebb7O8vhZg3rpH3MX97998f3rQripP",
+	"YDVy+cwFr07KUuffpcG24GfwgZdAHg7qH68YTsPYj3SPXKzMtndAyzRZ+spyqUTR6kCIfQwl7XDgjXy3",
+	"ahbf50O71ntEi9T05qu8HA10ano/EZfPlf/Q+/3GtU25NqVrox/10o9Ntr7641U5sPPOkhokoAZohDSD",
+	"/4WkibaG4mrFOFvooilT0M5FUSdZlr6TqmB01eeZ6ZpNjw7h/5F2mJclc6NSz3j+ISyw2LuIi6GHg0Ea",
+	"K5RreJhQgvISeG4bXpYrduVN3FQwcTtd32b06soNDliZafg1+JyEqYGf6aslTOht9w28kkgbS5xfGWXp",
+	"TubWVhl4IoA21v0JhgGybe+QhuoWErEShBy6WSfliu+cx/U8hUHfyQ7jPp1H/NzwEsin3RUs8jZSXZdi",
+	"p2zYXib6y2BP+Xtid9CQH2g97IcTmcV80X7HhJxJ//EdVouwUrcQErYbOx31c1dMZy9j1jYylmD/tmjL",
+	"96GXpeOH575bFfSSqyISQDs4cCPpNjqfrj+giK0BvskLvpApIqETBVV2ls3gBkiAEEL5NCxSYyaI5PJ3",
+	"cXWh8xuR8Ny2JRKD5TFKiCLAdULqHGw4ePcDg13ps8aNvCq30IDnRB0dRct89ga3UbVWWgIuZVnkvO5D",
+	"Tu90EgLrBoqfuC/c989vD6KHN8W1JXvtR26dzZovxF9lSs4AIyN4oGLu/NHzuKX6imwHfAHAM6qIMF92",
+	"sux66px6jT4w+l2fqUeh5Dj4l7zcmouy1O7fbiYgbmZWKt8uxCxy2m+l/45G+se+U9GN879fvHnNrHjv",
+	"ka93Hey8qU3KPfum4pCcoRGPie1Pz5//7eXFyzevD1++fvb8Pw4vnv+v6QEcG9wYtwZ/bkS9Ytge7i7T",
+	"LASrgbolqq4PQ7mpndySITAkn567m56rW1HqSgyfPG8Ug2nKvAWKYEUe0mLf3OaHnYE6vH100JdqlPTm",
+	"vFEMJz5jS8KLJezcWkQwnon23NgUQ12OubGozVwrK1VDqoo7YwinxY147mbfadJ9/qiRxf3t3qrFrNzB",
+	"yjHi54SHXtcorDIIyxD30v6jjD3O2FcZ+//+n/83OEOveWWOETiogQLX1FdjC1JdHxyDrgKjBdvfT0SA",
+	"FqaXNWZkMXufdHgRRNkxvQ60M3hTOLpqksWhI1H4pbMizD1KETfkmd/C29BzIokS5MFLNdPpcI/VLJBD",
+	"j5UlvHEjYgnUuqfduWBNdV3zomWddtZB+6goYmluIELUYE2a6WNhh4MxdXzsPW81Cwlx/7mIS6YBCwyC",
+	"ghm9dfAkN0K00cNd1KlYAUqU2wK8RClvRf+gUYDI3WmYLEogwFBopxvG3cPwBYWwbtOyArJeVc85SGrw",
+	"5arqw6pqD3CT4TDx1GFj5rwSLHFc3W2EglKRGKSKp8IZZxzpN90YhbWZsVqU3IJypwMS5RWkSKPFMCCW",
+	"03PAWV5KxMNyN5kA/1wLmoh22ZIE6MfPNG7lJ9O8LmMZx2pnobpRFj/30DJf9R9/YTRYdFv7HQu+Cjtw",
+	"/0Lkk3D/xIO+HRzHS88IOA6gdhAyG2YzUYsRqiZMXLez2bqwWFuS0RCFaYm3SbTlU8Lugt+KF7NFJa4v",
+	"ieH1jqkjGA3MNaBDUVMAJQjptUR2U/JcsH3rY4d4t9N0oAcHPeH876StuRV/vUpFti/R04mUPlfSYpBb",
+	"KnZzJe1Dc8yOWCkoTVoofGM+19psSWTHqpuhVPZsMNngTWOrxvcLaLSOWa6rFcklSCZWVWPjQ85ddxPO",
+	"c3B7Q6VilS/e8ZIv6c9Fg3+rLtPkrogMYYaS1UEpmJJsT7y3NT+pr1PpBU2N3Pc0wLoiYWvoz4eYIwqZ",
+	"0SZjpVxIi6blBODDbMYmtlEic//WM1mKp7cZm5TiVpQZm1xnbHIjVlLZdwupMja5mmVsktfuvwv+3k25",
+	"+7GZIS3apJLv380WrlFeu//kIHEmJn9n57UwHuyjJ/3NWQvYbbdso54niqgGCMijEqggmeE0OE8CS9OC",
+	"mYVMDbd0E4tlYMk+Ptq2YvsSNujleNntnkq+F6XZuQtff7W9D1syPX7sZnlsrFXv1Z2hwlyvNnLit2eP",
+	"UYuvtyKNUJUtIOnnuhLrPJAnk//kk1+OJn/5qf3z8N3kp1+Psidf/fZvvZkKY0Qa8pXdq0hz/7dteoYy",
+	"KWiZYM92E2rzx2BKzB8/+WZIfPWkYtCL4eoHLM8/P/l2t9K0zkrpjE1H+vedrC0N7F1P1S6RfsvbYe6f",
+	"U3/rtmlF2yNYR5vEjztx48fvi0tc70SWf8xs3VAiKVKefCh9/tbh+CDW++MkGwv2/8gdO+1HjK85Pfog",
+	"4vzAmg+gbHItfvS8cYvt4XeiLiWci28vT8ech5+AFD/OJd8pmXyTJ59627ufdfnhALqkEXPEdPIuQNSN",
+	"MaIlysIHR+7C1LABuRXBbbTLaqu+tzMO12715R8G0gXOfAhXQXQp5twwIm9qaVcPozdsYJlHng3vwfDV",
+	"o/cEXJ5ea/FX966yjTq1e1tzG/VnifUX+P9BIPDFWuKt06QbX624c1XAcJnrsScDgfdzp+ZYASTWhbyW",
+	"6DfQTvIvpREULcJ7TIa3uP/V7r+AU2xy7TGa5qtqLpRJSfbuHI9U7x49/nNav6t6S4t9nWVba0sOhlJf",
+	"Qz6+++pjOiSpfk6ovF5hFZifkrxsjBWIg+6+bLP4eOADvx0u3qLEzz1zm+9ldysXTlQHRyV+SrOfGw3p",
+	"LTUrpRLsqhb8Zsd5+d//2PvHP+p//EP99Ouj7NHjb9MzMabadutUhG7nutQKB1yz5VxawUzF8+2Sr9Px",
+	"p//4h3noev3k69/+7UPqd8MyS0oROCtPddksVNq+zeEapjfgyUqpWolAfHIIsfF+MF2l7eum3EJXQ72Q",
+	"hr1+c8lev331qg8DVi54vfqrWI1tr4ry4Olpt2HSzaejGc9EXnK3B6lVd9d2F57XKTDu4Eeh8wn9M/YG",
+	"/52cMaC7z5DHMWPEMAMOCimWCWsAOm36Jg5z9bBR30jIqfFckXl0q8JfY+ub+jBedessyxRzfJFYL8+e",
+	"vUKMMqdsp9DmpcrLphDPihLqap0ZAIgXdaMwSGI1W/D3z4rydM7rtJu5KMpLf//wEnPdWXLTNr+LnYHz",
+	"279par3cirdZ66VZGwaYDDeTYyOQcHMPDTysCNADsLMtv3WUAQWys/vakRkENAR+M4XsJo41KLDIIgYl",
+	"Z3OL5fY4X3fbtd+XhY2wNsnJTYhoDufiVt+I7VX9tbsPyvrLMtDl4b5ygnpzT9I9zyudz3soMQhPQrhb",
+	"vPxyjaFaoJweZzwdCnq/XC9ySvhz6z50RBrTiIIIG7gCFPqaWuZ1IGoduWRcJ8YpdKAcEj2u7wsxQbhx",
+	"HREGoXdl3QFLzpjilZlre5LnyXTQE2boDijxNoZZ2ROS7UEN85jphV6qUvN0lsI2AFFwY0qMMFldGbbU",
+	"9c06++pgLQc+3VMuJTGSB/miPozneYpBFM4RnrKnyiNZh3Xuw4Jvz1+1PMRQUiYXkPzM63rl8UTbUd0S",
+	"jsfPyPxwZ1Ql1Q7g9lm+oyuNpl+jAbnjAkBqPjgb4eOlKgF/1q+KAJLkjBTAGeDW8ny+IGPbizkQZtme",
+	"fyzpAh3EMyMks5CCBePZljU/OdqFGOfRdgcojcrQrFyQRzK1+2gVPjDtPnTKQDqpexzz9t3Stf3r0bll",
+	"+Y1QhNsaJZ5Iw97AxKbPdEgZv+X9s+OBu66EXQqh2peOTA3eRugLXaXhuxOn7zoLRRjwOAl4/TPHzP3d",
+	"9uQpMUJa7ayQ7Qukd5Yv+Y2IpvgzT2wLIjBqu20OLlShP9N548QHHO0nTSHtuUinxXfuDGUqyok7nyGd",
+	"a2VrnrLuCCjlZToU2qqdoODHKDRjCv1GFTz6WlJuWHhg11LHnkjuKaHAwOVjVJarWl+V7lswNUOVqzP/",
+	"C5kPo+2ZzSlyw5jMyMFXbFXucZTJ+0UPjRxsu91+Weha0CuAjYXZOVfONkKd1kDx1jJt0qyJjm4hX2cR",
+	"rX1t3LNsAL/lwvLaBp7PuwkUdH9rirM8ZdMg4aZg3E55VU1BJZp6LNIp20eGEyAjp4sdv8vUrZR6XZ4o",
+	"p1K251sqd6VKgDKdVFVJmTzkfPHIpzywdSBrydWKhd6PikeNOz69Zk6v9WN1DPGpjqOXImtUYro9Orgb",
+	"gEPQWcyaxvrA3Ev07VUIvIHnH6ptW4ZBtg8s8Swv3WBQzKSLkUBpa9IefLpY3VaAXI8/eH+rZgTJ/zF7",
+	"944m62/u3+/eDcSSUm/5rW+741ed1fr96q4B8qopSycp368Ar8i1eoetaDWrmqtSmjmTyuqdfLohMvDu",
+	"cPLT//lvex++N7A7Zck8w+jdgZJwoQytp+jT+V3DI/1f/gdDSUIAoONNoCQwGwCurg25UIhG16zU19eb",
+	"MMDbgZJGbr+ItGxoBSTi70lIErcbwspIH8W6uqeT2FhdtWkPGUkpDqOaPPH/sOdo90t/l0fmv9LpoquP",
+	"cLggKOZuy3P3zIidl8VHPiK2HwqfWayNEWj1MJgPFFWEhBaBswelVc5mgiyRqNB4PdS2qHhuRdHPC+uv",
+	"sKYCWPe5zOfMswMD8LVvYywNO7f8ihtxIX8RPVgS7lIgLKfbgx4MEBMj39VfEXdKzOemUxk3stklL0f2",
+	"fllLKyZ8Lnjhjtpd+w9czGIYkgdJj5i/9S54X3VLgru5IlIztjYEUUfTa9gtb8LtT0Y6EPutxpMIYcpb",
+	"9ys8fcjOPZwWN+xMqKLDGFAI4z6G6tfQt3gc272FNBX2kdmmRnQvpy8z3mUb8IwFsZh6YBAWYsjzPgwy",
+	"FH3/CT4yfFqf0kmNmQHYszb9dPPcx1vGBblCySU2u//27ctn6YrYkfR5AedsR8/XONBICzwnuoH1AfJm",
+	"k3M3KhIkkqmhPtfOrHbriM2k4iWG6Ld0fisH2m6lAdx6iDmfldAoK0uWO81M9bLknfbP8+sOZQawAxAk",
+	"tkTyi3YH9JUrE9n9GOYBbm4E7hVpIZ/xRqriaQ+sJ4zvTnsEjrQxYQWoboDp2yQXvWtkIYxx1okyhLAf",
+	"fk53wHZh6ExJgx7s2PW9ys2NSSUfxlYlyFJEFUtblJ33pzFQAOCIX2NZYqcLieT9Kolb0J5PoH64m7KW",
+	"mZlb9mgs6Ay/hoMnsafQQQVpJQCHXfEPZCm7bMXtXbnKumddwp9utU2xxJx6WnHglvDB6YheYleMrApx",
+	"O8Pw+TcPALkk9mC/trm+ODNi6XFdBxiASCAds4smzwGTJWMvSLBfOsH+psHU2FMS6uCsALEcr2k67vey",
+	"vWdBiO1BuTsh/oTm97I9bH8v2/Mv2Mv2fPMDG+Ks5KsUo8QJwN4C1wFUAGNW1jYC+jGm1UZHrobA41J+",
+	"2j4Nu9ZVJQootO5DVDaM7mJXIuceBoA+tXbqqtWamVIvy9XI186G37fDB/TSyl5SH8GjhnRY0sIvBrOF",
+	"MiZnjKvV4X34MjGdOZ73NOIXDFpfi8H5LouoTmfVA3LQX+k9t7aazMrbjOFfi+rrjM1Lg/BkW0DJarHQ",
+	"VpwURd0/pqjnYuW8O9LbyAFCIkjbd7rXW5TEdgR31BBHuH3SIE7bbfgRFe1+WrONZObYakeuybbmPRpq",
+	"v6PD1ljfmvHo9QtklEzpk7qdPAK3WFcNCJOqkAXG/QK+xli6Imp9xwOQpGni/GsU6N88CbL147aee5zz",
+	"rDX9ELen07+13ItBO2NzZD5UbuxOboU9TK2A7RRP3REdWEW1fr/qtcEvN1j33NhTSQsZ5ghBpt+vEukt",
+	"94L//+HjvNVMWv/OYzzrpKVkU1+J5e55GOu8KUn9fjXO4kY3LNVrbf0Ck1a81nv+wFs+AYOIdsiSt2ft",
+	"FglHn7Ap4Lqj6PvUv7go/Tjt2wFJrVVElHyvWtPIoAcsaL0k2ijs1TG56j0iJnZV6fAQ0Kwatu+rz6rG",
+	"zDO/DQ7uRcno5mb0fKOezUqpxNAhCwbw0n3MG7x518NWq1GvAAwyTEnb+Q21vJYDmFE0DEhpYdh+1ZQl",
+	"qTc48DNZ9vBO0OmTqFyjkzmedlIY4QTBhLs2xS6cIT1FAe1BRhneI4E+seohF10v3DHjzsyErQHJHoiy",
+	"7VQmpzJvZP7dyalCmzM4VcYE0yKOdr5l/9ma5zd9VFzQ4APD8Kb+0d7+FZeuhaRC0e8jekWsmLq2u67V",
+	"e1Eh2yWyKWLxBQld0vuXxniRaGpHe3F8VcM/vRcn/tAdFpk/x8b7bS58nchn99t0tnliMYDEBk8wnj/E",
+	"HHQczguP3xnEJJwmfMlXsS8GG9rL9uixAZcKbtnkuhQlFMVx4CxAqd+xOHHTBlbDZLZ9Km0fMavo+shV",
+	"lPdz72TAvJOxHv6tD2OxCtDS8MX7gNBycI/0Vckm+4fhJonzi4A5Tj3yrGJtQUghtAeTSa4CA/gbacyo",
+	"C8Tm8PhAP/zC9qGhsb3dTny00+evbUIYC78yklvuNv9B8NLOnwnLZZksVlVGKNNgDT+GmQu82esATstO",
+	"lYVGsA5J2Ews7Cb6hHQNLRzaongJNYnpczEPHcTAdCHeM3rMJ+mggbHgTrCJkb47SKhOjMdLVchbWcDh",
+	"CSOHGfnjJTSON+TFp+QzYQuMs8g8EEFIjYhqRZObugQO1N7AW+vbyymvAB/oAJgoTb+6Wb1Retkf6Ptg",
+	"9Hg+sz0HQbsuTZs4ErXlt/crz/r6Atz68OcpV4UsUD25mDe20EvVQ6q7Le8iYBH3JK7c5egMUPXtWoiH",
+	"IprFrLtBsk4GBC7gwV3vi4gSpwau7VASNEgUULTCY1A3WRc2pP83KQTAW1HzMuyxSNLEkwvUboUAiF5A",
+	"Z1D8lstyzYXU4TBOT+d3Urkz3MNtr71ui3aMn9C2nhxykHLPF1yWd2eHjeBkjFAF40gwqLTbT5SKKRbE",
+	"y7ZW+Nz0ABtc4IU2HAvIps6g84lh9Kjb7ZB+258b+DjCJIsMK53KxsplBXAfEcZt2CfwDdsrWfW4kd5W",
+	"RG4oCWeH0RwiIMWqKihv9PMkFVtEZJEjTyCainQaBlyavHwW7HCAyW3hjBPVGsoO4ypc/HjZgsl4Nu5o",
+	"TfRwcsIDiXUVt0bRGF/svs3ahJolarhD2RgPSv/cp5HCv+NG5sCz60beTS6/0o0NG50yQrCKOKGJ1CnE",
+	"gNOzt8xdkVbktqkFJJEEpZ8045bfLO34+6gnfq4XC5na90i0i5c9NxGnXEikwV9D6B9La2i1LvM5lyqI",
+	"02TrS4mknhutz7WxafCOH7SxHdyzSKX7KPqHTp1Ma8Rfd5nyqtZFk5LGZ3hhCJ+kTJI2Qmi6y18IYG2B",
+	"GGsjg3YHD2F/aDSUkPp30r27uqmaCnDVt1X/Gqny5PtGitSR5/+okANMYNtk2GldUsWkLhdWOKywDGVL",
+	"PM7rA+LnvV/mnetS9BBBdVbDJyB8Si7Qk7JEW6G7OkdbTfQV7jN3oXoaHrRLbnr8OiCiJlLFjL1gs4ZM",
+	"vbvCQkJLhe5B7Cm5sc/TQUj4ucUBMZB62THMpNPVKIGot/U+feiiWQBE15YXzDmRnzaKrYTtf02jUvLi",
+	"ImbH9u9AYXHMVFOWQy+6W0YrGktvVLkFuQwmBuApgbaZ3BetcwGa6SGsaZTiW9m24AU5V+wKeErYgitg",
+	"GexvcythITQpDaObmdLLHi2tqYBq7SzmmB7TUSKlJvRDpy8tOCAuYY6q6YFz4+amD9zK3OARDraEDLxp",
+	"nlBzjPQNzXcNpGgiNr+4sxDa4Y1Xa2eDxHtxWIL0Z7SkpIjZJWmlt4FxsYBWyI1KwRj+zPNGbbelOhTn",
+	"a/zng36DtBX86xZ2BVhOE1OJ3JlsQHdSWuQLME4VW1Oj2s8ayq9/roqImmxXTabavsOkATWYxwOT2LL9",
+	"WldHit6hj+GUGJYDruXUgdKRK3BqJLo417U7jsKhAmQz7rMLp3/omrjqrwT8kI7IbpciO8mKKoiCWNOK",
+	"lkI8Mu23ZWGd9m+QXnuILnTszsi7tMXodPu/eJb0f37nLmGcnYNKsqhEwbgFmUEX9l9evGHfPjl6lDE8",
+	"YaeNAiUMSXgb5R+DZ8zHsB/v+E7Eytk6qjSSJ2cvA74O7i/qi1xUGKAzn8GOBf8vAm72vgYvr/sdN6of",
+	"428S76sU011PfOneLJ7YzunOTmT5tOu1awUlhiK1l8Bfd//Q2+DW4x4sYB1+m19zqdwNlBvleaactk+A",
+	"y/mcl6UgVuM1t1B5rWtp52vozT8++6YPvTk8EVw6ceves40NXPxwMnn8zZOkL/uDYL7xxe0gdJ1IHxee",
+	"eyHsXBfd8Xr2/OL0/OV3zzcGDaYEn2h3B0xQlxzBN5Cxi+eXb8/cAXP26uT/Xv+aJ52P+WrjY3769avs",
+	"0ZN0v5VOsqCd+CGF61BUAeK82z+gdwCnMDDIcwDxbqf+mHE2q4WZs5qrQi+ose0u9zGl4D/rqjvavAGS",
+	"s+53/K+GlxJZZKtaW2LVX1+jx65ngoQ342yOkUBvHPysq4zl2HmA6cjBPXb+4pQ9fvLozwhvhQjlCIaK",
+	"oN8dokmFRBDQyTSUiExry53t+/b8ZeaTMQhZvGos1cvG6wgx0LkKxsi0qeUUOSD858+D8bdBmbJl7Mcg",
+	"oPsxDtvxMwGau4FNiuW5rIszXtvVKa/4lSxl0uXR+jg8G6U7l4G2C6zJQidSYLgVThymmgsvW7H2tg3m",
+	"y7Z9Kv4Zz3fZvuAU20/yXX6gMhIoCbfoIgMAtuBkddozYBbEA4wfT48m3SiFFuhHwZvu7ka5A1lIt5eb",
+	"zB5bHc/w4Mi4SPyuEVYBtZzSZuIvjecli1fr8D55JW/FGdV3JR2MMOzs7fkrQznbwIlKEAF3wt9p890+",
+	"ILv8ztDK8CWAenAlIJbq44c7Wqa7MtPBe2HJMd5T1wV2Sg/HoJHquhQTJznenr/CtE1KtB7vmaZ5RoMo",
+	"HT+510RlbG5bXWuc/9iZJQACR2TyRD7kT3fLId66Agdwb3fIKG4/vLsx/SSP35UfZlSA/uJ3MWzdUM3p",
+	"xnhzB5eEGt2JcJE6BqSR6XgX5NK7lWkslIYaJ6JbrGn3pDsYSsGNZV/hPxbaWO+7nslrTNEEXPL9FqP6",
+	"6GA3rMSvkmCJfq8M1ytoXG1B2h0DWj8umEUHdgiJaQvCdDUPWKJYFDMHS0OU5rpB7LiDY/gTa0fZ/t9/",
+	"eH52EKUiAnjWzlvaf0SX4uybhC91YNX5xl4JbsSHLztnOSixBI6Ibglx4ty4MrpsrHg1sPq+/gqydtaO",
+	"BG15yfyijVA7j0GXMHNdYxICV/huarldgNhsBNV3JVaa6jqDWvjAoFqyIkbi7m9LqUzQY7CQBDAMDo6x",
+	"9bWl46Y/n2uZC2ROD8uIlGy3FsCB4/bCwXYS1Xj5PznqLe8eu6NLCUlGWOxdiVrqojOu0Z7eBUD+yQds",
+	"zLmg7uT6VtTmX2xftgW+n2R3YnQkUvNaQD9pDSt1zq2u/8B7OLUr72OX7ab8dr0uUzfe0zu4TH6/W/tD",
+	"6zKP/dxkgWqwcz8ibSNkRFvgthXC8IvEuQ9d//4xHtfrNGPExztgVQ7APvakZF7WXBlgyL4kJueUC9WG",
+	"uwLZeEIUNoUcxduNlP/3yttNrr4B5PCIjLqPPBv7tRtrN+f5XranK8gwr/LFO17yJf25aPDvXi7vkch3",
+	"dNt4M31kqlOXNn4U5a14b2t+Uqe4bF40NXj9/MRpuAAYL/jnQwj847FkMlbKhSSYowkUJ9mMTWyjROb+",
+	"rWeyFE9vMzYpxa0oMza5ztjkRqyksu8WUmVscjXL2CSv3X8X/L1bSu7HZmbkL9CGfP9utnCN8tr9JweB",
+	"NDH5OzuvhZnrsitnNt0P2G0g/2t7PobSuRVBXz3elEGA0pIuV6OFOAtlfDsTuMMBOLwT+or66OVU1Xd3",
+	"DnmnN2zrw66OpLW1GpMsIsnbOuLD1hOxQ1w/SOJM5wGkFuYaWflGBtmefNVDvLoVcPBO7EWh4S3ginGC",
+	"H74ijW8kCzFKoGP15r0K9KOj7WQQ8NphkY49202kzx9DevL88ZNvhoR3T2kovRhrQ+++if785Nst37/u",
+	"Mo/X86bXrpuIF41c52T0XxWERCytEgsi2zz04zOiD68yXqfjlJKeJL5NtWR8/p5/IE5EG6V0JlSmO+fv",
+	"vYVxOKnkpTtbPpzFHDYz46o1AINB4Wnz3TJ0q1DSsZZKmgCSo5epHf9aLH281pcN1chRJhU7ffns3Fmv",
+	"RLaJnOkerMCXrGolnGWhSISXEpIuIO7M1SouOBvNMR+O2+g0DsftQHzEfYzdiN51onbjRW86jOxeEUeR",
+	"UzrEGFtCafudmOlaDHwFpC6sf4c0bprlDmfIYCjRvaxaDycOTzV4ySFz+0owHj8dVaBvhh+3TbpUNOmP",
+	"EmxiTV1p0zNWdHFoRlLK72+925dgtL+vdVPdbQu/wK0JPqhr10y7me+wfwfV/xe1cOrUe5tMlxi5qp9J",
+	"U5W8lZs7LeatA/nhYxjQuD5gFEEmQVXiSWPnb25FfVZyqc6tqVJkWnYziYuQ0jjD2saQpMO0u1q51tiU",
+	"SHamh+yyqRXC2jLtuTdjmh1eC58kp4QoDLploLIUkuScBJ5iqO1tXU7Z/tdHR2wqFWz/d1e6WE2Zdiba",
+	"UpoOvlWUMNznzUvN9AiiDt5YjYD6yRpjXWPuFHgvh/gnXTt/AyCQBBaL1ZOqKcv0k+P2AkYMocJB12bc",
+	"zijErcz9kk0ZMW9e/+3lC0amrLMiv//u8bePvn3Uwr5RkdZWWwVf1f8OvA7wEO1b6MfRL+nlDn0mDZYo",
+	"esAblnOlNIjzqL5vc+xBkv1VJGyRv4oVceYDzaJb9XCzt+ssvxGmw9IMyPwzMMLgzjFm+JwbQOoZTqM3",
+	"lClNOPYBgGbze+bcnNlfhlvL+ULUHMqjKq4mVpZ28ovuFOrGvKrmYs5rv4i2tEwjIQ0z7iF0VLKmatHm",
+	"rDvge2p+drK4I3Y10tK8FeffEplxW1fWRzhDnEKE4K/f1YLfpFaYqOAjAhFhsHgJfboU/LavQCrGRx5M",
+	"UcM5id3PTp5fxpxuI54/7zwTsmLepkjZgAQfl+zb81eHDCIKgShhwfanf/rTn/6vacambmD/x5/+9Kfp",
+	"QWR60gESnSsZu2oCLFCgBXYdFBn6qLkqGIDbGcsxSGv4QjxlHKnPFeNKI4c0Zdr606lzfLUHFTCNQp5q",
+	"4og6OGQn0K7PWY3bqMVC36JkWCTJ5HblbrrbsTYSte8OtFyoB701or43W5A1RtR30SJxf74eNmvMXC+V",
+	"T83NtTK6FJF1h9/K8lLwejRRaq1L8bLoMT7cRSZDguEW24P7YajFrfZnihsQoCklTD2O1CX3Zn30gebA",
+	"1oVr3vbAqdm1k4HZESiZ9jI3VXh2/zRukZkUIsgbFSaQ+iUtBZYRCcxZ5xU3ZunUtoJbnsgX7g9oBCgC",
+	"13Yc1tg1B3F4XfavyQVfOY0F1mVvXfQrfS3V9u7DOYKclu49G5m94UYcv3DnB+T30sAjI/wWsAc/SW6U",
+	"O4w1umYQaUnmIru7sb/+dsRzgHlaZy3bqfO9G7pNFA5bAnEQwgDeIS25b/u1XGybWxCOP6I4c7+AjkuI",
+	"dcNbzkngUtge0o8BR//mhrg7uRDWCYxLxXZ3Hu7tVAsBu6LjxnL3ZqzBKAlfaHUNuQI4dFLlZQM5FzQ0",
+	"IIy3Z53SN3SKHuLdnrVYXn5F9XuY492c2j4/9QjG7SC38JG/Q2hbFV51vyC3OKken8Y3OcpVDifNeJTb",
+	"drDwnVB9C4i3Mdxthv4Tt95cZz4V/O3fxdVc65tnopS3ol5tJy4q6E62H+pNTjL2D7wFK2UgrwJ0O/OP",
+	"vYMeLiJsBv9xqhcVSpts7+9cWqAFtlAFHQiJBliIABAsb2ppV1DuSWXMgteiPmlS4ay2Roh2PhgZU3Ob",
+	"v6u4fXd4eIiFw1eNkUoYZKEWqjBOjffqBM8BUgbb2YeHDT184MbgVpQGRTAd2qT1sFzrGymOyXYwjDPs",
+	"q/dtQxpULWZYhefM4a+PHrEpr+Q7uOOdn3NIMkOjxll60Ei7SubWVhHW+im8NY1p6T6n2zvmzlPClSpB",
+	"UAaoDLY/fffuB23sBD4ZH5vigQu2UoFL+YfLy7OLg2NErpnACeCkA1XArWOzQkoi46XRYGlhUdx/TC5u",
+	"88mpqWcTCCVNfekfELqBwTZBYHw2vRD55IWw+XxyIa2YOq1g+gauTcE0s3OxAm/j2sh+xaa5qWfvavHf",
+	"wLMDgyrdyOBI7HlTfy/63HaUeSX/KlZ7v7lVKJMYcE7aoGHmPv/MuxouRI3+LbcAIAY5MeEu93214CWc",
+	"jJNcLxaN8qmHC674NRR1tX6LlhUR1lNUy+2x21yL+KQJLq8MPbuTUEtaCJOFFNKspbWGOwUI91rrhfFs",
+	"ObJmvFhIJY3FtXGM4tTn0LmPk9Yg03wOKyKUqWGOJ8o7Ozc0NSUHbYUwdGEJMWCw9XE5ZHn0S7MQValX",
+	"oj5kz0Eo/fvFm9cMCFW8n7oxpHhNAVblO3AYmzmvBJv+mutCZB5qMAOgffGycB9u65XThP5n5nGH/+dv",
+	"U+wxZmZQ696/Rqv10jUweVlMnUJaaWVEqFUF2nDMuBE/N87sn9LrphkzmjAZiO4F4kceDWeBnG0taQ9N",
+	"V6mvzSE7406vgnhj2KEm0Jn4R4S6FaWGb8bD2p8RGYMjIoPT9b9+ch8Z+UsWoP6oKrwjKJiEuLLQRVO6",
+	"ebNNrWAycVUIhVz+SAwzdY1PD9lzns8jOaIAP86tDy/Q4jCa29PvnYiZtD9OAxwWvbi9CX+YtkRONEpC",
+	"zXSdC5NszIZ6XAg1Xq2A0QaNbmkYzLRfyzRLoq2z9G+ig6BunI5PXuSiljPLeMVri96s6Mumf5qyheDK",
+	"MNOAPhMuZUy8z0UFoZJoNnFtONHo1tsqfArsqqfM2Sc4b/mciuAYV1qtFroxFIqMGK7injgZPHW7dC5K",
+	"kMG0ujuiGVs4ZG/aHi14fSMK35HWmfWU8UpOLMpq6gocgeHENSTbnAwG4xudbBEsQDjx3I1uhyaPvuN4",
+	"gPq7Q4f1JBxTcafy7tHX6VrU4XBQtB1qx/BdIZR0p0Y8PLjb48Vs2BSna7ptIlEsDs5i75eXOuflxH1b",
+	"aCz+XCx795Rybplrn4pWal1B3YDTLesZp1L6jXnyY+EFLmDXGDNrykAyZlDOYxq/abfLCWoChu3/Y48e",
+	"i29mjSoJXNGK4h97BzHBPTpi6SEydbv1NgjIDeUQsa6CieWGPTp6FOipCSST+K7/Lq4udH4jLGsqwHQ+",
+	"ZG9CVY+h1PTuuyBmKUuh7FPsYzsfetYeft8Rq2dwLoOIYPvf+YFQmr6MkqNxdt1YuK5S0jr5KQ6Oux+G",
+	"lExo4LspxmMfhdk+oQqLW5BbHOMewLvk/nV2+Z9soW9FtsbffeAxgaALxPBDAEqhthYx9JfuhKavk040",
+	"gk+Fs8fv3/t1gBLOP5dB/UfuFf2u9XAtlKh5icPz6IAWuSKgoiV3An/q/oeKI6bEnkxgtMAvvtl3u07L",
+	"tj993VJznVDHguD0R/mUbr9cVWJ6EDGEwVs8QqAHcCJFRK3NDnRAaTvHGo0Z+K7plNzn6EEAec9bvxb6",
+	"SNxPpb7WjU1MB1dsiqzHiH42dfbIz43biBWv+UJ4EpK2J6EWvxB5yXEzrGnAR5Fg81ELaHTqjmgM3sPp",
+	"x5mTZ5UoLVmt5Fnz/eSGSVAPaoEVvxgOaYvkjlNFcuvvBMOLF5hPeHDIzgUvcM/he0SBOUEboEVuN/tz",
+	"rIt1VYtcSAqx+F2Cx7LfMqSmeYtDKyONFSpfTdl+O7TTi9s8vnZAAUMDWwKxVDiy4lFq0FM2BaE8zeIq",
+	"iKwdMnSAH7NpKZXgtfzFqZ1TLDrEatp6YToozGVrAuHWQPrz8MVuiXouCjjOcRUiXhKYWpBy1YEjIT4b",
+	"3Hkz4NmAxfHN0Vfr/AseTBKJ4N0CbMfZvbrU2HHrNnfYiGudx9AdDgIahW6OYVrdF+mlwvnM/J2wW0M0",
+	"JAqeAWqnsyNcEyvkxeh+Y6kNnZvusDRdBT5iwuwq7LQSLiwvhT9M9/21i9scLkwPnsbsgQu+YqU7RAmn",
+	"ki04jEytm+s5iXowslBeHrK/1xLOAW/weuILHyVEGShWMCXtjLTbNeIeCIIMNjjZL2F6UCMpuOWskLXI",
+	"ra5XDwyQwpEqLw0AMi1hAma1EBNTOTWgFqBJk9AwbIl9ps78OeqMsbrm1+LdrCnLKdsPIzp9qUwzm8nc",
+	"qR8XeNP0ILKykFkJXyfx5QWa7DhyPhKLnC9erLpjyXXGCpUFuwAWUsamD5HDYeot6QL9OBAgbJcdXoQo",
+	"MGn2GJMEr660pQgx1aTpfnL2MgJjfrr36PDo8Ojw0ZO/AIx3JRSv5N7Tva/cj5hePwfXlCfKdGr2wyut",
+	"rTOfIUWpSoZgT8EbbMhd6AQDGg6R7Y0ovR7PSSpjeVm2Z9FayPmQvYkVQkpahLC4tEaUMxS34ezmQdG8",
+	"WvXqmk/9GCqCcQIRmGufw8lbJdMb8yA0JJ5P3LVinHyq3Q41nvpzfzqZ0JWJ+0UK4xaP/yqnms50veTg",
+	"qPC7d3/6An+DA376H5Pwz8mf8IdzwcvJyzP3j79JPg3WUSlvBOhawTLBvODNY/MrOhM7DKWg5sFAkiE4",
+	"j6xE3SiLBOhIdExtH7IXuoaHTPtZUJxbMjMXZZlhtimoTLrEDV3VAHnDW0iIsJBwO1JxR6mvyaJXem3B",
+	"QJaSIT+ks6RR5H3n25mc6sKJFQnRJVVANrRXosNcRhO+z9my1nDWFCIccTBStagwLqqVMOzrx385cGsQ",
+	"rIxkrzqn0+bY/+UYHBFLzWoMkgevonjPc+tMBiWgmP8QCtlIG3pZ7D3dC9934t4L+5LOd7P39L+SiLjd",
+	"kQ3aRzwhD2CoMyrIpkUTr+/NTRYcjXNPF0SOxtQ8eE8vhzj+lhyMnzAuIIz9TheQqea6SmQcUfnnw/82",
+	"mEHYNj0U+OiOnM/lANdnOsDividrNVy3FYooQSp43/tk2uFeHOBwUgYiHniugCh9fHR0b5+HcZ3016QE",
+	"bqeK8bds72vsS+oVoc8Pv+NFGDj3yFfbH3mh6ytZFELhE3/Z/sSpVrNSYoTn60cjXnHGV6XmxaXWr3h9",
+	"LfC5b7Y/91YR5LUoINfOGU3w8OMRvbzU+keuVjQcwMz0zZghfKmsW1ol4mTH4R+3f93iDwjBdHQOrzJ3",
+	"2PNrA5Fwwv9bP+J8EkDsa9x7uveXv+z531pnz97TPXTotNfwn7iAf8t6zv9JG+K/FknAa8AWD0B0PfKc",
+	"rYRtPcpRsgho7mZO/ohWpoFK4zQGZ7b4IjoI+cAVrZJqxSF7aVvXw7qfil2JnDfGHTpX2qnlIe/Aa+bh",
+	"/ZsC+nthg6S5CLHxj7Xr11/VIwDa8cJpOvxdLfNLgSkvIa8WF3t3fRgryxJsNKudCUeyq3f53+syz3ll",
+	"8zl/+KssfhtY4qrAELlo9Rp6Mqo0CCAmUHZYYMzr7PX3TC74tbN5gIx1Jm+Fj6fAevawd00Lghmd1V4n",
+	"pcLYmZxZIRRbSNVYYcgtI71WC+5b/3qv4aEV2GKuRACmMCdRX/zNGAPpoJ2CKkZRp0P6+JcFuHrae0pw",
+	"Z8Anhh5KcLaaJhocXAb4RpQH4OOSPvoWVLSv0QbD+rAiQwRYSKyqSp5jLvzGLj3Fzm1ToRLAiTH6MKhA",
+	"zjZqFSBZbBz8sfoT8iKaBu5Mqj+D4gIWysMKqS4SDSPsdaLppGyIpm4BPHYYwqe0M/ST3FlB+Hr7I6+1",
+	"faEbVfyuRBLu5bBt8rBWPrGweVgLOL36zeuX6H8MJjaKlzCpWcglxAOWnA3GNMK0FPRZLFyWc+3tP3AG",
+	"xim8JKPcutFl4eSHOxyVZqVW14B3FPych+xEMUKydzeiAF9hrjO+OeolGKPxWc/NjQcNjP1hkUzY3NXn",
+	"OFgfvrPR4Q3C426bfLgOZsQev7tKQF9/6r+lb993JuDwjvr872e/wmStb1gKPHS/9RPtYvCiTrz5OOAf",
+	"I3drJ0241WSvRTFxHxSlgRNfO3iLpbpmU9qdZ/R015lKyQkQ1wg+Dq06Lo42jBH52aYHoCYjvMdGuDnt",
+	"VxuKXj/tFMGnfFKp0DSJhlLwG0Cm8djVSkj0cGGePjneIUE/jKLSNbN1myJvglNWWqeR4FhsDB8DX5dT",
+	"NJe8LuLUf68sdbWuB4a0owktPvc4xEdA1EL9GoQNp34BH/oevcPuTzOmGwvexqlrqqnF9OAYtRpwoUPA",
+	"IjJuAl5OFtz1pJN9/fgvbFpzK94Rms80CrEspSr0kkrhjHFC2ouCMGigIi4EVc+GnytdynyVrGA1fOUM",
+	"u9XBITspyzYhIUpMpgSpW33j9LM2GzkGooZzCF39mLyGcTMoVEnpcLhx3iyVn7i9j+M4wvf4l2xxHPmD",
+	"0q+UeGg/rUMoDrX29bZTluDT3Ns8MZ9VGU/kErg7YSLvrhY+GuOccWJU1/IXUXxxNt3fEdo6l1BwxjuQ",
+	"pBxwTrZ7Kn1YtpIekk07on5v9IkKbW6cnSDjhk5Mkd+YSF+kfoNVDJWRsc9WV5C35RczSjwSlgZqaJea",
+	"/WBt9UaVq4xd8IW4kFb8jwtby9x6UfQ0kQQdJTXOdW0nzqwtkpnVdAJCKm86/9i1NL1wx4OYtmkb/gOl",
+	"SSQnBxlDNoLvFb6TfgzvxLYn3UsR4Ns0ngF39L+mAxY/hFcV1gsSp5MuVjiS5CFrM0lPL85f0ENgtJMo",
+	"SeZRb6ZRJ0YZDiTPCj6YWX3I/o4RnBiigY7Fo0dpJScErQxfUWFy8EOBwEO7acMv09TChHhSxymzqSD0",
+	"uGWi8xzrc7nXWzuBeWmw93StzSJk+25q/c/0cVPSDr2mh40c0Arb9Mz4LJmE/aNgSF+h9wkOcG5FWDNV",
+	"G170n+kWZDsU+04VwddCQcQERhCrifNaGzMx0rZxsv21JPin0U1TdHY5K1Beq5Aaf5BWItcy4inZzytY",
+	"MgTefaK218pQUXMzsqlswCh8JAUD2h4RkGIYkeqoZVwVZOL7ZZGRSEcDCKf/02oeVJRxQYdBX1CKdvkS",
+	"0CiFIs1DQo4nqn+QhmWQyhZ3OPT1QthJX0HI5ab86BOTTu5TqweHnQjlht/s963n/EvHyN5U7nRaN08/",
+	"jY2PqY79isp5VDzudaygU6so0R+MXLfySXmg7GVYrpTHDVQxS13foKlEx2onqyJyk7VHh8EsWlX4iv8r",
+	"bf0ewIowRPvaOIk7xjpmjobOW82Ewv167VSor4/+wqY5qdLTpPR0A/WZrZ1Y4pAJkxY5weT8PRsrn8tu",
+	"eO59ILSg723npW0BLH7uCbjZplZRZfqVmMv13gVVD8/FG0nrVpKTjdvOPW4tiNlMYN35Bqxee5j4mvhV",
+	"mySGCnHrxC4xwxP1MfLbaFaIXEJOo8znWC3rfjVzvcTn4UukIfJCUDGjcg7KVL2FjCi4Fbxe6QgX+iIg",
+	"M+RjHvfRa/q8IhuzETYe1r5/wo32ufbNMxiVK9GzPDsDct+baGsUCdPUN7UkD+UCYdfYm945naDvYEvj",
+	"xZSZ7NMwYvPYHT/dhtwBZ8Dv+ZQBArmy5Br05RQmZEvXGoptqFbDA7PrSvpUcPB4zuPyYBkJfsxdZ/tg",
+	"W1EvQp2WsyjAUlHuoBNFaGGfgEN0Y7PWoRkiz1TZARuT/GkHkaP9EZtSQ+/okekheyVvRDjO3YBNumcx",
+	"1gb4Aos4tbBFdaJWH5h7Kzvuja5dBDn/OzIgaP76DvQ4EWAHQyKxlmPN7K6GxD+lnOsPzcE27ciWVmgg",
+	"zxlKjVgyfHT93VeR9yoXryAdrS0212UBlEWyNhYTuGnPUjGRh66dy7qYVLwmHGUnvaqSCv4QR7bNqbby",
+	"FrPcYYsfezQNp1FcSUWC8+T1s0N2EeDlDOobkL2MIHNPGeLL+TxnLPrrgSkFaiLd+g8klpRQeVcqzOIG",
+	"4tSP1kZIPbVO2lsennGwNUfdB6gfI+6lzvxVrMBBPf6JCBNw7CM/diAaxz/3WhdipweeeTzRXR9p0U7H",
+	"P/k3AMsbf/9JVe1wN9ac7PzATl/wnJBRd/iGgFe72zOElbvL1McomOOf+8FDo+70yJn9ZYcHXnbBTXdZ",
+	"a8ZpK4iws8MA5rbh5a5PXQSozfHPfE/Ati9AhO7WRZLC0E3//EfN0ME3A6xVQreJga38+fN7D7V+LqPK",
+	"jaFnFGnPKK86hJ821Yejb9LqQxjwWymWAPI1WNTW4prHGaneVILS70DcOz1kp3HtZxcaHM7oqpSW6dks",
+	"Y0Ll9Qpq1jeqUG/EKmIYDAc3mwIG6vThlFfV9OEU8XimAea/URAm8RiM1Ng+uu6wj+/wmXfBk3dAebse",
+	"5djD8SHYwZR39w5gcUwJJmsKReX4gPucDl41hYUChvgU8ddMgAcO1hnHK56Qz1fDgyHnBLNAYtK1zBCY",
+	"HS/lPlJWSPyOLcEbSj9zdz4wBBWcBY5BWBEW59Qspc3nCKD2CQM2/jzozRDGSbuPkqEvqR+/g9QPrCvi",
+	"Xcl5T4ITcbr2UsbWQ26MsBOA2JuJ+qF47xG5kybY8/dYM0S+EVqFrREVRC+AkGEhsyAEv5moWyyTfUyN",
+	"B4y8w9DRbmemmW+CPTroGlxONBOeN7x2zbJS2jL8ElEcs7pRWPmBbpuAYIGYepuyCj/SKyOuSx+1YIhe",
+	"dElf/YyGqG/rb4zlv4SrFucEV5qJl9r9Khcjdohc+B2S1kP+DudoVQvX4hRK2YkIFrE6DgLgQJv20Eku",
+	"odxNbtlSN2URVVZljLBbM2ZuZFX5khpMq0AP63K+OmRrfQAQ9A5UCmgOhOnBy3Ki60nolULfrvteniMI",
+	"H28fJNyYFaPkFiYJ7GG9oppNcaTatI8wbde4Ad3rDhkghBN+aeC5QE0CWMeCrlMQR+7VioFa9ZBX1UNP",
+	"CdsonysJkKuou+EYQSSXkE8grWYJjB/dfvisE6CGlgtxyF63GoJhJW9znSrUpiaRs6jSuhxWwcCmEQkX",
+	"7stFWth8nKRZp/XCC7eoR5sCO8JpwnklnPpPrhL5/g8m0ZZcsX1a/wduk7TAU7jqv2hLf2Rt6QxnlmER",
+	"hNvYzrIhyfzxdSY8hcb5qf2RJRVYic4+alGCZB3RHDXKmkFf7/f42t+Rw9e7eNDr+wkcNPDCMV4aHPUv",
+	"PpoBH013gX5iHw0RWUlrYFuseUS6LhC4N/aADHsXYI18ChdDh8qw5ySCvj+Aj8zabPjovs9yhuIQDXX5",
+	"i2fhn86z0Nnvn+yUfPirJ7j7DeVBKVKMAM/gd9Mye3r4P9W6kY9bYkaWEBBK23fAWzONXaSeP4eUd3JV",
+	"2BZca6FBv6XSihLitVHaJnaY7QfGWIV4hqBVIrIhoi89Je/vlbbzTQmF37cmoXY7x9fO3I973o5J3mwF",
+	"BTGY/O4Fxa7YB3+YDFBcXi2j2Mfc69le1QwUTfNw5vnqm+i+UQxr3Z2zyR58Tzvn/rWDfqLjnh1EgxB4",
+	"6H5/ygA5nDyd6D/Z/v6XUgRwdX4GRWDTYTYyxQvwiKW6RiiU1t22j5Y+uj8LaXJ9K2pRHHRTwtK2NMVC",
+	"/2XTp9azMn4nWRW0Rr5kV4yx3Ae80B89GhI4fCZG8DoHbCR+JUtINO3Z1RcY0cAq3tAAM2LBlZU5w5Y8",
+	"Ejh49K6b2he0em5rolbrggaeR61BI4SOSneJIoIvjGuw5loJY8sVmwbA66cYJ5mmCzd8VgG97gLedtp+",
+	"+8ffRv3v7i3x8Hf8S4QIPQ24XzC0IHRFFEa1YKKQFjg4P/Yu+TWkGI20eo3VEM+Lc5dmtSA+o/V4V2zg",
+	"ekzg80Ypqa4zdkG8iRl7o0qpQAWHam+KOW4G6rwdXWMT02MsbZT+IGUvrfEsJwC7CXkxnfQfg7TXteAF",
+	"ILD7Mnyo395iDt9Vn39ZfH4bOE7E+WIF/06s4I+aRJMNVz5qJbopdW7/FpirS1RMQH9OdBS8sXrijkQi",
+	"kSigjEDPZgjx2XLYu52LGS9D59PvdSuNS2f7p9s5n2sjnAtefKRtEAI8zRbgvGt5KxR5OLa7fdgFGQDu",
+	"UcrsinNxobgGuVtgX2DpTJT3lTEO2yTBTgHsCMTWswhcULA5u3dRWaW77ZD9PdAW+u1cN8pgOXJFdlcW",
+	"MkfXT2h4zZRybKcevJOQ8faTp+7B07Vjd9gV9sFb/SP7v/4Irq9tXq9/Vrn0JWI2ylH2qXNxI6vhIdn1",
+	"oj/R8JLfdModgOBpNuQcgPz/HfP+U6aGL/em2oNBm0Jp+466k7CsqdRH/LHVFz9XXwTGZzcB/IJifN2l",
+	"+In3b8UbM7B5zziQn7ltt+BW5szbAE+Z0shkBlBB+Vy4nhUxKZ94b6kEB7J/bb06BDJU0Dv8HiXbH1Um",
+	"UjGOI2kRu9aB+dK1iu+9ErleCMOgjwlzA37/pzA4KJu5Y4NV9NVfdvBnyu0EnpfOnHzqrWt/6d+4PzpL",
+	"ImO/AG09kKDoysOJLUTNI+B6194xgYZijRww6uNO9g4/2H6Qcm7cCX7Izi8vztoIWMDK/AubVvYXOE6D",
+	"ujQ9Zm9e/+3lCzA2vv/u8bePvn3U/2jM7diKE1mzAqrWgan5mlheWz97EuYZIc58EMr+8ju0RdrOEUHv",
+	"Fnvk7PI//TR9FlOk7ahnEu6VXbSYYhrlL+LqX8pCuQCov3jNfpiIRAlgDgm7cJSIbAN/UphRgHDQ3egh",
+	"yq8D4YOsqaIIgQOvSf8R5GHrf3W7OB6W37d2tN7bIdEY3fdF2HxWv+76dHzKYObGxt+OY3dibjo73Rsc",
+	"G9KAX3Op/hD73ZMa/RPv+Ra97cvu//3sfsRqu18BcKez3whrpboed+7jGx6sbflVQF1bcNXwkhyThLfx",
+	"xzv3L/yQ/O73f+jpwHnvJ/jLbv/sZ71pF9ZHD+BeCNvq6p0NibQG7vD2G4wEB3ocC82QnRBKw88u/xNh",
+	"UTuEsQ+Mr9bFzdUSCqPnZM4NsID9AXZ+J9J5n5v/YzpCfCdHeELaOe9M2efyjHyRWF9cIcOcWR9BUI51",
+	"F0PQZIAaCzkeMBnS6knVlKVP8mL7xOHMrRWLisDso1CMlQtxkLFamGZB4aIJ66SLUbQ2zlNReukBvlNI",
+	"bYfsfD1a68S6D5fth9At/fKujSJPkeGqkAZjyO29/qfpQZTCv2k32Xr1xwgcQRLtuNRPD2+NYx18yF/0",
+	"ps8kENx+Q0Y02mQIEO62k9LLTy8cmlpN3L7H3TQQEm5sKhMcMt+kImKsPvChiE3GrUX6dEDzx9hvjBk5",
+	"JgMc6Ggpz8OLhs37EyIiue2bWnmYM00VWH/syHEGUpY+/8tm/3xGkltaUVpDd5vcZ0nU6B2PdRKTUg+4",
+	"R6KV9IDYiOGsL6UST0MFFO5vQirLogrIrDejPLq7L7M82yjdiMo5xK0b/YwpsQyFlAHZDMCLEM8MCy2n",
+	"yI9T6mumZ4z7Coi2BMfylQlFIYPgRuc4bK/0hxlR2ecs4Gy/4a9SFTvjXr/S1y9qvdjtiUu92/1v3Bx+",
+	"EgnajsaYAtBo2zChbP3P6Gn+rEWjPBI4US3XJ40eGcUrM9d2nN84wmem54KJl4VyUtS8EbbZZ72h76nk",
+	"1okwueDX4oEB8YqSTv4iECuTAALRptFL5SxixJdFEjJeO8lJVMIMuYStzG+EZftPjggu0hywKzfDePRI",
+	"04Ufz1FcA2H+Va2XwELEFZCLQS+he6FqgRj+2rKEIafzRRjNDYHZHdSX0NhMtpwoIU8125NA0cLtfC/b",
+	"U3wh2ll9WWy4e2ImnQV//0qoazvfe/ro8bfZ3kKq8O9sg2fnU9hsYTz66In8MnJnopv5wy/iYogWjSe2",
+	"4Ad6V3CrmsOq5Ksd5MVDZCIaSMujZHjanv07khTEKSLj6ppN/c6fht2KwLYzd9Ha8gK3+ZTtPzqaPDk6",
+	"yjySL3tydNDSmr09f+V3Vyx5WlEioZgXfeitMIDLAH+ntGVzXWJra1IA1Cz6NmRP16pcdb7ugcEXGqpw",
+	"KleUS8MtfdgW3Dy/fU5wqP8oMuX+PebdgdjiLcehhTEv5UwAdvAn9ZKvTVsfoC+uHe+renv+6guYzx/Z",
+	"7f19zZUlzQQVk8DV9nsS23GeQDLgeAnaXiVqqQuZt91lWjnh7N13huKSsoYgXX3LSxDHXz05avWwRM3m",
+	"g17lEAkYr2t+hTXbN2I1c+KO2Xmtm2vkd1m4uSZCaAQN5LbtgOtYW5JKQv/fz55/vyloL/jtupjtDxn+",
+	"ywnakYFJXwwzCkTu0wvgbUFKw9029R/xRfz+sROwbVLMhun9xE7HVuL+akptfxtlXztR5WWKe4rtT1GI",
+	"TVFGLrSxrBY58EU41fLgkL20VHNgEmoq03UGWROCA5W303ZB2UbtY4pOwjBWdGJdw1GGumqrzj5l3Cvp",
+	"QXdBKq/WapYk0HmsxPu7DZBdWcvzObCkRHWskbWNDa2i5r8++nqM0f1HENvZBjcJgNjCNx8zP9nuaFyf",
+	"bq1ETz/dQhnsolDNwi17bN0t+q3dOtlYE97UmXXWhFtcDEAa/JhuOkugyz83WDVGfcbW9oYGcnsfMZdo",
+	"fVmx/UAG1+3LcTBGHxhvJCDPvGlhjA/6euyXc6fPZHbuPQWcstDnK61LwdUoHwtM/cP/rsR193xDNibX",
+	"mFQcC+7WeZJTRxpIEGjzi6/2vhT7vpMFhvmTavGWD/EcndAxQEkmT0NICuNQAY6sG4fCTBbiKuphEvQ0",
+	"gm6zUbA4lAXFGrnbWNco2qEvXDnBoMrVU8KI6Sr+bDkXihrgdS1vhTlk56ISHAqhpWVLMh+4jVkNGzWT",
+	"ShKTeXsEAXh4SKnx/eykx7SJiEB43hd0TwTRET5mI7kmYVi4AfySUvMlyv5RtV2YhkAE+pkQFYzVVb84",
+	"umjrsL0C2RVIF5hXkyXL/dm+0XCwhwy9KF1Gafx4JwCuuVQHWZBcXky4W5wSWUhTcetsAJY7cVTGok5X",
+	"IyTdIXsDcS2n+jpR01UeWamJyY2AIBMCQVd/FHmgq2FxAEP2z7r7P99m1tUaSXL1SSEXkOb44UIraXVN",
+	"KXHbg8FNXTt9e+6sFNdpoa7doY5QwbBPkJRU6UJgsQKc95zNpbG6XrGlVIVeug0N0HQZeYz8ZX4rag4E",
+	"gspqdtU41d0cshfUfv7/s/fuz23c2P7gv4JS3S1L32o9/EhmItXULcV2Eu1NYl3JmezuTK4b7AZJjJpA",
+	"3wZaNMeV/30L5xyg0WQ3SdkiJdv8YSaW1A8ADXzO+3P0RLBhpSdsLHhlB4I3bVCxcgrfPNZFDt2+JmKi",
+	"qxmGflUYVlt/AHaIWWhZSqx21KqkEnjAAMF0JbqtUlzNX5rFvPOhxydQ8swcHTuYSB6D5haSNB6lp2CX",
+	"TaSqrTBnTI4UTAOWn+5BCeKX/oidUJNs6O9C1/TZQvTnX/D5LYsomC1S2efP9hJn1smJsz+fnpz89QTs",
+	"Y/z5JFg0UOQhqi4b70o4cyezrdlaDf5h9/1WjPBXnYuLvM/M/Pb5GlYmrlPneq94OdzZvTg5twIa4O6t",
+	"MYLXKu9+/1kIe6qVg3mt8nsYyvdwBtlU5nbsdhj5+ZuBZGNthPLk3rQtx85Et+jNePrsJJzk5SPGd1Go",
+	"d8099tdvX5zEe+xpxx7bqBxdOPsdcvQl4abHSejj6Q/cTqTem83uu/c3Yg0tPVrrWJ7ilV3i9Hm3OHXY",
+	"05VitSBJj0lK3r9ETYLTNELr1dKIdt+nCKXHdoJ2p+Y+Tw2t7eLp2dKBKXTGi0PKh1x5bDgr5GhsWSWI",
+	"mLvJKBtGDSag3CJWCstKZ8KYUzbSla6tVMIkTo8sobRL5m4JvL748vI3zOApgT65EKbzqP3sBk4ptpts",
+	"PhG/J8Q+VuTXfRXtJtz2heCE+8JPjP/GYRE2uYGN5bZeM4nWzUSZ2jArqonT1HPxXvicfw2OyVvpXhtc",
+	"DXQWQSSAAJiIycB3LQa3XD0cOlsJlQnBCztm3DAj3I51JlJYlyP2BjaurgxzNqa0wPhMPZsxN83nYkDz",
+	"d0P5dNypmf7FBR8ZNhBjqfJlYucaV+VxyxoaZJ8DlNYeP/BO1NzrWW2WtzkUxu+Zez+rqE0dw19X9Duj",
+	"c+q7HpEeBncmYHyWTjRC4MIpa911NK/hrl/hdRvcxs1r+qo63D6Op3D01fTlimcdbSn8ddeOevHRO+r4",
+	"gwJvw5/uj+vsr7BhgksZH/fEsELrEqpMvc5yfnmBTMPgsxo57aQ2wqzad+duJCvSItx1TOYLY/D7uiPj",
+	"QHm3yvppEdssPmjNf9mZaL7ADtfvtbBJxQcPSWb8Nt7aKVyTDLPUnqwB4dw3EjFJc+B8cMhtYhPKC8Za",
+	"38DRbU+3Ux9qtuRyYrqv52iuQ3n3RZPcPVgtEXVn7Til3Qx2mz2mUffK5SZUYK2k0dLY9312uDODQDIe",
+	"MOwMT7k1zsLBlxhMGJeGOsyjB83LYjTtiWCpdguIDjeejRMkgKFCJQxee9OMkK0sOBzNuJcmrEfIk8Hh",
+	"NI0vsUTcg8mUKxsC46Ht5qTkVQ/NHZ6kpgNlj6W1eKjaWutmIGQhcPAm1EZF2NEXAOBluXdPb/MZR3nf",
+	"u/CC/hjRAyHk/HddqtTH225HtrVNYHV3rbEC16K6lZn4rSG7W2iUCm6X5mg2+Oahq02Us1lMvhWVWdYT",
+	"PNaaaJiQUQN2Cd2MmpE3WLhU1CV5DjBXaEt/p5F8xYqSX4IeCPDLvdOP7jPdd141ug37cEMncCoGzp44",
+	"lGqg36/hPEDjozFb8DGGldo4PYJUldZha1PIJKDZNBpQXZKs/L+v3/zKOIgUIW9FfsReg8vZvZFJw25E",
+	"CbUcWgmW4muPaPRH/6xPTp5nP2l98yufCPhJpMhg4xQ1ATwisyfGnVWqccA/yvyAVCFpWCEN5P+asZ66",
+	"i7QRgQUHkwLhMUD/YNxQCq1G7r/N83RtB/o9CEZ3Fp0ehnWBEnOElD1jhRjxbMaM4jfiXcYNLipz+GAo",
+	"Aaia8EJCMmKq1TtcoHfI55OnoStT+kZdw59e0l8Olvllfse1uoAPfVfP+EdR5XQoR8F2xbgAnwi2LySk",
+	"OQ51NemtghjTp+1NqXmxrnqGI6DtOiB1Lc4l7xsCXHMNlzw6tS3+tmtR7NAZw9V47BD+UIjslrNWOe6O",
+	"QwJmWLEYjwEg7oDHZmasmBwVetSFyvC0Y4SRNeAYr/f6B97WxlsPo8ZylfMq98Bn2LSS1grlMRtv9imH",
+	"UNOAUUFbcWU8uYGJTFHqYUu0FpA8LWPjVqhbUehSMPGeZ7aYMWB1dq/OhcPQCgAOdzJpG2nCUhjgRR7+",
+	"6c69+0FnkCOQn9vfbOZ+gZF39y9Uqty/cm55enDELiuHg9BNQg/p14A3UVJlTpNyuO+uAqnFM8vOAYad",
+	"GIAZp/+4ev3q/OXb16/+SBOYhPIzkMIcsVdhNkRXRVUeEw3V+EMrqvnATiMe9nGSb2D1r/yvw+Tx97/w",
+	"96/x0b0Y31y8BXDfJKLhJGA+60AZbVs8CDsk6+ukN2rTGcTaylpg9uzjwYxSao6lGupeSPNMQ4gvngIO",
+	"ceZ3MbjW2Y2wp9hym9txwkw9aHpvT4QxMMVZKZyy5tZOZYKpejLAJByssTD1xD28AFZElZPDDhdjyCey",
+	"8L2oMo4VLlFF81QWBTPCKSxOgYXLZ0wJkRsimvTrQjgzFpU46LQzfRKNm12Y3IVbng2eq/6X9lh4fnlZ",
+	"9KdPiOA+OIfVko0V5rrWWXjafRbcfJft/2m/j/m3clTxXBBnSzMsEK3en9xi9SSzpkP8HzgJBcaUFe8t",
+	"AyoTw/bT+Pv/guclPUjYELgpvS6MOx8KKpu5GSSdQgZQpEaRhqVjURQ6PUN7DqVVSn/2JFd8/ijijEaV",
+	"M7AGs9B9X9eWjXhpqEAqzerK6Co9YucgPDl4o5QSmU1YyU3IWjW6api2wuCCdutkNz2Kko2sVLVgFaTu",
+	"oWCWtlFYQOkJmHGGdQswYp8AD8lMYPe5YXmvGt6M3DBGqNywtBJmppyW4h3tWSEdylSC5+2kW/ysMTif",
+	"X16wgRhiRlYxczikVVzISv2xzms7duCUhT4VwHUteOUWWt8IIM7xqV+6ECE2kGl9I0XCsrHIbty3x7eh",
+	"PQ5b8ZS9OHna0CMQEVoDhwl7cfLcL5BgupIjqdD15vnMiCfG182hXxwWyd180tw8d2F8AGg0YR74yZ3F",
+	"xgtnMHYFKd6UQnWC3Spv3svFDeUFS9hSQPDFBK8KidlDblOiHnf1+u8X1xdvfj26+PXV6//n6Pr1f7vz",
+	"ZXWQO61d12dm4hSX2bkltw7t9k73/ucfJ4ff/fHhafL0uz//+c+j3p/+Y2+1UfoUQX2uCAWafwB9sg9P",
+	"Yxvb5gvRlnRKdhfCePwZ6qLQ052C1iOk3J5dJqDuVS6NBtAd55ja9qxhZs43+qnESBoUGwE8y4JbdyQT",
+	"BuTQKFF8O538lGrsykoYkAf7qYZafGRe1MMh/HAG1NFwD+BuraJXjbnBluiZrvKDpOVpDBV3brPiq64v",
+	"LtF2LXVlvb6HfYZkxTJueaFHod2oMxlpaF7EOisO7khxSEe0cEf/J/WSF+/uNsl+xKtf0So/lMvNfzMw",
+	"e6VpvgBssf74JMV1F+lc8Lu5KeNH6yJ22aSB2FrXdUxE39duhz3dgYf24Y6ghvb7R7QQXLAF5zDn+AP+",
+	"4yJfRlDlVCUNsciAAXQS2YU1bVINX8Xs45aAS6kXWylLaQRp4+9P/RhStg8+IDsWE7rxx9dv2TwHwX/6",
+	"6/+Wdtt1rZ25Tk5E6If47OQwlyNpm85lcZFpO4LoR7E0hrigJDw7WUsN2NhB7bMy6YPuooj3pEioeWm9",
+	"2fNcFnw24NnNsVS30op+Vo6LX/9+8fb1Qv/fFhd9yGHCPDEkaq/Aybx//eqSpeZvl/S+NGGp/VtK5BtY",
+	"s5gfnDrl/OrtJYPeg9KwQnBDWnubwnM/bcVz0sSbGO4OywrNc+F1jBDWd0+m+3UpVNSjnAyrQDLa2H3h",
+	"iFMLQj7l0oqc1aUzDVI3RV3bhln6m5MXAave4aK+o4tAOwLyIA5sJN+cPFu4tBL/EpmFWCDD7r24a54Y",
+	"ltIgj2SeUrQxGvpZzJ+/n/KyTI9Tn6WUHoSgY8yg1Jpf5B4wxKrE9ktdFG0wtWNZ5Yclr+zsmDwb/+lf",
+	"87cUV1zhdwu2eXr55rr7CfPb8JBmY44/0L+gT63/KzyWWpV4Wxjs9bnpkF7nM01CgkezQ/eBfRKzpNjT",
+	"Z08PEua0RsPqMmwl/wbIBwPKGVxkGIWB51Ih1aI0uYDPSQjqN/3eZshX596Cr17BwOoD6qlf2yMaWYp1",
+	"X5zWioFeuV0a1p75LOWXwU+VMHfTro/TV0Diel8pdG7DBKM1FmL3Ine7WnEviN4uzOtPZ2b+vpbQ4taZ",
+	"5LT70SZ/rXLhBCNg1HQ8c3As3O8OojZRy/RgfwCv8T3rKMQdY5MQJI5EF2ExCryDPnJSvxLrZtp1ZZD8",
+	"sT2Q8mu0HJ92avI9qcmLp2BLanKnfrKCzw40FLflv/9/XycsK7Qh1a3RRxNWCVIrIESqG6XYzCmoYeJ4",
+	"/RE7V3isg77S8B9/x0gFhF7b0AIy7Saa2x35DR35hAEO7xSSnUKynkJCrH4bwbdl6gg53o7RkbwCzTj7",
+	"5fzX65evLhlWnFyooUZTAUxqrdoMsJEjgLLVyE7bj+OmnbEAB4etSMCB7wIciDHwvdxABIua3i4arp3z",
+	"PP5gubm5yP8ko5KG5RFUKnBCU9AM3yMNS6/rLBPCqVdMqwwDr6mpJ7/WkzQkkUkH4UrXKhM5GdREIZpe",
+	"KLc3CmFFiqbrgh8BouRN+BZc4ftRZh6+glL3JuIAxAA59OdnAXLA+xnwb+98wAZZCeA5SGscL2nLQUE3",
+	"1qoSPBu7jZsesTd1xXieS7c5TpsEvO8pB5taW4Eboy7sE0z+6eteRfiKO+q/KZ6xQYM5etESaxndn0nP",
+	"fn4QyzheoR7pAx8w8dzdO+mzkz7rSZ9zc9OEcHsdvBsOMnVD9NIWzPjMQyNz7+ULacGcfFjsNc/GVALS",
+	"JDgFB5hvGgiuZTvWmMCs8lJLZd2/vYPs4BSShJpf+Kzqgc5nkEhB90e3O9s89oH2uN/TAycf3S+ZtLFE",
+	"emKYnipW6AwZmPah5tiBqUk893TFZG4SB8eVMEaYg8BGi8KypyC4E3VXav2wpKDq92jz+NEeuSq/LpDu",
+	"7PZ7s9tjt/JikGXTCIOlIGhzr5M4E8ecDNv31XKmLh2QGkySach1zEHIp5EVdJHMZlkhiJsqYRiUgA6T",
+	"mufdaSe/NHGtR8uAFo1xGU9Oa/V2Z+g+qXJaS7sJ0rPWSTn+0Iq2/nlciaGohFqWffZS18oaTMCCyyk7",
+	"uh3GBQKNmCzHJE0AGD1cic+gTkAyisokaA1m2gk9KyYldKg6QIoMDmW4msgKgRPjX3U+EhDSsrISE6SA",
+	"rbro134U8fm7ama5QiT+Ek+qVybOlyB+ElHGJ5DBNx3NsGhW5MBLd0OsjJ35ZNzZq5Cn1tnI6ulJspzD",
+	"fQWD+5bQKvqiPZjV7OwdYN0nYDXruggDD4FfDgn6vVy/OyleVsI9Fks1aKcfhNQCAraAKFNdFznLNbV9",
+	"mUoj6M+mowMttUVygz9FFiGPf5gNF1rONGRionJnNuMWyjd8EyqtunpXRAUB6AVqEloUcV5Iw5S7kwlV",
+	"6aYlzhH7vtDZjVSj+JPh28iV00zZN8CqVSGMcfZiBoMzogNbr+DG6DB+1qC6oUa6C4u0xDN1SftTV/RR",
+	"otrdSnCDTEnb8061Ru3Gszxno2yG395XO2/VV9WBd2Eb37906Ghe5P5w7DF3hSXY0k9b1fnNgfO+b8ik",
+	"KywYPF3mHXAY+tc+VE1BmItn8uggd5tTANWnt8TpfvUcBWbXu0UgNbrXEfiKCk/RfedKCmr0tpfsvQrd",
+	"4vaSPXK67yV7IU60l+z9wGUB/3grJyJ/U9u9ZO8lifm1eut2L5+7rbcWDS+GE/7JxCvhzRkEaxrylajG",
+	"et+ZEKcy7+WBIZEp8u9nvRQs35589JB0xcYcciF0bX1FbHcnh74RQhsJ9/S7Nexdc4DcujF6Sgn3+eSk",
+	"dyjDSk/uoflSz9fzGuKKQVi9sSEQkQcUao51XfUfQaky8ZO7Yt1+Tn/564u7tgx7yY04lMAmL628FVh+",
+	"TWOUeULNc9yDEl/yiok7TtNyn1U44dY3hxsxm+rq8RAPRXJonRos//F2RVhLbNyWnhCpLUgj/8kmbUtl",
+	"wX43a7iw28rLRyDlHB9Rp1YDvWUel2rzuKX77mh/XkcbNZ3oVDwx2z3ubqOudLYvnncLxB9gjzAjCpHB",
+	"Ycddzzw3PfkN8jp0Nejwi0e76hrGssJ7szM0dobGztDYGRo7Q2NnaLTkRl/TDhBhOyWkWwkBAb9djeMD",
+	"/Ws5xwOmYfu+2qHlTdNhsFE1wrZdplusUiua2HXTSgNu7AkPhUk8Wsr2ePK9Z4OmuItI3x9Xe2vDbvEw",
+	"HWNwtz/4jMqaYbxpIAUcdhz51aDYC/L9sXECL6Cwi1WoDRJFr9UFaAEQZXYChmc3Sk8LkY8weOtD0Jia",
+	"H4WUzzC0LZsnE3O5J3irVa5VR78qHPfncZbvP3K7MPsVFfg+QvvnA0MLWQZfLMbsgq9L9Qr4/PcNhqvi",
+	"rS04zIXlsvgEFUOqsraJs8TK2kbNjkn1QPRapXe8wlF8zdoHLcFyHQTJ092FO21kY9pIs8gb0kuoewwy",
+	"2q9gcIu6NXkGfCSshdqaxqHHFjrqJdhL3FpsMNbbseklDuOuIYO3DnoteevWCB3g9b+08sW20NwDZ/dK",
+	"Z7XTu/qPV7S0OyH8GZbO+dbkXWdlAw2gFs/xsdupS0q3f6+kDaRheChP0XEJdsSAZzcGeM0wZiASaDEC",
+	"lcwJEV9LvCwBYySabCWcOoQlz0DUb7XPe3XX12XD0BXuwGrjLvKsczePRwIN928oxBODma4wFPy3Chm8",
+	"D5HbuTDoc3B296IZ6FxnTFdJ8+WjJuTelh1KJc2YaIjJBTrlbr8tNlHWRELN9tNIaTnPMlFaIDqqRKZH",
+	"ShqgdB/MQA6lUWgiPdjh6q4Oes3Omg75NgjnfRZSG9DLgqslVBzAsQDOGgfUxJzd4AVWJOBRpBAvZ7kc",
+	"Dr3tEhoXT8cCerhF88XGKBywnFf2zB1XYJJvOk8tAvdlwdVXgdtuouvCNnSugI7MDwfZbry9efgF3ymc",
+	"O2Bcly+RsvWbVqdtoxDhZlsAWfHpx1qvAH7zJqzTasV7u6xzOp9+qeZqeJXMmml6idcDHm4Vd+DxhVmr",
+	"8FU/5QhTWzl86FHFp+E4J3tl3W+aQsQLeLE6BtRrq+oiZ1oFc9XbqsCeBuaoLgr68SOt0Mdw6O9foVl2",
+	"3tcxTIP6uDNKd0bpTvd6aKN0g6i9UglbYam+RPtnBcBHxZTUW08rcVfD8+uD6jVsUVjdnR26w8Kvxw59",
+	"ADCsxKF3+qxvlAY3kWcs8gkLbKKNPUXKsKTp35iwgluhsoY87ae3by8p+WFpjLUS1350X2ykNZrjCrfc",
+	"Dmm+BKO1aj7ofYVYeyzUv/NC5nw+fpq0LdEOnQbc6z6M2moTjEbHfrt7sTNdD1uWK/6AqlP8dAj2dvSx",
+	"+610w3xUh35zvvhmejjtXSh1Z7XuNLXHBdovUZ3ZHG6vUMzKSmfCmJUJptEA6Zau8EBIbsNyMt9+uNOD",
+	"GJSvSxrCF6p30fSgcXg/2xdcs4ONh8wyXdziG05Mo7ccY35Yv4Pop/l0skOnCMFha2s9TUsMSkxg+2Ng",
+	"OHfPp56ZxOMuzVxW7VlUpcuwGyYIVN8XzTPROakJDTi6GNOv4E2P5VhvSrOimZ3DSq5VyAIq1VhPWaHV",
+	"yGkYbhU3W93SMdTlqhRujCe+5mmnU+10qs9Up0IU2gier6dNHRP8LslOs7o01GmSN71448FuBa7h7Tu8",
+	"3uH1Dq93eP1weI3K6gMC9kq47gFpts9DaTn9BRrzD8kcZtJsQ+++3sH4DsZ3ML6D8YftzfrgIL600zSo",
+	"3IvDQwD2Tat0xXItDHWGQ7kkLauVlQWRh8Avm44QWwB3Xe6wfYftO2zfYfuD9t3eJrRXtjzGDmdrsDjP",
+	"9USLOgqNtbFPfExqrIvcADulKHJ3PISyxSyZ43zNZSUy5BnoInO+suWlruzPOLZ1aF5pUDHPqfgImlMH",
+	"JrcCgvHwxHwv2RPvSwjLr01cSmPxtKWtuXaNJ1zQOSS3hDgmI1TfKD73KF78wZf1c8Sl3UHqZ4huQGI9",
+	"ByL3xC2T9Gij5+amF6ewszSMRQ9BbLuxVZQowEEJHVZCMI0aAkbfiYZ7ooHAbn/gviARTiBeQI7zWGQ3",
+	"B/Br7G8WEfXaqcwEm45lQZs57+tFHx+JL0oZjSe2QguFFWJTriyu0/ZSpOJBLtc/YYw7rXOndX6uuAxn",
+	"jKuAzRvj3mvUzeMP8F/sgwn/7HcpXAnSp7g/am63A3APBJr7gNNWE1ygy6ArbQIQZymsruLag0f0MO3R",
+	"lDbcAPIzQHa/0v3Y/vt4Rn4eLzc361RYH82DHN/B+g7WP/P8jHlgxz29UXiHWqHjD+4/d4F2S368W6/y",
+	"aUXKecI0XM2LYsa0s669b9fzv43krVDLHApt4F+F+UGly+H9PVhPcrIf6PsbNnz7zTfPv4k6Njxdp2MD",
+	"+BUq/0n9In2JDoadVNpJpZ1U+tKlUtClscBho2aHrbgymc5FdWjFpCy4Xe3vDrew/eFwUorRAQv3Joya",
+	"QB9OZe5ElQCfNvHbtZrBu/OmcZJatRvwdzu+34YXvw1DXcf9HQYHfq2ozxn1rt/HcjM3FncBspPHV/S2",
+	"sZpvbv84OMMX12mZ1ziszq63z7IGg82mt9Hm26SDFj2dzrTvePmZ+zX929vfUKHqdqbvVgW/MJkuRdQ/",
+	"BE/ii5Pv+nyri9tnbzO6xzW/FT8AgPgXrfB4+glv19vZsR4rx/fIRf5Ogi/ruQGnoPvYbVUOH3/w//yV",
+	"T8SfiBCFsGIRK17B73uwwuMDGoOAB4tnH5/QefaXSlg3NP+C+Hx22IXxbD7VEbgT83fAJdw1+eeDT59L",
+	"axA8NBuGih7GiytRFjzr1w/AmI2UAXcWA7HCQOczNqmNZXxUCdFHU/F5wMEfO/Xky1JP7nr8vyr1hM79",
+	"dvWTVT4BFKbuylPPtBM6LBu2Tz4BNhGTgajMQcChJvfEsKpWbDCLPHYmCZSDsvIJcoMZGwte2YHgNhDF",
+	"yIrdisp0N0d3I/wV5rDhPl3LrGxc3a/GXFa03n4z0ga4n/ZY5tiIYngctkF/DOUtv/EBlM7m308Mpi4B",
+	"g4ETpZZplSErFCTDw80TZjUyGUMXhtbeTphUxgqeO6E35djmYUhJ9dDYsxSV1LnMmm27uEXfVnI0EtW1",
+	"KIY/hVlteLeGF11Banjfxg2jZpbfCPVVbGG3bdCA8JskLILS03vY1n0oe/xBQZToz9CKsX9v/3ctajFf",
+	"7kGZe4spfVQlgnUg0sS9Ec8QZd3mvRaZVjmVDdLVIsczEd3BhMI05nbliIGutzIXk1IjB+KNmLEJnEHO",
+	"KmErKXLq+u5+rCtFfU4qY+NOjV1eqTv0rf0lzL5H88RFfpRdaufnukLljBZtexrnV9wRe+c5W8tztulu",
+	"tZXIdJVLNTrmtdWH+ONxVatDB1X9mPlL0AccYPlAm1OgEaVQjR2KKTOIhKeeHSO8ka4Rig+gLfOYKyUK",
+	"hNDUjeYKrkybpuC85WRKmEHmjdrqCbcyY0bAfKEmgh5n8G6lobZMVIybG4B2aRMsO+OGCZ6NG0Ym91LM",
+	"7sOWU1z5pBF6PmQKG7bPh04Tb3h5qcbw4Iil3KboFBgIxgcGKL4rHybnbCJVjd5EpaenKCBJ7abgerRM",
+	"ZcEVNFcSt7yoYVu4QaEKZeWkw+dwVavzsIBv3IdclY4iG2cDfND9qx9esufPn3/n22n9WytxcObGiykB",
+	"OKs+Px8oXR1pKjm34tCNeW+7Hr5mNS65Mf162u9jbptFyGW+C+X12M61glhzhBq4Zm21LuziLqz6thur",
+	"wj0rAGsoiyXW9BvlPuIIdjXeI3IgqjUJ00UujCUwAZ3piKVwdt05SAEXUqFy/MmIQmQ29JEzbAqeb7xb",
+	"ujUyIqPqNSzs2B9oO2ZdJ+gMUZANxFBXwml/B0fsJ17lh96zjK/glWCFNBZUxmJGoOj+BtyDf0N3aZ4e",
+	"sR/C9VgEwvO8EsaI3Nn3Tlk7xfsu8tRrq5UYikqoTPRUxfkVhkffuSbkEl2ta113Lf+91rVhSHOpXHe4",
+	"c/2ksXDLSxQhd7zrvCzvdP21rQSf3PElP/idsNcTwlncqSR+NZUu/vb2JcuXVC/imXmFnrAeJN9bN6CE",
+	"owkUooMZjoHk5ljrG7av1Tt857tJ+aI3gGR0XWXiJ61v+qJH376426ikysV7keOIpnzG9t14EjdaLvsj",
+	"WXDbNYymbyTPn31MjmO0MQiQ7rQzXiNsbbiOMt6Hfc66GIFhqXeydImfry2j7k+ELvj95gTocRMI79b0",
+	"L6pKgG46KMQpq8RE35LmD/c/YYOZFYQrQlYtFd2w/YgIXlbkjUav9Y0QJenecJiYULaaIQP8Kx9n1ZOB",
+	"sdDzzGhICfVVOipnhVQ3BowANtXVjdOV3a+5b8tNbhcyASBYB0N1wnKklThi50hdb6wsCjYQ7gnUeYdJ",
+	"THGlkB8OcCYs21favhs6M/bgbM4gwfdkXLkbneJvbjCX9lYgnTLJdli9GZuKSrB9WJF3dZPKeNCXUbAg",
+	"lzfhNolfBe9Zo+GOSdjTw6cnJyyXxkqVWSZzk+CXJXIB0GNgDfR0yyz0zVy+5zYb9+v+b9CEqwvwNFNj",
+	"eKkYLTNzx7PaYVg3hkU67MagjJBqGZjRye9Hs+8raItg9NDOqdwDnt0EREDFCeECzuk41tGbI07vw+Ls",
+	"IZeFQVU9jOude9w7QJtOyk5dbedcL5yC3aneneo1IuQoSBePyzZt/OPo9UuY1WUuSMSeooAFycvKgs9C",
+	"nxnUQkiHAM2B5xMJ/RngQlGZhA3qWFswls/m9IoBgggENFuwwYtK8HzWXi9TZxn2mB9xqZzS0AITrcSd",
+	"keNaD+0WlYIdeOzA4+7gcd0cgodRCcqCq5AD3OsoPFdMvOeTssDGjGx/KsRNzmeGnfz19OTk8Kn7f/fR",
+	"f3v78oBZTR48zpSY4uGt9KSzJQo5nAuuWun/G93Uy/pOfrFZa59Na5LzubBOV7bZ5ux9CCQt6Q7UDjgN",
+	"ZpD0eoapr0NZWGdKD2aMs4wbcSiVEcpIDIzVA/RwLfMoX8LrVwSiLjkyJVnqk/rEwPv7vHAKM14fRxp5",
+	"M81l+Wuwursj+AicbWGv3/fp6yUKY062FDPmdox7qBMrXLGL81/PIZILMaLTOJqOzyY3GTGIhdA28nv5",
+	"o8LAo47BdJ8V6h6aoBOLW3h6woa8KIDCkDNTaMv2p7woDrNCZzdwvQFfG5KR1ZUBqkXGs0obw3I+K+Ro",
+	"bA8Nv4UUQGh5ZsAV5gP4Tu2GNtbW4AswTI/utaAI1KoQxhniE+GEqCiMd5hhdL6Xr6wRc5tLVm9eskLX",
+	"JYhqeq1uX41dJvGdirLrNv0oEnnakLMl8xnQ7fiD+89FvlbZmweTs2bAkMToibLRZrYUR860ymQhKiel",
+	"IUOXG7PcfU0HdyU3Cu7ablIUmM26OYdd4cA/HvRQesN/dzAfRcHZpg6mN02TJfkptMmXWI5f+VnZnZGH",
+	"df/yfIMnZGkb8lCUaRfVrLM58QMtwqUvMeEWVM8lAsm30H5ch2ynyu6Q4PEigS+VfAR67DFZuUuq1UKf",
+	"azCMtWK6Yno47IikxML2NT33oeFgIV3t97HAbO/I1O/n4RNhGv0joFcOtC4EHLqdnP96Tzfue3dGcuLf",
+	"eyTnnAoeen3Wl6giQLnFfne+9VzBwkEgcUBxF7xu2MCVz6CrExw2aeddZU0VNSt0xgu8291IMSN3z5Qb",
+	"9q86H0Ge6yLgvKY5PSLtI+l6I0zNapxKTznI51L9ESE8rr6bZg8SiXDFDo8eCo+8uOO4C8dOnd+0GdKJ",
+	"R76g7A5VJm58/jZoR9TKEMUu0ZXgkxW1F9f+zbvyiy2WX3QUCYSawrV7PrUDkmul0dPXpoqOVSPxvlhf",
+	"sbC8hKOjRmH1mOimP7dTRUDTX6eQwC/CLulmrfCmaWBkC2i5vPFyaJOEAPhkjlTO+ppXp0Tth3DiE0PX",
+	"JwwIGfAHZG5v3e82PZQWpS2SuTRh6e1YG+v+wcuSqvsMHfv04IghCTVXmYBiu9O40WcomZtb0YSlYfum",
+	"Da0DVTRlWg1lNRE5XAafV+QpxWvBORUzTYw01E8kLP2BywIuhHK/ghsL3zhtWLhDqTEwkCIXBS2JEiJn",
+	"lJdcyFuKI7fKmiGUM6z0pPGQ3YjZsAKqMTcHpKso60EBxN5YIo210FjtDE1R6M8YnVZKZNYk1FbVWF2W",
+	"bmBQvQQlGX58vt3VXCAY6SuwQCKrq0oo6xe5pzl2WPhNRYBbL1nK5M5ts28fwmPWgGc/p/vczt2ptZ9t",
+	"P+bmW/pDtSW7HNQa9zhR9KrCiETIs6xypFST1tMxLIok6mfnf01Zw1AcFbEhyElZiIlbLnDuL4mWYcWk",
+	"Fb/AKLdy8prX9Rw+WA824dlYqq+EtOwVLMJAzIvN1kpsSR1Z3UI8XN0SltTXAmWSLoWizO/pWGZjJ8J8",
+	"zTBIR6V0rTKRs/00PO7I3XDkFg/r9A9YIW8EMZ4Ac8cRO58XjCi7W8LRVzC+OHnBmqe/U9q+Q06StLvH",
+	"+OZFZPSONSQkpI00q/N5SMqEXaM206/f7YTp59oAe8uy1IisrqSduZ8Prb4RahUR6PnlBcMLY+5O+A31",
+	"th4JY1lZiaF870RnMxqTsFteyFzaGZtKlespOZ4CnTE+5pYXNdgjohgCAAGDCFU0SsXKwin+Q11Noi6z",
+	"qK+LnI1FJY7Ya+ROstXMS//Ifw69Em4Fh6+QBKCbRuEs/DsLEMYyrpgZ6ymAL44QWy2yK3Grb6AoHFYF",
+	"OFLE0ELDW0onlSor6lz4K531VtU9PCfnpXyLH2IrPrYunnWciJ6qiBSjNqI6Y7wo4PeVWYduCa78zdyZ",
+	"VH1hWOeF0UA8475LtNj9LBjxerfenYshrwu7dzrkhRHJdiOO/tuu41JqDtrOqbTEqdQsUwSUHta6cPJZ",
+	"N076W45ozdds3aKaARA156A2TpfEym0RGmQ33oRhXRQsNbfZu5Lbd6mHO/LjkoNHq2KGmEh+JKSl+Fdt",
+	"MI3o+qfzw2fffEtwm7CyqA1yvmXVrIRqcF1Su8AG6wLysNeg8lXeCRShdCCI04o4Qd1cdQUJ9yZBNXEq",
+	"jVelseRwsf3Mc8jX57Q2Dj4RqEcVV5ZNdAWdxinqKSqjFZuONZvw3GH/EcMlpsfF60xt3MTUSx0HDsZC",
+	"jNQ3fAP17kaoJ4YVciKtOXW4L96XshLAY1dwS3EPwDYMNAP7TqUnga0qPBG6vvGi0FORX5QmZftcMT2R",
+	"1o0wpeee25Tpqn2dDYSEsIxOsNPAzthU5vCliftjfv0OyM1F08TVqyFHzJB0REcb/l22EFuwjBeFe50D",
+	"7lB4gYPQCr8XafO+mRCdAMbrXEJDJFn0lTt4INvbJEuqf8mKDDGH+XNqBn0/qIyuZGaDYT+vf1BJV9hM",
+	"2zUBaIuHxewrkITvO+WGqHXzs9gVDMey0Uoic9AZbk5lUeQq9aI8fNDHLli+Sm7VCOnuV6Ktp/4ff4D/",
+	"rqjLQM3KBHDydEoafPp4HhyUVdIiRxK6GGJmdcK7xvcP7QL0RCg7F+kAFRPU7CyA11AqXpxF3hz3yxtR",
+	"WoRP9Ot4ZdHTtcfAhmo7kjMFgoSWdumryNw5GgcWJ/J8hIwbkkFEqR1q1Bz6gtADNpYSRZnhQ1HMuhhX",
+	"3GsjTL2b3v8WP9jeVlTXpSCVQF6TVO31P9q1FurMXXWLs4Xz3pPJ/pJ2t21EaF2V2izIUtRmIp1IV11y",
+	"1EOBOxnO9IXT4wsuQTSdBY1pKIUTWk6n9d093AVH7Fcxjd8e66ImnCtxd130iJ3PH+5AloQqVe6Vwfku",
+	"igkbiIzXBrfzHAL1JfHf01m+f82qPbyVlCnwmawmKFz9AbeqPq2CJP9hSbPbMdV/RdoU7vNHpE0doxXe",
+	"H/l5JcBy97ko4OwEGz7CVjBsI0PAczMF+94duW6HAxkHoJ4gezzilq5ATYHQwaiuINeCWOYJyCtt0XB1",
+	"Vvn5/EgciPrRxE5VXQW/KgFv0oWuMNjMqYMpPBhiSM1z0sZTAf7YjzZbr+D+x61i4RhX24PoMPI9+PS2",
+	"m/Z8uQm+12M9hUUNK8zjw9V4+uCAPDSeaMuXEc+1KhWjCTVaWkQWhSlgTpx7jU3myaJnhaClcaokLbDx",
+	"rpQujya6qnSR01+RfSMQ5FJfLq06LEVyJBaCt9Q3Mq3cJPMGrIRHMj+RaPiLWuBaXbOvYKUfN3bczZXk",
+	"poqpdlOvmgcsuUCXqEKVL99By/1Ye7CHHkofcZJxRVx3ToxSYmbitoiABnqVsQkzdTaGZKjYQZIQSHp4",
+	"wPMURRSyschuDDmrnXyG5mNlKVR+qFUxgwPuU0GbnhG0A6EAzBNvN7TdbiGP2G9G+K4VwSWjM0jYzM8D",
+	"ZVfBQ/oxM8KpLxrjbMDA6R86lk7tmhEYurPRjKmStz3x2mtauHNY5IeK2fqRwoQlNDpSltlZKRJshk1c",
+	"gu1tcxQcyrwo4Oq14rrwcFDxP72ptx84fT1pmK5tpieCgs34w3rhZry2NSih6gmcsDrLhDF7yd6Qy6Ku",
+	"3FW5UFLk7szdbaig1/pN5ncfDN23PeoaHV732PoP5ZLyFNcJSS+Bhl2MekmMus9MuScJAE9cTDkM8B9p",
+	"QGt1+Y2Qu9RS2VYYWumpb9sLqfHcipEDTSg3BYPPosvQNMZmpQuffoupJaS9wWo6WeH9/5Mjdq7cEtmx",
+	"UJaCCOTym3B3AjnFMbnlhR45i9Z752BnohiCQK47dvhSZ6JOx5oiZd35um7+l9E6bfDQNa/pO3PnRbHw",
+	"Eb6i3sKUEdCe/qedFbcg3YcD9uZax8Jd2Wz8hQEmcxlmg1oWlklF/fz0lE24mkE4nsgLJTVthcQmaZiZ",
+	"OIlHofoKxYrbuw5+857CTF1stu21e8GybQrL9/VszUq3eaI/BbZx6dbMM8LdBzi5sPN8S7bBjP34+i1b",
+	"hv/enbYs3efjIixkpMMw757sc450vt5j6OOx0JF6PSOdaDh1ITZJwKkLsVY2SvR77DUe+VCinBO3WlvO",
+	"OteQd9ydaQ4A13iXH33IZBcBWYviE8/E/UHWMlcDXHH8wf1nTWpPwgzfDxfS1QB8jtj3ToQeShUpkPgv",
+	"6oyla1ApmZerXWl03zVqqH+6kYVQtpixQhthWCVHY2vO2ETfumFoI0hIW43wRy8lO6eHRhQX+W7G/xWs",
+	"0obzNsBR299LonXwyc2y8/ndM5fnpk7gOiSFawkkOoSQAjGBQnUrihmTChI9uKfgjTtZu5/xnHjbCppX",
+	"Gx38dniwgAVx5j38C4e6ycPwt0GaVedB5gaUA9QV2jrCYBZ6T4NQ3Zie00vb+MkA8HAqi5iur7Y8LpXF",
+	"p3jgqHYZHl9hhseW9RtrykPwJqzJWn719vrSKdS5UFbyAsEW1BCF9BZzhCGNutIUdj4x+BjywfnEWbiq",
+	"0COpggNNMa2cNRW9EK7KNeaxMvGenA0YlW2A7QX6ImBKn1QgQPqQNeV5bccvw0BW8cldwHVDKSoPNXNN",
+	"TEU8q4EoNDQ7033+9hbdyro8dBC4mEgVfnaDtm4T7p3u/c8/zg//P37475PD7/5o/nn07vCPDyfJ02d/",
+	"+fM/1uk8/Vvz7Ydzs+qbitsu1FJmbTa9/kn8z+k//2mO//jwNPn2ReeQH1odjT7zolL65cD7Q6ulah6b",
+	"7gtErSkjDXWJX7UDH6OuyHj8EQHNkxgBDePAjQSRzVdYcAw4iOXGi9x2AW8R5EpuzJRqBijTrqmbC2Hk",
+	"rKiNhcq7mc8Nbpcan2H7G6wyhpjDXKmxUzWhfuEeHL0LeLqyZxXELOOV9bHheHkwytpujr1GqHUeXD81",
+	"ChwPs4kEh8+Goww/rjXECDQfSR+uhU+4zLHefS4m3GZj3+Xcffdd3HWJt35+De8T4Nbz23+cBqgrn9gG",
+	"ZUVT1OsakxeUOMq969USMemmDY+YuAglxPeKhN7cRhP+43VHMFi7NMeNWccLL1thK7c/VPiKSbOSmAPF",
+	"i0m3frdFu3lxIVcrXNzvgzO38/Arh7h5mOSucPTxOfob0NiSarfUPD62wiwh3fy+ln5PEUCd0zfH+qox",
+	"thnEUgWWFVIoC/sQCuibAolw6qa6LnJmhGqqPUfyVig2EXas8VT+dnUBPsSrH16yZ98+/Qv80v3wl2+f",
+	"fstyMZROX7MBV33iIg6DhiTe88wWM2SE64FeZ20jvrZqtKF3ITzFF2lnvKqkoIQVzsbcjCNKm/jENW4B",
+	"aeP0GR5M+CmtFZ+IirvdgI3DYU3MR/oEEp8/A/Wv0gQfLXEMuI+8iOJvRZe+uiEU737ZChSPl0LDLIIs",
+	"he/o/b9QnDLmRSGcWINIE+SyPwiOw0yXx3GwJ7ivDAFikCDE4yPlzGrIT/nijOqvCvnf4h59KLCH6M+K",
+	"1KlMK6OLEClqGMOcqVybJArtoicTWr2eNcCec8u7FE6332/EDK4Bq4i0bW/2MZICuTQOCElLM3qh8m0o",
+	"oayf8SzTtbKhkuRG6WlTDHPEXlEKOs5kCcuXv5C4dtxAcLLuN+TMatIWg8MVCX4iQoMu1oJO38Bv8B0e",
+	"KvM8xABNe/HjhYdyHmd5UJq0eG8bk34ta54+9T24Glo7kYjza4PDwX+v51/AazuTzZEDcy/Zo741OSSb",
+	"w4dfK9u8oTvL4023gu2M9t3jYTtz+3KdtHKa3M6R0evIqOmE3wes42qvm3YY47cvGmyZutyyQnBjkfpF",
+	"F6KDtYzUW8MLt5dBy/W99ONHxRBvwEWxEMSHfMJG/2z4y1CM3Gcuo9LwGCiODtQ8XkhARmOpp6Ia1kVI",
+	"bZQV01OIvwUg7MxoTEhUOPEycCsTH/PkLvmO7ohtlIPLvWCFMu3n6mYlQadujJa29G1kPQnEKBXSPWW7",
+	"ejWs3ZI57VIhv7hUyBqPy/3B6Er1+PhDDfynS1Mhr/XQHuYhH9LdcbqU2qoOimSXlpgERRgzsTUrtBqJ",
+	"ymnYoSBBQs1nVNYdEfti9hXWSYe8LVAvvPsFCipRzWGmLkXFeD6RShqLinUnj06c2FAW3CKDbzHlM0OC",
+	"wuiJwHJ0DUP3D4Wiir5UA8LAu2m/xEr74LHuADS71MuNpF5u7MSvwao1Z3qSyPPpxCEMtAYt1kvPpeUz",
+	"8Iw3b+mpFfHx+YP/xKBXr93ZAo8yVVvnddbkaAJzrbdWgpbjlBUmhkOR2bm0UGMFz2EKliT4e4oxLVfa",
+	"fNGD2XQ65qeDwqa4t9bQqB4579ZSxYkSMlGd2zkXv4D8ygdUmo69JbGkYYqALpwOWIIxiUTcxFiv5lST",
+	"SlAv+ZAwToDZuBx9YARal1kNkSQEKWoEppU4YudF0QGyUWZ8rEcB6E7HWmARtUCeIV3krRB8oUdAeFHb",
+	"oHd1MFkZAS6/S782jwzmUAT60a2Rex47ARKm4c+8KGbJwppvl15wDfWtiT9y0ypgiARx2BpTUc1zou6w",
+	"8bPERjiDbQdWUOceCir9NjvGHdaPmD/rkbcyAWmgun06dptz4HS7rBLc+MgHPZWJUmdjH7aeAKk9VsX7",
+	"C6QxdcOGIq2vHeqm9ELiHp/bxMNTJnzGxvxWsIEQihmrC6HO2uYsGrERRyHqwXwSp6d0Myw74PvoDsbb",
+	"sBhpcDja5cjTiSodxPDev9b6kDtG5mWMzEXREudbOtbQ7MkcU/fVVXFVsv0qS+5UXfq+rTBm6lJrnlAT",
+	"qTm2nlPMXPbpJ3DQgZ9s/1IocEtj29SmLS4YsxBmrdgY3iKhg9p8ncYTw/hIKJtgAs0rf1eesKtaKalG",
+	"vqsF8Cez6zrLhMjd37HLbMLeyonI39TWGaUvucpEIfIDavoR96eVFoKoE5EsVouEzEj3mfEjDuHxqLpd",
+	"6qKATJ8mxTFq68utSKivLMdF7mH+gpV56T/Yg7VrGlNiDo7fb4O+aGEW+pd/eiwVFge8B5T+rsve93JQ",
+	"p9Zu+N1aXFTF+rPH/c7fQDP01jiWd0JfSK6//+z5jQqfeKZrNT1HZGg23C6C2xvBpbUq5FBks6wIKNaK",
+	"6iJUd4mVb3rECt7Rwf1F0gRzAPuFSWh+rlUhlZgrBNknJ6NWWEaeH4RwAz2YUaNt70lkSk9PWVlpqzNd",
+	"JKwSE22F7x2QsMHMN+KF7t7Y2yPxP+QV9rX0uTHNi8C+MoWeJuGXQN1YCI56pPuNYbWC5EoQiVJlAtTL",
+	"I3Y+X0oYZz+StkSNnjgbgrKUacCTwK0jFUtrVTmxCbzUsQ/USRbvnJ2OsY7epwn2SY1L+jDr1PBsAVe6",
+	"Ac1/ZF84FGFLL8qX5QZejNu5H9CpT+Z9v7a9zfpeD3/sX+9vXzwEjOP+6kPxt80J3qH2Kia6BaTrUHs3",
+	"DOPeHFnLKIBbFiso0a6uBPpREgB1bxR2Fk3ejrWxx7wsaRinkZ0+EMjK+gbFBmh/YMrjU5Av17D9Voo8",
+	"ycBKjNAZK7U6gDe9GQ7hMfCEyOYYOYzmUz47Yhc2WCsWWYSzG8P2M52LzIkZo4vaQnNkkCWsAiXeIOmt",
+	"+4EsCC+a4sUi4eEkAF6kKzmSiu2XdVEkrKzNOIFW2/QMPXV2jFe5g60BmavLMP+jXQ/3aik8hCCJQJzJ",
+	"fOM4Hqz3jdkD9CnXsAciw5JGdb+G2eZFCc31DhZBM9OdbFllEZgGFDYpQCb6RhxaNwOo0er3Dv/EzVw9",
+	"KqI4QLz2IJ22ECKF5qMYoj7wghLLZaguStdVJhI25dIGEwI8UexGzBCxHYxOBDd1JaiWCYXIKbuVudBs",
+	"BdTzOpfhIhIRyjhhRyUvurqJYjMOrL0gx4HAw4ijXhjLhMpD+9fUXa5re412Qcr2KbGaPT1JGLdsoo1l",
+	"z08OzsjR5CaBlerkqBsJJ6xgYTzN0sAJKGHrMgEBdBDGVglutIIOuKH6m8pof7v6GaKKkAPR5MxiNVwS",
+	"4odRocSiK9ya8tpth7futG0mBNh6x4oIIO4NX4e1/dKqaJx9/vbffdYabIyhrlV+xvQNM6A2ENkDj7Yy",
+	"7Nx8R0j1pQcF3V1rTNHhpMzEb4rfcgm9hOYbDwV4noPMe5EKS6IN83LheMBtNl7SVKhWhtWlO63PThjc",
+	"DYfCJO5YVAxKUB1YJsSN0q6WNVKNCtE0IMZMVJWLUqgcgvyYPQF5GQYMDkIHdwIdsJrGceN+hKthzK16",
+	"2yKYQ1gSGfBTV3nDL0XItwIiv4cV2QJOwovWAkvzCNCSRtsHmW9UKEd1xqVXAKTCT7AjEHhE2QwR+hin",
+	"TvAihiCzcQyyvLKHZaXfz/qBp6lIasUAiRQHW1G3lFZnu8+BKZPK6gW3RsJ0bY3MBdAIe6N+H3PIYFHg",
+	"X1qJQz0csko4XQ19zE6dNXMuY3dfYFdxc6LUdjceiH5ChzKnB0o1wvjjgGc3ejhMKOiK7QOMBV/4ETsH",
+	"qiuO3dGK2SkrddGKzAZrF29Hl8wRO2clh+AmtxFbHuNhih05+mfMu91b8dDKend3B2WL+zP5HOETbois",
+	"Ze416ymV2JREVKBelvWgkGZMlQTbg81o1BRc602GW9jaFGC1fjPtVMqdSrmmSonJIYiDCEQLTFObR3Zd",
+	"fgqwY4/I1hzgQHjEiiTHCjw+oxyXxq3sfc6+Fsq7+Z11nUsTvP1H7NohMeQL0xg8mTxVVSEbFzOYyWK6",
+	"IFKX20DI1ltWACTNRMMaf054qMsdHO7g8CPgUJcPhYYzY8UEmvjmOuuP4V2JXFYiI3E/qPTUiMr7KKG2",
+	"ykGdxRikdMtEBZi5zuqJUBZN6pKPyI1JOR3tP0MEiCt0w7bYWc4WS0DbtVZkrVsxQnAzQVvUBKaQ4suz",
+	"Jerij8Kel/KVW4c5iHl+8qx/TfwyrJj2XrKHNEfwxJ814tPiY8FVgDkp3hmw+LSEpXOf0H2+w1qmR0uJ",
+	"mOcjNH9+BRGNZd/J7arW6sYHDRa2OWcRidHpHu3OQzJw9hYP49OewwhP7YiG4Gd09taocph7aLm5WSeq",
+	"XopK6lxmrLmXwb0UzQbWNB9tLCuduZ0Vsx1lY+EGHXz81KuUdp+sqEVtrSDUPRZFCdYakhOxQuuyEYCl",
+	"yN2VEITWnmODkpC648/fh1G/hQlvULq3X7UsAWVhKX3aDRQIfFU5JtEmml+VJYflU88Bna/jMKBewdS0",
+	"d9e3TtI6/Xqsp8oJUfAWkBwZ6wkGg08DZ+xETAaiMmNZYh9EwQs7ThgUGAfwnXCpILKH3k2g3aOyrymv",
+	"3EYnPkW6DaUTbxqHAvUl9QuFYJgvTPb5LqwSt9JQ4tqCSHqJ47+mhdhkn/b2m/r4CWk9/Wp/FafhRyqp",
+	"mp/8Bk9Azi0/rIT7rO5TZoXgqi6PS7dZxHTJgXCbisjmQwdcPUSxR3XywFyXNI0/hbIhfSm8kpW6kNmM",
+	"6EsrAT3IgowocgxE22rGOJThizwJBHW5J+TgagYEnUfsDRHbASGAO6VQIwEVWV5gcEazZAAyi8fhEm99",
+	"xS2/8sN8ibesylb9FcLxnvmZYj48szqEXGhlzxjFz41XGLD8f0ntgK4+LTHoh0qIQyveWwqvN+MMNSA0",
+	"uL5B4H19o/jm6bPtJud0fSD6dr2wQl8+THSXntMFRLSKaBZwy6PjmoWD8KmQlGk1lKO7IlNVq0OtMrEi",
+	"QgvEZfExb9F3+AQcIwo0JgnCpDDAPQ+hj6KIfo1JPwo46CtiVk7iFPgplwBF4dGk7+ao0sadhQwbuSNf",
+	"6Xo07hHdhH8UzEUR7oETpbj7YYalj5meEDkG7wrl1qoHyTbhg+t61VWtVrERN+tsNX63uVygPi7Q7Tnt",
+	"eme2Ph/xnNzZBYAfTzl7jf0lusEOP9j9QV6/i8y9f8CNOMRddwi7fQ3r3PJB4bBLqly8d/+wlRyNwJuv",
+	"cuYgtm1cPjGs0BkvCG/8a2ODPdNFPVHATzwNVgfQUyifN5LQpa9e/QxGOy+AV6kBq/Bc9JlB9wuoTPq3",
+	"8JX0wdAnLncYHg7bapZLPlLaCDaR5HJjZaUHhZiYTjPmFb3wGpbvHFZvVdc15I5FJv5XP2Om9IRScajC",
+	"H57G9OBfIrOrOGjz4m78swt62i/8vZzUE6ZqZze6UbhhZWNe8czNIWQ2gvKNgzrzoZgwejQRbVWrDOkb",
+	"e/Lc+ftXefFyzCvTPewXJycnyd5QVxNuYZb2+bO9xN3nBrl3+vTkBK6YSIW/OAlzhI8OREmb1gLnP3kP",
+	"GoftSB8UTtdOB+wjkMMUXXK+O7CYW79NmqXoZ17pkOGK/fT2l58x/R7cg5VQObSuhtID741fcPWDmgdo",
+	"l+Le/tuMT4oUNQ4+be70flsmrRHF8Ih9r+0YzhbETCIHDBBwhMsjCmBsVamZUENdZSLuKUuUkGLmWSCb",
+	"9la5KAs9Ezm7FRW4bRzCStOaik98gaYeEw753YMZS+ddyadszpOcnrqlC9GOLl45ljbjfJcLJUWeJncI",
+	"gJixBD9tMC4rgbWq+6n71roUipfyCJb9oBvMdWZ+k6vw+xx1ZPyKZywdW/cdm23QE9jAz11Fjr34s/fB",
+	"JeFgJ1LuuTfvJYEDnX50L+riPL8bJsJTWpjYoWzyKXtTCuU+68L+PerqzLlnxXt7DANd8Ww4Zd3xpoVo",
+	"Tyf0dnwD0uhbxw1rK+IjucPnnpzFsZ4+/kiTVEO9EsXLSud1ZhPoyJInbKx95xlyoUsYqJ0FumydE9yj",
+	"hWzibOaEWT3CigTAHmkNq0sod3HPFAopPn2MCjseR47DGuvpQSVVQ1lNSFMdSMUrSrOBX9AoHHg7VYsX",
+	"N1ADrzvB7BrW48ItxyYzS5q3dBzE77mRGXOfxB0vyD4f6Np+ZTGnH4Vlg1UrsUHdJjBgHANP0DrBV9hp",
+	"eHVsolF6A/H1kJ5AwSNRWTkEp1JPRe6vOhfnOIANbsjwlmVxUJzZ1xPwjD7nPeyzsJ/W3nHHH9wILvI/",
+	"j4WqdFFM6DN3+1MvjKkhPVErcQgwmrnxU8s1B4Spuc1wPgwfmNJ/m5x0hHQ8Wxe5D2Xm2B2YAqlAzIxd",
+	"7bBfhgFK5hF28dLVjQnVNO5iRPP3payEicoRv2ETqWorzMERO3cKnnQPhCWX+V06S4St+7pZpFXhH3oL",
+	"KPuVz1KnuQedsuR23KiUuCJrNzZ/3qNJbqr9RccqrHLmkn9JDoXbLXCsN48v0UdaMi4sjH15zkrZeJhD",
+	"fqUGX/2u0cWX0OiiwVjWgBzsgXuF3H5XbgO6AVxWifqGG6u5pU1bGPH1zTWQiROFofAQuhHVTh1YogD8",
+	"7N/4phnjOoRMzfgwASawajis6zOeA9KtjWyLvlEHpdHL4yLvTmYiOZE95vo3S92a37R8mk+37NPs/jTL",
+	"VKhmTXb28hLNq+uEbUAFS5aFpnnXKNg+kgRhRQfoQSVQPUARC9AZOIBOCNLoD0ms57NKKDHlxUGc2O31",
+	"rrniEvc/zJqMmkEeDnnmLFjquaOHnS1nGrVgcYfubVoTWXzlCmUkjH27weKe5Vk1SPelfFbOrrLjq4tA",
+	"dyLDltSVEGBdEXN+GTUEh3wMd0ZE7kNq4TFxKEMrQQEZ8lE4sw3qPEJZEwZaIXyNwWwIO/u2ttIadiNm",
+	"h9Dqxf1lMdyMmYN5oDdzECnzWhgfaOYVtMslikxWVmIo38+Pq6lp09MQncGZznzTccyNIvYZyBAQOavL",
+	"Tq/fL345ekLRK+jMXqL/8yLv4DPzcWtieIOpDXVFK0mzp2muiFlfwyPMvcet46GFNOQSEprWGR3eDnRu",
+	"nSN7uiowvUKD613SuOl9yY0R+RkGJmAt0DlBZNp0KTRDBp7UFUt9CY/rng+a/VttUNven5jV2yelmhQM",
+	"zMHCL/rFiamHEgDwBSgfJ0JRBzIeyjbolJ6D/2OC00MPp4d+DD4Rs99fiJ3nTBJSHMESbVIcp5W05IiJ",
+	"8Nj9CFmVc+AgIuignrdzGxGdiVGHNM5yh4C18m3J82rmxKs0eIB7mqBXwP4hmnx1GB3mpY800EnAiCLZ",
+	"B58s0PHgOFHb9pPobAOJAolKGQ2+JzzUl314kWSsLAoQRx26OKUh4se6pG911WyXjVD2dL4tDGWpOr7w",
+	"ba2ez/l/LPmeK6Z596zPpgaAtufO0/hZexohS7ku+zXPbSSMKk3mPzQ+EhMui2MrjF3WLg46pCji8psI",
+	"YzB5qslHx7fWlcjZ9S9vL30ek1eGdQiVQ2twCpJHXrnWoNjU4RcSAqLaTiH7FyffISZCHCht3fROafuu",
+	"GUaK6hcMRiLYRmN0yPHNyfOGPDkeNKIvdOjIuHJ3ggrPszEwWwBHvvQMSnhcMefACJWzCTCsaeyh16qW",
+	"xnKdJ4ZlYy2B2Au75RmWdn27FDOnDHB1HoJbUuSnxNRB38AgCzVEr7CwKmRowN3wq6iFFNt/8ew7lron",
+	"vqMnppTTdiVsNTs8H1pRpWwgZprsrI5EK7cf3gpjX7u5boqZA1YE3rAGH2YlMllKJwPRVRUa4jFThxTc",
+	"LbJ1zA9+GfS3ztTUqQJAXtUoL9He3OH/10rFIaCmHfZKDHtM0BncuNig7MtVvh5Myae65yjkM5xLr21y",
+	"PHVtxSIlQFN8GbHre89N9GBf2MnxQYl/Xvi9mmPOjO6FRcAeJLKKcmyT6BYJzMC4ikfMf13/FjRE0mNJ",
+	"vz9Owa4X78FyRzmjsdtSrYAY6cKSFx2KJ5FdTeTNunidVk7KQkQMJE6rF90eI0jgLOXH+YveqGJ2SfUR",
+	"m+3TFw9zudugWYzPyGvwsE4A21q2EZdqkSUB9+wGPQIlr6Sd3QUhiOgAm815NWoIsStoGiQLaWeJz6Mk",
+	"+5ZSfrz/2Fu9IPnJtexLHjH7PItfWYrqMFREYgO/MTdjlo25VMjFG/7MiyIMETqB0POP2O+ghY5FdvMq",
+	"FCx593JN2eHX//2ztIKll1fnP/5yzv63ltnNO7gnbRp84uMBF3KBxj05PsjAN7IQyhYzlstbUY1E7m50",
+	"CAm6d+Y2iDK1iYuoJsQYMeuEi0v4SvfvXT6nycdzb4q4YN7z0z5DoVAJTk03sRNUKBqBj4cudFPoaX8T",
+	"iOg7fKJLOq7tclsFB+q+DRApS6Dxhx2RrirrwlvuaTxfj4M52p/LxQTCzc61vEnXsoNHWueBsFMh1DxJ",
+	"zQblicMFqYRZQv/msTZc6nd/XLra0h1DplPI9M9rivezVsUfIlYpqqGuJoZx9EIfAoUOcQ1VslxalQ9u",
+	"Y2lZWelbQYe3QWy08ww+F932Sls8ysG362sOpGG8AH9IRNkuDXt2coI4gLjqSxVo8O5kG+/tSOY6P5Pz",
+	"eaDzWdJ4QhSl2KJ7muezJbUJV+EDrcgAu8RV/KhF/ATU70GvZLGqBDwDTvoXghvom9/u7kipNljxsGQ8",
+	"r+G6u2H+Hxt1SdMXWg6l/qPDBz/r30v5TgtfNO0f4kOF04ndy90Zdr+OzrbHQzzlCbXtpObO7vqjjnSS",
+	"NpTyhkUd9sAmoV4XYlWuK+7KuAgL547GwY3SU8jcwDouJIT3W9hnnAZp0L6MAmjFjGFR3BG7cuPx9bEF",
+	"0GMeYoVBJegi38BPwjj8w+kjNCiPN/sInnhfFs44Y9PxLPpabi6k6PohD2rLZF6417ChLgo9hcaTnZ3y",
+	"EIx1IczmK8Xca5a2yIyL5L5iesL+ddjkMaqVlRNxTCQYVi6lzsVSyh/BasP+MxMx0dUsiZUU5RmGMHZi",
+	"egsqj9g1ulud2jgcRkWRptSWjXSlawuNLyt6DxtVemrHCSv4aIRppGFvUsN7dwX0fAC1gY+d3lDoUadO",
+	"coWzeBXNfZOSdfFtHSeCrmLRB/n6zsSPwvot1rsQWzgUoP+vw1sLdgKEz9xurrgagYMao0c+KuNxGkfX",
+	"YXB4ERMMDqfCZ7bmRTFDw1zN8Q/OlRG748aGshJTDnVxWG8E7Lb+paHFE3bYHcguckI3M9qHl7AEmz8V",
+	"7j1LhYRbWLcGX7OAIHed3zMYCtalUFs4C7Z2m2+NwzAdSyuon/vPUtXvsT4A72eN0dfigaJ8JDS7Mz2Z",
+	"CJWLnEEurqFW8xY6WPhDAsuA/CVYdcUVOFuxudAItjqaiHGd1hF7QzpYGCNkRkEMBkP5HOI3TnxYochv",
+	"y5U37qKSLzdZHCDW5odW0G6+TwzTU5Xg8wgAcARdgugnbexbXOAVdvEvTcXFdKyNiBfU8/Uu8n6C4hmz",
+	"8BMxho+vUbD/ifFPRtO+IsuBqttE3kzhfmqvNmnINmvq+wd3Aku8OamB8VfEAtx9NO8NTpK9su5ND2qy",
+	"MePjSCeKNm503EiLtLwaCQsDD1n3EGOhQAZCCIUHJkD07R52Kyo5nLV8YXGn81bhkszjnHzKwsEETjCr",
+	"5gt6pTtobg0gfQT2EPsdqTzjCTQI5Vt/jUTMKdKVx0nRqFywFB7yrm4C/ukilJy7x7fAZBOZNs0L4H0r",
+	"Mm3og6lQGd18YVyNx5aUOTc95H7qjTzjZ+zKwmk+/RnT1bzDFPfEmFOXTakwrE+tkEGQconsh3MderTf",
+	"hvvprzoX1N3nnN6eYu+7kZIGSlwGM9ifKd3+dlaK9GCXFfQ5Z4XCtmxBNx6pe4BtKK3uT+lpK4PHZcHV",
+	"kp5jcRAdgZ6OfogqeL0P5uJ1qSb0gtTvN2LW8tJhtjwdvNhuCuDikPSWFxKzZ7B5d6MVotQ7C5VlUaU5",
+	"5tmjj2JoMRVyKIm+54j9l1MVfR/Llq7b1cnnpIP1veBqi/DsXrc+OgcgzoUBuxU/yEOBrxt876hJYym4",
+	"2lEcPyJk8pzuMTbRwds8OGFfk8MWNd0dCk0xWNBAwUIC4hiKbmiy5G2MHofExdOQ5nPp1elzlaPn9C0f",
+	"QcVSeFnQuJOgA2Js1a82Gr6YtVRWbmwWojY58abmR+xHXnrLr6lgKqgnV2dt6VC+d1dhwwoedRMzTXph",
+	"dwgXFvhVvL73kULYnRfkY4j+ptYSAYd+2JIdqwQXhNh4TFyxJBTb/cXuvWJVWjFpWEXOogY60DYOI0iB",
+	"VBnVxomGJFHZT3wy4e8xa9z0UZGsplh+QDaSvr21PLjZZvzcJX/eJfmzvXbuQYWwQsXlJ4QMG/QurtsZ",
+	"blDLwh5KBT2srFAQYoabk1j9a+rna3epQte5rnwvFpEnQcvBVKWOznC/Bac6eM7R6WBumDtoHjYzDn3G",
+	"fdp5mwKkL9668a5wzWuWdoTza4nfAJfx6/Kkdy7BPWxzXMqlm/34g/vPr3wi/nTm1IoWM07fKL1c94OG",
+	"3YhUhs3WNmzqBH2wj3KNkqP0PaqMkymNkg8PoYeb8JAjdo5/Aa0BUsggacTXVpDfmFs2qfG8+OZ0mLWw",
+	"kN1A9XCQnR1dl3Q6u7y2Ir3RhpnRU5mFTnOQ/YCUfx1NaJoDsFYTreBSNDeMG8p9Bf2pfWZ7WBX9h1zK",
+	"q1hy6zbk3une//yDH/775PC7P+i/h398OEm+ff7nf+xtjW6xtURLLMPfPaTqsH80fI3k0XnrovncrVEO",
+	"7N3qc+nStWNCuv9ePOHjO5htBMG9yQHxXmS17bRVqQRlrWag87UsrcodX8sibVMAZiIdp6PspRVAZy8h",
+	"umFCa5zOpzcOO/8XULbGusgTNhAZrw3wYYqpLx9210z4LFiqcRUdV9B0sfKFegXPbsySpOG/02JtHEX8",
+	"izrw4+9+nSM6768yLaerbcgGDYSpGIy1vjHHGbe80OskIBjLVc4rLHuyho0qXZco14d8IosZeWlAJcHf",
+	"PDEsJZ6o/5OyqSzyjFc5HjV4CkPnErmbnS7ie1/BU+AaYG8puHIPw1enzPqSfyPAfjDYEgafb858ljhM",
+	"Ebw47qKcpfj7I5r90T/rk5Pn2U9ag74BP3WF/34U9ne847V7/0task2WaNZ24ERO12t7pDCuJ33Or+LY",
+	"uFn7TdjenH4ZogOEO2cDBygXhbwVlRTm+IPM/zyuhMVu1N3mxy9QgMLZD5grRnfPQkD9Uqgc8iwhP8ZB",
+	"P5Vn6CGrSx+/p/NAbibmdOFJaQ2l4bSfLTEnzt3iYzDQqs39NxvLW5E37Hi2kiJn+85oSP3QgM8DZgXR",
+	"cXfSUlMPwqTe+cekTDvtdiqN6OCqAFoL2s+v6NEr+7sBhcZQioZ+h+7sMR3k+mTsL7abNjN3osMK9Hng",
+	"6O8JU3rqN8XRl6UZP5iS6nYiJIIO24fwHuBiJXtDwA3tNsT7O2AGxjbmcYPOBT6N0G/fza0UFZz5ZNnJ",
+	"P5jHnSN2Hih+XjSpFfhcKnehPAp6pRPdS/Gi6b4LTnoT45I0NKHleAGH5z1IwVWQ0YhCmbN9VBgu8vRg",
+	"fqGU/VxB5D2szHKTPFri8N29ZAFSgh2U3COU4MkcLp5M2PTRydwqwGCTgSX0D9AWNgwXUWIfS6oSn1Wf",
+	"RFDhTnq0sQYz370IzGJRFKaVMpJLUwIHMPkbyaGJWYJuIyIPlrStP/uiZvJ7alXMDpZp5Nc4y+1Jbnph",
+	"bzukUSVG3IqvKOn1vD1nt/HndlV752xDK48V1HUCYe0BJ+BI8Y075iu9K5HzDCjgpGWGz5ptz5kRWSVA",
+	"UhphfRYVuJEgEIZJG3lCfnhsNOruOGLnXhmnJasEK8TQOvzwXKhEExGupNhDd2zMb9fWQqzqx1kYzSjv",
+	"Kh7NCt4KP6DHU209f2ajRVhaDYOT3YW4e6N87XNybye5r+kGdo8AWuD4xacgWYXKSy2VbQgk9FSxn345",
+	"f0mHKvFOpkyXIoHwFjKR5WTqGjzaEIGWhtVK/m8tGJ9oCkEv0ZzxzjAECe5XPjC6qK1gY2tLw367+pnt",
+	"u39ShTKY9EWhpz9ZWx4EZrSGKtIkDE6Ys7GHFR9NIMnZv8Qhj9HFLXaqZIXWpdPeE1ZIdXOIbZ51xbJC",
+	"1/nhRFgOHfGJ+1KYxVzKlODyHWYrguIO43O2PGEOiOx8IpU0FhmX4QrDykreOrTHew3b9087d3+/xL++",
+	"xT+mB0fsZzHi2YwZxW/Eu4wb9M6R987U2Zhxs+Cg0+qdsZXgk3eEnEjrZriDpo7r36hruPwlXY1fqQFl",
+	"obJqBsnkHBuxINkHlSg1/Yi62qZ0YMmGMk2XoNeKtFO3Yc+i+YZaybFA/o7tBRCXTGLZ6CHlP4MFpxwu",
+	"ErxjXeTYTUIinZ+0jShmQymK3Ozy77+I/m8trN+uzRRrS+CbAa9M3RlKLAueUeY7bj9kz4Nd3BDjI68E",
+	"FAn7nQ1J7+eKiUlpAev5wICcwnPb0FL6PH78wxn5g30nFSzcbHTIEDiDETiRc8ReUno+FUhR9Zd4b73P",
+	"2N0UUnRV419142spgREFM2Ex+Ym7fcEdRttvZd4Lo3dLdI1vvsj3NpXW8fE47D5Tsye8KvHoAbiGL5R/",
+	"FgUAu8yNewVfPJyPDHyPCU76XeNkehqPu0NdsZHWZJtbXUJTNiFBacYpJKA5BG+oytnvXFqpRujMiz1c",
+	"ItMTwV5ylYmCSISVtmN3H2SOg5mvrM/WmiSxf3vGxtJYXUFlwY0obRLUFkp5dU83bFgJAU9AdPdAMVeB",
+	"ivPcGHg+HgxqCZ2dm/p+PHS4po/tdEcuwbU9dBTNhggXRLeoxS5a+nONdmUVXNSk7QD9d4LOuJ/evr30",
+	"rXix7Aj2qsiJm43WD23IEoHeHV9RDCEUBlYjNkD35lWvG+5V7P38tPOarLzjEr7FetdBi7bF8hrII4gD",
+	"dcTbRl7tnqZvQAiRrIkNc5FwzybxAEH4PpfgG7fJ+Cj2aEthdtS294RKr+blZHSutx4jQERa3n7nQhkB",
+	"jFShT4z3O7n7Uh99p5y2VNNuO6SrDuGqA/KYoQ+qba8lbDArOfZCkEi02LgvsaEKBudD4iheEcVXZkzm",
+	"5NYMv7EQxq/4rSgCSW/BSm7HbB/DkwnLCi4nCTNypLitq8Zdmnhf6cGZJ0iQIQeA8pDmNZ4jds5yJEpo",
+	"jEdnOboV6PKwvRWdAYvPxDBc0RfnPOqC49vLIElKaLFhgwg7Y6Y1B+K3gDr/BKtDxP/WvMDld59Q5g9q",
+	"V67ZVwc36pQbTwF11taVJUSA3a+mfLazPb8q2zPuqYP7xOr7lATrK6kr2q85s42bGPlgzAHLImJvQD1k",
+	"5+Bm7kz7Uw9kwfstH/3B6QrpQgcGaQaxCUHw9i2D1b3HgITBye/G7qMvfBEed4C2A7QvDtACKmAtQoQB",
+	"G4U4O5ZVfljyys6OM15iK59lJndcIyXzJGrHhWayeF/KJvHUV2yfX14wq28E8XVAv0P/thnLuBUjIDSm",
+	"di7hiaH1YptxSBp6Gob9kIKuKLDxV2iw7F7unoANgH1lua4tMdgNBeiypqlhr01XrfmEEufDJAzRiyP3",
+	"V+IgnAgkBjOW4mdowvanjJfyEG5Mz5D6w+hCMCMMFjct1OQ+jQnoSvkO7n3nIa+7BOWt+5CX7ju+jD/j",
+	"BoGx5419lG3RNfO7A+b3VSTDvfKFedOY57B9QtxGzHV06qMz2hz9Zn/tne6FDba3gAxPe5DBLWE/Eoy5",
+	"UqLoRwFPwqdEARlhbgZDXVEjKTx/831MhrJAwlSVs0pPjdeV4ucsP2ndPrRoH/ph39Uw/CiX2KoeXDiY",
+	"/xKzqa7yO9zh+1Lf4RaQa9dQ13lxl1f9ityx69/wStzK7GNuoR/udOffxxr0nHWvPy/LO1yNqUB3vuFO",
+	"M3iNadJ3mUNt9d9lLvQd77kS2d122a/6suAzUX1fCX5zh/t+4ua8zqW+2y2X9t93uOHCXI955ffMnfYa",
+	"cOiRs3j9BQS697veheRJv1V3GeCPla7L/xKzHwAL7zZEeQu4B8P092/SHU5vXsf97eXFLjl2SXKsXyS2",
+	"H4nag03L+fBpFhzeXQL/+EPmgfrPlSaAVkF4n/pIWmiV76Q8cp/rqRKVGcvyrsK9rdUSGNy5FWYjeLZw",
+	"WJYRFitR7IJD91ZZxZ0J7VXHz+REHZcFnw14drMkiGRMLQwzY2jQI9WoEIfOKv3t6mcTaH/oiU8MK+St",
+	"YJgDnTBf10mePJE3p3HfmcJodU0wZJD6v5kUnFETaa3ID47Ya56NITed5xOIMr3nmS1m3uM6ox7fYOcL",
+	"Q4y9aSGHwsqJuBaZVrlJ2T5VeLCnz06SpmPfc/xhok1ohowdVHIMrx9AwiP+LQDFE0NuBeKeh9C6NL7+",
+	"BlCFK/dfqfxyMEg7d8t2Cj7E4RD+6HcMD3Ws37GUksixMpXnsxRTcUIQ3/IqMIxL9CscsR90RethIm6u",
+	"GyFK+LWziKBBcqaVEplNKG0ZU5FgF8CSCCaVsYL3JpY3EPizvBWXfgfduTY+QFBnVWvYpHcpbp1I5X98",
+	"ujU2re71WOJW9vYUWp5+o/plcTtkuw7lng/aIzm0EocwXhzozlH8FTmKfxS2+f4BNYIoaCAvEgObln74",
+	"FnPkhvNxwu8QYG8Jg32o6qqEElPopzAHmb2z99VboJ9CBwZMtzBpQp17YPUyXgGZNEvNbfbOyuxG2BQF",
+	"EPripaE3IacXpDa5558FzGgR3AcCRkG3uSFRngX+whQyx6roFH7RyMlvTw6/PTlJWCQvD5wEBIojXIHC",
+	"91yRhuU1sDKm8JdzJ3xTts8HurbsLyf/F5OKYglAC3OAeSHQ+MXnvsLdvhTtNUrxc5uy/fDLn+dkeSS+",
+	"mxmWopI6b4T5i+fP3CxwVQZipokMbVGIn+G1qIY0escb5Xu0QBGEdwuDO9RJ5QQXwwnVXBTCRstNjV+a",
+	"wZFyQryZC48Ej/utvhHQdKrQRhivBODGThMmjOVEy81IhGOMoxIsq61vGfINM7hKUBLhtYywGZcpGWeY",
+	"YuiWAhogKE0dqNmtzIVmvKpwF50vhAwmfOb3p2FTUYAGLNhUDPylXjd0OurBabQ0kO0zEIVWIxOCxPTc",
+	"hP1zb3G5/rnH+MANayJCvWO4AXOWcYcFPhA/TJjWfqFHlCh0SwTpSVDnOPZUdaoUN2aqK99i4uBu6tDP",
+	"AptLf/U6UWtB1lGKktZ5xpC7r1P1utJ29aP2N+1Rixp0dihPIL9Tj74q9ehnD2gtDQCq7LyZZzXZW6Ja",
+	"pRhtUPMBA3JJlUrTvxvTPL3JPRcgg8ecslIXBVEuwoBYrawsSBm6q4/t2j3zc/OywaCXJ+E0dj4hhLvF",
+	"d/Pa4cSDpb7AZ3hox92qPJjuM6zLJbl/UEtm5zZeyWunWrr9x2urDyuRaaTt6z3hujxDe8OpeHw4FJlF",
+	"3kTQ5JwyOae63Pm86/LzO+66XH7a3bp9sYf74c6qLh/7UR0Nnv316V+fNr4FMj3M8Qf61/16HhJWyBvR",
+	"rMoTk3hnBLUq/vF7GFGoWgn3e6NoP6V/Hck8dac5vXxz/Zb52c3P6FiqW2lFegAhNjei4P9BuQZKz7z/",
+	"ASxcJaaeiQZ++8SwtBKoK/+XVDk4/lN64aF/YRpkZrj4Ik9bdp3MnVHqf0K/Cg2ESCDJMzMTtuldAc2l",
+	"k5VG8YIVCbblPhb53crMt20y1N49D60FIAUisONiTgzW7z199jRhzq40rC6DVyBKwHMAUor8AOYNi4VA",
+	"eoVugoQZjQsKbn0l2rPwS/cO7nyXkaRNV9uwP+Li38mMpTTp1q56YqjQo8OMDQfhk3krd4brznDdGa73",
+	"ZbjyICsWZMQdzNat+PMhkeMQG0esU40dN7038/XWtUli2jGVM/dVIYs6/fF1IwlbL03BmUjClg1qI6Fn",
+	"mls1JwKQPE01enDCpGp6Ynz/BPsMMaFuRaFLwdIPJR+JBDKYruW/RcKstrxIIDP1z5Tt6yqHOppBu4U/",
+	"k/kZS91dKCdT/wCkHtN15eYmLX3FuOWbecJS4i+96GTAaSezRjmdd09ofenfs5mC8E0q/dG8cWDLU89a",
+	"W22n+993z7bW8m4ai5TOxYq0mrYqb44/wH8pWw3jQl0Ja06LM5F+zC20cjsFTpU4vBPIIkHLjjgRj9jr",
+	"KCL009u3l4c//Pz3BP81/OXyBcDBTz9ftx7XSgchzsQ0l4auST1JK8AVxvgycmrOloWaQvwKp9OQb1Xi",
+	"Fvkn+8Jp2B4I4mfSJmQ4SNtU0jCv9T8xUSkO239x8pylzS/e5ULJua4O7NyPBxn6HHh21rvgACijpgkn",
+	"MV5o1cGU8Qou79EV7x71aZt0PVoz7aulOnNo7FrXwAo/rzQv8Gb8Pp7FUUqVmwS4f5pKiSa+Hfq79fFp",
+	"YC+4vR4l/tk3364xIGz6W4dcrCbMSR0I/d6lAfq4eN+Ymq39eNh+11LLW+dpJ0buLU3TrepCytsnh2Kw",
+	"eClZXaHo/R6UnZyKkO+QtFIokq6UCH8JcOE3bpFaeYZDb701YNtUcQGueRxsTraDX3eyAHzdE5H716Ow",
+	"sbIoPgGLVQaPKbSxTFrg5KgYVzPyIWfQdi4aTkg8gC7X7sEv7gDjMJE1MbyVzP25APgfj8JbcLTDlv4U",
+	"8I0gy12Vz2PAiWXhIY7MQE7dNIUEL2Vo3NWdEXYWaW9aMSMsaHGtrKm5fKtODIsz4iyRj0Y4iFZsBIVR",
+	"ihskv0FyHCDorKnlNDrkPoOKi9Z9pEAggy28Jcc86Ei+ggcWvKikZUD3YbPov0vW87OeNrnVbnaUE7ZM",
+	"A8ZUsm4MXoG+p4zHEE9Qi+nmfbi83/JEQGE3OjLgQjWKHn/mc/68Ui/eWwGfEBewufJOQA2xgG6sTjxz",
+	"ZZy21/iVhepsv6TE9DPF8w00eF6yGmtQAcd+7DPGA/Pz4F8i6+J7Jvn6yBzbfo99mRr0zqG9XBYr6Oe8",
+	"TWEcwn3LuErcJcD/XwjT4zs+JYp2dwWGMtHnJd18jcisYf9IIX3orZwIZxQIlcM/D9j+1Q8v2fPnz7/z",
+	"DTn/rZU4mO8PlLqHX2C4lVrlDgpwLIlKqEycgaNaqlrXpllCnlXaGBoY5JFktT2eiGqEvfPNKgfyVbNA",
+	"j4EPIQznTlQA4a71qQrCLXdmRQh3rskkEK6/CzVAuOkHWYi1a86jV9FOvNNdr3HLbtZz35rZOmXjsLd3",
+	"NeNLXPBVfIY36ntv3rTcAd9cdzzmVX7Y+Nx7ClqrSkDD8kEhTlklJtCtNEDuEzaYWeH7+8lqLnS4b8eV",
+	"rkc+fMhHbgGx1yDqRVAlI1UuqGkn487MekX+ZasnA2NBxzW6ldsBlYDqBjM/2FRXN57unUPnH101OR7W",
+	"c/XgUHkl2MjpYOwc5kBOm4EA8wzZ3uaaoeIAZ8KyfaXtuyHU5pw5/T8OLaLLKLjyuSGD6ZZyCFEUcOKr",
+	"mopKsH1YkXe14rdcFk6sdMQVf+JVPu9CbwmHzejE7gUOCb7nNhuvUINhagl7evj05ITlQCiUWSZzk+AX",
+	"LiudCWOcLal8L6/t6sAL8+nLR3QAV8FfoRjbzQyiO7TIDALLO9DrBr2fGkh5GOwjOFsD/Qgl+pHve2d0",
+	"Gmb00B76gBceYaffBfRAnROhBc50BKt5K7IH78NMpyGXBQUrw5Deuce9G3V6X6/w5t35353/R33+aZ+2",
+	"D82DAMGKxOMICKKx9oPBT1D+C9v8FOU3CPbI3EPHm6y8igKKCXBwgO+S3K0JG9SxMgJu2bbaMkDcAaqP",
+	"FtJ4b2trcU2dZciwOeJSOZ2khT++D/5dwOZaD+1O39jhzWeAN9fNUXjs+sYH9CKtX81wHlUxoItZKzjP",
+	"VewWY/txSUCzCIfujwdH7CJkKXv3FdxFx6Jlv2j3f2Nry8PhpHxxipAFjVgltBsFBIGa9ysgTdg3QoDZ",
+	"JRXj7J/1ycnzDErf4Z+CiUJMhLIJGw4npRixQ2MOEmx+qyeMQwsKalUL/rm/4SMoSwof8g/3n2ff5jXi",
+	"U9clf6RYXUCdRAdiJJXxHEQ3YjassB8X0AJLe3DErjBC08S+2G9XPx8x2ExufA2CEoMwnUrK6sHoUaEh",
+	"8hPtBbdeCZvwdqparWpolbG6mCBg7J3LCVo7oif+gtvvi6ghwPxriqias0CThVV3EA2EHmxhL38mdQS7",
+	"qMtDZ/S3oXVIFGFE2LUtmbI0lZ/y/Vck8VM1l6+m6w2dIPsboC/4z3xdXIJV6gGcrfgbloSlbJ803YjF",
+	"jsrALvL0gIrZm/J2kjrQcmgsVB+LGhSkQXExdFYoZqEG1iE5BGLO4qf69opUqAZZFSjMPO3KiujKNa3j",
+	"VkIrHd3XsEg4Er99KZmTVhSkB66fPvvrGtmizYv9t8n7m71RROTTXxg24Qa6zOFXvMY3bKPHXOuF68RI",
+	"5k7iTpFfEi2JaEDMtuqmlgZL6KJ7LUD21AFQiNzG0flLEbVjchRsLjKYxbXDhc641RXbT1tQkSYsvR1r",
+	"A3mwvCzdfyKcJtbKFt3KKeP+oRDL4L5iFyukhcp0LipW1mYsDBa5tQyI/au315fwZ5Qc6IPJGfy6+WDO",
+	"CuCsrIvCaW7vZ6BYRyXZNAasfB5CSzozXwt2S39pWhQQoikGjdvnaBZOsXwsZl3ZbxWrdXz1//Sr9bej",
+	"oyM0Q1qS8CBQggZlH4qU80Ba948/juqqSKP2MDNReR60ORK4Izb3+UCXHQifKxjVVQe5SsKPzMKWMFlV",
+	"Ne5WcEmluN9TEI1zdkTC0g+t8f15/AF215/HH3hZ/nn8wa/WnynbRx+Mk+a/Xf186O4/FCbjpcgPzsiY",
+	"jCjhyCfuXVZxk63o1DV9uEzTahnSHMGK8yHAppK+rLHaJyJxNVClWGin6phFur/z1u5vl8KvKnt3X6D5",
+	"Hkbcigo6Xs0XUuraLnzp5tkn7sM5DcjPFdShqCjxNDoI3tPoyRaSyBiFFfL1qV74UKYgnwgT76ToY4Md",
+	"XQBMW3fG4Ix7Bgm5Bsctysd5A3azZmPHO/9/9q5nN2oeiL+K1dOnT6G0lCKVnihCgIRQRYs4VD14E7M1",
+	"69iR7a1YVX135Plje5OsCoeql16z2Xg8Ho9nxjPzeyB8yB2XQUxKQfq4OyIHdZ8L0x/No3xOy/sLr3Sn",
+	"BcA790nrzW+UNMkleABtQIrQS2MEvi6ClUO4cZGzsGUnFtJI2zLEUO+sji55FtBCNPujSYFWtkTVO5Sq",
+	"YzR0a7pJv7eQVZ2+hknhFXYw7vZMhTTBCW1bs+4UGBtB2UDI4Xgt06kI9yhgWMDZ0CnI9tX2VhoNWfKc",
+	"Dp7blEZK7E7nqHV207t1EF4SDBp0Rv2l2shtXiiEqYPABqt8lKWx4CRYYfvUpZcdTez44GgM1JQntXDd",
+	"hhBm8dCt8kxmK3w+4VI+pv902+IgF0TkzsTq3VNO4gBHKt+RoJo7RvXzNGRWnD0t6J+cMArByG25b8C4",
+	"SFY1oNGn1/dx+6t27XXc7L29ukse9UJJr/y7ddpiV9fJua2vW5O6gjHo87V0VqoABf8fgAf/L4+TGdXS",
+	"ITcmcExdc8ftat47t9KKSSY6JnU1QJbQFhP/obUsTqQBAxGiVQ2W0YZG9FKntYVOi5BCS1s7ROHXlrvC",
+	"S1yU/3CO4uAQUqo4vICMmIYqvge4nfUOLhZLP7Zm4r2Q5iAuIHEieqlNthdaGaVxyzXQUxX+DU7bGApp",
+	"r7ZIY75OifumUJBVJ6gDhehVv0BYFgIbZI0FPkoZ4qgegv48MwJgVlWWJNt8S+/WQ2BgRws3SzJjGYnB",
+	"OdPUDS5jMUF4SYxbFnKOt8hhvLcpPV/TElJHOFiDcwGiXuX/RS9tQI80qn4w4HnnjhJJKtI8CIk7nRpQ",
+	"PaO0R/nAXMQdjIJOBjNkfakiFJTzuG3jN9woJZvcXGfF4AXtpjX11LIfrGleIG+hdyuEog3746jcHGGX",
+	"mRBll+CE/MSb8MKNBlaFbsabjNyBC4l6tUA8Ntl5rzI4K8YVvr2u+YaDz9D3AZI7Sf6xPD4bJ2PUQWqj",
+	"wPHnqjciBIZ55MOtjV0bO/PsQahWRsRn+H5BMMwF2ncwkrBQ6RGwA+rJUKJfoJz/UIsL165UzNteW/wk",
+	"LQF/OT3+XTMJUWCnVJ45F0P0cuDoBSKfyq7XVqcfwEvjwUAfxQlUa9FUmVMnJzWnqPh6PPjHs5eXAv1F",
+	"jPokH32pk75I++dWeXHx+Zzle/AqqKSHUXBA3Z1yGSEDZUEDDNIN6JrSJXLGtaHmdRV19GRWCXJ/uLK5",
+	"/HaFSEnC4dhBIzrNB0Wpv8jC+6ZmTPae9+6v7/8EAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -140,23 +140,28 @@ var errNodeCode = errors.New("node command failed")
 // step runs one node command of a stream command, with its own
 // idempotency key, and decodes its result into out.
 func (d *Dispatcher) step(ctx context.Context, cmd channels.StreamCommand, rec *nodes.Record, name, typ string, payload, out any) error {
+	return runStep(ctx, d.Commands, d.CommandWait, rec, "stream-command:"+string(cmd.CommandID)+":"+name,
+		"GB28181 channel "+string(cmd.ChannelID)+": "+name, typ, payload, out)
+}
+
+// runStep creates one node command for a media server's agent, waits up
+// to wait (default 30 s) for it and decodes its result into out.
+func runStep(ctx context.Context, cmds *nodecommand.Service, wait time.Duration, rec *nodes.Record, key, reason, typ string, payload, out any) error {
 	raw, err := json.Marshal(payload)
 	if err != nil {
 		return err
 	}
-	wait := d.CommandWait
 	if wait <= 0 {
 		wait = 30 * time.Second
 	}
-	nc, _, err := d.Commands.Create(ctx, nodecommand.CreateRequest{NodeID: rec.NodeID, EngineNodeID: rec.NodeID, Type: typ, Payload: raw,
-		IdempotencyKey: "stream-command:" + string(cmd.CommandID) + ":" + name, Reason: "GB28181 channel " + string(cmd.ChannelID) + ": " + name,
-		Actor: system, Timeout: 2 * wait, Guards: nodes.ActiveGuards(rec.NodeID)})
+	nc, _, err := cmds.Create(ctx, nodecommand.CreateRequest{NodeID: rec.NodeID, EngineNodeID: rec.NodeID, Type: typ, Payload: raw,
+		IdempotencyKey: key, Reason: reason, Actor: system, Timeout: 2 * wait, Guards: nodes.ActiveGuards(rec.NodeID)})
 	if err != nil {
 		return err
 	}
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	done, err := d.Commands.Wait(wctx, nc.CommandID)
+	done, err := cmds.Wait(wctx, nc.CommandID)
 	if err != nil {
 		return fmt.Errorf("node command %s on %s: %w", nc.CommandID, rec.MediaServerID, err)
 	}
