@@ -6,7 +6,9 @@ import (
 	"net/http"
 
 	"github.com/svcplatform/svc/api/contract"
+	"github.com/svcplatform/svc/controlplane/channels"
 	"github.com/svcplatform/svc/controlplane/gb28181"
+	"github.com/svcplatform/svc/controlplane/nodes"
 	"github.com/svcplatform/svc/controlplane/playback"
 	"github.com/svcplatform/svc/controlplane/store"
 	"github.com/svcplatform/svc/controlplane/streams"
@@ -20,6 +22,8 @@ type gb28181Endpoints struct {
 	gb       *gb28181.Service
 	playback *streams.GBPlayback
 	leases   *playback.Service
+	channels *channels.Service
+	nodes    *nodes.Service
 }
 
 // ListGb28181Devices answers GET /api/v2/gb28181/devices.

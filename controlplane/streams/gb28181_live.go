@@ -70,7 +70,13 @@ func (d *Dispatcher) startGB(ctx context.Context, cmd channels.StreamCommand, ch
 		fail("leasing an RTP port: " + err.Error())
 		return
 	}
-	transport, ssrc := gb28181.MediaUDP, d.GB.NewSSRC(false)
+	transport, ssrc, timeout := gb28181.MediaUDP, d.GB.NewSSRC(false), 10*time.Second
+	if cmd.GB != nil && cmd.GB.TCP {
+		transport = gb28181.MediaTCPPassive
+	}
+	if cmd.GB != nil && cmd.GB.TimeoutSeconds > 0 {
+		timeout = time.Duration(cmd.GB.TimeoutSeconds) * time.Second
+	}
 	if err := d.step(ctx, cmd, rec, "open", agentapi.TypeEngineRTPServerOpen, engineapi.OpenRTPServerRequest{Vhost: ch.Vhost, App: ch.App,
 		Stream: ch.Stream, Port: live.lease.Port, Transport: transport, SSRC: ssrc, TimeoutSeconds: gbTimeoutSeconds}, &live.server); err != nil {
 		undo()
@@ -82,7 +88,7 @@ func (d *Dispatcher) startGB(ctx context.Context, cmd channels.StreamCommand, ch
 		host = "127.0.0.1"
 	}
 	session, err := d.GB.Invite(ctx, gb28181.InviteRequest{DeviceID: gb28181.DeviceID(ch.DeviceID), ChannelID: ch.DeviceChannelID,
-		MediaIP: host, MediaPort: live.lease.Port, Transport: transport, SSRC: ssrc, Timeout: 10 * time.Second})
+		MediaIP: host, MediaPort: live.lease.Port, Transport: transport, SSRC: ssrc, Timeout: timeout})
 	if err != nil {
 		undo()
 		fail(err.Error())

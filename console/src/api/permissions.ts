@@ -128,6 +128,8 @@ export const operationRules: Readonly<Record<string, OperationRule>> = {
   "POST /api/v2/channels/{channelId}/snapshots/access": { permission: "streams.play" },
   "POST /api/v2/channels/{channelId}/start": { permission: "channels.manage" },
   "POST /api/v2/channels/{channelId}/stop": { permission: "channels.manage" },
+  "POST /api/v2/gb28181/live/invite": { permission: "devices.control" },
+  "POST /api/v2/gb28181/live/stop": { permission: "devices.control" },
   "POST /api/v2/gb28181/playback/invite": { permission: "devices.control" },
   "POST /api/v2/gb28181/playback/sessions/{sessionId}/stop": { permission: "devices.control" },
   "POST /api/v2/gb28181/records/query": { permission: "devices.view" },
