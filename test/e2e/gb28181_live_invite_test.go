@@ -19,8 +19,8 @@ import (
 // framing) and the stream goes Online; the channel is then made an
 // auto-pull channel, and live/stop pauses auto-recovery before the stop
 // (contract B, third-party rule 5): the camera sees the BYE and no second
-// INVITE follows, while an auto-pull channel that was not paused would be
-// started again at the next write of its state.
+// INVITE follows, even after a change of the channel's record, which
+// starts an auto-pull channel that is not paused again.
 func TestGB28181LiveInviteOverTCPAndStopWithoutReinvite(t *testing.T) {
 	const (
 		deviceID  = "34020000001320000003"
@@ -105,14 +105,18 @@ func TestGB28181LiveInviteOverTCPAndStopWithoutReinvite(t *testing.T) {
 		_, err := os.Stat(filepath.Join(dir, "bye.txt"))
 		return err == nil
 	})
-	// The stop's outcome is written (Offline) after the BYE; an unpaused
-	// auto-pull channel would be started again by that write. Wait for it,
-	// then a little longer than the dispatcher's scan, and count INVITEs.
+	// An auto-pull channel that is stopped but not paused is started again
+	// by the next change of its record (auto-pull); a paused one is not.
+	// Change it once the stop is through, then wait a little longer than
+	// the dispatcher's scan and count INVITEs.
 	eventually(t, 30*time.Second, "the channel Offline", func() bool {
 		var c struct{ ActualState string }
 		viewer.call("GET", "/api/v2/channels/"+ch.ChannelID, nil, &c)
 		return c.ActualState == "Offline"
 	})
+	if st, b := viewer.call("PUT", "/api/v2/channels/"+ch.ChannelID, map[string]any{"description": "stopped"}, nil); st != 200 {
+		t.Fatalf("update after stop: %d %s", st, b)
+	}
 	time.Sleep(3 * time.Second)
 	if n := len(invites()); n != 1 {
 		t.Fatalf("%d INVITEs after the stop (want 1):\n%s\nSIPp:\n%s", n, strings.Join(invites(), "\n"), sippLog())
